@@ -1,0 +1,73 @@
+#!/usr/bin/env bun
+/**
+ * Compiles local-ai into one standalone executable per target in dist/.
+ *   bun build.ts            every target
+ *   bun build.ts --single   the host target only (tests and quick local builds)
+ */
+import { mkdirSync, rmSync } from "node:fs";
+import { join } from "node:path";
+import pkg from "./package.json" with { type: "json" };
+
+export const TARGETS = [
+  { os: "linux", arch: "x64", bun: "bun-linux-x64" },
+  { os: "linux", arch: "arm64", bun: "bun-linux-arm64" },
+  { os: "darwin", arch: "x64", bun: "bun-darwin-x64" },
+  { os: "darwin", arch: "arm64", bun: "bun-darwin-arm64" },
+  { os: "windows", arch: "x64", bun: "bun-windows-x64" },
+] as const;
+export type Target = (typeof TARGETS)[number];
+
+const DIST = join(import.meta.dir, "dist");
+
+export function hostTarget(): Target {
+  const os = process.platform === "win32" ? "windows" : process.platform;
+  const found = TARGETS.find((t) => t.os === os && t.arch === process.arch);
+  if (!found) throw new Error(`no build target for ${process.platform}-${process.arch}`);
+  return found;
+}
+
+export function outfileFor(target: Target, host = false): string {
+  const exe = target.os === "windows" ? ".exe" : "";
+  // The host build also gets a plain name, so tests and docs can say dist/local-ai.
+  return join(DIST, host ? `local-ai${exe}` : `local-ai-${target.os}-${target.arch}${exe}`);
+}
+
+async function compile(target: Target, outfile: string): Promise<void> {
+  const started = performance.now();
+  const result = await Bun.build({
+    entrypoints: [join(import.meta.dir, "src/index.ts")],
+    compile: {
+      target: target.bun as never,
+      outfile,
+      // Windows keeps the console subsystem so `local-ai doctor` prints in a terminal; GUI hosts
+      // spawn it with windowsHide (docs/bootstrap.md).
+    },
+    minify: true,
+    sourcemap: "linked",
+    define: { LOCAL_AI_VERSION: JSON.stringify(pkg.version) },
+  });
+  if (!result.success) {
+    for (const log of result.logs) console.error(log);
+    throw new Error(`build failed for ${target.bun}`);
+  }
+  const ms = Math.round(performance.now() - started);
+  console.error(`built ${outfile} (${target.bun}) in ${ms} ms`);
+}
+
+async function main(argv: string[]): Promise<void> {
+  mkdirSync(DIST, { recursive: true });
+  if (argv.includes("--single")) {
+    const target = hostTarget();
+    await compile(target, outfileFor(target, true));
+    return;
+  }
+  rmSync(DIST, { recursive: true, force: true });
+  mkdirSync(DIST, { recursive: true });
+  for (const target of TARGETS) await compile(target, outfileFor(target));
+  const host = hostTarget();
+  await compile(host, outfileFor(host, true));
+}
+
+if (import.meta.main) {
+  await main(process.argv.slice(2));
+}

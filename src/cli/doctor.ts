@@ -1,0 +1,16 @@
+import { defineCommand } from "citty";
+import { runDoctor } from "../doctor/doctor.ts";
+import { renderDoctor } from "../doctor/render.ts";
+import { Core } from "../server/core.ts";
+import { configArg, jsonArg } from "./args.ts";
+
+export default defineCommand({
+  meta: { name: "doctor", description: "Diagnose the setup; exit 1 when any check fails" },
+  args: { ...configArg, ...jsonArg },
+  run: async ({ args }) => {
+    const core = new Core({ configPath: args.config, cwd: process.cwd() });
+    const report = await runDoctor(core);
+    process.stdout.write(args.json ? JSON.stringify(report, null, 2) + "\n" : renderDoctor(report));
+    return report.ok ? 0 : 1;
+  },
+});

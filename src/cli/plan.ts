@@ -1,0 +1,15 @@
+import { defineCommand } from "citty";
+import { buildPlanReport } from "../plan/report.ts";
+import { Core } from "../server/core.ts";
+import { configArg, jsonArg } from "./args.ts";
+
+export default defineCommand({
+  meta: { name: "plan", description: "Preview how the model would be launched, and why" },
+  args: { ...configArg, ...jsonArg },
+  run: async ({ args }) => {
+    const core = new Core({ configPath: args.config, cwd: process.cwd() });
+    const report = await buildPlanReport(core);
+    process.stdout.write(JSON.stringify(report, null, 2) + "\n");
+    return 0;
+  },
+});

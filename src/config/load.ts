@@ -1,0 +1,154 @@
+import { existsSync, readFileSync, statSync } from "node:fs";
+import { dirname, isAbsolute, resolve } from "node:path";
+import { isMap, LineCounter, parseDocument } from "yaml";
+import type { z } from "zod";
+import { CoreError } from "../protocol/errors.ts";
+import { type Config, ConfigSchema, type LoadedConfig } from "./schema.ts";
+import { unknownKeys } from "./unknown-keys.ts";
+
+export const DEFAULT_CONFIG_FILE = "config.yaml";
+
+/**
+ * Reads, validates and resolves config.yaml. Throws CoreError `config_missing` when there is
+ * no file, `config_invalid` (with file, line and key) when it cannot be used.
+ */
+export function loadConfig(path: string, cwd: string = process.cwd()): LoadedConfig {
+  const file = resolve(cwd, path);
+  if (!existsSync(file)) {
+    throw new CoreError("config_missing", `no config file at ${file}`, { file });
+  }
+  if (statSync(file).isDirectory()) {
+    throw new CoreError("config_invalid", `${file} is a directory, not a config file`, { file });
+  }
+  let text: string;
+  try {
+    text = readFileSync(file, "utf8");
+  } catch (err) {
+    throw new CoreError("config_invalid", `cannot read ${file}: ${(err as Error).message}`, { file });
+  }
+  return parseConfigText(text, file);
+}
+
+/** The pure part of loadConfig: text in, resolved config out. */
+export function parseConfigText(text: string, file: string): LoadedConfig {
+  const lineCounter = new LineCounter();
+  const doc = parseDocument(text, { lineCounter, prettyErrors: false, uniqueKeys: true });
+  const yamlError = doc.errors[0];
+  if (yamlError) {
+    const line = yamlError.linePos?.[0]?.line ?? lineOf(lineCounter, yamlError.pos[0]);
+    const reason = yamlError.message.split("\n")[0];
+    throw new CoreError("config_invalid", `${file}:${line}: YAML syntax error: ${reason}`, {
+      file,
+      line,
+      key: null,
+    });
+  }
+  const raw = doc.toJS() ?? {};
+  if (!isMap(doc.contents) && doc.contents !== null) {
+    throw new CoreError("config_invalid", `${file}:1: the config must be a mapping of sections (app, llama, model, …)`, {
+      file,
+      line: 1,
+      key: null,
+    });
+  }
+
+  const parsed = ConfigSchema.safeParse(raw, { reportInput: true });
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0] as z.core.$ZodIssue;
+    const keyPath = issue.path.map(String);
+    const key = keyPath.join(".") || "(root)";
+    const line = lineOfPath(doc, lineCounter, issue.path as (string | number)[]);
+    const where = line ? `${file}:${line}` : file;
+    throw new CoreError("config_invalid", `${where}: ${key}: ${describeIssue(issue)}`, {
+      file,
+      line: line ?? null,
+      key,
+      issues: parsed.error.issues.map((i) => ({ key: i.path.join("."), message: i.message })),
+    });
+  }
+
+  const warnings = unknownKeys(ConfigSchema, raw).map((key) => {
+    const line = lineOfPath(doc, lineCounter, key.split("."));
+    return `${line ? `${file}:${line}` : file}: unknown key '${key}' is ignored`;
+  });
+  const dir = dirname(file);
+  return { config: resolvePaths(parsed.data, dir), file, dir, warnings };
+}
+
+/** A config from defaults alone, for commands that can run without a file. */
+export function defaultConfig(dir: string = process.cwd()): LoadedConfig {
+  return { config: resolvePaths(ConfigSchema.parse({}), dir), file: null, dir, warnings: [] };
+}
+
+function describeIssue(issue: z.core.$ZodIssue): string {
+  if (issue.code === "invalid_type") return `expected ${issue.expected}, got ${describeReceived(issue.input)}`;
+  if (issue.code === "invalid_value") return `expected one of ${issue.values.map((v) => JSON.stringify(v)).join(", ")}`;
+  if (issue.code === "invalid_union") return `expected ${unionChoices(issue)}, got ${describeReceived(issue.input)}`;
+  return issue.message;
+}
+
+function unionChoices(issue: z.core.$ZodIssueInvalidUnion): string {
+  const choices = issue.errors.flatMap((branch) =>
+    branch.map((i) => {
+      if (i.code === "invalid_value") return i.values.map((v) => JSON.stringify(v)).join(" or ");
+      if (i.code === "invalid_type") return `a ${i.expected}`;
+      return i.message;
+    }),
+  );
+  return [...new Set(choices)].join(" or ");
+}
+
+function describeReceived(value: unknown): string {
+  if (value === null) return "null";
+  if (Array.isArray(value)) return "a list";
+  if (typeof value === "object") return "a mapping";
+  return `${typeof value} ${JSON.stringify(value)}`;
+}
+
+function lineOf(counter: LineCounter, offset: number | undefined): number | undefined {
+  return offset === undefined ? undefined : counter.linePos(offset).line;
+}
+
+/** The line of the deepest node along `path` that exists in the document. */
+function lineOfPath(
+  doc: ReturnType<typeof parseDocument>,
+  counter: LineCounter,
+  path: (string | number)[],
+): number | undefined {
+  for (let n = path.length; n > 0; n--) {
+    const node = doc.getIn(path.slice(0, n), true) as { range?: [number, number, number] } | undefined;
+    if (node && typeof node === "object" && node.range) return lineOf(counter, node.range[0]);
+    // The node may be a scalar-less key (e.g. `max_steps:` with no value): find the pair's key.
+    const parent = n > 1 ? doc.getIn(path.slice(0, n - 1), true) : doc.contents;
+    if (isMap(parent)) {
+      const pair = parent.items.find((p) => (p.key as { value?: unknown })?.value === path[n - 1]);
+      const keyRange = (pair?.key as { range?: [number, number, number] } | undefined)?.range;
+      if (keyRange) return lineOf(counter, keyRange[0]);
+    }
+  }
+  return undefined;
+}
+
+function abs(dir: string, p: string): string {
+  return isAbsolute(p) ? p : resolve(dir, p);
+}
+
+/** Commands with a slash are paths relative to the config; bare names are looked up on PATH. */
+function commandPath(dir: string, command: string): string {
+  return command.includes("/") || command.includes("\\") ? abs(dir, command) : command;
+}
+
+function resolvePaths(config: Config, dir: string): Config {
+  return {
+    ...config,
+    app: { ...config.app, data_dir: abs(dir, config.app.data_dir) },
+    llama: { ...config.llama, binary: config.llama.binary === null ? null : abs(dir, config.llama.binary) },
+    model: { ...config.model, path: abs(dir, config.model.path) },
+    mcp_servers: config.mcp_servers.map((s) => ({
+      ...s,
+      command: commandPath(dir, s.command),
+      ...(s.cwd ? { cwd: abs(dir, s.cwd) } : {}),
+    })),
+    memory: { ...config.memory, folders: config.memory.folders.map((f) => abs(dir, f)) },
+  };
+}

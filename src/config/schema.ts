@@ -1,0 +1,159 @@
+import { z } from "zod";
+
+/**
+ * The whole of config.yaml. Every section has defaults, so an empty file is a valid config
+ * (a host still needs `model.path` before it can chat). Relative paths are resolved against
+ * the config file's folder by the loader, not here.
+ */
+
+const positiveInt = z.number().int().positive();
+const nonNegativeInt = z.number().int().nonnegative();
+const auto = z.literal("auto");
+
+export const AppSchema = z
+  .object({
+    /** Sessions, checkpoints, memory index, logs, the child pid record. */
+    data_dir: z.string().min(1).default("./data"),
+    /** Re-prompts for salvageable tool-call parse failures before loop_abort. */
+    max_parse_errors: nonNegativeInt.default(2),
+    /** LLM steps per turn before loop_abort. */
+    max_steps: positiveInt.default(8),
+    /** Chats run at once; "auto" follows the plan's llama-server slots. */
+    max_parallel_chats: z.union([auto, positiveInt]).default("auto"),
+  })
+  .prefault({});
+
+export const LlamaSchema = z
+  .object({
+    /** llama-server path; null looks next to the executable, then on PATH. */
+    binary: z.string().min(1).nullable().default(null),
+    startup_timeout_s: z.number().positive().default(120),
+    /** Passed through to llama-server after the planned flags. */
+    extra_args: z.array(z.string()).default([]),
+    /** Grace period between the polite signal and the kill. */
+    stop_grace_s: z.number().nonnegative().default(3),
+    /** Restarts allowed after crashes before chats fail without retrying. */
+    max_restarts: nonNegativeInt.default(3),
+    restart_backoff_ms: nonNegativeInt.default(500),
+    /** A request that makes no progress for this long marks the server wedged. */
+    request_timeout_s: z.number().positive().default(120),
+    /** Parallel slots; "auto" lets the plan decide. */
+    parallel: z.union([auto, positiveInt]).default("auto"),
+    threads: z.union([auto, positiveInt]).default("auto"),
+    flash_attn: z.enum(["auto", "on", "off"]).default("auto"),
+    cache_type_k: z.enum(["f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1"]).default("f16"),
+    cache_type_v: z.enum(["f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1"]).default("f16"),
+    mmap: z.boolean().default(true),
+    mlock: z.boolean().default(false),
+    /** Rotating log of llama-server's output under data_dir/logs. */
+    log_max_bytes: positiveInt.default(5 * 1024 * 1024),
+    log_files: positiveInt.default(3),
+  })
+  .prefault({});
+
+export const ModelSchema = z
+  .object({
+    path: z.string().min(1).default("./models/model.gguf"),
+    /** Tokens per slot, or "auto" for the largest that fits with room to spare. */
+    context: z.union([auto, positiveInt]).default("auto"),
+    /** Layers to offload to the GPU, or "auto". */
+    gpu_layers: z.union([auto, nonNegativeInt]).default("auto"),
+    /** Cap on reply length in tokens, or null for the rest of the slot's context. */
+    max_tokens: positiveInt.nullable().default(null),
+  })
+  .prefault({});
+
+export const HardwareSchema = z
+  .object({
+    ram_bytes: positiveInt.nullable().default(null),
+    vram_bytes: nonNegativeInt.nullable().default(null),
+  })
+  .prefault({});
+
+export const AgentSchema = z.object({
+  name: z.string().min(1),
+  system_prompt: z.string().default("You are a helpful assistant."),
+  /** MCP tools this agent may use, as `server.tool` or `server.*`. */
+  tools: z.array(z.string().regex(/^[^.\s]+\.[^\s]+$/, "expected server.tool or server.*")).default([]),
+  /** Overrides app.max_steps for this agent. */
+  max_steps: positiveInt.optional(),
+  temperature: z.number().min(0).max(5).optional(),
+  top_p: z.number().min(0).max(1).optional(),
+  max_tokens: positiveInt.optional(),
+});
+
+export const McpServerSchema = z.object({
+  name: z
+    .string()
+    .min(1)
+    .regex(/^[A-Za-z0-9_-]+$/, "letters, digits, _ and - only"),
+  command: z.string().min(1),
+  args: z.array(z.string()).default([]),
+  env: z.record(z.string(), z.string()).default({}),
+  cwd: z.string().min(1).optional(),
+  /** Per tool call. */
+  timeout_s: z.number().positive().default(60),
+  requires_approval: z.array(z.string()).default([]),
+});
+
+export const MemorySchema = z
+  .object({
+    enabled: z.boolean().default(true),
+    top_k: nonNegativeInt.default(4),
+    /** Folders of notes or documents indexed beside past turns. */
+    folders: z.array(z.string().min(1)).default([]),
+  })
+  .prefault({});
+
+export const LoggingSchema = z
+  .object({
+    level: z.enum(["silent", "fatal", "error", "warn", "info", "debug", "trace"]).default("info"),
+  })
+  .prefault({});
+
+export const StdioSchema = z
+  .object({
+    /** Outbound messages held before events are dropped. */
+    queue_size: positiveInt.default(1024),
+    /** How long shutdown or stdin EOF waits for queued output. */
+    drain_timeout_ms: nonNegativeInt.default(2000),
+    /** Longest accepted request line; longer ones are answered invalid_request and discarded. */
+    max_line_bytes: positiveInt.default(8 * 1024 * 1024),
+  })
+  .prefault({});
+
+export const DEFAULT_AGENT = { name: "assistant", system_prompt: "You are a helpful assistant.", tools: [] };
+
+export const ConfigSchema = z
+  .object({
+    app: AppSchema,
+    llama: LlamaSchema,
+    model: ModelSchema,
+    hardware: HardwareSchema,
+    agents: z
+      .array(AgentSchema)
+      .min(1)
+      .default([DEFAULT_AGENT])
+      .refine((agents) => new Set(agents.map((a) => a.name)).size === agents.length, "agent names must be unique"),
+    mcp_servers: z
+      .array(McpServerSchema)
+      .default([])
+      .refine((s) => new Set(s.map((x) => x.name)).size === s.length, "MCP server names must be unique"),
+    memory: MemorySchema,
+    logging: LoggingSchema,
+    stdio: StdioSchema,
+  })
+  .prefault({});
+
+export type Config = z.infer<typeof ConfigSchema>;
+export type AgentConfig = z.infer<typeof AgentSchema>;
+export type McpServerConfig = z.infer<typeof McpServerSchema>;
+
+/** A config plus where it came from: relative paths inside are already absolute. */
+export interface LoadedConfig {
+  config: Config;
+  /** Absolute path of the file, or null when built from defaults. */
+  file: string | null;
+  dir: string;
+  warnings: string[];
+}

@@ -1,0 +1,41 @@
+import type { z } from "zod";
+
+/**
+ * Keys present in `value` that the schema does not declare, as dotted paths. zod strips them
+ * silently; a host developer with a typo (`max_step:`) deserves a warning instead.
+ */
+export function unknownKeys(schema: z.ZodType, value: unknown, path: string[] = []): string[] {
+  const inner = unwrap(schema);
+  const def = inner._zod.def as { type: string; shape?: Record<string, z.ZodType>; element?: z.ZodType };
+  if (def.type === "object" && def.shape && isPlainObject(value)) {
+    const out: string[] = [];
+    for (const [key, child] of Object.entries(value)) {
+      const childSchema = def.shape[key];
+      if (!childSchema) out.push([...path, key].join("."));
+      else out.push(...unknownKeys(childSchema, child, [...path, key]));
+    }
+    return out;
+  }
+  if (def.type === "array" && def.element && Array.isArray(value)) {
+    return value.flatMap((item, i) => unknownKeys(def.element!, item, [...path, String(i)]));
+  }
+  return [];
+}
+
+function unwrap(schema: z.ZodType): z.ZodType {
+  let current = schema;
+  for (;;) {
+    const def = current._zod.def as { type: string; innerType?: z.ZodType; in?: z.ZodType };
+    if (def.innerType && ["default", "prefault", "optional", "nullable", "catch", "readonly"].includes(def.type)) {
+      current = def.innerType;
+    } else if (def.type === "pipe" && def.in) {
+      current = def.in;
+    } else {
+      return current;
+    }
+  }
+}
+
+function isPlainObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}

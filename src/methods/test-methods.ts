@@ -1,0 +1,55 @@
+import { z } from "zod";
+import { CoreError } from "../protocol/errors.ts";
+import { defineMethod, type MethodDef } from "./types.ts";
+
+/**
+ * Methods that exist only when LOCAL_AI_TEST_METHODS=1, so the protocol plumbing (cancel,
+ * the writer's drop policy, internal errors) can be proven before any chat exists. Never
+ * listed in initialize otherwise.
+ */
+const sleep = defineMethod({
+  name: "test.sleep",
+  cancellable: true,
+  params: z.object({ ms: z.number().int().nonnegative().max(600_000), tick_ms: z.number().int().positive().default(50) }),
+  run: (params, ctx) =>
+    new Promise((resolve, reject) => {
+      const started = Date.now();
+      let ticks = 0;
+      const timer = setInterval(() => ctx.emit("tick", { n: ticks++ }), params.tick_ms);
+      const done = setTimeout(() => {
+        clearInterval(timer);
+        resolve({ slept_ms: Date.now() - started });
+      }, params.ms);
+      ctx.signal.addEventListener(
+        "abort",
+        () => {
+          clearInterval(timer);
+          clearTimeout(done);
+          ctx.emit("loop_abort", { step: 0, reason: "cancelled" });
+          reject(ctx.signal.reason);
+        },
+        { once: true },
+      );
+    }),
+});
+
+const flood = defineMethod({
+  name: "test.flood",
+  params: z.object({ count: z.number().int().nonnegative().max(10_000_000), size: z.number().int().nonnegative().default(16) }),
+  run: async (params, ctx) => {
+    const delta = "x".repeat(params.size);
+    for (let i = 0; i < params.count; i++) ctx.emit("llm_chunk", { step: 0, delta, n: i });
+    return { emitted: params.count, dropped_events: ctx.droppedEvents };
+  },
+});
+
+const fail = defineMethod({
+  name: "test.fail",
+  params: z.object({ kind: z.enum(["unexpected", "core"]).default("unexpected") }),
+  run: async (params) => {
+    if (params.kind === "core") throw new CoreError("model_plan_error", "a planned failure", { needed: 2, available: 1 });
+    throw new Error("secret internal detail that must not reach stdout");
+  },
+});
+
+export const TEST_METHODS: MethodDef[] = [sleep, flood, fail] as MethodDef[];

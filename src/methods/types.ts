@@ -1,0 +1,33 @@
+import type { z } from "zod";
+import type { RequestId } from "../protocol/messages.ts";
+import type { Core } from "../server/core.ts";
+
+/** What a handler may do besides computing its result: no direct IO. */
+export interface MethodContext {
+  readonly id: RequestId;
+  /** Aborted by `cancel`, shutdown, or a signal. */
+  readonly signal: AbortSignal;
+  /** Queues an event for this request; false when the writer dropped it (queue full). */
+  emit(event: string, fields?: Record<string, unknown>): boolean;
+  /** Events of this request that the writer dropped so far. */
+  readonly droppedEvents: number;
+  readonly core: Core;
+  /** Cancels another active request (the `cancel` method). */
+  cancel(requestId: RequestId | undefined): boolean;
+  /** Every method this core serves, for initialize. */
+  methodNames(): string[];
+  /** Starts the orderly shutdown and resolves once in-flight work has stopped. */
+  shutdown(): Promise<void>;
+}
+
+export interface MethodDef<P extends z.ZodType = z.ZodType> {
+  name: string;
+  params: P;
+  /** Long-running work that `cancel` may target (chat, warm-up). */
+  cancellable?: boolean;
+  run(params: z.infer<P>, ctx: MethodContext): Promise<unknown>;
+}
+
+export function defineMethod<P extends z.ZodType>(def: MethodDef<P>): MethodDef<P> {
+  return def;
+}

@@ -1,0 +1,49 @@
+import { z } from "zod";
+import { ErrorCodeSchema } from "./errors.ts";
+
+/** Protocol version(s) this core speaks. */
+export const PROTOCOL_VERSIONS = [1] as const;
+
+export const RequestIdSchema = z.union([z.string(), z.number()]);
+export type RequestId = z.infer<typeof RequestIdSchema>;
+
+export const RequestSchema = z.object({
+  id: RequestIdSchema,
+  method: z.string().min(1),
+  params: z.record(z.string(), z.unknown()).optional(),
+});
+export type Request = z.infer<typeof RequestSchema>;
+
+/** Event fields sit at the top level beside id, type and event. */
+export const EventMessageSchema = z
+  .object({
+    id: RequestIdSchema,
+    type: z.literal("event"),
+    event: z.string(),
+  })
+  .catchall(z.unknown());
+export type EventMessage = z.infer<typeof EventMessageSchema>;
+
+export const ResultMessageSchema = z.object({
+  id: RequestIdSchema,
+  type: z.literal("result"),
+  result: z.unknown(),
+});
+export type ResultMessage = z.infer<typeof ResultMessageSchema>;
+
+export const ErrorMessageSchema = z.object({
+  id: RequestIdSchema.nullable(),
+  type: z.literal("error"),
+  code: ErrorCodeSchema,
+  message: z.string(),
+  data: z.record(z.string(), z.unknown()).optional(),
+});
+export type ErrorMessage = z.infer<typeof ErrorMessageSchema>;
+
+export const OutboundMessageSchema = z.union([EventMessageSchema, ResultMessageSchema, ErrorMessageSchema]);
+export type OutboundMessage = EventMessage | ResultMessage | ErrorMessage;
+
+/** The terminal message types; the writer never drops these. */
+export function isTerminal(msg: OutboundMessage): boolean {
+  return msg.type !== "event";
+}

@@ -1,0 +1,137 @@
+import { logger } from "../util/logger.ts";
+import type { OutboundMessage } from "./messages.ts";
+
+/** Where serialized batches go. `write` resolves once the sink accepted the batch. */
+export interface Sink {
+  write(data: string): void | Promise<void>;
+}
+
+export interface WriterOptions {
+  /** Messages held before events are dropped. */
+  queueSize: number;
+}
+
+/**
+ * The one background writer of SPEC §2 "Output buffering": a bounded FIFO drained in order,
+ * one sink write per drained batch. Events are best-effort (dropped when the queue is full);
+ * results and errors wait for room. A broken sink is logged once and output is discarded
+ * from then on, so request processing never depends on the host reading.
+ */
+export class Writer {
+  private queue: string[] = [];
+  private pumping = false;
+  private broken = false;
+  private droppedTotal = 0;
+  private roomWaiters: (() => void)[] = [];
+  private idleWaiters: (() => void)[] = [];
+
+  constructor(
+    private readonly sink: Sink,
+    private readonly options: WriterOptions,
+  ) {}
+
+  /** Total events dropped since start. */
+  get dropped(): number {
+    return this.droppedTotal;
+  }
+
+  get isBroken(): boolean {
+    return this.broken;
+  }
+
+  /** Queues an event; returns false when it was dropped because the queue was full. */
+  event(msg: OutboundMessage): boolean {
+    if (this.broken) return true;
+    if (this.queue.length >= this.options.queueSize) {
+      this.droppedTotal++;
+      logger.debug(`STDIO_WRITER_DROP id=${JSON.stringify(msg.id)} event=${(msg as { event?: string }).event}`);
+      return false;
+    }
+    this.enqueue(serialize(msg));
+    return true;
+  }
+
+  /** Queues a result or error, waiting for room rather than dropping it. */
+  async terminal(msg: OutboundMessage): Promise<void> {
+    const line = serialize(msg);
+    while (!this.broken && this.queue.length >= this.options.queueSize) {
+      await new Promise<void>((r) => this.roomWaiters.push(r));
+    }
+    if (this.broken) return;
+    this.enqueue(line);
+  }
+
+  /** Resolves true once everything queued has reached the sink, false on timeout. */
+  async drain(timeoutMs: number): Promise<boolean> {
+    if (this.isIdle()) return true;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const idle = new Promise<boolean>((r) => this.idleWaiters.push(() => r(true)));
+    const timeout = new Promise<boolean>((r) => {
+      timer = setTimeout(() => r(false), timeoutMs);
+    });
+    const done = await Promise.race([idle, timeout]);
+    clearTimeout(timer);
+    return done;
+  }
+
+  private isIdle(): boolean {
+    return this.broken || (this.queue.length === 0 && !this.pumping);
+  }
+
+  private enqueue(line: string): void {
+    this.queue.push(line);
+    if (!this.pumping) {
+      this.pumping = true;
+      // A microtask lets every message produced in this tick join the same batch.
+      queueMicrotask(() => void this.pump());
+    }
+  }
+
+  private async pump(): Promise<void> {
+    while (this.queue.length > 0 && !this.broken) {
+      const batch = this.queue.join("");
+      this.queue = [];
+      this.wakeRoomWaiters();
+      try {
+        await this.sink.write(batch);
+      } catch (err) {
+        this.markBroken(err);
+      }
+    }
+    this.pumping = false;
+    if (this.broken) this.queue = [];
+    this.wakeRoomWaiters();
+    const idle = this.idleWaiters;
+    this.idleWaiters = [];
+    for (const w of idle) w();
+  }
+
+  private markBroken(err: unknown): void {
+    if (this.broken) return;
+    this.broken = true;
+    const detail = err instanceof Error ? (err.stack ?? err.message) : String(err);
+    logger.error(`ERROR_STACKTRACE stdout is closed or broken; further output is discarded: ${detail}`);
+  }
+
+  private wakeRoomWaiters(): void {
+    const waiters = this.roomWaiters;
+    this.roomWaiters = [];
+    for (const w of waiters) w();
+  }
+}
+
+function serialize(msg: OutboundMessage): string {
+  return JSON.stringify(msg) + "\n";
+}
+
+/** The production sink: Bun's stdout FileSink, awaiting its flush when the pipe is full. */
+export function stdoutSink(): Sink {
+  const out = Bun.stdout.writer({ highWaterMark: 64 * 1024 });
+  return {
+    async write(data: string) {
+      out.write(data);
+      const flushed = out.flush();
+      if (flushed instanceof Promise) await flushed;
+    },
+  };
+}

@@ -1,0 +1,77 @@
+import { buildRegistry } from "../methods/index.ts";
+import { Dispatcher } from "../protocol/dispatcher.ts";
+import { LineSplitter } from "../protocol/framing.ts";
+import { type Sink, Writer } from "../protocol/writer.ts";
+import { logger, logUnexpected } from "../util/logger.ts";
+import { Core } from "./core.ts";
+
+export interface StdioServerOptions {
+  configPath: string;
+  cwd: string;
+  input: ReadableStream<Uint8Array>;
+  sink: Sink;
+  /** Registers the process signals that trigger shutdown; returns an unregister function. */
+  onSignal?: (handler: (signal: string) => void) => () => void;
+  testMethods?: boolean;
+}
+
+/** Writer and framing limits used before (or without) a config. */
+const DEFAULTS = { queueSize: 1024, drainTimeoutMs: 2000, maxLineBytes: 8 * 1024 * 1024 };
+
+/**
+ * The NDJSON loop: reader → dispatcher → writer. Resolves with the exit code once input has
+ * ended (EOF, shutdown or a signal), in-flight work is cancelled, services are stopped and
+ * queued output is drained.
+ */
+export async function runStdioServer(options: StdioServerOptions): Promise<number> {
+  const core = new Core({ configPath: options.configPath, cwd: options.cwd });
+  const limits = stdioLimits(core);
+  const writer = new Writer(options.sink, { queueSize: limits.queueSize });
+
+  const reader = options.input.getReader();
+  let stopping: Promise<void> | undefined;
+  const stop = (why: string, shutdownId?: string | number): Promise<void> => {
+    stopping ??= (async () => {
+      logger.debug(`stopping: ${why}`);
+      // Stop taking input first, so nothing new starts while in-flight work winds down.
+      reader.cancel().catch(() => {});
+      // The shutdown request itself is spared: it answers once the rest has stopped.
+      await dispatcher.stopAll(shutdownId);
+      await core.stop();
+    })();
+    return stopping;
+  };
+  const registry = buildRegistry({ testMethods: options.testMethods ?? false });
+  const dispatcher = new Dispatcher(registry, writer, core, (id) => stop("shutdown request", id));
+
+  const unregister = options.onSignal?.((signal) => void stop(`signal ${signal}`));
+  const splitter = new LineSplitter(limits.maxLineBytes);
+  try {
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      for (const frame of splitter.push(value)) dispatcher.handleFrame(frame, limits.maxLineBytes);
+      if (stopping) break;
+    }
+    if (!stopping) for (const frame of splitter.end()) dispatcher.handleFrame(frame, limits.maxLineBytes);
+  } catch (err) {
+    if (!stopping) logUnexpected("reading stdin failed", err);
+  }
+  await stop("end of input");
+  // Let any request still finishing (the shutdown answer itself) reach the queue.
+  while (dispatcher.activeCount > 0) await dispatcher.stopAll();
+  const drained = await writer.drain(limits.drainTimeoutMs);
+  if (!drained) logger.warn(`output not fully drained within ${limits.drainTimeoutMs} ms`);
+  unregister?.();
+  return 0;
+}
+
+function stdioLimits(core: Core) {
+  try {
+    const s = core.config().config.stdio;
+    return { queueSize: s.queue_size, drainTimeoutMs: s.drain_timeout_ms, maxLineBytes: s.max_line_bytes };
+  } catch {
+    // No usable config: the loop still serves ping/initialize/shutdown with defaults.
+    return DEFAULTS;
+  }
+}
