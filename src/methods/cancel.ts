@@ -1,11 +1,5 @@
-import { z } from "zod";
-import { RequestIdSchema } from "../protocol/messages.ts";
+import { CancelParamsSchema } from "../protocol/chat.ts";
 import { defineMethod } from "./types.ts";
-
-export const CancelParamsSchema = z.object({
-  /** The id of the chat to cancel; optional only while exactly one chat is active. */
-  request_id: RequestIdSchema.optional(),
-});
 
 export const cancel = defineMethod({
   name: "cancel",

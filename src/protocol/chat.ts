@@ -1,0 +1,69 @@
+import { z } from "zod";
+import { RequestIdSchema } from "./messages.ts";
+
+/**
+ * `user_id` and `session_id` become path segments under the data directory, so they are
+ * restricted to a safe alphabet, never start with a dot, and are never a Windows device name.
+ */
+const WINDOWS_RESERVED = /^(con|prn|aux|nul|com[0-9¹²³]|lpt[0-9¹²³])(\..*)?$/i;
+export const SafeIdSchema = z
+  .string()
+  .min(1, "must be 1-128 characters")
+  .max(128, "must be 1-128 characters")
+  .regex(/^[A-Za-z0-9@+._-]+$/, "may contain only A-Z a-z 0-9 @ + . _ -")
+  .refine((s) => !s.startsWith("."), "must not start with '.'")
+  .refine((s) => !WINDOWS_RESERVED.test(s), "must not be a Windows reserved device name");
+
+export const ChatParamsSchema = z.object({
+  user_id: SafeIdSchema.default("default_user"),
+  /** Omitted: a new random 8-character id from a-z0-9. */
+  session_id: SafeIdSchema.optional(),
+  /** Omitted: the first agent in the config. */
+  agent: z.string().min(1).optional(),
+  input: z.string().default(""),
+  resume: z.boolean().default(false),
+  approve_execution: z.boolean().default(false),
+});
+export type ChatParams = z.infer<typeof ChatParamsSchema>;
+
+export const WarningSchema = z.object({ code: z.string(), message: z.string() });
+export type Warning = z.infer<typeof WarningSchema>;
+
+export const ChatResultSchema = z.object({
+  response: z.string(),
+  session_id: z.string(),
+  trace_id: z.string(),
+  warnings: z.array(WarningSchema),
+  /** Events of this chat the writer dropped because the host read too slowly. */
+  dropped_events: z.number().int().nonnegative(),
+});
+export type ChatResult = z.infer<typeof ChatResultSchema>;
+
+const step = z.number().int().nonnegative();
+
+/** The fields of each chat event (beside id, type and event). */
+export const ChatEventFields = {
+  run_start: z.object({ user_input: z.string(), trace_id: z.string(), session_id: z.string() }),
+  memory_start: z.object({}),
+  memory_done: z.object({ hits: z.number().int().nonnegative() }),
+  llm_start: z.object({ step }),
+  llm_chunk: z.object({ step, delta: z.string() }),
+  llm_done: z.object({ step }),
+  tool_start: z.object({ step, tool: z.string(), args: z.unknown() }),
+  tool_done: z.object({
+    step,
+    tool: z.string(),
+    status: z.enum(["ok", "error", "denied"]),
+    preview: z.string(),
+    retryable: z.boolean(),
+    ms: z.number().nonnegative(),
+  }),
+  final: z.object({ step, response: z.string() }),
+  loop_abort: z.object({ step, reason: z.string() }),
+} as const;
+export type ChatEventName = keyof typeof ChatEventFields;
+
+export const CancelParamsSchema = z.object({
+  /** The id of the chat to cancel; optional only while exactly one chat is active. */
+  request_id: RequestIdSchema.optional(),
+});

@@ -1,0 +1,34 @@
+/**
+ * The contract between the supervisor (which owns llama-server) and its users (the agent
+ * loop, warm-up). Users never see processes, only a lease on a ready server.
+ */
+export interface LlamaEndpoint {
+  /** e.g. http://127.0.0.1:40123 */
+  baseUrl: string;
+  /** The per-launch key, sent as `Authorization: Bearer <key>`. */
+  apiKey: string;
+}
+
+export interface LlamaLease extends LlamaEndpoint {
+  /** Gives the slot back; call exactly once, in a finally. */
+  release(): void;
+  /** Tells the supervisor this server failed the request (crash, wedge) so it can restart. */
+  reportFailure(reason: string): void;
+}
+
+export type StartProgress =
+  | { phase: "starting"; attempt: number }
+  | { phase: "loading"; elapsed_ms: number }
+  | { phase: "ready"; elapsed_ms: number };
+
+export interface LlamaProvider {
+  /**
+   * Starts llama-server when needed, waits for a free slot, resolves with a lease. Rejects
+   * with CoreError (binary_missing, model_missing, model_plan_error, internal_error) or, when
+   * `signal` aborts first, with the signal's reason.
+   */
+  acquire(signal: AbortSignal, onProgress?: (p: StartProgress) => void): Promise<LlamaLease>;
+  /** Parallel slots of the planned server: how many chats run at once. */
+  slots(): number;
+  stop(): Promise<void>;
+}
