@@ -45,11 +45,15 @@ export function parseConfigText(text: string, file: string): LoadedConfig {
   }
   const raw = doc.toJS() ?? {};
   if (!isMap(doc.contents) && doc.contents !== null) {
-    throw new CoreError("config_invalid", `${file}:1: the config must be a mapping of sections (app, llama, model, …)`, {
-      file,
-      line: 1,
-      key: null,
-    });
+    throw new CoreError(
+      "config_invalid",
+      `${file}:1: the config must be a mapping of sections (app, llama, model, …)`,
+      {
+        file,
+        line: 1,
+        key: null,
+      },
+    );
   }
 
   const parsed = ConfigSchema.safeParse(raw, { reportInput: true });
@@ -81,9 +85,12 @@ export function defaultConfig(dir: string = process.cwd()): LoadedConfig {
 }
 
 function describeIssue(issue: z.core.$ZodIssue): string {
-  if (issue.code === "invalid_type") return `expected ${issue.expected}, got ${describeReceived(issue.input)}`;
-  if (issue.code === "invalid_value") return `expected one of ${issue.values.map((v) => JSON.stringify(v)).join(", ")}`;
-  if (issue.code === "invalid_union") return `expected ${unionChoices(issue)}, got ${describeReceived(issue.input)}`;
+  if (issue.code === "invalid_type")
+    return `expected ${issue.expected}, got ${describeReceived(issue.input)}`;
+  if (issue.code === "invalid_value")
+    return `expected one of ${issue.values.map((v) => JSON.stringify(v)).join(", ")}`;
+  if (issue.code === "invalid_union")
+    return `expected ${unionChoices(issue)}, got ${describeReceived(issue.input)}`;
   return issue.message;
 }
 

@@ -41,8 +41,12 @@ export const LlamaSchema = z
     parallel: z.union([auto, positiveInt]).default("auto"),
     threads: z.union([auto, positiveInt]).default("auto"),
     flash_attn: z.enum(["auto", "on", "off"]).default("auto"),
-    cache_type_k: z.enum(["f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1"]).default("f16"),
-    cache_type_v: z.enum(["f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1"]).default("f16"),
+    cache_type_k: z
+      .enum(["f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1"])
+      .default("f16"),
+    cache_type_v: z
+      .enum(["f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1"])
+      .default("f16"),
     mmap: z.boolean().default(true),
     mlock: z.boolean().default(false),
     /** Rotating log of llama-server's output under data_dir/logs. */
@@ -134,7 +138,10 @@ export const ConfigSchema = z
       .array(AgentSchema)
       .min(1)
       .default([DEFAULT_AGENT])
-      .refine((agents) => new Set(agents.map((a) => a.name)).size === agents.length, "agent names must be unique"),
+      .refine(
+        (agents) => new Set(agents.map((a) => a.name)).size === agents.length,
+        "agent names must be unique",
+      ),
     mcp_servers: z
       .array(McpServerSchema)
       .default([])

@@ -26,7 +26,10 @@ function unwrap(schema: z.ZodType): z.ZodType {
   let current = schema;
   for (;;) {
     const def = current._zod.def as { type: string; innerType?: z.ZodType; in?: z.ZodType };
-    if (def.innerType && ["default", "prefault", "optional", "nullable", "catch", "readonly"].includes(def.type)) {
+    if (
+      def.innerType &&
+      ["default", "prefault", "optional", "nullable", "catch", "readonly"].includes(def.type)
+    ) {
       current = def.innerType;
     } else if (def.type === "pipe" && def.in) {
       current = def.in;

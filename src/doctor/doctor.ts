@@ -35,7 +35,12 @@ function configCheck(core: Core): Check {
         data: { file: loaded.file, warnings: loaded.warnings },
       };
     }
-    return { id: "config", status: "ok", message: `config ${loaded.file} is valid`, data: { file: loaded.file } };
+    return {
+      id: "config",
+      status: "ok",
+      message: `config ${loaded.file} is valid`,
+      data: { file: loaded.file },
+    };
   } catch (err) {
     if (!isCoreError(err)) throw err;
     const fix =

@@ -14,7 +14,9 @@ export const initialize = defineMethod({
   name: "initialize",
   params: InitializeParamsSchema,
   run: async (params, ctx) => {
-    const common = params.protocol_versions.filter((v) => (PROTOCOL_VERSIONS as readonly number[]).includes(v));
+    const common = params.protocol_versions.filter((v) =>
+      (PROTOCOL_VERSIONS as readonly number[]).includes(v),
+    );
     if (common.length === 0) {
       throw new CoreError(
         "invalid_request",

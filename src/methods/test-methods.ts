@@ -9,10 +9,17 @@ import { defineMethod, type MethodDef } from "./types.ts";
  */
 const sleep = defineMethod({
   name: "test.sleep",
-  cancellable: true,
-  params: z.object({ ms: z.number().int().nonnegative().max(600_000), tick_ms: z.number().int().positive().default(50) }),
+  params: z.object({
+    ms: z.number().int().nonnegative().max(600_000),
+    tick_ms: z.number().int().positive().default(50),
+  }),
   run: (params, ctx) =>
     new Promise((resolve, reject) => {
+      if (ctx.signal.aborted) {
+        ctx.emit("loop_abort", { step: 0, reason: "cancelled" });
+        reject(ctx.signal.reason);
+        return;
+      }
       const started = Date.now();
       let ticks = 0;
       const timer = setInterval(() => ctx.emit("tick", { n: ticks++ }), params.tick_ms);
@@ -35,7 +42,10 @@ const sleep = defineMethod({
 
 const flood = defineMethod({
   name: "test.flood",
-  params: z.object({ count: z.number().int().nonnegative().max(10_000_000), size: z.number().int().nonnegative().default(16) }),
+  params: z.object({
+    count: z.number().int().nonnegative().max(10_000_000),
+    size: z.number().int().nonnegative().default(16),
+  }),
   run: async (params, ctx) => {
     const delta = "x".repeat(params.size);
     for (let i = 0; i < params.count; i++) ctx.emit("llm_chunk", { step: 0, delta, n: i });
@@ -47,7 +57,8 @@ const fail = defineMethod({
   name: "test.fail",
   params: z.object({ kind: z.enum(["unexpected", "core"]).default("unexpected") }),
   run: async (params) => {
-    if (params.kind === "core") throw new CoreError("model_plan_error", "a planned failure", { needed: 2, available: 1 });
+    if (params.kind === "core")
+      throw new CoreError("model_plan_error", "a planned failure", { needed: 2, available: 1 });
     throw new Error("secret internal detail that must not reach stdout");
   },
 });

@@ -23,8 +23,6 @@ export interface MethodContext {
 export interface MethodDef<P extends z.ZodType = z.ZodType> {
   name: string;
   params: P;
-  /** Long-running work that `cancel` may target (chat, warm-up). */
-  cancellable?: boolean;
   run(params: z.infer<P>, ctx: MethodContext): Promise<unknown>;
 }
 

@@ -1,4 +1,5 @@
 import type { z } from "zod";
+import type { MethodEntry } from "../methods/index.ts";
 import type { MethodContext, MethodDef } from "../methods/types.ts";
 import type { Core } from "../server/core.ts";
 import { logger, logUnexpected } from "../util/logger.ts";
@@ -31,7 +32,7 @@ export class Dispatcher {
   private shuttingDown = false;
 
   constructor(
-    private readonly methods: ReadonlyMap<string, MethodDef>,
+    private readonly methods: ReadonlyMap<string, MethodEntry>,
     private readonly writer: Writer,
     private readonly core: Core,
     private readonly onShutdownRequest: (requestId: RequestId) => Promise<void>,
@@ -43,7 +44,11 @@ export class Dispatcher {
 
   handleFrame(frame: Frame, maxLineBytes: number): void {
     if (frame.kind === "oversize") {
-      this.fail(null, "invalid_request", `request line of ${frame.bytes} bytes exceeds the limit of ${maxLineBytes} bytes`);
+      this.fail(
+        null,
+        "invalid_request",
+        `request line of ${frame.bytes} bytes exceeds the limit of ${maxLineBytes} bytes`,
+      );
       return;
     }
     this.handleLine(frame.text);
@@ -64,7 +69,8 @@ export class Dispatcher {
     const req = value as Record<string, unknown>;
     const idParse = RequestIdSchema.safeParse(req.id);
     if (!idParse.success) {
-      const why = req.id === undefined ? "missing field 'id'" : "field 'id' must be a string or a finite number";
+      const why =
+        req.id === undefined ? "missing field 'id'" : "field 'id' must be a string or a finite number";
       this.fail(null, "invalid_request", why);
       return;
     }
@@ -92,14 +98,7 @@ export class Dispatcher {
       this.fail(id, "cancelled", "the core is shutting down");
       return;
     }
-    const parsed = method.params.safeParse(params);
-    if (!parsed.success) {
-      this.fail(id, "invalid_request", describeParamsError(parsed.error), {
-        field: parsed.error.issues[0]?.path.join(".") ?? null,
-      });
-      return;
-    }
-    this.start(id, key, method, parsed.data);
+    this.start(id, key, method, params);
   }
 
   /**
@@ -122,25 +121,30 @@ export class Dispatcher {
       return true;
     }
     const target = this.active.get(keyOf(requestId));
-    if (!target || !target.cancellable || target.settled || target.controller.signal.aborted) return false;
+    if (!target?.cancellable || target.settled || target.controller.signal.aborted) return false;
     target.controller.abort(new CoreError("cancelled", "cancelled by the host"));
     return true;
   }
 
-  /** Aborts every active request except `except` and waits until each has answered. */
+  /**
+   * Cancels every active chat-like request, lets short ones (ping, doctor…) finish, and waits
+   * until each active request except `except` has answered.
+   */
   async stopAll(except?: RequestId): Promise<void> {
     this.shuttingDown = true;
     const exceptKey = except === undefined ? undefined : keyOf(except);
     const waiting: Promise<void>[] = [];
     for (const [key, a] of this.active) {
       if (key === exceptKey) continue;
-      if (!a.controller.signal.aborted) a.controller.abort(new CoreError("cancelled", "the core is shutting down"));
+      if (a.cancellable && !a.controller.signal.aborted) {
+        a.controller.abort(new CoreError("cancelled", "the core is shutting down"));
+      }
       waiting.push(a.done);
     }
     await Promise.all(waiting);
   }
 
-  private start(id: RequestId, key: string, method: MethodDef, params: unknown): void {
+  private start(id: RequestId, key: string, method: MethodEntry, params: unknown): void {
     const controller = new AbortController();
     let dropped = 0;
     const ctx: MethodContext = {
@@ -159,10 +163,11 @@ export class Dispatcher {
       methodNames: () => [...this.methods.keys()],
       shutdown: () => this.onShutdownRequest(id),
     };
+    // Registered before the method's module loads, so duplicates and cancels see it at once.
     const entry: Active = {
       id,
       method: method.name,
-      cancellable: method.cancellable === true,
+      cancellable: method.cancellable,
       controller,
       done: Promise.resolve(),
       settled: false,
@@ -173,16 +178,18 @@ export class Dispatcher {
     });
   }
 
-  private async run(
-    method: MethodDef,
-    params: unknown,
-    ctx: MethodContext,
-    entry: Active,
-  ): Promise<void> {
+  private async run(method: MethodEntry, params: unknown, ctx: MethodContext, entry: Active): Promise<void> {
     const signal = entry.controller.signal;
     let message: Parameters<Writer["terminal"]>[0];
     try {
-      const result = await method.run(params as z.infer<typeof method.params>, ctx);
+      const def = await this.definition(method);
+      const parsed = def.params.safeParse(params);
+      if (!parsed.success) {
+        throw new CoreError("invalid_request", describeParamsError(parsed.error), {
+          field: parsed.error.issues[0]?.path.join(".") || null,
+        });
+      }
+      const result = await def.run(parsed.data as z.infer<typeof def.params>, ctx);
       // A cancel that was acknowledged must end the request as cancelled, even if it raced the finish.
       if (signal.aborted && method.cancellable) throw signal.reason;
       message = { id: ctx.id, type: "result", result: result ?? {} };
@@ -199,6 +206,16 @@ export class Dispatcher {
     }
   }
 
+  private readonly loaded = new Map<string, MethodDef>();
+
+  private async definition(method: MethodEntry): Promise<MethodDef> {
+    const cached = this.loaded.get(method.name);
+    if (cached) return cached;
+    const def = await method.load();
+    this.loaded.set(method.name, def);
+    return def;
+  }
+
   private fail(id: RequestId | null, code: ErrorCode, message: string, data?: Record<string, unknown>): void {
     void this.writer.terminal({ id, type: "error", code, message, ...(data ? { data } : {}) });
   }
@@ -206,7 +223,13 @@ export class Dispatcher {
 
 function toErrorMessage(id: RequestId, err: unknown, signal: AbortSignal, method: string) {
   if (isCoreError(err)) {
-    return { id, type: "error" as const, code: err.code, message: err.message, ...(err.data ? { data: err.data } : {}) };
+    return {
+      id,
+      type: "error" as const,
+      code: err.code,
+      message: err.message,
+      ...(err.data ? { data: err.data } : {}),
+    };
   }
   if (signal.aborted) {
     const reason = signal.reason;

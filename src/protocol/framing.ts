@@ -15,7 +15,7 @@ export class LineSplitter {
   private discarding = 0;
   private readonly decoder = new TextDecoder("utf-8");
 
-  constructor(private readonly maxLineBytes: number) {}
+  constructor(public maxLineBytes: number) {}
 
   /** Feeds bytes, returns the frames they complete. Blank lines are skipped. */
   push(chunk: Uint8Array): Frame[] {

@@ -30,6 +30,12 @@ export class Writer {
     private readonly options: WriterOptions,
   ) {}
 
+  /** Applies a new queue size (the config loads after the loop starts). */
+  setQueueSize(size: number): void {
+    this.options.queueSize = size;
+    this.wakeRoomWaiters();
+  }
+
   /** Total events dropped since start. */
   get dropped(): number {
     return this.droppedTotal;
@@ -44,7 +50,9 @@ export class Writer {
     if (this.broken) return true;
     if (this.queue.length >= this.options.queueSize) {
       this.droppedTotal++;
-      logger.debug(`STDIO_WRITER_DROP id=${JSON.stringify(msg.id)} event=${(msg as { event?: string }).event}`);
+      logger.debug(
+        `STDIO_WRITER_DROP id=${JSON.stringify(msg.id)} event=${(msg as { event?: string }).event}`,
+      );
       return false;
     }
     this.enqueue(serialize(msg));

@@ -1,4 +1,3 @@
-import { defaultConfig, loadConfig } from "../config/load.ts";
 import type { LoadedConfig } from "../config/schema.ts";
 import { logger, logUnexpected, setLogLevel } from "../util/logger.ts";
 
@@ -20,18 +19,28 @@ export class Core {
   private readonly services = new Map<string, unknown>();
   private readonly stoppers: { name: string; stop: Stopper }[] = [];
   private stopping: Promise<void> | undefined;
+  private readonly configListeners: ((loaded: LoadedConfig) => void)[] = [];
 
   constructor(readonly options: CoreOptions) {}
 
   /** The config, loaded once; throws CoreError config_missing / config_invalid. */
   config(): LoadedConfig {
     if (!this.loaded) {
+      // Loaded on first need: YAML and the config schemas stay out of a bare start-up.
+      const { loadConfig } = require("../config/load.ts") as typeof import("../config/load.ts");
       const loaded = loadConfig(this.options.configPath, this.options.cwd);
       for (const w of loaded.warnings) logger.warn(w);
       setLogLevel(loaded.config.logging.level);
       this.loaded = loaded;
+      for (const listener of this.configListeners) listener(loaded);
     }
     return this.loaded;
+  }
+
+  /** Runs `listener` once the config is loaded (at once if it already is). */
+  onConfig(listener: (loaded: LoadedConfig) => void): void {
+    if (this.loaded) listener(this.loaded);
+    else this.configListeners.push(listener);
   }
 
   /** The config when there is one, else defaults (for diagnostics that must run regardless). */
@@ -39,6 +48,7 @@ export class Core {
     try {
       return this.config();
     } catch {
+      const { defaultConfig } = require("../config/load.ts") as typeof import("../config/load.ts");
       return defaultConfig(this.options.cwd);
     }
   }

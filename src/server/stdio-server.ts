@@ -15,7 +15,7 @@ export interface StdioServerOptions {
   testMethods?: boolean;
 }
 
-/** Writer and framing limits used before (or without) a config. */
+/** Writer and framing limits used before (or without) a config; the same as the schema's defaults. */
 const DEFAULTS = { queueSize: 1024, drainTimeoutMs: 2000, maxLineBytes: 8 * 1024 * 1024 };
 
 /**
@@ -25,8 +25,25 @@ const DEFAULTS = { queueSize: 1024, drainTimeoutMs: 2000, maxLineBytes: 8 * 1024
  */
 export async function runStdioServer(options: StdioServerOptions): Promise<number> {
   const core = new Core({ configPath: options.configPath, cwd: options.cwd });
-  const limits = stdioLimits(core);
+  const limits = { ...DEFAULTS };
   const writer = new Writer(options.sink, { queueSize: limits.queueSize });
+  const splitter = new LineSplitter(limits.maxLineBytes);
+  core.onConfig(({ config }) => {
+    limits.queueSize = config.stdio.queue_size;
+    limits.drainTimeoutMs = config.stdio.drain_timeout_ms;
+    limits.maxLineBytes = config.stdio.max_line_bytes;
+    writer.setQueueSize(limits.queueSize);
+    splitter.maxLineBytes = limits.maxLineBytes;
+  });
+  // The config loads just after start-up (or earlier, when a request needs it), so the first
+  // initialize is answered before YAML and the schemas are even loaded.
+  const preload = setTimeout(() => {
+    try {
+      core.config();
+    } catch {
+      // Reported to the first method that needs the config.
+    }
+  }, 25);
 
   const reader = options.input.getReader();
   let stopping: Promise<void> | undefined;
@@ -45,7 +62,6 @@ export async function runStdioServer(options: StdioServerOptions): Promise<numbe
   const dispatcher = new Dispatcher(registry, writer, core, (id) => stop("shutdown request", id));
 
   const unregister = options.onSignal?.((signal) => void stop(`signal ${signal}`));
-  const splitter = new LineSplitter(limits.maxLineBytes);
   try {
     for (;;) {
       const { value, done } = await reader.read();
@@ -63,15 +79,6 @@ export async function runStdioServer(options: StdioServerOptions): Promise<numbe
   const drained = await writer.drain(limits.drainTimeoutMs);
   if (!drained) logger.warn(`output not fully drained within ${limits.drainTimeoutMs} ms`);
   unregister?.();
+  clearTimeout(preload);
   return 0;
-}
-
-function stdioLimits(core: Core) {
-  try {
-    const s = core.config().config.stdio;
-    return { queueSize: s.queue_size, drainTimeoutMs: s.drain_timeout_ms, maxLineBytes: s.max_line_bytes };
-  } catch {
-    // No usable config: the loop still serves ping/initialize/shutdown with defaults.
-    return DEFAULTS;
-  }
 }

@@ -1,38 +1,71 @@
-import { createConsola, type ConsolaInstance, LogLevels } from "consola";
+import type { ConsolaInstance } from "consola";
 
 /**
- * The process-wide logger. Both of consola's streams point at stderr: in serve-stdio mode
- * stdout carries protocol lines and nothing else.
+ * The process-wide logger: consola writing to stderr only (in serve-stdio mode stdout carries
+ * protocol lines and nothing else). consola itself loads on the first message that passes the
+ * level, so a quiet start-up does not pay for it.
  */
 export type LogLevelName = "silent" | "fatal" | "error" | "warn" | "info" | "debug" | "trace";
 
-export const LOG_LEVEL_NAMES: readonly LogLevelName[] = [
-  "silent",
-  "fatal",
-  "error",
-  "warn",
-  "info",
-  "debug",
-  "trace",
-];
+// consola's numeric levels.
+const LEVELS: Record<LogLevelName, number> = {
+  silent: Number.NEGATIVE_INFINITY,
+  fatal: 0,
+  error: 0,
+  warn: 1,
+  info: 3,
+  debug: 4,
+  trace: 5,
+};
 
 function levelOf(name: string | undefined): number | undefined {
   if (!name) return undefined;
-  const key = name.toLowerCase() as LogLevelName;
-  return key in LogLevels ? LogLevels[key] : undefined;
+  const key = name.toLowerCase();
+  return Object.hasOwn(LEVELS, key) ? LEVELS[key as LogLevelName] : undefined;
 }
 
-export const logger: ConsolaInstance = createConsola({
-  level: levelOf(process.env.LOCAL_AI_LOG_LEVEL) ?? LogLevels.info,
-  stdout: process.stderr,
-  stderr: process.stderr,
-  formatOptions: { date: true, colors: false, compact: true },
-});
+let level = levelOf(process.env.LOCAL_AI_LOG_LEVEL) ?? LEVELS.info;
+let instance: ConsolaInstance | undefined;
+
+function consola(): ConsolaInstance {
+  if (!instance) {
+    const { createConsola } = require("consola") as typeof import("consola");
+    instance = createConsola({
+      level,
+      stdout: process.stderr,
+      stderr: process.stderr,
+      formatOptions: { date: true, colors: false, compact: true },
+    });
+  }
+  return instance;
+}
+
+function at(name: Exclude<LogLevelName, "silent">) {
+  return (message: string, ...args: unknown[]): void => {
+    if (LEVELS[name] > level) return;
+    consola()[name](message, ...args);
+  };
+}
+
+export const logger = {
+  fatal: at("fatal"),
+  error: at("error"),
+  warn: at("warn"),
+  info: at("info"),
+  debug: at("debug"),
+  trace: at("trace"),
+  /** Whether a message at this level would be written (to skip building costly ones). */
+  enabled(name: Exclude<LogLevelName, "silent">): boolean {
+    return LEVELS[name] <= level;
+  },
+};
 
 /** Applies the config's level unless LOCAL_AI_LOG_LEVEL already decided it (env wins). */
 export function setLogLevel(configLevel: string | undefined): void {
-  const level = levelOf(process.env.LOCAL_AI_LOG_LEVEL) ?? levelOf(configLevel);
-  if (level !== undefined) logger.level = level;
+  const next = levelOf(process.env.LOCAL_AI_LOG_LEVEL) ?? levelOf(configLevel);
+  if (next === undefined) return;
+  level = next;
+  if (instance) instance.level = next;
 }
 
 /** Logs an unexpected error with its stack, to stderr only. */

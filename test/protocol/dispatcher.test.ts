@@ -1,0 +1,166 @@
+import { describe, expect, test } from "bun:test";
+import { startHarness } from "../fixtures/stdio-harness.ts";
+
+const terminals = (ms: Record<string, any>[], id: unknown) =>
+  ms.filter((m) => m.id === id && m.type !== "event");
+
+describe("dispatcher over the in-process loop", () => {
+  test("ping, initialize and shutdown work without any config", async () => {
+    const h = startHarness();
+    expect(await h.request({ id: 1, method: "ping" })).toEqual({
+      id: 1,
+      type: "result",
+      result: { status: "ok" },
+    });
+    const init = await h.request({ id: "i", method: "initialize", params: { protocol_versions: [1, 7] } });
+    expect(init.result.protocol_version).toBe(1);
+    expect(init.result.server.name).toBe("local-ai");
+    expect(init.result.capabilities.cancel.targeted).toBe(true);
+    expect(init.result.capabilities.methods).toContain("cancel");
+    expect(init.result.capabilities.events).toContain("llm_chunk");
+    expect(typeof init.result.capabilities.parallel_chat.max_concurrent).toBe("number");
+    expect(await h.request({ id: 9, method: "shutdown" })).toMatchObject({ type: "result" });
+    expect(await h.exit).toBe(0);
+  });
+
+  test("ids are echoed with their type", async () => {
+    const h = startHarness();
+    await h.request({ id: "7", method: "ping" });
+    await h.request({ id: 7, method: "ping" });
+    await h.request({ id: 0.5, method: "ping" });
+    expect(h.messages.map((m) => m.id)).toEqual(["7", 7, 0.5]);
+    h.end();
+    await h.exit;
+  });
+
+  test("bad input gets the right code and the loop keeps going", async () => {
+    const h = startHarness();
+    h.sendRaw("not json\n");
+    h.sendRaw("[1,2]\n");
+    h.sendRaw('{"method":"ping"}\n');
+    h.sendRaw('{"id":{"x":1},"method":"ping"}\n');
+    h.sendRaw('{"id":"a"}\n');
+    h.sendRaw('{"id":"b","method":"ping","params":[1]}\n');
+    h.sendRaw('{"id":"c","method":"nope"}\n');
+    h.sendRaw('{"id":"d","method":"initialize","params":{"protocol_versions":"one"}}\n');
+    h.sendRaw('{"id":"e","method":"initialize","params":{"protocol_versions":[2,3]}}\n');
+    await h.request({ id: "last", method: "ping" });
+    await h.waitFor((ms) => ms.length >= 10);
+    const byId = (id: unknown) => h.messages.find((m) => m.id === id);
+    const nulls = h.messages.filter((m) => m.id === null).map((m) => m.code);
+    expect(nulls).toEqual(["invalid_json", "invalid_request", "invalid_request", "invalid_request"]);
+    expect(byId("a")).toMatchObject({ code: "invalid_request" });
+    expect(byId("a")!.message).toContain("method");
+    expect(byId("b")).toMatchObject({ code: "invalid_request" });
+    expect(byId("b")!.message).toContain("params");
+    expect(byId("c")).toMatchObject({ code: "unknown_method" });
+    expect(byId("d")).toMatchObject({ code: "invalid_request", data: { field: "protocol_versions" } });
+    expect(byId("d")!.message).toContain("params.protocol_versions");
+    expect(byId("e")).toMatchObject({ code: "invalid_request" });
+    expect(byId("e")!.message).toContain("supports [1]");
+    expect(byId("last")).toMatchObject({ type: "result" });
+    h.end();
+    await h.exit;
+  });
+
+  test("requests run concurrently: a long request never delays a ping", async () => {
+    const h = startHarness();
+    h.send({ id: "long", method: "test.sleep", params: { ms: 3000 } });
+    const pong = await h.request({ id: "p", method: "ping" }, 1000);
+    expect(pong.type).toBe("result");
+    expect(h.terminal("long")).toBeUndefined();
+    expect((await h.request({ id: "c", method: "cancel", params: { request_id: "long" } })).result).toEqual({
+      cancelled: true,
+    });
+    h.end();
+    await h.exit;
+  });
+
+  test("a second request reusing an active id is rejected; the first is untouched", async () => {
+    const h = startHarness();
+    h.send({ id: "x", method: "test.sleep", params: { ms: 200 } });
+    h.send({ id: "x", method: "ping" });
+    await h.waitFor((ms) => terminals(ms, "x").length === 2);
+    const [dup, done] = terminals(h.messages, "x");
+    expect(dup).toMatchObject({ type: "error", code: "invalid_request" });
+    expect(done).toMatchObject({ type: "result" });
+    // Once finished, the id may be used again.
+    expect((await h.request({ id: "x", method: "ping" })).type).toBe("result");
+    h.end();
+    await h.exit;
+  });
+
+  test("cancel: targeted, implicit with one active, ambiguous with several, false when absent", async () => {
+    const h = startHarness();
+    expect((await h.request({ id: "c0", method: "cancel", params: {} })).result).toEqual({
+      cancelled: false,
+    });
+    h.send({ id: "a", method: "test.sleep", params: { ms: 5000 } });
+    expect((await h.request({ id: "c1", method: "cancel" })).result).toEqual({ cancelled: true });
+    await h.waitFor(() => h.terminal("a") !== undefined);
+    const aEvents = h.messages.filter((m) => m.id === "a");
+    expect(aEvents.at(-2)).toMatchObject({ type: "event", event: "loop_abort" });
+    expect(h.terminal("a")).toMatchObject({ type: "error", code: "cancelled" });
+
+    h.send({ id: 1, method: "test.sleep", params: { ms: 5000 } });
+    h.send({ id: 2, method: "test.sleep", params: { ms: 5000 } });
+    const ambiguous = await h.request({ id: "c2", method: "cancel" });
+    expect(ambiguous).toMatchObject({ type: "error", code: "invalid_request" });
+    expect((await h.request({ id: "c3", method: "cancel", params: { request_id: "2" } })).result).toEqual({
+      cancelled: false,
+    });
+    expect((await h.request({ id: "c4", method: "cancel", params: { request_id: 2 } })).result).toEqual({
+      cancelled: true,
+    });
+    await h.waitFor(() => h.terminal(2) !== undefined);
+    expect(h.terminal(1)).toBeUndefined(); // cancelling one never disturbs another
+    expect((await h.request({ id: "c5", method: "cancel", params: { request_id: 2 } })).result).toEqual({
+      cancelled: false,
+    });
+    h.end();
+    await h.exit;
+    expect(h.terminal(1)).toMatchObject({ code: "cancelled" });
+  });
+
+  test("an unexpected failure is internal_error without the stack or the detail", async () => {
+    const h = startHarness();
+    const r = await h.request({ id: 1, method: "test.fail" });
+    expect(r).toMatchObject({ type: "error", code: "internal_error" });
+    expect(JSON.stringify(r)).not.toContain("secret");
+    expect(JSON.stringify(r)).not.toContain("at ");
+    const planned = await h.request({ id: 2, method: "test.fail", params: { kind: "core" } });
+    expect(planned).toMatchObject({ code: "model_plan_error", data: { needed: 2, available: 1 } });
+    h.end();
+    await h.exit;
+  });
+
+  test("shutdown cancels in-flight work first: their errors come before its result", async () => {
+    const h = startHarness();
+    h.send({ id: "s1", method: "test.sleep", params: { ms: 10000 } });
+    h.send({ id: "s2", method: "test.sleep", params: { ms: 10000 } });
+    await h.request({ id: "p", method: "ping" });
+    await h.request({ id: "bye", method: "shutdown" });
+    expect(await h.exit).toBe(0);
+    const order = h.messages.filter((m) => m.type !== "event").map((m) => `${m.id}:${m.code ?? "ok"}`);
+    expect(order.slice(-3).sort()).toEqual(["bye:ok", "s1:cancelled", "s2:cancelled"].sort());
+    expect(order.at(-1)).toBe("bye:ok");
+  });
+
+  test("a signal shuts down like EOF: chats cancelled, exit 0", async () => {
+    const h = startHarness();
+    h.send({ id: "s", method: "test.sleep", params: { ms: 10000 } });
+    await h.request({ id: "p", method: "ping" });
+    h.signal("SIGTERM");
+    expect(await h.exit).toBe(0);
+    expect(h.terminal("s")).toMatchObject({ code: "cancelled" });
+  });
+
+  test("methods that need a config answer config_missing; the rest still work", async () => {
+    const h = startHarness({ cwd: "/nonexistent-dir" });
+    const r = await h.request({ id: 1, method: "plan" });
+    expect(r).toMatchObject({ type: "error", code: "config_missing" });
+    expect((await h.request({ id: 2, method: "ping" })).type).toBe("result");
+    h.end();
+    await h.exit;
+  });
+});

@@ -1,0 +1,119 @@
+import { describe, expect, test } from "bun:test";
+import type { OutboundMessage } from "../../src/protocol/messages.ts";
+import { type Sink, Writer } from "../../src/protocol/writer.ts";
+
+/** A sink that records each batch and can be held (a stalled reader) or broken. */
+function fakeSink() {
+  const batches: string[] = [];
+  let gate: Promise<void> = Promise.resolve();
+  let open: () => void = () => {};
+  let failWith: Error | undefined;
+  let writes = 0;
+  const sink: Sink = {
+    async write(data) {
+      writes++;
+      if (failWith) throw failWith;
+      await gate;
+      batches.push(data);
+    },
+  };
+  return {
+    sink,
+    batches,
+    get writes() {
+      return writes;
+    },
+    lines: () =>
+      batches
+        .join("")
+        .split("\n")
+        .filter(Boolean)
+        .map((l) => JSON.parse(l)),
+    stall() {
+      gate = new Promise((r) => {
+        open = r;
+      });
+    },
+    resume() {
+      open();
+    },
+    breakWith(err: Error) {
+      failWith = err;
+    },
+  };
+}
+
+const ev = (n: number): OutboundMessage => ({ id: "c", type: "event", event: "llm_chunk", n });
+const result = (id: string): OutboundMessage => ({ id, type: "result", result: { status: "ok" } });
+const tick = () => new Promise((r) => setTimeout(r, 5));
+
+describe("Writer", () => {
+  test("keeps FIFO order and writes one batch per drain", async () => {
+    const s = fakeSink();
+    const w = new Writer(s.sink, { queueSize: 100 });
+    for (let i = 0; i < 10; i++) w.event(ev(i));
+    await w.terminal(result("c"));
+    expect(await w.drain(1000)).toBe(true);
+    expect(s.writes).toBe(1);
+    const lines = s.lines();
+    expect(lines.map((l) => l.n ?? "end")).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9, "end"]);
+  });
+
+  test("drops events when the queue is full while a slow reader holds the sink", async () => {
+    const s = fakeSink();
+    const w = new Writer(s.sink, { queueSize: 4 });
+    s.stall();
+    w.event(ev(0)); // taken by the first (stalled) batch
+    await tick();
+    const accepted = [1, 2, 3, 4, 5, 6, 7].map((n) => w.event(ev(n)));
+    expect(accepted).toEqual([true, true, true, true, false, false, false]);
+    expect(w.dropped).toBe(3);
+    s.resume();
+    expect(await w.drain(1000)).toBe(true);
+    expect(s.lines().map((l) => l.n)).toEqual([0, 1, 2, 3, 4]);
+  });
+
+  test("results wait for room instead of being dropped", async () => {
+    const s = fakeSink();
+    const w = new Writer(s.sink, { queueSize: 2 });
+    s.stall();
+    w.event(ev(0));
+    await tick();
+    w.event(ev(1));
+    w.event(ev(2));
+    let delivered = false;
+    const pending = w.terminal(result("r")).then(() => {
+      delivered = true;
+    });
+    await tick();
+    expect(delivered).toBe(false); // queue full: it waits
+    s.resume();
+    await pending;
+    expect(await w.drain(1000)).toBe(true);
+    expect(s.lines().at(-1)).toEqual({ id: "r", type: "result", result: { status: "ok" } });
+    expect(w.dropped).toBe(0);
+  });
+
+  test("a broken sink is reported once and output is discarded without blocking", async () => {
+    const s = fakeSink();
+    const w = new Writer(s.sink, { queueSize: 2 });
+    s.breakWith(new Error("EPIPE: broken pipe, write"));
+    w.event(ev(0));
+    await tick();
+    expect(w.isBroken).toBe(true);
+    // Far more terminals than the queue holds: none may hang.
+    await Promise.all(Array.from({ length: 50 }, (_, i) => w.terminal(result(String(i)))));
+    expect(await w.drain(100)).toBe(true);
+    expect(s.writes).toBe(1);
+  });
+
+  test("drain gives up after its timeout when the reader never reads", async () => {
+    const s = fakeSink();
+    const w = new Writer(s.sink, { queueSize: 10 });
+    s.stall();
+    await w.terminal(result("x"));
+    const started = Date.now();
+    expect(await w.drain(50)).toBe(false);
+    expect(Date.now() - started).toBeLessThan(2000);
+  });
+});
