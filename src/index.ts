@@ -50,5 +50,11 @@ async function loadSubCommand(name: string): Promise<CommandDef | undefined> {
   return Object.hasOwn(loaders, name) ? loaders[name]!() : undefined;
 }
 
-const code = await entry(process.argv.slice(2));
-process.exit(code);
+// No top-level await: the compiled binary is CommonJS bytecode (see build.ts).
+entry(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (err) => {
+    logUnexpected("fatal", err);
+    process.exit(1);
+  },
+);

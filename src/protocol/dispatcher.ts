@@ -5,37 +5,107 @@ import type { Core } from "../server/core.ts";
 import { logger, logUnexpected } from "../util/logger.ts";
 import { CoreError, type ErrorCode, isCoreError } from "./errors.ts";
 import type { Frame } from "./framing.ts";
-import { type RequestId, RequestIdSchema } from "./messages.ts";
+import type { ErrorMessage, RequestId, ResultMessage } from "./messages.ts";
 import type { Writer } from "./writer.ts";
 
-interface Active {
-  id: RequestId;
-  method: string;
-  cancellable: boolean;
-  controller: AbortController;
-  done: Promise<void>;
+/** A never-aborted signal shared by requests that cannot be cancelled (ping, doctor…). */
+const NEVER = new AbortController().signal;
+
+/**
+ * One in-flight request. It is also the handler's MethodContext, so a request costs one
+ * object (plus an AbortController only when it can be cancelled).
+ */
+class InFlight implements MethodContext {
+  readonly controller: AbortController | undefined;
+  done: Promise<void> = Promise.resolve();
   /** Its outcome is decided; a cancel arriving now finds it finished. */
-  settled: boolean;
+  settled = false;
+  droppedEvents = 0;
+
+  constructor(
+    readonly id: RequestId,
+    readonly method: MethodEntry,
+    private readonly owner: Dispatcher,
+  ) {
+    this.controller = method.cancellable ? new AbortController() : undefined;
+  }
+
+  get signal(): AbortSignal {
+    return this.controller?.signal ?? NEVER;
+  }
+
+  get core(): Core {
+    return this.owner.core;
+  }
+
+  emit(event: string, fields?: Record<string, unknown>): boolean {
+    const ok = this.owner.writer.event({ ...fields, id: this.id, type: "event", event });
+    if (!ok) this.droppedEvents++;
+    return ok;
+  }
+
+  cancel(requestId: RequestId | undefined): boolean {
+    return this.owner.cancel(requestId);
+  }
+
+  methodNames(): string[] {
+    return [...this.owner.methods.keys()];
+  }
+
+  shutdown(): Promise<void> {
+    return this.owner.onShutdownRequest(this.id);
+  }
+
+  /** Aborts it if it is cancellable and still undecided; true when this call aborted it. */
+  abort(reason: CoreError): boolean {
+    if (!this.controller || this.settled || this.controller.signal.aborted) return false;
+    this.controller.abort(reason);
+    return true;
+  }
 }
 
-/** "1" and 1 are different ids: the key keeps the type. */
-function keyOf(id: RequestId): string {
-  return typeof id === "number" ? `n:${id}` : `s:${id}`;
+/** Active requests by id; "1" and 1 are different ids, so strings and numbers keep apart. */
+class ActiveTable {
+  private readonly byString = new Map<string, InFlight>();
+  private readonly byNumber = new Map<number, InFlight>();
+
+  get size(): number {
+    return this.byString.size + this.byNumber.size;
+  }
+  get(id: RequestId): InFlight | undefined {
+    return typeof id === "number" ? this.byNumber.get(id) : this.byString.get(id);
+  }
+  set(id: RequestId, r: InFlight): void {
+    if (typeof id === "number") this.byNumber.set(id, r);
+    else this.byString.set(id, r);
+  }
+  delete(id: RequestId): void {
+    if (typeof id === "number") this.byNumber.delete(id);
+    else this.byString.delete(id);
+  }
+  all(): InFlight[] {
+    return [...this.byString.values(), ...this.byNumber.values()];
+  }
 }
 
 /**
- * Owns in-flight work: parses each line into a request, runs its handler concurrently with
- * its own AbortController, and guarantees exactly one terminal message per usable id.
+ * Owns in-flight work: parses each line into a request, runs its handler concurrently, and
+ * guarantees exactly one terminal message per usable id. Cancellable requests (chats) get
+ * their own AbortController; `cancel` and shutdown abort them.
  */
 export class Dispatcher {
-  private readonly active = new Map<string, Active>();
+  private readonly active = new ActiveTable();
   private shuttingDown = false;
+  /** One load per method, shared by every request that arrives while it is loading. */
+  private readonly loading = new Map<string, Promise<MethodDef>>();
+  private readonly loaded = new Map<string, MethodDef>();
+  private readonly emptyParams = new Map<string, { value: unknown }>();
 
   constructor(
-    private readonly methods: ReadonlyMap<string, MethodEntry>,
-    private readonly writer: Writer,
-    private readonly core: Core,
-    private readonly onShutdownRequest: (requestId: RequestId) => Promise<void>,
+    readonly methods: ReadonlyMap<string, MethodEntry>,
+    readonly writer: Writer,
+    readonly core: Core,
+    readonly onShutdownRequest: (requestId: RequestId) => Promise<void>,
   ) {}
 
   get activeCount(): number {
@@ -67,14 +137,13 @@ export class Dispatcher {
       return;
     }
     const req = value as Record<string, unknown>;
-    const idParse = RequestIdSchema.safeParse(req.id);
-    if (!idParse.success) {
-      const why =
-        req.id === undefined ? "missing field 'id'" : "field 'id' must be a string or a finite number";
+    // The same rule as RequestIdSchema, inline: this is the hot path of every request.
+    const id = req.id;
+    if (typeof id !== "string" && (typeof id !== "number" || !Number.isFinite(id))) {
+      const why = id === undefined ? "missing field 'id'" : "field 'id' must be a string or a finite number";
       this.fail(null, "invalid_request", why);
       return;
     }
-    const id = idParse.data;
     if (typeof req.method !== "string" || req.method.length === 0) {
       this.fail(id, "invalid_request", "field 'method' must be a non-empty string");
       return;
@@ -84,8 +153,7 @@ export class Dispatcher {
       this.fail(id, "invalid_request", "field 'params' must be an object");
       return;
     }
-    const key = keyOf(id);
-    if (this.active.has(key)) {
+    if (this.active.get(id)) {
       this.fail(id, "invalid_request", `id ${JSON.stringify(id)} is already in use by an active request`);
       return;
     }
@@ -98,7 +166,7 @@ export class Dispatcher {
       this.fail(id, "cancelled", "the core is shutting down");
       return;
     }
-    this.start(id, key, method, params);
+    this.start(id, method, params);
   }
 
   /**
@@ -106,24 +174,21 @@ export class Dispatcher {
    * Throws invalid_request when the target is ambiguous.
    */
   cancel(requestId: RequestId | undefined): boolean {
+    const reason = new CoreError("cancelled", "cancelled by the host");
     if (requestId === undefined) {
-      const candidates = [...this.active.values()].filter((a) => a.cancellable && !a.settled);
+      const candidates = this.active.all().filter((a) => a.controller && !a.settled);
       if (candidates.length > 1) {
         throw new CoreError(
           "invalid_request",
           `request_id is required while ${candidates.length} chats are active`,
-          { field: "request_id" },
+          {
+            field: "request_id",
+          },
         );
       }
-      const only = candidates[0];
-      if (!only || only.controller.signal.aborted) return false;
-      only.controller.abort(new CoreError("cancelled", "cancelled by the host"));
-      return true;
+      return candidates[0]?.abort(reason) ?? false;
     }
-    const target = this.active.get(keyOf(requestId));
-    if (!target?.cancellable || target.settled || target.controller.signal.aborted) return false;
-    target.controller.abort(new CoreError("cancelled", "cancelled by the host"));
-    return true;
+    return this.active.get(requestId)?.abort(reason) ?? false;
   }
 
   /**
@@ -132,87 +197,78 @@ export class Dispatcher {
    */
   async stopAll(except?: RequestId): Promise<void> {
     this.shuttingDown = true;
-    const exceptKey = except === undefined ? undefined : keyOf(except);
     const waiting: Promise<void>[] = [];
-    for (const [key, a] of this.active) {
-      if (key === exceptKey) continue;
-      if (a.cancellable && !a.controller.signal.aborted) {
-        a.controller.abort(new CoreError("cancelled", "the core is shutting down"));
-      }
+    for (const a of this.active.all()) {
+      if (a.id === except) continue;
+      a.abort(new CoreError("cancelled", "the core is shutting down"));
       waiting.push(a.done);
     }
     await Promise.all(waiting);
   }
 
-  private start(id: RequestId, key: string, method: MethodEntry, params: unknown): void {
-    const controller = new AbortController();
-    let dropped = 0;
-    const ctx: MethodContext = {
-      id,
-      signal: controller.signal,
-      core: this.core,
-      emit: (event, fields) => {
-        const ok = this.writer.event({ ...fields, id, type: "event", event });
-        if (!ok) dropped++;
-        return ok;
-      },
-      get droppedEvents() {
-        return dropped;
-      },
-      cancel: (requestId) => this.cancel(requestId),
-      methodNames: () => [...this.methods.keys()],
-      shutdown: () => this.onShutdownRequest(id),
-    };
+  private start(id: RequestId, method: MethodEntry, params: object): void {
     // Registered before the method's module loads, so duplicates and cancels see it at once.
-    const entry: Active = {
-      id,
-      method: method.name,
-      cancellable: method.cancellable,
-      controller,
-      done: Promise.resolve(),
-      settled: false,
-    };
-    this.active.set(key, entry);
-    entry.done = this.run(method, params, ctx, entry).finally(() => {
-      this.active.delete(key);
-    });
+    const request = new InFlight(id, method, this);
+    this.active.set(id, request);
+    request.done = this.run(request, params);
   }
 
-  private async run(method: MethodEntry, params: unknown, ctx: MethodContext, entry: Active): Promise<void> {
-    const signal = entry.controller.signal;
-    let message: Parameters<Writer["terminal"]>[0];
+  private async run(request: InFlight, params: object): Promise<void> {
+    const { method, signal } = request;
+    let message: ResultMessage | ErrorMessage;
     try {
-      const def = await this.definition(method);
-      const parsed = def.params.safeParse(params);
-      if (!parsed.success) {
-        throw new CoreError("invalid_request", describeParamsError(parsed.error), {
-          field: parsed.error.issues[0]?.path.join(".") || null,
-        });
-      }
-      const result = await def.run(parsed.data as z.infer<typeof def.params>, ctx);
+      const def = this.loaded.get(method.name) ?? (await this.definition(method));
+      const result = await def.run(this.parseParams(def, params) as z.infer<typeof def.params>, request);
       // A cancel that was acknowledged must end the request as cancelled, even if it raced the finish.
-      if (signal.aborted && method.cancellable) throw signal.reason;
-      message = { id: ctx.id, type: "result", result: result ?? {} };
+      if (signal.aborted) throw signal.reason;
+      message = { id: request.id, type: "result", result: result ?? {} };
     } catch (err) {
-      message = toErrorMessage(ctx.id, err, signal, method.name);
+      message = toErrorMessage(request.id, err, signal, method.name);
     }
-    entry.settled = true;
+    request.settled = true;
     try {
       await this.writer.terminal(message);
     } catch (err) {
       // The result could not be serialized (e.g. a BigInt); the id still gets its one answer.
       logUnexpected(`method ${method.name} produced an unserializable result`, err);
-      await this.writer.terminal(toErrorMessage(ctx.id, new Error("unserializable"), signal, method.name));
+      await this.writer.terminal(
+        toErrorMessage(request.id, new Error("unserializable"), signal, method.name),
+      );
     }
+    this.active.delete(request.id);
   }
 
-  private readonly loaded = new Map<string, MethodDef>();
+  /**
+   * Validates params. Most requests of a kind carry no params at all (ping, doctor), so the
+   * parse of `{}` is done once per method and its frozen result shared.
+   */
+  private parseParams(def: MethodDef, params: object): unknown {
+    const empty = Object.keys(params).length === 0;
+    if (empty) {
+      const cached = this.emptyParams.get(def.name);
+      if (cached) return cached.value;
+    }
+    const parsed = def.params.safeParse(params);
+    if (!parsed.success) {
+      throw new CoreError("invalid_request", describeParamsError(parsed.error), {
+        field: parsed.error.issues[0]?.path.join(".") || null,
+      });
+    }
+    if (empty) this.emptyParams.set(def.name, { value: Object.freeze(parsed.data) });
+    return parsed.data;
+  }
 
-  private async definition(method: MethodEntry): Promise<MethodDef> {
-    const cached = this.loaded.get(method.name);
-    if (cached) return cached;
-    const def = await method.load();
-    this.loaded.set(method.name, def);
+  private definition(method: MethodEntry): Promise<MethodDef> {
+    let def = this.loading.get(method.name);
+    if (!def) {
+      def = method.load().then((d) => {
+        this.loaded.set(method.name, d);
+        return d;
+      });
+      this.loading.set(method.name, def);
+      // A failed load is retried by the next request rather than cached.
+      def.catch(() => this.loading.delete(method.name));
+    }
     return def;
   }
 
@@ -221,7 +277,7 @@ export class Dispatcher {
   }
 }
 
-function toErrorMessage(id: RequestId, err: unknown, signal: AbortSignal, method: string) {
+function toErrorMessage(id: RequestId, err: unknown, signal: AbortSignal, method: string): ErrorMessage {
   if (isCoreError(err)) {
     return {
       id,

@@ -22,7 +22,9 @@ export class Writer {
   private pumping = false;
   private broken = false;
   private droppedTotal = 0;
+  /** Terminals waiting for room, oldest first from waiterHead (a cheap FIFO without shift()). */
   private roomWaiters: (() => void)[] = [];
+  private waiterHead = 0;
   private idleWaiters: (() => void)[] = [];
 
   constructor(
@@ -59,14 +61,21 @@ export class Writer {
     return true;
   }
 
-  /** Queues a result or error, waiting for room rather than dropping it. */
-  async terminal(msg: OutboundMessage): Promise<void> {
+  /** Queues a result or error, waiting (in arrival order) for room rather than dropping it. */
+  terminal(msg: OutboundMessage): Promise<void> {
     const line = serialize(msg);
-    while (!this.broken && this.queue.length >= this.options.queueSize) {
-      await new Promise<void>((r) => this.roomWaiters.push(r));
+    if (this.broken) return Promise.resolve();
+    if (this.roomWaiters.length === this.waiterHead && this.queue.length < this.options.queueSize) {
+      this.enqueue(line);
+      return Promise.resolve();
     }
-    if (this.broken) return;
-    this.enqueue(line);
+    return new Promise<void>((resolve) => {
+      // The waker enqueues the line itself, so waiters keep their order and none re-checks.
+      this.roomWaiters.push(() => {
+        if (!this.broken) this.enqueue(line);
+        resolve();
+      });
+    });
   }
 
   /** Resolves true once everything queued has reached the sink, false on timeout. */
@@ -122,9 +131,16 @@ export class Writer {
   }
 
   private wakeRoomWaiters(): void {
-    const waiters = this.roomWaiters;
-    this.roomWaiters = [];
-    for (const w of waiters) w();
+    while (
+      this.waiterHead < this.roomWaiters.length &&
+      (this.broken || this.queue.length < this.options.queueSize)
+    ) {
+      this.roomWaiters[this.waiterHead++]!();
+    }
+    if (this.waiterHead === this.roomWaiters.length) {
+      this.roomWaiters = [];
+      this.waiterHead = 0;
+    }
   }
 }
 
