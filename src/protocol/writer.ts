@@ -148,14 +148,43 @@ function serialize(msg: OutboundMessage): string {
   return JSON.stringify(msg) + "\n";
 }
 
-/** The production sink: Bun's stdout FileSink, awaiting its flush when the pipe is full. */
-export function stdoutSink(): Sink {
-  const out = Bun.stdout.writer({ highWaterMark: 64 * 1024 });
+/**
+ * The production sink: process.stdout as a Node stream. Its write callback reports EPIPE and
+ * friends as errors we can catch (Bun's FileSink can reject an internal flush nobody awaits,
+ * which would crash the process), and `false` from write() means wait for 'drain'.
+ */
+export function stdoutSink(stream: NodeJS.WriteStream = process.stdout): Sink {
+  let failure: Error | undefined;
+  // Without a listener an 'error' event would be thrown; the failure surfaces via write().
+  stream.on("error", (err) => {
+    failure ??= err;
+  });
   return {
-    async write(data: string) {
-      out.write(data);
-      const flushed = out.flush();
-      if (flushed instanceof Promise) await flushed;
+    write(data: string) {
+      if (failure) return Promise.reject(failure);
+      return new Promise<void>((resolve, reject) => {
+        // The callback may run before write() returns, so the outcome is tracked, not `ok`.
+        let written = false;
+        let needDrain = false;
+        let settled = false;
+        const done = (err?: Error | null) => {
+          if (settled) return;
+          settled = true;
+          if (err) {
+            failure ??= err;
+            reject(err);
+          } else resolve();
+        };
+        const ok = stream.write(data, (err) => {
+          if (err) done(err);
+          written = true;
+          if (!needDrain) done();
+        });
+        if (!ok && !written) {
+          needDrain = true;
+          stream.once("drain", () => done());
+        }
+      });
     },
   };
 }
