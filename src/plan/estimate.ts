@@ -70,7 +70,13 @@ export function layerKvBytes(
 }
 
 /** The whole KV cache (every layer, every slot) at a per-slot context. */
-export function kvCacheBytes(model: ModelInfo, ctxPerSlot: number, slots: number, cacheK = "f16", cacheV = "f16"): number {
+export function kvCacheBytes(
+  model: ModelInfo,
+  ctxPerSlot: number,
+  slots: number,
+  cacheK = "f16",
+  cacheV = "f16",
+): number {
   const cells = padCells(ctxPerSlot);
   let total = 0;
   for (let il = 0; il < model.n_layer; il++) total += layerKvBytes(model, il, cells, slots, cacheK, cacheV);
@@ -81,11 +87,17 @@ export function kvCacheBytes(model: ModelInfo, ctxPerSlot: number, slots: number
  * The graph's scratch memory for one micro-batch: the attention mask over the cells a sequence
  * sees, the activations of the widest layer and, without flash attention, the full KQ matrix.
  */
-export function computeBytes(model: ModelInfo, cellsPerSeq: number, flashAttn: boolean, ubatch = UBATCH): number {
+export function computeBytes(
+  model: ModelInfo,
+  cellsPerSeq: number,
+  flashAttn: boolean,
+  ubatch = UBATCH,
+): number {
   const maxK = Math.max(0, ...model.layers.map((l) => l.k_per_token));
   const maxV = Math.max(0, ...model.layers.map((l) => l.v_per_token));
   const ff = model.experts ? model.experts.ff * model.experts.used : model.n_ff;
-  const activations = ubatch * 4 * (2 * model.n_embd + 2 * ff + model.n_head * model.head_dim_k + maxK + maxV);
+  const activations =
+    ubatch * 4 * (2 * model.n_embd + 2 * ff + model.n_head * model.head_dim_k + maxK + maxV);
   const mask = cellsPerSeq * ubatch * (flashAttn ? 2 : 4);
   const kq = flashAttn ? 0 : cellsPerSeq * ubatch * model.n_head * 4;
   return activations + mask + kq;

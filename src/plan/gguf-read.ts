@@ -95,7 +95,11 @@ async function readOneFile(path: string, shardLabel: string | null): Promise<Ggu
   } catch (err) {
     const message = err instanceof Error ? err.message : String(err);
     if (err instanceof RangeError || /chunk fetches|out of bounds|outside the bounds/i.test(message)) {
-      throw problem("truncated", label, `truncated: the header ends early (${size} bytes): an interrupted download?`);
+      throw problem(
+        "truncated",
+        label,
+        `truncated: the header ends early (${size} bytes): an interrupted download?`,
+      );
     }
     throw problem("not_gguf", label, `not a valid GGUF: ${message}`);
   }
@@ -148,9 +152,11 @@ function scalarMetadata(raw: Record<string, unknown>): GgufHeader["metadata"] {
   const out: GgufHeader["metadata"] = {};
   for (const [key, value] of Object.entries(raw)) {
     if (typeof value === "bigint") out[key] = Number(value);
-    else if (typeof value === "number" || typeof value === "string" || typeof value === "boolean") out[key] = value;
+    else if (typeof value === "number" || typeof value === "string" || typeof value === "boolean")
+      out[key] = value;
     else if (Array.isArray(value)) {
-      const numeric = value.length <= 4096 && value.every((v) => typeof v === "number" || typeof v === "bigint");
+      const numeric =
+        value.length <= 4096 && value.every((v) => typeof v === "number" || typeof v === "bigint");
       out[key] = numeric ? value.map(Number) : { array_length: value.length };
     }
   }

@@ -51,7 +51,11 @@ export function parseMeminfo(text: string): { total_bytes: number; available_byt
 }
 
 /** `/proc/cpuinfo` → model, physical cores (unique package/core pairs) and SIMD flags of note. */
-export function parseCpuinfo(text: string): { model: string | null; physical: number | null; flags: string[] } {
+export function parseCpuinfo(text: string): {
+  model: string | null;
+  physical: number | null;
+  flags: string[];
+} {
   const model = /^model name\s*:\s*(.+)$/m.exec(text)?.[1]?.trim() ?? null;
   const cores = new Set<string>();
   for (const block of text.split(/\n\s*\n/)) {
@@ -60,7 +64,19 @@ export function parseCpuinfo(text: string): { model: string | null; physical: nu
     if (pkg !== undefined && core !== undefined) cores.add(`${pkg}:${core}`);
   }
   const flagLine = /^(flags|Features)\s*:\s*(.+)$/m.exec(text)?.[2] ?? "";
-  const wanted = ["avx", "avx2", "avx512f", "avx512_vnni", "avx_vnni", "fma", "f16c", "amx_tile", "neon", "asimd", "sve"];
+  const wanted = [
+    "avx",
+    "avx2",
+    "avx512f",
+    "avx512_vnni",
+    "avx_vnni",
+    "fma",
+    "f16c",
+    "amx_tile",
+    "neon",
+    "asimd",
+    "sve",
+  ];
   const have = new Set(flagLine.split(/\s+/));
   return { model, physical: cores.size > 0 ? cores.size : null, flags: wanted.filter((f) => have.has(f)) };
 }

@@ -180,7 +180,8 @@ export function modelInfo(h: GgufHeader): ModelInfo {
       fileType = ggmlTypeName(type);
     }
   }
-  const weightsBytes = layerWeights.reduce((a, b) => a + (b ?? 0), 0) + tokenEmbd + (tied ? output - tokenEmbd : output) + other;
+  const weightsBytes =
+    layerWeights.reduce((a, b) => a + (b ?? 0), 0) + tokenEmbd + (tied ? output - tokenEmbd : output) + other;
 
   return {
     path: h.path,

@@ -62,11 +62,20 @@ export interface Plan {
   warnings: string[];
 }
 
-type PlanConfig = Pick<Config, "model" | "llama" | "hardware"> & { app: Pick<Config["app"], "max_parallel_chats"> };
+type PlanConfig = Pick<Config, "model" | "llama" | "hardware"> & {
+  app: Pick<Config["app"], "max_parallel_chats">;
+};
 
 interface Budgets {
   ram: { total: number; available: number; margin: number; budget: number };
-  gpus: { total: number; available: number; margin: number; budget: number; unified: boolean; name: string }[];
+  gpus: {
+    total: number;
+    available: number;
+    margin: number;
+    budget: number;
+    unified: boolean;
+    name: string;
+  }[];
 }
 
 function budgets(hw: HardwareSnapshot, config: PlanConfig): Budgets {
@@ -80,7 +89,14 @@ function budgets(hw: HardwareSnapshot, config: PlanConfig): Budgets {
     let budget = Math.max(0, g.free_bytes - margin);
     // Unified memory: the GPU can never take more than what RAM has free.
     if (g.unified) budget = Math.min(budget, Math.max(0, available - ramMargin));
-    return { total: g.total_bytes, available: g.free_bytes, margin, budget, unified: g.unified, name: g.name };
+    return {
+      total: g.total_bytes,
+      available: g.free_bytes,
+      margin,
+      budget,
+      unified: g.unified,
+      name: g.name,
+    };
   });
   return { ram: { total, available, margin: ramMargin, budget: Math.max(0, available - ramMargin) }, gpus };
 }
@@ -139,11 +155,13 @@ export function makePlan(model: ModelInfo, rawHw: HardwareSnapshot, config: Plan
     est.gpus.forEach((u, k) => {
       const g = usableGpus[k]!;
       if (g.unified) ramUse += u.total;
-      if (u.total > g.budget && !short) short = { device: `gpu${g.i} (${g.name})`, needed: u.total, budget: g.budget };
+      if (u.total > g.budget && !short)
+        short = { device: `gpu${g.i} (${g.name})`, needed: u.total, budget: g.budget };
       if (ctxCost(u) > ROOM_SHARE * Math.max(0, g.budget - u.weights)) roomy = false;
     });
     if (ramUse > b.ram.budget && !short) short = { device: "RAM", needed: ramUse, budget: b.ram.budget };
-    if (ctxCost(est.cpu) > ROOM_SHARE * Math.max(0, b.ram.budget - (ramUse - ctxCost(est.cpu)))) roomy = false;
+    if (ctxCost(est.cpu) > ROOM_SHARE * Math.max(0, b.ram.budget - (ramUse - ctxCost(est.cpu))))
+      roomy = false;
     return { est, fits: !short, roomy, ...(short ? { short } : {}) };
   };
 
@@ -185,11 +203,14 @@ export function makePlan(model: ModelInfo, rawHw: HardwareSnapshot, config: Plan
   if (typeof config.model.context === "number") {
     explicitCtx = config.model.context;
     if (explicitCtx > train) {
-      warnings.push(`model.context ${explicitCtx} is above the model's trained context ${train}: capped to ${train}`);
+      warnings.push(
+        `model.context ${explicitCtx} is above the model's trained context ${train}: capped to ${train}`,
+      );
       explicitCtx = train;
     }
   }
-  const explicitNgl = typeof config.model.gpu_layers === "number" ? Math.min(config.model.gpu_layers, maxNgl) : null;
+  const explicitNgl =
+    typeof config.model.gpu_layers === "number" ? Math.min(config.model.gpu_layers, maxNgl) : null;
   if (explicitNgl !== null && explicitNgl > 0 && usableGpus.length === 0) {
     throw new CoreError(
       "model_plan_error",
@@ -239,7 +260,12 @@ export function makePlan(model: ModelInfo, rawHw: HardwareSnapshot, config: Plan
         if (ngl > 0 && ngl < maxNgl && ctx > PARTIAL_OFFLOAD_MAX_CTX) continue;
         const t = trial(ctx, ngl, slots);
         if (t.fits && t.roomy) {
-          chosen = { ctx, ngl, t, why: "the largest step that fits while leaving room for the rest of the machine" };
+          chosen = {
+            ctx,
+            ngl,
+            t,
+            why: "the largest step that fits while leaving room for the rest of the machine",
+          };
           break;
         }
       }
@@ -337,12 +363,7 @@ export function makePlan(model: ModelInfo, rawHw: HardwareSnapshot, config: Plan
     reason: "the model's chat template renders tools, which tool calling needs",
   });
 
-  const argv = [
-    "-m",
-    model.path,
-    ...decisions.flatMap((d) => d.flags),
-    ...llama.extra_args,
-  ];
+  const argv = ["-m", model.path, ...decisions.flatMap((d) => d.flags), ...llama.extra_args];
   if (llama.extra_args.length > 0) {
     decisions.push({
       name: "extra_args",

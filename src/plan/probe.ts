@@ -107,13 +107,16 @@ async function timed<T>(
 
 function describeRun(tool: string, r: RunResult): Omit<ProbeReport, "id" | "ms"> {
   if (r.kind === "absent") return { status: "absent", message: `${tool} not found` };
-  if (r.kind === "timeout") return { status: "timeout", message: `${tool} did not answer within ${PROBE_TIMEOUT_MS} ms` };
+  if (r.kind === "timeout")
+    return { status: "timeout", message: `${tool} did not answer within ${PROBE_TIMEOUT_MS} ms` };
   if (r.kind === "error") return { status: "error", message: `${tool} failed to start: ${r.message}` };
   const tail = (r.stderr || r.stdout).trim().split("\n").slice(-1)[0]?.slice(0, 200) ?? "";
   return { status: "error", message: `${tool} exited ${r.code}${tail ? `: ${tail}` : ""}` };
 }
 
-async function probeCpu(env: ProbeEnv): Promise<{ value: HardwareSnapshot["cpu"]; report: Omit<ProbeReport, "id" | "ms"> }> {
+async function probeCpu(
+  env: ProbeEnv,
+): Promise<{ value: HardwareSnapshot["cpu"]; report: Omit<ProbeReport, "id" | "ms"> }> {
   const cpus = env.cpus();
   const logical = Math.max(1, cpus.length);
   let model = cpus[0]?.model?.trim() || null;
@@ -129,7 +132,8 @@ async function probeCpu(env: ProbeEnv): Promise<{ value: HardwareSnapshot["cpu"]
     }
   } else if (env.platform === "darwin") {
     const r = await env.run("sysctl", ["-n", "hw.physicalcpu"], PROBE_TIMEOUT_MS);
-    if (r.kind === "exit" && r.code === 0 && /^\d+$/.test(r.stdout.trim())) physical = Number(r.stdout.trim());
+    if (r.kind === "exit" && r.code === 0 && /^\d+$/.test(r.stdout.trim()))
+      physical = Number(r.stdout.trim());
     if (env.arch === "arm64") flags = ["neon"];
   }
   return {
@@ -138,11 +142,14 @@ async function probeCpu(env: ProbeEnv): Promise<{ value: HardwareSnapshot["cpu"]
   };
 }
 
-async function probeRam(env: ProbeEnv): Promise<{ value: HardwareSnapshot["ram"]; report: Omit<ProbeReport, "id" | "ms"> }> {
+async function probeRam(
+  env: ProbeEnv,
+): Promise<{ value: HardwareSnapshot["ram"]; report: Omit<ProbeReport, "id" | "ms"> }> {
   if (env.platform === "linux") {
     const text = await env.readText("/proc/meminfo");
     const parsed = text ? parseMeminfo(text) : null;
-    if (parsed) return { value: parsed, report: { status: "ok", message: "from /proc/meminfo (MemAvailable)" } };
+    if (parsed)
+      return { value: parsed, report: { status: "ok", message: "from /proc/meminfo (MemAvailable)" } };
   }
   // Elsewhere free memory undercounts reclaimable cache; it is the cautious figure.
   return {
@@ -151,10 +158,15 @@ async function probeRam(env: ProbeEnv): Promise<{ value: HardwareSnapshot["ram"]
   };
 }
 
-async function probeNvidia(env: ProbeEnv): Promise<{ value: GpuInfo[]; report: Omit<ProbeReport, "id" | "ms"> }> {
+async function probeNvidia(
+  env: ProbeEnv,
+): Promise<{ value: GpuInfo[]; report: Omit<ProbeReport, "id" | "ms"> }> {
   const r = await env.run(
     "nvidia-smi",
-    ["--query-gpu=index,name,memory.total,memory.free,driver_version,compute_cap", "--format=csv,noheader,nounits"],
+    [
+      "--query-gpu=index,name,memory.total,memory.free,driver_version,compute_cap",
+      "--format=csv,noheader,nounits",
+    ],
     PROBE_TIMEOUT_MS,
   );
   if (r.kind !== "exit" || r.code !== 0) return { value: [], report: describeRun("nvidia-smi", r) };
@@ -162,7 +174,10 @@ async function probeNvidia(env: ProbeEnv): Promise<{ value: GpuInfo[]; report: O
   if (!gpus) {
     return {
       value: [],
-      report: { status: "error", message: `nvidia-smi printed output that is not a GPU list: ${r.stdout.slice(0, 80)}` },
+      report: {
+        status: "error",
+        message: `nvidia-smi printed output that is not a GPU list: ${r.stdout.slice(0, 80)}`,
+      },
     };
   }
   return {
@@ -171,7 +186,9 @@ async function probeNvidia(env: ProbeEnv): Promise<{ value: GpuInfo[]; report: O
   };
 }
 
-async function probeRocm(env: ProbeEnv): Promise<{ value: GpuInfo[]; report: Omit<ProbeReport, "id" | "ms"> }> {
+async function probeRocm(
+  env: ProbeEnv,
+): Promise<{ value: GpuInfo[]; report: Omit<ProbeReport, "id" | "ms"> }> {
   if (env.platform === "darwin") return { value: [], report: { status: "absent", message: "not on macOS" } };
   const r = await env.run(
     "rocm-smi",
@@ -180,7 +197,11 @@ async function probeRocm(env: ProbeEnv): Promise<{ value: GpuInfo[]; report: Omi
   );
   if (r.kind !== "exit" || r.code !== 0) return { value: [], report: describeRun("rocm-smi", r) };
   const gpus = parseRocmSmi(r.stdout);
-  if (!gpus) return { value: [], report: { status: "error", message: "rocm-smi printed output that is not a GPU list" } };
+  if (!gpus)
+    return {
+      value: [],
+      report: { status: "error", message: "rocm-smi printed output that is not a GPU list" },
+    };
   return { value: gpus, report: { status: "ok", message: `${gpus.length} AMD GPU(s)` } };
 }
 
@@ -192,7 +213,8 @@ async function probeApple(
     return { value: [], report: { status: "absent", message: "not Apple Silicon" } };
   }
   const r = await env.run("sysctl", ["-n", "iogpu.wired_limit_mb"], PROBE_TIMEOUT_MS);
-  const limit = r.kind === "exit" && r.code === 0 && /^\d+$/.test(r.stdout.trim()) ? Number(r.stdout.trim()) : null;
+  const limit =
+    r.kind === "exit" && r.code === 0 && /^\d+$/.test(r.stdout.trim()) ? Number(r.stdout.trim()) : null;
   const budget = appleGpuBudget(totalRam, limit);
   const chip = env.cpus()[0]?.model?.trim() || "Apple Silicon";
   return {
@@ -209,7 +231,10 @@ async function probeApple(
         compute_capability: null,
       },
     ],
-    report: { status: "ok", message: `Metal, unified memory, GPU may use ${Math.round(budget / 2 ** 30)} GiB` },
+    report: {
+      status: "ok",
+      message: `Metal, unified memory, GPU may use ${Math.round(budget / 2 ** 30)} GiB`,
+    },
   };
 }
 

@@ -21,7 +21,10 @@ function bar(parts: { n: number; ch: string; color: string }[], whole: number, c
   let used = 0;
   let out = "";
   for (const p of parts) {
-    const cells = Math.min(BAR - used, Math.max(p.n > 0 ? 1 : 0, Math.round((p.n / Math.max(1, whole)) * BAR)));
+    const cells = Math.min(
+      BAR - used,
+      Math.max(p.n > 0 ? 1 : 0, Math.round((p.n / Math.max(1, whole)) * BAR)),
+    );
     used += cells;
     out += paint(color, p.color, p.ch.repeat(cells));
   }
@@ -31,7 +34,8 @@ function bar(parts: { n: number; ch: string; color: string }[], whole: number, c
 export function renderPlan(report: PlanReport, color: boolean): string {
   const { model: m, plan } = report;
   const lines: string[] = [];
-  const params = m.parameters >= 1e9 ? `${(m.parameters / 1e9).toFixed(1)}B` : `${(m.parameters / 1e6).toFixed(1)}M`;
+  const params =
+    m.parameters >= 1e9 ? `${(m.parameters / 1e9).toFixed(1)}B` : `${(m.parameters / 1e6).toFixed(1)}M`;
   lines.push(
     paint(color, "1", `Model  ${m.name ?? m.path}`),
     `       ${m.architecture}${m.known_architecture ? "" : " (unknown architecture)"}, ${params} params, ${m.file_type}, ` +
@@ -77,7 +81,11 @@ export function renderPlan(report: PlanReport, color: boolean): string {
     lines.push("", "Warnings");
     for (const w of plan.warnings) lines.push(`  ${paint(color, "33", "!")} ${w}`);
   }
-  lines.push("", "Command", `  llama-server ${plan.argv.map(quote).join(" ")} --host 127.0.0.1 --port <free> (key via env)`);
+  lines.push(
+    "",
+    "Command",
+    `  llama-server ${plan.argv.map(quote).join(" ")} --host 127.0.0.1 --port <free> (key via env)`,
+  );
   return lines.join("\n") + "\n";
 }
 
