@@ -16,8 +16,12 @@ const GIB = 1024 * MIB;
 export const CONTEXT_LADDER = [2048, 4096, 8192, 16384, 32768];
 /** With only part of the model on the GPU, context competes with layers: stay modest. */
 const PARTIAL_OFFLOAD_MAX_CTX = 8192;
-/** Auto context may spend at most this share of the memory left after the weights. */
-const ROOM_SHARE = 0.5;
+/**
+ * Auto context may spend at most this share of the memory the weights leave: half of RAM
+ * (shared with the OS and every other program), three quarters of a discrete GPU's.
+ */
+const ROOM_SHARE_RAM = 0.5;
+const ROOM_SHARE_GPU = 0.75;
 
 export interface Decision {
   name: string;
@@ -157,10 +161,10 @@ export function makePlan(model: ModelInfo, rawHw: HardwareSnapshot, config: Plan
       if (g.unified) ramUse += u.total;
       if (u.total > g.budget && !short)
         short = { device: `gpu${g.i} (${g.name})`, needed: u.total, budget: g.budget };
-      if (ctxCost(u) > ROOM_SHARE * Math.max(0, g.budget - u.weights)) roomy = false;
+      if (ctxCost(u) > (g.unified ? ROOM_SHARE_RAM : ROOM_SHARE_GPU) * Math.max(0, g.budget - u.weights)) roomy = false;
     });
     if (ramUse > b.ram.budget && !short) short = { device: "RAM", needed: ramUse, budget: b.ram.budget };
-    if (ctxCost(est.cpu) > ROOM_SHARE * Math.max(0, b.ram.budget - (ramUse - ctxCost(est.cpu))))
+    if (ctxCost(est.cpu) > ROOM_SHARE_RAM * Math.max(0, b.ram.budget - (ramUse - ctxCost(est.cpu))))
       roomy = false;
     return { est, fits: !short, roomy, ...(short ? { short } : {}) };
   };
