@@ -161,7 +161,8 @@ export function makePlan(model: ModelInfo, rawHw: HardwareSnapshot, config: Plan
       if (g.unified) ramUse += u.total;
       if (u.total > g.budget && !short)
         short = { device: `gpu${g.i} (${g.name})`, needed: u.total, budget: g.budget };
-      if (ctxCost(u) > (g.unified ? ROOM_SHARE_RAM : ROOM_SHARE_GPU) * Math.max(0, g.budget - u.weights)) roomy = false;
+      if (ctxCost(u) > (g.unified ? ROOM_SHARE_RAM : ROOM_SHARE_GPU) * Math.max(0, g.budget - u.weights))
+        roomy = false;
     });
     if (ramUse > b.ram.budget && !short) short = { device: "RAM", needed: ramUse, budget: b.ram.budget };
     if (ctxCost(est.cpu) > ROOM_SHARE_RAM * Math.max(0, b.ram.budget - (ramUse - ctxCost(est.cpu))))

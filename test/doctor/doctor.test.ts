@@ -3,8 +3,8 @@ import { chmodSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { type DoctorDeps, runDoctor } from "../../src/doctor/doctor.ts";
 import { renderDoctor } from "../../src/doctor/render.ts";
-import { defaultPlanDeps } from "../../src/plan/launch.ts";
 import type { HardwareSnapshot } from "../../src/plan/hardware.ts";
+import { defaultPlanDeps } from "../../src/plan/launch.ts";
 import { runWithTimeout } from "../../src/plan/probe.ts";
 import { Core } from "../../src/server/core.ts";
 import { denseModel, llama7b, writeGguf } from "../fixtures/gguf-writer.ts";
@@ -34,7 +34,8 @@ function script(dir: string, name: string, body: string, mode = 0o755): string {
   return p;
 }
 
-const FAKE_VERSION = 'echo "version: 0.2.0-dev (build 10587, commit 3f545becc)" >&2; echo "built with GNU 12.2.0 for Linux x86_64" >&2';
+const FAKE_VERSION =
+  'echo "version: 0.2.0-dev (build 10587, commit 3f545becc)" >&2; echo "built with GNU 12.2.0 for Linux x86_64" >&2';
 
 function setup(dir: string, yaml: string): Core {
   writeFileSync(join(dir, "config.yaml"), yaml);
@@ -95,9 +96,15 @@ describe("doctor", () => {
     script(dir.path, "hang", "sleep 30");
     script(dir.path, "junk", "echo '\u0001\u0002 zzz'");
     writeGguf(dir.path, "m.gguf", llama7b());
-    const hang = await runDoctor(setup(dir.path, "llama:\n  binary: ./hang\nmodel:\n  path: ./m.gguf\n"), deps());
+    const hang = await runDoctor(
+      setup(dir.path, "llama:\n  binary: ./hang\nmodel:\n  path: ./m.gguf\n"),
+      deps(),
+    );
     expect(byId(hang, "binary").message).toContain("did not answer --version");
-    const junk = await runDoctor(setup(dir.path, "llama:\n  binary: ./junk\nmodel:\n  path: ./m.gguf\n"), deps());
+    const junk = await runDoctor(
+      setup(dir.path, "llama:\n  binary: ./junk\nmodel:\n  path: ./m.gguf\n"),
+      deps(),
+    );
     expect(byId(junk, "binary").message).toContain("without a llama-server version");
   });
 
@@ -127,15 +134,45 @@ describe("doctor", () => {
   test("hung GPU driver warns; unknown architecture warns; model too big fails the plan", async () => {
     using dir = tmpdir();
     script(dir.path, "llama-server", FAKE_VERSION);
-    writeGguf(dir.path, "u.gguf", denseModel({ arch: "zorb", layers: 2, embd: 64, heads: 4, kvHeads: 2, ff: 128, vocab: 100, ctx: 2048, type: 1 }));
+    writeGguf(
+      dir.path,
+      "u.gguf",
+      denseModel({
+        arch: "zorb",
+        layers: 2,
+        embd: 64,
+        heads: 4,
+        kvHeads: 2,
+        ff: 128,
+        vocab: 100,
+        ctx: 2048,
+        type: 1,
+      }),
+    );
     writeGguf(dir.path, "m.gguf", llama7b());
-    const hung: HardwareSnapshot = { ...HW, probes: [{ id: "nvidia-smi", status: "timeout", message: "nvidia-smi did not answer within 2000 ms", ms: 2000 }] };
-    const r = await runDoctor(setup(dir.path, "llama:\n  binary: ./llama-server\nmodel:\n  path: ./u.gguf\n"), deps(hung));
+    const hung: HardwareSnapshot = {
+      ...HW,
+      probes: [
+        {
+          id: "nvidia-smi",
+          status: "timeout",
+          message: "nvidia-smi did not answer within 2000 ms",
+          ms: 2000,
+        },
+      ],
+    };
+    const r = await runDoctor(
+      setup(dir.path, "llama:\n  binary: ./llama-server\nmodel:\n  path: ./u.gguf\n"),
+      deps(hung),
+    );
     expect(byId(r, "hardware")).toMatchObject({ status: "warn" });
     expect(byId(r, "hardware").message).toContain("did not answer");
     expect(byId(r, "model")).toMatchObject({ status: "warn" });
     const tiny: HardwareSnapshot = { ...HW, ram: { total_bytes: 2 * GIB, available_bytes: 1 * GIB } };
-    const big = await runDoctor(setup(dir.path, "llama:\n  binary: ./llama-server\nmodel:\n  path: ./m.gguf\n"), deps(tiny));
+    const big = await runDoctor(
+      setup(dir.path, "llama:\n  binary: ./llama-server\nmodel:\n  path: ./m.gguf\n"),
+      deps(tiny),
+    );
     expect(byId(big, "plan")).toMatchObject({ status: "fail" });
     expect(byId(big, "plan").message).toMatch(/needs .* GiB but has/);
     expect(big.ok).toBe(false);

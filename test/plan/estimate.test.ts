@@ -2,10 +2,9 @@ import { describe, expect, test } from "bun:test";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { computeBytes, estimate, kvCacheBytes, outputBytes } from "../../src/plan/estimate.ts";
-import { encodeGguf } from "../fixtures/gguf-writer.ts";
 import { readGgufHeader } from "../../src/plan/gguf-read.ts";
 import { type ModelInfo, modelInfo } from "../../src/plan/model.ts";
-import { deepseek2, gemma3, llama8b, writeGguf } from "../fixtures/gguf-writer.ts";
+import { deepseek2, encodeGguf, gemma3, llama8b, writeGguf } from "../fixtures/gguf-writer.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
 const SHARED = "/work/shared";
@@ -33,7 +32,7 @@ describe("KV cache", () => {
 
   test("sliding-window layers keep only window + batch", async () => {
     const g = await infoOf(gemma3());
-    const perCell = (8 * 256 * 2 * 2); // KV heads × head size × (K+V) × f16
+    const perCell = 8 * 256 * 2 * 2; // KV heads × head size × (K+V) × f16
     const full = 8 * 32768 * perCell; // 8 global layers
     const swa = 40 * 1536 * perCell; // 40 window layers: 1024 + 512 batch
     expect(kvCacheBytes(g, 32768, 1)).toBe(full + swa);
@@ -96,7 +95,8 @@ describe.skipIf(!haveLogs)("matches llama-server's start-up logs", () => {
       compute: mib(text, /CPU compute buffer size =\s+([\d.]+) MiB/),
       cells: Number(/\(\s*(\d+) cells/.exec(text)![1]),
     };
-    const within10 = (est: number, act: number) => expect(Math.abs(est - act)).toBeLessThanOrEqual(act * 0.1 + 0.01 * MIB);
+    const within10 = (est: number, act: number) =>
+      expect(Math.abs(est - act)).toBeLessThanOrEqual(act * 0.1 + 0.01 * MIB);
     within10(e.cpu.weights, actual.weights);
     within10(e.cpu.kv_cache, actual.kv);
     within10(e.cpu.output, actual.output);
@@ -111,7 +111,9 @@ describe("compute and output buffers", () => {
     const m = await infoOf(llama8b());
     expect(computeBytes(m, 8192, true)).toBeGreaterThan(computeBytes(m, 4096, true));
     // Without flash attention the KQ matrix (cells × batch × heads × f32) is materialised.
-    expect(computeBytes(m, 8192, false) - computeBytes(m, 8192, true)).toBeGreaterThanOrEqual(8192 * 512 * 32 * 4);
+    expect(computeBytes(m, 8192, false) - computeBytes(m, 8192, true)).toBeGreaterThanOrEqual(
+      8192 * 512 * 32 * 4,
+    );
     expect(outputBytes(m, 2)).toBe(128256 * 4 * 2);
   });
 

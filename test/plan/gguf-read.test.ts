@@ -58,7 +58,17 @@ describe("readGgufHeader", () => {
 
   test("an unknown architecture is read best-effort with a warning", async () => {
     using dir = tmpdir();
-    const spec = denseModel({ arch: "frobnicator", layers: 4, embd: 256, heads: 4, kvHeads: 2, ff: 512, vocab: 1000, ctx: 2048, type: 1 });
+    const spec = denseModel({
+      arch: "frobnicator",
+      layers: 4,
+      embd: 256,
+      heads: 4,
+      kvHeads: 2,
+      ff: 512,
+      vocab: 1000,
+      ctx: 2048,
+      type: 1,
+    });
     const m = modelInfo(await readGgufHeader(writeGguf(dir.path, "u.gguf", spec)));
     expect(m.known_architecture).toBe(false);
     expect(m.warnings.join(" ")).toContain("frobnicator");
@@ -69,8 +79,14 @@ describe("readGgufHeader", () => {
     using dir = tmpdir();
     const full = llama7b();
     const half = Math.floor(full.tensors.length / 2);
-    writeGguf(dir.path, "m-00001-of-00002.gguf", { metadata: full.metadata, tensors: full.tensors.slice(0, half) });
-    writeGguf(dir.path, "m-00002-of-00002.gguf", { metadata: { "split.no": 1 }, tensors: full.tensors.slice(half) });
+    writeGguf(dir.path, "m-00001-of-00002.gguf", {
+      metadata: full.metadata,
+      tensors: full.tensors.slice(0, half),
+    });
+    writeGguf(dir.path, "m-00002-of-00002.gguf", {
+      metadata: { "split.no": 1 },
+      tensors: full.tensors.slice(half),
+    });
     const h = await readGgufHeader(join(dir.path, "m-00001-of-00002.gguf"));
     expect(h.files.length).toBe(2);
     expect(h.tensors.length).toBe(full.tensors.length);
@@ -88,7 +104,10 @@ describe("readGgufHeader", () => {
 
   test("absent, directory, empty, random bytes and truncated files say which", async () => {
     using dir = tmpdir();
-    expect(await problemOf(join(dir.path, "nope.gguf"))).toMatchObject({ code: "model_missing", problem: "absent" });
+    expect(await problemOf(join(dir.path, "nope.gguf"))).toMatchObject({
+      code: "model_missing",
+      problem: "absent",
+    });
     mkdirSync(join(dir.path, "d.gguf"));
     expect(await problemOf(join(dir.path, "d.gguf"))).toMatchObject({ problem: "not_gguf" });
     writeFileSync(join(dir.path, "e.gguf"), "");

@@ -11,7 +11,11 @@ import { tmpdir } from "../fixtures/tmpdir.ts";
 
 const GIB = 2 ** 30;
 
-function hw(ramGiB: number, gpus: Partial<GpuInfo>[] = [], over: Partial<HardwareSnapshot> = {}): HardwareSnapshot {
+function hw(
+  ramGiB: number,
+  gpus: Partial<GpuInfo>[] = [],
+  over: Partial<HardwareSnapshot> = {},
+): HardwareSnapshot {
   return {
     os: "linux",
     arch: "x64",
@@ -125,7 +129,9 @@ describe("planner on fake machines", () => {
     expect(p.context_per_slot).toBeGreaterThanOrEqual(8192);
     // And it leaves room: KV + compute no more than half of what the weights leave.
     const gpu = p.devices.find((d) => d.id === "gpu0")!;
-    expect(gpu.usage.kv_cache + gpu.usage.compute).toBeLessThanOrEqual(0.75 * (gpu.budget_bytes - gpu.usage.weights));
+    expect(gpu.usage.kv_cache + gpu.usage.compute).toBeLessThanOrEqual(
+      0.75 * (gpu.budget_bytes - gpu.usage.weights),
+    );
   });
 
   test("Apple 16 GB: unified memory counts against RAM too", async () => {
@@ -167,7 +173,9 @@ describe("config overrides and errors", () => {
   test("an explicit context that cannot fit is model_plan_error, not silently lowered", async () => {
     const m = await model("l8", llama8b);
     const small = hw(8);
-    const e = planError(() => makePlan(m, small, config({ model: { context: 8192 }, llama: { parallel: 8 } })));
+    const e = planError(() =>
+      makePlan(m, small, config({ model: { context: 8192 }, llama: { parallel: 8 } })),
+    );
     expect(e.code).toBe("model_plan_error");
     expect(e.message).toContain("model.context 8192");
     expect(e.message).toMatch(/needs [\d.]+ GiB but has [\d.]+ GiB/);
@@ -182,7 +190,9 @@ describe("config overrides and errors", () => {
 
   test("gpu_layers on a machine with no GPU is an error; vram_bytes 0 disables the GPU", async () => {
     const m = await model("l7", llama7b);
-    expect(planError(() => makePlan(m, CPU_ONLY, config({ model: { gpu_layers: 10 } }))).code).toBe("model_plan_error");
+    expect(planError(() => makePlan(m, CPU_ONLY, config({ model: { gpu_layers: 10 } }))).code).toBe(
+      "model_plan_error",
+    );
     const p = makePlan(m, GPU_24, config({ hardware: { vram_bytes: 0 } }));
     expect(p.gpu_layers).toBe(0);
   });

@@ -13,12 +13,20 @@ const cfg = (binary: string | null) => ConfigSchema.parse({ llama: { binary } })
 
 describe("findLlamaServer", () => {
   test("the configured path wins, and only it is tried", () => {
-    expect(findLlamaServer(cfg("/x/llama-server"), env(["/x/llama-server", "/opt/app/llama-server"]))).toEqual({ path: "/x/llama-server" });
-    expect(findLlamaServer(cfg("/x/missing"), env(["/opt/app/llama-server"]))).toEqual({ tried: ["/x/missing"] });
+    expect(
+      findLlamaServer(cfg("/x/llama-server"), env(["/x/llama-server", "/opt/app/llama-server"])),
+    ).toEqual({ path: "/x/llama-server" });
+    expect(findLlamaServer(cfg("/x/missing"), env(["/opt/app/llama-server"]))).toEqual({
+      tried: ["/x/missing"],
+    });
   });
   test("next to the executable before PATH", () => {
-    expect(findLlamaServer(cfg(null), env(["/opt/app/llama-server", "/usr/bin/llama-server"]))).toEqual({ path: "/opt/app/llama-server" });
-    expect(findLlamaServer(cfg(null), env(["/usr/local/bin/llama-server"]))).toEqual({ path: "/usr/local/bin/llama-server" });
+    expect(findLlamaServer(cfg(null), env(["/opt/app/llama-server", "/usr/bin/llama-server"]))).toEqual({
+      path: "/opt/app/llama-server",
+    });
+    expect(findLlamaServer(cfg(null), env(["/usr/local/bin/llama-server"]))).toEqual({
+      path: "/usr/local/bin/llama-server",
+    });
   });
   test("lists every place tried; .exe on Windows", () => {
     expect(findLlamaServer(cfg(null), env([]))).toEqual({
