@@ -115,6 +115,7 @@ interface Trial {
 }
 
 function gib(n: number): string {
+  if (n < GIB) return `${(n / MIB).toFixed(1)} MiB`;
   return `${(n / GIB).toFixed(n < 10 * GIB ? 2 : 1)} GiB`;
 }
 

@@ -174,7 +174,7 @@ describe("doctor", () => {
       deps(tiny),
     );
     expect(byId(big, "plan")).toMatchObject({ status: "fail" });
-    expect(byId(big, "plan").message).toMatch(/needs .* GiB but has/);
+    expect(byId(big, "plan").message).toMatch(/needs .* [GM]iB but has/);
     expect(big.ok).toBe(false);
   });
 

@@ -178,7 +178,7 @@ describe("config overrides and errors", () => {
     );
     expect(e.code).toBe("model_plan_error");
     expect(e.message).toContain("model.context 8192");
-    expect(e.message).toMatch(/needs [\d.]+ GiB but has [\d.]+ GiB/);
+    expect(e.message).toMatch(/needs [\d.]+ [GM]iB but has [\d.]+ [GM]iB/);
   });
 
   test("explicit gpu_layers that do not fit the GPU are an error", async () => {
