@@ -10,7 +10,8 @@ export default defineCommand({
   run: async ({ args }) => {
     const core = new Core({ configPath: args.config, cwd: process.cwd() });
     const report = await runDoctor(core);
-    process.stdout.write(args.json ? JSON.stringify(report, null, 2) + "\n" : renderDoctor(report));
+    const color = Boolean(process.stdout.isTTY) && !process.env.NO_COLOR;
+    process.stdout.write(args.json ? JSON.stringify(report, null, 2) + "\n" : renderDoctor(report, color));
     return report.ok ? 0 : 1;
   },
 });

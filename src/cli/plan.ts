@@ -1,4 +1,5 @@
 import { defineCommand } from "citty";
+import { renderPlan } from "../plan/render.ts";
 import { buildPlanReport } from "../plan/report.ts";
 import { Core } from "../server/core.ts";
 import { configArg, jsonArg } from "./args.ts";
@@ -9,7 +10,8 @@ export default defineCommand({
   run: async ({ args }) => {
     const core = new Core({ configPath: args.config, cwd: process.cwd() });
     const report = await buildPlanReport(core);
-    process.stdout.write(JSON.stringify(report, null, 2) + "\n");
+    const color = Boolean(process.stdout.isTTY) && !process.env.NO_COLOR;
+    process.stdout.write(args.json ? JSON.stringify(report, null, 2) + "\n" : renderPlan(report, color));
     return 0;
   },
 });

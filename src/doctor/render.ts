@@ -1,13 +1,37 @@
-import type { DoctorReport } from "./doctor.ts";
+import type { CheckStatus, DoctorReport } from "./doctor.ts";
 
-const MARK = { ok: "ok  ", warn: "warn", fail: "FAIL" } as const;
+/**
+ * The human view of a doctor report: a table (status, check, message), the fix under each
+ * check that needs one, colours only when the output is a terminal.
+ */
 
-/** The human view of a doctor report: one line per check, its fix indented below. */
-export function renderDoctor(report: DoctorReport): string {
-  const lines = report.checks.flatMap((c) => {
-    const head = `[${MARK[c.status]}] ${c.id.padEnd(12)} ${c.message}`;
-    return c.fix && c.status !== "ok" ? [head, `       ${"".padEnd(12)} fix: ${c.fix}`] : [head];
-  });
-  lines.push("", report.ok ? "No failures." : "Some checks failed.");
+const ESC = "\u001b[";
+const LABEL: Record<CheckStatus, { text: string; color: string }> = {
+  ok: { text: " ok ", color: "32" },
+  warn: { text: "warn", color: "33" },
+  fail: { text: "FAIL", color: "31;1" },
+};
+
+export function renderDoctor(report: DoctorReport, color = false): string {
+  const paint = (code: string, s: string) => (color ? `${ESC}${code}m${s}${ESC}0m` : s);
+  const width = Math.max(8, ...report.checks.map((c) => c.id.length));
+  const lines = [
+    `${"".padEnd(6)} ${"check".padEnd(width)}  result`,
+    `${"".padEnd(6)} ${"-".repeat(width)}  ------`,
+  ];
+  for (const c of report.checks) {
+    const l = LABEL[c.status];
+    lines.push(`[${paint(l.color, l.text)}] ${c.id.padEnd(width)}  ${c.message}`);
+    if (c.fix && c.status !== "ok")
+      lines.push(`${"".padEnd(6)} ${"".padEnd(width)}  ${paint("2", `fix: ${c.fix}`)}`);
+  }
+  const fails = report.checks.filter((c) => c.status === "fail").length;
+  const warns = report.checks.filter((c) => c.status === "warn").length;
+  lines.push(
+    "",
+    report.ok
+      ? paint("32", `No failures${warns ? ` (${warns} warning${warns > 1 ? "s" : ""})` : ""}.`)
+      : paint("31;1", `${fails} check${fails > 1 ? "s" : ""} failed.`),
+  );
   return lines.join("\n") + "\n";
 }

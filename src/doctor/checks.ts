@@ -1,0 +1,287 @@
+import {
+  accessSync,
+  constants,
+  mkdirSync,
+  readdirSync,
+  rmSync,
+  statfsSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
+import { basename, dirname, join } from "node:path";
+import type { Config } from "../config/schema.ts";
+import type { HardwareSnapshot } from "../plan/hardware.ts";
+import type { ModelInfo } from "../plan/model.ts";
+import { makePlan } from "../plan/planner.ts";
+import type { RunResult } from "../plan/probe.ts";
+import { formatBytes } from "../plan/render.ts";
+import { isCoreError } from "../protocol/errors.ts";
+import { findLlamaServer } from "../runtime/find-binary.ts";
+import type { Check } from "./doctor.ts";
+
+/** One function per doctor check; each returns a Check and never throws. */
+
+export const VERSION_TIMEOUT_MS = 5000;
+const LOW_DISK_BYTES = 1024 ** 3;
+
+export async function binaryCheck(
+  config: Config,
+  run: (cmd: string, args: string[], timeoutMs: number) => Promise<RunResult>,
+): Promise<Check> {
+  const found = findLlamaServer(config);
+  if ("tried" in found) {
+    return {
+      id: "binary",
+      status: "fail",
+      message: `llama-server not found (tried ${found.tried.length > 4 ? `${found.tried.slice(0, 4).join(", ")}, …` : found.tried.join(", ")})`,
+      fix: "set llama.binary in the config, or put llama-server next to local-ai or on PATH",
+      data: { code: "binary_missing", tried: found.tried },
+    };
+  }
+  const path = found.path;
+  if (process.platform !== "win32") {
+    try {
+      accessSync(path, constants.X_OK);
+      if ((statSync(path).mode & 0o111) === 0) throw new Error("no execute bit");
+    } catch {
+      return {
+        id: "binary",
+        status: "fail",
+        message: `${path} is not executable`,
+        fix: `chmod +x ${path}`,
+        data: { code: "binary_missing", path },
+      };
+    }
+  }
+  const r = await run(path, ["--version"], VERSION_TIMEOUT_MS);
+  const backends = backendsBeside(path);
+  if (r.kind === "timeout") {
+    return {
+      id: "binary",
+      status: "fail",
+      message: `${path} did not answer --version within ${VERSION_TIMEOUT_MS / 1000} s`,
+      fix: "check that it is a llama-server build for this OS and CPU",
+      data: { path },
+    };
+  }
+  if (r.kind !== "exit") {
+    const why = r.kind === "error" ? r.message : "not found";
+    return {
+      id: "binary",
+      status: "fail",
+      message: `${path} could not be run: ${why}`,
+      fix: "check that it is a llama-server build for this OS and CPU",
+      data: { path },
+    };
+  }
+  // llama-server prints its version to stderr.
+  const text = `${r.stderr}\n${r.stdout}`;
+  const version = /version:\s*(.+)/.exec(text)?.[1]?.trim() ?? null;
+  if (r.code !== 0 || !version) {
+    return {
+      id: "binary",
+      status: "fail",
+      message: `${path} --version exited ${r.code} without a llama-server version`,
+      fix: "check that llama.binary points at llama-server, not another program",
+      data: { path, output: text.trim().slice(0, 300) },
+    };
+  }
+  for (const m of text.matchAll(/load_backend: loaded (\S+) backend/g)) backends.add(m[1]!);
+  for (const m of text.matchAll(/ggml_(cuda|vulkan|metal|sycl|hip)_init/gi))
+    backends.add(m[1]!.toUpperCase());
+  const builtFor = /built with (.+)/.exec(text)?.[1]?.trim() ?? null;
+  const list = [...backends];
+  return {
+    id: "binary",
+    status: "ok",
+    message: `${path}: ${version}${list.length ? `, backends ${list.join(", ")}` : ""}`,
+    data: { path, version, built_with: builtFor, backends: list },
+  };
+}
+
+/** Dynamic backends shipped beside the binary (libggml-cuda.so, ggml-vulkan.dll…). */
+function backendsBeside(binary: string): Set<string> {
+  const out = new Set<string>();
+  try {
+    for (const f of readdirSync(dirname(binary))) {
+      const m = /^(?:lib)?ggml-([a-z0-9]+)(?:-[\w]+)?\.(?:so|dll|dylib)$/i.exec(f);
+      if (m && !["base"].includes(m[1]!.toLowerCase())) out.add(m[1]!.toUpperCase());
+    }
+  } catch {
+    // unreadable folder: no extra information
+  }
+  return out;
+}
+
+export function modelCheck(result: { model: ModelInfo } | { error: unknown }): Check {
+  if ("error" in result) {
+    const err = result.error;
+    const message = isCoreError(err) ? err.message : "the model could not be read";
+    const kind = isCoreError(err) ? (err.data?.problem as string | undefined) : undefined;
+    const fix =
+      kind === "truncated"
+        ? "the download was interrupted: download the model again"
+        : kind === "absent"
+          ? "set model.path to a .gguf file that exists"
+          : "point model.path at a GGUF model file";
+    return {
+      id: "model",
+      status: "fail",
+      message,
+      fix,
+      data: { code: "model_missing", problem: kind ?? null },
+    };
+  }
+  const m = result.model;
+  const summary = `${basename(m.path)}: ${m.architecture}, ${m.file_type}, ${m.n_layer} layers, trained context ${m.context_train}, ${formatBytes(m.size_bytes)}${m.files.length > 1 ? `, ${m.files.length} shards` : ""}`;
+  if (!m.known_architecture) {
+    return {
+      id: "model",
+      status: "warn",
+      message: `${summary}; architecture '${m.architecture}' is unknown to the planner`,
+      fix: "the memory estimate is best-effort; check that your llama-server supports this architecture",
+      data: { path: m.path, architecture: m.architecture },
+    };
+  }
+  return {
+    id: "model",
+    status: "ok",
+    message: summary,
+    data: { path: m.path, architecture: m.architecture },
+  };
+}
+
+export function hardwareCheck(hw: HardwareSnapshot): Check {
+  const gpus = hw.gpus.map(
+    (g) =>
+      `${g.name} (${g.backend}, ${formatBytes(g.free_bytes)} free of ${formatBytes(g.total_bytes)}${g.driver ? `, driver ${g.driver}` : ""})`,
+  );
+  const cores = `${hw.cpu.physical ?? "?"} cores/${hw.cpu.logical} threads`;
+  const ram = `${formatBytes(hw.ram.available_bytes ?? 0)} of ${formatBytes(hw.ram.total_bytes)} RAM available`;
+  const problems = hw.probes.filter((p) => p.status === "timeout" || p.status === "error");
+  const message = `${hw.cpu.model ?? "CPU"} ${cores}${hw.cpu.flags.length ? ` [${hw.cpu.flags.join(" ")}]` : ""}; ${ram}; ${gpus.length ? gpus.join("; ") : "no GPU"}`;
+  if (problems.length > 0) {
+    return {
+      id: "hardware",
+      status: "warn",
+      message: `${message}; ${problems.map((p) => `${p.id}: ${p.message}`).join("; ")}`,
+      fix: "a GPU driver that hangs or misbehaves: check the driver installation (the plan treats that GPU as absent)",
+      data: { probes: hw.probes },
+    };
+  }
+  return { id: "hardware", status: "ok", message, data: { probes: hw.probes } };
+}
+
+export function dataDirCheck(config: Config): Check {
+  const dir = config.app.data_dir;
+  try {
+    mkdirSync(dir, { recursive: true });
+    const probe = join(dir, `.doctor-${process.pid}-${Date.now()}`);
+    writeFileSync(probe, "ok");
+    rmSync(probe, { force: true });
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    return {
+      id: "data_dir",
+      status: "fail",
+      message: `data directory ${dir} is not writable (${code ?? (err as Error).message})`,
+      fix: "set app.data_dir to a folder this user can write",
+      data: { path: dir },
+    };
+  }
+  try {
+    const fs = statfsSync(dir);
+    const free = Number(fs.bavail) * Number(fs.bsize);
+    if (free < LOW_DISK_BYTES) {
+      return {
+        id: "data_dir",
+        status: "warn",
+        message: `data directory ${dir} is writable but only ${formatBytes(free)} of disk is free`,
+        fix: "free some disk space: sessions, the memory index and logs live there",
+        data: { path: dir, free_bytes: free },
+      };
+    }
+    return {
+      id: "data_dir",
+      status: "ok",
+      message: `${dir} is writable, ${formatBytes(free)} free`,
+      data: { path: dir, free_bytes: free },
+    };
+  } catch {
+    return {
+      id: "data_dir",
+      status: "ok",
+      message: `${dir} is writable (free space unknown)`,
+      data: { path: dir },
+    };
+  }
+}
+
+export function mcpChecks(config: Config): Check[] {
+  return config.mcp_servers.map((s) => {
+    const isPath = s.command.includes("/") || s.command.includes("\\");
+    const resolved = isPath ? s.command : Bun.which(s.command);
+    let ok = false;
+    if (resolved) {
+      try {
+        ok = statSync(resolved).isFile();
+        if (ok && process.platform !== "win32") accessSync(resolved, constants.X_OK);
+      } catch {
+        ok = false;
+      }
+    }
+    return ok
+      ? {
+          id: `mcp:${s.name}`,
+          status: "ok" as const,
+          message: `${s.name}: ${resolved}`,
+          data: { command: resolved },
+        }
+      : {
+          id: `mcp:${s.name}`,
+          status: "fail" as const,
+          message: `${s.name}: command ${s.command} ${resolved ? "is not an executable file" : isPath ? "does not exist" : "is not on PATH"}`,
+          fix: `install it or correct mcp_servers[${s.name}].command`,
+          data: { command: s.command },
+        };
+  });
+}
+
+export function planCheck(config: Config, model: ModelInfo | null, hw: HardwareSnapshot): Check {
+  if (!model) {
+    return {
+      id: "plan",
+      status: "warn",
+      message: "not checked: the model could not be read",
+      fix: "fix the model check first",
+    };
+  }
+  try {
+    const plan = makePlan(model, hw, config);
+    const gpu = plan.gpu_layers_all
+      ? "all layers on the GPU"
+      : plan.gpu_layers > 0
+        ? `${plan.gpu_layers} layers on the GPU`
+        : "CPU only";
+    const tight = plan.devices.some((d) => d.free_after_bytes < 0.1 * d.budget_bytes);
+    return {
+      id: "plan",
+      status: plan.warnings.some((w) => w.startsWith("memory is tight")) ? "warn" : "ok",
+      message: `fits: ${plan.context_per_slot} tokens × ${plan.slots} slot(s), ${gpu}, ${plan.threads} threads${tight ? " (tight)" : ""}`,
+      ...(plan.warnings.length ? { fix: plan.warnings.join("; ") } : {}),
+      data: { argv: plan.argv },
+    };
+  } catch (err) {
+    if (!isCoreError(err)) throw err;
+    return {
+      id: "plan",
+      status: "fail",
+      message: err.message,
+      fix:
+        err.code === "model_plan_error"
+          ? "use a smaller model or quantization, a smaller model.context, or free memory"
+          : "correct the key named in the message",
+      data: { code: err.code, ...err.data },
+    };
+  }
+}

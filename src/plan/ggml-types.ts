@@ -1,0 +1,68 @@
+/**
+ * Storage of each ggml tensor type: elements per block and bytes per block (facts from
+ * ggml's type traits). Tensor byte sizes are computed from these, never from file offsets.
+ */
+const TYPES: Record<number, { name: string; block: number; bytes: number }> = {
+  0: { name: "F32", block: 1, bytes: 4 },
+  1: { name: "F16", block: 1, bytes: 2 },
+  2: { name: "Q4_0", block: 32, bytes: 18 },
+  3: { name: "Q4_1", block: 32, bytes: 20 },
+  6: { name: "Q5_0", block: 32, bytes: 22 },
+  7: { name: "Q5_1", block: 32, bytes: 24 },
+  8: { name: "Q8_0", block: 32, bytes: 34 },
+  9: { name: "Q8_1", block: 32, bytes: 40 },
+  10: { name: "Q2_K", block: 256, bytes: 84 },
+  11: { name: "Q3_K", block: 256, bytes: 110 },
+  12: { name: "Q4_K", block: 256, bytes: 144 },
+  13: { name: "Q5_K", block: 256, bytes: 176 },
+  14: { name: "Q6_K", block: 256, bytes: 210 },
+  15: { name: "Q8_K", block: 256, bytes: 292 },
+  16: { name: "IQ2_XXS", block: 256, bytes: 66 },
+  17: { name: "IQ2_XS", block: 256, bytes: 74 },
+  18: { name: "IQ3_XXS", block: 256, bytes: 98 },
+  19: { name: "IQ1_S", block: 256, bytes: 50 },
+  20: { name: "IQ4_NL", block: 32, bytes: 18 },
+  21: { name: "IQ3_S", block: 256, bytes: 110 },
+  22: { name: "IQ2_S", block: 256, bytes: 82 },
+  23: { name: "IQ4_XS", block: 256, bytes: 136 },
+  24: { name: "I8", block: 1, bytes: 1 },
+  25: { name: "I16", block: 1, bytes: 2 },
+  26: { name: "I32", block: 1, bytes: 4 },
+  27: { name: "I64", block: 1, bytes: 8 },
+  28: { name: "F64", block: 1, bytes: 8 },
+  29: { name: "IQ1_M", block: 256, bytes: 56 },
+  30: { name: "BF16", block: 1, bytes: 2 },
+  34: { name: "TQ1_0", block: 256, bytes: 54 },
+  35: { name: "TQ2_0", block: 256, bytes: 66 },
+  39: { name: "MXFP4", block: 32, bytes: 17 },
+};
+
+export function ggmlTypeName(type: number): string {
+  return TYPES[type]?.name ?? `type${type}`;
+}
+
+export function isKnownGgmlType(type: number): boolean {
+  return type in TYPES;
+}
+
+/** Bytes of a tensor of `elements` elements of `type`; unknown types count as F32 (pessimistic). */
+export function tensorBytes(type: number, elements: number): number {
+  const t = TYPES[type] ?? TYPES[0]!;
+  return Math.ceil(elements / t.block) * t.bytes;
+}
+
+/** Bytes per element of a KV cache type as llama-server names it (f16, q8_0, …). */
+export function cacheTypeBytes(name: string): number {
+  const byName: Record<string, number> = {
+    f32: 4,
+    f16: 2,
+    bf16: 2,
+    q8_0: 34 / 32,
+    q4_0: 18 / 32,
+    q4_1: 20 / 32,
+    iq4_nl: 18 / 32,
+    q5_0: 22 / 32,
+    q5_1: 24 / 32,
+  };
+  return byName[name] ?? 2;
+}

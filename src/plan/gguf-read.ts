@@ -1,0 +1,164 @@
+import { closeSync, existsSync, openSync, readSync, statSync } from "node:fs";
+import { basename, dirname, join } from "node:path";
+import { gguf } from "@huggingface/gguf";
+import { CoreError } from "../protocol/errors.ts";
+import { tensorBytes } from "./ggml-types.ts";
+
+/**
+ * The edge that reads GGUF headers from disk: header and tensor infos only (the library reads
+ * 2 MB chunks until the tensor table ends), never tensor data. Every way a model file can be
+ * wrong becomes a `model_missing` CoreError whose message says which.
+ */
+
+export interface TensorEntry {
+  name: string;
+  shape: number[];
+  type: number;
+  bytes: number;
+}
+
+/** What the planner needs from a GGUF: scalar metadata (arrays reduced to lengths) and tensors. */
+export interface GgufHeader {
+  /** The path llama-server gets (the first shard of a split model). */
+  path: string;
+  files: string[];
+  version: number;
+  /** Sum of the files' sizes on disk. */
+  size_bytes: number;
+  metadata: Record<string, number | string | boolean | number[] | { array_length: number }>;
+  tensors: TensorEntry[];
+}
+
+export type ModelProblem = "absent" | "unreadable" | "not_gguf" | "truncated";
+
+function problem(kind: ModelProblem, path: string, detail: string): CoreError {
+  return new CoreError("model_missing", `model ${path}: ${detail}`, { path, problem: kind });
+}
+
+const SHARD_RE = /^(.*)-(\d{5})-of-(\d{5})\.gguf$/;
+
+/** The shard files of a split model (name-00001-of-00003.gguf), or just the one file. */
+export function shardPaths(path: string): string[] {
+  const m = SHARD_RE.exec(basename(path));
+  if (!m) return [path];
+  const total = Number(m[3]);
+  const width = m[2]!.length;
+  return Array.from({ length: total }, (_, i) =>
+    join(dirname(path), `${m[1]}-${String(i + 1).padStart(width, "0")}-of-${m[3]}.gguf`),
+  );
+}
+
+export async function readGgufHeader(path: string): Promise<GgufHeader> {
+  const files = shardPaths(path);
+  const merged: GgufHeader = {
+    path: files[0]!,
+    files,
+    version: 0,
+    size_bytes: 0,
+    metadata: {},
+    tensors: [],
+  };
+  for (const [i, file] of files.entries()) {
+    const one = await readOneFile(file, files.length > 1 ? `shard ${i + 1} of ${files.length}` : null);
+    if (i === 0) {
+      merged.version = one.version;
+      merged.metadata = one.metadata;
+    }
+    merged.size_bytes += one.size_bytes;
+    merged.tensors.push(...one.tensors);
+  }
+  return merged;
+}
+
+async function readOneFile(path: string, shardLabel: string | null): Promise<GgufHeader> {
+  const label = shardLabel ? `${path} (${shardLabel})` : path;
+  if (!existsSync(path)) throw problem("absent", label, "absent: no such file");
+  let size: number;
+  try {
+    const st = statSync(path);
+    if (st.isDirectory()) throw problem("not_gguf", label, "not a GGUF: it is a directory");
+    size = st.size;
+  } catch (err) {
+    if (err instanceof CoreError) throw err;
+    throw problem("unreadable", label, `unreadable: ${(err as Error).message}`);
+  }
+  const head = readHead(path, label);
+  if (head.length === 0) throw problem("not_gguf", label, "not a GGUF: the file is empty");
+  if (head.length < 4 || new TextDecoder().decode(head.subarray(0, 4)) !== "GGUF") {
+    throw problem("not_gguf", label, "not a GGUF: it does not start with the GGUF magic bytes");
+  }
+  if (head.length < 24) throw problem("truncated", label, truncatedMessage(size, 24));
+
+  let parsed: Awaited<ReturnType<typeof gguf>>;
+  try {
+    parsed = await gguf(path, { allowLocalFile: true });
+  } catch (err) {
+    const message = err instanceof Error ? err.message : String(err);
+    if (err instanceof RangeError || /chunk fetches|out of bounds|outside the bounds/i.test(message)) {
+      throw problem(
+        "truncated",
+        label,
+        `truncated: the header ends early (${size} bytes): an interrupted download?`,
+      );
+    }
+    throw problem("not_gguf", label, `not a valid GGUF: ${message}`);
+  }
+
+  const dataStart = Number(parsed.tensorDataOffset);
+  let end = dataStart;
+  const tensors: TensorEntry[] = parsed.tensorInfos.map((t) => {
+    const shape = t.shape.map(Number);
+    const bytes = tensorBytes(
+      t.dtype,
+      shape.reduce((a, b) => a * b, 1),
+    );
+    end = Math.max(end, dataStart + Number(t.offset) + bytes);
+    return { name: t.name, shape, type: t.dtype, bytes };
+  });
+  if (size < end) throw problem("truncated", label, truncatedMessage(size, end));
+
+  return {
+    path,
+    files: [path],
+    version: Number(parsed.metadata.version),
+    size_bytes: size,
+    metadata: scalarMetadata(parsed.metadata as Record<string, unknown>),
+    tensors,
+  };
+}
+
+function truncatedMessage(size: number, expected: number): string {
+  return `truncated: the file has ${size} bytes but its header describes ${expected}: an interrupted download? Download it again`;
+}
+
+function readHead(path: string, label: string): Uint8Array {
+  let fd: number;
+  try {
+    fd = openSync(path, "r");
+  } catch (err) {
+    throw problem("unreadable", label, `unreadable: ${(err as Error).message}`);
+  }
+  try {
+    const buf = new Uint8Array(24);
+    const n = readSync(fd, buf, 0, 24, 0);
+    return buf.subarray(0, n);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** Drops big arrays (the vocabulary) down to their length so the header costs little memory. */
+function scalarMetadata(raw: Record<string, unknown>): GgufHeader["metadata"] {
+  const out: GgufHeader["metadata"] = {};
+  for (const [key, value] of Object.entries(raw)) {
+    if (typeof value === "bigint") out[key] = Number(value);
+    else if (typeof value === "number" || typeof value === "string" || typeof value === "boolean")
+      out[key] = value;
+    else if (Array.isArray(value)) {
+      const numeric =
+        value.length <= 4096 && value.every((v) => typeof v === "number" || typeof v === "bigint");
+      out[key] = numeric ? value.map(Number) : { array_length: value.length };
+    }
+  }
+  return out;
+}

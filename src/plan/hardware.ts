@@ -1,0 +1,173 @@
+/**
+ * What the machine offers, as one plain snapshot the planner takes (tests build these by hand),
+ * and the pure parsers that turn probe output into it. Parsers reject garbage by returning
+ * null rather than guessing.
+ */
+
+export type GpuVendor = "nvidia" | "amd" | "apple";
+
+export interface GpuInfo {
+  index: number;
+  vendor: GpuVendor;
+  name: string;
+  backend: "cuda" | "rocm" | "metal";
+  total_bytes: number;
+  free_bytes: number;
+  /** Apple Silicon: the GPU draws on system RAM. */
+  unified: boolean;
+  driver: string | null;
+  compute_capability: string | null;
+}
+
+export type ProbeStatus = "ok" | "absent" | "timeout" | "error";
+
+export interface ProbeReport {
+  id: string;
+  status: ProbeStatus;
+  message: string;
+  ms: number;
+}
+
+export interface HardwareSnapshot {
+  os: string;
+  arch: string;
+  cpu: { model: string | null; logical: number; physical: number | null; flags: string[] };
+  ram: { total_bytes: number; available_bytes: number | null };
+  gpus: GpuInfo[];
+  probes: ProbeReport[];
+}
+
+const MIB = 1024 * 1024;
+
+/** `/proc/meminfo` → total and available bytes (MemAvailable counts reclaimable cache). */
+export function parseMeminfo(text: string): { total_bytes: number; available_bytes: number | null } | null {
+  const kb = (key: string) => {
+    const m = new RegExp(`^${key}:\\s+(\\d+)\\s*kB`, "m").exec(text);
+    return m ? Number(m[1]) * 1024 : null;
+  };
+  const total = kb("MemTotal");
+  if (!total) return null;
+  return { total_bytes: total, available_bytes: kb("MemAvailable") ?? kb("MemFree") };
+}
+
+/** `/proc/cpuinfo` → model, physical cores (unique package/core pairs) and SIMD flags of note. */
+export function parseCpuinfo(text: string): {
+  model: string | null;
+  physical: number | null;
+  flags: string[];
+} {
+  const model = /^model name\s*:\s*(.+)$/m.exec(text)?.[1]?.trim() ?? null;
+  const cores = new Set<string>();
+  for (const block of text.split(/\n\s*\n/)) {
+    const pkg = /^physical id\s*:\s*(\d+)/m.exec(block)?.[1];
+    const core = /^core id\s*:\s*(\d+)/m.exec(block)?.[1];
+    if (pkg !== undefined && core !== undefined) cores.add(`${pkg}:${core}`);
+  }
+  const flagLine = /^(flags|Features)\s*:\s*(.+)$/m.exec(text)?.[2] ?? "";
+  const wanted = [
+    "avx",
+    "avx2",
+    "avx512f",
+    "avx512_vnni",
+    "avx_vnni",
+    "fma",
+    "f16c",
+    "amx_tile",
+    "neon",
+    "asimd",
+    "sve",
+  ];
+  const have = new Set(flagLine.split(/\s+/));
+  return { model, physical: cores.size > 0 ? cores.size : null, flags: wanted.filter((f) => have.has(f)) };
+}
+
+/**
+ * `nvidia-smi --query-gpu=index,name,memory.total,memory.free,driver_version,compute_cap
+ * --format=csv,noheader,nounits` → GPUs (memory in MiB). Null when any line is not that shape.
+ */
+export function parseNvidiaSmi(text: string): GpuInfo[] | null {
+  const lines = text
+    .split(/\r?\n/)
+    .map((l) => l.trim())
+    .filter(Boolean);
+  if (lines.length === 0) return null;
+  const gpus: GpuInfo[] = [];
+  for (const line of lines) {
+    const f = line.split(",").map((s) => s.trim());
+    if (f.length < 5) return null;
+    const [index, name, total, free, driver, cc] = f;
+    const t = Number(total);
+    const fr = Number(free);
+    if (!/^\d+$/.test(index!) || !Number.isFinite(t) || !Number.isFinite(fr) || t <= 0) return null;
+    gpus.push({
+      index: Number(index),
+      vendor: "nvidia",
+      name: name!,
+      backend: "cuda",
+      total_bytes: t * MIB,
+      free_bytes: Math.min(fr, t) * MIB,
+      unified: false,
+      driver: driver || null,
+      compute_capability: cc && cc !== "[N/A]" ? cc : null,
+    });
+  }
+  return gpus;
+}
+
+/** `rocm-smi --showmeminfo vram --showproductname --showdriverversion --json` → GPUs. */
+export function parseRocmSmi(text: string): GpuInfo[] | null {
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    return null;
+  }
+  if (!json || typeof json !== "object") return null;
+  const root = json as Record<string, Record<string, string>>;
+  const driver = root.system?.["Driver version"] ?? null;
+  const gpus: GpuInfo[] = [];
+  for (const [key, card] of Object.entries(root)) {
+    const m = /^card(\d+)$/.exec(key);
+    if (!m || !card || typeof card !== "object") continue;
+    const total = Number(card["VRAM Total Memory (B)"]);
+    const used = Number(card["VRAM Total Used Memory (B)"] ?? 0);
+    if (!Number.isFinite(total) || total <= 0) continue;
+    gpus.push({
+      index: Number(m[1]),
+      vendor: "amd",
+      name: card["Card Series"] ?? card["Card series"] ?? card["Card SKU"] ?? `AMD GPU ${m[1]}`,
+      backend: "rocm",
+      total_bytes: total,
+      free_bytes: Math.max(0, total - (Number.isFinite(used) ? used : 0)),
+      unified: false,
+      driver,
+      compute_capability: card["GFX Version"] ?? null,
+    });
+  }
+  return gpus.length > 0 ? gpus : null;
+}
+
+/**
+ * The share of unified memory Metal lets the GPU wire: the explicit `iogpu.wired_limit_mb`
+ * when set, else macOS's default (about 2/3 up to 36 GiB of RAM, 3/4 above).
+ */
+export function appleGpuBudget(totalRam: number, wiredLimitMb: number | null): number {
+  if (wiredLimitMb && wiredLimitMb > 0) return Math.min(totalRam, wiredLimitMb * MIB);
+  return Math.floor(totalRam * (totalRam <= 36 * 1024 * MIB ? 2 / 3 : 3 / 4));
+}
+
+/** Applies the config's budget overrides: RAM replaces the available figure, VRAM each GPU's free. */
+export function applyOverrides(
+  hw: HardwareSnapshot,
+  overrides: { ram_bytes: number | null; vram_bytes: number | null },
+): HardwareSnapshot {
+  const ram =
+    overrides.ram_bytes === null
+      ? hw.ram
+      : { total_bytes: overrides.ram_bytes, available_bytes: overrides.ram_bytes };
+  const gpus =
+    overrides.vram_bytes === null
+      ? hw.gpus
+      : hw.gpus.map((g) => ({ ...g, total_bytes: overrides.vram_bytes!, free_bytes: overrides.vram_bytes! }));
+  return { ...hw, ram, gpus };
+}

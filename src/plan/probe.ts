@@ -1,0 +1,260 @@
+import { readFile } from "node:fs/promises";
+import os from "node:os";
+import {
+  appleGpuBudget,
+  type GpuInfo,
+  type HardwareSnapshot,
+  type ProbeReport,
+  parseCpuinfo,
+  parseMeminfo,
+  parseNvidiaSmi,
+  parseRocmSmi,
+} from "./hardware.ts";
+
+/**
+ * The hardware probes: each runs with a timeout and fails soft (a missing tool, a hung driver or
+ * garbage output becomes a probe report, never an exception). Everything that touches the OS
+ * comes through `ProbeEnv`, so tests hand in fakes.
+ */
+
+export const PROBE_TIMEOUT_MS = 2000;
+
+export type RunResult =
+  | { kind: "exit"; code: number; stdout: string; stderr: string }
+  | { kind: "absent" }
+  | { kind: "timeout" }
+  | { kind: "error"; message: string };
+
+export interface ProbeEnv {
+  platform: string;
+  arch: string;
+  run(cmd: string, args: string[], timeoutMs: number): Promise<RunResult>;
+  readText(path: string): Promise<string | null>;
+  cpus(): { model: string }[];
+  totalmem(): number;
+  freemem(): number;
+  now(): number;
+}
+
+/** Runs a command, killing it (and resolving `timeout`) if it outlives `timeoutMs`. */
+export async function runWithTimeout(cmd: string, args: string[], timeoutMs: number): Promise<RunResult> {
+  const exe = cmd.includes("/") || cmd.includes("\\") ? cmd : Bun.which(cmd);
+  if (!exe) return { kind: "absent" };
+  let proc: ReturnType<typeof Bun.spawn>;
+  try {
+    proc = Bun.spawn([exe, ...args], { stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+  } catch (err) {
+    return { kind: "error", message: (err as Error).message };
+  }
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timedOut = new Promise<"timeout">((resolve) => {
+    timer = setTimeout(() => {
+      proc.kill("SIGKILL");
+      resolve("timeout");
+    }, timeoutMs);
+  });
+  const finished = (async () => {
+    const [stdout, stderr, code] = await Promise.all([
+      new Response(proc.stdout as ReadableStream).text(),
+      new Response(proc.stderr as ReadableStream).text(),
+      proc.exited,
+    ]);
+    return { kind: "exit" as const, code, stdout, stderr };
+  })();
+  try {
+    const winner = await Promise.race([finished, timedOut]);
+    return winner === "timeout" ? { kind: "timeout" } : winner;
+  } catch (err) {
+    return { kind: "error", message: (err as Error).message };
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+export const realProbeEnv: ProbeEnv = {
+  platform: process.platform,
+  arch: process.arch,
+  run: runWithTimeout,
+  readText: async (path) => {
+    try {
+      return await readFile(path, "utf8");
+    } catch {
+      return null;
+    }
+  },
+  cpus: () => os.cpus(),
+  totalmem: () => os.totalmem(),
+  freemem: () => os.freemem(),
+  now: () => performance.now(),
+};
+
+async function timed<T>(
+  env: ProbeEnv,
+  id: string,
+  fn: () => Promise<{ value: T; report: Omit<ProbeReport, "id" | "ms"> }>,
+): Promise<{ value: T | null; report: ProbeReport }> {
+  const start = env.now();
+  try {
+    const { value, report } = await fn();
+    return { value, report: { id, ...report, ms: Math.round(env.now() - start) } };
+  } catch (err) {
+    return {
+      value: null,
+      report: { id, status: "error", message: (err as Error).message, ms: Math.round(env.now() - start) },
+    };
+  }
+}
+
+function describeRun(tool: string, r: RunResult): Omit<ProbeReport, "id" | "ms"> {
+  if (r.kind === "absent") return { status: "absent", message: `${tool} not found` };
+  if (r.kind === "timeout")
+    return { status: "timeout", message: `${tool} did not answer within ${PROBE_TIMEOUT_MS} ms` };
+  if (r.kind === "error") return { status: "error", message: `${tool} failed to start: ${r.message}` };
+  const tail = (r.stderr || r.stdout).trim().split("\n").slice(-1)[0]?.slice(0, 200) ?? "";
+  return { status: "error", message: `${tool} exited ${r.code}${tail ? `: ${tail}` : ""}` };
+}
+
+async function probeCpu(
+  env: ProbeEnv,
+): Promise<{ value: HardwareSnapshot["cpu"]; report: Omit<ProbeReport, "id" | "ms"> }> {
+  const cpus = env.cpus();
+  const logical = Math.max(1, cpus.length);
+  let model = cpus[0]?.model?.trim() || null;
+  let physical: number | null = null;
+  let flags: string[] = [];
+  if (env.platform === "linux") {
+    const info = await env.readText("/proc/cpuinfo");
+    if (info) {
+      const parsed = parseCpuinfo(info);
+      model = parsed.model ?? model;
+      physical = parsed.physical;
+      flags = parsed.flags;
+    }
+  } else if (env.platform === "darwin") {
+    const r = await env.run("sysctl", ["-n", "hw.physicalcpu"], PROBE_TIMEOUT_MS);
+    if (r.kind === "exit" && r.code === 0 && /^\d+$/.test(r.stdout.trim()))
+      physical = Number(r.stdout.trim());
+    if (env.arch === "arm64") flags = ["neon"];
+  }
+  return {
+    value: { model, logical, physical, flags },
+    report: { status: "ok", message: `${logical} logical, ${physical ?? "?"} physical cores` },
+  };
+}
+
+async function probeRam(
+  env: ProbeEnv,
+): Promise<{ value: HardwareSnapshot["ram"]; report: Omit<ProbeReport, "id" | "ms"> }> {
+  if (env.platform === "linux") {
+    const text = await env.readText("/proc/meminfo");
+    const parsed = text ? parseMeminfo(text) : null;
+    if (parsed)
+      return { value: parsed, report: { status: "ok", message: "from /proc/meminfo (MemAvailable)" } };
+  }
+  // Elsewhere free memory undercounts reclaimable cache; it is the cautious figure.
+  return {
+    value: { total_bytes: env.totalmem(), available_bytes: env.freemem() },
+    report: { status: "ok", message: "from the OS totals (free memory, cautious)" },
+  };
+}
+
+async function probeNvidia(
+  env: ProbeEnv,
+): Promise<{ value: GpuInfo[]; report: Omit<ProbeReport, "id" | "ms"> }> {
+  const r = await env.run(
+    "nvidia-smi",
+    [
+      "--query-gpu=index,name,memory.total,memory.free,driver_version,compute_cap",
+      "--format=csv,noheader,nounits",
+    ],
+    PROBE_TIMEOUT_MS,
+  );
+  if (r.kind !== "exit" || r.code !== 0) return { value: [], report: describeRun("nvidia-smi", r) };
+  const gpus = parseNvidiaSmi(r.stdout);
+  if (!gpus) {
+    return {
+      value: [],
+      report: {
+        status: "error",
+        message: `nvidia-smi printed output that is not a GPU list: ${r.stdout.slice(0, 80)}`,
+      },
+    };
+  }
+  return {
+    value: gpus,
+    report: { status: "ok", message: `${gpus.length} GPU(s), driver ${gpus[0]?.driver ?? "unknown"}` },
+  };
+}
+
+async function probeRocm(
+  env: ProbeEnv,
+): Promise<{ value: GpuInfo[]; report: Omit<ProbeReport, "id" | "ms"> }> {
+  if (env.platform === "darwin") return { value: [], report: { status: "absent", message: "not on macOS" } };
+  const r = await env.run(
+    "rocm-smi",
+    ["--showmeminfo", "vram", "--showproductname", "--showdriverversion", "--json"],
+    PROBE_TIMEOUT_MS,
+  );
+  if (r.kind !== "exit" || r.code !== 0) return { value: [], report: describeRun("rocm-smi", r) };
+  const gpus = parseRocmSmi(r.stdout);
+  if (!gpus)
+    return {
+      value: [],
+      report: { status: "error", message: "rocm-smi printed output that is not a GPU list" },
+    };
+  return { value: gpus, report: { status: "ok", message: `${gpus.length} AMD GPU(s)` } };
+}
+
+async function probeApple(
+  env: ProbeEnv,
+  totalRam: number,
+): Promise<{ value: GpuInfo[]; report: Omit<ProbeReport, "id" | "ms"> }> {
+  if (env.platform !== "darwin" || env.arch !== "arm64") {
+    return { value: [], report: { status: "absent", message: "not Apple Silicon" } };
+  }
+  const r = await env.run("sysctl", ["-n", "iogpu.wired_limit_mb"], PROBE_TIMEOUT_MS);
+  const limit =
+    r.kind === "exit" && r.code === 0 && /^\d+$/.test(r.stdout.trim()) ? Number(r.stdout.trim()) : null;
+  const budget = appleGpuBudget(totalRam, limit);
+  const chip = env.cpus()[0]?.model?.trim() || "Apple Silicon";
+  return {
+    value: [
+      {
+        index: 0,
+        vendor: "apple",
+        name: `${chip} GPU`,
+        backend: "metal",
+        total_bytes: budget,
+        free_bytes: budget,
+        unified: true,
+        driver: "Metal",
+        compute_capability: null,
+      },
+    ],
+    report: {
+      status: "ok",
+      message: `Metal, unified memory, GPU may use ${Math.round(budget / 2 ** 30)} GiB`,
+    },
+  };
+}
+
+/** Runs every probe at once; resolves within about PROBE_TIMEOUT_MS whatever the tools do. */
+export async function probeHardware(env: ProbeEnv = realProbeEnv): Promise<HardwareSnapshot> {
+  const [cpu, ram, nvidia, rocm] = await Promise.all([
+    timed(env, "cpu", () => probeCpu(env)),
+    timed(env, "ram", () => probeRam(env)),
+    timed(env, "nvidia-smi", () => probeNvidia(env)),
+    timed(env, "rocm-smi", () => probeRocm(env)),
+  ]);
+  const ramValue = ram.value ?? { total_bytes: env.totalmem(), available_bytes: env.freemem() };
+  const apple = await timed(env, "metal", () => probeApple(env, ramValue.total_bytes));
+  const gpus = [...(nvidia.value ?? []), ...(rocm.value ?? []), ...(apple.value ?? [])];
+  return {
+    os: env.platform,
+    arch: env.arch,
+    cpu: cpu.value ?? { model: null, logical: Math.max(1, env.cpus().length), physical: null, flags: [] },
+    ram: ramValue,
+    gpus: gpus.map((g, i) => ({ ...g, index: i })),
+    probes: [cpu.report, ram.report, nvidia.report, rocm.report, apple.report],
+  };
+}

@@ -1,0 +1,51 @@
+import { existsSync, statSync } from "node:fs";
+import { delimiter, dirname, join } from "node:path";
+import type { Config } from "../config/schema.ts";
+
+/**
+ * Where llama-server is: the configured path, else next to this executable, else on PATH
+ * (SPEC §3). Returns the paths tried when none exists, so errors can list them.
+ */
+export interface FindBinaryEnv {
+  execPath: string;
+  platform: string;
+  pathEnv: string | undefined;
+  isFile(path: string): boolean;
+}
+
+const realEnv = (): FindBinaryEnv => ({
+  execPath: process.execPath,
+  platform: process.platform,
+  pathEnv: process.env.PATH,
+  isFile: (p) => {
+    try {
+      return existsSync(p) && statSync(p).isFile();
+    } catch {
+      return false;
+    }
+  },
+});
+
+export function findLlamaServer(
+  config: Pick<Config, "llama">,
+  env: FindBinaryEnv = realEnv(),
+): { path: string } | { tried: string[] } {
+  if (config.llama.binary) {
+    return env.isFile(config.llama.binary) ? { path: config.llama.binary } : { tried: [config.llama.binary] };
+  }
+  const names = env.platform === "win32" ? ["llama-server.exe"] : ["llama-server"];
+  const tried: string[] = [];
+  for (const name of names) {
+    const beside = join(dirname(env.execPath), name);
+    tried.push(beside);
+    if (env.isFile(beside)) return { path: beside };
+  }
+  for (const dir of (env.pathEnv ?? "").split(delimiter).filter(Boolean)) {
+    for (const name of names) {
+      const candidate = join(dir, name);
+      tried.push(candidate);
+      if (env.isFile(candidate)) return { path: candidate };
+    }
+  }
+  return { tried };
+}

@@ -1,0 +1,189 @@
+import { describe, expect, test } from "bun:test";
+import { chmodSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { type DoctorDeps, runDoctor } from "../../src/doctor/doctor.ts";
+import { renderDoctor } from "../../src/doctor/render.ts";
+import type { HardwareSnapshot } from "../../src/plan/hardware.ts";
+import { defaultPlanDeps } from "../../src/plan/launch.ts";
+import { runWithTimeout } from "../../src/plan/probe.ts";
+import { Core } from "../../src/server/core.ts";
+import { denseModel, llama7b, writeGguf } from "../fixtures/gguf-writer.ts";
+import { tmpdir } from "../fixtures/tmpdir.ts";
+
+const GIB = 2 ** 30;
+const HW: HardwareSnapshot = {
+  os: "linux",
+  arch: "x64",
+  cpu: { model: "Test CPU", logical: 8, physical: 4, flags: [] },
+  ram: { total_bytes: 32 * GIB, available_bytes: 28 * GIB },
+  gpus: [],
+  probes: [{ id: "nvidia-smi", status: "absent", message: "nvidia-smi not found", ms: 1 }],
+};
+
+// Real model reading, fake probes, a --version runner with a short timeout.
+const deps = (hw: HardwareSnapshot = HW): DoctorDeps => ({
+  readModel: defaultPlanDeps.readModel,
+  probe: async () => hw,
+  run: (cmd, args) => runWithTimeout(cmd, args, 500),
+});
+
+function script(dir: string, name: string, body: string, mode = 0o755): string {
+  const p = join(dir, name);
+  writeFileSync(p, `#!/bin/sh\n${body}\n`);
+  chmodSync(p, mode);
+  return p;
+}
+
+const FAKE_VERSION =
+  'echo "version: 0.2.0-dev (build 10587, commit 3f545becc)" >&2; echo "built with GNU 12.2.0 for Linux x86_64" >&2';
+
+function setup(dir: string, yaml: string): Core {
+  writeFileSync(join(dir, "config.yaml"), yaml);
+  return new Core({ configPath: "config.yaml", cwd: dir });
+}
+
+const byId = (r: Awaited<ReturnType<typeof runDoctor>>, id: string) => r.checks.find((c) => c.id === id)!;
+
+describe("doctor", () => {
+  test("a healthy setup passes every check and reports the version", async () => {
+    using dir = tmpdir();
+    script(dir.path, "llama-server", FAKE_VERSION);
+    writeGguf(dir.path, "m.gguf", llama7b());
+    const core = setup(dir.path, "llama:\n  binary: ./llama-server\nmodel:\n  path: ./m.gguf\n");
+    const r = await runDoctor(core, deps());
+    expect(r.checks.map((c) => [c.id, c.status])).toEqual([
+      ["config", "ok"],
+      ["binary", "ok"],
+      ["model", "ok"],
+      ["hardware", "ok"],
+      ["data_dir", "ok"],
+      ["plan", "ok"],
+    ]);
+    expect(r.ok).toBe(true);
+    expect(byId(r, "binary").data?.version).toBe("0.2.0-dev (build 10587, commit 3f545becc)");
+    expect(renderDoctor(r)).toContain("No failures");
+    expect(renderDoctor(r)).not.toContain("\u001b[");
+    expect(renderDoctor(r, true)).toContain("\u001b[");
+  });
+
+  test("missing binary, truncated model: both fail with fixes, plan not checked", async () => {
+    using dir = tmpdir();
+    writeGguf(dir.path, "m.gguf", { ...llama7b(), truncateBy: 4096 });
+    const core = setup(dir.path, "llama:\n  binary: ./nope\nmodel:\n  path: ./m.gguf\n");
+    const r = await runDoctor(core, deps());
+    expect(r.ok).toBe(false);
+    expect(byId(r, "binary")).toMatchObject({ status: "fail" });
+    expect(byId(r, "binary").message).toContain("not found");
+    expect(byId(r, "model")).toMatchObject({ status: "fail" });
+    expect(byId(r, "model").message).toContain("truncated");
+    expect(byId(r, "model").fix).toContain("download");
+    expect(byId(r, "plan").status).toBe("warn");
+    expect(renderDoctor(r)).toContain("FAIL");
+  });
+
+  test("non-executable binary, random bytes named .gguf", async () => {
+    using dir = tmpdir();
+    script(dir.path, "llama-server", FAKE_VERSION, 0o644);
+    writeFileSync(join(dir.path, "m.gguf"), crypto.getRandomValues(new Uint8Array(2048)));
+    const core = setup(dir.path, "llama:\n  binary: ./llama-server\nmodel:\n  path: ./m.gguf\n");
+    const r = await runDoctor(core, deps());
+    expect(byId(r, "binary").message).toContain("not executable");
+    expect(byId(r, "model").message).toContain("not a GGUF");
+  });
+
+  test("a binary that hangs on --version or prints garbage fails, without hanging doctor", async () => {
+    using dir = tmpdir();
+    script(dir.path, "hang", "sleep 30");
+    script(dir.path, "junk", "echo '\u0001\u0002 zzz'");
+    writeGguf(dir.path, "m.gguf", llama7b());
+    const hang = await runDoctor(
+      setup(dir.path, "llama:\n  binary: ./hang\nmodel:\n  path: ./m.gguf\n"),
+      deps(),
+    );
+    expect(byId(hang, "binary").message).toContain("did not answer --version");
+    const junk = await runDoctor(
+      setup(dir.path, "llama:\n  binary: ./junk\nmodel:\n  path: ./m.gguf\n"),
+      deps(),
+    );
+    expect(byId(junk, "binary").message).toContain("without a llama-server version");
+  });
+
+  test("unwritable data dir (under a regular file) and unresolvable MCP command fail", async () => {
+    using dir = tmpdir();
+    script(dir.path, "llama-server", FAKE_VERSION);
+    writeGguf(dir.path, "m.gguf", llama7b());
+    writeFileSync(join(dir.path, "afile"), "x");
+    script(dir.path, "mcp-ok", "true");
+    const core = setup(
+      dir.path,
+      [
+        "app:\n  data_dir: ./afile/data",
+        "llama:\n  binary: ./llama-server",
+        "model:\n  path: ./m.gguf",
+        "mcp_servers:\n  - name: good\n    command: ./mcp-ok\n  - name: bad\n    command: no-such-mcp-server-xyz",
+      ].join("\n"),
+    );
+    const r = await runDoctor(core, deps());
+    expect(byId(r, "data_dir")).toMatchObject({ status: "fail" });
+    expect(byId(r, "data_dir").message).toContain("not writable");
+    expect(byId(r, "mcp:good").status).toBe("ok");
+    expect(byId(r, "mcp:bad")).toMatchObject({ status: "fail" });
+    expect(byId(r, "mcp:bad").message).toContain("not on PATH");
+  });
+
+  test("hung GPU driver warns; unknown architecture warns; model too big fails the plan", async () => {
+    using dir = tmpdir();
+    script(dir.path, "llama-server", FAKE_VERSION);
+    writeGguf(
+      dir.path,
+      "u.gguf",
+      denseModel({
+        arch: "zorb",
+        layers: 2,
+        embd: 64,
+        heads: 4,
+        kvHeads: 2,
+        ff: 128,
+        vocab: 100,
+        ctx: 2048,
+        type: 1,
+      }),
+    );
+    writeGguf(dir.path, "m.gguf", llama7b());
+    const hung: HardwareSnapshot = {
+      ...HW,
+      probes: [
+        {
+          id: "nvidia-smi",
+          status: "timeout",
+          message: "nvidia-smi did not answer within 2000 ms",
+          ms: 2000,
+        },
+      ],
+    };
+    const r = await runDoctor(
+      setup(dir.path, "llama:\n  binary: ./llama-server\nmodel:\n  path: ./u.gguf\n"),
+      deps(hung),
+    );
+    expect(byId(r, "hardware")).toMatchObject({ status: "warn" });
+    expect(byId(r, "hardware").message).toContain("did not answer");
+    expect(byId(r, "model")).toMatchObject({ status: "warn" });
+    const tiny: HardwareSnapshot = { ...HW, ram: { total_bytes: 2 * GIB, available_bytes: 1 * GIB } };
+    const big = await runDoctor(
+      setup(dir.path, "llama:\n  binary: ./llama-server\nmodel:\n  path: ./m.gguf\n"),
+      deps(tiny),
+    );
+    expect(byId(big, "plan")).toMatchObject({ status: "fail" });
+    expect(byId(big, "plan").message).toMatch(/needs .* [GM]iB but has/);
+    expect(big.ok).toBe(false);
+  });
+
+  test("no config: the config check fails and the rest still run against defaults", async () => {
+    using dir = tmpdir();
+    const core = new Core({ configPath: "missing.yaml", cwd: dir.path });
+    const r = await runDoctor(core, deps());
+    expect(byId(r, "config").status).toBe("fail");
+    expect(byId(r, "model").message).toContain("absent");
+    expect(r.checks.length).toBeGreaterThan(4);
+  });
+});

@@ -1,0 +1,133 @@
+import { describe, expect, test } from "bun:test";
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { readGgufHeader, shardPaths } from "../../src/plan/gguf-read.ts";
+import { modelInfo } from "../../src/plan/model.ts";
+import { CoreError } from "../../src/protocol/errors.ts";
+import { deepseek2, denseModel, gemma3, llama7b, mixtral8x7b, writeGguf } from "../fixtures/gguf-writer.ts";
+import { tmpdir } from "../fixtures/tmpdir.ts";
+
+async function problemOf(path: string): Promise<{ code: string; problem: unknown; message: string }> {
+  try {
+    await readGgufHeader(path);
+  } catch (err) {
+    if (err instanceof CoreError) return { code: err.code, problem: err.data?.problem, message: err.message };
+    throw err;
+  }
+  throw new Error("expected a model_missing error");
+}
+
+describe("readGgufHeader", () => {
+  test("reads v3 and v2 headers of a 7B llama without reading tensor data", async () => {
+    using dir = tmpdir();
+    for (const version of [2, 3] as const) {
+      const path = writeGguf(dir.path, `l${version}.gguf`, { ...llama7b(), version });
+      const m = modelInfo(await readGgufHeader(path));
+      expect(m.gguf_version).toBe(version);
+      expect(m.architecture).toBe("llama");
+      expect(m.known_architecture).toBe(true);
+      expect(m.n_layer).toBe(32);
+      expect(m.layers[0]!.k_per_token).toBe(4096);
+      expect(m.file_type).toBe("Q4_K");
+      // ~6.7B parameters at 4.5 bits: between 3.5 and 4 GiB.
+      expect(m.weights_bytes / 2 ** 30).toBeGreaterThan(3.5);
+      expect(m.weights_bytes / 2 ** 30).toBeLessThan(4);
+    }
+  });
+
+  test("MoE expert tensors count in the layer weights", async () => {
+    using dir = tmpdir();
+    const m = modelInfo(await readGgufHeader(writeGguf(dir.path, "moe.gguf", mixtral8x7b())));
+    expect(m.experts).toEqual({ count: 8, used: 2, ff: 14336 });
+    expect(m.weights_bytes / 2 ** 30).toBeGreaterThan(24);
+    expect(m.layers[0]!.k_per_token).toBe(8 * 128);
+  });
+
+  test("gemma3 marks 5 of 6 layers sliding-window; deepseek2 uses MLA sizes", async () => {
+    using dir = tmpdir();
+    const g = modelInfo(await readGgufHeader(writeGguf(dir.path, "g.gguf", gemma3())));
+    expect(g.sliding_window).toBe(1024);
+    expect(g.layers.filter((l) => l.swa).length).toBe(40);
+    expect(g.layers[5]!.swa).toBe(false);
+    expect(g.output_tied).toBe(true);
+    const d = modelInfo(await readGgufHeader(writeGguf(dir.path, "d.gguf", deepseek2())));
+    expect(d.mla).toEqual({ kv_lora_rank: 512, rope_dim: 64 });
+    expect(d.layers[0]!.k_per_token).toBe(576);
+    expect(d.layers[0]!.v_per_token).toBe(512);
+  });
+
+  test("an unknown architecture is read best-effort with a warning", async () => {
+    using dir = tmpdir();
+    const spec = denseModel({
+      arch: "frobnicator",
+      layers: 4,
+      embd: 256,
+      heads: 4,
+      kvHeads: 2,
+      ff: 512,
+      vocab: 1000,
+      ctx: 2048,
+      type: 1,
+    });
+    const m = modelInfo(await readGgufHeader(writeGguf(dir.path, "u.gguf", spec)));
+    expect(m.known_architecture).toBe(false);
+    expect(m.warnings.join(" ")).toContain("frobnicator");
+    expect(m.layers[0]!.k_per_token).toBe(2 * 64);
+  });
+
+  test("split models are read shard by shard", async () => {
+    using dir = tmpdir();
+    const full = llama7b();
+    const half = Math.floor(full.tensors.length / 2);
+    writeGguf(dir.path, "m-00001-of-00002.gguf", {
+      metadata: full.metadata,
+      tensors: full.tensors.slice(0, half),
+    });
+    writeGguf(dir.path, "m-00002-of-00002.gguf", {
+      metadata: { "split.no": 1 },
+      tensors: full.tensors.slice(half),
+    });
+    const h = await readGgufHeader(join(dir.path, "m-00001-of-00002.gguf"));
+    expect(h.files.length).toBe(2);
+    expect(h.tensors.length).toBe(full.tensors.length);
+    expect(modelInfo(h).n_layer).toBe(32);
+    expect(shardPaths("/x/a-00002-of-00003.gguf")[0]).toBe("/x/a-00001-of-00003.gguf");
+  });
+
+  test("a missing shard is reported absent", async () => {
+    using dir = tmpdir();
+    writeGguf(dir.path, "m-00001-of-00002.gguf", llama7b());
+    const p = await problemOf(join(dir.path, "m-00001-of-00002.gguf"));
+    expect(p).toMatchObject({ code: "model_missing", problem: "absent" });
+    expect(p.message).toContain("shard 2 of 2");
+  });
+
+  test("absent, directory, empty, random bytes and truncated files say which", async () => {
+    using dir = tmpdir();
+    expect(await problemOf(join(dir.path, "nope.gguf"))).toMatchObject({
+      code: "model_missing",
+      problem: "absent",
+    });
+    mkdirSync(join(dir.path, "d.gguf"));
+    expect(await problemOf(join(dir.path, "d.gguf"))).toMatchObject({ problem: "not_gguf" });
+    writeFileSync(join(dir.path, "e.gguf"), "");
+    expect((await problemOf(join(dir.path, "e.gguf"))).message).toContain("empty");
+    writeFileSync(join(dir.path, "r.gguf"), crypto.getRandomValues(new Uint8Array(4096)));
+    expect(await problemOf(join(dir.path, "r.gguf"))).toMatchObject({ problem: "not_gguf" });
+    const cut = writeGguf(dir.path, "t.gguf", { ...llama7b(), truncateBy: 1_000_000 });
+    const t = await problemOf(cut);
+    expect(t).toMatchObject({ code: "model_missing", problem: "truncated" });
+    expect(t.message).toContain("interrupted download");
+  });
+
+  test("a file cut inside its header is truncated, not a crash", async () => {
+    using dir = tmpdir();
+    const spec = { ...llama7b({ vocabTokens: true }) };
+    const path = writeGguf(dir.path, "h.gguf", spec);
+    const bytes = await Bun.file(path).slice(0, 100_000).arrayBuffer();
+    writeFileSync(join(dir.path, "h2.gguf"), new Uint8Array(bytes));
+    const p = await problemOf(join(dir.path, "h2.gguf"));
+    expect(p.code).toBe("model_missing");
+    expect(p.problem).toBe("truncated");
+  });
+});

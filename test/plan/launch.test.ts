@@ -1,0 +1,75 @@
+import { describe, expect, test } from "bun:test";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import type { HardwareSnapshot } from "../../src/plan/hardware.ts";
+import { defaultPlanDeps, type PlanDeps, planLaunch } from "../../src/plan/launch.ts";
+import { renderPlan } from "../../src/plan/render.ts";
+import { buildPlanReport } from "../../src/plan/report.ts";
+import { CoreError } from "../../src/protocol/errors.ts";
+import { Core } from "../../src/server/core.ts";
+import { llama7b, writeGguf } from "../fixtures/gguf-writer.ts";
+import { tmpdir } from "../fixtures/tmpdir.ts";
+
+const GIB = 2 ** 30;
+const HW: HardwareSnapshot = {
+  os: "linux",
+  arch: "x64",
+  cpu: { model: "Test CPU", logical: 8, physical: 4, flags: [] },
+  ram: { total_bytes: 32 * GIB, available_bytes: 28 * GIB },
+  gpus: [],
+  probes: [],
+};
+const deps: PlanDeps = { readModel: defaultPlanDeps.readModel, probe: async () => HW };
+
+async function codeOf(p: Promise<unknown>): Promise<string> {
+  try {
+    await p;
+  } catch (err) {
+    if (err instanceof CoreError) return err.code;
+    throw err;
+  }
+  return "none";
+}
+
+describe("planLaunch and the plan report", () => {
+  test("the supervisor contract: argv without host/port/key, slots, per-slot context", async () => {
+    using dir = tmpdir();
+    writeGguf(dir.path, "m.gguf", llama7b());
+    writeFileSync(
+      join(dir.path, "config.yaml"),
+      "model:\n  path: ./m.gguf\n  max_tokens: 512\nllama:\n  parallel: 2\n  extra_args: [--foo]\n",
+    );
+    const core = new Core({ configPath: "config.yaml", cwd: dir.path });
+    const launch = await planLaunch(core, deps);
+    expect(launch.slots).toBe(2);
+    expect(launch.model_path).toBe(join(dir.path, "m.gguf"));
+    expect(launch.max_tokens).toBe(512);
+    expect(launch.argv[launch.argv.indexOf("-c") + 1]).toBe(String(launch.context_per_slot * 2));
+    expect(launch.argv.at(-1)).toBe("--foo");
+    for (const f of ["--host", "--port", "--api-key"]) expect(launch.argv).not.toContain(f);
+
+    const report = await buildPlanReport(core, deps);
+    expect(report.plan.argv).toEqual(launch.argv);
+    const text = renderPlan(report, false);
+    expect(text).toContain("cpu");
+    expect(text).toContain("█");
+    expect(text).toContain("-np 2");
+    expect(text).not.toContain("\u001b[");
+  });
+
+  test("errors carry the right codes", async () => {
+    using dir = tmpdir();
+    expect(await codeOf(planLaunch(new Core({ configPath: "none.yaml", cwd: dir.path }), deps))).toBe(
+      "config_missing",
+    );
+    writeFileSync(join(dir.path, "config.yaml"), "model:\n  path: ./absent.gguf\n");
+    expect(await codeOf(planLaunch(new Core({ configPath: "config.yaml", cwd: dir.path }), deps))).toBe(
+      "model_missing",
+    );
+    writeGguf(dir.path, "m.gguf", llama7b());
+    writeFileSync(join(dir.path, "c2.yaml"), "model:\n  path: ./m.gguf\nhardware:\n  ram_bytes: 1000000\n");
+    expect(await codeOf(planLaunch(new Core({ configPath: "c2.yaml", cwd: dir.path }), deps))).toBe(
+      "model_plan_error",
+    );
+  });
+});

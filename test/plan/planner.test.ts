@@ -1,0 +1,251 @@
+import { describe, expect, test } from "bun:test";
+import { existsSync } from "node:fs";
+import { ConfigSchema } from "../../src/config/schema.ts";
+import { readGgufHeader } from "../../src/plan/gguf-read.ts";
+import type { GpuInfo, HardwareSnapshot } from "../../src/plan/hardware.ts";
+import { type ModelInfo, modelInfo } from "../../src/plan/model.ts";
+import { makePlan } from "../../src/plan/planner.ts";
+import { CoreError } from "../../src/protocol/errors.ts";
+import { deepseek2, gemma3, llama7b, llama8b, mixtral8x7b, writeGguf } from "../fixtures/gguf-writer.ts";
+import { tmpdir } from "../fixtures/tmpdir.ts";
+
+const GIB = 2 ** 30;
+
+function hw(
+  ramGiB: number,
+  gpus: Partial<GpuInfo>[] = [],
+  over: Partial<HardwareSnapshot> = {},
+): HardwareSnapshot {
+  return {
+    os: "linux",
+    arch: "x64",
+    cpu: { model: "Test CPU", logical: 16, physical: 8, flags: ["avx2"] },
+    ram: { total_bytes: ramGiB * GIB, available_bytes: ramGiB * GIB * 0.9 },
+    gpus: gpus.map((g, i) => ({
+      index: i,
+      vendor: "nvidia",
+      name: "Test GPU",
+      backend: "cuda",
+      total_bytes: 8 * GIB,
+      free_bytes: 8 * GIB,
+      unified: false,
+      driver: "550",
+      compute_capability: "8.6",
+      ...g,
+    })),
+    probes: [],
+    ...over,
+  };
+}
+
+const CPU_ONLY = hw(32);
+const GPU_8 = hw(32, [{ total_bytes: 8 * GIB, free_bytes: 7.5 * GIB }]);
+const GPU_24 = hw(64, [{ total_bytes: 24 * GIB, free_bytes: 23 * GIB, name: "RTX 4090" }]);
+const APPLE_16: HardwareSnapshot = {
+  ...hw(16, [
+    {
+      vendor: "apple",
+      backend: "metal",
+      name: "Apple M2 GPU",
+      total_bytes: (16 * GIB * 2) / 3,
+      free_bytes: (16 * GIB * 2) / 3,
+      unified: true,
+      driver: "Metal",
+    },
+  ]),
+  os: "darwin",
+  arch: "arm64",
+};
+
+const config = (raw: Record<string, unknown> = {}) => ConfigSchema.parse(raw);
+
+const models = new Map<string, ModelInfo>();
+async function model(name: string, spec: () => Parameters<typeof writeGguf>[2]): Promise<ModelInfo> {
+  if (!models.has(name)) {
+    using dir = tmpdir();
+    models.set(name, modelInfo(await readGgufHeader(writeGguf(dir.path, `${name}.gguf`, spec()))));
+  }
+  return models.get(name)!;
+}
+
+function planError(fn: () => unknown): CoreError {
+  try {
+    fn();
+  } catch (err) {
+    if (err instanceof CoreError) return err;
+    throw err;
+  }
+  throw new Error("expected a CoreError");
+}
+
+describe("planner on fake machines", () => {
+  test("CPU only: no offload, threads per physical core, argv complete", async () => {
+    const m = await model("l7", llama7b);
+    const p = makePlan(m, CPU_ONLY, config());
+    expect(p.gpu_layers).toBe(0);
+    expect(p.threads).toBe(8);
+    expect(p.slots).toBe(1);
+    expect(p.context_per_slot).toBe(4096);
+    expect(p.argv.slice(0, 2)).toEqual(["-m", m.path]);
+    expect(p.argv).toContain("--jinja");
+    expect(p.argv.join(" ")).toContain("-np 1 -c 4096 -ngl 0 -t 8");
+    expect(p.argv).not.toContain("--host");
+    expect(p.devices.map((d) => d.id)).toEqual(["cpu"]);
+    for (const d of p.decisions) expect(d.reason.length).toBeGreaterThan(5);
+  });
+
+  test("8 GB GPU: a 7B Q4 fits whole at a useful context", async () => {
+    const m = await model("l7", llama7b);
+    const p = makePlan(m, GPU_8, config());
+    expect(p.gpu_layers_all).toBe(true);
+    expect(p.gpu_layers).toBe(33);
+    expect(p.context_per_slot).toBeGreaterThanOrEqual(4096);
+    const gpu = p.devices.find((d) => d.id === "gpu0")!;
+    expect(gpu.usage.total).toBeLessThanOrEqual(gpu.budget_bytes);
+  });
+
+  test("8 GB GPU: an 8x7B MoE is split, most of it on the CPU, context kept modest", async () => {
+    const m = await model("moe", mixtral8x7b);
+    const p = makePlan(m, GPU_8, config());
+    expect(p.gpu_layers).toBeGreaterThan(0);
+    expect(p.gpu_layers).toBeLessThan(m.n_layer);
+    expect(p.context_per_slot).toBeLessThanOrEqual(8192);
+    const gpu = p.devices.find((d) => d.id === "gpu0")!;
+    expect(gpu.usage.total).toBeLessThanOrEqual(gpu.budget_bytes);
+    expect(p.decisions.find((d) => d.name === "gpu_layers")!.reason).toContain("of 32 layers");
+  });
+
+  test("24 GB GPU: an 8B fits whole, auto context stops at the trained context", async () => {
+    const m = await model("l8", llama8b);
+    const p = makePlan(m, GPU_24, config());
+    expect(p.gpu_layers_all).toBe(true);
+    expect(p.context_per_slot).toBe(8192);
+  });
+
+  test("auto context is not greedy: gemma3 (128k trained) gets at most the ladder's top", async () => {
+    const m = await model("g3", gemma3);
+    const p = makePlan(m, GPU_24, config());
+    expect(p.context_per_slot).toBeLessThanOrEqual(32768);
+    expect(p.context_per_slot).toBeGreaterThanOrEqual(8192);
+    // And it leaves room: KV + compute no more than half of what the weights leave.
+    const gpu = p.devices.find((d) => d.id === "gpu0")!;
+    expect(gpu.usage.kv_cache + gpu.usage.compute).toBeLessThanOrEqual(
+      0.75 * (gpu.budget_bytes - gpu.usage.weights),
+    );
+  });
+
+  test("Apple 16 GB: unified memory counts against RAM too", async () => {
+    const m = await model("l7", llama7b);
+    const p = makePlan(m, APPLE_16, config());
+    expect(p.gpu_layers_all).toBe(true);
+    const cpu = p.devices.find((d) => d.id === "cpu")!;
+    const gpu = p.devices.find((d) => d.id === "gpu0")!;
+    expect(gpu.unified).toBe(true);
+    expect(cpu.free_after_bytes).toBe(cpu.budget_bytes - cpu.usage.total - gpu.usage.total);
+  });
+
+  test("deepseek2 (MLA, MoE) plans on CPU", async () => {
+    const m = await model("ds", deepseek2);
+    const p = makePlan(m, CPU_ONLY, config());
+    expect(p.context_per_slot).toBeGreaterThanOrEqual(2048);
+  });
+});
+
+describe("config overrides and errors", () => {
+  test("explicit context and slots: -c is per-slot × slots", async () => {
+    const m = await model("l8", llama8b);
+    const p = makePlan(m, GPU_24, config({ model: { context: 4096 }, llama: { parallel: 3 } }));
+    expect(p.context_per_slot).toBe(4096);
+    expect(p.slots).toBe(3);
+    const i = p.argv.indexOf("-c");
+    expect(p.argv[i + 1]).toBe("12288");
+    expect(p.argv[p.argv.indexOf("-np") + 1]).toBe("3");
+    expect(p.decisions.find((d) => d.name === "context")!.source).toBe("config");
+  });
+
+  test("a context above the trained one is capped with a warning", async () => {
+    const m = await model("l8", llama8b);
+    const p = makePlan(m, GPU_24, config({ model: { context: 100000 } }));
+    expect(p.context_per_slot).toBe(8192);
+    expect(p.warnings.join(" ")).toContain("capped");
+  });
+
+  test("an explicit context that cannot fit is model_plan_error, not silently lowered", async () => {
+    const m = await model("l8", llama8b);
+    const small = hw(8);
+    const e = planError(() =>
+      makePlan(m, small, config({ model: { context: 8192 }, llama: { parallel: 8 } })),
+    );
+    expect(e.code).toBe("model_plan_error");
+    expect(e.message).toContain("model.context 8192");
+    expect(e.message).toMatch(/needs [\d.]+ [GM]iB but has [\d.]+ [GM]iB/);
+  });
+
+  test("explicit gpu_layers that do not fit the GPU are an error", async () => {
+    const m = await model("moe", mixtral8x7b);
+    const e = planError(() => makePlan(m, GPU_8, config({ model: { gpu_layers: 33 } })));
+    expect(e.code).toBe("model_plan_error");
+    expect(e.message).toContain("gpu0");
+  });
+
+  test("gpu_layers on a machine with no GPU is an error; vram_bytes 0 disables the GPU", async () => {
+    const m = await model("l7", llama7b);
+    expect(planError(() => makePlan(m, CPU_ONLY, config({ model: { gpu_layers: 10 } }))).code).toBe(
+      "model_plan_error",
+    );
+    const p = makePlan(m, GPU_24, config({ hardware: { vram_bytes: 0 } }));
+    expect(p.gpu_layers).toBe(0);
+  });
+
+  test("a model too big for the machine even at the smallest context names needed vs available", async () => {
+    const m = await model("moe", mixtral8x7b);
+    const e = planError(() => makePlan(m, hw(16), config()));
+    expect(e.code).toBe("model_plan_error");
+    expect(e.message).toContain("smallest useful context");
+    expect(e.data?.needed_bytes as number).toBeGreaterThan(e.data?.available_bytes as number);
+  });
+
+  test("ram_bytes override is the budget as given", async () => {
+    const m = await model("l7", llama7b);
+    expect(planError(() => makePlan(m, hw(64), config({ hardware: { ram_bytes: 2 * GIB } }))).code).toBe(
+      "model_plan_error",
+    );
+    const p = makePlan(m, hw(4), config({ hardware: { ram_bytes: 16 * GIB } }));
+    expect(p.devices[0]!.budget_bytes).toBe(16 * GIB);
+  });
+
+  test("quantized V cache forces flash attention; with flash_attn off it is a config error", async () => {
+    const m = await model("l7", llama7b);
+    const p = makePlan(m, CPU_ONLY, config({ llama: { cache_type_k: "q8_0", cache_type_v: "q8_0" } }));
+    expect(p.argv.join(" ")).toContain("-fa on --cache-type-k q8_0 --cache-type-v q8_0");
+    const e = planError(() =>
+      makePlan(m, CPU_ONLY, config({ llama: { cache_type_v: "q8_0", flash_attn: "off" } })),
+    );
+    expect(e.code).toBe("config_invalid");
+  });
+
+  test("mmap, mlock, threads and extra_args come from the config, extra args last", async () => {
+    const m = await model("l7", llama7b);
+    const p = makePlan(
+      m,
+      CPU_ONLY,
+      config({ llama: { mmap: false, mlock: true, threads: 3, extra_args: ["--temp", "0.2"] } }),
+    );
+    expect(p.argv).toContain("--no-mmap");
+    expect(p.argv).toContain("--mlock");
+    expect(p.argv[p.argv.indexOf("-t") + 1]).toBe("3");
+    expect(p.argv.slice(-2)).toEqual(["--temp", "0.2"]);
+  });
+});
+
+const TINY = "/work/shared/models/tiny-llama.gguf";
+describe.skipIf(!existsSync(TINY))("shared tiny model", () => {
+  if (!existsSync(TINY)) console.warn(`skipping shared tiny model plan: ${TINY} is absent`);
+  test("a context above its trained 2048 is capped like llama-server does", async () => {
+    const m = modelInfo(await readGgufHeader(TINY));
+    const p = makePlan(m, CPU_ONLY, config({ model: { context: 4096 } }));
+    expect(p.context_per_slot).toBe(2048);
+    const auto = makePlan(m, CPU_ONLY, config());
+    expect(auto.context_per_slot).toBe(2048);
+  });
+});

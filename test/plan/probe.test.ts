@@ -1,0 +1,158 @@
+import { describe, expect, test } from "bun:test";
+import { chmodSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import {
+  appleGpuBudget,
+  applyOverrides,
+  parseCpuinfo,
+  parseMeminfo,
+  parseNvidiaSmi,
+  parseRocmSmi,
+} from "../../src/plan/hardware.ts";
+import { type ProbeEnv, probeHardware, type RunResult, runWithTimeout } from "../../src/plan/probe.ts";
+import { tmpdir } from "../fixtures/tmpdir.ts";
+
+const GIB = 2 ** 30;
+
+function fakeEnv(over: Partial<ProbeEnv> & { tools?: Record<string, RunResult> } = {}): ProbeEnv {
+  const tools = over.tools ?? {};
+  return {
+    platform: "linux",
+    arch: "x64",
+    run: async (cmd) => tools[cmd] ?? { kind: "absent" },
+    readText: async (path) =>
+      path === "/proc/meminfo"
+        ? "MemTotal:       32768000 kB\nMemFree:         1000000 kB\nMemAvailable:   20000000 kB\n"
+        : path === "/proc/cpuinfo"
+          ? "model name\t: Fake CPU\nphysical id\t: 0\ncore id\t: 0\nflags\t: fpu avx avx2 fma\n\nmodel name\t: Fake CPU\nphysical id\t: 0\ncore id\t: 0\n\nmodel name\t: Fake CPU\nphysical id\t: 0\ncore id\t: 1\n"
+          : null,
+    cpus: () => [{ model: "Fake CPU" }, { model: "Fake CPU" }, { model: "Fake CPU" }],
+    totalmem: () => 32 * GIB,
+    freemem: () => 4 * GIB,
+    now: () => 0,
+    ...over,
+  };
+}
+
+describe("parsers", () => {
+  test("meminfo uses MemAvailable", () => {
+    expect(parseMeminfo("MemTotal: 1024 kB\nMemAvailable: 512 kB\n")).toEqual({
+      total_bytes: 1024 * 1024,
+      available_bytes: 512 * 1024,
+    });
+    expect(parseMeminfo("garbage")).toBeNull();
+  });
+  test("cpuinfo counts physical cores and SIMD flags", () => {
+    const c = parseCpuinfo(
+      "model name : X\nphysical id : 0\ncore id : 0\nflags : avx2 sse\n\nphysical id : 0\ncore id : 0\n\nphysical id : 0\ncore id : 3\n",
+    );
+    expect(c).toEqual({ model: "X", physical: 2, flags: ["avx2"] });
+  });
+  test("nvidia-smi CSV, and garbage rejected", () => {
+    const g = parseNvidiaSmi("0, NVIDIA GeForce RTX 4090, 24564, 23000, 550.54.14, 8.9\n");
+    expect(g?.[0]).toMatchObject({
+      name: "NVIDIA GeForce RTX 4090",
+      total_bytes: 24564 * 2 ** 20,
+      driver: "550.54.14",
+      compute_capability: "8.9",
+    });
+    expect(
+      parseNvidiaSmi("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver"),
+    ).toBeNull();
+    expect(parseNvidiaSmi("\u0000\u0001garbage, x, y, z, w")).toBeNull();
+  });
+  test("rocm-smi JSON", () => {
+    const g = parseRocmSmi(
+      JSON.stringify({
+        card0: {
+          "VRAM Total Memory (B)": "17163091968",
+          "VRAM Total Used Memory (B)": "1000",
+          "Card Series": "RX 7800",
+        },
+        system: { "Driver version": "6.7" },
+      }),
+    );
+    expect(g?.[0]).toMatchObject({
+      vendor: "amd",
+      name: "RX 7800",
+      free_bytes: 17163091968 - 1000,
+      driver: "6.7",
+    });
+    expect(parseRocmSmi("not json")).toBeNull();
+  });
+  test("Apple GPU share and config overrides", () => {
+    expect(appleGpuBudget(16 * GIB, null)).toBe(Math.floor((16 * GIB * 2) / 3));
+    expect(appleGpuBudget(64 * GIB, null)).toBe(48 * GIB);
+    expect(appleGpuBudget(64 * GIB, 60000)).toBe(60000 * 2 ** 20);
+  });
+});
+
+describe("probeHardware", () => {
+  test("reads CPU and RAM, reports absent tools softly", async () => {
+    const h = await probeHardware(fakeEnv());
+    expect(h.cpu).toMatchObject({
+      model: "Fake CPU",
+      logical: 3,
+      physical: 2,
+      flags: ["avx", "avx2", "fma"],
+    });
+    expect(h.ram.available_bytes).toBe(20000000 * 1024);
+    expect(h.gpus).toEqual([]);
+    expect(h.probes.find((p) => p.id === "nvidia-smi")?.status).toBe("absent");
+  });
+  test("a hung nvidia-smi is reported as timeout, garbage as error; neither throws", async () => {
+    const hung = await probeHardware(fakeEnv({ tools: { "nvidia-smi": { kind: "timeout" } } }));
+    expect(hung.probes.find((p) => p.id === "nvidia-smi")).toMatchObject({ status: "timeout" });
+    const junk = await probeHardware(
+      fakeEnv({
+        tools: { "nvidia-smi": { kind: "exit", code: 0, stdout: "\u0007@@@ not csv", stderr: "" } },
+      }),
+    );
+    expect(junk.probes.find((p) => p.id === "nvidia-smi")).toMatchObject({ status: "error" });
+    expect(junk.gpus).toEqual([]);
+  });
+  test("NVIDIA GPUs and Apple Silicon become GPUs", async () => {
+    const nv = await probeHardware(
+      fakeEnv({
+        tools: {
+          "nvidia-smi": { kind: "exit", code: 0, stdout: "0, RTX, 8192, 8000, 550, 8.6\n", stderr: "" },
+        },
+      }),
+    );
+    expect(nv.gpus[0]).toMatchObject({ backend: "cuda", free_bytes: 8000 * 2 ** 20 });
+    const mac = await probeHardware(
+      fakeEnv({
+        platform: "darwin",
+        arch: "arm64",
+        readText: async () => null,
+        cpus: () => [{ model: "Apple M2" }],
+      }),
+    );
+    expect(mac.gpus[0]).toMatchObject({ vendor: "apple", unified: true, backend: "metal" });
+    expect(applyOverrides(mac, { ram_bytes: null, vram_bytes: 4 * GIB }).gpus[0]!.free_bytes).toBe(4 * GIB);
+  });
+});
+
+describe("runWithTimeout (real processes)", () => {
+  test("kills a command that hangs and says timeout", async () => {
+    using dir = tmpdir();
+    const script = join(dir.path, "hang.sh");
+    writeFileSync(script, "#!/bin/sh\nsleep 30\n");
+    chmodSync(script, 0o755);
+    const r = await runWithTimeout(script, [], 300);
+    expect(r.kind).toBe("timeout");
+  });
+  test("captures output, and a missing command is absent", async () => {
+    using dir = tmpdir();
+    const script = join(dir.path, "ok.sh");
+    writeFileSync(script, "#!/bin/sh\necho out; echo err >&2; exit 3\n");
+    chmodSync(script, 0o755);
+    expect(await runWithTimeout(script, [], 5000)).toEqual({
+      kind: "exit",
+      code: 3,
+      stdout: "out\n",
+      stderr: "err\n",
+    });
+    expect((await runWithTimeout("definitely-not-a-command-xyz", [], 1000)).kind).toBe("absent");
+  });
+});

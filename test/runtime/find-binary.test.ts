@@ -1,0 +1,38 @@
+import { describe, expect, test } from "bun:test";
+import { ConfigSchema } from "../../src/config/schema.ts";
+import { type FindBinaryEnv, findLlamaServer } from "../../src/runtime/find-binary.ts";
+
+const env = (files: string[], over: Partial<FindBinaryEnv> = {}): FindBinaryEnv => ({
+  execPath: "/opt/app/local-ai",
+  platform: "linux",
+  pathEnv: "/usr/bin:/usr/local/bin",
+  isFile: (p) => files.includes(p),
+  ...over,
+});
+const cfg = (binary: string | null) => ConfigSchema.parse({ llama: { binary } });
+
+describe("findLlamaServer", () => {
+  test("the configured path wins, and only it is tried", () => {
+    expect(
+      findLlamaServer(cfg("/x/llama-server"), env(["/x/llama-server", "/opt/app/llama-server"])),
+    ).toEqual({ path: "/x/llama-server" });
+    expect(findLlamaServer(cfg("/x/missing"), env(["/opt/app/llama-server"]))).toEqual({
+      tried: ["/x/missing"],
+    });
+  });
+  test("next to the executable before PATH", () => {
+    expect(findLlamaServer(cfg(null), env(["/opt/app/llama-server", "/usr/bin/llama-server"]))).toEqual({
+      path: "/opt/app/llama-server",
+    });
+    expect(findLlamaServer(cfg(null), env(["/usr/local/bin/llama-server"]))).toEqual({
+      path: "/usr/local/bin/llama-server",
+    });
+  });
+  test("lists every place tried; .exe on Windows", () => {
+    expect(findLlamaServer(cfg(null), env([]))).toEqual({
+      tried: ["/opt/app/llama-server", "/usr/bin/llama-server", "/usr/local/bin/llama-server"],
+    });
+    const win = env([], { platform: "win32", execPath: "/opt/app/local-ai.exe", pathEnv: "" });
+    expect(findLlamaServer(cfg(null), win)).toEqual({ tried: ["/opt/app/llama-server.exe"] });
+  });
+});
