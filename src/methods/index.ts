@@ -6,10 +6,11 @@ import { plan } from "./plan.ts";
 import { shutdown } from "./shutdown.ts";
 import { TEST_METHODS } from "./test-methods.ts";
 import type { MethodDef } from "./types.ts";
+import { warmup } from "./warmup.ts";
 
 /** Every method the core serves, by name. Test-only methods join when asked for. */
 export function buildRegistry(options: { testMethods: boolean }): Map<string, MethodDef> {
-  const list: MethodDef[] = [initialize, ping, doctor, plan, cancel, shutdown] as MethodDef[];
+  const list: MethodDef[] = [initialize, ping, doctor, plan, cancel, shutdown, warmup] as MethodDef[];
   if (options.testMethods) list.push(...TEST_METHODS);
   return new Map(list.map((m) => [m.name, m]));
 }
