@@ -338,15 +338,26 @@ export class Supervisor implements LlamaProvider {
       await Promise.race([Bun.sleep(interval), exited]);
     }
 
-    // /health is public; a protected route proves the child took our key (an --api-key in
-    // extra_args or a stray variable would lock us out of every chat).
-    const keyCheck = await fetch(`${baseUrl}/v1/models`, {
-      headers: { Authorization: `Bearer ${apiKey}` },
-      signal: AbortSignal.timeout(5000),
-    }).then(
-      (r) => r.status,
-      () => null,
-    );
+    // /health is public, so it cannot tell our child from another program on the port: a
+    // protected route must refuse no key and accept ours. This also proves the child took our
+    // key (an --api-key in extra_args would lock us out of every chat).
+    const probe = (headers: Record<string, string>) =>
+      fetch(`${baseUrl}/v1/models`, { headers, signal: AbortSignal.timeout(5000) }).then(
+        async (r) => {
+          await r.arrayBuffer();
+          return r.status;
+        },
+        () => null,
+      );
+    const [anonymous, keyCheck] = await Promise.all([probe({}), probe({ Authorization: `Bearer ${apiKey}` })]);
+    await Bun.sleep(0);
+    if (exit || (anonymous !== 401 && anonymous !== null)) {
+      // Something else answers here (our child lost the bind race and exited, or is exiting).
+      const taken = new CoreError("internal_error", `another program answers on 127.0.0.1:${port} (port in use)`, {
+        log_tail: launchTail.last(TAIL_IN_ERRORS),
+      });
+      return fail(taken, true);
+    }
     if (keyCheck === 401) {
       return fail(
         new CoreError(
