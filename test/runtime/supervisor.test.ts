@@ -19,7 +19,7 @@ async function rejection(p: Promise<unknown>): Promise<CoreError> {
   throw new Error("expected a rejection");
 }
 
-describe("supervisor against the stand-in", () => {
+describe.skipIf(process.platform === "win32")("supervisor against the stand-in", () => {
   test("starts on 127.0.0.1 with a per-launch key in the env, reports progress, serves chats", async () => {
     await using dir = tmpdir();
     const envLog = join(dir.path, "env.txt");
