@@ -12,7 +12,9 @@ export const warmup = defineMethod({
   cancellable: true,
   run: async (_params, ctx) => {
     const t0 = Date.now();
-    const lease = await llamaProvider(ctx.core).acquire(ctx.signal, (p) => ctx.emit("warmup_progress", { ...p }));
+    const lease = await llamaProvider(ctx.core).acquire(ctx.signal, (p) =>
+      ctx.emit("warmup_progress", { ...p }),
+    );
     lease.release();
     return { status: "ready", elapsed_ms: Date.now() - t0, slots: llamaProvider(ctx.core).slots() };
   },

@@ -51,7 +51,8 @@ const RULES: Rule[] = [
     pattern:
       /out of memory|failed to allocate|unable to allocate|cudaMalloc failed|ErrorOutOfDeviceMemory|not enough memory|failed to create context with model|insufficient memory/i,
     code: "model_plan_error",
-    message: () => "llama-server ran out of memory loading the model; try a smaller context or fewer GPU layers",
+    message: () =>
+      "llama-server ran out of memory loading the model; try a smaller context or fewer GPU layers",
   },
   {
     pattern: /error: invalid argument: (\S+)/,
@@ -71,7 +72,11 @@ const RULES: Rule[] = [
 ];
 
 /** Classifies an exit during start-up from its log tail and exit status. */
-export function classifyStartExit(logTail: readonly string[], exitCode: number | null, signal: string | null): StartFailure {
+export function classifyStartExit(
+  logTail: readonly string[],
+  exitCode: number | null,
+  signal: string | null,
+): StartFailure {
   for (const rule of RULES) {
     for (const line of logTail) {
       const m = line.match(rule.pattern);

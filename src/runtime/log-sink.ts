@@ -1,4 +1,13 @@
-import { closeSync, existsSync, fstatSync, mkdirSync, openSync, renameSync, rmSync, writeSync } from "node:fs";
+import {
+  closeSync,
+  existsSync,
+  fstatSync,
+  mkdirSync,
+  openSync,
+  renameSync,
+  rmSync,
+  writeSync,
+} from "node:fs";
 import { join } from "node:path";
 
 /** The last lines of llama-server's output, bounded by count and by bytes per line. */
@@ -80,7 +89,10 @@ export class RotatingLog {
 }
 
 /** Splits a byte stream into lines, decoding UTF-8 across chunk boundaries. */
-export async function readLines(stream: ReadableStream<Uint8Array>, onLine: (line: string) => void): Promise<void> {
+export async function readLines(
+  stream: ReadableStream<Uint8Array>,
+  onLine: (line: string) => void,
+): Promise<void> {
   const decoder = new TextDecoder();
   let pending = "";
   const reader = stream.getReader();

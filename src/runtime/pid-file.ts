@@ -94,14 +94,16 @@ export async function reapLeftover(dataDir: string, options: ReapOptions = {}): 
     if (outcome.action !== "failed") rmSync(file, { force: true });
     outcomes.push(outcome);
   }
-  for (const o of outcomes) if (o.action !== "gone") logger.info(`leftover llama-server ${o.pid ?? "?"}: ${o.action}`);
+  for (const o of outcomes)
+    if (o.action !== "gone") logger.info(`leftover llama-server ${o.pid ?? "?"}: ${o.action}`);
   return outcomes;
 }
 
 function readRecord(file: string): PidRecord | null {
   try {
     const r = JSON.parse(readFileSync(file, "utf8")) as PidRecord;
-    if (typeof r.pid !== "number" || typeof r.start_time !== "string" || typeof r.cmdline !== "string") return null;
+    if (typeof r.pid !== "number" || typeof r.start_time !== "string" || typeof r.cmdline !== "string")
+      return null;
     if (!r.owner || typeof r.owner.pid !== "number") return null;
     return r;
   } catch {
@@ -109,7 +111,11 @@ function readRecord(file: string): PidRecord | null {
   }
 }
 
-function ownerAlive(r: PidRecord, identity: ReapOptions["identity"] & {}, alive: (pid: number) => boolean): boolean {
+function ownerAlive(
+  r: PidRecord,
+  identity: ReapOptions["identity"] & {},
+  alive: (pid: number) => boolean,
+): boolean {
   if (!alive(r.owner.pid)) return false;
   // Alive under the same pid: ours only if it started when the record says (else pid reuse).
   const id = identity(r.owner.pid);
@@ -126,10 +132,12 @@ async function reapOne(
 ): Promise<ReapOutcome> {
   if (!alive(r.pid)) return { file, action: "gone", pid: r.pid };
   const id = identity(r.pid);
-  if (!id || id.start_time !== r.start_time || id.cmdline !== r.cmdline) return { file, action: "not_ours", pid: r.pid };
+  if (!id || id.start_time !== r.start_time || id.cmdline !== r.cmdline)
+    return { file, action: "not_ours", pid: r.pid };
   try {
     process.kill(r.pid, "SIGTERM");
-    if (await waitGone(r.pid, alive, graceMs)) return { file, action: "stopped", pid: r.pid, signal: "SIGTERM" };
+    if (await waitGone(r.pid, alive, graceMs))
+      return { file, action: "stopped", pid: r.pid, signal: "SIGTERM" };
     process.kill(r.pid, "SIGKILL");
     if (await waitGone(r.pid, alive, 2000)) return { file, action: "stopped", pid: r.pid, signal: "SIGKILL" };
     return { file, action: "failed", pid: r.pid, error: "still alive after SIGKILL" };

@@ -35,7 +35,10 @@ export const bunSpawner: Spawner = (req) => {
     // No console window for a GUI host on Windows.
     windowsHide: true,
   });
-  const exited = proc.exited.then(() => ({ code: proc.exitCode, signal: proc.signalCode === null ? null : String(proc.signalCode) }));
+  const exited = proc.exited.then(() => ({
+    code: proc.exitCode,
+    signal: proc.signalCode === null ? null : String(proc.signalCode),
+  }));
   const killTree = () => {
     // llama-server may start helpers (RPC backends); taskkill /T takes the tree.
     Bun.spawnSync(["taskkill", "/PID", String(proc.pid), "/T", "/F"], { windowsHide: true });

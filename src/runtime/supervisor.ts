@@ -128,7 +128,8 @@ export class Supervisor implements LlamaProvider {
 
   async stop(): Promise<void> {
     this.closed = true;
-    for (const w of this.waiters.splice(0)) w.fail(cancelledError("llama-server is stopping: the core is shutting down"));
+    for (const w of this.waiters.splice(0))
+      w.fail(cancelledError("llama-server is stopping: the core is shutting down"));
     await this.starting?.catch(() => {});
     await this.stopRunning("stop");
     this.log?.close();
@@ -154,9 +155,13 @@ export class Supervisor implements LlamaProvider {
   private reportFailure(running: Running, reason: string): void {
     if (this.running !== running || running.expectedExit) return;
     logger.warn(`llama-server failed a request (${reason}); restarting it`);
-    const err = new CoreError("internal_error", `llama-server stopped serving (${reason}); it will be restarted`, {
-      log_tail: this.tail.last(TAIL_IN_ERRORS),
-    });
+    const err = new CoreError(
+      "internal_error",
+      `llama-server stopped serving (${reason}); it will be restarted`,
+      {
+        log_tail: this.tail.last(TAIL_IN_ERRORS),
+      },
+    );
     this.restartPending = err;
     running.died.abort(err);
     void this.stopRunning("failure");
@@ -192,7 +197,9 @@ export class Supervisor implements LlamaProvider {
       }
       this.restarts++;
       const backoff = Math.min(settings.restartBackoffMs * 2 ** (this.restarts - 1), MAX_BACKOFF_MS);
-      logger.info(`restarting llama-server (restart ${this.restarts}/${settings.maxRestarts}) in ${backoff} ms`);
+      logger.info(
+        `restarting llama-server (restart ${this.restarts}/${settings.maxRestarts}) in ${backoff} ms`,
+      );
       await Bun.sleep(backoff);
       if (this.closed) throw cancelledError("llama-server is stopping: the core is shutting down");
     }
@@ -212,9 +219,13 @@ export class Supervisor implements LlamaProvider {
   private async start(settings: SupervisorSettings): Promise<Running> {
     const found = this.options.findBinary();
     if (!("path" in found)) {
-      throw new CoreError("binary_missing", `llama-server not found; tried: ${found.tried.join(", ") || "(nothing)"}`, {
-        tried: found.tried,
-      });
+      throw new CoreError(
+        "binary_missing",
+        `llama-server not found; tried: ${found.tried.join(", ") || "(nothing)"}`,
+        {
+          tried: found.tried,
+        },
+      );
     }
     const plan = await this.options.plan();
     this.plan = plan;
@@ -251,9 +262,13 @@ export class Supervisor implements LlamaProvider {
       child = this.spawner({ path: binary, argv, env: childEnv(this.options.env ?? process.env, apiKey) });
     } catch (err) {
       return {
-        error: new CoreError("binary_missing", `cannot run llama-server at ${binary}: ${(err as Error).message}`, {
-          tried: [binary],
-        }),
+        error: new CoreError(
+          "binary_missing",
+          `cannot run llama-server at ${binary}: ${(err as Error).message}`,
+          {
+            tried: [binary],
+          },
+        ),
         retryPort: false,
       };
     }
@@ -285,6 +300,7 @@ export class Supervisor implements LlamaProvider {
     let portAnswered = false;
     let fingerprint = workFingerprint(child.pid);
     let lastLoadingEvent = 0;
+    let pollWait = 10;
     const fail = async (error: CoreError, retryPort = false) => {
       await this.stopChild(child, 0);
       removePidRecord(dataDir);
@@ -335,7 +351,9 @@ export class Supervisor implements LlamaProvider {
         lastLoadingEvent = now;
         this.emit({ phase: "loading", elapsed_ms: now - t0 });
       }
-      await Promise.race([Bun.sleep(interval), exited]);
+      // Short waits first: a small model is ready in ~0.1 s (transcript 51).
+      await Promise.race([Bun.sleep(Math.min(pollWait, interval)), exited]);
+      pollWait *= 2;
     }
 
     // /health is public, so it cannot tell our child from another program on the port: a
@@ -349,13 +367,20 @@ export class Supervisor implements LlamaProvider {
         },
         () => null,
       );
-    const [anonymous, keyCheck] = await Promise.all([probe({}), probe({ Authorization: `Bearer ${apiKey}` })]);
+    const [anonymous, keyCheck] = await Promise.all([
+      probe({}),
+      probe({ Authorization: `Bearer ${apiKey}` }),
+    ]);
     await Bun.sleep(0);
     if (exit || (anonymous !== 401 && anonymous !== null)) {
       // Something else answers here (our child lost the bind race and exited, or is exiting).
-      const taken = new CoreError("internal_error", `another program answers on 127.0.0.1:${port} (port in use)`, {
-        log_tail: launchTail.last(TAIL_IN_ERRORS),
-      });
+      const taken = new CoreError(
+        "internal_error",
+        `another program answers on 127.0.0.1:${port} (port in use)`,
+        {
+          log_tail: launchTail.last(TAIL_IN_ERRORS),
+        },
+      );
       return fail(taken, true);
     }
     if (keyCheck === 401) {
@@ -367,7 +392,8 @@ export class Supervisor implements LlamaProvider {
         ),
       );
     }
-    if (keyCheck !== 200) logger.warn(`llama-server answered ${keyCheck ?? "nothing"} to GET /v1/models after ready`);
+    if (keyCheck !== 200)
+      logger.warn(`llama-server answered ${keyCheck ?? "nothing"} to GET /v1/models after ready`);
     writePid(); // again: a wrapper that exec'd the real binary has a new command line by now
 
     const running: Running = {
@@ -385,7 +411,11 @@ export class Supervisor implements LlamaProvider {
     return { running };
   }
 
-  private onExit(running: Running, exit: { code: number | null; signal: string | null }, dataDir: string): void {
+  private onExit(
+    running: Running,
+    exit: { code: number | null; signal: string | null },
+    dataDir: string,
+  ): void {
     removePidRecord(dataDir);
     if (this.running === running) {
       this.running = undefined;

@@ -7,7 +7,10 @@ import type { LlamaLease } from "./endpoint.ts";
  * answers /health). A wedge is reported to the supervisor, which restarts the server.
  * Call `touch()` on every byte/chunk received and `dispose()` when done.
  */
-export function watchProgress(lease: LlamaLease, cancel: AbortSignal): {
+export function watchProgress(
+  lease: LlamaLease,
+  cancel: AbortSignal,
+): {
   signal: AbortSignal;
   touch(): void;
   dispose(): void;

@@ -6,15 +6,22 @@ const TRANSCRIPTS = "/work/shared/llama-server/transcripts";
 
 describe("classifyStartExit", () => {
   test("reads the cause from llama-server's own lines", () => {
-    const c = (line: string) => classifyStartExit(["0.00.003.802 I srv    load_model: loading model 'm'", line], 1, null);
-    expect(c("0.00.008.618 E gguf_init_from_file: failed to open GGUF file 'm' (No such file or directory)")).toMatchObject({
+    const c = (line: string) =>
+      classifyStartExit(["0.00.003.802 I srv    load_model: loading model 'm'", line], 1, null);
+    expect(
+      c("0.00.008.618 E gguf_init_from_file: failed to open GGUF file 'm' (No such file or directory)"),
+    ).toMatchObject({
       code: "model_missing",
       retryPort: false,
     });
-    expect(c("E srv         start: couldn't bind HTTP server socket, hostname: 127.0.0.1, port: 18092")).toMatchObject({
+    expect(
+      c("E srv         start: couldn't bind HTTP server socket, hostname: 127.0.0.1, port: 18092"),
+    ).toMatchObject({
       retryPort: true,
     });
-    expect(c("E llama_model_load: error loading model: unable to allocate CPU buffer").code).toBe("model_plan_error");
+    expect(c("E llama_model_load: error loading model: unable to allocate CPU buffer").code).toBe(
+      "model_plan_error",
+    );
     expect(c("error: invalid argument: --bogus-flag").message).toContain("--bogus-flag");
     expect(classifyStartExit(["garbage"], null, "SIGSEGV")).toMatchObject({ code: "internal_error" });
     expect(classifyStartExit(["garbage"], null, "SIGSEGV").message).toContain("killed by SIGSEGV");
@@ -31,11 +38,14 @@ describe("classifyStartExit", () => {
   ];
   for (const [file, code, message] of cases) {
     test.skipIf(!existsSync(TRANSCRIPTS))(`recorded ${file} → ${code}`, () => {
-      const lines = readFileSync(`${TRANSCRIPTS}/${file}`, "utf8").split("\n").filter((l) => !l.startsWith("#") && !l.startsWith("$"));
+      const lines = readFileSync(`${TRANSCRIPTS}/${file}`, "utf8")
+        .split("\n")
+        .filter((l) => !l.startsWith("#") && !l.startsWith("$"));
       const r = classifyStartExit(lines, 1, null);
       expect(r.code).toBe(code as typeof r.code);
       expect(r.message).toMatch(message);
     });
   }
-  if (!existsSync(TRANSCRIPTS)) test.skip("recorded transcripts: /work/shared/llama-server is absent, skipped", () => {});
+  if (!existsSync(TRANSCRIPTS))
+    test.skip("recorded transcripts: /work/shared/llama-server is absent, skipped", () => {});
 });

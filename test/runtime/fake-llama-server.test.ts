@@ -16,10 +16,18 @@ describe.skipIf(process.platform === "win32")("fake llama-server", () => {
     JSON.stringify([
       { tool_calls: [{ name: "files.read", arguments: '{"path": "a.txt"}' }] },
       { content: "alpha beta gamma" },
-      { error: { status: 400, body: { error: { code: 400, message: "scripted", type: "invalid_request_error" } } } },
+      {
+        error: {
+          status: 400,
+          body: { error: { code: 400, message: "scripted", type: "invalid_request_error" } },
+        },
+      },
     ]),
   );
-  const h = makeSupervisor(dir.path, { slots: 2, env: { FAKE_LLAMA_SCRIPT: script, FAKE_LLAMA_REQUEST_LOG: requests } });
+  const h = makeSupervisor(dir.path, {
+    slots: 2,
+    env: { FAKE_LLAMA_SCRIPT: script, FAKE_LLAMA_REQUEST_LOG: requests },
+  });
   let lease: LlamaLease;
   const post = (body: string, headers: Record<string, string> = {}) =>
     fetch(`${lease.baseUrl}/v1/chat/completions`, {
@@ -52,14 +60,22 @@ describe.skipIf(process.platform === "win32")("fake llama-server", () => {
     const calls = chunks.flatMap((c) => c.choices[0]?.delta?.tool_calls ?? []);
     expect(calls.length).toBeGreaterThan(3);
     expect(calls[0].function.name).toBe("files.read");
-    expect(calls.map((c: { function: { arguments: string } }) => c.function.arguments).join("")).toBe('{"path": "a.txt"}');
+    expect(calls.map((c: { function: { arguments: string } }) => c.function.arguments).join("")).toBe(
+      '{"path": "a.txt"}',
+    );
     expect(chunks.at(-1).choices[0].finish_reason).toBe("tool_calls");
     expect(chunks.at(-1).timings).toBeDefined();
   });
 
   test("content deltas per word; include_usage adds a usage chunk before [DONE]", async () => {
     const ev = await events(
-      await post(JSON.stringify({ messages: [{ role: "user", content: "x" }], stream: true, stream_options: { include_usage: true } })),
+      await post(
+        JSON.stringify({
+          messages: [{ role: "user", content: "x" }],
+          stream: true,
+          stream_options: { include_usage: true },
+        }),
+      ),
     );
     const chunks = ev.slice(0, -1).map((e) => JSON.parse(e));
     const text = chunks.map((c) => c.choices[0]?.delta?.content ?? "").join("");
@@ -73,10 +89,16 @@ describe.skipIf(process.platform === "win32")("fake llama-server", () => {
     const err = await post(JSON.stringify({ messages: [] }));
     expect(err.status).toBe(400);
     const ok = await post(JSON.stringify({ messages: [{ role: "user", content: "ping" }] }));
-    const body = (await ok.json()) as { object: string; choices: { message: { content: string }; finish_reason: string }[] };
+    const body = (await ok.json()) as {
+      object: string;
+      choices: { message: { content: string }; finish_reason: string }[];
+    };
     expect(body.object).toBe("chat.completion");
     expect(body.choices[0]?.message.content).toBe("You said: ping");
-    const logged = readFileSync(requests, "utf8").trim().split("\n").map((l) => JSON.parse(l));
+    const logged = readFileSync(requests, "utf8")
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l));
     expect(logged.at(-1).messages[0].content).toBe("ping");
   });
 
@@ -84,19 +106,36 @@ describe.skipIf(process.platform === "win32")("fake llama-server", () => {
     expect((await post('{"messages": [')).status).toBe(500);
     const missing = await post(JSON.stringify({ max_tokens: 4 }));
     expect(missing.status).toBe(400);
-    expect(((await missing.json()) as { error: { message: string } }).error.message).toBe("'messages' is required");
-    const huge = await post(JSON.stringify({ messages: [{ role: "user", content: "hello world ".repeat(4000) }], stream: true }));
+    expect(((await missing.json()) as { error: { message: string } }).error.message).toBe(
+      "'messages' is required",
+    );
+    const huge = await post(
+      JSON.stringify({ messages: [{ role: "user", content: "hello world ".repeat(4000) }], stream: true }),
+    );
     expect(huge.status).toBe(400);
-    const overflow = (await huge.json()) as { error: { type: string; n_ctx: number; n_prompt_tokens: number } };
+    const overflow = (await huge.json()) as {
+      error: { type: string; n_ctx: number; n_prompt_tokens: number };
+    };
     expect(overflow.error.type).toBe("exceed_context_size_error");
     expect(overflow.error.n_ctx).toBe(2048);
     expect(overflow.error.n_prompt_tokens).toBeGreaterThan(2048);
-    expect((await fetch(`${lease.baseUrl}/v1/nope`, { headers: { Authorization: `Bearer ${lease.apiKey}` } })).status).toBe(404);
-    expect((await fetch(`${lease.baseUrl}/v1/chat/completions`, { headers: { Authorization: `Bearer ${lease.apiKey}` } })).status).toBe(404);
+    expect(
+      (await fetch(`${lease.baseUrl}/v1/nope`, { headers: { Authorization: `Bearer ${lease.apiKey}` } }))
+        .status,
+    ).toBe(404);
+    expect(
+      (
+        await fetch(`${lease.baseUrl}/v1/chat/completions`, {
+          headers: { Authorization: `Bearer ${lease.apiKey}` },
+        })
+      ).status,
+    ).toBe(404);
     const noKey = await fetch(`${lease.baseUrl}/props`);
     expect(noKey.status).toBe(401);
     expect(((await noKey.json()) as { error: { type: string } }).error.type).toBe("authentication_error");
-    const props = (await (await fetch(`${lease.baseUrl}/props`, { headers: { "X-Api-Key": lease.apiKey } })).json()) as {
+    const props = (await (
+      await fetch(`${lease.baseUrl}/props`, { headers: { "X-Api-Key": lease.apiKey } })
+    ).json()) as {
       total_slots: number;
     };
     expect(props.total_slots).toBe(2);

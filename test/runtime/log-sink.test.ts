@@ -19,7 +19,11 @@ describe("RotatingLog", () => {
     const log = new RotatingLog(dir.path, 100, 3);
     for (let i = 0; i < 20; i++) log.write(`${String(i).padStart(2, "0")} ${"x".repeat(30)}\n`);
     log.close();
-    expect(readdirSync(dir.path).sort()).toEqual(["llama-server.log", "llama-server.log.1", "llama-server.log.2"]);
+    expect(readdirSync(dir.path).sort()).toEqual([
+      "llama-server.log",
+      "llama-server.log.1",
+      "llama-server.log.2",
+    ]);
     const current = readFileSync(`${dir.path}/llama-server.log`, "utf8");
     expect(current).toContain("19 ");
     expect(current.length).toBeLessThanOrEqual(100);
@@ -44,7 +48,16 @@ describe("readLines", () => {
 
 describe("childEnv", () => {
   test("drops LLAMA_ARG_* and inherited keys, keeps the rest, sets ours", () => {
-    const env = childEnv({ PATH: "/bin", LLAMA_ARG_PORT: "1", llama_arg_host: "x", LLAMA_API_KEY: "old", CUDA_VISIBLE_DEVICES: "0" }, "new");
+    const env = childEnv(
+      {
+        PATH: "/bin",
+        LLAMA_ARG_PORT: "1",
+        llama_arg_host: "x",
+        LLAMA_API_KEY: "old",
+        CUDA_VISIBLE_DEVICES: "0",
+      },
+      "new",
+    );
     expect(env).toEqual({ PATH: "/bin", CUDA_VISIBLE_DEVICES: "0", LLAMA_API_KEY: "new" });
   });
 });

@@ -1,8 +1,8 @@
 import { describe, expect, test } from "bun:test";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { warmup } from "../../src/methods/warmup.ts";
 import type { MethodContext } from "../../src/methods/types.ts";
+import { warmup } from "../../src/methods/warmup.ts";
 import { llamaProvider } from "../../src/runtime/provider.ts";
 import type { Supervisor } from "../../src/runtime/supervisor.ts";
 import { Core } from "../../src/server/core.ts";

@@ -48,12 +48,20 @@ if (!BINARY || !MODEL) {
       await using dir = tmpdir();
       const supervisor = new Supervisor({
         findBinary: () => ({ path: BINARY }),
-        plan: async () => ({ argv: ["-m", join(dir.path, "nope.gguf")], slots: 1, context_per_slot: 512, model_path: "", max_tokens: null }),
+        plan: async () => ({
+          argv: ["-m", join(dir.path, "nope.gguf")],
+          slots: 1,
+          context_per_slot: 512,
+          model_path: "",
+          max_tokens: null,
+        }),
         dataDir: () => join(dir.path, "data"),
         settings: () => SETTINGS,
         reap: false,
       });
-      await expect(supervisor.acquire(new AbortController().signal)).rejects.toMatchObject({ code: "model_missing" });
+      await expect(supervisor.acquire(new AbortController().signal)).rejects.toMatchObject({
+        code: "model_missing",
+      });
     }, 60_000);
   });
 }

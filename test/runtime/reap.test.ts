@@ -9,7 +9,11 @@ const OWNER = join(import.meta.dir, "helpers", "owner.ts");
 
 /** Starts a supervisor in a separate process, SIGKILLs that process, returns the orphan's pid. */
 async function orphanIn(dir: string): Promise<{ childPid: number; record: string }> {
-  const owner = Bun.spawn([process.execPath, OWNER, dir], { stdout: "pipe", stderr: "ignore", env: { ...process.env } });
+  const owner = Bun.spawn([process.execPath, OWNER, dir], {
+    stdout: "pipe",
+    stderr: "ignore",
+    env: { ...process.env },
+  });
   const reader = owner.stdout.getReader();
   let text = "";
   while (!text.includes("\n")) {
@@ -56,7 +60,9 @@ describe.skipIf(process.platform !== "linux")("reaping a llama-server left by a 
 
       // An owner that is alive (here: a live process whose identity we record) keeps its child.
       const live = Bun.spawn(["sleep", "30"]);
-      const liveStart = readFileSync(`/proc/${live.pid}/stat`, "utf8").split(") ")[1]?.split(" ")[19] as string;
+      const liveStart = readFileSync(`/proc/${live.pid}/stat`, "utf8")
+        .split(") ")[1]
+        ?.split(" ")[19] as string;
       writeFileSync(record, JSON.stringify({ ...original, owner: { pid: live.pid, start_time: liveStart } }));
       expect((await reapLeftover(join(dir.path, "data")))[0]?.action).toBe("owner_alive");
       expect(pidAlive(childPid)).toBe(true);

@@ -41,11 +41,15 @@ describe.skipIf(process.platform === "win32")("supervisor against the stand-in",
       expect(envNames).not.toContain("LLAMA_ARG_PORT");
       // Our key works; no key is refused; /health stays public.
       const auth = { Authorization: `Bearer ${lease.apiKey}` };
-      const ok = await fetch(`${lease.baseUrl}/v1/chat/completions`, { method: "POST", headers: auth, body: chatBody(false) });
+      const ok = await fetch(`${lease.baseUrl}/v1/chat/completions`, {
+        method: "POST",
+        headers: auth,
+        body: chatBody(false),
+      });
       expect(ok.status).toBe(200);
-      expect(((await ok.json()) as { choices: { message: { content: string } }[] }).choices[0]?.message.content).toBe(
-        "You said: hello",
-      );
+      expect(
+        ((await ok.json()) as { choices: { message: { content: string } }[] }).choices[0]?.message.content,
+      ).toBe("You said: hello");
       expect((await fetch(`${lease.baseUrl}/v1/models`)).status).toBe(401);
       expect((await fetch(`${lease.baseUrl}/health`)).status).toBe(200);
       // The pid record and the log file exist while it runs.
@@ -86,7 +90,12 @@ describe.skipIf(process.platform === "win32")("supervisor against the stand-in",
       "model_missing",
       /truncated/,
     ],
-    ["not a GGUF", "E gguf_init_from_reader: invalid magic characters: 'this', expected 'GGUF'", "model_missing", /not a GGUF/],
+    [
+      "not a GGUF",
+      "E gguf_init_from_reader: invalid magic characters: 'this', expected 'GGUF'",
+      "model_missing",
+      /not a GGUF/,
+    ],
     [
       "out of memory",
       "E ggml_backend_cpu_buffer_type_alloc_buffer: failed to allocate buffer of size 68719476736",
@@ -98,12 +107,14 @@ describe.skipIf(process.platform === "win32")("supervisor against the stand-in",
   for (const [name, line, code, message] of failures) {
     test(`an exit during start-up (${name}) → ${code} with the log tail`, async () => {
       await using dir = tmpdir();
-      const { supervisor } = makeSupervisor(dir.path, { env: { FAKE_LLAMA_FAIL_START: line, FAKE_LLAMA_FAIL_EXIT: name === "anything else" ? "3" : "1" } });
+      const { supervisor } = makeSupervisor(dir.path, {
+        env: { FAKE_LLAMA_FAIL_START: line, FAKE_LLAMA_FAIL_EXIT: name === "anything else" ? "3" : "1" },
+      });
       const err = await rejection(supervisor.acquire(never()));
       expect(err).toBeInstanceOf(CoreError);
       expect(err.code).toBe(code as CoreError["code"]);
       expect(err.message).toMatch(message);
-      expect((err.data?.log_tail as string[]).join("\n")).toContain(line.slice(2));
+      expect(((err.data?.log_tail ?? []) as string[]).join("\n")).toContain(line.slice(2));
       expect(supervisor.currentState()).toBe("stopped");
       await supervisor.stop();
     });
@@ -183,7 +194,9 @@ describe.skipIf(process.platform === "win32")("supervisor against the stand-in",
       options: { pickPort: async () => blocker.port as number, maxBindAttempts: 3 },
     });
     const attempts: number[] = [];
-    const err = await rejection(supervisor.acquire(never(), (p) => p.phase === "starting" && attempts.push(p.attempt)));
+    const err = await rejection(
+      supervisor.acquire(never(), (p) => p.phase === "starting" && attempts.push(p.attempt)),
+    );
     blocker.stop(true);
     expect(err.message).toContain("port in use");
     expect(attempts).toEqual([1, 2, 3]);
@@ -202,7 +215,10 @@ describe.skipIf(process.platform === "win32")("supervisor against the stand-in",
   test("a crash mid-request aborts the lease's died signal; the next acquire restarts", async () => {
     await using dir = tmpdir();
     const script = join(dir.path, "script.json");
-    writeFileSync(script, JSON.stringify([{ content: "one two three four five six", crash_after_chunks: 3 }]));
+    writeFileSync(
+      script,
+      JSON.stringify([{ content: "one two three four five six", crash_after_chunks: 3 }]),
+    );
     const { supervisor } = makeSupervisor(dir.path, { env: { FAKE_LLAMA_SCRIPT: script } });
     const lease = await supervisor.acquire(never());
     const firstPid = supervisor.pid();

@@ -1,7 +1,11 @@
 import { join } from "node:path";
-import { writeFakeLlamaServer, writeFakeModel } from "../../fixtures/fake-llama.ts";
 import type { LaunchPlan } from "../../../src/runtime/launch-spec.ts";
-import { Supervisor, type SupervisorOptions, type SupervisorSettings } from "../../../src/runtime/supervisor.ts";
+import {
+  Supervisor,
+  type SupervisorOptions,
+  type SupervisorSettings,
+} from "../../../src/runtime/supervisor.ts";
+import { writeFakeLlamaServer, writeFakeModel } from "../../fixtures/fake-llama.ts";
 
 export const SETTINGS: SupervisorSettings = {
   startupTimeoutMs: 10_000,
