@@ -24,6 +24,7 @@ export const METHODS: MethodEntry[] = [
   entry("plan", () => import("./plan.ts").then((m) => m.plan as MethodDef)),
   entry("cancel", () => import("./cancel.ts").then((m) => m.cancel as MethodDef)),
   entry("shutdown", () => import("./shutdown.ts").then((m) => m.shutdown as MethodDef)),
+  entry("warmup", () => import("./warmup.ts").then((m) => m.warmup as MethodDef), true),
 ];
 
 export const TEST_METHOD_NAMES = ["test.sleep", "test.flood", "test.fail"] as const;

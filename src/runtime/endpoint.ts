@@ -14,6 +14,16 @@ export interface LlamaLease extends LlamaEndpoint {
   release(): void;
   /** Tells the supervisor this server failed the request (crash, wedge) so it can restart. */
   reportFailure(reason: string): void;
+  /**
+   * Aborts when this server dies (crash, or restarted after a reportFailure); its reason is a
+   * CoreError naming the crash. Combine it with the chat's own signal for the HTTP request.
+   */
+  died: AbortSignal;
+  /**
+   * llama.request_timeout_s in ms: a request that makes no progress (no byte) for this long
+   * means the server is wedged; report it with reportFailure. `watchProgress` does both.
+   */
+  requestTimeoutMs: number;
 }
 
 export type StartProgress =

@@ -65,6 +65,9 @@ export class Core {
       return 1;
     }
     if (typeof config.app.max_parallel_chats === "number") return config.app.max_parallel_chats;
+    // Once the supervisor exists it knows the plan's slots (or the config's, before a plan).
+    const llama = this.services.get("llama") as { slots(): number } | undefined;
+    if (llama) return llama.slots();
     if (typeof config.llama.parallel === "number") return config.llama.parallel;
     return 1;
   }

@@ -41,8 +41,11 @@ export async function runStdioServer(options: StdioServerOptions): Promise<numbe
     try {
       core.config();
     } catch {
-      // Reported to the first method that needs the config.
+      return; // Reported to the first method that needs the config.
     }
+    // A llama-server left behind by a core that was killed outright is stopped now, not at
+    // the first chat (SPEC §3).
+    void import("../runtime/provider.ts").then((m) => m.reapAtStartup(core));
   }, 25);
 
   const reader = options.input.getReader();

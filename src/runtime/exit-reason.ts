@@ -1,0 +1,93 @@
+import type { ErrorCode } from "../protocol/errors.ts";
+
+/**
+ * Why llama-server exited during start-up, read from its own log lines (recorded in
+ * shared/llama-server/transcripts 70-73). Pure: the supervisor passes the log tail.
+ */
+export interface StartFailure {
+  code: ErrorCode;
+  /** One sentence for the host; the log tail travels separately in `data`. */
+  message: string;
+  /** The port was taken: choose another and try again. */
+  retryPort: boolean;
+}
+
+interface Rule {
+  pattern: RegExp;
+  code: ErrorCode;
+  message: (m: RegExpMatchArray) => string;
+  retryPort?: boolean;
+}
+
+// Order matters: the most specific cause first (a missing file also logs "failed to load model").
+const RULES: Rule[] = [
+  {
+    pattern: /couldn't bind HTTP server socket, hostname: (\S+), port: (\d+)/,
+    code: "internal_error",
+    message: (m) => `llama-server could not bind ${m[1]}:${m[2]} (port in use)`,
+    retryPort: true,
+  },
+  {
+    pattern: /failed to open GGUF file '([^']*)' \(([^)]*)\)/,
+    code: "model_missing",
+    message: (m) => `model file cannot be opened: ${m[1]} (${m[2]})`,
+  },
+  {
+    pattern: /invalid magic characters/,
+    code: "model_missing",
+    message: () => "model file is not a GGUF file (invalid magic)",
+  },
+  {
+    pattern: /failed to read magic/,
+    code: "model_missing",
+    message: () => "model file is not a GGUF file (empty, a folder, or unreadable)",
+  },
+  {
+    pattern: /data is not within the file bounds|model is corrupted or incomplete/,
+    code: "model_missing",
+    message: () => "model file is truncated or corrupt (tensor data is not within the file bounds)",
+  },
+  {
+    pattern:
+      /out of memory|failed to allocate|unable to allocate|cudaMalloc failed|ErrorOutOfDeviceMemory|not enough memory|failed to create context with model|insufficient memory/i,
+    code: "model_plan_error",
+    message: () =>
+      "llama-server ran out of memory loading the model; try a smaller context or fewer GPU layers",
+  },
+  {
+    pattern: /error: invalid argument: (\S+)/,
+    code: "internal_error",
+    message: (m) => `llama-server rejected the flag ${m[1]} (is this build too old for the plan?)`,
+  },
+  {
+    pattern: /error while handling argument "([^"]+)"/,
+    code: "internal_error",
+    message: (m) => `llama-server rejected the value of ${m[1]}`,
+  },
+  {
+    pattern: /unknown model architecture: '([^']*)'/,
+    code: "internal_error",
+    message: (m) => `this llama-server does not support the model architecture '${m[1]}'`,
+  },
+];
+
+/** Classifies an exit during start-up from its log tail and exit status. */
+export function classifyStartExit(
+  logTail: readonly string[],
+  exitCode: number | null,
+  signal: string | null,
+): StartFailure {
+  for (const rule of RULES) {
+    for (const line of logTail) {
+      const m = line.match(rule.pattern);
+      if (m) return { code: rule.code, message: rule.message(m), retryPort: rule.retryPort ?? false };
+    }
+  }
+  const how = signal ? `was killed by ${signal}` : `exited with code ${exitCode}`;
+  const lastError = [...logTail].reverse().find((l) => /\bE\s|error/i.test(l));
+  return {
+    code: "internal_error",
+    message: `llama-server ${how} during start-up${lastError ? `: ${lastError.trim().slice(0, 300)}` : ""}`,
+    retryPort: false,
+  };
+}

@@ -1,0 +1,116 @@
+import {
+  closeSync,
+  existsSync,
+  fstatSync,
+  mkdirSync,
+  openSync,
+  renameSync,
+  rmSync,
+  writeSync,
+} from "node:fs";
+import { join } from "node:path";
+
+/** The last lines of llama-server's output, bounded by count and by bytes per line. */
+export class LogTail {
+  private readonly lines: string[] = [];
+
+  constructor(
+    private readonly maxLines = 200,
+    private readonly maxLineChars = 2000,
+  ) {}
+
+  push(line: string): void {
+    this.lines.push(line.length > this.maxLineChars ? `${line.slice(0, this.maxLineChars)}…` : line);
+    if (this.lines.length > this.maxLines) this.lines.splice(0, this.lines.length - this.maxLines);
+  }
+
+  last(n = this.maxLines): string[] {
+    return this.lines.slice(-n);
+  }
+
+  clear(): void {
+    this.lines.length = 0;
+  }
+}
+
+/**
+ * llama-server.log under data_dir/logs, rotated to .1 … .(files-1) once it passes maxBytes.
+ * Synchronous writes: the volume is small (a few lines per request) and order must hold.
+ */
+export class RotatingLog {
+  private fd: number | undefined;
+  private size = 0;
+  readonly path: string;
+
+  constructor(
+    dir: string,
+    private readonly maxBytes: number,
+    private readonly files: number,
+    name = "llama-server.log",
+  ) {
+    this.path = join(dir, name);
+    mkdirSync(dir, { recursive: true });
+  }
+
+  write(text: string): void {
+    try {
+      if (this.fd === undefined) this.open();
+      const bytes = Buffer.from(text);
+      if (this.size > 0 && this.size + bytes.length > this.maxBytes) this.rotate();
+      writeSync(this.fd as number, bytes);
+      this.size += bytes.length;
+    } catch {
+      // A full disk must not take the supervisor down; the in-memory tail still holds the lines.
+    }
+  }
+
+  close(): void {
+    if (this.fd !== undefined) closeSync(this.fd);
+    this.fd = undefined;
+  }
+
+  private open(): void {
+    this.fd = openSync(this.path, "a");
+    this.size = fstatSync(this.fd).size;
+  }
+
+  private rotate(): void {
+    this.close();
+    if (this.files <= 1) {
+      rmSync(this.path, { force: true });
+    } else {
+      for (let i = this.files - 1; i >= 1; i--) {
+        const from = i === 1 ? this.path : `${this.path}.${i - 1}`;
+        if (existsSync(from)) renameSync(from, `${this.path}.${i}`);
+      }
+    }
+    this.open();
+  }
+}
+
+/** Splits a byte stream into lines, decoding UTF-8 across chunk boundaries. */
+export async function readLines(
+  stream: ReadableStream<Uint8Array>,
+  onLine: (line: string) => void,
+): Promise<void> {
+  const decoder = new TextDecoder();
+  let pending = "";
+  const reader = stream.getReader();
+  try {
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      pending += decoder.decode(value, { stream: true });
+      let nl = pending.indexOf("\n");
+      while (nl >= 0) {
+        onLine(pending.slice(0, nl).replace(/\r$/, ""));
+        pending = pending.slice(nl + 1);
+        nl = pending.indexOf("\n");
+      }
+    }
+  } catch {
+    // The pipe broke with the process; what arrived is already handed on.
+  }
+  pending += decoder.decode();
+  if (pending) onLine(pending);
+}

@@ -1,0 +1,92 @@
+import { readFileSync } from "node:fs";
+
+/**
+ * What identifies a process beyond its pid (pids are reused): when it started and how it was
+ * launched. Linux reads /proc; macOS and other Unixes ask `ps`; Windows asks PowerShell.
+ */
+export interface ProcIdentity {
+  start_time: string;
+  cmdline: string;
+}
+
+export function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return !isZombie(pid);
+  } catch (err) {
+    // EPERM: it exists but belongs to someone else.
+    return (err as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
+/** An exited child not yet reaped by its parent still answers kill(0); it is dead all the same. */
+function isZombie(pid: number): boolean {
+  if (process.platform !== "linux") return false;
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return stat.slice(stat.lastIndexOf(")") + 2).startsWith("Z");
+  } catch {
+    return false;
+  }
+}
+
+export function procIdentity(pid: number): ProcIdentity | null {
+  try {
+    if (process.platform === "linux") return linuxIdentity(pid);
+    if (process.platform === "win32") return windowsIdentity(pid);
+    return psIdentity(pid);
+  } catch {
+    return null;
+  }
+}
+
+function linuxIdentity(pid: number): ProcIdentity | null {
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  // Field 2 (comm) may hold spaces and parentheses; the fields after the last ')' are fixed.
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  const startTime = fields[19]; // field 22 overall: start time in clock ticks since boot
+  if (!startTime) return null;
+  const cmdline = readFileSync(`/proc/${pid}/cmdline`, "utf8").replace(/\0+$/, "").split("\0").join(" ");
+  return { start_time: startTime, cmdline };
+}
+
+function psIdentity(pid: number): ProcIdentity | null {
+  const lstart = Bun.spawnSync(["ps", "-o", "lstart=", "-p", String(pid)]);
+  const command = Bun.spawnSync(["ps", "-o", "command=", "-p", String(pid)]);
+  const start = lstart.stdout.toString().trim();
+  if (lstart.exitCode !== 0 || !start) return null;
+  return { start_time: start, cmdline: command.stdout.toString().trim() };
+}
+
+function windowsIdentity(pid: number): ProcIdentity | null {
+  const script = `$p = Get-CimInstance Win32_Process -Filter "ProcessId=${pid}"; if ($p) { $p.CreationDate.ToFileTimeUtc(); $p.CommandLine }`;
+  const out = Bun.spawnSync(["powershell", "-NoProfile", "-NonInteractive", "-Command", script], {
+    windowsHide: true,
+  });
+  const [start, ...rest] = out.stdout.toString().trim().split(/\r?\n/);
+  if (out.exitCode !== 0 || !start) return null;
+  return { start_time: start.trim(), cmdline: rest.join(" ").trim() };
+}
+
+/**
+ * A fingerprint of how much work a loading process has done (CPU time, major page faults,
+ * bytes read): when it changes, the load is making progress even if the log is quiet.
+ * Linux only; elsewhere null, and log lines are the only progress signal.
+ */
+export function workFingerprint(pid: number): string | null {
+  if (process.platform !== "linux") return null;
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    // majflt (12), utime (14), stime (15) overall → indices 9, 11, 12 after the comm field.
+    let io = "";
+    try {
+      io = readFileSync(`/proc/${pid}/io`, "utf8").match(/rchar: (\d+)/)?.[1] ?? "";
+    } catch {
+      // /proc/<pid>/io may be unreadable under some hardening; CPU and faults still tell.
+    }
+    return `${f[9]}:${f[11]}:${f[12]}:${io}`;
+  } catch {
+    return null;
+  }
+}

@@ -1,0 +1,51 @@
+import { describe, expect, test } from "bun:test";
+import { existsSync, readFileSync } from "node:fs";
+import { classifyStartExit } from "../../src/runtime/exit-reason.ts";
+
+const TRANSCRIPTS = "/work/shared/llama-server/transcripts";
+
+describe("classifyStartExit", () => {
+  test("reads the cause from llama-server's own lines", () => {
+    const c = (line: string) =>
+      classifyStartExit(["0.00.003.802 I srv    load_model: loading model 'm'", line], 1, null);
+    expect(
+      c("0.00.008.618 E gguf_init_from_file: failed to open GGUF file 'm' (No such file or directory)"),
+    ).toMatchObject({
+      code: "model_missing",
+      retryPort: false,
+    });
+    expect(
+      c("E srv         start: couldn't bind HTTP server socket, hostname: 127.0.0.1, port: 18092"),
+    ).toMatchObject({
+      retryPort: true,
+    });
+    expect(c("E llama_model_load: error loading model: unable to allocate CPU buffer").code).toBe(
+      "model_plan_error",
+    );
+    expect(c("error: invalid argument: --bogus-flag").message).toContain("--bogus-flag");
+    expect(classifyStartExit(["garbage"], null, "SIGSEGV")).toMatchObject({ code: "internal_error" });
+    expect(classifyStartExit(["garbage"], null, "SIGSEGV").message).toContain("killed by SIGSEGV");
+  });
+
+  const cases: [string, string, RegExp][] = [
+    ["70-missing-model-path.txt", "model_missing", /cannot be opened/],
+    ["71-corrupt-gguf-truncated-half.txt", "model_missing", /truncated/],
+    ["71b-not-a-gguf.txt", "model_missing", /not a GGUF/],
+    ["71c-empty-file.txt", "model_missing", /not a GGUF/],
+    ["71d-model-is-directory.txt", "model_missing", /not a GGUF/],
+    ["72-port-in-use.txt", "internal_error", /port in use/],
+    ["73-unknown-flag.txt", "internal_error", /--bogus-flag/],
+  ];
+  for (const [file, code, message] of cases) {
+    test.skipIf(!existsSync(TRANSCRIPTS))(`recorded ${file} → ${code}`, () => {
+      const lines = readFileSync(`${TRANSCRIPTS}/${file}`, "utf8")
+        .split("\n")
+        .filter((l) => !l.startsWith("#") && !l.startsWith("$"));
+      const r = classifyStartExit(lines, 1, null);
+      expect(r.code).toBe(code as typeof r.code);
+      expect(r.message).toMatch(message);
+    });
+  }
+  if (!existsSync(TRANSCRIPTS))
+    test.skip("recorded transcripts: /work/shared/llama-server is absent, skipped", () => {});
+});

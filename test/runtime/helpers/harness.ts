@@ -1,0 +1,81 @@
+import { join } from "node:path";
+import type { LaunchPlan } from "../../../src/plan/launch.ts";
+import {
+  Supervisor,
+  type SupervisorOptions,
+  type SupervisorSettings,
+} from "../../../src/runtime/supervisor.ts";
+import { writeFakeLlamaServer, writeFakeModel } from "../../fixtures/fake-llama.ts";
+
+export const SETTINGS: SupervisorSettings = {
+  startupTimeoutMs: 10_000,
+  stopGraceMs: 1000,
+  maxRestarts: 2,
+  restartBackoffMs: 50,
+  requestTimeoutMs: 5000,
+  logMaxBytes: 1024 * 1024,
+  logFiles: 2,
+};
+
+export interface Harness {
+  supervisor: Supervisor;
+  binary: string;
+  model: string;
+  dataDir: string;
+}
+
+/** A supervisor wired to the stand-in in `dir`, with `env` as the knobs the child sees. */
+export function makeSupervisor(
+  dir: string,
+  opts: {
+    env?: Record<string, string>;
+    settings?: Partial<SupervisorSettings>;
+    slots?: number;
+    extraArgs?: string[];
+    options?: Partial<SupervisorOptions>;
+  } = {},
+): Harness {
+  const binary = writeFakeLlamaServer(dir);
+  const model = writeFakeModel(dir);
+  const dataDir = join(dir, "data");
+  const slots = opts.slots ?? 1;
+  const plan: LaunchPlan = {
+    argv: ["-m", model, "-c", "2048", "-np", String(slots), "--jinja", ...(opts.extraArgs ?? [])],
+    slots,
+    context_per_slot: 2048,
+    model_path: model,
+    max_tokens: null,
+  };
+  const supervisor = new Supervisor({
+    findBinary: () => ({ path: binary }),
+    plan: async () => plan,
+    dataDir: () => dataDir,
+    settings: () => ({ ...SETTINGS, ...opts.settings }),
+    env: { ...process.env, FAKE_LLAMA_LOAD_MS: "20", ...opts.env },
+    reap: false,
+    ...opts.options,
+  });
+  return { supervisor, binary, model, dataDir };
+}
+
+export function chatBody(stream: boolean, content = "hello") {
+  return JSON.stringify({ messages: [{ role: "user", content }], stream });
+}
+
+export function pidAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+export async function waitFor(cond: () => boolean, ms = 10_000): Promise<boolean> {
+  const end = Date.now() + ms;
+  while (Date.now() < end) {
+    if (cond()) return true;
+    await Bun.sleep(25);
+  }
+  return cond();
+}

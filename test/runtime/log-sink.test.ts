@@ -1,0 +1,63 @@
+import { describe, expect, test } from "bun:test";
+import { readdirSync, readFileSync } from "node:fs";
+import { childEnv } from "../../src/runtime/child-env.ts";
+import { LogTail, RotatingLog, readLines } from "../../src/runtime/log-sink.ts";
+import { tmpdir } from "../fixtures/tmpdir.ts";
+
+describe("LogTail", () => {
+  test("keeps only the last lines, each bounded", () => {
+    const tail = new LogTail(3, 5);
+    for (const l of ["a", "b", "c", "d", "123456789"]) tail.push(l);
+    expect(tail.last()).toEqual(["c", "d", "12345…"]);
+    expect(tail.last(1)).toEqual(["12345…"]);
+  });
+});
+
+describe("RotatingLog", () => {
+  test("rotates past maxBytes and keeps `files` files in all", async () => {
+    await using dir = tmpdir();
+    const log = new RotatingLog(dir.path, 100, 3);
+    for (let i = 0; i < 20; i++) log.write(`${String(i).padStart(2, "0")} ${"x".repeat(30)}\n`);
+    log.close();
+    expect(readdirSync(dir.path).sort()).toEqual([
+      "llama-server.log",
+      "llama-server.log.1",
+      "llama-server.log.2",
+    ]);
+    const current = readFileSync(`${dir.path}/llama-server.log`, "utf8");
+    expect(current).toContain("19 ");
+    expect(current.length).toBeLessThanOrEqual(100);
+  });
+});
+
+describe("readLines", () => {
+  test("splits lines and decodes UTF-8 split across chunks", async () => {
+    const bytes = new TextEncoder().encode("é one\r\ntwo\nthree");
+    const stream = new ReadableStream<Uint8Array>({
+      start(c) {
+        c.enqueue(bytes.slice(0, 1));
+        c.enqueue(bytes.slice(1));
+        c.close();
+      },
+    });
+    const lines: string[] = [];
+    await readLines(stream, (l) => lines.push(l));
+    expect(lines).toEqual(["é one", "two", "three"]);
+  });
+});
+
+describe("childEnv", () => {
+  test("drops LLAMA_ARG_* and inherited keys, keeps the rest, sets ours", () => {
+    const env = childEnv(
+      {
+        PATH: "/bin",
+        LLAMA_ARG_PORT: "1",
+        llama_arg_host: "x",
+        LLAMA_API_KEY: "old",
+        CUDA_VISIBLE_DEVICES: "0",
+      },
+      "new",
+    );
+    expect(env).toEqual({ PATH: "/bin", CUDA_VISIBLE_DEVICES: "0", LLAMA_API_KEY: "new" });
+  });
+});

@@ -1,0 +1,45 @@
+import { describe, expect, test } from "bun:test";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import type { MethodContext } from "../../src/methods/types.ts";
+import { warmup } from "../../src/methods/warmup.ts";
+import { llamaProvider } from "../../src/runtime/provider.ts";
+import type { Supervisor } from "../../src/runtime/supervisor.ts";
+import { Core } from "../../src/server/core.ts";
+import { writeFakeLlamaServer, writeFakeModel } from "../fixtures/fake-llama.ts";
+import { tmpdir } from "../fixtures/tmpdir.ts";
+import { pidAlive } from "./helpers/harness.ts";
+
+describe.skipIf(process.platform === "win32")("the core's llama provider and the warmup method", () => {
+  test("warmup starts llama-server from config, streams progress, slots follow the plan, Core.stop stops it", async () => {
+    await using dir = tmpdir();
+    const binary = writeFakeLlamaServer(dir.path);
+    const model = writeFakeModel(dir.path);
+    writeFileSync(
+      join(dir.path, "config.yaml"),
+      `llama:\n  binary: ${binary}\n  parallel: 2\nmodel:\n  path: ${model}\n  context: 2048\n`,
+    );
+    const core = new Core({ configPath: join(dir.path, "config.yaml"), cwd: dir.path });
+    const events: { event: string; fields?: Record<string, unknown> }[] = [];
+    const ctx = {
+      id: "w1",
+      signal: new AbortController().signal,
+      emit: (event: string, fields?: Record<string, unknown>) => events.push({ event, fields }) > 0,
+      droppedEvents: 0,
+      core,
+      cancel: () => false,
+      methodNames: () => [],
+      shutdown: async () => {},
+    } satisfies MethodContext;
+    const result = (await warmup.run({}, ctx)) as { status: string; slots: number };
+    expect(result.status).toBe("ready");
+    expect(result.slots).toBe(2);
+    expect(core.parallelChats()).toBe(2);
+    expect(events[0]).toEqual({ event: "warmup_progress", fields: { phase: "starting", attempt: 1 } });
+    expect(events.at(-1)?.fields?.phase).toBe("ready");
+    const pid = (llamaProvider(core) as Supervisor).pid() as number;
+    expect(pidAlive(pid)).toBe(true);
+    await core.stop();
+    expect(pidAlive(pid)).toBe(false);
+  });
+});
