@@ -132,10 +132,10 @@ describe("chat: answers and tools", () => {
       ["t.fail", "error"],
       ["t.huge", "ok"],
     ]);
-    expect((done[2]?.preview as string).length).toBeLessThanOrEqual(200);
+    expect(String(done[2]?.preview).length).toBeLessThanOrEqual(200);
     const toolMsgs = h.llama.requests[1]?.body.messages.filter((m) => m.role === "tool") ?? [];
     expect(toolMsgs[1]?.content).toContain("nope");
-    expect((toolMsgs[2]?.content as string).length).toBeLessThan(17_000);
+    expect(String(toolMsgs[2]?.content).length).toBeLessThan(17_000);
     expect(toolMsgs[2]?.content).toContain("truncated");
     expect(terminal.type).toBe("result");
   });
@@ -224,7 +224,7 @@ describe("chat: parsing and limits", () => {
     expect(events.at(-1)).toMatchObject({ event: "loop_abort", reason: "max_steps", step: 1 });
     expect(terminal.result).toMatchObject({ response: "thinking", warnings: [{ code: "max_steps" }] });
     expect(h.llama.requests).toHaveLength(2);
-    expect((h.llama.requests[0]?.body.tools as unknown[]).length).toBe(1);
+    expect(h.llama.requests[0]?.body.tools).toHaveLength(1);
   });
 
   test("context overflow is retried with less history, then named", async () => {
