@@ -74,6 +74,8 @@ class Turn {
   private state!: Omit<Checkpoint, "version" | "updated_at">;
   private tools: AgentTool[] = [];
   private readonly maxSteps: number;
+  /** The step being worked on, for loop_abort. */
+  private currentStep = 0;
 
   constructor(
     private readonly params: ChatParams,
@@ -90,6 +92,7 @@ class Turn {
     const { deps } = this;
     this.history = this.store.loadHistory(this.warnings);
     this.state = this.initialState(this.store.loadCheckpoint(this.warnings));
+    this.currentStep = this.state.step;
     this.store.saveCheckpoint(this.state);
 
     deps.emit("run_start", {
@@ -111,7 +114,7 @@ class Turn {
       }
     } catch (err) {
       if (deps.signal.aborted) {
-        deps.emit("loop_abort", { step: this.state.step, reason: "cancelled" });
+        deps.emit("loop_abort", { step: this.currentStep, reason: "cancelled" });
         throw deps.signal.reason;
       }
       throw err;
@@ -192,6 +195,7 @@ class Turn {
         return this.abort("max_steps", `stopped after reaching the step limit of ${this.maxSteps} steps`);
 
       const step = state.step;
+      this.currentStep = step;
       deps.emit("llm_start", { step });
       const reply = await this.complete(lease, step, system, openAiTools, contextSize, maxTokens);
       deps.emit("llm_done", { step });
@@ -306,6 +310,7 @@ class Turn {
     const lastAssistant = state.turn.findLastIndex((m) => m.role === "assistant");
     const msg = state.turn[lastAssistant];
     if (msg?.role !== "assistant" || !msg.tool_calls?.length) return;
+    this.currentStep = Math.max(0, step);
     const answered = new Set(
       state.turn.slice(lastAssistant + 1).flatMap((m) => (m.role === "tool" ? [m.tool_call_id] : [])),
     );
