@@ -1,7 +1,7 @@
-import { afterAll } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { afterAll } from "bun:test";
 
 // Every test file gets its own HOME and XDG dirs, and no inherited knobs that would change
 // behaviour (log level, test methods, llama-server's own LLAMA_ARG_* variables).
