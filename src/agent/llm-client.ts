@@ -3,6 +3,8 @@ import type { LlamaEndpoint } from "../runtime/endpoint.ts";
 import type { ToolCall } from "./messages.ts";
 import { ToolCallAssembler } from "./tool-calls.ts";
 
+const BURST_SLICE = 64;
+
 /** What went wrong talking to llama-server, named so the loop can react (retry, restart). */
 export class LlmError extends Error {
   constructor(
@@ -79,6 +81,8 @@ export async function streamCompletion(
   };
   let done = false;
   let streamError: LlmError | undefined;
+  /** Deltas parsed from the current network read, handed on after the read is parsed. */
+  let arrived: string[] = [];
   const parser = createParser({
     onEvent(ev: EventSourceMessage) {
       if (done || streamError) return;
@@ -112,7 +116,7 @@ export async function streamCompletion(
       const content = choice.delta?.content;
       if (typeof content === "string" && content.length > 0) {
         result.content += content;
-        onDelta(content);
+        arrived.push(content);
       }
       for (const tc of choice.delta?.tool_calls ?? []) assembler.push(tc);
       if (choice.finish_reason) result.finishReason = choice.finish_reason;
@@ -128,6 +132,14 @@ export async function streamCompletion(
       const { value, done: eof } = await reader.read();
       if (eof) break;
       parser.feed(decoder.decode(value, { stream: true }));
+      const batch = arrived;
+      arrived = [];
+      for (let i = 0; i < batch.length; i++) {
+        onDelta(batch[i] as string);
+        // A read that carried a burst (the server got ahead of us) is handed on in slices with a
+        // macrotask between them, so the writer drains and a normally-reading host loses nothing.
+        if ((i + 1) % BURST_SLICE === 0 && i + 1 < batch.length) await new Promise((r) => setTimeout(r, 0));
+      }
     }
   } catch (err) {
     if (signal.aborted) throw signal.reason;
