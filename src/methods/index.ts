@@ -22,6 +22,7 @@ export const METHODS: MethodEntry[] = [
   entry("ping", () => import("./ping.ts").then((m) => m.ping as MethodDef)),
   entry("doctor", () => import("./doctor.ts").then((m) => m.doctor as MethodDef)),
   entry("plan", () => import("./plan.ts").then((m) => m.plan as MethodDef)),
+  entry("chat", () => import("./chat.ts").then((m) => m.chat as MethodDef), true),
   entry("cancel", () => import("./cancel.ts").then((m) => m.cancel as MethodDef)),
   entry("shutdown", () => import("./shutdown.ts").then((m) => m.shutdown as MethodDef)),
   entry("warmup", () => import("./warmup.ts").then((m) => m.warmup as MethodDef), true),

@@ -1,10 +1,10 @@
 import { join } from "node:path";
+import type { LaunchPlan } from "../plan/launch.ts";
 import { CoreError, cancelledError } from "../protocol/errors.ts";
 import { logger } from "../util/logger.ts";
 import { childEnv, randomApiKey } from "./child-env.ts";
 import type { LlamaLease, LlamaProvider, StartProgress } from "./endpoint.ts";
 import { classifyStartExit } from "./exit-reason.ts";
-import type { LaunchPlan } from "../plan/launch.ts";
 import { LogTail, RotatingLog, readLines } from "./log-sink.ts";
 import { reapLeftover, removePidRecord, writePidRecord } from "./pid-file.ts";
 import { pickFreePort } from "./ports.ts";

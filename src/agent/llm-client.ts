@@ -1,0 +1,206 @@
+import { createParser, type EventSourceMessage } from "eventsource-parser";
+import type { LlamaEndpoint } from "../runtime/endpoint.ts";
+import type { ToolCall } from "./messages.ts";
+import { ToolCallAssembler } from "./tool-calls.ts";
+
+const BURST_SLICE = 64;
+
+/** What went wrong talking to llama-server, named so the loop can react (retry, restart). */
+export class LlmError extends Error {
+  constructor(
+    readonly kind: "context_overflow" | "server_error" | "connection_lost" | "bad_response",
+    message: string,
+    readonly data: Record<string, unknown> = {},
+  ) {
+    super(message);
+    this.name = "LlmError";
+  }
+}
+
+export interface CompletionRequest {
+  messages: unknown[];
+  tools?: unknown[];
+  temperature?: number;
+  top_p?: number;
+  max_tokens?: number;
+}
+
+export interface CompletionResult {
+  content: string;
+  toolCalls: ToolCall[];
+  finishReason: string | null;
+  usage: Record<string, unknown> | undefined;
+  timings: Record<string, unknown> | undefined;
+}
+
+interface ChunkChoice {
+  delta?: {
+    content?: string | null;
+    tool_calls?: {
+      index: number;
+      id?: string;
+      type?: string;
+      function?: { name?: string; arguments?: string };
+    }[];
+  };
+  finish_reason?: string | null;
+}
+
+/**
+ * One streamed step: POST /v1/chat/completions with stream:true, each content delta handed to
+ * `onDelta` as it arrives, tool-call fragments assembled by index. `signal` aborts the fetch,
+ * which closes the connection so llama-server stops generating (transcript 40).
+ */
+export async function streamCompletion(
+  endpoint: LlamaEndpoint,
+  request: CompletionRequest,
+  signal: AbortSignal,
+  onDelta: (delta: string) => void,
+  /** Called whenever bytes arrive, so a watchdog can tell a slow server from a wedged one. */
+  onProgress: () => void = () => {},
+): Promise<CompletionResult> {
+  let res: Response;
+  try {
+    res = await fetch(`${endpoint.baseUrl}/v1/chat/completions`, {
+      method: "POST",
+      headers: { "Content-Type": "application/json", Authorization: `Bearer ${endpoint.apiKey}` },
+      body: JSON.stringify({ ...request, stream: true, stream_options: { include_usage: true } }),
+      signal,
+    });
+  } catch (err) {
+    if (signal.aborted) throw signal.reason;
+    throw new LlmError("connection_lost", `could not reach llama-server: ${(err as Error).message}`);
+  }
+  if (!res.ok) throw await httpError(res);
+
+  const assembler = new ToolCallAssembler();
+  const result: CompletionResult = {
+    content: "",
+    toolCalls: [],
+    finishReason: null,
+    usage: undefined,
+    timings: undefined,
+  };
+  let done = false;
+  let streamError: LlmError | undefined;
+  /** Deltas parsed from the current network read, handed on after the read is parsed. */
+  let arrived: string[] = [];
+  const parser = createParser({
+    onEvent(ev: EventSourceMessage) {
+      if (done || streamError) return;
+      if (ev.data === "[DONE]") {
+        done = true;
+        return;
+      }
+      let chunk: {
+        choices?: ChunkChoice[];
+        usage?: Record<string, unknown>;
+        timings?: Record<string, unknown>;
+        error?: { message?: string };
+      };
+      try {
+        chunk = JSON.parse(ev.data);
+      } catch {
+        streamError = new LlmError("bad_response", "llama-server sent an event that is not JSON");
+        return;
+      }
+      if (chunk.error) {
+        streamError = new LlmError(
+          "server_error",
+          `llama-server: ${chunk.error.message ?? "error in stream"}`,
+        );
+        return;
+      }
+      if (chunk.usage) result.usage = chunk.usage;
+      if (chunk.timings) result.timings = chunk.timings;
+      const choice = chunk.choices?.[0];
+      if (!choice) return;
+      const content = choice.delta?.content;
+      if (typeof content === "string" && content.length > 0) {
+        result.content += content;
+        arrived.push(content);
+      }
+      for (const tc of choice.delta?.tool_calls ?? []) assembler.push(tc);
+      if (choice.finish_reason) result.finishReason = choice.finish_reason;
+    },
+  });
+
+  const body = res.body;
+  if (!body) throw new LlmError("bad_response", "llama-server answered without a body");
+  const decoder = new TextDecoder();
+  const reader = body.getReader();
+  try {
+    while (!done && !streamError) {
+      const { value, done: eof } = await reader.read();
+      if (eof) break;
+      onProgress();
+      parser.feed(decoder.decode(value, { stream: true }));
+      const batch = arrived;
+      arrived = [];
+      for (let i = 0; i < batch.length; i++) {
+        onDelta(batch[i] as string);
+        // A read that carried a burst (the server got ahead of us) is handed on in slices with a
+        // macrotask between them, so the writer drains and a normally-reading host loses nothing.
+        if ((i + 1) % BURST_SLICE === 0 && i + 1 < batch.length) await new Promise((r) => setTimeout(r, 0));
+      }
+    }
+  } catch (err) {
+    if (signal.aborted) throw signal.reason;
+    throw new LlmError(
+      "connection_lost",
+      `llama-server closed the stream mid-reply: ${(err as Error).message}`,
+    );
+  } finally {
+    reader.cancel().catch(() => {});
+  }
+  if (streamError) throw streamError;
+  if (signal.aborted) throw signal.reason;
+  if (!done && result.finishReason === null) {
+    throw new LlmError("connection_lost", "llama-server closed the stream before the reply finished");
+  }
+  result.toolCalls = assembler.calls();
+  return result;
+}
+
+async function httpError(res: Response): Promise<LlmError> {
+  const text = await res.text().catch(() => "");
+  let err: { message?: string; type?: string; n_prompt_tokens?: number; n_ctx?: number } = {};
+  try {
+    err = (JSON.parse(text) as { error?: typeof err }).error ?? {};
+  } catch {
+    // Not JSON: keep the raw text (bounded) as the message.
+  }
+  const message = err.message ?? (text.slice(0, 300) || res.statusText);
+  if (err.type === "exceed_context_size_error") {
+    return new LlmError("context_overflow", `the conversation does not fit the model's context: ${message}`, {
+      n_prompt_tokens: err.n_prompt_tokens,
+      n_ctx: err.n_ctx,
+    });
+  }
+  return new LlmError(
+    res.status >= 500 ? "server_error" : "bad_response",
+    `llama-server answered HTTP ${res.status}: ${message}`,
+    {
+      status: res.status,
+    },
+  );
+}
+
+/** The context size per slot, from GET /props (undefined when it cannot be read). */
+export async function fetchContextSize(
+  endpoint: LlamaEndpoint,
+  signal: AbortSignal,
+): Promise<number | undefined> {
+  try {
+    const res = await fetch(`${endpoint.baseUrl}/props`, {
+      headers: { Authorization: `Bearer ${endpoint.apiKey}` },
+      signal: AbortSignal.any([signal, AbortSignal.timeout(5000)]),
+    });
+    if (!res.ok) return undefined;
+    const props = (await res.json()) as { default_generation_settings?: { n_ctx?: number } };
+    const n = props.default_generation_settings?.n_ctx;
+    return typeof n === "number" && n > 0 ? n : undefined;
+  } catch {
+    return undefined;
+  }
+}

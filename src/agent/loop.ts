@@ -1,0 +1,404 @@
+import type { AgentConfig, Config } from "../config/schema.ts";
+import type { ChatParams, ChatResult, Warning } from "../protocol/chat.ts";
+import { CoreError, isCoreError } from "../protocol/errors.ts";
+import type { LlamaLease, LlamaProvider } from "../runtime/endpoint.ts";
+import { watchProgress } from "../runtime/watchdog.ts";
+import type { Hit } from "../store/bm25.ts";
+import type { KeyedMutex } from "../store/keyed-mutex.ts";
+import type { MemoryIndex } from "../store/memory-index.ts";
+import { type Checkpoint, SessionStore } from "../store/session-store.ts";
+import { logger } from "../util/logger.ts";
+import { estimateAll, estimateTokens, trimHistory } from "./context-budget.ts";
+import { fetchContextSize, LlmError, streamCompletion } from "./llm-client.ts";
+import type { McpPool } from "./mcp-pool.ts";
+import type { ChatMessage } from "./messages.ts";
+import { interpretStep } from "./tool-calls.ts";
+import { type AgentTool, resolveTools, toOpenAiTools } from "./tool-registry.ts";
+import { runTool } from "./tool-runner.ts";
+
+export interface TurnDeps {
+  config: Config;
+  /** Absolute data directory. */
+  dataDir: string;
+  provider: LlamaProvider;
+  pool: McpPool;
+  locks: KeyedMutex;
+  memory(userId: string): MemoryIndex;
+  emit(event: string, fields?: Record<string, unknown>): boolean;
+  signal: AbortSignal;
+  randomId(length: number, alphabet: string): string;
+  now(): Date;
+}
+
+/** Context size assumed when neither llama-server nor the config says. */
+const FALLBACK_CONTEXT = 4096;
+const MEMORY_SNIPPET_CHARS = 600;
+const OVERFLOW_RETRIES = 2;
+
+export function pickAgent(config: Config, name: string | undefined): AgentConfig {
+  const agents = config.agents;
+  if (name === undefined) return agents[0] as AgentConfig;
+  const agent = agents.find((a) => a.name === name);
+  if (!agent) {
+    throw new CoreError(
+      "invalid_request",
+      `params.agent: no agent named '${name}' (known: ${agents.map((a) => a.name).join(", ")})`,
+      {
+        field: "agent",
+      },
+    );
+  }
+  return agent;
+}
+
+/** One agent turn (SPEC §5). Returns the result without `dropped_events` (the method adds it). */
+export async function runTurn(
+  params: ChatParams,
+  deps: TurnDeps,
+): Promise<Omit<ChatResult, "dropped_events">> {
+  const { config, signal } = deps;
+  const agent = pickAgent(config, params.agent);
+  const sessionId = params.session_id ?? deps.randomId(8, "abcdefghijklmnopqrstuvwxyz0123456789");
+  const traceId = deps.randomId(16, "0123456789abcdef");
+  const unlock = await deps.locks.lock(`${params.user_id}/${sessionId}`, signal);
+  try {
+    return await new Turn(params, deps, agent, sessionId, traceId).run();
+  } finally {
+    unlock();
+  }
+}
+
+class Turn {
+  private readonly warnings: Warning[] = [];
+  private readonly store: SessionStore;
+  private history: ChatMessage[] = [];
+  private state!: Omit<Checkpoint, "version" | "updated_at">;
+  private tools: AgentTool[] = [];
+  private readonly maxSteps: number;
+  /** The step being worked on, for loop_abort. */
+  private currentStep = 0;
+
+  constructor(
+    private readonly params: ChatParams,
+    private readonly deps: TurnDeps,
+    private readonly agent: AgentConfig,
+    private readonly sessionId: string,
+    private readonly traceId: string,
+  ) {
+    this.store = new SessionStore(deps.dataDir, params.user_id, sessionId, deps.now);
+    this.maxSteps = agent.max_steps ?? deps.config.app.max_steps;
+  }
+
+  async run(): Promise<Omit<ChatResult, "dropped_events">> {
+    const { deps } = this;
+    this.history = this.store.loadHistory(this.warnings);
+    this.state = this.initialState(this.store.loadCheckpoint(this.warnings));
+    this.currentStep = this.state.step;
+    this.store.saveCheckpoint(this.state);
+
+    deps.emit("run_start", {
+      user_input: this.state.user_input,
+      trace_id: this.traceId,
+      session_id: this.sessionId,
+    });
+    try {
+      deps.emit("memory_start", {});
+      const hits = this.recall();
+      deps.emit("memory_done", { hits: hits.length });
+      this.tools = await this.loadTools();
+      deps.signal.throwIfAborted();
+      const lease = await deps.provider.acquire(deps.signal);
+      try {
+        return await this.loop(lease, hits);
+      } finally {
+        lease.release();
+      }
+    } catch (err) {
+      if (deps.signal.aborted) {
+        deps.emit("loop_abort", { step: this.currentStep, reason: "cancelled" });
+        throw deps.signal.reason;
+      }
+      throw err;
+    }
+  }
+
+  private initialState(checkpoint: Checkpoint | undefined): Omit<Checkpoint, "version" | "updated_at"> {
+    const fresh = {
+      trace_id: this.traceId,
+      user_input: this.params.input,
+      agent: this.agent.name,
+      step: 0,
+      parse_errors: 0,
+      best_text: "",
+      turn: [{ role: "user" as const, content: this.params.input }],
+    };
+    if (this.params.resume) {
+      if (checkpoint) {
+        logger.info(`trace=${this.traceId} resuming turn ${checkpoint.trace_id} at step ${checkpoint.step}`);
+        const { version: _v, updated_at: _u, ...rest } = checkpoint;
+        return { ...rest, trace_id: this.traceId };
+      }
+      this.warnings.push({
+        code: "nothing_to_resume",
+        message: "resume was asked but the session has no interrupted turn; ran the input as a new turn",
+      });
+      return fresh;
+    }
+    if (checkpoint) {
+      this.warnings.push({
+        code: "checkpoint_discarded",
+        message: `an interrupted turn ("${checkpoint.user_input.slice(0, 60)}") was discarded because this chat did not ask to resume it`,
+      });
+    }
+    return fresh;
+  }
+
+  private recall(): Hit[] {
+    const mem = this.deps.config.memory;
+    if (!mem.enabled || mem.top_k === 0 || this.state.user_input.trim() === "") return [];
+    try {
+      return this.deps.memory(this.params.user_id).search(this.state.user_input, mem.top_k, this.sessionId);
+    } catch (err) {
+      logger.warn(`trace=${this.traceId} memory search failed: ${(err as Error).message}`);
+      return [];
+    }
+  }
+
+  private async loadTools(): Promise<AgentTool[]> {
+    if (this.agent.tools.length === 0) return [];
+    try {
+      return await resolveTools(this.agent.tools, this.deps.pool, this.deps.signal);
+    } catch (err) {
+      if (this.deps.signal.aborted) throw this.deps.signal.reason;
+      if (err instanceof CoreError && err.code === "config_invalid") throw err;
+      const message = (err as Error).message;
+      this.warnings.push({
+        code: "tools_unavailable",
+        message: `tools could not be loaded, the turn ran without them: ${message}`,
+      });
+      return [];
+    }
+  }
+
+  private async loop(lease: LlamaLease, hits: Hit[]): Promise<Omit<ChatResult, "dropped_events">> {
+    const { deps, state } = this;
+    const contextSize =
+      (await fetchContextSize(lease, deps.signal)) ??
+      (typeof deps.config.model.context === "number" ? deps.config.model.context : FALLBACK_CONTEXT);
+    const maxTokens = this.agent.max_tokens ?? deps.config.model.max_tokens ?? undefined;
+    const known = new Set(this.tools.map((t) => t.fn));
+    const openAiTools = toOpenAiTools(this.tools);
+    const system = this.systemMessage(hits);
+
+    for (;;) {
+      await this.runPendingTools(state.step - 1);
+      if (state.step >= this.maxSteps)
+        return this.abort("max_steps", `stopped after reaching the step limit of ${this.maxSteps} steps`);
+
+      const step = state.step;
+      this.currentStep = step;
+      deps.emit("llm_start", { step });
+      const reply = await this.complete(lease, step, system, openAiTools, contextSize, maxTokens);
+      deps.emit("llm_done", { step });
+      logger.info(
+        `trace=${this.traceId} step=${step} finish=${reply.finishReason} usage=${JSON.stringify(reply.usage ?? {})} timings=${JSON.stringify(reply.timings ?? {})}`,
+      );
+
+      const outcome = interpretStep(reply.content, reply.toolCalls, known, step);
+      state.step = step + 1;
+      if (outcome.text.trim() !== "") state.best_text = outcome.text;
+      if (outcome.kind === "final") {
+        state.turn.push({ role: "assistant", content: reply.content });
+        if (reply.finishReason === "length") {
+          this.warnings.push({
+            code: "reply_truncated",
+            message: "the reply was cut off by the token limit or the context size",
+          });
+        }
+        deps.emit("final", { step, response: reply.content });
+        return this.finish(reply.content);
+      }
+      if (outcome.kind === "calls") {
+        state.turn.push({ role: "assistant", content: outcome.text || null, tool_calls: outcome.toolCalls });
+        this.store.saveCheckpoint(state);
+        continue;
+      }
+      state.parse_errors++;
+      const what = outcome.problems.join("; ");
+      logger.info(`trace=${this.traceId} step=${step} malformed tool call (${state.parse_errors}): ${what}`);
+      if (outcome.toolCalls.length > 0) {
+        state.turn.push({ role: "assistant", content: outcome.text || null, tool_calls: outcome.toolCalls });
+        for (const tc of outcome.toolCalls) {
+          state.turn.push({
+            role: "tool",
+            tool_call_id: tc.id,
+            content: `Not run: the call was malformed (${what}). Fix it and call again.`,
+          });
+        }
+      } else {
+        state.turn.push({ role: "assistant", content: reply.content });
+        state.turn.push({
+          role: "user",
+          content: `Your tool call could not be used: ${what}. Write it again as <tool_call>{"name": "<tool>", "arguments": {...}}</tool_call> with valid JSON, or answer without tools.`,
+        });
+      }
+      if (state.parse_errors > deps.config.app.max_parse_errors) {
+        return this.abort(
+          "max_parse_errors",
+          `stopped after ${state.parse_errors} malformed tool calls (limit ${deps.config.app.max_parse_errors} re-prompts): ${what}`,
+        );
+      }
+      this.store.saveCheckpoint(state);
+    }
+  }
+
+  /** One LLM call; an overflow is retried with less history before it becomes an error. */
+  private async complete(
+    lease: LlamaLease,
+    step: number,
+    system: ChatMessage,
+    tools: unknown[],
+    contextSize: number,
+    maxTokens: number | undefined,
+  ) {
+    const { deps, state } = this;
+    const reserve = maxTokens ?? Math.min(1024, Math.floor(contextSize / 4));
+    let budget =
+      contextSize - reserve - estimateTokens(system) - estimateAll(tools) - estimateAll(state.turn);
+    for (let attempt = 0; ; attempt++) {
+      const { kept, dropped } = trimHistory(this.history, Math.max(0, budget));
+      if (dropped > 0)
+        logger.debug(
+          `trace=${this.traceId} step=${step} history trimmed: ${dropped} older messages left out`,
+        );
+      // Aborts on cancel, on the server's death, or when no byte arrives for request_timeout_s.
+      const watch = watchProgress(lease, deps.signal);
+      try {
+        return await streamCompletion(
+          lease,
+          {
+            messages: [system, ...kept, ...state.turn],
+            ...(tools.length > 0 ? { tools } : {}),
+            ...(this.agent.temperature !== undefined ? { temperature: this.agent.temperature } : {}),
+            ...(this.agent.top_p !== undefined ? { top_p: this.agent.top_p } : {}),
+            ...(maxTokens !== undefined ? { max_tokens: maxTokens } : {}),
+          },
+          watch.signal,
+          (delta) => deps.emit("llm_chunk", { step, delta }),
+          watch.touch,
+        );
+      } catch (err) {
+        if (deps.signal.aborted) throw deps.signal.reason;
+        if (isCoreError(err)) {
+          // The server died or wedged mid-request (the supervisor restarts it on the next chat).
+          deps.emit("loop_abort", { step, reason: "llm_error" });
+          throw new CoreError(err.code, err.message, { reason: "server_failed", trace_id: this.traceId });
+        }
+        if (!(err instanceof LlmError)) throw err;
+        if (err.kind === "context_overflow" && kept.length > 0 && attempt < OVERFLOW_RETRIES) {
+          budget = Math.floor(estimateAll(kept) / 2);
+          continue;
+        }
+        if (err.kind === "connection_lost" || err.kind === "server_error") lease.reportFailure(err.message);
+        deps.emit("loop_abort", {
+          step,
+          reason: err.kind === "context_overflow" ? "context_overflow" : "llm_error",
+        });
+        throw new CoreError("internal_error", err.message, {
+          reason: err.kind,
+          trace_id: this.traceId,
+          ...err.data,
+        });
+      } finally {
+        watch.dispose();
+      }
+    }
+  }
+
+  /** Runs the calls of the last assistant message that have no result yet (all of them, or the rest after a resume). */
+  private async runPendingTools(step: number): Promise<void> {
+    const { deps, state } = this;
+    const lastAssistant = state.turn.findLastIndex((m) => m.role === "assistant");
+    const msg = state.turn[lastAssistant];
+    if (msg?.role !== "assistant" || !msg.tool_calls?.length) return;
+    this.currentStep = Math.max(0, step);
+    const answered = new Set(
+      state.turn.slice(lastAssistant + 1).flatMap((m) => (m.role === "tool" ? [m.tool_call_id] : [])),
+    );
+    for (const tc of msg.tool_calls) {
+      if (answered.has(tc.id)) continue;
+      const tool = this.tools.find((t) => t.fn === tc.function.name);
+      let args: Record<string, unknown> = {};
+      try {
+        args = JSON.parse(tc.function.arguments || "{}");
+      } catch {
+        // Checked when the call was made; an unreadable checkpoint entry runs with no arguments.
+      }
+      const display = tool?.display ?? tc.function.name;
+      deps.emit("tool_start", { step, tool: display, args });
+      const outcome = tool
+        ? await runTool(tool, args, deps.pool, this.params.approve_execution, deps.signal)
+        : {
+            status: "error" as const,
+            content: `The tool ${display} is not available.`,
+            preview: "tool not available",
+            retryable: false,
+            ms: 0,
+          };
+      deps.emit("tool_done", {
+        step,
+        tool: display,
+        status: outcome.status,
+        preview: outcome.preview,
+        retryable: outcome.retryable,
+        ms: outcome.ms,
+      });
+      state.turn.push({ role: "tool", tool_call_id: tc.id, content: outcome.content });
+      this.store.saveCheckpoint(state);
+    }
+  }
+
+  private systemMessage(hits: Hit[]): ChatMessage {
+    if (hits.length === 0) return { role: "system", content: this.agent.system_prompt };
+    const notes = hits
+      .map(
+        (h) =>
+          `- (${h.doc.source}) ${h.doc.text.length > MEMORY_SNIPPET_CHARS ? `${h.doc.text.slice(0, MEMORY_SNIPPET_CHARS)}…` : h.doc.text}`,
+      )
+      .join("\n");
+    return {
+      role: "system",
+      content: `${this.agent.system_prompt}\n\nNotes from memory that may be relevant (use them only if they help):\n${notes}`,
+    };
+  }
+
+  private abort(
+    reason: "max_steps" | "max_parse_errors",
+    message: string,
+  ): Omit<ChatResult, "dropped_events"> {
+    this.deps.emit("loop_abort", { step: Math.max(0, this.state.step - 1), reason });
+    this.warnings.push({ code: reason, message });
+    // The best text stands in as the turn's answer so the history stays a valid conversation.
+    this.state.turn.push({ role: "assistant", content: this.state.best_text });
+    return this.finish(this.state.best_text);
+  }
+
+  private finish(response: string): Omit<ChatResult, "dropped_events"> {
+    const { deps, state } = this;
+    this.store.saveHistory([...this.history, ...state.turn]);
+    this.store.clearCheckpoint();
+    if (deps.config.memory.enabled && state.user_input.trim() !== "") {
+      try {
+        deps.memory(this.params.user_id).addTurn({
+          id: this.traceId,
+          session_id: this.sessionId,
+          text: `${state.user_input}\n${response}`,
+          at: deps.now().toISOString(),
+        });
+      } catch (err) {
+        logger.warn(`trace=${this.traceId} memory update failed: ${(err as Error).message}`);
+      }
+    }
+    return { response, session_id: this.sessionId, trace_id: this.traceId, warnings: this.warnings };
+  }
+}

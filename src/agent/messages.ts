@@ -1,0 +1,21 @@
+import { z } from "zod";
+
+/** The OpenAI chat message shapes llama-server accepts, as stored in history and checkpoints. */
+export const ToolCallSchema = z.object({
+  id: z.string(),
+  type: z.literal("function"),
+  function: z.object({ name: z.string(), arguments: z.string() }),
+});
+export type ToolCall = z.infer<typeof ToolCallSchema>;
+
+export const ChatMessageSchema = z.discriminatedUnion("role", [
+  z.object({ role: z.literal("system"), content: z.string() }),
+  z.object({ role: z.literal("user"), content: z.string() }),
+  z.object({
+    role: z.literal("assistant"),
+    content: z.string().nullable(),
+    tool_calls: z.array(ToolCallSchema).optional(),
+  }),
+  z.object({ role: z.literal("tool"), tool_call_id: z.string(), content: z.string() }),
+]);
+export type ChatMessage = z.infer<typeof ChatMessageSchema>;

@@ -1,0 +1,139 @@
+import type { ToolCall } from "./messages.ts";
+
+interface ToolCallDelta {
+  index: number;
+  id?: string;
+  type?: string;
+  function?: { name?: string; arguments?: string };
+}
+
+/** Joins streamed tool-call fragments by `index`: the first carries id and name, the rest argument text. */
+export class ToolCallAssembler {
+  private readonly byIndex = new Map<number, { id: string; name: string; args: string }>();
+
+  push(delta: ToolCallDelta): void {
+    const index = typeof delta.index === "number" ? delta.index : 0;
+    let call = this.byIndex.get(index);
+    if (!call) {
+      call = { id: "", name: "", args: "" };
+      this.byIndex.set(index, call);
+    }
+    if (delta.id) call.id = delta.id;
+    if (delta.function?.name) call.name += delta.function.name;
+    if (delta.function?.arguments) call.args += delta.function.arguments;
+  }
+
+  calls(): ToolCall[] {
+    return [...this.byIndex.entries()]
+      .sort(([a], [b]) => a - b)
+      .map(([index, c]) => ({
+        id: c.id || `call_${index}`,
+        type: "function" as const,
+        function: { name: c.name, arguments: c.args },
+      }));
+  }
+}
+
+/** A call ready to run: the function name the model used and its parsed arguments. */
+export interface ParsedCall {
+  id: string;
+  name: string;
+  args: Record<string, unknown>;
+}
+
+export type StepOutcome =
+  | { kind: "final"; text: string }
+  | { kind: "calls"; text: string; calls: ParsedCall[]; toolCalls: ToolCall[] }
+  | { kind: "malformed"; text: string; problems: string[]; toolCalls: ToolCall[] };
+
+const TAG = /<tool_call>([\s\S]*?)(?:<\/tool_call>|$)/g;
+
+/**
+ * Decides what a finished step asked for. Native tool calls (llama-server --jinja) win; without
+ * them, `<tool_call>{"name":…,"arguments":{…}}</tool_call>` in the text is the fallback, and a
+ * reply that is nothing but such a JSON object naming a known tool counts too. A call that is
+ * recognisably a call but cannot be used (bad JSON, unknown tool, arguments not an object) is
+ * `malformed`, with problems worded for the model to fix.
+ */
+export function interpretStep(
+  content: string,
+  native: ToolCall[],
+  known: ReadonlySet<string>,
+  step: number,
+): StepOutcome {
+  if (native.length > 0) {
+    const problems: string[] = [];
+    const calls: ParsedCall[] = [];
+    for (const tc of native) {
+      const parsed = parseCall(tc.function.name, tc.function.arguments, known);
+      if (typeof parsed === "string") problems.push(parsed);
+      else calls.push({ id: tc.id, ...parsed });
+    }
+    if (problems.length > 0) return { kind: "malformed", text: content, problems, toolCalls: native };
+    return { kind: "calls", text: content, calls, toolCalls: native };
+  }
+
+  const tagged = [...content.matchAll(TAG)].map((m) => (m[1] ?? "").trim());
+  const outside = content.replace(TAG, "").trim();
+  let bodies = tagged;
+  if (bodies.length === 0) {
+    const whole = content.trim();
+    if (!(whole.startsWith("{") && whole.endsWith("}") && looksLikeKnownCall(whole, known))) {
+      return { kind: "final", text: content };
+    }
+    bodies = [whole];
+  }
+  const problems: string[] = [];
+  const calls: ParsedCall[] = [];
+  bodies.forEach((body, i) => {
+    let obj: unknown;
+    try {
+      obj = JSON.parse(body);
+    } catch (err) {
+      problems.push(`the text inside <tool_call> is not valid JSON (${(err as Error).message})`);
+      return;
+    }
+    if (typeof obj !== "object" || obj === null || typeof (obj as { name?: unknown }).name !== "string") {
+      problems.push('a tool call must be a JSON object {"name": "...", "arguments": {...}}');
+      return;
+    }
+    const o = obj as { name: string; arguments?: unknown; parameters?: unknown };
+    const rawArgs = o.arguments ?? o.parameters ?? {};
+    const parsed = parseCall(o.name, typeof rawArgs === "string" ? rawArgs : JSON.stringify(rawArgs), known);
+    if (typeof parsed === "string") problems.push(parsed);
+    else calls.push({ id: `call_${step}_${i}`, ...parsed });
+  });
+  const toolCalls: ToolCall[] = calls.map((c) => ({
+    id: c.id,
+    type: "function",
+    function: { name: c.name, arguments: JSON.stringify(c.args) },
+  }));
+  if (problems.length > 0) return { kind: "malformed", text: outside, problems, toolCalls: [] };
+  return { kind: "calls", text: outside, calls, toolCalls };
+}
+
+function parseCall(
+  name: string,
+  args: string,
+  known: ReadonlySet<string>,
+): { name: string; args: Record<string, unknown> } | string {
+  if (!known.has(name)) {
+    const list = [...known].join(", ") || "none";
+    return `unknown tool '${name}' (available: ${list})`;
+  }
+  let value: unknown;
+  try {
+    value = args.trim() === "" ? {} : JSON.parse(args);
+  } catch (err) {
+    return `the arguments for '${name}' are not valid JSON (${(err as Error).message})`;
+  }
+  if (typeof value !== "object" || value === null || Array.isArray(value)) {
+    return `the arguments for '${name}' must be a JSON object`;
+  }
+  return { name, args: value as Record<string, unknown> };
+}
+
+function looksLikeKnownCall(text: string, known: ReadonlySet<string>): boolean {
+  const m = /^\{\s*"name"\s*:\s*"([^"]+)"/.exec(text);
+  return m !== null && known.has(m[1] ?? "");
+}

@@ -1,0 +1,74 @@
+import { CoreError } from "../protocol/errors.ts";
+import type { McpPool } from "./mcp-pool.ts";
+
+/** One MCP tool as offered to the model. */
+export interface AgentTool {
+  /** The function name the model sees: `<server>__<tool>` (OpenAI names allow no dots). */
+  fn: string;
+  /** The name used in events and config: `<server>.<tool>`. */
+  display: string;
+  server: string;
+  tool: string;
+  description: string;
+  parameters: Record<string, unknown>;
+  requiresApproval: boolean;
+}
+
+export const FN_SEPARATOR = "__";
+
+/** Which servers an agent's patterns (`server.tool`, `server.*`) need started. */
+export function serversOf(patterns: readonly string[]): string[] {
+  return [...new Set(patterns.map((p) => p.slice(0, p.indexOf("."))))];
+}
+
+function matches(pattern: string, server: string, tool: string): boolean {
+  const dot = pattern.indexOf(".");
+  const ps = pattern.slice(0, dot);
+  const pt = pattern.slice(dot + 1);
+  return ps === server && (pt === "*" || pt === tool);
+}
+
+/**
+ * Lists the tools an agent may use, starting the servers it names. A pattern naming a server
+ * that is not configured is a config mistake the host must see, not a silently smaller toolset.
+ */
+export async function resolveTools(
+  patterns: readonly string[],
+  pool: McpPool,
+  signal: AbortSignal,
+): Promise<AgentTool[]> {
+  const out: AgentTool[] = [];
+  for (const server of serversOf(patterns)) {
+    const cfg = pool.config(server);
+    if (!cfg) {
+      throw new CoreError(
+        "config_invalid",
+        `agent tool pattern names MCP server '${server}', which is not configured`,
+        {
+          key: "agents.tools",
+        },
+      );
+    }
+    for (const t of await pool.tools(server, signal)) {
+      if (!patterns.some((p) => matches(p, server, t.name))) continue;
+      out.push({
+        fn: `${server}${FN_SEPARATOR}${t.name}`,
+        display: `${server}.${t.name}`,
+        server,
+        tool: t.name,
+        description: t.description,
+        parameters: t.inputSchema,
+        requiresApproval: cfg.requires_approval.includes(t.name) || cfg.requires_approval.includes("*"),
+      });
+    }
+  }
+  return out;
+}
+
+/** The `tools` array of the chat request. */
+export function toOpenAiTools(tools: readonly AgentTool[]): unknown[] {
+  return tools.map((t) => ({
+    type: "function",
+    function: { name: t.fn, description: t.description, parameters: t.parameters },
+  }));
+}

@@ -1,0 +1,79 @@
+import { isCoreError } from "../protocol/errors.ts";
+import type { McpPool } from "./mcp-pool.ts";
+import type { AgentTool } from "./tool-registry.ts";
+
+/** A tool result longer than this is cut before it reaches the model (and the history). */
+export const TOOL_RESULT_LIMIT = 16_000;
+/** `tool_done.preview` length. */
+export const PREVIEW_CHARS = 200;
+
+export interface ToolOutcome {
+  status: "ok" | "error" | "denied";
+  /** What the model reads in the tool message. */
+  content: string;
+  preview: string;
+  retryable: boolean;
+  ms: number;
+}
+
+export function truncate(text: string, limit = TOOL_RESULT_LIMIT): string {
+  if (text.length <= limit) return text;
+  return `${text.slice(0, limit)}\n[… truncated: ${text.length - limit} more characters not shown]`;
+}
+
+export function preview(text: string): string {
+  const flat = text.replace(/\s+/g, " ").trim();
+  return flat.length <= PREVIEW_CHARS ? flat : `${flat.slice(0, PREVIEW_CHARS - 1)}…`;
+}
+
+/**
+ * Runs one call, or refuses it when the tool needs approval the chat did not give. Errors of
+ * the tool or its server become a result the model can read; only the chat's own abort
+ * propagates. `retryable` says whether the same call might succeed if tried again (a timeout
+ * or a crashed server: yes; the tool reporting an error or a denial: no).
+ */
+export async function runTool(
+  tool: AgentTool,
+  args: Record<string, unknown>,
+  pool: McpPool,
+  approved: boolean,
+  signal: AbortSignal,
+  now: () => number = Date.now,
+): Promise<ToolOutcome> {
+  const started = now();
+  const ms = () => Math.max(0, now() - started);
+  if (tool.requiresApproval && !approved) {
+    const content = `The tool ${tool.display} was not run: it requires the user's approval, which was not given for this request. Do not call it again; tell the user it needs approval.`;
+    return {
+      status: "denied",
+      content,
+      preview: "denied: requires approval (approve_execution is false)",
+      retryable: false,
+      ms: ms(),
+    };
+  }
+  try {
+    const out = await pool.call(tool.server, tool.tool, args, signal);
+    const body = truncate(out.text);
+    if (out.isError) {
+      return {
+        status: "error",
+        content: `The tool reported an error: ${body}`,
+        preview: preview(out.text),
+        retryable: false,
+        ms: ms(),
+      };
+    }
+    return { status: "ok", content: body, preview: preview(out.text), retryable: false, ms: ms() };
+  } catch (err) {
+    if (signal.aborted) throw signal.reason;
+    const message = isCoreError(err) || err instanceof Error ? err.message : String(err);
+    return {
+      status: "error",
+      content: `The tool could not be run: ${message}`,
+      preview: preview(message),
+      retryable: true,
+      ms: ms(),
+    };
+  }
+}

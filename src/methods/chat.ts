@@ -1,0 +1,63 @@
+import { randomInt } from "node:crypto";
+import { runTurn } from "../agent/loop.ts";
+import { McpPool } from "../agent/mcp-pool.ts";
+import { ChatParamsSchema } from "../protocol/chat.ts";
+import type { LlamaProvider } from "../runtime/endpoint.ts";
+import { llamaProvider } from "../runtime/provider.ts";
+import type { Core } from "../server/core.ts";
+import { KeyedMutex } from "../store/keyed-mutex.ts";
+import { MemoryIndex } from "../store/memory-index.ts";
+import { defineMethod } from "./types.ts";
+
+function randomId(length: number, alphabet: string): string {
+  let s = "";
+  for (let i = 0; i < length; i++) s += alphabet[randomInt(alphabet.length)];
+  return s;
+}
+
+/** The chat method, with the llama-server provider injectable for tests. */
+export function chatMethod(options: { provider: (core: Core) => LlamaProvider }) {
+  return defineMethod({
+    name: "chat",
+    params: ChatParamsSchema,
+    run: async (params, ctx) => {
+      const { config } = ctx.core.config();
+      const provider = options.provider(ctx.core);
+      const pool = ctx.core.service(
+        "mcp",
+        () => new McpPool(config.mcp_servers),
+        (p) => p.close(),
+      );
+      const locks = ctx.core.service("session-locks", () => new KeyedMutex());
+      const memories = ctx.core.service("memory-indexes", () => new Map<string, MemoryIndex>());
+      const result = await runTurn(params, {
+        config,
+        dataDir: config.app.data_dir,
+        provider,
+        pool,
+        locks,
+        // Built on a user's first chat in this process, then kept and updated after each turn.
+        memory: (userId) => {
+          let index = memories.get(userId);
+          if (!index) {
+            index = MemoryIndex.forUser(config.app.data_dir, userId, config.memory.folders).load();
+            memories.set(userId, index);
+          }
+          return index;
+        },
+        emit: (event, fields) => ctx.emit(event, fields),
+        signal: ctx.signal,
+        randomId,
+        now: () => new Date(),
+      });
+      // A cancel that raced the finish still ends the chat as cancelled (the dispatcher's rule).
+      if (ctx.signal.aborted) {
+        ctx.emit("loop_abort", { step: 0, reason: "cancelled" });
+        throw ctx.signal.reason;
+      }
+      return { ...result, dropped_events: ctx.droppedEvents };
+    },
+  });
+}
+
+export const chat = chatMethod({ provider: llamaProvider });

@@ -1,0 +1,36 @@
+import { randomBytes } from "node:crypto";
+import { closeSync, fsyncSync, mkdirSync, openSync, renameSync, writeSync } from "node:fs";
+import { dirname, join } from "node:path";
+
+/**
+ * Writes a file so that a crash leaves either the old or the new content, never a torn one:
+ * a temp file in the same folder, fsync, rename over the target, then fsync the folder so the
+ * rename itself is durable (best-effort where the OS does not allow opening folders).
+ */
+export function writeFileAtomic(path: string, data: string): void {
+  const dir = dirname(path);
+  mkdirSync(dir, { recursive: true });
+  const tmp = join(dir, `.${randomBytes(6).toString("hex")}.tmp`);
+  const fd = openSync(tmp, "w", 0o600);
+  try {
+    writeSync(fd, data);
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+  renameSync(tmp, path);
+  try {
+    const dfd = openSync(dir, "r");
+    try {
+      fsyncSync(dfd);
+    } finally {
+      closeSync(dfd);
+    }
+  } catch {
+    // Windows cannot open a folder for fsync; the rename is still atomic there.
+  }
+}
+
+export function writeJsonAtomic(path: string, value: unknown): void {
+  writeFileAtomic(path, `${JSON.stringify(value)}\n`);
+}

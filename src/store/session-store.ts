@@ -1,0 +1,114 @@
+import { existsSync, readFileSync, renameSync, rmSync } from "node:fs";
+import { join } from "node:path";
+import { z } from "zod";
+import { type ChatMessage, ChatMessageSchema } from "../agent/messages.ts";
+import type { Warning } from "../protocol/chat.ts";
+import { logger } from "../util/logger.ts";
+import { writeJsonAtomic } from "./atomic.ts";
+
+export const HistorySchema = z.object({
+  version: z.literal(1),
+  messages: z.array(ChatMessageSchema),
+});
+
+/** The state of an unfinished turn (L2 checkpoint), enough to resume it without redoing tools. */
+export const CheckpointSchema = z.object({
+  version: z.literal(1),
+  trace_id: z.string(),
+  user_input: z.string(),
+  agent: z.string(),
+  /** The next step to run. */
+  step: z.number().int().nonnegative(),
+  parse_errors: z.number().int().nonnegative(),
+  best_text: z.string(),
+  /** Messages this turn added after the history (user input first). */
+  turn: z.array(ChatMessageSchema),
+  updated_at: z.string(),
+});
+export type Checkpoint = z.infer<typeof CheckpointSchema>;
+
+/**
+ * One session's files under data_dir/users/<user>/sessions/<session>/. Ids were validated by
+ * SafeIdSchema, so they are plain path segments. Every write is atomic; a file that does not
+ * parse is renamed aside (`<name>.corrupt-<time>`), never deleted, and reported as a warning.
+ */
+export class SessionStore {
+  readonly dir: string;
+
+  constructor(
+    dataDir: string,
+    readonly userId: string,
+    readonly sessionId: string,
+    private readonly now: () => Date = () => new Date(),
+  ) {
+    this.dir = join(dataDir, "users", userId, "sessions", sessionId);
+  }
+
+  get historyPath(): string {
+    return join(this.dir, "history.json");
+  }
+
+  get checkpointPath(): string {
+    return join(this.dir, "checkpoint.json");
+  }
+
+  loadHistory(warnings: Warning[]): ChatMessage[] {
+    const value = this.readJson(
+      this.historyPath,
+      HistorySchema,
+      "history_reset",
+      "session history",
+      warnings,
+    );
+    return value?.messages ?? [];
+  }
+
+  saveHistory(messages: ChatMessage[]): void {
+    writeJsonAtomic(this.historyPath, { version: 1, messages });
+  }
+
+  loadCheckpoint(warnings: Warning[]): Checkpoint | undefined {
+    return this.readJson(
+      this.checkpointPath,
+      CheckpointSchema,
+      "checkpoint_reset",
+      "turn checkpoint",
+      warnings,
+    );
+  }
+
+  saveCheckpoint(cp: Omit<Checkpoint, "version" | "updated_at">): void {
+    writeJsonAtomic(this.checkpointPath, { version: 1, ...cp, updated_at: this.now().toISOString() });
+  }
+
+  clearCheckpoint(): void {
+    rmSync(this.checkpointPath, { force: true });
+  }
+
+  private readJson<T>(
+    path: string,
+    schema: z.ZodType<T>,
+    code: string,
+    what: string,
+    warnings: Warning[],
+  ): T | undefined {
+    if (!existsSync(path)) return undefined;
+    let problem: string;
+    try {
+      const parsed = schema.safeParse(JSON.parse(readFileSync(path, "utf8")));
+      if (parsed.success) return parsed.data;
+      const issue = parsed.error.issues[0];
+      problem = `unexpected shape at '${issue?.path.join(".") ?? ""}': ${issue?.message ?? "invalid"}`;
+    } catch (err) {
+      problem = `not valid JSON (${(err as Error).message})`;
+    }
+    const aside = `${path}.corrupt-${this.now().toISOString().replace(/[:.]/g, "-")}`;
+    renameSync(path, aside);
+    logger.warn(`${what} ${path} was unreadable (${problem}); moved to ${aside}`);
+    warnings.push({
+      code,
+      message: `the ${what} could not be read (${problem}); it was moved aside to ${aside} and started afresh`,
+    });
+    return undefined;
+  }
+}

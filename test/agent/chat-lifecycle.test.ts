@@ -1,0 +1,254 @@
+import { describe, expect, test } from "bun:test";
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { CoreError } from "../../src/protocol/errors.ts";
+import { ChatHarness, names } from "./harness.ts";
+
+const calls = (h: ChatHarness) =>
+  existsSync(h.mcpLog)
+    ? readFileSync(h.mcpLog, "utf8")
+        .trim()
+        .split("\n")
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as { tool: string; args: Record<string, unknown> })
+    : [];
+
+async function until(check: () => boolean, ms = 10_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > end) throw new Error("condition not met in time");
+    await Bun.sleep(25);
+  }
+}
+
+const sessionDir = (h: ChatHarness, session: string, user = "default_user") =>
+  join(h.dataDir, "users", user, "sessions", session);
+
+describe("chat: cancel", () => {
+  test("cancel during streaming closes the stream and ends with cancelled after loop_abort", async () => {
+    await using h = new ChatHarness({ agents: [{ name: "plain" }] });
+    h.llama.script({ hang: ["a", "b"] });
+    h.send("c1", "chat", { input: "long", session_id: "cx" });
+    await h.waitFor((m) => m.event === "llm_chunk" && m.delta === "b");
+    h.send("k1", "cancel", {});
+    expect((await h.terminal("k1")).result).toEqual({ cancelled: true });
+    const end = await h.terminal("c1");
+    expect(end).toMatchObject({ type: "error", code: "cancelled" });
+    expect(h.events("c1").at(-1)).toMatchObject({ event: "loop_abort", reason: "cancelled", step: 0 });
+    await until(() => h.llama.disconnects === 1);
+    // The interrupted turn stays resumable.
+    expect(existsSync(join(sessionDir(h, "cx"), "checkpoint.json"))).toBe(true);
+    h.send("k2", "cancel", { request_id: "c1" });
+    expect((await h.terminal("k2")).result).toEqual({ cancelled: false });
+  });
+
+  test("cancel during a tool stops waiting for it; resume re-runs only the unfinished call", async () => {
+    await using h = new ChatHarness();
+    h.llama.script({
+      toolCalls: [
+        { name: "t__echo", args: { text: "first" } },
+        { name: "t__slow", args: { ms: 6000 } },
+      ],
+    });
+    h.send("c1", "chat", { input: "work", session_id: "rs" });
+    await h.waitFor((m) => m.event === "tool_start" && m.tool === "t.slow");
+    // Cancel once the server is really running it, so the test proves the stop reaches the tool.
+    await until(() => calls(h).some((c) => c.tool === "slow"));
+    const cancelledAt = Date.now();
+    h.send("k", "cancel", { request_id: "c1" });
+    expect(await h.terminal("c1")).toMatchObject({ type: "error", code: "cancelled" });
+    // Well before the 6 s the tool would take.
+    expect(Date.now() - cancelledAt).toBeLessThan(4000);
+    expect(h.events("c1").at(-1)).toMatchObject({ event: "loop_abort", reason: "cancelled", step: 0 });
+    // The MCP server was told to stop the slow call.
+    await until(() => calls(h).some((c) => c.tool === "slow_cancelled"));
+
+    h.llama.script({ text: ["resumed fine"] });
+    const { terminal, events } = await h.chat("c2", { session_id: "rs", resume: true });
+    expect(terminal.result).toMatchObject({ response: "resumed fine", warnings: [] });
+    expect(events.filter((e) => e.event === "tool_start").map((e) => e.tool)).toEqual(["t.slow"]);
+    expect(events[0]).toMatchObject({ event: "run_start", user_input: "work" });
+    expect(calls(h).filter((c) => c.tool === "echo")).toHaveLength(1);
+    expect(existsSync(join(sessionDir(h, "rs"), "checkpoint.json"))).toBe(false);
+    const history = JSON.parse(readFileSync(join(sessionDir(h, "rs"), "history.json"), "utf8")).messages;
+    expect(history.map((m: { role: string }) => m.role)).toEqual([
+      "user",
+      "assistant",
+      "tool",
+      "tool",
+      "assistant",
+    ]);
+  }, 30_000);
+
+  test("two parallel chats: cancelling one leaves the other untouched", async () => {
+    await using h = new ChatHarness({ agents: [{ name: "plain" }] }, { slots: 2 });
+    const tokens = Array.from({ length: 40 }, (_, i) => `t${i} `);
+    h.llama.script({ text: tokens, delayMs: 20 }, { text: tokens, delayMs: 20 });
+    h.send("a", "chat", { input: "one", session_id: "pa" });
+    h.send("b", "chat", { input: "two", session_id: "pb" });
+    await h.waitFor((m) => m.id === "a" && m.event === "llm_chunk");
+    await h.waitFor((m) => m.id === "b" && m.event === "llm_chunk");
+    h.send("k", "cancel", {});
+    expect(await h.terminal("k")).toMatchObject({ type: "error", code: "invalid_request" });
+    h.send("k2", "cancel", { request_id: "a" });
+    expect((await h.terminal("k2")).result).toEqual({ cancelled: true });
+    expect(await h.terminal("a")).toMatchObject({ code: "cancelled" });
+    const b = await h.terminal("b");
+    expect(b.result).toMatchObject({ response: tokens.join("") });
+    expect(h.provider.maxActive).toBe(2);
+  });
+
+  test("chats beyond the slots wait; two chats on one session run one after the other", async () => {
+    await using h = new ChatHarness({ agents: [{ name: "plain" }] }, { slots: 1 });
+    h.llama.script({ text: ["x", "y"], delayMs: 30 }, { text: ["z"] }, { text: ["w"] });
+    h.send(1, "chat", { input: "first", session_id: "same" });
+    h.send(2, "chat", { input: "second", session_id: "same" });
+    h.send(3, "chat", { input: "other", session_id: "other" });
+    for (const id of [1, 2, 3]) expect((await h.terminal(id)).type).toBe("result");
+    expect(h.provider.maxActive).toBe(1);
+    const secondReq = h.llama.requests.find((r) => r.body.messages.at(-1)?.content === "second");
+    expect(secondReq?.body.messages.map((m) => m.content)).toContain("first");
+  });
+});
+
+describe("chat: failures and disk", () => {
+  test("llama-server dying mid-stream is an error, and the next chat works", async () => {
+    await using h = new ChatHarness({ agents: [{ name: "plain" }] });
+    h.llama.script({ dieAfter: ["par", "tial"] }, { text: ["recovered"] });
+    const broken = await h.chat(1, { input: "x", session_id: "d" });
+    expect(broken.terminal).toMatchObject({
+      type: "error",
+      code: "internal_error",
+      data: { reason: "connection_lost" },
+    });
+    expect(broken.events.at(-1)).toMatchObject({ event: "loop_abort", reason: "llm_error" });
+    expect(h.provider.failures).toHaveLength(1);
+    expect(h.provider.active).toBe(0);
+    const next = await h.chat(2, { input: "again", session_id: "d2" });
+    expect(next.terminal.result).toMatchObject({ response: "recovered" });
+  });
+
+  test("a wedged server (stream open, no bytes) is reported and the chat ends with a named error", async () => {
+    await using h = new ChatHarness({ agents: [{ name: "plain" }] }, { requestTimeoutMs: 300 });
+    h.llama.script({ hang: ["stuck"] }, { text: ["fine"] });
+    const { terminal, events } = await h.chat(1, { input: "x", session_id: "w" });
+    expect(terminal).toMatchObject({
+      type: "error",
+      code: "internal_error",
+      data: { reason: "server_failed" },
+    });
+    expect(terminal.message).toContain("stopped responding");
+    expect(events.at(-1)).toMatchObject({ event: "loop_abort", reason: "llm_error" });
+    expect(h.provider.failures[0]).toContain("no progress");
+    for (let i = 0; i < 50 && h.llama.disconnects === 0; i++) await Bun.sleep(20);
+    expect(h.llama.disconnects).toBe(1); // the hung stream was closed
+    const next = await h.chat(2, { input: "again", session_id: "w2" });
+    expect(next.terminal).toMatchObject({ result: { response: "fine" } });
+  });
+
+  test("the server dying under an open stream ends the chat at once with the crash named", async () => {
+    await using h = new ChatHarness({ agents: [{ name: "plain" }] });
+    h.llama.script({ hang: ["stuck"] });
+    const pending = h.chat(1, { input: "x", session_id: "dd" });
+    await Bun.sleep(200);
+    h.provider.died.abort(new CoreError("internal_error", "llama-server crashed (killed by SIGKILL)"));
+    const { terminal } = await pending;
+    expect(terminal).toMatchObject({ code: "internal_error", data: { reason: "server_failed" } });
+    expect(terminal.message).toContain("crashed");
+  });
+
+  test("a 5xx becomes internal_error with the server's message", async () => {
+    await using h = new ChatHarness({ agents: [{ name: "plain" }] });
+    h.llama.script({ status: 503, message: "Loading model" });
+    const { terminal } = await h.chat(1, { input: "x" });
+    expect(terminal).toMatchObject({ type: "error", code: "internal_error" });
+    expect(terminal.message).toContain("Loading model");
+  });
+
+  test("resume from a checkpoint left by a killed core skips the completed tool call", async () => {
+    await using h = new ChatHarness();
+    const dir = sessionDir(h, "k9");
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(
+      join(dir, "checkpoint.json"),
+      JSON.stringify({
+        version: 1,
+        trace_id: "0000000000000000",
+        user_input: "do two things",
+        agent: "assistant",
+        step: 1,
+        parse_errors: 0,
+        best_text: "",
+        turn: [
+          { role: "user", content: "do two things" },
+          {
+            role: "assistant",
+            content: null,
+            tool_calls: [
+              { id: "c1", type: "function", function: { name: "t__echo", arguments: '{"text":"one"}' } },
+              { id: "c2", type: "function", function: { name: "t__echo", arguments: '{"text":"two"}' } },
+            ],
+          },
+          { role: "tool", tool_call_id: "c1", content: "echo: one" },
+        ],
+        updated_at: "2026-01-01T00:00:00.000Z",
+      }),
+    );
+    h.llama.script({ text: ["both done"] });
+    const { terminal, events } = await h.chat("r", { session_id: "k9", resume: true });
+    expect(terminal.result).toMatchObject({ response: "both done" });
+    expect(events.filter((e) => e.event === "tool_start")).toEqual([
+      expect.objectContaining({ step: 0, args: { text: "two" } }),
+    ]);
+    expect(calls(h).map((c) => c.args.text)).toEqual(["two"]);
+    const sent = h.llama.requests[0]?.body.messages.filter((m) => m.role === "tool").map((m) => m.content);
+    expect(sent).toEqual(["echo: one", "echo: two"]);
+    expect(events.find((e) => e.event === "llm_start")).toMatchObject({ step: 1 });
+  });
+
+  test("a corrupt history is moved aside, reset and reported", async () => {
+    await using h = new ChatHarness({ agents: [{ name: "plain" }] });
+    const dir = sessionDir(h, "bad");
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, "history.json"), "{ this is not json \u0000");
+    h.llama.script({ text: ["fresh"] });
+    const { terminal } = await h.chat(1, { input: "hello", session_id: "bad" });
+    const result = terminal.result as { warnings: { code: string; message: string }[] };
+    expect(result.warnings.map((w) => w.code)).toEqual(["history_reset"]);
+    const aside = readdirSync(dir).filter((f) => f.startsWith("history.json.corrupt-"));
+    expect(aside).toHaveLength(1);
+    expect(readFileSync(join(dir, aside[0] as string), "utf8")).toContain("this is not json");
+    const history = JSON.parse(readFileSync(join(dir, "history.json"), "utf8"));
+    expect(history.messages).toHaveLength(2);
+  });
+
+  test("ids that could escape the data directory are invalid_request naming the field", async () => {
+    await using h = new ChatHarness({ agents: [{ name: "plain" }] });
+    const cases: [Record<string, unknown>, string][] = [
+      [{ user_id: "../../etc" }, "user_id"],
+      [{ session_id: "a/b" }, "session_id"],
+      [{ session_id: ".hidden" }, "session_id"],
+      [{ user_id: "CON" }, "user_id"],
+      [{ session_id: "x".repeat(129) }, "session_id"],
+    ];
+    for (const [i, [params, field]] of cases.entries()) {
+      const { terminal } = await h.chat(`p${i}`, { input: "x", ...params });
+      expect(terminal).toMatchObject({ type: "error", code: "invalid_request", data: { field } });
+      expect(terminal.message).toContain(field);
+    }
+    expect(h.llama.requests).toHaveLength(0);
+    expect(existsSync(h.dataDir)).toBe(false);
+  });
+
+  test("an unknown agent is invalid_request; memory recalls an earlier session's turn", async () => {
+    await using h = new ChatHarness({ agents: [{ name: "plain" }] });
+    const bad = await h.chat(1, { input: "x", agent: "nobody" });
+    expect(bad.terminal).toMatchObject({ type: "error", code: "invalid_request", data: { field: "agent" } });
+    h.llama.script({ text: ["The capybara is named Pancake."] }, { text: ["Pancake"] });
+    await h.chat(2, { input: "remember: my capybara is called Pancake", session_id: "m1" });
+    const { events } = await h.chat(3, { input: "what is my capybara called?", session_id: "m2" });
+    expect(events.find((e) => e.event === "memory_done")).toEqual(expect.objectContaining({ hits: 1 }));
+    expect(names(events).slice(0, 3)).toEqual(["run_start", "memory_start", "memory_done"]);
+    expect(h.llama.requests[1]?.body.messages[0]?.content).toContain("Pancake");
+  });
+});

@@ -1,0 +1,130 @@
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { cancel } from "../../src/methods/cancel.ts";
+import { chatMethod } from "../../src/methods/chat.ts";
+import type { MethodEntry } from "../../src/methods/index.ts";
+import type { MethodDef } from "../../src/methods/types.ts";
+import { Dispatcher } from "../../src/protocol/dispatcher.ts";
+import { Writer } from "../../src/protocol/writer.ts";
+import { Core } from "../../src/server/core.ts";
+import { FakeProvider, SseLlama } from "../fixtures/sse-llama.ts";
+import { tmpdir } from "../fixtures/tmpdir.ts";
+
+export const MCP_SERVER = join(import.meta.dir, "..", "fixtures", "mcp-test-server.ts");
+
+export interface Msg {
+  id: string | number | null;
+  type: "event" | "result" | "error";
+  event?: string;
+  [k: string]: unknown;
+}
+
+/**
+ * A core with the chat method wired to the SSE fake and the test MCP server, driven through
+ * the real Dispatcher and Writer (an in-memory sink collects the output lines).
+ */
+export class ChatHarness {
+  readonly dir = tmpdir("local-ai-chat-");
+  readonly llama = new SseLlama();
+  readonly provider: FakeProvider;
+  readonly core: Core;
+  readonly out: Msg[] = [];
+  readonly mcpLog: string;
+  private readonly dispatcher: Dispatcher;
+  private waiters: (() => void)[] = [];
+
+  constructor(
+    config: Record<string, unknown> = {},
+    options: { slots?: number; queueSize?: number; requestTimeoutMs?: number } = {},
+  ) {
+    this.provider = new FakeProvider(this.llama, options.slots ?? 1, options.requestTimeoutMs);
+    this.mcpLog = join(this.dir.path, "mcp-calls.log");
+    const full = {
+      app: { data_dir: "./data", max_parse_errors: 2, max_steps: 8 },
+      agents: [{ name: "assistant", system_prompt: "You are a test.", tools: ["t.*"] }],
+      mcp_servers: [
+        {
+          name: "t",
+          command: process.execPath,
+          args: [MCP_SERVER],
+          env: { MCP_TEST_LOG: this.mcpLog },
+          timeout_s: 20,
+          requires_approval: ["write_note"],
+        },
+      ],
+      memory: { enabled: true, top_k: 3 },
+      ...config,
+    };
+    writeFileSync(join(this.dir.path, "config.yaml"), JSON.stringify(full));
+    this.core = new Core({ configPath: join(this.dir.path, "config.yaml"), cwd: this.dir.path });
+    const writer = new Writer(
+      {
+        write: (data) => {
+          for (const line of data.split("\n")) if (line) this.out.push(JSON.parse(line));
+          const w = this.waiters;
+          this.waiters = [];
+          for (const f of w) f();
+        },
+      },
+      { queueSize: options.queueSize ?? 4096 },
+    );
+    const chat = chatMethod({ provider: () => this.provider });
+    const methods = new Map<string, MethodEntry>([
+      ["chat", { name: "chat", cancellable: true, load: async () => chat as unknown as MethodDef }],
+      ["cancel", { name: "cancel", cancellable: false, load: async () => cancel as unknown as MethodDef }],
+    ]);
+    this.dispatcher = new Dispatcher(methods, writer, this.core, async () => {});
+  }
+
+  get dataDir(): string {
+    return join(this.dir.path, "data");
+  }
+
+  send(id: string | number, method: string, params: Record<string, unknown> = {}): void {
+    this.dispatcher.handleLine(JSON.stringify({ id, method, params }));
+  }
+
+  /** Waits until a message matching `pred` has been written. */
+  async waitFor(pred: (m: Msg) => boolean, timeoutMs = 20_000): Promise<Msg> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const found = this.out.find(pred);
+      if (found) return found;
+      if (Date.now() > deadline)
+        throw new Error(`timed out; output so far: ${JSON.stringify(this.out).slice(0, 2000)}`);
+      await new Promise<void>((r) => {
+        this.waiters.push(r);
+        setTimeout(r, 50);
+      });
+    }
+  }
+
+  terminal(id: string | number): Promise<Msg> {
+    return this.waitFor((m) => m.id === id && m.type !== "event");
+  }
+
+  events(id: string | number): Msg[] {
+    return this.out.filter((m) => m.id === id && m.type === "event");
+  }
+
+  /** Runs one chat to its terminal message. */
+  async chat(
+    id: string | number,
+    params: Record<string, unknown>,
+  ): Promise<{ terminal: Msg; events: Msg[] }> {
+    this.send(id, "chat", params);
+    const terminal = await this.terminal(id);
+    return { terminal, events: this.events(id) };
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.dispatcher.stopAll();
+    await this.core.stop();
+    this.llama.stop();
+    this.dir[Symbol.dispose]();
+  }
+}
+
+export function names(events: Msg[]): string[] {
+  return events.map((e) => e.event as string);
+}

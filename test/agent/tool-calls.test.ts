@@ -1,0 +1,84 @@
+import { describe, expect, test } from "bun:test";
+import { interpretStep, ToolCallAssembler } from "../../src/agent/tool-calls.ts";
+
+const known = new Set(["fs__read", "fs__write"]);
+
+describe("ToolCallAssembler", () => {
+  test("joins fragments by index, keeping id and name from the first", () => {
+    const a = new ToolCallAssembler();
+    a.push({ index: 1, id: "B", type: "function", function: { name: "fs__write", arguments: '{"p"' } });
+    a.push({ index: 0, id: "A", type: "function", function: { name: "fs__read", arguments: "{" } });
+    a.push({ index: 0, function: { arguments: '"x":1}' } });
+    a.push({ index: 1, function: { arguments: ":2}" } });
+    expect(a.calls()).toEqual([
+      { id: "A", type: "function", function: { name: "fs__read", arguments: '{"x":1}' } },
+      { id: "B", type: "function", function: { name: "fs__write", arguments: '{"p":2}' } },
+    ]);
+  });
+});
+
+describe("interpretStep", () => {
+  test("plain text is final", () => {
+    expect(interpretStep("Hello", [], known, 0)).toEqual({ kind: "final", text: "Hello" });
+  });
+
+  test("native calls are parsed; empty arguments mean {}", () => {
+    const out = interpretStep(
+      "",
+      [{ id: "1", type: "function", function: { name: "fs__read", arguments: "" } }],
+      known,
+      0,
+    );
+    expect(out).toMatchObject({ kind: "calls", calls: [{ id: "1", name: "fs__read", args: {} }] });
+  });
+
+  test("native call with bad JSON or unknown name is malformed and says why", () => {
+    const out = interpretStep(
+      "",
+      [
+        { id: "1", type: "function", function: { name: "fs__read", arguments: '{"a":' } },
+        { id: "2", type: "function", function: { name: "nope", arguments: "{}" } },
+      ],
+      known,
+      0,
+    );
+    expect(out.kind).toBe("malformed");
+    if (out.kind !== "malformed") return;
+    expect(out.problems[0]).toContain("not valid JSON");
+    expect(out.problems[1]).toContain("unknown tool 'nope'");
+  });
+
+  test("tagged text fallback with text around it", () => {
+    const out = interpretStep(
+      'Sure. <tool_call>{"name":"fs__read","arguments":{"path":"a"}}</tool_call>',
+      [],
+      known,
+      3,
+    );
+    expect(out).toMatchObject({
+      kind: "calls",
+      text: "Sure.",
+      calls: [{ id: "call_3_0", name: "fs__read", args: { path: "a" } }],
+      toolCalls: [{ id: "call_3_0", function: { name: "fs__read", arguments: '{"path":"a"}' } }],
+    });
+  });
+
+  test("an unclosed tag, string arguments and 'parameters' are accepted", () => {
+    const out = interpretStep('<tool_call>{"name":"fs__write","parameters":"{\\"x\\":1}"}', [], known, 0);
+    expect(out).toMatchObject({ kind: "calls", calls: [{ name: "fs__write", args: { x: 1 } }] });
+  });
+
+  test("a bare JSON object naming a known tool counts; other JSON is an answer", () => {
+    expect(interpretStep('{"name":"fs__read","arguments":{}}', [], known, 0).kind).toBe("calls");
+    expect(interpretStep('{"name":"Bob"}', [], known, 0).kind).toBe("final");
+  });
+
+  test("broken tagged JSON and arguments that are not an object are malformed", () => {
+    expect(interpretStep("<tool_call>{oops</tool_call>", [], known, 0)).toMatchObject({ kind: "malformed" });
+    const out = interpretStep('<tool_call>{"name":"fs__read","arguments":[1]}</tool_call>', [], known, 0);
+    expect(out).toMatchObject({
+      kind: "malformed",
+      problems: ["the arguments for 'fs__read' must be a JSON object"],
+    });
+  });
+});
