@@ -7,6 +7,7 @@
 import { mkdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import pkg from "./package.json" with { type: "json" };
+import { buildClient } from "./scripts/build-client.ts";
 
 export const TARGETS = [
   { os: "linux", arch: "x64", bun: "bun-linux-x64" },
@@ -59,6 +60,8 @@ async function main(argv: string[]): Promise<void> {
   if (argv.includes("--single")) {
     const target = hostTarget();
     await compile(target, outfileFor(target, true));
+    // The typed host client (dist/client/) is small and quick; hosts and e2e tests import it.
+    await buildClient();
     return;
   }
   rmSync(DIST, { recursive: true, force: true });
@@ -66,6 +69,7 @@ async function main(argv: string[]): Promise<void> {
   for (const target of TARGETS) await compile(target, outfileFor(target));
   const host = hostTarget();
   await compile(host, outfileFor(host, true));
+  await buildClient();
 }
 
 if (import.meta.main) {

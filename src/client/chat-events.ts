@@ -1,4 +1,4 @@
-import type { ChatEventName } from "../protocol/chat.ts";
+import type { ChatEventName } from "./protocol-types.ts";
 
 /**
  * The chat event names, kept here as plain strings so the client bundle needs no zod. The type

@@ -1,16 +1,20 @@
-import type { RequestId } from "../protocol/messages.ts";
-import type {
-  CancelResult,
-  DoctorResult,
-  InitializeResult,
-  PlanResult,
-  StatusResult,
-} from "../protocol/results.ts";
 import { isChatEventName } from "./chat-events.ts";
 import { CoreProcess, type ExitInfo, type SpawnFunction } from "./core-process.ts";
 import { LocalAiError, type LocalAiErrorCode } from "./errors.ts";
+import type { RequestId } from "./protocol-types.ts";
 import { RequestStream } from "./request-stream.ts";
-import type { ChatEvent, ChatParams, ChatResult, GenericEvent, InitializeParams } from "./types.ts";
+import type {
+  CancelResult,
+  ChatEvent,
+  ChatParams,
+  ChatResult,
+  DoctorResult,
+  GenericEvent,
+  InitializeParams,
+  InitializeResult,
+  PlanResult,
+  StatusResult,
+} from "./types.ts";
 
 export interface RestartOptions {
   /** Restarts allowed in a row before the client gives up (default 3). */
@@ -241,7 +245,7 @@ export class LocalAiClient {
       }
       proc.endInput();
       const left = Math.max(0, deadline - Date.now());
-      const exited = await Promise.race([proc.waitForExit().then(() => true), delay(left).then(() => false)]);
+      const exited = await withinMs(proc.waitForExit(), left);
       if (!exited) {
         this.log("warn", `core did not exit within ${timeoutMs} ms of shutdown; killing it`);
         proc.kill("SIGKILL");
@@ -644,6 +648,19 @@ function isObject(v: unknown): v is Record<string, unknown> {
 
 function clip(line: string): string {
   return line.length > 200 ? `${line.slice(0, 200)}…` : line;
+}
+
+/** True when the promise settles within `ms`; the timer never outlives it (it would hold a Node host open). */
+async function withinMs(promise: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timeout = new Promise<false>((resolve) => {
+    timer = setTimeout(() => resolve(false), ms);
+  });
+  try {
+    return await Promise.race([promise.then(() => true), timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 function delay(ms: number): Promise<void> {

@@ -1,4 +1,4 @@
-import type { ErrorCode } from "../protocol/errors.ts";
+import type { ErrorCode } from "./protocol-types.ts";
 
 /**
  * Codes the client itself raises, beside the core's own (SPEC §2):

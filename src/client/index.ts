@@ -1,5 +1,5 @@
 /**
- * The typed host client for local-ai: `import { LocalAiClient } from "local-ai/client"`.
+ * The typed host client for local-ai: `import { LocalAiClient } from "@local-ai/client"` (dist/client).
  * Runs in Node (>= 18) and Electron main processes; it never needs Bun.
  */
 export { CHAT_EVENT_NAMES, isChatEventName } from "./chat-events.ts";

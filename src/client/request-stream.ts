@@ -1,5 +1,5 @@
-import type { RequestId } from "../protocol/messages.ts";
 import type { LocalAiError } from "./errors.ts";
+import type { RequestId } from "./protocol-types.ts";
 
 /**
  * One in-flight request seen from the host: an async iterator over its events and a promise

@@ -1,33 +1,26 @@
-import type { z } from "zod";
-import type { initialize } from "../methods/initialize.ts";
-import type { ChatEventFields, ChatEventName, ChatParamsSchema } from "../protocol/chat.ts";
-import type { RequestId } from "../protocol/messages.ts";
-
 /**
- * The client's types, all derived from the core's zod schemas. Only types are imported, so
- * the client bundle carries no zod at runtime.
+ * The client's protocol types. They are the core's zod types printed out as plain TypeScript
+ * (protocol-types.ts, generated), so a host's type check needs no zod;
+ * test/client/protocol-types.test.ts proves them equal to the zod originals.
  */
-
-export type { ChatEventName, ChatResult, Warning } from "../protocol/chat.ts";
-export type { ErrorCode } from "../protocol/errors.ts";
-export type { RequestId } from "../protocol/messages.ts";
 export type {
   CancelResult,
+  ChatEvent,
+  ChatEventName,
+  ChatParams,
+  ChatResult,
   DoctorCheck,
   DoctorResult,
+  ErrorCode,
+  InitializeParams,
   InitializeResult,
   PlanResult,
+  RequestId,
   StatusResult,
-} from "../protocol/results.ts";
+  Warning,
+} from "./protocol-types.ts";
 
-/** What `chat()` accepts: every field has a default on the core's side. */
-export type ChatParams = z.input<typeof ChatParamsSchema>;
-export type InitializeParams = z.input<(typeof initialize)["params"]>;
-
-/** One chat event as it arrives: its fields beside id, type and event. */
-export type ChatEvent = {
-  [K in ChatEventName]: { id: RequestId; type: "event"; event: K } & z.infer<(typeof ChatEventFields)[K]>;
-}[ChatEventName];
+import type { ChatEvent, ChatEventName, RequestId } from "./protocol-types.ts";
 
 /** Narrows a chat event by name: `ChatEventOf<"llm_chunk">`. */
 export type ChatEventOf<K extends ChatEventName> = Extract<ChatEvent, { event: K }>;
