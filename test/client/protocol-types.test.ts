@@ -18,12 +18,14 @@ function same<A, B>(ok: Equal<A, B>): Equal<A, B> {
   return ok;
 }
 type Fields = typeof ChatEventFields;
+// biome-ignore lint/complexity/noBannedTypes: the same empty-fields rule as scripts/client-types.ts
+type NoFields = {};
 type ZodChatEvent = {
   [K in keyof Fields]: {
     id: z.infer<typeof RequestIdSchema>;
     type: "event";
     event: K;
-  } & (string extends keyof z.infer<Fields[K]> ? {} : z.infer<Fields[K]>);
+  } & (string extends keyof z.infer<Fields[K]> ? NoFields : z.infer<Fields[K]>);
 }[keyof Fields];
 
 describe("client protocol types", () => {
