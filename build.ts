@@ -116,5 +116,10 @@ async function main(argv: string[]): Promise<void> {
 }
 
 if (import.meta.main) {
-  await main(process.argv.slice(2));
+  try {
+    await main(process.argv.slice(2));
+  } catch (err) {
+    console.error(`build.ts: ${(err as Error).message}`);
+    process.exit(1);
+  }
 }
