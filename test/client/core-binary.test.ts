@@ -74,7 +74,6 @@ describe("client against the compiled core", () => {
     expect(err.code).toBe("model_plan_error");
     expect(err.data).toEqual({ needed: 2, available: 1 });
     expect((await rejection(client.request("no.such.method"))).code).toBe("unknown_method");
-    expect((await rejection(client.chat({ user_id: "../etc" }).result)).code).not.toBe("timeout");
   });
 
   test("a timeout rejects the call and the core stops the cancellable work", async () => {
@@ -118,14 +117,12 @@ describe("client against the compiled core", () => {
 
   test("shutdown ends in-flight work with cancelled and the process exits", async () => {
     const client = await start();
-    const exits: number[] = [];
     const sleep = client.stream("test.sleep", { ms: 20_000 });
     await client.ping();
     const pid = client.pid!;
     await client.shutdown();
     expect((await rejection(sleep.result)).code).toBe("cancelled");
     expect(() => process.kill(pid, 0)).toThrow();
-    expect(exits).toEqual([]);
   });
 
   test("chat events are typed by name", () => {
