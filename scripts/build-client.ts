@@ -10,7 +10,7 @@
 import { readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import pkg from "../package.json" with { type: "json" };
-import { generateClientTypes, OUTPUT } from "./client-types.ts";
+import { writeClientTypes } from "./client-types.ts";
 
 const ROOT = join(import.meta.dir, "..");
 export const CLIENT_DIST = join(ROOT, "dist/client");
@@ -18,13 +18,7 @@ export const CLIENT_DIST = join(ROOT, "dist/client");
 export async function buildClient(): Promise<void> {
   const started = performance.now();
   // The plain protocol types first: the declarations below are emitted from them.
-  const types = generateClientTypes();
-  const formatted = Bun.spawnSync([join(ROOT, "node_modules/.bin/biome"), "format", `--stdin-file-path=${OUTPUT}`], {
-    stdin: new TextEncoder().encode(types),
-  });
-  if (formatted.exitCode !== 0) throw new Error(`formatting ${OUTPUT} failed: ${formatted.stderr}`);
-  const text = formatted.stdout.toString();
-  if (readFileSync(OUTPUT, "utf8") !== text) writeFileSync(OUTPUT, text);
+  writeClientTypes();
 
   rmSync(CLIENT_DIST, { recursive: true, force: true });
   for (const [format, naming] of [
@@ -79,7 +73,9 @@ export async function buildClient(): Promise<void> {
     )}\n`,
   );
   const kb = (statSync(join(CLIENT_DIST, "index.mjs")).size / 1024).toFixed(1);
-  console.error(`built ${CLIENT_DIST} (index.mjs ${kb} KiB) in ${Math.round(performance.now() - started)} ms`);
+  console.error(
+    `built ${CLIENT_DIST} (index.mjs ${kb} KiB) in ${Math.round(performance.now() - started)} ms`,
+  );
 }
 
 function* walk(dir: string): Generator<string> {

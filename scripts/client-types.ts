@@ -18,7 +18,11 @@ export const OUTPUT = join(ROOT, "src/client/protocol-types.ts");
 const TYPES: [name: string, expr: string, doc: string][] = [
   ["RequestId", "z.infer<typeof RequestIdSchema>", "A request id: echoed back exactly, type included."],
   ["ErrorCode", "z.infer<typeof ErrorCodeSchema>", "Every error code the core may send (SPEC §2)."],
-  ["ChatParams", "z.input<typeof ChatParamsSchema>", "What `chat` accepts: every field has a default on the core's side."],
+  [
+    "ChatParams",
+    "z.input<typeof ChatParamsSchema>",
+    "What `chat` accepts: every field has a default on the core's side.",
+  ],
   ["ChatResult", "z.infer<typeof ChatResultSchema>", "The final answer of a chat."],
   ["Warning", "z.infer<typeof WarningSchema>", "A runtime notice attached to a chat result."],
   ["ChatEventName", "keyof typeof ChatEventFields", "The chat event names."],
@@ -26,7 +30,7 @@ const TYPES: [name: string, expr: string, doc: string][] = [
     "ChatEvent",
     // An event without fields (memory_start) infers as Record<string, never>, which would make
     // id/type/event `never` in the intersection; it contributes {} instead.
-    "{ [K in keyof typeof ChatEventFields]: { id: __RequestId; type: \"event\"; event: K } & (string extends keyof z.infer<(typeof ChatEventFields)[K]> ? {} : z.infer<(typeof ChatEventFields)[K]>) }[keyof typeof ChatEventFields]",
+    '{ [K in keyof typeof ChatEventFields]: { id: __RequestId; type: "event"; event: K } & (string extends keyof z.infer<(typeof ChatEventFields)[K]> ? {} : z.infer<(typeof ChatEventFields)[K]>) }[keyof typeof ChatEventFields]',
     "One chat event: its fields sit beside id, type and event.",
   ],
   ["InitializeParams", "z.input<typeof InitializeParamsSchema>", "What `initialize` accepts."],
@@ -34,8 +38,16 @@ const TYPES: [name: string, expr: string, doc: string][] = [
   ["StatusResult", "z.infer<typeof StatusResultSchema>", "The result of ping and shutdown."],
   ["CancelResult", "z.infer<typeof CancelResultSchema>", "The result of cancel."],
   ["DoctorCheck", "z.infer<typeof DoctorCheckSchema>", "One diagnostic of doctor."],
-  ["DoctorResult", "z.infer<typeof DoctorResultSchema>", "The result of doctor (same data as `local-ai doctor --json`)."],
-  ["PlanResult", "z.infer<typeof PlanResultSchema>", "The result of plan (same data as `local-ai plan --json`)."],
+  [
+    "DoctorResult",
+    "z.infer<typeof DoctorResultSchema>",
+    "The result of doctor (same data as `local-ai doctor --json`).",
+  ],
+  [
+    "PlanResult",
+    "z.infer<typeof PlanResultSchema>",
+    "The result of plan (same data as `local-ai plan --json`).",
+  ],
 ];
 
 const PROBE_HEADER = `import type { z } from "zod";
@@ -49,12 +61,16 @@ import type { CancelResultSchema, DoctorCheckSchema, DoctorResultSchema, Initial
 export function generateClientTypes(): string {
   const probePath = join(ROOT, "src", "__client_types_probe.ts");
   const probe = PROBE_HEADER + TYPES.map(([name, expr]) => `export type __${name} = ${expr};\n`).join("");
-  const config = ts.getParsedCommandLineOfConfigFile(join(ROOT, "tsconfig.json"), {}, {
-    ...ts.sys,
-    onUnRecoverableConfigFileDiagnostic: (d) => {
-      throw new Error(ts.flattenDiagnosticMessageText(d.messageText, "\n"));
+  const config = ts.getParsedCommandLineOfConfigFile(
+    join(ROOT, "tsconfig.json"),
+    {},
+    {
+      ...ts.sys,
+      onUnRecoverableConfigFileDiagnostic: (d) => {
+        throw new Error(ts.flattenDiagnosticMessageText(d.messageText, "\n"));
+      },
     },
-  });
+  );
   if (!config) throw new Error("cannot read tsconfig.json");
   const host = ts.createCompilerHost(config.options);
   const readFile = host.readFile.bind(host);
@@ -92,18 +108,33 @@ export function generateClientTypes(): string {
   return out;
 }
 
+/** The file's text as committed: generated, then formatted by the project's formatter. */
+export function clientTypesText(): string {
+  const formatted = Bun.spawnSync(
+    [join(ROOT, "node_modules/.bin/biome"), "format", `--stdin-file-path=${OUTPUT}`],
+    {
+      stdin: new TextEncoder().encode(generateClientTypes()),
+    },
+  );
+  if (formatted.exitCode !== 0) throw new Error(`formatting ${OUTPUT} failed: ${formatted.stderr}`);
+  return formatted.stdout.toString();
+}
+
+/** Writes the file when it changed; returns whether it did. */
+export function writeClientTypes(): boolean {
+  const text = clientTypesText();
+  if (readFileSync(OUTPUT, "utf8") === text) return false;
+  writeFileSync(OUTPUT, text);
+  return true;
+}
+
 if (import.meta.main) {
-  const text = generateClientTypes();
   if (process.argv.includes("--check")) {
-    const current = readFileSync(OUTPUT, "utf8");
-    if (current !== text) {
+    if (readFileSync(OUTPUT, "utf8") !== clientTypesText()) {
       console.error(`${OUTPUT} is stale: run bun scripts/client-types.ts`);
       process.exit(1);
     }
   } else {
-    writeFileSync(OUTPUT, text);
-    // Keep the file in the project's format so the check compares like with like.
-    Bun.spawnSync([join(ROOT, "node_modules/.bin/biome"), "format", "--write", OUTPUT], { stdout: "ignore" });
-    console.error(`wrote ${OUTPUT}`);
+    console.error(writeClientTypes() ? `wrote ${OUTPUT}` : `${OUTPUT} is current`);
   }
 }

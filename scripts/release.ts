@@ -7,7 +7,17 @@
  * is absent), they keep the executable bit, and they need no dependency.
  */
 import { createHash } from "node:crypto";
-import { chmodSync, copyFileSync, createReadStream, existsSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  copyFileSync,
+  createReadStream,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import { basename, join } from "node:path";
 
 export interface ReleaseTarget {
@@ -47,10 +57,12 @@ export function parseLlamaServers(argv: string[], known: string[]): Map<string, 
     else if (arg.startsWith("--llama-server=")) value = arg.slice("--llama-server=".length);
     else continue;
     const eq = value?.indexOf("=") ?? -1;
-    if (!value || eq <= 0) throw new Error(`--llama-server expects TARGET=PATH (targets: ${known.join(", ")})`);
+    if (!value || eq <= 0)
+      throw new Error(`--llama-server expects TARGET=PATH (targets: ${known.join(", ")})`);
     const target = value.slice(0, eq);
     const path = value.slice(eq + 1);
-    if (!known.includes(target)) throw new Error(`--llama-server: unknown target ${target} (targets: ${known.join(", ")})`);
+    if (!known.includes(target))
+      throw new Error(`--llama-server: unknown target ${target} (targets: ${known.join(", ")})`);
     if (!existsSync(path)) throw new Error(`--llama-server: ${path} does not exist`);
     out.set(target, path);
   }
@@ -95,7 +107,8 @@ export function packageTarget(input: PackageInput): string {
 /** Writes SHA256SUMS for the archives (names relative to its folder) and returns its path. */
 export async function writeSha256Sums(outDir: string, archives: string[]): Promise<string> {
   const lines: string[] = [];
-  for (const archive of [...archives].sort()) lines.push(`${await sha256File(archive)}  ${basename(archive)}`);
+  for (const archive of [...archives].sort())
+    lines.push(`${await sha256File(archive)}  ${basename(archive)}`);
   const file = join(outDir, "SHA256SUMS");
   writeFileSync(file, `${lines.join("\n")}\n`);
   return file;
