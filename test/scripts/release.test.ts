@@ -34,48 +34,52 @@ function releaseRoot(dir: string): string {
 }
 
 describe("release bundles", () => {
-  test("the host target's archive holds the executable, config, README and llama-server, with SHA256SUMS", async () => {
-    await using dir = tmpdir();
-    const target = hostTarget();
-    const llama = join(dir.path, "llama-server-build");
-    writeFileSync(llama, "#!/bin/sh\necho fake llama-server\n");
-    const outDir = join(dir.path, "release");
-    mkdirSync(outDir);
-    const archive = packageTarget({
-      target,
-      version: "9.9.9",
-      executable: hostBinary(),
-      files: releaseFiles(releaseRoot(dir.path)),
-      llamaServer: llama,
-      outDir,
-    });
-    const name = `local-ai-9.9.9-${target.os}-${target.arch}`;
-    expect(archive).toBe(join(outDir, `${name}.tar.gz`));
-    expect(listTar(archive)).toEqual(
-      [
-        `${name}/`,
-        `${name}/README.md`,
-        `${name}/config.example.yaml`,
-        `${name}/llama-server`,
-        `${name}/local-ai`,
-      ].sort(),
-    );
+  test.skipIf(!Bun.which("tar"))(
+    "the host target's archive holds the executable, config, README and llama-server, with SHA256SUMS",
+    async () => {
+      await using dir = tmpdir();
+      const target = hostTarget();
+      const llama = join(dir.path, "llama-server-build");
+      writeFileSync(llama, "#!/bin/sh\necho fake llama-server\n");
+      const outDir = join(dir.path, "release");
+      mkdirSync(outDir);
+      const archive = packageTarget({
+        target,
+        version: "9.9.9",
+        executable: hostBinary(),
+        files: releaseFiles(releaseRoot(dir.path)),
+        llamaServer: llama,
+        outDir,
+      });
+      const name = `local-ai-9.9.9-${target.os}-${target.arch}`;
+      expect(archive).toBe(join(outDir, `${name}.tar.gz`));
+      expect(listTar(archive)).toEqual(
+        [
+          `${name}/`,
+          `${name}/README.md`,
+          `${name}/config.example.yaml`,
+          `${name}/llama-server`,
+          `${name}/local-ai`,
+        ].sort(),
+      );
 
-    const sums = await writeSha256Sums(outDir, [archive]);
-    expect(readFileSync(sums, "utf8")).toBe(`${await sha256File(archive)}  ${name}.tar.gz\n`);
-    if (Bun.which("sha256sum")) {
-      expect(Bun.spawnSync(["sha256sum", "-c", "SHA256SUMS"], { cwd: outDir }).exitCode).toBe(0);
-    }
+      const sums = await writeSha256Sums(outDir, [archive]);
+      expect(readFileSync(sums, "utf8")).toBe(`${await sha256File(archive)}  ${name}.tar.gz\n`);
+      if (Bun.which("sha256sum")) {
+        expect(Bun.spawnSync(["sha256sum", "-c", "SHA256SUMS"], { cwd: outDir }).exitCode).toBe(0);
+      }
 
-    // Unpacked, the executables keep their executable bit and the core runs.
-    const unpack = join(dir.path, "unpack");
-    mkdirSync(unpack);
-    expect(Bun.spawnSync(["tar", "-xzf", archive, "-C", unpack]).exitCode).toBe(0);
-    expect(statSync(join(unpack, name, "llama-server")).mode & 0o111).not.toBe(0);
-    const version = Bun.spawnSync([join(unpack, name, "local-ai"), "--version"], { stdout: "pipe" });
-    expect(version.exitCode).toBe(0);
-    expect(version.stdout.toString()).toContain("0.1.0");
-  }, 120_000);
+      // Unpacked, the executables keep their executable bit and the core runs.
+      const unpack = join(dir.path, "unpack");
+      mkdirSync(unpack);
+      expect(Bun.spawnSync(["tar", "-xzf", archive, "-C", unpack]).exitCode).toBe(0);
+      expect(statSync(join(unpack, name, "llama-server")).mode & 0o111).not.toBe(0);
+      const version = Bun.spawnSync([join(unpack, name, "local-ai"), "--version"], { stdout: "pipe" });
+      expect(version.exitCode).toBe(0);
+      expect(version.stdout.toString()).toContain("0.1.0");
+    },
+    120_000,
+  );
 
   test.skipIf(!Bun.which("zip") || !Bun.which("unzip"))(
     "a windows target is a zip with .exe names",
