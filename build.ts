@@ -3,10 +3,22 @@
  * Compiles local-ai into one standalone executable per target in dist/.
  *   bun build.ts            every target
  *   bun build.ts --single   the host target only (tests and quick local builds)
+ *   bun build.ts --release  also packages each target into dist/release/ with SHA256SUMS;
+ *                           add --single for the host target only, and
+ *                           --llama-server TARGET=PATH (repeatable) to bundle a llama-server
+ *                           (a file, or a llama.cpp release folder) for that target
  */
 import { mkdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import pkg from "./package.json" with { type: "json" };
+import { buildClient } from "./scripts/build-client.ts";
+import {
+  packageTarget,
+  parseLlamaServers,
+  releaseFiles,
+  targetName,
+  writeSha256Sums,
+} from "./scripts/release.ts";
 
 export const TARGETS = [
   { os: "linux", arch: "x64", bun: "bun-linux-x64" },
@@ -57,11 +69,44 @@ async function compile(target: Target, outfile: string): Promise<void> {
   console.error(`built ${outfile} (${target.bun}) in ${ms} ms`);
 }
 
+/** Packages the already compiled targets into dist/release/ (see scripts/release.ts). */
+export async function release(targets: readonly Target[], llamaServers: Map<string, string>, host = false) {
+  const outDir = join(DIST, "release");
+  rmSync(outDir, { recursive: true, force: true });
+  mkdirSync(outDir, { recursive: true });
+  const files = releaseFiles(import.meta.dir);
+  const archives: string[] = [];
+  for (const target of targets) {
+    archives.push(
+      packageTarget({
+        target,
+        version: pkg.version,
+        executable: outfileFor(target, host),
+        files,
+        llamaServer: llamaServers.get(targetName(target)),
+        outDir,
+      }),
+    );
+  }
+  const sums = await writeSha256Sums(outDir, archives);
+  rmSync(join(outDir, ".stage"), { recursive: true, force: true });
+  for (const a of archives) console.error(`packaged ${a}`);
+  console.error(`wrote ${sums}`);
+  return { archives, sums };
+}
+
 async function main(argv: string[]): Promise<void> {
   mkdirSync(DIST, { recursive: true });
+  const releasing = argv.includes("--release");
+  // Checked before compiling: a typo in a path should not cost a full matrix build.
+  const llamaServers = parseLlamaServers(argv, TARGETS.map(targetName));
+  if (releasing) releaseFiles(import.meta.dir);
   if (argv.includes("--single")) {
     const target = hostTarget();
     await compile(target, outfileFor(target, true));
+    // The typed host client (dist/client/) is small and quick; hosts and e2e tests import it.
+    await buildClient();
+    if (releasing) await release([target], llamaServers, true);
     return;
   }
   rmSync(DIST, { recursive: true, force: true });
@@ -69,8 +114,15 @@ async function main(argv: string[]): Promise<void> {
   for (const target of TARGETS) await compile(target, outfileFor(target));
   const host = hostTarget();
   await compile(host, outfileFor(host, true));
+  await buildClient();
+  if (releasing) await release(TARGETS, llamaServers);
 }
 
 if (import.meta.main) {
-  await main(process.argv.slice(2));
+  try {
+    await main(process.argv.slice(2));
+  } catch (err) {
+    console.error(`build.ts: ${(err as Error).message}`);
+    process.exit(1);
+  }
 }

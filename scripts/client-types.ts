@@ -1,0 +1,140 @@
+#!/usr/bin/env bun
+/**
+ * Writes src/client/protocol-types.ts: the protocol's types (z.infer / z.input of the core's zod
+ * schemas) printed out as plain TypeScript, so the client's .d.ts needs no zod. The TypeScript
+ * checker expands each type; test/client/protocol-types.test.ts fails when the file is stale and
+ * proves each printed type equal to its zod original.
+ *   bun scripts/client-types.ts          write the file
+ *   bun scripts/client-types.ts --check  exit 1 when the committed file differs
+ */
+import { readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import ts from "typescript";
+
+const ROOT = join(import.meta.dir, "..");
+export const OUTPUT = join(ROOT, "src/client/protocol-types.ts");
+
+/** Name → the expression whose type is printed, evaluated in a probe file beside src/. */
+const TYPES: [name: string, expr: string, doc: string][] = [
+  ["RequestId", "z.infer<typeof RequestIdSchema>", "A request id: echoed back exactly, type included."],
+  ["ErrorCode", "z.infer<typeof ErrorCodeSchema>", "Every error code the core may send (SPEC §2)."],
+  [
+    "ChatParams",
+    "z.input<typeof ChatParamsSchema>",
+    "What `chat` accepts: every field has a default on the core's side.",
+  ],
+  ["ChatResult", "z.infer<typeof ChatResultSchema>", "The final answer of a chat."],
+  ["Warning", "z.infer<typeof WarningSchema>", "A runtime notice attached to a chat result."],
+  ["ChatEventName", "keyof typeof ChatEventFields", "The chat event names."],
+  [
+    "ChatEvent",
+    // An event without fields (memory_start) infers as Record<string, never>, which would make
+    // id/type/event `never` in the intersection; it contributes {} instead.
+    '{ [K in keyof typeof ChatEventFields]: { id: __RequestId; type: "event"; event: K } & (string extends keyof z.infer<(typeof ChatEventFields)[K]> ? {} : z.infer<(typeof ChatEventFields)[K]>) }[keyof typeof ChatEventFields]',
+    "One chat event: its fields sit beside id, type and event.",
+  ],
+  ["InitializeParams", "z.input<typeof InitializeParamsSchema>", "What `initialize` accepts."],
+  ["InitializeResult", "z.infer<typeof InitializeResultSchema>", "The core's answer to initialize."],
+  ["StatusResult", "z.infer<typeof StatusResultSchema>", "The result of ping and shutdown."],
+  ["CancelResult", "z.infer<typeof CancelResultSchema>", "The result of cancel."],
+  ["DoctorCheck", "z.infer<typeof DoctorCheckSchema>", "One diagnostic of doctor."],
+  [
+    "DoctorResult",
+    "z.infer<typeof DoctorResultSchema>",
+    "The result of doctor (same data as `local-ai doctor --json`).",
+  ],
+  [
+    "PlanResult",
+    "z.infer<typeof PlanResultSchema>",
+    "The result of plan (same data as `local-ai plan --json`).",
+  ],
+];
+
+const PROBE_HEADER = `import type { z } from "zod";
+import type { InitializeParamsSchema } from "./methods/initialize.ts";
+import type { ChatEventFields, ChatParamsSchema, ChatResultSchema, WarningSchema } from "./protocol/chat.ts";
+import type { ErrorCodeSchema } from "./protocol/errors.ts";
+import type { RequestIdSchema } from "./protocol/messages.ts";
+import type { CancelResultSchema, DoctorCheckSchema, DoctorResultSchema, InitializeResultSchema, PlanResultSchema, StatusResultSchema } from "./protocol/results.ts";
+`;
+
+export function generateClientTypes(): string {
+  const probePath = join(ROOT, "src", "__client_types_probe.ts");
+  const probe = PROBE_HEADER + TYPES.map(([name, expr]) => `export type __${name} = ${expr};\n`).join("");
+  const config = ts.getParsedCommandLineOfConfigFile(
+    join(ROOT, "tsconfig.json"),
+    {},
+    {
+      ...ts.sys,
+      onUnRecoverableConfigFileDiagnostic: (d) => {
+        throw new Error(ts.flattenDiagnosticMessageText(d.messageText, "\n"));
+      },
+    },
+  );
+  if (!config) throw new Error("cannot read tsconfig.json");
+  const host = ts.createCompilerHost(config.options);
+  const readFile = host.readFile.bind(host);
+  host.readFile = (f) => (f === probePath ? probe : readFile(f));
+  const fileExists = host.fileExists.bind(host);
+  host.fileExists = (f) => f === probePath || fileExists(f);
+  const getSourceFile = host.getSourceFile.bind(host);
+  host.getSourceFile = (f, lang, ...rest) =>
+    f === probePath ? ts.createSourceFile(f, probe, lang, true) : getSourceFile(f, lang, ...rest);
+  const program = ts.createProgram([probePath], config.options, host);
+  const checker = program.getTypeChecker();
+  const source = program.getSourceFile(probePath)!;
+  const errors = ts.getPreEmitDiagnostics(program, source);
+  if (errors.length > 0) throw new Error(ts.formatDiagnostics(errors, host));
+
+  const flags =
+    ts.TypeFormatFlags.NoTruncation |
+    ts.TypeFormatFlags.InTypeAlias |
+    ts.TypeFormatFlags.MultilineObjectLiterals |
+    ts.TypeFormatFlags.UseSingleQuotesForStringLiteralType;
+  const printed = new Map<string, string>();
+  ts.forEachChild(source, (node) => {
+    if (!ts.isTypeAliasDeclaration(node)) return;
+    const type = checker.getTypeAtLocation(node.name);
+    // Probe aliases (__Name) that the checker prints by name become the generated names.
+    printed.set(node.name.text.slice(2), checker.typeToString(type, node, flags).replace(/\b__(\w+)/g, "$1"));
+  });
+
+  let out =
+    "// Generated by scripts/client-types.ts from the core's zod schemas. Do not edit: run `bun run build:client`.\n" +
+    "// test/client/protocol-types.test.ts fails when this file is stale.\n";
+  for (const [name, , doc] of TYPES) {
+    out += `\n/** ${doc} */\nexport type ${name} = ${printed.get(name)};\n`;
+  }
+  return out;
+}
+
+/** The file's text as committed: generated, then formatted by the project's formatter. */
+export function clientTypesText(): string {
+  const formatted = Bun.spawnSync(
+    [join(ROOT, "node_modules/.bin/biome"), "format", `--stdin-file-path=${OUTPUT}`],
+    {
+      stdin: new TextEncoder().encode(generateClientTypes()),
+    },
+  );
+  if (formatted.exitCode !== 0) throw new Error(`formatting ${OUTPUT} failed: ${formatted.stderr}`);
+  return formatted.stdout.toString();
+}
+
+/** Writes the file when it changed; returns whether it did. */
+export function writeClientTypes(): boolean {
+  const text = clientTypesText();
+  if (readFileSync(OUTPUT, "utf8") === text) return false;
+  writeFileSync(OUTPUT, text);
+  return true;
+}
+
+if (import.meta.main) {
+  if (process.argv.includes("--check")) {
+    if (readFileSync(OUTPUT, "utf8") !== clientTypesText()) {
+      console.error(`${OUTPUT} is stale: run bun scripts/client-types.ts`);
+      process.exit(1);
+    }
+  } else {
+    console.error(writeClientTypes() ? `wrote ${OUTPUT}` : `${OUTPUT} is current`);
+  }
+}

@@ -1,0 +1,155 @@
+import { type ChildProcess, spawn as nodeSpawn, type SpawnOptions } from "node:child_process";
+import { LineSplitter } from "../protocol/framing.ts";
+
+/**
+ * The edge that owns one core child process: it spawns it, frames its stdout into lines,
+ * keeps a bounded tail of its stderr, and reports its end once. Node APIs only, so the
+ * client runs in a Node or Electron main process.
+ */
+
+export type SpawnFunction = (command: string, args: string[], options: SpawnOptions) => ChildProcess;
+
+export interface ExitInfo {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  /** Set when the process could not be started at all (ENOENT, EACCES…). */
+  spawnError?: string;
+  /** The last lines the core wrote to stderr: its logs say why it stopped. */
+  stderrTail: string[];
+}
+
+export interface CoreProcessHandlers {
+  onLine(line: string): void;
+  onOversizeLine(bytes: number): void;
+  onStderrLine(line: string): void;
+  onExit(info: ExitInfo): void;
+}
+
+export interface CoreProcessOptions {
+  command: string;
+  args: string[];
+  cwd?: string;
+  env?: NodeJS.ProcessEnv;
+  maxLineBytes: number;
+  stderrTailLines: number;
+  spawn?: SpawnFunction;
+}
+
+/** How long to wait for stdout to finish after the exit event before giving up on it. */
+const CLOSE_GRACE_MS = 1000;
+
+export class CoreProcess {
+  private readonly child: ChildProcess;
+  private readonly stderrTail: string[] = [];
+  private exited: ExitInfo | undefined;
+  private exitWaiters: ((info: ExitInfo) => void)[] = [];
+
+  constructor(
+    private readonly options: CoreProcessOptions,
+    private readonly handlers: CoreProcessHandlers,
+  ) {
+    const spawn = options.spawn ?? nodeSpawn;
+    // windowsHide: a GUI host must not flash a console window for the core.
+    this.child = spawn(options.command, options.args, {
+      cwd: options.cwd,
+      env: options.env,
+      stdio: ["pipe", "pipe", "pipe"],
+      windowsHide: true,
+    });
+    this.wire();
+  }
+
+  get pid(): number | undefined {
+    return this.child.pid;
+  }
+
+  /** How the process ended; undefined while it runs. */
+  get exitInfo(): ExitInfo | undefined {
+    return this.exited;
+  }
+
+  get running(): boolean {
+    return this.exited === undefined;
+  }
+
+  /** Writes one protocol line; false when stdin is already gone. */
+  write(line: string): boolean {
+    const stdin = this.child.stdin;
+    if (!this.running || !stdin || stdin.destroyed || !stdin.writable) return false;
+    stdin.write(`${line}\n`);
+    return true;
+  }
+
+  /** Closes stdin: the core treats end of input as a shutdown. */
+  endInput(): void {
+    this.child.stdin?.end();
+  }
+
+  kill(signal: NodeJS.Signals = "SIGKILL"): void {
+    if (this.running) this.child.kill(signal);
+  }
+
+  /** Resolves with the exit info once the process has ended (at once when it has). */
+  waitForExit(): Promise<ExitInfo> {
+    if (this.exited) return Promise.resolve(this.exited);
+    return new Promise((resolve) => this.exitWaiters.push(resolve));
+  }
+
+  private wire(): void {
+    const { child } = this;
+    const splitter = new LineSplitter(this.options.maxLineBytes);
+    const errSplitter = new LineSplitter(64 * 1024);
+    let exitSeen: { code: number | null; signal: NodeJS.Signals | null } | undefined;
+    let stdoutClosed = false;
+
+    const deliver = (frames: ReturnType<LineSplitter["push"]>) => {
+      for (const frame of frames) {
+        if (frame.kind === "line") this.handlers.onLine(frame.text);
+        else this.handlers.onOversizeLine(frame.bytes);
+      }
+    };
+    child.stdout?.on("data", (chunk: Buffer) => deliver(splitter.push(chunk)));
+    child.stdout?.on("error", () => {});
+    child.stderr?.on("data", (chunk: Buffer) => {
+      for (const frame of errSplitter.push(chunk)) if (frame.kind === "line") this.stderrLine(frame.text);
+    });
+    child.stderr?.on("error", () => {});
+    // A core that died leaves a broken pipe: writes fail with EPIPE, which is reported by exit.
+    child.stdin?.on("error", () => {});
+
+    const finish = (extra: Partial<ExitInfo> = {}) => {
+      if (this.exited) return;
+      deliver(splitter.end());
+      for (const frame of errSplitter.end()) if (frame.kind === "line") this.stderrLine(frame.text);
+      this.exited = {
+        code: exitSeen?.code ?? null,
+        signal: exitSeen?.signal ?? null,
+        stderrTail: [...this.stderrTail],
+        ...extra,
+      };
+      this.handlers.onExit(this.exited);
+      for (const w of this.exitWaiters.splice(0)) w(this.exited);
+    };
+    child.stdout?.on("close", () => {
+      stdoutClosed = true;
+      if (exitSeen) finish();
+    });
+    child.on("exit", (code, signal) => {
+      exitSeen = { code, signal };
+      // The last lines may still sit in the pipe: wait for stdout to close, briefly (a
+      // grandchild that inherited it must not keep the exit from being noticed).
+      if (stdoutClosed || !child.stdout) finish();
+      else setTimeout(() => finish(), CLOSE_GRACE_MS).unref?.();
+    });
+    child.on("error", (err: NodeJS.ErrnoException) => {
+      // Spawn failures come here without an exit event; errors after a spawn are followed by exit.
+      if (child.pid === undefined) finish({ spawnError: `${err.code ?? "error"}: ${err.message}` });
+    });
+  }
+
+  private stderrLine(line: string): void {
+    this.stderrTail.push(line);
+    if (this.stderrTail.length > this.options.stderrTailLines) this.stderrTail.shift();
+    this.handlers.onStderrLine(line);
+  }
+}

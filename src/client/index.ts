@@ -1,0 +1,24 @@
+/**
+ * The typed host client for local-ai: `import { LocalAiClient } from "@local-ai/client"` (dist/client).
+ * Runs in Node (>= 18) and Electron main processes; it never needs Bun.
+ */
+export { CHAT_EVENT_NAMES, isChatEventName } from "./chat-events.ts";
+export {
+  type CallOptions,
+  type ChatOptions,
+  type ChatStream,
+  type ClientLogger,
+  LocalAiClient,
+  type LocalAiClientOptions,
+  type RestartOptions,
+} from "./client.ts";
+export type { ExitInfo, SpawnFunction } from "./core-process.ts";
+export {
+  CLIENT_ERROR_CODES,
+  type ClientErrorCode,
+  isLocalAiError,
+  LocalAiError,
+  type LocalAiErrorCode,
+} from "./errors.ts";
+export { RequestStream } from "./request-stream.ts";
+export type * from "./types.ts";

@@ -1,0 +1,122 @@
+import type { LocalAiError } from "./errors.ts";
+import type { RequestId } from "./protocol-types.ts";
+
+/**
+ * One in-flight request seen from the host: an async iterator over its events and a promise
+ * of its result. Events are buffered until the host reads them (up to `maxBuffered`; past
+ * that new ones are dropped and counted, as the core's own writer does), so a host that only
+ * awaits `result` never grows memory without bound.
+ */
+export class RequestStream<E, R> implements AsyncIterable<E> {
+  readonly id: RequestId;
+  readonly method: string;
+  /** Settles with the terminal message: the result, or a LocalAiError. */
+  readonly result: Promise<R>;
+  /** Events dropped on the client's side because nobody read them in time. */
+  droppedEvents = 0;
+
+  private readonly buffer: E[] = [];
+  private waiter: ((step: IteratorResult<E>) => void) | undefined;
+  private waiterFail: ((err: unknown) => void) | undefined;
+  private ended: { error?: LocalAiError } | undefined;
+  private detached = false;
+  private resolveResult!: (value: R) => void;
+  private rejectResult!: (err: LocalAiError) => void;
+
+  constructor(
+    id: RequestId,
+    method: string,
+    private readonly maxBuffered: number,
+    private readonly onCancel: () => Promise<boolean>,
+  ) {
+    this.id = id;
+    this.method = method;
+    this.result = new Promise<R>((resolve, reject) => {
+      this.resolveResult = resolve;
+      this.rejectResult = reject;
+    });
+    // A host that only iterates sees the error there; the result's rejection must not also be
+    // reported as unhandled. Awaiting `result` still rejects.
+    this.result.catch(() => {});
+  }
+
+  /** True once the terminal message (or a client-side failure) has arrived. */
+  get done(): boolean {
+    return this.ended !== undefined;
+  }
+
+  /** Asks the core to cancel this request; resolves with whether the core caught it in flight. */
+  cancel(): Promise<boolean> {
+    if (this.ended) return Promise.resolve(false);
+    return this.onCancel();
+  }
+
+  /** @internal Called by the client for each event of this request. */
+  pushEvent(event: E): void {
+    if (this.ended || this.detached) return;
+    if (this.waiter) {
+      const w = this.waiter;
+      this.clearWaiter();
+      w({ value: event, done: false });
+      return;
+    }
+    if (this.buffer.length >= this.maxBuffered) {
+      this.droppedEvents++;
+      return;
+    }
+    this.buffer.push(event);
+  }
+
+  /** @internal Called by the client with the terminal message. */
+  settle(outcome: { result: R } | { error: LocalAiError }): void {
+    if (this.ended) return;
+    if ("error" in outcome) {
+      this.ended = { error: outcome.error };
+      this.rejectResult(outcome.error);
+    } else {
+      this.ended = {};
+      this.resolveResult(outcome.result);
+    }
+    if (this.waiter && this.buffer.length === 0) this.finishWaiter();
+  }
+
+  [Symbol.asyncIterator](): AsyncIterator<E> {
+    return {
+      next: () => this.next(),
+      // Leaving a for-await early stops buffering; it does not cancel (call cancel() for that).
+      return: async () => {
+        this.detached = true;
+        this.buffer.length = 0;
+        return { value: undefined, done: true };
+      },
+    };
+  }
+
+  private next(): Promise<IteratorResult<E>> {
+    const event = this.buffer.shift();
+    if (event !== undefined) return Promise.resolve({ value: event, done: false });
+    if (this.ended) {
+      return this.ended.error
+        ? Promise.reject(this.ended.error)
+        : Promise.resolve({ value: undefined, done: true });
+    }
+    if (this.detached) return Promise.resolve({ value: undefined, done: true });
+    return new Promise((resolve, reject) => {
+      this.waiter = resolve;
+      this.waiterFail = reject;
+    });
+  }
+
+  private finishWaiter(): void {
+    const resolve = this.waiter!;
+    const reject = this.waiterFail!;
+    this.clearWaiter();
+    if (this.ended?.error) reject(this.ended.error);
+    else resolve({ value: undefined, done: true });
+  }
+
+  private clearWaiter(): void {
+    this.waiter = undefined;
+    this.waiterFail = undefined;
+  }
+}

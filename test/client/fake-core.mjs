@@ -1,0 +1,103 @@
+// A scripted stand-in for the core, for the client's bad-input tests: each method name picks a
+// behaviour the real core never shows (garbage lines, broken messages, sudden exits, silence).
+import { appendFileSync } from "node:fs";
+import { createInterface } from "node:readline";
+
+const out = (msg) => process.stdout.write(`${JSON.stringify(msg)}\n`);
+if (process.env.FAKE_CORE_LAUNCHES) appendFileSync(process.env.FAKE_CORE_LAUNCHES, `${process.pid}\n`);
+if (process.env.FAKE_CORE_DIE_AT_START === "1") {
+  process.stderr.write("fake core: refusing to start\n");
+  process.exit(7);
+}
+
+const hanging = new Map();
+// A core that ignores shutdown and end of input, so the client has to kill it.
+if (process.env.FAKE_CORE_IGNORE_SHUTDOWN === "1") setInterval(() => {}, 1000);
+const rl = createInterface({ input: process.stdin });
+rl.on("line", (line) => {
+  const req = JSON.parse(line);
+  const { id, method, params } = req;
+  switch (method) {
+    case "initialize":
+      return out({
+        id,
+        type: "result",
+        result: {
+          protocol_version: 1,
+          server: { name: "fake-core", version: "0.0.0" },
+          capabilities: {
+            parallel_chat: { supported: false, max_concurrent: 1 },
+            cancel: { targeted: true },
+            methods: [],
+            events: [],
+          },
+        },
+      });
+    case "echo":
+      return out({ id, type: "result", result: { method, params } });
+    case "garbage":
+      process.stdout.write("this is not json {\n");
+      process.stdout.write("[1,2,3]\n");
+      process.stdout.write('{"no":"type"}\n');
+      return out({ id, type: "result", result: { survived: true } });
+    case "broken_error":
+      return out({ id, type: "error" });
+    case "broken_result":
+      return out({ id, type: "result" });
+    case "hang":
+      hanging.set(id, method);
+      return;
+    case "die":
+      process.stderr.write("fake core: dying on request\n");
+      process.exit(3);
+      return;
+    case "chat":
+      out({
+        id,
+        type: "event",
+        event: "run_start",
+        user_input: params.input ?? "",
+        trace_id: "t1",
+        session_id: "s1",
+      });
+      out({ id, type: "event", event: "warmup_progress", percent: 50 });
+      for (const delta of ["Hel", "lo"]) out({ id, type: "event", event: "llm_chunk", step: 0, delta });
+      if (params.input === "hang") {
+        hanging.set(id, "chat");
+        return;
+      }
+      out({ id, type: "event", event: "final", step: 0, response: "Hello" });
+      return out({
+        id,
+        type: "result",
+        result: { response: "Hello", session_id: "s1", trace_id: "t1", warnings: [], dropped_events: 0 },
+      });
+    case "cancel": {
+      const target = String(params.request_id);
+      const caught = [...hanging.keys()].find((k) => String(k) === target);
+      if (caught !== undefined) {
+        hanging.delete(caught);
+        out({ id: caught, type: "event", event: "loop_abort", step: 0, reason: "cancelled" });
+        out({ id: caught, type: "error", code: "cancelled", message: "the request was cancelled" });
+      }
+      return out({ id, type: "result", result: { cancelled: caught !== undefined } });
+    }
+    case "shutdown":
+      out({ id, type: "result", result: { status: "ok" } });
+      if (process.env.FAKE_CORE_IGNORE_SHUTDOWN === "1") return;
+      rl.close();
+      process.exitCode = 0;
+      return;
+    default:
+      return out({
+        id,
+        type: "error",
+        code: "unknown_method",
+        message: `unknown method ${method}`,
+        data: { method },
+      });
+  }
+});
+rl.on("close", () => {
+  if (process.env.FAKE_CORE_IGNORE_SHUTDOWN !== "1") process.exit(0);
+});

@@ -1,0 +1,223 @@
+import { afterEach, describe, expect, test } from "bun:test";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import {
+  isLocalAiError,
+  LocalAiClient,
+  type LocalAiClientOptions,
+  LocalAiError,
+} from "../../src/client/index.ts";
+import { tmpdir } from "../fixtures/tmpdir.ts";
+
+// The client against a scripted stand-in core: the bad input the real core never produces.
+const FAKE = join(import.meta.dir, "fake-core.mjs");
+const clients: LocalAiClient[] = [];
+
+function options(
+  extra: Partial<LocalAiClientOptions> = {},
+  env: Record<string, string> = {},
+): LocalAiClientOptions {
+  return {
+    binary: process.execPath,
+    args: [FAKE],
+    env: { ...process.env, ...env },
+    ...extra,
+  };
+}
+
+async function startFake(extra: Partial<LocalAiClientOptions> = {}, env: Record<string, string> = {}) {
+  const client = await LocalAiClient.start(options(extra, env));
+  clients.push(client);
+  return client;
+}
+
+async function rejection(p: Promise<unknown>): Promise<LocalAiError> {
+  try {
+    await p;
+  } catch (err) {
+    expect(err).toBeInstanceOf(LocalAiError);
+    return err as LocalAiError;
+  }
+  throw new Error("expected a rejection");
+}
+
+afterEach(() => {
+  for (const c of clients.splice(0)) c.kill();
+});
+
+describe("client against a fake core", () => {
+  test("initialize runs on start and requests get their own results", async () => {
+    const client = await startFake();
+    expect(client.info?.server.name).toBe("fake-core");
+    const [a, b] = await Promise.all([client.request("echo", { n: 1 }), client.request("echo", { n: 2 })]);
+    expect(a).toEqual({ method: "echo", params: { n: 1 } });
+    expect(b).toEqual({ method: "echo", params: { n: 2 } });
+  });
+
+  test("malformed lines are logged and ignored; other calls still complete", async () => {
+    const warnings: string[] = [];
+    const client = await startFake({ logger: { warn: (m) => warnings.push(m) } });
+    const results = await Promise.all([client.request("garbage"), client.request("echo", { ok: true })]);
+    expect(results[0]).toEqual({ survived: true });
+    expect(results[1]).toEqual({ method: "echo", params: { ok: true } });
+    expect(client.malformedLines).toBe(3);
+    expect(warnings.some((w) => w.includes("not JSON"))).toBe(true);
+  });
+
+  test("a broken terminal message rejects that call with protocol_error, and only that call", async () => {
+    const client = await startFake();
+    const other = client.request("hang", {}, { timeoutMs: 0 });
+    expect((await rejection(client.request("broken_error"))).code).toBe("protocol_error");
+    expect((await rejection(client.request("broken_result"))).code).toBe("protocol_error");
+    expect(await client.ping().catch((e: LocalAiError) => e.code)).toBe("unknown_method");
+    client.kill();
+    expect((await rejection(other)).code).toBe("client_closed");
+  });
+
+  test("protocol errors carry the core's code and data", async () => {
+    const client = await startFake();
+    const err = await rejection(client.request("nope", { x: 1 }));
+    expect(err.code).toBe("unknown_method");
+    expect(err.data).toEqual({ method: "nope" });
+    expect(err.method).toBe("nope");
+    expect(isLocalAiError(err, "unknown_method")).toBe(true);
+  });
+
+  test("a per-call timeout rejects with timeout and later answers are ignored", async () => {
+    const client = await startFake();
+    const started = Date.now();
+    const err = await rejection(client.request("hang", {}, { timeoutMs: 200 }));
+    expect(err.code).toBe("timeout");
+    expect(err.data).toEqual({ timeout_ms: 200 });
+    expect(Date.now() - started).toBeGreaterThanOrEqual(150);
+    expect(await client.request("echo", { after: 1 })).toEqual({ method: "echo", params: { after: 1 } });
+  });
+
+  test("a chat that times out is cancelled on the core's side too", async () => {
+    const client = await startFake();
+    const chat = client.chat({ input: "hang" }, { timeoutMs: 300 });
+    expect((await rejection(chat.result)).code).toBe("timeout");
+    // The fake core answers a cancel for a chat it still holds with cancelled: true, so a
+    // second cancel now finds nothing: the client's own cancel got there first.
+    await Bun.sleep(100);
+    expect(await client.cancel(chat.id)).toBe(false);
+  });
+
+  test("an unexpected exit rejects every pending call with core_exited and the stderr tail", async () => {
+    const exits: unknown[] = [];
+    const client = await startFake({ onExit: (info) => exits.push(info) });
+    const hanging = client.request("hang", {}, { timeoutMs: 0 });
+    const chat = client.chat({ input: "hang" });
+    const dying = client.request("die");
+    for (const p of [hanging, chat.result, dying]) {
+      const err = await rejection(p);
+      expect(err.code).toBe("core_exited");
+      expect(err.data?.exit_code).toBe(3);
+      expect(err.data?.stderr_tail).toContain("fake core: dying on request");
+    }
+    expect(exits).toHaveLength(1);
+    // Without restart, later calls fail at once instead of hanging.
+    expect((await rejection(client.ping())).code).toBe("core_exited");
+    expect(client.running).toBe(false);
+  });
+
+  test("the iterator of a chat whose core dies throws core_exited after the events it got", async () => {
+    const client = await startFake();
+    const chat = client.chat({ input: "hang" });
+    const seen: string[] = [];
+    const loop = (async () => {
+      for await (const ev of chat) {
+        seen.push(ev.event);
+        if (ev.event === "llm_chunk" && ev.delta === "lo") void client.request("die").catch(() => {});
+      }
+    })();
+    expect((await rejection(loop)).code).toBe("core_exited");
+    expect(seen).toEqual(["run_start", "llm_chunk", "llm_chunk"]);
+  });
+
+  test("restarts with back-off after an unexpected exit, and calls made meanwhile succeed", async () => {
+    await using dir = tmpdir();
+    const launches = join(dir.path, "launches");
+    const restarts: { attempt: number; delayMs: number }[] = [];
+    const client = await startFake(
+      { restart: { initialDelayMs: 100 }, onRestart: (r) => restarts.push(r) },
+      { FAKE_CORE_LAUNCHES: launches },
+    );
+    const firstPid = client.pid;
+    expect((await rejection(client.request("die"))).code).toBe("core_exited");
+    const pong = await client.request("echo", { again: true });
+    expect(pong).toEqual({ method: "echo", params: { again: true } });
+    expect(client.pid).not.toBe(firstPid);
+    expect(restarts).toEqual([{ attempt: 1, delayMs: 100 }]);
+    expect(readFileSync(launches, "utf8").trim().split("\n")).toHaveLength(2);
+    // A second crash doubles the delay.
+    await rejection(client.request("die"));
+    await client.request("echo");
+    expect(restarts[1]).toEqual({ attempt: 2, delayMs: 200 });
+  });
+
+  test("gives up after maxRestarts and rejects what waited", async () => {
+    await using dir = tmpdir();
+    const launches = join(dir.path, "launches");
+    const env: Record<string, string | undefined> = { ...process.env, FAKE_CORE_LAUNCHES: launches };
+    const client = await LocalAiClient.start({
+      ...options({ restart: { maxRestarts: 2, initialDelayMs: 50 } }),
+      env,
+    });
+    clients.push(client);
+    // Every relaunch dies at start-up from now on (the client passes this env object on each spawn).
+    env.FAKE_CORE_DIE_AT_START = "1";
+    await rejection(client.request("die"));
+    const err = await rejection(client.request("echo", {}, { timeoutMs: 0 }));
+    expect(err.code).toBe("core_exited");
+    expect(err.data?.exit_code).toBe(7);
+    expect(readFileSync(launches, "utf8").trim().split("\n")).toHaveLength(3);
+    expect((await rejection(client.ping())).code).toBe("core_exited");
+  });
+
+  test("a binary that cannot be spawned rejects start with core_exited", async () => {
+    const err = await rejection(LocalAiClient.start({ binary: "/nonexistent/local-ai" }));
+    expect(err.code).toBe("core_exited");
+    expect(String(err.data?.spawn_error)).toContain("ENOENT");
+  });
+
+  test("a core that dies at start-up rejects start and shows why", async () => {
+    const err = await rejection(LocalAiClient.start(options({}, { FAKE_CORE_DIE_AT_START: "1" })));
+    expect(err.code).toBe("core_exited");
+    expect(err.data?.stderr_tail).toEqual(["fake core: refusing to start"]);
+  });
+
+  test("shutdown kills a core that ignores it, after the timeout", async () => {
+    const exits: { expected: boolean; signal: string | null }[] = [];
+    const client = await startFake({ onExit: (i) => exits.push(i) }, { FAKE_CORE_IGNORE_SHUTDOWN: "1" });
+    const pending = client.request("hang", {}, { timeoutMs: 0 });
+    await client.shutdown({ timeoutMs: 300 });
+    expect(exits).toEqual([expect.objectContaining({ expected: true, signal: "SIGKILL" })]);
+    expect((await rejection(pending)).code).toBe("client_closed");
+    expect((await rejection(client.ping())).code).toBe("client_closed");
+  });
+
+  test("chat streams typed events, routes unknown ones aside and resolves its result", async () => {
+    const client = await startFake();
+    const other: string[] = [];
+    const chat = client.chat({ input: "hi" }, { onOtherEvent: (e) => other.push(e.event) });
+    let text = "";
+    for await (const ev of chat) if (ev.event === "llm_chunk") text += ev.delta;
+    expect(text).toBe("Hello");
+    expect(other).toEqual(["warmup_progress"]);
+    expect((await chat.result).response).toBe("Hello");
+  });
+
+  test("an AbortSignal cancels a chat through the core", async () => {
+    const client = await startFake();
+    const ac = new AbortController();
+    const chat = client.chat({ input: "hang" }, { signal: ac.signal });
+    for await (const ev of chat) {
+      if (ev.event === "llm_chunk") {
+        ac.abort();
+        break;
+      }
+    }
+    expect((await rejection(chat.result)).code).toBe("cancelled");
+  });
+});

@@ -1,0 +1,59 @@
+import { describe, expect, test } from "bun:test";
+import { readFileSync } from "node:fs";
+import type { z } from "zod";
+import { clientTypesText, OUTPUT } from "../../scripts/client-types.ts";
+import { CHAT_EVENT_NAMES } from "../../src/client/chat-events.ts";
+import type * as P from "../../src/client/protocol-types.ts";
+import type { InitializeParamsSchema } from "../../src/methods/initialize.ts";
+import type { ChatParamsSchema, ChatResultSchema, WarningSchema } from "../../src/protocol/chat.ts";
+import { ChatEventFields } from "../../src/protocol/chat.ts";
+import type { ErrorCodeSchema } from "../../src/protocol/errors.ts";
+import type { RequestIdSchema } from "../../src/protocol/messages.ts";
+import type * as R from "../../src/protocol/results.ts";
+
+// The client's plain types must be the zod types, exactly: `tsc --noEmit` fails on a mismatch.
+type Equal<A, B> = (<T>() => T extends A ? 1 : 2) extends <T>() => T extends B ? 1 : 2 ? true : false;
+function same<A, B>(ok: Equal<A, B>): Equal<A, B> {
+  return ok;
+}
+type Fields = typeof ChatEventFields;
+// biome-ignore lint/complexity/noBannedTypes: the same empty-fields rule as scripts/client-types.ts
+type NoFields = {};
+type ZodChatEvent = {
+  [K in keyof Fields]: {
+    id: z.infer<typeof RequestIdSchema>;
+    type: "event";
+    event: K;
+  } & (string extends keyof z.infer<Fields[K]> ? NoFields : z.infer<Fields[K]>);
+}[keyof Fields];
+
+describe("client protocol types", () => {
+  test("equal the zod-inferred types", () => {
+    const checks = [
+      same<P.RequestId, z.infer<typeof RequestIdSchema>>(true),
+      same<P.ErrorCode, z.infer<typeof ErrorCodeSchema>>(true),
+      same<P.ChatParams, z.input<typeof ChatParamsSchema>>(true),
+      same<P.ChatResult, z.infer<typeof ChatResultSchema>>(true),
+      same<P.Warning, z.infer<typeof WarningSchema>>(true),
+      same<P.ChatEventName, keyof Fields>(true),
+      same<P.ChatEvent, ZodChatEvent>(true),
+      same<P.InitializeParams, z.input<typeof InitializeParamsSchema>>(true),
+      same<P.InitializeResult, R.InitializeResult>(true),
+      same<P.StatusResult, R.StatusResult>(true),
+      same<P.CancelResult, R.CancelResult>(true),
+      same<P.DoctorResult, R.DoctorResult>(true),
+      same<P.PlanResult, R.PlanResult>(true),
+    ];
+    expect(checks.every(Boolean)).toBe(true);
+  });
+
+  test("the client's runtime list of chat events matches the protocol's", () => {
+    expect([...CHAT_EVENT_NAMES]).toEqual(
+      Object.keys(ChatEventFields) as typeof CHAT_EVENT_NAMES extends readonly (infer N)[] ? N[] : never,
+    );
+  });
+
+  test("the committed src/client/protocol-types.ts is current (run `bun run build:client`)", () => {
+    expect(readFileSync(OUTPUT, "utf8")).toBe(clientTypesText());
+  });
+});

@@ -1,0 +1,77 @@
+import { describe, expect, test } from "bun:test";
+import { LocalAiError } from "../../src/client/errors.ts";
+import { RequestStream } from "../../src/client/request-stream.ts";
+
+const stream = (max = 10, onCancel = async () => true) =>
+  new RequestStream<number, string>("1", "m", max, onCancel);
+
+async function collect(s: RequestStream<number, string>): Promise<{ events: number[]; error?: unknown }> {
+  const events: number[] = [];
+  try {
+    for await (const e of s) events.push(e);
+  } catch (error) {
+    return { events, error };
+  }
+  return { events };
+}
+
+describe("RequestStream", () => {
+  test("delivers buffered and live events in order, then ends with the result", async () => {
+    const s = stream();
+    s.pushEvent(1);
+    const got = collect(s);
+    s.pushEvent(2);
+    await Bun.sleep(1);
+    s.pushEvent(3);
+    s.settle({ result: "ok" });
+    expect(await got).toEqual({ events: [1, 2, 3] });
+    expect(await s.result).toBe("ok");
+    expect(s.done).toBe(true);
+  });
+
+  test("an error ends iteration after the events received, and rejects the result", async () => {
+    const s = stream();
+    s.pushEvent(1);
+    const err = new LocalAiError("cancelled", "stop");
+    s.settle({ error: err });
+    const got = await collect(s);
+    expect(got.events).toEqual([1]);
+    expect(got.error).toBe(err);
+    await expect(s.result).rejects.toBe(err);
+  });
+
+  test("an unread stream keeps at most maxBuffered events and counts the rest", async () => {
+    const s = stream(3);
+    for (let i = 0; i < 10; i++) s.pushEvent(i);
+    s.settle({ result: "ok" });
+    expect(s.droppedEvents).toBe(7);
+    expect((await collect(s)).events).toEqual([0, 1, 2]);
+  });
+
+  test("leaving the loop early stops buffering without cancelling; cancel after the end is a no-op", async () => {
+    let cancels = 0;
+    const s = stream(10, async () => {
+      cancels++;
+      return true;
+    });
+    s.pushEvent(1);
+    s.pushEvent(2);
+    for await (const _ of s) break;
+    s.pushEvent(3);
+    expect(cancels).toBe(0);
+    expect(await s.cancel()).toBe(true);
+    s.settle({ result: "done" });
+    expect(await s.cancel()).toBe(false);
+    expect(cancels).toBe(1);
+  });
+
+  test("a rejected result nobody awaits is not an unhandled rejection", async () => {
+    let unhandled = 0;
+    const onUnhandled = () => unhandled++;
+    process.on("unhandledRejection", onUnhandled);
+    stream().settle({ error: new LocalAiError("timeout", "late") });
+    await Bun.sleep(20);
+    process.off("unhandledRejection", onUnhandled);
+    expect(unhandled).toBe(0);
+  });
+});
