@@ -7,7 +7,7 @@ import { protocolJsonSchemaText } from "../src/protocol/json-schema.ts";
 export const SCHEMA_FILE = join(import.meta.dir, "../docs/protocol.schema.json");
 
 if (import.meta.main) {
-  const text = protocolJsonSchemaText();
+  const text = await protocolJsonSchemaText();
   if (process.argv.includes("--check")) {
     let current = "";
     try {

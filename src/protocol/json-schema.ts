@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { buildRegistry } from "../methods/index.ts";
-import { CancelParamsSchema, ChatEventFields, ChatParamsSchema, WarningSchema } from "./chat.ts";
+import { ChatEventFields, WarningSchema } from "./chat.ts";
 import { ErrorCodeSchema } from "./errors.ts";
 import {
   ErrorMessageSchema,
@@ -30,12 +30,11 @@ function pascal(name: string): string {
     .join("");
 }
 
-/** Params per method: the served methods' own schemas, plus chat while it is not served yet. */
-function paramSchemas(): Map<string, z.ZodType> {
+/** Params per method: each served method's own schema (its module is loaded for it). */
+async function paramSchemas(): Promise<Map<string, z.ZodType>> {
   const params = new Map<string, z.ZodType>();
-  for (const [name, def] of buildRegistry({ testMethods: false })) params.set(name, def.params);
-  if (!params.has("chat")) params.set("chat", ChatParamsSchema);
-  if (!params.has("cancel")) params.set("cancel", CancelParamsSchema);
+  for (const [name, entry] of buildRegistry({ testMethods: false }))
+    params.set(name, (await entry.load()).params);
   return new Map([...params].sort(([a], [b]) => a.localeCompare(b)));
 }
 
@@ -54,7 +53,7 @@ function defsOf(
   return defs;
 }
 
-export function buildProtocolJsonSchema(): JsonObject {
+export async function buildProtocolJsonSchema(): Promise<JsonObject> {
   // Shared pieces are registered in both passes so that both refer to them by name.
   const shared = (reg: z.core.$ZodRegistry<{ id: string }>) => {
     reg.add(RequestIdSchema, { id: "RequestId" });
@@ -67,7 +66,7 @@ export function buildProtocolJsonSchema(): JsonObject {
   shared(requests);
   requests.add(RequestSchema, { id: "Request" });
   const methods: Record<string, JsonObject> = {};
-  for (const [method, params] of paramSchemas()) {
+  for (const [method, params] of await paramSchemas()) {
     const base = `${pascal(method)}`;
     requests.add(params, { id: `${base}Params` });
     requests.add(z.object({ id: RequestIdSchema, method: z.literal(method), params: params.optional() }), {
@@ -124,6 +123,6 @@ export function buildProtocolJsonSchema(): JsonObject {
 }
 
 /** The committed file's text: stable key order, two-space indent, trailing newline. */
-export function protocolJsonSchemaText(): string {
-  return `${JSON.stringify(buildProtocolJsonSchema(), null, 2)}\n`;
+export async function protocolJsonSchemaText(): Promise<string> {
+  return `${JSON.stringify(await buildProtocolJsonSchema(), null, 2)}\n`;
 }
