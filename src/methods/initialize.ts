@@ -1,8 +1,9 @@
 import { z } from "zod";
+// The client keeps the zod-free list, checked at compile time against the protocol schemas.
+import { CHAT_EVENT_NAMES } from "../client/chat-events.ts";
 import { CoreError } from "../protocol/errors.ts";
 import { PROTOCOL_VERSIONS } from "../protocol/messages.ts";
 import { NAME, VERSION } from "../version.ts";
-import { CHAT_EVENTS } from "./events.ts";
 import { defineMethod } from "./types.ts";
 
 export const InitializeParamsSchema = z.object({
@@ -32,7 +33,7 @@ export const initialize = defineMethod({
         parallel_chat: { supported: max > 1, max_concurrent: max },
         cancel: { targeted: true },
         methods: ctx.methodNames(),
-        events: [...CHAT_EVENTS],
+        events: [...CHAT_EVENT_NAMES, "warmup_progress"],
       },
     };
   },

@@ -10,7 +10,7 @@ import {
   RequestSchema,
   ResultMessageSchema,
 } from "./messages.ts";
-import { RESULT_SCHEMAS } from "./results.ts";
+import { RESULT_SCHEMAS, WarmupProgressFields } from "./results.ts";
 
 /**
  * The protocol as one JSON Schema (draft 2020-12) document, for hosts in other languages:
@@ -101,6 +101,12 @@ export async function buildProtocolJsonSchema(): Promise<JsonObject> {
     events[name] = { $ref: `#/$defs/${id}` };
   }
   methods.chat = { ...methods.chat, events: Object.values(events) };
+  const progress = z
+    .object({ id: RequestIdSchema, type: z.literal("event"), event: z.literal("warmup_progress") })
+    .and(WarmupProgressFields);
+  messages.add(progress, { id: "WarmupProgressEvent" });
+  events.warmup_progress = { $ref: "#/$defs/WarmupProgressEvent" };
+  methods.warmup = { ...methods.warmup, events: [events.warmup_progress] };
 
   const defs = { ...defsOf(requests, "input"), ...defsOf(messages, "output") };
   return {

@@ -50,6 +50,20 @@ export const PlanResultSchema = z.object({}).loose();
 export type PlanResult = z.infer<typeof PlanResultSchema>;
 
 /** Every method's result, by name (chat included), for the client and the JSON Schema. */
+/** `warmup`: llama-server is up and ready for chats. */
+export const WarmupResultSchema = z.object({
+  status: z.literal("ready"),
+  elapsed_ms: z.number().nonnegative(),
+  slots: z.number().int().positive(),
+});
+
+/** The fields of `warmup_progress` events, as the supervisor reports its start. */
+export const WarmupProgressFields = z.discriminatedUnion("phase", [
+  z.object({ phase: z.literal("starting"), attempt: z.number().int().positive() }),
+  z.object({ phase: z.literal("loading"), elapsed_ms: z.number().nonnegative() }),
+  z.object({ phase: z.literal("ready"), elapsed_ms: z.number().nonnegative() }),
+]);
+
 export const RESULT_SCHEMAS = {
   initialize: InitializeResultSchema,
   ping: StatusResultSchema,
@@ -58,4 +72,5 @@ export const RESULT_SCHEMAS = {
   chat: ChatResultSchema,
   cancel: CancelResultSchema,
   shutdown: StatusResultSchema,
+  warmup: WarmupResultSchema,
 } as const;

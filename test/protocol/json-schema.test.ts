@@ -41,11 +41,12 @@ describe("protocol JSON Schema", () => {
       expect(schema["x-methods"][name]?.request).toBeDefined();
       expect(schema["x-methods"][name]?.params).toBeDefined();
     }
-    for (const name of ["initialize", "ping", "doctor", "plan", "chat", "cancel", "shutdown"]) {
+    for (const name of ["initialize", "ping", "doctor", "plan", "chat", "cancel", "shutdown", "warmup"]) {
       expect(schema["x-methods"][name]?.result).toBeDefined();
     }
-    expect(Object.keys(schema["x-events"])).toEqual(Object.keys(ChatEventFields));
+    expect(Object.keys(schema["x-events"])).toEqual([...Object.keys(ChatEventFields), "warmup_progress"]);
     expect(schema["x-methods"].chat.events).toHaveLength(Object.keys(ChatEventFields).length);
+    expect(schema["x-methods"].warmup.events).toEqual([{ $ref: "#/$defs/WarmupProgressEvent" }]);
   });
 
   test("keeps the zod constraints a host must honour", () => {
