@@ -1,66 +1,73 @@
 import { beforeAll, describe, expect, test } from "bun:test";
 import { existsSync } from "node:fs";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import { buildClient, CLIENT_DIST } from "../../scripts/build-client.ts";
 import { hostBinary } from "../client/host-binary.ts";
+import { writeStack } from "../fixtures/stack.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
 // Runs examples/node-host/index.mjs with Node against the compiled core, as a host developer
-// would. The chat part runs when LOCAL_AI_EXAMPLE_CONFIG names a config (e.g. one whose
-// llama.binary is the llama-server stand-in); otherwise it is skipped and the cancel demo uses
-// the core's test.sleep.
+// would: once with no config (the cancel demo uses test.sleep), once with a config whose
+// llama.binary is the llama-server stand-in (a real streamed chat and a cancelled one).
 const ROOT = join(import.meta.dir, "../..");
 const node = Bun.which("node");
-// Resolved here: the example runs in a temp folder, where a relative path would mean something else.
-const exampleConfig = process.env.LOCAL_AI_EXAMPLE_CONFIG
-  ? resolve(process.env.LOCAL_AI_EXAMPLE_CONFIG)
-  : undefined;
 
 beforeAll(async () => {
   hostBinary();
   if (!existsSync(join(CLIENT_DIST, "index.mjs"))) await buildClient();
 }, 60_000);
 
+async function runExample(cwd: string, env: Record<string, string | undefined>) {
+  const proc = Bun.spawn([node!, join(ROOT, "examples/node-host/index.mjs")], {
+    cwd,
+    env: { ...process.env, LOCAL_AI_TEST_METHODS: "1", ...env },
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  const timer = setTimeout(() => proc.kill(), 60_000);
+  const [stdout, stderr, code] = await Promise.all([
+    new Response(proc.stdout).text(),
+    new Response(proc.stderr).text(),
+    proc.exited,
+  ]);
+  clearTimeout(timer);
+  expect({ code, stderr: code === 0 ? "" : stderr }).toEqual({ code: 0, stderr: "" });
+  const line = stdout.split("\n").find((l) => l.startsWith("SUMMARY "));
+  expect(line).toBeDefined();
+  const summary = JSON.parse(line!.slice("SUMMARY ".length));
+  expect(summary.initialize.protocol_version).toBe(1);
+  expect(summary.initialize.methods).toContain("doctor");
+  expect(summary.doctor.checks.length).toBeGreaterThan(0);
+  expect(summary.shutdown.exited).toBe(true);
+  return { stdout, summary };
+}
+
 describe.skipIf(!node)("examples/node-host", () => {
-  test("initializes, diagnoses, cancels and shuts down the compiled core", async () => {
-    if (!exampleConfig) console.error("example-host: chat part skipped (LOCAL_AI_EXAMPLE_CONFIG not set)");
+  test("without a config: initializes, diagnoses, cancels test.sleep and shuts down", async () => {
     await using dir = tmpdir();
-    const env: Record<string, string | undefined> = {
-      ...process.env,
-      LOCAL_AI_TEST_METHODS: "1",
-      LOCAL_AI_EXAMPLE_CONFIG: exampleConfig,
-    };
-    const proc = Bun.spawn([node!, join(ROOT, "examples/node-host/index.mjs")], {
-      cwd: dir.path,
-      env,
-      stdout: "pipe",
-      stderr: "pipe",
-    });
-    const timer = setTimeout(() => proc.kill(), 60_000);
-    const [stdout, stderr, code] = await Promise.all([
-      new Response(proc.stdout).text(),
-      new Response(proc.stderr).text(),
-      proc.exited,
-    ]);
-    clearTimeout(timer);
-    expect({ code, stderr: code === 0 ? "" : stderr }).toEqual({ code: 0, stderr: "" });
-    const line = stdout.split("\n").find((l) => l.startsWith("SUMMARY "));
-    expect(line).toBeDefined();
-    const summary = JSON.parse(line!.slice("SUMMARY ".length));
-    expect(summary.initialize.protocol_version).toBe(1);
-    expect(summary.initialize.methods).toContain("doctor");
-    expect(summary.doctor.checks.length).toBeGreaterThan(0);
-    expect(summary.shutdown.exited).toBe(true);
-    if (exampleConfig) {
-      expect(summary.chat.response.length).toBeGreaterThan(0);
-      expect(stdout).toContain(summary.chat.response.slice(0, 10));
-      // A short reply may finish before the cancel lands; either way the two must agree.
-      expect(summary.cancel.method).toBe("chat");
-      expect(summary.cancel.caught).toBe(summary.cancel.outcome === "cancelled");
-      expect(["cancelled", "finished before the cancel arrived"]).toContain(summary.cancel.outcome);
-    } else {
-      expect(summary.chat).toBeNull();
-      expect(summary.cancel).toEqual({ method: "test.sleep", caught: true, outcome: "cancelled" });
-    }
+    const { summary } = await runExample(dir.path, { LOCAL_AI_EXAMPLE_CONFIG: undefined });
+    expect(summary.chat).toBeNull();
+    expect(summary.cancel).toEqual({ method: "test.sleep", caught: true, outcome: "cancelled" });
   }, 90_000);
+
+  test.skipIf(process.platform === "win32")(
+    "with the llama-server stand-in: a streamed chat, a cancelled chat, shutdown",
+    async () => {
+      await using dir = tmpdir();
+      const stack = writeStack(dir.path);
+      const { stdout, summary } = await runExample(dir.path, {
+        ...stack.env,
+        // Slow tokens, so the cancel lands while the second chat is still streaming.
+        FAKE_LLAMA_CHUNK_DELAY_MS: "100",
+        LOCAL_AI_EXAMPLE_CONFIG: join(dir.path, "config.yaml"),
+        LOCAL_AI_EXAMPLE_INPUT: "hello there",
+      });
+      // The stand-in echoes the message when it has no script.
+      expect(summary.chat.response).toBe("You said: hello there");
+      expect(stdout).toContain("chat: You said: hello there");
+      expect(summary.cancel).toEqual({ method: "chat", caught: true, outcome: "cancelled" });
+      expect(stack.recordedServers()).toEqual([]); // shutdown stopped llama-server
+    },
+    90_000,
+  );
 });
