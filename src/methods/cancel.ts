@@ -4,5 +4,5 @@ import { defineMethod } from "./types.ts";
 export const cancel = defineMethod({
   name: "cancel",
   params: CancelParamsSchema,
-  run: async (params, ctx) => ({ cancelled: ctx.cancel(params.request_id) }),
+  run: (params, ctx) => ({ cancelled: ctx.cancel(params.request_id) }),
 });

@@ -14,7 +14,7 @@ export const InitializeParamsSchema = z.object({
 export const initialize = defineMethod({
   name: "initialize",
   params: InitializeParamsSchema,
-  run: async (params, ctx) => {
+  run: (params, ctx) => {
     const common = params.protocol_versions.filter((v) =>
       (PROTOCOL_VERSIONS as readonly number[]).includes(v),
     );

@@ -4,5 +4,5 @@ import { defineMethod } from "./types.ts";
 export const ping = defineMethod({
   name: "ping",
   params: z.object({}).loose(),
-  run: async () => ({ status: "ok" }),
+  run: () => ({ status: "ok" }),
 });

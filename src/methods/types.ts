@@ -23,7 +23,8 @@ export interface MethodContext {
 export interface MethodDef<P extends z.ZodType = z.ZodType> {
   name: string;
   params: P;
-  run(params: z.infer<P>, ctx: MethodContext): Promise<unknown>;
+  /** A plain (non-promise) return value is answered at once, before the next line is read. */
+  run(params: z.infer<P>, ctx: MethodContext): unknown | Promise<unknown>;
 }
 
 export function defineMethod<P extends z.ZodType>(def: MethodDef<P>): MethodDef<P> {

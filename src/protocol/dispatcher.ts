@@ -8,6 +8,11 @@ import type { Frame } from "./framing.ts";
 import type { ErrorMessage, RequestId, ResultMessage } from "./messages.ts";
 import type { Writer } from "./writer.ts";
 
+/** How a request that started at once stands: already answered, or still working. */
+type Started =
+  | { kind: "message"; message: ResultMessage | ErrorMessage }
+  | { kind: "pending"; result: Promise<unknown> };
+
 /** A never-aborted signal shared by requests that cannot be cancelled (ping, doctor…). */
 const NEVER = new AbortController().signal;
 
@@ -207,23 +212,56 @@ export class Dispatcher {
   }
 
   private start(id: RequestId, method: MethodEntry, params: object): void {
-    // Registered before the method's module loads, so duplicates and cancels see it at once.
     const request = new InFlight(id, method, this);
+    const def = method.cancellable ? undefined : this.loaded.get(method.name);
+    let started: Started | undefined;
+    if (def) {
+      // A loaded, non-cancellable method runs right away; one that answers with a plain value
+      // (ping, cancel, initialize) is answered before the next line is read, with no promise
+      // and no table entry: nothing can observe it in flight.
+      started = this.startNow(request, def, params);
+      try {
+        if (started.kind === "message" && this.writer.tryTerminal(started.message)) return;
+      } catch {
+        // Unserializable: run() below answers internal_error for it.
+      }
+    }
+    // Registered before the method's module loads, so duplicates and cancels see it at once.
     this.active.set(id, request);
-    request.done = this.run(request, params);
+    request.done = this.run(request, params, started);
   }
 
-  private async run(request: InFlight, params: object): Promise<void> {
+  private startNow(request: InFlight, def: MethodDef, params: object): Started {
+    try {
+      const out = def.run(this.parseParams(def, params) as z.infer<typeof def.params>, request);
+      if (out instanceof Promise) return { kind: "pending", result: out };
+      request.settled = true;
+      return { kind: "message", message: { id: request.id, type: "result", result: out ?? {} } };
+    } catch (err) {
+      request.settled = true;
+      return { kind: "message", message: toErrorMessage(request.id, err, request.signal, def.name) };
+    }
+  }
+
+  private async run(request: InFlight, params: object, started?: Started): Promise<void> {
     const { method, signal } = request;
     let message: ResultMessage | ErrorMessage;
-    try {
-      const def = this.loaded.get(method.name) ?? (await this.definition(method));
-      const result = await def.run(this.parseParams(def, params) as z.infer<typeof def.params>, request);
-      // A cancel that was acknowledged must end the request as cancelled, even if it raced the finish.
-      if (signal.aborted) throw signal.reason;
-      message = { id: request.id, type: "result", result: result ?? {} };
-    } catch (err) {
-      message = toErrorMessage(request.id, err, signal, method.name);
+    if (started?.kind === "message") {
+      message = started.message;
+    } else {
+      try {
+        let result: unknown;
+        if (started) result = await started.result;
+        else {
+          const def = this.loaded.get(method.name) ?? (await this.definition(method));
+          result = await def.run(this.parseParams(def, params) as z.infer<typeof def.params>, request);
+        }
+        // A cancel that was acknowledged must end the request as cancelled, even if it raced the finish.
+        if (signal.aborted) throw signal.reason;
+        message = { id: request.id, type: "result", result: result ?? {} };
+      } catch (err) {
+        message = toErrorMessage(request.id, err, signal, method.name);
+      }
     }
     request.settled = true;
     try {

@@ -19,7 +19,10 @@ export interface WriterOptions {
  */
 export class Writer {
   private queue: string[] = [];
-  private pumping = false;
+  /** A sink write is in progress (its batch left the queue). */
+  private writing = false;
+  /** A microtask pump is scheduled. */
+  private scheduled = false;
   private broken = false;
   private droppedTotal = 0;
   /** Terminals waiting for room, oldest first from waiterHead (a cheap FIFO without shift()). */
@@ -61,6 +64,18 @@ export class Writer {
     return true;
   }
 
+  /**
+   * Queues a result or error only if there is room now; false (nothing queued) otherwise.
+   * Throws when the message cannot be serialized.
+   */
+  tryTerminal(msg: OutboundMessage): boolean {
+    if (this.broken) return true;
+    if (this.roomWaiters.length !== this.waiterHead || this.queue.length >= this.options.queueSize)
+      return false;
+    this.enqueue(serialize(msg));
+    return true;
+  }
+
   /** Queues a result or error, waiting (in arrival order) for room rather than dropping it. */
   terminal(msg: OutboundMessage): Promise<void> {
     const line = serialize(msg);
@@ -92,19 +107,28 @@ export class Writer {
   }
 
   private isIdle(): boolean {
-    return this.broken || (this.queue.length === 0 && !this.pumping);
+    return this.broken || (this.queue.length === 0 && !this.writing);
   }
 
   private enqueue(line: string): void {
     this.queue.push(line);
-    if (!this.pumping) {
-      this.pumping = true;
+    if (this.writing) return; // the running pump takes it with its next batch
+    if (this.queue.length >= this.options.queueSize) {
+      // Full while the sink is free: hand the batch over now rather than make callers wait.
+      void this.pump();
+    } else if (!this.scheduled) {
+      this.scheduled = true;
       // A microtask lets every message produced in this tick join the same batch.
-      queueMicrotask(() => void this.pump());
+      queueMicrotask(() => {
+        this.scheduled = false;
+        void this.pump();
+      });
     }
   }
 
   private async pump(): Promise<void> {
+    if (this.writing) return;
+    this.writing = true;
     while (this.queue.length > 0 && !this.broken) {
       const batch = this.queue.join("");
       this.queue = [];
@@ -115,7 +139,7 @@ export class Writer {
         this.markBroken(err);
       }
     }
-    this.pumping = false;
+    this.writing = false;
     if (this.broken) this.queue = [];
     this.wakeRoomWaiters();
     const idle = this.idleWaiters;
