@@ -1,0 +1,43 @@
+import { describe, expect, test } from "bun:test";
+import { spawnCore } from "../fixtures/core-process.ts";
+import { alive, writeStack } from "../fixtures/stack.ts";
+import { tmpdir } from "../fixtures/tmpdir.ts";
+
+// SPEC §3: no llama-server outlives the core, however the core stops (kill -9 is covered by
+// the reaping test in chat.test.ts).
+const stops = ["shutdown", "stdin EOF", "SIGTERM", "SIGINT", "SIGHUP"] as const;
+
+describe.skipIf(process.platform === "win32")("llama-server never outlives the core", () => {
+  for (const how of stops) {
+    test(`${how}, with a chat streaming from a server that ignores SIGTERM`, async () => {
+      await using dir = tmpdir();
+      const stack = writeStack(dir.path, {
+        script: [{ content: "a b c d e f g h i j k l m n o p", chunk_delay_ms: 200 }],
+      });
+      await using core = spawnCore({
+        cwd: dir.path,
+        // Like a real llama-server with an SSE stream open (transcripts 60, 67): SIGTERM is ignored.
+        env: { ...stack.env, FAKE_LLAMA_IGNORE_SIGTERM: "1" },
+      });
+      core.send({ id: "chat", method: "chat", params: { input: "go" } });
+      await core.waitFor((ms) => ms.some((m) => m.id === "chat" && m.event === "llm_chunk"));
+      const [server] = stack.recordedServers();
+      expect(alive(server!)).toBe(true);
+      const t0 = Date.now();
+      if (how === "shutdown") core.send({ id: "bye", method: "shutdown" });
+      else if (how === "stdin EOF") core.closeStdin();
+      else core.proc.kill(how);
+      expect(await core.exited(15_000)).toBe(0);
+      // The grace period is 1 s in this config (llama.stop_grace_s), then SIGKILL.
+      expect(Date.now() - t0).toBeLessThan(8000);
+      expect(alive(server!)).toBe(false);
+      expect(stack.recordedServers()).toEqual([]);
+      // The chat was cancelled before the core went, and said so.
+      expect(core.terminal("chat")).toMatchObject({ type: "error", code: "cancelled" });
+      if (how === "shutdown") {
+        const order = core.messages.filter((m) => m.type !== "event").map((m) => m.id);
+        expect(order.indexOf("chat")).toBeLessThan(order.indexOf("bye"));
+      }
+    });
+  }
+});
