@@ -26,6 +26,11 @@ export interface TurnDeps {
   memory(userId: string): MemoryIndex;
   emit(event: string, fields?: Record<string, unknown>): boolean;
   signal: AbortSignal;
+  /**
+   * Claims the finish before the turn is committed to history: false when a cancel got there
+   * first (the turn then ends `cancelled`, uncommitted, resumable from its checkpoint).
+   */
+  settle(): boolean;
   randomId(length: number, alphabet: string): string;
   now(): Date;
 }
@@ -385,6 +390,9 @@ class Turn {
 
   private finish(response: string): Omit<ChatResult, "dropped_events"> {
     const { deps, state } = this;
+    // A cancel that raced the last step wins only if it came before this point; after it, the
+    // cancel finds the chat finished. Either way the host sees one consistent outcome.
+    if (!deps.settle()) throw deps.signal.reason;
     this.store.saveHistory([...this.history, ...state.turn]);
     this.store.clearCheckpoint();
     if (deps.config.memory.enabled && state.user_input.trim() !== "") {
