@@ -172,7 +172,14 @@ class Turn {
   private async loadTools(): Promise<AgentTool[]> {
     if (this.agent.tools.length === 0) return [];
     try {
-      return await resolveTools(this.agent.tools, this.deps.pool, this.deps.signal);
+      const { tools, failures } = await resolveTools(this.agent.tools, this.deps.pool, this.deps.signal);
+      for (const f of failures) {
+        this.warnings.push({
+          code: "tools_unavailable",
+          message: `the tools of MCP server '${f.server}' could not be loaded, the turn ran without them: ${f.message}`,
+        });
+      }
+      return tools;
     } catch (err) {
       if (this.deps.signal.aborted) throw this.deps.signal.reason;
       if (err instanceof CoreError && err.code === "config_invalid") throw err;
