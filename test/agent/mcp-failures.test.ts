@@ -51,10 +51,8 @@ describe("chat: MCP servers that will not start", () => {
     expect(result.warnings.map((w) => w.code)).toEqual(["tools_unavailable"]);
     expect(result.warnings[0]?.message).toContain("'hang'");
     expect(result.warnings[0]?.message).toContain("startup_timeout_s");
-    const offered = (h2.llama.requests[0]?.body.tools as { function: { name: string } }[]).map(
-      (t) => t.function.name,
-    );
-    expect(offered).toEqual(["good__echo"]);
+    const tools = (h2.llama.requests[0]?.body.tools ?? []) as { function: { name: string } }[];
+    expect(tools.map((t) => t.function.name)).toEqual(["good__echo"]);
     // The hung child ignores SIGTERM; it is gone all the same.
     const [pid] = pidsIn(pids);
     expect(pid).toBeGreaterThan(0);
