@@ -221,6 +221,13 @@ class Turn {
       if (outcome.text.trim() !== "") state.best_text = outcome.text;
       if (outcome.kind === "final") {
         state.turn.push({ role: "assistant", content: reply.content });
+        if (reply.content.trim() === "") {
+          // Defined, not retried: a model that says nothing once usually says nothing again.
+          this.warnings.push({
+            code: "empty_reply",
+            message: "the model ended its turn without any text or tool call; the response is empty",
+          });
+        }
         if (reply.finishReason === "length") {
           this.warnings.push({
             code: "reply_truncated",
