@@ -92,18 +92,30 @@ export async function streamCompletion(
         done = true;
         return;
       }
-      let chunk: {
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(ev.data);
+      } catch {
+        streamError = new LlmError(
+          "bad_response",
+          `llama-server sent an event that is not JSON: ${excerpt(ev.data)}`,
+        );
+        return;
+      }
+      const shapeProblem = chunkProblem(parsed);
+      if (shapeProblem) {
+        streamError = new LlmError(
+          "bad_response",
+          `llama-server sent an event of an unexpected shape (${shapeProblem}): ${excerpt(ev.data)}`,
+        );
+        return;
+      }
+      const chunk = parsed as {
         choices?: ChunkChoice[];
         usage?: Record<string, unknown>;
         timings?: Record<string, unknown>;
         error?: { message?: string };
       };
-      try {
-        chunk = JSON.parse(ev.data);
-      } catch {
-        streamError = new LlmError("bad_response", "llama-server sent an event that is not JSON");
-        return;
-      }
       if (chunk.error) {
         streamError = new LlmError(
           "server_error",
@@ -160,6 +172,45 @@ export async function streamCompletion(
   }
   result.toolCalls = assembler.calls();
   return result;
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === "object" && v !== null && !Array.isArray(v);
+
+/**
+ * What makes a parsed SSE event unusable, or undefined when it is fine. Only what the client
+ * reads is checked; a server (or a model) sending something else is a named bad_response,
+ * never a TypeError mistaken for a lost connection.
+ */
+function chunkProblem(v: unknown): string | undefined {
+  if (!isObject(v)) return "not an object";
+  if (v.choices === undefined) return undefined;
+  if (!Array.isArray(v.choices)) return "choices is not an array";
+  for (const choice of v.choices) {
+    if (!isObject(choice)) return "a choice is not an object";
+    const delta = choice.delta;
+    if (delta === undefined || delta === null) continue;
+    if (!isObject(delta)) return "delta is not an object";
+    if (delta.content !== undefined && delta.content !== null && typeof delta.content !== "string")
+      return "delta.content is not a string";
+    if (delta.tool_calls === undefined || delta.tool_calls === null) continue;
+    if (!Array.isArray(delta.tool_calls)) return "delta.tool_calls is not an array";
+    for (const tc of delta.tool_calls) {
+      if (!isObject(tc)) return "a tool call is not an object";
+      const fn = tc.function;
+      if (fn === undefined) continue;
+      if (!isObject(fn)) return "a tool call's function is not an object";
+      for (const key of ["name", "arguments"] as const) {
+        if (fn[key] !== undefined && fn[key] !== null && typeof fn[key] !== "string")
+          return `a tool call's function.${key} is not a string`;
+      }
+    }
+  }
+  return undefined;
+}
+
+function excerpt(data: string): string {
+  return JSON.stringify(data.length > 80 ? `${data.slice(0, 80)}…` : data);
 }
 
 async function httpError(res: Response): Promise<LlmError> {

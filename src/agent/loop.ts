@@ -26,6 +26,11 @@ export interface TurnDeps {
   memory(userId: string): MemoryIndex;
   emit(event: string, fields?: Record<string, unknown>): boolean;
   signal: AbortSignal;
+  /**
+   * Claims the finish before the turn is committed to history: false when a cancel got there
+   * first (the turn then ends `cancelled`, uncommitted, resumable from its checkpoint).
+   */
+  settle(): boolean;
   randomId(length: number, alphabet: string): string;
   now(): Date;
 }
@@ -167,7 +172,14 @@ class Turn {
   private async loadTools(): Promise<AgentTool[]> {
     if (this.agent.tools.length === 0) return [];
     try {
-      return await resolveTools(this.agent.tools, this.deps.pool, this.deps.signal);
+      const { tools, failures } = await resolveTools(this.agent.tools, this.deps.pool, this.deps.signal);
+      for (const f of failures) {
+        this.warnings.push({
+          code: "tools_unavailable",
+          message: `the tools of MCP server '${f.server}' could not be loaded, the turn ran without them: ${f.message}`,
+        });
+      }
+      return tools;
     } catch (err) {
       if (this.deps.signal.aborted) throw this.deps.signal.reason;
       if (err instanceof CoreError && err.code === "config_invalid") throw err;
@@ -209,6 +221,13 @@ class Turn {
       if (outcome.text.trim() !== "") state.best_text = outcome.text;
       if (outcome.kind === "final") {
         state.turn.push({ role: "assistant", content: reply.content });
+        if (reply.content.trim() === "") {
+          // Defined, not retried: a model that says nothing once usually says nothing again.
+          this.warnings.push({
+            code: "empty_reply",
+            message: "the model ended its turn without any text or tool call; the response is empty",
+          });
+        }
         if (reply.finishReason === "length") {
           this.warnings.push({
             code: "reply_truncated",
@@ -385,6 +404,9 @@ class Turn {
 
   private finish(response: string): Omit<ChatResult, "dropped_events"> {
     const { deps, state } = this;
+    // A cancel that raced the last step wins only if it came before this point; after it, the
+    // cancel finds the chat finished. Either way the host sees one consistent outcome.
+    if (!deps.settle()) throw deps.signal.reason;
     this.store.saveHistory([...this.history, ...state.turn]);
     this.store.clearCheckpoint();
     if (deps.config.memory.enabled && state.user_input.trim() !== "") {

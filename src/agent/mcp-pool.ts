@@ -30,6 +30,10 @@ interface Connection {
  */
 export class McpPool {
   private readonly connections = new Map<string, Promise<Connection>>();
+  /** Servers being stopped after a failed start; close() waits for them too. */
+  private readonly stopping = new Set<Promise<void>>();
+  /** Servers still starting, killed at close() rather than waited for. */
+  private readonly starting = new Set<StdioClientTransport>();
   private closed = false;
 
   constructor(private readonly servers: readonly McpServerConfig[]) {}
@@ -67,10 +71,12 @@ export class McpPool {
 
   async close(): Promise<void> {
     this.closed = true;
+    for (const t of this.starting) killPid(t.pid);
     const all = [...this.connections.values()];
     this.connections.clear();
-    await Promise.all(
-      all.map(async (p) => {
+    await Promise.all([
+      ...this.stopping,
+      ...all.map(async (p) => {
         try {
           const conn = await p;
           await conn.client.close();
@@ -78,7 +84,7 @@ export class McpPool {
           // A server that never started or already died has nothing to close.
         }
       }),
-    );
+    ]);
   }
 
   private requireConfig(server: string): McpServerConfig {
@@ -106,8 +112,9 @@ export class McpPool {
         if (this.connections.get(server) === pending) this.connections.delete(server);
       });
     }
-    signal.throwIfAborted();
-    return pending;
+    // A cancelled chat stops waiting for a slow start; the start itself is bounded by
+    // startup_timeout_s and its server killed if it does not make it.
+    return raceAbort(pending, signal);
   }
 
   private async start(cfg: McpServerConfig): Promise<Connection> {
@@ -125,13 +132,12 @@ export class McpPool {
       conn.alive = false;
       logger.info(`MCP server '${cfg.name}' disconnected; it will be restarted on next use`);
     };
-    const startTimeout = AbortSignal.timeout(Math.max(10_000, cfg.timeout_s * 1000));
+    this.starting.add(transport);
+    const limitMs = cfg.startup_timeout_s * 1000;
+    const startTimeout = AbortSignal.timeout(limitMs);
     try {
-      await client.connect(transport, {
-        signal: startTimeout,
-        timeout: Math.max(10_000, cfg.timeout_s * 1000),
-      });
-      const listed = await client.listTools(undefined, { signal: startTimeout });
+      await client.connect(transport, { signal: startTimeout, timeout: limitMs });
+      const listed = await client.listTools(undefined, { signal: startTimeout, timeout: limitMs });
       conn.tools = listed.tools.map((t) => ({
         name: t.name,
         description: t.description ?? "",
@@ -139,16 +145,67 @@ export class McpPool {
       }));
     } catch (err) {
       conn.alive = false;
-      await client.close().catch(() => {});
+      this.stopFailed(cfg.name, client, transport);
+      if (startTimeout.aborted) {
+        throw new CoreError(
+          "internal_error",
+          `MCP server '${cfg.name}' did not start within startup_timeout_s (${cfg.startup_timeout_s} s); it was stopped`,
+          { server: cfg.name },
+        );
+      }
       throw new CoreError(
         "internal_error",
         `MCP server '${cfg.name}' could not be started: ${(err as Error).message}`,
-        {
-          server: cfg.name,
-        },
+        { server: cfg.name },
       );
+    } finally {
+      this.starting.delete(transport);
     }
     logger.info(`MCP server '${cfg.name}' started with ${conn.tools.length} tools`);
     return conn;
   }
+
+  /**
+   * Stops a server that failed to start. It has nothing worth a graceful exit, and one that
+   * hangs may ignore stdin's end and SIGTERM, so it is killed outright before the transport
+   * is closed; the chat does not wait for it, close() does.
+   */
+  private stopFailed(name: string, client: Client, transport: StdioClientTransport): void {
+    const pid = transport.pid;
+    if (killPid(pid)) logger.info(`MCP server '${name}' (pid ${pid}) killed after a failed start`);
+    const done: Promise<void> = client.close().then(
+      () => {},
+      () => {},
+    );
+    this.stopping.add(done);
+    void done.finally(() => this.stopping.delete(done));
+  }
+}
+
+function killPid(pid: number | null): boolean {
+  if (pid === null) return false;
+  try {
+    process.kill(pid, "SIGKILL");
+    return true;
+  } catch {
+    return false; // already gone
+  }
+}
+
+function raceAbort<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener("abort", onAbort, { once: true });
+    work.then(
+      (v) => {
+        signal.removeEventListener("abort", onAbort);
+        resolve(v);
+      },
+      (e) => {
+        signal.removeEventListener("abort", onAbort);
+        reject(e);
+      },
+    );
+  });
 }

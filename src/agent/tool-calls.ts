@@ -1,5 +1,11 @@
 import type { ToolCall } from "./messages.ts";
 
+/**
+ * Longest arguments a call may carry. Longer ones are a malformed call (a runaway model, not a
+ * real request): they are not run, not echoed in events, and not kept in the conversation.
+ */
+export const MAX_ARGUMENT_CHARS = 100_000;
+
 interface ToolCallDelta {
   index: number;
   id?: string;
@@ -18,7 +24,7 @@ export class ToolCallAssembler {
       call = { id: "", name: "", args: "" };
       this.byIndex.set(index, call);
     }
-    if (delta.id) call.id = delta.id;
+    if (typeof delta.id === "string" && delta.id) call.id = delta.id;
     if (delta.function?.name) call.name += delta.function.name;
     if (delta.function?.arguments) call.args += delta.function.arguments;
   }
@@ -69,7 +75,8 @@ export function interpretStep(
       if (typeof parsed === "string") problems.push(parsed);
       else calls.push({ id: tc.id, ...parsed });
     }
-    if (problems.length > 0) return { kind: "malformed", text: content, problems, toolCalls: native };
+    if (problems.length > 0)
+      return { kind: "malformed", text: content, problems, toolCalls: native.map(withSafeArguments) };
     return { kind: "calls", text: content, calls, toolCalls: native };
   }
 
@@ -119,7 +126,11 @@ function parseCall(
 ): { name: string; args: Record<string, unknown> } | string {
   if (!known.has(name)) {
     const list = [...known].join(", ") || "none";
-    return `unknown tool '${name}' (available: ${list})`;
+    const shown = name.length > 80 ? `${name.slice(0, 80)}…` : name;
+    return `unknown tool '${shown}' (available: ${list})`;
+  }
+  if (args.length > MAX_ARGUMENT_CHARS) {
+    return `the arguments for '${name}' are ${args.length} characters long, over the limit of ${MAX_ARGUMENT_CHARS}`;
   }
   let value: unknown;
   try {
@@ -136,4 +147,24 @@ function parseCall(
 function looksLikeKnownCall(text: string, known: ReadonlySet<string>): boolean {
   const m = /^\{\s*"name"\s*:\s*"([^"]+)"/.exec(text);
   return m !== null && known.has(m[1] ?? "");
+}
+
+/**
+ * A malformed call as it goes back to the model: arguments that are not a JSON object (or are
+ * over the limit) become "{}", because llama-server's templates parse them and would fail the
+ * whole request; the tool message beside it says what was wrong.
+ */
+function withSafeArguments(tc: ToolCall): ToolCall {
+  const args = tc.function.arguments;
+  let ok = false;
+  if (args.length <= MAX_ARGUMENT_CHARS) {
+    try {
+      const v = JSON.parse(args);
+      ok = typeof v === "object" && v !== null && !Array.isArray(v);
+    } catch {
+      ok = false;
+    }
+  }
+  const name = tc.function.name.length > 200 ? tc.function.name.slice(0, 200) : tc.function.name;
+  return { ...tc, function: { name, arguments: ok ? args : "{}" } };
 }

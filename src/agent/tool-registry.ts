@@ -29,15 +29,17 @@ function matches(pattern: string, server: string, tool: string): boolean {
 }
 
 /**
- * Lists the tools an agent may use, starting the servers it names. A pattern naming a server
- * that is not configured is a config mistake the host must see, not a silently smaller toolset.
+ * Lists the tools an agent may use, starting the servers it names; a server that cannot start
+ * (missing command, crash, startup_timeout_s) is reported in `failures`. A pattern naming a
+ * server that is not configured is a config mistake the host must see, not a smaller toolset.
  */
 export async function resolveTools(
   patterns: readonly string[],
   pool: McpPool,
   signal: AbortSignal,
-): Promise<AgentTool[]> {
+): Promise<{ tools: AgentTool[]; failures: { server: string; message: string }[] }> {
   const out: AgentTool[] = [];
+  const failures: { server: string; message: string }[] = [];
   for (const server of serversOf(patterns)) {
     const cfg = pool.config(server);
     if (!cfg) {
@@ -49,7 +51,16 @@ export async function resolveTools(
         },
       );
     }
-    for (const t of await pool.tools(server, signal)) {
+    let listed: Awaited<ReturnType<McpPool["tools"]>>;
+    try {
+      listed = await pool.tools(server, signal);
+    } catch (err) {
+      // One broken server costs its own tools, not the others'.
+      if (signal.aborted) throw signal.reason;
+      failures.push({ server, message: (err as Error).message });
+      continue;
+    }
+    for (const t of listed) {
       if (!patterns.some((p) => matches(p, server, t.name))) continue;
       out.push({
         fn: `${server}${FN_SEPARATOR}${t.name}`,
@@ -62,7 +73,7 @@ export async function resolveTools(
       });
     }
   }
-  return out;
+  return { tools: out, failures };
 }
 
 /** The `tools` array of the chat request. */

@@ -22,7 +22,11 @@ export function truncate(text: string, limit = TOOL_RESULT_LIMIT): string {
 }
 
 export function preview(text: string): string {
-  const flat = text.replace(/\s+/g, " ").trim();
+  // Only the head matters; flattening megabytes of output to show 200 characters is waste.
+  const flat = text
+    .slice(0, PREVIEW_CHARS * 8)
+    .replace(/\s+/g, " ")
+    .trim();
   return flat.length <= PREVIEW_CHARS ? flat : `${flat.slice(0, PREVIEW_CHARS - 1)}…`;
 }
 

@@ -97,6 +97,8 @@ export const McpServerSchema = z.object({
   cwd: z.string().min(1).optional(),
   /** Per tool call. */
   timeout_s: z.number().positive().default(60),
+  /** How long the server may take to start and list its tools before the chat runs without them. */
+  startup_timeout_s: z.number().positive().default(20),
   requires_approval: z.array(z.string()).default([]),
 });
 

@@ -47,14 +47,10 @@ export function chatMethod(options: { provider: (core: Core) => LlamaProvider })
         },
         emit: (event, fields) => ctx.emit(event, fields),
         signal: ctx.signal,
+        settle: () => (ctx.settle ? ctx.settle() : !ctx.signal.aborted),
         randomId,
         now: () => new Date(),
       });
-      // A cancel that raced the finish still ends the chat as cancelled (the dispatcher's rule).
-      if (ctx.signal.aborted) {
-        ctx.emit("loop_abort", { step: 0, reason: "cancelled" });
-        throw ctx.signal.reason;
-      }
       return { ...result, dropped_events: ctx.droppedEvents };
     },
   });

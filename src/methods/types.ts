@@ -18,6 +18,12 @@ export interface MethodContext {
   methodNames(): string[];
   /** Starts the orderly shutdown and resolves once in-flight work has stopped. */
   shutdown(): Promise<void>;
+  /**
+   * Decides the outcome now: false when the request was already cancelled; otherwise true, and
+   * from then on a cancel finds it finished (`{cancelled:false}`). A handler calls it right
+   * before it commits something a cancelled request must not leave behind.
+   */
+  settle?(): boolean;
 }
 
 export interface MethodDef<P extends z.ZodType = z.ZodType> {

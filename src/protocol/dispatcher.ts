@@ -61,6 +61,12 @@ class InFlight implements MethodContext {
     return this.owner.onShutdownRequest(this.id);
   }
 
+  settle(): boolean {
+    if (this.signal.aborted) return false;
+    this.settled = true;
+    return true;
+  }
+
   /** Aborts it if it is cancellable and still undecided; true when this call aborted it. */
   abort(reason: CoreError): boolean {
     if (!this.controller || this.settled || this.controller.signal.aborted) return false;

@@ -3,6 +3,7 @@ import { join } from "node:path";
 import { z } from "zod";
 import { type ChatMessage, ChatMessageSchema } from "../agent/messages.ts";
 import type { Warning } from "../protocol/chat.ts";
+import { CoreError } from "../protocol/errors.ts";
 import { logger } from "../util/logger.ts";
 import { writeJsonAtomic } from "./atomic.ts";
 
@@ -93,17 +94,35 @@ export class SessionStore {
     warnings: Warning[],
   ): T | undefined {
     if (!existsSync(path)) return undefined;
-    let problem: string;
+    let problem = "unreadable";
+    let text: string | undefined;
     try {
-      const parsed = schema.safeParse(JSON.parse(readFileSync(path, "utf8")));
-      if (parsed.success) return parsed.data;
-      const issue = parsed.error.issues[0];
-      problem = `unexpected shape at '${issue?.path.join(".") ?? ""}': ${issue?.message ?? "invalid"}`;
+      text = readFileSync(path, "utf8");
     } catch (err) {
-      problem = `not valid JSON (${(err as Error).message})`;
+      // A folder in its place, or no permission: still moved aside so the session can go on.
+      problem = `cannot be read (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`;
+    }
+    if (text !== undefined) {
+      try {
+        const parsed = schema.safeParse(JSON.parse(text));
+        if (parsed.success) return parsed.data;
+        const issue = parsed.error.issues[0];
+        problem = `unexpected shape at '${issue?.path.join(".") ?? ""}': ${issue?.message ?? "invalid"}`;
+      } catch (err) {
+        problem = text.length === 0 ? "empty file" : `not valid JSON (${(err as Error).message})`;
+      }
     }
     const aside = `${path}.corrupt-${this.now().toISOString().replace(/[:.]/g, "-")}`;
-    renameSync(path, aside);
+    try {
+      renameSync(path, aside);
+    } catch (err) {
+      // Writing over it would destroy what could not be read; stop instead.
+      throw new CoreError(
+        "internal_error",
+        `the ${what} ${path} is unreadable (${problem}) and could not be moved aside: ${(err as Error).message}`,
+        { path },
+      );
+    }
     logger.warn(`${what} ${path} was unreadable (${problem}); moved to ${aside}`);
     warnings.push({
       code,

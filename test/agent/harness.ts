@@ -30,6 +30,8 @@ export class ChatHarness {
   readonly core: Core;
   readonly out: Msg[] = [];
   readonly mcpLog: string;
+  /** Called synchronously as the chat emits each event (before it is written), to place a race exactly. */
+  onEmit: (msg: Msg) => void = () => {};
   private readonly dispatcher: Dispatcher;
   private waiters: (() => void)[] = [];
 
@@ -57,7 +59,13 @@ export class ChatHarness {
     };
     writeFileSync(join(this.dir.path, "config.yaml"), JSON.stringify(full));
     this.core = new Core({ configPath: join(this.dir.path, "config.yaml"), cwd: this.dir.path });
-    const writer = new Writer(
+    const harness = this;
+    const writer = new (class extends Writer {
+      override event(msg: Parameters<Writer["event"]>[0]): boolean {
+        harness.onEmit(msg as unknown as Msg);
+        return super.event(msg);
+      }
+    })(
       {
         write: (data) => {
           for (const line of data.split("\n")) if (line) this.out.push(JSON.parse(line));

@@ -85,6 +85,35 @@ describe.skipIf(!onPosix)("chat through the compiled binary", () => {
     expect(await core.exited()).toBe(0);
   });
 
+  test("no MCP server outlives the core: a crashed one restarts, and shutdown mid-tool stops the rest", async () => {
+    await using dir = tmpdir();
+    const stack = writeStack(dir.path, {
+      script: [
+        { tool_calls: [{ name: "t__crash", arguments: "{}" }] },
+        { tool_calls: [{ name: "t__echo", arguments: '{"text":"back"}' }] },
+        { content: "survived" },
+        { tool_calls: [{ name: "t__slow", arguments: '{"ms":60000}' }] },
+      ],
+    });
+    await using core = spawnCore({ cwd: dir.path, env: stack.env });
+    const a = await core.request({ id: "a", method: "chat", params: { input: "crash it" } });
+    expect(a.result.response).toBe("survived");
+    expect(events(core.messages, "a").filter((e) => e.event === "tool_done")).toEqual([
+      expect.objectContaining({ tool: "t.crash", status: "error", retryable: true }),
+      expect.objectContaining({ tool: "t.echo", status: "ok" }),
+    ]);
+    core.send({ id: "b", method: "chat", params: { input: "slow" } });
+    await waitUntil(() => stack.mcpCalls().some((c) => c.tool === "slow"), 10_000);
+    const pids = stack.mcpPids();
+    expect(pids).toHaveLength(2);
+    expect(alive(pids[1]!)).toBe(true);
+    const down = await core.request({ id: "s", method: "shutdown" });
+    expect(down.type).toBe("result");
+    expect(core.terminal("b")).toMatchObject({ type: "error", code: "cancelled" });
+    expect(await core.exited()).toBe(0);
+    for (const pid of pids) expect(alive(pid)).toBe(false);
+  }, 30_000);
+
   test("cancel mid-stream stops generation; a crash mid-stream is an error and the next chat restarts it", async () => {
     await using dir = tmpdir();
     const stack = writeStack(dir.path, {

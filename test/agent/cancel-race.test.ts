@@ -1,0 +1,82 @@
+import { describe, expect, test } from "bun:test";
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { ChatHarness, type Msg } from "./harness.ts";
+
+const sessionDir = (h: ChatHarness, session: string) =>
+  join(h.dataDir, "users", "default_user", "sessions", session);
+const historyOf = (h: ChatHarness, session: string): { role: string; content: string | null }[] => {
+  const file = join(sessionDir(h, session), "history.json");
+  return existsSync(file) ? JSON.parse(readFileSync(file, "utf8")).messages : [];
+};
+
+/** Loads the cancel method once, so a later cancel runs synchronously inside the sender. */
+async function warmCancel(h: ChatHarness): Promise<void> {
+  h.send("warm", "cancel", { request_id: "nobody" });
+  expect((await h.terminal("warm")).result).toEqual({ cancelled: false });
+}
+
+describe("chat: a cancel racing the finish", () => {
+  test("a cancel that lands after the final answer but before the commit wins: cancelled, not in history, resumable", async () => {
+    await using h = new ChatHarness({ agents: [{ name: "plain" }] });
+    await warmCancel(h);
+    h.llama.script({ text: ["first answer"] });
+    await h.chat("c0", { input: "earlier", session_id: "race" });
+
+    h.llama.script({ text: ["the ", "answer"] });
+    h.onEmit = (m: Msg) => {
+      if (m.id === "c1" && m.event === "final") h.send("k", "cancel", { request_id: "c1" });
+    };
+    const { terminal, events } = await h.chat("c1", { input: "racing", session_id: "race" });
+    expect((await h.terminal("k")).result).toEqual({ cancelled: true });
+    expect(terminal).toMatchObject({ type: "error", code: "cancelled" });
+    expect(events.at(-2)).toMatchObject({ event: "final", step: 0 });
+    expect(events.at(-1)).toMatchObject({ event: "loop_abort", reason: "cancelled", step: 0 });
+    // Not committed: the history still ends with the earlier turn …
+    expect(historyOf(h, "race").map((m) => m.content)).toEqual(["earlier", "first answer"]);
+    // … and the turn stays resumable from its checkpoint.
+    expect(existsSync(join(sessionDir(h, "race"), "checkpoint.json"))).toBe(true);
+    h.onEmit = () => {};
+    h.llama.script({ text: ["resumed"] });
+    const resumed = await h.chat("c2", { session_id: "race", resume: true });
+    expect(resumed.terminal.result).toMatchObject({ response: "resumed", warnings: [] });
+    expect(historyOf(h, "race").map((m) => m.content)).toEqual([
+      "earlier",
+      "first answer",
+      "racing",
+      "resumed",
+    ]);
+  });
+
+  test("cancels at random moments around the finish: exactly one consistent outcome each time", async () => {
+    await using h = new ChatHarness({ agents: [{ name: "plain" }], memory: { enabled: false } });
+    await warmCancel(h);
+    const outcomes = { cancelled: 0, finished: 0 };
+    for (let i = 0; i < 12; i++) {
+      const session = `r${i}`;
+      h.llama.script({ text: ["a", "b", "c"], delayMs: 5 });
+      h.send(`c${i}`, "chat", { input: `q${i}`, session_id: session });
+      // Spread the cancel from mid-stream to just after the finish.
+      await Bun.sleep(i * 4);
+      h.send(`k${i}`, "cancel", { request_id: `c${i}` });
+      const ack = (await h.terminal(`k${i}`)).result as { cancelled: boolean };
+      const end = await h.terminal(`c${i}`);
+      const evs = h.events(`c${i}`);
+      const history = historyOf(h, session);
+      if (ack.cancelled) {
+        outcomes.cancelled++;
+        expect(end).toMatchObject({ type: "error", code: "cancelled" });
+        expect(evs.at(-1)).toMatchObject({ event: "loop_abort", reason: "cancelled" });
+        expect(history).toEqual([]);
+        expect(existsSync(join(sessionDir(h, session), "checkpoint.json"))).toBe(true);
+      } else {
+        outcomes.finished++;
+        expect(end).toMatchObject({ type: "result", result: { response: "abc" } });
+        expect(evs.some((e) => e.event === "loop_abort")).toBe(false);
+        expect(history.map((m) => m.content)).toEqual([`q${i}`, "abc"]);
+        expect(existsSync(join(sessionDir(h, session), "checkpoint.json"))).toBe(false);
+      }
+    }
+    expect(outcomes.cancelled + outcomes.finished).toBe(12);
+  }, 60_000);
+});

@@ -1,0 +1,139 @@
+import { describe, expect, test } from "bun:test";
+import { existsSync, readFileSync, statSync } from "node:fs";
+import { join } from "node:path";
+import { tmpdir } from "../fixtures/tmpdir.ts";
+import { ChatHarness, MCP_SERVER } from "./harness.ts";
+
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+const pidsIn = (file: string) =>
+  existsSync(file) ? readFileSync(file, "utf8").split("\n").filter(Boolean).map(Number) : [];
+
+async function until(check: () => boolean, ms = 10_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > end) throw new Error("condition not met in time");
+    await Bun.sleep(25);
+  }
+}
+
+type Result = { response: string; warnings: { code: string; message: string }[] };
+
+describe("chat: MCP servers that will not start", () => {
+  test("a server that never answers initialize is killed after startup_timeout_s; the turn runs with the other server's tools", async () => {
+    using scratch = tmpdir();
+    const pids = join(scratch.path, "hang.pids");
+    await using h2 = new ChatHarness({
+      agents: [{ name: "a", tools: ["hang.*", "good.echo"] }],
+      mcp_servers: [
+        {
+          name: "hang",
+          command: process.execPath,
+          args: [MCP_SERVER],
+          env: { MCP_TEST_MODE: "hang-init", MCP_TEST_PIDS: pids },
+          startup_timeout_s: 1,
+        },
+        { name: "good", command: process.execPath, args: [MCP_SERVER] },
+      ],
+    });
+    h2.llama.script({ text: ["no tools needed"] });
+    const started = Date.now();
+    const { terminal } = await h2.chat("c", { input: "hi" });
+    expect(Date.now() - started).toBeLessThan(10_000);
+    const result = terminal.result as Result;
+    expect(result.response).toBe("no tools needed");
+    expect(result.warnings.map((w) => w.code)).toEqual(["tools_unavailable"]);
+    expect(result.warnings[0]?.message).toContain("'hang'");
+    expect(result.warnings[0]?.message).toContain("startup_timeout_s");
+    const tools = (h2.llama.requests[0]?.body.tools ?? []) as { function: { name: string } }[];
+    expect(tools.map((t) => t.function.name)).toEqual(["good__echo"]);
+    // The hung child ignores SIGTERM; it is gone all the same.
+    const [pid] = pidsIn(pids);
+    expect(pid).toBeGreaterThan(0);
+    await until(() => !alive(pid as number));
+  }, 30_000);
+
+  test("a missing command and a server that exits at once: warning, no hang, the chat answers", async () => {
+    for (const server of [
+      { name: "t", command: join(import.meta.dir, "no-such-mcp-server") },
+      { name: "t", command: process.execPath, args: ["-e", "process.exit(2)"] },
+    ]) {
+      await using h = new ChatHarness({ mcp_servers: [server] });
+      h.llama.script({ text: ["fine"] });
+      const started = Date.now();
+      const { terminal } = await h.chat("c", { input: "hi" });
+      expect(Date.now() - started).toBeLessThan(10_000);
+      const result = terminal.result as Result;
+      expect(result).toMatchObject({ response: "fine", warnings: [{ code: "tools_unavailable" }] });
+      expect(result.warnings[0]?.message).toContain("could not be started");
+      expect(h.llama.requests[0]?.body.tools).toBeUndefined();
+    }
+  }, 30_000);
+
+  test("a cancel while a server hangs at start-up ends the chat at once; shutdown kills the server", async () => {
+    using scratch = tmpdir();
+    const pids = join(scratch.path, "hang.pids");
+    const h = new ChatHarness({
+      mcp_servers: [
+        {
+          name: "t",
+          command: process.execPath,
+          args: [MCP_SERVER],
+          env: { MCP_TEST_MODE: "hang-init", MCP_TEST_PIDS: pids },
+          startup_timeout_s: 60,
+        },
+      ],
+    });
+    try {
+      h.send("c", "chat", { input: "hi" });
+      await until(() => pidsIn(pids).length === 1);
+      const cancelledAt = Date.now();
+      h.send("k", "cancel", {});
+      expect((await h.terminal("k")).result).toEqual({ cancelled: true });
+      expect(await h.terminal("c")).toMatchObject({ type: "error", code: "cancelled" });
+      expect(Date.now() - cancelledAt).toBeLessThan(5000);
+      expect(alive(pidsIn(pids)[0] as number)).toBe(true);
+    } finally {
+      await h[Symbol.asyncDispose]();
+    }
+    await until(() => !alive(pidsIn(pids)[0] as number));
+  }, 30_000);
+});
+
+describe("chat: MCP tools that misbehave", () => {
+  test("a call that outlasts timeout_s is a retryable error and the turn goes on", async () => {
+    await using h = new ChatHarness({
+      mcp_servers: [{ name: "t", command: process.execPath, args: [MCP_SERVER], timeout_s: 1 }],
+    });
+    h.llama.script({ toolCalls: [{ name: "t__slow", args: { ms: 30_000 } }] }, { text: ["gave up on it"] });
+    const started = Date.now();
+    const { terminal, events } = await h.chat("c", { input: "slow" });
+    expect(Date.now() - started).toBeLessThan(10_000);
+    const done = events.find((e) => e.event === "tool_done");
+    expect(done).toMatchObject({ tool: "t.slow", status: "error", retryable: true });
+    expect(String(done?.preview)).toMatch(/time/i);
+    expect(terminal.result).toMatchObject({ response: "gave up on it" });
+    expect(h.llama.requests[1]?.body.messages.at(-1)).toMatchObject({ role: "tool" });
+  }, 30_000);
+
+  test("5 MB of tool output is cut for the model and the history; the preview stays short", async () => {
+    await using h = new ChatHarness();
+    h.llama.script({ toolCalls: [{ name: "t__huge", args: { chars: 5_000_000 } }] }, { text: ["big"] });
+    const { terminal, events } = await h.chat("c", { input: "huge", session_id: "big" });
+    expect(terminal.result).toMatchObject({ response: "big" });
+    const done = events.find((e) => e.event === "tool_done");
+    expect(done).toMatchObject({ status: "ok" });
+    expect(String(done?.preview).length).toBeLessThanOrEqual(200);
+    const toolMsg = h.llama.requests[1]?.body.messages.find((m) => m.role === "tool");
+    expect(String(toolMsg?.content).length).toBeLessThan(17_000);
+    expect(toolMsg?.content).toContain("truncated: 4984000 more characters");
+    const history = join(h.dataDir, "users", "default_user", "sessions", "big", "history.json");
+    expect(statSync(history).size).toBeLessThan(20_000);
+  }, 30_000);
+});

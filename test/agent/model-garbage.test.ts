@@ -1,0 +1,112 @@
+import { describe, expect, test } from "bun:test";
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import { MAX_ARGUMENT_CHARS } from "../../src/agent/tool-calls.ts";
+import { ChatHarness, names } from "./harness.ts";
+
+const delta = (d: Record<string, unknown>, finish: string | null = null) =>
+  `data: ${JSON.stringify({ choices: [{ index: 0, delta: d, finish_reason: finish }] })}\n\n`;
+const checkpoint = (h: ChatHarness, session: string) =>
+  join(h.dataDir, "users", "default_user", "sessions", session, "checkpoint.json");
+
+describe("chat: garbage on the wire from llama-server", () => {
+  const cases: [string, string[], string][] = [
+    ["a data line that is not JSON", [delta({ content: "hi" }), "data: {oops not json\n\n"], "not JSON"],
+    ["data: null", ["data: null\n\n"], "not an object"],
+    ["choices that is not an array", ['data: {"choices": 7}\n\n'], "choices is not an array"],
+    ["a numeric content delta", [delta({ content: 42 })], "delta.content is not a string"],
+    ["tool_calls that is not an array", [delta({ tool_calls: 5 })], "tool_calls is not an array"],
+    ["a null tool call", [delta({ tool_calls: [null] })], "a tool call is not an object"],
+  ];
+  for (const [what, raw, named] of cases) {
+    test(`${what}: internal_error naming it, the server is not blamed, the turn stays resumable`, async () => {
+      await using h = new ChatHarness({ agents: [{ name: "plain" }] });
+      h.llama.script({ raw: [...raw, delta({}, "stop"), "data: [DONE]\n\n"] }, { text: ["next is fine"] });
+      const { terminal, events } = await h.chat(1, { input: "x", session_id: "g" });
+      expect(terminal).toMatchObject({
+        type: "error",
+        code: "internal_error",
+        data: { reason: "bad_response" },
+      });
+      expect(String(terminal.message)).toContain(named);
+      expect(String(terminal.message).length).toBeLessThan(300);
+      expect(events.at(-1)).toMatchObject({ event: "loop_abort", reason: "llm_error" });
+      // Not a crash of the server: no restart asked for.
+      expect(h.provider.failures).toEqual([]);
+      expect(existsSync(checkpoint(h, "g"))).toBe(true);
+      const next = await h.chat(2, { input: "again", session_id: "g2" });
+      expect(next.terminal.result).toMatchObject({ response: "next is fine" });
+    });
+  }
+
+  test("invalid UTF-8 becomes U+FFFD and the answer arrives", async () => {
+    await using h = new ChatHarness({ agents: [{ name: "plain" }] });
+    const head = new TextEncoder().encode('data: {"choices":[{"index":0,"delta":{"content":"caf');
+    const bad = new Uint8Array([0xc3, 0x28, 0xff]);
+    const tail = new TextEncoder().encode(
+      `"},"finish_reason":null}]}\n\n${delta({}, "stop")}data: [DONE]\n\n`,
+    );
+    h.llama.script({ raw: [head, bad, tail] });
+    const { terminal } = await h.chat(1, { input: "x" });
+    const response = (terminal.result as { response: string }).response;
+    expect(response.startsWith("caf")).toBe(true);
+    expect(response).toContain("\uFFFD");
+  });
+});
+
+describe("chat: garbage tool calls and empty replies from the model", () => {
+  test("arguments that are not an object are re-prompted; the call sent back carries {} so the template can render it", async () => {
+    await using h = new ChatHarness();
+    h.llama.script(
+      { toolCalls: [{ name: "t__echo", args: "[1, 2]" }] },
+      { toolCalls: [{ name: "t__echo", args: '"just a string"' }] },
+      { toolCalls: [{ name: "t__echo", args: { text: "fixed" } }] },
+      { text: ["done"] },
+    );
+    const { terminal, events } = await h.chat("c", { input: "x" });
+    expect(terminal.result).toMatchObject({ response: "done", warnings: [] });
+    const second = h.llama.requests[1]?.body.messages ?? [];
+    expect(second.at(-1)?.content).toContain("must be a JSON object");
+    expect(second.at(-2)).toMatchObject({
+      role: "assistant",
+      tool_calls: [{ function: { name: "t__echo", arguments: "{}" } }],
+    });
+    expect(events.filter((e) => e.event === "tool_start")).toHaveLength(1);
+  });
+
+  test("absurdly long arguments are refused without running, echoing or storing them", async () => {
+    await using h = new ChatHarness();
+    const huge = JSON.stringify({ text: "y".repeat(MAX_ARGUMENT_CHARS * 10) });
+    h.llama.script({ toolCalls: [{ name: "t__echo", args: huge }] }, { text: ["sorry"] });
+    const { terminal, events } = await h.chat("c", { input: "x", session_id: "long" });
+    expect(terminal.result).toMatchObject({ response: "sorry" });
+    expect(names(events)).not.toContain("tool_start");
+    const sent = JSON.stringify(h.llama.requests[1]?.body.messages);
+    expect(sent.length).toBeLessThan(5000);
+    expect(sent).toContain("over the limit");
+    const history = await Bun.file(
+      join(h.dataDir, "users", "default_user", "sessions", "long", "history.json"),
+    ).text();
+    expect(history.length).toBeLessThan(5000);
+  });
+
+  test("an unknown tool name of any length is named (bounded) and re-prompted; past the limit the loop aborts", async () => {
+    await using h = new ChatHarness();
+    const call = { toolCalls: [{ name: `x${"z".repeat(5000)}`, args: {} }] };
+    h.llama.script(call, call, call);
+    const { terminal, events } = await h.chat("c", { input: "x" });
+    expect(events.at(-1)).toMatchObject({ event: "loop_abort", reason: "max_parse_errors" });
+    const result = terminal.result as { warnings: { code: string; message: string }[] };
+    expect(result.warnings[0]?.code).toBe("max_parse_errors");
+    expect(result.warnings[0]?.message.length).toBeLessThan(500);
+  });
+
+  test("an empty reply (no text, no tool call) ends with an empty response and an empty_reply warning", async () => {
+    await using h = new ChatHarness();
+    h.llama.script({ text: [] });
+    const { terminal, events } = await h.chat("c", { input: "x" });
+    expect(terminal.result).toMatchObject({ response: "", warnings: [{ code: "empty_reply" }] });
+    expect(events.at(-1)).toMatchObject({ event: "final", response: "" });
+    expect(h.llama.requests).toHaveLength(1);
+  });
+});
