@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { closeSync, fsyncSync, mkdirSync, openSync, renameSync, rmSync, writeSync } from "node:fs";
+import { closeSync, fsyncSync, mkdirSync, openSync, readdirSync, renameSync, rmSync, writeSync } from "node:fs";
 import { dirname, join } from "node:path";
 
 /**
@@ -35,6 +35,28 @@ export function writeFileAtomic(path: string, data: string): void {
   } catch {
     // Windows cannot open a folder for fsync; the rename is still atomic there.
   }
+}
+
+const TEMP = /^\.[0-9a-f]{12}\.tmp$/;
+
+/**
+ * Removes temp files that a write killed mid-way (kill -9, power loss) left in `dir`. Call it
+ * only where no write to `dir` can be in progress (e.g. under the session's lock).
+ */
+export function removeStaleTemps(dir: string): number {
+  let names: string[];
+  try {
+    names = readdirSync(dir);
+  } catch {
+    return 0;
+  }
+  let removed = 0;
+  for (const name of names) {
+    if (!TEMP.test(name)) continue;
+    rmSync(join(dir, name), { force: true });
+    removed++;
+  }
+  return removed;
 }
 
 export function writeJsonAtomic(path: string, value: unknown): void {

@@ -5,7 +5,7 @@ import { type ChatMessage, ChatMessageSchema } from "../agent/messages.ts";
 import type { Warning } from "../protocol/chat.ts";
 import { CoreError } from "../protocol/errors.ts";
 import { logger } from "../util/logger.ts";
-import { writeJsonAtomic } from "./atomic.ts";
+import { removeStaleTemps, writeJsonAtomic } from "./atomic.ts";
 
 export const HistorySchema = z.object({
   version: z.literal(1),
@@ -54,6 +54,8 @@ export class SessionStore {
   }
 
   loadHistory(warnings: Warning[]): ChatMessage[] {
+    // Loaded first in every turn, under the session's lock: no write here is in progress.
+    removeStaleTemps(this.dir);
     const value = this.readJson(
       this.historyPath,
       HistorySchema,

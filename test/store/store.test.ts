@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { writeFileAtomic } from "../../src/store/atomic.ts";
+import { removeStaleTemps, writeFileAtomic } from "../../src/store/atomic.ts";
 import { Bm25, tokenize } from "../../src/store/bm25.ts";
 import { KeyedMutex } from "../../src/store/keyed-mutex.ts";
 import { chunk, MemoryIndex } from "../../src/store/memory-index.ts";
@@ -16,6 +16,17 @@ describe("atomic writes", () => {
     writeFileAtomic(p, "two");
     expect(readFileSync(p, "utf8")).toBe("two");
     expect(readdirSync(join(dir.path, "a"))).toEqual(["f.json"]);
+  });
+
+  test("temp files a killed write left behind are removed when the session is next loaded", () => {
+    using dir = tmpdir();
+    const store = new SessionStore(dir.path, "u", "s");
+    store.saveHistory([{ role: "user", content: "hi" }]);
+    writeFileSync(join(store.dir, ".0123456789ab.tmp"), "half a wri");
+    writeFileSync(join(store.dir, ".notes.tmp"), "not ours");
+    expect(store.loadHistory([])).toEqual([{ role: "user", content: "hi" }]);
+    expect(readdirSync(store.dir).sort()).toEqual([".notes.tmp", "history.json"]);
+    expect(removeStaleTemps(join(dir.path, "missing"))).toBe(0);
   });
 });
 
