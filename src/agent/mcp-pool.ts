@@ -1,7 +1,7 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { getDefaultEnvironment, StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import type { McpServerConfig } from "../config/schema.ts";
-import { CoreError } from "../protocol/errors.ts";
+import { CoreError, isCoreError } from "../protocol/errors.ts";
 import { logger } from "../util/logger.ts";
 import { VERSION } from "../version.ts";
 
@@ -23,6 +23,9 @@ interface Connection {
   alive: boolean;
 }
 
+/** How long a server that failed to start is left alone before a chat tries it again. */
+export const RETRY_AFTER_MS = 30_000;
+
 /**
  * The configured MCP stdio servers, each started on first use and kept for the core's life
  * (a Core service, closed at shutdown so no server outlives the core). A server whose
@@ -35,8 +38,13 @@ export class McpPool {
   /** Servers still starting, killed at close() rather than waited for. */
   private readonly starting = new Set<StdioClientTransport>();
   private closed = false;
+  /** The last failed start per server: chats in the next RETRY_AFTER_MS fail fast with it. */
+  private readonly failures = new Map<string, { at: number; error: unknown }>();
 
-  constructor(private readonly servers: readonly McpServerConfig[]) {}
+  constructor(
+    private readonly servers: readonly McpServerConfig[],
+    private readonly now: () => number = Date.now,
+  ) {}
 
   config(name: string): McpServerConfig | undefined {
     return this.servers.find((s) => s.name === name);
@@ -106,11 +114,20 @@ export class McpPool {
     }
     let pending = this.connections.get(server);
     if (!pending) {
+      // A server that just failed to start (a hang costs startup_timeout_s) is not retried by
+      // every chat: for a while each one gets the same failure at once.
+      const failed = this.failures.get(server);
+      if (failed && this.now() - failed.at < RETRY_AFTER_MS) throw failed.error;
       pending = this.start(this.requireConfig(server));
       this.connections.set(server, pending);
-      pending.catch(() => {
-        if (this.connections.get(server) === pending) this.connections.delete(server);
-      });
+      pending.then(
+        () => this.failures.delete(server),
+        (error) => {
+          if (this.connections.get(server) === pending) this.connections.delete(server);
+          if (!isCoreError(error) || error.code !== "cancelled")
+            this.failures.set(server, { at: this.now(), error });
+        },
+      );
     }
     // A cancelled chat stops waiting for a slow start; the start itself is bounded by
     // startup_timeout_s and its server killed if it does not make it.

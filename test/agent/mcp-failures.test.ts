@@ -59,6 +59,30 @@ describe("chat: MCP servers that will not start", () => {
     await until(() => !alive(pid as number));
   }, 30_000);
 
+  test("a server that failed to start is not retried by the next chats for a while: they warn at once", async () => {
+    using scratch = tmpdir();
+    const pids = join(scratch.path, "hang.pids");
+    await using h = new ChatHarness({
+      mcp_servers: [
+        {
+          name: "t",
+          command: process.execPath,
+          args: [MCP_SERVER],
+          env: { MCP_TEST_MODE: "hang-init", MCP_TEST_PIDS: pids },
+          startup_timeout_s: 1,
+        },
+      ],
+    });
+    h.llama.script({ text: ["first"] }, { text: ["second"] });
+    const first = await h.chat("c1", { input: "hi", session_id: "r1" });
+    expect((first.terminal.result as Result).warnings.map((w) => w.code)).toEqual(["tools_unavailable"]);
+    const started = Date.now();
+    const second = await h.chat("c2", { input: "hi", session_id: "r2" });
+    expect(Date.now() - started).toBeLessThan(900); // no second startup_timeout_s wait
+    expect((second.terminal.result as Result).warnings[0]?.message).toContain("startup_timeout_s");
+    expect(pidsIn(pids)).toHaveLength(1); // started once
+  }, 30_000);
+
   test("a missing command and a server that exits at once: warning, no hang, the chat answers", async () => {
     for (const server of [
       { name: "t", command: join(import.meta.dir, "no-such-mcp-server") },
