@@ -152,8 +152,13 @@ export class McpPool {
     this.starting.add(transport);
     const limitMs = cfg.startup_timeout_s * 1000;
     const startTimeout = AbortSignal.timeout(limitMs);
+    let pid: number | null = null;
     try {
-      await client.connect(transport, { signal: startTimeout, timeout: limitMs });
+      const connecting = client.connect(transport, { signal: startTimeout, timeout: limitMs });
+      // Spawned synchronously by connect(); a failed connect clears transport.pid before we
+      // could read it, and a hung server ignores the SDK's SIGTERM, so keep the pid now.
+      pid = transport.pid;
+      await connecting;
       const listed = await client.listTools(undefined, { signal: startTimeout, timeout: limitMs });
       conn.tools = listed.tools.map((t) => ({
         name: t.name,
@@ -162,7 +167,7 @@ export class McpPool {
       }));
     } catch (err) {
       conn.alive = false;
-      this.stopFailed(cfg.name, client, transport);
+      this.stopFailed(cfg.name, client, pid ?? transport.pid);
       if (startTimeout.aborted) {
         throw new CoreError(
           "internal_error",
@@ -187,8 +192,7 @@ export class McpPool {
    * hangs may ignore stdin's end and SIGTERM, so it is killed outright before the transport
    * is closed; the chat does not wait for it, close() does.
    */
-  private stopFailed(name: string, client: Client, transport: StdioClientTransport): void {
-    const pid = transport.pid;
+  private stopFailed(name: string, client: Client, pid: number | null): void {
     if (killPid(pid)) logger.info(`MCP server '${name}' (pid ${pid}) killed after a failed start`);
     const done: Promise<void> = client.close().then(
       () => {},

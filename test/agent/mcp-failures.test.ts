@@ -1,6 +1,8 @@
 import { describe, expect, test } from "bun:test";
 import { existsSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
+import { McpPool } from "../../src/agent/mcp-pool.ts";
+import { McpServerSchema } from "../../src/config/schema.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 import { ChatHarness, MCP_SERVER } from "./harness.ts";
 
@@ -81,6 +83,25 @@ describe("chat: MCP servers that will not start", () => {
     expect(Date.now() - started).toBeLessThan(900); // no second startup_timeout_s wait
     expect((second.terminal.result as Result).warnings[0]?.message).toContain("startup_timeout_s");
     expect(pidsIn(pids)).toHaveLength(1); // started once
+    await until(() => !alive(pidsIn(pids)[0] as number)); // and killed, though it ignores SIGTERM
+  }, 30_000);
+
+  test("the pool kills a server that hangs at start-up by the pid it spawned, not via the SDK's close", async () => {
+    using scratch = tmpdir();
+    const pids = join(scratch.path, "hang.pids");
+    const pool = new McpPool([
+      McpServerSchema.parse({
+        name: "t",
+        command: process.execPath,
+        args: [MCP_SERVER],
+        env: { MCP_TEST_MODE: "hang-init", MCP_TEST_PIDS: pids },
+        startup_timeout_s: 1,
+      }),
+    ]);
+    await expect(pool.tools("t", new AbortController().signal)).rejects.toThrow("startup_timeout_s");
+    await until(() => pidsIn(pids).length === 1);
+    await until(() => !alive(pidsIn(pids)[0] as number), 2000);
+    await pool.close();
   }, 30_000);
 
   test("a missing command and a server that exits at once: warning, no hang, the chat answers", async () => {
