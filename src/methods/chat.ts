@@ -6,7 +6,7 @@ import type { LlamaProvider } from "../runtime/endpoint.ts";
 import { llamaProvider } from "../runtime/provider.ts";
 import type { Core } from "../server/core.ts";
 import { KeyedMutex } from "../store/keyed-mutex.ts";
-import { MemoryIndex } from "../store/memory-index.ts";
+import { userMemory } from "../store/user-memory.ts";
 import { defineMethod } from "./types.ts";
 
 function randomId(length: number, alphabet: string): string {
@@ -29,22 +29,13 @@ export function chatMethod(options: { provider: (core: Core) => LlamaProvider })
         (p) => p.close(),
       );
       const locks = ctx.core.service("session-locks", () => new KeyedMutex());
-      const memories = ctx.core.service("memory-indexes", () => new Map<string, MemoryIndex>());
       const result = await runTurn(params, {
         config,
         dataDir: config.app.data_dir,
         provider,
         pool,
         locks,
-        // Built on a user's first chat in this process, then kept and updated after each turn.
-        memory: (userId) => {
-          let index = memories.get(userId);
-          if (!index) {
-            index = MemoryIndex.forUser(config.app.data_dir, userId, config.memory.folders).load();
-            memories.set(userId, index);
-          }
-          return index;
-        },
+        memory: (userId) => userMemory(ctx.core, userId),
         emit: (event, fields) => ctx.emit(event, fields),
         signal: ctx.signal,
         settle: () => (ctx.settle ? ctx.settle() : !ctx.signal.aborted),

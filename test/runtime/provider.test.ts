@@ -31,10 +31,13 @@ describe.skipIf(process.platform === "win32")("the core's llama provider and the
       methodNames: () => [],
       shutdown: async () => {},
     } satisfies MethodContext;
-    const result = (await warmup.run({}, ctx)) as { status: string; slots: number };
+    const result = (await warmup.run({ user_id: "u1" }, ctx)) as { status: string; slots: number };
     expect(result.status).toBe("ready");
     expect(result.slots).toBe(2);
     expect(core.parallelChats()).toBe(2);
+    // Warm-up also builds the named user's memory index, as the first chat would.
+    const indexes = core.service("memory-indexes", () => new Map<string, unknown>());
+    expect([...indexes.keys()]).toEqual(["u1"]);
     expect(events[0]).toEqual({ event: "warmup_progress", fields: { phase: "starting", attempt: 1 } });
     expect(events.at(-1)?.fields?.phase).toBe("ready");
     const pid = (llamaProvider(core) as Supervisor).pid() as number;
