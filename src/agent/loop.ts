@@ -229,10 +229,26 @@ class Turn {
           });
         }
         if (reply.finishReason === "length") {
-          this.warnings.push({
-            code: "reply_truncated",
-            message: "the reply was cut off by the token limit or the context size",
-          });
+          const completion = Number(reply.usage?.completion_tokens ?? Number.NaN);
+          if (maxTokens !== undefined && !(completion < maxTokens)) {
+            this.warnings.push({
+              code: "reply_truncated",
+              message: `the reply was cut off at the reply limit of ${maxTokens} tokens`,
+            });
+          } else {
+            // Not our cap: the slot's context filled up mid-reply (SPEC §3 names this an error).
+            deps.emit("loop_abort", { step, reason: "context_overflow" });
+            throw new CoreError(
+              "internal_error",
+              `the reply ran out of context mid-way (${contextSize} tokens per slot); raise model.context, lower llama.parallel or set model.max_tokens`,
+              {
+                reason: "context_overflow",
+                trace_id: this.traceId,
+                n_ctx: contextSize,
+                usage: reply.usage ?? null,
+              },
+            );
+          }
         }
         deps.emit("final", { step, response: reply.content });
         return this.finish(reply.content);

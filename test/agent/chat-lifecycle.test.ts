@@ -157,6 +157,30 @@ describe("chat: failures and disk", () => {
     expect(terminal.message).toContain("crashed");
   });
 
+  test("the context filling up mid-reply ends the chat with a named error (SPEC §3)", async () => {
+    await using h = new ChatHarness({ agents: [{ name: "plain" }] });
+    h.llama.script({ text: ["so", " much", " to", " say"], finish: "length" });
+    const { terminal, events } = await h.chat(1, { input: "x", session_id: "ov" });
+    expect(terminal).toMatchObject({
+      type: "error",
+      code: "internal_error",
+      data: { reason: "context_overflow" },
+    });
+    expect(terminal.message).toContain("ran out of context");
+    expect(events.at(-1)).toMatchObject({ event: "loop_abort", reason: "context_overflow" });
+  });
+
+  test("a reply cut by the configured reply limit is a result with a reply_truncated warning", async () => {
+    await using h = new ChatHarness({ agents: [{ name: "plain", max_tokens: 4 }] });
+    h.llama.script({ text: ["so", " much", " to", " say"], finish: "length" });
+    const { terminal } = await h.chat(1, { input: "x", session_id: "cap" });
+    expect(terminal).toMatchObject({
+      type: "result",
+      result: { response: "so much to say", warnings: [{ code: "reply_truncated" }] },
+    });
+    expect(h.llama.requests[0]?.body.max_tokens).toBe(4);
+  });
+
   test("a 5xx becomes internal_error with the server's message", async () => {
     await using h = new ChatHarness({ agents: [{ name: "plain" }] });
     h.llama.script({ status: 503, message: "Loading model" });
