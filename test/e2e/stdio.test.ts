@@ -120,6 +120,28 @@ describe("the compiled binary", () => {
     await core.exited();
   });
 
+  test("log level: the config's logging.level applies, LOCAL_AI_LOG_LEVEL overrides it; stderr only", async () => {
+    using dir = tmpdir();
+    writeFileSync(join(dir.path, "config.yaml"), "logging:\n  level: debug\n");
+    const run = async (env: Record<string, string>) => {
+      await using core = spawnCore({ cwd: dir.path, env });
+      await core.request({ id: 1, method: "doctor" }); // loads the config
+      await core.request({ id: 2, method: "test.fail" });
+      core.closeStdin();
+      expect(await core.exited()).toBe(0);
+      for (const line of core.rawLines) expect(() => JSON.parse(line)).not.toThrow();
+      return core.stderr;
+    };
+    const debug = await run({ LOCAL_AI_LOG_LEVEL: "" });
+    expect(debug).toContain("stopping: end of input"); // a debug line
+    expect(debug).toContain("secret internal detail"); // the error trace
+    const silent = await run({ LOCAL_AI_LOG_LEVEL: "silent" });
+    expect(silent).toBe("");
+    const errorsOnly = await run({ LOCAL_AI_LOG_LEVEL: "error" });
+    expect(errorsOnly).not.toContain("stopping: end of input");
+    expect(errorsOnly).toContain("secret internal detail");
+  });
+
   for (const signal of ["SIGTERM", "SIGINT", "SIGHUP"] as const) {
     test(`${signal} cancels in-flight work, drains and exits 0`, async () => {
       await using core = spawnCore();
