@@ -58,7 +58,7 @@ class InFlight implements MethodContext {
   }
 
   shutdown(): Promise<void> {
-    return this.owner.onShutdownRequest(this.id);
+    return this.owner.onShutdownRequest();
   }
 
   settle(): boolean {
@@ -116,7 +116,7 @@ export class Dispatcher {
     readonly methods: ReadonlyMap<string, MethodEntry>,
     readonly writer: Writer,
     readonly core: Core,
-    readonly onShutdownRequest: (requestId: RequestId) => Promise<void>,
+    readonly onShutdownRequest: () => Promise<void>,
   ) {}
 
   get activeCount(): number {
@@ -204,17 +204,23 @@ export class Dispatcher {
 
   /**
    * Cancels every active chat-like request, lets short ones (ping, doctor…) finish, and waits
-   * until each active request except `except` has answered.
+   * until each has answered. Shutdown requests are not waited for: they are the ones waiting
+   * on this (two in one read must not wait on each other).
    */
-  async stopAll(except?: RequestId): Promise<void> {
+  async stopAll(): Promise<void> {
     this.shuttingDown = true;
     const waiting: Promise<void>[] = [];
     for (const a of this.active.all()) {
-      if (a.id === except) continue;
+      if (a.method.name === "shutdown") continue;
       a.abort(new CoreError("cancelled", "the core is shutting down"));
       waiting.push(a.done);
     }
     await Promise.all(waiting);
+  }
+
+  /** Resolves once no request is active. */
+  async settled(): Promise<void> {
+    while (this.active.size > 0) await Promise.all(this.active.all().map((a) => a.done));
   }
 
   private start(id: RequestId, method: MethodEntry, params: object): void {

@@ -50,19 +50,19 @@ export async function runStdioServer(options: StdioServerOptions): Promise<numbe
 
   const reader = options.input.getReader();
   let stopping: Promise<void> | undefined;
-  const stop = (why: string, shutdownId?: string | number): Promise<void> => {
+  const stop = (why: string): Promise<void> => {
     stopping ??= (async () => {
       logger.debug(`stopping: ${why}`);
-      // Stop taking input first, so nothing new starts while in-flight work winds down.
-      reader.cancel().catch(() => {});
-      // The shutdown request itself is spared: it answers once the rest has stopped.
-      await dispatcher.stopAll(shutdownId);
+      // Input is still read while in-flight work winds down, so a request that arrives now is
+      // answered (`cancelled`: the core is shutting down) rather than left without a word.
+      await dispatcher.stopAll();
       await core.stop();
+      reader.cancel().catch(() => {});
     })();
     return stopping;
   };
   const registry = buildRegistry({ testMethods: options.testMethods ?? false });
-  const dispatcher = new Dispatcher(registry, writer, core, (id) => stop("shutdown request", id));
+  const dispatcher = new Dispatcher(registry, writer, core, () => stop("shutdown request"));
 
   const unregister = options.onSignal?.((signal) => void stop(`signal ${signal}`));
   try {
@@ -70,15 +70,15 @@ export async function runStdioServer(options: StdioServerOptions): Promise<numbe
       const { value, done } = await reader.read();
       if (done) break;
       for (const frame of splitter.push(value)) dispatcher.handleFrame(frame, limits.maxLineBytes);
-      if (stopping) break;
     }
+    // A last line without its newline still counts at end of input.
     if (!stopping) for (const frame of splitter.end()) dispatcher.handleFrame(frame, limits.maxLineBytes);
   } catch (err) {
     if (!stopping) logUnexpected("reading stdin failed", err);
   }
   await stop("end of input");
-  // Let any request still finishing (the shutdown answer itself) reach the queue.
-  while (dispatcher.activeCount > 0) await dispatcher.stopAll();
+  // The shutdown requests themselves answer once the rest has stopped.
+  await dispatcher.settled();
   const drained = await writer.drain(limits.drainTimeoutMs);
   if (!drained) logger.warn(`output not fully drained within ${limits.drainTimeoutMs} ms`);
   unregister?.();

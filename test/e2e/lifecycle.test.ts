@@ -40,4 +40,21 @@ describe.skipIf(process.platform === "win32")("llama-server never outlives the c
       }
     });
   }
+
+  test("requests that arrive while the core shuts down are answered cancelled", async () => {
+    await using dir = tmpdir();
+    const stack = writeStack(dir.path, { script: [{ content: "a b c d e f g h", chunk_delay_ms: 200 }] });
+    await using core = spawnCore({ cwd: dir.path, env: { ...stack.env, FAKE_LLAMA_IGNORE_SIGTERM: "1" } });
+    core.send({ id: "chat", method: "chat", params: { input: "go" } });
+    await core.waitFor((ms) => ms.some((m) => m.id === "chat" && m.event === "llm_chunk"));
+    core.send({ id: "bye", method: "shutdown" });
+    // Stopping takes the 1 s grace period (the stand-in ignores SIGTERM): ask meanwhile.
+    await core.waitFor(() => core.terminal("chat") !== undefined);
+    core.send({ id: "late", method: "ping" });
+    core.send({ id: "late2", method: "shutdown" });
+    expect(await core.exited(15_000)).toBe(0);
+    expect(core.terminal("late")).toMatchObject({ type: "error", code: "cancelled" });
+    expect(core.terminal("late2")).toMatchObject({ type: "result" });
+    expect(core.terminal("bye")).toMatchObject({ type: "result" });
+  });
 });

@@ -146,6 +146,18 @@ describe("dispatcher over the in-process loop", () => {
     expect(order.at(-1)).toBe("bye:ok");
   });
 
+  test("two shutdowns in one read are both answered; nothing deadlocks", async () => {
+    const h = startHarness();
+    h.send({ id: "s", method: "test.sleep", params: { ms: 10000 } });
+    await h.request({ id: "p", method: "ping" });
+    h.sendRaw('{"id":"a","method":"shutdown"}\n{"id":"b","method":"shutdown"}\n');
+    const code = await Promise.race([h.exit, Bun.sleep(5000).then(() => "hung")]);
+    expect(code).toBe(0);
+    expect(h.terminal("a")).toMatchObject({ type: "result" });
+    expect(h.terminal("b")).toMatchObject({ type: "result" });
+    expect(h.terminal("s")).toMatchObject({ code: "cancelled" });
+  });
+
   test("a signal shuts down like EOF: chats cancelled, exit 0", async () => {
     const h = startHarness();
     h.send({ id: "s", method: "test.sleep", params: { ms: 10000 } });
