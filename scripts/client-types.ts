@@ -53,8 +53,7 @@ const TYPES: [name: string, expr: string, doc: string][] = [
 const PROBE_HEADER = `import type { z } from "zod";
 import type { InitializeParamsSchema } from "./methods/initialize.ts";
 import type { ChatEventFields, ChatParamsSchema, ChatResultSchema, WarningSchema } from "./protocol/chat.ts";
-import type { ErrorCodeSchema } from "./protocol/errors.ts";
-import type { RequestIdSchema } from "./protocol/messages.ts";
+import type { ErrorCodeSchema, RequestIdSchema } from "./protocol/messages.ts";
 import type { CancelResultSchema, DoctorCheckSchema, DoctorResultSchema, InitializeResultSchema, PlanResultSchema, StatusResultSchema } from "./protocol/results.ts";
 `;
 

@@ -209,10 +209,11 @@ export class Dispatcher {
    */
   async stopAll(): Promise<void> {
     this.shuttingDown = true;
+    const reason = new CoreError("cancelled", "the core is shutting down");
     const waiting: Promise<void>[] = [];
     for (const a of this.active.all()) {
       if (a.method.name === "shutdown") continue;
-      a.abort(new CoreError("cancelled", "the core is shutting down"));
+      a.abort(reason);
       waiting.push(a.done);
     }
     await Promise.all(waiting);

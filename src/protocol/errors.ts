@@ -1,7 +1,9 @@
-import { z } from "zod";
-
-/** Every error code the protocol may put in an `error` message (SPEC §2). */
-export const ErrorCodeSchema = z.enum([
+/**
+ * Every error code the protocol may put in an `error` message (SPEC §2). A plain list, so the
+ * start-up path (which needs CoreError) does not load zod; ErrorCodeSchema in messages.ts is
+ * built from it.
+ */
+export const ERROR_CODES = [
   "config_missing",
   "config_invalid",
   "binary_missing",
@@ -12,8 +14,8 @@ export const ErrorCodeSchema = z.enum([
   "invalid_json",
   "cancelled",
   "internal_error",
-]);
-export type ErrorCode = z.infer<typeof ErrorCodeSchema>;
+] as const;
+export type ErrorCode = (typeof ERROR_CODES)[number];
 
 /**
  * The one error type that crosses the protocol boundary. Anything else thrown by a handler

@@ -1,8 +1,8 @@
 import { z } from "zod";
 import { buildRegistry } from "../methods/index.ts";
 import { ChatEventFields, WarningSchema } from "./chat.ts";
-import { ErrorCodeSchema } from "./errors.ts";
 import {
+  ErrorCodeSchema,
   ErrorMessageSchema,
   EventMessageSchema,
   PROTOCOL_VERSIONS,

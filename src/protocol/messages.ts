@@ -1,5 +1,7 @@
 import { z } from "zod";
-import { ErrorCodeSchema } from "./errors.ts";
+import { ERROR_CODES } from "./errors.ts";
+
+export const ErrorCodeSchema = z.enum(ERROR_CODES);
 
 /** Protocol version(s) this core speaks. */
 export const PROTOCOL_VERSIONS = [1] as const;

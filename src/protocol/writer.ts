@@ -3,7 +3,13 @@ import type { OutboundMessage } from "./messages.ts";
 
 /** Where serialized batches go. `write` resolves once the sink accepted the batch. */
 export interface Sink {
+  /**
+   * Takes one batch. Returns nothing when the sink accepted it at once, or a promise when the
+   * writer must wait (backpressure); a failure throws or rejects.
+   */
   write(data: string): void | Promise<void>;
+  /** Reports a failure that surfaces after write() returned (e.g. EPIPE on a buffered write). */
+  onFailure?(listener: (err: unknown) => void): void;
 }
 
 export interface WriterOptions {
@@ -33,7 +39,9 @@ export class Writer {
   constructor(
     private readonly sink: Sink,
     private readonly options: WriterOptions,
-  ) {}
+  ) {
+    sink.onFailure?.((err) => this.markBroken(err));
+  }
 
   /** Applies a new queue size (the config loads after the loop starts). */
   setQueueSize(size: number): void {
@@ -134,7 +142,9 @@ export class Writer {
       this.queue = [];
       this.wakeRoomWaiters();
       try {
-        await this.sink.write(batch);
+        // Only a sink that pushes back makes the writer wait; otherwise the loop goes on at once.
+        const accepted = this.sink.write(batch);
+        if (accepted) await accepted;
       } catch (err) {
         this.markBroken(err);
       }
@@ -173,41 +183,43 @@ function serialize(msg: OutboundMessage): string {
 }
 
 /**
- * The production sink: process.stdout as a Node stream. Its write callback reports EPIPE and
- * friends as errors we can catch (Bun's FileSink can reject an internal flush nobody awaits,
- * which would crash the process), and `false` from write() means wait for 'drain'.
+ * The production sink: process.stdout as a Node stream. A write it buffers below its
+ * high-water mark is accepted at once; `false` from write() means wait for 'drain'. Failures
+ * (EPIPE when the host closed its end) arrive through the write callback or 'error' and are
+ * reported once via onFailure; Bun's FileSink was not used because a failed automatic flush
+ * rejects a promise nobody holds, which crashes the process.
  */
 export function stdoutSink(stream: NodeJS.WriteStream = process.stdout): Sink {
-  let failure: Error | undefined;
-  // Without a listener an 'error' event would be thrown; the failure surfaces via write().
-  stream.on("error", (err) => {
-    failure ??= err;
-  });
+  let failure: unknown;
+  const listeners: ((err: unknown) => void)[] = [];
+  const fail = (err: unknown) => {
+    if (failure !== undefined) return;
+    failure = err;
+    for (const l of listeners) l(err);
+  };
+  // Without a listener an 'error' event would be thrown as uncaught.
+  stream.on("error", fail);
   return {
+    onFailure(listener) {
+      listeners.push(listener);
+    },
     write(data: string) {
-      if (failure) return Promise.reject(failure);
+      if (failure !== undefined) throw failure;
+      const ok = stream.write(data, (err) => {
+        if (err) fail(err);
+      });
+      if (ok) return;
       return new Promise<void>((resolve, reject) => {
-        // The callback may run before write() returns, so the outcome is tracked, not `ok`.
-        let written = false;
-        let needDrain = false;
-        let settled = false;
-        const done = (err?: Error | null) => {
-          if (settled) return;
-          settled = true;
-          if (err) {
-            failure ??= err;
-            reject(err);
-          } else resolve();
+        const onDrain = () => {
+          listeners.splice(listeners.indexOf(onFail), 1);
+          resolve();
         };
-        const ok = stream.write(data, (err) => {
-          if (err) done(err);
-          written = true;
-          if (!needDrain) done();
-        });
-        if (!ok && !written) {
-          needDrain = true;
-          stream.once("drain", () => done());
-        }
+        const onFail = (err: unknown) => {
+          stream.off("drain", onDrain);
+          reject(err);
+        };
+        listeners.push(onFail);
+        stream.once("drain", onDrain);
       });
     },
   };

@@ -7,8 +7,7 @@ import type * as P from "../../src/client/protocol-types.ts";
 import type { InitializeParamsSchema } from "../../src/methods/initialize.ts";
 import type { ChatParamsSchema, ChatResultSchema, WarningSchema } from "../../src/protocol/chat.ts";
 import { ChatEventFields } from "../../src/protocol/chat.ts";
-import type { ErrorCodeSchema } from "../../src/protocol/errors.ts";
-import type { RequestIdSchema } from "../../src/protocol/messages.ts";
+import type { ErrorCodeSchema, RequestIdSchema } from "../../src/protocol/messages.ts";
 import type * as R from "../../src/protocol/results.ts";
 
 // The client's plain types must be the zod types, exactly: `tsc --noEmit` fails on a mismatch.

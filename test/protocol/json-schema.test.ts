@@ -3,8 +3,8 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { buildRegistry } from "../../src/methods/index.ts";
 import { ChatEventFields } from "../../src/protocol/chat.ts";
-import { ErrorCodeSchema } from "../../src/protocol/errors.ts";
 import { buildProtocolJsonSchema, protocolJsonSchemaText } from "../../src/protocol/json-schema.ts";
+import { ErrorCodeSchema } from "../../src/protocol/messages.ts";
 
 const FILE = join(import.meta.dir, "../../docs/protocol.schema.json");
 type Json = Record<string, any>;
