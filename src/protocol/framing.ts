@@ -21,22 +21,30 @@ export class LineSplitter {
   push(chunk: Uint8Array): Frame[] {
     const frames: Frame[] = [];
     let start = 0;
-    while (start < chunk.length) {
-      const nl = chunk.indexOf(LF, start);
-      const end = nl === -1 ? chunk.length : nl;
-      if (nl !== -1 && this.pendingBytes === 0 && this.discarding === 0 && end - start <= this.maxLineBytes) {
-        // Fast path: a whole line inside this chunk is decoded in place, without a copy.
-        const frame = this.decodeLine(chunk.subarray(start, end));
-        if (frame) frames.push(frame);
-        start = nl + 1;
-        continue;
+    if (this.pendingBytes > 0 || this.discarding > 0) {
+      // First finish the line an earlier chunk began.
+      const nl = chunk.indexOf(LF);
+      if (nl === -1) {
+        this.take(chunk);
+        return frames;
       }
-      this.take(chunk.subarray(start, end));
-      if (nl === -1) break;
+      this.take(chunk.subarray(0, nl));
       const frame = this.finishLine();
       if (frame) frames.push(frame);
       start = nl + 1;
     }
+    // Every complete line left in the chunk is decoded in one go and split as text: cheaper
+    // than a decode per line, and a chunk is bounded by the pipe's read size.
+    const last = chunk.lastIndexOf(LF);
+    if (last >= start) {
+      const text = this.decoder.decode(chunk.subarray(start, last));
+      for (const line of text.split("\n")) {
+        const frame = this.textFrame(line);
+        if (frame) frames.push(frame);
+      }
+      start = last + 1;
+    }
+    if (start < chunk.length) this.take(chunk.subarray(start));
     return frames;
   }
 
@@ -84,6 +92,17 @@ export class LineSplitter {
     this.parts = [];
     this.pendingBytes = 0;
     return this.decodeLine(line);
+  }
+
+  private textFrame(raw: string): Frame | null {
+    const line = raw.charCodeAt(raw.length - 1) === CR ? raw.slice(0, -1) : raw;
+    // A UTF-16 unit is at most 3 UTF-8 bytes: only long lines need their bytes counted.
+    if (line.length * 3 > this.maxLineBytes) {
+      const bytes = Buffer.byteLength(line);
+      if (bytes > this.maxLineBytes) return { kind: "oversize", bytes };
+    }
+    if (line.length === 0 || (line.charCodeAt(0) <= 32 && line.trim() === "")) return null;
+    return { kind: "line", text: line };
   }
 
   private decodeLine(line: Uint8Array): Frame | null {

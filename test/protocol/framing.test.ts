@@ -30,6 +30,12 @@ describe("LineSplitter", () => {
     expect(texts(frames)).toEqual(["<oversize 111>", '{"ok":1}']);
   });
 
+  test("the limit counts UTF-8 bytes, also for lines whole inside one chunk", () => {
+    const s = new LineSplitter(20); // {"a":"€€€"} is 17 bytes, ten € are 30
+    const frames = s.push(enc.encode(`${"€".repeat(10)}\n${"y".repeat(40)}\n{"a":"€€€"}\n  \r\n`));
+    expect(texts(frames)).toEqual(["<oversize 30>", "<oversize 40>", '{"a":"€€€"}']);
+  });
+
   test("a final line without newline is delivered at end()", () => {
     const s = new LineSplitter(64);
     expect(s.push(enc.encode('{"a":1}'))).toEqual([]);
