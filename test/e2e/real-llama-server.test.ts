@@ -1,0 +1,63 @@
+import { describe, expect, test } from "bun:test";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { spawnCore } from "../fixtures/core-process.ts";
+import { alive } from "../fixtures/stack.ts";
+import { tmpdir } from "../fixtures/tmpdir.ts";
+
+// Opt-in: the compiled core driving a real llama-server end to end (plan → start → chat →
+// cancel → shutdown). The tiny random-weight GGUFs in the shared models/ folder are enough:
+// their replies are gibberish, so only the shapes are checked.
+const BINARY = process.env.LOCAL_AI_TEST_LLAMA_SERVER;
+const MODEL = process.env.LOCAL_AI_TEST_MODEL;
+
+if (!BINARY || !MODEL) {
+  test.skip("real llama-server e2e: set LOCAL_AI_TEST_LLAMA_SERVER and LOCAL_AI_TEST_MODEL to run (skipped)", () => {});
+} else {
+  describe("the compiled core with a real llama-server", () => {
+    test("plan, warmup, a streamed chat, a cancelled chat, shutdown with nothing left running", async () => {
+      await using dir = tmpdir();
+      writeFileSync(
+        join(dir.path, "config.yaml"),
+        [
+          `llama: { binary: ${JSON.stringify(BINARY)}, startup_timeout_s: 120 }`,
+          `model: { path: ${JSON.stringify(MODEL)}, max_tokens: 64 }`,
+          "agents: [{ name: assistant, system_prompt: You are terse. }]",
+        ].join("\n"),
+      );
+      await using core = spawnCore({ cwd: dir.path });
+      const plan = await core.request({ id: "plan", method: "plan" }, 30_000);
+      expect(plan.type).toBe("result");
+
+      const warm = await core.request({ id: "warm", method: "warmup" }, 180_000);
+      expect(warm.result).toMatchObject({ status: "ready" });
+
+      const chat = await core.request({ id: "c1", method: "chat", params: { input: "Say hello." } }, 120_000);
+      expect(chat.type).toBe("result");
+      expect(typeof chat.result.response).toBe("string");
+      const names = core.messages.filter((m) => m.id === "c1" && m.type === "event").map((m) => m.event);
+      expect(names[0]).toBe("run_start");
+      expect(names).toContain("llm_start");
+      expect(["final", "loop_abort"]).toContain(names.at(-1));
+
+      core.send({
+        id: "c2",
+        method: "chat",
+        params: { input: "Count to one thousand, one number per line." },
+      });
+      await core.waitFor((ms) => ms.some((m) => m.id === "c2" && m.event === "llm_chunk"), 60_000);
+      const cancel = await core.request({ id: "x", method: "cancel", params: { request_id: "c2" } });
+      await core.waitFor(() => core.terminal("c2") !== undefined, 30_000);
+      if (cancel.result.cancelled) expect(core.terminal("c2")).toMatchObject({ code: "cancelled" });
+
+      const servers = Bun.spawnSync(["pgrep", "-f", BINARY])
+        .stdout.toString()
+        .split("\n")
+        .filter(Boolean)
+        .map(Number);
+      await core.request({ id: "bye", method: "shutdown" }, 30_000);
+      expect(await core.exited(30_000)).toBe(0);
+      for (const pid of servers) expect(alive(pid)).toBe(false);
+    }, 400_000);
+  });
+}
