@@ -5,9 +5,10 @@ import { computeBytes, estimate, kvCacheBytes, outputBytes } from "../../src/pla
 import { readGgufHeader } from "../../src/plan/gguf-read.ts";
 import { type ModelInfo, modelInfo } from "../../src/plan/model.ts";
 import { deepseek2, encodeGguf, gemma3, llama8b, writeGguf } from "../fixtures/gguf-writer.ts";
+import { SHARED_DIR } from "../fixtures/shared.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
-const SHARED = "/work/shared";
+const SHARED = SHARED_DIR;
 const MEMORY_LOGS = join(SHARED, "llama-server/memory");
 const MIB = 2 ** 20;
 

@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { existsSync } from "node:fs";
+import { join } from "node:path";
 import { ConfigSchema } from "../../src/config/schema.ts";
 import { readGgufHeader } from "../../src/plan/gguf-read.ts";
 import type { GpuInfo, HardwareSnapshot } from "../../src/plan/hardware.ts";
@@ -7,6 +8,7 @@ import { type ModelInfo, modelInfo } from "../../src/plan/model.ts";
 import { makePlan } from "../../src/plan/planner.ts";
 import { CoreError } from "../../src/protocol/errors.ts";
 import { deepseek2, gemma3, llama7b, llama8b, mixtral8x7b, writeGguf } from "../fixtures/gguf-writer.ts";
+import { SHARED_DIR } from "../fixtures/shared.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
 const GIB = 2 ** 30;
@@ -238,7 +240,7 @@ describe("config overrides and errors", () => {
   });
 });
 
-const TINY = "/work/shared/models/tiny-llama.gguf";
+const TINY = join(SHARED_DIR, "models/tiny-llama.gguf");
 describe.skipIf(!existsSync(TINY))("shared tiny model", () => {
   if (!existsSync(TINY)) console.warn(`skipping shared tiny model plan: ${TINY} is absent`);
   test("a context above its trained 2048 is capped like llama-server does", async () => {

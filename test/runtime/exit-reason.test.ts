@@ -1,8 +1,10 @@
 import { describe, expect, test } from "bun:test";
 import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
 import { classifyStartExit } from "../../src/runtime/exit-reason.ts";
+import { SHARED_DIR } from "../fixtures/shared.ts";
 
-const TRANSCRIPTS = "/work/shared/llama-server/transcripts";
+const TRANSCRIPTS = join(SHARED_DIR, "llama-server/transcripts");
 
 describe("classifyStartExit", () => {
   test("reads the cause from llama-server's own lines", () => {
@@ -47,5 +49,5 @@ describe("classifyStartExit", () => {
     });
   }
   if (!existsSync(TRANSCRIPTS))
-    test.skip("recorded transcripts: /work/shared/llama-server is absent, skipped", () => {});
+    test.skip(`recorded transcripts: ${TRANSCRIPTS} is absent, skipped`, () => {});
 });
