@@ -2,6 +2,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { getDefaultEnvironment, StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import type { McpServerConfig } from "../config/schema.ts";
 import { CoreError, isCoreError } from "../protocol/errors.ts";
+import { abortable } from "../util/abortable.ts";
 import { logger } from "../util/logger.ts";
 import { VERSION } from "../version.ts";
 
@@ -131,7 +132,7 @@ export class McpPool {
     }
     // A cancelled chat stops waiting for a slow start; the start itself is bounded by
     // startup_timeout_s and its server killed if it does not make it.
-    return raceAbort(pending, signal);
+    return abortable(pending, signal);
   }
 
   private async start(cfg: McpServerConfig): Promise<Connection> {
@@ -211,22 +212,4 @@ function killPid(pid: number | null): boolean {
   } catch {
     return false; // already gone
   }
-}
-
-function raceAbort<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) return Promise.reject(signal.reason);
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason);
-    signal.addEventListener("abort", onAbort, { once: true });
-    work.then(
-      (v) => {
-        signal.removeEventListener("abort", onAbort);
-        resolve(v);
-      },
-      (e) => {
-        signal.removeEventListener("abort", onAbort);
-        reject(e);
-      },
-    );
-  });
 }

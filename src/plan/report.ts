@@ -12,26 +12,29 @@ export interface PlanReport {
   plan: Plan;
 }
 
-export interface ModelSummary {
-  path: string;
-  files: string[];
-  gguf_version: number;
-  size_bytes: number;
-  architecture: string;
-  known_architecture: boolean;
-  name: string | null;
-  file_type: string;
-  parameters: number;
+/** The model as a host sees it: ModelInfo's identity fields, its shape under plain names. */
+export type ModelSummary = Pick<
+  ModelInfo,
+  | "path"
+  | "files"
+  | "gguf_version"
+  | "size_bytes"
+  | "architecture"
+  | "known_architecture"
+  | "name"
+  | "file_type"
+  | "parameters"
+  | "context_train"
+  | "sliding_window"
+> & {
   layers: number;
-  context_train: number;
   embedding: number;
   heads: number;
   kv_heads: number;
   vocab: number;
-  sliding_window: number | null;
   mla: boolean;
   experts: { count: number; used: number } | null;
-}
+};
 
 export function summariseModel(m: ModelInfo): ModelSummary {
   return {

@@ -1,6 +1,7 @@
 import { join } from "node:path";
 import type { LaunchPlan } from "../plan/launch.ts";
 import { CoreError, cancelledError } from "../protocol/errors.ts";
+import { abortable } from "../util/abortable.ts";
 import { logger } from "../util/logger.ts";
 import { childEnv, randomApiKey } from "./child-env.ts";
 import type { LlamaLease, LlamaProvider, StartProgress } from "./endpoint.ts";
@@ -519,23 +520,4 @@ async function healthStatus(baseUrl: string, timeoutMs: number): Promise<number 
   } catch {
     return null;
   }
-}
-
-/** Waits for `p` unless `signal` aborts first (then rejects with its reason); `p` keeps running. */
-function abortable<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) return Promise.reject(signal.reason);
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason);
-    signal.addEventListener("abort", onAbort, { once: true });
-    p.then(
-      (v) => {
-        signal.removeEventListener("abort", onAbort);
-        resolve(v);
-      },
-      (e) => {
-        signal.removeEventListener("abort", onAbort);
-        reject(e);
-      },
-    );
-  });
 }
