@@ -29,7 +29,6 @@ function lineReader(stream: ReadableStream<Uint8Array>) {
   const reader = stream.getReader();
   const dec = new TextDecoder();
   let buf = "";
-  let count = 0;
   return {
     async next(): Promise<string> {
       for (;;) {
@@ -37,7 +36,6 @@ function lineReader(stream: ReadableStream<Uint8Array>) {
         if (nl !== -1) {
           const line = buf.slice(0, nl);
           buf = buf.slice(nl + 1);
-          count++;
           return line;
         }
         const { value, done } = await reader.read();
@@ -55,7 +53,6 @@ function lineReader(stream: ReadableStream<Uint8Array>) {
         if (done) throw new Error(`stream ended after ${seen} lines`);
         for (let i = 0; i < value.length; i++) if (value[i] === 10) seen++;
       }
-      count += seen;
     },
   };
 }

@@ -194,6 +194,7 @@ describe("the compiled binary", () => {
   test("a closed stdout is logged once as ERROR_STACKTRACE and requests keep being processed", async () => {
     // `true` exits at once, so the core's stdout is a pipe with no reader (EPIPE on write).
     const proc = Bun.spawn(
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: a bash expansion, not a template
       ["bash", "-c", '"$0" serve-stdio | true; exit "${PIPESTATUS[0]}"', ensureBinary()],
       {
         stdin: "pipe",
