@@ -8,6 +8,7 @@
  * Usage: bun bench/stdio.ts [--json]
  */
 import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { ensureBinary } from "../test/fixtures/core-process.ts";
 
 const BIN = ensureBinary();
@@ -164,6 +165,15 @@ rows.push({
 if (process.platform === "linux") {
   const rss = [await idleRss(CORE), await idleRss(CAT)];
   rows.push({ metric: "idle RSS", core: rss[0]!, baseline: rss[1]!, unit: "MB", target: "< 40 MB" });
+  // A host always has a config: loading it (YAML, the zod schemas) costs memory too.
+  const withConfig = [BIN, "serve-stdio", "--config", join(import.meta.dir, "../config.example.yaml")];
+  rows.push({
+    metric: "idle RSS, config loaded",
+    core: await idleRss(withConfig),
+    baseline: rss[1]!,
+    unit: "MB",
+    target: "",
+  });
 }
 
 if (process.argv.includes("--json")) {

@@ -3,7 +3,6 @@ import type { Core } from "../server/core.ts";
 import { logger } from "../util/logger.ts";
 import type { LlamaProvider } from "./endpoint.ts";
 import { findLlamaServer } from "./find-binary.ts";
-import { reapLeftover } from "./pid-file.ts";
 import { Supervisor } from "./supervisor.ts";
 
 /** The core's one supervisor, created on first use and stopped by Core.stop() at shutdown. */
@@ -38,22 +37,4 @@ export function createSupervisor(core: Core): Supervisor {
       }
     },
   });
-}
-
-/**
- * For serve-stdio start-up: stop llama-servers left by dead cores with this data directory,
- * without waiting for a chat. Never throws (no config yet is not an error here).
- */
-export async function reapAtStartup(core: Core): Promise<void> {
-  let dataDir: string;
-  try {
-    dataDir = core.config().config.app.data_dir;
-  } catch {
-    return;
-  }
-  try {
-    await reapLeftover(dataDir);
-  } catch (err) {
-    logger.warn(`checking for a leftover llama-server failed: ${(err as Error).message}`);
-  }
 }

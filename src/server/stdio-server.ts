@@ -45,7 +45,7 @@ export async function runStdioServer(options: StdioServerOptions): Promise<numbe
     }
     // A llama-server left behind by a core that was killed outright is stopped now, not at
     // the first chat (SPEC §3).
-    void import("../runtime/provider.ts").then((m) => m.reapAtStartup(core));
+    void import("../runtime/reap-at-startup.ts").then((m) => m.reapAtStartup(core));
   }, 25);
 
   const reader = options.input.getReader();
