@@ -3,18 +3,8 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { loadConfig, parseConfigText } from "../../src/config/load.ts";
 import { ConfigSchema } from "../../src/config/schema.ts";
-import { CoreError } from "../../src/protocol/errors.ts";
+import { coreErrorOf } from "../fixtures/core-error.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
-
-function failure(fn: () => unknown): CoreError {
-  try {
-    fn();
-  } catch (err) {
-    if (err instanceof CoreError) return err;
-    throw err;
-  }
-  throw new Error("expected a CoreError");
-}
 
 describe("config", () => {
   test("an empty file is a complete config with the documented defaults", () => {
@@ -61,7 +51,9 @@ describe("config", () => {
   });
 
   test("a YAML syntax error names the file and the line", () => {
-    const err = failure(() => parseConfigText("app:\n  max_steps: 3\nmodel: [\n  x: 1\n", "/c/config.yaml"));
+    const err = coreErrorOf(() =>
+      parseConfigText("app:\n  max_steps: 3\nmodel: [\n  x: 1\n", "/c/config.yaml"),
+    );
     expect(err.code).toBe("config_invalid");
     expect(err.message).toStartWith("/c/config.yaml:");
     expect(err.data).toMatchObject({ file: "/c/config.yaml" });
@@ -70,7 +62,7 @@ describe("config", () => {
   });
 
   test("a schema error names the key path, the line and what was expected", () => {
-    const err = failure(() =>
+    const err = coreErrorOf(() =>
       parseConfigText("app:\n  data_dir: ./d\n  max_steps: lots\n", "/c/config.yaml"),
     );
     expect(err).toMatchObject({
@@ -78,9 +70,9 @@ describe("config", () => {
       data: { key: "app.max_steps", line: 3, file: "/c/config.yaml" },
     });
     expect(err.message).toBe('/c/config.yaml:3: app.max_steps: expected number, got string "lots"');
-    const e2 = failure(() => parseConfigText("model:\n  context: huge\n", "/c/config.yaml"));
+    const e2 = coreErrorOf(() => parseConfigText("model:\n  context: huge\n", "/c/config.yaml"));
     expect(e2.message).toContain('model.context: expected "auto" or a number');
-    const e3 = failure(() => parseConfigText("agents:\n  - name: a\n  - name: a\n", "/c/config.yaml"));
+    const e3 = coreErrorOf(() => parseConfigText("agents:\n  - name: a\n  - name: a\n", "/c/config.yaml"));
     expect(e3.data!.key).toBe("agents");
     expect(e3.message).toContain("unique");
   });
@@ -98,15 +90,15 @@ describe("config", () => {
   });
 
   test("a file that is not a mapping is config_invalid", () => {
-    expect(failure(() => parseConfigText("- a\n- b\n", "/c/x.yaml")).code).toBe("config_invalid");
-    expect(failure(() => parseConfigText("just a string", "/c/x.yaml")).code).toBe("config_invalid");
+    expect(coreErrorOf(() => parseConfigText("- a\n- b\n", "/c/x.yaml")).code).toBe("config_invalid");
+    expect(coreErrorOf(() => parseConfigText("just a string", "/c/x.yaml")).code).toBe("config_invalid");
   });
 
   test("no file is config_missing; a directory is config_invalid", () => {
     using dir = tmpdir();
-    expect(failure(() => loadConfig("config.yaml", dir.path)).code).toBe("config_missing");
+    expect(coreErrorOf(() => loadConfig("config.yaml", dir.path)).code).toBe("config_missing");
     mkdirSync(join(dir.path, "d.yaml"));
-    expect(failure(() => loadConfig("d.yaml", dir.path)).code).toBe("config_invalid");
+    expect(coreErrorOf(() => loadConfig("d.yaml", dir.path)).code).toBe("config_invalid");
     writeFileSync(join(dir.path, "ok.yaml"), "app: { max_steps: 3 }\n");
     expect(loadConfig("ok.yaml", dir.path).config.app.max_steps).toBe(3);
   });

@@ -8,17 +8,12 @@ import { defaultPlanDeps } from "../../src/plan/launch.ts";
 import { runWithTimeout } from "../../src/plan/probe.ts";
 import { Core } from "../../src/server/core.ts";
 import { denseModel, llama7b, writeGguf } from "../fixtures/gguf-writer.ts";
+import { cpuOnlyMachine, GIB } from "../fixtures/hardware.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
-const GIB = 2 ** 30;
-const HW: HardwareSnapshot = {
-  os: "linux",
-  arch: "x64",
-  cpu: { model: "Test CPU", logical: 8, physical: 4, flags: [] },
-  ram: { total_bytes: 32 * GIB, available_bytes: 28 * GIB },
-  gpus: [],
+const HW: HardwareSnapshot = cpuOnlyMachine({
   probes: [{ id: "nvidia-smi", status: "absent", message: "nvidia-smi not found", ms: 1 }],
-};
+});
 
 // Real model reading, fake probes, a --version runner with a short timeout.
 const deps = (hw: HardwareSnapshot = HW): DoctorDeps => ({

@@ -8,17 +8,10 @@ import { buildPlanReport } from "../../src/plan/report.ts";
 import { CoreError } from "../../src/protocol/errors.ts";
 import { Core } from "../../src/server/core.ts";
 import { llama7b, writeGguf } from "../fixtures/gguf-writer.ts";
+import { cpuOnlyMachine } from "../fixtures/hardware.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
-const GIB = 2 ** 30;
-const HW: HardwareSnapshot = {
-  os: "linux",
-  arch: "x64",
-  cpu: { model: "Test CPU", logical: 8, physical: 4, flags: [] },
-  ram: { total_bytes: 32 * GIB, available_bytes: 28 * GIB },
-  gpus: [],
-  probes: [],
-};
+const HW: HardwareSnapshot = cpuOnlyMachine();
 const deps: PlanDeps = { readModel: defaultPlanDeps.readModel, probe: async () => HW };
 
 async function codeOf(p: Promise<unknown>): Promise<string> {

@@ -6,7 +6,7 @@ import { readGgufHeader } from "../../src/plan/gguf-read.ts";
 import type { GpuInfo, HardwareSnapshot } from "../../src/plan/hardware.ts";
 import { type ModelInfo, modelInfo } from "../../src/plan/model.ts";
 import { makePlan } from "../../src/plan/planner.ts";
-import { CoreError } from "../../src/protocol/errors.ts";
+import { coreErrorOf } from "../fixtures/core-error.ts";
 import { deepseek2, gemma3, llama7b, llama8b, mixtral8x7b, writeGguf } from "../fixtures/gguf-writer.ts";
 import { SHARED_DIR } from "../fixtures/shared.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
@@ -68,16 +68,6 @@ async function model(name: string, spec: () => Parameters<typeof writeGguf>[2]):
     models.set(name, modelInfo(await readGgufHeader(writeGguf(dir.path, `${name}.gguf`, spec()))));
   }
   return models.get(name)!;
-}
-
-function planError(fn: () => unknown): CoreError {
-  try {
-    fn();
-  } catch (err) {
-    if (err instanceof CoreError) return err;
-    throw err;
-  }
-  throw new Error("expected a CoreError");
 }
 
 describe("planner on fake machines", () => {
@@ -175,7 +165,7 @@ describe("config overrides and errors", () => {
   test("an explicit context that cannot fit is model_plan_error, not silently lowered", async () => {
     const m = await model("l8", llama8b);
     const small = hw(8);
-    const e = planError(() =>
+    const e = coreErrorOf(() =>
       makePlan(m, small, config({ model: { context: 8192 }, llama: { parallel: 8 } })),
     );
     expect(e.code).toBe("model_plan_error");
@@ -185,14 +175,14 @@ describe("config overrides and errors", () => {
 
   test("explicit gpu_layers that do not fit the GPU are an error", async () => {
     const m = await model("moe", mixtral8x7b);
-    const e = planError(() => makePlan(m, GPU_8, config({ model: { gpu_layers: 33 } })));
+    const e = coreErrorOf(() => makePlan(m, GPU_8, config({ model: { gpu_layers: 33 } })));
     expect(e.code).toBe("model_plan_error");
     expect(e.message).toContain("gpu0");
   });
 
   test("gpu_layers on a machine with no GPU is an error; vram_bytes 0 disables the GPU", async () => {
     const m = await model("l7", llama7b);
-    expect(planError(() => makePlan(m, CPU_ONLY, config({ model: { gpu_layers: 10 } }))).code).toBe(
+    expect(coreErrorOf(() => makePlan(m, CPU_ONLY, config({ model: { gpu_layers: 10 } }))).code).toBe(
       "model_plan_error",
     );
     const p = makePlan(m, GPU_24, config({ hardware: { vram_bytes: 0 } }));
@@ -201,7 +191,7 @@ describe("config overrides and errors", () => {
 
   test("a model too big for the machine even at the smallest context names needed vs available", async () => {
     const m = await model("moe", mixtral8x7b);
-    const e = planError(() => makePlan(m, hw(16), config()));
+    const e = coreErrorOf(() => makePlan(m, hw(16), config()));
     expect(e.code).toBe("model_plan_error");
     expect(e.message).toContain("smallest useful context");
     expect(e.data?.needed_bytes as number).toBeGreaterThan(e.data?.available_bytes as number);
@@ -209,7 +199,7 @@ describe("config overrides and errors", () => {
 
   test("ram_bytes override is the budget as given", async () => {
     const m = await model("l7", llama7b);
-    expect(planError(() => makePlan(m, hw(64), config({ hardware: { ram_bytes: 2 * GIB } }))).code).toBe(
+    expect(coreErrorOf(() => makePlan(m, hw(64), config({ hardware: { ram_bytes: 2 * GIB } }))).code).toBe(
       "model_plan_error",
     );
     const p = makePlan(m, hw(4), config({ hardware: { ram_bytes: 16 * GIB } }));
@@ -220,7 +210,7 @@ describe("config overrides and errors", () => {
     const m = await model("l7", llama7b);
     const p = makePlan(m, CPU_ONLY, config({ llama: { cache_type_k: "q8_0", cache_type_v: "q8_0" } }));
     expect(p.argv.join(" ")).toContain("-fa on --cache-type-k q8_0 --cache-type-v q8_0");
-    const e = planError(() =>
+    const e = coreErrorOf(() =>
       makePlan(m, CPU_ONLY, config({ llama: { cache_type_v: "q8_0", flash_attn: "off" } })),
     );
     expect(e.code).toBe("config_invalid");
