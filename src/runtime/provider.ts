@@ -1,6 +1,5 @@
 import { planLaunch } from "../plan/launch.ts";
 import type { Core } from "../server/core.ts";
-import { logger } from "../util/logger.ts";
 import type { LlamaProvider } from "./endpoint.ts";
 import { findLlamaServer } from "./find-binary.ts";
 import { Supervisor } from "./supervisor.ts";
