@@ -42,10 +42,4 @@ export const ErrorMessageSchema = z.object({
 });
 export type ErrorMessage = z.infer<typeof ErrorMessageSchema>;
 
-export const OutboundMessageSchema = z.union([EventMessageSchema, ResultMessageSchema, ErrorMessageSchema]);
 export type OutboundMessage = EventMessage | ResultMessage | ErrorMessage;
-
-/** The terminal message types; the writer never drops these. */
-export function isTerminal(msg: OutboundMessage): boolean {
-  return msg.type !== "event";
-}

@@ -54,10 +54,6 @@ export const logger = {
   info: at("info"),
   debug: at("debug"),
   trace: at("trace"),
-  /** Whether a message at this level would be written (to skip building costly ones). */
-  enabled(name: Exclude<LogLevelName, "silent">): boolean {
-    return LEVELS[name] <= level;
-  },
 };
 
 /** Applies the config's level unless LOCAL_AI_LOG_LEVEL already decided it (env wins). */
