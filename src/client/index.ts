@@ -4,14 +4,13 @@
  */
 export { CHAT_EVENT_NAMES, isChatEventName } from "./chat-events.ts";
 export {
-  type CallOptions,
   type ChatOptions,
   type ChatStream,
-  type ClientLogger,
   LocalAiClient,
   type LocalAiClientOptions,
   type RestartOptions,
 } from "./client.ts";
+export type { CallOptions, ClientLogger } from "./connection.ts";
 export type { ExitInfo, SpawnFunction } from "./core-process.ts";
 export {
   CLIENT_ERROR_CODES,
