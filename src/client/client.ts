@@ -1,9 +1,14 @@
 import { backoffDelayMs } from "../util/backoff.ts";
-import { type CallOptions, type ClientLogger, Connection } from "./connection.ts";
+import { type CallOptions, type ClientLogger, Connection, MAX_TIMER_MS } from "./connection.ts";
 import { CoreProcess, type ExitInfo, type SpawnFunction } from "./core-process.ts";
 import { coreExitedError, LocalAiError } from "./errors.ts";
 import type { RequestId } from "./protocol-types.ts";
 import type { RequestStream } from "./request-stream.ts";
+import {
+  DEFAULT_CORE_STOP_GRACE_MS,
+  DEFAULT_SHUTDOWN_TIMEOUT_MS,
+  shutdownKillAt,
+} from "./shutdown-timing.ts";
 import type {
   ChatEvent,
   ChatParams,
@@ -59,8 +64,27 @@ export interface LocalAiClientOptions {
   onExit?: (info: ExitInfo & { expected: boolean }) => void;
   /** A restart is scheduled after an unexpected exit. */
   onRestart?: (info: { attempt: number; delayMs: number }) => void;
+  /**
+   * The core's `llama.stop_grace_s`, in ms, when its config changes it (default 3000, the core's
+   * default). shutdown() and close() never kill a core that is still stopping before
+   * `stopGraceMs + CORE_STOP_MARGIN_MS` (8 s by default) has passed, so that llama-server and
+   * the MCP servers do not outlive it.
+   */
+  stopGraceMs?: number;
   /** Test seam: the function that starts the process (default node:child_process spawn). */
   spawn?: SpawnFunction;
+}
+
+export interface ShutdownOptions {
+  /**
+   * How long to wait for the core to exit before killing it (default 5 s). It is a wish, not a
+   * bound: until the core answers `shutdown` it is stopping llama-server (SIGTERM, then SIGKILL
+   * after `llama.stop_grace_s`) and its MCP servers, and killing it then would leave them
+   * running. So a core that has not answered yet is killed no sooner than
+   * `stopGraceMs + CORE_STOP_MARGIN_MS` after the request (8 s by default) however small this
+   * is; one that has answered gets at least 1 s more to exit. Use kill() to stop at once.
+   */
+  timeoutMs?: number;
 }
 
 export interface ChatOptions extends CallOptions {
@@ -110,11 +134,15 @@ export class LocalAiClient {
   private restartAttempts = 0;
   private startedAt = 0;
   private readonly restart: Required<RestartOptions> | undefined;
+  private readonly stopGraceMs: number;
   private readonly connection: Connection;
 
   constructor(private readonly options: LocalAiClientOptions) {
     const r = options.restart;
     this.restart = r ? { ...RESTART_DEFAULTS, ...(r === true ? {} : r) } : undefined;
+    const grace = options.stopGraceMs;
+    this.stopGraceMs =
+      grace !== undefined && grace >= 0 && Number.isFinite(grace) ? grace : DEFAULT_CORE_STOP_GRACE_MS;
     this.connection = new Connection({
       requestTimeoutMs: options.requestTimeoutMs ?? DEFAULTS.requestTimeoutMs,
       streamTimeoutMs: options.streamTimeoutMs,
@@ -219,11 +247,12 @@ export class LocalAiClient {
   }
 
   /**
-   * Graceful stop: the shutdown request (the core cancels its chats and stops llama-server),
-   * then waits for the process to exit; past `timeoutMs` (default 5 s) it is killed.
+   * Graceful stop: the shutdown request (the core cancels its chats, stops llama-server and its
+   * MCP servers, then answers), then waits for the process to exit, and kills it past
+   * `timeoutMs`, but never before the core could stop what it started (see ShutdownOptions).
    */
-  async shutdown(options: { timeoutMs?: number } = {}): Promise<void> {
-    const timeoutMs = options.timeoutMs ?? 5000;
+  async shutdown(options: ShutdownOptions = {}): Promise<void> {
+    const timeoutMs = options.timeoutMs ?? DEFAULT_SHUTDOWN_TIMEOUT_MS;
     const proc = this.process;
     const wasRunning = this.state === "ready" && proc?.running;
     this.enter("closed");
@@ -232,8 +261,8 @@ export class LocalAiClient {
     this.connection.failAll(closedError());
   }
 
-  /** Like shutdown(), never rejecting: for app-quit paths. */
-  async close(options: { timeoutMs?: number } = {}): Promise<void> {
+  /** Like shutdown(), never rejecting: for app-quit paths. Same minimum wait as shutdown(). */
+  async close(options: ShutdownOptions = {}): Promise<void> {
     try {
       await this.shutdown(options);
     } catch {
@@ -241,7 +270,11 @@ export class LocalAiClient {
     }
   }
 
-  /** Kills the core at once; pending calls reject with `client_closed`. */
+  /**
+   * Kills the core at once (SIGKILL); pending calls reject with `client_closed`. The core gets
+   * no chance to stop llama-server, which runs on until the next core with the same data folder
+   * stops it; prefer close() unless the host is itself being torn down.
+   */
   kill(): void {
     this.enter("closed");
     this.process?.kill("SIGKILL");
@@ -282,16 +315,23 @@ export class LocalAiClient {
   // ---- stopping ----------------------------------------------------------------------------
 
   private async stopGracefully(proc: CoreProcess, timeoutMs: number): Promise<void> {
-    const deadline = Date.now() + timeoutMs;
+    const startedAt = Date.now();
+    const timing = { startedAt, timeoutMs, stopGraceMs: this.stopGraceMs };
+    let answeredAt: number | undefined;
     try {
-      await this.connection.sendNow<StatusResult>(proc, "shutdown", {}, timeoutMs);
+      // The answer means llama-server and the MCP servers are stopped: only then is a kill safe.
+      const patience = shutdownKillAt(timing) - startedAt;
+      await this.connection.sendNow<StatusResult>(proc, "shutdown", {}, patience);
+      answeredAt = Date.now();
     } catch (err) {
       this.options.logger?.warn(`shutdown request failed: ${(err as Error).message}`);
     }
     proc.endInput();
-    const left = Math.max(0, deadline - Date.now());
+    const left = Math.max(0, shutdownKillAt({ ...timing, answeredAt }) - Date.now());
     if (await withinMs(proc.waitForExit(), left)) return;
-    this.options.logger?.warn(`core did not exit within ${timeoutMs} ms of shutdown; killing it`);
+    this.options.logger?.warn(
+      `core did not exit within ${Date.now() - startedAt} ms of shutdown; killing it`,
+    );
     proc.kill("SIGKILL");
     await proc.waitForExit();
   }
@@ -397,6 +437,8 @@ function closedError(method?: string): LocalAiError {
 
 /** True when the promise settles within `ms`; the timer never outlives it (it would hold a Node host open). */
 async function withinMs(promise: Promise<unknown>, ms: number): Promise<boolean> {
+  // A wait past what a timer can hold is as good as none (the connection treats it the same).
+  if (ms > MAX_TIMER_MS) return promise.then(() => true);
   let timer: ReturnType<typeof setTimeout> | undefined;
   const timeout = new Promise<false>((resolve) => {
     timer = setTimeout(() => resolve(false), ms);

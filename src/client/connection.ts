@@ -27,6 +27,9 @@ export interface CallOptions {
   signal?: AbortSignal;
 }
 
+/** The longest delay setTimeout honours; Node fires a longer one at once. */
+export const MAX_TIMER_MS = 2 ** 31 - 1;
+
 /** Where requests are written: one running core (a CoreProcess). */
 export interface Transport {
   /** Writes one protocol line; false when the process's input is already gone. */
@@ -179,7 +182,10 @@ export class Connection {
       cleanup: () => {},
     };
     this.pending.set(id, entry);
-    if (timeoutMs && timeoutMs > 0) entry.timer = setTimeout(() => this.timeOut(id, timeoutMs), timeoutMs);
+    if (timeoutMs && timeoutMs > 0) {
+      // Node fires a timer of 2^31 ms or more at once; such a limit is as good as none.
+      if (timeoutMs <= MAX_TIMER_MS) entry.timer = setTimeout(() => this.timeOut(id, timeoutMs), timeoutMs);
+    }
     return entry;
   }
 

@@ -9,6 +9,7 @@ export {
   LocalAiClient,
   type LocalAiClientOptions,
   type RestartOptions,
+  type ShutdownOptions,
 } from "./client.ts";
 export type { CallOptions, ClientLogger } from "./connection.ts";
 export type { ExitInfo, SpawnFunction } from "./core-process.ts";
@@ -20,4 +21,5 @@ export {
   type LocalAiErrorCode,
 } from "./errors.ts";
 export { RequestStream } from "./request-stream.ts";
+export { CORE_STOP_MARGIN_MS, DEFAULT_CORE_STOP_GRACE_MS } from "./shutdown-timing.ts";
 export type * from "./types.ts";
