@@ -1,10 +1,15 @@
-import { isChatEventName } from "./chat-events.ts";
+import { backoffDelayMs } from "../util/backoff.ts";
+import { type CallOptions, type ClientLogger, Connection, MAX_TIMER_MS } from "./connection.ts";
 import { CoreProcess, type ExitInfo, type SpawnFunction } from "./core-process.ts";
-import { LocalAiError, type LocalAiErrorCode } from "./errors.ts";
+import { coreExitedError, LocalAiError } from "./errors.ts";
 import type { RequestId } from "./protocol-types.ts";
-import { RequestStream } from "./request-stream.ts";
+import type { RequestStream } from "./request-stream.ts";
+import {
+  DEFAULT_CORE_STOP_GRACE_MS,
+  DEFAULT_SHUTDOWN_TIMEOUT_MS,
+  shutdownKillAt,
+} from "./shutdown-timing.ts";
 import type {
-  CancelResult,
   ChatEvent,
   ChatParams,
   ChatResult,
@@ -25,11 +30,6 @@ export interface RestartOptions {
   maxDelayMs?: number;
   /** A core that stayed up this long resets the restart count (default 60 s). */
   resetAfterMs?: number;
-}
-
-export interface ClientLogger {
-  warn(message: string): void;
-  debug?(message: string): void;
 }
 
 export interface LocalAiClientOptions {
@@ -64,15 +64,27 @@ export interface LocalAiClientOptions {
   onExit?: (info: ExitInfo & { expected: boolean }) => void;
   /** A restart is scheduled after an unexpected exit. */
   onRestart?: (info: { attempt: number; delayMs: number }) => void;
+  /**
+   * The core's `llama.stop_grace_s`, in ms, when its config changes it (default 3000, the core's
+   * default). shutdown() and close() never kill a core that is still stopping before
+   * `stopGraceMs + CORE_STOP_MARGIN_MS` (8 s by default) has passed, so that llama-server and
+   * the MCP servers do not outlive it.
+   */
+  stopGraceMs?: number;
   /** Test seam: the function that starts the process (default node:child_process spawn). */
   spawn?: SpawnFunction;
 }
 
-export interface CallOptions {
-  /** Overrides the client's default time limit for this call; 0 = none. */
+export interface ShutdownOptions {
+  /**
+   * How long to wait for the core to exit before killing it (default 5 s). It is a wish, not a
+   * bound: until the core answers `shutdown` it is stopping llama-server (SIGTERM, then SIGKILL
+   * after `llama.stop_grace_s`) and its MCP servers, and killing it then would leave them
+   * running. So a core that has not answered yet is killed no sooner than
+   * `stopGraceMs + CORE_STOP_MARGIN_MS` after the request (8 s by default) however small this
+   * is; one that has answered gets at least 1 s more to exit. Use kill() to stop at once.
+   */
   timeoutMs?: number;
-  /** Aborting cancels the call (a chat is cancelled on the core's side). */
-  signal?: AbortSignal;
 }
 
 export interface ChatOptions extends CallOptions {
@@ -82,20 +94,11 @@ export interface ChatOptions extends CallOptions {
 
 export type ChatStream = RequestStream<ChatEvent, ChatResult>;
 
+/**
+ * idle → starting → ready; an unexpected exit: ready → restarting → starting (or → failed when
+ * restarts are off or spent); shutdown()/close()/kill(): any → closed, for good.
+ */
 type State = "idle" | "starting" | "ready" | "restarting" | "failed" | "closed";
-
-interface Pending {
-  stream: RequestStream<unknown, unknown>;
-  method: string;
-  cancellable: boolean;
-  /** The process generation the request was written to; undefined while still queued. */
-  sentTo: number | undefined;
-  timer: ReturnType<typeof setTimeout> | undefined;
-  onOtherEvent: ((event: GenericEvent) => void) | undefined;
-  filterChatEvents: boolean;
-  cleanup: () => void;
-  params: unknown;
-}
 
 const DEFAULTS = {
   requestTimeoutMs: 60_000,
@@ -115,26 +118,38 @@ const RESTART_DEFAULTS: Required<RestartOptions> = {
  * handshake, and turns requests into promises and event streams. Every call ends: with its
  * result, a LocalAiError from the core, or a LocalAiError of the client's own (`core_exited`,
  * `timeout`, `protocol_error`, `client_closed`).
+ *
+ * This class is the core's lifecycle (spawn, handshake, restart with back-off, shutdown);
+ * the requests themselves live in its Connection.
  */
 export class LocalAiClient {
   /** The core's answer to initialize (refreshed on each restart). */
   info: InitializeResult | undefined;
-  /** Lines from the core that were not protocol messages, ignored. */
-  malformedLines = 0;
 
   private state: State = "idle";
   private process: CoreProcess | undefined;
+  /** Counts launches, so the exit of a replaced process is told from the current one's. */
   private generation = 0;
   private ready: Promise<void> | undefined;
-  private nextId = 1;
-  private readonly pending = new Map<string, Pending>();
   private restartAttempts = 0;
   private startedAt = 0;
   private readonly restart: Required<RestartOptions> | undefined;
+  private readonly stopGraceMs: number;
+  private readonly connection: Connection;
 
   constructor(private readonly options: LocalAiClientOptions) {
     const r = options.restart;
     this.restart = r ? { ...RESTART_DEFAULTS, ...(r === true ? {} : r) } : undefined;
+    const grace = options.stopGraceMs;
+    this.stopGraceMs =
+      grace !== undefined && grace >= 0 && Number.isFinite(grace) ? grace : DEFAULT_CORE_STOP_GRACE_MS;
+    this.connection = new Connection({
+      requestTimeoutMs: options.requestTimeoutMs ?? DEFAULTS.requestTimeoutMs,
+      streamTimeoutMs: options.streamTimeoutMs,
+      maxBufferedEvents: options.maxBufferedEvents ?? DEFAULTS.maxBufferedEvents,
+      logger: options.logger,
+    });
+    this.enter("idle");
   }
 
   /** Creates a client and starts its core; rejects when the core cannot be started or initialized. */
@@ -146,14 +161,14 @@ export class LocalAiClient {
 
   /** Spawns the core and runs initialize; resolves once it answered. */
   start(): Promise<void> {
-    if (this.state === "closed") return Promise.reject(this.closedError());
+    if (this.state === "closed") return Promise.reject(closedError());
     if (!this.ready || this.state === "failed") {
       this.restartAttempts = 0;
       this.ready = this.launch().catch((err: unknown) => {
-        this.state = this.state === "closed" ? "closed" : "failed";
+        if (this.state !== "closed") this.enter("failed");
         const error = err instanceof LocalAiError ? err : new LocalAiError("core_exited", String(err));
         // Calls queued behind the start-up fail with its error.
-        this.failAll(() => error);
+        this.connection.failAll(error);
         throw error;
       });
       this.ready.catch(() => {});
@@ -170,9 +185,14 @@ export class LocalAiClient {
     return this.state === "ready";
   }
 
+  /** Lines from the core that were not protocol messages, ignored. */
+  get malformedLines(): number {
+    return this.connection.malformedLines;
+  }
+
   /** One chat turn: iterate it for its events, await `.result` for the final answer. */
   chat(params: ChatParams = {}, options: ChatOptions = {}): ChatStream {
-    return this.open<ChatEvent, ChatResult>("chat", params, options, {
+    return this.connection.open<ChatEvent, ChatResult>("chat", params, options, {
       cancellable: true,
       filterChatEvents: true,
       onOtherEvent: options.onOtherEvent,
@@ -184,7 +204,7 @@ export class LocalAiClient {
     params: Record<string, unknown> = {},
     options: CallOptions = {},
   ): RequestStream<GenericEvent, unknown> {
-    return this.open("warmup", params, options, { cancellable: true });
+    return this.connection.open("warmup", params, options, { cancellable: true });
   }
 
   /** Any method as a stream of untyped events (test methods, methods newer than this client). */
@@ -193,7 +213,7 @@ export class LocalAiClient {
     params: Record<string, unknown> = {},
     options: CallOptions & { cancellable?: boolean } = {},
   ): RequestStream<GenericEvent, R> {
-    return this.open(method, params, options, { cancellable: options.cancellable ?? true });
+    return this.connection.open(method, params, options, { cancellable: options.cancellable ?? true });
   }
 
   /** Any method, by name, for its result alone. */
@@ -202,7 +222,8 @@ export class LocalAiClient {
     params: Record<string, unknown> = {},
     options: CallOptions = {},
   ): Promise<R> {
-    return this.open<never, R>(method, params, options, { cancellable: false, maxBuffered: 0 }).result;
+    return this.connection.open<never, R>(method, params, options, { cancellable: false, maxBuffered: 0 })
+      .result;
   }
 
   ping(options?: CallOptions): Promise<StatusResult> {
@@ -221,44 +242,27 @@ export class LocalAiClient {
    * Cancels an in-flight chat by its request id (a ChatStream's `id`); without one, the only
    * active chat. Resolves with whether the core caught it in flight.
    */
-  async cancel(requestId?: RequestId, options?: CallOptions): Promise<boolean> {
-    const params = requestId === undefined ? {} : { request_id: requestId };
-    const answer = await this.request<CancelResult>("cancel", params, options);
-    return answer.cancelled;
+  cancel(requestId?: RequestId, options?: CallOptions): Promise<boolean> {
+    return this.connection.cancelRemote(requestId, options);
   }
 
   /**
-   * Graceful stop: the shutdown request (the core cancels its chats and stops llama-server),
-   * then waits for the process to exit; past `timeoutMs` (default 5 s) it is killed.
+   * Graceful stop: the shutdown request (the core cancels its chats, stops llama-server and its
+   * MCP servers, then answers), then waits for the process to exit, and kills it past
+   * `timeoutMs`, but never before the core could stop what it started (see ShutdownOptions).
    */
-  async shutdown(options: { timeoutMs?: number } = {}): Promise<void> {
-    const timeoutMs = options.timeoutMs ?? 5000;
+  async shutdown(options: ShutdownOptions = {}): Promise<void> {
+    const timeoutMs = options.timeoutMs ?? DEFAULT_SHUTDOWN_TIMEOUT_MS;
     const proc = this.process;
     const wasRunning = this.state === "ready" && proc?.running;
-    this.state = "closed";
-    if (wasRunning && proc) {
-      const deadline = Date.now() + timeoutMs;
-      try {
-        await this.sendNow<StatusResult>("shutdown", {}, timeoutMs, proc);
-      } catch (err) {
-        this.log("warn", `shutdown request failed: ${(err as Error).message}`);
-      }
-      proc.endInput();
-      const left = Math.max(0, deadline - Date.now());
-      const exited = await withinMs(proc.waitForExit(), left);
-      if (!exited) {
-        this.log("warn", `core did not exit within ${timeoutMs} ms of shutdown; killing it`);
-        proc.kill("SIGKILL");
-        await proc.waitForExit();
-      }
-    } else {
-      proc?.kill("SIGKILL");
-    }
-    this.failAll(() => this.closedError());
+    this.enter("closed");
+    if (wasRunning && proc) await this.stopGracefully(proc, timeoutMs);
+    else proc?.kill("SIGKILL");
+    this.connection.failAll(closedError());
   }
 
-  /** Like shutdown(), never rejecting: for app-quit paths. */
-  async close(options: { timeoutMs?: number } = {}): Promise<void> {
+  /** Like shutdown(), never rejecting: for app-quit paths. Same minimum wait as shutdown(). */
+  async close(options: ShutdownOptions = {}): Promise<void> {
     try {
       await this.shutdown(options);
     } catch {
@@ -266,46 +270,86 @@ export class LocalAiClient {
     }
   }
 
-  /** Kills the core at once; pending calls reject with `client_closed`. */
+  /**
+   * Kills the core at once (SIGKILL); pending calls reject with `client_closed`. The core gets
+   * no chance to stop llama-server, which runs on until the next core with the same data folder
+   * stops it; prefer close() unless the host is itself being torn down.
+   */
   kill(): void {
-    this.state = "closed";
+    this.enter("closed");
     this.process?.kill("SIGKILL");
-    this.failAll(() => this.closedError());
+    this.connection.failAll(closedError());
+  }
+
+  // ---- state -------------------------------------------------------------------------------
+
+  /** Every state change goes through here, so the connection's route always matches the state. */
+  private enter(state: State): void {
+    this.state = state;
+    switch (state) {
+      case "idle":
+        this.connection.refuse(
+          (method) =>
+            new LocalAiError("core_exited", "the core was not started (call start())", undefined, method),
+        );
+        return;
+      case "starting":
+      case "restarting":
+        // Calls made now wait for the core to be ready (within their own time limit).
+        this.connection.hold();
+        return;
+      case "ready":
+        if (this.process) this.connection.attach(this.process);
+        return;
+      case "failed":
+        this.connection.refuse(
+          (method) =>
+            new LocalAiError("core_exited", "the core has exited and is not restarting", undefined, method),
+        );
+        return;
+      case "closed":
+        this.connection.refuse((method) => closedError(method));
+    }
+  }
+
+  // ---- stopping ----------------------------------------------------------------------------
+
+  private async stopGracefully(proc: CoreProcess, timeoutMs: number): Promise<void> {
+    const startedAt = Date.now();
+    const timing = { startedAt, timeoutMs, stopGraceMs: this.stopGraceMs };
+    let answeredAt: number | undefined;
+    try {
+      // The answer means llama-server and the MCP servers are stopped: only then is a kill safe.
+      const patience = shutdownKillAt(timing) - startedAt;
+      await this.connection.sendNow<StatusResult>(proc, "shutdown", {}, patience);
+      answeredAt = Date.now();
+    } catch (err) {
+      this.options.logger?.warn(`shutdown request failed: ${(err as Error).message}`);
+    }
+    proc.endInput();
+    const left = Math.max(0, shutdownKillAt({ ...timing, answeredAt }) - Date.now());
+    if (await withinMs(proc.waitForExit(), left)) return;
+    this.options.logger?.warn(
+      `core did not exit within ${Date.now() - startedAt} ms of shutdown; killing it`,
+    );
+    proc.kill("SIGKILL");
+    await proc.waitForExit();
   }
 
   // ---- launching and restarting ------------------------------------------------------------
 
   private async launch(): Promise<void> {
-    this.state = "starting";
+    this.enter("starting");
     const generation = ++this.generation;
-    const opts = this.options;
-    const args = opts.args ?? ["serve-stdio", ...(opts.config ? ["--config", opts.config] : [])];
-    const proc = new CoreProcess(
-      {
-        command: opts.binary,
-        args,
-        cwd: opts.cwd,
-        env: opts.env,
-        maxLineBytes: opts.maxLineBytes ?? DEFAULTS.maxLineBytes,
-        stderrTailLines: opts.stderrTailLines ?? DEFAULTS.stderrTailLines,
-        spawn: opts.spawn,
-      },
-      {
-        onLine: (line) => this.handleLine(line),
-        onOversizeLine: (bytes) => this.malformed(`a ${bytes}-byte line exceeds maxLineBytes`),
-        onStderrLine: (line) => opts.onStderr?.(line),
-        onExit: (info) => this.handleExit(generation, info),
-      },
-    );
+    const proc = this.spawnCore(generation);
     this.process = proc;
     this.startedAt = Date.now();
     try {
-      const timeout = opts.requestTimeoutMs ?? DEFAULTS.requestTimeoutMs;
-      this.info = await this.sendNow<InitializeResult>(
-        "initialize",
-        opts.initialize ?? { protocol_versions: [1] },
-        timeout,
+      this.info = await this.connection.sendNow<InitializeResult>(
         proc,
+        "initialize",
+        this.options.initialize ?? { protocol_versions: [1] },
+        this.options.requestTimeoutMs ?? DEFAULTS.requestTimeoutMs,
       );
     } catch (err) {
       proc.kill("SIGKILL");
@@ -314,20 +358,38 @@ export class LocalAiClient {
     if (this.state !== "starting" || generation !== this.generation) {
       throw new LocalAiError("core_exited", "the core exited during start-up");
     }
-    this.state = "ready";
-    this.flushQueued();
+    this.enter("ready");
+  }
+
+  private spawnCore(generation: number): CoreProcess {
+    const opts = this.options;
+    return new CoreProcess(
+      {
+        command: opts.binary,
+        args: opts.args ?? ["serve-stdio", ...(opts.config ? ["--config", opts.config] : [])],
+        cwd: opts.cwd,
+        env: opts.env,
+        maxLineBytes: opts.maxLineBytes ?? DEFAULTS.maxLineBytes,
+        stderrTailLines: opts.stderrTailLines ?? DEFAULTS.stderrTailLines,
+        spawn: opts.spawn,
+      },
+      {
+        onLine: (line) => this.connection.receive(line),
+        onOversizeLine: (bytes) => this.connection.oversizeLine(bytes),
+        onStderrLine: (line) => opts.onStderr?.(line),
+        onExit: (info) => this.handleExit(generation, info),
+      },
+    );
   }
 
   private handleExit(generation: number, info: ExitInfo): void {
     if (generation !== this.generation) return;
+    const proc = this.process;
     const expected = this.state === "closed";
     this.options.onExit?.({ ...info, expected });
-    const error = exitError(info);
+    const error = coreExitedError(info);
     // Requests written to this process can never be answered now.
-    this.failAll(
-      () => (expected ? this.closedError() : error),
-      (p) => p.sentTo === generation,
-    );
+    this.connection.failAll(expected ? closedError() : error, (sentTo) => sentTo === proc);
     if (expected) return;
 
     const uptime = Date.now() - this.startedAt;
@@ -336,11 +398,11 @@ export class LocalAiClient {
     // A core that dies during its own start-up is that launch's failure, handled by its caller.
     if (this.state === "starting") return;
     if (!this.restart || this.restartAttempts >= this.restart.maxRestarts) {
-      this.state = "failed";
-      this.failAll(() => error);
+      this.enter("failed");
+      this.connection.failAll(error);
       return;
     }
-    this.state = "restarting";
+    this.enter("restarting");
     this.ready = this.restartLoop(this.restart, error);
     this.ready.catch(() => {});
   }
@@ -350,308 +412,33 @@ export class LocalAiClient {
     let lastError = exitErr;
     while (this.restartAttempts < restart.maxRestarts) {
       const attempt = ++this.restartAttempts;
-      const delayMs = Math.min(restart.initialDelayMs * 2 ** (attempt - 1), restart.maxDelayMs);
+      const delayMs = backoffDelayMs(attempt, restart.initialDelayMs, restart.maxDelayMs);
       this.options.onRestart?.({ attempt, delayMs });
       await delay(delayMs);
-      if (this.state !== "restarting") throw this.closedError();
+      if (this.state !== "restarting") throw closedError();
       try {
         await this.launch();
         return;
       } catch (err) {
-        if ((this.state as State) === "closed") throw this.closedError();
-        this.state = "restarting";
+        if ((this.state as State) === "closed") throw closedError();
+        this.enter("restarting");
         if (err instanceof LocalAiError) lastError = err;
       }
     }
-    this.state = "failed";
-    this.failAll(() => lastError);
+    this.enter("failed");
+    this.connection.failAll(lastError);
     throw lastError;
   }
-
-  // ---- requests ----------------------------------------------------------------------------
-
-  private open<E, R>(
-    method: string,
-    params: unknown,
-    options: CallOptions,
-    kind: {
-      cancellable: boolean;
-      filterChatEvents?: boolean;
-      onOtherEvent?: ((e: GenericEvent) => void) | undefined;
-      maxBuffered?: number;
-    },
-  ): RequestStream<E, R> {
-    const id = String(this.nextId++);
-    const maxBuffered = kind.maxBuffered ?? this.options.maxBufferedEvents ?? DEFAULTS.maxBufferedEvents;
-    const stream = new RequestStream<E, R>(id, method, maxBuffered, () => this.cancelFor(id));
-    const streaming = kind.cancellable;
-    const timeoutMs =
-      options.timeoutMs ??
-      (streaming
-        ? this.options.streamTimeoutMs
-        : (this.options.requestTimeoutMs ?? DEFAULTS.requestTimeoutMs));
-    const entry: Pending = {
-      stream: stream as unknown as RequestStream<unknown, unknown>,
-      method,
-      cancellable: kind.cancellable,
-      sentTo: undefined,
-      timer: undefined,
-      onOtherEvent: kind.onOtherEvent,
-      filterChatEvents: kind.filterChatEvents ?? false,
-      cleanup: () => {},
-      params,
-    };
-    if (this.state === "closed") {
-      stream.settle({ error: this.closedError(method) });
-      return stream;
-    }
-    if (this.state === "failed" || this.state === "idle") {
-      const message =
-        this.state === "idle"
-          ? "the core was not started (call start())"
-          : "the core has exited and is not restarting";
-      stream.settle({ error: new LocalAiError("core_exited", message, undefined, method) });
-      return stream;
-    }
-    this.pending.set(id, entry);
-    if (timeoutMs && timeoutMs > 0) {
-      entry.timer = setTimeout(() => this.timeOut(id, timeoutMs), timeoutMs);
-    }
-    const signal = options.signal;
-    if (signal) {
-      const onAbort = () => this.abort(id);
-      if (signal.aborted) queueMicrotask(onAbort);
-      else {
-        signal.addEventListener("abort", onAbort, { once: true });
-        entry.cleanup = () => signal.removeEventListener("abort", onAbort);
-      }
-    }
-    if (this.state === "ready") this.write(id, entry);
-    return stream;
-  }
-
-  /** Writes requests that waited for a (re)start. */
-  private flushQueued(): void {
-    for (const [id, entry] of this.pending) if (entry.sentTo === undefined) this.write(id, entry);
-  }
-
-  private write(id: string, entry: Pending): void {
-    const proc = this.process;
-    if (!proc) {
-      this.settle(id, {
-        error: new LocalAiError("core_exited", "the core is not running", undefined, entry.method),
-      });
-      return;
-    }
-    this.writeTo(proc, id, entry);
-  }
-
-  /**
-   * A failed write means the process is gone or going: the call then fails with the exit's
-   * error, now if the exit is known, else when it is reported.
-   */
-  private writeTo(proc: CoreProcess, id: string, entry: Pending): void {
-    entry.sentTo = this.generation;
-    if (proc.write(JSON.stringify({ id, method: entry.method, params: entry.params }))) return;
-    const info = proc.exitInfo;
-    if (info) this.settle(id, { error: exitError(info) });
-  }
-
-  /** Sends a request to this process now, bypassing the ready gate (initialize, shutdown). */
-  private sendNow<R>(method: string, params: unknown, timeoutMs: number, proc: CoreProcess): Promise<R> {
-    const id = String(this.nextId++);
-    const stream = new RequestStream<never, R>(id, method, 0, async () => false);
-    const entry: Pending = {
-      stream: stream as unknown as RequestStream<unknown, unknown>,
-      method,
-      cancellable: false,
-      sentTo: undefined,
-      timer: timeoutMs > 0 ? setTimeout(() => this.timeOut(id, timeoutMs), timeoutMs) : undefined,
-      onOtherEvent: undefined,
-      filterChatEvents: false,
-      cleanup: () => {},
-      params,
-    };
-    this.pending.set(id, entry);
-    this.writeTo(proc, id, entry);
-    return stream.result;
-  }
-
-  private async cancelFor(id: string): Promise<boolean> {
-    const entry = this.pending.get(id);
-    if (!entry) return false;
-    if (entry.sentTo === undefined) {
-      // Never reached the core: cancel it here.
-      this.settle(id, {
-        error: new LocalAiError("cancelled", "the request was cancelled", undefined, entry.method),
-      });
-      return true;
-    }
-    return this.cancel(id);
-  }
-
-  private abort(id: string): void {
-    const entry = this.pending.get(id);
-    if (!entry) return;
-    if (entry.cancellable && entry.sentTo !== undefined) {
-      // The core answers the chat with `cancelled` once it has stopped it.
-      this.cancel(id).catch((err) => this.log("warn", `cancel of ${id} failed: ${(err as Error).message}`));
-      return;
-    }
-    this.settle(id, {
-      error: new LocalAiError("cancelled", "the request was aborted", undefined, entry.method),
-    });
-  }
-
-  private timeOut(id: string, timeoutMs: number): void {
-    const entry = this.pending.get(id);
-    if (!entry) return;
-    this.settle(id, {
-      error: new LocalAiError(
-        "timeout",
-        `${entry.method} got no answer within ${timeoutMs} ms`,
-        { timeout_ms: timeoutMs },
-        entry.method,
-      ),
-    });
-    // Don't leave the core generating for nobody.
-    if (entry.cancellable && entry.sentTo !== undefined && this.state === "ready") {
-      this.cancel(id).catch(() => {});
-    }
-  }
-
-  private settle(id: string, outcome: { result: unknown } | { error: LocalAiError }): void {
-    const entry = this.pending.get(id);
-    if (!entry) return;
-    this.pending.delete(id);
-    if (entry.timer) clearTimeout(entry.timer);
-    entry.cleanup();
-    entry.stream.settle(outcome);
-  }
-
-  private failAll(error: () => LocalAiError, which: (p: Pending) => boolean = () => true): void {
-    for (const [id, entry] of [...this.pending]) {
-      if (!which(entry)) continue;
-      const base = error();
-      this.settle(id, { error: new LocalAiError(base.code, base.message, base.data, entry.method) });
-    }
-  }
-
-  // ---- inbound lines -----------------------------------------------------------------------
-
-  private handleLine(line: string): void {
-    let msg: unknown;
-    try {
-      msg = JSON.parse(line);
-    } catch {
-      this.malformed(`not JSON: ${clip(line)}`);
-      return;
-    }
-    if (!isObject(msg) || typeof msg.type !== "string") {
-      this.malformed(`not a protocol message: ${clip(line)}`);
-      return;
-    }
-    const key = typeof msg.id === "string" || typeof msg.id === "number" ? String(msg.id) : undefined;
-    const entry = key === undefined ? undefined : this.pending.get(key);
-    if (msg.type === "error" && msg.id === null) {
-      this.log("warn", `core reported an error for no request: ${String(msg.code)}: ${String(msg.message)}`);
-      return;
-    }
-    if (!entry || key === undefined) {
-      if (key === undefined) this.malformed(`message without a usable id: ${clip(line)}`);
-      else this.log("debug", `ignored ${msg.type} for request ${key}, which is no longer pending`);
-      return;
-    }
-    switch (msg.type) {
-      case "event": {
-        if (typeof msg.event !== "string") {
-          this.protocolError(key, entry, `event without a name: ${clip(line)}`);
-          return;
-        }
-        if (entry.filterChatEvents && !isChatEventName(msg.event)) {
-          entry.onOtherEvent?.(msg as unknown as GenericEvent);
-          return;
-        }
-        entry.stream.pushEvent(msg);
-        return;
-      }
-      case "result":
-        if (!("result" in msg)) {
-          this.protocolError(key, entry, `result message without a result: ${clip(line)}`);
-          return;
-        }
-        this.settle(key, { result: msg.result });
-        return;
-      case "error": {
-        if (typeof msg.code !== "string" || typeof msg.message !== "string") {
-          this.protocolError(key, entry, `error message without code/message: ${clip(line)}`);
-          return;
-        }
-        const data = isObject(msg.data) ? msg.data : undefined;
-        // Codes newer than this client still come through as they are.
-        this.settle(key, {
-          error: new LocalAiError(msg.code as LocalAiErrorCode, msg.message, data, entry.method),
-        });
-        return;
-      }
-      default:
-        this.malformed(`unknown message type ${JSON.stringify(msg.type)}: ${clip(line)}`);
-    }
-  }
-
-  private protocolError(id: string, entry: Pending, detail: string): void {
-    this.malformedLines++;
-    this.log("warn", `protocol error from the core: ${detail}`);
-    this.settle(id, {
-      error: new LocalAiError(
-        "protocol_error",
-        `the core sent a broken message: ${detail}`,
-        undefined,
-        entry.method,
-      ),
-    });
-  }
-
-  private malformed(detail: string): void {
-    this.malformedLines++;
-    this.log("warn", `ignored a line from the core: ${detail}`);
-  }
-
-  private log(level: "warn" | "debug", message: string): void {
-    const logger = this.options.logger;
-    if (level === "warn") logger?.warn(message);
-    else logger?.debug?.(message);
-  }
-
-  private closedError(method?: string): LocalAiError {
-    return new LocalAiError("client_closed", "the client was shut down", undefined, method);
-  }
 }
 
-function exitError(info: ExitInfo): LocalAiError {
-  const how = info.spawnError
-    ? `could not be started (${info.spawnError})`
-    : info.signal
-      ? `was killed by ${info.signal}`
-      : `exited with code ${info.code}`;
-  return new LocalAiError("core_exited", `the local-ai core ${how}`, {
-    exit_code: info.code,
-    signal: info.signal,
-    ...(info.spawnError ? { spawn_error: info.spawnError } : {}),
-    stderr_tail: info.stderrTail,
-  });
-}
-
-function isObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === "object" && v !== null && !Array.isArray(v);
-}
-
-function clip(line: string): string {
-  return line.length > 200 ? `${line.slice(0, 200)}…` : line;
+function closedError(method?: string): LocalAiError {
+  return new LocalAiError("client_closed", "the client was shut down", undefined, method);
 }
 
 /** True when the promise settles within `ms`; the timer never outlives it (it would hold a Node host open). */
 async function withinMs(promise: Promise<unknown>, ms: number): Promise<boolean> {
+  // A wait past what a timer can hold is as good as none (the connection treats it the same).
+  if (ms > MAX_TIMER_MS) return promise.then(() => true);
   let timer: ReturnType<typeof setTimeout> | undefined;
   const timeout = new Promise<false>((resolve) => {
     timer = setTimeout(() => resolve(false), ms);

@@ -1,3 +1,4 @@
+import type { ExitInfo } from "./core-process.ts";
 import type { ErrorCode } from "./protocol-types.ts";
 
 /**
@@ -30,4 +31,19 @@ export class LocalAiError extends Error {
 
 export function isLocalAiError(err: unknown, code?: LocalAiErrorCode): err is LocalAiError {
   return err instanceof LocalAiError && (code === undefined || err.code === code);
+}
+
+/** The `core_exited` error of a core that ended (or never started), with why in `data`. */
+export function coreExitedError(info: ExitInfo): LocalAiError {
+  const how = info.spawnError
+    ? `could not be started (${info.spawnError})`
+    : info.signal
+      ? `was killed by ${info.signal}`
+      : `exited with code ${info.code}`;
+  return new LocalAiError("core_exited", `the local-ai core ${how}`, {
+    exit_code: info.code,
+    signal: info.signal,
+    ...(info.spawnError ? { spawn_error: info.spawnError } : {}),
+    stderr_tail: info.stderrTail,
+  });
 }

@@ -4,14 +4,14 @@
  */
 export { CHAT_EVENT_NAMES, isChatEventName } from "./chat-events.ts";
 export {
-  type CallOptions,
   type ChatOptions,
   type ChatStream,
-  type ClientLogger,
   LocalAiClient,
   type LocalAiClientOptions,
   type RestartOptions,
+  type ShutdownOptions,
 } from "./client.ts";
+export type { CallOptions, ClientLogger } from "./connection.ts";
 export type { ExitInfo, SpawnFunction } from "./core-process.ts";
 export {
   CLIENT_ERROR_CODES,
@@ -21,4 +21,5 @@ export {
   type LocalAiErrorCode,
 } from "./errors.ts";
 export { RequestStream } from "./request-stream.ts";
+export { CORE_STOP_MARGIN_MS, DEFAULT_CORE_STOP_GRACE_MS } from "./shutdown-timing.ts";
 export type * from "./types.ts";

@@ -1,6 +1,7 @@
 // A scripted stand-in for the core, for the client's bad-input tests: each method name picks a
 // behaviour the real core never shows (garbage lines, broken messages, sudden exits, silence).
-import { appendFileSync } from "node:fs";
+import { spawn } from "node:child_process";
+import { appendFileSync, writeFileSync } from "node:fs";
 import { createInterface } from "node:readline";
 
 const out = (msg) => process.stdout.write(`${JSON.stringify(msg)}\n`);
@@ -9,6 +10,26 @@ if (process.env.FAKE_CORE_DIE_AT_START === "1") {
   process.stderr.write("fake core: refusing to start\n");
   process.exit(7);
 }
+
+// FAKE_CORE_CHILD_GRACE_MS: like the real core with a llama-server that ignores SIGTERM, it
+// starts a child that ignores SIGTERM and, on shutdown or end of input, stops it politely, kills
+// it after the grace, and only then answers and exits. The child's pid goes to FAKE_CORE_CHILD_PID
+// once its SIGTERM handler is in place.
+const childGraceMs = Number(process.env.FAKE_CORE_CHILD_GRACE_MS ?? 0);
+let child;
+if (childGraceMs > 0) {
+  const script = "process.on('SIGTERM', () => {}); console.log('ready'); setInterval(() => {}, 1000);";
+  child = spawn(process.execPath, ["-e", script], { stdio: ["ignore", "pipe", "ignore"] });
+  child.stdout.once("data", () => writeFileSync(process.env.FAKE_CORE_CHILD_PID, String(child.pid)));
+}
+let stopping;
+const stopChild = () =>
+  (stopping ??= new Promise((resolve) => {
+    if (!child || child.exitCode !== null || child.signalCode !== null) return resolve();
+    child.once("exit", resolve);
+    child.kill("SIGTERM");
+    setTimeout(() => child.kill("SIGKILL"), childGraceMs);
+  }));
 
 const hanging = new Map();
 // A core that ignores shutdown and end of input, so the client has to kill it.
@@ -83,11 +104,13 @@ rl.on("line", (line) => {
       return out({ id, type: "result", result: { cancelled: caught !== undefined } });
     }
     case "shutdown":
-      out({ id, type: "result", result: { status: "ok" } });
-      if (process.env.FAKE_CORE_IGNORE_SHUTDOWN === "1") return;
-      rl.close();
-      process.exitCode = 0;
-      return;
+      // The real core answers once its children are stopped.
+      return void stopChild().then(() => {
+        out({ id, type: "result", result: { status: "ok" } });
+        if (process.env.FAKE_CORE_IGNORE_SHUTDOWN === "1") return;
+        rl.close();
+        process.exitCode = 0;
+      });
     default:
       return out({
         id,
@@ -99,5 +122,5 @@ rl.on("line", (line) => {
   }
 });
 rl.on("close", () => {
-  if (process.env.FAKE_CORE_IGNORE_SHUTDOWN !== "1") process.exit(0);
+  if (process.env.FAKE_CORE_IGNORE_SHUTDOWN !== "1") void stopChild().then(() => process.exit(0));
 });

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, test } from "bun:test";
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import {
   isLocalAiError,
@@ -39,6 +39,24 @@ async function rejection(p: Promise<unknown>): Promise<LocalAiError> {
     return err as LocalAiError;
   }
   throw new Error("expected a rejection");
+}
+
+async function pidWhenWritten(file: string): Promise<number> {
+  const until = Date.now() + 5000;
+  while (!existsSync(file)) {
+    if (Date.now() > until) throw new Error(`${file} was never written`);
+    await Bun.sleep(10);
+  }
+  return Number(readFileSync(file, "utf8"));
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 afterEach(() => {
@@ -91,6 +109,14 @@ describe("client against a fake core", () => {
     expect(err.data).toEqual({ timeout_ms: 200 });
     expect(Date.now() - started).toBeGreaterThanOrEqual(150);
     expect(await client.request("echo", { after: 1 })).toEqual({ method: "echo", params: { after: 1 } });
+  });
+
+  test("a time limit too long for a timer is no limit, not an instant timeout", async () => {
+    const client = await startFake();
+    expect(await client.request("echo", { n: 1 }, { timeoutMs: 2 ** 31 })).toEqual({
+      method: "echo",
+      params: { n: 1 },
+    });
   });
 
   test("a chat that times out is cancelled on the core's side too", async () => {
@@ -196,6 +222,26 @@ describe("client against a fake core", () => {
     expect((await rejection(pending)).code).toBe("client_closed");
     expect((await rejection(client.ping())).code).toBe("client_closed");
   });
+
+  test("close() shorter than the core's stop grace does not kill it while it stops its child", async () => {
+    // Issue 10 item 6: killing the core before it could stop llama-server left llama-server
+    // running. This core needs the core's default grace (3 s) to stop a child ignoring SIGTERM.
+    await using dir = tmpdir();
+    const pidFile = join(dir.path, "child.pid");
+    const exits: { expected: boolean; code: number | null; signal: string | null }[] = [];
+    const client = await startFake(
+      { onExit: (i) => exits.push(i) },
+      { FAKE_CORE_CHILD_GRACE_MS: "3000", FAKE_CORE_CHILD_PID: pidFile },
+    );
+    const childPid = await pidWhenWritten(pidFile);
+    try {
+      await client.close({ timeoutMs: 1000 });
+      expect(exits).toEqual([expect.objectContaining({ expected: true, code: 0, signal: null })]);
+      expect(isAlive(childPid)).toBe(false);
+    } finally {
+      if (isAlive(childPid)) process.kill(childPid, "SIGKILL");
+    }
+  }, 20_000);
 
   test("chat streams typed events, routes unknown ones aside and resolves its result", async () => {
     const client = await startFake();

@@ -1,0 +1,370 @@
+import { isChatEventName } from "./chat-events.ts";
+import type { ExitInfo } from "./core-process.ts";
+import { coreExitedError, LocalAiError, type LocalAiErrorCode } from "./errors.ts";
+import type { RequestId } from "./protocol-types.ts";
+import { RequestStream } from "./request-stream.ts";
+import type { CancelResult, GenericEvent } from "./types.ts";
+
+/**
+ * The request/answer half of the client, as the MCP SDK's `Protocol` is to its `Client`: it
+ * numbers requests, keeps the table of those pending, writes each as one line, routes the
+ * core's lines (events to their stream; a result or an error settles it), and ends every call
+ * it holds: by its answer, its time limit, its AbortSignal, or a failure handed down by the
+ * lifecycle above. It knows nothing of processes starting or restarting; the client only says
+ * where new requests go: to a running core (`attach`), into the table to wait (`hold`), or
+ * nowhere (`refuse`).
+ */
+
+export interface ClientLogger {
+  warn(message: string): void;
+  debug?(message: string): void;
+}
+
+export interface CallOptions {
+  /** Overrides the client's default time limit for this call; 0 = none. */
+  timeoutMs?: number;
+  /** Aborting cancels the call (a chat is cancelled on the core's side). */
+  signal?: AbortSignal;
+}
+
+/** The longest delay setTimeout honours; Node fires a longer one at once. */
+export const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/** Where requests are written: one running core (a CoreProcess). */
+export interface Transport {
+  /** Writes one protocol line; false when the process's input is already gone. */
+  write(line: string): boolean;
+  /** How the process ended; undefined while it runs. */
+  readonly exitInfo: ExitInfo | undefined;
+}
+
+export interface ConnectionOptions {
+  /** Default time limit of calls that are not cancellable streams; 0 = none. */
+  requestTimeoutMs: number;
+  /** Default time limit of cancellable streams; undefined = none. */
+  streamTimeoutMs: number | undefined;
+  /** Events held for a stream nobody reads, before new ones are dropped. */
+  maxBufferedEvents: number;
+  logger: ClientLogger | undefined;
+}
+
+/** How a call behaves, beside its method and params. */
+export interface CallShape {
+  /**
+   * A stream the core can cancel (chat, warmup, stream()): aborting or timing out asks the core
+   * to stop it, and its default time limit is the stream one.
+   */
+  cancellable: boolean;
+  /** Only chat events reach the stream; others go to `onOtherEvent`. */
+  filterChatEvents?: boolean;
+  onOtherEvent?: ((event: GenericEvent) => void) | undefined;
+  /** Overrides maxBufferedEvents (0 for calls whose events nobody reads). */
+  maxBuffered?: number;
+}
+
+type Route =
+  | { kind: "send"; transport: Transport }
+  | { kind: "hold" }
+  | { kind: "refuse"; error: (method: string) => LocalAiError };
+
+type Outcome = { result: unknown } | { error: LocalAiError };
+
+interface Pending {
+  stream: RequestStream<unknown, unknown>;
+  method: string;
+  params: unknown;
+  cancellable: boolean;
+  /** The core the request was written to; undefined while it waits for one. */
+  sentTo: Transport | undefined;
+  timer: ReturnType<typeof setTimeout> | undefined;
+  filterChatEvents: boolean;
+  onOtherEvent: ((event: GenericEvent) => void) | undefined;
+  /** Detaches the AbortSignal listener. */
+  cleanup: () => void;
+}
+
+export class Connection {
+  private nextId = 1;
+  private readonly pending = new Map<string, Pending>();
+  private route: Route = { kind: "refuse", error: (method) => notConnected(method) };
+  private malformed = 0;
+
+  constructor(private readonly options: ConnectionOptions) {}
+
+  /** Lines from the core that were not protocol messages, ignored. */
+  get malformedLines(): number {
+    return this.malformed;
+  }
+
+  // ---- where requests go -------------------------------------------------------------------
+
+  /** New requests are written to this core; those that waited are written now, in order. */
+  attach(transport: Transport): void {
+    this.route = { kind: "send", transport };
+    for (const [id, entry] of this.pending)
+      if (entry.sentTo === undefined) this.writeTo(transport, id, entry);
+  }
+
+  /** New requests wait in the table (the core is starting) until attach() or failAll(). */
+  hold(): void {
+    this.route = { kind: "hold" };
+  }
+
+  /** New requests fail at once with this error. Pending ones are left as they are. */
+  refuse(error: (method: string) => LocalAiError): void {
+    this.route = { kind: "refuse", error };
+  }
+
+  // ---- calls -------------------------------------------------------------------------------
+
+  /** Starts a call through the current route and returns its stream. */
+  open<E, R>(method: string, params: unknown, options: CallOptions, shape: CallShape): RequestStream<E, R> {
+    const id = String(this.nextId++);
+    const maxBuffered = shape.maxBuffered ?? this.options.maxBufferedEvents;
+    const stream = new RequestStream<E, R>(id, method, maxBuffered, () => this.cancelFor(id));
+    if (this.route.kind === "refuse") {
+      stream.settle({ error: this.route.error(method) });
+      return stream;
+    }
+    const timeoutMs =
+      options.timeoutMs ?? (shape.cancellable ? this.options.streamTimeoutMs : this.options.requestTimeoutMs);
+    const entry = this.track(id, stream, method, params, timeoutMs, shape);
+    this.watchSignal(id, entry, options.signal);
+    if (this.route.kind === "send") this.writeTo(this.route.transport, id, entry);
+    return stream;
+  }
+
+  /** Sends to this core now, whatever the route (initialize before it is ready, shutdown after). */
+  sendNow<R>(transport: Transport, method: string, params: unknown, timeoutMs: number): Promise<R> {
+    const id = String(this.nextId++);
+    const stream = new RequestStream<never, R>(id, method, 0, async () => false);
+    const entry = this.track(id, stream, method, params, timeoutMs, { cancellable: false });
+    this.writeTo(transport, id, entry);
+    return stream.result;
+  }
+
+  /** Asks the core to cancel request `id`; resolves with whether it caught it in flight. */
+  async cancelRemote(requestId: RequestId | undefined, options: CallOptions = {}): Promise<boolean> {
+    const params = requestId === undefined ? {} : { request_id: requestId };
+    const call = this.open<never, CancelResult>("cancel", params, options, {
+      cancellable: false,
+      maxBuffered: 0,
+    });
+    return (await call.result).cancelled;
+  }
+
+  /** Ends the pending calls `which` selects (all by default) with `error`, each under its own method. */
+  failAll(error: LocalAiError, which: (sentTo: Transport | undefined) => boolean = () => true): void {
+    for (const [id, entry] of [...this.pending]) {
+      if (!which(entry.sentTo)) continue;
+      this.settle(id, { error: new LocalAiError(error.code, error.message, error.data, entry.method) });
+    }
+  }
+
+  private track<E, R>(
+    id: string,
+    stream: RequestStream<E, R>,
+    method: string,
+    params: unknown,
+    timeoutMs: number | undefined,
+    shape: CallShape,
+  ): Pending {
+    const entry: Pending = {
+      // The table holds calls of every type; each is settled with what its own method answers.
+      stream: stream as unknown as RequestStream<unknown, unknown>,
+      method,
+      params,
+      cancellable: shape.cancellable,
+      sentTo: undefined,
+      timer: undefined,
+      filterChatEvents: shape.filterChatEvents ?? false,
+      onOtherEvent: shape.onOtherEvent,
+      cleanup: () => {},
+    };
+    this.pending.set(id, entry);
+    if (timeoutMs && timeoutMs > 0) {
+      // Node fires a timer of 2^31 ms or more at once; such a limit is as good as none.
+      if (timeoutMs <= MAX_TIMER_MS) entry.timer = setTimeout(() => this.timeOut(id, timeoutMs), timeoutMs);
+    }
+    return entry;
+  }
+
+  private watchSignal(id: string, entry: Pending, signal: AbortSignal | undefined): void {
+    if (!signal) return;
+    const onAbort = () => this.abort(id);
+    if (signal.aborted) {
+      queueMicrotask(onAbort);
+      return;
+    }
+    signal.addEventListener("abort", onAbort, { once: true });
+    entry.cleanup = () => signal.removeEventListener("abort", onAbort);
+  }
+
+  /**
+   * A failed write means the process is gone or going: the call then fails with the exit's
+   * error, now if the exit is known, else when the lifecycle reports it (failAll).
+   */
+  private writeTo(transport: Transport, id: string, entry: Pending): void {
+    entry.sentTo = transport;
+    if (transport.write(JSON.stringify({ id, method: entry.method, params: entry.params }))) return;
+    const info = transport.exitInfo;
+    if (info) this.settle(id, { error: coreExitedError(info) });
+  }
+
+  private async cancelFor(id: string): Promise<boolean> {
+    const entry = this.pending.get(id);
+    if (!entry) return false;
+    if (entry.sentTo === undefined) {
+      // Never reached the core: cancel it here.
+      this.settle(id, { error: callError("cancelled", "the request was cancelled", entry.method) });
+      return true;
+    }
+    return this.cancelRemote(id);
+  }
+
+  private abort(id: string): void {
+    const entry = this.pending.get(id);
+    if (!entry) return;
+    if (entry.cancellable && entry.sentTo !== undefined) {
+      // The core answers the chat with `cancelled` once it has stopped it.
+      this.cancelRemote(id).catch((err) =>
+        this.log("warn", `cancel of ${id} failed: ${(err as Error).message}`),
+      );
+      return;
+    }
+    this.settle(id, { error: callError("cancelled", "the request was aborted", entry.method) });
+  }
+
+  private timeOut(id: string, timeoutMs: number): void {
+    const entry = this.pending.get(id);
+    if (!entry) return;
+    this.settle(id, {
+      error: new LocalAiError(
+        "timeout",
+        `${entry.method} got no answer within ${timeoutMs} ms`,
+        { timeout_ms: timeoutMs },
+        entry.method,
+      ),
+    });
+    // Don't leave the core generating for nobody.
+    if (entry.cancellable && entry.sentTo !== undefined && this.route.kind === "send") {
+      this.cancelRemote(id).catch(() => {});
+    }
+  }
+
+  private settle(id: string, outcome: Outcome): void {
+    const entry = this.pending.get(id);
+    if (!entry) return;
+    this.pending.delete(id);
+    if (entry.timer) clearTimeout(entry.timer);
+    entry.cleanup();
+    entry.stream.settle(outcome);
+  }
+
+  // ---- inbound lines -----------------------------------------------------------------------
+
+  /** One line of the core's stdout. */
+  receive(line: string): void {
+    let msg: unknown;
+    try {
+      msg = JSON.parse(line);
+    } catch {
+      this.reportMalformed(`not JSON: ${clip(line)}`);
+      return;
+    }
+    if (!isObject(msg) || typeof msg.type !== "string") {
+      this.reportMalformed(`not a protocol message: ${clip(line)}`);
+      return;
+    }
+    if (msg.type === "error" && msg.id === null) {
+      this.log("warn", `core reported an error for no request: ${String(msg.code)}: ${String(msg.message)}`);
+      return;
+    }
+    const key = typeof msg.id === "string" || typeof msg.id === "number" ? String(msg.id) : undefined;
+    if (key === undefined) {
+      this.reportMalformed(`message without a usable id: ${clip(line)}`);
+      return;
+    }
+    const entry = this.pending.get(key);
+    if (!entry) {
+      this.log("debug", `ignored ${msg.type} for request ${key}, which is no longer pending`);
+      return;
+    }
+    this.deliver(key, entry, msg, line);
+  }
+
+  /** A line of the core's stdout longer than maxLineBytes, skipped. */
+  oversizeLine(bytes: number): void {
+    this.reportMalformed(`a ${bytes}-byte line exceeds maxLineBytes`);
+  }
+
+  /** Hands a message to the pending call it answers. */
+  private deliver(key: string, entry: Pending, msg: Record<string, unknown>, line: string): void {
+    switch (msg.type) {
+      case "event":
+        if (typeof msg.event !== "string")
+          this.protocolError(key, entry, `event without a name: ${clip(line)}`);
+        else if (entry.filterChatEvents && !isChatEventName(msg.event))
+          entry.onOtherEvent?.(msg as unknown as GenericEvent);
+        else entry.stream.pushEvent(msg);
+        return;
+      case "result":
+        if (!("result" in msg))
+          this.protocolError(key, entry, `result message without a result: ${clip(line)}`);
+        else this.settle(key, { result: msg.result });
+        return;
+      case "error":
+        if (typeof msg.code !== "string" || typeof msg.message !== "string") {
+          this.protocolError(key, entry, `error message without code/message: ${clip(line)}`);
+          return;
+        }
+        // Codes newer than this client still come through as they are.
+        this.settle(key, {
+          error: new LocalAiError(
+            msg.code as LocalAiErrorCode,
+            msg.message,
+            isObject(msg.data) ? msg.data : undefined,
+            entry.method,
+          ),
+        });
+        return;
+      default:
+        this.reportMalformed(`unknown message type ${JSON.stringify(msg.type)}: ${clip(line)}`);
+    }
+  }
+
+  private protocolError(id: string, entry: Pending, detail: string): void {
+    this.malformed++;
+    this.log("warn", `protocol error from the core: ${detail}`);
+    this.settle(id, {
+      error: callError("protocol_error", `the core sent a broken message: ${detail}`, entry.method),
+    });
+  }
+
+  private reportMalformed(detail: string): void {
+    this.malformed++;
+    this.log("warn", `ignored a line from the core: ${detail}`);
+  }
+
+  private log(level: "warn" | "debug", message: string): void {
+    const logger = this.options.logger;
+    if (level === "warn") logger?.warn(message);
+    else logger?.debug?.(message);
+  }
+}
+
+function notConnected(method: string): LocalAiError {
+  return callError("core_exited", "no core is attached to this connection", method);
+}
+
+function callError(code: LocalAiErrorCode, message: string, method: string): LocalAiError {
+  return new LocalAiError(code, message, undefined, method);
+}
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+function clip(line: string): string {
+  return line.length > 200 ? `${line.slice(0, 200)}…` : line;
+}
