@@ -2,6 +2,7 @@ import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { extname, join, relative } from "node:path";
 import { z } from "zod";
 import { logger } from "../util/logger.ts";
+import { ensurePrivateTree } from "../util/private-fs.ts";
 import { writeJsonAtomic } from "./atomic.ts";
 import { Bm25, type Doc, type Hit } from "./bm25.ts";
 
@@ -32,19 +33,25 @@ const MAX_TURNS = 5000;
  * One user's memory: their past turns (persisted in data_dir/users/<user>/memory/turns.json,
  * appended after each turn) plus chunks of the configured folders (read when the index is
  * first built in this process). Ranked with BM25; the ranking index is rebuilt in memory.
+ * The memory folder is owner-only (0700) and turns.json 0600.
  */
 export class MemoryIndex {
   private turns: TurnDoc[] = [];
   private folderDocs: Doc[] = [];
   private bm25: Bm25 | undefined;
+  private readonly file: string;
+  private dirReady = false;
 
   constructor(
-    private readonly file: string,
+    private readonly dataDir: string,
+    private readonly userId: string,
     private readonly folders: string[],
-  ) {}
+  ) {
+    this.file = join(dataDir, "users", userId, "memory", "turns.json");
+  }
 
   static forUser(dataDir: string, userId: string, folders: string[]): MemoryIndex {
-    return new MemoryIndex(join(dataDir, "users", userId, "memory", "turns.json"), folders);
+    return new MemoryIndex(dataDir, userId, folders);
   }
 
   /** Loads persisted turns and reads the folders. A corrupt turns file starts memory afresh. */
@@ -78,8 +85,17 @@ export class MemoryIndex {
   addTurn(turn: TurnDoc): void {
     this.turns.push(turn);
     if (this.turns.length > MAX_TURNS) this.turns.splice(0, this.turns.length - MAX_TURNS);
-    writeJsonAtomic(this.file, { version: 1, turns: this.turns });
+    this.save();
     this.bm25 = undefined;
+  }
+
+  private save(): void {
+    if (!this.dirReady) {
+      // Tightens folders an older version made 0755 (the names are user ids).
+      ensurePrivateTree(this.dataDir, "users", this.userId, "memory");
+      this.dirReady = true;
+    }
+    writeJsonAtomic(this.file, { version: 1, turns: this.turns });
   }
 
   private build(): Bm25 {
