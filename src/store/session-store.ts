@@ -1,4 +1,4 @@
-import { existsSync, readFileSync, renameSync, rmSync } from "node:fs";
+import { existsSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { z } from "zod";
 import { type ChatMessage, ChatMessageSchema } from "../agent/messages.ts";
@@ -7,6 +7,7 @@ import { CoreError } from "../protocol/errors.ts";
 import { logger } from "../util/logger.ts";
 import { ensurePrivateTree } from "../util/private-fs.ts";
 import { removeStaleTemps, writeJsonAtomic } from "./atomic.ts";
+import { moveAside } from "./set-aside.ts";
 
 export const HistorySchema = z.object({
   version: z.literal(1),
@@ -126,9 +127,9 @@ export class SessionStore {
         problem = text.length === 0 ? "empty file" : `not valid JSON (${(err as Error).message})`;
       }
     }
-    const aside = `${path}.corrupt-${this.now().toISOString().replace(/[:.]/g, "-")}`;
+    let aside: string;
     try {
-      renameSync(path, aside);
+      aside = moveAside(path, this.now());
     } catch (err) {
       // Writing over it would destroy what could not be read; stop instead.
       throw new CoreError(
