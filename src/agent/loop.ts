@@ -162,11 +162,18 @@ class Turn {
     const mem = this.deps.config.memory;
     if (!mem.enabled || mem.top_k === 0 || this.state.user_input.trim() === "") return [];
     try {
-      return this.deps.memory(this.params.user_id).search(this.state.user_input, mem.top_k, this.sessionId);
+      return this.memory().search(this.state.user_input, mem.top_k, this.sessionId);
     } catch (err) {
       logger.warn(`trace=${this.traceId} memory search failed: ${(err as Error).message}`);
       return [];
     }
+  }
+
+  /** The user's memory; what it found wrong with its file (once per process) goes in the result. */
+  private memory(): MemoryIndex {
+    const index = this.deps.memory(this.params.user_id);
+    this.warnings.push(...index.takeWarnings());
+    return index;
   }
 
   private async loadTools(): Promise<AgentTool[]> {
@@ -427,7 +434,7 @@ class Turn {
     this.store.clearCheckpoint();
     if (deps.config.memory.enabled && state.user_input.trim() !== "") {
       try {
-        deps.memory(this.params.user_id).addTurn({
+        this.memory().addTurn({
           id: this.traceId,
           session_id: this.sessionId,
           text: `${state.user_input}\n${response}`,

@@ -1,14 +1,6 @@
-import {
-  closeSync,
-  existsSync,
-  fstatSync,
-  mkdirSync,
-  openSync,
-  renameSync,
-  rmSync,
-  writeSync,
-} from "node:fs";
+import { closeSync, existsSync, fstatSync, openSync, renameSync, rmSync, writeSync } from "node:fs";
 import { join } from "node:path";
+import { ensurePrivateDir, PRIVATE_FILE_MODE, tightenOpenFile } from "../util/private-fs.ts";
 
 /** The last lines of llama-server's output, bounded by count and by bytes per line. */
 export class LogTail {
@@ -36,6 +28,7 @@ export class LogTail {
 /**
  * llama-server.log under data_dir/logs, rotated to .1 … .(files-1) once it passes maxBytes.
  * Synchronous writes: the volume is small (a few lines per request) and order must hold.
+ * The folder is 0700 and the files 0600: the log quotes prompts and paths.
  */
 export class RotatingLog {
   private fd: number | undefined;
@@ -49,7 +42,7 @@ export class RotatingLog {
     name = "llama-server.log",
   ) {
     this.path = join(dir, name);
-    mkdirSync(dir, { recursive: true });
+    ensurePrivateDir(dir);
   }
 
   write(text: string): void {
@@ -70,7 +63,8 @@ export class RotatingLog {
   }
 
   private open(): void {
-    this.fd = openSync(this.path, "a");
+    this.fd = openSync(this.path, "a", PRIVATE_FILE_MODE);
+    tightenOpenFile(this.fd);
     this.size = fstatSync(this.fd).size;
   }
 

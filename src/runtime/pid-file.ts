@@ -1,6 +1,7 @@
-import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { logger } from "../util/logger.ts";
+import { ensurePrivateDir } from "../util/private-fs.ts";
 import { isAlive, type ProcIdentity, procIdentity } from "./proc-info.ts";
 
 /**
@@ -39,7 +40,7 @@ export function writePidRecord(dataDir: string, child: { pid: number; port: numb
     written_at: new Date().toISOString(),
   };
   const file = pidFilePath(dataDir);
-  mkdirSync(runDir(dataDir), { recursive: true });
+  ensurePrivateDir(runDir(dataDir));
   const tmp = `${file}.tmp`;
   writeFileSync(tmp, `${JSON.stringify(record, null, 2)}\n`, { mode: 0o600 });
   renameSync(tmp, file);

@@ -10,18 +10,21 @@ import {
   writeSync,
 } from "node:fs";
 import { dirname, join } from "node:path";
+import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from "../util/private-fs.ts";
 
 /**
  * Writes a file so that a crash leaves either the old or the new content, never a torn one:
  * a temp file in the same folder, fsync, rename over the target, then fsync the folder so the
  * rename itself is durable (best-effort where the OS does not allow opening folders).
+ * Owner-only: the temp file is created 0600 and the rename keeps that mode; missing folders
+ * are created 0700 (tightening existing ones is the stores' call, see util/private-fs.ts).
  */
 export function writeFileAtomic(path: string, data: string): void {
   const dir = dirname(path);
-  mkdirSync(dir, { recursive: true });
+  mkdirSync(dir, { recursive: true, mode: PRIVATE_DIR_MODE });
   const tmp = join(dir, `.${randomBytes(6).toString("hex")}.tmp`);
   try {
-    const fd = openSync(tmp, "w", 0o600);
+    const fd = openSync(tmp, "w", PRIVATE_FILE_MODE);
     try {
       writeSync(fd, data);
       fsyncSync(fd);

@@ -1,9 +1,12 @@
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { extname, join, relative } from "node:path";
 import { z } from "zod";
+import type { Warning } from "../protocol/chat.ts";
 import { logger } from "../util/logger.ts";
+import { ensurePrivateTree } from "../util/private-fs.ts";
 import { writeJsonAtomic } from "./atomic.ts";
 import { Bm25, type Doc, type Hit } from "./bm25.ts";
+import { moveAside } from "./set-aside.ts";
 
 const TurnDocSchema = z.object({ id: z.string(), session_id: z.string(), text: z.string(), at: z.string() });
 const TurnsFileSchema = z.object({ version: z.literal(1), turns: z.array(TurnDocSchema) });
@@ -32,36 +35,44 @@ const MAX_TURNS = 5000;
  * One user's memory: their past turns (persisted in data_dir/users/<user>/memory/turns.json,
  * appended after each turn) plus chunks of the configured folders (read when the index is
  * first built in this process). Ranked with BM25; the ranking index is rebuilt in memory.
+ * The memory folder is owner-only (0700) and turns.json 0600. A turns file that is not fully
+ * usable is treated like a corrupt history: moved aside, its valid entries kept, and a
+ * `memory_corrupt` warning queued for the next chat's result (`takeWarnings`).
  */
 export class MemoryIndex {
   private turns: TurnDoc[] = [];
   private folderDocs: Doc[] = [];
   private bm25: Bm25 | undefined;
+  private readonly file: string;
+  private dirReady = false;
+  /** False when a corrupt file could not be moved aside: writing would destroy it. */
+  private persist = true;
+  private readonly warnings: Warning[] = [];
 
   constructor(
-    private readonly file: string,
+    private readonly dataDir: string,
+    private readonly userId: string,
     private readonly folders: string[],
-  ) {}
-
-  static forUser(dataDir: string, userId: string, folders: string[]): MemoryIndex {
-    return new MemoryIndex(join(dataDir, "users", userId, "memory", "turns.json"), folders);
+    private readonly now: () => Date = () => new Date(),
+  ) {
+    this.file = join(dataDir, "users", userId, "memory", "turns.json");
   }
 
-  /** Loads persisted turns and reads the folders. A corrupt turns file starts memory afresh. */
+  static forUser(dataDir: string, userId: string, folders: string[], now?: () => Date): MemoryIndex {
+    return new MemoryIndex(dataDir, userId, folders, now);
+  }
+
+  /** Loads persisted turns (salvaging a corrupt file) and reads the folders. */
   load(): this {
-    if (existsSync(this.file)) {
-      try {
-        this.turns = TurnsFileSchema.parse(JSON.parse(readFileSync(this.file, "utf8"))).turns;
-      } catch (err) {
-        logger.warn(
-          `memory index ${this.file} unreadable (${(err as Error).message}); rebuilding from new turns`,
-        );
-        this.turns = [];
-      }
-    }
+    this.turns = this.readTurns();
     this.folderDocs = this.folders.flatMap((f) => readFolder(f));
     this.bm25 = undefined;
     return this;
+  }
+
+  /** Notices about the memory file not yet reported, each handed out once. */
+  takeWarnings(): Warning[] {
+    return this.warnings.splice(0);
   }
 
   get size(): number {
@@ -78,8 +89,58 @@ export class MemoryIndex {
   addTurn(turn: TurnDoc): void {
     this.turns.push(turn);
     if (this.turns.length > MAX_TURNS) this.turns.splice(0, this.turns.length - MAX_TURNS);
-    writeJsonAtomic(this.file, { version: 1, turns: this.turns });
+    this.save();
     this.bm25 = undefined;
+  }
+
+  /**
+   * The persisted turns. A file that is not fully usable is moved aside (never discarded or
+   * written over), and its valid entries are written back at once so the next process has them.
+   */
+  private readTurns(): TurnDoc[] {
+    if (!existsSync(this.file)) return [];
+    const { turns, problem } = parseTurnsFile(this.file);
+    if (problem === undefined) return turns;
+    let aside: string;
+    try {
+      aside = moveAside(this.file, this.now());
+    } catch (err) {
+      this.persist = false;
+      const why = (err as Error).message;
+      logger.warn(`memory file ${this.file} is unreadable (${problem}) and could not be moved aside: ${why}`);
+      this.warn(
+        `the memory file ${this.file} could not be fully read (${problem}) nor moved aside (${why}); ` +
+          `${turns.length} usable entries are used, and new turns are not saved until it is fixed`,
+      );
+      return turns;
+    }
+    logger.warn(`memory file ${this.file} was unreadable (${problem}); moved to ${aside}`);
+    this.warn(
+      `the memory file could not be fully read (${problem}); it was moved aside to ${aside} and ` +
+        `its ${turns.length} usable entries were kept`,
+    );
+    this.turns = turns;
+    try {
+      if (turns.length > 0) this.save();
+    } catch (err) {
+      // Still in memory, and saved with the next turn.
+      logger.warn(`memory file ${this.file} could not be rewritten: ${(err as Error).message}`);
+    }
+    return turns;
+  }
+
+  private warn(message: string): void {
+    this.warnings.push({ code: "memory_corrupt", message });
+  }
+
+  private save(): void {
+    if (!this.persist) return;
+    if (!this.dirReady) {
+      // Tightens folders an older version made 0755 (the names are user ids).
+      ensurePrivateTree(this.dataDir, "users", this.userId, "memory");
+      this.dirReady = true;
+    }
+    writeJsonAtomic(this.file, { version: 1, turns: this.turns });
   }
 
   private build(): Bm25 {
@@ -88,6 +149,42 @@ export class MemoryIndex {
     for (const d of this.folderDocs) index.add(d);
     return index;
   }
+}
+
+/** The turns of a memory file, and what is wrong with it if anything (then `turns` holds the valid entries). */
+function parseTurnsFile(file: string): { turns: TurnDoc[]; problem?: string } {
+  let text: string;
+  try {
+    text = readFileSync(file, "utf8");
+  } catch (err) {
+    return {
+      turns: [],
+      problem: `cannot be read (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`,
+    };
+  }
+  if (text.length === 0) return { turns: [], problem: "empty file" };
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (err) {
+    return { turns: [], problem: `not valid JSON (${(err as Error).message})` };
+  }
+  const parsed = TurnsFileSchema.safeParse(value);
+  if (parsed.success) return { turns: parsed.data.turns };
+  const { version, turns: raw } = (value ?? {}) as { version?: unknown; turns?: unknown };
+  if (version !== 1 || !Array.isArray(raw)) {
+    const issue = parsed.error.issues[0];
+    return {
+      turns: [],
+      problem: `unexpected shape at '${issue?.path.join(".") ?? ""}': ${issue?.message ?? "invalid"}`,
+    };
+  }
+  // Only some entries are bad: keep the rest.
+  const turns = raw.flatMap((t) => {
+    const entry = TurnDocSchema.safeParse(t);
+    return entry.success ? [entry.data] : [];
+  });
+  return { turns, problem: `${raw.length - turns.length} of ${raw.length} entries unusable` };
 }
 
 function readFolder(root: string): Doc[] {

@@ -1,11 +1,13 @@
-import { existsSync, readFileSync, renameSync, rmSync } from "node:fs";
+import { existsSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { z } from "zod";
 import { type ChatMessage, ChatMessageSchema } from "../agent/messages.ts";
 import type { Warning } from "../protocol/chat.ts";
 import { CoreError } from "../protocol/errors.ts";
 import { logger } from "../util/logger.ts";
+import { ensurePrivateTree } from "../util/private-fs.ts";
 import { removeStaleTemps, writeJsonAtomic } from "./atomic.ts";
+import { moveAside } from "./set-aside.ts";
 
 export const HistorySchema = z.object({
   version: z.literal(1),
@@ -32,12 +34,14 @@ export type Checkpoint = z.infer<typeof CheckpointSchema>;
  * One session's files under data_dir/users/<user>/sessions/<session>/. Ids were validated by
  * SafeIdSchema, so they are plain path segments. Every write is atomic; a file that does not
  * parse is renamed aside (`<name>.corrupt-<time>`), never deleted, and reported as a warning.
+ * Folders are owner-only (0700), files 0600: the folder names are user and session ids.
  */
 export class SessionStore {
   readonly dir: string;
+  private dirReady = false;
 
   constructor(
-    dataDir: string,
+    private readonly dataDir: string,
     readonly userId: string,
     readonly sessionId: string,
     private readonly now: () => Date = () => new Date(),
@@ -67,6 +71,7 @@ export class SessionStore {
   }
 
   saveHistory(messages: ChatMessage[]): void {
+    this.ensureDir();
     writeJsonAtomic(this.historyPath, { version: 1, messages });
   }
 
@@ -81,11 +86,19 @@ export class SessionStore {
   }
 
   saveCheckpoint(cp: Omit<Checkpoint, "version" | "updated_at">): void {
+    this.ensureDir();
     writeJsonAtomic(this.checkpointPath, { version: 1, ...cp, updated_at: this.now().toISOString() });
   }
 
   clearCheckpoint(): void {
     rmSync(this.checkpointPath, { force: true });
+  }
+
+  /** Once per store: creates the session's folders 0700, tightening ones an older version made 0755. */
+  private ensureDir(): void {
+    if (this.dirReady) return;
+    ensurePrivateTree(this.dataDir, "users", this.userId, "sessions", this.sessionId);
+    this.dirReady = true;
   }
 
   private readJson<T>(
@@ -114,9 +127,9 @@ export class SessionStore {
         problem = text.length === 0 ? "empty file" : `not valid JSON (${(err as Error).message})`;
       }
     }
-    const aside = `${path}.corrupt-${this.now().toISOString().replace(/[:.]/g, "-")}`;
+    let aside: string;
     try {
-      renameSync(path, aside);
+      aside = moveAside(path, this.now());
     } catch (err) {
       // Writing over it would destroy what could not be read; stop instead.
       throw new CoreError(

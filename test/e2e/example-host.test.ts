@@ -54,11 +54,10 @@ describe.skipIf(!node)("examples/node-host", () => {
     "with the llama-server stand-in: a streamed chat, a cancelled chat, shutdown",
     async () => {
       await using dir = tmpdir();
-      const stack = writeStack(dir.path);
+      // Slow tokens, so the cancel lands while the second chat is still streaming.
+      const stack = writeStack(dir.path, { knobs: { FAKE_LLAMA_CHUNK_DELAY_MS: "100" } });
       const { stdout, summary } = await runExample(dir.path, {
         ...stack.env,
-        // Slow tokens, so the cancel lands while the second chat is still streaming.
-        FAKE_LLAMA_CHUNK_DELAY_MS: "100",
         LOCAL_AI_EXAMPLE_CONFIG: join(dir.path, "config.yaml"),
         LOCAL_AI_EXAMPLE_INPUT: "hello there",
       });

@@ -13,12 +13,10 @@ describe.skipIf(process.platform === "win32")("llama-server never outlives the c
       await using dir = tmpdir();
       const stack = writeStack(dir.path, {
         script: [{ content: "a b c d e f g h i j k l m n o p", chunk_delay_ms: 200 }],
-      });
-      await using core = spawnCore({
-        cwd: dir.path,
         // Like a real llama-server with an SSE stream open (transcripts 60, 67): SIGTERM is ignored.
-        env: { ...stack.env, FAKE_LLAMA_IGNORE_SIGTERM: "1" },
+        knobs: { FAKE_LLAMA_IGNORE_SIGTERM: "1" },
       });
+      await using core = spawnCore({ cwd: dir.path, env: stack.env });
       core.send({ id: "chat", method: "chat", params: { input: "go" } });
       await core.waitFor((ms) => ms.some((m) => m.id === "chat" && m.event === "llm_chunk"));
       const [server] = stack.recordedServers();
@@ -43,8 +41,11 @@ describe.skipIf(process.platform === "win32")("llama-server never outlives the c
 
   test("requests that arrive while the core shuts down are answered cancelled", async () => {
     await using dir = tmpdir();
-    const stack = writeStack(dir.path, { script: [{ content: "a b c d e f g h", chunk_delay_ms: 200 }] });
-    await using core = spawnCore({ cwd: dir.path, env: { ...stack.env, FAKE_LLAMA_IGNORE_SIGTERM: "1" } });
+    const stack = writeStack(dir.path, {
+      script: [{ content: "a b c d e f g h", chunk_delay_ms: 200 }],
+      knobs: { FAKE_LLAMA_IGNORE_SIGTERM: "1" },
+    });
+    await using core = spawnCore({ cwd: dir.path, env: stack.env });
     core.send({ id: "chat", method: "chat", params: { input: "go" } });
     await core.waitFor((ms) => ms.some((m) => m.id === "chat" && m.event === "llm_chunk"));
     core.send({ id: "bye", method: "shutdown" });

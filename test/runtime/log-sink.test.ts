@@ -1,6 +1,5 @@
 import { describe, expect, test } from "bun:test";
 import { readdirSync, readFileSync } from "node:fs";
-import { childEnv } from "../../src/runtime/child-env.ts";
 import { LogTail, RotatingLog, readLines } from "../../src/runtime/log-sink.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
@@ -43,21 +42,5 @@ describe("readLines", () => {
     const lines: string[] = [];
     await readLines(stream, (l) => lines.push(l));
     expect(lines).toEqual(["é one", "two", "three"]);
-  });
-});
-
-describe("childEnv", () => {
-  test("drops LLAMA_ARG_* and inherited keys, keeps the rest, sets ours", () => {
-    const env = childEnv(
-      {
-        PATH: "/bin",
-        LLAMA_ARG_PORT: "1",
-        llama_arg_host: "x",
-        LLAMA_API_KEY: "old",
-        CUDA_VISIBLE_DEVICES: "0",
-      },
-      "new",
-    );
-    expect(env).toEqual({ PATH: "/bin", CUDA_VISIBLE_DEVICES: "0", LLAMA_API_KEY: "new" });
   });
 });

@@ -5,7 +5,7 @@ import {
   type SupervisorOptions,
   type SupervisorSettings,
 } from "../../../src/runtime/supervisor.ts";
-import { writeFakeLlamaServer, writeFakeModel } from "../../fixtures/fake-llama.ts";
+import { fakeLlamaKnobs, writeFakeLlamaServer, writeFakeModel } from "../../fixtures/fake-llama.ts";
 
 export const SETTINGS: SupervisorSettings = {
   startupTimeoutMs: 10_000,
@@ -24,7 +24,10 @@ export interface Harness {
   dataDir: string;
 }
 
-/** A supervisor wired to the stand-in in `dir`, with `env` as the knobs the child sees. */
+/**
+ * A supervisor wired to the stand-in in `dir`. `env` is the parent environment the supervisor
+ * builds the child's from; its FAKE_LLAMA_* knobs go into the stand-in's script instead.
+ */
 export function makeSupervisor(
   dir: string,
   opts: {
@@ -35,7 +38,7 @@ export function makeSupervisor(
     options?: Partial<SupervisorOptions>;
   } = {},
 ): Harness {
-  const binary = writeFakeLlamaServer(dir);
+  const binary = writeFakeLlamaServer(dir, fakeLlamaKnobs({ FAKE_LLAMA_LOAD_MS: "20", ...opts.env }));
   const model = writeFakeModel(dir);
   const dataDir = join(dir, "data");
   const slots = opts.slots ?? 1;
