@@ -11,6 +11,7 @@ import { type Exit, launchOnce, type Spawned, stopChild, TAIL_IN_ERRORS } from "
 import { LogTail, RotatingLog } from "./log-sink.ts";
 import { reapLeftover, removePidRecord } from "./pid-file.ts";
 import { pickFreePort } from "./ports.ts";
+import { RestartBudget, type RestartRate, type RestartVerdict } from "./restart-budget.ts";
 import { bunSpawner, type Spawner } from "./spawn.ts";
 import {
   type Running,
@@ -24,7 +25,9 @@ import {
 export interface SupervisorSettings {
   startupTimeoutMs: number;
   stopGraceMs: number;
+  /** Automatic restarts allowed within `restartWindowMs` (a rate, so the budget recovers). */
   maxRestarts: number;
+  restartWindowMs: number;
   restartBackoffMs: number;
   requestTimeoutMs: number;
   logMaxBytes: number;
@@ -49,6 +52,8 @@ export interface SupervisorOptions {
   maxBindAttempts?: number;
   /** Reap leftovers of dead cores before the first start (tests turn it off). */
   reap?: boolean;
+  /** The clock the restart budget's window runs on (ms since the epoch); tests move it. */
+  now?: () => number;
 }
 
 /** What a status report needs, read without touching llama-server. */
@@ -63,12 +68,17 @@ export interface SupervisorSnapshot {
   lastError: CoreError | null;
   /** A crash or wedge happened; the next start is a restart. */
   restartPending: boolean;
-  restarts: number;
+  restarts: {
+    /** Automatic restarts within the window ending now, of `max`. */
+    used: number;
+    max: number;
+    windowMs: number;
+    /** While a restart is pending and the budget is spent: when a chat may restart it again. */
+    nextAutomaticTryAt: number | null;
+  };
   slots: { busy: number; waiting: number; total: number };
 }
 
-/** A restart budget used up long ago should not doom a server that has since run for this long. */
-const BUDGET_RESET_MS = 5 * 60_000;
 const MAX_BACKOFF_MS = 30_000;
 
 const shuttingDown = () => cancelledError("llama-server is stopping: the core is shutting down");
@@ -83,7 +93,8 @@ const shuttingDown = () => cancelledError("llama-server is stopping: the core is
 export class Supervisor implements LlamaProvider {
   private readonly state = new StateCell();
   private readonly gate = new Semaphore(() => this.slots());
-  private restarts = 0;
+  private readonly budget = new RestartBudget();
+  private readonly now: () => number;
   private plan: LaunchPlan | undefined;
   /** Leftovers of dead cores are reaped once, before the first start. */
   private reaped: Promise<unknown> | undefined;
@@ -95,6 +106,7 @@ export class Supervisor implements LlamaProvider {
   constructor(private readonly options: SupervisorOptions) {
     this.spawner = options.spawner ?? bunSpawner;
     this.pickPort = options.pickPort ?? pickFreePort;
+    this.now = options.now ?? Date.now;
   }
 
   /** The process's phase: shutting down reads as stopping, shut down as stopped. */
@@ -123,7 +135,7 @@ export class Supervisor implements LlamaProvider {
       readyAt: running?.readyAt ?? null,
       lastError: stopped?.lastError ?? null,
       restartPending: "restartFor" in s && s.restartFor !== undefined,
-      restarts: this.restarts,
+      restarts: this.restartReport(s),
       slots: { busy: this.gate.inUse, waiting: this.gate.waiting, total: this.slots() },
     };
   }
@@ -232,20 +244,62 @@ export class Supervisor implements LlamaProvider {
     this.runStart(starting, backoffMs).then(done.resolve, done.reject);
   }
 
-  /** The back-off before a restart, counted against the budget; throws when it is spent. */
-  private restartDelay(last: CoreError, _explicit: boolean): number {
-    const settings = this.options.settings();
-    if (this.restarts >= settings.maxRestarts) {
-      throw new CoreError(
-        "internal_error",
-        `llama-server failed ${this.restarts + 1} times; not restarting it again (llama.max_restarts = ${settings.maxRestarts}). Last failure: ${last.message}`,
-        { restarts: this.restarts, log_tail: this.tail.last(TAIL_IN_ERRORS) },
-      );
+  /**
+   * The back-off before a restart, counted against the budget; throws when it is spent. A
+   * start the host asked for (warmup) goes at once and is not counted: the host decided.
+   */
+  private restartDelay(last: CoreError, explicit: boolean): number {
+    if (explicit) {
+      logger.info("restarting llama-server now: the host asked (warmup)");
+      return 0;
     }
-    this.restarts++;
-    const delay = backoffDelayMs(this.restarts, settings.restartBackoffMs, MAX_BACKOFF_MS);
-    logger.info(`restarting llama-server (restart ${this.restarts}/${settings.maxRestarts}) in ${delay} ms`);
+    const settings = this.options.settings();
+    const verdict = this.budget.take(restartRate(settings), this.now());
+    if (!verdict.allowed) throw this.budgetSpent(last, verdict, settings);
+    const delay = backoffDelayMs(verdict.attempt, settings.restartBackoffMs, MAX_BACKOFF_MS);
+    logger.info(
+      `restarting llama-server (restart ${verdict.attempt}/${settings.maxRestarts} within ${settings.restartWindowMs / 1000} s) in ${delay} ms`,
+    );
     return delay;
+  }
+
+  /** The refusal a chat gets: why, and when the next automatic try will be. */
+  private budgetSpent(
+    last: CoreError,
+    verdict: Extract<RestartVerdict, { allowed: false }>,
+    settings: SupervisorSettings,
+  ): CoreError {
+    const windowS = settings.restartWindowMs / 1000;
+    const nextTryAt = verdict.nextAt === null ? null : new Date(verdict.nextAt).toISOString();
+    const retryInMs = verdict.nextAt === null ? null : Math.max(0, verdict.nextAt - this.now());
+    const when =
+      nextTryAt === null
+        ? "automatically at all (llama.max_restarts = 0)"
+        : `automatically before ${nextTryAt} (in ${Math.ceil((retryInMs as number) / 1000)} s; llama.max_restarts = ${settings.maxRestarts} per llama.restart_window_s = ${windowS})`;
+    return new CoreError(
+      "internal_error",
+      `llama-server failed after ${verdict.used} restarts within ${windowS} s; not restarting it ${when}; a warmup tries again at once. Last failure: ${last.message}`,
+      {
+        restarts: verdict.used,
+        next_try_at: nextTryAt,
+        retry_in_ms: retryInMs,
+        log_tail: this.tail.last(TAIL_IN_ERRORS),
+      },
+    );
+  }
+
+  private restartReport(s: SupervisorState): SupervisorSnapshot["restarts"] {
+    const settings = this.options.settings();
+    const rate = restartRate(settings);
+    const now = this.now();
+    const pending = s.kind === "stopped" && s.restartFor !== undefined;
+    const verdict = pending ? this.budget.peek(rate, now) : undefined;
+    return {
+      used: this.budget.used(rate, now),
+      max: rate.max,
+      windowMs: rate.windowMs,
+      nextAutomaticTryAt: verdict && !verdict.allowed ? verdict.nextAt : null,
+    };
   }
 
   /** The start job: back-off, reap, launch; it owns `starting` until ready or failed. */
@@ -382,7 +436,6 @@ export class Supervisor implements LlamaProvider {
       signal: exit.signal,
       log_tail: this.tail.last(TAIL_IN_ERRORS),
     });
-    if (Date.now() - running.readyAt > BUDGET_RESET_MS) this.restarts = 0;
     this.state.swap(s, { kind: "stopped", restartFor: err, lastError: err });
     running.died.abort(err);
   }
@@ -398,6 +451,10 @@ export class Supervisor implements LlamaProvider {
     }
     removePidRecord(this.options.dataDir());
   }
+}
+
+function restartRate(settings: SupervisorSettings): RestartRate {
+  return { max: settings.maxRestarts, windowMs: settings.restartWindowMs };
 }
 
 /** The child that leases point at: ready, or being stopped. */
