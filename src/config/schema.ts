@@ -32,8 +32,10 @@ export const LlamaSchema = z
     extra_args: z.array(z.string()).default([]),
     /** Grace period between the polite signal and the kill. */
     stop_grace_s: z.number().nonnegative().default(3),
-    /** Restarts allowed after crashes before chats fail without retrying. */
+    /** Restarts allowed after crashes within restart_window_s before chats fail without retrying. */
     max_restarts: nonNegativeInt.default(3),
+    /** The window max_restarts counts in: the budget recovers as restarts age out of it. */
+    restart_window_s: positiveInt.default(300),
     restart_backoff_ms: nonNegativeInt.default(500),
     /** A request that makes no progress for this long marks the server wedged. */
     request_timeout_s: z.number().positive().default(120),

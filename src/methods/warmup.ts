@@ -20,7 +20,9 @@ export const warmup = defineMethod({
   run: async (params, ctx) => {
     const t0 = Date.now();
     const provider = llamaProvider(ctx.core);
-    const lease = await provider.acquire(ctx.signal, (p) => ctx.emit("warmup_progress", { ...p }));
+    const lease = await provider.acquire(ctx.signal, (p) => ctx.emit("warmup_progress", { ...p }), {
+      explicit: true,
+    });
     lease.release();
     if (ctx.core.config().config.memory.enabled) userMemory(ctx.core, params.user_id);
     return { status: "ready", elapsed_ms: Date.now() - t0, slots: provider.slots() };

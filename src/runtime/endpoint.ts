@@ -31,13 +31,25 @@ export type StartProgress =
   | { phase: "loading"; elapsed_ms: number }
   | { phase: "ready"; elapsed_ms: number };
 
+export interface AcquireOptions {
+  /**
+   * The host asked for this start itself (`warmup`): a restart goes ahead at once, without
+   * back-off and even when the automatic restart budget is spent.
+   */
+  explicit?: boolean;
+}
+
 export interface LlamaProvider {
   /**
    * Starts llama-server when needed, waits for a free slot, resolves with a lease. Rejects
    * with CoreError (binary_missing, model_missing, model_plan_error, internal_error) or, when
    * `signal` aborts first, with the signal's reason.
    */
-  acquire(signal: AbortSignal, onProgress?: (p: StartProgress) => void): Promise<LlamaLease>;
+  acquire(
+    signal: AbortSignal,
+    onProgress?: (p: StartProgress) => void,
+    options?: AcquireOptions,
+  ): Promise<LlamaLease>;
   /** Parallel slots of the planned server: how many chats run at once. */
   slots(): number;
   stop(): Promise<void>;

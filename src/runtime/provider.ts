@@ -21,6 +21,7 @@ export function createSupervisor(core: Core): Supervisor {
         startupTimeoutMs: l.startup_timeout_s * 1000,
         stopGraceMs: l.stop_grace_s * 1000,
         maxRestarts: l.max_restarts,
+        restartWindowMs: l.restart_window_s * 1000,
         restartBackoffMs: l.restart_backoff_ms,
         requestTimeoutMs: l.request_timeout_s * 1000,
         logMaxBytes: l.log_max_bytes,

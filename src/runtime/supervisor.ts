@@ -2,21 +2,32 @@ import { join } from "node:path";
 import type { LaunchPlan } from "../plan/launch.ts";
 import { CoreError, cancelledError } from "../protocol/errors.ts";
 import { abortable } from "../util/abortable.ts";
+import { backoffDelayMs } from "../util/backoff.ts";
 import { logger } from "../util/logger.ts";
-import { childEnv, randomApiKey } from "./child-env.ts";
-import type { LlamaLease, LlamaProvider, StartProgress } from "./endpoint.ts";
-import { classifyStartExit } from "./exit-reason.ts";
-import { LogTail, RotatingLog, readLines } from "./log-sink.ts";
-import { reapLeftover, removePidRecord, writePidRecord } from "./pid-file.ts";
+import { Semaphore } from "../util/semaphore.ts";
+import { randomApiKey } from "./child-env.ts";
+import type { AcquireOptions, LlamaLease, LlamaProvider, StartProgress } from "./endpoint.ts";
+import { type Exit, launchOnce, type Spawned, stopChild, TAIL_IN_ERRORS } from "./launch-steps.ts";
+import { LogTail, RotatingLog } from "./log-sink.ts";
+import { reapLeftover, removePidRecord } from "./pid-file.ts";
 import { pickFreePort } from "./ports.ts";
-import { workFingerprint } from "./proc-info.ts";
-import { bunSpawner, type ChildProcess, type Spawner } from "./spawn.ts";
+import { RestartBudget, type RestartRate, type RestartVerdict } from "./restart-budget.ts";
+import { bunSpawner, type Spawner } from "./spawn.ts";
+import {
+  type Running,
+  StateCell,
+  type StateKind,
+  type StateOf,
+  type SupervisorState,
+} from "./supervisor-state.ts";
 
 /** Timings and limits, from config.yaml's `llama` section (read at each start). */
 export interface SupervisorSettings {
   startupTimeoutMs: number;
   stopGraceMs: number;
+  /** Automatic restarts allowed within `restartWindowMs` (a rate, so the budget recovers). */
   maxRestarts: number;
+  restartWindowMs: number;
   restartBackoffMs: number;
   requestTimeoutMs: number;
   logMaxBytes: number;
@@ -41,47 +52,51 @@ export interface SupervisorOptions {
   maxBindAttempts?: number;
   /** Reap leftovers of dead cores before the first start (tests turn it off). */
   reap?: boolean;
+  /** The clock the restart budget's window runs on (ms since the epoch); tests move it. */
+  now?: () => number;
 }
 
-type State = "stopped" | "starting" | "ready" | "stopping";
-
-interface Running {
-  child: ChildProcess;
-  baseUrl: string;
-  apiKey: string;
-  port: number;
-  died: AbortController;
-  readyAt: number;
-  /** Set once its exit is expected (stop, restart after reportFailure). */
-  expectedExit: boolean;
+/** What a status report needs, read without touching llama-server. */
+export interface SupervisorSnapshot {
+  state: StateKind;
+  /** The child's pid once spawned (starting) or while it serves. */
+  pid: number | null;
+  /** Clock times (ms since the epoch) of the serving child's spawn and readiness. */
+  startedAt: number | null;
+  readyAt: number | null;
+  /** Why the server is down: the last crash or failed start (while stopped). */
+  lastError: CoreError | null;
+  /** A crash or wedge happened; the next start is a restart. */
+  restartPending: boolean;
+  restarts: {
+    /** Automatic restarts within the window ending now, of `max`. */
+    used: number;
+    max: number;
+    windowMs: number;
+    /** While a restart is pending and the budget is spent: when a chat may restart it again. */
+    nextAutomaticTryAt: number | null;
+  };
+  slots: { busy: number; waiting: number; total: number };
 }
 
-/** A restart budget used up long ago should not doom a server that has since run for this long. */
-const BUDGET_RESET_MS = 5 * 60_000;
 const MAX_BACKOFF_MS = 30_000;
-/** Even a load that keeps making progress ends after this many start-up timeouts. */
-const HARD_CAP_FACTOR = 10;
-const TAIL_IN_ERRORS = 20;
+
+const shuttingDown = () => cancelledError("llama-server is stopping: the core is shutting down");
 
 /**
- * Owns llama-server's life: stopped → starting → ready → stopping. Concurrent acquire()
- * callers share one start; leases map to llama-server's parallel slots and extra callers
- * wait; a crash aborts every lease's `died` signal and the next acquire restarts, within a
- * restart budget and with back-off.
+ * Owns llama-server's life as one state (supervisor-state.ts): stopped → starting → ready →
+ * stopping → stopped, and closing → closed at shutdown. Concurrent acquire() callers share one
+ * start; leases map to llama-server's parallel slots (a semaphore) and extra callers wait; a
+ * crash aborts every lease's `died` signal and the next acquire restarts, within a restart
+ * budget and with back-off.
  */
 export class Supervisor implements LlamaProvider {
-  private state: State = "stopped";
-  private running: Running | undefined;
-  private starting: Promise<Running> | undefined;
-  private stopping: Promise<void> | undefined;
-  private closed = false;
+  private readonly state = new StateCell();
+  private readonly gate = new Semaphore(() => this.slots());
+  private readonly budget = new RestartBudget();
+  private readonly now: () => number;
   private plan: LaunchPlan | undefined;
-  private inUse = 0;
-  private readonly waiters: { grant: () => void; fail: (err: unknown) => void }[] = [];
-  private readonly progressListeners = new Set<(p: StartProgress) => void>();
-  /** A crash (or reported failure) happened; the next start is a restart. */
-  private restartPending: CoreError | undefined;
-  private restarts = 0;
+  /** Leftovers of dead cores are reaped once, before the first start. */
   private reaped: Promise<unknown> | undefined;
   private log: RotatingLog | undefined;
   readonly tail = new LogTail();
@@ -91,133 +106,236 @@ export class Supervisor implements LlamaProvider {
   constructor(private readonly options: SupervisorOptions) {
     this.spawner = options.spawner ?? bunSpawner;
     this.pickPort = options.pickPort ?? pickFreePort;
+    this.now = options.now ?? Date.now;
   }
 
-  currentState(): State {
-    return this.state;
+  /** The process's phase: shutting down reads as stopping, shut down as stopped. */
+  currentState(): "stopped" | "starting" | "ready" | "stopping" {
+    const kind = this.state.get().kind;
+    return kind === "closing" ? "stopping" : kind === "closed" ? "stopped" : kind;
   }
 
-  /** The running child's pid, for diagnostics and tests. */
+  /** The serving child's pid, for diagnostics and tests. */
   pid(): number | undefined {
-    return this.running?.child.pid;
+    return serving(this.state.get())?.child.pid;
   }
 
   slots(): number {
     return this.plan?.slots ?? this.options.fallbackSlots?.() ?? 1;
   }
 
-  async acquire(signal: AbortSignal, onProgress?: (p: StartProgress) => void): Promise<LlamaLease> {
+  snapshot(): SupervisorSnapshot {
+    const s = this.state.get();
+    const running = serving(s);
+    const stopped = s.kind === "stopped" ? s : undefined;
+    return {
+      state: s.kind,
+      pid: running?.child.pid ?? (s.kind === "starting" ? (s.pid ?? null) : null),
+      startedAt: running?.startedAt ?? null,
+      readyAt: running?.readyAt ?? null,
+      lastError: stopped?.lastError ?? null,
+      restartPending: "restartFor" in s && s.restartFor !== undefined,
+      restarts: this.restartReport(s),
+      slots: { busy: this.gate.inUse, waiting: this.gate.waiting, total: this.slots() },
+    };
+  }
+
+  async acquire(
+    signal: AbortSignal,
+    onProgress?: (p: StartProgress) => void,
+    options?: AcquireOptions,
+  ): Promise<LlamaLease> {
     for (;;) {
       signal.throwIfAborted();
-      if (this.closed) throw cancelledError("llama-server is stopping: the core is shutting down");
-      if (onProgress) this.progressListeners.add(onProgress);
-      let running: Running;
-      try {
-        running = await abortable(this.ensureRunning(), signal);
-      } finally {
-        if (onProgress) this.progressListeners.delete(onProgress);
-      }
-      await this.takeSlot(signal);
+      const running = await this.whenRunning(signal, onProgress, options?.explicit === true);
+      const release = await this.gate.acquire(signal);
       // It may have died while we waited for a slot: give the slot back and start again.
-      if (running.died.signal.aborted || this.running !== running) {
-        this.releaseSlot();
+      const s = this.state.get();
+      if (running.died.signal.aborted || s.kind !== "ready" || s.running !== running) {
+        release();
         continue;
       }
-      return this.lease(running);
+      return this.lease(running, release);
     }
   }
 
   async stop(): Promise<void> {
-    this.closed = true;
-    for (const w of this.waiters.splice(0))
-      w.fail(cancelledError("llama-server is stopping: the core is shutting down"));
-    await this.starting?.catch(() => {});
-    await this.stopRunning("stop");
-    this.log?.close();
+    const from = this.state.get();
+    if (from.kind === "closed") return;
+    if (from.kind === "closing") return from.done;
+    const done = Promise.withResolvers<void>();
+    const closing: SupervisorState = { kind: "closing", done: done.promise };
+    this.state.swap(from, closing);
+    this.gate.failWaiters(shuttingDown());
+    try {
+      if (from.kind === "starting") {
+        from.abort.abort(shuttingDown());
+        await from.done.catch(() => {});
+      } else if (from.kind === "ready") {
+        await this.halt(from.running, "stop");
+      } else if (from.kind === "stopping") {
+        await from.done;
+      }
+    } finally {
+      this.state.swap(closing, { kind: "closed" });
+      this.log?.close();
+      done.resolve();
+    }
   }
 
-  private lease(running: Running): LlamaLease {
-    let released = false;
-    return {
-      baseUrl: running.baseUrl,
-      apiKey: running.apiKey,
-      died: running.died.signal,
-      requestTimeoutMs: this.options.settings().requestTimeoutMs,
-      release: () => {
-        if (released) return;
-        released = true;
-        this.releaseSlot();
-      },
-      reportFailure: (reason: string) => this.reportFailure(running, reason),
+  /** A ready server, after starting it or waiting for the start or stop under way. */
+  private async whenRunning(
+    signal: AbortSignal,
+    onProgress: ((p: StartProgress) => void) | undefined,
+    explicit: boolean,
+  ): Promise<Running> {
+    for (;;) {
+      const s = this.state.get();
+      switch (s.kind) {
+        case "ready":
+          return s.running;
+        case "closing":
+        case "closed":
+          throw shuttingDown();
+        case "stopping":
+          await abortable(s.done, signal);
+          continue;
+        case "starting":
+          return await this.joinStart(s, signal, onProgress);
+        case "stopped":
+          this.beginStart(s, explicit, onProgress);
+          continue;
+      }
+    }
+  }
+
+  private async joinStart(
+    s: StateOf<"starting">,
+    signal: AbortSignal,
+    onProgress?: (p: StartProgress) => void,
+  ): Promise<Running> {
+    if (onProgress) s.listeners.add(onProgress);
+    try {
+      return await abortable(s.done, signal);
+    } finally {
+      if (onProgress) s.listeners.delete(onProgress);
+    }
+  }
+
+  /** stopped → starting; throws (leaving the state alone) when a restart is over budget. */
+  private beginStart(
+    from: StateOf<"stopped">,
+    explicit: boolean,
+    onProgress?: (p: StartProgress) => void,
+  ): void {
+    const backoffMs = from.restartFor ? this.restartDelay(from.restartFor, explicit) : 0;
+    const done = Promise.withResolvers<Running>();
+    // Every caller may have given up (aborted); the failure is still theirs, not unhandled.
+    done.promise.catch(() => {});
+    const starting: StateOf<"starting"> = {
+      kind: "starting",
+      since: Date.now(),
+      restartFor: from.restartFor,
+      abort: new AbortController(),
+      listeners: new Set(onProgress ? [onProgress] : []),
+      done: done.promise,
     };
+    this.state.swap(from, starting);
+    this.runStart(starting, backoffMs).then(done.resolve, done.reject);
   }
 
-  /** A lease's server failed it (wedged, protocol garbage): restart it, counted against the budget. */
-  private reportFailure(running: Running, reason: string): void {
-    if (this.running !== running || running.expectedExit) return;
-    logger.warn(`llama-server failed a request (${reason}); restarting it`);
-    const err = new CoreError(
+  /**
+   * The back-off before a restart, counted against the budget; throws when it is spent. A
+   * start the host asked for (warmup) goes at once and is not counted: the host decided.
+   */
+  private restartDelay(last: CoreError, explicit: boolean): number {
+    if (explicit) {
+      logger.info("restarting llama-server now: the host asked (warmup)");
+      return 0;
+    }
+    const settings = this.options.settings();
+    const verdict = this.budget.take(restartRate(settings), this.now());
+    if (!verdict.allowed) throw this.budgetSpent(last, verdict, settings);
+    const delay = backoffDelayMs(verdict.attempt, settings.restartBackoffMs, MAX_BACKOFF_MS);
+    logger.info(
+      `restarting llama-server (restart ${verdict.attempt}/${settings.maxRestarts} within ${settings.restartWindowMs / 1000} s) in ${delay} ms`,
+    );
+    return delay;
+  }
+
+  /** The refusal a chat gets: why, and when the next automatic try will be. */
+  private budgetSpent(
+    last: CoreError,
+    verdict: Extract<RestartVerdict, { allowed: false }>,
+    settings: SupervisorSettings,
+  ): CoreError {
+    const windowS = settings.restartWindowMs / 1000;
+    const nextTryAt = verdict.nextAt === null ? null : new Date(verdict.nextAt).toISOString();
+    const retryInMs = verdict.nextAt === null ? null : Math.max(0, verdict.nextAt - this.now());
+    const when =
+      nextTryAt === null
+        ? "automatically at all (llama.max_restarts = 0)"
+        : `automatically before ${nextTryAt} (in ${Math.ceil((retryInMs as number) / 1000)} s; llama.max_restarts = ${settings.maxRestarts} per llama.restart_window_s = ${windowS})`;
+    return new CoreError(
       "internal_error",
-      `llama-server stopped serving (${reason}); it will be restarted`,
+      `llama-server failed after ${verdict.used} restarts within ${windowS} s; not restarting it ${when}; a warmup tries again at once. Last failure: ${last.message}`,
       {
+        restarts: verdict.used,
+        next_try_at: nextTryAt,
+        retry_in_ms: retryInMs,
         log_tail: this.tail.last(TAIL_IN_ERRORS),
       },
     );
-    this.restartPending = err;
-    running.died.abort(err);
-    void this.stopRunning("failure");
   }
 
-  private ensureRunning(): Promise<Running> {
-    if (this.state === "ready" && this.running) return Promise.resolve(this.running);
-    if (!this.starting) {
-      this.starting = this.startAfterStopping().finally(() => {
-        this.starting = undefined;
-      });
-      // Every caller may have given up (aborted); the failure is still theirs, not unhandled.
-      this.starting.catch(() => {});
-    }
-    return this.starting;
-  }
-
-  private async startAfterStopping(): Promise<Running> {
-    if (this.stopping) await this.stopping;
-    if (this.options.reap !== false) {
-      this.reaped ??= reapLeftover(this.options.dataDir()).catch(() => {});
-      await this.reaped;
-    }
-    if (this.closed) throw cancelledError("llama-server is stopping: the core is shutting down");
+  private restartReport(s: SupervisorState): SupervisorSnapshot["restarts"] {
     const settings = this.options.settings();
-    if (this.restartPending) {
-      if (this.restarts >= settings.maxRestarts) {
-        throw new CoreError(
-          "internal_error",
-          `llama-server failed ${this.restarts + 1} times; not restarting it again (llama.max_restarts = ${settings.maxRestarts}). Last failure: ${this.restartPending.message}`,
-          { restarts: this.restarts, log_tail: this.tail.last(TAIL_IN_ERRORS) },
-        );
-      }
-      this.restarts++;
-      const backoff = Math.min(settings.restartBackoffMs * 2 ** (this.restarts - 1), MAX_BACKOFF_MS);
-      logger.info(
-        `restarting llama-server (restart ${this.restarts}/${settings.maxRestarts}) in ${backoff} ms`,
-      );
-      await Bun.sleep(backoff);
-      if (this.closed) throw cancelledError("llama-server is stopping: the core is shutting down");
-    }
-    this.state = "starting";
+    const rate = restartRate(settings);
+    const now = this.now();
+    const pending = s.kind === "stopped" && s.restartFor !== undefined;
+    const verdict = pending ? this.budget.peek(rate, now) : undefined;
+    return {
+      used: this.budget.used(rate, now),
+      max: rate.max,
+      windowMs: rate.windowMs,
+      nextAutomaticTryAt: verdict && !verdict.allowed ? verdict.nextAt : null,
+    };
+  }
+
+  /** The start job: back-off, reap, launch; it owns `starting` until ready or failed. */
+  private async runStart(starting: StateOf<"starting">, backoffMs: number): Promise<Running> {
+    const { signal } = starting.abort;
     try {
-      const running = await this.start(settings);
-      this.restartPending = undefined;
-      this.running = running;
-      this.state = "ready";
+      if (backoffMs > 0) await abortable(Bun.sleep(backoffMs), signal);
+      if (this.options.reap !== false) {
+        this.reaped ??= reapLeftover(this.options.dataDir()).catch(() => {});
+        await this.reaped;
+      }
+      signal.throwIfAborted();
+      const running = await this.startServer(starting);
+      if (!this.state.swap(starting, { kind: "ready", running })) {
+        // stop() took over while the last step finished: this server never serves.
+        await this.halt(running, "stop");
+        throw shuttingDown();
+      }
+      void running.child.exited.then((e) => this.onExit(running, e));
+      logger.info(
+        `llama-server ready on ${running.baseUrl} (pid ${running.child.pid}) after ${running.readyAt - running.startedAt} ms`,
+      );
       return running;
     } catch (err) {
-      this.state = "stopped";
+      const lastError =
+        err instanceof CoreError
+          ? err
+          : new CoreError("internal_error", String((err as Error)?.message ?? err));
+      this.state.swap(starting, { kind: "stopped", restartFor: starting.restartFor, lastError });
       throw err;
     }
   }
 
-  private async start(settings: SupervisorSettings): Promise<Running> {
+  /** Binary and plan, then launches until one is ready; only bind failures try another port. */
+  private async startServer(starting: StateOf<"starting">): Promise<Running> {
+    const settings = this.options.settings();
     const found = this.options.findBinary();
     if (!("path" in found)) {
       throw new CoreError(
@@ -232,12 +350,40 @@ export class Supervisor implements LlamaProvider {
     this.plan = plan;
     const dataDir = this.options.dataDir();
     this.log ??= new RotatingLog(join(dataDir, "logs"), settings.logMaxBytes, settings.logFiles);
+    const emit = (p: StartProgress) => emitTo(starting.listeners, p);
     const attempts = this.options.maxBindAttempts ?? 5;
     let last: CoreError | undefined;
     for (let attempt = 1; attempt <= attempts; attempt++) {
-      this.emit({ phase: "starting", attempt });
-      const outcome = await this.launch(found.path, plan, settings, dataDir);
-      if ("running" in outcome) return outcome.running;
+      emit({ phase: "starting", attempt });
+      const outcome = await launchOnce(
+        {
+          binary: found.path,
+          argv: plan.argv,
+          port: await this.pickPort(),
+          apiKey: randomApiKey(),
+          env: this.options.env ?? process.env,
+          spawner: this.spawner,
+          dataDir,
+          onLine: (line) => {
+            this.tail.push(line);
+            this.log?.write(`${line}\n`);
+          },
+          onSpawn: (pid, header) => {
+            starting.pid = pid;
+            this.log?.write(header);
+          },
+        },
+        {
+          startupTimeoutMs: settings.startupTimeoutMs,
+          intervalMs: this.options.healthIntervalMs ?? 100,
+          signal: starting.abort.signal,
+          emit,
+        },
+      );
+      if (!("error" in outcome)) {
+        emit({ phase: "ready", elapsed_ms: Date.now() - outcome.t0 });
+        return toRunning(outcome);
+      }
       last = outcome.error;
       if (!outcome.retryPort) throw outcome.error;
       logger.warn(`${outcome.error.message}; choosing another port`);
@@ -245,184 +391,44 @@ export class Supervisor implements LlamaProvider {
     throw last as CoreError;
   }
 
-  /** One spawn on one port, up to ready or a classified failure. */
-  private async launch(
-    binary: string,
-    plan: LaunchPlan,
-    settings: SupervisorSettings,
-    dataDir: string,
-  ): Promise<{ running: Running } | { error: CoreError; retryPort: boolean }> {
-    const port = await this.pickPort();
-    const apiKey = randomApiKey();
-    const argv = [...plan.argv, "--host", "127.0.0.1", "--port", String(port)];
-    const launchTail = new LogTail(400);
-    let lastProgress = Date.now();
-    const t0 = lastProgress;
-    let child: ChildProcess;
-    try {
-      child = this.spawner({ path: binary, argv, env: childEnv(this.options.env ?? process.env, apiKey) });
-    } catch (err) {
-      return {
-        error: new CoreError(
-          "binary_missing",
-          `cannot run llama-server at ${binary}: ${(err as Error).message}`,
-          {
-            tried: [binary],
-          },
-        ),
-        retryPort: false,
-      };
-    }
-    this.log?.write(`--- ${new Date().toISOString()} start ${binary} ${argv.join(" ")} (pid ${child.pid})\n`);
-    const onLine = (line: string) => {
-      lastProgress = Date.now();
-      launchTail.push(line);
-      this.tail.push(line);
-      this.log?.write(`${line}\n`);
+  private lease(running: Running, release: () => void): LlamaLease {
+    return {
+      baseUrl: running.baseUrl,
+      apiKey: running.apiKey,
+      died: running.died.signal,
+      requestTimeoutMs: this.options.settings().requestTimeoutMs,
+      release,
+      reportFailure: (reason: string) => this.reportFailure(running, reason),
     };
-    void readLines(child.stdout, onLine);
-    void readLines(child.stderr, onLine);
-    let exit: { code: number | null; signal: string | null } | undefined;
-    const exited = child.exited.then((e) => {
-      exit = e;
-      return e;
-    });
-    const writePid = () => {
-      try {
-        writePidRecord(dataDir, { pid: child.pid, port });
-      } catch (err) {
-        logger.warn(`could not record llama-server's pid: ${(err as Error).message}`);
-      }
-    };
-    writePid();
-
-    const baseUrl = `http://127.0.0.1:${port}`;
-    const interval = this.options.healthIntervalMs ?? 100;
-    let portAnswered = false;
-    let fingerprint = workFingerprint(child.pid);
-    let lastLoadingEvent = 0;
-    let pollWait = 10;
-    const fail = async (error: CoreError, retryPort = false) => {
-      await this.stopChild(child, 0);
-      removePidRecord(dataDir);
-      return { error, retryPort };
-    };
-    for (;;) {
-      if (exit) {
-        await Bun.sleep(50); // let the last log lines arrive
-        const why = classifyStartExit(launchTail.last(), exit.code, exit.signal);
-        removePidRecord(dataDir);
-        return {
-          error: new CoreError(why.code, why.message, {
-            exit_code: exit.code,
-            signal: exit.signal,
-            log_tail: launchTail.last(TAIL_IN_ERRORS),
-          }),
-          retryPort: why.retryPort,
-        };
-      }
-      if (this.closed) return fail(cancelledError("llama-server is stopping: the core is shutting down"));
-      const now = Date.now();
-      const fp = workFingerprint(child.pid);
-      if (fp !== null && fp !== fingerprint) {
-        fingerprint = fp;
-        lastProgress = now;
-      }
-      const stalled = now - lastProgress > settings.startupTimeoutMs;
-      const neverOpened = !portAnswered && now - t0 > settings.startupTimeoutMs;
-      const tooLong = now - t0 > settings.startupTimeoutMs * HARD_CAP_FACTOR;
-      if (stalled || neverOpened || tooLong) {
-        const why = neverOpened
-          ? `never answered on port ${port}`
-          : stalled
-            ? "made no progress"
-            : `kept loading past ${HARD_CAP_FACTOR}× the start-up timeout`;
-        return fail(
-          new CoreError(
-            "internal_error",
-            `llama-server did not become ready: it ${why} within ${settings.startupTimeoutMs / 1000} s (llama.startup_timeout_s)`,
-            { log_tail: launchTail.last(TAIL_IN_ERRORS) },
-          ),
-        );
-      }
-      const status = await healthStatus(baseUrl, Math.max(1000, interval * 10));
-      if (status !== null) portAnswered = true;
-      if (status === 200) break;
-      if (now - lastLoadingEvent >= 500) {
-        lastLoadingEvent = now;
-        this.emit({ phase: "loading", elapsed_ms: now - t0 });
-      }
-      // Short waits first: a small model is ready in ~0.1 s (transcript 51).
-      await Promise.race([Bun.sleep(Math.min(pollWait, interval)), exited]);
-      pollWait *= 2;
-    }
-
-    // /health is public, so it cannot tell our child from another program on the port: a
-    // protected route must refuse no key and accept ours. This also proves the child took our
-    // key (an --api-key in extra_args would lock us out of every chat).
-    const probe = (headers: Record<string, string>) =>
-      fetch(`${baseUrl}/v1/models`, { headers, signal: AbortSignal.timeout(5000) }).then(
-        async (r) => {
-          await r.arrayBuffer();
-          return r.status;
-        },
-        () => null,
-      );
-    const [anonymous, keyCheck] = await Promise.all([
-      probe({}),
-      probe({ Authorization: `Bearer ${apiKey}` }),
-    ]);
-    await Bun.sleep(0);
-    if (exit || (anonymous !== 401 && anonymous !== null)) {
-      // Something else answers here (our child lost the bind race and exited, or is exiting).
-      const taken = new CoreError(
-        "internal_error",
-        `another program answers on 127.0.0.1:${port} (port in use)`,
-        {
-          log_tail: launchTail.last(TAIL_IN_ERRORS),
-        },
-      );
-      return fail(taken, true);
-    }
-    if (keyCheck === 401) {
-      return fail(
-        new CoreError(
-          "internal_error",
-          "llama-server refused this launch's API key; remove --api-key/--api-key-file from llama.extra_args",
-          { log_tail: launchTail.last(TAIL_IN_ERRORS) },
-        ),
-      );
-    }
-    if (keyCheck !== 200)
-      logger.warn(`llama-server answered ${keyCheck ?? "nothing"} to GET /v1/models after ready`);
-    writePid(); // again: a wrapper that exec'd the real binary has a new command line by now
-
-    const running: Running = {
-      child,
-      baseUrl,
-      apiKey,
-      port,
-      died: new AbortController(),
-      readyAt: Date.now(),
-      expectedExit: false,
-    };
-    void exited.then((e) => this.onExit(running, e, dataDir));
-    this.emit({ phase: "ready", elapsed_ms: Date.now() - t0 });
-    logger.info(`llama-server ready on ${baseUrl} (pid ${child.pid}) after ${Date.now() - t0} ms`);
-    return { running };
   }
 
-  private onExit(
-    running: Running,
-    exit: { code: number | null; signal: string | null },
-    dataDir: string,
-  ): void {
-    removePidRecord(dataDir);
-    if (this.running === running) {
-      this.running = undefined;
-      if (this.state === "ready") this.state = "stopped";
-    }
-    if (running.expectedExit) return;
+  /** A lease's server failed it (wedged, protocol garbage): restart it, counted against the budget. */
+  private reportFailure(running: Running, reason: string): void {
+    const s = this.state.get();
+    if (s.kind !== "ready" || s.running !== running) return;
+    logger.warn(`llama-server failed a request (${reason}); restarting it`);
+    const err = new CoreError(
+      "internal_error",
+      `llama-server stopped serving (${reason}); it will be restarted`,
+      {
+        log_tail: this.tail.last(TAIL_IN_ERRORS),
+      },
+    );
+    running.died.abort(err);
+    const done = Promise.withResolvers<void>();
+    const stopping: StateOf<"stopping"> = { kind: "stopping", running, restartFor: err, done: done.promise };
+    this.state.swap(s, stopping);
+    void this.halt(running, "failure").finally(() => {
+      this.state.swap(stopping, { kind: "stopped", restartFor: err, lastError: err });
+      done.resolve();
+    });
+  }
+
+  /** The serving child exited: expected while stopping or closing, a crash while ready. */
+  private onExit(running: Running, exit: Exit): void {
+    removePidRecord(this.options.dataDir());
+    const s = this.state.get();
+    if (s.kind !== "ready" || s.running !== running) return;
     const how = exit.signal ? `killed by ${exit.signal}` : `exit code ${exit.code}`;
     logger.error(`llama-server crashed (${how})`);
     const err = new CoreError("internal_error", `llama-server crashed (${how})`, {
@@ -430,94 +436,50 @@ export class Supervisor implements LlamaProvider {
       signal: exit.signal,
       log_tail: this.tail.last(TAIL_IN_ERRORS),
     });
-    if (Date.now() - running.readyAt > BUDGET_RESET_MS) this.restarts = 0;
-    this.restartPending = err;
+    this.state.swap(s, { kind: "stopped", restartFor: err, lastError: err });
     running.died.abort(err);
   }
 
-  private stopRunning(why: string): Promise<void> {
-    const running = this.running;
-    if (!running) return this.stopping ?? Promise.resolve();
-    this.stopping ??= (async () => {
-      this.state = "stopping";
-      running.expectedExit = true;
-      if (!running.died.signal.aborted) {
-        running.died.abort(cancelledError(`llama-server was stopped (${why})`));
-      }
-      await this.stopChild(running.child, this.options.settings().stopGraceMs);
-      if (this.running === running) this.running = undefined;
-      removePidRecord(this.options.dataDir());
-      this.state = "stopped";
-    })().finally(() => {
-      this.stopping = undefined;
-    });
-    return this.stopping;
-  }
-
-  /** Polite signal, then a kill after the grace period (a streaming llama-server ignores SIGTERM for up to 30 s). */
-  private async stopChild(child: ChildProcess, graceMs: number): Promise<void> {
-    const gone = child.exited.then(() => true);
-    if (graceMs > 0) {
-      child.terminate();
-      if (await Promise.race([gone, Bun.sleep(graceMs).then(() => false)])) return;
-      logger.warn(`llama-server (pid ${child.pid}) ignored SIGTERM for ${graceMs} ms; killing it`);
+  /** Stops a server that served (or was about to): leases see `died`, SIGTERM, SIGKILL after the grace. */
+  private async halt(running: Running, why: string): Promise<void> {
+    if (!running.died.signal.aborted) running.died.abort(cancelledError(`llama-server was stopped (${why})`));
+    try {
+      await stopChild(running.child, this.options.settings().stopGraceMs);
+    } catch (err) {
+      logger.warn(`stopping llama-server (pid ${running.child.pid}): ${(err as Error).message}`);
+      await stopChild(running.child, 0);
     }
-    child.kill();
-    await Promise.race([gone, Bun.sleep(5000)]);
-  }
-
-  private async takeSlot(signal: AbortSignal): Promise<void> {
-    if (this.inUse < this.slots() && this.waiters.length === 0) {
-      this.inUse++;
-      return;
-    }
-    await new Promise<void>((resolve, reject) => {
-      const waiter = {
-        grant: () => {
-          signal.removeEventListener("abort", onAbort);
-          resolve();
-        },
-        fail: (err: unknown) => {
-          signal.removeEventListener("abort", onAbort);
-          reject(err);
-        },
-      };
-      const onAbort = () => {
-        const i = this.waiters.indexOf(waiter);
-        if (i >= 0) this.waiters.splice(i, 1);
-        reject(signal.reason);
-      };
-      signal.addEventListener("abort", onAbort, { once: true });
-      this.waiters.push(waiter);
-    });
-  }
-
-  private releaseSlot(): void {
-    this.inUse = Math.max(0, this.inUse - 1);
-    while (this.waiters.length > 0 && this.inUse < this.slots()) {
-      this.inUse++;
-      this.waiters.shift()?.grant();
-    }
-  }
-
-  private emit(p: StartProgress): void {
-    for (const l of this.progressListeners) {
-      try {
-        l(p);
-      } catch {
-        // A listener's failure is its own.
-      }
-    }
+    removePidRecord(this.options.dataDir());
   }
 }
 
-/** GET /health: its status, or null when nothing answers (port not open yet). */
-async function healthStatus(baseUrl: string, timeoutMs: number): Promise<number | null> {
-  try {
-    const res = await fetch(`${baseUrl}/health`, { signal: AbortSignal.timeout(timeoutMs) });
-    await res.arrayBuffer();
-    return res.status;
-  } catch {
-    return null;
+function restartRate(settings: SupervisorSettings): RestartRate {
+  return { max: settings.maxRestarts, windowMs: settings.restartWindowMs };
+}
+
+/** The child that leases point at: ready, or being stopped. */
+function serving(s: SupervisorState): Running | undefined {
+  return s.kind === "ready" || s.kind === "stopping" ? s.running : undefined;
+}
+
+function toRunning(spawned: Spawned): Running {
+  return {
+    child: spawned.child,
+    baseUrl: spawned.baseUrl,
+    apiKey: spawned.apiKey,
+    port: spawned.port,
+    died: new AbortController(),
+    startedAt: spawned.t0,
+    readyAt: Date.now(),
+  };
+}
+
+function emitTo(listeners: Set<(p: StartProgress) => void>, p: StartProgress): void {
+  for (const l of listeners) {
+    try {
+      l(p);
+    } catch {
+      // A listener's failure is its own.
+    }
   }
 }

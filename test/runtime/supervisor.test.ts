@@ -348,6 +348,47 @@ describe.skipIf(process.platform === "win32")("supervisor against the stand-in",
     await supervisor.stop();
   });
 
+  test("stop() during a start: the start gives up, kills its child, and the waiting caller is cancelled", async () => {
+    await using dir = tmpdir();
+    const { supervisor, dataDir } = makeSupervisor(dir.path, { env: { FAKE_LLAMA_LOAD_MS: "5000" } });
+    const pending = rejection(supervisor.acquire(never()));
+    expect(await waitFor(() => supervisor.snapshot().pid !== null)).toBe(true);
+    const snap = supervisor.snapshot();
+    expect(snap.state).toBe("starting");
+    const pid = snap.pid as number;
+    const t0 = Date.now();
+    await supervisor.stop();
+    expect(Date.now() - t0).toBeLessThan(3000);
+    expect((await pending).code).toBe("cancelled");
+    expect(await waitFor(() => !pidAlive(pid), 3000)).toBe(true);
+    expect(supervisor.snapshot().state).toBe("closed");
+    expect(supervisor.currentState()).toBe("stopped");
+    expect(readdirSync(join(dataDir, "run")).filter((n) => n.endsWith(".json"))).toEqual([]);
+  });
+
+  test("snapshot: pid, start and ready times, slots busy, and the last crash while stopped", async () => {
+    await using dir = tmpdir();
+    const { supervisor } = makeSupervisor(dir.path, { slots: 2 });
+    expect(supervisor.snapshot()).toMatchObject({ state: "stopped", pid: null, lastError: null });
+    const before = Date.now();
+    const lease = await supervisor.acquire(never());
+    const ready = supervisor.snapshot();
+    expect(ready).toMatchObject({
+      state: "ready",
+      pid: supervisor.pid(),
+      slots: { busy: 1, waiting: 0, total: 2 },
+    });
+    expect(ready.startedAt as number).toBeGreaterThanOrEqual(before);
+    expect(ready.readyAt as number).toBeGreaterThanOrEqual(ready.startedAt as number);
+    process.kill(supervisor.pid() as number, "SIGKILL");
+    expect(await waitFor(() => lease.died.aborted)).toBe(true);
+    lease.release();
+    const down = supervisor.snapshot();
+    expect(down).toMatchObject({ state: "stopped", pid: null, restartPending: true, slots: { busy: 0 } });
+    expect(down.lastError?.message).toContain("crashed");
+    await supervisor.stop();
+  });
+
   test("stderr goes to the rotating log file, never to our stdout, and the file rotates", async () => {
     await using dir = tmpdir();
     const { supervisor, dataDir } = makeSupervisor(dir.path, {

@@ -11,6 +11,7 @@ export const SETTINGS: SupervisorSettings = {
   startupTimeoutMs: 10_000,
   stopGraceMs: 1000,
   maxRestarts: 2,
+  restartWindowMs: 300_000,
   restartBackoffMs: 50,
   requestTimeoutMs: 5000,
   logMaxBytes: 1024 * 1024,

@@ -1,0 +1,288 @@
+import { CoreError, cancelledError } from "../protocol/errors.ts";
+import { logger } from "../util/logger.ts";
+import { childEnv } from "./child-env.ts";
+import type { StartProgress } from "./endpoint.ts";
+import { classifyStartExit } from "./exit-reason.ts";
+import { LogTail, readLines } from "./log-sink.ts";
+import { removePidRecord, writePidRecord } from "./pid-file.ts";
+import { workFingerprint } from "./proc-info.ts";
+import type { ChildProcess, Spawner } from "./spawn.ts";
+
+// One launch of llama-server on one port, in three steps a test can drive one at a time:
+// spawn → wait until healthy → verify it is ours (our key). `launchOnce` chains them and
+// cleans up after a failed step. The supervisor decides what a launch means (ready, restart).
+
+/** Even a load that keeps making progress ends after this many start-up timeouts. */
+export const HARD_CAP_FACTOR = 10;
+/** Log lines carried in a CoreError's data. */
+export const TAIL_IN_ERRORS = 20;
+
+export type Exit = { code: number | null; signal: string | null };
+
+/** A launch step's failure; `retryPort` when another port may succeed (bind race, port taken). */
+export interface LaunchFailure {
+  error: CoreError;
+  retryPort: boolean;
+}
+
+/** A spawned child, from spawn until it is ready or given up. */
+export interface Spawned {
+  child: ChildProcess;
+  port: number;
+  apiKey: string;
+  baseUrl: string;
+  /** Date.now() at spawn; start-up bounds count from here. */
+  t0: number;
+  /** This launch's own output (the supervisor's tail spans launches). */
+  tail: LogTail;
+  /** Date.now() of the last log line: load progress. */
+  lastLine: number;
+  /** Set once the child has exited. */
+  exit: Exit | undefined;
+  exited: Promise<Exit>;
+}
+
+export interface SpawnRequest {
+  binary: string;
+  /** The planned argv, without --host/--port. */
+  argv: string[];
+  port: number;
+  apiKey: string;
+  /** The environment the child's is built from. */
+  env: Record<string, string | undefined>;
+  spawner: Spawner;
+  dataDir: string;
+  /** Every output line, for the supervisor's tail and the rotating log. */
+  onLine: (line: string) => void;
+  /** Right after spawn: the child's pid and the log file's header line for this start. */
+  onSpawn?: (pid: number, header: string) => void;
+}
+
+/** Step 1: spawn on 127.0.0.1:port with the key in the child's environment; record its pid. */
+export function spawnServer(req: SpawnRequest): Spawned | LaunchFailure {
+  const argv = [...req.argv, "--host", "127.0.0.1", "--port", String(req.port)];
+  let child: ChildProcess;
+  try {
+    child = req.spawner({ path: req.binary, argv, env: childEnv(req.env, req.apiKey) });
+  } catch (err) {
+    return {
+      error: new CoreError(
+        "binary_missing",
+        `cannot run llama-server at ${req.binary}: ${(err as Error).message}`,
+        {
+          tried: [req.binary],
+        },
+      ),
+      retryPort: false,
+    };
+  }
+  req.onSpawn?.(
+    child.pid,
+    `--- ${new Date().toISOString()} start ${req.binary} ${argv.join(" ")} (pid ${child.pid})\n`,
+  );
+  const spawned: Spawned = {
+    child,
+    port: req.port,
+    apiKey: req.apiKey,
+    baseUrl: `http://127.0.0.1:${req.port}`,
+    t0: Date.now(),
+    tail: new LogTail(400),
+    lastLine: Date.now(),
+    exit: undefined,
+    exited: child.exited.then((e) => {
+      spawned.exit = e;
+      return e;
+    }),
+  };
+  const onLine = (line: string) => {
+    spawned.lastLine = Date.now();
+    spawned.tail.push(line);
+    req.onLine(line);
+  };
+  void readLines(child.stdout, onLine);
+  void readLines(child.stderr, onLine);
+  recordChild(req.dataDir, spawned);
+  return spawned;
+}
+
+/**
+ * The pid record for the reaper (pid-file.ts). Written right after spawn and again once ready
+ * (a wrapper that exec'd the real binary has a new command line by then).
+ */
+export function recordChild(dataDir: string, spawned: Spawned): void {
+  try {
+    writePidRecord(dataDir, { pid: spawned.child.pid, port: spawned.port });
+  } catch (err) {
+    logger.warn(`could not record llama-server's pid: ${(err as Error).message}`);
+  }
+}
+
+export interface HealthWait {
+  startupTimeoutMs: number;
+  /** The longest pause between /health polls. */
+  intervalMs: number;
+  /** stop(): give up, the caller kills the child. */
+  signal: AbortSignal;
+  emit: (p: StartProgress) => void;
+}
+
+/**
+ * Step 2: poll GET /health until 200. The start-up timeout counts from the last sign of
+ * progress (a log line, or a change in the child's CPU/IO counters), so a slow disk does not
+ * fail a good model; the port must still answer within the timeout, and no start may take
+ * more than HARD_CAP_FACTOR timeouts. An exit meanwhile is classified from the log.
+ */
+export async function waitUntilHealthy(s: Spawned, opts: HealthWait): Promise<LaunchFailure | null> {
+  let portAnswered = false;
+  let fingerprint = workFingerprint(s.child.pid);
+  let lastWork = s.t0;
+  let lastLoadingEvent = 0;
+  let pollWait = 10;
+  const aborted = new Promise<void>((resolve) =>
+    opts.signal.addEventListener("abort", () => resolve(), { once: true }),
+  );
+  for (;;) {
+    if (s.exit) return await exitFailure(s, s.exit);
+    if (opts.signal.aborted)
+      return { error: opts.signal.reason ?? cancelledError("start abandoned"), retryPort: false };
+    const now = Date.now();
+    const fp = workFingerprint(s.child.pid);
+    if (fp !== null && fp !== fingerprint) {
+      fingerprint = fp;
+      lastWork = now;
+    }
+    const late = startupOverdue(s, now, Math.max(lastWork, s.lastLine), portAnswered, opts.startupTimeoutMs);
+    if (late) return { error: late, retryPort: false };
+    const status = await healthStatus(s.baseUrl, Math.max(1000, opts.intervalMs * 10));
+    if (status !== null) portAnswered = true;
+    if (status === 200) return null;
+    if (now - lastLoadingEvent >= 500) {
+      lastLoadingEvent = now;
+      opts.emit({ phase: "loading", elapsed_ms: now - s.t0 });
+    }
+    // Short waits first: a small model is ready in ~0.1 s (transcript 51).
+    await Promise.race([Bun.sleep(Math.min(pollWait, opts.intervalMs)), s.exited, aborted]);
+    pollWait *= 2;
+  }
+}
+
+/** The start-up timeout's verdict: null while in time, else the error naming which bound broke. */
+export function startupOverdue(
+  s: Pick<Spawned, "t0" | "port" | "tail">,
+  now: number,
+  lastProgress: number,
+  portAnswered: boolean,
+  timeoutMs: number,
+): CoreError | null {
+  const stalled = now - lastProgress > timeoutMs;
+  const neverOpened = !portAnswered && now - s.t0 > timeoutMs;
+  const tooLong = now - s.t0 > timeoutMs * HARD_CAP_FACTOR;
+  if (!stalled && !neverOpened && !tooLong) return null;
+  const why = neverOpened
+    ? `never answered on port ${s.port}`
+    : stalled
+      ? "made no progress"
+      : `kept loading past ${HARD_CAP_FACTOR}× the start-up timeout`;
+  return new CoreError(
+    "internal_error",
+    `llama-server did not become ready: it ${why} within ${timeoutMs / 1000} s (llama.startup_timeout_s)`,
+    { log_tail: s.tail.last(TAIL_IN_ERRORS) },
+  );
+}
+
+async function exitFailure(s: Spawned, exit: Exit): Promise<LaunchFailure> {
+  await Bun.sleep(50); // let the last log lines arrive
+  const why = classifyStartExit(s.tail.last(), exit.code, exit.signal);
+  return {
+    error: new CoreError(why.code, why.message, {
+      exit_code: exit.code,
+      signal: exit.signal,
+      log_tail: s.tail.last(TAIL_IN_ERRORS),
+    }),
+    retryPort: why.retryPort,
+  };
+}
+
+/**
+ * Step 3: /health is public, so it cannot tell our child from another program on the port: a
+ * protected route must refuse no key and accept ours. This also proves the child took our
+ * key (an --api-key in extra_args would lock us out of every chat).
+ */
+export async function verifyOwnKey(
+  s: Pick<Spawned, "baseUrl" | "apiKey" | "port" | "tail" | "exit">,
+): Promise<LaunchFailure | null> {
+  const probe = (headers: Record<string, string>) =>
+    fetch(`${s.baseUrl}/v1/models`, { headers, signal: AbortSignal.timeout(5000) }).then(
+      async (r) => {
+        await r.arrayBuffer();
+        return r.status;
+      },
+      () => null,
+    );
+  const [anonymous, keyCheck] = await Promise.all([
+    probe({}),
+    probe({ Authorization: `Bearer ${s.apiKey}` }),
+  ]);
+  await Bun.sleep(0);
+  if (s.exit || (anonymous !== 401 && anonymous !== null)) {
+    // Something else answers here (our child lost the bind race and exited, or is exiting).
+    const taken = new CoreError(
+      "internal_error",
+      `another program answers on 127.0.0.1:${s.port} (port in use)`,
+      {
+        log_tail: s.tail.last(TAIL_IN_ERRORS),
+      },
+    );
+    return { error: taken, retryPort: true };
+  }
+  if (keyCheck === 401) {
+    return {
+      error: new CoreError(
+        "internal_error",
+        "llama-server refused this launch's API key; remove --api-key/--api-key-file from llama.extra_args",
+        { log_tail: s.tail.last(TAIL_IN_ERRORS) },
+      ),
+      retryPort: false,
+    };
+  }
+  if (keyCheck !== 200)
+    logger.warn(`llama-server answered ${keyCheck ?? "nothing"} to GET /v1/models after ready`);
+  return null;
+}
+
+/** The three steps in order; a failed step leaves no process and no pid record behind. */
+export async function launchOnce(req: SpawnRequest, wait: HealthWait): Promise<Spawned | LaunchFailure> {
+  const spawned = spawnServer(req);
+  if ("error" in spawned) return spawned;
+  const failure = (await waitUntilHealthy(spawned, wait)) ?? (await verifyOwnKey(spawned));
+  if (failure) {
+    if (!spawned.exit) await stopChild(spawned.child, 0);
+    removePidRecord(req.dataDir);
+    return failure;
+  }
+  recordChild(req.dataDir, spawned);
+  return spawned;
+}
+
+/** Polite signal, then a kill after the grace period (a streaming llama-server ignores SIGTERM for up to 30 s). */
+export async function stopChild(child: ChildProcess, graceMs: number): Promise<void> {
+  const gone = child.exited.then(() => true);
+  if (graceMs > 0) {
+    child.terminate();
+    if (await Promise.race([gone, Bun.sleep(graceMs).then(() => false)])) return;
+    logger.warn(`llama-server (pid ${child.pid}) ignored SIGTERM for ${graceMs} ms; killing it`);
+  }
+  child.kill();
+  await Promise.race([gone, Bun.sleep(5000)]);
+}
+
+/** GET /health: its status, or null when nothing answers (port not open yet). */
+export async function healthStatus(baseUrl: string, timeoutMs: number): Promise<number | null> {
+  try {
+    const res = await fetch(`${baseUrl}/health`, { signal: AbortSignal.timeout(timeoutMs) });
+    await res.arrayBuffer();
+    return res.status;
+  } catch {
+    return null;
+  }
+}

@@ -1,0 +1,98 @@
+import type { CoreError } from "../protocol/errors.ts";
+import { logger } from "../util/logger.ts";
+import type { StartProgress } from "./endpoint.ts";
+import type { ChildProcess } from "./spawn.ts";
+
+/** A llama-server that passed its readiness checks: what leases point at. */
+export interface Running {
+  child: ChildProcess;
+  baseUrl: string;
+  apiKey: string;
+  port: number;
+  /** Aborted when this server dies or is stopped; its reason is the CoreError a lease sees. */
+  died: AbortController;
+  /** Clock time (the supervisor's `now`) of the spawn and of readiness. */
+  startedAt: number;
+  readyAt: number;
+}
+
+/**
+ * The supervisor's one state. `restartFor` is the failure (crash, wedge) that makes the next
+ * start a restart, counted against the budget; it survives a failed restart so the next
+ * acquire counts again. A state object is replaced on every transition; the jobs that own a
+ * state (a start, a stop) keep a reference to it and compare by identity, so a job that lost
+ * a race (stop() during a start) sees that it no longer owns the current state.
+ */
+export type SupervisorState =
+  | { kind: "stopped"; restartFor?: CoreError; lastError?: CoreError }
+  | {
+      kind: "starting";
+      since: number;
+      restartFor?: CoreError;
+      /** Aborted by stop(): every start step gives up and kills what it spawned. */
+      abort: AbortController;
+      /** Every acquire caller waiting for this start hears its progress. */
+      listeners: Set<(p: StartProgress) => void>;
+      done: Promise<Running>;
+      /** Filled in by the start as it spawns (a detail for status, not a change of state). */
+      pid?: number;
+    }
+  | { kind: "ready"; running: Running }
+  | { kind: "stopping"; running: Running; restartFor?: CoreError; done: Promise<void> }
+  | { kind: "closing"; done: Promise<void> }
+  | { kind: "closed" };
+
+export type StateKind = SupervisorState["kind"];
+export type StateOf<K extends StateKind> = Extract<SupervisorState, { kind: K }>;
+
+/**
+ * The transitions that exist. stopped → starting (an acquire), starting → ready | stopped (a
+ * failed start), ready → stopping (a reported failure) | stopped (a crash), stopping → stopped,
+ * and from every live state → closing (stop()), closing → closed, which is terminal.
+ */
+const TRANSITIONS: Readonly<Record<StateKind, readonly StateKind[]>> = {
+  stopped: ["starting", "closing"],
+  starting: ["ready", "stopped", "closing"],
+  ready: ["stopping", "stopped", "closing"],
+  stopping: ["stopped", "closing"],
+  closing: ["closed"],
+  closed: [],
+};
+
+export function canTransition(from: StateKind, to: StateKind): boolean {
+  return TRANSITIONS[from].includes(to);
+}
+
+/**
+ * Holds the current state and changes it only through `swap`: a compare-and-set on the state
+ * object the caller believes is current, checked against the transition table.
+ */
+export class StateCell {
+  private current: SupervisorState;
+
+  constructor(initial: SupervisorState = { kind: "stopped" }) {
+    this.current = initial;
+  }
+
+  get(): SupervisorState {
+    return this.current;
+  }
+
+  /**
+   * Moves from `expected` to `next`. Returns false when `expected` is no longer current (the
+   * caller lost a race and must clean up after itself). Throws on a transition the table does
+   * not allow: that is a bug, never a race.
+   */
+  swap(expected: SupervisorState, next: SupervisorState): boolean {
+    if (this.current !== expected) {
+      logger.debug(`supervisor: ${expected.kind} → ${next.kind} refused, the state is ${this.current.kind}`);
+      return false;
+    }
+    if (!canTransition(expected.kind, next.kind)) {
+      throw new Error(`supervisor: invalid state transition ${expected.kind} → ${next.kind}`);
+    }
+    this.current = next;
+    logger.debug(`supervisor: ${expected.kind} → ${next.kind}`);
+    return true;
+  }
+}

@@ -1,0 +1,139 @@
+import { describe, expect, test } from "bun:test";
+import { CoreError } from "../../src/protocol/errors.ts";
+import type { StartProgress } from "../../src/runtime/endpoint.ts";
+import {
+  type Exit,
+  HARD_CAP_FACTOR,
+  type Spawned,
+  startupOverdue,
+  verifyOwnKey,
+  waitUntilHealthy,
+} from "../../src/runtime/launch-steps.ts";
+import { LogTail } from "../../src/runtime/log-sink.ts";
+
+// The launch steps one at a time, against small HTTP stubs and a hand-made child: no
+// llama-server, no stand-in process.
+
+const KEY = "k".repeat(64);
+
+/** A stub on 127.0.0.1 answering (path, authorization) → status. */
+function stub(answer: (path: string, auth: string | null) => number) {
+  return Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    fetch: (req) =>
+      new Response("{}", { status: answer(new URL(req.url).pathname, req.headers.get("authorization")) }),
+  });
+}
+
+/** A Spawned for a child that is not a real process; `exit()` makes it exit. */
+function fakeSpawned(port: number): { spawned: Spawned; exit: (e: Exit) => void } {
+  const exited = Promise.withResolvers<Exit>();
+  const empty = new ReadableStream<Uint8Array>({ start: (c) => c.close() });
+  const spawned: Spawned = {
+    child: {
+      pid: 2 ** 30, // no such process: /proc gives no fingerprint
+      stdout: empty,
+      stderr: empty,
+      exited: exited.promise,
+      terminate: () => {},
+      kill: () => {},
+    },
+    port,
+    apiKey: KEY,
+    baseUrl: `http://127.0.0.1:${port}`,
+    t0: Date.now(),
+    tail: new LogTail(),
+    lastLine: Date.now(),
+    exit: undefined,
+    exited: exited.promise.then((e) => {
+      spawned.exit = e;
+      return e;
+    }),
+  };
+  return { spawned, exit: exited.resolve };
+}
+
+const ourServer = (path: string, auth: string | null) =>
+  path === "/v1/models" ? (auth === `Bearer ${KEY}` ? 200 : 401) : 200;
+
+describe("verifyOwnKey", () => {
+  test("our child: no key refused, our key accepted → passes", async () => {
+    using server = stub(ourServer);
+    const { spawned } = fakeSpawned(server.port as number);
+    expect(await verifyOwnKey(spawned)).toBeNull();
+  });
+
+  test("another program that answers everything → port in use, try another port", async () => {
+    using server = stub(() => 200);
+    const { spawned } = fakeSpawned(server.port as number);
+    const failure = await verifyOwnKey(spawned);
+    expect(failure?.retryPort).toBe(true);
+    expect(failure?.error.message).toContain("port in use");
+  });
+
+  test("a server that refuses our key too (--api-key in extra_args) → a clear error, same port pointless", async () => {
+    using server = stub((path) => (path === "/v1/models" ? 401 : 200));
+    const { spawned } = fakeSpawned(server.port as number);
+    const failure = await verifyOwnKey(spawned);
+    expect(failure?.retryPort).toBe(false);
+    expect(failure?.error.message).toContain("remove --api-key");
+  });
+});
+
+describe("waitUntilHealthy", () => {
+  const wait = (signal = new AbortController().signal, events: StartProgress[] = []) => ({
+    startupTimeoutMs: 5000,
+    intervalMs: 20,
+    signal,
+    emit: (p: StartProgress) => events.push(p),
+  });
+
+  test("503 while loading, then 200: ready, with a loading event", async () => {
+    let polls = 0;
+    using server = stub((path) => (path === "/health" && ++polls >= 3 ? 200 : 503));
+    const { spawned } = fakeSpawned(server.port as number);
+    const events: StartProgress[] = [];
+    expect(await waitUntilHealthy(spawned, wait(undefined, events))).toBeNull();
+    expect(polls).toBe(3);
+    expect(events[0]?.phase).toBe("loading");
+  });
+
+  test("an exit while waiting is classified from the launch's log", async () => {
+    using server = stub(() => 503);
+    const { spawned, exit } = fakeSpawned(server.port as number);
+    spawned.tail.push("E gguf_init_from_reader: invalid magic characters: 'this', expected 'GGUF'");
+    setTimeout(() => exit({ code: 1, signal: null }), 30);
+    const failure = await waitUntilHealthy(spawned, wait());
+    expect(failure?.error.code).toBe("model_missing");
+    expect(failure?.error.data?.exit_code).toBe(1);
+  });
+
+  test("stop() meanwhile: gives up at once with the abort's reason", async () => {
+    using server = stub(() => 503);
+    const { spawned } = fakeSpawned(server.port as number);
+    const ac = new AbortController();
+    setTimeout(() => ac.abort(new CoreError("cancelled", "shutting down")), 30);
+    const t0 = Date.now();
+    const failure = await waitUntilHealthy(spawned, { ...wait(ac.signal), intervalMs: 5000 });
+    expect(failure?.error.code).toBe("cancelled");
+    expect(Date.now() - t0).toBeLessThan(2000);
+  });
+});
+
+describe("startupOverdue", () => {
+  const s = { t0: 0, port: 8080, tail: new LogTail() };
+  test("in time while progress comes and the port answered", () => {
+    expect(startupOverdue(s, 5000, 4500, true, 1000)).toBeNull();
+  });
+  test("the port never answered within the timeout", () => {
+    expect(startupOverdue(s, 1001, 1000, false, 1000)?.message).toContain("never answered on port 8080");
+  });
+  test("no progress for the timeout", () => {
+    expect(startupOverdue(s, 3000, 1000, true, 1000)?.message).toContain("made no progress");
+  });
+  test("progress forever still ends at the hard cap", () => {
+    const end = 1000 * HARD_CAP_FACTOR + 1;
+    expect(startupOverdue(s, end, end, true, 1000)?.message).toContain(`past ${HARD_CAP_FACTOR}×`);
+  });
+});
