@@ -7,7 +7,7 @@ import { childEnv, randomApiKey } from "./child-env.ts";
 import type { LlamaLease, LlamaProvider, StartProgress } from "./endpoint.ts";
 import { classifyStartExit } from "./exit-reason.ts";
 import { LogTail, RotatingLog, readLines } from "./log-sink.ts";
-import { reapLeftover, removePidRecord, writePidRecord } from "./pid-file.ts";
+import { llamaPrograms, reapLeftover, removePidRecord, writePidRecord } from "./pid-file.ts";
 import { pickFreePort } from "./ports.ts";
 import { workFingerprint } from "./proc-info.ts";
 import { bunSpawner, type ChildProcess, type Spawner } from "./spawn.ts";
@@ -183,7 +183,9 @@ export class Supervisor implements LlamaProvider {
   private async startAfterStopping(): Promise<Running> {
     if (this.stopping) await this.stopping;
     if (this.options.reap !== false) {
-      this.reaped ??= reapLeftover(this.options.dataDir()).catch(() => {});
+      this.reaped ??= reapLeftover(this.options.dataDir(), {
+        configured: { "llama-server": llamaPrograms(this.options.findBinary()) },
+      }).catch(() => {});
       await this.reaped;
     }
     if (this.closed) throw cancelledError("llama-server is stopping: the core is shutting down");
@@ -289,7 +291,7 @@ export class Supervisor implements LlamaProvider {
     });
     const writePid = () => {
       try {
-        writePidRecord(dataDir, { pid: child.pid, port });
+        writePidRecord(dataDir, { pid: child.pid, port, binary, argv });
       } catch (err) {
         logger.warn(`could not record llama-server's pid: ${(err as Error).message}`);
       }
