@@ -65,10 +65,18 @@ export function removePidRecord(dataDir: string): void {
   rmSync(pidFilePath(dataDir), { force: true });
 }
 
-/** Records an MCP server process; returns the record's file, for `removeRecordFile` once it is gone. */
+/**
+ * Records an MCP server process; returns the record's file, for `removeRecordFile` once it is
+ * gone. Never throws: a server runs unrecorded (and says so) rather than not at all.
+ */
 export function writeMcpRecord(dataDir: string, child: Launched & { name: string }): string | null {
   const file = join(mcpDir(dataDir), `${process.pid}-${child.pid}.json`);
-  return writeRecord(file, { kind: "mcp", ...child }) ? file : null;
+  try {
+    return writeRecord(file, { kind: "mcp", ...child }) ? file : null;
+  } catch (err) {
+    logger.warn(`could not record MCP server '${child.name}' (pid ${child.pid}): ${(err as Error).message}`);
+    return null;
+  }
 }
 
 export function removeRecordFile(file: string): void {

@@ -1,7 +1,9 @@
 import { describe, expect, test } from "bun:test";
+import { readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { isAlive } from "../../src/runtime/proc-info.ts";
 import { spawnCore } from "../fixtures/core-process.ts";
-import { writeStack } from "../fixtures/stack.ts";
+import { waitUntil, writeStack } from "../fixtures/stack.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
 // SPEC §3: what a core killed outright leaves behind is stopped by the next core on the same
@@ -38,4 +40,36 @@ describe.skipIf(process.platform === "win32")("leftovers of a core killed outrig
       killQuietly(leftover);
     }
   }, 30_000);
+
+  test("an MCP server that ignores stdin's end and SIGTERM is stopped by the next core within 10 s", async () => {
+    await using dir = tmpdir();
+    const stack = writeStack(dir.path, {
+      script: [{ tool_calls: [{ name: "t__echo", arguments: '{"text":"x"}' }] }, { content: "done" }],
+    });
+    const config = join(dir.path, "config.yaml");
+    writeFileSync(
+      config,
+      readFileSync(config, "utf8").replace(
+        "env: { MCP_TEST_LOG:",
+        "env: { MCP_TEST_MODE: stubborn, MCP_TEST_LOG:",
+      ),
+    );
+    const first = spawnCore({ cwd: dir.path, env: stack.env });
+    const turn = await first.request({ id: "c", method: "chat", params: { input: "go" } }, 20_000);
+    expect(turn).toMatchObject({ type: "result", result: { response: "done" } });
+    const [server] = stack.mcpPids();
+    first.proc.kill("SIGKILL");
+    await first.proc.exited;
+    try {
+      await Bun.sleep(500);
+      expect(isAlive(server as number)).toBe(true); // it outlived its core
+      await using second = spawnCore({ cwd: dir.path, env: stack.env });
+      expect(await waitUntil(() => !isAlive(server as number), 10_000)).toBe(true);
+      second.closeStdin();
+      expect(await second.exited(15_000)).toBe(0);
+    } finally {
+      killQuietly(server);
+      for (const pid of stack.recordedServers()) killQuietly(pid);
+    }
+  }, 40_000);
 });
