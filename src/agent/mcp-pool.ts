@@ -2,6 +2,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { getDefaultEnvironment, StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import type { McpServerConfig } from "../config/schema.ts";
 import { CoreError, isCoreError } from "../protocol/errors.ts";
+import { removeRecordFile, writeMcpRecord } from "../runtime/pid-file.ts";
 import { abortable } from "../util/abortable.ts";
 import { logger } from "../util/logger.ts";
 import { VERSION } from "../version.ts";
@@ -22,6 +23,8 @@ interface Connection {
   transport: StdioClientTransport;
   tools: McpToolInfo[];
   alive: boolean;
+  /** Its pid record (run/mcp/), so a core killed outright has it reaped by the next one. */
+  record?: string | null;
 }
 
 /** How long a server that failed to start is left alone before a chat tries it again. */
@@ -45,6 +48,8 @@ export class McpPool {
   constructor(
     private readonly servers: readonly McpServerConfig[],
     private readonly now: () => number = Date.now,
+    /** Where servers' pid records go (none without). */
+    private readonly dataDir?: string,
   ) {}
 
   config(name: string): McpServerConfig | undefined {
@@ -89,6 +94,7 @@ export class McpPool {
         try {
           const conn = await p;
           await conn.client.close();
+          if (conn.record) removeRecordFile(conn.record); // exited, or SIGKILLed by the SDK
         } catch {
           // A server that never started or already died has nothing to close.
         }
@@ -148,6 +154,7 @@ export class McpPool {
     const conn: Connection = { client, transport, tools: [], alive: true };
     client.onclose = () => {
       conn.alive = false;
+      if (conn.record) removeRecordFile(conn.record);
       logger.info(`MCP server '${cfg.name}' disconnected; it will be restarted on next use`);
     };
     this.starting.add(transport);
@@ -159,6 +166,13 @@ export class McpPool {
       // Spawned synchronously by connect(); a failed connect clears transport.pid before we
       // could read it, and a hung server ignores the SDK's SIGTERM, so keep the pid now.
       pid = transport.pid;
+      if (pid && this.dataDir)
+        conn.record = writeMcpRecord(this.dataDir, {
+          pid,
+          name: cfg.name,
+          binary: cfg.command,
+          argv: cfg.args,
+        });
       await connecting;
       const listed = await client.listTools(undefined, { signal: startTimeout, timeout: limitMs });
       conn.tools = listed.tools.map((t) => ({
@@ -169,6 +183,7 @@ export class McpPool {
     } catch (err) {
       conn.alive = false;
       this.stopFailed(cfg.name, client, pid ?? transport.pid);
+      if (conn.record) removeRecordFile(conn.record);
       if (startTimeout.aborted) {
         throw new CoreError(
           "internal_error",

@@ -25,7 +25,7 @@ export function chatMethod(options: { provider: (core: Core) => LlamaProvider })
       const provider = options.provider(ctx.core);
       const pool = ctx.core.service(
         "mcp",
-        () => new McpPool(config.mcp_servers),
+        () => new McpPool(config.mcp_servers, Date.now, config.app.data_dir),
         (p) => p.close(),
       );
       const locks = ctx.core.service("session-locks", () => new KeyedMutex());

@@ -28,6 +28,9 @@ export interface LaunchFailure {
 /** A spawned child, from spawn until it is ready or given up. */
 export interface Spawned {
   child: ChildProcess;
+  /** What was spawned, for the pid record (the reaper checks a leftover against it). */
+  binary: string;
+  argv: string[];
   port: number;
   apiKey: string;
   baseUrl: string;
@@ -82,6 +85,8 @@ export function spawnServer(req: SpawnRequest): Spawned | LaunchFailure {
   );
   const spawned: Spawned = {
     child,
+    binary: req.binary,
+    argv,
     port: req.port,
     apiKey: req.apiKey,
     baseUrl: `http://127.0.0.1:${req.port}`,
@@ -111,7 +116,8 @@ export function spawnServer(req: SpawnRequest): Spawned | LaunchFailure {
  */
 export function recordChild(dataDir: string, spawned: Spawned): void {
   try {
-    writePidRecord(dataDir, { pid: spawned.child.pid, port: spawned.port });
+    const { child, port, binary, argv } = spawned;
+    writePidRecord(dataDir, { pid: child.pid, port, binary, argv });
   } catch (err) {
     logger.warn(`could not record llama-server's pid: ${(err as Error).message}`);
   }

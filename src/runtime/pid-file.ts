@@ -1,22 +1,41 @@
-import { readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { readdirSync, readFileSync, realpathSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { dirname, isAbsolute, join } from "node:path";
 import { logger } from "../util/logger.ts";
 import { ensurePrivateDir } from "../util/private-fs.ts";
+import { judgeLeftover } from "./leftover-verdict.ts";
 import { isAlive, type ProcIdentity, procIdentity } from "./proc-info.ts";
 
 /**
- * The record of a running llama-server, so a core killed outright (kill -9, power button on
- * the host) leaves enough behind for the next core to stop the orphan — and only the orphan:
- * pids are reused, so the start time and command line must match, and the owning core must be
- * dead. One file per owning core: run/llama-server-<core pid>.json under the data directory.
+ * Records of the processes a core launches (llama-server, MCP servers), so a core killed
+ * outright (kill -9, power button on the host) leaves enough behind for the next core to stop
+ * the orphans, and only them: the owning core must be dead and the process must still be the
+ * one launched (leftover-verdict.ts). Under the data directory's run/: llama-server-<core
+ * pid>.json, one per core; mcp/<core pid>-<server pid>.json, one per MCP server process.
  */
+export type ChildKind = "llama-server" | "mcp";
+
 export interface PidRecord {
+  /** Absent in records from before MCP servers were recorded: a llama-server. */
+  kind?: ChildKind;
+  /** The MCP server's name in the config. */
+  name?: string;
   pid: number;
   start_time: string;
+  /** As read when written; a wrapper that `exec`s shows another one later. */
   cmdline: string;
-  port: number;
+  /** What was given to spawn: the program and its arguments (absent in older records). */
+  binary?: string;
+  argv?: string[];
+  port?: number;
   owner: { pid: number; start_time: string | null };
   written_at: string;
+}
+
+/** A child as spawned: its pid, and the program and arguments given to spawn. */
+export interface Launched {
+  pid: number;
+  binary: string;
+  argv: string[];
 }
 
 export function runDir(dataDir: string): string {
@@ -27,77 +46,148 @@ export function pidFilePath(dataDir: string, ownerPid = process.pid): string {
   return join(runDir(dataDir), `llama-server-${ownerPid}.json`);
 }
 
-/** Written atomically (temp file + rename), so a crash mid-write leaves the old or the new one. */
-export function writePidRecord(dataDir: string, child: { pid: number; port: number }): PidRecord | null {
-  const id = procIdentity(child.pid);
-  if (!id) return null;
-  const record: PidRecord = {
-    pid: child.pid,
-    start_time: id.start_time,
-    cmdline: id.cmdline,
-    port: child.port,
-    owner: { pid: process.pid, start_time: procIdentity(process.pid)?.start_time ?? null },
-    written_at: new Date().toISOString(),
-  };
-  const file = pidFilePath(dataDir);
-  ensurePrivateDir(runDir(dataDir));
-  const tmp = `${file}.tmp`;
-  writeFileSync(tmp, `${JSON.stringify(record, null, 2)}\n`, { mode: 0o600 });
-  renameSync(tmp, file);
-  return record;
+function mcpDir(dataDir: string): string {
+  return join(runDir(dataDir), "mcp");
+}
+
+export function writePidRecord(dataDir: string, child: Launched & { port: number }): PidRecord | null {
+  return writeRecord(pidFilePath(dataDir), { kind: "llama-server", ...child });
 }
 
 export function removePidRecord(dataDir: string): void {
   rmSync(pidFilePath(dataDir), { force: true });
 }
 
-export type ReapOutcome =
-  | { file: string; action: "stopped"; pid: number; signal: "SIGTERM" | "SIGKILL" }
-  | { file: string; action: "gone" | "not_ours" | "owner_alive" | "unreadable"; pid?: number }
-  | { file: string; action: "failed"; pid: number; error: string };
+/**
+ * Records an MCP server process; returns the record's file, for `removeRecordFile` once it is
+ * gone. Never throws: a server runs unrecorded (and says so) rather than not at all.
+ */
+export function writeMcpRecord(dataDir: string, child: Launched & { name: string }): string | null {
+  const file = join(mcpDir(dataDir), `${process.pid}-${child.pid}.json`);
+  try {
+    return writeRecord(file, { kind: "mcp", ...child }) ? file : null;
+  } catch (err) {
+    logger.warn(`could not record MCP server '${child.name}' (pid ${child.pid}): ${(err as Error).message}`);
+    return null;
+  }
+}
+
+export function removeRecordFile(file: string): void {
+  rmSync(file, { force: true });
+}
+
+/** Written atomically (temp file + rename), so a crash mid-write leaves the old or the new one. */
+function writeRecord(
+  file: string,
+  fields: Launched & { kind: ChildKind; port?: number; name?: string },
+): PidRecord | null {
+  const id = procIdentity(fields.pid);
+  if (!id) return null;
+  const record: PidRecord = {
+    ...fields,
+    start_time: id.start_time,
+    cmdline: id.cmdline,
+    owner: { pid: process.pid, start_time: procIdentity(process.pid)?.start_time ?? null },
+    written_at: new Date().toISOString(),
+  };
+  ensurePrivateDir(dirname(file));
+  const tmp = `${file}.tmp`;
+  writeFileSync(tmp, `${JSON.stringify(record, null, 2)}\n`, { mode: 0o600 });
+  renameSync(tmp, file);
+  return record;
+}
+
+/** The places a core would look for llama-server (find-binary.ts's answer), as `configured`. */
+export function llamaPrograms(found: { path: string } | { tried: string[] }): string[] {
+  return "path" in found ? [found.path] : found.tried;
+}
+
+export type ReapOutcome = { file: string; kind: ChildKind } & (
+  | { action: "stopped"; pid: number; signal: "SIGTERM" | "SIGKILL" }
+  | { action: "gone" | "not_ours" | "owner_alive"; pid: number }
+  | { action: "unexplained"; pid: number; reason: string }
+  | { action: "failed"; pid: number; error: string }
+  | { action: "unreadable" }
+);
 
 export interface ReapOptions {
+  /**
+   * The programs this core is configured to run, per kind (llama.binary or where it would be
+   * found; the MCP servers' commands). Records of a kind left out are not looked at.
+   */
+  configured: Partial<Record<ChildKind, readonly string[]>>;
   /** Polite-signal grace before SIGKILL; the whole reap stays well inside the SPEC's 10 s. */
   graceMs?: number;
   identity?: (pid: number) => ProcIdentity | null;
   alive?: (pid: number) => boolean;
 }
 
+type Deps = Required<Omit<ReapOptions, "configured">>;
+
 /**
- * Stops llama-servers left behind by dead cores that used this data directory. A record is
- * acted on only when its core is dead (pid gone, or reused by another process) and its child
- * is still the very process recorded (same pid, start time and command line). Never by name.
+ * Stops the processes left behind by dead cores that used this data directory, all at once
+ * (so the time is one grace period, however many there are). A record goes once its process
+ * is stopped or provably gone; one whose process lives but is not shown to be ours is kept and
+ * logged, never signalled. Never by name.
  */
-export async function reapLeftover(dataDir: string, options: ReapOptions = {}): Promise<ReapOutcome[]> {
-  const identity = options.identity ?? procIdentity;
-  const alive = options.alive ?? isAlive;
-  const graceMs = options.graceMs ?? 3000;
-  let names: string[];
+export async function reapLeftover(dataDir: string, options: ReapOptions): Promise<ReapOutcome[]> {
+  const deps: Deps = {
+    graceMs: options.graceMs ?? 3000,
+    identity: options.identity ?? procIdentity,
+    alive: options.alive ?? isAlive,
+  };
+  const files: { file: string; kind: ChildKind }[] = [];
+  if (options.configured["llama-server"])
+    for (const name of listDir(runDir(dataDir)).filter((n) => /^llama-server-\d+\.json$/.test(n)))
+      files.push({ file: join(runDir(dataDir), name), kind: "llama-server" });
+  if (options.configured.mcp)
+    for (const name of listDir(mcpDir(dataDir)).filter((n) => /^\d+-\d+\.json$/.test(n)))
+      files.push({ file: join(mcpDir(dataDir), name), kind: "mcp" });
+  const settled = await Promise.all(
+    files.map(({ file, kind }) => reapFile(file, kind, options.configured[kind] ?? [], deps)),
+  );
+  const outcomes = settled.filter((o): o is ReapOutcome => o !== null);
+  for (const o of outcomes) {
+    if (["stopped", "gone", "not_ours"].includes(o.action)) rmSync(o.file, { force: true });
+    const what = `leftover ${o.kind} ${"pid" in o ? o.pid : "?"}`;
+    if (o.action === "unexplained")
+      logger.warn(`${what} left running and its record kept (${o.file}): ${o.reason}`);
+    else if (o.action !== "gone") logger.info(`${what}: ${o.action}`);
+  }
+  return outcomes;
+}
+
+function listDir(dir: string): string[] {
   try {
-    names = readdirSync(runDir(dataDir)).filter((n) => /^llama-server-\d+\.json$/.test(n));
+    return readdirSync(dir);
   } catch {
     return [];
   }
-  const outcomes: ReapOutcome[] = [];
-  for (const name of names) {
-    const file = join(runDir(dataDir), name);
-    const record = readRecord(file);
-    if (!record) {
-      outcomes.push({ file, action: "unreadable" });
-      continue;
-    }
-    if (record.owner.pid === process.pid) continue; // our own, live child
-    if (ownerAlive(record, identity, alive)) {
-      outcomes.push({ file, action: "owner_alive", pid: record.pid });
-      continue;
-    }
-    const outcome = await reapOne(file, record, identity, alive, graceMs);
-    if (outcome.action !== "failed") rmSync(file, { force: true });
-    outcomes.push(outcome);
+}
+
+/** null: our own record (this core is alive). */
+async function reapFile(
+  file: string,
+  kind: ChildKind,
+  configured: readonly string[],
+  deps: Deps,
+): Promise<ReapOutcome | null> {
+  const r = readRecord(file);
+  if (!r) return { file, kind, action: "unreadable" };
+  const pid = r.pid;
+  if (ownerAlive(r, deps))
+    return r.owner.pid === process.pid ? null : { file, kind, action: "owner_alive", pid };
+  if (!deps.alive(pid)) return { file, kind, action: "gone", pid };
+  const now = deps.identity(pid);
+  if (!now) {
+    if (!deps.alive(pid)) return { file, kind, action: "gone", pid };
+    return { file, kind, action: "unexplained", pid, reason: "its start time cannot be read" };
   }
-  for (const o of outcomes)
-    if (o.action !== "gone") logger.info(`leftover llama-server ${o.pid ?? "?"}: ${o.action}`);
-  return outcomes;
+  const v = judgeLeftover(r, now, configured, sameFile);
+  if (v.verdict === "pid_reused") return { file, kind, action: "not_ours", pid };
+  if (v.verdict === "unexplained") return { file, kind, action: "unexplained", pid, reason: v.reason };
+  const stopped = await stop(pid, deps);
+  return { file, kind, pid, ...stopped };
 }
 
 function readRecord(file: string): PidRecord | null {
@@ -106,45 +196,51 @@ function readRecord(file: string): PidRecord | null {
     if (typeof r.pid !== "number" || typeof r.start_time !== "string" || typeof r.cmdline !== "string")
       return null;
     if (!r.owner || typeof r.owner.pid !== "number") return null;
+    if (r.binary !== undefined && typeof r.binary !== "string") return null;
+    if (r.argv !== undefined && !(Array.isArray(r.argv) && r.argv.every((a) => typeof a === "string")))
+      return null;
     return r;
   } catch {
     return null;
   }
 }
 
-function ownerAlive(
-  r: PidRecord,
-  identity: ReapOptions["identity"] & {},
-  alive: (pid: number) => boolean,
-): boolean {
-  if (!alive(r.owner.pid)) return false;
+function ownerAlive(r: PidRecord, deps: Deps): boolean {
+  if (!deps.alive(r.owner.pid)) return false;
   // Alive under the same pid: ours only if it started when the record says (else pid reuse).
-  const id = identity(r.owner.pid);
+  const id = deps.identity(r.owner.pid);
   if (!id || r.owner.start_time === null) return true; // cannot tell: err on the side of not killing
   return id.start_time === r.owner.start_time;
 }
 
-async function reapOne(
-  file: string,
-  r: PidRecord,
-  identity: (pid: number) => ProcIdentity | null,
-  alive: (pid: number) => boolean,
-  graceMs: number,
-): Promise<ReapOutcome> {
-  if (!alive(r.pid)) return { file, action: "gone", pid: r.pid };
-  const id = identity(r.pid);
-  if (!id || id.start_time !== r.start_time || id.cmdline !== r.cmdline)
-    return { file, action: "not_ours", pid: r.pid };
+/** Two paths name one file, through symlinks (bare command names compare as written). */
+function sameFile(a: string, b: string): boolean {
+  if (a === b) return true;
+  if (!isAbsolute(a) || !isAbsolute(b)) return false;
   try {
-    process.kill(r.pid, "SIGTERM");
-    if (await waitGone(r.pid, alive, graceMs))
-      return { file, action: "stopped", pid: r.pid, signal: "SIGTERM" };
-    process.kill(r.pid, "SIGKILL");
-    if (await waitGone(r.pid, alive, 2000)) return { file, action: "stopped", pid: r.pid, signal: "SIGKILL" };
-    return { file, action: "failed", pid: r.pid, error: "still alive after SIGKILL" };
+    return realpathSync(a) === realpathSync(b);
+  } catch {
+    return false;
+  }
+}
+
+async function stop(
+  pid: number,
+  deps: Deps,
+): Promise<
+  | { action: "stopped"; signal: "SIGTERM" | "SIGKILL" }
+  | { action: "gone" }
+  | { action: "failed"; error: string }
+> {
+  try {
+    process.kill(pid, "SIGTERM");
+    if (await waitGone(pid, deps.alive, deps.graceMs)) return { action: "stopped", signal: "SIGTERM" };
+    process.kill(pid, "SIGKILL");
+    if (await waitGone(pid, deps.alive, 2000)) return { action: "stopped", signal: "SIGKILL" };
+    return { action: "failed", error: "still alive after SIGKILL" };
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === "ESRCH") return { file, action: "gone", pid: r.pid };
-    return { file, action: "failed", pid: r.pid, error: String((err as Error).message) };
+    if ((err as NodeJS.ErrnoException).code === "ESRCH") return { action: "gone" };
+    return { action: "failed", error: String((err as Error).message) };
   }
 }
 

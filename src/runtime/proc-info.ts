@@ -1,12 +1,18 @@
-import { readFileSync } from "node:fs";
+import { readFileSync, readlinkSync } from "node:fs";
 
 /**
  * What identifies a process beyond its pid (pids are reused): when it started and how it was
  * launched. Linux reads /proc; macOS and other Unixes ask `ps`; Windows asks PowerShell.
  */
 export interface ProcIdentity {
+  /** Fixed at fork, so unchanged when a wrapper script `exec`s the real program. */
   start_time: string;
+  /** The argument vector joined by spaces (what `ps` shows). */
   cmdline: string;
+  /** The exact argument vector, where the OS gives it (Linux). */
+  argv?: string[];
+  /** The running executable's resolved path, where the OS gives it (Linux). */
+  exe?: string;
 }
 
 export function isAlive(pid: number): boolean {
@@ -46,8 +52,14 @@ function linuxIdentity(pid: number): ProcIdentity | null {
   const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
   const startTime = fields[19]; // field 22 overall: start time in clock ticks since boot
   if (!startTime) return null;
-  const cmdline = readFileSync(`/proc/${pid}/cmdline`, "utf8").replace(/\0+$/, "").split("\0").join(" ");
-  return { start_time: startTime, cmdline };
+  const argv = readFileSync(`/proc/${pid}/cmdline`, "utf8").replace(/\0+$/, "").split("\0");
+  let exe: string | undefined;
+  try {
+    exe = readlinkSync(`/proc/${pid}/exe`);
+  } catch {
+    // Unreadable for another user's process or a kernel thread; the argv still tells.
+  }
+  return { start_time: startTime, cmdline: argv.join(" "), argv, ...(exe ? { exe } : {}) };
 }
 
 function psIdentity(pid: number): ProcIdentity | null {

@@ -9,7 +9,7 @@ import { randomApiKey } from "./child-env.ts";
 import type { AcquireOptions, LlamaLease, LlamaProvider, StartProgress } from "./endpoint.ts";
 import { type Exit, launchOnce, type Spawned, stopChild, TAIL_IN_ERRORS } from "./launch-steps.ts";
 import { LogTail, RotatingLog } from "./log-sink.ts";
-import { reapLeftover, removePidRecord } from "./pid-file.ts";
+import { llamaPrograms, reapLeftover, removePidRecord } from "./pid-file.ts";
 import { pickFreePort } from "./ports.ts";
 import { RestartBudget, type RestartRate, type RestartVerdict } from "./restart-budget.ts";
 import { bunSpawner, type Spawner } from "./spawn.ts";
@@ -308,7 +308,9 @@ export class Supervisor implements LlamaProvider {
     try {
       if (backoffMs > 0) await abortable(Bun.sleep(backoffMs), signal);
       if (this.options.reap !== false) {
-        this.reaped ??= reapLeftover(this.options.dataDir()).catch(() => {});
+        this.reaped ??= reapLeftover(this.options.dataDir(), {
+          configured: { "llama-server": llamaPrograms(this.options.findBinary()) },
+        }).catch(() => {});
         await this.reaped;
       }
       signal.throwIfAborted();

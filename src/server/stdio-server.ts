@@ -57,6 +57,8 @@ export async function runStdioServer(options: StdioServerOptions): Promise<numbe
       // answered (`cancelled`: the core is shutting down) rather than left without a word.
       await dispatcher.stopAll();
       await core.stop();
+      // However soon we are told to exit, leftovers of a killed core are stopped first (SPEC §3).
+      await import("../runtime/reap-at-startup.ts").then((m) => m.reapAtStartup(core));
       reader.cancel().catch(() => {});
     })();
     return stopping;

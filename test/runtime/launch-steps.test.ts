@@ -39,6 +39,8 @@ function fakeSpawned(port: number): { spawned: Spawned; exit: (e: Exit) => void 
       terminate: () => {},
       kill: () => {},
     },
+    binary: "/nonexistent/llama-server",
+    argv: [],
     port,
     apiKey: KEY,
     baseUrl: `http://127.0.0.1:${port}`,

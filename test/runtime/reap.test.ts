@@ -1,11 +1,25 @@
 import { describe, expect, test } from "bun:test";
-import { readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { type PidRecord, reapLeftover } from "../../src/runtime/pid-file.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 import { pidAlive, waitFor } from "./helpers/harness.ts";
 
 const OWNER = join(import.meta.dir, "helpers", "owner.ts");
+const EARLY_OWNER = join(import.meta.dir, "helpers", "early-owner.ts");
+
+/** What a reaping core is configured to run: the stand-in's wrapper script in `dir`. */
+const configured = (dir: string) => ({ configured: { "llama-server": [join(dir, "llama-server")] } });
+
+const startTimeOf = (pid: number) =>
+  readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.split(" ")[19] as string;
+
+/** A pid no process has now: one that just exited. */
+async function deadPid(): Promise<number> {
+  const p = Bun.spawn(["true"]);
+  await p.exited;
+  return p.pid;
+}
 
 /** Starts a supervisor in a separate process, SIGKILLs that process, returns the orphan's pid. */
 async function orphanIn(dir: string): Promise<{ childPid: number; record: string }> {
@@ -37,38 +51,100 @@ describe.skipIf(process.platform !== "linux")("reaping a llama-server left by a 
     const { childPid, record } = await orphanIn(dir.path);
     expect(pidAlive(childPid)).toBe(true);
     const t0 = Date.now();
-    const outcomes = await reapLeftover(join(dir.path, "data"));
+    const outcomes = await reapLeftover(join(dir.path, "data"), configured(dir.path));
     expect(Date.now() - t0).toBeLessThan(10_000);
-    expect(outcomes).toEqual([{ file: record, action: "stopped", pid: childPid, signal: "SIGTERM" }]);
+    expect(outcomes).toEqual([
+      { file: record, kind: "llama-server", action: "stopped", pid: childPid, signal: "SIGTERM" },
+    ]);
     expect(await waitFor(() => !pidAlive(childPid), 3000)).toBe(true);
     expect(readdirSync(join(dir.path, "data", "run")).filter((n) => n.endsWith(".json"))).toEqual([]);
   });
 
-  test("refuses when the recorded start time or command line differ (pid reused), and when the owner lives", async () => {
+  test("refuses when the start time differs (pid reused), the binary is not the configured one, or the owner lives", async () => {
     await using dir = tmpdir();
     const { childPid, record } = await orphanIn(dir.path);
+    const data = join(dir.path, "data");
     try {
       const original = JSON.parse(readFileSync(record, "utf8")) as PidRecord;
 
+      // Another start time: the recorded process is gone (its pid now names another), so the
+      // record is stale and goes; the process at that pid is left alone.
       writeFileSync(record, JSON.stringify({ ...original, start_time: "1" }));
-      expect((await reapLeftover(join(dir.path, "data")))[0]?.action).toBe("not_ours");
+      expect((await reapLeftover(data, configured(dir.path)))[0]?.action).toBe("not_ours");
       expect(pidAlive(childPid)).toBe(true);
+      expect(existsSync(record)).toBe(false);
 
-      writeFileSync(record, JSON.stringify({ ...original, cmdline: `${original.cmdline} --other` }));
-      expect((await reapLeftover(join(dir.path, "data")))[0]?.action).toBe("not_ours");
+      // Our very process, but this core runs another llama-server: not explained, so kept.
+      writeFileSync(record, JSON.stringify(original));
+      const other = { configured: { "llama-server": [join(dir.path, "other-llama-server")] } };
+      expect((await reapLeftover(data, other))[0]?.action).toBe("unexplained");
       expect(pidAlive(childPid)).toBe(true);
+      expect(existsSync(record)).toBe(true);
 
       // An owner that is alive (here: a live process whose identity we record) keeps its child.
       const live = Bun.spawn(["sleep", "30"]);
-      const liveStart = readFileSync(`/proc/${live.pid}/stat`, "utf8")
-        .split(") ")[1]
-        ?.split(" ")[19] as string;
+      const liveStart = startTimeOf(live.pid);
       writeFileSync(record, JSON.stringify({ ...original, owner: { pid: live.pid, start_time: liveStart } }));
-      expect((await reapLeftover(join(dir.path, "data")))[0]?.action).toBe("owner_alive");
+      expect((await reapLeftover(data, configured(dir.path)))[0]?.action).toBe("owner_alive");
       expect(pidAlive(childPid)).toBe(true);
       live.kill("SIGKILL");
     } finally {
       process.kill(childPid, "SIGKILL");
+    }
+  });
+
+  test("a wrapper script killed with its core before readiness is reaped after it has exec'd", async () => {
+    await using dir = tmpdir();
+    const owner = Bun.spawn([process.execPath, EARLY_OWNER, dir.path], {
+      stdout: "ignore",
+      stderr: "ignore",
+    });
+    const record = join(dir.path, "data", "run", `llama-server-${owner.pid}.json`);
+    expect(await waitFor(() => existsSync(record), 10_000)).toBe(true);
+    owner.kill("SIGKILL");
+    await owner.exited;
+    const { pid } = JSON.parse(readFileSync(record, "utf8")) as PidRecord;
+    try {
+      // Recorded while still the shell running the wrapper; now the exec'd stand-in.
+      expect(
+        await waitFor(() => readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("fake-llama-server"), 5000),
+      ).toBe(true);
+      const outcomes = await reapLeftover(join(dir.path, "data"), configured(dir.path));
+      expect(outcomes.map((o) => o.action)).toEqual(["stopped"]);
+      expect(await waitFor(() => !pidAlive(pid), 3000)).toBe(true);
+      expect(existsSync(record)).toBe(false);
+    } finally {
+      if (pidAlive(pid)) process.kill(pid, "SIGKILL");
+    }
+  });
+
+  test("a hand-written record naming an unrelated process: not signalled, the record kept", async () => {
+    await using dir = tmpdir();
+    const data = join(dir.path, "data");
+    const unrelated = Bun.spawn(["sleep", "30"]);
+    try {
+      const cmdline = readFileSync(`/proc/${unrelated.pid}/cmdline`, "utf8").split("\0").join(" ").trim();
+      const base = {
+        pid: unrelated.pid,
+        start_time: startTimeOf(unrelated.pid),
+        cmdline,
+        port: 8080,
+        owner: { pid: await deadPid(), start_time: null },
+        written_at: new Date().toISOString(),
+      };
+      const file = join(data, "run", "llama-server-999999.json");
+      // As an older core wrote them (no binary), and naming the configured binary.
+      for (const record of [base, { ...base, binary: join(dir.path, "llama-server"), argv: ["-m", "x"] }]) {
+        mkdirSync(join(data, "run"), { recursive: true });
+        writeFileSync(file, JSON.stringify(record));
+        const outcomes = await reapLeftover(data, configured(dir.path));
+        expect(outcomes.map((o) => o.action)).toEqual(["unexplained"]);
+        await Bun.sleep(100);
+        expect(pidAlive(unrelated.pid)).toBe(true);
+        expect(existsSync(file)).toBe(true);
+      }
+    } finally {
+      unrelated.kill("SIGKILL");
     }
   });
 });

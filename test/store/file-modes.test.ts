@@ -73,7 +73,7 @@ describe.skipIf(!posix)("what the core writes under data_dir is owner-only", () 
     const log = new RotatingLog(join(data, "logs"), 1024, 2);
     log.write("new line\n");
     log.close();
-    writePidRecord(data, { pid: process.pid, port: 1 });
+    writePidRecord(data, { pid: process.pid, port: 1, binary: process.execPath, argv: [] });
 
     expect(exposed(data)).toEqual([]);
     // A data_dir the user chose (here: one that existed) keeps the mode they gave it.

@@ -1,0 +1,65 @@
+import type { ProcIdentity } from "./proc-info.ts";
+
+/** The parts of a pid record (pid-file.ts) that say which process a dead core launched. */
+export interface LaunchRecord {
+  start_time: string;
+  /** The program given to spawn: llama.binary (perhaps a wrapper script), an MCP command. */
+  binary?: string;
+  /** The arguments given after it. */
+  argv?: string[];
+}
+
+export type Verdict =
+  | { verdict: "ours" }
+  /** Another process has the pid now: the recorded one is gone and the record is stale. */
+  | { verdict: "pid_reused" }
+  /** The recorded process lives but cannot be shown to be what we launched: leave it be. */
+  | { verdict: "unexplained"; reason: string };
+
+/**
+ * Whether the live process at a recorded pid may be signalled as a dead core's child. All of:
+ * - its start time is the recorded one. It is fixed at fork, so it survives a wrapper script's
+ *   `exec`, and a pid cannot be reused while its process lives: the very process recorded.
+ * - the record names a program this core is configured to run (`configured`), so no record,
+ *   hand-written or left by another config, can aim the reaper at anything else.
+ * - the process itself shows that program: its executable, argv[0] or (a script run by its
+ *   interpreter) argv[1] is it, through symlinks; or, once a wrapper has exec'd the real
+ *   program, its arguments still end with the ones we launched it with (the wrapper passed
+ *   "$@" on). Records older than `binary`/`argv` get the first test only.
+ * Pure: `sameFile` compares two paths through symlinks.
+ */
+export function judgeLeftover(
+  record: LaunchRecord,
+  now: ProcIdentity,
+  configured: readonly string[],
+  sameFile: (a: string, b: string) => boolean,
+): Verdict {
+  if (now.start_time !== record.start_time) return { verdict: "pid_reused" };
+  const known = (path: string) => configured.some((c) => sameFile(path, c));
+  if (record.binary !== undefined && !known(record.binary)) {
+    return {
+      verdict: "unexplained",
+      reason: `it was started as ${record.binary}, which this core is not configured to run (${configured.join(", ") || "nothing"})`,
+    };
+  }
+  const programs = record.binary !== undefined ? [record.binary] : configured;
+  const argv = now.argv ?? now.cmdline.split(" ");
+  const shown = [now.exe, argv[0], argv[1]].filter((p): p is string => !!p);
+  if (shown.some((p) => programs.some((program) => sameFile(p, program)))) return { verdict: "ours" };
+  if (record.argv && record.argv.length > 0 && endsWithArgs(now, record.argv)) return { verdict: "ours" };
+  return {
+    verdict: "unexplained",
+    reason: `it runs \`${now.cmdline.slice(0, 300)}\`, which is neither ${programs.join(" nor ") || "a configured program"} nor launched with the recorded arguments`,
+  };
+}
+
+function endsWithArgs(now: ProcIdentity, args: string[]): boolean {
+  if (now.argv) {
+    // argv[0] is the program: the recorded arguments must come after it.
+    if (now.argv.length <= args.length) return false;
+    const tail = now.argv.slice(now.argv.length - args.length);
+    return tail.every((a, i) => a === args[i]);
+  }
+  // `ps` gives one string: compare word boundaries there.
+  return ` ${now.cmdline}`.endsWith(` ${args.join(" ")}`) && now.cmdline.length > args.join(" ").length;
+}

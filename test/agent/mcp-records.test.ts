@@ -1,0 +1,67 @@
+import { describe, expect, test } from "bun:test";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { McpPool } from "../../src/agent/mcp-pool.ts";
+import { McpServerSchema } from "../../src/config/schema.ts";
+import type { PidRecord } from "../../src/runtime/pid-file.ts";
+import { tmpdir } from "../fixtures/tmpdir.ts";
+import { MCP_SERVER } from "./harness.ts";
+
+// MCP servers are recorded like llama-server (pid, start time, what was spawned), so the next
+// core can reap one a core killed outright left running (test/e2e/reaping.test.ts).
+const records = (dataDir: string) => {
+  const dir = join(dataDir, "run", "mcp");
+  if (!existsSync(dir)) return [];
+  return readdirSync(dir)
+    .filter((n) => n.endsWith(".json"))
+    .map((n) => JSON.parse(readFileSync(join(dir, n), "utf8")) as PidRecord);
+};
+
+describe("the MCP pool records its servers' processes", () => {
+  test("written at spawn with what was spawned, removed once the server is stopped", async () => {
+    await using dir = tmpdir();
+    const data = join(dir.path, "data");
+    const pids = join(dir.path, "pids");
+    const pool = new McpPool(
+      [
+        McpServerSchema.parse({
+          name: "t",
+          command: process.execPath,
+          args: [MCP_SERVER],
+          env: { MCP_TEST_PIDS: pids },
+        }),
+      ],
+      Date.now,
+      data,
+    );
+    await pool.tools("t", new AbortController().signal);
+    const [pid] = readFileSync(pids, "utf8").split("\n").filter(Boolean).map(Number);
+    expect(records(data)).toEqual([
+      expect.objectContaining({ kind: "mcp", name: "t", pid, binary: process.execPath, argv: [MCP_SERVER] }),
+    ]);
+    expect(records(data)[0]?.owner.pid).toBe(process.pid);
+    await pool.close();
+    expect(records(data)).toEqual([]);
+  }, 20_000);
+
+  test("a server that fails to start leaves no record", async () => {
+    await using dir = tmpdir();
+    const data = join(dir.path, "data");
+    const pool = new McpPool(
+      [
+        McpServerSchema.parse({
+          name: "t",
+          command: process.execPath,
+          args: [MCP_SERVER],
+          env: { MCP_TEST_MODE: "hang-init" },
+          startup_timeout_s: 0.5,
+        }),
+      ],
+      Date.now,
+      data,
+    );
+    await expect(pool.tools("t", new AbortController().signal)).rejects.toThrow("startup_timeout_s");
+    expect(records(data)).toEqual([]);
+    await pool.close();
+  }, 20_000);
+});

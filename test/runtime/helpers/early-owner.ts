@@ -1,0 +1,11 @@
+// A core stand-in killed before its llama-server is ready (reap.test.ts): llama.binary is a
+// wrapper script that sleeps before it `exec`s the stand-in, as packaged installs often do.
+import { writeFileSync } from "node:fs";
+import { FAKE_SERVER_SCRIPT } from "../../fixtures/fake-llama.ts";
+import { makeSupervisor } from "./harness.ts";
+
+const dir = process.argv[2] as string;
+const { supervisor, binary } = makeSupervisor(dir);
+writeFileSync(binary, `#!/bin/sh\nsleep 0.5\nexec "${process.execPath}" "${FAKE_SERVER_SCRIPT}" "$@"\n`);
+supervisor.acquire(new AbortController().signal).catch(() => {});
+setInterval(() => {}, 1000);

@@ -1,0 +1,75 @@
+import { describe, expect, test } from "bun:test";
+import { judgeLeftover } from "../../src/runtime/leftover-verdict.ts";
+
+// Paths compare as written here; symlinks are pid-file.ts's business (reap.test.ts).
+const same = (a: string, b: string) => a === b;
+const WRAPPER = "/opt/app/llama-server";
+const ARGS = ["-m", "/m/model gguf.gguf", "--port", "4242"];
+const record = { start_time: "100", binary: WRAPPER, argv: ARGS };
+
+describe("judgeLeftover: is the live process at a recorded pid the child a dead core launched?", () => {
+  test('the binary itself, its script under an interpreter, and a wrapper that exec\'d with "$@"', () => {
+    const seen = [
+      { start_time: "100", cmdline: "", argv: [WRAPPER, ...ARGS], exe: WRAPPER },
+      { start_time: "100", cmdline: "", argv: ["/bin/sh", WRAPPER, ...ARGS], exe: "/usr/bin/dash" },
+      {
+        start_time: "100",
+        cmdline: "",
+        argv: ["/real/llama-server", "--log-x", ...ARGS],
+        exe: "/real/llama-server",
+      },
+    ];
+    for (const now of seen) expect(judgeLeftover(record, now, [WRAPPER], same)).toEqual({ verdict: "ours" });
+  });
+
+  test("where only a command string is known (ps): the same three, on word boundaries", () => {
+    for (const cmdline of [
+      `${WRAPPER} ${ARGS.join(" ")}`,
+      `/bin/sh ${WRAPPER} ${ARGS.join(" ")}`,
+      `/real/llama-server ${ARGS.join(" ")}`,
+    ])
+      expect(judgeLeftover(record, { start_time: "100", cmdline }, [WRAPPER], same).verdict).toBe("ours");
+    const shifted = { start_time: "100", cmdline: `/real/llama-server ${ARGS.join(" ")}0` };
+    expect(judgeLeftover(record, shifted, [WRAPPER], same).verdict).toBe("unexplained");
+  });
+
+  test("another start time: the pid was reused", () => {
+    const now = { start_time: "101", cmdline: "", argv: [WRAPPER, ...ARGS], exe: WRAPPER };
+    expect(judgeLeftover(record, now, [WRAPPER], same)).toEqual({ verdict: "pid_reused" });
+  });
+
+  test("a record naming a program this core does not run, or a process showing neither program nor arguments", () => {
+    const now = { start_time: "100", cmdline: "", argv: [WRAPPER, ...ARGS], exe: WRAPPER };
+    const other = judgeLeftover(record, now, ["/other/llama-server"], same);
+    expect(other).toMatchObject({ verdict: "unexplained" });
+    expect((other as { reason: string }).reason).toContain("not configured");
+    const sleep = { start_time: "100", cmdline: "sleep 30", argv: ["sleep", "30"], exe: "/usr/bin/sleep" };
+    expect(judgeLeftover(record, sleep, [WRAPPER], same).verdict).toBe("unexplained");
+    // Arguments alone are not enough when none were recorded, and argv[0] is not an argument.
+    expect(judgeLeftover({ ...record, argv: [] }, sleep, [WRAPPER], same).verdict).toBe("unexplained");
+    const onlyArgs = { start_time: "100", cmdline: "", argv: ["-m", "x"] };
+    expect(judgeLeftover({ ...record, argv: ["-m", "x"] }, onlyArgs, [WRAPPER], same).verdict).toBe(
+      "unexplained",
+    );
+  });
+
+  test("an older record (no binary, no argv) is judged against the configured programs by the process alone", () => {
+    const old = { start_time: "100" };
+    const own = { start_time: "100", cmdline: "", argv: [WRAPPER, ...ARGS], exe: WRAPPER };
+    const exec = {
+      start_time: "100",
+      cmdline: "",
+      argv: ["/real/llama-server", ...ARGS],
+      exe: "/real/llama-server",
+    };
+    expect(judgeLeftover(old, own, [WRAPPER], same).verdict).toBe("ours");
+    expect(judgeLeftover(old, exec, [WRAPPER], same).verdict).toBe("unexplained");
+  });
+
+  test("bare command names (an MCP server's `npx`) compare as written", () => {
+    const now = { start_time: "7", cmdline: "", argv: ["npx", "-y", "srv"] };
+    expect(
+      judgeLeftover({ start_time: "7", binary: "npx", argv: ["-y", "srv"] }, now, ["npx"], same).verdict,
+    ).toBe("ours");
+  });
+});
