@@ -1,10 +1,12 @@
-import { existsSync, readFileSync, statSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { dirname, isAbsolute, resolve } from "node:path";
 import { isMap, LineCounter, parseDocument } from "yaml";
 import type { z } from "zod";
 import { CoreError } from "../protocol/errors.ts";
+import { readConfigFile } from "./read-file.ts";
 import { type Config, ConfigSchema, type LoadedConfig } from "./schema.ts";
 import { unknownKeys } from "./unknown-keys.ts";
+import { aliasProblem, MAX_ALIAS_NODES } from "./yaml-aliases.ts";
 
 export const DEFAULT_CONFIG_FILE = "config.yaml";
 
@@ -17,16 +19,7 @@ export function loadConfig(path: string, cwd: string = process.cwd()): LoadedCon
   if (!existsSync(file)) {
     throw new CoreError("config_missing", `no config file at ${file}`, { file });
   }
-  if (statSync(file).isDirectory()) {
-    throw new CoreError("config_invalid", `${file} is a directory, not a config file`, { file });
-  }
-  let text: string;
-  try {
-    text = readFileSync(file, "utf8");
-  } catch (err) {
-    throw new CoreError("config_invalid", `cannot read ${file}: ${(err as Error).message}`, { file });
-  }
-  return parseConfigText(text, file);
+  return parseConfigText(readConfigFile(file), file);
 }
 
 /** The pure part of loadConfig: text in, resolved config out. */
@@ -43,7 +36,7 @@ export function parseConfigText(text: string, file: string): LoadedConfig {
       key: null,
     });
   }
-  const raw = doc.toJS() ?? {};
+  const raw = toPlainData(doc, lineCounter, file);
   if (!isMap(doc.contents) && doc.contents !== null) {
     throw new CoreError(
       "config_invalid",
@@ -77,6 +70,29 @@ export function parseConfigText(text: string, file: string): LoadedConfig {
   });
   const dir = dirname(file);
   return { config: resolvePaths(parsed.data, dir), file, dir, warnings };
+}
+
+/**
+ * The document as plain data. Alias trouble is found first, with its line; the library's own
+ * alias limit is set no lower than that check's, so it only backs it up, as does the catch for
+ * any other failure while converting (reported without a line rather than as an internal error).
+ */
+function toPlainData(doc: ReturnType<typeof parseDocument>, lineCounter: LineCounter, file: string): unknown {
+  const problem = aliasProblem(doc.contents);
+  if (problem) {
+    const line = lineOf(lineCounter, problem.offset);
+    throw new CoreError("config_invalid", `${file}:${line}: ${problem.message}`, { file, line, key: null });
+  }
+  try {
+    return doc.toJS({ maxAliasCount: MAX_ALIAS_NODES }) ?? {};
+  } catch (err) {
+    const reason = (err as Error).message.split("\n")[0];
+    throw new CoreError("config_invalid", `${file}: cannot convert the YAML: ${reason}`, {
+      file,
+      line: null,
+      key: null,
+    });
+  }
 }
 
 /** A config from defaults alone, for commands that can run without a file. */

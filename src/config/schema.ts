@@ -10,6 +10,27 @@ const positiveInt = z.number().int().positive();
 const nonNegativeInt = z.number().int().nonnegative();
 const auto = z.literal("auto");
 
+/** The longest delay setTimeout honours (2^31 - 1 ms, about 24.8 days); a longer one fires at once. */
+export const TIMER_MAX_MS = 2 ** 31 - 1;
+const TIMER_MAX_S = Math.floor(TIMER_MAX_MS / 1000);
+/** A duration in seconds, bounded so that it stays a valid timer once turned into ms. */
+const seconds = z
+  .number()
+  .max(TIMER_MAX_S, `at most ${TIMER_MAX_S} s (about 24 days, the longest a timer can wait)`);
+/** A duration in ms, bounded likewise. */
+const millis = nonNegativeInt.max(
+  TIMER_MAX_MS,
+  `at most ${TIMER_MAX_MS} ms (about 24 days, the longest a timer can wait)`,
+);
+
+/**
+ * A section that may be written with all of its keys commented out: YAML reads `app:` alone as
+ * null, which means "all defaults" just as leaving the section out does.
+ */
+function section<T extends z.ZodType>(schema: T) {
+  return z.preprocess((value) => (value === null ? undefined : value), schema);
+}
+
 export const AppSchema = z
   .object({
     /** Sessions, checkpoints, memory index, logs, the child pid record. */
@@ -27,18 +48,18 @@ export const LlamaSchema = z
   .object({
     /** llama-server path; null looks next to the executable, then on PATH. */
     binary: z.string().min(1).nullable().default(null),
-    startup_timeout_s: z.number().positive().default(120),
+    startup_timeout_s: seconds.positive().default(120),
     /** Passed through to llama-server after the planned flags. */
     extra_args: z.array(z.string()).default([]),
     /** Grace period between the polite signal and the kill. */
-    stop_grace_s: z.number().nonnegative().default(3),
+    stop_grace_s: seconds.nonnegative().default(3),
     /** Restarts allowed after crashes within restart_window_s before chats fail without retrying. */
     max_restarts: nonNegativeInt.default(3),
     /** The window max_restarts counts in: the budget recovers as restarts age out of it. */
-    restart_window_s: positiveInt.default(300),
-    restart_backoff_ms: nonNegativeInt.default(500),
+    restart_window_s: seconds.positive().int().default(300),
+    restart_backoff_ms: millis.default(500),
     /** A request that makes no progress for this long marks the server wedged. */
-    request_timeout_s: z.number().positive().default(120),
+    request_timeout_s: seconds.positive().default(120),
     /** Parallel slots; "auto" lets the plan decide. */
     parallel: z.union([auto, positiveInt]).default("auto"),
     threads: z.union([auto, positiveInt]).default("auto"),
@@ -98,9 +119,9 @@ export const McpServerSchema = z.object({
   env: z.record(z.string(), z.string()).default({}),
   cwd: z.string().min(1).optional(),
   /** Per tool call. */
-  timeout_s: z.number().positive().default(60),
+  timeout_s: seconds.positive().default(60),
   /** How long the server may take to start and list its tools before the chat runs without them. */
-  startup_timeout_s: z.number().positive().default(20),
+  startup_timeout_s: seconds.positive().default(20),
   requires_approval: z.array(z.string()).default([]),
 });
 
@@ -124,7 +145,7 @@ export const StdioSchema = z
     /** Outbound messages held before events are dropped. */
     queue_size: positiveInt.default(1024),
     /** How long shutdown or stdin EOF waits for queued output. */
-    drain_timeout_ms: nonNegativeInt.default(2000),
+    drain_timeout_ms: millis.default(2000),
     /** Longest accepted request line; longer ones are answered invalid_request and discarded. */
     max_line_bytes: positiveInt.default(8 * 1024 * 1024),
   })
@@ -134,25 +155,29 @@ export const DEFAULT_AGENT = { name: "assistant", system_prompt: "You are a help
 
 export const ConfigSchema = z
   .object({
-    app: AppSchema,
-    llama: LlamaSchema,
-    model: ModelSchema,
-    hardware: HardwareSchema,
-    agents: z
-      .array(AgentSchema)
-      .min(1)
-      .default([DEFAULT_AGENT])
-      .refine(
-        (agents) => new Set(agents.map((a) => a.name)).size === agents.length,
-        "agent names must be unique",
-      ),
-    mcp_servers: z
-      .array(McpServerSchema)
-      .default([])
-      .refine((s) => new Set(s.map((x) => x.name)).size === s.length, "MCP server names must be unique"),
-    memory: MemorySchema,
-    logging: LoggingSchema,
-    stdio: StdioSchema,
+    app: section(AppSchema),
+    llama: section(LlamaSchema),
+    model: section(ModelSchema),
+    hardware: section(HardwareSchema),
+    agents: section(
+      z
+        .array(AgentSchema)
+        .min(1)
+        .default([DEFAULT_AGENT])
+        .refine(
+          (agents) => new Set(agents.map((a) => a.name)).size === agents.length,
+          "agent names must be unique",
+        ),
+    ),
+    mcp_servers: section(
+      z
+        .array(McpServerSchema)
+        .default([])
+        .refine((s) => new Set(s.map((x) => x.name)).size === s.length, "MCP server names must be unique"),
+    ),
+    memory: section(MemorySchema),
+    logging: section(LoggingSchema),
+    stdio: section(StdioSchema),
   })
   .prefault({});
 

@@ -25,14 +25,16 @@ export function unknownKeys(schema: z.ZodType, value: unknown, path: string[] = 
 function unwrap(schema: z.ZodType): z.ZodType {
   let current = schema;
   for (;;) {
-    const def = current._zod.def as { type: string; innerType?: z.ZodType; in?: z.ZodType };
+    const def = current._zod.def as { type: string; innerType?: z.ZodType; in?: z.ZodType; out?: z.ZodType };
     if (
       def.innerType &&
       ["default", "prefault", "optional", "nullable", "catch", "readonly"].includes(def.type)
     ) {
       current = def.innerType;
     } else if (def.type === "pipe" && def.in) {
-      current = def.in;
+      // A preprocess is a pipe from a transform: the shape is on its output side.
+      const from = (def.in._zod.def as { type: string }).type;
+      current = from === "transform" && def.out ? def.out : def.in;
     } else {
       return current;
     }

@@ -2,18 +2,28 @@
  * Splits a byte stream into lines. Pure: it knows nothing of stdin. Splitting on the byte
  * 0x0A is safe for UTF-8 (it never occurs inside a multi-byte character), so characters
  * split across reads are decoded only once their line is complete.
+ *
+ * Every line is judged by the same rules whatever reads it arrived in (docs/protocol.md,
+ * Framing): the limit counts the bytes received, without the line's `\n` or `\r\n`; one
+ * leading byte order mark is dropped; a line of JSON whitespace (space, tab, CR) is blank and
+ * skipped. Bytes that are not UTF-8 decode to U+FFFD.
  */
 export type Frame = { kind: "line"; text: string } | { kind: "oversize"; bytes: number };
 
 const LF = 0x0a;
 const CR = 0x0d;
+const BOM = 0xfeff;
+const BLANK = /^[ \t\r]*$/;
 
 export class LineSplitter {
   private parts: Uint8Array[] = [];
   private pendingBytes = 0;
   /** Bytes of a too-long line seen so far; the rest of it is skipped up to its newline. */
   private discarding = 0;
-  private readonly decoder = new TextDecoder("utf-8");
+  /** The last byte taken was CR: a discarded line's count leaves out its `\r\n`'s CR. */
+  private lastWasCR = false;
+  // ignoreBOM keeps a mark in the text, so every line drops its own, not only a read's first.
+  private readonly decoder = new TextDecoder("utf-8", { ignoreBOM: true });
 
   constructor(public maxLineBytes: number) {}
 
@@ -33,15 +43,9 @@ export class LineSplitter {
       if (frame) frames.push(frame);
       start = nl + 1;
     }
-    // Every complete line left in the chunk is decoded in one go and split as text: cheaper
-    // than a decode per line, and a chunk is bounded by the pipe's read size.
     const last = chunk.lastIndexOf(LF);
     if (last >= start) {
-      const text = this.decoder.decode(chunk.subarray(start, last));
-      for (const line of text.split("\n")) {
-        const frame = this.textFrame(line);
-        if (frame) frames.push(frame);
-      }
+      this.wholeLines(chunk.subarray(start, last), frames);
       start = last + 1;
     }
     if (start < chunk.length) this.take(chunk.subarray(start));
@@ -55,14 +59,42 @@ export class LineSplitter {
     return frame ? [frame] : [];
   }
 
+  /**
+   * Lines wholly inside one chunk (`block` holds them without the last `\n`), decoded in one
+   * call and split as text: cheaper than a decode per line, and a chunk is bounded by the
+   * pipe's read size. Decoding never merges a `\n` into a bad sequence, so text lines match
+   * byte lines one to one.
+   */
+  private wholeLines(block: Uint8Array, frames: Frame[]): void {
+    const lines = this.decoder.decode(block).split("\n");
+    let byteLengths: number[] | undefined;
+    for (let i = 0; i < lines.length; i++) {
+      let line = lines[i]!;
+      if (line.charCodeAt(line.length - 1) === CR) line = line.slice(0, -1);
+      // A UTF-16 unit comes from at most 3 bytes (a U+FFFD from at most 3 bad ones), so only
+      // long lines need their bytes counted, from the bytes themselves.
+      if (line.length * 3 > this.maxLineBytes) {
+        byteLengths ??= lineLengths(block);
+        if (byteLengths[i]! > this.maxLineBytes) {
+          frames.push({ kind: "oversize", bytes: byteLengths[i]! });
+          continue;
+        }
+      }
+      const frame = textFrame(line);
+      if (frame) frames.push(frame);
+    }
+  }
+
   private take(bytes: Uint8Array): void {
     if (bytes.length === 0) return;
+    this.lastWasCR = bytes[bytes.length - 1] === CR;
     if (this.discarding > 0) {
       this.discarding += bytes.length;
       return;
     }
-    if (this.pendingBytes + bytes.length > this.maxLineBytes) {
-      // Drop what is held so memory stays bounded by maxLineBytes, and skip to the newline.
+    // One byte past the limit may be held: it can be the CR of a `\r\n`, which does not count.
+    if (this.pendingBytes + bytes.length > this.maxLineBytes + 1) {
+      // Drop what is held so memory stays bounded by the limit, and skip to the newline.
       this.discarding = this.pendingBytes + bytes.length;
       this.parts = [];
       this.pendingBytes = 0;
@@ -75,8 +107,9 @@ export class LineSplitter {
 
   private finishLine(): Frame | null {
     if (this.discarding > 0) {
-      const bytes = this.discarding;
+      const bytes = this.discarding - (this.lastWasCR ? 1 : 0);
       this.discarding = 0;
+      this.lastWasCR = false;
       return { kind: "oversize", bytes };
     }
     let line: Uint8Array;
@@ -91,25 +124,30 @@ export class LineSplitter {
     }
     this.parts = [];
     this.pendingBytes = 0;
-    return this.decodeLine(line);
-  }
-
-  private textFrame(raw: string): Frame | null {
-    const line = raw.charCodeAt(raw.length - 1) === CR ? raw.slice(0, -1) : raw;
-    // A UTF-16 unit is at most 3 UTF-8 bytes: only long lines need their bytes counted.
-    if (line.length * 3 > this.maxLineBytes) {
-      const bytes = Buffer.byteLength(line);
-      if (bytes > this.maxLineBytes) return { kind: "oversize", bytes };
-    }
-    if (line.length === 0 || (line.charCodeAt(0) <= 32 && line.trim() === "")) return null;
-    return { kind: "line", text: line };
-  }
-
-  private decodeLine(line: Uint8Array): Frame | null {
+    this.lastWasCR = false;
     let len = line.length;
     if (len > 0 && line[len - 1] === CR) len--;
-    const text = this.decoder.decode(line.subarray(0, len));
-    if (text.trim() === "") return null;
-    return { kind: "line", text };
+    if (len > this.maxLineBytes) return { kind: "oversize", bytes: len };
+    return textFrame(this.decoder.decode(line.subarray(0, len)));
+  }
+}
+
+/** A decoded line without its ending: null when blank, else the line minus one leading BOM. */
+function textFrame(raw: string): Frame | null {
+  const line = raw.charCodeAt(0) === BOM ? raw.slice(1) : raw;
+  if (line.length === 0 || (line.charCodeAt(0) <= 32 && BLANK.test(line))) return null;
+  return { kind: "line", text: line };
+}
+
+/** Byte length of each line in `block` (split on `\n`), without a line's closing CR. */
+function lineLengths(block: Uint8Array): number[] {
+  const lengths: number[] = [];
+  let from = 0;
+  for (;;) {
+    const nl = block.indexOf(LF, from);
+    const end = nl === -1 ? block.length : nl;
+    lengths.push(end > from && block[end - 1] === CR ? end - from - 1 : end - from);
+    if (nl === -1) return lengths;
+    from = nl + 1;
   }
 }

@@ -2,7 +2,7 @@ import type { ConsolaInstance } from "consola";
 
 /**
  * The process-wide logger: consola writing to stderr only (in serve-stdio mode stdout carries
- * protocol lines and nothing else). consola itself loads on the first message that passes the
+ * protocol lines and nothing else); once stderr is broken it logs nothing. consola itself loads on the first message that passes the
  * level, so a quiet start-up does not pay for it.
  */
 export type LogLevelName = "silent" | "fatal" | "error" | "warn" | "info" | "debug" | "trace";
@@ -26,23 +26,58 @@ function levelOf(name: string | undefined): number | undefined {
 
 let level = levelOf(process.env.LOCAL_AI_LOG_LEVEL) ?? LEVELS.info;
 let instance: ConsolaInstance | undefined;
+/** stderr failed (the host closed its end): nothing is logged from then on. */
+let stderrBroken = false;
 
 function consola(): ConsolaInstance {
   if (!instance) {
     const { createConsola } = require("consola") as typeof import("consola");
+    const stream = guardedStderr();
     instance = createConsola({
       level,
-      stdout: process.stderr,
-      stderr: process.stderr,
+      stdout: stream,
+      stderr: stream,
       formatOptions: { date: true, colors: false, compact: true },
     });
   }
   return instance;
 }
 
+/**
+ * stderr as consola's stream, made safe to lose: a host that closes its end of the pipe must
+ * not stop the core, as a broken stdout does not (SPEC §2). A failed write (EPIPE, thrown or
+ * reported later as an 'error' event, which unheard would end the process) silences the
+ * logger for good; there is nowhere else to say so, since stdout carries protocol lines only.
+ */
+function guardedStderr(): NodeJS.WriteStream {
+  const stderr = process.stderr;
+  const broken = () => {
+    stderrBroken = true;
+  };
+  stderr.on("error", broken);
+  const stream = {
+    write(data: string): boolean {
+      if (stderrBroken) return true;
+      try {
+        return stderr.write(data, (err) => {
+          if (err) broken();
+        });
+      } catch {
+        broken();
+        return true;
+      }
+    },
+    // consola reads the width to lay out its lines.
+    get columns() {
+      return stderr.columns;
+    },
+  };
+  return stream as unknown as NodeJS.WriteStream;
+}
+
 function at(name: Exclude<LogLevelName, "silent">) {
   return (message: string, ...args: unknown[]): void => {
-    if (LEVELS[name] > level) return;
+    if (LEVELS[name] > level || stderrBroken) return;
     consola()[name](message, ...args);
   };
 }

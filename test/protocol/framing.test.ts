@@ -51,3 +51,72 @@ describe("LineSplitter", () => {
     expect(texts(s.push(enc.encode("\n")))).toEqual(["abc"]);
   });
 });
+
+/** Frames of `bytes` fed in one push, then split in two at every position, then byte by byte. */
+function everySplit(max: number, bytes: Uint8Array): { how: string; frames: string[] }[] {
+  const run = (how: string, chunks: Uint8Array[]) => {
+    const s = new LineSplitter(max);
+    const frames = chunks.flatMap((c) => s.push(c));
+    return { how, frames: texts([...frames, ...s.end()]) };
+  };
+  const out = [run("one push", [bytes])];
+  for (let i = 1; i < bytes.length; i++)
+    out.push(run(`split at ${i}`, [bytes.subarray(0, i), bytes.subarray(i)]));
+  out.push(
+    run(
+      "byte by byte",
+      [...bytes].map((b) => Uint8Array.of(b)),
+    ),
+  );
+  return out;
+}
+
+function expectSameEverySplit(max: number, bytes: Uint8Array, expected: string[]): void {
+  for (const { how, frames } of everySplit(max, bytes))
+    expect({ how, frames }).toEqual({ how, frames: expected });
+}
+
+const concat = (...parts: (string | number[])[]) =>
+  Uint8Array.from(parts.flatMap((p) => (typeof p === "string" ? [...enc.encode(p)] : p)));
+
+describe("LineSplitter: the verdict depends on the line, not on how it was read (issue 10 item 15)", () => {
+  test("a byte order mark at the start of any line is ignored, the first or a later one", () => {
+    const bom = [0xef, 0xbb, 0xbf];
+    expectSameEverySplit(64, concat(bom, '{"a":1}\n', bom, '{"b":2}\r\n', bom, "\n", '{"c":3}\n'), [
+      '{"a":1}',
+      '{"b":2}',
+      '{"c":3}',
+    ]);
+    // Only one: a second mark is part of the line (and then not JSON).
+    expectSameEverySplit(64, concat(bom, bom, "{}\n"), ["\uFEFF{}"]);
+  });
+
+  test("blank means JSON whitespace only: a line of no-break spaces is a line (answered invalid_json)", () => {
+    expectSameEverySplit(64, concat('{"a":1}\n', " \t \r\n", "\u00a0\n", " \u00a0 \r\n", '{"b":2}\n'), [
+      '{"a":1}',
+      "\u00a0",
+      " \u00a0 ",
+      '{"b":2}',
+    ]);
+    expectSameEverySplit(64, concat("\u3000\n\u2028\n"), ["\u3000", "\u2028"]);
+  });
+
+  test("the limit counts the line without its ending: exactly max_line_bytes plus CRLF is accepted", () => {
+    const line = `{"a":"${"x".repeat(8)}"}`; // 16 bytes
+    expect(enc.encode(line).length).toBe(16);
+    expectSameEverySplit(16, concat(line, "\r\n", line, "\n", line), [line, line, line]);
+    expectSameEverySplit(16, concat(`${line} \r\n`, line, "\r\n"), ["<oversize 17>", line]);
+    expectSameEverySplit(16, concat(`${line}\r\r\n`, line, "\r\n"), ["<oversize 17>", line]);
+  });
+
+  test("the limit counts the bytes received, also when they are not valid UTF-8", () => {
+    const invalid = (n: number) => Array.from({ length: n }, () => 0xff);
+    // Over the limit: one oversize frame with the raw count, however it was split.
+    expectSameEverySplit(16, concat(invalid(17), "\n", "{}\n"), ["<oversize 17>", "{}"]);
+    expectSameEverySplit(16, concat(invalid(40), "\r\n", "{}\n"), ["<oversize 40>", "{}"]);
+    // Within it: a line (each bad byte decodes to U+FFFD), which the dispatcher answers invalid_json.
+    expectSameEverySplit(16, concat(invalid(16), "\r\n", "{}\n"), ["\uFFFD".repeat(16), "{}"]);
+    // A truncated multi-byte character at the end of the line is bad bytes too.
+    expectSameEverySplit(16, concat('{"a":"', [0xe2, 0x82], '"}\n'), ['{"a":"\uFFFD"}']);
+  });
+});

@@ -1,0 +1,71 @@
+import { isAlias, isCollection, isPair, isScalar } from "yaml";
+
+/**
+ * Nodes that aliases may copy into a config, all aliases together. A real config that shares
+ * a list of args or an env block copies a few dozen; nested aliases (the "billion laughs")
+ * reach millions, which the yaml library only stops when converting, with no line to report.
+ */
+export const MAX_ALIAS_NODES = 10_000;
+
+export interface AliasProblem {
+  /** Offset of the offending alias in the text. */
+  offset: number;
+  message: string;
+}
+
+/** The parts of a yaml node this check reads (a document's contents is one). */
+interface YamlNode {
+  anchor?: string;
+  range?: [number, number, number] | null;
+}
+
+/**
+ * Checks a parsed document's aliases before it is converted to plain data, so every way that
+ * conversion can fail because of an alias is reported with the alias's position: an alias with
+ * no anchor before it, an alias inside the node its anchor names (a cycle), and aliases that
+ * copy more than MAX_ALIAS_NODES nodes. Resolution follows YAML's rule, as the library does:
+ * the latest anchor of that name before the alias in document order.
+ */
+export function aliasProblem(contents: unknown): AliasProblem | null {
+  const anchors = new Map<string, unknown>();
+  /** Expanded size of every finished node; a node being walked is absent (its aliases are cycles). */
+  const sizes = new Map<unknown, number>();
+  let copied = 0;
+  let problem: AliasProblem | null = null;
+
+  const size = (node: unknown): number => {
+    if (problem || node === null || node === undefined) return 0;
+    if (isAlias(node)) {
+      const target = anchors.get(node.source);
+      const offset = (node as YamlNode).range?.[0] ?? 0;
+      if (target === undefined) {
+        problem = { offset, message: `alias *${node.source} has no anchor &${node.source} before it` };
+        return 0;
+      }
+      const n = sizes.get(target);
+      if (n === undefined) {
+        problem = { offset, message: `alias *${node.source} is inside the node its anchor names (a cycle)` };
+        return 0;
+      }
+      copied += n;
+      if (copied > MAX_ALIAS_NODES) {
+        problem = {
+          offset,
+          message: `aliases copy more than ${MAX_ALIAS_NODES} nodes (alias *${node.source}); expand them by hand`,
+        };
+      }
+      return n;
+    }
+    const anchor = (node as YamlNode).anchor;
+    if (anchor) anchors.set(anchor, node);
+    let n = 1;
+    if (isPair(node)) n = size(node.key) + size(node.value);
+    else if (isCollection(node)) for (const item of node.items) n += size(item);
+    else if (!isScalar(node)) n = 0;
+    sizes.set(node, n);
+    return n;
+  };
+
+  size(contents);
+  return problem;
+}

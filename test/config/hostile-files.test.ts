@@ -1,0 +1,135 @@
+import { describe, expect, test } from "bun:test";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { loadConfig, parseConfigText } from "../../src/config/load.ts";
+import { CONFIG_MAX_BYTES } from "../../src/config/read-file.ts";
+import { type DoctorDeps, runDoctor } from "../../src/doctor/doctor.ts";
+import { defaultPlanDeps } from "../../src/plan/launch.ts";
+import { Core } from "../../src/server/core.ts";
+import { coreErrorOf } from "../fixtures/core-error.ts";
+import { cpuOnlyMachine } from "../fixtures/hardware.ts";
+import { tmpdir } from "../fixtures/tmpdir.ts";
+
+const LOAD_TS = join(import.meta.dir, "../../src/config/load.ts");
+
+/**
+ * Loads `file` in a child process, so a loader that blocks (a FIFO) or reads without end
+ * (/dev/zero) fails the test after a few seconds instead of hanging or exhausting this one.
+ */
+async function loadInChild(file: string): Promise<{ code?: string; message?: string; data?: unknown }> {
+  const script = `
+    const { loadConfig } = await import(${JSON.stringify(LOAD_TS)});
+    try { loadConfig(${JSON.stringify(file)}); console.log(JSON.stringify({ code: "loaded" })); }
+    catch (e) { console.log(JSON.stringify({ code: e.code, message: e.message, data: e.data })); }
+  `;
+  const child = Bun.spawn([process.execPath, "-e", script], {
+    stdout: "pipe",
+    stderr: "pipe",
+    timeout: 5000,
+    env: { ...process.env, BUN_JSC_forceRAMSize: String(512 * 1024 * 1024) },
+  });
+  const out = await new Response(child.stdout).text();
+  await child.exited;
+  if (child.signalCode) return { code: `killed by ${child.signalCode}` };
+  return JSON.parse(out);
+}
+
+// Nine-fold nesting, seven levels: 9^7 ≈ 4.8 million scalars once expanded.
+const ALIAS_BOMB = [
+  'a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]',
+  "b: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]",
+  "c: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]",
+  "d: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c]",
+  "e: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d]",
+  "f: &f [*e,*e,*e,*e,*e,*e,*e,*e,*e]",
+  "g: &g [*f,*f,*f,*f,*f,*f,*f,*f,*f]",
+  "",
+].join("\n");
+
+describe("YAML that fails while converting (issue 10 item 11)", () => {
+  test("an alias with no anchor is config_invalid with its line", () => {
+    const err = coreErrorOf(() => parseConfigText("logging:\n  level: warn\napp: *nope\n", "/c/config.yaml"));
+    expect(err.code).toBe("config_invalid");
+    expect(err.data).toMatchObject({ file: "/c/config.yaml", line: 3 });
+    expect(err.message).toStartWith("/c/config.yaml:3: ");
+    expect(err.message).toContain("*nope");
+    expect(err.message).not.toContain("\n");
+  });
+
+  test("an alias bomb is config_invalid with a line, quickly", () => {
+    const t0 = performance.now();
+    const err = coreErrorOf(() => parseConfigText(ALIAS_BOMB, "/c/config.yaml"));
+    expect(performance.now() - t0).toBeLessThan(2000);
+    expect(err.code).toBe("config_invalid");
+    expect(err.data).toMatchObject({ file: "/c/config.yaml" });
+    expect(typeof err.data!.line).toBe("number");
+    expect(err.message).toContain("alias");
+    expect(err.message).not.toContain("\n");
+  });
+
+  test("an alias that refers to its own node is config_invalid", () => {
+    const err = coreErrorOf(() => parseConfigText("app: &a { x: *a }\n", "/c/config.yaml"));
+    expect(err).toMatchObject({ code: "config_invalid", data: { line: 1 } });
+  });
+
+  test("modest alias use still works", () => {
+    const text = "x-args: &args [--foo, --bar]\nllama:\n  extra_args: *args\n";
+    const { config, warnings } = parseConfigText(text, "/c/config.yaml");
+    expect(config.llama.extra_args).toEqual(["--foo", "--bar"]);
+    expect(warnings).toEqual(["/c/config.yaml:1: unknown key 'x-args' is ignored"]);
+  });
+
+  test("doctor reports the bomb as a failed config check and still runs the others", async () => {
+    using dir = tmpdir();
+    writeFileSync(join(dir.path, "config.yaml"), ALIAS_BOMB);
+    const deps: DoctorDeps = {
+      readModel: defaultPlanDeps.readModel,
+      probe: async () => cpuOnlyMachine(),
+      run: async () => ({ kind: "absent" }),
+    };
+    const report = await runDoctor(new Core({ configPath: "config.yaml", cwd: dir.path }), deps);
+    const config = report.checks.find((c) => c.id === "config")!;
+    expect(config.status).toBe("fail");
+    expect(config.data).toMatchObject({ code: "config_invalid", file: join(dir.path, "config.yaml") });
+    expect(report.checks.length).toBeGreaterThan(4);
+  });
+});
+
+describe("config files that are not regular files (issue 10 item 12)", () => {
+  test("a FIFO is config_invalid at once, without blocking", async () => {
+    using dir = tmpdir();
+    const fifo = join(dir.path, "config.yaml");
+    expect(Bun.spawnSync(["mkfifo", fifo]).exitCode).toBe(0);
+    const r = await loadInChild(fifo);
+    expect(r.code).toBe("config_invalid");
+    expect(r.message).toContain(fifo);
+    expect(r.message).toContain("not a regular file");
+    expect(r.data).toMatchObject({ file: fifo, line: null, key: null });
+  });
+
+  test("/dev/zero is config_invalid at once, without reading it", async () => {
+    const r = await loadInChild("/dev/zero");
+    expect(r.code).toBe("config_invalid");
+    expect(r.message).toContain("/dev/zero");
+    expect(r.message).toContain("not a regular file");
+  });
+
+  test("a regular file over the size cap is config_invalid naming the size and the cap", () => {
+    using dir = tmpdir();
+    const big = join(dir.path, "config.yaml");
+    writeFileSync(big, `# ${"x".repeat(CONFIG_MAX_BYTES)}\n`);
+    const err = coreErrorOf(() => loadConfig(big));
+    expect(err.code).toBe("config_invalid");
+    expect(err.message).toContain(big);
+    expect(err.message).toContain(String(CONFIG_MAX_BYTES));
+    expect(err.data).toMatchObject({ file: big, line: null, key: null });
+  });
+
+  test("a file just under the cap still loads", () => {
+    using dir = tmpdir();
+    const file = join(dir.path, "config.yaml");
+    const head = "app: { max_steps: 5 }\n# ";
+    writeFileSync(file, `${head}${"x".repeat(CONFIG_MAX_BYTES - head.length - 1)}\n`);
+    expect(loadConfig(file).config.app.max_steps).toBe(5);
+  });
+});

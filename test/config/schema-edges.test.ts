@@ -1,0 +1,88 @@
+import { describe, expect, test } from "bun:test";
+import { parseConfigText } from "../../src/config/load.ts";
+import { ConfigSchema } from "../../src/config/schema.ts";
+import { coreErrorOf } from "../fixtures/core-error.ts";
+
+/** setTimeout's limit: a longer delay fires at once. */
+const TIMER_MAX_MS = 2 ** 31 - 1;
+
+// Every duration key, with the section text that sets it.
+const SECONDS_KEYS = [
+  ["llama.startup_timeout_s", (v: number) => `llama:\n  startup_timeout_s: ${v}\n`],
+  ["llama.stop_grace_s", (v: number) => `llama:\n  stop_grace_s: ${v}\n`],
+  ["llama.request_timeout_s", (v: number) => `llama:\n  request_timeout_s: ${v}\n`],
+  ["mcp_servers.0.timeout_s", (v: number) => `mcp_servers:\n  - { name: m, command: x, timeout_s: ${v} }\n`],
+  [
+    "mcp_servers.0.startup_timeout_s",
+    (v: number) => `mcp_servers:\n  - { name: m, command: x, startup_timeout_s: ${v} }\n`,
+  ],
+] as const;
+const MS_KEYS = [
+  ["llama.restart_backoff_ms", (v: number) => `llama:\n  restart_backoff_ms: ${v}\n`],
+  ["stdio.drain_timeout_ms", (v: number) => `stdio:\n  drain_timeout_ms: ${v}\n`],
+] as const;
+
+describe("durations stay within what a timer can wait (issue 10 item 13)", () => {
+  test.each(SECONDS_KEYS)("%s: 2147484 s is refused, naming the key; 2147483 s is accepted", (key, text) => {
+    const err = coreErrorOf(() => parseConfigText(text(2147484), "/c/config.yaml"));
+    expect(err.code).toBe("config_invalid");
+    expect(err.data!.key).toBe(key);
+    expect(err.message).toContain(key);
+    expect(err.message).toContain("2147483");
+    const { config } = parseConfigText(text(2147483), "/c/config.yaml");
+    const value = key.split(".").reduce((o: any, k) => o[k], config) as number;
+    expect(value * 1000).toBeLessThan(TIMER_MAX_MS);
+  });
+
+  test.each(MS_KEYS)("%s: 2^31 ms is refused, naming the key; 2^31 - 1 is accepted", (key, text) => {
+    const err = coreErrorOf(() => parseConfigText(text(2 ** 31), "/c/config.yaml"));
+    expect(err).toMatchObject({ code: "config_invalid", data: { key } });
+    expect(err.message).toContain(key);
+    expect(parseConfigText(text(TIMER_MAX_MS), "/c/config.yaml").warnings).toEqual([]);
+  });
+
+  test("a fraction of a second that is still a valid delay is kept", () => {
+    expect(parseConfigText("llama:\n  stop_grace_s: 0.5\n", "/c/x.yaml").config.llama.stop_grace_s).toBe(0.5);
+  });
+});
+
+describe("a section whose keys are all commented out is all defaults (issue 10 item 14)", () => {
+  const defaults = ConfigSchema.parse({});
+
+  test.each(["app", "llama", "model", "hardware", "memory", "logging", "stdio"])("%s: alone", (section) => {
+    const { config, warnings } = parseConfigText(`${section}:\n  # nothing: set\n`, "/c/config.yaml");
+    expect(warnings).toEqual([]);
+    const key = section as keyof typeof config;
+    if (section === "app" || section === "model") {
+      // Paths are resolved against the config's folder, the rest is as the defaults.
+      expect(config[key]).toEqual(parseConfigText("", "/c/config.yaml").config[key]);
+    } else {
+      expect(config[key]).toEqual(defaults[key]);
+    }
+  });
+
+  test("agents: and mcp_servers: alone are their defaults", () => {
+    const { config } = parseConfigText("agents:\nmcp_servers:\n", "/c/config.yaml");
+    expect(config.agents).toEqual(defaults.agents);
+    expect(config.mcp_servers).toEqual([]);
+  });
+
+  test("every section empty at once, and ConfigSchema itself, agree", () => {
+    const text = Object.keys(defaults)
+      .map((s) => `${s}:\n`)
+      .join("");
+    expect(parseConfigText(text, "/c/config.yaml").config).toEqual(
+      parseConfigText("", "/c/config.yaml").config,
+    );
+    const nulls = Object.fromEntries(Object.keys(defaults).map((s) => [s, null]));
+    expect(ConfigSchema.parse(nulls)).toEqual(defaults);
+  });
+
+  test("null where a value is required is still an error", () => {
+    const err = coreErrorOf(() => parseConfigText("app:\n  max_steps:\n", "/c/config.yaml"));
+    expect(err.data!.key).toBe("app.max_steps");
+    expect(coreErrorOf(() => parseConfigText("agents:\n  -\n", "/c/config.yaml")).code).toBe(
+      "config_invalid",
+    );
+  });
+});
