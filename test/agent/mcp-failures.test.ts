@@ -44,7 +44,7 @@ describe("chat: MCP servers that will not start", () => {
         { name: "good", command: process.execPath, args: [MCP_SERVER] },
       ],
     });
-    h2.llama.script({ text: ["no tools needed"] });
+    h2.llama.script({ content: ["no tools needed"] });
     const started = Date.now();
     const { terminal } = await h2.chat("c", { input: "hi" });
     expect(Date.now() - started).toBeLessThan(10_000);
@@ -75,7 +75,7 @@ describe("chat: MCP servers that will not start", () => {
         },
       ],
     });
-    h.llama.script({ text: ["first"] }, { text: ["second"] });
+    h.llama.script({ content: ["first"] }, { content: ["second"] });
     const first = await h.chat("c1", { input: "hi", session_id: "r1" });
     expect((first.terminal.result as Result).warnings.map((w) => w.code)).toEqual(["tools_unavailable"]);
     const started = Date.now();
@@ -110,7 +110,7 @@ describe("chat: MCP servers that will not start", () => {
       { name: "t", command: process.execPath, args: ["-e", "process.exit(2)"] },
     ]) {
       await using h = new ChatHarness({ mcp_servers: [server] });
-      h.llama.script({ text: ["fine"] });
+      h.llama.script({ content: ["fine"] });
       const started = Date.now();
       const { terminal } = await h.chat("c", { input: "hi" });
       expect(Date.now() - started).toBeLessThan(10_000);
@@ -156,7 +156,10 @@ describe("chat: MCP tools that misbehave", () => {
     await using h = new ChatHarness({
       mcp_servers: [{ name: "t", command: process.execPath, args: [MCP_SERVER], timeout_s: 1 }],
     });
-    h.llama.script({ toolCalls: [{ name: "t__slow", args: { ms: 30_000 } }] }, { text: ["gave up on it"] });
+    h.llama.script(
+      { tool_calls: [{ name: "t__slow", arguments: { ms: 30_000 } }] },
+      { content: ["gave up on it"] },
+    );
     const started = Date.now();
     const { terminal, events } = await h.chat("c", { input: "slow" });
     expect(Date.now() - started).toBeLessThan(10_000);
@@ -169,7 +172,10 @@ describe("chat: MCP tools that misbehave", () => {
 
   test("5 MB of tool output is cut for the model and the history; the preview stays short", async () => {
     await using h = new ChatHarness();
-    h.llama.script({ toolCalls: [{ name: "t__huge", args: { chars: 5_000_000 } }] }, { text: ["big"] });
+    h.llama.script(
+      { tool_calls: [{ name: "t__huge", arguments: { chars: 5_000_000 } }] },
+      { content: ["big"] },
+    );
     const { terminal, events } = await h.chat("c", { input: "huge", session_id: "big" });
     expect(terminal.result).toMatchObject({ response: "big" });
     const done = events.find((e) => e.event === "tool_done");

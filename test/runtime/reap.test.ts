@@ -40,7 +40,7 @@ describe.skipIf(process.platform !== "linux")("reaping a llama-server left by a 
     const outcomes = await reapLeftover(join(dir.path, "data"));
     expect(Date.now() - t0).toBeLessThan(10_000);
     expect(outcomes).toEqual([{ file: record, action: "stopped", pid: childPid, signal: "SIGTERM" }]);
-    expect(await waitFor(() => !pidAlive(childPid), 3000)).toBe(true);
+    expect(await waitFor(() => !pidAlive(childPid), { timeoutMs: 3000 })).toBe(true);
     expect(readdirSync(join(dir.path, "data", "run")).filter((n) => n.endsWith(".json"))).toEqual([]);
   });
 

@@ -165,7 +165,7 @@ describe.skipIf(process.platform === "win32")("supervisor against the stand-in",
     expect(Date.now() - t0).toBeLessThan(8000);
     const pid = Number(readFileSync(pidFile, "utf8"));
     expect(pid).toBeGreaterThan(0);
-    expect(await waitFor(() => !pidAlive(pid), 3000)).toBe(true);
+    expect(await waitFor(() => !pidAlive(pid), { timeoutMs: 3000 })).toBe(true);
   });
 
   test("a port taken by another program: bind failure, another port, ready", async () => {

@@ -5,7 +5,7 @@ import {
   type SupervisorOptions,
   type SupervisorSettings,
 } from "../../../src/runtime/supervisor.ts";
-import { writeFakeLlamaServer, writeFakeModel } from "../../fixtures/fake-llama.ts";
+import { writeFakeLlamaServer, writeFakeModel } from "../../fixtures/llama-stand-in/binary.ts";
 
 export const SETTINGS: SupervisorSettings = {
   startupTimeoutMs: 10_000,
@@ -71,11 +71,5 @@ export function pidAlive(pid: number): boolean {
   }
 }
 
-export async function waitFor(cond: () => boolean, ms = 10_000): Promise<boolean> {
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    if (cond()) return true;
-    await Bun.sleep(25);
-  }
-  return cond();
-}
+// The one shared wait, re-exported for the runtime tests that import their helpers from here.
+export { waitFor } from "../../fixtures/wait.ts";
