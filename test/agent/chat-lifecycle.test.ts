@@ -2,6 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { CoreError } from "../../src/protocol/errors.ts";
+import { waitFor } from "../fixtures/wait.ts";
 import { ChatHarness, names } from "./harness.ts";
 
 const calls = (h: ChatHarness) =>
@@ -12,14 +13,6 @@ const calls = (h: ChatHarness) =>
         .filter(Boolean)
         .map((l) => JSON.parse(l) as { tool: string; args: Record<string, unknown> })
     : [];
-
-async function until(check: () => boolean, ms = 10_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > end) throw new Error("condition not met in time");
-    await Bun.sleep(25);
-  }
-}
 
 const sessionDir = (h: ChatHarness, session: string, user = "default_user") =>
   join(h.dataDir, "users", user, "sessions", session);
@@ -35,7 +28,7 @@ describe("chat: cancel", () => {
     const end = await h.terminal("c1");
     expect(end).toMatchObject({ type: "error", code: "cancelled" });
     expect(h.events("c1").at(-1)).toMatchObject({ event: "loop_abort", reason: "cancelled", step: 0 });
-    await until(() => h.llama.disconnects === 1);
+    expect(await waitFor(() => h.llama.disconnects === 1)).toBe(true);
     // The interrupted turn stays resumable.
     expect(existsSync(join(sessionDir(h, "cx"), "checkpoint.json"))).toBe(true);
     h.send("k2", "cancel", { request_id: "c1" });
@@ -53,7 +46,7 @@ describe("chat: cancel", () => {
     h.send("c1", "chat", { input: "work", session_id: "rs" });
     await h.waitFor((m) => m.event === "tool_start" && m.tool === "t.slow");
     // Cancel once the server is really running it, so the test proves the stop reaches the tool.
-    await until(() => calls(h).some((c) => c.tool === "slow"));
+    expect(await waitFor(() => calls(h).some((c) => c.tool === "slow"))).toBe(true);
     const cancelledAt = Date.now();
     h.send("k", "cancel", { request_id: "c1" });
     expect(await h.terminal("c1")).toMatchObject({ type: "error", code: "cancelled" });
@@ -61,7 +54,7 @@ describe("chat: cancel", () => {
     expect(Date.now() - cancelledAt).toBeLessThan(4000);
     expect(h.events("c1").at(-1)).toMatchObject({ event: "loop_abort", reason: "cancelled", step: 0 });
     // The MCP server was told to stop the slow call.
-    await until(() => calls(h).some((c) => c.tool === "slow_cancelled"));
+    expect(await waitFor(() => calls(h).some((c) => c.tool === "slow_cancelled"))).toBe(true);
 
     h.llama.script({ content: ["resumed fine"] });
     const { terminal, events } = await h.chat("c2", { session_id: "rs", resume: true });
@@ -140,7 +133,7 @@ describe("chat: failures and disk", () => {
     expect(terminal.message).toContain("stopped responding");
     expect(events.at(-1)).toMatchObject({ event: "loop_abort", reason: "llm_error" });
     expect(h.provider.failures[0]).toContain("no progress");
-    for (let i = 0; i < 50 && h.llama.disconnects === 0; i++) await Bun.sleep(20);
+    await waitFor(() => h.llama.disconnects > 0, { timeoutMs: 1000 });
     expect(h.llama.disconnects).toBe(1); // the hung stream was closed
     const next = await h.chat(2, { input: "again", session_id: "w2" });
     expect(next.terminal).toMatchObject({ result: { response: "fine" } });
@@ -150,7 +143,7 @@ describe("chat: failures and disk", () => {
     await using h = new ChatHarness({ agents: [{ name: "plain" }] });
     h.llama.script({ content: ["stuck"], hang: true });
     const pending = h.chat(1, { input: "x", session_id: "dd" });
-    await Bun.sleep(200);
+    await h.waitFor((m) => m.id === 1 && m.event === "llm_chunk"); // the stream is open
     h.provider.died.abort(new CoreError("internal_error", "llama-server crashed (killed by SIGKILL)"));
     const { terminal } = await pending;
     expect(terminal).toMatchObject({ code: "internal_error", data: { reason: "server_failed" } });

@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { McpPool } from "../../src/agent/mcp-pool.ts";
 import { McpServerSchema } from "../../src/config/schema.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
+import { waitFor } from "../fixtures/wait.ts";
 import { ChatHarness, MCP_SERVER } from "./harness.ts";
 
 const alive = (pid: number) => {
@@ -16,14 +17,6 @@ const alive = (pid: number) => {
 };
 const pidsIn = (file: string) =>
   existsSync(file) ? readFileSync(file, "utf8").split("\n").filter(Boolean).map(Number) : [];
-
-async function until(check: () => boolean, ms = 10_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > end) throw new Error("condition not met in time");
-    await Bun.sleep(25);
-  }
-}
 
 type Result = { response: string; warnings: { code: string; message: string }[] };
 
@@ -58,7 +51,7 @@ describe("chat: MCP servers that will not start", () => {
     // The hung child ignores SIGTERM; it is gone all the same.
     const [pid] = pidsIn(pids);
     expect(pid).toBeGreaterThan(0);
-    await until(() => !alive(pid as number));
+    expect(await waitFor(() => !alive(pid as number))).toBe(true);
   }, 30_000);
 
   test("a server that failed to start is not retried by the next chats for a while: they warn at once", async () => {
@@ -83,7 +76,7 @@ describe("chat: MCP servers that will not start", () => {
     expect(Date.now() - started).toBeLessThan(900); // no second startup_timeout_s wait
     expect((second.terminal.result as Result).warnings[0]?.message).toContain("startup_timeout_s");
     expect(pidsIn(pids)).toHaveLength(1); // started once
-    await until(() => !alive(pidsIn(pids)[0] as number)); // and killed, though it ignores SIGTERM
+    expect(await waitFor(() => !alive(pidsIn(pids)[0] as number))).toBe(true); // and killed, though it ignores SIGTERM
   }, 30_000);
 
   test("the pool kills a server that hangs at start-up by the pid it spawned, not via the SDK's close", async () => {
@@ -99,8 +92,8 @@ describe("chat: MCP servers that will not start", () => {
       }),
     ]);
     await expect(pool.tools("t", new AbortController().signal)).rejects.toThrow("startup_timeout_s");
-    await until(() => pidsIn(pids).length === 1);
-    await until(() => !alive(pidsIn(pids)[0] as number), 2000);
+    expect(await waitFor(() => pidsIn(pids).length === 1)).toBe(true);
+    expect(await waitFor(() => !alive(pidsIn(pids)[0] as number), { timeoutMs: 2000 })).toBe(true);
     await pool.close();
   }, 30_000);
 
@@ -137,7 +130,7 @@ describe("chat: MCP servers that will not start", () => {
     });
     try {
       h.send("c", "chat", { input: "hi" });
-      await until(() => pidsIn(pids).length === 1);
+      expect(await waitFor(() => pidsIn(pids).length === 1)).toBe(true);
       const cancelledAt = Date.now();
       h.send("k", "cancel", {});
       expect((await h.terminal("k")).result).toEqual({ cancelled: true });
@@ -147,7 +140,7 @@ describe("chat: MCP servers that will not start", () => {
     } finally {
       await h[Symbol.asyncDispose]();
     }
-    await until(() => !alive(pidsIn(pids)[0] as number));
+    expect(await waitFor(() => !alive(pidsIn(pids)[0] as number))).toBe(true);
   }, 30_000);
 });
 

@@ -336,7 +336,7 @@ describe.skipIf(process.platform === "win32")("supervisor against the stand-in",
     });
     const cancel = new AbortController();
     const third = supervisor.acquire(cancel.signal);
-    await Bun.sleep(200);
+    await Bun.sleep(200); // nothing marks "still waiting": give it time to (wrongly) get a slot
     expect(secondGot).toBe(false);
     cancel.abort(new CoreError("cancelled", "the request was cancelled"));
     expect(await rejection(third)).toMatchObject({ code: "cancelled" });

@@ -134,7 +134,7 @@ describe("atomic writes under failure", () => {
         const proc = Bun.spawn([process.execPath, child], { stdout: "pipe", stderr: "inherit" });
         const reader = proc.stdout.getReader();
         await reader.read(); // "ready"
-        await Bun.sleep(30 + round * 37);
+        await Bun.sleep(30 + round * 37); // part of the test: kill it at a different moment each round
         proc.kill("SIGKILL");
         await proc.exited;
         const content = readFileSync(target, "utf8");
