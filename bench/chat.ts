@@ -1,5 +1,5 @@
 /**
- * Chat streaming bench: added latency per llm_chunk from the SSE fake's send to the moment
+ * Chat streaming bench: added latency per llm_chunk from the stand-in's send to the moment
  * the writer hands the line to its sink (the last step before stdout), over a long scripted
  * stream; and whether a host that reads normally loses any events.
  *
@@ -14,7 +14,8 @@ import type { MethodDef } from "../src/methods/types.ts";
 import { Dispatcher } from "../src/protocol/dispatcher.ts";
 import { Writer } from "../src/protocol/writer.ts";
 import { Core } from "../src/server/core.ts";
-import { FakeProvider, SseLlama } from "../test/fixtures/sse-llama.ts";
+import { LlamaStandIn } from "../test/fixtures/llama-stand-in/in-process.ts";
+import { FakeProvider } from "../test/fixtures/llama-stand-in/provider.ts";
 
 const tokens = Number(process.argv[2] ?? 3000);
 const delayMs = Number(process.argv[3] ?? 1);
@@ -29,7 +30,7 @@ async function run(label: string, sinkDelayMs: number): Promise<void> {
     join(dir, "config.yaml"),
     JSON.stringify({ app: { data_dir: "./data" }, memory: { enabled: false } }),
   );
-  const llama = new SseLlama();
+  const llama = new LlamaStandIn();
   const core = new Core({ configPath: join(dir, "config.yaml"), cwd: dir });
   const receivedAt: number[] = [];
   let result: Record<string, unknown> | undefined;
@@ -59,7 +60,7 @@ async function run(label: string, sinkDelayMs: number): Promise<void> {
   const chat = chatMethod({ provider: () => new FakeProvider(llama, 1) }) as unknown as MethodDef;
   const entry: MethodEntry = { name: "chat", cancellable: true, load: async () => chat };
   const dispatcher = new Dispatcher(new Map([["chat", entry]]), writer, core, async () => {});
-  llama.script({ text: Array.from({ length: tokens }, (_, i) => `tok${i} `), delayMs });
+  llama.script({ content: Array.from({ length: tokens }, (_, i) => `tok${i} `), chunk_delay_ms: delayMs });
   const started = performance.now();
   dispatcher.handleLine(JSON.stringify({ id: 1, method: "chat", params: { input: "go" } }));
   await finished;

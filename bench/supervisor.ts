@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pickFreePort } from "../src/runtime/ports.ts";
-import { writeFakeLlamaServer, writeFakeModel } from "../test/fixtures/fake-llama.ts";
+import { writeFakeLlamaServer, writeFakeModel } from "../test/fixtures/llama-stand-in/binary.ts";
 import { makeSupervisor } from "../test/runtime/helpers/harness.ts";
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 5);

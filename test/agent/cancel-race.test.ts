@@ -20,10 +20,10 @@ describe("chat: a cancel racing the finish", () => {
   test("a cancel that lands after the final answer but before the commit wins: cancelled, not in history, resumable", async () => {
     await using h = new ChatHarness({ agents: [{ name: "plain" }] });
     await warmCancel(h);
-    h.llama.script({ text: ["first answer"] });
+    h.llama.script({ content: ["first answer"] });
     await h.chat("c0", { input: "earlier", session_id: "race" });
 
-    h.llama.script({ text: ["the ", "answer"] });
+    h.llama.script({ content: ["the ", "answer"] });
     h.onEmit = (m: Msg) => {
       if (m.id === "c1" && m.event === "final") h.send("k", "cancel", { request_id: "c1" });
     };
@@ -37,7 +37,7 @@ describe("chat: a cancel racing the finish", () => {
     // … and the turn stays resumable from its checkpoint.
     expect(existsSync(join(sessionDir(h, "race"), "checkpoint.json"))).toBe(true);
     h.onEmit = () => {};
-    h.llama.script({ text: ["resumed"] });
+    h.llama.script({ content: ["resumed"] });
     const resumed = await h.chat("c2", { session_id: "race", resume: true });
     expect(resumed.terminal.result).toMatchObject({ response: "resumed", warnings: [] });
     expect(historyOf(h, "race").map((m) => m.content)).toEqual([
@@ -54,7 +54,7 @@ describe("chat: a cancel racing the finish", () => {
     const outcomes = { cancelled: 0, finished: 0 };
     for (let i = 0; i < 12; i++) {
       const session = `r${i}`;
-      h.llama.script({ text: ["a", "b", "c"], delayMs: 5 });
+      h.llama.script({ content: ["a", "b", "c"], chunk_delay_ms: 5 });
       h.send(`c${i}`, "chat", { input: `q${i}`, session_id: session });
       // Spread the cancel from mid-stream to just after the finish.
       await Bun.sleep(i * 4);

@@ -2,6 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { CoreError } from "../../src/protocol/errors.ts";
+import { waitFor } from "../fixtures/wait.ts";
 import { ChatHarness, names } from "./harness.ts";
 
 const calls = (h: ChatHarness) =>
@@ -13,21 +14,13 @@ const calls = (h: ChatHarness) =>
         .map((l) => JSON.parse(l) as { tool: string; args: Record<string, unknown> })
     : [];
 
-async function until(check: () => boolean, ms = 10_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > end) throw new Error("condition not met in time");
-    await Bun.sleep(25);
-  }
-}
-
 const sessionDir = (h: ChatHarness, session: string, user = "default_user") =>
   join(h.dataDir, "users", user, "sessions", session);
 
 describe("chat: cancel", () => {
   test("cancel during streaming closes the stream and ends with cancelled after loop_abort", async () => {
     await using h = new ChatHarness({ agents: [{ name: "plain" }] });
-    h.llama.script({ hang: ["a", "b"] });
+    h.llama.script({ content: ["a", "b"], hang: true });
     h.send("c1", "chat", { input: "long", session_id: "cx" });
     await h.waitFor((m) => m.event === "llm_chunk" && m.delta === "b");
     h.send("k1", "cancel", {});
@@ -35,7 +28,7 @@ describe("chat: cancel", () => {
     const end = await h.terminal("c1");
     expect(end).toMatchObject({ type: "error", code: "cancelled" });
     expect(h.events("c1").at(-1)).toMatchObject({ event: "loop_abort", reason: "cancelled", step: 0 });
-    await until(() => h.llama.disconnects === 1);
+    expect(await waitFor(() => h.llama.disconnects === 1)).toBe(true);
     // The interrupted turn stays resumable.
     expect(existsSync(join(sessionDir(h, "cx"), "checkpoint.json"))).toBe(true);
     h.send("k2", "cancel", { request_id: "c1" });
@@ -45,15 +38,15 @@ describe("chat: cancel", () => {
   test("cancel during a tool stops waiting for it; resume re-runs only the unfinished call", async () => {
     await using h = new ChatHarness();
     h.llama.script({
-      toolCalls: [
-        { name: "t__echo", args: { text: "first" } },
-        { name: "t__slow", args: { ms: 6000 } },
+      tool_calls: [
+        { name: "t__echo", arguments: { text: "first" } },
+        { name: "t__slow", arguments: { ms: 6000 } },
       ],
     });
     h.send("c1", "chat", { input: "work", session_id: "rs" });
     await h.waitFor((m) => m.event === "tool_start" && m.tool === "t.slow");
     // Cancel once the server is really running it, so the test proves the stop reaches the tool.
-    await until(() => calls(h).some((c) => c.tool === "slow"));
+    expect(await waitFor(() => calls(h).some((c) => c.tool === "slow"))).toBe(true);
     const cancelledAt = Date.now();
     h.send("k", "cancel", { request_id: "c1" });
     expect(await h.terminal("c1")).toMatchObject({ type: "error", code: "cancelled" });
@@ -61,9 +54,9 @@ describe("chat: cancel", () => {
     expect(Date.now() - cancelledAt).toBeLessThan(4000);
     expect(h.events("c1").at(-1)).toMatchObject({ event: "loop_abort", reason: "cancelled", step: 0 });
     // The MCP server was told to stop the slow call.
-    await until(() => calls(h).some((c) => c.tool === "slow_cancelled"));
+    expect(await waitFor(() => calls(h).some((c) => c.tool === "slow_cancelled"))).toBe(true);
 
-    h.llama.script({ text: ["resumed fine"] });
+    h.llama.script({ content: ["resumed fine"] });
     const { terminal, events } = await h.chat("c2", { session_id: "rs", resume: true });
     expect(terminal.result).toMatchObject({ response: "resumed fine", warnings: [] });
     expect(events.filter((e) => e.event === "tool_start").map((e) => e.tool)).toEqual(["t.slow"]);
@@ -83,7 +76,7 @@ describe("chat: cancel", () => {
   test("two parallel chats: cancelling one leaves the other untouched", async () => {
     await using h = new ChatHarness({ agents: [{ name: "plain" }] }, { slots: 2 });
     const tokens = Array.from({ length: 40 }, (_, i) => `t${i} `);
-    h.llama.script({ text: tokens, delayMs: 20 }, { text: tokens, delayMs: 20 });
+    h.llama.script({ content: tokens, chunk_delay_ms: 20 }, { content: tokens, chunk_delay_ms: 20 });
     h.send("a", "chat", { input: "one", session_id: "pa" });
     h.send("b", "chat", { input: "two", session_id: "pb" });
     await h.waitFor((m) => m.id === "a" && m.event === "llm_chunk");
@@ -100,7 +93,7 @@ describe("chat: cancel", () => {
 
   test("chats beyond the slots wait; two chats on one session run one after the other", async () => {
     await using h = new ChatHarness({ agents: [{ name: "plain" }] }, { slots: 1 });
-    h.llama.script({ text: ["x", "y"], delayMs: 30 }, { text: ["z"] }, { text: ["w"] });
+    h.llama.script({ content: ["x", "y"], chunk_delay_ms: 30 }, { content: ["z"] }, { content: ["w"] });
     h.send(1, "chat", { input: "first", session_id: "same" });
     h.send(2, "chat", { input: "second", session_id: "same" });
     h.send(3, "chat", { input: "other", session_id: "other" });
@@ -114,7 +107,7 @@ describe("chat: cancel", () => {
 describe("chat: failures and disk", () => {
   test("llama-server dying mid-stream is an error, and the next chat works", async () => {
     await using h = new ChatHarness({ agents: [{ name: "plain" }] });
-    h.llama.script({ dieAfter: ["par", "tial"] }, { text: ["recovered"] });
+    h.llama.script({ content: ["par", "tial"], crash_after_chunks: 3 }, { content: ["recovered"] });
     const broken = await h.chat(1, { input: "x", session_id: "d" });
     expect(broken.terminal).toMatchObject({
       type: "error",
@@ -130,7 +123,7 @@ describe("chat: failures and disk", () => {
 
   test("a wedged server (stream open, no bytes) is reported and the chat ends with a named error", async () => {
     await using h = new ChatHarness({ agents: [{ name: "plain" }] }, { requestTimeoutMs: 300 });
-    h.llama.script({ hang: ["stuck"] }, { text: ["fine"] });
+    h.llama.script({ content: ["stuck"], hang: true }, { content: ["fine"] });
     const { terminal, events } = await h.chat(1, { input: "x", session_id: "w" });
     expect(terminal).toMatchObject({
       type: "error",
@@ -140,7 +133,7 @@ describe("chat: failures and disk", () => {
     expect(terminal.message).toContain("stopped responding");
     expect(events.at(-1)).toMatchObject({ event: "loop_abort", reason: "llm_error" });
     expect(h.provider.failures[0]).toContain("no progress");
-    for (let i = 0; i < 50 && h.llama.disconnects === 0; i++) await Bun.sleep(20);
+    await waitFor(() => h.llama.disconnects > 0, { timeoutMs: 1000 });
     expect(h.llama.disconnects).toBe(1); // the hung stream was closed
     const next = await h.chat(2, { input: "again", session_id: "w2" });
     expect(next.terminal).toMatchObject({ result: { response: "fine" } });
@@ -148,9 +141,9 @@ describe("chat: failures and disk", () => {
 
   test("the server dying under an open stream ends the chat at once with the crash named", async () => {
     await using h = new ChatHarness({ agents: [{ name: "plain" }] });
-    h.llama.script({ hang: ["stuck"] });
+    h.llama.script({ content: ["stuck"], hang: true });
     const pending = h.chat(1, { input: "x", session_id: "dd" });
-    await Bun.sleep(200);
+    await h.waitFor((m) => m.id === 1 && m.event === "llm_chunk"); // the stream is open
     h.provider.died.abort(new CoreError("internal_error", "llama-server crashed (killed by SIGKILL)"));
     const { terminal } = await pending;
     expect(terminal).toMatchObject({ code: "internal_error", data: { reason: "server_failed" } });
@@ -159,7 +152,7 @@ describe("chat: failures and disk", () => {
 
   test("the context filling up mid-reply ends the chat with a named error (SPEC §3)", async () => {
     await using h = new ChatHarness({ agents: [{ name: "plain" }] });
-    h.llama.script({ text: ["so", " much", " to", " say"], finish: "length" });
+    h.llama.script({ content: ["so", " much", " to", " say"], finish_reason: "length" });
     const { terminal, events } = await h.chat(1, { input: "x", session_id: "ov" });
     expect(terminal).toMatchObject({
       type: "error",
@@ -172,7 +165,7 @@ describe("chat: failures and disk", () => {
 
   test("a reply cut by the configured reply limit is a result with a reply_truncated warning", async () => {
     await using h = new ChatHarness({ agents: [{ name: "plain", max_tokens: 4 }] });
-    h.llama.script({ text: ["so", " much", " to", " say"], finish: "length" });
+    h.llama.script({ content: ["so", " much", " to", " say"], finish_reason: "length" });
     const { terminal } = await h.chat(1, { input: "x", session_id: "cap" });
     expect(terminal).toMatchObject({
       type: "result",
@@ -183,7 +176,7 @@ describe("chat: failures and disk", () => {
 
   test("a 5xx becomes internal_error with the server's message", async () => {
     await using h = new ChatHarness({ agents: [{ name: "plain" }] });
-    h.llama.script({ status: 503, message: "Loading model" });
+    h.llama.script({ error: { status: 503, message: "Loading model" } });
     const { terminal } = await h.chat(1, { input: "x" });
     expect(terminal).toMatchObject({ type: "error", code: "internal_error" });
     expect(terminal.message).toContain("Loading model");
@@ -218,7 +211,7 @@ describe("chat: failures and disk", () => {
         updated_at: "2026-01-01T00:00:00.000Z",
       }),
     );
-    h.llama.script({ text: ["both done"] });
+    h.llama.script({ content: ["both done"] });
     const { terminal, events } = await h.chat("r", { session_id: "k9", resume: true });
     expect(terminal.result).toMatchObject({ response: "both done" });
     expect(events.filter((e) => e.event === "tool_start")).toEqual([
@@ -235,7 +228,7 @@ describe("chat: failures and disk", () => {
     const dir = sessionDir(h, "bad");
     mkdirSync(dir, { recursive: true });
     writeFileSync(join(dir, "history.json"), "{ this is not json \u0000");
-    h.llama.script({ text: ["fresh"] });
+    h.llama.script({ content: ["fresh"] });
     const { terminal } = await h.chat(1, { input: "hello", session_id: "bad" });
     const result = terminal.result as { warnings: { code: string; message: string }[] };
     expect(result.warnings.map((w) => w.code)).toEqual(["history_reset"]);
@@ -268,7 +261,7 @@ describe("chat: failures and disk", () => {
     await using h = new ChatHarness({ agents: [{ name: "plain" }] });
     const bad = await h.chat(1, { input: "x", agent: "nobody" });
     expect(bad.terminal).toMatchObject({ type: "error", code: "invalid_request", data: { field: "agent" } });
-    h.llama.script({ text: ["The capybara is named Pancake."] }, { text: ["Pancake"] });
+    h.llama.script({ content: ["The capybara is named Pancake."] }, { content: ["Pancake"] });
     await h.chat(2, { input: "remember: my capybara is called Pancake", session_id: "m1" });
     const { events } = await h.chat(3, { input: "what is my capybara called?", session_id: "m2" });
     expect(events.find((e) => e.event === "memory_done")).toEqual(expect.objectContaining({ hits: 1 }));

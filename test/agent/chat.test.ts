@@ -15,7 +15,7 @@ const calls = (h: ChatHarness) =>
 describe("chat: answers and tools", () => {
   test("plain answer streams chunks and ends with a result", async () => {
     await using h = new ChatHarness({ agents: [{ name: "plain", system_prompt: "Be brief." }] });
-    h.llama.script({ text: ["Hel", "lo", " there"] });
+    h.llama.script({ content: ["Hel", "lo", " there"] });
     const { terminal, events } = await h.chat("c1", { input: "hi", session_id: "s1" });
     expect(names(events)).toEqual([
       "run_start",
@@ -57,7 +57,7 @@ describe("chat: answers and tools", () => {
 
   test("default session id is 8 characters of a-z0-9 and history carries into the next turn", async () => {
     await using h = new ChatHarness({ agents: [{ name: "plain" }] });
-    h.llama.script({ text: ["one"] }, { text: ["two"] });
+    h.llama.script({ content: ["one"] }, { content: ["two"] });
     const first = await h.chat(1, { input: "first" });
     const sid = (first.terminal.result as { session_id: string }).session_id;
     expect(sid).toMatch(/^[a-z0-9]{8}$/);
@@ -68,7 +68,10 @@ describe("chat: answers and tools", () => {
 
   test("one tool call runs and its result goes back to the model", async () => {
     await using h = new ChatHarness();
-    h.llama.script({ toolCalls: [{ name: "t__echo", args: { text: "ping" } }] }, { text: ["done"] });
+    h.llama.script(
+      { tool_calls: [{ name: "t__echo", arguments: { text: "ping" }, id: "call0xyz" }] },
+      { content: ["done"] },
+    );
     const { terminal, events } = await h.chat("c", { input: "use echo" });
     expect(names(events)).toEqual([
       "run_start",
@@ -117,13 +120,13 @@ describe("chat: answers and tools", () => {
     await using h = new ChatHarness();
     h.llama.script(
       {
-        toolCalls: [
-          { name: "t__echo", args: { text: "a" } },
-          { name: "t__fail", args: { message: "nope" } },
-          { name: "t__huge", args: { chars: 50_000 } },
+        tool_calls: [
+          { name: "t__echo", arguments: { text: "a" } },
+          { name: "t__fail", arguments: { message: "nope" } },
+          { name: "t__huge", arguments: { chars: 50_000 } },
         ],
       },
-      { text: ["ok"] },
+      { content: ["ok"] },
     );
     const { terminal, events } = await h.chat("c", { input: "go" });
     const done = events.filter((e) => e.event === "tool_done");
@@ -142,7 +145,10 @@ describe("chat: answers and tools", () => {
 
   test("a tool needing approval is denied without approve_execution, run with it", async () => {
     await using h = new ChatHarness();
-    h.llama.script({ toolCalls: [{ name: "t__write_note", args: { text: "x" } }] }, { text: ["cannot"] });
+    h.llama.script(
+      { tool_calls: [{ name: "t__write_note", arguments: { text: "x" } }] },
+      { content: ["cannot"] },
+    );
     const denied = await h.chat("d", { input: "write", session_id: "a1" });
     expect(denied.events.find((e) => e.event === "tool_done")).toMatchObject({
       status: "denied",
@@ -151,7 +157,10 @@ describe("chat: answers and tools", () => {
     expect(h.llama.requests[1]?.body.messages.at(-1)?.content).toContain("requires the user's approval");
     expect(calls(h).filter((c) => c.tool === "write_note")).toHaveLength(0);
 
-    h.llama.script({ toolCalls: [{ name: "t__write_note", args: { text: "y" } }] }, { text: ["written"] });
+    h.llama.script(
+      { tool_calls: [{ name: "t__write_note", arguments: { text: "y" } }] },
+      { content: ["written"] },
+    );
     const granted = await h.chat("g", { input: "write", session_id: "a2", approve_execution: true });
     expect(granted.events.find((e) => e.event === "tool_done")).toMatchObject({
       status: "ok",
@@ -163,9 +172,9 @@ describe("chat: answers and tools", () => {
   test("a crashed MCP server gives a retryable error and is restarted on next use", async () => {
     await using h = new ChatHarness();
     h.llama.script(
-      { toolCalls: [{ name: "t__crash", args: {} }] },
-      { toolCalls: [{ name: "t__echo", args: { text: "back" } }] },
-      { text: ["fine"] },
+      { tool_calls: [{ name: "t__crash", arguments: {} }] },
+      { tool_calls: [{ name: "t__echo", arguments: { text: "back" } }] },
+      { content: ["fine"] },
     );
     const { terminal, events } = await h.chat("c", { input: "crash it" });
     const done = events.filter((e) => e.event === "tool_done");
@@ -181,9 +190,9 @@ describe("chat: parsing and limits", () => {
   test("a malformed call is re-prompted and then recovered", async () => {
     await using h = new ChatHarness();
     h.llama.script(
-      { text: ['<tool_call>{"name": "t__echo", "arguments": {"text": "a"</tool_call>'] },
-      { text: ['<tool_call>{"name": "t__echo", "arguments": {"text": "fixed"}}</tool_call>'] },
-      { text: ["all good"] },
+      { content: ['<tool_call>{"name": "t__echo", "arguments": {"text": "a"</tool_call>'] },
+      { content: ['<tool_call>{"name": "t__echo", "arguments": {"text": "fixed"}}</tool_call>'] },
+      { content: ["all good"] },
     );
     const { terminal, events } = await h.chat("c", { input: "x" });
     expect(terminal.result).toMatchObject({ response: "all good", warnings: [] });
@@ -196,7 +205,7 @@ describe("chat: parsing and limits", () => {
 
   test("past max_parse_errors the loop aborts but still returns a result", async () => {
     await using h = new ChatHarness();
-    const bad = { text: ["Let me try. ", '<tool_call>{"name": "nope", "arguments": {}}</tool_call>'] };
+    const bad = { content: ["Let me try. ", '<tool_call>{"name": "nope", "arguments": {}}</tool_call>'] };
     h.llama.script(bad, bad, bad);
     const { terminal, events } = await h.chat("c", { input: "x" });
     expect(events.at(-1)).toMatchObject({ event: "loop_abort", reason: "max_parse_errors" });
@@ -209,7 +218,7 @@ describe("chat: parsing and limits", () => {
 
   test("native call to an unknown tool counts as a parse error with a tool message back", async () => {
     await using h = new ChatHarness();
-    h.llama.script({ toolCalls: [{ name: "t__missing", args: {} }] }, { text: ["ok"] });
+    h.llama.script({ tool_calls: [{ name: "t__missing", arguments: {} }] }, { content: ["ok"] });
     const { terminal } = await h.chat("c", { input: "x" });
     expect(terminal.result).toMatchObject({ response: "ok" });
     expect(h.llama.requests[1]?.body.messages.at(-1)).toMatchObject({ role: "tool" });
@@ -218,7 +227,7 @@ describe("chat: parsing and limits", () => {
 
   test("the step limit ends with loop_abort and a result", async () => {
     await using h = new ChatHarness({ agents: [{ name: "a", tools: ["t.echo"], max_steps: 2 }] });
-    const call = { toolCalls: [{ name: "t__echo", args: { text: "again" } }], text: ["thinking"] };
+    const call = { tool_calls: [{ name: "t__echo", arguments: { text: "again" } }], content: ["thinking"] };
     h.llama.script(call, call, call);
     const { terminal, events } = await h.chat("c", { input: "loop" });
     expect(events.at(-1)).toMatchObject({ event: "loop_abort", reason: "max_steps", step: 1 });
@@ -229,7 +238,7 @@ describe("chat: parsing and limits", () => {
 
   test("context overflow is retried with less history, then named", async () => {
     await using h = new ChatHarness({ agents: [{ name: "plain" }] });
-    h.llama.script({ text: ["a"] }, { overflow: true }, { text: ["b"] });
+    h.llama.script({ content: ["a"] }, { overflow: true }, { content: ["b"] });
     await h.chat(1, { input: "one", session_id: "ov" });
     const second = await h.chat(2, { input: "two", session_id: "ov" });
     expect(second.terminal.result).toMatchObject({ response: "b" });

@@ -7,7 +7,8 @@ import type { MethodDef } from "../../src/methods/types.ts";
 import { Dispatcher } from "../../src/protocol/dispatcher.ts";
 import { Writer } from "../../src/protocol/writer.ts";
 import { Core } from "../../src/server/core.ts";
-import { FakeProvider, SseLlama } from "../fixtures/sse-llama.ts";
+import { LlamaStandIn } from "../fixtures/llama-stand-in/in-process.ts";
+import { FakeProvider } from "../fixtures/llama-stand-in/provider.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
 export const MCP_SERVER = join(import.meta.dir, "..", "fixtures", "mcp-test-server.ts");
@@ -25,7 +26,7 @@ export interface Msg {
  */
 export class ChatHarness {
   readonly dir = tmpdir("local-ai-chat-");
-  readonly llama = new SseLlama();
+  readonly llama = new LlamaStandIn();
   readonly provider: FakeProvider;
   readonly core: Core;
   readonly out: Msg[] = [];

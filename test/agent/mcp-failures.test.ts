@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { McpPool } from "../../src/agent/mcp-pool.ts";
 import { McpServerSchema } from "../../src/config/schema.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
+import { waitFor } from "../fixtures/wait.ts";
 import { ChatHarness, MCP_SERVER } from "./harness.ts";
 
 const alive = (pid: number) => {
@@ -16,14 +17,6 @@ const alive = (pid: number) => {
 };
 const pidsIn = (file: string) =>
   existsSync(file) ? readFileSync(file, "utf8").split("\n").filter(Boolean).map(Number) : [];
-
-async function until(check: () => boolean, ms = 10_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > end) throw new Error("condition not met in time");
-    await Bun.sleep(25);
-  }
-}
 
 type Result = { response: string; warnings: { code: string; message: string }[] };
 
@@ -44,7 +37,7 @@ describe("chat: MCP servers that will not start", () => {
         { name: "good", command: process.execPath, args: [MCP_SERVER] },
       ],
     });
-    h2.llama.script({ text: ["no tools needed"] });
+    h2.llama.script({ content: ["no tools needed"] });
     const started = Date.now();
     const { terminal } = await h2.chat("c", { input: "hi" });
     expect(Date.now() - started).toBeLessThan(10_000);
@@ -58,7 +51,7 @@ describe("chat: MCP servers that will not start", () => {
     // The hung child ignores SIGTERM; it is gone all the same.
     const [pid] = pidsIn(pids);
     expect(pid).toBeGreaterThan(0);
-    await until(() => !alive(pid as number));
+    expect(await waitFor(() => !alive(pid as number))).toBe(true);
   }, 30_000);
 
   test("a server that failed to start is not retried by the next chats for a while: they warn at once", async () => {
@@ -75,7 +68,7 @@ describe("chat: MCP servers that will not start", () => {
         },
       ],
     });
-    h.llama.script({ text: ["first"] }, { text: ["second"] });
+    h.llama.script({ content: ["first"] }, { content: ["second"] });
     const first = await h.chat("c1", { input: "hi", session_id: "r1" });
     expect((first.terminal.result as Result).warnings.map((w) => w.code)).toEqual(["tools_unavailable"]);
     const started = Date.now();
@@ -83,7 +76,7 @@ describe("chat: MCP servers that will not start", () => {
     expect(Date.now() - started).toBeLessThan(900); // no second startup_timeout_s wait
     expect((second.terminal.result as Result).warnings[0]?.message).toContain("startup_timeout_s");
     expect(pidsIn(pids)).toHaveLength(1); // started once
-    await until(() => !alive(pidsIn(pids)[0] as number)); // and killed, though it ignores SIGTERM
+    expect(await waitFor(() => !alive(pidsIn(pids)[0] as number))).toBe(true); // and killed, though it ignores SIGTERM
   }, 30_000);
 
   test("the pool kills a server that hangs at start-up by the pid it spawned, not via the SDK's close", async () => {
@@ -99,8 +92,8 @@ describe("chat: MCP servers that will not start", () => {
       }),
     ]);
     await expect(pool.tools("t", new AbortController().signal)).rejects.toThrow("startup_timeout_s");
-    await until(() => pidsIn(pids).length === 1);
-    await until(() => !alive(pidsIn(pids)[0] as number), 2000);
+    expect(await waitFor(() => pidsIn(pids).length === 1)).toBe(true);
+    expect(await waitFor(() => !alive(pidsIn(pids)[0] as number), { timeoutMs: 2000 })).toBe(true);
     await pool.close();
   }, 30_000);
 
@@ -110,7 +103,7 @@ describe("chat: MCP servers that will not start", () => {
       { name: "t", command: process.execPath, args: ["-e", "process.exit(2)"] },
     ]) {
       await using h = new ChatHarness({ mcp_servers: [server] });
-      h.llama.script({ text: ["fine"] });
+      h.llama.script({ content: ["fine"] });
       const started = Date.now();
       const { terminal } = await h.chat("c", { input: "hi" });
       expect(Date.now() - started).toBeLessThan(10_000);
@@ -137,7 +130,7 @@ describe("chat: MCP servers that will not start", () => {
     });
     try {
       h.send("c", "chat", { input: "hi" });
-      await until(() => pidsIn(pids).length === 1);
+      expect(await waitFor(() => pidsIn(pids).length === 1)).toBe(true);
       const cancelledAt = Date.now();
       h.send("k", "cancel", {});
       expect((await h.terminal("k")).result).toEqual({ cancelled: true });
@@ -147,7 +140,7 @@ describe("chat: MCP servers that will not start", () => {
     } finally {
       await h[Symbol.asyncDispose]();
     }
-    await until(() => !alive(pidsIn(pids)[0] as number));
+    expect(await waitFor(() => !alive(pidsIn(pids)[0] as number))).toBe(true);
   }, 30_000);
 });
 
@@ -156,7 +149,10 @@ describe("chat: MCP tools that misbehave", () => {
     await using h = new ChatHarness({
       mcp_servers: [{ name: "t", command: process.execPath, args: [MCP_SERVER], timeout_s: 1 }],
     });
-    h.llama.script({ toolCalls: [{ name: "t__slow", args: { ms: 30_000 } }] }, { text: ["gave up on it"] });
+    h.llama.script(
+      { tool_calls: [{ name: "t__slow", arguments: { ms: 30_000 } }] },
+      { content: ["gave up on it"] },
+    );
     const started = Date.now();
     const { terminal, events } = await h.chat("c", { input: "slow" });
     expect(Date.now() - started).toBeLessThan(10_000);
@@ -169,7 +165,10 @@ describe("chat: MCP tools that misbehave", () => {
 
   test("5 MB of tool output is cut for the model and the history; the preview stays short", async () => {
     await using h = new ChatHarness();
-    h.llama.script({ toolCalls: [{ name: "t__huge", args: { chars: 5_000_000 } }] }, { text: ["big"] });
+    h.llama.script(
+      { tool_calls: [{ name: "t__huge", arguments: { chars: 5_000_000 } }] },
+      { content: ["big"] },
+    );
     const { terminal, events } = await h.chat("c", { input: "huge", session_id: "big" });
     expect(terminal.result).toMatchObject({ response: "big" });
     const done = events.find((e) => e.event === "tool_done");

@@ -21,7 +21,7 @@ describe("chat: garbage on the wire from llama-server", () => {
   for (const [what, raw, named] of cases) {
     test(`${what}: internal_error naming it, the server is not blamed, the turn stays resumable`, async () => {
       await using h = new ChatHarness({ agents: [{ name: "plain" }] });
-      h.llama.script({ raw: [...raw, delta({}, "stop"), "data: [DONE]\n\n"] }, { text: ["next is fine"] });
+      h.llama.script({ raw: [...raw, delta({}, "stop"), "data: [DONE]\n\n"] }, { content: ["next is fine"] });
       const { terminal, events } = await h.chat(1, { input: "x", session_id: "g" });
       expect(terminal).toMatchObject({
         type: "error",
@@ -41,11 +41,9 @@ describe("chat: garbage on the wire from llama-server", () => {
 
   test("invalid UTF-8 becomes U+FFFD and the answer arrives", async () => {
     await using h = new ChatHarness({ agents: [{ name: "plain" }] });
-    const head = new TextEncoder().encode('data: {"choices":[{"index":0,"delta":{"content":"caf');
-    const bad = new Uint8Array([0xc3, 0x28, 0xff]);
-    const tail = new TextEncoder().encode(
-      `"},"finish_reason":null}]}\n\n${delta({}, "stop")}data: [DONE]\n\n`,
-    );
+    const head = 'data: {"choices":[{"index":0,"delta":{"content":"caf';
+    const bad = [0xc3, 0x28, 0xff]; // raw bytes: not UTF-8
+    const tail = `"},"finish_reason":null}]}\n\n${delta({}, "stop")}data: [DONE]\n\n`;
     h.llama.script({ raw: [head, bad, tail] });
     const { terminal } = await h.chat(1, { input: "x" });
     const response = (terminal.result as { response: string }).response;
@@ -58,10 +56,10 @@ describe("chat: garbage tool calls and empty replies from the model", () => {
   test("arguments that are not an object are re-prompted; the call sent back carries {} so the template can render it", async () => {
     await using h = new ChatHarness();
     h.llama.script(
-      { toolCalls: [{ name: "t__echo", args: "[1, 2]" }] },
-      { toolCalls: [{ name: "t__echo", args: '"just a string"' }] },
-      { toolCalls: [{ name: "t__echo", args: { text: "fixed" } }] },
-      { text: ["done"] },
+      { tool_calls: [{ name: "t__echo", arguments: "[1, 2]" }] },
+      { tool_calls: [{ name: "t__echo", arguments: '"just a string"' }] },
+      { tool_calls: [{ name: "t__echo", arguments: { text: "fixed" } }] },
+      { content: ["done"] },
     );
     const { terminal, events } = await h.chat("c", { input: "x" });
     expect(terminal.result).toMatchObject({ response: "done", warnings: [] });
@@ -77,7 +75,7 @@ describe("chat: garbage tool calls and empty replies from the model", () => {
   test("absurdly long arguments are refused without running, echoing or storing them", async () => {
     await using h = new ChatHarness();
     const huge = JSON.stringify({ text: "y".repeat(MAX_ARGUMENT_CHARS * 10) });
-    h.llama.script({ toolCalls: [{ name: "t__echo", args: huge }] }, { text: ["sorry"] });
+    h.llama.script({ tool_calls: [{ name: "t__echo", arguments: huge }] }, { content: ["sorry"] });
     const { terminal, events } = await h.chat("c", { input: "x", session_id: "long" });
     expect(terminal.result).toMatchObject({ response: "sorry" });
     expect(names(events)).not.toContain("tool_start");
@@ -92,7 +90,7 @@ describe("chat: garbage tool calls and empty replies from the model", () => {
 
   test("an unknown tool name of any length is named (bounded) and re-prompted; past the limit the loop aborts", async () => {
     await using h = new ChatHarness();
-    const call = { toolCalls: [{ name: `x${"z".repeat(5000)}`, args: {} }] };
+    const call = { tool_calls: [{ name: `x${"z".repeat(5000)}`, arguments: {} }] };
     h.llama.script(call, call, call);
     const { terminal, events } = await h.chat("c", { input: "x" });
     expect(events.at(-1)).toMatchObject({ event: "loop_abort", reason: "max_parse_errors" });
@@ -103,7 +101,7 @@ describe("chat: garbage tool calls and empty replies from the model", () => {
 
   test("an empty reply (no text, no tool call) ends with an empty response and an empty_reply warning", async () => {
     await using h = new ChatHarness();
-    h.llama.script({ text: [] });
+    h.llama.script({ content: [] });
     const { terminal, events } = await h.chat("c", { input: "x" });
     expect(terminal.result).toMatchObject({ response: "", warnings: [{ code: "empty_reply" }] });
     expect(events.at(-1)).toMatchObject({ event: "final", response: "" });

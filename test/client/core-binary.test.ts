@@ -80,6 +80,7 @@ describe("client against the compiled core", () => {
     const client = await start();
     const sleep = client.stream("test.sleep", { ms: 20_000, tick_ms: 1000 }, { timeoutMs: 300 });
     expect((await rejection(sleep.result)).code).toBe("timeout");
+    // Nothing the client shows marks its own cancel's arrival at the core: give it time.
     await Bun.sleep(200);
     // The client cancelled it on the core's side: nothing is left to cancel.
     expect(await client.cancel(sleep.id)).toBe(false);

@@ -125,7 +125,7 @@ describe("client against a fake core", () => {
     expect((await rejection(chat.result)).code).toBe("timeout");
     // The fake core answers a cancel for a chat it still holds with cancelled: true, so a
     // second cancel now finds nothing: the client's own cancel got there first.
-    await Bun.sleep(100);
+    await Bun.sleep(100); // nothing the client shows marks its own cancel's arrival: give it time
     expect(await client.cancel(chat.id)).toBe(false);
   });
 

@@ -21,7 +21,7 @@ describe("RequestStream", () => {
     s.pushEvent(1);
     const got = collect(s);
     s.pushEvent(2);
-    await Bun.sleep(1);
+    await Bun.sleep(1); // part of the test: let the loop drain the buffer, so 3 arrives live
     s.pushEvent(3);
     s.settle({ result: "ok" });
     expect(await got).toEqual({ events: [1, 2, 3] });
@@ -70,7 +70,7 @@ describe("RequestStream", () => {
     const onUnhandled = () => unhandled++;
     process.on("unhandledRejection", onUnhandled);
     stream().settle({ error: new LocalAiError("timeout", "late") });
-    await Bun.sleep(20);
+    await Bun.sleep(20); // an unhandled rejection would be reported within this
     process.off("unhandledRejection", onUnhandled);
     expect(unhandled).toBe(0);
   });

@@ -1,6 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import type { OutboundMessage } from "../../src/protocol/messages.ts";
 import { type Sink, Writer } from "../../src/protocol/writer.ts";
+import { waitFor } from "../fixtures/wait.ts";
 
 /** A sink that records each batch and can be held (a stalled reader) or broken. */
 function fakeSink() {
@@ -45,6 +46,7 @@ function fakeSink() {
 
 const ev = (n: number): OutboundMessage => ({ id: "c", type: "event", event: "llm_chunk", n });
 const result = (id: string): OutboundMessage => ({ id, type: "result", result: { status: "ok" } });
+/** For checks that something does not happen: a moment in which it would have. */
 const tick = () => new Promise((r) => setTimeout(r, 5));
 
 describe("Writer", () => {
@@ -64,7 +66,7 @@ describe("Writer", () => {
     const w = new Writer(s.sink, { queueSize: 4 });
     s.stall();
     w.event(ev(0)); // taken by the first (stalled) batch
-    await tick();
+    await waitFor(() => s.writes === 1);
     const accepted = [1, 2, 3, 4, 5, 6, 7].map((n) => w.event(ev(n)));
     expect(accepted).toEqual([true, true, true, true, false, false, false]);
     expect(w.dropped).toBe(3);
@@ -78,7 +80,7 @@ describe("Writer", () => {
     const w = new Writer(s.sink, { queueSize: 2 });
     s.stall();
     w.event(ev(0));
-    await tick();
+    await waitFor(() => s.writes === 1);
     w.event(ev(1));
     w.event(ev(2));
     let delivered = false;
@@ -99,7 +101,7 @@ describe("Writer", () => {
     const w = new Writer(s.sink, { queueSize: 2 });
     s.breakWith(new Error("EPIPE: broken pipe, write"));
     w.event(ev(0));
-    await tick();
+    await waitFor(() => w.isBroken);
     expect(w.isBroken).toBe(true);
     // Far more terminals than the queue holds: none may hang.
     await Promise.all(Array.from({ length: 50 }, (_, i) => w.terminal(result(String(i)))));

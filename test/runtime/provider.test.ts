@@ -6,7 +6,7 @@ import { warmup } from "../../src/methods/warmup.ts";
 import { llamaProvider } from "../../src/runtime/provider.ts";
 import type { Supervisor } from "../../src/runtime/supervisor.ts";
 import { Core } from "../../src/server/core.ts";
-import { writeFakeLlamaServer, writeFakeModel } from "../fixtures/fake-llama.ts";
+import { writeFakeLlamaServer, writeFakeModel } from "../fixtures/llama-stand-in/binary.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 import { pidAlive } from "./helpers/harness.ts";
 

@@ -56,7 +56,7 @@ describe.skipIf(process.platform !== "linux")("reaping a llama-server left by a 
     expect(outcomes).toEqual([
       { file: record, kind: "llama-server", action: "stopped", pid: childPid, signal: "SIGTERM" },
     ]);
-    expect(await waitFor(() => !pidAlive(childPid), 3000)).toBe(true);
+    expect(await waitFor(() => !pidAlive(childPid), { timeoutMs: 3000 })).toBe(true);
     expect(readdirSync(join(dir.path, "data", "run")).filter((n) => n.endsWith(".json"))).toEqual([]);
   });
 
@@ -100,18 +100,20 @@ describe.skipIf(process.platform !== "linux")("reaping a llama-server left by a 
       stderr: "ignore",
     });
     const record = join(dir.path, "data", "run", `llama-server-${owner.pid}.json`);
-    expect(await waitFor(() => existsSync(record), 10_000)).toBe(true);
+    expect(await waitFor(() => existsSync(record), { timeoutMs: 10_000 })).toBe(true);
     owner.kill("SIGKILL");
     await owner.exited;
     const { pid } = JSON.parse(readFileSync(record, "utf8")) as PidRecord;
     try {
       // Recorded while still the shell running the wrapper; now the exec'd stand-in.
       expect(
-        await waitFor(() => readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("fake-llama-server"), 5000),
+        await waitFor(() => readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("llama-stand-in/main.ts"), {
+          timeoutMs: 5000,
+        }),
       ).toBe(true);
       const outcomes = await reapLeftover(join(dir.path, "data"), configured(dir.path));
       expect(outcomes.map((o) => o.action)).toEqual(["stopped"]);
-      expect(await waitFor(() => !pidAlive(pid), 3000)).toBe(true);
+      expect(await waitFor(() => !pidAlive(pid), { timeoutMs: 3000 })).toBe(true);
       expect(existsSync(record)).toBe(false);
     } finally {
       if (pidAlive(pid)) process.kill(pid, "SIGKILL");

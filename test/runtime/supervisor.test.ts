@@ -165,7 +165,7 @@ describe.skipIf(process.platform === "win32")("supervisor against the stand-in",
     expect(Date.now() - t0).toBeLessThan(8000);
     const pid = Number(readFileSync(pidFile, "utf8"));
     expect(pid).toBeGreaterThan(0);
-    expect(await waitFor(() => !pidAlive(pid), 3000)).toBe(true);
+    expect(await waitFor(() => !pidAlive(pid), { timeoutMs: 3000 })).toBe(true);
   });
 
   test("a port taken by another program: bind failure, another port, ready", async () => {
@@ -336,7 +336,7 @@ describe.skipIf(process.platform === "win32")("supervisor against the stand-in",
     });
     const cancel = new AbortController();
     const third = supervisor.acquire(cancel.signal);
-    await Bun.sleep(200);
+    await Bun.sleep(200); // nothing marks "still waiting": give it time to (wrongly) get a slot
     expect(secondGot).toBe(false);
     cancel.abort(new CoreError("cancelled", "the request was cancelled"));
     expect(await rejection(third)).toMatchObject({ code: "cancelled" });
@@ -360,7 +360,7 @@ describe.skipIf(process.platform === "win32")("supervisor against the stand-in",
     await supervisor.stop();
     expect(Date.now() - t0).toBeLessThan(3000);
     expect((await pending).code).toBe("cancelled");
-    expect(await waitFor(() => !pidAlive(pid), 3000)).toBe(true);
+    expect(await waitFor(() => !pidAlive(pid), { timeoutMs: 3000 })).toBe(true);
     expect(supervisor.snapshot().state).toBe("closed");
     expect(supervisor.currentState()).toBe("stopped");
     expect(readdirSync(join(dataDir, "run")).filter((n) => n.endsWith(".json"))).toEqual([]);

@@ -92,7 +92,7 @@ describe("session files full of junk", () => {
     const dir = join(h.dataDir, "users", "default_user", "sessions", "j");
     mkdirSync(join(dir, "history.json"), { recursive: true });
     writeFileSync(join(dir, "checkpoint.json"), "");
-    h.llama.script({ text: ["still here"] });
+    h.llama.script({ content: ["still here"] });
     const { terminal } = await h.chat(1, { input: "hello", session_id: "j" });
     const result = terminal.result as { response: string; warnings: { code: string }[] };
     expect(result.response).toBe("still here");
@@ -134,7 +134,7 @@ describe("atomic writes under failure", () => {
         const proc = Bun.spawn([process.execPath, child], { stdout: "pipe", stderr: "inherit" });
         const reader = proc.stdout.getReader();
         await reader.read(); // "ready"
-        await Bun.sleep(30 + round * 37);
+        await Bun.sleep(30 + round * 37); // part of the test: kill it at a different moment each round
         proc.kill("SIGKILL");
         await proc.exited;
         const content = readFileSync(target, "utf8");

@@ -36,7 +36,7 @@ function exposed(root: string): string[] {
 describe.skipIf(!posix)("what the core writes under data_dir is owner-only", () => {
   test("after a chat: data_dir, users/, the session and memory folders 0700, their files 0600", async () => {
     await using h = new ChatHarness({ agents: [{ name: "plain", system_prompt: "Be brief." }] });
-    h.llama.script({ text: ["hello"] });
+    h.llama.script({ content: ["hello"] });
     const { terminal } = await h.chat("c1", { input: "hi", session_id: "s1" });
     expect(terminal.type).toBe("result");
     expect(mode(h.dataDir)).toBe("700");

@@ -92,7 +92,7 @@ describe("a corrupt memory file", () => {
     await using h = new ChatHarness({ agents: [{ name: "plain", system_prompt: "Be brief." }] });
     writeTurns(h.dataDir, "default_user", withOneBadEntry);
     userMemory(h.core, "default_user");
-    h.llama.script({ text: ["ok"] });
+    h.llama.script({ content: ["ok"] });
     const { terminal } = await h.chat(1, { input: "hello", session_id: "s1" });
     expect((terminal.result as { warnings: { code: string }[] }).warnings.map((w) => w.code)).toEqual([
       "memory_corrupt",
@@ -102,7 +102,7 @@ describe("a corrupt memory file", () => {
   test("through a chat: the result warns once, the good entries still reach the prompt", async () => {
     await using h = new ChatHarness({ agents: [{ name: "plain", system_prompt: "Be brief." }] });
     const file = writeTurns(h.dataDir, "default_user", withOneBadEntry);
-    h.llama.script({ text: ["ok"] }, { text: ["ok again"] });
+    h.llama.script({ content: ["ok"] }, { content: ["ok again"] });
     const first = await h.chat(1, { input: "what colour is my bike?", session_id: "s1" });
     const result = first.terminal.result as { warnings: { code: string; message: string }[] };
     expect(result.warnings.map((w) => w.code)).toEqual(["memory_corrupt"]);

@@ -1,7 +1,7 @@
 // A core stand-in killed before its llama-server is ready (reap.test.ts): llama.binary is a
 // wrapper script that sleeps before it `exec`s the stand-in, as packaged installs often do.
 import { writeFileSync } from "node:fs";
-import { FAKE_SERVER_SCRIPT } from "../../fixtures/fake-llama.ts";
+import { FAKE_SERVER_SCRIPT } from "../../fixtures/llama-stand-in/binary.ts";
 import { makeSupervisor } from "./harness.ts";
 
 const dir = process.argv[2] as string;

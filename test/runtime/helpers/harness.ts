@@ -5,7 +5,11 @@ import {
   type SupervisorOptions,
   type SupervisorSettings,
 } from "../../../src/runtime/supervisor.ts";
-import { fakeLlamaKnobs, writeFakeLlamaServer, writeFakeModel } from "../../fixtures/fake-llama.ts";
+import {
+  fakeLlamaKnobs,
+  writeFakeLlamaServer,
+  writeFakeModel,
+} from "../../fixtures/llama-stand-in/binary.ts";
 
 export const SETTINGS: SupervisorSettings = {
   startupTimeoutMs: 10_000,
@@ -75,11 +79,5 @@ export function pidAlive(pid: number): boolean {
   }
 }
 
-export async function waitFor(cond: () => boolean, ms = 10_000): Promise<boolean> {
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    if (cond()) return true;
-    await Bun.sleep(25);
-  }
-  return cond();
-}
+// The one shared wait, re-exported for the runtime tests that import their helpers from here.
+export { waitFor } from "../../fixtures/wait.ts";

@@ -3,11 +3,11 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { LlamaLease } from "../../src/runtime/endpoint.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
-import { makeSupervisor } from "./helpers/harness.ts";
+import { makeSupervisor, waitFor } from "./helpers/harness.ts";
 
-// The stand-in's HTTP behaviour, checked against what the recordings show, so agent tests
-// that script it see what a real llama-server would send.
-describe.skipIf(process.platform === "win32")("fake llama-server", () => {
+// The stand-in as the supervisor runs it (a subprocess on the real flags), checked against what
+// the recordings show; test/contract/ checks each behaviour in both forms.
+describe.skipIf(process.platform === "win32")("llama-server stand-in under the supervisor", () => {
   const dir = tmpdir();
   const script = join(dir.path, "script.json");
   const requests = join(dir.path, "requests.jsonl");
@@ -16,12 +16,7 @@ describe.skipIf(process.platform === "win32")("fake llama-server", () => {
     JSON.stringify([
       { tool_calls: [{ name: "files.read", arguments: '{"path": "a.txt"}' }] },
       { content: "alpha beta gamma" },
-      {
-        error: {
-          status: 400,
-          body: { error: { code: 400, message: "scripted", type: "invalid_request_error" } },
-        },
-      },
+      { error: { status: 400, message: "scripted", type: "invalid_request_error" } },
     ]),
   );
   const h = makeSupervisor(dir.path, {
@@ -50,7 +45,7 @@ describe.skipIf(process.platform === "win32")("fake llama-server", () => {
     dir[Symbol.dispose]();
   });
 
-  test("scripted tool call streams as fragments with finish_reason tool_calls, then [DONE]", async () => {
+  test("scripted tool call streams as fragments with finish_reason tool_calls, then [DONE] (transcript 16)", async () => {
     const res = await post(JSON.stringify({ messages: [{ role: "user", content: "read" }], stream: true }));
     expect(res.headers.get("content-type")).toBe("text/event-stream");
     const ev = await events(res);
@@ -67,7 +62,7 @@ describe.skipIf(process.platform === "win32")("fake llama-server", () => {
     expect(chunks.at(-1).timings).toBeDefined();
   });
 
-  test("content deltas per word; include_usage adds a usage chunk before [DONE]", async () => {
+  test("content deltas per word; include_usage adds a usage chunk before [DONE] (transcripts 11, 12)", async () => {
     const ev = await events(
       await post(
         JSON.stringify({
@@ -102,7 +97,7 @@ describe.skipIf(process.platform === "win32")("fake llama-server", () => {
     expect(logged.at(-1).messages[0].content).toBe("ping");
   });
 
-  test("errors with the recorded status codes and bodies", async () => {
+  test("errors with the recorded status codes and bodies (transcripts 20, 21, 22b, 24, 25, 76)", async () => {
     expect((await post('{"messages": [')).status).toBe(500);
     const missing = await post(JSON.stringify({ max_tokens: 4 }));
     expect(missing.status).toBe(400);
@@ -141,7 +136,7 @@ describe.skipIf(process.platform === "win32")("fake llama-server", () => {
     expect(props.total_slots).toBe(2);
   });
 
-  test("a client disconnect stops generation", async () => {
+  test("a client disconnect stops generation (transcript 40)", async () => {
     writeFileSync(script, "[]");
     const abort = new AbortController();
     const res = await fetch(`${lease.baseUrl}/v1/chat/completions`, {
@@ -153,7 +148,8 @@ describe.skipIf(process.platform === "win32")("fake llama-server", () => {
     const reader = (res.body as ReadableStream<Uint8Array>).getReader();
     await reader.read();
     abort.abort();
-    await Bun.sleep(300);
-    expect(h.supervisor.tail.last().some((l) => l.includes("stop: cancel task"))).toBe(true);
+    expect(await waitFor(() => h.supervisor.tail.last().some((l) => l.includes("stop: cancel task")))).toBe(
+      true,
+    );
   });
 });

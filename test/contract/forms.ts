@@ -1,0 +1,115 @@
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { pickFreePort } from "../../src/runtime/ports.ts";
+import { writeFakeLlamaServer, writeFakeModel } from "../fixtures/llama-stand-in/binary.ts";
+import { LlamaStandIn } from "../fixtures/llama-stand-in/in-process.ts";
+import type { Turn } from "../fixtures/llama-stand-in/script.ts";
+import { tmpdir } from "../fixtures/tmpdir.ts";
+import { waitFor } from "../fixtures/wait.ts";
+
+/** A running stand-in, whichever form serves it. */
+export interface RunningStandIn {
+  baseUrl: string;
+  apiKey: string;
+  /** Streams the stand-in saw the client close before they finished. */
+  cancelled(): number;
+  /** Ends the "model loading" phase (the subprocess ends it on its own timer). */
+  finishLoading(): void;
+  /** The subprocess's exit, once it has one. */
+  exit(): { code: number | null; signal: NodeJS.Signals | null } | undefined;
+  stop(): Promise<void>;
+}
+
+export interface StartOptions {
+  script?: Turn[];
+  nCtx?: number;
+  slots?: number;
+  /** Start in the "loading the model" phase (503 everywhere). */
+  loading?: boolean;
+  /** No API key, as the recordings were made (every route open). */
+  open?: boolean;
+}
+
+export interface Form {
+  name: "in-process" | "subprocess";
+  start(options?: StartOptions): Promise<RunningStandIn>;
+}
+
+const API_KEY = "contract-key";
+
+const inProcess: Form = {
+  name: "in-process",
+  async start(options = {}) {
+    const standIn = new LlamaStandIn({
+      apiKey: API_KEY,
+      apiKeys: options.open ? [] : [API_KEY],
+      nCtx: options.nCtx ?? 2048,
+      slots: options.slots ?? 4,
+      // As the subprocess: an unscripted request gets the echo.
+      unscripted: "echo",
+    });
+    standIn.script(...(options.script ?? []));
+    if (options.loading) standIn.model.loaded = false;
+    return {
+      baseUrl: standIn.baseUrl,
+      apiKey: API_KEY,
+      cancelled: () => standIn.disconnects,
+      finishLoading: () => {
+        standIn.model.loaded = true;
+      },
+      exit: () => undefined,
+      stop: async () => standIn.stop(),
+    };
+  },
+};
+
+/** The subprocess on llama-server's own flags, the key in LLAMA_API_KEY as the supervisor passes it. */
+const subprocess: Form = {
+  name: "subprocess",
+  async start(options = {}) {
+    const dir = tmpdir("local-ai-stand-in-");
+    const binary = writeFakeLlamaServer(dir.path);
+    const model = writeFakeModel(dir.path);
+    const scriptFile = join(dir.path, "script.json");
+    writeFileSync(scriptFile, JSON.stringify(options.script ?? []));
+    const port = await pickFreePort();
+    const args = ["-m", model, "-c", String(options.nCtx ?? 2048), "-np", String(options.slots ?? 4)];
+    const proc = Bun.spawn([binary, ...args, "--port", String(port)], {
+      env: {
+        PATH: process.env.PATH ?? "",
+        ...(options.open ? {} : { LLAMA_API_KEY: API_KEY }),
+        FAKE_LLAMA_SCRIPT: scriptFile,
+        FAKE_LLAMA_CHUNK_DELAY_MS: "0",
+        FAKE_LLAMA_LOAD_MS: options.loading ? "400" : "0",
+      },
+      stdout: "ignore",
+      stderr: "pipe",
+    });
+    let stderr = "";
+    const decoder = new TextDecoder();
+    void (async () => {
+      for await (const chunk of proc.stderr) stderr += decoder.decode(chunk, { stream: true });
+    })();
+    // The port is bound before "loading" (transcript 01) and the model ready at "listening on".
+    const ready = options.loading ? "load_model: loading model" : "listening on";
+    if (!(await waitFor(() => stderr.includes(ready) || proc.exitCode !== null)) || proc.exitCode !== null)
+      throw new Error(`the stand-in did not start:\n${stderr}`);
+    return {
+      baseUrl: `http://127.0.0.1:${port}`,
+      apiKey: API_KEY,
+      cancelled: () => stderr.split("stop: cancel task").length - 1,
+      finishLoading: () => {},
+      exit: () =>
+        proc.exitCode === null && proc.signalCode === null
+          ? undefined
+          : { code: proc.exitCode, signal: proc.signalCode as NodeJS.Signals | null },
+      stop: async () => {
+        if (proc.exitCode === null && proc.signalCode === null) proc.kill("SIGKILL");
+        await proc.exited;
+        dir[Symbol.dispose]();
+      },
+    };
+  },
+};
+
+export const FORMS: Form[] = process.platform === "win32" ? [inProcess] : [inProcess, subprocess];
