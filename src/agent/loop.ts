@@ -9,7 +9,7 @@ import type { MemoryIndex } from "../store/memory-index.ts";
 import { type Checkpoint, SessionStore } from "../store/session-store.ts";
 import { logger } from "../util/logger.ts";
 import { estimateAll, estimateTokens, trimHistory } from "./context-budget.ts";
-import { fetchContextSize, LlmError, streamCompletion } from "./llm-client.ts";
+import { type CompletionResult, fetchContextSize, LlmError, streamCompletion } from "./llm-client.ts";
 import type { McpPool } from "./mcp-pool.ts";
 import type { ChatMessage } from "./messages.ts";
 import { interpretStep } from "./tool-calls.ts";
@@ -82,6 +82,8 @@ class Turn {
   private readonly maxSteps: number;
   /** The step being worked on, for loop_abort. */
   private currentStep = 0;
+  /** The session's checkpoint as this turn found it, put back if the turn is refused. */
+  private priorCheckpoint: Checkpoint | undefined;
 
   constructor(
     private readonly params: ChatParams,
@@ -97,7 +99,8 @@ class Turn {
   async run(): Promise<Omit<ChatResult, "dropped_events">> {
     const { deps } = this;
     this.history = this.store.loadHistory(this.warnings);
-    this.state = this.initialState(this.store.loadCheckpoint(this.warnings));
+    this.priorCheckpoint = this.store.loadCheckpoint(this.warnings);
+    this.state = this.initialState(this.priorCheckpoint);
     this.currentStep = this.state.step;
     this.store.saveCheckpoint(this.state);
 
@@ -218,6 +221,7 @@ class Turn {
       this.currentStep = step;
       deps.emit("llm_start", { step });
       const reply = await this.complete(lease, step, system, openAiTools, contextSize, maxTokens);
+      if (reply instanceof LlmError) return this.overflowed(step, reply, contextSize);
       deps.emit("llm_done", { step });
       logger.info(
         `trace=${this.traceId} step=${step} finish=${reply.finishReason} usage=${JSON.stringify(reply.usage ?? {})} timings=${JSON.stringify(reply.timings ?? {})}`,
@@ -226,6 +230,15 @@ class Turn {
       const outcome = interpretStep(reply.content, reply.toolCalls, known, step);
       state.step = step + 1;
       if (outcome.text.trim() !== "") state.best_text = outcome.text;
+      if (reply.finishReason === "length" && !reachedReplyCap(reply, maxTokens)) {
+        // The slot is full: no room for a tool result or a re-prompt (and a call cut off here is
+        // half written), so the turn ends with its text so far rather than an error.
+        return this.contextFull(
+          step,
+          outcome.kind === "final" ? reply.content : state.best_text,
+          `the reply filled the model's context (${contextSize} tokens per slot) and was cut off there; raise model.context or lower llama.parallel to give each slot more, or set model.max_tokens to keep replies shorter`,
+        );
+      }
       if (outcome.kind === "final") {
         state.turn.push({ role: "assistant", content: reply.content });
         if (reply.content.trim() === "") {
@@ -236,26 +249,11 @@ class Turn {
           });
         }
         if (reply.finishReason === "length") {
-          const completion = Number(reply.usage?.completion_tokens ?? Number.NaN);
-          if (maxTokens !== undefined && !(completion < maxTokens)) {
-            this.warnings.push({
-              code: "reply_truncated",
-              message: `the reply was cut off at the reply limit of ${maxTokens} tokens`,
-            });
-          } else {
-            // Not our cap: the slot's context filled up mid-reply (SPEC §3 names this an error).
-            deps.emit("loop_abort", { step, reason: "context_overflow" });
-            throw new CoreError(
-              "internal_error",
-              `the reply ran out of context mid-way (${contextSize} tokens per slot); raise model.context, lower llama.parallel or set model.max_tokens`,
-              {
-                reason: "context_overflow",
-                trace_id: this.traceId,
-                n_ctx: contextSize,
-                usage: reply.usage ?? null,
-              },
-            );
-          }
+          // Only our own cap gets here; the slot filling up was handled above.
+          this.warnings.push({
+            code: "reply_truncated",
+            message: `the reply was cut off at the reply limit of ${maxTokens} tokens`,
+          });
         }
         deps.emit("final", { step, response: reply.content });
         return this.finish(reply.content);
@@ -294,7 +292,10 @@ class Turn {
     }
   }
 
-  /** One LLM call; an overflow is retried with less history before it becomes an error. */
+  /**
+   * One LLM call. An overflow is retried with less history (halved, then none); when even the
+   * prompt without history overflows, llama-server's error is returned for the loop to judge.
+   */
   private async complete(
     lease: LlamaLease,
     step: number,
@@ -302,7 +303,7 @@ class Turn {
     tools: unknown[],
     contextSize: number,
     maxTokens: number | undefined,
-  ) {
+  ): Promise<CompletionResult | LlmError> {
     const { deps, state } = this;
     const reserve = maxTokens ?? Math.min(1024, Math.floor(contextSize / 4));
     let budget =
@@ -337,15 +338,13 @@ class Turn {
           throw new CoreError(err.code, err.message, { reason: "server_failed", trace_id: this.traceId });
         }
         if (!(err instanceof LlmError)) throw err;
-        if (err.kind === "context_overflow" && kept.length > 0 && attempt < OVERFLOW_RETRIES) {
-          budget = Math.floor(estimateAll(kept) / 2);
+        if (err.kind === "context_overflow") {
+          if (kept.length === 0) return err;
+          budget = attempt < OVERFLOW_RETRIES ? Math.floor(estimateAll(kept) / 2) : 0;
           continue;
         }
         if (err.kind === "connection_lost" || err.kind === "server_error") lease.reportFailure(err.message);
-        deps.emit("loop_abort", {
-          step,
-          reason: err.kind === "context_overflow" ? "context_overflow" : "llm_error",
-        });
+        deps.emit("loop_abort", { step, reason: "llm_error" });
         throw new CoreError("internal_error", err.message, {
           reason: err.kind,
           trace_id: this.traceId,
@@ -425,6 +424,51 @@ class Turn {
     return this.finish(this.state.best_text);
   }
 
+  /** The slot's context is full: the turn ends with the text so far, committed like any answer. */
+  private contextFull(step: number, response: string, message: string): Omit<ChatResult, "dropped_events"> {
+    logger.info(`trace=${this.traceId} step=${step} context full: ${message}`);
+    this.warnings.push({ code: "context_full", message });
+    this.state.turn.push({ role: "assistant", content: response });
+    this.deps.emit("final", { step, response });
+    return this.finish(response);
+  }
+
+  /**
+   * The prompt overflowed even without history. Before the turn has done anything it is the
+   * user's input that does not fit: refused (invalid_request) with the session left as it was.
+   * Later it is the turn's own tool results or re-prompts: the turn ends like a full reply.
+   */
+  private overflowed(step: number, err: LlmError, contextSize: number): Omit<ChatResult, "dropped_events"> {
+    const { n_prompt_tokens: promptTokens, n_ctx } = err.data;
+    const slot = typeof n_ctx === "number" ? n_ctx : contextSize;
+    const size = typeof promptTokens === "number" ? `${promptTokens} tokens` : "too many tokens";
+    if (this.state.turn.length > 1) {
+      this.deps.emit("llm_done", { step });
+      return this.contextFull(
+        step,
+        this.state.best_text,
+        `this turn's messages (${size}, its tool results included) no longer fit the model's context (${slot} tokens per slot), so it ends with the text so far; raise model.context or lower llama.parallel to give each slot more`,
+      );
+    }
+    this.deps.emit("loop_abort", { step, reason: "context_overflow" });
+    if (this.priorCheckpoint) {
+      const { version: _v, updated_at: _u, ...before } = this.priorCheckpoint;
+      this.store.saveCheckpoint(before);
+    } else {
+      this.store.clearCheckpoint();
+    }
+    throw new CoreError(
+      "invalid_request",
+      `the prompt does not fit the model's context even without the session's history: ${size}, a slot holds ${slot}; shorten the input, or raise model.context or lower llama.parallel`,
+      {
+        reason: "context_overflow",
+        n_prompt_tokens: promptTokens ?? null,
+        n_ctx: slot,
+        trace_id: this.traceId,
+      },
+    );
+  }
+
   private finish(response: string): Omit<ChatResult, "dropped_events"> {
     const { deps, state } = this;
     // A cancel that raced the last step wins only if it came before this point; after it, the
@@ -446,4 +490,12 @@ class Turn {
     }
     return { response, session_id: this.sessionId, trace_id: this.traceId, warnings: this.warnings };
   }
+}
+
+/** Whether a length stop was our own reply cap rather than the slot's context filling up. */
+function reachedReplyCap(reply: CompletionResult, maxTokens: number | undefined): boolean {
+  if (maxTokens === undefined) return false;
+  // Without usage the cap is the likelier cause: it is the limit we know was set.
+  const completion = Number(reply.usage?.completion_tokens ?? Number.NaN);
+  return !(completion < maxTokens);
 }

@@ -150,17 +150,15 @@ describe("chat: failures and disk", () => {
     expect(terminal.message).toContain("crashed");
   });
 
-  test("the context filling up mid-reply ends the chat with a named error (SPEC §3)", async () => {
+  test("the context filling up mid-reply ends with a result and a context_full warning (SPEC §2)", async () => {
     await using h = new ChatHarness({ agents: [{ name: "plain" }] });
     h.llama.script({ content: ["so", " much", " to", " say"], finish_reason: "length" });
     const { terminal, events } = await h.chat(1, { input: "x", session_id: "ov" });
     expect(terminal).toMatchObject({
-      type: "error",
-      code: "internal_error",
-      data: { reason: "context_overflow" },
+      type: "result",
+      result: { response: "so much to say", warnings: [{ code: "context_full" }] },
     });
-    expect(terminal.message).toContain("ran out of context");
-    expect(events.at(-1)).toMatchObject({ event: "loop_abort", reason: "context_overflow" });
+    expect(events.at(-1)).toMatchObject({ event: "final", response: "so much to say" });
   });
 
   test("a reply cut by the configured reply limit is a result with a reply_truncated warning", async () => {

@@ -236,7 +236,7 @@ describe("chat: parsing and limits", () => {
     expect(h.llama.requests[0]?.body.tools).toHaveLength(1);
   });
 
-  test("context overflow is retried with less history, then named", async () => {
+  test("context overflow is retried with less history, then refused as invalid_request", async () => {
     await using h = new ChatHarness({ agents: [{ name: "plain" }] });
     h.llama.script({ content: ["a"] }, { overflow: true }, { content: ["b"] });
     await h.chat(1, { input: "one", session_id: "ov" });
@@ -250,8 +250,8 @@ describe("chat: parsing and limits", () => {
     const third = await h.chat(3, { input: "three", session_id: "fresh" });
     expect(third.terminal).toMatchObject({
       type: "error",
-      code: "internal_error",
-      data: { reason: "context_overflow" },
+      code: "invalid_request",
+      data: { reason: "context_overflow", n_prompt_tokens: 8292, n_ctx: 8192 },
     });
     expect(third.events.at(-1)).toMatchObject({ event: "loop_abort", reason: "context_overflow" });
   });

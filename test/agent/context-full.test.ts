@@ -1,0 +1,216 @@
+import { describe, expect, test } from "bun:test";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { ChatHarness, type Msg, names } from "./harness.ts";
+
+// SPEC §2 (chat): a reply that fills its slot's context ends with a result and a context_full
+// warning; a prompt that cannot fit even with no history is refused with invalid_request and
+// the token counts, leaving the session as it was. Recordings: transcripts 22, 22b (the 400
+// exceed_context_size_error), 23, 23b (finish_reason "length" at n_ctx).
+
+const sessionDir = (h: ChatHarness, session: string) =>
+  join(h.dataDir, "users", "default_user", "sessions", session);
+const readHistory = (h: ChatHarness, session: string) =>
+  JSON.parse(readFileSync(join(sessionDir(h, session), "history.json"), "utf8")).messages;
+const mcpCalls = (h: ChatHarness) =>
+  existsSync(h.mcpLog) ? readFileSync(h.mcpLog, "utf8").split("\n").filter(Boolean) : [];
+
+interface ChatResult {
+  response: string;
+  warnings: { code: string; message: string }[];
+}
+
+function expectContextFull(terminal: Msg, response: string): { code: string; message: string } {
+  expect(terminal.type).toBe("result");
+  const result = terminal.result as ChatResult;
+  expect(result.response).toBe(response);
+  expect(result.warnings.map((w) => w.code)).toEqual(["context_full"]);
+  const warning = result.warnings[0] as { code: string; message: string };
+  // The slot size (SseLlama's /props n_ctx) and the settings that give a reply more room.
+  expect(warning.message).toContain("8192 tokens per slot");
+  expect(warning.message).toContain("model.context");
+  expect(warning.message).toContain("llama.parallel");
+  return warning;
+}
+
+/** One SSE chunk as llama-server streams it (transcript 23b). */
+const sse = (choice: Record<string, unknown>) =>
+  `data: ${JSON.stringify({ choices: [{ index: 0, ...choice }], object: "chat.completion.chunk" })}\n\n`;
+
+describe("chat: a reply that fills the slot's context", () => {
+  test("ends with a result: the text so far, final, a context_full warning, and the turn committed", async () => {
+    await using h = new ChatHarness({ agents: [{ name: "plain" }] });
+    h.llama.script({ content: ["so", " much", " to", " say"], finish_reason: "length" });
+    const { terminal, events } = await h.chat(1, { input: "x", session_id: "ov" });
+    const warning = expectContextFull(terminal, "so much to say");
+    expect(warning.message).toContain("model.max_tokens");
+    expect(names(events).slice(-2)).toEqual(["llm_done", "final"]);
+    expect(events.at(-1)).toMatchObject({ event: "final", step: 0, response: "so much to say" });
+    expect(names(events)).not.toContain("loop_abort");
+    // Committed like any result: history saved, checkpoint gone, and the next turn sees it.
+    expect(readHistory(h, "ov")).toEqual([
+      { role: "user", content: "x" },
+      { role: "assistant", content: "so much to say" },
+    ]);
+    expect(existsSync(join(sessionDir(h, "ov"), "checkpoint.json"))).toBe(false);
+    h.llama.script({ content: ["ok"] });
+    await h.chat(2, { input: "y", session_id: "ov" });
+    expect(h.llama.requests[1]?.body.messages.slice(1).map((m) => m.content)).toEqual([
+      "x",
+      "so much to say",
+      "y",
+    ]);
+  });
+
+  test("a length stop below the configured reply cap is the context filling, not the cap", async () => {
+    await using h = new ChatHarness({ agents: [{ name: "plain", max_tokens: 100 }] });
+    h.llama.script({ content: ["so", " much"], finish_reason: "length" });
+    const { terminal } = await h.chat(1, { input: "x" });
+    expectContextFull(terminal, "so much");
+  });
+
+  test("a tool call cut off by the full context ends the turn with the text before it, not a re-prompt", async () => {
+    await using h = new ChatHarness();
+    h.llama.script(
+      { content: ["Let me look.", ' <tool_call>{"name": "t__echo", "argu'], finish_reason: "length" },
+      { content: ["never asked"] },
+    );
+    const { terminal, events } = await h.chat(1, { input: "x", session_id: "tc" });
+    expectContextFull(terminal, "Let me look.");
+    expect(h.llama.requests).toHaveLength(1);
+    expect(names(events)).not.toContain("tool_start");
+    expect(events.at(-1)).toMatchObject({ event: "final", response: "Let me look." });
+    // The history stays a valid conversation: no half call in it.
+    expect(readHistory(h, "tc")).toEqual([
+      { role: "user", content: "x" },
+      { role: "assistant", content: "Let me look." },
+    ]);
+  });
+
+  test("a native tool call cut off by the full context is not run", async () => {
+    await using h = new ChatHarness();
+    h.llama.script({
+      raw: [
+        sse({ finish_reason: null, delta: { role: "assistant", content: null } }),
+        sse({ finish_reason: null, delta: { content: "Checking." } }),
+        sse({
+          finish_reason: null,
+          delta: {
+            tool_calls: [
+              { index: 0, id: "c1", type: "function", function: { name: "t__echo", arguments: '{"te' } },
+            ],
+          },
+        }),
+        sse({ finish_reason: "length", delta: {} }),
+        "data: [DONE]\n\n",
+      ],
+    });
+    const { terminal, events } = await h.chat(1, { input: "x" });
+    expectContextFull(terminal, "Checking.");
+    expect(h.llama.requests).toHaveLength(1);
+    expect(names(events)).not.toContain("tool_start");
+    expect(mcpCalls(h)).toEqual([]);
+  });
+
+  test("a complete call in a reply that then filled the context is not run either", async () => {
+    await using h = new ChatHarness();
+    h.llama.script(
+      {
+        content: ['<tool_call>{"name": "t__echo", "arguments": {"text": "hi"}}</tool_call>', " and"],
+        finish_reason: "length",
+      },
+      { content: ["never asked"] },
+    );
+    const { terminal, events } = await h.chat(1, { input: "x" });
+    expectContextFull(terminal, "and");
+    expect(h.llama.requests).toHaveLength(1);
+    expect(names(events)).not.toContain("tool_start");
+    expect(mcpCalls(h)).toEqual([]);
+  });
+
+  test("the turn's own tool results outgrowing the slot end with a result, the tool result kept", async () => {
+    await using h = new ChatHarness();
+    h.llama.script(
+      { content: ["Looking."], tool_calls: [{ name: "t__echo", arguments: { text: "big" } }] },
+      { overflow: true },
+    );
+    const { terminal, events } = await h.chat(1, { input: "x", session_id: "grow" });
+    const warning = expectContextFull(terminal, "Looking.");
+    expect(warning.message).toContain("8292");
+    expect(names(events).slice(-3)).toEqual(["llm_start", "llm_done", "final"]);
+    const history = readHistory(h, "grow");
+    expect(history.map((m: { role: string }) => m.role)).toEqual(["user", "assistant", "tool", "assistant"]);
+    expect(history.at(-1)).toEqual({ role: "assistant", content: "Looking." });
+    expect(existsSync(join(sessionDir(h, "grow"), "checkpoint.json"))).toBe(false);
+  });
+
+  test("the configured reply cap still gives reply_truncated", async () => {
+    await using h = new ChatHarness({ agents: [{ name: "plain", max_tokens: 2 }] });
+    h.llama.script({ content: ["so", " much"], finish_reason: "length" });
+    const { terminal } = await h.chat(1, { input: "x" });
+    expect(terminal.result).toMatchObject({ response: "so much", warnings: [{ code: "reply_truncated" }] });
+  });
+});
+
+describe("chat: a prompt that cannot fit", () => {
+  test("is refused with invalid_request and the token counts, the session left untouched", async () => {
+    await using h = new ChatHarness({ agents: [{ name: "plain" }] });
+    h.llama.script({ overflow: true });
+    const { terminal, events } = await h.chat(1, { input: "a very long paste", session_id: "big" });
+    expect(terminal).toMatchObject({
+      type: "error",
+      code: "invalid_request",
+      data: { reason: "context_overflow", n_prompt_tokens: 8292, n_ctx: 8192 },
+    });
+    expect(terminal.message).toContain("8292");
+    expect(terminal.message).toContain("8192");
+    expect(events.at(-1)).toMatchObject({ event: "loop_abort", reason: "context_overflow", step: 0 });
+    expect(existsSync(join(sessionDir(h, "big"), "history.json"))).toBe(false);
+    expect(existsSync(join(sessionDir(h, "big"), "checkpoint.json"))).toBe(false);
+  });
+
+  test("is tried with less and then no history before it is refused; the history stays as it was", async () => {
+    await using h = new ChatHarness({ agents: [{ name: "plain" }] });
+    for (let i = 1; i <= 4; i++) {
+      h.llama.script({ content: [`a${i}`] });
+      await h.chat(i, { input: `q${i}`, session_id: "hist" });
+    }
+    const before = readFileSync(join(sessionDir(h, "hist"), "history.json"), "utf8");
+    for (let i = 0; i < 6; i++) h.llama.script({ overflow: true });
+    const { terminal } = await h.chat(5, { input: "q5", session_id: "hist" });
+    expect(terminal).toMatchObject({ type: "error", code: "invalid_request" });
+    const tries = h.llama.requests.slice(4).map((r) => r.body.messages.length);
+    expect(tries[0]).toBe(10);
+    for (let i = 1; i < tries.length; i++) expect(tries[i]).toBeLessThan(tries[i - 1] as number);
+    // Refused only once nothing more could be left out: system prompt and the input alone.
+    expect(tries.at(-1)).toBe(2);
+    expect(tries.length).toBeLessThanOrEqual(4);
+    expect(readFileSync(join(sessionDir(h, "hist"), "history.json"), "utf8")).toBe(before);
+    expect(existsSync(join(sessionDir(h, "hist"), "checkpoint.json"))).toBe(false);
+  });
+
+  test("an interrupted turn's checkpoint survives a refused new turn", async () => {
+    await using h = new ChatHarness({ agents: [{ name: "plain" }] });
+    const dir = sessionDir(h, "cp");
+    mkdirSync(dir, { recursive: true });
+    const checkpoint = {
+      version: 1,
+      trace_id: "0000000000000000",
+      user_input: "the interrupted one",
+      agent: "plain",
+      step: 0,
+      parse_errors: 0,
+      best_text: "",
+      turn: [{ role: "user", content: "the interrupted one" }],
+      updated_at: "2026-01-01T00:00:00.000Z",
+    };
+    writeFileSync(join(dir, "checkpoint.json"), JSON.stringify(checkpoint));
+    h.llama.script({ overflow: true });
+    const { terminal } = await h.chat(1, { input: "too long", session_id: "cp" });
+    expect(terminal).toMatchObject({ type: "error", code: "invalid_request" });
+    const { updated_at: _u, ...kept } = JSON.parse(readFileSync(join(dir, "checkpoint.json"), "utf8"));
+    const { updated_at: _v, ...original } = checkpoint;
+    expect(kept).toEqual(original);
+    expect(existsSync(join(dir, "history.json"))).toBe(false);
+  });
+});
