@@ -177,6 +177,9 @@ export class Dispatcher {
       this.fail(id, "cancelled", "the core is shutting down");
       return;
     }
+    // Intake closes with the shutdown request itself, not when its handler first runs (after
+    // its module loads): the rest of the same read is answered `cancelled` like later reads.
+    if (method.name === "shutdown") this.shuttingDown = true;
     this.start(id, method, params);
   }
 
