@@ -1,11 +1,11 @@
 import { existsSync, readFileSync, renameSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { z } from "zod";
-import { type ChatMessage, ChatMessageSchema } from "../agent/messages.ts";
-import type { Warning } from "../protocol/chat.ts";
+import type { Warning, WarningCode } from "../protocol/chat.ts";
 import { CoreError } from "../protocol/errors.ts";
 import { logger } from "../util/logger.ts";
 import { removeStaleTemps, writeJsonAtomic } from "./atomic.ts";
+import { type ChatMessage, ChatMessageSchema } from "./chat-messages.ts";
 
 export const HistorySchema = z.object({
   version: z.literal(1),
@@ -91,7 +91,7 @@ export class SessionStore {
   private readJson<T>(
     path: string,
     schema: z.ZodType<T>,
-    code: string,
+    code: WarningCode,
     what: string,
     warnings: Warning[],
   ): T | undefined {
