@@ -1,4 +1,4 @@
-import type { EventName } from "../protocol/event-names.ts";
+import type { EventName } from "../protocol/capabilities.ts";
 import type { MethodEntry, MethodHandler, MethodTable } from "../protocol/method-table.ts";
 import type { AnyMethod } from "./definition.ts";
 import type { Services } from "./services.ts";

@@ -1,7 +1,6 @@
 import { z } from "zod";
+import { EVENT_NAMES, PROTOCOL_VERSIONS } from "../protocol/capabilities.ts";
 import { CoreError } from "../protocol/errors.ts";
-import { EVENT_NAMES } from "../protocol/event-names.ts";
-import { PROTOCOL_VERSIONS } from "../protocol/messages.ts";
 import { NAME, VERSION } from "../version.ts";
 import { defineMethod } from "./definition.ts";
 

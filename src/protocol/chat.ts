@@ -1,5 +1,5 @@
 import { z } from "zod";
-import type { ChatEventName as ChatEventNameListed } from "./event-names.ts";
+import type { ChatEventName as ChatEventNameListed } from "./capabilities.ts";
 import { RequestIdSchema } from "./messages.ts";
 
 /**
@@ -90,7 +90,7 @@ export type ChatEventName = keyof typeof ChatEventFields;
 /** Each chat event's fields by name, for a typed `emit`. */
 export type ChatEvents = { [K in ChatEventName]: z.input<(typeof ChatEventFields)[K]> };
 
-// The zod-free list of event-names.ts must name exactly these (a compile error otherwise).
+// The zod-free list of capabilities.ts must name exactly these (a compile error otherwise).
 type Missing = Exclude<ChatEventName, ChatEventNameListed> | Exclude<ChatEventNameListed, ChatEventName>;
 export const CHAT_EVENT_NAMES_COMPLETE: [Missing] extends [never] ? true : Missing = true;
 

@@ -1,10 +1,10 @@
 import { z } from "zod";
+import { PROTOCOL_VERSIONS } from "./capabilities.ts";
 import { WarningSchema } from "./chat.ts";
 import {
   ErrorCodeSchema,
   ErrorMessageSchema,
   EventMessageSchema,
-  PROTOCOL_VERSIONS,
   RequestIdSchema,
   RequestSchema,
   ResultMessageSchema,

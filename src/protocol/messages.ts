@@ -4,9 +4,6 @@ import { ERROR_CODES, ERROR_REASONS } from "./errors.ts";
 export const ErrorCodeSchema = z.enum(ERROR_CODES);
 export const ErrorReasonSchema = z.enum(ERROR_REASONS);
 
-/** Protocol version(s) this core speaks. */
-export const PROTOCOL_VERSIONS = [1] as const;
-
 export const RequestIdSchema = z.union([z.string(), z.number()]);
 export type RequestId = z.infer<typeof RequestIdSchema>;
 
