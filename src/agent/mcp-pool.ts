@@ -29,8 +29,8 @@ export const RETRY_AFTER_MS = 30_000;
 
 /**
  * The configured MCP stdio servers, each started on first use and kept for the core's life
- * (created and closed at shutdown by the composition root, so no server outlives the core). A server whose
- * connection closed (crash, exit) is started again on its next use.
+ * (the composition root closes the pool at shutdown, so no server outlives the core). A server
+ * whose connection closed (crash, exit) is started again on its next use.
  */
 export class McpPool {
   private readonly connections = new Map<string, Promise<Connection>>();
