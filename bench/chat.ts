@@ -8,12 +8,10 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { chatMethod } from "../src/methods/chat.ts";
-import type { MethodEntry } from "../src/methods/index.ts";
-import type { MethodDef } from "../src/methods/types.ts";
+import { methodTable } from "../src/methods/index.ts";
 import { Dispatcher } from "../src/protocol/dispatcher.ts";
 import { Writer } from "../src/protocol/writer.ts";
-import { Core } from "../src/server/core.ts";
+import { CoreServices } from "../src/server/services.ts";
 import { LlamaStandIn } from "../test/fixtures/llama-stand-in/in-process.ts";
 import { FakeProvider } from "../test/fixtures/llama-stand-in/provider.ts";
 
@@ -31,7 +29,11 @@ async function run(label: string, sinkDelayMs: number): Promise<void> {
     JSON.stringify({ app: { data_dir: "./data" }, memory: { enabled: false } }),
   );
   const llama = new LlamaStandIn();
-  const core = new Core({ configPath: join(dir, "config.yaml"), cwd: dir });
+  const services = new CoreServices({
+    configPath: join(dir, "config.yaml"),
+    cwd: dir,
+    llama: () => new FakeProvider(llama, 1),
+  });
   const receivedAt: number[] = [];
   let result: Record<string, unknown> | undefined;
   let done!: () => void;
@@ -57,9 +59,7 @@ async function run(label: string, sinkDelayMs: number): Promise<void> {
     },
     { queueSize: 1024 },
   );
-  const chat = chatMethod({ provider: () => new FakeProvider(llama, 1) }) as unknown as MethodDef;
-  const entry: MethodEntry = { name: "chat", cancellable: true, load: async () => chat };
-  const dispatcher = new Dispatcher(new Map([["chat", entry]]), writer, core, async () => {});
+  const dispatcher = new Dispatcher(methodTable(services, { testMethods: false }), writer, async () => {});
   llama.script({ content: Array.from({ length: tokens }, (_, i) => `tok${i} `), chunk_delay_ms: delayMs });
   const started = performance.now();
   dispatcher.handleLine(JSON.stringify({ id: 1, method: "chat", params: { input: "go" } }));
@@ -81,7 +81,7 @@ async function run(label: string, sinkDelayMs: number): Promise<void> {
       `  added latency SSE send -> writer sink: p50=${pct(added, 50).toFixed(3)}ms p99=${pct(added, 99).toFixed(3)}ms max=${(added.at(-1) ?? 0).toFixed(3)}ms\n` +
       `  fake's own send interval:            p50=${pct(gaps, 50).toFixed(3)}ms p99=${pct(gaps, 99).toFixed(3)}ms\n`,
   );
-  await core.stop();
+  await services.stop();
   llama.stop();
   rmSync(dir, { recursive: true, force: true });
 }

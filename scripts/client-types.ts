@@ -54,7 +54,8 @@ const PROBE_HEADER = `import type { z } from "zod";
 import type { InitializeParamsSchema } from "./methods/initialize.ts";
 import type { ChatEventFields, ChatParamsSchema, ChatResultSchema, WarningSchema } from "./protocol/chat.ts";
 import type { ErrorCodeSchema, RequestIdSchema } from "./protocol/messages.ts";
-import type { CancelResultSchema, DoctorCheckSchema, DoctorResultSchema, InitializeResultSchema, PlanResultSchema, StatusResultSchema } from "./protocol/results.ts";
+import type { PlanResultSchema } from "./methods/plan.ts";
+import type { CancelResultSchema, DoctorCheckSchema, DoctorResultSchema, InitializeResultSchema, StatusResultSchema } from "./protocol/results.ts";
 `;
 
 export function generateClientTypes(): string {

@@ -2,12 +2,13 @@
 /** Writes docs/protocol.schema.json from the zod schemas (`bun run schema`); `--check` only compares. */
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
+import { loadDefinitions } from "../src/methods/index.ts";
 import { protocolJsonSchemaText } from "../src/protocol/json-schema.ts";
 
 export const SCHEMA_FILE = join(import.meta.dir, "../docs/protocol.schema.json");
 
 if (import.meta.main) {
-  const text = await protocolJsonSchemaText();
+  const text = protocolJsonSchemaText(await loadDefinitions());
   if (process.argv.includes("--check")) {
     let current = "";
     try {

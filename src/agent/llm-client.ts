@@ -1,6 +1,6 @@
 import { createParser, type EventSourceMessage } from "eventsource-parser";
 import type { LlamaEndpoint } from "../runtime/endpoint.ts";
-import type { ToolCall } from "./messages.ts";
+import type { ToolCall } from "../store/chat-messages.ts";
 import { ToolCallAssembler } from "./tool-calls.ts";
 
 const BURST_SLICE = 64;

@@ -1,9 +1,11 @@
 import type { AgentConfig, Config } from "../config/schema.ts";
-import type { ChatParams, ChatResult, Warning } from "../protocol/chat.ts";
+import type { ChatEvents, ChatParams, ChatResult, Warning } from "../protocol/chat.ts";
 import { CoreError, isCoreError } from "../protocol/errors.ts";
+import type { RequestContext } from "../protocol/method-table.ts";
 import type { LlamaLease, LlamaProvider } from "../runtime/endpoint.ts";
 import { watchProgress } from "../runtime/watchdog.ts";
 import type { Hit } from "../store/bm25.ts";
+import type { ChatMessage } from "../store/chat-messages.ts";
 import type { KeyedMutex } from "../store/keyed-mutex.ts";
 import type { MemoryIndex } from "../store/memory-index.ts";
 import { type Checkpoint, SessionStore } from "../store/session-store.ts";
@@ -11,7 +13,6 @@ import { logger } from "../util/logger.ts";
 import { estimateAll, estimateTokens, trimHistory } from "./context-budget.ts";
 import { type CompletionResult, fetchContextSize, LlmError, streamCompletion } from "./llm-client.ts";
 import type { McpPool } from "./mcp-pool.ts";
-import type { ChatMessage } from "./messages.ts";
 import { interpretStep } from "./tool-calls.ts";
 import { type AgentTool, resolveTools, toOpenAiTools } from "./tool-registry.ts";
 import { runTool } from "./tool-runner.ts";
@@ -24,7 +25,7 @@ export interface TurnDeps {
   pool: McpPool;
   locks: KeyedMutex;
   memory(userId: string): MemoryIndex;
-  emit(event: string, fields?: Record<string, unknown>): boolean;
+  emit: RequestContext<ChatEvents>["emit"];
   signal: AbortSignal;
   /**
    * Claims the finish before the turn is committed to history: false when a cancel got there

@@ -32,8 +32,8 @@ export const RETRY_AFTER_MS = 30_000;
 
 /**
  * The configured MCP stdio servers, each started on first use and kept for the core's life
- * (a Core service, closed at shutdown so no server outlives the core). A server whose
- * connection closed (crash, exit) is started again on its next use.
+ * (the composition root closes the pool at shutdown, so no server outlives the core). A server
+ * whose connection closed (crash, exit) is started again on its next use.
  */
 export class McpPool {
   private readonly connections = new Map<string, Promise<Connection>>();

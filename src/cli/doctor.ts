@@ -1,15 +1,15 @@
 import { defineCommand } from "citty";
 import { runDoctor } from "../doctor/doctor.ts";
 import { renderDoctor } from "../doctor/render.ts";
-import { Core } from "../server/core.ts";
+import { CoreServices } from "../server/services.ts";
 import { configArg, jsonArg } from "./args.ts";
 
 export default defineCommand({
   meta: { name: "doctor", description: "Diagnose the setup; exit 1 when any check fails" },
   args: { ...configArg, ...jsonArg },
   run: async ({ args }) => {
-    const core = new Core({ configPath: args.config, cwd: process.cwd() });
-    const report = await runDoctor(core);
+    const services = new CoreServices({ configPath: args.config, cwd: process.cwd() });
+    const report = await runDoctor(services);
     const color = Boolean(process.stdout.isTTY) && !process.env.NO_COLOR;
     process.stdout.write(args.json ? JSON.stringify(report, null, 2) + "\n" : renderDoctor(report, color));
     return report.ok ? 0 : 1;

@@ -32,12 +32,40 @@ export type ChatResult = {
   response: string;
   session_id: string;
   trace_id: string;
-  warnings: { code: string; message: string }[];
+  warnings: {
+    code:
+      | "nothing_to_resume"
+      | "checkpoint_discarded"
+      | "tools_unavailable"
+      | "empty_reply"
+      | "reply_truncated"
+      | "max_steps"
+      | "max_parse_errors"
+      | "history_reset"
+      | "checkpoint_reset"
+      | "context_full"
+      | "memory_corrupt";
+    message: string;
+  }[];
   dropped_events: number;
 };
 
 /** A runtime notice attached to a chat result. */
-export type Warning = { code: string; message: string };
+export type Warning = {
+  code:
+    | "nothing_to_resume"
+    | "checkpoint_discarded"
+    | "tools_unavailable"
+    | "empty_reply"
+    | "reply_truncated"
+    | "max_steps"
+    | "max_parse_errors"
+    | "history_reset"
+    | "checkpoint_reset"
+    | "context_full"
+    | "memory_corrupt";
+  message: string;
+};
 
 /** The chat event names. */
 export type ChatEventName =
@@ -74,7 +102,10 @@ export type ChatEvent =
       ms: number;
     })
   | ({ id: RequestId; type: "event"; event: "final" } & { step: number; response: string })
-  | ({ id: RequestId; type: "event"; event: "loop_abort" } & { step: number; reason: string });
+  | ({ id: RequestId; type: "event"; event: "loop_abort" } & {
+      step: number;
+      reason: "cancelled" | "max_steps" | "max_parse_errors" | "context_overflow" | "llm_error";
+    });
 
 /** What `initialize` accepts. */
 export type InitializeParams = {

@@ -16,8 +16,12 @@ import { makePlan } from "../plan/planner.ts";
 import type { RunResult } from "../plan/probe.ts";
 import { formatBytes } from "../plan/render.ts";
 import { isCoreError } from "../protocol/errors.ts";
+import type { DoctorCheck } from "../protocol/results.ts";
 import { findLlamaServer } from "../runtime/find-binary.ts";
-import type { Check } from "./doctor.ts";
+
+/** One diagnostic: the protocol's DoctorCheckSchema is its one definition. */
+export type Check = DoctorCheck;
+export type CheckStatus = Check["status"];
 
 /** One function per doctor check; each returns a Check and never throws. */
 

@@ -1,26 +1,28 @@
-import type { Config } from "../config/schema.ts";
+import type { Config, LoadedConfig } from "../config/schema.ts";
 import type { PlanDeps } from "../plan/launch.ts";
 import { defaultPlanDeps } from "../plan/launch.ts";
 import type { ModelInfo } from "../plan/model.ts";
 import { type RunResult, runWithTimeout } from "../plan/probe.ts";
 import { isCoreError } from "../protocol/errors.ts";
-import type { Core } from "../server/core.ts";
-import { binaryCheck, dataDirCheck, hardwareCheck, mcpChecks, modelCheck, planCheck } from "./checks.ts";
+import type { DoctorResult } from "../protocol/results.ts";
+import {
+  binaryCheck,
+  type Check,
+  dataDirCheck,
+  hardwareCheck,
+  mcpChecks,
+  modelCheck,
+  planCheck,
+} from "./checks.ts";
 
-export type CheckStatus = "ok" | "warn" | "fail";
+export type { Check, CheckStatus } from "./checks.ts";
+export type DoctorReport = DoctorResult;
 
-export interface Check {
-  id: string;
-  status: CheckStatus;
-  message: string;
-  /** What to do about it; absent when nothing needs doing. */
-  fix?: string;
-  data?: Record<string, unknown>;
-}
-
-export interface DoctorReport {
-  ok: boolean;
-  checks: Check[];
+/** Where doctor reads the config: the real load, and the defaults it falls back to. */
+export interface DoctorConfig {
+  /** Throws CoreError config_missing / config_invalid. */
+  loadedConfig(): LoadedConfig;
+  defaultConfig(): LoadedConfig;
 }
 
 /** The edges doctor reads through: the plan's (model, probes) and a command runner. */
@@ -34,9 +36,13 @@ export const defaultDoctorDeps: DoctorDeps = { ...defaultPlanDeps, run: runWithT
  * Runs every check; never throws: a failure is a check with status fail. Without a usable
  * config the remaining checks run against the defaults, so one look shows everything.
  */
-export async function runDoctor(core: Core, deps: DoctorDeps = defaultDoctorDeps): Promise<DoctorReport> {
-  const checks: Check[] = [configCheck(core)];
-  const config: Config = core.configOrDefaults().config;
+export async function runDoctor(
+  source: DoctorConfig,
+  deps: DoctorDeps = defaultDoctorDeps,
+): Promise<DoctorReport> {
+  const { check, loaded } = configCheck(source);
+  const checks: Check[] = [check];
+  const config: Config = (loaded ?? source.defaultConfig()).config;
   const [binary, modelResult, hardware] = await Promise.all([
     binaryCheck(config, deps.run),
     deps.readModel(config.model.path).then(
@@ -57,23 +63,27 @@ export async function runDoctor(core: Core, deps: DoctorDeps = defaultDoctorDeps
   return { ok: checks.every((c) => c.status !== "fail"), checks };
 }
 
-function configCheck(core: Core): Check {
+function configCheck(source: DoctorConfig): { check: Check; loaded: LoadedConfig | null } {
   try {
-    const loaded = core.config();
+    const loaded = source.loadedConfig();
     if (loaded.warnings.length > 0) {
-      return {
+      const check: Check = {
         id: "config",
         status: "warn",
         message: `config ${loaded.file} is valid, with ${loaded.warnings.length} warning(s): ${loaded.warnings.join("; ")}`,
         fix: "remove or correct the unknown keys",
         data: { file: loaded.file, warnings: loaded.warnings },
       };
+      return { check, loaded };
     }
     return {
-      id: "config",
-      status: "ok",
-      message: `config ${loaded.file} is valid`,
-      data: { file: loaded.file },
+      check: {
+        id: "config",
+        status: "ok",
+        message: `config ${loaded.file} is valid`,
+        data: { file: loaded.file },
+      },
+      loaded,
     };
   } catch (err) {
     if (!isCoreError(err)) throw err;
@@ -81,6 +91,7 @@ function configCheck(core: Core): Check {
       err.code === "config_missing"
         ? "create a config.yaml (see config.example.yaml) or pass --config FILE"
         : "correct the key named in the message";
-    return { id: "config", status: "fail", message: err.message, fix, data: { code: err.code, ...err.data } };
+    const data = { code: err.code, ...err.data };
+    return { check: { id: "config", status: "fail", message: err.message, fix, data }, loaded: null };
   }
 }

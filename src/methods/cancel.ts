@@ -1,8 +1,10 @@
 import { CancelParamsSchema } from "../protocol/chat.ts";
-import { defineMethod } from "./types.ts";
+import { CancelResultSchema } from "../protocol/results.ts";
+import { defineMethod } from "./definition.ts";
 
 export const cancel = defineMethod({
   name: "cancel",
   params: CancelParamsSchema,
+  result: () => CancelResultSchema,
   run: (params, ctx) => ({ cancelled: ctx.cancel(params.request_id) }),
 });

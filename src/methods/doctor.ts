@@ -1,9 +1,11 @@
 import { z } from "zod";
 import { runDoctor } from "../doctor/doctor.ts";
-import { defineMethod } from "./types.ts";
+import { DoctorResultSchema } from "../protocol/results.ts";
+import { defineMethod } from "./definition.ts";
 
 export const doctor = defineMethod({
   name: "doctor",
   params: z.object({}).loose(),
-  run: async (_params, ctx) => runDoctor(ctx.core),
+  result: () => DoctorResultSchema,
+  run: async (_params, _ctx, services) => runDoctor(services),
 });

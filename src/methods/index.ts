@@ -1,47 +1,81 @@
-import type { MethodDef } from "./types.ts";
+import type { EventName } from "../protocol/capabilities.ts";
+import type { MethodEntry, MethodHandler, MethodTable } from "../protocol/method-table.ts";
+import type { AnyMethod } from "./definition.ts";
+import type { Services } from "./services.ts";
+
+/** A method's name and cancellability, and how to load its definition. */
+export interface LazyMethod<D extends AnyMethod = AnyMethod> {
+  readonly name: D["name"];
+  readonly cancellable: D["cancellable"];
+  load(): Promise<D>;
+}
 
 /**
- * Every method the core serves, by name, loaded on first use: a ping never pays for the
- * planner, the agent or the MCP SDK.
+ * Name and cancellability are repeated beside the loader because the dispatcher needs them
+ * before the module loads (loading every definition at start-up would build every schema and
+ * slow the cold start); the types make any mismatch with the definition a compile error.
  */
-export interface MethodEntry {
-  name: string;
-  /** Long-running work that `cancel` may target (chat, warm-up); known before the module loads. */
-  cancellable: boolean;
-  load: () => Promise<MethodDef>;
+function lazy<
+  const N extends string,
+  const C extends boolean,
+  D extends AnyMethod & { name: N; cancellable: C },
+>(name: N, cancellable: C, load: () => Promise<D>): LazyMethod<D> {
+  return { name, cancellable, load };
 }
 
-const entry = (name: string, load: () => Promise<MethodDef>, cancellable = false): MethodEntry => ({
-  name,
-  cancellable,
-  load,
-});
+/**
+ * Every method the core serves, in the order initialize lists them, each loaded on first use:
+ * a ping never pays for the planner, the agent or the MCP SDK. The definitions (one per file)
+ * are the only source of each method's params, result and events.
+ */
+export const METHODS = [
+  lazy("initialize", false, () => import("./initialize.ts").then((m) => m.initialize)),
+  lazy("ping", false, () => import("./ping.ts").then((m) => m.ping)),
+  lazy("doctor", false, () => import("./doctor.ts").then((m) => m.doctor)),
+  lazy("plan", false, () => import("./plan.ts").then((m) => m.plan)),
+  lazy("chat", true, () => import("./chat.ts").then((m) => m.chat)),
+  lazy("cancel", false, () => import("./cancel.ts").then((m) => m.cancel)),
+  lazy("shutdown", false, () => import("./shutdown.ts").then((m) => m.shutdown)),
+  lazy("warmup", true, () => import("./warmup.ts").then((m) => m.warmup)),
+] as const;
 
-export const METHODS: MethodEntry[] = [
-  entry("initialize", () => import("./initialize.ts").then((m) => m.initialize as MethodDef)),
-  entry("ping", () => import("./ping.ts").then((m) => m.ping as MethodDef)),
-  entry("doctor", () => import("./doctor.ts").then((m) => m.doctor as MethodDef)),
-  entry("plan", () => import("./plan.ts").then((m) => m.plan as MethodDef)),
-  entry("chat", () => import("./chat.ts").then((m) => m.chat as MethodDef), true),
-  entry("cancel", () => import("./cancel.ts").then((m) => m.cancel as MethodDef)),
-  entry("shutdown", () => import("./shutdown.ts").then((m) => m.shutdown as MethodDef)),
-  entry("warmup", () => import("./warmup.ts").then((m) => m.warmup as MethodDef), true),
-];
+/** Served only with LOCAL_AI_TEST_METHODS=1; not part of the protocol's schema. */
+export const TEST_METHODS = [
+  lazy("test.sleep", true, () => import("./test-methods.ts").then((m) => m.sleep)),
+  lazy("test.flood", false, () => import("./test-methods.ts").then((m) => m.flood)),
+  lazy("test.fail", false, () => import("./test-methods.ts").then((m) => m.fail)),
+] as const;
 
-export const TEST_METHOD_NAMES = ["test.sleep", "test.flood", "test.fail"] as const;
+type Definition<M> = M extends LazyMethod<infer D> ? D : never;
+/** Every protocol method's definition, by name. */
+export type MethodDefinitions = { [M in (typeof METHODS)[number] as M["name"]]: Definition<M> };
 
-export function buildRegistry(options: { testMethods: boolean }): Map<string, MethodEntry> {
-  const list = [...METHODS];
-  if (options.testMethods) {
-    for (const name of TEST_METHOD_NAMES) {
-      list.push(
-        entry(
-          name,
-          () => import("./test-methods.ts").then((m) => m.TEST_METHODS.find((t) => t.name === name)!),
-          name === "test.sleep",
-        ),
-      );
-    }
-  }
-  return new Map(list.map((m) => [m.name, m]));
+/** Loads every protocol method's definition (all their modules): for the schema export and tests. */
+export async function loadDefinitions(): Promise<AnyMethod[]> {
+  return Promise.all(METHODS.map((m) => m.load()));
 }
+
+/** The dispatcher's table: each method bound to the core's services when it loads. */
+export function methodTable(services: Services, options: { testMethods: boolean }): MethodTable {
+  const list: readonly LazyMethod[] = options.testMethods ? [...METHODS, ...TEST_METHODS] : METHODS;
+  return new Map(list.map((m) => [m.name, entry(m, services)]));
+}
+
+function entry(method: LazyMethod, services: Services): MethodEntry {
+  return {
+    name: method.name,
+    cancellable: method.cancellable,
+    load: () => method.load().then((def) => bind(def, services)),
+  };
+}
+
+function bind(def: AnyMethod, services: Services): MethodHandler {
+  return { name: def.name, params: def.params, run: (params, ctx) => def.run(params, ctx, services) };
+}
+
+// The zod-free list initialize sends must name exactly the events the definitions declare.
+type DeclaredEvent = {
+  [N in keyof MethodDefinitions]: keyof ReturnType<MethodDefinitions[N]["events"]>;
+}[keyof MethodDefinitions];
+type Unlisted = Exclude<DeclaredEvent, EventName> | Exclude<EventName, DeclaredEvent>;
+export const EVENT_NAMES_COMPLETE: [Unlisted] extends [never] ? true : Unlisted = true;

@@ -1,10 +1,12 @@
 import { z } from "zod";
-// The client keeps the zod-free list, checked at compile time against the protocol schemas.
-import { CHAT_EVENT_NAMES } from "../client/chat-events.ts";
+import { EVENT_NAMES, PROTOCOL_VERSIONS } from "../protocol/capabilities.ts";
 import { CoreError } from "../protocol/errors.ts";
-import { PROTOCOL_VERSIONS } from "../protocol/messages.ts";
 import { NAME, VERSION } from "../version.ts";
-import { defineMethod } from "./types.ts";
+import { defineMethod } from "./definition.ts";
+
+// Required when the schema is asked for, not on load: the first request does not build
+// every result schema (cold start, docs/performance.md).
+const results = () => require("../protocol/results.ts") as typeof import("../protocol/results.ts");
 
 export const InitializeParamsSchema = z.object({
   protocol_versions: z.array(z.number().int().positive()).min(1).default([1]),
@@ -14,7 +16,8 @@ export const InitializeParamsSchema = z.object({
 export const initialize = defineMethod({
   name: "initialize",
   params: InitializeParamsSchema,
-  run: (params, ctx) => {
+  result: () => results().InitializeResultSchema,
+  run: (params, ctx, services) => {
     const common = params.protocol_versions.filter((v) =>
       (PROTOCOL_VERSIONS as readonly number[]).includes(v),
     );
@@ -25,7 +28,7 @@ export const initialize = defineMethod({
         { field: "protocol_versions", supported: [...PROTOCOL_VERSIONS] },
       );
     }
-    const max = ctx.core.parallelChats();
+    const max = services.parallelChats();
     return {
       protocol_version: Math.max(...common),
       server: { name: NAME, version: VERSION },
@@ -33,7 +36,7 @@ export const initialize = defineMethod({
         parallel_chat: { supported: max > 1, max_concurrent: max },
         cancel: { targeted: true },
         methods: ctx.methodNames(),
-        events: [...CHAT_EVENT_NAMES, "warmup_progress"],
+        events: [...EVENT_NAMES],
       },
     };
   },

@@ -1,17 +1,24 @@
 import { z } from "zod";
+import { LoopAbortReasonSchema } from "../protocol/chat.ts";
 import { CoreError } from "../protocol/errors.ts";
-import { defineMethod, type MethodDef } from "./types.ts";
+import { defineMethod } from "./definition.ts";
 
 /**
  * Methods that exist only when LOCAL_AI_TEST_METHODS=1, so the protocol plumbing (cancel,
  * the writer's drop policy, internal errors) can be proven before any chat exists. Never
- * listed in initialize otherwise.
+ * listed in initialize otherwise, and not part of the protocol's schema.
  */
-const sleep = defineMethod({
+export const sleep = defineMethod({
   name: "test.sleep",
+  cancellable: true,
   params: z.object({
     ms: z.number().int().nonnegative().max(600_000),
     tick_ms: z.number().int().positive().default(50),
+  }),
+  result: () => z.object({ slept_ms: z.number() }),
+  events: () => ({
+    tick: z.object({ n: z.number() }),
+    loop_abort: z.object({ step: z.number(), reason: LoopAbortReasonSchema }),
   }),
   run: (params, ctx) =>
     new Promise((resolve, reject) => {
@@ -40,12 +47,14 @@ const sleep = defineMethod({
     }),
 });
 
-const flood = defineMethod({
+export const flood = defineMethod({
   name: "test.flood",
   params: z.object({
     count: z.number().int().nonnegative().max(10_000_000),
     size: z.number().int().nonnegative().default(16),
   }),
+  result: () => z.object({ emitted: z.number(), dropped_events: z.number() }),
+  events: () => ({ llm_chunk: z.object({ step: z.number(), delta: z.string(), n: z.number() }) }),
   run: async (params, ctx) => {
     const delta = "x".repeat(params.size);
     for (let i = 0; i < params.count; i++) ctx.emit("llm_chunk", { step: 0, delta, n: i });
@@ -53,14 +62,13 @@ const flood = defineMethod({
   },
 });
 
-const fail = defineMethod({
+export const fail = defineMethod({
   name: "test.fail",
   params: z.object({ kind: z.enum(["unexpected", "core"]).default("unexpected") }),
+  result: () => z.never(),
   run: async (params) => {
     if (params.kind === "core")
       throw new CoreError("model_plan_error", "a planned failure", { needed: 2, available: 1 });
     throw new Error("secret internal detail that must not reach stdout");
   },
 });
-
-export const TEST_METHODS: MethodDef[] = [sleep, flood, fail] as MethodDef[];

@@ -1,8 +1,7 @@
 import { z } from "zod";
 import { SafeIdSchema } from "../protocol/chat.ts";
-import { llamaProvider } from "../runtime/provider.ts";
-import { userMemory } from "../store/user-memory.ts";
-import { defineMethod } from "./types.ts";
+import { WarmupProgressFields, WarmupResultSchema } from "../protocol/results.ts";
+import { defineMethod } from "./definition.ts";
 
 export const WarmupParamsSchema = z.object({
   /** Whose memory index to build now rather than at their first chat. */
@@ -16,15 +15,19 @@ export const WarmupParamsSchema = z.object({
  */
 export const warmup = defineMethod({
   name: "warmup",
+  cancellable: true,
   params: WarmupParamsSchema,
-  run: async (params, ctx) => {
+  result: () => WarmupResultSchema,
+  events: () => ({ warmup_progress: WarmupProgressFields }),
+  run: async (params, ctx, services) => {
     const t0 = Date.now();
-    const provider = llamaProvider(ctx.core);
+    const provider = services.llama();
+    // An explicit warm-up tries again at once, even when the restart budget is spent.
     const lease = await provider.acquire(ctx.signal, (p) => ctx.emit("warmup_progress", { ...p }), {
       explicit: true,
     });
     lease.release();
-    if (ctx.core.config().config.memory.enabled) userMemory(ctx.core, params.user_id);
-    return { status: "ready", elapsed_ms: Date.now() - t0, slots: provider.slots() };
+    if (services.config().memory.enabled) services.memories().get(params.user_id);
+    return { status: "ready" as const, elapsed_ms: Date.now() - t0, slots: provider.slots() };
   },
 });

@@ -1,4 +1,4 @@
-import type { Core } from "../server/core.ts";
+import type { Config } from "../config/schema.ts";
 import { readGgufHeader } from "./gguf-read.ts";
 import type { HardwareSnapshot } from "./hardware.ts";
 import { type ModelInfo, modelInfo } from "./model.ts";
@@ -31,18 +31,14 @@ export interface PlanInputs {
   plan: Plan;
 }
 
-/**
- * Config → model header + hardware probes → plan. Throws CoreError config_missing /
- * config_invalid / model_missing / model_plan_error.
- */
-export async function planInputs(core: Core, deps: PlanDeps = defaultPlanDeps): Promise<PlanInputs> {
-  const { config } = core.config();
+/** Config → model header + hardware probes → plan. Throws CoreError model_missing / model_plan_error. */
+export async function planInputs(config: Config, deps: PlanDeps = defaultPlanDeps): Promise<PlanInputs> {
   const [model, hardware] = await Promise.all([deps.readModel(config.model.path), deps.probe()]);
   return { model, hardware, plan: makePlan(model, hardware, config) };
 }
 
-export async function planLaunch(core: Core, deps: PlanDeps = defaultPlanDeps): Promise<LaunchPlan> {
-  const { plan } = await planInputs(core, deps);
+export async function planLaunch(config: Config, deps: PlanDeps = defaultPlanDeps): Promise<LaunchPlan> {
+  const { plan } = await planInputs(config, deps);
   return {
     argv: plan.argv,
     slots: plan.slots,

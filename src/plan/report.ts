@@ -1,16 +1,19 @@
-import type { Core } from "../server/core.ts";
+import type { Config } from "../config/schema.ts";
 import type { HardwareSnapshot } from "./hardware.ts";
 import { defaultPlanDeps, type PlanDeps, planInputs } from "./launch.ts";
 import type { ModelInfo } from "./model.ts";
 import type { Plan } from "./planner.ts";
 
-/** The `plan` method's result and the CLI's `--json`: the same object. */
-export interface PlanReport {
+/**
+ * The `plan` method's result and the CLI's `--json`: the same object. (A type, not an
+ * interface, so it is assignable to the method's result schema while that is still open.)
+ */
+export type PlanReport = {
   fits: true;
   model: ModelSummary;
   hardware: HardwareSnapshot;
   plan: Plan;
-}
+};
 
 /** The model as a host sees it: ModelInfo's identity fields, its shape under plain names. */
 export type ModelSummary = Pick<
@@ -59,8 +62,8 @@ export function summariseModel(m: ModelInfo): ModelSummary {
   };
 }
 
-/** Throws the plan's CoreError (config_*, model_missing, model_plan_error) unchanged. */
-export async function buildPlanReport(core: Core, deps: PlanDeps = defaultPlanDeps): Promise<PlanReport> {
-  const { model, hardware, plan } = await planInputs(core, deps);
+/** Throws the plan's CoreError (model_missing, model_plan_error) unchanged. */
+export async function buildPlanReport(config: Config, deps: PlanDeps = defaultPlanDeps): Promise<PlanReport> {
+  const { model, hardware, plan } = await planInputs(config, deps);
   return { fits: true, model: summariseModel(model), hardware, plan };
 }

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import type { ChatEventName as ChatEventNameListed } from "./capabilities.ts";
 import { RequestIdSchema } from "./messages.ts";
 
 /**
@@ -26,8 +27,34 @@ export const ChatParamsSchema = z.object({
 });
 export type ChatParams = z.infer<typeof ChatParamsSchema>;
 
-export const WarningSchema = z.object({ code: z.string(), message: z.string() });
+/** Every runtime notice a chat result may carry in `warnings` (SPEC §2 chat). */
+export const WarningCodeSchema = z.enum([
+  "nothing_to_resume",
+  "checkpoint_discarded",
+  "tools_unavailable",
+  "empty_reply",
+  "reply_truncated",
+  "max_steps",
+  "max_parse_errors",
+  "history_reset",
+  "checkpoint_reset",
+  "context_full",
+  "memory_corrupt",
+]);
+export type WarningCode = z.infer<typeof WarningCodeSchema>;
+
+export const WarningSchema = z.object({ code: WarningCodeSchema, message: z.string() });
 export type Warning = z.infer<typeof WarningSchema>;
+
+/** Why a turn stopped early, as `loop_abort` says. */
+export const LoopAbortReasonSchema = z.enum([
+  "cancelled",
+  "max_steps",
+  "max_parse_errors",
+  "context_overflow",
+  "llm_error",
+]);
+export type LoopAbortReason = z.infer<typeof LoopAbortReasonSchema>;
 
 export const ChatResultSchema = z.object({
   response: z.string(),
@@ -59,9 +86,15 @@ export const ChatEventFields = {
     ms: z.number().nonnegative(),
   }),
   final: z.object({ step, response: z.string() }),
-  loop_abort: z.object({ step, reason: z.string() }),
+  loop_abort: z.object({ step, reason: LoopAbortReasonSchema }),
 } as const;
 export type ChatEventName = keyof typeof ChatEventFields;
+/** Each chat event's fields by name, for a typed `emit`. */
+export type ChatEvents = { [K in ChatEventName]: z.input<(typeof ChatEventFields)[K]> };
+
+// The zod-free list of capabilities.ts must name exactly these (a compile error otherwise).
+type Missing = Exclude<ChatEventName, ChatEventNameListed> | Exclude<ChatEventNameListed, ChatEventName>;
+export const CHAT_EVENT_NAMES_COMPLETE: [Missing] extends [never] ? true : Missing = true;
 
 export const CancelParamsSchema = z.object({
   /** The id of the chat to cancel; optional only while exactly one chat is active. */

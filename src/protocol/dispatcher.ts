@@ -1,12 +1,9 @@
 import type { z } from "zod";
-import type { MethodEntry } from "../methods/index.ts";
-import type { MethodContext, MethodDef } from "../methods/types.ts";
-import type { Core } from "../server/core.ts";
 import { logger, logUnexpected } from "../util/logger.ts";
 import { CoreError, type ErrorCode, isCoreError } from "./errors.ts";
 import type { Frame } from "./framing.ts";
 import type { ErrorMessage, RequestId, ResultMessage } from "./messages.ts";
-import type { Writer } from "./writer.ts";
+import type { MethodEntry, MethodHandler, MethodTable, OutputPort, RequestContext } from "./method-table.ts";
 
 /** How a request that started at once stands: already answered, or still working. */
 type Started =
@@ -17,10 +14,10 @@ type Started =
 const NEVER = new AbortController().signal;
 
 /**
- * One in-flight request. It is also the handler's MethodContext, so a request costs one
+ * One in-flight request. It is also the handler's RequestContext, so a request costs one
  * object (plus an AbortController only when it can be cancelled).
  */
-class InFlight implements MethodContext {
+class InFlight implements RequestContext {
   readonly controller: AbortController | undefined;
   done: Promise<void> = Promise.resolve();
   /** Its outcome is decided; a cancel arriving now finds it finished. */
@@ -39,12 +36,8 @@ class InFlight implements MethodContext {
     return this.controller?.signal ?? NEVER;
   }
 
-  get core(): Core {
-    return this.owner.core;
-  }
-
-  emit(event: string, fields?: Record<string, unknown>): boolean {
-    const ok = this.owner.writer.event({ ...fields, id: this.id, type: "event", event });
+  emit(event: string, fields: object): boolean {
+    const ok = this.owner.out.event({ ...fields, id: this.id, type: "event", event });
     if (!ok) this.droppedEvents++;
     return ok;
   }
@@ -108,14 +101,13 @@ export class Dispatcher {
   private readonly active = new ActiveTable();
   private shuttingDown = false;
   /** One load per method, shared by every request that arrives while it is loading. */
-  private readonly loading = new Map<string, Promise<MethodDef>>();
-  private readonly loaded = new Map<string, MethodDef>();
+  private readonly loading = new Map<string, Promise<MethodHandler>>();
+  private readonly loaded = new Map<string, MethodHandler>();
   private readonly emptyParams = new Map<string, { value: unknown }>();
 
   constructor(
-    readonly methods: ReadonlyMap<string, MethodEntry>,
-    readonly writer: Writer,
-    readonly core: Core,
+    readonly methods: MethodTable,
+    readonly out: OutputPort,
     readonly onShutdownRequest: () => Promise<void>,
   ) {}
 
@@ -177,6 +169,9 @@ export class Dispatcher {
       this.fail(id, "cancelled", "the core is shutting down");
       return;
     }
+    // Intake closes with the shutdown request itself, not when its handler first runs (after
+    // its module loads): the rest of the same read is answered `cancelled` like later reads.
+    if (method.name === "shutdown") this.shuttingDown = true;
     this.start(id, method, params);
   }
 
@@ -234,7 +229,7 @@ export class Dispatcher {
       // and no table entry: nothing can observe it in flight.
       started = this.startNow(request, def, params);
       try {
-        if (started.kind === "message" && this.writer.tryTerminal(started.message)) return;
+        if (started.kind === "message" && this.out.tryTerminal(started.message)) return;
       } catch {
         // Unserializable: run() below answers internal_error for it.
       }
@@ -244,9 +239,9 @@ export class Dispatcher {
     request.done = this.run(request, params, started);
   }
 
-  private startNow(request: InFlight, def: MethodDef, params: object): Started {
+  private startNow(request: InFlight, def: MethodHandler, params: object): Started {
     try {
-      const out = def.run(this.parseParams(def, params) as z.infer<typeof def.params>, request);
+      const out = def.run(this.parseParams(def, params), request);
       if (out instanceof Promise) return { kind: "pending", result: out };
       request.settled = true;
       return { kind: "message", message: { id: request.id, type: "result", result: out ?? {} } };
@@ -267,7 +262,7 @@ export class Dispatcher {
         if (started) result = await started.result;
         else {
           const def = this.loaded.get(method.name) ?? (await this.definition(method));
-          result = await def.run(this.parseParams(def, params) as z.infer<typeof def.params>, request);
+          result = await def.run(this.parseParams(def, params), request);
         }
         // A cancel that was acknowledged must end the request as cancelled, even if it raced the finish.
         if (signal.aborted) throw signal.reason;
@@ -278,13 +273,11 @@ export class Dispatcher {
     }
     request.settled = true;
     try {
-      await this.writer.terminal(message);
+      await this.out.terminal(message);
     } catch (err) {
       // The result could not be serialized (e.g. a BigInt); the id still gets its one answer.
       logUnexpected(`method ${method.name} produced an unserializable result`, err);
-      await this.writer.terminal(
-        toErrorMessage(request.id, new Error("unserializable"), signal, method.name),
-      );
+      await this.out.terminal(toErrorMessage(request.id, new Error("unserializable"), signal, method.name));
     }
     this.active.delete(request.id);
   }
@@ -293,7 +286,7 @@ export class Dispatcher {
    * Validates params. Most requests of a kind carry no params at all (ping, doctor), so the
    * parse of `{}` is done once per method and its frozen result shared.
    */
-  private parseParams(def: MethodDef, params: object): unknown {
+  private parseParams(def: MethodHandler, params: object): unknown {
     const empty = Object.keys(params).length === 0;
     if (empty) {
       const cached = this.emptyParams.get(def.name);
@@ -309,7 +302,7 @@ export class Dispatcher {
     return parsed.data;
   }
 
-  private definition(method: MethodEntry): Promise<MethodDef> {
+  private definition(method: MethodEntry): Promise<MethodHandler> {
     let def = this.loading.get(method.name);
     if (!def) {
       def = method.load().then((d) => {
@@ -324,7 +317,7 @@ export class Dispatcher {
   }
 
   private fail(id: RequestId | null, code: ErrorCode, message: string, data?: Record<string, unknown>): void {
-    void this.writer.terminal({ id, type: "error", code, message, ...(data ? { data } : {}) });
+    void this.out.terminal({ id, type: "error", code, message, ...(data ? { data } : {}) });
   }
 }
 

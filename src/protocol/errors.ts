@@ -18,14 +18,31 @@ export const ERROR_CODES = [
 export type ErrorCode = (typeof ERROR_CODES)[number];
 
 /**
+ * What `data.reason` of an error may say: why a chat failed past its code (the LLM client's
+ * failure kinds, and `server_failed` when llama-server died or wedged mid-request). A plain
+ * list for the same reason as ERROR_CODES; ErrorReasonSchema in messages.ts is built from it.
+ */
+export const ERROR_REASONS = [
+  "context_overflow",
+  "server_error",
+  "connection_lost",
+  "bad_response",
+  "server_failed",
+] as const;
+export type ErrorReason = (typeof ERROR_REASONS)[number];
+
+/** An error's details: free-form, except that `reason` is one of ERROR_REASONS. */
+export type CoreErrorData = { reason?: ErrorReason } & Record<string, unknown>;
+
+/**
  * The one error type that crosses the protocol boundary. Anything else thrown by a handler
  * becomes `internal_error` with a generic message; its stack goes to stderr only.
  */
 export class CoreError extends Error {
   readonly code: ErrorCode;
-  readonly data: Record<string, unknown> | undefined;
+  readonly data: CoreErrorData | undefined;
 
-  constructor(code: ErrorCode, message: string, data?: Record<string, unknown>) {
+  constructor(code: ErrorCode, message: string, data?: CoreErrorData) {
     super(message);
     this.name = "CoreError";
     this.code = code;

@@ -1,41 +1,41 @@
 import { z } from "zod";
-import { buildRegistry } from "../methods/index.ts";
-import { ChatEventFields, WarningSchema } from "./chat.ts";
+import { PROTOCOL_VERSIONS } from "./capabilities.ts";
+import { WarningSchema } from "./chat.ts";
 import {
   ErrorCodeSchema,
   ErrorMessageSchema,
   EventMessageSchema,
-  PROTOCOL_VERSIONS,
   RequestIdSchema,
   RequestSchema,
   ResultMessageSchema,
 } from "./messages.ts";
-import { RESULT_SCHEMAS, WarmupProgressFields } from "./results.ts";
 
 /**
  * The protocol as one JSON Schema (draft 2020-12) document, for hosts in other languages:
- * every request (params per method), event, result and error, generated from the same zod
- * schemas the core validates with. `bun run schema` writes it to docs/protocol.schema.json.
+ * every request (params per method), event, result and error, generated from the method
+ * definitions the core validates with (handed in by the caller: the definitions live above
+ * this floor). `bun run schema` writes it to docs/protocol.schema.json.
  *
  * Layout: `$defs` holds one schema per message kind; `x-methods` maps each method to its
- * request, result and events (as $refs); `x-events` lists the chat events.
+ * request, result and events (as $refs); `x-events` lists every event.
  */
 
 const SCHEMA_URI = "https://json-schema.org/draft/2020-12/schema";
+
+/** What the export needs of each method: the schemas of its definition. */
+export interface MethodSchemas {
+  readonly name: string;
+  readonly params: z.ZodType;
+  result(): z.ZodType;
+  /** Event name → the schema of its fields (an object, or a union of objects). */
+  events(): Readonly<Record<string, z.ZodType>>;
+}
 
 function pascal(name: string): string {
   return name
     .split(/[._-]/)
     .map((p) => p.charAt(0).toUpperCase() + p.slice(1))
     .join("");
-}
-
-/** Params per method: each served method's own schema (its module is loaded for it). */
-async function paramSchemas(): Promise<Map<string, z.ZodType>> {
-  const params = new Map<string, z.ZodType>();
-  for (const [name, entry] of buildRegistry({ testMethods: false }))
-    params.set(name, (await entry.load()).params);
-  return new Map([...params].sort(([a], [b]) => a.localeCompare(b)));
 }
 
 type JsonObject = Record<string, unknown>;
@@ -53,26 +53,27 @@ function defsOf(
   return defs;
 }
 
-export async function buildProtocolJsonSchema(): Promise<JsonObject> {
+export function buildProtocolJsonSchema(definitions: readonly MethodSchemas[]): JsonObject {
   // Shared pieces are registered in both passes so that both refer to them by name.
   const shared = (reg: z.core.$ZodRegistry<{ id: string }>) => {
     reg.add(RequestIdSchema, { id: "RequestId" });
     reg.add(ErrorCodeSchema, { id: "ErrorCode" });
     reg.add(WarningSchema, { id: "Warning" });
   };
+  const sorted = [...definitions].sort((a, b) => a.name.localeCompare(b.name));
 
   // Requests are read as input: a field with a default may be omitted.
   const requests = z.registry<{ id: string }>();
   shared(requests);
   requests.add(RequestSchema, { id: "Request" });
   const methods: Record<string, JsonObject> = {};
-  for (const [method, params] of await paramSchemas()) {
-    const base = `${pascal(method)}`;
+  for (const { name, params } of sorted) {
+    const base = pascal(name);
     requests.add(params, { id: `${base}Params` });
-    requests.add(z.object({ id: RequestIdSchema, method: z.literal(method), params: params.optional() }), {
+    requests.add(z.object({ id: RequestIdSchema, method: z.literal(name), params: params.optional() }), {
       id: `${base}Request`,
     });
-    methods[method] = {
+    methods[name] = {
       request: { $ref: `#/$defs/${base}Request` },
       params: { $ref: `#/$defs/${base}Params` },
     };
@@ -84,29 +85,24 @@ export async function buildProtocolJsonSchema(): Promise<JsonObject> {
   messages.add(EventMessageSchema, { id: "EventMessage" });
   messages.add(ResultMessageSchema, { id: "ResultMessage" });
   messages.add(ErrorMessageSchema, { id: "ErrorMessage" });
-  for (const [method, result] of Object.entries(RESULT_SCHEMAS)) {
-    const id = `${pascal(method)}Result`;
-    messages.add(result, { id });
-    methods[method] = { ...methods[method], result: { $ref: `#/$defs/${id}` } };
+  for (const { name, result } of definitions) {
+    const id = `${pascal(name)}Result`;
+    messages.add(result(), { id });
+    methods[name] = { ...methods[name], result: { $ref: `#/$defs/${id}` } };
   }
   const events: Record<string, JsonObject> = {};
-  for (const [name, fields] of Object.entries(ChatEventFields)) {
-    const id = `${pascal(name)}Event`;
-    // Loose: SPEC lists an event's typical fields; a core may add more without breaking hosts.
-    const message = z
-      .object({ id: RequestIdSchema, type: z.literal("event"), event: z.literal(name) })
-      .extend((fields as z.ZodObject).shape)
-      .loose();
-    messages.add(message, { id });
-    events[name] = { $ref: `#/$defs/${id}` };
+  for (const def of definitions) {
+    const refs: JsonObject[] = [];
+    for (const [event, fields] of Object.entries(def.events())) {
+      const id = `${pascal(event)}Event`;
+      if (!events[event]) {
+        messages.add(eventMessage(event, fields), { id });
+        events[event] = { $ref: `#/$defs/${id}` };
+      }
+      refs.push({ $ref: `#/$defs/${id}` });
+    }
+    if (refs.length > 0) methods[def.name] = { ...methods[def.name], events: refs };
   }
-  methods.chat = { ...methods.chat, events: Object.values(events) };
-  const progress = z
-    .object({ id: RequestIdSchema, type: z.literal("event"), event: z.literal("warmup_progress") })
-    .and(WarmupProgressFields);
-  messages.add(progress, { id: "WarmupProgressEvent" });
-  events.warmup_progress = { $ref: "#/$defs/WarmupProgressEvent" };
-  methods.warmup = { ...methods.warmup, events: [events.warmup_progress] };
 
   const defs = { ...defsOf(requests, "input"), ...defsOf(messages, "output") };
   return {
@@ -128,7 +124,18 @@ export async function buildProtocolJsonSchema(): Promise<JsonObject> {
   };
 }
 
+/**
+ * One event as a message: id, type and event, then its fields beside them. Object fields stay
+ * loose (SPEC lists an event's typical fields; a core may add more without breaking hosts);
+ * a union of field sets (warmup_progress's phases) is joined to the envelope.
+ */
+function eventMessage(name: string, fields: z.ZodType): z.ZodType {
+  const envelope = z.object({ id: RequestIdSchema, type: z.literal("event"), event: z.literal(name) });
+  if (fields instanceof z.ZodObject) return envelope.extend(fields.shape).loose();
+  return envelope.and(fields);
+}
+
 /** The committed file's text: stable key order, two-space indent, trailing newline. */
-export async function protocolJsonSchemaText(): Promise<string> {
-  return `${JSON.stringify(await buildProtocolJsonSchema(), null, 2)}\n`;
+export function protocolJsonSchemaText(definitions: readonly MethodSchemas[]): string {
+  return `${JSON.stringify(buildProtocolJsonSchema(definitions), null, 2)}\n`;
 }

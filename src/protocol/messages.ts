@@ -1,10 +1,8 @@
 import { z } from "zod";
-import { ERROR_CODES } from "./errors.ts";
+import { ERROR_CODES, ERROR_REASONS } from "./errors.ts";
 
 export const ErrorCodeSchema = z.enum(ERROR_CODES);
-
-/** Protocol version(s) this core speaks. */
-export const PROTOCOL_VERSIONS = [1] as const;
+export const ErrorReasonSchema = z.enum(ERROR_REASONS);
 
 export const RequestIdSchema = z.union([z.string(), z.number()]);
 export type RequestId = z.infer<typeof RequestIdSchema>;
@@ -38,7 +36,8 @@ export const ErrorMessageSchema = z.object({
   type: z.literal("error"),
   code: ErrorCodeSchema,
   message: z.string(),
-  data: z.record(z.string(), z.unknown()).optional(),
+  /** Details; `reason` (when present) is one of the known reasons, other fields are free. */
+  data: z.object({ reason: ErrorReasonSchema.optional() }).catchall(z.unknown()).optional(),
 });
 export type ErrorMessage = z.infer<typeof ErrorMessageSchema>;
 

@@ -1,10 +1,10 @@
 import { z } from "zod";
-import { ChatResultSchema } from "./chat.ts";
 
 /**
- * Result shapes of the methods other than chat, for the typed client and the JSON Schema.
- * Shapes still moving (doctor checks, the plan report) are `.loose()`: a host may rely on the
- * named fields, and extra fields pass through.
+ * Result shapes of the methods other than chat (chat.ts) and plan (the planner's report), for
+ * the method definitions in src/methods/, which the JSON Schema and the client types derive
+ * from. Shapes still moving (doctor checks) are `.loose()`: a host may rely on the named
+ * fields, and extra fields pass through.
  */
 
 export const InitializeResultSchema = z
@@ -45,11 +45,6 @@ export type DoctorCheck = z.infer<typeof DoctorCheckSchema>;
 export const DoctorResultSchema = z.object({ ok: z.boolean(), checks: z.array(DoctorCheckSchema) }).loose();
 export type DoctorResult = z.infer<typeof DoctorResultSchema>;
 
-/** The plan preview; its fields are owned by the planner and still growing. */
-export const PlanResultSchema = z.object({}).loose();
-export type PlanResult = z.infer<typeof PlanResultSchema>;
-
-/** Every method's result, by name (chat included), for the client and the JSON Schema. */
 /** `warmup`: llama-server is up and ready for chats. */
 export const WarmupResultSchema = z.object({
   status: z.literal("ready"),
@@ -63,14 +58,3 @@ export const WarmupProgressFields = z.discriminatedUnion("phase", [
   z.object({ phase: z.literal("loading"), elapsed_ms: z.number().nonnegative() }),
   z.object({ phase: z.literal("ready"), elapsed_ms: z.number().nonnegative() }),
 ]);
-
-export const RESULT_SCHEMAS = {
-  initialize: InitializeResultSchema,
-  ping: StatusResultSchema,
-  doctor: DoctorResultSchema,
-  plan: PlanResultSchema,
-  chat: ChatResultSchema,
-  cancel: CancelResultSchema,
-  shutdown: StatusResultSchema,
-  warmup: WarmupResultSchema,
-} as const;

@@ -1,20 +1,18 @@
+import type { Config } from "../config/schema.ts";
 import { planLaunch } from "../plan/launch.ts";
-import type { Core } from "../server/core.ts";
-import type { LlamaProvider } from "./endpoint.ts";
 import { findLlamaServer } from "./find-binary.ts";
 import { Supervisor } from "./supervisor.ts";
 
-/** The core's one supervisor, created on first use and stopped by Core.stop() at shutdown. */
-export function llamaProvider(core: Core): LlamaProvider {
-  return core.service("llama", createSupervisor, (s) => s.stop());
-}
-
-export function createSupervisor(core: Core): Supervisor {
-  const llama = () => core.config().config.llama;
+/**
+ * The supervisor wired to the config. `config` is read at each launch, not now: the core
+ * creates the supervisor before it knows whether a config can be loaded.
+ */
+export function createSupervisor(config: () => Config): Supervisor {
+  const llama = () => config().llama;
   return new Supervisor({
-    findBinary: () => findLlamaServer(core.config().config),
-    plan: () => planLaunch(core),
-    dataDir: () => core.config().config.app.data_dir,
+    findBinary: () => findLlamaServer(config()),
+    plan: () => planLaunch(config()),
+    dataDir: () => config().app.data_dir,
     settings: () => {
       const l = llama();
       return {

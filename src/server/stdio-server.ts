@@ -1,9 +1,10 @@
-import { buildRegistry } from "../methods/index.ts";
+import type { Config } from "../config/schema.ts";
+import { methodTable } from "../methods/index.ts";
 import { Dispatcher } from "../protocol/dispatcher.ts";
 import { LineSplitter } from "../protocol/framing.ts";
 import { type Sink, Writer } from "../protocol/writer.ts";
 import { logger, logUnexpected } from "../util/logger.ts";
-import { Core } from "./core.ts";
+import { CoreServices } from "./services.ts";
 
 export interface StdioServerOptions {
   configPath: string;
@@ -24,11 +25,11 @@ const DEFAULTS = { queueSize: 1024, drainTimeoutMs: 2000, maxLineBytes: 8 * 1024
  * queued output is drained.
  */
 export async function runStdioServer(options: StdioServerOptions): Promise<number> {
-  const core = new Core({ configPath: options.configPath, cwd: options.cwd });
+  const services = new CoreServices({ configPath: options.configPath, cwd: options.cwd });
   const limits = { ...DEFAULTS };
   const writer = new Writer(options.sink, { queueSize: limits.queueSize });
   const splitter = new LineSplitter(limits.maxLineBytes);
-  core.onConfig(({ config }) => {
+  services.onConfig((config) => {
     limits.queueSize = config.stdio.queue_size;
     limits.drainTimeoutMs = config.stdio.drain_timeout_ms;
     limits.maxLineBytes = config.stdio.max_line_bytes;
@@ -37,16 +38,20 @@ export async function runStdioServer(options: StdioServerOptions): Promise<numbe
   });
   // The config loads just after start-up (or earlier, when a request needs it), so the first
   // initialize is answered before YAML and the schemas are even loaded.
-  const preload = setTimeout(() => {
+  // Leftovers of a core that was killed outright are stopped at start-up, not at the first chat,
+  // and however soon this core is told to exit (SPEC §3): one reap, begun by whichever comes first.
+  let reaping: Promise<void> | undefined;
+  const reap = (): Promise<void> => {
+    let config: Config;
     try {
-      core.config();
+      config = services.config();
     } catch {
-      return; // Reported to the first method that needs the config.
+      return Promise.resolve(); // Reported to the first method that needs the config.
     }
-    // A llama-server left behind by a core that was killed outright is stopped now, not at
-    // the first chat (SPEC §3).
-    void import("../runtime/reap-at-startup.ts").then((m) => m.reapAtStartup(core));
-  }, 25);
+    reaping ??= import("../runtime/reap-at-startup.ts").then((m) => m.reapAtStartup(config));
+    return reaping;
+  };
+  const preload = setTimeout(() => void reap(), 25);
 
   const reader = options.input.getReader();
   let stopping: Promise<void> | undefined;
@@ -56,15 +61,14 @@ export async function runStdioServer(options: StdioServerOptions): Promise<numbe
       // Input is still read while in-flight work winds down, so a request that arrives now is
       // answered (`cancelled`: the core is shutting down) rather than left without a word.
       await dispatcher.stopAll();
-      await core.stop();
-      // However soon we are told to exit, leftovers of a killed core are stopped first (SPEC §3).
-      await import("../runtime/reap-at-startup.ts").then((m) => m.reapAtStartup(core));
+      await services.stop();
+      await reap();
       reader.cancel().catch(() => {});
     })();
     return stopping;
   };
-  const registry = buildRegistry({ testMethods: options.testMethods ?? false });
-  const dispatcher = new Dispatcher(registry, writer, core, () => stop("shutdown request"));
+  const methods = methodTable(services, { testMethods: options.testMethods ?? false });
+  const dispatcher = new Dispatcher(methods, writer, () => stop("shutdown request"));
 
   const unregister = options.onSignal?.((signal) => void stop(`signal ${signal}`));
   try {

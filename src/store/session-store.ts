@@ -1,12 +1,12 @@
 import { existsSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { z } from "zod";
-import { type ChatMessage, ChatMessageSchema } from "../agent/messages.ts";
-import type { Warning } from "../protocol/chat.ts";
+import type { Warning, WarningCode } from "../protocol/chat.ts";
 import { CoreError } from "../protocol/errors.ts";
 import { logger } from "../util/logger.ts";
 import { ensurePrivateTree } from "../util/private-fs.ts";
 import { removeStaleTemps, writeJsonAtomic } from "./atomic.ts";
+import { type ChatMessage, ChatMessageSchema } from "./chat-messages.ts";
 import { moveAside } from "./set-aside.ts";
 
 export const HistorySchema = z.object({
@@ -104,7 +104,7 @@ export class SessionStore {
   private readJson<T>(
     path: string,
     schema: z.ZodType<T>,
-    code: string,
+    code: WarningCode,
     what: string,
     warnings: Warning[],
   ): T | undefined {

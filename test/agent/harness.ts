@@ -1,12 +1,9 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { cancel } from "../../src/methods/cancel.ts";
-import { chatMethod } from "../../src/methods/chat.ts";
-import type { MethodEntry } from "../../src/methods/index.ts";
-import type { MethodDef } from "../../src/methods/types.ts";
+import { methodTable } from "../../src/methods/index.ts";
 import { Dispatcher } from "../../src/protocol/dispatcher.ts";
 import { Writer } from "../../src/protocol/writer.ts";
-import { Core } from "../../src/server/core.ts";
+import { CoreServices } from "../../src/server/services.ts";
 import { LlamaStandIn } from "../fixtures/llama-stand-in/in-process.ts";
 import { FakeProvider } from "../fixtures/llama-stand-in/provider.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
@@ -28,7 +25,7 @@ export class ChatHarness {
   readonly dir = tmpdir("local-ai-chat-");
   readonly llama = new LlamaStandIn();
   readonly provider: FakeProvider;
-  readonly core: Core;
+  readonly services: CoreServices;
   readonly out: Msg[] = [];
   readonly mcpLog: string;
   /** Called synchronously as the chat emits each event (before it is written), to place a race exactly. */
@@ -59,7 +56,11 @@ export class ChatHarness {
       ...config,
     };
     writeFileSync(join(this.dir.path, "config.yaml"), JSON.stringify(full));
-    this.core = new Core({ configPath: join(this.dir.path, "config.yaml"), cwd: this.dir.path });
+    this.services = new CoreServices({
+      configPath: join(this.dir.path, "config.yaml"),
+      cwd: this.dir.path,
+      llama: () => this.provider,
+    });
     const harness = this;
     const writer = new (class extends Writer {
       override event(msg: Parameters<Writer["event"]>[0]): boolean {
@@ -77,12 +78,11 @@ export class ChatHarness {
       },
       { queueSize: options.queueSize ?? 4096 },
     );
-    const chat = chatMethod({ provider: () => this.provider });
-    const methods = new Map<string, MethodEntry>([
-      ["chat", { name: "chat", cancellable: true, load: async () => chat as unknown as MethodDef }],
-      ["cancel", { name: "cancel", cancellable: false, load: async () => cancel as unknown as MethodDef }],
-    ]);
-    this.dispatcher = new Dispatcher(methods, writer, this.core, async () => {});
+    this.dispatcher = new Dispatcher(
+      methodTable(this.services, { testMethods: false }),
+      writer,
+      async () => {},
+    );
   }
 
   get dataDir(): string {
@@ -128,7 +128,7 @@ export class ChatHarness {
 
   async [Symbol.asyncDispose](): Promise<void> {
     await this.dispatcher.stopAll();
-    await this.core.stop();
+    await this.services.stop();
     this.llama.stop();
     this.dir[Symbol.dispose]();
   }

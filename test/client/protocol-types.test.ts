@@ -5,6 +5,7 @@ import { clientTypesText, OUTPUT } from "../../scripts/client-types.ts";
 import { CHAT_EVENT_NAMES } from "../../src/client/chat-events.ts";
 import type * as P from "../../src/client/protocol-types.ts";
 import type { InitializeParamsSchema } from "../../src/methods/initialize.ts";
+import type { PlanResult } from "../../src/methods/plan.ts";
 import type { ChatParamsSchema, ChatResultSchema, WarningSchema } from "../../src/protocol/chat.ts";
 import { ChatEventFields } from "../../src/protocol/chat.ts";
 import type { ErrorCodeSchema, RequestIdSchema } from "../../src/protocol/messages.ts";
@@ -41,7 +42,7 @@ describe("client protocol types", () => {
       same<P.StatusResult, R.StatusResult>(true),
       same<P.CancelResult, R.CancelResult>(true),
       same<P.DoctorResult, R.DoctorResult>(true),
-      same<P.PlanResult, R.PlanResult>(true),
+      same<P.PlanResult, PlanResult>(true),
     ];
     expect(checks.every(Boolean)).toBe(true);
   });

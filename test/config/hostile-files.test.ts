@@ -5,7 +5,7 @@ import { loadConfig, parseConfigText } from "../../src/config/load.ts";
 import { CONFIG_MAX_BYTES } from "../../src/config/read-file.ts";
 import { type DoctorDeps, runDoctor } from "../../src/doctor/doctor.ts";
 import { defaultPlanDeps } from "../../src/plan/launch.ts";
-import { Core } from "../../src/server/core.ts";
+import { CoreServices } from "../../src/server/services.ts";
 import { coreErrorOf } from "../fixtures/core-error.ts";
 import { cpuOnlyMachine } from "../fixtures/hardware.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
@@ -87,7 +87,7 @@ describe("YAML that fails while converting (issue 10 item 11)", () => {
       probe: async () => cpuOnlyMachine(),
       run: async () => ({ kind: "absent" }),
     };
-    const report = await runDoctor(new Core({ configPath: "config.yaml", cwd: dir.path }), deps);
+    const report = await runDoctor(new CoreServices({ configPath: "config.yaml", cwd: dir.path }), deps);
     const config = report.checks.find((c) => c.id === "config")!;
     expect(config.status).toBe("fail");
     expect(config.data).toMatchObject({ code: "config_invalid", file: join(dir.path, "config.yaml") });

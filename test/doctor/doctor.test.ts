@@ -6,7 +6,7 @@ import { renderDoctor } from "../../src/doctor/render.ts";
 import type { HardwareSnapshot } from "../../src/plan/hardware.ts";
 import { defaultPlanDeps } from "../../src/plan/launch.ts";
 import { runWithTimeout } from "../../src/plan/probe.ts";
-import { Core } from "../../src/server/core.ts";
+import { CoreServices } from "../../src/server/services.ts";
 import { denseModel, llama7b, writeGguf } from "../fixtures/gguf-writer.ts";
 import { cpuOnlyMachine, GIB } from "../fixtures/hardware.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
@@ -32,9 +32,9 @@ function script(dir: string, name: string, body: string, mode = 0o755): string {
 const FAKE_VERSION =
   'echo "version: 0.2.0-dev (build 10587, commit 3f545becc)" >&2; echo "built with GNU 12.2.0 for Linux x86_64" >&2';
 
-function setup(dir: string, yaml: string): Core {
+function setup(dir: string, yaml: string): CoreServices {
   writeFileSync(join(dir, "config.yaml"), yaml);
-  return new Core({ configPath: "config.yaml", cwd: dir });
+  return new CoreServices({ configPath: "config.yaml", cwd: dir });
 }
 
 const byId = (r: Awaited<ReturnType<typeof runDoctor>>, id: string) => r.checks.find((c) => c.id === id)!;
@@ -175,7 +175,7 @@ describe("doctor", () => {
 
   test("no config: the config check fails and the rest still run against defaults", async () => {
     using dir = tmpdir();
-    const core = new Core({ configPath: "missing.yaml", cwd: dir.path });
+    const core = new CoreServices({ configPath: "missing.yaml", cwd: dir.path });
     const r = await runDoctor(core, deps());
     expect(byId(r, "config").status).toBe("fail");
     expect(byId(r, "model").message).toContain("absent");

@@ -1,12 +1,12 @@
 import { describe, expect, test } from "bun:test";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { loadConfig } from "../../src/config/load.ts";
 import type { HardwareSnapshot } from "../../src/plan/hardware.ts";
 import { defaultPlanDeps, type PlanDeps, planLaunch } from "../../src/plan/launch.ts";
 import { renderPlan } from "../../src/plan/render.ts";
 import { buildPlanReport } from "../../src/plan/report.ts";
 import { CoreError } from "../../src/protocol/errors.ts";
-import { Core } from "../../src/server/core.ts";
 import { llama7b, writeGguf } from "../fixtures/gguf-writer.ts";
 import { cpuOnlyMachine } from "../fixtures/hardware.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
@@ -32,8 +32,8 @@ describe("planLaunch and the plan report", () => {
       join(dir.path, "config.yaml"),
       "model:\n  path: ./m.gguf\n  max_tokens: 512\nllama:\n  parallel: 2\n  extra_args: [--foo]\n",
     );
-    const core = new Core({ configPath: "config.yaml", cwd: dir.path });
-    const launch = await planLaunch(core, deps);
+    const { config } = loadConfig("config.yaml", dir.path);
+    const launch = await planLaunch(config, deps);
     expect(launch.slots).toBe(2);
     expect(launch.model_path).toBe(join(dir.path, "m.gguf"));
     expect(launch.max_tokens).toBe(512);
@@ -41,7 +41,7 @@ describe("planLaunch and the plan report", () => {
     expect(launch.argv.at(-1)).toBe("--foo");
     for (const f of ["--host", "--port", "--api-key"]) expect(launch.argv).not.toContain(f);
 
-    const report = await buildPlanReport(core, deps);
+    const report = await buildPlanReport(config, deps);
     expect(report.plan.argv).toEqual(launch.argv);
     const text = renderPlan(report, false);
     expect(text).toContain("cpu");
@@ -52,17 +52,13 @@ describe("planLaunch and the plan report", () => {
 
   test("errors carry the right codes", async () => {
     using dir = tmpdir();
-    expect(await codeOf(planLaunch(new Core({ configPath: "none.yaml", cwd: dir.path }), deps))).toBe(
-      "config_missing",
-    );
+    // The config loads inside the promise, as it does for the plan method and the supervisor.
+    const planWith = async (configPath: string) => planLaunch(loadConfig(configPath, dir.path).config, deps);
+    expect(await codeOf(planWith("none.yaml"))).toBe("config_missing");
     writeFileSync(join(dir.path, "config.yaml"), "model:\n  path: ./absent.gguf\n");
-    expect(await codeOf(planLaunch(new Core({ configPath: "config.yaml", cwd: dir.path }), deps))).toBe(
-      "model_missing",
-    );
+    expect(await codeOf(planWith("config.yaml"))).toBe("model_missing");
     writeGguf(dir.path, "m.gguf", llama7b());
     writeFileSync(join(dir.path, "c2.yaml"), "model:\n  path: ./m.gguf\nhardware:\n  ram_bytes: 1000000\n");
-    expect(await codeOf(planLaunch(new Core({ configPath: "c2.yaml", cwd: dir.path }), deps))).toBe(
-      "model_plan_error",
-    );
+    expect(await codeOf(planWith("c2.yaml"))).toBe("model_plan_error");
   });
 });

@@ -158,6 +158,15 @@ describe("dispatcher over the in-process loop", () => {
     expect(h.terminal("s")).toMatchObject({ code: "cancelled" });
   });
 
+  test("requests in the same read after a shutdown are answered cancelled, as later ones are", async () => {
+    const h = startHarness();
+    h.sendRaw('{"id":"bye","method":"shutdown"}\n{"id":"p","method":"ping"}\n{"id":"pl","method":"plan"}\n');
+    expect(await h.exit).toBe(0);
+    expect(h.terminal("bye")).toMatchObject({ type: "result" });
+    expect(h.terminal("p")).toMatchObject({ code: "cancelled" });
+    expect(h.terminal("pl")).toMatchObject({ code: "cancelled" });
+  });
+
   test("a signal shuts down like EOF: chats cancelled, exit 0", async () => {
     const h = startHarness();
     h.send({ id: "s", method: "test.sleep", params: { ms: 10000 } });

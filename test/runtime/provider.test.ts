@@ -1,11 +1,10 @@
 import { describe, expect, test } from "bun:test";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import type { MethodContext } from "../../src/methods/types.ts";
 import { warmup } from "../../src/methods/warmup.ts";
-import { llamaProvider } from "../../src/runtime/provider.ts";
+import type { RequestContext } from "../../src/protocol/method-table.ts";
 import type { Supervisor } from "../../src/runtime/supervisor.ts";
-import { Core } from "../../src/server/core.ts";
+import { CoreServices } from "../../src/server/services.ts";
 import { writeFakeLlamaServer, writeFakeModel } from "../fixtures/llama-stand-in/binary.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 import { pidAlive } from "./helpers/harness.ts";
@@ -19,28 +18,29 @@ describe.skipIf(process.platform === "win32")("the core's llama provider and the
       join(dir.path, "config.yaml"),
       `llama:\n  binary: ${binary}\n  parallel: 2\nmodel:\n  path: ${model}\n  context: 2048\n`,
     );
-    const core = new Core({ configPath: join(dir.path, "config.yaml"), cwd: dir.path });
+    const core = new CoreServices({ configPath: join(dir.path, "config.yaml"), cwd: dir.path });
     const events: { event: string; fields?: Record<string, unknown> }[] = [];
     const ctx = {
       id: "w1",
       signal: new AbortController().signal,
-      emit: (event: string, fields?: Record<string, unknown>) => events.push({ event, fields }) > 0,
+      emit: (event: string, fields: object) =>
+        events.push({ event, fields: fields as Record<string, unknown> }) > 0,
       droppedEvents: 0,
-      core,
       cancel: () => false,
       methodNames: () => [],
       shutdown: async () => {},
-    } satisfies MethodContext;
-    const result = (await warmup.run({ user_id: "u1" }, ctx)) as { status: string; slots: number };
+      settle: () => true,
+    } satisfies RequestContext;
+    const result = (await warmup.run({ user_id: "u1" }, ctx, core)) as { status: string; slots: number };
     expect(result.status).toBe("ready");
     expect(result.slots).toBe(2);
     expect(core.parallelChats()).toBe(2);
     // Warm-up also builds the named user's memory index, as the first chat would.
-    const indexes = core.service("memory-indexes", () => new Map<string, unknown>());
+    const indexes = core.memories();
     expect([...indexes.keys()]).toEqual(["u1"]);
     expect(events[0]).toEqual({ event: "warmup_progress", fields: { phase: "starting", attempt: 1 } });
     expect(events.at(-1)?.fields?.phase).toBe("ready");
-    const pid = (llamaProvider(core) as Supervisor).pid() as number;
+    const pid = (core.llama() as Supervisor).pid() as number;
     expect(pidAlive(pid)).toBe(true);
     await core.stop();
     expect(pidAlive(pid)).toBe(false);

@@ -9,6 +9,7 @@ import {
   writeFileSync,
 } from "node:fs";
 import { join, resolve } from "node:path";
+import type { Warning } from "../../src/protocol/chat.ts";
 import { writeFileAtomic } from "../../src/store/atomic.ts";
 import { SessionStore } from "../../src/store/session-store.ts";
 import { ChatHarness } from "../agent/harness.ts";
@@ -38,7 +39,7 @@ describe("session files full of junk", () => {
         const path = file === "history" ? s.historyPath : s.checkpointPath;
         make(path);
         const before = statSync(path).isDirectory() ? "dir" : readFileSync(path).toString("hex");
-        const warnings: { code: string; message: string }[] = [];
+        const warnings: Warning[] = [];
         const loaded = file === "history" ? s.loadHistory(warnings) : s.loadCheckpoint(warnings);
         expect(file === "history" ? loaded : loaded === undefined).toEqual(file === "history" ? [] : true);
         expect(warnings.map((w) => w.code)).toEqual([
@@ -62,7 +63,7 @@ describe("session files full of junk", () => {
             turn: [],
           });
         expect(warnings.length).toBe(1);
-        const again: { code: string; message: string }[] = [];
+        const again: Warning[] = [];
         if (file === "history") expect(s.loadHistory(again)).toHaveLength(1);
         else expect(s.loadCheckpoint(again)?.user_input).toBe("hi");
         expect(again).toEqual([]);

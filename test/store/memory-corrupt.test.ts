@@ -2,7 +2,6 @@ import { describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { MemoryIndex } from "../../src/store/memory-index.ts";
-import { userMemory } from "../../src/store/user-memory.ts";
 import { ChatHarness, type Msg } from "../agent/harness.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
@@ -91,7 +90,7 @@ describe("a corrupt memory file", () => {
   test("built by a warm-up before the first chat: that chat still carries the warning", async () => {
     await using h = new ChatHarness({ agents: [{ name: "plain", system_prompt: "Be brief." }] });
     writeTurns(h.dataDir, "default_user", withOneBadEntry);
-    userMemory(h.core, "default_user");
+    h.services.memories().get("default_user");
     h.llama.script({ content: ["ok"] });
     const { terminal } = await h.chat(1, { input: "hello", session_id: "s1" });
     expect((terminal.result as { warnings: { code: string }[] }).warnings.map((w) => w.code)).toEqual([

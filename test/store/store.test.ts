@@ -1,6 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import type { Warning } from "../../src/protocol/chat.ts";
 import { removeStaleTemps, writeFileAtomic } from "../../src/store/atomic.ts";
 import { Bm25, tokenize } from "../../src/store/bm25.ts";
 import { KeyedMutex } from "../../src/store/keyed-mutex.ts";
@@ -34,7 +35,7 @@ describe("SessionStore", () => {
   test("round-trips history and checkpoints; clear removes the checkpoint", () => {
     using dir = tmpdir();
     const s = new SessionStore(dir.path, "u", "s");
-    const warnings: { code: string; message: string }[] = [];
+    const warnings: Warning[] = [];
     expect(s.loadHistory(warnings)).toEqual([]);
     s.saveHistory([{ role: "user", content: "hi" }]);
     expect(s.loadHistory(warnings)).toEqual([{ role: "user", content: "hi" }]);
@@ -58,7 +59,7 @@ describe("SessionStore", () => {
     const s = new SessionStore(dir.path, "u", "s", () => new Date("2026-01-02T03:04:05Z"));
     mkdirSync(s.dir, { recursive: true });
     writeFileSync(s.historyPath, JSON.stringify({ version: 1, messages: [{ role: "robot" }] }));
-    const warnings: { code: string; message: string }[] = [];
+    const warnings: Warning[] = [];
     expect(s.loadHistory(warnings)).toEqual([]);
     expect(warnings[0]?.code).toBe("history_reset");
     expect(existsSync(`${s.historyPath}.corrupt-2026-01-02T03-04-05-000Z`)).toBe(true);

@@ -1,6 +1,9 @@
 import { z } from "zod";
 
-/** The OpenAI chat message shapes llama-server accepts, as stored in history and checkpoints. */
+/**
+ * The OpenAI chat message shapes llama-server accepts, as stored in history and checkpoints.
+ * Here, on the floor below the agent, because both the session store and the agent use them.
+ */
 export const ToolCallSchema = z.object({
   id: z.string(),
   type: z.literal("function"),

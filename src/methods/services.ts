@@ -1,0 +1,32 @@
+import type { McpPool } from "../agent/mcp-pool.ts";
+import type { Config, LoadedConfig } from "../config/schema.ts";
+import type { LlamaProvider } from "../runtime/endpoint.ts";
+import type { KeyedMutex } from "../store/keyed-mutex.ts";
+import type { UserMemories } from "../store/user-memory.ts";
+
+/**
+ * What a method may ask of the core: the config and the long-lived services, each created on
+ * first use. Built by the composition root (src/server/services.ts), which also stops them;
+ * a method only uses them.
+ */
+export interface Services {
+  /** The config, loaded on first need; throws CoreError config_missing / config_invalid. */
+  config(): Config;
+  /** The same, with the file it came from and its warnings (doctor reports them). */
+  loadedConfig(): LoadedConfig;
+  /** The defaults, resolved against the working directory, for diagnostics without a config. */
+  defaultConfig(): LoadedConfig;
+  /**
+   * How many chats run at once: the config's explicit limit, else the running supervisor's
+   * slots, else the config's explicit slot count, else one.
+   */
+  parallelChats(): number;
+  /** The llama-server supervisor (or the stand-in a test put in its place). */
+  llama(): LlamaProvider;
+  /** The MCP clients, one per configured server. */
+  mcp(): McpPool;
+  /** One lock per user/session, so two chats never write the same session at once. */
+  sessionLocks(): KeyedMutex;
+  /** Each user's memory index, built on first need. */
+  memories(): UserMemories;
+}

@@ -1,0 +1,66 @@
+import type { z } from "zod";
+import type { ErrorMessage, EventMessage, RequestId, ResultMessage } from "./messages.ts";
+
+/**
+ * What the dispatcher needs to know of methods, and what a method gets from it. The methods
+ * themselves (src/methods/) and their services live above this floor; the dispatcher sees
+ * only this table and the output port.
+ */
+
+/** Event name → the fields an event of that name carries beside id, type and event. */
+export type EventFields = Record<string, object>;
+
+/** What a handler may do besides computing its result: no direct IO. */
+export interface RequestContext<E extends EventFields = EventFields> {
+  readonly id: RequestId;
+  /** Aborted by `cancel`, shutdown, or a signal. */
+  readonly signal: AbortSignal;
+  /**
+   * Queues an event for this request; false when the writer dropped it (queue full). Typed per
+   * event: an event the method does not declare, or a field its event lacks, does not compile.
+   */
+  emit<K extends keyof E & string>(event: K, fields: E[K]): boolean;
+  /** Events of this request that the writer dropped so far. */
+  readonly droppedEvents: number;
+  /** Cancels another active request (the `cancel` method). */
+  cancel(requestId: RequestId | undefined): boolean;
+  /** Every method this core serves, for initialize. */
+  methodNames(): string[];
+  /** Starts the orderly shutdown and resolves once in-flight work has stopped. */
+  shutdown(): Promise<void>;
+  /**
+   * Decides the outcome now: false when the request was already cancelled; otherwise true, and
+   * from then on a cancel finds it finished (`{cancelled:false}`). A handler calls it right
+   * before it commits something a cancelled request must not leave behind.
+   */
+  settle(): boolean;
+}
+
+/** A loaded method as the dispatcher runs it: params validated by `params`, then `run`. */
+export interface MethodHandler {
+  readonly name: string;
+  readonly params: z.ZodType;
+  /** A plain (non-promise) return value is answered at once, before the next line is read. */
+  run(params: unknown, ctx: RequestContext): unknown;
+}
+
+/** A method known before its module loads: a ping never pays for the planner or the agent. */
+export interface MethodEntry {
+  readonly name: string;
+  /** Long-running work that `cancel` may target (chat, warm-up); known before the module loads. */
+  readonly cancellable: boolean;
+  load(): Promise<MethodHandler>;
+}
+
+/** Every method served, by name. */
+export type MethodTable = ReadonlyMap<string, MethodEntry>;
+
+/** Where the dispatcher's messages go: the Writer, or a test's recorder. */
+export interface OutputPort {
+  /** Queues an event; false when it was dropped (queue full). */
+  event(msg: EventMessage): boolean;
+  /** Queues a terminal when there is room now; false (nothing queued) when it must wait. */
+  tryTerminal(msg: ResultMessage | ErrorMessage): boolean;
+  /** Queues a terminal, waiting for room; throws when the message cannot be serialized. */
+  terminal(msg: ResultMessage | ErrorMessage): Promise<void>;
+}

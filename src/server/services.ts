@@ -1,0 +1,131 @@
+import type { McpPool } from "../agent/mcp-pool.ts";
+import type { Config, LoadedConfig } from "../config/schema.ts";
+import type { Services } from "../methods/services.ts";
+import type { LlamaProvider } from "../runtime/endpoint.ts";
+import { KeyedMutex } from "../store/keyed-mutex.ts";
+import type { UserMemories } from "../store/user-memory.ts";
+import { logger, logUnexpected, setLogLevel } from "../util/logger.ts";
+
+export interface ServicesOptions {
+  /** As given on the command line (default config.yaml), resolved against cwd. */
+  configPath: string;
+  cwd: string;
+  /** Makes the llama-server provider; tests pass a stand-in. Default: the real supervisor. */
+  llama?: (config: () => Config) => LlamaProvider;
+}
+
+/**
+ * The composition root: the one place that creates the core's long-lived parts and hands
+ * them down as plain values. The config loads on first need (so ping, initialize and shutdown
+ * work without one); each service is created on first use, and `stop()` stops them once, in
+ * the reverse order of their creation. Heavy modules (the supervisor and planner, the MCP
+ * SDK, YAML) are required inside the getters so a bare start-up never loads them.
+ */
+export class CoreServices implements Services {
+  private loaded: LoadedConfig | undefined;
+  private readonly configListeners: ((config: Config) => void)[] = [];
+  private provider: LlamaProvider | undefined;
+  private pool: McpPool | undefined;
+  private locks: KeyedMutex | undefined;
+  private userMemories: UserMemories | undefined;
+  private readonly stoppers: { name: string; stop: () => Promise<void> }[] = [];
+  private stopping: Promise<void> | undefined;
+
+  constructor(private readonly options: ServicesOptions) {}
+
+  loadedConfig(): LoadedConfig {
+    if (!this.loaded) {
+      const { loadConfig } = require("../config/load.ts") as typeof import("../config/load.ts");
+      const loaded = loadConfig(this.options.configPath, this.options.cwd);
+      for (const w of loaded.warnings) logger.warn(w);
+      setLogLevel(loaded.config.logging.level);
+      this.loaded = loaded;
+      for (const listener of this.configListeners) listener(loaded.config);
+    }
+    return this.loaded;
+  }
+
+  config(): Config {
+    return this.loadedConfig().config;
+  }
+
+  defaultConfig(): LoadedConfig {
+    const { defaultConfig } = require("../config/load.ts") as typeof import("../config/load.ts");
+    return defaultConfig(this.options.cwd);
+  }
+
+  /** Runs `listener` once the config is loaded (at once if it already is). */
+  onConfig(listener: (config: Config) => void): void {
+    if (this.loaded) listener(this.loaded.config);
+    else this.configListeners.push(listener);
+  }
+
+  parallelChats(): number {
+    let config: Config;
+    try {
+      config = this.config();
+    } catch {
+      return 1;
+    }
+    if (typeof config.app.max_parallel_chats === "number") return config.app.max_parallel_chats;
+    // Once the supervisor exists it knows the plan's slots (or the config's, before a plan).
+    if (this.provider) return this.provider.slots();
+    if (typeof config.llama.parallel === "number") return config.llama.parallel;
+    return 1;
+  }
+
+  llama(): LlamaProvider {
+    if (!this.provider) {
+      const config = () => this.config();
+      const make =
+        this.options.llama ??
+        (require("../runtime/provider.ts") as typeof import("../runtime/provider.ts")).createSupervisor;
+      const provider = make(config);
+      this.provider = this.stopAtShutdown("llama", provider, () => provider.stop());
+    }
+    return this.provider;
+  }
+
+  mcp(): McpPool {
+    if (!this.pool) {
+      const { McpPool } = require("../agent/mcp-pool.ts") as typeof import("../agent/mcp-pool.ts");
+      const config = this.config();
+      const pool = new McpPool(config.mcp_servers, Date.now, config.app.data_dir);
+      this.pool = this.stopAtShutdown("mcp", pool, () => pool.close());
+    }
+    return this.pool;
+  }
+
+  sessionLocks(): KeyedMutex {
+    this.locks ??= new KeyedMutex();
+    return this.locks;
+  }
+
+  memories(): UserMemories {
+    if (!this.userMemories) {
+      const { app, memory } = this.config();
+      const { UserMemories } = require("../store/user-memory.ts") as typeof import("../store/user-memory.ts");
+      this.userMemories = new UserMemories(app.data_dir, memory.folders);
+    }
+    return this.userMemories;
+  }
+
+  /** Stops every service once; safe to call from several shutdown paths at the same time. */
+  stop(): Promise<void> {
+    this.stopping ??= (async () => {
+      for (const { name, stop } of [...this.stoppers].reverse()) {
+        try {
+          await stop();
+        } catch (err) {
+          logUnexpected(`stopping ${name} failed`, err);
+        }
+      }
+    })();
+    return this.stopping;
+  }
+
+  private stopAtShutdown<T>(name: string, service: T, stop: () => Promise<void>): T {
+    this.stoppers.push({ name, stop });
+    return service;
+  }
+}
