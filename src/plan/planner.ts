@@ -1,10 +1,9 @@
 import type { Config } from "../config/schema.ts";
 import { memoryBudgets, vramOverrideWarnings } from "./decide/budgets.ts";
-import { capContext, chooseContext, decideContext } from "./decide/context.ts";
+import { decideContextAndLayers } from "./decide/context-and-layers.ts";
 import { devicePlans } from "./decide/devices.ts";
 import { fitter } from "./decide/fit.ts";
 import { decideFlashAttn } from "./decide/flash-attn.ts";
-import { decideGpuLayers, explicitGpuLayers, mostGpuLayers } from "./decide/gpu-layers.ts";
 import { decideCacheTypes } from "./decide/kv-cache.ts";
 import { decideMemoryFlags } from "./decide/memory-flags.ts";
 import { extraArgsDecision, jinjaDecision } from "./decide/passthrough.ts";
@@ -40,39 +39,22 @@ export function makePlan(model: ModelInfo, rawHw: HardwareSnapshot, config: Plan
   });
   const slots = decideSlots(config);
 
-  const maxNgl = model.n_layer + 1;
-  const capped = capContext(config.model.context, model.context_train);
-  warnings.push(...capped.warnings);
-  const explicitNgl = explicitGpuLayers(
-    config.model.gpu_layers,
-    maxNgl,
-    budgets.gpus.length,
-    rawHw.gpus.length,
-  );
-  const gpuBudgets = budgets.gpus.map((g) => g.budget);
-  const chosen = chooseContext(
-    {
-      fit,
-      layersFor: (ctx) => explicitNgl ?? mostGpuLayers(fit, gpuBudgets, maxNgl, ctx, slots.value),
-      slots: slots.value,
-      train: model.context_train,
-      maxNgl,
-      gpus: budgets.gpus.length > 0,
-      explicitNgl,
-      architecture: model.architecture,
-    },
-    capped.ctx,
-  );
-  warnings.push(...chosen.warnings);
-  const context = decideContext(chosen, model.context_train, slots.value, capped.ctx !== null);
-  const layers = decideGpuLayers(chosen.ngl, model.n_layer, budgets.gpus.length, explicitNgl !== null);
+  const placed = decideContextAndLayers({
+    model,
+    requested: config.model,
+    fit,
+    gpuBudgets: budgets.gpus.map((g) => g.budget),
+    detectedGpus: rawHw.gpus.length,
+    slots: slots.value,
+  });
+  warnings.push(...placed.warnings);
   const threads = decideThreads(llama.threads, hw.cpu);
   const memory = decideMemoryFlags(llama);
 
   const decisions: Decision[] = [
     slots.decision,
-    context.decision,
-    layers.decision,
+    placed.context.decision,
+    placed.gpuLayers.decision,
     threads.decision,
     flashAttn.decision,
     cache.decision,
@@ -85,10 +67,10 @@ export function makePlan(model: ModelInfo, rawHw: HardwareSnapshot, config: Plan
   return {
     model_path: model.path,
     slots: slots.value,
-    context_per_slot: context.value,
-    context_total: context.value * slots.value,
-    gpu_layers: layers.value.layers,
-    gpu_layers_all: layers.value.all,
+    context_per_slot: placed.context.value,
+    context_total: placed.context.value * slots.value,
+    gpu_layers: placed.gpuLayers.value.layers,
+    gpu_layers_all: placed.gpuLayers.value.all,
     threads: threads.value,
     flash_attn: flashAttn.value,
     cache_type_k: cache.value.k,
@@ -96,7 +78,7 @@ export function makePlan(model: ModelInfo, rawHw: HardwareSnapshot, config: Plan
     mmap: llama.mmap,
     mlock: llama.mlock,
     max_tokens: config.model.max_tokens,
-    devices: devicePlans(budgets, chosen.trial.est, hw.cpu.model),
+    devices: devicePlans(budgets, placed.trial.est, hw.cpu.model),
     decisions,
     // extra_args come last, after every planned flag, so they win.
     argv: ["-m", model.path, ...decisions.flatMap((d) => d.flags)],
