@@ -4,7 +4,7 @@ import { decideContextAndLayers } from "./decide/context-and-layers.ts";
 import { devicePlans } from "./decide/devices.ts";
 import { fitter } from "./decide/fit.ts";
 import { decideFlashAttn } from "./decide/flash-attn.ts";
-import { decideCacheTypes } from "./decide/kv-cache.ts";
+import { cacheRequests, decideCacheTypes } from "./decide/kv-cache.ts";
 import { decideMemoryFlags } from "./decide/memory-flags.ts";
 import { extraArgsDecision, jinjaDecision } from "./decide/passthrough.ts";
 import { decideSlots } from "./decide/slots.ts";
@@ -30,7 +30,7 @@ export function makePlan(model: ModelInfo, rawHw: HardwareSnapshot, config: Plan
   const warnings = [...model.warnings, ...vramOverrideWarnings(config.hardware, rawHw.gpus.length)];
 
   // Cache types first: the V type decides flash attention, and both shape the estimate.
-  const cache = decideCacheTypes(model, llama);
+  const cache = decideCacheTypes(model, cacheRequests(llama));
   const flashAttn = decideFlashAttn(llama.flash_attn, cache.value.v);
   const fit = fitter(model, budgets, {
     cacheK: cache.value.k,
