@@ -71,19 +71,20 @@ export const KV_CACHE_TYPES = {
 export type KvCacheType = keyof typeof KV_CACHE_TYPES;
 export const KV_CACHE_TYPE_NAMES = Object.keys(KV_CACHE_TYPES) as [KvCacheType, ...KvCacheType[]];
 
-function kvCacheType(name: string): { block: number; bytes: number } | undefined {
-  return Object.hasOwn(KV_CACHE_TYPES, name) ? KV_CACHE_TYPES[name as KvCacheType] : undefined;
-}
+// Looked up once per layer of every candidate the planner tries: plain Maps keep that cheap.
+const KV_BYTES = new Map<string, number>(
+  Object.entries(KV_CACHE_TYPES).map(([n, t]) => [n, t.bytes / t.block]),
+);
+const KV_BLOCK = new Map<string, number>(Object.entries(KV_CACHE_TYPES).map(([n, t]) => [n, t.block]));
 
 /** Bytes per element of a KV cache type as llama-server names it (f16, q8_0, …); unknown: f16's. */
 export function cacheTypeBytes(name: string): number {
-  const t = kvCacheType(name);
-  return t ? t.bytes / t.block : 2;
+  return KV_BYTES.get(name) ?? 2;
 }
 
 /** Elements per block of a KV cache type; a head size must be a multiple of it. Unknown: 1. */
 export function cacheTypeBlock(name: string): number {
-  return kvCacheType(name)?.block ?? 1;
+  return KV_BLOCK.get(name) ?? 1;
 }
 
 /** Quantized cache types (blocks of more than one element) need flash attention for V. */
