@@ -2,9 +2,8 @@ import type { Core } from "../server/core.ts";
 import { readGgufHeader } from "./gguf-read.ts";
 import type { HardwareSnapshot } from "./hardware.ts";
 import { type ModelInfo, modelInfo } from "./model.ts";
-import { makePlan } from "./planner.ts";
+import { makePlan, type Plan } from "./planner.ts";
 import { probeHardware } from "./probe.ts";
-import type { Plan } from "./report-schema.ts";
 
 /** What the supervisor launches: the planned flags, without --host/--port/--api-key. */
 export interface LaunchPlan {

@@ -19,6 +19,9 @@ import type { Decision, Plan } from "./report-schema.ts";
  * composes them in the order their inputs need and reports them in argv order.
  */
 
+/** The plan's types are inferred from its schema; re-exported here, where they were first defined. */
+export type { Decision, DevicePlan, Plan } from "./report-schema.ts";
+
 export type PlanConfig = Pick<Config, "model" | "llama" | "hardware"> & {
   app: Pick<Config["app"], "max_parallel_chats">;
 };

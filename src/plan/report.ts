@@ -2,7 +2,7 @@ import type { Core } from "../server/core.ts";
 import type { HardwareSnapshot } from "./hardware.ts";
 import { defaultPlanDeps, type PlanDeps, planInputs } from "./launch.ts";
 import type { ModelInfo } from "./model.ts";
-import type { Plan } from "./report-schema.ts";
+import type { Plan } from "./planner.ts";
 
 /** The `plan` method's result and the CLI's `--json`: the same object. */
 export interface PlanReport {
