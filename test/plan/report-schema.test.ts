@@ -4,7 +4,7 @@ import { ConfigSchema } from "../../src/config/schema.ts";
 import { readGgufHeader } from "../../src/plan/gguf-read.ts";
 import { type ModelInfo, modelInfo } from "../../src/plan/model.ts";
 import { makePlan } from "../../src/plan/planner.ts";
-import { probeHardware } from "../../src/plan/probe.ts";
+import { probeHardware, realProbeEnv } from "../../src/plan/probe.ts";
 import type { buildPlanReport } from "../../src/plan/report.ts";
 import { summariseModel } from "../../src/plan/report.ts";
 import {
@@ -13,7 +13,7 @@ import {
   PlanReportSchema,
   PlanSchema,
 } from "../../src/plan/report-schema.ts";
-import { deepseek2, gemma3, llama7b, mixtral8x7b, writeGguf } from "../fixtures/gguf-writer.ts";
+import { deepseek2, gemma3, llama7b, mixtral8x7b, sparse40g, writeGguf } from "../fixtures/gguf-writer.ts";
 import { cpuOnlyMachine, GIB } from "../fixtures/hardware.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
@@ -98,6 +98,24 @@ describe("PlanReportSchema describes exactly what plan returns", () => {
   test("the probe's snapshot of this machine parses", async () => {
     const hw = await probeHardware();
     expect(HardwareSnapshotSchema.parse(hw)).toEqual(hw);
+  });
+
+  test("a real GPU: nvidia-smi's answer recorded on an H200 probes, plans and parses", async () => {
+    const H200 = "0, NVIDIA H200, 143771, 143156, 580.159.04, 9.0\n";
+    const hardware = await probeHardware({
+      ...realProbeEnv,
+      platform: "linux",
+      arch: "x64",
+      run: async (cmd) =>
+        cmd === "nvidia-smi" ? { kind: "exit", code: 0, stdout: H200, stderr: "" } : { kind: "absent" },
+    });
+    expect(hardware.gpus[0]).toMatchObject({ name: "NVIDIA H200", compute_capability: "9.0" });
+    using dir = tmpdir();
+    const m = modelInfo(await readGgufHeader(writeGguf(dir.path, "big.gguf", sparse40g())));
+    const plan = makePlan(m, hardware, ConfigSchema.parse({}));
+    expect(plan.gpu_layers_all).toBe(true);
+    const report = { fits: true as const, model: summariseModel(m), hardware, plan };
+    expect(PlanReportSchema.parse(report)).toEqual(report);
   });
 
   test("strict: an unknown field or decision is refused", async () => {
