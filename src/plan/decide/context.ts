@@ -12,7 +12,7 @@ import { type Fitter, noFit, type Trial } from "./fit.ts";
 /** Auto context steps; auto never goes past the last one (bigger contexts must be asked for). */
 export const CONTEXT_LADDER = [2048, 4096, 8192, 16384, 32768];
 /** With only part of the model on the GPU, context competes with layers: stay modest. */
-export const PARTIAL_OFFLOAD_MAX_CTX = 8192;
+const PARTIAL_OFFLOAD_MAX_CTX = 8192;
 /** The whole model on the GPU is preferred only at a context at least this useful. */
 const WHOLE_ON_GPU_MIN_CTX = 4096;
 

@@ -17,8 +17,8 @@ const GIB = 1024 * MIB;
  * Context costs may spend at most this share of the memory the weights leave: half of RAM
  * (shared with the OS and every other program), three quarters of a discrete GPU's.
  */
-export const ROOM_SHARE_RAM = 0.5;
-export const ROOM_SHARE_GPU = 0.75;
+const ROOM_SHARE_RAM = 0.5;
+const ROOM_SHARE_GPU = 0.75;
 
 export interface Trial {
   est: Estimate;

@@ -5,7 +5,7 @@ import type { ModelInfo } from "../model.ts";
 import type { Decided } from "./decided.ts";
 
 /** Full quality, and its block (1) divides every head size: the planner's own choice. */
-export const DEFAULT_CACHE_TYPE: KvCacheType = "f16";
+const DEFAULT_CACHE_TYPE: KvCacheType = "f16";
 
 /** A cache type asked for, and whether the user forced it (`config`) or the planner chose it. */
 export interface CacheRequest {

@@ -1,6 +1,6 @@
 import { beforeAll, describe, expect, test } from "bun:test";
 import type { Budgets } from "../../../src/plan/decide/budgets.ts";
-import { fitter, noFit, ROOM_SHARE_RAM } from "../../../src/plan/decide/fit.ts";
+import { fitter, noFit } from "../../../src/plan/decide/fit.ts";
 import { readGgufHeader } from "../../../src/plan/gguf-read.ts";
 import { type ModelInfo, modelInfo } from "../../../src/plan/model.ts";
 import { llama7b, writeGguf } from "../../fixtures/gguf-writer.ts";
@@ -40,13 +40,25 @@ describe("fitter", () => {
     expect(t.short).toEqual({ device: "RAM", needed: t.est.cpu.total, budget: 2 * GIB });
   });
 
-  test("fits but not roomy when the context would take over half of what the weights leave", () => {
-    // Weights 3.5 GiB, KV + compute + output 2.1 GiB: fits in 6 GiB, but 2.1 > (6 - 3.5) / 2.
-    const t = fitter(model, { ram: ram(6 * GIB), gpus: [] }, F16)(4096, 0, 1);
-    const ctxCost = t.est.cpu.kv_cache + t.est.cpu.compute + t.est.cpu.output;
-    expect(t.fits).toBe(true);
-    expect(ctxCost).toBeGreaterThan(ROOM_SHARE_RAM * (6 * GIB - t.est.cpu.weights));
-    expect(t.roomy).toBe(false);
+  test("RAM: the context may take half of what the weights leave", () => {
+    // Weights 3.5 GiB, KV + compute + output 2.1 GiB: half of 7 - 3.5 is too little, of 8 - 3.5 enough.
+    const tight = fitter(model, { ram: ram(7 * GIB), gpus: [] }, F16)(4096, 0, 1);
+    const ctxCost = tight.est.cpu.kv_cache + tight.est.cpu.compute + tight.est.cpu.output;
+    expect(tight.fits).toBe(true);
+    expect(ctxCost).toBeGreaterThan(0.5 * (7 * GIB - tight.est.cpu.weights));
+    expect(tight.roomy).toBe(false);
+    expect(fitter(model, { ram: ram(8 * GIB), gpus: [] }, F16)(4096, 0, 1).roomy).toBe(true);
+  });
+
+  test("a discrete GPU's context may take 3/4 of what its weights leave, a unified one's half", () => {
+    const at = (unified: boolean) =>
+      fitter(model, { ram: ram(32 * GIB), gpus: [gpu(0, 7 * GIB, unified)] }, F16)(
+        4096,
+        model.n_layer + 1,
+        1,
+      );
+    expect(at(false)).toMatchObject({ fits: true, roomy: true });
+    expect(at(true)).toMatchObject({ fits: true, roomy: false });
   });
 
   test("a GPU that does not hold its share is named by its place in the snapshot", () => {
