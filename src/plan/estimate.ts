@@ -1,5 +1,8 @@
 import { cacheTypeBytes } from "./ggml-types.ts";
 import type { ModelInfo } from "./model.ts";
+import type { DeviceUsage } from "./report-schema.ts";
+
+export type { DeviceUsage } from "./report-schema.ts";
 
 /**
  * Memory llama-server will allocate, per device, following its own accounting (checked against
@@ -22,16 +25,6 @@ export interface EstimateInput {
   /** Fraction of the offloaded layers each GPU takes (llama.cpp splits by free memory). */
   gpuShares: number[];
   ubatch?: number;
-}
-
-export interface DeviceUsage {
-  weights: number;
-  kv_cache: number;
-  compute: number;
-  output: number;
-  /** Repeating layers held on this device. */
-  layers: number;
-  total: number;
 }
 
 export interface Estimate {

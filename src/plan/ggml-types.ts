@@ -51,18 +51,43 @@ export function tensorBytes(type: number, elements: number): number {
   return Math.ceil(elements / t.block) * t.bytes;
 }
 
-/** Bytes per element of a KV cache type as llama-server names it (f16, q8_0, …). */
+/**
+ * The KV cache types llama-server accepts (`--cache-type-k/-v`), with ggml's block: a quantized
+ * type stores `block` elements in `bytes` bytes, and llama-server refuses one whose block does
+ * not divide the model's head size (`K cache type q8_0 with block size 32 does not divide
+ * n_embd_head_k=16`).
+ */
+export const KV_CACHE_TYPES = {
+  f32: { block: 1, bytes: 4 },
+  f16: { block: 1, bytes: 2 },
+  bf16: { block: 1, bytes: 2 },
+  q8_0: { block: 32, bytes: 34 },
+  q4_0: { block: 32, bytes: 18 },
+  q4_1: { block: 32, bytes: 20 },
+  iq4_nl: { block: 32, bytes: 18 },
+  q5_0: { block: 32, bytes: 22 },
+  q5_1: { block: 32, bytes: 24 },
+} as const;
+export type KvCacheType = keyof typeof KV_CACHE_TYPES;
+export const KV_CACHE_TYPE_NAMES = Object.keys(KV_CACHE_TYPES) as [KvCacheType, ...KvCacheType[]];
+
+// Looked up once per layer of every candidate the planner tries: plain Maps keep that cheap.
+const KV_BYTES = new Map<string, number>(
+  Object.entries(KV_CACHE_TYPES).map(([n, t]) => [n, t.bytes / t.block]),
+);
+const KV_BLOCK = new Map<string, number>(Object.entries(KV_CACHE_TYPES).map(([n, t]) => [n, t.block]));
+
+/** Bytes per element of a KV cache type as llama-server names it (f16, q8_0, …); unknown: f16's. */
 export function cacheTypeBytes(name: string): number {
-  const byName: Record<string, number> = {
-    f32: 4,
-    f16: 2,
-    bf16: 2,
-    q8_0: 34 / 32,
-    q4_0: 18 / 32,
-    q4_1: 20 / 32,
-    iq4_nl: 18 / 32,
-    q5_0: 22 / 32,
-    q5_1: 24 / 32,
-  };
-  return byName[name] ?? 2;
+  return KV_BYTES.get(name) ?? 2;
+}
+
+/** Elements per block of a KV cache type; a head size must be a multiple of it. Unknown: 1. */
+export function cacheTypeBlock(name: string): number {
+  return KV_BLOCK.get(name) ?? 1;
+}
+
+/** Quantized cache types (blocks of more than one element) need flash attention for V. */
+export function isQuantizedCacheType(name: string): boolean {
+  return cacheTypeBlock(name) > 1;
 }

@@ -1,41 +1,13 @@
+import type { GpuInfo, HardwareSnapshot } from "./report-schema.ts";
+
 /**
  * What the machine offers, as one plain snapshot the planner takes (tests build these by hand),
  * and the pure parsers that turn probe output into it. Parsers reject garbage by returning
  * null rather than guessing.
  */
 
-export type GpuVendor = "nvidia" | "amd" | "apple";
-
-export interface GpuInfo {
-  index: number;
-  vendor: GpuVendor;
-  name: string;
-  backend: "cuda" | "rocm" | "metal";
-  total_bytes: number;
-  free_bytes: number;
-  /** Apple Silicon: the GPU draws on system RAM. */
-  unified: boolean;
-  driver: string | null;
-  compute_capability: string | null;
-}
-
-export type ProbeStatus = "ok" | "absent" | "timeout" | "error";
-
-export interface ProbeReport {
-  id: string;
-  status: ProbeStatus;
-  message: string;
-  ms: number;
-}
-
-export interface HardwareSnapshot {
-  os: string;
-  arch: string;
-  cpu: { model: string | null; logical: number; physical: number | null; flags: string[] };
-  ram: { total_bytes: number; available_bytes: number | null };
-  gpus: GpuInfo[];
-  probes: ProbeReport[];
-}
+/** The snapshot's types are inferred from its schema: the snapshot is part of the plan report. */
+export type { GpuInfo, GpuVendor, HardwareSnapshot, ProbeReport, ProbeStatus } from "./report-schema.ts";
 
 const MIB = 1024 * 1024;
 

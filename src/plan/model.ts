@@ -1,5 +1,7 @@
-import { ggmlTypeName } from "./ggml-types.ts";
 import type { GgufHeader } from "./gguf-read.ts";
+import { layerAttention, type Mla, mlaOf, slidingLayers } from "./model-attention.ts";
+import { architectureOf, type Hyperparams, hyperparams, type Metadata } from "./model-metadata.ts";
+import { type TensorTally, tallyTensors } from "./model-tensors.ts";
 
 /**
  * The shape of a model as the estimator needs it, derived (purely) from a GGUF header:
@@ -36,7 +38,7 @@ export interface ModelInfo {
   n_vocab: number;
   context_train: number;
   sliding_window: number | null;
-  mla: { kv_lora_rank: number; rope_dim: number } | null;
+  mla: Mla | null;
   experts: { count: number; used: number; ff: number } | null;
   layers: LayerInfo[];
   /** Never offloaded (token embeddings are looked up on the CPU). */
@@ -75,114 +77,58 @@ export const KNOWN_ARCHITECTURES = [
   "mixtral",
 ] as const;
 
-/** Every how many layers the pattern repeats; the last layer of each period is global. */
-const SWA_PERIOD: Record<string, number> = { gemma2: 2, gemma3: 6, cohere2: 4, "gpt-oss": 2 };
+/** The model's size hyperparameters, inferred from the tensors where the header lacks them. */
+function dimensions(hp: Hyperparams, md: Metadata, tally: TensorTally) {
+  const nLayer = hp.num("block_count") ?? tally.layer_bytes.length;
+  const nEmbd = hp.num("embedding_length") ?? tally.token_embd_shape?.[0] ?? 0;
+  const nHead = hp.num("attention.head_count") ?? 1;
+  const headK = hp.num("attention.key_length") ?? Math.floor(nEmbd / Math.max(1, nHead));
+  const tokens = md["tokenizer.ggml.tokens"];
+  const listed =
+    tokens && typeof tokens === "object" && "array_length" in tokens ? tokens.array_length : undefined;
+  const ctxTrain = hp.num("context_length") ?? 0;
+  const inferred = !hp.num("block_count") || !hp.num("embedding_length") || !ctxTrain;
+  return {
+    n_layer: nLayer,
+    n_embd: nEmbd,
+    n_head: nHead,
+    n_head_kv: hp.num("attention.head_count_kv") ?? nHead,
+    head_dim_k: headK,
+    head_dim_v: hp.num("attention.value_length") ?? headK,
+    n_ff: hp.num("feed_forward_length") ?? 4 * nEmbd,
+    n_vocab: listed ?? hp.num("vocab_size") ?? tally.token_embd_shape?.[1] ?? 0,
+    // llama.cpp's own default when the header has none.
+    context_train: ctxTrain || 4096,
+    warnings: inferred
+      ? [`the header lacks some ${hp.arch}.* hyperparameters: they were inferred from the tensors`]
+      : [],
+  };
+}
+
+function expertsOf(hp: Hyperparams): ModelInfo["experts"] {
+  const count = hp.num("expert_count");
+  if (!count) return null;
+  return {
+    count,
+    used: hp.num("expert_used_count") ?? 1,
+    ff: hp.num("expert_feed_forward_length") ?? hp.num("feed_forward_length") ?? 0,
+  };
+}
 
 export function modelInfo(h: GgufHeader): ModelInfo {
   const md = h.metadata;
-  const warnings: string[] = [];
-  const arch = typeof md["general.architecture"] === "string" ? md["general.architecture"] : "unknown";
+  const arch = architectureOf(md);
   const known = (KNOWN_ARCHITECTURES as readonly string[]).includes(arch);
-  if (!known) {
-    warnings.push(`architecture '${arch}' is not one the planner knows: its estimate is best-effort`);
-  }
-  const num = (key: string): number | undefined => {
-    const v = md[`${arch}.${key}`];
-    if (typeof v === "number") return v;
-    if (Array.isArray(v) && v.length > 0) return Math.max(...v);
-    return undefined;
-  };
-  const perLayer = (key: string, il: number): number | undefined => {
-    const v = md[`${arch}.${key}`];
-    if (Array.isArray(v)) return v[il];
-    return typeof v === "number" ? v : undefined;
-  };
-
-  const layerWeights: number[] = [];
-  let tokenEmbd = 0;
-  let output = 0;
-  let other = 0;
-  let hasOutput = false;
-  let parameters = 0;
-  const bytesByType = new Map<number, number>();
-  let tokenEmbdShape: number[] | undefined;
-  for (const t of h.tensors) {
-    parameters += t.shape.reduce((a, b) => a * b, 1);
-    if (t.shape.length >= 2) bytesByType.set(t.type, (bytesByType.get(t.type) ?? 0) + t.bytes);
-    const m = /^blk\.(\d+)\./.exec(t.name);
-    if (m) {
-      const il = Number(m[1]);
-      layerWeights[il] = (layerWeights[il] ?? 0) + t.bytes;
-    } else if (t.name === "token_embd.weight") {
-      tokenEmbd += t.bytes;
-      tokenEmbdShape = t.shape;
-    } else if (t.name.startsWith("output.") || t.name.startsWith("output_norm.")) {
-      output += t.bytes;
-      if (t.name === "output.weight") hasOutput = true;
-    } else other += t.bytes;
-  }
-  const tied = !hasOutput && tokenEmbd > 0;
-  if (tied) output += tokenEmbd;
-
-  const nLayer = num("block_count") ?? layerWeights.length;
-  const nEmbd = num("embedding_length") ?? tokenEmbdShape?.[0] ?? 0;
-  const nHead = num("attention.head_count") ?? 1;
-  const headK = num("attention.key_length") ?? Math.floor(nEmbd / Math.max(1, nHead));
-  const headV = num("attention.value_length") ?? headK;
-  const tokens = md["tokenizer.ggml.tokens"];
-  const nVocab =
-    (tokens && typeof tokens === "object" && "array_length" in tokens ? tokens.array_length : undefined) ??
-    num("vocab_size") ??
-    tokenEmbdShape?.[1] ??
-    0;
-  const ctxTrain = num("context_length") ?? 0;
-  if (!num("block_count") || !num("embedding_length") || !ctxTrain) {
-    warnings.push(`the header lacks some ${arch}.* hyperparameters: they were inferred from the tensors`);
-  }
-
-  const loraRank = num("attention.kv_lora_rank");
-  const hasMlaKeys = num("attention.key_length_mla") !== undefined;
-  const ropeDim = num("rope.dimension_count") ?? 64;
-  const mla = loraRank && !hasMlaKeys ? { kv_lora_rank: loraRank, rope_dim: ropeDim } : null;
-
-  const window = num("attention.sliding_window") ?? null;
-  const patternRaw = md[`${arch}.attention.sliding_window_pattern`];
-  const isSwa = (il: number): boolean => {
-    if (!window) return false;
-    if (Array.isArray(patternRaw)) return Boolean(patternRaw[il]);
-    const period = typeof patternRaw === "number" ? patternRaw : SWA_PERIOD[arch];
-    if (!period) return false;
-    return il % period < period - 1;
-  };
-
-  const layers: LayerInfo[] = [];
-  for (let il = 0; il < nLayer; il++) {
-    const kvHeads = perLayer("attention.head_count_kv", il) ?? perLayer("attention.head_count", il) ?? nHead;
-    const k = mla ? mla.kv_lora_rank + mla.rope_dim : kvHeads * headK;
-    const v = mla ? mla.kv_lora_rank : kvHeads * headV;
-    layers.push({ weights_bytes: layerWeights[il] ?? 0, k_per_token: k, v_per_token: v, swa: isSwa(il) });
-  }
-
-  const expertCount = num("expert_count");
-  const experts = expertCount
-    ? {
-        count: expertCount,
-        used: num("expert_used_count") ?? 1,
-        ff: num("expert_feed_forward_length") ?? num("feed_forward_length") ?? 0,
-      }
-    : null;
-
-  let fileType = "unknown";
-  let most = -1;
-  for (const [type, bytes] of bytesByType) {
-    if (bytes > most) {
-      most = bytes;
-      fileType = ggmlTypeName(type);
-    }
-  }
-  const weightsBytes =
-    layerWeights.reduce((a, b) => a + (b ?? 0), 0) + tokenEmbd + (tied ? output - tokenEmbd : output) + other;
-
+  const hp = hyperparams(md, arch);
+  const tally = tallyTensors(h.tensors);
+  const { warnings: inferred, ...dims } = dimensions(hp, md, tally);
+  const mla = mlaOf(hp);
+  const window = hp.num("attention.sliding_window") ?? null;
+  const attention = layerAttention(hp, dims.n_layer, dims, mla, slidingLayers(hp, window));
+  const warnings = [
+    ...(known ? [] : [`architecture '${arch}' is not one the planner knows: its estimate is best-effort`]),
+    ...inferred,
+  ];
   return {
     path: h.path,
     files: h.files,
@@ -191,26 +137,26 @@ export function modelInfo(h: GgufHeader): ModelInfo {
     architecture: arch,
     known_architecture: known,
     name: typeof md["general.name"] === "string" ? md["general.name"] : null,
-    file_type: fileType,
-    parameters,
-    n_layer: nLayer,
-    n_embd: nEmbd,
-    n_head: nHead,
-    n_head_kv: num("attention.head_count_kv") ?? nHead,
-    head_dim_k: headK,
-    head_dim_v: headV,
-    n_ff: num("feed_forward_length") ?? 4 * nEmbd,
-    n_vocab: nVocab,
-    context_train: ctxTrain || 4096,
+    file_type: tally.file_type,
+    parameters: tally.parameters,
+    n_layer: dims.n_layer,
+    n_embd: dims.n_embd,
+    n_head: dims.n_head,
+    n_head_kv: dims.n_head_kv,
+    head_dim_k: dims.head_dim_k,
+    head_dim_v: dims.head_dim_v,
+    n_ff: dims.n_ff,
+    n_vocab: dims.n_vocab,
+    context_train: dims.context_train,
     sliding_window: window,
     mla,
-    experts,
-    layers,
-    token_embd_bytes: tokenEmbd,
-    output_bytes: output,
-    output_tied: tied,
-    other_bytes: other,
-    weights_bytes: weightsBytes,
+    experts: expertsOf(hp),
+    layers: attention.map((a, il) => ({ weights_bytes: tally.layer_bytes[il] ?? 0, ...a })),
+    token_embd_bytes: tally.token_embd_bytes,
+    output_bytes: tally.output_bytes,
+    output_tied: tally.output_tied,
+    other_bytes: tally.other_bytes,
+    weights_bytes: tally.weights_bytes,
     warnings,
   };
 }

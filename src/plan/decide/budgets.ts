@@ -1,0 +1,66 @@
+import type { Config } from "../../config/schema.ts";
+import type { HardwareSnapshot } from "../report-schema.ts";
+
+/**
+ * What each device may spend: what it has available minus a margin for the OS, the driver and
+ * other programs. A budget set in the config (`hardware.ram_bytes/vram_bytes`) is taken as
+ * given, with no margin.
+ */
+
+const MIB = 1024 * 1024;
+
+export interface RamBudget {
+  total: number;
+  available: number;
+  margin: number;
+  budget: number;
+}
+
+export interface GpuBudget extends RamBudget {
+  /** The GPU's place in the hardware snapshot (its id is `gpu<i>`). */
+  i: number;
+  unified: boolean;
+  name: string;
+}
+
+export interface Budgets {
+  ram: RamBudget;
+  /** GPUs with something to spend, the only ones the plan uses. */
+  gpus: GpuBudget[];
+}
+
+type Overrides = Config["hardware"];
+
+/** Budgets from a snapshot the overrides were already applied to (`applyOverrides`). */
+export function memoryBudgets(hw: HardwareSnapshot, overrides: Overrides): Budgets {
+  const total = hw.ram.total_bytes;
+  const available = hw.ram.available_bytes ?? Math.floor(total / 2);
+  const ramMargin = overrides.ram_bytes !== null ? 0 : Math.max(512 * MIB, Math.floor(total * 0.1));
+  const ramBudget = Math.max(0, available - ramMargin);
+  const gpus = hw.gpus.map((g, i): GpuBudget => {
+    const margin = overrides.vram_bytes !== null ? 0 : Math.max(512 * MIB, Math.floor(g.total_bytes * 0.05));
+    let budget = Math.max(0, g.free_bytes - margin);
+    // Unified memory: the GPU can never take more than what RAM has free.
+    if (g.unified) budget = Math.min(budget, ramBudget);
+    return {
+      i,
+      total: g.total_bytes,
+      available: g.free_bytes,
+      margin,
+      budget,
+      unified: g.unified,
+      name: g.name,
+    };
+  });
+  return {
+    ram: { total, available, margin: ramMargin, budget: ramBudget },
+    gpus: gpus.filter((g) => g.budget > 0),
+  };
+}
+
+/** A VRAM budget with no GPU to apply it to is ignored, and the plan says so. */
+export function vramOverrideWarnings(overrides: Overrides, detectedGpus: number): string[] {
+  return overrides.vram_bytes !== null && overrides.vram_bytes > 0 && detectedGpus === 0
+    ? ["hardware.vram_bytes is set but no GPU was detected: it is ignored"]
+    : [];
+}

@@ -1,0 +1,10 @@
+import type { Decision } from "../report-schema.ts";
+
+/**
+ * What each planner decision returns: its value for the plan, and the line of the report that
+ * explains it (the flags it produces and why). Decisions are pure and tested one by one.
+ */
+export interface Decided<T> {
+  value: T;
+  decision: Decision;
+}

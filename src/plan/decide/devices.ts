@@ -1,0 +1,39 @@
+import type { Estimate } from "../estimate.ts";
+import type { DevicePlan } from "../report-schema.ts";
+import type { Budgets } from "./budgets.ts";
+
+/**
+ * The plan's per-device table: what each device has, its budget, what the chosen launch uses
+ * there and what is left. Unified GPUs draw on RAM, so their use is taken from RAM's too.
+ */
+export function devicePlans(b: Budgets, est: Estimate, cpuName: string | null): DevicePlan[] {
+  const unifiedUse = est.gpus.reduce((a, u, k) => a + (b.gpus[k]?.unified ? u.total : 0), 0);
+  return [
+    {
+      id: "cpu",
+      kind: "cpu",
+      name: cpuName ?? "CPU",
+      unified: false,
+      total_bytes: b.ram.total,
+      available_bytes: b.ram.available,
+      margin_bytes: b.ram.margin,
+      budget_bytes: b.ram.budget,
+      usage: est.cpu,
+      free_after_bytes: b.ram.budget - est.cpu.total - unifiedUse,
+    },
+    ...b.gpus.map(
+      (g, k): DevicePlan => ({
+        id: `gpu${g.i}`,
+        kind: "gpu",
+        name: g.name,
+        unified: g.unified,
+        total_bytes: g.total,
+        available_bytes: g.available,
+        margin_bytes: g.margin,
+        budget_bytes: g.budget,
+        usage: est.gpus[k]!,
+        free_after_bytes: g.budget - est.gpus[k]!.total,
+      }),
+    ),
+  ];
+}

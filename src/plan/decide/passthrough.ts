@@ -1,0 +1,24 @@
+import type { Decision } from "../report-schema.ts";
+
+/** `--jinja`, always: tool calling needs the model's own chat template to render tools. */
+export function jinjaDecision(): Decision {
+  return {
+    name: "jinja",
+    value: true,
+    source: "auto",
+    flags: ["--jinja"],
+    reason: "the model's chat template renders tools, which tool calling needs",
+  };
+}
+
+/** `llama.extra_args`, passed through after every planned flag (so they win); none: no line. */
+export function extraArgsDecision(extraArgs: readonly string[]): Decision | null {
+  if (extraArgs.length === 0) return null;
+  return {
+    name: "extra_args",
+    value: extraArgs.join(" "),
+    source: "config",
+    flags: [...extraArgs],
+    reason: "llama.extra_args, passed through last (they win over planned flags)",
+  };
+}

@@ -1,0 +1,35 @@
+import type { Config } from "../../config/schema.ts";
+import type { HardwareSnapshot } from "../report-schema.ts";
+import type { Decided } from "./decided.ts";
+
+/** Threads (`-t`): `llama.threads`, else one per physical core (logical when unknown). */
+export function decideThreads(
+  requested: Config["llama"]["threads"],
+  cpu: Pick<HardwareSnapshot["cpu"], "logical" | "physical">,
+): Decided<number> {
+  if (typeof requested === "number") {
+    return {
+      value: requested,
+      decision: {
+        name: "threads",
+        value: requested,
+        source: "config",
+        flags: ["-t", String(requested)],
+        reason: "llama.threads",
+      },
+    };
+  }
+  const threads = Math.max(1, cpu.physical ?? cpu.logical);
+  return {
+    value: threads,
+    decision: {
+      name: "threads",
+      value: threads,
+      source: "auto",
+      flags: ["-t", String(threads)],
+      reason: cpu.physical
+        ? `one per physical core (${cpu.physical}); hyper-threads slow matrix work down`
+        : `one per logical core (${cpu.logical}); physical cores unknown`,
+    },
+  };
+}

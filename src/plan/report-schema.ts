@@ -1,0 +1,175 @@
+import { z } from "zod";
+import { KV_CACHE_TYPE_NAMES } from "./ggml-types.ts";
+
+/**
+ * The plan report (the `plan` method's result and `local-ai plan --json`) as one strict schema:
+ * the TypeScript types below are inferred from it, so the JSON Schema, the client's types and
+ * the planner cannot drift apart. Strict objects: a field added to the plan must be added here.
+ * Byte counts are plain numbers (unified-memory budgets and quantized KV sizes need not be whole).
+ */
+
+const bytes = z.number().nonnegative();
+const count = z.number().int().nonnegative();
+
+// ---- hardware --------------------------------------------------------------------------------
+
+export const GpuVendorSchema = z.enum(["nvidia", "amd", "apple"]);
+export type GpuVendor = z.infer<typeof GpuVendorSchema>;
+
+export const GpuInfoSchema = z.strictObject({
+  index: count,
+  vendor: GpuVendorSchema,
+  name: z.string(),
+  backend: z.enum(["cuda", "rocm", "metal"]),
+  total_bytes: bytes,
+  free_bytes: bytes,
+  /** Apple Silicon: the GPU draws on system RAM. */
+  unified: z.boolean(),
+  driver: z.string().nullable(),
+  compute_capability: z.string().nullable(),
+});
+export type GpuInfo = z.infer<typeof GpuInfoSchema>;
+
+export const ProbeStatusSchema = z.enum(["ok", "absent", "timeout", "error"]);
+export type ProbeStatus = z.infer<typeof ProbeStatusSchema>;
+
+export const ProbeReportSchema = z.strictObject({
+  id: z.string(),
+  status: ProbeStatusSchema,
+  message: z.string(),
+  ms: z.number().nonnegative(),
+});
+export type ProbeReport = z.infer<typeof ProbeReportSchema>;
+
+export const HardwareSnapshotSchema = z.strictObject({
+  os: z.string(),
+  arch: z.string(),
+  cpu: z.strictObject({
+    model: z.string().nullable(),
+    logical: z.number().int().positive(),
+    physical: count.nullable(),
+    flags: z.array(z.string()),
+  }),
+  ram: z.strictObject({ total_bytes: bytes, available_bytes: bytes.nullable() }),
+  gpus: z.array(GpuInfoSchema),
+  probes: z.array(ProbeReportSchema),
+});
+export type HardwareSnapshot = z.infer<typeof HardwareSnapshotSchema>;
+
+// ---- the model as a host sees it ----------------------------------------------------------------
+
+export const ModelSummarySchema = z.strictObject({
+  path: z.string(),
+  /** Every shard, the first one first. */
+  files: z.array(z.string()),
+  gguf_version: z.number().int().positive(),
+  size_bytes: bytes,
+  architecture: z.string(),
+  known_architecture: z.boolean(),
+  name: z.string().nullable(),
+  /** The weight type holding most of the bytes (Q4_K, F16…). */
+  file_type: z.string(),
+  parameters: count,
+  layers: count,
+  context_train: z.number().int().positive(),
+  embedding: count,
+  heads: count,
+  kv_heads: count,
+  vocab: count,
+  sliding_window: count.nullable(),
+  mla: z.boolean(),
+  experts: z.strictObject({ count: count, used: count }).nullable(),
+});
+export type ModelSummary = z.infer<typeof ModelSummarySchema>;
+
+// ---- the plan --------------------------------------------------------------------------------
+
+/** Bytes one device would hold, by kind. */
+export const DeviceUsageSchema = z.strictObject({
+  weights: bytes,
+  kv_cache: bytes,
+  compute: bytes,
+  output: bytes,
+  /** Repeating layers held on this device. */
+  layers: count,
+  total: bytes,
+});
+export type DeviceUsage = z.infer<typeof DeviceUsageSchema>;
+
+export const DevicePlanSchema = z.strictObject({
+  /** `cpu`, or `gpu<N>` with N the GPU's place in the hardware snapshot. */
+  id: z.string().regex(/^(cpu|gpu\d+)$/),
+  kind: z.enum(["cpu", "gpu"]),
+  name: z.string(),
+  unified: z.boolean(),
+  total_bytes: bytes,
+  available_bytes: bytes,
+  /** Kept free for the OS, the driver and other programs. */
+  margin_bytes: bytes,
+  budget_bytes: bytes,
+  usage: DeviceUsageSchema,
+  /** The budget left once the plan's usage is taken. */
+  free_after_bytes: z.number(),
+});
+export type DevicePlan = z.infer<typeof DevicePlanSchema>;
+
+/** Every decision the planner reports, in argv order. */
+export const DECISION_NAMES = [
+  "slots",
+  "context",
+  "gpu_layers",
+  "threads",
+  "flash_attn",
+  "cache_types",
+  "mmap",
+  "jinja",
+  "extra_args",
+] as const;
+
+export const DecisionSchema = z.strictObject({
+  name: z.enum(DECISION_NAMES),
+  value: z.union([z.string(), z.number(), z.boolean(), z.null()]),
+  /** `config` when a config key chose it (or forced it), `auto` when the planner did. */
+  source: z.enum(["auto", "config"]),
+  /** The llama-server flags this decision produces. */
+  flags: z.array(z.string()),
+  reason: z.string(),
+});
+export type Decision = z.infer<typeof DecisionSchema>;
+
+export const FlashAttnSchema = z.enum(["on", "off", "auto"]);
+export const KvCacheTypeSchema = z.enum(KV_CACHE_TYPE_NAMES);
+
+export const PlanSchema = z.strictObject({
+  model_path: z.string(),
+  slots: z.number().int().positive(),
+  context_per_slot: z.number().int().positive(),
+  /** What `-c` says: the per-slot context times the slots. */
+  context_total: z.number().int().positive(),
+  gpu_layers: count,
+  /** Every layer and the output head on the GPU (`-ngl` n_layer + 1). */
+  gpu_layers_all: z.boolean(),
+  threads: z.number().int().positive(),
+  flash_attn: FlashAttnSchema,
+  cache_type_k: KvCacheTypeSchema,
+  cache_type_v: KvCacheTypeSchema,
+  mmap: z.boolean(),
+  mlock: z.boolean(),
+  max_tokens: z.number().int().positive().nullable(),
+  devices: z.array(DevicePlanSchema),
+  decisions: z.array(DecisionSchema),
+  /** llama-server's arguments, without --host, --port and the API key (the supervisor adds them). */
+  argv: z.array(z.string()),
+  warnings: z.array(z.string()),
+});
+export type Plan = z.infer<typeof PlanSchema>;
+
+/** The `plan` method's result and the CLI's `--json`: the same object. */
+export const PlanReportSchema = z.strictObject({
+  /** Always true: a plan that does not fit is a `model_plan_error`, not a report. */
+  fits: z.literal(true),
+  model: ModelSummarySchema,
+  hardware: HardwareSnapshotSchema,
+  plan: PlanSchema,
+});
+export type PlanReport = z.infer<typeof PlanReportSchema>;

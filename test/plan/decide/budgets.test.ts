@@ -1,0 +1,102 @@
+import { describe, expect, test } from "bun:test";
+import { memoryBudgets, vramOverrideWarnings } from "../../../src/plan/decide/budgets.ts";
+import type { GpuInfo, HardwareSnapshot } from "../../../src/plan/report-schema.ts";
+import { cpuOnlyMachine } from "../../fixtures/hardware.ts";
+
+const GIB = 2 ** 30;
+const MIB = 2 ** 20;
+const NO_OVERRIDES = { ram_bytes: null, vram_bytes: null };
+
+function gpu(over: Partial<GpuInfo>): GpuInfo {
+  return {
+    index: 0,
+    vendor: "nvidia",
+    name: "Test GPU",
+    backend: "cuda",
+    total_bytes: 8 * GIB,
+    free_bytes: 8 * GIB,
+    unified: false,
+    driver: null,
+    compute_capability: null,
+    ...over,
+  };
+}
+
+const machine = (over: Partial<HardwareSnapshot>) => cpuOnlyMachine(over);
+
+describe("memoryBudgets", () => {
+  test("RAM keeps max(512 MiB, 10% of total) free", () => {
+    const b = memoryBudgets(
+      machine({ ram: { total_bytes: 32 * GIB, available_bytes: 28 * GIB } }),
+      NO_OVERRIDES,
+    );
+    expect(b.ram).toEqual({
+      total: 32 * GIB,
+      available: 28 * GIB,
+      margin: Math.floor(3.2 * GIB),
+      budget: 28 * GIB - Math.floor(3.2 * GIB),
+    });
+    const small = memoryBudgets(
+      machine({ ram: { total_bytes: 2 * GIB, available_bytes: GIB } }),
+      NO_OVERRIDES,
+    );
+    expect(small.ram.margin).toBe(512 * MIB);
+  });
+
+  test("unknown available RAM counts as half the total; a budget never goes below 0", () => {
+    const b = memoryBudgets(machine({ ram: { total_bytes: 16 * GIB, available_bytes: null } }), NO_OVERRIDES);
+    expect(b.ram.available).toBe(8 * GIB);
+    const none = memoryBudgets(machine({ ram: { total_bytes: 16 * GIB, available_bytes: 0 } }), NO_OVERRIDES);
+    expect(none.ram.budget).toBe(0);
+  });
+
+  test("a GPU keeps max(512 MiB, 5% of total) free; full GPUs are left out, the rest keep their place", () => {
+    const b = memoryBudgets(
+      machine({
+        gpus: [
+          gpu({ free_bytes: 0.2 * GIB, name: "full" }),
+          gpu({ index: 1, total_bytes: 24 * GIB, free_bytes: 23 * GIB, name: "big" }),
+        ],
+      }),
+      NO_OVERRIDES,
+    );
+    expect(b.gpus).toHaveLength(1);
+    expect(b.gpus[0]).toMatchObject({ i: 1, name: "big", margin: Math.floor(1.2 * GIB) });
+    expect(b.gpus[0]!.budget).toBe(23 * GIB - Math.floor(1.2 * GIB));
+  });
+
+  test("a unified GPU can never take more than RAM's budget", () => {
+    const b = memoryBudgets(
+      machine({
+        ram: { total_bytes: 16 * GIB, available_bytes: 6 * GIB },
+        gpus: [gpu({ unified: true, total_bytes: 10 * GIB, free_bytes: 10 * GIB })],
+      }),
+      NO_OVERRIDES,
+    );
+    expect(b.gpus[0]!.budget).toBe(b.ram.budget);
+  });
+
+  test("configured budgets are taken as given, with no margin", () => {
+    const b = memoryBudgets(
+      machine({
+        ram: { total_bytes: 4 * GIB, available_bytes: 4 * GIB },
+        gpus: [gpu({ free_bytes: 6 * GIB })],
+      }),
+      { ram_bytes: 4 * GIB, vram_bytes: 6 * GIB },
+    );
+    expect(b.ram.margin).toBe(0);
+    expect(b.ram.budget).toBe(4 * GIB);
+    expect(b.gpus[0]).toMatchObject({ margin: 0, budget: 6 * GIB });
+  });
+});
+
+describe("vramOverrideWarnings", () => {
+  test("a VRAM budget with no GPU detected is ignored, saying so", () => {
+    expect(vramOverrideWarnings({ ram_bytes: null, vram_bytes: 4 * GIB }, 0)).toEqual([
+      "hardware.vram_bytes is set but no GPU was detected: it is ignored",
+    ]);
+    expect(vramOverrideWarnings({ ram_bytes: null, vram_bytes: 0 }, 0)).toEqual([]);
+    expect(vramOverrideWarnings({ ram_bytes: null, vram_bytes: 4 * GIB }, 1)).toEqual([]);
+    expect(vramOverrideWarnings(NO_OVERRIDES, 0)).toEqual([]);
+  });
+});
