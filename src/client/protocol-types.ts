@@ -158,4 +158,96 @@ export type DoctorResult = {
 };
 
 /** The result of plan (same data as `local-ai plan --json`). */
-export type PlanResult = { [x: string]: unknown };
+export type PlanResult = {
+  fits: true;
+  model: {
+    path: string;
+    files: string[];
+    gguf_version: number;
+    size_bytes: number;
+    architecture: string;
+    known_architecture: boolean;
+    name: string | null;
+    file_type: string;
+    parameters: number;
+    layers: number;
+    context_train: number;
+    embedding: number;
+    heads: number;
+    kv_heads: number;
+    vocab: number;
+    sliding_window: number | null;
+    mla: boolean;
+    experts: { count: number; used: number } | null;
+  };
+  hardware: {
+    os: string;
+    arch: string;
+    cpu: { model: string | null; logical: number; physical: number | null; flags: string[] };
+    ram: { total_bytes: number; available_bytes: number | null };
+    gpus: {
+      index: number;
+      vendor: "nvidia" | "amd" | "apple";
+      name: string;
+      backend: "cuda" | "rocm" | "metal";
+      total_bytes: number;
+      free_bytes: number;
+      unified: boolean;
+      driver: string | null;
+      compute_capability: string | null;
+    }[];
+    probes: { id: string; status: "error" | "ok" | "absent" | "timeout"; message: string; ms: number }[];
+  };
+  plan: {
+    model_path: string;
+    slots: number;
+    context_per_slot: number;
+    context_total: number;
+    gpu_layers: number;
+    gpu_layers_all: boolean;
+    threads: number;
+    flash_attn: "on" | "off" | "auto";
+    cache_type_k: "f32" | "f16" | "bf16" | "q8_0" | "q4_0" | "q4_1" | "iq4_nl" | "q5_0" | "q5_1";
+    cache_type_v: "f32" | "f16" | "bf16" | "q8_0" | "q4_0" | "q4_1" | "iq4_nl" | "q5_0" | "q5_1";
+    mmap: boolean;
+    mlock: boolean;
+    max_tokens: number | null;
+    devices: {
+      id: string;
+      kind: "cpu" | "gpu";
+      name: string;
+      unified: boolean;
+      total_bytes: number;
+      available_bytes: number;
+      margin_bytes: number;
+      budget_bytes: number;
+      usage: {
+        weights: number;
+        kv_cache: number;
+        compute: number;
+        output: number;
+        layers: number;
+        total: number;
+      };
+      free_after_bytes: number;
+    }[];
+    decisions: {
+      name:
+        | "slots"
+        | "gpu_layers"
+        | "threads"
+        | "flash_attn"
+        | "mmap"
+        | "context"
+        | "cache_types"
+        | "jinja"
+        | "extra_args";
+      value: string | number | boolean | null;
+      source: "auto" | "config";
+      flags: string[];
+      reason: string;
+    }[];
+    argv: string[];
+    warnings: string[];
+  };
+};

@@ -1,15 +1,10 @@
 import { z } from "zod";
 import { buildPlanReport } from "../plan/report.ts";
+import { PlanReportSchema } from "../plan/report-schema.ts";
 import { defineMethod } from "./definition.ts";
 
-/**
- * The plan result's schema, and the one place to swap in the planner's strict report schema:
- * once src/plan/report-schema.ts exports `PlanReportSchema`, this line becomes
- * `export const PlanResultSchema = PlanReportSchema;` (imported from there); then regenerate
- * docs/protocol.schema.json (`bun scripts/schema.ts`) and src/client/protocol-types.ts
- * (`bun scripts/build-client.ts`). Until then the result is an open object.
- */
-export const PlanResultSchema = z.object({}).loose();
+/** The plan result: the planner's strict report schema (the JSON Schema and client types read it). */
+export const PlanResultSchema = PlanReportSchema;
 export type PlanResult = z.infer<typeof PlanResultSchema>;
 
 export const plan = defineMethod({

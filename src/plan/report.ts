@@ -1,43 +1,7 @@
 import type { Config } from "../config/schema.ts";
-import type { HardwareSnapshot } from "./hardware.ts";
 import { defaultPlanDeps, type PlanDeps, planInputs } from "./launch.ts";
 import type { ModelInfo } from "./model.ts";
-import type { Plan } from "./planner.ts";
-
-/**
- * The `plan` method's result and the CLI's `--json`: the same object. (A type, not an
- * interface, so it is assignable to the method's result schema while that is still open.)
- */
-export type PlanReport = {
-  fits: true;
-  model: ModelSummary;
-  hardware: HardwareSnapshot;
-  plan: Plan;
-};
-
-/** The model as a host sees it: ModelInfo's identity fields, its shape under plain names. */
-export type ModelSummary = Pick<
-  ModelInfo,
-  | "path"
-  | "files"
-  | "gguf_version"
-  | "size_bytes"
-  | "architecture"
-  | "known_architecture"
-  | "name"
-  | "file_type"
-  | "parameters"
-  | "context_train"
-  | "sliding_window"
-> & {
-  layers: number;
-  embedding: number;
-  heads: number;
-  kv_heads: number;
-  vocab: number;
-  mla: boolean;
-  experts: { count: number; used: number } | null;
-};
+import type { ModelSummary, PlanReport } from "./report-schema.ts";
 
 export function summariseModel(m: ModelInfo): ModelSummary {
   return {
