@@ -21,7 +21,9 @@ if (!BINARY || !MODEL) {
         join(dir.path, "config.yaml"),
         [
           `llama: { binary: ${JSON.stringify(BINARY)}, startup_timeout_s: 120 }`,
-          `model: { path: ${JSON.stringify(MODEL)}, max_tokens: 64 }`,
+          // The default config: no model.max_tokens, so a random-weight model that never ends its
+          // reply runs to the end of its slot (issue 10 item 1: that is a result, not an error).
+          `model: { path: ${JSON.stringify(MODEL)} }`,
           "agents: [{ name: assistant, system_prompt: You are terse. }]",
         ].join("\n"),
       );
@@ -38,7 +40,8 @@ if (!BINARY || !MODEL) {
       const names = core.messages.filter((m) => m.id === "c1" && m.type === "event").map((m) => m.event);
       expect(names[0]).toBe("run_start");
       expect(names).toContain("llm_start");
-      expect(["final", "loop_abort"]).toContain(names.at(-1));
+      expect(names.at(-1)).toBe("final");
+      for (const w of chat.result.warnings) expect(["context_full", "empty_reply"]).toContain(w.code);
 
       core.send({
         id: "c2",
@@ -58,6 +61,36 @@ if (!BINARY || !MODEL) {
       await core.request({ id: "bye", method: "shutdown" }, 30_000);
       expect(await core.exited(30_000)).toBe(0);
       for (const pid of servers) expect(alive(pid)).toBe(false);
+    }, 400_000);
+
+    test("a quantized KV cache the model's head size refuses is a plan error, not a crashed start; an oversized prompt is invalid_request", async () => {
+      await using dir = tmpdir();
+      const config = (extra: string) =>
+        [
+          `llama: { binary: ${JSON.stringify(BINARY)}, startup_timeout_s: 120${extra} }`,
+          `model: { path: ${JSON.stringify(MODEL)} }`,
+          "agents: [{ name: assistant, system_prompt: You are terse. }]",
+        ].join("\n");
+      // README of the recordings: q8_0 (blocks of 32) on head size 16 makes llama-server exit 1.
+      writeFileSync(join(dir.path, "q8.yaml"), config(", cache_type_k: q8_0"));
+      await using q8 = spawnCore({ cwd: dir.path, args: ["--config", "q8.yaml"] });
+      const refused = await q8.request({ id: "c", method: "chat", params: { input: "hi" } }, 60_000);
+      expect(refused).toMatchObject({ type: "error", code: "model_plan_error" });
+      expect(refused.message).toContain("cache_type_k");
+      await q8.request({ id: "bye", method: "shutdown" }, 30_000);
+
+      writeFileSync(join(dir.path, "config.yaml"), config(""));
+      await using core = spawnCore({ cwd: dir.path });
+      const paste = "lorem ipsum dolor ".repeat(6000);
+      const long = await core.request({ id: "p", method: "chat", params: { input: paste } }, 120_000);
+      expect(long).toMatchObject({
+        type: "error",
+        code: "invalid_request",
+        data: { reason: "context_overflow" },
+      });
+      expect(long.data.n_prompt_tokens).toBeGreaterThan(long.data.n_ctx);
+      await core.request({ id: "bye", method: "shutdown" }, 30_000);
+      expect(await core.exited(30_000)).toBe(0);
     }, 400_000);
   });
 }
