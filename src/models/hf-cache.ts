@@ -1,0 +1,78 @@
+import { join } from "node:path";
+
+/**
+ * The Hugging Face hub cache layout that Python's huggingface_hub and the JS hub client share
+ * (so a file pulled by one is found by the others):
+ *
+ *   <cache>/models--<org>--<name>/blobs/<sha256 of an LFS file>
+ *   <cache>/models--<org>--<name>/snapshots/<commit>/<path in repo>  → a link to ../../blobs/<sha>
+ *   <cache>/models--<org>--<name>/refs/<revision>                     (holds the commit hash)
+ *
+ * Pure: every function takes the environment it reads, so tests pass their own.
+ */
+
+export type Env = Record<string, string | undefined>;
+
+/** `$HF_HUB_CACHE`, else `$HF_HOME/hub`, else `$XDG_CACHE_HOME/huggingface/hub`, else `~/.cache/huggingface/hub`. */
+export function hubCacheDir(env: Env, home: string): string {
+  if (env.HF_HUB_CACHE) return env.HF_HUB_CACHE;
+  return join(hfHome(env, home), "hub");
+}
+
+/** `$HF_HOME`, else `$XDG_CACHE_HOME/huggingface`, else `~/.cache/huggingface`. */
+export function hfHome(env: Env, home: string): string {
+  if (env.HF_HOME) return env.HF_HOME;
+  return join(env.XDG_CACHE_HOME || join(home, ".cache"), "huggingface");
+}
+
+/** Where a saved token lives: `$HF_TOKEN_PATH`, else `<HF_HOME>/token`. `$HF_TOKEN` wins over the file. */
+export function tokenFile(env: Env, home: string): string {
+  return env.HF_TOKEN_PATH || join(hfHome(env, home), "token");
+}
+
+/** `HF_HUB_OFFLINE=1` (or true/yes/on): never touch the network. */
+export function isOffline(env: Env): boolean {
+  return ["1", "true", "yes", "on"].includes((env.HF_HUB_OFFLINE ?? "").trim().toLowerCase());
+}
+
+/** The hub's base URL: `$HF_ENDPOINT`, else the public hub; no trailing slash. */
+export function hubEndpoint(env: Env): string {
+  return (env.HF_ENDPOINT || "https://huggingface.co").replace(/\/+$/, "");
+}
+
+/** `org/name` → `models--org--name`. */
+export function repoFolderName(repo: string): string {
+  return `models--${repo.split("/").join("--")}`;
+}
+
+export interface RepoPaths {
+  root: string;
+  blobs: string;
+  snapshots: string;
+  refs: string;
+}
+
+export function repoPaths(cacheDir: string, repo: string): RepoPaths {
+  const root = join(cacheDir, repoFolderName(repo));
+  return { root, blobs: join(root, "blobs"), snapshots: join(root, "snapshots"), refs: join(root, "refs") };
+}
+
+/** The blob a file's content lives in, named by its sha256 (the LFS oid). */
+export function blobPath(cacheDir: string, repo: string, sha256: string): string {
+  return join(repoPaths(cacheDir, repo).blobs, sha256);
+}
+
+/** A download in progress beside its blob (resumed by the next pull), as the cache convention does. */
+export function incompletePath(cacheDir: string, repo: string, sha256: string): string {
+  return `${blobPath(cacheDir, repo, sha256)}.incomplete`;
+}
+
+/** The file as the snapshot of `commit` shows it (a link to its blob). */
+export function snapshotPath(cacheDir: string, repo: string, commit: string, file: string): string {
+  return join(repoPaths(cacheDir, repo).snapshots, commit, ...file.split("/"));
+}
+
+/** The file naming the commit a revision (a branch or tag, `main` by default) pointed to when last pulled. */
+export function refPath(cacheDir: string, repo: string, revision: string): string {
+  return join(repoPaths(cacheDir, repo).refs, ...revision.split("/"));
+}

@@ -1,0 +1,58 @@
+import { z } from "zod";
+
+/**
+ * A model on the hub as users write it: `org/name`, `org/name:Q4_K_M` (a quantization, matched
+ * case-insensitively against the repo's GGUF names) or `org/name:path/in/repo.gguf` (one file).
+ * In config.yaml it is prefixed: `model.path: hf:org/name:Q4_K_M`.
+ */
+export interface ModelRef {
+  repo: string;
+  /** A quantization such as Q4_K_M, when given instead of a file. */
+  quant?: string;
+  /** A file path inside the repo, when given. */
+  file?: string;
+  revision: string;
+}
+
+export const HF_PREFIX = "hf:";
+
+// Hub repo ids: an owner and a name of letters, digits, '-', '_' and '.', not starting with '.'
+// or '-' and without '--' or '..' (the hub refuses those; '--' would also break the cache folder name).
+const REPO_PART = /^(?![.-])(?!.*(--|\.\.))[A-Za-z0-9._-]{1,96}$/;
+
+export const RepoIdSchema = z.string().refine((s) => {
+  const parts = s.split("/");
+  return parts.length === 2 && parts.every((p) => REPO_PART.test(p));
+}, "a hub repo is written org/name (letters, digits, '-', '_', '.')");
+
+/** Parses `org/name[:QUANT|:file.gguf]` (without the `hf:` prefix); throws a message naming what is wrong. */
+export function parseModelRef(text: string, revision = "main"): ModelRef {
+  const colon = text.indexOf(":");
+  const repo = colon === -1 ? text : text.slice(0, colon);
+  const rest = colon === -1 ? "" : text.slice(colon + 1);
+  const checked = RepoIdSchema.safeParse(repo);
+  if (!checked.success) throw new Error(`"${text}": ${checked.error.issues[0]?.message ?? "not a hub repo"}`);
+  if (colon !== -1 && rest === "")
+    throw new Error(`"${text}": nothing after ':' (write a quantization such as Q4_K_M, or a file)`);
+  if (rest === "") return { repo, revision };
+  if (rest.toLowerCase().endsWith(".gguf")) {
+    if (rest.split("/").some((seg) => seg === "" || seg === "." || seg === ".."))
+      throw new Error(`"${text}": the file path must stay inside the repo`);
+    return { repo, file: rest, revision };
+  }
+  if (!/^[A-Za-z0-9_.-]+$/.test(rest))
+    throw new Error(`"${text}": "${rest}" is neither a quantization nor a .gguf file`);
+  return { repo, quant: rest, revision };
+}
+
+/** `hf:org/name:Q4_K_M` → its ref; undefined for a plain path. */
+export function parseHfModelPath(path: string): ModelRef | undefined {
+  return path.startsWith(HF_PREFIX) ? parseModelRef(path.slice(HF_PREFIX.length)) : undefined;
+}
+
+/** What `local-ai pull` takes for this ref (for messages that say how to fetch a missing model). */
+export function pullCommand(ref: ModelRef): string {
+  const what = ref.file ?? ref.quant;
+  const rev = ref.revision !== "main" ? ` --revision ${ref.revision}` : "";
+  return `local-ai pull ${ref.repo}${what ? `:${what}` : ""}${rev}`;
+}
