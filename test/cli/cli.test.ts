@@ -146,3 +146,35 @@ describe("--json failures print a JSON error on stdout (issue 10 item 18)", () =
     expect(r.stdout).toBe("");
   });
 });
+
+describe("doctor on the CLI: one failure for one cause, nothing created (issue 10 item 18)", () => {
+  test("no config: the config fails, what depends on it is skipped, the folder stays empty", async () => {
+    using dir = tmpdir();
+    const r = await cli(["doctor", "--json"], { cwd: dir.path });
+    expect(r.code).toBe(1);
+    const report = JSON.parse(r.stdout);
+    const statuses = Object.fromEntries(
+      report.checks.map((c: { id: string; status: string }) => [c.id, c.status]),
+    );
+    expect(statuses).toMatchObject({
+      config: "fail",
+      binary: "skip",
+      model: "skip",
+      data_dir: "skip",
+      plan: "skip",
+    });
+    expect(report.checks.filter((c: { status: string }) => c.status === "fail")).toHaveLength(1);
+    expect(readdirSync(dir.path)).toEqual([]);
+  });
+
+  test("the human view says what was skipped and counts one failure", async () => {
+    using dir = tmpdir();
+    writeFileSync(join(dir.path, "config.yaml"), "app: { max_steps: -1 }\n");
+    const r = await cli(["doctor"], { cwd: dir.path });
+    expect(r.code).toBe(1);
+    expect(r.stdout).toContain("1 check failed");
+    expect(r.stdout).toMatch(/skip.*binary/);
+    expect(r.stdout).not.toContain(ESC);
+    expect(readdirSync(dir.path)).toEqual(["config.yaml"]);
+  });
+});
