@@ -6,6 +6,7 @@ import type { LlamaLease, LlamaProvider } from "../runtime/endpoint.ts";
 import { watchProgress } from "../runtime/watchdog.ts";
 import type { Hit } from "../store/bm25.ts";
 import type { ChatMessage } from "../store/chat-messages.ts";
+import { dataDirError } from "../store/data-dir-problem.ts";
 import type { KeyedMutex } from "../store/keyed-mutex.ts";
 import type { MemoryIndex } from "../store/memory-index.ts";
 import { type Checkpoint, SessionStore } from "../store/session-store.ts";
@@ -69,6 +70,9 @@ export async function runTurn(
   const unlock = await deps.locks.lock(`${params.user_id}/${sessionId}`, signal);
   try {
     return await new Turn(params, deps, agent, sessionId, traceId).run();
+  } catch (err) {
+    // A folder the core cannot write is the host's to fix: name it, not "see the log".
+    throw dataDirError(err, deps.dataDir) ?? err;
   } finally {
     unlock();
   }

@@ -137,7 +137,7 @@ export type CancelResult = { cancelled: boolean };
 export type DoctorCheck = {
   [x: string]: unknown;
   id: string;
-  status: "ok" | "warn" | "fail";
+  status: "ok" | "warn" | "fail" | "skip";
   message: string;
   fix?: string | undefined;
   data?: Record<string, unknown> | undefined;
@@ -150,7 +150,7 @@ export type DoctorResult = {
   checks: {
     [x: string]: unknown;
     id: string;
-    status: "ok" | "warn" | "fail";
+    status: "ok" | "warn" | "fail" | "skip";
     message: string;
     fix?: string | undefined;
     data?: Record<string, unknown> | undefined;

@@ -1,15 +1,7 @@
-import {
-  accessSync,
-  constants,
-  mkdirSync,
-  readdirSync,
-  rmSync,
-  statfsSync,
-  statSync,
-  writeFileSync,
-} from "node:fs";
-import { basename, dirname, join } from "node:path";
+import { accessSync, constants, readdirSync, statSync } from "node:fs";
+import { basename, dirname } from "node:path";
 import type { Config } from "../config/schema.ts";
+import { cacheTypesFor } from "../plan/decide/kv-cache.ts";
 import type { HardwareSnapshot } from "../plan/hardware.ts";
 import type { ModelInfo } from "../plan/model.ts";
 import { makePlan } from "../plan/planner.ts";
@@ -26,7 +18,6 @@ export type CheckStatus = Check["status"];
 /** One function per doctor check; each returns a Check and never throws. */
 
 export const VERSION_TIMEOUT_MS = 5000;
-const LOW_DISK_BYTES = 1024 ** 3;
 
 export async function binaryCheck(
   config: Config,
@@ -176,51 +167,6 @@ export function hardwareCheck(hw: HardwareSnapshot): Check {
   return { id: "hardware", status: "ok", message, data: { probes: hw.probes } };
 }
 
-export function dataDirCheck(config: Config): Check {
-  const dir = config.app.data_dir;
-  try {
-    mkdirSync(dir, { recursive: true });
-    const probe = join(dir, `.doctor-${process.pid}-${Date.now()}`);
-    writeFileSync(probe, "ok");
-    rmSync(probe, { force: true });
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    return {
-      id: "data_dir",
-      status: "fail",
-      message: `data directory ${dir} is not writable (${code ?? (err as Error).message})`,
-      fix: "set app.data_dir to a folder this user can write",
-      data: { path: dir },
-    };
-  }
-  try {
-    const fs = statfsSync(dir);
-    const free = Number(fs.bavail) * Number(fs.bsize);
-    if (free < LOW_DISK_BYTES) {
-      return {
-        id: "data_dir",
-        status: "warn",
-        message: `data directory ${dir} is writable but only ${formatBytes(free)} of disk is free`,
-        fix: "free some disk space: sessions, the memory index and logs live there",
-        data: { path: dir, free_bytes: free },
-      };
-    }
-    return {
-      id: "data_dir",
-      status: "ok",
-      message: `${dir} is writable, ${formatBytes(free)} free`,
-      data: { path: dir, free_bytes: free },
-    };
-  } catch {
-    return {
-      id: "data_dir",
-      status: "ok",
-      message: `${dir} is writable (free space unknown)`,
-      data: { path: dir },
-    };
-  }
-}
-
 export function mcpChecks(config: Config): Check[] {
   return config.mcp_servers.map((s) => {
     const isPath = s.command.includes("/") || s.command.includes("\\");
@@ -252,14 +198,7 @@ export function mcpChecks(config: Config): Check[] {
 }
 
 export function planCheck(config: Config, model: ModelInfo | null, hw: HardwareSnapshot): Check {
-  if (!model) {
-    return {
-      id: "plan",
-      status: "warn",
-      message: "not checked: the model could not be read",
-      fix: "fix the model check first",
-    };
-  }
+  if (!model) return skipped("plan", "the model could not be read");
   try {
     const plan = makePlan(model, hw, config);
     const gpu = plan.gpu_layers_all
@@ -281,11 +220,28 @@ export function planCheck(config: Config, model: ModelInfo | null, hw: HardwareS
       id: "plan",
       status: "fail",
       message: err.message,
-      fix:
-        err.code === "model_plan_error"
-          ? "use a smaller model or quantization, a smaller model.context, or free memory"
-          : "correct the key named in the message",
+      fix: planFix(err.code, err.data),
       data: { code: err.code, ...err.data },
     };
   }
+}
+
+/**
+ * What to do about a plan that failed. A model_plan_error that names a config key (a KV cache
+ * type the model's head size refuses, GPU layers without a GPU) is fixed by changing that key,
+ * not by a smaller model.
+ */
+function planFix(code: string, data: Record<string, unknown> | undefined): string {
+  if (code !== "model_plan_error") return "correct the key named in the message";
+  const key = typeof data?.key === "string" ? data.key : undefined;
+  if (key?.startsWith("llama.cache_type") && typeof data?.head_size === "number") {
+    return `set ${key} to ${cacheTypesFor(data.head_size).join(", ")}, or remove it to let the planner choose`;
+  }
+  if (key) return `change ${key} in the config (the message says why it cannot be used)`;
+  return "use a smaller model or quantization, a smaller model.context, or free memory";
+}
+
+/** A check not run because one it depends on failed: that failure is the one to fix. */
+export function skipped(id: string, because: string): Check {
+  return { id, status: "skip", message: `not checked: ${because}` };
 }

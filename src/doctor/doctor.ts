@@ -8,21 +8,21 @@ import type { DoctorResult } from "../protocol/results.ts";
 import {
   binaryCheck,
   type Check,
-  dataDirCheck,
   hardwareCheck,
   mcpChecks,
   modelCheck,
   planCheck,
+  skipped,
 } from "./checks.ts";
+import { dataDirCheck } from "./data-dir-check.ts";
 
 export type { Check, CheckStatus } from "./checks.ts";
 export type DoctorReport = DoctorResult;
 
-/** Where doctor reads the config: the real load, and the defaults it falls back to. */
+/** Where doctor reads the config. */
 export interface DoctorConfig {
   /** Throws CoreError config_missing / config_invalid. */
   loadedConfig(): LoadedConfig;
-  defaultConfig(): LoadedConfig;
 }
 
 /** The edges doctor reads through: the plan's (model, probes) and a command runner. */
@@ -33,16 +33,30 @@ export interface DoctorDeps extends PlanDeps {
 export const defaultDoctorDeps: DoctorDeps = { ...defaultPlanDeps, run: runWithTimeout };
 
 /**
- * Runs every check; never throws: a failure is a check with status fail. Without a usable
- * config the remaining checks run against the defaults, so one look shows everything.
+ * Runs every check; never throws: a failure is a check with status fail. One cause is one
+ * failure: without a usable config the checks that read it (binary, model, data_dir, MCP,
+ * plan) are `skip`, not failures against guessed defaults, and only the hardware is probed.
+ * Diagnosing creates nothing (see data-dir-check.ts).
  */
 export async function runDoctor(
   source: DoctorConfig,
   deps: DoctorDeps = defaultDoctorDeps,
 ): Promise<DoctorReport> {
   const { check, loaded } = configCheck(source);
-  const checks: Check[] = [check];
-  const config: Config = (loaded ?? source.defaultConfig()).config;
+  if (!loaded) {
+    const because =
+      check.data?.code === "config_missing" ? "there is no config file" : "the config is invalid";
+    const hardware = hardwareCheck(await deps.probe());
+    return report([
+      check,
+      skipped("binary", because),
+      skipped("model", because),
+      hardware,
+      skipped("data_dir", because),
+      skipped("plan", because),
+    ]);
+  }
+  const config: Config = loaded.config;
   const [binary, modelResult, hardware] = await Promise.all([
     binaryCheck(config, deps.run),
     deps.readModel(config.model.path).then(
@@ -51,15 +65,19 @@ export async function runDoctor(
     ),
     deps.probe(),
   ]);
-  checks.push(
+  const model: ModelInfo | null = "model" in modelResult ? modelResult.model : null;
+  return report([
+    check,
     binary,
     modelCheck(modelResult),
     hardwareCheck(hardware),
     dataDirCheck(config),
     ...mcpChecks(config),
-  );
-  const model: ModelInfo | null = "model" in modelResult ? modelResult.model : null;
-  checks.push(planCheck(config, model, hardware));
+    planCheck(config, model, hardware),
+  ]);
+}
+
+function report(checks: Check[]): DoctorReport {
   return { ok: checks.every((c) => c.status !== "fail"), checks };
 }
 

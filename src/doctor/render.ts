@@ -10,6 +10,7 @@ const LABEL: Record<CheckStatus, { text: string; color: string }> = {
   ok: { text: " ok ", color: "32" },
   warn: { text: "warn", color: "33" },
   fail: { text: "FAIL", color: "31;1" },
+  skip: { text: "skip", color: "2" },
 };
 
 export function renderDoctor(report: DoctorReport, color = false): string {
@@ -22,16 +23,18 @@ export function renderDoctor(report: DoctorReport, color = false): string {
   for (const c of report.checks) {
     const l = LABEL[c.status];
     lines.push(`[${paint(l.color, l.text)}] ${c.id.padEnd(width)}  ${c.message}`);
-    if (c.fix && c.status !== "ok")
+    if (c.fix && c.status !== "ok" && c.status !== "skip")
       lines.push(`${"".padEnd(6)} ${"".padEnd(width)}  ${paint("2", `fix: ${c.fix}`)}`);
   }
   const fails = report.checks.filter((c) => c.status === "fail").length;
   const warns = report.checks.filter((c) => c.status === "warn").length;
+  const skips = report.checks.filter((c) => c.status === "skip").length;
+  const notChecked = skips ? ` (${skips} not checked)` : "";
   lines.push(
     "",
     report.ok
       ? paint("32", `No failures${warns ? ` (${warns} warning${warns > 1 ? "s" : ""})` : ""}.`)
-      : paint("31;1", `${fails} check${fails > 1 ? "s" : ""} failed.`),
+      : paint("31;1", `${fails} check${fails > 1 ? "s" : ""} failed${notChecked}.`),
   );
   return lines.join("\n") + "\n";
 }

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { SafeIdSchema } from "../protocol/chat.ts";
 import { WarmupProgressFields, WarmupResultSchema } from "../protocol/results.ts";
+import { dataDirError } from "../store/data-dir-problem.ts";
 import { defineMethod } from "./definition.ts";
 
 export const WarmupParamsSchema = z.object({
@@ -23,9 +24,12 @@ export const warmup = defineMethod({
     const t0 = Date.now();
     const provider = services.llama();
     // An explicit warm-up tries again at once, even when the restart budget is spent.
-    const lease = await provider.acquire(ctx.signal, (p) => ctx.emit("warmup_progress", { ...p }), {
-      explicit: true,
-    });
+    const lease = await provider
+      .acquire(ctx.signal, (p) => ctx.emit("warmup_progress", { ...p }), { explicit: true })
+      .catch((err: unknown) => {
+        // As chat does: a data_dir that cannot be written is named, not "see the log".
+        throw dataDirError(err, services.config().app.data_dir) ?? err;
+      });
     lease.release();
     if (services.config().memory.enabled) services.memories().get(params.user_id);
     return { status: "ready" as const, elapsed_ms: Date.now() - t0, slots: provider.slots() };

@@ -31,10 +31,14 @@ export type StatusResult = z.infer<typeof StatusResultSchema>;
 export const CancelResultSchema = z.object({ cancelled: z.boolean() });
 export type CancelResult = z.infer<typeof CancelResultSchema>;
 
+/**
+ * One doctor check. `skip`: not run because a check it depends on failed (a missing config, an
+ * unreadable model), so one cause is reported as one failure.
+ */
 export const DoctorCheckSchema = z
   .object({
     id: z.string(),
-    status: z.enum(["ok", "warn", "fail"]),
+    status: z.enum(["ok", "warn", "fail", "skip"]),
     message: z.string(),
     fix: z.string().optional(),
     data: z.record(z.string(), z.unknown()).optional(),

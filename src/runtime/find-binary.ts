@@ -34,15 +34,16 @@ export function findLlamaServer(
     return env.isFile(config.llama.binary) ? { path: config.llama.binary } : { tried: [config.llama.binary] };
   }
   const names = env.platform === "win32" ? ["llama-server.exe"] : ["llama-server"];
+  const dirs = [dirname(env.execPath), ...(env.pathEnv ?? "").split(delimiter).filter(Boolean)];
+  // PATH often names a folder twice (or the executable's own): each place is looked at once.
+  const seen = new Set<string>();
   const tried: string[] = [];
-  for (const name of names) {
-    const beside = join(dirname(env.execPath), name);
-    tried.push(beside);
-    if (env.isFile(beside)) return { path: beside };
-  }
-  for (const dir of (env.pathEnv ?? "").split(delimiter).filter(Boolean)) {
+  for (const dir of dirs) {
     for (const name of names) {
       const candidate = join(dir, name);
+      const key = env.platform === "win32" ? candidate.toLowerCase() : candidate;
+      if (seen.has(key)) continue;
+      seen.add(key);
       tried.push(candidate);
       if (env.isFile(candidate)) return { path: candidate };
     }

@@ -31,7 +31,11 @@ let stderrBroken = false;
 
 function consola(): ConsolaInstance {
   if (!instance) {
-    const { createConsola } = require("consola") as typeof import("consola");
+    // Badges and glyphs (✖ ℹ ⚠) are for a person at a terminal; a pipe or a log file gets
+    // plain `[level] message` lines (consola/basic is consola with its basic reporter only).
+    const { createConsola } = process.stderr.isTTY
+      ? (require("consola") as typeof import("consola"))
+      : (require("consola/basic") as typeof import("consola/basic"));
     const stream = guardedStderr();
     instance = createConsola({
       level,

@@ -1,11 +1,12 @@
 import { describe, expect, test } from "bun:test";
-import { chmodSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { type DoctorDeps, runDoctor } from "../../src/doctor/doctor.ts";
 import { renderDoctor } from "../../src/doctor/render.ts";
 import type { HardwareSnapshot } from "../../src/plan/hardware.ts";
 import { defaultPlanDeps } from "../../src/plan/launch.ts";
 import { runWithTimeout } from "../../src/plan/probe.ts";
+import { DoctorResultSchema } from "../../src/protocol/results.ts";
 import { CoreServices } from "../../src/server/services.ts";
 import { denseModel, llama7b, writeGguf } from "../fixtures/gguf-writer.ts";
 import { cpuOnlyMachine, GIB } from "../fixtures/hardware.ts";
@@ -72,7 +73,8 @@ describe("doctor", () => {
     expect(byId(r, "model")).toMatchObject({ status: "fail" });
     expect(byId(r, "model").message).toContain("truncated");
     expect(byId(r, "model").fix).toContain("download");
-    expect(byId(r, "plan").status).toBe("warn");
+    // Not checked without a model: a skip, so the one cause is counted once.
+    expect(byId(r, "plan").status).toBe("skip");
     expect(renderDoctor(r)).toContain("FAIL");
   });
 
@@ -173,12 +175,92 @@ describe("doctor", () => {
     expect(big.ok).toBe(false);
   });
 
-  test("no config: the config check fails and the rest still run against defaults", async () => {
+  test("no config: one failure, what depends on the config is skipped, nothing is created", async () => {
     using dir = tmpdir();
     const core = new CoreServices({ configPath: "missing.yaml", cwd: dir.path });
     const r = await runDoctor(core, deps());
-    expect(byId(r, "config").status).toBe("fail");
-    expect(byId(r, "model").message).toContain("absent");
-    expect(r.checks.length).toBeGreaterThan(4);
+    expect(r.checks.map((c) => [c.id, c.status])).toEqual([
+      ["config", "fail"],
+      ["binary", "skip"],
+      ["model", "skip"],
+      ["hardware", "ok"],
+      ["data_dir", "skip"],
+      ["plan", "skip"],
+    ]);
+    expect(r.ok).toBe(false);
+    expect(byId(r, "binary").message).toContain("config");
+    expect(readdirSync(dir.path)).toEqual([]);
+    const text = renderDoctor(r);
+    expect(text).toContain("1 check failed (4 not checked).");
+    expect(text).toMatch(/\[skip\] binary/);
+  });
+
+  test("an invalid config is one failure too, not three", async () => {
+    using dir = tmpdir();
+    const r = await runDoctor(setup(dir.path, "llama:\n  parallel: many\n"), deps());
+    expect(byId(r, "config")).toMatchObject({ status: "fail", data: { code: "config_invalid" } });
+    expect(r.checks.filter((c) => c.status === "fail").map((c) => c.id)).toEqual(["config"]);
+    expect(byId(r, "model").status).toBe("skip");
+    expect(DoctorResultSchema.parse(r)).toEqual(r);
+  });
+
+  test("the data_dir check probes without creating: missing folders are fine under a writable one", async () => {
+    using dir = tmpdir();
+    script(dir.path, "llama-server", FAKE_VERSION);
+    writeGguf(dir.path, "m.gguf", llama7b());
+    const core = setup(
+      dir.path,
+      "app:\n  data_dir: ./not/yet/data\nllama:\n  binary: ./llama-server\nmodel:\n  path: ./m.gguf\n",
+    );
+    const r = await runDoctor(core, deps());
+    expect(byId(r, "data_dir")).toMatchObject({ status: "ok" });
+    expect(byId(r, "data_dir").message).toContain("will be created");
+    expect(existsSync(join(dir.path, "not"))).toBe(false);
+  });
+
+  test("a data_dir that is a file, or under one, names the path and the problem", async () => {
+    using dir = tmpdir();
+    writeFileSync(join(dir.path, "afile"), "x");
+    for (const dataDir of ["./afile", "./afile/deeper/data"]) {
+      const core = setup(dir.path, `app:\n  data_dir: ${dataDir}\n`);
+      const check = byId(await runDoctor(core, deps()), "data_dir");
+      expect(check.status).toBe("fail");
+      expect(check.message).toContain(join(dir.path, "afile"));
+      expect(check.message).toContain("not a folder");
+      expect(check.data).toMatchObject({ path: join(dir.path, dataDir), problem: "ENOTDIR" });
+    }
+  });
+
+  test("a refused KV cache type: the fix names the key to change, not 'a smaller model'", async () => {
+    using dir = tmpdir();
+    script(dir.path, "llama-server", FAKE_VERSION);
+    // Head size 64 / 4 heads = 16: q8_0's block of 32 does not divide it.
+    writeGguf(
+      dir.path,
+      "small.gguf",
+      denseModel({
+        arch: "llama",
+        layers: 2,
+        embd: 64,
+        heads: 4,
+        kvHeads: 2,
+        ff: 128,
+        vocab: 100,
+        ctx: 2048,
+        type: 1,
+      }),
+    );
+    const core = setup(
+      dir.path,
+      "llama:\n  binary: ./llama-server\n  cache_type_k: q8_0\nmodel:\n  path: ./small.gguf\n",
+    );
+    const plan = byId(await runDoctor(core, deps()), "plan");
+    expect(plan).toMatchObject({
+      status: "fail",
+      data: { code: "model_plan_error", key: "llama.cache_type_k" },
+    });
+    expect(plan.fix).toContain("llama.cache_type_k");
+    expect(plan.fix).toContain("f16");
+    expect(plan.fix).not.toContain("smaller model");
   });
 });

@@ -35,4 +35,10 @@ describe("findLlamaServer", () => {
     const win = env([], { platform: "win32", execPath: "/opt/app/local-ai.exe", pathEnv: "" });
     expect(findLlamaServer(cfg(null), win)).toEqual({ tried: ["/opt/app/llama-server.exe"] });
   });
+  test("a folder named twice (PATH repeats, or holds the executable's own folder) is tried once", () => {
+    const repeats = env([], { pathEnv: "/usr/bin:/opt/app:/usr/bin/:/usr/local/bin:/usr/bin" });
+    expect(findLlamaServer(cfg(null), repeats)).toEqual({
+      tried: ["/opt/app/llama-server", "/usr/bin/llama-server", "/usr/local/bin/llama-server"],
+    });
+  });
 });

@@ -1,0 +1,78 @@
+import { type ArgsDef, type CommandDef, parseArgs, runCommand } from "citty";
+import { isCoreError } from "../protocol/errors.ts";
+import { logger, logUnexpected } from "../util/logger.ts";
+import { VERSION } from "../version.ts";
+import { argsProblem } from "./check-args.ts";
+import { main } from "./main.ts";
+import { writeUsage } from "./output.ts";
+
+/**
+ * The command line, from argv to an exit code: 0 done, 1 the command failed, 2 the command
+ * line itself is wrong (usage on stderr, nothing on stdout). Commands return their exit code; a
+ * CoreError becomes a one-line message (and, under `--json`, a JSON error object on stdout so a
+ * script always has something to parse), anything else a logged trace.
+ */
+export async function runCli(argv: string[]): Promise<number> {
+  if (argv.length === 1 && (argv[0] === "--version" || argv[0] === "-v")) {
+    process.stdout.write(`${VERSION}\n`);
+    return 0;
+  }
+  if (argv.includes("--help") || argv.includes("-h")) {
+    const named = argv.find((a) => !a.startsWith("-"));
+    const sub = named === undefined ? undefined : await loadSubCommand(named);
+    await writeUsage(process.stdout, sub ?? main, sub ? main : undefined);
+    return 0;
+  }
+  const [name, ...rest] = argv;
+  const sub = name === undefined || name.startsWith("-") ? undefined : await loadSubCommand(name);
+  if (!sub) {
+    if (name?.startsWith("-")) logger.error(`unknown option '${name}' (options go after the command)`);
+    else if (name !== undefined) logger.error(`unknown command '${name}'`);
+    await writeUsage(process.stderr, main);
+    return 2;
+  }
+  const def = ((await resolve(sub.args)) ?? {}) as ArgsDef;
+  const problem = argsProblem(rest, def);
+  if (problem) {
+    logger.error(problem);
+    await writeUsage(process.stderr, sub, main);
+    return 2;
+  }
+  const json = "json" in def && parseArgs(rest, def).json === true;
+  try {
+    // citty does not hand a subcommand's return value back, so the entry runs it directly.
+    const { result } = await runCommand(sub, { rawArgs: rest });
+    return typeof result === "number" ? result : 0;
+  } catch (err) {
+    if (err instanceof Error && err.name === "CLIError") {
+      logger.error(err.message);
+      await writeUsage(process.stderr, sub, main);
+      return 2;
+    }
+    return failed(err, name!, json);
+  }
+}
+
+function failed(err: unknown, command: string, json: boolean): number {
+  let error: { code: string; message: string; data?: unknown };
+  if (isCoreError(err)) {
+    logger.error(`${err.code}: ${err.message}`);
+    error = { code: err.code, message: err.message, ...(err.data ? { data: err.data } : {}) };
+  } else {
+    logUnexpected("fatal", err);
+    error = { code: "internal_error", message: `internal error in ${command}; see stderr for details` };
+  }
+  if (json) process.stdout.write(`${JSON.stringify({ error }, null, 2)}\n`);
+  return 1;
+}
+
+async function loadSubCommand(name: string): Promise<CommandDef | undefined> {
+  const loaders = main.subCommands as Record<string, () => Promise<CommandDef>>;
+  return Object.hasOwn(loaders, name) ? loaders[name]!() : undefined;
+}
+
+async function resolve<T>(
+  value: T | (() => T | Promise<T>) | Promise<T> | undefined,
+): Promise<T | undefined> {
+  return typeof value === "function" ? (value as () => T | Promise<T>)() : value;
+}

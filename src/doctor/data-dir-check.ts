@@ -1,0 +1,98 @@
+import { accessSync, constants, rmSync, type Stats, statfsSync, statSync, writeFileSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
+import type { Config } from "../config/schema.ts";
+import { formatBytes } from "../plan/render.ts";
+import { fsProblemText } from "../store/data-dir-problem.ts";
+import type { Check } from "./checks.ts";
+
+const LOW_DISK_BYTES = 1024 ** 3;
+
+/**
+ * Can the core keep its files in app.data_dir? Diagnosing creates nothing: a missing folder is
+ * judged by its nearest existing ancestor (a writable folder: the core will create the rest); an
+ * existing one by writing a probe file there and removing it at once (access(2) alone misses
+ * ACLs and some network file systems).
+ */
+export function dataDirCheck(config: Config): Check {
+  const dir = config.app.data_dir;
+  const found = usableBase(dir);
+  if ("problem" in found) {
+    const what =
+      found.problem === "ENOTDIR"
+        ? `${found.at} is a file, not a folder`
+        : `${found.at}: ${fsProblemText(found.problem)}`;
+    return {
+      id: "data_dir",
+      status: "fail",
+      message: `data directory ${dir} is not writable: ${what}`,
+      fix: "set app.data_dir to a folder this user can write",
+      data: { path: dir, at: found.at, problem: found.problem },
+    };
+  }
+  const where =
+    found.base === resolve(dir)
+      ? `${dir} is writable`
+      : `${dir} does not exist yet and will be created (${found.base} is writable)`;
+  const free = freeBytes(found.base);
+  if (free === undefined) {
+    return { id: "data_dir", status: "ok", message: `${where} (free space unknown)`, data: { path: dir } };
+  }
+  if (free < LOW_DISK_BYTES) {
+    return {
+      id: "data_dir",
+      status: "warn",
+      message: `${where}, but only ${formatBytes(free)} of disk is free`,
+      fix: "free some disk space: sessions, the memory index and logs live there",
+      data: { path: dir, free_bytes: free },
+    };
+  }
+  return {
+    id: "data_dir",
+    status: "ok",
+    message: `${where}, ${formatBytes(free)} free`,
+    data: { path: dir, free_bytes: free },
+  };
+}
+
+type Base = { base: string } | { at: string; problem: string };
+
+/** The data directory, or its nearest existing ancestor, when the core could write there. */
+function usableBase(dir: string): Base {
+  let at = resolve(dir);
+  let stat: Stats;
+  for (;;) {
+    try {
+      stat = statSync(at);
+      break;
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code ?? "EIO";
+      // Missing, or an ancestor is a file (ENOTDIR): look one level up.
+      if (code !== "ENOENT" && code !== "ENOTDIR") return { at, problem: code };
+      const up = dirname(at);
+      if (up === at) return { at, problem: code };
+      at = up;
+    }
+  }
+  if (!stat.isDirectory()) return { at, problem: "ENOTDIR" };
+  try {
+    if (at === resolve(dir)) {
+      const probe = join(at, `.doctor-${process.pid}-${Date.now()}`);
+      writeFileSync(probe, "ok");
+      rmSync(probe, { force: true });
+    } else {
+      accessSync(at, constants.W_OK | constants.X_OK);
+    }
+  } catch (err) {
+    return { at, problem: (err as NodeJS.ErrnoException).code ?? "EIO" };
+  }
+  return { base: at };
+}
+
+function freeBytes(dir: string): number | undefined {
+  try {
+    const fs = statfsSync(dir);
+    return Number(fs.bavail) * Number(fs.bsize);
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,180 @@
+import { describe, expect, test } from "bun:test";
+import { readdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { tmpdir } from "../fixtures/tmpdir.ts";
+
+/**
+ * The command line as a person or a script meets it: the entry point run from source in a
+ * child process with pipes (not a terminal) for stdout and stderr, as a script would run it.
+ */
+const ENTRY = join(import.meta.dir, "../../src/index.ts");
+const ESC = "\u001b[";
+
+function cleanEnv(extra: Record<string, string> = {}): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const [k, v] of Object.entries(process.env)) if (v !== undefined) env[k] = v;
+  // consola and citty change their looks under CI / test runners: run as a user's shell would.
+  for (const k of ["NODE_ENV", "TEST", "CI", "NO_COLOR", "FORCE_COLOR", "TERM"]) delete env[k];
+  return { ...env, LOCAL_AI_LOG_LEVEL: "info", ...extra };
+}
+
+async function cli(args: string[], options: { cwd?: string; env?: Record<string, string> } = {}) {
+  const proc = Bun.spawn([process.execPath, ENTRY, ...args], {
+    cwd: options.cwd,
+    stdin: "ignore",
+    stdout: "pipe",
+    stderr: "pipe",
+    env: cleanEnv(options.env),
+  });
+  const [stdout, stderr, code] = await Promise.all([
+    new Response(proc.stdout).text(),
+    new Response(proc.stderr).text(),
+    proc.exited,
+  ]);
+  return { stdout, stderr, code };
+}
+
+describe("the CLI refuses nonsense (issue 13 item 6)", () => {
+  test("a misspelt flag is an error with a suggestion and usage on stderr, exit 2", async () => {
+    using dir = tmpdir();
+    const r = await cli(["doctor", "--confg", "x.yaml"], { cwd: dir.path });
+    expect(r.code).toBe(2);
+    expect(r.stdout).toBe("");
+    expect(r.stderr).toContain("unknown option '--confg'");
+    expect(r.stderr).toContain("--config");
+    expect(r.stderr).toContain("USAGE");
+    // Refused before anything ran: doctor created nothing.
+    expect(readdirSync(dir.path)).toEqual([]);
+  });
+
+  test("every command checks: serve-stdio does not start serving on a typo", async () => {
+    const r = await cli(["serve-stdio", "--jsn"]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain("unknown option '--jsn'");
+  });
+
+  test("stray arguments, a flag without its value, and options before the command are errors", async () => {
+    const stray = await cli(["plan", "extra"]);
+    expect(stray.code).toBe(2);
+    expect(stray.stderr).toContain("unexpected argument 'extra'");
+    const noValue = await cli(["plan", "--config"]);
+    expect(noValue.code).toBe(2);
+    expect(noValue.stderr).toContain("'--config' needs a value");
+    const before = await cli(["--config", "c.yaml", "doctor"]);
+    expect(before.code).toBe(2);
+    expect(before.stderr).toContain("'--config'");
+    const boolValue = await cli(["doctor", "--json=yes"]);
+    expect(boolValue.code).toBe(2);
+  });
+
+  test("the spellings citty accepts still work: --config=FILE, --no-json", async () => {
+    using dir = tmpdir();
+    const r = await cli(["plan", "--config=none.yaml", "--no-json"], { cwd: dir.path });
+    expect(r.code).toBe(1); // config_missing, not a usage error
+    expect(r.stderr).toContain("config_missing");
+  });
+
+  test("--help on a pipe or with NO_COLOR writes no ANSI colour, and still exits 0", async () => {
+    for (const args of [["--help"], ["doctor", "--help"], ["plan", "-h"]]) {
+      const r = await cli(args);
+      expect(r.code).toBe(0);
+      expect(r.stdout).toContain("USAGE");
+      expect(r.stdout).not.toContain(ESC);
+    }
+  });
+
+  // util-linux `script` gives the child a terminal, to show colour is kept where it belongs.
+  const script = process.platform === "linux" ? Bun.which("script") : null;
+  test.skipIf(!script)("on a terminal --help is coloured, unless NO_COLOR is set", async () => {
+    const inTerminal = async (env: Record<string, string>) => {
+      const command = `${process.execPath} ${ENTRY} --help`;
+      const proc = Bun.spawn([script!, "-qec", command, "/dev/null"], {
+        stdin: "ignore",
+        stdout: "pipe",
+        env: cleanEnv(env),
+      });
+      const out = await new Response(proc.stdout).text();
+      expect(await proc.exited).toBe(0);
+      return out;
+    };
+    expect(await inTerminal({})).toContain(ESC);
+    const plain = await inTerminal({ NO_COLOR: "yes" });
+    expect(plain).toContain("USAGE");
+    expect(plain).not.toContain(ESC);
+  });
+
+  test("log lines on a stderr that is not a terminal carry no glyphs or badges", async () => {
+    const r = await cli(["frobnicate"]);
+    expect(r.code).toBe(2);
+    const first = r.stderr.split("\n")[0];
+    expect(first).toBe("[error] unknown command 'frobnicate'");
+    expect(r.stderr).not.toMatch(/[\u2139\u2716\u26a0\u2714]|\u001b\[/);
+  });
+});
+
+describe("--json failures print a JSON error on stdout (issue 10 item 18)", () => {
+  test("plan --json without a config: {error: {code, message, data}} on stdout, exit 1", async () => {
+    using dir = tmpdir();
+    const r = await cli(["plan", "--json"], { cwd: dir.path });
+    expect(r.code).toBe(1);
+    const out = JSON.parse(r.stdout);
+    expect(out).toEqual({
+      error: {
+        code: "config_missing",
+        message: expect.stringContaining("config.yaml"),
+        data: { file: join(dir.path, "config.yaml") },
+      },
+    });
+    expect(r.stderr).toContain("config_missing");
+  });
+
+  test("plan --json with an invalid config names the key", async () => {
+    using dir = tmpdir();
+    writeFileSync(join(dir.path, "config.yaml"), "app: { max_steps: -1 }\n");
+    const r = await cli(["plan", "--json"], { cwd: dir.path });
+    expect(r.code).toBe(1);
+    expect(JSON.parse(r.stdout).error).toMatchObject({
+      code: "config_invalid",
+      data: { key: "app.max_steps" },
+    });
+  });
+
+  test("plan without --json keeps stdout empty on failure", async () => {
+    using dir = tmpdir();
+    const r = await cli(["plan"], { cwd: dir.path });
+    expect(r.code).toBe(1);
+    expect(r.stdout).toBe("");
+  });
+});
+
+describe("doctor on the CLI: one failure for one cause, nothing created (issue 10 item 18)", () => {
+  test("no config: the config fails, what depends on it is skipped, the folder stays empty", async () => {
+    using dir = tmpdir();
+    const r = await cli(["doctor", "--json"], { cwd: dir.path });
+    expect(r.code).toBe(1);
+    const report = JSON.parse(r.stdout);
+    const statuses = Object.fromEntries(
+      report.checks.map((c: { id: string; status: string }) => [c.id, c.status]),
+    );
+    expect(statuses).toMatchObject({
+      config: "fail",
+      binary: "skip",
+      model: "skip",
+      data_dir: "skip",
+      plan: "skip",
+    });
+    expect(report.checks.filter((c: { status: string }) => c.status === "fail")).toHaveLength(1);
+    expect(readdirSync(dir.path)).toEqual([]);
+  });
+
+  test("the human view says what was skipped and counts one failure", async () => {
+    using dir = tmpdir();
+    writeFileSync(join(dir.path, "config.yaml"), "app: { max_steps: -1 }\n");
+    const r = await cli(["doctor"], { cwd: dir.path });
+    expect(r.code).toBe(1);
+    expect(r.stdout).toContain("1 check failed");
+    expect(r.stdout).toMatch(/skip.*binary/);
+    expect(r.stdout).not.toContain(ESC);
+    expect(readdirSync(dir.path)).toEqual(["config.yaml"]);
+  });
+});

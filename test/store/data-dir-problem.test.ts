@@ -1,0 +1,49 @@
+import { describe, expect, test } from "bun:test";
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { isCoreError } from "../../src/protocol/errors.ts";
+import { dataDirError, fileInTheWay, fsProblemText } from "../../src/store/data-dir-problem.ts";
+import { tmpdir } from "../fixtures/tmpdir.ts";
+
+const errno = (code: string, path: string, syscall = "mkdir") =>
+  Object.assign(new Error(`${code}: ${syscall} '${path}'`), { code, path, syscall });
+
+describe("dataDirError (issue 10 item 17)", () => {
+  test("a read-only folder under the data dir: the path and 'permission denied', code internal_error", () => {
+    const err = dataDirError(errno("EACCES", "/srv/data/users/u1"), "/srv/data");
+    expect(isCoreError(err)).toBe(true);
+    expect(err?.code).toBe("internal_error");
+    expect(err?.message).toContain("/srv/data (app.data_dir)");
+    expect(err?.message).toContain("/srv/data/users/u1: permission denied (EACCES)");
+    expect(err?.data).toEqual({
+      key: "app.data_dir",
+      path: "/srv/data",
+      file: "/srv/data/users/u1",
+      problem: "EACCES",
+    });
+  });
+
+  test("a regular file in the way is named as such", () => {
+    using dir = tmpdir();
+    writeFileSync(join(dir.path, "afile"), "x");
+    const dataDir = join(dir.path, "afile", "data");
+    expect(fileInTheWay(join(dataDir, "users"))).toBe(join(dir.path, "afile"));
+    const err = dataDirError(errno("ENOTDIR", dataDir), dataDir);
+    expect(err?.message).toContain(`${join(dir.path, "afile")} is a file, not a folder`);
+  });
+
+  test("anything else stays unexpected: errors outside the data dir, or without a path", () => {
+    expect(dataDirError(errno("EACCES", "/srv/other/x"), "/srv/data")).toBeUndefined();
+    expect(dataDirError(errno("EACCES", "/srv/data-old/x"), "/srv/data")).toBeUndefined();
+    expect(dataDirError(new Error("boom"), "/srv/data")).toBeUndefined();
+    expect(dataDirError(undefined, "/srv/data")).toBeUndefined();
+  });
+
+  test("problems in words, the code kept", () => {
+    expect(fsProblemText("EROFS")).toBe("on a read-only file system (EROFS)");
+    expect(fsProblemText("EWEIRD")).toBe("EWEIRD");
+    using dir = tmpdir();
+    mkdirSync(join(dir.path, "d"));
+    expect(fileInTheWay(join(dir.path, "d", "missing"))).toBeUndefined();
+  });
+});
