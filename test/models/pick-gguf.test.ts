@@ -23,7 +23,11 @@ describe("which GGUF a ref means", () => {
     expect(groups).toEqual([
       {
         first: "big-Q8_0-00001-of-00003.gguf",
-        parts: ["big-Q8_0-00001-of-00003.gguf", "big-Q8_0-00002-of-00003.gguf", "big-Q8_0-00003-of-00003.gguf"],
+        parts: [
+          "big-Q8_0-00001-of-00003.gguf",
+          "big-Q8_0-00002-of-00003.gguf",
+          "big-Q8_0-00003-of-00003.gguf",
+        ],
         missing: ["big-Q8_0-00003-of-00003.gguf"],
       },
       { first: "small-Q4_K_M.gguf", parts: ["small-Q4_K_M.gguf"], missing: [] },
@@ -70,7 +74,10 @@ describe("which GGUF a ref means", () => {
   });
 
   test("no quant nor file: the only model, else ambiguous", () => {
-    expect(pickGguf(["a.gguf", "mmproj-a.gguf"], {})).toMatchObject({ kind: "one", group: { first: "a.gguf" } });
+    expect(pickGguf(["a.gguf", "mmproj-a.gguf"], {})).toMatchObject({
+      kind: "one",
+      group: { first: "a.gguf" },
+    });
     expect(pickGguf(repo, {}).kind).toBe("many");
     expect(pickGguf(["README.md"], {})).toEqual({ kind: "none", available: [] });
   });

@@ -67,7 +67,9 @@ describe("hf: model paths resolve from the cache, offline", () => {
     using dir = tmpdir();
     const { root } = layRepo(dir.path, "org/m", { "m-Q4_K_M.gguf": tinyModel() }, { refs: [] });
     const env = { HF_HUB_CACHE: dir.path };
-    expect(thrown(() => resolveModelPath("hf:org/m:Q4_K_M", env)).message).toContain("revision main was never pulled");
+    expect(thrown(() => resolveModelPath("hf:org/m:Q4_K_M", env)).message).toContain(
+      "revision main was never pulled",
+    );
     mkdirSync(join(root, "refs"), { recursive: true });
     writeFileSync(join(root, "refs", "main"), "not-a-commit\n");
     expect(thrown(() => resolveModelPath("hf:org/m:Q4_K_M", env)).data?.problem).toBe("broken_ref");
