@@ -97,10 +97,10 @@ export async function readRemoteModel(
       `${ref.repo}: split model ${group.first} lacks ${group.missing.join(", ")} on the hub`,
       what,
     );
-  const sizes = new Map(listing.map((f) => [f.path, f]));
+  const byPath = new Map(listing.map((f) => [f.path, f]));
   const headers: GgufHeader[] = [];
   for (const part of group.parts) {
-    headers.push(await readPartHeader(access, ref, part, sizes.get(part)?.size ?? 0, signal));
+    headers.push(await readPartHeader(access, ref, part, byPath.get(part)?.size ?? 0, signal));
   }
   const header = mergeParts(headers);
   const model = modelInfo(header);
@@ -110,7 +110,7 @@ export async function readRemoteModel(
     file: group.first,
     files: group.parts,
     size_bytes: header.size_bytes,
-    sha256: sizes.get(group.first)?.sha256 ?? null,
+    sha256: byPath.get(group.first)?.sha256 ?? null,
     quantization: quantizationOf(header, model),
     model,
   };

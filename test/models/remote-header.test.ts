@@ -320,6 +320,11 @@ describe("plan with a model not pulled yet", () => {
     expect(err.message).toContain("the hub's header could not be read either");
     expect(err.data).toMatchObject({ problem: "not_downloaded", hub_problem: "hub_unauthorized" });
 
+    // A plain path is resolved against the base the caller gives (the CLI's working directory).
+    writeGguf(dir.path, "local.gguf", tinyModel());
+    const local = await planReportWithHub(source, { model: "local.gguf", base: dir.path }, env, { plan: planDeps });
+    expect(local.model.path).toBe(join(dir.path, "local.gguf"));
+
     const bad = await failure(planReportWithHub(source, { model: "hf:nope" }, env, { plan: planDeps }));
     expect(bad.code).toBe("invalid_request");
     // Without --model a missing config is still config_missing.
