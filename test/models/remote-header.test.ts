@@ -322,7 +322,9 @@ describe("plan with a model not pulled yet", () => {
 
     // A plain path is resolved against the base the caller gives (the CLI's working directory).
     writeGguf(dir.path, "local.gguf", tinyModel());
-    const local = await planReportWithHub(source, { model: "local.gguf", base: dir.path }, env, { plan: planDeps });
+    const local = await planReportWithHub(source, { model: "local.gguf", base: dir.path }, env, {
+      plan: planDeps,
+    });
     expect(local.model.path).toBe(join(dir.path, "local.gguf"));
 
     const bad = await failure(planReportWithHub(source, { model: "hf:nope" }, env, { plan: planDeps }));
