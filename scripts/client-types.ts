@@ -48,6 +48,11 @@ const TYPES: [name: string, expr: string, doc: string][] = [
     "z.infer<typeof PlanResultSchema>",
     "The result of plan (same data as `local-ai plan --json`).",
   ],
+  [
+    "ModelsResult",
+    "z.infer<typeof ModelsResultSchema>",
+    "The result of models (same data as `local-ai models --json`).",
+  ],
 ];
 
 const PROBE_HEADER = `import type { z } from "zod";
@@ -55,6 +60,7 @@ import type { InitializeParamsSchema } from "./methods/initialize.ts";
 import type { ChatEventFields, ChatParamsSchema, ChatResultSchema, WarningSchema } from "./protocol/chat.ts";
 import type { ErrorCodeSchema, RequestIdSchema } from "./protocol/messages.ts";
 import type { PlanResultSchema } from "./methods/plan.ts";
+import type { ModelsResultSchema } from "./models/list-schema.ts";
 import type { CancelResultSchema, DoctorCheckSchema, DoctorResultSchema, InitializeResultSchema, StatusResultSchema } from "./protocol/results.ts";
 `;
 

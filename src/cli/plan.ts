@@ -1,16 +1,25 @@
 import { defineCommand } from "citty";
+import { planReportWithHub } from "../models/remote-header.ts";
 import { renderPlan } from "../plan/render.ts";
-import { buildPlanReport } from "../plan/report.ts";
 import { CoreServices } from "../server/services.ts";
 import { configArg, jsonArg } from "./args.ts";
 import { colorFor } from "./output.ts";
 
 export default defineCommand({
   meta: { name: "plan", description: "Preview how the model would be launched, and why" },
-  args: { ...configArg, ...jsonArg },
+  args: {
+    ...configArg,
+    ...jsonArg,
+    model: {
+      type: "string",
+      description:
+        "judge this model instead of model.path: a .gguf path, or hf:org/name[:QUANT] (read from the hub's header when not pulled)",
+      valueHint: "MODEL",
+    },
+  },
   run: async ({ args }) => {
     const services = new CoreServices({ configPath: args.config, cwd: process.cwd() });
-    const report = await buildPlanReport(services.config());
+    const report = await planReportWithHub(services, { model: args.model, base: process.cwd() });
     process.stdout.write(
       args.json ? JSON.stringify(report, null, 2) + "\n" : renderPlan(report, colorFor(process.stdout)),
     );

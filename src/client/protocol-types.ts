@@ -251,3 +251,28 @@ export type PlanResult = {
     warnings: string[];
   };
 };
+
+/** The result of models (same data as `local-ai models --json`). */
+export type ModelsResult = {
+  models: {
+    path: string;
+    files: string[];
+    source: "hf_cache" | "folder";
+    repo: string | null;
+    commit: string | null;
+    refs: string[];
+    file: string;
+    model_path: string;
+    configured: boolean;
+    size_bytes: number;
+    quantization: string | null;
+    architecture: string | null;
+    parameters: number | null;
+    fits: boolean | null;
+    context_per_slot: number | null;
+    verdict: string;
+    problem: "absent" | "unreadable" | "not_gguf" | "truncated" | "broken_link" | "incomplete_split" | null;
+  }[];
+  cache_dir: string;
+  folders: string[];
+};

@@ -2,6 +2,7 @@ import { existsSync } from "node:fs";
 import { dirname, isAbsolute, resolve } from "node:path";
 import { isMap, LineCounter, parseDocument } from "yaml";
 import type { z } from "zod";
+import { HF_PREFIX } from "../models/model-ref.ts";
 import { CoreError } from "../protocol/errors.ts";
 import { readConfigFile } from "./read-file.ts";
 import { type Config, ConfigSchema, type LoadedConfig } from "./schema.ts";
@@ -166,7 +167,11 @@ function resolvePaths(config: Config, dir: string): Config {
     ...config,
     app: { ...config.app, data_dir: abs(dir, config.app.data_dir) },
     llama: { ...config.llama, binary: config.llama.binary === null ? null : abs(dir, config.llama.binary) },
-    model: { ...config.model, path: abs(dir, config.model.path) },
+    // `hf:` paths name the Hugging Face cache, resolved when the model is read (models/resolve.ts).
+    model: {
+      ...config.model,
+      path: config.model.path.startsWith(HF_PREFIX) ? config.model.path : abs(dir, config.model.path),
+    },
     mcp_servers: config.mcp_servers.map((s) => ({
       ...s,
       command: commandPath(dir, s.command),

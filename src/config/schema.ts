@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { HF_PREFIX, parseHfModelPath } from "../models/model-ref.ts";
 
 /**
  * The whole of config.yaml. Every section has defaults, so an empty file is a valid config
@@ -78,9 +79,26 @@ export const LlamaSchema = z
   })
   .prefault({});
 
+/** The syntax of an `hf:` model path only: whether it is cached is the model read's question. */
+function hfRefIsValid(path: string): boolean {
+  return hfRefProblem({ input: path }) === undefined;
+}
+
+function hfRefProblem(issue: { input?: unknown }): string | undefined {
+  const path = String(issue.input);
+  if (!path.startsWith(HF_PREFIX)) return undefined;
+  try {
+    parseHfModelPath(path);
+    return undefined;
+  } catch (err) {
+    return (err as Error).message;
+  }
+}
+
 export const ModelSchema = z
   .object({
-    path: z.string().min(1).default("./models/model.gguf"),
+    /** A GGUF file, or `hf:org/name[:QUANT|:file.gguf]` from the Hugging Face cache (checked here, found later). */
+    path: z.string().min(1).refine(hfRefIsValid, { error: hfRefProblem }).default("./models/model.gguf"),
     /** Tokens per slot, or "auto" for the largest that fits with room to spare. */
     context: z.union([auto, positiveInt]).default("auto"),
     /** Layers to offload to the GPU, or "auto". */

@@ -113,18 +113,25 @@ export function modelCheck(result: { model: ModelInfo } | { error: unknown }): C
     const err = result.error;
     const message = isCoreError(err) ? err.message : "the model could not be read";
     const kind = isCoreError(err) ? (err.data?.problem as string | undefined) : undefined;
+    const pull = isCoreError(err) ? err.data?.pull : undefined;
     const fix =
-      kind === "truncated"
-        ? "the download was interrupted: download the model again"
-        : kind === "absent"
-          ? "set model.path to a .gguf file that exists"
-          : "point model.path at a GGUF model file";
+      typeof pull === "string"
+        ? `fetch it with: ${pull}`
+        : kind === "truncated"
+          ? "the download was interrupted: download the model again"
+          : kind === "absent"
+            ? "set model.path to a .gguf file that exists"
+            : "point model.path at a GGUF model file";
     return {
       id: "model",
       status: "fail",
       message,
       fix,
-      data: { code: "model_missing", problem: kind ?? null },
+      data: {
+        code: isCoreError(err) ? err.code : "model_missing",
+        problem: kind ?? null,
+        ...(pull ? { pull } : {}),
+      },
     };
   }
   const m = result.model;

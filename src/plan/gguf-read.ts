@@ -104,6 +104,20 @@ async function readOneFile(path: string, shardLabel: string | null): Promise<Ggu
     throw problem("not_gguf", label, `not a valid GGUF: ${message}`);
   }
 
+  const { header, dataEnd } = headerOfParsed(parsed, path, size);
+  if (size < dataEnd) throw problem("truncated", label, truncatedMessage(size, dataEnd));
+  return header;
+}
+
+/**
+ * The planner's view of one parsed GGUF file (local, or read remotely by range requests), and
+ * where its tensor data ends (a file shorter than that was cut off).
+ */
+export function headerOfParsed(
+  parsed: Awaited<ReturnType<typeof gguf>>,
+  path: string,
+  size: number,
+): { header: GgufHeader; dataEnd: number } {
   const dataStart = Number(parsed.tensorDataOffset);
   let end = dataStart;
   const tensors: TensorEntry[] = parsed.tensorInfos.map((t) => {
@@ -115,9 +129,7 @@ async function readOneFile(path: string, shardLabel: string | null): Promise<Ggu
     end = Math.max(end, dataStart + Number(t.offset) + bytes);
     return { name: t.name, shape, type: t.dtype, bytes };
   });
-  if (size < end) throw problem("truncated", label, truncatedMessage(size, end));
-
-  return {
+  const header: GgufHeader = {
     path,
     files: [path],
     version: Number(parsed.metadata.version),
@@ -125,6 +137,7 @@ async function readOneFile(path: string, shardLabel: string | null): Promise<Ggu
     metadata: scalarMetadata(parsed.metadata as Record<string, unknown>),
     tensors,
   };
+  return { header, dataEnd: end };
 }
 
 function truncatedMessage(size: number, expected: number): string {

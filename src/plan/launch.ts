@@ -1,4 +1,5 @@
 import type { Config } from "../config/schema.ts";
+import { resolveModelPath } from "../models/resolve.ts";
 import { readGgufHeader } from "./gguf-read.ts";
 import type { HardwareSnapshot } from "./hardware.ts";
 import { type ModelInfo, modelInfo } from "./model.ts";
@@ -22,7 +23,9 @@ export interface PlanDeps {
 
 export const defaultPlanDeps: PlanDeps = {
   probe: () => probeHardware(),
-  readModel: async (path) => modelInfo(await readGgufHeader(path)),
+  // `hf:org/name:QUANT` resolves from the Hugging Face cache here, the one place plan, chat
+  // and doctor read the model through (model_missing names the pull command when absent).
+  readModel: async (path) => modelInfo(await readGgufHeader(resolveModelPath(path))),
 };
 
 export interface PlanInputs {

@@ -6,6 +6,7 @@ import { CHAT_EVENT_NAMES } from "../../src/client/chat-events.ts";
 import type * as P from "../../src/client/protocol-types.ts";
 import type { InitializeParamsSchema } from "../../src/methods/initialize.ts";
 import type { PlanResult } from "../../src/methods/plan.ts";
+import type { ModelsResult } from "../../src/models/list-schema.ts";
 import type { ChatParamsSchema, ChatResultSchema, WarningSchema } from "../../src/protocol/chat.ts";
 import { ChatEventFields } from "../../src/protocol/chat.ts";
 import type { ErrorCodeSchema, RequestIdSchema } from "../../src/protocol/messages.ts";
@@ -43,6 +44,7 @@ describe("client protocol types", () => {
       same<P.CancelResult, R.CancelResult>(true),
       same<P.DoctorResult, R.DoctorResult>(true),
       same<P.PlanResult, PlanResult>(true),
+      same<P.ModelsResult, ModelsResult>(true),
     ];
     expect(checks.every(Boolean)).toBe(true);
   });

@@ -1,0 +1,51 @@
+import { defineCommand } from "citty";
+import { listModelsFor } from "../models/list.ts";
+import type { ModelsResult } from "../models/list-schema.ts";
+import { formatBytes } from "../plan/render.ts";
+import { CoreServices } from "../server/services.ts";
+import { configArg, jsonArg } from "./args.ts";
+
+export default defineCommand({
+  meta: {
+    name: "models",
+    description:
+      "List the GGUF models in the Hugging Face cache and beside the config, and whether each fits",
+  },
+  args: { ...configArg, ...jsonArg },
+  run: async ({ args }) => {
+    const services = new CoreServices({ configPath: args.config, cwd: process.cwd() });
+    const result = await listModelsFor(services);
+    const color = Boolean(process.stdout.isTTY) && !process.env.NO_COLOR;
+    process.stdout.write(args.json ? `${JSON.stringify(result, null, 2)}\n` : renderModels(result, color));
+    return 0;
+  },
+});
+
+const paint = (on: boolean, code: string, s: string) => (on ? `\u001b[${code}m${s}\u001b[0m` : s);
+
+/** One line per model (✓ fits, ✗ does not, ? unreadable; * the configured one), then how to use it. */
+export function renderModels(result: ModelsResult, color: boolean): string {
+  if (result.models.length === 0) {
+    return (
+      `No GGUF models in ${result.cache_dir} or ${result.folders.join(", ")}.\n` +
+      "Fetch one with: local-ai pull org/name:Q4_K_M\n"
+    );
+  }
+  const lines: string[] = [];
+  for (const m of result.models) {
+    const mark =
+      m.fits === true
+        ? paint(color, "32", "✓")
+        : m.fits === false
+          ? paint(color, "31", "✗")
+          : paint(color, "33", "?");
+    const where = m.repo ? `${m.repo}  ${m.file}` : m.path;
+    lines.push(
+      `${m.configured ? "*" : " "}${mark} ${(m.quantization ?? "-").padEnd(8)} ${formatBytes(m.size_bytes).padStart(10)}  ${where}`,
+      `      ${m.fits === null ? paint(color, "33", m.verdict) : m.verdict}`,
+    );
+    if (m.fits !== null) lines.push(`      ${paint(color, "2", `model.path: ${m.model_path}`)}`);
+  }
+  lines.push("", paint(color, "2", `Cache ${result.cache_dir}; folders ${result.folders.join(", ")}`));
+  return `${lines.join("\n")}\n`;
+}

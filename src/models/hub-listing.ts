@@ -1,0 +1,221 @@
+import { readFileSync } from "node:fs";
+import { z } from "zod";
+import { CoreError } from "../protocol/errors.ts";
+import { type Env, hubEndpoint, isOffline, tokenFile } from "./hf-cache.ts";
+
+/**
+ * The hub's file listing, and the one fetch edge the remote fit check goes through:
+ *   GET {endpoint}/api/models/{repo}/tree/{revision}?recursive=true  → [{type, path, size, lfs?}]
+ * (following `Link: <…>; rel="next"` pages). Parsing is pure; `hubFetch` maps every way a
+ * request fails to a `model_missing` CoreError naming the repo and file, never the token.
+ */
+
+export interface HubFile {
+  path: string;
+  size: number;
+  /** The LFS object's SHA-256, when the file lives in LFS (GGUFs do). */
+  sha256: string | null;
+}
+
+/** How to reach the hub: the endpoint, the token (never logged), the fetch to use. */
+export interface HubAccess {
+  endpoint: string;
+  token: string | null;
+  fetch: typeof fetch;
+  offline: boolean;
+  /** Per request, body included: a hub that stops answering fails instead of hanging. */
+  timeoutMs: number;
+}
+
+export const HUB_TIMEOUT_MS = 60_000;
+
+/** `$HF_TOKEN`, else the cache's token file, else none. */
+export function readToken(env: Env, home: string): string | null {
+  const fromEnv = env.HF_TOKEN?.trim();
+  if (fromEnv) return fromEnv;
+  try {
+    return readFileSync(tokenFile(env, home), "utf8").trim() || null;
+  } catch {
+    return null;
+  }
+}
+
+export function hubAccess(env: Env, home: string, fetchImpl: typeof fetch = fetch): HubAccess {
+  return {
+    endpoint: hubEndpoint(env),
+    token: readToken(env, home),
+    fetch: fetchImpl,
+    offline: isOffline(env),
+    timeoutMs: HUB_TIMEOUT_MS,
+  };
+}
+
+const TreeEntrySchema = z
+  .object({
+    type: z.string(),
+    path: z.string(),
+    size: z.number().nonnegative().optional(),
+    lfs: z.object({ oid: z.string(), size: z.number().nonnegative() }).loose().optional(),
+  })
+  .loose();
+
+/** The listing's files (folders dropped); throws when the body is not a tree listing. */
+export function parseTreeListing(body: unknown): HubFile[] {
+  const parsed = z.array(TreeEntrySchema).safeParse(body);
+  if (!parsed.success) throw new Error("the hub's file listing is not a list of files");
+  return parsed.data
+    .filter((e) => e.type === "file")
+    .map((e) => ({ path: e.path, size: e.lfs?.size ?? e.size ?? 0, sha256: e.lfs?.oid ?? null }));
+}
+
+/** The `rel="next"` URL of a `Link` header, if any. */
+export function nextPage(link: string | null): string | null {
+  if (!link) return null;
+  for (const part of link.split(",")) {
+    const m = /<([^>]+)>\s*;\s*rel="?next"?/.exec(part);
+    if (m) return m[1]!;
+  }
+  return null;
+}
+
+function encodePath(path: string): string {
+  return path.split("/").map(encodeURIComponent).join("/");
+}
+
+export function treeUrl(endpoint: string, repo: string, revision: string): string {
+  return `${endpoint}/api/models/${encodePath(repo)}/tree/${encodeURIComponent(revision)}?recursive=true`;
+}
+
+export function resolveUrl(endpoint: string, repo: string, revision: string, file: string): string {
+  return `${endpoint}/${encodePath(repo)}/resolve/${encodeURIComponent(revision)}/${encodePath(file)}`;
+}
+
+const MAX_PAGES = 100;
+
+/** Every file of `repo` at `revision` on the hub. */
+export async function listRepoFiles(
+  access: HubAccess,
+  repo: string,
+  revision: string,
+  signal?: AbortSignal,
+): Promise<HubFile[]> {
+  const files: HubFile[] = [];
+  let url: string | null = treeUrl(access.endpoint, repo, revision);
+  for (let page = 0; url && page < MAX_PAGES; page++) {
+    const res = await hubFetch(access, url, { repo }, { signal });
+    let body: unknown;
+    try {
+      body = await res.json();
+      files.push(...parseTreeListing(body));
+    } catch (err) {
+      throw hubError("hub_error", `${repo}: ${(err as Error).message}`, { repo });
+    }
+    url = nextPage(res.headers.get("link"));
+  }
+  return files;
+}
+
+export type HubProblem =
+  | "hub_offline"
+  | "hub_unreachable"
+  | "hub_unauthorized"
+  | "hub_not_found"
+  | "hub_error";
+
+function hubError(problem: HubProblem, message: string, data: object): CoreError {
+  return new CoreError("model_missing", message, { problem, ...data });
+}
+
+const MAX_REDIRECTS = 5;
+
+/** The request failed before an answer, or timed out (`err` is the fetch's error; it carries no token). */
+export function unreachable(access: HubAccess, label: string, what: object, err: unknown): CoreError {
+  const why =
+    err instanceof Error && err.name === "TimeoutError"
+      ? `no answer within ${access.timeoutMs / 1000} s`
+      : err instanceof Error
+        ? err.message
+        : String(err);
+  return hubError(
+    "hub_unreachable",
+    `${label}: the hub at ${access.endpoint} could not be reached (${why})`,
+    {
+      ...what,
+    },
+  );
+}
+
+/**
+ * GET through the hub: the token goes only to the hub's own origin (a redirect to a CDN drops
+ * it), redirects are followed by hand for that reason, and any answer but 2xx (or 416, which a
+ * range read past the end gets) becomes a CoreError saying what the hub meant.
+ */
+export async function hubFetch(
+  access: HubAccess,
+  url: string,
+  what: { repo: string; file?: string },
+  init: { headers?: Record<string, string>; signal?: AbortSignal } = {},
+): Promise<Response> {
+  const label = what.file ? `${what.repo} ${what.file}` : what.repo;
+  if (access.offline)
+    throw hubError("hub_offline", `${label}: HF_HUB_OFFLINE is set, so the hub is not asked`, what);
+  const hubOrigin = new URL(access.endpoint).origin;
+  let current = url;
+  for (let hop = 0; hop <= MAX_REDIRECTS; hop++) {
+    const sameOrigin = new URL(current).origin === hubOrigin;
+    const headers: Record<string, string> = { ...init.headers };
+    if (access.token && sameOrigin) headers.Authorization = `Bearer ${access.token}`;
+    const timeout = AbortSignal.timeout(access.timeoutMs);
+    const signal = init.signal ? AbortSignal.any([init.signal, timeout]) : timeout;
+    let res: Response;
+    try {
+      res = await access.fetch(current, { headers, redirect: "manual", signal });
+    } catch (err) {
+      if (init.signal?.aborted) throw err;
+      throw unreachable(access, label, what, err);
+    }
+    const location = res.headers.get("location");
+    if (res.status >= 300 && res.status < 400 && location) {
+      await res.body?.cancel();
+      current = new URL(location, current).toString();
+      continue;
+    }
+    if (res.ok || res.status === 416) return res;
+    await res.body?.cancel();
+    throw statusError(res, label, what, access.token !== null);
+  }
+  throw hubError("hub_error", `${label}: the hub redirected more than ${MAX_REDIRECTS} times`, what);
+}
+
+function statusError(
+  res: Response,
+  label: string,
+  what: { repo: string; file?: string },
+  hasToken: boolean,
+): CoreError {
+  // The hub says which kind of 401/404 it is in X-Error-Code (it answers 401 for a repo that
+  // does not exist, so as not to reveal private ones).
+  const code = res.headers.get("x-error-code") ?? "";
+  const data = { ...what, status: res.status };
+  if (
+    res.status === 404 ||
+    code === "RepoNotFound" ||
+    code === "EntryNotFound" ||
+    code === "RevisionNotFound"
+  ) {
+    const which =
+      code === "EntryNotFound"
+        ? `has no file ${what.file ?? ""}`.trim()
+        : code === "RevisionNotFound"
+          ? "has no such revision"
+          : `is not on the hub${hasToken ? "" : " (or it is private: set HF_TOKEN)"}`;
+    return hubError("hub_not_found", `${label}: the repo ${which}`, data);
+  }
+  if (res.status === 401 || res.status === 403) {
+    const why = hasToken
+      ? "the token has no access to it (accept its terms on the hub?)"
+      : "it needs a token: set HF_TOKEN, or save one with the hub's login";
+    return hubError("hub_unauthorized", `${label}: ${res.status}: ${why}`, data);
+  }
+  return hubError("hub_error", `${label}: the hub answered ${res.status} ${res.statusText}`.trim(), data);
+}

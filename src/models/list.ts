@@ -1,0 +1,311 @@
+import { lstatSync, readdirSync, readFileSync, realpathSync, statSync } from "node:fs";
+import { homedir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import type { Config, LoadedConfig } from "../config/schema.ts";
+import { type GgufHeader, readGgufHeader } from "../plan/gguf-read.ts";
+import type { HardwareSnapshot } from "../plan/hardware.ts";
+import { modelInfo } from "../plan/model.ts";
+import { isCoreError } from "../protocol/errors.ts";
+import { fitVerdict, quantizationOf } from "./fit.ts";
+import { type Env, hubCacheDir, repoPaths } from "./hf-cache.ts";
+import type { ModelEntry, ModelsResult } from "./list-schema.ts";
+import { HF_PREFIX, parseHfModelPath } from "./model-ref.ts";
+import { groupGgufs, isGgufPath, isProjector } from "./pick-gguf.ts";
+import { resolveCached, snapshotFiles } from "./resolve.ts";
+
+/**
+ * Every GGUF model on this machine that local-ai can see — the Hugging Face cache's snapshots,
+ * and the loose files beside the config and beside its model — each with its quantization,
+ * size and the plan's verdict for this machine with the config's settings. Header reads only;
+ * a file that cannot be read is listed with the reason. Multimodal projectors (`mmproj-*`)
+ * are not models and are left out; a split model is one entry.
+ */
+
+export interface ListInput {
+  config: Config;
+  /** The config file's folder (the working directory when there is no file). */
+  configDir: string;
+  cacheDir: string;
+}
+
+export interface ListDeps {
+  probe(): Promise<HardwareSnapshot>;
+  readHeader(path: string): Promise<GgufHeader>;
+}
+
+/** A model found on disk, before its header is read. */
+interface Candidate {
+  source: ModelEntry["source"];
+  repo: string | null;
+  commit: string | null;
+  refs: string[];
+  file: string;
+  /** Absolute paths of every part the name promises. */
+  parts: string[];
+  missing: string[];
+  model_path: string;
+}
+
+export async function listModels(input: ListInput, deps: Partial<ListDeps> = {}): Promise<ModelsResult> {
+  const readHeader = deps.readHeader ?? readGgufHeader;
+  const folders = scannedFolders(input);
+  const candidates = dedupe([...cachedCandidates(input.cacheDir), ...folders.flatMap(folderCandidates)]);
+  const configured = configuredPath(input);
+  let hardware: Promise<HardwareSnapshot> | undefined;
+  const entries: ModelEntry[] = [];
+  for (const c of candidates) {
+    hardware ??= (deps.probe ?? defaultProbe)();
+    entries.push(await judge(c, readHeader, () => hardware!, input.config, configured));
+  }
+  return { models: sortModels(entries), cache_dir: input.cacheDir, folders };
+}
+
+async function defaultProbe(): Promise<HardwareSnapshot> {
+  const { probeHardware } = await import("../plan/probe.ts");
+  return probeHardware();
+}
+
+/** Fitting first, largest first (more parameters or a finer quantization, and it still fits); then what does not fit, nearest to fitting first; then unreadable files. */
+export function sortModels(entries: ModelEntry[]): ModelEntry[] {
+  const rank = (e: ModelEntry) => (e.fits === true ? 0 : e.fits === false ? 1 : 2);
+  return [...entries].sort((a, b) => {
+    const r = rank(a) - rank(b);
+    if (r !== 0) return r;
+    const bySize =
+      rank(a) === 0 ? b.size_bytes - a.size_bytes : rank(a) === 1 ? a.size_bytes - b.size_bytes : 0;
+    return bySize !== 0 ? bySize : a.path.localeCompare(b.path);
+  });
+}
+
+async function judge(
+  c: Candidate,
+  readHeader: (path: string) => Promise<GgufHeader>,
+  hardware: () => Promise<HardwareSnapshot>,
+  config: Config,
+  configured: string | null,
+): Promise<ModelEntry> {
+  const base = {
+    path: c.parts[0]!,
+    files: c.parts,
+    source: c.source,
+    repo: c.repo,
+    commit: c.commit,
+    refs: c.refs,
+    file: c.file,
+    model_path: c.model_path,
+    configured: configured !== null && sameFile(configured, c.parts[0]!),
+  };
+  const unreadable = (problem: ModelEntry["problem"], verdict: string): ModelEntry => ({
+    ...base,
+    size_bytes: c.parts.reduce((n, p) => n + sizeOf(p), 0),
+    quantization: null,
+    architecture: null,
+    parameters: null,
+    fits: null,
+    context_per_slot: null,
+    verdict,
+    problem,
+  });
+  if (c.missing.length > 0)
+    return unreadable("incomplete_split", `split model: ${c.missing.join(", ")} missing`);
+  let header: GgufHeader;
+  try {
+    header = await readHeader(c.parts[0]!);
+  } catch (err) {
+    if (!isCoreError(err)) throw err;
+    const problem = (err.data?.problem as ModelEntry["problem"]) ?? "unreadable";
+    const dangling = problem === "absent" && c.parts.find(isDanglingLink);
+    if (dangling) return unreadable("broken_link", `${dangling}: the cache's link points at a missing blob`);
+    return unreadable(problem, err.message);
+  }
+  const model = modelInfo(header);
+  const fit = fitVerdict(model, await hardware(), config);
+  return {
+    ...base,
+    size_bytes: header.size_bytes,
+    quantization: quantizationOf(header, model),
+    architecture: model.architecture,
+    parameters: model.parameters,
+    fits: fit.fits,
+    context_per_slot: fit.fits ? fit.context_per_slot : null,
+    verdict: fit.summary,
+    problem: null,
+  };
+}
+
+/** The config's folder and its model's folder (an `hf:` model lives in the cache, already scanned). */
+function scannedFolders(input: ListInput): string[] {
+  const folders = [resolve(input.configDir)];
+  const path = input.config.model.path;
+  if (!path.startsWith(HF_PREFIX)) folders.push(dirname(resolve(input.configDir, path)));
+  return [...new Set(folders)];
+}
+
+function configuredPath(input: ListInput): string | null {
+  const path = input.config.model.path;
+  if (!path.startsWith(HF_PREFIX)) return resolve(input.configDir, path);
+  try {
+    const found = resolveCached(parseHfModelPath(path)!, input.cacheDir);
+    return found.kind === "found" ? found.path : null;
+  } catch {
+    return null;
+  }
+}
+
+function folderCandidates(folder: string): Candidate[] {
+  let names: string[];
+  try {
+    names = readdirSync(folder).filter((n) => isGgufPath(n) && !isProjector(n));
+  } catch {
+    return [];
+  }
+  return groupGgufs(names).map((g) => ({
+    source: "folder" as const,
+    repo: null,
+    commit: null,
+    refs: [],
+    file: g.first,
+    parts: g.parts.map((p) => join(folder, p)),
+    missing: g.missing,
+    model_path: join(folder, g.first),
+  }));
+}
+
+/** Every snapshot of every cached model repo; snapshots a ref points at come first. */
+function cachedCandidates(cacheDir: string): Candidate[] {
+  let dirs: string[];
+  try {
+    dirs = readdirSync(cacheDir).filter((d) => d.startsWith("models--"));
+  } catch {
+    return [];
+  }
+  return dirs.sort().flatMap((dir) => {
+    const repo = dir.slice("models--".length).split("--").join("/");
+    const paths = repoPaths(cacheDir, repo);
+    const refs = readRefs(paths.refs);
+    let commits: string[];
+    try {
+      commits = readdirSync(paths.snapshots);
+    } catch {
+      return [];
+    }
+    const referenced = (c: string) => (refs.get(c)?.includes("main") ? 0 : refs.has(c) ? 1 : 2);
+    commits.sort((a, b) => referenced(a) - referenced(b) || a.localeCompare(b));
+    return commits.flatMap((commit) => {
+      const snapshot = join(paths.snapshots, commit);
+      const onRefs = refs.get(commit) ?? [];
+      return groupGgufs(snapshotFiles(snapshot).filter((f) => !isProjector(f))).map((g) => ({
+        source: "hf_cache" as const,
+        repo,
+        commit,
+        refs: onRefs,
+        file: g.first,
+        parts: g.parts.map((p) => join(snapshot, ...p.split("/"))),
+        missing: g.missing,
+        model_path: onRefs.includes("main")
+          ? `${HF_PREFIX}${repo}:${g.first}`
+          : join(snapshot, ...g.first.split("/")),
+      }));
+    });
+  });
+}
+
+/** commit → the refs (main, tags, refs/pr/1 as pr/1) that name it. */
+function readRefs(refsDir: string): Map<string, string[]> {
+  const out = new Map<string, string[]>();
+  const walk = (dir: string, prefix: string, depth: number) => {
+    let names: string[];
+    try {
+      names = readdirSync(dir);
+    } catch {
+      return;
+    }
+    for (const name of names.sort()) {
+      const full = join(dir, name);
+      try {
+        if (statSync(full).isDirectory()) {
+          if (depth < 4) walk(full, `${prefix}${name}/`, depth + 1);
+          continue;
+        }
+        const commit = readFileSync(full, "utf8").trim();
+        out.set(commit, [...(out.get(commit) ?? []), `${prefix}${name}`]);
+      } catch {
+        // an unreadable ref names nothing
+      }
+    }
+  };
+  walk(refsDir, "", 0);
+  return out;
+}
+
+/** One entry per file on disk: the cache's link and a folder's link to the same blob are one model (the cache's, listed first, wins). */
+function dedupe(candidates: Candidate[]): Candidate[] {
+  const seen = new Set<string>();
+  return candidates.filter((c) => {
+    const key = realOrSelf(c.parts[0]!);
+    if (seen.has(key)) return false;
+    seen.add(key);
+    return true;
+  });
+}
+
+function realOrSelf(path: string): string {
+  try {
+    return realpathSync(path);
+  } catch {
+    return path;
+  }
+}
+
+function sameFile(a: string, b: string): boolean {
+  return a === b || realOrSelf(a) === realOrSelf(b);
+}
+
+function sizeOf(path: string): number {
+  try {
+    return statSync(path).size;
+  } catch {
+    return 0;
+  }
+}
+
+function isDanglingLink(path: string): boolean {
+  try {
+    return lstatSync(path).isSymbolicLink() && !exists(path);
+  } catch {
+    return false;
+  }
+}
+
+function exists(path: string): boolean {
+  try {
+    statSync(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Where `models` reads the config: the file, or the defaults when there is none (the cache is listed either way). */
+export interface ListConfigSource {
+  /** Throws CoreError config_missing / config_invalid. */
+  loadedConfig(): LoadedConfig;
+  defaultConfig(): LoadedConfig;
+}
+
+/** `models` as the method and the CLI run it: a missing config lists with the defaults; an invalid one is an error. */
+export async function listModelsFor(
+  source: ListConfigSource,
+  env: Env = process.env,
+  deps: Partial<ListDeps> = {},
+): Promise<ModelsResult> {
+  let loaded: LoadedConfig;
+  try {
+    loaded = source.loadedConfig();
+  } catch (err) {
+    if (!isCoreError(err) || err.code !== "config_missing") throw err;
+    loaded = source.defaultConfig();
+  }
+  const cacheDir = hubCacheDir(env, env.HOME || homedir());
+  return listModels({ config: loaded.config, configDir: loaded.dir, cacheDir }, deps);
+}

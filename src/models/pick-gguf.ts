@@ -1,0 +1,81 @@
+import type { ModelRef } from "./model-ref.ts";
+
+/**
+ * Which GGUF a reference means, among a repo's file paths (a cached snapshot's or the hub's
+ * listing). Pure: the cache resolver and the remote fit check share it.
+ */
+
+/** One model as a repo holds it: a single file, or the parts of a split GGUF counted once. */
+export interface GgufGroup {
+  /** The file llama-server is given: the single file, or the first part (`-00001-of-0000N`). */
+  first: string;
+  /** Every part the name promises, in order (just `first` when not split). */
+  parts: string[];
+  /** The parts the paths lack (a split model cut short). */
+  missing: string[];
+}
+
+export type GgufPick =
+  | { kind: "one"; group: GgufGroup }
+  | { kind: "none"; available: string[] }
+  | { kind: "many"; matches: string[] };
+
+const SHARD = /^(.*)-(\d{5})-of-(\d{5})\.gguf$/i;
+
+export function isGgufPath(path: string): boolean {
+  return path.toLowerCase().endsWith(".gguf");
+}
+
+/** Multimodal projectors ship beside the model as `mmproj-*.gguf`: never the model itself. */
+export function isProjector(path: string): boolean {
+  return (path.split("/").at(-1) ?? path).toLowerCase().startsWith("mmproj");
+}
+
+/** The repo's GGUFs, split parts gathered under their first part; sorted by that path. */
+export function groupGgufs(paths: readonly string[]): GgufGroup[] {
+  const present = new Set(paths.filter(isGgufPath));
+  const groups = new Map<string, GgufGroup>();
+  for (const path of [...present].sort()) {
+    const m = SHARD.exec(path);
+    if (!m) {
+      groups.set(path, { first: path, parts: [path], missing: [] });
+      continue;
+    }
+    const [, stem, , total] = m as unknown as [string, string, string, string];
+    const key = `${stem}\0${total}`;
+    if (groups.has(key)) continue;
+    const parts = Array.from(
+      { length: Number(total) },
+      (_, i) => `${stem}-${String(i + 1).padStart(5, "0")}-of-${total}.gguf`,
+    );
+    groups.set(key, { first: parts[0]!, parts, missing: parts.filter((p) => !present.has(p)) });
+  }
+  return [...groups.values()].sort((a, b) => a.first.localeCompare(b.first));
+}
+
+/**
+ * Whether a path names a file of this quantization: the quant appears as its own token,
+ * case-insensitively (`model-Q4_K_M.gguf`, `model.q4_k_m-00001-of-00002.gguf`,
+ * `Q4_K_M/model-00001-of-00002.gguf`), so `Q4_K` does not match `Q4_K_M` nor `Q4_0` `IQ4_0`.
+ */
+export function matchesQuant(path: string, quant: string): boolean {
+  const stem = path.replace(/\.gguf$/i, "").toLowerCase();
+  const q = quant.toLowerCase().replace(/[.\\^$*+?()[\]{}|]/g, "\\$&");
+  return new RegExp(`(^|[-._/])${q}($|[-./])`).test(stem);
+}
+
+/** The model a ref names among `paths`: by file, by quantization, or the only model there is. */
+export function pickGguf(paths: readonly string[], ref: Pick<ModelRef, "quant" | "file">): GgufPick {
+  const groups = groupGgufs(paths);
+  const models = groups.filter((g) => !isProjector(g.first));
+  const available = models.map((g) => g.first);
+  if (ref.file !== undefined) {
+    const group = groups.find((g) => g.parts.includes(ref.file!));
+    // A part that is listed names its model; a part the listing lacks is not there.
+    return group && paths.includes(ref.file) ? { kind: "one", group } : { kind: "none", available };
+  }
+  const matches = ref.quant === undefined ? models : models.filter((g) => matchesQuant(g.first, ref.quant!));
+  if (matches.length === 1) return { kind: "one", group: matches[0]! };
+  if (matches.length === 0) return { kind: "none", available };
+  return { kind: "many", matches: matches.map((g) => g.first) };
+}

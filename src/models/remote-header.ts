@@ -1,0 +1,327 @@
+import { homedir } from "node:os";
+import { resolve } from "node:path";
+import { gguf } from "@huggingface/gguf";
+import type { Config, LoadedConfig } from "../config/schema.ts";
+import { type GgufHeader, headerOfParsed } from "../plan/gguf-read.ts";
+import type { HardwareSnapshot } from "../plan/hardware.ts";
+import { defaultPlanDeps, type PlanDeps } from "../plan/launch.ts";
+import { type ModelInfo, modelInfo } from "../plan/model.ts";
+import type { PlanConfig } from "../plan/planner.ts";
+import { probeHardware } from "../plan/probe.ts";
+import { buildPlanReport } from "../plan/report.ts";
+import type { PlanReport } from "../plan/report-schema.ts";
+import { CoreError, isCoreError } from "../protocol/errors.ts";
+import { type FitVerdict, fitVerdict, quantizationOf } from "./fit.ts";
+import type { Env } from "./hf-cache.ts";
+import {
+  type HubAccess,
+  hubAccess,
+  hubFetch,
+  listRepoFiles,
+  resolveUrl,
+  unreachable,
+} from "./hub-listing.ts";
+import { HF_PREFIX, type ModelRef, parseHfModelPath, pullCommand } from "./model-ref.ts";
+import { pickGguf } from "./pick-gguf.ts";
+import { isNotDownloaded, resolveModelPath } from "./resolve.ts";
+
+/**
+ * "Will this fit?" for a model still on the hub: its header alone, read with HTTP range
+ * requests (@huggingface/gguf asks for 2 MB chunks until the tensor table ends; a split model
+ * reads each part's header), never the weights. The token travels in a header, to the hub's
+ * origin only (see hubFetch); it is in no URL, message or log.
+ */
+
+export interface RemoteModel {
+  repo: string;
+  revision: string;
+  /** The model's file in the repo (a split model's first part). */
+  file: string;
+  files: string[];
+  size_bytes: number;
+  /** The LFS SHA-256 of `file`, as the listing gives it. */
+  sha256: string | null;
+  quantization: string;
+  model: ModelInfo;
+}
+
+/** The verdict `pull` (and `plan`) gives before any download. */
+export interface RemoteFit extends Omit<RemoteModel, "model"> {
+  architecture: string;
+  parameters: number;
+  fit: FitVerdict;
+}
+
+/** Edges a test replaces: the fetch (the hub stand-in), the hardware probe, the home folder. */
+export interface RemoteDeps {
+  fetch?: typeof fetch;
+  probe?: () => Promise<HardwareSnapshot>;
+  home?: string;
+  signal?: AbortSignal;
+}
+
+function missing(problem: string, message: string, data: Record<string, unknown>): CoreError {
+  return new CoreError("model_missing", message, { problem, ...data });
+}
+
+/** Lists the repo, picks the file the ref means, reads its header (every part's) by range requests. */
+export async function readRemoteModel(
+  ref: ModelRef,
+  access: HubAccess,
+  signal?: AbortSignal,
+): Promise<RemoteModel> {
+  const listing = await listRepoFiles(access, ref.repo, ref.revision, signal);
+  const pick = pickGguf(
+    listing.map((f) => f.path),
+    ref,
+  );
+  const what = { repo: ref.repo, revision: ref.revision };
+  if (pick.kind === "many")
+    throw missing(
+      "ambiguous",
+      `${ref.repo}: ${pick.matches.length} files match ${ref.quant ?? "the ref"}: ${pick.matches.join(", ")}; name one`,
+      { ...what, matches: pick.matches },
+    );
+  if (pick.kind === "none") {
+    const wanted = ref.file ?? (ref.quant ? `a ${ref.quant} GGUF` : "a GGUF model");
+    const has = pick.available.length ? pick.available.join(", ") : "no GGUF model";
+    throw missing("hub_not_found", `${ref.repo}: the repo has no ${wanted} (it has ${has})`, {
+      ...what,
+      available: pick.available,
+    });
+  }
+  const { group } = pick;
+  if (group.missing.length > 0)
+    throw missing(
+      "incomplete_split",
+      `${ref.repo}: split model ${group.first} lacks ${group.missing.join(", ")} on the hub`,
+      what,
+    );
+  const byPath = new Map(listing.map((f) => [f.path, f]));
+  const headers: GgufHeader[] = [];
+  for (const part of group.parts) {
+    headers.push(await readPartHeader(access, ref, part, byPath.get(part)?.size ?? 0, signal));
+  }
+  const header = mergeParts(headers);
+  const model = modelInfo(header);
+  return {
+    repo: ref.repo,
+    revision: ref.revision,
+    file: group.first,
+    files: group.parts,
+    size_bytes: header.size_bytes,
+    sha256: byPath.get(group.first)?.sha256 ?? null,
+    quantization: quantizationOf(header, model),
+    model,
+  };
+}
+
+async function readPartHeader(
+  access: HubAccess,
+  ref: ModelRef,
+  file: string,
+  size: number,
+  signal: AbortSignal | undefined,
+): Promise<GgufHeader> {
+  const url = resolveUrl(access.endpoint, ref.repo, ref.revision, file);
+  const label = `${ref.repo} ${file}`;
+  const data = { repo: ref.repo, revision: ref.revision, file };
+  let parsed: Awaited<ReturnType<typeof gguf>>;
+  try {
+    parsed = await gguf(url, { fetch: rangedFetch(access, { repo: ref.repo, file }, signal) });
+  } catch (err) {
+    if (isCoreError(err) || signal?.aborted) throw err;
+    if (err instanceof Error && err.name === "TimeoutError") throw unreachable(access, label, data, err);
+    const message = err instanceof Error ? err.message : String(err);
+    if (/not a valid gguf/i.test(message))
+      throw missing(
+        "not_gguf",
+        `${label}: not a GGUF: ${message.replace(/^not a valid gguf file: /i, "")}`,
+        data,
+      );
+    throw missing("truncated", `${label}: the header could not be read to its end (${message})`, data);
+  }
+  const { header, dataEnd } = headerOfParsed(parsed, url, size);
+  if (size < dataEnd)
+    throw missing(
+      "truncated",
+      `${label}: the hub lists ${size} bytes but the header describes ${dataEnd}`,
+      data,
+    );
+  return header;
+}
+
+function mergeParts(parts: GgufHeader[]): GgufHeader {
+  const first = parts[0]!;
+  return {
+    ...first,
+    files: parts.map((p) => p.path),
+    size_bytes: parts.reduce((n, p) => n + p.size_bytes, 0),
+    tensors: parts.flatMap((p) => p.tensors),
+  };
+}
+
+const DEFAULT_RANGE: [number, number] = [0, 2 * 1024 * 1024 - 1];
+
+/**
+ * The fetch @huggingface/gguf reads through: its Range request goes out via hubFetch, and the
+ * answer comes back as exactly the requested bytes, whatever the server did: a server that
+ * ignores Range (200, the whole file) is read only as far as needed and then cut off, so
+ * memory stays bounded; a range past the end (416) reads as no bytes.
+ */
+function rangedFetch(
+  access: HubAccess,
+  what: { repo: string; file: string },
+  signal?: AbortSignal,
+): typeof fetch {
+  const ranged = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
+    const url = typeof input === "string" ? input : input instanceof URL ? input.toString() : input.url;
+    const asked = /bytes=(\d+)-(\d+)/.exec(new Headers(init?.headers).get("range") ?? "");
+    const [start, end] = asked ? [Number(asked[1]), Number(asked[2])] : DEFAULT_RANGE;
+    const res = await hubFetch(access, url, what, { headers: { Range: `bytes=${start}-${end}` }, signal });
+    if (res.status === 416) {
+      await res.body?.cancel();
+      return new Response(new Uint8Array(0), { status: 206 });
+    }
+    const partial = res.status === 206;
+    const bytes = await readSlice(res, partial ? 0 : start, end - start + 1);
+    const total = partial
+      ? /\/\s*(\d+)\s*$/.exec(res.headers.get("content-range") ?? "")?.[1]
+      : (res.headers.get("content-length") ?? undefined);
+    const headers: Record<string, string> = {};
+    if (total !== undefined && bytes.length > 0)
+      headers["content-range"] = `bytes ${start}-${start + bytes.length - 1}/${total}`;
+    return new Response(bytes, { status: 206, headers });
+  };
+  return ranged as typeof fetch;
+}
+
+/** `length` bytes of the body after skipping `skip`; stops reading (and cancels) once it has them. */
+async function readSlice(res: Response, skip: number, length: number): Promise<Uint8Array> {
+  const out = new Uint8Array(length);
+  let filled = 0;
+  let seen = 0;
+  if (!res.body) return out.subarray(0, 0);
+  const reader = res.body.getReader();
+  try {
+    while (filled < length) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      const from = Math.max(0, skip - seen);
+      seen += value.length;
+      if (from >= value.length) continue;
+      const take = value.subarray(from, from + (length - filled));
+      out.set(take, filled);
+      filled += take.length;
+    }
+  } finally {
+    await reader.cancel().catch(() => {});
+  }
+  return out.subarray(0, filled);
+}
+
+/** The remote fit check `pull` calls before it starts: the hub's header, this machine, the config's settings. */
+export async function remoteFit(
+  ref: ModelRef,
+  config: PlanConfig,
+  env: Env = process.env,
+  deps: RemoteDeps = {},
+): Promise<RemoteFit> {
+  const access = hubAccess(env, deps.home ?? (env.HOME || homedir()), deps.fetch);
+  const [remote, hardware] = await Promise.all([
+    readRemoteModel(ref, access, deps.signal),
+    (deps.probe ?? probeHardware)(),
+  ]);
+  const { model, ...rest } = remote;
+  return {
+    ...rest,
+    architecture: model.architecture,
+    parameters: model.parameters,
+    fit: fitVerdict(model, hardware, config),
+  };
+}
+
+/**
+ * The plan's edges with one addition: an `hf:` model that is not in the cache is judged from
+ * the hub's header (unless HF_HUB_OFFLINE), its plan saying so in a warning. Only `plan` uses
+ * this; chat and doctor keep the offline read and its model_missing.
+ */
+export function planDepsWithHub(base: PlanDeps, env: Env = process.env, deps: RemoteDeps = {}): PlanDeps {
+  return {
+    ...base,
+    readModel: async (path) => {
+      const home = deps.home ?? (env.HOME || homedir());
+      try {
+        // Resolved here with this env (the base read leaves a plain path as it is).
+        return await base.readModel(resolveModelPath(path, env, home));
+      } catch (err) {
+        const ref = isNotDownloaded(err) ? parseHfModelPath(path) : undefined;
+        const access = hubAccess(env, home, deps.fetch);
+        if (!ref || access.offline) throw err;
+        try {
+          const remote = await readRemoteModel(ref, access, deps.signal);
+          const note = `not downloaded; judged from the hub's header (${ref.repo} ${remote.file} at ${ref.revision}): fetch it with: ${pullCommand(ref)}`;
+          return { ...remote.model, warnings: [note, ...remote.model.warnings] };
+        } catch (hubErr) {
+          if (!isCoreError(hubErr)) throw hubErr;
+          const local = err as CoreError;
+          throw new CoreError(
+            "model_missing",
+            `${local.message}; the hub's header could not be read either: ${hubErr.message}`,
+            {
+              ...local.data,
+              hub_problem: hubErr.data?.problem ?? null,
+            },
+          );
+        }
+      }
+    },
+  };
+}
+
+/** Where `plan` reads the config (the core's services, or the CLI's). */
+export interface PlanConfigSource {
+  loadedConfig(): LoadedConfig;
+  defaultConfig(): LoadedConfig;
+}
+
+/**
+ * `plan` with an optional model of the caller's choosing (a path, resolved against `base`, or
+ * `hf:…`) in place of model.path, and the hub as a fallback for an `hf:` model not yet pulled.
+ * With a model given, a missing config means the defaults: "will this fit?" needs no config.
+ */
+export async function planReportWithHub(
+  source: PlanConfigSource,
+  options: { model?: string; base?: string } = {},
+  env: Env = process.env,
+  deps: RemoteDeps & { plan?: PlanDeps } = {},
+): Promise<PlanReport> {
+  let loaded: LoadedConfig;
+  try {
+    loaded = source.loadedConfig();
+  } catch (err) {
+    if (!options.model || !isCoreError(err) || err.code !== "config_missing") throw err;
+    loaded = source.defaultConfig();
+  }
+  const model = options.model;
+  const config: Config = model
+    ? {
+        ...loaded.config,
+        model: {
+          ...loaded.config.model,
+          path: model.startsWith(HF_PREFIX) ? model : resolve(options.base ?? loaded.dir, model),
+        },
+      }
+    : loaded.config;
+  if (model?.startsWith(HF_PREFIX)) parseModelOption(model);
+  return buildPlanReport(config, planDepsWithHub(deps.plan ?? defaultPlanDeps, env, deps));
+}
+
+/** A malformed `hf:` model given to plan is the request's fault: invalid_request naming it. */
+function parseModelOption(model: string): void {
+  try {
+    parseHfModelPath(model);
+  } catch (err) {
+    throw new CoreError("invalid_request", `model: ${(err as Error).message}`, { key: "model" });
+  }
+}

@@ -1,0 +1,178 @@
+import { type Dirent, existsSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { homedir } from "node:os";
+import { join, relative } from "node:path";
+import { CoreError } from "../protocol/errors.ts";
+import { type Env, hubCacheDir, refPath, repoPaths } from "./hf-cache.ts";
+import { HF_PREFIX, type ModelRef, parseHfModelPath, pullCommand } from "./model-ref.ts";
+import { isGgufPath, pickGguf } from "./pick-gguf.ts";
+
+/**
+ * `model.path: hf:org/name:Q4_K_M` → the file in the Hugging Face cache, offline: refs/<revision>
+ * names a commit, snapshots/<commit>/ holds the files (links to blobs). Reads the disk only,
+ * never the network, whatever HF_HUB_OFFLINE says.
+ *
+ * The config loader keeps `hf:` paths as written (it does no IO); the plan's model read
+ * (src/plan/launch.ts) calls resolveModelPath, so plan, chat and doctor resolve alike.
+ */
+
+/** Why a cached model cannot be used; each is fixed by pulling it (again). */
+export type CacheProblem = "not_downloaded" | "broken_ref" | "broken_link" | "incomplete_split";
+
+export type CacheResolution =
+  | { kind: "found"; path: string; files: string[]; commit: string; file: string }
+  | { kind: "missing"; problem: CacheProblem; detail: string }
+  | { kind: "ambiguous"; matches: string[] };
+
+const COMMIT = /^[0-9a-f]{40}$/;
+
+/** The commit a revision names in the cache: a ref's content, or the revision itself when it is a commit. */
+function cachedCommit(
+  ref: ModelRef,
+  cacheDir: string,
+): { commit: string; snapshot: string } | Extract<CacheResolution, { kind: "missing" }> {
+  const paths = repoPaths(cacheDir, ref.repo);
+  if (COMMIT.test(ref.revision) && existsSync(join(paths.snapshots, ref.revision)))
+    return { commit: ref.revision, snapshot: join(paths.snapshots, ref.revision) };
+  const refFile = refPath(cacheDir, ref.repo, ref.revision);
+  let text: string;
+  try {
+    text = readFileSync(refFile, "utf8").trim();
+  } catch {
+    const where = existsSync(paths.root) ? `revision ${ref.revision} was never pulled` : "not in the cache";
+    return { kind: "missing", problem: "not_downloaded", detail: `${where} (${paths.root})` };
+  }
+  if (!COMMIT.test(text))
+    return {
+      kind: "missing",
+      problem: "broken_ref",
+      detail: `the cache's ${refFile} does not hold a commit hash`,
+    };
+  const snapshot = join(paths.snapshots, text);
+  if (!isDirectory(snapshot))
+    return {
+      kind: "missing",
+      problem: "broken_ref",
+      detail: `the cache's refs/${ref.revision} names commit ${text}, whose snapshot folder is missing`,
+    };
+  return { commit: text, snapshot };
+}
+
+/** Resolves a ref against the cache; reads only the disk. */
+export function resolveCached(ref: ModelRef, cacheDir: string): CacheResolution {
+  const at = cachedCommit(ref, cacheDir);
+  if ("kind" in at) return at;
+  const files = snapshotFiles(at.snapshot);
+  const pick = pickGguf(files, ref);
+  if (pick.kind === "many") return { kind: "ambiguous", matches: pick.matches };
+  if (pick.kind === "none") {
+    const wanted = ref.file ?? (ref.quant ? `a ${ref.quant} GGUF` : "a GGUF model");
+    const cached = pick.available.length ? `only ${pick.available.join(", ")}` : "no GGUF model";
+    return {
+      kind: "missing",
+      problem: "not_downloaded",
+      detail: `${wanted} is not in the cached snapshot ${at.commit.slice(0, 12)} (it holds ${cached})`,
+    };
+  }
+  const { group } = pick;
+  if (group.missing.length > 0)
+    return {
+      kind: "missing",
+      problem: "incomplete_split",
+      detail: `split model ${group.first} lacks ${group.missing.join(", ")} in the cache`,
+    };
+  const paths = group.parts.map((p) => join(at.snapshot, ...p.split("/")));
+  const dangling = group.parts.find((_, i) => !isFile(paths[i]!));
+  if (dangling !== undefined)
+    return {
+      kind: "missing",
+      problem: "broken_link",
+      detail: `the cache's link for ${dangling} points at a blob that is missing`,
+    };
+  return { kind: "found", path: paths[0]!, files: paths, commit: at.commit, file: group.first };
+}
+
+/**
+ * A model path as llama-server needs it: a plain path unchanged; `hf:…` the cached file, or a
+ * CoreError `model_missing` naming the `local-ai pull` command that fetches it (`config_invalid`
+ * when several cached files match and the ref must name one).
+ */
+export function resolveModelPath(path: string, env: Env = process.env, home = env.HOME || homedir()): string {
+  if (!path.startsWith(HF_PREFIX)) return path;
+  let ref: ModelRef;
+  try {
+    ref = parseHfModelPath(path)!;
+  } catch (err) {
+    throw new CoreError("config_invalid", `model.path: ${(err as Error).message}`, { key: "model.path" });
+  }
+  const cacheDir = hubCacheDir(env, home);
+  const found = resolveCached(ref, cacheDir);
+  if (found.kind === "found") return found.path;
+  if (found.kind === "ambiguous") {
+    const hint = `${HF_PREFIX}${ref.repo}:${found.matches[0]}`;
+    throw new CoreError(
+      "config_invalid",
+      `model.path ${path}: ${found.matches.length} cached files match: ${found.matches.join(", ")}; name one, as in ${hint}`,
+      { key: "model.path", matches: found.matches },
+    );
+  }
+  throw notDownloaded(path, ref, found, cacheDir);
+}
+
+function notDownloaded(
+  path: string,
+  ref: ModelRef,
+  missing: Extract<CacheResolution, { kind: "missing" }>,
+  cacheDir: string,
+): CoreError {
+  const pull = pullCommand(ref);
+  return new CoreError("model_missing", `model ${path}: ${missing.detail}; fetch it with: ${pull}`, {
+    path,
+    problem: missing.problem,
+    repo: ref.repo,
+    revision: ref.revision,
+    cache_dir: cacheDir,
+    pull,
+  });
+}
+
+/** True for the CoreError resolveModelPath throws when a hub model is simply not (fully) in the cache. */
+export function isNotDownloaded(err: unknown): err is CoreError {
+  return err instanceof CoreError && err.code === "model_missing" && typeof err.data?.pull === "string";
+}
+
+/** Every `.gguf` path in a snapshot, relative to it with `/`, links included even when dangling. */
+export function snapshotFiles(snapshot: string): string[] {
+  const out: string[] = [];
+  const walk = (dir: string, depth: number) => {
+    let entries: Dirent[];
+    try {
+      entries = readdirSync(dir, { withFileTypes: true });
+    } catch {
+      return;
+    }
+    for (const e of entries) {
+      const full = join(dir, e.name);
+      if (e.isDirectory() && depth < 8) walk(full, depth + 1);
+      else if (!e.isDirectory() && isGgufPath(e.name))
+        out.push(relative(snapshot, full).split("\\").join("/"));
+    }
+  };
+  walk(snapshot, 0);
+  return out.sort();
+}
+
+function isDirectory(path: string): boolean {
+  try {
+    return statSync(path).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
+function isFile(path: string): boolean {
+  try {
+    return statSync(path).isFile();
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,140 @@
+import { describe, expect, test } from "bun:test";
+import { mkdirSync, symlinkSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { defaultConfig, loadConfig } from "../../src/config/load.ts";
+import { listModels, listModelsFor, sortModels } from "../../src/models/list.ts";
+import { type ModelEntry, ModelsResultSchema } from "../../src/models/list-schema.ts";
+import { llama7b, writeGguf } from "../fixtures/gguf-writer.ts";
+import { cpuOnlyMachine, GIB } from "../fixtures/hardware.ts";
+import { tmpdir } from "../fixtures/tmpdir.ts";
+import { layRepo, tinyModel } from "./cache-layout.ts";
+
+const probe = async () => cpuOnlyMachine({ ram: { total_bytes: 8 * GIB, available_bytes: 2 * GIB } });
+
+describe("models: every GGUF local-ai can see", () => {
+  test("the cache and the config's folders, split models once, projectors left out, bad files with their reason", async () => {
+    using dir = tmpdir();
+    const cache = join(dir.path, "cache");
+    const { snapshot, commit } = layRepo(cache, "org/m", {
+      "m-Q4_K_M.gguf": tinyModel(),
+      "m-Q8_0-00001-of-00002.gguf": tinyModel(7),
+      "m-Q8_0-00002-of-00002.gguf": tinyModel(7),
+      "m-F16.gguf": null,
+      "mmproj-m-f16.gguf": tinyModel(1),
+    });
+    layRepo(cache, "org/cut", { "c-Q4_K_M-00001-of-00003.gguf": tinyModel() });
+    const models = join(dir.path, "models");
+    mkdirSync(models);
+    writeGguf(models, "big-Q4_K_M.gguf", llama7b());
+    writeGguf(models, "small.gguf", tinyModel(1, 2));
+    writeFileSync(join(models, "junk.gguf"), "not a model");
+    writeGguf(models, "cut.gguf", { ...tinyModel(), truncateBy: 1000 });
+    // A folder link to a cached blob is the cache's model, listed once.
+    symlinkSync(join(snapshot, "m-Q4_K_M.gguf"), join(models, "linked.gguf"));
+    writeFileSync(join(dir.path, "config.yaml"), "model:\n  path: ./models/small.gguf\n");
+    const { config } = loadConfig("config.yaml", dir.path);
+
+    const result = await listModels({ config, configDir: dir.path, cacheDir: cache }, { probe });
+    expect(ModelsResultSchema.parse(result)).toEqual(result);
+    expect(result.folders).toEqual([dir.path, models]);
+    const byFile = new Map(result.models.map((m) => [m.file, m]));
+    expect([...byFile.keys()].sort()).toEqual([
+      "big-Q4_K_M.gguf",
+      "c-Q4_K_M-00001-of-00003.gguf",
+      "cut.gguf",
+      "junk.gguf",
+      "m-F16.gguf",
+      "m-Q4_K_M.gguf",
+      "m-Q8_0-00001-of-00002.gguf",
+      "small.gguf",
+    ]);
+    expect(byFile.get("m-Q4_K_M.gguf")).toMatchObject({
+      source: "hf_cache",
+      repo: "org/m",
+      commit,
+      refs: ["main"],
+      model_path: "hf:org/m:m-Q4_K_M.gguf",
+      quantization: "Q4_K_M",
+      architecture: "llama",
+      fits: true,
+      problem: null,
+    });
+    expect(byFile.get("m-Q8_0-00001-of-00002.gguf")).toMatchObject({ quantization: "Q8_0", fits: true });
+    expect(byFile.get("m-Q8_0-00001-of-00002.gguf")!.files).toHaveLength(2);
+    expect(byFile.get("small.gguf")).toMatchObject({
+      source: "folder",
+      configured: true,
+      quantization: "F16",
+    });
+    expect(byFile.get("big-Q4_K_M.gguf")).toMatchObject({ fits: false, problem: null });
+    expect(byFile.get("big-Q4_K_M.gguf")!.verdict).toStartWith("does not fit: ");
+    expect(byFile.get("m-F16.gguf")).toMatchObject({ fits: null, problem: "broken_link" });
+    expect(byFile.get("c-Q4_K_M-00001-of-00003.gguf")).toMatchObject({
+      fits: null,
+      problem: "incomplete_split",
+    });
+    expect(byFile.get("junk.gguf")).toMatchObject({ fits: null, problem: "not_gguf" });
+    expect(byFile.get("cut.gguf")).toMatchObject({ fits: null, problem: "truncated" });
+
+    // Fitting first, largest first; then what does not fit; then what could not be read.
+    expect(result.models.map((m) => m.fits)).toEqual([true, true, true, false, null, null, null, null]);
+    const fitting = result.models.filter((m) => m.fits);
+    expect(fitting.map((m) => m.size_bytes)).toEqual(
+      [...fitting.map((m) => m.size_bytes)].sort((a, b) => b - a),
+    );
+  });
+
+  test("the configured hf: model is marked; no config file lists with the defaults; an empty machine lists nothing", async () => {
+    using dir = tmpdir();
+    const cache = join(dir.path, "cache");
+    layRepo(cache, "org/m", { "m-Q4_K_M.gguf": tinyModel() });
+    writeFileSync(join(dir.path, "config.yaml"), "model:\n  path: hf:org/m:Q4_K_M\n");
+    const source = {
+      loadedConfig: () => loadConfig("config.yaml", dir.path),
+      defaultConfig: () => defaultConfig(dir.path),
+    };
+    const listed = await listModelsFor(source, { HF_HUB_CACHE: cache }, { probe });
+    expect(listed.models).toHaveLength(1);
+    expect(listed.models[0]).toMatchObject({ configured: true, model_path: "hf:org/m:m-Q4_K_M.gguf" });
+    // The hf: model lives in the cache: only the config's own folder is scanned besides.
+    expect(listed.folders).toEqual([dir.path]);
+
+    const none = {
+      loadedConfig: () => loadConfig("absent.yaml", dir.path),
+      defaultConfig: () => defaultConfig(dir.path),
+    };
+    let probed = 0;
+    const empty = await listModelsFor(
+      none,
+      { HF_HUB_CACHE: join(dir.path, "nothing") },
+      {
+        probe: async () => {
+          probed++;
+          return cpuOnlyMachine();
+        },
+      },
+    );
+    expect(empty.models).toEqual([]);
+    expect(probed).toBe(0);
+    writeFileSync(join(dir.path, "bad.yaml"), "model: [\n");
+    const bad = {
+      loadedConfig: () => loadConfig("bad.yaml", dir.path),
+      defaultConfig: () => defaultConfig(dir.path),
+    };
+    await expect(listModelsFor(bad, {}, { probe })).rejects.toMatchObject({ code: "config_invalid" });
+  });
+
+  test("the order: fits (largest first), does not fit (smallest first), unreadable (by path)", () => {
+    const e = (path: string, fits: boolean | null, size: number) =>
+      ({ path, fits, size_bytes: size }) as ModelEntry;
+    const sorted = sortModels([
+      e("/u2", null, 1),
+      e("/n-big", false, 90),
+      e("/f-small", true, 10),
+      e("/u1", null, 5),
+      e("/n-small", false, 50),
+      e("/f-big", true, 40),
+    ]);
+    expect(sorted.map((m) => m.path)).toEqual(["/f-big", "/f-small", "/n-small", "/n-big", "/u1", "/u2"]);
+  });
+});

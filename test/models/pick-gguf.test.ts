@@ -1,0 +1,84 @@
+import { describe, expect, test } from "bun:test";
+import { groupGgufs, matchesQuant, pickGguf } from "../../src/models/pick-gguf.ts";
+
+describe("which GGUF a ref means", () => {
+  test("a quant matches as its own token, case-insensitively", () => {
+    expect(matchesQuant("Model-7B-Q4_K_M.gguf", "q4_k_m")).toBe(true);
+    expect(matchesQuant("model.q4_k_m-00001-of-00002.gguf", "Q4_K_M")).toBe(true);
+    expect(matchesQuant("Q4_K_M/model-00001-of-00002.gguf", "Q4_K_M")).toBe(true);
+    expect(matchesQuant("model_Q8_0.gguf", "Q8_0")).toBe(true);
+    // A prefix of a longer quant, or a quant inside another, is not a match.
+    expect(matchesQuant("model-Q4_K_M.gguf", "Q4_K")).toBe(false);
+    expect(matchesQuant("model-IQ4_XS.gguf", "Q4_XS")).toBe(false);
+    expect(matchesQuant("model-Q4_K_S.gguf", "Q4_K_M")).toBe(false);
+  });
+
+  test("split parts are one model under their first part; missing parts are named", () => {
+    const groups = groupGgufs([
+      "big-Q8_0-00002-of-00003.gguf",
+      "big-Q8_0-00001-of-00003.gguf",
+      "small-Q4_K_M.gguf",
+      "README.md",
+    ]);
+    expect(groups).toEqual([
+      {
+        first: "big-Q8_0-00001-of-00003.gguf",
+        parts: [
+          "big-Q8_0-00001-of-00003.gguf",
+          "big-Q8_0-00002-of-00003.gguf",
+          "big-Q8_0-00003-of-00003.gguf",
+        ],
+        missing: ["big-Q8_0-00003-of-00003.gguf"],
+      },
+      { first: "small-Q4_K_M.gguf", parts: ["small-Q4_K_M.gguf"], missing: [] },
+    ]);
+  });
+
+  const repo = [
+    "m-Q4_K_M.gguf",
+    "m-Q8_0-00001-of-00002.gguf",
+    "m-Q8_0-00002-of-00002.gguf",
+    "mmproj-m-f16.gguf",
+    "m-F16.gguf",
+    "sub/m-Q4_K_M.gguf",
+  ];
+
+  test("by quantization: one match, a split model resolving to its first part", () => {
+    expect(pickGguf(repo, { quant: "q8_0" })).toMatchObject({
+      kind: "one",
+      group: { first: "m-Q8_0-00001-of-00002.gguf", missing: [] },
+    });
+    // The projector is no model: F16 means the model's F16 file only.
+    expect(pickGguf(repo, { quant: "F16" })).toMatchObject({ kind: "one", group: { first: "m-F16.gguf" } });
+  });
+
+  test("by quantization: several matches or none say what there is", () => {
+    expect(pickGguf(repo, { quant: "Q4_K_M" })).toEqual({
+      kind: "many",
+      matches: ["m-Q4_K_M.gguf", "sub/m-Q4_K_M.gguf"],
+    });
+    const none = pickGguf(repo, { quant: "Q2_K" });
+    expect(none.kind).toBe("none");
+    if (none.kind === "none") expect(none.available).not.toContain("mmproj-m-f16.gguf");
+  });
+
+  test("by file: that file (a later part names its model); an unlisted file is none", () => {
+    expect(pickGguf(repo, { file: "sub/m-Q4_K_M.gguf" })).toMatchObject({
+      kind: "one",
+      group: { first: "sub/m-Q4_K_M.gguf" },
+    });
+    expect(pickGguf(repo, { file: "m-Q8_0-00002-of-00002.gguf" })).toMatchObject({
+      group: { first: "m-Q8_0-00001-of-00002.gguf" },
+    });
+    expect(pickGguf(repo, { file: "other.gguf" }).kind).toBe("none");
+  });
+
+  test("no quant nor file: the only model, else ambiguous", () => {
+    expect(pickGguf(["a.gguf", "mmproj-a.gguf"], {})).toMatchObject({
+      kind: "one",
+      group: { first: "a.gguf" },
+    });
+    expect(pickGguf(repo, {}).kind).toBe("many");
+    expect(pickGguf(["README.md"], {})).toEqual({ kind: "none", available: [] });
+  });
+});

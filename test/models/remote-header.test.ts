@@ -1,0 +1,337 @@
+import { afterEach, describe, expect, test } from "bun:test";
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { defaultConfig, loadConfig } from "../../src/config/load.ts";
+import { hubAccess, listRepoFiles, nextPage, parseTreeListing } from "../../src/models/hub-listing.ts";
+import { parseModelRef } from "../../src/models/model-ref.ts";
+import { planReportWithHub, remoteFit } from "../../src/models/remote-header.ts";
+import { defaultPlanDeps } from "../../src/plan/launch.ts";
+import { CoreError } from "../../src/protocol/errors.ts";
+import { llama7b, writeGguf } from "../fixtures/gguf-writer.ts";
+import { cpuOnlyMachine } from "../fixtures/hardware.ts";
+import { type RangeServer, type RangeServerOptions, startRangeServer } from "../fixtures/range-server.ts";
+import { tmpdir } from "../fixtures/tmpdir.ts";
+import { tinyModel } from "./cache-layout.ts";
+
+const probe = async () => cpuOnlyMachine();
+const config = defaultConfig("/").config;
+const TOKEN = "hf_secret_token_123";
+
+let servers: RangeServer[] = [];
+afterEach(() => {
+  for (const s of servers) s.stop();
+  servers = [];
+});
+
+/** A hub stand-in serving `files` (written as GGUFs into `dir`) for org/m, with the given knobs. */
+function hubWith(
+  dir: string,
+  files: Record<string, Parameters<typeof writeGguf>[2] | string>,
+  options: Omit<RangeServerOptions, "repos"> & { token?: string } = {},
+): RangeServer {
+  const served: Record<string, string> = {};
+  for (const [name, spec] of Object.entries(files)) {
+    const local = join(dir, name.replaceAll("/", "_"));
+    if (typeof spec === "string") writeFileSync(local, spec);
+    else writeGguf(dir, name.replaceAll("/", "_"), spec);
+    served[name] = local;
+  }
+  const server = startRangeServer({
+    ...options,
+    repos: { "org/m": { files: served, token: options.token } },
+  });
+  servers.push(server);
+  return server;
+}
+
+async function failure(p: Promise<unknown>): Promise<CoreError> {
+  const err = await p.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  if (err instanceof CoreError) return err;
+  throw new Error(`expected a CoreError, got ${String(err)}`);
+}
+
+describe("the hub's file listing", () => {
+  test("files with their LFS size and sha256; folders dropped; anything else refused", () => {
+    expect(
+      parseTreeListing([
+        { type: "directory", path: "sub", oid: "x", size: 0 },
+        { type: "file", path: "README.md", oid: "y", size: 12 },
+        { type: "file", path: "sub/m.gguf", oid: "z", size: 134, lfs: { oid: "ab".repeat(32), size: 5e9 } },
+      ]),
+    ).toEqual([
+      { path: "README.md", size: 12, sha256: null },
+      { path: "sub/m.gguf", size: 5e9, sha256: "ab".repeat(32) },
+    ]);
+    expect(() => parseTreeListing({ error: "nope" })).toThrow("not a list of files");
+    expect(nextPage('<https://h/api?cursor=2>; rel="next"')).toBe("https://h/api?cursor=2");
+    expect(nextPage(null)).toBeNull();
+  });
+
+  test("pages linked by Link: rel=next are all read", async () => {
+    using dir = tmpdir();
+    const hub = hubWith(dir.path, { "a.gguf": "x", "b.gguf": "y", "c.gguf": "z" }, { pageSize: 2 });
+    const files = await listRepoFiles(hubAccess({ HF_ENDPOINT: hub.url }, dir.path), "org/m", "main");
+    expect(files.map((f) => f.path)).toEqual(["a.gguf", "b.gguf", "c.gguf"]);
+    expect(hub.requests.filter((r) => r.path.includes("/tree/"))).toHaveLength(2);
+  });
+});
+
+describe("remoteFit: will it fit, from the hub's header alone", () => {
+  test("a model that fits: its file, quantization, size and sha256, read by range requests only", async () => {
+    using dir = tmpdir();
+    const hub = hubWith(dir.path, {
+      "m-Q4_K_M.gguf": tinyModel(),
+      "m-F16.gguf": tinyModel(1),
+      "README.md": "hi",
+    });
+    const fit = await remoteFit(
+      parseModelRef("org/m:q4_k_m"),
+      config,
+      { HF_ENDPOINT: hub.url },
+      { probe, home: dir.path },
+    );
+    expect(fit).toMatchObject({
+      repo: "org/m",
+      file: "m-Q4_K_M.gguf",
+      files: ["m-Q4_K_M.gguf"],
+      quantization: "Q4_K_M",
+      sha256: "f".repeat(64),
+      architecture: "llama",
+    });
+    expect(fit.fit.fits).toBe(true);
+    expect(fit.fit.summary).toStartWith("fits: ");
+    const reads = hub.requests.filter((r) => r.path.includes("/resolve/"));
+    expect(reads.length).toBeGreaterThan(0);
+    for (const r of reads) expect(r.range).toMatch(/^bytes=\d+-\d+$/);
+  });
+
+  test("a 3.8 GB model on a machine with 1 GB: does not fit, judged from a few MB", async () => {
+    using dir = tmpdir();
+    const hub = hubWith(dir.path, { "big-Q4_K_M.gguf": llama7b() });
+    const small = { ...config, hardware: { ram_bytes: 2 ** 30, vram_bytes: null } };
+    const fit = await remoteFit(
+      parseModelRef("org/m:Q4_K_M"),
+      small,
+      { HF_ENDPOINT: hub.url },
+      { probe, home: dir.path },
+    );
+    expect(fit.size_bytes).toBeGreaterThan(3e9);
+    expect(fit.fit).toMatchObject({ fits: false });
+    expect(fit.fit.summary).toStartWith("does not fit: ");
+  });
+
+  test("a server that ignores Range is read only as far as the header, then cut off", async () => {
+    using dir = tmpdir();
+    const hub = hubWith(dir.path, { "big-Q4_K_M.gguf": llama7b() }, { ignoreRange: true });
+    const before = process.memoryUsage().rss;
+    const fit = await remoteFit(
+      parseModelRef("org/m:Q4_K_M"),
+      config,
+      { HF_ENDPOINT: hub.url },
+      { probe, home: dir.path },
+    );
+    expect(fit.architecture).toBe("llama");
+    expect(process.memoryUsage().rss - before).toBeLessThan(256 * 2 ** 20);
+  });
+
+  test("a split model: every part's header, sizes summed, the first part named", async () => {
+    using dir = tmpdir();
+    const hub = hubWith(dir.path, {
+      "m-Q8_0-00001-of-00002.gguf": tinyModel(7),
+      "m-Q8_0-00002-of-00002.gguf": tinyModel(7),
+    });
+    const fit = await remoteFit(
+      parseModelRef("org/m:Q8_0"),
+      config,
+      { HF_ENDPOINT: hub.url },
+      { probe, home: dir.path },
+    );
+    expect(fit.file).toBe("m-Q8_0-00001-of-00002.gguf");
+    expect(fit.files).toHaveLength(2);
+    const served = hub.requests.filter((r) => r.path.includes("/resolve/")).map((r) => r.path);
+    expect(served.some((p) => p.includes("00002-of-00002"))).toBe(true);
+  });
+
+  test("a gated repo: 401 without a token; the token from HF_TOKEN or the token file, never sent to the CDN", async () => {
+    using dir = tmpdir();
+    const hub = hubWith(dir.path, { "m-Q4_K_M.gguf": tinyModel() }, { token: TOKEN, redirect: true });
+    const ref = parseModelRef("org/m:Q4_K_M");
+    const denied = await failure(remoteFit(ref, config, { HF_ENDPOINT: hub.url }, { probe, home: dir.path }));
+    expect(denied.code).toBe("model_missing");
+    expect(denied.data).toMatchObject({ problem: "hub_unauthorized", status: 401, repo: "org/m" });
+    expect(denied.message).toContain("HF_TOKEN");
+
+    const fit = await remoteFit(
+      ref,
+      config,
+      { HF_ENDPOINT: hub.url, HF_TOKEN: TOKEN },
+      { probe, home: dir.path },
+    );
+    expect(fit.fit.fits).toBe(true);
+    mkdirSync(join(dir.path, ".cache/huggingface"), { recursive: true });
+    writeFileSync(join(dir.path, ".cache/huggingface/token"), `${TOKEN}\n`);
+    await remoteFit(ref, config, { HF_ENDPOINT: hub.url }, { probe, home: dir.path });
+
+    const toHub = hub.requests.filter((r) => r.server === "hub" && r.authorization);
+    expect(toHub.length).toBeGreaterThan(0);
+    for (const r of toHub) expect(r.authorization).toBe(`Bearer ${TOKEN}`);
+    const toCdn = hub.requests.filter((r) => r.server === "cdn");
+    expect(toCdn.length).toBeGreaterThan(0);
+    for (const r of toCdn) expect(r.authorization).toBeNull();
+    for (const r of hub.requests) expect(r.path).not.toContain(TOKEN);
+
+    // A wrong token: refused, and the error does not echo it.
+    const wrong = await failure(
+      remoteFit(ref, config, { HF_ENDPOINT: hub.url, HF_TOKEN: "hf_wrong_one" }, { probe, home: dir.path }),
+    );
+    expect(wrong.message).toContain("the token has no access");
+    expect(JSON.stringify({ m: wrong.message, d: wrong.data })).not.toContain("hf_wrong_one");
+  });
+
+  test("unknown repo, a quant the repo lacks, an ambiguous quant: each says so", async () => {
+    using dir = tmpdir();
+    const hub = hubWith(dir.path, { "a/m-Q4_K_M.gguf": tinyModel(), "b/m-Q4_K_M.gguf": tinyModel() });
+    const env = { HF_ENDPOINT: hub.url };
+    const unknown = await failure(
+      remoteFit(parseModelRef("org/other:Q4_K_M"), config, env, { probe, home: dir.path }),
+    );
+    expect(unknown.data).toMatchObject({ problem: "hub_not_found", status: 404 });
+    expect(unknown.message).toContain("org/other");
+    const lacks = await failure(
+      remoteFit(parseModelRef("org/m:Q2_K"), config, env, { probe, home: dir.path }),
+    );
+    expect(lacks.data).toMatchObject({
+      problem: "hub_not_found",
+      available: ["a/m-Q4_K_M.gguf", "b/m-Q4_K_M.gguf"],
+    });
+    const many = await failure(
+      remoteFit(parseModelRef("org/m:Q4_K_M"), config, env, { probe, home: dir.path }),
+    );
+    expect(many.data).toMatchObject({
+      problem: "ambiguous",
+      matches: ["a/m-Q4_K_M.gguf", "b/m-Q4_K_M.gguf"],
+    });
+    const file = await failure(
+      remoteFit(parseModelRef("org/m:absent.gguf"), config, env, { probe, home: dir.path }),
+    );
+    expect(file.data?.problem).toBe("hub_not_found");
+  });
+
+  test("a file that is not a GGUF, and one whose header is cut short", async () => {
+    using dir = tmpdir();
+    const hub = hubWith(dir.path, {
+      "fake-Q4_K_M.gguf": "<html>this is not a model</html>",
+      "cut-Q8_0.gguf": "GGUF\u0003\u0000\u0000\u0000",
+    });
+    const env = { HF_ENDPOINT: hub.url };
+    const fake = await failure(
+      remoteFit(parseModelRef("org/m:Q4_K_M"), config, env, { probe, home: dir.path }),
+    );
+    expect(fake.data).toMatchObject({ problem: "not_gguf", file: "fake-Q4_K_M.gguf" });
+    const cut = await failure(remoteFit(parseModelRef("org/m:Q8_0"), config, env, { probe, home: dir.path }));
+    expect(cut.data?.problem).toBe("truncated");
+  });
+
+  test("a hub that cannot be reached, and HF_HUB_OFFLINE=1, which never touches the network", async () => {
+    using dir = tmpdir();
+    const closed = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response("") });
+    const url = `http://127.0.0.1:${closed.port}`;
+    closed.stop(true);
+    const down = await failure(
+      remoteFit(parseModelRef("org/m:Q4_K_M"), config, { HF_ENDPOINT: url }, { probe, home: dir.path }),
+    );
+    expect(down.data).toMatchObject({ problem: "hub_unreachable" });
+
+    let calls = 0;
+    const spy = (async () => {
+      calls++;
+      return new Response("[]");
+    }) as unknown as typeof fetch;
+    const offline = await failure(
+      remoteFit(
+        parseModelRef("org/m:Q4_K_M"),
+        config,
+        { HF_ENDPOINT: url, HF_HUB_OFFLINE: "1" },
+        { probe, fetch: spy, home: dir.path },
+      ),
+    );
+    expect(offline.data).toMatchObject({ problem: "hub_offline" });
+    expect(calls).toBe(0);
+  });
+});
+
+describe("plan with a model not pulled yet", () => {
+  const planDeps = { readModel: defaultPlanDeps.readModel, probe };
+
+  test("an hf: model.path not in the cache is judged from the hub's header, and the plan says so", async () => {
+    using dir = tmpdir();
+    const hub = hubWith(dir.path, { "m-Q4_K_M.gguf": tinyModel() });
+    writeFileSync(join(dir.path, "config.yaml"), "model:\n  path: hf:org/m:Q4_K_M\n");
+    const source = {
+      loadedConfig: () => loadConfig("config.yaml", dir.path),
+      defaultConfig: () => defaultConfig(dir.path),
+    };
+    const report = await planReportWithHub(
+      source,
+      {},
+      { HF_ENDPOINT: hub.url, HF_HUB_CACHE: join(dir.path, "cache") },
+      { plan: planDeps },
+    );
+    expect(report.plan.warnings[0]).toStartWith(
+      "not downloaded; judged from the hub's header (org/m m-Q4_K_M.gguf at main)",
+    );
+    expect(report.plan.warnings[0]).toContain("local-ai pull org/m:Q4_K_M");
+    expect(report.model.path).toBe(`${hub.url}/org/m/resolve/main/m-Q4_K_M.gguf`);
+
+    // Offline: model_missing with the pull command, and not one request.
+    const before = hub.requests.length;
+    const err = await failure(
+      planReportWithHub(
+        source,
+        {},
+        { HF_ENDPOINT: hub.url, HF_HUB_CACHE: join(dir.path, "cache"), HF_HUB_OFFLINE: "1" },
+        { plan: planDeps },
+      ),
+    );
+    expect(err.code).toBe("model_missing");
+    expect(err.message).toContain("local-ai pull org/m:Q4_K_M");
+    expect(hub.requests.length).toBe(before);
+  });
+
+  test("--model without a config; a hub error is added to the not-downloaded message", async () => {
+    using dir = tmpdir();
+    const hub = hubWith(dir.path, { "m-Q4_K_M.gguf": tinyModel() }, { token: TOKEN });
+    const source = {
+      loadedConfig: () => loadConfig("absent.yaml", dir.path),
+      defaultConfig: () => defaultConfig(dir.path),
+    };
+    const env = { HF_ENDPOINT: hub.url, HF_HUB_CACHE: join(dir.path, "cache"), HF_TOKEN: TOKEN };
+    const report = await planReportWithHub(source, { model: "hf:org/m:Q4_K_M" }, env, { plan: planDeps });
+    expect(report.model.architecture).toBe("llama");
+
+    const { HF_TOKEN: _, ...anonymous } = env;
+    const err = await failure(
+      planReportWithHub(source, { model: "hf:org/m:Q4_K_M" }, anonymous, { plan: planDeps }),
+    );
+    expect(err.message).toContain("not in the cache");
+    expect(err.message).toContain("the hub's header could not be read either");
+    expect(err.data).toMatchObject({ problem: "not_downloaded", hub_problem: "hub_unauthorized" });
+
+    // A plain path is resolved against the base the caller gives (the CLI's working directory).
+    writeGguf(dir.path, "local.gguf", tinyModel());
+    const local = await planReportWithHub(source, { model: "local.gguf", base: dir.path }, env, {
+      plan: planDeps,
+    });
+    expect(local.model.path).toBe(join(dir.path, "local.gguf"));
+
+    const bad = await failure(planReportWithHub(source, { model: "hf:nope" }, env, { plan: planDeps }));
+    expect(bad.code).toBe("invalid_request");
+    // Without --model a missing config is still config_missing.
+    expect((await failure(planReportWithHub(source, {}, env, { plan: planDeps }))).code).toBe(
+      "config_missing",
+    );
+  });
+});

@@ -1,0 +1,155 @@
+import { describe, expect, test } from "bun:test";
+import { mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { loadConfig } from "../../src/config/load.ts";
+import { runDoctor } from "../../src/doctor/doctor.ts";
+import { hubCacheDir } from "../../src/models/hf-cache.ts";
+import { parseModelRef } from "../../src/models/model-ref.ts";
+import { resolveCached, resolveModelPath } from "../../src/models/resolve.ts";
+import { defaultPlanDeps, type PlanDeps, planLaunch } from "../../src/plan/launch.ts";
+import { CoreError } from "../../src/protocol/errors.ts";
+import { cpuOnlyMachine } from "../fixtures/hardware.ts";
+import { tmpdir } from "../fixtures/tmpdir.ts";
+import { layRepo, tinyModel } from "./cache-layout.ts";
+
+function thrown(fn: () => unknown): CoreError {
+  try {
+    fn();
+  } catch (err) {
+    if (err instanceof CoreError) return err;
+    throw err;
+  }
+  throw new Error("expected a CoreError");
+}
+
+describe("hf: model paths resolve from the cache, offline", () => {
+  test("by quantization (any case), by file, and a split model to its first part with every part", () => {
+    using dir = tmpdir();
+    const { snapshot, commit } = layRepo(dir.path, "org/m", {
+      "m-Q4_K_M.gguf": tinyModel(),
+      "m-Q8_0-00001-of-00002.gguf": tinyModel(7),
+      "m-Q8_0-00002-of-00002.gguf": tinyModel(7),
+    });
+    const env = { HF_HUB_CACHE: dir.path };
+    expect(resolveModelPath("hf:org/m:q4_k_m", env)).toBe(join(snapshot, "m-Q4_K_M.gguf"));
+    expect(resolveModelPath("hf:org/m:m-Q4_K_M.gguf", env)).toBe(join(snapshot, "m-Q4_K_M.gguf"));
+    expect(resolveCached(parseModelRef("org/m:Q8_0"), dir.path)).toEqual({
+      kind: "found",
+      path: join(snapshot, "m-Q8_0-00001-of-00002.gguf"),
+      files: [join(snapshot, "m-Q8_0-00001-of-00002.gguf"), join(snapshot, "m-Q8_0-00002-of-00002.gguf")],
+      commit,
+      file: "m-Q8_0-00001-of-00002.gguf",
+    });
+    // A revision that is a commit hash needs no ref.
+    expect(resolveCached(parseModelRef("org/m:Q4_K_M", commit), dir.path).kind).toBe("found");
+    // A plain path is left alone.
+    expect(resolveModelPath("/models/x.gguf", env)).toBe("/models/x.gguf");
+  });
+
+  test("not in the cache: model_missing naming the pull command", () => {
+    using dir = tmpdir();
+    const err = thrown(() => resolveModelPath("hf:org/absent:Q4_K_M", { HF_HUB_CACHE: dir.path }));
+    expect(err.code).toBe("model_missing");
+    expect(err.message).toContain("local-ai pull org/absent:Q4_K_M");
+    expect(err.data).toMatchObject({ problem: "not_downloaded", pull: "local-ai pull org/absent:Q4_K_M" });
+  });
+
+  test("a quant the snapshot lacks is not downloaded, and the message says what is cached", () => {
+    using dir = tmpdir();
+    layRepo(dir.path, "org/m", { "m-Q4_K_M.gguf": tinyModel() });
+    const err = thrown(() => resolveModelPath("hf:org/m:Q8_0", { HF_HUB_CACHE: dir.path }));
+    expect(err.data?.problem).toBe("not_downloaded");
+    expect(err.message).toContain("m-Q4_K_M.gguf");
+    expect(err.message).toContain("local-ai pull org/m:Q8_0");
+  });
+
+  test("broken refs: no ref, garbage in it, or a commit whose snapshot is gone", () => {
+    using dir = tmpdir();
+    const { root } = layRepo(dir.path, "org/m", { "m-Q4_K_M.gguf": tinyModel() }, { refs: [] });
+    const env = { HF_HUB_CACHE: dir.path };
+    expect(thrown(() => resolveModelPath("hf:org/m:Q4_K_M", env)).message).toContain(
+      "revision main was never pulled",
+    );
+    mkdirSync(join(root, "refs"), { recursive: true });
+    writeFileSync(join(root, "refs", "main"), "not-a-commit\n");
+    expect(thrown(() => resolveModelPath("hf:org/m:Q4_K_M", env)).data?.problem).toBe("broken_ref");
+    writeFileSync(join(root, "refs", "main"), "a".repeat(40));
+    const gone = thrown(() => resolveModelPath("hf:org/m:Q4_K_M", env));
+    expect(gone.data?.problem).toBe("broken_ref");
+    expect(gone.message).toContain("snapshot folder is missing");
+  });
+
+  test("a snapshot link to a missing blob, and a split model missing a part", () => {
+    using dir = tmpdir();
+    layRepo(dir.path, "org/m", {
+      "m-Q4_K_M.gguf": null,
+      "m-Q8_0-00001-of-00002.gguf": tinyModel(7),
+    });
+    const env = { HF_HUB_CACHE: dir.path };
+    const dangling = thrown(() => resolveModelPath("hf:org/m:Q4_K_M", env));
+    expect(dangling.data).toMatchObject({ problem: "broken_link" });
+    expect(dangling.message).toContain("local-ai pull org/m:Q4_K_M");
+    const split = thrown(() => resolveModelPath("hf:org/m:Q8_0", env));
+    expect(split.data).toMatchObject({ problem: "incomplete_split" });
+    expect(split.message).toContain("m-Q8_0-00002-of-00002.gguf");
+  });
+
+  test("an ambiguous quant in the cache is config_invalid listing the matches", () => {
+    using dir = tmpdir();
+    layRepo(dir.path, "org/m", { "a/m-Q4_K_M.gguf": tinyModel(), "b/m-Q4_K_M.gguf": tinyModel() });
+    const err = thrown(() => resolveModelPath("hf:org/m:Q4_K_M", { HF_HUB_CACHE: dir.path }));
+    expect(err.code).toBe("config_invalid");
+    expect(err.data).toMatchObject({ key: "model.path", matches: ["a/m-Q4_K_M.gguf", "b/m-Q4_K_M.gguf"] });
+    expect(err.message).toContain("hf:org/m:a/m-Q4_K_M.gguf");
+  });
+});
+
+describe("the config and its consumers", () => {
+  const HW = cpuOnlyMachine();
+  const deps: PlanDeps = { readModel: defaultPlanDeps.readModel, probe: async () => HW };
+  // The default cache of this test file (test/preload.ts gives it its own XDG_CACHE_HOME).
+  const cache = hubCacheDir(process.env, process.env.HOME!);
+
+  test("the loader keeps hf: paths as written and refuses a malformed one with its line", () => {
+    using dir = tmpdir();
+    writeFileSync(join(dir.path, "config.yaml"), "model:\n  path: hf:org/m:Q4_K_M\n");
+    expect(loadConfig("config.yaml", dir.path).config.model.path).toBe("hf:org/m:Q4_K_M");
+    writeFileSync(join(dir.path, "bad.yaml"), "app: {}\nmodel:\n  path: 'hf:not a repo'\n");
+    const err = thrown(() => loadConfig("bad.yaml", dir.path));
+    expect(err.code).toBe("config_invalid");
+    expect(err.message).toContain(":3:");
+    expect(err.message).toContain("model.path");
+  });
+
+  test("plan (and so chat's launch) gets the cached snapshot path; absent, model_missing with the pull command", async () => {
+    using dir = tmpdir();
+    const { snapshot } = layRepo(cache, "org/planned", { "p-Q4_K_M.gguf": tinyModel() });
+    try {
+      writeFileSync(join(dir.path, "config.yaml"), "model:\n  path: hf:org/planned:Q4_K_M\n");
+      const launch = await planLaunch(loadConfig("config.yaml", dir.path).config, deps);
+      expect(launch.argv.slice(0, 2)).toEqual(["-m", join(snapshot, "p-Q4_K_M.gguf")]);
+
+      writeFileSync(join(dir.path, "config.yaml"), "model:\n  path: hf:org/planned:Q8_0\n");
+      const err = await planLaunch(loadConfig("config.yaml", dir.path).config, deps).catch((e) => e);
+      expect(err).toBeInstanceOf(CoreError);
+      expect(err.code).toBe("model_missing");
+      expect(err.message).toContain("local-ai pull org/planned:Q8_0");
+    } finally {
+      rmSync(join(cache, "models--org--planned"), { recursive: true, force: true });
+    }
+  });
+
+  test("doctor's model check fails with the pull command as its fix", async () => {
+    using dir = tmpdir();
+    writeFileSync(join(dir.path, "config.yaml"), "model:\n  path: hf:org/nowhere:Q4_K_M\n");
+    const report = await runDoctor(
+      { loadedConfig: () => loadConfig("config.yaml", dir.path) },
+      { ...deps, run: async () => ({ kind: "exit", code: 0, stdout: "", stderr: "version: 1 (x)" }) },
+    );
+    const model = report.checks.find((c) => c.id === "model")!;
+    expect(model.status).toBe("fail");
+    expect(model.message).toContain("not in the cache");
+    expect(model.fix).toBe("fetch it with: local-ai pull org/nowhere:Q4_K_M");
+    expect(model.data).toMatchObject({ code: "model_missing", problem: "not_downloaded" });
+  });
+});
