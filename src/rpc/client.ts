@@ -25,6 +25,8 @@ export type WorkerReport =
       version: RpcVersion;
       devices: DeviceMemory[];
       ms: number;
+      /** Not asked now: the running llama-server holds it; this is its last answer. */
+      in_use?: true;
     }
   | {
       endpoint: string;
