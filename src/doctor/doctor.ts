@@ -14,6 +14,7 @@ import {
   modelCheck,
   planCheck,
 } from "./checks.ts";
+import { rpcChecks } from "./rpc-checks.ts";
 
 export type { Check, CheckStatus } from "./checks.ts";
 export type DoctorReport = DoctorResult;
@@ -57,6 +58,7 @@ export async function runDoctor(
     hardwareCheck(hardware),
     dataDirCheck(config),
     ...mcpChecks(config),
+    ...(await rpcChecks(config, deps)),
   );
   const model: ModelInfo | null = "model" in modelResult ? modelResult.model : null;
   checks.push(planCheck(config, model, hardware));
