@@ -39,7 +39,8 @@ export class WorkerBook {
 
   record(report: WorkerReport, at = Date.now()): void {
     this.reports.set(report.endpoint, { report, at });
-    if (report.ok) this.lostWhy.delete(report.endpoint);
+    // A newer answer (or failure) says more than what happened at the last launch.
+    this.lostWhy.delete(report.endpoint);
   }
 
   last(endpoint: string): WorkerReport | undefined {
