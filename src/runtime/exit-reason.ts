@@ -62,7 +62,7 @@ const RULES: Rule[] = [
       `an RPC worker speaks RPC protocol v${m[1]}, which this llama-server refuses (run ggml-rpc-server from the same llama.cpp build)`,
   },
   {
-    pattern: /Failed to connect to (\S+)/,
+    pattern: /Failed to connect to ([^\s:,]+:\d+)\s*$/,
     code: "internal_error",
     message: (m) =>
       `llama-server could not connect to RPC worker ${m[1]} at start-up (it stopped answering after the check); the next start plans without it`,

@@ -16,7 +16,7 @@ import { logger } from "../util/logger.ts";
  */
 
 export const RPC_ABORT = /Remote RPC server crashed or returned malformed response/;
-const FAILED_CONNECT = /Failed to connect to (\S+)/;
+const FAILED_CONNECT = /Failed to connect to ([^\s:,]+:\d+)\s*$/;
 const HANDSHAKE_FAILED = /RPC handshake failed for (\S+)/;
 const VERSION_MISMATCH = /RPC server version mismatch: (\d+\.\d+\.\d+)/;
 

@@ -120,6 +120,15 @@ describe.skipIf(!existsSync(TRANSCRIPTS))("classifyStartExit: RPC workers at sta
     expect(version.message).toContain("RPC worker 10.0.0.2:50052 speaks another RPC protocol version");
   });
 
+  test("someone else's connection failure (a download by URL) is not an RPC worker", () => {
+    const r = classifyStartExit(
+      ["curl: (7) Failed to connect to huggingface.co port 443 after 3 ms"],
+      1,
+      null,
+    );
+    expect(r.message).not.toContain("RPC worker");
+  });
+
   test("a missing model file still wins over a skipped worker", () => {
     const r = classifyStartExit(
       lines("82-rpc-unreachable.log")
