@@ -8,14 +8,7 @@ import { decideFlashAttn } from "./decide/flash-attn.ts";
 import { cacheRequests, decideCacheTypes } from "./decide/kv-cache.ts";
 import { decideMemoryFlags } from "./decide/memory-flags.ts";
 import { extraArgsDecision, jinjaDecision } from "./decide/passthrough.ts";
-import {
-  decideTensorSplit,
-  rpcDecision,
-  rpcDevices,
-  rpcLayersReason,
-  withLeftOutWorkers,
-  withRpcDevices,
-} from "./decide/rpc-devices.ts";
+import { explainingLeftOut, rpcDevices, rpcPlacement, withRpcDevices } from "./decide/rpc-devices.ts";
 import { decideSlots } from "./decide/slots.ts";
 import { decideThreads } from "./decide/threads.ts";
 import { applyOverrides, type HardwareSnapshot } from "./hardware.ts";
@@ -64,39 +57,26 @@ export function makePlan(
   });
   const slots = decideSlots(config);
 
-  let placed: ReturnType<typeof decideContextAndLayers>;
-  try {
-    placed = decideContextAndLayers({
+  const placed = explainingLeftOut(rpc, () =>
+    decideContextAndLayers({
       model,
       requested: config.model,
       fit,
       gpuBudgets: budgets.gpus.map((g) => g.budget),
       detectedGpus: rawHw.gpus.length + rpc.budgets.length,
       slots: slots.value,
-    });
-  } catch (err) {
-    throw withLeftOutWorkers(err, rpc);
-  }
+    }),
+  );
   warnings.push(...placed.warnings);
-  if (rpc.budgets.length > 0) {
-    const where = local.gpus.length > 0 ? "on the RPC workers and the GPU" : "on the RPC workers";
-    placed.gpuLayers.decision.reason = rpcLayersReason(
-      placed.gpuLayers.value.layers,
-      model.n_layer,
-      local.gpus.length,
-    );
-    placed.context.decision.reason = placed.context.decision.reason.replace("on the GPU", where);
-  }
-  const split = decideTensorSplit(budgets, placed.trial.est, model.n_layer, placed.gpuLayers.value.layers);
+  const told = rpcPlacement(rpc, budgets, placed, model.n_layer, local.gpus.length, llama.rpc.length > 0);
   const threads = decideThreads(llama.threads, hw.cpu);
   const memory = decideMemoryFlags(llama);
 
   const decisions: Decision[] = [
     slots.decision,
-    placed.context.decision,
-    placed.gpuLayers.decision,
-    ...(llama.rpc.length > 0 ? [rpcDecision(rpc)] : []),
-    ...(split ? [split.decision] : []),
+    told.context,
+    told.gpuLayers,
+    ...told.flags,
     threads.decision,
     flashAttn.decision,
     cache.decision,

@@ -7,6 +7,7 @@ import { describeWorker } from "../../rpc/workers.ts";
 import type { Estimate } from "../estimate.ts";
 import type { Decision, WorkerPlan } from "../report-schema.ts";
 import type { Budgets, GpuBudget } from "./budgets.ts";
+import type { Placement } from "./context-and-layers.ts";
 import type { Decided } from "./decided.ts";
 
 /**
@@ -191,6 +192,42 @@ export function rpcLayersReason(ngl: number, nLayer: number, localGpus: number):
   if (ngl >= nLayer + 1) return `all ${nLayer} layers and the output head fit on ${where}`;
   if (ngl === 0) return `not even one layer fits on ${where} beside their buffers: CPU only`;
   return `${Math.min(ngl, nLayer)} of ${nLayer} layers fit on ${where}; the rest run on the CPU`;
+}
+
+/**
+ * The RPC part of the decisions once context and layers are placed: `-c`'s and `-ngl`'s
+ * reasons told with the workers in them, then `--rpc` (whenever `llama.rpc` is set) and
+ * `--tensor-split`. Without workers the two reasons are returned as they were.
+ */
+export function rpcPlacement(
+  rpc: RpcDevices,
+  budgets: Budgets,
+  placed: Pick<Placement, "context" | "gpuLayers" | "trial">,
+  nLayer: number,
+  localGpus: number,
+  configured: boolean,
+): { context: Decision; gpuLayers: Decision; flags: Decision[] } {
+  const ngl = placed.gpuLayers.value.layers;
+  const split = decideTensorSplit(budgets, placed.trial.est, nLayer, ngl);
+  const flags = [...(configured ? [rpcDecision(rpc)] : []), ...(split ? [split.decision] : [])];
+  if (rpc.budgets.length === 0)
+    return { context: placed.context.decision, gpuLayers: placed.gpuLayers.decision, flags };
+  const where = localGpus > 0 ? "on the RPC workers and the GPU" : "on the RPC workers";
+  const context = placed.context.decision;
+  return {
+    context: { ...context, reason: context.reason.replace("on the GPU", where) },
+    gpuLayers: { ...placed.gpuLayers.decision, reason: rpcLayersReason(ngl, nLayer, localGpus) },
+    flags,
+  };
+}
+
+/** Runs the placement; its model_plan_error names the workers that were left out. */
+export function explainingLeftOut<T>(rpc: RpcDevices, place: () => T): T {
+  try {
+    return place();
+  } catch (err) {
+    throw withLeftOutWorkers(err, rpc);
+  }
 }
 
 /**
