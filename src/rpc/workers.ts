@@ -1,5 +1,6 @@
+import { z } from "zod";
 import type { WorkerReport } from "./client.ts";
-import { type DeviceMemory, versionText } from "./wire.ts";
+import { versionText } from "./wire.ts";
 
 /**
  * What this process last learned about each RPC worker: the latest query (by doctor, plan or
@@ -8,28 +9,43 @@ import { type DeviceMemory, versionText } from "./wire.ts";
  * refused its protocol version. Read by `status` without touching the network.
  */
 
-export type WorkerState =
+export const WORKER_STATES = [
   /** Never asked yet. */
-  | "unchecked"
+  "unchecked",
   /** Answered the last query. */
-  | "ok"
+  "ok",
   /** The running llama-server uses it. */
-  | "in_use"
-  /** It stopped answering while llama-server used it; llama-server aborted. */
-  | "lost"
-  | Extract<WorkerReport, { ok: false }>["failure"];
+  "in_use",
+  /** It stopped answering while llama-server used it (or was skipped at its start). */
+  "lost",
+  // The query's failures (wire.ts).
+  "refused",
+  "unresolved",
+  "unreachable",
+  "timeout",
+  "closed",
+  "wrong_version",
+  "malformed",
+] as const satisfies readonly (WorkerReportFailure | "unchecked" | "ok" | "in_use" | "lost")[];
 
-export interface WorkerStatus {
-  endpoint: string;
-  state: WorkerState;
+type WorkerReportFailure = Extract<WorkerReport, { ok: false }>["failure"];
+
+/** One worker in `status` (a strict schema, so status's result can embed it as is). */
+export const WorkerStatusSchema = z.strictObject({
+  endpoint: z.string(),
+  state: z.enum(WORKER_STATES),
   /** One line: what it has, or why it cannot be used. */
-  message: string;
+  message: z.string(),
   /** Its RPC protocol version, once it answered HELLO. */
-  version: string | null;
-  devices: DeviceMemory[];
+  version: z.string().nullable(),
+  devices: z.array(
+    z.strictObject({ free_bytes: z.number().nonnegative(), total_bytes: z.number().nonnegative() }),
+  ),
   /** When it was last asked (ms since the epoch), or null. */
-  checked_at: number | null;
-}
+  checked_at: z.number().nullable(),
+});
+export type WorkerStatus = z.infer<typeof WorkerStatusSchema>;
+export type WorkerState = WorkerStatus["state"];
 
 export class WorkerBook {
   private readonly reports = new Map<string, { report: WorkerReport; at: number }>();

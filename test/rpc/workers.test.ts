@@ -3,7 +3,8 @@ import { ConfigSchema } from "../../src/config/schema.ts";
 import { checkWorkers } from "../../src/rpc/check.ts";
 import type { WorkerReport } from "../../src/rpc/client.ts";
 import { versionOutliers } from "../../src/rpc/versions.ts";
-import { rpcWorkerSnapshot, WorkerBook } from "../../src/rpc/workers.ts";
+import type { WorkerFailureKind } from "../../src/rpc/wire.ts";
+import { rpcWorkerSnapshot, WorkerBook, WorkerStatusSchema } from "../../src/rpc/workers.ts";
 import { pickFreePort } from "../../src/runtime/ports.ts";
 import { RpcWorkerStandIn } from "../fixtures/rpc-worker.ts";
 
@@ -80,5 +81,30 @@ describe("checkWorkers and the book", () => {
     if (!r!.ok) expect(r!.message).toContain("llama-server refused its RPC protocol v5.1.0");
     const [updated] = await checkWorkers(workers("a:1"), { book, query: async () => ok("a:1", 7) });
     expect(updated!.ok).toBe(true);
+  });
+
+  test("every state status can show parses with the strict schema status embeds", () => {
+    const book = new WorkerBook();
+    const kinds: WorkerFailureKind[] = [
+      "refused",
+      "unresolved",
+      "unreachable",
+      "timeout",
+      "closed",
+      "wrong_version",
+      "malformed",
+    ];
+    kinds.forEach((failure, i) => {
+      book.record({ endpoint: `h:${i + 1}`, ok: false, failure, message: failure, ms: 1 });
+    });
+    book.record(ok("ok:1"));
+    book.record(ok("used:1"));
+    book.record(ok("lost:1"));
+    book.launched(["used:1", "lost:1"]);
+    book.lost("lost:1", "gone");
+    const endpoints = [...kinds.map((_, i) => `h:${i + 1}`), "ok:1", "used:1", "lost:1", "never:1"];
+    const snap = rpcWorkerSnapshot(endpoints, book);
+    for (const s of snap) expect(WorkerStatusSchema.parse(s)).toEqual(s);
+    expect(snap.map((s) => s.state)).toEqual([...kinds, "ok", "in_use", "lost", "unchecked"]);
   });
 });
