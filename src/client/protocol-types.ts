@@ -214,7 +214,7 @@ export type PlanResult = {
     max_tokens: number | null;
     devices: {
       id: string;
-      kind: "cpu" | "gpu";
+      kind: "cpu" | "gpu" | "rpc";
       name: string;
       unified: boolean;
       total_bytes: number;
@@ -230,6 +230,26 @@ export type PlanResult = {
         total: number;
       };
       free_after_bytes: number;
+      endpoint?: string | undefined;
+    }[];
+    workers: {
+      endpoint: string;
+      status: "used" | "left_out";
+      reason: string;
+      left_out:
+        | "timeout"
+        | "refused"
+        | "unresolved"
+        | "unreachable"
+        | "closed"
+        | "wrong_version"
+        | "malformed"
+        | "no_memory"
+        | "unchecked"
+        | null;
+      version: string | null;
+      devices: string[];
+      memory_bytes: number | null;
     }[];
     decisions: {
       name:
@@ -238,7 +258,9 @@ export type PlanResult = {
         | "threads"
         | "flash_attn"
         | "mmap"
+        | "rpc"
         | "context"
+        | "tensor_split"
         | "cache_types"
         | "jinja"
         | "extra_args";

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { HF_PREFIX, parseHfModelPath } from "../models/model-ref.ts";
+import { parseEndpoint } from "../rpc/endpoint.ts";
 
 /**
  * The whole of config.yaml. Every section has defaults, so an empty file is a valid config
@@ -45,6 +46,77 @@ export const AppSchema = z
   })
   .prefault({});
 
+/**
+ * `llama.rpc`: llama.cpp RPC workers (`ggml-rpc-server` on other machines), as `"host:port"` or
+ * `{endpoint: "host:port", memory_bytes: N}` where N is a budget in bytes that replaces what the
+ * worker reports (SPEC §10). Each entry is checked as llama-server will read it, and listed
+ * once; every problem names its entry (`llama.rpc.<i>`). The output is always the object form.
+ */
+export interface RpcWorkerConfig {
+  /** `host:port`, the host in lower case: what `--rpc` gets. */
+  endpoint: string;
+  host: string;
+  port: number;
+  /** A budget replacing the free memory the worker reports (no margin is taken from it). */
+  memory_bytes: number | null;
+}
+
+const RPC_ENTRY = `"host:port" or {endpoint: "host:port", memory_bytes: N}`;
+
+function rpcEntry(
+  entry: unknown,
+): { raw: string; memory: number | null } | { path: (string | number)[]; why: string } {
+  if (typeof entry === "string") return { raw: entry, memory: null };
+  if (typeof entry !== "object" || entry === null || Array.isArray(entry)) {
+    const got =
+      entry === null ? "null" : Array.isArray(entry) ? "a list" : `${typeof entry} ${JSON.stringify(entry)}`;
+    return { path: [], why: `expected ${RPC_ENTRY}, got ${got}` };
+  }
+  const fields = entry as Record<string, unknown>;
+  const unknown = Object.keys(fields).filter((k) => k !== "endpoint" && k !== "memory_bytes");
+  if (unknown.length > 0)
+    return { path: [], why: `unknown key ${unknown.map((k) => `'${k}'`).join(", ")}: expected ${RPC_ENTRY}` };
+  if (typeof fields.endpoint !== "string")
+    return { path: ["endpoint"], why: `missing or not a string: expected "host:port"` };
+  const memory = fields.memory_bytes ?? null;
+  if (memory !== null && !(Number.isSafeInteger(memory) && (memory as number) > 0)) {
+    return {
+      path: ["memory_bytes"],
+      why: `expected a whole number of bytes above 0, got ${JSON.stringify(memory)}`,
+    };
+  }
+  return { raw: fields.endpoint, memory: memory as number | null };
+}
+
+export const RpcWorkersSchema = z.array(z.unknown()).transform((entries, ctx): RpcWorkerConfig[] => {
+  const out: RpcWorkerConfig[] = [];
+  const seen = new Map<string, number>();
+  entries.forEach((entry, i) => {
+    const e = rpcEntry(entry);
+    if ("why" in e) {
+      ctx.addIssue({ code: "custom", path: [i, ...e.path], message: e.why });
+      return;
+    }
+    const parsed = parseEndpoint(e.raw);
+    if (!parsed.ok) {
+      ctx.addIssue({ code: "custom", path: [i], message: `'${e.raw}' is not host:port: ${parsed.why}` });
+      return;
+    }
+    const first = seen.get(parsed.endpoint);
+    if (first !== undefined) {
+      ctx.addIssue({
+        code: "custom",
+        path: [i],
+        message: `'${e.raw}' is listed twice (entries ${first} and ${i}); list each worker once`,
+      });
+      return;
+    }
+    seen.set(parsed.endpoint, i);
+    out.push({ endpoint: parsed.endpoint, host: parsed.host, port: parsed.port, memory_bytes: e.memory });
+  });
+  return out;
+});
+
 export const LlamaSchema = z
   .object({
     /** llama-server path; null looks next to the executable, then on PATH. */
@@ -76,6 +148,8 @@ export const LlamaSchema = z
     /** Rotating log of llama-server's output under data_dir/logs. */
     log_max_bytes: positiveInt.default(5 * 1024 * 1024),
     log_files: positiveInt.default(3),
+    /** llama.cpp RPC workers whose memory the plan may use (see RpcWorkersSchema). */
+    rpc: RpcWorkersSchema.default([]),
   })
   .prefault({});
 

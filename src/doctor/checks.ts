@@ -9,6 +9,7 @@ import type { RunResult } from "../plan/probe.ts";
 import { formatBytes } from "../plan/render.ts";
 import { isCoreError } from "../protocol/errors.ts";
 import type { DoctorCheck } from "../protocol/results.ts";
+import type { WorkerReport } from "../rpc/client.ts";
 import { findLlamaServer } from "../runtime/find-binary.ts";
 
 /** One diagnostic: the protocol's DoctorCheckSchema is its one definition. */
@@ -204,10 +205,15 @@ export function mcpChecks(config: Config): Check[] {
   });
 }
 
-export function planCheck(config: Config, model: ModelInfo | null, hw: HardwareSnapshot): Check {
+export function planCheck(
+  config: Config,
+  model: ModelInfo | null,
+  hw: HardwareSnapshot,
+  workers: readonly WorkerReport[] = [],
+): Check {
   if (!model) return skipped("plan", "the model could not be read");
   try {
-    const plan = makePlan(model, hw, config);
+    const plan = makePlan(model, hw, config, workers);
     const gpu = plan.gpu_layers_all
       ? "all layers on the GPU"
       : plan.gpu_layers > 0

@@ -5,6 +5,7 @@ import type { ModelInfo } from "../plan/model.ts";
 import { type RunResult, runWithTimeout } from "../plan/probe.ts";
 import { isCoreError } from "../protocol/errors.ts";
 import type { DoctorResult } from "../protocol/results.ts";
+import { checkWorkers } from "../rpc/check.ts";
 import {
   binaryCheck,
   type Check,
@@ -15,6 +16,7 @@ import {
   skipped,
 } from "./checks.ts";
 import { dataDirCheck } from "./data-dir-check.ts";
+import { rpcChecksFrom } from "./rpc-checks.ts";
 
 export type { Check, CheckStatus } from "./checks.ts";
 export type DoctorReport = DoctorResult;
@@ -57,13 +59,16 @@ export async function runDoctor(
     ]);
   }
   const config: Config = loaded.config;
-  const [binary, modelResult, hardware] = await Promise.all([
+  const rpc = config.llama.rpc;
+  const [binary, modelResult, hardware, workers] = await Promise.all([
     binaryCheck(config, deps.run),
     deps.readModel(config.model.path).then(
       (model) => ({ model }),
       (error: unknown) => ({ error }),
     ),
     deps.probe(),
+    // Asked once: each worker's check and the plan (which counts the workers that answered).
+    rpc.length > 0 ? (deps.workers ?? checkWorkers)(rpc) : Promise.resolve([]),
   ]);
   const model: ModelInfo | null = "model" in modelResult ? modelResult.model : null;
   return report([
@@ -73,7 +78,8 @@ export async function runDoctor(
     hardwareCheck(hardware),
     dataDirCheck(config),
     ...mcpChecks(config),
-    planCheck(config, model, hardware),
+    ...rpcChecksFrom(config, workers),
+    planCheck(config, model, hardware, workers),
   ]);
 }
 

@@ -1,5 +1,7 @@
-import type { Config } from "../config/schema.ts";
+import type { Config, RpcWorkerConfig } from "../config/schema.ts";
 import { resolveModelPath } from "../models/resolve.ts";
+import { checkWorkers } from "../rpc/check.ts";
+import type { WorkerReport } from "../rpc/client.ts";
 import { readGgufHeader } from "./gguf-read.ts";
 import type { HardwareSnapshot } from "./hardware.ts";
 import { type ModelInfo, modelInfo } from "./model.ts";
@@ -13,12 +15,16 @@ export interface LaunchPlan {
   context_per_slot: number;
   model_path: string;
   max_tokens: number | null;
+  /** The RPC workers passed to `--rpc` (the supervisor watches them while the server runs). */
+  rpc_workers?: string[];
 }
 
 /** The edges the plan reads through; tests replace them. */
 export interface PlanDeps {
   probe(): Promise<HardwareSnapshot>;
   readModel(path: string): Promise<ModelInfo>;
+  /** Asks `llama.rpc`'s workers what they have; the real query when absent. */
+  workers?(workers: readonly RpcWorkerConfig[]): Promise<WorkerReport[]>;
 }
 
 export const defaultPlanDeps: PlanDeps = {
@@ -26,6 +32,7 @@ export const defaultPlanDeps: PlanDeps = {
   // `hf:org/name:QUANT` resolves from the Hugging Face cache here, the one place plan, chat
   // and doctor read the model through (model_missing names the pull command when absent).
   readModel: async (path) => modelInfo(await readGgufHeader(resolveModelPath(path))),
+  workers: (workers) => checkWorkers(workers),
 };
 
 export interface PlanInputs {
@@ -36,8 +43,14 @@ export interface PlanInputs {
 
 /** Config → model header + hardware probes → plan. Throws CoreError model_missing / model_plan_error. */
 export async function planInputs(config: Config, deps: PlanDeps = defaultPlanDeps): Promise<PlanInputs> {
-  const [model, hardware] = await Promise.all([deps.readModel(config.model.path), deps.probe()]);
-  return { model, hardware, plan: makePlan(model, hardware, config) };
+  const rpc = config.llama.rpc;
+  // Workers are asked at every plan, so every start plans on the workers that answer now.
+  const [model, hardware, workers] = await Promise.all([
+    deps.readModel(config.model.path),
+    deps.probe(),
+    rpc.length > 0 ? (deps.workers ?? checkWorkers)(rpc) : Promise.resolve([]),
+  ]);
+  return { model, hardware, plan: makePlan(model, hardware, config, workers) };
 }
 
 export async function planLaunch(config: Config, deps: PlanDeps = defaultPlanDeps): Promise<LaunchPlan> {
@@ -48,5 +61,6 @@ export async function planLaunch(config: Config, deps: PlanDeps = defaultPlanDep
     context_per_slot: plan.context_per_slot,
     model_path: plan.model_path,
     max_tokens: plan.max_tokens,
+    rpc_workers: plan.workers.filter((w) => w.status === "used").map((w) => w.endpoint),
   };
 }

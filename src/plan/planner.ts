@@ -1,4 +1,5 @@
 import type { Config } from "../config/schema.ts";
+import type { WorkerReport } from "../rpc/client.ts";
 import { memoryBudgets, vramOverrideWarnings } from "./decide/budgets.ts";
 import { decideContextAndLayers } from "./decide/context-and-layers.ts";
 import { devicePlans } from "./decide/devices.ts";
@@ -7,6 +8,7 @@ import { decideFlashAttn } from "./decide/flash-attn.ts";
 import { cacheRequests, decideCacheTypes } from "./decide/kv-cache.ts";
 import { decideMemoryFlags } from "./decide/memory-flags.ts";
 import { extraArgsDecision, jinjaDecision } from "./decide/passthrough.ts";
+import { explainingLeftOut, rpcDevices, rpcPlacement, withRpcDevices } from "./decide/rpc-devices.ts";
 import { decideSlots } from "./decide/slots.ts";
 import { decideThreads } from "./decide/threads.ts";
 import { applyOverrides, type HardwareSnapshot } from "./hardware.ts";
@@ -26,11 +28,24 @@ export type PlanConfig = Pick<Config, "model" | "llama" | "hardware"> & {
   app: Pick<Config["app"], "max_parallel_chats">;
 };
 
-export function makePlan(model: ModelInfo, rawHw: HardwareSnapshot, config: PlanConfig): Plan {
+/** `workers`: the answers of `llama.rpc`'s workers (rpc/check.ts); a worker not among them is left out. */
+export function makePlan(
+  model: ModelInfo,
+  rawHw: HardwareSnapshot,
+  config: PlanConfig,
+  workers: readonly WorkerReport[] = [],
+): Plan {
   const { llama } = config;
   const hw = applyOverrides(rawHw, config.hardware);
-  const budgets = memoryBudgets(hw, config.hardware);
-  const warnings = [...model.warnings, ...vramOverrideWarnings(config.hardware, rawHw.gpus.length)];
+  const local = memoryBudgets(hw, config.hardware);
+  // RPC workers' devices join the GPUs, in front, as llama-server orders them.
+  const rpc = rpcDevices(llama.rpc, workers);
+  const budgets = withRpcDevices(local, rpc);
+  const warnings = [
+    ...model.warnings,
+    ...vramOverrideWarnings(config.hardware, rawHw.gpus.length),
+    ...rpc.warnings,
+  ];
 
   // Cache types first: the V type decides flash attention, and both shape the estimate.
   const cache = decideCacheTypes(model, cacheRequests(llama));
@@ -42,22 +57,26 @@ export function makePlan(model: ModelInfo, rawHw: HardwareSnapshot, config: Plan
   });
   const slots = decideSlots(config);
 
-  const placed = decideContextAndLayers({
-    model,
-    requested: config.model,
-    fit,
-    gpuBudgets: budgets.gpus.map((g) => g.budget),
-    detectedGpus: rawHw.gpus.length,
-    slots: slots.value,
-  });
+  const placed = explainingLeftOut(rpc, () =>
+    decideContextAndLayers({
+      model,
+      requested: config.model,
+      fit,
+      gpuBudgets: budgets.gpus.map((g) => g.budget),
+      detectedGpus: rawHw.gpus.length + rpc.budgets.length,
+      slots: slots.value,
+    }),
+  );
   warnings.push(...placed.warnings);
+  const told = rpcPlacement(rpc, budgets, placed, model.n_layer, local.gpus.length, llama.rpc.length > 0);
   const threads = decideThreads(llama.threads, hw.cpu);
   const memory = decideMemoryFlags(llama);
 
   const decisions: Decision[] = [
     slots.decision,
-    placed.context.decision,
-    placed.gpuLayers.decision,
+    told.context,
+    told.gpuLayers,
+    ...told.flags,
     threads.decision,
     flashAttn.decision,
     cache.decision,
@@ -82,6 +101,7 @@ export function makePlan(model: ModelInfo, rawHw: HardwareSnapshot, config: Plan
     mlock: llama.mlock,
     max_tokens: config.model.max_tokens,
     devices: devicePlans(budgets, placed.trial.est, hw.cpu.model),
+    workers: rpc.workers,
     decisions,
     // extra_args come last, after every planned flag, so they win.
     argv: ["-m", model.path, ...decisions.flatMap((d) => d.flags)],

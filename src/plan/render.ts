@@ -65,11 +65,17 @@ export function renderPlan(report: PlanReport, color: boolean): string {
     const label = `${d.id}`.padEnd(5);
     lines.push(
       `  ${label} [${b}] ${formatBytes(u.total)} of ${formatBytes(d.budget_bytes)}` +
-        (d.unified ? " (unified)" : ""),
+        (d.unified ? " (unified)" : "") +
+        (d.endpoint ? ` ${paint(color, "36", `(remote: ${d.endpoint})`)}` : ""),
       `        ${d.name}: weights ${formatBytes(u.weights)}, KV ${formatBytes(u.kv_cache)}, ` +
         `compute ${formatBytes(u.compute)}, output ${formatBytes(u.output)}, ${u.layers} layers; ` +
         `${formatBytes(free)} left, ${formatBytes(d.margin_bytes)} kept free`,
     );
+  }
+  const leftOut = plan.workers.filter((w) => w.status === "left_out");
+  if (leftOut.length > 0) {
+    lines.push("", "RPC workers left out");
+    for (const w of leftOut) lines.push(`  ${paint(color, "33", "✗")} ${w.endpoint}: ${w.reason}`);
   }
   lines.push("", "Flags");
   for (const d of plan.decisions) {

@@ -97,10 +97,15 @@ export const DeviceUsageSchema = z.strictObject({
 export type DeviceUsage = z.infer<typeof DeviceUsageSchema>;
 
 export const DevicePlanSchema = z.strictObject({
-  /** `cpu`, or `gpu<N>` with N the GPU's place in the hardware snapshot. */
-  id: z.string().regex(/^(cpu|gpu\d+)$/),
-  kind: z.enum(["cpu", "gpu"]),
+  /**
+   * `cpu`; `gpu<N>` with N the GPU's place in the hardware snapshot; `rpc<N>` for a device of
+   * an RPC worker, N as llama-server numbers them (`RPC<N>`, in `--rpc` order).
+   */
+  id: z.string().regex(/^(cpu|gpu\d+|rpc\d+)$/),
+  kind: z.enum(["cpu", "gpu", "rpc"]),
   name: z.string(),
+  /** An RPC device's worker (`host:port`); absent on this machine's devices. */
+  endpoint: z.string().optional(),
   unified: z.boolean(),
   total_bytes: bytes,
   available_bytes: bytes,
@@ -113,11 +118,45 @@ export const DevicePlanSchema = z.strictObject({
 });
 export type DevicePlan = z.infer<typeof DevicePlanSchema>;
 
+/** Why a configured RPC worker is not a device of the plan. */
+export const WORKER_LEFT_OUT = [
+  "refused",
+  "unresolved",
+  "unreachable",
+  "timeout",
+  "closed",
+  "wrong_version",
+  "malformed",
+  /** It answered, but has no memory to spend once the margin is kept free. */
+  "no_memory",
+  /** Not asked (a plan made without querying the workers). */
+  "unchecked",
+] as const;
+
+/** A configured RPC worker (`llama.rpc`) and what the plan made of it. */
+export const WorkerPlanSchema = z.strictObject({
+  endpoint: z.string(),
+  /** `used`: passed to `--rpc`, its devices are in `devices`; `left_out`: not, see `reason`. */
+  status: z.enum(["used", "left_out"]),
+  /** What it offers, or why it was left out. */
+  reason: z.string(),
+  left_out: z.enum(WORKER_LEFT_OUT).nullable(),
+  /** Its RPC protocol version, once it answered. */
+  version: z.string().nullable(),
+  /** The plan's ids of its devices (`rpc<N>`). */
+  devices: z.array(z.string()),
+  /** `memory_bytes` from the config: the budget used instead of what it reports. */
+  memory_bytes: bytes.nullable(),
+});
+export type WorkerPlan = z.infer<typeof WorkerPlanSchema>;
+
 /** Every decision the planner reports, in argv order. */
 export const DECISION_NAMES = [
   "slots",
   "context",
   "gpu_layers",
+  "rpc",
+  "tensor_split",
   "threads",
   "flash_attn",
   "cache_types",
@@ -147,7 +186,7 @@ export const PlanSchema = z.strictObject({
   /** What `-c` says: the per-slot context times the slots. */
   context_total: z.number().int().positive(),
   gpu_layers: count,
-  /** Every layer and the output head on the GPU (`-ngl` n_layer + 1). */
+  /** Every layer and the output head offloaded (`-ngl` n_layer + 1): to GPUs and RPC workers. */
   gpu_layers_all: z.boolean(),
   threads: z.number().int().positive(),
   flash_attn: FlashAttnSchema,
@@ -157,6 +196,8 @@ export const PlanSchema = z.strictObject({
   mlock: z.boolean(),
   max_tokens: z.number().int().positive().nullable(),
   devices: z.array(DevicePlanSchema),
+  /** Every worker of `llama.rpc`, in config order (empty when none is configured). */
+  workers: z.array(WorkerPlanSchema),
   decisions: z.array(DecisionSchema),
   /** llama-server's arguments, without --host, --port and the API key (the supervisor adds them). */
   argv: z.array(z.string()),

@@ -2,7 +2,7 @@ import type { ErrorCode } from "../protocol/errors.ts";
 
 /**
  * Why llama-server exited during start-up, read from its own log lines (recorded in
- * shared/llama-server/transcripts 70-73). Pure: the supervisor passes the log tail.
+ * shared/llama-server/transcripts 70-73, 82-83). Pure: the supervisor passes the log tail.
  */
 export interface StartFailure {
   code: ErrorCode;
@@ -46,6 +46,32 @@ const RULES: Rule[] = [
     pattern: /data is not within the file bounds|model is corrupted or incomplete/,
     code: "model_missing",
     message: () => "model file is truncated or corrupt (tensor data is not within the file bounds)",
+  },
+  // RPC workers (transcripts 82, 83; newer builds abort where b10587 skipped): before the
+  // out-of-memory rule, since a worker missing at start-up is what leaves memory short.
+  {
+    pattern: /RPC handshake failed for (\S+)/,
+    code: "internal_error",
+    message: (m) =>
+      `RPC worker ${m[1]} speaks another RPC protocol version than this llama-server (run ggml-rpc-server from the same llama.cpp build); the next start plans without it`,
+  },
+  {
+    pattern: /RPC server version mismatch: (\d+\.\d+\.\d+)/,
+    code: "internal_error",
+    message: (m) =>
+      `an RPC worker speaks RPC protocol v${m[1]}, which this llama-server refuses (run ggml-rpc-server from the same llama.cpp build)`,
+  },
+  {
+    pattern: /Failed to connect to ([^\s:,]+:\d+)\s*$/,
+    code: "internal_error",
+    message: (m) =>
+      `llama-server could not connect to RPC worker ${m[1]} at start-up (it stopped answering after the check); the next start plans without it`,
+  },
+  {
+    pattern: /Remote RPC server crashed or returned malformed response/,
+    code: "internal_error",
+    message: () =>
+      "an RPC worker stopped answering while llama-server loaded the model (Remote RPC server crashed or returned malformed response); the next start plans without any that is gone",
   },
   {
     pattern:

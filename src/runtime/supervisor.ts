@@ -12,6 +12,7 @@ import { LogTail, RotatingLog } from "./log-sink.ts";
 import { llamaPrograms, reapLeftover, removePidRecord } from "./pid-file.ts";
 import { pickFreePort } from "./ports.ts";
 import { RestartBudget, type RestartRate, type RestartVerdict } from "./restart-budget.ts";
+import { RpcWatch } from "./rpc-watch.ts";
 import { bunSpawner, type Spawner } from "./spawn.ts";
 import {
   type Running,
@@ -102,6 +103,8 @@ export class Supervisor implements LlamaProvider {
   readonly tail = new LogTail();
   private readonly spawner: Spawner;
   private readonly pickPort: () => Promise<number>;
+  /** The RPC workers of the current launch: their log signatures, the one that was lost. */
+  private readonly rpc = new RpcWatch({ onLost: (err) => this.failReady(err) });
 
   constructor(private readonly options: SupervisorOptions) {
     this.spawner = options.spawner ?? bunSpawner;
@@ -326,6 +329,7 @@ export class Supervisor implements LlamaProvider {
       );
       return running;
     } catch (err) {
+      this.rpc.ended();
       const lastError =
         err instanceof CoreError
           ? err
@@ -350,6 +354,7 @@ export class Supervisor implements LlamaProvider {
     }
     const plan = await this.options.plan();
     this.plan = plan;
+    this.rpc.begin(plan.rpc_workers ?? []);
     const dataDir = this.options.dataDir();
     this.log ??= new RotatingLog(join(dataDir, "logs"), settings.logMaxBytes, settings.logFiles);
     const emit = (p: StartProgress) => emitTo(starting.listeners, p);
@@ -369,6 +374,7 @@ export class Supervisor implements LlamaProvider {
           onLine: (line) => {
             this.tail.push(line);
             this.log?.write(`${line}\n`);
+            this.rpc.line(line);
           },
           onSpawn: (pid, header) => {
             starting.pid = pid;
@@ -383,6 +389,12 @@ export class Supervisor implements LlamaProvider {
         },
       );
       if (!("error" in outcome)) {
+        const skipped = this.rpc.afterReady(outcome.tail.last());
+        if (skipped) {
+          await stopChild(outcome.child, 0);
+          removePidRecord(dataDir);
+          throw skipped;
+        }
         emit({ phase: "ready", elapsed_ms: Date.now() - outcome.t0 });
         return toRunning(outcome);
       }
@@ -416,6 +428,22 @@ export class Supervisor implements LlamaProvider {
         log_tail: this.tail.last(TAIL_IN_ERRORS),
       },
     );
+    this.failRunning(s, err);
+  }
+
+  /** The ready server lost an RPC worker (rpc-watch.ts): leases get the named error; restart. */
+  private failReady(err: CoreError): void {
+    const s = this.state.get();
+    if (s.kind !== "ready") return;
+    this.failRunning(
+      s,
+      new CoreError(err.code, err.message, { ...err.data, log_tail: this.tail.last(TAIL_IN_ERRORS) }),
+    );
+  }
+
+  /** ready → stopping → stopped, the next start a restart for `err`, which leases see at once. */
+  private failRunning(s: StateOf<"ready">, err: CoreError): void {
+    const { running } = s;
     running.died.abort(err);
     const done = Promise.withResolvers<void>();
     const stopping: StateOf<"stopping"> = { kind: "stopping", running, restartFor: err, done: done.promise };
@@ -429,15 +457,15 @@ export class Supervisor implements LlamaProvider {
   /** The serving child exited: expected while stopping or closing, a crash while ready. */
   private onExit(running: Running, exit: Exit): void {
     removePidRecord(this.options.dataDir());
+    this.rpc.ended();
     const s = this.state.get();
     if (s.kind !== "ready" || s.running !== running) return;
     const how = exit.signal ? `killed by ${exit.signal}` : `exit code ${exit.code}`;
     logger.error(`llama-server crashed (${how})`);
-    const err = new CoreError("internal_error", `llama-server crashed (${how})`, {
-      exit_code: exit.code,
-      signal: exit.signal,
-      log_tail: this.tail.last(TAIL_IN_ERRORS),
-    });
+    const data = { exit_code: exit.code, signal: exit.signal, log_tail: this.tail.last(TAIL_IN_ERRORS) };
+    const err =
+      this.rpc.crashError(how, data, this.tail.last(TAIL_IN_ERRORS)) ??
+      new CoreError("internal_error", `llama-server crashed (${how})`, data);
     this.state.swap(s, { kind: "stopped", restartFor: err, lastError: err });
     running.died.abort(err);
   }

@@ -1,7 +1,16 @@
 import { describe, expect, test } from "bun:test";
 import { join } from "node:path";
+import { ConfigSchema } from "../../src/config/schema.ts";
+import { type LaunchPlan, planLaunch } from "../../src/plan/launch.ts";
+import { CoreError } from "../../src/protocol/errors.ts";
+import { acceptsConnections, queryWorker } from "../../src/rpc/client.ts";
+import type { Endpoint } from "../../src/rpc/endpoint.ts";
+import { rpcWorkerSnapshot } from "../../src/rpc/workers.ts";
+import type { LlamaLease } from "../../src/runtime/endpoint.ts";
+import { pickFreePort } from "../../src/runtime/ports.ts";
 import { Supervisor } from "../../src/runtime/supervisor.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
+import { waitFor } from "../fixtures/wait.ts";
 import { SETTINGS } from "./helpers/harness.ts";
 
 // Opt-in: the same supervisor against a real llama-server and a real GGUF.
@@ -64,4 +73,105 @@ if (!BINARY || !MODEL) {
       });
     }, 60_000);
   });
+}
+
+// Opt-in: RPC workers for real (SPEC §10). LOCAL_AI_TEST_RPC_SERVER is a ggml-rpc-server
+// binary; the test starts two on 127.0.0.1, plans and serves across both, kills one mid-run,
+// and expects the named error and a restart planned without it.
+const RPC_SERVER = process.env.LOCAL_AI_TEST_RPC_SERVER;
+
+if (!BINARY || !MODEL || !RPC_SERVER) {
+  test.skip("real RPC workers: set LOCAL_AI_TEST_RPC_SERVER too to run (skipped)", () => {});
+} else {
+  describe("supervisor and plan against real ggml-rpc-server workers", () => {
+    test("two workers: plan and serve on both; one killed mid-run is named, the restart does without it", async () => {
+      await using dir = tmpdir();
+      const workers = await Promise.all([startRpcServer(RPC_SERVER), startRpcServer(RPC_SERVER)]);
+      const [a, b] = workers as [RealWorker, RealWorker];
+      const config = ConfigSchema.parse({
+        model: { path: MODEL, context: 1024 },
+        llama: { binary: BINARY, rpc: [a.endpoint, b.endpoint] },
+      });
+      const plans: LaunchPlan[] = [];
+      const supervisor = new Supervisor({
+        findBinary: () => ({ path: BINARY }),
+        plan: async () => {
+          const p = await planLaunch(config);
+          plans.push(p);
+          return p;
+        },
+        dataDir: () => join(dir.path, "data"),
+        settings: () => ({ ...SETTINGS, startupTimeoutMs: 60_000, stopGraceMs: 3000, restartBackoffMs: 10 }),
+        reap: false,
+      });
+      const chat = (lease: LlamaLease) =>
+        fetch(`${lease.baseUrl}/v1/chat/completions`, {
+          method: "POST",
+          headers: { Authorization: `Bearer ${lease.apiKey}`, "Content-Type": "application/json" },
+          body: JSON.stringify({ messages: [{ role: "user", content: "hi" }], max_tokens: 4 }),
+          signal: lease.died,
+        });
+      try {
+        // The query client against the real thing: a version, one device with memory.
+        const report = await queryWorker(a);
+        expect(report).toMatchObject({ ok: true, devices: [{ total_bytes: expect.any(Number) }] });
+
+        const lease = await supervisor.acquire(new AbortController().signal);
+        const argv = plans[0]!.argv;
+        expect(argv[argv.indexOf("--rpc") + 1]).toBe(`${a.endpoint},${b.endpoint}`);
+        expect(argv).toContain("--tensor-split");
+        expect(rpcWorkerSnapshot([a.endpoint, b.endpoint]).map((w) => w.state)).toEqual(["in_use", "in_use"]);
+        expect((await chat(lease)).status).toBe(200);
+
+        b.proc.kill("SIGKILL");
+        await b.proc.exited;
+        const failed = await chat(lease).then(
+          (r) => `answered ${r.status}`,
+          (e: unknown) => e,
+        );
+        lease.release();
+        // The abort's line comes before the process dies (it prints a backtrace first): the
+        // chat's request ends with the named error, not a bare dropped connection.
+        expect(failed).toBeInstanceOf(CoreError);
+        expect((failed as CoreError).message).toContain(`RPC worker ${b.endpoint} stopped answering`);
+        expect(await waitFor(() => supervisor.currentState() === "stopped", { timeoutMs: 30_000 })).toBe(
+          true,
+        );
+        expect(supervisor.snapshot().lastError?.message ?? "").toContain(b.endpoint);
+        expect(rpcWorkerSnapshot([b.endpoint])[0]!.state).toBe("lost");
+
+        const again = await supervisor.acquire(new AbortController().signal);
+        const argv2 = plans[1]!.argv;
+        expect(argv2[argv2.indexOf("--rpc") + 1]).toBe(a.endpoint);
+        expect((await chat(again)).status).toBe(200);
+        again.release();
+      } finally {
+        await supervisor.stop();
+        for (const w of workers) w.proc.kill("SIGKILL");
+      }
+    }, 240_000);
+  });
+}
+
+interface RealWorker extends Endpoint {
+  proc: ReturnType<typeof Bun.spawn>;
+}
+
+/** A ggml-rpc-server on 127.0.0.1 and a free port, once it accepts connections. */
+async function startRpcServer(binary: string): Promise<RealWorker> {
+  const port = await pickFreePort();
+  const proc = Bun.spawn([binary, "-H", "127.0.0.1", "-p", String(port)], {
+    stdout: "ignore",
+    stderr: "ignore",
+  });
+  const target = { endpoint: `127.0.0.1:${port}`, host: "127.0.0.1", port };
+  const deadline = Date.now() + 20_000;
+  while (!(await acceptsConnections(target, 200))) {
+    if (Date.now() > deadline || proc.exitCode !== null) {
+      proc.kill("SIGKILL");
+      throw new Error(`ggml-rpc-server did not start on ${target.endpoint}`);
+    }
+    await Bun.sleep(50);
+  }
+  return { ...target, proc };
 }

@@ -21,11 +21,24 @@ export interface GpuBudget extends RamBudget {
   i: number;
   unified: boolean;
   name: string;
+  /** A device of an RPC worker (decide/rpc-devices.ts) rather than a local GPU. */
+  remote?: RemoteDevice;
+}
+
+export interface RemoteDevice {
+  /** `rpc<N>`, N as llama-server numbers RPC devices. */
+  id: string;
+  endpoint: string;
+  /** The device's index on its worker. */
+  device: number;
 }
 
 export interface Budgets {
   ram: RamBudget;
-  /** GPUs with something to spend, the only ones the plan uses. */
+  /**
+   * GPUs with something to spend, the only ones the plan uses; with RPC workers, their devices
+   * come first, as in llama-server's own device order.
+   */
   gpus: GpuBudget[];
 }
 

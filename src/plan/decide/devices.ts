@@ -23,9 +23,10 @@ export function devicePlans(b: Budgets, est: Estimate, cpuName: string | null): 
     },
     ...b.gpus.map(
       (g, k): DevicePlan => ({
-        id: `gpu${g.i}`,
-        kind: "gpu",
+        id: g.remote?.id ?? `gpu${g.i}`,
+        kind: g.remote ? "rpc" : "gpu",
         name: g.name,
+        ...(g.remote ? { endpoint: g.remote.endpoint } : {}),
         unified: g.unified,
         total_bytes: g.total,
         available_bytes: g.available,

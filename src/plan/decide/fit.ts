@@ -60,7 +60,7 @@ export function fitter(model: ModelInfo, b: Budgets, s: FitSettings): Fitter {
       const g = b.gpus[k]!;
       if (g.unified) ramUse += u.total;
       if (u.total > g.budget && !short)
-        short = { device: `gpu${g.i} (${g.name})`, needed: u.total, budget: g.budget };
+        short = { device: `${g.remote?.id ?? `gpu${g.i}`} (${g.name})`, needed: u.total, budget: g.budget };
       if (ctxCost(u) > (g.unified ? ROOM_SHARE_RAM : ROOM_SHARE_GPU) * Math.max(0, g.budget - u.weights))
         roomy = false;
     });

@@ -1,0 +1,135 @@
+import { connect, type Socket } from "node:net";
+import type { Endpoint } from "./endpoint.ts";
+import {
+  type DeviceMemory,
+  type QueryOptions,
+  type RpcVersion,
+  type WireFailure,
+  type WorkerFailureKind,
+  WorkerQuery,
+} from "./wire.ts";
+
+/**
+ * The TCP edge of the worker query: one connection per worker, one deadline for the whole
+ * exchange (connect included), closed as soon as the answer is in. Never throws: every
+ * outcome is a `WorkerReport`. The protocol itself is `WorkerQuery` (wire.ts).
+ */
+
+/** A worker's answer is a few dozen bytes: anything slower than this is not a usable worker. */
+export const QUERY_TIMEOUT_MS = 2000;
+
+export type WorkerReport =
+  | {
+      endpoint: string;
+      ok: true;
+      version: RpcVersion;
+      devices: DeviceMemory[];
+      ms: number;
+      /** Not asked now: the running llama-server holds it; this is its last answer. */
+      in_use?: true;
+    }
+  | {
+      endpoint: string;
+      ok: false;
+      failure: WorkerFailureKind;
+      message: string;
+      version?: RpcVersion;
+      ms: number;
+    };
+
+export interface QueryRequest extends QueryOptions {
+  timeoutMs?: number;
+}
+
+export function queryWorker(target: Endpoint, request: QueryRequest = {}): Promise<WorkerReport> {
+  const timeoutMs = request.timeoutMs ?? QUERY_TIMEOUT_MS;
+  const t0 = performance.now();
+  const query = new WorkerQuery(request);
+  return new Promise((resolve) => {
+    let settled = false;
+    let connected = false;
+    const socket: Socket = connect({ host: target.host, port: target.port });
+    const finish = (outcome: { answer: { version: RpcVersion; devices: DeviceMemory[] } } | WireFailure) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      socket.destroy();
+      const ms = Math.round(performance.now() - t0);
+      if ("answer" in outcome) {
+        resolve({ endpoint: target.endpoint, ok: true, ...outcome.answer, ms });
+      } else {
+        resolve({
+          endpoint: target.endpoint,
+          ok: false,
+          failure: outcome.kind,
+          message: outcome.message,
+          ...versionOf(outcome),
+          ms,
+        });
+      }
+    };
+    const timer = setTimeout(() => {
+      const version = query.answeredVersion();
+      finish({
+        kind: "timeout",
+        message: connected
+          ? `accepted the connection but did not answer within ${timeoutMs} ms (a worker serves one client at a time: is another llama-server using it? or this port is not a ggml-rpc-server)`
+          : `did not accept a connection within ${timeoutMs} ms (machine off, or a firewall dropping the port)`,
+        ...(version ? { version } : {}),
+      });
+    }, timeoutMs);
+    socket.setNoDelay(true);
+    socket.on("connect", () => {
+      connected = true;
+      socket.write(query.first());
+    });
+    socket.on("data", (chunk: Buffer) => {
+      const step = query.push(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.length));
+      if ("send" in step) socket.write(step.send);
+      else if ("done" in step) finish({ answer: step.done });
+      else if ("fail" in step) finish(step.fail);
+    });
+    socket.on("error", (err: NodeJS.ErrnoException) =>
+      finish(connected ? query.closed() : connectFailure(err)),
+    );
+    socket.on("close", () => finish(query.closed()));
+  });
+}
+
+function versionOf(f: WireFailure): { version?: RpcVersion } {
+  return f.version ? { version: f.version } : {};
+}
+
+function connectFailure(err: NodeJS.ErrnoException): WireFailure {
+  switch (err.code) {
+    case "ECONNREFUSED":
+      return { kind: "refused", message: "connection refused (no ggml-rpc-server listening on that port)" };
+    case "ENOTFOUND":
+    case "EAI_AGAIN":
+    case "EAI_NONAME":
+      return { kind: "unresolved", message: "the host name does not resolve" };
+    case "ETIMEDOUT":
+      return { kind: "timeout", message: "the connection timed out" };
+    default:
+      return { kind: "unreachable", message: `cannot connect (${err.code ?? err.message})` };
+  }
+}
+
+/**
+ * Whether anything still accepts a TCP connection at the endpoint, without speaking to it:
+ * used while llama-server is dying, when the workers that are alive are still its clients
+ * (a worker serves one client at a time) and would not answer a query yet.
+ */
+export function acceptsConnections(target: Endpoint, timeoutMs: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect({ host: target.host, port: target.port });
+    const done = (up: boolean) => {
+      clearTimeout(timer);
+      socket.destroy();
+      resolve(up);
+    };
+    const timer = setTimeout(() => done(false), timeoutMs);
+    socket.on("connect", () => done(true));
+    socket.on("error", () => done(false));
+  });
+}

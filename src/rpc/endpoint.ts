@@ -1,0 +1,51 @@
+/**
+ * A worker's address as llama-server's `--rpc` takes it: `host:port`. llama.cpp splits an
+ * endpoint at its first colon and the list at commas, so an IPv6 literal or a comma can never
+ * reach a worker; they are refused here with the reason, instead of failing at start-up.
+ * Pure: a string in, the parts or the reason out.
+ */
+
+export interface Endpoint {
+  /** `host:port` with the host in lower case: the form passed to `--rpc` and used as the key. */
+  endpoint: string;
+  host: string;
+  port: number;
+}
+
+export type ParsedEndpoint = ({ ok: true } & Endpoint) | { ok: false; why: string };
+
+const LABEL = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
+const IPV4 = /^\d{1,3}(\.\d{1,3}){3}$/;
+
+export function parseEndpoint(raw: string): ParsedEndpoint {
+  if (raw.length === 0) return { ok: false, why: "it is empty" };
+  if (raw.length > 300) return { ok: false, why: "it is too long for a host name" };
+  if (/\s/.test(raw)) return { ok: false, why: "it contains a space" };
+  if (raw.includes(",")) return { ok: false, why: "it contains a comma (list each worker as its own entry)" };
+  if (raw.includes("/")) return { ok: false, why: "it is a URL or path; write just host:port" };
+  if (raw.startsWith("["))
+    return { ok: false, why: "IPv6 addresses cannot be used: llama.cpp splits host:port at the first colon" };
+  const colon = raw.lastIndexOf(":");
+  if (colon < 0) return { ok: false, why: "the port is missing" };
+  const host = raw.slice(0, colon).toLowerCase();
+  const portText = raw.slice(colon + 1);
+  if (host.includes(":"))
+    return { ok: false, why: "IPv6 addresses cannot be used: llama.cpp splits host:port at the first colon" };
+  if (host.length === 0) return { ok: false, why: "the host is missing" };
+  if (!/^\d{1,5}$/.test(portText)) return { ok: false, why: `the port '${portText}' is not a number` };
+  const port = Number(portText);
+  if (port < 1 || port > 65535) return { ok: false, why: `the port ${port} is outside 1-65535` };
+  const hostWhy = hostProblem(host);
+  if (hostWhy) return { ok: false, why: hostWhy };
+  return { ok: true, endpoint: `${host}:${port}`, host, port };
+}
+
+function hostProblem(host: string): string | null {
+  if (IPV4.test(host)) {
+    return host.split(".").every((o) => Number(o) <= 255) ? null : `'${host}' is not an IPv4 address`;
+  }
+  if (host.length > 253) return "the host name is longer than 253 characters";
+  const labels = host.split(".");
+  if (labels.every((l) => LABEL.test(l)) && !/^\d+$/.test(labels.at(-1) as string)) return null;
+  return `'${host}' is not a host name (letters, digits, - and . only) or an IPv4 address`;
+}

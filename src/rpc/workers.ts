@@ -1,0 +1,143 @@
+import { z } from "zod";
+import type { WorkerReport } from "./client.ts";
+import { versionText } from "./wire.ts";
+
+/**
+ * What this process last learned about each RPC worker: the latest query (by doctor, plan or
+ * the supervisor before a start), whether the running llama-server holds it (a worker serves
+ * one client at a time, so it cannot be asked while in use), whether llama-server lost it or
+ * refused its protocol version. Read by `status` without touching the network.
+ */
+
+export const WORKER_STATES = [
+  /** Never asked yet. */
+  "unchecked",
+  /** Answered the last query. */
+  "ok",
+  /** The running llama-server uses it. */
+  "in_use",
+  /** It stopped answering while llama-server used it (or was skipped at its start). */
+  "lost",
+  // The query's failures (wire.ts).
+  "refused",
+  "unresolved",
+  "unreachable",
+  "timeout",
+  "closed",
+  "wrong_version",
+  "malformed",
+] as const satisfies readonly (WorkerReportFailure | "unchecked" | "ok" | "in_use" | "lost")[];
+
+type WorkerReportFailure = Extract<WorkerReport, { ok: false }>["failure"];
+
+/** One worker in `status` (a strict schema, so status's result can embed it as is). */
+export const WorkerStatusSchema = z.strictObject({
+  endpoint: z.string(),
+  state: z.enum(WORKER_STATES),
+  /** One line: what it has, or why it cannot be used. */
+  message: z.string(),
+  /** Its RPC protocol version, once it answered HELLO. */
+  version: z.string().nullable(),
+  devices: z.array(
+    z.strictObject({ free_bytes: z.number().nonnegative(), total_bytes: z.number().nonnegative() }),
+  ),
+  /** When it was last asked (ms since the epoch), or null. */
+  checked_at: z.number().nullable(),
+});
+export type WorkerStatus = z.infer<typeof WorkerStatusSchema>;
+export type WorkerState = WorkerStatus["state"];
+
+export class WorkerBook {
+  private readonly reports = new Map<string, { report: WorkerReport; at: number }>();
+  private readonly inUse = new Set<string>();
+  private readonly lostWhy = new Map<string, string>();
+  private readonly refused = new Map<string, string>();
+
+  record(report: WorkerReport, at = Date.now()): void {
+    this.reports.set(report.endpoint, { report, at });
+    // A newer answer (or failure) says more than what happened at the last launch.
+    this.lostWhy.delete(report.endpoint);
+  }
+
+  last(endpoint: string): WorkerReport | undefined {
+    return this.reports.get(endpoint)?.report;
+  }
+
+  /** A llama-server started with these workers: they are its clients until `released`. */
+  launched(endpoints: readonly string[]): void {
+    this.inUse.clear();
+    for (const e of endpoints) this.inUse.add(e);
+  }
+
+  released(): void {
+    this.inUse.clear();
+  }
+
+  isInUse(endpoint: string): boolean {
+    return this.inUse.has(endpoint);
+  }
+
+  lost(endpoint: string, why: string): void {
+    this.inUse.delete(endpoint);
+    this.lostWhy.set(endpoint, why);
+  }
+
+  /**
+   * llama-server refused this worker's protocol version. When its log did not say which, the
+   * version the worker last reported is taken: a worker that is updated is asked again.
+   */
+  refuseVersion(endpoint: string, version: string | null): void {
+    const last = this.reports.get(endpoint)?.report;
+    this.refused.set(endpoint, version ?? (last?.version ? versionText(last.version) : "?"));
+  }
+
+  /** The version llama-server refused for this worker, while the worker still reports it. */
+  refusal(endpoint: string): string | undefined {
+    return this.refused.get(endpoint);
+  }
+
+  snapshot(configured: readonly string[]): WorkerStatus[] {
+    return configured.map((endpoint) => this.status(endpoint));
+  }
+
+  private status(endpoint: string): WorkerStatus {
+    const seen = this.reports.get(endpoint);
+    const r = seen?.report;
+    const version = r?.version ? versionText(r.version) : null;
+    const devices = r?.ok ? r.devices : [];
+    const base = { endpoint, version, devices, checked_at: seen?.at ?? null };
+    const lost = this.lostWhy.get(endpoint);
+    if (lost) return { ...base, state: "lost", message: lost };
+    if (this.inUse.has(endpoint))
+      return { ...base, state: "in_use", message: "used by the running llama-server" };
+    if (!r) return { ...base, state: "unchecked", message: "not checked yet" };
+    if (!r.ok) return { ...base, state: r.failure, message: r.message };
+    return { ...base, state: "ok", message: describeWorker(r) };
+  }
+}
+
+/** "RPC v5.1.0, 1 device: 23.5 GiB free of 23.5 GiB". */
+export function describeWorker(r: Extract<WorkerReport, { ok: true }>): string {
+  const free = r.devices.reduce((a, d) => a + d.free_bytes, 0);
+  const total = r.devices.reduce((a, d) => a + d.total_bytes, 0);
+  const n = r.devices.length;
+  return `RPC v${versionText(r.version)}, ${n} device${n === 1 ? "" : "s"}: ${gib(free)} free of ${gib(total)}`;
+}
+
+function gib(n: number): string {
+  return n >= 2 ** 30 ? `${(n / 2 ** 30).toFixed(1)} GiB` : `${(n / 2 ** 20).toFixed(0)} MiB`;
+}
+
+/** The process's book: the supervisor, plan and doctor of one core share what they learn. */
+export const workerBook = new WorkerBook();
+
+/**
+ * For `status`: each configured worker's last known state, read from memory (no network: a
+ * worker in use by llama-server could not answer anyway).
+ */
+export function rpcWorkerSnapshot(
+  configured: readonly string[],
+  book: WorkerBook = workerBook,
+): WorkerStatus[] {
+  return book.snapshot(configured);
+}

@@ -1,0 +1,150 @@
+import { CoreError } from "../protocol/errors.ts";
+import { acceptsConnections } from "../rpc/client.ts";
+import { parseEndpoint } from "../rpc/endpoint.ts";
+import { type WorkerBook, workerBook } from "../rpc/workers.ts";
+import { logger } from "../util/logger.ts";
+
+/**
+ * The supervisor's eye on the RPC workers of the llama-server it runs (SPEC §10). llama-server
+ * itself says little (shared/llama-server/transcripts/82, 83): an unreachable worker is skipped
+ * at start-up with one `E Failed to connect to host:port` line (b10587; newer builds abort
+ * instead), and a worker that dies mid-run aborts the whole server on the next request with
+ * `Remote RPC server crashed or returned malformed response`, naming no worker. This reads the
+ * log lines for those signatures and finds which worker is gone by trying to connect to each
+ * (the live ones still hold llama-server's connection and would not answer a query, but they
+ * accept a connection). Its findings go to the worker book, which `status` reads.
+ */
+
+export const RPC_ABORT = /Remote RPC server crashed or returned malformed response/;
+const FAILED_CONNECT = /Failed to connect to ([^\s:,]+:\d+)\s*$/;
+const HANDSHAKE_FAILED = /RPC handshake failed for (\S+)/;
+const VERSION_MISMATCH = /RPC server version mismatch: (\d+\.\d+\.\d+)/;
+
+/** How long finding the lost worker may take: it must beat the dying process to the chat. */
+export const IDENTIFY_TIMEOUT_MS = 1000;
+
+export interface RpcWatchOptions {
+  /** The supervisor's reaction to a lost worker while the server is ready (restart, tell the chat). */
+  onLost: (err: CoreError) => void;
+  book?: WorkerBook;
+  /** Whether something still accepts connections at `host:port` (tests replace it). */
+  accepts?: (endpoint: string, timeoutMs: number) => Promise<boolean>;
+}
+
+export class RpcWatch {
+  private endpoints: readonly string[] = [];
+  private pendingVersion: string | null = null;
+  private identifying: Promise<CoreError> | undefined;
+  private identified: CoreError | undefined;
+  /** Which launch: a finding that arrives after the next launch began is not this one's. */
+  private generation = 0;
+  private readonly book: WorkerBook;
+  private readonly accepts: (endpoint: string, timeoutMs: number) => Promise<boolean>;
+
+  constructor(private readonly options: RpcWatchOptions) {
+    this.book = options.book ?? workerBook;
+    this.accepts = options.accepts ?? defaultAccepts;
+  }
+
+  /** A launch with these workers (`--rpc`) begins: they are llama-server's from now on. */
+  begin(endpoints: readonly string[]): void {
+    this.generation++;
+    this.endpoints = endpoints;
+    this.pendingVersion = null;
+    this.identifying = undefined;
+    this.identified = undefined;
+    this.book.launched(endpoints);
+  }
+
+  /** The launch's server is gone (stopped, crashed, failed to start): the workers are free. */
+  ended(): void {
+    this.book.released();
+  }
+
+  /** Every line llama-server prints. */
+  line(text: string): void {
+    if (this.endpoints.length === 0) return;
+    const version = VERSION_MISMATCH.exec(text);
+    if (version) this.pendingVersion = version[1] as string;
+    const refused = HANDSHAKE_FAILED.exec(text) ?? (this.pendingVersion ? FAILED_CONNECT.exec(text) : null);
+    if (refused) this.book.refuseVersion(refused[1] as string, this.pendingVersion);
+    if (RPC_ABORT.test(text) && !this.identifying) {
+      const generation = this.generation;
+      this.identifying = this.identify();
+      void this.identifying.then((err) => {
+        if (generation !== this.generation) return;
+        this.identified = err;
+        this.options.onLost(err);
+      });
+    }
+  }
+
+  /**
+   * After a start that looked good: a worker llama-server skipped (b10587 logs it and carries
+   * on, CPU only) is a failed start, named, so the next one plans without it.
+   */
+  afterReady(launchTail: readonly string[]): CoreError | null {
+    const skipped = new Map<string, string>();
+    let version: string | null = null;
+    for (const l of launchTail) {
+      const v = VERSION_MISMATCH.exec(l);
+      if (v) version = v[1] as string;
+      const m = FAILED_CONNECT.exec(l);
+      if (m && this.endpoints.includes(m[1] as string)) {
+        skipped.set(
+          m[1] as string,
+          version
+            ? `it speaks RPC protocol v${version}, which this llama-server refuses`
+            : "it could not connect",
+        );
+      }
+    }
+    if (skipped.size === 0) return null;
+    for (const e of skipped.keys())
+      this.book.lost(e, `llama-server skipped it at start-up: ${skipped.get(e)}`);
+    const list = [...skipped].map(([e, why]) => `${e} (${why})`).join(", ");
+    return new CoreError(
+      "internal_error",
+      `llama-server started without RPC worker ${list}, after it answered the check just before; it was stopped rather than left running on less memory; the next start plans without it`,
+      { rpc_workers_lost: [...skipped.keys()], log_tail: launchTail.slice(-20) },
+    );
+  }
+
+  /** An exit of the ready server: the named error when it was the RPC abort, else null. */
+  crashError(how: string, data: Record<string, unknown>, tail: readonly string[]): CoreError | null {
+    if (this.identified) return withData(this.identified, data);
+    if (!this.identifying && !tail.some((l) => RPC_ABORT.test(l))) return null;
+    // The process died before the connections were tried: name the workers it had.
+    return new CoreError(
+      "internal_error",
+      `llama-server aborted (${how}): one of its RPC workers (${this.endpoints.join(", ")}) stopped answering (Remote RPC server crashed or returned malformed response); the next start checks them and plans without any that is gone`,
+      { ...data, rpc_workers: [...this.endpoints] },
+    );
+  }
+
+  private async identify(): Promise<CoreError> {
+    const up = await Promise.all(this.endpoints.map((e) => this.accepts(e, IDENTIFY_TIMEOUT_MS)));
+    const lost = this.endpoints.filter((_, i) => !up[i]);
+    for (const e of lost)
+      this.book.lost(e, "stopped answering while llama-server used it; llama-server aborted");
+    logger.error(`llama-server lost RPC worker(s): ${lost.join(", ") || "(all accept connections again)"}`);
+    const what =
+      lost.length === 0
+        ? `an RPC worker stopped answering (all of ${this.endpoints.join(", ")} accept connections again)`
+        : `RPC worker ${lost.join(", ")} stopped answering`;
+    return new CoreError(
+      "internal_error",
+      `llama-server aborted: ${what} (Remote RPC server crashed or returned malformed response); the next start plans without ${lost.length === 1 ? "it" : "any that is gone"}`,
+      { rpc_workers_lost: lost, rpc_workers: [...this.endpoints] },
+    );
+  }
+}
+
+function withData(err: CoreError, data: Record<string, unknown>): CoreError {
+  return new CoreError(err.code, err.message, { ...err.data, ...data });
+}
+
+function defaultAccepts(endpoint: string, timeoutMs: number): Promise<boolean> {
+  const target = parseEndpoint(endpoint);
+  return target.ok ? acceptsConnections(target, timeoutMs) : Promise.resolve(false);
+}

@@ -1,0 +1,98 @@
+import { describe, expect, test } from "bun:test";
+import { ConfigSchema, type RpcWorkerConfig } from "../../src/config/schema.ts";
+import { renderDoctor } from "../../src/doctor/render.ts";
+import { rpcChecks } from "../../src/doctor/rpc-checks.ts";
+import { checkWorkers } from "../../src/rpc/check.ts";
+import { WorkerBook } from "../../src/rpc/workers.ts";
+import { pickFreePort } from "../../src/runtime/ports.ts";
+import { RpcWorkerStandIn, type WorkerOptions } from "../fixtures/rpc-worker.ts";
+
+// doctor's worker checks against worker stand-ins: one check per worker, a failure saying
+// which worker, why, and what to do.
+
+const deps = {
+  workers: (w: readonly RpcWorkerConfig[]) => checkWorkers(w, { book: new WorkerBook(), timeoutMs: 300 }),
+};
+const configOf = (rpc: unknown[]) => ConfigSchema.parse({ llama: { rpc } });
+
+async function one(options: WorkerOptions) {
+  await using w = await new RpcWorkerStandIn(options).start();
+  const [check] = await rpcChecks(configOf([w.endpoint]), deps);
+  return { check: check!, endpoint: w.endpoint };
+}
+
+describe("doctor: RPC workers", () => {
+  test("no llama.rpc, no worker checks", async () => {
+    expect(await rpcChecks(configOf([]), deps)).toEqual([]);
+  });
+
+  test("a worker that answers: ok, with its version, devices and free memory", async () => {
+    const { check, endpoint } = await one({});
+    expect(check).toMatchObject({ id: `rpc:${endpoint}`, status: "ok" });
+    expect(check.message).toBe(`${endpoint}: RPC v5.1.0, 1 device: 23.5 GiB free of 23.5 GiB`);
+    expect(check.data).toMatchObject({ version: "5.1.0", devices: [{ free_bytes: 25276059648 }] });
+  });
+
+  test("a closed port: refused, with how to start the worker", async () => {
+    const port = await pickFreePort();
+    const [check] = await rpcChecks(configOf([`127.0.0.1:${port}`]), deps);
+    expect(check).toMatchObject({
+      id: `rpc:127.0.0.1:${port}`,
+      status: "fail",
+      data: { failure: "refused" },
+    });
+    expect(check!.message).toContain("connection refused");
+    expect(check!.fix).toBe(`start the worker on 127.0.0.1: ggml-rpc-server -p ${port}`);
+  });
+
+  test("a remote worker refused: the fix reminds that it listens on 127.0.0.1 unless -H is given", async () => {
+    const [check] = await rpcChecks(configOf(["192.0.2.1:50052"]), {
+      workers: async () => [
+        { endpoint: "192.0.2.1:50052", ok: false, failure: "refused", message: "connection refused", ms: 1 },
+      ],
+    });
+    expect(check!.fix).toContain("-H <its LAN address> -p 50052");
+    expect(check!.fix).toContain("trusted networks only");
+  });
+
+  const bad: [WorkerOptions, string, RegExp, RegExp][] = [
+    [{ mode: "hang" }, "timeout", /did not answer within 300 ms/, /one client at a time/],
+    [{ mode: "garbage" }, "malformed", /size field/, /not a ggml-rpc-server/],
+    [{ mode: "huge" }, "malformed", /9223372036854775808/, /not a ggml-rpc-server/],
+    [{ mode: "http" }, "malformed", /HTTP server/, /check the port/],
+    [{ mode: "close" }, "closed", /without answering HELLO/, /same llama.cpp build/],
+  ];
+  test.each(bad)("%o → fail (%s), saying why and what to do", async (options, failure, message, fix) => {
+    const { check, endpoint } = await one(options);
+    expect(check).toMatchObject({ id: `rpc:${endpoint}`, status: "fail", data: { failure } });
+    expect(check.message.startsWith(`${endpoint}: `)).toBe(true);
+    expect(check.message).toMatch(message);
+    expect(check.fix).toMatch(fix);
+  });
+
+  test("a worker speaking another major version than the others is named as such, not as unreachable", async () => {
+    await using a = await new RpcWorkerStandIn().start();
+    await using b = await new RpcWorkerStandIn({ version: [7, 0, 0] }).start();
+    await using c = await new RpcWorkerStandIn().start();
+    const checks = await rpcChecks(configOf([a.endpoint, b.endpoint, c.endpoint]), deps);
+    expect(checks.map((x) => x.status)).toEqual(["ok", "fail", "ok"]);
+    expect(checks[1]!.message).toContain("speaks RPC protocol v7.0.0 while");
+    expect(checks[1]!.fix).toContain("same llama.cpp build");
+  });
+
+  test("a worker with almost nothing free warns; a configured budget is shown", async () => {
+    const { check } = await one({ devices: [{ free: 100 * 2 ** 20, total: 8 * 2 ** 30 }] });
+    expect(check.status).toBe("warn");
+    await using w = await new RpcWorkerStandIn().start();
+    const [withBudget] = await rpcChecks(configOf([{ endpoint: w.endpoint, memory_bytes: 2 ** 30 }]), deps);
+    expect(withBudget!.message).toContain("budget 1024 MiB from llama.rpc");
+  });
+
+  test("the pretty report shows each worker and its fix line", async () => {
+    const port = await pickFreePort();
+    const checks = await rpcChecks(configOf([`127.0.0.1:${port}`]), deps);
+    const text = renderDoctor({ ok: false, checks });
+    expect(text).toContain(`rpc:127.0.0.1:${port}`);
+    expect(text).toContain(`fix: start the worker on 127.0.0.1: ggml-rpc-server -p ${port}`);
+  });
+});

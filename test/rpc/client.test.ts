@@ -1,0 +1,104 @@
+import { describe, expect, test } from "bun:test";
+import { createServer } from "node:net";
+import { acceptsConnections, queryWorker } from "../../src/rpc/client.ts";
+import { type Endpoint, parseEndpoint } from "../../src/rpc/endpoint.ts";
+import { pickFreePort } from "../../src/runtime/ports.ts";
+import { RECORDED_DEVICE_BYTES, RpcWorkerStandIn, type WorkerMode } from "../fixtures/rpc-worker.ts";
+
+const at = (endpoint: string): Endpoint => {
+  const p = parseEndpoint(endpoint);
+  if (!p.ok) throw new Error(p.why);
+  return p;
+};
+
+describe("queryWorker over TCP", () => {
+  test("a recorded worker: version, devices, free and total memory", async () => {
+    await using w = await new RpcWorkerStandIn().start();
+    const r = await queryWorker(at(w.endpoint));
+    expect(r).toMatchObject({
+      endpoint: w.endpoint,
+      ok: true,
+      version: { major: 5, minor: 1, patch: 0 },
+      devices: [{ free_bytes: RECORDED_DEVICE_BYTES, total_bytes: RECORDED_DEVICE_BYTES }],
+    });
+    // The worker is free again for the next client (llama-server) once the query is done.
+    expect((await queryWorker(at(w.endpoint))).ok).toBe(true);
+  });
+
+  test("a closed port is refused, fast", async () => {
+    const port = await pickFreePort();
+    const r = await queryWorker(at(`127.0.0.1:${port}`));
+    expect(r).toMatchObject({ ok: false, failure: "refused" });
+    expect(r.ms).toBeLessThan(1000);
+  });
+
+  test("a name that does not resolve is unresolved", async () => {
+    expect(await queryWorker(at("no-such-host.invalid:50052"))).toMatchObject({
+      ok: false,
+      failure: "unresolved",
+    });
+  });
+
+  const cases: [WorkerMode, string, RegExp][] = [
+    ["hang", "timeout", /did not answer within 300 ms/],
+    ["garbage", "malformed", /size field/],
+    ["huge", "malformed", /9223372036854775808/],
+    ["http", "malformed", /HTTP server/],
+    ["close", "closed", /without answering HELLO/],
+    ["extra", "malformed", /more bytes/],
+  ];
+  test.each(cases)("a worker that answers %s → %s", async (mode, failure, message) => {
+    await using w = await new RpcWorkerStandIn({ mode }).start();
+    const t0 = Date.now();
+    const r = await queryWorker(at(w.endpoint), { timeoutMs: 300 });
+    expect(r).toMatchObject({ ok: false, failure });
+    if (!r.ok) expect(r.message).toMatch(message);
+    expect(Date.now() - t0).toBeLessThan(2000);
+  });
+
+  test("another major version is wrong_version when one is expected, with the version it speaks", async () => {
+    await using w = await new RpcWorkerStandIn({ version: [7, 0, 0] }).start();
+    const r = await queryWorker(at(w.endpoint), { expectMajor: 5 });
+    expect(r).toMatchObject({
+      ok: false,
+      failure: "wrong_version",
+      version: { major: 7, minor: 0, patch: 0 },
+    });
+  });
+
+  test("a worker busy with another client (one at a time) times out, saying why", async () => {
+    await using w = await new RpcWorkerStandIn().start();
+    const net = await import("node:net");
+    const holder = net.connect({ host: "127.0.0.1", port: w.port });
+    await new Promise((resolve) => holder.on("connect", resolve));
+    holder.write(new Uint8Array([14, 24, 0, 0, 0, 0, 0, 0, 0, ...new Array(24).fill(0)]));
+    const r = await queryWorker(at(w.endpoint), { timeoutMs: 300 });
+    expect(r).toMatchObject({ ok: false, failure: "timeout" });
+    if (!r.ok) expect(r.message).toContain("one client at a time");
+    holder.destroy();
+  });
+
+  test("a server that sends endless bytes is cut off without buffering them", async () => {
+    const server = createServer((s) => {
+      s.on("error", () => {});
+      const junk = Buffer.alloc(64 * 1024, 0x41);
+      const pump = () => {
+        while (!s.destroyed && s.write(junk)) {}
+      };
+      s.on("drain", pump);
+      pump();
+    });
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    const port = (server.address() as { port: number }).port;
+    const r = await queryWorker(at(`127.0.0.1:${port}`), { timeoutMs: 1000 });
+    expect(r).toMatchObject({ ok: false, failure: "malformed" });
+    server.close();
+  });
+
+  test("acceptsConnections tells a live port from a dead one without talking to it", async () => {
+    await using w = await new RpcWorkerStandIn({ mode: "hang" }).start();
+    expect(await acceptsConnections(at(w.endpoint), 500)).toBe(true);
+    await w.kill();
+    expect(await acceptsConnections(at(w.endpoint), 500)).toBe(false);
+  });
+});

@@ -1,0 +1,41 @@
+import { describe, expect, test } from "bun:test";
+import { parseEndpoint } from "../../src/rpc/endpoint.ts";
+
+describe("parseEndpoint: host:port as llama-server's --rpc reads it", () => {
+  test.each([
+    ["127.0.0.1:50052", "127.0.0.1:50052", 50052],
+    ["Worker-1.LAN:1", "worker-1.lan:1", 1],
+    ["localhost:65535", "localhost:65535", 65535],
+    ["10.0.0.5:08080", "10.0.0.5:8080", 8080],
+  ])("%s is accepted as %s", (raw, endpoint, port) => {
+    expect(parseEndpoint(raw)).toMatchObject({ ok: true, endpoint, port });
+  });
+
+  test.each([
+    ["", /empty/],
+    ["host", /port is missing/],
+    [":50052", /host is missing/],
+    ["host:", /port '' is not a number/],
+    ["host:abc", /not a number/],
+    ["host:0", /outside 1-65535/],
+    ["host:65536", /outside 1-65535/],
+    ["host:-1", /not a number/],
+    ["host:+5", /not a number/],
+    ["a:1,b:2", /comma/],
+    ["host :1", /space/],
+    ["http://host:1", /URL/],
+    ["[::1]:50052", /IPv6/],
+    ["fe80::1:50052", /IPv6/],
+    ["256.1.1.1:5", /not an IPv4 address/],
+    ["bad_host:5", /not a host name/],
+    ["-bad:5", /not a host name/],
+    ["a..b:5", /not a host name/],
+    ["1.2.3:5", /not a host name/],
+    [`${"a".repeat(64)}:5`, /not a host name/],
+    [`${"a".repeat(400)}:5`, /too long/],
+  ])("%j is refused: %s", (raw, why) => {
+    const r = parseEndpoint(raw);
+    expect(r.ok).toBe(false);
+    if (!r.ok) expect(r.why).toMatch(why);
+  });
+});

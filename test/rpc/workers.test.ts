@@ -1,0 +1,110 @@
+import { describe, expect, test } from "bun:test";
+import { ConfigSchema } from "../../src/config/schema.ts";
+import { checkWorkers } from "../../src/rpc/check.ts";
+import type { WorkerReport } from "../../src/rpc/client.ts";
+import { versionOutliers } from "../../src/rpc/versions.ts";
+import type { WorkerFailureKind } from "../../src/rpc/wire.ts";
+import { rpcWorkerSnapshot, WorkerBook, WorkerStatusSchema } from "../../src/rpc/workers.ts";
+import { pickFreePort } from "../../src/runtime/ports.ts";
+import { RpcWorkerStandIn } from "../fixtures/rpc-worker.ts";
+
+const ok = (endpoint: string, major = 5): WorkerReport => ({
+  endpoint,
+  ok: true,
+  version: { major, minor: 1, patch: 0 },
+  devices: [{ free_bytes: 2 ** 30, total_bytes: 2 ** 31 }],
+  ms: 1,
+});
+const workers = (...endpoints: string[]) => ConfigSchema.parse({ llama: { rpc: endpoints } }).llama.rpc;
+
+describe("versionOutliers", () => {
+  test("all agree, or one answered: nobody is named", () => {
+    expect(versionOutliers([ok("a:1"), ok("b:1")]).size).toBe(0);
+    expect(versionOutliers([ok("a:1", 7)]).size).toBe(0);
+  });
+  test("the major most workers speak is the reference; a tie goes to the first listed", () => {
+    expect([...versionOutliers([ok("a:1", 7), ok("b:1"), ok("c:1")]).keys()]).toEqual(["a:1"]);
+    expect([...versionOutliers([ok("a:1", 7), ok("b:1")]).keys()]).toEqual(["b:1"]);
+  });
+});
+
+describe("checkWorkers and the book", () => {
+  test("asks every worker at once and records what it learned", async () => {
+    await using good = await new RpcWorkerStandIn().start();
+    const closed = await pickFreePort();
+    const book = new WorkerBook();
+    const t0 = Date.now();
+    const reports = await checkWorkers(workers(good.endpoint, `127.0.0.1:${closed}`), { book });
+    expect(reports.map((r) => r.ok)).toEqual([true, false]);
+    expect(Date.now() - t0).toBeLessThan(1500);
+    const snap = rpcWorkerSnapshot([good.endpoint, `127.0.0.1:${closed}`, "never:1"], book);
+    expect(snap.map((s) => s.state)).toEqual(["ok", "refused", "unchecked"]);
+    expect(snap[0]).toMatchObject({
+      version: "5.1.0",
+      message: expect.stringContaining("RPC v5.1.0, 1 device"),
+    });
+    expect(snap[0]!.checked_at).toBeGreaterThanOrEqual(t0);
+  });
+
+  test("a worker the running llama-server holds is not asked: its last answer stands, marked in use", async () => {
+    await using w = await new RpcWorkerStandIn().start();
+    const book = new WorkerBook();
+    await checkWorkers(workers(w.endpoint), { book });
+    book.launched([w.endpoint]);
+    w.mode = "hang"; // would time out if asked
+    const t0 = Date.now();
+    const [r] = await checkWorkers(workers(w.endpoint), { book, timeoutMs: 2000 });
+    expect(Date.now() - t0).toBeLessThan(200);
+    expect(r).toMatchObject({ ok: true, in_use: true });
+    expect(rpcWorkerSnapshot([w.endpoint], book)[0]!.state).toBe("in_use");
+    book.released();
+    expect(rpcWorkerSnapshot([w.endpoint], book)[0]!.state).toBe("ok");
+  });
+
+  test("a lost worker reads as lost until it answers again", () => {
+    const book = new WorkerBook();
+    book.record(ok("a:1"));
+    book.launched(["a:1"]);
+    book.lost("a:1", "stopped answering while llama-server used it");
+    expect(rpcWorkerSnapshot(["a:1"], book)[0]).toMatchObject({ state: "lost" });
+    book.record(ok("a:1"));
+    expect(rpcWorkerSnapshot(["a:1"], book)[0]).toMatchObject({ state: "ok" });
+  });
+
+  test("a version llama-server refused stays refused while the worker reports it", async () => {
+    const book = new WorkerBook();
+    const query = async () => ok("a:1", 5);
+    book.record(ok("a:1", 5));
+    book.refuseVersion("a:1", null); // not logged: the version it last reported
+    const [r] = await checkWorkers(workers("a:1"), { book, query });
+    expect(r).toMatchObject({ ok: false, failure: "wrong_version", version: { major: 5 } });
+    if (!r!.ok) expect(r!.message).toContain("llama-server refused its RPC protocol v5.1.0");
+    const [updated] = await checkWorkers(workers("a:1"), { book, query: async () => ok("a:1", 7) });
+    expect(updated!.ok).toBe(true);
+  });
+
+  test("every state status can show parses with the strict schema status embeds", () => {
+    const book = new WorkerBook();
+    const kinds: WorkerFailureKind[] = [
+      "refused",
+      "unresolved",
+      "unreachable",
+      "timeout",
+      "closed",
+      "wrong_version",
+      "malformed",
+    ];
+    kinds.forEach((failure, i) => {
+      book.record({ endpoint: `h:${i + 1}`, ok: false, failure, message: failure, ms: 1 });
+    });
+    book.record(ok("ok:1"));
+    book.record(ok("used:1"));
+    book.record(ok("lost:1"));
+    book.launched(["used:1", "lost:1"]);
+    book.lost("lost:1", "gone");
+    const endpoints = [...kinds.map((_, i) => `h:${i + 1}`), "ok:1", "used:1", "lost:1", "never:1"];
+    const snap = rpcWorkerSnapshot(endpoints, book);
+    for (const s of snap) expect(WorkerStatusSchema.parse(s)).toEqual(s);
+    expect(snap.map((s) => s.state)).toEqual([...kinds, "ok", "in_use", "lost", "unchecked"]);
+  });
+});

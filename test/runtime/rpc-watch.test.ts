@@ -1,0 +1,142 @@
+import { describe, expect, test } from "bun:test";
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import type { CoreError } from "../../src/protocol/errors.ts";
+import { rpcWorkerSnapshot, WorkerBook } from "../../src/rpc/workers.ts";
+import { classifyStartExit } from "../../src/runtime/exit-reason.ts";
+import { RpcWatch } from "../../src/runtime/rpc-watch.ts";
+import { SHARED_DIR } from "../fixtures/shared.ts";
+
+const TRANSCRIPTS = join(SHARED_DIR, "llama-server/transcripts");
+const lines = (file: string) => readFileSync(join(TRANSCRIPTS, file), "utf8").split("\n");
+
+function watch(up: Record<string, boolean>) {
+  const book = new WorkerBook();
+  const lost: CoreError[] = [];
+  const w = new RpcWatch({ onLost: (e) => lost.push(e), book, accepts: async (e) => up[e] ?? false });
+  return { w, book, lost };
+}
+
+describe.skipIf(!existsSync(TRANSCRIPTS))("RpcWatch on the recorded logs", () => {
+  test("83: the RPC abort mid-run names the worker that no longer accepts connections", async () => {
+    const { w, book, lost } = watch({ "127.0.0.1:50152": true, "127.0.0.1:50153": false });
+    w.begin(["127.0.0.1:50152", "127.0.0.1:50153"]);
+    for (const l of lines("83-rpc-worker-dies.log")) w.line(l);
+    await Bun.sleep(10);
+    expect(lost).toHaveLength(1);
+    expect(lost[0]!.message).toContain("RPC worker 127.0.0.1:50153 stopped answering");
+    expect(lost[0]!.data).toMatchObject({ rpc_workers_lost: ["127.0.0.1:50153"] });
+    expect(rpcWorkerSnapshot(["127.0.0.1:50152", "127.0.0.1:50153"], book).map((s) => s.state)).toEqual([
+      "in_use",
+      "lost",
+    ]);
+    // The exit that follows carries the same error.
+    expect(w.crashError("killed by SIGABRT", { exit_code: null }, [])?.message).toBe(lost[0]!.message);
+  });
+
+  test("83: an exit seen before the connections were tried still says it was an RPC worker, naming the candidates", () => {
+    const { w } = watch({});
+    w.begin(["127.0.0.1:50152", "127.0.0.1:50153"]);
+    const err = w.crashError("killed by SIGABRT", { signal: "SIGABRT" }, lines("83-rpc-worker-dies.log"));
+    expect(err?.message).toContain(
+      "one of its RPC workers (127.0.0.1:50152, 127.0.0.1:50153) stopped answering",
+    );
+    expect(err?.data).toMatchObject({ signal: "SIGABRT" });
+  });
+
+  test("a crash without the signature is not an RPC error", () => {
+    const { w } = watch({});
+    w.begin(["a:1"]);
+    expect(w.crashError("killed by SIGKILL", {}, ["whatever"])).toBeNull();
+  });
+
+  test("82: a worker skipped at start-up (b10587) fails the start, naming it", () => {
+    const { w, book } = watch({});
+    w.begin(["127.0.0.1:1"]);
+    const err = w.afterReady(lines("82-rpc-unreachable.log"));
+    expect(err?.message).toContain(
+      "llama-server started without RPC worker 127.0.0.1:1 (it could not connect)",
+    );
+    expect(rpcWorkerSnapshot(["127.0.0.1:1"], book)[0]!.state).toBe("lost");
+    // A worker that is not this launch's is none of its business.
+    w.begin(["127.0.0.1:2"]);
+    expect(w.afterReady(lines("82-rpc-unreachable.log"))).toBeNull();
+  });
+
+  test("a finding that arrives after the next launch began is dropped", async () => {
+    const { w, lost } = watch({});
+    w.begin(["a:1"]);
+    w.line(
+      "llama.cpp/ggml/src/ggml-rpc/ggml-rpc.cpp:509: Remote RPC server crashed or returned malformed response",
+    );
+    w.begin(["a:1"]);
+    await Bun.sleep(10);
+    expect(lost).toEqual([]);
+  });
+
+  test("a version llama-server refuses is remembered for the worker (either build's lines)", () => {
+    const { w, book } = watch({});
+    w.begin(["a:1", "b:1"]);
+    w.line("0.00.005 E RPC server version mismatch: 4.0.0");
+    w.line("/llama.cpp/ggml/src/ggml-rpc/ggml-rpc.cpp:550: RPC handshake failed for a:1");
+    expect(book.refusal("a:1")).toBe("4.0.0");
+    w.begin(["a:1", "b:1"]);
+    w.line("0.00.005 E RPC server version mismatch: 7.0.0");
+    w.line("0.00.006 E Failed to connect to b:1");
+    expect(book.refusal("b:1")).toBe("7.0.0");
+  });
+
+  test("with no workers, lines are not even looked at", () => {
+    const { w, lost } = watch({});
+    w.begin([]);
+    w.line("Remote RPC server crashed or returned malformed response");
+    expect(lost).toEqual([]);
+    expect(
+      w.crashError("x", {}, ["Remote RPC server crashed or returned malformed response"]),
+    ).not.toBeNull();
+  });
+});
+
+describe.skipIf(!existsSync(TRANSCRIPTS))("classifyStartExit: RPC workers at start-up", () => {
+  test("83's abort during a start is an RPC worker that stopped answering", () => {
+    expect(classifyStartExit(lines("83-rpc-worker-dies.log"), null, "SIGABRT").message).toContain(
+      "an RPC worker stopped answering while llama-server loaded the model",
+    );
+  });
+
+  test("newer builds abort on an unreachable worker or a refused version: each is named", () => {
+    const connect = classifyStartExit(
+      ["/tmp/llama.cpp/ggml/src/ggml-rpc/ggml-rpc.cpp:547: Failed to connect to 127.0.0.1:1"],
+      null,
+      "SIGABRT",
+    );
+    expect(connect).toMatchObject({ code: "internal_error", retryPort: false });
+    expect(connect.message).toContain("could not connect to RPC worker 127.0.0.1:1 at start-up");
+    const version = classifyStartExit(
+      ["E RPC server version mismatch: 4.0.0", "ggml-rpc.cpp:550: RPC handshake failed for 10.0.0.2:50052"],
+      null,
+      "SIGABRT",
+    );
+    expect(version.message).toContain("RPC worker 10.0.0.2:50052 speaks another RPC protocol version");
+  });
+
+  test("someone else's connection failure (a download by URL) is not an RPC worker", () => {
+    const r = classifyStartExit(
+      ["curl: (7) Failed to connect to huggingface.co port 443 after 3 ms"],
+      1,
+      null,
+    );
+    expect(r.message).not.toContain("RPC worker");
+  });
+
+  test("a missing model file still wins over a skipped worker", () => {
+    const r = classifyStartExit(
+      lines("82-rpc-unreachable.log")
+        .slice(0, 3)
+        .concat(["E gguf_init_from_file: failed to open GGUF file 'm' (No such file or directory)"]),
+      1,
+      null,
+    );
+    expect(r.code).toBe("model_missing");
+  });
+});
