@@ -20,12 +20,19 @@ import {
   writeSha256Sums,
 } from "./scripts/release.ts";
 
+/**
+ * The shipped targets, named `<os>-<arch>` everywhere (archives, docs, the client's
+ * resolveCoreBinary). x64 builds use Bun's `-baseline` runtimes: the default x64 runtime may
+ * assume AVX2 (Haswell, 2013+) and die with "Illegal instruction" on older CPUs and on VMs with a
+ * conservative CPU model, which an offline installer cannot rule out; baseline needs x86-64-v2
+ * (SSE4.2, POPCNT). bench/baseline.ts measures what it costs (nothing measurable with Bun 1.4.5).
+ */
 export const TARGETS = [
-  { os: "linux", arch: "x64", bun: "bun-linux-x64" },
+  { os: "linux", arch: "x64", bun: "bun-linux-x64-baseline" },
   { os: "linux", arch: "arm64", bun: "bun-linux-arm64" },
-  { os: "darwin", arch: "x64", bun: "bun-darwin-x64" },
+  { os: "darwin", arch: "x64", bun: "bun-darwin-x64-baseline" },
   { os: "darwin", arch: "arm64", bun: "bun-darwin-arm64" },
-  { os: "windows", arch: "x64", bun: "bun-windows-x64" },
+  { os: "windows", arch: "x64", bun: "bun-windows-x64-baseline" },
 ] as const;
 export type Target = (typeof TARGETS)[number];
 
@@ -44,12 +51,25 @@ export function outfileFor(target: Target, host = false): string {
   return join(DIST, host ? `local-ai${exe}` : `local-ai-${target.os}-${target.arch}${exe}`);
 }
 
-async function compile(target: Target, outfile: string): Promise<void> {
+/** Compiles src/index.ts into one executable for `target` (a TARGETS entry or a Bun target). */
+export async function compile(target: { bun: string }, outfile: string): Promise<void> {
   const started = performance.now();
-  const result = await Bun.build({
+  let result: Bun.BuildOutput;
+  try {
+    result = await bundle(target.bun, outfile);
+  } catch (err) {
+    throw compileError(target.bun, err);
+  }
+  if (!result.success) throw compileError(target.bun, new AggregateError(result.logs, "build failed"));
+  const ms = Math.round(performance.now() - started);
+  console.error(`built ${outfile} (${target.bun}) in ${ms} ms`);
+}
+
+function bundle(bunTarget: string, outfile: string): Promise<Bun.BuildOutput> {
+  return Bun.build({
     entrypoints: [join(import.meta.dir, "src/index.ts")],
     compile: {
-      target: target.bun as never,
+      target: bunTarget as never,
       outfile,
       // Windows keeps the console subsystem so `local-ai doctor` prints in a terminal; GUI hosts
       // spawn it with windowsHide (docs/bootstrap.md).
@@ -61,12 +81,27 @@ async function compile(target: Target, outfile: string): Promise<void> {
     sourcemap: "linked",
     define: { LOCAL_AI_VERSION: JSON.stringify(pkg.version) },
   });
-  if (!result.success) {
-    for (const log of result.logs) console.error(log);
-    throw new Error(`build failed for ${target.bun}`);
+}
+
+/**
+ * What a failed compile says. A cross-target's runtime is fetched by Bun on first use; when that
+ * fails the build stops here: it never falls back to another runtime (an x64 build without
+ * `-baseline` would ship, silently, a core that may not start on older CPUs).
+ */
+export function compileError(bunTarget: string, err: unknown): Error {
+  const causes =
+    err instanceof AggregateError && err.errors.length > 0
+      ? err.errors.map((e) => String((e as { message?: unknown })?.message ?? e))
+      : [String((err as { message?: unknown })?.message ?? err)];
+  let text = `cannot build for ${bunTarget}: ${causes.join("; ")}`;
+  if (causes.some((c) => /download|fetch|connect|network|registry/i.test(c))) {
+    text +=
+      `\n  Bun downloads the ${bunTarget} runtime from the npm registry on first use and keeps it in` +
+      " its install cache (~/.bun/install/cache, or $BUN_INSTALL_CACHE_DIR). Build once where the" +
+      " registry is reachable, or copy that cache from a machine that has it. No other runtime is" +
+      " used in its place.";
   }
-  const ms = Math.round(performance.now() - started);
-  console.error(`built ${outfile} (${target.bun}) in ${ms} ms`);
+  return new Error(text);
 }
 
 /** Packages the already compiled targets into dist/release/ (see scripts/release.ts). */
