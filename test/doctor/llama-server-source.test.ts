@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { dirname } from "node:path";
+import { parseConfigText } from "../../src/config/load.ts";
 import { binaryCheck } from "../../src/doctor/checks.ts";
 import {
   LLAMA_CPP_RELEASES_URL,
@@ -7,7 +8,6 @@ import {
   missingLlamaServerFix,
   targetOf,
 } from "../../src/doctor/llama-server-source.ts";
-import { parseConfigText } from "../../src/config/load.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
 describe("where llama-server comes from", () => {
