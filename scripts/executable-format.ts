@@ -13,9 +13,19 @@ export interface ExecutableFormat {
   archs: Arch[];
 }
 
-const ELF_MACHINE: Record<number, Arch> = { 0x3e: "x64", 0xb7: "arm64" };
-const MACHO_CPU: Record<number, Arch> = { 0x01000007: "x64", 0x0100000c: "arm64" };
-const PE_MACHINE: Record<number, Arch> = { 0x8664: "x64", 0xaa64: "arm64" };
+// The machine codes, as the formats' specifications write them (hex).
+const ELF_MACHINE = new Map<number, Arch>([
+  [0x3e, "x64"],
+  [0xb7, "arm64"],
+]);
+const MACHO_CPU = new Map<number, Arch>([
+  [0x01000007, "x64"],
+  [0x0100000c, "arm64"],
+]);
+const PE_MACHINE = new Map<number, Arch>([
+  [0x8664, "x64"],
+  [0xaa64, "arm64"],
+]);
 
 /** The format of these leading bytes (at least 64, plus the PE header on Windows), if known. */
 export function executableFormat(bytes: Uint8Array): ExecutableFormat | undefined {
@@ -24,24 +34,24 @@ export function executableFormat(bytes: Uint8Array): ExecutableFormat | undefine
   if (u32be(0) === 0x7f454c46) {
     // ELF: e_machine at 18, in the byte order e_ident[5] names (1 little, 2 big).
     const machine = bytes.length >= 20 ? view.getUint16(18, bytes[5] === 1) : -1;
-    return { os: "linux", archs: [ELF_MACHINE[machine] ?? "other"] };
+    return { os: "linux", archs: [ELF_MACHINE.get(machine) ?? "other"] };
   }
   if (u32be(0) === 0xcffaedfe) {
     // 64-bit Mach-O, little-endian: cputype follows the magic.
-    return { os: "darwin", archs: [MACHO_CPU[view.getUint32(4, true)] ?? "other"] };
+    return { os: "darwin", archs: [MACHO_CPU.get(view.getUint32(4, true)) ?? "other"] };
   }
   if (u32be(0) === 0xcafebabe) {
     // A universal (fat) Mach-O: a count, then one 20-byte record per architecture.
     const archs: Arch[] = [];
     for (let i = 0; i < u32be(4) && 8 + i * 20 + 4 <= bytes.length; i++)
-      archs.push(MACHO_CPU[u32be(8 + i * 20)] ?? "other");
+      archs.push(MACHO_CPU.get(u32be(8 + i * 20)) ?? "other");
     return { os: "darwin", archs };
   }
   if (bytes[0] === 0x4d && bytes[1] === 0x5a && bytes.length >= 64) {
     // PE: "MZ", then the offset of "PE\0\0" at 0x3c; the machine follows it.
     const pe = view.getUint32(0x3c, true);
     if (pe + 6 <= bytes.length && u32be(pe) === 0x50450000) {
-      return { os: "windows", archs: [PE_MACHINE[view.getUint16(pe + 4, true)] ?? "other"] };
+      return { os: "windows", archs: [PE_MACHINE.get(view.getUint16(pe + 4, true)) ?? "other"] };
     }
   }
   return undefined;
