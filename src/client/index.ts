@@ -21,5 +21,13 @@ export {
   type LocalAiErrorCode,
 } from "./errors.ts";
 export { RequestStream } from "./request-stream.ts";
+export {
+  type CoreBinaryCandidate,
+  type CoreBinaryLayout,
+  coreBinaryCandidates,
+  coreTargetName,
+  type ResolveCoreBinaryOptions,
+  resolveCoreBinary,
+} from "./resolve-core-binary.ts";
 export { CORE_STOP_MARGIN_MS, DEFAULT_CORE_STOP_GRACE_MS } from "./shutdown-timing.ts";
 export type * from "./types.ts";

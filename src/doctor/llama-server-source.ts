@@ -9,12 +9,12 @@
  * at the top level.
  */
 
+import { targetName } from "../util/target-name.ts";
+
 export const LLAMA_CPP_RELEASES_URL = "https://github.com/ggml-org/llama.cpp/releases";
 
 /** The `<os>-<arch>` name the archives, the docs and the client share (os: darwin, linux, windows). */
-export function targetOf(platform: string, arch: string): string {
-  return `${platform === "win32" ? "windows" : platform}-${arch}`;
-}
+export const targetOf: (platform: string, arch: string) => string = targetName;
 
 /**
  * The release assets that hold a llama-server for a target, the plain CPU (or, on macOS,
