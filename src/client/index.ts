@@ -10,16 +10,28 @@ export {
   type LocalAiClientOptions,
   type RestartOptions,
   type ShutdownOptions,
+  type StartedInfo,
+  type StartedLocalAiClient,
 } from "./client.ts";
-export type { CallOptions, ClientLogger } from "./connection.ts";
-export type { ExitInfo, SpawnFunction } from "./core-process.ts";
+export type { ErrorDataByCode } from "./error-data.ts";
 export {
+  type AnyLocalAiError,
   CLIENT_ERROR_CODES,
   type ClientErrorCode,
   isLocalAiError,
   LocalAiError,
   type LocalAiErrorCode,
+  type LocalAiErrorData,
 } from "./errors.ts";
+export type {
+  AbortSignalLike,
+  CallOptions,
+  ClientLogger,
+  CoreSpawnOptions,
+  Environment,
+  ExitInfo,
+  SpawnFunction,
+} from "./host-types.ts";
 export { RequestStream } from "./request-stream.ts";
 export {
   type CoreBinaryCandidate,
