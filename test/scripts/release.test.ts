@@ -246,3 +246,34 @@ describe("release bundles", () => {
     expect(() => parseLlamaServers(["--release-config", config], known)).toThrow(/is not JSON/);
   });
 });
+
+// The whole `npm run build:release` (five compiles, five archives of ~110 MB each): a minute or
+// more, so opt-in: LOCAL_AI_TEST_FULL_RELEASE=1. It replaces this checkout's dist/.
+const FULL = process.env.LOCAL_AI_TEST_FULL_RELEASE === "1";
+describe.skipIf(!FULL || !tools)("npm run build:release, every target", () => {
+  test("with fake llama.cpp archives: five archives with llama-server, sha256sum -c passes", async () => {
+    await using dir = tmpdir();
+    const config: Record<string, string> = {};
+    for (const t of TARGETS) config[targetName(t)] = writeLlamaRelease(dir.path, t.os, t.arch);
+    writeFileSync(join(dir.path, "release.json"), JSON.stringify({ llama_server: config }));
+    const build = Bun.spawnSync(
+      ["npm", "run", "build:release", "--", "--release-config", join(dir.path, "release.json")],
+      {
+        cwd: ROOT,
+        stdout: "pipe",
+        stderr: "pipe",
+      },
+    );
+    expect(build.stderr.toString()).not.toContain("build.ts:");
+    expect(build.exitCode).toBe(0);
+    const out = join(ROOT, "dist/release");
+    expect(sh(["sha256sum", "-c", "SHA256SUMS"], out).trim().split("\n")).toHaveLength(5);
+    for (const t of TARGETS) {
+      const exe = t.os === "windows" ? ".exe" : "";
+      const archive = join(out, `local-ai-0.1.0-${targetName(t)}.${t.os === "windows" ? "zip" : "tar.gz"}`);
+      const bundle = unpack(archive, join(dir.path, "unpacked", targetName(t)));
+      expect(existsSync(join(bundle, `llama-server${exe}`))).toBe(true);
+      expect(sh(["sha256sum", "-c", "SHA256SUMS"], bundle)).toContain(`local-ai${exe}: OK`);
+    }
+  }, 600_000);
+});
