@@ -6,18 +6,19 @@
  * order flips each round, so drift in a shared machine's load hits both alike):
  *   cold start    spawn → initialize result, 5 per build per round
  *   throughput    50k pipelined pings, 1 run per build per round
- * Prints medians, the ratio baseline/default, and whether each is within 10%; exits 1 if not.
+ * Prints medians, the ratios baseline/default and control/default, and whether baseline is
+ * within 10% of default; exits 1 if not.
  * Usage: bun bench/baseline.ts [--rounds N] [--json]
  */
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { compile } from "../build.ts";
 
 const LIMIT = 0.1;
 const args = process.argv.slice(2);
 const roundsArg = args.indexOf("--rounds");
-const ROUNDS = roundsArg >= 0 ? Number(args[roundsArg + 1]) : 20;
+const ROUNDS = roundsArg >= 0 ? Math.max(1, Number(args[roundsArg + 1]) || 1) : 20;
 
 if (process.arch !== "x64") {
   console.log(`no -baseline runtime for ${process.arch}: nothing to compare`);
@@ -81,48 +82,88 @@ async function pingsPerSecond(bin: string, n = 50_000): Promise<number> {
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
+/** Bytes that differ between two files of the same size (-1 when the sizes differ). */
+function differingBytes(a: string, b: string): number {
+  const x = readFileSync(a);
+  const y = readFileSync(b);
+  if (x.length !== y.length) return -1;
+  let n = 0;
+  for (let i = 0; i < x.length; i++) if (x[i] !== y[i]) n++;
+  return n;
+}
+
+type Name = "default" | "baseline" | "control";
+const NAMES: Name[] = ["default", "baseline", "control"];
+
 const dir = mkdtempSync(join(tmpdir(), "local-ai-baseline-bench-"));
 try {
-  const builds = {
-    default: { bun: `bun-${os}-x64`, bin: join(dir, `local-ai-default${exe}`) },
-    baseline: { bun: `bun-${os}-x64-baseline`, bin: join(dir, `local-ai-baseline${exe}`) },
+  // The control is the default target built a second time: how far two builds that should
+  // measure the same apart do on this machine (an A/A comparison: the noise floor).
+  // One file name in three folders: the name is embedded in the executable, and names of
+  // different lengths would shift its bytes.
+  const builds: Record<Name, { bun: string; bin: string }> = {
+    default: { bun: `bun-${os}-x64`, bin: join(dir, "default", `local-ai${exe}`) },
+    baseline: { bun: `bun-${os}-x64-baseline`, bin: join(dir, "baseline", `local-ai${exe}`) },
+    control: { bun: `bun-${os}-x64`, bin: join(dir, "control", `local-ai${exe}`) },
   };
-  for (const b of Object.values(builds)) await compile({ bun: b.bun }, b.bin);
+  for (const b of Object.values(builds)) {
+    mkdirSync(dirname(b.bin), { recursive: true });
+    await compile({ bun: b.bun }, b.bin);
+  }
 
-  const samples = {
-    default: { cold: [] as number[], pings: [] as number[] },
-    baseline: { cold: [] as number[], pings: [] as number[] },
-  };
+  const samples = Object.fromEntries(
+    NAMES.map((n) => [n, { cold: [] as number[], pings: [] as number[] }]),
+  ) as Record<Name, { cold: number[]; pings: number[] }>;
   // One unmeasured start each: the first spawn pays for the page cache.
   for (const b of Object.values(builds)) await coldStartMs(b.bin);
   for (let round = 0; round < ROUNDS; round++) {
-    const order = round % 2 === 0 ? (["default", "baseline"] as const) : (["baseline", "default"] as const);
+    // Each build takes each place in the order in turn.
+    const order = NAMES.map((_, i) => NAMES[(i + round) % NAMES.length]!);
     for (let i = 0; i < 5; i++) {
       for (const name of order) samples[name].cold.push(await coldStartMs(builds[name].bin));
     }
     for (const name of order) samples[name].pings.push(await pingsPerSecond(builds[name].bin));
   }
 
-  const cold = { default: median(samples.default.cold), baseline: median(samples.baseline.cold) };
-  const pings = { default: median(samples.default.pings), baseline: median(samples.baseline.pings) };
-  // Worse is slower start (higher ms) or fewer pings per second.
-  const coldRatio = cold.baseline / cold.default;
-  const pingRatio = pings.baseline / pings.default;
+  const med = (name: Name) => ({ cold: median(samples[name].cold), pings: median(samples[name].pings) });
+  const [d, b, c] = [med("default"), med("baseline"), med("control")];
+  // Worse is a slower start (higher ms) or fewer pings per second.
   const rows = [
-    { metric: "cold start (ms, median)", ...cold, ratio: coldRatio, ok: coldRatio <= 1 + LIMIT },
-    { metric: "pipelined pings (/s, median)", ...pings, ratio: pingRatio, ok: pingRatio >= 1 - LIMIT },
+    {
+      metric: "cold start (ms, median)",
+      default: d.cold,
+      baseline: b.cold,
+      ratio: b.cold / d.cold,
+      control: c.cold / d.cold,
+      ok: b.cold / d.cold <= 1 + LIMIT,
+    },
+    {
+      metric: "pipelined pings (/s, median)",
+      default: d.pings,
+      baseline: b.pings,
+      ratio: b.pings / d.pings,
+      control: c.pings / d.pings,
+      ok: b.pings / d.pings >= 1 - LIMIT,
+    },
   ];
+  const bytes = {
+    baseline: differingBytes(builds.default.bin, builds.baseline.bin),
+    control: differingBytes(builds.default.bin, builds.control.bin),
+  };
   if (args.includes("--json")) {
-    console.log(JSON.stringify({ rounds: ROUNDS, rows }, null, 2));
+    console.log(JSON.stringify({ rounds: ROUNDS, differing_bytes: bytes, rows }, null, 2));
   } else {
-    console.log(`${ROUNDS} alternating rounds, ${builds.default.bun} vs ${builds.baseline.bun}`);
+    console.log(`${ROUNDS} rounds, ${builds.default.bun} vs ${builds.baseline.bun}, and vs itself (control)`);
     console.log(
-      `${"metric".padEnd(30)}${"default".padStart(12)}${"baseline".padStart(12)}${"ratio".padStart(8)}  within 10%`,
+      `executables differ by ${bytes.baseline} bytes (two builds of ${builds.default.bun}: ${bytes.control}; -1: sizes differ)`,
+    );
+    console.log(
+      `${"metric".padEnd(30)}${"default".padStart(12)}${"baseline".padStart(12)}${"ratio".padStart(8)}${"control".padStart(9)}  within 10%`,
     );
     const fmt = (v: number) => (v >= 1000 ? Math.round(v).toLocaleString("en-US") : v.toFixed(2));
     for (const r of rows) {
       console.log(
-        `${r.metric.padEnd(30)}${fmt(r.default).padStart(12)}${fmt(r.baseline).padStart(12)}${r.ratio.toFixed(3).padStart(8)}  ${r.ok ? "yes" : "NO"}`,
+        `${r.metric.padEnd(30)}${fmt(r.default).padStart(12)}${fmt(r.baseline).padStart(12)}${r.ratio.toFixed(3).padStart(8)}${r.control.toFixed(3).padStart(9)}  ${r.ok ? "yes" : "NO"}`,
       );
     }
   }
