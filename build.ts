@@ -5,13 +5,16 @@
  *   bun build.ts --single   the host target only (tests and quick local builds)
  *   bun build.ts --release  also packages each target into dist/release/ with SHA256SUMS;
  *                           add --single for the host target only, and
- *                           --llama-server TARGET=PATH (repeatable) to bundle a llama-server
- *                           (a file, or a llama.cpp release folder) for that target
+ *                           --llama-server TARGET=PATH (repeatable) or --release-config FILE to
+ *                           bundle llama-server for a target from a llama.cpp release archive,
+ *                           an extracted release or build folder, or the executable itself
+ *                           (scripts/release.ts; nothing is downloaded)
  */
 import { mkdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import pkg from "./package.json" with { type: "json" };
 import { buildClient } from "./scripts/build-client.ts";
+import { type LlamaServerFiles, llamaServerFiles } from "./scripts/llama-bundle.ts";
 import {
   packageTarget,
   parseLlamaServers,
@@ -20,12 +23,19 @@ import {
   writeSha256Sums,
 } from "./scripts/release.ts";
 
+/**
+ * The shipped targets, named `<os>-<arch>` everywhere (archives, docs, the client's
+ * resolveCoreBinary). x64 builds use Bun's `-baseline` runtimes: the default x64 runtime may
+ * assume AVX2 (Haswell, 2013+) and die with "Illegal instruction" on older CPUs and on VMs with a
+ * conservative CPU model, which an offline installer cannot rule out; baseline needs x86-64-v2
+ * (SSE4.2, POPCNT). bench/baseline.ts measures what it costs (nothing measurable with Bun 1.4.5).
+ */
 export const TARGETS = [
-  { os: "linux", arch: "x64", bun: "bun-linux-x64" },
+  { os: "linux", arch: "x64", bun: "bun-linux-x64-baseline" },
   { os: "linux", arch: "arm64", bun: "bun-linux-arm64" },
-  { os: "darwin", arch: "x64", bun: "bun-darwin-x64" },
+  { os: "darwin", arch: "x64", bun: "bun-darwin-x64-baseline" },
   { os: "darwin", arch: "arm64", bun: "bun-darwin-arm64" },
-  { os: "windows", arch: "x64", bun: "bun-windows-x64" },
+  { os: "windows", arch: "x64", bun: "bun-windows-x64-baseline" },
 ] as const;
 export type Target = (typeof TARGETS)[number];
 
@@ -44,12 +54,25 @@ export function outfileFor(target: Target, host = false): string {
   return join(DIST, host ? `local-ai${exe}` : `local-ai-${target.os}-${target.arch}${exe}`);
 }
 
-async function compile(target: Target, outfile: string): Promise<void> {
+/** Compiles src/index.ts into one executable for `target` (a TARGETS entry or a Bun target). */
+export async function compile(target: { bun: string }, outfile: string): Promise<void> {
   const started = performance.now();
-  const result = await Bun.build({
+  let result: Bun.BuildOutput;
+  try {
+    result = await bundle(target.bun, outfile);
+  } catch (err) {
+    throw compileError(target.bun, err);
+  }
+  if (!result.success) throw compileError(target.bun, new AggregateError(result.logs, "build failed"));
+  const ms = Math.round(performance.now() - started);
+  console.error(`built ${outfile} (${target.bun}) in ${ms} ms`);
+}
+
+function bundle(bunTarget: string, outfile: string): Promise<Bun.BuildOutput> {
+  return Bun.build({
     entrypoints: [join(import.meta.dir, "src/index.ts")],
     compile: {
-      target: target.bun as never,
+      target: bunTarget as never,
       outfile,
       // Windows keeps the console subsystem so `local-ai doctor` prints in a terminal; GUI hosts
       // spawn it with windowsHide (docs/bootstrap.md).
@@ -61,61 +84,111 @@ async function compile(target: Target, outfile: string): Promise<void> {
     sourcemap: "linked",
     define: { LOCAL_AI_VERSION: JSON.stringify(pkg.version) },
   });
-  if (!result.success) {
-    for (const log of result.logs) console.error(log);
-    throw new Error(`build failed for ${target.bun}`);
-  }
-  const ms = Math.round(performance.now() - started);
-  console.error(`built ${outfile} (${target.bun}) in ${ms} ms`);
 }
 
-/** Packages the already compiled targets into dist/release/ (see scripts/release.ts). */
-export async function release(targets: readonly Target[], llamaServers: Map<string, string>, host = false) {
-  const outDir = join(DIST, "release");
+/**
+ * What a failed compile says. A cross-target's runtime is fetched by Bun on first use; when that
+ * fails the build stops here: it never falls back to another runtime (an x64 build without
+ * `-baseline` would ship, silently, a core that may not start on older CPUs).
+ */
+export function compileError(bunTarget: string, err: unknown): Error {
+  const causes =
+    err instanceof AggregateError && err.errors.length > 0
+      ? err.errors.map((e) => String((e as { message?: unknown })?.message ?? e))
+      : [String((err as { message?: unknown })?.message ?? err)];
+  let text = `cannot build for ${bunTarget}: ${causes.join("; ")}`;
+  if (causes.some((c) => /download|fetch|connect|network|registry/i.test(c))) {
+    text +=
+      `\n  Bun downloads the ${bunTarget} runtime from the npm registry on first use and keeps it in` +
+      " its install cache (~/.bun/install/cache, or $BUN_INSTALL_CACHE_DIR). Build once where the" +
+      " registry is reachable, or copy that cache from a machine that has it. No other runtime is" +
+      " used in its place.";
+  }
+  return new Error(text);
+}
+
+export interface ReleaseOptions {
+  /** Each target's llama-server, from prepareLlamaServers; a target without one ships without. */
+  llamaServers: Map<string, LlamaServerFiles>;
+  /** The compiled executable of a target (default: its file in dist/). */
+  executableFor?: (target: Target) => string;
+  /** Where the archives and SHA256SUMS go (default dist/release/, emptied first). */
+  outDir?: string;
+}
+
+/**
+ * Finds each target's llama-server in what the packager supplied (extracting archives into
+ * `workDir`). Run before compiling: a wrong archive should not cost a full matrix build.
+ */
+export function prepareLlamaServers(
+  targets: readonly Target[],
+  sources: Map<string, string>,
+  workDir: string,
+): Map<string, LlamaServerFiles> {
+  const prepared = new Map<string, LlamaServerFiles>();
+  for (const target of targets) {
+    const source = sources.get(targetName(target));
+    if (source) prepared.set(targetName(target), llamaServerFiles(source, target, workDir));
+  }
+  return prepared;
+}
+
+/** Packages the compiled targets into archives with SHA256SUMS (see scripts/release.ts). */
+export async function release(targets: readonly Target[], options: ReleaseOptions) {
+  const outDir = options.outDir ?? join(DIST, "release");
   rmSync(outDir, { recursive: true, force: true });
   mkdirSync(outDir, { recursive: true });
   const files = releaseFiles(import.meta.dir);
   const archives: string[] = [];
   for (const target of targets) {
-    archives.push(
-      packageTarget({
-        target,
-        version: pkg.version,
-        executable: outfileFor(target, host),
-        files,
-        llamaServer: llamaServers.get(targetName(target)),
-        outDir,
-      }),
+    const llamaServer = options.llamaServers.get(targetName(target));
+    const archive = await packageTarget({
+      target,
+      version: pkg.version,
+      executable: options.executableFor?.(target) ?? outfileFor(target),
+      files,
+      llamaServer,
+      outDir,
+    });
+    archives.push(archive);
+    console.error(
+      `packaged ${archive}${llamaServer ? "" : " without llama-server (its README.txt says how to add one)"}`,
     );
   }
   const sums = await writeSha256Sums(outDir, archives);
   rmSync(join(outDir, ".stage"), { recursive: true, force: true });
-  for (const a of archives) console.error(`packaged ${a}`);
   console.error(`wrote ${sums}`);
   return { archives, sums };
 }
 
 async function main(argv: string[]): Promise<void> {
-  mkdirSync(DIST, { recursive: true });
   const releasing = argv.includes("--release");
+  const single = argv.includes("--single");
   // Checked before compiling: a typo in a path should not cost a full matrix build.
-  const llamaServers = parseLlamaServers(argv, TARGETS.map(targetName));
+  const sources = parseLlamaServers(argv, TARGETS.map(targetName));
+  if (sources.size > 0 && !releasing) throw new Error("--llama-server and --release-config need --release");
   if (releasing) releaseFiles(import.meta.dir);
-  if (argv.includes("--single")) {
-    const target = hostTarget();
-    await compile(target, outfileFor(target, true));
+  const targets = single ? [hostTarget()] : TARGETS;
+  // A full build starts from an empty dist/; --single only replaces the host's files.
+  if (!single) rmSync(DIST, { recursive: true, force: true });
+  mkdirSync(DIST, { recursive: true });
+  const work = join(DIST, ".llama-sources");
+  try {
+    const llamaServers = releasing ? prepareLlamaServers(targets, sources, work) : new Map();
+    if (!single) for (const target of TARGETS) await compile(target, outfileFor(target));
+    const host = hostTarget();
+    await compile(host, outfileFor(host, true));
     // The typed host client (dist/client/) is small and quick; hosts and e2e tests import it.
     await buildClient();
-    if (releasing) await release([target], llamaServers, true);
-    return;
+    if (releasing) {
+      await release(targets, {
+        llamaServers,
+        executableFor: single ? (t) => outfileFor(t, true) : undefined,
+      });
+    }
+  } finally {
+    rmSync(work, { recursive: true, force: true });
   }
-  rmSync(DIST, { recursive: true, force: true });
-  mkdirSync(DIST, { recursive: true });
-  for (const target of TARGETS) await compile(target, outfileFor(target));
-  const host = hostTarget();
-  await compile(host, outfileFor(host, true));
-  await buildClient();
-  if (releasing) await release(TARGETS, llamaServers);
 }
 
 if (import.meta.main) {

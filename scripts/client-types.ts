@@ -18,6 +18,7 @@ export const OUTPUT = join(ROOT, "src/client/protocol-types.ts");
 const TYPES: [name: string, expr: string, doc: string][] = [
   ["RequestId", "z.infer<typeof RequestIdSchema>", "A request id: echoed back exactly, type included."],
   ["ErrorCode", "z.infer<typeof ErrorCodeSchema>", "Every error code the core may send (SPEC §2)."],
+  ["ErrorReason", "z.infer<typeof ErrorReasonSchema>", "What an error's `data.reason` may say."],
   [
     "ChatParams",
     "z.input<typeof ChatParamsSchema>",
@@ -34,6 +35,13 @@ const TYPES: [name: string, expr: string, doc: string][] = [
     "One chat event: its fields sit beside id, type and event.",
   ],
   ["InitializeParams", "z.input<typeof InitializeParamsSchema>", "What `initialize` accepts."],
+  ["WarmupParams", "z.input<typeof WarmupParamsSchema>", "What `warmup` accepts."],
+  [
+    "WarmupEvent",
+    '{ id: __RequestId; type: "event"; event: "warmup_progress" } & z.infer<typeof WarmupProgressFields>',
+    "Progress of `warmup`: llama-server starting, loading the model, ready.",
+  ],
+  ["WarmupResult", "z.infer<typeof WarmupResultSchema>", "The result of warmup: llama-server is ready."],
   ["InitializeResult", "z.infer<typeof InitializeResultSchema>", "The core's answer to initialize."],
   ["StatusResult", "z.infer<typeof StatusResultSchema>", "The result of ping and shutdown."],
   ["CancelResult", "z.infer<typeof CancelResultSchema>", "The result of cancel."],
@@ -58,10 +66,11 @@ const TYPES: [name: string, expr: string, doc: string][] = [
 const PROBE_HEADER = `import type { z } from "zod";
 import type { InitializeParamsSchema } from "./methods/initialize.ts";
 import type { ChatEventFields, ChatParamsSchema, ChatResultSchema, WarningSchema } from "./protocol/chat.ts";
-import type { ErrorCodeSchema, RequestIdSchema } from "./protocol/messages.ts";
+import type { ErrorCodeSchema, ErrorReasonSchema, RequestIdSchema } from "./protocol/messages.ts";
 import type { PlanResultSchema } from "./methods/plan.ts";
 import type { ModelsResultSchema } from "./models/list-schema.ts";
-import type { CancelResultSchema, DoctorCheckSchema, DoctorResultSchema, InitializeResultSchema, StatusResultSchema } from "./protocol/results.ts";
+import type { WarmupParamsSchema } from "./methods/warmup.ts";
+import type { CancelResultSchema, DoctorCheckSchema, DoctorResultSchema, InitializeResultSchema, StatusResultSchema, WarmupProgressFields, WarmupResultSchema } from "./protocol/results.ts";
 `;
 
 export function generateClientTypes(): string {

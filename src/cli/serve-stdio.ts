@@ -1,11 +1,19 @@
 import { defineCommand } from "citty";
 import { stdoutSink } from "../protocol/writer.ts";
 import { runStdioServer } from "../server/stdio-server.ts";
+import { logger } from "../util/logger.ts";
 import { configArg } from "./args.ts";
+
+/** Said once on stderr when a person, not a host, is typing (stdin is a terminal). */
+export const TTY_HINT =
+  'serve-stdio speaks NDJSON: one JSON request per line on stdin, answers on stdout. Try {"id":1,"method":"ping"} and Enter; Ctrl-D ends (docs/protocol.md, README "A first chat").';
 
 export default defineCommand({
   meta: { name: "serve-stdio", description: "Serve the NDJSON protocol on stdin/stdout" },
   args: { ...configArg },
+  setup: () => {
+    if (process.stdin.isTTY) logger.info(TTY_HINT);
+  },
   run: async ({ args }) =>
     runStdioServer({
       configPath: args.config,

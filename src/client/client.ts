@@ -1,7 +1,8 @@
 import { backoffDelayMs } from "../util/backoff.ts";
-import { type CallOptions, type ClientLogger, Connection, MAX_TIMER_MS } from "./connection.ts";
-import { CoreProcess, type ExitInfo, type SpawnFunction } from "./core-process.ts";
+import { Connection, MAX_TIMER_MS } from "./connection.ts";
+import { CoreProcess } from "./core-process.ts";
 import { coreExitedError, LocalAiError } from "./errors.ts";
+import type { CallOptions, ClientLogger, Environment, ExitInfo, SpawnFunction } from "./host-types.ts";
 import type { RequestId } from "./protocol-types.ts";
 import type { RequestStream } from "./request-stream.ts";
 import {
@@ -19,6 +20,9 @@ import type {
   InitializeResult,
   PlanResult,
   StatusResult,
+  WarmupEvent,
+  WarmupParams,
+  WarmupResult,
 } from "./types.ts";
 
 export interface RestartOptions {
@@ -41,7 +45,7 @@ export interface LocalAiClientOptions {
   args?: string[];
   cwd?: string;
   /** The core's environment (default: this process's). */
-  env?: NodeJS.ProcessEnv;
+  env?: Environment;
   /** Params of the initialize handshake run on every (re)start. */
   initialize?: InitializeParams;
   /** Time limit of calls other than streams (chat, warmup, stream()); default 60 s. 0 = none. */
@@ -93,6 +97,14 @@ export interface ChatOptions extends CallOptions {
 }
 
 export type ChatStream = RequestStream<ChatEvent, ChatResult>;
+
+/** What a started client has for sure: the core's answer to initialize. */
+export interface StartedInfo {
+  readonly info: InitializeResult;
+}
+
+/** A client whose start() has resolved: `info` is set. */
+export type StartedLocalAiClient = LocalAiClient & StartedInfo;
 
 /**
  * idle → starting → ready; an unexpected exit: ready → restarting → starting (or → failed when
@@ -152,15 +164,20 @@ export class LocalAiClient {
     this.enter("idle");
   }
 
-  /** Creates a client and starts its core; rejects when the core cannot be started or initialized. */
-  static async start(options: LocalAiClientOptions): Promise<LocalAiClient> {
-    const client = new LocalAiClient(options);
-    await client.start();
-    return client;
+  /**
+   * Creates a client and starts its core; rejects when the core cannot be started or
+   * initialized. The client it resolves with has `info`.
+   */
+  static async start(options: LocalAiClientOptions): Promise<StartedLocalAiClient> {
+    return new LocalAiClient(options).start();
   }
 
-  /** Spawns the core and runs initialize; resolves once it answered. */
-  start(): Promise<void> {
+  /** Spawns the core and runs initialize; resolves, with this client (now with `info`), once it answered. */
+  start(): Promise<this & StartedInfo> {
+    return this.started().then(() => this as this & StartedInfo);
+  }
+
+  private started(): Promise<void> {
     if (this.state === "closed") return Promise.reject(closedError());
     if (!this.ready || this.state === "failed") {
       this.restartAttempts = 0;
@@ -199,12 +216,9 @@ export class LocalAiClient {
     });
   }
 
-  /** Starts llama-server ahead of the first chat; its events report progress. */
-  warmup(
-    params: Record<string, unknown> = {},
-    options: CallOptions = {},
-  ): RequestStream<GenericEvent, unknown> {
-    return this.connection.open("warmup", params, options, { cancellable: true });
+  /** Starts llama-server ahead of the first chat; its `warmup_progress` events report progress. */
+  warmup(params: WarmupParams = {}, options: CallOptions = {}): RequestStream<WarmupEvent, WarmupResult> {
+    return this.connection.open<WarmupEvent, WarmupResult>("warmup", params, options, { cancellable: true });
   }
 
   /** Any method as a stream of untyped events (test methods, methods newer than this client). */

@@ -1,6 +1,6 @@
 import { isChatEventName } from "./chat-events.ts";
-import type { ExitInfo } from "./core-process.ts";
-import { coreExitedError, LocalAiError, type LocalAiErrorCode } from "./errors.ts";
+import { coreExitedError, errorFromCore, LocalAiError, type LocalAiErrorCode } from "./errors.ts";
+import type { AbortSignalLike, CallOptions, ClientLogger, ExitInfo } from "./host-types.ts";
 import type { RequestId } from "./protocol-types.ts";
 import { RequestStream } from "./request-stream.ts";
 import type { CancelResult, GenericEvent } from "./types.ts";
@@ -14,18 +14,6 @@ import type { CancelResult, GenericEvent } from "./types.ts";
  * where new requests go: to a running core (`attach`), into the table to wait (`hold`), or
  * nowhere (`refuse`).
  */
-
-export interface ClientLogger {
-  warn(message: string): void;
-  debug?(message: string): void;
-}
-
-export interface CallOptions {
-  /** Overrides the client's default time limit for this call; 0 = none. */
-  timeoutMs?: number;
-  /** Aborting cancels the call (a chat is cancelled on the core's side). */
-  signal?: AbortSignal;
-}
 
 /** The longest delay setTimeout honours; Node fires a longer one at once. */
 export const MAX_TIMER_MS = 2 ** 31 - 1;
@@ -189,7 +177,7 @@ export class Connection {
     return entry;
   }
 
-  private watchSignal(id: string, entry: Pending, signal: AbortSignal | undefined): void {
+  private watchSignal(id: string, entry: Pending, signal: AbortSignalLike | undefined): void {
     if (!signal) return;
     const onAbort = () => this.abort(id);
     if (signal.aborted) {
@@ -320,7 +308,7 @@ export class Connection {
         }
         // Codes newer than this client still come through as they are.
         this.settle(key, {
-          error: new LocalAiError(
+          error: errorFromCore(
             msg.code as LocalAiErrorCode,
             msg.message,
             isObject(msg.data) ? msg.data : undefined,

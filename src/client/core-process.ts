@@ -1,22 +1,12 @@
 import { type ChildProcess, spawn as nodeSpawn, type SpawnOptions } from "node:child_process";
 import { LineSplitter } from "../protocol/framing.ts";
+import type { Environment, ExitInfo, SpawnFunction } from "./host-types.ts";
 
 /**
  * The edge that owns one core child process: it spawns it, frames its stdout into lines,
  * keeps a bounded tail of its stderr, and reports its end once. Node APIs only, so the
  * client runs in a Node or Electron main process.
  */
-
-export type SpawnFunction = (command: string, args: string[], options: SpawnOptions) => ChildProcess;
-
-export interface ExitInfo {
-  code: number | null;
-  signal: NodeJS.Signals | null;
-  /** Set when the process could not be started at all (ENOENT, EACCES…). */
-  spawnError?: string;
-  /** The last lines the core wrote to stderr: its logs say why it stopped. */
-  stderrTail: string[];
-}
 
 export interface CoreProcessHandlers {
   onLine(line: string): void;
@@ -29,7 +19,7 @@ export interface CoreProcessOptions {
   command: string;
   args: string[];
   cwd?: string;
-  env?: NodeJS.ProcessEnv;
+  env?: Environment;
   maxLineBytes: number;
   stderrTailLines: number;
   spawn?: SpawnFunction;
@@ -48,7 +38,9 @@ export class CoreProcess {
     private readonly options: CoreProcessOptions,
     private readonly handlers: CoreProcessHandlers,
   ) {
-    const spawn = options.spawn ?? nodeSpawn;
+    // A replacement spawn returns a ChildProcess too (SpawnFunction says so; its type stays
+    // free of @types/node for hosts that type-check without it).
+    const spawn = (options.spawn ?? nodeSpawn) as (c: string, a: string[], o: SpawnOptions) => ChildProcess;
     // windowsHide: a GUI host must not flash a console window for the core.
     this.child = spawn(options.command, options.args, {
       cwd: options.cwd,

@@ -1,4 +1,5 @@
-import type { ExitInfo } from "./core-process.ts";
+import type { ErrorDataByCode } from "./error-data.ts";
+import type { ExitInfo } from "./host-types.ts";
 import type { ErrorCode } from "./protocol-types.ts";
 
 /**
@@ -13,14 +14,21 @@ export type ClientErrorCode = (typeof CLIENT_ERROR_CODES)[number];
 
 export type LocalAiErrorCode = ErrorCode | ClientErrorCode;
 
-/** Every failure a call can end with: a protocol error from the core, or one of the client's own. */
-export class LocalAiError extends Error {
-  readonly code: LocalAiErrorCode;
-  readonly data: Record<string, unknown> | undefined;
+/** What `data` holds for a code (`ErrorDataByCode`); `LocalAiErrorData` alone is any of them. */
+export type LocalAiErrorData<C extends LocalAiErrorCode = LocalAiErrorCode> = ErrorDataByCode[C];
+
+/**
+ * Every failure a call can end with: a protocol error from the core, or one of the client's own.
+ * `data` is typed by `code`: narrow with `isLocalAiError(err, "config_invalid")`, or compare
+ * `code` on an `AnyLocalAiError`.
+ */
+export class LocalAiError<C extends LocalAiErrorCode = LocalAiErrorCode> extends Error {
+  readonly code: C;
+  readonly data: ErrorDataByCode[C] | undefined;
   /** The method of the call that failed, when there was one. */
   readonly method: string | undefined;
 
-  constructor(code: LocalAiErrorCode, message: string, data?: Record<string, unknown>, method?: string) {
+  constructor(code: C, message: string, data?: ErrorDataByCode[C], method?: string) {
     super(message);
     this.name = "LocalAiError";
     this.code = code;
@@ -29,8 +37,26 @@ export class LocalAiError extends Error {
   }
 }
 
-export function isLocalAiError(err: unknown, code?: LocalAiErrorCode): err is LocalAiError {
+/** A LocalAiError of any code, as a union: checking `code` narrows `data`. */
+export type AnyLocalAiError = { [C in LocalAiErrorCode]: LocalAiError<C> }[LocalAiErrorCode];
+
+export function isLocalAiError(err: unknown): err is AnyLocalAiError;
+export function isLocalAiError<C extends LocalAiErrorCode>(err: unknown, code: C): err is LocalAiError<C>;
+export function isLocalAiError(err: unknown, code?: LocalAiErrorCode): boolean {
   return err instanceof LocalAiError && (code === undefined || err.code === code);
+}
+
+/**
+ * An error as the core sent it. Its `data` is trusted to match the code's shape: the protocol
+ * says so, and test/client/error-data.test.ts holds the core to it.
+ */
+export function errorFromCore(
+  code: LocalAiErrorCode,
+  message: string,
+  data: Record<string, unknown> | undefined,
+  method: string | undefined,
+): LocalAiError {
+  return new LocalAiError(code, message, data as LocalAiErrorData | undefined, method);
 }
 
 /** The `core_exited` error of a core that ended (or never started), with why in `data`. */

@@ -10,16 +10,36 @@ export {
   type LocalAiClientOptions,
   type RestartOptions,
   type ShutdownOptions,
+  type StartedInfo,
+  type StartedLocalAiClient,
 } from "./client.ts";
-export type { CallOptions, ClientLogger } from "./connection.ts";
-export type { ExitInfo, SpawnFunction } from "./core-process.ts";
+export type { ErrorDataByCode } from "./error-data.ts";
 export {
+  type AnyLocalAiError,
   CLIENT_ERROR_CODES,
   type ClientErrorCode,
   isLocalAiError,
   LocalAiError,
   type LocalAiErrorCode,
+  type LocalAiErrorData,
 } from "./errors.ts";
+export type {
+  AbortSignalLike,
+  CallOptions,
+  ClientLogger,
+  CoreSpawnOptions,
+  Environment,
+  ExitInfo,
+  SpawnFunction,
+} from "./host-types.ts";
 export { RequestStream } from "./request-stream.ts";
+export {
+  type CoreBinaryCandidate,
+  type CoreBinaryLayout,
+  coreBinaryCandidates,
+  coreTargetName,
+  type ResolveCoreBinaryOptions,
+  resolveCoreBinary,
+} from "./resolve-core-binary.ts";
 export { CORE_STOP_MARGIN_MS, DEFAULT_CORE_STOP_GRACE_MS } from "./shutdown-timing.ts";
 export type * from "./types.ts";

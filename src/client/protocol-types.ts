@@ -17,6 +17,14 @@ export type ErrorCode =
   | "cancelled"
   | "internal_error";
 
+/** What an error's `data.reason` may say. */
+export type ErrorReason =
+  | "context_overflow"
+  | "server_error"
+  | "connection_lost"
+  | "bad_response"
+  | "server_failed";
+
 /** What `chat` accepts: every field has a default on the core's side. */
 export type ChatParams = {
   user_id?: string | undefined;
@@ -104,7 +112,7 @@ export type ChatEvent =
   | ({ id: RequestId; type: "event"; event: "final" } & { step: number; response: string })
   | ({ id: RequestId; type: "event"; event: "loop_abort" } & {
       step: number;
-      reason: "cancelled" | "max_steps" | "max_parse_errors" | "context_overflow" | "llm_error";
+      reason: "cancelled" | "context_overflow" | "max_steps" | "max_parse_errors" | "llm_error";
     });
 
 /** What `initialize` accepts. */
@@ -112,6 +120,19 @@ export type InitializeParams = {
   protocol_versions?: number[] | undefined;
   client?: { [x: string]: unknown; name?: string | undefined; version?: string | undefined } | undefined;
 };
+
+/** What `warmup` accepts. */
+export type WarmupParams = { user_id?: string | undefined };
+
+/** Progress of `warmup`: llama-server starting, loading the model, ready. */
+export type WarmupEvent = { id: RequestId; type: "event"; event: "warmup_progress" } & (
+  | { phase: "starting"; attempt: number }
+  | { phase: "loading"; elapsed_ms: number }
+  | { phase: "ready"; elapsed_ms: number }
+);
+
+/** The result of warmup: llama-server is ready. */
+export type WarmupResult = { status: "ready"; elapsed_ms: number; slots: number };
 
 /** The core's answer to initialize. */
 export type InitializeResult = {

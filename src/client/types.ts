@@ -12,11 +12,15 @@ export type {
   DoctorCheck,
   DoctorResult,
   ErrorCode,
+  ErrorReason,
   InitializeParams,
   InitializeResult,
   PlanResult,
   RequestId,
   StatusResult,
+  WarmupEvent,
+  WarmupParams,
+  WarmupResult,
   Warning,
 } from "./protocol-types.ts";
 
@@ -25,7 +29,7 @@ import type { ChatEvent, ChatEventName, RequestId } from "./protocol-types.ts";
 /** Narrows a chat event by name: `ChatEventOf<"llm_chunk">`. */
 export type ChatEventOf<K extends ChatEventName> = Extract<ChatEvent, { event: K }>;
 
-/** An event of a method without a typed event list (warm-up, test methods). */
+/** An event of a method without a typed event list (test methods, methods newer than the client). */
 export interface GenericEvent {
   id: RequestId;
   type: "event";

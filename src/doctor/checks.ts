@@ -11,6 +11,7 @@ import { isCoreError } from "../protocol/errors.ts";
 import type { DoctorCheck } from "../protocol/results.ts";
 import type { WorkerReport } from "../rpc/client.ts";
 import { findLlamaServer } from "../runtime/find-binary.ts";
+import { missingLlamaServerFix } from "./llama-server-source.ts";
 
 /** One diagnostic: the protocol's DoctorCheckSchema is its one definition. */
 export type Check = DoctorCheck;
@@ -30,7 +31,7 @@ export async function binaryCheck(
       id: "binary",
       status: "fail",
       message: `llama-server not found (tried ${found.tried.length > 4 ? `${found.tried.slice(0, 4).join(", ")}, …` : found.tried.join(", ")})`,
-      fix: "set llama.binary in the config, or put llama-server next to local-ai or on PATH",
+      fix: missingLlamaServerFix(process.platform, process.arch, dirname(process.execPath)),
       data: { code: "binary_missing", tried: found.tried },
     };
   }

@@ -16,8 +16,9 @@ import {
  * definitions the core validates with (handed in by the caller: the definitions live above
  * this floor). `bun run schema` writes it to docs/protocol.schema.json.
  *
- * Layout: `$defs` holds one schema per message kind; `x-methods` maps each method to its
- * request, result and events (as $refs); `x-events` lists every event.
+ * Layout: `$defs` holds one schema per message kind; `$defs.ProtocolIndex.const` maps each
+ * method to its request, result and events (as $refs) and lists every event: a `const`, so
+ * that strict validators (ajv) meet no unknown keyword.
  */
 
 const SCHEMA_URI = "https://json-schema.org/draft/2020-12/schema";
@@ -111,17 +112,42 @@ export function buildProtocolJsonSchema(definitions: readonly MethodSchemas[]): 
     title: "local-ai stdio protocol",
     description:
       "NDJSON over stdin/stdout: one JSON object per line. Requests go host → core; events, results and errors come back, each with the request's id. Every request with a usable id gets exactly one result or error, after its events. Generated from the core's zod schemas by `bun run schema`; do not edit.",
-    "x-protocol-versions": [...PROTOCOL_VERSIONS],
-    "x-methods": Object.fromEntries(Object.entries(methods).sort(([a], [b]) => a.localeCompare(b))),
-    "x-events": events,
+    $comment: `Protocol versions: ${PROTOCOL_VERSIONS.join(", ")}. $defs.ProtocolIndex is not a message: its const lists the protocol versions, each method's request, params, result and events, and every event (as $refs), in keywords every validator knows (ajv's strict mode included).`,
     anyOf: [
       { $ref: "#/$defs/Request" },
       { $ref: "#/$defs/EventMessage" },
       { $ref: "#/$defs/ResultMessage" },
       { $ref: "#/$defs/ErrorMessage" },
     ],
-    $defs: Object.fromEntries(Object.entries(defs).sort(([a], [b]) => a.localeCompare(b))),
+    $defs: Object.fromEntries(
+      Object.entries({
+        ...unionTypesAsAnyOf(defs),
+        ProtocolIndex: {
+          const: {
+            protocol_versions: [...PROTOCOL_VERSIONS],
+            methods: Object.fromEntries(Object.entries(methods).sort(([a], [b]) => a.localeCompare(b))),
+            events,
+          },
+        },
+      }).sort(([a], [b]) => a.localeCompare(b)),
+    ),
   };
+}
+
+/**
+ * `{"type": ["string", "null"]}` as `{"anyOf": [{"type": "string"}, {"type": "null"}]}`: the
+ * same meaning, which ajv's strict mode accepts without `allowUnionTypes`.
+ */
+function unionTypesAsAnyOf<T>(node: T): T {
+  if (Array.isArray(node)) return node.map(unionTypesAsAnyOf) as T;
+  if (!node || typeof node !== "object") return node;
+  const out: JsonObject = {};
+  for (const [key, value] of Object.entries(node)) out[key] = unionTypesAsAnyOf(value);
+  if (Array.isArray(out.type) && out.anyOf === undefined) {
+    out.anyOf = out.type.map((type) => ({ type }));
+    delete out.type;
+  }
+  return out as T;
 }
 
 /**

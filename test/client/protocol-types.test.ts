@@ -6,10 +6,11 @@ import { CHAT_EVENT_NAMES } from "../../src/client/chat-events.ts";
 import type * as P from "../../src/client/protocol-types.ts";
 import type { InitializeParamsSchema } from "../../src/methods/initialize.ts";
 import type { PlanResult } from "../../src/methods/plan.ts";
+import type { WarmupParamsSchema } from "../../src/methods/warmup.ts";
 import type { ModelsResult } from "../../src/models/list-schema.ts";
 import type { ChatParamsSchema, ChatResultSchema, WarningSchema } from "../../src/protocol/chat.ts";
 import { ChatEventFields } from "../../src/protocol/chat.ts";
-import type { ErrorCodeSchema, RequestIdSchema } from "../../src/protocol/messages.ts";
+import type { ErrorCodeSchema, ErrorReasonSchema, RequestIdSchema } from "../../src/protocol/messages.ts";
 import type * as R from "../../src/protocol/results.ts";
 
 // The client's plain types must be the zod types, exactly: `tsc --noEmit` fails on a mismatch.
@@ -45,6 +46,15 @@ describe("client protocol types", () => {
       same<P.DoctorResult, R.DoctorResult>(true),
       same<P.PlanResult, PlanResult>(true),
       same<P.ModelsResult, ModelsResult>(true),
+      same<P.ErrorReason, z.infer<typeof ErrorReasonSchema>>(true),
+      same<P.WarmupParams, z.input<typeof WarmupParamsSchema>>(true),
+      same<P.WarmupResult, z.infer<typeof R.WarmupResultSchema>>(true),
+      same<
+        P.WarmupEvent,
+        { id: z.infer<typeof RequestIdSchema>; type: "event"; event: "warmup_progress" } & z.infer<
+          typeof R.WarmupProgressFields
+        >
+      >(true),
     ];
     expect(checks.every(Boolean)).toBe(true);
   });

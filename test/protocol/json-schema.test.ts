@@ -38,22 +38,23 @@ describe("protocol JSON Schema", () => {
   });
 
   test("covers every served method's request and params, and chat's result and events", () => {
+    const index = schema.$defs.ProtocolIndex.const;
     for (const { name } of METHODS) {
-      expect(schema["x-methods"][name]?.request).toBeDefined();
-      expect(schema["x-methods"][name]?.params).toBeDefined();
+      expect(index.methods[name]?.request).toBeDefined();
+      expect(index.methods[name]?.params).toBeDefined();
     }
     for (const name of ["initialize", "ping", "doctor", "plan", "chat", "cancel", "shutdown", "warmup"]) {
-      expect(schema["x-methods"][name]?.result).toBeDefined();
+      expect(index.methods[name]?.result).toBeDefined();
     }
-    expect(Object.keys(schema["x-events"])).toEqual([...Object.keys(ChatEventFields), "warmup_progress"]);
-    expect(schema["x-methods"].chat.events).toHaveLength(Object.keys(ChatEventFields).length);
-    expect(schema["x-methods"].warmup.events).toEqual([{ $ref: "#/$defs/WarmupProgressEvent" }]);
+    expect(Object.keys(index.events)).toEqual([...Object.keys(ChatEventFields), "warmup_progress"]);
+    expect(index.methods.chat.events).toHaveLength(Object.keys(ChatEventFields).length);
+    expect(index.methods.warmup.events).toEqual([{ $ref: "#/$defs/WarmupProgressEvent" }]);
   });
 
   test("keeps the zod constraints a host must honour", () => {
     const defs = schema.$defs;
     expect(defs.ErrorCode.enum).toEqual(ErrorCodeSchema.options);
-    expect(defs.RequestId.type).toEqual(["string", "number"]);
+    expect(defs.RequestId.anyOf).toEqual([{ type: "string" }, { type: "number" }]);
     // Params are input-shaped: fields with defaults are optional, validation rules kept.
     expect(defs.ChatParams.required ?? []).toEqual([]);
     expect(defs.ChatParams.properties.user_id.pattern).toBe("^[A-Za-z0-9@+._-]+$");

@@ -1,0 +1,76 @@
+import type { ErrorReason } from "./protocol-types.ts";
+
+/**
+ * What an error's `data` holds, per code (docs/protocol.md, "Errors"). Fields a code always
+ * carries are required; the rest depend on where the error arose and are optional. Every shape
+ * stays open (`[field: string]: unknown`): a newer core may add fields.
+ * test/client/error-data.test.ts drives the compiled core into each error and checks its data.
+ */
+
+type Open = { [field: string]: unknown };
+
+/** A llama-server that failed to start or died: how it ended and its last log lines. */
+interface LlamaServerEnd {
+  exit_code?: number | null;
+  signal?: string | null;
+  log_tail?: string[];
+}
+
+export interface ErrorDataByCode {
+  /** No config file at the path: which path. */
+  config_missing: { file: string } & Open;
+  /**
+   * The config cannot be used: where (file, line, key; null when not known) and, for schema
+   * errors, every issue; settings that contradict each other name only the key.
+   */
+  config_invalid: {
+    file?: string;
+    line?: number | null;
+    key?: string | null;
+    issues?: { key: string; message: string }[];
+  } & Open;
+  /** llama-server not found (the paths tried), or it exited at start-up over its binary. */
+  binary_missing: { tried?: string[] } & LlamaServerEnd & Open;
+  /** The GGUF is absent, unreadable, not a GGUF or truncated (plan), or llama-server said so. */
+  model_missing: {
+    path?: string;
+    problem?: "absent" | "unreadable" | "not_gguf" | "truncated";
+  } & LlamaServerEnd &
+    Open;
+  /** The model does not fit: the device short of memory and the numbers, or the setting at fault. */
+  model_plan_error: {
+    device?: string;
+    needed_bytes?: number;
+    available_bytes?: number;
+    context_per_slot?: number;
+    slots?: number;
+    key?: string;
+  } & LlamaServerEnd &
+    Open;
+  /** A bad request: the params field at fault; or a prompt that cannot fit (`context_overflow`). */
+  invalid_request: {
+    field?: string | null;
+    supported?: number[];
+    reason?: "context_overflow";
+    n_prompt_tokens?: number | null;
+    n_ctx?: number;
+    trace_id?: string;
+  } & Open;
+  unknown_method: Open;
+  invalid_json: Open;
+  cancelled: Open;
+  /** Unexpected, or llama-server failing during a chat (`reason`, docs/agent.md). */
+  internal_error: { reason?: ErrorReason; trace_id?: string } & LlamaServerEnd & Open;
+  /** The client's own: the core process ended or could not start. */
+  core_exited: {
+    exit_code: number | null;
+    signal: string | null;
+    /** Set when the process could not be started at all (ENOENT, EACCES…). */
+    spawn_error?: string;
+    /** The last lines the core wrote to stderr. */
+    stderr_tail: string[];
+  } & Open;
+  timeout: Open;
+  protocol_error: Open;
+  client_closed: Open;
+}

@@ -1,0 +1,86 @@
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import { targetName } from "../util/target-name.ts";
+
+/**
+ * Where the local-ai executable is in a host application, packaged or in development. One naming
+ * scheme everywhere (release archives, docs/bootstrap.md, this helper): `<os>-<arch>` with os
+ * darwin, linux or windows. The layouts, as the packagers write them (test/client/
+ * resolve-core-binary.test.ts builds each one from the docs' recipes):
+ *
+ *   packaged, electron-builder `extraResources` to "local-ai"  <resources>/local-ai/local-ai
+ *   packaged, electron-forge `extraResource` of a "local-ai"   <resources>/local-ai/local-ai
+ *     folder (packager keeps a folder's own name)
+ *   packaged, forge `extraResource` of vendor/local-ai/<os>-<arch>  <resources>/<os>-<arch>/local-ai
+ *   packaged, inside the app's files, unpacked from the asar   <resources>/app.asar.unpacked/vendor/local-ai/<os>-<arch>/local-ai
+ *   development                                                <appPath>/vendor/local-ai/<os>-<arch>/local-ai
+ *
+ * <resources> is `process.resourcesPath` (Contents/Resources on macOS, resources/ elsewhere);
+ * the executable is local-ai.exe on Windows.
+ */
+
+export interface ResolveCoreBinaryOptions {
+  /** `process.resourcesPath` in a packaged Electron app. */
+  resourcesPath?: string;
+  /** The app's folder (`app.getAppPath()`); development looks under it. Default: the working directory. */
+  appPath?: string;
+  /** `process.platform` of the machine the core runs on (default: this one's). */
+  platform?: string;
+  /** `process.arch` (default: this one's). */
+  arch?: string;
+  /** True when not packaged (`!app.isPackaged`): look in `<appPath>/<vendorDir>/<os>-<arch>/`. */
+  dev?: boolean;
+  /** Where the per-target folders live, relative to the app's folder (default "vendor/local-ai"). */
+  vendorDir?: string;
+  /** Test seam: whether a file exists (default fs.existsSync). */
+  exists?: (path: string) => boolean;
+}
+
+export type CoreBinaryLayout = "resources" | "resources-target" | "asar-unpacked" | "dev";
+
+export interface CoreBinaryCandidate {
+  path: string;
+  layout: CoreBinaryLayout;
+}
+
+/** `<os>-<arch>` for a Node platform and arch: win32 → windows. */
+export const coreTargetName: (platform: string, arch: string) => string = targetName;
+
+/** Every place the executable may be, in the order resolveCoreBinary tries them. */
+export function coreBinaryCandidates(options: ResolveCoreBinaryOptions = {}): CoreBinaryCandidate[] {
+  const platform = options.platform ?? process.platform;
+  const target = coreTargetName(platform, options.arch ?? process.arch);
+  const exe = platform === "win32" ? "local-ai.exe" : "local-ai";
+  const vendor = options.vendorDir ?? join("vendor", "local-ai");
+  if (options.dev) {
+    return [{ path: join(options.appPath ?? process.cwd(), vendor, target, exe), layout: "dev" }];
+  }
+  const resources = options.resourcesPath;
+  if (!resources) return [];
+  return [
+    { path: join(resources, "local-ai", exe), layout: "resources" },
+    { path: join(resources, target, exe), layout: "resources-target" },
+    { path: join(resources, "app.asar.unpacked", vendor, target, exe), layout: "asar-unpacked" },
+  ];
+}
+
+/**
+ * The path of the local-ai executable for this app; throws naming every place tried. Pass it
+ * as `binary` to LocalAiClient.start().
+ */
+export function resolveCoreBinary(options: ResolveCoreBinaryOptions = {}): string {
+  const exists = options.exists ?? existsSync;
+  const candidates = coreBinaryCandidates(options);
+  const found = candidates.find((c) => exists(c.path));
+  if (found) return found.path;
+  const target = coreTargetName(options.platform ?? process.platform, options.arch ?? process.arch);
+  if (candidates.length === 0) {
+    throw new Error(
+      "resolveCoreBinary: pass resourcesPath (process.resourcesPath) when packaged, or dev: true",
+    );
+  }
+  throw new Error(
+    `local-ai for ${target} not found (tried ${candidates.map((c) => c.path).join(", ")}); ` +
+      "see docs/bootstrap.md, Electron, for the layouts",
+  );
+}

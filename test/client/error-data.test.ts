@@ -1,0 +1,160 @@
+import { afterEach, describe, expect, test } from "bun:test";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import {
+  type ErrorDataByCode,
+  LocalAiClient,
+  LocalAiError,
+  type LocalAiErrorCode,
+} from "../../src/client/index.ts";
+import { writeFakeModel } from "../fixtures/llama-stand-in/binary.ts";
+import { tmpdir } from "../fixtures/tmpdir.ts";
+import { hostBinary } from "./host-binary.ts";
+
+// The compiled core driven into each error whose data the client types (ErrorDataByCode): the
+// data it really sends must fit the declared shape, field by field.
+type Kind = "string" | "number" | "null" | "array" | "boolean";
+type Shape = Record<string, { kinds: Kind[]; required: boolean }>;
+
+const kindOf = (v: unknown): Kind =>
+  v === null ? "null" : Array.isArray(v) ? "array" : (typeof v as "string" | "number" | "boolean");
+
+/** `field: "string|null"` required, `field?: "number"` optional. */
+function shape(spec: Record<string, string>): Shape {
+  return Object.fromEntries(
+    Object.entries(spec).map(([k, v]) => [
+      k.replace("?", ""),
+      { kinds: v.split("|") as Kind[], required: !k.endsWith("?") },
+    ]),
+  );
+}
+
+function expectData<C extends LocalAiErrorCode>(err: LocalAiError, code: C, spec: Shape): ErrorDataByCode[C] {
+  expect(err.code).toBe(code);
+  const data = err.data as Record<string, unknown>;
+  expect(typeof data).toBe("object");
+  for (const [field, { kinds, required }] of Object.entries(spec)) {
+    if (!(field in data)) {
+      expect(`${field} missing`).toBe(required ? `${field} present` : `${field} missing`);
+      continue;
+    }
+    expect(`${field}: ${kinds.includes(kindOf(data[field])) ? "fits" : kindOf(data[field])}`).toBe(
+      `${field}: fits`,
+    );
+  }
+  return data as ErrorDataByCode[C];
+}
+
+const clients: LocalAiClient[] = [];
+afterEach(() => {
+  for (const c of clients.splice(0)) c.kill();
+});
+
+async function client(cwd: string): Promise<LocalAiClient> {
+  const c = await LocalAiClient.start({ binary: hostBinary(), cwd });
+  clients.push(c);
+  return c;
+}
+
+async function failure(p: Promise<unknown>): Promise<LocalAiError> {
+  const err = await p.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(err).toBeInstanceOf(LocalAiError);
+  return err as LocalAiError;
+}
+
+describe("error data from the compiled core fits ErrorDataByCode", () => {
+  test("config_missing, config_invalid (schema and YAML), model_missing, model_plan_error", async () => {
+    await using dir = tmpdir();
+    const c = await client(dir.path);
+    expectData(await failure(c.plan()), "config_missing", shape({ file: "string" }));
+
+    writeFileSync(join(dir.path, "config.yaml"), "app:\n  max_steps: 0\n");
+    const schema = expectData(
+      await failure(c.plan()),
+      "config_invalid",
+      shape({ file: "string", line: "number|null", key: "string|null", issues: "array" }),
+    );
+    expect(schema.issues?.[0]).toEqual({ key: "app.max_steps", message: expect.any(String) });
+
+    writeFileSync(join(dir.path, "config.yaml"), "app: [\n");
+    expectData(
+      await failure(c.plan()),
+      "config_invalid",
+      shape({ file: "string", line: "number|null", key: "string|null" }),
+    );
+
+    writeFileSync(join(dir.path, "config.yaml"), "model:\n  path: ./none.gguf\n");
+    const missing = expectData(
+      await failure(c.plan()),
+      "model_missing",
+      shape({ path: "string", problem: "string" }),
+    );
+    expect(["absent", "unreadable", "not_gguf", "truncated"]).toContain(missing.problem!);
+
+    // A loaded config stays loaded: a fresh core reads the next one.
+    await using fits = tmpdir();
+    writeFakeModel(fits.path, "m.gguf");
+    writeFileSync(join(fits.path, "config.yaml"), "model:\n  path: ./m.gguf\nhardware:\n  ram_bytes: 1000\n");
+    expectData(
+      await failure((await client(fits.path)).plan()),
+      "model_plan_error",
+      // A model that does not fit names the device and the numbers (optional in the type: a
+      // refused setting names only its key).
+      shape({
+        device: "string",
+        needed_bytes: "number",
+        available_bytes: "number",
+        context_per_slot: "number",
+        slots: "number",
+      }),
+    );
+  }, 30_000);
+
+  test("binary_missing, invalid_request (field, supported), unknown_method without data", async () => {
+    await using dir = tmpdir();
+    writeFakeModel(dir.path, "m.gguf");
+    writeFileSync(
+      join(dir.path, "config.yaml"),
+      "llama:\n  binary: ./no-llama-server\nmodel:\n  path: ./m.gguf\n",
+    );
+    const c = await client(dir.path);
+    const binary = expectData(await failure(c.warmup().result), "binary_missing", shape({ tried: "array" }));
+    expect(binary.tried?.every((p) => typeof p === "string")).toBe(true);
+
+    const field = expectData(
+      await failure(c.chat({ session_id: "no spaces allowed" }).result),
+      "invalid_request",
+      shape({ field: "string|null" }),
+    );
+    expect(field.field).toBe("session_id");
+    const versions = expectData(
+      await failure(c.request("initialize", { protocol_versions: [99] })),
+      "invalid_request",
+      shape({ field: "string", supported: "array" }),
+    );
+    expect(versions.supported).toEqual([1]);
+
+    const unknown = await failure(c.request("no.such.method"));
+    expect(unknown.code).toBe("unknown_method");
+    expect(unknown.data).toBeUndefined();
+  }, 30_000);
+
+  test("core_exited, the client's own: exit code, signal, stderr tail, spawn error", async () => {
+    await using dir = tmpdir();
+    const err = await failure(LocalAiClient.start({ binary: join(dir.path, "no-such-core") }));
+    expectData(
+      err,
+      "core_exited",
+      shape({
+        exit_code: "number|null",
+        signal: "string|null",
+        "spawn_error?": "string",
+        stderr_tail: "array",
+      }),
+    );
+    expect(String(err.data?.spawn_error)).toContain("ENOENT");
+  });
+});
