@@ -1,21 +1,9 @@
+import { CHAT_EVENT_NAMES } from "../protocol/capabilities.ts";
 import type { ChatEventName } from "./protocol-types.ts";
 
-/**
- * The chat event names, kept here as plain strings so the client bundle needs no zod. The type
- * check below fails the build when the protocol's list and this one drift apart.
- */
-export const CHAT_EVENT_NAMES = [
-  "run_start",
-  "memory_start",
-  "memory_done",
-  "llm_start",
-  "llm_chunk",
-  "llm_done",
-  "tool_start",
-  "tool_done",
-  "final",
-  "loop_abort",
-] as const satisfies readonly ChatEventName[];
+// The protocol's own zod-free list: the client bundle needs no zod. The check below fails the
+// build when it and the generated protocol types drift apart.
+export { CHAT_EVENT_NAMES };
 
 type Missing = Exclude<ChatEventName, (typeof CHAT_EVENT_NAMES)[number]>;
 // If this line fails to compile, a chat event was added to the protocol but not here.

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { WORKER_FAILURE_KINDS } from "../rpc/wire.ts";
 import { KV_CACHE_TYPE_NAMES } from "./ggml-types.ts";
 
 /**
@@ -120,13 +121,7 @@ export type DevicePlan = z.infer<typeof DevicePlanSchema>;
 
 /** Why a configured RPC worker is not a device of the plan. */
 export const WORKER_LEFT_OUT = [
-  "refused",
-  "unresolved",
-  "unreachable",
-  "timeout",
-  "closed",
-  "wrong_version",
-  "malformed",
+  ...WORKER_FAILURE_KINDS,
   /** It answered, but has no memory to spend once the margin is kept free. */
   "no_memory",
   /** Not asked (a plan made without querying the workers). */

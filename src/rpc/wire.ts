@@ -42,14 +42,17 @@ export interface WorkerAnswer {
  * kinds from here: `wrong_version` (it speaks another RPC protocol), `malformed` (garbage, a
  * size no reply of ours has, an HTTP server…), `closed` (it hung up before answering).
  */
-export type WorkerFailureKind =
-  | "refused"
-  | "unresolved"
-  | "unreachable"
-  | "timeout"
-  | "closed"
-  | "wrong_version"
-  | "malformed";
+/** Every way the worker query can fail; the plan and the worker book list them as they are. */
+export const WORKER_FAILURE_KINDS = [
+  "refused",
+  "unresolved",
+  "unreachable",
+  "timeout",
+  "closed",
+  "wrong_version",
+  "malformed",
+] as const;
+export type WorkerFailureKind = (typeof WORKER_FAILURE_KINDS)[number];
 
 export interface WireFailure {
   kind: WorkerFailureKind;

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import type { WorkerReport } from "./client.ts";
-import { versionText } from "./wire.ts";
+import { versionText, WORKER_FAILURE_KINDS } from "./wire.ts";
 
 /**
  * What this process last learned about each RPC worker: the latest query (by doctor, plan or
@@ -18,17 +18,9 @@ export const WORKER_STATES = [
   "in_use",
   /** It stopped answering while llama-server used it (or was skipped at its start). */
   "lost",
-  // The query's failures (wire.ts).
-  "refused",
-  "unresolved",
-  "unreachable",
-  "timeout",
-  "closed",
-  "wrong_version",
-  "malformed",
-] as const satisfies readonly (WorkerReportFailure | "unchecked" | "ok" | "in_use" | "lost")[];
-
-type WorkerReportFailure = Extract<WorkerReport, { ok: false }>["failure"];
+  // The query's failures.
+  ...WORKER_FAILURE_KINDS,
+] as const;
 
 /** One worker in `status` (a strict schema, so status's result can embed it as is). */
 export const WorkerStatusSchema = z.strictObject({
