@@ -15,6 +15,7 @@ export const CHAT_EVENT_NAMES = [
   "tool_done",
   "final",
   "loop_abort",
+  "warmup_progress",
 ] as const satisfies readonly ChatEventName[];
 
 type Missing = Exclude<ChatEventName, (typeof CHAT_EVENT_NAMES)[number]>;

@@ -78,7 +78,8 @@ export type ChatEventName =
   | "tool_start"
   | "tool_done"
   | "final"
-  | "loop_abort";
+  | "loop_abort"
+  | "warmup_progress";
 
 /** One chat event: its fields sit beside id, type and event. */
 export type ChatEvent =
@@ -105,7 +106,14 @@ export type ChatEvent =
   | ({ id: RequestId; type: "event"; event: "loop_abort" } & {
       step: number;
       reason: "cancelled" | "max_steps" | "max_parse_errors" | "context_overflow" | "llm_error";
-    });
+    })
+  | ({ id: RequestId; type: "event"; event: "warmup_progress" } & (
+      | { phase: "restarting"; elapsed_ms: number; backoff_ms?: number | undefined }
+      | { phase: "starting"; attempt: number; elapsed_ms: number }
+      | { phase: "loading"; elapsed_ms: number; fraction?: number | undefined }
+      | { phase: "waking"; elapsed_ms: number; fraction?: number | undefined }
+      | { phase: "ready"; elapsed_ms: number }
+    ));
 
 /** What `initialize` accepts. */
 export type InitializeParams = {
@@ -241,6 +249,7 @@ export type PlanResult = {
         | "context"
         | "cache_types"
         | "jinja"
+        | "idle_sleep"
         | "extra_args";
       value: string | number | boolean | null;
       source: "auto" | "config";

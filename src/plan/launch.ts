@@ -12,6 +12,9 @@ export interface LaunchPlan {
   context_per_slot: number;
   model_path: string;
   max_tokens: number | null;
+  /** The GGUF's `general.name` and its size (all files of a split model), for status and load progress. */
+  model_name?: string | null;
+  model_bytes?: number;
 }
 
 /** The edges the plan reads through; tests replace them. */
@@ -38,12 +41,14 @@ export async function planInputs(config: Config, deps: PlanDeps = defaultPlanDep
 }
 
 export async function planLaunch(config: Config, deps: PlanDeps = defaultPlanDeps): Promise<LaunchPlan> {
-  const { plan } = await planInputs(config, deps);
+  const { plan, model } = await planInputs(config, deps);
   return {
     argv: plan.argv,
     slots: plan.slots,
     context_per_slot: plan.context_per_slot,
     model_path: plan.model_path,
     max_tokens: plan.max_tokens,
+    model_name: model.name,
+    model_bytes: model.size_bytes,
   };
 }
