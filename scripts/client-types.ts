@@ -48,6 +48,16 @@ const TYPES: [name: string, expr: string, doc: string][] = [
     "z.infer<typeof PlanResultSchema>",
     "The result of plan (same data as `local-ai plan --json`).",
   ],
+  [
+    "CoreStatusResult",
+    "z.infer<typeof CoreStatusResultSchema>",
+    "The result of status: llama-server's state, memory, slots, restarts, and the requests in flight.",
+  ],
+  [
+    "WarmupProgress",
+    "z.infer<typeof WarmupProgressFields>",
+    "The fields of a `warmup_progress` event (warmup's, and a chat's while llama-server starts or wakes).",
+  ],
 ];
 
 const PROBE_HEADER = `import type { z } from "zod";
@@ -56,6 +66,8 @@ import type { ChatEventFields, ChatParamsSchema, ChatResultSchema, WarningSchema
 import type { ErrorCodeSchema, RequestIdSchema } from "./protocol/messages.ts";
 import type { PlanResultSchema } from "./methods/plan.ts";
 import type { CancelResultSchema, DoctorCheckSchema, DoctorResultSchema, InitializeResultSchema, StatusResultSchema } from "./protocol/results.ts";
+import type { CoreStatusResultSchema } from "./protocol/status.ts";
+import type { WarmupProgressFields } from "./protocol/progress.ts";
 `;
 
 export function generateClientTypes(): string {

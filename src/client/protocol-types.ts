@@ -260,3 +260,51 @@ export type PlanResult = {
     warnings: string[];
   };
 };
+
+/** The result of status: llama-server's state, memory, slots, restarts, and the requests in flight. */
+export type CoreStatusResult = {
+  llama: {
+    state: "restarting" | "starting" | "ready" | "stopped" | "sleeping" | "failed";
+    waking: boolean;
+    last_error: {
+      code:
+        | "config_missing"
+        | "config_invalid"
+        | "binary_missing"
+        | "model_missing"
+        | "model_plan_error"
+        | "unknown_method"
+        | "invalid_request"
+        | "invalid_json"
+        | "cancelled"
+        | "internal_error";
+      message: string;
+    } | null;
+    pid: number | null;
+    model: { path: string | null; name: string | null };
+    context_per_slot: number | null;
+    slots: { busy: number; waiting: number; total: number | null };
+    rss_bytes: number | null;
+    started_at: string | null;
+    uptime_ms: number | null;
+    idle_sleep_s: number | null;
+    restarts: {
+      used: number;
+      max: number | null;
+      left: number | null;
+      window_s: number | null;
+      next_automatic_try_at: string | null;
+    };
+  };
+  core: { pid: number; rss_bytes: number | null; uptime_ms: number };
+  rpc_workers: { endpoint: string }[];
+  requests: { id: string | number; method: string; since: string; elapsed_ms: number }[];
+};
+
+/** The fields of a `warmup_progress` event (warmup's, and a chat's while llama-server starts or wakes). */
+export type WarmupProgress =
+  | { phase: "restarting"; elapsed_ms: number; backoff_ms?: number | undefined }
+  | { phase: "starting"; attempt: number; elapsed_ms: number }
+  | { phase: "loading"; elapsed_ms: number; fraction?: number | undefined }
+  | { phase: "waking"; elapsed_ms: number; fraction?: number | undefined }
+  | { phase: "ready"; elapsed_ms: number };

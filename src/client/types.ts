@@ -9,6 +9,7 @@ export type {
   ChatEventName,
   ChatParams,
   ChatResult,
+  CoreStatusResult,
   DoctorCheck,
   DoctorResult,
   ErrorCode,
@@ -17,6 +18,7 @@ export type {
   PlanResult,
   RequestId,
   StatusResult,
+  WarmupProgress,
   Warning,
 } from "./protocol-types.ts";
 

@@ -122,7 +122,8 @@ export class Supervisor implements LlamaProvider {
       startingSince: s.kind === "starting" ? s.since : null,
       startedAt: running?.startedAt ?? null,
       readyAt: running?.readyAt ?? null,
-      lastError: stopped?.lastError ?? null,
+      // Down: why. Restarting (or a failed server being stopped): what it follows.
+      lastError: stopped?.lastError ?? ("restartFor" in s ? (s.restartFor ?? null) : null),
       restartPending: "restartFor" in s && s.restartFor !== undefined,
       restarts: this.restartReport(s),
       slots: { busy: this.gate.inUse, waiting: this.gate.waiting, total: this.slotsOrOne() },

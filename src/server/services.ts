@@ -86,6 +86,10 @@ export class CoreServices implements Services {
     return this.provider;
   }
 
+  existingLlama(): LlamaProvider | undefined {
+    return this.provider;
+  }
+
   mcp(): McpPool {
     if (!this.pool) {
       const { McpPool } = require("../agent/mcp-pool.ts") as typeof import("../agent/mcp-pool.ts");

@@ -50,7 +50,7 @@ for (const form of FORMS) {
       expect(log.indexOf(ENTER[0] as string)).toBeLessThan(log.indexOf(ENTER[1] as string));
       const sleeping = await props(s);
       expect(sleeping.is_sleeping).toBe(true);
-      expect({ ...sleeping, is_sleeping: false }).toEqual(awake);
+      expect({ ...sleeping, is_sleeping: false } as Json).toEqual(awake);
       const health = await fetch(`${s.baseUrl}/health`);
       expect(health.status).toBe(200);
       expect(await health.json()).toEqual({ status: "ok" });

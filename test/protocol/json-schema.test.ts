@@ -42,10 +42,22 @@ describe("protocol JSON Schema", () => {
       expect(schema["x-methods"][name]?.request).toBeDefined();
       expect(schema["x-methods"][name]?.params).toBeDefined();
     }
-    for (const name of ["initialize", "ping", "doctor", "plan", "chat", "cancel", "shutdown", "warmup"]) {
+    for (const name of [
+      "initialize",
+      "ping",
+      "doctor",
+      "plan",
+      "chat",
+      "cancel",
+      "shutdown",
+      "warmup",
+      "status",
+    ]) {
       expect(schema["x-methods"][name]?.result).toBeDefined();
     }
-    expect(Object.keys(schema["x-events"])).toEqual([...Object.keys(ChatEventFields), "warmup_progress"]);
+    // A chat's events include warmup's warmup_progress (issue 11): every event is a chat event.
+    expect(Object.keys(schema["x-events"])).toEqual(Object.keys(ChatEventFields));
+    expect(Object.keys(ChatEventFields).at(-1)).toBe("warmup_progress");
     expect(schema["x-methods"].chat.events).toHaveLength(Object.keys(ChatEventFields).length);
     expect(schema["x-methods"].warmup.events).toEqual([{ $ref: "#/$defs/WarmupProgressEvent" }]);
   });
