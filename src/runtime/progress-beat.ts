@@ -46,8 +46,11 @@ export class ProgressBeat {
 
   report(p: Unstamped): void {
     if (this.stopped) return;
+    // The same phase again (a step that reports it on its own clock): the beat already
+    // repeats it, so it is not sent twice in a row.
+    const same = this.current !== undefined && sameFields(this.current, p);
     this.current = p;
-    this.send();
+    if (!same || !this.timer) this.send();
   }
 
   /** The wait is over (ready, failed or abandoned): no more beats. */
@@ -73,6 +76,15 @@ export class ProgressBeat {
     const fraction = this.measure();
     return fraction === undefined ? { ...p, elapsed_ms } : { ...p, elapsed_ms, fraction: round3(fraction) };
   }
+}
+
+function sameFields(a: Unstamped, b: Unstamped): boolean {
+  const keys = (o: object) => Object.keys(o).filter((k) => k !== "elapsed_ms" && k !== "fraction");
+  const ka = keys(a);
+  return (
+    ka.length === keys(b).length &&
+    ka.every((k) => (a as Record<string, unknown>)[k] === (b as Record<string, unknown>)[k])
+  );
 }
 
 function deliver(listener: ProgressListener, p: StartProgress): void {

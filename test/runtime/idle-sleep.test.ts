@@ -135,6 +135,18 @@ describe("ProgressBeat", () => {
     expect("fraction" in (heard.at(-1)?.p ?? {})).toBe(false);
   });
 
+  test("the same phase reported again is not sent twice in a row; a new attempt is", () => {
+    const beat = new ProgressBeat(Date.now());
+    const heard: string[] = [];
+    beat.add((p) => heard.push(p.phase === "starting" ? `starting ${p.attempt}` : p.phase));
+    beat.report({ phase: "loading" });
+    beat.report({ phase: "loading" });
+    beat.report({ phase: "starting", attempt: 2 });
+    beat.report({ phase: "ready" });
+    beat.stop();
+    expect(heard).toEqual(["loading", "starting 2", "ready"]);
+  });
+
   test("a listener that throws does not stop the others", () => {
     const beat = new ProgressBeat(Date.now());
     const heard: string[] = [];
