@@ -13,7 +13,7 @@ import { LogTail, RotatingLog } from "./log-sink.ts";
 import { llamaPrograms, reapLeftover, removePidRecord } from "./pid-file.ts";
 import { pickFreePort } from "./ports.ts";
 import { intakeFraction, modelIntake } from "./proc-memory.ts";
-import { ProgressBeat } from "./progress-beat.ts";
+import { ProgressBeat, type Unstamped } from "./progress-beat.ts";
 import { RestartBudget, type RestartRate, type RestartVerdict } from "./restart-budget.ts";
 import { propsSaysAsleep, rouseServer } from "./sleep-probe.ts";
 import type { SupervisorSnapshot } from "./snapshot.ts";
@@ -390,12 +390,13 @@ export class Supervisor implements LlamaProvider {
     this.plan = plan;
     const dataDir = this.options.dataDir();
     this.log ??= new RotatingLog(join(dataDir, "logs"), settings.logMaxBytes, settings.logFiles);
-    const emit = (p: StartProgress) => starting.progress.report(p);
+    // The beat stamps each event with the time since this start began.
+    const emit = (p: Unstamped) => starting.progress.report(p);
     const attempts = this.options.maxBindAttempts ?? 5;
     let last: CoreError | undefined;
     for (let attempt = 1; attempt <= attempts; attempt++) {
       // The first attempt's `starting` went out before the reap and the plan.
-      if (attempt > 1) emit({ phase: "starting", attempt, elapsed_ms: 0 });
+      if (attempt > 1) emit({ phase: "starting", attempt });
       const outcome = await launchOnce(
         {
           binary: found.path,
@@ -422,7 +423,7 @@ export class Supervisor implements LlamaProvider {
         },
       );
       if (!("error" in outcome)) {
-        emit({ phase: "ready", elapsed_ms: 0 });
+        emit({ phase: "ready" });
         return this.toRunning(outcome, plan);
       }
       last = outcome.error;
