@@ -7,8 +7,6 @@ export interface SupervisorSnapshot {
   state: StateKind;
   /** The child's pid once spawned (starting) or while it serves. */
   pid: number | null;
-  /** Clock time (ms since the epoch) a start under way began (starting), else null. */
-  startingSince: number | null;
   /** Clock times (ms since the epoch) of the serving child's spawn and readiness. */
   startedAt: number | null;
   readyAt: number | null;

@@ -119,7 +119,6 @@ export class Supervisor implements LlamaProvider {
     return {
       state: s.kind,
       pid: running?.child.pid ?? (s.kind === "starting" ? (s.pid ?? null) : null),
-      startingSince: s.kind === "starting" ? s.since : null,
       startedAt: running?.startedAt ?? null,
       readyAt: running?.readyAt ?? null,
       // Down: why. Restarting (or a failed server being stopped): what it follows.

@@ -14,7 +14,6 @@ function snap(over: Partial<SupervisorSnapshot> = {}): SupervisorSnapshot {
   return {
     state: "ready",
     pid: 4242,
-    startingSince: null,
     startedAt: NOW - 60_000,
     readyAt: NOW - 59_000,
     lastError: null,
