@@ -53,11 +53,14 @@ if (!BINARY || !MODEL) {
       await core.waitFor(() => core.terminal("c2") !== undefined, 30_000);
       if (cancel.result.cancelled) expect(core.terminal("c2")).toMatchObject({ code: "cancelled" });
 
-      const servers = Bun.spawnSync(["pgrep", "-f", BINARY])
+      // This core's llama-servers (its children): other sessions on the machine may run the
+      // same binary at the same time.
+      const servers = Bun.spawnSync(["pgrep", "-P", String(core.proc.pid), "-f", BINARY])
         .stdout.toString()
         .split("\n")
         .filter(Boolean)
         .map(Number);
+      expect(servers.length).toBeGreaterThan(0);
       await core.request({ id: "bye", method: "shutdown" }, 30_000);
       expect(await core.exited(30_000)).toBe(0);
       for (const pid of servers) expect(alive(pid)).toBe(false);
