@@ -61,6 +61,16 @@ const TYPES: [name: string, expr: string, doc: string][] = [
     "z.infer<typeof ModelsResultSchema>",
     "The result of models (same data as `local-ai models --json`).",
   ],
+  [
+    "CoreStatusResult",
+    "z.infer<typeof CoreStatusResultSchema>",
+    "The result of status: llama-server's state, memory, slots, restarts, and the requests in flight.",
+  ],
+  [
+    "WarmupProgress",
+    "z.infer<typeof WarmupProgressFields>",
+    "The fields of a `warmup_progress` event (warmup's, and a chat's while llama-server starts or wakes).",
+  ],
 ];
 
 const PROBE_HEADER = `import type { z } from "zod";
@@ -70,7 +80,9 @@ import type { ErrorCodeSchema, ErrorReasonSchema, RequestIdSchema } from "./prot
 import type { PlanResultSchema } from "./methods/plan.ts";
 import type { ModelsResultSchema } from "./models/list-schema.ts";
 import type { WarmupParamsSchema } from "./methods/warmup.ts";
-import type { CancelResultSchema, DoctorCheckSchema, DoctorResultSchema, InitializeResultSchema, StatusResultSchema, WarmupProgressFields, WarmupResultSchema } from "./protocol/results.ts";
+import type { CancelResultSchema, DoctorCheckSchema, DoctorResultSchema, InitializeResultSchema, StatusResultSchema, WarmupResultSchema } from "./protocol/results.ts";
+import type { CoreStatusResultSchema } from "./protocol/status.ts";
+import type { WarmupProgressFields } from "./protocol/progress.ts";
 `;
 
 export function generateClientTypes(): string {

@@ -120,7 +120,8 @@ class Turn {
       deps.emit("memory_done", { hits: hits.length });
       this.tools = await this.loadTools();
       deps.signal.throwIfAborted();
-      const lease = await deps.provider.acquire(deps.signal);
+      // Waiting for llama-server to start, restart or wake: the host hears how it goes.
+      const lease = await deps.provider.acquire(deps.signal, (p) => deps.emit("warmup_progress", p));
       try {
         return await this.loop(lease, hits);
       } finally {

@@ -14,6 +14,7 @@ import type {
   ChatEvent,
   ChatParams,
   ChatResult,
+  CoreStatusResult,
   DoctorResult,
   GenericEvent,
   InitializeParams,
@@ -250,6 +251,11 @@ export class LocalAiClient {
 
   plan(options?: CallOptions): Promise<PlanResult> {
     return this.request("plan", {}, options);
+  }
+
+  /** llama-server's state, memory, slots and restarts, and the requests in flight (SPEC §9). */
+  status(options?: CallOptions): Promise<CoreStatusResult> {
+    return this.request("status", {}, options);
   }
 
   /**

@@ -86,7 +86,8 @@ export type ChatEventName =
   | "tool_start"
   | "tool_done"
   | "final"
-  | "loop_abort";
+  | "loop_abort"
+  | "warmup_progress";
 
 /** One chat event: its fields sit beside id, type and event. */
 export type ChatEvent =
@@ -113,7 +114,14 @@ export type ChatEvent =
   | ({ id: RequestId; type: "event"; event: "loop_abort" } & {
       step: number;
       reason: "cancelled" | "context_overflow" | "max_steps" | "max_parse_errors" | "llm_error";
-    });
+    })
+  | ({ id: RequestId; type: "event"; event: "warmup_progress" } & (
+      | { phase: "restarting"; elapsed_ms: number; backoff_ms?: number | undefined }
+      | { phase: "starting"; attempt: number; elapsed_ms: number }
+      | { phase: "loading"; elapsed_ms: number; fraction?: number | undefined }
+      | { phase: "waking"; elapsed_ms: number; fraction?: number | undefined }
+      | { phase: "ready"; elapsed_ms: number }
+    ));
 
 /** What `initialize` accepts. */
 export type InitializeParams = {
@@ -126,8 +134,10 @@ export type WarmupParams = { user_id?: string | undefined };
 
 /** Progress of `warmup`: llama-server starting, loading the model, ready. */
 export type WarmupEvent = { id: RequestId; type: "event"; event: "warmup_progress" } & (
-  | { phase: "starting"; attempt: number }
-  | { phase: "loading"; elapsed_ms: number }
+  | { phase: "restarting"; elapsed_ms: number; backoff_ms?: number | undefined }
+  | { phase: "starting"; attempt: number; elapsed_ms: number }
+  | { phase: "loading"; elapsed_ms: number; fraction?: number | undefined }
+  | { phase: "waking"; elapsed_ms: number; fraction?: number | undefined }
   | { phase: "ready"; elapsed_ms: number }
 );
 
@@ -284,6 +294,7 @@ export type PlanResult = {
         | "tensor_split"
         | "cache_types"
         | "jinja"
+        | "idle_sleep"
         | "extra_args";
       value: string | number | boolean | null;
       source: "auto" | "config";
@@ -319,3 +330,69 @@ export type ModelsResult = {
   cache_dir: string;
   folders: string[];
 };
+
+/** The result of status: llama-server's state, memory, slots, restarts, and the requests in flight. */
+export type CoreStatusResult = {
+  llama: {
+    state: "restarting" | "starting" | "ready" | "stopped" | "sleeping" | "failed";
+    waking: boolean;
+    last_error: {
+      code:
+        | "config_missing"
+        | "config_invalid"
+        | "binary_missing"
+        | "model_missing"
+        | "model_plan_error"
+        | "unknown_method"
+        | "invalid_request"
+        | "invalid_json"
+        | "cancelled"
+        | "internal_error";
+      message: string;
+    } | null;
+    pid: number | null;
+    model: { path: string | null; name: string | null };
+    context_per_slot: number | null;
+    slots: { busy: number; waiting: number; total: number | null };
+    rss_bytes: number | null;
+    started_at: string | null;
+    uptime_ms: number | null;
+    idle_sleep_s: number | null;
+    restarts: {
+      used: number;
+      max: number | null;
+      left: number | null;
+      window_s: number | null;
+      next_automatic_try_at: string | null;
+    };
+  };
+  core: { pid: number; rss_bytes: number | null; uptime_ms: number };
+  rpc_workers: {
+    endpoint: string;
+    state:
+      | "ok"
+      | "timeout"
+      | "refused"
+      | "unresolved"
+      | "unreachable"
+      | "closed"
+      | "wrong_version"
+      | "malformed"
+      | "unchecked"
+      | "in_use"
+      | "lost";
+    message: string;
+    version: string | null;
+    devices: { free_bytes: number; total_bytes: number }[];
+    checked_at: number | null;
+  }[];
+  requests: { id: string | number; method: string; since: string; elapsed_ms: number }[];
+};
+
+/** The fields of a `warmup_progress` event (warmup's, and a chat's while llama-server starts or wakes). */
+export type WarmupProgress =
+  | { phase: "restarting"; elapsed_ms: number; backoff_ms?: number | undefined }
+  | { phase: "starting"; attempt: number; elapsed_ms: number }
+  | { phase: "loading"; elapsed_ms: number; fraction?: number | undefined }
+  | { phase: "waking"; elapsed_ms: number; fraction?: number | undefined }
+  | { phase: "ready"; elapsed_ms: number };

@@ -9,6 +9,7 @@ export type {
   ChatEventName,
   ChatParams,
   ChatResult,
+  CoreStatusResult,
   DoctorCheck,
   DoctorResult,
   ErrorCode,
@@ -20,6 +21,7 @@ export type {
   StatusResult,
   WarmupEvent,
   WarmupParams,
+  WarmupProgress,
   WarmupResult,
   Warning,
 } from "./protocol-types.ts";

@@ -133,6 +133,12 @@ export const LlamaSchema = z
     restart_backoff_ms: millis.default(500),
     /** A request that makes no progress for this long marks the server wedged. */
     request_timeout_s: seconds.positive().default(120),
+    /**
+     * Seconds without requests after which llama-server unloads the model (it reloads on the
+     * next request by itself): `--sleep-idle-seconds`. 0 never unloads. Whole seconds, as
+     * llama-server reads them, bounded like every timer.
+     */
+    idle_sleep_s: seconds.int().nonnegative().default(300),
     /** Parallel slots; "auto" lets the plan decide. */
     parallel: z.union([auto, positiveInt]).default("auto"),
     threads: z.union([auto, positiveInt]).default("auto"),

@@ -38,6 +38,7 @@ export const METHODS = [
   lazy("shutdown", false, () => import("./shutdown.ts").then((m) => m.shutdown)),
   lazy("warmup", true, () => import("./warmup.ts").then((m) => m.warmup)),
   lazy("models", false, () => import("./models.ts").then((m) => m.models)),
+  lazy("status", false, () => import("./status.ts").then((m) => m.status)),
 ] as const;
 
 /** Served only with LOCAL_AI_TEST_METHODS=1; not part of the protocol's schema. */

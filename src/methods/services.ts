@@ -23,6 +23,10 @@ export interface Services {
   parallelChats(): number;
   /** The llama-server supervisor (or the stand-in a test put in its place). */
   llama(): LlamaProvider;
+  /** The same, only if a chat or warmup has already created it (status never creates it). */
+  existingLlama(): LlamaProvider | undefined;
+  /** The config, only if something has loaded it already (status never loads it). */
+  existingConfig(): Config | undefined;
   /** The MCP clients, one per configured server. */
   mcp(): McpPool;
   /** One lock per user/session, so two chats never write the same session at once. */

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { SafeIdSchema } from "../protocol/chat.ts";
-import { WarmupProgressFields, WarmupResultSchema } from "../protocol/results.ts";
+import { WarmupProgressFields } from "../protocol/progress.ts";
+import { WarmupResultSchema } from "../protocol/results.ts";
 import { dataDirError } from "../store/data-dir-problem.ts";
 import { defineMethod } from "./definition.ts";
 
@@ -11,7 +12,7 @@ export const WarmupParamsSchema = z.object({
 
 /**
  * Does ahead of the first chat what the first chat would (SPEC §2 lifecycle): starts
- * llama-server, streaming `warmup_progress` events (phase starting/loading/ready), and builds
+ * llama-server, streaming `warmup_progress` events (phases restarting/starting/loading/waking/ready), and builds
  * the user's memory index. Cancellable; cancelling stops the wait, not the start.
  */
 export const warmup = defineMethod({

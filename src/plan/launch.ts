@@ -17,6 +17,9 @@ export interface LaunchPlan {
   max_tokens: number | null;
   /** The RPC workers passed to `--rpc` (the supervisor watches them while the server runs). */
   rpc_workers?: string[];
+  /** The GGUF's `general.name` and its size (all files of a split model), for status and load progress. */
+  model_name?: string | null;
+  model_bytes?: number;
 }
 
 /** The edges the plan reads through; tests replace them. */
@@ -54,7 +57,7 @@ export async function planInputs(config: Config, deps: PlanDeps = defaultPlanDep
 }
 
 export async function planLaunch(config: Config, deps: PlanDeps = defaultPlanDeps): Promise<LaunchPlan> {
-  const { plan } = await planInputs(config, deps);
+  const { plan, model } = await planInputs(config, deps);
   return {
     argv: plan.argv,
     slots: plan.slots,
@@ -62,5 +65,7 @@ export async function planLaunch(config: Config, deps: PlanDeps = defaultPlanDep
     model_path: plan.model_path,
     max_tokens: plan.max_tokens,
     rpc_workers: plan.workers.filter((w) => w.status === "used").map((w) => w.endpoint),
+    model_name: model.name,
+    model_bytes: model.size_bytes,
   };
 }

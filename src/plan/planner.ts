@@ -5,6 +5,7 @@ import { decideContextAndLayers } from "./decide/context-and-layers.ts";
 import { devicePlans } from "./decide/devices.ts";
 import { fitter } from "./decide/fit.ts";
 import { decideFlashAttn } from "./decide/flash-attn.ts";
+import { idleSleepDecision } from "./decide/idle-sleep.ts";
 import { cacheRequests, decideCacheTypes } from "./decide/kv-cache.ts";
 import { decideMemoryFlags } from "./decide/memory-flags.ts";
 import { extraArgsDecision, jinjaDecision } from "./decide/passthrough.ts";
@@ -82,6 +83,7 @@ export function makePlan(
     cache.decision,
     memory.decision,
     jinjaDecision(),
+    idleSleepDecision(llama),
   ];
   const extra = extraArgsDecision(llama.extra_args);
   if (extra) decisions.push(extra);

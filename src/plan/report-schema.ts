@@ -157,6 +157,7 @@ export const DECISION_NAMES = [
   "cache_types",
   "mmap",
   "jinja",
+  "idle_sleep",
   "extra_args",
 ] as const;
 

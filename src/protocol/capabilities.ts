@@ -19,8 +19,11 @@ export const CHAT_EVENT_NAMES = [
   "tool_done",
   "final",
   "loop_abort",
+  // While the chat waits for llama-server to start, restart or wake (SPEC §9).
+  "warmup_progress",
 ] as const;
 export type ChatEventName = (typeof CHAT_EVENT_NAMES)[number];
 
-export const EVENT_NAMES = [...CHAT_EVENT_NAMES, "warmup_progress"] as const;
+/** Every event: the chat's include warmup's `warmup_progress`. */
+export const EVENT_NAMES = [...CHAT_EVENT_NAMES] as const;
 export type EventName = (typeof EVENT_NAMES)[number];

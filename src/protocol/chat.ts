@@ -1,6 +1,7 @@
 import { z } from "zod";
 import type { ChatEventName as ChatEventNameListed } from "./capabilities.ts";
 import { RequestIdSchema } from "./messages.ts";
+import { WarmupProgressFields } from "./progress.ts";
 
 /**
  * `user_id` and `session_id` become path segments under the data directory, so they are
@@ -87,6 +88,8 @@ export const ChatEventFields = {
   }),
   final: z.object({ step, response: z.string() }),
   loop_abort: z.object({ step, reason: LoopAbortReasonSchema }),
+  /** Before `llm_start`, while llama-server starts, restarts or wakes (the same events as warmup's). */
+  warmup_progress: WarmupProgressFields,
 } as const;
 export type ChatEventName = keyof typeof ChatEventFields;
 /** Each chat event's fields by name, for a typed `emit`. */

@@ -3,7 +3,14 @@ import { logger, logUnexpected } from "../util/logger.ts";
 import { CoreError, type ErrorCode, isCoreError } from "./errors.ts";
 import type { Frame } from "./framing.ts";
 import type { ErrorMessage, RequestId, ResultMessage } from "./messages.ts";
-import type { MethodEntry, MethodHandler, MethodTable, OutputPort, RequestContext } from "./method-table.ts";
+import type {
+  ActiveRequest,
+  MethodEntry,
+  MethodHandler,
+  MethodTable,
+  OutputPort,
+  RequestContext,
+} from "./method-table.ts";
 
 /** How a request that started at once stands: already answered, or still working. */
 type Started =
@@ -23,6 +30,8 @@ class InFlight implements RequestContext {
   /** Its outcome is decided; a cancel arriving now finds it finished. */
   settled = false;
   droppedEvents = 0;
+  /** When it arrived, for `status`. */
+  readonly since = Date.now();
 
   constructor(
     readonly id: RequestId,
@@ -48,6 +57,10 @@ class InFlight implements RequestContext {
 
   methodNames(): string[] {
     return [...this.owner.methods.keys()];
+  }
+
+  activeRequests(): ActiveRequest[] {
+    return this.owner.activeRequests(this);
   }
 
   shutdown(): Promise<void> {
@@ -113,6 +126,18 @@ export class Dispatcher {
 
   get activeCount(): number {
     return this.active.size;
+  }
+
+  /**
+   * What is in flight, oldest first, as read-only copies. `asking` is listed too when it is
+   * answered at once and so never entered the table (a loaded plain-value method).
+   */
+  activeRequests(asking?: InFlight): ActiveRequest[] {
+    const all = this.active.all();
+    if (asking && !all.includes(asking)) all.push(asking);
+    return all
+      .map((r) => ({ id: r.id, method: r.method.name, since: r.since }))
+      .sort((a, b) => a.since - b.since);
   }
 
   handleFrame(frame: Frame, maxLineBytes: number): void {

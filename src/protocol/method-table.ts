@@ -10,6 +10,14 @@ import type { ErrorMessage, EventMessage, RequestId, ResultMessage } from "./mes
 /** Event name → the fields an event of that name carries beside id, type and event. */
 export type EventFields = Record<string, object>;
 
+/** A request in flight, as `status` reports it: a read-only copy, nothing to act on. */
+export interface ActiveRequest {
+  readonly id: RequestId;
+  readonly method: string;
+  /** Clock time (ms since the epoch) it arrived. */
+  readonly since: number;
+}
+
 /** What a handler may do besides computing its result: no direct IO. */
 export interface RequestContext<E extends EventFields = EventFields> {
   readonly id: RequestId;
@@ -26,6 +34,8 @@ export interface RequestContext<E extends EventFields = EventFields> {
   cancel(requestId: RequestId | undefined): boolean;
   /** Every method this core serves, for initialize. */
   methodNames(): string[];
+  /** The requests in flight now, this one included (for `status`). */
+  activeRequests(): ActiveRequest[];
   /** Starts the orderly shutdown and resolves once in-flight work has stopped. */
   shutdown(): Promise<void>;
   /**

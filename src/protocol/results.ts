@@ -56,9 +56,5 @@ export const WarmupResultSchema = z.object({
   slots: z.number().int().positive(),
 });
 
-/** The fields of `warmup_progress` events, as the supervisor reports its start. */
-export const WarmupProgressFields = z.discriminatedUnion("phase", [
-  z.object({ phase: z.literal("starting"), attempt: z.number().int().positive() }),
-  z.object({ phase: z.literal("loading"), elapsed_ms: z.number().nonnegative() }),
-  z.object({ phase: z.literal("ready"), elapsed_ms: z.number().nonnegative() }),
-]);
+/** The fields of `warmup_progress` events (they live beside the other progress pieces). */
+export { WarmupProgressFields } from "./progress.ts";

@@ -1,3 +1,4 @@
+import { RPC_WORKER_FAILURES } from "../protocol/status.ts";
 /**
  * The little of llama.cpp's RPC protocol that asks a worker what it has, without llama-server
  * (shared/llama-server/transcripts/87-rpc-wire.txt): a request is `cmd (u8) | size (u64 LE) |
@@ -42,16 +43,8 @@ export interface WorkerAnswer {
  * kinds from here: `wrong_version` (it speaks another RPC protocol), `malformed` (garbage, a
  * size no reply of ours has, an HTTP server…), `closed` (it hung up before answering).
  */
-/** Every way the worker query can fail; the plan and the worker book list them as they are. */
-export const WORKER_FAILURE_KINDS = [
-  "refused",
-  "unresolved",
-  "unreachable",
-  "timeout",
-  "closed",
-  "wrong_version",
-  "malformed",
-] as const;
+/** Every way the worker query can fail; the plan, the worker book and status list them as they are. */
+export const WORKER_FAILURE_KINDS = RPC_WORKER_FAILURES;
 export type WorkerFailureKind = (typeof WORKER_FAILURE_KINDS)[number];
 
 export interface WireFailure {

@@ -1,6 +1,7 @@
-import { z } from "zod";
+import type { z } from "zod";
+import { RPC_WORKER_STATES, RpcWorkerStatusSchema } from "../protocol/status.ts";
 import type { WorkerReport } from "./client.ts";
-import { versionText, WORKER_FAILURE_KINDS } from "./wire.ts";
+import { versionText } from "./wire.ts";
 
 /**
  * What this process last learned about each RPC worker: the latest query (by doctor, plan or
@@ -9,33 +10,10 @@ import { versionText, WORKER_FAILURE_KINDS } from "./wire.ts";
  * refused its protocol version. Read by `status` without touching the network.
  */
 
-export const WORKER_STATES = [
-  /** Never asked yet. */
-  "unchecked",
-  /** Answered the last query. */
-  "ok",
-  /** The running llama-server uses it. */
-  "in_use",
-  /** It stopped answering while llama-server used it (or was skipped at its start). */
-  "lost",
-  // The query's failures.
-  ...WORKER_FAILURE_KINDS,
-] as const;
+export const WORKER_STATES = RPC_WORKER_STATES;
 
-/** One worker in `status` (a strict schema, so status's result can embed it as is). */
-export const WorkerStatusSchema = z.strictObject({
-  endpoint: z.string(),
-  state: z.enum(WORKER_STATES),
-  /** One line: what it has, or why it cannot be used. */
-  message: z.string(),
-  /** Its RPC protocol version, once it answered HELLO. */
-  version: z.string().nullable(),
-  devices: z.array(
-    z.strictObject({ free_bytes: z.number().nonnegative(), total_bytes: z.number().nonnegative() }),
-  ),
-  /** When it was last asked (ms since the epoch), or null. */
-  checked_at: z.number().nullable(),
-});
+/** One worker in `status`: the protocol's wire shape. */
+export const WorkerStatusSchema = RpcWorkerStatusSchema;
 export type WorkerStatus = z.infer<typeof WorkerStatusSchema>;
 export type WorkerState = WorkerStatus["state"];
 

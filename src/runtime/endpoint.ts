@@ -1,3 +1,5 @@
+import type { SupervisorSnapshot } from "./snapshot.ts";
+
 /**
  * The contract between the supervisor (which owns llama-server) and its users (the agent
  * loop, warm-up). Users never see processes, only a lease on a ready server.
@@ -26,9 +28,18 @@ export interface LlamaLease extends LlamaEndpoint {
   requestTimeoutMs: number;
 }
 
+/**
+ * What a caller hears while it waits for llama-server (the `warmup_progress` events of warmup
+ * and chat; the protocol's schema is src/protocol/progress.ts). `elapsed_ms` counts from the
+ * start of the start or wake being waited for; `fraction` is the share of the model file read
+ * so far, where the OS shows it. The supervisor repeats the current phase at least every
+ * 500 ms while the wait lasts.
+ */
 export type StartProgress =
-  | { phase: "starting"; attempt: number }
-  | { phase: "loading"; elapsed_ms: number }
+  | { phase: "restarting"; elapsed_ms: number; backoff_ms?: number }
+  | { phase: "starting"; attempt: number; elapsed_ms: number }
+  | { phase: "loading"; elapsed_ms: number; fraction?: number }
+  | { phase: "waking"; elapsed_ms: number; fraction?: number }
   | { phase: "ready"; elapsed_ms: number };
 
 export interface AcquireOptions {
@@ -52,5 +63,10 @@ export interface LlamaProvider {
   ): Promise<LlamaLease>;
   /** Parallel slots of the planned server: how many chats run at once. */
   slots(): number;
+  /**
+   * What the `status` method reports, read without touching llama-server (no HTTP, no config
+   * load). Optional: a stand-in provider in a test may not have one.
+   */
+  snapshot?(): SupervisorSnapshot;
   stop(): Promise<void>;
 }

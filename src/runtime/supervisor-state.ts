@@ -1,6 +1,7 @@
 import type { CoreError } from "../protocol/errors.ts";
 import { logger } from "../util/logger.ts";
-import type { StartProgress } from "./endpoint.ts";
+import type { SleepWatch } from "./idle-sleep.ts";
+import type { ProgressBeat } from "./progress-beat.ts";
 import type { ChildProcess } from "./spawn.ts";
 
 /** A llama-server that passed its readiness checks: what leases point at. */
@@ -14,6 +15,11 @@ export interface Running {
   /** Clock time (the supervisor's `now`) of the spawn and of readiness. */
   startedAt: number;
   readyAt: number;
+  /**
+   * Its idle sleep (llama.idle_sleep_s), a detail of `ready` rather than a state of its own:
+   * asleep, the same process keeps serving, and the next lease wakes it (idle-sleep.ts).
+   */
+  sleep: SleepWatch;
 }
 
 /**
@@ -31,8 +37,8 @@ export type SupervisorState =
       restartFor?: CoreError;
       /** Aborted by stop(): every start step gives up and kills what it spawned. */
       abort: AbortController;
-      /** Every acquire caller waiting for this start hears its progress. */
-      listeners: Set<(p: StartProgress) => void>;
+      /** Every acquire caller waiting for this start hears its progress, at least twice a second. */
+      progress: ProgressBeat;
       done: Promise<Running>;
       /** Filled in by the start as it spawns (a detail for status, not a change of state). */
       pid?: number;

@@ -7,20 +7,21 @@ import { logger } from "../util/logger.ts";
 import { Semaphore } from "../util/semaphore.ts";
 import { randomApiKey } from "./child-env.ts";
 import type { AcquireOptions, LlamaLease, LlamaProvider, StartProgress } from "./endpoint.ts";
+import { idleSleepMsOf, SleepWatch } from "./idle-sleep.ts";
 import { type Exit, launchOnce, type Spawned, stopChild, TAIL_IN_ERRORS } from "./launch-steps.ts";
 import { LogTail, RotatingLog } from "./log-sink.ts";
 import { llamaPrograms, reapLeftover, removePidRecord } from "./pid-file.ts";
 import { pickFreePort } from "./ports.ts";
+import { intakeFraction, modelIntake } from "./proc-memory.ts";
+import { ProgressBeat, type Unstamped } from "./progress-beat.ts";
 import { RestartBudget, type RestartRate, type RestartVerdict } from "./restart-budget.ts";
 import { RpcWatch } from "./rpc-watch.ts";
+import { propsSaysAsleep, rouseServer } from "./sleep-probe.ts";
+import type { SupervisorSnapshot } from "./snapshot.ts";
 import { bunSpawner, type Spawner } from "./spawn.ts";
-import {
-  type Running,
-  StateCell,
-  type StateKind,
-  type StateOf,
-  type SupervisorState,
-} from "./supervisor-state.ts";
+import { type Running, StateCell, type StateOf, type SupervisorState } from "./supervisor-state.ts";
+
+export type { SupervisorSnapshot } from "./snapshot.ts";
 
 /** Timings and limits, from config.yaml's `llama` section (read at each start). */
 export interface SupervisorSettings {
@@ -55,29 +56,6 @@ export interface SupervisorOptions {
   reap?: boolean;
   /** The clock the restart budget's window runs on (ms since the epoch); tests move it. */
   now?: () => number;
-}
-
-/** What a status report needs, read without touching llama-server. */
-export interface SupervisorSnapshot {
-  state: StateKind;
-  /** The child's pid once spawned (starting) or while it serves. */
-  pid: number | null;
-  /** Clock times (ms since the epoch) of the serving child's spawn and readiness. */
-  startedAt: number | null;
-  readyAt: number | null;
-  /** Why the server is down: the last crash or failed start (while stopped). */
-  lastError: CoreError | null;
-  /** A crash or wedge happened; the next start is a restart. */
-  restartPending: boolean;
-  restarts: {
-    /** Automatic restarts within the window ending now, of `max`. */
-    used: number;
-    max: number;
-    windowMs: number;
-    /** While a restart is pending and the budget is spent: when a chat may restart it again. */
-    nextAutomaticTryAt: number | null;
-  };
-  slots: { busy: number; waiting: number; total: number };
 }
 
 const MAX_BACKOFF_MS = 30_000;
@@ -127,19 +105,38 @@ export class Supervisor implements LlamaProvider {
     return this.plan?.slots ?? this.options.fallbackSlots?.() ?? 1;
   }
 
+  private slotsOrOne(): number {
+    try {
+      return this.slots();
+    } catch {
+      return 1;
+    }
+  }
+
+  /** Never throws and never touches llama-server: `status` answers from it at once. */
   snapshot(): SupervisorSnapshot {
     const s = this.state.get();
     const running = serving(s);
     const stopped = s.kind === "stopped" ? s : undefined;
+    const plan = this.plan;
     return {
       state: s.kind,
       pid: running?.child.pid ?? (s.kind === "starting" ? (s.pid ?? null) : null),
       startedAt: running?.startedAt ?? null,
       readyAt: running?.readyAt ?? null,
-      lastError: stopped?.lastError ?? null,
+      // Down: why. Restarting (or a failed server being stopped): what it follows.
+      lastError: stopped?.lastError ?? ("restartFor" in s ? (s.restartFor ?? null) : null),
       restartPending: "restartFor" in s && s.restartFor !== undefined,
       restarts: this.restartReport(s),
-      slots: { busy: this.gate.inUse, waiting: this.gate.waiting, total: this.slots() },
+      slots: { busy: this.gate.inUse, waiting: this.gate.waiting, total: this.slotsOrOne() },
+      sleep: s.kind === "ready" ? s.running.sleep.state : "awake",
+      idleSleepMs: plan ? idleSleepMsOf(plan.argv) : null,
+      model: {
+        path: plan?.model_path ?? null,
+        name: plan?.model_name ?? null,
+        bytes: plan?.model_bytes ?? null,
+        contextPerSlot: plan?.context_per_slot ?? null,
+      },
     };
   }
 
@@ -156,6 +153,17 @@ export class Supervisor implements LlamaProvider {
       const s = this.state.get();
       if (running.died.signal.aborted || s.kind !== "ready" || s.running !== running) {
         release();
+        continue;
+      }
+      try {
+        // Asleep (llama.idle_sleep_s): wait for the model to reload, with progress.
+        await running.sleep.lease(signal, onProgress);
+      } catch (err) {
+        running.sleep.release();
+        release();
+        if (signal.aborted) throw signal.reason;
+        // It died while waking (the crash is handled by onExit), or never woke: start again.
+        if (!running.died.signal.aborted) this.reportFailure(running, (err as Error).message);
         continue;
       }
       return this.lease(running, release);
@@ -201,12 +209,12 @@ export class Supervisor implements LlamaProvider {
         case "closed":
           throw shuttingDown();
         case "stopping":
-          await abortable(s.done, signal);
+          await this.waitOutStop(s, signal, onProgress);
           continue;
         case "starting":
           return await this.joinStart(s, signal, onProgress);
         case "stopped":
-          this.beginStart(s, explicit, onProgress);
+          this.beginStart(s, explicit);
           continue;
       }
     }
@@ -217,32 +225,52 @@ export class Supervisor implements LlamaProvider {
     signal: AbortSignal,
     onProgress?: (p: StartProgress) => void,
   ): Promise<Running> {
-    if (onProgress) s.listeners.add(onProgress);
+    s.progress.add(onProgress);
     try {
       return await abortable(s.done, signal);
     } finally {
-      if (onProgress) s.listeners.delete(onProgress);
+      s.progress.delete(onProgress);
+    }
+  }
+
+  /** A failed server is being stopped before the restart: `restarting` while it goes. */
+  private async waitOutStop(
+    s: StateOf<"stopping">,
+    signal: AbortSignal,
+    onProgress?: (p: StartProgress) => void,
+  ): Promise<void> {
+    const beat = new ProgressBeat(Date.now());
+    beat.add(onProgress);
+    beat.report({ phase: "restarting" });
+    try {
+      await abortable(s.done, signal);
+    } finally {
+      beat.stop();
     }
   }
 
   /** stopped → starting; throws (leaving the state alone) when a restart is over budget. */
-  private beginStart(
-    from: StateOf<"stopped">,
-    explicit: boolean,
-    onProgress?: (p: StartProgress) => void,
-  ): void {
+  private beginStart(from: StateOf<"stopped">, explicit: boolean): void {
     const backoffMs = from.restartFor ? this.restartDelay(from.restartFor, explicit) : 0;
     const done = Promise.withResolvers<Running>();
     // Every caller may have given up (aborted); the failure is still theirs, not unhandled.
     done.promise.catch(() => {});
+    const since = Date.now();
     const starting: StateOf<"starting"> = {
       kind: "starting",
-      since: Date.now(),
+      since,
       restartFor: from.restartFor,
       abort: new AbortController(),
-      listeners: new Set(onProgress ? [onProgress] : []),
+      // Loading's fraction: how much of the model the child has taken in (Linux /proc).
+      progress: new ProgressBeat(since, () =>
+        starting.pid === undefined
+          ? undefined
+          : intakeFraction(modelIntake(starting.pid), this.plan?.model_bytes),
+      ),
       done: done.promise,
     };
+    // The caller hears this start through joinStart, like every other caller.
+    if (backoffMs > 0) starting.progress.report({ phase: "restarting", backoff_ms: backoffMs });
     this.state.swap(from, starting);
     this.runStart(starting, backoffMs).then(done.resolve, done.reject);
   }
@@ -292,7 +320,13 @@ export class Supervisor implements LlamaProvider {
   }
 
   private restartReport(s: SupervisorState): SupervisorSnapshot["restarts"] {
-    const settings = this.options.settings();
+    let settings: SupervisorSettings;
+    try {
+      settings = this.options.settings();
+    } catch {
+      // The config cannot be read (status must answer all the same): then nothing ever started.
+      return { used: 0, max: null, windowMs: null, nextAutomaticTryAt: null };
+    }
     const rate = restartRate(settings);
     const now = this.now();
     const pending = s.kind === "stopped" && s.restartFor !== undefined;
@@ -310,6 +344,7 @@ export class Supervisor implements LlamaProvider {
     const { signal } = starting.abort;
     try {
       if (backoffMs > 0) await abortable(Bun.sleep(backoffMs), signal);
+      starting.progress.report({ phase: "starting", attempt: 1 });
       if (this.options.reap !== false) {
         this.reaped ??= reapLeftover(this.options.dataDir(), {
           configured: { "llama-server": llamaPrograms(this.options.findBinary()) },
@@ -336,6 +371,8 @@ export class Supervisor implements LlamaProvider {
           : new CoreError("internal_error", String((err as Error)?.message ?? err));
       this.state.swap(starting, { kind: "stopped", restartFor: starting.restartFor, lastError });
       throw err;
+    } finally {
+      starting.progress.stop();
     }
   }
 
@@ -357,11 +394,13 @@ export class Supervisor implements LlamaProvider {
     this.rpc.begin(plan.rpc_workers ?? []);
     const dataDir = this.options.dataDir();
     this.log ??= new RotatingLog(join(dataDir, "logs"), settings.logMaxBytes, settings.logFiles);
-    const emit = (p: StartProgress) => emitTo(starting.listeners, p);
+    // The beat stamps each event with the time since this start began.
+    const emit = (p: Unstamped) => starting.progress.report(p);
     const attempts = this.options.maxBindAttempts ?? 5;
     let last: CoreError | undefined;
     for (let attempt = 1; attempt <= attempts; attempt++) {
-      emit({ phase: "starting", attempt });
+      // The first attempt's `starting` went out before the reap and the plan.
+      if (attempt > 1) emit({ phase: "starting", attempt });
       const outcome = await launchOnce(
         {
           binary: found.path,
@@ -395,8 +434,8 @@ export class Supervisor implements LlamaProvider {
           removePidRecord(dataDir);
           throw skipped;
         }
-        emit({ phase: "ready", elapsed_ms: Date.now() - outcome.t0 });
-        return toRunning(outcome);
+        emit({ phase: "ready" });
+        return this.toRunning(outcome, plan);
       }
       last = outcome.error;
       if (!outcome.retryPort) throw outcome.error;
@@ -405,14 +444,46 @@ export class Supervisor implements LlamaProvider {
     throw last as CoreError;
   }
 
-  private lease(running: Running, release: () => void): LlamaLease {
+  private lease(running: Running, releaseSlot: () => void): LlamaLease {
+    let released = false;
     return {
       baseUrl: running.baseUrl,
       apiKey: running.apiKey,
       died: running.died.signal,
       requestTimeoutMs: this.options.settings().requestTimeoutMs,
-      release,
+      release: () => {
+        if (released) return;
+        released = true;
+        running.sleep.release();
+        releaseSlot();
+      },
       reportFailure: (reason: string) => this.reportFailure(running, reason),
+    };
+  }
+
+  /** A ready launch as leases see it, with its idle-sleep watch (idle-sleep.ts). */
+  private toRunning(spawned: Spawned, plan: LaunchPlan): Running {
+    const endpoint = { baseUrl: spawned.baseUrl, apiKey: spawned.apiKey };
+    const pid = spawned.child.pid;
+    const sleep = new SleepWatch({
+      idleMs: idleSleepMsOf(plan.argv),
+      isAsleep: () => propsSaysAsleep(endpoint),
+      rouse: (signal) => rouseServer(endpoint, signal, this.options.settings().startupTimeoutMs),
+      // A wake re-reads the model in a process that has read before: count from here.
+      wakeMeasure: () => {
+        const before = modelIntake(pid)?.readBytes ?? 0;
+        return () => intakeFraction(modelIntake(pid), plan.model_bytes, before);
+      },
+    });
+    return {
+      child: spawned.child,
+      baseUrl: spawned.baseUrl,
+      apiKey: spawned.apiKey,
+      port: spawned.port,
+      died: new AbortController(),
+      startedAt: spawned.t0,
+      readyAt: Date.now(),
+      sleep,
     };
   }
 
@@ -456,6 +527,7 @@ export class Supervisor implements LlamaProvider {
 
   /** The serving child exited: expected while stopping or closing, a crash while ready. */
   private onExit(running: Running, exit: Exit): void {
+    running.sleep.dispose();
     removePidRecord(this.options.dataDir());
     this.rpc.ended();
     const s = this.state.get();
@@ -472,6 +544,7 @@ export class Supervisor implements LlamaProvider {
 
   /** Stops a server that served (or was about to): leases see `died`, SIGTERM, SIGKILL after the grace. */
   private async halt(running: Running, why: string): Promise<void> {
+    running.sleep.dispose();
     if (!running.died.signal.aborted) running.died.abort(cancelledError(`llama-server was stopped (${why})`));
     try {
       await stopChild(running.child, this.options.settings().stopGraceMs);
@@ -490,26 +563,4 @@ function restartRate(settings: SupervisorSettings): RestartRate {
 /** The child that leases point at: ready, or being stopped. */
 function serving(s: SupervisorState): Running | undefined {
   return s.kind === "ready" || s.kind === "stopping" ? s.running : undefined;
-}
-
-function toRunning(spawned: Spawned): Running {
-  return {
-    child: spawned.child,
-    baseUrl: spawned.baseUrl,
-    apiKey: spawned.apiKey,
-    port: spawned.port,
-    died: new AbortController(),
-    startedAt: spawned.t0,
-    readyAt: Date.now(),
-  };
-}
-
-function emitTo(listeners: Set<(p: StartProgress) => void>, p: StartProgress): void {
-  for (const l of listeners) {
-    try {
-      l(p);
-    } catch {
-      // A listener's failure is its own.
-    }
-  }
 }

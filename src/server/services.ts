@@ -86,6 +86,14 @@ export class CoreServices implements Services {
     return this.provider;
   }
 
+  existingLlama(): LlamaProvider | undefined {
+    return this.provider;
+  }
+
+  existingConfig(): Config | undefined {
+    return this.loaded?.config;
+  }
+
   mcp(): McpPool {
     if (!this.pool) {
       const { McpPool } = require("../agent/mcp-pool.ts") as typeof import("../agent/mcp-pool.ts");

@@ -81,7 +81,8 @@ rl.on("line", (line) => {
         trace_id: "t1",
         session_id: "s1",
       });
-      out({ id, type: "event", event: "warmup_progress", percent: 50 });
+      // An event this client does not know (warmup_progress became a chat event in issue 11).
+      out({ id, type: "event", event: "future_event", percent: 50 });
       for (const delta of ["Hel", "lo"]) out({ id, type: "event", event: "llm_chunk", step: 0, delta });
       if (params.input === "hang") {
         hanging.set(id, "chat");

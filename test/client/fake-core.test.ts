@@ -250,7 +250,7 @@ describe("client against a fake core", () => {
     let text = "";
     for await (const ev of chat) if (ev.event === "llm_chunk") text += ev.delta;
     expect(text).toBe("Hello");
-    expect(other).toEqual(["warmup_progress"]);
+    expect(other).toEqual(["future_event"]);
     expect((await chat.result).response).toBe("Hello");
   });
 

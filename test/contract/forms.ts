@@ -15,6 +15,8 @@ export interface RunningStandIn {
   cancelled(): number;
   /** Ends the "model loading" phase (the subprocess ends it on its own timer). */
   finishLoading(): void;
+  /** Its log so far (the subprocess's stderr; what the in-process form would print). */
+  log(): string;
   /** The subprocess's exit, once it has one. */
   exit(): { code: number | null; signal: NodeJS.Signals | null } | undefined;
   stop(): Promise<void>;
@@ -28,6 +30,10 @@ export interface StartOptions {
   loading?: boolean;
   /** No API key, as the recordings were made (every route open). */
   open?: boolean;
+  /** `--sleep-idle-seconds` (recordings 85, 86); absent: never sleeps. */
+  sleepIdleS?: number;
+  /** How long loading (and a wake's reload) takes, ms. */
+  loadMs?: number;
 }
 
 export interface Form {
@@ -47,6 +53,8 @@ const inProcess: Form = {
       slots: options.slots ?? 4,
       // As the subprocess: an unscripted request gets the echo.
       unscripted: "echo",
+      sleepIdleMs: options.sleepIdleS === undefined ? undefined : options.sleepIdleS * 1000,
+      wakeMs: options.loadMs ?? 0,
     });
     standIn.script(...(options.script ?? []));
     if (options.loading) standIn.model.loaded = false;
@@ -57,6 +65,7 @@ const inProcess: Form = {
       finishLoading: () => {
         standIn.model.loaded = true;
       },
+      log: () => standIn.log.join("\n"),
       exit: () => undefined,
       stop: async () => standIn.stop(),
     };
@@ -74,13 +83,14 @@ const subprocess: Form = {
     writeFileSync(scriptFile, JSON.stringify(options.script ?? []));
     const port = await pickFreePort();
     const args = ["-m", model, "-c", String(options.nCtx ?? 2048), "-np", String(options.slots ?? 4)];
+    if (options.sleepIdleS !== undefined) args.push("--sleep-idle-seconds", String(options.sleepIdleS));
     const proc = Bun.spawn([binary, ...args, "--port", String(port)], {
       env: {
         PATH: process.env.PATH ?? "",
         ...(options.open ? {} : { LLAMA_API_KEY: API_KEY }),
         FAKE_LLAMA_SCRIPT: scriptFile,
         FAKE_LLAMA_CHUNK_DELAY_MS: "0",
-        FAKE_LLAMA_LOAD_MS: options.loading ? "400" : "0",
+        FAKE_LLAMA_LOAD_MS: String(options.loadMs ?? (options.loading ? 400 : 0)),
       },
       stdout: "ignore",
       stderr: "pipe",
@@ -99,6 +109,7 @@ const subprocess: Form = {
       apiKey: API_KEY,
       cancelled: () => stderr.split("stop: cancel task").length - 1,
       finishLoading: () => {},
+      log: () => stderr,
       exit: () =>
         proc.exitCode === null && proc.signalCode === null
           ? undefined

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { spawnCore } from "../fixtures/core-process.ts";
 import { alive } from "../fixtures/stack.ts";
@@ -53,14 +53,81 @@ if (!BINARY || !MODEL) {
       await core.waitFor(() => core.terminal("c2") !== undefined, 30_000);
       if (cancel.result.cancelled) expect(core.terminal("c2")).toMatchObject({ code: "cancelled" });
 
-      const servers = Bun.spawnSync(["pgrep", "-f", BINARY])
+      // This core's llama-servers (its children): other sessions on the machine may run the
+      // same binary at the same time.
+      const servers = Bun.spawnSync(["pgrep", "-P", String(core.proc.pid), "-f", BINARY])
         .stdout.toString()
         .split("\n")
         .filter(Boolean)
         .map(Number);
+      expect(servers.length).toBeGreaterThan(0);
       await core.request({ id: "bye", method: "shutdown" }, 30_000);
       expect(await core.exited(30_000)).toBe(0);
       for (const pid of servers) expect(alive(pid)).toBe(false);
+    }, 400_000);
+
+    test("status through a start, and one idle sleep and wake (llama.idle_sleep_s: 2) with waking progress", async () => {
+      await using dir = tmpdir();
+      writeFileSync(
+        join(dir.path, "config.yaml"),
+        [
+          `llama: { binary: ${JSON.stringify(BINARY)}, startup_timeout_s: 120, idle_sleep_s: 2 }`,
+          `model: { path: ${JSON.stringify(MODEL)}, max_tokens: 8 }`,
+          "agents: [{ name: assistant, system_prompt: You are terse. }]",
+        ].join("\n"),
+      );
+      await using core = spawnCore({ cwd: dir.path });
+      let n = 0;
+      const status = async () => (await core.request({ id: `s${n++}`, method: "status" })).result;
+      expect((await status()).llama.state).toBe("stopped");
+
+      const warm = await core.request({ id: "warm", method: "warmup" }, 180_000);
+      expect(warm.result).toMatchObject({ status: "ready" });
+      const ready = await status();
+      expect(ready.llama).toMatchObject({
+        state: "ready",
+        waking: false,
+        idle_sleep_s: 2,
+        model: { path: MODEL },
+      });
+      expect(ready.llama.pid).toBeGreaterThan(0);
+      expect(ready.llama.rss_bytes).toBeGreaterThan(1024 * 1024);
+      expect(typeof ready.llama.model.name).toBe("string");
+
+      const first = await core.request(
+        { id: "c1", method: "chat", params: { input: "Say hello." } },
+        120_000,
+      );
+      expect(first.type).toBe("result");
+      // Idle 2 s, plus llama-server's own check (once a second), plus our first look.
+      let asleep = await status();
+      for (
+        const deadline = Date.now() + 15_000;
+        asleep.llama.state !== "sleeping" && Date.now() < deadline;
+      ) {
+        await Bun.sleep(250);
+        asleep = await status();
+      }
+      expect(asleep.llama.state).toBe("sleeping");
+      // Unloaded: llama-server gave memory back (recording 85: 51 MB → 37 MB on the tiny model).
+      expect(asleep.llama.rss_bytes).toBeLessThan(ready.llama.rss_bytes);
+
+      const second = await core.request({ id: "c2", method: "chat", params: { input: "Again." } }, 120_000);
+      expect(second.type).toBe("result");
+      const evs = core.messages.filter((m) => m.id === "c2" && m.type === "event");
+      const phases = evs.filter((e) => e.event === "warmup_progress").map((e) => e.phase);
+      expect(phases[0]).toBe("waking");
+      expect(phases.at(-1)).toBe("ready");
+      expect(evs.findIndex((e) => e.phase === "ready")).toBeLessThan(
+        evs.findIndex((e) => e.event === "llm_start"),
+      );
+      expect((await status()).llama.state).toBe("ready");
+      // Our wake (POST /tokenize) is what woke it: the log says so before the chat's task.
+      const log = readFileSync(join(dir.path, "data", "logs", "llama-server.log"), "utf8");
+      expect(log).toContain("exiting sleeping state");
+
+      await core.request({ id: "bye", method: "shutdown" }, 30_000);
+      expect(await core.exited(30_000)).toBe(0);
     }, 400_000);
 
     test("a quantized KV cache the model's head size refuses is a plan error, not a crashed start; an oversized prompt is invalid_request", async () => {

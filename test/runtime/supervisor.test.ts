@@ -31,7 +31,7 @@ describe.skipIf(process.platform === "win32")("supervisor against the stand-in",
     try {
       expect(lease.baseUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
       expect(lease.apiKey).toMatch(/^[0-9a-f]{64}$/);
-      expect(progress[0]).toEqual({ phase: "starting", attempt: 1 });
+      expect(progress[0]).toMatchObject({ phase: "starting", attempt: 1 });
       expect(progress.at(-1)?.phase).toBe("ready");
       // The key is not on the command line; inherited LLAMA_ARG_*/LLAMA_API_KEY never reach the child.
       const pid = supervisor.pid() as number;

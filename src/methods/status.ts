@@ -1,0 +1,138 @@
+import { z } from "zod";
+import type { ActiveRequest } from "../protocol/method-table.ts";
+import type { CoreStatusResult, LlamaState, LlamaStatus } from "../protocol/status.ts";
+import { coreResidentBytes, residentBytes } from "../runtime/proc-memory.ts";
+import type { SupervisorSnapshot } from "../runtime/snapshot.ts";
+import { logger } from "../util/logger.ts";
+import { defineMethod } from "./definition.ts";
+import type { Services } from "./services.ts";
+
+// Required when the schema is asked for, not on load: status answers before the result
+// schemas are ever built (cold start, docs/performance.md).
+const schemas = () => require("../protocol/status.ts") as typeof import("../protocol/status.ts");
+
+/**
+ * `status` (SPEC §9): llama-server's state, memory, slots and restarts, the core's own memory,
+ * and the requests in flight. Answered at once from what the core already knows: no HTTP call
+ * to llama-server (idle sleep is learned by the supervisor's own timer, idle-sleep.ts), no
+ * config load, and it never creates the supervisor: before the first chat or warmup it says
+ * `stopped`. It never fails while the core runs: whatever broke is a field of the answer.
+ */
+export const status = defineMethod({
+  name: "status",
+  params: z.object({}).loose(),
+  result: () => schemas().CoreStatusResultSchema,
+  run: (_params, ctx, services) => {
+    const now = Date.now();
+    return {
+      llama: llamaStatus(services, now),
+      core: {
+        pid: process.pid,
+        rss_bytes: coreResidentBytes(),
+        uptime_ms: Math.round(process.uptime() * 1000),
+      },
+      rpc_workers: rpcWorkers(services),
+      requests: requestsInFlight(ctx.activeRequests(), ctx.id, now),
+    } satisfies CoreStatusResult;
+  },
+});
+
+function llamaStatus(services: Services, now: number): LlamaStatus {
+  try {
+    const snapshot = services.existingLlama()?.snapshot?.();
+    return describeLlama(snapshot, now, residentBytes);
+  } catch (err) {
+    // The supervisor's own read is guarded; this is the last line, so status still answers.
+    return {
+      ...describeLlama(undefined, now, residentBytes),
+      state: "failed",
+      last_error: {
+        code: "internal_error",
+        message: `status could not read llama-server's state: ${String((err as Error)?.message ?? err)}`,
+      },
+    };
+  }
+}
+
+/** What status says of llama-server, from the supervisor's snapshot (none: never started). */
+export function describeLlama(
+  snap: SupervisorSnapshot | undefined,
+  now: number,
+  rss: (pid: number) => number | null,
+): LlamaStatus {
+  const restarts = snap?.restarts;
+  const max = restarts?.max ?? null;
+  const used = restarts?.used ?? 0;
+  const serving = snap?.startedAt != null && (snap.state === "ready" || snap.state === "stopping");
+  return {
+    state: snap ? stateOf(snap) : "stopped",
+    waking: snap?.state === "ready" && snap.sleep === "waking",
+    last_error: snap?.lastError ? { code: snap.lastError.code, message: snap.lastError.message } : null,
+    pid: snap?.pid ?? null,
+    model: { path: snap?.model.path ?? null, name: snap?.model.name ?? null },
+    context_per_slot: snap?.model.contextPerSlot ?? null,
+    slots: snap
+      ? { busy: snap.slots.busy, waiting: snap.slots.waiting, total: snap.slots.total }
+      : { busy: 0, waiting: 0, total: null },
+    rss_bytes: snap?.pid != null ? rss(snap.pid) : null,
+    started_at: serving ? new Date(snap.startedAt as number).toISOString() : null,
+    uptime_ms: serving ? Math.max(0, now - (snap.startedAt as number)) : null,
+    idle_sleep_s: snap?.idleSleepMs != null ? Math.round(snap.idleSleepMs / 1000) : null,
+    restarts: {
+      used,
+      max,
+      left: max === null ? null : Math.max(0, max - used),
+      window_s: restarts?.windowMs != null ? restarts.windowMs / 1000 : null,
+      next_automatic_try_at:
+        restarts?.nextAutomaticTryAt != null ? new Date(restarts.nextAutomaticTryAt).toISOString() : null,
+    },
+  };
+}
+
+/** The supervisor's own states, as a host reads them (docs/protocol.md, status). */
+function stateOf(snap: SupervisorSnapshot): LlamaState {
+  switch (snap.state) {
+    case "starting":
+      return snap.restartPending ? "restarting" : "starting";
+    case "ready":
+      return snap.sleep === "awake" ? "ready" : "sleeping";
+    case "stopping":
+      // A failed (wedged) server being stopped; the next chat starts it again.
+      return "failed";
+    case "stopped":
+      return snap.lastError ? "failed" : "stopped";
+    case "closing":
+    case "closed":
+      return "stopped";
+  }
+}
+
+/** In flight now, oldest first, without the status request asking. */
+function requestsInFlight(active: ActiveRequest[], self: ActiveRequest["id"], now: number) {
+  return active
+    .filter((r) => r.id !== self)
+    .map((r) => ({
+      id: r.id,
+      method: r.method,
+      since: new Date(r.since).toISOString(),
+      elapsed_ms: Math.max(0, now - r.since),
+    }));
+}
+
+/**
+ * RPC workers (llama.rpc, SPEC §10): each configured worker as the worker book last saw it
+ * (doctor, plan or the supervisor's check before a start); never a network call on this path.
+ * Empty when none is configured, or before the config has loaded (status never loads it).
+ */
+function rpcWorkers(services: Services): CoreStatusResult["rpc_workers"] {
+  try {
+    const rpc = services.existingConfig?.()?.llama.rpc ?? [];
+    if (rpc.length === 0) return [];
+    const { rpcWorkerSnapshot } = require("../rpc/workers.ts") as typeof import("../rpc/workers.ts");
+    return rpcWorkerSnapshot(rpc.map((w) => w.endpoint));
+  } catch (err) {
+    // Status never fails; the workers it cannot describe are left out, and the log says why.
+    logger.warn(`status could not read the RPC workers: ${String((err as Error)?.message ?? err)}`);
+    return [];
+  }
+}

@@ -1,0 +1,173 @@
+import { abortable } from "../util/abortable.ts";
+import { logger } from "../util/logger.ts";
+import { ProgressBeat, type ProgressListener } from "./progress-beat.ts";
+
+/**
+ * llama-server's idle sleep (`--sleep-idle-seconds`, recordings 85 and 86) as the supervisor
+ * follows it, for one running server. llama-server unloads the model after N seconds without
+ * a task and reloads it, transparently, for the next request that needs it; `/health` stays
+ * 200 throughout, and only `GET /props` (`is_sleeping`, answered without waking it) tells.
+ *
+ * Learned off the hot path: a timer asks `/props` once the server has been idle (no lease
+ * held) for N s plus llama-server's own check interval (it looks once a second), then backs
+ * off; a chat never pays for it. A lease taken while the server is known (or may be, having
+ * been idle that long) to sleep wakes it first, with one request every waiting lease shares,
+ * reporting `waking` progress: the chat's own request would otherwise stall for the reload
+ * with nothing to show.
+ */
+
+/** llama-server checks its idle time at least once a second (server-queue.cpp, max_wait_time). */
+const CHECK_INTERVAL_MS = 1000;
+/** A little over it, so the first look usually finds it asleep. */
+const FIRST_LOOK_GRACE_MS = CHECK_INTERVAL_MS + 100;
+const MAX_RETRY_MS = 60_000;
+
+export interface SleepWatchOptions {
+  /** `--sleep-idle-seconds` × 1000 as launched; 0: it never sleeps and nothing here runs. */
+  idleMs: number;
+  /** GET /props `is_sleeping`; null when it did not answer in time. */
+  isAsleep(): Promise<boolean | null>;
+  /** A request llama-server must wake for; resolves once it has answered (the model is back). */
+  rouse(signal: AbortSignal): Promise<void>;
+  /** Called as a wake begins: returns the share of the model re-read since, for progress. */
+  wakeMeasure?: () => () => number | undefined;
+  now?: () => number;
+}
+
+export type SleepPhase = "awake" | "asleep" | "waking";
+
+export class SleepWatch {
+  private phase: SleepPhase = "awake";
+  private busy = 0;
+  private idleSince: number;
+  private timer: ReturnType<typeof setTimeout> | undefined;
+  private retryMs = 0;
+  private wake: { done: Promise<void>; beat: ProgressBeat } | undefined;
+  private readonly ended = new AbortController();
+  private readonly now: () => number;
+
+  constructor(private readonly options: SleepWatchOptions) {
+    this.now = options.now ?? Date.now;
+    // llama-server's idle clock starts when its loop does: about when it became ready.
+    this.idleSince = this.now();
+    this.schedule();
+  }
+
+  /** asleep, waking, or awake (as last learned). */
+  get state(): SleepPhase {
+    return this.phase;
+  }
+
+  /**
+   * A lease was taken. Resolves once the server is awake, waking it first when it sleeps (or
+   * may: idle long enough). Call `release()` when the lease ends, also when this rejects.
+   */
+  async lease(signal: AbortSignal, onProgress?: ProgressListener): Promise<void> {
+    const { idleMs } = this.options;
+    const idleLongEnough = this.busy === 0 && idleMs > 0 && this.now() - this.idleSince >= idleMs;
+    this.busy++;
+    this.cancelTimer();
+    if (idleMs <= 0) return;
+    if (this.phase === "awake") {
+      if (!idleLongEnough) return;
+      // It may have fallen asleep a moment ago, before the timer looked: ask (a few ms, once
+      // per idle period) rather than let the chat's own request wake it unannounced.
+      const asleep = await abortable(this.options.isAsleep(), signal);
+      // Another lease may have learned it meanwhile, or begun the wake.
+      if (this.phase === "awake") {
+        if (asleep !== true) return;
+        this.phase = "asleep";
+      }
+    }
+    const wake = this.wake ?? this.beginWake();
+    wake.beat.add(onProgress);
+    try {
+      await abortable(wake.done, signal);
+    } finally {
+      wake.beat.delete(onProgress);
+    }
+  }
+
+  release(): void {
+    this.busy = Math.max(0, this.busy - 1);
+    if (this.busy > 0) return;
+    this.idleSince = this.now();
+    this.retryMs = 0;
+    this.schedule();
+  }
+
+  /** The server stopped or died: no more looks, a wake under way gives up. */
+  dispose(): void {
+    this.cancelTimer();
+    this.ended.abort(new Error("llama-server is gone"));
+  }
+
+  private beginWake(): { done: Promise<void>; beat: ProgressBeat } {
+    this.phase = "waking";
+    const t0 = this.now();
+    const beat = new ProgressBeat(t0, this.options.wakeMeasure?.(), this.now);
+    beat.report({ phase: "waking" });
+    logger.info("llama-server is asleep (llama.idle_sleep_s): waking it, the model reloads");
+    const done = this.options.rouse(this.ended.signal).then(
+      () => {
+        this.phase = "awake";
+        beat.report({ phase: "ready" });
+        logger.info(`llama-server woke in ${this.now() - t0} ms`);
+      },
+      (err) => {
+        // Whether it still sleeps is unknown: the next lease asks again.
+        this.phase = "asleep";
+        throw err;
+      },
+    );
+    const wake = { done, beat };
+    done
+      .catch(() => {})
+      .finally(() => {
+        beat.stop();
+        if (this.wake === wake) this.wake = undefined;
+      });
+    this.wake = wake;
+    return wake;
+  }
+
+  /** The next look at /props: once idle long enough, then backing off while it stays awake. */
+  private schedule(): void {
+    const { idleMs } = this.options;
+    if (idleMs <= 0 || this.busy > 0 || this.phase !== "awake" || this.ended.signal.aborted) return;
+    const first = this.idleSince + idleMs + FIRST_LOOK_GRACE_MS - this.now();
+    const delay = this.retryMs > 0 ? this.retryMs : Math.max(0, first);
+    this.cancelTimer();
+    this.timer = setTimeout(() => void this.look(), delay);
+    this.timer.unref?.();
+  }
+
+  private async look(): Promise<void> {
+    this.timer = undefined;
+    if (this.busy > 0 || this.phase !== "awake" || this.ended.signal.aborted) return;
+    const asleep = await this.options.isAsleep();
+    if (this.busy > 0 || this.phase !== "awake" || this.ended.signal.aborted) return;
+    if (asleep === true) {
+      this.phase = "asleep";
+      logger.info(`llama-server unloaded its model after ${this.options.idleMs / 1000} s idle (asleep)`);
+      return;
+    }
+    // Not yet (its idle clock may have started later than ours), or no answer: look again later.
+    this.retryMs = Math.min(Math.max(this.retryMs * 2, CHECK_INTERVAL_MS), MAX_RETRY_MS);
+    this.schedule();
+  }
+
+  private cancelTimer(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+  }
+}
+
+/** The idle sleep a launch asked for: the last `--sleep-idle-seconds` wins, as llama-server's own parser has it. */
+export function idleSleepMsOf(argv: readonly string[]): number {
+  let seconds = -1;
+  for (let i = 0; i < argv.length - 1; i++) {
+    if (argv[i] === "--sleep-idle-seconds") seconds = Number.parseInt(argv[i + 1] as string, 10);
+  }
+  return Number.isFinite(seconds) && seconds > 0 ? seconds * 1000 : 0;
+}

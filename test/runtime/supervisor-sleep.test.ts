@@ -1,0 +1,192 @@
+import { describe, expect, test } from "bun:test";
+import { describeLlama } from "../../src/methods/status.ts";
+import type { StartProgress } from "../../src/runtime/endpoint.ts";
+import type { Supervisor } from "../../src/runtime/supervisor.ts";
+import { tmpdir } from "../fixtures/tmpdir.ts";
+import { chatBody, makeSupervisor, pidAlive, waitFor } from "./helpers/harness.ts";
+
+// Issue 11 against the stand-in subprocess: the supervisor's states as status reports them
+// (stopped → starting → ready → sleeping → ready, crash → failed → restarting → ready), idle
+// sleep learned off the hot path, the wake before a lease, and progress at least every 500 ms.
+
+const never = () => new AbortController().signal;
+const SLEEP_1S = ["--sleep-idle-seconds", "1"];
+
+/** What status would say now. */
+const stateOf = (s: Supervisor) => describeLlama(s.snapshot(), Date.now(), () => null).state;
+
+/** Progress as heard, with when it was heard. */
+function recorder() {
+  const heard: { p: StartProgress; at: number }[] = [];
+  return {
+    heard,
+    listener: (p: StartProgress) => heard.push({ p, at: performance.now() }),
+    phases: () => heard.map((h) => h.p.phase),
+    /** The longest silence between two events, and from the first event to `end`. */
+    longestGap: (end: number) => {
+      const times = [...heard.map((h) => h.at), end];
+      let gap = 0;
+      for (let i = 1; i < times.length; i++)
+        gap = Math.max(gap, (times[i] as number) - (times[i - 1] as number));
+      return gap;
+    },
+  };
+}
+
+async function chat(lease: { baseUrl: string; apiKey: string }) {
+  const res = await fetch(`${lease.baseUrl}/v1/chat/completions`, {
+    method: "POST",
+    headers: { Authorization: `Bearer ${lease.apiKey}` },
+    body: chatBody(false),
+  });
+  return res.status;
+}
+
+describe.skipIf(process.platform === "win32")("idle sleep and progress, through the supervisor", () => {
+  test("stopped → starting → ready → sleeping → ready: the wake comes before the lease, with waking progress", async () => {
+    await using dir = tmpdir();
+    const { supervisor } = makeSupervisor(dir.path, {
+      env: { FAKE_LLAMA_LOAD_MS: "700" },
+      extraArgs: SLEEP_1S,
+    });
+    try {
+      expect(stateOf(supervisor)).toBe("stopped");
+      const first = supervisor.acquire(never());
+      expect(await waitFor(() => stateOf(supervisor) === "starting")).toBe(true);
+      const lease = await first;
+      expect(stateOf(supervisor)).toBe("ready");
+      expect(supervisor.snapshot()).toMatchObject({ idleSleepMs: 1000, sleep: "awake" });
+      expect(await chat(lease)).toBe(200);
+      // Held: the server is busy, nobody looks at /props and it never sleeps.
+      await Bun.sleep(1500);
+      expect(stateOf(supervisor)).toBe("ready");
+      lease.release();
+
+      // Idle 1 s, plus llama-server's own check (about a second): the timer learns it sleeps.
+      expect(await waitFor(() => stateOf(supervisor) === "sleeping", { timeoutMs: 6000 })).toBe(true);
+      expect(supervisor.snapshot().sleep).toBe("asleep");
+
+      const progress = recorder();
+      const waking = supervisor.acquire(never(), progress.listener);
+      expect(await waitFor(() => supervisor.snapshot().sleep === "waking")).toBe(true);
+      expect(describeLlama(supervisor.snapshot(), Date.now(), () => null)).toMatchObject({
+        state: "sleeping",
+        waking: true,
+      });
+      const again = await waking;
+      const end = performance.now();
+      expect(stateOf(supervisor)).toBe("ready");
+      expect(progress.phases()[0]).toBe("waking");
+      expect(progress.phases().at(-1)).toBe("ready");
+      // The reload takes the load time (700 ms): heard at least twice a second meanwhile.
+      expect(progress.heard.at(-1)?.p.elapsed_ms).toBeGreaterThanOrEqual(600);
+      expect(progress.longestGap(end)).toBeLessThanOrEqual(500);
+      for (const { p } of progress.heard)
+        if ("fraction" in p && p.fraction !== undefined) expect(p.fraction).toBeWithin(0, 1.0001);
+      // Awake: the chat's own request pays nothing more.
+      const t0 = performance.now();
+      expect(await chat(again)).toBe(200);
+      expect(performance.now() - t0).toBeLessThan(500);
+      again.release();
+    } finally {
+      await supervisor.stop();
+    }
+  }, 30_000);
+
+  test("a lease taken once it may have fallen asleep, before the timer looked, asks /props itself and wakes it with progress", async () => {
+    await using dir = tmpdir();
+    const { supervisor } = makeSupervisor(dir.path, {
+      env: { FAKE_LLAMA_LOAD_MS: "300" },
+      extraArgs: SLEEP_1S,
+    });
+    try {
+      (await supervisor.acquire(never())).release();
+      // Idle long enough for llama-server (1 s + its check) but before our first look (1.1 s
+      // after the idle time): the lease's own look finds it asleep.
+      await Bun.sleep(2050);
+      const progress = recorder();
+      const lease = await supervisor.acquire(never(), progress.listener);
+      // Whichever looked first (the lease or, on a slow box, the timer), the wake is heard.
+      expect(progress.phases()).toEqual(expect.arrayContaining(["waking", "ready"]));
+      expect(await chat(lease)).toBe(200);
+      lease.release();
+    } finally {
+      await supervisor.stop();
+    }
+  }, 30_000);
+
+  test("llama-server dies while asleep: failed (the crash), and the next acquire restarts it within the budget", async () => {
+    await using dir = tmpdir();
+    const { supervisor } = makeSupervisor(dir.path, { extraArgs: SLEEP_1S });
+    try {
+      (await supervisor.acquire(never())).release();
+      expect(await waitFor(() => stateOf(supervisor) === "sleeping", { timeoutMs: 6000 })).toBe(true);
+      const pid = supervisor.pid() as number;
+      process.kill(pid, "SIGKILL");
+      expect(await waitFor(() => stateOf(supervisor) === "failed")).toBe(true);
+      const down = describeLlama(supervisor.snapshot(), Date.now(), () => null);
+      expect(down.last_error?.message).toContain("crashed");
+      expect(down.restarts).toMatchObject({ used: 0, max: 2, left: 2 });
+
+      const progress = recorder();
+      const restarting = supervisor.acquire(never(), progress.listener);
+      expect(await waitFor(() => stateOf(supervisor) === "restarting")).toBe(true);
+      const lease = await restarting;
+      expect(supervisor.pid()).not.toBe(pid);
+      expect(pidAlive(pid)).toBe(false);
+      expect(stateOf(supervisor)).toBe("ready");
+      expect(describeLlama(supervisor.snapshot(), Date.now(), () => null).restarts).toMatchObject({
+        used: 1,
+        left: 1,
+      });
+      // The back-off first (50 ms here), then the start as ever.
+      expect(progress.heard[0]?.p).toMatchObject({ phase: "restarting", backoff_ms: 50 });
+      expect(progress.phases()).toEqual(expect.arrayContaining(["starting", "loading", "ready"]));
+      expect(await chat(lease)).toBe(200);
+      lease.release();
+    } finally {
+      await supervisor.stop();
+    }
+  }, 30_000);
+
+  test("a slow load: starting, then loading at least every 500 ms with the elapsed time, then ready", async () => {
+    await using dir = tmpdir();
+    const { supervisor } = makeSupervisor(dir.path, { env: { FAKE_LLAMA_LOAD_MS: "2000" } });
+    try {
+      const progress = recorder();
+      const lease = await supervisor.acquire(never(), progress.listener);
+      const end = performance.now();
+      const phases = progress.phases();
+      expect(phases[0]).toBe("starting");
+      expect(phases.at(-1)).toBe("ready");
+      expect(phases.filter((p) => p === "loading").length).toBeGreaterThanOrEqual(4);
+      expect(progress.longestGap(end)).toBeLessThanOrEqual(500);
+      const elapsed = progress.heard.map((h) => h.p.elapsed_ms);
+      expect([...elapsed].sort((a, b) => a - b)).toEqual(elapsed);
+      expect(elapsed.at(-1)).toBeGreaterThanOrEqual(1900);
+      lease.release();
+    } finally {
+      await supervisor.stop();
+    }
+  }, 30_000);
+
+  test("a caller that joins a start late hears where it is at once, then the rest", async () => {
+    await using dir = tmpdir();
+    const { supervisor } = makeSupervisor(dir.path, { slots: 2, env: { FAKE_LLAMA_LOAD_MS: "800" } });
+    try {
+      const first = supervisor.acquire(never());
+      expect(await waitFor(() => supervisor.snapshot().pid !== null)).toBe(true);
+      await Bun.sleep(100);
+      const late = recorder();
+      const second = supervisor.acquire(never(), late.listener);
+      await Bun.sleep(20);
+      expect(late.heard.length).toBeGreaterThanOrEqual(1);
+      expect(["starting", "loading"]).toContain(late.phases()[0] as string);
+      const leases = await Promise.all([first, second]);
+      expect(late.phases().at(-1)).toBe("ready");
+      for (const l of leases) l.release();
+    } finally {
+      await supervisor.stop();
+    }
+  }, 30_000);
+});
