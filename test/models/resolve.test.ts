@@ -8,19 +8,10 @@ import { parseModelRef } from "../../src/models/model-ref.ts";
 import { resolveCached, resolveModelPath } from "../../src/models/resolve.ts";
 import { defaultPlanDeps, type PlanDeps, planLaunch } from "../../src/plan/launch.ts";
 import { CoreError } from "../../src/protocol/errors.ts";
+import { coreErrorOf } from "../fixtures/core-error.ts";
 import { cpuOnlyMachine } from "../fixtures/hardware.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 import { layRepo, tinyModel } from "./cache-layout.ts";
-
-function thrown(fn: () => unknown): CoreError {
-  try {
-    fn();
-  } catch (err) {
-    if (err instanceof CoreError) return err;
-    throw err;
-  }
-  throw new Error("expected a CoreError");
-}
 
 describe("hf: model paths resolve from the cache, offline", () => {
   test("by quantization (any case), by file, and a split model to its first part with every part", () => {
@@ -48,7 +39,7 @@ describe("hf: model paths resolve from the cache, offline", () => {
 
   test("not in the cache: model_missing naming the pull command", () => {
     using dir = tmpdir();
-    const err = thrown(() => resolveModelPath("hf:org/absent:Q4_K_M", { HF_HUB_CACHE: dir.path }));
+    const err = coreErrorOf(() => resolveModelPath("hf:org/absent:Q4_K_M", { HF_HUB_CACHE: dir.path }));
     expect(err.code).toBe("model_missing");
     expect(err.message).toContain("local-ai pull org/absent:Q4_K_M");
     expect(err.data).toMatchObject({ problem: "not_downloaded", pull: "local-ai pull org/absent:Q4_K_M" });
@@ -57,7 +48,7 @@ describe("hf: model paths resolve from the cache, offline", () => {
   test("a quant the snapshot lacks is not downloaded, and the message says what is cached", () => {
     using dir = tmpdir();
     layRepo(dir.path, "org/m", { "m-Q4_K_M.gguf": tinyModel() });
-    const err = thrown(() => resolveModelPath("hf:org/m:Q8_0", { HF_HUB_CACHE: dir.path }));
+    const err = coreErrorOf(() => resolveModelPath("hf:org/m:Q8_0", { HF_HUB_CACHE: dir.path }));
     expect(err.data?.problem).toBe("not_downloaded");
     expect(err.message).toContain("m-Q4_K_M.gguf");
     expect(err.message).toContain("local-ai pull org/m:Q8_0");
@@ -67,14 +58,14 @@ describe("hf: model paths resolve from the cache, offline", () => {
     using dir = tmpdir();
     const { root } = layRepo(dir.path, "org/m", { "m-Q4_K_M.gguf": tinyModel() }, { refs: [] });
     const env = { HF_HUB_CACHE: dir.path };
-    expect(thrown(() => resolveModelPath("hf:org/m:Q4_K_M", env)).message).toContain(
+    expect(coreErrorOf(() => resolveModelPath("hf:org/m:Q4_K_M", env)).message).toContain(
       "revision main was never pulled",
     );
     mkdirSync(join(root, "refs"), { recursive: true });
     writeFileSync(join(root, "refs", "main"), "not-a-commit\n");
-    expect(thrown(() => resolveModelPath("hf:org/m:Q4_K_M", env)).data?.problem).toBe("broken_ref");
+    expect(coreErrorOf(() => resolveModelPath("hf:org/m:Q4_K_M", env)).data?.problem).toBe("broken_ref");
     writeFileSync(join(root, "refs", "main"), "a".repeat(40));
-    const gone = thrown(() => resolveModelPath("hf:org/m:Q4_K_M", env));
+    const gone = coreErrorOf(() => resolveModelPath("hf:org/m:Q4_K_M", env));
     expect(gone.data?.problem).toBe("broken_ref");
     expect(gone.message).toContain("snapshot folder is missing");
   });
@@ -86,10 +77,10 @@ describe("hf: model paths resolve from the cache, offline", () => {
       "m-Q8_0-00001-of-00002.gguf": tinyModel(7),
     });
     const env = { HF_HUB_CACHE: dir.path };
-    const dangling = thrown(() => resolveModelPath("hf:org/m:Q4_K_M", env));
+    const dangling = coreErrorOf(() => resolveModelPath("hf:org/m:Q4_K_M", env));
     expect(dangling.data).toMatchObject({ problem: "broken_link" });
     expect(dangling.message).toContain("local-ai pull org/m:Q4_K_M");
-    const split = thrown(() => resolveModelPath("hf:org/m:Q8_0", env));
+    const split = coreErrorOf(() => resolveModelPath("hf:org/m:Q8_0", env));
     expect(split.data).toMatchObject({ problem: "incomplete_split" });
     expect(split.message).toContain("m-Q8_0-00002-of-00002.gguf");
   });
@@ -97,7 +88,7 @@ describe("hf: model paths resolve from the cache, offline", () => {
   test("an ambiguous quant in the cache is config_invalid listing the matches", () => {
     using dir = tmpdir();
     layRepo(dir.path, "org/m", { "a/m-Q4_K_M.gguf": tinyModel(), "b/m-Q4_K_M.gguf": tinyModel() });
-    const err = thrown(() => resolveModelPath("hf:org/m:Q4_K_M", { HF_HUB_CACHE: dir.path }));
+    const err = coreErrorOf(() => resolveModelPath("hf:org/m:Q4_K_M", { HF_HUB_CACHE: dir.path }));
     expect(err.code).toBe("config_invalid");
     expect(err.data).toMatchObject({ key: "model.path", matches: ["a/m-Q4_K_M.gguf", "b/m-Q4_K_M.gguf"] });
     expect(err.message).toContain("hf:org/m:a/m-Q4_K_M.gguf");
@@ -115,7 +106,7 @@ describe("the config and its consumers", () => {
     writeFileSync(join(dir.path, "config.yaml"), "model:\n  path: hf:org/m:Q4_K_M\n");
     expect(loadConfig("config.yaml", dir.path).config.model.path).toBe("hf:org/m:Q4_K_M");
     writeFileSync(join(dir.path, "bad.yaml"), "app: {}\nmodel:\n  path: 'hf:not a repo'\n");
-    const err = thrown(() => loadConfig("bad.yaml", dir.path));
+    const err = coreErrorOf(() => loadConfig("bad.yaml", dir.path));
     expect(err.code).toBe("config_invalid");
     expect(err.message).toContain(":3:");
     expect(err.message).toContain("model.path");
