@@ -8,5 +8,6 @@ export const main = defineCommand({
     "serve-stdio": () => import("./serve-stdio.ts").then((m) => m.default),
     doctor: () => import("./doctor.ts").then((m) => m.default),
     plan: () => import("./plan.ts").then((m) => m.default),
+    pull: () => import("./pull.ts").then((m) => m.default),
   },
 });

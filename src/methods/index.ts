@@ -37,6 +37,7 @@ export const METHODS = [
   lazy("cancel", false, () => import("./cancel.ts").then((m) => m.cancel)),
   lazy("shutdown", false, () => import("./shutdown.ts").then((m) => m.shutdown)),
   lazy("warmup", true, () => import("./warmup.ts").then((m) => m.warmup)),
+  lazy("pull", true, () => import("./pull.ts").then((m) => m.pull)),
 ] as const;
 
 /** Served only with LOCAL_AI_TEST_METHODS=1; not part of the protocol's schema. */

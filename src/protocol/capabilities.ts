@@ -22,5 +22,5 @@ export const CHAT_EVENT_NAMES = [
 ] as const;
 export type ChatEventName = (typeof CHAT_EVENT_NAMES)[number];
 
-export const EVENT_NAMES = [...CHAT_EVENT_NAMES, "warmup_progress"] as const;
+export const EVENT_NAMES = [...CHAT_EVENT_NAMES, "warmup_progress", "download_progress"] as const;
 export type EventName = (typeof EVENT_NAMES)[number];

@@ -45,7 +45,11 @@ describe("protocol JSON Schema", () => {
     for (const name of ["initialize", "ping", "doctor", "plan", "chat", "cancel", "shutdown", "warmup"]) {
       expect(schema["x-methods"][name]?.result).toBeDefined();
     }
-    expect(Object.keys(schema["x-events"])).toEqual([...Object.keys(ChatEventFields), "warmup_progress"]);
+    expect(Object.keys(schema["x-events"])).toEqual([
+      ...Object.keys(ChatEventFields),
+      "warmup_progress",
+      "download_progress",
+    ]);
     expect(schema["x-methods"].chat.events).toHaveLength(Object.keys(ChatEventFields).length);
     expect(schema["x-methods"].warmup.events).toEqual([{ $ref: "#/$defs/WarmupProgressEvent" }]);
   });
