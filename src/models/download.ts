@@ -1,4 +1,5 @@
 import { closeSync, existsSync, fstatSync, openSync, renameSync, rmSync, statSync } from "node:fs";
+import { type FileHandle, open } from "node:fs/promises";
 import { cancelledError, isCoreError } from "../protocol/errors.ts";
 import { type HubClient, HubError, HubUnreachable } from "./hub-client.ts";
 import type { ProgressReporter } from "./progress.ts";
@@ -10,10 +11,7 @@ import { type Digests, startTailHash, type TailHash } from "./tail-hash.ts";
  * download breaks, so the next pull resumes it with a Range request), hashed as it lands,
  * checked against the hub's hash, and only then renamed to its final name.
  *
- * The body goes to the file through `Bun.write(file, response)`: Bun moves the bytes natively,
- * with the socket's own backpressure and a few MB of memory, at the speed of curl; a JS loop
- * over the chunks cost a third more CPU per byte (docs/performance.md, "pull"). Progress, a
- * stall and an oversized body are seen by watching the file grow.
+ * Memory stays bounded: the body is never held whole (a few MB in flight, see writeBody).
  */
 
 export interface BlobTarget {
@@ -40,9 +38,6 @@ export interface DownloadHooks {
 
 export const DEFAULT_STALL_MS = 60_000;
 
-/** How often the growing file is looked at (progress, stall, oversize). */
-const WATCH_MS = 100;
-
 /** Downloads (or resumes) `t` and moves it into place; returns the content's sha256. */
 export async function downloadBlob(hub: HubClient, t: BlobTarget, hooks: DownloadHooks): Promise<string> {
   const where: PullWhere = { repo: t.repo, file: t.file };
@@ -53,7 +48,7 @@ export async function downloadBlob(hub: HubClient, t: BlobTarget, hooks: Downloa
   }
   if (offset === 0) closeSync(openFor(t.incomplete, "w", where));
   // The hash starts at once: it reads the partial while the request is on its way.
-  let hash = newHash(t, hooks);
+  let hash = newHash(t, hooks, offset);
   try {
     if (offset < t.size) {
       const fetched = await fetchRest(hub, t, offset, hash, hooks, where);
@@ -78,8 +73,9 @@ export async function downloadBlob(hub: HubClient, t: BlobTarget, hooks: Downloa
 }
 
 /** sha256 always (the result reports it); git's blob id too for a file kept in git. */
-function newHash(t: BlobTarget, hooks: DownloadHooks): TailHash {
+function newHash(t: BlobTarget, hooks: DownloadHooks, written: number): TailHash {
   return startTailHash(t.incomplete, {
+    written,
     gitBlobSize: t.expected.kind === "git-sha1" ? t.size : undefined,
     inline: hooks.inlineHash,
   });
@@ -124,14 +120,16 @@ async function fetchRest(
   try {
     let opened: Awaited<ReturnType<HubClient["open"]>>;
     try {
-      opened = await hub.open(t.repo, t.commit, t.file, offset, stall.signal);
+      opened = await hub.open(t.repo, t.commit, t.file, offset, stall.signal, (linked) =>
+        checkAnnounced(linked, t, where),
+      );
     } catch (err) {
       throw stall.explain(err, where, offset, t.size) ?? fromHub(err, where);
     }
     const { response } = opened;
     let start: number;
     try {
-      start = checkAnswer(response, opened.linked, t, offset, where);
+      start = checkAnswer(response, t, offset, where);
     } catch (err) {
       await response.body?.cancel();
       throw err;
@@ -141,10 +139,9 @@ async function fetchRest(
         `${t.file}: the server ignored the Range request (HTTP ${response.status}); starting over from byte 0`,
       );
       hash.stop();
-      closeSync(openFor(t.incomplete, "w", where));
-      hash = newHash(t, hooks);
+      hash = newHash(t, hooks, 0);
     }
-    await writeBody(response, start, t, hooks, stall, where);
+    await writeBody(response, start, t, hash, hooks, stall, where);
     return { hash };
   } finally {
     stall.stop();
@@ -155,31 +152,7 @@ async function fetchRest(
  * Checks the hub's answer against the listing; returns where the body starts: `offset` for a
  * 206 that continues the partial, 0 for a 200 (the whole file again).
  */
-function checkAnswer(
-  response: Response,
-  linked: { size: number | null; etag: string | null },
-  t: BlobTarget,
-  offset: number,
-  where: PullWhere,
-): number {
-  if (linked.size !== null && linked.size !== t.size)
-    throw pullError(
-      where,
-      "size_mismatch",
-      `the hub announces ${linked.size} bytes (X-Linked-Size), its listing ${t.size}`,
-    );
-  const etag = linked.etag;
-  if (
-    t.expected.kind === "sha256" &&
-    etag !== null &&
-    /^[0-9a-f]{64}$/.test(etag) &&
-    etag !== t.expected.value
-  )
-    throw pullError(
-      where,
-      "checksum_mismatch",
-      `the hub announces sha256 ${etag} (X-Linked-Etag), its listing ${t.expected.value}`,
-    );
+function checkAnswer(response: Response, t: BlobTarget, offset: number, where: PullWhere): number {
   let start = offset;
   if (offset > 0 && response.status !== 206) start = 0;
   else if (offset > 0) {
@@ -201,22 +174,94 @@ function checkAnswer(
   return start;
 }
 
-/** Streams the body onto the end of the partial, watching it grow; the partial is kept on any failure but an oversize. */
+/** The size and sha256 the hub's resolve headers announce must be the listing's (checked before the redirect). */
+function checkAnnounced(
+  linked: { size: number | null; etag: string | null },
+  t: BlobTarget,
+  where: PullWhere,
+): void {
+  if (linked.size !== null && linked.size !== t.size)
+    throw pullError(
+      where,
+      "size_mismatch",
+      `the hub announces ${linked.size} bytes (X-Linked-Size), its listing ${t.size}`,
+    );
+  const etag = linked.etag;
+  if (
+    t.expected.kind === "sha256" &&
+    etag !== null &&
+    /^[0-9a-f]{64}$/.test(etag) &&
+    etag !== t.expected.value
+  )
+    throw pullError(
+      where,
+      "checksum_mismatch",
+      `the hub announces sha256 ${etag} (X-Linked-Etag), its listing ${t.expected.value}`,
+    );
+}
+
+/** How often a file Bun is writing is looked at (progress, the hash's watermark, stall, oversize). */
+const WATCH_MS = 25;
+
+/**
+ * Puts the body on disk after the first `start` bytes, telling the hash what has landed. A
+ * fresh download goes through `Bun.write(file, response)`, which moves the bytes natively (no
+ * JS per chunk: a fifth of the CPU a read loop costs, so the pull keeps up with curl, see
+ * docs/performance.md "pull"); a resume appends with a read loop, because Bun.write only ever
+ * writes from byte 0. The partial is kept on any failure but an oversized body.
+ */
 async function writeBody(
   response: Response,
   start: number,
   t: BlobTarget,
+  hash: TailHash,
   hooks: DownloadHooks,
   stall: StallGuard,
   where: PullWhere,
 ): Promise<void> {
-  const fd = openFor(t.incomplete, "a", where);
-  let size = start;
+  const written =
+    start === 0
+      ? await pumpNative(response, t, hash, hooks, stall, where)
+      : await pumpLoop(response, start, t, hash, hooks, stall, where);
+  if (written > t.size) {
+    rmSync(t.incomplete, { force: true });
+    throw pullError(
+      where,
+      "size_mismatch",
+      `the server sent more than the ${t.size} bytes the hub lists; the partial file was deleted`,
+    );
+  }
+  if (written < t.size)
+    throw pullError(
+      where,
+      "connection_lost",
+      `the server closed the connection after ${written} of ${t.size} bytes; the partial download is kept, pull again to resume`,
+      { bytes_done: written, total: t.size },
+    );
+}
+
+/**
+ * Bun.write into the empty `.incomplete`, watched every WATCH_MS. For a body that arrived whole
+ * Bun may size the file to the body's length before writing it, so a size that has reached the
+ * total is not taken as written until Bun.write returns: the hash never reads ahead of the data.
+ * Returns the file's length.
+ */
+async function pumpNative(
+  response: Response,
+  t: BlobTarget,
+  hash: TailHash,
+  hooks: DownloadHooks,
+  stall: StallGuard,
+  where: PullWhere,
+): Promise<number> {
+  const fd = openFor(t.incomplete, "w", where);
+  let size = 0;
   let oversize = false;
   const look = () => {
     const now = fstatSync(fd).size;
     if (now > size) stall.touch();
     size = now;
+    if (size < t.size) hash.advance(size);
     if (size > t.size && !oversize) {
       oversize = true;
       stall.abortNow();
@@ -224,7 +269,7 @@ async function writeBody(
     return Math.min(size, t.size);
   };
   const watch = setInterval(look, WATCH_MS);
-  hooks.progress.start("download", start, look);
+  hooks.progress.start("download", 0, look);
   try {
     await Bun.write(Bun.file(fd), response);
   } catch (err) {
@@ -234,21 +279,71 @@ async function writeBody(
     hooks.progress.unfollow(look());
     closeSync(fd);
   }
-  if (oversize || size > t.size) {
-    rmSync(t.incomplete, { force: true });
-    throw pullError(
-      where,
-      "size_mismatch",
-      `the server sent more than the ${t.size} bytes the hub lists; the partial file was deleted`,
+  return size;
+}
+
+/**
+ * Appends the body after the partial: each chunk's positional write (on the thread pool)
+ * overlaps the read of the next, so at most two chunks are held. Returns the bytes on disk.
+ */
+async function pumpLoop(
+  response: Response,
+  start: number,
+  t: BlobTarget,
+  hash: TailHash,
+  hooks: DownloadHooks,
+  stall: StallGuard,
+  where: PullWhere,
+): Promise<number> {
+  if (!response.body) throw pullError(where, "hub_error", "the server sent no body");
+  const reader = response.body.getReader();
+  const file = await openFile(t.incomplete, "r+", where);
+  let received = start;
+  let written = start;
+  let pending: Promise<void> = Promise.resolve();
+  const put = (chunk: Uint8Array, at: number) =>
+    writeAll(file, chunk, at).then(
+      () => {
+        written = at + chunk.byteLength;
+        hash.advance(written);
+      },
+      (err: unknown) => Promise.reject(writeFailure(err, where, t.incomplete)),
     );
+  hooks.progress.start("download", start, () => written);
+  try {
+    for (;;) {
+      const r = await reader.read();
+      if (r.done) break;
+      stall.touch();
+      if (received + r.value.byteLength > t.size) {
+        await reader.cancel();
+        await pending.catch(() => {});
+        return t.size + 1;
+      }
+      await pending;
+      pending = put(r.value, received);
+      received += r.value.byteLength;
+    }
+    await pending;
+  } catch (err) {
+    // What arrived is kept for the resume: let the last write land before reporting.
+    await pending.catch(() => {});
+    throw stall.explain(err, where, written, t.size) ?? err;
+  } finally {
+    hooks.progress.unfollow(written);
+    await file.close();
   }
-  if (size < t.size)
-    throw pullError(
-      where,
-      "connection_lost",
-      `the server closed the connection after ${size} of ${t.size} bytes; the partial download is kept, pull again to resume`,
-      { bytes_done: size, total: t.size },
-    );
+  return written;
+}
+
+/** A positional write of all of `chunk` (a regular file may take it in more than one piece). */
+async function writeAll(file: FileHandle, chunk: Uint8Array, position: number): Promise<void> {
+  let off = 0;
+  while (off < chunk.byteLength) {
+    const { bytesWritten } = await file.write(chunk, off, chunk.byteLength - off, position + off);
+    if (bytesWritten <= 0) throw Object.assign(new Error("nothing was written"), { code: "EIO" });
+    off += bytesWritten;
+  }
 }
 
 /**
@@ -274,16 +369,17 @@ class StallGuard {
     return this.ac.signal;
   }
 
+  /** Ends the request now (an oversized body); not a stall, not a cancel. */
+  abortNow(): void {
+    this.ac.abort();
+  }
+
   touch(): void {
     if (this.timer) clearTimeout(this.timer);
     this.timer = setTimeout(() => {
       this.stalled = true;
       this.ac.abort();
     }, this.ms);
-  }
-
-  abortNow(): void {
-    this.ac.abort();
   }
 
   stop(): void {
@@ -302,7 +398,7 @@ class StallGuard {
       return pullError(
         where,
         "connection_lost",
-        `no data for ${Math.round(this.ms / 1000)} s after ${done} of ${total} bytes${keep}`,
+        `no data for ${this.ms >= 1000 ? `${Math.round(this.ms / 1000)} s` : `${this.ms} ms`} after ${done} of ${total} bytes${keep}`,
         { bytes_done: done, total },
       );
     if (err instanceof HubError || err instanceof HubUnreachable) return undefined;
@@ -339,7 +435,15 @@ export function writeFailure(err: unknown, where: PullWhere, path: string): unkn
   return err;
 }
 
-function openFor(path: string, flags: "w" | "a", where: PullWhere): number {
+async function openFile(path: string, flags: "w" | "r+", where: PullWhere): Promise<FileHandle> {
+  try {
+    return await open(path, flags);
+  } catch (err) {
+    throw writeFailure(err, where, path);
+  }
+}
+
+function openFor(path: string, flags: "w", where: PullWhere): number {
   try {
     return openSync(path, flags);
   } catch (err) {

@@ -116,6 +116,8 @@ export class HubClient {
     file: string,
     start: number,
     signal?: AbortSignal,
+    /** Sees the hub's headers before the redirect is followed; may throw to stop there. */
+    inspect?: (linked: Linked) => void,
   ): Promise<OpenedFile> {
     let url = `${this.options.endpoint}/${repo}/resolve/${commit}/${file.split("/").map(encodeURIComponent).join("/")}`;
     const hubHost = new URL(this.options.endpoint).host;
@@ -125,7 +127,15 @@ export class HubClient {
     for (let hop = 0; hop <= MAX_REDIRECTS; hop++) {
       const withToken = new URL(url).host === hubHost;
       const res = await this.request(url, signal, headers, withToken);
-      if (hop === 0) linked = linkedOf(res.headers);
+      if (hop === 0) {
+        linked = linkedOf(res.headers);
+        try {
+          inspect?.(linked);
+        } catch (err) {
+          await res.body?.cancel();
+          throw err;
+        }
+      }
       if (res.status >= 300 && res.status < 400 && res.headers.has("location")) {
         await res.body?.cancel();
         url = new URL(res.headers.get("location")!, url).toString();

@@ -105,7 +105,7 @@ function completeParts(want: Wanted, group: ModelGroup): HubFile[] {
 
 function choiceError(want: Wanted, shown: ModelGroup[], what: string, cause: string): CoreError {
   const labels = shown.map((g) => g.label);
-  const quants = [...new Set(shown.map((g) => quantOf(g.parts[0]!.path)).filter((q) => q !== null))];
+  const quants = [...new Set(shown.map((g) => quantOf(g.parts[0]!.path)).filter((q) => q !== null))].sort();
   const list =
     labels.length === 0
       ? ""

@@ -2,9 +2,9 @@ import { createHash } from "node:crypto";
 import { createReadStream } from "node:fs";
 
 /**
- * Hashes a file while another writer is still growing it: a worker thread reads right behind
- * the download (from the page cache) and hashes what it reads, so the transfer and the hash
- * run side by side instead of one after the other. A gigabyte costs the best part of a CPU
+ * Hashes a file while the download is still growing it: a worker thread reads right behind the
+ * writer (from the page cache, up to the bytes the writer says are on disk) and hashes them, so
+ * the transfer and the hash run side by side instead of one after the other. A gigabyte costs the best part of a CPU
  * second to hash and as much to receive and write: in series the pull would run at half the
  * speed of a plain download (docs/performance.md, "pull"). The worker starts at byte 0, so a
  * resumed download's hash covers the partial as well.
@@ -19,6 +19,8 @@ export interface Digests {
 export interface TailHash {
   /** Bytes hashed so far. */
   position(): number;
+  /** The first `bytes` of the file are written: the worker may read them. */
+  advance(bytes: number): void;
   /** The writer is done and the file is `length` bytes long: resolves once all of it is hashed. */
   finish(length: number): Promise<Digests>;
   /** Stops without a digest (cancel, restart). Safe to call more than once. */
@@ -30,11 +32,15 @@ export interface TailHashOptions {
   gitBlobSize?: number | undefined;
   /** Hash on this thread once the writer is done (where worker threads are unavailable). */
   inline?: boolean | undefined;
+  /** Bytes already on disk when the hash starts (a partial being resumed). */
+  written?: number;
 }
 
-// Shared state: [0] the final length (-1 while the writer runs, -2 to stop), [1] bytes hashed.
+// Shared state: [0] the final length (-1 while the writer runs, -2 to stop), [1] bytes hashed,
+// [2] bytes the writer has put on disk (the worker never reads past them).
 const FINAL = 0;
 const DONE = 1;
+const WRITTEN = 2;
 const WRITING = -1n;
 const STOP = -2n;
 
@@ -55,7 +61,7 @@ try {
     const final = Atomics.load(shared, 0);
     if (final === -2n) break;
     const limit = final >= 0n ? Number(final) : Number.POSITIVE_INFINITY;
-    const size = Math.min(fs.fstatSync(fd).size, limit);
+    const size = Math.min(Number(Atomics.load(shared, 2)), limit);
     if (size > pos) {
       const n = fs.readSync(fd, buf, 0, Math.min(buf.length, size - pos), pos);
       if (n === 0) throw new Error("the file shrank while it was being hashed");
@@ -70,7 +76,7 @@ try {
       parentPort.postMessage({ sha256: sha256.digest("hex"), gitSha1: git ? git.digest("hex") : undefined });
       break;
     }
-    if (final >= 0n) throw new Error("the file is shorter than the writer said");
+    if (final >= 0n) throw new Error("the writer said more bytes were written than it wrote");
     Atomics.wait(nap, 0, 0, 2);
   }
   fs.closeSync(fd);
@@ -82,7 +88,7 @@ export function startTailHash(path: string, options: TailHashOptions = {}): Tail
   const gitPrefix = options.gitBlobSize === undefined ? null : `blob ${options.gitBlobSize}\0`;
   if (!options.inline) {
     try {
-      return workerTailHash(path, gitPrefix);
+      return workerTailHash(path, gitPrefix, options.written ?? 0);
     } catch {
       // No worker threads here: hash after the download instead (slower, same result).
     }
@@ -90,10 +96,11 @@ export function startTailHash(path: string, options: TailHashOptions = {}): Tail
   return inlineHash(path, gitPrefix);
 }
 
-function workerTailHash(path: string, gitPrefix: string | null): TailHash {
+function workerTailHash(path: string, gitPrefix: string | null, written: number): TailHash {
   const { Worker } = require("node:worker_threads") as typeof import("node:worker_threads");
-  const shared = new BigInt64Array(new SharedArrayBuffer(16));
+  const shared = new BigInt64Array(new SharedArrayBuffer(24));
   shared[FINAL] = WRITING;
+  shared[WRITTEN] = BigInt(written);
   const worker = new Worker(WORKER_SOURCE, {
     eval: true,
     workerData: { path, gitPrefix, shared: shared.buffer },
@@ -116,7 +123,11 @@ function workerTailHash(path: string, gitPrefix: string | null): TailHash {
   };
   return {
     position: () => Number(Atomics.load(shared, DONE)),
+    advance: (bytes) => {
+      Atomics.store(shared, WRITTEN, BigInt(bytes));
+    },
     finish: async (length) => {
+      Atomics.store(shared, WRITTEN, BigInt(length));
       Atomics.store(shared, FINAL, BigInt(length));
       try {
         return await result;
@@ -133,6 +144,7 @@ function inlineHash(path: string, gitPrefix: string | null): TailHash {
   let stopped = false;
   return {
     position: () => done,
+    advance: () => {},
     finish: async (length) => {
       const sha256 = createHash("sha256");
       const git = gitPrefix === null ? null : createHash("sha1").update(gitPrefix);
