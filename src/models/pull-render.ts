@@ -27,7 +27,7 @@ export function humanSeconds(s: number | null): string {
   return h > 0 ? `${h}:${mm}:${ss}` : `${mm}:${ss}`;
 }
 
-const PHASE_WORD = { download: "", check: "checking partial ", wait: "waiting for another pull " } as const;
+const PHASE_WORD = { download: "", check: "verifying ", wait: "waiting for another pull " } as const;
 
 function label(p: DownloadProgress): string {
   const name = p.file.split("/").pop()!;
