@@ -3,8 +3,8 @@ import { existsSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { DownloadProgressFields, PullResultSchema } from "../../src/methods/pull.ts";
 import { incompletePath } from "../../src/models/hf-cache.ts";
-import { writeFakeModel } from "../fixtures/llama-stand-in/binary.ts";
 import { type HubStandIn, startHubStandIn } from "../fixtures/hub-stand-in.ts";
+import { writeFakeModel } from "../fixtures/llama-stand-in/binary.ts";
 import { startHarness } from "../fixtures/stdio-harness.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
