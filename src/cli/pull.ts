@@ -1,7 +1,7 @@
 import { homedir } from "node:os";
 import { defineCommand } from "citty";
 import { fitVerdictWith } from "../models/fit-verdict.ts";
-import { parseModelRef, RevisionSchema } from "../models/model-ref.ts";
+import { HF_PREFIX, parseModelRef, RevisionSchema } from "../models/model-ref.ts";
 import { pullModel } from "../models/pull.ts";
 import { ProgressPrinter, renderPulled } from "../models/pull-render.ts";
 import { CoreError, isCoreError } from "../protocol/errors.ts";
@@ -60,7 +60,10 @@ export default defineCommand({
         outcome.path,
       );
       const result = { ...outcome, fit };
-      out(args.json ? `${JSON.stringify({ type: "result", result })}\n` : renderPulled(result));
+      const what = ref.file ?? ref.quant;
+      // hf: references name main's snapshot, so only a pull of main prints one.
+      const hfRef = what && ref.revision === "main" ? `${HF_PREFIX}${ref.repo}:${what}` : undefined;
+      out(args.json ? `${JSON.stringify({ type: "result", result })}\n` : renderPulled(result, hfRef));
       return 0;
     } catch (err) {
       printer.end();

@@ -99,13 +99,15 @@ export function renderVerdict(fit: FitVerdict): string {
   return `does not fit this machine: ${fit.message}`;
 }
 
-export function renderPulled(o: PullOutcome & { fit: FitVerdict }): string {
+/** `hfRef`: the reference as `hf:org/name:QUANT`, which config.yaml may name instead of the path. */
+export function renderPulled(o: PullOutcome & { fit: FitVerdict }, hfRef?: string): string {
   const lines = [
     `pulled ${o.repo}@${o.revision} (${o.commit.slice(0, 12)}): ${humanBytes(o.size_bytes)}`,
     ...o.files.map((f) => `  ${f.path}\n    sha256 ${f.sha256}`),
     ...o.warnings.map((w) => `note: ${w}`),
     `fit: ${renderVerdict(o.fit)}`,
     `use it: model.path: ${o.path}`,
+    ...(hfRef ? [`    or: model.path: ${hfRef}`] : []),
   ];
   return lines.join("\n") + "\n";
 }
