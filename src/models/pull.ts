@@ -47,6 +47,8 @@ export interface PullDeps {
   stallMs?: number;
   /** How often a pull waiting on another writer looks again. */
   pollMs?: number;
+  /** Hash after the download on this thread (where worker threads are unavailable; tests). */
+  inlineHash?: boolean;
 }
 
 export interface PullHooks {
@@ -239,6 +241,7 @@ async function obtainBlob(
         progress: reporter,
         note: hooks.note,
         stallMs: deps.stallMs,
+        inlineHash: deps.inlineHash,
       });
     } finally {
       lock.release();

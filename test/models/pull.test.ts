@@ -10,6 +10,7 @@ import {
   writeFileSync,
 } from "node:fs";
 import { join } from "node:path";
+import { writeFailure } from "../../src/models/download.ts";
 import { blobPath, incompletePath, refPath, snapshotPath } from "../../src/models/hf-cache.ts";
 import type { DownloadProgress } from "../../src/models/progress.ts";
 import { type PullDeps, type PullOutcome, type PullRequest, pullModel } from "../../src/models/pull.ts";
@@ -187,6 +188,34 @@ describe("pull into the Hugging Face cache", () => {
     const gitOid = createHash("sha1").update(`blob ${content.length}\0`).update(content).digest("hex");
     expect(existsSync(blobPath(cache, "org/model-GGUF", gitOid))).toBe(true);
     expect(storageGets(hub)).toHaveLength(0); // served by the hub itself, no redirect
+  });
+
+  test("without a hash worker the bytes are hashed after the download, to the same result", async () => {
+    const { deps } = await setup();
+    const r = await pull({ repo: "org/model-GGUF", quant: "Q4_K_M" }, { ...deps, inlineHash: true });
+    expect(r.result?.sha256).toBe(sha256(MODEL));
+    const bad = await setup({ corruptAt: 10 });
+    const c = await pull({ repo: "org/model-GGUF", quant: "Q4_K_M" }, { ...bad.deps, inlineHash: true });
+    expect(c.error?.data?.cause).toBe("checksum_mismatch");
+  });
+
+  test("a disk that fills up during the download keeps the partial and says so", () => {
+    const err = writeFailure(
+      Object.assign(new Error("no space"), { code: "ENOSPC" }),
+      { repo: "o/r", file: "f.gguf" },
+      "/c/x.incomplete",
+    ) as CoreError;
+    expect(err.code).toBe("internal_error");
+    expect(err.data).toMatchObject({ repo: "o/r", file: "f.gguf", cause: "disk_full" });
+    expect(err.message).toBe(
+      "o/r: f.gguf: the disk filled up while writing /c/x.incomplete (ENOSPC); the partial download is kept, free some space and pull again",
+    );
+    const ro = writeFailure(
+      Object.assign(new Error("ro"), { code: "EROFS" }),
+      { repo: "o/r" },
+      "/c",
+    ) as CoreError;
+    expect(ro.data?.cause).toBe("cache_unwritable");
   });
 
   test("where links fail the snapshot holds a copy, and the result says so", async () => {
