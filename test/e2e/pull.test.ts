@@ -28,6 +28,7 @@ beforeAll(async () => {
         { path: "big-Q8_0.gguf", content: big },
       ],
     },
+    { id: "org/gated-GGUF", files: [{ path: "g-Q4_0.gguf", content: tiny }], gated: true },
   ]);
 });
 afterAll(async () => {
@@ -168,6 +169,20 @@ describe.skipIf(!onPosix)("pull from the compiled binary", () => {
     } finally {
       hub.knobs.bytesPerSecond = undefined;
     }
+  }, 30_000);
+
+  test("a gated repo: refused without access, opened by HF_TOKEN, which never shows in the output", async () => {
+    const cache = freshCache();
+    const token = "hf_e2e_secret_token_value";
+    const debug = { HF_TOKEN: token, LOCAL_AI_LOG_LEVEL: "trace" };
+    const refused = await cli(["org/gated-GGUF:Q4_0"], cache, debug);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain("the repo is gated");
+    hub.tokens.add(token);
+    const opened = await cli(["org/gated-GGUF:Q4_0", "--json"], cache, debug);
+    expect(opened.code).toBe(0);
+    for (const text of [refused.stdout, refused.stderr, opened.stdout, opened.stderr])
+      expect(text).not.toContain(token);
   }, 30_000);
 
   test("bad input: a malformed reference, no argument, HF_HUB_OFFLINE", async () => {
