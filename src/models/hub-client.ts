@@ -55,7 +55,11 @@ export interface HubClientOptions {
   endpoint: string;
   token?: string | undefined;
   fetch?: typeof fetch;
+  /** An API call (revision, listing page) that has not answered by then has failed. */
+  apiTimeoutMs?: number | undefined;
 }
+
+const API_TIMEOUT_MS = 30_000;
 
 /** What the resolve step said about the file, from the hub's headers before the redirect. */
 export interface Linked {
@@ -82,11 +86,12 @@ export class HubClient {
   /** The commit `revision` points to. */
   async commitOf(repo: string, revision: string, signal?: AbortSignal): Promise<string> {
     const url = `${this.options.endpoint}/api/models/${repo}/revision/${encodeURIComponent(revision)}`;
-    const res = await this.get(url, signal, { accept: "application/json" });
-    const body = (await readJson(res, url)) as { sha?: unknown };
-    if (typeof body.sha !== "string" || !/^[0-9a-f]{40}$/.test(body.sha))
-      throw new HubError(res.status, null, "the revision answer has no commit sha", url);
-    return body.sha;
+    return this.api(url, signal, async (res) => {
+      const body = (await readJson(res, url)) as { sha?: unknown };
+      if (typeof body.sha !== "string" || !/^[0-9a-f]{40}$/.test(body.sha))
+        throw new HubError(res.status, null, "the revision answer has no commit sha", url);
+      return body.sha;
+    });
   }
 
   /** Every file of the repo at `commit`, following the listing's pages. */
@@ -94,14 +99,17 @@ export class HubClient {
     let url: string | null = `${this.options.endpoint}/api/models/${repo}/tree/${commit}?recursive=true`;
     const files: HubFile[] = [];
     for (let page = 0; url && page < 1000; page++) {
-      const res = await this.get(url, signal, { accept: "application/json" });
-      const items = await readJson(res, url);
-      if (!Array.isArray(items)) throw new HubError(res.status, null, "the tree answer is not a list", url);
-      for (const item of items) {
-        const file = toHubFile(item);
-        if (file) files.push(file);
-      }
-      url = nextLink(res.headers.get("link"), url);
+      const here: string = url;
+      url = await this.api(here, signal, async (res) => {
+        const items = await readJson(res, here);
+        if (!Array.isArray(items))
+          throw new HubError(res.status, null, "the tree answer is not a list", here);
+        for (const item of items) {
+          const file = toHubFile(item);
+          if (file) files.push(file);
+        }
+        return nextLink(res.headers.get("link"), here);
+      });
     }
     return files;
   }
@@ -147,10 +155,24 @@ export class HubClient {
     throw new HubError(310, null, `more than ${MAX_REDIRECTS} redirects`, url);
   }
 
-  private async get(url: string, signal: AbortSignal | undefined, headers: Record<string, string>) {
-    const res = await this.request(url, signal, headers, true);
-    if (!res.ok) throw await hubError(res, url);
-    return res;
+  /** One JSON call with its own time limit (the download has a stall guard instead). */
+  private async api<T>(
+    url: string,
+    signal: AbortSignal | undefined,
+    read: (res: Response) => Promise<T>,
+  ): Promise<T> {
+    const ms = this.options.apiTimeoutMs ?? API_TIMEOUT_MS;
+    const timeout = AbortSignal.timeout(ms);
+    const both = signal ? AbortSignal.any([signal, timeout]) : timeout;
+    try {
+      const res = await this.request(url, both, { accept: "application/json" }, true);
+      if (!res.ok) throw await hubError(res, url);
+      return await read(res);
+    } catch (err) {
+      if (signal?.aborted) throw signal.reason ?? err;
+      if (timeout.aborted) throw new HubUnreachable(url, `no answer within ${ms / 1000} s`);
+      throw err;
+    }
   }
 
   private async request(

@@ -49,6 +49,8 @@ export interface PullDeps {
   pollMs?: number;
   /** Hash after the download on this thread (where worker threads are unavailable; tests). */
   inlineHash?: boolean;
+  /** The time limit of the hub's API calls (default 30 s). */
+  apiTimeoutMs?: number;
 }
 
 export interface PullHooks {
@@ -95,6 +97,7 @@ export async function pullModel(req: PullRequest, deps: PullDeps, hooks: PullHoo
     endpoint: hubEndpoint(deps.env),
     token: readToken(deps.env, deps.home),
     fetch: deps.fetch,
+    apiTimeoutMs: deps.apiTimeoutMs,
   });
   const commit = await hubCall(() => hub.commitOf(req.repo, req.revision, hooks.signal), where, hooks.signal);
   const listing = await hubCall(() => hub.listFiles(req.repo, commit, hooks.signal), where, hooks.signal);

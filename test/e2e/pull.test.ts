@@ -149,6 +149,32 @@ describe.skipIf(!onPosix)("pull from the compiled binary", () => {
     }
   }, 30_000);
 
+  test("a killed pull leaves its partial and its lock; the next pull takes the lock over and resumes", async () => {
+    const cache = freshCache();
+    hub.knobs.bytesPerSecond = MB;
+    const sha = hub.sha256Of(REPO, "big-Q8_0.gguf");
+    const partial = incompletePath(cache, REPO, sha);
+    try {
+      const proc = Bun.spawn([ensureBinary(), "pull", `${REPO}:Q8_0`], {
+        cwd: work.path,
+        env: envFor(cache),
+      });
+      const deadline = Date.now() + 10_000;
+      while (!(existsSync(partial) && statSync(partial).size > 100_000) && Date.now() < deadline)
+        await Bun.sleep(20);
+      proc.kill("SIGKILL");
+      await proc.exited;
+    } finally {
+      hub.knobs.bytesPerSecond = undefined;
+    }
+    expect(existsSync(`${blobPath(cache, REPO, sha)}.lock`)).toBe(true);
+    const kept = statSync(partial).size;
+    const again = await cli([`${REPO}:Q8_0`, "--json"], cache);
+    expect(again.code).toBe(0);
+    expect(hub.requests.filter((q) => q.server === "storage").at(-1)!.range).toBe(`bytes=${kept}-`);
+    expect(existsSync(`${blobPath(cache, REPO, sha)}.lock`)).toBe(false);
+  }, 30_000);
+
   test("on a terminal the progress is a bar redrawn in place", async () => {
     const script = Bun.which("script");
     if (!script) return;

@@ -520,6 +520,15 @@ describe("bad input and a hostile world", () => {
     expect(r.error?.message).toContain("cannot reach the hub");
   });
 
+  test("a hub whose API does not answer fails after the time limit, naming it", async () => {
+    const { deps } = await setup({ apiDelayMs: 3000 });
+    const t0 = Date.now();
+    const r = await pull({ repo: "org/model-GGUF", quant: "Q4_K_M" }, { ...deps, apiTimeoutMs: 200 });
+    expect(Date.now() - t0).toBeLessThan(2500);
+    expect(r.error?.data).toMatchObject({ cause: "connection_lost", repo: "org/model-GGUF" });
+    expect(r.error?.message).toContain("no answer within 0.2 s");
+  });
+
   test("a full disk fails before any byte is fetched, saying what is needed and what is free", async () => {
     const { hub, deps, cache } = await setup();
     const r = await pull({ repo: "org/model-GGUF", quant: "Q4_K_M" }, { ...deps, freeSpace: () => 100 * MB });
