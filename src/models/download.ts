@@ -206,8 +206,8 @@ const WATCH_MS = 25;
 /**
  * Puts the body on disk after the first `start` bytes, telling the hash what has landed. A
  * fresh download goes through `Bun.write(file, response)`, which moves the bytes natively (no
- * JS per chunk: a fifth of the CPU a read loop costs, so the pull keeps up with curl, see
- * docs/performance.md "pull"); a resume appends with a read loop, because Bun.write only ever
+ * JS per chunk: it reads and writes for what a JS loop spends on reading alone, see
+ * docs/performance.md "Pull"); a resume appends with a read loop, because Bun.write only ever
  * writes from byte 0. The partial is kept on any failure but an oversized body.
  */
 async function writeBody(

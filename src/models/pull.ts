@@ -123,7 +123,7 @@ export async function pullModel(req: PullRequest, deps: PullDeps, hooks: PullHoo
     try {
       const sha256 = await obtainBlob(hub, t, reporter, deps, { ...hooks, note });
       const pointer = snapshotPath(cacheDir, req.repo, commit, t.file);
-      if (linkSnapshot(t.blob, pointer, deps.symlink) === "copy")
+      if (cacheWrite(() => linkSnapshot(t.blob, pointer, deps.symlink), t, pointer) === "copy")
         note(`${t.file}: this folder does not allow links, so the snapshot holds a copy of the blob`);
       reporter.update(t.size);
       reporter.finish();
@@ -132,7 +132,10 @@ export async function pullModel(req: PullRequest, deps: PullDeps, hooks: PullHoo
       reporter.stop();
     }
   }
-  if (req.revision !== commit) writeRef(refPath(cacheDir, req.repo, req.revision), commit);
+  if (req.revision !== commit) {
+    const ref = refPath(cacheDir, req.repo, req.revision);
+    cacheWrite(() => writeRef(ref, commit), { repo: req.repo, file: undefined }, ref);
+  }
   return {
     repo: req.repo,
     revision: req.revision,
@@ -144,6 +147,15 @@ export async function pullModel(req: PullRequest, deps: PullDeps, hooks: PullHoo
     cache_dir: cacheDir,
     warnings,
   };
+}
+
+/** A write into the cache after the download (link, ref): an OS error names the path. */
+function cacheWrite<T>(write: () => T, where: { repo: string; file: string | undefined }, path: string): T {
+  try {
+    return write();
+  } catch (err) {
+    throw writeFailure(err, { repo: where.repo, file: where.file }, path);
+  }
 }
 
 async function hubCall<T>(call: () => Promise<T>, where: PullWhere, signal: AbortSignal): Promise<T> {
