@@ -66,6 +66,17 @@ const TYPES: [name: string, expr: string, doc: string][] = [
     "z.infer<typeof CoreStatusResultSchema>",
     "The result of status: llama-server's state, memory, slots, restarts, and the requests in flight.",
   ],
+  ["PullParams", "z.input<typeof PullParamsSchema>", "What `pull` accepts: a repo and a quant or file."],
+  [
+    "PullEvent",
+    '{ id: __RequestId; type: "event"; event: "download_progress" } & z.infer<typeof DownloadProgressFields>',
+    "Progress of `pull`: file, bytes done, total, rate, ETA.",
+  ],
+  [
+    "PullResult",
+    "z.infer<typeof PullResultSchema>",
+    "The result of pull: the local path, size, SHA-256 and fit verdict.",
+  ],
   [
     "WarmupProgress",
     "z.infer<typeof WarmupProgressFields>",
@@ -80,6 +91,7 @@ import type { ErrorCodeSchema, ErrorReasonSchema, RequestIdSchema } from "./prot
 import type { PlanResultSchema } from "./methods/plan.ts";
 import type { ModelsResultSchema } from "./models/list-schema.ts";
 import type { WarmupParamsSchema } from "./methods/warmup.ts";
+import type { DownloadProgressFields, PullParamsSchema, PullResultSchema } from "./methods/pull.ts";
 import type { CancelResultSchema, DoctorCheckSchema, DoctorResultSchema, InitializeResultSchema, StatusResultSchema, WarmupResultSchema } from "./protocol/results.ts";
 import type { CoreStatusResultSchema } from "./protocol/status.ts";
 import type { WarmupProgressFields } from "./protocol/progress.ts";

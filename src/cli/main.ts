@@ -9,5 +9,6 @@ export const main = defineCommand({
     doctor: () => import("./doctor.ts").then((m) => m.default),
     plan: () => import("./plan.ts").then((m) => m.default),
     models: () => import("./models.ts").then((m) => m.default),
+    pull: () => import("./pull.ts").then((m) => m.default),
   },
 });

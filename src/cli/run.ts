@@ -38,8 +38,10 @@ export async function runCli(argv: string[]): Promise<number> {
     await writeUsage(process.stderr, sub, main);
     return 2;
   }
-  const json = "json" in def && parseArgs(rest, def).json === true;
+  let json = false;
   try {
+    // Inside the try: citty's parse throws its usage errors (a missing positional) here too.
+    json = "json" in def && parseArgs(rest, def).json === true;
     // citty does not hand a subcommand's return value back, so the entry runs it directly.
     const { result } = await runCommand(sub, { rawArgs: rest });
     return typeof result === "number" ? result : 0;

@@ -19,7 +19,11 @@ import type {
   GenericEvent,
   InitializeParams,
   InitializeResult,
+  ModelsResult,
   PlanResult,
+  PullEvent,
+  PullParams,
+  PullResult,
   StatusResult,
   WarmupEvent,
   WarmupParams,
@@ -251,6 +255,19 @@ export class LocalAiClient {
 
   plan(options?: CallOptions): Promise<PlanResult> {
     return this.request("plan", {}, options);
+  }
+
+  /** Every GGUF in the Hugging Face cache and beside the config, with whether it fits (SPEC §8). */
+  models(options?: CallOptions): Promise<ModelsResult> {
+    return this.request("models", {}, options);
+  }
+
+  /**
+   * Downloads a GGUF into the Hugging Face cache (SPEC §8); its `download_progress` events report
+   * progress. Cancellable like a chat: the partial file is kept for the next pull to resume.
+   */
+  pull(params: PullParams, options: CallOptions = {}): RequestStream<PullEvent, PullResult> {
+    return this.connection.open<PullEvent, PullResult>("pull", params, options, { cancellable: true });
   }
 
   /** llama-server's state, memory, slots and restarts, and the requests in flight (SPEC §9). */

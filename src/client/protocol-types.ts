@@ -389,6 +389,47 @@ export type CoreStatusResult = {
   requests: { id: string | number; method: string; since: string; elapsed_ms: number }[];
 };
 
+/** What `pull` accepts: a repo and a quant or file. */
+export type PullParams = {
+  repo: string;
+  quant?: string | undefined;
+  file?: string | undefined;
+  revision?: string | undefined;
+};
+
+/** Progress of `pull`: file, bytes done, total, rate, ETA. */
+export type PullEvent = { id: RequestId; type: "event"; event: "download_progress" } & {
+  file: string;
+  part: number;
+  parts: number;
+  phase: "check" | "download" | "wait";
+  bytes_done: number;
+  total: number;
+  bytes_per_s: number;
+  eta_s: number | null;
+};
+
+/** The result of pull: the local path, size, SHA-256 and fit verdict. */
+export type PullResult = {
+  repo: string;
+  revision: string;
+  commit: string;
+  path: string;
+  size_bytes: number;
+  sha256: string;
+  files: { file: string; path: string; size_bytes: number; sha256: string }[];
+  cache_dir: string;
+  warnings: string[];
+  fit: {
+    fits: boolean | null;
+    needed_bytes: number | null;
+    available_bytes: number | null;
+    device: string | null;
+    context_per_slot: number | null;
+    message: string;
+  };
+};
+
 /** The fields of a `warmup_progress` event (warmup's, and a chat's while llama-server starts or wakes). */
 export type WarmupProgress =
   | { phase: "restarting"; elapsed_ms: number; backoff_ms?: number | undefined }

@@ -39,6 +39,7 @@ export const METHODS = [
   lazy("warmup", true, () => import("./warmup.ts").then((m) => m.warmup)),
   lazy("models", false, () => import("./models.ts").then((m) => m.models)),
   lazy("status", false, () => import("./status.ts").then((m) => m.status)),
+  lazy("pull", true, () => import("./pull.ts").then((m) => m.pull)),
 ] as const;
 
 /** Served only with LOCAL_AI_TEST_METHODS=1; not part of the protocol's schema. */

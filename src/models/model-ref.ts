@@ -25,6 +25,37 @@ export const RepoIdSchema = z.string().refine((s) => {
   return parts.length === 2 && parts.every((p) => REPO_PART.test(p));
 }, "a hub repo is written org/name (letters, digits, '-', '_', '.')");
 
+/** A quantization as users name it (Q4_K_M, iq3_xs, F16): matched against the repo's GGUF names. */
+export const QuantSchema = z
+  .string()
+  .regex(/^[A-Za-z0-9_.-]{1,64}$/, "a quantization is letters, digits, '_', '.', '-' (such as Q4_K_M)")
+  .refine((s) => !s.toLowerCase().endsWith(".gguf"), "that is a file: pass it as file, not quant");
+
+/** A .gguf path inside a repo: no empty, '.' or '..' segments. */
+export const RepoFileSchema = z
+  .string()
+  .max(1000)
+  .refine((s) => s.toLowerCase().endsWith(".gguf"), "the file must be a .gguf")
+  .refine(
+    (s) => !s.split("/").some((seg) => seg === "" || seg === "." || seg === ".."),
+    "the file path must stay inside the repo",
+  );
+
+/**
+ * A branch, tag or commit: it becomes a file under refs/ in the cache, so no '..' segment, no
+ * leading '/' and only the characters git refs use in practice.
+ */
+export const RevisionSchema = z
+  .string()
+  .regex(
+    /^[A-Za-z0-9._/-]{1,200}$/,
+    "a revision is a branch, tag or commit (letters, digits, '.', '_', '/', '-')",
+  )
+  .refine(
+    (s) => !s.split("/").some((seg) => seg === "" || seg === "." || seg === ".."),
+    "a revision may not have empty, '.' or '..' parts",
+  );
+
 /** Parses `org/name[:QUANT|:file.gguf]` (without the `hf:` prefix); throws a message naming what is wrong. */
 export function parseModelRef(text: string, revision = "main"): ModelRef {
   const colon = text.indexOf(":");

@@ -6,6 +6,7 @@ import { CHAT_EVENT_NAMES } from "../../src/client/chat-events.ts";
 import type * as P from "../../src/client/protocol-types.ts";
 import type { InitializeParamsSchema } from "../../src/methods/initialize.ts";
 import type { PlanResult } from "../../src/methods/plan.ts";
+import type { PullParamsSchema, PullResultSchema } from "../../src/methods/pull.ts";
 import type { WarmupParamsSchema } from "../../src/methods/warmup.ts";
 import type { ModelsResult } from "../../src/models/list-schema.ts";
 import type { ChatParamsSchema, ChatResultSchema, WarningSchema } from "../../src/protocol/chat.ts";
@@ -46,6 +47,8 @@ describe("client protocol types", () => {
       same<P.DoctorResult, R.DoctorResult>(true),
       same<P.PlanResult, PlanResult>(true),
       same<P.ModelsResult, ModelsResult>(true),
+      same<P.PullParams, z.input<typeof PullParamsSchema>>(true),
+      same<P.PullResult, z.infer<typeof PullResultSchema>>(true),
       same<P.ErrorReason, z.infer<typeof ErrorReasonSchema>>(true),
       same<P.WarmupParams, z.input<typeof WarmupParamsSchema>>(true),
       same<P.WarmupResult, z.infer<typeof R.WarmupResultSchema>>(true),

@@ -56,8 +56,8 @@ describe("protocol JSON Schema", () => {
     ]) {
       expect(index.methods[name]?.result).toBeDefined();
     }
-    // A chat's events include warmup's warmup_progress (issue 11): every event is a chat event.
-    expect(Object.keys(index.events)).toEqual(Object.keys(ChatEventFields));
+    // A chat's events include warmup's warmup_progress (issue 11); a pull's download_progress.
+    expect(Object.keys(index.events)).toEqual([...Object.keys(ChatEventFields), "download_progress"]);
     expect(Object.keys(ChatEventFields).at(-1)).toBe("warmup_progress");
     expect(index.methods.chat.events).toHaveLength(Object.keys(ChatEventFields).length);
     expect(index.methods.warmup.events).toEqual([{ $ref: "#/$defs/WarmupProgressEvent" }]);

@@ -1,0 +1,94 @@
+import { homedir } from "node:os";
+import { defineCommand } from "citty";
+import { fitVerdictWith } from "../models/fit-verdict.ts";
+import { HF_PREFIX, parseModelRef, RevisionSchema } from "../models/model-ref.ts";
+import { pullModel } from "../models/pull.ts";
+import { ProgressPrinter, renderPulled } from "../models/pull-render.ts";
+import { CoreError, isCoreError } from "../protocol/errors.ts";
+import { CoreServices } from "../server/services.ts";
+import { logger } from "../util/logger.ts";
+import { configArg, jsonArg } from "./args.ts";
+
+/** The exit code of a pull stopped by Ctrl-C (128 + SIGINT), as shells report it. */
+const EXIT_INTERRUPTED = 130;
+
+export default defineCommand({
+  meta: { name: "pull", description: "Download a GGUF from the Hugging Face hub into the shared cache" },
+  args: {
+    model: {
+      type: "positional",
+      description: "org/name, org/name:QUANT (such as Q4_K_M) or org/name:path/in/repo.gguf",
+      required: true,
+      valueHint: "REPO[:QUANT|:FILE]",
+    },
+    revision: { type: "string", description: "branch, tag or commit", default: "main", valueHint: "R" },
+    ...configArg,
+    ...jsonArg,
+  },
+  run: async ({ args }) => {
+    const ref = parseRef(args.model, args.revision);
+    const out = (text: string) => process.stdout.write(text);
+    const printer = new ProgressPrinter(
+      out,
+      process.stdout.isTTY ? { columns: process.stdout.columns || 80 } : null,
+    );
+    const ac = new AbortController();
+    const stop = () => ac.abort();
+    process.once("SIGINT", stop);
+    process.once("SIGTERM", stop);
+    try {
+      const outcome = await pullModel(
+        ref,
+        { env: process.env, home: homedir() },
+        {
+          signal: ac.signal,
+          progress: (p) =>
+            args.json
+              ? out(`${JSON.stringify({ type: "event", event: "download_progress", ...p })}\n`)
+              : printer.show(p),
+          note: (message) => {
+            printer.end();
+            logger.warn(message);
+          },
+        },
+      );
+      printer.end();
+      const services = new CoreServices({ configPath: args.config, cwd: process.cwd() });
+      const fit = await fitVerdictWith(
+        () => services.config(),
+        () => services.defaultConfig().config,
+        outcome.path,
+      );
+      const result = { ...outcome, fit };
+      const what = ref.file ?? ref.quant;
+      // hf: references name main's snapshot, so only a pull of main prints one.
+      const hfRef = what && ref.revision === "main" ? `${HF_PREFIX}${ref.repo}:${what}` : undefined;
+      out(args.json ? `${JSON.stringify({ type: "result", result })}\n` : renderPulled(result, hfRef));
+      return 0;
+    } catch (err) {
+      printer.end();
+      if (!isCoreError(err)) throw err;
+      if (args.json)
+        out(`${JSON.stringify({ type: "error", code: err.code, message: err.message, data: err.data })}\n`);
+      if (err.code === "cancelled") {
+        logger.warn("pull cancelled; the partial download is kept, run the same command to resume");
+        return EXIT_INTERRUPTED;
+      }
+      throw err;
+    } finally {
+      process.off("SIGINT", stop);
+      process.off("SIGTERM", stop);
+    }
+  },
+});
+
+function parseRef(model: string, revision: string) {
+  const rev = RevisionSchema.safeParse(revision);
+  if (!rev.success)
+    throw new CoreError("invalid_request", `--revision ${revision}: ${rev.error.issues[0]?.message}`);
+  try {
+    return parseModelRef(model, revision);
+  } catch (err) {
+    throw new CoreError("invalid_request", (err as Error).message);
+  }
+}

@@ -1,0 +1,263 @@
+/**
+ * The few Hugging Face hub calls a pull makes, over fetch (docs/models.md lists them):
+ *
+ *   GET /api/models/{repo}/revision/{rev}            the commit a branch or tag points to (`sha`)
+ *   GET /api/models/{repo}/tree/{commit}?recursive=1 every file with its size and LFS oid (sha256),
+ *                                                    paged by a `Link: <…>; rel="next"` header
+ *   GET /{repo}/resolve/{commit}/{file}              302 to the LFS storage (X-Repo-Commit,
+ *                                                    X-Linked-Etag, X-Linked-Size), then the
+ *                                                    bytes, from an offset with `Range`
+ *
+ * The token goes only to the hub's own host: a redirect to another host (the LFS storage) is
+ * followed without it, as huggingface_hub does. Nothing here logs or formats a header, so the
+ * token cannot end up in a message.
+ */
+
+/** A file of a repo as the tree listing gives it. */
+export interface HubFile {
+  path: string;
+  /** The content's size in bytes (the LFS object's size for LFS files). */
+  size: number;
+  /** The git blob id (sha1 of the git object). */
+  oid: string;
+  /** Present for LFS files: `oid` is the content's sha256. */
+  lfs?: { oid: string; size: number };
+}
+
+/** A hub answer that is not a success, with the hub's own error code (`X-Error-Code`) when it sent one. */
+export class HubError extends Error {
+  constructor(
+    readonly status: number,
+    /** RepoNotFound, RevisionNotFound, EntryNotFound, GatedRepo… or null. */
+    readonly hubCode: string | null,
+    /** `X-Error-Message` or the body's `error`, trimmed; never contains request headers. */
+    readonly serverMessage: string | null,
+    readonly url: string,
+  ) {
+    super(`HTTP ${status}${hubCode ? ` ${hubCode}` : ""}${serverMessage ? `: ${serverMessage}` : ""}`);
+    this.name = "HubError";
+  }
+}
+
+/** The hub could not be reached, or the connection broke before an answer. */
+export class HubUnreachable extends Error {
+  constructor(
+    readonly url: string,
+    readonly causeText: string,
+  ) {
+    super(`cannot reach ${url}: ${causeText}`);
+    this.name = "HubUnreachable";
+  }
+}
+
+export interface HubClientOptions {
+  /** The hub's base URL, no trailing slash (`HF_ENDPOINT`). */
+  endpoint: string;
+  token?: string | undefined;
+  fetch?: typeof fetch;
+  /** An API call (revision, listing page) that has not answered by then has failed. */
+  apiTimeoutMs?: number | undefined;
+}
+
+const API_TIMEOUT_MS = 30_000;
+
+/** What the resolve step said about the file, from the hub's headers before the redirect. */
+export interface Linked {
+  commit: string | null;
+  /** `X-Linked-Etag` (the LFS sha256) or `ETag`, unquoted. */
+  etag: string | null;
+  size: number | null;
+}
+
+export interface OpenedFile {
+  response: Response;
+  linked: Linked;
+}
+
+const MAX_REDIRECTS = 10;
+
+export class HubClient {
+  private readonly fetch: typeof fetch;
+
+  constructor(private readonly options: HubClientOptions) {
+    this.fetch = options.fetch ?? fetch;
+  }
+
+  /** The commit `revision` points to. */
+  async commitOf(repo: string, revision: string, signal?: AbortSignal): Promise<string> {
+    const url = `${this.options.endpoint}/api/models/${repo}/revision/${encodeURIComponent(revision)}`;
+    return this.api(url, signal, async (res) => {
+      const body = (await readJson(res, url)) as { sha?: unknown };
+      if (typeof body.sha !== "string" || !/^[0-9a-f]{40}$/.test(body.sha))
+        throw new HubError(res.status, null, "the revision answer has no commit sha", url);
+      return body.sha;
+    });
+  }
+
+  /** Every file of the repo at `commit`, following the listing's pages. */
+  async listFiles(repo: string, commit: string, signal?: AbortSignal): Promise<HubFile[]> {
+    let url: string | null = `${this.options.endpoint}/api/models/${repo}/tree/${commit}?recursive=true`;
+    const files: HubFile[] = [];
+    for (let page = 0; url && page < 1000; page++) {
+      const here: string = url;
+      url = await this.api(here, signal, async (res) => {
+        const items = await readJson(res, here);
+        if (!Array.isArray(items))
+          throw new HubError(res.status, null, "the tree answer is not a list", here);
+        for (const item of items) {
+          const file = toHubFile(item);
+          if (file) files.push(file);
+        }
+        return nextLink(res.headers.get("link"), here);
+      });
+    }
+    return files;
+  }
+
+  /**
+   * Starts the download of `file` at `commit` from byte `start`: the hub's redirect is followed
+   * by hand so the token stays with the hub's host. The caller reads (or cancels) the body.
+   */
+  async open(
+    repo: string,
+    commit: string,
+    file: string,
+    start: number,
+    signal?: AbortSignal,
+    /** Sees the hub's headers before the redirect is followed; may throw to stop there. */
+    inspect?: (linked: Linked) => void,
+  ): Promise<OpenedFile> {
+    let url = `${this.options.endpoint}/${repo}/resolve/${commit}/${file.split("/").map(encodeURIComponent).join("/")}`;
+    const hubHost = new URL(this.options.endpoint).host;
+    const headers: Record<string, string> = { "accept-encoding": "identity" };
+    if (start > 0) headers.range = `bytes=${start}-`;
+    let linked: Linked = { commit: null, etag: null, size: null };
+    for (let hop = 0; hop <= MAX_REDIRECTS; hop++) {
+      const withToken = new URL(url).host === hubHost;
+      const res = await this.request(url, signal, headers, withToken);
+      if (hop === 0) {
+        linked = linkedOf(res.headers);
+        try {
+          inspect?.(linked);
+        } catch (err) {
+          await res.body?.cancel();
+          throw err;
+        }
+      }
+      if (res.status >= 300 && res.status < 400 && res.headers.has("location")) {
+        await res.body?.cancel();
+        url = new URL(res.headers.get("location")!, url).toString();
+        continue;
+      }
+      if (!res.ok) throw await hubError(res, url);
+      return { response: res, linked };
+    }
+    throw new HubError(310, null, `more than ${MAX_REDIRECTS} redirects`, url);
+  }
+
+  /** One JSON call with its own time limit (the download has a stall guard instead). */
+  private async api<T>(
+    url: string,
+    signal: AbortSignal | undefined,
+    read: (res: Response) => Promise<T>,
+  ): Promise<T> {
+    const ms = this.options.apiTimeoutMs ?? API_TIMEOUT_MS;
+    const timeout = AbortSignal.timeout(ms);
+    const both = signal ? AbortSignal.any([signal, timeout]) : timeout;
+    try {
+      const res = await this.request(url, both, { accept: "application/json" }, true);
+      if (!res.ok) throw await hubError(res, url);
+      return await read(res);
+    } catch (err) {
+      if (signal?.aborted) throw signal.reason ?? err;
+      if (timeout.aborted) throw new HubUnreachable(url, `no answer within ${ms / 1000} s`);
+      throw err;
+    }
+  }
+
+  private async request(
+    url: string,
+    signal: AbortSignal | undefined,
+    headers: Record<string, string>,
+    withToken: boolean,
+  ): Promise<Response> {
+    const all: Record<string, string> = { "user-agent": "local-ai", ...headers };
+    if (withToken && this.options.token) all.authorization = `Bearer ${this.options.token}`;
+    try {
+      return await this.fetch(url, { headers: all, redirect: "manual", ...(signal ? { signal } : {}) });
+    } catch (err) {
+      if (signal?.aborted) throw signal.reason ?? err;
+      throw new HubUnreachable(url, causeText(err));
+    }
+  }
+}
+
+function toHubFile(item: unknown): HubFile | undefined {
+  if (!item || typeof item !== "object") return undefined;
+  const e = item as Record<string, unknown>;
+  if (e.type !== "file" || typeof e.path !== "string" || typeof e.size !== "number") return undefined;
+  const file: HubFile = { path: e.path, size: e.size, oid: typeof e.oid === "string" ? e.oid : "" };
+  const lfs = e.lfs as Record<string, unknown> | undefined;
+  if (lfs && typeof lfs.oid === "string" && typeof lfs.size === "number") {
+    file.lfs = { oid: lfs.oid.toLowerCase(), size: lfs.size };
+    file.size = lfs.size;
+  }
+  return file;
+}
+
+function linkedOf(h: Headers): Linked {
+  const size = Number.parseInt(h.get("x-linked-size") ?? "", 10);
+  const etag = h.get("x-linked-etag") ?? h.get("etag");
+  return {
+    commit: h.get("x-repo-commit"),
+    etag: etag ? etag.replace(/^W\//, "").replace(/"/g, "").trim().toLowerCase() : null,
+    size: Number.isFinite(size) ? size : null,
+  };
+}
+
+/** The `rel="next"` URL of a Link header, resolved against the page's URL. */
+export function nextLink(header: string | null, base: string): string | null {
+  if (!header) return null;
+  for (const part of header.split(",")) {
+    const m = /<([^>]+)>\s*;.*\brel="?next"?/.exec(part);
+    if (m) return new URL(m[1]!, base).toString();
+  }
+  return null;
+}
+
+async function readJson(res: Response, url: string): Promise<unknown> {
+  try {
+    return await res.json();
+  } catch {
+    throw new HubError(res.status, null, "the answer is not JSON", url);
+  }
+}
+
+async function hubError(res: Response, url: string): Promise<HubError> {
+  let message = res.headers.get("x-error-message");
+  if (!message) {
+    try {
+      const text = (await res.text()).slice(0, 2000);
+      const parsed = JSON.parse(text) as { error?: unknown };
+      if (typeof parsed.error === "string") message = parsed.error;
+    } catch {
+      // Not JSON (an HTML error page): the status says enough.
+    }
+  } else {
+    await res.body?.cancel();
+  }
+  return new HubError(
+    res.status,
+    res.headers.get("x-error-code"),
+    message?.trim().slice(0, 300) || null,
+    url,
+  );
+}
+
+function causeText(err: unknown): string {
+  const e = err as { code?: unknown; message?: unknown };
+  if (typeof e?.code === "string" && e.code) return e.code;
+  return String(e?.message ?? err)
+    .split("\n")[0]!
+    .slice(0, 200);
+}

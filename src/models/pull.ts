@@ -1,0 +1,293 @@
+import { createHash } from "node:crypto";
+import { createReadStream, existsSync, mkdirSync, statSync } from "node:fs";
+import { cancelledError } from "../protocol/errors.ts";
+import { type FreeSpaceProbe, SPACE_MARGIN_BYTES, spaceShortfall, statfsFree } from "./disk-space.ts";
+import { type BlobTarget, downloadBlob, writeFailure } from "./download.ts";
+import { tryLock } from "./download-lock.ts";
+import {
+  blobPath,
+  type Env,
+  hubCacheDir,
+  hubEndpoint,
+  incompletePath,
+  isOffline,
+  refPath,
+  repoPaths,
+  snapshotPath,
+} from "./hf-cache.ts";
+import { HubClient, type HubFile } from "./hub-client.ts";
+import { readToken } from "./hub-token.ts";
+import { pickFiles } from "./pick-file.ts";
+import { type DownloadProgress, ProgressReporter } from "./progress.ts";
+import { fromHub, type PullWhere, pullError } from "./pull-errors.ts";
+import { linkSnapshot, type MakeSymlink, writeRef } from "./snapshot-link.ts";
+
+/**
+ * `pull`: a model from the hub into the shared Hugging Face cache. The revision is pinned to
+ * its commit first, so every part comes from the same commit even if the branch moves; each
+ * blob is downloaded by one writer at a time (a second pull of the same file waits for it,
+ * showing the first one's progress), verified, linked from the snapshot, and the revision's
+ * ref is written last.
+ */
+
+export interface PullRequest {
+  repo: string;
+  quant?: string | undefined;
+  file?: string | undefined;
+  revision: string;
+}
+
+/** The edges a pull reads through; tests replace them. */
+export interface PullDeps {
+  env: Env;
+  home: string;
+  fetch?: typeof fetch;
+  freeSpace?: FreeSpaceProbe;
+  symlink?: MakeSymlink;
+  stallMs?: number;
+  /** How often a pull waiting on another writer looks again. */
+  pollMs?: number;
+  /** Hash after the download on this thread (where worker threads are unavailable; tests). */
+  inlineHash?: boolean;
+  /** The time limit of the hub's API calls (default 30 s). */
+  apiTimeoutMs?: number;
+}
+
+export interface PullHooks {
+  signal: AbortSignal;
+  progress(p: DownloadProgress): void;
+  /** A notice that is not a failure (also returned in `warnings`). */
+  note?(message: string): void;
+}
+
+export interface PulledFile {
+  file: string;
+  /** The snapshot path (a link to the blob). */
+  path: string;
+  size_bytes: number;
+  sha256: string;
+}
+
+export interface PullOutcome {
+  repo: string;
+  revision: string;
+  commit: string;
+  /** What `model.path` should name: the only file, or the first part of a split model. */
+  path: string;
+  size_bytes: number;
+  /** The sha256 of the file `path` names (each part's is in `files`). */
+  sha256: string;
+  files: PulledFile[];
+  cache_dir: string;
+  warnings: string[];
+}
+
+const DEFAULT_POLL_MS = 500;
+
+export async function pullModel(req: PullRequest, deps: PullDeps, hooks: PullHooks): Promise<PullOutcome> {
+  const where: PullWhere = { repo: req.repo, file: req.file, revision: req.revision };
+  if (isOffline(deps.env))
+    throw pullError(
+      where,
+      "offline",
+      "HF_HUB_OFFLINE is set, so pull does not touch the network (unset it to download)",
+    );
+  const cacheDir = hubCacheDir(deps.env, deps.home);
+  const hub = new HubClient({
+    endpoint: hubEndpoint(deps.env),
+    token: readToken(deps.env, deps.home),
+    fetch: deps.fetch,
+    apiTimeoutMs: deps.apiTimeoutMs,
+  });
+  const commit = await hubCall(() => hub.commitOf(req.repo, req.revision, hooks.signal), where, hooks.signal);
+  const listing = await hubCall(() => hub.listFiles(req.repo, commit, hooks.signal), where, hooks.signal);
+  const parts = pickFiles(req, listing);
+  prepareCache(cacheDir, req.repo, where);
+  const targets = parts.map((f) => blobTarget(cacheDir, req.repo, commit, f));
+  checkSpace(targets, cacheDir, deps.freeSpace ?? statfsFree, where);
+
+  const warnings: string[] = [];
+  const note = (message: string) => {
+    warnings.push(message);
+    hooks.note?.(message);
+  };
+  const files: PulledFile[] = [];
+  for (const [i, t] of targets.entries()) {
+    const reporter = new ProgressReporter({
+      file: t.file,
+      part: i + 1,
+      parts: targets.length,
+      total: t.size,
+      emit: hooks.progress,
+    });
+    try {
+      const sha256 = await obtainBlob(hub, t, reporter, deps, { ...hooks, note });
+      const pointer = snapshotPath(cacheDir, req.repo, commit, t.file);
+      if (cacheWrite(() => linkSnapshot(t.blob, pointer, deps.symlink), t, pointer) === "copy")
+        note(`${t.file}: this folder does not allow links, so the snapshot holds a copy of the blob`);
+      reporter.update(t.size);
+      reporter.finish();
+      files.push({ file: t.file, path: pointer, size_bytes: t.size, sha256 });
+    } finally {
+      reporter.stop();
+    }
+  }
+  if (req.revision !== commit) {
+    const ref = refPath(cacheDir, req.repo, req.revision);
+    cacheWrite(() => writeRef(ref, commit), { repo: req.repo, file: undefined }, ref);
+  }
+  return {
+    repo: req.repo,
+    revision: req.revision,
+    commit,
+    path: files[0]!.path,
+    size_bytes: files.reduce((a, f) => a + f.size_bytes, 0),
+    sha256: files[0]!.sha256,
+    files,
+    cache_dir: cacheDir,
+    warnings,
+  };
+}
+
+/** A write into the cache after the download (link, ref): an OS error names the path. */
+function cacheWrite<T>(write: () => T, where: { repo: string; file: string | undefined }, path: string): T {
+  try {
+    return write();
+  } catch (err) {
+    throw writeFailure(err, { repo: where.repo, file: where.file }, path);
+  }
+}
+
+async function hubCall<T>(call: () => Promise<T>, where: PullWhere, signal: AbortSignal): Promise<T> {
+  try {
+    return await call();
+  } catch (err) {
+    if (signal.aborted) throw cancelledError(`the pull of ${where.repo} was cancelled`);
+    throw fromHub(err, where);
+  }
+}
+
+function blobTarget(cacheDir: string, repo: string, commit: string, f: HubFile): BlobTarget {
+  // LFS files are named by their sha256, files kept in git by their git blob id, as the cache does.
+  const expected = f.lfs
+    ? { kind: "sha256" as const, value: f.lfs.oid }
+    : { kind: "git-sha1" as const, value: f.oid };
+  return {
+    repo,
+    file: f.path,
+    commit,
+    size: f.size,
+    expected,
+    blob: blobPath(cacheDir, repo, expected.value),
+    incomplete: incompletePath(cacheDir, repo, expected.value),
+  };
+}
+
+function prepareCache(cacheDir: string, repo: string, where: PullWhere): void {
+  const paths = repoPaths(cacheDir, repo);
+  for (const dir of [paths.blobs, paths.snapshots, paths.refs]) {
+    try {
+      mkdirSync(dir, { recursive: true });
+    } catch (err) {
+      throw pullError(
+        where,
+        "cache_unwritable",
+        `cannot create ${dir} (${(err as NodeJS.ErrnoException).code ?? err}); set HF_HUB_CACHE or HF_HOME to a folder you can write`,
+        { cache_dir: cacheDir },
+      );
+    }
+  }
+}
+
+/** Fails before any byte is fetched when what is left to download, plus a margin, does not fit. */
+function checkSpace(targets: BlobTarget[], cacheDir: string, probe: FreeSpaceProbe, where: PullWhere): void {
+  const remaining = targets.reduce((sum, t) => {
+    if (existsSync(t.blob)) return sum;
+    const partial = existsSync(t.incomplete) ? Math.min(statSync(t.incomplete).size, t.size) : 0;
+    return sum + t.size - partial;
+  }, 0);
+  if (remaining === 0) return;
+  const free = probe(cacheDir);
+  const short = spaceShortfall(remaining, free);
+  if (short > 0)
+    throw pullError(
+      where,
+      "disk_full",
+      `needs ${mib(remaining)} MiB to download plus ${mib(SPACE_MARGIN_BYTES)} MiB to spare, but ${cacheDir} has ${mib(free)} MiB free`,
+      { needed_bytes: remaining + SPACE_MARGIN_BYTES, available_bytes: free, cache_dir: cacheDir },
+    );
+}
+
+const mib = (n: number) => Math.ceil(n / (1024 * 1024));
+
+/**
+ * The blob in place and its sha256: already there, downloaded by another pull we waited for,
+ * or downloaded here under the blob's lock.
+ */
+async function obtainBlob(
+  hub: HubClient,
+  t: BlobTarget,
+  reporter: ProgressReporter,
+  deps: PullDeps,
+  hooks: PullHooks & { note(message: string): void },
+): Promise<string> {
+  const lockPath = `${t.blob}.lock`;
+  let waiting = false;
+  for (;;) {
+    if (existsSync(t.blob)) return knownSha256(t, hooks.signal);
+    let lock: ReturnType<typeof tryLock>;
+    try {
+      lock = tryLock(lockPath);
+    } catch (err) {
+      throw writeFailure(err, { repo: t.repo, file: t.file }, lockPath);
+    }
+    if ("busy" in lock) {
+      const partial = existsSync(t.incomplete) ? statSync(t.incomplete).size : 0;
+      if (!waiting) reporter.start("wait", partial);
+      else reporter.set("wait", partial);
+      waiting = true;
+      await sleep(deps.pollMs ?? DEFAULT_POLL_MS, hooks.signal, t);
+      continue;
+    }
+    try {
+      if (existsSync(t.blob)) return knownSha256(t, hooks.signal);
+      return await downloadBlob(hub, t, {
+        signal: hooks.signal,
+        progress: reporter,
+        note: hooks.note,
+        stallMs: deps.stallMs,
+        inlineHash: deps.inlineHash,
+      });
+    } finally {
+      lock.release();
+    }
+  }
+}
+
+/** A blob already in place: its sha256 is its name for LFS files; a git-kept file is hashed. */
+async function knownSha256(t: BlobTarget, signal: AbortSignal): Promise<string> {
+  if (t.expected.kind === "sha256") return t.expected.value;
+  const hash = createHash("sha256");
+  for await (const chunk of createReadStream(t.blob)) {
+    if (signal.aborted) throw cancelledError();
+    hash.update(chunk as Buffer);
+  }
+  return hash.digest("hex");
+}
+
+function sleep(ms: number, signal: AbortSignal, t: BlobTarget): Promise<void> {
+  const cancelled = () =>
+    cancelledError(`the pull of ${t.repo} ${t.file} was cancelled while another pull was downloading it`);
+  if (signal.aborted) return Promise.reject(cancelled());
+  return new Promise((resolve, reject) => {
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(cancelled());
+    };
+    const timer = setTimeout(() => {
+      signal.removeEventListener("abort", onAbort);
+      resolve();
+    }, ms);
+    signal.addEventListener("abort", onAbort, { once: true });
+  });
+}

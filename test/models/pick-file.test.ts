@@ -1,0 +1,95 @@
+import { describe, expect, test } from "bun:test";
+import type { HubFile } from "../../src/models/hub-client.ts";
+import { groupModels, pickFiles, quantOf } from "../../src/models/pick-file.ts";
+import type { CoreError } from "../../src/protocol/errors.ts";
+
+const file = (path: string): HubFile => ({ path, size: 1, oid: "o", lfs: { oid: "s", size: 1 } });
+const repo = "org/m";
+// A listing shaped like a typical GGUF repo (bartowski, unsloth, TheBloke naming).
+const LISTING = [
+  "README.md",
+  "Model-7B-Q4_K_M.gguf",
+  "Model-7B-Q4_K_S.gguf",
+  "Model-7B-IQ4_XS.gguf",
+  "Model-7B-q8_0.gguf",
+  "mmproj-Model-7B-f16.gguf",
+  "Model-7B-F16-00002-of-00002.gguf",
+  "Model-7B-F16-00001-of-00002.gguf",
+].map(file);
+
+function thrown(f: () => unknown): CoreError {
+  try {
+    f();
+  } catch (err) {
+    return err as CoreError;
+  }
+  throw new Error("did not throw");
+}
+
+describe("which files a pull means", () => {
+  test("a quantization matches its GGUF case-insensitively, as a whole token", () => {
+    expect(pickFiles({ repo, quant: "q4_k_m" }, LISTING).map((f) => f.path)).toEqual([
+      "Model-7B-Q4_K_M.gguf",
+    ]);
+    expect(pickFiles({ repo, quant: "Q8_0" }, LISTING).map((f) => f.path)).toEqual(["Model-7B-q8_0.gguf"]);
+    // Q4_K is not Q4_K_M or Q4_K_S; IQ4_XS is not Q4_XS.
+    const none = thrown(() => pickFiles({ repo, quant: "Q4_K" }, LISTING));
+    expect(none.code).toBe("invalid_request");
+    expect(none.data).toMatchObject({ repo, quant: "Q4_K", cause: "not_found" });
+    expect(none.message).toContain("Model-7B-Q4_K_M.gguf");
+    expect(thrown(() => pickFiles({ repo, quant: "Q4_XS" }, LISTING)).data?.cause).toBe("not_found");
+  });
+
+  test("a split model comes whole, first part first, whether named by quant or by any part", () => {
+    const parts = ["Model-7B-F16-00001-of-00002.gguf", "Model-7B-F16-00002-of-00002.gguf"];
+    // F16 also names the vision projector, which a quant never means.
+    expect(pickFiles({ repo, quant: "f16" }, LISTING).map((f) => f.path)).toEqual(parts);
+    expect(pickFiles({ repo, file: parts[1] }, LISTING).map((f) => f.path)).toEqual(parts);
+  });
+
+  test("a split model with a part missing from the listing is refused, naming the part", () => {
+    const broken = [file("A-Q4_K_M-00001-of-00003.gguf"), file("A-Q4_K_M-00003-of-00003.gguf")];
+    const err = thrown(() => pickFiles({ repo, quant: "Q4_K_M" }, broken));
+    expect(err.code).toBe("invalid_request");
+    expect(err.message).toContain("lacks part(s) 2 of 3");
+  });
+
+  test("an explicit file is taken as named, also in a subfolder or when it is a projector", () => {
+    const listing = [...LISTING, file("sub/Other-Q2_K.gguf")];
+    expect(pickFiles({ repo, file: "sub/Other-Q2_K.gguf" }, listing).map((f) => f.path)).toEqual([
+      "sub/Other-Q2_K.gguf",
+    ]);
+    expect(pickFiles({ repo, file: "mmproj-Model-7B-f16.gguf" }, listing)).toHaveLength(1);
+    const missing = thrown(() => pickFiles({ repo, file: "nope.gguf" }, listing));
+    expect(missing.data).toMatchObject({ cause: "not_found", file: "nope.gguf" });
+  });
+
+  test("several matches are ambiguous and listed; a bare repo with several models asks for a choice", () => {
+    const twice = [file("a/X-Q4_K_M.gguf"), file("b/X-Q4_K_M.gguf")];
+    const err = thrown(() => pickFiles({ repo, quant: "Q4_K_M" }, twice));
+    expect(err.data).toMatchObject({ cause: "ambiguous", available: ["a/X-Q4_K_M.gguf", "b/X-Q4_K_M.gguf"] });
+    const bare = thrown(() => pickFiles({ repo }, LISTING));
+    expect(bare.data?.cause).toBe("ambiguous");
+    expect(bare.data?.quantizations).toEqual(["F16", "IQ4_XS", "Q4_K_M", "Q4_K_S", "Q8_0"]);
+    expect(bare.message).toContain("name a quantization or a file");
+  });
+
+  test("a bare repo with one model takes it; a repo without GGUFs says so", () => {
+    expect(pickFiles({ repo }, [file("README.md"), file("only-Q5_K_M.gguf")]).map((f) => f.path)).toEqual([
+      "only-Q5_K_M.gguf",
+    ]);
+    const none = thrown(() =>
+      pickFiles({ repo, quant: "Q4_K_M" }, [file("model.safetensors"), file("README.md")]),
+    );
+    expect(none.data?.cause).toBe("no_gguf");
+    expect(none.message).toBe("org/m has no GGUF file");
+  });
+
+  test("quantizations read from names; split parts group", () => {
+    expect(quantOf("x/Llama-3-8B-Instruct.Q4_K_M.gguf")).toBe("Q4_K_M");
+    expect(quantOf("gpt-oss-20b-MXFP4.gguf")).toBe("MXFP4");
+    expect(quantOf("model-bf16-00001-of-00004.gguf")).toBe("BF16");
+    expect(quantOf("model.gguf")).toBeNull();
+    expect(groupModels(LISTING).map((g) => g.label)).toContain("Model-7B-F16-*-of-00002.gguf");
+  });
+});

@@ -1,0 +1,586 @@
+import { afterEach, describe, expect, test } from "bun:test";
+import { createHash } from "node:crypto";
+import {
+  existsSync,
+  lstatSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
+import { join } from "node:path";
+import { writeFailure } from "../../src/models/download.ts";
+import { blobPath, incompletePath, refPath, snapshotPath } from "../../src/models/hf-cache.ts";
+import type { DownloadProgress } from "../../src/models/progress.ts";
+import { type PullDeps, type PullOutcome, type PullRequest, pullModel } from "../../src/models/pull.ts";
+import type { CoreError } from "../../src/protocol/errors.ts";
+import { type HubStandIn, type Knobs, type StandInRepo, startHubStandIn } from "../fixtures/hub-stand-in.ts";
+import { tmpdir } from "../fixtures/tmpdir.ts";
+
+// Every behaviour against the hub stand-in (test/fixtures/hub-stand-in.ts says which public
+// client code each answer follows); nothing here touches the network.
+
+const MB = 1024 * 1024;
+const bytes = (n: number, seed = 1) => {
+  const b = new Uint8Array(n);
+  for (let i = 0; i < n; i++) b[i] = (i * 31 + seed) & 0xff;
+  return b;
+};
+const sha256 = (b: Uint8Array) => createHash("sha256").update(b).digest("hex");
+
+const MODEL = bytes(3 * MB);
+const REPOS: StandInRepo[] = [
+  {
+    id: "org/model-GGUF",
+    files: [
+      { path: "README.md", content: new TextEncoder().encode("# model"), lfs: false },
+      { path: "model-Q4_K_M.gguf", content: MODEL },
+      { path: "model-Q8_0.gguf", content: bytes(1 * MB, 2) },
+      { path: "big-F16-00001-of-00002.gguf", content: bytes(1 * MB, 3) },
+      { path: "big-F16-00002-of-00002.gguf", content: bytes(MB / 2, 4) },
+      { path: "small-in-git-Q2_K.gguf", content: bytes(4096, 5), lfs: false },
+    ],
+    revisions: { v1: "1".repeat(40) },
+  },
+  { id: "org/gated", files: [{ path: "g-Q4_0.gguf", content: bytes(MB, 6) }], gated: true },
+  {
+    id: "org/docs",
+    files: [{ path: "README.md", content: new TextEncoder().encode("no models"), lfs: false }],
+  },
+];
+
+const open: { close(): Promise<void> }[] = [];
+afterEach(async () => {
+  for (const o of open.splice(0)) await o.close();
+});
+
+async function setup(knobs: Knobs = {}, env: Record<string, string> = {}) {
+  const hub = await startHubStandIn(REPOS, knobs);
+  const dir = tmpdir("local-ai-pull-");
+  open.push(hub, { close: async () => dir[Symbol.dispose]() });
+  const cache = join(dir.path, "hub");
+  const deps: PullDeps = {
+    env: { HF_ENDPOINT: hub.url, HF_HUB_CACHE: cache, ...env },
+    home: dir.path,
+    freeSpace: () => 100 * 1024 * MB,
+    pollMs: 50,
+  };
+  return { hub, dir: dir.path, cache, deps };
+}
+
+interface Run {
+  result?: PullOutcome;
+  error?: CoreError;
+  events: DownloadProgress[];
+  notes: string[];
+}
+
+async function pull(
+  req: Partial<PullRequest> & { repo: string },
+  deps: PullDeps,
+  signal = new AbortController().signal,
+): Promise<Run> {
+  const events: DownloadProgress[] = [];
+  const notes: string[] = [];
+  try {
+    const result = await pullModel({ revision: "main", ...req }, deps, {
+      signal,
+      progress: (p) => events.push(p),
+      note: (n) => notes.push(n),
+    });
+    return { result, events, notes };
+  } catch (err) {
+    return { error: err as CoreError, events, notes };
+  }
+}
+
+const storageGets = (hub: HubStandIn) => hub.requests.filter((r) => r.server === "storage");
+
+/** Nothing half-written under a final name: no blob, no snapshot entry for the file. */
+function nothingFinal(cache: string, hub: HubStandIn, file: string, repo = "org/model-GGUF") {
+  const sha = hub.sha256Of(repo, file);
+  expect(existsSync(blobPath(cache, repo, sha))).toBe(false);
+  expect(existsSync(snapshotPath(cache, repo, hub.commitOf(repo), file))).toBe(false);
+}
+
+describe("pull into the Hugging Face cache", () => {
+  test("a quant lands as blob by sha256, a relative snapshot link, and refs/main holding the commit", async () => {
+    const { hub, cache, deps } = await setup();
+    const r = await pull({ repo: "org/model-GGUF", quant: "q4_k_m" }, deps);
+    expect(r.error).toBeUndefined();
+    const commit = hub.commitOf("org/model-GGUF");
+    const sha = sha256(MODEL);
+    const pointer = snapshotPath(cache, "org/model-GGUF", commit, "model-Q4_K_M.gguf");
+    expect(r.result).toMatchObject({
+      repo: "org/model-GGUF",
+      revision: "main",
+      commit,
+      path: pointer,
+      size_bytes: MODEL.length,
+      sha256: sha,
+      files: [{ file: "model-Q4_K_M.gguf", path: pointer, size_bytes: MODEL.length, sha256: sha }],
+      warnings: [],
+    });
+    expect(lstatSync(pointer).isSymbolicLink()).toBe(true);
+    expect(readlinkSync(pointer)).toBe(`../../blobs/${sha}`);
+    expect(sha256(readFileSync(pointer))).toBe(sha);
+    expect(readFileSync(refPath(cache, "org/model-GGUF", "main"), "utf8")).toBe(commit);
+    // Only the blob, its snapshot and the ref: no .incomplete, no lock left behind.
+    expect(readdirSync(join(cache, "models--org--model-GGUF", "blobs"))).toEqual([sha]);
+    // The calls docs/models.md lists, pinned to the commit after the first.
+    expect(hub.requests.map((q) => `${q.server} ${q.path.split("?")[0]}`)).toEqual([
+      "hub /api/models/org/model-GGUF/revision/main",
+      `hub /api/models/org/model-GGUF/tree/${commit}`,
+      `hub /org/model-GGUF/resolve/${commit}/model-Q4_K_M.gguf`,
+      `storage /lfs/${sha}`,
+    ]);
+    expect(r.events.at(-1)).toMatchObject({
+      file: "model-Q4_K_M.gguf",
+      bytes_done: MODEL.length,
+      total: MODEL.length,
+    });
+  });
+
+  test("a second pull of a cached file downloads nothing", async () => {
+    const { hub, deps } = await setup();
+    const first = await pull({ repo: "org/model-GGUF", quant: "Q4_K_M" }, deps);
+    const before = storageGets(hub).length;
+    const again = await pull({ repo: "org/model-GGUF", file: "model-Q4_K_M.gguf" }, deps);
+    expect(again.result).toEqual(first.result!);
+    expect(storageGets(hub).length).toBe(before);
+  });
+
+  test("a split model comes whole; the result names the first part", async () => {
+    const { cache, hub, deps } = await setup({ pageSize: 2 });
+    const r = await pull({ repo: "org/model-GGUF", quant: "F16" }, deps);
+    expect(r.error).toBeUndefined();
+    expect(r.result!.files.map((f) => f.file)).toEqual([
+      "big-F16-00001-of-00002.gguf",
+      "big-F16-00002-of-00002.gguf",
+    ]);
+    expect(r.result!.path).toBe(
+      snapshotPath(cache, "org/model-GGUF", hub.commitOf("org/model-GGUF"), "big-F16-00001-of-00002.gguf"),
+    );
+    expect(r.result!.size_bytes).toBe(MB + MB / 2);
+    expect(new Set(r.events.map((e) => `${e.part}/${e.parts}`))).toEqual(new Set(["1/2", "2/2"]));
+    // The listing came in pages (Link: rel="next").
+    expect(hub.requests.filter((q) => q.path.includes("/tree/")).length).toBeGreaterThan(1);
+  });
+
+  test("a tag's ref is written; a commit as revision writes none", async () => {
+    const { cache, deps } = await setup();
+    const tag = await pull({ repo: "org/model-GGUF", quant: "Q8_0", revision: "v1" }, deps);
+    expect(tag.result!.commit).toBe("1".repeat(40));
+    expect(readFileSync(refPath(cache, "org/model-GGUF", "v1"), "utf8")).toBe("1".repeat(40));
+    const pinned = await pull({ repo: "org/model-GGUF", quant: "Q8_0", revision: "1".repeat(40) }, deps);
+    expect(pinned.result!.commit).toBe("1".repeat(40));
+    expect(existsSync(refPath(cache, "org/model-GGUF", "1".repeat(40)))).toBe(false);
+  });
+
+  test("a file kept in git (no LFS) is checked against its git blob id and reported by sha256", async () => {
+    const { cache, hub, deps } = await setup();
+    const r = await pull({ repo: "org/model-GGUF", quant: "Q2_K" }, deps);
+    expect(r.error).toBeUndefined();
+    const content = bytes(4096, 5);
+    expect(r.result!.sha256).toBe(sha256(content));
+    // Named by its git blob id in blobs/, as huggingface_hub names non-LFS files (their ETag).
+    const gitOid = createHash("sha1").update(`blob ${content.length}\0`).update(content).digest("hex");
+    expect(existsSync(blobPath(cache, "org/model-GGUF", gitOid))).toBe(true);
+    expect(storageGets(hub)).toHaveLength(0); // served by the hub itself, no redirect
+  });
+
+  test("without a hash worker the bytes are hashed after the download, to the same result", async () => {
+    const { deps } = await setup();
+    const r = await pull({ repo: "org/model-GGUF", quant: "Q4_K_M" }, { ...deps, inlineHash: true });
+    expect(r.result?.sha256).toBe(sha256(MODEL));
+    const bad = await setup({ corruptAt: 10 });
+    const c = await pull({ repo: "org/model-GGUF", quant: "Q4_K_M" }, { ...bad.deps, inlineHash: true });
+    expect(c.error?.data?.cause).toBe("checksum_mismatch");
+  });
+
+  test("a disk that fills up during the download keeps the partial and says so", () => {
+    const err = writeFailure(
+      Object.assign(new Error("no space"), { code: "ENOSPC" }),
+      { repo: "o/r", file: "f.gguf" },
+      "/c/x.incomplete",
+    ) as CoreError;
+    expect(err.code).toBe("internal_error");
+    expect(err.data).toMatchObject({ repo: "o/r", file: "f.gguf", cause: "disk_full" });
+    expect(err.message).toBe(
+      "o/r: f.gguf: the disk filled up while writing /c/x.incomplete (ENOSPC); the partial download is kept, free some space and pull again",
+    );
+    const ro = writeFailure(
+      Object.assign(new Error("ro"), { code: "EROFS" }),
+      { repo: "o/r" },
+      "/c",
+    ) as CoreError;
+    expect(ro.data?.cause).toBe("cache_unwritable");
+  });
+
+  test("where links fail the snapshot holds a copy, and the result says so", async () => {
+    const { deps } = await setup();
+    const noLinks = () => {
+      throw Object.assign(new Error("EPERM"), { code: "EPERM" });
+    };
+    const r = await pull({ repo: "org/model-GGUF", quant: "Q8_0" }, { ...deps, symlink: noLinks });
+    expect(r.error).toBeUndefined();
+    expect(lstatSync(r.result!.path).isSymbolicLink()).toBe(false);
+    expect(statSync(r.result!.path).size).toBe(MB);
+    expect(r.result!.warnings.join()).toContain("does not allow links");
+  });
+});
+
+describe("resume and verify", () => {
+  test("a connection cut mid-body keeps the partial; the next pull resumes it with Range", async () => {
+    const { hub, cache, deps } = await setup({ cut: { after: MB + 123 } });
+    const first = await pull({ repo: "org/model-GGUF", quant: "Q4_K_M" }, deps);
+    expect(first.error?.code).toBe("internal_error");
+    expect(first.error?.data).toMatchObject({
+      repo: "org/model-GGUF",
+      file: "model-Q4_K_M.gguf",
+      cause: "connection_lost",
+      reason: "connection_lost",
+    });
+    expect(first.error?.message).toContain("pull again to resume");
+    const sha = sha256(MODEL);
+    const partial = incompletePath(cache, "org/model-GGUF", sha);
+    // What reached the disk before the cut (at most what was sent) is a true prefix of the file.
+    const kept = statSync(partial).size;
+    expect(kept).toBeGreaterThan(0);
+    expect(kept).toBeLessThanOrEqual(MB + 123);
+    expect(readFileSync(partial).equals(Buffer.from(MODEL.subarray(0, kept)))).toBe(true);
+    nothingFinal(cache, hub, "model-Q4_K_M.gguf");
+
+    const second = await pull({ repo: "org/model-GGUF", quant: "Q4_K_M" }, deps);
+    expect(second.error).toBeUndefined();
+    expect(second.result!.sha256).toBe(sha);
+    expect(storageGets(hub).at(-1)!.range).toBe(`bytes=${kept}-`);
+    expect(second.events.find((e) => e.phase === "download")!.bytes_done).toBe(kept);
+    expect(existsSync(partial)).toBe(false);
+  });
+
+  test("a server that ignores Range: the download starts over, saying so, and still verifies", async () => {
+    const { hub, cache, deps } = await setup({ ignoreRange: true });
+    const sha = sha256(MODEL);
+    // A partial from an earlier pull (its first megabyte, genuine).
+    const partial = incompletePath(cache, "org/model-GGUF", sha);
+    await Bun.write(partial, MODEL.subarray(0, MB));
+    const r = await pull({ repo: "org/model-GGUF", quant: "Q4_K_M" }, deps);
+    expect(r.error).toBeUndefined();
+    expect(r.result!.sha256).toBe(sha);
+    expect(r.notes.join()).toContain("ignored the Range request");
+    expect(r.result!.warnings).toEqual(r.notes);
+    expect(storageGets(hub)[0]!.range).toBe(`bytes=${MB}-`);
+  });
+
+  test("a partial whose bytes are wrong fails the checksum on resume, and is deleted", async () => {
+    const { hub, cache, deps } = await setup();
+    const partial = incompletePath(cache, "org/model-GGUF", sha256(MODEL));
+    await Bun.write(partial, bytes(MB, 99));
+    const r = await pull({ repo: "org/model-GGUF", quant: "Q4_K_M" }, deps);
+    expect(r.error?.data?.cause).toBe("checksum_mismatch");
+    expect(existsSync(partial)).toBe(false);
+    nothingFinal(cache, hub, "model-Q4_K_M.gguf");
+    // …so the next pull starts clean and succeeds.
+    expect((await pull({ repo: "org/model-GGUF", quant: "Q4_K_M" }, deps)).result?.sha256).toBe(
+      sha256(MODEL),
+    );
+  });
+
+  test("a body that fails the checksum is deleted, and the error names the hashes", async () => {
+    const { hub, cache, deps } = await setup({ corruptAt: 2 * MB + 5 });
+    const r = await pull({ repo: "org/model-GGUF", quant: "Q4_K_M" }, deps);
+    expect(r.error?.code).toBe("internal_error");
+    expect(r.error?.data).toMatchObject({
+      cause: "checksum_mismatch",
+      reason: "bad_response",
+      expected: sha256(MODEL),
+    });
+    expect(r.error?.message).toContain(
+      "org/model-GGUF: model-Q4_K_M.gguf: the downloaded bytes do not match",
+    );
+    expect(existsSync(incompletePath(cache, "org/model-GGUF", sha256(MODEL)))).toBe(false);
+    nothingFinal(cache, hub, "model-Q4_K_M.gguf");
+  });
+
+  test("a hub that lies about the size (X-Linked-Size) is refused before a byte is written", async () => {
+    const { hub, cache, deps } = await setup({ linkedSize: 5 * MB });
+    const r = await pull({ repo: "org/model-GGUF", quant: "Q4_K_M" }, deps);
+    expect(r.error?.data?.cause).toBe("size_mismatch");
+    expect(r.error?.message).toContain("X-Linked-Size");
+    expect(storageGets(hub)).toHaveLength(0);
+    expect(statSync(incompletePath(cache, "org/model-GGUF", sha256(MODEL))).size).toBe(0);
+    nothingFinal(cache, hub, "model-Q4_K_M.gguf");
+  });
+
+  test("storage that announces more bytes than the hub lists is refused", async () => {
+    const { hub, cache, deps } = await setup({ extraBytes: 100 });
+    const r = await pull({ repo: "org/model-GGUF", quant: "Q4_K_M" }, deps);
+    expect(r.error?.data?.cause).toBe("size_mismatch");
+    expect(r.error?.message).toContain(`announces ${MODEL.length + 100} bytes`);
+    nothingFinal(cache, hub, "model-Q4_K_M.gguf");
+  });
+
+  test("storage that sends more bytes than the hub lists, without a length, is stopped and deleted", async () => {
+    const { hub, cache, deps } = await setup({ extraBytes: 64 * 1024, omitLength: true });
+    const r = await pull({ repo: "org/model-GGUF", quant: "Q4_K_M" }, deps);
+    expect(r.error?.data?.cause).toBe("size_mismatch");
+    expect(r.error?.message).toContain("sent more than");
+    expect(existsSync(incompletePath(cache, "org/model-GGUF", sha256(MODEL)))).toBe(false);
+    nothingFinal(cache, hub, "model-Q4_K_M.gguf");
+  });
+
+  test("a connection that goes silent ends as a lost connection after the stall limit, partial kept", async () => {
+    const { hub, cache, deps } = await setup({ hangAfter: 200_000 });
+    const r = await pull({ repo: "org/model-GGUF", quant: "Q4_K_M" }, { ...deps, stallMs: 400 });
+    expect(r.error?.data).toMatchObject({ cause: "connection_lost", file: "model-Q4_K_M.gguf" });
+    expect(r.error?.message).toContain("no data for 400 ms");
+    expect(existsSync(incompletePath(cache, "org/model-GGUF", sha256(MODEL)))).toBe(true);
+    nothingFinal(cache, hub, "model-Q4_K_M.gguf");
+  });
+
+  test("a slow but steady body is not a stall", async () => {
+    const { deps } = await setup({ bytesPerSecond: 2 * MB });
+    const r = await pull({ repo: "org/model-GGUF", quant: "Q8_0" }, { ...deps, stallMs: 300 });
+    expect(r.error).toBeUndefined();
+  });
+});
+
+describe("cancel and concurrency", () => {
+  test("cancel stops the download with cancelled, keeps the partial, and frees the lock", async () => {
+    const { hub, cache, deps } = await setup({ bytesPerSecond: 2 * MB });
+    const ac = new AbortController();
+    const running = pull({ repo: "org/model-GGUF", quant: "Q4_K_M" }, deps, ac.signal);
+    const sha = sha256(MODEL);
+    const partial = incompletePath(cache, "org/model-GGUF", sha);
+    while (!existsSync(partial) || statSync(partial).size < 200_000) await Bun.sleep(20);
+    ac.abort();
+    const r = await running;
+    expect(r.error?.code).toBe("cancelled");
+    expect(r.error?.message).toContain("partial download is kept");
+    const kept = statSync(partial).size;
+    expect(kept).toBeGreaterThan(0);
+    expect(existsSync(`${blobPath(cache, "org/model-GGUF", sha)}.lock`)).toBe(false);
+    nothingFinal(cache, hub, "model-Q4_K_M.gguf");
+    hub.knobs.bytesPerSecond = undefined;
+    const again = await pull({ repo: "org/model-GGUF", quant: "Q4_K_M" }, deps);
+    expect(again.result?.sha256).toBe(sha);
+    expect(storageGets(hub).at(-1)!.range).toBe(`bytes=${kept}-`);
+  });
+
+  test("two pulls of the same file at once: one writer, the other waits showing its progress", async () => {
+    const { hub, deps } = await setup({ bytesPerSecond: 4 * MB });
+    const [a, b] = await Promise.all([
+      pull({ repo: "org/model-GGUF", quant: "Q4_K_M" }, deps),
+      Bun.sleep(100).then(() => pull({ repo: "org/model-GGUF", file: "model-Q4_K_M.gguf" }, deps)),
+    ]);
+    expect(a.error).toBeUndefined();
+    expect(b.error).toBeUndefined();
+    expect(b.result!.path).toBe(a.result!.path);
+    expect(storageGets(hub)).toHaveLength(1);
+    // Whichever took the lock first wrote; the other waited, showing the writer's progress.
+    const waited = [a, b].filter((r) => r.events.some((e) => e.phase === "wait" && e.bytes_done > 0));
+    expect(waited).toHaveLength(1);
+  });
+
+  test("a lock held by another live process makes the pull wait; it goes on once that owner is gone", async () => {
+    const { cache, hub, deps } = await setup();
+    const sha = sha256(MODEL);
+    const lock = `${blobPath(cache, "org/model-GGUF", sha)}.lock`;
+    const other = Bun.spawn(["sleep", "30"]);
+    (await import("node:fs")).mkdirSync(join(cache, "models--org--model-GGUF", "blobs"), { recursive: true });
+    writeFileSync(lock, JSON.stringify({ pid: other.pid, id: "elsewhere", started: Date.now() }));
+    const running = pull({ repo: "org/model-GGUF", quant: "Q4_K_M" }, deps);
+    await Bun.sleep(400);
+    expect(storageGets(hub)).toHaveLength(0);
+    other.kill("SIGKILL");
+    await other.exited;
+    const r = await running;
+    expect(r.error).toBeUndefined();
+    expect(r.events[0]!.phase).toBe("wait");
+    expect(storageGets(hub)).toHaveLength(1);
+  });
+
+  test("cancel while waiting for another pull is cancelled too", async () => {
+    const { cache, deps } = await setup();
+    const lock = `${blobPath(cache, "org/model-GGUF", sha256(MODEL))}.lock`;
+    const other = Bun.spawn(["sleep", "30"]);
+    try {
+      (await import("node:fs")).mkdirSync(join(cache, "models--org--model-GGUF", "blobs"), {
+        recursive: true,
+      });
+      writeFileSync(lock, JSON.stringify({ pid: other.pid, id: "elsewhere", started: Date.now() }));
+      const ac = new AbortController();
+      const running = pull({ repo: "org/model-GGUF", quant: "Q4_K_M" }, deps, ac.signal);
+      await Bun.sleep(150);
+      ac.abort();
+      const r = await running;
+      expect(r.error?.code).toBe("cancelled");
+      expect(r.error?.message).toContain("while another pull was downloading it");
+    } finally {
+      other.kill("SIGKILL");
+    }
+  });
+});
+
+describe("bad input and a hostile world", () => {
+  test("an unknown repo, file or revision is not_found, naming it", async () => {
+    const { deps } = await setup();
+    const repo = await pull({ repo: "org/nope", quant: "Q4_K_M" }, deps);
+    expect(repo.error?.code).toBe("invalid_request");
+    expect(repo.error?.data).toMatchObject({
+      repo: "org/nope",
+      cause: "not_found",
+      http_status: 404,
+      hub_code: "RepoNotFound",
+    });
+    expect(repo.error?.message).toBe("org/nope: no such repo (the hub says: Repository not found)");
+    const file = await pull({ repo: "org/model-GGUF", file: "absent.gguf" }, deps);
+    expect(file.error?.data).toMatchObject({ cause: "not_found", file: "absent.gguf" });
+    expect(file.error?.message).toContain("model-Q4_K_M.gguf");
+    const rev = await pull({ repo: "org/model-GGUF", quant: "Q4_K_M", revision: "nope" }, deps);
+    expect(rev.error?.data).toMatchObject({
+      cause: "not_found",
+      hub_code: "RevisionNotFound",
+      revision: "nope",
+    });
+  });
+
+  test("the hub's 401 for an unknown repo to anonymous callers says a token may be needed", async () => {
+    const { deps } = await setup({ anonymous401: true });
+    const r = await pull({ repo: "org/private", quant: "Q4_K_M" }, deps);
+    expect(r.error?.data).toMatchObject({ cause: "unauthorized", http_status: 401 });
+    expect(r.error?.message).toContain("set HF_TOKEN");
+  });
+
+  test("an ambiguous quant, or a repo without GGUFs, is invalid_request listing what there is", async () => {
+    const { deps } = await setup();
+    const bare = await pull({ repo: "org/model-GGUF" }, deps);
+    expect(bare.error?.data?.cause).toBe("ambiguous");
+    expect(bare.error?.data?.quantizations).toEqual(["F16", "Q2_K", "Q4_K_M", "Q8_0"]);
+    const none = await pull({ repo: "org/docs", quant: "Q4_K_M" }, deps);
+    expect(none.error?.data?.cause).toBe("no_gguf");
+  });
+
+  test("a gated repo: 401 without a token; the token from HF_TOKEN or the token file opens it; 403 when not granted", async () => {
+    const { hub, deps, dir } = await setup();
+    hub.tokens.add("hf_good");
+    hub.tokens.add("hf_refused");
+    hub.forbidden.add("hf_refused");
+    const anon = await pull({ repo: "org/gated", quant: "Q4_0" }, deps);
+    expect(anon.error?.code).toBe("invalid_request");
+    expect(anon.error?.data).toMatchObject({
+      cause: "unauthorized",
+      hub_code: "GatedRepo",
+      http_status: 401,
+    });
+    expect(anon.error?.message).toContain("gated");
+
+    const refused = await pull(
+      { repo: "org/gated", quant: "Q4_0" },
+      { ...deps, env: { ...deps.env, HF_TOKEN: "hf_refused" } },
+    );
+    expect(refused.error?.data).toMatchObject({ cause: "forbidden", http_status: 403 });
+    expect(JSON.stringify(refused.error)).not.toContain("hf_refused");
+    expect(refused.error!.message).not.toContain("hf_refused");
+
+    writeFileSync(join(dir, "token"), "hf_good\n");
+    const viaFile = await pull(
+      { repo: "org/gated", quant: "Q4_0" },
+      { ...deps, env: { ...deps.env, HF_TOKEN_PATH: join(dir, "token") } },
+    );
+    expect(viaFile.error).toBeUndefined();
+    // The token went to the hub's host only, never to the LFS storage the hub redirected to.
+    const lastTwo = hub.requests.slice(-2);
+    expect(lastTwo.map((q) => [q.server, q.authorized])).toEqual([
+      ["hub", true],
+      ["storage", false],
+    ]);
+  });
+
+  test("5xx from the hub or from the storage is hub_error naming the status", async () => {
+    const api = await setup({ fail: { status: 503, where: "api" } });
+    const a = await pull({ repo: "org/model-GGUF", quant: "Q4_K_M" }, api.deps);
+    expect(a.error?.code).toBe("internal_error");
+    expect(a.error?.data).toMatchObject({ cause: "hub_error", reason: "server_error", http_status: 503 });
+    expect(a.error?.message).toBe("org/model-GGUF: the hub answered HTTP 503 (the hub says: Internal Error)");
+    const storage = await setup({ fail: { status: 500, where: "storage", times: 1 } });
+    const s = await pull({ repo: "org/model-GGUF", quant: "Q4_K_M" }, storage.deps);
+    expect(s.error?.data).toMatchObject({ cause: "hub_error", http_status: 500, file: "model-Q4_K_M.gguf" });
+    nothingFinal(storage.cache, storage.hub, "model-Q4_K_M.gguf");
+    expect((await pull({ repo: "org/model-GGUF", quant: "Q4_K_M" }, storage.deps)).error).toBeUndefined();
+  });
+
+  test("an unreachable hub is connection_lost naming the endpoint's failure", async () => {
+    const { deps } = await setup();
+    const r = await pull(
+      { repo: "org/model-GGUF", quant: "Q4_K_M" },
+      { ...deps, env: { ...deps.env, HF_ENDPOINT: "http://127.0.0.1:9" } },
+    );
+    expect(r.error?.data).toMatchObject({ cause: "connection_lost", repo: "org/model-GGUF" });
+    expect(r.error?.message).toContain("cannot reach the hub");
+  });
+
+  test("a hub whose API does not answer fails after the time limit, naming it", async () => {
+    const { deps } = await setup({ apiDelayMs: 3000 });
+    const t0 = Date.now();
+    const r = await pull({ repo: "org/model-GGUF", quant: "Q4_K_M" }, { ...deps, apiTimeoutMs: 200 });
+    expect(Date.now() - t0).toBeLessThan(2500);
+    expect(r.error?.data).toMatchObject({ cause: "connection_lost", repo: "org/model-GGUF" });
+    expect(r.error?.message).toContain("no answer within 0.2 s");
+  });
+
+  test("a full disk fails before any byte is fetched, saying what is needed and what is free", async () => {
+    const { hub, deps, cache } = await setup();
+    const r = await pull({ repo: "org/model-GGUF", quant: "Q4_K_M" }, { ...deps, freeSpace: () => 100 * MB });
+    expect(r.error?.code).toBe("internal_error");
+    expect(r.error?.data).toMatchObject({ cause: "disk_full", cache_dir: cache, available_bytes: 100 * MB });
+    expect(r.error?.message).toContain("needs 3 MiB to download plus 128 MiB to spare");
+    expect(storageGets(hub)).toHaveLength(0);
+  });
+
+  test("the space check counts only what a resume still has to fetch", async () => {
+    const { cache, deps } = await setup();
+    const partial = incompletePath(cache, "org/model-GGUF", sha256(MODEL));
+    await Bun.write(partial, MODEL.subarray(0, 2 * MB));
+    let asked = "";
+    const probe = (path: string) => {
+      asked = path;
+      return 128 * MB + MB + 1; // room for the margin and the last megabyte only
+    };
+    const r = await pull({ repo: "org/model-GGUF", quant: "Q4_K_M" }, { ...deps, freeSpace: probe });
+    expect(r.error).toBeUndefined();
+    expect(asked).toBe(cache);
+  });
+
+  test("a cache folder that cannot be written (a path under a regular file) fails clearly", async () => {
+    const { deps, dir } = await setup();
+    writeFileSync(join(dir, "a-file"), "");
+    const bad = join(dir, "a-file", "hub");
+    const r = await pull(
+      { repo: "org/model-GGUF", quant: "Q4_K_M" },
+      { ...deps, env: { ...deps.env, HF_HUB_CACHE: bad } },
+    );
+    expect(r.error?.data).toMatchObject({ cause: "cache_unwritable", cache_dir: bad });
+    expect(r.error?.message).toContain("ENOTDIR");
+    expect(r.error?.message).toContain("HF_HUB_CACHE");
+  });
+
+  test("HF_HUB_OFFLINE=1 refuses without touching the network", async () => {
+    const { hub, deps } = await setup({}, { HF_HUB_OFFLINE: "1" });
+    const r = await pull({ repo: "org/model-GGUF", quant: "Q4_K_M" }, deps);
+    expect(r.error?.data).toMatchObject({ cause: "offline" });
+    expect(hub.requests).toHaveLength(0);
+  });
+
+  test("a partial larger than the file is discarded and the download starts over", async () => {
+    const { cache, deps, hub } = await setup();
+    const partial = incompletePath(cache, "org/model-GGUF", sha256(MODEL));
+    await Bun.write(partial, bytes(4 * MB, 7));
+    const r = await pull({ repo: "org/model-GGUF", quant: "Q4_K_M" }, deps);
+    expect(r.error).toBeUndefined();
+    expect(r.notes.join()).toContain("larger than the file");
+    expect(storageGets(hub)[0]!.range).toBeNull();
+  });
+});
