@@ -1,0 +1,233 @@
+#!/usr/bin/env bun
+/**
+ * Chat overhead, side by side (issue 11 item 4): the compiled core against the same
+ * llama-server started directly with the plan's argv, the two sides taking turns so both see
+ * the same noise.
+ *
+ *   LOCAL_AI_BENCH_LLAMA_SERVER=/path/llama-server LOCAL_AI_BENCH_MODEL=/path/model.gguf \
+ *     ./node_modules/.bin/bun bench/chat-overhead.ts            (or: ... chat-overhead.ts SERVER MODEL)
+ *
+ * Cold: a fresh core per run (initialize answered first), `chat` sent → first `llm_chunk`,
+ * against llama-server spawned directly → first /health 200 (polled every 2 ms) + its own time
+ * to the first content delta. Warm: one core and one direct server, both loaded, long replies
+ * bounded by the same max_tokens: time to first token and the chunk rate (first to last piece).
+ * BENCH_COLD_RUNS (default 8), BENCH_WARM_RUNS (8), BENCH_MAX_TOKENS (1000) size it. With no
+ * real server given it runs against the stand-in as a smoke run, and says so.
+ */
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { ensureBinary } from "../test/fixtures/core-process.ts";
+import { writeFakeLlamaServer, writeFakeModel } from "../test/fixtures/llama-stand-in/binary.ts";
+import { type CoreChat, CoreProcess } from "./overhead/core.ts";
+import { childPids, cpuNs, selfCpuNs } from "./overhead/cpu-time.ts";
+import { DirectServer } from "./overhead/direct.ts";
+import { median, rate, type StreamTiming, spread, ttft } from "./overhead/stream-timing.ts";
+
+const COLD_RUNS = Number(process.env.BENCH_COLD_RUNS ?? 8);
+const WARM_RUNS = Number(process.env.BENCH_WARM_RUNS ?? 8);
+const MAX_TOKENS = Number(process.env.BENCH_MAX_TOKENS ?? 1000);
+/** A cold run needs only the first token; a short reply keeps it quick. */
+const COLD_MAX_TOKENS = 16;
+const SYSTEM = "You are a helpful assistant.";
+const INPUT = "Tell me a very long story about a lighthouse keeper.";
+const MESSAGES = [
+  { role: "system", content: SYSTEM },
+  { role: "user", content: INPUT },
+];
+
+const work = mkdtempSync(join(tmpdir(), "bench-chat-overhead-"));
+const target = resolveTarget();
+const core = ensureBinary();
+
+function resolveTarget(): { server: string; model: string; smoke: boolean } {
+  const server = process.argv[2] ?? process.env.LOCAL_AI_BENCH_LLAMA_SERVER;
+  const model = process.argv[3] ?? process.env.LOCAL_AI_BENCH_MODEL;
+  if (server && model) return { server, model, smoke: false };
+  process.stdout.write(
+    "SMOKE RUN: no real llama-server given (LOCAL_AI_BENCH_LLAMA_SERVER and LOCAL_AI_BENCH_MODEL, or two\n" +
+      "arguments); running against the stand-in. These numbers are NOT the target's: the stand-in is a\n" +
+      "Bun script with its own pace, and the targets below are judged against a real llama-server only.\n",
+  );
+  const reply = Array.from({ length: 4000 }, (_, i) => `w${i} `).join("");
+  return {
+    server: writeFakeLlamaServer(work, { FAKE_LLAMA_REPLY: reply, FAKE_LLAMA_CHUNK_DELAY_MS: "1" }),
+    model: writeFakeModel(work),
+    smoke: true,
+  };
+}
+
+/** A folder with a config.yaml for one core; memory off keeps the prompt equal on both sides. */
+function coreDir(name: string, maxTokens: number, memory: boolean): { dir: string; config: string } {
+  const dir = join(work, name);
+  const config = join(work, `${name}.yaml`);
+  writeFileSync(
+    config,
+    [
+      `app: { data_dir: ${JSON.stringify(dir)} }`,
+      `llama: { binary: ${JSON.stringify(target.server)}, startup_timeout_s: 120 }`,
+      `model: { path: ${JSON.stringify(target.model)}, max_tokens: ${maxTokens} }`,
+      `memory: { enabled: ${memory} }`,
+      `agents: [{ name: assistant, system_prompt: ${JSON.stringify(SYSTEM)} }]`,
+    ].join("\n"),
+  );
+  return { dir: work, config };
+}
+
+/** The planned argv, from the compiled core's own `plan --json` (what the supervisor launches). */
+function plannedArgv(config: string): string[] {
+  const r = Bun.spawnSync([core, "plan", "--json", "--config", config], { cwd: work });
+  if (r.exitCode !== 0) throw new Error(`local-ai plan failed: ${r.stderr.toString()}`);
+  return (JSON.parse(r.stdout.toString()) as { plan: { argv: string[] } }).plan.argv;
+}
+
+interface ColdDirect {
+  ready: number;
+  ttft: number;
+}
+
+async function coldDirect(argv: string[]): Promise<ColdDirect> {
+  const server = await DirectServer.start(target.server, argv);
+  try {
+    const t = await server.chat(MESSAGES, COLD_MAX_TOKENS);
+    return { ready: server.readyMs, ttft: ttft(t) };
+  } finally {
+    await server.stop();
+  }
+}
+
+async function coldCore(run: number): Promise<CoreChat> {
+  const { dir, config } = coreDir(`cold-${run}`, COLD_MAX_TOKENS, true);
+  const proc = CoreProcess.spawn(core, dir, config);
+  try {
+    await proc.request("initialize", { protocol_versions: [1] });
+    const chat = await proc.request("chat", { input: INPUT });
+    if (chat.terminal.type !== "result")
+      throw new Error(`cold chat failed: ${JSON.stringify(chat.terminal)}`);
+    return chat;
+  } finally {
+    if ((await Promise.race([proc.shutdown(), Bun.sleep(30_000).then(() => null)])) === null) proc.kill();
+  }
+}
+
+const verdict = (ok: boolean) => (ok ? "met" : "NOT met");
+
+async function cold(argv: string[]): Promise<void> {
+  const direct: ColdDirect[] = [];
+  const through: CoreChat[] = [];
+  for (let i = 0; i < COLD_RUNS; i++) {
+    // Alternate which side goes first, so neither always runs on a cache the other warmed.
+    if (i % 2 === 0) {
+      direct.push(await coldDirect(argv));
+      through.push(await coldCore(i));
+    } else {
+      through.push(await coldCore(i));
+      direct.push(await coldDirect(argv));
+    }
+  }
+  const budget = direct.map((d) => d.ready + d.ttft);
+  const firstChunk = through.map((c) => c.first - c.sent);
+  const over = firstChunk.map((c, i) => c - (budget[i] as number));
+  const mark = (name: string) => spread(through.map((c) => c.marks[name] ?? Number.NaN));
+  process.stdout.write(
+    `\ncold chat, ${COLD_RUNS} runs each, alternating (ms, median (min–max)):\n` +
+      `  direct llama-server: ready ${spread(direct.map((d) => d.ready))}, first token ${spread(direct.map((d) => d.ttft))}, ready + first token ${spread(budget)}\n` +
+      `  through the core:    chat → first llm_chunk ${spread(firstChunk)}\n` +
+      `    (chat → run_start ${mark("run_start")}, memory_done ${mark("memory_done")}, llm_start ${mark("llm_start")})\n` +
+      `  core − direct, paired: ${spread(over)} ms; target ≤ +40 ms: ${verdict(median(over) <= 40)}\n`,
+  );
+}
+
+/** A warm chat's stream and the CPU time (ns) each process spent on it. */
+interface Measured {
+  t: StreamTiming;
+  /** The core (0 on the direct side), llama-server, and this bench reading the stream. */
+  core: number;
+  llama: number;
+  reader: number;
+}
+
+async function measured(
+  pids: { core?: number; llama: number },
+  chat: () => Promise<StreamTiming>,
+): Promise<Measured> {
+  const before = { core: pids.core ? cpuNs(pids.core) : 0, llama: cpuNs(pids.llama), self: selfCpuNs() };
+  const t = await chat();
+  return {
+    t,
+    core: pids.core ? cpuNs(pids.core) - before.core : 0,
+    llama: cpuNs(pids.llama) - before.llama,
+    reader: selfCpuNs() - before.self,
+  };
+}
+
+async function warm(argv: string[]): Promise<void> {
+  const { dir, config } = coreDir("warm", MAX_TOKENS, false);
+  const server = await DirectServer.start(target.server, argv);
+  const proc = CoreProcess.spawn(core, dir, config);
+  try {
+    await proc.request("initialize", { protocol_versions: [1] });
+    const up = await proc.request("warmup");
+    if (up.terminal.type !== "result") throw new Error(`warmup failed: ${JSON.stringify(up.terminal)}`);
+    const coreLlama = childPids(proc.pid)[0] ?? Number.NaN;
+    // One unrecorded chat each: the first request after a load pays for things the others do not.
+    await server.chat(MESSAGES, 32);
+    await proc.request("chat", { input: INPUT });
+    const direct: Measured[] = [];
+    const through: Measured[] = [];
+    for (let i = 0; i < WARM_RUNS; i++) {
+      const viaCore = async () =>
+        through.push(
+          await measured({ core: proc.pid, llama: coreLlama }, () => proc.request("chat", { input: INPUT })),
+        );
+      const plain = async () =>
+        direct.push(await measured({ llama: server.pid }, () => server.chat(MESSAGES, MAX_TOKENS)));
+      if (i % 2 === 0) await plain().then(viaCore);
+      else await viaCore().then(plain);
+    }
+    report(direct, through);
+  } finally {
+    await Promise.race([proc.shutdown(), Bun.sleep(30_000)]);
+    await server.stop();
+  }
+}
+
+function report(directM: Measured[], throughM: Measured[]): void {
+  const direct = directM.map((m) => m.t);
+  const through = throughM.map((m) => m.t);
+  const ratio = through.map((c, i) => rate(c) / rate(direct[i] as StreamTiming));
+  const extra = through.map((c, i) => ttft(c) - ttft(direct[i] as StreamTiming));
+  const perPiece = (ms: Measured[], key: "core" | "llama" | "reader") =>
+    spread(
+      ms.map((m) => m[key] / 1000 / Math.max(1, m.t.pieces)),
+      1,
+    );
+  process.stdout.write(
+    `\nwarm chats, ${WARM_RUNS} pairs, alternating, max_tokens ${MAX_TOKENS} (median (min–max)):\n` +
+      `  pieces per reply: direct ${spread(
+        direct.map((d) => d.pieces),
+        0,
+      )}, core ${spread(
+        through.map((c) => c.pieces),
+        0,
+      )}\n` +
+      `  direct llama-server: first token ${spread(direct.map(ttft), 2)} ms, rate ${spread(direct.map(rate), 0)} tokens/s\n` +
+      `  through the core:    first token ${spread(through.map(ttft), 2)} ms, rate ${spread(through.map(rate), 0)} llm_chunk/s\n` +
+      `  rate core/direct, paired: ${spread(ratio, 3)}; target ≥ 0.95: ${verdict(median(ratio) >= 0.95)}\n` +
+      `  first token core − direct, paired: ${spread(extra, 2)} ms; target ≤ +2 ms: ${verdict(median(extra) <= 2)}\n` +
+      `  CPU µs per piece: core ${perPiece(throughM, "core")}; llama-server direct ${perPiece(directM, "llama")}, under the core ${perPiece(throughM, "llama")};\n` +
+      `    this bench reading SSE ${perPiece(directM, "reader")}, reading the core's NDJSON ${perPiece(throughM, "reader")}\n`,
+  );
+}
+
+try {
+  const argv = plannedArgv(coreDir("plan", MAX_TOKENS, false).config);
+  process.stdout.write(
+    `${target.smoke ? "stand-in" : "llama-server"} ${target.server}\nmodel ${target.model}\nplanned argv: ${argv.join(" ")}\n`,
+  );
+  await cold(argv);
+  await warm(argv);
+  if (target.smoke) process.stdout.write("\n(smoke run against the stand-in: not the target's numbers)\n");
+} finally {
+  rmSync(work, { recursive: true, force: true });
+}

@@ -1,0 +1,110 @@
+import type { FileSink, Subprocess } from "bun";
+import type { StreamTiming } from "./stream-timing.ts";
+
+type Msg = { id?: unknown; type?: string; event?: string; [k: string]: unknown };
+
+/** One request's messages as they arrived, each with its arrival time. */
+interface Pending {
+  sent: number;
+  events: { name: string; at: number }[];
+  timing: StreamTiming;
+  resolve: (terminal: Msg) => void;
+}
+
+/** A chat through the core: its stream, and when each earlier event arrived (ms after sending). */
+export interface CoreChat extends StreamTiming {
+  marks: Record<string, number>;
+  terminal: Msg;
+}
+
+/**
+ * The compiled core (`dist/local-ai serve-stdio`) as a host drives it: NDJSON over pipes,
+ * each protocol line parsed as it arrives and stamped with the time its read returned.
+ */
+export class CoreProcess {
+  private readonly pending = new Map<string, Pending>();
+  private readonly stdin: FileSink;
+  private nextId = 0;
+
+  constructor(private readonly proc: Subprocess<"pipe", "pipe", "pipe">) {
+    this.stdin = proc.stdin;
+    void this.read();
+    void new Response(proc.stderr).text(); // drained so a chatty log never blocks the core
+  }
+
+  static spawn(binary: string, cwd: string, configPath: string): CoreProcess {
+    const proc = Bun.spawn([binary, "serve-stdio", "--config", configPath], {
+      cwd,
+      stdin: "pipe",
+      stdout: "pipe",
+      stderr: "pipe",
+      env: { ...process.env, LOCAL_AI_LOG_LEVEL: process.env.LOCAL_AI_LOG_LEVEL ?? "warn" },
+    });
+    return new CoreProcess(proc);
+  }
+
+  /** Sends one request; resolves with its terminal message and its events' timings. */
+  request(method: string, params?: unknown): Promise<CoreChat> {
+    const id = `b${this.nextId++}`;
+    return new Promise((resolve) => {
+      const sent = performance.now();
+      const p: Pending = {
+        sent,
+        events: [],
+        timing: { sent, first: 0, last: 0, pieces: 0 },
+        resolve: (terminal) => {
+          const marks: Record<string, number> = {};
+          for (const e of p.events) marks[e.name] ??= e.at - sent;
+          resolve({ ...p.timing, marks, terminal });
+        },
+      };
+      this.pending.set(id, p);
+      this.stdin.write(`${JSON.stringify({ id, method, ...(params ? { params } : {}) })}\n`);
+      this.stdin.flush();
+    });
+  }
+
+  async shutdown(): Promise<number> {
+    await this.request("shutdown");
+    return await this.proc.exited;
+  }
+
+  get pid(): number {
+    return this.proc.pid;
+  }
+
+  kill(): void {
+    this.proc.kill();
+  }
+
+  private async read(): Promise<void> {
+    const decoder = new TextDecoder();
+    let buffer = "";
+    for await (const bytes of this.proc.stdout) {
+      const now = performance.now();
+      buffer += decoder.decode(bytes, { stream: true });
+      let nl = buffer.indexOf("\n");
+      while (nl !== -1) {
+        this.onLine(JSON.parse(buffer.slice(0, nl)) as Msg, now);
+        buffer = buffer.slice(nl + 1);
+        nl = buffer.indexOf("\n");
+      }
+    }
+  }
+
+  private onLine(msg: Msg, now: number): void {
+    const p = this.pending.get(String(msg.id));
+    if (!p) return;
+    if (msg.type === "event") {
+      if (msg.event === "llm_chunk") {
+        if (p.timing.pieces === 0) p.timing.first = now;
+        p.timing.last = now;
+        if (p.timing.pieces++ > 0) return; // only the first chunk is a mark
+      }
+      p.events.push({ name: String(msg.event), at: now });
+      return;
+    }
+    this.pending.delete(String(msg.id));
+    p.resolve(msg);
+  }
+}

@@ -1,0 +1,31 @@
+/** When one streamed reply's pieces arrived, on the bench's clock (performance.now()). */
+export interface StreamTiming {
+  /** The request left the bench. */
+  sent: number;
+  /** First and last content piece (an SSE delta, or an llm_chunk). */
+  first: number;
+  last: number;
+  /** Content pieces received. */
+  pieces: number;
+}
+
+export const ttft = (t: StreamTiming): number => t.first - t.sent;
+
+/** Pieces per second between the first and the last one (the first one starts the clock). */
+export const rate = (t: StreamTiming): number =>
+  t.pieces > 1 && t.last > t.first ? ((t.pieces - 1) * 1000) / (t.last - t.first) : Number.NaN;
+
+export function median(xs: number[]): number {
+  const s = xs.filter((x) => !Number.isNaN(x)).sort((a, b) => a - b);
+  if (s.length === 0) return Number.NaN;
+  const mid = Math.floor(s.length / 2);
+  return s.length % 2 === 1 ? (s[mid] as number) : ((s[mid - 1] as number) + (s[mid] as number)) / 2;
+}
+
+/** "median (min–max)" with `digits` decimals. */
+export function spread(xs: number[], digits = 1): string {
+  const s = xs.filter((x) => !Number.isNaN(x)).sort((a, b) => a - b);
+  if (s.length === 0) return "n/a";
+  const f = (x: number) => x.toFixed(digits);
+  return `${f(median(s))} (${f(s[0] as number)}–${f(s.at(-1) as number)})`;
+}
