@@ -11,7 +11,8 @@
  * against llama-server spawned directly → first /health 200 (polled every 2 ms) + its own time
  * to the first content delta. Warm: one core and one direct server, both loaded, long replies
  * bounded by the same max_tokens: time to first token and the chunk rate (first to last piece).
- * BENCH_COLD_RUNS (default 8), BENCH_WARM_RUNS (8), BENCH_MAX_TOKENS (1000) size it. With no
+ * BENCH_COLD_RUNS (default 8), BENCH_WARM_RUNS (8), BENCH_MAX_TOKENS (1000) size it (0 runs skips
+ * a part); LOCAL_AI_BENCH_CORE runs another build of the core. With no
  * real server given it runs against the stand-in as a smoke run, and says so.
  */
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -38,7 +39,8 @@ const MESSAGES = [
 
 const work = mkdtempSync(join(tmpdir(), "bench-chat-overhead-"));
 const target = resolveTarget();
-const core = ensureBinary();
+/** The compiled core; LOCAL_AI_BENCH_CORE names another build (e.g. an older one, to compare). */
+const core = process.env.LOCAL_AI_BENCH_CORE ?? ensureBinary();
 
 function resolveTarget(): { server: string; model: string; smoke: boolean } {
   const server = process.argv[2] ?? process.env.LOCAL_AI_BENCH_LLAMA_SERVER;
@@ -225,8 +227,8 @@ try {
   process.stdout.write(
     `${target.smoke ? "stand-in" : "llama-server"} ${target.server}\nmodel ${target.model}\nplanned argv: ${argv.join(" ")}\n`,
   );
-  await cold(argv);
-  await warm(argv);
+  if (COLD_RUNS > 0) await cold(argv);
+  if (WARM_RUNS > 0) await warm(argv);
   if (target.smoke) process.stdout.write("\n(smoke run against the stand-in: not the target's numbers)\n");
 } finally {
   rmSync(work, { recursive: true, force: true });
