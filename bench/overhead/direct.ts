@@ -57,6 +57,9 @@ export class DirectServer {
         stream: true,
         stream_options: { include_usage: true },
       }),
+      // A fresh connection per request, as the core opens one: llama-server drops idle
+      // keep-alive connections after 5 s, and a reused dead one fails with ECONNRESET.
+      keepalive: false,
     });
     if (!res.ok || !res.body) throw new Error(`llama-server answered ${res.status}: ${await res.text()}`);
     const timing: StreamTiming = { sent, first: 0, last: 0, pieces: 0 };
