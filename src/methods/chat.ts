@@ -22,7 +22,10 @@ export const chat = defineMethod({
       config,
       dataDir: config.app.data_dir,
       provider: services.llama(),
-      pool: services.mcp(),
+      // On first use: the MCP SDK costs a cold chat tens of ms, and an agent without tools never needs it.
+      get pool() {
+        return services.mcp();
+      },
       locks: services.sessionLocks(),
       memory: (userId) => services.memories().get(userId),
       emit: (event, fields) => ctx.emit(event, fields),
