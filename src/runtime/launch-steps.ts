@@ -40,6 +40,8 @@ export interface Spawned {
   tail: LogTail;
   /** Date.now() of the last log line: load progress. */
   lastLine: number;
+  /** Set while the health wait sleeps: output may mean it is ready, so poll now. */
+  nudge?: () => void;
   /** Set once the child has exited. */
   exit: Exit | undefined;
   exited: Promise<Exit>;
@@ -101,6 +103,7 @@ export function spawnServer(req: SpawnRequest): Spawned | LaunchFailure {
   };
   const onLine = (line: string) => {
     spawned.lastLine = Date.now();
+    spawned.nudge?.();
     spawned.tail.push(line);
     req.onLine(line);
   };
@@ -166,8 +169,13 @@ export async function waitUntilHealthy(s: Spawned, opts: HealthWait): Promise<La
       lastLoadingEvent = now;
       opts.emit({ phase: "loading", elapsed_ms: now - s.t0 });
     }
-    // Short waits first: a small model is ready in ~0.1 s (transcript 51).
-    await Promise.race([Bun.sleep(Math.min(pollWait, opts.intervalMs)), s.exited, aborted]);
+    // Short waits first: a small model is ready in ~0.1 s (transcript 51). llama-server logs
+    // as it becomes ready ("model loaded", "listening"), so output cuts the wait short.
+    const output = new Promise<void>((resolve) => {
+      s.nudge = resolve;
+    });
+    await Promise.race([Bun.sleep(Math.min(pollWait, opts.intervalMs)), s.exited, aborted, output]);
+    s.nudge = undefined;
     pollWait *= 2;
   }
 }

@@ -5,11 +5,13 @@ import {
   type Exit,
   HARD_CAP_FACTOR,
   type Spawned,
+  spawnServer,
   startupOverdue,
   verifyOwnKey,
   waitUntilHealthy,
 } from "../../src/runtime/launch-steps.ts";
 import { LogTail } from "../../src/runtime/log-sink.ts";
+import { tmpdir } from "../fixtures/tmpdir.ts";
 
 // The launch steps one at a time, against small HTTP stubs and a hand-made child: no
 // llama-server, no stand-in process.
@@ -120,6 +122,47 @@ describe("waitUntilHealthy", () => {
     const failure = await waitUntilHealthy(spawned, { ...wait(ac.signal), intervalMs: 5000 });
     expect(failure?.error.code).toBe("cancelled");
     expect(Date.now() - t0).toBeLessThan(2000);
+  });
+});
+
+describe("waitUntilHealthy, woken by output", () => {
+  test("a log line from llama-server polls at once instead of at the next backed-off poll", async () => {
+    let ready = false;
+    using server = stub((path) => (path === "/health" ? (ready ? 200 : 503) : 200));
+    using dir = tmpdir();
+    const stderr = new TransformStream<Uint8Array, Uint8Array>();
+    const empty = new ReadableStream<Uint8Array>({ start: (c) => c.close() });
+    const spawned = spawnServer({
+      binary: "/nonexistent/llama-server",
+      argv: [],
+      port: server.port as number,
+      apiKey: KEY,
+      env: {},
+      spawner: () => ({
+        pid: 2 ** 30,
+        stdout: empty,
+        stderr: stderr.readable,
+        exited: new Promise(() => {}),
+        terminate: () => {},
+        kill: () => {},
+      }),
+      dataDir: dir.path,
+      onLine: () => {},
+    });
+    if ("error" in spawned) throw spawned.error;
+    const waiting = waitUntilHealthy(spawned, {
+      startupTimeoutMs: 60_000,
+      intervalMs: 60_000,
+      signal: new AbortController().signal,
+      emit: () => {},
+    });
+    // Polls back off 10, 20, 40… ms: after ~700 ms the next one is ~570 ms away.
+    await Bun.sleep(700);
+    ready = true;
+    const t0 = Date.now();
+    await stderr.writable.getWriter().write(new TextEncoder().encode("srv  llama_server: model loaded\n"));
+    expect(await waiting).toBeNull();
+    expect(Date.now() - t0).toBeLessThan(400);
   });
 });
 
