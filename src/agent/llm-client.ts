@@ -1,5 +1,5 @@
 import { createParser, type EventSourceMessage } from "eventsource-parser";
-import type { LlamaEndpoint } from "../runtime/endpoint.ts";
+import type { LlamaEndpoint, LlamaLease } from "../runtime/endpoint.ts";
 import type { ToolCall } from "../store/chat-messages.ts";
 import { ToolCallAssembler } from "./tool-calls.ts";
 
@@ -235,6 +235,21 @@ async function httpError(res: Response): Promise<LlmError> {
       status: res.status,
     },
   );
+}
+
+/** Context sizes by server: a launch's `died` signal names it, and its n_ctx never changes. */
+const contextSizes = new WeakMap<AbortSignal, number>();
+
+/**
+ * The context size per slot of the lease's server: GET /props once per launch (a round trip
+ * off every later chat's time to first token), undefined while it cannot be read.
+ */
+export async function contextSizeOf(lease: LlamaLease, signal: AbortSignal): Promise<number | undefined> {
+  const known = contextSizes.get(lease.died);
+  if (known !== undefined) return known;
+  const n = await fetchContextSize(lease, signal);
+  if (n !== undefined) contextSizes.set(lease.died, n);
+  return n;
 }
 
 /** The context size per slot, from GET /props (undefined when it cannot be read). */

@@ -1,0 +1,39 @@
+import { expect, test } from "bun:test";
+import { contextSizeOf } from "../../src/agent/llm-client.ts";
+import type { LlamaLease } from "../../src/runtime/endpoint.ts";
+
+// A launch's n_ctx never changes: GET /props is asked once per launch, not on every chat.
+
+test("contextSizeOf reads /props once per launch, again for a new launch, and not a failure", async () => {
+  let props = 0;
+  let answer = 200;
+  using server = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    fetch: () => {
+      props++;
+      return Response.json({ default_generation_settings: { n_ctx: 2048 } }, { status: answer });
+    },
+  });
+  const launch = (died = new AbortController().signal): LlamaLease => ({
+    baseUrl: `http://127.0.0.1:${server.port}`,
+    apiKey: "k",
+    release: () => {},
+    reportFailure: () => {},
+    died,
+    requestTimeoutMs: 1000,
+  });
+  const signal = new AbortController().signal;
+  const first = new AbortController().signal;
+  expect(await contextSizeOf(launch(first), signal)).toBe(2048);
+  expect(await contextSizeOf(launch(first), signal)).toBe(2048);
+  expect(props).toBe(1);
+  expect(await contextSizeOf(launch(), signal)).toBe(2048);
+  expect(props).toBe(2);
+  answer = 503;
+  const sleepy = new AbortController().signal;
+  expect(await contextSizeOf(launch(sleepy), signal)).toBeUndefined();
+  answer = 200;
+  expect(await contextSizeOf(launch(sleepy), signal)).toBe(2048);
+  expect(props).toBe(4);
+});
