@@ -59,19 +59,7 @@ export async function streamCompletion(
   /** Called whenever bytes arrive, so a watchdog can tell a slow server from a wedged one. */
   onProgress: () => void = () => {},
 ): Promise<CompletionResult> {
-  let res: Response;
-  try {
-    res = await fetch(`${endpoint.baseUrl}/v1/chat/completions`, {
-      method: "POST",
-      headers: { "Content-Type": "application/json", Authorization: `Bearer ${endpoint.apiKey}` },
-      body: JSON.stringify({ ...request, stream: true, stream_options: { include_usage: true } }),
-      signal,
-    });
-  } catch (err) {
-    if (signal.aborted) throw signal.reason;
-    throw new LlmError("connection_lost", `could not reach llama-server: ${(err as Error).message}`);
-  }
-  if (!res.ok) throw await httpError(res);
+  const res = await openStream(endpoint, request, signal);
 
   const assembler = new ToolCallAssembler();
   const result: CompletionResult = {
@@ -88,52 +76,9 @@ export async function streamCompletion(
   const parser = createParser({
     onEvent(ev: EventSourceMessage) {
       if (done || streamError) return;
-      if (ev.data === "[DONE]") {
-        done = true;
-        return;
-      }
-      let parsed: unknown;
-      try {
-        parsed = JSON.parse(ev.data);
-      } catch {
-        streamError = new LlmError(
-          "bad_response",
-          `llama-server sent an event that is not JSON: ${excerpt(ev.data)}`,
-        );
-        return;
-      }
-      const shapeProblem = chunkProblem(parsed);
-      if (shapeProblem) {
-        streamError = new LlmError(
-          "bad_response",
-          `llama-server sent an event of an unexpected shape (${shapeProblem}): ${excerpt(ev.data)}`,
-        );
-        return;
-      }
-      const chunk = parsed as {
-        choices?: ChunkChoice[];
-        usage?: Record<string, unknown>;
-        timings?: Record<string, unknown>;
-        error?: { message?: string };
-      };
-      if (chunk.error) {
-        streamError = new LlmError(
-          "server_error",
-          `llama-server: ${chunk.error.message ?? "error in stream"}`,
-        );
-        return;
-      }
-      if (chunk.usage) result.usage = chunk.usage;
-      if (chunk.timings) result.timings = chunk.timings;
-      const choice = chunk.choices?.[0];
-      if (!choice) return;
-      const content = choice.delta?.content;
-      if (typeof content === "string" && content.length > 0) {
-        result.content += content;
-        arrived.push(content);
-      }
-      for (const tc of choice.delta?.tool_calls ?? []) assembler.push(tc);
-      if (choice.finish_reason) result.finishReason = choice.finish_reason;
+      const outcome = applyEvent(ev.data, result, assembler, arrived);
+      if (outcome === "done") done = true;
+      else if (outcome) streamError = outcome;
     },
   });
 
@@ -172,6 +117,74 @@ export async function streamCompletion(
   }
   result.toolCalls = assembler.calls();
   return result;
+}
+
+/** POSTs the streaming request; a refused connection or an error status becomes an LlmError. */
+async function openStream(
+  endpoint: LlamaEndpoint,
+  request: CompletionRequest,
+  signal: AbortSignal,
+): Promise<Response> {
+  let res: Response;
+  try {
+    res = await fetch(`${endpoint.baseUrl}/v1/chat/completions`, {
+      method: "POST",
+      headers: { "Content-Type": "application/json", Authorization: `Bearer ${endpoint.apiKey}` },
+      body: JSON.stringify({ ...request, stream: true, stream_options: { include_usage: true } }),
+      signal,
+    });
+  } catch (err) {
+    if (signal.aborted) throw signal.reason;
+    throw new LlmError("connection_lost", `could not reach llama-server: ${(err as Error).message}`);
+  }
+  if (!res.ok) throw await httpError(res);
+  return res;
+}
+
+/**
+ * One SSE event's data applied to the reply (content deltas also queued on `arrived`):
+ * "done" at `[DONE]`, an LlmError for garbage or an error event, else undefined.
+ */
+function applyEvent(
+  data: string,
+  result: CompletionResult,
+  assembler: ToolCallAssembler,
+  arrived: string[],
+): "done" | LlmError | undefined {
+  if (data === "[DONE]") return "done";
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(data);
+  } catch {
+    return new LlmError("bad_response", `llama-server sent an event that is not JSON: ${excerpt(data)}`);
+  }
+  const shapeProblem = chunkProblem(parsed);
+  if (shapeProblem) {
+    return new LlmError(
+      "bad_response",
+      `llama-server sent an event of an unexpected shape (${shapeProblem}): ${excerpt(data)}`,
+    );
+  }
+  const chunk = parsed as {
+    choices?: ChunkChoice[];
+    usage?: Record<string, unknown>;
+    timings?: Record<string, unknown>;
+    error?: { message?: string };
+  };
+  if (chunk.error)
+    return new LlmError("server_error", `llama-server: ${chunk.error.message ?? "error in stream"}`);
+  if (chunk.usage) result.usage = chunk.usage;
+  if (chunk.timings) result.timings = chunk.timings;
+  const choice = chunk.choices?.[0];
+  if (!choice) return undefined;
+  const content = choice.delta?.content;
+  if (typeof content === "string" && content.length > 0) {
+    result.content += content;
+    arrived.push(content);
+  }
+  for (const tc of choice.delta?.tool_calls ?? []) assembler.push(tc);
+  if (choice.finish_reason) result.finishReason = choice.finish_reason;
+  return undefined;
 }
 
 const isObject = (v: unknown): v is Record<string, unknown> =>
