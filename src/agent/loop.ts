@@ -5,7 +5,7 @@ import type { RequestContext } from "../protocol/method-table.ts";
 import type { LlamaLease, LlamaProvider } from "../runtime/endpoint.ts";
 import { watchProgress } from "../runtime/watchdog.ts";
 import type { Hit } from "../store/bm25.ts";
-import type { ChatMessage } from "../store/chat-messages.ts";
+import type { ChatMessage, ToolCall } from "../store/chat-messages.ts";
 import { dataDirError } from "../store/data-dir-problem.ts";
 import type { KeyedMutex } from "../store/keyed-mutex.ts";
 import type { MemoryIndex } from "../store/memory-index.ts";
@@ -270,24 +270,7 @@ class Turn {
         continue;
       }
       state.parse_errors++;
-      const what = outcome.problems.join("; ");
-      logger.info(`trace=${this.traceId} step=${step} malformed tool call (${state.parse_errors}): ${what}`);
-      if (outcome.toolCalls.length > 0) {
-        state.turn.push({ role: "assistant", content: outcome.text || null, tool_calls: outcome.toolCalls });
-        for (const tc of outcome.toolCalls) {
-          state.turn.push({
-            role: "tool",
-            tool_call_id: tc.id,
-            content: `Not run: the call was malformed (${what}). Fix it and call again.`,
-          });
-        }
-      } else {
-        state.turn.push({ role: "assistant", content: reply.content });
-        state.turn.push({
-          role: "user",
-          content: `Your tool call could not be used: ${what}. Write it again as <tool_call>{"name": "<tool>", "arguments": {...}}</tool_call> with valid JSON, or answer without tools.`,
-        });
-      }
+      const what = this.reprompt(step, outcome, reply.content);
       if (state.parse_errors > deps.config.app.max_parse_errors) {
         return this.abort(
           "max_parse_errors",
@@ -296,6 +279,34 @@ class Turn {
       }
       this.store.saveCheckpoint(state);
     }
+  }
+
+  /** A malformed tool call goes back to the model saying what was wrong; returns that. */
+  private reprompt(
+    step: number,
+    outcome: { problems: string[]; toolCalls: ToolCall[]; text: string },
+    content: string,
+  ): string {
+    const { state } = this;
+    const what = outcome.problems.join("; ");
+    logger.info(`trace=${this.traceId} step=${step} malformed tool call (${state.parse_errors}): ${what}`);
+    if (outcome.toolCalls.length > 0) {
+      state.turn.push({ role: "assistant", content: outcome.text || null, tool_calls: outcome.toolCalls });
+      for (const tc of outcome.toolCalls) {
+        state.turn.push({
+          role: "tool",
+          tool_call_id: tc.id,
+          content: `Not run: the call was malformed (${what}). Fix it and call again.`,
+        });
+      }
+    } else {
+      state.turn.push({ role: "assistant", content });
+      state.turn.push({
+        role: "user",
+        content: `Your tool call could not be used: ${what}. Write it again as <tool_call>{"name": "<tool>", "arguments": {...}}</tool_call> with valid JSON, or answer without tools.`,
+      });
+    }
+    return what;
   }
 
   /**
