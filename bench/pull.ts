@@ -3,7 +3,8 @@
  * the core (redirect, stream to `.incomplete`, sha256, rename, snapshot link) and fetched by
  * `curl -L -o` from the same server, alternating, each into a fresh folder. Targets: at least
  * 0.9× curl's rate, and RSS growth under 64 MB (nothing buffers the whole file). Each pull runs
- * in a child process so its RSS is its own (the stand-in lives in this one).
+ * in a child process so its RSS is its own (the stand-in lives in this one). Each round also
+ * times SHA-256 alone: a pull must hash every byte, so on loopback that rate caps it.
  *
  *   bun bench/pull.ts [--size-mb 1024] [--rounds 3]
  */
@@ -64,6 +65,7 @@ async function parent(): Promise<void> {
     for (let r = 0; r < rounds; r++) {
       rows.push(await runCurl(url, dir, size));
       rows.push(await runPull(hub.url, dir));
+      rows.push(hashRate());
     }
     await hub.close();
     for (const row of rows)
@@ -76,9 +78,14 @@ async function parent(): Promise<void> {
       return v[Math.floor(v.length / 2)]!;
     };
     const ratio = median("pull") / median("curl");
+    const ceiling = Math.min(1, median("sha") / median("curl"));
     console.log(
       `${(size / 2 ** 20).toFixed(0)} MiB, ${rounds} rounds: pull median ${median("pull").toFixed(0)} MB/s, ` +
         `curl median ${median("curl").toFixed(0)} MB/s, ratio ${ratio.toFixed(2)} (target ≥ 0.90)`,
+    );
+    console.log(
+      `SHA-256 on one core: ${median("sha").toFixed(0)} MB/s, so a pull that verifies what it fetches can reach at most ` +
+        `${ceiling.toFixed(2)}× curl here, and only with a core free for the hash (this machine: ${navigator.hardwareConcurrency})`,
     );
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -120,6 +127,15 @@ async function runPull(endpoint: string, dir: string) {
     mbps: r.bytes / 1e6 / (r.ms / 1000),
     extra: `CPU ${(r.cpuS / (r.bytes / 2 ** 30)).toFixed(2)} s/GiB, RSS ${(r.rss0 / 2 ** 20).toFixed(0)} → peak ${(r.peak / 2 ** 20).toFixed(0)} MiB (growth ${((r.peak - r.rss0) / 2 ** 20).toFixed(1)} MiB, target < 64)`,
   };
+}
+
+/** The verification's own limit: SHA-256 of bytes already in memory, on this thread. */
+function hashRate() {
+  const block = new Uint8Array(256 * 2 ** 20).fill(1); // touched, so page faults are not timed
+  const t0 = performance.now();
+  createHash("sha256").update(block).digest("hex");
+  const ms = performance.now() - t0;
+  return { who: "sha", mbps: block.length / 1e6 / (ms / 1000), extra: "(SHA-256 of 256 MiB in memory)" };
 }
 
 async function hashFile(path: string): Promise<string> {
