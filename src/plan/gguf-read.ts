@@ -1,12 +1,13 @@
 import { closeSync, existsSync, openSync, readSync, statSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
-import { gguf } from "@huggingface/gguf";
+import type { gguf } from "@huggingface/gguf";
 import { CoreError } from "../protocol/errors.ts";
 import { tensorBytes } from "./ggml-types.ts";
+import { GgufInvalid, GgufTruncated, KEEP_ARRAY_MAX, type ScannedGguf, scanGguf } from "./gguf-scan.ts";
 
 /**
- * The edge that reads GGUF headers from disk: header and tensor infos only (the library reads
- * 2 MB chunks until the tensor table ends), never tensor data. Every way a model file can be
+ * The edge that reads GGUF headers from disk: header and tensor infos only (`gguf-scan.ts`,
+ * front to back in 1 MiB windows until the tensor table ends), never tensor data. Every way a model file can be
  * wrong becomes a `model_missing` CoreError whose message says which.
  */
 
@@ -89,52 +90,91 @@ async function readOneFile(path: string, shardLabel: string | null): Promise<Ggu
   }
   if (head.length < 24) throw problem("truncated", label, truncatedMessage(size, 24));
 
-  let parsed: Awaited<ReturnType<typeof gguf>>;
+  let scanned: ScannedGguf;
   try {
-    parsed = await gguf(path, { allowLocalFile: true });
+    scanned = scanFile(path, size);
   } catch (err) {
-    const message = err instanceof Error ? err.message : String(err);
-    if (err instanceof RangeError || /chunk fetches|out of bounds|outside the bounds/i.test(message)) {
+    if (err instanceof GgufTruncated)
       throw problem(
         "truncated",
         label,
         `truncated: the header ends early (${size} bytes): an interrupted download?`,
       );
-    }
-    throw problem("not_gguf", label, `not a valid GGUF: ${message}`);
+    if (err instanceof GgufInvalid) throw problem("not_gguf", label, `not a valid GGUF: ${err.message}`);
+    throw problem("unreadable", label, `unreadable: ${(err as Error).message}`);
   }
 
-  const { header, dataEnd } = headerOfParsed(parsed, path, size);
+  const { header, dataEnd } = headerOfScan(scanned, path, size);
   if (size < dataEnd) throw problem("truncated", label, truncatedMessage(size, dataEnd));
   return header;
 }
 
-/**
- * The planner's view of one parsed GGUF file (local, or read remotely by range requests), and
- * where its tensor data ends (a file shorter than that was cut off).
- */
+/** The header of a local file, read front to back in 1 MiB windows, never past its end. */
+function scanFile(path: string, size: number): ScannedGguf {
+  const fd = openSync(path, "r");
+  try {
+    return scanGguf((position, length) => {
+      const want = Math.max(0, Math.min(length, size - position));
+      const buf = new Uint8Array(want);
+      let got = 0;
+      while (got < want) {
+        const n = readSync(fd, buf, got, want - got, position + got);
+        if (n === 0) break;
+        got += n;
+      }
+      return buf.subarray(0, got);
+    });
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** A header the library parsed (remote files, read by range requests) in the scanner's shape. */
 export function headerOfParsed(
   parsed: Awaited<ReturnType<typeof gguf>>,
   path: string,
   size: number,
 ): { header: GgufHeader; dataEnd: number } {
-  const dataStart = Number(parsed.tensorDataOffset);
+  const scanned: ScannedGguf = {
+    version: Number(parsed.metadata.version),
+    littleEndian: parsed.littleEndian,
+    metadata: scalarMetadata(parsed.metadata as Record<string, unknown>),
+    tensorInfos: parsed.tensorInfos.map((t) => ({
+      name: t.name,
+      shape: t.shape.map(Number),
+      dtype: t.dtype,
+      offset: Number(t.offset),
+    })),
+    tensorDataOffset: Number(parsed.tensorDataOffset),
+  };
+  return headerOfScan(scanned, path, size);
+}
+
+/**
+ * The planner's view of one GGUF file (local or remote), and where its tensor data ends (a file
+ * shorter than that was cut off).
+ */
+function headerOfScan(
+  scanned: ScannedGguf,
+  path: string,
+  size: number,
+): { header: GgufHeader; dataEnd: number } {
+  const dataStart = scanned.tensorDataOffset;
   let end = dataStart;
-  const tensors: TensorEntry[] = parsed.tensorInfos.map((t) => {
-    const shape = t.shape.map(Number);
+  const tensors: TensorEntry[] = scanned.tensorInfos.map((t) => {
     const bytes = tensorBytes(
       t.dtype,
-      shape.reduce((a, b) => a * b, 1),
+      t.shape.reduce((a, b) => a * b, 1),
     );
-    end = Math.max(end, dataStart + Number(t.offset) + bytes);
-    return { name: t.name, shape, type: t.dtype, bytes };
+    end = Math.max(end, dataStart + t.offset + bytes);
+    return { name: t.name, shape: t.shape, type: t.dtype, bytes };
   });
   const header: GgufHeader = {
     path,
     files: [path],
-    version: Number(parsed.metadata.version),
+    version: scanned.version,
     size_bytes: size,
-    metadata: scalarMetadata(parsed.metadata as Record<string, unknown>),
+    metadata: scanned.metadata,
     tensors,
   };
   return { header, dataEnd: end };
@@ -169,7 +209,7 @@ function scalarMetadata(raw: Record<string, unknown>): GgufHeader["metadata"] {
       out[key] = value;
     else if (Array.isArray(value)) {
       const numeric =
-        value.length <= 4096 && value.every((v) => typeof v === "number" || typeof v === "bigint");
+        value.length <= KEEP_ARRAY_MAX && value.every((v) => typeof v === "number" || typeof v === "bigint");
       out[key] = numeric ? value.map(Number) : { array_length: value.length };
     }
   }

@@ -1,0 +1,247 @@
+/**
+ * Reads a GGUF header the way the planner needs it: scalar metadata, small numeric arrays, and
+ * the tensor table, while big arrays (the vocabulary, its scores and types: 30k–250k entries)
+ * are stepped over and only counted. `@huggingface/gguf` decodes every vocabulary string into a
+ * JS array first, which was most of a cold chat's plan time (20–40 ms for a 32k vocabulary,
+ * docs/performance.md "Chat overhead"); the library stays the reader for remote headers, where
+ * the network dominates. The result matches the library's on every file the tests hold.
+ *
+ * Pure over a byte source: `readAt(position, length)` returns up to `length` bytes (fewer only at
+ * the end of the file), so tests can hand it any buffer.
+ */
+
+export type ScannedValue = number | string | boolean | number[] | { array_length: number };
+
+export interface ScannedGguf {
+  version: number;
+  littleEndian: boolean;
+  /** Keys as the library names them, `version`, `tensor_count` and `kv_count` included. */
+  metadata: Record<string, ScannedValue>;
+  tensorInfos: { name: string; shape: number[]; dtype: number; offset: number }[];
+  tensorDataOffset: number;
+}
+
+/** Ran out of bytes: the file ends inside its header. */
+export class GgufTruncated extends Error {}
+/** The bytes are not a header this reader understands. */
+export class GgufInvalid extends Error {}
+
+/** Numeric arrays up to this length keep their values (per-layer head counts); longer ones are counted. */
+export const KEEP_ARRAY_MAX = 4096;
+const MAX_TENSORS = 1 << 20;
+const MAX_KV = 1 << 20;
+const MAX_DIMS = 8;
+const DEFAULT_ALIGNMENT = 32;
+
+/** GGUF value types (gguf.md in llama.cpp). */
+const T = {
+  U8: 0,
+  I8: 1,
+  U16: 2,
+  I16: 3,
+  U32: 4,
+  I32: 5,
+  F32: 6,
+  BOOL: 7,
+  STRING: 8,
+  ARRAY: 9,
+  U64: 10,
+  I64: 11,
+  F64: 12,
+} as const;
+
+const FIXED_SIZE: Record<number, number> = {
+  [T.U8]: 1,
+  [T.I8]: 1,
+  [T.U16]: 2,
+  [T.I16]: 2,
+  [T.U32]: 4,
+  [T.I32]: 4,
+  [T.F32]: 4,
+  [T.BOOL]: 1,
+  [T.U64]: 8,
+  [T.I64]: 8,
+  [T.F64]: 8,
+};
+
+export type ReadAt = (position: number, length: number) => Uint8Array;
+
+/** A forward cursor over `readAt`, refilling a window as it goes (headers are read front to back). */
+class Cursor {
+  private buf: Uint8Array = new Uint8Array(0);
+  private view: DataView = new DataView(this.buf.buffer);
+  private base = 0;
+  pos = 0;
+  littleEndian = true;
+
+  constructor(
+    private readonly readAt: ReadAt,
+    private readonly window: number,
+  ) {}
+
+  private need(n: number): number {
+    const at = this.pos - this.base;
+    if (at >= 0 && at + n <= this.buf.length) return at;
+    const bytes = this.readAt(this.pos, Math.max(n, this.window));
+    if (bytes.length < n)
+      throw new GgufTruncated(`the header ends early, at byte ${this.pos + bytes.length}`);
+    this.buf = bytes;
+    this.view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    this.base = this.pos;
+    return 0;
+  }
+
+  u8(): number {
+    const at = this.need(1);
+    this.pos += 1;
+    return this.view.getUint8(at);
+  }
+  u32(): number {
+    const at = this.need(4);
+    this.pos += 4;
+    return this.view.getUint32(at, this.littleEndian);
+  }
+  u64(): number {
+    const at = this.need(8);
+    this.pos += 8;
+    // Two halves, not a BigInt: this runs once per vocabulary string.
+    const le = this.littleEndian;
+    const lo = this.view.getUint32(le ? at : at + 4, le);
+    const hi = this.view.getUint32(le ? at + 4 : at, le);
+    if (hi >= 0x200000) throw new GgufInvalid(`a size over 2^53 at byte ${this.pos - 8}`);
+    return hi * 0x100000000 + lo;
+  }
+  scalar(type: number): number | boolean {
+    const size = FIXED_SIZE[type]!;
+    const at = this.need(size);
+    this.pos += size;
+    const v = this.view;
+    const le = this.littleEndian;
+    switch (type) {
+      case T.U8:
+        return v.getUint8(at);
+      case T.I8:
+        return v.getInt8(at);
+      case T.U16:
+        return v.getUint16(at, le);
+      case T.I16:
+        return v.getInt16(at, le);
+      case T.U32:
+        return v.getUint32(at, le);
+      case T.I32:
+        return v.getInt32(at, le);
+      case T.F32:
+        return v.getFloat32(at, le);
+      case T.BOOL:
+        return v.getUint8(at) !== 0;
+      case T.U64:
+        return Number(v.getBigUint64(at, le));
+      case T.I64:
+        return Number(v.getBigInt64(at, le));
+      default:
+        return v.getFloat64(at, le);
+    }
+  }
+  bytes(n: number): Uint8Array {
+    const at = this.need(n);
+    this.pos += n;
+    return this.buf.subarray(at, at + n);
+  }
+  skip(n: number): void {
+    this.pos += n;
+  }
+  /** Steps over `count` length-prefixed strings: one tight loop, as a vocabulary has 30k–250k. */
+  skipStrings(count: number, wide: boolean): void {
+    const le = this.littleEndian;
+    const prefix = wide ? 8 : 4;
+    for (let i = 0; i < count; i++) {
+      const at = this.need(prefix);
+      let len = this.view.getUint32(wide && !le ? at + 4 : at, le);
+      if (wide) {
+        const hi = this.view.getUint32(le ? at + 4 : at, le);
+        if (hi >= 0x200000) throw new GgufInvalid(`a size over 2^53 at byte ${this.pos}`);
+        len += hi * 0x100000000;
+      }
+      this.pos += prefix + len;
+    }
+  }
+}
+
+const utf8 = new TextDecoder();
+
+export function scanGguf(readAt: ReadAt, window = 1 << 20): ScannedGguf {
+  const c = new Cursor(readAt, window);
+  const magic = c.bytes(4);
+  if (utf8.decode(magic) !== "GGUF") throw new GgufInvalid("it does not start with the GGUF magic bytes");
+  // The version's low half is never zero in the byte order the file was written in.
+  let version = c.u32();
+  if ((version & 0xffff) === 0) {
+    c.littleEndian = false;
+    c.pos -= 4;
+    version = c.u32();
+  }
+  if (version < 1 || version > 3) throw new GgufInvalid(`unsupported version "${version}"`);
+  const size = version === 1 ? () => c.u32() : () => c.u64();
+  const str = () => utf8.decode(c.bytes(size()));
+
+  const tensorCount = size();
+  if (tensorCount > MAX_TENSORS) throw new GgufInvalid(`a tensor count of ${tensorCount}`);
+  const kvCount = size();
+  if (kvCount > MAX_KV) throw new GgufInvalid(`a metadata count of ${kvCount}`);
+  const metadata: Record<string, ScannedValue> = {
+    version,
+    tensor_count: tensorCount,
+    kv_count: kvCount,
+  };
+
+  /** Steps over `count` values of `type` (nested arrays included). */
+  const skipValues = (type: number, count: number): void => {
+    const fixed = FIXED_SIZE[type];
+    if (fixed !== undefined) c.skip(fixed * count);
+    else if (type === T.STRING) c.skipStrings(count, version !== 1);
+    else for (let i = 0; i < count; i++) skipValues(checkedType(c.u32()), size());
+  };
+  const value = (type: number): ScannedValue => {
+    if (type === T.STRING) return str();
+    if (type !== T.ARRAY) return c.scalar(type);
+    const elem = checkedType(c.u32());
+    const count = size();
+    if (count === 0) return []; // as the library gives an empty array of any type
+    const numeric = FIXED_SIZE[elem] !== undefined && elem !== T.BOOL;
+    if (!numeric || count > KEEP_ARRAY_MAX) {
+      skipValues(elem, count);
+      return { array_length: count };
+    }
+    const out: number[] = new Array(count);
+    for (let i = 0; i < count; i++) out[i] = c.scalar(elem) as number;
+    return out;
+  };
+
+  for (let i = 0; i < kvCount; i++) {
+    const key = str();
+    metadata[key] = value(checkedType(c.u32()));
+  }
+
+  const tensorInfos: ScannedGguf["tensorInfos"] = new Array(tensorCount);
+  for (let i = 0; i < tensorCount; i++) {
+    const name = str();
+    const dims = c.u32();
+    if (dims > MAX_DIMS) throw new GgufInvalid(`tensor ${name} has ${dims} dimensions`);
+    const shape: number[] = new Array(dims);
+    for (let d = 0; d < dims; d++) shape[d] = size();
+    const dtype = c.u32();
+    const offset = c.u64();
+    tensorInfos[i] = { name, shape, dtype, offset };
+  }
+
+  const alignment = metadata["general.alignment"] ?? DEFAULT_ALIGNMENT;
+  if (typeof alignment !== "number" || alignment <= 0 || !Number.isInteger(alignment))
+    throw new GgufInvalid(`general.alignment must be a positive integer, got ${JSON.stringify(alignment)}`);
+  const tensorDataOffset = Math.ceil(c.pos / alignment) * alignment;
+  return { version, littleEndian: c.littleEndian, metadata, tensorInfos, tensorDataOffset };
+}
+
+function checkedType(type: number): number {
+  if (type > T.F64) throw new GgufInvalid(`value type ${type}`);
+  return type;
+}

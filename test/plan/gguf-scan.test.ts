@@ -1,0 +1,162 @@
+import { describe, expect, test } from "bun:test";
+import { existsSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { gguf } from "@huggingface/gguf";
+import { headerOfParsed, readGgufHeader } from "../../src/plan/gguf-read.ts";
+import { GgufInvalid, GgufTruncated, scanGguf } from "../../src/plan/gguf-scan.ts";
+import {
+  deepseek2,
+  encodeGguf,
+  type GgufSpec,
+  gemma3,
+  llama7b,
+  mixtral8x7b,
+  writeGguf,
+} from "../fixtures/gguf-writer.ts";
+import { SHARED_DIR } from "../fixtures/shared.ts";
+import { tmpdir } from "../fixtures/tmpdir.ts";
+
+/**
+ * The planner's own header scanner (gguf-scan.ts) must see exactly what @huggingface/gguf sees,
+ * big arrays reduced to their length: the library is the reference for every file here.
+ */
+async function byLibrary(path: string, size: number) {
+  return headerOfParsed(await gguf(path, { allowLocalFile: true }), path, size).header;
+}
+
+async function expectSame(path: string): Promise<void> {
+  const ours = await readGgufHeader(path);
+  const theirs = await byLibrary(path, ours.size_bytes);
+  expect(ours).toEqual(theirs);
+}
+
+/** A vocabulary of `n` tokens with scores and types, as llama.cpp's converters write one. */
+function withVocab(spec: GgufSpec, n: number): GgufSpec {
+  const tokens = Array.from({ length: n }, (_, i) => `tok${i}▁${"x".repeat(i % 7)}`);
+  return {
+    ...spec,
+    metadata: {
+      ...spec.metadata,
+      "tokenizer.ggml.model": "llama",
+      "tokenizer.ggml.tokens": { type: "arr_str", value: tokens },
+      "tokenizer.ggml.scores": { type: "arr_f32", value: tokens.map((_, i) => -i / 2) },
+      "tokenizer.ggml.token_type": { type: "arr_i32", value: tokens.map((_, i) => (i < 3 ? 3 : 1)) },
+      "tokenizer.ggml.merges": { type: "arr_str", value: [] },
+      "test.small_f32": { type: "arr_f32", value: [0.5, 1.5, -2] },
+      "test.flags": { type: "arr_bool", value: [true, false, true] },
+      "test.at_limit": { type: "arr_i32", value: Array.from({ length: 4096 }, (_, i) => i) },
+      "test.over_limit": { type: "arr_i32", value: Array.from({ length: 4097 }, (_, i) => i) },
+      "test.big": { type: "u64", value: 2 ** 40 + 3 },
+      "test.negative": { type: "i32", value: -7 },
+    },
+  };
+}
+
+describe("scanGguf against @huggingface/gguf", () => {
+  const shapes: [string, () => GgufSpec][] = [
+    ["llama 7B", llama7b],
+    ["llama 7B, v2", () => ({ ...llama7b(), version: 2 })],
+    ["mixtral 8x7B", mixtral8x7b],
+    ["gemma3 (per-layer arrays)", gemma3],
+    ["deepseek2", deepseek2],
+    ["llama 7B with a 40k vocabulary", () => withVocab(llama7b(), 40_000)],
+  ];
+  for (const [name, spec] of shapes)
+    test(name, async () => {
+      using dir = tmpdir();
+      await expectSame(writeGguf(dir.path, "m.gguf", spec()));
+    });
+
+  test("a vocabulary is counted, not kept; small numeric arrays keep their values", async () => {
+    using dir = tmpdir();
+    const h = await readGgufHeader(writeGguf(dir.path, "v.gguf", withVocab(llama7b(), 5000)));
+    expect(h.metadata["tokenizer.ggml.tokens"]).toEqual({ array_length: 5000 });
+    expect(h.metadata["tokenizer.ggml.scores"]).toEqual({ array_length: 5000 });
+    expect(h.metadata["test.at_limit"]).toHaveLength(4096);
+    expect(h.metadata["test.over_limit"]).toEqual({ array_length: 4097 });
+    expect(h.metadata["test.small_f32"]).toEqual([0.5, 1.5, -2]);
+    expect(h.metadata["test.flags"]).toEqual({ array_length: 3 });
+    expect(h.metadata["test.big"]).toBe(2 ** 40 + 3);
+    expect(h.metadata["test.negative"]).toBe(-7);
+  });
+
+  test("a big-endian file (the version's low half is zero when read little-endian)", async () => {
+    using dir = tmpdir();
+    const bytes: number[] = [...new TextEncoder().encode("GGUF")];
+    const be = (n: number, size: 4 | 8) => {
+      const b = new Uint8Array(size);
+      const v = new DataView(b.buffer);
+      if (size === 4) v.setUint32(0, n, false);
+      else v.setBigUint64(0, BigInt(n), false);
+      bytes.push(...b);
+    };
+    const str = (s: string) => {
+      const enc = new TextEncoder().encode(s);
+      be(enc.length, 8);
+      bytes.push(...enc);
+    };
+    be(3, 4); // version
+    be(1, 8); // tensors
+    be(2, 8); // metadata entries
+    str("general.architecture");
+    be(8, 4);
+    str("llama");
+    str("llama.block_count");
+    be(4, 4);
+    be(1, 4);
+    str("w");
+    be(1, 4); // dims
+    be(8, 8);
+    be(0, 4); // F32
+    be(0, 8);
+    const header = new Uint8Array(bytes);
+    const path = join(dir.path, "be.gguf");
+    const data = Math.ceil(header.length / 32) * 32 + 32;
+    const file = new Uint8Array(data);
+    file.set(header);
+    writeFileSync(path, file);
+    const ours = await readGgufHeader(path);
+    expect(ours.metadata["general.architecture"]).toBe("llama");
+    expect(ours.metadata["llama.block_count"]).toBe(1);
+    expect(ours.tensors).toEqual([{ name: "w", shape: [8], type: 0, bytes: 32 }]);
+    expect(ours).toEqual(await byLibrary(path, file.length));
+  });
+
+  const shared = ["tiny-llama.gguf", "tiny-llama-q8.gguf", "tiny-llama-spmprefix.gguf"].map((f) =>
+    join(SHARED_DIR, "models", f),
+  );
+  const have = shared.every((p) => existsSync(p));
+  if (!have)
+    console.warn(`skipping the scanner check against real GGUFs: ${join(SHARED_DIR, "models")} is absent`);
+  test.skipIf(!have)("llama.cpp's own files in ../shared/models", async () => {
+    for (const path of shared) await expectSame(path);
+  });
+});
+
+describe("scanGguf on bad bytes", () => {
+  const over = (bytes: Uint8Array) => (position: number, length: number) =>
+    bytes.subarray(position, Math.min(bytes.length, position + length));
+
+  test("a header cut anywhere is truncated, never a crash or a hang", () => {
+    const { header } = encodeGguf(withVocab(llama7b(), 300));
+    for (const cut of [5, 12, 30, 200, header.length >> 1, header.length - 9]) {
+      expect(() => scanGguf(over(header.subarray(0, cut)), 64)).toThrow(GgufTruncated);
+    }
+    // Whole, it reads (the cursor's window is smaller than the header and than the vocabulary).
+    expect(scanGguf(over(header), 64).tensorInfos.length).toBeGreaterThan(0);
+  });
+
+  test("an unknown value type, a wild version or count is invalid", () => {
+    const { header } = encodeGguf(llama7b());
+    const wrong = (at: number, value: number) => {
+      const copy = header.slice();
+      new DataView(copy.buffer).setUint32(at, value, true);
+      return copy;
+    };
+    expect(() => scanGguf(over(wrong(4, 9)))).toThrow(/unsupported version "9"/);
+    expect(() => scanGguf(over(wrong(8, 0xffffffff)))).toThrow(GgufInvalid);
+    // The first metadata entry's type follows its key: "GGUF", version, two counts, key.
+    const keyLen = new DataView(header.buffer).getUint32(24, true);
+    expect(() => scanGguf(over(wrong(32 + keyLen, 13)))).toThrow(/value type 13/);
+  });
+});
