@@ -2,7 +2,7 @@ import type { AgentConfig, Config } from "../config/schema.ts";
 import type { ChatEvents, ChatParams, ChatResult, Warning } from "../protocol/chat.ts";
 import { CoreError, isCoreError } from "../protocol/errors.ts";
 import type { RequestContext } from "../protocol/method-table.ts";
-import type { LlamaLease, LlamaProvider } from "../runtime/endpoint.ts";
+import type { LlamaLease, LlamaProvider, StartTicket } from "../runtime/endpoint.ts";
 import { watchProgress } from "../runtime/watchdog.ts";
 import type { Hit } from "../store/bm25.ts";
 import type { ChatMessage, ToolCall } from "../store/chat-messages.ts";
@@ -67,9 +67,12 @@ export async function runTurn(
   const agent = pickAgent(config, params.agent);
   const sessionId = params.session_id ?? deps.randomId(8, "abcdefghijklmnopqrstuvwxyz0123456789");
   const traceId = deps.randomId(16, "0123456789abcdef");
+  // The model starts loading now, while the session, memory and tools are prepared; the turn
+  // hears its progress once it asks for the server (after run_start, as the protocol orders).
+  const prestarted = deps.provider.prestart?.();
   const unlock = await deps.locks.lock(`${params.user_id}/${sessionId}`, signal);
   try {
-    return await new Turn(params, deps, agent, sessionId, traceId).run();
+    return await new Turn(params, deps, agent, sessionId, traceId, prestarted).run();
   } catch (err) {
     // A folder the core cannot write is the host's to fix: name it, not "see the log".
     throw dataDirError(err, deps.dataDir) ?? err;
@@ -96,6 +99,7 @@ class Turn {
     private readonly agent: AgentConfig,
     private readonly sessionId: string,
     private readonly traceId: string,
+    private readonly prestarted: StartTicket | undefined,
   ) {
     this.store = new SessionStore(deps.dataDir, params.user_id, sessionId, deps.now);
     this.maxSteps = agent.max_steps ?? deps.config.app.max_steps;
@@ -121,7 +125,9 @@ class Turn {
       this.tools = await this.loadTools();
       deps.signal.throwIfAborted();
       // Waiting for llama-server to start, restart or wake: the host hears how it goes.
-      const lease = await deps.provider.acquire(deps.signal, (p) => deps.emit("warmup_progress", p));
+      const lease = await deps.provider.acquire(deps.signal, (p) => deps.emit("warmup_progress", p), {
+        prestarted: this.prestarted,
+      });
       try {
         return await this.loop(lease, hits);
       } finally {

@@ -1,4 +1,13 @@
-import { closeSync, existsSync, fstatSync, ftruncateSync, openSync, renameSync, rmSync, statSync } from "node:fs";
+import {
+  closeSync,
+  existsSync,
+  fstatSync,
+  ftruncateSync,
+  openSync,
+  renameSync,
+  rmSync,
+  statSync,
+} from "node:fs";
 import { type FileHandle, open } from "node:fs/promises";
 import { cancelledError, isCoreError } from "../protocol/errors.ts";
 import { type HubClient, HubError, HubUnreachable } from "./hub-client.ts";

@@ -48,6 +48,16 @@ export interface AcquireOptions {
    * back-off and even when the automatic restart budget is spent.
    */
   explicit?: boolean;
+  /**
+   * What `prestart()` gave this caller: a start it began that has failed since is this
+   * caller's error, not a reason to try again.
+   */
+  prestarted?: StartTicket | undefined;
+}
+
+/** An opaque handle on a start `prestart()` began. */
+export interface StartTicket {
+  readonly startTicket: true;
 }
 
 export interface LlamaProvider {
@@ -61,6 +71,13 @@ export interface LlamaProvider {
     onProgress?: (p: StartProgress) => void,
     options?: AcquireOptions,
   ): Promise<LlamaLease>;
+  /**
+   * Begins starting llama-server now when it is stopped, without waiting and without taking a
+   * slot: a chat calls it on arrival, so the model loads while the turn is prepared (session,
+   * memory, tools) and progress is heard through `acquire` as before. Undefined when nothing
+   * was begun (already up, starting, or a restart, which keeps its back-off on acquire's path).
+   */
+  prestart?(): StartTicket | undefined;
   /** Parallel slots of the planned server: how many chats run at once. */
   slots(): number;
   /**

@@ -6,7 +6,7 @@ import { backoffDelayMs } from "../util/backoff.ts";
 import { logger } from "../util/logger.ts";
 import { Semaphore } from "../util/semaphore.ts";
 import { randomApiKey } from "./child-env.ts";
-import type { AcquireOptions, LlamaLease, LlamaProvider, StartProgress } from "./endpoint.ts";
+import type { AcquireOptions, LlamaLease, LlamaProvider, StartProgress, StartTicket } from "./endpoint.ts";
 import { idleSleepMsOf, SleepWatch } from "./idle-sleep.ts";
 import { type Exit, launchOnce, type Spawned, stopChild, TAIL_IN_ERRORS } from "./launch-steps.ts";
 import { LogTail, RotatingLog } from "./log-sink.ts";
@@ -147,7 +147,12 @@ export class Supervisor implements LlamaProvider {
   ): Promise<LlamaLease> {
     for (;;) {
       signal.throwIfAborted();
-      const running = await this.whenRunning(signal, onProgress, options?.explicit === true);
+      const running = await this.whenRunning(
+        signal,
+        onProgress,
+        options?.explicit === true,
+        options?.prestarted,
+      );
       const release = await this.gate.acquire(signal);
       // It may have died while we waited for a slot: give the slot back and start again.
       const s = this.state.get();
@@ -168,6 +173,14 @@ export class Supervisor implements LlamaProvider {
       }
       return this.lease(running, release);
     }
+  }
+
+  prestart(): StartTicket | undefined {
+    const s = this.state.get();
+    if (s.kind !== "stopped" || s.restartFor !== undefined) return undefined;
+    this.beginStart(s, false);
+    const now = this.state.get();
+    return now.kind === "starting" ? new Prestart(now) : undefined;
   }
 
   async stop(): Promise<void> {
@@ -199,9 +212,13 @@ export class Supervisor implements LlamaProvider {
     signal: AbortSignal,
     onProgress: ((p: StartProgress) => void) | undefined,
     explicit: boolean,
+    prestarted?: StartTicket,
   ): Promise<Running> {
     for (;;) {
       const s = this.state.get();
+      // The start this caller began on arrival failed, and nothing happened since: its error
+      // is the answer (once), rather than a second launch that would fail the same way.
+      if (prestarted instanceof Prestart && prestarted.failedInto(s)) throw prestarted.take();
       switch (s.kind) {
         case "ready":
           return s.running;
@@ -369,7 +386,9 @@ export class Supervisor implements LlamaProvider {
         err instanceof CoreError
           ? err
           : new CoreError("internal_error", String((err as Error)?.message ?? err));
-      this.state.swap(starting, { kind: "stopped", restartFor: starting.restartFor, lastError });
+      const into: SupervisorState = { kind: "stopped", restartFor: starting.restartFor, lastError };
+      starting.failure = { error: err, into };
+      this.state.swap(starting, into);
       throw err;
     } finally {
       starting.progress.stop();
@@ -563,4 +582,22 @@ function restartRate(settings: SupervisorSettings): RestartRate {
 /** The child that leases point at: ready, or being stopped. */
 function serving(s: SupervisorState): Running | undefined {
   return s.kind === "ready" || s.kind === "stopping" ? s.running : undefined;
+}
+
+/** What prestart() hands out: the start it began, to recognise that start's failure later. */
+class Prestart implements StartTicket {
+  readonly startTicket = true;
+  private told = false;
+
+  constructor(private readonly start: StateOf<"starting">) {}
+
+  /** The state is the one this start's failure left, and its error has not been given out yet. */
+  failedInto(s: SupervisorState): boolean {
+    return !this.told && this.start.failure?.into === s;
+  }
+
+  take(): unknown {
+    this.told = true;
+    return this.start.failure?.error;
+  }
 }

@@ -1,0 +1,96 @@
+import { describe, expect, test } from "bun:test";
+import { CoreError } from "../../src/protocol/errors.ts";
+import type { StartProgress } from "../../src/runtime/endpoint.ts";
+import { bunSpawner } from "../../src/runtime/spawn.ts";
+import { tmpdir } from "../fixtures/tmpdir.ts";
+import { makeSupervisor } from "./helpers/harness.ts";
+
+/**
+ * prestart(): a chat begins llama-server's start on arrival, before its session, memory and
+ * tools are ready (issue 11 item 4, the cold chat's overhead), then hears it through acquire.
+ */
+const never = () => new AbortController().signal;
+
+describe.skipIf(process.platform === "win32")("prestart", () => {
+  test("begins one start without a slot; acquire joins it and hears its progress", async () => {
+    await using dir = tmpdir();
+    let spawns = 0;
+    const { supervisor } = makeSupervisor(dir.path, {
+      env: { FAKE_LLAMA_LOAD_MS: "300" },
+      options: {
+        spawner: (req) => {
+          spawns++;
+          return bunSpawner(req);
+        },
+      },
+    });
+    try {
+      const ticket = supervisor.prestart();
+      expect(ticket).toBeDefined();
+      expect(supervisor.currentState()).toBe("starting");
+      // Already starting: nothing more to begin.
+      expect(supervisor.prestart()).toBeUndefined();
+      await Bun.sleep(100); // the turn's own preparation
+      const progress: StartProgress[] = [];
+      const lease = await supervisor.acquire(never(), (p) => progress.push(p), { prestarted: ticket });
+      // A late joiner hears the current phase at once, then the rest up to ready.
+      expect(progress[0]?.elapsed_ms).toBeGreaterThanOrEqual(90);
+      expect(progress.at(-1)?.phase).toBe("ready");
+      expect(spawns).toBe(1);
+      lease.release();
+      // Up and ready: prestart has nothing to do.
+      expect(supervisor.prestart()).toBeUndefined();
+    } finally {
+      await supervisor.stop();
+    }
+  });
+
+  test("a prestart that failed is the acquirer's error, once, with no second launch", async () => {
+    await using dir = tmpdir();
+    let plans = 0;
+    const { supervisor } = makeSupervisor(dir.path, {
+      options: {
+        plan: async () => {
+          plans++;
+          throw new CoreError("model_missing", "model /x.gguf: absent: no such file");
+        },
+      },
+    });
+    try {
+      const ticket = supervisor.prestart();
+      await Bun.sleep(50); // the start fails while the turn prepares
+      expect(supervisor.currentState()).toBe("stopped");
+      const err = await supervisor.acquire(never(), undefined, { prestarted: ticket }).catch((e) => e);
+      expect(err).toBeInstanceOf(CoreError);
+      expect((err as CoreError).code).toBe("model_missing");
+      expect(plans).toBe(1);
+      // The ticket is spent: a later acquire (the next chat) tries again.
+      const again = await supervisor.acquire(never(), undefined, { prestarted: ticket }).catch((e) => e);
+      expect((again as CoreError).code).toBe("model_missing");
+      expect(plans).toBe(2);
+    } finally {
+      await supervisor.stop();
+    }
+  });
+
+  test("an acquire without the ticket does not inherit another caller's failure", async () => {
+    await using dir = tmpdir();
+    let plans = 0;
+    const { supervisor } = makeSupervisor(dir.path, {
+      options: {
+        plan: async () => {
+          plans++;
+          throw new CoreError("model_missing", "model /x.gguf: absent: no such file");
+        },
+      },
+    });
+    try {
+      supervisor.prestart();
+      await Bun.sleep(50);
+      await supervisor.acquire(never()).catch(() => {});
+      expect(plans).toBe(2);
+    } finally {
+      await supervisor.stop();
+    }
+  });
+});
