@@ -29,6 +29,8 @@ export const initialize = defineMethod({
       );
     }
     const max = services.parallelChats();
+    // A host initializes at start-up and chats later: the wait in between prepares the chat.
+    services.prepareForChat();
     return {
       protocol_version: Math.max(...common),
       server: { name: NAME, version: VERSION },

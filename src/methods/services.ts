@@ -21,6 +21,12 @@ export interface Services {
    * slots, else the config's explicit slot count, else one.
    */
   parallelChats(): number;
+  /**
+   * Reads ahead, once the core is idle, what a first chat needs: the chat method's modules, the
+   * supervisor's and planner's, and the model's header (kept while the file is unchanged).
+   * Creates no service and starts nothing; a failure is left for the chat to report.
+   */
+  prepareForChat(): void;
   /** The llama-server supervisor (or the stand-in a test put in its place). */
   llama(): LlamaProvider;
   /** The same, only if a chat or warmup has already created it (status never creates it). */

@@ -1,10 +1,9 @@
 import type { Config, RpcWorkerConfig } from "../config/schema.ts";
-import { resolveModelPath } from "../models/resolve.ts";
 import { checkWorkers } from "../rpc/check.ts";
 import type { WorkerReport } from "../rpc/client.ts";
-import { readGgufHeader } from "./gguf-read.ts";
 import type { HardwareSnapshot } from "./hardware.ts";
-import { type ModelInfo, modelInfo } from "./model.ts";
+import type { ModelInfo } from "./model.ts";
+import { modelMemo } from "./model-memo.ts";
 import { makePlan, type Plan } from "./planner.ts";
 import { probeHardware } from "./probe.ts";
 
@@ -34,7 +33,7 @@ export const defaultPlanDeps: PlanDeps = {
   probe: () => probeHardware(),
   // `hf:org/name:QUANT` resolves from the Hugging Face cache here, the one place plan, chat
   // and doctor read the model through (model_missing names the pull command when absent).
-  readModel: async (path) => modelInfo(await readGgufHeader(resolveModelPath(path))),
+  readModel: (path) => modelMemo.read(path),
   workers: (workers) => checkWorkers(workers),
 };
 

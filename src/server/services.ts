@@ -1,5 +1,6 @@
 import type { McpPool } from "../agent/mcp-pool.ts";
 import type { Config, LoadedConfig } from "../config/schema.ts";
+import { METHODS } from "../methods/index.ts";
 import type { Services } from "../methods/services.ts";
 import type { LlamaProvider } from "../runtime/endpoint.ts";
 import { KeyedMutex } from "../store/keyed-mutex.ts";
@@ -30,6 +31,7 @@ export class CoreServices implements Services {
   private userMemories: UserMemories | undefined;
   private readonly stoppers: { name: string; stop: () => Promise<void> }[] = [];
   private stopping: Promise<void> | undefined;
+  private prepared = false;
 
   constructor(private readonly options: ServicesOptions) {}
 
@@ -84,6 +86,28 @@ export class CoreServices implements Services {
       this.provider = this.stopAtShutdown("llama", provider, () => provider.stop());
     }
     return this.provider;
+  }
+
+  prepareForChat(): void {
+    if (this.prepared) return;
+    this.prepared = true;
+    // After the answer that asked for it has gone out, on an idle turn of the event loop.
+    const timer = setTimeout(() => {
+      void METHODS.find((m) => m.name === "chat")
+        ?.load()
+        .catch(() => {});
+      if (this.options.llama) return; // a test's stand-in provider plans nothing
+      let config: Config;
+      try {
+        config = this.config();
+      } catch {
+        return; // the chat reports it
+      }
+      require("../runtime/provider.ts");
+      const { modelMemo } = require("../plan/model-memo.ts") as typeof import("../plan/model-memo.ts");
+      modelMemo.read(config.model.path).catch(() => {});
+    }, 0);
+    timer.unref?.();
   }
 
   existingLlama(): LlamaProvider | undefined {

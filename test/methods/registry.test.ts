@@ -12,7 +12,13 @@ describe("the method registry", () => {
   });
 
   test("the table serves test methods only when asked, and binds the services to each handler", async () => {
-    const services = { parallelChats: () => 7 } as unknown as Services;
+    let prepared = 0;
+    const services = {
+      parallelChats: () => 7,
+      prepareForChat: () => {
+        prepared++;
+      },
+    } as unknown as Services;
     expect([...methodTable(services, { testMethods: false }).keys()]).toEqual(METHODS.map((m) => m.name));
     const table = methodTable(services, { testMethods: true });
     expect(table.has("test.sleep")).toBe(true);
@@ -22,5 +28,7 @@ describe("the method registry", () => {
       capabilities: { parallel_chat: { max_concurrent: number } };
     };
     expect(result.capabilities.parallel_chat.max_concurrent).toBe(7);
+    // initialize is the host's "ready soon": the first chat is prepared in the wait that follows.
+    expect(prepared).toBe(1);
   });
 });

@@ -1,9 +1,12 @@
 import { describe, expect, test } from "bun:test";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { modelMemo } from "../../src/plan/model-memo.ts";
 import type { LlamaProvider } from "../../src/runtime/endpoint.ts";
 import { CoreServices } from "../../src/server/services.ts";
+import { llama7b, writeGguf } from "../fixtures/gguf-writer.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
+import { waitFor } from "../fixtures/wait.ts";
 
 function stubLlama(slots: number, stopped: string[]): LlamaProvider {
   return {
@@ -51,5 +54,24 @@ describe("the composition root", () => {
     expect(services.parallelChats()).toBe(1);
     expect(() => services.config()).toThrow(/no config file/);
     expect(services.defaultConfig().file).toBeNull();
+  });
+
+  test("prepareForChat reads the model's header ahead, once, and creates no service", async () => {
+    using dir = tmpdir();
+    const model = writeGguf(dir.path, "ahead.gguf", llama7b());
+    writeFileSync(join(dir.path, "config.yaml"), `model:\n  path: ${JSON.stringify(model)}\n`);
+    const services = new CoreServices({ configPath: "config.yaml", cwd: dir.path });
+    const before = modelMemo.parses;
+    services.prepareForChat();
+    services.prepareForChat();
+    expect(await waitFor(() => modelMemo.parses > before, { timeoutMs: 5000 })).toBe(true);
+    await Bun.sleep(20);
+    expect(modelMemo.parses).toBe(before + 1);
+    // The chat's plan finds it read: no second parse.
+    const info = await modelMemo.read(model);
+    expect(info.n_layer).toBe(32);
+    expect(modelMemo.parses).toBe(before + 1);
+    expect(services.existingLlama()).toBeUndefined();
+    await services.stop();
   });
 });
