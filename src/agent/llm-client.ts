@@ -266,7 +266,7 @@ export async function contextSizeOf(lease: LlamaLease, signal: AbortSignal): Pro
 }
 
 /** The context size per slot, from GET /props (undefined when it cannot be read). */
-export async function fetchContextSize(
+async function fetchContextSize(
   endpoint: LlamaEndpoint,
   signal: AbortSignal,
 ): Promise<number | undefined> {

@@ -12,7 +12,7 @@ import type { MemoryIndex } from "../store/memory-index.ts";
 import { type Checkpoint, SessionStore } from "../store/session-store.ts";
 import { logger } from "../util/logger.ts";
 import { estimateAll, estimateTokens, trimHistory } from "./context-budget.ts";
-import { type CompletionResult, fetchContextSize, LlmError, streamCompletion } from "./llm-client.ts";
+import { type CompletionResult, contextSizeOf, LlmError, streamCompletion } from "./llm-client.ts";
 import type { McpPool } from "./mcp-pool.ts";
 import { interpretStep } from "./tool-calls.ts";
 import { type AgentTool, resolveTools, toOpenAiTools } from "./tool-registry.ts";
@@ -217,7 +217,7 @@ class Turn {
   private async loop(lease: LlamaLease, hits: Hit[]): Promise<Omit<ChatResult, "dropped_events">> {
     const { deps, state } = this;
     const contextSize =
-      (await fetchContextSize(lease, deps.signal)) ??
+      (await contextSizeOf(lease, deps.signal)) ??
       (typeof deps.config.model.context === "number" ? deps.config.model.context : FALLBACK_CONTEXT);
     const maxTokens = this.agent.max_tokens ?? deps.config.model.max_tokens ?? undefined;
     const known = new Set(this.tools.map((t) => t.fn));

@@ -37,3 +37,14 @@ test("contextSizeOf reads /props once per launch, again for a new launch, and no
   expect(await contextSizeOf(launch(sleepy), signal)).toBe(2048);
   expect(props).toBe(4);
 });
+
+test("chats on one launch read /props once: the turn asks through contextSizeOf", async () => {
+  const { ChatHarness } = await import("./harness.ts");
+  await using h = new ChatHarness({ agents: [{ name: "plain", system_prompt: "Be brief." }] });
+  h.llama.script({ content: "one" }, { content: "two" }, { content: "three" });
+  for (const id of ["c1", "c2", "c3"]) {
+    const { terminal } = await h.chat(id, { input: "hi" });
+    expect(terminal.type).toBe("result");
+  }
+  expect(h.llama.model.propsReads).toBe(1);
+});
