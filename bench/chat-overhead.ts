@@ -70,7 +70,7 @@ function coreDir(name: string, maxTokens: number, memory: boolean): { dir: strin
       `llama: { binary: ${JSON.stringify(target.server)}, startup_timeout_s: 120 }`,
       `model: { path: ${JSON.stringify(target.model)}, max_tokens: ${maxTokens} }`,
       `memory: { enabled: ${memory} }`,
-      `agents: [{ name: assistant, system_prompt: ${JSON.stringify(SYSTEM)} }]`,
+      `agents: [{ name: assistant, system_prompt: ${JSON.stringify(SYSTEM)}, temperature: 0 }]`,
     ].join("\n"),
   );
   return { dir: work, config };

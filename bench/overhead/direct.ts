@@ -54,6 +54,8 @@ export class DirectServer {
       body: JSON.stringify({
         messages,
         max_tokens: maxTokens,
+        // Greedy on both sides (the core's agent says the same): equal replies, equal lengths.
+        temperature: 0,
         stream: true,
         stream_options: { include_usage: true },
       }),
