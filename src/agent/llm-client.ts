@@ -58,8 +58,14 @@ export async function streamCompletion(
   onDelta: (delta: string) => void,
   /** Called whenever bytes arrive, so a watchdog can tell a slow server from a wedged one. */
   onProgress: () => void = () => {},
+  /**
+   * Called once the request is on its way (Bun sends it from its own thread), before the
+   * answer is awaited: work that need not delay the request runs while llama-server reads
+   * the prompt. What it throws ends the request and is thrown as it is.
+   */
+  onSent: () => void = () => {},
 ): Promise<CompletionResult> {
-  const res = await openStream(endpoint, request, signal);
+  const res = await openStream(endpoint, request, signal, onSent);
 
   const assembler = new ToolCallAssembler();
   const result: CompletionResult = {
@@ -124,15 +130,27 @@ async function openStream(
   endpoint: LlamaEndpoint,
   request: CompletionRequest,
   signal: AbortSignal,
+  onSent: () => void,
 ): Promise<Response> {
+  const pending = fetch(`${endpoint.baseUrl}/v1/chat/completions`, {
+    method: "POST",
+    headers: { "Content-Type": "application/json", Authorization: `Bearer ${endpoint.apiKey}` },
+    body: JSON.stringify({ ...request, stream: true, stream_options: { include_usage: true } }),
+    signal,
+  });
+  try {
+    onSent();
+  } catch (err) {
+    // Closing the stream is what tells llama-server to stop the task.
+    void pending.then(
+      (r) => r.body?.cancel(),
+      () => {},
+    );
+    throw err;
+  }
   let res: Response;
   try {
-    res = await fetch(`${endpoint.baseUrl}/v1/chat/completions`, {
-      method: "POST",
-      headers: { "Content-Type": "application/json", Authorization: `Bearer ${endpoint.apiKey}` },
-      body: JSON.stringify({ ...request, stream: true, stream_options: { include_usage: true } }),
-      signal,
-    });
+    res = await pending;
   } catch (err) {
     if (signal.aborted) throw signal.reason;
     throw new LlmError("connection_lost", `could not reach llama-server: ${(err as Error).message}`);
@@ -266,10 +284,7 @@ export async function contextSizeOf(lease: LlamaLease, signal: AbortSignal): Pro
 }
 
 /** The context size per slot, from GET /props (undefined when it cannot be read). */
-async function fetchContextSize(
-  endpoint: LlamaEndpoint,
-  signal: AbortSignal,
-): Promise<number | undefined> {
+async function fetchContextSize(endpoint: LlamaEndpoint, signal: AbortSignal): Promise<number | undefined> {
   try {
     const res = await fetch(`${endpoint.baseUrl}/props`, {
       headers: { Authorization: `Bearer ${endpoint.apiKey}` },

@@ -4,6 +4,7 @@ import { CoreError, isCoreError } from "../protocol/errors.ts";
 import type { RequestContext } from "../protocol/method-table.ts";
 import type { LlamaLease, LlamaProvider, StartTicket } from "../runtime/endpoint.ts";
 import { watchProgress } from "../runtime/watchdog.ts";
+import type { StagedWrite } from "../store/atomic.ts";
 import type { Hit } from "../store/bm25.ts";
 import type { ChatMessage, ToolCall } from "../store/chat-messages.ts";
 import { dataDirError } from "../store/data-dir-problem.ts";
@@ -92,6 +93,8 @@ class Turn {
   private currentStep = 0;
   /** The session's checkpoint as this turn found it, put back if the turn is refused. */
   private priorCheckpoint: Checkpoint | undefined;
+  /** The turn's first checkpoint until it is committed (commitFirstCheckpoint). */
+  private firstCheckpoint: StagedWrite | undefined;
 
   constructor(
     private readonly params: ChatParams,
@@ -111,7 +114,10 @@ class Turn {
     this.priorCheckpoint = this.store.loadCheckpoint(this.warnings);
     this.state = this.initialState(this.priorCheckpoint);
     this.currentStep = this.state.step;
-    this.store.saveCheckpoint(this.state);
+    // Written now (a refused folder fails the chat before run_start, as always), made durable
+    // once the first request is on its way: the fsyncs then overlap llama-server's prompt
+    // processing instead of adding to the time to first token (docs/performance.md).
+    this.firstCheckpoint = this.store.stageCheckpoint(this.state);
 
     deps.emit("run_start", {
       user_input: this.state.user_input,
@@ -134,12 +140,24 @@ class Turn {
         lease.release();
       }
     } catch (err) {
+      // A turn that ends before its first request (cancelled while the model loads, no model)
+      // leaves its checkpoint as before, for `resume`; the turn's own error is the one reported.
+      try {
+        this.commitFirstCheckpoint();
+      } catch {}
       if (deps.signal.aborted) {
         deps.emit("loop_abort", { step: this.currentStep, reason: "cancelled" });
         throw deps.signal.reason;
       }
       throw err;
     }
+  }
+
+  /** Puts the turn's first checkpoint in place (once); every later session write comes after it. */
+  private commitFirstCheckpoint(): void {
+    const staged = this.firstCheckpoint;
+    this.firstCheckpoint = undefined;
+    staged?.commit();
   }
 
   private initialState(checkpoint: Checkpoint | undefined): Omit<Checkpoint, "version" | "updated_at"> {
@@ -272,6 +290,7 @@ class Turn {
       }
       if (outcome.kind === "calls") {
         state.turn.push({ role: "assistant", content: outcome.text || null, tool_calls: outcome.toolCalls });
+        this.commitFirstCheckpoint();
         this.store.saveCheckpoint(state);
         continue;
       }
@@ -283,6 +302,7 @@ class Turn {
           `stopped after ${state.parse_errors} malformed tool calls (limit ${deps.config.app.max_parse_errors} re-prompts): ${what}`,
         );
       }
+      this.commitFirstCheckpoint();
       this.store.saveCheckpoint(state);
     }
   }
@@ -352,6 +372,7 @@ class Turn {
           watch.signal,
           (delta) => deps.emit("llm_chunk", { step, delta }),
           watch.touch,
+          () => this.commitFirstCheckpoint(),
         );
       } catch (err) {
         if (deps.signal.aborted) throw deps.signal.reason;
@@ -417,6 +438,7 @@ class Turn {
         retryable: outcome.retryable,
         ms: outcome.ms,
       });
+      this.commitFirstCheckpoint();
       state.turn.push({ role: "tool", tool_call_id: tc.id, content: outcome.content });
       this.store.saveCheckpoint(state);
     }
@@ -474,6 +496,7 @@ class Turn {
       );
     }
     this.deps.emit("loop_abort", { step, reason: "context_overflow" });
+    this.commitFirstCheckpoint();
     if (this.priorCheckpoint) {
       const { version: _v, updated_at: _u, ...before } = this.priorCheckpoint;
       this.store.saveCheckpoint(before);
@@ -497,6 +520,7 @@ class Turn {
     // A cancel that raced the last step wins only if it came before this point; after it, the
     // cancel finds the chat finished. Either way the host sees one consistent outcome.
     if (!deps.settle()) throw deps.signal.reason;
+    this.commitFirstCheckpoint();
     this.store.saveHistory([...this.history, ...state.turn]);
     this.store.clearCheckpoint();
     if (deps.config.memory.enabled && state.user_input.trim() !== "") {

@@ -20,23 +20,72 @@ import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from "../util/private-fs.ts";
  * are created 0700 (tightening existing ones is the stores' call, see util/private-fs.ts).
  */
 export function writeFileAtomic(path: string, data: string): void {
+  stageFileAtomic(path, data).commit();
+}
+
+/** A write whose bytes are in a temp file beside the target, not yet synced or in place. */
+export interface StagedWrite {
+  /** Syncs the temp file, renames it over the target, syncs the folder. Once; later calls do nothing. */
+  commit(): void;
+  /** Drops the temp file; the target stays as it was. */
+  discard(): void;
+}
+
+/**
+ * The first half of writeFileAtomic: the folder made and the bytes written to the temp file,
+ * so a folder or disk that refuses them fails here; the syncs and the rename, the slow part,
+ * wait for `commit()`. For a write whose durability may trail by a moment (a turn's first
+ * checkpoint, committed once its request is on its way). Until committed, the target is the
+ * old file, and a crash leaves a temp file that removeStaleTemps clears.
+ */
+export function stageFileAtomic(path: string, data: string): StagedWrite {
   const dir = dirname(path);
   mkdirSync(dir, { recursive: true, mode: PRIVATE_DIR_MODE });
   const tmp = join(dir, `.${randomBytes(6).toString("hex")}.tmp`);
+  let fd: number | undefined;
   try {
-    const fd = openSync(tmp, "w", PRIVATE_FILE_MODE);
-    try {
-      writeSync(fd, data);
-      fsyncSync(fd);
-    } finally {
-      closeSync(fd);
-    }
-    // The only step that touches the target: it is the old file until this succeeds.
-    renameSync(tmp, path);
+    fd = openSync(tmp, "w", PRIVATE_FILE_MODE);
+    writeSync(fd, data);
   } catch (err) {
+    if (fd !== undefined) closeSync(fd);
     rmSync(tmp, { force: true });
     throw err;
   }
+  const handle = fd;
+  let open: number | undefined = fd;
+  const close = () => {
+    if (open === undefined) return;
+    const f = open;
+    open = undefined;
+    closeSync(f);
+  };
+  let settled = false;
+  return {
+    commit() {
+      if (settled) return;
+      settled = true;
+      try {
+        fsyncSync(handle);
+        close();
+        // The only step that touches the target: it is the old file until this succeeds.
+        renameSync(tmp, path);
+      } catch (err) {
+        close();
+        rmSync(tmp, { force: true });
+        throw err;
+      }
+      syncFolder(dir);
+    },
+    discard() {
+      if (settled) return;
+      settled = true;
+      close();
+      rmSync(tmp, { force: true });
+    },
+  };
+}
+
+function syncFolder(dir: string): void {
   try {
     const dfd = openSync(dir, "r");
     try {
@@ -73,4 +122,8 @@ export function removeStaleTemps(dir: string): number {
 
 export function writeJsonAtomic(path: string, value: unknown): void {
   writeFileAtomic(path, `${JSON.stringify(value)}\n`);
+}
+
+export function stageJsonAtomic(path: string, value: unknown): StagedWrite {
+  return stageFileAtomic(path, `${JSON.stringify(value)}\n`);
 }

@@ -5,7 +5,7 @@ import type { Warning, WarningCode } from "../protocol/chat.ts";
 import { CoreError } from "../protocol/errors.ts";
 import { logger } from "../util/logger.ts";
 import { ensurePrivateTree } from "../util/private-fs.ts";
-import { removeStaleTemps, writeJsonAtomic } from "./atomic.ts";
+import { removeStaleTemps, type StagedWrite, stageJsonAtomic, writeJsonAtomic } from "./atomic.ts";
 import { type ChatMessage, ChatMessageSchema } from "./chat-messages.ts";
 import { moveAside } from "./set-aside.ts";
 
@@ -86,8 +86,16 @@ export class SessionStore {
   }
 
   saveCheckpoint(cp: Omit<Checkpoint, "version" | "updated_at">): void {
+    this.stageCheckpoint(cp).commit();
+  }
+
+  /**
+   * The checkpoint written but not yet synced or in place (atomic.ts stageFileAtomic): a full
+   * or read-only folder fails here, the fsyncs wait for `commit()`.
+   */
+  stageCheckpoint(cp: Omit<Checkpoint, "version" | "updated_at">): StagedWrite {
     this.ensureDir();
-    writeJsonAtomic(this.checkpointPath, { version: 1, ...cp, updated_at: this.now().toISOString() });
+    return stageJsonAtomic(this.checkpointPath, { version: 1, ...cp, updated_at: this.now().toISOString() });
   }
 
   clearCheckpoint(): void {

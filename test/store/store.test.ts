@@ -2,7 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Warning } from "../../src/protocol/chat.ts";
-import { removeStaleTemps, writeFileAtomic } from "../../src/store/atomic.ts";
+import { removeStaleTemps, stageFileAtomic, writeFileAtomic } from "../../src/store/atomic.ts";
 import { Bm25, tokenize } from "../../src/store/bm25.ts";
 import { KeyedMutex } from "../../src/store/keyed-mutex.ts";
 import { chunk, MemoryIndex } from "../../src/store/memory-index.ts";
@@ -17,6 +17,33 @@ describe("atomic writes", () => {
     writeFileAtomic(p, "two");
     expect(readFileSync(p, "utf8")).toBe("two");
     expect(readdirSync(join(dir.path, "a"))).toEqual(["f.json"]);
+  });
+
+  test("a staged write: the target is the old file until commit, a discard leaves it so", () => {
+    using dir = tmpdir();
+    const p = join(dir.path, "a", "f.json");
+    writeFileAtomic(p, "old");
+    const staged = stageFileAtomic(p, "new");
+    expect(readFileSync(p, "utf8")).toBe("old");
+    expect(readdirSync(join(dir.path, "a")).filter((n) => n.endsWith(".tmp"))).toHaveLength(1);
+    staged.commit();
+    staged.commit(); // once
+    expect(readFileSync(p, "utf8")).toBe("new");
+    expect(readdirSync(join(dir.path, "a"))).toEqual(["f.json"]);
+    const dropped = stageFileAtomic(p, "never");
+    dropped.discard();
+    dropped.commit(); // settled: nothing happens
+    expect(readFileSync(p, "utf8")).toBe("new");
+    expect(readdirSync(join(dir.path, "a"))).toEqual(["f.json"]);
+  });
+
+  test("a folder that cannot be made fails the stage, not the commit, and leaves nothing", () => {
+    using dir = tmpdir();
+    // A file where the folder should be: refused even to root (a read-only folder is not).
+    const notDir = join(dir.path, "not-a-folder");
+    writeFileSync(notDir, "");
+    expect(() => stageFileAtomic(join(notDir, "f.json"), "x")).toThrow(/EEXIST|ENOTDIR/);
+    expect(readdirSync(dir.path)).toEqual(["not-a-folder"]);
   });
 
   test("temp files a killed write left behind are removed when the session is next loaded", () => {

@@ -1,0 +1,98 @@
+import { expect, test } from "bun:test";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { streamCompletion } from "../../src/agent/llm-client.ts";
+import { ChatHarness, type Msg } from "./harness.ts";
+
+/**
+ * A turn's first checkpoint is made durable while llama-server reads the prompt, not before
+ * the request (the fsyncs were most of the core's own time to first token): streamCompletion's
+ * onSent runs with the request already on its way, and the checkpoint is in place before the
+ * host sees the first chunk.
+ */
+
+function sseServer() {
+  return Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    fetch: async (req) => {
+      await req.text();
+      const body = [
+        `data: ${JSON.stringify({ choices: [{ index: 0, delta: { content: "hi" }, finish_reason: null }] })}`,
+        `data: ${JSON.stringify({ choices: [{ index: 0, delta: {}, finish_reason: "stop" }] })}`,
+        "data: [DONE]",
+        "",
+      ].join("\n\n");
+      return new Response(body, { headers: { "Content-Type": "text/event-stream" } });
+    },
+  });
+}
+
+test("onSent runs while the request is already on its way", async () => {
+  // The server lives in a child process: this thread is kept busy inside onSent.
+  const proc = Bun.spawn(
+    [
+      process.execPath,
+      "-e",
+      `const s = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: async (r) => { await r.text(); const at = Date.now();
+        return new Response("data: " + JSON.stringify({ choices: [{ index: 0, delta: { content: String(at) }, finish_reason: "stop" }] }) + "\\n\\ndata: [DONE]\\n\\n", { headers: { "Content-Type": "text/event-stream" } }); } });
+       console.log(s.port);`,
+    ],
+    { stdout: "pipe" },
+  );
+  try {
+    const reader = proc.stdout.getReader();
+    const port = Number(new TextDecoder().decode((await reader.read()).value).trim());
+    let busyUntil = 0;
+    const result = await streamCompletion(
+      { baseUrl: `http://127.0.0.1:${port}`, apiKey: "k" },
+      { messages: [{ role: "user", content: "x" }] },
+      new AbortController().signal,
+      () => {},
+      () => {},
+      () => {
+        busyUntil = Date.now() + 300;
+        while (Date.now() < busyUntil) {}
+      },
+    );
+    const servedAt = Number(result.content);
+    // The server answered while onSent still held this thread.
+    expect(servedAt).toBeLessThan(busyUntil);
+  } finally {
+    proc.kill();
+  }
+});
+
+test("what onSent throws ends the request and is thrown as it is", async () => {
+  using server = sseServer();
+  const boom = new Error("ENOSPC: no space left on device");
+  const err = await streamCompletion(
+    { baseUrl: `http://127.0.0.1:${server.port}`, apiKey: "k" },
+    { messages: [{ role: "user", content: "x" }] },
+    new AbortController().signal,
+    () => {},
+    () => {},
+    () => {
+      throw boom;
+    },
+  ).catch((e) => e);
+  expect(err).toBe(boom);
+});
+
+test("the turn's first checkpoint is in place before the host sees the first chunk", async () => {
+  await using h = new ChatHarness({ agents: [{ name: "plain" }], memory: { enabled: false } });
+  h.llama.script({ content: ["one", " two"] });
+  const file = join(h.dataDir, "users", "default_user", "sessions", "cp", "checkpoint.json");
+  let atFirstChunk: unknown;
+  h.onEmit = (m: Msg) => {
+    if (m.event === "llm_chunk" && atFirstChunk === undefined)
+      atFirstChunk = existsSync(file) ? JSON.parse(readFileSync(file, "utf8")) : null;
+  };
+  const { terminal } = await h.chat("c", { input: "keep me", session_id: "cp" });
+  expect(terminal.type).toBe("result");
+  expect(atFirstChunk).toMatchObject({ step: 0, user_input: "keep me" });
+  // Finished: the checkpoint is cleared, no temp file is left.
+  expect(readdirSync(join(h.dataDir, "users", "default_user", "sessions", "cp")).sort()).toEqual([
+    "history.json",
+  ]);
+});
