@@ -23,7 +23,7 @@ import { writeFakeLlamaServer, writeFakeModel } from "../test/fixtures/llama-sta
 import { type CoreChat, CoreProcess } from "./overhead/core.ts";
 import { childPids, cpuNs, selfCpuNs } from "./overhead/cpu-time.ts";
 import { DirectServer } from "./overhead/direct.ts";
-import { median, rate, type StreamTiming, spread, ttft } from "./overhead/stream-timing.ts";
+import { median, rate, type StreamTiming, spread, ttft, ttftBeyondPrompt } from "./overhead/stream-timing.ts";
 
 const COLD_RUNS = Number(process.env.BENCH_COLD_RUNS ?? 8);
 const WARM_RUNS = Number(process.env.BENCH_WARM_RUNS ?? 8);
@@ -180,7 +180,11 @@ async function warm(argv: string[]): Promise<void> {
     for (let i = 0; i < WARM_RUNS; i++) {
       const viaCore = async () =>
         through.push(
-          await measured({ core: proc.pid, llama: coreLlama }, () => proc.request("chat", { input: INPUT })),
+          await measured({ core: proc.pid, llama: coreLlama }, async () => {
+            const chat = await proc.request("chat", { input: INPUT });
+            const traceId = (chat.terminal.result as { trace_id?: string } | undefined)?.trace_id;
+            return { ...chat, promptMs: traceId ? await proc.promptMsOf(traceId) : undefined };
+          }),
         );
       const plain = async () =>
         direct.push(await measured({ llama: server.pid }, () => server.chat(MESSAGES, MAX_TOKENS)));
@@ -199,6 +203,9 @@ function report(directM: Measured[], throughM: Measured[]): void {
   const through = throughM.map((m) => m.t);
   const ratio = through.map((c, i) => rate(c) / rate(direct[i] as StreamTiming));
   const extra = through.map((c, i) => ttft(c) - ttft(direct[i] as StreamTiming));
+  const extraBeyond = through.map(
+    (c, i) => ttftBeyondPrompt(c) - ttftBeyondPrompt(direct[i] as StreamTiming),
+  );
   const perPiece = (ms: Measured[], key: "core" | "llama" | "reader") =>
     spread(
       ms.map((m) => m[key] / 1000 / Math.max(1, m.t.pieces)),
@@ -217,6 +224,14 @@ function report(directM: Measured[], throughM: Measured[]): void {
       `  through the core:    first token ${spread(through.map(ttft), 2)} ms, rate ${spread(through.map(rate), 0)} llm_chunk/s\n` +
       `  rate core/direct, paired: ${spread(ratio, 3)}; target ≥ 0.95: ${verdict(median(ratio) >= 0.95)}\n` +
       `  first token core − direct, paired: ${spread(extra, 2)} ms; target ≤ +2 ms: ${verdict(median(extra) <= 2)}\n` +
+      `    the same less each side's llama-server prompt_ms (its own noise taken out): ${spread(extraBeyond, 2)} ms; ` +
+      `llama-server prompt_ms direct ${spread(
+        direct.map((d) => d.promptMs ?? Number.NaN),
+        2,
+      )}, under the core ${spread(
+        through.map((c) => c.promptMs ?? Number.NaN),
+        2,
+      )}\n` +
       `  CPU µs per piece: core ${perPiece(throughM, "core")}; llama-server direct ${perPiece(directM, "llama")}, under the core ${perPiece(throughM, "llama")};\n` +
       `    this bench reading SSE ${perPiece(directM, "reader")}, reading the core's NDJSON ${perPiece(throughM, "reader")}\n`,
   );

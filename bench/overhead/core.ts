@@ -26,10 +26,13 @@ export class CoreProcess {
   private readonly stdin: FileSink;
   private nextId = 0;
 
+  /** llama-server's prompt_ms per trace id, from the core's info log (`trace=… timings={…}`). */
+  private readonly promptMs = new Map<string, number>();
+
   constructor(private readonly proc: Subprocess<"pipe", "pipe", "pipe">) {
     this.stdin = proc.stdin;
     void this.read();
-    void new Response(proc.stderr).text(); // drained so a chatty log never blocks the core
+    void this.readLog(); // also drains it, so a chatty log never blocks the core
   }
 
   static spawn(binary: string, cwd: string, configPath: string): CoreProcess {
@@ -38,7 +41,8 @@ export class CoreProcess {
       stdin: "pipe",
       stdout: "pipe",
       stderr: "pipe",
-      env: { ...process.env, LOCAL_AI_LOG_LEVEL: process.env.LOCAL_AI_LOG_LEVEL ?? "warn" },
+      // info: one line per step, after its reply, with llama-server's timings.
+      env: { ...process.env, LOCAL_AI_LOG_LEVEL: process.env.LOCAL_AI_LOG_LEVEL ?? "info" },
     });
     return new CoreProcess(proc);
   }
@@ -64,6 +68,12 @@ export class CoreProcess {
     });
   }
 
+  /** llama-server's prompt time for the chat with this trace id, once its log line is read (≤ 200 ms). */
+  async promptMsOf(traceId: string): Promise<number | undefined> {
+    for (let i = 0; i < 40 && !this.promptMs.has(traceId); i++) await Bun.sleep(5);
+    return this.promptMs.get(traceId);
+  }
+
   async shutdown(): Promise<number> {
     await this.request("shutdown");
     return await this.proc.exited;
@@ -86,6 +96,24 @@ export class CoreProcess {
       let nl = buffer.indexOf("\n");
       while (nl !== -1) {
         this.onLine(JSON.parse(buffer.slice(0, nl)) as Msg, now);
+        buffer = buffer.slice(nl + 1);
+        nl = buffer.indexOf("\n");
+      }
+    }
+  }
+
+  private async readLog(): Promise<void> {
+    const decoder = new TextDecoder();
+    let buffer = "";
+    for await (const bytes of this.proc.stderr) {
+      buffer += decoder.decode(bytes, { stream: true });
+      let nl = buffer.indexOf("\n");
+      while (nl !== -1) {
+        const m = /trace=(\S+) step=0 .*timings=(\{.*\})/.exec(buffer.slice(0, nl));
+        if (m) {
+          const ms = (JSON.parse(m[2] as string) as { prompt_ms?: number }).prompt_ms;
+          if (typeof ms === "number") this.promptMs.set(m[1] as string, ms);
+        }
         buffer = buffer.slice(nl + 1);
         nl = buffer.indexOf("\n");
       }

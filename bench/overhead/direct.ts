@@ -76,7 +76,11 @@ export class DirectServer {
         buffer = buffer.slice(end + 2);
         end = buffer.indexOf("\n\n");
         if (!event.startsWith("data: ") || event === "data: [DONE]") continue;
-        const chunk = JSON.parse(event.slice(6)) as { choices?: { delta?: { content?: string | null } }[] };
+        const chunk = JSON.parse(event.slice(6)) as {
+          choices?: { delta?: { content?: string | null } }[];
+          timings?: { prompt_ms?: number };
+        };
+        if (typeof chunk.timings?.prompt_ms === "number") timing.promptMs = chunk.timings.prompt_ms;
         const content = chunk.choices?.[0]?.delta?.content;
         if (typeof content !== "string" || content === "") continue;
         if (timing.pieces === 0) timing.first = now;

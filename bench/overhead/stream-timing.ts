@@ -7,9 +7,19 @@ export interface StreamTiming {
   last: number;
   /** Content pieces received. */
   pieces: number;
+  /** llama-server's own `timings.prompt_ms` for this reply, where it was seen. */
+  promptMs?: number;
 }
 
 export const ttft = (t: StreamTiming): number => t.first - t.sent;
+
+/**
+ * Time to first token less llama-server's own prompt evaluation: the prompt's time varies from
+ * one request to the next by more than the core's share, so taking it out of both sides of a
+ * pair leaves the transport and the core. NaN where the timing is unknown.
+ */
+export const ttftBeyondPrompt = (t: StreamTiming): number =>
+  t.promptMs === undefined ? Number.NaN : ttft(t) - t.promptMs;
 
 /** Pieces per second between the first and the last one (the first one starts the clock). */
 export const rate = (t: StreamTiming): number =>
