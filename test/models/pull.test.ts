@@ -3,6 +3,7 @@ import { createHash } from "node:crypto";
 import {
   existsSync,
   lstatSync,
+  mkdirSync,
   readdirSync,
   readFileSync,
   readlinkSync,
@@ -197,6 +198,34 @@ describe("pull into the Hugging Face cache", () => {
     const bad = await setup({ corruptAt: 10 });
     const c = await pull({ repo: "org/model-GGUF", quant: "Q4_K_M" }, { ...bad.deps, inlineHash: true });
     expect(c.error?.data?.cause).toBe("checksum_mismatch");
+  });
+
+  test("the bench's sendfile storage (nativeStorage) serves a source file whole and from a Range", async () => {
+    const dir = tmpdir("local-ai-native-");
+    const source = join(dir.path, "src.gguf");
+    const content = bytes(2 * MB, 9);
+    writeFileSync(source, content);
+    const hub = await startHubStandIn(
+      [{ id: "org/disk", files: [{ path: "d-Q4_0.gguf", source, sha256: sha256(content) }] }],
+      { nativeStorage: true },
+    );
+    open.push(hub, { close: async () => dir[Symbol.dispose]() });
+    const cache = join(dir.path, "hub");
+    const deps: PullDeps = {
+      env: { HF_ENDPOINT: hub.url, HF_HUB_CACHE: cache },
+      home: dir.path,
+      freeSpace: () => 100 * 1024 * MB,
+    };
+    // A partial of the first MiB: the pull continues it with a Range request.
+    const sha = sha256(content);
+    const partial = incompletePath(cache, "org/disk", sha);
+    mkdirSync(join(partial, ".."), { recursive: true });
+    writeFileSync(partial, content.subarray(0, MB));
+    const r = await pull({ repo: "org/disk", quant: "Q4_0" }, deps);
+    expect(r.error).toBeUndefined();
+    expect(r.result?.sha256).toBe(sha);
+    expect(readFileSync(r.result!.path)).toEqual(Buffer.from(content));
+    expect(storageGets(hub).map((g) => g.range)).toEqual([`bytes=${MB}-`]);
   });
 
   test("a disk that fills up during the download keeps the partial and says so", () => {
