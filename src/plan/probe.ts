@@ -37,12 +37,22 @@ export interface ProbeEnv {
 }
 
 /** Runs a command, killing it (and resolving `timeout`) if it outlives `timeoutMs`. */
-export async function runWithTimeout(cmd: string, args: string[], timeoutMs: number): Promise<RunResult> {
+export async function runWithTimeout(
+  cmd: string,
+  args: string[],
+  timeoutMs: number,
+  env?: Record<string, string>,
+): Promise<RunResult> {
   const exe = cmd.includes("/") || cmd.includes("\\") ? cmd : Bun.which(cmd);
   if (!exe) return { kind: "absent" };
   let proc: ReturnType<typeof Bun.spawn>;
   try {
-    proc = Bun.spawn([exe, ...args], { stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+    proc = Bun.spawn([exe, ...args], {
+      stdin: "ignore",
+      stdout: "pipe",
+      stderr: "pipe",
+      ...(env ? { env } : {}),
+    });
   } catch (err) {
     return { kind: "error", message: (err as Error).message };
   }

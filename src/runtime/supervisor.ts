@@ -9,6 +9,7 @@ import { randomApiKey } from "./child-env.ts";
 import type { AcquireOptions, LlamaLease, LlamaProvider, StartProgress, StartTicket } from "./endpoint.ts";
 import { idleSleepMsOf, SleepWatch } from "./idle-sleep.ts";
 import { type Exit, launchOnce, type Spawned, stopChild, TAIL_IN_ERRORS } from "./launch-steps.ts";
+import { type LoadModeProbe, launchArgv } from "./load-mode.ts";
 import { LogTail, RotatingLog } from "./log-sink.ts";
 import { llamaPrograms, reapLeftover, removePidRecord } from "./pid-file.ts";
 import { pickFreePort } from "./ports.ts";
@@ -46,6 +47,8 @@ export interface SupervisorOptions {
   /** Slots before any plan exists (initialize may ask before the first start). */
   fallbackSlots?: () => number;
   spawner?: Spawner;
+  /** Whether a binary takes `--load-mode` (load-mode.ts); asks its `--help` when absent. */
+  loadMode?: LoadModeProbe;
   pickPort?: () => Promise<number>;
   /** The environment the child's is built from. */
   env?: Record<string, string | undefined>;
@@ -415,6 +418,9 @@ export class Supervisor implements LlamaProvider {
     this.log ??= new RotatingLog(join(dataDir, "logs"), settings.logMaxBytes, settings.logFiles);
     // The beat stamps each event with the time since this start began.
     const emit = (p: Unstamped) => starting.progress.report(p);
+    const parentEnv = this.options.env ?? process.env;
+    // llama.mmap / llama.mlock in the flags this build takes (load-mode.ts).
+    const argv = await launchArgv(found.path, plan.argv, parentEnv, this.options.loadMode);
     const attempts = this.options.maxBindAttempts ?? 5;
     let last: CoreError | undefined;
     for (let attempt = 1; attempt <= attempts; attempt++) {
@@ -423,10 +429,10 @@ export class Supervisor implements LlamaProvider {
       const outcome = await launchOnce(
         {
           binary: found.path,
-          argv: plan.argv,
+          argv,
           port: await this.pickPort(),
           apiKey: randomApiKey(),
-          env: this.options.env ?? process.env,
+          env: parentEnv,
           spawner: this.spawner,
           dataDir,
           onLine: (line) => {

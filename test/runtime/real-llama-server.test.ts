@@ -1,4 +1,5 @@
 import { describe, expect, test } from "bun:test";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { ConfigSchema } from "../../src/config/schema.ts";
 import { type LaunchPlan, planLaunch } from "../../src/plan/launch.ts";
@@ -51,6 +52,35 @@ if (!BINARY || !MODEL) {
         await supervisor.stop();
       }
       expect(() => process.kill(pid, 0)).toThrow();
+    }, 120_000);
+
+    test("llama.mmap false and llama.mlock true start in the flags this build takes", async () => {
+      await using dir = tmpdir();
+      const supervisor = new Supervisor({
+        findBinary: () => ({ path: BINARY }),
+        // What the planner writes for `llama.mmap: false`, `llama.mlock: true` (memory-flags.ts).
+        plan: async () => ({
+          argv: ["-m", MODEL, "-c", "512", "-np", "1", "--jinja", "--no-mmap", "--mlock"],
+          slots: 1,
+          context_per_slot: 512,
+          model_path: MODEL,
+          max_tokens: null,
+        }),
+        dataDir: () => join(dir.path, "data"),
+        settings: () => ({ ...SETTINGS, startupTimeoutMs: 60_000, stopGraceMs: 3000 }),
+        reap: false,
+      });
+      try {
+        const lease = await supervisor.acquire(new AbortController().signal);
+        lease.release();
+        const args = readFileSync(`/proc/${supervisor.pid()}/cmdline`, "utf8").split("\0");
+        // Either the old pair (a build without --load-mode) or the one mode that means the same.
+        const legacy = args.includes("--no-mmap") && args.includes("--mlock");
+        const modern = args.join(" ").includes("--load-mode mlock") && !args.includes("--no-mmap");
+        expect(legacy || modern).toBe(true);
+      } finally {
+        await supervisor.stop();
+      }
     }, 120_000);
 
     test("a missing model → model_missing", async () => {
