@@ -4,7 +4,6 @@ import { CoreError, isCoreError } from "../protocol/errors.ts";
 import type { RequestContext } from "../protocol/method-table.ts";
 import type { LlamaLease, LlamaProvider, StartTicket } from "../runtime/endpoint.ts";
 import { watchProgress } from "../runtime/watchdog.ts";
-import type { StagedWrite } from "../store/atomic.ts";
 import type { Hit } from "../store/bm25.ts";
 import type { ChatMessage, ToolCall } from "../store/chat-messages.ts";
 import { dataDirError } from "../store/data-dir-problem.ts";
@@ -93,8 +92,6 @@ class Turn {
   private currentStep = 0;
   /** The session's checkpoint as this turn found it, put back if the turn is refused. */
   private priorCheckpoint: Checkpoint | undefined;
-  /** The turn's first checkpoint until it is committed (commitFirstCheckpoint). */
-  private firstCheckpoint: StagedWrite | undefined;
 
   constructor(
     private readonly params: ChatParams,
@@ -117,7 +114,7 @@ class Turn {
     // Written now (a refused folder fails the chat before run_start, as always), made durable
     // once the first request is on its way: the fsyncs then overlap llama-server's prompt
     // processing instead of adding to the time to first token (docs/performance.md).
-    this.firstCheckpoint = this.store.stageCheckpoint(this.state);
+    this.store.stageCheckpoint(this.state);
 
     deps.emit("run_start", {
       user_input: this.state.user_input,
@@ -143,7 +140,7 @@ class Turn {
       // A turn that ends before its first request (cancelled while the model loads, no model)
       // leaves its checkpoint as before, for `resume`; the turn's own error is the one reported.
       try {
-        this.commitFirstCheckpoint();
+        this.store.commitStaged();
       } catch {}
       if (deps.signal.aborted) {
         deps.emit("loop_abort", { step: this.currentStep, reason: "cancelled" });
@@ -151,13 +148,6 @@ class Turn {
       }
       throw err;
     }
-  }
-
-  /** Puts the turn's first checkpoint in place (once); every later session write comes after it. */
-  private commitFirstCheckpoint(): void {
-    const staged = this.firstCheckpoint;
-    this.firstCheckpoint = undefined;
-    staged?.commit();
   }
 
   private initialState(checkpoint: Checkpoint | undefined): Omit<Checkpoint, "version" | "updated_at"> {
@@ -290,7 +280,6 @@ class Turn {
       }
       if (outcome.kind === "calls") {
         state.turn.push({ role: "assistant", content: outcome.text || null, tool_calls: outcome.toolCalls });
-        this.commitFirstCheckpoint();
         this.store.saveCheckpoint(state);
         continue;
       }
@@ -302,7 +291,6 @@ class Turn {
           `stopped after ${state.parse_errors} malformed tool calls (limit ${deps.config.app.max_parse_errors} re-prompts): ${what}`,
         );
       }
-      this.commitFirstCheckpoint();
       this.store.saveCheckpoint(state);
     }
   }
@@ -372,7 +360,7 @@ class Turn {
           watch.signal,
           (delta) => deps.emit("llm_chunk", { step, delta }),
           watch.touch,
-          () => this.commitFirstCheckpoint(),
+          () => this.store.commitStaged(),
         );
       } catch (err) {
         if (deps.signal.aborted) throw deps.signal.reason;
@@ -438,7 +426,6 @@ class Turn {
         retryable: outcome.retryable,
         ms: outcome.ms,
       });
-      this.commitFirstCheckpoint();
       state.turn.push({ role: "tool", tool_call_id: tc.id, content: outcome.content });
       this.store.saveCheckpoint(state);
     }
@@ -496,7 +483,6 @@ class Turn {
       );
     }
     this.deps.emit("loop_abort", { step, reason: "context_overflow" });
-    this.commitFirstCheckpoint();
     if (this.priorCheckpoint) {
       const { version: _v, updated_at: _u, ...before } = this.priorCheckpoint;
       this.store.saveCheckpoint(before);
@@ -520,7 +506,6 @@ class Turn {
     // A cancel that raced the last step wins only if it came before this point; after it, the
     // cancel finds the chat finished. Either way the host sees one consistent outcome.
     if (!deps.settle()) throw deps.signal.reason;
-    this.commitFirstCheckpoint();
     this.store.saveHistory([...this.history, ...state.turn]);
     this.store.clearCheckpoint();
     if (deps.config.memory.enabled && state.user_input.trim() !== "") {

@@ -39,6 +39,8 @@ export type Checkpoint = z.infer<typeof CheckpointSchema>;
 export class SessionStore {
   readonly dir: string;
   private dirReady = false;
+  /** The checkpoint written by stageCheckpoint and not yet in place. */
+  private staged: StagedWrite | undefined;
 
   constructor(
     private readonly dataDir: string,
@@ -71,6 +73,7 @@ export class SessionStore {
   }
 
   saveHistory(messages: ChatMessage[]): void {
+    this.commitStaged();
     this.ensureDir();
     writeJsonAtomic(this.historyPath, { version: 1, messages });
   }
@@ -86,19 +89,33 @@ export class SessionStore {
   }
 
   saveCheckpoint(cp: Omit<Checkpoint, "version" | "updated_at">): void {
-    this.stageCheckpoint(cp).commit();
+    this.staged?.discard(); // superseded
+    this.staged = undefined;
+    this.ensureDir();
+    writeJsonAtomic(this.checkpointPath, checkpointFile(cp, this.now()));
   }
 
   /**
-   * The checkpoint written but not yet synced or in place (atomic.ts stageFileAtomic): a full
-   * or read-only folder fails here, the fsyncs wait for `commit()`.
+   * Writes the checkpoint's bytes now (a full or read-only folder fails here) and leaves the
+   * fsyncs and the rename for `commitStaged()` (atomic.ts stageFileAtomic). A later write of the
+   * checkpoint supersedes it; a write of the history commits it first, so writes land in order.
    */
-  stageCheckpoint(cp: Omit<Checkpoint, "version" | "updated_at">): StagedWrite {
+  stageCheckpoint(cp: Omit<Checkpoint, "version" | "updated_at">): void {
+    this.commitStaged();
     this.ensureDir();
-    return stageJsonAtomic(this.checkpointPath, { version: 1, ...cp, updated_at: this.now().toISOString() });
+    this.staged = stageJsonAtomic(this.checkpointPath, checkpointFile(cp, this.now()));
+  }
+
+  /** Puts a staged checkpoint in place (nothing when none is staged). */
+  commitStaged(): void {
+    const staged = this.staged;
+    this.staged = undefined;
+    staged?.commit();
   }
 
   clearCheckpoint(): void {
+    this.staged?.discard(); // superseded
+    this.staged = undefined;
     rmSync(this.checkpointPath, { force: true });
   }
 
@@ -153,4 +170,8 @@ export class SessionStore {
     });
     return undefined;
   }
+}
+
+function checkpointFile(cp: Omit<Checkpoint, "version" | "updated_at">, now: Date): Checkpoint {
+  return { version: 1, ...cp, updated_at: now.toISOString() };
 }

@@ -11,6 +11,20 @@ import { makeSupervisor } from "./helpers/harness.ts";
  */
 const never = () => new AbortController().signal;
 
+/** A supervisor whose every plan fails (no model), counting the plans. */
+function failingSupervisor(dir: string) {
+  let plans = 0;
+  const { supervisor } = makeSupervisor(dir, {
+    options: {
+      plan: async () => {
+        plans++;
+        throw new CoreError("model_missing", "model /x.gguf: absent: no such file");
+      },
+    },
+  });
+  return { supervisor, plans: () => plans };
+}
+
 describe.skipIf(process.platform === "win32")("prestart", () => {
   test("begins one start without a slot; acquire joins it and hears its progress", async () => {
     await using dir = tmpdir();
@@ -47,15 +61,7 @@ describe.skipIf(process.platform === "win32")("prestart", () => {
 
   test("a prestart that failed is the acquirer's error, once, with no second launch", async () => {
     await using dir = tmpdir();
-    let plans = 0;
-    const { supervisor } = makeSupervisor(dir.path, {
-      options: {
-        plan: async () => {
-          plans++;
-          throw new CoreError("model_missing", "model /x.gguf: absent: no such file");
-        },
-      },
-    });
+    const { supervisor, plans } = failingSupervisor(dir.path);
     try {
       const ticket = supervisor.prestart();
       await Bun.sleep(50); // the start fails while the turn prepares
@@ -63,11 +69,11 @@ describe.skipIf(process.platform === "win32")("prestart", () => {
       const err = await supervisor.acquire(never(), undefined, { prestarted: ticket }).catch((e) => e);
       expect(err).toBeInstanceOf(CoreError);
       expect((err as CoreError).code).toBe("model_missing");
-      expect(plans).toBe(1);
+      expect(plans()).toBe(1);
       // The ticket is spent: a later acquire (the next chat) tries again.
       const again = await supervisor.acquire(never(), undefined, { prestarted: ticket }).catch((e) => e);
       expect((again as CoreError).code).toBe("model_missing");
-      expect(plans).toBe(2);
+      expect(plans()).toBe(2);
     } finally {
       await supervisor.stop();
     }
@@ -75,20 +81,12 @@ describe.skipIf(process.platform === "win32")("prestart", () => {
 
   test("an acquire without the ticket does not inherit another caller's failure", async () => {
     await using dir = tmpdir();
-    let plans = 0;
-    const { supervisor } = makeSupervisor(dir.path, {
-      options: {
-        plan: async () => {
-          plans++;
-          throw new CoreError("model_missing", "model /x.gguf: absent: no such file");
-        },
-      },
-    });
+    const { supervisor, plans } = failingSupervisor(dir.path);
     try {
       supervisor.prestart();
       await Bun.sleep(50);
       await supervisor.acquire(never()).catch(() => {});
-      expect(plans).toBe(2);
+      expect(plans()).toBe(2);
     } finally {
       await supervisor.stop();
     }

@@ -59,6 +59,38 @@ describe("atomic writes", () => {
 });
 
 describe("SessionStore", () => {
+  test("a staged checkpoint: in place on commit, before a history write, gone when superseded", () => {
+    using dir = tmpdir();
+    const s = new SessionStore(dir.path, "u", "s");
+    const cp = (input: string) => ({
+      trace_id: "t",
+      user_input: input,
+      agent: "a",
+      step: 0,
+      parse_errors: 0,
+      best_text: "",
+      turn: [{ role: "user" as const, content: input }],
+    });
+    const temps = () => readdirSync(s.dir).filter((n) => n.endsWith(".tmp"));
+    s.stageCheckpoint(cp("one"));
+    expect(s.loadCheckpoint([])).toBeUndefined();
+    s.commitStaged();
+    s.commitStaged();
+    expect(s.loadCheckpoint([])?.user_input).toBe("one");
+    // A history write puts a staged checkpoint in place first.
+    s.stageCheckpoint(cp("two"));
+    s.saveHistory([{ role: "user", content: "two" }]);
+    expect(s.loadCheckpoint([])?.user_input).toBe("two");
+    // A later checkpoint, or clearing it, supersedes a staged one: no temp file is left.
+    s.stageCheckpoint(cp("three"));
+    s.saveCheckpoint(cp("four"));
+    expect(s.loadCheckpoint([])?.user_input).toBe("four");
+    s.stageCheckpoint(cp("five"));
+    s.clearCheckpoint();
+    expect(s.loadCheckpoint([])).toBeUndefined();
+    expect(temps()).toEqual([]);
+  });
+
   test("round-trips history and checkpoints; clear removes the checkpoint", () => {
     using dir = tmpdir();
     const s = new SessionStore(dir.path, "u", "s");
