@@ -141,6 +141,9 @@ export interface HealthWait {
  * fail a good model; the port must still answer within the timeout, and no start may take
  * more than HARD_CAP_FACTOR timeouts. An exit meanwhile is classified from the log.
  */
+/** The first wait after llama-server printed something. */
+const AFTER_OUTPUT_MS = 4;
+
 export async function waitUntilHealthy(s: Spawned, opts: HealthWait): Promise<LaunchFailure | null> {
   let portAnswered = false;
   let fingerprint = workFingerprint(s.child.pid);
@@ -170,13 +173,19 @@ export async function waitUntilHealthy(s: Spawned, opts: HealthWait): Promise<La
       opts.emit({ phase: "loading", elapsed_ms: now - s.t0 });
     }
     // Short waits first: a small model is ready in ~0.1 s (transcript 51). llama-server logs
-    // as it becomes ready ("model loaded", "listening"), so output cuts the wait short.
+    // as it becomes ready ("model loaded", "listening"), so output cuts the wait short, and
+    // since /health may turn 200 a few ms after those lines, the waits start short again after
+    // output (a flip missed here cost up to intervalMs, the worst cold chats in the bench).
+    let spoke = false;
     const output = new Promise<void>((resolve) => {
-      s.nudge = resolve;
+      s.nudge = () => {
+        spoke = true;
+        resolve();
+      };
     });
     await Promise.race([Bun.sleep(Math.min(pollWait, opts.intervalMs)), s.exited, aborted, output]);
     s.nudge = undefined;
-    pollWait *= 2;
+    pollWait = spoke ? AFTER_OUTPUT_MS : pollWait * 2;
   }
 }
 

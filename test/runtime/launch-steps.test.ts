@@ -166,6 +166,50 @@ describe("waitUntilHealthy, woken by output", () => {
   });
 });
 
+describe("waitUntilHealthy, /health turning 200 just after the last line", () => {
+  test("the wait after a line is short again: the flip is seen in ms, not at the backed-off poll", async () => {
+    let readyAt = Number.POSITIVE_INFINITY;
+    using server = stub((path) => (path === "/health" ? (Date.now() >= readyAt ? 200 : 503) : 200));
+    using dir = tmpdir();
+    const stderr = new TransformStream<Uint8Array, Uint8Array>();
+    const empty = new ReadableStream<Uint8Array>({ start: (c) => c.close() });
+    const spawned = spawnServer({
+      binary: "/nonexistent/llama-server",
+      argv: [],
+      port: server.port as number,
+      apiKey: KEY,
+      env: {},
+      spawner: () => ({
+        pid: 2 ** 30,
+        stdout: empty,
+        stderr: stderr.readable,
+        exited: new Promise(() => {}),
+        terminate: () => {},
+        kill: () => {},
+      }),
+      dataDir: dir.path,
+      onLine: () => {},
+    });
+    if ("error" in spawned) throw spawned.error;
+    const waiting = waitUntilHealthy(spawned, {
+      startupTimeoutMs: 60_000,
+      intervalMs: 60_000,
+      signal: new AbortController().signal,
+      emit: () => {},
+    });
+    await Bun.sleep(700); // the polls have backed off to hundreds of ms
+    // As recorded (startup-stderr.txt): "model loaded", "listening", and /health turns 200
+    // a moment later, with nothing more printed.
+    const t0 = Date.now();
+    readyAt = t0 + 15;
+    await stderr.writable
+      .getWriter()
+      .write(new TextEncoder().encode("srv  llama_server: listening on http://127.0.0.1:1\n"));
+    expect(await waiting).toBeNull();
+    expect(Date.now() - t0).toBeLessThan(200);
+  });
+});
+
 describe("startupOverdue", () => {
   const s = { t0: 0, port: 8080, tail: new LogTail() };
   test("in time while progress comes and the port answered", () => {
