@@ -69,7 +69,10 @@ export async function runTurn(
   const traceId = deps.randomId(16, "0123456789abcdef");
   // The model starts loading now, while the session, memory and tools are prepared; the turn
   // hears its progress once it asks for the server (after run_start, as the protocol orders).
+  // The steps up to the spawn go first (on one thread, the turn's own work would otherwise
+  // run between them); the turn's preparation then overlaps the load.
   const prestarted = deps.provider.prestart?.();
+  if (prestarted) await untilSpawned(prestarted);
   const unlock = await deps.locks.lock(`${params.user_id}/${sessionId}`, signal);
   try {
     return await new Turn(params, deps, agent, sessionId, traceId, prestarted).run();
@@ -79,6 +82,15 @@ export async function runTurn(
   } finally {
     unlock();
   }
+}
+
+/** Longest a turn waits for the spawn before going on (a slow GPU probe must not hold run_start). */
+const SPAWN_WAIT_MS = 50;
+
+async function untilSpawned(ticket: StartTicket): Promise<void> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  await Promise.race([ticket.spawned, new Promise<void>((r) => (timer = setTimeout(r, SPAWN_WAIT_MS)))]);
+  clearTimeout(timer);
 }
 
 class Turn {

@@ -55,9 +55,13 @@ export interface AcquireOptions {
   prestarted?: StartTicket | undefined;
 }
 
-/** An opaque handle on a start `prestart()` began. */
+/** A handle on a start `prestart()` began. */
 export interface StartTicket {
-  readonly startTicket: true;
+  /**
+   * Settles once llama-server is spawned (or the start ended without it): what comes before
+   * the spawn is the cold chat's critical path, so the turn lets it run first.
+   */
+  readonly spawned: Promise<void>;
 }
 
 export interface LlamaProvider {

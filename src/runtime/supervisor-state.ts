@@ -42,6 +42,8 @@ export type SupervisorState =
       done: Promise<Running>;
       /** Filled in by the start as it spawns (a detail for status, not a change of state). */
       pid?: number;
+      /** Settles once llama-server is spawned, or the start ended without it. */
+      spawned: PromiseWithResolvers<void>;
       /** How it failed: the error and the state it left behind (for a prestart's caller). */
       failure?: { error: unknown; into: SupervisorState };
     }

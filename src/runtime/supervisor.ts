@@ -281,6 +281,7 @@ export class Supervisor implements LlamaProvider {
       since,
       restartFor: from.restartFor,
       abort: new AbortController(),
+      spawned: Promise.withResolvers<void>(),
       // Loading's fraction: how much of the model the child has taken in (Linux /proc).
       progress: new ProgressBeat(since, () =>
         starting.pid === undefined
@@ -395,6 +396,7 @@ export class Supervisor implements LlamaProvider {
       throw err;
     } finally {
       starting.progress.stop();
+      starting.spawned.resolve();
     }
   }
 
@@ -443,6 +445,7 @@ export class Supervisor implements LlamaProvider {
           onSpawn: (pid, header) => {
             starting.pid = pid;
             this.log?.write(header);
+            starting.spawned.resolve();
           },
         },
         {
@@ -592,10 +595,13 @@ function serving(s: SupervisorState): Running | undefined {
 
 /** What prestart() hands out: the start it began, to recognise that start's failure later. */
 class Prestart implements StartTicket {
-  readonly startTicket = true;
   private told = false;
 
   constructor(private readonly start: StateOf<"starting">) {}
+
+  get spawned(): Promise<void> {
+    return this.start.spawned.promise;
+  }
 
   /** The state is the one this start's failure left, and its error has not been given out yet. */
   failedInto(s: SupervisorState): boolean {

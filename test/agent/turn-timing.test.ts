@@ -5,10 +5,10 @@ import { streamCompletion } from "../../src/agent/llm-client.ts";
 import { ChatHarness, type Msg } from "./harness.ts";
 
 /**
- * A turn's first checkpoint is made durable while llama-server reads the prompt, not before
- * the request (the fsyncs were most of the core's own time to first token): streamCompletion's
- * onSent runs with the request already on its way, and the checkpoint is in place before the
- * host sees the first chunk.
+ * Where a turn's own work goes relative to llama-server's (issue 11 item 4, docs/performance.md
+ * "Chat overhead"): a cold turn lets the start reach the spawn first; a turn's first checkpoint
+ * is made durable while llama-server reads the prompt (streamCompletion's onSent runs with the
+ * request already on its way) and is in place before the host sees the first chunk.
  */
 
 function sseServer() {
@@ -95,4 +95,27 @@ test("the turn's first checkpoint is in place before the host sees the first chu
   expect(readdirSync(join(h.dataDir, "users", "default_user", "sessions", "cp")).sort()).toEqual([
     "history.json",
   ]);
+});
+
+test("a turn that began a start lets it reach the spawn before its own work, at most 50 ms", async () => {
+  await using h = new ChatHarness({ agents: [{ name: "plain" }], memory: { enabled: false } });
+  const at: Record<string, number> = {};
+  h.onEmit = (m: Msg) => {
+    if (m.event === "run_start") at[String(m.id)] = performance.now();
+  };
+  // Spawned after 30 ms: run_start waits for it.
+  h.llama.script({ content: "a" }, { content: "b" });
+  const spawned = Promise.withResolvers<void>();
+  h.provider.nextPrestart = { spawned: spawned.promise };
+  let t0 = performance.now();
+  setTimeout(() => spawned.resolve(), 30);
+  await h.chat("c1", { input: "hi" });
+  expect(at.c1! - t0).toBeGreaterThanOrEqual(28);
+  // Never spawned (a slow probe): the turn goes on after the cap, it does not hang.
+  h.provider.nextPrestart = { spawned: new Promise(() => {}) };
+  t0 = performance.now();
+  const { terminal } = await h.chat("c2", { input: "hi" });
+  expect(terminal.type).toBe("result");
+  expect(at.c2! - t0).toBeGreaterThanOrEqual(45);
+  expect(at.c2! - t0).toBeLessThan(1000);
 });
