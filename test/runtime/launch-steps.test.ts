@@ -125,86 +125,71 @@ describe("waitUntilHealthy", () => {
   });
 });
 
+/** A spawned child that is not a process, whose stderr the test writes lines to. */
+function talkingChild(
+  port: number,
+  dataDir: string,
+): { spawned: Spawned; say: (line: string) => Promise<void> } {
+  const stderr = new TransformStream<Uint8Array, Uint8Array>();
+  const empty = new ReadableStream<Uint8Array>({ start: (c) => c.close() });
+  const spawned = spawnServer({
+    binary: "/nonexistent/llama-server",
+    argv: [],
+    port,
+    apiKey: KEY,
+    env: {},
+    spawner: () => ({
+      pid: 2 ** 30,
+      stdout: empty,
+      stderr: stderr.readable,
+      exited: new Promise(() => {}),
+      terminate: () => {},
+      kill: () => {},
+    }),
+    dataDir,
+    onLine: () => {},
+  });
+  if ("error" in spawned) throw spawned.error;
+  const writer = stderr.writable.getWriter();
+  return { spawned, say: (line) => writer.write(new TextEncoder().encode(`${line}\n`)) };
+}
+
+/** Waits with polls backed off to the extreme: only output can cut a wait short. */
+const patientWait = () => ({
+  startupTimeoutMs: 60_000,
+  intervalMs: 60_000,
+  signal: new AbortController().signal,
+  emit: () => {},
+});
+
 describe("waitUntilHealthy, woken by output", () => {
   test("a log line from llama-server polls at once instead of at the next backed-off poll", async () => {
     let ready = false;
     using server = stub((path) => (path === "/health" ? (ready ? 200 : 503) : 200));
     using dir = tmpdir();
-    const stderr = new TransformStream<Uint8Array, Uint8Array>();
-    const empty = new ReadableStream<Uint8Array>({ start: (c) => c.close() });
-    const spawned = spawnServer({
-      binary: "/nonexistent/llama-server",
-      argv: [],
-      port: server.port as number,
-      apiKey: KEY,
-      env: {},
-      spawner: () => ({
-        pid: 2 ** 30,
-        stdout: empty,
-        stderr: stderr.readable,
-        exited: new Promise(() => {}),
-        terminate: () => {},
-        kill: () => {},
-      }),
-      dataDir: dir.path,
-      onLine: () => {},
-    });
-    if ("error" in spawned) throw spawned.error;
-    const waiting = waitUntilHealthy(spawned, {
-      startupTimeoutMs: 60_000,
-      intervalMs: 60_000,
-      signal: new AbortController().signal,
-      emit: () => {},
-    });
+    const { spawned, say } = talkingChild(server.port as number, dir.path);
+    const waiting = waitUntilHealthy(spawned, patientWait());
     // Polls back off 10, 20, 40… ms: after ~700 ms the next one is ~570 ms away.
     await Bun.sleep(700);
     ready = true;
     const t0 = Date.now();
-    await stderr.writable.getWriter().write(new TextEncoder().encode("srv  llama_server: model loaded\n"));
+    await say("srv  llama_server: model loaded");
     expect(await waiting).toBeNull();
     expect(Date.now() - t0).toBeLessThan(400);
   });
-});
 
-describe("waitUntilHealthy, /health turning 200 just after the last line", () => {
-  test("the wait after a line is short again: the flip is seen in ms, not at the backed-off poll", async () => {
+  test("/health turning 200 just after the last line: seen in ms, not at the backed-off poll", async () => {
     let readyAt = Number.POSITIVE_INFINITY;
     using server = stub((path) => (path === "/health" ? (Date.now() >= readyAt ? 200 : 503) : 200));
     using dir = tmpdir();
-    const stderr = new TransformStream<Uint8Array, Uint8Array>();
-    const empty = new ReadableStream<Uint8Array>({ start: (c) => c.close() });
-    const spawned = spawnServer({
-      binary: "/nonexistent/llama-server",
-      argv: [],
-      port: server.port as number,
-      apiKey: KEY,
-      env: {},
-      spawner: () => ({
-        pid: 2 ** 30,
-        stdout: empty,
-        stderr: stderr.readable,
-        exited: new Promise(() => {}),
-        terminate: () => {},
-        kill: () => {},
-      }),
-      dataDir: dir.path,
-      onLine: () => {},
-    });
-    if ("error" in spawned) throw spawned.error;
-    const waiting = waitUntilHealthy(spawned, {
-      startupTimeoutMs: 60_000,
-      intervalMs: 60_000,
-      signal: new AbortController().signal,
-      emit: () => {},
-    });
+    const { spawned, say } = talkingChild(server.port as number, dir.path);
+    const waiting = waitUntilHealthy(spawned, patientWait());
     await Bun.sleep(700); // the polls have backed off to hundreds of ms
     // As recorded (startup-stderr.txt): "model loaded", "listening", and /health turns 200
     // a moment later, with nothing more printed.
     const t0 = Date.now();
     readyAt = t0 + 15;
-    await stderr.writable
-      .getWriter()
-      .write(new TextEncoder().encode("srv  llama_server: listening on http://127.0.0.1:1\n"));
+    await say("srv  llama_server: listening on http://127.0.0.1:1");
     expect(await waiting).toBeNull();
     expect(Date.now() - t0).toBeLessThan(200);
   });
