@@ -31,6 +31,7 @@ export const KEEP_ARRAY_MAX = 4096;
 const MAX_TENSORS = 1 << 20;
 const MAX_KV = 1 << 20;
 const MAX_DIMS = 8;
+const MAX_NESTING = 8;
 const DEFAULT_ALIGNMENT = 32;
 
 /** GGUF value types (gguf.md in llama.cpp). */
@@ -195,11 +196,13 @@ export function scanGguf(readAt: ReadAt, window = 1 << 20): ScannedGguf {
   };
 
   /** Steps over `count` values of `type` (nested arrays included). */
-  const skipValues = (type: number, count: number): void => {
+  const skipValues = (type: number, count: number, depth = 1): void => {
+    // Arrays of arrays exist (rarely, shallow); a file nesting them without end is not a model.
+    if (depth > MAX_NESTING) throw new GgufInvalid(`arrays nested more than ${MAX_NESTING} deep`);
     const fixed = FIXED_SIZE[type];
     if (fixed !== undefined) c.skip(fixed * count);
     else if (type === T.STRING) c.skipStrings(count, version !== 1);
-    else for (let i = 0; i < count; i++) skipValues(checkedType(c.u32()), size());
+    else for (let i = 0; i < count; i++) skipValues(checkedType(c.u32()), size(), depth + 1);
   };
   const value = (type: number): ScannedValue => {
     if (type === T.STRING) return str();

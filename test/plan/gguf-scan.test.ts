@@ -158,5 +158,25 @@ describe("scanGguf on bad bytes", () => {
     // The first metadata entry's type follows its key: "GGUF", version, two counts, key.
     const keyLen = new DataView(header.buffer).getUint32(24, true);
     expect(() => scanGguf(over(wrong(32 + keyLen, 13)))).toThrow(/value type 13/);
+    // One metadata entry: an array of arrays of arrays… 10 000 deep: refused, not a stack overflow.
+    const deep: number[] = [...new TextEncoder().encode("GGUF")];
+    const u32 = (n: number) => deep.push(n & 0xff, (n >> 8) & 0xff, (n >> 16) & 0xff, n >>> 24);
+    const u64 = (n: number) => {
+      u32(n);
+      u32(0);
+    };
+    u32(3);
+    u64(0);
+    u64(1);
+    u64(1);
+    deep.push("k".charCodeAt(0));
+    u32(9); // the entry is an array
+    for (let i = 0; i < 10_000; i++) {
+      u32(9); // of arrays
+      u64(1); // of one
+    }
+    u32(4);
+    u64(0);
+    expect(() => scanGguf(over(new Uint8Array(deep)))).toThrow(/nested more than 8 deep/);
   });
 });
