@@ -3,7 +3,6 @@ import type { ChatEvents, ChatParams, ChatResult, Warning } from "../protocol/ch
 import { CoreError, isCoreError } from "../protocol/errors.ts";
 import type { RequestContext } from "../protocol/method-table.ts";
 import type { LlamaLease, LlamaProvider, StartTicket } from "../runtime/endpoint.ts";
-import { watchProgress } from "../runtime/watchdog.ts";
 import type { Hit } from "../store/bm25.ts";
 import type { ChatMessage, ToolCall } from "../store/chat-messages.ts";
 import { dataDirError } from "../store/data-dir-problem.ts";
@@ -12,11 +11,12 @@ import type { MemoryIndex } from "../store/memory-index.ts";
 import { type Checkpoint, SessionStore } from "../store/session-store.ts";
 import { logger } from "../util/logger.ts";
 import { estimateAll, estimateTokens, trimHistory } from "./context-budget.ts";
-import { type CompletionResult, contextSizeOf, LlmError, streamCompletion } from "./llm-client.ts";
+import { type CompletionResult, contextSizeOf, LlmError } from "./llm-client.ts";
 import type { McpPool } from "./mcp-pool.ts";
 import { interpretStep } from "./tool-calls.ts";
 import { type AgentTool, resolveTools, toOpenAiTools } from "./tool-registry.ts";
 import { runTool } from "./tool-runner.ts";
+import { watchedCompletion } from "./watched-completion.ts";
 
 export interface TurnDeps {
   config: Config;
@@ -357,10 +357,8 @@ class Turn {
         logger.debug(
           `trace=${this.traceId} step=${step} history trimmed: ${dropped} older messages left out`,
         );
-      // Aborts on cancel, on the server's death, or when no byte arrives for request_timeout_s.
-      const watch = watchProgress(lease, deps.signal);
       try {
-        return await streamCompletion(
+        return await watchedCompletion(
           lease,
           {
             messages: [system, ...kept, ...state.turn],
@@ -369,9 +367,8 @@ class Turn {
             ...(this.agent.top_p !== undefined ? { top_p: this.agent.top_p } : {}),
             ...(maxTokens !== undefined ? { max_tokens: maxTokens } : {}),
           },
-          watch.signal,
+          deps.signal,
           (delta) => deps.emit("llm_chunk", { step, delta }),
-          watch.touch,
           () => this.store.commitStaged(),
         );
       } catch (err) {
@@ -387,15 +384,12 @@ class Turn {
           budget = attempt < OVERFLOW_RETRIES ? Math.floor(estimateAll(kept) / 2) : 0;
           continue;
         }
-        if (err.kind === "connection_lost" || err.kind === "server_error") lease.reportFailure(err.message);
         deps.emit("loop_abort", { step, reason: "llm_error" });
         throw new CoreError("internal_error", err.message, {
           reason: err.kind,
           trace_id: this.traceId,
           ...err.data,
         });
-      } finally {
-        watch.dispose();
       }
     }
   }

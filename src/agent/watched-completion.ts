@@ -1,0 +1,36 @@
+import type { LlamaLease } from "../runtime/endpoint.ts";
+import { watchProgress } from "../runtime/watchdog.ts";
+import { type CompletionResult, LlmError, streamCompletion } from "./llm-client.ts";
+
+type CompletionRequest = Parameters<typeof streamCompletion>[1];
+
+/**
+ * One completion on a lease, with the server's health judged here and in the watchdog, never
+ * by the turn: the request aborts on cancel, on the server's death, or when no byte arrives
+ * for request_timeout_s (the watchdog reports the wedge); a connection lost or a server error
+ * is reported here, so the supervisor restarts the server on the next chat. A reply that is
+ * garbage, or a prompt that does not fit, says nothing about the server and is not reported.
+ * Errors are thrown as they came; what they mean for the turn is the turn's to decide.
+ */
+export async function watchedCompletion(
+  lease: LlamaLease,
+  request: CompletionRequest,
+  cancel: AbortSignal,
+  onDelta: (delta: string) => void,
+  /** As streamCompletion's: runs once the request is on its way. */
+  onSent: () => void,
+): Promise<CompletionResult> {
+  const watch = watchProgress(lease, cancel);
+  try {
+    return await streamCompletion(lease, request, watch.signal, onDelta, watch.touch, onSent);
+  } catch (err) {
+    if (!cancel.aborted && err instanceof LlmError && serverFailed(err)) lease.reportFailure(err.message);
+    throw err;
+  } finally {
+    watch.dispose();
+  }
+}
+
+function serverFailed(err: LlmError): boolean {
+  return err.kind === "connection_lost" || err.kind === "server_error";
+}
