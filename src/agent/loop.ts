@@ -1,5 +1,5 @@
 import type { AgentConfig, Config } from "../config/schema.ts";
-import type { ChatEvents, ChatParams, ChatResult, Warning } from "../protocol/chat.ts";
+import type { ChatEvents, ChatParams, ChatResult, LoopAbortReason, Warning } from "../protocol/chat.ts";
 import { CoreError, isCoreError } from "../protocol/errors.ts";
 import type { RequestContext } from "../protocol/method-table.ts";
 import type { LlamaLease, LlamaProvider, StartTicket } from "../runtime/endpoint.ts";
@@ -58,11 +58,34 @@ export function pickAgent(config: Config, name: string | undefined): AgentConfig
   return agent;
 }
 
+/** What a turn returns: the chat's result but `dropped_events`, which the method adds. */
+export type TurnResult = Omit<ChatResult, "dropped_events">;
+
+/**
+ * Every way a turn ends, each handled by `end`: the first three answer (`final`) and are
+ * committed, the two limits (`loop_abort`) are committed with the best text as the answer, the
+ * rest are errors that leave the session resumable (`context_overflow` puts it back as it was).
+ */
+export type TurnEnding =
+  /** The model answered: its text, possibly empty or cut at our own reply cap (`cappedAt`). */
+  | { kind: "answered"; step: number; response: string; cappedAt: number | undefined }
+  /** The reply filled the slot's context and was cut off there. */
+  | { kind: "context_full"; step: number; response: string; contextSize: number }
+  /** Later in the turn, its own messages no longer fit the slot even without history. */
+  | { kind: "context_outgrown"; step: number; promptTokens: number | undefined; slot: number }
+  | { kind: "max_steps"; step: number; limit: number }
+  | { kind: "max_parse_errors"; step: number; count: number; limit: number; problems: string }
+  /** The user's input alone does not fit the slot: refused, the session left as it was. */
+  | { kind: "context_overflow"; step: number; promptTokens: number | undefined; slot: number }
+  /** llama-server failed the request: died or wedged (a CoreError), or an LlmError. */
+  | { kind: "llm_error"; step: number; failure: CoreError | LlmError }
+  /** The chat's signal aborted: at the step being worked on, or a cancel that won the finish. */
+  | { kind: "cancelled" }
+  /** The turn could not go on (no model, a folder it cannot write): no terminal event. */
+  | { kind: "failed"; error: unknown };
+
 /** One agent turn (SPEC §5). Returns the result without `dropped_events` (the method adds it). */
-export async function runTurn(
-  params: ChatParams,
-  deps: TurnDeps,
-): Promise<Omit<ChatResult, "dropped_events">> {
+export async function runTurn(params: ChatParams, deps: TurnDeps): Promise<TurnResult> {
   const { config, signal } = deps;
   const agent = pickAgent(config, params.agent);
   const sessionId = params.session_id ?? deps.randomId(8, "abcdefghijklmnopqrstuvwxyz0123456789");
@@ -99,6 +122,7 @@ class Turn {
   private history: ChatMessage[] = [];
   private state!: Omit<Checkpoint, "version" | "updated_at">;
   private tools: AgentTool[] = [];
+  private lease: LlamaLease | undefined;
   private readonly maxSteps: number;
   /** The step being worked on, for loop_abort. */
   private currentStep = 0;
@@ -117,7 +141,7 @@ class Turn {
     this.maxSteps = agent.max_steps ?? deps.config.app.max_steps;
   }
 
-  async run(): Promise<Omit<ChatResult, "dropped_events">> {
+  async run(): Promise<TurnResult> {
     const { deps } = this;
     this.history = this.store.loadHistory(this.warnings);
     this.priorCheckpoint = this.store.loadCheckpoint(this.warnings);
@@ -134,31 +158,29 @@ class Turn {
       session_id: this.sessionId,
     });
     try {
+      // Ended while the lease is held: the next chat waiting for the slot comes after this one.
+      return this.end(await this.play());
+    } finally {
+      this.lease?.release();
+    }
+  }
+
+  /** From memory recall to the last step: how the turn ends, a cancel or a failure included. */
+  private async play(): Promise<TurnEnding> {
+    const { deps } = this;
+    try {
       deps.emit("memory_start", {});
       const hits = this.recall();
       deps.emit("memory_done", { hits: hits.length });
       this.tools = await this.loadTools();
       deps.signal.throwIfAborted();
       // Waiting for llama-server to start, restart or wake: the host hears how it goes.
-      const lease = await deps.provider.acquire(deps.signal, (p) => deps.emit("warmup_progress", p), {
+      this.lease = await deps.provider.acquire(deps.signal, (p) => deps.emit("warmup_progress", p), {
         prestarted: this.prestarted,
       });
-      try {
-        return await this.loop(lease, hits);
-      } finally {
-        lease.release();
-      }
+      return await this.loop(this.lease, hits);
     } catch (err) {
-      // A turn that ends before its first request (cancelled while the model loads, no model)
-      // leaves its checkpoint as before, for `resume`; the turn's own error is the one reported.
-      try {
-        this.store.commitStaged();
-      } catch {}
-      if (deps.signal.aborted) {
-        deps.emit("loop_abort", { step: this.currentStep, reason: "cancelled" });
-        throw deps.signal.reason;
-      }
-      throw err;
+      return deps.signal.aborted ? { kind: "cancelled" } : { kind: "failed", error: err };
     }
   }
 
@@ -234,7 +256,7 @@ class Turn {
     }
   }
 
-  private async loop(lease: LlamaLease, hits: Hit[]): Promise<Omit<ChatResult, "dropped_events">> {
+  private async loop(lease: LlamaLease, hits: Hit[]): Promise<TurnEnding> {
     const { deps, state } = this;
     const contextSize =
       (await contextSizeOf(lease, deps.signal)) ??
@@ -247,13 +269,15 @@ class Turn {
     for (;;) {
       await this.runPendingTools(state.step - 1);
       if (state.step >= this.maxSteps)
-        return this.abort("max_steps", `stopped after reaching the step limit of ${this.maxSteps} steps`);
+        return { kind: "max_steps", step: Math.max(0, state.step - 1), limit: this.maxSteps };
 
       const step = state.step;
       this.currentStep = step;
       deps.emit("llm_start", { step });
-      const reply = await this.complete(lease, step, system, openAiTools, contextSize, maxTokens);
-      if (reply instanceof LlmError) return this.overflowed(step, reply, contextSize);
+      const answer = await this.complete(lease, step, system, openAiTools, contextSize, maxTokens);
+      if (answer.kind === "failed") return { kind: "llm_error", step, failure: answer.failure };
+      if (answer.kind === "overflow") return this.overflowed(step, answer.error, contextSize);
+      const { reply } = answer;
       deps.emit("llm_done", { step });
       logger.info(
         `trace=${this.traceId} step=${step} finish=${reply.finishReason} usage=${JSON.stringify(reply.usage ?? {})} timings=${JSON.stringify(reply.timings ?? {})}`,
@@ -265,30 +289,13 @@ class Turn {
       if (reply.finishReason === "length" && !reachedReplyCap(reply, maxTokens)) {
         // The slot is full: no room for a tool result or a re-prompt (and a call cut off here is
         // half written), so the turn ends with its text so far rather than an error.
-        return this.contextFull(
-          step,
-          outcome.kind === "final" ? reply.content : state.best_text,
-          `the reply filled the model's context (${contextSize} tokens per slot) and was cut off there; raise model.context or lower llama.parallel to give each slot more, or set model.max_tokens to keep replies shorter`,
-        );
+        const response = outcome.kind === "final" ? reply.content : state.best_text;
+        return { kind: "context_full", step, response, contextSize };
       }
       if (outcome.kind === "final") {
-        state.turn.push({ role: "assistant", content: reply.content });
-        if (reply.content.trim() === "") {
-          // Defined, not retried: a model that says nothing once usually says nothing again.
-          this.warnings.push({
-            code: "empty_reply",
-            message: "the model ended its turn without any text or tool call; the response is empty",
-          });
-        }
-        if (reply.finishReason === "length") {
-          // Only our own cap gets here; the slot filling up was handled above.
-          this.warnings.push({
-            code: "reply_truncated",
-            message: `the reply was cut off at the reply limit of ${maxTokens} tokens`,
-          });
-        }
-        deps.emit("final", { step, response: reply.content });
-        return this.finish(reply.content);
+        // Only our own cap gets here as a length stop; the slot filling up was handled above.
+        const cappedAt = reply.finishReason === "length" ? maxTokens : undefined;
+        return { kind: "answered", step, response: reply.content, cappedAt };
       }
       if (outcome.kind === "calls") {
         state.turn.push({ role: "assistant", content: outcome.text || null, tool_calls: outcome.toolCalls });
@@ -297,11 +304,9 @@ class Turn {
       }
       state.parse_errors++;
       const what = this.reprompt(step, outcome, reply.content);
-      if (state.parse_errors > deps.config.app.max_parse_errors) {
-        return this.abort(
-          "max_parse_errors",
-          `stopped after ${state.parse_errors} malformed tool calls (limit ${deps.config.app.max_parse_errors} re-prompts): ${what}`,
-        );
+      const limit = deps.config.app.max_parse_errors;
+      if (state.parse_errors > limit) {
+        return { kind: "max_parse_errors", step, count: state.parse_errors, limit, problems: what };
       }
       this.store.saveCheckpoint(state);
     }
@@ -337,7 +342,8 @@ class Turn {
 
   /**
    * One LLM call. An overflow is retried with less history (halved, then none); when even the
-   * prompt without history overflows, llama-server's error is returned for the loop to judge.
+   * prompt without history overflows, llama-server's error is returned for the loop to judge,
+   * as is a failed request. A cancel throws the chat's abort reason.
    */
   private async complete(
     lease: LlamaLease,
@@ -346,7 +352,7 @@ class Turn {
     tools: unknown[],
     contextSize: number,
     maxTokens: number | undefined,
-  ): Promise<CompletionResult | LlmError> {
+  ): Promise<StepAnswer> {
     const { deps, state } = this;
     const reserve = maxTokens ?? Math.min(1024, Math.floor(contextSize / 4));
     let budget =
@@ -358,7 +364,7 @@ class Turn {
           `trace=${this.traceId} step=${step} history trimmed: ${dropped} older messages left out`,
         );
       try {
-        return await watchedCompletion(
+        const reply = await watchedCompletion(
           lease,
           {
             messages: [system, ...kept, ...state.turn],
@@ -371,25 +377,15 @@ class Turn {
           (delta) => deps.emit("llm_chunk", { step, delta }),
           () => this.store.commitStaged(),
         );
+        return { kind: "reply", reply };
       } catch (err) {
         if (deps.signal.aborted) throw deps.signal.reason;
-        if (isCoreError(err)) {
-          // The server died or wedged mid-request (the supervisor restarts it on the next chat).
-          deps.emit("loop_abort", { step, reason: "llm_error" });
-          throw new CoreError(err.code, err.message, { reason: "server_failed", trace_id: this.traceId });
-        }
+        // The server died or wedged mid-request (the supervisor restarts it on the next chat).
+        if (isCoreError(err)) return { kind: "failed", failure: err };
         if (!(err instanceof LlmError)) throw err;
-        if (err.kind === "context_overflow") {
-          if (kept.length === 0) return err;
-          budget = attempt < OVERFLOW_RETRIES ? Math.floor(estimateAll(kept) / 2) : 0;
-          continue;
-        }
-        deps.emit("loop_abort", { step, reason: "llm_error" });
-        throw new CoreError("internal_error", err.message, {
-          reason: err.kind,
-          trace_id: this.traceId,
-          ...err.data,
-        });
+        if (err.kind !== "context_overflow") return { kind: "failed", failure: err };
+        if (kept.length === 0) return { kind: "overflow", error: err };
+        budget = attempt < OVERFLOW_RETRIES ? Math.floor(estimateAll(kept) / 2) : 0;
       }
     }
   }
@@ -451,67 +447,134 @@ class Turn {
     };
   }
 
-  private abort(
-    reason: "max_steps" | "max_parse_errors",
-    message: string,
-  ): Omit<ChatResult, "dropped_events"> {
-    this.deps.emit("loop_abort", { step: Math.max(0, this.state.step - 1), reason });
-    this.warnings.push({ code: reason, message });
-    // The best text stands in as the turn's answer so the history stays a valid conversation.
-    this.state.turn.push({ role: "assistant", content: this.state.best_text });
-    return this.finish(this.state.best_text);
-  }
-
-  /** The slot's context is full: the turn ends with the text so far, committed like any answer. */
-  private contextFull(step: number, response: string, message: string): Omit<ChatResult, "dropped_events"> {
-    logger.info(`trace=${this.traceId} step=${step} context full: ${message}`);
-    this.warnings.push({ code: "context_full", message });
-    this.state.turn.push({ role: "assistant", content: response });
-    this.deps.emit("final", { step, response });
-    return this.finish(response);
+  /**
+   * The prompt overflowed even without history. Before the turn has done anything it is the
+   * user's input that does not fit: refused. Later it is the turn's own tool results or
+   * re-prompts: the turn ends like a full reply.
+   */
+  private overflowed(step: number, err: LlmError, contextSize: number): TurnEnding {
+    const { n_prompt_tokens, n_ctx } = err.data;
+    const promptTokens = typeof n_prompt_tokens === "number" ? n_prompt_tokens : undefined;
+    const slot = typeof n_ctx === "number" ? n_ctx : contextSize;
+    if (this.state.turn.length <= 1) return { kind: "context_overflow", step, promptTokens, slot };
+    this.deps.emit("llm_done", { step });
+    return { kind: "context_outgrown", step, promptTokens, slot };
   }
 
   /**
-   * The prompt overflowed even without history. Before the turn has done anything it is the
-   * user's input that does not fit: refused (invalid_request) with the session left as it was.
-   * Later it is the turn's own tool results or re-prompts: the turn ends like a full reply.
+   * The one place a turn ends: emits its terminal event (`final` or `loop_abort`; none when it
+   * failed), then commits the turn, or leaves the session for `resume` (or as it was) and
+   * throws the chat's error.
    */
-  private overflowed(step: number, err: LlmError, contextSize: number): Omit<ChatResult, "dropped_events"> {
-    const { n_prompt_tokens: promptTokens, n_ctx } = err.data;
-    const slot = typeof n_ctx === "number" ? n_ctx : contextSize;
-    const size = typeof promptTokens === "number" ? `${promptTokens} tokens` : "too many tokens";
-    if (this.state.turn.length > 1) {
-      this.deps.emit("llm_done", { step });
-      return this.contextFull(
-        step,
-        this.state.best_text,
-        `this turn's messages (${size}, its tool results included) no longer fit the model's context (${slot} tokens per slot), so it ends with the text so far; raise model.context or lower llama.parallel to give each slot more`,
-      );
-    }
-    this.deps.emit("loop_abort", { step, reason: "context_overflow" });
-    if (this.priorCheckpoint) {
-      const { version: _v, updated_at: _u, ...before } = this.priorCheckpoint;
-      this.store.saveCheckpoint(before);
-    } else {
-      this.store.clearCheckpoint();
-    }
-    throw new CoreError(
-      "invalid_request",
-      `the prompt does not fit the model's context even without the session's history: ${size}, a slot holds ${slot}; shorten the input, or raise model.context or lower llama.parallel`,
-      {
-        reason: "context_overflow",
-        n_prompt_tokens: promptTokens ?? null,
-        n_ctx: slot,
-        trace_id: this.traceId,
-      },
-    );
+  private end(ending: TurnEnding): TurnResult {
+    const closing = this.closing(ending);
+    const { terminal } = closing;
+    if (terminal?.event === "final")
+      this.deps.emit("final", { step: terminal.step, response: terminal.response });
+    else if (terminal) this.deps.emit("loop_abort", { step: terminal.step, reason: terminal.reason });
+    if (closing.session === "commit") return this.commit(closing.response);
+    if (closing.session === "put_back") this.putBackCheckpoint();
+    else this.keepCheckpoint();
+    throw closing.error;
   }
 
-  private finish(response: string): Omit<ChatResult, "dropped_events"> {
+  /** What an ending means: its terminal event, its warnings, and what becomes of the turn. */
+  private closing(ending: TurnEnding): Closing {
+    switch (ending.kind) {
+      case "answered":
+        if (ending.response.trim() === "") {
+          // Defined, not retried: a model that says nothing once usually says nothing again.
+          this.warn(
+            "empty_reply",
+            "the model ended its turn without any text or tool call; the response is empty",
+          );
+        }
+        if (ending.cappedAt !== undefined) {
+          this.warn(
+            "reply_truncated",
+            `the reply was cut off at the reply limit of ${ending.cappedAt} tokens`,
+          );
+        }
+        return answered(ending.step, ending.response);
+      case "context_full":
+        this.contextFull(
+          ending.step,
+          `the reply filled the model's context (${ending.contextSize} tokens per slot) and was cut off there; raise model.context or lower llama.parallel to give each slot more, or set model.max_tokens to keep replies shorter`,
+        );
+        return answered(ending.step, ending.response);
+      case "context_outgrown":
+        this.contextFull(
+          ending.step,
+          `this turn's messages (${tokens(ending.promptTokens)}, its tool results included) no longer fit the model's context (${ending.slot} tokens per slot), so it ends with the text so far; raise model.context or lower llama.parallel to give each slot more`,
+        );
+        return answered(ending.step, this.state.best_text);
+      case "max_steps":
+        this.warn("max_steps", `stopped after reaching the step limit of ${ending.limit} steps`);
+        return this.stopped(ending.step, "max_steps");
+      case "max_parse_errors":
+        this.warn(
+          "max_parse_errors",
+          `stopped after ${ending.count} malformed tool calls (limit ${ending.limit} re-prompts): ${ending.problems}`,
+        );
+        return this.stopped(ending.step, "max_parse_errors");
+      case "context_overflow":
+        return {
+          terminal: { event: "loop_abort", step: ending.step, reason: "context_overflow" },
+          session: "put_back",
+          error: new CoreError(
+            "invalid_request",
+            `the prompt does not fit the model's context even without the session's history: ${tokens(ending.promptTokens)}, a slot holds ${ending.slot}; shorten the input, or raise model.context or lower llama.parallel`,
+            {
+              reason: "context_overflow",
+              n_prompt_tokens: ending.promptTokens ?? null,
+              n_ctx: ending.slot,
+              trace_id: this.traceId,
+            },
+          ),
+        };
+      case "llm_error":
+        return {
+          terminal: { event: "loop_abort", step: ending.step, reason: "llm_error" },
+          session: "keep",
+          error: llmFailure(ending.failure, this.traceId),
+        };
+      case "cancelled":
+        return {
+          terminal: { event: "loop_abort", step: this.currentStep, reason: "cancelled" },
+          session: "keep",
+          error: this.deps.signal.reason,
+        };
+      case "failed":
+        return { terminal: undefined, session: "keep", error: ending.error };
+    }
+  }
+
+  private warn(code: Warning["code"], message: string): void {
+    this.warnings.push({ code, message });
+  }
+
+  /** The slot's context is full: the turn ends with the text so far, committed like any answer. */
+  private contextFull(step: number, message: string): void {
+    logger.info(`trace=${this.traceId} step=${step} context full: ${message}`);
+    this.warn("context_full", message);
+  }
+
+  /** A limit stopped the turn: the best text stands in as the answer, so the history stays a valid conversation. */
+  private stopped(step: number, reason: "max_steps" | "max_parse_errors"): Closing {
+    return {
+      terminal: { event: "loop_abort", step, reason },
+      session: "commit",
+      response: this.state.best_text,
+    };
+  }
+
+  /** The turn's answer goes into the history and memory, and its checkpoint goes. */
+  private commit(response: string): TurnResult {
     const { deps, state } = this;
     // A cancel that raced the last step wins only if it came before this point; after it, the
     // cancel finds the chat finished. Either way the host sees one consistent outcome.
-    if (!deps.settle()) throw deps.signal.reason;
+    if (!deps.settle()) return this.end({ kind: "cancelled" });
+    state.turn.push({ role: "assistant", content: response });
     this.store.saveHistory([...this.history, ...state.turn]);
     this.store.clearCheckpoint();
     if (deps.config.memory.enabled && state.user_input.trim() !== "") {
@@ -528,6 +591,63 @@ class Turn {
     }
     return { response, session_id: this.sessionId, trace_id: this.traceId, warnings: this.warnings };
   }
+
+  /**
+   * A turn that ends before its first request (cancelled while the model loads, no model)
+   * leaves its checkpoint as before, for `resume`; the turn's own error is the one reported.
+   */
+  private keepCheckpoint(): void {
+    try {
+      this.store.commitStaged();
+    } catch {}
+  }
+
+  /** A refused turn changes nothing: the checkpoint goes back to how the turn found it. */
+  private putBackCheckpoint(): void {
+    if (this.priorCheckpoint) {
+      const { version: _v, updated_at: _u, ...before } = this.priorCheckpoint;
+      this.store.saveCheckpoint(before);
+    } else {
+      this.store.clearCheckpoint();
+    }
+  }
+}
+
+/** The event that ends a turn's stream. */
+type Terminal =
+  | { event: "final"; step: number; response: string }
+  | { event: "loop_abort"; step: number; reason: LoopAbortReason };
+
+/** An ending, resolved: the terminal event, then the turn committed, or the error thrown. */
+type Closing =
+  | { terminal: Terminal; session: "commit"; response: string }
+  | { terminal: Terminal | undefined; session: "keep" | "put_back"; error: unknown };
+
+function answered(step: number, response: string): Closing {
+  return { terminal: { event: "final", step, response }, session: "commit", response };
+}
+
+/** What one LLM step came to, for the loop to judge. */
+type StepAnswer =
+  | { kind: "reply"; reply: CompletionResult }
+  /** Even the prompt without history does not fit: llama-server's 400. */
+  | { kind: "overflow"; error: LlmError }
+  | { kind: "failed"; failure: CoreError | LlmError };
+
+function tokens(promptTokens: number | undefined): string {
+  return promptTokens !== undefined ? `${promptTokens} tokens` : "too many tokens";
+}
+
+/** The chat's error for a failed request: the server's death or wedge, else what llama-server did. */
+function llmFailure(failure: CoreError | LlmError, traceId: string): CoreError {
+  if (failure instanceof LlmError) {
+    return new CoreError("internal_error", failure.message, {
+      reason: failure.kind,
+      trace_id: traceId,
+      ...failure.data,
+    });
+  }
+  return new CoreError(failure.code, failure.message, { reason: "server_failed", trace_id: traceId });
 }
 
 /** Whether a length stop was our own reply cap rather than the slot's context filling up. */
