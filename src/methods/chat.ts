@@ -1,5 +1,5 @@
 import { randomInt } from "node:crypto";
-import { runTurn } from "../agent/loop.ts";
+import { runTurn } from "../agent/turn/run-turn.ts";
 import { ChatEventFields, ChatParamsSchema, ChatResultSchema } from "../protocol/chat.ts";
 import { defineMethod } from "./definition.ts";
 

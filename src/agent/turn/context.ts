@@ -1,0 +1,42 @@
+import type { AgentConfig, Config } from "../../config/schema.ts";
+import type { ChatEvents, ChatParams, Warning } from "../../protocol/chat.ts";
+import type { RequestContext } from "../../protocol/method-table.ts";
+import type { LlamaProvider } from "../../runtime/endpoint.ts";
+import type { KeyedMutex } from "../../store/keyed-mutex.ts";
+import type { MemoryIndex } from "../../store/memory-index.ts";
+import type { McpPool } from "../mcp-pool.ts";
+import type { TurnSession } from "./session.ts";
+
+/** What a turn is given by the chat method: the core's services and the request's own edges. */
+export interface TurnDeps {
+  config: Config;
+  /** Absolute data directory. */
+  dataDir: string;
+  provider: LlamaProvider;
+  pool: McpPool;
+  locks: KeyedMutex;
+  memory(userId: string): MemoryIndex;
+  emit: RequestContext<ChatEvents>["emit"];
+  signal: AbortSignal;
+  /**
+   * Claims the finish before the turn is committed to history: false when a cancel got there
+   * first (the turn then ends `cancelled`, uncommitted, resumable from its checkpoint).
+   */
+  settle(): boolean;
+  randomId(length: number, alphabet: string): string;
+  now(): Date;
+}
+
+/** What every part of one turn works with: the request, its agent, and what it has so far. */
+export interface TurnContext {
+  readonly params: ChatParams;
+  readonly deps: TurnDeps;
+  readonly agent: AgentConfig;
+  readonly sessionId: string;
+  readonly traceId: string;
+  /** What the result tells the host, in the order it was found. */
+  readonly warnings: Warning[];
+  readonly session: TurnSession;
+  /** The step being worked on: the one a cancel's `loop_abort` names. */
+  step: number;
+}

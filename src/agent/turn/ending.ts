@@ -1,0 +1,171 @@
+import type { ChatResult, LoopAbortReason, WarningCode } from "../../protocol/chat.ts";
+import { CoreError } from "../../protocol/errors.ts";
+import { logger } from "../../util/logger.ts";
+import { LlmError } from "../llm-client.ts";
+import type { TurnContext } from "./context.ts";
+import type { LlmFailure } from "./llm-step.ts";
+import { remember } from "./memory.ts";
+
+/** What a turn returns: the chat's result but `dropped_events`, which the method adds. */
+export type TurnResult = Omit<ChatResult, "dropped_events">;
+
+/**
+ * Every way a turn ends, each resolved by `endTurn`. The first three answer (`final`) and are
+ * committed; the two limits (`loop_abort`) are committed with the best text as the answer; the
+ * rest are errors that leave the session resumable (`context_overflow`: as it was).
+ */
+export type TurnEnding =
+  /** The model answered: its text, possibly empty or cut at our own reply cap (`cappedAt`). */
+  | { kind: "answered"; step: number; response: string; cappedAt: number | undefined }
+  /** The reply filled the slot's context and was cut off there. */
+  | { kind: "context_full"; step: number; response: string; contextSize: number }
+  /** Later in the turn, its own messages no longer fit the slot even without history. */
+  | { kind: "context_outgrown"; step: number; promptTokens: number | undefined; slot: number }
+  | { kind: "max_steps"; step: number; limit: number }
+  | { kind: "max_parse_errors"; step: number; count: number; limit: number; problems: string }
+  /** The user's input alone does not fit the slot: refused, the session left as it was. */
+  | { kind: "context_overflow"; step: number; promptTokens: number | undefined; slot: number }
+  | { kind: "llm_error"; step: number; failure: LlmFailure }
+  /** The chat's signal aborted: at the step being worked on, or a cancel that won the finish. */
+  | { kind: "cancelled" }
+  /** The turn could not go on (no model, a folder it cannot write): no terminal event. */
+  | { kind: "failed"; error: unknown };
+
+/** The event that ends a turn's stream. */
+type Terminal =
+  | { event: "final"; step: number; response: string }
+  | { event: "loop_abort"; step: number; reason: LoopAbortReason };
+
+/** An ending resolved: its terminal event, then the turn committed, or the session kept and the error thrown. */
+type Closing =
+  | { terminal: Terminal; session: "commit"; response: string }
+  | { terminal: Terminal | undefined; session: "keep" | "put_back"; error: unknown };
+
+/**
+ * The one place a turn ends: emits its terminal event (`final` or `loop_abort`; none when it
+ * failed), then commits the turn and returns the result, or leaves the session for `resume`
+ * (a refused turn: as it was) and throws the chat's error.
+ */
+export function endTurn(ctx: TurnContext, ending: TurnEnding): TurnResult {
+  const closing = close(ctx, ending);
+  const { terminal } = closing;
+  if (terminal?.event === "final")
+    ctx.deps.emit("final", { step: terminal.step, response: terminal.response });
+  else if (terminal) ctx.deps.emit("loop_abort", { step: terminal.step, reason: terminal.reason });
+  if (closing.session === "commit") return commit(ctx, closing.response);
+  if (closing.session === "put_back") ctx.session.putBack();
+  else ctx.session.keep();
+  throw closing.error;
+}
+
+/** What an ending means: its terminal event, its warnings, and what becomes of the turn. */
+function close(ctx: TurnContext, ending: TurnEnding): Closing {
+  const warn = (code: WarningCode, message: string) => ctx.warnings.push({ code, message });
+  switch (ending.kind) {
+    case "answered":
+      // Defined, not retried: a model that says nothing once usually says nothing again.
+      if (ending.response.trim() === "")
+        warn("empty_reply", "the model ended its turn without any text or tool call; the response is empty");
+      if (ending.cappedAt !== undefined)
+        warn("reply_truncated", `the reply was cut off at the reply limit of ${ending.cappedAt} tokens`);
+      return answered(ending.step, ending.response);
+    case "context_full":
+      contextFull(
+        ctx,
+        ending.step,
+        `the reply filled the model's context (${ending.contextSize} tokens per slot) and was cut off there; raise model.context or lower llama.parallel to give each slot more, or set model.max_tokens to keep replies shorter`,
+      );
+      return answered(ending.step, ending.response);
+    case "context_outgrown":
+      contextFull(
+        ctx,
+        ending.step,
+        `this turn's messages (${tokens(ending.promptTokens)}, its tool results included) no longer fit the model's context (${ending.slot} tokens per slot), so it ends with the text so far; raise model.context or lower llama.parallel to give each slot more`,
+      );
+      return answered(ending.step, ctx.session.state.best_text);
+    case "max_steps":
+      warn("max_steps", `stopped after reaching the step limit of ${ending.limit} steps`);
+      return stopped(ctx, ending.step, "max_steps");
+    case "max_parse_errors":
+      warn(
+        "max_parse_errors",
+        `stopped after ${ending.count} malformed tool calls (limit ${ending.limit} re-prompts): ${ending.problems}`,
+      );
+      return stopped(ctx, ending.step, "max_parse_errors");
+    case "context_overflow":
+      return {
+        terminal: { event: "loop_abort", step: ending.step, reason: "context_overflow" },
+        session: "put_back",
+        error: new CoreError(
+          "invalid_request",
+          `the prompt does not fit the model's context even without the session's history: ${tokens(ending.promptTokens)}, a slot holds ${ending.slot}; shorten the input, or raise model.context or lower llama.parallel`,
+          {
+            reason: "context_overflow",
+            n_prompt_tokens: ending.promptTokens ?? null,
+            n_ctx: ending.slot,
+            trace_id: ctx.traceId,
+          },
+        ),
+      };
+    case "llm_error":
+      return {
+        terminal: { event: "loop_abort", step: ending.step, reason: "llm_error" },
+        session: "keep",
+        error: llmError(ending.failure, ctx.traceId),
+      };
+    case "cancelled":
+      return {
+        terminal: { event: "loop_abort", step: ctx.step, reason: "cancelled" },
+        session: "keep",
+        error: ctx.deps.signal.reason,
+      };
+    case "failed":
+      return { terminal: undefined, session: "keep", error: ending.error };
+  }
+}
+
+function answered(step: number, response: string): Closing {
+  return { terminal: { event: "final", step, response }, session: "commit", response };
+}
+
+/** A limit stopped the turn: the best text stands in as the answer, so the history stays a valid conversation. */
+function stopped(ctx: TurnContext, step: number, reason: "max_steps" | "max_parse_errors"): Closing {
+  return {
+    terminal: { event: "loop_abort", step, reason },
+    session: "commit",
+    response: ctx.session.state.best_text,
+  };
+}
+
+/** The slot's context is full: the turn ends with the text so far, committed like any answer. */
+function contextFull(ctx: TurnContext, step: number, message: string): void {
+  logger.info(`trace=${ctx.traceId} step=${step} context full: ${message}`);
+  ctx.warnings.push({ code: "context_full", message });
+}
+
+/** The turn's answer goes into the history and memory, its checkpoint goes, the result is built. */
+function commit(ctx: TurnContext, response: string): TurnResult {
+  // A cancel that raced the last step wins only if it came before this point; after it, the
+  // cancel finds the chat finished. Either way the host sees one consistent outcome.
+  if (!ctx.deps.settle()) return endTurn(ctx, { kind: "cancelled" });
+  ctx.session.state.turn.push({ role: "assistant", content: response });
+  ctx.session.commit();
+  remember(ctx, response);
+  return { response, session_id: ctx.sessionId, trace_id: ctx.traceId, warnings: ctx.warnings };
+}
+
+function tokens(promptTokens: number | undefined): string {
+  return promptTokens !== undefined ? `${promptTokens} tokens` : "too many tokens";
+}
+
+/** The chat's error for a failed request: the server's death or wedge, else what llama-server did. */
+function llmError(failure: LlmFailure, traceId: string): CoreError {
+  if (failure instanceof LlmError) {
+    return new CoreError("internal_error", failure.message, {
+      reason: failure.kind,
+      trace_id: traceId,
+      ...failure.data,
+    });
+  }
+  return new CoreError(failure.code, failure.message, { reason: "server_failed", trace_id: traceId });
+}

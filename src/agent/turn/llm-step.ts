@@ -1,0 +1,80 @@
+import { type CoreError, isCoreError } from "../../protocol/errors.ts";
+import type { LlamaLease } from "../../runtime/endpoint.ts";
+import type { ChatMessage } from "../../store/chat-messages.ts";
+import { logger } from "../../util/logger.ts";
+import { estimateAll, estimateTokens, trimHistory } from "../context-budget.ts";
+import { type CompletionResult, LlmError } from "../llm-client.ts";
+import { watchedCompletion } from "../watched-completion.ts";
+import type { TurnContext } from "./context.ts";
+
+const OVERFLOW_RETRIES = 2;
+
+/** What every step of a turn sends besides the conversation. */
+export interface StepSetup {
+  lease: LlamaLease;
+  system: ChatMessage;
+  /** The `tools` array of the request. */
+  tools: unknown[];
+  /** Tokens per slot. */
+  contextSize: number;
+  /** The reply cap, when one is configured. */
+  maxTokens: number | undefined;
+}
+
+/** llama-server failed the request: died or wedged (a CoreError from the watchdog), or an LlmError. */
+export type LlmFailure = CoreError | LlmError;
+
+/** What one LLM step came to, for the turn to judge. */
+export type StepAnswer =
+  | { kind: "reply"; reply: CompletionResult }
+  /** Even the prompt without history does not fit: llama-server's 400. */
+  | { kind: "overflow"; error: LlmError }
+  | { kind: "failed"; failure: LlmFailure };
+
+/**
+ * One LLM call with as much history as fits. An overflow is retried with less history
+ * (halved, then none); what even the prompt without history cannot fit, or a failed request,
+ * is returned for the turn to judge. A cancel throws the chat's abort reason.
+ */
+export async function llmStep(ctx: TurnContext, setup: StepSetup, step: number): Promise<StepAnswer> {
+  const { deps, session } = ctx;
+  const { system, tools, contextSize, maxTokens } = setup;
+  const reserve = maxTokens ?? Math.min(1024, Math.floor(contextSize / 4));
+  let budget =
+    contextSize - reserve - estimateTokens(system) - estimateAll(tools) - estimateAll(session.state.turn);
+  for (let attempt = 0; ; attempt++) {
+    const { kept, dropped } = trimHistory(session.history, Math.max(0, budget));
+    if (dropped > 0)
+      logger.debug(`trace=${ctx.traceId} step=${step} history trimmed: ${dropped} older messages left out`);
+    try {
+      const reply = await watchedCompletion(
+        setup.lease,
+        request(ctx, setup, [system, ...kept, ...session.state.turn]),
+        deps.signal,
+        (delta) => deps.emit("llm_chunk", { step, delta }),
+        () => session.commitStaged(),
+      );
+      return { kind: "reply", reply };
+    } catch (err) {
+      if (deps.signal.aborted) throw deps.signal.reason;
+      // The server died or wedged mid-request (the supervisor restarts it on the next chat).
+      if (isCoreError(err)) return { kind: "failed", failure: err };
+      if (!(err instanceof LlmError)) throw err;
+      if (err.kind !== "context_overflow") return { kind: "failed", failure: err };
+      if (kept.length === 0) return { kind: "overflow", error: err };
+      budget = attempt < OVERFLOW_RETRIES ? Math.floor(estimateAll(kept) / 2) : 0;
+    }
+  }
+}
+
+/** The request body: the messages, the tools, and the agent's sampling settings that are set. */
+function request(ctx: TurnContext, setup: StepSetup, messages: ChatMessage[]) {
+  const { agent } = ctx;
+  return {
+    messages,
+    ...(setup.tools.length > 0 ? { tools: setup.tools } : {}),
+    ...(agent.temperature !== undefined ? { temperature: agent.temperature } : {}),
+    ...(agent.top_p !== undefined ? { top_p: agent.top_p } : {}),
+    ...(setup.maxTokens !== undefined ? { max_tokens: setup.maxTokens } : {}),
+  };
+}

@@ -1,0 +1,72 @@
+import type { AgentConfig, Config } from "../../config/schema.ts";
+import type { ChatParams, Warning } from "../../protocol/chat.ts";
+import { CoreError } from "../../protocol/errors.ts";
+import type { StartTicket } from "../../runtime/endpoint.ts";
+import { dataDirError } from "../../store/data-dir-problem.ts";
+import { SessionStore } from "../../store/session-store.ts";
+import type { TurnContext, TurnDeps } from "./context.ts";
+import type { TurnResult } from "./ending.ts";
+import { TurnSession } from "./session.ts";
+import { Turn } from "./turn.ts";
+
+/** Longest a turn waits for the spawn before going on (a slow GPU probe must not hold run_start). */
+const SPAWN_WAIT_MS = 50;
+
+function pickAgent(config: Config, name: string | undefined): AgentConfig {
+  const agents = config.agents;
+  if (name === undefined) return agents[0] as AgentConfig;
+  const agent = agents.find((a) => a.name === name);
+  if (!agent) {
+    throw new CoreError(
+      "invalid_request",
+      `params.agent: no agent named '${name}' (known: ${agents.map((a) => a.name).join(", ")})`,
+      {
+        field: "agent",
+      },
+    );
+  }
+  return agent;
+}
+
+/** One agent turn (SPEC §5). Returns the result without `dropped_events` (the method adds it). */
+export async function runTurn(params: ChatParams, deps: TurnDeps): Promise<TurnResult> {
+  const { config, signal } = deps;
+  const agent = pickAgent(config, params.agent);
+  const sessionId = params.session_id ?? deps.randomId(8, "abcdefghijklmnopqrstuvwxyz0123456789");
+  const traceId = deps.randomId(16, "0123456789abcdef");
+  // The model starts loading now, while the session, memory and tools are prepared; the turn
+  // hears its progress once it asks for the server (after run_start, as the protocol orders).
+  // The steps up to the spawn go first (on one thread, the turn's own work would otherwise
+  // run between them); the turn's preparation then overlaps the load.
+  const prestarted = deps.provider.prestart?.();
+  if (prestarted) await untilSpawned(prestarted);
+  const unlock = await deps.locks.lock(`${params.user_id}/${sessionId}`, signal);
+  try {
+    const warnings: Warning[] = [];
+    const store = new SessionStore(deps.dataDir, params.user_id, sessionId, deps.now);
+    const start = { traceId, input: params.input, agent: agent.name, resume: params.resume };
+    const session = TurnSession.open(store, start, warnings);
+    const ctx: TurnContext = {
+      params,
+      deps,
+      agent,
+      sessionId,
+      traceId,
+      warnings,
+      session,
+      step: session.state.step,
+    };
+    return await new Turn(ctx, prestarted).run();
+  } catch (err) {
+    // A folder the core cannot write is the host's to fix: name it, not "see the log".
+    throw dataDirError(err, deps.dataDir) ?? err;
+  } finally {
+    unlock();
+  }
+}
+
+async function untilSpawned(ticket: StartTicket): Promise<void> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  await Promise.race([ticket.spawned, new Promise<void>((r) => (timer = setTimeout(r, SPAWN_WAIT_MS)))]);
+  clearTimeout(timer);
+}

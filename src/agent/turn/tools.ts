@@ -1,0 +1,92 @@
+import { CoreError } from "../../protocol/errors.ts";
+import type { ToolCall } from "../../store/chat-messages.ts";
+import { type AgentTool, resolveTools } from "../tool-registry.ts";
+import { runTool, type ToolOutcome } from "../tool-runner.ts";
+import type { TurnContext } from "./context.ts";
+import type { TurnState } from "./session.ts";
+
+/**
+ * The tools the agent may use. A server that cannot start costs its own tools and a
+ * `tools_unavailable` warning; a pattern naming no configured server is the config's error.
+ */
+export async function loadTools(ctx: TurnContext): Promise<AgentTool[]> {
+  const { agent, deps, warnings } = ctx;
+  if (agent.tools.length === 0) return [];
+  try {
+    const { tools, failures } = await resolveTools(agent.tools, deps.pool, deps.signal);
+    for (const f of failures) {
+      warnings.push({
+        code: "tools_unavailable",
+        message: `the tools of MCP server '${f.server}' could not be loaded, the turn ran without them: ${f.message}`,
+      });
+    }
+    return tools;
+  } catch (err) {
+    if (deps.signal.aborted) throw deps.signal.reason;
+    if (err instanceof CoreError && err.code === "config_invalid") throw err;
+    const message = (err as Error).message;
+    warnings.push({
+      code: "tools_unavailable",
+      message: `tools could not be loaded, the turn ran without them: ${message}`,
+    });
+    return [];
+  }
+}
+
+/**
+ * The calls of the last assistant message that have no result yet (all of them, or the rest
+ * after a resume); undefined when that message made none.
+ */
+export function pendingCalls(state: TurnState): ToolCall[] | undefined {
+  const lastAssistant = state.turn.findLastIndex((m) => m.role === "assistant");
+  const msg = state.turn[lastAssistant];
+  if (msg?.role !== "assistant" || !msg.tool_calls?.length) return undefined;
+  const answered = new Set(
+    state.turn.slice(lastAssistant + 1).flatMap((m) => (m.role === "tool" ? [m.tool_call_id] : [])),
+  );
+  return msg.tool_calls.filter((tc) => !answered.has(tc.id));
+}
+
+/** Runs the calls one by one, each result added to the turn and checkpointed as it comes. */
+export async function runCalls(
+  ctx: TurnContext,
+  tools: readonly AgentTool[],
+  calls: readonly ToolCall[],
+  step: number,
+): Promise<void> {
+  const { deps, session } = ctx;
+  for (const tc of calls) {
+    const tool = tools.find((t) => t.fn === tc.function.name);
+    let args: Record<string, unknown> = {};
+    try {
+      args = JSON.parse(tc.function.arguments || "{}");
+    } catch {
+      // Checked when the call was made; an unreadable checkpoint entry runs with no arguments.
+    }
+    const display = tool?.display ?? tc.function.name;
+    deps.emit("tool_start", { step, tool: display, args });
+    const outcome = tool
+      ? await runTool(tool, args, deps.pool, ctx.params.approve_execution, deps.signal)
+      : unavailable(display);
+    deps.emit("tool_done", {
+      step,
+      tool: display,
+      status: outcome.status,
+      preview: outcome.preview,
+      retryable: outcome.retryable,
+      ms: outcome.ms,
+    });
+    session.state.turn.push({ role: "tool", tool_call_id: tc.id, content: outcome.content });
+    session.save();
+  }
+}
+
+function unavailable(display: string): ToolOutcome {
+  return {
+    status: "error",
+    content: `The tool ${display} is not available.`,
+    preview: "tool not available",
+    retryable: false,
+    ms: 0,
+  };
+}

@@ -1,0 +1,173 @@
+import type { LlamaLease, StartTicket } from "../../runtime/endpoint.ts";
+import type { Hit } from "../../store/bm25.ts";
+import { logger } from "../../util/logger.ts";
+import { type CompletionResult, contextSizeOf, type LlmError } from "../llm-client.ts";
+import { interpretStep } from "../tool-calls.ts";
+import { type AgentTool, toOpenAiTools } from "../tool-registry.ts";
+import type { TurnContext } from "./context.ts";
+import { endTurn, type TurnEnding, type TurnResult } from "./ending.ts";
+import { llmStep, type StepSetup } from "./llm-step.ts";
+import { recall } from "./memory.ts";
+import { repromptMessages, systemMessage } from "./prompt.ts";
+import { loadTools, pendingCalls, runCalls } from "./tools.ts";
+
+/** Context size assumed when neither llama-server nor the config says. */
+const FALLBACK_CONTEXT = 4096;
+
+/**
+ * One agent turn, from run_start to its ending: memory, tools, the lease on a slot, then
+ * steps (an LLM call, the tool calls it asked for) until one of them decides how it ends.
+ */
+export class Turn {
+  private tools: AgentTool[] = [];
+  /** The function names of `tools`: a call naming another is malformed. */
+  private known: ReadonlySet<string> = new Set();
+  private lease: LlamaLease | undefined;
+  private readonly maxSteps: number;
+
+  constructor(
+    private readonly ctx: TurnContext,
+    private readonly prestarted: StartTicket | undefined,
+  ) {
+    this.maxSteps = ctx.agent.max_steps ?? ctx.deps.config.app.max_steps;
+  }
+
+  async run(): Promise<TurnResult> {
+    const { ctx } = this;
+    ctx.session.stage();
+    ctx.deps.emit("run_start", {
+      user_input: ctx.session.state.user_input,
+      trace_id: ctx.traceId,
+      session_id: ctx.sessionId,
+    });
+    try {
+      // Ended while the lease is held: the next chat waiting for the slot comes after this one.
+      return endTurn(ctx, await this.play());
+    } finally {
+      this.lease?.release();
+    }
+  }
+
+  /** From memory recall to the last step: how the turn ends, a cancel or a failure included. */
+  private async play(): Promise<TurnEnding> {
+    const { ctx } = this;
+    const { deps } = ctx;
+    try {
+      deps.emit("memory_start", {});
+      const hits = recall(ctx);
+      deps.emit("memory_done", { hits: hits.length });
+      this.tools = await loadTools(ctx);
+      this.known = new Set(this.tools.map((t) => t.fn));
+      deps.signal.throwIfAborted();
+      // Waiting for llama-server to start, restart or wake: the host hears how it goes.
+      this.lease = await deps.provider.acquire(deps.signal, (p) => deps.emit("warmup_progress", p), {
+        prestarted: this.prestarted,
+      });
+      return await this.steps(await this.setup(this.lease, hits));
+    } catch (err) {
+      return deps.signal.aborted ? { kind: "cancelled" } : { kind: "failed", error: err };
+    }
+  }
+
+  private async setup(lease: LlamaLease, hits: Hit[]): Promise<StepSetup> {
+    const { agent, deps } = this.ctx;
+    const contextSize =
+      (await contextSizeOf(lease, deps.signal)) ??
+      (typeof deps.config.model.context === "number" ? deps.config.model.context : FALLBACK_CONTEXT);
+    const maxTokens = agent.max_tokens ?? deps.config.model.max_tokens ?? undefined;
+    return {
+      lease,
+      system: systemMessage(agent, hits),
+      tools: toOpenAiTools(this.tools),
+      contextSize,
+      maxTokens,
+    };
+  }
+
+  private async steps(setup: StepSetup): Promise<TurnEnding> {
+    const { ctx } = this;
+    const { state } = ctx.session;
+    for (;;) {
+      const calls = pendingCalls(state);
+      if (calls) {
+        ctx.step = Math.max(0, state.step - 1);
+        await runCalls(ctx, this.tools, calls, state.step - 1);
+      }
+      if (state.step >= this.maxSteps)
+        return { kind: "max_steps", step: Math.max(0, state.step - 1), limit: this.maxSteps };
+
+      const step = state.step;
+      ctx.step = step;
+      ctx.deps.emit("llm_start", { step });
+      const answer = await llmStep(ctx, setup, step);
+      if (answer.kind === "failed") return { kind: "llm_error", step, failure: answer.failure };
+      if (answer.kind === "overflow") return this.overflowed(step, answer.error, setup.contextSize);
+      ctx.deps.emit("llm_done", { step });
+      const ending = this.judge(step, answer.reply, setup);
+      if (ending) return ending;
+    }
+  }
+
+  /** What a finished step asked for: an ending, or (undefined) another step. */
+  private judge(step: number, reply: CompletionResult, setup: StepSetup): TurnEnding | undefined {
+    const { ctx } = this;
+    const { maxTokens, contextSize } = setup;
+    const { session } = ctx;
+    const { state } = session;
+    logger.info(
+      `trace=${ctx.traceId} step=${step} finish=${reply.finishReason} usage=${JSON.stringify(reply.usage ?? {})} timings=${JSON.stringify(reply.timings ?? {})}`,
+    );
+    const outcome = interpretStep(reply.content, reply.toolCalls, this.known, step);
+    state.step = step + 1;
+    if (outcome.text.trim() !== "") state.best_text = outcome.text;
+    if (reply.finishReason === "length" && !reachedReplyCap(reply, maxTokens)) {
+      // The slot is full: no room for a tool result or a re-prompt (and a call cut off here is
+      // half written), so the turn ends with its text so far rather than an error.
+      const response = outcome.kind === "final" ? reply.content : state.best_text;
+      return { kind: "context_full", step, response, contextSize };
+    }
+    if (outcome.kind === "final") {
+      // Only our own cap gets here as a length stop; the slot filling up was handled above.
+      const cappedAt = reply.finishReason === "length" ? maxTokens : undefined;
+      return { kind: "answered", step, response: reply.content, cappedAt };
+    }
+    if (outcome.kind === "calls") {
+      state.turn.push({ role: "assistant", content: outcome.text || null, tool_calls: outcome.toolCalls });
+      session.save();
+      return undefined;
+    }
+    // A malformed call goes back to the model saying what was wrong.
+    state.parse_errors++;
+    const problems = outcome.problems.join("; ");
+    logger.info(`trace=${ctx.traceId} step=${step} malformed tool call (${state.parse_errors}): ${problems}`);
+    state.turn.push(...repromptMessages(outcome, reply.content, problems));
+    const limit = ctx.deps.config.app.max_parse_errors;
+    if (state.parse_errors > limit)
+      return { kind: "max_parse_errors", step, count: state.parse_errors, limit, problems };
+    session.save();
+    return undefined;
+  }
+
+  /**
+   * The prompt overflowed even without history. Before the turn has done anything it is the
+   * user's input that does not fit: refused. Later it is the turn's own tool results or
+   * re-prompts: the turn ends like a full reply.
+   */
+  private overflowed(step: number, err: LlmError, contextSize: number): TurnEnding {
+    const { n_prompt_tokens, n_ctx } = err.data;
+    const promptTokens = typeof n_prompt_tokens === "number" ? n_prompt_tokens : undefined;
+    const slot = typeof n_ctx === "number" ? n_ctx : contextSize;
+    if (this.ctx.session.state.turn.length <= 1)
+      return { kind: "context_overflow", step, promptTokens, slot };
+    this.ctx.deps.emit("llm_done", { step });
+    return { kind: "context_outgrown", step, promptTokens, slot };
+  }
+}
+
+/** Whether a length stop was our own reply cap rather than the slot's context filling up. */
+function reachedReplyCap(reply: CompletionResult, maxTokens: number | undefined): boolean {
+  if (maxTokens === undefined) return false;
+  // Without usage the cap is the likelier cause: it is the limit we know was set.
+  const completion = Number(reply.usage?.completion_tokens ?? Number.NaN);
+  return !(completion < maxTokens);
+}

@@ -1,0 +1,185 @@
+import { describe, expect, test } from "bun:test";
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { LlmError } from "../../../src/agent/llm-client.ts";
+import type { TurnContext, TurnDeps } from "../../../src/agent/turn/context.ts";
+import { endTurn, type TurnEnding } from "../../../src/agent/turn/ending.ts";
+import { TurnSession } from "../../../src/agent/turn/session.ts";
+import { ConfigSchema } from "../../../src/config/schema.ts";
+import { CoreError } from "../../../src/protocol/errors.ts";
+import { SessionStore } from "../../../src/store/session-store.ts";
+import { tmpdir } from "../../fixtures/tmpdir.ts";
+
+/** A turn at step 2 with best text "so far", its events recorded, memory off. */
+function turnAt(options: { settles?: boolean; aborted?: boolean } = {}) {
+  const dir = tmpdir("local-ai-ending-");
+  const config = ConfigSchema.parse({ memory: { enabled: false } });
+  const events: { event: string; fields: unknown }[] = [];
+  const abort = new AbortController();
+  if (options.aborted) abort.abort(new CoreError("cancelled", "cancelled by the host"));
+  const deps = {
+    config,
+    dataDir: dir.path,
+    emit: (event: string, fields: unknown) => events.push({ event, fields }) > 0,
+    signal: abort.signal,
+    settle: () => options.settles ?? true,
+    now: () => new Date(0),
+  } as unknown as TurnDeps;
+  const store = new SessionStore(dir.path, "u", "s", deps.now);
+  const session = TurnSession.open(store, { traceId: "t1", input: "hi", agent: "a", resume: false }, []);
+  session.state.best_text = "so far";
+  session.stage();
+  const ctx: TurnContext = {
+    params: { user_id: "u", input: "hi", resume: false, approve_execution: false },
+    deps,
+    agent: config.agents[0] as TurnContext["agent"],
+    sessionId: "s",
+    traceId: "t1",
+    warnings: [],
+    session,
+    step: 2,
+  };
+  const sessionDir = join(dir.path, "users", "u", "sessions", "s");
+  return {
+    dir,
+    ctx,
+    events,
+    history: () =>
+      existsSync(join(sessionDir, "history.json"))
+        ? JSON.parse(readFileSync(join(sessionDir, "history.json"), "utf8")).messages
+        : undefined,
+    hasCheckpoint: () => existsSync(join(sessionDir, "checkpoint.json")),
+  };
+}
+
+function thrown(run: () => unknown): unknown {
+  try {
+    run();
+  } catch (err) {
+    return err;
+  }
+  throw new Error("expected a throw");
+}
+
+describe("endTurn: each ending emits at most one terminal event", () => {
+  const committed: [string, TurnEnding, string, string, string[]][] = [
+    ["answered", { kind: "answered", step: 2, response: "hello", cappedAt: undefined }, "final", "hello", []],
+    [
+      "an empty answer",
+      { kind: "answered", step: 2, response: " ", cappedAt: undefined },
+      "final",
+      " ",
+      ["empty_reply"],
+    ],
+    [
+      "an answer at our cap",
+      { kind: "answered", step: 2, response: "he", cappedAt: 5 },
+      "final",
+      "he",
+      ["reply_truncated"],
+    ],
+    [
+      "context_full",
+      { kind: "context_full", step: 2, response: "cut", contextSize: 512 },
+      "final",
+      "cut",
+      ["context_full"],
+    ],
+    [
+      "context_outgrown",
+      { kind: "context_outgrown", step: 2, promptTokens: 900, slot: 512 },
+      "final",
+      "so far",
+      ["context_full"],
+    ],
+    ["max_steps", { kind: "max_steps", step: 2, limit: 3 }, "loop_abort", "so far", ["max_steps"]],
+    [
+      "max_parse_errors",
+      { kind: "max_parse_errors", step: 2, count: 3, limit: 2, problems: "invalid JSON" },
+      "loop_abort",
+      "so far",
+      ["max_parse_errors"],
+    ],
+  ];
+  for (const [what, ending, event, response, warnings] of committed) {
+    test(`${what}: ${event}, then committed with "${response}"`, () => {
+      const t = turnAt();
+      using _ = t.dir;
+      const result = endTurn(t.ctx, ending);
+      expect(t.events.map((e) => e.event)).toEqual([event]);
+      expect(result).toMatchObject({ response, session_id: "s", trace_id: "t1" });
+      expect(result.warnings.map((w) => w.code)).toEqual(warnings as never);
+      expect(t.history()?.at(-1)).toEqual({ role: "assistant", content: response });
+      expect(t.hasCheckpoint()).toBe(false);
+    });
+  }
+
+  test("a cancel that won the finish: the answer's final, then loop_abort cancelled, nothing committed", () => {
+    const t = turnAt({ settles: false, aborted: true });
+    using _ = t.dir;
+    const err = thrown(() =>
+      endTurn(t.ctx, { kind: "answered", step: 2, response: "x", cappedAt: undefined }),
+    );
+    expect(err).toMatchObject({ code: "cancelled" });
+    expect(t.events).toEqual([
+      { event: "final", fields: { step: 2, response: "x" } },
+      { event: "loop_abort", fields: { step: 2, reason: "cancelled" } },
+    ]);
+    expect(t.history()).toBeUndefined();
+    expect(t.hasCheckpoint()).toBe(true);
+  });
+
+  test("context_overflow: loop_abort, invalid_request with the counts, the session as it was", () => {
+    const t = turnAt();
+    using _ = t.dir;
+    const err = thrown(() =>
+      endTurn(t.ctx, { kind: "context_overflow", step: 0, promptTokens: 700, slot: 512 }),
+    );
+    expect(err).toMatchObject({
+      code: "invalid_request",
+      data: { reason: "context_overflow", n_prompt_tokens: 700, n_ctx: 512, trace_id: "t1" },
+    });
+    expect(t.events).toEqual([{ event: "loop_abort", fields: { step: 0, reason: "context_overflow" } }]);
+    expect(t.history()).toBeUndefined();
+    expect(t.hasCheckpoint()).toBe(false); // there was none before the turn
+  });
+
+  test("llm_error: loop_abort, internal_error naming what llama-server did, the checkpoint kept", () => {
+    const t = turnAt();
+    using _ = t.dir;
+    const failure = new LlmError("server_error", "llama-server answered HTTP 500: boom", { status: 500 });
+    const err = thrown(() => endTurn(t.ctx, { kind: "llm_error", step: 1, failure }));
+    expect(err).toMatchObject({
+      code: "internal_error",
+      data: { reason: "server_error", trace_id: "t1", status: 500 },
+    });
+    expect(t.events).toEqual([{ event: "loop_abort", fields: { step: 1, reason: "llm_error" } }]);
+    expect(t.hasCheckpoint()).toBe(true);
+  });
+
+  test("llm_error of a dead or wedged server: its own code, reason server_failed", () => {
+    const t = turnAt();
+    using _ = t.dir;
+    const failure = new CoreError("internal_error", "llama-server stopped responding");
+    const err = thrown(() => endTurn(t.ctx, { kind: "llm_error", step: 1, failure }));
+    expect(err).toMatchObject({ code: "internal_error", data: { reason: "server_failed", trace_id: "t1" } });
+  });
+
+  test("cancelled: loop_abort at the step being worked on, the abort reason thrown, the checkpoint kept", () => {
+    const t = turnAt({ aborted: true });
+    using _ = t.dir;
+    const err = thrown(() => endTurn(t.ctx, { kind: "cancelled" }));
+    expect(err).toMatchObject({ code: "cancelled" });
+    expect(t.events).toEqual([{ event: "loop_abort", fields: { step: 2, reason: "cancelled" } }]);
+    expect(t.hasCheckpoint()).toBe(true);
+  });
+
+  test("failed: no terminal event, the error as it came, the checkpoint kept", () => {
+    const t = turnAt();
+    using _ = t.dir;
+    const error = new CoreError("model_missing", "no model");
+    expect(thrown(() => endTurn(t.ctx, { kind: "failed", error }))).toBe(error);
+    expect(t.events).toEqual([]);
+    expect(t.hasCheckpoint()).toBe(true);
+  });
+});
