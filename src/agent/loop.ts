@@ -13,7 +13,7 @@ import { type Checkpoint, SessionStore } from "../store/session-store.ts";
 import { logger } from "../util/logger.ts";
 import { estimateAll, estimateTokens, trimHistory } from "./context-budget.ts";
 import { type CompletionResult, contextSizeOf, LlmError, streamCompletion } from "./llm-client.ts";
-import type { McpPool } from "./mcp-pool.ts";
+import type { McpPool } from "./mcp/pool.ts";
 import { interpretStep } from "./tool-calls.ts";
 import { type AgentTool, resolveTools, toOpenAiTools } from "./tool-registry.ts";
 import { runTool } from "./tool-runner.ts";
