@@ -1,10 +1,12 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { getDefaultEnvironment, StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { getDefaultEnvironment } from "@modelcontextprotocol/sdk/client/stdio.js";
 import type { McpServerConfig } from "../../config/schema.ts";
 import { CoreError } from "../../protocol/errors.ts";
 import { removeRecordFile, writeMcpRecord } from "../../runtime/pid-file.ts";
 import { logger } from "../../util/logger.ts";
 import { VERSION } from "../../version.ts";
+import { type McpChild, spawnMcpServer } from "./child.ts";
+import { ChildTransport } from "./child-transport.ts";
 
 export interface McpToolInfo {
   name: string;
@@ -34,45 +36,40 @@ export interface StartOptions {
   onClose: (conn: Connection) => void;
 }
 
-/** Spawns one configured server, connects and lists its tools, within startup_timeout_s. */
+/**
+ * Spawns one configured server (child.ts), connects and lists its tools, within
+ * startup_timeout_s. Its pid record (run/mcp/), so that a core killed outright has it reaped by
+ * the next one, lasts as long as the process.
+ */
 export async function startServer(cfg: McpServerConfig, options: StartOptions): Promise<StartOutcome> {
-  const transport = new StdioClientTransport({
-    command: cfg.command,
-    args: cfg.args,
-    env: { ...getDefaultEnvironment(), ...cfg.env },
-    cwd: cfg.cwd,
-    stderr: "pipe",
-  });
-  transport.stderr?.on("data", (d: Buffer) => logger.debug(`[mcp ${cfg.name}] ${String(d).trimEnd()}`));
+  let child: McpChild;
+  try {
+    child = spawnMcpServer({
+      command: cfg.command,
+      args: cfg.args,
+      env: { ...getDefaultEnvironment(), ...cfg.env },
+      cwd: cfg.cwd,
+    });
+  } catch (err) {
+    return { ok: false, error: startError(cfg, err, false), stopped: Promise.resolve() };
+  }
+  void logStderr(cfg.name, child.stderr);
+  const record = options.dataDir
+    ? writeMcpRecord(options.dataDir, { pid: child.pid, name: cfg.name, binary: cfg.command, argv: cfg.args })
+    : null;
+  if (record) void child.exited.then(() => removeRecordFile(record));
   const client = new Client({ name: "local-ai", version: VERSION });
-  // Its pid record (run/mcp/), so a core killed outright has it reaped by the next one.
-  let record: string | null = null;
-  const conn: Connection = {
-    client,
-    tools: [],
-    close: async () => {
-      await client.close();
-      if (record) removeRecordFile(record); // exited, or SIGKILLed by the SDK
-    },
-  };
+  const conn: Connection = { client, tools: [], close: () => client.close() };
   client.onclose = () => {
-    if (record) removeRecordFile(record);
     logger.info(`MCP server '${cfg.name}' disconnected; it will be restarted on next use`);
     options.onClose(conn);
   };
   const limitMs = cfg.startup_timeout_s * 1000;
   const startTimeout = AbortSignal.timeout(limitMs);
-  let pid: number | null = null;
-  const killOnAbort = () => killPid(pid ?? transport.pid);
+  const killOnAbort = () => child.kill();
+  options.signal.addEventListener("abort", killOnAbort, { once: true });
   try {
-    const connecting = client.connect(transport, { signal: startTimeout, timeout: limitMs });
-    // Spawned synchronously by connect(); a failed connect clears transport.pid before we
-    // could read it, and a hung server ignores the SDK's SIGTERM, so keep the pid now.
-    pid = transport.pid;
-    options.signal.addEventListener("abort", killOnAbort, { once: true });
-    if (pid && options.dataDir)
-      record = writeMcpRecord(options.dataDir, { pid, name: cfg.name, binary: cfg.command, argv: cfg.args });
-    await connecting;
+    await client.connect(new ChildTransport(child), { signal: startTimeout, timeout: limitMs });
     const listed = await client.listTools(undefined, { signal: startTimeout, timeout: limitMs });
     conn.tools = listed.tools.map((t) => ({
       name: t.name,
@@ -80,8 +77,8 @@ export async function startServer(cfg: McpServerConfig, options: StartOptions): 
       inputSchema: (t.inputSchema as Record<string, unknown>) ?? { type: "object" },
     }));
   } catch (err) {
-    const stopped = stopFailed(cfg.name, client, pid ?? transport.pid);
-    if (record) removeRecordFile(record);
+    const stopped = stopFailed(cfg.name, child, client);
+    if (record) removeRecordFile(record); // SIGKILLed: nothing left to reap
     return { ok: false, error: startError(cfg, err, startTimeout.aborted), stopped };
   } finally {
     options.signal.removeEventListener("abort", killOnAbort);
@@ -108,23 +105,21 @@ function startError(cfg: McpServerConfig, err: unknown, timedOut: boolean): Core
 
 /**
  * Stops a server that failed to start. It has nothing worth a graceful exit, and one that
- * hangs may ignore stdin's end and SIGTERM, so it is killed outright before the transport
- * is closed; the chat does not wait for it, the pool's close() does.
+ * hangs may ignore stdin's end and SIGTERM, so it is killed outright before the client lets
+ * go of it; the chat does not wait for it, the pool's close() does.
  */
-function stopFailed(name: string, client: Client, pid: number | null): Promise<void> {
-  if (killPid(pid)) logger.info(`MCP server '${name}' (pid ${pid}) killed after a failed start`);
-  return client.close().then(
-    () => {},
-    () => {},
-  );
+function stopFailed(name: string, child: McpChild, client: Client): Promise<void> {
+  child.kill();
+  logger.info(`MCP server '${name}' (pid ${child.pid}) killed after a failed start`);
+  return Promise.all([child.exited, client.close().catch(() => {})]).then(() => {});
 }
 
-function killPid(pid: number | null): boolean {
-  if (pid === null) return false;
+/** Logs what a server writes to stderr; reading it also keeps the pipe from filling up. */
+async function logStderr(name: string, stream: ReadableStream<Uint8Array>): Promise<void> {
+  const decoder = new TextDecoder();
   try {
-    process.kill(pid, "SIGKILL");
-    return true;
+    for await (const chunk of stream) logger.debug(`[mcp ${name}] ${decoder.decode(chunk).trimEnd()}`);
   } catch {
-    return false; // already gone
+    // A broken pipe ends the log, nothing else.
   }
 }
