@@ -9,9 +9,8 @@ const DRAIN_AFTER_EXIT_MS = 200;
 /**
  * The SDK's Transport over a server the pool spawned itself (child.ts), framed as the SDK's
  * StdioClientTransport frames it (its ReadBuffer: one JSON-RPC message a line). That transport
- * spawns on its own; the pool spawns its servers itself, to stop them its own way. The
- * connection ends when the server exits, not when stdout ends: a child of its own may hold
- * stdout open.
+ * spawns on its own and could not hand the guard (guard.ts) its socket. The connection ends
+ * when the server exits, not when stdout ends: a child of its own may hold stdout open.
  */
 export class ChildTransport implements Transport {
   onclose?: () => void;

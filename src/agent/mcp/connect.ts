@@ -37,9 +37,9 @@ export interface StartOptions {
 }
 
 /**
- * Spawns one configured server (child.ts), connects and lists its tools, within
- * startup_timeout_s. Its pid record (run/mcp/), so that a core killed outright has it reaped by
- * the next one, lasts as long as the process.
+ * Spawns one configured server (under the guard where there is one: child.ts), connects and
+ * lists its tools, within startup_timeout_s. Its pid record (run/mcp/), so that a core killed
+ * outright has it reaped by the next one where no guard did, lasts as long as the process.
  */
 export async function startServer(cfg: McpServerConfig, options: StartOptions): Promise<StartOutcome> {
   let child: McpChild;
@@ -105,8 +105,9 @@ function startError(cfg: McpServerConfig, err: unknown, timedOut: boolean): Core
 
 /**
  * Stops a server that failed to start. It has nothing worth a graceful exit, and one that
- * hangs may ignore stdin's end and SIGTERM, so it is killed outright before the client lets
- * go of it; the chat does not wait for it, the pool's close() does.
+ * hangs may ignore stdin's end and SIGTERM, so it is killed outright (guarded: its whole
+ * group) before the client lets go of it; the chat does not wait for it, the pool's close()
+ * does.
  */
 function stopFailed(name: string, child: McpChild, client: Client): Promise<void> {
   child.kill();
