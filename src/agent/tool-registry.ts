@@ -1,5 +1,5 @@
 import { CoreError } from "../protocol/errors.ts";
-import type { McpPool } from "./mcp-pool.ts";
+import type { McpPool } from "./mcp/pool.ts";
 
 /** One MCP tool as offered to the model. */
 export interface AgentTool {

@@ -1,5 +1,5 @@
 import { isCoreError } from "../protocol/errors.ts";
-import type { McpPool } from "./mcp-pool.ts";
+import type { McpPool } from "./mcp/pool.ts";
 import type { AgentTool } from "./tool-registry.ts";
 
 /** A tool result longer than this is cut before it reaches the model (and the history). */

@@ -1,4 +1,4 @@
-import type { McpPool } from "../agent/mcp-pool.ts";
+import type { McpPool } from "../agent/mcp/pool.ts";
 import type { Config, LoadedConfig } from "../config/schema.ts";
 import type { LlamaProvider } from "../runtime/endpoint.ts";
 import type { KeyedMutex } from "../store/keyed-mutex.ts";

@@ -1,4 +1,4 @@
-import type { McpPool } from "../agent/mcp-pool.ts";
+import type { McpPool } from "../agent/mcp/pool.ts";
 import type { Config, LoadedConfig } from "../config/schema.ts";
 import { METHODS } from "../methods/index.ts";
 import type { Services } from "../methods/services.ts";
@@ -120,7 +120,7 @@ export class CoreServices implements Services {
 
   mcp(): McpPool {
     if (!this.pool) {
-      const { McpPool } = require("../agent/mcp-pool.ts") as typeof import("../agent/mcp-pool.ts");
+      const { McpPool } = require("../agent/mcp/pool.ts") as typeof import("../agent/mcp/pool.ts");
       const config = this.config();
       const pool = new McpPool(config.mcp_servers, Date.now, config.app.data_dir);
       this.pool = this.stopAtShutdown("mcp", pool, () => pool.close());

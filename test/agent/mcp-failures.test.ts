@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { existsSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { McpPool } from "../../src/agent/mcp-pool.ts";
+import { McpPool } from "../../src/agent/mcp/pool.ts";
 import { McpServerSchema } from "../../src/config/schema.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 import { waitFor } from "../fixtures/wait.ts";

@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { McpPool } from "../../src/agent/mcp-pool.ts";
+import { McpPool } from "../../src/agent/mcp/pool.ts";
 import { McpServerSchema } from "../../src/config/schema.ts";
 import type { PidRecord } from "../../src/runtime/pid-file.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";

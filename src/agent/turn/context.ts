@@ -4,7 +4,7 @@ import type { RequestContext } from "../../protocol/method-table.ts";
 import type { LlamaProvider } from "../../runtime/endpoint.ts";
 import type { KeyedMutex } from "../../store/keyed-mutex.ts";
 import type { MemoryIndex } from "../../store/memory-index.ts";
-import type { McpPool } from "../mcp-pool.ts";
+import type { McpPool } from "../mcp/pool.ts";
 import type { TurnSession } from "./session.ts";
 
 /** What a turn is given by the chat method: the core's services and the request's own edges. */

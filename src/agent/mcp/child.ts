@@ -1,0 +1,113 @@
+import { closeSync, existsSync } from "node:fs";
+import { isAbsolute, resolve } from "node:path";
+import { guardAvailable, guardedArgv } from "./guard.ts";
+
+/** What the config says to run. */
+export interface ServerLaunch {
+  command: string;
+  args: readonly string[];
+  env: Record<string, string>;
+  cwd?: string;
+}
+
+/** A spawned MCP server: its stdio for the transport, and the one way to stop it. */
+export interface McpChild {
+  readonly pid: number;
+  /** Whether the guard (guard.ts) ties its process group to the core's life. */
+  readonly guarded: boolean;
+  readonly stdout: ReadableStream<Uint8Array>;
+  readonly stderr: ReadableStream<Uint8Array>;
+  /** Writes to its stdin; rejects once that is closed. */
+  write(data: string): Promise<void>;
+  /** Settles once the server process has exited (its pid is no longer ours to signal). */
+  readonly exited: Promise<void>;
+  /**
+   * The clean stop: stdin's end (servers exit on EOF), SIGTERM after EOF_GRACE_MS, SIGKILL after
+   * TERM_GRACE_MS more; guarded, the signals go to its process group. Resolves once it exited.
+   */
+  stop(): Promise<void>;
+  /** At once: SIGKILL to it (guarded: its group, the guard included). */
+  kill(): void;
+}
+
+export const EOF_GRACE_MS = 2000;
+export const TERM_GRACE_MS = 2000;
+
+/**
+ * Starts `launch`, under the guard where there is one. Guarded, the server leads its own
+ * process group, and once it has exited the core closes the guard's socket, so the guard sends
+ * what is left of the group (the server's own children) SIGTERM, then SIGKILL. Throws, as
+ * spawn does, for a command that cannot be run.
+ */
+export function spawnMcpServer(launch: ServerLaunch, guard = guardAvailable()): McpChild {
+  if (guard) {
+    // The shell would only say so on stderr and exit 127: name the problem as spawn does.
+    const problem = commandProblem(launch);
+    if (problem) throw new Error(problem);
+  }
+  const proc = Bun.spawn(
+    guard ? guardedArgv(launch.command, launch.args) : [launch.command, ...launch.args],
+    {
+      env: launch.env,
+      cwd: launch.cwd,
+      stdio: ["pipe", "pipe", "pipe", ...(guard ? (["socket-fd"] as const) : [])],
+      detached: guard,
+      windowsHide: true,
+    },
+  );
+  const watch = guard ? proc.stdio[3] : null;
+  let gone = false;
+  const exited = proc.exited.then(() => {
+    gone = true;
+    // Its leftovers are the guard's now; the core never signals a group whose leader it reaped.
+    if (typeof watch === "number") closeSync(watch);
+  });
+  const signal = (sig: NodeJS.Signals) => {
+    if (gone) return;
+    try {
+      if (guard) process.kill(-proc.pid, sig);
+      else proc.kill(sig);
+    } catch {
+      // Already gone.
+    }
+  };
+  const endStdin = () => {
+    try {
+      proc.stdin.end();
+    } catch {
+      // Already closed.
+    }
+  };
+  return {
+    pid: proc.pid,
+    guarded: guard,
+    stdout: proc.stdout,
+    stderr: proc.stderr,
+    exited,
+    write: async (data) => {
+      proc.stdin.write(data);
+      await proc.stdin.flush();
+    },
+    stop: async () => {
+      endStdin();
+      const term = setTimeout(() => signal("SIGTERM"), EOF_GRACE_MS);
+      const kill = setTimeout(() => signal("SIGKILL"), EOF_GRACE_MS + TERM_GRACE_MS);
+      await exited;
+      clearTimeout(term);
+      clearTimeout(kill);
+    },
+    kill: () => signal("SIGKILL"),
+  };
+}
+
+/** Why `launch.command` cannot be run (the words spawn uses), or null. */
+function commandProblem(launch: ServerLaunch): string | null {
+  const { command, env } = launch;
+  if (env.PATH === undefined && !command.includes("/")) return null; // the shell's default path decides
+  if (Bun.which(command, { PATH: env.PATH ?? "", cwd: launch.cwd })) return null;
+  if (!command.includes("/")) return `Executable not found in $PATH: "${command}"`;
+  const path = isAbsolute(command) ? command : resolve(launch.cwd ?? process.cwd(), command);
+  return existsSync(path)
+    ? `EACCES: permission denied, '${command}'`
+    : `ENOENT: no such file or directory, '${command}'`;
+}

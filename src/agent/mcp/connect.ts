@@ -1,0 +1,126 @@
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { getDefaultEnvironment } from "@modelcontextprotocol/sdk/client/stdio.js";
+import type { McpServerConfig } from "../../config/schema.ts";
+import { CoreError } from "../../protocol/errors.ts";
+import { removeRecordFile, writeMcpRecord } from "../../runtime/pid-file.ts";
+import { logger } from "../../util/logger.ts";
+import { VERSION } from "../../version.ts";
+import { type McpChild, spawnMcpServer } from "./child.ts";
+import { ChildTransport } from "./child-transport.ts";
+
+export interface McpToolInfo {
+  name: string;
+  description: string;
+  inputSchema: Record<string, unknown>;
+}
+
+/** A server that answered initialize and tools/list. */
+export interface Connection {
+  client: Client;
+  tools: McpToolInfo[];
+  /** Stops the server (stdin's end first, then signals) and removes its pid record. */
+  close(): Promise<void>;
+}
+
+/** A start never rejects: a failed one has killed what it spawned; `stopped` settles once that is gone. */
+export type StartOutcome =
+  | { ok: true; conn: Connection }
+  | { ok: false; error: CoreError; stopped: Promise<void> };
+
+export interface StartOptions {
+  /** Where the server's pid record goes (none without). */
+  dataDir?: string;
+  /** Aborted when the pool closes mid-start: the server is killed at once. */
+  signal: AbortSignal;
+  /** The connection closed: the server exited, crashed or was stopped. */
+  onClose: (conn: Connection) => void;
+}
+
+/**
+ * Spawns one configured server (under the guard where there is one: child.ts), connects and
+ * lists its tools, within startup_timeout_s. Its pid record (run/mcp/), so that a core killed
+ * outright has it reaped by the next one where no guard did, lasts as long as the process.
+ */
+export async function startServer(cfg: McpServerConfig, options: StartOptions): Promise<StartOutcome> {
+  let child: McpChild;
+  try {
+    child = spawnMcpServer({
+      command: cfg.command,
+      args: cfg.args,
+      env: { ...getDefaultEnvironment(), ...cfg.env },
+      cwd: cfg.cwd,
+    });
+  } catch (err) {
+    return { ok: false, error: startError(cfg, err, false), stopped: Promise.resolve() };
+  }
+  void logStderr(cfg.name, child.stderr);
+  const record = options.dataDir
+    ? writeMcpRecord(options.dataDir, { pid: child.pid, name: cfg.name, binary: cfg.command, argv: cfg.args })
+    : null;
+  if (record) void child.exited.then(() => removeRecordFile(record));
+  const client = new Client({ name: "local-ai", version: VERSION });
+  const conn: Connection = { client, tools: [], close: () => client.close() };
+  client.onclose = () => {
+    logger.info(`MCP server '${cfg.name}' disconnected; it will be restarted on next use`);
+    options.onClose(conn);
+  };
+  const limitMs = cfg.startup_timeout_s * 1000;
+  const startTimeout = AbortSignal.timeout(limitMs);
+  const killOnAbort = () => child.kill();
+  options.signal.addEventListener("abort", killOnAbort, { once: true });
+  try {
+    await client.connect(new ChildTransport(child), { signal: startTimeout, timeout: limitMs });
+    const listed = await client.listTools(undefined, { signal: startTimeout, timeout: limitMs });
+    conn.tools = listed.tools.map((t) => ({
+      name: t.name,
+      description: t.description ?? "",
+      inputSchema: (t.inputSchema as Record<string, unknown>) ?? { type: "object" },
+    }));
+  } catch (err) {
+    const stopped = stopFailed(cfg.name, child, client);
+    if (record) removeRecordFile(record); // SIGKILLed: nothing left to reap
+    return { ok: false, error: startError(cfg, err, startTimeout.aborted), stopped };
+  } finally {
+    options.signal.removeEventListener("abort", killOnAbort);
+  }
+  logger.info(`MCP server '${cfg.name}' started with ${conn.tools.length} tools`);
+  return { ok: true, conn };
+}
+
+function startError(cfg: McpServerConfig, err: unknown, timedOut: boolean): CoreError {
+  if (timedOut)
+    return new CoreError(
+      "internal_error",
+      `MCP server '${cfg.name}' did not start within startup_timeout_s (${cfg.startup_timeout_s} s); it was stopped`,
+      { server: cfg.name },
+    );
+  return new CoreError(
+    "internal_error",
+    `MCP server '${cfg.name}' could not be started: ${(err as Error).message}`,
+    {
+      server: cfg.name,
+    },
+  );
+}
+
+/**
+ * Stops a server that failed to start. It has nothing worth a graceful exit, and one that
+ * hangs may ignore stdin's end and SIGTERM, so it is killed outright (guarded: its whole
+ * group) before the client lets go of it; the chat does not wait for it, the pool's close()
+ * does.
+ */
+function stopFailed(name: string, child: McpChild, client: Client): Promise<void> {
+  child.kill();
+  logger.info(`MCP server '${name}' (pid ${child.pid}) killed after a failed start`);
+  return Promise.all([child.exited, client.close().catch(() => {})]).then(() => {});
+}
+
+/** Logs what a server writes to stderr; reading it also keeps the pipe from filling up. */
+async function logStderr(name: string, stream: ReadableStream<Uint8Array>): Promise<void> {
+  const decoder = new TextDecoder();
+  try {
+    for await (const chunk of stream) logger.debug(`[mcp ${name}] ${decoder.decode(chunk).trimEnd()}`);
+  } catch {
+    // A broken pipe ends the log, nothing else.
+  }
+}

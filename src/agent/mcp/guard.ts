@@ -1,0 +1,46 @@
+import { existsSync } from "node:fs";
+
+/**
+ * An MCP server must not outlive the core, even one that ignores stdin's end and SIGTERM, and
+ * even when the core is SIGKILLed and can do nothing more. So on POSIX each server is started
+ * through this guard: `/bin/sh -c GUARD local-ai-mcp-guard <command> <args…>` in a new session
+ * (Bun's `detached`, a setsid), so the server and whatever it starts share one process group.
+ * The shell forks a watcher, then `exec`s the server: the server keeps the spawned pid (its
+ * pid record, and `$$` in the watcher) and fds 0–2 untouched, and gets no fd 3. The watcher
+ * holds fd 3, a socket whose other end only the core holds, and reads it until EOF, which comes
+ * when the core closes it (the server has exited) or dies, however. Then it gives the server
+ * 0.5 s to exit on stdin's end, sends SIGTERM to the group, waits up to 2 s for the server, gives
+ * the rest of the group 0.2 s, and sends SIGKILL to the group, itself included. A timer caps all
+ * of that at 3 s, since each `sleep` of the polling is a fork that a loaded machine makes slow.
+ * The watcher ignores SIGTERM (it must live to send the SIGKILL) and lets go of the protocol
+ * pipes at once, so their ends are the server's alone. A shell costs a few milliseconds and no
+ * memory to speak of; a guard in the core's own binary would cost a Bun runtime per server.
+ */
+const GUARD_SCRIPT = `(
+trap '' TERM HUP INT
+exec </dev/null >/dev/null 2>&1
+while read -r _ <&3; do :; done
+(sleep 3; kill -KILL 0) &
+n=0; while [ $n -lt 5 ] && kill -0 $$; do sleep 0.1; n=$((n+1)); done
+kill -TERM 0
+n=0; while [ $n -lt 20 ] && kill -0 $$; do sleep 0.1; n=$((n+1)); done
+sleep 0.2
+kill -KILL 0
+) &
+exec 3<&-
+exec "$@"`;
+
+/** What the guard shows as its name ($0) in `ps`. */
+const GUARD_NAME = "local-ai-mcp-guard";
+
+const SHELL = "/bin/sh";
+
+/** The guard exists where there is a POSIX shell; elsewhere (Windows) servers run unguarded. */
+export function guardAvailable(platform: NodeJS.Platform = process.platform): boolean {
+  return platform !== "win32" && existsSync(SHELL);
+}
+
+/** The argv that runs `command args…` under the guard; it expects fd 3 to be the core's socket. */
+export function guardedArgv(command: string, args: readonly string[]): string[] {
+  return [SHELL, "-c", GUARD_SCRIPT, GUARD_NAME, command, ...args];
+}

@@ -1,0 +1,146 @@
+import type { McpServerConfig } from "../../config/schema.ts";
+import { CoreError } from "../../protocol/errors.ts";
+import { abortable } from "../../util/abortable.ts";
+import { type Connection, type McpToolInfo, type StartOutcome, startServer } from "./connect.ts";
+import { ServerCell, type ServerState } from "./server-state.ts";
+
+export interface McpCallOutcome {
+  isError: boolean;
+  text: string;
+}
+
+/** How long a server that failed to start is left alone before a chat tries it again. */
+export const RETRY_AFTER_MS = 30_000;
+
+/**
+ * The configured MCP stdio servers, each started on first use and kept for the core's life
+ * (the composition root closes the pool at shutdown, so no server outlives the core). A server
+ * whose connection closed (crash, exit) is started again on its next use. Each server's life is
+ * one state (server-state.ts), changed only by a guarded swap.
+ */
+export class McpPool {
+  private readonly cells = new Map<string, ServerCell>();
+  private closing: Promise<void> | undefined;
+
+  constructor(
+    private readonly servers: readonly McpServerConfig[],
+    private readonly now: () => number = Date.now,
+    /** Where servers' pid records go (none without). */
+    private readonly dataDir?: string,
+  ) {
+    for (const s of servers) this.cells.set(s.name, new ServerCell(s.name));
+  }
+
+  config(name: string): McpServerConfig | undefined {
+    return this.servers.find((s) => s.name === name);
+  }
+
+  async tools(server: string, signal: AbortSignal): Promise<McpToolInfo[]> {
+    return (await this.connection(server, signal)).tools;
+  }
+
+  async call(
+    server: string,
+    tool: string,
+    args: Record<string, unknown>,
+    signal: AbortSignal,
+  ): Promise<McpCallOutcome> {
+    const cfg = this.requireConfig(server);
+    const conn = await this.connection(server, signal);
+    const result = await conn.client.callTool({ name: tool, arguments: args }, undefined, {
+      signal,
+      timeout: cfg.timeout_s * 1000,
+    });
+    const parts = Array.isArray(result.content) ? result.content : [];
+    const text = parts
+      .map((p: { type?: string; text?: string }) =>
+        p.type === "text" ? (p.text ?? "") : `[${p.type ?? "content"}]`,
+      )
+      .join("\n");
+    const structured =
+      text === "" && result.structuredContent ? JSON.stringify(result.structuredContent) : "";
+    return { isError: result.isError === true, text: text || structured };
+  }
+
+  /** Every server to `closed`: starts are killed, running servers stopped; resolves once all are gone. */
+  close(): Promise<void> {
+    this.closing ??= Promise.all(
+      [...this.cells.values()].map((cell) => {
+        const s = cell.get();
+        cell.swap(s, { kind: "closed" });
+        return settle(s);
+      }),
+    ).then(() => {});
+    return this.closing;
+  }
+
+  private requireConfig(server: string): McpServerConfig {
+    const cfg = this.config(server);
+    if (!cfg)
+      throw new CoreError("invalid_request", `no MCP server named '${server}' in the config`, {
+        field: "agents.tools",
+      });
+    return cfg;
+  }
+
+  private async connection(server: string, signal: AbortSignal): Promise<Connection> {
+    if (this.closing) throw shuttingDown();
+    const cfg = this.requireConfig(server);
+    const cell = this.cells.get(cfg.name) as ServerCell;
+    const s = cell.get();
+    if (s.kind === "closed") throw shuttingDown();
+    if (s.kind === "ready") return s.conn;
+    // A server that just failed to start (a hang costs startup_timeout_s) is not retried by
+    // every chat: for a while each one gets the same failure at once.
+    if (s.kind === "failed" && this.now() - s.at < RETRY_AFTER_MS) throw s.error;
+    const starting = s.kind === "starting" ? s : this.start(cell, s, cfg);
+    // A cancelled chat stops waiting for a slow start; the start itself is bounded by
+    // startup_timeout_s and its server killed if it does not make it.
+    return abortable(starting.outcome.then(connectionOf), signal);
+  }
+
+  private start(cell: ServerCell, from: ServerState, cfg: McpServerConfig): StartingState {
+    const outcome = Promise.withResolvers<StartOutcome>();
+    const state: StartingState = { kind: "starting", abort: new AbortController(), outcome: outcome.promise };
+    cell.swap(from, state);
+    outcome.resolve(
+      startServer(cfg, {
+        dataDir: this.dataDir,
+        signal: state.abort.signal,
+        onClose: (conn) => {
+          const now = cell.get();
+          if (now.kind === "ready" && now.conn === conn) cell.swap(now, { kind: "idle" });
+        },
+      }),
+    );
+    void state.outcome.then((o) => {
+      // Lost to close(), which settles this start itself.
+      if (cell.get() !== state) return;
+      if (o.ok) cell.swap(state, { kind: "ready", conn: o.conn });
+      else cell.swap(state, { kind: "failed", at: this.now(), error: o.error, stopped: o.stopped });
+    });
+    return state;
+  }
+}
+
+type StartingState = Extract<ServerState, { kind: "starting" }>;
+
+function connectionOf(o: StartOutcome): Connection {
+  if (!o.ok) throw o.error;
+  return o.conn;
+}
+
+function shuttingDown(): CoreError {
+  return new CoreError("cancelled", "the core is shutting down");
+}
+
+/** What close() waits for in the state it left: a start killed, a server stopped, a kill done. */
+async function settle(s: ServerState): Promise<void> {
+  if (s.kind === "ready") return s.conn.close().catch(() => {});
+  if (s.kind === "failed") return s.stopped;
+  if (s.kind !== "starting") return;
+  s.abort.abort();
+  const o = await s.outcome;
+  // A start that made it just as the pool closed is stopped like any running server.
+  await (o.ok ? o.conn.close().catch(() => {}) : o.stopped);
+}
