@@ -1,6 +1,6 @@
 import { z } from "zod";
-import { HF_PREFIX, parseHfModelPath } from "../models/model-ref.ts";
-import { parseEndpoint } from "../rpc/endpoint.ts";
+import { HF_PREFIX, parseHfModelPath } from "../protocol/model-ref.ts";
+import { parseEndpoint } from "./rpc-endpoint.ts";
 
 /**
  * The whole of config.yaml. Every section has defaults, so an empty file is a valid config

@@ -1,8 +1,8 @@
 import { homedir } from "node:os";
 import { z } from "zod";
 import { fitVerdictWith } from "../models/fit-verdict.ts";
-import { QuantSchema, RepoFileSchema, RepoIdSchema, RevisionSchema } from "../models/model-ref.ts";
 import { pullModel } from "../models/pull.ts";
+import { QuantSchema, RepoFileSchema, RepoIdSchema, RevisionSchema } from "../protocol/model-ref.ts";
 import { logger } from "../util/logger.ts";
 import { defineMethod } from "./definition.ts";
 

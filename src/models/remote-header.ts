@@ -11,6 +11,7 @@ import { probeHardware } from "../plan/probe.ts";
 import { buildPlanReport } from "../plan/report.ts";
 import type { PlanReport } from "../plan/report-schema.ts";
 import { CoreError, isCoreError } from "../protocol/errors.ts";
+import { HF_PREFIX, type ModelRef, parseHfModelPath, pullCommand } from "../protocol/model-ref.ts";
 import { type FitVerdict, fitVerdict, quantizationOf } from "./fit.ts";
 import type { Env } from "./hf-cache.ts";
 import {
@@ -21,7 +22,6 @@ import {
   resolveUrl,
   unreachable,
 } from "./hub-listing.ts";
-import { HF_PREFIX, type ModelRef, parseHfModelPath, pullCommand } from "./model-ref.ts";
 import { pickGguf } from "./pick-gguf.ts";
 import { isNotDownloaded, resolveModelPath } from "./resolve.ts";
 
