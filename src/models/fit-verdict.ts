@@ -1,23 +1,14 @@
 import type { Config } from "../config/schema.ts";
 import { defaultPlanDeps, type PlanDeps, planInputs } from "../plan/launch.ts";
 import { isCoreError } from "../protocol/errors.ts";
+import type { FitVerdict } from "../protocol/fit-verdict.ts";
 
 /**
  * Would this GGUF run on this machine with the config's settings? The planner's own answer:
- * the config with `model.path` pointed at the file, planned as a launch would be. A model that
- * does not fit says which device is short and by how much; a file the planner cannot read
- * (or a config that cannot be used) gives no verdict rather than failing the caller.
+ * the config with `model.path` pointed at the file, planned as a launch would be. A file the
+ * planner cannot read (or a config that cannot be used) gives no verdict rather than failing
+ * the caller.
  */
-export interface FitVerdict {
-  /** null when no verdict could be reached (the message says why). */
-  fits: boolean | null;
-  /** What the plan needs on the binding device (fits), or on the first short one (does not). */
-  needed_bytes: number | null;
-  available_bytes: number | null;
-  device: string | null;
-  context_per_slot: number | null;
-  message: string;
-}
 
 const GIB = 1024 ** 3;
 const gib = (n: number) => `${(n / GIB).toFixed(2)} GiB`;

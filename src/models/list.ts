@@ -7,9 +7,9 @@ import type { HardwareSnapshot } from "../plan/hardware.ts";
 import { modelInfo } from "../plan/model.ts";
 import { isCoreError } from "../protocol/errors.ts";
 import { HF_PREFIX, parseHfModelPath } from "../protocol/model-ref.ts";
+import type { ModelEntry, ModelsResult } from "../protocol/models.ts";
 import { fitVerdict, quantizationOf } from "./fit.ts";
 import { type Env, hubCacheDir, repoPaths } from "./hf-cache.ts";
-import type { ModelEntry, ModelsResult } from "./list-schema.ts";
 import { groupGgufs, isGgufPath, isProjector } from "./pick-gguf.ts";
 import { resolveCached, snapshotFiles } from "./resolve.ts";
 

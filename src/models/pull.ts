@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import { createReadStream, existsSync, mkdirSync, statSync } from "node:fs";
 import { cancelledError } from "../protocol/errors.ts";
+import type { DownloadProgress } from "../protocol/pull.ts";
 import { type FreeSpaceProbe, SPACE_MARGIN_BYTES, spaceShortfall, statfsFree } from "./disk-space.ts";
 import { type BlobTarget, downloadBlob, writeFailure } from "./download.ts";
 import { tryLock } from "./download-lock.ts";
@@ -18,7 +19,7 @@ import {
 import { HubClient, type HubFile } from "./hub-client.ts";
 import { readToken } from "./hub-token.ts";
 import { pickFiles } from "./pick-file.ts";
-import { type DownloadProgress, ProgressReporter } from "./progress.ts";
+import { ProgressReporter } from "./progress.ts";
 import { fromHub, type PullWhere, pullError } from "./pull-errors.ts";
 import { linkSnapshot, type MakeSymlink, writeRef } from "./snapshot-link.ts";
 

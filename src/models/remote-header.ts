@@ -9,9 +9,9 @@ import { type ModelInfo, modelInfo } from "../plan/model.ts";
 import type { PlanConfig } from "../plan/planner.ts";
 import { probeHardware } from "../plan/probe.ts";
 import { buildPlanReport } from "../plan/report.ts";
-import type { PlanReport } from "../plan/report-schema.ts";
 import { CoreError, isCoreError } from "../protocol/errors.ts";
 import { HF_PREFIX, type ModelRef, parseHfModelPath, pullCommand } from "../protocol/model-ref.ts";
+import type { PlanReport } from "../protocol/plan.ts";
 import { type FitVerdict, fitVerdict, quantizationOf } from "./fit.ts";
 import type { Env } from "./hf-cache.ts";
 import {
