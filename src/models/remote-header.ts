@@ -10,9 +10,10 @@ import type { PlanConfig } from "../plan/planner.ts";
 import { probeHardware } from "../plan/probe.ts";
 import { buildPlanReport } from "../plan/report.ts";
 import { CoreError, isCoreError } from "../protocol/errors.ts";
+import type { FitVerdict } from "../protocol/fit-verdict.ts";
 import { HF_PREFIX, type ModelRef, parseHfModelPath, pullCommand } from "../protocol/model-ref.ts";
 import type { PlanReport } from "../protocol/plan.ts";
-import { type FitVerdict, fitVerdict, quantizationOf } from "./fit.ts";
+import { fitVerdict } from "./fit-verdict.ts";
 import type { Env } from "./hf-cache.ts";
 import {
   type HubAccess,
@@ -23,6 +24,7 @@ import {
   unreachable,
 } from "./hub-listing.ts";
 import { pickGguf } from "./pick-gguf.ts";
+import { quantizationOf } from "./quantization.ts";
 import { isNotDownloaded, resolveModelPath } from "./resolve.ts";
 
 /**
