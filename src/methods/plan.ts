@@ -1,4 +1,4 @@
-import { planReportWithHub } from "../models/remote-header.ts";
+import { planReportWithHub } from "../models/plan-with-hub.ts";
 import { PlanParamsSchema, PlanReportSchema } from "../protocol/plan.ts";
 import { defineMethod } from "./definition.ts";
 
