@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { methodTable } from "../src/methods/index.ts";
 import { Dispatcher } from "../src/protocol/dispatcher.ts";
-import { Writer } from "../src/protocol/writer.ts";
+import { Writer } from "../src/protocol/transport/writer.ts";
 import { CoreServices } from "../src/server/services.ts";
 import { LlamaStandIn } from "../test/fixtures/llama-stand-in/in-process.ts";
 import { FakeProvider } from "../test/fixtures/llama-stand-in/provider.ts";

@@ -42,8 +42,12 @@ const TYPES: [name: string, expr: string, doc: string][] = [
     "Progress of `warmup`: llama-server starting, loading the model, ready.",
   ],
   ["WarmupResult", "z.infer<typeof WarmupResultSchema>", "The result of warmup: llama-server is ready."],
-  ["InitializeResult", "z.infer<typeof InitializeResultSchema>", "The core's answer to initialize."],
-  ["StatusResult", "z.infer<typeof StatusResultSchema>", "The result of ping and shutdown."],
+  [
+    "InitializeResult",
+    "z.infer<ReturnType<typeof initializeResultSchema>>",
+    "The core's answer to initialize.",
+  ],
+  ["StatusResult", "z.infer<ReturnType<typeof okResultSchema>>", "The result of ping and shutdown."],
   ["CancelResult", "z.infer<typeof CancelResultSchema>", "The result of cancel."],
   ["DoctorCheck", "z.infer<typeof DoctorCheckSchema>", "One diagnostic of doctor."],
   [
@@ -53,7 +57,7 @@ const TYPES: [name: string, expr: string, doc: string][] = [
   ],
   [
     "PlanResult",
-    "z.infer<typeof PlanResultSchema>",
+    "z.infer<typeof PlanReportSchema>",
     "The result of plan (same data as `local-ai plan --json`).",
   ],
   [
@@ -63,7 +67,7 @@ const TYPES: [name: string, expr: string, doc: string][] = [
   ],
   [
     "CoreStatusResult",
-    "z.infer<typeof CoreStatusResultSchema>",
+    "z.infer<ReturnType<typeof statusResultSchema>>",
     "The result of status: llama-server's state, memory, slots, restarts, and the requests in flight.",
   ],
   ["PullParams", "z.input<typeof PullParamsSchema>", "What `pull` accepts: a repo and a quant or file."],
@@ -85,16 +89,18 @@ const TYPES: [name: string, expr: string, doc: string][] = [
 ];
 
 const PROBE_HEADER = `import type { z } from "zod";
-import type { InitializeParamsSchema } from "./methods/initialize.ts";
+import type { CancelResultSchema } from "./protocol/cancel.ts";
 import type { ChatEventFields, ChatParamsSchema, ChatResultSchema, WarningSchema } from "./protocol/chat.ts";
+import type { DoctorCheckSchema, DoctorResultSchema } from "./protocol/doctor.ts";
+import type { InitializeParamsSchema, initializeResultSchema } from "./protocol/initialize.ts";
 import type { ErrorCodeSchema, ErrorReasonSchema, RequestIdSchema } from "./protocol/messages.ts";
-import type { PlanResultSchema } from "./methods/plan.ts";
-import type { ModelsResultSchema } from "./models/list-schema.ts";
-import type { WarmupParamsSchema } from "./methods/warmup.ts";
-import type { DownloadProgressFields, PullParamsSchema, PullResultSchema } from "./methods/pull.ts";
-import type { CancelResultSchema, DoctorCheckSchema, DoctorResultSchema, InitializeResultSchema, StatusResultSchema, WarmupResultSchema } from "./protocol/results.ts";
-import type { CoreStatusResultSchema } from "./protocol/status.ts";
-import type { WarmupProgressFields } from "./protocol/progress.ts";
+import type { ModelsResultSchema } from "./protocol/models.ts";
+import type { okResultSchema } from "./protocol/ping.ts";
+import type { PlanReportSchema } from "./protocol/plan.ts";
+import type { DownloadProgressFields, PullParamsSchema, PullResultSchema } from "./protocol/pull.ts";
+import type { statusResultSchema } from "./protocol/status.ts";
+import type { WarmupParamsSchema, WarmupResultSchema } from "./protocol/warmup.ts";
+import type { WarmupProgressFields } from "./protocol/warmup-progress.ts";
 `;
 
 export function generateClientTypes(): string {

@@ -1,7 +1,7 @@
 import { defineCommand } from "citty";
 import { listModelsFor } from "../models/list.ts";
-import type { ModelsResult } from "../models/list-schema.ts";
 import { formatBytes } from "../plan/render.ts";
+import type { ModelsResult } from "../protocol/models.ts";
 import { CoreServices } from "../server/services.ts";
 import { configArg, jsonArg } from "./args.ts";
 

@@ -1,5 +1,5 @@
 import { defineCommand } from "citty";
-import { planReportWithHub } from "../models/remote-header.ts";
+import { planReportWithHub } from "../models/plan-with-hub.ts";
 import { renderPlan } from "../plan/render.ts";
 import { CoreServices } from "../server/services.ts";
 import { configArg, jsonArg } from "./args.ts";

@@ -1,10 +1,10 @@
 import { homedir } from "node:os";
 import { defineCommand } from "citty";
 import { fitVerdictWith } from "../models/fit-verdict.ts";
-import { HF_PREFIX, parseModelRef, RevisionSchema } from "../models/model-ref.ts";
 import { pullModel } from "../models/pull.ts";
 import { ProgressPrinter, renderPulled } from "../models/pull-render.ts";
 import { CoreError, isCoreError } from "../protocol/errors.ts";
+import { HF_PREFIX, parseModelRef, RevisionSchema } from "../protocol/model-ref.ts";
 import { CoreServices } from "../server/services.ts";
 import { logger } from "../util/logger.ts";
 import { configArg, jsonArg } from "./args.ts";

@@ -1,5 +1,5 @@
 import { defineCommand } from "citty";
-import { stdoutSink } from "../protocol/writer.ts";
+import { stdoutSink } from "../protocol/transport/writer.ts";
 import { runStdioServer } from "../server/stdio-server.ts";
 import { logger } from "../util/logger.ts";
 import { configArg } from "./args.ts";

@@ -1,15 +1,19 @@
-import { backoffDelayMs } from "../util/backoff.ts";
-import { Connection, MAX_TIMER_MS } from "./connection.ts";
-import { CoreProcess } from "./core-process.ts";
+import {
+  CLIENT_DEFAULTS,
+  type LocalAiClientOptions,
+  RESTART_DEFAULTS,
+  type ShutdownOptions,
+} from "./client-options.ts";
+import { Connection } from "./connection.ts";
+import { initializeCore, spawnCore } from "./core-launch.ts";
+import type { CoreProcess } from "./core-process.ts";
 import { coreExitedError, LocalAiError } from "./errors.ts";
-import type { CallOptions, ClientLogger, Environment, ExitInfo, SpawnFunction } from "./host-types.ts";
+import { stopGracefully } from "./graceful-stop.ts";
+import type { CallOptions, ExitInfo } from "./host-types.ts";
 import type { RequestId } from "./protocol-types.ts";
 import type { RequestStream } from "./request-stream.ts";
-import {
-  DEFAULT_CORE_STOP_GRACE_MS,
-  DEFAULT_SHUTDOWN_TIMEOUT_MS,
-  shutdownKillAt,
-} from "./shutdown-timing.ts";
+import { Restarts } from "./restarts.ts";
+import { DEFAULT_CORE_STOP_GRACE_MS, DEFAULT_SHUTDOWN_TIMEOUT_MS } from "./shutdown-timing.ts";
 import type {
   ChatEvent,
   ChatParams,
@@ -17,7 +21,6 @@ import type {
   CoreStatusResult,
   DoctorResult,
   GenericEvent,
-  InitializeParams,
   InitializeResult,
   ModelsResult,
   PlanResult,
@@ -29,72 +32,6 @@ import type {
   WarmupParams,
   WarmupResult,
 } from "./types.ts";
-
-export interface RestartOptions {
-  /** Restarts allowed in a row before the client gives up (default 3). */
-  maxRestarts?: number;
-  /** Delay before the first restart; doubles on each further one (default 500 ms). */
-  initialDelayMs?: number;
-  /** Ceiling of the doubling delay (default 10 s). */
-  maxDelayMs?: number;
-  /** A core that stayed up this long resets the restart count (default 60 s). */
-  resetAfterMs?: number;
-}
-
-export interface LocalAiClientOptions {
-  /** Path of the local-ai executable. */
-  binary: string;
-  /** Passed as `--config FILE`; relative paths resolve against `cwd`. */
-  config?: string;
-  /** Replaces the whole argument list (default `serve-stdio [--config FILE]`). */
-  args?: string[];
-  cwd?: string;
-  /** The core's environment (default: this process's). */
-  env?: Environment;
-  /** Params of the initialize handshake run on every (re)start. */
-  initialize?: InitializeParams;
-  /** Time limit of calls other than streams (chat, warmup, stream()); default 60 s. 0 = none. */
-  requestTimeoutMs?: number;
-  /** Time limit of streams (chat, warmup, stream()); default none. */
-  streamTimeoutMs?: number;
-  /** Restart the core with back-off when it exits unexpectedly; off by default. */
-  restart?: boolean | RestartOptions;
-  /** Events held for a stream nobody reads, before new ones are dropped (default 10 000). */
-  maxBufferedEvents?: number;
-  /** Longest line accepted from the core (default 16 MiB). */
-  maxLineBytes?: number;
-  /** Lines of the core's stderr kept for error reports (default 50). */
-  stderrTailLines?: number;
-  /** Where the client reports what it ignores (malformed lines, late answers). Default: silent. */
-  logger?: ClientLogger;
-  /** Every line the core writes to stderr (its logs). */
-  onStderr?: (line: string) => void;
-  /** The core process ended; `expected` is true after shutdown()/close()/kill(). */
-  onExit?: (info: ExitInfo & { expected: boolean }) => void;
-  /** A restart is scheduled after an unexpected exit. */
-  onRestart?: (info: { attempt: number; delayMs: number }) => void;
-  /**
-   * The core's `llama.stop_grace_s`, in ms, when its config changes it (default 3000, the core's
-   * default). shutdown() and close() never kill a core that is still stopping before
-   * `stopGraceMs + CORE_STOP_MARGIN_MS` (8 s by default) has passed, so that llama-server and
-   * the MCP servers do not outlive it.
-   */
-  stopGraceMs?: number;
-  /** Test seam: the function that starts the process (default node:child_process spawn). */
-  spawn?: SpawnFunction;
-}
-
-export interface ShutdownOptions {
-  /**
-   * How long to wait for the core to exit before killing it (default 5 s). It is a wish, not a
-   * bound: until the core answers `shutdown` it is stopping llama-server (SIGTERM, then SIGKILL
-   * after `llama.stop_grace_s`) and its MCP servers, and killing it then would leave them
-   * running. So a core that has not answered yet is killed no sooner than
-   * `stopGraceMs + CORE_STOP_MARGIN_MS` after the request (8 s by default) however small this
-   * is; one that has answered gets at least 1 s more to exit. Use kill() to stop at once.
-   */
-  timeoutMs?: number;
-}
 
 export interface ChatOptions extends CallOptions {
   /** Events of this chat whose name is not a known chat event (e.g. warm-up progress). */
@@ -117,27 +54,15 @@ export type StartedLocalAiClient = LocalAiClient & StartedInfo;
  */
 type State = "idle" | "starting" | "ready" | "restarting" | "failed" | "closed";
 
-const DEFAULTS = {
-  requestTimeoutMs: 60_000,
-  maxBufferedEvents: 10_000,
-  maxLineBytes: 16 * 1024 * 1024,
-  stderrTailLines: 50,
-};
-const RESTART_DEFAULTS: Required<RestartOptions> = {
-  maxRestarts: 3,
-  initialDelayMs: 500,
-  maxDelayMs: 10_000,
-  resetAfterMs: 60_000,
-};
-
 /**
  * A host's handle on one local-ai core: spawns `local-ai serve-stdio`, runs the initialize
  * handshake, and turns requests into promises and event streams. Every call ends: with its
  * result, a LocalAiError from the core, or a LocalAiError of the client's own (`core_exited`,
  * `timeout`, `protocol_error`, `client_closed`).
  *
- * This class is the core's lifecycle (spawn, handshake, restart with back-off, shutdown);
- * the requests themselves live in its Connection.
+ * This class is the core's lifecycle: when to launch (core-launch.ts: spawn, initialize), what
+ * an exit means (a restart with back-off, restarts.ts), how to stop (graceful-stop.ts); the
+ * requests themselves live in its Connection.
  */
 export class LocalAiClient {
   /** The core's answer to initialize (refreshed on each restart). */
@@ -148,22 +73,22 @@ export class LocalAiClient {
   /** Counts launches, so the exit of a replaced process is told from the current one's. */
   private generation = 0;
   private ready: Promise<void> | undefined;
-  private restartAttempts = 0;
   private startedAt = 0;
-  private readonly restart: Required<RestartOptions> | undefined;
+  /** Undefined when restarts are off. */
+  private readonly restarts: Restarts | undefined;
   private readonly stopGraceMs: number;
   private readonly connection: Connection;
 
   constructor(private readonly options: LocalAiClientOptions) {
     const r = options.restart;
-    this.restart = r ? { ...RESTART_DEFAULTS, ...(r === true ? {} : r) } : undefined;
+    this.restarts = r ? new Restarts({ ...RESTART_DEFAULTS, ...(r === true ? {} : r) }) : undefined;
     const grace = options.stopGraceMs;
     this.stopGraceMs =
       grace !== undefined && grace >= 0 && Number.isFinite(grace) ? grace : DEFAULT_CORE_STOP_GRACE_MS;
     this.connection = new Connection({
-      requestTimeoutMs: options.requestTimeoutMs ?? DEFAULTS.requestTimeoutMs,
+      requestTimeoutMs: options.requestTimeoutMs ?? CLIENT_DEFAULTS.requestTimeoutMs,
       streamTimeoutMs: options.streamTimeoutMs,
-      maxBufferedEvents: options.maxBufferedEvents ?? DEFAULTS.maxBufferedEvents,
+      maxBufferedEvents: options.maxBufferedEvents ?? CLIENT_DEFAULTS.maxBufferedEvents,
       logger: options.logger,
     });
     this.enter("idle");
@@ -185,7 +110,7 @@ export class LocalAiClient {
   private started(): Promise<void> {
     if (this.state === "closed") return Promise.reject(closedError());
     if (!this.ready || this.state === "failed") {
-      this.restartAttempts = 0;
+      this.restarts?.reset();
       this.ready = this.launch().catch((err: unknown) => {
         if (this.state !== "closed") this.enter("failed");
         const error = err instanceof LocalAiError ? err : new LocalAiError("core_exited", String(err));
@@ -293,7 +218,12 @@ export class LocalAiClient {
     const proc = this.process;
     const wasRunning = this.state === "ready" && proc?.running;
     this.enter("closed");
-    if (wasRunning && proc) await this.stopGracefully(proc, timeoutMs);
+    if (wasRunning && proc)
+      await stopGracefully(this.connection, proc, {
+        timeoutMs,
+        stopGraceMs: this.stopGraceMs,
+        logger: this.options.logger,
+      });
     else proc?.kill("SIGKILL");
     this.connection.failAll(closedError());
   }
@@ -349,74 +279,19 @@ export class LocalAiClient {
     }
   }
 
-  // ---- stopping ----------------------------------------------------------------------------
-
-  private async stopGracefully(proc: CoreProcess, timeoutMs: number): Promise<void> {
-    const startedAt = Date.now();
-    const timing = { startedAt, timeoutMs, stopGraceMs: this.stopGraceMs };
-    let answeredAt: number | undefined;
-    try {
-      // The answer means llama-server and the MCP servers are stopped: only then is a kill safe.
-      const patience = shutdownKillAt(timing) - startedAt;
-      await this.connection.sendNow<StatusResult>(proc, "shutdown", {}, patience);
-      answeredAt = Date.now();
-    } catch (err) {
-      this.options.logger?.warn(`shutdown request failed: ${(err as Error).message}`);
-    }
-    proc.endInput();
-    const left = Math.max(0, shutdownKillAt({ ...timing, answeredAt }) - Date.now());
-    if (await withinMs(proc.waitForExit(), left)) return;
-    this.options.logger?.warn(
-      `core did not exit within ${Date.now() - startedAt} ms of shutdown; killing it`,
-    );
-    proc.kill("SIGKILL");
-    await proc.waitForExit();
-  }
-
   // ---- launching and restarting ------------------------------------------------------------
 
   private async launch(): Promise<void> {
     this.enter("starting");
     const generation = ++this.generation;
-    const proc = this.spawnCore(generation);
+    const proc = spawnCore(this.options, this.connection, (info) => this.handleExit(generation, info));
     this.process = proc;
     this.startedAt = Date.now();
-    try {
-      this.info = await this.connection.sendNow<InitializeResult>(
-        proc,
-        "initialize",
-        this.options.initialize ?? { protocol_versions: [1] },
-        this.options.requestTimeoutMs ?? DEFAULTS.requestTimeoutMs,
-      );
-    } catch (err) {
-      proc.kill("SIGKILL");
-      throw err;
-    }
+    this.info = await initializeCore(this.options, this.connection, proc);
     if (this.state !== "starting" || generation !== this.generation) {
       throw new LocalAiError("core_exited", "the core exited during start-up");
     }
     this.enter("ready");
-  }
-
-  private spawnCore(generation: number): CoreProcess {
-    const opts = this.options;
-    return new CoreProcess(
-      {
-        command: opts.binary,
-        args: opts.args ?? ["serve-stdio", ...(opts.config ? ["--config", opts.config] : [])],
-        cwd: opts.cwd,
-        env: opts.env,
-        maxLineBytes: opts.maxLineBytes ?? DEFAULTS.maxLineBytes,
-        stderrTailLines: opts.stderrTailLines ?? DEFAULTS.stderrTailLines,
-        spawn: opts.spawn,
-      },
-      {
-        onLine: (line) => this.connection.receive(line),
-        onOversizeLine: (bytes) => this.connection.oversizeLine(bytes),
-        onStderrLine: (line) => opts.onStderr?.(line),
-        onExit: (info) => this.handleExit(generation, info),
-      },
-    );
   }
 
   private handleExit(generation: number, info: ExitInfo): void {
@@ -429,27 +304,24 @@ export class LocalAiClient {
     this.connection.failAll(expected ? closedError() : error, (sentTo) => sentTo === proc);
     if (expected) return;
 
-    const uptime = Date.now() - this.startedAt;
-    if (this.restart && this.state === "ready" && uptime >= this.restart.resetAfterMs)
-      this.restartAttempts = 0;
+    if (this.state === "ready") this.restarts?.servedFor(Date.now() - this.startedAt);
     // A core that dies during its own start-up is that launch's failure, handled by its caller.
     if (this.state === "starting") return;
-    if (!this.restart || this.restartAttempts >= this.restart.maxRestarts) {
+    if (!this.restarts || this.restarts.spent) {
       this.enter("failed");
       this.connection.failAll(error);
       return;
     }
     this.enter("restarting");
-    this.ready = this.restartLoop(this.restart, error);
+    this.ready = this.restartLoop(this.restarts, error);
     this.ready.catch(() => {});
   }
 
   /** Relaunches with a doubling delay until a launch succeeds or the attempts run out. */
-  private async restartLoop(restart: Required<RestartOptions>, exitErr: LocalAiError): Promise<void> {
+  private async restartLoop(restarts: Restarts, exitErr: LocalAiError): Promise<void> {
     let lastError = exitErr;
-    while (this.restartAttempts < restart.maxRestarts) {
-      const attempt = ++this.restartAttempts;
-      const delayMs = backoffDelayMs(attempt, restart.initialDelayMs, restart.maxDelayMs);
+    while (!restarts.spent) {
+      const { attempt, delayMs } = restarts.next();
       this.options.onRestart?.({ attempt, delayMs });
       await delay(delayMs);
       if (this.state !== "restarting") throw closedError();
@@ -470,21 +342,6 @@ export class LocalAiClient {
 
 function closedError(method?: string): LocalAiError {
   return new LocalAiError("client_closed", "the client was shut down", undefined, method);
-}
-
-/** True when the promise settles within `ms`; the timer never outlives it (it would hold a Node host open). */
-async function withinMs(promise: Promise<unknown>, ms: number): Promise<boolean> {
-  // A wait past what a timer can hold is as good as none (the connection treats it the same).
-  if (ms > MAX_TIMER_MS) return promise.then(() => true);
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const timeout = new Promise<false>((resolve) => {
-    timer = setTimeout(() => resolve(false), ms);
-  });
-  try {
-    return await Promise.race([promise.then(() => true), timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
 }
 
 function delay(ms: number): Promise<void> {

@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn as nodeSpawn, type SpawnOptions } from "node:child_process";
-import { LineSplitter } from "../protocol/framing.ts";
+import { LineSplitter } from "../protocol/transport/framing.ts";
 import type { Environment, ExitInfo, SpawnFunction } from "./host-types.ts";
 
 /**

@@ -7,12 +7,10 @@ export {
   type ChatOptions,
   type ChatStream,
   LocalAiClient,
-  type LocalAiClientOptions,
-  type RestartOptions,
-  type ShutdownOptions,
   type StartedInfo,
   type StartedLocalAiClient,
 } from "./client.ts";
+export type { LocalAiClientOptions, RestartOptions, ShutdownOptions } from "./client-options.ts";
 export type { ErrorDataByCode } from "./error-data.ts";
 export {
   type AnyLocalAiError,

@@ -1,6 +1,7 @@
 import { z } from "zod";
-import { HF_PREFIX, parseHfModelPath } from "../models/model-ref.ts";
-import { parseEndpoint } from "../rpc/endpoint.ts";
+import { KV_CACHE_TYPE_NAMES } from "../protocol/kv-cache-types.ts";
+import { HF_PREFIX, parseHfModelPath } from "../protocol/model-ref.ts";
+import { parseEndpoint } from "./rpc-endpoint.ts";
 
 /**
  * The whole of config.yaml. Every section has defaults, so an empty file is a valid config
@@ -143,12 +144,8 @@ export const LlamaSchema = z
     parallel: z.union([auto, positiveInt]).default("auto"),
     threads: z.union([auto, positiveInt]).default("auto"),
     flash_attn: z.enum(["auto", "on", "off"]).default("auto"),
-    cache_type_k: z
-      .enum(["f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1"])
-      .default("f16"),
-    cache_type_v: z
-      .enum(["f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1"])
-      .default("f16"),
+    cache_type_k: z.enum(KV_CACHE_TYPE_NAMES).default("f16"),
+    cache_type_v: z.enum(KV_CACHE_TYPE_NAMES).default("f16"),
     mmap: z.boolean().default(true),
     mlock: z.boolean().default(false),
     /** Rotating log of llama-server's output under data_dir/logs. */

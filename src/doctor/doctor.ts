@@ -3,8 +3,8 @@ import type { PlanDeps } from "../plan/launch.ts";
 import { defaultPlanDeps } from "../plan/launch.ts";
 import type { ModelInfo } from "../plan/model.ts";
 import { type RunResult, runWithTimeout } from "../plan/probe.ts";
+import type { DoctorResult } from "../protocol/doctor.ts";
 import { isCoreError } from "../protocol/errors.ts";
-import type { DoctorResult } from "../protocol/results.ts";
 import { checkWorkers } from "../rpc/check.ts";
 import {
   binaryCheck,

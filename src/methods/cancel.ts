@@ -1,5 +1,4 @@
-import { CancelParamsSchema } from "../protocol/chat.ts";
-import { CancelResultSchema } from "../protocol/results.ts";
+import { CancelParamsSchema, CancelResultSchema } from "../protocol/cancel.ts";
 import { defineMethod } from "./definition.ts";
 
 export const cancel = defineMethod({

@@ -1,11 +1,10 @@
-import { z } from "zod";
 import { runDoctor } from "../doctor/doctor.ts";
-import { DoctorResultSchema } from "../protocol/results.ts";
+import { DoctorParamsSchema, DoctorResultSchema } from "../protocol/doctor.ts";
 import { defineMethod } from "./definition.ts";
 
 export const doctor = defineMethod({
   name: "doctor",
-  params: z.object({}).loose(),
+  params: DoctorParamsSchema,
   result: () => DoctorResultSchema,
   run: async (_params, _ctx, services) => runDoctor(services),
 });

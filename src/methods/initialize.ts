@@ -1,22 +1,13 @@
-import { z } from "zod";
 import { EVENT_NAMES, PROTOCOL_VERSIONS } from "../protocol/capabilities.ts";
 import { CoreError } from "../protocol/errors.ts";
+import { InitializeParamsSchema, initializeResultSchema } from "../protocol/initialize.ts";
 import { NAME, VERSION } from "../version.ts";
 import { defineMethod } from "./definition.ts";
-
-// Required when the schema is asked for, not on load: the first request does not build
-// every result schema (cold start, docs/performance.md).
-const results = () => require("../protocol/results.ts") as typeof import("../protocol/results.ts");
-
-export const InitializeParamsSchema = z.object({
-  protocol_versions: z.array(z.number().int().positive()).min(1).default([1]),
-  client: z.object({ name: z.string().optional(), version: z.string().optional() }).loose().optional(),
-});
 
 export const initialize = defineMethod({
   name: "initialize",
   params: InitializeParamsSchema,
-  result: () => results().InitializeResultSchema,
+  result: initializeResultSchema,
   run: (params, ctx, services) => {
     const common = params.protocol_versions.filter((v) =>
       (PROTOCOL_VERSIONS as readonly number[]).includes(v),

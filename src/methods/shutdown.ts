@@ -1,11 +1,11 @@
-import { z } from "zod";
-import { StatusResultSchema } from "../protocol/results.ts";
+import { okResultSchema } from "../protocol/ping.ts";
+import { ShutdownParamsSchema } from "../protocol/shutdown.ts";
 import { defineMethod } from "./definition.ts";
 
 export const shutdown = defineMethod({
   name: "shutdown",
-  params: z.object({}).loose(),
-  result: () => StatusResultSchema,
+  params: ShutdownParamsSchema,
+  result: okResultSchema,
   // In-flight requests are cancelled and the supervisor stopped before this answers.
   run: async (_params, ctx) => {
     await ctx.shutdown();

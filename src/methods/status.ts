@@ -1,15 +1,16 @@
-import { z } from "zod";
 import type { ActiveRequest } from "../protocol/method-table.ts";
-import type { CoreStatusResult, LlamaState, LlamaStatus } from "../protocol/status.ts";
+import {
+  type CoreStatusResult,
+  type LlamaState,
+  type LlamaStatus,
+  StatusParamsSchema,
+  statusResultSchema,
+} from "../protocol/status.ts";
 import { coreResidentBytes, residentBytes } from "../runtime/proc-memory.ts";
 import type { SupervisorSnapshot } from "../runtime/snapshot.ts";
 import { logger } from "../util/logger.ts";
 import { defineMethod } from "./definition.ts";
 import type { Services } from "./services.ts";
-
-// Required when the schema is asked for, not on load: status answers before the result
-// schemas are ever built (cold start, docs/performance.md).
-const schemas = () => require("../protocol/status.ts") as typeof import("../protocol/status.ts");
 
 /**
  * `status` (SPEC §9): llama-server's state, memory, slots and restarts, the core's own memory,
@@ -20,8 +21,8 @@ const schemas = () => require("../protocol/status.ts") as typeof import("../prot
  */
 export const status = defineMethod({
   name: "status",
-  params: z.object({}).loose(),
-  result: () => schemas().CoreStatusResultSchema,
+  params: StatusParamsSchema,
+  result: statusResultSchema,
   run: (_params, ctx, services) => {
     const now = Date.now();
     return {

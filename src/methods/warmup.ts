@@ -1,14 +1,6 @@
-import { z } from "zod";
-import { SafeIdSchema } from "../protocol/chat.ts";
-import { WarmupProgressFields } from "../protocol/progress.ts";
-import { WarmupResultSchema } from "../protocol/results.ts";
+import { WarmupEventFields, WarmupParamsSchema, WarmupResultSchema } from "../protocol/warmup.ts";
 import { dataDirError } from "../store/data-dir-problem.ts";
 import { defineMethod } from "./definition.ts";
-
-export const WarmupParamsSchema = z.object({
-  /** Whose memory index to build now rather than at their first chat. */
-  user_id: SafeIdSchema.default("default_user"),
-});
 
 /**
  * Does ahead of the first chat what the first chat would (SPEC §2 lifecycle): starts
@@ -20,7 +12,7 @@ export const warmup = defineMethod({
   cancellable: true,
   params: WarmupParamsSchema,
   result: () => WarmupResultSchema,
-  events: () => ({ warmup_progress: WarmupProgressFields }),
+  events: () => WarmupEventFields,
   run: async (params, ctx, services) => {
     const t0 = Date.now();
     const provider = services.llama();

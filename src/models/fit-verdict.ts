@@ -1,63 +1,42 @@
 import type { Config } from "../config/schema.ts";
+import type { HardwareSnapshot } from "../plan/hardware.ts";
 import { defaultPlanDeps, type PlanDeps, planInputs } from "../plan/launch.ts";
+import type { ModelInfo } from "../plan/model.ts";
+import { makePlan, type Plan, type PlanConfig } from "../plan/planner.ts";
 import { isCoreError } from "../protocol/errors.ts";
+import type { FitVerdict } from "../protocol/fit-verdict.ts";
 
 /**
- * Would this GGUF run on this machine with the config's settings? The planner's own answer:
- * the config with `model.path` pointed at the file, planned as a launch would be. A model that
- * does not fit says which device is short and by how much; a file the planner cannot read
- * (or a config that cannot be used) gives no verdict rather than failing the caller.
+ * "Would this GGUF run on this machine with the config's settings?": the planner's own answer,
+ * the model planned as a launch would plan it. `models`, `pull` and the remote fit check all
+ * ask it here, so they all judge alike: a plan is a fit (on its tightest device); a plan error,
+ * or settings the config chose that this model cannot take, is no fit; a file that cannot be
+ * read (or a config that cannot be used) gives no verdict rather than failing the caller.
  */
-export interface FitVerdict {
-  /** null when no verdict could be reached (the message says why). */
-  fits: boolean | null;
-  /** What the plan needs on the binding device (fits), or on the first short one (does not). */
-  needed_bytes: number | null;
-  available_bytes: number | null;
-  device: string | null;
-  context_per_slot: number | null;
-  message: string;
-}
 
 const GIB = 1024 ** 3;
 const gib = (n: number) => `${(n / GIB).toFixed(2)} GiB`;
 
-export async function fitVerdict(
+/** The verdict from a header already read, on a hardware snapshot already taken. Pure. */
+export function fitVerdict(model: ModelInfo, hardware: HardwareSnapshot, config: PlanConfig): FitVerdict {
+  try {
+    return verdictOfPlan(makePlan(model, hardware, config));
+  } catch (err) {
+    return verdictOfFailure(err);
+  }
+}
+
+/** The verdict for the file at `modelPath`: the config with `model.path` pointed at it, read and planned. */
+export async function fitVerdictFor(
   config: Config,
   modelPath: string,
   deps: PlanDeps = defaultPlanDeps,
 ): Promise<FitVerdict> {
-  const none = { needed_bytes: null, available_bytes: null, device: null, context_per_slot: null };
   try {
     const { plan } = await planInputs({ ...config, model: { ...config.model, path: modelPath } }, deps);
-    // The binding device: the one left with the least of its budget.
-    const tight = [...plan.devices].sort(
-      (a, b) =>
-        a.free_after_bytes / Math.max(1, a.budget_bytes) - b.free_after_bytes / Math.max(1, b.budget_bytes),
-    )[0]!;
-    const where = plan.gpu_layers > 0 ? `${plan.gpu_layers} layer(s) on the GPU` : "on the CPU";
-    return {
-      fits: true,
-      needed_bytes: tight.usage.total,
-      available_bytes: tight.budget_bytes,
-      device: tight.id,
-      context_per_slot: plan.context_per_slot,
-      message:
-        `fits: ${plan.slots} slot(s) of ${plan.context_per_slot} tokens, ${where}; ` +
-        `${tight.id} uses ${gib(tight.usage.total)} of ${gib(tight.budget_bytes)}`,
-    };
+    return verdictOfPlan(plan);
   } catch (err) {
-    if (!isCoreError(err)) throw err;
-    if (err.code === "model_plan_error" && typeof err.data?.needed_bytes === "number")
-      return {
-        fits: false,
-        needed_bytes: err.data.needed_bytes,
-        available_bytes: typeof err.data.available_bytes === "number" ? err.data.available_bytes : null,
-        device: typeof err.data.device === "string" ? err.data.device : null,
-        context_per_slot: typeof err.data.context_per_slot === "number" ? err.data.context_per_slot : null,
-        message: err.message,
-      };
-    return { fits: null, ...none, message: `no verdict: ${err.message}` };
+    return verdictOfFailure(err);
   }
 }
 
@@ -76,16 +55,48 @@ export async function fitVerdictWith(
     chosen = config();
   } catch (err) {
     if (!isCoreError(err)) throw err;
-    if (err.code !== "config_missing")
-      return {
-        fits: null,
-        needed_bytes: null,
-        available_bytes: null,
-        device: null,
-        context_per_slot: null,
-        message: `no verdict: ${err.message}`,
-      };
+    if (err.code !== "config_missing") return noVerdict(err.message);
     chosen = defaults();
   }
-  return fitVerdict(chosen, modelPath, deps);
+  return fitVerdictFor(chosen, modelPath, deps);
+}
+
+function verdictOfPlan(plan: Plan): FitVerdict {
+  // The binding device: the one left with the least of its budget.
+  const tight = [...plan.devices].sort(
+    (a, b) =>
+      a.free_after_bytes / Math.max(1, a.budget_bytes) - b.free_after_bytes / Math.max(1, b.budget_bytes),
+  )[0]!;
+  const where = plan.gpu_layers > 0 ? `${plan.gpu_layers} layer(s) on the GPU` : "on the CPU";
+  return {
+    fits: true,
+    needed_bytes: tight.usage.total,
+    available_bytes: tight.budget_bytes,
+    device: tight.id,
+    context_per_slot: plan.context_per_slot,
+    message:
+      `fits: ${plan.slots} slot(s) of ${plan.context_per_slot} tokens, ${where}; ` +
+      `${tight.id} uses ${gib(tight.usage.total)} of ${gib(tight.budget_bytes)}`,
+  };
+}
+
+/** What the planner threw, as a verdict; anything but a CoreError is a bug, rethrown. */
+function verdictOfFailure(err: unknown): FitVerdict {
+  if (!isCoreError(err)) throw err;
+  if (err.code !== "model_plan_error" && err.code !== "config_invalid") return noVerdict(err.message);
+  const data = err.data ?? {};
+  const num = (v: unknown) => (typeof v === "number" ? v : null);
+  return {
+    fits: false,
+    needed_bytes: num(data.needed_bytes),
+    available_bytes: num(data.available_bytes),
+    device: typeof data.device === "string" ? data.device : null,
+    context_per_slot: num(data.context_per_slot),
+    message: err.message,
+  };
+}
+
+function noVerdict(why: string): FitVerdict {
+  const none = { needed_bytes: null, available_bytes: null, device: null, context_per_slot: null };
+  return { fits: null, ...none, message: `no verdict: ${why}` };
 }

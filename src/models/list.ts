@@ -6,11 +6,12 @@ import { type GgufHeader, readGgufHeader } from "../plan/gguf-read.ts";
 import type { HardwareSnapshot } from "../plan/hardware.ts";
 import { modelInfo } from "../plan/model.ts";
 import { isCoreError } from "../protocol/errors.ts";
-import { fitVerdict, quantizationOf } from "./fit.ts";
+import { HF_PREFIX, parseHfModelPath } from "../protocol/model-ref.ts";
+import type { ModelEntry, ModelsResult } from "../protocol/models.ts";
+import { fitVerdict } from "./fit-verdict.ts";
 import { type Env, hubCacheDir, repoPaths } from "./hf-cache.ts";
-import type { ModelEntry, ModelsResult } from "./list-schema.ts";
-import { HF_PREFIX, parseHfModelPath } from "./model-ref.ts";
 import { groupGgufs, isGgufPath, isProjector } from "./pick-gguf.ts";
+import { quantizationOf } from "./quantization.ts";
 import { resolveCached, snapshotFiles } from "./resolve.ts";
 
 /**
@@ -127,8 +128,8 @@ async function judge(
     architecture: model.architecture,
     parameters: model.parameters,
     fits: fit.fits,
-    context_per_slot: fit.fits ? fit.context_per_slot : null,
-    verdict: fit.summary,
+    context_per_slot: fit.context_per_slot,
+    verdict: fit.fits === false ? `does not fit: ${fit.message}` : fit.message,
     problem: null,
   };
 }

@@ -1,4 +1,4 @@
-import type { ModelRef } from "./model-ref.ts";
+import type { ModelRef } from "../protocol/model-ref.ts";
 
 /**
  * Which GGUF a reference means, among a repo's file paths (a cached snapshot's or the hub's

@@ -1,3 +1,5 @@
+import type { DownloadProgress } from "../protocol/pull.ts";
+
 /**
  * Download progress: a rate over a sliding window (so a stall shows as a falling rate, not an
  * average of the whole download), and a reporter that emits on a fixed beat: often enough
@@ -5,21 +7,7 @@
  * (at most about 10 a second).
  */
 
-export type ProgressPhase = "download" | "check" | "wait";
-
-export interface DownloadProgress {
-  file: string;
-  /** 1-based part of a split model; 1 of 1 otherwise. */
-  part: number;
-  parts: number;
-  /** `download`: bytes arriving; `check`: hashing what was downloaded to verify it; `wait`: another pull is writing this file. */
-  phase: ProgressPhase;
-  bytes_done: number;
-  total: number;
-  bytes_per_s: number;
-  /** Seconds left at the current rate; null while the rate is zero. */
-  eta_s: number | null;
-}
+export type ProgressPhase = DownloadProgress["phase"];
 
 /** Bytes per second over the last `windowMs`, from (time, bytes so far) samples. */
 export class RateMeter {

@@ -115,3 +115,16 @@ export function fromHub(err: unknown, where: PullWhere): unknown {
   if (err.status === 404) return pullError(where, "not_found", `not found on the hub${said}`, status);
   return pullError(where, "hub_error", `the hub answered HTTP ${err.status}${said}`, status);
 }
+
+/** A failed write: the disk filled up (the partial is kept for when there is room), or the cache cannot be written. */
+export function writeFailure(err: unknown, where: PullWhere, path: string): unknown {
+  const code = (err as NodeJS.ErrnoException).code;
+  if (code === "ENOSPC" || code === "EDQUOT")
+    return pullError(
+      where,
+      "disk_full",
+      `the disk filled up while writing ${path} (${code}); the partial download is kept, free some space and pull again`,
+    );
+  if (typeof code === "string") return pullError(where, "cache_unwritable", `cannot write ${path} (${code})`);
+  return err;
+}

@@ -1,5 +1,5 @@
-import type { FitVerdict } from "./fit-verdict.ts";
-import type { DownloadProgress } from "./progress.ts";
+import type { FitVerdict } from "../protocol/fit-verdict.ts";
+import type { DownloadProgress } from "../protocol/pull.ts";
 import type { PullOutcome } from "./pull.ts";
 
 /**

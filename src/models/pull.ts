@@ -1,8 +1,9 @@
 import { createHash } from "node:crypto";
 import { createReadStream, existsSync, mkdirSync, statSync } from "node:fs";
 import { cancelledError } from "../protocol/errors.ts";
+import type { DownloadProgress } from "../protocol/pull.ts";
 import { type FreeSpaceProbe, SPACE_MARGIN_BYTES, spaceShortfall, statfsFree } from "./disk-space.ts";
-import { type BlobTarget, downloadBlob, writeFailure } from "./download.ts";
+import { type BlobTarget, downloadBlob } from "./download.ts";
 import { tryLock } from "./download-lock.ts";
 import {
   blobPath,
@@ -18,8 +19,8 @@ import {
 import { HubClient, type HubFile } from "./hub-client.ts";
 import { readToken } from "./hub-token.ts";
 import { pickFiles } from "./pick-file.ts";
-import { type DownloadProgress, ProgressReporter } from "./progress.ts";
-import { fromHub, type PullWhere, pullError } from "./pull-errors.ts";
+import { ProgressReporter } from "./progress.ts";
+import { fromHub, type PullWhere, pullError, writeFailure } from "./pull-errors.ts";
 import { linkSnapshot, type MakeSymlink, writeRef } from "./snapshot-link.ts";
 
 /**

@@ -2,8 +2,8 @@ import { type Dirent, existsSync, readdirSync, readFileSync, statSync } from "no
 import { homedir } from "node:os";
 import { join, relative } from "node:path";
 import { CoreError } from "../protocol/errors.ts";
+import { HF_PREFIX, type ModelRef, parseHfModelPath, pullCommand } from "../protocol/model-ref.ts";
 import { type Env, hubCacheDir, refPath, repoPaths } from "./hf-cache.ts";
-import { HF_PREFIX, type ModelRef, parseHfModelPath, pullCommand } from "./model-ref.ts";
 import { isGgufPath, pickGguf } from "./pick-gguf.ts";
 
 /**

@@ -1,8 +1,8 @@
+import type { DeviceUsage } from "../protocol/plan.ts";
 import { cacheTypeBytes } from "./ggml-types.ts";
 import type { ModelInfo } from "./model.ts";
-import type { DeviceUsage } from "./report-schema.ts";
 
-export type { DeviceUsage } from "./report-schema.ts";
+export type { DeviceUsage } from "../protocol/plan.ts";
 
 /**
  * Memory llama-server will allocate, per device, following its own accounting (checked against

@@ -1,4 +1,4 @@
-import type { GpuInfo, HardwareSnapshot } from "./report-schema.ts";
+import type { GpuInfo, HardwareSnapshot } from "../protocol/plan.ts";
 
 /**
  * What the machine offers, as one plain snapshot the planner takes (tests build these by hand),
@@ -7,7 +7,7 @@ import type { GpuInfo, HardwareSnapshot } from "./report-schema.ts";
  */
 
 /** The snapshot's types are inferred from its schema: the snapshot is part of the plan report. */
-export type { GpuInfo, GpuVendor, HardwareSnapshot, ProbeReport, ProbeStatus } from "./report-schema.ts";
+export type { GpuInfo, GpuVendor, HardwareSnapshot, ProbeReport, ProbeStatus } from "../protocol/plan.ts";
 
 const MIB = 1024 * 1024;
 

@@ -1,4 +1,5 @@
 import type { Config } from "../config/schema.ts";
+import type { Decision, Plan } from "../protocol/plan.ts";
 import type { WorkerReport } from "../rpc/client.ts";
 import { memoryBudgets, vramOverrideWarnings } from "./decide/budgets.ts";
 import { decideContextAndLayers } from "./decide/context-and-layers.ts";
@@ -14,7 +15,6 @@ import { decideSlots } from "./decide/slots.ts";
 import { decideThreads } from "./decide/threads.ts";
 import { applyOverrides, type HardwareSnapshot } from "./hardware.ts";
 import type { ModelInfo } from "./model.ts";
-import type { Decision, Plan } from "./report-schema.ts";
 
 /**
  * The planner: model + hardware + config → the llama-server launch, with a reason for every
@@ -23,7 +23,7 @@ import type { Decision, Plan } from "./report-schema.ts";
  */
 
 /** The plan's types are inferred from its schema; re-exported here, where they were first defined. */
-export type { Decision, DevicePlan, Plan } from "./report-schema.ts";
+export type { Decision, DevicePlan, Plan } from "../protocol/plan.ts";
 
 export type PlanConfig = Pick<Config, "model" | "llama" | "hardware"> & {
   app: Pick<Config["app"], "max_parallel_chats">;

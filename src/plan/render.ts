@@ -1,4 +1,4 @@
-import type { PlanReport } from "./report-schema.ts";
+import type { PlanReport } from "../protocol/plan.ts";
 
 /**
  * The human view of a plan: the model in one line, a bar per device showing how its available

@@ -1,7 +1,7 @@
 import type { Config } from "../config/schema.ts";
+import type { ModelSummary, PlanReport } from "../protocol/plan.ts";
 import { defaultPlanDeps, type PlanDeps, planInputs } from "./launch.ts";
 import type { ModelInfo } from "./model.ts";
-import type { ModelSummary, PlanReport } from "./report-schema.ts";
 
 export function summariseModel(m: ModelInfo): ModelSummary {
   return {

@@ -1,21 +1,9 @@
 import { z } from "zod";
 import type { ChatEventName as ChatEventNameListed } from "./capabilities.ts";
-import { RequestIdSchema } from "./messages.ts";
-import { WarmupProgressFields } from "./progress.ts";
+import { SafeIdSchema } from "./safe-id.ts";
+import { WarmupProgressFields } from "./warmup-progress.ts";
 
-/**
- * `user_id` and `session_id` become path segments under the data directory, so they are
- * restricted to a safe alphabet, never start with a dot, and are never a Windows device name.
- */
-const WINDOWS_RESERVED = /^(con|prn|aux|nul|com[0-9¹²³]|lpt[0-9¹²³])(\..*)?$/i;
-export const SafeIdSchema = z
-  .string()
-  .min(1, "must be 1-128 characters")
-  .max(128, "must be 1-128 characters")
-  .regex(/^[A-Za-z0-9@+._-]+$/, "may contain only A-Z a-z 0-9 @ + . _ -")
-  .refine((s) => !s.startsWith("."), "must not start with '.'")
-  .refine((s) => !WINDOWS_RESERVED.test(s), "must not be a Windows reserved device name");
-
+/** `chat` (SPEC §2 chat, §5): its params, its result and its events. */
 export const ChatParamsSchema = z.object({
   user_id: SafeIdSchema.default("default_user"),
   /** Omitted: a new random 8-character id from a-z0-9. */
@@ -98,8 +86,3 @@ export type ChatEvents = { [K in ChatEventName]: z.input<(typeof ChatEventFields
 // The zod-free list of capabilities.ts must name exactly these (a compile error otherwise).
 type Missing = Exclude<ChatEventName, ChatEventNameListed> | Exclude<ChatEventNameListed, ChatEventName>;
 export const CHAT_EVENT_NAMES_COMPLETE: [Missing] extends [never] ? true : Missing = true;
-
-export const CancelParamsSchema = z.object({
-  /** The id of the chat to cancel; optional only while exactly one chat is active. */
-  request_id: RequestIdSchema.optional(),
-});

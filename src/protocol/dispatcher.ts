@@ -1,7 +1,6 @@
 import type { z } from "zod";
 import { logger, logUnexpected } from "../util/logger.ts";
 import { CoreError, type ErrorCode, isCoreError } from "./errors.ts";
-import type { Frame } from "./framing.ts";
 import type { ErrorMessage, RequestId, ResultMessage } from "./messages.ts";
 import type {
   ActiveRequest,
@@ -140,18 +139,7 @@ export class Dispatcher {
       .sort((a, b) => a.since - b.since);
   }
 
-  handleFrame(frame: Frame, maxLineBytes: number): void {
-    if (frame.kind === "oversize") {
-      this.fail(
-        null,
-        "invalid_request",
-        `request line of ${frame.bytes} bytes exceeds the limit of ${maxLineBytes} bytes`,
-      );
-      return;
-    }
-    this.handleLine(frame.text);
-  }
-
+  /** One whole request line, as the transport read it. */
   handleLine(text: string): void {
     let value: unknown;
     try {

@@ -1,119 +1,81 @@
 import { z } from "zod";
+import { once } from "../util/once.ts";
 import { ErrorCodeSchema, RequestIdSchema } from "./messages.ts";
+import { rpcWorkerStatusSchema } from "./rpc-workers.ts";
+
+/** `status` (SPEC §9): no params (unknown ones are ignored). */
+export const StatusParamsSchema = z.object({}).loose();
 
 /**
- * The `status` result (SPEC §9): what the core and its llama-server are doing, for a host's
- * status line. Strict: every field is always present, `null` where it is unknown or does not
- * apply (no llama-server yet, an OS that does not show a figure). Times are ISO 8601 strings,
- * durations and sizes plain numbers (ms, bytes).
+ * The `status` result: what the core and its llama-server are doing, for a host's status line.
+ * Strict: every field is always present, `null` where it is unknown or does not apply (no
+ * llama-server yet, an OS that does not show a figure). Times are ISO 8601 strings, durations
+ * and sizes plain numbers (ms, bytes). Built on first ask (the schema export, tests), never to
+ * answer: status is answered before any result schema is built.
  */
-
-const count = z.number().int().nonnegative();
-const bytes = count.nullable();
-const iso = z.string();
-
-/**
- * - `stopped`: not running: never started (the first chat or warmup starts it), or stopped
- *   at shutdown.
- * - `starting`: being planned, spawned, loaded.
- * - `ready`: serving.
- * - `sleeping`: running with its model unloaded after `llama.idle_sleep_s` idle; the next
- *   chat reloads it (`waking` while it does).
- * - `restarting`: starting again after a crash or a wedge (a back-off first).
- * - `failed`: down after an error (`last_error`): a crash, a failed start, or a wedged server
- *   being stopped. The next chat or warmup starts it again; a crash's restart counts against
- *   `restarts`, and while those are spent only a warmup restarts it before
- *   `restarts.next_automatic_try_at`.
- */
-export const LlamaStateSchema = z.enum(["stopped", "starting", "ready", "sleeping", "restarting", "failed"]);
-export type LlamaState = z.infer<typeof LlamaStateSchema>;
-
-export const LlamaStatusSchema = z.strictObject({
-  state: LlamaStateSchema,
-  /** Sleeping, and a chat is waiting for the model to reload. */
-  waking: z.boolean(),
-  /** Why it is down (failed), or what the restart under way follows (restarting). */
-  last_error: z.strictObject({ code: ErrorCodeSchema, message: z.string() }).nullable(),
-  pid: z.number().int().positive().nullable(),
-  /** Of the last plan: the GGUF's path and its `general.name`. */
-  model: z.strictObject({ path: z.string().nullable(), name: z.string().nullable() }),
-  context_per_slot: count.nullable(),
-  /** Leases held (chats generating), callers waiting for one, and the plan's slots. */
-  slots: z.strictObject({ busy: count, waiting: count, total: count.nullable() }),
-  /** Resident memory (Linux: VmRSS of /proc/<pid>/status; null elsewhere). */
-  rss_bytes: bytes,
-  /** Since the serving process was spawned. */
-  started_at: iso.nullable(),
-  uptime_ms: count.nullable(),
-  /** `--sleep-idle-seconds` it was started with (0: never sleeps); null before a start. */
-  idle_sleep_s: count.nullable(),
-  restarts: z.strictObject({
-    /** Automatic restarts within the window ending now. */
-    used: count,
-    /** llama.max_restarts and what is left of it; null when the config cannot be read. */
-    max: count.nullable(),
-    left: count.nullable(),
-    window_s: z.number().nonnegative().nullable(),
-    /** While the budget is spent after a crash: when a chat may restart it again. */
-    next_automatic_try_at: iso.nullable(),
-  }),
-});
-
-/** Every way the worker query can fail (src/rpc/wire.ts); the plan lists them too. */
-export const RPC_WORKER_FAILURES = [
-  "refused",
-  "unresolved",
-  "unreachable",
-  "timeout",
-  "closed",
-  "wrong_version",
-  "malformed",
-] as const;
-
-export const RPC_WORKER_STATES = [
-  /** Never asked yet. */
-  "unchecked",
-  /** Answered the last query. */
-  "ok",
-  /** The running llama-server uses it. */
-  "in_use",
-  /** It stopped answering while llama-server used it (or was skipped at its start). */
-  "lost",
-  ...RPC_WORKER_FAILURES,
-] as const;
-
-/**
- * An RPC worker (llama.rpc, SPEC §10) as status reports it: what this process last learned of
- * it (src/rpc/workers.ts), never a network call on status's path.
- */
-export const RpcWorkerStatusSchema = z.strictObject({
-  endpoint: z.string(),
-  state: z.enum(RPC_WORKER_STATES),
-  /** One line: what it has, or why it cannot be used. */
-  message: z.string(),
-  /** Its RPC protocol version, once it answered HELLO. */
-  version: z.string().nullable(),
-  devices: z.array(
-    z.strictObject({ free_bytes: z.number().nonnegative(), total_bytes: z.number().nonnegative() }),
-  ),
-  /** When it was last asked (ms since the epoch), or null. */
-  checked_at: z.number().nullable(),
-});
-
-export const CoreStatusResultSchema = z.strictObject({
-  llama: LlamaStatusSchema,
-  core: z.strictObject({
-    pid: z.number().int().positive(),
-    /** Resident memory of the core itself, as the runtime reports it (every OS). */
+export const statusResultSchema = once(() => {
+  const count = z.number().int().nonnegative();
+  const bytes = count.nullable();
+  const iso = z.string();
+  const llama = z.strictObject({
+    /**
+     * - `stopped`: not running: never started (the first chat or warmup starts it), or stopped
+     *   at shutdown.
+     * - `starting`: being planned, spawned, loaded.
+     * - `ready`: serving.
+     * - `sleeping`: running with its model unloaded after `llama.idle_sleep_s` idle; the next
+     *   chat reloads it (`waking` while it does).
+     * - `restarting`: starting again after a crash or a wedge (a back-off first).
+     * - `failed`: down after an error (`last_error`): a crash, a failed start, or a wedged
+     *   server being stopped. The next chat or warmup starts it again; a crash's restart counts
+     *   against `restarts`, and while those are spent only a warmup restarts it before
+     *   `restarts.next_automatic_try_at`.
+     */
+    state: z.enum(["stopped", "starting", "ready", "sleeping", "restarting", "failed"]),
+    /** Sleeping, and a chat is waiting for the model to reload. */
+    waking: z.boolean(),
+    /** Why it is down (failed), or what the restart under way follows (restarting). */
+    last_error: z.strictObject({ code: ErrorCodeSchema, message: z.string() }).nullable(),
+    pid: z.number().int().positive().nullable(),
+    /** Of the last plan: the GGUF's path and its `general.name`. */
+    model: z.strictObject({ path: z.string().nullable(), name: z.string().nullable() }),
+    context_per_slot: count.nullable(),
+    /** Leases held (chats generating), callers waiting for one, and the plan's slots. */
+    slots: z.strictObject({ busy: count, waiting: count, total: count.nullable() }),
+    /** Resident memory (Linux: VmRSS of /proc/<pid>/status; null elsewhere). */
     rss_bytes: bytes,
-    uptime_ms: count,
-  }),
-  /** One per configured RPC worker; empty when none is configured. */
-  rpc_workers: z.array(RpcWorkerStatusSchema),
-  /** Requests in flight (chats, pulls, warmups…), oldest first; this status request excluded. */
-  requests: z.array(
-    z.strictObject({ id: RequestIdSchema, method: z.string(), since: iso, elapsed_ms: count }),
-  ),
+    /** Since the serving process was spawned. */
+    started_at: iso.nullable(),
+    uptime_ms: count.nullable(),
+    /** `--sleep-idle-seconds` it was started with (0: never sleeps); null before a start. */
+    idle_sleep_s: count.nullable(),
+    restarts: z.strictObject({
+      /** Automatic restarts within the window ending now. */
+      used: count,
+      /** llama.max_restarts and what is left of it; null when the config cannot be read. */
+      max: count.nullable(),
+      left: count.nullable(),
+      window_s: z.number().nonnegative().nullable(),
+      /** While the budget is spent after a crash: when a chat may restart it again. */
+      next_automatic_try_at: iso.nullable(),
+    }),
+  });
+  return z.strictObject({
+    llama,
+    core: z.strictObject({
+      pid: z.number().int().positive(),
+      /** Resident memory of the core itself, as the runtime reports it (every OS). */
+      rss_bytes: bytes,
+      uptime_ms: count,
+    }),
+    /** One per configured RPC worker; empty when none is configured. */
+    rpc_workers: z.array(rpcWorkerStatusSchema()),
+    /** Requests in flight (chats, pulls, warmups…), oldest first; this status request excluded. */
+    requests: z.array(
+      z.strictObject({ id: RequestIdSchema, method: z.string(), since: iso, elapsed_ms: count }),
+    ),
+  });
 });
-export type CoreStatusResult = z.infer<typeof CoreStatusResultSchema>;
-export type LlamaStatus = z.infer<typeof LlamaStatusSchema>;
+export type CoreStatusResult = z.infer<ReturnType<typeof statusResultSchema>>;
+export type LlamaStatus = CoreStatusResult["llama"];
+export type LlamaState = LlamaStatus["state"];

@@ -1,6 +1,6 @@
+import type { Endpoint } from "../config/rpc-endpoint.ts";
 import type { RpcWorkerConfig } from "../config/schema.ts";
 import { QUERY_TIMEOUT_MS, queryWorker, type WorkerReport } from "./client.ts";
-import type { Endpoint } from "./endpoint.ts";
 import { versionText } from "./wire.ts";
 import { type WorkerBook, workerBook } from "./workers.ts";
 

@@ -1,5 +1,5 @@
 import { connect, type Socket } from "node:net";
-import type { Endpoint } from "./endpoint.ts";
+import type { Endpoint } from "../config/rpc-endpoint.ts";
 import {
   type DeviceMemory,
   type QueryOptions,

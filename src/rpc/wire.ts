@@ -1,4 +1,4 @@
-import { RPC_WORKER_FAILURES } from "../protocol/status.ts";
+import { RPC_WORKER_FAILURES } from "../protocol/rpc-workers.ts";
 /**
  * The little of llama.cpp's RPC protocol that asks a worker what it has, without llama-server
  * (shared/llama-server/transcripts/87-rpc-wire.txt): a request is `cmd (u8) | size (u64 LE) |

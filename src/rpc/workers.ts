@@ -1,5 +1,4 @@
-import type { z } from "zod";
-import { RPC_WORKER_STATES, RpcWorkerStatusSchema } from "../protocol/status.ts";
+import { RPC_WORKER_STATES, type RpcWorkerStatus } from "../protocol/rpc-workers.ts";
 import type { WorkerReport } from "./client.ts";
 import { versionText } from "./wire.ts";
 
@@ -13,8 +12,7 @@ import { versionText } from "./wire.ts";
 export const WORKER_STATES = RPC_WORKER_STATES;
 
 /** One worker in `status`: the protocol's wire shape. */
-export const WorkerStatusSchema = RpcWorkerStatusSchema;
-export type WorkerStatus = z.infer<typeof WorkerStatusSchema>;
+export type WorkerStatus = RpcWorkerStatus;
 export type WorkerState = WorkerStatus["state"];
 
 export class WorkerBook {

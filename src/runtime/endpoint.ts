@@ -30,7 +30,7 @@ export interface LlamaLease extends LlamaEndpoint {
 
 /**
  * What a caller hears while it waits for llama-server (the `warmup_progress` events of warmup
- * and chat; the protocol's schema is src/protocol/progress.ts). `elapsed_ms` counts from the
+ * and chat; the protocol's schema is src/protocol/warmup-progress.ts). `elapsed_ms` counts from the
  * start of the start or wake being waited for; `fraction` is the share of the model file read
  * so far, where the OS shows it. The supervisor repeats the current phase at least every
  * 500 ms while the wait lasts.

@@ -1,6 +1,6 @@
+import { parseEndpoint } from "../config/rpc-endpoint.ts";
 import { CoreError } from "../protocol/errors.ts";
 import { acceptsConnections } from "../rpc/client.ts";
-import { parseEndpoint } from "../rpc/endpoint.ts";
 import { type WorkerBook, workerBook } from "../rpc/workers.ts";
 import { logger } from "../util/logger.ts";
 

@@ -1,9 +1,9 @@
 import type { Config } from "../config/schema.ts";
 import { methodTable } from "../methods/index.ts";
 import { Dispatcher } from "../protocol/dispatcher.ts";
-import { LineSplitter } from "../protocol/framing.ts";
-import { type Sink, Writer } from "../protocol/writer.ts";
-import { logger, logUnexpected } from "../util/logger.ts";
+import { StdioTransport } from "../protocol/transport/stdio-transport.ts";
+import type { Sink } from "../protocol/transport/writer.ts";
+import { logger } from "../util/logger.ts";
 import { CoreServices } from "./services.ts";
 
 export interface StdioServerOptions {
@@ -16,26 +16,24 @@ export interface StdioServerOptions {
   testMethods?: boolean;
 }
 
-/** Writer and framing limits used before (or without) a config; the same as the schema's defaults. */
+/** Transport limits used before (or without) a config; the same as the schema's defaults. */
 const DEFAULTS = { queueSize: 1024, drainTimeoutMs: 2000, maxLineBytes: 8 * 1024 * 1024 };
 
 /**
- * The NDJSON loop: reader → dispatcher → writer. Resolves with the exit code once input has
- * ended (EOF, shutdown or a signal), in-flight work is cancelled, services are stopped and
+ * The NDJSON loop: transport → dispatcher → transport. Resolves with the exit code once input
+ * has ended (EOF, shutdown or a signal), in-flight work is cancelled, services are stopped and
  * queued output is drained.
  */
 export async function runStdioServer(options: StdioServerOptions): Promise<number> {
   const services = new CoreServices({ configPath: options.configPath, cwd: options.cwd });
-  const limits = { ...DEFAULTS };
-  const writer = new Writer(options.sink, { queueSize: limits.queueSize });
-  const splitter = new LineSplitter(limits.maxLineBytes);
-  services.onConfig((config) => {
-    limits.queueSize = config.stdio.queue_size;
-    limits.drainTimeoutMs = config.stdio.drain_timeout_ms;
-    limits.maxLineBytes = config.stdio.max_line_bytes;
-    writer.setQueueSize(limits.queueSize);
-    splitter.maxLineBytes = limits.maxLineBytes;
-  });
+  const transport = new StdioTransport(options.input, options.sink, DEFAULTS);
+  services.onConfig((config) =>
+    transport.setLimits({
+      queueSize: config.stdio.queue_size,
+      drainTimeoutMs: config.stdio.drain_timeout_ms,
+      maxLineBytes: config.stdio.max_line_bytes,
+    }),
+  );
   // The config loads just after start-up (or earlier, when a request needs it), so the first
   // initialize is answered before YAML and the schemas are even loaded.
   // Leftovers of a core that was killed outright are stopped at start-up, not at the first chat,
@@ -53,7 +51,6 @@ export async function runStdioServer(options: StdioServerOptions): Promise<numbe
   };
   const preload = setTimeout(() => void reap(), 25);
 
-  const reader = options.input.getReader();
   let stopping: Promise<void> | undefined;
   const stop = (why: string): Promise<void> => {
     stopping ??= (async () => {
@@ -63,30 +60,19 @@ export async function runStdioServer(options: StdioServerOptions): Promise<numbe
       await dispatcher.stopAll();
       await services.stop();
       await reap();
-      reader.cancel().catch(() => {});
+      transport.stopReading();
     })();
     return stopping;
   };
   const methods = methodTable(services, { testMethods: options.testMethods ?? false });
-  const dispatcher = new Dispatcher(methods, writer, () => stop("shutdown request"));
+  const dispatcher = new Dispatcher(methods, transport, () => stop("shutdown request"));
 
   const unregister = options.onSignal?.((signal) => void stop(`signal ${signal}`));
-  try {
-    for (;;) {
-      const { value, done } = await reader.read();
-      if (done) break;
-      for (const frame of splitter.push(value)) dispatcher.handleFrame(frame, limits.maxLineBytes);
-    }
-    // A last line without its newline still counts at end of input.
-    if (!stopping) for (const frame of splitter.end()) dispatcher.handleFrame(frame, limits.maxLineBytes);
-  } catch (err) {
-    if (!stopping) logUnexpected("reading stdin failed", err);
-  }
+  await transport.listen((line) => dispatcher.handleLine(line));
   await stop("end of input");
   // The shutdown requests themselves answer once the rest has stopped.
   await dispatcher.settled();
-  const drained = await writer.drain(limits.drainTimeoutMs);
-  if (!drained) logger.warn(`output not fully drained within ${limits.drainTimeoutMs} ms`);
+  await transport.drain();
   unregister?.();
   clearTimeout(preload);
   return 0;

@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { type ChatEvent, type GenericEvent, LocalAiClient, LocalAiError } from "../../src/client/index.ts";
-import { DoctorResultSchema, InitializeResultSchema } from "../../src/protocol/results.ts";
+import { DoctorResultSchema } from "../../src/protocol/doctor.ts";
+import { initializeResultSchema } from "../../src/protocol/initialize.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 import { hostBinary } from "./host-binary.ts";
 
@@ -35,7 +36,7 @@ describe("client against the compiled core", () => {
   test("initialize, ping and doctor answer with the documented shapes", async () => {
     await using dir = tmpdir();
     const client = await start({ cwd: dir.path });
-    expect(InitializeResultSchema.parse(client.info).protocol_version).toBe(1);
+    expect(initializeResultSchema().parse(client.info).protocol_version).toBe(1);
     expect(client.info?.capabilities.methods).toContain("test.sleep");
     expect(await client.ping()).toEqual({ status: "ok" });
     const report = DoctorResultSchema.parse(await client.doctor());

@@ -4,15 +4,18 @@ import type { z } from "zod";
 import { clientTypesText, OUTPUT } from "../../scripts/client-types.ts";
 import { CHAT_EVENT_NAMES } from "../../src/client/chat-events.ts";
 import type * as P from "../../src/client/protocol-types.ts";
-import type { InitializeParamsSchema } from "../../src/methods/initialize.ts";
-import type { PlanResult } from "../../src/methods/plan.ts";
-import type { PullParamsSchema, PullResultSchema } from "../../src/methods/pull.ts";
-import type { WarmupParamsSchema } from "../../src/methods/warmup.ts";
-import type { ModelsResult } from "../../src/models/list-schema.ts";
+import type { CancelResult } from "../../src/protocol/cancel.ts";
 import type { ChatParamsSchema, ChatResultSchema, WarningSchema } from "../../src/protocol/chat.ts";
 import { ChatEventFields } from "../../src/protocol/chat.ts";
+import type { DoctorResult } from "../../src/protocol/doctor.ts";
+import type { InitializeParamsSchema, InitializeResult } from "../../src/protocol/initialize.ts";
 import type { ErrorCodeSchema, ErrorReasonSchema, RequestIdSchema } from "../../src/protocol/messages.ts";
-import type * as R from "../../src/protocol/results.ts";
+import type { ModelsResult } from "../../src/protocol/models.ts";
+import type { StatusResult } from "../../src/protocol/ping.ts";
+import type { PlanReport } from "../../src/protocol/plan.ts";
+import type { PullParamsSchema, PullResultSchema } from "../../src/protocol/pull.ts";
+import type { WarmupParamsSchema, WarmupResultSchema } from "../../src/protocol/warmup.ts";
+import type { WarmupProgressFields } from "../../src/protocol/warmup-progress.ts";
 
 // The client's plain types must be the zod types, exactly: `tsc --noEmit` fails on a mismatch.
 type Equal<A, B> = (<T>() => T extends A ? 1 : 2) extends <T>() => T extends B ? 1 : 2 ? true : false;
@@ -41,21 +44,21 @@ describe("client protocol types", () => {
       same<P.ChatEventName, keyof Fields>(true),
       same<P.ChatEvent, ZodChatEvent>(true),
       same<P.InitializeParams, z.input<typeof InitializeParamsSchema>>(true),
-      same<P.InitializeResult, R.InitializeResult>(true),
-      same<P.StatusResult, R.StatusResult>(true),
-      same<P.CancelResult, R.CancelResult>(true),
-      same<P.DoctorResult, R.DoctorResult>(true),
-      same<P.PlanResult, PlanResult>(true),
+      same<P.InitializeResult, InitializeResult>(true),
+      same<P.StatusResult, StatusResult>(true),
+      same<P.CancelResult, CancelResult>(true),
+      same<P.DoctorResult, DoctorResult>(true),
+      same<P.PlanResult, PlanReport>(true),
       same<P.ModelsResult, ModelsResult>(true),
       same<P.PullParams, z.input<typeof PullParamsSchema>>(true),
       same<P.PullResult, z.infer<typeof PullResultSchema>>(true),
       same<P.ErrorReason, z.infer<typeof ErrorReasonSchema>>(true),
       same<P.WarmupParams, z.input<typeof WarmupParamsSchema>>(true),
-      same<P.WarmupResult, z.infer<typeof R.WarmupResultSchema>>(true),
+      same<P.WarmupResult, z.infer<typeof WarmupResultSchema>>(true),
       same<
         P.WarmupEvent,
         { id: z.infer<typeof RequestIdSchema>; type: "event"; event: "warmup_progress" } & z.infer<
-          typeof R.WarmupProgressFields
+          typeof WarmupProgressFields
         >
       >(true),
     ];

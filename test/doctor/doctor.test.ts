@@ -6,7 +6,7 @@ import { renderDoctor } from "../../src/doctor/render.ts";
 import type { HardwareSnapshot } from "../../src/plan/hardware.ts";
 import { defaultPlanDeps } from "../../src/plan/launch.ts";
 import { runWithTimeout } from "../../src/plan/probe.ts";
-import { DoctorResultSchema } from "../../src/protocol/results.ts";
+import { DoctorResultSchema } from "../../src/protocol/doctor.ts";
 import { CoreServices } from "../../src/server/services.ts";
 import { denseModel, llama7b, writeGguf } from "../fixtures/gguf-writer.ts";
 import { cpuOnlyMachine, GIB } from "../fixtures/hardware.ts";

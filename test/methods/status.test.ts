@@ -5,7 +5,7 @@ import type { Services } from "../../src/methods/services.ts";
 import { describeLlama } from "../../src/methods/status.ts";
 import { CoreError } from "../../src/protocol/errors.ts";
 import type { RequestContext } from "../../src/protocol/method-table.ts";
-import { CoreStatusResultSchema } from "../../src/protocol/status.ts";
+import { statusResultSchema } from "../../src/protocol/status.ts";
 import type { LlamaProvider } from "../../src/runtime/endpoint.ts";
 import type { SupervisorSnapshot } from "../../src/runtime/snapshot.ts";
 
@@ -64,7 +64,7 @@ describe("what status says of llama-server, from the supervisor's snapshot", () 
     expect(status.state).toBe(state);
     // Every answer is a valid result piece, whatever the state.
     expect(() =>
-      CoreStatusResultSchema.parse({
+      statusResultSchema().parse({
         llama: status,
         core: { pid: 1, rss_bytes: null, uptime_ms: 0 },
         rpc_workers: [],
@@ -174,7 +174,7 @@ describe("the status method", () => {
       ]),
     );
     expect(result).not.toBeInstanceOf(Promise);
-    const parsed = CoreStatusResultSchema.parse(result);
+    const parsed = statusResultSchema().parse(result);
     expect(created).toBe(false);
     expect(parsed.llama.state).toBe("stopped");
     expect(parsed.llama.slots.total).toBeNull();
@@ -190,7 +190,7 @@ describe("the status method", () => {
   });
 
   test('a request with the same id but another type is not this one (1 and "1" are different ids)', async () => {
-    const result = CoreStatusResultSchema.parse(
+    const result = statusResultSchema().parse(
       await run({ existingLlama: () => undefined }, ctx(1, [{ id: "1", method: "chat", since: Date.now() }])),
     );
     expect(result.requests.map((r) => r.id)).toEqual(["1"]);
@@ -202,14 +202,14 @@ describe("the status method", () => {
         throw new Error("cannot read config.yaml");
       },
     } as unknown as LlamaProvider;
-    const result = CoreStatusResultSchema.parse(await run({ existingLlama: () => provider }, ctx("s", [])));
+    const result = statusResultSchema().parse(await run({ existingLlama: () => provider }, ctx("s", [])));
     expect(result.llama.state).toBe("failed");
     expect(result.llama.last_error?.message).toContain("cannot read config.yaml");
   });
 
   test("configured RPC workers are listed as the worker book last saw them, without a network call", async () => {
     const config = ConfigSchema.parse({ llama: { rpc: ["127.0.0.1:1", "127.0.0.1:2"] } });
-    const result = CoreStatusResultSchema.parse(
+    const result = statusResultSchema().parse(
       await run({ existingLlama: () => undefined, existingConfig: () => config }, ctx("s", [])),
     );
     expect(result.rpc_workers.map((w) => [w.endpoint, w.state])).toEqual([
@@ -219,7 +219,7 @@ describe("the status method", () => {
   });
 
   test("a provider without a snapshot (a test stand-in) reads as stopped", async () => {
-    const result = CoreStatusResultSchema.parse(
+    const result = statusResultSchema().parse(
       await run({ existingLlama: () => ({}) as LlamaProvider }, ctx("s", [])),
     );
     expect(result.llama.state).toBe("stopped");

@@ -10,7 +10,6 @@ import {
   snapshotPath,
   tokenFile,
 } from "../../src/models/hf-cache.ts";
-import { parseHfModelPath, parseModelRef, pullCommand } from "../../src/models/model-ref.ts";
 
 // The layout huggingface_hub documents for its cache ("Manage huggingface_hub cache-system"):
 // models--org--name/{blobs,snapshots/<commit>,refs/<revision>}, HF_HUB_CACHE > HF_HOME/hub >
@@ -41,30 +40,5 @@ describe("the Hugging Face cache layout", () => {
     expect(isOffline({})).toBe(false);
     expect(hubEndpoint({})).toBe("https://huggingface.co");
     expect(hubEndpoint({ HF_ENDPOINT: "http://127.0.0.1:9/" })).toBe("http://127.0.0.1:9");
-  });
-});
-
-describe("model references", () => {
-  test("repo, quant, file and the hf: prefix", () => {
-    expect(parseModelRef("org/m")).toEqual({ repo: "org/m", revision: "main" });
-    expect(parseModelRef("org/m:Q4_K_M")).toEqual({ repo: "org/m", quant: "Q4_K_M", revision: "main" });
-    expect(parseModelRef("org/m:sub/x.GGUF", "v1")).toEqual({
-      repo: "org/m",
-      file: "sub/x.GGUF",
-      revision: "v1",
-    });
-    expect(parseHfModelPath("hf:org/m:q8_0")).toEqual({ repo: "org/m", quant: "q8_0", revision: "main" });
-    expect(parseHfModelPath("./models/m.gguf")).toBeUndefined();
-    expect(pullCommand({ repo: "org/m", quant: "Q4_K_M", revision: "main" })).toBe(
-      "local-ai pull org/m:Q4_K_M",
-    );
-  });
-
-  test("bad references name what is wrong", () => {
-    expect(() => parseModelRef("justaname")).toThrow("org/name");
-    expect(() => parseModelRef("org/m:")).toThrow("nothing after");
-    expect(() => parseModelRef("org/m:../../x.gguf")).toThrow("inside the repo");
-    expect(() => parseModelRef("org/a--b")).toThrow("org/name");
-    expect(() => parseModelRef("org/m:Q4 K")).toThrow("neither");
   });
 });

@@ -3,7 +3,7 @@ import { mkdirSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { defaultConfig, loadConfig } from "../../src/config/load.ts";
 import { listModels, listModelsFor, sortModels } from "../../src/models/list.ts";
-import { type ModelEntry, ModelsResultSchema } from "../../src/models/list-schema.ts";
+import { type ModelEntry, ModelsResultSchema } from "../../src/protocol/models.ts";
 import { llama7b, writeGguf } from "../fixtures/gguf-writer.ts";
 import { cpuOnlyMachine, GIB } from "../fixtures/hardware.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";

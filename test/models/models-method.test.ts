@@ -2,7 +2,7 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { hubCacheDir } from "../../src/models/hf-cache.ts";
-import { ModelsResultSchema } from "../../src/models/list-schema.ts";
+import { ModelsResultSchema } from "../../src/protocol/models.ts";
 import { startHarness } from "../fixtures/stdio-harness.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 import { layRepo, tinyModel } from "./cache-layout.ts";

@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
-import { type DownloadProgress, etaSeconds, ProgressReporter, RateMeter } from "../../src/models/progress.ts";
+import { etaSeconds, ProgressReporter, RateMeter } from "../../src/models/progress.ts";
+import type { DownloadProgress } from "../../src/protocol/pull.ts";
 
 describe("download progress", () => {
   test("the rate is taken over a sliding window, so a stall shows at once", () => {

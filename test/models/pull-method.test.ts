@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { DownloadProgressFields, PullResultSchema } from "../../src/methods/pull.ts";
 import { incompletePath } from "../../src/models/hf-cache.ts";
+import { DownloadProgressFields, PullResultSchema } from "../../src/protocol/pull.ts";
 import { type HubStandIn, startHubStandIn } from "../fixtures/hub-stand-in.ts";
 import { writeFakeModel } from "../fixtures/llama-stand-in/binary.ts";
 import { startHarness } from "../fixtures/stdio-harness.ts";

@@ -1,5 +1,4 @@
 import { describe, expect, test } from "bun:test";
-import type { DownloadProgress } from "../../src/models/progress.ts";
 import {
   humanBytes,
   humanSeconds,
@@ -8,6 +7,7 @@ import {
   progressLine,
   renderPulled,
 } from "../../src/models/pull-render.ts";
+import type { DownloadProgress } from "../../src/protocol/pull.ts";
 
 const MIB = 1024 * 1024;
 const p = (o: Partial<DownloadProgress> = {}): DownloadProgress => ({

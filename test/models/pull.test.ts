@@ -11,11 +11,11 @@ import {
   writeFileSync,
 } from "node:fs";
 import { join } from "node:path";
-import { writeFailure } from "../../src/models/download.ts";
 import { blobPath, incompletePath, refPath, snapshotPath } from "../../src/models/hf-cache.ts";
-import type { DownloadProgress } from "../../src/models/progress.ts";
 import { type PullDeps, type PullOutcome, type PullRequest, pullModel } from "../../src/models/pull.ts";
+import { writeFailure } from "../../src/models/pull-errors.ts";
 import type { CoreError } from "../../src/protocol/errors.ts";
+import type { DownloadProgress } from "../../src/protocol/pull.ts";
 import { type HubStandIn, type Knobs, type StandInRepo, startHubStandIn } from "../fixtures/hub-stand-in.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 

@@ -6,7 +6,7 @@ import { type ModelInfo, modelInfo } from "../../src/plan/model.ts";
 import { makePlan } from "../../src/plan/planner.ts";
 import { renderPlan } from "../../src/plan/render.ts";
 import { summariseModel } from "../../src/plan/report.ts";
-import { PlanSchema } from "../../src/plan/report-schema.ts";
+import { PlanSchema } from "../../src/protocol/plan.ts";
 import type { WorkerReport } from "../../src/rpc/client.ts";
 import { coreErrorOf } from "../fixtures/core-error.ts";
 import { llama8b, writeGguf } from "../fixtures/gguf-writer.ts";

@@ -1,6 +1,7 @@
 import { describe, expect, test } from "bun:test";
-import { ChatParamsSchema, ChatResultSchema, SafeIdSchema } from "../../src/protocol/chat.ts";
+import { ChatParamsSchema, ChatResultSchema } from "../../src/protocol/chat.ts";
 import { ErrorMessageSchema, EventMessageSchema, RequestSchema } from "../../src/protocol/messages.ts";
+import { SafeIdSchema } from "../../src/protocol/safe-id.ts";
 
 describe("protocol schemas", () => {
   test("a request needs an id (string or finite number) and a method; params are an object", () => {

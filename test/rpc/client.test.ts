@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { createServer } from "node:net";
+import { type Endpoint, parseEndpoint } from "../../src/config/rpc-endpoint.ts";
 import { acceptsConnections, queryWorker } from "../../src/rpc/client.ts";
-import { type Endpoint, parseEndpoint } from "../../src/rpc/endpoint.ts";
 import { pickFreePort } from "../../src/runtime/ports.ts";
 import { RECORDED_DEVICE_BYTES, RpcWorkerStandIn, type WorkerMode } from "../fixtures/rpc-worker.ts";
 

@@ -1,10 +1,11 @@
 import { describe, expect, test } from "bun:test";
 import { ConfigSchema } from "../../src/config/schema.ts";
+import { rpcWorkerStatusSchema } from "../../src/protocol/rpc-workers.ts";
 import { checkWorkers } from "../../src/rpc/check.ts";
 import type { WorkerReport } from "../../src/rpc/client.ts";
 import { versionOutliers } from "../../src/rpc/versions.ts";
 import type { WorkerFailureKind } from "../../src/rpc/wire.ts";
-import { rpcWorkerSnapshot, WorkerBook, WorkerStatusSchema } from "../../src/rpc/workers.ts";
+import { rpcWorkerSnapshot, WorkerBook } from "../../src/rpc/workers.ts";
 import { pickFreePort } from "../../src/runtime/ports.ts";
 import { RpcWorkerStandIn } from "../fixtures/rpc-worker.ts";
 
@@ -104,7 +105,7 @@ describe("checkWorkers and the book", () => {
     book.lost("lost:1", "gone");
     const endpoints = [...kinds.map((_, i) => `h:${i + 1}`), "ok:1", "used:1", "lost:1", "never:1"];
     const snap = rpcWorkerSnapshot(endpoints, book);
-    for (const s of snap) expect(WorkerStatusSchema.parse(s)).toEqual(s);
+    for (const s of snap) expect(rpcWorkerStatusSchema().parse(s)).toEqual(s);
     expect(snap.map((s) => s.state)).toEqual([...kinds, "ok", "in_use", "lost", "unchecked"]);
   });
 });

@@ -1,11 +1,11 @@
 import { describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
+import type { Endpoint } from "../../src/config/rpc-endpoint.ts";
 import { ConfigSchema } from "../../src/config/schema.ts";
 import { type LaunchPlan, planLaunch } from "../../src/plan/launch.ts";
 import { CoreError } from "../../src/protocol/errors.ts";
 import { acceptsConnections, queryWorker } from "../../src/rpc/client.ts";
-import type { Endpoint } from "../../src/rpc/endpoint.ts";
 import { rpcWorkerSnapshot } from "../../src/rpc/workers.ts";
 import type { LlamaLease } from "../../src/runtime/endpoint.ts";
 import { pickFreePort } from "../../src/runtime/ports.ts";

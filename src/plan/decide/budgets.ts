@@ -1,5 +1,5 @@
 import type { Config } from "../../config/schema.ts";
-import type { HardwareSnapshot } from "../report-schema.ts";
+import type { HardwareSnapshot } from "../../protocol/plan.ts";
 
 /**
  * What each device may spend: what it has available minus a margin for the OS, the driver and

@@ -1,4 +1,4 @@
-import type { Decision } from "../report-schema.ts";
+import type { Decision } from "../../protocol/plan.ts";
 
 /**
  * What each planner decision returns: its value for the plan, and the line of the report that

@@ -1,5 +1,5 @@
+import type { DevicePlan } from "../../protocol/plan.ts";
 import type { Estimate } from "../estimate.ts";
-import type { DevicePlan } from "../report-schema.ts";
 import type { Budgets } from "./budgets.ts";
 
 /**

@@ -1,8 +1,8 @@
 import { CoreError } from "../../protocol/errors.ts";
+import type { DeviceUsage } from "../../protocol/plan.ts";
 import { type Estimate, estimate } from "../estimate.ts";
 import type { KvCacheType } from "../ggml-types.ts";
 import type { ModelInfo } from "../model.ts";
-import type { DeviceUsage } from "../report-schema.ts";
 import type { Budgets } from "./budgets.ts";
 
 /**

@@ -1,5 +1,5 @@
 import type { Config } from "../../config/schema.ts";
-import type { Decision } from "../report-schema.ts";
+import type { Decision } from "../../protocol/plan.ts";
 
 /**
  * `--sleep-idle-seconds N` from `llama.idle_sleep_s`: llama-server unloads the model after N

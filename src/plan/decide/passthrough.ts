@@ -1,4 +1,4 @@
-import type { Decision } from "../report-schema.ts";
+import type { Decision } from "../../protocol/plan.ts";
 
 /** `--jinja`, always: tool calling needs the model's own chat template to render tools. */
 export function jinjaDecision(): Decision {

@@ -1,11 +1,11 @@
 import type { RpcWorkerConfig } from "../../config/schema.ts";
 import { CoreError, isCoreError } from "../../protocol/errors.ts";
+import type { Decision, WorkerPlan } from "../../protocol/plan.ts";
 import type { WorkerReport } from "../../rpc/client.ts";
 import { versionOutliers } from "../../rpc/versions.ts";
 import { versionText } from "../../rpc/wire.ts";
 import { describeWorker } from "../../rpc/workers.ts";
 import type { Estimate } from "../estimate.ts";
-import type { Decision, WorkerPlan } from "../report-schema.ts";
 import type { Budgets, GpuBudget } from "./budgets.ts";
 import type { Placement } from "./context-and-layers.ts";
 import type { Decided } from "./decided.ts";

@@ -1,5 +1,5 @@
 import type { Config } from "../../config/schema.ts";
-import type { HardwareSnapshot } from "../report-schema.ts";
+import type { HardwareSnapshot } from "../../protocol/plan.ts";
 import type { Decided } from "./decided.ts";
 
 /** Threads (`-t`): `llama.threads`, else one per physical core (logical when unknown). */

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { memoryBudgets, vramOverrideWarnings } from "../../../src/plan/decide/budgets.ts";
-import type { GpuInfo, HardwareSnapshot } from "../../../src/plan/report-schema.ts";
+import type { GpuInfo, HardwareSnapshot } from "../../../src/protocol/plan.ts";
 import { cpuOnlyMachine } from "../../fixtures/hardware.ts";
 
 const GIB = 2 ** 30;

@@ -1,6 +1,6 @@
 import type { Fitter, Trial } from "../../../src/plan/decide/fit.ts";
 import type { Estimate } from "../../../src/plan/estimate.ts";
-import type { DeviceUsage } from "../../../src/plan/report-schema.ts";
+import type { DeviceUsage } from "../../../src/protocol/plan.ts";
 
 export const GIB = 2 ** 30;
 

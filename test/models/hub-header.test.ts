@@ -3,10 +3,11 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { defaultConfig, loadConfig } from "../../src/config/load.ts";
 import { hubAccess, listRepoFiles, nextPage, parseTreeListing } from "../../src/models/hub-listing.ts";
-import { parseModelRef } from "../../src/models/model-ref.ts";
-import { planReportWithHub, remoteFit } from "../../src/models/remote-header.ts";
+import { planReportWithHub } from "../../src/models/plan-with-hub.ts";
+import { remoteFit } from "../../src/models/remote-fit.ts";
 import { defaultPlanDeps } from "../../src/plan/launch.ts";
 import { CoreError } from "../../src/protocol/errors.ts";
+import { parseModelRef } from "../../src/protocol/model-ref.ts";
 import { llama7b, writeGguf } from "../fixtures/gguf-writer.ts";
 import { cpuOnlyMachine } from "../fixtures/hardware.ts";
 import { type RangeServer, type RangeServerOptions, startRangeServer } from "../fixtures/range-server.ts";
@@ -101,8 +102,8 @@ describe("remoteFit: will it fit, from the hub's header alone", () => {
       sha256: "f".repeat(64),
       architecture: "llama",
     });
-    expect(fit.fit.fits).toBe(true);
-    expect(fit.fit.summary).toStartWith("fits: ");
+    expect(fit.fit).toMatchObject({ fits: true, device: "cpu" });
+    expect(fit.fit.message).toStartWith("fits: ");
     const reads = hub.requests.filter((r) => r.path.includes("/resolve/"));
     expect(reads.length).toBeGreaterThan(0);
     for (const r of reads) expect(r.range).toMatch(/^bytes=\d+-\d+$/);
@@ -119,8 +120,9 @@ describe("remoteFit: will it fit, from the hub's header alone", () => {
       { probe, home: dir.path },
     );
     expect(fit.size_bytes).toBeGreaterThan(3e9);
-    expect(fit.fit).toMatchObject({ fits: false });
-    expect(fit.fit.summary).toStartWith("does not fit: ");
+    expect(fit.fit).toMatchObject({ fits: false, device: "RAM" });
+    expect(fit.fit.needed_bytes!).toBeGreaterThan(fit.fit.available_bytes!);
+    expect(fit.fit.message).toContain("does not fit");
   });
 
   test("a server that ignores Range is read only as far as the header, then cut off", async () => {

@@ -1,5 +1,5 @@
-import { logger } from "../util/logger.ts";
-import type { OutboundMessage } from "./messages.ts";
+import { logger } from "../../util/logger.ts";
+import type { OutboundMessage } from "../messages.ts";
 
 /** Where serialized batches go. `write` resolves once the sink accepted the batch. */
 export interface Sink {

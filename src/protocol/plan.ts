@@ -1,6 +1,17 @@
 import { z } from "zod";
-import { WORKER_FAILURE_KINDS } from "../rpc/wire.ts";
-import { KV_CACHE_TYPE_NAMES } from "./ggml-types.ts";
+import { KV_CACHE_TYPE_NAMES } from "./kv-cache-types.ts";
+import { RPC_WORKER_FAILURES } from "./rpc-workers.ts";
+
+/** `plan`: its params, and its result, the plan report. */
+export const PlanParamsSchema = z
+  .object({
+    /**
+     * Judge this model instead of model.path: a GGUF path (relative to the config's folder) or
+     * `hf:org/name[:QUANT|:file.gguf]`, read from the hub's header when not in the cache.
+     */
+    model: z.string().min(1).optional(),
+  })
+  .loose();
 
 /**
  * The plan report (the `plan` method's result and `local-ai plan --json`) as one strict schema:
@@ -121,7 +132,7 @@ export type DevicePlan = z.infer<typeof DevicePlanSchema>;
 
 /** Why a configured RPC worker is not a device of the plan. */
 export const WORKER_LEFT_OUT = [
-  ...WORKER_FAILURE_KINDS,
+  ...RPC_WORKER_FAILURES,
   /** It answered, but has no memory to spend once the margin is kept free. */
   "no_memory",
   /** Not asked (a plan made without querying the workers). */

@@ -1,6 +1,7 @@
 import { z } from "zod";
 
-/** The `models` result (and `local-ai models --json`): one definition, strict. */
+/** `models`: no params (unknown ones are refused); its result (and `local-ai models --json`), strict. */
+export const ModelsParamsSchema = z.strictObject({});
 
 export const MODEL_PROBLEMS = [
   "absent",

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { parseEndpoint } from "../../src/rpc/endpoint.ts";
+import { parseEndpoint } from "../../src/config/rpc-endpoint.ts";
 
 describe("parseEndpoint: host:port as llama-server's --rpc reads it", () => {
   test.each([

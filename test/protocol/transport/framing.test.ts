@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { type Frame, LineSplitter } from "../../src/protocol/framing.ts";
+import { type Frame, LineSplitter } from "../../../src/protocol/transport/framing.ts";
 
 const enc = new TextEncoder();
 const texts = (frames: Frame[]) => frames.map((f) => (f.kind === "line" ? f.text : `<oversize ${f.bytes}>`));

@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
-import type { OutboundMessage } from "../../src/protocol/messages.ts";
-import { type Sink, Writer } from "../../src/protocol/writer.ts";
-import { waitFor } from "../fixtures/wait.ts";
+import type { OutboundMessage } from "../../../src/protocol/messages.ts";
+import { type Sink, Writer } from "../../../src/protocol/transport/writer.ts";
+import { waitFor } from "../../fixtures/wait.ts";
 
 /** A sink that records each batch and can be held (a stalled reader) or broken. */
 function fakeSink() {

@@ -1,6 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { z } from "zod";
-import { ConfigSchema } from "../../src/config/schema.ts";
+import { ConfigSchema, LlamaSchema } from "../../src/config/schema.ts";
+import { KV_CACHE_TYPES } from "../../src/plan/ggml-types.ts";
 import { readGgufHeader } from "../../src/plan/gguf-read.ts";
 import { type ModelInfo, modelInfo } from "../../src/plan/model.ts";
 import { makePlan } from "../../src/plan/planner.ts";
@@ -9,10 +10,11 @@ import type { buildPlanReport } from "../../src/plan/report.ts";
 import { summariseModel } from "../../src/plan/report.ts";
 import {
   HardwareSnapshotSchema,
+  KvCacheTypeSchema,
   type PlanReport,
   PlanReportSchema,
   PlanSchema,
-} from "../../src/plan/report-schema.ts";
+} from "../../src/protocol/plan.ts";
 import { deepseek2, gemma3, llama7b, mixtral8x7b, sparse40g, writeGguf } from "../fixtures/gguf-writer.ts";
 import { cpuOnlyMachine, GIB } from "../fixtures/hardware.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
@@ -136,5 +138,13 @@ describe("PlanReportSchema describes exactly what plan returns", () => {
     expect(plan.properties.decisions.items.additionalProperties).toBe(false);
     expect(plan.properties.devices.items.properties.usage.additionalProperties).toBe(false);
     expect(json.properties.hardware.properties.gpus.items.additionalProperties).toBe(false);
+  });
+
+  test("its KV cache types are the planner's and the config's, in the same order", () => {
+    expect(KvCacheTypeSchema.options).toEqual(
+      Object.keys(KV_CACHE_TYPES) as typeof KvCacheTypeSchema.options,
+    );
+    expect(LlamaSchema.unwrap().shape.cache_type_k.unwrap().options).toEqual(KvCacheTypeSchema.options);
+    expect(LlamaSchema.unwrap().shape.cache_type_v.unwrap().options).toEqual(KvCacheTypeSchema.options);
   });
 });

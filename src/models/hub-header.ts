@@ -1,33 +1,16 @@
-import { homedir } from "node:os";
-import { resolve } from "node:path";
 import { gguf } from "@huggingface/gguf";
-import type { Config, LoadedConfig } from "../config/schema.ts";
 import { type GgufHeader, headerOfParsed } from "../plan/gguf-read.ts";
 import type { HardwareSnapshot } from "../plan/hardware.ts";
-import { defaultPlanDeps, type PlanDeps } from "../plan/launch.ts";
 import { type ModelInfo, modelInfo } from "../plan/model.ts";
-import type { PlanConfig } from "../plan/planner.ts";
-import { probeHardware } from "../plan/probe.ts";
-import { buildPlanReport } from "../plan/report.ts";
-import type { PlanReport } from "../plan/report-schema.ts";
 import { CoreError, isCoreError } from "../protocol/errors.ts";
-import { type FitVerdict, fitVerdict, quantizationOf } from "./fit.ts";
-import type { Env } from "./hf-cache.ts";
-import {
-  type HubAccess,
-  hubAccess,
-  hubFetch,
-  listRepoFiles,
-  resolveUrl,
-  unreachable,
-} from "./hub-listing.ts";
-import { HF_PREFIX, type ModelRef, parseHfModelPath, pullCommand } from "./model-ref.ts";
+import type { ModelRef } from "../protocol/model-ref.ts";
+import { type HubAccess, hubFetch, listRepoFiles, resolveUrl, unreachable } from "./hub-listing.ts";
 import { pickGguf } from "./pick-gguf.ts";
-import { isNotDownloaded, resolveModelPath } from "./resolve.ts";
+import { quantizationOf } from "./quantization.ts";
 
 /**
- * "Will this fit?" for a model still on the hub: its header alone, read with HTTP range
- * requests (@huggingface/gguf asks for 2 MB chunks until the tensor table ends; a split model
+ * A model still on the hub, known from its header alone (for the remote fit check and for
+ * `plan` of a model not pulled yet), read with HTTP range requests (@huggingface/gguf asks for 2 MB chunks until the tensor table ends; a split model
  * reads each part's header), never the weights. The token travels in a header, to the hub's
  * origin only (see hubFetch); it is in no URL, message or log.
  */
@@ -43,13 +26,6 @@ export interface RemoteModel {
   sha256: string | null;
   quantization: string;
   model: ModelInfo;
-}
-
-/** The verdict `pull` (and `plan`) gives before any download. */
-export interface RemoteFit extends Omit<RemoteModel, "model"> {
-  architecture: string;
-  parameters: number;
-  fit: FitVerdict;
 }
 
 /** Edges a test replaces: the fetch (the hub stand-in), the hardware probe, the home folder. */
@@ -218,110 +194,4 @@ async function readSlice(res: Response, skip: number, length: number): Promise<U
     await reader.cancel().catch(() => {});
   }
   return out.subarray(0, filled);
-}
-
-/** The remote fit check `pull` calls before it starts: the hub's header, this machine, the config's settings. */
-export async function remoteFit(
-  ref: ModelRef,
-  config: PlanConfig,
-  env: Env = process.env,
-  deps: RemoteDeps = {},
-): Promise<RemoteFit> {
-  const access = hubAccess(env, deps.home ?? (env.HOME || homedir()), deps.fetch);
-  const [remote, hardware] = await Promise.all([
-    readRemoteModel(ref, access, deps.signal),
-    (deps.probe ?? probeHardware)(),
-  ]);
-  const { model, ...rest } = remote;
-  return {
-    ...rest,
-    architecture: model.architecture,
-    parameters: model.parameters,
-    fit: fitVerdict(model, hardware, config),
-  };
-}
-
-/**
- * The plan's edges with one addition: an `hf:` model that is not in the cache is judged from
- * the hub's header (unless HF_HUB_OFFLINE), its plan saying so in a warning. Only `plan` uses
- * this; chat and doctor keep the offline read and its model_missing.
- */
-export function planDepsWithHub(base: PlanDeps, env: Env = process.env, deps: RemoteDeps = {}): PlanDeps {
-  return {
-    ...base,
-    readModel: async (path) => {
-      const home = deps.home ?? (env.HOME || homedir());
-      try {
-        // Resolved here with this env (the base read leaves a plain path as it is).
-        return await base.readModel(resolveModelPath(path, env, home));
-      } catch (err) {
-        const ref = isNotDownloaded(err) ? parseHfModelPath(path) : undefined;
-        const access = hubAccess(env, home, deps.fetch);
-        if (!ref || access.offline) throw err;
-        try {
-          const remote = await readRemoteModel(ref, access, deps.signal);
-          const note = `not downloaded; judged from the hub's header (${ref.repo} ${remote.file} at ${ref.revision}): fetch it with: ${pullCommand(ref)}`;
-          return { ...remote.model, warnings: [note, ...remote.model.warnings] };
-        } catch (hubErr) {
-          if (!isCoreError(hubErr)) throw hubErr;
-          const local = err as CoreError;
-          throw new CoreError(
-            "model_missing",
-            `${local.message}; the hub's header could not be read either: ${hubErr.message}`,
-            {
-              ...local.data,
-              hub_problem: hubErr.data?.problem ?? null,
-            },
-          );
-        }
-      }
-    },
-  };
-}
-
-/** Where `plan` reads the config (the core's services, or the CLI's). */
-export interface PlanConfigSource {
-  loadedConfig(): LoadedConfig;
-  defaultConfig(): LoadedConfig;
-}
-
-/**
- * `plan` with an optional model of the caller's choosing (a path, resolved against `base`, or
- * `hf:…`) in place of model.path, and the hub as a fallback for an `hf:` model not yet pulled.
- * With a model given, a missing config means the defaults: "will this fit?" needs no config.
- */
-export async function planReportWithHub(
-  source: PlanConfigSource,
-  options: { model?: string; base?: string } = {},
-  env: Env = process.env,
-  deps: RemoteDeps & { plan?: PlanDeps } = {},
-): Promise<PlanReport> {
-  let loaded: LoadedConfig;
-  try {
-    loaded = source.loadedConfig();
-  } catch (err) {
-    if (!options.model || !isCoreError(err) || err.code !== "config_missing") throw err;
-    loaded = source.defaultConfig();
-  }
-  const model = options.model;
-  const config: Config = model
-    ? {
-        ...loaded.config,
-        model: {
-          ...loaded.config.model,
-          path: model.startsWith(HF_PREFIX) ? model : resolve(options.base ?? loaded.dir, model),
-        },
-      }
-    : loaded.config;
-  if (model?.startsWith(HF_PREFIX)) parseModelOption(model);
-  return buildPlanReport(config, planDepsWithHub(deps.plan ?? defaultPlanDeps, env, deps));
-}
-
-/** A malformed `hf:` model given to plan is the request's fault: invalid_request naming it. */
-function parseModelOption(model: string): void {
-  try {
-    parseHfModelPath(model);
-  } catch (err) {
-    throw new CoreError("invalid_request", `model: ${(err as Error).message}`, { key: "model" });
-  }
 }

@@ -1,0 +1,85 @@
+import type { ClientLogger, Environment, ExitInfo, SpawnFunction } from "./host-types.ts";
+import type { InitializeParams } from "./types.ts";
+
+/** What a host may set when it creates a LocalAiClient (client.ts), with the defaults below. */
+
+export interface RestartOptions {
+  /** Restarts allowed in a row before the client gives up (default 3). */
+  maxRestarts?: number;
+  /** Delay before the first restart; doubles on each further one (default 500 ms). */
+  initialDelayMs?: number;
+  /** Ceiling of the doubling delay (default 10 s). */
+  maxDelayMs?: number;
+  /** A core that stayed up this long resets the restart count (default 60 s). */
+  resetAfterMs?: number;
+}
+
+export interface LocalAiClientOptions {
+  /** Path of the local-ai executable. */
+  binary: string;
+  /** Passed as `--config FILE`; relative paths resolve against `cwd`. */
+  config?: string;
+  /** Replaces the whole argument list (default `serve-stdio [--config FILE]`). */
+  args?: string[];
+  cwd?: string;
+  /** The core's environment (default: this process's). */
+  env?: Environment;
+  /** Params of the initialize handshake run on every (re)start. */
+  initialize?: InitializeParams;
+  /** Time limit of calls other than streams (chat, warmup, stream()); default 60 s. 0 = none. */
+  requestTimeoutMs?: number;
+  /** Time limit of streams (chat, warmup, stream()); default none. */
+  streamTimeoutMs?: number;
+  /** Restart the core with back-off when it exits unexpectedly; off by default. */
+  restart?: boolean | RestartOptions;
+  /** Events held for a stream nobody reads, before new ones are dropped (default 10 000). */
+  maxBufferedEvents?: number;
+  /** Longest line accepted from the core (default 16 MiB). */
+  maxLineBytes?: number;
+  /** Lines of the core's stderr kept for error reports (default 50). */
+  stderrTailLines?: number;
+  /** Where the client reports what it ignores (malformed lines, late answers). Default: silent. */
+  logger?: ClientLogger;
+  /** Every line the core writes to stderr (its logs). */
+  onStderr?: (line: string) => void;
+  /** The core process ended; `expected` is true after shutdown()/close()/kill(). */
+  onExit?: (info: ExitInfo & { expected: boolean }) => void;
+  /** A restart is scheduled after an unexpected exit. */
+  onRestart?: (info: { attempt: number; delayMs: number }) => void;
+  /**
+   * The core's `llama.stop_grace_s`, in ms, when its config changes it (default 3000, the core's
+   * default). shutdown() and close() never kill a core that is still stopping before
+   * `stopGraceMs + CORE_STOP_MARGIN_MS` (8 s by default) has passed, so that llama-server and
+   * the MCP servers do not outlive it.
+   */
+  stopGraceMs?: number;
+  /** Test seam: the function that starts the process (default node:child_process spawn). */
+  spawn?: SpawnFunction;
+}
+
+export interface ShutdownOptions {
+  /**
+   * How long to wait for the core to exit before killing it (default 5 s). It is a wish, not a
+   * bound: until the core answers `shutdown` it is stopping llama-server (SIGTERM, then SIGKILL
+   * after `llama.stop_grace_s`) and its MCP servers, and killing it then would leave them
+   * running. So a core that has not answered yet is killed no sooner than
+   * `stopGraceMs + CORE_STOP_MARGIN_MS` after the request (8 s by default) however small this
+   * is; one that has answered gets at least 1 s more to exit. Use kill() to stop at once.
+   */
+  timeoutMs?: number;
+}
+
+/** Defaults of the options above that the client fills in itself. */
+export const CLIENT_DEFAULTS = {
+  requestTimeoutMs: 60_000,
+  maxBufferedEvents: 10_000,
+  maxLineBytes: 16 * 1024 * 1024,
+  stderrTailLines: 50,
+};
+
+export const RESTART_DEFAULTS: Required<RestartOptions> = {
+  maxRestarts: 3,
+  initialDelayMs: 500,
+  maxDelayMs: 10_000,
+  resetAfterMs: 60_000,
+};

@@ -1,0 +1,55 @@
+import { CLIENT_DEFAULTS, type LocalAiClientOptions } from "./client-options.ts";
+import type { Connection } from "./connection.ts";
+import { CoreProcess } from "./core-process.ts";
+import type { ExitInfo } from "./host-types.ts";
+import type { InitializeResult } from "./types.ts";
+
+/**
+ * One launch of the core: spawn `local-ai serve-stdio` (its stdout lines routed to the
+ * connection, its stderr to the host) and run the initialize handshake on it. The client's
+ * lifecycle (client.ts) decides when to launch and what an exit means.
+ */
+
+/** Spawns the core; `onExit` hears of this process's end, once. */
+export function spawnCore(
+  options: LocalAiClientOptions,
+  connection: Connection,
+  onExit: (info: ExitInfo) => void,
+): CoreProcess {
+  return new CoreProcess(
+    {
+      command: options.binary,
+      args: options.args ?? ["serve-stdio", ...(options.config ? ["--config", options.config] : [])],
+      cwd: options.cwd,
+      env: options.env,
+      maxLineBytes: options.maxLineBytes ?? CLIENT_DEFAULTS.maxLineBytes,
+      stderrTailLines: options.stderrTailLines ?? CLIENT_DEFAULTS.stderrTailLines,
+      spawn: options.spawn,
+    },
+    {
+      onLine: (line) => connection.receive(line),
+      onOversizeLine: (bytes) => connection.oversizeLine(bytes),
+      onStderrLine: (line) => options.onStderr?.(line),
+      onExit,
+    },
+  );
+}
+
+/** The handshake, within the request time limit; a core that fails it is killed. */
+export async function initializeCore(
+  options: LocalAiClientOptions,
+  connection: Connection,
+  proc: CoreProcess,
+): Promise<InitializeResult> {
+  try {
+    return await connection.sendNow<InitializeResult>(
+      proc,
+      "initialize",
+      options.initialize ?? { protocol_versions: [1] },
+      options.requestTimeoutMs ?? CLIENT_DEFAULTS.requestTimeoutMs,
+    );
+  } catch (err) {
+    proc.kill("SIGKILL");
+    throw err;
+  }
+}

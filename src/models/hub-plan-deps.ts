@@ -1,0 +1,46 @@
+import { homedir } from "node:os";
+import type { PlanDeps } from "../plan/launch.ts";
+import { CoreError, isCoreError } from "../protocol/errors.ts";
+import { parseHfModelPath, pullCommand } from "../protocol/model-ref.ts";
+import type { Env } from "./hf-cache.ts";
+import { type RemoteDeps, readRemoteModel } from "./hub-header.ts";
+import { hubAccess } from "./hub-listing.ts";
+import { isNotDownloaded, resolveModelPath } from "./resolve.ts";
+
+/**
+ * The plan's edges with one addition: an `hf:` model that is not in the cache is judged from
+ * the hub's header (unless HF_HUB_OFFLINE), its plan saying so in a warning. Only `plan` uses
+ * this; chat and doctor keep the offline read and its model_missing.
+ */
+export function planDepsWithHub(base: PlanDeps, env: Env = process.env, deps: RemoteDeps = {}): PlanDeps {
+  return {
+    ...base,
+    readModel: async (path) => {
+      const home = deps.home ?? (env.HOME || homedir());
+      try {
+        // Resolved here with this env (the base read leaves a plain path as it is).
+        return await base.readModel(resolveModelPath(path, env, home));
+      } catch (err) {
+        const ref = isNotDownloaded(err) ? parseHfModelPath(path) : undefined;
+        const access = hubAccess(env, home, deps.fetch);
+        if (!ref || access.offline) throw err;
+        try {
+          const remote = await readRemoteModel(ref, access, deps.signal);
+          const note = `not downloaded; judged from the hub's header (${ref.repo} ${remote.file} at ${ref.revision}): fetch it with: ${pullCommand(ref)}`;
+          return { ...remote.model, warnings: [note, ...remote.model.warnings] };
+        } catch (hubErr) {
+          if (!isCoreError(hubErr)) throw hubErr;
+          const local = err as CoreError;
+          throw new CoreError(
+            "model_missing",
+            `${local.message}; the hub's header could not be read either: ${hubErr.message}`,
+            {
+              ...local.data,
+              hub_problem: hubErr.data?.problem ?? null,
+            },
+          );
+        }
+      }
+    },
+  };
+}

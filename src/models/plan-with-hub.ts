@@ -1,0 +1,57 @@
+import { resolve } from "node:path";
+import type { Config, LoadedConfig } from "../config/schema.ts";
+import { defaultPlanDeps, type PlanDeps } from "../plan/launch.ts";
+import { buildPlanReport } from "../plan/report.ts";
+import { CoreError, isCoreError } from "../protocol/errors.ts";
+import { HF_PREFIX, parseHfModelPath } from "../protocol/model-ref.ts";
+import type { PlanReport } from "../protocol/plan.ts";
+import type { Env } from "./hf-cache.ts";
+import type { RemoteDeps } from "./hub-header.ts";
+import { planDepsWithHub } from "./hub-plan-deps.ts";
+
+/** Where `plan` reads the config (the core's services, or the CLI's). */
+export interface PlanConfigSource {
+  loadedConfig(): LoadedConfig;
+  defaultConfig(): LoadedConfig;
+}
+
+/**
+ * `plan` with an optional model of the caller's choosing (a path, resolved against `base`, or
+ * `hf:…`) in place of model.path, and the hub as a fallback for an `hf:` model not yet pulled.
+ * With a model given, a missing config means the defaults: "will this fit?" needs no config.
+ */
+export async function planReportWithHub(
+  source: PlanConfigSource,
+  options: { model?: string; base?: string } = {},
+  env: Env = process.env,
+  deps: RemoteDeps & { plan?: PlanDeps } = {},
+): Promise<PlanReport> {
+  let loaded: LoadedConfig;
+  try {
+    loaded = source.loadedConfig();
+  } catch (err) {
+    if (!options.model || !isCoreError(err) || err.code !== "config_missing") throw err;
+    loaded = source.defaultConfig();
+  }
+  const model = options.model;
+  const config: Config = model
+    ? {
+        ...loaded.config,
+        model: {
+          ...loaded.config.model,
+          path: model.startsWith(HF_PREFIX) ? model : resolve(options.base ?? loaded.dir, model),
+        },
+      }
+    : loaded.config;
+  if (model?.startsWith(HF_PREFIX)) parseModelOption(model);
+  return buildPlanReport(config, planDepsWithHub(deps.plan ?? defaultPlanDeps, env, deps));
+}
+
+/** A malformed `hf:` model given to plan is the request's fault: invalid_request naming it. */
+function parseModelOption(model: string): void {
+  try {
+    parseHfModelPath(model);
+  } catch (err) {
+    throw new CoreError("invalid_request", `model: ${(err as Error).message}`, { key: "model" });
+  }
+}

@@ -1,0 +1,79 @@
+import { cancelledError, isCoreError } from "../protocol/errors.ts";
+import { HubError, HubUnreachable } from "./hub-client.ts";
+import { type PullWhere, pullError } from "./pull-errors.ts";
+
+/**
+ * The request's own abort signal: the caller's cancel, no byte for `ms`, or an oversized body.
+ * Explains a failure as cancelled, stalled, or a cut connection (the partial is kept in each).
+ */
+export class StallGuard {
+  private readonly ac = new AbortController();
+  private timer: ReturnType<typeof setTimeout> | undefined;
+  private stalled = false;
+  private readonly onAbort = () => this.ac.abort();
+
+  constructor(
+    private readonly outer: AbortSignal,
+    private readonly ms: number,
+  ) {
+    if (outer.aborted) this.ac.abort();
+    else outer.addEventListener("abort", this.onAbort, { once: true });
+    this.touch();
+  }
+
+  get signal(): AbortSignal {
+    return this.ac.signal;
+  }
+
+  /** Ends the request now (an oversized body); not a stall, not a cancel. */
+  abortNow(): void {
+    this.ac.abort();
+  }
+
+  touch(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = setTimeout(() => {
+      this.stalled = true;
+      this.ac.abort();
+    }, this.ms);
+  }
+
+  stop(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.outer.removeEventListener("abort", this.onAbort);
+  }
+
+  explain(err: unknown, where: PullWhere, done: number, total: number): unknown {
+    if (this.outer.aborted)
+      return cancelledError(
+        `the pull of ${where.repo} ${where.file} was cancelled; the partial download is kept`,
+      );
+    if (isCoreError(err)) return err;
+    const keep = "; the partial download is kept, pull again to resume";
+    if (this.stalled)
+      return pullError(
+        where,
+        "connection_lost",
+        `no data for ${this.ms >= 1000 ? `${Math.round(this.ms / 1000)} s` : `${this.ms} ms`} after ${done} of ${total} bytes${keep}`,
+        { bytes_done: done, total },
+      );
+    if (err instanceof HubError || err instanceof HubUnreachable) return undefined;
+    const code = (err as NodeJS.ErrnoException)?.code;
+    if (code === "ENOSPC" || code === "EDQUOT" || code === "EACCES" || code === "EROFS" || code === "EIO")
+      return undefined;
+    return pullError(
+      where,
+      "connection_lost",
+      `the connection broke after ${done} of ${total} bytes (${connectionCause(err)})${keep}`,
+      { bytes_done: done, total },
+    );
+  }
+}
+
+function connectionCause(err: unknown): string {
+  const e = err as { code?: unknown; message?: unknown };
+  if (typeof e?.code === "string" && e.code) return e.code;
+  return String(e?.message ?? err)
+    .split("\n")[0]!
+    .slice(0, 120);
+}

@@ -1,0 +1,12 @@
+import { z } from "zod";
+import { once } from "../util/once.ts";
+
+/** `ping`: no params (unknown ones are ignored). */
+export const PingParamsSchema = z.object({}).loose();
+
+/**
+ * `{status: "ok"}`: ping's answer, and shutdown's. Built on first ask (the schema export,
+ * tests), never to answer a ping (cold start, pings/s).
+ */
+export const okResultSchema = once(() => z.object({ status: z.literal("ok") }).loose());
+export type StatusResult = z.infer<ReturnType<typeof okResultSchema>>;

@@ -1,0 +1,105 @@
+import { logger, logUnexpected } from "../../util/logger.ts";
+import type { ErrorMessage, EventMessage, ResultMessage } from "../messages.ts";
+import type { OutputPort } from "../method-table.ts";
+import { type Frame, LineSplitter } from "./framing.ts";
+import { type Sink, Writer } from "./writer.ts";
+
+/** The `stdio` section of the config, in the transport's terms. */
+export interface TransportLimits {
+  /** Longest request line, in bytes as received (`stdio.max_line_bytes`). */
+  maxLineBytes: number;
+  /** Messages held before events are dropped (`stdio.queue_size`). */
+  queueSize: number;
+  /** How long a stop waits for queued output to reach stdout (`stdio.drain_timeout_ms`). */
+  drainTimeoutMs: number;
+}
+
+/** What the transport needs of the input stream's reader. */
+type ByteReader = {
+  read(): Promise<{ done: true; value?: Uint8Array } | { done: false; value: Uint8Array }>;
+  cancel(): Promise<void>;
+};
+
+/**
+ * The protocol's stdio transport, as one unit (the shape of the MCP SDK's
+ * StdioServerTransport): it reads bytes, frames them into lines within the line limit, and
+ * writes messages through the bounded writer. What is above it talks in whole lines and whole
+ * messages: a line too long to read is answered here (`invalid_request`, `"id": null`: its id
+ * was never read), and neither framing nor limits reach the dispatcher.
+ */
+export class StdioTransport implements OutputPort {
+  private readonly reader: ByteReader;
+  private readonly splitter: LineSplitter;
+  private readonly writer: Writer;
+  private readonly limits: TransportLimits;
+  /** Reading was stopped from this side: what is left of a line is not a line. */
+  private stopped = false;
+
+  constructor(input: ReadableStream<Uint8Array>, sink: Sink, limits: TransportLimits) {
+    this.limits = { ...limits };
+    this.reader = input.getReader();
+    this.splitter = new LineSplitter(limits.maxLineBytes);
+    this.writer = new Writer(sink, { queueSize: limits.queueSize });
+  }
+
+  /** Applies the config's limits (it loads after the loop has started). */
+  setLimits(limits: TransportLimits): void {
+    Object.assign(this.limits, limits);
+    this.splitter.maxLineBytes = limits.maxLineBytes;
+    this.writer.setQueueSize(limits.queueSize);
+  }
+
+  /**
+   * Hands each line to `onLine` as it arrives, until end of input or stopReading(). A last
+   * line without its newline still counts when the input ends, not when this side stopped.
+   */
+  async listen(onLine: (line: string) => void): Promise<void> {
+    try {
+      for (;;) {
+        const { value, done } = await this.reader.read();
+        if (done) break;
+        this.deliver(this.splitter.push(value), onLine);
+      }
+      if (!this.stopped) this.deliver(this.splitter.end(), onLine);
+    } catch (err) {
+      if (!this.stopped) logUnexpected("reading stdin failed", err);
+    }
+  }
+
+  /** Ends listen(): no more input is read. */
+  stopReading(): void {
+    this.stopped = true;
+    this.reader.cancel().catch(() => {});
+  }
+
+  /** Waits, at most `drainTimeoutMs`, until everything queued has reached the sink. */
+  async drain(): Promise<void> {
+    const drained = await this.writer.drain(this.limits.drainTimeoutMs);
+    if (!drained) logger.warn(`output not fully drained within ${this.limits.drainTimeoutMs} ms`);
+  }
+
+  event(msg: EventMessage): boolean {
+    return this.writer.event(msg);
+  }
+
+  tryTerminal(msg: ResultMessage | ErrorMessage): boolean {
+    return this.writer.tryTerminal(msg);
+  }
+
+  terminal(msg: ResultMessage | ErrorMessage): Promise<void> {
+    return this.writer.terminal(msg);
+  }
+
+  private deliver(frames: Frame[], onLine: (line: string) => void): void {
+    for (const frame of frames) {
+      if (frame.kind === "line") onLine(frame.text);
+      else
+        void this.writer.terminal({
+          id: null,
+          type: "error",
+          code: "invalid_request",
+          message: `request line of ${frame.bytes} bytes exceeds the limit of ${this.limits.maxLineBytes} bytes`,
+        });
+    }
+  }
+}

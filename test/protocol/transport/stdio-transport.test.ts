@@ -1,0 +1,102 @@
+import { describe, expect, test } from "bun:test";
+import { StdioTransport, type TransportLimits } from "../../../src/protocol/transport/stdio-transport.ts";
+import type { Sink } from "../../../src/protocol/transport/writer.ts";
+
+const LIMITS: TransportLimits = { maxLineBytes: 64, queueSize: 16, drainTimeoutMs: 1000 };
+const enc = new TextEncoder();
+
+/** A transport over an input the test feeds, writing into `written`. */
+function transportOver(sink?: Sink, limits: TransportLimits = LIMITS) {
+  let input!: ReadableStreamDefaultController<Uint8Array>;
+  const stream = new ReadableStream<Uint8Array>({
+    start(c) {
+      input = c;
+    },
+  });
+  const written: string[] = [];
+  const recorder: Sink = { write: (data) => void written.push(data) };
+  const transport = new StdioTransport(stream, sink ?? recorder, limits);
+  const lines: string[] = [];
+  const listening = transport.listen((line) => lines.push(line));
+  const feed = (text: string) => input.enqueue(enc.encode(text));
+  const messages = () =>
+    written
+      .join("")
+      .split("\n")
+      .filter(Boolean)
+      .map((l) => JSON.parse(l));
+  return { transport, lines, listening, feed, end: () => input.close(), messages };
+}
+
+describe("StdioTransport: whole lines in, whole messages out", () => {
+  test("lines arrive whole and in order however the bytes were split; a last one without its newline counts at EOF", async () => {
+    const t = transportOver();
+    t.feed('{"id":1,"me');
+    t.feed('thod":"ping"}\n{"id":2}\r\n\n  \n{"id"');
+    t.feed(":3}");
+    t.end();
+    await t.listening;
+    expect(t.lines).toEqual(['{"id":1,"method":"ping"}', '{"id":2}', '{"id":3}']);
+  });
+
+  test("a line over the limit is answered here, with a null id and the limit; the next line still arrives", async () => {
+    const t = transportOver();
+    t.feed(`${"x".repeat(100)}\n{"id":1}\n`);
+    t.end();
+    await t.listening;
+    await t.transport.drain();
+    expect(t.lines).toEqual(['{"id":1}']);
+    expect(t.messages()).toEqual([
+      {
+        id: null,
+        type: "error",
+        code: "invalid_request",
+        message: "request line of 100 bytes exceeds the limit of 64 bytes",
+      },
+    ]);
+  });
+
+  test("new limits apply to the lines read after them (the config loads after start-up)", async () => {
+    const t = transportOver();
+    t.transport.setLimits({ ...LIMITS, maxLineBytes: 8 });
+    t.feed('{"id":12}\n{"id":1}\n');
+    t.end();
+    await t.listening;
+    await t.transport.drain();
+    expect(t.lines).toEqual(['{"id":1}']);
+    expect(t.messages()[0].message).toBe("request line of 9 bytes exceeds the limit of 8 bytes");
+  });
+
+  test("stopReading ends listen; what was left of a line is not delivered", async () => {
+    const t = transportOver();
+    t.feed('{"id":1}\n{"id":2');
+    await Bun.sleep(5);
+    t.transport.stopReading();
+    await t.listening;
+    expect(t.lines).toEqual(['{"id":1}']);
+  });
+
+  test("messages go out through the writer; drain waits for them, but only up to drainTimeoutMs", async () => {
+    const t = transportOver();
+    t.transport.event({ id: 1, type: "event", event: "tick", n: 1 });
+    expect(t.transport.tryTerminal({ id: 1, type: "result", result: {} })).toBe(true);
+    await t.transport.terminal({ id: 2, type: "result", result: {} });
+    await t.transport.drain();
+    expect(t.messages().map((m) => [m.id, m.type])).toEqual([
+      [1, "event"],
+      [1, "result"],
+      [2, "result"],
+    ]);
+
+    const stuck = transportOver(
+      { write: () => new Promise<void>(() => {}) },
+      { ...LIMITS, drainTimeoutMs: 50 },
+    );
+    stuck.transport.event({ id: 1, type: "event", event: "tick" });
+    await Bun.sleep(1);
+    const t0 = performance.now();
+    await stuck.transport.drain();
+    expect(performance.now() - t0).toBeGreaterThanOrEqual(40);
+    stuck.transport.stopReading();
+  });
+});
