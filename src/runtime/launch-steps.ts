@@ -1,12 +1,12 @@
 import { CoreError, cancelledError } from "../protocol/errors.ts";
 import { logger } from "../util/logger.ts";
 import { childEnv } from "./child-env.ts";
-import type { StartProgress } from "./endpoint.ts";
 import { classifyStartExit } from "./exit-reason.ts";
 import { LogTail, readLines } from "./log-sink.ts";
 import { removePidRecord, writePidRecord } from "./pid-file.ts";
 import { workFingerprint } from "./proc-info.ts";
 import type { ChildProcess, Spawner } from "./spawn.ts";
+import type { StartProgress } from "./start-progress.ts";
 
 // One launch of llama-server on one port, in three steps a test can drive one at a time:
 // spawn → wait until healthy → verify it is ours (our key). `launchOnce` chains them and

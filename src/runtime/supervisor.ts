@@ -6,7 +6,7 @@ import { backoffDelayMs } from "../util/backoff.ts";
 import { logger } from "../util/logger.ts";
 import { Semaphore } from "../util/semaphore.ts";
 import { randomApiKey } from "./child-env.ts";
-import type { AcquireOptions, LlamaLease, LlamaProvider, StartProgress, StartTicket } from "./endpoint.ts";
+import type { AcquireOptions, LlamaLease, LlamaProvider, StartTicket } from "./endpoint.ts";
 import { idleSleepMsOf, SleepWatch } from "./idle-sleep.ts";
 import { type Exit, launchOnce, type Spawned, stopChild, TAIL_IN_ERRORS } from "./launch-steps.ts";
 import { type LoadModeProbe, launchArgv } from "./load-mode.ts";
@@ -20,6 +20,7 @@ import { RpcWatch } from "./rpc-watch.ts";
 import { propsSaysAsleep, rouseServer } from "./sleep-probe.ts";
 import type { SupervisorSnapshot } from "./snapshot.ts";
 import { bunSpawner, type Spawner } from "./spawn.ts";
+import type { StartProgress } from "./start-progress.ts";
 import { type Running, StateCell, type StateOf, type SupervisorState } from "./supervisor-state.ts";
 
 export type { SupervisorSnapshot } from "./snapshot.ts";

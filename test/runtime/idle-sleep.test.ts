@@ -1,5 +1,4 @@
 import { describe, expect, test } from "bun:test";
-import type { StartProgress } from "../../src/runtime/endpoint.ts";
 import { idleSleepMsOf, SleepWatch } from "../../src/runtime/idle-sleep.ts";
 import {
   ggufMappedBytes,
@@ -8,6 +7,7 @@ import {
   residentBytes,
 } from "../../src/runtime/proc-memory.ts";
 import { ProgressBeat } from "../../src/runtime/progress-beat.ts";
+import type { StartProgress } from "../../src/runtime/start-progress.ts";
 import { waitFor } from "../fixtures/wait.ts";
 
 const never = () => new AbortController().signal;

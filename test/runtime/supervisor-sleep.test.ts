@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { describeLlama } from "../../src/methods/status.ts";
-import type { StartProgress } from "../../src/runtime/endpoint.ts";
+import type { StartProgress } from "../../src/runtime/start-progress.ts";
 import type { Supervisor } from "../../src/runtime/supervisor.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 import { chatBody, makeSupervisor, pidAlive, waitFor } from "./helpers/harness.ts";
