@@ -1,6 +1,7 @@
 import type { Config } from "../config/schema.ts";
-import { defaultPlanDeps, type PlanDeps, planInputs } from "../plan/launch.ts";
+import { type PlanDeps, planInputs } from "../plan/launch.ts";
 import { isCoreError } from "../protocol/errors.ts";
+import { defaultPlanDeps } from "./local-plan-deps.ts";
 
 /**
  * Would this GGUF run on this machine with the config's settings? The planner's own answer:

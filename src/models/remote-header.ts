@@ -4,7 +4,7 @@ import { gguf } from "@huggingface/gguf";
 import type { Config, LoadedConfig } from "../config/schema.ts";
 import { type GgufHeader, headerOfParsed } from "../plan/gguf-read.ts";
 import type { HardwareSnapshot } from "../plan/hardware.ts";
-import { defaultPlanDeps, type PlanDeps } from "../plan/launch.ts";
+import type { PlanDeps } from "../plan/launch.ts";
 import { type ModelInfo, modelInfo } from "../plan/model.ts";
 import type { PlanConfig } from "../plan/planner.ts";
 import { probeHardware } from "../plan/probe.ts";
@@ -21,6 +21,7 @@ import {
   resolveUrl,
   unreachable,
 } from "./hub-listing.ts";
+import { defaultPlanDeps } from "./local-plan-deps.ts";
 import { HF_PREFIX, type ModelRef, parseHfModelPath, pullCommand } from "./model-ref.ts";
 import { pickGguf } from "./pick-gguf.ts";
 import { isNotDownloaded, resolveModelPath } from "./resolve.ts";

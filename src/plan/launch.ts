@@ -3,9 +3,7 @@ import { checkWorkers } from "../rpc/check.ts";
 import type { WorkerReport } from "../rpc/client.ts";
 import type { HardwareSnapshot } from "./hardware.ts";
 import type { ModelInfo } from "./model.ts";
-import { modelMemo } from "./model-memo.ts";
 import { makePlan, type Plan } from "./planner.ts";
-import { probeHardware } from "./probe.ts";
 
 /** What the supervisor launches: the planned flags, without --host/--port/--api-key. */
 export interface LaunchPlan {
@@ -21,21 +19,16 @@ export interface LaunchPlan {
   model_bytes?: number;
 }
 
-/** The edges the plan reads through; tests replace them. */
+/**
+ * The edges the plan reads through; tests replace them. The core's own, with `hf:` models
+ * resolved from the cache, are `defaultPlanDeps` (src/models/local-plan-deps.ts).
+ */
 export interface PlanDeps {
   probe(): Promise<HardwareSnapshot>;
   readModel(path: string): Promise<ModelInfo>;
   /** Asks `llama.rpc`'s workers what they have; the real query when absent. */
   workers?(workers: readonly RpcWorkerConfig[]): Promise<WorkerReport[]>;
 }
-
-export const defaultPlanDeps: PlanDeps = {
-  probe: () => probeHardware(),
-  // `hf:org/name:QUANT` resolves from the Hugging Face cache here, the one place plan, chat
-  // and doctor read the model through (model_missing names the pull command when absent).
-  readModel: (path) => modelMemo.read(path),
-  workers: (workers) => checkWorkers(workers),
-};
 
 export interface PlanInputs {
   model: ModelInfo;
@@ -44,7 +37,7 @@ export interface PlanInputs {
 }
 
 /** Config → model header + hardware probes → plan. Throws CoreError model_missing / model_plan_error. */
-export async function planInputs(config: Config, deps: PlanDeps = defaultPlanDeps): Promise<PlanInputs> {
+export async function planInputs(config: Config, deps: PlanDeps): Promise<PlanInputs> {
   const rpc = config.llama.rpc;
   // Workers are asked at every plan, so every start plans on the workers that answer now.
   const [model, hardware, workers] = await Promise.all([
@@ -55,7 +48,7 @@ export async function planInputs(config: Config, deps: PlanDeps = defaultPlanDep
   return { model, hardware, plan: makePlan(model, hardware, config, workers) };
 }
 
-export async function planLaunch(config: Config, deps: PlanDeps = defaultPlanDeps): Promise<LaunchPlan> {
+export async function planLaunch(config: Config, deps: PlanDeps): Promise<LaunchPlan> {
   const { plan, model } = await planInputs(config, deps);
   return {
     argv: plan.argv,

@@ -2,6 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { ConfigSchema } from "../../src/config/schema.ts";
+import { defaultPlanDeps } from "../../src/models/local-plan-deps.ts";
 import { type LaunchPlan, planLaunch } from "../../src/plan/launch.ts";
 import { CoreError } from "../../src/protocol/errors.ts";
 import { acceptsConnections, queryWorker } from "../../src/rpc/client.ts";
@@ -126,7 +127,7 @@ if (!BINARY || !MODEL || !RPC_SERVER) {
       const supervisor = new Supervisor({
         findBinary: () => ({ path: BINARY }),
         plan: async () => {
-          const p = await planLaunch(config);
+          const p = await planLaunch(config, defaultPlanDeps);
           plans.push(p);
           return p;
         },

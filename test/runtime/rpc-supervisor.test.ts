@@ -1,7 +1,8 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import { ConfigSchema } from "../../src/config/schema.ts";
-import { defaultPlanDeps, type LaunchPlan, planLaunch } from "../../src/plan/launch.ts";
+import { defaultPlanDeps } from "../../src/models/local-plan-deps.ts";
+import { type LaunchPlan, planLaunch } from "../../src/plan/launch.ts";
 import { CoreError } from "../../src/protocol/errors.ts";
 import { rpcWorkerSnapshot } from "../../src/rpc/workers.ts";
 import { Supervisor } from "../../src/runtime/supervisor.ts";
