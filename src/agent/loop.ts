@@ -1,4 +1,7 @@
 import type { AgentConfig, Config } from "../config/schema.ts";
+import { type CompletionResult, streamCompletion } from "../llama/completion.ts";
+import { LlmError } from "../llama/errors.ts";
+import { contextSizeOf } from "../llama/props.ts";
 import type { ChatEvents, ChatParams, ChatResult, Warning } from "../protocol/chat.ts";
 import { CoreError, isCoreError } from "../protocol/errors.ts";
 import type { RequestContext } from "../protocol/method-table.ts";
@@ -12,7 +15,6 @@ import type { MemoryIndex } from "../store/memory-index.ts";
 import { type Checkpoint, SessionStore } from "../store/session-store.ts";
 import { logger } from "../util/logger.ts";
 import { estimateAll, estimateTokens, trimHistory } from "./context-budget.ts";
-import { type CompletionResult, contextSizeOf, LlmError, streamCompletion } from "./llm-client.ts";
 import type { McpPool } from "./mcp-pool.ts";
 import { interpretStep } from "./tool-calls.ts";
 import { type AgentTool, resolveTools, toOpenAiTools } from "./tool-registry.ts";

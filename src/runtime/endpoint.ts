@@ -1,17 +1,12 @@
+import type { LlamaEndpoint } from "../llama/http.ts";
 import type { SupervisorSnapshot } from "./snapshot.ts";
 import type { StartProgress } from "./start-progress.ts";
 
 /**
  * The contract between the supervisor (which owns llama-server) and its users (the agent
- * loop, warm-up). Users never see processes, only a lease on a ready server.
+ * loop, warm-up). Users never see processes, only a lease on a ready server: an endpoint
+ * the llama/ client talks to.
  */
-export interface LlamaEndpoint {
-  /** e.g. http://127.0.0.1:40123 */
-  baseUrl: string;
-  /** The per-launch key, sent as `Authorization: Bearer <key>`. */
-  apiKey: string;
-}
-
 export interface LlamaLease extends LlamaEndpoint {
   /** Gives the slot back; call exactly once, in a finally. */
   release(): void;

@@ -1,4 +1,7 @@
 import { join } from "node:path";
+import type { LlamaEndpoint } from "../llama/http.ts";
+import { isSleeping } from "../llama/props.ts";
+import { awaitModel } from "../llama/tokenize.ts";
 import type { LaunchPlan } from "../plan/launch.ts";
 import { CoreError, cancelledError } from "../protocol/errors.ts";
 import { abortable } from "../util/abortable.ts";
@@ -17,7 +20,6 @@ import { intakeFraction, modelIntake } from "./proc-memory.ts";
 import { ProgressBeat, type Unstamped } from "./progress-beat.ts";
 import { RestartBudget, type RestartRate, type RestartVerdict } from "./restart-budget.ts";
 import { RpcWatch } from "./rpc-watch.ts";
-import { propsSaysAsleep, rouseServer } from "./sleep-probe.ts";
 import type { SupervisorSnapshot } from "./snapshot.ts";
 import { bunSpawner, type Spawner } from "./spawn.ts";
 import type { StartProgress } from "./start-progress.ts";
@@ -496,8 +498,8 @@ export class Supervisor implements LlamaProvider {
     const pid = spawned.child.pid;
     const sleep = new SleepWatch({
       idleMs: idleSleepMsOf(plan.argv),
-      isAsleep: () => propsSaysAsleep(endpoint),
-      rouse: (signal) => rouseServer(endpoint, signal, this.options.settings().startupTimeoutMs),
+      isAsleep: () => isSleeping(endpoint),
+      rouse: (signal) => wake(endpoint, signal, this.options.settings().startupTimeoutMs),
       // A wake re-reads the model in a process that has read before: count from here.
       wakeMeasure: () => {
         const before = modelIntake(pid)?.readBytes ?? 0;
@@ -612,5 +614,21 @@ class Prestart implements StartTicket {
   take(): unknown {
     this.told = true;
     return this.start.failure?.error;
+  }
+}
+
+/**
+ * Wakes a sleeping server (llama/tokenize.ts `awaitModel`), within `timeoutMs`
+ * (llama.startup_timeout_s: a reload is the same load as a start). Rejects when `signal` aborts
+ * (the server is gone) or the time is up.
+ */
+async function wake(endpoint: LlamaEndpoint, signal: AbortSignal, timeoutMs: number): Promise<void> {
+  const timeout = AbortSignal.timeout(timeoutMs);
+  try {
+    await awaitModel(endpoint, AbortSignal.any([signal, timeout]));
+  } catch (err) {
+    if (timeout.aborted && !signal.aborted)
+      throw new Error(`it did not reload its model within ${timeoutMs / 1000} s (llama.startup_timeout_s)`);
+    throw err;
   }
 }
