@@ -1,7 +1,7 @@
 import { createParser, type EventSourceMessage } from "eventsource-parser";
 import { LlmError, responseError } from "./errors.ts";
 import { call, type LlamaEndpoint } from "./http.ts";
-import { applyEvent, type CompletionResult } from "./stream-reply.ts";
+import { type Arrivals, applyEvent, type CompletionResult } from "./stream-reply.ts";
 import { ToolCallAssembler } from "./tool-call-deltas.ts";
 
 /**
@@ -41,12 +41,18 @@ export async function streamCompletion(
    * the prompt. What it throws ends the request and is thrown as it is.
    */
   onSent: () => void = () => {},
+  /**
+   * Each reasoning delta as it arrives (thinking models, recording 91), before the content of
+   * the same read; absent, reasoning is only gathered into the result's `reasoning`.
+   */
+  onReasoning?: (delta: string) => void,
 ): Promise<CompletionResult> {
   const res = await openStream(endpoint, request, signal, onSent);
 
   const assembler = new ToolCallAssembler();
   const result: CompletionResult = {
     content: "",
+    reasoning: "",
     toolCalls: [],
     finishReason: null,
     usage: undefined,
@@ -55,7 +61,7 @@ export async function streamCompletion(
   let done = false;
   let streamError: LlmError | undefined;
   /** Deltas parsed from the current network read, handed on after the read is parsed. */
-  let arrived: string[] = [];
+  const arrived: Arrivals = { content: [], reasoning: onReasoning ? [] : undefined };
   const parser = createParser({
     onEvent(ev: EventSourceMessage) {
       if (done || streamError) return;
@@ -75,14 +81,15 @@ export async function streamCompletion(
       if (eof) break;
       onProgress();
       parser.feed(decoder.decode(value, { stream: true }));
-      const batch = arrived;
-      arrived = [];
-      for (let i = 0; i < batch.length; i++) {
-        onDelta(batch[i] as string);
-        // A read that carried a burst (the server got ahead of us) is handed on in slices with a
-        // macrotask between them, so the writer drains and a normally-reading host loses nothing.
-        if ((i + 1) % BURST_SLICE === 0 && i + 1 < batch.length) await new Promise((r) => setTimeout(r, 0));
+      // The queues are emptied once handed on, not replaced: no allocation per read.
+      if (onReasoning && arrived.reasoning?.length) {
+        const slicing = handOn(arrived.reasoning, onReasoning);
+        if (slicing) await slicing;
+        arrived.reasoning.length = 0;
       }
+      const slicing = handOn(arrived.content, onDelta);
+      if (slicing) await slicing;
+      arrived.content.length = 0;
     }
   } catch (err) {
     if (signal.aborted) throw signal.reason;
@@ -100,6 +107,21 @@ export async function streamCompletion(
   }
   result.toolCalls = assembler.calls();
   return result;
+}
+
+/**
+ * The deltas of one read, in order, at once (no promise for the usual read of a token or
+ * two). A read that carried a burst (the server got ahead of us) is handed on in slices with a
+ * macrotask between them, so the writer drains and a normally reading host loses nothing:
+ * then the returned promise settles once all are handed on.
+ */
+function handOn(batch: string[], to: (delta: string) => void, from = 0): Promise<void> | undefined {
+  for (let i = from; i < batch.length; i++) {
+    to(batch[i] as string);
+    if ((i + 1) % BURST_SLICE === 0 && i + 1 < batch.length)
+      return new Promise<void>((r) => setTimeout(r, 0)).then(() => handOn(batch, to, i + 1));
+  }
+  return undefined;
 }
 
 /** POSTs the streaming request; a refused connection or an error status becomes an LlmError. */

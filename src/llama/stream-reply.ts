@@ -27,6 +27,11 @@ export interface Timings {
 
 export interface CompletionResult {
   content: string;
+  /**
+   * What a thinking model reasoned before its answer (`delta.reasoning_content`, recordings
+   * 91, 91d): with llama-server's default reasoning format it never reaches `content`.
+   */
+  reasoning: string;
   toolCalls: ToolCall[];
   finishReason: string | null;
   usage: Usage | undefined;
@@ -34,19 +39,26 @@ export interface CompletionResult {
 }
 
 interface ChunkChoice {
-  delta?: { content?: string | null; tool_calls?: ToolCallDelta[] };
+  delta?: { content?: string | null; reasoning_content?: string | null; tool_calls?: ToolCallDelta[] };
   finish_reason?: string | null;
 }
 
+/** Where the deltas of the current network read wait to be handed on. */
+export interface Arrivals {
+  content: string[];
+  /** Absent when no one listens to reasoning: then it is only added to the reply. */
+  reasoning?: string[];
+}
+
 /**
- * One event's data applied to the reply (content deltas also queued on `arrived`): "done" at
+ * One event's data applied to the reply (its deltas also queued on `arrived`): "done" at
  * `[DONE]`, an LlmError for garbage or an error event, else undefined.
  */
 export function applyEvent(
   data: string,
   result: CompletionResult,
   assembler: ToolCallAssembler,
-  arrived: string[],
+  arrived: Arrivals,
 ): "done" | LlmError | undefined {
   if (data === "[DONE]") return "done";
   let parsed: unknown;
@@ -74,12 +86,18 @@ export function applyEvent(
   if (chunk.timings) result.timings = chunk.timings;
   const choice = chunk.choices?.[0];
   if (!choice) return undefined;
-  const content = choice.delta?.content;
+  const delta = choice.delta;
+  const content = delta?.content;
   if (typeof content === "string" && content.length > 0) {
     result.content += content;
-    arrived.push(content);
+    arrived.content.push(content);
   }
-  for (const tc of choice.delta?.tool_calls ?? []) assembler.push(tc);
+  const reasoning = delta?.reasoning_content;
+  if (typeof reasoning === "string" && reasoning.length > 0) {
+    result.reasoning += reasoning;
+    arrived.reasoning?.push(reasoning);
+  }
+  for (const tc of delta?.tool_calls ?? []) assembler.push(tc);
   if (choice.finish_reason) result.finishReason = choice.finish_reason;
   return undefined;
 }
@@ -101,8 +119,10 @@ function chunkProblem(v: unknown): string | undefined {
     const delta = choice.delta;
     if (delta === undefined || delta === null) continue;
     if (!isObject(delta)) return "delta is not an object";
-    if (delta.content !== undefined && delta.content !== null && typeof delta.content !== "string")
-      return "delta.content is not a string";
+    for (const key of ["content", "reasoning_content"] as const) {
+      if (delta[key] !== undefined && delta[key] !== null && typeof delta[key] !== "string")
+        return `delta.${key} is not a string`;
+    }
     if (delta.tool_calls === undefined || delta.tool_calls === null) continue;
     const problem = toolCallsProblem(delta.tool_calls);
     if (problem) return problem;

@@ -116,6 +116,53 @@ describe.skipIf(!present)("the completion against the recordings", () => {
   });
 });
 
+describe.skipIf(!present)("reasoning (a thinking template)", () => {
+  const stream = async (file: string, onReasoning?: (d: string) => void) => {
+    const t = readTranscript(RECORDINGS, file);
+    using recorded = tape(t);
+    const content: string[] = [];
+    const result = await streamCompletion(
+      recorded,
+      requestOf(t),
+      new AbortController().signal,
+      (d) => content.push(d),
+      () => {},
+      () => {},
+      onReasoning,
+    );
+    return { result, content };
+  };
+
+  test("91-reasoning-stream.txt: the text is reasoning, content stays empty; onReasoning hears each delta", async () => {
+    const thought: string[] = [];
+    const { result, content } = await stream("91-reasoning-stream.txt", (d) => thought.push(d));
+    expect(result.content).toBe("");
+    expect(content).toEqual([]);
+    expect(thought.length).toBe(8);
+    expect(thought.join("")).toBe(result.reasoning);
+    expect(result.reasoning.startsWith(" ő")).toBe(true);
+    expect(result.finishReason).toBe("length");
+  });
+
+  test("91d-reasoning-budget.txt: reasoning first, then content, each to its own listener", async () => {
+    const order: string[] = [];
+    const { result, content } = await stream("91d-reasoning-budget.txt", (d) => order.push(`r:${d}`));
+    expect(result.reasoning.length).toBeGreaterThan(0);
+    expect(result.content).toBe(content.join(""));
+    expect(result.content.length).toBeGreaterThan(0);
+    expect(order.every((o) => o.startsWith("r:"))).toBe(true);
+  });
+
+  test("91c-reasoning-disabled.txt: thinking off, everything is content; without a listener reasoning is only gathered", async () => {
+    const off = await stream("91c-reasoning-disabled.txt");
+    expect(off.result.reasoning).toBe("");
+    expect(off.result.content).toBe(off.content.join(""));
+    const quiet = await stream("91-reasoning-stream.txt");
+    expect(quiet.result.reasoning.length).toBeGreaterThan(0);
+    expect(quiet.content).toEqual([]);
+  });
+});
+
 describe("the completion's failures", () => {
   const sse = (...events: string[]) => ({
     status: 200,
@@ -136,6 +183,9 @@ describe("the completion's failures", () => {
     const err = await complete(shaped, { messages: [] });
     expect(err).toMatchObject({ kind: "bad_response" });
     expect((err as LlmError).message).toContain("delta.content is not a string");
+    using thinking = tape(sse('{"choices":[{"delta":{"reasoning_content":{}}}]}'));
+    const odd = await complete(thinking, { messages: [] });
+    expect((odd as LlmError).message).toContain("delta.reasoning_content is not a string");
   });
 
   test("a stream that ends before a finish is connection_lost", async () => {
