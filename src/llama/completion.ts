@@ -19,6 +19,8 @@ export interface CompletionRequest {
   temperature?: number;
   top_p?: number;
   max_tokens?: number;
+  /** The slot to run in (one restored from a file: llama/slots.ts); else llama-server picks one (92). */
+  id_slot?: number;
 }
 
 export type { CompletionResult, Timings, Usage } from "./stream-reply.ts";

@@ -87,3 +87,22 @@ export function notJson(what: string, text: string): LlmError {
 export function excerpt(data: string): string {
   return JSON.stringify(data.length > 80 ? `${data.slice(0, 80)}…` : data);
 }
+
+/**
+ * How a slot action failed, beyond the request's own failures (recordings 93b, 93c, 93e):
+ * `not_supported`, llama-server was started without `--slot-save-path` (501); `restore_failed`,
+ * no such file, or one saved by a model of another shape (400; the slot is left empty);
+ * `invalid_filename`, a name with a path in it (400).
+ */
+export type SlotErrorKind = "not_supported" | "restore_failed" | "invalid_filename";
+
+export class SlotError extends Error {
+  constructor(
+    readonly kind: SlotErrorKind,
+    message: string,
+    readonly slot: number,
+  ) {
+    super(message);
+    this.name = "SlotError";
+  }
+}

@@ -69,19 +69,23 @@ export async function statusOf(server: Target, path: string, o: CallOptions = {}
 export async function callJson(server: Target, path: string, o: CallOptions = {}): Promise<unknown> {
   const res = await call(server, path, o);
   if (!res.ok) throw await responseError(res);
-  let text: string;
-  try {
-    text = await res.text();
-  } catch (err) {
-    if (o.signal?.aborted) throw o.signal.reason;
-    throw new LlmError(
-      "connection_lost",
-      `llama-server's answer to ${path} was cut off: ${(err as Error).message}`,
-    );
-  }
+  const text = await answerText(res, path, o.signal);
   try {
     return JSON.parse(text);
   } catch {
     throw notJson(`an answer to ${path}`, text);
+  }
+}
+
+/** An answer's body as text; `connection_lost` when it is cut off (the signal's reason when it aborted). */
+export async function answerText(res: Response, path: string, signal?: AbortSignal): Promise<string> {
+  try {
+    return await res.text();
+  } catch (err) {
+    if (signal?.aborted) throw signal.reason;
+    throw new LlmError(
+      "connection_lost",
+      `llama-server's answer to ${path} was cut off: ${(err as Error).message}`,
+    );
   }
 }
