@@ -2,7 +2,8 @@ import { join } from "node:path";
 import type { LlamaEndpoint } from "../llama/http.ts";
 import { isSleeping } from "../llama/props.ts";
 import { awaitModel } from "../llama/tokenize.ts";
-import type { LaunchPlan } from "../plan/launch.ts";
+import { renderArgv } from "../plan/argv.ts";
+import type { LaunchPlan } from "../plan/launch-plan.ts";
 import { CoreError, cancelledError } from "../protocol/errors.ts";
 import { abortable } from "../util/abortable.ts";
 import { backoffDelayMs } from "../util/backoff.ts";
@@ -10,9 +11,9 @@ import { logger } from "../util/logger.ts";
 import { Semaphore } from "../util/semaphore.ts";
 import { randomApiKey } from "./child-env.ts";
 import type { AcquireOptions, LlamaLease, LlamaProvider, StartTicket } from "./endpoint.ts";
-import { idleSleepMsOf, SleepWatch } from "./idle-sleep.ts";
+import { SleepWatch } from "./idle-sleep.ts";
 import { type Exit, launchOnce, type Spawned, stopChild, TAIL_IN_ERRORS } from "./launch-steps.ts";
-import { type LoadModeProbe, launchArgv } from "./load-mode.ts";
+import { dialectFor, type LoadModeProbe } from "./load-mode.ts";
 import { LogTail, RotatingLog } from "./log-sink.ts";
 import { llamaPrograms, reapLeftover, removePidRecord } from "./pid-file.ts";
 import { pickFreePort } from "./ports.ts";
@@ -43,7 +44,7 @@ export interface SupervisorSettings {
 export interface SupervisorOptions {
   /** Where llama-server is; `tried` becomes binary_missing's data. */
   findBinary: () => { path: string } | { tried: string[] };
-  /** The planner's launch plan (argv without --host/--port/--api-key). */
+  /** The planner's launch plan; its argv is rendered at each spawn. */
   plan: () => Promise<LaunchPlan>;
   dataDir: () => string;
   settings: () => SupervisorSettings;
@@ -136,7 +137,7 @@ export class Supervisor implements LlamaProvider {
       restarts: this.restartReport(s),
       slots: { busy: this.gate.inUse, waiting: this.gate.waiting, total: this.slotsOrOne() },
       sleep: s.kind === "ready" ? s.running.sleep.state : "awake",
-      idleSleepMs: plan ? idleSleepMsOf(plan.argv) : null,
+      idleSleepMs: plan ? plan.idle_sleep_s * 1000 : null,
       model: {
         path: plan?.model_path ?? null,
         name: plan?.model_name ?? null,
@@ -418,14 +419,14 @@ export class Supervisor implements LlamaProvider {
     }
     const plan = await this.options.plan();
     this.plan = plan;
-    this.rpc.begin(plan.rpc_workers ?? []);
+    this.rpc.begin(plan.rpc_workers);
     const dataDir = this.options.dataDir();
     this.log ??= new RotatingLog(join(dataDir, "logs"), settings.logMaxBytes, settings.logFiles);
     // The beat stamps each event with the time since this start began.
     const emit = (p: Unstamped) => starting.progress.report(p);
     const parentEnv = this.options.env ?? process.env;
-    // llama.mmap / llama.mlock in the flags this build takes (load-mode.ts).
-    const argv = await launchArgv(found.path, plan.argv, parentEnv, this.options.loadMode);
+    // argv is rendered here, once, in the flags this build takes (load-mode.ts).
+    const argv = renderArgv(plan, await dialectFor(found.path, plan, parentEnv, this.options.loadMode));
     const attempts = this.options.maxBindAttempts ?? 5;
     let last: CoreError | undefined;
     for (let attempt = 1; attempt <= attempts; attempt++) {
@@ -497,7 +498,7 @@ export class Supervisor implements LlamaProvider {
     const endpoint = { baseUrl: spawned.baseUrl, apiKey: spawned.apiKey };
     const pid = spawned.child.pid;
     const sleep = new SleepWatch({
-      idleMs: idleSleepMsOf(plan.argv),
+      idleMs: plan.idle_sleep_s * 1000,
       isAsleep: () => isSleeping(endpoint),
       rouse: (signal) => wake(endpoint, signal, this.options.settings().startupTimeoutMs),
       // A wake re-reads the model in a process that has read before: count from here.

@@ -119,7 +119,7 @@ describe("the config and its consumers", () => {
     try {
       writeFileSync(join(dir.path, "config.yaml"), "model:\n  path: hf:org/planned:Q4_K_M\n");
       const launch = await planLaunch(loadConfig("config.yaml", dir.path).config, deps);
-      expect(launch.argv.slice(0, 2)).toEqual(["-m", join(snapshot, "p-Q4_K_M.gguf")]);
+      expect(launch.model_path).toBe(join(snapshot, "p-Q4_K_M.gguf"));
 
       writeFileSync(join(dir.path, "config.yaml"), "model:\n  path: hf:org/planned:Q8_0\n");
       const err = await planLaunch(loadConfig("config.yaml", dir.path).config, deps).catch((e) => e);

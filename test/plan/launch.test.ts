@@ -3,6 +3,7 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { loadConfig } from "../../src/config/load.ts";
 import { defaultPlanDeps } from "../../src/models/local-plan-deps.ts";
+import { PLAN_DIALECT, renderArgv } from "../../src/plan/argv.ts";
 import type { HardwareSnapshot } from "../../src/plan/hardware.ts";
 import { type PlanDeps, planLaunch } from "../../src/plan/launch.ts";
 import { renderPlan } from "../../src/plan/render.ts";
@@ -38,12 +39,15 @@ describe("planLaunch and the plan report", () => {
     expect(launch.slots).toBe(2);
     expect(launch.model_path).toBe(join(dir.path, "m.gguf"));
     expect(launch.max_tokens).toBe(512);
-    expect(launch.argv[launch.argv.indexOf("-c") + 1]).toBe(String(launch.context_per_slot * 2));
-    expect(launch.argv.at(-1)).toBe("--foo");
-    for (const f of ["--host", "--port", "--api-key"]) expect(launch.argv).not.toContain(f);
+    expect(launch.extra_args).toEqual(["--foo"]);
+    expect(launch.model_bytes).toBeGreaterThan(0);
+    const argv = renderArgv(launch, PLAN_DIALECT);
+    expect(argv[argv.indexOf("-c") + 1]).toBe(String(launch.context_per_slot * 2));
+    expect(argv.at(-1)).toBe("--foo");
+    for (const f of ["--host", "--port", "--api-key"]) expect(argv).not.toContain(f);
 
     const report = await buildPlanReport(config, deps);
-    expect(report.plan.argv).toEqual(launch.argv);
+    expect(report.plan.argv).toEqual(argv);
     const text = renderPlan(report, false);
     expect(text).toContain("cpu");
     expect(text).toContain("█");

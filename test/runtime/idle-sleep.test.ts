@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { idleSleepMsOf, SleepWatch } from "../../src/runtime/idle-sleep.ts";
+import { SleepWatch } from "../../src/runtime/idle-sleep.ts";
 import {
   ggufMappedBytes,
   intakeFraction,
@@ -104,14 +104,6 @@ describe("SleepWatch: idle sleep as the supervisor follows it", () => {
     await other;
     expect(w.state).toBe("awake");
     w.dispose();
-  });
-
-  test("the flag as launched: the last --sleep-idle-seconds wins; none, 0 or junk is off", () => {
-    expect(idleSleepMsOf(["-m", "x", "--sleep-idle-seconds", "300"])).toBe(300_000);
-    expect(idleSleepMsOf(["--sleep-idle-seconds", "300", "--sleep-idle-seconds", "2"])).toBe(2000);
-    expect(idleSleepMsOf(["-m", "x"])).toBe(0);
-    expect(idleSleepMsOf(["--sleep-idle-seconds", "0"])).toBe(0);
-    expect(idleSleepMsOf(["--sleep-idle-seconds", "soon"])).toBe(0);
   });
 });
 

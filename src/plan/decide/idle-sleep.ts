@@ -1,4 +1,5 @@
 import type { Config } from "../../config/schema.ts";
+import { flags } from "../argv.ts";
 import type { Decision } from "../report-schema.ts";
 
 /**
@@ -12,7 +13,7 @@ export function idleSleepDecision(llama: Pick<Config["llama"], "idle_sleep_s">):
     name: "idle_sleep",
     value: seconds,
     source: "config",
-    flags: seconds > 0 ? ["--sleep-idle-seconds", String(seconds)] : [],
+    flags: flags.idleSleep(seconds),
     reason:
       seconds > 0
         ? `the model is unloaded after ${seconds} s without requests (llama.idle_sleep_s) and reloaded by the next one`

@@ -1,3 +1,4 @@
+import { flags } from "../argv.ts";
 import type { Decision } from "../report-schema.ts";
 
 /** `--jinja`, always: tool calling needs the model's own chat template to render tools. */
@@ -6,7 +7,7 @@ export function jinjaDecision(): Decision {
     name: "jinja",
     value: true,
     source: "auto",
-    flags: ["--jinja"],
+    flags: flags.jinja(true),
     reason: "the model's chat template renders tools, which tool calling needs",
   };
 }
