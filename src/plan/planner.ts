@@ -7,7 +7,7 @@ import { devicePlans } from "./decide/devices.ts";
 import { fitter } from "./decide/fit.ts";
 import { decideFlashAttn } from "./decide/flash-attn.ts";
 import { idleSleepDecision } from "./decide/idle-sleep.ts";
-import { cacheRequests, decideCacheTypes } from "./decide/kv-cache.ts";
+import { type CacheTypes, cacheRequests, decideCacheTypes } from "./decide/kv-cache.ts";
 import { decideMemoryFlags } from "./decide/memory-flags.ts";
 import { extraArgsDecision, jinjaDecision } from "./decide/passthrough.ts";
 import { explainingLeftOut, rpcDevices, rpcPlacement, withRpcDevices } from "./decide/rpc-devices.ts";
@@ -91,26 +91,17 @@ export function planFor(
   const threads = decideThreads(llama.threads, hw.cpu);
   const memory = decideMemoryFlags(llama);
 
-  const launch: LaunchPlan = {
-    model_path: model.path,
-    model_name: model.name,
-    model_bytes: model.size_bytes,
+  const launch = launchOf(model, config, {
     slots: slots.value,
-    context_per_slot: placed.context.value,
-    max_tokens: config.model.max_tokens,
-    gpu_layers: placed.gpuLayers.value.layers,
-    rpc_workers: rpc.used,
-    tensor_split: told.tensorSplit,
+    context: placed.context.value,
+    gpuLayers: placed.gpuLayers.value.layers,
+    rpcWorkers: rpc.used,
+    tensorSplit: told.tensorSplit,
     threads: threads.value,
-    flash_attn: flashAttn.value,
-    cache_type_k: cache.value.k,
-    cache_type_v: cache.value.v,
-    mmap: memory.value.mmap,
-    mlock: memory.value.mlock,
-    jinja: true,
-    idle_sleep_s: llama.idle_sleep_s,
-    extra_args: [...llama.extra_args],
-  };
+    flashAttn: flashAttn.value,
+    cache: cache.value,
+    memory: memory.value,
+  });
   // In argv order: the report's lines and argv are one rendering (argv.ts).
   const decisions: Decision[] = [
     slots.decision,
@@ -130,6 +121,43 @@ export function planFor(
   return {
     launch,
     plan: reportOf(launch, placed.gpuLayers.value.all, devices, rpc.workers, decisions, warnings),
+  };
+}
+
+/** The values decided for a launch, by name. */
+interface Chosen {
+  slots: number;
+  context: number;
+  gpuLayers: number;
+  rpcWorkers: string[];
+  tensorSplit: number[] | null;
+  threads: number;
+  flashAttn: LaunchPlan["flash_attn"];
+  cache: CacheTypes;
+  memory: Pick<LaunchPlan, "mmap" | "mlock">;
+}
+
+/** The launch plan: the decided values, and what the config passes through as it is. */
+function launchOf(model: ModelInfo, config: PlanConfig, c: Chosen): LaunchPlan {
+  return {
+    model_path: model.path,
+    model_name: model.name,
+    model_bytes: model.size_bytes,
+    slots: c.slots,
+    context_per_slot: c.context,
+    max_tokens: config.model.max_tokens,
+    gpu_layers: c.gpuLayers,
+    rpc_workers: c.rpcWorkers,
+    tensor_split: c.tensorSplit,
+    threads: c.threads,
+    flash_attn: c.flashAttn,
+    cache_type_k: c.cache.k,
+    cache_type_v: c.cache.v,
+    mmap: c.memory.mmap,
+    mlock: c.memory.mlock,
+    jinja: true,
+    idle_sleep_s: config.llama.idle_sleep_s,
+    extra_args: [...config.llama.extra_args],
   };
 }
 

@@ -1,10 +1,7 @@
 import { join } from "node:path";
 import type { LaunchPlan } from "../../../src/plan/launch.ts";
-import {
-  Supervisor,
-  type SupervisorOptions,
-  type SupervisorSettings,
-} from "../../../src/runtime/supervisor.ts";
+import { Supervisor } from "../../../src/runtime/supervisor.ts";
+import type { SupervisorOptions, SupervisorSettings } from "../../../src/runtime/supervisor-options.ts";
 import {
   fakeLlamaKnobs,
   writeFakeLlamaServer,
