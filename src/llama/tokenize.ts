@@ -14,10 +14,10 @@ export async function tokenize(
 ): Promise<number[]> {
   const body = (await callJson(server, "/tokenize", { body: JSON.stringify({ content }), signal })) as {
     tokens?: unknown;
-  };
-  if (!Array.isArray(body.tokens))
-    throw new LlmError("bad_response", "llama-server's /tokenize has no tokens");
-  return body.tokens.map((t) => {
+  } | null;
+  const tokens = body?.tokens;
+  if (!Array.isArray(tokens)) throw new LlmError("bad_response", "llama-server's /tokenize has no tokens");
+  return tokens.map((t) => {
     const id = typeof t === "object" && t !== null ? (t as { id?: unknown }).id : t;
     if (typeof id !== "number")
       throw new LlmError("bad_response", "llama-server's /tokenize has a token that is not a number");

@@ -26,7 +26,7 @@ export interface SupervisorSnapshot {
   slots: { busy: number; waiting: number; total: number };
   /** Idle sleep of the serving server, as learned from `/props` (awake when it cannot sleep). */
   sleep: SleepPhase;
-  /** `--sleep-idle-seconds` of the last launch, in ms (0: never); null before any launch. */
+  /** The last plan's idle sleep (`idle_sleep_s`, launched as `--sleep-idle-seconds`), in ms (0: never); null before any launch. */
   idleSleepMs: number | null;
   /** Of the last plan; null before any. */
   model: { path: string | null; name: string | null; bytes: number | null; contextPerSlot: number | null };
