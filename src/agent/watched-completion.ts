@@ -1,6 +1,8 @@
+import { streamCompletion } from "../llama/completion.ts";
+import { LlmError } from "../llama/errors.ts";
+import type { CompletionResult } from "../llama/stream-reply.ts";
 import type { LlamaLease } from "../runtime/endpoint.ts";
 import { watchProgress } from "../runtime/watchdog.ts";
-import { type CompletionResult, LlmError, streamCompletion } from "./llm-client.ts";
 
 type CompletionRequest = Parameters<typeof streamCompletion>[1];
 

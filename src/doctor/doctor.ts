@@ -1,6 +1,6 @@
 import type { Config, LoadedConfig } from "../config/schema.ts";
+import { defaultPlanDeps } from "../models/local-plan-deps.ts";
 import type { PlanDeps } from "../plan/launch.ts";
-import { defaultPlanDeps } from "../plan/launch.ts";
 import type { ModelInfo } from "../plan/model.ts";
 import { type RunResult, runWithTimeout } from "../plan/probe.ts";
 import type { DoctorResult } from "../protocol/doctor.ts";

@@ -1,10 +1,11 @@
 import type { Config } from "../config/schema.ts";
 import type { HardwareSnapshot } from "../plan/hardware.ts";
-import { defaultPlanDeps, type PlanDeps, planInputs } from "../plan/launch.ts";
+import { type PlanDeps, planInputs } from "../plan/launch.ts";
 import type { ModelInfo } from "../plan/model.ts";
 import { makePlan, type Plan, type PlanConfig } from "../plan/planner.ts";
 import { isCoreError } from "../protocol/errors.ts";
 import type { FitVerdict } from "../protocol/fit-verdict.ts";
+import { defaultPlanDeps } from "./local-plan-deps.ts";
 
 /**
  * "Would this GGUF run on this machine with the config's settings?": the planner's own answer,

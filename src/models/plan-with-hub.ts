@@ -1,6 +1,6 @@
 import { resolve } from "node:path";
 import type { Config, LoadedConfig } from "../config/schema.ts";
-import { defaultPlanDeps, type PlanDeps } from "../plan/launch.ts";
+import type { PlanDeps } from "../plan/launch.ts";
 import { buildPlanReport } from "../plan/report.ts";
 import { CoreError, isCoreError } from "../protocol/errors.ts";
 import { HF_PREFIX, parseHfModelPath } from "../protocol/model-ref.ts";
@@ -8,6 +8,7 @@ import type { PlanReport } from "../protocol/plan.ts";
 import type { Env } from "./hf-cache.ts";
 import type { RemoteDeps } from "./hub-header.ts";
 import { planDepsWithHub } from "./hub-plan-deps.ts";
+import { defaultPlanDeps } from "./local-plan-deps.ts";
 
 /** Where `plan` reads the config (the core's services, or the CLI's). */
 export interface PlanConfigSource {

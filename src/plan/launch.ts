@@ -2,26 +2,16 @@ import type { Config, RpcWorkerConfig } from "../config/schema.ts";
 import { checkWorkers } from "../rpc/check.ts";
 import type { WorkerReport } from "../rpc/client.ts";
 import type { HardwareSnapshot } from "./hardware.ts";
+import type { LaunchPlan } from "./launch-plan.ts";
 import type { ModelInfo } from "./model.ts";
-import { modelMemo } from "./model-memo.ts";
-import { makePlan, type Plan } from "./planner.ts";
-import { probeHardware } from "./probe.ts";
+import { type Plan, planFor } from "./planner.ts";
 
-/** What the supervisor launches: the planned flags, without --host/--port/--api-key. */
-export interface LaunchPlan {
-  argv: string[];
-  slots: number;
-  context_per_slot: number;
-  model_path: string;
-  max_tokens: number | null;
-  /** The RPC workers passed to `--rpc` (the supervisor watches them while the server runs). */
-  rpc_workers?: string[];
-  /** The GGUF's `general.name` and its size (all files of a split model), for status and load progress. */
-  model_name?: string | null;
-  model_bytes?: number;
-}
+export type { LaunchPlan } from "./launch-plan.ts";
 
-/** The edges the plan reads through; tests replace them. */
+/**
+ * The edges the plan reads through; tests replace them. The core's own, with `hf:` models
+ * resolved from the cache, are `defaultPlanDeps` (src/models/local-plan-deps.ts).
+ */
 export interface PlanDeps {
   probe(): Promise<HardwareSnapshot>;
   readModel(path: string): Promise<ModelInfo>;
@@ -29,22 +19,15 @@ export interface PlanDeps {
   workers?(workers: readonly RpcWorkerConfig[]): Promise<WorkerReport[]>;
 }
 
-export const defaultPlanDeps: PlanDeps = {
-  probe: () => probeHardware(),
-  // `hf:org/name:QUANT` resolves from the Hugging Face cache here, the one place plan, chat
-  // and doctor read the model through (model_missing names the pull command when absent).
-  readModel: (path) => modelMemo.read(path),
-  workers: (workers) => checkWorkers(workers),
-};
-
 export interface PlanInputs {
   model: ModelInfo;
   hardware: HardwareSnapshot;
   plan: Plan;
+  launch: LaunchPlan;
 }
 
 /** Config → model header + hardware probes → plan. Throws CoreError model_missing / model_plan_error. */
-export async function planInputs(config: Config, deps: PlanDeps = defaultPlanDeps): Promise<PlanInputs> {
+export async function planInputs(config: Config, deps: PlanDeps): Promise<PlanInputs> {
   const rpc = config.llama.rpc;
   // Workers are asked at every plan, so every start plans on the workers that answer now.
   const [model, hardware, workers] = await Promise.all([
@@ -52,19 +35,10 @@ export async function planInputs(config: Config, deps: PlanDeps = defaultPlanDep
     deps.probe(),
     rpc.length > 0 ? (deps.workers ?? checkWorkers)(rpc) : Promise.resolve([]),
   ]);
-  return { model, hardware, plan: makePlan(model, hardware, config, workers) };
+  return { model, hardware, ...planFor(model, hardware, config, workers) };
 }
 
-export async function planLaunch(config: Config, deps: PlanDeps = defaultPlanDeps): Promise<LaunchPlan> {
-  const { plan, model } = await planInputs(config, deps);
-  return {
-    argv: plan.argv,
-    slots: plan.slots,
-    context_per_slot: plan.context_per_slot,
-    model_path: plan.model_path,
-    max_tokens: plan.max_tokens,
-    rpc_workers: plan.workers.filter((w) => w.status === "used").map((w) => w.endpoint),
-    model_name: model.name,
-    model_bytes: model.size_bytes,
-  };
+/** What the supervisor launches (argv is rendered from it at spawn, without --host/--port/--api-key). */
+export async function planLaunch(config: Config, deps: PlanDeps): Promise<LaunchPlan> {
+  return (await planInputs(config, deps)).launch;
 }

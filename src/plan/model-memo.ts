@@ -1,5 +1,4 @@
 import { statSync } from "node:fs";
-import { resolveModelPath } from "../models/resolve.ts";
 import { readGgufHeader, shardPaths } from "./gguf-read.ts";
 import { type ModelInfo, modelInfo } from "./model.ts";
 
@@ -8,14 +7,19 @@ import { type ModelInfo, modelInfo } from "./model.ts";
  * plans again, and `initialize` reads it ahead (docs/performance.md "Chat overhead"), so a cold
  * chat does not parse the header on its critical path. A file counts as the same while its
  * size, modification time and inode are; anything else (or a stat that fails) reads it again.
+ * `resolve` turns the configured path into the file (an `hf:` path is resolved from the cache
+ * by the models floor above, which hands its resolver in); it runs at every read, as a pull
+ * may have changed what the path names.
  */
 export class ModelMemo {
   private last: { path: string; identity: string; info: ModelInfo } | undefined;
   /** Headers parsed so far (what the memo saved is the rest of the reads). */
   parses = 0;
 
+  constructor(private readonly resolve: (configured: string) => string = (path) => path) {}
+
   async read(configured: string): Promise<ModelInfo> {
-    const path = resolveModelPath(configured);
+    const path = this.resolve(configured);
     const identity = identityOf(path);
     const last = this.last;
     if (identity !== null && last && last.path === path && last.identity === identity) return last.info;
@@ -38,6 +42,3 @@ function identityOf(path: string): string | null {
     return null;
   }
 }
-
-/** The process's memo, behind the default plan edges. */
-export const modelMemo = new ModelMemo();

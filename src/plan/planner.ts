@@ -1,25 +1,28 @@
 import type { Config } from "../config/schema.ts";
-import type { Decision, Plan } from "../protocol/plan.ts";
+import type { Decision, DevicePlan, Plan, WorkerPlan } from "../protocol/plan.ts";
 import type { WorkerReport } from "../rpc/client.ts";
+import { PLAN_DIALECT, renderArgv } from "./argv.ts";
 import { memoryBudgets, vramOverrideWarnings } from "./decide/budgets.ts";
 import { decideContextAndLayers } from "./decide/context-and-layers.ts";
 import { devicePlans } from "./decide/devices.ts";
 import { fitter } from "./decide/fit.ts";
 import { decideFlashAttn } from "./decide/flash-attn.ts";
 import { idleSleepDecision } from "./decide/idle-sleep.ts";
-import { cacheRequests, decideCacheTypes } from "./decide/kv-cache.ts";
+import { type CacheTypes, cacheRequests, decideCacheTypes } from "./decide/kv-cache.ts";
 import { decideMemoryFlags } from "./decide/memory-flags.ts";
 import { extraArgsDecision, jinjaDecision } from "./decide/passthrough.ts";
 import { explainingLeftOut, rpcDevices, rpcPlacement, withRpcDevices } from "./decide/rpc-devices.ts";
 import { decideSlots } from "./decide/slots.ts";
 import { decideThreads } from "./decide/threads.ts";
 import { applyOverrides, type HardwareSnapshot } from "./hardware.ts";
+import type { LaunchPlan } from "./launch-plan.ts";
 import type { ModelInfo } from "./model.ts";
 
 /**
  * The planner: model + hardware + config → the llama-server launch, with a reason for every
  * choice. Pure (no IO, no clock): each decision lives in `decide/` and is tested alone; this
- * composes them in the order their inputs need and reports them in argv order.
+ * composes them in the order their inputs need into the launch plan (launch-plan.ts) and the
+ * report that explains it, in argv order.
  */
 
 /** The plan's types are inferred from its schema; re-exported here, where they were first defined. */
@@ -29,6 +32,12 @@ export type PlanConfig = Pick<Config, "model" | "llama" | "hardware"> & {
   app: Pick<Config["app"], "max_parallel_chats">;
 };
 
+/** The launch, and the report that explains it (its argv rendered from the launch). */
+export interface Planned {
+  launch: LaunchPlan;
+  plan: Plan;
+}
+
 /** `workers`: the answers of `llama.rpc`'s workers (rpc/check.ts); a worker not among them is left out. */
 export function makePlan(
   model: ModelInfo,
@@ -36,6 +45,15 @@ export function makePlan(
   config: PlanConfig,
   workers: readonly WorkerReport[] = [],
 ): Plan {
+  return planFor(model, rawHw, config, workers).plan;
+}
+
+export function planFor(
+  model: ModelInfo,
+  rawHw: HardwareSnapshot,
+  config: PlanConfig,
+  workers: readonly WorkerReport[] = [],
+): Planned {
   const { llama } = config;
   const hw = applyOverrides(rawHw, config.hardware);
   const local = memoryBudgets(hw, config.hardware);
@@ -73,6 +91,18 @@ export function makePlan(
   const threads = decideThreads(llama.threads, hw.cpu);
   const memory = decideMemoryFlags(llama);
 
+  const launch = launchOf(model, config, {
+    slots: slots.value,
+    context: placed.context.value,
+    gpuLayers: placed.gpuLayers.value.layers,
+    rpcWorkers: rpc.used,
+    tensorSplit: told.tensorSplit,
+    threads: threads.value,
+    flashAttn: flashAttn.value,
+    cache: cache.value,
+    memory: memory.value,
+  });
+  // In argv order: the report's lines and argv are one rendering (argv.ts).
   const decisions: Decision[] = [
     slots.decision,
     told.context,
@@ -87,26 +117,77 @@ export function makePlan(
   ];
   const extra = extraArgsDecision(llama.extra_args);
   if (extra) decisions.push(extra);
+  const devices = devicePlans(budgets, placed.trial.est, hw.cpu.model);
+  return {
+    launch,
+    plan: reportOf(launch, placed.gpuLayers.value.all, devices, rpc.workers, decisions, warnings),
+  };
+}
 
+/** The values decided for a launch, by name. */
+interface Chosen {
+  slots: number;
+  context: number;
+  gpuLayers: number;
+  rpcWorkers: string[];
+  tensorSplit: number[] | null;
+  threads: number;
+  flashAttn: LaunchPlan["flash_attn"];
+  cache: CacheTypes;
+  memory: Pick<LaunchPlan, "mmap" | "mlock">;
+}
+
+/** The launch plan: the decided values, and what the config passes through as it is. */
+function launchOf(model: ModelInfo, config: PlanConfig, c: Chosen): LaunchPlan {
   return {
     model_path: model.path,
-    slots: slots.value,
-    context_per_slot: placed.context.value,
-    context_total: placed.context.value * slots.value,
-    gpu_layers: placed.gpuLayers.value.layers,
-    gpu_layers_all: placed.gpuLayers.value.all,
-    threads: threads.value,
-    flash_attn: flashAttn.value,
-    cache_type_k: cache.value.k,
-    cache_type_v: cache.value.v,
-    mmap: llama.mmap,
-    mlock: llama.mlock,
+    model_name: model.name,
+    model_bytes: model.size_bytes,
+    slots: c.slots,
+    context_per_slot: c.context,
     max_tokens: config.model.max_tokens,
-    devices: devicePlans(budgets, placed.trial.est, hw.cpu.model),
-    workers: rpc.workers,
+    gpu_layers: c.gpuLayers,
+    rpc_workers: c.rpcWorkers,
+    tensor_split: c.tensorSplit,
+    threads: c.threads,
+    flash_attn: c.flashAttn,
+    cache_type_k: c.cache.k,
+    cache_type_v: c.cache.v,
+    mmap: c.memory.mmap,
+    mlock: c.memory.mlock,
+    jinja: true,
+    idle_sleep_s: config.llama.idle_sleep_s,
+    extra_args: [...config.llama.extra_args],
+  };
+}
+
+/** The plan report: the launch's values, how each was decided, and the argv they render to. */
+function reportOf(
+  launch: LaunchPlan,
+  gpuLayersAll: boolean,
+  devices: DevicePlan[],
+  workers: WorkerPlan[],
+  decisions: Decision[],
+  warnings: string[],
+): Plan {
+  return {
+    model_path: launch.model_path,
+    slots: launch.slots,
+    context_per_slot: launch.context_per_slot,
+    context_total: launch.context_per_slot * launch.slots,
+    gpu_layers: launch.gpu_layers,
+    gpu_layers_all: gpuLayersAll,
+    threads: launch.threads,
+    flash_attn: launch.flash_attn,
+    cache_type_k: launch.cache_type_k,
+    cache_type_v: launch.cache_type_v,
+    mmap: launch.mmap,
+    mlock: launch.mlock,
+    max_tokens: launch.max_tokens,
+    devices,
+    workers,
     decisions,
-    // extra_args come last, after every planned flag, so they win.
-    argv: ["-m", model.path, ...decisions.flatMap((d) => d.flags)],
+    argv: renderArgv(launch, PLAN_DIALECT),
     warnings,
   };
 }

@@ -1,6 +1,6 @@
 import type { Config } from "../config/schema.ts";
 import type { ModelSummary, PlanReport } from "../protocol/plan.ts";
-import { defaultPlanDeps, type PlanDeps, planInputs } from "./launch.ts";
+import { type PlanDeps, planInputs } from "./launch.ts";
 import type { ModelInfo } from "./model.ts";
 
 export function summariseModel(m: ModelInfo): ModelSummary {
@@ -27,7 +27,7 @@ export function summariseModel(m: ModelInfo): ModelSummary {
 }
 
 /** Throws the plan's CoreError (model_missing, model_plan_error) unchanged. */
-export async function buildPlanReport(config: Config, deps: PlanDeps = defaultPlanDeps): Promise<PlanReport> {
+export async function buildPlanReport(config: Config, deps: PlanDeps): Promise<PlanReport> {
   const { model, hardware, plan } = await planInputs(config, deps);
   return { fits: true, model: summariseModel(model), hardware, plan };
 }

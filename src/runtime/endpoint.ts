@@ -1,16 +1,12 @@
+import type { LlamaEndpoint } from "../llama/http.ts";
 import type { SupervisorSnapshot } from "./snapshot.ts";
+import type { StartProgress } from "./start-progress.ts";
 
 /**
  * The contract between the supervisor (which owns llama-server) and its users (the agent
- * loop, warm-up). Users never see processes, only a lease on a ready server.
+ * loop, warm-up). Users never see processes, only a lease on a ready server: an endpoint
+ * the llama/ client talks to.
  */
-export interface LlamaEndpoint {
-  /** e.g. http://127.0.0.1:40123 */
-  baseUrl: string;
-  /** The per-launch key, sent as `Authorization: Bearer <key>`. */
-  apiKey: string;
-}
-
 export interface LlamaLease extends LlamaEndpoint {
   /** Gives the slot back; call exactly once, in a finally. */
   release(): void;
@@ -27,20 +23,6 @@ export interface LlamaLease extends LlamaEndpoint {
    */
   requestTimeoutMs: number;
 }
-
-/**
- * What a caller hears while it waits for llama-server (the `warmup_progress` events of warmup
- * and chat; the protocol's schema is src/protocol/warmup-progress.ts). `elapsed_ms` counts from the
- * start of the start or wake being waited for; `fraction` is the share of the model file read
- * so far, where the OS shows it. The supervisor repeats the current phase at least every
- * 500 ms while the wait lasts.
- */
-export type StartProgress =
-  | { phase: "restarting"; elapsed_ms: number; backoff_ms?: number }
-  | { phase: "starting"; attempt: number; elapsed_ms: number }
-  | { phase: "loading"; elapsed_ms: number; fraction?: number }
-  | { phase: "waking"; elapsed_ms: number; fraction?: number }
-  | { phase: "ready"; elapsed_ms: number };
 
 export interface AcquireOptions {
   /**

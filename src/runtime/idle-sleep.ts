@@ -162,12 +162,3 @@ export class SleepWatch {
     this.timer = undefined;
   }
 }
-
-/** The idle sleep a launch asked for: the last `--sleep-idle-seconds` wins, as llama-server's own parser has it. */
-export function idleSleepMsOf(argv: readonly string[]): number {
-  let seconds = -1;
-  for (let i = 0; i < argv.length - 1; i++) {
-    if (argv[i] === "--sleep-idle-seconds") seconds = Number.parseInt(argv[i + 1] as string, 10);
-  }
-  return Number.isFinite(seconds) && seconds > 0 ? seconds * 1000 : 0;
-}

@@ -1,12 +1,13 @@
+import { healthStatus, modelsStatus } from "../llama/health.ts";
 import { CoreError, cancelledError } from "../protocol/errors.ts";
 import { logger } from "../util/logger.ts";
 import { childEnv } from "./child-env.ts";
-import type { StartProgress } from "./endpoint.ts";
 import { classifyStartExit } from "./exit-reason.ts";
 import { LogTail, readLines } from "./log-sink.ts";
 import { removePidRecord, writePidRecord } from "./pid-file.ts";
 import { workFingerprint } from "./proc-info.ts";
 import type { ChildProcess, Spawner } from "./spawn.ts";
+import type { StartProgress } from "./start-progress.ts";
 
 // One launch of llama-server on one port, in three steps a test can drive one at a time:
 // spawn → wait until healthy → verify it is ours (our key). `launchOnce` chains them and
@@ -234,17 +235,9 @@ async function exitFailure(s: Spawned, exit: Exit): Promise<LaunchFailure> {
 export async function verifyOwnKey(
   s: Pick<Spawned, "baseUrl" | "apiKey" | "port" | "tail" | "exit">,
 ): Promise<LaunchFailure | null> {
-  const probe = (headers: Record<string, string>) =>
-    fetch(`${s.baseUrl}/v1/models`, { headers, signal: AbortSignal.timeout(5000) }).then(
-      async (r) => {
-        await r.arrayBuffer();
-        return r.status;
-      },
-      () => null,
-    );
   const [anonymous, keyCheck] = await Promise.all([
-    probe({}),
-    probe({ Authorization: `Bearer ${s.apiKey}` }),
+    modelsStatus({ baseUrl: s.baseUrl }, 5000),
+    modelsStatus({ baseUrl: s.baseUrl, apiKey: s.apiKey }, 5000),
   ]);
   await Bun.sleep(0);
   if (s.exit || (anonymous !== 401 && anonymous !== null)) {
@@ -297,15 +290,4 @@ export async function stopChild(child: ChildProcess, graceMs: number): Promise<v
   }
   child.kill();
   await Promise.race([gone, Bun.sleep(5000)]);
-}
-
-/** GET /health: its status, or null when nothing answers (port not open yet). */
-export async function healthStatus(baseUrl: string, timeoutMs: number): Promise<number | null> {
-  try {
-    const res = await fetch(`${baseUrl}/health`, { signal: AbortSignal.timeout(timeoutMs) });
-    await res.arrayBuffer();
-    return res.status;
-  } catch {
-    return null;
-  }
 }

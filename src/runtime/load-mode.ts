@@ -1,30 +1,15 @@
 import { statSync } from "node:fs";
+import { type ArgvDialect, memoryFlagged, PLAN_DIALECT } from "../plan/argv.ts";
+import type { LaunchPlan } from "../plan/launch-plan.ts";
 import { runWithTimeout } from "../plan/probe.ts";
 import { childEnv } from "./child-env.ts";
 
 /**
- * The plan writes `llama.mmap: false` and `llama.mlock: true` as `--no-mmap` and `--mlock`,
- * which every llama-server with those settings understands up to build b10587 (where they are
- * already "DEPRECATED in favor of `--load-mode`", recording help.txt). Later builds dropped them
- * and refuse to start ("error: invalid argument: --no-mmap", a build of commit de3ff81); builds
- * before `--load-mode` know only them. So at launch, a server that lists `--load-mode` in its
- * `--help` gets that instead. Only a plan with one of the two flags pays for asking.
+ * Which memory flags a binary takes (plan/argv.ts `ArgvDialect`): builds up to b10587 take
+ * `--no-mmap`/`--mlock` (b10587 lists both; recording help.txt), later ones only `--load-mode`,
+ * earlier ones only the pair. So at launch a binary that lists `--load-mode` in its `--help`
+ * gets that; only a plan with memory flags pays for asking.
  */
-
-const LEGACY = new Set(["--no-mmap", "--mlock"]);
-
-export function usesLegacyMemoryFlags(argv: readonly string[]): boolean {
-  return argv.some((a) => LEGACY.has(a));
-}
-
-/** `--no-mmap` / `--mlock` as the one `--load-mode` that means the same. */
-export function toLoadMode(argv: readonly string[]): string[] {
-  if (!usesLegacyMemoryFlags(argv)) return [...argv];
-  const mmap = !argv.includes("--no-mmap");
-  const mlock = argv.includes("--mlock");
-  const mode = mmap ? (mlock ? "mmap+mlock" : "mmap") : mlock ? "mlock" : "none";
-  return [...argv.filter((a) => !LEGACY.has(a)), "--load-mode", mode];
-}
 
 /** Whether a llama-server binary takes `--load-mode`, asked once per file version. */
 export type LoadModeProbe = (
@@ -53,13 +38,13 @@ export const probeLoadMode: LoadModeProbe = async (binary, parentEnv) => {
   return speaks;
 };
 
-/** The argv to launch: the plan's, with its memory flags in the dialect `binary` speaks. */
-export async function launchArgv(
+/** The dialect to launch `plan` in: the report's unless its memory flags need the binary's own. */
+export async function dialectFor(
   binary: string,
-  argv: readonly string[],
+  plan: Pick<LaunchPlan, "mmap" | "mlock">,
   parentEnv: Record<string, string | undefined>,
   probe: LoadModeProbe = probeLoadMode,
-): Promise<string[]> {
-  if (!usesLegacyMemoryFlags(argv)) return [...argv];
-  return (await probe(binary, parentEnv)) ? toLoadMode(argv) : [...argv];
+): Promise<ArgvDialect> {
+  if (!memoryFlagged(plan)) return PLAN_DIALECT;
+  return (await probe(binary, parentEnv)) ? { memory: "load-mode" } : PLAN_DIALECT;
 }

@@ -1,4 +1,4 @@
-import type { StartProgress } from "./endpoint.ts";
+import type { StartProgress } from "./start-progress.ts";
 
 /** A progress event before the beat stamps it: elapsed_ms (and fraction) are the beat's. */
 export type Unstamped = StartProgress extends infer P

@@ -1,4 +1,5 @@
 import type { Config } from "../config/schema.ts";
+import { defaultPlanDeps } from "../models/local-plan-deps.ts";
 import { planLaunch } from "../plan/launch.ts";
 import { findLlamaServer } from "./find-binary.ts";
 import { Supervisor } from "./supervisor.ts";
@@ -11,7 +12,7 @@ export function createSupervisor(config: () => Config): Supervisor {
   const llama = () => config().llama;
   return new Supervisor({
     findBinary: () => findLlamaServer(config()),
-    plan: () => planLaunch(config()),
+    plan: () => planLaunch(config(), defaultPlanDeps),
     dataDir: () => config().app.data_dir,
     settings: () => {
       const l = llama();

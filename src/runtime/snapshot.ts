@@ -1,6 +1,7 @@
+import type { LaunchPlan } from "../plan/launch-plan.ts";
 import type { CoreError } from "../protocol/errors.ts";
 import type { SleepPhase } from "./idle-sleep.ts";
-import type { StateKind } from "./supervisor-state.ts";
+import { type StateKind, type SupervisorState, serving } from "./supervisor-state.ts";
 
 /** What a status report needs of the supervisor, read without touching llama-server. */
 export interface SupervisorSnapshot {
@@ -25,8 +26,41 @@ export interface SupervisorSnapshot {
   slots: { busy: number; waiting: number; total: number };
   /** Idle sleep of the serving server, as learned from `/props` (awake when it cannot sleep). */
   sleep: SleepPhase;
-  /** `--sleep-idle-seconds` of the last launch, in ms (0: never); null before any launch. */
+  /** The last plan's idle sleep (`idle_sleep_s`, launched as `--sleep-idle-seconds`), in ms (0: never); null before any launch. */
   idleSleepMs: number | null;
   /** Of the last plan; null before any. */
   model: { path: string | null; name: string | null; bytes: number | null; contextPerSlot: number | null };
+}
+
+/**
+ * The snapshot of a state, the last plan, the slots' semaphore and the restart budget: plain
+ * reads, never llama-server, never an error.
+ */
+export function snapshotOf(
+  s: SupervisorState,
+  plan: LaunchPlan | undefined,
+  slots: SupervisorSnapshot["slots"],
+  restarts: SupervisorSnapshot["restarts"],
+): SupervisorSnapshot {
+  const running = serving(s);
+  const stopped = s.kind === "stopped" ? s : undefined;
+  return {
+    state: s.kind,
+    pid: running?.child.pid ?? (s.kind === "starting" ? (s.pid ?? null) : null),
+    startedAt: running?.startedAt ?? null,
+    readyAt: running?.readyAt ?? null,
+    // Down: why. Restarting (or a failed server being stopped): what it follows.
+    lastError: stopped?.lastError ?? ("restartFor" in s ? (s.restartFor ?? null) : null),
+    restartPending: "restartFor" in s && s.restartFor !== undefined,
+    restarts,
+    slots,
+    sleep: s.kind === "ready" ? s.running.sleep.state : "awake",
+    idleSleepMs: plan ? plan.idle_sleep_s * 1000 : null,
+    model: {
+      path: plan?.model_path ?? null,
+      name: plan?.model_name ?? null,
+      bytes: plan?.model_bytes ?? null,
+      contextPerSlot: plan?.context_per_slot ?? null,
+    },
+  };
 }

@@ -106,3 +106,8 @@ export class StateCell {
     return true;
   }
 }
+
+/** The child that leases point at: ready, or being stopped. */
+export function serving(s: SupervisorState): Running | undefined {
+  return s.kind === "ready" || s.kind === "stopping" ? s.running : undefined;
+}

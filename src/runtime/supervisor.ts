@@ -1,67 +1,21 @@
-import { join } from "node:path";
-import type { LaunchPlan } from "../plan/launch.ts";
 import { CoreError, cancelledError } from "../protocol/errors.ts";
 import { abortable } from "../util/abortable.ts";
-import { backoffDelayMs } from "../util/backoff.ts";
 import { logger } from "../util/logger.ts";
 import { Semaphore } from "../util/semaphore.ts";
-import { randomApiKey } from "./child-env.ts";
-import type { AcquireOptions, LlamaLease, LlamaProvider, StartProgress, StartTicket } from "./endpoint.ts";
-import { idleSleepMsOf, SleepWatch } from "./idle-sleep.ts";
-import { type Exit, launchOnce, type Spawned, stopChild, TAIL_IN_ERRORS } from "./launch-steps.ts";
-import { type LoadModeProbe, launchArgv } from "./load-mode.ts";
-import { LogTail, RotatingLog } from "./log-sink.ts";
-import { llamaPrograms, reapLeftover, removePidRecord } from "./pid-file.ts";
-import { pickFreePort } from "./ports.ts";
+import type { AcquireOptions, LlamaLease, LlamaProvider, StartTicket } from "./endpoint.ts";
+import { type Exit, stopChild, TAIL_IN_ERRORS } from "./launch-steps.ts";
+import { Launcher } from "./launcher.ts";
+import { LogTail } from "./log-sink.ts";
+import { removePidRecord } from "./pid-file.ts";
+import { Prestart } from "./prestart.ts";
 import { intakeFraction, modelIntake } from "./proc-memory.ts";
-import { ProgressBeat, type Unstamped } from "./progress-beat.ts";
-import { RestartBudget, type RestartRate, type RestartVerdict } from "./restart-budget.ts";
+import { ProgressBeat } from "./progress-beat.ts";
+import { RestartPolicy } from "./restart-policy.ts";
 import { RpcWatch } from "./rpc-watch.ts";
-import { propsSaysAsleep, rouseServer } from "./sleep-probe.ts";
-import type { SupervisorSnapshot } from "./snapshot.ts";
-import { bunSpawner, type Spawner } from "./spawn.ts";
-import { type Running, StateCell, type StateOf, type SupervisorState } from "./supervisor-state.ts";
-
-export type { SupervisorSnapshot } from "./snapshot.ts";
-
-/** Timings and limits, from config.yaml's `llama` section (read at each start). */
-export interface SupervisorSettings {
-  startupTimeoutMs: number;
-  stopGraceMs: number;
-  /** Automatic restarts allowed within `restartWindowMs` (a rate, so the budget recovers). */
-  maxRestarts: number;
-  restartWindowMs: number;
-  restartBackoffMs: number;
-  requestTimeoutMs: number;
-  logMaxBytes: number;
-  logFiles: number;
-}
-
-export interface SupervisorOptions {
-  /** Where llama-server is; `tried` becomes binary_missing's data. */
-  findBinary: () => { path: string } | { tried: string[] };
-  /** The planner's launch plan (argv without --host/--port/--api-key). */
-  plan: () => Promise<LaunchPlan>;
-  dataDir: () => string;
-  settings: () => SupervisorSettings;
-  /** Slots before any plan exists (initialize may ask before the first start). */
-  fallbackSlots?: () => number;
-  spawner?: Spawner;
-  /** Whether a binary takes `--load-mode` (load-mode.ts); asks its `--help` when absent. */
-  loadMode?: LoadModeProbe;
-  pickPort?: () => Promise<number>;
-  /** The environment the child's is built from. */
-  env?: Record<string, string | undefined>;
-  healthIntervalMs?: number;
-  /** Port choices before a bind failure is final. */
-  maxBindAttempts?: number;
-  /** Reap leftovers of dead cores before the first start (tests turn it off). */
-  reap?: boolean;
-  /** The clock the restart budget's window runs on (ms since the epoch); tests move it. */
-  now?: () => number;
-}
-
-const MAX_BACKOFF_MS = 30_000;
+import { type SupervisorSnapshot, snapshotOf } from "./snapshot.ts";
+import type { StartProgress } from "./start-progress.ts";
+import type { SupervisorOptions } from "./supervisor-options.ts";
+import { type Running, StateCell, type StateOf, type SupervisorState, serving } from "./supervisor-state.ts";
 
 const shuttingDown = () => cancelledError("llama-server is stopping: the core is shutting down");
 
@@ -75,22 +29,15 @@ const shuttingDown = () => cancelledError("llama-server is stopping: the core is
 export class Supervisor implements LlamaProvider {
   private readonly state = new StateCell();
   private readonly gate = new Semaphore(() => this.slots());
-  private readonly budget = new RestartBudget();
-  private readonly now: () => number;
-  private plan: LaunchPlan | undefined;
-  /** Leftovers of dead cores are reaped once, before the first start. */
-  private reaped: Promise<unknown> | undefined;
-  private log: RotatingLog | undefined;
   readonly tail = new LogTail();
-  private readonly spawner: Spawner;
-  private readonly pickPort: () => Promise<number>;
   /** The RPC workers of the current launch: their log signatures, the one that was lost. */
   private readonly rpc = new RpcWatch({ onLost: (err) => this.failReady(err) });
+  private readonly restarts: RestartPolicy;
+  private readonly launcher: Launcher;
 
   constructor(private readonly options: SupervisorOptions) {
-    this.spawner = options.spawner ?? bunSpawner;
-    this.pickPort = options.pickPort ?? pickFreePort;
-    this.now = options.now ?? Date.now;
+    this.restarts = new RestartPolicy(options.settings, options.now ?? Date.now, this.tail);
+    this.launcher = new Launcher(options, this.tail, this.rpc);
   }
 
   /** The process's phase: shutting down reads as stopping, shut down as stopped. */
@@ -105,7 +52,7 @@ export class Supervisor implements LlamaProvider {
   }
 
   slots(): number {
-    return this.plan?.slots ?? this.options.fallbackSlots?.() ?? 1;
+    return this.launcher.plan?.slots ?? this.options.fallbackSlots?.() ?? 1;
   }
 
   private slotsOrOne(): number {
@@ -119,28 +66,8 @@ export class Supervisor implements LlamaProvider {
   /** Never throws and never touches llama-server: `status` answers from it at once. */
   snapshot(): SupervisorSnapshot {
     const s = this.state.get();
-    const running = serving(s);
-    const stopped = s.kind === "stopped" ? s : undefined;
-    const plan = this.plan;
-    return {
-      state: s.kind,
-      pid: running?.child.pid ?? (s.kind === "starting" ? (s.pid ?? null) : null),
-      startedAt: running?.startedAt ?? null,
-      readyAt: running?.readyAt ?? null,
-      // Down: why. Restarting (or a failed server being stopped): what it follows.
-      lastError: stopped?.lastError ?? ("restartFor" in s ? (s.restartFor ?? null) : null),
-      restartPending: "restartFor" in s && s.restartFor !== undefined,
-      restarts: this.restartReport(s),
-      slots: { busy: this.gate.inUse, waiting: this.gate.waiting, total: this.slotsOrOne() },
-      sleep: s.kind === "ready" ? s.running.sleep.state : "awake",
-      idleSleepMs: plan ? idleSleepMsOf(plan.argv) : null,
-      model: {
-        path: plan?.model_path ?? null,
-        name: plan?.model_name ?? null,
-        bytes: plan?.model_bytes ?? null,
-        contextPerSlot: plan?.context_per_slot ?? null,
-      },
-    };
+    const slots = { busy: this.gate.inUse, waiting: this.gate.waiting, total: this.slotsOrOne() };
+    return snapshotOf(s, this.launcher.plan, slots, this.restarts.report(s));
   }
 
   async acquire(
@@ -205,7 +132,7 @@ export class Supervisor implements LlamaProvider {
       }
     } finally {
       this.state.swap(closing, { kind: "closed" });
-      this.log?.close();
+      this.launcher.close();
       done.resolve();
     }
   }
@@ -271,7 +198,7 @@ export class Supervisor implements LlamaProvider {
 
   /** stopped → starting; throws (leaving the state alone) when a restart is over budget. */
   private beginStart(from: StateOf<"stopped">, explicit: boolean): void {
-    const backoffMs = from.restartFor ? this.restartDelay(from.restartFor, explicit) : 0;
+    const backoffMs = from.restartFor ? this.restarts.delay(from.restartFor, explicit) : 0;
     const done = Promise.withResolvers<Running>();
     // Every caller may have given up (aborted); the failure is still theirs, not unhandled.
     done.promise.catch(() => {});
@@ -286,7 +213,7 @@ export class Supervisor implements LlamaProvider {
       progress: new ProgressBeat(since, () =>
         starting.pid === undefined
           ? undefined
-          : intakeFraction(modelIntake(starting.pid), this.plan?.model_bytes),
+          : intakeFraction(modelIntake(starting.pid), this.launcher.plan?.model_bytes),
       ),
       done: done.promise,
     };
@@ -296,84 +223,13 @@ export class Supervisor implements LlamaProvider {
     this.runStart(starting, backoffMs).then(done.resolve, done.reject);
   }
 
-  /**
-   * The back-off before a restart, counted against the budget; throws when it is spent. A
-   * start the host asked for (warmup) goes at once and is not counted: the host decided.
-   */
-  private restartDelay(last: CoreError, explicit: boolean): number {
-    if (explicit) {
-      logger.info("restarting llama-server now: the host asked (warmup)");
-      return 0;
-    }
-    const settings = this.options.settings();
-    const verdict = this.budget.take(restartRate(settings), this.now());
-    if (!verdict.allowed) throw this.budgetSpent(last, verdict, settings);
-    const delay = backoffDelayMs(verdict.attempt, settings.restartBackoffMs, MAX_BACKOFF_MS);
-    logger.info(
-      `restarting llama-server (restart ${verdict.attempt}/${settings.maxRestarts} within ${settings.restartWindowMs / 1000} s) in ${delay} ms`,
-    );
-    return delay;
-  }
-
-  /** The refusal a chat gets: why, and when the next automatic try will be. */
-  private budgetSpent(
-    last: CoreError,
-    verdict: Extract<RestartVerdict, { allowed: false }>,
-    settings: SupervisorSettings,
-  ): CoreError {
-    const windowS = settings.restartWindowMs / 1000;
-    const nextTryAt = verdict.nextAt === null ? null : new Date(verdict.nextAt).toISOString();
-    const retryInMs = verdict.nextAt === null ? null : Math.max(0, verdict.nextAt - this.now());
-    const when =
-      nextTryAt === null
-        ? "automatically at all (llama.max_restarts = 0)"
-        : `automatically before ${nextTryAt} (in ${Math.ceil((retryInMs as number) / 1000)} s; llama.max_restarts = ${settings.maxRestarts} per llama.restart_window_s = ${windowS})`;
-    return new CoreError(
-      "internal_error",
-      `llama-server failed after ${verdict.used} restarts within ${windowS} s; not restarting it ${when}; a warmup tries again at once. Last failure: ${last.message}`,
-      {
-        restarts: verdict.used,
-        next_try_at: nextTryAt,
-        retry_in_ms: retryInMs,
-        log_tail: this.tail.last(TAIL_IN_ERRORS),
-      },
-    );
-  }
-
-  private restartReport(s: SupervisorState): SupervisorSnapshot["restarts"] {
-    let settings: SupervisorSettings;
-    try {
-      settings = this.options.settings();
-    } catch {
-      // The config cannot be read (status must answer all the same): then nothing ever started.
-      return { used: 0, max: null, windowMs: null, nextAutomaticTryAt: null };
-    }
-    const rate = restartRate(settings);
-    const now = this.now();
-    const pending = s.kind === "stopped" && s.restartFor !== undefined;
-    const verdict = pending ? this.budget.peek(rate, now) : undefined;
-    return {
-      used: this.budget.used(rate, now),
-      max: rate.max,
-      windowMs: rate.windowMs,
-      nextAutomaticTryAt: verdict && !verdict.allowed ? verdict.nextAt : null,
-    };
-  }
-
-  /** The start job: back-off, reap, launch; it owns `starting` until ready or failed. */
+  /** The start job: back-off, then the launch; it owns `starting` until ready or failed. */
   private async runStart(starting: StateOf<"starting">, backoffMs: number): Promise<Running> {
     const { signal } = starting.abort;
     try {
       if (backoffMs > 0) await abortable(Bun.sleep(backoffMs), signal);
       starting.progress.report({ phase: "starting", attempt: 1 });
-      if (this.options.reap !== false) {
-        this.reaped ??= reapLeftover(this.options.dataDir(), {
-          configured: { "llama-server": llamaPrograms(this.options.findBinary()) },
-        }).catch(() => {});
-        await this.reaped;
-      }
-      signal.throwIfAborted();
-      const running = await this.startServer(starting);
+      const running = await this.launcher.launch(starting);
       if (!this.state.swap(starting, { kind: "ready", running })) {
         // stop() took over while the last step finished: this server never serves.
         await this.halt(running, "stop");
@@ -400,78 +256,6 @@ export class Supervisor implements LlamaProvider {
     }
   }
 
-  /** Binary and plan, then launches until one is ready; only bind failures try another port. */
-  private async startServer(starting: StateOf<"starting">): Promise<Running> {
-    const settings = this.options.settings();
-    const found = this.options.findBinary();
-    if (!("path" in found)) {
-      throw new CoreError(
-        "binary_missing",
-        `llama-server not found; tried: ${found.tried.join(", ") || "(nothing)"}`,
-        {
-          tried: found.tried,
-        },
-      );
-    }
-    const plan = await this.options.plan();
-    this.plan = plan;
-    this.rpc.begin(plan.rpc_workers ?? []);
-    const dataDir = this.options.dataDir();
-    this.log ??= new RotatingLog(join(dataDir, "logs"), settings.logMaxBytes, settings.logFiles);
-    // The beat stamps each event with the time since this start began.
-    const emit = (p: Unstamped) => starting.progress.report(p);
-    const parentEnv = this.options.env ?? process.env;
-    // llama.mmap / llama.mlock in the flags this build takes (load-mode.ts).
-    const argv = await launchArgv(found.path, plan.argv, parentEnv, this.options.loadMode);
-    const attempts = this.options.maxBindAttempts ?? 5;
-    let last: CoreError | undefined;
-    for (let attempt = 1; attempt <= attempts; attempt++) {
-      // The first attempt's `starting` went out before the reap and the plan.
-      if (attempt > 1) emit({ phase: "starting", attempt });
-      const outcome = await launchOnce(
-        {
-          binary: found.path,
-          argv,
-          port: await this.pickPort(),
-          apiKey: randomApiKey(),
-          env: parentEnv,
-          spawner: this.spawner,
-          dataDir,
-          onLine: (line) => {
-            this.tail.push(line);
-            this.log?.write(`${line}\n`);
-            this.rpc.line(line);
-          },
-          onSpawn: (pid, header) => {
-            starting.pid = pid;
-            this.log?.write(header);
-            starting.spawned.resolve();
-          },
-        },
-        {
-          startupTimeoutMs: settings.startupTimeoutMs,
-          intervalMs: this.options.healthIntervalMs ?? 100,
-          signal: starting.abort.signal,
-          emit,
-        },
-      );
-      if (!("error" in outcome)) {
-        const skipped = this.rpc.afterReady(outcome.tail.last());
-        if (skipped) {
-          await stopChild(outcome.child, 0);
-          removePidRecord(dataDir);
-          throw skipped;
-        }
-        emit({ phase: "ready" });
-        return this.toRunning(outcome, plan);
-      }
-      last = outcome.error;
-      if (!outcome.retryPort) throw outcome.error;
-      logger.warn(`${outcome.error.message}; choosing another port`);
-    }
-    throw last as CoreError;
-  }
-
   private lease(running: Running, releaseSlot: () => void): LlamaLease {
     let released = false;
     return {
@@ -486,32 +270,6 @@ export class Supervisor implements LlamaProvider {
         releaseSlot();
       },
       reportFailure: (reason: string) => this.reportFailure(running, reason),
-    };
-  }
-
-  /** A ready launch as leases see it, with its idle-sleep watch (idle-sleep.ts). */
-  private toRunning(spawned: Spawned, plan: LaunchPlan): Running {
-    const endpoint = { baseUrl: spawned.baseUrl, apiKey: spawned.apiKey };
-    const pid = spawned.child.pid;
-    const sleep = new SleepWatch({
-      idleMs: idleSleepMsOf(plan.argv),
-      isAsleep: () => propsSaysAsleep(endpoint),
-      rouse: (signal) => rouseServer(endpoint, signal, this.options.settings().startupTimeoutMs),
-      // A wake re-reads the model in a process that has read before: count from here.
-      wakeMeasure: () => {
-        const before = modelIntake(pid)?.readBytes ?? 0;
-        return () => intakeFraction(modelIntake(pid), plan.model_bytes, before);
-      },
-    });
-    return {
-      child: spawned.child,
-      baseUrl: spawned.baseUrl,
-      apiKey: spawned.apiKey,
-      port: spawned.port,
-      died: new AbortController(),
-      startedAt: spawned.t0,
-      readyAt: Date.now(),
-      sleep,
     };
   }
 
@@ -581,35 +339,5 @@ export class Supervisor implements LlamaProvider {
       await stopChild(running.child, 0);
     }
     removePidRecord(this.options.dataDir());
-  }
-}
-
-function restartRate(settings: SupervisorSettings): RestartRate {
-  return { max: settings.maxRestarts, windowMs: settings.restartWindowMs };
-}
-
-/** The child that leases point at: ready, or being stopped. */
-function serving(s: SupervisorState): Running | undefined {
-  return s.kind === "ready" || s.kind === "stopping" ? s.running : undefined;
-}
-
-/** What prestart() hands out: the start it began, to recognise that start's failure later. */
-class Prestart implements StartTicket {
-  private told = false;
-
-  constructor(private readonly start: StateOf<"starting">) {}
-
-  get spawned(): Promise<void> {
-    return this.start.spawned.promise;
-  }
-
-  /** The state is the one this start's failure left, and its error has not been given out yet. */
-  failedInto(s: SupervisorState): boolean {
-    return !this.told && this.start.failure?.into === s;
-  }
-
-  take(): unknown {
-    this.told = true;
-    return this.start.failure?.error;
   }
 }

@@ -104,7 +104,8 @@ export class CoreServices implements Services {
         return; // the chat reports it
       }
       require("../runtime/provider.ts");
-      const { modelMemo } = require("../plan/model-memo.ts") as typeof import("../plan/model-memo.ts");
+      const { modelMemo } =
+        require("../models/local-plan-deps.ts") as typeof import("../models/local-plan-deps.ts");
       modelMemo.read(config.model.path).catch(() => {});
     }, 0);
     timer.unref?.();

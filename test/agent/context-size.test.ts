@@ -1,5 +1,5 @@
 import { expect, test } from "bun:test";
-import { contextSizeOf } from "../../src/agent/llm-client.ts";
+import { contextSizeOf } from "../../src/llama/props.ts";
 import type { LlamaLease } from "../../src/runtime/endpoint.ts";
 
 // A launch's n_ctx never changes: GET /props is asked once per launch, not on every chat.

@@ -1,21 +1,7 @@
 import { describe, expect, test } from "bun:test";
-import { interpretStep, ToolCallAssembler } from "../../src/agent/tool-calls.ts";
+import { interpretStep } from "../../src/agent/tool-calls.ts";
 
 const known = new Set(["fs__read", "fs__write"]);
-
-describe("ToolCallAssembler", () => {
-  test("joins fragments by index, keeping id and name from the first", () => {
-    const a = new ToolCallAssembler();
-    a.push({ index: 1, id: "B", type: "function", function: { name: "fs__write", arguments: '{"p"' } });
-    a.push({ index: 0, id: "A", type: "function", function: { name: "fs__read", arguments: "{" } });
-    a.push({ index: 0, function: { arguments: '"x":1}' } });
-    a.push({ index: 1, function: { arguments: ":2}" } });
-    expect(a.calls()).toEqual([
-      { id: "A", type: "function", function: { name: "fs__read", arguments: '{"x":1}' } },
-      { id: "B", type: "function", function: { name: "fs__write", arguments: '{"p":2}' } },
-    ]);
-  });
-});
 
 describe("interpretStep", () => {
   test("plain text is final", () => {

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { loadConfig, parseConfigText } from "../../src/config/load.ts";
 import { CONFIG_MAX_BYTES } from "../../src/config/read-file.ts";
 import { type DoctorDeps, runDoctor } from "../../src/doctor/doctor.ts";
-import { defaultPlanDeps } from "../../src/plan/launch.ts";
+import { defaultPlanDeps } from "../../src/models/local-plan-deps.ts";
 import { CoreServices } from "../../src/server/services.ts";
 import { coreErrorOf } from "../fixtures/core-error.ts";
 import { cpuOnlyMachine } from "../fixtures/hardware.ts";

@@ -1,112 +1,15 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { existsSync } from "node:fs";
-import { join } from "node:path";
-import { LlmError, streamCompletion } from "../../src/agent/llm-client.ts";
-import type { Turn } from "../fixtures/llama-stand-in/script.ts";
-import { SHARED_DIR } from "../fixtures/shared.ts";
 import { FORMS, type RunningStandIn } from "./forms.ts";
+import { CASES, filledContext, isChat, isStream, N_CTX, present, RECORDINGS, turnOf } from "./recordings.ts";
 import { chunkKind, readTranscript, shape, sseEvents, type Transcript } from "./transcript.ts";
 
 // The recorded request bodies of ../shared/llama-server replayed against the stand-in, whose
 // answers must have the recorded shape: status, the headers that matter, SSE framing and the
 // fields of every kind of event, error bodies. The "model" output is taken from the recording
 // itself (its tokens, its tool calls), so the comparison is about llama-server, not the model.
-// Then the same through the project's LLM client, against the stand-in and against the
-// recorded bytes played back verbatim: the client must come to the same result from both.
-
-const RECORDINGS = join(SHARED_DIR, "llama-server");
-const present = existsSync(join(RECORDINGS, "transcripts")) && existsSync(join(RECORDINGS, "bodies"));
-/** The server of the recordings: `-c 2048`, 4 slots, no API key. */
-const N_CTX = 2048;
-
-/** Single-request transcripts of the routes the stand-in models (README: 02–03, 10–17, 20–26). */
-const CASES = [
-  "02-health-ready.txt",
-  "03-v1-health.txt",
-  "10-chat-nonstream.txt",
-  "11-chat-stream.txt",
-  "12-chat-stream-include-usage.txt",
-  "13-chat-tools-auto-nonstream.txt",
-  "14-chat-tools-auto-stream.txt",
-  "15-chat-tools-required-nonstream.txt",
-  "16-chat-tools-required-stream.txt",
-  "17-chat-tools-roundtrip-tool-message.txt",
-  "20-err-malformed-json.txt",
-  "20c-err-empty-body.txt",
-  "21-err-missing-messages.txt",
-  "21b-err-empty-messages.txt",
-  "21c-err-messages-not-array.txt",
-  "21d-err-bad-role.txt",
-  "21e-err-bad-param-type.txt",
-  "22-err-context-overflow.txt",
-  "22b-err-context-overflow-stream.txt",
-  "23-ctx-fills-during-generation.txt",
-  "23b-ctx-fills-during-generation-stream.txt",
-  "24-err-unknown-endpoint.txt",
-  "24b-err-unknown-endpoint-post.txt",
-  "25-err-wrong-method-get-chat.txt",
-  "25b-err-wrong-method-delete-health.txt",
-  "25c-err-wrong-method-post-health.txt",
-  "26-text-plain-content-type.txt",
-];
+// The same exchanges through the client are test/llama/completion.test.ts.
 
 type Json = Record<string, any>;
-
-const isChat = (t: Transcript) => t.path === "/v1/chat/completions" && t.method === "POST";
-const isStream = (t: Transcript) => t.headers["content-type"] === "text/event-stream";
-
-/** The recorded reply filled the slot's context (transcripts 23, 23b): prompt + reply = n_ctx. */
-function filledContext(t: Transcript): boolean {
-  const last = isStream(t)
-    ? (sseEvents(t.body)
-        .filter((e) => e !== "[DONE]")
-        .map((e) => JSON.parse(e) as Json)
-        .at(-1) as Json)
-    : (JSON.parse(t.body) as Json);
-  const timings = last.timings;
-  return timings !== undefined && timings.cache_n + timings.prompt_n + timings.predicted_n === N_CTX;
-}
-
-/**
- * The turn that makes the stand-in say what the real model said: its tokens (streamed: exactly
- * the recorded deltas; otherwise the text cut into as many tokens as it used) and tool calls.
- * A reply that filled the context is given more than fits, as the model would have gone on.
- */
-function turnOf(t: Transcript): Turn {
-  let tokens: string[] = [];
-  const calls = new Map<number, { name: string; arguments: string; id?: string }>();
-  if (isStream(t)) {
-    for (const e of sseEvents(t.body)) {
-      if (e === "[DONE]") continue;
-      const delta = (JSON.parse(e) as Json).choices[0]?.delta ?? {};
-      if (typeof delta.content === "string") tokens.push(delta.content);
-      for (const tc of delta.tool_calls ?? []) {
-        const call = calls.get(tc.index) ?? { name: "", arguments: "" };
-        if (tc.id) call.id = tc.id;
-        if (tc.function?.name) call.name = tc.function.name;
-        call.arguments += tc.function?.arguments ?? "";
-        calls.set(tc.index, call);
-      }
-    }
-  } else {
-    const body = JSON.parse(t.body) as Json;
-    const message = body.choices[0].message;
-    for (const tc of message.tool_calls ?? [])
-      calls.set(calls.size, { name: tc.function.name, arguments: tc.function.arguments, id: tc.id });
-    if (calls.size === 0) tokens = cut(message.content, body.usage.completion_tokens);
-  }
-  if (filledContext(t)) tokens = Array.from({ length: 40 }, () => tokens).flat();
-  return calls.size > 0 ? { tool_calls: [...calls.values()] } : { content: tokens };
-}
-
-/** `text` in `n` pieces that join back to it. */
-function cut(text: string, n: number): string[] {
-  const chars = Array.from(text);
-  const size = Math.max(1, Math.ceil(chars.length / n));
-  const pieces: string[] = [];
-  for (let i = 0; i < n; i++) pieces.push(chars.slice(i * size, (i + 1) * size).join(""));
-  return pieces;
-}
 
 /** The request as curl made it. */
 function replay(s: RunningStandIn, t: Transcript): Promise<Response> {
@@ -200,75 +103,8 @@ describe.skipIf(!present)("recorded llama-server exchanges replayed against the 
       }
     });
   }
-
-  describe("through the LLM client (src/agent/llm-client.ts)", () => {
-    // The client always streams with usage, so the recordings of streamed requests are the ones
-    // a real server would answer it with; overflow is the same answer either way (22, 22b).
-    const streamed = transcripts.filter(
-      (t) => isChat(t) && (isStream(t) || t.body.includes("exceed_context_size_error")),
-    );
-    for (const t of streamed) {
-      test(`${t.file}: the client reads the stand-in as it reads the recording`, async () => {
-        const body = JSON.parse(t.requestBody) as Json;
-        const request = { messages: body.messages, tools: body.tools, max_tokens: body.max_tokens };
-        const fromTape = await complete(await tape(t), request);
-        const standIn = await FORMS[0]?.start({
-          open: true,
-          nCtx: N_CTX,
-          script: t.status === 200 ? [turnOf(t)] : [],
-        });
-        if (!standIn) throw new Error("no stand-in form");
-        const fromStandIn = await complete(standIn, request).finally(() => standIn.stop());
-        if (fromTape instanceof LlmError || fromStandIn instanceof LlmError) {
-          expect(fromStandIn).toBeInstanceOf(LlmError);
-          expect(fromTape).toBeInstanceOf(LlmError);
-          const [a, b] = [fromStandIn, fromTape] as LlmError[];
-          expect(a?.kind).toBe(b?.kind as LlmError["kind"]);
-          expect(Object.keys(a?.data ?? {})).toEqual(Object.keys(b?.data ?? {}));
-          expect(a?.data.n_ctx).toBe(b?.data.n_ctx);
-          return;
-        }
-        expect(fromStandIn.finishReason).toBe(fromTape.finishReason);
-        expect(fromStandIn.toolCalls).toEqual(fromTape.toolCalls);
-        if (!filledContext(t)) expect(fromStandIn.content).toBe(fromTape.content);
-        expect(Object.keys(fromStandIn.timings ?? {})).toEqual(Object.keys(fromTape.timings ?? {}));
-        if (fromTape.usage) expect(shape(fromStandIn.usage)).toEqual(shape(fromTape.usage));
-      });
-    }
-  });
 });
 
 if (!present) {
   test.skip(`recorded llama-server exchanges: ${RECORDINGS} is absent, skipped`, () => {});
-}
-
-type Completion = Awaited<ReturnType<typeof streamCompletion>>;
-
-async function complete(
-  endpoint: { baseUrl: string; apiKey: string },
-  request: Parameters<typeof streamCompletion>[1],
-): Promise<Completion | LlmError> {
-  try {
-    return await streamCompletion(endpoint, request, new AbortController().signal, () => {});
-  } catch (err) {
-    if (err instanceof LlmError) return err;
-    throw err;
-  }
-}
-
-/** A server that answers the recorded response byte for byte, whatever it is asked. */
-async function tape(t: Transcript): Promise<{ baseUrl: string; apiKey: string }> {
-  const server = Bun.serve({
-    hostname: "127.0.0.1",
-    port: 0,
-    fetch: async (req) => {
-      await req.text();
-      queueMicrotask(() => server.stop());
-      return new Response(t.body, {
-        status: t.status,
-        headers: { "Content-Type": t.headers["content-type"] as string },
-      });
-    },
-  });
-  return { baseUrl: `http://127.0.0.1:${server.port}`, apiKey: "" };
 }

@@ -6,6 +6,8 @@ export interface Transcript {
   file: string;
   method: string;
   path: string;
+  /** `?action=save`, or "" when none. */
+  query: string;
   contentType: string | undefined;
   /** The request body as sent (a file of bodies/ or an inline -d), "" when none. */
   requestBody: string;
@@ -18,8 +20,21 @@ export interface Transcript {
 
 /** Reads a transcript whose first line is its curl command (the single-request ones). */
 export function readTranscript(dir: string, file: string): Transcript {
-  const text = readFileSync(join(dir, "transcripts", file), "utf8");
-  const lines = text.split("\n");
+  return parseExchange(dir, file, readFileSync(join(dir, "transcripts", file), "utf8").split("\n"));
+}
+
+/**
+ * Every exchange of a transcript that holds several (76, 93, 93b…): one per `$ curl` line,
+ * each ending where the recorder's next comment or command begins.
+ */
+export function readExchanges(dir: string, file: string): Transcript[] {
+  const lines = readFileSync(join(dir, "transcripts", file), "utf8").split("\n");
+  const starts = lines.flatMap((l, i) => (l.startsWith("$ curl") ? [i] : []));
+  return starts.map((at, k) => parseExchange(dir, file, lines.slice(at, starts[k + 1] ?? lines.length)));
+}
+
+/** One exchange: its first line the curl command, then the response as curl -i printed it. */
+function parseExchange(dir: string, file: string, lines: string[]): Transcript {
   const command = shellWords((lines[0] as string).replace(/^\$ /, ""));
   let method: string | undefined;
   let contentType: string | undefined;
@@ -47,13 +62,15 @@ export function readTranscript(dir: string, file: string): Transcript {
     const colon = line.indexOf(":");
     headers[line.slice(0, colon).toLowerCase()] = line.slice(colon + 1).trim();
   }
-  const end = lines.findIndex((l, at) => at > i && l.startsWith("# curl exit code"));
-  // The recorder put a newline of its own between the body and the exit code line.
+  const found = lines.findIndex((l, at) => at > i && (l.startsWith("# ") || l.startsWith("$ ")));
+  const end = found === -1 ? lines.length : found;
+  // The recorder put a newline of its own between the body and the line after it.
   const body = lines.slice(i + 1, end).join("\n");
   return {
     file,
     method: method ?? (data !== undefined ? "POST" : "GET"),
     path: new URL(url).pathname,
+    query: new URL(url).search,
     contentType,
     requestBody,
     bodyFile,

@@ -4,8 +4,9 @@ import { join } from "node:path";
 import { loadConfig } from "../../src/config/load.ts";
 import { runDoctor } from "../../src/doctor/doctor.ts";
 import { hubCacheDir } from "../../src/models/hf-cache.ts";
+import { defaultPlanDeps } from "../../src/models/local-plan-deps.ts";
 import { resolveCached, resolveModelPath } from "../../src/models/resolve.ts";
-import { defaultPlanDeps, type PlanDeps, planLaunch } from "../../src/plan/launch.ts";
+import { type PlanDeps, planLaunch } from "../../src/plan/launch.ts";
 import { CoreError } from "../../src/protocol/errors.ts";
 import { parseModelRef } from "../../src/protocol/model-ref.ts";
 import { coreErrorOf } from "../fixtures/core-error.ts";
@@ -118,7 +119,7 @@ describe("the config and its consumers", () => {
     try {
       writeFileSync(join(dir.path, "config.yaml"), "model:\n  path: hf:org/planned:Q4_K_M\n");
       const launch = await planLaunch(loadConfig("config.yaml", dir.path).config, deps);
-      expect(launch.argv.slice(0, 2)).toEqual(["-m", join(snapshot, "p-Q4_K_M.gguf")]);
+      expect(launch.model_path).toBe(join(snapshot, "p-Q4_K_M.gguf"));
 
       writeFileSync(join(dir.path, "config.yaml"), "model:\n  path: hf:org/planned:Q8_0\n");
       const err = await planLaunch(loadConfig("config.yaml", dir.path).config, deps).catch((e) => e);

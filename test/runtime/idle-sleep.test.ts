@@ -1,6 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import type { StartProgress } from "../../src/runtime/endpoint.ts";
-import { idleSleepMsOf, SleepWatch } from "../../src/runtime/idle-sleep.ts";
+import { SleepWatch } from "../../src/runtime/idle-sleep.ts";
 import {
   ggufMappedBytes,
   intakeFraction,
@@ -8,6 +7,7 @@ import {
   residentBytes,
 } from "../../src/runtime/proc-memory.ts";
 import { ProgressBeat } from "../../src/runtime/progress-beat.ts";
+import type { StartProgress } from "../../src/runtime/start-progress.ts";
 import { waitFor } from "../fixtures/wait.ts";
 
 const never = () => new AbortController().signal;
@@ -104,14 +104,6 @@ describe("SleepWatch: idle sleep as the supervisor follows it", () => {
     await other;
     expect(w.state).toBe("awake");
     w.dispose();
-  });
-
-  test("the flag as launched: the last --sleep-idle-seconds wins; none, 0 or junk is off", () => {
-    expect(idleSleepMsOf(["-m", "x", "--sleep-idle-seconds", "300"])).toBe(300_000);
-    expect(idleSleepMsOf(["--sleep-idle-seconds", "300", "--sleep-idle-seconds", "2"])).toBe(2000);
-    expect(idleSleepMsOf(["-m", "x"])).toBe(0);
-    expect(idleSleepMsOf(["--sleep-idle-seconds", "0"])).toBe(0);
-    expect(idleSleepMsOf(["--sleep-idle-seconds", "soon"])).toBe(0);
   });
 });
 

@@ -1,6 +1,5 @@
 import { describe, expect, test } from "bun:test";
 import { CoreError } from "../../src/protocol/errors.ts";
-import type { StartProgress } from "../../src/runtime/endpoint.ts";
 import {
   type Exit,
   HARD_CAP_FACTOR,
@@ -11,6 +10,7 @@ import {
   waitUntilHealthy,
 } from "../../src/runtime/launch-steps.ts";
 import { LogTail } from "../../src/runtime/log-sink.ts";
+import type { StartProgress } from "../../src/runtime/start-progress.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
 // The launch steps one at a time, against small HTTP stubs and a hand-made child: no

@@ -112,8 +112,9 @@ describe.skipIf(process.platform === "win32")("llama-server stand-in under the s
       error: { type: string; n_ctx: number; n_prompt_tokens: number };
     };
     expect(overflow.error.type).toBe("exceed_context_size_error");
-    expect(overflow.error.n_ctx).toBe(2048);
-    expect(overflow.error.n_prompt_tokens).toBeGreaterThan(2048);
+    // -c is 2 slots × 2048, and the stand-in's KV cache is unified as llama-server's default is.
+    expect(overflow.error.n_ctx).toBe(4096);
+    expect(overflow.error.n_prompt_tokens).toBeGreaterThan(4096);
     expect(
       (await fetch(`${lease.baseUrl}/v1/nope`, { headers: { Authorization: `Bearer ${lease.apiKey}` } }))
         .status,

@@ -1,7 +1,8 @@
 import { describe, expect, test } from "bun:test";
 import { existsSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
-import { launchArgv, probeLoadMode, toLoadMode, usesLegacyMemoryFlags } from "../../src/runtime/load-mode.ts";
+import { PLAN_DIALECT } from "../../src/plan/argv.ts";
+import { dialectFor, probeLoadMode } from "../../src/runtime/load-mode.ts";
 import { fakeLlamaKnobs, writeFakeLlamaServer } from "../fixtures/llama-stand-in/binary.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 import { makeSupervisor } from "./helpers/harness.ts";
@@ -10,28 +11,22 @@ import { makeSupervisor } from "./helpers/harness.ts";
 // pair only), b10587 (both, the pair deprecated: help.txt) and later (commit de3ff81, built
 // here: "error: invalid argument: --no-mmap").
 
-describe("toLoadMode", () => {
-  test("each combination of the pair is the one mode that means the same", () => {
-    const base = ["-m", "m.gguf", "-c", "512"];
-    expect(toLoadMode([...base, "--no-mmap"])).toEqual([...base, "--load-mode", "none"]);
-    expect(toLoadMode([...base, "--no-mmap", "--mlock"])).toEqual([...base, "--load-mode", "mlock"]);
-    expect(toLoadMode([...base, "--mlock"])).toEqual([...base, "--load-mode", "mmap+mlock"]);
-    expect(toLoadMode(base)).toEqual(base);
-    expect(usesLegacyMemoryFlags(base)).toBe(false);
-  });
-
-  test("the binary is asked only when the plan has one of the pair", async () => {
+describe("dialectFor", () => {
+  test("the binary is asked only when the plan has memory flags; its answer picks the spelling", async () => {
     let asked = 0;
     const probe = async () => {
       asked++;
       return true;
     };
-    expect(await launchArgv("/x", ["-m", "m"], {}, probe)).toEqual(["-m", "m"]);
+    expect(await dialectFor("/x", { mmap: true, mlock: false }, {}, probe)).toEqual(PLAN_DIALECT);
     expect(asked).toBe(0);
-    expect(await launchArgv("/x", ["--no-mmap"], {}, probe)).toEqual(["--load-mode", "none"]);
+    expect(await dialectFor("/x", { mmap: false, mlock: false }, {}, probe)).toEqual({ memory: "load-mode" });
+    expect(await dialectFor("/x", { mmap: true, mlock: true }, {}, probe)).toEqual({ memory: "load-mode" });
+    expect(asked).toBe(2);
     // A build that does not list --load-mode keeps the pair.
-    expect(await launchArgv("/x", ["--no-mmap"], {}, async () => false)).toEqual(["--no-mmap"]);
-    expect(asked).toBe(1);
+    expect(await dialectFor("/x", { mmap: false, mlock: false }, {}, async () => false)).toEqual(
+      PLAN_DIALECT,
+    );
   });
 });
 
@@ -57,7 +52,7 @@ describe.skipIf(process.platform === "win32")("against the stand-in", () => {
       const log = join(dir.path, "argv.txt");
       const { supervisor } = makeSupervisor(dir.path, {
         env: { ...knobs, FAKE_LLAMA_ARGV_LOG: log },
-        extraArgs: ["--no-mmap"],
+        plan: { mmap: false },
       });
       try {
         const lease = await supervisor.acquire(new AbortController().signal);
@@ -74,7 +69,7 @@ describe.skipIf(process.platform === "win32")("against the stand-in", () => {
     await using dir = tmpdir();
     const { supervisor } = makeSupervisor(dir.path, {
       env: { FAKE_LLAMA_LOAD_MODE_ONLY: "1" },
-      extraArgs: ["--no-mmap"],
+      plan: { mmap: false },
       options: { loadMode: async () => false },
     });
     try {

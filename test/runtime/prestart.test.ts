@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { CoreError } from "../../src/protocol/errors.ts";
-import type { StartProgress } from "../../src/runtime/endpoint.ts";
 import { bunSpawner } from "../../src/runtime/spawn.ts";
+import type { StartProgress } from "../../src/runtime/start-progress.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 import { makeSupervisor } from "./helpers/harness.ts";
 

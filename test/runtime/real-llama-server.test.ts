@@ -3,6 +3,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Endpoint } from "../../src/config/rpc-endpoint.ts";
 import { ConfigSchema } from "../../src/config/schema.ts";
+import { defaultPlanDeps } from "../../src/models/local-plan-deps.ts";
 import { type LaunchPlan, planLaunch } from "../../src/plan/launch.ts";
 import { CoreError } from "../../src/protocol/errors.ts";
 import { acceptsConnections, queryWorker } from "../../src/rpc/client.ts";
@@ -12,7 +13,7 @@ import { pickFreePort } from "../../src/runtime/ports.ts";
 import { Supervisor } from "../../src/runtime/supervisor.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 import { waitFor } from "../fixtures/wait.ts";
-import { SETTINGS } from "./helpers/harness.ts";
+import { SETTINGS, testPlan } from "./helpers/harness.ts";
 
 // Opt-in: the same supervisor against a real llama-server and a real GGUF.
 const BINARY = process.env.LOCAL_AI_TEST_LLAMA_SERVER;
@@ -26,13 +27,7 @@ if (!BINARY || !MODEL) {
       await using dir = tmpdir();
       const supervisor = new Supervisor({
         findBinary: () => ({ path: BINARY }),
-        plan: async () => ({
-          argv: ["-m", MODEL, "-c", "2048", "-np", "1", "--jinja"],
-          slots: 1,
-          context_per_slot: 2048,
-          model_path: MODEL,
-          max_tokens: null,
-        }),
+        plan: async () => testPlan(MODEL),
         dataDir: () => join(dir.path, "data"),
         settings: () => ({ ...SETTINGS, startupTimeoutMs: 60_000, stopGraceMs: 3000 }),
         reap: false,
@@ -58,14 +53,8 @@ if (!BINARY || !MODEL) {
       await using dir = tmpdir();
       const supervisor = new Supervisor({
         findBinary: () => ({ path: BINARY }),
-        // What the planner writes for `llama.mmap: false`, `llama.mlock: true` (memory-flags.ts).
-        plan: async () => ({
-          argv: ["-m", MODEL, "-c", "512", "-np", "1", "--jinja", "--no-mmap", "--mlock"],
-          slots: 1,
-          context_per_slot: 512,
-          model_path: MODEL,
-          max_tokens: null,
-        }),
+        // `llama.mmap: false`, `llama.mlock: true`: rendered in the dialect of this build.
+        plan: async () => testPlan(MODEL, { context_per_slot: 512, mmap: false, mlock: true }),
         dataDir: () => join(dir.path, "data"),
         settings: () => ({ ...SETTINGS, startupTimeoutMs: 60_000, stopGraceMs: 3000 }),
         reap: false,
@@ -87,13 +76,7 @@ if (!BINARY || !MODEL) {
       await using dir = tmpdir();
       const supervisor = new Supervisor({
         findBinary: () => ({ path: BINARY }),
-        plan: async () => ({
-          argv: ["-m", join(dir.path, "nope.gguf")],
-          slots: 1,
-          context_per_slot: 512,
-          model_path: "",
-          max_tokens: null,
-        }),
+        plan: async () => testPlan(join(dir.path, "nope.gguf"), { context_per_slot: 512 }),
         dataDir: () => join(dir.path, "data"),
         settings: () => SETTINGS,
         reap: false,
@@ -126,7 +109,7 @@ if (!BINARY || !MODEL || !RPC_SERVER) {
       const supervisor = new Supervisor({
         findBinary: () => ({ path: BINARY }),
         plan: async () => {
-          const p = await planLaunch(config);
+          const p = await planLaunch(config, defaultPlanDeps);
           plans.push(p);
           return p;
         },
@@ -147,9 +130,8 @@ if (!BINARY || !MODEL || !RPC_SERVER) {
         expect(report).toMatchObject({ ok: true, devices: [{ total_bytes: expect.any(Number) }] });
 
         const lease = await supervisor.acquire(new AbortController().signal);
-        const argv = plans[0]!.argv;
-        expect(argv[argv.indexOf("--rpc") + 1]).toBe(`${a.endpoint},${b.endpoint}`);
-        expect(argv).toContain("--tensor-split");
+        expect(plans[0]!.rpc_workers).toEqual([a.endpoint, b.endpoint]);
+        expect(plans[0]!.tensor_split).not.toBeNull();
         expect(rpcWorkerSnapshot([a.endpoint, b.endpoint]).map((w) => w.state)).toEqual(["in_use", "in_use"]);
         expect((await chat(lease)).status).toBe(200);
 
@@ -171,8 +153,7 @@ if (!BINARY || !MODEL || !RPC_SERVER) {
         expect(rpcWorkerSnapshot([b.endpoint])[0]!.state).toBe("lost");
 
         const again = await supervisor.acquire(new AbortController().signal);
-        const argv2 = plans[1]!.argv;
-        expect(argv2[argv2.indexOf("--rpc") + 1]).toBe(a.endpoint);
+        expect(plans[1]!.rpc_workers).toEqual([a.endpoint]);
         expect((await chat(again)).status).toBe(200);
         again.release();
       } finally {

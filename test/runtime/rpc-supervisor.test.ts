@@ -1,7 +1,8 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import { ConfigSchema } from "../../src/config/schema.ts";
-import { defaultPlanDeps, type LaunchPlan, planLaunch } from "../../src/plan/launch.ts";
+import { defaultPlanDeps } from "../../src/models/local-plan-deps.ts";
+import { type LaunchPlan, planLaunch } from "../../src/plan/launch.ts";
 import { CoreError } from "../../src/protocol/errors.ts";
 import { rpcWorkerSnapshot } from "../../src/rpc/workers.ts";
 import { Supervisor } from "../../src/runtime/supervisor.ts";
@@ -75,7 +76,7 @@ async function startFails(s: Supervisor): Promise<CoreError> {
   return r;
 }
 
-const rpcOf = (p: LaunchPlan) => p.argv[p.argv.indexOf("--rpc") + 1];
+const rpcOf = (p: LaunchPlan) => p.rpc_workers.join(",");
 
 async function chat(lease: { baseUrl: string; apiKey: string; died: AbortSignal }) {
   return fetch(`${lease.baseUrl}/v1/chat/completions`, {
@@ -211,7 +212,7 @@ describe("supervisor with RPC workers", () => {
       `${old.endpoint} (it speaks RPC protocol v4.0.0, which this llama-server refuses)`,
     );
     const lease = await supervisor.acquire(new AbortController().signal);
-    expect(plans.at(-1)!.argv).not.toContain("--rpc");
+    expect(plans.at(-1)!.rpc_workers).toEqual([]);
     lease.release();
     expect(rpcWorkerSnapshot([old.endpoint])[0]).toMatchObject({ state: "wrong_version" });
   }, 20_000);

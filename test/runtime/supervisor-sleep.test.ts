@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { describeLlama } from "../../src/methods/status.ts";
-import type { StartProgress } from "../../src/runtime/endpoint.ts";
+import type { StartProgress } from "../../src/runtime/start-progress.ts";
 import type { Supervisor } from "../../src/runtime/supervisor.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 import { chatBody, makeSupervisor, pidAlive, waitFor } from "./helpers/harness.ts";
@@ -10,7 +10,8 @@ import { chatBody, makeSupervisor, pidAlive, waitFor } from "./helpers/harness.t
 // sleep learned off the hot path, the wake before a lease, and progress at least every 500 ms.
 
 const never = () => new AbortController().signal;
-const SLEEP_1S = ["--sleep-idle-seconds", "1"];
+/** `llama.idle_sleep_s: 1` as planned. */
+const SLEEP_1S = { idle_sleep_s: 1 };
 
 /** What status would say now. */
 const stateOf = (s: Supervisor) => describeLlama(s.snapshot(), Date.now(), () => null).state;
@@ -47,7 +48,7 @@ describe.skipIf(process.platform === "win32")("idle sleep and progress, through 
     await using dir = tmpdir();
     const { supervisor } = makeSupervisor(dir.path, {
       env: { FAKE_LLAMA_LOAD_MS: "700" },
-      extraArgs: SLEEP_1S,
+      plan: SLEEP_1S,
     });
     try {
       expect(stateOf(supervisor)).toBe("stopped");
@@ -97,7 +98,7 @@ describe.skipIf(process.platform === "win32")("idle sleep and progress, through 
     await using dir = tmpdir();
     const { supervisor } = makeSupervisor(dir.path, {
       env: { FAKE_LLAMA_LOAD_MS: "300" },
-      extraArgs: SLEEP_1S,
+      plan: SLEEP_1S,
     });
     try {
       (await supervisor.acquire(never())).release();
@@ -117,7 +118,7 @@ describe.skipIf(process.platform === "win32")("idle sleep and progress, through 
 
   test("llama-server dies while asleep: failed (the crash), and the next acquire restarts it within the budget", async () => {
     await using dir = tmpdir();
-    const { supervisor } = makeSupervisor(dir.path, { extraArgs: SLEEP_1S });
+    const { supervisor } = makeSupervisor(dir.path, { plan: SLEEP_1S });
     try {
       (await supervisor.acquire(never())).release();
       expect(await waitFor(() => stateOf(supervisor) === "sleeping", { timeoutMs: 6000 })).toBe(true);

@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { modelMemo } from "../../src/plan/model-memo.ts";
+import { modelMemo } from "../../src/models/local-plan-deps.ts";
 import type { LlamaProvider } from "../../src/runtime/endpoint.ts";
 import { CoreServices } from "../../src/server/services.ts";
 import { llama7b, writeGguf } from "../fixtures/gguf-writer.ts";

@@ -1,7 +1,7 @@
+import { LlmError } from "../../llama/errors.ts";
 import type { ChatResult, LoopAbortReason, WarningCode } from "../../protocol/chat.ts";
 import { CoreError } from "../../protocol/errors.ts";
 import { logger } from "../../util/logger.ts";
-import { LlmError } from "../llm-client.ts";
 import type { TurnContext } from "./context.ts";
 import type { LlmFailure } from "./llm-step.ts";
 import { remember } from "./memory.ts";

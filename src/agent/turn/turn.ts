@@ -1,7 +1,9 @@
+import type { LlmError } from "../../llama/errors.ts";
+import { contextSizeOf } from "../../llama/props.ts";
+import type { CompletionResult } from "../../llama/stream-reply.ts";
 import type { LlamaLease, StartTicket } from "../../runtime/endpoint.ts";
 import type { Hit } from "../../store/bm25.ts";
 import { logger } from "../../util/logger.ts";
-import { type CompletionResult, contextSizeOf, type LlmError } from "../llm-client.ts";
 import { interpretStep } from "../tool-calls.ts";
 import { type AgentTool, toOpenAiTools } from "../tool-registry.ts";
 import type { TurnContext } from "./context.ts";

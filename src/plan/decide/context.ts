@@ -1,4 +1,5 @@
 import type { Config } from "../../config/schema.ts";
+import { flags } from "../argv.ts";
 import { padCells } from "../estimate.ts";
 import type { Decided } from "./decided.ts";
 import { type Fitter, noFit, type Trial } from "./fit.ts";
@@ -128,7 +129,7 @@ export function decideContext(
       name: "context",
       value: ctx,
       source: explicit ? "config" : "auto",
-      flags: ["-c", String(ctx * slots)],
+      flags: flags.context(ctx, slots),
       reason:
         `${ctx} tokens per slot (trained: ${train}); ${chosen.why}` +
         (slots > 1 ? `; -c is the total, ${ctx} × ${slots} slots` : ""),

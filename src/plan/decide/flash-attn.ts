@@ -1,5 +1,6 @@
 import type { Config } from "../../config/schema.ts";
 import { CoreError } from "../../protocol/errors.ts";
+import { flags } from "../argv.ts";
 import { isQuantizedCacheType, type KvCacheType } from "../ggml-types.ts";
 import type { Decided } from "./decided.ts";
 
@@ -26,7 +27,7 @@ export function decideFlashAttn(requested: FlashAttn, cacheV: KvCacheType): Deci
       name: "flash_attn",
       value,
       source: requested === "auto" && !quantV ? "auto" : "config",
-      flags: ["-fa", value],
+      flags: flags.flashAttn(value),
       reason: quantV
         ? `a ${cacheV} V cache requires flash attention`
         : value === "auto"

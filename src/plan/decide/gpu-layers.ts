@@ -1,5 +1,6 @@
 import type { Config } from "../../config/schema.ts";
 import { CoreError } from "../../protocol/errors.ts";
+import { flags } from "../argv.ts";
 import type { Decided } from "./decided.ts";
 import type { Fitter } from "./fit.ts";
 
@@ -56,7 +57,7 @@ export function decideGpuLayers(
       name: "gpu_layers",
       value: ngl,
       source: explicit ? "config" : "auto",
-      flags: ["-ngl", String(ngl)],
+      flags: flags.gpuLayers(ngl),
       reason:
         usableGpus === 0
           ? "no GPU with free memory: everything runs on the CPU"

@@ -1,5 +1,6 @@
 import type { Config } from "../../config/schema.ts";
 import type { Decision } from "../../protocol/plan.ts";
+import { flags } from "../argv.ts";
 
 /**
  * `--sleep-idle-seconds N` from `llama.idle_sleep_s`: llama-server unloads the model after N
@@ -12,7 +13,7 @@ export function idleSleepDecision(llama: Pick<Config["llama"], "idle_sleep_s">):
     name: "idle_sleep",
     value: seconds,
     source: "config",
-    flags: seconds > 0 ? ["--sleep-idle-seconds", String(seconds)] : [],
+    flags: flags.idleSleep(seconds),
     reason:
       seconds > 0
         ? `the model is unloaded after ${seconds} s without requests (llama.idle_sleep_s) and reloaded by the next one`

@@ -1,5 +1,6 @@
 import type { Config } from "../../config/schema.ts";
 import { CoreError } from "../../protocol/errors.ts";
+import { flags } from "../argv.ts";
 import { cacheTypeBlock, KV_CACHE_TYPE_NAMES, type KvCacheType } from "../ggml-types.ts";
 import type { ModelInfo } from "../model.ts";
 import type { Decided } from "./decided.ts";
@@ -88,7 +89,7 @@ export function decideCacheTypes(
       name: "cache_types",
       value: `${value.k}/${value.v}`,
       source,
-      flags: ["--cache-type-k", value.k, "--cache-type-v", value.v],
+      flags: flags.cacheTypes(value.k, value.v),
       reason: [reason, ...notes].join("; "),
     },
   };

@@ -1,4 +1,5 @@
 import type { Decision } from "../../protocol/plan.ts";
+import { flags } from "../argv.ts";
 
 /** `--jinja`, always: tool calling needs the model's own chat template to render tools. */
 export function jinjaDecision(): Decision {
@@ -6,7 +7,7 @@ export function jinjaDecision(): Decision {
     name: "jinja",
     value: true,
     source: "auto",
-    flags: ["--jinja"],
+    flags: flags.jinja(true),
     reason: "the model's chat template renders tools, which tool calling needs",
   };
 }

@@ -5,6 +5,7 @@ import type { WorkerReport } from "../../rpc/client.ts";
 import { versionOutliers } from "../../rpc/versions.ts";
 import { versionText } from "../../rpc/wire.ts";
 import { describeWorker } from "../../rpc/workers.ts";
+import { flags } from "../argv.ts";
 import type { Estimate } from "../estimate.ts";
 import type { Budgets, GpuBudget } from "./budgets.ts";
 import type { Placement } from "./context-and-layers.ts";
@@ -142,7 +143,7 @@ export function rpcDecision(rpc: RpcDevices): Decision {
     name: "rpc",
     value: rpc.used.join(","),
     source: "config",
-    flags: ["--rpc", rpc.used.join(",")],
+    flags: flags.rpc(rpc.used),
     reason: `${used.length} of ${rpc.workers.length} workers answered: ${used.map((w) => `${w.endpoint} (${w.reason})`).join("; ")}${leftText}`,
   };
 }
@@ -158,7 +159,7 @@ export function decideTensorSplit(
   est: Estimate,
   nLayer: number,
   ngl: number,
-): Decided<string> | null {
+): Decided<number[]> | null {
   if (!budgets.gpus.some((g) => g.remote)) return null;
   const outputOnDevice = est.gpus.length > 0 && ngl > nLayer;
   const shares = est.gpus.map((u, k) => u.layers + (outputOnDevice && k === est.gpus.length - 1 ? 1 : 0));
@@ -173,12 +174,12 @@ export function decideTensorSplit(
   });
   const cpuLayers = est.cpu.layers;
   return {
-    value,
+    value: shares,
     decision: {
       name: "tensor_split",
       value,
       source: "auto",
-      flags: ["--tensor-split", value],
+      flags: flags.tensorSplit(shares),
       reason:
         `layers per device in llama-server's order (RPC workers first, then local GPUs), in proportion to their budgets: ${perDevice.join("; ")}; ` +
         `the CPU keeps ${cpuLayers} layer${cpuLayers === 1 ? "" : "s"} and the token embeddings`,
@@ -206,18 +207,25 @@ export function rpcPlacement(
   nLayer: number,
   localGpus: number,
   configured: boolean,
-): { context: Decision; gpuLayers: Decision; flags: Decision[] } {
+): { context: Decision; gpuLayers: Decision; flags: Decision[]; tensorSplit: number[] | null } {
   const ngl = placed.gpuLayers.value.layers;
   const split = decideTensorSplit(budgets, placed.trial.est, nLayer, ngl);
-  const flags = [...(configured ? [rpcDecision(rpc)] : []), ...(split ? [split.decision] : [])];
+  const decisions = [...(configured ? [rpcDecision(rpc)] : []), ...(split ? [split.decision] : [])];
+  const tensorSplit = split?.value ?? null;
   if (rpc.budgets.length === 0)
-    return { context: placed.context.decision, gpuLayers: placed.gpuLayers.decision, flags };
+    return {
+      context: placed.context.decision,
+      gpuLayers: placed.gpuLayers.decision,
+      flags: decisions,
+      tensorSplit,
+    };
   const where = localGpus > 0 ? "on the RPC workers and the GPU" : "on the RPC workers";
   const context = placed.context.decision;
   return {
     context: { ...context, reason: context.reason.replace("on the GPU", where) },
     gpuLayers: { ...placed.gpuLayers.decision, reason: rpcLayersReason(ngl, nLayer, localGpus) },
-    flags,
+    flags: decisions,
+    tensorSplit,
   };
 }
 

@@ -1,4 +1,5 @@
 import type { Config } from "../../config/schema.ts";
+import { flags } from "../argv.ts";
 import type { Decided } from "./decided.ts";
 
 export type SlotsConfig = {
@@ -25,7 +26,7 @@ export function decideSlots(config: SlotsConfig): Decided<number> {
       name: "slots",
       value: 1,
       source: "auto",
-      flags: ["-np", "1"],
+      flags: flags.slots(1),
       reason:
         "one chat at a time gets the whole context (llama-server's default of 4 would split it); set llama.parallel for more",
     },
@@ -35,6 +36,6 @@ export function decideSlots(config: SlotsConfig): Decided<number> {
 function slots(n: number, reason: string): Decided<number> {
   return {
     value: n,
-    decision: { name: "slots", value: n, source: "config", flags: ["-np", String(n)], reason },
+    decision: { name: "slots", value: n, source: "config", flags: flags.slots(n), reason },
   };
 }

@@ -1,5 +1,6 @@
 import type { Config } from "../../config/schema.ts";
 import type { HardwareSnapshot } from "../../protocol/plan.ts";
+import { flags } from "../argv.ts";
 import type { Decided } from "./decided.ts";
 
 /** Threads (`-t`): `llama.threads`, else one per physical core (logical when unknown). */
@@ -14,7 +15,7 @@ export function decideThreads(
         name: "threads",
         value: requested,
         source: "config",
-        flags: ["-t", String(requested)],
+        flags: flags.threads(requested),
         reason: "llama.threads",
       },
     };
@@ -26,7 +27,7 @@ export function decideThreads(
       name: "threads",
       value: threads,
       source: "auto",
-      flags: ["-t", String(threads)],
+      flags: flags.threads(threads),
       reason: cpu.physical
         ? `one per physical core (${cpu.physical}); hyper-threads slow matrix work down`
         : `one per logical core (${cpu.logical}); physical cores unknown`,

@@ -1,11 +1,11 @@
 import { describe, expect, test } from "bun:test";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { LlmError } from "../../../src/agent/llm-client.ts";
 import type { TurnContext, TurnDeps } from "../../../src/agent/turn/context.ts";
 import { endTurn, type TurnEnding } from "../../../src/agent/turn/ending.ts";
 import { TurnSession } from "../../../src/agent/turn/session.ts";
 import { ConfigSchema } from "../../../src/config/schema.ts";
+import { LlmError } from "../../../src/llama/errors.ts";
 import { CoreError } from "../../../src/protocol/errors.ts";
 import { SessionStore } from "../../../src/store/session-store.ts";
 import { tmpdir } from "../../fixtures/tmpdir.ts";

@@ -4,7 +4,7 @@ import { decideMemoryFlags } from "../../../src/plan/decide/memory-flags.ts";
 describe("decideMemoryFlags", () => {
   test("defaults (mmap, no mlock) add no flags", () => {
     const d = decideMemoryFlags({ mmap: true, mlock: false });
-    expect(d.value).toBe(true);
+    expect(d.value).toEqual({ mmap: true, mlock: false });
     expect(d.decision).toMatchObject({ name: "mmap", source: "config", flags: [] });
     expect(d.decision.reason).toContain("memory-mapped");
   });

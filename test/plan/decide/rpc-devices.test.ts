@@ -108,7 +108,7 @@ describe("the RPC decisions", () => {
     expect(split?.decision.reason).toContain("rpc0 (a:1) 10 layers");
     expect(split?.decision.reason).toContain("gpu0 (G) 20 layers and the output head");
     expect(split?.decision.reason).toContain("the CPU keeps 2 layers");
-    expect(decideTensorSplit(budgets, est, 32, 30)?.value).toBe("10,20");
+    expect(decideTensorSplit(budgets, est, 32, 30)?.value).toEqual([10, 20]);
     expect(decideTensorSplit(LOCAL, { ...est, gpus: [usage(GIB, { layers: 20 })] }, 32, 33)).toBeNull();
     const nothing = { ...est, gpus: [usage(GIB, { layers: 0 }), usage(GIB, { layers: 0 })] };
     expect(decideTensorSplit(budgets, nothing, 32, 0)).toBeNull();

@@ -1,10 +1,7 @@
 import { join } from "node:path";
 import type { LaunchPlan } from "../../../src/plan/launch.ts";
-import {
-  Supervisor,
-  type SupervisorOptions,
-  type SupervisorSettings,
-} from "../../../src/runtime/supervisor.ts";
+import { Supervisor } from "../../../src/runtime/supervisor.ts";
+import type { SupervisorOptions, SupervisorSettings } from "../../../src/runtime/supervisor-options.ts";
 import {
   fakeLlamaKnobs,
   writeFakeLlamaServer,
@@ -21,6 +18,34 @@ export const SETTINGS: SupervisorSettings = {
   logMaxBytes: 1024 * 1024,
   logFiles: 2,
 };
+
+/**
+ * A launch plan for tests: the stand-in's (or a real server's) model on the CPU, one slot,
+ * 2048 tokens, llama-server's defaults elsewhere; `over` sets the decisions a test is about.
+ */
+export function testPlan(model: string, over: Partial<LaunchPlan> = {}): LaunchPlan {
+  return {
+    model_path: model,
+    model_name: null,
+    model_bytes: 0,
+    slots: 1,
+    context_per_slot: 2048,
+    max_tokens: null,
+    gpu_layers: 0,
+    rpc_workers: [],
+    tensor_split: null,
+    threads: 2,
+    flash_attn: "auto",
+    cache_type_k: "f16",
+    cache_type_v: "f16",
+    mmap: true,
+    mlock: false,
+    jinja: true,
+    idle_sleep_s: 0,
+    extra_args: [],
+    ...over,
+  };
+}
 
 export interface Harness {
   supervisor: Supervisor;
@@ -40,6 +65,8 @@ export function makeSupervisor(
     settings?: Partial<SupervisorSettings>;
     slots?: number;
     extraArgs?: string[];
+    /** Decisions of the plan (idle sleep, memory mode…) beyond slots and extra args. */
+    plan?: Partial<LaunchPlan>;
     options?: Partial<SupervisorOptions>;
   } = {},
 ): Harness {
@@ -47,13 +74,7 @@ export function makeSupervisor(
   const model = writeFakeModel(dir);
   const dataDir = join(dir, "data");
   const slots = opts.slots ?? 1;
-  const plan: LaunchPlan = {
-    argv: ["-m", model, "-c", "2048", "-np", String(slots), "--jinja", ...(opts.extraArgs ?? [])],
-    slots,
-    context_per_slot: 2048,
-    model_path: model,
-    max_tokens: null,
-  };
+  const plan = testPlan(model, { slots, extra_args: opts.extraArgs ?? [], ...opts.plan });
   const supervisor = new Supervisor({
     findBinary: () => ({ path: binary }),
     plan: async () => plan,

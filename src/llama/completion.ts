@@ -1,0 +1,153 @@
+import { createParser, type EventSourceMessage } from "eventsource-parser";
+import { LlmError, responseError } from "./errors.ts";
+import { call, type LlamaEndpoint } from "./http.ts";
+import { type Arrivals, applyEvent, type CompletionResult } from "./stream-reply.ts";
+import { ToolCallAssembler } from "./tool-call-deltas.ts";
+
+/**
+ * The streaming chat completion (recordings 11–17): `data: <json>\n\n` events, a first delta
+ * with the role, one per token, a chunk with `finish_reason` and `timings`, then (asked for
+ * with `include_usage`) one with `usage` and no choices, and `data: [DONE]`. An overflow is
+ * answered before any event (22b); an error may also come as an event mid-stream.
+ */
+
+const BURST_SLICE = 64;
+
+export interface CompletionRequest {
+  messages: unknown[];
+  tools?: unknown[];
+  temperature?: number;
+  top_p?: number;
+  max_tokens?: number;
+  /** The slot to run in (one restored from a file: llama/slots.ts); else llama-server picks one (92). */
+  id_slot?: number;
+}
+
+export type { CompletionResult, Timings, Usage } from "./stream-reply.ts";
+
+/**
+ * One streamed step: POST /v1/chat/completions with stream:true, each content delta handed to
+ * `onDelta` as it arrives, tool-call fragments assembled by index. `signal` aborts the fetch,
+ * which closes the connection so llama-server stops generating (transcript 40).
+ */
+export async function streamCompletion(
+  endpoint: LlamaEndpoint,
+  request: CompletionRequest,
+  signal: AbortSignal,
+  onDelta: (delta: string) => void,
+  /** Called whenever bytes arrive, so a watchdog can tell a slow server from a wedged one. */
+  onProgress: () => void = () => {},
+  /**
+   * Called once the request is on its way (Bun sends it from its own thread), before the
+   * answer is awaited: work that need not delay the request runs while llama-server reads
+   * the prompt. What it throws ends the request and is thrown as it is.
+   */
+  onSent: () => void = () => {},
+  /**
+   * Each reasoning delta as it arrives (thinking models, recording 91), before the content of
+   * the same read; absent, reasoning is only gathered into the result's `reasoning`.
+   */
+  onReasoning?: (delta: string) => void,
+): Promise<CompletionResult> {
+  const res = await openStream(endpoint, request, signal, onSent);
+
+  const assembler = new ToolCallAssembler();
+  const result: CompletionResult = {
+    content: "",
+    reasoning: "",
+    toolCalls: [],
+    finishReason: null,
+    usage: undefined,
+    timings: undefined,
+  };
+  let done = false;
+  let streamError: LlmError | undefined;
+  /** Deltas parsed from the current network read, handed on after the read is parsed. */
+  const arrived: Arrivals = { content: [], reasoning: onReasoning ? [] : undefined };
+  const parser = createParser({
+    onEvent(ev: EventSourceMessage) {
+      if (done || streamError) return;
+      const outcome = applyEvent(ev.data, result, assembler, arrived);
+      if (outcome === "done") done = true;
+      else if (outcome) streamError = outcome;
+    },
+  });
+
+  const body = res.body;
+  if (!body) throw new LlmError("bad_response", "llama-server answered without a body");
+  const decoder = new TextDecoder();
+  const reader = body.getReader();
+  try {
+    while (!done && !streamError) {
+      const { value, done: eof } = await reader.read();
+      if (eof) break;
+      onProgress();
+      parser.feed(decoder.decode(value, { stream: true }));
+      // The queues are emptied once handed on, not replaced: no allocation per read.
+      if (onReasoning && arrived.reasoning?.length) {
+        const slicing = handOn(arrived.reasoning, onReasoning);
+        if (slicing) await slicing;
+        arrived.reasoning.length = 0;
+      }
+      const slicing = handOn(arrived.content, onDelta);
+      if (slicing) await slicing;
+      arrived.content.length = 0;
+    }
+  } catch (err) {
+    if (signal.aborted) throw signal.reason;
+    throw new LlmError(
+      "connection_lost",
+      `llama-server closed the stream mid-reply: ${(err as Error).message}`,
+    );
+  } finally {
+    reader.cancel().catch(() => {});
+  }
+  if (streamError) throw streamError;
+  if (signal.aborted) throw signal.reason;
+  if (!done && result.finishReason === null) {
+    throw new LlmError("connection_lost", "llama-server closed the stream before the reply finished");
+  }
+  result.toolCalls = assembler.calls();
+  return result;
+}
+
+/**
+ * The deltas of one read, in order, at once (no promise for the usual read of a token or
+ * two). A read that carried a burst (the server got ahead of us) is handed on in slices with a
+ * macrotask between them, so the writer drains and a normally reading host loses nothing:
+ * then the returned promise settles once all are handed on.
+ */
+function handOn(batch: string[], to: (delta: string) => void, from = 0): Promise<void> | undefined {
+  for (let i = from; i < batch.length; i++) {
+    to(batch[i] as string);
+    if ((i + 1) % BURST_SLICE === 0 && i + 1 < batch.length)
+      return new Promise<void>((r) => setTimeout(r, 0)).then(() => handOn(batch, to, i + 1));
+  }
+  return undefined;
+}
+
+/** POSTs the streaming request; a refused connection or an error status becomes an LlmError. */
+async function openStream(
+  endpoint: LlamaEndpoint,
+  request: CompletionRequest,
+  signal: AbortSignal,
+  onSent: () => void,
+): Promise<Response> {
+  const pending = call(endpoint, "/v1/chat/completions", {
+    body: JSON.stringify({ ...request, stream: true, stream_options: { include_usage: true } }),
+    signal,
+  });
+  try {
+    onSent();
+  } catch (err) {
+    // Closing the stream is what tells llama-server to stop the task.
+    void pending.then(
+      (r) => r.body?.cancel(),
+      () => {},
+    );
+    throw err;
+  }
+  const res = await pending;
+  if (!res.ok) throw await responseError(res);
+  return res;
+}

@@ -1,0 +1,108 @@
+/**
+ * llama-server's failures, named so a caller can react (retry with less, restart it, give up).
+ * Error bodies are `{"error": {"code", "message", "type", …}}` in either key order (recordings
+ * 20–26, 76, 93b, 93e), so they are parsed, never matched as text.
+ */
+
+/**
+ * What went wrong with a request. `server_error`: llama-server failed it (a 5xx that is not
+ * about the request), so it may need a restart; `bad_response`: it refused the request (a 4xx,
+ * or a 500 from its JSON parser: recordings 20, 20c, 91g) or answered something unusable;
+ * `context_overflow`: the prompt does not fit the slot (22); `connection_lost`: no answer, or
+ * the answer was cut off. These are the turn's `data.reason`s (protocol/errors.ts).
+ */
+export type LlmErrorKind = "context_overflow" | "server_error" | "connection_lost" | "bad_response";
+
+export class LlmError extends Error {
+  constructor(
+    readonly kind: LlmErrorKind,
+    message: string,
+    /** What a chat's error carries to the host: `status`, or the overflow's token counts. */
+    readonly data: Record<string, unknown> = {},
+    /** The HTTP status and llama-server's `error.type`, when it answered with one. */
+    readonly status?: number,
+    readonly type?: string,
+  ) {
+    super(message);
+    this.name = "LlmError";
+  }
+}
+
+/** The `error` object of a llama-server error body; absent fields are undefined. */
+export interface ErrorBody {
+  message?: string;
+  type?: string;
+  n_prompt_tokens?: number;
+  n_ctx?: number;
+}
+
+/** The error object of a body, or undefined when it is not llama-server's error JSON. */
+export function errorBody(text: string): ErrorBody | undefined {
+  try {
+    const error = (JSON.parse(text) as { error?: unknown }).error;
+    return typeof error === "object" && error !== null ? (error as ErrorBody) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** A 500 that llama-server's JSON parser raised: the request was malformed, the server is fine. */
+const PARSER_FAULT = /\[json\.exception\./;
+
+/** The LlmError for an answer with an error status (its body read as text, bounded in the message). */
+export function statusError(status: number, statusText: string, text: string): LlmError {
+  const body = errorBody(text);
+  const message = body?.message ?? (text.slice(0, 300) || statusText);
+  const type = body?.type;
+  if (type === "exceed_context_size_error") {
+    return new LlmError(
+      "context_overflow",
+      `the conversation does not fit the model's context: ${message}`,
+      { n_prompt_tokens: body?.n_prompt_tokens, n_ctx: body?.n_ctx },
+      status,
+      type,
+    );
+  }
+  const refused = status < 500 || PARSER_FAULT.test(message);
+  return new LlmError(
+    refused ? "bad_response" : "server_error",
+    `llama-server answered HTTP ${status}: ${message}`,
+    { status },
+    status,
+    type,
+  );
+}
+
+/** The LlmError for a response whose status is not ok (its body is read, so nothing leaks). */
+export async function responseError(res: Response): Promise<LlmError> {
+  const text = await res.text().catch(() => "");
+  return statusError(res.status, res.statusText, text);
+}
+
+/** A body that should be JSON but is not, quoted (80 characters at most) in the message. */
+export function notJson(what: string, text: string): LlmError {
+  return new LlmError("bad_response", `llama-server sent ${what} that is not JSON: ${excerpt(text)}`);
+}
+
+export function excerpt(data: string): string {
+  return JSON.stringify(data.length > 80 ? `${data.slice(0, 80)}…` : data);
+}
+
+/**
+ * How a slot action failed, beyond the request's own failures (recordings 93b, 93c, 93e):
+ * `not_supported`, llama-server was started without `--slot-save-path` (501); `restore_failed`,
+ * no such file, or one saved by a model of another shape (400; the slot is left empty);
+ * `invalid_filename`, a name with a path in it (400).
+ */
+export type SlotErrorKind = "not_supported" | "restore_failed" | "invalid_filename";
+
+export class SlotError extends Error {
+  constructor(
+    readonly kind: SlotErrorKind,
+    message: string,
+    readonly slot: number,
+  ) {
+    super(message);
+    this.name = "SlotError";
+  }
+}

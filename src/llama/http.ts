@@ -1,0 +1,91 @@
+import { LlmError, notJson, responseError } from "./errors.ts";
+
+/**
+ * The request edge: every call to llama-server goes through `call`, which adds the key, the
+ * deadline and the mapping of "nothing answered" to an LlmError. Nothing else in the core
+ * calls fetch on llama-server.
+ */
+
+/** Where a llama-server listens, and the per-launch key it takes (`Authorization: Bearer`). */
+export interface LlamaEndpoint {
+  /** e.g. http://127.0.0.1:40123 */
+  baseUrl: string;
+  apiKey: string;
+}
+
+export interface CallOptions {
+  /** A JSON body: the call is a POST with it. */
+  body?: string;
+  /** POST without a body (a slot's erase). */
+  post?: boolean;
+  /** The caller's: when it aborts, its reason is thrown as it is. */
+  signal?: AbortSignal;
+  /** How long the whole answer may take; past it, `connection_lost`. */
+  timeoutMs?: number;
+}
+
+/** A server to ask: without `apiKey`, as a stranger would (`/health` is public; the key check). */
+export type Target = Pick<LlamaEndpoint, "baseUrl"> & Partial<Pick<LlamaEndpoint, "apiKey">>;
+
+/**
+ * One request. Resolves with the answer whatever its status (the caller reads it); rejects
+ * with the signal's reason when `signal` aborts, else with `connection_lost` when nothing
+ * answered in time. The request is on its way when this returns (fetch is called before the
+ * first await), so a caller may do other work before awaiting it.
+ */
+export async function call(server: Target, path: string, o: CallOptions = {}): Promise<Response> {
+  const timeout = o.timeoutMs === undefined ? undefined : AbortSignal.timeout(o.timeoutMs);
+  const signal = timeout && o.signal ? AbortSignal.any([o.signal, timeout]) : (timeout ?? o.signal);
+  const headers: Record<string, string> = {};
+  if (o.body !== undefined) headers["Content-Type"] = "application/json";
+  if (server.apiKey !== undefined) headers.Authorization = `Bearer ${server.apiKey}`;
+  try {
+    return await fetch(`${server.baseUrl}${path}`, {
+      method: o.body !== undefined || o.post ? "POST" : "GET",
+      headers,
+      body: o.body,
+      signal,
+    });
+  } catch (err) {
+    if (o.signal?.aborted) throw o.signal.reason;
+    if (timeout?.aborted)
+      throw new LlmError("connection_lost", `llama-server did not answer ${path} within ${o.timeoutMs} ms`);
+    throw new LlmError("connection_lost", `could not reach llama-server: ${(err as Error).message}`);
+  }
+}
+
+/** A call's status alone (its body read and dropped), or null when nothing answered. */
+export async function statusOf(server: Target, path: string, o: CallOptions = {}): Promise<number | null> {
+  try {
+    const res = await call(server, path, o);
+    await res.arrayBuffer();
+    return res.status;
+  } catch {
+    return null;
+  }
+}
+
+/** A call whose answer must be 2xx JSON: the parsed body, else the mapped LlmError. */
+export async function callJson(server: Target, path: string, o: CallOptions = {}): Promise<unknown> {
+  const res = await call(server, path, o);
+  if (!res.ok) throw await responseError(res);
+  const text = await answerText(res, path, o.signal);
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw notJson(`an answer to ${path}`, text);
+  }
+}
+
+/** An answer's body as text; `connection_lost` when it is cut off (the signal's reason when it aborted). */
+export async function answerText(res: Response, path: string, signal?: AbortSignal): Promise<string> {
+  try {
+    return await res.text();
+  } catch (err) {
+    if (signal?.aborted) throw signal.reason;
+    throw new LlmError(
+      "connection_lost",
+      `llama-server's answer to ${path} was cut off: ${(err as Error).message}`,
+    );
+  }
+}

@@ -1,0 +1,95 @@
+import { z } from "zod";
+import { LlmError } from "./errors.ts";
+import { callJson, type LlamaEndpoint } from "./http.ts";
+
+/**
+ * GET /props (recordings 04, 86, 91h): the server's settings as it runs. It answers without
+ * waking a sleeping server, and only with the key. Each field is read on its own: one of an
+ * unexpected shape is null, the rest still count. The chat template itself (kilobytes) is not
+ * kept.
+ */
+
+/** A field that is null when absent or not of the expected shape. */
+const orNull = <T extends z.ZodType>(schema: T) => schema.nullable().catch(null);
+
+/** What the model's chat template can do (91h: `supports_preserve_reasoning` for thinking templates). */
+export const ChatTemplateCapsSchema = z.object({
+  supports_tools: z.boolean().optional(),
+  supports_tool_calls: z.boolean().optional(),
+  supports_parallel_tool_calls: z.boolean().optional(),
+  supports_system_role: z.boolean().optional(),
+  supports_preserve_reasoning: z.boolean().optional(),
+  supports_reasoning_effort: z.boolean().optional(),
+  supports_string_content: z.boolean().optional(),
+  supports_typed_content: z.boolean().optional(),
+  supports_object_arguments: z.boolean().optional(),
+});
+
+export const PropsSchema = z
+  .object({
+    default_generation_settings: orNull(z.object({ n_ctx: orNull(z.number().positive()) })),
+    total_slots: orNull(z.number().int().positive()),
+    /** Idle sleep (`--sleep-idle-seconds`, 86): the one field that changes while it sleeps. */
+    is_sleeping: orNull(z.boolean()),
+    chat_template_caps: orNull(ChatTemplateCapsSchema),
+    modalities: orNull(z.object({ vision: z.boolean(), audio: z.boolean(), video: z.boolean().optional() })),
+    build_info: orNull(z.string()),
+  })
+  .transform(({ default_generation_settings: settings, ...rest }) => ({
+    /** The context of one slot (`-c` divided by the slots). */
+    n_ctx: settings?.n_ctx ?? null,
+    ...rest,
+  }));
+
+export type LlamaProps = z.output<typeof PropsSchema>;
+export type ChatTemplateCaps = z.output<typeof ChatTemplateCapsSchema>;
+
+/** A /props body as the core reads it; bad_response when it is not an object at all. */
+export function parseProps(body: unknown): LlamaProps {
+  const parsed = PropsSchema.safeParse(body);
+  if (!parsed.success) throw new LlmError("bad_response", "llama-server's /props is not an object");
+  return parsed.data;
+}
+
+export async function readProps(
+  server: LlamaEndpoint,
+  options: { signal?: AbortSignal; timeoutMs: number },
+): Promise<LlamaProps> {
+  return parseProps(await callJson(server, "/props", options));
+}
+
+/** How long a look at /props may take; it answers at once unless the server is busy waking. */
+const SLEEP_LOOK_TIMEOUT_MS = 2000;
+
+/** `is_sleeping`: whether llama-server has unloaded its model; null when unknown. */
+export async function isSleeping(server: LlamaEndpoint): Promise<boolean | null> {
+  try {
+    return (await readProps(server, { timeoutMs: SLEEP_LOOK_TIMEOUT_MS })).is_sleeping;
+  } catch {
+    return null;
+  }
+}
+
+/** Context sizes by launch: a launch's `died` signal names it, and its n_ctx never changes. */
+const contextSizes = new WeakMap<AbortSignal, number>();
+
+/**
+ * The context size per slot of a launch: GET /props once per launch (a round trip off every
+ * later chat's time to first token), undefined while it cannot be read.
+ */
+export async function contextSizeOf(
+  launch: LlamaEndpoint & { died: AbortSignal },
+  signal: AbortSignal,
+): Promise<number | undefined> {
+  const known = contextSizes.get(launch.died);
+  if (known !== undefined) return known;
+  let n: number | null;
+  try {
+    n = (await readProps(launch, { signal, timeoutMs: 5000 })).n_ctx;
+  } catch {
+    return undefined;
+  }
+  if (n === null) return undefined;
+  contextSizes.set(launch.died, n);
+  return n;
+}

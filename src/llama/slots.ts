@@ -1,0 +1,132 @@
+import { z } from "zod";
+import { errorBody, LlmError, notJson, SlotError, statusError } from "./errors.ts";
+import { answerText, call, type LlamaEndpoint } from "./http.ts";
+
+/**
+ * llama-server's slots (recordings 06, 06b, 93–93e): the list, and a slot's KV cache saved to
+ * a file under `--slot-save-path`, restored from it (by another process too) or erased. The
+ * file names no model: a model of the same shape restores another's file without complaint
+ * (93d), so whoever saves must fingerprint it. A slot id past the slot count is not refused
+ * (93b: it saves 0 tokens), so the caller keeps to its own slots.
+ */
+
+const count = z.number().int().nonnegative();
+
+/** One slot of GET /slots; the last task's counts appear once it has served one (06b, 93). */
+export const SlotSchema = z.object({
+  id: count,
+  n_ctx: z.number().int().positive(),
+  is_processing: z.boolean(),
+  id_task: z.number().int().optional(),
+  n_prompt_tokens: count.optional(),
+  n_prompt_tokens_processed: count.optional(),
+  n_prompt_tokens_cache: count.optional(),
+});
+export type Slot = z.output<typeof SlotSchema>;
+
+export const SlotSavedSchema = z.object({
+  id_slot: count,
+  filename: z.string(),
+  /** Tokens saved (0 for an empty slot) and the file's bytes. */
+  n_saved: count,
+  n_written: count,
+  timings: z.object({ save_ms: z.number() }),
+});
+export type SlotSaved = z.output<typeof SlotSavedSchema>;
+
+export const SlotRestoredSchema = z.object({
+  id_slot: count,
+  filename: z.string(),
+  n_restored: count,
+  n_read: count,
+  timings: z.object({ restore_ms: z.number() }),
+});
+export type SlotRestored = z.output<typeof SlotRestoredSchema>;
+
+export const SlotErasedSchema = z.object({ id_slot: count, n_erased: count });
+export type SlotErased = z.output<typeof SlotErasedSchema>;
+
+export async function listSlots(server: LlamaEndpoint, signal?: AbortSignal): Promise<Slot[]> {
+  const res = await call(server, "/slots", { signal });
+  return parsed(z.array(SlotSchema), res, "/slots", await answerText(res, "/slots", signal), undefined);
+}
+
+/** Saves slot `id`'s KV cache as `filename` (a bare name) under `--slot-save-path`. */
+export function saveSlot(
+  server: LlamaEndpoint,
+  id: number,
+  filename: string,
+  signal?: AbortSignal,
+): Promise<SlotSaved> {
+  return slotAction(server, id, "save", SlotSavedSchema, signal, filename);
+}
+
+/** Fills slot `id` from `filename`; `restore_failed` when it is missing or of another shape. */
+export function restoreSlot(
+  server: LlamaEndpoint,
+  id: number,
+  filename: string,
+  signal?: AbortSignal,
+): Promise<SlotRestored> {
+  return slotAction(server, id, "restore", SlotRestoredSchema, signal, filename);
+}
+
+export function eraseSlot(server: LlamaEndpoint, id: number, signal?: AbortSignal): Promise<SlotErased> {
+  return slotAction(server, id, "erase", SlotErasedSchema, signal);
+}
+
+type Action = "save" | "restore" | "erase";
+
+async function slotAction<T extends z.ZodType>(
+  server: LlamaEndpoint,
+  id: number,
+  action: Action,
+  schema: T,
+  signal: AbortSignal | undefined,
+  filename?: string,
+): Promise<z.output<T>> {
+  const path = `/slots/${id}?action=${action}`;
+  const body = filename === undefined ? undefined : JSON.stringify({ filename });
+  const res = await call(server, path, body === undefined ? { post: true, signal } : { body, signal });
+  return parsed(schema, res, path, await answerText(res, path, signal), { id, action });
+}
+
+/** A 2xx body read by its schema; an error status mapped to SlotError where a slot action has its own. */
+function parsed<T extends z.ZodType>(
+  schema: T,
+  res: Response,
+  path: string,
+  text: string,
+  slot: { id: number; action: Action } | undefined,
+): z.output<T> {
+  if (!res.ok)
+    throw (slot && slotError(res.status, text, slot)) ?? statusError(res.status, res.statusText, text);
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    throw notJson(`an answer to ${path}`, text);
+  }
+  const result = schema.safeParse(json);
+  if (!result.success)
+    throw new LlmError(
+      "bad_response",
+      `llama-server's answer to ${path} is of another shape: ${result.error.message}`,
+    );
+  return result.data;
+}
+
+/** The recorded failures of a slot action (93b, 93c, 93e), or undefined for the generic mapping. */
+function slotError(
+  status: number,
+  text: string,
+  slot: { id: number; action: Action },
+): SlotError | undefined {
+  const message = errorBody(text)?.message ?? "";
+  const what = `llama-server could not ${slot.action} slot ${slot.id}: ${message}`;
+  if (status === 501) return new SlotError("not_supported", what, slot.id);
+  if (status !== 400) return undefined;
+  if (message === "Invalid filename") return new SlotError("invalid_filename", what, slot.id);
+  if (slot.action === "restore") return new SlotError("restore_failed", what, slot.id);
+  return undefined;
+}

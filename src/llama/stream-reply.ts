@@ -1,0 +1,146 @@
+import type { ToolCall } from "../store/chat-messages.ts";
+import { excerpt, LlmError } from "./errors.ts";
+import type { ToolCallAssembler, ToolCallDelta } from "./tool-call-deltas.ts";
+
+/**
+ * One SSE event of a streamed completion applied to the reply. On the hot path (every
+ * token): one JSON.parse and a hand-written check of what the client reads, no schema.
+ */
+
+/** llama-server's token counts (`usage`, OpenAI's names); other fields are kept as sent. */
+export interface Usage {
+  completion_tokens?: number;
+  prompt_tokens?: number;
+  total_tokens?: number;
+  [field: string]: unknown;
+}
+
+/** llama-server's own timings (`cache_n` is the prompt reused from the slot: recording 92). */
+export interface Timings {
+  cache_n?: number;
+  prompt_n?: number;
+  prompt_ms?: number;
+  predicted_n?: number;
+  predicted_ms?: number;
+  [field: string]: unknown;
+}
+
+export interface CompletionResult {
+  content: string;
+  /**
+   * What a thinking model reasoned before its answer (`delta.reasoning_content`, recordings
+   * 91, 91d): with llama-server's default reasoning format it never reaches `content`.
+   */
+  reasoning: string;
+  toolCalls: ToolCall[];
+  finishReason: string | null;
+  usage: Usage | undefined;
+  timings: Timings | undefined;
+}
+
+interface ChunkChoice {
+  delta?: { content?: string | null; reasoning_content?: string | null; tool_calls?: ToolCallDelta[] };
+  finish_reason?: string | null;
+}
+
+/** Where the deltas of the current network read wait to be handed on. */
+export interface Arrivals {
+  content: string[];
+  /** Absent when no one listens to reasoning: then it is only added to the reply. */
+  reasoning?: string[];
+}
+
+/**
+ * One event's data applied to the reply (its deltas also queued on `arrived`): "done" at
+ * `[DONE]`, an LlmError for garbage or an error event, else undefined.
+ */
+export function applyEvent(
+  data: string,
+  result: CompletionResult,
+  assembler: ToolCallAssembler,
+  arrived: Arrivals,
+): "done" | LlmError | undefined {
+  if (data === "[DONE]") return "done";
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(data);
+  } catch {
+    return new LlmError("bad_response", `llama-server sent an event that is not JSON: ${excerpt(data)}`);
+  }
+  const shapeProblem = chunkProblem(parsed);
+  if (shapeProblem) {
+    return new LlmError(
+      "bad_response",
+      `llama-server sent an event of an unexpected shape (${shapeProblem}): ${excerpt(data)}`,
+    );
+  }
+  const chunk = parsed as {
+    choices?: ChunkChoice[];
+    usage?: Usage;
+    timings?: Timings;
+    error?: { message?: string };
+  };
+  if (chunk.error)
+    return new LlmError("server_error", `llama-server: ${chunk.error.message ?? "error in stream"}`);
+  if (chunk.usage) result.usage = chunk.usage;
+  if (chunk.timings) result.timings = chunk.timings;
+  const choice = chunk.choices?.[0];
+  if (!choice) return undefined;
+  const delta = choice.delta;
+  const content = delta?.content;
+  if (typeof content === "string" && content.length > 0) {
+    result.content += content;
+    arrived.content.push(content);
+  }
+  const reasoning = delta?.reasoning_content;
+  if (typeof reasoning === "string" && reasoning.length > 0) {
+    result.reasoning += reasoning;
+    arrived.reasoning?.push(reasoning);
+  }
+  for (const tc of delta?.tool_calls ?? []) assembler.push(tc);
+  if (choice.finish_reason) result.finishReason = choice.finish_reason;
+  return undefined;
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === "object" && v !== null && !Array.isArray(v);
+
+/**
+ * What makes a parsed SSE event unusable, or undefined when it is fine. Only what the client
+ * reads is checked; a server (or a model) sending something else is a named bad_response,
+ * never a TypeError mistaken for a lost connection.
+ */
+function chunkProblem(v: unknown): string | undefined {
+  if (!isObject(v)) return "not an object";
+  if (v.choices === undefined) return undefined;
+  if (!Array.isArray(v.choices)) return "choices is not an array";
+  for (const choice of v.choices) {
+    if (!isObject(choice)) return "a choice is not an object";
+    const delta = choice.delta;
+    if (delta === undefined || delta === null) continue;
+    if (!isObject(delta)) return "delta is not an object";
+    for (const key of ["content", "reasoning_content"] as const) {
+      if (delta[key] !== undefined && delta[key] !== null && typeof delta[key] !== "string")
+        return `delta.${key} is not a string`;
+    }
+    if (delta.tool_calls === undefined || delta.tool_calls === null) continue;
+    const problem = toolCallsProblem(delta.tool_calls);
+    if (problem) return problem;
+  }
+  return undefined;
+}
+
+function toolCallsProblem(calls: unknown): string | undefined {
+  if (!Array.isArray(calls)) return "delta.tool_calls is not an array";
+  for (const tc of calls) {
+    if (!isObject(tc)) return "a tool call is not an object";
+    const fn = tc.function;
+    if (fn === undefined) continue;
+    if (!isObject(fn)) return "a tool call's function is not an object";
+    for (const key of ["name", "arguments"] as const) {
+      if (fn[key] !== undefined && fn[key] !== null && typeof fn[key] !== "string")
+        return `a tool call's function.${key} is not a string`;
+    }
+  }
+  return undefined;
+}

@@ -1,0 +1,21 @@
+import type { PlanDeps } from "../plan/launch.ts";
+import { ModelMemo } from "../plan/model-memo.ts";
+import { probeHardware } from "../plan/probe.ts";
+import { checkWorkers } from "../rpc/check.ts";
+import { resolveModelPath } from "./resolve.ts";
+
+/**
+ * The plan's edges as the core runs them, offline. The plan is a floor below the models, so
+ * this is where `hf:org/name:QUANT` meets it: resolved from the Hugging Face cache before each
+ * read, the one place plan, chat and doctor read the model through (model_missing names the
+ * pull command when absent).
+ */
+
+/** The process's memo: every start, restart and wake plans again, `initialize` reads ahead. */
+export const modelMemo = new ModelMemo((path) => resolveModelPath(path));
+
+export const defaultPlanDeps: PlanDeps = {
+  probe: () => probeHardware(),
+  readModel: (path) => modelMemo.read(path),
+  workers: (workers) => checkWorkers(workers),
+};

@@ -1,0 +1,66 @@
+import type { LaunchPlan } from "./launch-plan.ts";
+
+/**
+ * The launch plan as llama-server's arguments: the one place a decision becomes flags. The
+ * planner's report lines take their flags from here too, so each decision's flags, the
+ * report's argv and the argv launched are one rendering.
+ */
+
+/**
+ * What a binary takes where builds differ. `memory`: `--no-mmap`/`--mlock`, which every build
+ * with those settings understands up to b10587 (where they are already "DEPRECATED in favor of
+ * `--load-mode`": recording help.txt), or `--load-mode`, which later builds require ("error:
+ * invalid argument: --no-mmap", commit de3ff81) and earlier ones lack (runtime/load-mode.ts
+ * asks the binary).
+ */
+export interface ArgvDialect {
+  memory: "mmap-flags" | "load-mode";
+}
+
+/** The dialect the plan report shows: the flags that match the config keys one for one. */
+export const PLAN_DIALECT: ArgvDialect = { memory: "mmap-flags" };
+
+export const flags = {
+  model: (path: string) => ["-m", path],
+  slots: (n: number) => ["-np", String(n)],
+  context: (perSlot: number, slots: number) => ["-c", String(perSlot * slots)],
+  gpuLayers: (n: number) => ["-ngl", String(n)],
+  rpc: (workers: readonly string[]) => (workers.length > 0 ? ["--rpc", workers.join(",")] : []),
+  tensorSplit: (shares: readonly number[] | null) => (shares ? ["--tensor-split", shares.join(",")] : []),
+  threads: (n: number) => ["-t", String(n)],
+  flashAttn: (mode: LaunchPlan["flash_attn"]) => ["-fa", mode],
+  cacheTypes: (k: string, v: string) => ["--cache-type-k", k, "--cache-type-v", v],
+  memory: (m: Pick<LaunchPlan, "mmap" | "mlock">, dialect: ArgvDialect): string[] => {
+    if (dialect.memory === "mmap-flags")
+      return [...(m.mmap ? [] : ["--no-mmap"]), ...(m.mlock ? ["--mlock"] : [])];
+    if (!memoryFlagged(m)) return [];
+    return ["--load-mode", m.mmap ? "mmap+mlock" : m.mlock ? "mlock" : "none"];
+  },
+  jinja: (on: boolean) => (on ? ["--jinja"] : []),
+  idleSleep: (seconds: number) => (seconds > 0 ? ["--sleep-idle-seconds", String(seconds)] : []),
+};
+
+/** Whether the weights are held other than llama-server's default (mmap, unlocked): a flag whose spelling the dialect decides. */
+export function memoryFlagged(m: Pick<LaunchPlan, "mmap" | "mlock">): boolean {
+  return !m.mmap || m.mlock;
+}
+
+/** llama-server's arguments for the plan, without --host, --port and the key; extra_args last, so they win. */
+export function renderArgv(plan: LaunchPlan, dialect: ArgvDialect): string[] {
+  return [
+    ...flags.model(plan.model_path),
+    ...flags.slots(plan.slots),
+    ...flags.context(plan.context_per_slot, plan.slots),
+    ...flags.gpuLayers(plan.gpu_layers),
+    ...flags.rpc(plan.rpc_workers),
+    ...flags.tensorSplit(plan.tensor_split),
+    ...flags.threads(plan.threads),
+    ...flags.flashAttn(plan.flash_attn),
+    ...flags.cacheTypes(plan.cache_type_k, plan.cache_type_v),
+    ...flags.memory(plan, dialect),
+    ...flags.jinja(plan.jinja),
+    ...flags.idleSleep(plan.idle_sleep_s),
+    // --cache-ram and --slot-save-path go here once the plan decides them.
+    ...plan.extra_args,
+  ];
+}

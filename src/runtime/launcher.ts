@@ -1,0 +1,173 @@
+import { join } from "node:path";
+import type { LlamaEndpoint } from "../llama/http.ts";
+import { isSleeping } from "../llama/props.ts";
+import { awaitModel } from "../llama/tokenize.ts";
+import { renderArgv } from "../plan/argv.ts";
+import type { LaunchPlan } from "../plan/launch-plan.ts";
+import { CoreError } from "../protocol/errors.ts";
+import { logger } from "../util/logger.ts";
+import { randomApiKey } from "./child-env.ts";
+import { SleepWatch } from "./idle-sleep.ts";
+import { launchOnce, type Spawned, type SpawnRequest, stopChild } from "./launch-steps.ts";
+import { dialectFor } from "./load-mode.ts";
+import { type LogTail, RotatingLog } from "./log-sink.ts";
+import { llamaPrograms, reapLeftover, removePidRecord } from "./pid-file.ts";
+import { pickFreePort } from "./ports.ts";
+import { intakeFraction, modelIntake } from "./proc-memory.ts";
+import type { Unstamped } from "./progress-beat.ts";
+import type { RpcWatch } from "./rpc-watch.ts";
+import { bunSpawner } from "./spawn.ts";
+import type { SupervisorOptions } from "./supervisor-options.ts";
+import type { Running, StateOf } from "./supervisor-state.ts";
+
+/**
+ * A start's work, from `starting` to a server that serves: leftovers of dead cores reaped
+ * (once per process), the binary found, the plan made and rendered to argv in the flags the
+ * binary takes, then launches (launch-steps.ts) until one is ready, another port only after a
+ * bind failure. The supervisor owns the state; this owns what a start leaves behind: the last
+ * plan (slots and status read it) and the rotating log.
+ */
+export class Launcher {
+  /** The plan of the last start. */
+  plan: LaunchPlan | undefined;
+  private reaped: Promise<unknown> | undefined;
+  private log: RotatingLog | undefined;
+
+  constructor(
+    private readonly options: SupervisorOptions,
+    /** The supervisor's tail, which spans launches. */
+    private readonly tail: LogTail,
+    private readonly rpc: RpcWatch,
+  ) {}
+
+  async launch(starting: StateOf<"starting">): Promise<Running> {
+    if (this.options.reap !== false) {
+      this.reaped ??= reapLeftover(this.options.dataDir(), {
+        configured: { "llama-server": llamaPrograms(this.options.findBinary()) },
+      }).catch(() => {});
+      await this.reaped;
+    }
+    starting.abort.signal.throwIfAborted();
+    const { request, plan } = await this.prepare(starting);
+    // The beat stamps each event with the time since this start began.
+    const emit = (p: Unstamped) => starting.progress.report(p);
+    const attempts = this.options.maxBindAttempts ?? 5;
+    const pickPort = this.options.pickPort ?? pickFreePort;
+    let last: CoreError | undefined;
+    for (let attempt = 1; attempt <= attempts; attempt++) {
+      // The first attempt's `starting` went out before the reap and the plan.
+      if (attempt > 1) emit({ phase: "starting", attempt });
+      const outcome = await launchOnce(
+        { ...request, port: await pickPort(), apiKey: randomApiKey() },
+        {
+          startupTimeoutMs: this.options.settings().startupTimeoutMs,
+          intervalMs: this.options.healthIntervalMs ?? 100,
+          signal: starting.abort.signal,
+          emit,
+        },
+      );
+      if (!("error" in outcome)) {
+        const skipped = this.rpc.afterReady(outcome.tail.last());
+        if (skipped) {
+          await stopChild(outcome.child, 0);
+          removePidRecord(request.dataDir);
+          throw skipped;
+        }
+        emit({ phase: "ready" });
+        return this.toRunning(outcome, plan);
+      }
+      last = outcome.error;
+      if (!outcome.retryPort) throw outcome.error;
+      logger.warn(`${outcome.error.message}; choosing another port`);
+    }
+    throw last as CoreError;
+  }
+
+  /** Closes the log (the core is shutting down). */
+  close(): void {
+    this.log?.close();
+  }
+
+  /** The binary, the plan and the spawn request every launch of this start shares. */
+  private async prepare(
+    starting: StateOf<"starting">,
+  ): Promise<{ request: Omit<SpawnRequest, "port" | "apiKey">; plan: LaunchPlan }> {
+    const settings = this.options.settings();
+    const found = this.options.findBinary();
+    if (!("path" in found)) {
+      throw new CoreError(
+        "binary_missing",
+        `llama-server not found; tried: ${found.tried.join(", ") || "(nothing)"}`,
+        { tried: found.tried },
+      );
+    }
+    const plan = await this.options.plan();
+    this.plan = plan;
+    this.rpc.begin(plan.rpc_workers);
+    const dataDir = this.options.dataDir();
+    this.log ??= new RotatingLog(join(dataDir, "logs"), settings.logMaxBytes, settings.logFiles);
+    const env = this.options.env ?? process.env;
+    // argv is rendered here, once, in the flags this build takes (load-mode.ts).
+    const argv = renderArgv(plan, await dialectFor(found.path, plan, env, this.options.loadMode));
+    const request = {
+      binary: found.path,
+      argv,
+      env,
+      spawner: this.options.spawner ?? bunSpawner,
+      dataDir,
+      onLine: (line: string) => {
+        this.tail.push(line);
+        this.log?.write(`${line}\n`);
+        this.rpc.line(line);
+      },
+      onSpawn: (pid: number, header: string) => {
+        starting.pid = pid;
+        this.log?.write(header);
+        starting.spawned.resolve();
+      },
+    };
+    return { request, plan };
+  }
+
+  /** A ready launch as leases see it, with its idle-sleep watch (idle-sleep.ts). */
+  private toRunning(spawned: Spawned, plan: LaunchPlan): Running {
+    const endpoint = { baseUrl: spawned.baseUrl, apiKey: spawned.apiKey };
+    const pid = spawned.child.pid;
+    const sleep = new SleepWatch({
+      idleMs: plan.idle_sleep_s * 1000,
+      isAsleep: () => isSleeping(endpoint),
+      rouse: (signal) => wake(endpoint, signal, this.options.settings().startupTimeoutMs),
+      // A wake re-reads the model in a process that has read before: count from here.
+      wakeMeasure: () => {
+        const before = modelIntake(pid)?.readBytes ?? 0;
+        return () => intakeFraction(modelIntake(pid), plan.model_bytes, before);
+      },
+    });
+    return {
+      child: spawned.child,
+      baseUrl: spawned.baseUrl,
+      apiKey: spawned.apiKey,
+      port: spawned.port,
+      died: new AbortController(),
+      startedAt: spawned.t0,
+      readyAt: Date.now(),
+      sleep,
+    };
+  }
+}
+
+/**
+ * Wakes a sleeping server (llama/tokenize.ts `awaitModel`), within `timeoutMs`
+ * (llama.startup_timeout_s: a reload is the same load as a start). Rejects when `signal` aborts
+ * (the server is gone) or the time is up.
+ */
+async function wake(endpoint: LlamaEndpoint, signal: AbortSignal, timeoutMs: number): Promise<void> {
+  const timeout = AbortSignal.timeout(timeoutMs);
+  try {
+    await awaitModel(endpoint, AbortSignal.any([signal, timeout]));
+  } catch (err) {
+    if (timeout.aborted && !signal.aborted)
+      throw new Error(`it did not reload its model within ${timeoutMs / 1000} s (llama.startup_timeout_s)`);
+    throw err;
+  }
+}

@@ -1,0 +1,40 @@
+import type { LaunchPlan } from "../plan/launch-plan.ts";
+import type { LoadModeProbe } from "./load-mode.ts";
+import type { Spawner } from "./spawn.ts";
+
+/** Timings and limits, from config.yaml's `llama` section (read at each start). */
+export interface SupervisorSettings {
+  startupTimeoutMs: number;
+  stopGraceMs: number;
+  /** Automatic restarts allowed within `restartWindowMs` (a rate, so the budget recovers). */
+  maxRestarts: number;
+  restartWindowMs: number;
+  restartBackoffMs: number;
+  requestTimeoutMs: number;
+  logMaxBytes: number;
+  logFiles: number;
+}
+
+export interface SupervisorOptions {
+  /** Where llama-server is; `tried` becomes binary_missing's data. */
+  findBinary: () => { path: string } | { tried: string[] };
+  /** The planner's launch plan; its argv is rendered at each spawn. */
+  plan: () => Promise<LaunchPlan>;
+  dataDir: () => string;
+  settings: () => SupervisorSettings;
+  /** Slots before any plan exists (initialize may ask before the first start). */
+  fallbackSlots?: () => number;
+  spawner?: Spawner;
+  /** Whether a binary takes `--load-mode` (load-mode.ts); asks its `--help` when absent. */
+  loadMode?: LoadModeProbe;
+  pickPort?: () => Promise<number>;
+  /** The environment the child's is built from. */
+  env?: Record<string, string | undefined>;
+  healthIntervalMs?: number;
+  /** Port choices before a bind failure is final. */
+  maxBindAttempts?: number;
+  /** Reap leftovers of dead cores before the first start (tests turn it off). */
+  reap?: boolean;
+  /** The clock the restart budget's window runs on (ms since the epoch); tests move it. */
+  now?: () => number;
+}

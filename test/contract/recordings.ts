@@ -1,0 +1,102 @@
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import type { Turn } from "../fixtures/llama-stand-in/script.ts";
+import { SHARED_DIR } from "../fixtures/shared.ts";
+import { sseEvents, type Transcript } from "./transcript.ts";
+
+// The recordings of ../shared/llama-server and what a stand-in needs to say what they say:
+// replayed against the stand-in here (contract/) and through the client (llama/).
+
+type Json = Record<string, any>;
+
+export const RECORDINGS = join(SHARED_DIR, "llama-server");
+export const present = existsSync(join(RECORDINGS, "transcripts")) && existsSync(join(RECORDINGS, "bodies"));
+/** The server of the recordings: `-c 2048`, 4 slots, no API key. */
+export const N_CTX = 2048;
+
+/** Single-request transcripts of the routes the stand-in models (README: 02–03, 10–17, 20–26). */
+export const CASES = [
+  "02-health-ready.txt",
+  "03-v1-health.txt",
+  "10-chat-nonstream.txt",
+  "11-chat-stream.txt",
+  "12-chat-stream-include-usage.txt",
+  "13-chat-tools-auto-nonstream.txt",
+  "14-chat-tools-auto-stream.txt",
+  "15-chat-tools-required-nonstream.txt",
+  "16-chat-tools-required-stream.txt",
+  "17-chat-tools-roundtrip-tool-message.txt",
+  "20-err-malformed-json.txt",
+  "20c-err-empty-body.txt",
+  "21-err-missing-messages.txt",
+  "21b-err-empty-messages.txt",
+  "21c-err-messages-not-array.txt",
+  "21d-err-bad-role.txt",
+  "21e-err-bad-param-type.txt",
+  "22-err-context-overflow.txt",
+  "22b-err-context-overflow-stream.txt",
+  "23-ctx-fills-during-generation.txt",
+  "23b-ctx-fills-during-generation-stream.txt",
+  "24-err-unknown-endpoint.txt",
+  "24b-err-unknown-endpoint-post.txt",
+  "25-err-wrong-method-get-chat.txt",
+  "25b-err-wrong-method-delete-health.txt",
+  "25c-err-wrong-method-post-health.txt",
+  "26-text-plain-content-type.txt",
+];
+
+export const isChat = (t: Transcript) => t.path === "/v1/chat/completions" && t.method === "POST";
+export const isStream = (t: Transcript) => t.headers["content-type"] === "text/event-stream";
+
+/** The recorded reply filled the slot's context (transcripts 23, 23b): prompt + reply = n_ctx. */
+export function filledContext(t: Transcript): boolean {
+  const last = isStream(t)
+    ? (sseEvents(t.body)
+        .filter((e) => e !== "[DONE]")
+        .map((e) => JSON.parse(e) as Json)
+        .at(-1) as Json)
+    : (JSON.parse(t.body) as Json);
+  const timings = last.timings;
+  return timings !== undefined && timings.cache_n + timings.prompt_n + timings.predicted_n === N_CTX;
+}
+
+/**
+ * The turn that makes the stand-in say what the real model said: its tokens (streamed: exactly
+ * the recorded deltas; otherwise the text cut into as many tokens as it used) and tool calls.
+ * A reply that filled the context is given more than fits, as the model would have gone on.
+ */
+export function turnOf(t: Transcript): Turn {
+  let tokens: string[] = [];
+  const calls = new Map<number, { name: string; arguments: string; id?: string }>();
+  if (isStream(t)) {
+    for (const e of sseEvents(t.body)) {
+      if (e === "[DONE]") continue;
+      const delta = (JSON.parse(e) as Json).choices[0]?.delta ?? {};
+      if (typeof delta.content === "string") tokens.push(delta.content);
+      for (const tc of delta.tool_calls ?? []) {
+        const call = calls.get(tc.index) ?? { name: "", arguments: "" };
+        if (tc.id) call.id = tc.id;
+        if (tc.function?.name) call.name = tc.function.name;
+        call.arguments += tc.function?.arguments ?? "";
+        calls.set(tc.index, call);
+      }
+    }
+  } else {
+    const body = JSON.parse(t.body) as Json;
+    const message = body.choices[0].message;
+    for (const tc of message.tool_calls ?? [])
+      calls.set(calls.size, { name: tc.function.name, arguments: tc.function.arguments, id: tc.id });
+    if (calls.size === 0) tokens = cut(message.content, body.usage.completion_tokens);
+  }
+  if (filledContext(t)) tokens = Array.from({ length: 40 }, () => tokens).flat();
+  return calls.size > 0 ? { tool_calls: [...calls.values()] } : { content: tokens };
+}
+
+/** `text` in `n` pieces that join back to it. */
+function cut(text: string, n: number): string[] {
+  const chars = Array.from(text);
+  const size = Math.max(1, Math.ceil(chars.length / n));
+  const pieces: string[] = [];
+  for (let i = 0; i < n; i++) pieces.push(chars.slice(i * size, (i + 1) * size).join(""));
+  return pieces;
+}

@@ -1,0 +1,78 @@
+import { describe, expect, test } from "bun:test";
+import { LlmError, responseError, statusError } from "../../src/llama/errors.ts";
+import { present, RECORDINGS } from "../contract/recordings.ts";
+import { readExchanges, readTranscript } from "../contract/transcript.ts";
+
+// llama-server's error answers, as recorded, mapped to the client's kinds: the status alone
+// does not say whose fault it was (its JSON parser answers 500), the body's type does.
+
+const recorded = (file: string, exchange = 0) => {
+  const t = exchange === 0 ? readTranscript(RECORDINGS, file) : readExchanges(RECORDINGS, file)[exchange]!;
+  return statusError(t.status, "", t.body);
+};
+
+describe.skipIf(!present)("recorded error bodies", () => {
+  test("22-err-context-overflow.txt: context_overflow with the token counts, whatever the key order", () => {
+    const err = recorded("22-err-context-overflow.txt");
+    expect(err).toMatchObject({ kind: "context_overflow", status: 400, type: "exceed_context_size_error" });
+    expect(err.data).toEqual({ n_prompt_tokens: 3210, n_ctx: 2048 });
+  });
+
+  test("20-err-malformed-json.txt, 20c-err-empty-body.txt, 91g-reasoning-in-history-null.txt: a 500 from the JSON parser is the request's fault, not the server's", () => {
+    for (const file of [
+      "20-err-malformed-json.txt",
+      "20c-err-empty-body.txt",
+      "91g-reasoning-in-history-null.txt",
+    ]) {
+      const err = recorded(file);
+      expect(err.kind).toBe("bad_response");
+      expect(err.status).toBe(500);
+      expect(err.data).toEqual({ status: 500 });
+      expect(err.message).toContain("[json.exception.");
+    }
+  });
+
+  test("21-err-missing-messages.txt, 21c, 21e: a 400 invalid_request_error is bad_response with the server's message", () => {
+    const err = recorded("21-err-missing-messages.txt");
+    expect(err).toMatchObject({ kind: "bad_response", status: 400, type: "invalid_request_error" });
+    expect(err.message).toBe("llama-server answered HTTP 400: 'messages' is required");
+    expect(recorded("21c-err-messages-not-array.txt").kind).toBe("bad_response");
+    expect(recorded("21e-err-bad-param-type.txt").kind).toBe("bad_response");
+  });
+
+  test("24-err-unknown-endpoint.txt and 76-api-key.txt (the other key order): 404 and 401 are bad_response", () => {
+    expect(recorded("24-err-unknown-endpoint.txt")).toMatchObject({
+      kind: "bad_response",
+      type: "not_found_error",
+    });
+    expect(recorded("76-api-key.txt", 1)).toMatchObject({
+      kind: "bad_response",
+      status: 401,
+      type: "authentication_error",
+      message: "llama-server answered HTTP 401: Invalid API Key",
+    });
+  });
+
+  test("01-health-during-startup.txt: 503 Loading model is server_error", () => {
+    const body = '{"error":{"message":"Loading model","type":"unavailable_error","code":503}}';
+    expect(statusError(503, "Service Unavailable", body)).toMatchObject({
+      kind: "server_error",
+      status: 503,
+    });
+  });
+});
+
+describe("bodies that are not llama-server's error JSON", () => {
+  test("the text (bounded) or the status text is the message", async () => {
+    expect(statusError(502, "Bad Gateway", "").message).toBe("llama-server answered HTTP 502: Bad Gateway");
+    const long = statusError(500, "", "x".repeat(1000));
+    expect(long.kind).toBe("server_error");
+    expect(long.message.length).toBeLessThan(400);
+    const res = new Response("nope", { status: 418 });
+    const err = await responseError(res);
+    expect(err).toBeInstanceOf(LlmError);
+    expect(err).toMatchObject({ kind: "bad_response", data: { status: 418 } });
+  });
+});
+
+if (!present) test.skip(`recorded error bodies: ${RECORDINGS} is absent, skipped`, () => {});

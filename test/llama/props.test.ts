@@ -1,0 +1,90 @@
+import { describe, expect, test } from "bun:test";
+import { LlmError } from "../../src/llama/errors.ts";
+import { contextSizeOf, isSleeping, parseProps, readProps } from "../../src/llama/props.ts";
+import { present, RECORDINGS } from "../contract/recordings.ts";
+import { readTranscript } from "../contract/transcript.ts";
+import { TAPE_KEY, tape } from "./tape.ts";
+
+// GET /props as recorded (04: tools template, 4 slots; 91h: a thinking template, 1 slot) and
+// what idle sleep changes in it (86: is_sleeping only).
+
+const body = (file: string) => JSON.parse(readTranscript(RECORDINGS, file).body) as Record<string, unknown>;
+
+describe.skipIf(!present)("the recorded /props", () => {
+  test("04-props.txt: n_ctx per slot, the slots, awake, the template's tool caps, no vision", () => {
+    const p = parseProps(body("04-props.txt"));
+    expect(p).toMatchObject({
+      n_ctx: 2048,
+      total_slots: 4,
+      is_sleeping: false,
+      modalities: { vision: false, audio: false },
+      build_info: "b10587-3f545becc",
+    });
+    expect(p.chat_template_caps).toMatchObject({ supports_tools: true, supports_preserve_reasoning: false });
+    // The template itself (kilobytes) is not kept.
+    expect(JSON.stringify(p).length).toBeLessThan(1000);
+  });
+
+  test("91h-props-thinking-template.txt: a thinking template preserves reasoning and has no tools", () => {
+    const p = parseProps(body("91h-props-thinking-template.txt"));
+    expect(p.total_slots).toBe(1);
+    expect(p.chat_template_caps).toMatchObject({ supports_preserve_reasoning: true, supports_tools: false });
+  });
+
+  test("86-sleep-props.txt: is_sleeping is read as it changes, against a server playing 04 back", async () => {
+    const awake = readTranscript(RECORDINGS, "04-props.txt");
+    const asleep = { ...awake, body: awake.body.replace('"is_sleeping":false', '"is_sleeping":true') };
+    using t = tape(awake, asleep);
+    expect(await isSleeping(t)).toBe(false);
+    expect(await isSleeping(t)).toBe(true);
+    expect(t.asked.map((a) => [a.path, a.authorization])).toEqual([
+      ["/props", `Bearer ${TAPE_KEY}`],
+      ["/props", `Bearer ${TAPE_KEY}`],
+    ]);
+  });
+
+  test("04-props.txt: contextSizeOf asks once per launch, again for a new launch", async () => {
+    using t = tape(readTranscript(RECORDINGS, "04-props.txt"));
+    const signal = new AbortController().signal;
+    const launch = { baseUrl: t.baseUrl, apiKey: t.apiKey, died: new AbortController().signal };
+    expect(await contextSizeOf(launch, signal)).toBe(2048);
+    expect(await contextSizeOf(launch, signal)).toBe(2048);
+    expect(t.asked.length).toBe(1);
+    expect(await contextSizeOf({ ...launch, died: new AbortController().signal }, signal)).toBe(2048);
+    expect(t.asked.length).toBe(2);
+  });
+});
+
+describe("a /props of another shape", () => {
+  test("each field stands alone: a wrong one is null, the others count", () => {
+    const p = parseProps({
+      default_generation_settings: { n_ctx: "2048" },
+      is_sleeping: true,
+      total_slots: 0,
+    });
+    expect(p).toEqual({
+      n_ctx: null,
+      total_slots: null,
+      is_sleeping: true,
+      chat_template_caps: null,
+      modalities: null,
+      build_info: null,
+    });
+    expect(() => parseProps("props")).toThrow(LlmError);
+  });
+
+  test("an error status or no answer: readProps throws, isSleeping and contextSizeOf do not", async () => {
+    using t = tape({
+      status: 401,
+      headers: {},
+      body: '{"error":{"message":"Invalid API Key","type":"authentication_error","code":401}}',
+    });
+    const err = await readProps(t, { timeoutMs: 1000 }).catch((e) => e);
+    expect(err).toMatchObject({ kind: "bad_response", status: 401 });
+    expect(await isSleeping(t)).toBeNull();
+    const launch = { ...t, died: new AbortController().signal };
+    expect(await contextSizeOf(launch, new AbortController().signal)).toBeUndefined();
+  });
+});
+
+if (!present) test.skip(`the recorded /props: ${RECORDINGS} is absent, skipped`, () => {});

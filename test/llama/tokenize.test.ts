@@ -1,0 +1,23 @@
+import { describe, expect, test } from "bun:test";
+import { awaitModel, tokenize } from "../../src/llama/tokenize.ts";
+import { present, RECORDINGS } from "../contract/recordings.ts";
+import { readTranscript } from "../contract/transcript.ts";
+import { tape } from "./tape.ts";
+
+describe.skipIf(!present)("POST /tokenize", () => {
+  test("30b-tokenize-plain.txt: the ids; 30-tokenize.txt: the ids of tokens sent with their pieces", async () => {
+    using plain = tape(readTranscript(RECORDINGS, "30b-tokenize-plain.txt"));
+    expect(await tokenize(plain, "Hello world!")).toEqual([10994, 3186, 29991]);
+    expect(JSON.parse(plain.asked[0]?.body ?? "")).toEqual({ content: "Hello world!" });
+    using pieces = tape(readTranscript(RECORDINGS, "30-tokenize.txt"));
+    expect((await tokenize(pieces, "x")).slice(0, 2)).toEqual([1, 10994]);
+  });
+
+  test("awaitModel (85-sleep-idle-chat.txt: the request a sleeping server reloads for) resolves on any answer", async () => {
+    using t = tape({ status: 500, headers: {}, body: "{}" });
+    await awaitModel(t, new AbortController().signal);
+    expect(t.asked[0]).toMatchObject({ method: "POST", path: "/tokenize", body: '{"content":""}' });
+  });
+});
+
+if (!present) test.skip(`POST /tokenize: ${RECORDINGS} is absent, skipped`, () => {});
