@@ -23,7 +23,8 @@ export type ErrorReason =
   | "server_error"
   | "connection_lost"
   | "bad_response"
-  | "server_failed";
+  | "server_failed"
+  | "session_not_found";
 
 /** What `chat` accepts: every field has a default on the core's side. */
 export type ChatParams = {

@@ -7,6 +7,7 @@ import { logger } from "../util/logger.ts";
 import { ensurePrivateTree } from "../util/private-fs.ts";
 import { removeStaleTemps, type StagedWrite, stageJsonAtomic, writeJsonAtomic } from "./atomic.ts";
 import { type ChatMessage, ChatMessageSchema } from "./chat-messages.ts";
+import { type Checkpoint, CheckpointSchema } from "./checkpoint.ts";
 import { moveAside } from "./set-aside.ts";
 
 export const HistorySchema = z.object({
@@ -14,21 +15,7 @@ export const HistorySchema = z.object({
   messages: z.array(ChatMessageSchema),
 });
 
-/** The state of an unfinished turn (L2 checkpoint), enough to resume it without redoing tools. */
-export const CheckpointSchema = z.object({
-  version: z.literal(1),
-  trace_id: z.string(),
-  user_input: z.string(),
-  agent: z.string(),
-  /** The next step to run. */
-  step: z.number().int().nonnegative(),
-  parse_errors: z.number().int().nonnegative(),
-  best_text: z.string(),
-  /** Messages this turn added after the history (user input first). */
-  turn: z.array(ChatMessageSchema),
-  updated_at: z.string(),
-});
-export type Checkpoint = z.infer<typeof CheckpointSchema>;
+export { type Checkpoint, CheckpointSchema };
 
 /**
  * One session's files under data_dir/users/<user>/sessions/<session>/. Ids were validated by
