@@ -67,6 +67,8 @@ interface SessionRow {
 }
 
 const iso = (ms: number) => new Date(ms).toISOString();
+/** Sessions whose history is kept in memory (a few active chats). */
+const CACHED_HISTORIES = 16;
 
 export function summaryOf(row: SessionRow): SessionSummary {
   return {
@@ -129,17 +131,60 @@ function previewText(messages: readonly TurnMessage[]): string | undefined {
  * its checkpoint land together or not at all.
  */
 export class Conversations {
+  /**
+   * Recent sessions' histories as the model sees them (a seq is its index: seqs run from 0
+   * without gaps), valid while no other connection has written (`PRAGMA data_version`): a
+   * turn then does not read its whole history back after committing to it.
+   */
+  private readonly histories = new Map<string, { version: number; messages: ChatMessage[] }>();
+
   constructor(private readonly db: Database) {}
 
   /** The model's history of a session, oldest first (empty for a new session). */
   history(userId: string, sessionId: string): ChatMessage[] {
+    const key = `${userId}\0${sessionId}`;
+    const version = this.dataVersion();
+    const cached = this.histories.get(key);
+    if (cached && cached.version === version) return cached.messages.slice();
     const rows = this.db
       .query(
         `SELECT seq, role, content, reasoning, tool_calls, tool_call_id, usage, created_at FROM messages
          WHERE user_id = ? AND session_id = ? ORDER BY seq`,
       )
       .all(userId, sessionId) as MessageRow[];
-    return rows.map(modelMessage);
+    const messages = rows.map(modelMessage);
+    this.histories.delete(key);
+    if (this.histories.size >= CACHED_HISTORIES)
+      this.histories.delete(this.histories.keys().next().value as string);
+    this.histories.set(key, { version, messages });
+    return messages.slice();
+  }
+
+  /** Changes when another connection (another core) commits; never for this one's own writes. */
+  private dataVersion(): number {
+    return (this.db.query("PRAGMA data_version").get() as { data_version: number }).data_version;
+  }
+
+  /** A committed turn applied to the cached history, or the cache dropped when it is stale. */
+  private remember(turn: CommitTurn, version: number): void {
+    const key = `${turn.userId}\0${turn.sessionId}`;
+    const cached = this.histories.get(key);
+    if (!cached) return;
+    if (cached.version !== version) {
+      this.histories.delete(key);
+      return;
+    }
+    if (turn.replaceFromSeq !== undefined)
+      cached.messages.length = Math.min(cached.messages.length, turn.replaceFromSeq);
+    for (const m of turn.messages) cached.messages.push(modelMessage(rowOf(m)));
+  }
+
+  /** Forgets a session's cached history (it was deleted). */
+  forget(userId: string, sessionId?: string): void {
+    for (const key of [...this.histories.keys()]) {
+      if (sessionId === undefined ? key.startsWith(`${userId}\0`) : key === `${userId}\0${sessionId}`)
+        this.histories.delete(key);
+    }
   }
 
   /** The seq of each message of a session that the model sees, in order, with its role. */
@@ -198,12 +243,13 @@ export class Conversations {
   /** Appends (or, for an edit, replaces the tail with) one turn; returns its first seq. */
   commitTurn(turn: CommitTurn): number {
     const { db } = this;
-    return db
+    const version = this.dataVersion();
+    const first = db
       .transaction(() => {
         const { userId: u, sessionId: s } = turn;
         const at = turn.at.getTime();
-        const first = turn.messages.find((m) => m.role === "user");
-        this.ensureSession(u, s, turn.agent, first?.content ?? "", turn.at);
+        const opening = turn.messages.find((m) => m.role === "user");
+        this.ensureSession(u, s, turn.agent, opening?.content ?? "", turn.at);
         if (turn.replaceFromSeq !== undefined) this.dropFrom(u, s, turn.replaceFromSeq);
         const last = db
           .query("SELECT COALESCE(MAX(seq), -1) AS seq FROM messages WHERE user_id = ? AND session_id = ?")
@@ -225,6 +271,8 @@ export class Conversations {
         return firstSeq;
       })
       .immediate();
+    this.remember(turn, version);
+    return first;
   }
 
   /** Renames a session (the title then stays); false when there is no such session. */
@@ -275,6 +323,21 @@ export class Conversations {
       .get(turn.userId, turn.sessionId) as { content: string | null } | null;
     return titleOf(firstUser?.content ?? "");
   }
+}
+
+/** A message as a row would hold it (for the cache; seq and time do not matter there). */
+function rowOf(m: TurnMessage): MessageRow {
+  const [role, content, reasoning, toolCalls, toolCallId, usage] = messageColumns(m);
+  return {
+    seq: 0,
+    role: role as ChatMessage["role"],
+    content,
+    reasoning,
+    tool_calls: toolCalls,
+    tool_call_id: toolCallId,
+    usage,
+    created_at: 0,
+  };
 }
 
 function messageColumns(

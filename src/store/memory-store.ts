@@ -3,6 +3,7 @@ import { readdirSync, readFileSync, statSync } from "node:fs";
 import { extname, join, relative } from "node:path";
 import { logger } from "../util/logger.ts";
 import { anyOf, likePattern, words } from "./fts-query.ts";
+import { TermStats } from "./term-stats.ts";
 
 /** A remembered passage: a past turn (`session:<id>`) or a chunk of a file (`file:<path>`). */
 export interface MemoryHit {
@@ -27,6 +28,12 @@ const MAX_FILE_BYTES = 1024 * 1024;
 const MAX_FOLDER_FILES = 5000;
 /** Folder files are split into chunks of about this many characters (at paragraph breaks). */
 const CHUNK_CHARS = 1200;
+/**
+ * The most recent matches ranked by bm25() (FTS5 must otherwise score every match before it
+ * can order them): once the rare words are kept, a query rarely matches more.
+ */
+const RANKED_MATCHES = 1000;
+
 /** The user's turns in other sessions, or chunks of this config's folders. */
 const OWN_OR_FOLDER = `((m.user_id = $u AND m.session_id != $skip)
   OR (m.user_id = '' AND m.root IN (SELECT value FROM json_each($roots))))`;
@@ -46,12 +53,15 @@ interface Row {
  */
 export class MemoryStore {
   private foldersIndexed = false;
+  private readonly stats: TermStats;
 
   constructor(
     private readonly db: Database,
     private readonly fts: boolean,
     private readonly folders: readonly string[],
-  ) {}
+  ) {
+    this.stats = new TermStats(db, "memory_fts", "memory");
+  }
 
   search(userId: string, query: string, topK: number, excludeSession?: string): MemoryHit[] {
     if (topK <= 0) return [];
@@ -64,17 +74,18 @@ export class MemoryStore {
   }
 
   private ftsRows(userId: string, query: string, topK: number, skip: string): Row[] {
-    const match = anyOf(query);
+    const match = anyOf(this.stats.informative(words(query)).join(" "));
     if (!match) return [];
-    return this.db
+    const rows = this.db
       .query(
         `SELECT m.id, m.source, m.text, -bm25(memory_fts) AS score
          FROM memory_fts JOIN memory m ON m.id = memory_fts.rowid
          WHERE memory_fts MATCH $q
            AND ${OWN_OR_FOLDER}
-         ORDER BY bm25(memory_fts) LIMIT $n`,
+         ORDER BY memory_fts.rowid DESC LIMIT $cap`,
       )
-      .all({ q: match, u: userId, skip, roots: JSON.stringify(this.folders), n: topK }) as Row[];
+      .all({ q: match, u: userId, skip, roots: JSON.stringify(this.folders), cap: RANKED_MATCHES }) as Row[];
+    return rows.sort((a, b) => b.score - a.score || b.id - a.id).slice(0, topK);
   }
 
   /** Without FTS5: rows holding any of the words, the most words first, then the newest. */

@@ -9,8 +9,12 @@ export interface SearchHit {
   snippet: string;
 }
 
-const SNIPPET_WORDS = 12;
-const LIKE_SNIPPET_CHARS = 80;
+const SNIPPET_CHARS = 100;
+/**
+ * Matches ranked by bm25(), the newest first: FTS5 scores every match before it can order
+ * them, so a search for common words over years of chats ranks the most recent matches only.
+ */
+const RANKED_MATCHES = 500;
 
 /**
  * Full-text search over one user's messages (their own words and the answers; tool traffic
@@ -29,16 +33,24 @@ export function searchSessions(
 function ftsSearch(db: Database, userId: string, query: string, limit: number): SearchHit[] {
   const match = allOf(query);
   if (!match) return [];
-  return db
+  const ranked = db
     .query(
-      `SELECT m.session_id, m.seq, s.title,
-         snippet(messages_fts, 0, '**', '**', '…', ${SNIPPET_WORDS}) AS snippet
+      `SELECT messages_fts.rowid AS id, bm25(messages_fts) AS score
        FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid
-       JOIN sessions s ON s.user_id = m.user_id AND s.session_id = m.session_id
        WHERE messages_fts MATCH $q AND m.user_id = $u
-       ORDER BY bm25(messages_fts) LIMIT $n`,
+       ORDER BY messages_fts.rowid DESC LIMIT $cap`,
     )
-    .all({ q: match, u: userId, n: limit }) as SearchHit[];
+    .all({ q: match, u: userId, cap: RANKED_MATCHES }) as { id: number; score: number }[];
+  const best = ranked.sort((a, b) => a.score - b.score || b.id - a.id).slice(0, limit);
+  const hit = db.query(
+    `SELECT m.session_id, m.seq, s.title, m.content FROM messages m
+     JOIN sessions s ON s.user_id = m.user_id AND s.session_id = m.session_id WHERE m.id = ?`,
+  );
+  const w = words(query);
+  return best.map((b) => {
+    const { content, ...rest } = hit.get(b.id) as Omit<SearchHit, "snippet"> & { content: string };
+    return { ...rest, snippet: markedSnippet(content, w) };
+  });
 }
 
 function likeSearch(db: Database, userId: string, query: string, limit: number): SearchHit[] {
@@ -57,15 +69,27 @@ function likeSearch(db: Database, userId: string, query: string, limit: number):
        ORDER BY m.created_at DESC, m.seq DESC LIMIT $n`,
     )
     .all(params) as (Omit<SearchHit, "snippet"> & { content: string })[];
-  return rows.map(({ content, ...hit }) => ({ ...hit, snippet: likeSnippet(content, w[0] as string) }));
+  return rows.map(({ content, ...hit }) => ({ ...hit, snippet: markedSnippet(content, w) }));
 }
 
-/** The text around the first match of `word`, the match marked as FTS5's snippet() marks it. */
-export function likeSnippet(text: string, word: string): string {
-  const at = text.toLowerCase().indexOf(word);
-  if (at < 0) return text.slice(0, LIKE_SNIPPET_CHARS);
-  const from = Math.max(0, at - LIKE_SNIPPET_CHARS / 2);
-  const to = Math.min(text.length, at + word.length + LIKE_SNIPPET_CHARS / 2);
-  const mark = `${text.slice(from, at)}**${text.slice(at, at + word.length)}**${text.slice(at + word.length, to)}`;
-  return `${from > 0 ? "…" : ""}${mark.replace(/\s+/g, " ")}${to < text.length ? "…" : ""}`;
+/**
+ * The text around the first of `words` found, each found word (or word start, for the one
+ * still being typed) marked `**word**`, on one line, cut with "…" on the sides.
+ */
+export function markedSnippet(text: string, found: readonly string[]): string {
+  const flat = text.replace(/\s+/g, " ");
+  const pattern = new RegExp(
+    `(?<![\\p{L}\\p{N}])(${found.map(escapeRegExp).join("|")})[\\p{L}\\p{N}]*`,
+    "giu",
+  );
+  const first = found.length > 0 ? flat.search(pattern) : -1;
+  const from = first < 0 ? 0 : Math.max(0, first - SNIPPET_CHARS / 2);
+  const to = Math.min(flat.length, from + SNIPPET_CHARS);
+  const window =
+    found.length > 0 ? flat.slice(from, to).replace(pattern, (m) => `**${m}**`) : flat.slice(from, to);
+  return `${from > 0 ? "…" : ""}${window}${to < flat.length ? "…" : ""}`;
+}
+
+function escapeRegExp(s: string): string {
+  return s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 }

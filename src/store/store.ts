@@ -121,6 +121,7 @@ export class Store {
   /** A session's messages, checkpoint and memory, erased for good; false when there was none. */
   async deleteSession(userId: string, sessionId: string): Promise<boolean> {
     const removed = await this.write(() => eraseSession(this.db, userId, sessionId));
+    this.conversations.forget(userId, sessionId);
     eraseImported(this.dataDir, userId, sessionId);
     return removed;
   }
@@ -128,6 +129,7 @@ export class Store {
   /** Everything of a user, erased for good; returns how many sessions went. */
   async deleteUser(userId: string): Promise<number> {
     const removed = await this.write(() => eraseUser(this.db, userId));
+    this.conversations.forget(userId);
     eraseImported(this.dataDir, userId);
     return removed;
   }

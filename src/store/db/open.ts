@@ -1,5 +1,5 @@
 import { Database } from "bun:sqlite";
-import { chmodSync, existsSync, renameSync } from "node:fs";
+import { chmodSync, existsSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { CoreError } from "../../protocol/errors.ts";
 import { logger } from "../../util/logger.ts";
@@ -46,7 +46,7 @@ export function openStore(dataDir: string, options: OpenOptions = {}): OpenedSto
   try {
     const db = connect(path);
     try {
-      problem = healthProblem(db);
+      problem = healthProblem(db, path);
       if (problem === undefined) return prepare(db, path, options);
     } catch (err) {
       db.close(false);
@@ -82,8 +82,25 @@ function connect(path: string): Database {
   return db;
 }
 
+/**
+ * Up to this size the whole file is checked at open (`quick_check` reads every page: about 6 ms
+ * a megabyte here). A bigger one is checked by its schema only, so the first chat does not
+ * wait; damage deeper in it surfaces as SQLITE_CORRUPT on the statement that meets it, which
+ * marks the file for a reset at the next start (markDamaged), and `doctor` checks it whole.
+ */
+export const FULL_CHECK_BYTES = 16 * 2 ** 20;
+
+/** A file beside the database saying a statement met damage in it: the next open resets it. */
+export const damagedMarker = (path: string) => `${path}.damaged`;
+
+export function markDamaged(path: string, problem: string): void {
+  try {
+    writeFileSync(damagedMarker(path), `${problem}\n`, { mode: PRIVATE_FILE_MODE });
+  } catch {}
+}
+
 /** What is wrong with an opened file, or undefined when it is fit to use. */
-function healthProblem(db: Database): string | undefined {
+function healthProblem(db: Database, path: string): string | undefined {
   const version = (db.query("PRAGMA user_version").get() as { user_version: number }).user_version;
   if (version > SCHEMA_VERSION) {
     throw new CoreError(
@@ -91,6 +108,18 @@ function healthProblem(db: Database): string | undefined {
       `the database was written by a newer local-ai (schema ${version}; this one knows ${SCHEMA_VERSION}); use that version, or move the file aside`,
     );
   }
+  if (existsSync(damagedMarker(path))) {
+    return `a statement met damage in it (${readFileSync(damagedMarker(path), "utf8").trim()})`;
+  }
+  if (statSync(path).size > FULL_CHECK_BYTES) {
+    db.query("SELECT count(*) FROM sqlite_schema").get();
+    return undefined;
+  }
+  return integrityProblem(db);
+}
+
+/** `quick_check`'s verdict: undefined when ok (doctor runs it on any size). */
+export function integrityProblem(db: Database): string | undefined {
   const rows = db.query("PRAGMA quick_check").all() as { quick_check: string }[];
   const first = rows[0]?.quick_check;
   return first === "ok" ? undefined : `quick_check: ${rows.map((r) => r.quick_check).join("; ")}`;
@@ -167,6 +196,7 @@ function moveDatabaseAside(path: string, now: Date): string {
   const aside = `${path}.corrupt-${now.toISOString().replace(/[:.]/g, "-")}`;
   try {
     renameSync(path, aside);
+    rmSync(damagedMarker(path), { force: true });
     for (const suffix of ["-wal", "-shm"]) {
       if (existsSync(path + suffix)) renameSync(path + suffix, aside + suffix);
     }
@@ -184,6 +214,14 @@ function moveDatabaseAside(path: string, now: Date): string {
 export function storeError(err: unknown, path: string): Error {
   if (err instanceof CoreError) return err;
   const code = (err as { code?: string }).code ?? "";
+  if (/^SQLITE_(CORRUPT|NOTADB)/.test(code)) {
+    markDamaged(path, (err as Error).message);
+    return new CoreError(
+      "internal_error",
+      `the database ${path} is damaged (${(err as Error).message}); it is set aside at the core's next start and a fresh one used`,
+      { key: "app.data_dir", path, problem: code },
+    );
+  }
   const why: Record<string, string> = {
     SQLITE_BUSY: `another process holds the database ${path} locked; try again`,
     SQLITE_LOCKED: `the database ${path} is locked; try again`,

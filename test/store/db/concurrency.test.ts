@@ -31,6 +31,37 @@ describe("two stores on one data folder", () => {
     b.close();
   });
 
+  test("a history one store has read shows the turns the other committed since", () => {
+    using dir = tmpdir();
+    const a = Store.open(dir.path);
+    const b = Store.open(dir.path);
+    const commit = (s: Store, text: string) =>
+      s.conversations.commitTurn({
+        userId: "u",
+        sessionId: "s",
+        agent: "x",
+        messages: [
+          { role: "user", content: text },
+          { role: "assistant", content: `re ${text}` },
+        ],
+        at: new Date(),
+      });
+    commit(a, "one");
+    expect(a.conversations.history("u", "s")).toHaveLength(2); // cached now
+    commit(b, "two");
+    expect(a.conversations.history("u", "s").map((m) => m.content)).toEqual([
+      "one",
+      "re one",
+      "two",
+      "re two",
+    ]);
+    commit(a, "three");
+    expect(b.conversations.history("u", "s")).toHaveLength(6);
+    expect(a.conversations.history("u", "s")).toEqual(b.conversations.history("u", "s"));
+    a.close();
+    b.close();
+  });
+
   test("a holder whose process is gone, or whose lease ran out, is taken over", () => {
     using dir = tmpdir();
     const store = Store.open(dir.path);

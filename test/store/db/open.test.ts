@@ -1,9 +1,9 @@
 import { Database } from "bun:sqlite";
 import { describe, expect, test } from "bun:test";
-import { existsSync, readdirSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { SCHEMA_VERSION } from "../../../src/store/db/migrations.ts";
-import { DB_FILE, openStore } from "../../../src/store/db/open.ts";
+import { DB_FILE, damagedMarker, markDamaged, openStore } from "../../../src/store/db/open.ts";
 import { Store } from "../../../src/store/store.ts";
 import { tmpdir } from "../../fixtures/tmpdir.ts";
 
@@ -69,6 +69,34 @@ describe("the database file", () => {
       value: reset?.aside,
     });
     db.close();
+  });
+
+  test("damage past the header: a small file fails quick_check at open, a marked one is reset at the next open", () => {
+    using dir = tmpdir();
+    const s = Store.open(dir.path);
+    for (let i = 0; i < 300; i++)
+      s.conversations.commitTurn({
+        userId: "u",
+        sessionId: `s${i}`,
+        agent: "a",
+        messages: [{ role: "user", content: `hello ${i} ${"pad ".repeat(50)}` }],
+        at: new Date(),
+      });
+    s.close();
+    const path = join(dir.path, DB_FILE);
+    const bytes = readFileSync(path);
+    expect(bytes.length).toBeGreaterThan(20 * 4096);
+    bytes.fill(0xa5, 10 * 4096, 12 * 4096); // two pages in the middle
+    writeFileSync(path, bytes);
+    const reopened = Store.open(dir.path);
+    expect(reopened.takeReset()?.problem).toMatch(/quick_check|malformed|corrupt/i);
+    reopened.close();
+
+    markDamaged(path, "database disk image is malformed");
+    const again = Store.open(dir.path);
+    expect(again.takeReset()?.problem).toContain("a statement met damage in it");
+    expect(existsSync(damagedMarker(path))).toBe(false);
+    again.close();
   });
 
   test("a database from a newer local-ai is refused, not moved aside or migrated down", () => {
