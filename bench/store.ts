@@ -11,9 +11,9 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { ChatMessage } from "../src/store/chat-messages.ts";
-import { MemoryIndex } from "../src/store/memory-index.ts";
-import { SessionStore } from "../src/store/session-store.ts";
 import { Store } from "../src/store/store.ts";
+import { MemoryIndex } from "../test/fixtures/store-v01/memory-index.ts";
+import { SessionStore } from "../test/fixtures/store-v01/session-store.ts";
 
 /**
  * Text shaped like chat text for the index: a 20,000-word vocabulary drawn by Zipf's law, and

@@ -53,7 +53,8 @@ export type ChatResult = {
       | "history_reset"
       | "checkpoint_reset"
       | "context_full"
-      | "memory_corrupt";
+      | "memory_corrupt"
+      | "store_reset";
     message: string;
   }[];
   dropped_events: number;
@@ -72,7 +73,8 @@ export type Warning = {
     | "history_reset"
     | "checkpoint_reset"
     | "context_full"
-    | "memory_corrupt";
+    | "memory_corrupt"
+    | "store_reset";
   message: string;
 };
 

@@ -29,6 +29,7 @@ export const WarningCodeSchema = z.enum([
   "checkpoint_reset",
   "context_full",
   "memory_corrupt",
+  "store_reset",
 ]);
 export type WarningCode = z.infer<typeof WarningCodeSchema>;
 

@@ -1,9 +1,9 @@
 import type { Database } from "bun:sqlite";
-import { existsSync, readdirSync, readFileSync, renameSync, rmSync, statSync } from "node:fs";
+import { chmodSync, existsSync, readdirSync, readFileSync, renameSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { z } from "zod";
 import { logger } from "../util/logger.ts";
-import { ensurePrivateDir } from "../util/private-fs.ts";
+import { ensurePrivateDir, PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from "../util/private-fs.ts";
 import { writeFileAtomic } from "./atomic.ts";
 import { ChatMessageSchema } from "./chat-messages.ts";
 import { CheckpointSchema } from "./checkpoint.ts";
@@ -152,11 +152,23 @@ function keepAside(dataDir: string, now: Date): void {
       ? join(target, `users-${now.toISOString().replace(/[:.]/g, "-")}`)
       : join(target, "users");
     renameSync(join(dataDir, "users"), dest);
+    tightenTree(dest);
   } catch (err) {
     // Imported all the same (the marker says so); the folder just stays where it was.
     logger.warn(
       `the imported 0.1 folder ${join(dataDir, "users")} could not be moved aside: ${(err as Error).message}`,
     );
+  }
+}
+
+/** An older version made some of these folders 0755: the kept tree is the user's text, owner-only. */
+function tightenTree(dir: string): void {
+  if (process.platform === "win32") return;
+  chmodSync(dir, PRIVATE_DIR_MODE);
+  for (const e of readdirSync(dir, { withFileTypes: true })) {
+    const p = join(dir, e.name);
+    if (e.isDirectory()) tightenTree(p);
+    else if (e.isFile()) chmodSync(p, PRIVATE_FILE_MODE);
   }
 }
 

@@ -3,7 +3,6 @@ import type { ChatParams, Warning } from "../../protocol/chat.ts";
 import { CoreError } from "../../protocol/errors.ts";
 import type { StartTicket } from "../../runtime/endpoint.ts";
 import { dataDirError } from "../../store/data-dir-problem.ts";
-import { SessionStore } from "../../store/session-store.ts";
 import type { TurnContext, TurnDeps } from "./context.ts";
 import type { TurnResult } from "./ending.ts";
 import { TurnSession } from "./session.ts";
@@ -41,11 +40,15 @@ export async function runTurn(params: ChatParams, deps: TurnDeps): Promise<TurnR
   const prestarted = deps.provider.prestart?.();
   if (prestarted) await untilSpawned(prestarted);
   const unlock = await deps.locks.lock(`${params.user_id}/${sessionId}`, signal);
+  let unlease: (() => void) | undefined;
   try {
+    const store = deps.store();
+    // Another core on the same data folder may be running a turn of this session: wait for it.
+    unlease = await store.leases.acquire(params.user_id, sessionId, signal);
     const warnings: Warning[] = [];
-    const store = new SessionStore(deps.dataDir, params.user_id, sessionId, deps.now);
     const start = { traceId, input: params.input, agent: agent.name, resume: params.resume };
-    const session = TurnSession.open(store, start, warnings);
+    const key = { userId: params.user_id, sessionId };
+    const session = TurnSession.open(store, key, start, warnings, deps.now);
     const ctx: TurnContext = {
       params,
       deps,
@@ -61,6 +64,7 @@ export async function runTurn(params: ChatParams, deps: TurnDeps): Promise<TurnR
     // A folder the core cannot write is the host's to fix: name it, not "see the log".
     throw dataDirError(err, deps.dataDir) ?? err;
   } finally {
+    unlease?.();
     unlock();
   }
 }

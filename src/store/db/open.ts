@@ -3,7 +3,7 @@ import { chmodSync, existsSync, readFileSync, renameSync, rmSync, statSync, writ
 import { join } from "node:path";
 import { CoreError } from "../../protocol/errors.ts";
 import { logger } from "../../util/logger.ts";
-import { ensurePrivateDir, PRIVATE_FILE_MODE } from "../../util/private-fs.ts";
+import { ensurePrivateTree, PRIVATE_FILE_MODE } from "../../util/private-fs.ts";
 import { MIGRATIONS, SCHEMA_VERSION } from "./migrations.ts";
 
 /** The database's file name under app.data_dir. */
@@ -40,7 +40,8 @@ export interface OpenOptions {
  */
 export function openStore(dataDir: string, options: OpenOptions = {}): OpenedStore {
   const now = options.now ?? (() => new Date());
-  ensurePrivateDir(dataDir);
+  // Created owner-only when missing; a folder the user made keeps the mode they gave it.
+  ensurePrivateTree(dataDir);
   const path = join(dataDir, DB_FILE);
   let problem: string | undefined;
   try {

@@ -2,9 +2,9 @@ import { describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { CheckpointSchema } from "../../../src/store/checkpoint.ts";
-import { MemoryIndex } from "../../../src/store/memory-index.ts";
-import { SessionStore } from "../../../src/store/session-store.ts";
 import { Store } from "../../../src/store/store.ts";
+import { MemoryIndex } from "../../fixtures/store-v01/memory-index.ts";
+import { SessionStore } from "../../fixtures/store-v01/session-store.ts";
 import { tmpdir } from "../../fixtures/tmpdir.ts";
 
 describe("import of the 0.1 layout", () => {
