@@ -10,7 +10,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { ChatMessage } from "../src/store/chat-messages.ts";
+import type { ChatMessage } from "../src/protocol/chat-message.ts";
 import { Store } from "../src/store/store.ts";
 import { MemoryIndex } from "../test/fixtures/store-v01/memory-index.ts";
 import { SessionStore } from "../test/fixtures/store-v01/session-store.ts";

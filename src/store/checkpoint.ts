@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { ChatMessageSchema } from "./chat-messages.ts";
+import { ChatMessageSchema } from "../protocol/chat-message.ts";
 
 /** The state of an unfinished turn (L2 checkpoint), enough to resume it without redoing tools. */
 export const CheckpointSchema = z.object({

@@ -1,5 +1,8 @@
 import type { Database } from "bun:sqlite";
-import { type ChatMessage, type ToolCall, ToolCallSchema } from "./chat-messages.ts";
+import type { z } from "zod";
+import { type ChatMessage, type ToolCall, ToolCallSchema } from "../protocol/chat-message.ts";
+import type { SessionSummarySchema, StoredMessageSchema } from "../protocol/sessions.ts";
+import type { Usage } from "../protocol/usage.ts";
 import { previewOf, titleOf } from "./title.ts";
 
 /** A message as the store keeps it: what the model saw, plus what only the host sees. */
@@ -7,30 +10,13 @@ export type TurnMessage = ChatMessage & {
   /** The model's thinking before this message (reasoning models); never sent back in later turns. */
   reasoning?: string;
   /** The step's token counts and timings (SPEC §13), on assistant messages. */
-  usage?: Record<string, number>;
+  usage?: Usage;
 };
 
 /** A message as `sessions.get` shows it. */
-export interface StoredMessage {
-  seq: number;
-  role: ChatMessage["role"];
-  content: string | null;
-  reasoning?: string;
-  tool_calls?: ToolCall[];
-  tool_call_id?: string;
-  created_at: string;
-  usage?: Record<string, number>;
-}
+export type StoredMessage = z.infer<typeof StoredMessageSchema>;
 
-export interface SessionSummary {
-  session_id: string;
-  title: string;
-  agent: string;
-  created_at: string;
-  updated_at: string;
-  message_count: number;
-  preview: string;
-}
+export type SessionSummary = z.infer<typeof SessionSummarySchema>;
 
 export interface CommitTurn {
   userId: string;
@@ -112,7 +98,7 @@ export function storedMessage(row: MessageRow): StoredMessage {
     ...(calls ? { tool_calls: calls } : {}),
     ...(row.tool_call_id !== null ? { tool_call_id: row.tool_call_id } : {}),
     created_at: iso(row.created_at),
-    ...(row.usage !== null ? { usage: JSON.parse(row.usage) as Record<string, number> } : {}),
+    ...(row.usage !== null ? { usage: JSON.parse(row.usage) as Usage } : {}),
   };
 }
 

@@ -2,10 +2,10 @@ import type { Database } from "bun:sqlite";
 import { chmodSync, existsSync, readdirSync, readFileSync, renameSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { z } from "zod";
+import { ChatMessageSchema } from "../protocol/chat-message.ts";
 import { logger } from "../util/logger.ts";
 import { ensurePrivateDir, PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from "../util/private-fs.ts";
 import { writeFileAtomic } from "./atomic.ts";
-import { ChatMessageSchema } from "./chat-messages.ts";
 import { CheckpointSchema } from "./checkpoint.ts";
 import { Conversations } from "./conversations.ts";
 

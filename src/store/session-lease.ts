@@ -49,6 +49,16 @@ export class SessionLeases {
       if (this.tryTake(userId, sessionId)) break;
       await abortable(new Promise((r) => setTimeout(r, POLL_MS)), signal);
     }
+    return this.held(userId, sessionId);
+  }
+
+  /** The session's lease now, or undefined when a live holder has it. */
+  tryHold(userId: string, sessionId: string): (() => void) | undefined {
+    return this.tryTake(userId, sessionId) ? this.held(userId, sessionId) : undefined;
+  }
+
+  /** The release of a lease just taken, which renews it until then. */
+  private held(userId: string, sessionId: string): () => void {
     const renew = setInterval(() => this.renew(userId, sessionId), RENEW_MS);
     renew.unref?.();
     let released = false;

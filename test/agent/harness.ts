@@ -4,7 +4,7 @@ import { methodTable } from "../../src/methods/index.ts";
 import { Dispatcher } from "../../src/protocol/dispatcher.ts";
 import { Writer } from "../../src/protocol/transport/writer.ts";
 import { CoreServices } from "../../src/server/services.ts";
-import type { ChatMessage } from "../../src/store/chat-messages.ts";
+import type { ChatMessage } from "../../src/protocol/chat-message.ts";
 import type { Checkpoint } from "../../src/store/checkpoint.ts";
 import { LlamaStandIn } from "../fixtures/llama-stand-in/in-process.ts";
 import { FakeProvider } from "../fixtures/llama-stand-in/provider.ts";

@@ -1,5 +1,5 @@
 import type { Warning } from "../../protocol/chat.ts";
-import type { ChatMessage } from "../../store/chat-messages.ts";
+import type { ChatMessage } from "../../protocol/chat-message.ts";
 import { type Checkpoint, CheckpointSchema } from "../../store/checkpoint.ts";
 import type { Store } from "../../store/store.ts";
 import { logger } from "../../util/logger.ts";

@@ -35,7 +35,7 @@ function turnAt(options: { settles?: boolean; aborted?: boolean } = {}) {
   session.state.best_text = "so far";
   session.stage();
   const ctx: TurnContext = {
-    params: { user_id: "u", input: "hi", resume: false, approve_execution: false },
+    params: { user_id: "u", input: "hi", resume: false, approve_execution: false, regenerate: false },
     deps,
     agent: config.agents[0] as TurnContext["agent"],
     sessionId: "s",
