@@ -1,10 +1,10 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { methodTable } from "../../src/methods/index.ts";
+import type { ChatMessage } from "../../src/protocol/chat-message.ts";
 import { Dispatcher } from "../../src/protocol/dispatcher.ts";
 import { Writer } from "../../src/protocol/transport/writer.ts";
 import { CoreServices } from "../../src/server/services.ts";
-import type { ChatMessage } from "../../src/protocol/chat-message.ts";
 import type { Checkpoint } from "../../src/store/checkpoint.ts";
 import { LlamaStandIn } from "../fixtures/llama-stand-in/in-process.ts";
 import { FakeProvider } from "../fixtures/llama-stand-in/provider.ts";
