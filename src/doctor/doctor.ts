@@ -16,8 +16,8 @@ import {
   skipped,
 } from "./checks.ts";
 import { dataDirCheck } from "./data-dir-check.ts";
-import { storeCheck } from "./store-check.ts";
 import { rpcChecksFrom } from "./rpc-checks.ts";
+import { storeCheck } from "./store-check.ts";
 
 export type { Check, CheckStatus } from "./checks.ts";
 export type DoctorReport = DoctorResult;

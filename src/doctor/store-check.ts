@@ -29,7 +29,12 @@ export function storeCheck(config: Config, hasFts5 = sqliteHasFts5()): Check {
   const data: Record<string, unknown> = { path, fts5: hasFts5 };
   const status = hasFts5 ? "ok" : "warn";
   if (!existsSync(path)) {
-    return { id: "store", status, message: `no conversation database yet (made at the first chat); ${fts}`, data };
+    return {
+      id: "store",
+      status,
+      message: `no conversation database yet (made at the first chat); ${fts}`,
+      data,
+    };
   }
   if (existsSync(damagedMarker(path))) {
     const why = readFileSync(damagedMarker(path), "utf8").trim();

@@ -12,6 +12,8 @@ import { abortable } from "../util/abortable.ts";
 export const LEASE_TTL_MS = 30_000;
 const RENEW_MS = 10_000;
 const POLL_MS = 50;
+/** How long the database's lock may stay busy before taking a lease fails (Store.write's wait). */
+export const LEASE_BUSY_WAIT_MS = 5000;
 
 export interface LeaseOptions {
   now?: () => number;
@@ -42,12 +44,28 @@ export class SessionLeases {
     this.alive = options.alive ?? processAlive;
   }
 
-  /** Waits until this process holds the session; resolves with the release. */
-  async acquire(userId: string, sessionId: string, signal: AbortSignal): Promise<() => void> {
+  /**
+   * Waits until this process holds the session; resolves with the release. A live holder is
+   * waited for as long as it holds it; a database locked by another process only up to
+   * `busyWaitMs`, then the SQLite error is thrown (the caller names the file).
+   */
+  async acquire(
+    userId: string,
+    sessionId: string,
+    signal: AbortSignal,
+    busyWaitMs = LEASE_BUSY_WAIT_MS,
+  ): Promise<() => void> {
+    let busySince: number | undefined;
     for (;;) {
       signal.throwIfAborted();
-      if (this.tryTake(userId, sessionId)) break;
-      await abortable(new Promise((r) => setTimeout(r, POLL_MS)), signal);
+      const r = this.attempt(userId, sessionId);
+      if (r === true) break;
+      if (r === false) busySince = undefined;
+      else {
+        busySince ??= Date.now();
+        if (Date.now() - busySince >= busyWaitMs) throw r;
+      }
+      await abortable(new Promise((res) => setTimeout(res, POLL_MS)), signal);
     }
     return this.held(userId, sessionId);
   }
@@ -74,11 +92,16 @@ export class SessionLeases {
 
   /** Takes the session when it is free, or its holder is gone; false when held by a live one. */
   tryTake(userId: string, sessionId: string): boolean {
+    return this.attempt(userId, sessionId) === true;
+  }
+
+  /** Taken (true), held by a live holder (false), or the database's lock busy (the error). */
+  private attempt(userId: string, sessionId: string): boolean | Error {
     try {
       return this.take(userId, sessionId);
     } catch (err) {
       // Another process is writing: the next poll asks again.
-      if (/^SQLITE_BUSY/.test((err as { code?: string }).code ?? "")) return false;
+      if (/^SQLITE_BUSY/.test((err as { code?: string }).code ?? "")) return err as Error;
       throw err;
     }
   }

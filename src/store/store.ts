@@ -94,12 +94,32 @@ export class Store {
     }
   }
 
+  /** Runs a read or a short write now; SQLite's failures become errors naming the file. */
+  guard<T>(work: () => T): T {
+    try {
+      return work();
+    } catch (err) {
+      throw storeError(err, this.path);
+    }
+  }
+
+  /** Waits for the session's lease (store/session-lease.ts); a database locked too long fails naming the file. */
+  async lease(userId: string, sessionId: string, signal: AbortSignal): Promise<() => void> {
+    try {
+      return await this.leases.acquire(userId, sessionId, signal, this.busyWaitMs);
+    } catch (err) {
+      throw storeError(err, this.path);
+    }
+  }
+
   list(userId: string, limit: number, before?: string): SessionPage {
-    return listSessions(this.db, userId, limit, before);
+    return this.guard(() => listSessions(this.db, userId, limit, before));
   }
 
   get(userId: string, sessionId: string, limit: number, beforeSeq?: number): MessagePage {
-    return sessionMessages(this.db, this.mustFind(userId, sessionId), userId, limit, beforeSeq);
+    return this.guard(() =>
+      sessionMessages(this.db, this.mustFind(userId, sessionId), userId, limit, beforeSeq),
+    );
   }
 
   async rename(userId: string, sessionId: string, title: string): Promise<SessionSummary> {
@@ -109,12 +129,12 @@ export class Store {
   }
 
   search(userId: string, query: string, limit: number): SearchHit[] {
-    return searchSessions(this.db, this.fts, userId, query, limit);
+    return this.guard(() => searchSessions(this.db, this.fts, userId, query, limit));
   }
 
   export(userId: string, sessionId: string, format: ExportFormat): string {
     const session = this.mustFind(userId, sessionId);
-    const all = sessionMessages(this.db, session, userId, Number.MAX_SAFE_INTEGER);
+    const all = this.guard(() => sessionMessages(this.db, session, userId, Number.MAX_SAFE_INTEGER));
     return exportSession(format, session, all.messages);
   }
 
@@ -135,7 +155,7 @@ export class Store {
   }
 
   mustFind(userId: string, sessionId: string): SessionSummary {
-    const s = this.conversations.session(userId, sessionId);
+    const s = this.guard(() => this.conversations.session(userId, sessionId));
     if (!s) throw sessionNotFound(sessionId);
     return s;
   }

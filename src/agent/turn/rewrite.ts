@@ -37,14 +37,14 @@ export function checkRewriteParams(params: ChatParams): void {
 /** The rewrite the params ask for, checked against the session; undefined for a plain turn. */
 export function planRewrite(params: ChatParams, store: Store, key: SessionKey): Rewrite | undefined {
   if (!params.regenerate && params.replace_from === undefined) return undefined;
-  const session = store.conversations.session(key.userId, key.sessionId);
+  const session = store.guard(() => store.conversations.session(key.userId, key.sessionId));
   if (!session || session.message_count === 0) {
     throw new CoreError("invalid_request", `params.session_id: no session '${key.sessionId}' for this user`, {
       field: "session_id",
       reason: "session_not_found",
     });
   }
-  const roles = store.conversations.roles(key.userId, key.sessionId);
+  const roles = store.guard(() => store.conversations.roles(key.userId, key.sessionId));
   if (params.regenerate) {
     const last = roles.findLast((m) => m.role === "user");
     if (!last) throw refuse("regenerate", "the session has no user message to answer again");

@@ -51,8 +51,8 @@ export async function runTurn(params: ChatParams, deps: TurnDeps): Promise<TurnR
     // Another core on the same data folder may be running a turn of this session: wait for it
     // (a rewrite is refused instead: what it would replace may be changing).
     unlease = rewriting
-      ? store.leases.tryHold(params.user_id, sessionId)
-      : await store.leases.acquire(params.user_id, sessionId, signal);
+      ? store.guard(() => store.leases.tryHold(params.user_id, sessionId))
+      : await store.lease(params.user_id, sessionId, signal);
     if (!unlease) throw turnInFlight(sessionId);
     const warnings: Warning[] = [];
     const key = { userId: params.user_id, sessionId };

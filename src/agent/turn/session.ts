@@ -45,9 +45,9 @@ export class TurnSession {
         message: `the conversation database could not be used (${reset.problem}); it was moved aside to ${reset.aside} and a fresh one started`,
       });
     }
-    const prior = readCheckpoint(store, key, warnings);
+    const prior = store.guard(() => readCheckpoint(store, key, warnings));
     const state = initialState(prior, start, warnings);
-    let history = store.conversations.history(key.userId, key.sessionId);
+    let history = store.guard(() => store.conversations.history(key.userId, key.sessionId));
     if (state.replace_from_seq !== undefined) history = history.slice(0, state.replace_from_seq);
     return new TurnSession(store, key, history, state, prior, now);
   }
@@ -55,12 +55,9 @@ export class TurnSession {
   /** The turn's first checkpoint, before run_start: a database that refuses it fails the chat first. */
   stage(): void {
     const { userId, sessionId } = this.key;
-    this.store.conversations.ensureSession(
-      userId,
-      sessionId,
-      this.state.agent,
-      this.state.user_input,
-      this.now(),
+    const { agent, user_input } = this.state;
+    this.store.guard(() =>
+      this.store.conversations.ensureSession(userId, sessionId, agent, user_input, this.now()),
     );
     this.save();
   }
@@ -95,16 +92,15 @@ export class TurnSession {
   /** A refused turn changes nothing: the checkpoint goes back to how the turn found it. */
   putBack(): void {
     if (this.prior) this.write(stateOf(this.prior));
-    else this.store.conversations.clearCheckpoint(this.key.userId, this.key.sessionId);
+    else
+      this.store.guard(() => this.store.conversations.clearCheckpoint(this.key.userId, this.key.sessionId));
   }
 
   private write(state: TurnState): void {
     const body: Checkpoint = { version: 1, ...state, updated_at: this.now().toISOString() };
-    this.store.conversations.saveCheckpoint(
-      this.key.userId,
-      this.key.sessionId,
-      JSON.stringify(body),
-      this.now(),
+    const { userId, sessionId } = this.key;
+    this.store.guard(() =>
+      this.store.conversations.saveCheckpoint(userId, sessionId, JSON.stringify(body), this.now()),
     );
   }
 }
