@@ -81,6 +81,22 @@ const TYPES: [name: string, expr: string, doc: string][] = [
     "z.infer<typeof PullResultSchema>",
     "The result of pull: the local path, size, SHA-256 and fit verdict.",
   ],
+  ...(
+    [
+      ["SessionsList", "`sessions.list`"],
+      ["SessionsGet", "`sessions.get`"],
+      ["SessionsRename", "`sessions.rename`"],
+      ["SessionsDelete", "`sessions.delete`"],
+      ["SessionsSearch", "`sessions.search`"],
+      ["SessionsExport", "`sessions.export`"],
+      ["UsersDelete", "`users.delete`"],
+    ] as const
+  ).flatMap(([name, method]): [string, string, string][] => [
+    [`${name}Params`, `z.input<typeof S.${name}ParamsSchema>`, `What ${method} accepts.`],
+    [`${name}Result`, `z.infer<typeof S.${name}ResultSchema>`, `The result of ${method}.`],
+  ]),
+  ["SessionSummary", "z.infer<typeof S.SessionSummarySchema>", "One session in `sessions.list`."],
+  ["StoredMessage", "z.infer<typeof S.StoredMessageSchema>", "One message of `sessions.get`."],
   [
     "WarmupProgress",
     "z.infer<typeof WarmupProgressFields>",
@@ -98,6 +114,7 @@ import type { ModelsResultSchema } from "./protocol/models.ts";
 import type { okResultSchema } from "./protocol/ping.ts";
 import type { PlanReportSchema } from "./protocol/plan.ts";
 import type { DownloadProgressFields, PullParamsSchema, PullResultSchema } from "./protocol/pull.ts";
+import type * as S from "./protocol/sessions.ts";
 import type { statusResultSchema } from "./protocol/status.ts";
 import type { WarmupParamsSchema, WarmupResultSchema } from "./protocol/warmup.ts";
 import type { WarmupProgressFields } from "./protocol/warmup-progress.ts";

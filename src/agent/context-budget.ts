@@ -1,4 +1,4 @@
-import type { ChatMessage } from "../store/chat-messages.ts";
+import type { ChatMessage } from "../protocol/chat-message.ts";
 
 /**
  * Token estimates without a tokenizer: about 4 characters per token for English-like text,

@@ -1,4 +1,4 @@
-import type { ToolCall } from "../store/chat-messages.ts";
+import type { ToolCall } from "../protocol/chat-message.ts";
 
 /**
  * Longest arguments a call may carry. Longer ones are a malformed call (a runaway model, not a

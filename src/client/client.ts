@@ -13,6 +13,7 @@ import type { CallOptions, ExitInfo } from "./host-types.ts";
 import type { RequestId } from "./protocol-types.ts";
 import type { RequestStream } from "./request-stream.ts";
 import { Restarts } from "./restarts.ts";
+import { SessionsApi, UsersApi } from "./sessions-api.ts";
 import { DEFAULT_CORE_STOP_GRACE_MS, DEFAULT_SHUTDOWN_TIMEOUT_MS } from "./shutdown-timing.ts";
 import type {
   ChatEvent,
@@ -67,6 +68,10 @@ type State = "idle" | "starting" | "ready" | "restarting" | "failed" | "closed";
 export class LocalAiClient {
   /** The core's answer to initialize (refreshed on each restart). */
   info: InitializeResult | undefined;
+  /** The user's conversations: list, get, rename, delete, search, export (SPEC §11). */
+  readonly sessions: SessionsApi;
+  /** `users.delete`: erase a user's data for good. */
+  readonly users: UsersApi;
 
   private state: State = "idle";
   private process: CoreProcess | undefined;
@@ -91,6 +96,10 @@ export class LocalAiClient {
       maxBufferedEvents: options.maxBufferedEvents ?? CLIENT_DEFAULTS.maxBufferedEvents,
       logger: options.logger,
     });
+    const request = <R>(method: string, params: Record<string, unknown>, callOptions?: CallOptions) =>
+      this.request<R>(method, params, callOptions);
+    this.sessions = new SessionsApi(request);
+    this.users = new UsersApi(request);
     this.enter("idle");
   }
 

@@ -23,7 +23,8 @@ export type ErrorReason =
   | "server_error"
   | "connection_lost"
   | "bad_response"
-  | "server_failed";
+  | "server_failed"
+  | "session_not_found";
 
 /** What `chat` accepts: every field has a default on the core's side. */
 export type ChatParams = {
@@ -33,6 +34,8 @@ export type ChatParams = {
   input?: string | undefined;
   resume?: boolean | undefined;
   approve_execution?: boolean | undefined;
+  regenerate?: boolean | undefined;
+  replace_from?: number | undefined;
 };
 
 /** The final answer of a chat. */
@@ -52,7 +55,8 @@ export type ChatResult = {
       | "history_reset"
       | "checkpoint_reset"
       | "context_full"
-      | "memory_corrupt";
+      | "memory_corrupt"
+      | "store_reset";
     message: string;
   }[];
   dropped_events: number;
@@ -71,7 +75,8 @@ export type Warning = {
     | "history_reset"
     | "checkpoint_reset"
     | "context_full"
-    | "memory_corrupt";
+    | "memory_corrupt"
+    | "store_reset";
   message: string;
 };
 
@@ -428,6 +433,154 @@ export type PullResult = {
     context_per_slot: number | null;
     message: string;
   };
+};
+
+/** What `sessions.list` accepts. */
+export type SessionsListParams = {
+  user_id?: string | undefined;
+  limit?: number | undefined;
+  before?: string | undefined;
+};
+
+/** The result of `sessions.list`. */
+export type SessionsListResult = {
+  sessions: {
+    session_id: string;
+    title: string;
+    agent: string;
+    created_at: string;
+    updated_at: string;
+    message_count: number;
+    preview: string;
+  }[];
+  next: string | null;
+};
+
+/** What `sessions.get` accepts. */
+export type SessionsGetParams = {
+  session_id: string;
+  user_id?: string | undefined;
+  limit?: number | undefined;
+  before_seq?: number | undefined;
+};
+
+/** The result of `sessions.get`. */
+export type SessionsGetResult = {
+  session: {
+    session_id: string;
+    title: string;
+    agent: string;
+    created_at: string;
+    updated_at: string;
+    message_count: number;
+    preview: string;
+  };
+  messages: {
+    seq: number;
+    role: "tool" | "user" | "assistant" | "system";
+    content: string | null;
+    created_at: string;
+    reasoning?: string | undefined;
+    tool_calls?:
+      | { id: string; type: "function"; function: { name: string; arguments: string } }[]
+      | undefined;
+    tool_call_id?: string | undefined;
+    usage?:
+      | {
+          prompt_tokens?: number | undefined;
+          cached_tokens?: number | undefined;
+          completion_tokens?: number | undefined;
+          reasoning_tokens?: number | undefined;
+          prompt_ms?: number | undefined;
+          ttft_ms?: number | undefined;
+          tokens_per_s?: number | undefined;
+        }
+      | undefined;
+  }[];
+  has_more: boolean;
+};
+
+/** What `sessions.rename` accepts. */
+export type SessionsRenameParams = { session_id: string; title: string; user_id?: string | undefined };
+
+/** The result of `sessions.rename`. */
+export type SessionsRenameResult = {
+  session: {
+    session_id: string;
+    title: string;
+    agent: string;
+    created_at: string;
+    updated_at: string;
+    message_count: number;
+    preview: string;
+  };
+};
+
+/** What `sessions.delete` accepts. */
+export type SessionsDeleteParams = { session_id: string; user_id?: string | undefined };
+
+/** The result of `sessions.delete`. */
+export type SessionsDeleteResult = { deleted: true };
+
+/** What `sessions.search` accepts. */
+export type SessionsSearchParams = {
+  query: string;
+  user_id?: string | undefined;
+  limit?: number | undefined;
+};
+
+/** The result of `sessions.search`. */
+export type SessionsSearchResult = {
+  hits: { session_id: string; seq: number; title: string; snippet: string }[];
+};
+
+/** What `sessions.export` accepts. */
+export type SessionsExportParams = {
+  session_id: string;
+  format: "markdown" | "json";
+  user_id?: string | undefined;
+};
+
+/** The result of `sessions.export`. */
+export type SessionsExportResult = { format: "markdown" | "json"; content: string };
+
+/** What `users.delete` accepts. */
+export type UsersDeleteParams = { user_id?: string | undefined };
+
+/** The result of `users.delete`. */
+export type UsersDeleteResult = { deleted_sessions: number };
+
+/** One session in `sessions.list`. */
+export type SessionSummary = {
+  session_id: string;
+  title: string;
+  agent: string;
+  created_at: string;
+  updated_at: string;
+  message_count: number;
+  preview: string;
+};
+
+/** One message of `sessions.get`. */
+export type StoredMessage = {
+  seq: number;
+  role: "tool" | "user" | "assistant" | "system";
+  content: string | null;
+  created_at: string;
+  reasoning?: string | undefined;
+  tool_calls?: { id: string; type: "function"; function: { name: string; arguments: string } }[] | undefined;
+  tool_call_id?: string | undefined;
+  usage?:
+    | {
+        prompt_tokens?: number | undefined;
+        cached_tokens?: number | undefined;
+        completion_tokens?: number | undefined;
+        reasoning_tokens?: number | undefined;
+        prompt_ms?: number | undefined;
+        ttft_ms?: number | undefined;
+        tokens_per_s?: number | undefined;
+      }
+    | undefined;
 };
 
 /** The fields of a `warmup_progress` event (warmup's, and a chat's while llama-server starts or wakes). */

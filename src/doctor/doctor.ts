@@ -17,6 +17,7 @@ import {
 } from "./checks.ts";
 import { dataDirCheck } from "./data-dir-check.ts";
 import { rpcChecksFrom } from "./rpc-checks.ts";
+import { storeCheck } from "./store-check.ts";
 
 export type { Check, CheckStatus } from "./checks.ts";
 export type DoctorReport = DoctorResult;
@@ -55,6 +56,7 @@ export async function runDoctor(
       skipped("model", because),
       hardware,
       skipped("data_dir", because),
+      skipped("store", because),
       skipped("plan", because),
     ]);
   }
@@ -77,6 +79,7 @@ export async function runDoctor(
     modelCheck(modelResult),
     hardwareCheck(hardware),
     dataDirCheck(config),
+    storeCheck(config),
     ...mcpChecks(config),
     ...rpcChecksFrom(config, workers),
     planCheck(config, model, hardware, workers),

@@ -1,4 +1,4 @@
-import type { ToolCall } from "../store/chat-messages.ts";
+import type { ToolCall } from "../protocol/chat-message.ts";
 import { excerpt, LlmError } from "./errors.ts";
 import type { ToolCallAssembler, ToolCallDelta } from "./tool-call-deltas.ts";
 

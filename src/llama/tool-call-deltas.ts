@@ -1,4 +1,4 @@
-import type { ToolCall } from "../store/chat-messages.ts";
+import type { ToolCall } from "../protocol/chat-message.ts";
 
 /** One streamed fragment of a tool call (recordings 14, 16: `delta.tool_calls[]`). */
 export interface ToolCallDelta {

@@ -27,7 +27,7 @@ export const chat = defineMethod({
         return services.mcp();
       },
       locks: services.sessionLocks(),
-      memory: (userId) => services.memories().get(userId),
+      store: () => services.store(),
       emit: (event, fields) => ctx.emit(event, fields),
       signal: ctx.signal,
       settle: () => ctx.settle(),

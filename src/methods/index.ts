@@ -40,6 +40,13 @@ export const METHODS = [
   lazy("models", false, () => import("./models.ts").then((m) => m.models)),
   lazy("status", false, () => import("./status.ts").then((m) => m.status)),
   lazy("pull", true, () => import("./pull.ts").then((m) => m.pull)),
+  lazy("sessions.list", false, () => import("./sessions.ts").then((m) => m.sessionsList)),
+  lazy("sessions.get", false, () => import("./sessions.ts").then((m) => m.sessionsGet)),
+  lazy("sessions.rename", false, () => import("./sessions.ts").then((m) => m.sessionsRename)),
+  lazy("sessions.delete", false, () => import("./sessions.ts").then((m) => m.sessionsDelete)),
+  lazy("sessions.search", false, () => import("./sessions.ts").then((m) => m.sessionsSearch)),
+  lazy("sessions.export", false, () => import("./sessions.ts").then((m) => m.sessionsExport)),
+  lazy("users.delete", false, () => import("./sessions.ts").then((m) => m.usersDelete)),
 ] as const;
 
 /** Served only with LOCAL_AI_TEST_METHODS=1; not part of the protocol's schema. */

@@ -2,7 +2,7 @@ import type { McpPool } from "../agent/mcp/pool.ts";
 import type { Config, LoadedConfig } from "../config/schema.ts";
 import type { LlamaProvider } from "../runtime/endpoint.ts";
 import type { KeyedMutex } from "../store/keyed-mutex.ts";
-import type { UserMemories } from "../store/user-memory.ts";
+import type { Store } from "../store/store.ts";
 
 /**
  * What a method may ask of the core: the config and the long-lived services, each created on
@@ -38,5 +38,6 @@ export interface Services {
   /** One lock per user/session, so two chats never write the same session at once. */
   sessionLocks(): KeyedMutex;
   /** Each user's memory index, built on first need. */
-  memories(): UserMemories;
+  /** The conversation database, opened on first need. */
+  store(): Store;
 }

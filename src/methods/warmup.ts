@@ -24,7 +24,8 @@ export const warmup = defineMethod({
         throw dataDirError(err, services.config().app.data_dir) ?? err;
       });
     lease.release();
-    if (services.config().memory.enabled) services.memories().get(params.user_id);
+    // The database opens now (and imports a 0.1 folder once), not on the first chat's path.
+    services.store();
     return { status: "ready" as const, elapsed_ms: Date.now() - t0, slots: provider.slots() };
   },
 });

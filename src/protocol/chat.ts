@@ -13,6 +13,10 @@ export const ChatParamsSchema = z.object({
   input: z.string().default(""),
   resume: z.boolean().default(false),
   approve_execution: z.boolean().default(false),
+  /** Replaces the session's last answer: its last user message runs again (`input` must be empty). */
+  regenerate: z.boolean().default(false),
+  /** An edit: the user message with this seq becomes `input`, and everything after it goes. */
+  replace_from: z.number().int().nonnegative().optional(),
 });
 export type ChatParams = z.infer<typeof ChatParamsSchema>;
 
@@ -29,6 +33,7 @@ export const WarningCodeSchema = z.enum([
   "checkpoint_reset",
   "context_full",
   "memory_corrupt",
+  "store_reset",
 ]);
 export type WarningCode = z.infer<typeof WarningCodeSchema>;
 

@@ -28,6 +28,7 @@ export const ERROR_REASONS = [
   "connection_lost",
   "bad_response",
   "server_failed",
+  "session_not_found",
 ] as const;
 export type ErrorReason = (typeof ERROR_REASONS)[number];
 

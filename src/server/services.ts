@@ -4,7 +4,7 @@ import { METHODS } from "../methods/index.ts";
 import type { Services } from "../methods/services.ts";
 import type { LlamaProvider } from "../runtime/endpoint.ts";
 import { KeyedMutex } from "../store/keyed-mutex.ts";
-import type { UserMemories } from "../store/user-memory.ts";
+import type { Store } from "../store/store.ts";
 import { logger, logUnexpected, setLogLevel } from "../util/logger.ts";
 
 export interface ServicesOptions {
@@ -28,7 +28,7 @@ export class CoreServices implements Services {
   private provider: LlamaProvider | undefined;
   private pool: McpPool | undefined;
   private locks: KeyedMutex | undefined;
-  private userMemories: UserMemories | undefined;
+  private database: Store | undefined;
   private readonly stoppers: { name: string; stop: () => Promise<void> }[] = [];
   private stopping: Promise<void> | undefined;
   private prepared = false;
@@ -134,13 +134,14 @@ export class CoreServices implements Services {
     return this.locks;
   }
 
-  memories(): UserMemories {
-    if (!this.userMemories) {
+  store(): Store {
+    if (!this.database) {
       const { app, memory } = this.config();
-      const { UserMemories } = require("../store/user-memory.ts") as typeof import("../store/user-memory.ts");
-      this.userMemories = new UserMemories(app.data_dir, memory.folders);
+      const { Store } = require("../store/store.ts") as typeof import("../store/store.ts");
+      const store = Store.open(app.data_dir, { folders: memory.folders });
+      this.database = this.stopAtShutdown("store", store, async () => store.close());
     }
-    return this.userMemories;
+    return this.database;
   }
 
   /** Stops every service once; safe to call from several shutdown paths at the same time. */

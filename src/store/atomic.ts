@@ -1,14 +1,5 @@
 import { randomBytes } from "node:crypto";
-import {
-  closeSync,
-  fsyncSync,
-  mkdirSync,
-  openSync,
-  readdirSync,
-  renameSync,
-  rmSync,
-  writeSync,
-} from "node:fs";
+import { closeSync, fsyncSync, mkdirSync, openSync, renameSync, rmSync, writeSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from "../util/private-fs.ts";
 
@@ -98,32 +89,6 @@ function syncFolder(dir: string): void {
   }
 }
 
-const TEMP = /^\.[0-9a-f]{12}\.tmp$/;
-
-/**
- * Removes temp files that a write killed mid-way (kill -9, power loss) left in `dir`. Call it
- * only where no write to `dir` can be in progress (e.g. under the session's lock).
- */
-export function removeStaleTemps(dir: string): number {
-  let names: string[];
-  try {
-    names = readdirSync(dir);
-  } catch {
-    return 0;
-  }
-  let removed = 0;
-  for (const name of names) {
-    if (!TEMP.test(name)) continue;
-    rmSync(join(dir, name), { force: true });
-    removed++;
-  }
-  return removed;
-}
-
 export function writeJsonAtomic(path: string, value: unknown): void {
   writeFileAtomic(path, `${JSON.stringify(value)}\n`);
-}
-
-export function stageJsonAtomic(path: string, value: unknown): StagedWrite {
-  return stageFileAtomic(path, `${JSON.stringify(value)}\n`);
 }

@@ -28,6 +28,11 @@ export class KeyedMutex {
     }
   }
 
+  /** Whether someone holds (or waits for) `key` now. */
+  held(key: string): boolean {
+    return this.locks.has(key);
+  }
+
   /** Keys held or waited for now (tests check that finished keys are forgotten). */
   get size(): number {
     return this.locks.size;

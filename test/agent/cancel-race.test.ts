@@ -1,14 +1,7 @@
 import { describe, expect, test } from "bun:test";
-import { existsSync, readFileSync } from "node:fs";
-import { join } from "node:path";
 import { ChatHarness, type Msg } from "./harness.ts";
 
-const sessionDir = (h: ChatHarness, session: string) =>
-  join(h.dataDir, "users", "default_user", "sessions", session);
-const historyOf = (h: ChatHarness, session: string): { role: string; content: string | null }[] => {
-  const file = join(sessionDir(h, session), "history.json");
-  return existsSync(file) ? JSON.parse(readFileSync(file, "utf8")).messages : [];
-};
+const historyOf = (h: ChatHarness, session: string) => h.history(session);
 
 /** Loads the cancel method once, so a later cancel runs synchronously inside the sender. */
 async function warmCancel(h: ChatHarness): Promise<void> {
@@ -35,7 +28,7 @@ describe("chat: a cancel racing the finish", () => {
     // Not committed: the history still ends with the earlier turn …
     expect(historyOf(h, "race").map((m) => m.content)).toEqual(["earlier", "first answer"]);
     // … and the turn stays resumable from its checkpoint.
-    expect(existsSync(join(sessionDir(h, "race"), "checkpoint.json"))).toBe(true);
+    expect(h.checkpoint("race") !== undefined).toBe(true);
     h.onEmit = () => {};
     h.llama.script({ content: ["resumed"] });
     const resumed = await h.chat("c2", { session_id: "race", resume: true });
@@ -68,13 +61,13 @@ describe("chat: a cancel racing the finish", () => {
         expect(end).toMatchObject({ type: "error", code: "cancelled" });
         expect(evs.at(-1)).toMatchObject({ event: "loop_abort", reason: "cancelled" });
         expect(history).toEqual([]);
-        expect(existsSync(join(sessionDir(h, session), "checkpoint.json"))).toBe(true);
+        expect(h.checkpoint(session) !== undefined).toBe(true);
       } else {
         outcomes.finished++;
         expect(end).toMatchObject({ type: "result", result: { response: "abc" } });
         expect(evs.some((e) => e.event === "loop_abort")).toBe(false);
         expect(history.map((m) => m.content)).toEqual([`q${i}`, "abc"]);
-        expect(existsSync(join(sessionDir(h, session), "checkpoint.json"))).toBe(false);
+        expect(h.checkpoint(session) !== undefined).toBe(false);
       }
     }
     expect(outcomes.cancelled + outcomes.finished).toBe(12);

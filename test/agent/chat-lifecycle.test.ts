@@ -14,9 +14,6 @@ const calls = (h: ChatHarness) =>
         .map((l) => JSON.parse(l) as { tool: string; args: Record<string, unknown> })
     : [];
 
-const sessionDir = (h: ChatHarness, session: string, user = "default_user") =>
-  join(h.dataDir, "users", user, "sessions", session);
-
 describe("chat: cancel", () => {
   test("cancel during streaming closes the stream and ends with cancelled after loop_abort", async () => {
     await using h = new ChatHarness({ agents: [{ name: "plain" }] });
@@ -30,7 +27,7 @@ describe("chat: cancel", () => {
     expect(h.events("c1").at(-1)).toMatchObject({ event: "loop_abort", reason: "cancelled", step: 0 });
     expect(await waitFor(() => h.llama.disconnects === 1)).toBe(true);
     // The interrupted turn stays resumable.
-    expect(existsSync(join(sessionDir(h, "cx"), "checkpoint.json"))).toBe(true);
+    expect(h.checkpoint("cx") !== undefined).toBe(true);
     h.send("k2", "cancel", { request_id: "c1" });
     expect((await h.terminal("k2")).result).toEqual({ cancelled: false });
   });
@@ -62,8 +59,8 @@ describe("chat: cancel", () => {
     expect(events.filter((e) => e.event === "tool_start").map((e) => e.tool)).toEqual(["t.slow"]);
     expect(events[0]).toMatchObject({ event: "run_start", user_input: "work" });
     expect(calls(h).filter((c) => c.tool === "echo")).toHaveLength(1);
-    expect(existsSync(join(sessionDir(h, "rs"), "checkpoint.json"))).toBe(false);
-    const history = JSON.parse(readFileSync(join(sessionDir(h, "rs"), "history.json"), "utf8")).messages;
+    expect(h.checkpoint("rs") !== undefined).toBe(false);
+    const history = h.history("rs");
     expect(history.map((m: { role: string }) => m.role)).toEqual([
       "user",
       "assistant",
@@ -182,33 +179,28 @@ describe("chat: failures and disk", () => {
 
   test("resume from a checkpoint left by a killed core skips the completed tool call", async () => {
     await using h = new ChatHarness();
-    const dir = sessionDir(h, "k9");
-    mkdirSync(dir, { recursive: true });
-    writeFileSync(
-      join(dir, "checkpoint.json"),
-      JSON.stringify({
-        version: 1,
-        trace_id: "0000000000000000",
-        user_input: "do two things",
-        agent: "assistant",
-        step: 1,
-        parse_errors: 0,
-        best_text: "",
-        turn: [
-          { role: "user", content: "do two things" },
-          {
-            role: "assistant",
-            content: null,
-            tool_calls: [
-              { id: "c1", type: "function", function: { name: "t__echo", arguments: '{"text":"one"}' } },
-              { id: "c2", type: "function", function: { name: "t__echo", arguments: '{"text":"two"}' } },
-            ],
-          },
-          { role: "tool", tool_call_id: "c1", content: "echo: one" },
-        ],
-        updated_at: "2026-01-01T00:00:00.000Z",
-      }),
-    );
+    h.writeCheckpoint("k9", {
+      version: 1,
+      trace_id: "0000000000000000",
+      user_input: "do two things",
+      agent: "assistant",
+      step: 1,
+      parse_errors: 0,
+      best_text: "",
+      turn: [
+        { role: "user", content: "do two things" },
+        {
+          role: "assistant",
+          content: null,
+          tool_calls: [
+            { id: "c1", type: "function", function: { name: "t__echo", arguments: '{"text":"one"}' } },
+            { id: "c2", type: "function", function: { name: "t__echo", arguments: '{"text":"two"}' } },
+          ],
+        },
+        { role: "tool", tool_call_id: "c1", content: "echo: one" },
+      ],
+      updated_at: "2026-01-01T00:00:00.000Z",
+    });
     h.llama.script({ content: ["both done"] });
     const { terminal, events } = await h.chat("r", { session_id: "k9", resume: true });
     expect(terminal.result).toMatchObject({ response: "both done" });
@@ -221,20 +213,22 @@ describe("chat: failures and disk", () => {
     expect(events.find((e) => e.event === "llm_start")).toMatchObject({ step: 1 });
   });
 
-  test("a corrupt history is moved aside, reset and reported", async () => {
+  test("a corrupt database is moved aside, a fresh one used, and the chat says store_reset", async () => {
     await using h = new ChatHarness({ agents: [{ name: "plain" }] });
-    const dir = sessionDir(h, "bad");
-    mkdirSync(dir, { recursive: true });
-    writeFileSync(join(dir, "history.json"), "{ this is not json \u0000");
-    h.llama.script({ content: ["fresh"] });
+    mkdirSync(h.dataDir, { recursive: true });
+    writeFileSync(join(h.dataDir, "local-ai.db"), "{ this is not a database \u0000".repeat(200));
+    h.llama.script({ content: ["fresh"] }, { content: ["again"] });
     const { terminal } = await h.chat(1, { input: "hello", session_id: "bad" });
     const result = terminal.result as { warnings: { code: string; message: string }[] };
-    expect(result.warnings.map((w) => w.code)).toEqual(["history_reset"]);
-    const aside = readdirSync(dir).filter((f) => f.startsWith("history.json.corrupt-"));
+    expect(result.warnings.map((w) => w.code)).toEqual(["store_reset"]);
+    expect(result.warnings[0]?.message).toContain("local-ai.db.corrupt-");
+    const aside = readdirSync(h.dataDir).filter((f) => f.startsWith("local-ai.db.corrupt-"));
     expect(aside).toHaveLength(1);
-    expect(readFileSync(join(dir, aside[0] as string), "utf8")).toContain("this is not json");
-    const history = JSON.parse(readFileSync(join(dir, "history.json"), "utf8"));
-    expect(history.messages).toHaveLength(2);
+    expect(readFileSync(join(h.dataDir, aside[0] as string), "utf8")).toContain("this is not a database");
+    expect(h.history("bad")).toHaveLength(2);
+    // Said once, not on every chat after.
+    const next = await h.chat(2, { input: "more", session_id: "bad" });
+    expect((next.terminal.result as { warnings: unknown[] }).warnings).toEqual([]);
   });
 
   test("ids that could escape the data directory are invalid_request naming the field", async () => {

@@ -45,14 +45,12 @@ describe("chat: answers and tools", () => {
     expect(req?.body).toMatchObject({ stream: true, stream_options: { include_usage: true } });
     expect(req?.body.messages[0]).toEqual({ role: "system", content: "Be brief." });
     expect(req?.body.messages.at(-1)).toEqual({ role: "user", content: "hi" });
-    // History on disk, checkpoint gone.
-    const dir = join(h.dataDir, "users", "default_user", "sessions", "s1");
-    const history = JSON.parse(readFileSync(join(dir, "history.json"), "utf8"));
-    expect(history.messages).toEqual([
+    // History in the database, checkpoint gone.
+    expect(h.history("s1")).toEqual([
       { role: "user", content: "hi" },
       { role: "assistant", content: "Hello there" },
     ]);
-    expect(existsSync(join(dir, "checkpoint.json"))).toBe(false);
+    expect(h.checkpoint("s1")).toBeUndefined();
   });
 
   test("default session id is 8 characters of a-z0-9 and history carries into the next turn", async () => {

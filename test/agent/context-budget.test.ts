@@ -1,6 +1,6 @@
 import { expect, test } from "bun:test";
 import { estimateTokens, trimHistory } from "../../src/agent/context-budget.ts";
-import type { ChatMessage } from "../../src/store/chat-messages.ts";
+import type { ChatMessage } from "../../src/protocol/chat-message.ts";
 
 const turn = (n: number, size: number): ChatMessage[] => [
   { role: "user", content: `q${n} ${"x".repeat(size)}` },

@@ -8,10 +8,7 @@ import { ChatHarness, type Msg, names } from "./harness.ts";
 // the token counts, leaving the session as it was. Recordings: transcripts 22, 22b (the 400
 // exceed_context_size_error), 23, 23b (finish_reason "length" at n_ctx).
 
-const sessionDir = (h: ChatHarness, session: string) =>
-  join(h.dataDir, "users", "default_user", "sessions", session);
-const readHistory = (h: ChatHarness, session: string) =>
-  JSON.parse(readFileSync(join(sessionDir(h, session), "history.json"), "utf8")).messages;
+const readHistory = (h: ChatHarness, session: string) => h.history(session);
 const mcpCalls = (h: ChatHarness) =>
   existsSync(h.mcpLog) ? readFileSync(h.mcpLog, "utf8").split("\n").filter(Boolean) : [];
 
@@ -52,7 +49,7 @@ describe("chat: a reply that fills the slot's context", () => {
       { role: "user", content: "x" },
       { role: "assistant", content: "so much to say" },
     ]);
-    expect(existsSync(join(sessionDir(h, "ov"), "checkpoint.json"))).toBe(false);
+    expect(h.checkpoint("ov") !== undefined).toBe(false);
     h.llama.script({ content: ["ok"] });
     await h.chat(2, { input: "y", session_id: "ov" });
     expect(h.llama.requests[1]?.body.messages.slice(1).map((m) => m.content)).toEqual([
@@ -141,7 +138,7 @@ describe("chat: a reply that fills the slot's context", () => {
     const history = readHistory(h, "grow");
     expect(history.map((m: { role: string }) => m.role)).toEqual(["user", "assistant", "tool", "assistant"]);
     expect(history.at(-1)).toEqual({ role: "assistant", content: "Looking." });
-    expect(existsSync(join(sessionDir(h, "grow"), "checkpoint.json"))).toBe(false);
+    expect(h.checkpoint("grow") !== undefined).toBe(false);
   });
 
   test("the configured reply cap still gives reply_truncated", async () => {
@@ -165,8 +162,10 @@ describe("chat: a prompt that cannot fit", () => {
     expect(terminal.message).toContain("8292");
     expect(terminal.message).toContain("8192");
     expect(events.at(-1)).toMatchObject({ event: "loop_abort", reason: "context_overflow", step: 0 });
-    expect(existsSync(join(sessionDir(h, "big"), "history.json"))).toBe(false);
-    expect(existsSync(join(sessionDir(h, "big"), "checkpoint.json"))).toBe(false);
+    expect(h.history("big")).toEqual([]);
+    expect(h.checkpoint("big")).toBeUndefined();
+    // The refused turn leaves no empty session behind for the host's list.
+    expect(h.services.store().list("default_user", 10).sessions).toEqual([]);
   });
 
   test("is tried with less and then no history before it is refused; the history stays as it was", async () => {
@@ -175,7 +174,7 @@ describe("chat: a prompt that cannot fit", () => {
       h.llama.script({ content: [`a${i}`] });
       await h.chat(i, { input: `q${i}`, session_id: "hist" });
     }
-    const before = readFileSync(join(sessionDir(h, "hist"), "history.json"), "utf8");
+    const before = h.history("hist");
     for (let i = 0; i < 6; i++) h.llama.script({ overflow: true });
     const { terminal } = await h.chat(5, { input: "q5", session_id: "hist" });
     expect(terminal).toMatchObject({ type: "error", code: "invalid_request" });
@@ -185,32 +184,30 @@ describe("chat: a prompt that cannot fit", () => {
     // Refused only once nothing more could be left out: system prompt and the input alone.
     expect(tries.at(-1)).toBe(2);
     expect(tries.length).toBeLessThanOrEqual(4);
-    expect(readFileSync(join(sessionDir(h, "hist"), "history.json"), "utf8")).toBe(before);
-    expect(existsSync(join(sessionDir(h, "hist"), "checkpoint.json"))).toBe(false);
+    expect(h.history("hist")).toEqual(before);
+    expect(h.checkpoint("hist") !== undefined).toBe(false);
   });
 
   test("an interrupted turn's checkpoint survives a refused new turn", async () => {
     await using h = new ChatHarness({ agents: [{ name: "plain" }] });
-    const dir = sessionDir(h, "cp");
-    mkdirSync(dir, { recursive: true });
     const checkpoint = {
-      version: 1,
+      version: 1 as const,
       trace_id: "0000000000000000",
       user_input: "the interrupted one",
       agent: "plain",
       step: 0,
       parse_errors: 0,
       best_text: "",
-      turn: [{ role: "user", content: "the interrupted one" }],
+      turn: [{ role: "user" as const, content: "the interrupted one" }],
       updated_at: "2026-01-01T00:00:00.000Z",
     };
-    writeFileSync(join(dir, "checkpoint.json"), JSON.stringify(checkpoint));
+    h.writeCheckpoint("cp", checkpoint);
     h.llama.script({ overflow: true });
     const { terminal } = await h.chat(1, { input: "too long", session_id: "cp" });
     expect(terminal).toMatchObject({ type: "error", code: "invalid_request" });
-    const { updated_at: _u, ...kept } = JSON.parse(readFileSync(join(dir, "checkpoint.json"), "utf8"));
+    const { updated_at: _u, ...kept } = h.checkpoint("cp") as typeof checkpoint;
     const { updated_at: _v, ...original } = checkpoint;
     expect(kept).toEqual(original);
-    expect(existsSync(join(dir, "history.json"))).toBe(false);
+    expect(h.history("cp")).toEqual([]);
   });
 });

@@ -1,9 +1,11 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { methodTable } from "../../src/methods/index.ts";
+import type { ChatMessage } from "../../src/protocol/chat-message.ts";
 import { Dispatcher } from "../../src/protocol/dispatcher.ts";
 import { Writer } from "../../src/protocol/transport/writer.ts";
 import { CoreServices } from "../../src/server/services.ts";
+import type { Checkpoint } from "../../src/store/checkpoint.ts";
 import { LlamaStandIn } from "../fixtures/llama-stand-in/in-process.ts";
 import { FakeProvider } from "../fixtures/llama-stand-in/provider.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
@@ -87,6 +89,24 @@ export class ChatHarness {
 
   get dataDir(): string {
     return join(this.dir.path, "data");
+  }
+
+  /** The session's history as the model sees it (empty when it has none). */
+  history(session: string, user = "default_user"): ChatMessage[] {
+    return this.services.store().conversations.history(user, session);
+  }
+
+  /** The session's checkpoint, parsed, or undefined. */
+  checkpoint(session: string, user = "default_user"): Checkpoint | undefined {
+    const body = this.services.store().conversations.checkpoint(user, session);
+    return body === undefined ? undefined : (JSON.parse(body) as Checkpoint);
+  }
+
+  /** Writes a checkpoint as an interrupted turn would have left it. */
+  writeCheckpoint(session: string, checkpoint: Checkpoint, user = "default_user"): void {
+    const c = this.services.store().conversations;
+    c.ensureSession(user, session, checkpoint.agent, checkpoint.user_input, new Date());
+    c.saveCheckpoint(user, session, JSON.stringify(checkpoint), new Date());
   }
 
   send(id: string | number, method: string, params: Record<string, unknown> = {}): void {

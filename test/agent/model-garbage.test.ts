@@ -6,8 +6,6 @@ import { ChatHarness, names } from "./harness.ts";
 
 const delta = (d: Record<string, unknown>, finish: string | null = null) =>
   `data: ${JSON.stringify({ choices: [{ index: 0, delta: d, finish_reason: finish }] })}\n\n`;
-const checkpoint = (h: ChatHarness, session: string) =>
-  join(h.dataDir, "users", "default_user", "sessions", session, "checkpoint.json");
 
 describe("chat: garbage on the wire from llama-server", () => {
   const cases: [string, string[], string][] = [
@@ -33,7 +31,7 @@ describe("chat: garbage on the wire from llama-server", () => {
       expect(events.at(-1)).toMatchObject({ event: "loop_abort", reason: "llm_error" });
       // Not a crash of the server: no restart asked for.
       expect(h.provider.failures).toEqual([]);
-      expect(existsSync(checkpoint(h, "g"))).toBe(true);
+      expect(h.checkpoint("g")).toBeDefined();
       const next = await h.chat(2, { input: "again", session_id: "g2" });
       expect(next.terminal.result).toMatchObject({ response: "next is fine" });
     });
@@ -82,10 +80,7 @@ describe("chat: garbage tool calls and empty replies from the model", () => {
     const sent = JSON.stringify(h.llama.requests[1]?.body.messages);
     expect(sent.length).toBeLessThan(5000);
     expect(sent).toContain("over the limit");
-    const history = await Bun.file(
-      join(h.dataDir, "users", "default_user", "sessions", "long", "history.json"),
-    ).text();
-    expect(history.length).toBeLessThan(5000);
+    expect(JSON.stringify(h.history("long")).length).toBeLessThan(5000);
   });
 
   test("an unknown tool name of any length is named (bounded) and re-prompted; past the limit the loop aborts", async () => {

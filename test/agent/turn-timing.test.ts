@@ -82,19 +82,16 @@ test("what onSent throws ends the request and is thrown as it is", async () => {
 test("the turn's first checkpoint is in place before the host sees the first chunk", async () => {
   await using h = new ChatHarness({ agents: [{ name: "plain" }], memory: { enabled: false } });
   h.llama.script({ content: ["one", " two"] });
-  const file = join(h.dataDir, "users", "default_user", "sessions", "cp", "checkpoint.json");
   let atFirstChunk: unknown;
   h.onEmit = (m: Msg) => {
-    if (m.event === "llm_chunk" && atFirstChunk === undefined)
-      atFirstChunk = existsSync(file) ? JSON.parse(readFileSync(file, "utf8")) : null;
+    if (m.event === "llm_chunk" && atFirstChunk === undefined) atFirstChunk = h.checkpoint("cp") ?? null;
   };
   const { terminal } = await h.chat("c", { input: "keep me", session_id: "cp" });
   expect(terminal.type).toBe("result");
   expect(atFirstChunk).toMatchObject({ step: 0, user_input: "keep me" });
-  // Finished: the checkpoint is cleared, no temp file is left.
-  expect(readdirSync(join(h.dataDir, "users", "default_user", "sessions", "cp")).sort()).toEqual([
-    "history.json",
-  ]);
+  // Finished: the checkpoint is cleared, the turn is in the history.
+  expect(h.checkpoint("cp")).toBeUndefined();
+  expect(h.history("cp")).toHaveLength(2);
 });
 
 test("a turn that began a start lets it reach the spawn before its own work, at most 50 ms", async () => {

@@ -53,6 +53,7 @@ describe("doctor", () => {
       ["model", "ok"],
       ["hardware", "ok"],
       ["data_dir", "ok"],
+      ["store", "ok"],
       ["plan", "ok"],
     ]);
     expect(r.ok).toBe(true);
@@ -185,13 +186,14 @@ describe("doctor", () => {
       ["model", "skip"],
       ["hardware", "ok"],
       ["data_dir", "skip"],
+      ["store", "skip"],
       ["plan", "skip"],
     ]);
     expect(r.ok).toBe(false);
     expect(byId(r, "binary").message).toContain("config");
     expect(readdirSync(dir.path)).toEqual([]);
     const text = renderDoctor(r);
-    expect(text).toContain("1 check failed (4 not checked).");
+    expect(text).toContain("1 check failed (5 not checked).");
     expect(text).toMatch(/\[skip\] binary/);
   });
 

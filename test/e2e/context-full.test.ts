@@ -1,6 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { existsSync, readFileSync } from "node:fs";
-import { join } from "node:path";
+import { Store } from "../../src/store/store.ts";
 import { spawnCore } from "../fixtures/core-process.ts";
 import { writeStack } from "../fixtures/stack.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
@@ -28,10 +27,10 @@ describe.skipIf(!onPosix)("a full context through the compiled binary", () => {
     ]);
     const ev = core.messages.filter((m) => m.id === 1 && m.type === "event");
     expect(ev.at(-1)).toMatchObject({ event: "final", response });
-    const sessionDir = join(stack.dataDir, "users", "default_user", "sessions", "s");
-    const historyPath = join(sessionDir, "history.json");
-    const history = readFileSync(historyPath, "utf8");
-    expect(JSON.parse(history).messages).toEqual([
+    // Read beside the running core, as a second process on the data folder may.
+    const store = Store.open(stack.dataDir);
+    const history = store.conversations.history("default_user", "s");
+    expect(history).toEqual([
       { role: "user", content: "talk" },
       { role: "assistant", content: response },
     ]);
@@ -44,8 +43,9 @@ describe.skipIf(!onPosix)("a full context through the compiled binary", () => {
       data: { reason: "context_overflow", n_ctx: 2048 },
     });
     expect(refused.data.n_prompt_tokens).toBeGreaterThan(2048);
-    expect(readFileSync(historyPath, "utf8")).toBe(history);
-    expect(existsSync(join(sessionDir, "checkpoint.json"))).toBe(false);
+    expect(store.conversations.history("default_user", "s")).toEqual(history);
+    expect(store.conversations.checkpoint("default_user", "s")).toBeUndefined();
+    store.close();
 
     // The session goes on: the long turn is left out of the prompt, the next answer is normal.
     const next = await core.request({ id: 3, method: "chat", params: { input: "hi", session_id: "s" } });

@@ -63,6 +63,7 @@ describe("protocol schemas", () => {
       input: "",
       resume: false,
       approve_execution: false,
+      regenerate: false,
     });
     const issue = ChatParamsSchema.safeParse({ session_id: "../x" }).error?.issues[0];
     expect(issue?.path).toEqual(["session_id"]);

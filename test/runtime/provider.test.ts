@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { writeFileSync } from "node:fs";
+import { existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { warmup } from "../../src/methods/warmup.ts";
 import type { RequestContext } from "../../src/protocol/method-table.ts";
@@ -36,9 +36,8 @@ describe.skipIf(process.platform === "win32")("the core's llama provider and the
     expect(result.status).toBe("ready");
     expect(result.slots).toBe(2);
     expect(core.parallelChats()).toBe(2);
-    // Warm-up also builds the named user's memory index, as the first chat would.
-    const indexes = core.memories();
-    expect([...indexes.keys()]).toEqual(["u1"]);
+    // Warm-up also opens the conversation database, so the first chat does not.
+    expect(existsSync(join(core.config().app.data_dir, "local-ai.db"))).toBe(true);
     expect(events[0]).toMatchObject({ event: "warmup_progress", fields: { phase: "starting", attempt: 1 } });
     expect(events.at(-1)?.fields?.phase).toBe("ready");
     const pid = (core.llama() as Supervisor).pid() as number;

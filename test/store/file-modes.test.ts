@@ -4,9 +4,10 @@ import { join, relative } from "node:path";
 import { RotatingLog } from "../../src/runtime/log-sink.ts";
 import { writePidRecord } from "../../src/runtime/pid-file.ts";
 import { writeFileAtomic } from "../../src/store/atomic.ts";
-import { MemoryIndex } from "../../src/store/memory-index.ts";
-import { SessionStore } from "../../src/store/session-store.ts";
+import { Store } from "../../src/store/store.ts";
 import { ChatHarness } from "../agent/harness.ts";
+import { MemoryIndex } from "../fixtures/store-v01/memory-index.ts";
+import { SessionStore } from "../fixtures/store-v01/session-store.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
 // Folder names under data_dir are user and session ids, files hold conversations and
@@ -34,20 +35,18 @@ function exposed(root: string): string[] {
 }
 
 describe.skipIf(!posix)("what the core writes under data_dir is owner-only", () => {
-  test("after a chat: data_dir, users/, the session and memory folders 0700, their files 0600", async () => {
+  test("after a chat: data_dir 0700, the database and its WAL 0600", async () => {
     await using h = new ChatHarness({ agents: [{ name: "plain", system_prompt: "Be brief." }] });
     h.llama.script({ content: ["hello"] });
     const { terminal } = await h.chat("c1", { input: "hi", session_id: "s1" });
     expect(terminal.type).toBe("result");
     expect(mode(h.dataDir)).toBe("700");
     expect(exposed(h.dataDir)).toEqual([]);
-    expect(
-      statSync(join(h.dataDir, "users", "default_user", "sessions", "s1", "history.json")).isFile(),
-    ).toBe(true);
-    expect(statSync(join(h.dataDir, "users", "default_user", "memory", "turns.json")).isFile()).toBe(true);
+    expect(statSync(join(h.dataDir, "local-ai.db")).isFile()).toBe(true);
+    expect(statSync(join(h.dataDir, "local-ai.db-wal")).isFile()).toBe(true);
   });
 
-  test("folders an older version made 0755 (and a 0644 log) are tightened; the data_dir itself is not", async () => {
+  test("folders an older version made 0755 (and a 0644 log) are tightened, imported ones too; the data_dir itself is not", async () => {
     await using dir = tmpdir();
     const data = join(dir.path, "data");
     for (const d of ["users/u/sessions/s", "users/u/memory", "logs", "run"]) {
@@ -68,8 +67,12 @@ describe.skipIf(!posix)("what the core writes under data_dir is owner-only", () 
     writeFileSync(join(data, "logs", "llama-server.log"), "old line\n", { mode: 0o644 });
     chmodSync(join(data, "logs", "llama-server.log"), 0o644);
 
+    // The 0.1 store wrote these; the database imports them and keeps the folder aside.
     new SessionStore(data, "u", "s").saveHistory([{ role: "user", content: "hi" }]);
     MemoryIndex.forUser(data, "u", []).load().addTurn({ id: "t", session_id: "s", text: "x", at: "now" });
+    for (const d of ["users", "users/u", "users/u/sessions", "users/u/sessions/s"])
+      chmodSync(join(data, d), 0o755);
+    Store.open(data).close();
     const log = new RotatingLog(join(data, "logs"), 1024, 2);
     log.write("new line\n");
     log.close();

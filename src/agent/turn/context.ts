@@ -3,7 +3,7 @@ import type { ChatEvents, ChatParams, Warning } from "../../protocol/chat.ts";
 import type { RequestContext } from "../../protocol/method-table.ts";
 import type { LlamaProvider } from "../../runtime/endpoint.ts";
 import type { KeyedMutex } from "../../store/keyed-mutex.ts";
-import type { MemoryIndex } from "../../store/memory-index.ts";
+import type { Store } from "../../store/store.ts";
 import type { McpPool } from "../mcp/pool.ts";
 import type { TurnSession } from "./session.ts";
 
@@ -15,7 +15,8 @@ export interface TurnDeps {
   provider: LlamaProvider;
   pool: McpPool;
   locks: KeyedMutex;
-  memory(userId: string): MemoryIndex;
+  /** The conversation database (sessions, checkpoints, memory), opened on first need. */
+  store(): Store;
   emit: RequestContext<ChatEvents>["emit"];
   signal: AbortSignal;
   /**

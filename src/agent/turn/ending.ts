@@ -4,7 +4,7 @@ import { CoreError } from "../../protocol/errors.ts";
 import { logger } from "../../util/logger.ts";
 import type { TurnContext } from "./context.ts";
 import type { LlmFailure } from "./llm-step.ts";
-import { remember } from "./memory.ts";
+import { memoryText } from "./memory.ts";
 
 /** What a turn returns: the chat's result but `dropped_events`, which the method adds. */
 export type TurnResult = Omit<ChatResult, "dropped_events">;
@@ -46,7 +46,7 @@ type Closing =
  * failed), then commits the turn and returns the result, or leaves the session for `resume`
  * (a refused turn: as it was) and throws the chat's error.
  */
-export function endTurn(ctx: TurnContext, ending: TurnEnding): TurnResult {
+export async function endTurn(ctx: TurnContext, ending: TurnEnding): Promise<TurnResult> {
   const closing = close(ctx, ending);
   const { terminal } = closing;
   if (terminal?.event === "final")
@@ -144,13 +144,12 @@ function contextFull(ctx: TurnContext, step: number, message: string): void {
 }
 
 /** The turn's answer goes into the history and memory, its checkpoint goes, the result is built. */
-function commit(ctx: TurnContext, response: string): TurnResult {
+async function commit(ctx: TurnContext, response: string): Promise<TurnResult> {
   // A cancel that raced the last step wins only if it came before this point; after it, the
   // cancel finds the chat finished. Either way the host sees one consistent outcome.
   if (!ctx.deps.settle()) return endTurn(ctx, { kind: "cancelled" });
   ctx.session.state.turn.push({ role: "assistant", content: response });
-  ctx.session.commit();
-  remember(ctx, response);
+  await ctx.session.commit(memoryText(ctx, response));
   return { response, session_id: ctx.sessionId, trace_id: ctx.traceId, warnings: ctx.warnings };
 }
 

@@ -1,8 +1,8 @@
 import { LlmError } from "../../llama/errors.ts";
 import type { CompletionResult } from "../../llama/stream-reply.ts";
+import type { ChatMessage } from "../../protocol/chat-message.ts";
 import { type CoreError, isCoreError } from "../../protocol/errors.ts";
 import type { LlamaLease } from "../../runtime/endpoint.ts";
-import type { ChatMessage } from "../../store/chat-messages.ts";
 import { logger } from "../../util/logger.ts";
 import { estimateAll, estimateTokens, trimHistory } from "../context-budget.ts";
 import { watchedCompletion } from "../watched-completion.ts";

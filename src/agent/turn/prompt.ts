@@ -1,6 +1,6 @@
 import type { AgentConfig } from "../../config/schema.ts";
-import type { Hit } from "../../store/bm25.ts";
-import type { ChatMessage, ToolCall } from "../../store/chat-messages.ts";
+import type { ChatMessage, ToolCall } from "../../protocol/chat-message.ts";
+import type { MemoryHit as Hit } from "../../store/memory-store.ts";
 
 /** Longest memory passage put into the system prompt. */
 const MEMORY_SNIPPET_CHARS = 600;

@@ -3,9 +3,9 @@ import type { ChatParams, Warning } from "../../protocol/chat.ts";
 import { CoreError } from "../../protocol/errors.ts";
 import type { StartTicket } from "../../runtime/endpoint.ts";
 import { dataDirError } from "../../store/data-dir-problem.ts";
-import { SessionStore } from "../../store/session-store.ts";
 import type { TurnContext, TurnDeps } from "./context.ts";
 import type { TurnResult } from "./ending.ts";
+import { checkRewriteParams, planRewrite, turnInFlight } from "./rewrite.ts";
 import { TurnSession } from "./session.ts";
 import { Turn } from "./turn.ts";
 
@@ -34,18 +34,37 @@ export async function runTurn(params: ChatParams, deps: TurnDeps): Promise<TurnR
   const agent = pickAgent(config, params.agent);
   const sessionId = params.session_id ?? deps.randomId(8, "abcdefghijklmnopqrstuvwxyz0123456789");
   const traceId = deps.randomId(16, "0123456789abcdef");
+  checkRewriteParams(params);
+  const rewriting = params.regenerate || params.replace_from !== undefined;
+  const lockKey = `${params.user_id}/${sessionId}`;
+  if (rewriting && deps.locks.held(lockKey)) throw turnInFlight(sessionId);
   // The model starts loading now, while the session, memory and tools are prepared; the turn
   // hears its progress once it asks for the server (after run_start, as the protocol orders).
   // The steps up to the spawn go first (on one thread, the turn's own work would otherwise
   // run between them); the turn's preparation then overlaps the load.
   const prestarted = deps.provider.prestart?.();
   if (prestarted) await untilSpawned(prestarted);
-  const unlock = await deps.locks.lock(`${params.user_id}/${sessionId}`, signal);
+  const unlock = await deps.locks.lock(lockKey, signal);
+  let unlease: (() => void) | undefined;
   try {
+    const store = deps.store();
+    // Another core on the same data folder may be running a turn of this session: wait for it
+    // (a rewrite is refused instead: what it would replace may be changing).
+    unlease = rewriting
+      ? store.guard(() => store.leases.tryHold(params.user_id, sessionId))
+      : await store.lease(params.user_id, sessionId, signal);
+    if (!unlease) throw turnInFlight(sessionId);
     const warnings: Warning[] = [];
-    const store = new SessionStore(deps.dataDir, params.user_id, sessionId, deps.now);
-    const start = { traceId, input: params.input, agent: agent.name, resume: params.resume };
-    const session = TurnSession.open(store, start, warnings);
+    const key = { userId: params.user_id, sessionId };
+    const rewrite = planRewrite(params, store, key);
+    const start = {
+      traceId,
+      input: rewrite?.input ?? params.input,
+      agent: agent.name,
+      resume: params.resume,
+      ...(rewrite ? { replaceFromSeq: rewrite.replaceFromSeq } : {}),
+    };
+    const session = TurnSession.open(store, key, start, warnings, deps.now);
     const ctx: TurnContext = {
       params,
       deps,
@@ -61,6 +80,7 @@ export async function runTurn(params: ChatParams, deps: TurnDeps): Promise<TurnR
     // A folder the core cannot write is the host's to fix: name it, not "see the log".
     throw dataDirError(err, deps.dataDir) ?? err;
   } finally {
+    unlease?.();
     unlock();
   }
 }

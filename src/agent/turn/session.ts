@@ -1,73 +1,107 @@
 import type { Warning } from "../../protocol/chat.ts";
-import type { ChatMessage } from "../../store/chat-messages.ts";
-import type { Checkpoint, SessionStore } from "../../store/session-store.ts";
+import type { ChatMessage } from "../../protocol/chat-message.ts";
+import { type Checkpoint, CheckpointSchema } from "../../store/checkpoint.ts";
+import type { Store } from "../../store/store.ts";
 import { logger } from "../../util/logger.ts";
 
 /** The turn so far, as its checkpoint keeps it. */
 export type TurnState = Omit<Checkpoint, "version" | "updated_at">;
 
+/** Which session a turn belongs to. */
+export interface SessionKey {
+  userId: string;
+  sessionId: string;
+}
+
 /**
  * The session as one turn sees it: the history before the turn, the turn so far (the state
- * its checkpoint keeps, which the turn changes in place), and the writes that keep both.
+ * its checkpoint keeps, which the turn changes in place), and the writes that keep both in
+ * the database. A checkpoint is a row written in its own transaction: once written it survives
+ * the process's death, so nothing waits for a later "commit" of it.
  */
 export class TurnSession {
   private constructor(
-    private readonly store: SessionStore,
+    private readonly store: Store,
+    private readonly key: SessionKey,
     readonly history: readonly ChatMessage[],
     readonly state: TurnState,
     /** The checkpoint as this turn found it, put back if the turn is refused. */
     private readonly prior: Checkpoint | undefined,
+    private readonly now: () => Date,
   ) {}
 
-  /** Loads the history and any checkpoint (junk set aside, with a warning) and picks the state to run. */
-  static open(store: SessionStore, start: TurnStart, warnings: Warning[]): TurnSession {
-    const history = store.loadHistory(warnings);
-    const prior = store.loadCheckpoint(warnings);
-    return new TurnSession(store, history, initialState(prior, start, warnings), prior);
+  /** Loads the history and any checkpoint (one it cannot use is dropped, with a warning) and picks the state to run. */
+  static open(
+    store: Store,
+    key: SessionKey,
+    start: TurnStart,
+    warnings: Warning[],
+    now: () => Date,
+  ): TurnSession {
+    const reset = store.takeReset();
+    if (reset) {
+      warnings.push({
+        code: "store_reset",
+        message: `the conversation database could not be used (${reset.problem}); it was moved aside to ${reset.aside} and a fresh one started`,
+      });
+    }
+    const prior = store.guard(() => readCheckpoint(store, key, warnings));
+    const state = initialState(prior, start, warnings);
+    let history = store.guard(() => store.conversations.history(key.userId, key.sessionId));
+    if (state.replace_from_seq !== undefined) history = history.slice(0, state.replace_from_seq);
+    return new TurnSession(store, key, history, state, prior, now);
   }
 
-  /**
-   * The turn's first checkpoint, written now (a refused folder fails the chat before
-   * run_start, as always) and made durable by `commitStaged` once the first request is on its
-   * way: the fsyncs then overlap llama-server's prompt processing (docs/performance.md).
-   */
+  /** The turn's first checkpoint, before run_start: a database that refuses it fails the chat first. */
   stage(): void {
-    this.store.stageCheckpoint(this.state);
+    const { userId, sessionId } = this.key;
+    const { agent, user_input } = this.state;
+    this.store.guard(() =>
+      this.store.conversations.ensureSession(userId, sessionId, agent, user_input, this.now()),
+    );
+    this.save();
   }
 
-  commitStaged(): void {
-    this.store.commitStaged();
-  }
+  /** Once the first request is on its way; nothing is left to do (kept for the turn's order of work). */
+  commitStaged(): void {}
 
   /** After each LLM step and each tool result. */
   save(): void {
-    this.store.saveCheckpoint(this.state);
+    this.write(this.state);
   }
 
-  /** The turn is done: appended to the history, its checkpoint gone. */
-  commit(): void {
-    this.store.saveHistory([...this.history, ...this.state.turn]);
-    this.store.clearCheckpoint();
+  /** The turn is done: its messages (and memory entry) appended, its checkpoint gone, in one transaction. */
+  async commit(memoryText: string | undefined): Promise<void> {
+    const { userId, sessionId } = this.key;
+    await this.store.write(() =>
+      this.store.conversations.commitTurn({
+        userId,
+        sessionId,
+        agent: this.state.agent,
+        messages: this.state.turn,
+        ...(this.state.replace_from_seq !== undefined ? { replaceFromSeq: this.state.replace_from_seq } : {}),
+        ...(memoryText !== undefined ? { memoryText } : {}),
+        at: this.now(),
+      }),
+    );
   }
 
-  /**
-   * The turn stops unfinished: a checkpoint still staged (it ended before its first request:
-   * cancelled while the model loads, no model) is put in place, so `resume` works as before.
-   * The turn's own error is the one reported, not a failure of this write.
-   */
-  keep(): void {
-    try {
-      this.store.commitStaged();
-    } catch {}
-  }
+  /** The turn stops unfinished: its checkpoint stays for `resume`. */
+  keep(): void {}
 
   /** A refused turn changes nothing: the checkpoint goes back to how the turn found it. */
   putBack(): void {
-    if (this.prior) {
-      this.store.saveCheckpoint(stateOf(this.prior));
-    } else {
-      this.store.clearCheckpoint();
-    }
+    if (this.prior) this.write(stateOf(this.prior));
+    else
+      this.store.guard(() => this.store.conversations.clearCheckpoint(this.key.userId, this.key.sessionId));
+  }
+
+  private write(state: TurnState): void {
+    const body: Checkpoint = { version: 1, ...state, updated_at: this.now().toISOString() };
+    const { userId, sessionId } = this.key;
+    this.store.guard(() =>
+      this.store.conversations.saveCheckpoint(userId, sessionId, JSON.stringify(body), this.now()),
+    );
   }
 }
 
@@ -78,11 +112,35 @@ export interface TurnStart {
   agent: string;
   /** The chat asked to continue the session's interrupted turn. */
   resume: boolean;
+  /** An edit or a regenerate: the session's messages from this seq on are replaced. */
+  replaceFromSeq?: number;
+}
+
+/** The session's checkpoint; one that does not parse (another version wrote it) is dropped with a warning. */
+function readCheckpoint(store: Store, key: SessionKey, warnings: Warning[]): Checkpoint | undefined {
+  const body = store.conversations.checkpoint(key.userId, key.sessionId);
+  if (body === undefined) return undefined;
+  let problem: string;
+  try {
+    const parsed = CheckpointSchema.safeParse(JSON.parse(body));
+    if (parsed.success) return parsed.data;
+    const issue = parsed.error.issues[0];
+    problem = `unexpected shape at '${issue?.path.join(".") ?? ""}': ${issue?.message ?? "invalid"}`;
+  } catch (err) {
+    problem = `not valid JSON (${(err as Error).message})`;
+  }
+  logger.warn(`the checkpoint of session ${key.sessionId} was unreadable (${problem}); dropped`);
+  warnings.push({
+    code: "checkpoint_reset",
+    message: `the interrupted turn's checkpoint could not be read (${problem}); it was dropped and the turn started afresh`,
+  });
+  store.conversations.clearCheckpoint(key.userId, key.sessionId);
+  return undefined;
 }
 
 /** The interrupted turn when the chat resumes it, else a fresh one (warning about what was set aside). */
 function initialState(checkpoint: Checkpoint | undefined, start: TurnStart, warnings: Warning[]): TurnState {
-  const fresh = {
+  const fresh: TurnState = {
     trace_id: start.traceId,
     user_input: start.input,
     agent: start.agent,
@@ -90,6 +148,7 @@ function initialState(checkpoint: Checkpoint | undefined, start: TurnStart, warn
     parse_errors: 0,
     best_text: "",
     turn: [{ role: "user" as const, content: start.input }],
+    ...(start.replaceFromSeq !== undefined ? { replace_from_seq: start.replaceFromSeq } : {}),
   };
   if (start.resume) {
     if (checkpoint) {

@@ -1,5 +1,5 @@
+import type { ToolCall } from "../../protocol/chat-message.ts";
 import { CoreError } from "../../protocol/errors.ts";
-import type { ToolCall } from "../../store/chat-messages.ts";
 import { type AgentTool, resolveTools } from "../tool-registry.ts";
 import { runTool, type ToolOutcome } from "../tool-runner.ts";
 import type { TurnContext } from "./context.ts";

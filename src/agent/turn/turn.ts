@@ -2,7 +2,7 @@ import type { LlmError } from "../../llama/errors.ts";
 import { contextSizeOf } from "../../llama/props.ts";
 import type { CompletionResult } from "../../llama/stream-reply.ts";
 import type { LlamaLease, StartTicket } from "../../runtime/endpoint.ts";
-import type { Hit } from "../../store/bm25.ts";
+import type { MemoryHit as Hit } from "../../store/memory-store.ts";
 import { logger } from "../../util/logger.ts";
 import { interpretStep } from "../tool-calls.ts";
 import { type AgentTool, toOpenAiTools } from "../tool-registry.ts";
@@ -44,7 +44,7 @@ export class Turn {
     });
     try {
       // Ended while the lease is held: the next chat waiting for the slot comes after this one.
-      return endTurn(ctx, await this.play());
+      return await endTurn(ctx, await this.play());
     } finally {
       this.lease?.release();
     }

@@ -1,13 +1,11 @@
 import { describe, expect, test } from "bun:test";
-import { existsSync, readFileSync } from "node:fs";
-import { join } from "node:path";
 import type { TurnContext, TurnDeps } from "../../../src/agent/turn/context.ts";
 import { endTurn, type TurnEnding } from "../../../src/agent/turn/ending.ts";
 import { TurnSession } from "../../../src/agent/turn/session.ts";
 import { ConfigSchema } from "../../../src/config/schema.ts";
 import { LlmError } from "../../../src/llama/errors.ts";
 import { CoreError } from "../../../src/protocol/errors.ts";
-import { SessionStore } from "../../../src/store/session-store.ts";
+import { Store } from "../../../src/store/store.ts";
 import { tmpdir } from "../../fixtures/tmpdir.ts";
 
 /** A turn at step 2 with best text "so far", its events recorded, memory off. */
@@ -25,12 +23,19 @@ function turnAt(options: { settles?: boolean; aborted?: boolean } = {}) {
     settle: () => options.settles ?? true,
     now: () => new Date(0),
   } as unknown as TurnDeps;
-  const store = new SessionStore(dir.path, "u", "s", deps.now);
-  const session = TurnSession.open(store, { traceId: "t1", input: "hi", agent: "a", resume: false }, []);
+  const store = Store.open(dir.path);
+  const key = { userId: "u", sessionId: "s" };
+  const session = TurnSession.open(
+    store,
+    key,
+    { traceId: "t1", input: "hi", agent: "a", resume: false },
+    [],
+    deps.now,
+  );
   session.state.best_text = "so far";
   session.stage();
   const ctx: TurnContext = {
-    params: { user_id: "u", input: "hi", resume: false, approve_execution: false },
+    params: { user_id: "u", input: "hi", resume: false, approve_execution: false, regenerate: false },
     deps,
     agent: config.agents[0] as TurnContext["agent"],
     sessionId: "s",
@@ -39,22 +44,26 @@ function turnAt(options: { settles?: boolean; aborted?: boolean } = {}) {
     session,
     step: 2,
   };
-  const sessionDir = join(dir.path, "users", "u", "sessions", "s");
   return {
-    dir,
+    dir: {
+      [Symbol.dispose]() {
+        store.close();
+        dir[Symbol.dispose]();
+      },
+    },
     ctx,
     events,
-    history: () =>
-      existsSync(join(sessionDir, "history.json"))
-        ? JSON.parse(readFileSync(join(sessionDir, "history.json"), "utf8")).messages
-        : undefined,
-    hasCheckpoint: () => existsSync(join(sessionDir, "checkpoint.json")),
+    history: () => {
+      const h = store.conversations.history("u", "s");
+      return h.length > 0 ? h : undefined;
+    },
+    hasCheckpoint: () => store.conversations.checkpoint("u", "s") !== undefined,
   };
 }
 
-function thrown(run: () => unknown): unknown {
+async function thrown(run: () => Promise<unknown>): Promise<unknown> {
   try {
-    run();
+    await run();
   } catch (err) {
     return err;
   }
@@ -102,10 +111,10 @@ describe("endTurn: each ending emits at most one terminal event", () => {
     ],
   ];
   for (const [what, ending, event, response, warnings] of committed) {
-    test(`${what}: ${event}, then committed with "${response}"`, () => {
+    test(`${what}: ${event}, then committed with "${response}"`, async () => {
       const t = turnAt();
       using _ = t.dir;
-      const result = endTurn(t.ctx, ending);
+      const result = await endTurn(t.ctx, ending);
       expect(t.events.map((e) => e.event)).toEqual([event]);
       expect(result).toMatchObject({ response, session_id: "s", trace_id: "t1" });
       expect(result.warnings.map((w) => w.code)).toEqual(warnings as never);
@@ -114,10 +123,10 @@ describe("endTurn: each ending emits at most one terminal event", () => {
     });
   }
 
-  test("a cancel that won the finish: the answer's final, then loop_abort cancelled, nothing committed", () => {
+  test("a cancel that won the finish: the answer's final, then loop_abort cancelled, nothing committed", async () => {
     const t = turnAt({ settles: false, aborted: true });
     using _ = t.dir;
-    const err = thrown(() =>
+    const err = await thrown(() =>
       endTurn(t.ctx, { kind: "answered", step: 2, response: "x", cappedAt: undefined }),
     );
     expect(err).toMatchObject({ code: "cancelled" });
@@ -129,10 +138,10 @@ describe("endTurn: each ending emits at most one terminal event", () => {
     expect(t.hasCheckpoint()).toBe(true);
   });
 
-  test("context_overflow: loop_abort, invalid_request with the counts, the session as it was", () => {
+  test("context_overflow: loop_abort, invalid_request with the counts, the session as it was", async () => {
     const t = turnAt();
     using _ = t.dir;
-    const err = thrown(() =>
+    const err = await thrown(() =>
       endTurn(t.ctx, { kind: "context_overflow", step: 0, promptTokens: 700, slot: 512 }),
     );
     expect(err).toMatchObject({
@@ -144,11 +153,11 @@ describe("endTurn: each ending emits at most one terminal event", () => {
     expect(t.hasCheckpoint()).toBe(false); // there was none before the turn
   });
 
-  test("llm_error: loop_abort, internal_error naming what llama-server did, the checkpoint kept", () => {
+  test("llm_error: loop_abort, internal_error naming what llama-server did, the checkpoint kept", async () => {
     const t = turnAt();
     using _ = t.dir;
     const failure = new LlmError("server_error", "llama-server answered HTTP 500: boom", { status: 500 });
-    const err = thrown(() => endTurn(t.ctx, { kind: "llm_error", step: 1, failure }));
+    const err = await thrown(() => endTurn(t.ctx, { kind: "llm_error", step: 1, failure }));
     expect(err).toMatchObject({
       code: "internal_error",
       data: { reason: "server_error", trace_id: "t1", status: 500 },
@@ -157,28 +166,28 @@ describe("endTurn: each ending emits at most one terminal event", () => {
     expect(t.hasCheckpoint()).toBe(true);
   });
 
-  test("llm_error of a dead or wedged server: its own code, reason server_failed", () => {
+  test("llm_error of a dead or wedged server: its own code, reason server_failed", async () => {
     const t = turnAt();
     using _ = t.dir;
     const failure = new CoreError("internal_error", "llama-server stopped responding");
-    const err = thrown(() => endTurn(t.ctx, { kind: "llm_error", step: 1, failure }));
+    const err = await thrown(() => endTurn(t.ctx, { kind: "llm_error", step: 1, failure }));
     expect(err).toMatchObject({ code: "internal_error", data: { reason: "server_failed", trace_id: "t1" } });
   });
 
-  test("cancelled: loop_abort at the step being worked on, the abort reason thrown, the checkpoint kept", () => {
+  test("cancelled: loop_abort at the step being worked on, the abort reason thrown, the checkpoint kept", async () => {
     const t = turnAt({ aborted: true });
     using _ = t.dir;
-    const err = thrown(() => endTurn(t.ctx, { kind: "cancelled" }));
+    const err = await thrown(() => endTurn(t.ctx, { kind: "cancelled" }));
     expect(err).toMatchObject({ code: "cancelled" });
     expect(t.events).toEqual([{ event: "loop_abort", fields: { step: 2, reason: "cancelled" } }]);
     expect(t.hasCheckpoint()).toBe(true);
   });
 
-  test("failed: no terminal event, the error as it came, the checkpoint kept", () => {
+  test("failed: no terminal event, the error as it came, the checkpoint kept", async () => {
     const t = turnAt();
     using _ = t.dir;
     const error = new CoreError("model_missing", "no model");
-    expect(thrown(() => endTurn(t.ctx, { kind: "failed", error }))).toBe(error);
+    expect(await thrown(() => endTurn(t.ctx, { kind: "failed", error }))).toBe(error);
     expect(t.events).toEqual([]);
     expect(t.hasCheckpoint()).toBe(true);
   });

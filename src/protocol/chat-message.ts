@@ -2,7 +2,7 @@ import { z } from "zod";
 
 /**
  * The OpenAI chat message shapes llama-server accepts, as stored in history and checkpoints.
- * Here, on the floor below the agent, because both the session store and the agent use them.
+ * Here, on the floor below both the store and the agent, which use them, and sessions.get shows them.
  */
 export const ToolCallSchema = z.object({
   id: z.string(),

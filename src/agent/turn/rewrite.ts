@@ -1,0 +1,75 @@
+import type { ChatParams } from "../../protocol/chat.ts";
+import { CoreError } from "../../protocol/errors.ts";
+import type { Store } from "../../store/store.ts";
+import type { SessionKey } from "./session.ts";
+
+/**
+ * `regenerate` and `replace_from` (SPEC §11): a turn that replaces the session's tail instead
+ * of appending to it. What the params alone can refuse is refused before anything starts
+ * (`checkRewriteParams`); what needs the session, under its lock (`planRewrite`).
+ */
+export interface Rewrite {
+  /** The session's messages from this seq on are replaced by the turn. */
+  replaceFromSeq: number;
+  /** The user message the turn runs. */
+  input: string;
+}
+
+const refuse = (field: string, message: string, data: Record<string, unknown> = {}) =>
+  new CoreError("invalid_request", `params.${field}: ${message}`, { field, ...data });
+
+export function checkRewriteParams(params: ChatParams): void {
+  const edit = params.replace_from !== undefined;
+  if (!params.regenerate && !edit) return;
+  if (params.regenerate && edit) throw refuse("regenerate", "regenerate and replace_from cannot be combined");
+  if (params.resume)
+    throw refuse("resume", `resume cannot be combined with ${edit ? "replace_from" : "regenerate"}`);
+  if (params.session_id === undefined)
+    throw refuse(
+      "session_id",
+      `${edit ? "replace_from" : "regenerate"} needs the session_id of the session to change`,
+    );
+  if (params.regenerate && params.input !== "")
+    throw refuse("input", "must be empty with regenerate (the session's last user message is run again)");
+  if (edit && params.input === "") throw refuse("input", "the edited user message must not be empty");
+}
+
+/** The rewrite the params ask for, checked against the session; undefined for a plain turn. */
+export function planRewrite(params: ChatParams, store: Store, key: SessionKey): Rewrite | undefined {
+  if (!params.regenerate && params.replace_from === undefined) return undefined;
+  const session = store.guard(() => store.conversations.session(key.userId, key.sessionId));
+  if (!session || session.message_count === 0) {
+    throw new CoreError("invalid_request", `params.session_id: no session '${key.sessionId}' for this user`, {
+      field: "session_id",
+      reason: "session_not_found",
+    });
+  }
+  const roles = store.guard(() => store.conversations.roles(key.userId, key.sessionId));
+  if (params.regenerate) {
+    const last = roles.findLast((m) => m.role === "user");
+    if (!last) throw refuse("regenerate", "the session has no user message to answer again");
+    const history = store.conversations.history(key.userId, key.sessionId);
+    return { replaceFromSeq: last.seq, input: (history[last.seq] as { content: string }).content };
+  }
+  const seq = params.replace_from as number;
+  const target = roles.find((m) => m.seq === seq);
+  if (target?.role !== "user") {
+    const users = roles.filter((m) => m.role === "user").map((m) => m.seq);
+    throw refuse(
+      "replace_from",
+      `seq ${seq} is not a user message of this session (its user messages: ${users.join(", ") || "none"})`,
+      {
+        seq,
+      },
+    );
+  }
+  return { replaceFromSeq: seq, input: params.input };
+}
+
+/** A rewrite never waits behind another turn of its session: it is refused. */
+export function turnInFlight(sessionId: string): CoreError {
+  return refuse(
+    "session_id",
+    `a turn of session '${sessionId}' is in flight; wait for its result, or cancel it, then ask again`,
+  );
+}

@@ -1,0 +1,83 @@
+import {
+  SessionsDeleteParamsSchema,
+  SessionsDeleteResultSchema,
+  SessionsExportParamsSchema,
+  SessionsExportResultSchema,
+  SessionsGetParamsSchema,
+  SessionsGetResultSchema,
+  SessionsListParamsSchema,
+  SessionsListResultSchema,
+  SessionsRenameParamsSchema,
+  SessionsRenameResultSchema,
+  SessionsSearchParamsSchema,
+  SessionsSearchResultSchema,
+  UsersDeleteParamsSchema,
+  UsersDeleteResultSchema,
+} from "../protocol/sessions.ts";
+import { defineMethod } from "./definition.ts";
+
+// The host's view of its conversations (SPEC §11, docs/protocol.md "Conversations"): each a
+// thin call into the store, which validates nothing the params schema did not.
+
+/** The user's sessions, newest first, a page at a time. */
+export const sessionsList = defineMethod({
+  name: "sessions.list",
+  params: SessionsListParamsSchema,
+  result: () => SessionsListResultSchema,
+  run: (p, _ctx, services) => services.store().list(p.user_id, p.limit, p.before),
+});
+
+/** One session and a page of its messages, newest page first, oldest message first within it. */
+export const sessionsGet = defineMethod({
+  name: "sessions.get",
+  params: SessionsGetParamsSchema,
+  result: () => SessionsGetResultSchema,
+  run: (p, _ctx, services) => services.store().get(p.user_id, p.session_id, p.limit, p.before_seq),
+});
+
+export const sessionsRename = defineMethod({
+  name: "sessions.rename",
+  params: SessionsRenameParamsSchema,
+  result: () => SessionsRenameResultSchema,
+  run: async (p, _ctx, services) => ({
+    session: await services.store().rename(p.user_id, p.session_id, p.title),
+  }),
+});
+
+/** Erases the session for good: messages, checkpoint, memory, 0.1 files (and later its KV state). */
+export const sessionsDelete = defineMethod({
+  name: "sessions.delete",
+  params: SessionsDeleteParamsSchema,
+  result: () => SessionsDeleteResultSchema,
+  run: async (p, _ctx, services) => {
+    const store = services.store();
+    store.mustFind(p.user_id, p.session_id);
+    await store.deleteSession(p.user_id, p.session_id);
+    return { deleted: true as const };
+  },
+});
+
+export const sessionsSearch = defineMethod({
+  name: "sessions.search",
+  params: SessionsSearchParamsSchema,
+  result: () => SessionsSearchResultSchema,
+  run: (p, _ctx, services) => ({ hits: services.store().search(p.user_id, p.query, p.limit) }),
+});
+
+export const sessionsExport = defineMethod({
+  name: "sessions.export",
+  params: SessionsExportParamsSchema,
+  result: () => SessionsExportResultSchema,
+  run: (p, _ctx, services) => ({
+    format: p.format,
+    content: services.store().export(p.user_id, p.session_id, p.format),
+  }),
+});
+
+/** Everything of the user, erased for good; a user with nothing is not an error. */
+export const usersDelete = defineMethod({
+  name: "users.delete",
+  params: UsersDeleteParamsSchema,
+  result: () => UsersDeleteResultSchema,
+  run: async (p, _ctx, services) => ({ deleted_sessions: await services.store().deleteUser(p.user_id) }),
+});

@@ -1,0 +1,111 @@
+import { z } from "zod";
+import { ToolCallSchema } from "./chat-message.ts";
+import { SafeIdSchema } from "./safe-id.ts";
+import { UsageSchema } from "./usage.ts";
+
+/**
+ * The host's view of its conversations (SPEC §11): `sessions.list`, `sessions.get`,
+ * `sessions.rename`, `sessions.delete`, `sessions.search`, `sessions.export` and
+ * `users.delete`. Every one takes `user_id` (default `default_user`) and sees only that user's
+ * sessions; a session the user does not have is `invalid_request` with `data.reason`
+ * `session_not_found`.
+ */
+
+const UserId = SafeIdSchema.default("default_user");
+/** A page size: 1 to `max`, so neither 0 nor a billion rows is a valid ask. */
+const limit = (fallback: number, max: number) =>
+  z.number().int().min(1, `must be 1-${max}`).max(max, `must be 1-${max}`).default(fallback);
+
+export const SessionSummarySchema = z.object({
+  session_id: z.string(),
+  /** The first user message cut at a word near 60 characters, until renamed. */
+  title: z.string(),
+  /** The agent of the session's latest turn. */
+  agent: z.string(),
+  created_at: z.string(),
+  updated_at: z.string(),
+  message_count: z.number().int().nonnegative(),
+  /** The latest message with text, on one line, cut near 120 characters. */
+  preview: z.string(),
+});
+
+export const StoredMessageSchema = z.object({
+  /** The message's place in its session, from 0; `replace_from` and `before_seq` name it. */
+  seq: z.number().int().nonnegative(),
+  role: z.enum(["user", "assistant", "tool", "system"]),
+  content: z.string().nullable(),
+  /** The model's thinking before this message (reasoning models). */
+  reasoning: z.string().optional(),
+  tool_calls: z.array(ToolCallSchema).optional(),
+  tool_call_id: z.string().optional(),
+  created_at: z.string(),
+  /** The token counts and timings of the step that wrote it (assistant messages). */
+  usage: UsageSchema.optional(),
+});
+
+export const SessionsListParamsSchema = z.object({
+  user_id: UserId,
+  limit: limit(50, 500),
+  /** `next` of the previous page. */
+  before: z.string().min(1).max(200).optional(),
+});
+export const SessionsListResultSchema = z.object({
+  sessions: z.array(SessionSummarySchema),
+  /** The cursor for the next page (`before`), or null at the last one. */
+  next: z.string().nullable(),
+});
+
+export const SessionsGetParamsSchema = z.object({
+  user_id: UserId,
+  session_id: SafeIdSchema,
+  limit: limit(200, 1000),
+  /** Only messages before this seq: the page before the one shown. */
+  before_seq: z.number().int().nonnegative().optional(),
+});
+export const SessionsGetResultSchema = z.object({
+  session: SessionSummarySchema,
+  /** Oldest first: the newest `limit` messages before `before_seq`. */
+  messages: z.array(StoredMessageSchema),
+  /** Older messages exist: ask again with `before_seq` = the first seq here. */
+  has_more: z.boolean(),
+});
+
+export const SessionsRenameParamsSchema = z.object({
+  user_id: UserId,
+  session_id: SafeIdSchema,
+  title: z.string().min(1).max(500),
+});
+export const SessionsRenameResultSchema = z.object({ session: SessionSummarySchema });
+
+export const SessionsDeleteParamsSchema = z.object({ user_id: UserId, session_id: SafeIdSchema });
+export const SessionsDeleteResultSchema = z.object({ deleted: z.literal(true) });
+
+export const SessionsSearchParamsSchema = z.object({
+  user_id: UserId,
+  query: z.string().min(1).max(1000),
+  limit: limit(20, 100),
+});
+export const SearchHitSchema = z.object({
+  session_id: z.string(),
+  seq: z.number().int().nonnegative(),
+  title: z.string(),
+  /** The text around the match on one line, the matched words in `**`. */
+  snippet: z.string(),
+});
+export const SessionsSearchResultSchema = z.object({ hits: z.array(SearchHitSchema) });
+
+export const SessionsExportParamsSchema = z.object({
+  user_id: UserId,
+  session_id: SafeIdSchema,
+  format: z.enum(["markdown", "json"]),
+});
+export const SessionsExportResultSchema = z.object({
+  format: z.enum(["markdown", "json"]),
+  content: z.string(),
+});
+
+export const UsersDeleteParamsSchema = z.object({ user_id: UserId });
+export const UsersDeleteResultSchema = z.object({
+  /** How many sessions were erased (0 for a user with none: not an error). */
+  deleted_sessions: z.number().int().nonnegative(),
+});

@@ -1,0 +1,341 @@
+import type { Database } from "bun:sqlite";
+import type { z } from "zod";
+import { type ChatMessage, type ToolCall, ToolCallSchema } from "../protocol/chat-message.ts";
+import type { SessionSummarySchema, StoredMessageSchema } from "../protocol/sessions.ts";
+import type { Usage } from "../protocol/usage.ts";
+import { previewOf, titleOf } from "./title.ts";
+
+/** A message as the store keeps it: what the model saw, plus what only the host sees. */
+export type TurnMessage = ChatMessage & {
+  /** The model's thinking before this message (reasoning models); never sent back in later turns. */
+  reasoning?: string;
+  /** The step's token counts and timings (SPEC §13), on assistant messages. */
+  usage?: Usage;
+};
+
+/** A message as `sessions.get` shows it. */
+export type StoredMessage = z.infer<typeof StoredMessageSchema>;
+
+export type SessionSummary = z.infer<typeof SessionSummarySchema>;
+
+export interface CommitTurn {
+  userId: string;
+  sessionId: string;
+  agent: string;
+  /** The turn's messages in order, its user message first. */
+  messages: readonly TurnMessage[];
+  /** An edit or a regenerate: the messages from this seq on are replaced by the turn's. */
+  replaceFromSeq?: number;
+  /** The turn as memory recalls it (user input and answer); none when memory is off. */
+  memoryText?: string;
+  at: Date;
+}
+
+interface MessageRow {
+  seq: number;
+  role: ChatMessage["role"];
+  content: string | null;
+  reasoning: string | null;
+  tool_calls: string | null;
+  tool_call_id: string | null;
+  usage: string | null;
+  created_at: number;
+}
+
+interface SessionRow {
+  session_id: string;
+  title: string;
+  agent: string;
+  created_at: number;
+  updated_at: number;
+  message_count: number;
+  preview: string;
+}
+
+const iso = (ms: number) => new Date(ms).toISOString();
+/** Sessions whose history is kept in memory (a few active chats). */
+const CACHED_HISTORIES = 16;
+
+export function summaryOf(row: SessionRow): SessionSummary {
+  return {
+    session_id: row.session_id,
+    title: row.title,
+    agent: row.agent,
+    created_at: iso(row.created_at),
+    updated_at: iso(row.updated_at),
+    message_count: row.message_count,
+    preview: row.preview,
+  };
+}
+
+/** The model's view of a stored message: reasoning and usage stay behind. */
+function modelMessage(row: MessageRow): ChatMessage {
+  switch (row.role) {
+    case "assistant": {
+      const calls = parseToolCalls(row.tool_calls);
+      return { role: "assistant", content: row.content, ...(calls ? { tool_calls: calls } : {}) };
+    }
+    case "tool":
+      return { role: "tool", tool_call_id: row.tool_call_id ?? "", content: row.content ?? "" };
+    default:
+      return { role: row.role, content: row.content ?? "" };
+  }
+}
+
+function parseToolCalls(text: string | null): ToolCall[] | undefined {
+  if (!text) return undefined;
+  const parsed = ToolCallSchema.array().safeParse(JSON.parse(text));
+  return parsed.success && parsed.data.length > 0 ? parsed.data : undefined;
+}
+
+export function storedMessage(row: MessageRow): StoredMessage {
+  const calls = parseToolCalls(row.tool_calls);
+  return {
+    seq: row.seq,
+    role: row.role,
+    content: row.content,
+    ...(row.reasoning !== null ? { reasoning: row.reasoning } : {}),
+    ...(calls ? { tool_calls: calls } : {}),
+    ...(row.tool_call_id !== null ? { tool_call_id: row.tool_call_id } : {}),
+    created_at: iso(row.created_at),
+    ...(row.usage !== null ? { usage: JSON.parse(row.usage) as Usage } : {}),
+  };
+}
+
+/** The text a session's preview shows: the last message that has some. */
+function previewText(messages: readonly TurnMessage[]): string | undefined {
+  for (let i = messages.length - 1; i >= 0; i--) {
+    const m = messages[i] as TurnMessage;
+    if ((m.role === "assistant" || m.role === "user") && m.content) return m.content;
+  }
+  return undefined;
+}
+
+/**
+ * Sessions, their messages and their checkpoints in the database (SPEC §11). Each turn is one
+ * transaction: its messages, the session's counters and title, its memory entry and the end of
+ * its checkpoint land together or not at all.
+ */
+export class Conversations {
+  /**
+   * Recent sessions' histories as the model sees them (a seq is its index: seqs run from 0
+   * without gaps), valid while no other connection has written (`PRAGMA data_version`): a
+   * turn then does not read its whole history back after committing to it.
+   */
+  private readonly histories = new Map<string, { version: number; messages: ChatMessage[] }>();
+
+  constructor(private readonly db: Database) {}
+
+  /** The model's history of a session, oldest first (empty for a new session). */
+  history(userId: string, sessionId: string): ChatMessage[] {
+    const key = `${userId}\0${sessionId}`;
+    const version = this.dataVersion();
+    const cached = this.histories.get(key);
+    if (cached && cached.version === version) return cached.messages.slice();
+    const rows = this.db
+      .query(
+        `SELECT seq, role, content, reasoning, tool_calls, tool_call_id, usage, created_at FROM messages
+         WHERE user_id = ? AND session_id = ? ORDER BY seq`,
+      )
+      .all(userId, sessionId) as MessageRow[];
+    const messages = rows.map(modelMessage);
+    this.histories.delete(key);
+    if (this.histories.size >= CACHED_HISTORIES)
+      this.histories.delete(this.histories.keys().next().value as string);
+    this.histories.set(key, { version, messages });
+    return messages.slice();
+  }
+
+  /** Changes when another connection (another core) commits; never for this one's own writes. */
+  private dataVersion(): number {
+    return (this.db.query("PRAGMA data_version").get() as { data_version: number }).data_version;
+  }
+
+  /** A committed turn applied to the cached history, or the cache dropped when it is stale. */
+  private remember(turn: CommitTurn, version: number): void {
+    const key = `${turn.userId}\0${turn.sessionId}`;
+    const cached = this.histories.get(key);
+    if (!cached) return;
+    if (cached.version !== version) {
+      this.histories.delete(key);
+      return;
+    }
+    if (turn.replaceFromSeq !== undefined)
+      cached.messages.length = Math.min(cached.messages.length, turn.replaceFromSeq);
+    for (const m of turn.messages) cached.messages.push(modelMessage(rowOf(m)));
+  }
+
+  /** Forgets a session's cached history (it was deleted). */
+  forget(userId: string, sessionId?: string): void {
+    for (const key of [...this.histories.keys()]) {
+      if (sessionId === undefined ? key.startsWith(`${userId}\0`) : key === `${userId}\0${sessionId}`)
+        this.histories.delete(key);
+    }
+  }
+
+  /** The seq of each message of a session that the model sees, in order, with its role. */
+  roles(userId: string, sessionId: string): { seq: number; role: ChatMessage["role"] }[] {
+    return this.db
+      .query("SELECT seq, role FROM messages WHERE user_id = ? AND session_id = ? ORDER BY seq")
+      .all(userId, sessionId) as { seq: number; role: ChatMessage["role"] }[];
+  }
+
+  session(userId: string, sessionId: string): SessionSummary | undefined {
+    const row = this.db
+      .query(
+        `SELECT session_id, title, agent, created_at, updated_at, message_count, preview FROM sessions
+         WHERE user_id = ? AND session_id = ?`,
+      )
+      .get(userId, sessionId) as SessionRow | null;
+    return row ? summaryOf(row) : undefined;
+  }
+
+  /** Makes the session's row when missing (a first turn's checkpoint needs it). */
+  ensureSession(userId: string, sessionId: string, agent: string, firstInput: string, at: Date): void {
+    this.db
+      .query(
+        `INSERT INTO sessions (user_id, session_id, title, agent, created_at, updated_at)
+         VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+      )
+      .run(userId, sessionId, titleOf(firstInput), agent, at.getTime(), at.getTime());
+  }
+
+  checkpoint(userId: string, sessionId: string): string | undefined {
+    const row = this.db
+      .query("SELECT body FROM checkpoints WHERE user_id = ? AND session_id = ?")
+      .get(userId, sessionId) as { body: string } | null;
+    return row?.body;
+  }
+
+  saveCheckpoint(userId: string, sessionId: string, body: string, at: Date): void {
+    this.db
+      .query(
+        `INSERT INTO checkpoints (user_id, session_id, body, updated_at) VALUES (?, ?, ?, ?)
+         ON CONFLICT (user_id, session_id) DO UPDATE SET body = excluded.body, updated_at = excluded.updated_at`,
+      )
+      .run(userId, sessionId, body, at.getTime());
+  }
+
+  /** Drops the checkpoint; a session left with no message and no checkpoint goes too. */
+  clearCheckpoint(userId: string, sessionId: string): void {
+    this.db.transaction(() => {
+      this.db.query("DELETE FROM checkpoints WHERE user_id = ? AND session_id = ?").run(userId, sessionId);
+      this.db
+        .query("DELETE FROM sessions WHERE user_id = ? AND session_id = ? AND message_count = 0")
+        .run(userId, sessionId);
+    })();
+  }
+
+  /** Appends (or, for an edit, replaces the tail with) one turn; returns its first seq. */
+  commitTurn(turn: CommitTurn): number {
+    const { db } = this;
+    const version = this.dataVersion();
+    const first = db
+      .transaction(() => {
+        const { userId: u, sessionId: s } = turn;
+        const at = turn.at.getTime();
+        const opening = turn.messages.find((m) => m.role === "user");
+        this.ensureSession(u, s, turn.agent, opening?.content ?? "", turn.at);
+        if (turn.replaceFromSeq !== undefined) this.dropFrom(u, s, turn.replaceFromSeq);
+        const last = db
+          .query("SELECT COALESCE(MAX(seq), -1) AS seq FROM messages WHERE user_id = ? AND session_id = ?")
+          .get(u, s) as { seq: number };
+        const insert = db.query(
+          `INSERT INTO messages (user_id, session_id, seq, role, content, reasoning, tool_calls, tool_call_id, usage, created_at)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        );
+        let seq = last.seq;
+        for (const m of turn.messages) insert.run(u, s, ++seq, ...messageColumns(m), at);
+        const firstSeq = last.seq + 1;
+        this.touch(u, s, turn, at);
+        db.query("DELETE FROM checkpoints WHERE user_id = ? AND session_id = ?").run(u, s);
+        if (turn.memoryText !== undefined) {
+          db.query(
+            "INSERT INTO memory (user_id, session_id, seq, source, text, at) VALUES (?, ?, ?, ?, ?, ?)",
+          ).run(u, s, firstSeq, `session:${s}`, turn.memoryText, at);
+        }
+        return firstSeq;
+      })
+      .immediate();
+    this.remember(turn, version);
+    return first;
+  }
+
+  /** Renames a session (the title then stays); false when there is no such session. */
+  rename(userId: string, sessionId: string, title: string): boolean {
+    const r = this.db
+      .query("UPDATE sessions SET title = ?, renamed = 1 WHERE user_id = ? AND session_id = ?")
+      .run(title, userId, sessionId);
+    return r.changes > 0;
+  }
+
+  private dropFrom(userId: string, sessionId: string, seq: number): void {
+    this.db
+      .query("DELETE FROM messages WHERE user_id = ? AND session_id = ? AND seq >= ?")
+      .run(userId, sessionId, seq);
+    this.db
+      .query("DELETE FROM memory WHERE user_id = ? AND session_id = ? AND seq >= ?")
+      .run(userId, sessionId, seq);
+  }
+
+  /** The session's counters, preview and agent after a turn. */
+  private touch(userId: string, sessionId: string, turn: CommitTurn, at: number): void {
+    const preview = previewText(turn.messages);
+    this.db
+      .query(
+        `UPDATE sessions SET agent = $agent, updated_at = $at,
+           message_count = (SELECT COUNT(*) FROM messages WHERE user_id = $u AND session_id = $s),
+           preview = COALESCE($preview, preview),
+           title = CASE WHEN renamed = 0 AND $title IS NOT NULL THEN $title ELSE title END
+         WHERE user_id = $u AND session_id = $s`,
+      )
+      .run({
+        agent: turn.agent,
+        at,
+        u: userId,
+        s: sessionId,
+        preview: preview === undefined ? null : previewOf(preview),
+        title: this.retitle(turn),
+      });
+  }
+
+  /** A new title only when the turn replaced the session's first user message. */
+  private retitle(turn: CommitTurn): string | null {
+    if (turn.replaceFromSeq === undefined) return null;
+    const firstUser = this.db
+      .query(
+        "SELECT content FROM messages WHERE user_id = ? AND session_id = ? AND role = 'user' ORDER BY seq LIMIT 1",
+      )
+      .get(turn.userId, turn.sessionId) as { content: string | null } | null;
+    return titleOf(firstUser?.content ?? "");
+  }
+}
+
+/** A message as a row would hold it (for the cache; seq and time do not matter there). */
+function rowOf(m: TurnMessage): MessageRow {
+  const [role, content, reasoning, toolCalls, toolCallId, usage] = messageColumns(m);
+  return {
+    seq: 0,
+    role: role as ChatMessage["role"],
+    content,
+    reasoning,
+    tool_calls: toolCalls,
+    tool_call_id: toolCallId,
+    usage,
+    created_at: 0,
+  };
+}
+
+function messageColumns(
+  m: TurnMessage,
+): [string, string | null, string | null, string | null, string | null, string | null] {
+  const calls = m.role === "assistant" && m.tool_calls?.length ? JSON.stringify(m.tool_calls) : null;
+  return [
+    m.role,
+    m.content,
+    m.reasoning ?? null,
+    calls,
+    m.role === "tool" ? m.tool_call_id : null,
+    m.usage ? JSON.stringify(m.usage) : null,
+  ];
+}

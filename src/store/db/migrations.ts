@@ -1,0 +1,109 @@
+/**
+ * The database's schema, one numbered step at a time (SQLite's `user_version` holds the last
+ * step applied). A step is never edited once released: a change is a new step. Each runs in
+ * the transaction that opens the store, so a crash mid-migration leaves the previous version.
+ *
+ * Times are integer milliseconds since the epoch. Every table that holds a user's text is
+ * keyed by user so that `users.delete` is one statement per table.
+ */
+export interface Migration {
+  version: number;
+  /** Statements run in order; `fts` ones only where SQLite has FTS5 (else the LIKE fallback). */
+  sql: readonly string[];
+  fts?: readonly string[];
+}
+
+export const MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    sql: [
+      `CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) STRICT`,
+      `CREATE TABLE sessions (
+        user_id TEXT NOT NULL,
+        session_id TEXT NOT NULL,
+        title TEXT NOT NULL DEFAULT '',
+        renamed INTEGER NOT NULL DEFAULT 0,
+        agent TEXT NOT NULL DEFAULT '',
+        created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL,
+        message_count INTEGER NOT NULL DEFAULT 0,
+        preview TEXT NOT NULL DEFAULT '',
+        PRIMARY KEY (user_id, session_id)
+      ) STRICT, WITHOUT ROWID`,
+      `CREATE INDEX sessions_newest ON sessions (user_id, updated_at DESC, session_id DESC)`,
+      `CREATE TABLE messages (
+        id INTEGER PRIMARY KEY,
+        user_id TEXT NOT NULL,
+        session_id TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        role TEXT NOT NULL CHECK (role IN ('user', 'assistant', 'tool', 'system')),
+        content TEXT,
+        reasoning TEXT,
+        tool_calls TEXT,
+        tool_call_id TEXT,
+        usage TEXT,
+        created_at INTEGER NOT NULL,
+        UNIQUE (user_id, session_id, seq),
+        FOREIGN KEY (user_id, session_id) REFERENCES sessions ON DELETE CASCADE
+      ) STRICT`,
+      `CREATE TABLE checkpoints (
+        user_id TEXT NOT NULL,
+        session_id TEXT NOT NULL,
+        body TEXT NOT NULL,
+        updated_at INTEGER NOT NULL,
+        PRIMARY KEY (user_id, session_id),
+        FOREIGN KEY (user_id, session_id) REFERENCES sessions ON DELETE CASCADE
+      ) STRICT, WITHOUT ROWID`,
+      // One row per remembered turn (user_id set) or chunk of a memory.folders file (user_id ''
+      // and the folder in `root`); `seq` is the turn's user message, so an edit that drops the
+      // turn drops its memory too.
+      `CREATE TABLE memory (
+        id INTEGER PRIMARY KEY,
+        user_id TEXT NOT NULL,
+        session_id TEXT NOT NULL DEFAULT '',
+        seq INTEGER,
+        source TEXT NOT NULL,
+        root TEXT NOT NULL DEFAULT '',
+        text TEXT NOT NULL,
+        at INTEGER NOT NULL
+      ) STRICT`,
+      `CREATE INDEX memory_by_session ON memory (user_id, session_id, seq)`,
+      `CREATE INDEX memory_by_file ON memory (root, source) WHERE user_id = ''`,
+      // The files of memory.folders already indexed, so a start re-reads only what changed.
+      `CREATE TABLE memory_files (
+        path TEXT PRIMARY KEY,
+        root TEXT NOT NULL,
+        size INTEGER NOT NULL,
+        mtime_ms INTEGER NOT NULL
+      ) STRICT, WITHOUT ROWID`,
+      // A turn in progress on a session, across processes (store/session-lease.ts).
+      `CREATE TABLE session_leases (
+        user_id TEXT NOT NULL,
+        session_id TEXT NOT NULL,
+        owner TEXT NOT NULL,
+        pid INTEGER NOT NULL,
+        expires_at INTEGER NOT NULL,
+        PRIMARY KEY (user_id, session_id)
+      ) STRICT, WITHOUT ROWID`,
+    ],
+    fts: [
+      // External-content indexes: the text lives once, in its table; triggers keep the index.
+      `CREATE VIRTUAL TABLE IF NOT EXISTS messages_fts USING fts5(content, content='messages', content_rowid='id',
+        tokenize='unicode61 remove_diacritics 2')`,
+      `CREATE TRIGGER IF NOT EXISTS messages_fts_insert AFTER INSERT ON messages WHEN new.content IS NOT NULL
+        AND new.role IN ('user', 'assistant') BEGIN
+        INSERT INTO messages_fts(rowid, content) VALUES (new.id, new.content); END`,
+      `CREATE TRIGGER IF NOT EXISTS messages_fts_delete AFTER DELETE ON messages WHEN old.content IS NOT NULL
+        AND old.role IN ('user', 'assistant') BEGIN
+        INSERT INTO messages_fts(messages_fts, rowid, content) VALUES ('delete', old.id, old.content); END`,
+      `CREATE VIRTUAL TABLE IF NOT EXISTS memory_fts USING fts5(text, content='memory', content_rowid='id',
+        tokenize='unicode61 remove_diacritics 2')`,
+      `CREATE TRIGGER IF NOT EXISTS memory_fts_insert AFTER INSERT ON memory BEGIN
+        INSERT INTO memory_fts(rowid, text) VALUES (new.id, new.text); END`,
+      `CREATE TRIGGER IF NOT EXISTS memory_fts_delete AFTER DELETE ON memory BEGIN
+        INSERT INTO memory_fts(memory_fts, rowid, text) VALUES ('delete', old.id, old.text); END`,
+    ],
+  },
+];
+
+export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]?.version ?? 0;

@@ -1,0 +1,242 @@
+import { Database } from "bun:sqlite";
+import { chmodSync, existsSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { CoreError } from "../../protocol/errors.ts";
+import { logger } from "../../util/logger.ts";
+import { ensurePrivateTree, PRIVATE_FILE_MODE } from "../../util/private-fs.ts";
+import { MIGRATIONS, SCHEMA_VERSION } from "./migrations.ts";
+
+/** The database's file name under app.data_dir. */
+export const DB_FILE = "local-ai.db";
+/**
+ * How long a statement waits, blocking the thread, for another process's write lock: short,
+ * since a write holds it for a moment; Store.write retries past it without blocking the loop.
+ */
+export const BUSY_TIMEOUT_MS = 20;
+
+export interface OpenedStore {
+  db: Database;
+  path: string;
+  /** Whether SQLite here has FTS5; without it, search and memory fall back to LIKE. */
+  fts: boolean;
+  /** Set when the database could not be used and was moved aside: that path. */
+  resetFrom?: string;
+  resetProblem?: string;
+}
+
+export interface OpenOptions {
+  now?: () => Date;
+  /** Tests: behave as a SQLite without FTS5 would. */
+  withoutFts?: boolean;
+}
+
+/**
+ * Opens (creating when missing) the one database under `dataDir`: WAL (readers never wait for
+ * the writer; a commit is one append), `synchronous=NORMAL` (a commit survives the process's
+ * death at any instant; a power cut may lose the last commits, never the file's integrity),
+ * foreign keys on (a session's rows go with it), `secure_delete` (deleted text is zeroed, not
+ * left in free pages), a busy timeout for the other core on the same folder. A file that is not
+ * a database or fails `quick_check` is moved aside and a fresh one is made (`resetFrom`).
+ */
+export function openStore(dataDir: string, options: OpenOptions = {}): OpenedStore {
+  const now = options.now ?? (() => new Date());
+  // Created owner-only when missing; a folder the user made keeps the mode they gave it.
+  ensurePrivateTree(dataDir);
+  const path = join(dataDir, DB_FILE);
+  let problem: string | undefined;
+  try {
+    const db = connect(path);
+    try {
+      problem = healthProblem(db, path);
+      if (problem === undefined) return prepare(db, path, options);
+    } catch (err) {
+      db.close(false);
+      throw err;
+    }
+    db.close(false);
+  } catch (err) {
+    const code = (err as { code?: string }).code ?? "";
+    // Only a damaged file is moved aside; a locked, full or unwritable one is an error to report.
+    if (!/SQLITE_(CORRUPT|NOTADB)/.test(code)) throw storeError(err, path);
+    problem = (err as Error).message;
+  }
+  const aside = moveDatabaseAside(path, now());
+  logger.warn(`the database ${path} could not be used (${problem}); moved to ${aside}, starting a fresh one`);
+  const fresh = prepare(connect(path), path, options);
+  fresh.db.run("INSERT OR REPLACE INTO meta (key, value) VALUES ('reset_from', ?), ('reset_problem', ?)", [
+    aside,
+    problem ?? "",
+  ]);
+  return { ...fresh, resetFrom: aside, resetProblem: problem ?? "" };
+}
+
+function connect(path: string): Database {
+  const existed = existsSync(path);
+  const db = new Database(path, { create: true, readwrite: true, strict: true });
+  // The WAL and shared-memory files take the database file's mode, so set it first.
+  if (!existed && process.platform !== "win32") chmodSync(path, PRIVATE_FILE_MODE);
+  db.run(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`);
+  db.run("PRAGMA journal_mode = WAL");
+  db.run("PRAGMA synchronous = NORMAL");
+  db.run("PRAGMA foreign_keys = ON");
+  db.run("PRAGMA secure_delete = ON");
+  return db;
+}
+
+/**
+ * Up to this size the whole file is checked at open (`quick_check` reads every page: about 6 ms
+ * a megabyte here). A bigger one is checked by its schema only, so the first chat does not
+ * wait; damage deeper in it surfaces as SQLITE_CORRUPT on the statement that meets it, which
+ * marks the file for a reset at the next start (markDamaged), and `doctor` checks it whole.
+ */
+export const FULL_CHECK_BYTES = 16 * 2 ** 20;
+
+/** A file beside the database saying a statement met damage in it: the next open resets it. */
+export const damagedMarker = (path: string) => `${path}.damaged`;
+
+export function markDamaged(path: string, problem: string): void {
+  try {
+    writeFileSync(damagedMarker(path), `${problem}\n`, { mode: PRIVATE_FILE_MODE });
+  } catch {}
+}
+
+/** What is wrong with an opened file, or undefined when it is fit to use. */
+function healthProblem(db: Database, path: string): string | undefined {
+  const version = (db.query("PRAGMA user_version").get() as { user_version: number }).user_version;
+  if (version > SCHEMA_VERSION) {
+    throw new CoreError(
+      "internal_error",
+      `the database was written by a newer local-ai (schema ${version}; this one knows ${SCHEMA_VERSION}); use that version, or move the file aside`,
+    );
+  }
+  if (existsSync(damagedMarker(path))) {
+    return `a statement met damage in it (${readFileSync(damagedMarker(path), "utf8").trim()})`;
+  }
+  if (statSync(path).size > FULL_CHECK_BYTES) {
+    db.query("SELECT count(*) FROM sqlite_schema").get();
+    return undefined;
+  }
+  return integrityProblem(db);
+}
+
+/** `quick_check`'s verdict: undefined when ok (doctor runs it on any size). */
+export function integrityProblem(db: Database): string | undefined {
+  const rows = db.query("PRAGMA quick_check").all() as { quick_check: string }[];
+  const first = rows[0]?.quick_check;
+  return first === "ok" ? undefined : `quick_check: ${rows.map((r) => r.quick_check).join("; ")}`;
+}
+
+function prepare(db: Database, path: string, options: OpenOptions): OpenedStore {
+  try {
+    const fts = !options.withoutFts && hasFts5(db);
+    migrate(db, fts);
+    return { db, path, fts };
+  } catch (err) {
+    db.close(false);
+    throw storeError(err, path);
+  }
+}
+
+function hasFts5(db: Database): boolean {
+  try {
+    db.run("CREATE VIRTUAL TABLE temp.fts5_probe USING fts5(x)");
+    db.run("DROP TABLE temp.fts5_probe");
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function migrate(db: Database, fts: boolean): void {
+  db.transaction(() => {
+    const version = (db.query("PRAGMA user_version").get() as { user_version: number }).user_version;
+    for (const step of MIGRATIONS) {
+      if (step.version <= version) continue;
+      for (const sql of step.sql) db.run(sql);
+      if (fts) for (const sql of step.fts ?? []) db.run(sql);
+      db.run(`PRAGMA user_version = ${step.version}`);
+    }
+    const indexed = db.query("SELECT value FROM meta WHERE key = 'fts'").get() as { value: string } | null;
+    if (fts && indexed?.value !== "1") {
+      // Made without FTS5 (or before it): build the indexes from the tables now.
+      if (version > 0) addFtsTables(db);
+      db.run("INSERT OR REPLACE INTO meta (key, value) VALUES ('fts', '1')");
+    } else if (!fts && indexed?.value === "1") {
+      // Made where FTS5 was, opened where it is not: the index triggers would fail every write.
+      // They go; the index is rebuilt from the tables where FTS5 is back.
+      for (const t of FTS_TRIGGERS) db.run(`DROP TRIGGER IF EXISTS ${t}`);
+      db.run("UPDATE meta SET value = '0' WHERE key = 'fts'");
+    }
+  }).immediate();
+  if (fts) enableFtsSecureDelete(db);
+}
+
+const FTS_TRIGGERS = ["messages_fts_insert", "messages_fts_delete", "memory_fts_insert", "memory_fts_delete"];
+
+function addFtsTables(db: Database): void {
+  for (const step of MIGRATIONS) for (const sql of step.fts ?? []) db.run(sql);
+  db.run("INSERT INTO messages_fts(messages_fts) VALUES ('rebuild')");
+  db.run("INSERT INTO memory_fts(memory_fts) VALUES ('rebuild')");
+}
+
+/**
+ * FTS5 keeps a deleted row's terms until segments merge unless told otherwise (SQLite
+ * 3.42+); older libraries (an older macOS) get an 'optimize' after each delete instead.
+ */
+function enableFtsSecureDelete(db: Database): void {
+  for (const table of ["messages_fts", "memory_fts"]) {
+    try {
+      db.run(`INSERT INTO ${table}(${table}, rank) VALUES ('secure-delete', 1)`);
+    } catch {
+      db.run("INSERT OR REPLACE INTO meta (key, value) VALUES ('fts_optimize_after_delete', '1')");
+    }
+  }
+}
+
+function moveDatabaseAside(path: string, now: Date): string {
+  const aside = `${path}.corrupt-${now.toISOString().replace(/[:.]/g, "-")}`;
+  try {
+    renameSync(path, aside);
+    rmSync(damagedMarker(path), { force: true });
+    for (const suffix of ["-wal", "-shm"]) {
+      if (existsSync(path + suffix)) renameSync(path + suffix, aside + suffix);
+    }
+  } catch (err) {
+    throw new CoreError(
+      "internal_error",
+      `the database ${path} is unusable and could not be moved aside: ${(err as Error).message}`,
+      { path },
+    );
+  }
+  return aside;
+}
+
+/** SQLite's failures in words a person acts on, naming the file. */
+export function storeError(err: unknown, path: string): Error {
+  if (err instanceof CoreError) return err;
+  const code = (err as { code?: string }).code ?? "";
+  if (/^SQLITE_(CORRUPT|NOTADB)/.test(code)) {
+    markDamaged(path, (err as Error).message);
+    return new CoreError(
+      "internal_error",
+      `the database ${path} is damaged (${(err as Error).message}); it is set aside at the core's next start and a fresh one used`,
+      { key: "app.data_dir", path, problem: code },
+    );
+  }
+  const why: Record<string, string> = {
+    SQLITE_BUSY: `another process holds the database ${path} locked; try again`,
+    SQLITE_LOCKED: `the database ${path} is locked; try again`,
+    SQLITE_FULL: `no space left on the disk for the database ${path}`,
+    SQLITE_READONLY: `the database ${path} cannot be written (read-only file or folder)`,
+    SQLITE_CANTOPEN: `the database ${path} cannot be opened (check that app.data_dir is a folder this user can write)`,
+    SQLITE_PERM: `permission denied for the database ${path}`,
+    SQLITE_IOERR: `the disk failed a read or write of the database ${path}`,
+  };
+  const key = Object.keys(why).find((k) => code.startsWith(k));
+  if (!key) return err as Error;
+  return new CoreError("internal_error", `${why[key]}: ${(err as Error).message}`, {
+    key: "app.data_dir",
+    path,
+    problem: code,
+  });
+}

@@ -1,0 +1,62 @@
+import type { Database } from "bun:sqlite";
+import { logger } from "../util/logger.ts";
+
+/**
+ * Deleting for good (SPEC §11 `users.delete`): `secure_delete` zeroes the freed parts of the
+ * database's pages and FTS5's `secure-delete` takes the words out of its index at once; what
+ * is left is the write-ahead log, which still holds the pages as they were until a checkpoint
+ * copies them back and truncates it. Another process reading at that moment can stop the
+ * truncation; it is tried again a few times, and the next erase or close finishes it.
+ */
+const TRUNCATE_TRIES = 5;
+
+export function eraseSession(db: Database, userId: string, sessionId: string): boolean {
+  const removed = db
+    .transaction(() => {
+      db.query("DELETE FROM memory WHERE user_id = ? AND session_id = ?").run(userId, sessionId);
+      db.query("DELETE FROM session_leases WHERE user_id = ? AND session_id = ?").run(userId, sessionId);
+      // Messages and checkpoints go with the session (foreign keys, ON DELETE CASCADE).
+      return db.query("DELETE FROM sessions WHERE user_id = ? AND session_id = ?").run(userId, sessionId)
+        .changes;
+    })
+    .immediate();
+  settleErase(db);
+  return removed > 0;
+}
+
+/** Every session, message, checkpoint and memory entry of the user; returns the sessions removed. */
+export function eraseUser(db: Database, userId: string): number {
+  const removed = db
+    .transaction(() => {
+      db.query("DELETE FROM memory WHERE user_id = ?").run(userId);
+      db.query("DELETE FROM session_leases WHERE user_id = ?").run(userId);
+      return db.query("DELETE FROM sessions WHERE user_id = ?").run(userId).changes;
+    })
+    .immediate();
+  settleErase(db);
+  return removed;
+}
+
+function settleErase(db: Database): void {
+  const optimize = db.query("SELECT value FROM meta WHERE key = 'fts_optimize_after_delete'").get() as {
+    value: string;
+  } | null;
+  if (optimize?.value === "1") {
+    // A SQLite without FTS5 secure-delete: merging the segments drops the deleted rows' words.
+    for (const t of ["messages_fts", "memory_fts"]) db.run(`INSERT INTO ${t}(${t}) VALUES ('optimize')`);
+  }
+  truncateWal(db);
+}
+
+/** Copies the log into the database and empties it; false when a reader kept it from finishing. */
+export function truncateWal(db: Database): boolean {
+  for (let i = 0; i < TRUNCATE_TRIES; i++) {
+    const r = db.query("PRAGMA wal_checkpoint(TRUNCATE)").get() as { busy: number } | null;
+    if (r && r.busy === 0) return true;
+    Bun.sleepSync(20);
+  }
+  logger.warn(
+    "the database's write-ahead log could not be emptied after a delete (another process reads it); the next delete or shutdown does",
+  );
+  return false;
+}

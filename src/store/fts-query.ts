@@ -1,0 +1,34 @@
+/**
+ * User text as an FTS5 query, built from words only so that no character of the user's can
+ * be taken for query syntax (quotes, `NEAR`, `-`, column filters): each word is quoted.
+ * Words are lower-cased runs of letters and digits in any script, at least two long, the same
+ * split the unicode61 tokenizer makes.
+ */
+const MAX_TERMS = 32;
+
+export function words(text: string): string[] {
+  const seen = new Set<string>();
+  for (const t of text.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? []) {
+    if (t.length > 1) seen.add(t);
+    if (seen.size >= MAX_TERMS) break;
+  }
+  return [...seen];
+}
+
+/** Any of the words, ranked by bm25: memory recall ("what was said about any of this"). */
+export function anyOf(text: string): string | undefined {
+  const w = words(text);
+  return w.length > 0 ? w.map((t) => `"${t}"`).join(" OR ") : undefined;
+}
+
+/** All of the words, the last as a prefix (the user may still be typing it): search. */
+export function allOf(text: string): string | undefined {
+  const w = words(text);
+  if (w.length === 0) return undefined;
+  return w.map((t, i) => (i === w.length - 1 ? `"${t}"*` : `"${t}"`)).join(" ");
+}
+
+/** A LIKE pattern matching `word` anywhere, for SQLite builds without FTS5 (`ESCAPE '\'`). */
+export function likePattern(word: string): string {
+  return `%${word.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+}

@@ -1,0 +1,220 @@
+import type { Database } from "bun:sqlite";
+import { chmodSync, existsSync, readdirSync, readFileSync, renameSync, rmSync, statSync } from "node:fs";
+import { join } from "node:path";
+import { z } from "zod";
+import { ChatMessageSchema } from "../protocol/chat-message.ts";
+import { logger } from "../util/logger.ts";
+import { ensurePrivateDir, PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from "../util/private-fs.ts";
+import { writeFileAtomic } from "./atomic.ts";
+import { CheckpointSchema } from "./checkpoint.ts";
+import { Conversations } from "./conversations.ts";
+
+/**
+ * The 0.1 layout (one folder per session under `users/`, SPEC §11 "Import"): read once into
+ * the database, then the folder is moved to `imported-0.1/`, kept, never deleted — except what
+ * `sessions.delete` and `users.delete` erase (eraseImported).
+ */
+export const IMPORTED_DIR = "imported-0.1";
+const MARKER = "import_v01";
+
+const HistorySchema = z.object({ version: z.literal(1), messages: z.array(ChatMessageSchema) });
+const TurnSchema = z.object({ id: z.string(), session_id: z.string(), text: z.string(), at: z.string() });
+const TurnsSchema = z.object({ version: z.literal(1), turns: z.array(z.unknown()) });
+/** What the 0.1 core accepted as a user or session folder (protocol/chat.ts SafeIdSchema). */
+const SAFE_ID = /^(?!\.)[A-Za-z0-9@+._-]{1,128}$/;
+
+export interface ImportReport {
+  sessions: number;
+  checkpoints: number;
+  memory: number;
+  skipped: string[];
+}
+
+/** Imports `dataDir/users` unless done already; returns undefined when there was nothing to do. */
+export function importV01(db: Database, dataDir: string, now: Date): ImportReport | undefined {
+  const users = join(dataDir, "users");
+  const report = db
+    .transaction((): ImportReport | undefined => {
+      if (db.query("SELECT 1 FROM meta WHERE key = ?").get(MARKER)) return undefined;
+      db.query("INSERT INTO meta (key, value) VALUES (?, ?)").run(MARKER, now.toISOString());
+      if (!existsSync(users)) return undefined;
+      const r: ImportReport = { sessions: 0, checkpoints: 0, memory: 0, skipped: [] };
+      for (const user of safeEntries(users)) importUser(db, join(users, user), user, r);
+      return r;
+    })
+    .immediate();
+  if (!report) return undefined;
+  keepAside(dataDir, now);
+  logger.info(
+    `imported the 0.1 data folder: ${report.sessions} sessions, ${report.checkpoints} interrupted turns, ${report.memory} memory entries${report.skipped.length ? `; not imported (unreadable, kept in ${IMPORTED_DIR}/): ${report.skipped.join(", ")}` : ""}`,
+  );
+  return report;
+}
+
+function safeEntries(dir: string): string[] {
+  try {
+    return readdirSync(dir, { withFileTypes: true })
+      .filter((e) => e.isDirectory() && SAFE_ID.test(e.name))
+      .map((e) => e.name);
+  } catch {
+    return [];
+  }
+}
+
+function readJson(path: string): unknown {
+  const st = statSync(path);
+  // A FIFO or a folder in a file's place would block or fail the read.
+  if (!st.isFile()) throw new Error("not a regular file");
+  return JSON.parse(readFileSync(path, "utf8"));
+}
+
+function importUser(db: Database, dir: string, user: string, r: ImportReport): void {
+  const conv = new Conversations(db);
+  const sessions = join(dir, "sessions");
+  for (const session of existsSync(sessions) ? safeEntries(sessions) : []) {
+    const sdir = join(sessions, session);
+    importHistory(conv, sdir, user, session, r);
+    importCheckpoint(conv, sdir, user, session, r);
+  }
+  const turns = join(dir, "memory", "turns.json");
+  if (!existsSync(turns)) return;
+  try {
+    const file = TurnsSchema.parse(readJson(turns));
+    const insert = db.query(
+      "INSERT INTO memory (user_id, session_id, seq, source, text, at) VALUES (?, ?, NULL, ?, ?, ?)",
+    );
+    for (const raw of file.turns) {
+      const t = TurnSchema.safeParse(raw);
+      if (!t.success) continue;
+      insert.run(
+        user,
+        t.data.session_id,
+        `session:${t.data.session_id}`,
+        t.data.text,
+        Date.parse(t.data.at) || 0,
+      );
+      r.memory++;
+    }
+  } catch {
+    r.skipped.push(`users/${user}/memory/turns.json`);
+  }
+}
+
+/** Runs `load` on one 0.1 file that exists; one that cannot be used is reported, not imported. */
+function importFile(path: string, label: string, r: ImportReport, load: () => void): void {
+  if (!existsSync(path)) return;
+  try {
+    load();
+  } catch {
+    r.skipped.push(label);
+  }
+}
+
+function importHistory(
+  conv: Conversations,
+  dir: string,
+  user: string,
+  session: string,
+  r: ImportReport,
+): void {
+  const path = join(dir, "history.json");
+  importFile(path, `users/${user}/sessions/${session}/history.json`, r, () => {
+    const history = HistorySchema.parse(readJson(path));
+    if (history.messages.length === 0) return;
+    const at = statSync(path).mtime;
+    conv.commitTurn({ userId: user, sessionId: session, agent: "", messages: history.messages, at });
+    r.sessions++;
+  });
+}
+
+function importCheckpoint(
+  conv: Conversations,
+  dir: string,
+  user: string,
+  session: string,
+  r: ImportReport,
+): void {
+  const path = join(dir, "checkpoint.json");
+  importFile(path, `users/${user}/sessions/${session}/checkpoint.json`, r, () => {
+    const cp = CheckpointSchema.parse(readJson(path));
+    const at = new Date(Date.parse(cp.updated_at) || statSync(path).mtimeMs);
+    conv.ensureSession(user, session, cp.agent, cp.user_input, at);
+    conv.saveCheckpoint(user, session, JSON.stringify(cp), at);
+    r.checkpoints++;
+  });
+}
+
+function keepAside(dataDir: string, now: Date): void {
+  const target = join(dataDir, IMPORTED_DIR);
+  try {
+    ensurePrivateDir(target);
+    const dest = existsSync(join(target, "users"))
+      ? join(target, `users-${now.toISOString().replace(/[:.]/g, "-")}`)
+      : join(target, "users");
+    renameSync(join(dataDir, "users"), dest);
+    tightenTree(dest);
+  } catch (err) {
+    // Imported all the same (the marker says so); the folder just stays where it was.
+    logger.warn(
+      `the imported 0.1 folder ${join(dataDir, "users")} could not be moved aside: ${(err as Error).message}`,
+    );
+  }
+}
+
+/** An older version made some of these folders 0755: the kept tree is the user's text, owner-only. */
+function tightenTree(dir: string): void {
+  if (process.platform === "win32") return;
+  chmodSync(dir, PRIVATE_DIR_MODE);
+  for (const e of readdirSync(dir, { withFileTypes: true })) {
+    const p = join(dir, e.name);
+    if (e.isDirectory()) tightenTree(p);
+    else if (e.isFile()) chmodSync(p, PRIVATE_FILE_MODE);
+  }
+}
+
+/** Every 0.1 folder tree that may hold a user's files: in place, or kept aside after import. */
+function userTrees(dataDir: string, userId: string): string[] {
+  const trees = [join(dataDir, "users", userId)];
+  const aside = join(dataDir, IMPORTED_DIR);
+  if (existsSync(aside)) {
+    for (const e of readdirSync(aside)) if (e.startsWith("users")) trees.push(join(aside, e, userId));
+  }
+  return trees.filter((t) => existsSync(t));
+}
+
+/**
+ * Erases a user's (or one session's) text from the 0.1 files: the folders go, and the memory
+ * files lose that session's entries (a memory file that cannot be parsed goes when it names
+ * the session, since its valid entries were imported already).
+ */
+export function eraseImported(dataDir: string, userId: string, sessionId?: string): void {
+  for (const tree of userTrees(dataDir, userId)) {
+    if (sessionId === undefined) {
+      rmSync(tree, { recursive: true, force: true });
+      continue;
+    }
+    rmSync(join(tree, "sessions", sessionId), { recursive: true, force: true });
+    const memory = join(tree, "memory");
+    if (!existsSync(memory)) continue;
+    for (const name of readdirSync(memory)) {
+      if (name.startsWith("turns.json")) dropSessionTurns(join(memory, name), sessionId);
+    }
+  }
+}
+
+function dropSessionTurns(path: string, sessionId: string): void {
+  let text: string;
+  try {
+    if (!statSync(path).isFile()) return;
+    text = readFileSync(path, "utf8");
+  } catch {
+    return;
+  }
+  try {
+    const file = TurnsSchema.parse(JSON.parse(text));
+    const kept = file.turns.filter((t) => (t as { session_id?: unknown })?.session_id !== sessionId);
+    if (kept.length !== file.turns.length) writeFileAtomic(path, JSON.stringify({ version: 1, turns: kept }));
+  } catch {
+    if (text.includes(JSON.stringify(sessionId))) rmSync(path, { force: true });
+  }
+}

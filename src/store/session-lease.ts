@@ -1,0 +1,137 @@
+import type { Database } from "bun:sqlite";
+import { randomBytes } from "node:crypto";
+import { abortable } from "../util/abortable.ts";
+
+/**
+ * One turn at a time per session across processes (two app windows, an app and a CLI on one
+ * data folder): a row in `session_leases` names the holder. Within a process the session locks
+ * (store/keyed-mutex.ts) already queue turns; this is the line between processes. A holder
+ * renews its row while the turn runs; a row whose process is gone, or that was not renewed in
+ * time (a frozen or rebooted-away process, a recycled pid), is taken over.
+ */
+export const LEASE_TTL_MS = 30_000;
+const RENEW_MS = 10_000;
+const POLL_MS = 50;
+/** How long the database's lock may stay busy before taking a lease fails (Store.write's wait). */
+export const LEASE_BUSY_WAIT_MS = 5000;
+
+export interface LeaseOptions {
+  now?: () => number;
+  /** Whether a process is alive; `process.kill(pid, 0)` by default. */
+  alive?: (pid: number) => boolean;
+}
+
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
+export class SessionLeases {
+  /** This holder's name: the pid alone would not tell two stores of one process apart. */
+  readonly owner = `${process.pid}:${randomBytes(6).toString("hex")}`;
+  private readonly now: () => number;
+  private readonly alive: (pid: number) => boolean;
+
+  constructor(
+    private readonly db: Database,
+    options: LeaseOptions = {},
+  ) {
+    this.now = options.now ?? Date.now;
+    this.alive = options.alive ?? processAlive;
+  }
+
+  /**
+   * Waits until this process holds the session; resolves with the release. A live holder is
+   * waited for as long as it holds it; a database locked by another process only up to
+   * `busyWaitMs`, then the SQLite error is thrown (the caller names the file).
+   */
+  async acquire(
+    userId: string,
+    sessionId: string,
+    signal: AbortSignal,
+    busyWaitMs = LEASE_BUSY_WAIT_MS,
+  ): Promise<() => void> {
+    let busySince: number | undefined;
+    for (;;) {
+      signal.throwIfAborted();
+      const r = this.attempt(userId, sessionId);
+      if (r === true) break;
+      if (r === false) busySince = undefined;
+      else {
+        busySince ??= Date.now();
+        if (Date.now() - busySince >= busyWaitMs) throw r;
+      }
+      await abortable(new Promise((res) => setTimeout(res, POLL_MS)), signal);
+    }
+    return this.held(userId, sessionId);
+  }
+
+  /** The session's lease now, or undefined when a live holder has it. */
+  tryHold(userId: string, sessionId: string): (() => void) | undefined {
+    return this.tryTake(userId, sessionId) ? this.held(userId, sessionId) : undefined;
+  }
+
+  /** The release of a lease just taken, which renews it until then. */
+  private held(userId: string, sessionId: string): () => void {
+    const renew = setInterval(() => this.renew(userId, sessionId), RENEW_MS);
+    renew.unref?.();
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      clearInterval(renew);
+      this.db
+        .query("DELETE FROM session_leases WHERE user_id = ? AND session_id = ? AND owner = ?")
+        .run(userId, sessionId, this.owner);
+    };
+  }
+
+  /** Takes the session when it is free, or its holder is gone; false when held by a live one. */
+  tryTake(userId: string, sessionId: string): boolean {
+    return this.attempt(userId, sessionId) === true;
+  }
+
+  /** Taken (true), held by a live holder (false), or the database's lock busy (the error). */
+  private attempt(userId: string, sessionId: string): boolean | Error {
+    try {
+      return this.take(userId, sessionId);
+    } catch (err) {
+      // Another process is writing: the next poll asks again.
+      if (/^SQLITE_BUSY/.test((err as { code?: string }).code ?? "")) return err as Error;
+      throw err;
+    }
+  }
+
+  private take(userId: string, sessionId: string): boolean {
+    return this.db
+      .transaction(() => {
+        const held = this.db
+          .query("SELECT owner, pid, expires_at FROM session_leases WHERE user_id = ? AND session_id = ?")
+          .get(userId, sessionId) as { owner: string; pid: number; expires_at: number } | null;
+        const now = this.now();
+        if (held && held.owner !== this.owner && held.expires_at > now && this.alive(held.pid)) return false;
+        this.db
+          .query(
+            `INSERT OR REPLACE INTO session_leases (user_id, session_id, owner, pid, expires_at)
+             VALUES (?, ?, ?, ?, ?)`,
+          )
+          .run(userId, sessionId, this.owner, process.pid, now + LEASE_TTL_MS);
+        return true;
+      })
+      .immediate();
+  }
+
+  private renew(userId: string, sessionId: string): void {
+    try {
+      this.db
+        .query("UPDATE session_leases SET expires_at = ? WHERE user_id = ? AND session_id = ? AND owner = ?")
+        .run(this.now() + LEASE_TTL_MS, userId, sessionId, this.owner);
+    } catch {
+      // Busy for a moment: the next renewal comes well before the lease runs out.
+    }
+  }
+}

@@ -1,0 +1,84 @@
+import type { Database } from "bun:sqlite";
+import { CoreError } from "../protocol/errors.ts";
+import { type SessionSummary, type StoredMessage, storedMessage, summaryOf } from "./conversations.ts";
+
+/** `sessions.list`'s page: newest first, and the cursor for the next page (null at the end). */
+export interface SessionPage {
+  sessions: SessionSummary[];
+  next: string | null;
+}
+
+/** `sessions.get`'s page: the newest `limit` messages before `before_seq`, oldest first. */
+export interface MessagePage {
+  session: SessionSummary;
+  messages: StoredMessage[];
+  has_more: boolean;
+}
+
+/**
+ * A `before` cursor is where the last page ended (its updated_at and session id), opaque to the
+ * host. It names no user: a cursor from another user's listing only sets a point in time in
+ * this user's own sessions.
+ */
+export function encodeCursor(updatedAt: number, sessionId: string): string {
+  return Buffer.from(JSON.stringify([updatedAt, sessionId])).toString("base64url");
+}
+
+export function decodeCursor(cursor: string): [number, string] {
+  try {
+    const value = JSON.parse(Buffer.from(cursor, "base64url").toString("utf8")) as unknown;
+    if (
+      Array.isArray(value) &&
+      value.length === 2 &&
+      Number.isSafeInteger(value[0]) &&
+      typeof value[1] === "string"
+    )
+      return [value[0] as number, value[1] as string];
+  } catch {}
+  throw new CoreError("invalid_request", "params.before: not a cursor from sessions.list's `next`", {
+    field: "before",
+  });
+}
+
+export function listSessions(db: Database, userId: string, limit: number, before?: string): SessionPage {
+  const [at, id] = before !== undefined ? decodeCursor(before) : [Number.MAX_SAFE_INTEGER, ""];
+  const rows = db
+    .query(
+      `SELECT session_id, title, agent, created_at, updated_at, message_count, preview FROM sessions
+       WHERE user_id = $u AND (updated_at < $at OR (updated_at = $at AND session_id < $id))
+         AND (message_count > 0 OR EXISTS (SELECT 1 FROM checkpoints c
+              WHERE c.user_id = sessions.user_id AND c.session_id = sessions.session_id))
+       ORDER BY updated_at DESC, session_id DESC LIMIT $n`,
+    )
+    .all({ u: userId, at, id: before !== undefined ? id : "\u{10FFFF}", n: limit + 1 }) as Parameters<
+    typeof summaryOf
+  >[0][];
+  const page = rows.slice(0, limit);
+  const last = page[page.length - 1];
+  return {
+    sessions: page.map(summaryOf),
+    next: rows.length > limit && last ? encodeCursor(last.updated_at, last.session_id) : null,
+  };
+}
+
+export function sessionMessages(
+  db: Database,
+  session: SessionSummary,
+  userId: string,
+  limit: number,
+  beforeSeq?: number,
+): MessagePage {
+  const rows = db
+    .query(
+      `SELECT seq, role, content, reasoning, tool_calls, tool_call_id, usage, created_at FROM messages
+       WHERE user_id = $u AND session_id = $s AND seq < $before ORDER BY seq DESC LIMIT $n`,
+    )
+    .all({
+      u: userId,
+      s: session.session_id,
+      before: beforeSeq ?? Number.MAX_SAFE_INTEGER,
+      n: limit + 1,
+    }) as Parameters<typeof storedMessage>[0][];
+  const page = rows.slice(0, limit).reverse();
+  return { session, messages: page.map(storedMessage), has_more: rows.length > limit };
+}

@@ -1,0 +1,95 @@
+import type { Database } from "bun:sqlite";
+import { allOf, likePattern, words } from "./fts-query.ts";
+
+/** One `sessions.search` hit: the message, its session's title, the matched words in `**`. */
+export interface SearchHit {
+  session_id: string;
+  seq: number;
+  title: string;
+  snippet: string;
+}
+
+const SNIPPET_CHARS = 100;
+/**
+ * Matches ranked by bm25(), the newest first: FTS5 scores every match before it can order
+ * them, so a search for common words over years of chats ranks the most recent matches only.
+ */
+const RANKED_MATCHES = 500;
+
+/**
+ * Full-text search over one user's messages (their own words and the answers; tool traffic
+ * is not searched), best first by bm25. Without FTS5, a LIKE match of every word, newest first.
+ */
+export function searchSessions(
+  db: Database,
+  fts: boolean,
+  userId: string,
+  query: string,
+  limit: number,
+): SearchHit[] {
+  return fts ? ftsSearch(db, userId, query, limit) : likeSearch(db, userId, query, limit);
+}
+
+function ftsSearch(db: Database, userId: string, query: string, limit: number): SearchHit[] {
+  const match = allOf(query);
+  if (!match) return [];
+  const ranked = db
+    .query(
+      `SELECT messages_fts.rowid AS id, bm25(messages_fts) AS score
+       FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid
+       WHERE messages_fts MATCH $q AND m.user_id = $u
+       ORDER BY messages_fts.rowid DESC LIMIT $cap`,
+    )
+    .all({ q: match, u: userId, cap: RANKED_MATCHES }) as { id: number; score: number }[];
+  const best = ranked.sort((a, b) => a.score - b.score || b.id - a.id).slice(0, limit);
+  const hit = db.query(
+    `SELECT m.session_id, m.seq, s.title, m.content FROM messages m
+     JOIN sessions s ON s.user_id = m.user_id AND s.session_id = m.session_id WHERE m.id = ?`,
+  );
+  const w = words(query);
+  return best.map((b) => {
+    const { content, ...rest } = hit.get(b.id) as Omit<SearchHit, "snippet"> & { content: string };
+    return { ...rest, snippet: markedSnippet(content, w) };
+  });
+}
+
+function likeSearch(db: Database, userId: string, query: string, limit: number): SearchHit[] {
+  const w = words(query).slice(0, 8);
+  if (w.length === 0) return [];
+  const params: Record<string, string | number> = { u: userId, n: limit };
+  w.forEach((t, i) => {
+    params[`w${i}`] = likePattern(t);
+  });
+  const rows = db
+    .query(
+      `SELECT m.session_id, m.seq, s.title, m.content FROM messages m
+       JOIN sessions s ON s.user_id = m.user_id AND s.session_id = m.session_id
+       WHERE m.user_id = $u AND m.role IN ('user', 'assistant')
+         AND ${w.map((_, i) => `m.content LIKE $w${i} ESCAPE '\\'`).join(" AND ")}
+       ORDER BY m.created_at DESC, m.seq DESC LIMIT $n`,
+    )
+    .all(params) as (Omit<SearchHit, "snippet"> & { content: string })[];
+  return rows.map(({ content, ...hit }) => ({ ...hit, snippet: markedSnippet(content, w) }));
+}
+
+/**
+ * The text around the first of `words` found, each found word (or word start, for the one
+ * still being typed) marked `**word**`, on one line, cut with "…" on the sides.
+ */
+export function markedSnippet(text: string, found: readonly string[]): string {
+  const flat = text.replace(/\s+/g, " ");
+  const pattern = new RegExp(
+    `(?<![\\p{L}\\p{N}])(${found.map(escapeRegExp).join("|")})[\\p{L}\\p{N}]*`,
+    "giu",
+  );
+  const first = found.length > 0 ? flat.search(pattern) : -1;
+  const from = first < 0 ? 0 : Math.max(0, first - SNIPPET_CHARS / 2);
+  const to = Math.min(flat.length, from + SNIPPET_CHARS);
+  const window =
+    found.length > 0 ? flat.slice(from, to).replace(pattern, (m) => `**${m}**`) : flat.slice(from, to);
+  return `${from > 0 ? "…" : ""}${window}${to < flat.length ? "…" : ""}`;
+}
+
+function escapeRegExp(s: string): string {
+  return s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+}

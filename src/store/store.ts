@@ -1,0 +1,178 @@
+import type { Database } from "bun:sqlite";
+import { CoreError } from "../protocol/errors.ts";
+import { logger } from "../util/logger.ts";
+import { Conversations, type SessionSummary } from "./conversations.ts";
+import { type OpenOptions, openStore, storeError } from "./db/open.ts";
+import { eraseSession, eraseUser, truncateWal } from "./erase.ts";
+import { type ExportFormat, exportSession } from "./export.ts";
+import { eraseImported, importV01 } from "./import-v01.ts";
+import { MemoryStore } from "./memory-store.ts";
+import { SessionLeases } from "./session-lease.ts";
+import { listSessions, type MessagePage, type SessionPage, sessionMessages } from "./session-pages.ts";
+import { type SearchHit, searchSessions } from "./session-search.ts";
+
+/** How long a write keeps trying while another process holds the database's write lock. */
+export const BUSY_WAIT_MS = 5000;
+
+export interface StoreOptions extends OpenOptions {
+  /** memory.folders, indexed for memory recall. */
+  folders?: readonly string[];
+  /** Tests: how long a write waits for another process's lock (BUSY_WAIT_MS). */
+  busyWaitMs?: number;
+}
+
+/** What a reset of the database left for the host to hear (the `store_reset` warning). */
+export interface StoreReset {
+  aside: string;
+  problem: string;
+}
+
+/**
+ * The core's one connection to its database (SPEC §11): sessions, messages, checkpoints,
+ * memory, leases. Opened on first need (never on the start-up path), closed at shutdown with
+ * the write-ahead log folded back in.
+ */
+export class Store {
+  readonly conversations: Conversations;
+  readonly memory: MemoryStore;
+  readonly leases: SessionLeases;
+  readonly fts: boolean;
+  readonly path: string;
+  private reset: StoreReset | undefined;
+  private closed = false;
+  private busyWaitMs = BUSY_WAIT_MS;
+
+  private constructor(
+    private readonly db: Database,
+    private readonly dataDir: string,
+    opened: { path: string; fts: boolean; resetFrom?: string; resetProblem?: string },
+    folders: readonly string[],
+  ) {
+    this.path = opened.path;
+    this.fts = opened.fts;
+    this.conversations = new Conversations(db);
+    this.memory = new MemoryStore(db, opened.fts, folders);
+    this.leases = new SessionLeases(db);
+    if (opened.resetFrom) this.reset = { aside: opened.resetFrom, problem: opened.resetProblem ?? "" };
+  }
+
+  static open(dataDir: string, options: StoreOptions = {}): Store {
+    const opened = openStore(dataDir, options);
+    const store = new Store(opened.db, dataDir, opened, options.folders ?? []);
+    if (options.busyWaitMs !== undefined) store.busyWaitMs = options.busyWaitMs;
+    try {
+      importV01(opened.db, dataDir, (options.now ?? (() => new Date()))());
+    } catch (err) {
+      // The 0.1 files stay where they are; the next start tries again.
+      logger.warn(`the 0.1 data folder could not be imported: ${(err as Error).message}`);
+    }
+    if (!opened.fts) logger.warn("this SQLite has no FTS5: search and memory use a plain LIKE match");
+    return store;
+  }
+
+  /** The reset this process made of an unusable database, handed out once (a chat's warning). */
+  takeReset(): StoreReset | undefined {
+    const r = this.reset;
+    this.reset = undefined;
+    return r;
+  }
+
+  /**
+   * Runs a write; while another process holds the write lock it is tried again, without
+   * blocking the event loop, for up to BUSY_WAIT_MS; then a CoreError naming the file.
+   */
+  async write<T>(work: () => T): Promise<T> {
+    const deadline = Date.now() + this.busyWaitMs;
+    for (let wait = 5; ; wait = Math.min(wait * 2, 100)) {
+      try {
+        return work();
+      } catch (err) {
+        const busy = /^SQLITE_BUSY/.test((err as { code?: string }).code ?? "");
+        if (!busy || Date.now() >= deadline) throw storeError(err, this.path);
+        await new Promise((r) => setTimeout(r, wait));
+      }
+    }
+  }
+
+  /** Runs a read or a short write now; SQLite's failures become errors naming the file. */
+  guard<T>(work: () => T): T {
+    try {
+      return work();
+    } catch (err) {
+      throw storeError(err, this.path);
+    }
+  }
+
+  /** Waits for the session's lease (store/session-lease.ts); a database locked too long fails naming the file. */
+  async lease(userId: string, sessionId: string, signal: AbortSignal): Promise<() => void> {
+    try {
+      return await this.leases.acquire(userId, sessionId, signal, this.busyWaitMs);
+    } catch (err) {
+      throw storeError(err, this.path);
+    }
+  }
+
+  list(userId: string, limit: number, before?: string): SessionPage {
+    return this.guard(() => listSessions(this.db, userId, limit, before));
+  }
+
+  get(userId: string, sessionId: string, limit: number, beforeSeq?: number): MessagePage {
+    return this.guard(() =>
+      sessionMessages(this.db, this.mustFind(userId, sessionId), userId, limit, beforeSeq),
+    );
+  }
+
+  async rename(userId: string, sessionId: string, title: string): Promise<SessionSummary> {
+    if (!(await this.write(() => this.conversations.rename(userId, sessionId, title))))
+      throw sessionNotFound(sessionId);
+    return this.mustFind(userId, sessionId);
+  }
+
+  search(userId: string, query: string, limit: number): SearchHit[] {
+    return this.guard(() => searchSessions(this.db, this.fts, userId, query, limit));
+  }
+
+  export(userId: string, sessionId: string, format: ExportFormat): string {
+    const session = this.mustFind(userId, sessionId);
+    const all = this.guard(() => sessionMessages(this.db, session, userId, Number.MAX_SAFE_INTEGER));
+    return exportSession(format, session, all.messages);
+  }
+
+  /** A session's messages, checkpoint and memory, erased for good; false when there was none. */
+  async deleteSession(userId: string, sessionId: string): Promise<boolean> {
+    const removed = await this.write(() => eraseSession(this.db, userId, sessionId));
+    this.conversations.forget(userId, sessionId);
+    eraseImported(this.dataDir, userId, sessionId);
+    return removed;
+  }
+
+  /** Everything of a user, erased for good; returns how many sessions went. */
+  async deleteUser(userId: string): Promise<number> {
+    const removed = await this.write(() => eraseUser(this.db, userId));
+    this.conversations.forget(userId);
+    eraseImported(this.dataDir, userId);
+    return removed;
+  }
+
+  mustFind(userId: string, sessionId: string): SessionSummary {
+    const s = this.guard(() => this.conversations.session(userId, sessionId));
+    if (!s) throw sessionNotFound(sessionId);
+    return s;
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    try {
+      truncateWal(this.db);
+    } catch {}
+    this.db.close(false);
+  }
+}
+
+export function sessionNotFound(sessionId: string): CoreError {
+  return new CoreError("invalid_request", `params.session_id: no session '${sessionId}' for this user`, {
+    field: "session_id",
+    reason: "session_not_found",
+  });
+}

@@ -1,0 +1,69 @@
+import type { Database } from "bun:sqlite";
+
+/**
+ * How many documents of an FTS5 index hold a word, cached: bm25() gives a word found in most
+ * documents almost no weight, yet an OR query with one ("what", "is") must still rank every
+ * document that has it — a hundred milliseconds over 100,000 turns. Such words are dropped
+ * from memory queries. Counts move slowly, so a cached one is kept for a while.
+ */
+const TTL_MS = 10 * 60_000;
+const MAX_CACHED = 4096;
+/** Below this many documents every match is ranked: it costs less than asking for counts. */
+const SMALL_INDEX = 2000;
+
+export class TermStats {
+  private readonly cache = new Map<string, { doc: number; at: number }>();
+  private docs: { n: number; at: number } | undefined;
+  private ready = false;
+
+  constructor(
+    private readonly db: Database,
+    private readonly table: "memory_fts" | "messages_fts",
+    private readonly content: "memory" | "messages",
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  /** Documents holding `term` (fts5vocab reads its doclist once, then it is cached). */
+  docsWith(term: string): number {
+    const hit = this.cache.get(term);
+    const now = this.now();
+    if (hit && now - hit.at < TTL_MS) return hit.doc;
+    if (!this.ready) {
+      this.db.run(
+        `CREATE VIRTUAL TABLE IF NOT EXISTS temp.${this.table}_vocab USING fts5vocab(main, ${this.table}, row)`,
+      );
+      this.ready = true;
+    }
+    const row = this.db.query(`SELECT doc FROM temp.${this.table}_vocab WHERE term = ?`).get(term) as {
+      doc: number;
+    } | null;
+    if (this.cache.size >= MAX_CACHED) this.cache.clear();
+    this.cache.set(term, { doc: row?.doc ?? 0, at: now });
+    return row?.doc ?? 0;
+  }
+
+  /** About how many documents the index holds (the content table's highest id). */
+  docCount(): number {
+    const now = this.now();
+    if (this.docs && now - this.docs.at < TTL_MS) return this.docs.n;
+    const row = this.db.query(`SELECT COALESCE(MAX(id), 0) AS n FROM ${this.content}`).get() as { n: number };
+    this.docs = { n: row.n, at: now };
+    return row.n;
+  }
+
+  /**
+   * The words worth asking for: those in at most `share` of the documents; when every word is
+   * that common, the `keep` rarest. A small index is ranked whole: all words kept.
+   */
+  informative(terms: readonly string[], share = 0.1, keep = 2): string[] {
+    const n = this.docCount();
+    if (n < SMALL_INDEX) return [...terms];
+    const scored = terms.map((t) => ({ t, doc: this.docsWith(t) })).filter((s) => s.doc > 0);
+    const rare = scored.filter((s) => s.doc <= share * n).map((s) => s.t);
+    if (rare.length > 0) return rare;
+    return scored
+      .sort((a, b) => a.doc - b.doc)
+      .slice(0, keep)
+      .map((s) => s.t);
+  }
+}

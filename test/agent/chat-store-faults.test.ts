@@ -1,0 +1,57 @@
+import { Database } from "bun:sqlite";
+import { describe, expect, test } from "bun:test";
+import { join } from "node:path";
+import { DB_FILE } from "../../src/store/db/open.ts";
+import { ChatHarness } from "./harness.ts";
+
+// Issue 20's faults at the chat: a full disk and a database another process holds locked fail
+// the chat with an error naming the database, and nothing already stored is lost.
+const dbOf = (h: ChatHarness) => (h.services.store() as unknown as { db: Database }).db;
+
+describe("chat: the database refuses a write", () => {
+  test("a full disk: internal_error naming the database and SQLITE_FULL; the earlier turns stay", async () => {
+    await using h = new ChatHarness({ agents: [{ name: "plain" }] });
+    h.llama.script({ content: ["kept"] });
+    await h.chat("1", { input: "first", session_id: "s" });
+    const db = dbOf(h);
+    const pages = (db.query("PRAGMA page_count").get() as { page_count: number }).page_count;
+    db.run(`PRAGMA max_page_count = ${pages}`); // as a disk with no room left would
+    const { terminal } = await h.chat("2", { input: "x".repeat(200_000), session_id: "s" });
+    expect(terminal).toMatchObject({
+      type: "error",
+      code: "internal_error",
+      data: { path: join(h.dataDir, DB_FILE), problem: expect.stringMatching(/^SQLITE_FULL/) },
+    });
+    expect(terminal.message).toContain("no space left on the disk for the database");
+    expect(terminal.message).toContain(join(h.dataDir, DB_FILE));
+    db.run("PRAGMA max_page_count = 1073741823");
+    expect(h.history("s")).toEqual([
+      { role: "user", content: "first" },
+      { role: "assistant", content: "kept" },
+    ]);
+    // Room again: the session goes on.
+    h.llama.script({ content: ["again"] });
+    expect((await h.chat("3", { input: "more", session_id: "s" })).terminal.type).toBe("result");
+  });
+
+  test("another process holding the write lock: a clear error at once, not a hang; ping still answers", async () => {
+    await using h = new ChatHarness({ agents: [{ name: "plain" }] });
+    h.llama.script({ content: ["kept"] });
+    await h.chat("1", { input: "first", session_id: "s" });
+    const other = new Database(join(h.dataDir, DB_FILE));
+    other.run("BEGIN IMMEDIATE");
+    try {
+      const t0 = Date.now();
+      h.send("p", "ping");
+      const { terminal } = await h.chat("2", { input: "second", session_id: "s" });
+      expect(terminal).toMatchObject({ type: "error", code: "internal_error" });
+      expect(terminal.message).toContain("holds the database");
+      expect(Date.now() - t0).toBeLessThan(6000);
+      expect((await h.terminal("p")).result).toEqual({ status: "ok" });
+    } finally {
+      other.run("ROLLBACK");
+      other.close();
+    }
+    expect(h.history("s")).toHaveLength(2);
+  });
+});

@@ -1,0 +1,68 @@
+import { Database } from "bun:sqlite";
+import { describe, expect, test } from "bun:test";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { ConfigSchema } from "../../src/config/schema.ts";
+import { storeCheck } from "../../src/doctor/store-check.ts";
+import { DB_FILE, markDamaged } from "../../src/store/db/open.ts";
+import { Store } from "../../src/store/store.ts";
+import { tmpdir } from "../fixtures/tmpdir.ts";
+
+const configAt = (dataDir: string) => ConfigSchema.parse({ app: { data_dir: dataDir } });
+
+describe("doctor: the conversation database", () => {
+  test("none yet: ok, and nothing is created", () => {
+    using dir = tmpdir();
+    const data = join(dir.path, "data");
+    const c = storeCheck(configAt(data));
+    expect(c).toMatchObject({ id: "store", status: "ok", data: { fts5: true } });
+    expect(existsSync(data)).toBe(false);
+  });
+
+  test("healthy, then reset after random bytes over its header, then marked damaged", () => {
+    using dir = tmpdir();
+    Store.open(dir.path).close();
+    expect(storeCheck(configAt(dir.path))).toMatchObject({ status: "ok" });
+    const path = join(dir.path, DB_FILE);
+    writeFileSync(path, Buffer.alloc(8192, 0x5a));
+    Store.open(dir.path).close(); // the core's next start sets it aside
+    const reset = storeCheck(configAt(dir.path));
+    expect(reset.status).toBe("warn");
+    expect(reset.message).toContain("local-ai.db.corrupt-");
+    expect(readFileSync(reset.data?.reset_from as string).subarray(0, 4)).toEqual(Buffer.alloc(4, 0x5a));
+    markDamaged(path, "database disk image is malformed");
+    expect(storeCheck(configAt(dir.path))).toMatchObject({
+      status: "warn",
+      message: expect.stringContaining("met damage"),
+    });
+  });
+
+  test("damage inside the file fails the check; without FTS5 it warns", () => {
+    using dir = tmpdir();
+    const s = Store.open(dir.path);
+    for (let i = 0; i < 200; i++)
+      s.conversations.commitTurn({
+        userId: "u",
+        sessionId: `s${i}`,
+        agent: "a",
+        messages: [{ role: "user", content: `x ${i} ${"pad ".repeat(60)}` }],
+        at: new Date(),
+      });
+    s.close();
+    expect(storeCheck(configAt(dir.path), false)).toMatchObject({
+      status: "warn",
+      message: expect.stringContaining("LIKE"),
+    });
+    const path = join(dir.path, DB_FILE);
+    const bytes = readFileSync(path);
+    bytes.fill(0xa5, 8 * 4096, 10 * 4096);
+    writeFileSync(path, bytes);
+    const c = storeCheck(configAt(dir.path));
+    expect(c.status).toBe("fail");
+    expect(c.message).toMatch(/damaged|cannot be read/);
+    // Diagnosing changed nothing: the file is where it was, no reset recorded.
+    const db = new Database(path, { readonly: true });
+    db.close();
+    expect(existsSync(`${path}.damaged`)).toBe(false);
+  });
+});

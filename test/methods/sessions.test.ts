@@ -1,0 +1,203 @@
+import { describe, expect, test } from "bun:test";
+import { ChatHarness, type Msg } from "../agent/harness.ts";
+
+/** A request's terminal message; results are read loosely here (the client types check their shapes). */
+async function call(
+  h: ChatHarness,
+  id: string,
+  method: string,
+  params: Record<string, unknown>,
+): Promise<Msg & { result: any }> {
+  h.send(id, method, params);
+  return (await h.terminal(id)) as Msg & { result: any };
+}
+
+describe("sessions.* and users.delete over the protocol", () => {
+  test("list, get, rename, search and export what chats wrote", async () => {
+    await using h = new ChatHarness({ agents: [{ name: "plain" }], memory: { enabled: false } });
+    h.llama.script({ content: ["Paris."] }, { content: ["Rome."] }, { content: ["Ottawa."] });
+    await h.chat("a", { input: "What is the capital of France?", session_id: "fr" });
+    await h.chat("b", { input: "And of Italy?", session_id: "fr" });
+    await h.chat("c", { input: "Capital of Canada, please", session_id: "ca" });
+
+    const list = await call(h, "l", "sessions.list", {});
+    expect(list.result.sessions.map((s: { session_id: string }) => s.session_id)).toEqual(["ca", "fr"]);
+    expect(list.result.sessions[1]).toMatchObject({
+      title: "What is the capital of France?",
+      agent: "plain",
+      message_count: 4,
+      preview: "Rome.",
+    });
+    expect(list.result.next).toBeNull();
+    const page = await call(h, "l1", "sessions.list", { limit: 1 });
+    expect(page.result.sessions).toHaveLength(1);
+    const rest = await call(h, "l2", "sessions.list", { limit: 1, before: page.result.next });
+    expect(rest.result.sessions[0].session_id).toBe("fr");
+
+    const got = await call(h, "g", "sessions.get", { session_id: "fr" });
+    expect(
+      got.result.messages.map((m: { seq: number; role: string; content: string }) => [
+        m.seq,
+        m.role,
+        m.content,
+      ]),
+    ).toEqual([
+      [0, "user", "What is the capital of France?"],
+      [1, "assistant", "Paris."],
+      [2, "user", "And of Italy?"],
+      [3, "assistant", "Rome."],
+    ]);
+    expect(got.result.has_more).toBe(false);
+    const older = await call(h, "g2", "sessions.get", { session_id: "fr", limit: 2, before_seq: 2 });
+    expect(older.result.messages.map((m: { seq: number }) => m.seq)).toEqual([0, 1]);
+
+    const renamed = await call(h, "r", "sessions.rename", { session_id: "fr", title: "Capitals" });
+    expect(renamed.result.session.title).toBe("Capitals");
+    const hits = await call(h, "s", "sessions.search", { query: "capital" });
+    expect(
+      hits.result.hits.map((x: { session_id: string; seq: number }) => `${x.session_id}:${x.seq}`).sort(),
+    ).toEqual(["ca:0", "fr:0"]);
+    const md = await call(h, "e", "sessions.export", { session_id: "fr", format: "markdown" });
+    expect(md.result.format).toBe("markdown");
+    expect(md.result.content).toContain("# Capitals");
+    const json = await call(h, "j", "sessions.export", { session_id: "fr", format: "json" });
+    expect(JSON.parse(json.result.content).messages).toHaveLength(4);
+  });
+
+  test("bad params name their field; an unknown session is session_not_found", async () => {
+    await using h = new ChatHarness({ agents: [{ name: "plain" }] });
+    for (const [method, params, field] of [
+      ["sessions.list", { limit: 0 }, "limit"],
+      ["sessions.list", { limit: -3 }, "limit"],
+      ["sessions.list", { limit: 10_000_000 }, "limit"],
+      ["sessions.list", { before: "garbage" }, "before"],
+      ["sessions.get", { session_id: "../x" }, "session_id"],
+      ["sessions.get", {}, "session_id"],
+      ["sessions.rename", { session_id: "s", title: "" }, "title"],
+      ["sessions.search", { query: "" }, "query"],
+      ["sessions.export", { session_id: "s", format: "pdf" }, "format"],
+      ["users.delete", { user_id: "CON" }, "user_id"],
+    ] as const) {
+      const r = await call(h, `${method}${field}`, method, params);
+      expect({ method, field, r }).toMatchObject({
+        method,
+        field,
+        r: { type: "error", code: "invalid_request" },
+      });
+      expect(r.message).toContain(field);
+    }
+    for (const method of ["sessions.get", "sessions.rename", "sessions.delete", "sessions.export"]) {
+      const r = await call(h, `nf-${method}`, method, { session_id: "nope", title: "t", format: "json" });
+      expect(r).toMatchObject({
+        type: "error",
+        code: "invalid_request",
+        data: { reason: "session_not_found" },
+      });
+    }
+    // A user with nothing to delete is not an error.
+    expect((await call(h, "u", "users.delete", { user_id: "ghost" })).result).toEqual({
+      deleted_sessions: 0,
+    });
+  });
+
+  test("sessions.delete and users.delete take the sessions away from list and search", async () => {
+    await using h = new ChatHarness({ agents: [{ name: "plain" }] });
+    h.llama.script({ content: ["one"] }, { content: ["two"] }, { content: ["three"] });
+    await h.chat("a", { input: "alpha question", session_id: "a", user_id: "ann" });
+    await h.chat("b", { input: "beta question", session_id: "b", user_id: "ann" });
+    await h.chat("c", { input: "gamma question", session_id: "c", user_id: "bob" });
+    expect((await call(h, "d", "sessions.delete", { user_id: "ann", session_id: "a" })).result).toEqual({
+      deleted: true,
+    });
+    const left = await call(h, "l", "sessions.list", { user_id: "ann" });
+    expect(left.result.sessions.map((s: { session_id: string }) => s.session_id)).toEqual(["b"]);
+    expect((await call(h, "s", "sessions.search", { user_id: "ann", query: "alpha" })).result.hits).toEqual(
+      [],
+    );
+    expect((await call(h, "u", "users.delete", { user_id: "ann" })).result).toEqual({ deleted_sessions: 1 });
+    expect((await call(h, "l2", "sessions.list", { user_id: "ann" })).result.sessions).toEqual([]);
+    expect((await call(h, "l3", "sessions.list", { user_id: "bob" })).result.sessions).toHaveLength(1);
+  });
+});
+
+describe("chat: regenerate and replace_from", () => {
+  test("regenerate replaces the last answer; replace_from edits a question and drops what followed", async () => {
+    await using h = new ChatHarness({ agents: [{ name: "plain" }] });
+    h.llama.script(
+      { content: ["first answer"] },
+      { content: ["second answer"] },
+      { content: ["a better second answer"] },
+      { content: ["answer to the edit"] },
+    );
+    await h.chat("1", { input: "question one", session_id: "s" });
+    await h.chat("2", { input: "question two", session_id: "s" });
+    const again = await h.chat("3", { session_id: "s", regenerate: true });
+    expect(again.terminal.result).toMatchObject({ response: "a better second answer" });
+    expect(again.events[0]).toMatchObject({ event: "run_start", user_input: "question two" });
+    // The model saw the history before the replaced answer, and the question once.
+    expect(h.llama.requests[2]?.body.messages.map((m) => m.content)).toEqual([
+      "You are a helpful assistant.",
+      "question one",
+      "first answer",
+      "question two",
+    ]);
+    let got = await call(h, "g", "sessions.get", { session_id: "s" });
+    expect(got.result.messages.map((m: { content: string }) => m.content)).toEqual([
+      "question one",
+      "first answer",
+      "question two",
+      "a better second answer",
+    ]);
+    const edit = await h.chat("4", { session_id: "s", replace_from: 0, input: "question one, edited" });
+    expect(edit.terminal.result).toMatchObject({ response: "answer to the edit" });
+    got = await call(h, "g2", "sessions.get", { session_id: "s" });
+    expect(got.result.messages.map((m: { seq: number; content: string }) => [m.seq, m.content])).toEqual([
+      [0, "question one, edited"],
+      [1, "answer to the edit"],
+    ]);
+    expect(got.result.session.title).toBe("question one, edited");
+  });
+
+  test("refused with invalid_request when they do not apply, the session untouched", async () => {
+    await using h = new ChatHarness({ agents: [{ name: "plain" }] });
+    h.llama.script({ content: ["ok"] });
+    await h.chat("1", { input: "hello", session_id: "s" });
+    const cases: [Record<string, unknown>, string][] = [
+      [{ session_id: "s", regenerate: true, input: "x" }, "input"],
+      [{ session_id: "s", replace_from: 0 }, "input"],
+      [{ session_id: "s", replace_from: 1, input: "x" }, "replace_from"],
+      [{ session_id: "s", replace_from: 99, input: "x" }, "replace_from"],
+      [{ session_id: "s", regenerate: true, replace_from: 0 }, "regenerate"],
+      [{ session_id: "s", regenerate: true, resume: true }, "resume"],
+      [{ regenerate: true }, "session_id"],
+      [{ session_id: "s", replace_from: -1, input: "x" }, "replace_from"],
+      [{ session_id: "s", regenerate: "yes" }, "regenerate"],
+    ];
+    for (const [i, [params, field]] of cases.entries()) {
+      const { terminal } = await h.chat(`bad${i}`, params);
+      expect({ params, terminal }).toMatchObject({
+        params,
+        terminal: { type: "error", code: "invalid_request" },
+      });
+      expect(terminal.message).toContain(field);
+    }
+    const unknown = await h.chat("u", { session_id: "nope", regenerate: true });
+    expect(unknown.terminal).toMatchObject({
+      code: "invalid_request",
+      data: { reason: "session_not_found" },
+    });
+    expect(h.history("s").map((m) => m.content)).toEqual(["hello", "ok"]);
+  });
+
+  test("a rewrite while a turn of the session is in flight is refused, not queued", async () => {
+    await using h = new ChatHarness({ agents: [{ name: "plain" }] });
+    h.llama.script({ content: ["first"] }, { content: ["slow", " reply"], chunk_delay_ms: 300 });
+    await h.chat("1", { input: "one", session_id: "s" });
+    h.send("2", "chat", { input: "two", session_id: "s" });
+    await h.waitFor((m) => m.id === "2" && m.event === "llm_chunk");
+    const r = await h.chat("3", { session_id: "s", regenerate: true });
+    expect(r.terminal).toMatchObject({ type: "error", code: "invalid_request" });
+    expect(r.terminal.message).toContain("in flight");
+    expect((await h.terminal("2")).result).toMatchObject({ response: "slow reply" });
+  });
+});

@@ -1,0 +1,240 @@
+import { describe, expect, test } from "bun:test";
+import type { TurnMessage } from "../../../src/store/conversations.ts";
+import { Store } from "../../../src/store/store.ts";
+import { tmpdir } from "../../fixtures/tmpdir.ts";
+
+let clock = Date.parse("2026-12-01T08:00:00Z");
+const tick = () => {
+  clock += 1000;
+  return new Date(clock);
+};
+
+function turn(
+  store: Store,
+  u: string,
+  s: string,
+  input: string,
+  answer: string,
+  extra: Partial<Parameters<Store["conversations"]["commitTurn"]>[0]> = {},
+) {
+  const messages: TurnMessage[] = [
+    { role: "user", content: input },
+    { role: "assistant", content: answer },
+  ];
+  return store.conversations.commitTurn({
+    userId: u,
+    sessionId: s,
+    agent: "assistant",
+    messages,
+    memoryText: `${input}\n${answer}`,
+    at: tick(),
+    ...extra,
+  });
+}
+
+describe("conversations in the database", () => {
+  test("a turn is appended with seqs, the session counted, titled from its first message and previewed", () => {
+    using dir = tmpdir();
+    const store = Store.open(dir.path);
+    expect(
+      turn(
+        store,
+        "u",
+        "s1",
+        "Plan a trip to Lisbon in spring, with a day in Sintra and one at the coast please",
+        "Day 1: Alfama.",
+      ),
+    ).toBe(0);
+    const second = store.conversations.commitTurn({
+      userId: "u",
+      sessionId: "s1",
+      agent: "travel",
+      messages: [
+        { role: "user", content: "and the weather?" },
+        {
+          role: "assistant",
+          content: null,
+          tool_calls: [
+            { id: "c1", type: "function", function: { name: "weather", arguments: '{"city":"Lisbon"}' } },
+          ],
+          reasoning: "I should look it up",
+          usage: { prompt_tokens: 30 },
+        },
+        { role: "tool", tool_call_id: "c1", content: "sunny, 21 °C" },
+        { role: "assistant", content: "Sunny and mild." },
+      ],
+      at: tick(),
+    });
+    expect(second).toBe(2);
+    const s = store.mustFind("u", "s1");
+    expect(s.title).toBe("Plan a trip to Lisbon in spring, with a day in Sintra and…");
+    expect(s.message_count).toBe(6);
+    expect(s.agent).toBe("travel");
+    expect(s.preview).toBe("Sunny and mild.");
+    expect(store.conversations.history("u", "s1")).toEqual([
+      {
+        role: "user",
+        content: "Plan a trip to Lisbon in spring, with a day in Sintra and one at the coast please",
+      },
+      { role: "assistant", content: "Day 1: Alfama." },
+      { role: "user", content: "and the weather?" },
+      {
+        role: "assistant",
+        content: null,
+        tool_calls: [
+          { id: "c1", type: "function", function: { name: "weather", arguments: '{"city":"Lisbon"}' } },
+        ],
+      },
+      { role: "tool", tool_call_id: "c1", content: "sunny, 21 °C" },
+      { role: "assistant", content: "Sunny and mild." },
+    ]);
+    const page = store.get("u", "s1", 2);
+    expect(page.messages.map((m) => m.seq)).toEqual([4, 5]);
+    expect(page.has_more).toBe(true);
+    const older = store.get("u", "s1", 10, 4);
+    expect(older.messages.map((m) => m.seq)).toEqual([0, 1, 2, 3]);
+    expect(older.has_more).toBe(false);
+    expect(older.messages[3]).toMatchObject({
+      reasoning: "I should look it up",
+      usage: { prompt_tokens: 30 },
+      content: null,
+    });
+    store.close();
+  });
+
+  test("sessions.list pages newest first with a cursor, and only the user's own sessions", () => {
+    using dir = tmpdir();
+    const store = Store.open(dir.path);
+    for (let i = 0; i < 5; i++) turn(store, "u", `s${i}`, `question ${i}`, `answer ${i}`);
+    turn(store, "other", "x", "not yours", "no");
+    const first = store.list("u", 2);
+    expect(first.sessions.map((s) => s.session_id)).toEqual(["s4", "s3"]);
+    const second = store.list("u", 2, first.next as string);
+    expect(second.sessions.map((s) => s.session_id)).toEqual(["s2", "s1"]);
+    const last = store.list("u", 2, second.next as string);
+    expect(last.sessions.map((s) => s.session_id)).toEqual(["s0"]);
+    expect(last.next).toBeNull();
+    // a cursor from another user's listing only places the page in time
+    const theirs = store.list("other", 1);
+    expect(
+      store.list("u", 10, encodeOtherCursor(theirs)).sessions.every((s) => s.session_id.startsWith("s")),
+    ).toBe(true);
+    expect(() => store.list("u", 2, "not-a-cursor")).toThrow(/params.before/);
+    store.close();
+  });
+
+  test("rename keeps the title past later turns; an unknown session is session_not_found", async () => {
+    using dir = tmpdir();
+    const store = Store.open(dir.path);
+    turn(store, "u", "s", "first", "one");
+    expect((await store.rename("u", "s", 'My "quoted"\ntitle')).title).toBe('My "quoted"\ntitle');
+    turn(store, "u", "s", "second", "two");
+    expect(store.mustFind("u", "s").title).toBe('My "quoted"\ntitle');
+    await expect(store.rename("u", "nope", "x")).rejects.toMatchObject({
+      code: "invalid_request",
+      data: { reason: "session_not_found" },
+    });
+    expect(() => store.get("other", "s", 10)).toThrow(/no session 's'/);
+    store.close();
+  });
+
+  test("an edit replaces the tail from a seq: messages and their memory go, the title follows the new first message", () => {
+    using dir = tmpdir();
+    const store = Store.open(dir.path);
+    turn(store, "u", "s", "tell me about owls", "owls are birds");
+    turn(store, "u", "s", "and penguins", "penguins swim");
+    turn(store, "u", "s", "what about bats", "bats fly", { replaceFromSeq: 2 });
+    expect(store.conversations.history("u", "s").map((m) => m.content)).toEqual([
+      "tell me about owls",
+      "owls are birds",
+      "what about bats",
+      "bats fly",
+    ]);
+    expect(store.memory.search("u", "penguins", 5)).toEqual([]);
+    expect(store.memory.search("u", "bats", 5).map((h) => h.doc.text)).toEqual(["what about bats\nbats fly"]);
+    turn(store, "u", "s", "actually, foxes", "foxes are canids", { replaceFromSeq: 0 });
+    expect(store.mustFind("u", "s")).toMatchObject({ title: "actually, foxes", message_count: 2 });
+    store.close();
+  });
+
+  test("memory recalls the user's other sessions and the folders, ranked, never another user's", () => {
+    using dir = tmpdir();
+    const store = Store.open(dir.path);
+    turn(store, "u", "a", "my cat is called Miso", "noted");
+    turn(store, "u", "b", "the cat likes fish and the dog likes bones", "ok");
+    turn(store, "u", "c", "what is my cat called", "Miso");
+    turn(store, "v", "z", "my cat is called Tom", "noted");
+    const hits = store.memory.search("u", "what is my cat called Miso", 5, "c");
+    expect(hits.map((h) => h.doc.source)).toEqual(["session:a", "session:b"]);
+    expect(hits[0]?.score).toBeGreaterThan(hits[1]?.score as number);
+    expect(store.memory.search("u", "   ", 5)).toEqual([]);
+    expect(store.memory.search("u", "cat", 0)).toEqual([]);
+    store.close();
+  });
+
+  test("search finds the user's messages with a snippet; query syntax in the input is only words", () => {
+    using dir = tmpdir();
+    const store = Store.open(dir.path);
+    turn(store, "u", "a", "how do I bake sourdough bread", "feed the starter first");
+    turn(store, "u", "b", "bread or rice?", "rice");
+    turn(store, "v", "c", "sourdough bread", "mine");
+    const hits = store.search("u", "sourdough bre", 10);
+    expect(hits).toEqual([
+      {
+        session_id: "a",
+        seq: 0,
+        title: "how do I bake sourdough bread",
+        snippet: "how do I bake **sourdough** **bread**",
+      },
+    ]);
+    for (const hostile of [
+      '"',
+      "NEAR(a b)",
+      "a* OR -b",
+      "content:x",
+      "'; DROP TABLE messages; --",
+      "\u{d800}",
+    ])
+      expect(() => store.search("u", hostile, 5)).not.toThrow();
+    expect(
+      store
+        .search("u", "bread", 10)
+        .map((h) => h.session_id)
+        .sort(),
+    ).toEqual(["a", "b"]);
+    store.close();
+  });
+
+  test("export as markdown and json", () => {
+    using dir = tmpdir();
+    const store = Store.open(dir.path);
+    turn(store, "u", "s", "show me ``` fences", "```js\nx\n```");
+    const md = store.export("u", "s", "markdown");
+    expect(md).toContain("# show me ``` fences");
+    expect(md).toContain("## User · ");
+    expect(md).toContain("```js\nx\n```");
+    const json = JSON.parse(store.export("u", "s", "json"));
+    expect(json.session.session_id).toBe("s");
+    expect(json.messages.map((m: { role: string }) => m.role)).toEqual(["user", "assistant"]);
+    store.close();
+  });
+
+  test("big, odd text survives: 64 KiB, quotes, newlines, lone surrogates", () => {
+    using dir = tmpdir();
+    const store = Store.open(dir.path);
+    const big = `${"x".repeat(65536)}"'\n\r\t`;
+    turn(store, "u", "s", big, "lone \u{d800} surrogate");
+    const h = store.conversations.history("u", "s");
+    expect(h[0]?.content).toBe(big);
+    expect(typeof h[1]?.content).toBe("string");
+    store.close();
+  });
+});
+
+function encodeOtherCursor(page: {
+  next: string | null;
+  sessions: { updated_at: string; session_id: string }[];
+}): string {
+  const s = page.sessions[0] as { updated_at: string; session_id: string };
+  return Buffer.from(JSON.stringify([Date.parse(s.updated_at), s.session_id])).toString("base64url");
+}

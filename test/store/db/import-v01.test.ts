@@ -1,0 +1,72 @@
+import { describe, expect, test } from "bun:test";
+import { existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { CheckpointSchema } from "../../../src/store/checkpoint.ts";
+import { Store } from "../../../src/store/store.ts";
+import { MemoryIndex } from "../../fixtures/store-v01/memory-index.ts";
+import { SessionStore } from "../../fixtures/store-v01/session-store.ts";
+import { tmpdir } from "../../fixtures/tmpdir.ts";
+
+describe("import of the 0.1 layout", () => {
+  test("a folder written by the 0.1 store: histories, an interrupted turn, memory; kept aside; once", () => {
+    using dir = tmpdir();
+    // Written by the 0.1 code itself, not by hand.
+    const done = new SessionStore(dir.path, "ann", "trip");
+    done.saveHistory([
+      { role: "user", content: "plan a trip" },
+      { role: "assistant", content: "to Porto" },
+    ]);
+    const cut = new SessionStore(dir.path, "ann", "cut");
+    cut.saveCheckpoint({
+      trace_id: "t",
+      user_input: "resume me",
+      agent: "assistant",
+      step: 1,
+      parse_errors: 0,
+      best_text: "",
+      turn: [{ role: "user", content: "resume me" }],
+    });
+    const mem = MemoryIndex.forUser(dir.path, "ann", []).load();
+    mem.addTurn({
+      id: "x",
+      session_id: "trip",
+      text: "plan a trip\nto Porto",
+      at: "2026-11-30T10:00:00.000Z",
+    });
+    mkdirSync(join(dir.path, "users", "ann", "sessions", "broken"), { recursive: true });
+    writeFileSync(join(dir.path, "users", "ann", "sessions", "broken", "history.json"), "{not json");
+
+    const store = Store.open(dir.path);
+    expect(store.conversations.history("ann", "trip")).toEqual([
+      { role: "user", content: "plan a trip" },
+      { role: "assistant", content: "to Porto" },
+    ]);
+    expect(store.mustFind("ann", "trip").title).toBe("plan a trip");
+    const cp = CheckpointSchema.parse(JSON.parse(store.conversations.checkpoint("ann", "cut") as string));
+    expect(cp).toMatchObject({ user_input: "resume me", step: 1 });
+    expect(
+      store
+        .list("ann", 10)
+        .sessions.map((s) => s.session_id)
+        .sort(),
+    ).toEqual(["cut", "trip"]);
+    expect(store.memory.search("ann", "Porto", 3, "other").map((h) => h.doc.source)).toEqual([
+      "session:trip",
+    ]);
+    expect(existsSync(join(dir.path, "users"))).toBe(false);
+    expect(
+      existsSync(join(dir.path, "imported-0.1", "users", "ann", "sessions", "trip", "history.json")),
+    ).toBe(true);
+    expect(
+      existsSync(join(dir.path, "imported-0.1", "users", "ann", "sessions", "broken", "history.json")),
+    ).toBe(true);
+    store.close();
+
+    // A 0.1 core writing again later does not make a second import.
+    new SessionStore(dir.path, "ann", "late").saveHistory([{ role: "user", content: "late" }]);
+    const again = Store.open(dir.path);
+    expect(again.conversations.session("ann", "late")).toBeUndefined();
+    expect(again.conversations.history("ann", "trip")).toHaveLength(2);
+    again.close();
+  });
+});

@@ -1,0 +1,134 @@
+import { Database } from "bun:sqlite";
+import { describe, expect, test } from "bun:test";
+import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { SCHEMA_VERSION } from "../../../src/store/db/migrations.ts";
+import { DB_FILE, damagedMarker, markDamaged, openStore } from "../../../src/store/db/open.ts";
+import { Store } from "../../../src/store/store.ts";
+import { tmpdir } from "../../fixtures/tmpdir.ts";
+
+const modeOf = (p: string) => statSync(p).mode & 0o777;
+
+describe("the database file", () => {
+  test("is made owner-only with its WAL, at the current schema, with FTS5 here", () => {
+    using dir = tmpdir();
+    const opened = openStore(join(dir.path, "data"));
+    opened.db.run("INSERT INTO meta (key, value) VALUES ('x', 'y')");
+    const path = join(dir.path, "data", DB_FILE);
+    expect(opened.path).toBe(path);
+    expect(opened.fts).toBe(true);
+    expect((opened.db.query("PRAGMA user_version").get() as { user_version: number }).user_version).toBe(
+      SCHEMA_VERSION,
+    );
+    expect((opened.db.query("PRAGMA journal_mode").get() as { journal_mode: string }).journal_mode).toBe(
+      "wal",
+    );
+    expect((opened.db.query("PRAGMA secure_delete").get() as { secure_delete: number }).secure_delete).toBe(
+      1,
+    );
+    if (process.platform !== "win32") {
+      expect(modeOf(join(dir.path, "data"))).toBe(0o700);
+      for (const f of readdirSync(join(dir.path, "data")))
+        expect(modeOf(join(dir.path, "data", f))).toBe(0o600);
+      expect(existsSync(`${path}-wal`)).toBe(true);
+    }
+    opened.db.close();
+  });
+
+  test("a second open migrates nothing and keeps what is there", () => {
+    using dir = tmpdir();
+    const a = openStore(dir.path);
+    a.db.run("INSERT INTO meta (key, value) VALUES ('kept', '1')");
+    a.db.close();
+    const b = openStore(dir.path);
+    expect(b.db.query("SELECT value FROM meta WHERE key = 'kept'").get()).toEqual({ value: "1" });
+    expect(b.resetFrom).toBeUndefined();
+    b.db.close();
+  });
+
+  test("random bytes over the header: moved aside with its WAL, a fresh database, the reset remembered", () => {
+    using dir = tmpdir();
+    const s = Store.open(dir.path);
+    s.close();
+    const path = join(dir.path, DB_FILE);
+    const junk = Buffer.alloc(4096);
+    for (let i = 0; i < junk.length; i++) junk[i] = (i * 7919 + 13) % 251;
+    writeFileSync(path, junk);
+    const t = new Date("2026-12-01T10:00:00.000Z");
+    const reopened = Store.open(dir.path, { now: () => t });
+    const reset = reopened.takeReset();
+    expect(reset?.aside).toBe(`${path}.corrupt-2026-12-01T10-00-00-000Z`);
+    expect(reset?.problem).toMatch(/not a database|malformed|corrupt/i);
+    expect(reopened.takeReset()).toBeUndefined(); // handed out once
+    expect(existsSync(reset?.aside as string)).toBe(true);
+    expect(reopened.list("u", 10).sessions).toEqual([]);
+    reopened.close();
+    // doctor reads it from the fresh file
+    const db = new Database(path);
+    expect(db.query("SELECT value FROM meta WHERE key = 'reset_from'").get()).toEqual({
+      value: reset?.aside,
+    });
+    db.close();
+  });
+
+  test("damage past the header: a small file fails quick_check at open, a marked one is reset at the next open", () => {
+    using dir = tmpdir();
+    const s = Store.open(dir.path);
+    for (let i = 0; i < 300; i++)
+      s.conversations.commitTurn({
+        userId: "u",
+        sessionId: `s${i}`,
+        agent: "a",
+        messages: [{ role: "user", content: `hello ${i} ${"pad ".repeat(50)}` }],
+        at: new Date(),
+      });
+    s.close();
+    const path = join(dir.path, DB_FILE);
+    const bytes = readFileSync(path);
+    expect(bytes.length).toBeGreaterThan(20 * 4096);
+    bytes.fill(0xa5, 10 * 4096, 12 * 4096); // two pages in the middle
+    writeFileSync(path, bytes);
+    const reopened = Store.open(dir.path);
+    expect(reopened.takeReset()?.problem).toMatch(/quick_check|malformed|corrupt/i);
+    reopened.close();
+
+    markDamaged(path, "database disk image is malformed");
+    const again = Store.open(dir.path);
+    expect(again.takeReset()?.problem).toContain("a statement met damage in it");
+    expect(existsSync(damagedMarker(path))).toBe(false);
+    again.close();
+  });
+
+  test("a database from a newer local-ai is refused, not moved aside or migrated down", () => {
+    using dir = tmpdir();
+    const db = new Database(join(dir.path, DB_FILE), { create: true });
+    db.run(`PRAGMA user_version = ${SCHEMA_VERSION + 5}`);
+    db.close();
+    expect(() => openStore(dir.path)).toThrow(/newer local-ai/);
+    expect(readdirSync(dir.path)).toEqual([DB_FILE]);
+  });
+
+  test("without FTS5 the schema is made without its indexes, and they are built once FTS5 is there", () => {
+    using dir = tmpdir();
+    const plain = Store.open(dir.path, { withoutFts: true });
+    expect(plain.fts).toBe(false);
+    plain.conversations.commitTurn({
+      userId: "u",
+      sessionId: "s",
+      agent: "a",
+      messages: [
+        { role: "user", content: "where is the lighthouse" },
+        { role: "assistant", content: "on the cliff" },
+      ],
+      memoryText: "where is the lighthouse\non the cliff",
+      at: new Date(),
+    });
+    expect(plain.search("u", "lighthouse", 5).map((h) => h.seq)).toEqual([0]);
+    plain.close();
+    const full = Store.open(dir.path);
+    expect(full.fts).toBe(true);
+    expect(full.search("u", "lighthouse", 5).map((h) => h.seq)).toEqual([0]);
+    expect(full.memory.search("u", "lighthouse", 3).map((h) => h.doc.source)).toEqual(["session:s"]);
+    full.close();
+  });
+});
