@@ -34,6 +34,23 @@ describe("chat: the database refuses a write", () => {
     expect((await h.chat("3", { input: "more", session_id: "s" })).terminal.type).toBe("result");
   });
 
+  test("a database that cannot be written (read-only): internal_error naming it; the earlier turns stay", async () => {
+    await using h = new ChatHarness({ agents: [{ name: "plain" }] });
+    h.llama.script({ content: ["kept"] });
+    await h.chat("1", { input: "first", session_id: "s" });
+    // As a read-only file or mount would (root ignores file modes, so the test asks SQLite).
+    dbOf(h).run("PRAGMA query_only = 1");
+    const { terminal } = await h.chat("2", { input: "second", session_id: "s" });
+    expect(terminal).toMatchObject({
+      type: "error",
+      code: "internal_error",
+      data: { path: join(h.dataDir, DB_FILE), problem: expect.stringMatching(/^SQLITE_READONLY/) },
+    });
+    expect(terminal.message).toContain("cannot be written");
+    dbOf(h).run("PRAGMA query_only = 0");
+    expect(h.history("s")).toHaveLength(2);
+  });
+
   test("another process holding the write lock: a clear error at once, not a hang; ping still answers", async () => {
     await using h = new ChatHarness({ agents: [{ name: "plain" }] });
     h.llama.script({ content: ["kept"] });
