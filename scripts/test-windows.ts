@@ -167,4 +167,10 @@ function tail(file: string): string {
   }
 }
 
-process.exit(await main());
+try {
+  process.exit(await main());
+} catch (err) {
+  // A build that cannot fetch Bun's Windows runtime, a prefix Wine cannot create: said, not thrown.
+  say(`FAIL  the Windows suite could not run: ${(err as Error).message}`);
+  process.exit(1);
+}
