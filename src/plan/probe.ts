@@ -1,5 +1,6 @@
 import { readFile } from "node:fs/promises";
 import os from "node:os";
+import { windowsPhysicalMemory, windowsProcessorCores } from "../platform/windows/system.ts";
 import {
   appleGpuBudget,
   type GpuInfo,
@@ -34,6 +35,11 @@ export interface ProbeEnv {
   totalmem(): number;
   freemem(): number;
   now(): number;
+  /** Windows' own counts (kernel32); null where the OS refused them. */
+  windows?: {
+    processorCores(): { cores: number; logical: number } | null;
+    physicalMemory(): { total_bytes: number; available_bytes: number } | null;
+  };
 }
 
 /** Runs a command, killing it (and resolving `timeout`) if it outlives `timeoutMs`. */
@@ -96,6 +102,7 @@ export const realProbeEnv: ProbeEnv = {
   totalmem: () => os.totalmem(),
   freemem: () => os.freemem(),
   now: () => performance.now(),
+  windows: { processorCores: () => windowsProcessorCores(), physicalMemory: () => windowsPhysicalMemory() },
 };
 
 async function timed<T>(
@@ -145,6 +152,8 @@ async function probeCpu(
     if (r.kind === "exit" && r.code === 0 && /^\d+$/.test(r.stdout.trim()))
       physical = Number(r.stdout.trim());
     if (env.arch === "arm64") flags = ["neon"];
+  } else if (env.platform === "win32") {
+    physical = env.windows?.processorCores()?.cores ?? null;
   }
   return {
     value: { model, logical, physical, flags },
@@ -161,6 +170,9 @@ async function probeRam(
     if (parsed)
       return { value: parsed, report: { status: "ok", message: "from /proc/meminfo (MemAvailable)" } };
   }
+  const windows = env.platform === "win32" ? env.windows?.physicalMemory() : null;
+  if (windows)
+    return { value: windows, report: { status: "ok", message: "from GlobalMemoryStatusEx (available)" } };
   // Elsewhere free memory undercounts reclaimable cache; it is the cautious figure.
   return {
     value: { total_bytes: env.totalmem(), available_bytes: env.freemem() },

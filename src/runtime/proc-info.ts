@@ -1,8 +1,10 @@
 import { readFileSync, readlinkSync } from "node:fs";
+import { windowsPidAlive, windowsProcessIdentity } from "../platform/windows/process.ts";
 
 /**
  * What identifies a process beyond its pid (pids are reused): when it started and how it was
- * launched. Linux reads /proc; macOS and other Unixes ask `ps`; Windows asks PowerShell.
+ * launched. Linux reads /proc; macOS and other Unixes ask `ps`; Windows asks kernel32 (creation
+ * time and executable: it documents no way to read another process's command line).
  */
 export interface ProcIdentity {
   /** Fixed at fork, so unchanged when a wrapper script `exec`s the real program. */
@@ -16,6 +18,8 @@ export interface ProcIdentity {
 }
 
 export function isAlive(pid: number): boolean {
+  const windows = process.platform === "win32" ? windowsPidAlive(pid) : null;
+  if (windows !== null) return windows;
   try {
     process.kill(pid, 0);
     return !isZombie(pid);
@@ -39,7 +43,7 @@ function isZombie(pid: number): boolean {
 export function procIdentity(pid: number): ProcIdentity | null {
   try {
     if (process.platform === "linux") return linuxIdentity(pid);
-    if (process.platform === "win32") return windowsIdentity(pid);
+    if (process.platform === "win32") return windowsProcessIdentity(pid);
     return psIdentity(pid);
   } catch {
     return null;
@@ -68,16 +72,6 @@ function psIdentity(pid: number): ProcIdentity | null {
   const start = lstart.stdout.toString().trim();
   if (lstart.exitCode !== 0 || !start) return null;
   return { start_time: start, cmdline: command.stdout.toString().trim() };
-}
-
-function windowsIdentity(pid: number): ProcIdentity | null {
-  const script = `$p = Get-CimInstance Win32_Process -Filter "ProcessId=${pid}"; if ($p) { $p.CreationDate.ToFileTimeUtc(); $p.CommandLine }`;
-  const out = Bun.spawnSync(["powershell", "-NoProfile", "-NonInteractive", "-Command", script], {
-    windowsHide: true,
-  });
-  const [start, ...rest] = out.stdout.toString().trim().split(/\r?\n/);
-  if (out.exitCode !== 0 || !start) return null;
-  return { start_time: start.trim(), cmdline: rest.join(" ").trim() };
 }
 
 /**

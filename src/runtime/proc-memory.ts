@@ -1,13 +1,16 @@
 import { readFileSync } from "node:fs";
+import { windowsResidentBytes } from "../platform/windows/process.ts";
 
 /**
  * Memory and read counters of a process, as the OS shows them without asking the process:
- * Linux /proc only. Elsewhere every reading is null (a `ps` or PowerShell call per status
- * would cost milliseconds on a path that must answer at once), and callers omit the figure.
+ * Linux /proc, and Windows' resident memory (its working set, through kernel32). Elsewhere
+ * every reading is null (a `ps` or PowerShell call per status would cost milliseconds on a path
+ * that must answer at once), and callers omit the figure.
  */
 
-/** Resident memory (VmRSS of /proc/<pid>/status) in bytes; null off Linux or when unreadable. */
+/** Resident memory (VmRSS of /proc/<pid>/status; Windows: the working set) in bytes, or null. */
 export function residentBytes(pid: number): number | null {
+  if (process.platform === "win32") return windowsResidentBytes(pid);
   if (process.platform !== "linux") return null;
   try {
     const kb = readFileSync(`/proc/${pid}/status`, "utf8").match(/^VmRSS:\s+(\d+) kB/m)?.[1];

@@ -11,6 +11,7 @@ const SRC = join(ROOT, "src");
 /** Each folder's floor (docs/architecture.md "Floors"): a file imports only from its floor or below. */
 const FLOOR: Record<string, number> = {
   util: 0,
+  platform: 0,
   "version.ts": 0,
   protocol: 1,
   config: 2,

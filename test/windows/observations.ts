@@ -1,0 +1,157 @@
+/**
+ * What the Windows suite's two halves say to each other: the plan the Linux side hands the
+ * Windows-side host (Windows paths), and the observations the host prints back, one JSON line
+ * per scenario. The host only observes; the Linux side (scripts/windows/verdicts.ts) judges.
+ */
+
+export interface HostPlan {
+  /** local-ai.exe, the Windows build under test. */
+  core: string;
+  /** The stack's config.yaml (CRLF line ends, backslash paths, a data folder with a space and ë). */
+  config: string;
+  /** The stack's folder, the core's working directory. */
+  stackDir: string;
+  /** The config's data_dir, resolved. */
+  dataDir: string;
+  /** A folder without a config, for the protocol conformance. */
+  emptyDir: string;
+  /** The file the MCP test server appends its pid to. */
+  mcpPids: string;
+  /** Only these scenarios (all when absent). */
+  only?: string[];
+}
+
+export type Msg = Record<string, any>;
+
+/** A command the host ran to its end. */
+export interface CommandRun {
+  code: number | null;
+  stdout: string;
+  stderrTail: string;
+  ms: number;
+}
+
+/** A request and its terminal message, with the events it got. */
+export interface Exchange {
+  terminal: Msg | null;
+  events: Msg[];
+  ms: number;
+}
+
+export interface ProbeObservation {
+  scenario: "probe";
+  pid: number;
+  residentBytes: number | null;
+  runtimeRss: number;
+  identity: { start_time: string; cmdline: string; exe?: string } | null;
+  /** FILETIME ticks when the host started, from Date.now(). */
+  hostStartedTicks: string;
+  execPath: string;
+  cores: { cores: number; logical: number } | null;
+  logicalFromOs: number;
+  memory: { total_bytes: number; available_bytes: number } | null;
+  osTotalBytes: number;
+  aliveSelf: boolean | null;
+  child: {
+    identity: { start_time: string; cmdline: string; exe?: string } | null;
+    spawnedBetween: [string, string];
+    residentBytes: number | null;
+    aliveWhileRunning: boolean | null;
+    aliveAfterExit: boolean | null;
+  };
+  noSuchPid: boolean | null;
+}
+
+export interface ConformanceObservation {
+  scenario: "conformance";
+  messages: Msg[];
+  exitCode: number | null;
+  nonJsonLines: string[];
+}
+
+export interface CliObservation {
+  scenario: "cli";
+  version: CommandRun;
+  doctor: CommandRun;
+  plan: CommandRun;
+}
+
+export interface SessionObservation {
+  scenario: "session";
+  initialize: Msg | null;
+  chat: Exchange;
+  status: Msg | null;
+  cancel: { answer: Msg | null; chat: Exchange; afterCancelMs: number };
+  statusAfterCancel: Msg | null;
+  shutdown: { terminal: Msg | null; resultMs: number; exitMs: number; exitCode: number | null };
+  llamaPid: number | null;
+  llamaAliveAfterExit: boolean | null;
+  mcpCalls: string[];
+  stderrTail: string;
+}
+
+export interface EofObservation {
+  scenario: "eof";
+  warmup: Exchange;
+  llamaPid: number | null;
+  exitMs: number;
+  exitCode: number | null;
+  llamaAliveAfterExit: boolean | null;
+  stderrTail: string;
+}
+
+export interface TerminateObservation {
+  scenario: "terminate";
+  chat: Exchange;
+  llamaPid: number | null;
+  mcpPids: number[];
+  /** After TerminateProcess of the core: how long each child was seen alive (null: still alive at the end). */
+  llamaGoneMs: number | null;
+  mcpGoneMs: number | null;
+  waitedMs: number;
+  tasklist: string[];
+  stderrTail: string;
+}
+
+export interface ReapObservation {
+  scenario: "reap";
+  leftover: number | null;
+  /** The leftover was started by the host from the killed core's record (nothing had outlived it). */
+  staged: boolean;
+  /** How long the next core took to stop the leftover (null: it did not within the wait). */
+  goneMs: number | null;
+  waitedMs: number;
+  stderrTail: string;
+}
+
+export type Observation =
+  | ProbeObservation
+  | ConformanceObservation
+  | CliObservation
+  | SessionObservation
+  | EofObservation
+  | TerminateObservation
+  | ReapObservation;
+
+export type ScenarioName = Observation["scenario"];
+
+/** A scenario that threw before it could observe. */
+export interface ScenarioError {
+  scenario: ScenarioName;
+  error: string;
+}
+
+export const SCENARIOS: readonly ScenarioName[] = [
+  "probe",
+  "conformance",
+  "cli",
+  "session",
+  "eof",
+  "terminate",
+  "reap",
+];
+
+/** Milliseconds since 1970 → FILETIME ticks (100 ns since 1601), as Windows counts creation times. */
+export function fileTimeTicks(ms: number): bigint {
+  return (BigInt(Math.round(ms)) + 11_644_473_600_000n) * 10_000n;
+}
