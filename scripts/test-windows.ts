@@ -10,7 +10,8 @@
  * Exit 1 on an unexpected failure; known failures (the issue's bugs, KNOWN in verdicts.ts) print
  * as FAIL but pass the run unless --strict. --keep leaves the run's folder for a look.
  */
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { Database } from "bun:sqlite";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { homedir, tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import pkg from "../package.json" with { type: "json" };
@@ -147,16 +148,20 @@ async function main(): Promise<number> {
 }
 
 /** `users/<user>/sessions/<id>` folders: where the store keeps a user's sessions. */
+/** The sessions the Windows build stored, read from its database on this side ("user/session"). */
 function sessionsUnder(dataDir: string): string[] {
-  const list = (dir: string) => {
-    try {
-      return readdirSync(dir);
-    } catch {
-      return [];
-    }
-  };
-  const users = join(dataDir, "users");
-  return list(users).flatMap((u) => list(join(users, u, "sessions")).map((s) => `${u}/${s}`));
+  const path = join(dataDir, "local-ai.db");
+  if (!existsSync(path)) return [];
+  const db = new Database(path, { readonly: true });
+  try {
+    const rows = db.query("SELECT user_id, session_id FROM sessions").all() as {
+      user_id: string;
+      session_id: string;
+    }[];
+    return rows.map((r) => `${r.user_id}/${r.session_id}`);
+  } finally {
+    db.close();
+  }
 }
 
 function tail(file: string): string {

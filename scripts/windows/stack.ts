@@ -39,8 +39,11 @@ export function configYaml(files: { llama: string; mcp: string; model: string; s
     "    tools: [t.*]",
     "mcp_servers:",
     "  - name: t",
-    `    command: ${w(files.mcp)}`,
+    // Named as `npx` would be: a .cmd shim found through PATH and PATHEXT, which Windows cannot
+    // spawn as it stands (the core runs it through cmd.exe, src/agent/mcp/windows-command.ts).
+    "    command: mcp-shim",
     "    env:",
+    `      PATH: ${w(join(files.stack, "bin"))};C:\\windows\\system32;C:\\windows`,
     `      MCP_TEST_LOG: ${w(join(files.stack, "mcp-calls.jsonl"))}`,
     `      MCP_TEST_PIDS: ${w(join(files.stack, "mcp-pids.txt"))}`,
     "memory:",
@@ -60,6 +63,8 @@ export function writeWindowsStack(root: string, exes: { core: string; llama: str
   const script = join(stack, "script.json");
   writeFileSync(script, JSON.stringify(SCRIPT));
   writeFileSync(join(stack, "config.yaml"), configYaml({ llama: exes.llama, mcp: exes.mcp, model, stack }));
+  mkdirSync(join(stack, "bin"), { recursive: true });
+  writeFileSync(join(stack, "bin", "mcp-shim.cmd"), `@"${windowsPath(exes.mcp)}" %*\r\n`);
   const knobs = {
     FAKE_LLAMA_SCRIPT: windowsPath(script),
     FAKE_LLAMA_REQUEST_LOG: windowsPath(join(stack, "llama-requests.jsonl")),

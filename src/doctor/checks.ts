@@ -1,5 +1,6 @@
 import { accessSync, constants, readdirSync, statSync } from "node:fs";
 import { basename, dirname } from "node:path";
+import { resolvedCommand } from "../agent/mcp/windows-command.ts";
 import type { Config } from "../config/schema.ts";
 import { cacheTypesFor } from "../plan/decide/kv-cache.ts";
 import type { HardwareSnapshot } from "../plan/hardware.ts";
@@ -179,7 +180,7 @@ export function hardwareCheck(hw: HardwareSnapshot): Check {
 export function mcpChecks(config: Config): Check[] {
   return config.mcp_servers.map((s) => {
     const isPath = s.command.includes("/") || s.command.includes("\\");
-    const resolved = isPath ? s.command : Bun.which(s.command);
+    const resolved = isPath ? s.command : resolvedCommand(s.command, s.env ?? {});
     let ok = false;
     if (resolved) {
       try {

@@ -1,6 +1,7 @@
 import { closeSync, existsSync } from "node:fs";
 import { isAbsolute, resolve } from "node:path";
 import { guardAvailable, guardedArgv } from "./guard.ts";
+import { spawnArgv } from "./windows-command.ts";
 
 /** What the config says to run. */
 export interface ServerLaunch {
@@ -45,16 +46,17 @@ export function spawnMcpServer(launch: ServerLaunch, guard = guardAvailable()): 
     const problem = commandProblem(launch);
     if (problem) throw new Error(problem);
   }
-  const proc = Bun.spawn(
-    guard ? guardedArgv(launch.command, launch.args) : [launch.command, ...launch.args],
-    {
-      env: launch.env,
-      cwd: launch.cwd,
-      stdio: ["pipe", "pipe", "pipe", ...(guard ? (["socket-fd"] as const) : [])],
-      detached: guard,
-      windowsHide: true,
-    },
-  );
+  // Unguarded is Windows (or no /bin/sh): there `npx`/`uvx` are .cmd shims (windows-command.ts).
+  const direct = guard ? undefined : spawnArgv(launch.command, launch.args, launch);
+  const proc = Bun.spawn(direct ? direct.argv : guardedArgv(launch.command, launch.args), {
+    env: launch.env,
+    cwd: launch.cwd,
+    stdio: ["pipe", "pipe", "pipe", ...(guard ? (["socket-fd"] as const) : [])],
+    detached: guard,
+    // No console window flashes up for a server on Windows.
+    windowsHide: true,
+    windowsVerbatimArguments: direct?.verbatim ?? false,
+  });
   const watch = guard ? proc.stdio[3] : null;
   let gone = false;
   const exited = proc.exited.then(() => {
