@@ -1,14 +1,6 @@
 import { randomBytes } from "node:crypto";
-import {
-  closeSync,
-  linkSync,
-  openSync,
-  readFileSync,
-  renameSync,
-  rmSync,
-  statSync,
-  writeSync,
-} from "node:fs";
+import { closeSync, linkSync, openSync, renameSync, rmSync, statSync, writeSync } from "node:fs";
+import { readSmallFile } from "../config/read-file.ts";
 
 /**
  * One writer per blob, across processes: a lock file beside the `.incomplete` created with
@@ -33,6 +25,9 @@ const held = new Set<string>();
 
 /** A lock file still empty after this long was left by a writer that died while creating it. */
 const EMPTY_LOCK_GRACE_MS = 10_000;
+
+/** A lock holds a short JSON object; anything larger is not one of ours. */
+const LOCK_MAX_BYTES = 4096;
 
 /** Takes the lock, or returns who holds it (null when the file could not be read). */
 export function tryLock(path: string): HeldLock | { busy: LockOwner | null } {
@@ -67,7 +62,8 @@ function release(path: string, id: string): void {
 function readOwner(path: string): LockOwner | null | "gone" {
   let text: string;
   try {
-    text = readFileSync(path, "utf8");
+    // Never a blocking read: a FIFO put here reads as an unreadable lock, stale once old.
+    text = readSmallFile(path, LOCK_MAX_BYTES);
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === "ENOENT") return "gone";
     return null;

@@ -1,7 +1,7 @@
-import { readFileSync } from "node:fs";
 import { z } from "zod";
 import { CoreError } from "../protocol/errors.ts";
-import { type Env, hubEndpoint, isOffline, tokenFile } from "./hf-cache.ts";
+import { type Env, hubEndpoint, isOffline } from "./hf-cache.ts";
+import { readToken, UnusableToken } from "./hub-token.ts";
 
 /**
  * The hub's file listing, and the one fetch edge the remote fit check goes through:
@@ -29,21 +29,18 @@ export interface HubAccess {
 
 export const HUB_TIMEOUT_MS = 60_000;
 
-/** `$HF_TOKEN`, else the cache's token file, else none. */
-export function readToken(env: Env, home: string): string | null {
-  const fromEnv = env.HF_TOKEN?.trim();
-  if (fromEnv) return fromEnv;
-  try {
-    return readFileSync(tokenFile(env, home), "utf8").trim() || null;
-  } catch {
-    return null;
-  }
-}
-
+/** How to reach the hub; a token that cannot be sent is `hub_unauthorized`, saying why but never showing it. */
 export function hubAccess(env: Env, home: string, fetchImpl: typeof fetch = fetch): HubAccess {
+  let token: string | null;
+  try {
+    token = readToken(env, home) ?? null;
+  } catch (err) {
+    if (!(err instanceof UnusableToken)) throw err;
+    throw hubError("hub_unauthorized", `the hub token cannot be used: ${err.message}`, {});
+  }
   return {
     endpoint: hubEndpoint(env),
-    token: readToken(env, home),
+    token,
     fetch: fetchImpl,
     offline: isOffline(env),
     timeoutMs: HUB_TIMEOUT_MS,

@@ -1,9 +1,10 @@
 import { createHash } from "node:crypto";
 import { createReadStream, existsSync, mkdirSync, statSync } from "node:fs";
+import { openRegularFile } from "../config/read-file.ts";
 import { cancelledError } from "../protocol/errors.ts";
 import type { DownloadProgress } from "../protocol/pull.ts";
 import { type FreeSpaceProbe, SPACE_MARGIN_BYTES, spaceShortfall, statfsFree } from "./disk-space.ts";
-import { type BlobTarget, downloadBlob } from "./download.ts";
+import { type BlobTarget, cachedFileSize, downloadBlob } from "./download.ts";
 import { tryLock } from "./download-lock.ts";
 import {
   blobPath,
@@ -17,7 +18,7 @@ import {
   snapshotPath,
 } from "./hf-cache.ts";
 import { HubClient, type HubFile } from "./hub-client.ts";
-import { readToken } from "./hub-token.ts";
+import { readToken, UnusableToken } from "./hub-token.ts";
 import { pickFiles } from "./pick-file.ts";
 import { ProgressReporter } from "./progress.ts";
 import { fromHub, type PullWhere, pullError, writeFailure } from "./pull-errors.ts";
@@ -96,7 +97,7 @@ export async function pullModel(req: PullRequest, deps: PullDeps, hooks: PullHoo
   const cacheDir = hubCacheDir(deps.env, deps.home);
   const hub = new HubClient({
     endpoint: hubEndpoint(deps.env),
-    token: readToken(deps.env, deps.home),
+    token: tokenFor(deps, where),
     fetch: deps.fetch,
     apiTimeoutMs: deps.apiTimeoutMs,
   });
@@ -148,6 +149,16 @@ export async function pullModel(req: PullRequest, deps: PullDeps, hooks: PullHoo
     cache_dir: cacheDir,
     warnings,
   };
+}
+
+/** The hub token; one that cannot be sent fails the pull before any request, saying why but never showing it. */
+function tokenFor(deps: PullDeps, where: PullWhere): string | undefined {
+  try {
+    return readToken(deps.env, deps.home);
+  } catch (err) {
+    if (!(err instanceof UnusableToken)) throw err;
+    throw pullError(where, "unauthorized", `the hub token cannot be used: ${err.message}`);
+  }
 }
 
 /** A write into the cache after the download (link, ref): an OS error names the path. */
@@ -235,7 +246,7 @@ async function obtainBlob(
   const lockPath = `${t.blob}.lock`;
   let waiting = false;
   for (;;) {
-    if (existsSync(t.blob)) return knownSha256(t, hooks.signal);
+    if (blobInPlace(t)) return knownSha256(t, hooks.signal);
     let lock: ReturnType<typeof tryLock>;
     try {
       lock = tryLock(lockPath);
@@ -251,7 +262,7 @@ async function obtainBlob(
       continue;
     }
     try {
-      if (existsSync(t.blob)) return knownSha256(t, hooks.signal);
+      if (blobInPlace(t)) return knownSha256(t, hooks.signal);
       return await downloadBlob(hub, t, {
         signal: hooks.signal,
         progress: reporter,
@@ -265,11 +276,17 @@ async function obtainBlob(
   }
 }
 
+/** The blob is in place: a regular file under its name (anything else there is refused, never read). */
+function blobInPlace(t: BlobTarget): boolean {
+  return cachedFileSize(t.blob, { repo: t.repo, file: t.file }, true) !== null;
+}
+
 /** A blob already in place: its sha256 is its name for LFS files; a git-kept file is hashed. */
 async function knownSha256(t: BlobTarget, signal: AbortSignal): Promise<string> {
   if (t.expected.kind === "sha256") return t.expected.value;
   const hash = createHash("sha256");
-  for await (const chunk of createReadStream(t.blob)) {
+  const { fd } = openRegularFile(t.blob);
+  for await (const chunk of createReadStream(t.blob, { fd })) {
     if (signal.aborted) throw cancelledError();
     hash.update(chunk as Buffer);
   }

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { existsSync, readFileSync, statSync } from "node:fs";
-import { join } from "node:path";
+import { existsSync, mkdirSync, readFileSync, rmSync, statSync } from "node:fs";
+import { dirname, join } from "node:path";
 import { blobPath, incompletePath, snapshotPath } from "../../src/models/hf-cache.ts";
 import { ensureBinary, spawnCore } from "../fixtures/core-process.ts";
 import { type HubStandIn, startHubStandIn } from "../fixtures/hub-stand-in.ts";
@@ -54,6 +54,9 @@ async function cli(args: string[], cache: string, extra: Record<string, string> 
     env: envFor(cache, extra),
     stdout: "pipe",
     stderr: "pipe",
+    // A pull that blocks (a FIFO read) fails its test instead of hanging it.
+    timeout: 20_000,
+    killSignal: "SIGKILL",
   });
   const [stdout, stderr, code] = await Promise.all([
     new Response(proc.stdout).text(),
@@ -210,6 +213,30 @@ describe.skipIf(!onPosix)("pull from the compiled binary", () => {
     for (const text of [refused.stdout, refused.stderr, opened.stdout, opened.stderr])
       expect(text).not.toContain(token);
   }, 30_000);
+
+  test("a FIFO as the token file, the blob or the partial: the pull answers with the cause, it never hangs (issue 19 item 4)", async () => {
+    const cache = freshCache();
+    const sha = hub.sha256Of(REPO, "tiny-Q4_K_M.gguf");
+    const fifo = (path: string) => {
+      mkdirSync(dirname(path), { recursive: true });
+      expect(Bun.spawnSync(["mkfifo", path]).exitCode).toBe(0);
+      return path;
+    };
+    const tokenFile = fifo(join(dirname(cache), "token"));
+    const viaToken = await cli([`${REPO}:Q4_K_M`], cache, { HF_TOKEN_PATH: tokenFile, HF_TOKEN: "" });
+    expect(viaToken.code).toBe(1);
+    expect(viaToken.stderr).toContain("invalid_request: ");
+    expect(viaToken.stderr).toContain(`the token file ${tokenFile} is not a regular file (a FIFO)`);
+
+    for (const path of [blobPath(cache, REPO, sha), incompletePath(cache, REPO, sha)]) {
+      fifo(path);
+      const r = await cli([`${REPO}:Q4_K_M`], cache);
+      expect(r.code).toBe(1);
+      expect(r.stderr).toContain(`${path} is not a regular file (a FIFO); remove it and pull again`);
+      rmSync(path);
+    }
+    expect((await cli([`${REPO}:Q4_K_M`], cache)).code).toBe(0);
+  }, 60_000);
 
   test("bad input: a malformed reference, no argument, HF_HUB_OFFLINE", async () => {
     const cache = freshCache();

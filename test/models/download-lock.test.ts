@@ -62,3 +62,21 @@ describe("one writer per blob", () => {
     expect(existsSync(path)).toBe(true);
   });
 });
+
+describe("a lock that is not a regular file (issue 19 item 4)", () => {
+  test("a FIFO as the lock is read as an unreadable owner, never opened for a blocking read", async () => {
+    using dir = tmpdir();
+    const path = join(dir.path, "blob.lock");
+    expect(Bun.spawnSync(["mkfifo", path]).exitCode).toBe(0);
+    // In a child with a deadline: a blocking read would hang it, not this test.
+    const script = `
+      const { tryLock } = await import(${JSON.stringify(join(import.meta.dir, "../../src/models/download-lock.ts"))});
+      console.log(JSON.stringify(tryLock(${JSON.stringify(path)})));
+    `;
+    const child = Bun.spawn([process.execPath, "-e", script], { stdout: "pipe", timeout: 5000 });
+    const out = await new Response(child.stdout).text();
+    await child.exited;
+    expect(child.signalCode).toBeNull();
+    expect(JSON.parse(out)).toEqual({ busy: null });
+  });
+});
