@@ -1,3 +1,5 @@
+import { refusedEntry } from "./listed-entry.ts";
+
 /**
  * The few Hugging Face hub calls a pull makes, over fetch (docs/models.md lists them):
  *
@@ -47,6 +49,22 @@ export class HubUnreachable extends Error {
   ) {
     super(`cannot reach ${url}: ${causeText}`);
     this.name = "HubUnreachable";
+  }
+}
+
+/**
+ * An answer the core refuses (a listing entry that would leave the cache, too many redirects):
+ * the words are the core's, never a status or a quote the hub did not send.
+ */
+export class HubBadAnswer extends Error {
+  constructor(
+    readonly url: string,
+    message: string,
+    /** The listed path the refusal is about, when it is one entry of the listing. */
+    readonly entry?: string,
+  ) {
+    super(message);
+    this.name = "HubBadAnswer";
   }
 }
 
@@ -105,7 +123,7 @@ export class HubClient {
         if (!Array.isArray(items))
           throw new HubError(res.status, null, "the tree answer is not a list", here);
         for (const item of items) {
-          const file = toHubFile(item);
+          const file = toHubFile(item, here);
           if (file) files.push(file);
         }
         return nextLink(res.headers.get("link"), here);
@@ -192,13 +210,18 @@ export class HubClient {
   }
 }
 
-function toHubFile(item: unknown): HubFile | undefined {
+/** A file entry of the listing, checked before any path or blob name is made of it; folders are skipped. */
+function toHubFile(item: unknown, url: string): HubFile | undefined {
   if (!item || typeof item !== "object") return undefined;
   const e = item as Record<string, unknown>;
-  if (e.type !== "file" || typeof e.path !== "string" || typeof e.size !== "number") return undefined;
-  const file: HubFile = { path: e.path, size: e.size, oid: typeof e.oid === "string" ? e.oid : "" };
-  const lfs = e.lfs as Record<string, unknown> | undefined;
-  if (lfs && typeof lfs.oid === "string" && typeof lfs.size === "number") {
+  if (e.type !== "file") return undefined;
+  if (typeof e.path !== "string")
+    throw new HubBadAnswer(url, `the hub's file listing has a file without a path`);
+  const refused = refusedEntry({ ...e, path: e.path }, true);
+  if (refused) throw new HubBadAnswer(url, `the hub's file listing ${refused}`, e.path);
+  const file: HubFile = { path: e.path, size: e.size as number, oid: String(e.oid ?? "").toLowerCase() };
+  const lfs = e.lfs as { oid: string; size: number } | undefined;
+  if (lfs) {
     file.lfs = { oid: lfs.oid.toLowerCase(), size: lfs.size };
     file.size = lfs.size;
   }

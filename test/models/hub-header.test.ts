@@ -71,6 +71,43 @@ describe("the hub's file listing", () => {
     expect(nextPage(null)).toBeNull();
   });
 
+  test("an entry that would leave the repo, or an LFS oid that is not a sha256, is refused naming it (issue 19 item 5)", async () => {
+    const file = (path: string, lfsOid = "ab".repeat(32)) => ({
+      type: "file",
+      path,
+      oid: "y",
+      size: 1,
+      lfs: { oid: lfsOid, size: 1 },
+    });
+    expect(() => parseTreeListing([file("../../m.gguf")])).toThrow(
+      `the hub's file listing names "../../m.gguf", which has a '..' segment: a listed path must stay inside the repo`,
+    );
+    expect(() => parseTreeListing([file("a\\m.gguf")])).toThrow("has a backslash");
+    expect(() => parseTreeListing([file("m.gguf", "../../x")])).toThrow(
+      `names "m.gguf" with lfs.oid "../../x", which is not a sha256`,
+    );
+    // A hostile hub stand-in: the remote fit check makes no range request for it.
+    const { startHubStandIn } = await import("../fixtures/hub-stand-in.ts");
+    const hub = await startHubStandIn([
+      {
+        id: "org/evil",
+        files: [{ path: "m-Q4_K_M.gguf", content: new Uint8Array(8) }],
+        listing: (entries) => entries.map((e) => ({ ...e, path: `../${e.path}` })),
+      },
+    ]);
+    try {
+      const err = await failure(
+        remoteFit(parseModelRef("org/evil:Q4_K_M"), config, { HF_ENDPOINT: hub.url }, { probe, home: "/" }),
+      );
+      expect(err.code).toBe("model_missing");
+      expect(err.data).toMatchObject({ problem: "hub_error", repo: "org/evil" });
+      expect(err.message).toContain(`org/evil: the hub's file listing names "../m-Q4_K_M.gguf"`);
+      expect(hub.requests.filter((r) => r.path.includes("/resolve/"))).toEqual([]);
+    } finally {
+      await hub.close();
+    }
+  });
+
   test("pages linked by Link: rel=next are all read", async () => {
     using dir = tmpdir();
     const hub = hubWith(dir.path, { "a.gguf": "x", "b.gguf": "y", "c.gguf": "z" }, { pageSize: 2 });

@@ -1,0 +1,148 @@
+import { afterEach, describe, expect, test } from "bun:test";
+import { createHash } from "node:crypto";
+import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { blobPath, repoPaths } from "../../src/models/hf-cache.ts";
+import { type PullDeps, type PullOutcome, pullModel } from "../../src/models/pull.ts";
+import type { CoreError } from "../../src/protocol/errors.ts";
+import { type Knobs, type StandInRepo, startHubStandIn, type TreeEntry } from "../fixtures/hub-stand-in.ts";
+import { tmpdir } from "../fixtures/tmpdir.ts";
+
+// Issue 19 items 5 and 9: a hub that lies in its listing, and failures told as they are.
+// Against the hub stand-in (test/fixtures/hub-stand-in.ts), which serves the real bytes while
+// its `listing` says what a hostile hub would.
+
+const MODEL = new Uint8Array(64 * 1024).map((_, i) => (i * 13 + 5) & 0xff);
+const SHA = createHash("sha256").update(MODEL).digest("hex");
+
+const open: { close(): Promise<void> }[] = [];
+afterEach(async () => {
+  for (const o of open.splice(0)) await o.close();
+});
+
+/** A repo holding one model, `m-Q4_K_M.gguf`, whose listing `rewrite` turns hostile. */
+async function hubWith(rewrite?: (file: TreeEntry) => TreeEntry, knobs: Knobs = {}) {
+  const repo: StandInRepo = {
+    id: "org/evil",
+    files: [{ path: "m-Q4_K_M.gguf", content: MODEL }],
+    ...(rewrite ? { listing: (entries) => entries.map((e) => (e.type === "file" ? rewrite(e) : e)) } : {}),
+  };
+  const hub = await startHubStandIn([repo], knobs);
+  const dir = tmpdir("local-ai-hostile-");
+  open.push(hub, { close: async () => dir[Symbol.dispose]() });
+  const cache = join(dir.path, "hub");
+  const deps: PullDeps = {
+    env: { HF_ENDPOINT: hub.url, HF_HUB_CACHE: cache },
+    home: dir.path,
+    freeSpace: () => 1024 * 1024 * 1024 * 100,
+    pollMs: 20,
+  };
+  return { hub, dir: dir.path, cache, deps };
+}
+
+async function pull(deps: PullDeps): Promise<{ result?: PullOutcome; error?: CoreError }> {
+  try {
+    const result = await pullModel({ repo: "org/evil", quant: "Q4_K_M", revision: "main" }, deps, {
+      signal: new AbortController().signal,
+      progress: () => {},
+    });
+    return { result };
+  } catch (err) {
+    return { error: err as CoreError };
+  }
+}
+
+/** Every path under `dir`, relative, links included (not followed). */
+function tree(dir: string): string[] {
+  if (!existsSync(dir)) return [];
+  return readdirSync(dir, { recursive: true, encoding: "utf8" }).sort();
+}
+
+describe("a hostile listing is refused before anything is written (issue 19 item 5)", () => {
+  test("a path with '..' would put the snapshot link outside the cache, over a file there", async () => {
+    const { dir, cache, deps } = await hubWith((e) => ({ ...e, path: "../../../../victim-Q4_K_M.gguf" }));
+    // snapshots/<commit>/../../../../ is the folder above the cache.
+    const victim = join(dir, "victim-Q4_K_M.gguf");
+    writeFileSync(victim, "precious");
+    // The blob already in place (an earlier pull), so no download stands in the way of the link.
+    mkdirSync(repoPaths(cache, "org/evil").blobs, { recursive: true });
+    writeFileSync(blobPath(cache, "org/evil", SHA), MODEL);
+    const r = await pull(deps);
+    expect(r.error?.code).toBe("internal_error");
+    expect(r.error?.data).toMatchObject({
+      repo: "org/evil",
+      cause: "bad_listing",
+      reason: "bad_response",
+      entry: "../../../../victim-Q4_K_M.gguf",
+    });
+    expect(r.error?.message).toBe(
+      `org/evil: the hub's file listing names "../../../../victim-Q4_K_M.gguf", which has a '..' segment: a listed path must stay inside the repo; nothing was downloaded`,
+    );
+    expect(lstatSync(victim).isSymbolicLink()).toBe(false);
+    expect(readFileSync(victim, "utf8")).toBe("precious");
+    expect(tree(repoPaths(cache, "org/evil").snapshots)).toEqual([]);
+  });
+
+  test("absolute paths, backslashes, empty and '.' segments, control characters: each refused, naming it", async () => {
+    const cases: [string, string][] = [
+      ["/etc/m-Q4_K_M.gguf", "is an absolute path"],
+      ["C:/m-Q4_K_M.gguf", "is an absolute path"],
+      ["..\\..\\m-Q4_K_M.gguf", "has a backslash"],
+      ["sub//m-Q4_K_M.gguf", "has an empty segment"],
+      ["./m-Q4_K_M.gguf", "has a '.' segment"],
+      ["sub/m-Q4_K_M.gguf\n", "has a control character"],
+    ];
+    for (const [path, why] of cases) {
+      const { hub, deps } = await hubWith((e) => ({ ...e, path }));
+      const r = await pull(deps);
+      expect(r.error?.data).toMatchObject({ cause: "bad_listing", entry: path });
+      expect(r.error?.message).toContain(`names ${JSON.stringify(path)}, which ${why}`);
+      expect(hub.requests.filter((q) => q.path.includes("/resolve/"))).toEqual([]);
+    }
+  });
+
+  test("an lfs.oid with '..' would link any local file as the model, unchecked: refused", async () => {
+    const { dir, cache, deps } = await hubWith((e) => ({
+      ...e,
+      lfs: { ...e.lfs!, oid: "../../../secret.gguf" },
+    }));
+    // blobs/../../../ is the folder above the cache: a file there would be "the blob in place".
+    writeFileSync(join(dir, "secret.gguf"), "not the model");
+    const r = await pull(deps);
+    expect(r.result).toBeUndefined();
+    expect(r.error?.data).toMatchObject({ cause: "bad_listing", entry: "m-Q4_K_M.gguf" });
+    expect(r.error?.message).toContain(
+      `names "m-Q4_K_M.gguf" with lfs.oid "../../../secret.gguf", which is not a sha256 (64 hex characters)`,
+    );
+    expect(tree(repoPaths(cache, "org/evil").snapshots)).toEqual([]);
+  });
+
+  test("oids that are not hashes: an LFS oid of 40 characters, a git oid that is not 40 hex, a missing one", async () => {
+    const cases: [(e: TreeEntry) => TreeEntry, string][] = [
+      [(e) => ({ ...e, lfs: { ...e.lfs!, oid: "a".repeat(40) } }), "is not a sha256 (64 hex characters)"],
+      [
+        (e) => ({ ...e, lfs: { ...e.lfs!, oid: `${"a".repeat(63)}/` } }),
+        "is not a sha256 (64 hex characters)",
+      ],
+      [
+        (e) => ({ type: e.type, path: e.path, size: e.size, oid: "../x" }),
+        "is not a git blob id (40 hex characters)",
+      ],
+      [(e) => ({ type: e.type, path: e.path, size: e.size }) as TreeEntry, "has no oid"],
+      [(e) => ({ ...e, size: -1 }), "size -1 is not a byte count"],
+    ];
+    for (const [rewrite, why] of cases) {
+      const { deps } = await hubWith(rewrite);
+      const r = await pull(deps);
+      expect(r.error?.data).toMatchObject({ cause: "bad_listing", entry: "m-Q4_K_M.gguf" });
+      expect(r.error?.message).toContain(why);
+    }
+  });
+
+  test("an honest listing still pulls (the checks refuse only what is wrong)", async () => {
+    const { deps } = await hubWith();
+    const r = await pull(deps);
+    expect(r.error).toBeUndefined();
+    expect(r.result?.sha256).toBe(SHA);
+  });
+});
