@@ -5,6 +5,7 @@ import { pullModel } from "../models/pull.ts";
 import { ProgressPrinter, renderPulled } from "../models/pull-render.ts";
 import { CoreError, isCoreError } from "../protocol/errors.ts";
 import { HF_PREFIX, parseModelRef, RevisionSchema } from "../protocol/model-ref.ts";
+import { procIdentity } from "../runtime/proc-info.ts";
 import { CoreServices } from "../server/services.ts";
 import { logger } from "../util/logger.ts";
 import { configArg, jsonArg } from "./args.ts";
@@ -39,7 +40,12 @@ export default defineCommand({
     try {
       const outcome = await pullModel(
         ref,
-        { env: process.env, home: homedir() },
+        {
+          env: process.env,
+          home: homedir(),
+          // A lock whose pid now names another process (a reboot) is stale: told by its start time.
+          processStart: (pid) => procIdentity(pid)?.start_time ?? null,
+        },
         {
           signal: ac.signal,
           progress: (p) =>

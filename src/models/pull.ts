@@ -5,7 +5,7 @@ import { cancelledError } from "../protocol/errors.ts";
 import type { DownloadProgress } from "../protocol/pull.ts";
 import { type FreeSpaceProbe, SPACE_MARGIN_BYTES, spaceShortfall, statfsFree } from "./disk-space.ts";
 import { type BlobTarget, cachedFileSize, downloadBlob } from "./download.ts";
-import { tryLock } from "./download-lock.ts";
+import { giveUp, LOCK_QUIET_MS, LockWatch, tryLock } from "./download-lock.ts";
 import {
   blobPath,
   type Env,
@@ -53,6 +53,13 @@ export interface PullDeps {
   inlineHash?: boolean;
   /** The time limit of the hub's API calls (default 30 s). */
   apiTimeoutMs?: number;
+  /**
+   * When process `pid` started (runtime/proc-info's `start_time`), so a lock whose pid now
+   * names another process is known stale; without it only a dead pid or silence tells.
+   */
+  processStart?: (pid: number) => string | null;
+  /** How long another writer's lock may show no sign of life before this pull takes it over (default LOCK_QUIET_MS). */
+  lockQuietMs?: number;
 }
 
 export interface PullHooks {
@@ -231,6 +238,7 @@ function checkSpace(targets: BlobTarget[], cacheDir: string, probe: FreeSpacePro
 }
 
 const mib = (n: number) => Math.ceil(n / (1024 * 1024));
+const seconds = (ms: number) => `${Number((ms / 1000).toFixed(1))} s`;
 
 /**
  * The blob in place and its sha256: already there, downloaded by another pull we waited for,
@@ -244,20 +252,29 @@ async function obtainBlob(
   hooks: PullHooks & { note(message: string): void },
 ): Promise<string> {
   const lockPath = `${t.blob}.lock`;
-  let waiting = false;
+  let watch: LockWatch | undefined;
   for (;;) {
     if (blobInPlace(t)) return knownSha256(t, hooks.signal);
     let lock: ReturnType<typeof tryLock>;
     try {
-      lock = tryLock(lockPath);
+      lock = tryLock(lockPath, { processStart: deps.processStart });
     } catch (err) {
       throw writeFailure(err, { repo: t.repo, file: t.file }, lockPath);
     }
     if ("busy" in lock) {
       const partial = existsSync(t.incomplete) ? statSync(t.incomplete).size : 0;
-      if (!waiting) reporter.start("wait", partial);
+      if (!watch) reporter.start("wait", partial);
       else reporter.set("wait", partial);
-      waiting = true;
+      watch ??= new LockWatch(lockPath, t.incomplete, deps.lockQuietMs ?? LOCK_QUIET_MS);
+      if (watch.quiet()) {
+        const pid = lock.busy ? ` (pid ${lock.busy.pid})` : "";
+        hooks.note(
+          `${t.file}: the pull holding ${lockPath}${pid} showed no progress for ${seconds(watch.quietMs)}; taking it over`,
+        );
+        giveUp(lockPath, lock.busy);
+        watch = undefined;
+        continue;
+      }
       await sleep(deps.pollMs ?? DEFAULT_POLL_MS, hooks.signal, t);
       continue;
     }

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { existsSync, mkdirSync, readFileSync, rmSync, statSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { blobPath, incompletePath, snapshotPath } from "../../src/models/hf-cache.ts";
 import { ensureBinary, spawnCore } from "../fixtures/core-process.ts";
@@ -176,6 +176,25 @@ describe.skipIf(!onPosix)("pull from the compiled binary", () => {
     expect(again.code).toBe(0);
     expect(hub.requests.filter((q) => q.server === "storage").at(-1)!.range).toBe(`bytes=${kept}-`);
     expect(existsSync(`${blobPath(cache, REPO, sha)}.lock`)).toBe(false);
+  }, 30_000);
+
+  test("a lock left before a reboot, its pid now another live process: taken over at once (issue 19 item 6)", async () => {
+    const cache = freshCache();
+    const sha = hub.sha256Of(REPO, "tiny-Q4_K_M.gguf");
+    const lock = `${blobPath(cache, REPO, sha)}.lock`;
+    mkdirSync(dirname(lock), { recursive: true });
+    const other = Bun.spawn(["sleep", "30"]);
+    try {
+      writeFileSync(lock, JSON.stringify({ pid: other.pid, id: "before", started: 0, proc_start: "1" }));
+      const t0 = Date.now();
+      const r = await cli([`${REPO}:Q4_K_M`, "--json"], cache);
+      expect(r.code).toBe(0);
+      expect(Date.now() - t0).toBeLessThan(10_000);
+      expect(r.stdout).not.toContain('"phase":"wait"');
+      expect(existsSync(lock)).toBe(false);
+    } finally {
+      other.kill("SIGKILL");
+    }
   }, 30_000);
 
   test("on a terminal the progress is a bar redrawn in place", async () => {

@@ -5,6 +5,8 @@ import { join } from "node:path";
 import { blobPath, repoPaths } from "../../src/models/hf-cache.ts";
 import { type PullDeps, type PullOutcome, pullModel } from "../../src/models/pull.ts";
 import type { CoreError } from "../../src/protocol/errors.ts";
+import type { DownloadProgress } from "../../src/protocol/pull.ts";
+import { procIdentity } from "../../src/runtime/proc-info.ts";
 import { type Knobs, type StandInRepo, startHubStandIn, type TreeEntry } from "../fixtures/hub-stand-in.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
@@ -144,5 +146,90 @@ describe("a hostile listing is refused before anything is written (issue 19 item
     const r = await pull(deps);
     expect(r.error).toBeUndefined();
     expect(r.result?.sha256).toBe(SHA);
+  });
+});
+
+describe("a stale lock never blocks a pull for good (issue 19 item 6)", () => {
+  const processStart = (pid: number) => procIdentity(pid)?.start_time ?? null;
+
+  /** A pull that is cancelled after `ms`, so a wait without end fails the test. */
+  async function pullWithin(deps: PullDeps, ms: number) {
+    const ac = new AbortController();
+    const timer = setTimeout(() => ac.abort(), ms);
+    const events: DownloadProgress[] = [];
+    const notes: string[] = [];
+    try {
+      const result = await pullModel({ repo: "org/evil", quant: "Q4_K_M", revision: "main" }, deps, {
+        signal: ac.signal,
+        progress: (p) => events.push(p),
+        note: (n) => notes.push(n),
+      });
+      return { result, events, notes };
+    } catch (err) {
+      return { error: err as CoreError, events, notes };
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  function lockFor(cache: string, owner: object): string {
+    const lock = `${blobPath(cache, "org/evil", SHA)}.lock`;
+    mkdirSync(repoPaths(cache, "org/evil").blobs, { recursive: true });
+    writeFileSync(lock, JSON.stringify(owner));
+    return lock;
+  }
+
+  test("its pid now names another process (after a reboot): taken over at once", async () => {
+    const { cache, deps } = await hubWith();
+    const other = Bun.spawn(["sleep", "30"]);
+    try {
+      lockFor(cache, { pid: other.pid, id: "before-reboot", started: 0, proc_start: "1" });
+      const r = await pullWithin({ ...deps, processStart }, 5_000);
+      expect(r.error).toBeUndefined();
+      expect(r.result?.sha256).toBe(SHA);
+      expect(r.events.filter((e) => e.phase === "wait")).toEqual([]);
+    } finally {
+      other.kill("SIGKILL");
+    }
+  });
+
+  test("a live pid and no start time to compare: given up once it shows no progress for the bound", async () => {
+    const { cache, deps } = await hubWith();
+    const other = Bun.spawn(["sleep", "30"]);
+    try {
+      const lock = lockFor(cache, { pid: other.pid, id: "silent", started: 0 });
+      const t0 = Date.now();
+      const r = await pullWithin({ ...deps, processStart, lockQuietMs: 300 }, 5_000);
+      expect(r.error).toBeUndefined();
+      expect(Date.now() - t0).toBeGreaterThanOrEqual(300);
+      expect(r.events.some((e) => e.phase === "wait")).toBe(true);
+      expect(r.notes.join("\n")).toContain(
+        `m-Q4_K_M.gguf: the pull holding ${lock} (pid ${other.pid}) showed no progress for 0.3 s; taking it over`,
+      );
+      expect(r.result?.warnings).toEqual(r.notes);
+    } finally {
+      other.kill("SIGKILL");
+    }
+  });
+
+  test("an owner that beats is waited for past the bound; its release lets the pull go on", async () => {
+    const { cache, hub, deps } = await hubWith();
+    const lock = `${blobPath(cache, "org/evil", SHA)}.lock`;
+    mkdirSync(repoPaths(cache, "org/evil").blobs, { recursive: true });
+    const script = `
+      const { tryLock } = await import(${JSON.stringify(join(import.meta.dir, "../../src/models/download-lock.ts"))});
+      const lock = tryLock(${JSON.stringify(lock)}, { heartbeatMs: 50 });
+      console.log("held");
+      setTimeout(() => { lock.release(); process.exit(0); }, 1200);
+    `;
+    const owner = Bun.spawn([process.execPath, "-e", script], { stdout: "pipe", timeout: 10_000 });
+    const reader = owner.stdout.getReader();
+    await reader.read();
+    const r = await pullWithin({ ...deps, processStart, lockQuietMs: 400 }, 8_000);
+    await owner.exited;
+    expect(r.error).toBeUndefined();
+    expect(r.notes).toEqual([]);
+    expect(r.events.filter((e) => e.phase === "wait").length).toBeGreaterThan(0);
+    expect(hub.requests.filter((q) => q.server === "storage")).toHaveLength(1);
   });
 });
