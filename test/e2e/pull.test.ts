@@ -111,6 +111,38 @@ describe.skipIf(!onPosix)("pull from the compiled binary", () => {
     expect(last.result.fit.fits).toBe(true);
   }, 30_000);
 
+  test("--json failures: one single-line JSON object per line, the error once, bad arguments too (issue 19 item 7)", async () => {
+    const cache = freshCache();
+    const lines = (stdout: string) => {
+      expect(stdout.endsWith("\n")).toBe(true);
+      return stdout
+        .slice(0, -1)
+        .split("\n")
+        .map((l) => {
+          expect(l.startsWith("{") && l.endsWith("}")).toBe(true);
+          return JSON.parse(l);
+        });
+    };
+    const failures: [string[], object][] = [
+      // A failure of the pull itself, after the hub answered.
+      [[`${REPO}:absent.gguf`], { code: "invalid_request", data: { repo: REPO, cause: "not_found" } }],
+      // Errors in the arguments.
+      [["not-a-repo"], { code: "invalid_request" }],
+      [[`${REPO}:Q8_0`, "--revision", "../x"], { code: "invalid_request" }],
+    ];
+    for (const [args, error] of failures) {
+      const r = await cli([...args, "--json"], cache);
+      expect(r.code).toBe(1);
+      const out = lines(r.stdout);
+      expect(out.filter((o) => o.type === "error")).toHaveLength(1);
+      const last = out.at(-1);
+      // The one-line message still goes to stderr, as for every command.
+      expect(r.stderr).toContain(`${last.code}: ${last.message}`);
+      expect(last).toMatchObject({ type: "error", ...error });
+      expect(out.every((o) => o.type === "event" || o.type === "error")).toBe(true);
+    }
+  }, 30_000);
+
   test("a cut mid-body fails naming the cause and keeps the partial; the next pull resumes it", async () => {
     const cache = freshCache();
     hub.knobs.cut = { after: MB };
