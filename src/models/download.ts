@@ -69,8 +69,25 @@ export async function downloadBlob(hub: HubClient, t: BlobTarget, hooks: Downloa
     }
     renameSync(t.incomplete, t.blob);
     return digests.sha256;
+  } catch (err) {
+    hash.stop();
+    dropIfEmpty(t.incomplete);
+    throw err;
   } finally {
     hash.stop();
+  }
+}
+
+/**
+ * A failure before any byte arrived (a 500, a 404, a redirect loop, a lying X-Linked-Size)
+ * leaves nothing behind: an empty partial is no resume, only litter. One with bytes is kept.
+ */
+function dropIfEmpty(partial: string): void {
+  try {
+    const stats = lstatSync(partial);
+    if (stats.isFile() && stats.size === 0) rmSync(partial, { force: true });
+  } catch {
+    // Gone already, or not ours to remove.
   }
 }
 

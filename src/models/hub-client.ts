@@ -62,6 +62,8 @@ export class HubBadAnswer extends Error {
     message: string,
     /** The listed path the refusal is about, when it is one entry of the listing. */
     readonly entry?: string,
+    /** The status of the answer refused, when it tells something (the last redirect's). */
+    readonly status?: number,
   ) {
     super(message);
     this.name = "HubBadAnswer";
@@ -107,7 +109,7 @@ export class HubClient {
     return this.api(url, signal, async (res) => {
       const body = (await readJson(res, url)) as { sha?: unknown };
       if (typeof body.sha !== "string" || !/^[0-9a-f]{40}$/.test(body.sha))
-        throw new HubError(res.status, null, "the revision answer has no commit sha", url);
+        throw new HubBadAnswer(url, "the hub's answer for the revision has no commit sha");
       return body.sha;
     });
   }
@@ -120,8 +122,7 @@ export class HubClient {
       const here: string = url;
       url = await this.api(here, signal, async (res) => {
         const items = await readJson(res, here);
-        if (!Array.isArray(items))
-          throw new HubError(res.status, null, "the tree answer is not a list", here);
+        if (!Array.isArray(items)) throw new HubBadAnswer(here, "the hub's file listing is not a list");
         for (const item of items) {
           const file = toHubFile(item, here);
           if (file) files.push(file);
@@ -150,6 +151,7 @@ export class HubClient {
     const headers: Record<string, string> = { "accept-encoding": "identity" };
     if (start > 0) headers.range = `bytes=${start}-`;
     let linked: Linked = { commit: null, etag: null, size: null };
+    let redirected = 0;
     for (let hop = 0; hop <= MAX_REDIRECTS; hop++) {
       const withToken = new URL(url).host === hubHost;
       const res = await this.request(url, signal, headers, withToken);
@@ -165,12 +167,19 @@ export class HubClient {
       if (res.status >= 300 && res.status < 400 && res.headers.has("location")) {
         await res.body?.cancel();
         url = new URL(res.headers.get("location")!, url).toString();
+        redirected = res.status;
         continue;
       }
       if (!res.ok) throw await hubError(res, url);
       return { response: res, linked };
     }
-    throw new HubError(310, null, `more than ${MAX_REDIRECTS} redirects`, url);
+    const last = `the last answer was HTTP ${redirected}`;
+    throw new HubBadAnswer(
+      url,
+      `the hub redirected more than ${MAX_REDIRECTS} times (${last})`,
+      undefined,
+      redirected,
+    );
   }
 
   /** One JSON call with its own time limit (the download has a stall guard instead). */
@@ -252,7 +261,7 @@ async function readJson(res: Response, url: string): Promise<unknown> {
   try {
     return await res.json();
   } catch {
-    throw new HubError(res.status, null, "the answer is not JSON", url);
+    throw new HubBadAnswer(url, "the hub's answer is not JSON");
   }
 }
 

@@ -24,7 +24,7 @@ const TOKEN_MAX_BYTES = 64 * 1024;
 /** The token, or undefined when there is none; UnusableToken when the one there cannot be sent. */
 export function readToken(env: Env, home: string): string | undefined {
   const fromEnv = env.HF_TOKEN?.trim();
-  if (fromEnv) return fromEnv;
+  if (fromEnv) return checked(fromEnv, "HF_TOKEN");
   const file = tokenFile(env, home);
   let text: string;
   try {
@@ -37,5 +37,27 @@ export function readToken(env: Env, home: string): string | undefined {
       throw new UnusableToken(`the token file ${file}`, `is ${err.bytes} bytes: not a token`);
     return undefined;
   }
-  return text.trim() || undefined;
+  const token = text.trim();
+  return token ? checked(token, `the token file ${file}`) : undefined;
+}
+
+/**
+ * A token goes in a header (`Authorization: Bearer …`), where a control character is refused
+ * by the request itself, which then reads as an unreachable hub, its message at risk of
+ * quoting the header. So it is checked here, once: printable ASCII only, as the hub's tokens
+ * are. What is wrong is said; the token never is.
+ */
+function checked(token: string, source: string): string {
+  const why = /[\u0000-\u001f\u007f]/.test(token)
+    ? "a control character"
+    : /\s/.test(token)
+      ? "a space"
+      : /[^\u0021-\u007e]/.test(token)
+        ? "a character that is not ASCII"
+        : null;
+  if (why === null) return token;
+  throw new UnusableToken(
+    source,
+    `holds ${why} (a token is printable ASCII, such as hf_…); correct it or unset it`,
+  );
 }

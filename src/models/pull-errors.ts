@@ -75,7 +75,7 @@ export function fromHub(err: unknown, where: PullWhere): unknown {
     return pullError(where, "connection_lost", `cannot reach the hub (${err.causeText})`);
   if (err instanceof HubBadAnswer)
     return err.entry === undefined
-      ? pullError(where, "hub_error", err.message)
+      ? pullError(where, "hub_error", err.message, err.status ? { http_status: err.status } : {})
       : pullError(where, "bad_listing", `${err.message}; nothing was downloaded`, { entry: err.entry });
   if (!(err instanceof HubError)) return err;
   const said = err.serverMessage ? ` (the hub says: ${err.serverMessage})` : "";

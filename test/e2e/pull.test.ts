@@ -289,6 +289,28 @@ describe.skipIf(!onPosix)("pull from the compiled binary", () => {
     expect((await cli([`${REPO}:Q4_K_M`], cache)).code).toBe(0);
   }, 60_000);
 
+  test("a token with a control character: refused as malformed, never shown; a redirect loop told as one (issue 19 item 9)", async () => {
+    const cache = freshCache();
+    const before = hub.requests.length;
+    const token = await cli([`${REPO}:Q4_K_M`, "--json"], cache, { HF_TOKEN: "hf_e2e_secret\u0007x" });
+    expect(token.code).toBe(1);
+    expect(JSON.parse(token.stdout)).toMatchObject({ type: "error", data: { cause: "unauthorized" } });
+    expect(token.stderr).toContain("HF_TOKEN holds a control character");
+    expect(token.stdout + token.stderr).not.toContain("hf_e2e_secret");
+    expect(hub.requests.length).toBe(before);
+    hub.knobs.redirectLoop = true;
+    try {
+      const loop = await cli([`${REPO}:Q4_K_M`, "--json"], cache);
+      expect(loop.code).toBe(1);
+      const error = JSON.parse(loop.stdout.trim().split("\n").at(-1)!);
+      expect(error.message).toContain("the hub redirected more than 10 times (the last answer was HTTP 302)");
+      expect(error.message).not.toContain("the hub says");
+      expect(existsSync(incompletePath(cache, REPO, hub.sha256Of(REPO, "tiny-Q4_K_M.gguf")))).toBe(false);
+    } finally {
+      hub.knobs.redirectLoop = undefined;
+    }
+  }, 30_000);
+
   test("bad input: a malformed reference, no argument, HF_HUB_OFFLINE", async () => {
     const cache = freshCache();
     const bad = await cli(["not-a-repo"], cache);

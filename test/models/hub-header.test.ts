@@ -230,6 +230,22 @@ describe("remoteFit: will it fit, from the hub's header alone", () => {
     expect(JSON.stringify({ m: wrong.message, d: wrong.data })).not.toContain("hf_wrong_one");
   });
 
+  test("a token with a control character is hub_unauthorized saying so, before any request, never shown (issue 19 item 9)", async () => {
+    using dir = tmpdir();
+    const hub = hubWith(dir.path, { "m-Q4_K_M.gguf": tinyModel() });
+    const env = { HF_ENDPOINT: hub.url, HF_TOKEN: "hf_secret\u0001value" };
+    const err = await failure(
+      remoteFit(parseModelRef("org/m:Q4_K_M"), config, env, { probe, home: dir.path }),
+    );
+    expect(err.code).toBe("model_missing");
+    expect(err.data).toMatchObject({ problem: "hub_unauthorized" });
+    expect(err.message).toBe(
+      "the hub token cannot be used: HF_TOKEN holds a control character (a token is printable ASCII, such as hf_…); correct it or unset it",
+    );
+    expect(JSON.stringify({ m: err.message, d: err.data })).not.toContain("secret");
+    expect(hub.requests).toEqual([]);
+  });
+
   test("unknown repo, a quant the repo lacks, an ambiguous quant: each says so", async () => {
     using dir = tmpdir();
     const hub = hubWith(dir.path, { "a/m-Q4_K_M.gguf": tinyModel(), "b/m-Q4_K_M.gguf": tinyModel() });

@@ -233,3 +233,59 @@ describe("a stale lock never blocks a pull for good (issue 19 item 6)", () => {
     expect(hub.requests.filter((q) => q.server === "storage")).toHaveLength(1);
   });
 });
+
+describe("failures told as they are (issue 19 item 9)", () => {
+  test("a redirect loop says so: no HTTP status and no quote the hub did not send", async () => {
+    const { deps } = await hubWith(undefined, { redirectLoop: true });
+    const r = await pull(deps);
+    expect(r.error?.code).toBe("internal_error");
+    expect(r.error?.data).toMatchObject({ cause: "hub_error", http_status: 302 });
+    expect(r.error?.message).toBe(
+      "org/evil: m-Q4_K_M.gguf: the hub redirected more than 10 times (the last answer was HTTP 302)",
+    );
+  });
+
+  test("an answer that is not what was asked for is said in the core's words, not put in the hub's mouth", async () => {
+    const { deps } = await hubWith();
+    const hub = await startHubStandIn([
+      { id: "org/evil", files: [{ path: "m-Q4_K_M.gguf", content: MODEL }], listing: () => ({ a: 1 }) },
+    ]);
+    open.push(hub);
+    const r = await pull({ ...deps, env: { ...deps.env, HF_ENDPOINT: hub.url } });
+    expect(r.error?.data).toMatchObject({ cause: "hub_error" });
+    expect(r.error?.data?.http_status).toBeUndefined();
+    expect(r.error?.message).toBe("org/evil: the hub's file listing is not a list");
+  });
+
+  test("a token with a control character is refused before any request, saying why, never showing it", async () => {
+    const { hub, dir, deps } = await hubWith();
+    const secret = "hf_secret\u0007value";
+    const viaEnv = await pull({ ...deps, env: { ...deps.env, HF_TOKEN: secret } });
+    expect(viaEnv.error?.code).toBe("invalid_request");
+    expect(viaEnv.error?.data).toMatchObject({ cause: "unauthorized" });
+    expect(viaEnv.error?.message).toBe(
+      "org/evil: the hub token cannot be used: HF_TOKEN holds a control character (a token is printable ASCII, such as hf_…); correct it or unset it",
+    );
+    const file = join(dir, "token");
+    writeFileSync(file, "hf_secret\nvalue\n");
+    const viaFile = await pull({ ...deps, env: { ...deps.env, HF_TOKEN_PATH: file } });
+    expect(viaFile.error?.message).toContain(`the token file ${file} holds a control character`);
+    for (const e of [viaEnv.error, viaFile.error]) expect(JSON.stringify(e)).not.toContain("secret");
+    expect(hub.requests).toEqual([]);
+  });
+
+  test("a failure before any byte arrived leaves no .incomplete behind (500, 404, a redirect loop, a lying X-Linked-Size)", async () => {
+    const knobs: Knobs[] = [
+      { fail: { status: 500, where: "storage" } },
+      { fail: { status: 404, where: "resolve" } },
+      { redirectLoop: true },
+      { linkedSize: 5 },
+    ];
+    for (const k of knobs) {
+      const { cache, deps } = await hubWith(undefined, k);
+      const r = await pull(deps);
+      expect(r.error).toBeDefined();
+      expect(tree(repoPaths(cache, "org/evil").blobs)).toEqual([]);
+    }
+  });
+});
