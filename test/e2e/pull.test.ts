@@ -29,6 +29,12 @@ beforeAll(async () => {
       ],
     },
     { id: "org/gated-GGUF", files: [{ path: "g-Q4_0.gguf", content: tiny }], gated: true },
+    {
+      id: "org/evil-GGUF",
+      files: [{ path: "e-Q4_K_M.gguf", content: tiny }],
+      // A hostile hub: the listing sends the file's link out of the cache.
+      listing: (entries) => entries.map((e) => ({ ...e, path: `../../../../${e.path}` })),
+    },
   ]);
 });
 afterAll(async () => {
@@ -288,6 +294,19 @@ describe.skipIf(!onPosix)("pull from the compiled binary", () => {
     }
     expect((await cli([`${REPO}:Q4_K_M`], cache)).code).toBe(0);
   }, 60_000);
+
+  test("a listing whose path leaves the cache is refused naming the repo and the entry (issue 19 item 5)", async () => {
+    const cache = freshCache();
+    const r = await cli(["org/evil-GGUF:Q4_K_M", "--json"], cache);
+    expect(r.code).toBe(1);
+    expect(JSON.parse(r.stdout)).toMatchObject({
+      type: "error",
+      code: "internal_error",
+      data: { repo: "org/evil-GGUF", cause: "bad_listing", entry: "../../../../e-Q4_K_M.gguf" },
+    });
+    expect(r.stderr).toContain(`org/evil-GGUF: the hub's file listing names "../../../../e-Q4_K_M.gguf"`);
+    expect(existsSync(join(dirname(cache), "e-Q4_K_M.gguf"))).toBe(false);
+  }, 30_000);
 
   test("a token with a control character: refused as malformed, never shown; a redirect loop told as one (issue 19 item 9)", async () => {
     const cache = freshCache();
