@@ -5,9 +5,11 @@ import { pullModel } from "../models/pull.ts";
 import { ProgressPrinter, renderPulled } from "../models/pull-render.ts";
 import { CoreError, isCoreError } from "../protocol/errors.ts";
 import { HF_PREFIX, parseModelRef, RevisionSchema } from "../protocol/model-ref.ts";
+import { procIdentity } from "../runtime/proc-info.ts";
 import { CoreServices } from "../server/services.ts";
 import { logger } from "../util/logger.ts";
 import { configArg, jsonArg } from "./args.ts";
+import { reportFailure } from "./failure.ts";
 
 /** The exit code of a pull stopped by Ctrl-C (128 + SIGINT), as shells report it. */
 const EXIT_INTERRUPTED = 130;
@@ -26,7 +28,6 @@ export default defineCommand({
     ...jsonArg,
   },
   run: async ({ args }) => {
-    const ref = parseRef(args.model, args.revision);
     const out = (text: string) => process.stdout.write(text);
     const printer = new ProgressPrinter(
       out,
@@ -37,9 +38,15 @@ export default defineCommand({
     process.once("SIGINT", stop);
     process.once("SIGTERM", stop);
     try {
+      const ref = parseRef(args.model, args.revision);
       const outcome = await pullModel(
         ref,
-        { env: process.env, home: homedir() },
+        {
+          env: process.env,
+          home: homedir(),
+          // A lock whose pid now names another process (a reboot) is stale: told by its start time.
+          processStart: (pid) => procIdentity(pid)?.start_time ?? null,
+        },
         {
           signal: ac.signal,
           progress: (p) =>
@@ -67,14 +74,15 @@ export default defineCommand({
       return 0;
     } catch (err) {
       printer.end();
-      if (!isCoreError(err)) throw err;
-      if (args.json)
-        out(`${JSON.stringify({ type: "error", code: err.code, message: err.message, data: err.data })}\n`);
-      if (err.code === "cancelled") {
+      if (isCoreError(err) && err.code === "cancelled") {
+        if (args.json) out(`${JSON.stringify({ type: "error", ...reportFailure(err, "pull") })}\n`);
         logger.warn("pull cancelled; the partial download is kept, run the same command to resume");
         return EXIT_INTERRUPTED;
       }
-      throw err;
+      if (!args.json) throw err;
+      // NDJSON to the end: the error is one more line, printed here once (not run.ts's document).
+      out(`${JSON.stringify({ type: "error", ...reportFailure(err, "pull") })}\n`);
+      return 1;
     } finally {
       process.off("SIGINT", stop);
       process.off("SIGTERM", stop);

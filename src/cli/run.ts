@@ -1,8 +1,8 @@
 import { type ArgsDef, type CommandDef, parseArgs, runCommand } from "citty";
-import { isCoreError } from "../protocol/errors.ts";
-import { logger, logUnexpected } from "../util/logger.ts";
+import { logger } from "../util/logger.ts";
 import { VERSION } from "../version.ts";
 import { argsProblem } from "./check-args.ts";
+import { reportFailure } from "./failure.ts";
 import { main } from "./main.ts";
 import { writeUsage } from "./output.ts";
 
@@ -56,14 +56,7 @@ export async function runCli(argv: string[]): Promise<number> {
 }
 
 function failed(err: unknown, command: string, json: boolean): number {
-  let error: { code: string; message: string; data?: unknown };
-  if (isCoreError(err)) {
-    logger.error(`${err.code}: ${err.message}`);
-    error = { code: err.code, message: err.message, ...(err.data ? { data: err.data } : {}) };
-  } else {
-    logUnexpected("fatal", err);
-    error = { code: "internal_error", message: `internal error in ${command}; see stderr for details` };
-  }
+  const error = reportFailure(err, command);
   if (json) process.stdout.write(`${JSON.stringify({ error }, null, 2)}\n`);
   return 1;
 }

@@ -1,56 +1,107 @@
 import { closeSync, constants, fstatSync, openSync, readSync, type Stats, statSync } from "node:fs";
 import { CoreError } from "../protocol/errors.ts";
 
+/**
+ * Reads of files the user or another program controls (the config, a model, the Hugging Face
+ * cache's refs, a token, a lock), none of which may block the core: a FIFO blocks an open until
+ * a writer comes (forever, and the whole core with it: ping, shutdown and SIGTERM go
+ * unanswered), and a device like /dev/zero never ends. So a file is read only when it is a
+ * regular file: stat() decides before opening (links followed, as the cache's snapshot links
+ * need), the open does not block (O_NONBLOCK), and fstat() of what was opened decides again, so
+ * a FIFO swapped in between is refused before any read.
+ */
+
 /** Largest config file read (1 MiB): a real one is a few KiB; this bounds what a mistake costs. */
 export const CONFIG_MAX_BYTES = 1024 * 1024;
 
-/**
- * The file's text, read only when it is a regular file of at most CONFIG_MAX_BYTES: a FIFO
- * would block the core for good and a device like /dev/zero never ends. stat() decides before
- * opening; the open does not block (O_NONBLOCK) and the read stops past the cap, in case the
- * path changed in between.
- */
-export function readConfigFile(file: string): string {
-  const invalid = (message: string) =>
-    new CoreError("config_invalid", message, { file, line: null, key: null });
-  const check = (stats: Stats) => {
-    if (stats.isDirectory()) throw invalid(`${file} is a directory, not a config file`);
-    if (!stats.isFile()) throw invalid(`${file} is not a regular file (${kindOf(stats)})`);
-    if (stats.size > CONFIG_MAX_BYTES) throw invalid(tooLarge(file, stats.size));
-  };
-  let fd: number;
-  try {
-    check(statSync(file));
-    fd = openSync(file, constants.O_RDONLY | (constants.O_NONBLOCK ?? 0));
-  } catch (err) {
-    if (err instanceof CoreError) throw err;
-    throw invalid(`cannot read ${file}: ${(err as Error).message}`);
+/** The path (links followed) is not a regular file: `kind` says what it is ("a FIFO"…). */
+export class NotRegularFile extends Error {
+  constructor(
+    readonly path: string,
+    readonly kind: string,
+  ) {
+    super(`${path} is not a regular file (${kind})`);
+    this.name = "NotRegularFile";
   }
+}
+
+/** The file is longer than the reader takes. */
+export class FileTooLarge extends Error {
+  constructor(
+    readonly path: string,
+    readonly bytes: number,
+    readonly max: number,
+  ) {
+    super(`${path} is ${bytes} bytes, over the limit of ${max} bytes`);
+    this.name = "FileTooLarge";
+  }
+}
+
+const NONBLOCK = constants.O_NONBLOCK ?? 0;
+
+/**
+ * A regular file opened for reading, never blocking; the caller closes `fd`. Throws
+ * NotRegularFile, or the OS error (ENOENT…) as it came.
+ */
+export function openRegularFile(path: string): { fd: number; size: number } {
+  refuseIrregular(path, statSync(path));
+  const fd = openSync(path, constants.O_RDONLY | NONBLOCK);
   try {
-    check(fstatSync(fd));
-    const buffer = Buffer.alloc(CONFIG_MAX_BYTES + 1);
+    const stats = fstatSync(fd);
+    refuseIrregular(path, stats);
+    return { fd, size: stats.size };
+  } catch (err) {
+    closeSync(fd);
+    throw err;
+  }
+}
+
+/** A small file's text (a ref, a token, a lock), read whole: NotRegularFile, FileTooLarge or the OS error. */
+export function readSmallFile(path: string, maxBytes: number): string {
+  const { fd, size } = openRegularFile(path);
+  try {
+    if (size > maxBytes) throw new FileTooLarge(path, size, maxBytes);
+    // The read stops past the cap too, in case the file grew after the fstat.
+    const buffer = Buffer.alloc(maxBytes + 1);
     let length = 0;
     for (let n = -1; n !== 0 && length < buffer.length; length += n) {
       n = readSync(fd, buffer, length, buffer.length - length, null);
     }
-    if (length > CONFIG_MAX_BYTES) throw invalid(tooLarge(file, length));
+    if (length > maxBytes) throw new FileTooLarge(path, length, maxBytes);
     return buffer.toString("utf8", 0, length);
-  } catch (err) {
-    if (err instanceof CoreError) throw err;
-    throw invalid(`cannot read ${file}: ${(err as Error).message}`);
   } finally {
     closeSync(fd);
   }
 }
 
-function tooLarge(file: string, bytes: number): string {
-  return `${file} is ${bytes} bytes, over the limit of ${CONFIG_MAX_BYTES} bytes for a config file`;
+/** The config file's text: config_invalid naming the file when it is not a regular file of at most CONFIG_MAX_BYTES. */
+export function readConfigFile(file: string): string {
+  try {
+    return readSmallFile(file, CONFIG_MAX_BYTES);
+  } catch (err) {
+    const message =
+      err instanceof NotRegularFile
+        ? err.kind === "a directory"
+          ? `${file} is a directory, not a config file`
+          : `${file} is not a regular file (${err.kind})`
+        : err instanceof FileTooLarge
+          ? `${file} is ${err.bytes} bytes, over the limit of ${CONFIG_MAX_BYTES} bytes for a config file`
+          : `cannot read ${file}: ${(err as Error).message}`;
+    throw new CoreError("config_invalid", message, { file, line: null, key: null });
+  }
 }
 
-function kindOf(stats: Stats): string {
+function refuseIrregular(path: string, stats: Stats): void {
+  if (!stats.isFile()) throw new NotRegularFile(path, kindOf(stats));
+}
+
+/** What a path that is not a regular file is, in words. */
+export function kindOf(stats: Stats): string {
+  if (stats.isDirectory()) return "a directory";
   if (stats.isFIFO()) return "a FIFO";
   if (stats.isCharacterDevice()) return "a character device";
   if (stats.isBlockDevice()) return "a block device";
   if (stats.isSocket()) return "a socket";
+  if (stats.isSymbolicLink()) return "a symbolic link";
   return "not a file";
 }

@@ -2,6 +2,7 @@ import { homedir } from "node:os";
 import { fitVerdictWith } from "../models/fit-verdict.ts";
 import { pullModel } from "../models/pull.ts";
 import { PullEventFields, PullParamsSchema, PullResultSchema } from "../protocol/pull.ts";
+import { procIdentity } from "../runtime/proc-info.ts";
 import { logger } from "../util/logger.ts";
 import { defineMethod } from "./definition.ts";
 
@@ -18,7 +19,12 @@ export const pull = defineMethod({
   run: async (params, ctx, services) => {
     const outcome = await pullModel(
       params,
-      { env: process.env, home: homedir() },
+      {
+        env: process.env,
+        home: homedir(),
+        // A lock whose pid now names another process (a reboot) is stale: told by its start time.
+        processStart: (pid) => procIdentity(pid)?.start_time ?? null,
+      },
       {
         signal: ctx.signal,
         progress: (p) => ctx.emit("download_progress", p),

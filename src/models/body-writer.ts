@@ -1,4 +1,4 @@
-import { closeSync, fstatSync, ftruncateSync, openSync, rmSync } from "node:fs";
+import { closeSync, constants, fstatSync, ftruncateSync, openSync, rmSync } from "node:fs";
 import { type FileHandle, open } from "node:fs/promises";
 import type { ProgressReporter } from "./progress.ts";
 import { type PullWhere, pullError, writeFailure } from "./pull-errors.ts";
@@ -155,9 +155,14 @@ async function openFile(path: string, flags: "w" | "r+", where: PullWhere): Prom
   }
 }
 
+/**
+ * The partial opened for writing; never a blocking open (a FIFO swapped in is ENXIO or refused
+ * by the caller's checks, not a wait for a reader) and never through a link.
+ */
 export function openFor(path: string, flags: "w" | "r+", where: PullWhere): number {
+  const mode = flags === "w" ? constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC : constants.O_RDWR;
   try {
-    return openSync(path, flags);
+    return openSync(path, mode | (constants.O_NONBLOCK ?? 0) | (constants.O_NOFOLLOW ?? 0));
   } catch (err) {
     throw writeFailure(err, where, path);
   }

@@ -1,27 +1,36 @@
 import { randomBytes } from "node:crypto";
 import {
   closeSync,
+  futimesSync,
   linkSync,
   openSync,
-  readFileSync,
   renameSync,
   rmSync,
+  type Stats,
   statSync,
   writeSync,
 } from "node:fs";
+import { readSmallFile } from "../config/read-file.ts";
 
 /**
  * One writer per blob, across processes: a lock file beside the `.incomplete` created with
- * O_EXCL, holding the owner's pid and a random id. A lock whose owner is gone (a killed core)
- * is stale and taken over, so a crash never blocks the next pull. The ids this process holds
- * are kept here too: a lock naming our own pid but an id we do not hold was left by an
- * earlier process that had the same pid (common in containers, where the core is often pid 1).
+ * O_EXCL, holding the owner's pid, a random id and, where the OS tells it, when the owner
+ * process started. A lock whose owner is gone (a killed core) is stale and taken over, so a
+ * crash never blocks the next pull. A pid alone does not say the owner is gone: pids are
+ * reused, after a reboot above all, so a live process whose start time is not the recorded
+ * one is not the owner. The ids this process holds are kept here too: a lock naming our own
+ * pid but an id we do not hold was left by an earlier process that had the same pid (common
+ * in containers, where the core is often pid 1). And whatever the pid says, the holder keeps
+ * its lock fresh (its file touched every HEARTBEAT_MS), so a waiter gives up on a lock that
+ * shows no sign of life for LOCK_QUIET_MS (LockWatch).
  */
 
 export interface LockOwner {
   pid: number;
   id: string;
   started: number;
+  /** The owner process's start time (runtime/proc-info's `start_time`), when it was known. */
+  proc_start?: string;
 }
 
 export interface HeldLock {
@@ -29,33 +38,95 @@ export interface HeldLock {
   release(): void;
 }
 
+export interface LockOptions {
+  /**
+   * When process `pid` started, as the OS tells it (runtime/proc-info's `start_time`), or null.
+   * Handed in from above: the reaper's reading of a process, one floor up.
+   */
+  processStart?: ((pid: number) => string | null) | undefined;
+  /** How often a held lock's file is touched (default HEARTBEAT_MS). */
+  heartbeatMs?: number | undefined;
+}
+
+/** A held lock's file is touched this often: the sign of life a waiter looks for. */
+export const HEARTBEAT_MS = 5_000;
+
+/**
+ * A lock that shows no sign of life for this long (no beat, no byte added to its partial) has
+ * no live writer: 12 beats missed in a row, far beyond a timer a busy or loaded machine delays,
+ * and the same minute the writer's own stall guard gives a download without a byte.
+ */
+export const LOCK_QUIET_MS = 60_000;
+
 const held = new Set<string>();
 
 /** A lock file still empty after this long was left by a writer that died while creating it. */
 const EMPTY_LOCK_GRACE_MS = 10_000;
 
+/** A lock holds a short JSON object; anything larger is not one of ours. */
+const LOCK_MAX_BYTES = 4096;
+
 /** Takes the lock, or returns who holds it (null when the file could not be read). */
-export function tryLock(path: string): HeldLock | { busy: LockOwner | null } {
+export function tryLock(path: string, options: LockOptions = {}): HeldLock | { busy: LockOwner | null } {
   for (let attempt = 0; attempt < 3; attempt++) {
     const mine: LockOwner = { pid: process.pid, id: randomBytes(8).toString("hex"), started: Date.now() };
+    const start = ownStart(options);
+    if (start !== null) mine.proc_start = start;
+    let fd: number;
     try {
-      const fd = openSync(path, "wx");
-      try {
-        writeSync(fd, JSON.stringify(mine));
-      } finally {
-        closeSync(fd);
-      }
-      held.add(mine.id);
-      return { path, release: () => release(path, mine.id) };
+      fd = openSync(path, "wx");
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
+      const owner = readOwner(path);
+      if (owner === "gone") continue;
+      if (!isStale(path, owner, options)) return { busy: owner };
+      takeOver(path, owner);
+      continue;
     }
-    const owner = readOwner(path);
-    if (owner === "gone") continue;
-    if (!isStale(path, owner)) return { busy: owner };
-    takeOver(path, owner);
+    return hold(path, fd, mine, options.heartbeatMs ?? HEARTBEAT_MS);
   }
   return { busy: null };
+}
+
+/** The lock is ours: its owner written, its file touched on a beat until it is released. */
+function hold(path: string, fd: number, mine: LockOwner, beatMs: number): HeldLock {
+  try {
+    writeSync(fd, JSON.stringify(mine));
+  } catch (err) {
+    closeSync(fd);
+    rmSync(path, { force: true });
+    throw err;
+  }
+  held.add(mine.id);
+  // The descriptor stays open for the beat: it touches our own file even if it was moved aside.
+  const beat = setInterval(() => {
+    try {
+      const now = new Date();
+      futimesSync(fd, now, now);
+    } catch {
+      // A beat that fails (the disk went away) only makes the lock look older to a waiter.
+    }
+  }, beatMs);
+  beat.unref?.();
+  let released = false;
+  return {
+    path,
+    release: () => {
+      if (released) return;
+      released = true;
+      clearInterval(beat);
+      closeSync(fd);
+      release(path, mine.id);
+    },
+  };
+}
+
+/** This process's start time, read once (on Windows it costs a PowerShell call). */
+let ownStartTime: { value: string | null } | undefined;
+function ownStart(options: LockOptions): string | null {
+  if (!options.processStart) return null;
+  ownStartTime ??= { value: options.processStart(process.pid) };
+  return ownStartTime.value;
 }
 
 function release(path: string, id: string): void {
@@ -67,7 +138,8 @@ function release(path: string, id: string): void {
 function readOwner(path: string): LockOwner | null | "gone" {
   let text: string;
   try {
-    text = readFileSync(path, "utf8");
+    // Never a blocking read: a FIFO put here reads as an unreadable lock, stale once old.
+    text = readSmallFile(path, LOCK_MAX_BYTES);
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === "ENOENT") return "gone";
     return null;
@@ -80,7 +152,7 @@ function readOwner(path: string): LockOwner | null | "gone" {
   }
 }
 
-function isStale(path: string, owner: LockOwner | null): boolean {
+function isStale(path: string, owner: LockOwner | null, options: LockOptions): boolean {
   if (owner === null) {
     try {
       return Date.now() - statSync(path).mtimeMs > EMPTY_LOCK_GRACE_MS;
@@ -89,7 +161,65 @@ function isStale(path: string, owner: LockOwner | null): boolean {
     }
   }
   if (owner.pid === process.pid) return !held.has(owner.id);
-  return !processAlive(owner.pid);
+  if (!processAlive(owner.pid)) return true;
+  return reusedPid(owner, options);
+}
+
+/** Live processes already told apart from a lock's owner, by lock id: one look per lock, not per poll. */
+const judged = new Map<string, boolean>();
+
+/** The pid is alive, but is it the owner? Not when it started at another time than the one recorded. */
+function reusedPid(owner: LockOwner, options: LockOptions): boolean {
+  if (owner.proc_start === undefined || !options.processStart) return false;
+  const key = `${owner.id}:${owner.pid}`;
+  let reused = judged.get(key);
+  if (reused === undefined) {
+    const now = options.processStart(owner.pid);
+    reused = now !== null && now !== owner.proc_start;
+    if (judged.size > 256) judged.clear();
+    judged.set(key, reused);
+  }
+  return reused;
+}
+
+/**
+ * A waiter's view of a busy lock: its sign of life is the lock file's time (the holder's beat)
+ * and the partial's size (bytes landing, for a holder that does not beat). `quiet()` is true
+ * once neither has moved for `quietMs` of the waiter's own clock (so another machine's clock,
+ * on a shared cache, does not count).
+ */
+export class LockWatch {
+  private sign: string | undefined;
+  private since = Date.now();
+
+  constructor(
+    private readonly path: string,
+    private readonly partial: string,
+    readonly quietMs: number = LOCK_QUIET_MS,
+  ) {}
+
+  quiet(now = Date.now()): boolean {
+    const sign = `${statOr(this.path)?.mtimeMs}:${statOr(this.partial)?.size}`;
+    if (sign !== this.sign) {
+      this.sign = sign;
+      this.since = now;
+      return false;
+    }
+    return now - this.since >= this.quietMs;
+  }
+}
+
+/** Gives up on a lock judged quiet: moved aside as a stale one, if it is still the one judged. */
+export function giveUp(path: string, owner: LockOwner | null): void {
+  takeOver(path, owner);
+}
+
+function statOr(path: string): Stats | undefined {
+  try {
+    return statSync(path);
+  } catch {
+    return undefined;
+  }
 }
 
 export function processAlive(pid: number): boolean {

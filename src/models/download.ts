@@ -1,4 +1,5 @@
-import { closeSync, existsSync, renameSync, rmSync, statSync } from "node:fs";
+import { closeSync, lstatSync, renameSync, rmSync, type Stats, statSync } from "node:fs";
+import { kindOf } from "../config/read-file.ts";
 import { cancelledError } from "../protocol/errors.ts";
 import { openFor, writeBody } from "./body-writer.ts";
 import type { HubClient } from "./hub-client.ts";
@@ -42,7 +43,7 @@ export const DEFAULT_STALL_MS = 60_000;
 /** Downloads (or resumes) `t` and moves it into place; returns the content's sha256. */
 export async function downloadBlob(hub: HubClient, t: BlobTarget, hooks: DownloadHooks): Promise<string> {
   const where: PullWhere = { repo: t.repo, file: t.file };
-  let offset = existsSync(t.incomplete) ? statSync(t.incomplete).size : 0;
+  let offset = cachedFileSize(t.incomplete, where, false) ?? 0;
   if (offset > t.size) {
     hooks.note(`${t.file}: the partial download is larger than the file; starting over`);
     offset = 0;
@@ -68,9 +69,46 @@ export async function downloadBlob(hub: HubClient, t: BlobTarget, hooks: Downloa
     }
     renameSync(t.incomplete, t.blob);
     return digests.sha256;
+  } catch (err) {
+    hash.stop();
+    dropIfEmpty(t.incomplete);
+    throw err;
   } finally {
     hash.stop();
   }
+}
+
+/**
+ * A failure before any byte arrived (a 500, a 404, a redirect loop, a lying X-Linked-Size)
+ * leaves nothing behind: an empty partial is no resume, only litter. One with bytes is kept.
+ */
+function dropIfEmpty(partial: string): void {
+  try {
+    const stats = lstatSync(partial);
+    if (stats.isFile() && stats.size === 0) rmSync(partial, { force: true });
+  } catch {
+    // Gone already, or not ours to remove.
+  }
+}
+
+/**
+ * The size of the regular file at `path` in the cache, null when nothing is there. Anything
+ * else there (a FIFO, a folder; a link too unless `follow`) is refused, never opened: a FIFO
+ * would block the open, and the core with it.
+ */
+export function cachedFileSize(path: string, where: PullWhere, follow: boolean): number | null {
+  let stats: Stats;
+  try {
+    stats = follow ? statSync(path) : lstatSync(path);
+  } catch {
+    return null;
+  }
+  if (stats.isFile()) return stats.size;
+  throw pullError(
+    where,
+    "cache_unwritable",
+    `${path} is not a regular file (${kindOf(stats)}); remove it and pull again`,
+  );
 }
 
 /** sha256 always (the result reports it); git's blob id too for a file kept in git. */

@@ -1,3 +1,5 @@
+import { refusedEntry } from "./listed-entry.ts";
+
 /**
  * The few Hugging Face hub calls a pull makes, over fetch (docs/models.md lists them):
  *
@@ -50,6 +52,24 @@ export class HubUnreachable extends Error {
   }
 }
 
+/**
+ * An answer the core refuses (a listing entry that would leave the cache, too many redirects):
+ * the words are the core's, never a status or a quote the hub did not send.
+ */
+export class HubBadAnswer extends Error {
+  constructor(
+    readonly url: string,
+    message: string,
+    /** The listed path the refusal is about, when it is one entry of the listing. */
+    readonly entry?: string,
+    /** The status of the answer refused, when it tells something (the last redirect's). */
+    readonly status?: number,
+  ) {
+    super(message);
+    this.name = "HubBadAnswer";
+  }
+}
+
 export interface HubClientOptions {
   /** The hub's base URL, no trailing slash (`HF_ENDPOINT`). */
   endpoint: string;
@@ -89,7 +109,7 @@ export class HubClient {
     return this.api(url, signal, async (res) => {
       const body = (await readJson(res, url)) as { sha?: unknown };
       if (typeof body.sha !== "string" || !/^[0-9a-f]{40}$/.test(body.sha))
-        throw new HubError(res.status, null, "the revision answer has no commit sha", url);
+        throw new HubBadAnswer(url, "the hub's answer for the revision has no commit sha");
       return body.sha;
     });
   }
@@ -102,10 +122,9 @@ export class HubClient {
       const here: string = url;
       url = await this.api(here, signal, async (res) => {
         const items = await readJson(res, here);
-        if (!Array.isArray(items))
-          throw new HubError(res.status, null, "the tree answer is not a list", here);
+        if (!Array.isArray(items)) throw new HubBadAnswer(here, "the hub's file listing is not a list");
         for (const item of items) {
-          const file = toHubFile(item);
+          const file = toHubFile(item, here);
           if (file) files.push(file);
         }
         return nextLink(res.headers.get("link"), here);
@@ -132,6 +151,7 @@ export class HubClient {
     const headers: Record<string, string> = { "accept-encoding": "identity" };
     if (start > 0) headers.range = `bytes=${start}-`;
     let linked: Linked = { commit: null, etag: null, size: null };
+    let redirected = 0;
     for (let hop = 0; hop <= MAX_REDIRECTS; hop++) {
       const withToken = new URL(url).host === hubHost;
       const res = await this.request(url, signal, headers, withToken);
@@ -147,12 +167,19 @@ export class HubClient {
       if (res.status >= 300 && res.status < 400 && res.headers.has("location")) {
         await res.body?.cancel();
         url = new URL(res.headers.get("location")!, url).toString();
+        redirected = res.status;
         continue;
       }
       if (!res.ok) throw await hubError(res, url);
       return { response: res, linked };
     }
-    throw new HubError(310, null, `more than ${MAX_REDIRECTS} redirects`, url);
+    const last = `the last answer was HTTP ${redirected}`;
+    throw new HubBadAnswer(
+      url,
+      `the hub redirected more than ${MAX_REDIRECTS} times (${last})`,
+      undefined,
+      redirected,
+    );
   }
 
   /** One JSON call with its own time limit (the download has a stall guard instead). */
@@ -192,13 +219,18 @@ export class HubClient {
   }
 }
 
-function toHubFile(item: unknown): HubFile | undefined {
+/** A file entry of the listing, checked before any path or blob name is made of it; folders are skipped. */
+function toHubFile(item: unknown, url: string): HubFile | undefined {
   if (!item || typeof item !== "object") return undefined;
   const e = item as Record<string, unknown>;
-  if (e.type !== "file" || typeof e.path !== "string" || typeof e.size !== "number") return undefined;
-  const file: HubFile = { path: e.path, size: e.size, oid: typeof e.oid === "string" ? e.oid : "" };
-  const lfs = e.lfs as Record<string, unknown> | undefined;
-  if (lfs && typeof lfs.oid === "string" && typeof lfs.size === "number") {
+  if (e.type !== "file") return undefined;
+  if (typeof e.path !== "string")
+    throw new HubBadAnswer(url, `the hub's file listing has a file without a path`);
+  const refused = refusedEntry({ ...e, path: e.path }, true);
+  if (refused) throw new HubBadAnswer(url, `the hub's file listing ${refused}`, e.path);
+  const file: HubFile = { path: e.path, size: e.size as number, oid: String(e.oid ?? "").toLowerCase() };
+  const lfs = e.lfs as { oid: string; size: number } | undefined;
+  if (lfs) {
     file.lfs = { oid: lfs.oid.toLowerCase(), size: lfs.size };
     file.size = lfs.size;
   }
@@ -229,7 +261,7 @@ async function readJson(res: Response, url: string): Promise<unknown> {
   try {
     return await res.json();
   } catch {
-    throw new HubError(res.status, null, "the answer is not JSON", url);
+    throw new HubBadAnswer(url, "the hub's answer is not JSON");
   }
 }
 

@@ -1,7 +1,8 @@
-import { readFileSync } from "node:fs";
 import { z } from "zod";
 import { CoreError } from "../protocol/errors.ts";
-import { type Env, hubEndpoint, isOffline, tokenFile } from "./hf-cache.ts";
+import { type Env, hubEndpoint, isOffline } from "./hf-cache.ts";
+import { readToken, UnusableToken } from "./hub-token.ts";
+import { refusedEntry } from "./listed-entry.ts";
 
 /**
  * The hub's file listing, and the one fetch edge the remote fit check goes through:
@@ -29,21 +30,18 @@ export interface HubAccess {
 
 export const HUB_TIMEOUT_MS = 60_000;
 
-/** `$HF_TOKEN`, else the cache's token file, else none. */
-export function readToken(env: Env, home: string): string | null {
-  const fromEnv = env.HF_TOKEN?.trim();
-  if (fromEnv) return fromEnv;
-  try {
-    return readFileSync(tokenFile(env, home), "utf8").trim() || null;
-  } catch {
-    return null;
-  }
-}
-
+/** How to reach the hub; a token that cannot be sent is `hub_unauthorized`, saying why but never showing it. */
 export function hubAccess(env: Env, home: string, fetchImpl: typeof fetch = fetch): HubAccess {
+  let token: string | null;
+  try {
+    token = readToken(env, home) ?? null;
+  } catch (err) {
+    if (!(err instanceof UnusableToken)) throw err;
+    throw hubError("hub_unauthorized", `the hub token cannot be used: ${err.message}`, {});
+  }
   return {
     endpoint: hubEndpoint(env),
-    token: readToken(env, home),
+    token,
     fetch: fetchImpl,
     offline: isOffline(env),
     timeoutMs: HUB_TIMEOUT_MS,
@@ -59,13 +57,23 @@ const TreeEntrySchema = z
   })
   .loose();
 
-/** The listing's files (folders dropped); throws when the body is not a tree listing. */
+/**
+ * The listing's files (folders dropped); throws when the body is not a tree listing, or names
+ * the entry the core refuses (a path that leaves the repo, an LFS oid that is not a sha256).
+ */
 export function parseTreeListing(body: unknown): HubFile[] {
   const parsed = z.array(TreeEntrySchema).safeParse(body);
   if (!parsed.success) throw new Error("the hub's file listing is not a list of files");
-  return parsed.data
-    .filter((e) => e.type === "file")
-    .map((e) => ({ path: e.path, size: e.lfs?.size ?? e.size ?? 0, sha256: e.lfs?.oid ?? null }));
+  const files = parsed.data.filter((e) => e.type === "file");
+  for (const e of files) {
+    const refused = refusedEntry(e, false);
+    if (refused) throw new Error(`the hub's file listing ${refused}`);
+  }
+  return files.map((e) => ({
+    path: e.path,
+    size: e.lfs?.size ?? e.size ?? 0,
+    sha256: e.lfs?.oid.toLowerCase() ?? null,
+  }));
 }
 
 /** The `rel="next"` URL of a `Link` header, if any. */

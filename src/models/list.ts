@@ -1,4 +1,4 @@
-import { lstatSync, readdirSync, readFileSync, realpathSync, statSync } from "node:fs";
+import { lstatSync, readdirSync, realpathSync, statSync } from "node:fs";
 import { homedir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import type { Config, LoadedConfig } from "../config/schema.ts";
@@ -12,7 +12,7 @@ import { fitVerdict } from "./fit-verdict.ts";
 import { type Env, hubCacheDir, repoPaths } from "./hf-cache.ts";
 import { groupGgufs, isGgufPath, isProjector } from "./pick-gguf.ts";
 import { quantizationOf } from "./quantization.ts";
-import { resolveCached, snapshotFiles } from "./resolve.ts";
+import { readRef, resolveCached, snapshotFiles } from "./resolve.ts";
 
 /**
  * Every GGUF model on this machine that local-ai can see — the Hugging Face cache's snapshots,
@@ -228,7 +228,7 @@ function readRefs(refsDir: string): Map<string, string[]> {
           if (depth < 4) walk(full, `${prefix}${name}/`, depth + 1);
           continue;
         }
-        const commit = readFileSync(full, "utf8").trim();
+        const commit = readRef(full);
         out.set(commit, [...(out.get(commit) ?? []), `${prefix}${name}`]);
       } catch {
         // an unreadable ref names nothing

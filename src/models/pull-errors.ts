@@ -1,5 +1,5 @@
 import { CoreError, type ErrorReason } from "../protocol/errors.ts";
-import { HubError, HubUnreachable } from "./hub-client.ts";
+import { HubBadAnswer, HubError, HubUnreachable } from "./hub-client.ts";
 
 /**
  * A pull's failures as CoreErrors that name the repo, the file and the cause. `data.cause` is
@@ -20,6 +20,7 @@ export const PULL_CAUSES = [
   "checksum_mismatch",
   "disk_full",
   "cache_unwritable",
+  "bad_listing",
 ] as const;
 export type PullCause = (typeof PULL_CAUSES)[number];
 
@@ -37,6 +38,7 @@ const REASONS: Partial<Record<PullCause, ErrorReason>> = {
   connection_lost: "connection_lost",
   size_mismatch: "bad_response",
   checksum_mismatch: "bad_response",
+  bad_listing: "bad_response",
 };
 
 export interface PullWhere {
@@ -71,6 +73,10 @@ export function pullError(
 export function fromHub(err: unknown, where: PullWhere): unknown {
   if (err instanceof HubUnreachable)
     return pullError(where, "connection_lost", `cannot reach the hub (${err.causeText})`);
+  if (err instanceof HubBadAnswer)
+    return err.entry === undefined
+      ? pullError(where, "hub_error", err.message, err.status ? { http_status: err.status } : {})
+      : pullError(where, "bad_listing", `${err.message}; nothing was downloaded`, { entry: err.entry });
   if (!(err instanceof HubError)) return err;
   const said = err.serverMessage ? ` (the hub says: ${err.serverMessage})` : "";
   const status = { http_status: err.status, ...(err.hubCode ? { hub_code: err.hubCode } : {}) };

@@ -1,10 +1,11 @@
 import { createHash } from "node:crypto";
 import { createReadStream, existsSync, mkdirSync, statSync } from "node:fs";
+import { openRegularFile } from "../config/read-file.ts";
 import { cancelledError } from "../protocol/errors.ts";
 import type { DownloadProgress } from "../protocol/pull.ts";
 import { type FreeSpaceProbe, SPACE_MARGIN_BYTES, spaceShortfall, statfsFree } from "./disk-space.ts";
-import { type BlobTarget, downloadBlob } from "./download.ts";
-import { tryLock } from "./download-lock.ts";
+import { type BlobTarget, cachedFileSize, downloadBlob } from "./download.ts";
+import { giveUp, LOCK_QUIET_MS, LockWatch, tryLock } from "./download-lock.ts";
 import {
   blobPath,
   type Env,
@@ -17,7 +18,7 @@ import {
   snapshotPath,
 } from "./hf-cache.ts";
 import { HubClient, type HubFile } from "./hub-client.ts";
-import { readToken } from "./hub-token.ts";
+import { readToken, UnusableToken } from "./hub-token.ts";
 import { pickFiles } from "./pick-file.ts";
 import { ProgressReporter } from "./progress.ts";
 import { fromHub, type PullWhere, pullError, writeFailure } from "./pull-errors.ts";
@@ -52,6 +53,13 @@ export interface PullDeps {
   inlineHash?: boolean;
   /** The time limit of the hub's API calls (default 30 s). */
   apiTimeoutMs?: number;
+  /**
+   * When process `pid` started (runtime/proc-info's `start_time`), so a lock whose pid now
+   * names another process is known stale; without it only a dead pid or silence tells.
+   */
+  processStart?: (pid: number) => string | null;
+  /** How long another writer's lock may show no sign of life before this pull takes it over (default LOCK_QUIET_MS). */
+  lockQuietMs?: number;
 }
 
 export interface PullHooks {
@@ -96,7 +104,7 @@ export async function pullModel(req: PullRequest, deps: PullDeps, hooks: PullHoo
   const cacheDir = hubCacheDir(deps.env, deps.home);
   const hub = new HubClient({
     endpoint: hubEndpoint(deps.env),
-    token: readToken(deps.env, deps.home),
+    token: tokenFor(deps, where),
     fetch: deps.fetch,
     apiTimeoutMs: deps.apiTimeoutMs,
   });
@@ -148,6 +156,16 @@ export async function pullModel(req: PullRequest, deps: PullDeps, hooks: PullHoo
     cache_dir: cacheDir,
     warnings,
   };
+}
+
+/** The hub token; one that cannot be sent fails the pull before any request, saying why but never showing it. */
+function tokenFor(deps: PullDeps, where: PullWhere): string | undefined {
+  try {
+    return readToken(deps.env, deps.home);
+  } catch (err) {
+    if (!(err instanceof UnusableToken)) throw err;
+    throw pullError(where, "unauthorized", `the hub token cannot be used: ${err.message}`);
+  }
 }
 
 /** A write into the cache after the download (link, ref): an OS error names the path. */
@@ -220,6 +238,7 @@ function checkSpace(targets: BlobTarget[], cacheDir: string, probe: FreeSpacePro
 }
 
 const mib = (n: number) => Math.ceil(n / (1024 * 1024));
+const seconds = (ms: number) => `${Number((ms / 1000).toFixed(1))} s`;
 
 /**
  * The blob in place and its sha256: already there, downloaded by another pull we waited for,
@@ -233,25 +252,34 @@ async function obtainBlob(
   hooks: PullHooks & { note(message: string): void },
 ): Promise<string> {
   const lockPath = `${t.blob}.lock`;
-  let waiting = false;
+  let watch: LockWatch | undefined;
   for (;;) {
-    if (existsSync(t.blob)) return knownSha256(t, hooks.signal);
+    if (blobInPlace(t)) return knownSha256(t, hooks.signal);
     let lock: ReturnType<typeof tryLock>;
     try {
-      lock = tryLock(lockPath);
+      lock = tryLock(lockPath, { processStart: deps.processStart });
     } catch (err) {
       throw writeFailure(err, { repo: t.repo, file: t.file }, lockPath);
     }
     if ("busy" in lock) {
       const partial = existsSync(t.incomplete) ? statSync(t.incomplete).size : 0;
-      if (!waiting) reporter.start("wait", partial);
+      if (!watch) reporter.start("wait", partial);
       else reporter.set("wait", partial);
-      waiting = true;
+      watch ??= new LockWatch(lockPath, t.incomplete, deps.lockQuietMs ?? LOCK_QUIET_MS);
+      if (watch.quiet()) {
+        const pid = lock.busy ? ` (pid ${lock.busy.pid})` : "";
+        hooks.note(
+          `${t.file}: the pull holding ${lockPath}${pid} showed no progress for ${seconds(watch.quietMs)}; taking it over`,
+        );
+        giveUp(lockPath, lock.busy);
+        watch = undefined;
+        continue;
+      }
       await sleep(deps.pollMs ?? DEFAULT_POLL_MS, hooks.signal, t);
       continue;
     }
     try {
-      if (existsSync(t.blob)) return knownSha256(t, hooks.signal);
+      if (blobInPlace(t)) return knownSha256(t, hooks.signal);
       return await downloadBlob(hub, t, {
         signal: hooks.signal,
         progress: reporter,
@@ -265,11 +293,17 @@ async function obtainBlob(
   }
 }
 
+/** The blob is in place: a regular file under its name (anything else there is refused, never read). */
+function blobInPlace(t: BlobTarget): boolean {
+  return cachedFileSize(t.blob, { repo: t.repo, file: t.file }, true) !== null;
+}
+
 /** A blob already in place: its sha256 is its name for LFS files; a git-kept file is hashed. */
 async function knownSha256(t: BlobTarget, signal: AbortSignal): Promise<string> {
   if (t.expected.kind === "sha256") return t.expected.value;
   const hash = createHash("sha256");
-  for await (const chunk of createReadStream(t.blob)) {
+  const { fd } = openRegularFile(t.blob);
+  for await (const chunk of createReadStream(t.blob, { fd })) {
     if (signal.aborted) throw cancelledError();
     hash.update(chunk as Buffer);
   }

@@ -1,6 +1,7 @@
-import { type Dirent, existsSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { type Dirent, existsSync, readdirSync, statSync } from "node:fs";
 import { homedir } from "node:os";
 import { join, relative } from "node:path";
+import { FileTooLarge, kindOf, NotRegularFile, readSmallFile } from "../config/read-file.ts";
 import { CoreError } from "../protocol/errors.ts";
 import { HF_PREFIX, type ModelRef, parseHfModelPath, pullCommand } from "../protocol/model-ref.ts";
 import { type Env, hubCacheDir, refPath, repoPaths } from "./hf-cache.ts";
@@ -36,8 +37,10 @@ function cachedCommit(
   const refFile = refPath(cacheDir, ref.repo, ref.revision);
   let text: string;
   try {
-    text = readFileSync(refFile, "utf8").trim();
-  } catch {
+    text = readRef(refFile);
+  } catch (err) {
+    if (err instanceof NotRegularFile || err instanceof FileTooLarge)
+      return { kind: "missing", problem: "broken_ref", detail: `the cache's ${err.message}` };
     const where = existsSync(paths.root) ? `revision ${ref.revision} was never pulled` : "not in the cache";
     return { kind: "missing", problem: "not_downloaded", detail: `${where} (${paths.root})` };
   }
@@ -81,13 +84,15 @@ export function resolveCached(ref: ModelRef, cacheDir: string): CacheResolution 
       detail: `split model ${group.first} lacks ${group.missing.join(", ")} in the cache`,
     };
   const paths = group.parts.map((p) => join(at.snapshot, ...p.split("/")));
-  const dangling = group.parts.find((_, i) => !isFile(paths[i]!));
-  if (dangling !== undefined)
-    return {
-      kind: "missing",
-      problem: "broken_link",
-      detail: `the cache's link for ${dangling} points at a blob that is missing`,
-    };
+  for (const [i, part] of group.parts.entries()) {
+    const kind = fileKindAt(paths[i]!);
+    if (kind === "file") continue;
+    const detail =
+      kind === null
+        ? `the cache's link for ${part} points at a blob that is missing`
+        : `the cache's ${part} is not a regular file (${kind})`;
+    return { kind: "missing", problem: "broken_link", detail };
+  }
   return { kind: "found", path: paths[0]!, files: paths, commit: at.commit, file: group.first };
 }
 
@@ -169,10 +174,20 @@ function isDirectory(path: string): boolean {
   }
 }
 
-function isFile(path: string): boolean {
+/** "file" for a regular file (links followed), what it is otherwise, null when nothing is there. */
+function fileKindAt(path: string): string | null {
   try {
-    return statSync(path).isFile();
+    const stats = statSync(path);
+    return stats.isFile() ? "file" : kindOf(stats);
   } catch {
-    return false;
+    return null;
   }
+}
+
+/** A ref holds a 40-character commit; anything much longer is not one. */
+const REF_MAX_BYTES = 4096;
+
+/** What a ref file holds, trimmed; never a blocking read (a FIFO is NotRegularFile). */
+export function readRef(file: string): string {
+  return readSmallFile(file, REF_MAX_BYTES).trim();
 }

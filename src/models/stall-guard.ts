@@ -1,5 +1,5 @@
 import { cancelledError, isCoreError } from "../protocol/errors.ts";
-import { HubError, HubUnreachable } from "./hub-client.ts";
+import { HubBadAnswer, HubError, HubUnreachable } from "./hub-client.ts";
 import { type PullWhere, pullError } from "./pull-errors.ts";
 
 /**
@@ -57,7 +57,8 @@ export class StallGuard {
         `no data for ${this.ms >= 1000 ? `${Math.round(this.ms / 1000)} s` : `${this.ms} ms`} after ${done} of ${total} bytes${keep}`,
         { bytes_done: done, total },
       );
-    if (err instanceof HubError || err instanceof HubUnreachable) return undefined;
+    if (err instanceof HubError || err instanceof HubUnreachable || err instanceof HubBadAnswer)
+      return undefined;
     const code = (err as NodeJS.ErrnoException)?.code;
     if (code === "ENOSPC" || code === "EDQUOT" || code === "EACCES" || code === "EROFS" || code === "EIO")
       return undefined;

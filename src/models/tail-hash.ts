@@ -55,7 +55,9 @@ const sha256 = createHash("sha256");
 const git = workerData.gitPrefix === null ? null : createHash("sha1").update(workerData.gitPrefix);
 const buf = Buffer.allocUnsafe(4 * 1024 * 1024);
 try {
-  const fd = fs.openSync(workerData.path, "r");
+  // Never a blocking open, never anything but a regular file (a FIFO swapped in is refused).
+  const fd = fs.openSync(workerData.path, fs.constants.O_RDONLY | (fs.constants.O_NONBLOCK || 0));
+  if (!fs.fstatSync(fd).isFile()) throw new Error("it is not a regular file");
   let pos = 0;
   for (;;) {
     const final = Atomics.load(shared, 0);

@@ -1,6 +1,7 @@
-import { closeSync, existsSync, openSync, readSync, statSync } from "node:fs";
+import { closeSync, existsSync, readSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import type { gguf } from "@huggingface/gguf";
+import { NotRegularFile, openRegularFile } from "../config/read-file.ts";
 import { CoreError } from "../protocol/errors.ts";
 import { tensorBytes } from "./ggml-types.ts";
 import { GgufInvalid, GgufTruncated, KEEP_ARRAY_MAX, type ScannedGguf, scanGguf } from "./gguf-scan.ts";
@@ -74,16 +75,27 @@ export async function readGgufHeader(path: string): Promise<GgufHeader> {
 async function readOneFile(path: string, shardLabel: string | null): Promise<GgufHeader> {
   const label = shardLabel ? `${path} (${shardLabel})` : path;
   if (!existsSync(path)) throw problem("absent", label, "absent: no such file");
-  let size: number;
+  let opened: { fd: number; size: number };
   try {
-    const st = statSync(path);
-    if (st.isDirectory()) throw problem("not_gguf", label, "not a GGUF: it is a directory");
-    size = st.size;
+    // Never a blocking open: a FIFO here would stop the whole core (config/read-file.ts).
+    opened = openRegularFile(path);
   } catch (err) {
-    if (err instanceof CoreError) throw err;
+    if (err instanceof NotRegularFile)
+      throw err.kind === "a directory"
+        ? problem("not_gguf", label, "not a GGUF: it is a directory")
+        : problem("unreadable", label, `not a regular file (${err.kind})`);
     throw problem("unreadable", label, `unreadable: ${(err as Error).message}`);
   }
-  const head = readHead(path, label);
+  const { fd, size } = opened;
+  try {
+    return readOpened(fd, size, path, label);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+function readOpened(fd: number, size: number, path: string, label: string): GgufHeader {
+  const head = readAt(fd, size, 0, 24);
   if (head.length === 0) throw problem("not_gguf", label, "not a GGUF: the file is empty");
   if (head.length < 4 || new TextDecoder().decode(head.subarray(0, 4)) !== "GGUF") {
     throw problem("not_gguf", label, "not a GGUF: it does not start with the GGUF magic bytes");
@@ -92,7 +104,8 @@ async function readOneFile(path: string, shardLabel: string | null): Promise<Ggu
 
   let scanned: ScannedGguf;
   try {
-    scanned = scanFile(path, size);
+    // The header is read front to back in 1 MiB windows, never past the file's end.
+    scanned = scanGguf((position, length) => readAt(fd, size, position, length));
   } catch (err) {
     if (err instanceof GgufTruncated)
       throw problem(
@@ -109,24 +122,17 @@ async function readOneFile(path: string, shardLabel: string | null): Promise<Ggu
   return header;
 }
 
-/** The header of a local file, read front to back in 1 MiB windows, never past its end. */
-function scanFile(path: string, size: number): ScannedGguf {
-  const fd = openSync(path, "r");
-  try {
-    return scanGguf((position, length) => {
-      const want = Math.max(0, Math.min(length, size - position));
-      const buf = new Uint8Array(want);
-      let got = 0;
-      while (got < want) {
-        const n = readSync(fd, buf, got, want - got, position + got);
-        if (n === 0) break;
-        got += n;
-      }
-      return buf.subarray(0, got);
-    });
-  } finally {
-    closeSync(fd);
+/** Up to `length` bytes at `position` (fewer only at the end of the file). */
+function readAt(fd: number, size: number, position: number, length: number): Uint8Array {
+  const want = Math.max(0, Math.min(length, size - position));
+  const buf = new Uint8Array(want);
+  let got = 0;
+  while (got < want) {
+    const n = readSync(fd, buf, got, want - got, position + got);
+    if (n === 0) break;
+    got += n;
   }
+  return buf.subarray(0, got);
 }
 
 /** A header the library parsed (remote files, read by range requests) in the scanner's shape. */
@@ -182,22 +188,6 @@ function headerOfScan(
 
 function truncatedMessage(size: number, expected: number): string {
   return `truncated: the file has ${size} bytes but its header describes ${expected}: an interrupted download? Download it again`;
-}
-
-function readHead(path: string, label: string): Uint8Array {
-  let fd: number;
-  try {
-    fd = openSync(path, "r");
-  } catch (err) {
-    throw problem("unreadable", label, `unreadable: ${(err as Error).message}`);
-  }
-  try {
-    const buf = new Uint8Array(24);
-    const n = readSync(fd, buf, 0, 24, 0);
-    return buf.subarray(0, n);
-  } finally {
-    closeSync(fd);
-  }
 }
 
 /** Drops big arrays (the vocabulary) down to their length so the header costs little memory. */

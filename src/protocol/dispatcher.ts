@@ -28,6 +28,11 @@ class InFlight implements RequestContext {
   done: Promise<void> = Promise.resolve();
   /** Its outcome is decided; a cancel arriving now finds it finished. */
   settled = false;
+  /**
+   * Its terminal message is made and handed to the writer: no longer in flight for `status`,
+   * though it keeps its table entry (its id stays taken) until the writer has taken the line.
+   */
+  answered = false;
   droppedEvents = 0;
   /** When it arrived, for `status`. */
   readonly since = Date.now();
@@ -128,11 +133,12 @@ export class Dispatcher {
   }
 
   /**
-   * What is in flight, oldest first, as read-only copies. `asking` is listed too when it is
-   * answered at once and so never entered the table (a loaded plain-value method).
+   * What is in flight, oldest first, as read-only copies: requests already answered (their
+   * line waiting in the writer) are not. `asking` is listed too when it is answered at once and
+   * so never entered the table (a loaded plain-value method).
    */
   activeRequests(asking?: InFlight): ActiveRequest[] {
-    const all = this.active.all();
+    const all = this.active.all().filter((r) => !r.answered);
     if (asking && !all.includes(asking)) all.push(asking);
     return all
       .map((r) => ({ id: r.id, method: r.method.name, since: r.since }))
@@ -275,7 +281,10 @@ export class Dispatcher {
         if (started) result = await started.result;
         else {
           const def = this.loaded.get(method.name) ?? (await this.definition(method));
-          result = await def.run(this.parseParams(def, params), request);
+          const out = def.run(this.parseParams(def, params), request);
+          // A plain value is queued in the turn it was made in, so what it read stays true when
+          // its line goes out: status lists only requests answered after it.
+          result = out instanceof Promise ? await out : out;
         }
         // A cancel that was acknowledged must end the request as cancelled, even if it raced the finish.
         if (signal.aborted) throw signal.reason;
@@ -285,6 +294,7 @@ export class Dispatcher {
       }
     }
     request.settled = true;
+    request.answered = true;
     try {
       await this.out.terminal(message);
     } catch (err) {

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { existsSync, readFileSync, statSync } from "node:fs";
-import { join } from "node:path";
+import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
 import { blobPath, incompletePath, snapshotPath } from "../../src/models/hf-cache.ts";
 import { ensureBinary, spawnCore } from "../fixtures/core-process.ts";
 import { type HubStandIn, startHubStandIn } from "../fixtures/hub-stand-in.ts";
@@ -29,6 +29,12 @@ beforeAll(async () => {
       ],
     },
     { id: "org/gated-GGUF", files: [{ path: "g-Q4_0.gguf", content: tiny }], gated: true },
+    {
+      id: "org/evil-GGUF",
+      files: [{ path: "e-Q4_K_M.gguf", content: tiny }],
+      // A hostile hub: the listing sends the file's link out of the cache.
+      listing: (entries) => entries.map((e) => ({ ...e, path: `../../../../${e.path}` })),
+    },
   ]);
 });
 afterAll(async () => {
@@ -54,6 +60,9 @@ async function cli(args: string[], cache: string, extra: Record<string, string> 
     env: envFor(cache, extra),
     stdout: "pipe",
     stderr: "pipe",
+    // A pull that blocks (a FIFO read) fails its test instead of hanging it.
+    timeout: 20_000,
+    killSignal: "SIGKILL",
   });
   const [stdout, stderr, code] = await Promise.all([
     new Response(proc.stdout).text(),
@@ -106,6 +115,38 @@ describe.skipIf(!onPosix)("pull from the compiled binary", () => {
       result: { repo: REPO, size_bytes: tiny.length, sha256: hub.sha256Of(REPO, "tiny-Q4_K_M.gguf") },
     });
     expect(last.result.fit.fits).toBe(true);
+  }, 30_000);
+
+  test("--json failures: one single-line JSON object per line, the error once, bad arguments too (issue 19 item 7)", async () => {
+    const cache = freshCache();
+    const lines = (stdout: string) => {
+      expect(stdout.endsWith("\n")).toBe(true);
+      return stdout
+        .slice(0, -1)
+        .split("\n")
+        .map((l) => {
+          expect(l.startsWith("{") && l.endsWith("}")).toBe(true);
+          return JSON.parse(l);
+        });
+    };
+    const failures: [string[], object][] = [
+      // A failure of the pull itself, after the hub answered.
+      [[`${REPO}:absent.gguf`], { code: "invalid_request", data: { repo: REPO, cause: "not_found" } }],
+      // Errors in the arguments.
+      [["not-a-repo"], { code: "invalid_request" }],
+      [[`${REPO}:Q8_0`, "--revision", "../x"], { code: "invalid_request" }],
+    ];
+    for (const [args, error] of failures) {
+      const r = await cli([...args, "--json"], cache);
+      expect(r.code).toBe(1);
+      const out = lines(r.stdout);
+      expect(out.filter((o) => o.type === "error")).toHaveLength(1);
+      const last = out.at(-1);
+      // The one-line message still goes to stderr, as for every command.
+      expect(r.stderr).toContain(`${last.code}: ${last.message}`);
+      expect(last).toMatchObject({ type: "error", ...error });
+      expect(out.every((o) => o.type === "event" || o.type === "error")).toBe(true);
+    }
   }, 30_000);
 
   test("a cut mid-body fails naming the cause and keeps the partial; the next pull resumes it", async () => {
@@ -175,6 +216,25 @@ describe.skipIf(!onPosix)("pull from the compiled binary", () => {
     expect(existsSync(`${blobPath(cache, REPO, sha)}.lock`)).toBe(false);
   }, 30_000);
 
+  test("a lock left before a reboot, its pid now another live process: taken over at once (issue 19 item 6)", async () => {
+    const cache = freshCache();
+    const sha = hub.sha256Of(REPO, "tiny-Q4_K_M.gguf");
+    const lock = `${blobPath(cache, REPO, sha)}.lock`;
+    mkdirSync(dirname(lock), { recursive: true });
+    const other = Bun.spawn(["sleep", "30"]);
+    try {
+      writeFileSync(lock, JSON.stringify({ pid: other.pid, id: "before", started: 0, proc_start: "1" }));
+      const t0 = Date.now();
+      const r = await cli([`${REPO}:Q4_K_M`, "--json"], cache);
+      expect(r.code).toBe(0);
+      expect(Date.now() - t0).toBeLessThan(10_000);
+      expect(r.stdout).not.toContain('"phase":"wait"');
+      expect(existsSync(lock)).toBe(false);
+    } finally {
+      other.kill("SIGKILL");
+    }
+  }, 30_000);
+
   test("on a terminal the progress is a bar redrawn in place", async () => {
     const script = Bun.which("script");
     if (!script) return;
@@ -209,6 +269,65 @@ describe.skipIf(!onPosix)("pull from the compiled binary", () => {
     expect(opened.code).toBe(0);
     for (const text of [refused.stdout, refused.stderr, opened.stdout, opened.stderr])
       expect(text).not.toContain(token);
+  }, 30_000);
+
+  test("a FIFO as the token file, the blob or the partial: the pull answers with the cause, it never hangs (issue 19 item 4)", async () => {
+    const cache = freshCache();
+    const sha = hub.sha256Of(REPO, "tiny-Q4_K_M.gguf");
+    const fifo = (path: string) => {
+      mkdirSync(dirname(path), { recursive: true });
+      expect(Bun.spawnSync(["mkfifo", path]).exitCode).toBe(0);
+      return path;
+    };
+    const tokenFile = fifo(join(dirname(cache), "token"));
+    const viaToken = await cli([`${REPO}:Q4_K_M`], cache, { HF_TOKEN_PATH: tokenFile, HF_TOKEN: "" });
+    expect(viaToken.code).toBe(1);
+    expect(viaToken.stderr).toContain("invalid_request: ");
+    expect(viaToken.stderr).toContain(`the token file ${tokenFile} is not a regular file (a FIFO)`);
+
+    for (const path of [blobPath(cache, REPO, sha), incompletePath(cache, REPO, sha)]) {
+      fifo(path);
+      const r = await cli([`${REPO}:Q4_K_M`], cache);
+      expect(r.code).toBe(1);
+      expect(r.stderr).toContain(`${path} is not a regular file (a FIFO); remove it and pull again`);
+      rmSync(path);
+    }
+    expect((await cli([`${REPO}:Q4_K_M`], cache)).code).toBe(0);
+  }, 60_000);
+
+  test("a listing whose path leaves the cache is refused naming the repo and the entry (issue 19 item 5)", async () => {
+    const cache = freshCache();
+    const r = await cli(["org/evil-GGUF:Q4_K_M", "--json"], cache);
+    expect(r.code).toBe(1);
+    expect(JSON.parse(r.stdout)).toMatchObject({
+      type: "error",
+      code: "internal_error",
+      data: { repo: "org/evil-GGUF", cause: "bad_listing", entry: "../../../../e-Q4_K_M.gguf" },
+    });
+    expect(r.stderr).toContain(`org/evil-GGUF: the hub's file listing names "../../../../e-Q4_K_M.gguf"`);
+    expect(existsSync(join(dirname(cache), "e-Q4_K_M.gguf"))).toBe(false);
+  }, 30_000);
+
+  test("a token with a control character: refused as malformed, never shown; a redirect loop told as one (issue 19 item 9)", async () => {
+    const cache = freshCache();
+    const before = hub.requests.length;
+    const token = await cli([`${REPO}:Q4_K_M`, "--json"], cache, { HF_TOKEN: "hf_e2e_secret\u0007x" });
+    expect(token.code).toBe(1);
+    expect(JSON.parse(token.stdout)).toMatchObject({ type: "error", data: { cause: "unauthorized" } });
+    expect(token.stderr).toContain("HF_TOKEN holds a control character");
+    expect(token.stdout + token.stderr).not.toContain("hf_e2e_secret");
+    expect(hub.requests.length).toBe(before);
+    hub.knobs.redirectLoop = true;
+    try {
+      const loop = await cli([`${REPO}:Q4_K_M`, "--json"], cache);
+      expect(loop.code).toBe(1);
+      const error = JSON.parse(loop.stdout.trim().split("\n").at(-1)!);
+      expect(error.message).toContain("the hub redirected more than 10 times (the last answer was HTTP 302)");
+      expect(error.message).not.toContain("the hub says");
+      expect(existsSync(incompletePath(cache, REPO, hub.sha256Of(REPO, "tiny-Q4_K_M.gguf")))).toBe(false);
+    } finally {
+      hub.knobs.redirectLoop = undefined;
+    }
   }, 30_000);
 
   test("bad input: a malformed reference, no argument, HF_HUB_OFFLINE", async () => {

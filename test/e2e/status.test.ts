@@ -32,6 +32,22 @@ function withIdleSleep(dir: string, seconds: number): void {
 }
 
 describe.skipIf(process.platform === "win32")("status, idle sleep and progress (compiled core)", () => {
+  test("a fresh core sent initialize, ping and status in one write: status lists neither answered request (issue 19 item 8)", async () => {
+    await using dir = tmpdir();
+    const stack = writeStack(dir.path);
+    await using core = spawnCore({ cwd: dir.path, env: stack.env });
+    core.write(
+      '{"id":"i","method":"initialize"}\n{"id":"p","method":"ping"}\n{"id":"s","method":"status"}\n',
+    );
+    await core.waitFor(() => ["i", "p", "s"].every((id) => core.terminal(id)));
+    const order = core.messages.map((m) => m.id);
+    const listed = core.terminal("s")!.result.requests.map((r: { id: string }) => r.id);
+    // Whatever status lists is answered after it; whatever was answered before it is not listed.
+    for (const id of ["i", "p"]) expect(listed.includes(id)).toBe(order.indexOf(id) > order.indexOf("s"));
+    await core.request({ id: "bye", method: "shutdown" });
+    expect(await core.exited()).toBe(0);
+  });
+
   test("status before, during and after a slow first start; the chat hears warmup_progress before llm_start", async () => {
     await using dir = tmpdir();
     const stack = writeStack(dir.path, {

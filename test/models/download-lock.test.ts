@@ -1,7 +1,8 @@
 import { describe, expect, test } from "bun:test";
-import { existsSync, readFileSync, utimesSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, statSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { type HeldLock, processAlive, tryLock } from "../../src/models/download-lock.ts";
+import { type HeldLock, LockWatch, processAlive, tryLock } from "../../src/models/download-lock.ts";
+import { procIdentity } from "../../src/runtime/proc-info.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
 const held = (r: ReturnType<typeof tryLock>): HeldLock => {
@@ -60,5 +61,85 @@ describe("one writer per blob", () => {
     writeFileSync(path, JSON.stringify({ pid: 1, id: "someone", started: 0 }));
     lock.release();
     expect(existsSync(path)).toBe(true);
+  });
+});
+
+describe("a lock that is not a regular file (issue 19 item 4)", () => {
+  test("a FIFO as the lock is read as an unreadable owner, never opened for a blocking read", async () => {
+    using dir = tmpdir();
+    const path = join(dir.path, "blob.lock");
+    expect(Bun.spawnSync(["mkfifo", path]).exitCode).toBe(0);
+    // In a child with a deadline: a blocking read would hang it, not this test.
+    const script = `
+      const { tryLock } = await import(${JSON.stringify(join(import.meta.dir, "../../src/models/download-lock.ts"))});
+      console.log(JSON.stringify(tryLock(${JSON.stringify(path)})));
+    `;
+    const child = Bun.spawn([process.execPath, "-e", script], { stdout: "pipe", timeout: 5000 });
+    const out = await new Response(child.stdout).text();
+    await child.exited;
+    expect(child.signalCode).toBeNull();
+    expect(JSON.parse(out)).toEqual({ busy: null });
+  });
+});
+
+describe("a lock whose owner is not the process its pid names now (issue 19 item 6)", () => {
+  const processStart = (pid: number) => procIdentity(pid)?.start_time ?? null;
+
+  test("the lock records this process's start time, as runtime/proc-info reads it", () => {
+    using dir = tmpdir();
+    const path = join(dir.path, "blob.lock");
+    const lock = held(tryLock(path, { processStart }));
+    expect(JSON.parse(readFileSync(path, "utf8"))).toMatchObject({
+      pid: process.pid,
+      proc_start: processStart(process.pid),
+    });
+    lock.release();
+  });
+
+  test("a pid now held by another process (after a reboot) is stale: its start time differs", async () => {
+    using dir = tmpdir();
+    const path = join(dir.path, "blob.lock");
+    const other = Bun.spawn(["sleep", "30"]);
+    try {
+      const before = { pid: other.pid, id: "before-reboot", started: 0, proc_start: "1" };
+      writeFileSync(path, JSON.stringify(before));
+      const lock = held(tryLock(path, { processStart }));
+      expect(JSON.parse(readFileSync(path, "utf8")).pid).toBe(process.pid);
+      lock.release();
+      // The same live process with its own start time recorded is a live owner: busy.
+      const live = { ...before, id: "live", proc_start: processStart(other.pid) };
+      writeFileSync(path, JSON.stringify(live));
+      expect(tryLock(path, { processStart })).toEqual({ busy: expect.objectContaining({ id: "live" }) });
+    } finally {
+      other.kill("SIGKILL");
+    }
+  });
+
+  test("a held lock's file is touched on a beat, so a waiter sees its owner alive", async () => {
+    using dir = tmpdir();
+    const path = join(dir.path, "blob.lock");
+    const old = new Date(Date.now() - 60_000);
+    const lock = held(tryLock(path, { heartbeatMs: 20 }));
+    utimesSync(path, old, old);
+    await Bun.sleep(120);
+    expect(Date.now() - statSync(path).mtimeMs).toBeLessThan(5_000);
+    lock.release();
+  });
+
+  test("a waiter gives up on a lock that shows no sign of life (no beat, no byte) for the bound", async () => {
+    using dir = tmpdir();
+    const path = join(dir.path, "blob.lock");
+    const partial = join(dir.path, "blob.incomplete");
+    writeFileSync(partial, "x");
+    writeFileSync(path, JSON.stringify({ pid: 1, id: "silent", started: 0 }));
+    const watch = new LockWatch(path, partial, 100);
+    expect(watch.quiet()).toBe(false);
+    await Bun.sleep(60);
+    writeFileSync(partial, "xy"); // a byte landed: the owner is working
+    expect(watch.quiet()).toBe(false);
+    await Bun.sleep(60);
+    expect(watch.quiet()).toBe(false);
+    await Bun.sleep(60);
+    expect(watch.quiet()).toBe(true);
   });
 });

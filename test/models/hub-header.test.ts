@@ -71,6 +71,43 @@ describe("the hub's file listing", () => {
     expect(nextPage(null)).toBeNull();
   });
 
+  test("an entry that would leave the repo, or an LFS oid that is not a sha256, is refused naming it (issue 19 item 5)", async () => {
+    const file = (path: string, lfsOid = "ab".repeat(32)) => ({
+      type: "file",
+      path,
+      oid: "y",
+      size: 1,
+      lfs: { oid: lfsOid, size: 1 },
+    });
+    expect(() => parseTreeListing([file("../../m.gguf")])).toThrow(
+      `the hub's file listing names "../../m.gguf", which has a '..' segment: a listed path must stay inside the repo`,
+    );
+    expect(() => parseTreeListing([file("a\\m.gguf")])).toThrow("has a backslash");
+    expect(() => parseTreeListing([file("m.gguf", "../../x")])).toThrow(
+      `names "m.gguf" with lfs.oid "../../x", which is not a sha256`,
+    );
+    // A hostile hub stand-in: the remote fit check makes no range request for it.
+    const { startHubStandIn } = await import("../fixtures/hub-stand-in.ts");
+    const hub = await startHubStandIn([
+      {
+        id: "org/evil",
+        files: [{ path: "m-Q4_K_M.gguf", content: new Uint8Array(8) }],
+        listing: (entries) => entries.map((e) => ({ ...e, path: `../${e.path}` })),
+      },
+    ]);
+    try {
+      const err = await failure(
+        remoteFit(parseModelRef("org/evil:Q4_K_M"), config, { HF_ENDPOINT: hub.url }, { probe, home: "/" }),
+      );
+      expect(err.code).toBe("model_missing");
+      expect(err.data).toMatchObject({ problem: "hub_error", repo: "org/evil" });
+      expect(err.message).toContain(`org/evil: the hub's file listing names "../m-Q4_K_M.gguf"`);
+      expect(hub.requests.filter((r) => r.path.includes("/resolve/"))).toEqual([]);
+    } finally {
+      await hub.close();
+    }
+  });
+
   test("pages linked by Link: rel=next are all read", async () => {
     using dir = tmpdir();
     const hub = hubWith(dir.path, { "a.gguf": "x", "b.gguf": "y", "c.gguf": "z" }, { pageSize: 2 });
@@ -191,6 +228,22 @@ describe("remoteFit: will it fit, from the hub's header alone", () => {
     );
     expect(wrong.message).toContain("the token has no access");
     expect(JSON.stringify({ m: wrong.message, d: wrong.data })).not.toContain("hf_wrong_one");
+  });
+
+  test("a token with a control character is hub_unauthorized saying so, before any request, never shown (issue 19 item 9)", async () => {
+    using dir = tmpdir();
+    const hub = hubWith(dir.path, { "m-Q4_K_M.gguf": tinyModel() });
+    const env = { HF_ENDPOINT: hub.url, HF_TOKEN: "hf_secret\u0001value" };
+    const err = await failure(
+      remoteFit(parseModelRef("org/m:Q4_K_M"), config, env, { probe, home: dir.path }),
+    );
+    expect(err.code).toBe("model_missing");
+    expect(err.data).toMatchObject({ problem: "hub_unauthorized" });
+    expect(err.message).toBe(
+      "the hub token cannot be used: HF_TOKEN holds a control character (a token is printable ASCII, such as hf_…); correct it or unset it",
+    );
+    expect(JSON.stringify({ m: err.message, d: err.data })).not.toContain("secret");
+    expect(hub.requests).toEqual([]);
   });
 
   test("unknown repo, a quant the repo lacks, an ambiguous quant: each says so", async () => {

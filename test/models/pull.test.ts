@@ -339,7 +339,8 @@ describe("resume and verify", () => {
     expect(r.error?.data?.cause).toBe("size_mismatch");
     expect(r.error?.message).toContain("X-Linked-Size");
     expect(storageGets(hub)).toHaveLength(0);
-    expect(statSync(incompletePath(cache, "org/model-GGUF", sha256(MODEL))).size).toBe(0);
+    // Nothing arrived, so nothing is left: not even an empty partial (issue 19 item 9).
+    expect(existsSync(incompletePath(cache, "org/model-GGUF", sha256(MODEL)))).toBe(false);
     nothingFinal(cache, hub, "model-Q4_K_M.gguf");
   });
 

@@ -23,6 +23,19 @@ describe("dispatcher over the in-process loop", () => {
     expect(await h.exit).toBe(0);
   });
 
+  test("status lists only requests still in flight: none answered before it (issue 19 item 8)", async () => {
+    const h = startHarness();
+    // One write to a fresh dispatcher: every method still has to load.
+    h.sendRaw('{"id":"i","method":"initialize"}\n{"id":"p","method":"ping"}\n{"id":"s","method":"status"}\n');
+    await h.waitFor((ms) => ms.length >= 3);
+    const order = h.messages.map((m) => m.id);
+    const listed = h.messages.find((m) => m.id === "s")!.result.requests.map((r: { id: string }) => r.id);
+    // Whatever status lists is answered after it; whatever was answered before it is not listed.
+    for (const id of ["i", "p"]) expect(listed.includes(id)).toBe(order.indexOf(id) > order.indexOf("s"));
+    h.end();
+    await h.exit;
+  });
+
   test("ids are echoed with their type", async () => {
     const h = startHarness();
     await h.request({ id: "7", method: "ping" });

@@ -1,0 +1,73 @@
+/**
+ * What the hub's file listing may say of a file before the core builds a path from it. The
+ * listing is the hub's word, not ours: a path becomes `snapshots/<commit>/<path>` and an oid
+ * `blobs/<oid>`, so a `..` in either would put a link or a download outside the cache, or
+ * take any local file for a blob already in place. huggingface_hub refuses a snapshot path
+ * that leaves the snapshot folder (`_get_pointer_path`); here every listed file is checked
+ * before anything is fetched or written. Pure: the pull's client and the remote fit check
+ * share it.
+ */
+
+const SHA256 = /^[0-9a-f]{64}$/i;
+const GIT_OID = /^[0-9a-f]{40}$/i;
+
+/** Why a listed path cannot name a file inside a snapshot ("has a '..' segment"), or null. */
+function unsafePathReason(path: string): string | null {
+  if (path === "") return "is empty";
+  if (/[\u0000-\u001f\u007f]/.test(path)) return "has a control character";
+  if (path.includes("\\")) return "has a backslash";
+  if (path.startsWith("/") || /^[A-Za-z]:/.test(path)) return "is an absolute path";
+  for (const segment of path.split("/")) {
+    if (segment === "") return "has an empty segment";
+    if (segment === "..") return "has a '..' segment";
+    if (segment === ".") return "has a '.' segment";
+  }
+  return null;
+}
+
+function isSha256(oid: string): boolean {
+  return SHA256.test(oid);
+}
+
+function isGitOid(oid: string): boolean {
+  return GIT_OID.test(oid);
+}
+
+/** A size in bytes as a listing must give it: a whole number, not negative. */
+function isByteCount(size: unknown): size is number {
+  return typeof size === "number" && Number.isSafeInteger(size) && size >= 0;
+}
+
+/** A file entry of the listing as the hub sent it (before anything is taken from it). */
+export interface RawListedFile {
+  path: string;
+  size?: unknown;
+  oid?: unknown;
+  lfs?: unknown;
+}
+
+/**
+ * Why the core refuses a file entry, as words that follow "the hub's file listing", or null.
+ * `forDownload`: the entry will be fetched and stored, so it needs its size and, kept in git,
+ * its git blob id (the blob's name); the remote fit check reads only the path and the sha256.
+ */
+export function refusedEntry(e: RawListedFile, forDownload: boolean): string | null {
+  const named = `names ${JSON.stringify(e.path)}`;
+  const unsafe = unsafePathReason(e.path);
+  if (unsafe) return `${named}, which ${unsafe}: a listed path must stay inside the repo`;
+  if (e.size === undefined ? forDownload : !isByteCount(e.size))
+    return `${named}, whose size ${JSON.stringify(e.size ?? null)} is not a byte count`;
+  if (e.lfs !== undefined) {
+    const lfs = (e.lfs ?? {}) as { oid?: unknown; size?: unknown };
+    if (typeof lfs.oid !== "string" || !isSha256(lfs.oid))
+      return `${named} with lfs.oid ${JSON.stringify(lfs.oid ?? null)}, which is not a sha256 (64 hex characters)`;
+    if (!isByteCount(lfs.size))
+      return `${named}, whose lfs.size ${JSON.stringify(lfs.size ?? null)} is not a byte count`;
+    return null;
+  }
+  if (!forDownload) return null;
+  if (e.oid === undefined) return `${named}, which has no oid`;
+  if (typeof e.oid !== "string" || !isGitOid(e.oid))
+    return `${named} with oid ${JSON.stringify(e.oid)}, which is not a git blob id (40 hex characters)`;
+  return null;
+}
