@@ -1,7 +1,18 @@
 import type { Database } from "bun:sqlite";
-import { chmodSync, existsSync, readdirSync, readFileSync, renameSync, rmSync, statSync } from "node:fs";
+import {
+  chmodSync,
+  closeSync,
+  existsSync,
+  readdirSync,
+  readFileSync,
+  readSync,
+  renameSync,
+  rmSync,
+  statSync,
+} from "node:fs";
 import { join } from "node:path";
 import { z } from "zod";
+import { openRegularFile } from "../config/read-file.ts";
 import { ChatMessageSchema } from "../protocol/chat-message.ts";
 import { logger } from "../util/logger.ts";
 import { ensurePrivateDir, PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from "../util/private-fs.ts";
@@ -61,11 +72,25 @@ function safeEntries(dir: string): string[] {
   }
 }
 
+/** Past this a 0.1 file is not read (the 0.1 store kept whole histories; none came near it). */
+const MAX_V01_FILE_BYTES = 256 * 2 ** 20;
+
+/** A 0.1 file's JSON; a FIFO or anything but a regular file in its place is refused, never waited on. */
 function readJson(path: string): unknown {
-  const st = statSync(path);
-  // A FIFO or a folder in a file's place would block or fail the read.
-  if (!st.isFile()) throw new Error("not a regular file");
-  return JSON.parse(readFileSync(path, "utf8"));
+  const { fd, size } = openRegularFile(path);
+  try {
+    if (size > MAX_V01_FILE_BYTES) throw new Error(`over ${MAX_V01_FILE_BYTES} bytes`);
+    const buffer = Buffer.alloc(size);
+    let at = 0;
+    while (at < size) {
+      const n = readSync(fd, buffer, at, size - at, at);
+      if (n === 0) break;
+      at += n;
+    }
+    return JSON.parse(buffer.subarray(0, at).toString("utf8"));
+  } finally {
+    closeSync(fd);
+  }
 }
 
 function importUser(db: Database, dir: string, user: string, r: ImportReport): void {
@@ -203,18 +228,20 @@ export function eraseImported(dataDir: string, userId: string, sessionId?: strin
 }
 
 function dropSessionTurns(path: string, sessionId: string): void {
-  let text: string;
+  let value: unknown;
   try {
-    if (!statSync(path).isFile()) return;
-    text = readFileSync(path, "utf8");
-  } catch {
+    value = readJson(path);
+  } catch (err) {
+    // Unparseable (its valid entries were imported): it goes when it names the session.
+    if (!(err instanceof SyntaxError)) return;
+    if (readFileSync(path, "utf8").includes(JSON.stringify(sessionId))) rmSync(path, { force: true });
     return;
   }
   try {
-    const file = TurnsSchema.parse(JSON.parse(text));
+    const file = TurnsSchema.parse(value);
     const kept = file.turns.filter((t) => (t as { session_id?: unknown })?.session_id !== sessionId);
     if (kept.length !== file.turns.length) writeFileAtomic(path, JSON.stringify({ version: 1, turns: kept }));
   } catch {
-    if (text.includes(JSON.stringify(sessionId))) rmSync(path, { force: true });
+    if (JSON.stringify(value).includes(JSON.stringify(sessionId))) rmSync(path, { force: true });
   }
 }

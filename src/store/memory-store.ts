@@ -1,6 +1,7 @@
 import type { Database } from "bun:sqlite";
-import { readdirSync, readFileSync, statSync } from "node:fs";
+import { readdirSync, statSync } from "node:fs";
 import { extname, join, relative } from "node:path";
+import { readSmallFile } from "../config/read-file.ts";
 import { logger } from "../util/logger.ts";
 import { anyOf, likePattern, words } from "./fts-query.ts";
 import { TermStats } from "./term-stats.ts";
@@ -207,7 +208,8 @@ function listTextFiles(root: string): TextFile[] {
 
 function readChunks(path: string): string[] {
   try {
-    return chunk(readFileSync(path, "utf8"));
+    // Regular files only, opened without blocking: a FIFO swapped in after the walk is refused.
+    return chunk(readSmallFile(path, MAX_FILE_BYTES));
   } catch {
     return [];
   }

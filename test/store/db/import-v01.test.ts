@@ -69,4 +69,24 @@ describe("import of the 0.1 layout", () => {
     expect(again.conversations.history("ann", "trip")).toHaveLength(2);
     again.close();
   });
+
+  test.skipIf(process.platform === "win32")(
+    "a FIFO in a 0.1 file's place, or in memory.folders, is skipped, never waited on",
+    () => {
+      using dir = tmpdir();
+      const sdir = join(dir.path, "users", "ann", "sessions", "f");
+      mkdirSync(sdir, { recursive: true });
+      const notes = join(dir.path, "notes");
+      mkdirSync(notes);
+      for (const fifo of [join(sdir, "history.json"), join(sdir, "checkpoint.json"), join(notes, "pipe.md")])
+        expect(Bun.spawnSync(["mkfifo", fifo]).exitCode).toBe(0);
+      writeFileSync(join(notes, "real.md"), "a real note about herons");
+      const t0 = Date.now();
+      const store = Store.open(join(dir.path), { folders: [notes] });
+      expect(store.memory.search("ann", "herons", 3).map((h) => h.doc.source)).toEqual(["file:real.md"]);
+      expect(store.list("ann", 10).sessions).toEqual([]);
+      expect(Date.now() - t0).toBeLessThan(5000);
+      store.close();
+    },
+  );
 });
