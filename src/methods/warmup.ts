@@ -5,7 +5,7 @@ import { defineMethod } from "./definition.ts";
 /**
  * Does ahead of the first chat what the first chat would (SPEC §2 lifecycle): starts
  * llama-server, streaming `warmup_progress` events (phases restarting/starting/loading/waking/ready), and builds
- * the user's memory index. Cancellable; cancelling stops the wait, not the start.
+ * the conversation database. Cancellable; cancelling stops the wait, not the start.
  */
 export const warmup = defineMethod({
   name: "warmup",
@@ -13,7 +13,7 @@ export const warmup = defineMethod({
   params: WarmupParamsSchema,
   result: () => WarmupResultSchema,
   events: () => WarmupEventFields,
-  run: async (params, ctx, services) => {
+  run: async (_params, ctx, services) => {
     const t0 = Date.now();
     const provider = services.llama();
     // An explicit warm-up tries again at once, even when the restart budget is spent.

@@ -4,7 +4,10 @@ import { WarmupProgressFields } from "./warmup-progress.ts";
 
 /** `warmup`: starts llama-server ahead of the first chat, streaming `warmup_progress`. */
 export const WarmupParamsSchema = z.object({
-  /** Whose memory index to build now rather than at their first chat. */
+  /**
+   * Accepted for hosts written against 0.1, where it named whose memory index to build; the
+   * database now holds every user's memory, and warmup opens it for all.
+   */
   user_id: SafeIdSchema.default("default_user"),
 });
 

@@ -1,6 +1,5 @@
 import { describe, expect, test } from "bun:test";
 import { existsSync, readFileSync } from "node:fs";
-import { join } from "node:path";
 import { ChatHarness, names } from "./harness.ts";
 
 const calls = (h: ChatHarness) =>

@@ -1,6 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { existsSync, readFileSync } from "node:fs";
 import { ChatHarness, type Msg, names } from "./harness.ts";
 
 // SPEC §2 (chat): a reply that fills its slot's context ends with a result and a context_full

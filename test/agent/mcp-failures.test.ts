@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { existsSync, readFileSync, statSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { McpPool } from "../../src/agent/mcp/pool.ts";
 import { McpServerSchema } from "../../src/config/schema.ts";

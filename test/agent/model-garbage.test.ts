@@ -1,6 +1,4 @@
 import { describe, expect, test } from "bun:test";
-import { existsSync } from "node:fs";
-import { join } from "node:path";
 import { MAX_ARGUMENT_CHARS } from "../../src/agent/tool-calls.ts";
 import { ChatHarness, names } from "./harness.ts";
 

@@ -1,6 +1,4 @@
 import { expect, test } from "bun:test";
-import { existsSync, readdirSync, readFileSync } from "node:fs";
-import { join } from "node:path";
 import { streamCompletion } from "../../src/llama/completion.ts";
 import { ChatHarness, type Msg } from "./harness.ts";
 

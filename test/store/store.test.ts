@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { stageFileAtomic, writeFileAtomic } from "../../src/store/atomic.ts";
 import { KeyedMutex } from "../../src/store/keyed-mutex.ts";
