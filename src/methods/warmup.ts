@@ -4,8 +4,8 @@ import { defineMethod } from "./definition.ts";
 
 /**
  * Does ahead of the first chat what the first chat would (SPEC §2 lifecycle): starts
- * llama-server, streaming `warmup_progress` events (phases restarting/starting/loading/waking/ready), and builds
- * the conversation database. Cancellable; cancelling stops the wait, not the start.
+ * llama-server, streaming `warmup_progress` events (phases restarting/starting/loading/waking/ready), and
+ * opens the conversation database. Cancellable; cancelling stops the wait, not the start.
  */
 export const warmup = defineMethod({
   name: "warmup",
