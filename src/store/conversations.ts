@@ -53,6 +53,12 @@ interface SessionRow {
 }
 
 const iso = (ms: number) => new Date(ms).toISOString();
+/**
+ * A session's new `updated_at`: now, or just after the user's latest when that is not earlier
+ * (two turns in one millisecond, a clock set back), so "newest first" is the order they happened.
+ */
+const LATER = `MAX($at, COALESCE((SELECT MAX(updated_at) FROM sessions WHERE user_id = $u), 0) + 1)`;
+
 /** Sessions whose history is kept in memory (a few active chats). */
 const CACHED_HISTORIES = 16;
 
@@ -195,9 +201,9 @@ export class Conversations {
     this.db
       .query(
         `INSERT INTO sessions (user_id, session_id, title, agent, created_at, updated_at)
-         VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+         VALUES ($u, $s, $title, $agent, $at, ${LATER}) ON CONFLICT DO NOTHING`,
       )
-      .run(userId, sessionId, titleOf(firstInput), agent, at.getTime(), at.getTime());
+      .run({ u: userId, s: sessionId, title: titleOf(firstInput), agent, at: at.getTime() });
   }
 
   checkpoint(userId: string, sessionId: string): string | undefined {
@@ -283,7 +289,7 @@ export class Conversations {
     const preview = previewText(turn.messages);
     this.db
       .query(
-        `UPDATE sessions SET agent = $agent, updated_at = $at,
+        `UPDATE sessions SET agent = $agent, updated_at = ${LATER},
            message_count = (SELECT COUNT(*) FROM messages WHERE user_id = $u AND session_id = $s),
            preview = COALESCE($preview, preview),
            title = CASE WHEN renamed = 0 AND $title IS NOT NULL THEN $title ELSE title END

@@ -66,8 +66,8 @@ export class TurnSession {
   commitStaged(): void {}
 
   /** After each LLM step and each tool result. */
-  save(): void {
-    this.write(this.state);
+  save(): Promise<void> {
+    return this.write(this.state);
   }
 
   /** The turn is done: its messages (and memory entry) appended, its checkpoint gone, in one transaction. */
@@ -90,16 +90,19 @@ export class TurnSession {
   keep(): void {}
 
   /** A refused turn changes nothing: the checkpoint goes back to how the turn found it. */
-  putBack(): void {
-    if (this.prior) this.write(stateOf(this.prior));
+  async putBack(): Promise<void> {
+    if (this.prior) await this.write(stateOf(this.prior));
     else
-      this.store.guard(() => this.store.conversations.clearCheckpoint(this.key.userId, this.key.sessionId));
+      await this.store.write(() =>
+        this.store.conversations.clearCheckpoint(this.key.userId, this.key.sessionId),
+      );
   }
 
-  private write(state: TurnState): void {
+  /** A write waits (off the event loop) while another core holds the database's lock. */
+  private write(state: TurnState): Promise<void> {
     const body: Checkpoint = { version: 1, ...state, updated_at: this.now().toISOString() };
     const { userId, sessionId } = this.key;
-    this.store.guard(() =>
+    return this.store.write(() =>
       this.store.conversations.saveCheckpoint(userId, sessionId, JSON.stringify(body), this.now()),
     );
   }

@@ -77,7 +77,7 @@ export async function runCalls(
       ms: outcome.ms,
     });
     session.state.turn.push({ role: "tool", tool_call_id: tc.id, content: outcome.content });
-    session.save();
+    await session.save();
   }
 }
 

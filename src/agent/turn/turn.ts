@@ -36,7 +36,7 @@ export class Turn {
 
   async run(): Promise<TurnResult> {
     const { ctx } = this;
-    ctx.session.stage();
+    await ctx.session.stage();
     ctx.deps.emit("run_start", {
       user_input: ctx.session.state.user_input,
       trace_id: ctx.traceId,
@@ -105,13 +105,17 @@ export class Turn {
       if (answer.kind === "failed") return { kind: "llm_error", step, failure: answer.failure };
       if (answer.kind === "overflow") return this.overflowed(step, answer.error, setup.contextSize);
       ctx.deps.emit("llm_done", { step });
-      const ending = this.judge(step, answer.reply, setup);
+      const ending = await this.judge(step, answer.reply, setup);
       if (ending) return ending;
     }
   }
 
   /** What a finished step asked for: an ending, or (undefined) another step. */
-  private judge(step: number, reply: CompletionResult, setup: StepSetup): TurnEnding | undefined {
+  private async judge(
+    step: number,
+    reply: CompletionResult,
+    setup: StepSetup,
+  ): Promise<TurnEnding | undefined> {
     const { ctx } = this;
     const { maxTokens, contextSize } = setup;
     const { session } = ctx;
@@ -135,7 +139,7 @@ export class Turn {
     }
     if (outcome.kind === "calls") {
       state.turn.push({ role: "assistant", content: outcome.text || null, tool_calls: outcome.toolCalls });
-      session.save();
+      await session.save();
       return undefined;
     }
     // A malformed call goes back to the model saying what was wrong.
@@ -146,7 +150,7 @@ export class Turn {
     const limit = ctx.deps.config.app.max_parse_errors;
     if (state.parse_errors > limit)
       return { kind: "max_parse_errors", step, count: state.parse_errors, limit, problems };
-    session.save();
+    await session.save();
     return undefined;
   }
 

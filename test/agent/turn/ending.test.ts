@@ -9,7 +9,7 @@ import { Store } from "../../../src/store/store.ts";
 import { tmpdir } from "../../fixtures/tmpdir.ts";
 
 /** A turn at step 2 with best text "so far", its events recorded, memory off. */
-function turnAt(options: { settles?: boolean; aborted?: boolean } = {}) {
+async function turnAt(options: { settles?: boolean; aborted?: boolean } = {}) {
   const dir = tmpdir("local-ai-ending-");
   const config = ConfigSchema.parse({ memory: { enabled: false } });
   const events: { event: string; fields: unknown }[] = [];
@@ -33,7 +33,7 @@ function turnAt(options: { settles?: boolean; aborted?: boolean } = {}) {
     deps.now,
   );
   session.state.best_text = "so far";
-  session.stage();
+  await session.stage();
   const ctx: TurnContext = {
     params: { user_id: "u", input: "hi", resume: false, approve_execution: false, regenerate: false },
     deps,
@@ -112,7 +112,7 @@ describe("endTurn: each ending emits at most one terminal event", () => {
   ];
   for (const [what, ending, event, response, warnings] of committed) {
     test(`${what}: ${event}, then committed with "${response}"`, async () => {
-      const t = turnAt();
+      const t = await turnAt();
       using _ = t.dir;
       const result = await endTurn(t.ctx, ending);
       expect(t.events.map((e) => e.event)).toEqual([event]);
@@ -124,7 +124,7 @@ describe("endTurn: each ending emits at most one terminal event", () => {
   }
 
   test("a cancel that won the finish: the answer's final, then loop_abort cancelled, nothing committed", async () => {
-    const t = turnAt({ settles: false, aborted: true });
+    const t = await turnAt({ settles: false, aborted: true });
     using _ = t.dir;
     const err = await thrown(() =>
       endTurn(t.ctx, { kind: "answered", step: 2, response: "x", cappedAt: undefined }),
@@ -139,7 +139,7 @@ describe("endTurn: each ending emits at most one terminal event", () => {
   });
 
   test("context_overflow: loop_abort, invalid_request with the counts, the session as it was", async () => {
-    const t = turnAt();
+    const t = await turnAt();
     using _ = t.dir;
     const err = await thrown(() =>
       endTurn(t.ctx, { kind: "context_overflow", step: 0, promptTokens: 700, slot: 512 }),
@@ -154,7 +154,7 @@ describe("endTurn: each ending emits at most one terminal event", () => {
   });
 
   test("llm_error: loop_abort, internal_error naming what llama-server did, the checkpoint kept", async () => {
-    const t = turnAt();
+    const t = await turnAt();
     using _ = t.dir;
     const failure = new LlmError("server_error", "llama-server answered HTTP 500: boom", { status: 500 });
     const err = await thrown(() => endTurn(t.ctx, { kind: "llm_error", step: 1, failure }));
@@ -167,7 +167,7 @@ describe("endTurn: each ending emits at most one terminal event", () => {
   });
 
   test("llm_error of a dead or wedged server: its own code, reason server_failed", async () => {
-    const t = turnAt();
+    const t = await turnAt();
     using _ = t.dir;
     const failure = new CoreError("internal_error", "llama-server stopped responding");
     const err = await thrown(() => endTurn(t.ctx, { kind: "llm_error", step: 1, failure }));
@@ -175,7 +175,7 @@ describe("endTurn: each ending emits at most one terminal event", () => {
   });
 
   test("cancelled: loop_abort at the step being worked on, the abort reason thrown, the checkpoint kept", async () => {
-    const t = turnAt({ aborted: true });
+    const t = await turnAt({ aborted: true });
     using _ = t.dir;
     const err = await thrown(() => endTurn(t.ctx, { kind: "cancelled" }));
     expect(err).toMatchObject({ code: "cancelled" });
@@ -184,7 +184,7 @@ describe("endTurn: each ending emits at most one terminal event", () => {
   });
 
   test("failed: no terminal event, the error as it came, the checkpoint kept", async () => {
-    const t = turnAt();
+    const t = await turnAt();
     using _ = t.dir;
     const error = new CoreError("model_missing", "no model");
     expect(await thrown(() => endTurn(t.ctx, { kind: "failed", error }))).toBe(error);
