@@ -53,13 +53,13 @@ export class TurnSession {
   }
 
   /** The turn's first checkpoint, before run_start: a database that refuses it fails the chat first. */
-  stage(): void {
+  async stage(): Promise<void> {
     const { userId, sessionId } = this.key;
     const { agent, user_input } = this.state;
-    this.store.guard(() =>
+    await this.store.write(() =>
       this.store.conversations.ensureSession(userId, sessionId, agent, user_input, this.now()),
     );
-    this.save();
+    await this.save();
   }
 
   /** Once the first request is on its way; nothing is left to do (kept for the turn's order of work). */
