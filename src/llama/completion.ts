@@ -19,6 +19,12 @@ export interface CompletionRequest {
   temperature?: number;
   top_p?: number;
   max_tokens?: number;
+  /** Thinking (recordings 91c, 91d): `enable_thinking` for the template, an effort, a budget. */
+  chat_template_kwargs?: Record<string, unknown>;
+  reasoning_effort?: string;
+  reasoning_budget_tokens?: number;
+  /** The answer constrained by a grammar (recordings 95–95d): `{type: "json_schema", json_schema: {schema}}` or `{type: "json_object"}`. */
+  response_format?: Record<string, unknown>;
   /** The slot to run in (one restored from a file: llama/slots.ts); else llama-server picks one (92). */
   id_slot?: number;
 }
@@ -55,6 +61,7 @@ export async function streamCompletion(
   const result: CompletionResult = {
     content: "",
     reasoning: "",
+    reasoningTokens: 0,
     toolCalls: [],
     finishReason: null,
     usage: undefined,

@@ -32,6 +32,11 @@ export interface CompletionResult {
    * 91, 91d): with llama-server's default reasoning format it never reaches `content`.
    */
   reasoning: string;
+  /**
+   * Reasoning deltas received: llama-server streams one per generated token, and counts them in
+   * `usage.completion_tokens` with the content's (it reports no count of its own).
+   */
+  reasoningTokens: number;
   toolCalls: ToolCall[];
   finishReason: string | null;
   usage: Usage | undefined;
@@ -95,6 +100,7 @@ export function applyEvent(
   const reasoning = delta?.reasoning_content;
   if (typeof reasoning === "string" && reasoning.length > 0) {
     result.reasoning += reasoning;
+    result.reasoningTokens++;
     arrived.reasoning?.push(reasoning);
   }
   for (const tc of delta?.tool_calls ?? []) assembler.push(tc);
