@@ -325,6 +325,7 @@ export type PlanResult = {
       reason: string;
     }[];
     argv: string[];
+    chat_template: { source: "file" | "model" | "inline" | "none"; thinking: boolean | null; reason: string };
     warnings: string[];
   };
 };
@@ -377,6 +378,7 @@ export type CoreStatusResult = {
     pid: number | null;
     model: { path: string | null; name: string | null };
     context_per_slot: number | null;
+    thinking: boolean | null;
     slots: { busy: number; waiting: number; total: number | null };
     rss_bytes: number | null;
     started_at: string | null;

@@ -3,6 +3,7 @@ import type { Decision, DevicePlan, Plan, WorkerPlan } from "../protocol/plan.ts
 import type { WorkerReport } from "../rpc/client.ts";
 import { PLAN_DIALECT, renderArgv } from "./argv.ts";
 import { memoryBudgets, vramOverrideWarnings } from "./decide/budgets.ts";
+import { chatTemplateReport, type TemplateFile } from "./decide/chat-template.ts";
 import { decideContextAndLayers } from "./decide/context-and-layers.ts";
 import { devicePlans } from "./decide/devices.ts";
 import { fitter } from "./decide/fit.ts";
@@ -53,6 +54,8 @@ export function planFor(
   rawHw: HardwareSnapshot,
   config: PlanConfig,
   workers: readonly WorkerReport[] = [],
+  /** The template file llama.extra_args name, as read (decide/chat-template.ts). */
+  templateFile?: TemplateFile,
 ): Planned {
   const { llama } = config;
   const hw = applyOverrides(rawHw, config.hardware);
@@ -90,6 +93,7 @@ export function planFor(
   const told = rpcPlacement(rpc, budgets, placed, model.n_layer, local.gpus.length, llama.rpc.length > 0);
   const threads = decideThreads(llama.threads, hw.cpu);
   const memory = decideMemoryFlags(llama);
+  const template = chatTemplateReport(model.chat_template, llama.extra_args, templateFile);
 
   const launch = launchOf(model, config, {
     slots: slots.value,
@@ -101,6 +105,7 @@ export function planFor(
     flashAttn: flashAttn.value,
     cache: cache.value,
     memory: memory.value,
+    thinking: template.thinking,
   });
   // In argv order: the report's lines and argv are one rendering (argv.ts).
   const decisions: Decision[] = [
@@ -120,7 +125,10 @@ export function planFor(
   const devices = devicePlans(budgets, placed.trial.est, hw.cpu.model);
   return {
     launch,
-    plan: reportOf(launch, placed.gpuLayers.value.all, devices, rpc.workers, decisions, warnings),
+    plan: {
+      ...reportOf(launch, placed.gpuLayers.value.all, devices, rpc.workers, decisions, warnings),
+      chat_template: template,
+    },
   };
 }
 
@@ -135,6 +143,7 @@ interface Chosen {
   flashAttn: LaunchPlan["flash_attn"];
   cache: CacheTypes;
   memory: Pick<LaunchPlan, "mmap" | "mlock">;
+  thinking: boolean | null;
 }
 
 /** The launch plan: the decided values, and what the config passes through as it is. */
@@ -158,6 +167,7 @@ function launchOf(model: ModelInfo, config: PlanConfig, c: Chosen): LaunchPlan {
     jinja: true,
     idle_sleep_s: config.llama.idle_sleep_s,
     extra_args: [...config.llama.extra_args],
+    thinking: c.thinking,
   };
 }
 
@@ -169,7 +179,7 @@ function reportOf(
   workers: WorkerPlan[],
   decisions: Decision[],
   warnings: string[],
-): Plan {
+): Omit<Plan, "chat_template"> {
   return {
     model_path: launch.model_path,
     slots: launch.slots,
