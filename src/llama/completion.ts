@@ -1,7 +1,7 @@
 import { createParser, type EventSourceMessage } from "eventsource-parser";
 import { LlmError, responseError } from "./errors.ts";
 import { call, type LlamaEndpoint } from "./http.ts";
-import { type Arrivals, applyEvent, type CompletionResult } from "./stream-reply.ts";
+import { type Arrivals, applyEvent, type CompletionResult, emptyReply } from "./stream-reply.ts";
 import { ToolCallAssembler } from "./tool-call-deltas.ts";
 
 /**
@@ -58,15 +58,7 @@ export async function streamCompletion(
   const res = await openStream(endpoint, request, signal, onSent);
 
   const assembler = new ToolCallAssembler();
-  const result: CompletionResult = {
-    content: "",
-    reasoning: "",
-    reasoningTokens: 0,
-    toolCalls: [],
-    finishReason: null,
-    usage: undefined,
-    timings: undefined,
-  };
+  const result = emptyReply();
   let done = false;
   let streamError: LlmError | undefined;
   /** Deltas parsed from the current network read, handed on after the read is parsed. */

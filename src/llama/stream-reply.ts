@@ -43,6 +43,19 @@ export interface CompletionResult {
   timings: Timings | undefined;
 }
 
+/** A reply before its first event. */
+export function emptyReply(): CompletionResult {
+  return {
+    content: "",
+    reasoning: "",
+    reasoningTokens: 0,
+    toolCalls: [],
+    finishReason: null,
+    usage: undefined,
+    timings: undefined,
+  };
+}
+
 interface ChunkChoice {
   delta?: { content?: string | null; reasoning_content?: string | null; tool_calls?: ToolCallDelta[] };
   finish_reason?: string | null;

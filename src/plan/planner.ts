@@ -1,5 +1,5 @@
 import type { Config } from "../config/schema.ts";
-import type { Decision, DevicePlan, Plan, WorkerPlan } from "../protocol/plan.ts";
+import type { ChatTemplateReport, Decision, DevicePlan, Plan, WorkerPlan } from "../protocol/plan.ts";
 import type { WorkerReport } from "../rpc/client.ts";
 import { PLAN_DIALECT, renderArgv } from "./argv.ts";
 import { memoryBudgets, vramOverrideWarnings } from "./decide/budgets.ts";
@@ -107,8 +107,7 @@ export function planFor(
     memory: memory.value,
     thinking: template.thinking,
   });
-  // In argv order: the report's lines and argv are one rendering (argv.ts).
-  const decisions: Decision[] = [
+  const decisions = inArgvOrder(llama, [
     slots.decision,
     told.context,
     told.gpuLayers,
@@ -117,19 +116,26 @@ export function planFor(
     flashAttn.decision,
     cache.decision,
     memory.decision,
-    jinjaDecision(),
-    idleSleepDecision(llama),
-  ];
-  const extra = extraArgsDecision(llama.extra_args);
-  if (extra) decisions.push(extra);
+  ]);
   const devices = devicePlans(budgets, placed.trial.est, hw.cpu.model);
   return {
     launch,
-    plan: {
-      ...reportOf(launch, placed.gpuLayers.value.all, devices, rpc.workers, decisions, warnings),
-      chat_template: template,
-    },
+    plan: reportOf(
+      launch,
+      { all: placed.gpuLayers.value.all, devices, workers: rpc.workers, template },
+      decisions,
+      warnings,
+    ),
   };
+}
+
+/**
+ * The decisions in argv order (the report's lines and argv are one rendering, argv.ts): the
+ * planned ones, then --jinja, idle sleep and extra_args last.
+ */
+function inArgvOrder(llama: PlanConfig["llama"], planned: Decision[]): Decision[] {
+  const extra = extraArgsDecision(llama.extra_args);
+  return [...planned, jinjaDecision(), idleSleepDecision(llama), ...(extra ? [extra] : [])];
 }
 
 /** The values decided for a launch, by name. */
@@ -174,19 +180,18 @@ function launchOf(model: ModelInfo, config: PlanConfig, c: Chosen): LaunchPlan {
 /** The plan report: the launch's values, how each was decided, and the argv they render to. */
 function reportOf(
   launch: LaunchPlan,
-  gpuLayersAll: boolean,
-  devices: DevicePlan[],
-  workers: WorkerPlan[],
+  placed: { all: boolean; devices: DevicePlan[]; workers: WorkerPlan[]; template: ChatTemplateReport },
   decisions: Decision[],
   warnings: string[],
-): Omit<Plan, "chat_template"> {
+): Plan {
+  const { devices, workers } = placed;
   return {
     model_path: launch.model_path,
     slots: launch.slots,
     context_per_slot: launch.context_per_slot,
     context_total: launch.context_per_slot * launch.slots,
     gpu_layers: launch.gpu_layers,
-    gpu_layers_all: gpuLayersAll,
+    gpu_layers_all: placed.all,
     threads: launch.threads,
     flash_attn: launch.flash_attn,
     cache_type_k: launch.cache_type_k,
@@ -198,6 +203,7 @@ function reportOf(
     workers,
     decisions,
     argv: renderArgv(launch, PLAN_DIALECT),
+    chat_template: placed.template,
     warnings,
   };
 }

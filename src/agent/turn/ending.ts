@@ -84,17 +84,9 @@ export async function endTurn(ctx: TurnContext, ending: TurnEnding): Promise<Tur
 function close(ctx: TurnContext, ending: TurnEnding): Closing {
   const warn = (code: WarningCode, message: string) => ctx.warnings.push({ code, message });
   switch (ending.kind) {
-    case "answered": {
-      const { response, reasoning, cappedAt } = ending;
-      // Defined, not retried: a model that says nothing once usually says nothing again.
-      if (response.trim() === "" && reasoning.trim() !== "")
-        warn("reasoning_only", reasoningOnly(ctx, cappedAt === undefined ? "stopped" : { cap: cappedAt }));
-      else if (response.trim() === "")
-        warn("empty_reply", "the model ended its turn without any text or tool call; the response is empty");
-      if (cappedAt !== undefined)
-        warn("reply_truncated", `the reply was cut off at the reply limit of ${cappedAt} tokens`);
-      return answered(ending.step, response, reasoning, ending.json);
-    }
+    case "answered":
+      answerWarnings(ctx, ending);
+      return answered(ending.step, ending.response, ending.reasoning, ending.json);
     case "context_full":
       contextFull(
         ctx,
@@ -163,6 +155,19 @@ function close(ctx: TurnContext, ending: TurnEnding): Closing {
     case "failed":
       return { terminal: undefined, session: "keep", error: ending.error };
   }
+}
+
+/** An answer's warnings: thinking and no answer, no text at all, or cut at our own cap. */
+function answerWarnings(ctx: TurnContext, ending: TurnEnding & { kind: "answered" }): void {
+  const { response, reasoning, cappedAt } = ending;
+  const warn = (code: WarningCode, message: string) => ctx.warnings.push({ code, message });
+  // Defined, not retried: a model that says nothing once usually says nothing again.
+  if (response.trim() === "" && reasoning.trim() !== "")
+    warn("reasoning_only", reasoningOnly(ctx, cappedAt === undefined ? "stopped" : { cap: cappedAt }));
+  else if (response.trim() === "")
+    warn("empty_reply", "the model ended its turn without any text or tool call; the response is empty");
+  if (cappedAt !== undefined)
+    warn("reply_truncated", `the reply was cut off at the reply limit of ${cappedAt} tokens`);
 }
 
 function answered(step: number, response: string, reasoning: string, json?: { value: unknown }): Closing {

@@ -192,9 +192,9 @@ export class Turn {
     const checked = (setup.format as AnswerFormat).check(text);
     if (!checked.ok)
       return { kind: "output_invalid", step, text, errors: checked.errors, finishReason, reasoning };
-    if (finishReason === "length" && !reachedReplyCap(reply, setup.maxTokens))
-      return { kind: "context_full", step, response: text, contextSize: setup.contextSize, reasoning };
-    const cappedAt = finishReason === "length" ? setup.maxTokens : undefined;
+    // Complete and valid, even if it ended right at a limit.
+    const cappedAt =
+      finishReason === "length" && reachedReplyCap(reply, setup.maxTokens) ? setup.maxTokens : undefined;
     return { kind: "answered", step, response: text, cappedAt, reasoning, json: { value: checked.value } };
   }
 
