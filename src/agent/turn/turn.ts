@@ -137,9 +137,7 @@ export class Turn {
     const { maxTokens, contextSize } = setup;
     const { session } = ctx;
     const { state } = session;
-    logger.info(
-      `trace=${ctx.traceId} step=${step} finish=${reply.finishReason} usage=${JSON.stringify(reply.usage ?? {})} timings=${JSON.stringify(reply.timings ?? {})}`,
-    );
+    logStep(ctx, step, reply);
     const outcome = interpretStep(reply.content, reply.toolCalls, this.known, step);
     state.step = step + 1;
     if (outcome.text.trim() !== "") state.best_text = outcome.text;
@@ -187,6 +185,7 @@ export class Turn {
   /** A constrained step's answer: the value when it matches the schema, else `output_invalid` (fails closed). */
   private structured(step: number, reply: CompletionResult, setup: StepSetup): TurnEnding {
     const { ctx } = this;
+    logStep(ctx, step, reply);
     ctx.session.state.step = step + 1;
     const { content: text, reasoning, finishReason } = reply;
     const checked = (setup.format as AnswerFormat).check(text);
@@ -212,6 +211,13 @@ export class Turn {
     this.ctx.deps.emit("llm_done", { step });
     return { kind: "context_outgrown", step, promptTokens, slot };
   }
+}
+
+/** A finished step in the log: how it ended, its counts and llama-server's timings. */
+function logStep(ctx: TurnContext, step: number, reply: CompletionResult): void {
+  logger.info(
+    `trace=${ctx.traceId} step=${step} finish=${reply.finishReason} reasoning_tokens=${reply.reasoningTokens} usage=${JSON.stringify(reply.usage ?? {})} timings=${JSON.stringify(reply.timings ?? {})}`,
+  );
 }
 
 /** Whether a length stop was our own reply cap rather than the slot's context filling up. */
