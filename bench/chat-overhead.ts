@@ -11,15 +11,20 @@
  * against llama-server spawned directly → first /health 200 (polled every 2 ms) + its own time
  * to the first content delta. Warm: one core and one direct server, both loaded, long replies
  * bounded by the same max_tokens: time to first token and the chunk rate (first to last piece).
- * BENCH_COLD_RUNS (default 8), BENCH_WARM_RUNS (8), BENCH_MAX_TOKENS (1000) size it (0 runs skips
- * a part); LOCAL_AI_BENCH_CORE runs another build of the core. With no
- * real server given it runs against the stand-in as a smoke run, and says so.
+ * Reasoning: the same warm pairs with the thinking template of the recordings
+ * (chatml_think.jinja through llama.extra_args, so the direct side gets it from the plan's argv
+ * too): the whole reply streams as reasoning_content, forwarded as llm_reasoning, and its rate
+ * and first token are held to the same targets as content's.
+ * BENCH_COLD_RUNS (default 8), BENCH_WARM_RUNS (8), BENCH_REASONING_RUNS (8), BENCH_MAX_TOKENS
+ * (1000) size it (0 runs skips a part); LOCAL_AI_BENCH_CORE runs another build of the core. With
+ * no real server given it runs against the stand-in as a smoke run, and says so.
  */
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ensureBinary } from "../test/fixtures/core-process.ts";
 import { writeFakeLlamaServer, writeFakeModel } from "../test/fixtures/llama-stand-in/binary.ts";
+import { SHARED_DIR } from "../test/fixtures/shared.ts";
 import { type CoreChat, CoreProcess } from "./overhead/core.ts";
 import { childPids, cpuNs, selfCpuNs } from "./overhead/cpu-time.ts";
 import { DirectServer } from "./overhead/direct.ts";
@@ -27,6 +32,9 @@ import { median, rate, type StreamTiming, spread, ttft, ttftBeyondPrompt } from 
 
 const COLD_RUNS = Number(process.env.BENCH_COLD_RUNS ?? 8);
 const WARM_RUNS = Number(process.env.BENCH_WARM_RUNS ?? 8);
+const REASONING_RUNS = Number(process.env.BENCH_REASONING_RUNS ?? 8);
+/** The thinking template the recordings used (91–91i). */
+const THINK_TEMPLATE = join(SHARED_DIR, "llama-server", "chatml_think.jinja");
 const MAX_TOKENS = Number(process.env.BENCH_MAX_TOKENS ?? 1000);
 /** A cold run needs only the first token; a short reply keeps it quick. */
 const COLD_MAX_TOKENS = 16;
@@ -59,15 +67,23 @@ function resolveTarget(): { server: string; model: string; smoke: boolean } {
   };
 }
 
-/** A folder with a config.yaml for one core; memory off keeps the prompt equal on both sides. */
-function coreDir(name: string, maxTokens: number, memory: boolean): { dir: string; config: string } {
+/**
+ * A folder with a config.yaml for one core; memory off keeps the prompt equal on both sides.
+ * `extraArgs` go to llama-server, and so into the planned argv the direct side runs.
+ */
+function coreDir(
+  name: string,
+  maxTokens: number,
+  memory: boolean,
+  extraArgs: string[] = [],
+): { dir: string; config: string } {
   const dir = join(work, name);
   const config = join(work, `${name}.yaml`);
   writeFileSync(
     config,
     [
       `app: { data_dir: ${JSON.stringify(dir)} }`,
-      `llama: { binary: ${JSON.stringify(target.server)}, startup_timeout_s: 120 }`,
+      `llama: { binary: ${JSON.stringify(target.server)}, startup_timeout_s: 120, extra_args: ${JSON.stringify(extraArgs)} }`,
       `model: { path: ${JSON.stringify(target.model)}, max_tokens: ${maxTokens} }`,
       `memory: { enabled: ${memory} }`,
       `agents: [{ name: assistant, system_prompt: ${JSON.stringify(SYSTEM)}, temperature: 0 }]`,
@@ -163,8 +179,24 @@ async function measured(
   };
 }
 
-async function warm(argv: string[]): Promise<void> {
-  const { dir, config } = coreDir("warm", MAX_TOKENS, false);
+/** What a warm comparison streams: content (`llm_chunk`), or a thinking model's reasoning. */
+interface Pieces {
+  label: string;
+  sse: "content" | "reasoning_content";
+  event: "llm_chunk" | "llm_reasoning";
+  extraArgs: string[];
+}
+const CONTENT: Pieces = { label: "warm chats", sse: "content", event: "llm_chunk", extraArgs: [] };
+const REASONING: Pieces = {
+  label: "warm chats, reasoning (chatml_think.jinja: the whole reply is thinking)",
+  sse: "reasoning_content",
+  event: "llm_reasoning",
+  extraArgs: ["--chat-template-file", THINK_TEMPLATE],
+};
+
+async function warm(pieces: Pieces, runs: number): Promise<void> {
+  const { dir, config } = coreDir(`warm-${pieces.event}`, MAX_TOKENS, false, pieces.extraArgs);
+  const argv = plannedArgv(config);
   const server = await DirectServer.start(target.server, argv);
   const proc = CoreProcess.spawn(core, dir, config);
   try {
@@ -173,32 +205,34 @@ async function warm(argv: string[]): Promise<void> {
     if (up.terminal.type !== "result") throw new Error(`warmup failed: ${JSON.stringify(up.terminal)}`);
     const coreLlama = childPids(proc.pid)[0] ?? Number.NaN;
     // One unrecorded chat each: the first request after a load pays for things the others do not.
-    await server.chat(MESSAGES, 32);
-    await proc.request("chat", { input: INPUT });
+    await server.chat(MESSAGES, 32, pieces.sse);
+    await proc.request("chat", { input: INPUT }, pieces.event);
     const direct: Measured[] = [];
     const through: Measured[] = [];
-    for (let i = 0; i < WARM_RUNS; i++) {
+    for (let i = 0; i < runs; i++) {
       const viaCore = async () =>
         through.push(
           await measured({ core: proc.pid, llama: coreLlama }, async () => {
-            const chat = await proc.request("chat", { input: INPUT });
+            const chat = await proc.request("chat", { input: INPUT }, pieces.event);
             const traceId = (chat.terminal.result as { trace_id?: string } | undefined)?.trace_id;
             return { ...chat, promptMs: traceId ? await proc.promptMsOf(traceId) : undefined };
           }),
         );
       const plain = async () =>
-        direct.push(await measured({ llama: server.pid }, () => server.chat(MESSAGES, MAX_TOKENS)));
+        direct.push(
+          await measured({ llama: server.pid }, () => server.chat(MESSAGES, MAX_TOKENS, pieces.sse)),
+        );
       if (i % 2 === 0) await plain().then(viaCore);
       else await viaCore().then(plain);
     }
-    report(direct, through);
+    report(pieces, runs, direct, through);
   } finally {
     await Promise.race([proc.shutdown(), Bun.sleep(30_000)]);
     await server.stop();
   }
 }
 
-function report(directM: Measured[], throughM: Measured[]): void {
+function report(pieces: Pieces, runs: number, directM: Measured[], throughM: Measured[]): void {
   const direct = directM.map((m) => m.t);
   const through = throughM.map((m) => m.t);
   const ratio = through.map((c, i) => rate(c) / rate(direct[i] as StreamTiming));
@@ -212,7 +246,7 @@ function report(directM: Measured[], throughM: Measured[]): void {
       1,
     );
   process.stdout.write(
-    `\nwarm chats, ${WARM_RUNS} pairs, alternating, max_tokens ${MAX_TOKENS} (median (min–max)):\n` +
+    `\n${pieces.label}, ${runs} pairs, alternating, max_tokens ${MAX_TOKENS} (median (min–max)):\n` +
       `  pieces per reply: direct ${spread(
         direct.map((d) => d.pieces),
         0,
@@ -221,7 +255,7 @@ function report(directM: Measured[], throughM: Measured[]): void {
         0,
       )}\n` +
       `  direct llama-server: first token ${spread(direct.map(ttft), 2)} ms, rate ${spread(direct.map(rate), 0)} tokens/s\n` +
-      `  through the core:    first token ${spread(through.map(ttft), 2)} ms, rate ${spread(through.map(rate), 0)} llm_chunk/s\n` +
+      `  through the core:    first token ${spread(through.map(ttft), 2)} ms, rate ${spread(through.map(rate), 0)} ${pieces.event}/s\n` +
       `  rate core/direct, paired: ${spread(ratio, 3)}; target ≥ 0.95: ${verdict(median(ratio) >= 0.95)}\n` +
       `  first token core − direct, paired: ${spread(extra, 2)} ms; target ≤ +2 ms: ${verdict(median(extra) <= 2)}\n` +
       `    the same less each side's llama-server prompt_ms (its own noise taken out): ${spread(extraBeyond, 2)} ms; ` +
@@ -243,7 +277,9 @@ try {
     `${target.smoke ? "stand-in" : "llama-server"} ${target.server}\nmodel ${target.model}\nplanned argv: ${argv.join(" ")}\n`,
   );
   if (COLD_RUNS > 0) await cold(argv);
-  if (WARM_RUNS > 0) await warm(argv);
+  if (WARM_RUNS > 0) await warm(CONTENT, WARM_RUNS);
+  if (REASONING_RUNS > 0 && existsSync(THINK_TEMPLATE)) await warm(REASONING, REASONING_RUNS);
+  else if (REASONING_RUNS > 0) process.stdout.write(`\nreasoning skipped: ${THINK_TEMPLATE} is absent\n`);
   if (target.smoke) process.stdout.write("\n(smoke run against the stand-in: not the target's numbers)\n");
 } finally {
   rmSync(work, { recursive: true, force: true });

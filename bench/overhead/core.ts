@@ -6,6 +6,8 @@ type Msg = { id?: unknown; type?: string; event?: string; [k: string]: unknown }
 /** One request's messages as they arrived, each with its arrival time. */
 interface Pending {
   sent: number;
+  /** The event whose arrivals are timed: `llm_chunk`, or `llm_reasoning` for a thinking model. */
+  piece: string;
   events: { name: string; at: number }[];
   timing: StreamTiming;
   resolve: (terminal: Msg) => void;
@@ -48,12 +50,13 @@ export class CoreProcess {
   }
 
   /** Sends one request; resolves with its terminal message and its events' timings. */
-  request(method: string, params?: unknown): Promise<CoreChat> {
+  request(method: string, params?: unknown, piece = "llm_chunk"): Promise<CoreChat> {
     const id = `b${this.nextId++}`;
     return new Promise((resolve) => {
       const sent = performance.now();
       const p: Pending = {
         sent,
+        piece,
         events: [],
         timing: { sent, first: 0, last: 0, pieces: 0 },
         resolve: (terminal) => {
@@ -124,7 +127,7 @@ export class CoreProcess {
     const p = this.pending.get(String(msg.id));
     if (!p) return;
     if (msg.type === "event") {
-      if (msg.event === "llm_chunk") {
+      if (msg.event === p.piece) {
         if (p.timing.pieces === 0) p.timing.first = now;
         p.timing.last = now;
         if (p.timing.pieces++ > 0) return; // only the first chunk is a mark

@@ -45,8 +45,15 @@ export class DirectServer {
     return new DirectServer(proc, baseUrl, apiKey, performance.now() - t0);
   }
 
-  /** One streamed chat completion, timed from the request's start to each content delta. */
-  async chat(messages: unknown[], maxTokens: number): Promise<StreamTiming> {
+  /**
+   * One streamed chat completion, timed from the request's start to each content delta (or,
+   * for a thinking template, each reasoning delta: `piece`).
+   */
+  async chat(
+    messages: unknown[],
+    maxTokens: number,
+    piece: "content" | "reasoning_content" = "content",
+  ): Promise<StreamTiming> {
     const sent = performance.now();
     const res = await fetch(`${this.baseUrl}/v1/chat/completions`, {
       method: "POST",
@@ -77,11 +84,11 @@ export class DirectServer {
         end = buffer.indexOf("\n\n");
         if (!event.startsWith("data: ") || event === "data: [DONE]") continue;
         const chunk = JSON.parse(event.slice(6)) as {
-          choices?: { delta?: { content?: string | null } }[];
+          choices?: { delta?: { content?: string | null; reasoning_content?: string | null } }[];
           timings?: { prompt_ms?: number };
         };
         if (typeof chunk.timings?.prompt_ms === "number") timing.promptMs = chunk.timings.prompt_ms;
-        const content = chunk.choices?.[0]?.delta?.content;
+        const content = chunk.choices?.[0]?.delta?.[piece];
         if (typeof content !== "string" || content === "") continue;
         if (timing.pieces === 0) timing.first = now;
         timing.last = now;

@@ -21,10 +21,12 @@ export async function watchedCompletion(
   onDelta: (delta: string) => void,
   /** As streamCompletion's: runs once the request is on its way. */
   onSent: () => void,
+  /** Each reasoning delta; a byte of reasoning is progress like a byte of content. */
+  onReasoning?: (delta: string) => void,
 ): Promise<CompletionResult> {
   const watch = watchProgress(lease, cancel);
   try {
-    return await streamCompletion(lease, request, watch.signal, onDelta, watch.touch, onSent);
+    return await streamCompletion(lease, request, watch.signal, onDelta, watch.touch, onSent, onReasoning);
   } catch (err) {
     if (!cancel.aborted && err instanceof LlmError && serverFailed(err)) lease.reportFailure(err.message);
     throw err;

@@ -58,6 +58,17 @@ export interface ErrorDataByCode {
   } & Open;
   unknown_method: Open;
   invalid_json: Open;
+  /**
+   * A `response_format` chat whose answer is not JSON matching the schema (it fails closed):
+   * what the model wrote, each problem (a JSON pointer into the answer, "" for the whole, and
+   * what is wrong), and llama-server's finish reason (`length`: a limit cut it off).
+   */
+  output_invalid: {
+    text: string;
+    errors: { path: string; message: string }[];
+    finish_reason: string | null;
+    trace_id?: string;
+  } & Open;
   cancelled: Open;
   /** Unexpected, or llama-server failing during a chat (`reason`, docs/agent.md). */
   internal_error: { reason?: ErrorReason; trace_id?: string } & LlamaServerEnd & Open;

@@ -14,6 +14,7 @@ export type ErrorCode =
   | "unknown_method"
   | "invalid_request"
   | "invalid_json"
+  | "output_invalid"
   | "cancelled"
   | "internal_error";
 
@@ -36,6 +37,11 @@ export type ChatParams = {
   approve_execution?: boolean | undefined;
   regenerate?: boolean | undefined;
   replace_from?: number | undefined;
+  think?: boolean | "low" | "medium" | "high" | { budget_tokens: number } | undefined;
+  response_format?:
+    | { type: "json_schema"; schema: Record<string, unknown>; name?: string | undefined }
+    | { type: "json_object" }
+    | undefined;
 };
 
 /** The final answer of a chat. */
@@ -56,10 +62,13 @@ export type ChatResult = {
       | "checkpoint_reset"
       | "context_full"
       | "memory_corrupt"
-      | "store_reset";
+      | "store_reset"
+      | "reasoning_only";
     message: string;
   }[];
+  reasoning: string;
   dropped_events: number;
+  json?: unknown;
 };
 
 /** A runtime notice attached to a chat result. */
@@ -76,7 +85,8 @@ export type Warning = {
     | "checkpoint_reset"
     | "context_full"
     | "memory_corrupt"
-    | "store_reset";
+    | "store_reset"
+    | "reasoning_only";
   message: string;
 };
 
@@ -87,6 +97,7 @@ export type ChatEventName =
   | "memory_done"
   | "llm_start"
   | "llm_chunk"
+  | "llm_reasoning"
   | "llm_done"
   | "tool_start"
   | "tool_done"
@@ -105,6 +116,7 @@ export type ChatEvent =
   | ({ id: RequestId; type: "event"; event: "memory_done" } & { hits: number })
   | ({ id: RequestId; type: "event"; event: "llm_start" } & { step: number })
   | ({ id: RequestId; type: "event"; event: "llm_chunk" } & { step: number; delta: string })
+  | ({ id: RequestId; type: "event"; event: "llm_reasoning" } & { step: number; delta: string })
   | ({ id: RequestId; type: "event"; event: "llm_done" } & { step: number })
   | ({ id: RequestId; type: "event"; event: "tool_start" } & { step: number; tool: string; args: unknown })
   | ({ id: RequestId; type: "event"; event: "tool_done" } & {
@@ -118,7 +130,13 @@ export type ChatEvent =
   | ({ id: RequestId; type: "event"; event: "final" } & { step: number; response: string })
   | ({ id: RequestId; type: "event"; event: "loop_abort" } & {
       step: number;
-      reason: "cancelled" | "context_overflow" | "max_steps" | "max_parse_errors" | "llm_error";
+      reason:
+        | "output_invalid"
+        | "cancelled"
+        | "context_overflow"
+        | "max_steps"
+        | "max_parse_errors"
+        | "llm_error";
     })
   | ({ id: RequestId; type: "event"; event: "warmup_progress" } & (
       | { phase: "restarting"; elapsed_ms: number; backoff_ms?: number | undefined }
@@ -307,6 +325,7 @@ export type PlanResult = {
       reason: string;
     }[];
     argv: string[];
+    chat_template: { source: "file" | "model" | "inline" | "none"; thinking: boolean | null; reason: string };
     warnings: string[];
   };
 };
@@ -351,6 +370,7 @@ export type CoreStatusResult = {
         | "unknown_method"
         | "invalid_request"
         | "invalid_json"
+        | "output_invalid"
         | "cancelled"
         | "internal_error";
       message: string;
@@ -358,6 +378,7 @@ export type CoreStatusResult = {
     pid: number | null;
     model: { path: string | null; name: string | null };
     context_per_slot: number | null;
+    thinking: boolean | null;
     slots: { busy: number; waiting: number; total: number | null };
     rss_bytes: number | null;
     started_at: string | null;
@@ -537,12 +558,12 @@ export type SessionsSearchResult = {
 /** What `sessions.export` accepts. */
 export type SessionsExportParams = {
   session_id: string;
-  format: "markdown" | "json";
+  format: "json" | "markdown";
   user_id?: string | undefined;
 };
 
 /** The result of `sessions.export`. */
-export type SessionsExportResult = { format: "markdown" | "json"; content: string };
+export type SessionsExportResult = { format: "json" | "markdown"; content: string };
 
 /** What `users.delete` accepts. */
 export type UsersDeleteParams = { user_id?: string | undefined };

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { KV_CACHE_TYPE_NAMES } from "../protocol/kv-cache-types.ts";
 import { HF_PREFIX, parseHfModelPath } from "../protocol/model-ref.ts";
+import { ThinkSchema } from "../protocol/think.ts";
 import { parseEndpoint } from "./rpc-endpoint.ts";
 
 /**
@@ -202,6 +203,8 @@ export const AgentSchema = z.object({
   temperature: z.number().min(0).max(5).optional(),
   top_p: z.number().min(0).max(1).optional(),
   max_tokens: positiveInt.optional(),
+  /** Whether and how much a reasoning model thinks (SPEC §12): the chat's `think` when it gives none. */
+  think: ThinkSchema.optional(),
 });
 
 export const McpServerSchema = z.object({

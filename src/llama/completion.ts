@@ -1,7 +1,7 @@
 import { createParser, type EventSourceMessage } from "eventsource-parser";
 import { LlmError, responseError } from "./errors.ts";
 import { call, type LlamaEndpoint } from "./http.ts";
-import { type Arrivals, applyEvent, type CompletionResult } from "./stream-reply.ts";
+import { type Arrivals, applyEvent, type CompletionResult, emptyReply } from "./stream-reply.ts";
 import { ToolCallAssembler } from "./tool-call-deltas.ts";
 
 /**
@@ -19,6 +19,12 @@ export interface CompletionRequest {
   temperature?: number;
   top_p?: number;
   max_tokens?: number;
+  /** Thinking (recordings 91c, 91d): `enable_thinking` for the template, an effort, a budget. */
+  chat_template_kwargs?: Record<string, unknown>;
+  reasoning_effort?: string;
+  reasoning_budget_tokens?: number;
+  /** The answer constrained by a grammar (recordings 95–95d): `{type: "json_schema", json_schema: {schema}}` or `{type: "json_object"}`. */
+  response_format?: Record<string, unknown>;
   /** The slot to run in (one restored from a file: llama/slots.ts); else llama-server picks one (92). */
   id_slot?: number;
 }
@@ -52,14 +58,7 @@ export async function streamCompletion(
   const res = await openStream(endpoint, request, signal, onSent);
 
   const assembler = new ToolCallAssembler();
-  const result: CompletionResult = {
-    content: "",
-    reasoning: "",
-    toolCalls: [],
-    finishReason: null,
-    usage: undefined,
-    timings: undefined,
-  };
+  const result = emptyReply();
   let done = false;
   let streamError: LlmError | undefined;
   /** Deltas parsed from the current network read, handed on after the read is parsed. */

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { propsThinking } from "./chat-template.ts";
 import { LlmError } from "./errors.ts";
 import { callJson, type LlamaEndpoint } from "./http.ts";
 
@@ -6,7 +7,7 @@ import { callJson, type LlamaEndpoint } from "./http.ts";
  * GET /props (recordings 04, 86, 91h): the server's settings as it runs. It answers without
  * waking a sleeping server, and only with the key. Each field is read on its own: one of an
  * unexpected shape is null, the rest still count. The chat template itself (kilobytes) is not
- * kept.
+ * kept: only whether it lets the model think.
  */
 
 /** A field that is null when absent or not of the expected shape. */
@@ -32,12 +33,15 @@ export const PropsSchema = z
     /** Idle sleep (`--sleep-idle-seconds`, 86): the one field that changes while it sleeps. */
     is_sleeping: orNull(z.boolean()),
     chat_template_caps: orNull(ChatTemplateCapsSchema),
+    chat_template: orNull(z.string()),
     modalities: orNull(z.object({ vision: z.boolean(), audio: z.boolean(), video: z.boolean().optional() })),
     build_info: orNull(z.string()),
   })
-  .transform(({ default_generation_settings: settings, ...rest }) => ({
+  .transform(({ default_generation_settings: settings, chat_template: template, ...rest }) => ({
     /** The context of one slot (`-c` divided by the slots). */
     n_ctx: settings?.n_ctx ?? null,
+    /** Whether the template lets the model think (chat-template.ts); null when /props says neither way. */
+    thinking: propsThinking(rest.chat_template_caps, template),
     ...rest,
   }));
 
@@ -72,6 +76,13 @@ export async function isSleeping(server: LlamaEndpoint): Promise<boolean | null>
 
 /** Context sizes by launch: a launch's `died` signal names it, and its n_ctx never changes. */
 const contextSizes = new WeakMap<AbortSignal, number>();
+/** Whether a launch's template thinks, as its /props said (read with the context size). */
+const thinkingByLaunch = new WeakMap<AbortSignal, boolean>();
+
+/** What the launch's /props said of thinking, once a chat has read it; undefined before. */
+export function knownThinking(died: AbortSignal): boolean | undefined {
+  return thinkingByLaunch.get(died);
+}
 
 /**
  * The context size per slot of a launch: GET /props once per launch (a round trip off every
@@ -85,7 +96,9 @@ export async function contextSizeOf(
   if (known !== undefined) return known;
   let n: number | null;
   try {
-    n = (await readProps(launch, { signal, timeoutMs: 5000 })).n_ctx;
+    const props = await readProps(launch, { signal, timeoutMs: 5000 });
+    n = props.n_ctx;
+    if (props.thinking !== null) thinkingByLaunch.set(launch.died, props.thinking);
   } catch {
     return undefined;
   }

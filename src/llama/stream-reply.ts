@@ -32,10 +32,28 @@ export interface CompletionResult {
    * 91, 91d): with llama-server's default reasoning format it never reaches `content`.
    */
   reasoning: string;
+  /**
+   * Reasoning deltas received: llama-server streams one per generated token, and counts them in
+   * `usage.completion_tokens` with the content's (it reports no count of its own).
+   */
+  reasoningTokens: number;
   toolCalls: ToolCall[];
   finishReason: string | null;
   usage: Usage | undefined;
   timings: Timings | undefined;
+}
+
+/** A reply before its first event. */
+export function emptyReply(): CompletionResult {
+  return {
+    content: "",
+    reasoning: "",
+    reasoningTokens: 0,
+    toolCalls: [],
+    finishReason: null,
+    usage: undefined,
+    timings: undefined,
+  };
 }
 
 interface ChunkChoice {
@@ -95,6 +113,7 @@ export function applyEvent(
   const reasoning = delta?.reasoning_content;
   if (typeof reasoning === "string" && reasoning.length > 0) {
     result.reasoning += reasoning;
+    result.reasoningTokens++;
     arrived.reasoning?.push(reasoning);
   }
   for (const tc of delta?.tool_calls ?? []) assembler.push(tc);

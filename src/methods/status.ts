@@ -72,6 +72,7 @@ export function describeLlama(
     pid: snap?.pid ?? null,
     model: { path: snap?.model.path ?? null, name: snap?.model.name ?? null },
     context_per_slot: snap?.model.contextPerSlot ?? null,
+    thinking: snap?.model.thinking ?? null,
     slots: snap
       ? { busy: snap.slots.busy, waiting: snap.slots.waiting, total: snap.slots.total }
       : { busy: 0, waiting: 0, total: null },

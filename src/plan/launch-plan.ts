@@ -44,6 +44,11 @@ export interface LaunchPlan {
    * read: a flag there that repeats a decision above is llama-server's to settle.
    */
   extra_args: string[];
+  /**
+   * Whether the chat template lets the model think (not a flag: status shows it until /props
+   * says); null or absent when unknown.
+   */
+  thinking?: boolean | null;
   // The RAM prompt cache (`--cache-ram`) and the slot files' folder (`--slot-save-path`) join
   // here as fields when a decision sets them, rendered in argv.ts before extra_args.
 }

@@ -1,6 +1,9 @@
+import { resolve } from "node:path";
+import { readConfigFile } from "../config/read-file.ts";
 import type { Config, RpcWorkerConfig } from "../config/schema.ts";
 import { checkWorkers } from "../rpc/check.ts";
 import type { WorkerReport } from "../rpc/client.ts";
+import { type TemplateFile, templateFileOf } from "./decide/chat-template.ts";
 import type { HardwareSnapshot } from "./hardware.ts";
 import type { LaunchPlan } from "./launch-plan.ts";
 import type { ModelInfo } from "./model.ts";
@@ -17,6 +20,8 @@ export interface PlanDeps {
   readModel(path: string): Promise<ModelInfo>;
   /** Asks `llama.rpc`'s workers what they have; the real query when absent. */
   workers?(workers: readonly RpcWorkerConfig[]): Promise<WorkerReport[]>;
+  /** Reads a chat template file that llama.extra_args name; the bounded file read when absent. */
+  readTemplate?(path: string): string;
 }
 
 export interface PlanInputs {
@@ -35,7 +40,22 @@ export async function planInputs(config: Config, deps: PlanDeps): Promise<PlanIn
     deps.probe(),
     rpc.length > 0 ? (deps.workers ?? checkWorkers)(rpc) : Promise.resolve([]),
   ]);
-  return { model, hardware, ...planFor(model, hardware, config, workers) };
+  const template = templateFile(config, deps);
+  return { model, hardware, ...planFor(model, hardware, config, workers, template) };
+}
+
+/**
+ * The `--chat-template-file` of llama.extra_args, read to tell whether it thinks. A relative
+ * path is llama-server's to resolve, against the core's folder (its working directory).
+ */
+function templateFile(config: Config, deps: PlanDeps): TemplateFile | undefined {
+  const path = templateFileOf(config.llama.extra_args);
+  if (path === undefined) return undefined;
+  try {
+    return { path, text: (deps.readTemplate ?? readConfigFile)(resolve(path)) };
+  } catch (err) {
+    return { path, problem: (err as Error).message };
+  }
 }
 
 /** What the supervisor launches (argv is rendered from it at spawn, without --host/--port/--api-key). */

@@ -48,6 +48,8 @@ export interface ModelInfo {
   output_tied: boolean;
   other_bytes: number;
   weights_bytes: number;
+  /** `tokenizer.chat_template`: the model's own chat template (whether it thinks shows in the plan). */
+  chat_template?: string | null;
   warnings: string[];
 }
 
@@ -157,6 +159,7 @@ export function modelInfo(h: GgufHeader): ModelInfo {
     output_tied: tally.output_tied,
     other_bytes: tally.other_bytes,
     weights_bytes: tally.weights_bytes,
+    chat_template: typeof md["tokenizer.chat_template"] === "string" ? md["tokenizer.chat_template"] : null,
     warnings,
   };
 }

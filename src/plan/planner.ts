@@ -1,8 +1,9 @@
 import type { Config } from "../config/schema.ts";
-import type { Decision, DevicePlan, Plan, WorkerPlan } from "../protocol/plan.ts";
+import type { ChatTemplateReport, Decision, DevicePlan, Plan, WorkerPlan } from "../protocol/plan.ts";
 import type { WorkerReport } from "../rpc/client.ts";
 import { PLAN_DIALECT, renderArgv } from "./argv.ts";
 import { memoryBudgets, vramOverrideWarnings } from "./decide/budgets.ts";
+import { chatTemplateReport, type TemplateFile } from "./decide/chat-template.ts";
 import { decideContextAndLayers } from "./decide/context-and-layers.ts";
 import { devicePlans } from "./decide/devices.ts";
 import { fitter } from "./decide/fit.ts";
@@ -53,6 +54,8 @@ export function planFor(
   rawHw: HardwareSnapshot,
   config: PlanConfig,
   workers: readonly WorkerReport[] = [],
+  /** The template file llama.extra_args name, as read (decide/chat-template.ts). */
+  templateFile?: TemplateFile,
 ): Planned {
   const { llama } = config;
   const hw = applyOverrides(rawHw, config.hardware);
@@ -90,6 +93,7 @@ export function planFor(
   const told = rpcPlacement(rpc, budgets, placed, model.n_layer, local.gpus.length, llama.rpc.length > 0);
   const threads = decideThreads(llama.threads, hw.cpu);
   const memory = decideMemoryFlags(llama);
+  const template = chatTemplateReport(model.chat_template, llama.extra_args, templateFile);
 
   const launch = launchOf(model, config, {
     slots: slots.value,
@@ -101,9 +105,9 @@ export function planFor(
     flashAttn: flashAttn.value,
     cache: cache.value,
     memory: memory.value,
+    thinking: template.thinking,
   });
-  // In argv order: the report's lines and argv are one rendering (argv.ts).
-  const decisions: Decision[] = [
+  const decisions = inArgvOrder(llama, [
     slots.decision,
     told.context,
     told.gpuLayers,
@@ -112,16 +116,26 @@ export function planFor(
     flashAttn.decision,
     cache.decision,
     memory.decision,
-    jinjaDecision(),
-    idleSleepDecision(llama),
-  ];
-  const extra = extraArgsDecision(llama.extra_args);
-  if (extra) decisions.push(extra);
+  ]);
   const devices = devicePlans(budgets, placed.trial.est, hw.cpu.model);
   return {
     launch,
-    plan: reportOf(launch, placed.gpuLayers.value.all, devices, rpc.workers, decisions, warnings),
+    plan: reportOf(
+      launch,
+      { all: placed.gpuLayers.value.all, devices, workers: rpc.workers, template },
+      decisions,
+      warnings,
+    ),
   };
+}
+
+/**
+ * The decisions in argv order (the report's lines and argv are one rendering, argv.ts): the
+ * planned ones, then --jinja, idle sleep and extra_args last.
+ */
+function inArgvOrder(llama: PlanConfig["llama"], planned: Decision[]): Decision[] {
+  const extra = extraArgsDecision(llama.extra_args);
+  return [...planned, jinjaDecision(), idleSleepDecision(llama), ...(extra ? [extra] : [])];
 }
 
 /** The values decided for a launch, by name. */
@@ -135,6 +149,7 @@ interface Chosen {
   flashAttn: LaunchPlan["flash_attn"];
   cache: CacheTypes;
   memory: Pick<LaunchPlan, "mmap" | "mlock">;
+  thinking: boolean | null;
 }
 
 /** The launch plan: the decided values, and what the config passes through as it is. */
@@ -158,25 +173,25 @@ function launchOf(model: ModelInfo, config: PlanConfig, c: Chosen): LaunchPlan {
     jinja: true,
     idle_sleep_s: config.llama.idle_sleep_s,
     extra_args: [...config.llama.extra_args],
+    thinking: c.thinking,
   };
 }
 
 /** The plan report: the launch's values, how each was decided, and the argv they render to. */
 function reportOf(
   launch: LaunchPlan,
-  gpuLayersAll: boolean,
-  devices: DevicePlan[],
-  workers: WorkerPlan[],
+  placed: { all: boolean; devices: DevicePlan[]; workers: WorkerPlan[]; template: ChatTemplateReport },
   decisions: Decision[],
   warnings: string[],
 ): Plan {
+  const { devices, workers } = placed;
   return {
     model_path: launch.model_path,
     slots: launch.slots,
     context_per_slot: launch.context_per_slot,
     context_total: launch.context_per_slot * launch.slots,
     gpu_layers: launch.gpu_layers,
-    gpu_layers_all: gpuLayersAll,
+    gpu_layers_all: placed.all,
     threads: launch.threads,
     flash_attn: launch.flash_attn,
     cache_type_k: launch.cache_type_k,
@@ -188,6 +203,7 @@ function reportOf(
     workers,
     decisions,
     argv: renderArgv(launch, PLAN_DIALECT),
+    chat_template: placed.template,
     warnings,
   };
 }

@@ -83,6 +83,9 @@ export function renderPlan(report: PlanReport, color: boolean): string {
     const src = d.source === "config" ? paint(color, "36", "config") : paint(color, "2", "auto  ");
     lines.push(`  ${flags.padEnd(38)} ${src}  ${d.reason}`);
   }
+  const t = plan.chat_template;
+  const thinking = t.thinking === null ? "unknown" : t.thinking ? "yes" : "no";
+  lines.push("", `Template  thinking: ${thinking}  ${paint(color, "2", t.reason)}`);
   if (plan.warnings.length) {
     lines.push("", "Warnings");
     for (const w of plan.warnings) lines.push(`  ${paint(color, "33", "!")} ${w}`);

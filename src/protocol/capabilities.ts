@@ -14,6 +14,7 @@ export const CHAT_EVENT_NAMES = [
   "memory_done",
   "llm_start",
   "llm_chunk",
+  "llm_reasoning",
   "llm_done",
   "tool_start",
   "tool_done",

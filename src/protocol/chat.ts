@@ -1,6 +1,8 @@
 import { z } from "zod";
 import type { ChatEventName as ChatEventNameListed } from "./capabilities.ts";
+import { ResponseFormatSchema } from "./response-format.ts";
 import { SafeIdSchema } from "./safe-id.ts";
+import { ThinkSchema } from "./think.ts";
 import { WarmupProgressFields } from "./warmup-progress.ts";
 
 /** `chat` (SPEC §2 chat, §5): its params, its result and its events. */
@@ -17,6 +19,10 @@ export const ChatParamsSchema = z.object({
   regenerate: z.boolean().default(false),
   /** An edit: the user message with this seq becomes `input`, and everything after it goes. */
   replace_from: z.number().int().nonnegative().optional(),
+  /** Whether and how much a reasoning model thinks (SPEC §12); omitted: the agent's `think`, else the model's way. */
+  think: ThinkSchema.optional(),
+  /** The answer as JSON, constrained by llama-server and validated by the core (SPEC §12). */
+  response_format: ResponseFormatSchema.optional(),
 });
 export type ChatParams = z.infer<typeof ChatParamsSchema>;
 
@@ -34,6 +40,7 @@ export const WarningCodeSchema = z.enum([
   "context_full",
   "memory_corrupt",
   "store_reset",
+  "reasoning_only",
 ]);
 export type WarningCode = z.infer<typeof WarningCodeSchema>;
 
@@ -47,6 +54,7 @@ export const LoopAbortReasonSchema = z.enum([
   "max_parse_errors",
   "context_overflow",
   "llm_error",
+  "output_invalid",
 ]);
 export type LoopAbortReason = z.infer<typeof LoopAbortReasonSchema>;
 
@@ -55,6 +63,10 @@ export const ChatResultSchema = z.object({
   session_id: z.string(),
   trace_id: z.string(),
   warnings: z.array(WarningSchema),
+  /** The final step's thinking (reasoning models, SPEC §12); `""` when it did not think. */
+  reasoning: z.string(),
+  /** With `response_format`: the answer parsed, valid against the schema. */
+  json: z.unknown().optional(),
   /** Events of this chat the writer dropped because the host read too slowly. */
   dropped_events: z.number().int().nonnegative(),
 });
@@ -69,6 +81,8 @@ export const ChatEventFields = {
   memory_done: z.object({ hits: z.number().int().nonnegative() }),
   llm_start: z.object({ step }),
   llm_chunk: z.object({ step, delta: z.string() }),
+  /** The model's thinking as it streams (llama-server's `reasoning_content`), before its answer. */
+  llm_reasoning: z.object({ step, delta: z.string() }),
   llm_done: z.object({ step }),
   tool_start: z.object({ step, tool: z.string(), args: z.unknown() }),
   tool_done: z.object({

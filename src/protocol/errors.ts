@@ -12,6 +12,7 @@ export const ERROR_CODES = [
   "unknown_method",
   "invalid_request",
   "invalid_json",
+  "output_invalid",
   "cancelled",
   "internal_error",
 ] as const;

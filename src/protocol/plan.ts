@@ -183,6 +183,19 @@ export const DecisionSchema = z.strictObject({
 });
 export type Decision = z.infer<typeof DecisionSchema>;
 
+/** The chat template llama-server will apply, and whether it lets the model think (SPEC §12). */
+export const ChatTemplateReportSchema = z.strictObject({
+  /**
+   * `model`: the GGUF's own (`tokenizer.chat_template`); `file` or `inline`:
+   * `--chat-template-file` or `--chat-template` in llama.extra_args; `none`: the model has none.
+   */
+  source: z.enum(["model", "file", "inline", "none"]),
+  /** Whether it opens a think block (reasoning models); null when its text could not be read. */
+  thinking: z.boolean().nullable(),
+  reason: z.string(),
+});
+export type ChatTemplateReport = z.infer<typeof ChatTemplateReportSchema>;
+
 export const FlashAttnSchema = z.enum(["on", "off", "auto"]);
 export const KvCacheTypeSchema = z.enum(KV_CACHE_TYPE_NAMES);
 
@@ -208,6 +221,7 @@ export const PlanSchema = z.strictObject({
   decisions: z.array(DecisionSchema),
   /** llama-server's arguments, without --host, --port and the API key (the supervisor adds them). */
   argv: z.array(z.string()),
+  chat_template: ChatTemplateReportSchema,
   warnings: z.array(z.string()),
 });
 export type Plan = z.infer<typeof PlanSchema>;

@@ -40,6 +40,12 @@ export const statusResultSchema = once(() => {
     /** Of the last plan: the GGUF's path and its `general.name`. */
     model: z.strictObject({ path: z.string().nullable(), name: z.string().nullable() }),
     context_per_slot: count.nullable(),
+    /**
+     * Whether the model's chat template lets it think (SPEC §12): from llama-server's /props
+     * once a chat has read it, before that from the plan's reading of the template; null
+     * before any plan, or when the template could not be read.
+     */
+    thinking: z.boolean().nullable(),
     /** Leases held (chats generating), callers waiting for one, and the plan's slots. */
     slots: z.strictObject({ busy: count, waiting: count, total: count.nullable() }),
     /** Resident memory (Linux: VmRSS of /proc/<pid>/status; null elsewhere). */

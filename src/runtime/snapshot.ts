@@ -1,3 +1,4 @@
+import { knownThinking } from "../llama/props.ts";
 import type { LaunchPlan } from "../plan/launch-plan.ts";
 import type { CoreError } from "../protocol/errors.ts";
 import type { SleepPhase } from "./idle-sleep.ts";
@@ -28,8 +29,17 @@ export interface SupervisorSnapshot {
   sleep: SleepPhase;
   /** The last plan's idle sleep (`idle_sleep_s`, launched as `--sleep-idle-seconds`), in ms (0: never); null before any launch. */
   idleSleepMs: number | null;
-  /** Of the last plan; null before any. */
-  model: { path: string | null; name: string | null; bytes: number | null; contextPerSlot: number | null };
+  /**
+   * Of the last plan; null before any. `thinking`: whether its chat template lets the model
+   * think, as the serving server's /props said once a chat read it, else as the plan read it.
+   */
+  model: {
+    path: string | null;
+    name: string | null;
+    bytes: number | null;
+    contextPerSlot: number | null;
+    thinking: boolean | null;
+  };
 }
 
 /**
@@ -61,6 +71,7 @@ export function snapshotOf(
       name: plan?.model_name ?? null,
       bytes: plan?.model_bytes ?? null,
       contextPerSlot: plan?.context_per_slot ?? null,
+      thinking: (running && knownThinking(running.died.signal)) ?? plan?.thinking ?? null,
     },
   };
 }

@@ -15,6 +15,13 @@ export const CheckpointSchema = z.object({
   turn: z.array(ChatMessageSchema),
   /** An edit or a regenerate: the session's messages from this seq on are replaced by the turn. */
   replace_from_seq: z.number().int().nonnegative().optional(),
+  /**
+   * What the step being run had streamed when its request failed (the server died, a cancel):
+   * its reasoning and text so far, kept for the host to see; the step runs again on resume.
+   */
+  partial: z
+    .object({ step: z.number().int().nonnegative(), reasoning: z.string(), content: z.string() })
+    .optional(),
   updated_at: z.string(),
 });
 export type Checkpoint = z.infer<typeof CheckpointSchema>;

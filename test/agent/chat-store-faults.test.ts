@@ -70,5 +70,5 @@ describe("chat: the database refuses a write", () => {
       other.close();
     }
     expect(h.history("s")).toHaveLength(2);
-  });
+  }, 20_000);
 });

@@ -8,6 +8,7 @@ import {
   type LocalAiErrorCode,
 } from "../../src/client/index.ts";
 import { writeFakeModel } from "../fixtures/llama-stand-in/binary.ts";
+import { writeStack } from "../fixtures/stack.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 import { hostBinary } from "./host-binary.ts";
 
@@ -140,6 +141,21 @@ describe("error data from the compiled core fits ErrorDataByCode", () => {
     const unknown = await failure(c.request("no.such.method"));
     expect(unknown.code).toBe("unknown_method");
     expect(unknown.data).toBeUndefined();
+  }, 30_000);
+
+  test("output_invalid: the answer's text, each error's path and message, the finish reason", async () => {
+    await using dir = tmpdir();
+    writeStack(dir.path, { tools: [], script: [{ content: '{"name":', finish_reason: "length" }] });
+    const c = await client(dir.path);
+    const schema = { type: "object", properties: { name: { type: "string" } }, required: ["name"] };
+    const invalid = expectData(
+      await failure(c.chat({ input: "a person", response_format: { type: "json_schema", schema } }).result),
+      "output_invalid",
+      shape({ text: "string", errors: "array", finish_reason: "string|null", "trace_id?": "string" }),
+    );
+    expect(invalid.text).toBe('{"name":');
+    expect(invalid.finish_reason).toBe("length");
+    expect(invalid.errors[0]).toEqual({ path: "", message: expect.stringContaining("not valid JSON") });
   }, 30_000);
 
   test("core_exited, the client's own: exit code, signal, stderr tail, spawn error", async () => {

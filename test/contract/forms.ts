@@ -1,3 +1,4 @@
+import { afterEach } from "bun:test";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { pickFreePort } from "../../src/runtime/ports.ts";
@@ -34,6 +35,8 @@ export interface StartOptions {
   sleepIdleS?: number;
   /** How long loading (and a wake's reload) takes, ms. */
   loadMs?: number;
+  /** The chat template's text (`--chat-template-file`), as chatml_think.jinja for thinking (91). */
+  chatTemplate?: string;
 }
 
 export interface Form {
@@ -55,6 +58,7 @@ const inProcess: Form = {
       unscripted: "echo",
       sleepIdleMs: options.sleepIdleS === undefined ? undefined : options.sleepIdleS * 1000,
       wakeMs: options.loadMs ?? 0,
+      chatTemplate: options.chatTemplate,
     });
     standIn.script(...(options.script ?? []));
     if (options.loading) standIn.model.loaded = false;
@@ -84,6 +88,11 @@ const subprocess: Form = {
     const port = await pickFreePort();
     const args = ["-m", model, "-c", String(options.nCtx ?? 2048), "-np", String(options.slots ?? 4)];
     if (options.sleepIdleS !== undefined) args.push("--sleep-idle-seconds", String(options.sleepIdleS));
+    if (options.chatTemplate !== undefined) {
+      const file = join(dir.path, "template.jinja");
+      writeFileSync(file, options.chatTemplate);
+      args.push("--jinja", "--chat-template-file", file);
+    }
     const proc = Bun.spawn([binary, ...args, "--port", String(port)], {
       env: {
         PATH: process.env.PATH ?? "",
@@ -124,3 +133,26 @@ const subprocess: Form = {
 };
 
 export const FORMS: Form[] = process.platform === "win32" ? [inProcess] : [inProcess, subprocess];
+
+/**
+ * One stand-in per test in `form`: `start` it, `call` it with its key; it is stopped after each
+ * test (inside a describe).
+ */
+export function perTest(form: Form) {
+  let running: RunningStandIn | undefined;
+  afterEach(async () => {
+    await running?.stop();
+    running = undefined;
+  });
+  return {
+    start: async (options: StartOptions = {}) => {
+      running = await form.start(options);
+      return running;
+    },
+    call: (s: RunningStandIn, path: string, init: RequestInit = {}) =>
+      fetch(`${s.baseUrl}${path}`, {
+        ...init,
+        headers: { Authorization: `Bearer ${s.apiKey}`, ...(init.headers as Record<string, string>) },
+      }),
+  };
+}

@@ -1,6 +1,6 @@
-import { afterEach, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { waitFor } from "../fixtures/wait.ts";
-import { FORMS, type RunningStandIn, type StartOptions } from "./forms.ts";
+import { FORMS, perTest, type RunningStandIn } from "./forms.ts";
 
 // llama-server's idle sleep as the stand-in models it, in both forms, against the recordings
 // ../shared/llama-server/transcripts/85-sleep-idle-chat.txt, 85-sleep-idle.log and
@@ -19,17 +19,7 @@ const EXIT = [
 
 for (const form of FORMS) {
   describe(`idle sleep of the llama-server stand-in (${form.name})`, () => {
-    let running: RunningStandIn | undefined;
-    const start = async (options: StartOptions = {}) => {
-      running = await form.start(options);
-      return running;
-    };
-    afterEach(async () => {
-      await running?.stop();
-      running = undefined;
-    });
-    const call = (s: RunningStandIn, path: string, init: RequestInit = {}) =>
-      fetch(`${s.baseUrl}${path}`, { ...init, headers: { Authorization: `Bearer ${s.apiKey}` } });
+    const { start, call } = perTest(form);
     const props = async (s: RunningStandIn) => (await (await call(s, "/props")).json()) as Json;
     const chat = (s: RunningStandIn) =>
       call(s, "/v1/chat/completions", {

@@ -1,6 +1,6 @@
-import { afterEach, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { waitFor } from "../fixtures/wait.ts";
-import { FORMS, type RunningStandIn, type StartOptions } from "./forms.ts";
+import { FORMS, perTest, type RunningStandIn } from "./forms.ts";
 import { sseEvents } from "./transcript.ts";
 
 // Each of llama-server's behaviours the stand-in models, checked in both forms it is served in
@@ -11,20 +11,7 @@ type Json = Record<string, any>;
 
 for (const form of FORMS) {
   describe(`llama-server stand-in (${form.name})`, () => {
-    let running: RunningStandIn | undefined;
-    const start = async (options: StartOptions = {}) => {
-      running = await form.start(options);
-      return running;
-    };
-    afterEach(async () => {
-      await running?.stop();
-      running = undefined;
-    });
-    const call = (s: RunningStandIn, path: string, init: RequestInit = {}) =>
-      fetch(`${s.baseUrl}${path}`, {
-        ...init,
-        headers: { Authorization: `Bearer ${s.apiKey}`, ...(init.headers as Record<string, string>) },
-      });
+    const { start, call } = perTest(form);
     const chat = (s: RunningStandIn, body: unknown, signal?: AbortSignal) =>
       call(s, "/v1/chat/completions", {
         method: "POST",

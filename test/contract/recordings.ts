@@ -1,6 +1,6 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import type { Turn } from "../fixtures/llama-stand-in/script.ts";
+import { type Turn, tokenize } from "../fixtures/llama-stand-in/script.ts";
 import { SHARED_DIR } from "../fixtures/shared.ts";
 import { sseEvents, type Transcript } from "./transcript.ts";
 
@@ -43,6 +43,17 @@ export const CASES = [
   "25b-err-wrong-method-delete-health.txt",
   "25c-err-wrong-method-post-health.txt",
   "26-text-plain-content-type.txt",
+  // A thinking template (chatml_think.jinja) and structured output (README: 91–91i, 95–95d).
+  "91-reasoning-stream.txt",
+  "91b-reasoning-nonstream.txt",
+  "91c-reasoning-disabled.txt",
+  "91d-reasoning-budget.txt",
+  "91g-reasoning-in-history-null.txt",
+  "91i-reasoning-then-json-schema.txt",
+  "95-json-schema.txt",
+  "95b-json-schema-cut.txt",
+  "95c-json-object.txt",
+  "95d-json-schema-bad-ref.txt",
 ];
 
 export const isChat = (t: Transcript) => t.path === "/v1/chat/completions" && t.method === "POST";
@@ -67,12 +78,17 @@ export function filledContext(t: Transcript): boolean {
  */
 export function turnOf(t: Transcript): Turn {
   let tokens: string[] = [];
+  let reasoning: string[] = [];
+  let finish: string | undefined;
   const calls = new Map<number, { name: string; arguments: string; id?: string }>();
   if (isStream(t)) {
     for (const e of sseEvents(t.body)) {
       if (e === "[DONE]") continue;
-      const delta = (JSON.parse(e) as Json).choices[0]?.delta ?? {};
+      const choice = (JSON.parse(e) as Json).choices[0];
+      finish ??= choice?.finish_reason ?? undefined;
+      const delta = choice?.delta ?? {};
       if (typeof delta.content === "string") tokens.push(delta.content);
+      if (typeof delta.reasoning_content === "string") reasoning.push(delta.reasoning_content);
       for (const tc of delta.tool_calls ?? []) {
         const call = calls.get(tc.index) ?? { name: "", arguments: "" };
         if (tc.id) call.id = tc.id;
@@ -84,12 +100,26 @@ export function turnOf(t: Transcript): Turn {
   } else {
     const body = JSON.parse(t.body) as Json;
     const message = body.choices[0].message;
+    finish = body.choices[0].finish_reason;
     for (const tc of message.tool_calls ?? [])
       calls.set(calls.size, { name: tc.function.name, arguments: tc.function.arguments, id: tc.id });
-    if (calls.size === 0) tokens = cut(message.content, body.usage.completion_tokens);
+    let n = body.usage.completion_tokens as number;
+    if (typeof message.reasoning_content === "string") {
+      // The thinking takes every token of a reply that is only thinking (91b), else its words (91i).
+      reasoning =
+        message.content === "" ? cut(message.reasoning_content, n) : tokenize(message.reasoning_content);
+      n -= reasoning.length;
+    }
+    if (calls.size === 0 && message.content !== "") tokens = cut(message.content, n);
   }
   if (filledContext(t)) tokens = Array.from({ length: 40 }, () => tokens).flat();
-  return calls.size > 0 ? { tool_calls: [...calls.values()] } : { content: tokens };
+  if (calls.size > 0) return { tool_calls: [...calls.values()] };
+  return {
+    content: tokens,
+    ...(reasoning.length > 0 ? { reasoning } : {}),
+    // The forced end of a think block counts against max_tokens unseen (91d): say how it ended.
+    ...(finish === "length" && !filledContext(t) ? { finish_reason: "length" as const } : {}),
+  };
 }
 
 /** `text` in `n` pieces that join back to it. */

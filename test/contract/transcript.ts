@@ -63,7 +63,8 @@ function parseExchange(dir: string, file: string, lines: string[]): Transcript {
     headers[line.slice(0, colon).toLowerCase()] = line.slice(colon + 1).trim();
   }
   const found = lines.findIndex((l, at) => at > i && (l.startsWith("# ") || l.startsWith("$ ")));
-  const end = found === -1 ? lines.length : found;
+  // Without a line after it (the 9x files), the file's own last newline goes too.
+  const end = found === -1 ? lines.length - (lines.at(-1) === "" ? 1 : 0) : found;
   // The recorder put a newline of its own between the body and the line after it.
   const body = lines.slice(i + 1, end).join("\n");
   return {
@@ -117,7 +118,15 @@ export function sseEvents(body: string): string[] {
 }
 
 /** What a chunk is, by what it carries (transcripts 11–16). */
-export type ChunkKind = "role" | "content" | "tool_call" | "tool_call_more" | "finish" | "usage" | "done";
+export type ChunkKind =
+  | "role"
+  | "reasoning"
+  | "content"
+  | "tool_call"
+  | "tool_call_more"
+  | "finish"
+  | "usage"
+  | "done";
 
 export function chunkKind(data: string): ChunkKind {
   if (data === "[DONE]") return "done";
@@ -130,6 +139,8 @@ export function chunkKind(data: string): ChunkKind {
   if ("role" in choice.delta) return "role";
   const calls = choice.delta.tool_calls as { id?: string }[] | undefined;
   if (calls) return calls[0]?.id !== undefined ? "tool_call" : "tool_call_more";
+  // A thinking template's deltas (91, 91d).
+  if ("reasoning_content" in choice.delta) return "reasoning";
   return "content";
 }
 

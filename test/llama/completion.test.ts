@@ -139,6 +139,8 @@ describe.skipIf(!present)("reasoning (a thinking template)", () => {
     expect(result.content).toBe("");
     expect(content).toEqual([]);
     expect(thought.length).toBe(8);
+    // One delta per token: the count llama-server does not report apart (timings say 8 in all).
+    expect(result.reasoningTokens).toBe(8);
     expect(thought.join("")).toBe(result.reasoning);
     expect(result.reasoning.startsWith(" ő")).toBe(true);
     expect(result.finishReason).toBe("length");

@@ -21,6 +21,8 @@ describe.skipIf(!present)("the recorded /props", () => {
       build_info: "b10587-3f545becc",
     });
     expect(p.chat_template_caps).toMatchObject({ supports_tools: true, supports_preserve_reasoning: false });
+    // Read from the template's text: a tools template that does not think.
+    expect(p.thinking).toBe(false);
     // The template itself (kilobytes) is not kept.
     expect(JSON.stringify(p).length).toBeLessThan(1000);
   });
@@ -29,6 +31,10 @@ describe.skipIf(!present)("the recorded /props", () => {
     const p = parseProps(body("91h-props-thinking-template.txt"));
     expect(p.total_slots).toBe(1);
     expect(p.chat_template_caps).toMatchObject({ supports_preserve_reasoning: true, supports_tools: false });
+    expect(p.thinking).toBe(true);
+    // Its text alone says so too (the caps aside): it opens <think>.
+    const { chat_template_caps: _caps, ...textOnly } = body("91h-props-thinking-template.txt");
+    expect(parseProps(textOnly).thinking).toBe(true);
   });
 
   test("86-sleep-props.txt: is_sleeping is read as it changes, against a server playing 04 back", async () => {
@@ -69,6 +75,7 @@ describe("a /props of another shape", () => {
       chat_template_caps: null,
       modalities: null,
       build_info: null,
+      thinking: null,
     });
     expect(() => parseProps("props")).toThrow(LlmError);
   });

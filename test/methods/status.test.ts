@@ -23,7 +23,7 @@ function snap(over: Partial<SupervisorSnapshot> = {}): SupervisorSnapshot {
     slots: { busy: 1, waiting: 0, total: 2 },
     sleep: "awake",
     idleSleepMs: 300_000,
-    model: { path: "/m/tiny.gguf", name: "tiny", bytes: 9_000_000, contextPerSlot: 2048 },
+    model: { path: "/m/tiny.gguf", name: "tiny", bytes: 9_000_000, contextPerSlot: 2048, thinking: true },
     ...over,
   };
 }
@@ -87,6 +87,7 @@ describe("what status says of llama-server, from the supervisor's snapshot", () 
       pid: 4242,
       model: { path: "/m/tiny.gguf", name: "tiny" },
       context_per_slot: 2048,
+      thinking: true,
       slots: { busy: 1, waiting: 0, total: 2 },
       rss_bytes: 42420,
       started_at: new Date(NOW - 60_000).toISOString(),

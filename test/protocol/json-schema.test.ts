@@ -79,6 +79,7 @@ describe("protocol JSON Schema", () => {
       "session_id",
       "trace_id",
       "warnings",
+      "reasoning",
       "dropped_events",
     ]);
     expect(defs.LlmChunkEvent.required).toEqual(["id", "type", "event", "step", "delta"]);

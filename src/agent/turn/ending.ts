@@ -2,6 +2,7 @@ import { LlmError } from "../../llama/errors.ts";
 import type { ChatResult, LoopAbortReason, WarningCode } from "../../protocol/chat.ts";
 import { CoreError } from "../../protocol/errors.ts";
 import { logger } from "../../util/logger.ts";
+import type { AnswerError } from "../json-validator.ts";
 import type { TurnContext } from "./context.ts";
 import type { LlmFailure } from "./llm-step.ts";
 import { memoryText } from "./memory.ts";
@@ -15,10 +16,31 @@ export type TurnResult = Omit<ChatResult, "dropped_events">;
  * rest are errors that leave the session resumable (`context_overflow`: as it was).
  */
 export type TurnEnding =
-  /** The model answered: its text, possibly empty or cut at our own reply cap (`cappedAt`). */
-  | { kind: "answered"; step: number; response: string; cappedAt: number | undefined }
+  /**
+   * The model answered: its text, possibly empty or cut at our own reply cap (`cappedAt`), and
+   * what it thought first; with `response_format`, the answer's value (`json`), valid.
+   */
+  | {
+      kind: "answered";
+      step: number;
+      response: string;
+      cappedAt: number | undefined;
+      reasoning: string;
+      json?: { value: unknown };
+    }
   /** The reply filled the slot's context and was cut off there. */
-  | { kind: "context_full"; step: number; response: string; contextSize: number }
+  | { kind: "context_full"; step: number; response: string; contextSize: number; reasoning: string }
+  /** With `response_format`: the answer is not JSON matching the schema (fails closed, SPEC §12). */
+  | {
+      kind: "output_invalid";
+      step: number;
+      text: string;
+      errors: AnswerError[];
+      finishReason: string | null;
+      reasoning: string;
+    }
+  /** The chat's `response_format` cannot be used: refused, like a bad param. */
+  | { kind: "format_refused"; step: number; error: CoreError }
   /** Later in the turn, its own messages no longer fit the slot even without history. */
   | { kind: "context_outgrown"; step: number; promptTokens: number | undefined; slot: number }
   | { kind: "max_steps"; step: number; limit: number }
@@ -38,7 +60,7 @@ type Terminal =
 
 /** An ending resolved: its terminal event, then the turn committed, or the session kept and the error thrown. */
 type Closing =
-  | { terminal: Terminal; session: "commit"; response: string }
+  | { terminal: Terminal; session: "commit"; response: string; reasoning: string; json?: { value: unknown } }
   | { terminal: Terminal | undefined; session: "keep" | "put_back"; error: unknown };
 
 /**
@@ -52,7 +74,7 @@ export async function endTurn(ctx: TurnContext, ending: TurnEnding): Promise<Tur
   if (terminal?.event === "final")
     ctx.deps.emit("final", { step: terminal.step, response: terminal.response });
   else if (terminal) ctx.deps.emit("loop_abort", { step: terminal.step, reason: terminal.reason });
-  if (closing.session === "commit") return commit(ctx, closing.response);
+  if (closing.session === "commit") return commit(ctx, closing);
   if (closing.session === "put_back") await ctx.session.putBack();
   else ctx.session.keep();
   throw closing.error;
@@ -63,26 +85,37 @@ function close(ctx: TurnContext, ending: TurnEnding): Closing {
   const warn = (code: WarningCode, message: string) => ctx.warnings.push({ code, message });
   switch (ending.kind) {
     case "answered":
-      // Defined, not retried: a model that says nothing once usually says nothing again.
-      if (ending.response.trim() === "")
-        warn("empty_reply", "the model ended its turn without any text or tool call; the response is empty");
-      if (ending.cappedAt !== undefined)
-        warn("reply_truncated", `the reply was cut off at the reply limit of ${ending.cappedAt} tokens`);
-      return answered(ending.step, ending.response);
+      answerWarnings(ctx, ending);
+      return answered(ending.step, ending.response, ending.reasoning, ending.json);
     case "context_full":
       contextFull(
         ctx,
         ending.step,
         `the reply filled the model's context (${ending.contextSize} tokens per slot) and was cut off there; raise model.context or lower llama.parallel to give each slot more, or set model.max_tokens to keep replies shorter`,
       );
-      return answered(ending.step, ending.response);
+      if (ending.response.trim() === "" && ending.reasoning.trim() !== "")
+        warn("reasoning_only", reasoningOnly(ctx, { context: ending.contextSize }));
+      return answered(ending.step, ending.response, ending.reasoning);
+    case "output_invalid":
+      return {
+        terminal: { event: "loop_abort", step: ending.step, reason: "output_invalid" },
+        session: "keep",
+        error: outputInvalid(ctx, ending),
+      };
+    case "format_refused":
+      return {
+        terminal: { event: "loop_abort", step: ending.step, reason: "llm_error" },
+        // Refused before the turn did anything: as it was; later (tools ran), resumable.
+        session: ctx.session.state.turn.length <= 1 ? "put_back" : "keep",
+        error: ending.error,
+      };
     case "context_outgrown":
       contextFull(
         ctx,
         ending.step,
         `this turn's messages (${tokens(ending.promptTokens)}, its tool results included) no longer fit the model's context (${ending.slot} tokens per slot), so it ends with the text so far; raise model.context or lower llama.parallel to give each slot more`,
       );
-      return answered(ending.step, ctx.session.state.best_text);
+      return answered(ending.step, ctx.session.state.best_text, "");
     case "max_steps":
       warn("max_steps", `stopped after reaching the step limit of ${ending.limit} steps`);
       return stopped(ctx, ending.step, "max_steps");
@@ -124,8 +157,27 @@ function close(ctx: TurnContext, ending: TurnEnding): Closing {
   }
 }
 
-function answered(step: number, response: string): Closing {
-  return { terminal: { event: "final", step, response }, session: "commit", response };
+/** An answer's warnings: thinking and no answer, no text at all, or cut at our own cap. */
+function answerWarnings(ctx: TurnContext, ending: TurnEnding & { kind: "answered" }): void {
+  const { response, reasoning, cappedAt } = ending;
+  const warn = (code: WarningCode, message: string) => ctx.warnings.push({ code, message });
+  // Defined, not retried: a model that says nothing once usually says nothing again.
+  if (response.trim() === "" && reasoning.trim() !== "")
+    warn("reasoning_only", reasoningOnly(ctx, cappedAt === undefined ? "stopped" : { cap: cappedAt }));
+  else if (response.trim() === "")
+    warn("empty_reply", "the model ended its turn without any text or tool call; the response is empty");
+  if (cappedAt !== undefined)
+    warn("reply_truncated", `the reply was cut off at the reply limit of ${cappedAt} tokens`);
+}
+
+function answered(step: number, response: string, reasoning: string, json?: { value: unknown }): Closing {
+  return {
+    terminal: { event: "final", step, response },
+    session: "commit",
+    response,
+    reasoning,
+    ...(json ? { json } : {}),
+  };
 }
 
 /** A limit stopped the turn: the best text stands in as the answer, so the history stays a valid conversation. */
@@ -134,6 +186,7 @@ function stopped(ctx: TurnContext, step: number, reason: "max_steps" | "max_pars
     terminal: { event: "loop_abort", step, reason },
     session: "commit",
     response: ctx.session.state.best_text,
+    reasoning: "",
   };
 }
 
@@ -144,13 +197,57 @@ function contextFull(ctx: TurnContext, step: number, message: string): void {
 }
 
 /** The turn's answer goes into the history and memory, its checkpoint goes, the result is built. */
-async function commit(ctx: TurnContext, response: string): Promise<TurnResult> {
+async function commit(ctx: TurnContext, closing: Closing & { session: "commit" }): Promise<TurnResult> {
   // A cancel that raced the last step wins only if it came before this point; after it, the
   // cancel finds the chat finished. Either way the host sees one consistent outcome.
   if (!ctx.deps.settle()) return endTurn(ctx, { kind: "cancelled" });
-  ctx.session.state.turn.push({ role: "assistant", content: response });
+  const { response, reasoning, json } = closing;
+  ctx.session.state.turn.push({
+    role: "assistant",
+    content: response,
+    ...(reasoning !== "" ? { reasoning_content: reasoning } : {}),
+  });
   await ctx.session.commit(memoryText(ctx, response));
-  return { response, session_id: ctx.sessionId, trace_id: ctx.traceId, warnings: ctx.warnings };
+  return {
+    response,
+    reasoning,
+    ...(json ? { json: json.value } : {}),
+    session_id: ctx.sessionId,
+    trace_id: ctx.traceId,
+    warnings: ctx.warnings,
+  };
+}
+
+/** What ended a reply that was only thinking. */
+type ThinkingLimit = "stopped" | { cap: number } | { context: number };
+
+/** The `reasoning_only` warning: which limit ended the thinking, and what to change. */
+function reasoningOnly(ctx: TurnContext, limit: ThinkingLimit): string {
+  const think = ctx.params.think ?? ctx.agent.think;
+  const budget =
+    typeof think === "object"
+      ? `lower the thinking budget (think.budget_tokens ${think.budget_tokens})`
+      : "bound the thinking with think: {budget_tokens: N}";
+  if (limit === "stopped")
+    return "the model ended its turn after thinking, without an answer (its thinking is in `reasoning`); ask again, or turn thinking off with think: false";
+  if ("cap" in limit)
+    return `the model spent the whole reply limit of ${limit.cap} tokens thinking and gave no answer (its thinking is in \`reasoning\`); raise max_tokens (the agent's or model.max_tokens), ${budget} below it, or turn thinking off with think: false`;
+  return `the model thought until the slot's context (${limit.context} tokens) was full and gave no answer (its thinking is in \`reasoning\`); ${budget}, turn thinking off with think: false, or raise model.context`;
+}
+
+/** The structured answer does not hold: `output_invalid`, with what the model wrote and why it fails. */
+function outputInvalid(ctx: TurnContext, ending: TurnEnding & { kind: "output_invalid" }): CoreError {
+  const { text, errors, finishReason } = ending;
+  const cut = finishReason === "length" ? "; the answer was cut off by a limit (raise max_tokens)" : "";
+  const first = errors[0];
+  const why = first ? `${first.path || "the answer"}: ${first.message}` : "it does not match";
+  logger.info(`trace=${ctx.traceId} step=${ending.step} output invalid (${errors.length} errors): ${why}`);
+  return new CoreError("output_invalid", `the answer does not match response_format: ${why}${cut}`, {
+    text,
+    errors,
+    finish_reason: finishReason,
+    trace_id: ctx.traceId,
+  });
 }
 
 function tokens(promptTokens: number | undefined): string {

@@ -2,11 +2,14 @@ import { LlmError } from "../../llama/errors.ts";
 import type { CompletionResult } from "../../llama/stream-reply.ts";
 import type { ChatMessage } from "../../protocol/chat-message.ts";
 import { type CoreError, isCoreError } from "../../protocol/errors.ts";
+import type { Think } from "../../protocol/think.ts";
 import type { LlamaLease } from "../../runtime/endpoint.ts";
 import { logger } from "../../util/logger.ts";
 import { estimateAll, estimateTokens, trimHistory } from "../context-budget.ts";
 import { watchedCompletion } from "../watched-completion.ts";
+import { type AnswerFormat, formatRefused, isFormatRefused } from "./answer-format.ts";
 import type { TurnContext } from "./context.ts";
+import { thinkFields } from "./think.ts";
 
 const OVERFLOW_RETRIES = 2;
 
@@ -20,6 +23,10 @@ export interface StepSetup {
   contextSize: number;
   /** The reply cap, when one is configured. */
   maxTokens: number | undefined;
+  /** The chat's `think`, else the agent's (SPEC §12). */
+  think: Think | undefined;
+  /** This step's answer is constrained to the chat's `response_format` (no tools then). */
+  format?: AnswerFormat;
 }
 
 /** llama-server failed the request: died or wedged (a CoreError from the watchdog), or an LlmError. */
@@ -30,6 +37,8 @@ export type StepAnswer =
   | { kind: "reply"; reply: CompletionResult }
   /** Even the prompt without history does not fit: llama-server's 400. */
   | { kind: "overflow"; error: LlmError }
+  /** The step's `response_format` cannot be used (our validator or llama-server's 400, 95d). */
+  | { kind: "refused"; error: CoreError }
   | { kind: "failed"; failure: LlmFailure };
 
 /**
@@ -47,17 +56,32 @@ export async function llmStep(ctx: TurnContext, setup: StepSetup, step: number):
     const { kept, dropped } = trimHistory(session.history, Math.max(0, budget));
     if (dropped > 0)
       logger.debug(`trace=${ctx.traceId} step=${step} history trimmed: ${dropped} older messages left out`);
+    const partial = { step, reasoning: "", content: "" };
     try {
       const reply = await watchedCompletion(
         setup.lease,
         request(ctx, setup, [system, ...kept, ...session.state.turn]),
         deps.signal,
-        (delta) => deps.emit("llm_chunk", { step, delta }),
-        () => session.commitStaged(),
+        (delta) => {
+          partial.content += delta;
+          deps.emit("llm_chunk", { step, delta });
+        },
+        () => {
+          session.commitStaged();
+          setup.format?.prepare();
+        },
+        (delta) => {
+          partial.reasoning += delta;
+          deps.emit("llm_reasoning", { step, delta });
+        },
       );
+      delete session.state.partial;
       return { kind: "reply", reply };
     } catch (err) {
+      await keepPartial(ctx, partial);
       if (deps.signal.aborted) throw deps.signal.reason;
+      if (isFormatRefused(err)) return { kind: "refused", error: err };
+      if (setup.format && schemaRefused(err)) return { kind: "refused", error: formatRefused(err.message) };
       // The server died or wedged mid-request (the supervisor restarts it on the next chat).
       if (isCoreError(err)) return { kind: "failed", failure: err };
       if (!(err instanceof LlmError)) throw err;
@@ -68,12 +92,38 @@ export async function llmStep(ctx: TurnContext, setup: StepSetup, step: number):
   }
 }
 
+/**
+ * What a step that failed mid-stream had said, kept in the checkpoint (a thinking model may
+ * have reasoned for minutes before the server died); the next successful step drops it.
+ */
+async function keepPartial(
+  ctx: TurnContext,
+  partial: { step: number; reasoning: string; content: string },
+): Promise<void> {
+  if (partial.reasoning === "" && partial.content === "") return;
+  ctx.session.state.partial = partial;
+  try {
+    await ctx.session.save();
+  } catch (err) {
+    logger.warn(
+      `trace=${ctx.traceId} step=${partial.step} the partial reply was not kept: ${(err as Error).message}`,
+    );
+  }
+}
+
+/** llama-server's 400 for a schema its grammar converter cannot take (recording 95d). */
+function schemaRefused(err: unknown): err is LlmError {
+  return err instanceof LlmError && err.status === 400 && /schema|grammar|parser/i.test(err.message);
+}
+
 /** The request body: the messages, the tools, and the agent's sampling settings that are set. */
 function request(ctx: TurnContext, setup: StepSetup, messages: ChatMessage[]) {
   const { agent } = ctx;
   return {
     messages,
     ...(setup.tools.length > 0 ? { tools: setup.tools } : {}),
+    ...thinkFields(setup.think),
+    ...(setup.format ? { response_format: setup.format.request() } : {}),
     ...(agent.temperature !== undefined ? { temperature: agent.temperature } : {}),
     ...(agent.top_p !== undefined ? { top_p: agent.top_p } : {}),
     ...(setup.maxTokens !== undefined ? { max_tokens: setup.maxTokens } : {}),

@@ -1,6 +1,7 @@
 import type { Warning } from "../../protocol/chat.ts";
 import type { ChatMessage } from "../../protocol/chat-message.ts";
 import { type Checkpoint, CheckpointSchema } from "../../store/checkpoint.ts";
+import type { TurnMessage } from "../../store/conversations.ts";
 import type { Store } from "../../store/store.ts";
 import { logger } from "../../util/logger.ts";
 
@@ -78,7 +79,7 @@ export class TurnSession {
         userId,
         sessionId,
         agent: this.state.agent,
-        messages: this.state.turn,
+        messages: this.state.turn.map(toStored),
         ...(this.state.replace_from_seq !== undefined ? { replaceFromSeq: this.state.replace_from_seq } : {}),
         ...(memoryText !== undefined ? { memoryText } : {}),
         at: this.now(),
@@ -106,6 +107,13 @@ export class TurnSession {
       this.store.conversations.saveCheckpoint(userId, sessionId, JSON.stringify(body), this.now()),
     );
   }
+}
+
+/** A turn's message as the store keeps it: the thinking sent back within the turn becomes its `reasoning`. */
+function toStored(m: ChatMessage): TurnMessage {
+  if (m.role !== "assistant" || m.reasoning_content === undefined) return m;
+  const { reasoning_content: reasoning, ...message } = m;
+  return { ...message, reasoning };
 }
 
 /** What a new turn starts from. */

@@ -6,6 +6,7 @@ import type { MemoryHit as Hit } from "../../store/memory-store.ts";
 import { logger } from "../../util/logger.ts";
 import { interpretStep } from "../tool-calls.ts";
 import { type AgentTool, toOpenAiTools } from "../tool-registry.ts";
+import { AnswerFormat } from "./answer-format.ts";
 import type { TurnContext } from "./context.ts";
 import { endTurn, type TurnEnding, type TurnResult } from "./ending.ts";
 import { llmStep, type StepSetup } from "./llm-step.ts";
@@ -26,12 +27,21 @@ export class Turn {
   private known: ReadonlySet<string> = new Set();
   private lease: LlamaLease | undefined;
   private readonly maxSteps: number;
+  /** The chat's `response_format`: its answer is constrained and checked. */
+  private readonly format: AnswerFormat | undefined;
+  /**
+   * With tools and a format, the steps run free ("think freely, then answer to the schema"):
+   * once the model answers, the answer is asked for again, constrained and without tools.
+   */
+  private answering = false;
 
   constructor(
     private readonly ctx: TurnContext,
     private readonly prestarted: StartTicket | undefined,
   ) {
     this.maxSteps = ctx.agent.max_steps ?? ctx.deps.config.app.max_steps;
+    const format = ctx.params.response_format;
+    this.format = format ? new AnswerFormat(format) : undefined;
   }
 
   async run(): Promise<TurnResult> {
@@ -83,7 +93,14 @@ export class Turn {
       tools: toOpenAiTools(this.tools),
       contextSize,
       maxTokens,
+      think: this.ctx.params.think ?? agent.think,
     };
+  }
+
+  /** What this step sends: the turn's setup, or (the answer of a `response_format` chat) constrained, without tools. */
+  private stepSetup(setup: StepSetup): StepSetup {
+    if (!this.format || (setup.tools.length > 0 && !this.answering)) return setup;
+    return { ...setup, tools: [], format: this.format };
   }
 
   private async steps(setup: StepSetup): Promise<TurnEnding> {
@@ -101,11 +118,15 @@ export class Turn {
       const step = state.step;
       ctx.step = step;
       ctx.deps.emit("llm_start", { step });
-      const answer = await llmStep(ctx, setup, step);
+      const stepSetup = this.stepSetup(setup);
+      const answer = await llmStep(ctx, stepSetup, step);
       if (answer.kind === "failed") return { kind: "llm_error", step, failure: answer.failure };
       if (answer.kind === "overflow") return this.overflowed(step, answer.error, setup.contextSize);
+      if (answer.kind === "refused") return { kind: "format_refused", step, error: answer.error };
       ctx.deps.emit("llm_done", { step });
-      const ending = await this.judge(step, answer.reply, setup);
+      const ending = stepSetup.format
+        ? this.structured(step, answer.reply, stepSetup)
+        : await this.judge(step, answer.reply, stepSetup);
       if (ending) return ending;
     }
   }
@@ -120,25 +141,36 @@ export class Turn {
     const { maxTokens, contextSize } = setup;
     const { session } = ctx;
     const { state } = session;
-    logger.info(
-      `trace=${ctx.traceId} step=${step} finish=${reply.finishReason} usage=${JSON.stringify(reply.usage ?? {})} timings=${JSON.stringify(reply.timings ?? {})}`,
-    );
+    logStep(ctx, step, reply);
     const outcome = interpretStep(reply.content, reply.toolCalls, this.known, step);
     state.step = step + 1;
     if (outcome.text.trim() !== "") state.best_text = outcome.text;
+    const { reasoning } = reply;
     if (reply.finishReason === "length" && !reachedReplyCap(reply, maxTokens)) {
       // The slot is full: no room for a tool result or a re-prompt (and a call cut off here is
       // half written), so the turn ends with its text so far rather than an error.
-      const response = outcome.kind === "final" ? reply.content : state.best_text;
-      return { kind: "context_full", step, response, contextSize };
+      const final = outcome.kind === "final";
+      const response = final ? reply.content : state.best_text;
+      return { kind: "context_full", step, response, contextSize, reasoning: final ? reasoning : "" };
     }
     if (outcome.kind === "final") {
+      if (this.format) {
+        // Answered freely after tools: now the answer to the schema (the free text goes).
+        this.answering = true;
+        return undefined;
+      }
       // Only our own cap gets here as a length stop; the slot filling up was handled above.
       const cappedAt = reply.finishReason === "length" ? maxTokens : undefined;
-      return { kind: "answered", step, response: reply.content, cappedAt };
+      return { kind: "answered", step, response: reply.content, cappedAt, reasoning };
     }
     if (outcome.kind === "calls") {
-      state.turn.push({ role: "assistant", content: outcome.text || null, tool_calls: outcome.toolCalls });
+      state.turn.push({
+        role: "assistant",
+        content: outcome.text || null,
+        tool_calls: outcome.toolCalls,
+        // Sent back within the turn: a model that thinks between tool calls builds on it.
+        ...(reasoning !== "" ? { reasoning_content: reasoning } : {}),
+      });
       await session.save();
       return undefined;
     }
@@ -152,6 +184,21 @@ export class Turn {
       return { kind: "max_parse_errors", step, count: state.parse_errors, limit, problems };
     await session.save();
     return undefined;
+  }
+
+  /** A constrained step's answer: the value when it matches the schema, else `output_invalid` (fails closed). */
+  private structured(step: number, reply: CompletionResult, setup: StepSetup): TurnEnding {
+    const { ctx } = this;
+    logStep(ctx, step, reply);
+    ctx.session.state.step = step + 1;
+    const { content: text, reasoning, finishReason } = reply;
+    const checked = (setup.format as AnswerFormat).check(text);
+    if (!checked.ok)
+      return { kind: "output_invalid", step, text, errors: checked.errors, finishReason, reasoning };
+    // Complete and valid, even if it ended right at a limit.
+    const cappedAt =
+      finishReason === "length" && reachedReplyCap(reply, setup.maxTokens) ? setup.maxTokens : undefined;
+    return { kind: "answered", step, response: text, cappedAt, reasoning, json: { value: checked.value } };
   }
 
   /**
@@ -168,6 +215,13 @@ export class Turn {
     this.ctx.deps.emit("llm_done", { step });
     return { kind: "context_outgrown", step, promptTokens, slot };
   }
+}
+
+/** A finished step in the log: how it ended, its counts and llama-server's timings. */
+function logStep(ctx: TurnContext, step: number, reply: CompletionResult): void {
+  logger.info(
+    `trace=${ctx.traceId} step=${step} finish=${reply.finishReason} reasoning_tokens=${reply.reasoningTokens} usage=${JSON.stringify(reply.usage ?? {})} timings=${JSON.stringify(reply.timings ?? {})}`,
+  );
 }
 
 /** Whether a length stop was our own reply cap rather than the slot's context filling up. */

@@ -72,24 +72,30 @@ async function thrown(run: () => Promise<unknown>): Promise<unknown> {
 
 describe("endTurn: each ending emits at most one terminal event", () => {
   const committed: [string, TurnEnding, string, string, string[]][] = [
-    ["answered", { kind: "answered", step: 2, response: "hello", cappedAt: undefined }, "final", "hello", []],
+    [
+      "answered",
+      { kind: "answered", step: 2, response: "hello", cappedAt: undefined, reasoning: "" },
+      "final",
+      "hello",
+      [],
+    ],
     [
       "an empty answer",
-      { kind: "answered", step: 2, response: " ", cappedAt: undefined },
+      { kind: "answered", step: 2, response: " ", cappedAt: undefined, reasoning: "" },
       "final",
       " ",
       ["empty_reply"],
     ],
     [
       "an answer at our cap",
-      { kind: "answered", step: 2, response: "he", cappedAt: 5 },
+      { kind: "answered", step: 2, response: "he", cappedAt: 5, reasoning: "" },
       "final",
       "he",
       ["reply_truncated"],
     ],
     [
       "context_full",
-      { kind: "context_full", step: 2, response: "cut", contextSize: 512 },
+      { kind: "context_full", step: 2, response: "cut", contextSize: 512, reasoning: "" },
       "final",
       "cut",
       ["context_full"],
@@ -127,7 +133,7 @@ describe("endTurn: each ending emits at most one terminal event", () => {
     const t = await turnAt({ settles: false, aborted: true });
     using _ = t.dir;
     const err = await thrown(() =>
-      endTurn(t.ctx, { kind: "answered", step: 2, response: "x", cappedAt: undefined }),
+      endTurn(t.ctx, { kind: "answered", step: 2, response: "x", cappedAt: undefined, reasoning: "" }),
     );
     expect(err).toMatchObject({ code: "cancelled" });
     expect(t.events).toEqual([
@@ -190,5 +196,74 @@ describe("endTurn: each ending emits at most one terminal event", () => {
     expect(await thrown(() => endTurn(t.ctx, { kind: "failed", error }))).toBe(error);
     expect(t.events).toEqual([]);
     expect(t.hasCheckpoint()).toBe(true);
+  });
+
+  test("reasoning only, at the reply cap: reasoning_only (not empty_reply) naming the cap, the thinking stored", async () => {
+    const t = await turnAt();
+    using _ = t.dir;
+    const result = await endTurn(t.ctx, {
+      kind: "answered",
+      step: 2,
+      response: "",
+      cappedAt: 64,
+      reasoning: "Let me think.",
+    });
+    expect(result).toMatchObject({ response: "", reasoning: "Let me think." });
+    expect(result.warnings.map((w) => w.code)).toEqual(["reasoning_only", "reply_truncated"]);
+    expect(result.warnings[0]?.message).toContain("reply limit of 64 tokens");
+    expect(result.warnings[0]?.message).toContain("think: false");
+    // Stored apart from the content; the model's history leaves it out.
+    expect(t.history()?.at(-1)).toEqual({ role: "assistant", content: "" });
+    const stored = t.ctx.session;
+    expect(stored.state.turn.at(-1)).toMatchObject({ reasoning_content: "Let me think." });
+  });
+
+  test("reasoning only until the slot filled: context_full and reasoning_only naming the context", async () => {
+    const t = await turnAt();
+    using _ = t.dir;
+    const result = await endTurn(t.ctx, {
+      kind: "context_full",
+      step: 2,
+      response: "",
+      contextSize: 512,
+      reasoning: "hmm",
+    });
+    expect(result.warnings.map((w) => w.code)).toEqual(["context_full", "reasoning_only"]);
+    expect(result.warnings[1]?.message).toContain("context (512 tokens)");
+  });
+
+  test("output_invalid: loop_abort output_invalid, the text, errors and finish reason, the checkpoint kept", async () => {
+    const t = await turnAt();
+    using _ = t.dir;
+    const errors = [{ path: "", message: "not valid JSON (Unexpected end of JSON input)" }];
+    const err = await thrown(() =>
+      endTurn(t.ctx, {
+        kind: "output_invalid",
+        step: 2,
+        text: '{"name',
+        errors,
+        finishReason: "length",
+        reasoning: "",
+      }),
+    );
+    expect(err).toMatchObject({
+      code: "output_invalid",
+      data: { text: '{"name', errors, finish_reason: "length", trace_id: "t1" },
+    });
+    expect((err as Error).message).toContain("cut off by a limit");
+    expect(t.events).toEqual([{ event: "loop_abort", fields: { step: 2, reason: "output_invalid" } }]);
+    expect(t.history()).toBeUndefined();
+    expect(t.hasCheckpoint()).toBe(true);
+  });
+
+  test("format_refused before the turn did anything: invalid_request naming response_format, the session as it was", async () => {
+    const t = await turnAt();
+    using _ = t.dir;
+    const error = new CoreError("invalid_request", "params.response_format: no", {
+      field: "response_format",
+    });
+    expect(await thrown(() => endTurn(t.ctx, { kind: "format_refused", step: 0, error }))).toBe(error);
+    expect(t.events).toEqual([{ event: "loop_abort", fields: { step: 0, reason: "llm_error" } }]);
+    expect(t.hasCheckpoint()).toBe(false);
   });
 });

@@ -1,0 +1,69 @@
+import { templateThinks } from "../../llama/chat-template.ts";
+import type { ChatTemplateReport } from "../../protocol/plan.ts";
+
+/**
+ * The chat template llama-server will apply and whether it lets the model think (SPEC §12):
+ * `--chat-template-file` or `--chat-template` in llama.extra_args win (they come last), else
+ * the GGUF's `tokenizer.chat_template`. Pure: the file is read by the caller (launch.ts).
+ */
+
+/** The last value of `name` in the args (`--flag value` or `--flag=value`). */
+function lastValue(args: readonly string[], name: string): string | undefined {
+  let found: string | undefined;
+  args.forEach((arg, i) => {
+    if (arg === name && i + 1 < args.length) found = args[i + 1];
+    else if (arg.startsWith(`${name}=`)) found = arg.slice(name.length + 1);
+  });
+  return found;
+}
+
+/** The template file extra_args name, which the plan reads to judge it. */
+export function templateFileOf(extraArgs: readonly string[]): string | undefined {
+  return lastValue(extraArgs, "--chat-template-file");
+}
+
+/** A template file as read for the plan: its text, or why it could not be read. */
+export type TemplateFile = { path: string; text: string } | { path: string; problem: string };
+
+export function chatTemplateReport(
+  modelTemplate: string | null | undefined,
+  extraArgs: readonly string[],
+  file?: TemplateFile,
+): ChatTemplateReport {
+  const verdict = (text: string) =>
+    templateThinks(text)
+      ? "it opens a think block: the model reasons first (think controls it)"
+      : "it has no think block";
+  const path = templateFileOf(extraArgs);
+  if (path !== undefined) {
+    if (!file || file.path !== path || !("text" in file))
+      return {
+        source: "file",
+        thinking: null,
+        reason: `--chat-template-file ${path} (llama.extra_args) could not be read${file && "problem" in file ? `: ${file.problem}` : ""}`,
+      };
+    return {
+      source: "file",
+      thinking: templateThinks(file.text),
+      reason: `--chat-template-file ${path} (llama.extra_args): ${verdict(file.text)}`,
+    };
+  }
+  const inline = lastValue(extraArgs, "--chat-template");
+  if (inline !== undefined)
+    return {
+      source: "inline",
+      thinking: templateThinks(inline),
+      reason: `--chat-template (llama.extra_args): ${verdict(inline)}`,
+    };
+  if (!modelTemplate)
+    return {
+      source: "none",
+      thinking: false,
+      reason: "the model has no chat template (llama-server uses chatml)",
+    };
+  return {
+    source: "model",
+    thinking: templateThinks(modelTemplate),
+    reason: `the model's own template: ${verdict(modelTemplate)}`,
+  };
+}

@@ -1,0 +1,142 @@
+import { z } from "zod";
+
+/**
+ * `response_format` (SPEC §12): the chat's answer constrained to JSON (llama-server's grammar)
+ * and validated by the core. What the params alone can refuse is refused here, before a turn
+ * starts: a schema that is not an object, one too big or too deep for a grammar, and a `$ref`
+ * cycle that never reaches a value (it would recurse without end, in llama-server's converter
+ * and in any validator). What only llama-server can judge comes back as its 400 (recording 95d).
+ */
+
+/** Longest schema taken, as JSON text: a grammar grows with it, and every step's request carries it. */
+export const MAX_SCHEMA_CHARS = 256 * 1024;
+/** Deepest nesting of the schema's JSON taken (llama-server converts it recursively). */
+export const MAX_SCHEMA_DEPTH = 64;
+
+/** Keywords whose subschemas apply to the value itself, not to a part of it. */
+const IN_PLACE = ["allOf", "anyOf", "oneOf"] as const;
+const IN_PLACE_ONE = ["not", "if", "then", "else"] as const;
+
+type Node = Record<string, unknown>;
+const isNode = (v: unknown): v is Node => typeof v === "object" && v !== null && !Array.isArray(v);
+
+/** Why a JSON Schema cannot be used, or undefined when it can. */
+export function schemaProblem(schema: Node): string | undefined {
+  const text = JSON.stringify(schema);
+  if (text.length > MAX_SCHEMA_CHARS)
+    return `the schema is ${text.length} characters of JSON; at most ${MAX_SCHEMA_CHARS} are taken`;
+  const pointers = new Map<Node, string>();
+  // Iterative: a hostile document may nest deeper than the stack.
+  const pending: [unknown, string, number][] = [[schema, "#", 0]];
+  for (let item = pending.pop(); item; item = pending.pop()) {
+    const [value, pointer, depth] = item;
+    if (typeof value !== "object" || value === null) continue;
+    if (depth > MAX_SCHEMA_DEPTH) return `the schema nests deeper than ${MAX_SCHEMA_DEPTH} levels`;
+    if (isNode(value)) pointers.set(value, pointer);
+    for (const [key, child] of Object.entries(value))
+      pending.push([child, `${pointer}/${escapePointer(key)}`, depth + 1]);
+  }
+  const cycle = inPlaceCycle(schema, pointers);
+  return cycle
+    ? `a $ref cycle that never reaches a value (${cycle.join(" → ")}); a recursive schema must go through properties or items`
+    : undefined;
+}
+
+/** The subschemas a node applies to the value itself: its `$ref` target, allOf/anyOf/oneOf, not, if/then/else. */
+function inPlaceEdges(node: Node, root: Node): Node[] {
+  const out: Node[] = [];
+  if (typeof node.$ref === "string") {
+    const target = resolveLocal(root, node.$ref);
+    if (target) out.push(target);
+  }
+  for (const key of IN_PLACE) {
+    const list = node[key];
+    if (Array.isArray(list)) for (const s of list) if (isNode(s)) out.push(s);
+  }
+  for (const key of IN_PLACE_ONE) if (isNode(node[key])) out.push(node[key] as Node);
+  return out;
+}
+
+/** A cycle of in-place edges, as the pointers along it; undefined when there is none. */
+function inPlaceCycle(root: Node, pointers: Map<Node, string>): string[] | undefined {
+  const state = new Map<Node, "open" | "done">();
+  for (const start of pointers.keys()) {
+    if (state.has(start)) continue;
+    const path: Node[] = [];
+    const stack: { node: Node; edges: Node[]; next: number }[] = [];
+    const enter = (node: Node) => {
+      state.set(node, "open");
+      path.push(node);
+      stack.push({ node, edges: inPlaceEdges(node, root), next: 0 });
+    };
+    enter(start);
+    while (stack.length > 0) {
+      const top = stack[stack.length - 1] as (typeof stack)[number];
+      const edge = top.edges[top.next++];
+      if (!edge) {
+        state.set(top.node, "done");
+        stack.pop();
+        path.pop();
+        continue;
+      }
+      const seen = state.get(edge);
+      if (seen === "open") {
+        const loop = [...path.slice(path.indexOf(edge)), edge];
+        return loop.map((n) => pointers.get(n) ?? "?");
+      }
+      if (seen === undefined) enter(edge);
+    }
+  }
+  return undefined;
+}
+
+/** A `#`-pointer's target in the document; undefined for other documents or a dangling pointer. */
+function resolveLocal(root: Node, ref: string): Node | undefined {
+  if (!ref.startsWith("#")) return undefined;
+  let at: unknown = root;
+  const body = ref.slice(1);
+  if (body === "") return root;
+  if (!body.startsWith("/")) return undefined;
+  for (const raw of body.slice(1).split("/")) {
+    let key: string;
+    try {
+      key = decodeURIComponent(raw).replaceAll("~1", "/").replaceAll("~0", "~");
+    } catch {
+      return undefined;
+    }
+    if (typeof at !== "object" || at === null || !Object.hasOwn(at, key)) return undefined;
+    at = (at as Record<string, unknown>)[key];
+  }
+  return isNode(at) ? at : undefined;
+}
+
+function escapePointer(key: string): string {
+  return key.replaceAll("~", "~0").replaceAll("/", "~1");
+}
+
+const JsonSchemaObject = z.record(z.string(), z.unknown()).superRefine((schema, ctx) => {
+  const problem = schemaProblem(schema);
+  if (problem) ctx.addIssue({ code: "custom", message: problem });
+});
+
+export const ResponseFormatSchema = z.discriminatedUnion(
+  "type",
+  [
+    z.object({
+      type: z.literal("json_schema"),
+      /** The JSON Schema the answer must match. */
+      schema: JsonSchemaObject,
+      /** A name for the schema, passed on to llama-server. */
+      name: z.string().min(1).max(64).optional(),
+    }),
+    /** Any JSON object. */
+    z.object({ type: z.literal("json_object") }),
+  ],
+  {
+    error: (issue) =>
+      issue.code === "invalid_union"
+        ? 'expected {type: "json_schema", schema, name?} or {type: "json_object"}'
+        : undefined,
+  },
+);
+export type ResponseFormat = z.infer<typeof ResponseFormatSchema>;

@@ -1,0 +1,229 @@
+import { describe, expect, test } from "bun:test";
+import { ChatHarness, names } from "./harness.ts";
+
+// `response_format` in the turn (SPEC §12): the answer asked for under llama-server's grammar
+// (transcripts 95–95d), parsed and validated by the core, failing closed.
+
+type Json = Record<string, any>;
+const plain = { agents: [{ name: "plain" }] };
+const PERSON = {
+  type: "object",
+  properties: { name: { type: "string", maxLength: 8 }, age: { type: "integer" } },
+  required: ["name", "age"],
+};
+const asPerson = { type: "json_schema", schema: PERSON, name: "person" };
+
+describe("chat: response_format", () => {
+  test("json_schema: sent in llama-server's shape, the answer parsed into the result's json (95)", async () => {
+    await using h = new ChatHarness(plain);
+    h.llama.script({ content: ['{"name":', '"Ada",', '"age":36}'] });
+    const { terminal, events } = await h.chat("j1", { input: "a person", response_format: asPerson });
+    expect(terminal.result).toMatchObject({
+      response: '{"name":"Ada","age":36}',
+      json: { name: "Ada", age: 36 },
+      warnings: [],
+    });
+    expect(names(events)).toContain("final");
+    expect(h.llama.requests[0]?.body.response_format).toEqual({
+      type: "json_schema",
+      json_schema: { name: "person", schema: PERSON },
+    });
+  });
+
+  test("json_object: any object; the stand-in's grammar writes one when nothing is scripted (95c)", async () => {
+    await using h = new ChatHarness(plain);
+    h.llama.model.options.unscripted = "echo";
+    const { terminal } = await h.chat("o1", {
+      input: "json please",
+      response_format: { type: "json_object" },
+    });
+    expect(terminal.result).toMatchObject({ response: "{}", json: {} });
+    expect(h.llama.requests[0]?.body.response_format).toEqual({ type: "json_object" });
+  });
+
+  test("an answer cut off by max_tokens is output_invalid with the text, errors and finish_reason; no result (95b)", async () => {
+    await using h = new ChatHarness({ agents: [{ name: "plain", max_tokens: 2 }] });
+    h.llama.script({ content: ['{"name', '":"Ada"', "}"] });
+    const { terminal, events } = await h.chat("c1", {
+      input: "a person",
+      session_id: "s",
+      response_format: asPerson,
+    });
+    expect(terminal).toMatchObject({
+      type: "error",
+      code: "output_invalid",
+      data: { text: '{"name":"Ada"', finish_reason: "length", errors: [{ path: "" }] },
+    });
+    expect(String(terminal.message)).toContain("cut off by a limit");
+    expect(events.at(-1)).toMatchObject({ event: "loop_abort", reason: "output_invalid" });
+    // Nothing committed; the turn stays resumable.
+    expect(h.history("s")).toEqual([]);
+    expect(h.checkpoint("s")).toBeDefined();
+  });
+
+  test("valid JSON that does not match the schema fails closed, each error with its path", async () => {
+    await using h = new ChatHarness(plain);
+    h.llama.script({ content: '{"name":"far too long a name","age":"old"}' });
+    const { terminal } = await h.chat("v1", { input: "a person", response_format: asPerson });
+    expect(terminal).toMatchObject({
+      type: "error",
+      code: "output_invalid",
+      data: { finish_reason: "stop" },
+    });
+    const errors = (terminal.data as Json).errors as Json[];
+    expect(errors.map((e) => e.path).sort()).toEqual(["/age", "/name"]);
+  });
+
+  test("with tools: the tool steps run free, then the answer is asked for constrained and without tools", async () => {
+    await using h = new ChatHarness();
+    h.llama.script(
+      { tool_calls: [{ name: "t__echo", arguments: { text: "Ada" } }] },
+      { content: "The name is Ada, 36 years old." },
+      { content: '{"name":"Ada","age":36}' },
+    );
+    const { terminal, events } = await h.chat("t1", { input: "look it up", response_format: asPerson });
+    expect(terminal.result).toMatchObject({ json: { name: "Ada", age: 36 } });
+    const [first, second, third] = h.llama.requests.map((r) => r.body as Json);
+    expect(first?.tools).toBeDefined();
+    expect(first?.response_format).toBeUndefined();
+    expect(second?.tools).toBeDefined();
+    expect(second?.response_format).toBeUndefined();
+    expect(third?.tools).toBeUndefined();
+    expect(third?.response_format).toMatchObject({ type: "json_schema" });
+    // The free answer is not sent back: the constrained step answers the same conversation.
+    expect(
+      ((third?.messages ?? []) as Json[]).some((m) => m.content === "The name is Ada, 36 years old."),
+    ).toBe(false);
+    expect(events.find((e) => e.event === "final")).toMatchObject({ step: 2 });
+  });
+
+  test("with think: reasoning first, then the constrained answer (91i)", async () => {
+    await using h = new ChatHarness(plain);
+    h.llama.script({ reasoning: "A person has a name.", content: '{"name":"Bo","age":5}' });
+    const { terminal } = await h.chat("k1", {
+      input: "a person",
+      think: { budget_tokens: 16 },
+      response_format: asPerson,
+    });
+    expect(terminal.result).toMatchObject({
+      reasoning: "A person has a name.",
+      json: { name: "Bo", age: 5 },
+    });
+    expect(h.llama.requests[0]?.body).toMatchObject({ reasoning_budget_tokens: 16, response_format: {} });
+  });
+
+  test("thinking until the limit with a schema fails closed: output_invalid, the answer empty", async () => {
+    await using h = new ChatHarness({ agents: [{ name: "plain", max_tokens: 3 }] });
+    h.llama.script({ reasoning: "a b c d e", content: "{}" });
+    const { terminal } = await h.chat("l1", { input: "a person", response_format: asPerson });
+    expect(terminal).toMatchObject({
+      code: "output_invalid",
+      data: { text: "", finish_reason: "length", errors: [{ path: "", message: "the answer is empty" }] },
+    });
+  });
+
+  test("a schema llama-server refuses is invalid_request naming response_format, the session as it was (95d)", async () => {
+    await using h = new ChatHarness(plain);
+    // A schema the core's validator takes, refused by the grammar converter with its recorded words.
+    h.llama.script({
+      error: {
+        status: 400,
+        message:
+          "Unable to generate parser for this template. Automatic parser generation failed: JSON schema conversion failed:\nUnsupported ref: #/x",
+      },
+    });
+    const { terminal } = await h.chat("b1", { input: "x", session_id: "s", response_format: asPerson });
+    expect(terminal).toMatchObject({
+      type: "error",
+      code: "invalid_request",
+      data: { field: "response_format" },
+    });
+    expect(String(terminal.message)).toContain("JSON schema conversion failed");
+    expect(h.checkpoint("s")).toBeUndefined();
+    expect(h.history("s")).toEqual([]);
+  });
+
+  test("a dangling $ref: the validator's refusal, invalid_request naming response_format (95d)", async () => {
+    await using h = new ChatHarness(plain);
+    h.llama.model.options.unscripted = "echo";
+    const schema = { type: "object", properties: { a: { $ref: "#/nowhere" } } };
+    const { terminal } = await h.chat("b2", { input: "x", response_format: { type: "json_schema", schema } });
+    expect(terminal).toMatchObject({
+      type: "error",
+      code: "invalid_request",
+      data: { field: "response_format" },
+    });
+    expect(String(terminal.message)).toMatch(/nowhere/);
+  });
+
+  test("bad formats are refused with the params, before anything starts", async () => {
+    await using h = new ChatHarness(plain);
+    const big = { type: "object", description: "x".repeat(1024 * 1024) };
+    const cycle = {
+      $defs: { a: { $ref: "#/$defs/b" }, b: { anyOf: [{ $ref: "#/$defs/a" }] } },
+      $ref: "#/$defs/a",
+    };
+    let deep: Json = { type: "string" };
+    for (let i = 0; i < 100; i++) deep = { type: "object", properties: { a: deep } };
+    const bad: [unknown, string, RegExp][] = [
+      [{ type: "text" }, "response_format.type", /json_schema/],
+      [{ type: "xml", schema: {} }, "response_format.type", /json_schema/],
+      [{ type: "json_schema" }, "response_format.schema", /expected record/],
+      [{ type: "json_schema", schema: [1, 2] }, "response_format.schema", /expected record/],
+      [{ type: "json_schema", schema: true }, "response_format.schema", /expected record/],
+      [{ type: "json_schema", schema: "{}" }, "response_format.schema", /expected record/],
+      [{ type: "json_schema", schema: big }, "response_format.schema", /at most 262144/],
+      [{ type: "json_schema", schema: cycle }, "response_format.schema", /\$ref cycle.*#\/\$defs\/a/],
+      [{ type: "json_schema", schema: { $ref: "#" } }, "response_format.schema", /\$ref cycle/],
+      [{ type: "json_schema", schema: deep }, "response_format.schema", /deeper than 64/],
+      ["json", "response_format", /expected object/],
+    ];
+    for (const [i, [format, field, message]] of bad.entries()) {
+      const { terminal, events } = await h.chat(`f${i}`, { input: "x", response_format: format });
+      expect(terminal).toMatchObject({ type: "error", code: "invalid_request", data: { field } });
+      expect(String(terminal.message)).toMatch(message);
+      expect(events).toEqual([]);
+    }
+    expect(h.llama.requests).toEqual([]);
+  });
+
+  test("a recursive schema through properties is not a cycle", async () => {
+    await using h = new ChatHarness(plain);
+    const tree = {
+      $defs: {
+        node: { type: "object", properties: { kids: { type: "array", items: { $ref: "#/$defs/node" } } } },
+      },
+      $ref: "#/$defs/node",
+    };
+    h.llama.script({ content: '{"kids":[{"kids":[]}]}' });
+    const { terminal } = await h.chat("r1", {
+      input: "x",
+      response_format: { type: "json_schema", schema: tree },
+    });
+    expect(terminal.result).toMatchObject({ json: { kids: [{ kids: [] }] } });
+  });
+
+  test("with resume and regenerate: the format holds for the turn they run", async () => {
+    await using h = new ChatHarness(plain);
+    h.llama.script({ content: '{"name":"A","age":1}' }, { content: '{"name":"B","age":2}' });
+    await h.chat("g1", { input: "a person", session_id: "s" });
+    const regenerated = await h.chat("g2", { session_id: "s", regenerate: true, response_format: asPerson });
+    expect(regenerated.terminal.result).toMatchObject({ json: { name: "B", age: 2 } });
+    expect(h.llama.requests[1]?.body.response_format).toMatchObject({ type: "json_schema" });
+    expect(h.history("s").map((m) => m.content)).toEqual(["a person", '{"name":"B","age":2}']);
+
+    // An interrupted turn resumed with a format: its answer is constrained and checked.
+    h.llama.script({ content: "x", crash_after_chunks: 1 }, { content: '{"name":"C","age":3}' });
+    const cut = await h.chat("g3", { input: "another", session_id: "s" });
+    expect(cut.terminal.type).toBe("error");
+    const resumed = await h.chat("g4", { session_id: "s", resume: true, response_format: asPerson });
+    expect(resumed.terminal.result).toMatchObject({ json: { name: "C", age: 3 } });
+    h.llama.script({ content: "not json" });
+    await h.chat("g5", { input: "more", session_id: "s" });
+    h.llama.script({ content: "still not json" });
+    const bad = await h.chat("g6", { session_id: "s", regenerate: true, response_format: asPerson });
+    expect(bad.terminal).toMatchObject({ code: "output_invalid" });
+    // A regenerate that fails closed leaves the old answer in place.
+    expect(h.history("s").at(-1)).toEqual({ role: "assistant", content: "not json" });
+  });
+});

@@ -1,0 +1,76 @@
+import { describe, expect, test } from "bun:test";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { loadConfig } from "../../../src/config/load.ts";
+import { templateThinks } from "../../../src/llama/chat-template.ts";
+import { defaultPlanDeps } from "../../../src/models/local-plan-deps.ts";
+import { chatTemplateReport } from "../../../src/plan/decide/chat-template.ts";
+import { type PlanDeps, planInputs } from "../../../src/plan/launch.ts";
+import { renderPlan } from "../../../src/plan/render.ts";
+import { buildPlanReport } from "../../../src/plan/report.ts";
+import { llama7b, writeGguf } from "../../fixtures/gguf-writer.ts";
+import { cpuOnlyMachine } from "../../fixtures/hardware.ts";
+import { tmpdir } from "../../fixtures/tmpdir.ts";
+
+const CHATML = "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}";
+const QWEN3ISH = `${CHATML}{% if enable_thinking is false %}<think>\n\n</think>\n\n{% endif %}`;
+
+describe("the chat template's thinking, for the plan", () => {
+  test("the markers of current reasoning templates; a plain chatml has none", () => {
+    for (const t of [QWEN3ISH, "<|start|>assistant<|channel|>analysis", "[THINK]", "{{ reasoning_effort }}"])
+      expect(templateThinks(t)).toBe(true);
+    expect(templateThinks(CHATML)).toBe(false);
+  });
+
+  test("the model's own template, a file or inline text in extra_args (they win), or none", () => {
+    expect(chatTemplateReport(QWEN3ISH, [])).toMatchObject({ source: "model", thinking: true });
+    expect(chatTemplateReport(CHATML, [])).toMatchObject({ source: "model", thinking: false });
+    expect(chatTemplateReport(null, [])).toMatchObject({ source: "none", thinking: false });
+    expect(chatTemplateReport(CHATML, ["--chat-template", "<think>"])).toMatchObject({
+      source: "inline",
+      thinking: true,
+    });
+    const args = ["--chat-template-file", "t.jinja"];
+    expect(chatTemplateReport(CHATML, args, { path: "t.jinja", text: QWEN3ISH })).toMatchObject({
+      source: "file",
+      thinking: true,
+    });
+    expect(
+      chatTemplateReport(CHATML, ["--chat-template-file=t.jinja"], { path: "t.jinja", text: CHATML }),
+    ).toMatchObject({
+      source: "file",
+      thinking: false,
+    });
+    const unread = chatTemplateReport(QWEN3ISH, args, { path: "t.jinja", problem: "no such file" });
+    expect(unread).toMatchObject({ source: "file", thinking: null });
+    expect(unread.reason).toContain("no such file");
+  });
+
+  test("planInputs reads the file extra_args name (relative to the core's folder); the report and launch carry it", async () => {
+    using dir = tmpdir();
+    writeGguf(dir.path, "m.gguf", llama7b({ extra: { "tokenizer.chat_template": CHATML } }));
+    writeFileSync(join(dir.path, "config.yaml"), "model:\n  path: ./m.gguf\n");
+    const deps: PlanDeps = { readModel: defaultPlanDeps.readModel, probe: async () => cpuOnlyMachine() };
+    const own = await planInputs(loadConfig("config.yaml", dir.path).config, deps);
+    expect(own.plan.chat_template).toMatchObject({ source: "model", thinking: false });
+    expect(own.launch.thinking).toBe(false);
+
+    writeFileSync(
+      join(dir.path, "config.yaml"),
+      "model:\n  path: ./m.gguf\nllama:\n  extra_args: [--chat-template-file, think.jinja]\n",
+    );
+    const read: string[] = [];
+    const readTemplate = (p: string) => {
+      read.push(p);
+      return QWEN3ISH;
+    };
+    const withFile = { ...deps, readTemplate };
+    const config = loadConfig("config.yaml", dir.path).config;
+    const planned = await planInputs(config, withFile);
+    expect(read).toEqual([join(process.cwd(), "think.jinja")]);
+    expect(planned.plan.chat_template).toMatchObject({ source: "file", thinking: true });
+    expect(planned.launch.thinking).toBe(true);
+    const text = renderPlan(await buildPlanReport(config, withFile), false);
+    expect(text).toContain("Template  thinking: yes");
+  });
+});

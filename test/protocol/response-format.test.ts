@@ -1,0 +1,41 @@
+import { describe, expect, test } from "bun:test";
+import { MAX_SCHEMA_CHARS, ResponseFormatSchema, schemaProblem } from "../../src/protocol/response-format.ts";
+
+describe("response_format: what the params alone refuse", () => {
+  test("ordinary schemas pass, recursive ones through properties or items too", () => {
+    expect(schemaProblem({ type: "object", properties: { a: { type: "string" } } })).toBeUndefined();
+    const tree = { $defs: { n: { type: "array", items: { $ref: "#/$defs/n" } } }, $ref: "#/$defs/n" };
+    expect(schemaProblem(tree)).toBeUndefined();
+    const linked = { type: "object", properties: { next: { anyOf: [{ $ref: "#" }, { type: "null" }] } } };
+    expect(schemaProblem(linked)).toBeUndefined();
+  });
+
+  test("a $ref cycle that never reaches a value is named, with its pointers", () => {
+    expect(schemaProblem({ $ref: "#" })).toContain("# → #");
+    const two = { $defs: { a: { $ref: "#/$defs/b" }, b: { $ref: "#/$defs/a" } }, $ref: "#/$defs/a" };
+    expect(schemaProblem(two)).toMatch(/\$ref cycle.*#\/\$defs\/a → #\/\$defs\/b → #\/\$defs\/a/);
+    const viaAllOf = { $defs: { a: { allOf: [{ not: { $ref: "#/$defs/a" } }] } }, $ref: "#/$defs/a" };
+    expect(schemaProblem(viaAllOf)).toContain("$ref cycle");
+    const escaped = { $defs: { "a/b": { $ref: "#/$defs/a~1b" } }, $ref: "#/$defs/a~1b" };
+    expect(schemaProblem(escaped)).toContain("#/$defs/a~1b");
+  });
+
+  test("too big and too deep are refused; depth is walked without recursion", () => {
+    expect(schemaProblem({ description: "x".repeat(MAX_SCHEMA_CHARS) })).toContain("at most");
+    let deep: Record<string, unknown> = {};
+    for (let i = 0; i < 5000; i++) deep = { items: deep };
+    expect(schemaProblem(deep)).toContain("deeper than 64");
+  });
+
+  test("dangling and remote $refs are left to the validator and llama-server", () => {
+    expect(schemaProblem({ properties: { a: { $ref: "#/nowhere" } } })).toBeUndefined();
+    expect(schemaProblem({ $ref: "https://example.com/s.json" })).toBeUndefined();
+  });
+
+  test("the two formats, and nothing else", () => {
+    expect(ResponseFormatSchema.safeParse({ type: "json_object" }).success).toBe(true);
+    expect(ResponseFormatSchema.safeParse({ type: "json_schema", schema: {}, name: "x" }).success).toBe(true);
+    expect(ResponseFormatSchema.safeParse({ type: "json_schema", schema: {}, name: "" }).success).toBe(false);
+    expect(ResponseFormatSchema.safeParse({ type: "text" }).success).toBe(false);
+  });
+});
