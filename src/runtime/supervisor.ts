@@ -8,7 +8,6 @@ import { Launcher } from "./launcher.ts";
 import { LogTail } from "./log-sink.ts";
 import { removePidRecord } from "./pid-file.ts";
 import { Prestart } from "./prestart.ts";
-import { intakeFraction, modelIntake } from "./proc-memory.ts";
 import { ProgressBeat } from "./progress-beat.ts";
 import { RestartPolicy } from "./restart-policy.ts";
 import { RpcWatch } from "./rpc-watch.ts";
@@ -18,6 +17,8 @@ import type { SupervisorOptions } from "./supervisor-options.ts";
 import { type Running, StateCell, type StateOf, type SupervisorState, serving } from "./supervisor-state.ts";
 
 const shuttingDown = () => cancelledError("llama-server is stopping: the core is shutting down");
+/** How long after readiness llama-server has surely begun its task loop (see halt). */
+const POLITE_AFTER_READY_MS = 100;
 
 /**
  * Owns llama-server's life as one state (supervisor-state.ts): stopped → starting → ready →
@@ -209,12 +210,8 @@ export class Supervisor implements LlamaProvider {
       restartFor: from.restartFor,
       abort: new AbortController(),
       spawned: Promise.withResolvers<void>(),
-      // Loading's fraction: how much of the model the child has taken in (Linux /proc).
-      progress: new ProgressBeat(since, () =>
-        starting.pid === undefined
-          ? undefined
-          : intakeFraction(modelIntake(starting.pid), this.launcher.plan?.model_bytes),
-      ),
+      // Loading's fraction: the child's state lines, else /proc (load-fraction.ts).
+      progress: new ProgressBeat(since, () => starting.loadFraction?.()),
       done: done.promise,
     };
     // The caller hears this start through joinStart, like every other caller.
@@ -328,12 +325,20 @@ export class Supervisor implements LlamaProvider {
     running.died.abort(err);
   }
 
-  /** Stops a server that served (or was about to): leases see `died`, SIGTERM, SIGKILL after the grace. */
+  /**
+   * Stops a server that served (or was about to): leases see `died`; the exit line where it is
+   * our child, SIGTERM, SIGKILL after the grace (launch-steps.ts stopChild).
+   */
   private async halt(running: Running, why: string): Promise<void> {
     running.sleep.dispose();
     if (!running.died.signal.aborted) running.died.abort(cancelledError(`llama-server was stopped (${why})`));
+    // llama-server begins its task loop a moment after /health turns 200, and that beginning
+    // undoes a polite stop that came first (server_queue::start_loop sets `running` again): the
+    // stop would then wait for the signal or the kill. So no polite stop in that first moment.
+    const early = POLITE_AFTER_READY_MS - (Date.now() - running.readyAt);
+    if (early > 0) await Bun.sleep(early);
     try {
-      await stopChild(running.child, this.options.settings().stopGraceMs);
+      await stopChild(running.child, this.options.settings().stopGraceMs, running.childMode.speaks);
     } catch (err) {
       logger.warn(`stopping llama-server (pid ${running.child.pid}): ${(err as Error).message}`);
       await stopChild(running.child, 0);
