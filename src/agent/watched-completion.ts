@@ -1,5 +1,5 @@
 import { streamCompletion } from "../llama/completion.ts";
-import { LlmError } from "../llama/errors.ts";
+import { ConnectionRefused, LlmError } from "../llama/errors.ts";
 import type { CompletionResult } from "../llama/stream-reply.ts";
 import type { LlamaLease } from "../runtime/endpoint.ts";
 import { watchProgress } from "../runtime/watchdog.ts";
@@ -10,28 +10,38 @@ type CompletionRequest = Parameters<typeof streamCompletion>[1];
  * One completion on a lease, with the server's health judged here and in the watchdog, never
  * by the turn: the request aborts on cancel, on the server's death, or when no byte arrives
  * for request_timeout_s (the watchdog reports the wedge); a connection lost or a server error
- * is reported here, so the supervisor restarts the server on the next chat. A reply that is
- * garbage, or a prompt that does not fit, says nothing about the server and is not reported.
- * Errors are thrown as they came; what they mean for the turn is the turn's to decide.
+ * is reported here, so the supervisor restarts the server on the next chat. A connection
+ * refused is a server that died before its exit was seen: it reached no server, so once the
+ * lease has moved to the restarted one (within the restart budget) it is sent again, once. A
+ * reply that is garbage, or a prompt that does not fit, says nothing about the server and is not
+ * reported. Errors are thrown as they came; what they mean for the turn is the turn's to decide.
  */
 export async function watchedCompletion(
   lease: LlamaLease,
   request: CompletionRequest,
   cancel: AbortSignal,
   onDelta: (delta: string) => void,
-  /** As streamCompletion's: runs once the request is on its way. */
+  /** As streamCompletion's: runs once the request is on its way (again, when it is resent). */
   onSent: () => void,
   /** Each reasoning delta; a byte of reasoning is progress like a byte of content. */
   onReasoning?: (delta: string) => void,
 ): Promise<CompletionResult> {
-  const watch = watchProgress(lease, cancel);
-  try {
-    return await streamCompletion(lease, request, watch.signal, onDelta, watch.touch, onSent, onReasoning);
-  } catch (err) {
-    if (!cancel.aborted && err instanceof LlmError && serverFailed(err)) lease.reportFailure(err.message);
-    throw err;
-  } finally {
-    watch.dispose();
+  for (let resent = false; ; resent = true) {
+    const watch = watchProgress(lease, cancel);
+    try {
+      return await streamCompletion(lease, request, watch.signal, onDelta, watch.touch, onSent, onReasoning);
+    } catch (err) {
+      if (cancel.aborted) throw err;
+      if (err instanceof ConnectionRefused && !resent && lease.reconnect) {
+        watch.dispose();
+        await lease.reconnect(cancel);
+        continue;
+      }
+      if (err instanceof LlmError && serverFailed(err)) lease.reportFailure(err.message);
+      throw err;
+    } finally {
+      watch.dispose();
+    }
   }
 }
 

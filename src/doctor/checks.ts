@@ -11,7 +11,9 @@ import { formatBytes } from "../plan/render.ts";
 import type { DoctorCheck } from "../protocol/doctor.ts";
 import { isCoreError } from "../protocol/errors.ts";
 import type { WorkerReport } from "../rpc/client.ts";
+import { childModeOf } from "../runtime/child-mode.ts";
 import { findLlamaServer } from "../runtime/find-binary.ts";
+import { childModeNote } from "./child-mode-note.ts";
 import { missingLlamaServerFix } from "./llama-server-source.ts";
 
 /** One diagnostic: the protocol's DoctorCheckSchema is its one definition. */
@@ -89,11 +91,12 @@ export async function binaryCheck(
     backends.add(m[1]!.toUpperCase());
   const builtFor = /built with (.+)/.exec(text)?.[1]?.trim() ?? null;
   const list = [...backends];
+  const childMode = await childModeOf(path, process.env);
   return {
     id: "binary",
     status: "ok",
-    message: `${path}: ${version}${list.length ? `, backends ${list.join(", ")}` : ""}`,
-    data: { path, version, built_with: builtFor, backends: list },
+    message: `${path}: ${version}${list.length ? `, backends ${list.join(", ")}` : ""}; ${childModeNote(childMode)}`,
+    data: { path, version, built_with: builtFor, backends: list, child_mode: childMode },
   };
 }
 

@@ -28,6 +28,18 @@ export class LlmError extends Error {
   }
 }
 
+/**
+ * Nothing listens on llama-server's port (ECONNREFUSED): the request never reached a server, so
+ * it did nothing there and may be sent again; a server we started that refuses is gone. Reset or
+ * cut connections are plain `connection_lost`: the request may have been read.
+ */
+export class ConnectionRefused extends LlmError {
+  constructor(message: string) {
+    super("connection_lost", message);
+    this.name = "ConnectionRefused";
+  }
+}
+
 /** The `error` object of a llama-server error body; absent fields are undefined. */
 export interface ErrorBody {
   message?: string;

@@ -1,4 +1,4 @@
-import { LlmError, notJson, responseError } from "./errors.ts";
+import { ConnectionRefused, LlmError, notJson, responseError } from "./errors.ts";
 
 /**
  * The request edge: every call to llama-server goes through `call`, which adds the key, the
@@ -50,7 +50,9 @@ export async function call(server: Target, path: string, o: CallOptions = {}): P
     if (o.signal?.aborted) throw o.signal.reason;
     if (timeout?.aborted)
       throw new LlmError("connection_lost", `llama-server did not answer ${path} within ${o.timeoutMs} ms`);
-    throw new LlmError("connection_lost", `could not reach llama-server: ${(err as Error).message}`);
+    const why = `could not reach llama-server: ${(err as Error).message}`;
+    if ((err as NodeJS.ErrnoException).code === "ECONNREFUSED") throw new ConnectionRefused(why);
+    throw new LlmError("connection_lost", why);
   }
 }
 

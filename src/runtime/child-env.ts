@@ -105,6 +105,12 @@ export function childEnv(
   return env;
 }
 
+/** What a probe of the binary (`--help`, the child-mode check) runs with: the child's, no key. */
+export function probeEnv(parent: Record<string, string | undefined>): Record<string, string> {
+  const { LLAMA_API_KEY: _key, ...env } = childEnv(parent, "");
+  return env;
+}
+
 /** 32 random bytes, hex: a fresh key per launch. */
 export function randomApiKey(): string {
   const bytes = crypto.getRandomValues(new Uint8Array(32));

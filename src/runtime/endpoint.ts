@@ -22,6 +22,14 @@ export interface LlamaLease extends LlamaEndpoint {
    * means the server is wedged; report it with reportFailure. `watchProgress` does both.
    */
   requestTimeoutMs: number;
+  /**
+   * The server refused this lease's request (llama/errors.ts `ConnectionRefused`): it is gone,
+   * though its exit may not have been seen yet. Counts it as the crash it is and resolves once
+   * the lease points at a server that serves (`baseUrl`, `apiKey` and `died` follow it),
+   * restarted within the restart budget; rejects as `acquire` does (over budget, a failed
+   * start, `signal`). Optional: a stand-in provider in a test may not have one.
+   */
+  reconnect?(signal: AbortSignal): Promise<void>;
 }
 
 export interface AcquireOptions {

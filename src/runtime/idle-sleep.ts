@@ -14,6 +14,10 @@ import { ProgressBeat, type ProgressListener } from "./progress-beat.ts";
  * been idle that long) to sleep wakes it first, with one request every waiting lease shares,
  * reporting `waking` progress: the chat's own request would otherwise stall for the reload
  * with nothing to show.
+ *
+ * A child that pushes its state (child mode, recording 90: `sleeping`, then on a wake `loading`
+ * and `ready`) is taken at its word instead: asleep the moment it says so, awake again at its
+ * `ready`, and `/props` is never asked.
  */
 
 /** llama-server checks its idle time at least once a second (server-queue.cpp, max_wait_time). */
@@ -25,6 +29,8 @@ const MAX_RETRY_MS = 60_000;
 export interface SleepWatchOptions {
   /** `--sleep-idle-seconds` × 1000 as launched; 0: it never sleeps and nothing here runs. */
   idleMs: number;
+  /** It reports its sleep and wake itself (`heard`): no looks at /props. */
+  pushed?: boolean;
   /** GET /props `is_sleeping`; null when it did not answer in time. */
   isAsleep(): Promise<boolean | null>;
   /** A request llama-server must wake for; resolves once it has answered (the model is back). */
@@ -69,7 +75,8 @@ export class SleepWatch {
     this.cancelTimer();
     if (idleMs <= 0) return;
     if (this.phase === "awake") {
-      if (!idleLongEnough) return;
+      // A child that pushes its state has not said it sleeps: it is awake.
+      if (!idleLongEnough || this.options.pushed) return;
       // It may have fallen asleep a moment ago, before the timer looked: ask (a few ms, once
       // per idle period) rather than let the chat's own request wake it unannounced.
       const asleep = await abortable(this.options.isAsleep(), signal);
@@ -94,6 +101,23 @@ export class SleepWatch {
     this.idleSince = this.now();
     this.retryMs = 0;
     this.schedule();
+  }
+
+  /**
+   * What the child said of itself (child mode): `sleeping` → asleep now; `ready` while asleep →
+   * awake (a request of its own woke it, not our wake, which ends at its own answer).
+   */
+  heard(state: string): void {
+    if (state === "sleeping" && this.phase === "awake") {
+      this.phase = "asleep";
+      this.cancelTimer();
+      logger.info(
+        `llama-server unloaded its model after ${this.options.idleMs / 1000} s idle (it says it sleeps)`,
+      );
+    } else if (state === "ready" && this.phase === "asleep") {
+      this.phase = "awake";
+      this.idleSince = this.now();
+    }
   }
 
   /** The server stopped or died: no more looks, a wake under way gives up. */
@@ -134,6 +158,7 @@ export class SleepWatch {
   /** The next look at /props: once idle long enough, then backing off while it stays awake. */
   private schedule(): void {
     const { idleMs } = this.options;
+    if (this.options.pushed) return;
     if (idleMs <= 0 || this.busy > 0 || this.phase !== "awake" || this.ended.signal.aborted) return;
     const first = this.idleSince + idleMs + FIRST_LOOK_GRACE_MS - this.now();
     const delay = this.retryMs > 0 ? this.retryMs : Math.max(0, first);

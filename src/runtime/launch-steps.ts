@@ -2,6 +2,8 @@ import { healthStatus, modelsStatus } from "../llama/health.ts";
 import { CoreError, cancelledError } from "../protocol/errors.ts";
 import { logger } from "../util/logger.ts";
 import { childEnv } from "./child-env.ts";
+import { CHILD_MODE_ENV, EXIT_LINE } from "./child-mode.ts";
+import { StateLines } from "./child-state.ts";
 import { classifyStartExit } from "./exit-reason.ts";
 import { LogTail, readLines } from "./log-sink.ts";
 import { removePidRecord, writePidRecord } from "./pid-file.ts";
@@ -46,6 +48,8 @@ export interface Spawned {
   /** Set once the child has exited. */
   exit: Exit | undefined;
   exited: Promise<Exit>;
+  /** Its state lines (child mode, child-state.ts): whether it speaks it, the load's progress. */
+  states: StateLines;
 }
 
 export interface SpawnRequest {
@@ -58,18 +62,24 @@ export interface SpawnRequest {
   env: Record<string, string | undefined>;
   spawner: Spawner;
   dataDir: string;
-  /** Every output line, for the supervisor's tail and the rotating log. */
+  /**
+   * Start it as a router's child (child-mode.ts): LLAMA_SERVER_ROUTER_PORT set and stdin a pipe
+   * we hold. Harmless to a build without it, which ignores both.
+   */
+  childMode?: boolean;
+  /** Every output line but the state lines, for the supervisor's tail and the rotating log. */
   onLine: (line: string) => void;
-  /** Right after spawn: the child's pid and the log file's header line for this start. */
-  onSpawn?: (pid: number, header: string) => void;
+  /** Right after spawn: the child and the log file's header line for this start. */
+  onSpawn?: (spawned: Spawned, header: string) => void;
 }
 
 /** Step 1: spawn on 127.0.0.1:port with the key in the child's environment; record its pid. */
 export function spawnServer(req: SpawnRequest): Spawned | LaunchFailure {
   const argv = [...req.argv, "--host", "127.0.0.1", "--port", String(req.port)];
+  const env = { ...childEnv(req.env, req.apiKey), ...(req.childMode ? CHILD_MODE_ENV : {}) };
   let child: ChildProcess;
   try {
-    child = req.spawner({ path: req.binary, argv, env: childEnv(req.env, req.apiKey) });
+    child = req.spawner({ path: req.binary, argv, env, stdinPipe: req.childMode === true });
   } catch (err) {
     return {
       error: new CoreError(
@@ -82,10 +92,6 @@ export function spawnServer(req: SpawnRequest): Spawned | LaunchFailure {
       retryPort: false,
     };
   }
-  req.onSpawn?.(
-    child.pid,
-    `--- ${new Date().toISOString()} start ${req.binary} ${argv.join(" ")} (pid ${child.pid})\n`,
-  );
   const spawned: Spawned = {
     child,
     binary: req.binary,
@@ -101,10 +107,17 @@ export function spawnServer(req: SpawnRequest): Spawned | LaunchFailure {
       spawned.exit = e;
       return e;
     }),
+    states: new StateLines(),
   };
+  req.onSpawn?.(
+    spawned,
+    `--- ${new Date().toISOString()} start ${req.binary} ${argv.join(" ")} (pid ${child.pid})\n`,
+  );
   const onLine = (line: string) => {
     spawned.lastLine = Date.now();
     spawned.nudge?.();
+    // State lines are progress, not log: the router, too, keeps them out of its log.
+    if (spawned.states.take(line)) return;
     spawned.tail.push(line);
     req.onLine(line);
   };
@@ -280,13 +293,25 @@ export async function launchOnce(req: SpawnRequest, wait: HealthWait): Promise<S
   return spawned;
 }
 
-/** Polite signal, then a kill after the grace period (a streaming llama-server ignores SIGTERM for up to 30 s). */
-export async function stopChild(child: ChildProcess, graceMs: number): Promise<void> {
+/**
+ * The polite stop, then a kill after the grace period (a streaming llama-server ignores a polite
+ * stop for up to its SSE ping interval, 30 s). A child that reads our stdin (`exitLine`: child
+ * mode) gets the router's exit line first, alone for half the grace, then SIGTERM; on Windows,
+ * with no polite signal, the line alone until the grace ends. Otherwise SIGTERM at once (on
+ * Windows the tree killed: nothing gentler exists).
+ */
+export async function stopChild(child: ChildProcess, graceMs: number, exitLine = false): Promise<void> {
   const gone = child.exited.then(() => true);
+  const goneWithin = (ms: number) => Promise.race([gone, Bun.sleep(ms).then(() => false)]);
   if (graceMs > 0) {
-    child.terminate();
-    if (await Promise.race([gone, Bun.sleep(graceMs).then(() => false)])) return;
-    logger.warn(`llama-server (pid ${child.pid}) ignored SIGTERM for ${graceMs} ms; killing it`);
+    let signalAfterMs = 0;
+    if (exitLine && child.writeLine(EXIT_LINE)) signalAfterMs = child.politeSignal ? graceMs / 2 : graceMs;
+    if (signalAfterMs > 0 && (await goneWithin(signalAfterMs))) return;
+    if (signalAfterMs < graceMs) {
+      child.terminate();
+      if (await goneWithin(graceMs - signalAfterMs)) return;
+    }
+    logger.warn(`llama-server (pid ${child.pid}) ignored the polite stop for ${graceMs} ms; killing it`);
   }
   child.kill();
   await Promise.race([gone, Bun.sleep(5000)]);

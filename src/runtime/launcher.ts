@@ -7,13 +7,15 @@ import type { LaunchPlan } from "../plan/launch-plan.ts";
 import { CoreError } from "../protocol/errors.ts";
 import { logger } from "../util/logger.ts";
 import { randomApiKey } from "./child-env.ts";
+import { knownChildMode, rememberChildMode } from "./child-mode.ts";
 import { SleepWatch } from "./idle-sleep.ts";
 import { launchOnce, type Spawned, type SpawnRequest, stopChild } from "./launch-steps.ts";
+import { loadFraction } from "./load-fraction.ts";
 import { dialectFor } from "./load-mode.ts";
 import { type LogTail, RotatingLog } from "./log-sink.ts";
 import { llamaPrograms, reapLeftover, removePidRecord } from "./pid-file.ts";
 import { pickFreePort } from "./ports.ts";
-import { intakeFraction, modelIntake } from "./proc-memory.ts";
+import { modelIntake } from "./proc-memory.ts";
 import type { Unstamped } from "./progress-beat.ts";
 import type { RpcWatch } from "./rpc-watch.ts";
 import { bunSpawner } from "./spawn.ts";
@@ -67,6 +69,8 @@ export class Launcher {
         },
       );
       if (!("error" in outcome)) {
+        // Ready: whether it printed state lines by now says whether this build speaks child mode.
+        rememberChildMode(request.binary, outcome.states.speaks);
         const skipped = this.rpc.afterReady(outcome.tail.last());
         if (skipped) {
           await stopChild(outcome.child, 0);
@@ -109,19 +113,24 @@ export class Launcher {
     const env = this.options.env ?? process.env;
     // argv is rendered here, once, in the flags this build takes (load-mode.ts).
     const argv = renderArgv(plan, await dialectFor(found.path, plan, env, this.options.loadMode));
+    // Child mode unless this version of the binary showed it has none (child-mode.ts).
+    const speaksKnown = knownChildMode(found.path);
     const request = {
       binary: found.path,
       argv,
       env,
       spawner: this.options.spawner ?? bunSpawner,
       dataDir,
+      childMode: speaksKnown !== false,
       onLine: (line: string) => {
         this.tail.push(line);
         this.log?.write(`${line}\n`);
         this.rpc.line(line);
       },
-      onSpawn: (pid: number, header: string) => {
+      onSpawn: (spawned: Spawned, header: string) => {
+        const { pid } = spawned.child;
         starting.pid = pid;
+        starting.loadFraction = loadFraction(spawned.states, speaksKnown, pid, plan.model_bytes);
         this.log?.write(header);
         starting.spawned.resolve();
       },
@@ -129,20 +138,24 @@ export class Launcher {
     return { request, plan };
   }
 
-  /** A ready launch as leases see it, with its idle-sleep watch (idle-sleep.ts). */
+  /**
+   * A ready launch as leases see it, with its idle-sleep watch (idle-sleep.ts): told by the
+   * state lines where the child prints them, else learned from /props.
+   */
   private toRunning(spawned: Spawned, plan: LaunchPlan): Running {
     const endpoint = { baseUrl: spawned.baseUrl, apiKey: spawned.apiKey };
+    const { states } = spawned;
     const pid = spawned.child.pid;
     const sleep = new SleepWatch({
       idleMs: plan.idle_sleep_s * 1000,
+      pushed: states.speaks,
       isAsleep: () => isSleeping(endpoint),
       rouse: (signal) => wake(endpoint, signal, this.options.settings().startupTimeoutMs),
       // A wake re-reads the model in a process that has read before: count from here.
-      wakeMeasure: () => {
-        const before = modelIntake(pid)?.readBytes ?? 0;
-        return () => intakeFraction(modelIntake(pid), plan.model_bytes, before);
-      },
+      wakeMeasure: () =>
+        loadFraction(states, states.speaks, pid, plan.model_bytes, modelIntake(pid)?.readBytes ?? 0),
     });
+    states.onState = (s) => sleep.heard(s.state);
     return {
       child: spawned.child,
       baseUrl: spawned.baseUrl,
@@ -152,6 +165,7 @@ export class Launcher {
       startedAt: spawned.t0,
       readyAt: Date.now(),
       sleep,
+      childMode: states,
     };
   }
 }

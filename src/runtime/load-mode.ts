@@ -1,8 +1,8 @@
-import { statSync } from "node:fs";
 import { type ArgvDialect, memoryFlagged, PLAN_DIALECT } from "../plan/argv.ts";
 import type { LaunchPlan } from "../plan/launch-plan.ts";
 import { runWithTimeout } from "../plan/probe.ts";
-import { childEnv } from "./child-env.ts";
+import { binaryVersion } from "./binary-version.ts";
+import { probeEnv } from "./child-env.ts";
 
 /**
  * Which memory flags a binary takes (plan/argv.ts `ArgvDialect`): builds up to b10587 take
@@ -20,18 +20,11 @@ export type LoadModeProbe = (
 const answers = new Map<string, boolean>();
 
 export const probeLoadMode: LoadModeProbe = async (binary, parentEnv) => {
-  let key: string;
-  try {
-    const st = statSync(binary);
-    key = `${binary}\0${st.size}\0${st.mtimeMs}`;
-  } catch {
-    return false; // the launch reports a missing binary
-  }
+  const key = binaryVersion(binary);
+  if (key === undefined) return false; // the launch reports a missing binary
   const known = answers.get(key);
   if (known !== undefined) return known;
-  // The environment llama-server would get, less the key: printing help needs none.
-  const { LLAMA_API_KEY: _key, ...env } = childEnv(parentEnv, "");
-  const r = await runWithTimeout(binary, ["--help"], 10_000, env);
+  const r = await runWithTimeout(binary, ["--help"], 10_000, probeEnv(parentEnv));
   const speaks = r.kind === "exit" && /(^|\s)--load-mode\b/m.test(`${r.stdout}\n${r.stderr}`);
   // A failed or slow answer is not remembered: the next start asks again.
   if (r.kind === "exit") answers.set(key, speaks);

@@ -1,4 +1,4 @@
-import type { Subprocess } from "bun";
+import type { FileSink, Subprocess } from "bun";
 
 /**
  * The one place that starts and kills llama-server processes. The supervisor takes a
@@ -10,6 +10,16 @@ export interface ChildProcess {
   readonly stderr: ReadableStream<Uint8Array>;
   /** Resolves with the exit status once the process is gone. */
   readonly exited: Promise<{ code: number | null; signal: string | null }>;
+  /**
+   * Whether `terminate()` is a polite signal (SIGTERM). False on Windows, where none exists and
+   * it kills the tree: there the exit line of child mode is the only polite stop.
+   */
+  readonly politeSignal: boolean;
+  /**
+   * Writes one line to the child's stdin when it is a pipe we hold (child mode); false when it
+   * is not, or the child is gone.
+   */
+  writeLine(line: string): boolean;
   /** Polite stop: SIGTERM on Unix. On Windows there is no polite signal, so this kills the tree. */
   terminate(): void;
   /** Hard stop, the whole process tree on Windows. */
@@ -21,15 +31,20 @@ export interface SpawnRequest {
   argv: string[];
   env: Record<string, string>;
   cwd?: string;
+  /**
+   * A pipe we hold as the child's stdin (child mode): the child sees its EOF whenever this
+   * process ends, a SIGKILL included, since the OS closes our end. Else stdin is /dev/null.
+   */
+  stdinPipe?: boolean;
 }
 
 export type Spawner = (req: SpawnRequest) => ChildProcess;
 
 export const bunSpawner: Spawner = (req) => {
-  const proc: Subprocess<"ignore", "pipe", "pipe"> = Bun.spawn([req.path, ...req.argv], {
+  const proc: Subprocess<"pipe" | "ignore", "pipe", "pipe"> = Bun.spawn([req.path, ...req.argv], {
     env: req.env,
     cwd: req.cwd,
-    stdin: "ignore",
+    stdin: req.stdinPipe ? "pipe" : "ignore",
     stdout: "pipe",
     stderr: "pipe",
     // No console window for a GUI host on Windows.
@@ -43,11 +58,23 @@ export const bunSpawner: Spawner = (req) => {
     // llama-server may start helpers (RPC backends); taskkill /T takes the tree.
     Bun.spawnSync(["taskkill", "/PID", String(proc.pid), "/T", "/F"], { windowsHide: true });
   };
+  const stdin = req.stdinPipe ? (proc.stdin as FileSink) : undefined;
   return {
     pid: proc.pid,
     stdout: proc.stdout,
     stderr: proc.stderr,
     exited,
+    politeSignal: process.platform !== "win32",
+    writeLine: (line) => {
+      if (!stdin || proc.exitCode !== null || proc.signalCode !== null) return false;
+      try {
+        stdin.write(`${line}\n`);
+        stdin.flush();
+        return true;
+      } catch {
+        return false; // gone meanwhile
+      }
+    },
     terminate: () => {
       if (process.platform === "win32") killTree();
       else safeKill(proc, "SIGTERM");

@@ -1,5 +1,6 @@
 import type { CoreError } from "../protocol/errors.ts";
 import { logger } from "../util/logger.ts";
+import type { StateLines } from "./child-state.ts";
 import type { SleepWatch } from "./idle-sleep.ts";
 import type { ProgressBeat } from "./progress-beat.ts";
 import type { ChildProcess } from "./spawn.ts";
@@ -20,6 +21,8 @@ export interface Running {
    * asleep, the same process keeps serving, and the next lease wakes it (idle-sleep.ts).
    */
   sleep: SleepWatch;
+  /** Its state lines: `speaks` when it runs as our child (stopped by the exit line first). */
+  childMode: StateLines;
 }
 
 /**
@@ -42,6 +45,8 @@ export type SupervisorState =
       done: Promise<Running>;
       /** Filled in by the start as it spawns (a detail for status, not a change of state). */
       pid?: number;
+      /** Loading's fraction of the child spawned (load-fraction.ts); undefined when unknown. */
+      loadFraction?: () => number | undefined;
       /** Settles once llama-server is spawned, or the start ended without it. */
       spawned: PromiseWithResolvers<void>;
       /** How it failed: the error and the state it left behind (for a prestart's caller). */

@@ -1,3 +1,4 @@
+import { answersAtAll } from "../llama/health.ts";
 import { CoreError, cancelledError } from "../protocol/errors.ts";
 import { abortable } from "../util/abortable.ts";
 import { logger } from "../util/logger.ts";
@@ -5,10 +6,10 @@ import { Semaphore } from "../util/semaphore.ts";
 import type { AcquireOptions, LlamaLease, LlamaProvider, StartTicket } from "./endpoint.ts";
 import { type Exit, stopChild, TAIL_IN_ERRORS } from "./launch-steps.ts";
 import { Launcher } from "./launcher.ts";
+import { leaseOn } from "./lease.ts";
 import { LogTail } from "./log-sink.ts";
 import { removePidRecord } from "./pid-file.ts";
 import { Prestart } from "./prestart.ts";
-import { intakeFraction, modelIntake } from "./proc-memory.ts";
 import { ProgressBeat } from "./progress-beat.ts";
 import { RestartPolicy } from "./restart-policy.ts";
 import { RpcWatch } from "./rpc-watch.ts";
@@ -18,6 +19,12 @@ import type { SupervisorOptions } from "./supervisor-options.ts";
 import { type Running, StateCell, type StateOf, type SupervisorState, serving } from "./supervisor-state.ts";
 
 const shuttingDown = () => cancelledError("llama-server is stopping: the core is shutting down");
+/** The look before a lease: a dead port says so at once; a slow answer is not a refusal. */
+const LISTEN_CHECK_MS = 1000;
+/** How long after readiness llama-server has surely begun its task loop (see halt). */
+const POLITE_AFTER_READY_MS = 100;
+/** How long a server that refused a connection may take to be seen exiting before it is failed. */
+const EXIT_NOTICE_MS = 2000;
 
 /**
  * Owns llama-server's life as one state (supervisor-state.ts): stopped → starting → ready →
@@ -84,24 +91,83 @@ export class Supervisor implements LlamaProvider {
         options?.prestarted,
       );
       const release = await this.gate.acquire(signal);
-      // It may have died while we waited for a slot: give the slot back and start again.
-      const s = this.state.get();
-      if (running.died.signal.aborted || s.kind !== "ready" || s.running !== running) {
-        release();
-        continue;
-      }
+      let usable: boolean;
       try {
-        // Asleep (llama.idle_sleep_s): wait for the model to reload, with progress.
-        await running.sleep.lease(signal, onProgress);
+        usable = await this.usable(running, signal, onProgress);
       } catch (err) {
-        running.sleep.release();
         release();
-        if (signal.aborted) throw signal.reason;
-        // It died while waking (the crash is handled by onExit), or never woke: start again.
-        if (!running.died.signal.aborted) this.reportFailure(running, (err as Error).message);
-        continue;
+        throw err;
       }
-      return this.lease(running, release);
+      if (usable)
+        return leaseOn(running, {
+          requestTimeoutMs: this.options.settings().requestTimeoutMs,
+          releaseSlot: release,
+          reportFailure: (on, reason) => this.reportFailure(on, reason),
+          successor: (old, abort) => this.successor(old, abort),
+        });
+      // It died (or failed) while we waited for a slot or looked: give the slot back, start again.
+      release();
+    }
+  }
+
+  /**
+   * Whether `running` may take a lease now: still the one serving, listening, and awake (woken
+   * first, with progress). False: it died or failed meanwhile, and the caller starts again.
+   */
+  private async usable(
+    running: Running,
+    signal: AbortSignal,
+    onProgress?: (p: StartProgress) => void,
+  ): Promise<boolean> {
+    const s = this.state.get();
+    if (running.died.signal.aborted || s.kind !== "ready" || s.running !== running) return false;
+    // A SIGKILL of a moment ago is learned on a later tick (the exit arrives on its own): the
+    // one cheap look that settles it (a refused connection) comes before the lease, so the
+    // chat restarts it now, with progress, rather than failing on a dead port.
+    if (!(await abortable(answersAtAll(running.port, LISTEN_CHECK_MS), signal))) {
+      await this.refused(running);
+      return false;
+    }
+    try {
+      // Asleep (llama.idle_sleep_s): wait for the model to reload, with progress.
+      await running.sleep.lease(signal, onProgress);
+      return true;
+    } catch (err) {
+      running.sleep.release();
+      if (signal.aborted) throw signal.reason;
+      // It died while waking (the crash is handled by onExit), or never woke: start again.
+      if (!running.died.signal.aborted) this.reportFailure(running, (err as Error).message);
+      return false;
+    }
+  }
+
+  /**
+   * A server we started refused a connection: it is gone, its exit not yet seen. Waits for the
+   * exit, which onExit takes as the crash it is (the next start a restart, within the budget);
+   * one still there after EXIT_NOTICE_MS is failed and stopped instead.
+   */
+  private async refused(running: Running): Promise<void> {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const exited = await Promise.race([
+      running.child.exited.then(() => true),
+      new Promise<boolean>((resolve) => {
+        timer = setTimeout(() => resolve(false), EXIT_NOTICE_MS);
+      }),
+    ]);
+    clearTimeout(timer);
+    if (!exited) this.reportFailure(running, "it refused connections on its own port");
+  }
+
+  /**
+   * A lease's request was refused (lease.reconnect): the crash it is, then a server that serves
+   * for the lease to move to, restarted within the budget. Silent: the chat has begun its step.
+   */
+  private async successor(old: Running, signal: AbortSignal): Promise<Running> {
+    if (!old.died.signal.aborted) await this.refused(old);
+    for (;;) {
+      signal.throwIfAborted();
+      const running = await this.whenRunning(signal, undefined, false);
+      if (await this.usable(running, signal)) return running;
     }
   }
 
@@ -209,12 +275,8 @@ export class Supervisor implements LlamaProvider {
       restartFor: from.restartFor,
       abort: new AbortController(),
       spawned: Promise.withResolvers<void>(),
-      // Loading's fraction: how much of the model the child has taken in (Linux /proc).
-      progress: new ProgressBeat(since, () =>
-        starting.pid === undefined
-          ? undefined
-          : intakeFraction(modelIntake(starting.pid), this.launcher.plan?.model_bytes),
-      ),
+      // Loading's fraction: the child's state lines, else /proc (load-fraction.ts).
+      progress: new ProgressBeat(since, () => starting.loadFraction?.()),
       done: done.promise,
     };
     // The caller hears this start through joinStart, like every other caller.
@@ -254,23 +316,6 @@ export class Supervisor implements LlamaProvider {
       starting.progress.stop();
       starting.spawned.resolve();
     }
-  }
-
-  private lease(running: Running, releaseSlot: () => void): LlamaLease {
-    let released = false;
-    return {
-      baseUrl: running.baseUrl,
-      apiKey: running.apiKey,
-      died: running.died.signal,
-      requestTimeoutMs: this.options.settings().requestTimeoutMs,
-      release: () => {
-        if (released) return;
-        released = true;
-        running.sleep.release();
-        releaseSlot();
-      },
-      reportFailure: (reason: string) => this.reportFailure(running, reason),
-    };
   }
 
   /** A lease's server failed it (wedged, protocol garbage): restart it, counted against the budget. */
@@ -328,12 +373,20 @@ export class Supervisor implements LlamaProvider {
     running.died.abort(err);
   }
 
-  /** Stops a server that served (or was about to): leases see `died`, SIGTERM, SIGKILL after the grace. */
+  /**
+   * Stops a server that served (or was about to): leases see `died`; the exit line where it is
+   * our child, SIGTERM, SIGKILL after the grace (launch-steps.ts stopChild).
+   */
   private async halt(running: Running, why: string): Promise<void> {
     running.sleep.dispose();
     if (!running.died.signal.aborted) running.died.abort(cancelledError(`llama-server was stopped (${why})`));
+    // llama-server begins its task loop a moment after /health turns 200, and that beginning
+    // undoes a polite stop that came first (server_queue::start_loop sets `running` again): the
+    // stop would then wait for the signal or the kill. So no polite stop in that first moment.
+    const early = POLITE_AFTER_READY_MS - (Date.now() - running.readyAt);
+    if (early > 0) await Bun.sleep(early);
     try {
-      await stopChild(running.child, this.options.settings().stopGraceMs);
+      await stopChild(running.child, this.options.settings().stopGraceMs, running.childMode.speaks);
     } catch (err) {
       logger.warn(`stopping llama-server (pid ${running.child.pid}): ${(err as Error).message}`);
       await stopChild(running.child, 0);

@@ -1,9 +1,12 @@
 import { describe, expect, test } from "bun:test";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { isAlive } from "../../src/runtime/proc-info.ts";
 import { spawnCore } from "../fixtures/core-process.ts";
-import { alive } from "../fixtures/stack.ts";
+import { writeSlowLoadingModel } from "../fixtures/slow-loading-model.ts";
+import { alive, waitUntil } from "../fixtures/stack.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
+import { expectGoneAfterCoreKill, llamaChildren, noteTiming } from "./core-kill.ts";
 
 // Opt-in: the compiled core driving a real llama-server end to end (plan → start → chat →
 // cancel → shutdown). The tiny random-weight GGUFs in the shared models/ folder are enough:
@@ -156,6 +159,93 @@ if (!BINARY || !MODEL) {
         data: { reason: "context_overflow" },
       });
       expect(long.data.n_prompt_tokens).toBeGreaterThan(long.data.n_ctx);
+      await core.request({ id: "bye", method: "shutdown" }, 30_000);
+      expect(await core.exited(30_000)).toBe(0);
+    }, 400_000);
+  });
+
+  // Issue 19 (SPEC §14): llama-server runs as the core's child, so a SIGKILL of the core, in any
+  // state, leaves none behind; the processes are looked up afterwards, not read from records.
+  describe("the compiled core killed outright with a real llama-server (child mode)", () => {
+    const configure = (dir: string, model: string, extra = "", llama = "") =>
+      writeFileSync(
+        join(dir, "config.yaml"),
+        [
+          `llama: { binary: ${JSON.stringify(BINARY)}, startup_timeout_s: 120${llama} }`,
+          `model: { path: ${JSON.stringify(model)}${extra} }`,
+          "agents: [{ name: assistant, system_prompt: You are terse. }]",
+        ].join("\n"),
+      );
+
+    test("idle: gone within 1 s of the SIGKILL; doctor said it runs as the core's child", async () => {
+      await using dir = tmpdir();
+      configure(dir.path, MODEL);
+      const core = spawnCore({ cwd: dir.path });
+      const doctor = await core.request({ id: "d", method: "doctor" }, 60_000);
+      const binary = doctor.result.checks.find((c: { id: string }) => c.id === "binary");
+      expect(binary.data.child_mode).toBe(true);
+      expect((await core.request({ id: "w", method: "warmup" }, 180_000)).result).toMatchObject({
+        status: "ready",
+      });
+      await expectGoneAfterCoreKill(core, BINARY, 1000, "real llama-server, idle: core SIGKILL → gone");
+    }, 400_000);
+
+    test("streaming: gone within 1 s of the SIGKILL", async () => {
+      await using dir = tmpdir();
+      // No reply cap: a random-weight model talks until its slot is full.
+      configure(dir.path, MODEL);
+      const core = spawnCore({ cwd: dir.path });
+      core.send({ id: "c", method: "chat", params: { input: "Count to one thousand." } });
+      await core.waitFor(
+        (ms) => ms.filter((m) => m.id === "c" && m.event === "llm_chunk").length >= 5,
+        180_000,
+      );
+      await expectGoneAfterCoreKill(core, BINARY, 1000, "real llama-server, streaming: core SIGKILL → gone");
+    }, 400_000);
+
+    test("loading: gone within its load time + 1 s of the SIGKILL (it sees stdin's end once loaded)", async () => {
+      await using dir = tmpdir();
+      // Read, not mapped: a load of about a gigabyte that takes a second or more.
+      const model = await writeSlowLoadingModel(dir.path, MODEL, 12);
+      configure(dir.path, model, ", max_tokens: 4", ", mmap: false");
+      // How long this model takes to load here, from one full start.
+      await using first = spawnCore({ cwd: dir.path });
+      const warm = await first.request({ id: "w", method: "warmup" }, 180_000);
+      expect(warm.result).toMatchObject({ status: "ready" });
+      const loadMs = warm.result.elapsed_ms as number;
+      noteTiming("real llama-server, the slow model's load (warmup)", loadMs);
+      expect(loadMs).toBeGreaterThan(1000);
+      await first.request({ id: "bye", method: "shutdown" }, 30_000);
+      expect(await first.exited(30_000)).toBe(0);
+
+      const core = spawnCore({ cwd: dir.path });
+      core.send({ id: "w", method: "warmup" });
+      await core.waitFor((ms) => ms.some((m) => m.id === "w" && m.phase === "loading"), 60_000);
+      await expectGoneAfterCoreKill(
+        core,
+        BINARY,
+        loadMs + 1000,
+        "real llama-server, loading: core SIGKILL → gone",
+      );
+    }, 400_000);
+
+    test("a chat sent at once after llama-server's SIGKILL restarts it and is served (issue 19 item 3)", async () => {
+      await using dir = tmpdir();
+      configure(dir.path, MODEL, ", max_tokens: 8");
+      await using core = spawnCore({ cwd: dir.path });
+      expect((await core.request({ id: "w", method: "warmup" }, 180_000)).type).toBe("result");
+      const [dead] = llamaChildren(core, BINARY);
+      process.kill(dead as number, "SIGKILL");
+      const t0 = performance.now();
+      const chat = await core.request({ id: "c", method: "chat", params: { input: "hi" } }, 180_000);
+      noteTiming("real llama-server, chat after its SIGKILL → result", Math.round(performance.now() - t0));
+      expect(chat.type).toBe("result");
+      const phases = core.messages
+        .filter((m) => m.id === "c" && m.event === "warmup_progress")
+        .map((m) => m.phase);
+      expect(phases).toContain("restarting");
+      expect(llamaChildren(core, BINARY)).not.toContain(dead);
+      expect(await waitUntil(() => !isAlive(dead as number), 2000)).toBe(true);
       await core.request({ id: "bye", method: "shutdown" }, 30_000);
       expect(await core.exited(30_000)).toBe(0);
     }, 400_000);

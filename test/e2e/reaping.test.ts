@@ -20,7 +20,8 @@ function killQuietly(pid: number | undefined): void {
 describe.skipIf(process.platform === "win32")("leftovers of a core killed outright", () => {
   test("a core that gets one request and EOF at once still stops a leftover llama-server before it exits", async () => {
     await using dir = tmpdir();
-    const stack = writeStack(dir.path);
+    // A build without child mode: one that speaks it exits with its core, leaving nothing to reap.
+    const stack = writeStack(dir.path, { knobs: { FAKE_LLAMA_NO_CHILD_MODE: "1" } });
     // The leftover ignores SIGTERM, so stopping it takes the reaper's grace period: a core
     // that exits as soon as its input ends would leave it running.
     const first = spawnCore({ cwd: dir.path, env: { ...stack.env, FAKE_LLAMA_IGNORE_SIGTERM: "1" } });

@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { CoreError } from "../../src/protocol/errors.ts";
+import { StateLines } from "../../src/runtime/child-state.ts";
 import {
   type Exit,
   HARD_CAP_FACTOR,
@@ -38,6 +39,8 @@ function fakeSpawned(port: number): { spawned: Spawned; exit: (e: Exit) => void 
       stdout: empty,
       stderr: empty,
       exited: exited.promise,
+      politeSignal: true,
+      writeLine: () => false,
       terminate: () => {},
       kill: () => {},
     },
@@ -54,6 +57,7 @@ function fakeSpawned(port: number): { spawned: Spawned; exit: (e: Exit) => void 
       spawned.exit = e;
       return e;
     }),
+    states: new StateLines(),
   };
   return { spawned, exit: exited.resolve };
 }
@@ -143,6 +147,8 @@ function talkingChild(
       stdout: empty,
       stderr: stderr.readable,
       exited: new Promise(() => {}),
+      politeSignal: true,
+      writeLine: () => false,
       terminate: () => {},
       kill: () => {},
     }),

@@ -8,8 +8,10 @@ import { type LaunchPlan, planLaunch } from "../../src/plan/launch.ts";
 import { CoreError } from "../../src/protocol/errors.ts";
 import { acceptsConnections, queryWorker } from "../../src/rpc/client.ts";
 import { rpcWorkerSnapshot } from "../../src/rpc/workers.ts";
+import { knownChildMode } from "../../src/runtime/child-mode.ts";
 import type { LlamaLease } from "../../src/runtime/endpoint.ts";
 import { pickFreePort } from "../../src/runtime/ports.ts";
+import type { StartProgress } from "../../src/runtime/start-progress.ts";
 import { Supervisor } from "../../src/runtime/supervisor.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 import { waitFor } from "../fixtures/wait.ts";
@@ -70,6 +72,34 @@ if (!BINARY || !MODEL) {
       } finally {
         await supervisor.stop();
       }
+    }, 120_000);
+
+    test("child mode (recording 90): started as a child, loading fraction from its state lines, stopped by the exit line", async () => {
+      await using dir = tmpdir();
+      const supervisor = new Supervisor({
+        findBinary: () => ({ path: BINARY }),
+        // Read, not mapped, so the state lines carry values between 0 and 1.
+        plan: async () => testPlan(MODEL, { context_per_slot: 512, mmap: false }),
+        dataDir: () => join(dir.path, "data"),
+        settings: () => ({ ...SETTINGS, startupTimeoutMs: 60_000, stopGraceMs: 3000 }),
+        reap: false,
+      });
+      const heard: StartProgress[] = [];
+      const lease = await supervisor.acquire(new AbortController().signal, (p) => heard.push(p));
+      lease.release();
+      const pid = supervisor.pid() as number;
+      expect(knownChildMode(BINARY)).toBe(true);
+      expect(readFileSync(`/proc/${pid}/environ`, "utf8").split("\0")).toContain(
+        "LLAMA_SERVER_ROUTER_PORT=1",
+      );
+      for (const p of heard)
+        if (p.phase === "loading" && p.fraction !== undefined) expect(p.fraction).toBeWithin(0, 1.0001);
+      const t0 = Date.now();
+      await supervisor.stop();
+      expect(Date.now() - t0).toBeLessThan(1500);
+      expect(() => process.kill(pid, 0)).toThrow();
+      const log = readFileSync(join(dir.path, "data", "logs", "llama-server.log"), "utf8");
+      expect(log).toContain("exit command received");
     }, 120_000);
 
     test("a missing model → model_missing", async () => {

@@ -3,9 +3,8 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 
 import { join } from "node:path";
 import { type PidRecord, reapLeftover } from "../../src/runtime/pid-file.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
-import { pidAlive, waitFor } from "./helpers/harness.ts";
+import { ownerWithChild, pidAlive, waitFor } from "./helpers/harness.ts";
 
-const OWNER = join(import.meta.dir, "helpers", "owner.ts");
 const EARLY_OWNER = join(import.meta.dir, "helpers", "early-owner.ts");
 
 /** What a reaping core is configured to run: the stand-in's wrapper script in `dir`. */
@@ -21,21 +20,12 @@ async function deadPid(): Promise<number> {
   return p.pid;
 }
 
-/** Starts a supervisor in a separate process, SIGKILLs that process, returns the orphan's pid. */
+/**
+ * Starts a supervisor in a separate process, SIGKILLs that process, returns the orphan's pid.
+ * Its llama-server is a build without child mode: one that speaks it exits with its core.
+ */
 async function orphanIn(dir: string): Promise<{ childPid: number; record: string }> {
-  const owner = Bun.spawn([process.execPath, OWNER, dir], {
-    stdout: "pipe",
-    stderr: "ignore",
-    env: { ...process.env },
-  });
-  const reader = owner.stdout.getReader();
-  let text = "";
-  while (!text.includes("\n")) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    text += new TextDecoder().decode(value);
-  }
-  const childPid = Number(text.match(/READY (\d+)/)?.[1]);
+  const { owner, childPid } = await ownerWithChild(dir, { ...process.env, FAKE_LLAMA_NO_CHILD_MODE: "1" });
   expect(childPid).toBeGreaterThan(0);
   owner.kill("SIGKILL");
   await owner.exited;

@@ -1,23 +1,13 @@
 import { describe, expect, test } from "bun:test";
-import type { CoreError } from "../../src/protocol/errors.ts";
 import type { Supervisor } from "../../src/runtime/supervisor.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
-import { makeSupervisor, waitFor } from "./helpers/harness.ts";
+import { makeSupervisor, rejection, waitFor } from "./helpers/harness.ts";
 
 // Issue 10 item 19: the restart budget is a rate (llama.max_restarts within
 // llama.restart_window_s), an explicit warmup tries at once, and the refusal says when the
 // next automatic try will be.
 
 const never = () => new AbortController().signal;
-
-async function rejection(p: Promise<unknown>): Promise<CoreError> {
-  try {
-    await p;
-  } catch (err) {
-    return err as CoreError;
-  }
-  throw new Error("expected a rejection");
-}
 
 /** Starts (or restarts) the server, kills it outright, waits until the supervisor noticed. */
 async function crashOnce(supervisor: Supervisor): Promise<void> {

@@ -8,6 +8,8 @@ import { chatBody, makeSupervisor, pidAlive, waitFor } from "./helpers/harness.t
 // Issue 11 against the stand-in subprocess: the supervisor's states as status reports them
 // (stopped → starting → ready → sleeping → ready, crash → failed → restarting → ready), idle
 // sleep learned off the hot path, the wake before a lease, and progress at least every 500 ms.
+// Learning it from /props is for builds without child mode (FAKE_LLAMA_NO_CHILD_MODE): a child
+// says it sleeps itself (child-mode.test.ts).
 
 const never = () => new AbortController().signal;
 /** `llama.idle_sleep_s: 1` as planned. */
@@ -47,7 +49,7 @@ describe.skipIf(process.platform === "win32")("idle sleep and progress, through 
   test("stopped → starting → ready → sleeping → ready: the wake comes before the lease, with waking progress", async () => {
     await using dir = tmpdir();
     const { supervisor } = makeSupervisor(dir.path, {
-      env: { FAKE_LLAMA_LOAD_MS: "700" },
+      env: { FAKE_LLAMA_LOAD_MS: "700", FAKE_LLAMA_NO_CHILD_MODE: "1" },
       plan: SLEEP_1S,
     });
     try {
@@ -97,7 +99,7 @@ describe.skipIf(process.platform === "win32")("idle sleep and progress, through 
   test("a lease taken once it may have fallen asleep, before the timer looked, asks /props itself and wakes it with progress", async () => {
     await using dir = tmpdir();
     const { supervisor } = makeSupervisor(dir.path, {
-      env: { FAKE_LLAMA_LOAD_MS: "300" },
+      env: { FAKE_LLAMA_LOAD_MS: "300", FAKE_LLAMA_NO_CHILD_MODE: "1" },
       plan: SLEEP_1S,
     });
     try {

@@ -6,18 +6,9 @@ import { pickFreePort } from "../../src/runtime/ports.ts";
 import type { StartProgress } from "../../src/runtime/start-progress.ts";
 import { watchProgress } from "../../src/runtime/watchdog.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
-import { chatBody, makeSupervisor, pidAlive, waitFor } from "./helpers/harness.ts";
+import { chatBody, makeSupervisor, pidAlive, rejection, waitFor } from "./helpers/harness.ts";
 
 const never = () => new AbortController().signal;
-
-async function rejection(p: Promise<unknown>): Promise<CoreError> {
-  try {
-    await p;
-  } catch (err) {
-    return err as CoreError;
-  }
-  throw new Error("expected a rejection");
-}
 
 describe.skipIf(process.platform === "win32")("supervisor against the stand-in", () => {
   test("starts on 127.0.0.1 with a per-launch key in the env, reports progress, serves chats", async () => {

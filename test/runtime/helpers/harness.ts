@@ -1,5 +1,6 @@
 import { join } from "node:path";
 import type { LaunchPlan } from "../../../src/plan/launch.ts";
+import type { CoreError } from "../../../src/protocol/errors.ts";
 import { Supervisor } from "../../../src/runtime/supervisor.ts";
 import type { SupervisorOptions, SupervisorSettings } from "../../../src/runtime/supervisor-options.ts";
 import {
@@ -89,6 +90,50 @@ export function makeSupervisor(
 
 export function chatBody(stream: boolean, content = "hello") {
   return JSON.stringify({ messages: [{ role: "user", content }], stream });
+}
+
+/** One non-streamed chat on a lease's server: its status, the body read. */
+export async function chatStatus(lease: { baseUrl: string; apiKey: string }): Promise<number> {
+  const res = await fetch(`${lease.baseUrl}/v1/chat/completions`, {
+    method: "POST",
+    headers: { Authorization: `Bearer ${lease.apiKey}` },
+    body: chatBody(false),
+  });
+  await res.text();
+  return res.status;
+}
+
+/** What `p` rejects with (a test of a failure); throws when it resolves. */
+export async function rejection(p: Promise<unknown>): Promise<CoreError> {
+  try {
+    await p;
+  } catch (err) {
+    return err as CoreError;
+  }
+  throw new Error("expected a rejection");
+}
+
+const OWNER = join(import.meta.dir, "owner.ts");
+
+/**
+ * A core stand-in in a process of its own (owner.ts) with a ready llama-server: the process,
+ * to kill outright, and its child's pid. `env` reaches the owner (its FAKE_LLAMA_* knobs the
+ * stand-in).
+ */
+export async function ownerWithChild(
+  dir: string,
+  env: Record<string, string | undefined> = process.env,
+): Promise<{ owner: ReturnType<typeof Bun.spawn>; childPid: number }> {
+  const owner = Bun.spawn([process.execPath, OWNER, dir], { stdout: "pipe", stderr: "ignore", env });
+  const reader = (owner.stdout as ReadableStream<Uint8Array>).getReader();
+  let text = "";
+  while (!text.includes("\n")) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    text += new TextDecoder().decode(value);
+  }
+  reader.releaseLock();
+  return { owner, childPid: Number(text.match(/READY (\d+)/)?.[1]) };
 }
 
 export function pidAlive(pid: number): boolean {

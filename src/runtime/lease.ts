@@ -1,0 +1,47 @@
+import type { LlamaLease } from "./endpoint.ts";
+import type { Running } from "./supervisor-state.ts";
+
+/** What a lease asks of the supervisor that handed it out. */
+export interface LeaseOwner {
+  requestTimeoutMs: number;
+  /** The slot, given back once. */
+  releaseSlot(): void;
+  reportFailure(running: Running, reason: string): void;
+  /** A server that serves in place of `old`, which refused a request (restarted within the budget). */
+  successor(old: Running, signal: AbortSignal): Promise<Running>;
+}
+
+/**
+ * A lease on a slot of `running`. Its endpoint follows the server it is on: `reconnect` moves
+ * it, slot kept, to the successor of a server that refused its request.
+ */
+export function leaseOn(running: Running, owner: LeaseOwner): LlamaLease {
+  let released = false;
+  let on = running;
+  return {
+    get baseUrl() {
+      return on.baseUrl;
+    },
+    get apiKey() {
+      return on.apiKey;
+    },
+    get died() {
+      return on.died.signal;
+    },
+    requestTimeoutMs: owner.requestTimeoutMs,
+    release: () => {
+      if (released) return;
+      released = true;
+      on.sleep.release();
+      owner.releaseSlot();
+    },
+    reportFailure: (reason: string) => owner.reportFailure(on, reason),
+    reconnect: async (signal: AbortSignal) => {
+      if (released) throw new Error("reconnect on a released lease");
+      const old = on;
+      const next = await owner.successor(old, signal);
+      old.sleep.release();
+      on = next;
+    },
+  };
+}

@@ -1,0 +1,125 @@
+import { afterEach, describe, expect, test } from "bun:test";
+import { watchedCompletion } from "../../src/agent/watched-completion.ts";
+import { ConnectionRefused, LlmError } from "../../src/llama/errors.ts";
+import type { LlamaLease } from "../../src/runtime/endpoint.ts";
+import { pickFreePort } from "../../src/runtime/ports.ts";
+import { LlamaStandIn } from "../fixtures/llama-stand-in/in-process.ts";
+
+// Issue 19 item 3: a request refused by a llama-server that died a moment ago reached no server,
+// so it is sent again, once, on the lease moved to the restarted one; anything else that went
+// wrong with the server is reported and thrown as before.
+
+const never = () => new AbortController().signal;
+const REQUEST = { messages: [{ role: "user", content: "hi" }] };
+
+let standIn: LlamaStandIn | undefined;
+afterEach(() => {
+  standIn?.stop();
+  standIn = undefined;
+});
+
+/** A lease on a port nothing listens on, whose reconnect moves it to `to` (if given). */
+async function deadLease(to?: () => { baseUrl: string; apiKey: string }) {
+  const calls = { reconnects: 0, failures: [] as string[] };
+  let endpoint = { baseUrl: `http://127.0.0.1:${await pickFreePort()}`, apiKey: "k" };
+  const lease: LlamaLease = {
+    get baseUrl() {
+      return endpoint.baseUrl;
+    },
+    get apiKey() {
+      return endpoint.apiKey;
+    },
+    died: never(),
+    requestTimeoutMs: 5000,
+    release: () => {},
+    reportFailure: (reason) => calls.failures.push(reason),
+    ...(to
+      ? {
+          reconnect: async () => {
+            calls.reconnects++;
+            endpoint = to();
+          },
+        }
+      : {}),
+  };
+  return { lease, calls };
+}
+
+/** The completion with nobody listening to its deltas. */
+const complete = (lease: LlamaLease) =>
+  watchedCompletion(
+    lease,
+    REQUEST,
+    never(),
+    () => {},
+    () => {},
+  );
+
+async function failure(p: Promise<unknown>): Promise<unknown> {
+  try {
+    await p;
+  } catch (err) {
+    return err;
+  }
+  throw new Error("expected a failure");
+}
+
+describe("watchedCompletion and a server that is gone", () => {
+  test("refused: the lease moves to the restarted server and the request is sent there, once", async () => {
+    const live = new LlamaStandIn().script({ content: "back again" });
+    standIn = live;
+    const { lease, calls } = await deadLease(() => ({ baseUrl: live.baseUrl, apiKey: live.apiKey }));
+    let sent = 0;
+    const deltas: string[] = [];
+    const reply = await watchedCompletion(
+      lease,
+      REQUEST,
+      never(),
+      (d) => deltas.push(d),
+      () => sent++,
+    );
+    expect(reply.content).toBe("back again");
+    expect(deltas.join("")).toBe("back again");
+    expect(calls).toEqual({ reconnects: 1, failures: [] });
+    expect(sent).toBe(2);
+    expect(live.requests).toHaveLength(1);
+  });
+
+  test("refused again by the restarted one: reported and thrown, no third try", async () => {
+    const { lease, calls } = await deadLease(() => ({ baseUrl: lease.baseUrl, apiKey: "k" }));
+    const err = await failure(complete(lease));
+    expect(err).toBeInstanceOf(ConnectionRefused);
+    expect(calls.reconnects).toBe(1);
+    expect(calls.failures).toHaveLength(1);
+  });
+
+  test("a lease that cannot reconnect (a stand-in provider's) reports and throws as before", async () => {
+    const { lease, calls } = await deadLease();
+    const err = await failure(complete(lease));
+    expect(err).toBeInstanceOf(LlmError);
+    expect((err as LlmError).kind).toBe("connection_lost");
+    expect(calls.failures).toHaveLength(1);
+  });
+
+  test("cut mid-reply (the request reached it): reported and thrown, never sent again", async () => {
+    const live = new LlamaStandIn().script({ content: "one two three four", crash_after_chunks: 2 });
+    standIn = live;
+    const calls = { reconnects: 0, failures: 0 };
+    const lease: LlamaLease = {
+      baseUrl: live.baseUrl,
+      apiKey: live.apiKey,
+      died: never(),
+      requestTimeoutMs: 5000,
+      release: () => {},
+      reportFailure: () => calls.failures++,
+      reconnect: async () => {
+        calls.reconnects++;
+      },
+    };
+    const err = await failure(complete(lease));
+    expect(err).toBeInstanceOf(LlmError);
+    expect(err).not.toBeInstanceOf(ConnectionRefused);
+    expect(calls).toEqual({ reconnects: 0, failures: 1 });
+    expect(live.requests).toHaveLength(1);
+  });
+});
