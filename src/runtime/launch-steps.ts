@@ -48,6 +48,8 @@ export interface Spawned {
   /** Set once the child has exited. */
   exit: Exit | undefined;
   exited: Promise<Exit>;
+  /** Settles once both output pipes are read to their end (the child and whatever inherited them closed them). */
+  drained: Promise<void>;
   /** Its state lines (child mode, child-state.ts): whether it speaks it, the load's progress. */
   states: StateLines;
 }
@@ -108,6 +110,7 @@ export function spawnServer(req: SpawnRequest): Spawned | LaunchFailure {
       return e;
     }),
     states: new StateLines(),
+    drained: Promise.resolve(),
   };
   req.onSpawn?.(
     spawned,
@@ -121,8 +124,9 @@ export function spawnServer(req: SpawnRequest): Spawned | LaunchFailure {
     spawned.tail.push(line);
     req.onLine(line);
   };
-  void readLines(child.stdout, onLine);
-  void readLines(child.stderr, onLine);
+  spawned.drained = Promise.all([readLines(child.stdout, onLine), readLines(child.stderr, onLine)]).then(
+    () => {},
+  );
   recordChild(req.dataDir, spawned);
   return spawned;
 }
@@ -227,8 +231,13 @@ export function startupOverdue(
   );
 }
 
+/** Longest an exit's verdict waits for the last log lines (a grandchild may hold the pipes open). */
+const DRAIN_WAIT_MS = 2000;
+
 async function exitFailure(s: Spawned, exit: Exit): Promise<LaunchFailure> {
-  await Bun.sleep(50); // let the last log lines arrive
+  // The verdict reads the log's last lines ("failed to open model"…): on a loaded machine they
+  // may arrive well after the exit, so wait for the pipes' end, not a guessed moment.
+  await Promise.race([s.drained, Bun.sleep(DRAIN_WAIT_MS)]);
   const why = classifyStartExit(s.tail.last(), exit.code, exit.signal);
   return {
     error: new CoreError(why.code, why.message, {

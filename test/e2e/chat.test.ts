@@ -202,6 +202,8 @@ describe.skipIf(!onPosix)("chat through the compiled binary", () => {
         { tool_calls: [{ name: "t__echo", arguments: '{"text":"first"}' }] },
         { tool_calls: [{ name: "t__slow", arguments: '{"ms":2000}' }] },
       ],
+      // A build without child mode, whose orphan only the next core's reaper stops.
+      knobs: { FAKE_LLAMA_NO_CHILD_MODE: "1" },
     });
     const first = spawnCore({ cwd: dir.path, env: stack.env });
     first.send({ id: "turn", method: "chat", params: { input: "do two things", session_id: "k9" } });

@@ -52,6 +52,7 @@ function fakeSpawned(port: number): { spawned: Spawned; exit: (e: Exit) => void 
     t0: Date.now(),
     tail: new LogTail(),
     lastLine: Date.now(),
+    drained: Promise.resolve(),
     exit: undefined,
     exited: exited.promise.then((e) => {
       spawned.exit = e;
