@@ -58,6 +58,8 @@ export async function runWithTimeout(
       stdout: "pipe",
       stderr: "pipe",
       ...(env ? { env } : {}),
+      // A probe (nvidia-smi, llama-server --version) must not flash a console window on Windows.
+      windowsHide: true,
     });
   } catch (err) {
     return { kind: "error", message: (err as Error).message };

@@ -55,8 +55,15 @@ export const bunSpawner: Spawner = (req) => {
     signal: proc.signalCode === null ? null : String(proc.signalCode),
   }));
   const killTree = () => {
-    // llama-server may start helpers (RPC backends); taskkill /T takes the tree.
-    Bun.spawnSync(["taskkill", "/PID", String(proc.pid), "/T", "/F"], { windowsHide: true });
+    // llama-server may start helpers (RPC backends); taskkill /T takes the tree. Where taskkill
+    // refuses (Wine 8 has no /T) or is missing, TerminateProcess of llama-server itself.
+    let ok = false;
+    try {
+      ok =
+        Bun.spawnSync(["taskkill", "/PID", String(proc.pid), "/T", "/F"], { windowsHide: true }).exitCode ===
+        0;
+    } catch {}
+    if (!ok) proc.kill();
   };
   const stdin = req.stdinPipe ? (proc.stdin as FileSink) : undefined;
   return {
