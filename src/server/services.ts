@@ -107,6 +107,11 @@ export class CoreServices implements Services {
       const { modelMemo } =
         require("../models/local-plan-deps.ts") as typeof import("../models/local-plan-deps.ts");
       modelMemo.read(config.model.path).catch(() => {});
+      // The database too (its first open creates the schema, or imports a 0.1 folder once):
+      // a failure here is the chat's to report.
+      try {
+        this.store();
+      } catch {}
     }, 0);
     timer.unref?.();
   }
