@@ -280,6 +280,7 @@ export type PlanResult = {
         kv_cache: number;
         compute: number;
         output: number;
+        cache_ram: number;
         layers: number;
         total: number;
       };
@@ -313,11 +314,13 @@ export type PlanResult = {
         | "flash_attn"
         | "mmap"
         | "rpc"
+        | "cache_ram"
         | "context"
         | "tensor_split"
         | "cache_types"
         | "jinja"
         | "idle_sleep"
+        | "slot_save"
         | "extra_args";
       value: string | number | boolean | null;
       source: "auto" | "config";
