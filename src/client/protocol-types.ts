@@ -67,6 +67,15 @@ export type ChatResult = {
     message: string;
   }[];
   reasoning: string;
+  usage: {
+    prompt_tokens?: number | undefined;
+    cached_tokens?: number | undefined;
+    completion_tokens?: number | undefined;
+    reasoning_tokens?: number | undefined;
+    prompt_ms?: number | undefined;
+    ttft_ms?: number | undefined;
+    tokens_per_s?: number | undefined;
+  };
   dropped_events: number;
   json?: unknown;
 };

@@ -6,6 +6,7 @@ import type { KeyedMutex } from "../../store/keyed-mutex.ts";
 import type { Store } from "../../store/store.ts";
 import type { McpPool } from "../mcp/pool.ts";
 import type { TurnSession } from "./session.ts";
+import type { TurnUsage } from "./usage.ts";
 
 /** What a turn is given by the chat method: the core's services and the request's own edges. */
 export interface TurnDeps {
@@ -40,4 +41,6 @@ export interface TurnContext {
   readonly session: TurnSession;
   /** The step being worked on: the one a cancel's `loop_abort` names. */
   step: number;
+  /** The steps' token counts and timings so far. */
+  readonly usage: TurnUsage;
 }

@@ -120,6 +120,7 @@ export class Turn {
       ctx.deps.emit("llm_start", { step });
       const stepSetup = this.stepSetup(setup);
       const answer = await llmStep(ctx, stepSetup, step);
+      if (answer.kind === "reply") ctx.usage.add(answer.reply);
       if (answer.kind === "failed") return { kind: "llm_error", step, failure: answer.failure };
       if (answer.kind === "overflow") return this.overflowed(step, answer.error, setup.contextSize);
       if (answer.kind === "refused") return { kind: "format_refused", step, error: answer.error };
