@@ -396,6 +396,7 @@ export type CoreStatusResult = {
     started_at: string | null;
     uptime_ms: number | null;
     idle_sleep_s: number | null;
+    cache_ram_bytes: number | null;
     restarts: {
       used: number;
       max: number | null;
@@ -405,6 +406,7 @@ export type CoreStatusResult = {
     };
   };
   core: { pid: number; rss_bytes: number | null; uptime_ms: number };
+  kv_disk: { used_bytes: number | null; files: number | null; budget_bytes: number | null };
   rpc_workers: {
     endpoint: string;
     state:

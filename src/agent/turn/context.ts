@@ -4,6 +4,7 @@ import type { RequestContext } from "../../protocol/method-table.ts";
 import type { LlamaProvider } from "../../runtime/endpoint.ts";
 import type { KeyedMutex } from "../../store/keyed-mutex.ts";
 import type { Store } from "../../store/store.ts";
+import type { PromptReuse } from "../kv/reuse.ts";
 import type { McpPool } from "../mcp/pool.ts";
 import type { TurnSession } from "./session.ts";
 import type { TurnUsage } from "./usage.ts";
@@ -18,6 +19,8 @@ export interface TurnDeps {
   locks: KeyedMutex;
   /** The conversation database (sessions, checkpoints, memory), opened on first need. */
   store(): Store;
+  /** Slots kept per session, prompt records, KV state on disk (SPEC §13); absent: none of it. */
+  reuse?: PromptReuse;
   emit: RequestContext<ChatEvents>["emit"];
   signal: AbortSignal;
   /**
