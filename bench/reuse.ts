@@ -222,12 +222,12 @@ async function timing(): Promise<void> {
   // Two tokens a reply: only the time to the first one is measured, and a random model's
   // longer output strays sooner into what llama-server's tool-call parser refuses.
   const dirOf = (name: string, disk: boolean) =>
-    setup(name, ["model.context: 4096", `llama.kv_disk_bytes: ${disk ? 4 * 2 ** 30 : 0}`], undefined, big, 2);
+    setup(name, ["model.context: 8192", `llama.kv_disk_bytes: ${disk ? 4 * 2 ** 30 : 0}`], undefined, big, 2);
   const saved = dirOf("timing-restored", true);
   const full = dirOf("timing-full", false);
   for (const dir of [saved, full]) {
     await using core = spawnCore({ cwd: dir });
-    for (let i = 0; i < 12; i++) await chat(core, "t", prompt(i));
+    for (let i = 0; i < 14; i++) await chat(core, "t", prompt(i));
     await stop(core);
   }
   // Each round restarts both: one restores the conversation, the other processes all of it.

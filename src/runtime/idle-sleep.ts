@@ -115,7 +115,7 @@ export class SleepWatch {
    */
   heard(state: string): void {
     if (state === "sleeping" && this.phase === "awake") {
-      this.phase = "asleep";
+      this.fellAsleep();
       this.cancelTimer();
       logger.info(
         `llama-server unloaded its model after ${this.options.idleMs / 1000} s idle (it says it sleeps)`,

@@ -167,6 +167,7 @@ export class CoreServices implements Services {
           const s = provider.snapshot?.();
           return !s || (s.state === "ready" && s.sleep === "awake");
         },
+        cacheRamBytes: () => provider.snapshot?.().cacheRamBytes ?? null,
       });
       this.reuse = this.stopAtShutdown("prompt reuse", reuse, () => reuse.stop());
     }

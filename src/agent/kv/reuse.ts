@@ -6,7 +6,7 @@ import { restoreSlot, saveSlot } from "../../llama/slots.ts";
 import type { LlamaLease } from "../../runtime/endpoint.ts";
 import { logger } from "../../util/logger.ts";
 import { launchFingerprint } from "./fingerprint.ts";
-import { entryOf, type KvDisk } from "./kv-disk.ts";
+import { entryOf, type KvDisk, type KvEntry } from "./kv-disk.ts";
 import { emptyRecord, noteSources, type PromptRecord } from "./prompt-record.ts";
 import { SlotTable } from "./slot-table.ts";
 
@@ -21,19 +21,20 @@ import { SlotTable } from "./slot-table.ts";
  *   which unloads every slot, and it is the state a core that is killed, or a machine that
  *   loses power, finds again. A save is a task for llama-server, so its idle clock starts again:
  *   it sleeps `idle_sleep_s` after the save rather than after the turn;
- * - when another session takes the slot and the holder changed since its last save: on the
- *   taking turn's path, before its request (a save costs milliseconds per 1,000 tokens, a
- *   prefill of the same tokens seconds on a CPU);
+ * - when another session takes the slot and the holder changed since its last save: kept by
+ *   llama-server's RAM cache, nothing on the taking turn's path; saved to disk first (on that
+ *   path: a save costs milliseconds per 1,000 tokens, a prefill of them seconds on a CPU) only
+ *   without a RAM cache, or when the taking session's own state is restored over it (`handOver`);
  * - at shutdown, what changed since the last quiet save (within `STOP_SAVE_MS`).
  * Saving never delays a result: it is never on the path of the turn whose state it saves.
- * Restoring happens before a session's turn when its slot does not hold it (another session
- * had it, the server restarted or slept); any failure is logged and the turn processes its
- * prompt, which is what it would have done without a file.
+ * Restoring happens before a session's turn when its slot does not hold it (the server restarted
+ * or slept, another session had it and the RAM cache did not take it); any failure is logged and
+ * the turn processes its prompt, which is what it would have done without a file.
  */
 
 const QUIET_MS = 2000;
-/** Shutdown waits this long for the last saves. */
-export const STOP_SAVE_MS = 3000;
+/** Shutdown waits this long for the last saves (the host gives the whole stop a few seconds: client/shutdown-timing.ts). */
+export const STOP_SAVE_MS = 2000;
 /** A save or a restore that takes longer is given up (the file stays as it was). */
 const SLOT_FILE_TIMEOUT_MS = 60_000;
 const RECORDS_KEPT = 512;
@@ -46,6 +47,8 @@ export interface ReuseDeps {
   slots(): number;
   /** Whether the server can be asked without waking it (ready and awake). */
   awake(): boolean;
+  /** The running server's `--cache-ram` in bytes; null when unknown (a server not planned here). */
+  cacheRamBytes(): number | null;
   now?: () => number;
 }
 
@@ -73,6 +76,8 @@ interface Server {
 
 export class PromptReuse {
   private readonly records = new Map<string, PromptRecord>();
+  /** Sessions whose state llama-server's RAM cache took when they gave way, by the server's epoch. */
+  private readonly inRam = new Map<string, string>();
   private server: Server | undefined;
   private quiet: ReturnType<typeof setTimeout> | undefined;
   /** Saves and restores, one at a time. */
@@ -101,15 +106,7 @@ export class PromptReuse {
     const state = server.table.slots[pick.slot];
     try {
       if (pick.holds) await state?.work;
-      else
-        await this.run(async () => {
-          if (pick.evict) await this.save(server, pick.slot, pick.evict, fp);
-          if (!state) return;
-          // From now on the slot is this session's, whatever the restore makes of it.
-          state.holder = k;
-          state.dirty = false;
-          await this.restore(server, pick.slot, key, fp, signal);
-        });
+      else await this.run(() => this.handOver(server, pick.slot, key, fp, pick.evict, signal));
     } catch (err) {
       if (state) state.busy = false;
       throw err;
@@ -123,6 +120,39 @@ export class PromptReuse {
         this.whenQuiet();
       },
     };
+  }
+
+  /**
+   * The slot goes to `key`'s session. Its holder's state, when it changed since its last save,
+   * is kept by llama-server's RAM cache (it keeps a prompt that is about to lose its slot: 94),
+   * so nothing is on this turn's path; it is saved to disk first only when there is no RAM
+   * cache, or when the session's own state must be restored over it from disk (a restore
+   * writes the slot without passing through the RAM cache). Restored from disk: unless the RAM
+   * cache has it, having taken it from a slot since the server's slots were last emptied.
+   */
+  private async handOver(
+    server: Server,
+    slot: number,
+    key: SessionKey,
+    fp: string | undefined,
+    evict: string | undefined,
+    signal: AbortSignal,
+  ): Promise<void> {
+    const k = keyText(key);
+    const inRam = this.inRam.get(k) === server.epoch;
+    this.inRam.delete(k);
+    const entry = inRam ? undefined : this.restorable(key, fp);
+    const ramCache = (this.deps.cacheRamBytes() ?? 0) > 0;
+    if (evict) {
+      if (entry || !ramCache) await this.save(server, slot, evict, fp);
+      else this.inRam.set(evict, server.epoch);
+    }
+    const state = server.table.slots[slot];
+    if (!state) return;
+    // From now on the slot is this session's, whatever the restore makes of it.
+    state.holder = k;
+    state.dirty = false;
+    if (entry) await this.restore(server, slot, key, entry, signal);
   }
 
   /** At shutdown, before llama-server stops: what changed since the last save, within STOP_SAVE_MS. */
@@ -148,6 +178,7 @@ export class PromptReuse {
       k.startsWith(`${userId}/`) && (sessionId === undefined || k === `${userId}/${sessionId}`);
     const source = sessionId === undefined ? undefined : `session:${sessionId}`;
     const holding = new Set<string>();
+    for (const k of this.inRam.keys()) if (mine(k)) this.inRam.delete(k);
     for (const [k, r] of this.records) {
       if (mine(k)) this.records.delete(k);
       else if (source && k.startsWith(`${userId}/`) && r.notes.some((n) => n.sources.includes(source))) {
@@ -271,25 +302,30 @@ export class PromptReuse {
     }
   }
 
+  /** The session's saved state if it is of this launch's shape; one that is not is dropped. */
+  private restorable(key: SessionKey, fp: string | undefined): KvEntry | undefined {
+    if (fp === undefined || this.diskOff) return undefined;
+    const disk = this.usableDisk();
+    const entry = disk?.entry(key.userId, key.sessionId);
+    if (!disk || !entry) return undefined;
+    const name = disk.nameOf(key.userId, key.sessionId);
+    if (entry.fingerprint === fp && disk.hasState(name)) return entry;
+    // Saved for another model, context, cache type or template (or its file is gone).
+    logger.info(`session ${key.sessionId}'s saved KV state does not fit this launch: dropped`);
+    disk.remove(name);
+    return undefined;
+  }
+
   private async restore(
     server: Server,
     slot: number,
     key: SessionKey,
-    fp: string | undefined,
+    entry: KvEntry,
     signal: AbortSignal,
   ): Promise<void> {
-    if (fp === undefined || this.diskOff) return;
     const disk = this.usableDisk();
     if (!disk) return;
-    const entry = disk.entry(key.userId, key.sessionId);
-    if (!entry) return;
     const name = disk.nameOf(key.userId, key.sessionId);
-    if (entry.fingerprint !== fp || !disk.hasState(name)) {
-      // Saved for another model, context, cache type or template (or its file is gone).
-      logger.info(`session ${key.sessionId}'s saved KV state does not fit this launch: dropped`);
-      disk.remove(name);
-      return;
-    }
     const t0 = performance.now();
     try {
       const timeout = AbortSignal.timeout(SLOT_FILE_TIMEOUT_MS);

@@ -1,6 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { mkdirSync, readdirSync, rmSync, truncateSync } from "node:fs";
 import { join } from "node:path";
+import type { SupervisorSnapshot } from "../../../src/runtime/snapshot.ts";
 import { writeFakeModel } from "../../fixtures/llama-stand-in/binary.ts";
 import type { InProcessOptions } from "../../fixtures/llama-stand-in/in-process.ts";
 import { waitFor } from "../../fixtures/wait.ts";
@@ -77,6 +78,22 @@ describe("prompt reuse with the stand-in", () => {
     expect(slotActions(h, "restore")).toBe(1);
     expect(back.cached_tokens / back.prompt_tokens).toBeGreaterThan(0.6);
     expect(kvFiles(h).filter((f) => f.endsWith(".bin"))).toHaveLength(2);
+  });
+
+  test("with llama-server's RAM cache, the session giving way is left to it: nothing on the taking turn's path", async () => {
+    await using h = harness();
+    // The plan's --cache-ram, as the supervisor's snapshot says it.
+    Object.assign(h.provider, {
+      snapshot: () => ({ state: "ready", sleep: "awake", cacheRamBytes: 2 ** 20 }) as SupervisorSnapshot,
+    });
+    await say(h, "a", "tell me about the sea and the waves");
+    await say(h, "b", "tell me about mountains and rivers");
+    const back = await say(h, "a", "and the moon?");
+    // Neither a save nor a restore between the turns: the RAM cache gave a its prefix back (94).
+    expect(slotActions(h, "save") + slotActions(h, "restore")).toBe(0);
+    expect(back.cached_tokens / back.prompt_tokens).toBeGreaterThan(0.6);
+    // Once quiet, the holder is saved as ever.
+    expect(await waitFor(() => kvFiles(h).length === 2, { timeoutMs: 5000 })).toBe(true);
   });
 
   test("saved once the server is quiet, owner-only; nothing left under a temporary name", async () => {
