@@ -19,7 +19,7 @@
  * (1000) size it (0 runs skips a part); LOCAL_AI_BENCH_CORE runs another build of the core. With
  * no real server given it runs against the stand-in as a smoke run, and says so.
  */
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ensureBinary } from "../test/fixtures/core-process.ts";
@@ -96,7 +96,11 @@ function coreDir(
 function plannedArgv(config: string): string[] {
   const r = Bun.spawnSync([core, "plan", "--json", "--config", config], { cwd: work });
   if (r.exitCode !== 0) throw new Error(`local-ai plan failed: ${r.stderr.toString()}`);
-  return (JSON.parse(r.stdout.toString()) as { plan: { argv: string[] } }).plan.argv;
+  const argv = (JSON.parse(r.stdout.toString()) as { plan: { argv: string[] } }).plan.argv;
+  // The folder the supervisor makes before its spawn (llama-server refuses one that is missing).
+  const slots = argv.indexOf("--slot-save-path");
+  if (slots >= 0) mkdirSync(argv[slots + 1] as string, { recursive: true });
+  return argv;
 }
 
 interface ColdDirect {

@@ -6,7 +6,7 @@
  */
 import { join } from "node:path";
 
-const ALL = ["stdio", "plan", "supervisor", "chat", "client", "pull", "chat-overhead", "store"];
+const ALL = ["stdio", "plan", "supervisor", "chat", "client", "pull", "chat-overhead", "store", "reuse"];
 const chosen = process.argv.slice(2).filter((a) => !a.startsWith("-"));
 const names = chosen.length > 0 ? chosen : ALL;
 

@@ -18,28 +18,46 @@ export function estimateAll(values: readonly unknown[]): number {
 }
 
 /**
- * Keeps the newest whole turns of `history` that fit in `budget` tokens. A turn starts at a
- * user message and carries its assistant and tool messages, so a tool result is never kept
- * without the call it answers. Older turns go first; the history on disk keeps them all.
+ * How much of the budget the history may fill right after a trim: the rest is room for the
+ * turns to come, which then reuse the new prefix (SPEC §13: at least a quarter goes at once).
  */
-export function trimHistory(
+export const KEEP_AFTER_TRIM = 0.5;
+
+/**
+ * The first history message to send (the cut) within `budget` tokens. The cut stays where it
+ * was while what follows it fits, so the prompt keeps the prefix the slot holds; once it does
+ * not, the oldest whole turns go at once until at most KEEP_AFTER_TRIM of the budget is left.
+ * A turn starts at a user message and carries its assistant and tool messages, so a tool
+ * result is never sent without the call it answers. `cost(i)` is what message i costs as sent.
+ * The database keeps every message either way.
+ */
+export function trimInSteps(
   history: readonly ChatMessage[],
+  cost: (i: number) => number,
+  cut: number,
   budget: number,
-): { kept: ChatMessage[]; dropped: number } {
-  const turns: ChatMessage[][] = [];
-  for (const m of history) {
-    if (m.role === "user" || turns.length === 0) turns.push([m]);
-    else turns[turns.length - 1]?.push(m);
+): number {
+  const starts = turnStarts(history);
+  const after = new Array<number>(history.length + 1).fill(0);
+  for (let i = history.length - 1; i >= 0; i--) after[i] = (after[i + 1] ?? 0) + cost(i);
+  const costFrom = (from: number) => after[from] ?? 0;
+  // A cut inside a turn (the history was rewritten since) moves to the next turn's start.
+  let from = starts.find((s) => s >= cut) ?? history.length;
+  if (costFrom(from) <= budget) return from;
+  const target = Math.floor(budget * KEEP_AFTER_TRIM);
+  for (const s of starts) {
+    if (s < from) continue;
+    from = s;
+    if (costFrom(s) <= target) return s;
   }
-  const kept: ChatMessage[][] = [];
-  let used = 0;
-  for (let i = turns.length - 1; i >= 0; i--) {
-    const turn = turns[i] ?? [];
-    const cost = estimateAll(turn);
-    if (used + cost > budget) break;
-    kept.unshift(turn);
-    used += cost;
-  }
-  const flat = kept.flat();
-  return { kept: flat, dropped: history.length - flat.length };
+  return history.length;
+}
+
+/** Where each turn of the history starts (a user message; the first message in any case). */
+function turnStarts(history: readonly ChatMessage[]): number[] {
+  const starts: number[] = [];
+  history.forEach((m, i) => {
+    if (i === 0 || m.role === "user") starts.push(i);
+  });
+  return starts;
 }

@@ -67,6 +67,15 @@ export type ChatResult = {
     message: string;
   }[];
   reasoning: string;
+  usage: {
+    prompt_tokens?: number | undefined;
+    cached_tokens?: number | undefined;
+    completion_tokens?: number | undefined;
+    reasoning_tokens?: number | undefined;
+    prompt_ms?: number | undefined;
+    ttft_ms?: number | undefined;
+    tokens_per_s?: number | undefined;
+  };
   dropped_events: number;
   json?: unknown;
 };
@@ -280,6 +289,7 @@ export type PlanResult = {
         kv_cache: number;
         compute: number;
         output: number;
+        cache_ram: number;
         layers: number;
         total: number;
       };
@@ -313,11 +323,13 @@ export type PlanResult = {
         | "flash_attn"
         | "mmap"
         | "rpc"
+        | "cache_ram"
         | "context"
         | "tensor_split"
         | "cache_types"
         | "jinja"
         | "idle_sleep"
+        | "slot_save"
         | "extra_args";
       value: string | number | boolean | null;
       source: "auto" | "config";
@@ -384,6 +396,7 @@ export type CoreStatusResult = {
     started_at: string | null;
     uptime_ms: number | null;
     idle_sleep_s: number | null;
+    cache_ram_bytes: number | null;
     restarts: {
       used: number;
       max: number | null;
@@ -393,6 +406,7 @@ export type CoreStatusResult = {
     };
   };
   core: { pid: number; rss_bytes: number | null; uptime_ms: number };
+  kv_disk: { used_bytes: number | null; files: number | null; budget_bytes: number | null };
   rpc_workers: {
     endpoint: string;
     state:

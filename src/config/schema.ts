@@ -154,6 +154,11 @@ export const LlamaSchema = z
     log_files: positiveInt.default(3),
     /** llama.cpp RPC workers whose memory the plan may use (see RpcWorkersSchema). */
     rpc: RpcWorkersSchema.default([]),
+    /**
+     * Disk a conversation's saved KV state may take under data_dir/kv (SPEC §13), all sessions
+     * together; the least recently used go first. 0 saves nothing to disk.
+     */
+    kv_disk_bytes: nonNegativeInt.default(4 * 1024 ** 3),
   })
   .prefault({});
 

@@ -225,10 +225,11 @@ export function planCheck(
         ? `${plan.gpu_layers} layers on the GPU`
         : "CPU only";
     const tight = plan.devices.some((d) => d.free_after_bytes < 0.1 * d.budget_bytes);
+    const cacheRam = plan.devices.reduce((a, d) => a + d.usage.cache_ram, 0);
     return {
       id: "plan",
       status: plan.warnings.some((w) => w.startsWith("memory is tight")) ? "warn" : "ok",
-      message: `fits: ${plan.context_per_slot} tokens × ${plan.slots} slot(s), ${gpu}, ${plan.threads} threads${tight ? " (tight)" : ""}`,
+      message: `fits: ${plan.context_per_slot} tokens × ${plan.slots} slot(s), ${gpu}, ${plan.threads} threads, RAM prompt cache ${formatBytes(cacheRam)}${tight ? " (tight)" : ""}`,
       ...(plan.warnings.length ? { fix: plan.warnings.join("; ") } : {}),
       data: { argv: plan.argv },
     };

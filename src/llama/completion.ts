@@ -55,6 +55,7 @@ export async function streamCompletion(
    */
   onReasoning?: (delta: string) => void,
 ): Promise<CompletionResult> {
+  const sentAt = performance.now();
   const res = await openStream(endpoint, request, signal, onSent);
 
   const assembler = new ToolCallAssembler();
@@ -107,6 +108,8 @@ export async function streamCompletion(
     throw new LlmError("connection_lost", "llama-server closed the stream before the reply finished");
   }
   result.toolCalls = assembler.calls();
+  // Time to first token as the host sees it: from sending the request, HTTP included.
+  if (result.firstTokenAt !== undefined) result.ttftMs = result.firstTokenAt - sentAt;
   return result;
 }
 

@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { z } from "zod";
 import { propsThinking } from "./chat-template.ts";
 import { LlmError } from "./errors.ts";
@@ -7,7 +8,8 @@ import { callJson, type LlamaEndpoint } from "./http.ts";
  * GET /props (recordings 04, 86, 91h): the server's settings as it runs. It answers without
  * waking a sleeping server, and only with the key. Each field is read on its own: one of an
  * unexpected shape is null, the rest still count. The chat template itself (kilobytes) is not
- * kept: only whether it lets the model think.
+ * kept: only whether it lets the model think, and its hash (a saved KV state is valid for one
+ * template: agent/kv/fingerprint.ts).
  */
 
 /** A field that is null when absent or not of the expected shape. */
@@ -36,6 +38,8 @@ export const PropsSchema = z
     chat_template: orNull(z.string()),
     modalities: orNull(z.object({ vision: z.boolean(), audio: z.boolean(), video: z.boolean().optional() })),
     build_info: orNull(z.string()),
+    /** The model file as llama-server opened it (an `hf:` path already resolved). */
+    model_path: orNull(z.string()),
   })
   .transform(({ default_generation_settings: settings, chat_template: template, ...rest }) => ({
     /** The context of one slot (`-c` divided by the slots). */
@@ -43,6 +47,8 @@ export const PropsSchema = z
     /** Whether the template lets the model think (chat-template.ts); null when /props says neither way. */
     thinking: propsThinking(rest.chat_template_caps, template),
     ...rest,
+    /** SHA-256 of the chat template in use, hex. */
+    chat_template_hash: template === null ? null : createHash("sha256").update(template).digest("hex"),
   }));
 
 export type LlamaProps = z.output<typeof PropsSchema>;
@@ -74,8 +80,8 @@ export async function isSleeping(server: LlamaEndpoint): Promise<boolean | null>
   }
 }
 
-/** Context sizes by launch: a launch's `died` signal names it, and its n_ctx never changes. */
-const contextSizes = new WeakMap<AbortSignal, number>();
+/** /props by launch: a launch's `died` signal names it, and what is read here never changes in it. */
+const launches = new WeakMap<AbortSignal, LlamaProps>();
 /** Whether a launch's template thinks, as its /props said (read with the context size). */
 const thinkingByLaunch = new WeakMap<AbortSignal, boolean>();
 
@@ -85,24 +91,31 @@ export function knownThinking(died: AbortSignal): boolean | undefined {
 }
 
 /**
- * The context size per slot of a launch: GET /props once per launch (a round trip off every
- * later chat's time to first token), undefined while it cannot be read.
+ * A launch's /props, asked once per launch (a round trip off every later chat's time to first
+ * token); undefined while it cannot be read, or has no n_ctx.
  */
+export async function launchProps(
+  launch: LlamaEndpoint & { died: AbortSignal },
+  signal: AbortSignal,
+): Promise<LlamaProps | undefined> {
+  const known = launches.get(launch.died);
+  if (known !== undefined) return known;
+  let props: LlamaProps;
+  try {
+    props = await readProps(launch, { signal, timeoutMs: 5000 });
+  } catch {
+    return undefined;
+  }
+  if (props.thinking !== null) thinkingByLaunch.set(launch.died, props.thinking);
+  if (props.n_ctx === null) return undefined;
+  launches.set(launch.died, props);
+  return props;
+}
+
+/** The context size per slot of a launch (launchProps' n_ctx). */
 export async function contextSizeOf(
   launch: LlamaEndpoint & { died: AbortSignal },
   signal: AbortSignal,
 ): Promise<number | undefined> {
-  const known = contextSizes.get(launch.died);
-  if (known !== undefined) return known;
-  let n: number | null;
-  try {
-    const props = await readProps(launch, { signal, timeoutMs: 5000 });
-    n = props.n_ctx;
-    if (props.thinking !== null) thinkingByLaunch.set(launch.died, props.thinking);
-  } catch {
-    return undefined;
-  }
-  if (n === null) return undefined;
-  contextSizes.set(launch.died, n);
-  return n;
+  return (await launchProps(launch, signal))?.n_ctx ?? undefined;
 }

@@ -41,6 +41,10 @@ export interface CompletionResult {
   finishReason: string | null;
   usage: Usage | undefined;
   timings: Timings | undefined;
+  /** `performance.now()` when the first token (content, reasoning or a tool call) arrived. */
+  firstTokenAt?: number;
+  /** From sending the request to the first token, ms (set once the stream ended). */
+  ttftMs?: number;
 }
 
 /** A reply before its first event. */
@@ -117,6 +121,8 @@ export function applyEvent(
     arrived.reasoning?.push(reasoning);
   }
   for (const tc of delta?.tool_calls ?? []) assembler.push(tc);
+  if (result.firstTokenAt === undefined && (result.content || result.reasoning || delta?.tool_calls?.length))
+    result.firstTokenAt = performance.now();
   if (choice.finish_reason) result.finishReason = choice.finish_reason;
   return undefined;
 }

@@ -28,6 +28,7 @@ export const chat = defineMethod({
       },
       locks: services.sessionLocks(),
       store: () => services.store(),
+      reuse: services.promptReuse(),
       emit: (event, fields) => ctx.emit(event, fields),
       signal: ctx.signal,
       settle: () => ctx.settle(),

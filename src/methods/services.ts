@@ -1,3 +1,4 @@
+import type { PromptReuse } from "../agent/kv/reuse.ts";
 import type { McpPool } from "../agent/mcp/pool.ts";
 import type { Config, LoadedConfig } from "../config/schema.ts";
 import type { LlamaProvider } from "../runtime/endpoint.ts";
@@ -40,4 +41,10 @@ export interface Services {
   /** Each user's memory index, built on first need. */
   /** The conversation database, opened on first need. */
   store(): Store;
+  /** Slots kept per session, prompt records, KV state on disk (SPEC §13); made with the llama provider. */
+  promptReuse(): PromptReuse;
+  /** A session's (or, without one, a user's) saved KV state and prompt records erased with it. */
+  forgetKv(userId: string, sessionId?: string): void;
+  /** The saved KV state on disk for `status`; null before the config is loaded, or with saving off. */
+  kvDiskUse?(): { bytes: number; files: number; budget_bytes: number } | null;
 }

@@ -44,7 +44,7 @@ export const sessionsRename = defineMethod({
   }),
 });
 
-/** Erases the session for good: messages, checkpoint, memory, 0.1 files (and later its KV state). */
+/** Erases the session for good: messages, checkpoint, memory, 0.1 files, its saved KV state. */
 export const sessionsDelete = defineMethod({
   name: "sessions.delete",
   params: SessionsDeleteParamsSchema,
@@ -53,6 +53,7 @@ export const sessionsDelete = defineMethod({
     const store = services.store();
     store.mustFind(p.user_id, p.session_id);
     await store.deleteSession(p.user_id, p.session_id);
+    services.forgetKv(p.user_id, p.session_id);
     return { deleted: true as const };
   },
 });
@@ -79,5 +80,9 @@ export const usersDelete = defineMethod({
   name: "users.delete",
   params: UsersDeleteParamsSchema,
   result: () => UsersDeleteResultSchema,
-  run: async (p, _ctx, services) => ({ deleted_sessions: await services.store().deleteUser(p.user_id) }),
+  run: async (p, _ctx, services) => {
+    const deleted_sessions = await services.store().deleteUser(p.user_id);
+    services.forgetKv(p.user_id);
+    return { deleted_sessions };
+  },
 });

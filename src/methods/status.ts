@@ -32,6 +32,7 @@ export const status = defineMethod({
         rss_bytes: coreResidentBytes(),
         uptime_ms: Math.round(process.uptime() * 1000),
       },
+      kv_disk: kvDisk(services),
       rpc_workers: rpcWorkers(services),
       requests: requestsInFlight(ctx.activeRequests(), ctx.id, now),
     } satisfies CoreStatusResult;
@@ -80,6 +81,7 @@ export function describeLlama(
     started_at: serving ? new Date(snap.startedAt as number).toISOString() : null,
     uptime_ms: serving ? Math.max(0, now - (snap.startedAt as number)) : null,
     idle_sleep_s: snap?.idleSleepMs != null ? Math.round(snap.idleSleepMs / 1000) : null,
+    cache_ram_bytes: snap?.cacheRamBytes ?? null,
     restarts: {
       used,
       max,
@@ -89,6 +91,17 @@ export function describeLlama(
         restarts?.nextAutomaticTryAt != null ? new Date(restarts.nextAutomaticTryAt).toISOString() : null,
     },
   };
+}
+
+/** The saved KV state on disk (SPEC §13), as the core last counted it; never an error. */
+function kvDisk(services: Services): CoreStatusResult["kv_disk"] {
+  try {
+    const use = services.kvDiskUse?.();
+    if (use) return { used_bytes: use.bytes, files: use.files, budget_bytes: use.budget_bytes };
+  } catch (err) {
+    logger.warn(`status could not read the KV state folder: ${String((err as Error)?.message ?? err)}`);
+  }
+  return { used_bytes: null, files: null, budget_bytes: null };
 }
 
 /** The supervisor's own states, as a host reads them (docs/protocol.md, status). */

@@ -38,6 +38,8 @@ export const flags = {
   },
   jinja: (on: boolean) => (on ? ["--jinja"] : []),
   idleSleep: (seconds: number) => (seconds > 0 ? ["--sleep-idle-seconds", String(seconds)] : []),
+  cacheRam: (mib: number) => ["--cache-ram", String(mib)],
+  slotSavePath: (dir: string | null) => (dir === null ? [] : ["--slot-save-path", dir]),
 };
 
 /** Whether the weights are held other than llama-server's default (mmap, unlocked): a flag whose spelling the dialect decides. */
@@ -60,7 +62,8 @@ export function renderArgv(plan: LaunchPlan, dialect: ArgvDialect): string[] {
     ...flags.memory(plan, dialect),
     ...flags.jinja(plan.jinja),
     ...flags.idleSleep(plan.idle_sleep_s),
-    // --cache-ram and --slot-save-path go here once the plan decides them.
+    ...flags.cacheRam(plan.cache_ram_mib),
+    ...flags.slotSavePath(plan.slot_save_path),
     ...plan.extra_args,
   ];
 }

@@ -1,8 +1,9 @@
-import type { DeviceUsage } from "../protocol/plan.ts";
+import type { DeviceUsage as PlannedUsage } from "../protocol/plan.ts";
 import { cacheTypeBytes } from "./ggml-types.ts";
 import type { ModelInfo } from "./model.ts";
 
-export type { DeviceUsage } from "../protocol/plan.ts";
+/** What llama-server allocates on a device at load; the RAM prompt cache is the plan's to add (decide/cache-ram.ts). */
+export type DeviceUsage = Omit<PlannedUsage, "cache_ram">;
 
 /**
  * Memory llama-server will allocate, per device, following its own accounting (checked against

@@ -49,6 +49,11 @@ export interface LaunchPlan {
    * says); null or absent when unknown.
    */
   thinking?: boolean | null;
-  // The RAM prompt cache (`--cache-ram`) and the slot files' folder (`--slot-save-path`) join
-  // here as fields when a decision sets them, rendered in argv.ts before extra_args.
+  /**
+   * `--cache-ram` in MiB: llama-server's RAM prompt cache (prompts that left their slot), sized
+   * from the memory budget; always rendered, never llama-server's own 8 GiB default. 0 is off.
+   */
+  cache_ram_mib: number;
+  /** `--slot-save-path`: the folder slot files are saved to and restored from (data_dir/kv); null: none. */
+  slot_save_path: string | null;
 }

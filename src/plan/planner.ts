@@ -3,8 +3,10 @@ import type { ChatTemplateReport, Decision, DevicePlan, Plan, WorkerPlan } from 
 import type { WorkerReport } from "../rpc/client.ts";
 import { PLAN_DIALECT, renderArgv } from "./argv.ts";
 import { memoryBudgets, vramOverrideWarnings } from "./decide/budgets.ts";
+import { decideCacheRam } from "./decide/cache-ram.ts";
 import { chatTemplateReport, type TemplateFile } from "./decide/chat-template.ts";
 import { decideContextAndLayers } from "./decide/context-and-layers.ts";
+import type { Decided } from "./decide/decided.ts";
 import { devicePlans } from "./decide/devices.ts";
 import { fitter } from "./decide/fit.ts";
 import { decideFlashAttn } from "./decide/flash-attn.ts";
@@ -13,6 +15,7 @@ import { type CacheTypes, cacheRequests, decideCacheTypes } from "./decide/kv-ca
 import { decideMemoryFlags } from "./decide/memory-flags.ts";
 import { extraArgsDecision, jinjaDecision } from "./decide/passthrough.ts";
 import { explainingLeftOut, rpcDevices, rpcPlacement, withRpcDevices } from "./decide/rpc-devices.ts";
+import { decideSlotSave } from "./decide/slot-save.ts";
 import { decideSlots } from "./decide/slots.ts";
 import { decideThreads } from "./decide/threads.ts";
 import { applyOverrides, type HardwareSnapshot } from "./hardware.ts";
@@ -30,7 +33,7 @@ import type { ModelInfo } from "./model.ts";
 export type { Decision, DevicePlan, Plan } from "../protocol/plan.ts";
 
 export type PlanConfig = Pick<Config, "model" | "llama" | "hardware"> & {
-  app: Pick<Config["app"], "max_parallel_chats">;
+  app: Pick<Config["app"], "max_parallel_chats" | "data_dir">;
 };
 
 /** The launch, and the report that explains it (its argv rendered from the launch). */
@@ -63,11 +66,8 @@ export function planFor(
   // RPC workers' devices join the GPUs, in front, as llama-server orders them.
   const rpc = rpcDevices(llama.rpc, workers);
   const budgets = withRpcDevices(local, rpc);
-  const warnings = [
-    ...model.warnings,
-    ...vramOverrideWarnings(config.hardware, rawHw.gpus.length),
-    ...rpc.warnings,
-  ];
+  const warnings = [...model.warnings, ...vramOverrideWarnings(config.hardware, rawHw.gpus.length)];
+  warnings.push(...rpc.warnings);
 
   // Cache types first: the V type decides flash attention, and both shape the estimate.
   const cache = decideCacheTypes(model, cacheRequests(llama));
@@ -78,7 +78,6 @@ export function planFor(
     flashAttn: flashAttn.value !== "off",
   });
   const slots = decideSlots(config);
-
   const placed = explainingLeftOut(rpc, () =>
     decideContextAndLayers({
       model,
@@ -94,6 +93,7 @@ export function planFor(
   const threads = decideThreads(llama.threads, hw.cpu);
   const memory = decideMemoryFlags(llama);
   const template = chatTemplateReport(model.chat_template, llama.extra_args, templateFile);
+  const reuse = reuseDecisions(devicePlans(budgets, placed.trial.est, hw.cpu.model), config);
 
   const launch = launchOf(model, config, {
     slots: slots.value,
@@ -106,23 +106,27 @@ export function planFor(
     cache: cache.value,
     memory: memory.value,
     thinking: template.thinking,
+    reuse,
   });
-  const decisions = inArgvOrder(llama, [
-    slots.decision,
-    told.context,
-    told.gpuLayers,
-    ...told.flags,
-    threads.decision,
-    flashAttn.decision,
-    cache.decision,
-    memory.decision,
-  ]);
-  const devices = devicePlans(budgets, placed.trial.est, hw.cpu.model);
+  const decisions = inArgvOrder(
+    llama,
+    [
+      slots.decision,
+      told.context,
+      told.gpuLayers,
+      ...told.flags,
+      threads.decision,
+      flashAttn.decision,
+      cache.decision,
+      memory.decision,
+    ],
+    reuse,
+  );
   return {
     launch,
     plan: reportOf(
       launch,
-      { all: placed.gpuLayers.value.all, devices, workers: rpc.workers, template },
+      { all: placed.gpuLayers.value.all, devices: reuse.devices, workers: rpc.workers, template },
       decisions,
       warnings,
     ),
@@ -131,11 +135,13 @@ export function planFor(
 
 /**
  * The decisions in argv order (the report's lines and argv are one rendering, argv.ts): the
- * planned ones, then --jinja, idle sleep and extra_args last.
+ * planned ones, then --jinja, idle sleep, the RAM prompt cache and the slot folder, and
+ * extra_args last.
  */
-function inArgvOrder(llama: PlanConfig["llama"], planned: Decision[]): Decision[] {
+function inArgvOrder(llama: PlanConfig["llama"], planned: Decision[], reuse: Reuse): Decision[] {
   const extra = extraArgsDecision(llama.extra_args);
-  return [...planned, jinjaDecision(), idleSleepDecision(llama), ...(extra ? [extra] : [])];
+  const tail = [idleSleepDecision(llama), reuse.cacheRam.decision, reuse.slotSave.decision];
+  return [...planned, jinjaDecision(), ...tail, ...(extra ? [extra] : [])];
 }
 
 /** The values decided for a launch, by name. */
@@ -150,6 +156,7 @@ interface Chosen {
   cache: CacheTypes;
   memory: Pick<LaunchPlan, "mmap" | "mlock">;
   thinking: boolean | null;
+  reuse: Reuse;
 }
 
 /** The launch plan: the decided values, and what the config passes through as it is. */
@@ -172,9 +179,40 @@ function launchOf(model: ModelInfo, config: PlanConfig, c: Chosen): LaunchPlan {
     mlock: c.memory.mlock,
     jinja: true,
     idle_sleep_s: config.llama.idle_sleep_s,
+    cache_ram_mib: c.reuse.cacheRam.value,
+    slot_save_path: c.reuse.slotSave.value,
     extra_args: [...config.llama.extra_args],
     thinking: c.thinking,
   };
+}
+
+/** What prompt reuse takes (SPEC §13): the RAM prompt cache, the slot folder, and the devices with the former. */
+interface Reuse {
+  devices: DevicePlan[];
+  cacheRam: Decided<number>;
+  slotSave: Decided<string | null>;
+}
+
+/**
+ * The RAM prompt cache, sized from what the placed launch leaves of RAM, as its own line of the
+ * CPU's memory (host RAM; the GPUs hold none), and the slot folder.
+ */
+function reuseDecisions(placed: DevicePlan[], config: PlanConfig): Reuse {
+  const cacheRam = decideCacheRam({
+    ramLeftBytes: placed.find((d) => d.kind === "cpu")?.free_after_bytes ?? 0,
+    kvBytes: placed.reduce((a, d) => a + d.usage.kv_cache, 0),
+  });
+  const bytes = cacheRam.value * 1024 * 1024;
+  const devices = placed.map((d) =>
+    d.kind === "cpu"
+      ? {
+          ...d,
+          usage: { ...d.usage, cache_ram: bytes, total: d.usage.total + bytes },
+          free_after_bytes: d.free_after_bytes - bytes,
+        }
+      : d,
+  );
+  return { devices, cacheRam, slotSave: decideSlotSave(config.llama, config.app.data_dir) };
 }
 
 /** The plan report: the launch's values, how each was decided, and the argv they render to. */

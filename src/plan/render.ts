@@ -45,7 +45,7 @@ export function renderPlan(report: PlanReport, color: boolean): string {
   );
   lines.push(
     `Memory  ${paint(color, "34", "█")} weights  ${paint(color, "35", "▓")} KV cache  ${paint(color, "33", "▒")} compute+output  ` +
-      `${paint(color, "32", "░")} free  ${paint(color, "2", "·")} kept free`,
+      `${paint(color, "36", "▚")} RAM prompt cache  ${paint(color, "32", "░")} free  ${paint(color, "2", "·")} kept free`,
   );
   for (const d of plan.devices) {
     const u = d.usage;
@@ -56,6 +56,7 @@ export function renderPlan(report: PlanReport, color: boolean): string {
         { n: u.weights, ch: "█", color: "34" },
         { n: u.kv_cache, ch: "▓", color: "35" },
         { n: u.compute + u.output, ch: "▒", color: "33" },
+        { n: u.cache_ram, ch: "▚", color: "36" },
         { n: free, ch: "░", color: "32" },
         { n: d.margin_bytes, ch: "·", color: "2" },
       ],
@@ -68,7 +69,9 @@ export function renderPlan(report: PlanReport, color: boolean): string {
         (d.unified ? " (unified)" : "") +
         (d.endpoint ? ` ${paint(color, "36", `(remote: ${d.endpoint})`)}` : ""),
       `        ${d.name}: weights ${formatBytes(u.weights)}, KV ${formatBytes(u.kv_cache)}, ` +
-        `compute ${formatBytes(u.compute)}, output ${formatBytes(u.output)}, ${u.layers} layers; ` +
+        `compute ${formatBytes(u.compute)}, output ${formatBytes(u.output)}, ` +
+        (u.cache_ram > 0 ? `RAM prompt cache ${formatBytes(u.cache_ram)}, ` : "") +
+        `${u.layers} layers; ` +
         `${formatBytes(free)} left, ${formatBytes(d.margin_bytes)} kept free`,
     );
   }

@@ -3,6 +3,7 @@ import type { ChatEventName as ChatEventNameListed } from "./capabilities.ts";
 import { ResponseFormatSchema } from "./response-format.ts";
 import { SafeIdSchema } from "./safe-id.ts";
 import { ThinkSchema } from "./think.ts";
+import { UsageSchema } from "./usage.ts";
 import { WarmupProgressFields } from "./warmup-progress.ts";
 
 /** `chat` (SPEC §2 chat, §5): its params, its result and its events. */
@@ -67,6 +68,11 @@ export const ChatResultSchema = z.object({
   reasoning: z.string(),
   /** With `response_format`: the answer parsed, valid against the schema. */
   json: z.unknown().optional(),
+  /**
+   * What the turn cost, summed over its steps, from llama-server's own counters (SPEC §13):
+   * `prompt_tokens - cached_tokens` is what it had to process; stored with the turn's answer.
+   */
+  usage: UsageSchema,
   /** Events of this chat the writer dropped because the host read too slowly. */
   dropped_events: z.number().int().nonnegative(),
 });

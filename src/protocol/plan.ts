@@ -102,6 +102,11 @@ export const DeviceUsageSchema = z.strictObject({
   kv_cache: bytes,
   compute: bytes,
   output: bytes,
+  /**
+   * llama-server's RAM prompt cache (`--cache-ram`): prompts that left their slot, kept in host
+   * memory (on `cpu`; 0 elsewhere). Counted in `total`.
+   */
+  cache_ram: bytes,
   /** Repeating layers held on this device. */
   layers: count,
   total: bytes,
@@ -169,6 +174,8 @@ export const DECISION_NAMES = [
   "mmap",
   "jinja",
   "idle_sleep",
+  "cache_ram",
+  "slot_save",
   "extra_args",
 ] as const;
 

@@ -55,6 +55,11 @@ export const statusResultSchema = once(() => {
     uptime_ms: count.nullable(),
     /** `--sleep-idle-seconds` it was started with (0: never sleeps); null before a start. */
     idle_sleep_s: count.nullable(),
+    /**
+     * llama-server's RAM prompt cache (`--cache-ram`) as planned: host memory on top of
+     * `rss_bytes` at start-up, filled as conversations leave their slots; null before a plan.
+     */
+    cache_ram_bytes: bytes,
     restarts: z.strictObject({
       /** Automatic restarts within the window ending now. */
       used: count,
@@ -74,6 +79,12 @@ export const statusResultSchema = once(() => {
       rss_bytes: bytes,
       uptime_ms: count,
     }),
+    /**
+     * Conversations' KV state saved under data_dir/kv (SPEC §13): the bytes and state files
+     * there, and `llama.kv_disk_bytes`. All null before the config is loaded (status never
+     * loads it) or when saving is off (`kv_disk_bytes` 0).
+     */
+    kv_disk: z.strictObject({ used_bytes: bytes, files: count.nullable(), budget_bytes: bytes }),
     /** One per configured RPC worker; empty when none is configured. */
     rpc_workers: z.array(rpcWorkerStatusSchema()),
     /** Requests in flight (chats, pulls, warmups…), oldest first; this status request excluded. */

@@ -30,6 +30,11 @@ export interface LlamaLease extends LlamaEndpoint {
    * start, `signal`). Optional: a stand-in provider in a test may not have one.
    */
   reconnect?(signal: AbortSignal): Promise<void>;
+  /**
+   * How many times the server the lease is on was known to have slept (llama.idle_sleep_s):
+   * each sleep emptied its slots (agent/kv/ keys what a slot holds by it). Absent: never.
+   */
+  readonly sleeps?: number;
 }
 
 export interface AcquireOptions {

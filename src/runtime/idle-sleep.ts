@@ -51,6 +51,7 @@ export class SleepWatch {
   private wake: { done: Promise<void>; beat: ProgressBeat } | undefined;
   private readonly ended = new AbortController();
   private readonly now: () => number;
+  private slept = 0;
 
   constructor(private readonly options: SleepWatchOptions) {
     this.now = options.now ?? Date.now;
@@ -62,6 +63,11 @@ export class SleepWatch {
   /** asleep, waking, or awake (as last learned). */
   get state(): SleepPhase {
     return this.phase;
+  }
+
+  /** Times it was learned asleep: each sleep unloaded the slots' KV cache and the RAM prompt cache. */
+  get sleeps(): number {
+    return this.slept;
   }
 
   /**
@@ -83,7 +89,7 @@ export class SleepWatch {
       // Another lease may have learned it meanwhile, or begun the wake.
       if (this.phase === "awake") {
         if (asleep !== true) return;
-        this.phase = "asleep";
+        this.fellAsleep();
       }
     }
     const wake = this.wake ?? this.beginWake();
@@ -109,7 +115,7 @@ export class SleepWatch {
    */
   heard(state: string): void {
     if (state === "sleeping" && this.phase === "awake") {
-      this.phase = "asleep";
+      this.fellAsleep();
       this.cancelTimer();
       logger.info(
         `llama-server unloaded its model after ${this.options.idleMs / 1000} s idle (it says it sleeps)`,
@@ -173,13 +179,18 @@ export class SleepWatch {
     const asleep = await this.options.isAsleep();
     if (this.busy > 0 || this.phase !== "awake" || this.ended.signal.aborted) return;
     if (asleep === true) {
-      this.phase = "asleep";
+      this.fellAsleep();
       logger.info(`llama-server unloaded its model after ${this.options.idleMs / 1000} s idle (asleep)`);
       return;
     }
     // Not yet (its idle clock may have started later than ours), or no answer: look again later.
     this.retryMs = Math.min(Math.max(this.retryMs * 2, CHECK_INTERVAL_MS), MAX_RETRY_MS);
     this.schedule();
+  }
+
+  private fellAsleep(): void {
+    this.phase = "asleep";
+    this.slept++;
   }
 
   private cancelTimer(): void {

@@ -29,6 +29,9 @@ export function leaseOn(running: Running, owner: LeaseOwner): LlamaLease {
       return on.died.signal;
     },
     requestTimeoutMs: owner.requestTimeoutMs,
+    get sleeps() {
+      return on.sleep.sleeps;
+    },
     release: () => {
       if (released) return;
       released = true;

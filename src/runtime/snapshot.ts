@@ -40,6 +40,8 @@ export interface SupervisorSnapshot {
     contextPerSlot: number | null;
     thinking: boolean | null;
   };
+  /** The last plan's RAM prompt cache (`--cache-ram`), in bytes; null before any launch. */
+  cacheRamBytes: number | null;
 }
 
 /**
@@ -73,5 +75,6 @@ export function snapshotOf(
       contextPerSlot: plan?.context_per_slot ?? null,
       thinking: (running && knownThinking(running.died.signal)) ?? plan?.thinking ?? null,
     },
+    cacheRamBytes: plan ? plan.cache_ram_mib * 1024 * 1024 : null,
   };
 }

@@ -1,3 +1,5 @@
+import type { KvDisk } from "../agent/kv/kv-disk.ts";
+import type { PromptReuse } from "../agent/kv/reuse.ts";
 import type { McpPool } from "../agent/mcp/pool.ts";
 import type { Config, LoadedConfig } from "../config/schema.ts";
 import { METHODS } from "../methods/index.ts";
@@ -29,6 +31,8 @@ export class CoreServices implements Services {
   private pool: McpPool | undefined;
   private locks: KeyedMutex | undefined;
   private database: Store | undefined;
+  private reuse: PromptReuse | undefined;
+  private kvDisk: KvDisk | null | undefined;
   private readonly stoppers: { name: string; stop: () => Promise<void> }[] = [];
   private stopping: Promise<void> | undefined;
   private prepared = false;
@@ -147,6 +151,55 @@ export class CoreServices implements Services {
       this.database = this.stopAtShutdown("store", store, async () => store.close());
     }
     return this.database;
+  }
+
+  promptReuse(): PromptReuse {
+    if (!this.reuse) {
+      // The provider first: services stop in reverse, so the last saves go before llama-server.
+      const provider = this.llama();
+      const { llama } = this.config();
+      const { PromptReuse } = require("../agent/kv/reuse.ts") as typeof import("../agent/kv/reuse.ts");
+      const reuse = new PromptReuse({
+        llama,
+        disk: this.disk(),
+        slots: () => provider.slots(),
+        awake: () => {
+          const s = provider.snapshot?.();
+          return !s || (s.state === "ready" && s.sleep === "awake");
+        },
+        cacheRamBytes: () => provider.snapshot?.().cacheRamBytes ?? null,
+      });
+      this.reuse = this.stopAtShutdown("prompt reuse", reuse, () => reuse.stop());
+    }
+    return this.reuse;
+  }
+
+  forgetKv(userId: string, sessionId?: string): void {
+    if (this.reuse) {
+      this.reuse.forget(userId, sessionId);
+      return;
+    }
+    const disk = this.disk();
+    if (sessionId === undefined) disk?.removeUser(userId);
+    else disk?.removeSession(userId, sessionId);
+  }
+
+  kvDiskUse(): { bytes: number; files: number; budget_bytes: number } | null {
+    if (!this.loaded) return null;
+    const disk = this.disk();
+    return disk ? { ...disk.usage(), budget_bytes: disk.budgetBytes } : null;
+  }
+
+  /** The KV state folder (data_dir/kv), null when `llama.kv_disk_bytes` is 0. */
+  private disk(): KvDisk | null {
+    if (this.kvDisk === undefined) {
+      const { llama, app } = this.config();
+      const { KvDisk } = require("../agent/kv/kv-disk.ts") as typeof import("../agent/kv/kv-disk.ts");
+      const { kvDirOf } =
+        require("../plan/decide/slot-save.ts") as typeof import("../plan/decide/slot-save.ts");
+      this.kvDisk = llama.kv_disk_bytes > 0 ? new KvDisk(kvDirOf(app.data_dir), llama.kv_disk_bytes) : null;
+    }
+    return this.kvDisk;
   }
 
   /** Stops every service once; safe to call from several shutdown paths at the same time. */

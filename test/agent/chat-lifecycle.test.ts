@@ -258,6 +258,11 @@ describe("chat: failures and disk", () => {
     const { events } = await h.chat(3, { input: "what is my capybara called?", session_id: "m2" });
     expect(events.find((e) => e.event === "memory_done")).toEqual(expect.objectContaining({ hits: 1 }));
     expect(names(events).slice(0, 3)).toEqual(["run_start", "memory_start", "memory_done"]);
-    expect(h.llama.requests[1]?.body.messages[0]?.content).toContain("Pancake");
+    // The notes go with the user message, never into the system prompt (SPEC §13: a stable prefix).
+    const messages = h.llama.requests[1]?.body.messages ?? [];
+    expect(messages[0]).toEqual({ role: "system", content: "You are a helpful assistant." });
+    expect(messages.at(-1)?.role).toBe("user");
+    expect(messages.at(-1)?.content).toContain("Pancake");
+    expect(String(messages.at(-1)?.content).endsWith("what is my capybara called?")).toBe(true);
   });
 });

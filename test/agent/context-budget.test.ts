@@ -1,5 +1,5 @@
-import { expect, test } from "bun:test";
-import { estimateTokens, trimHistory } from "../../src/agent/context-budget.ts";
+import { describe, expect, test } from "bun:test";
+import { estimateTokens, KEEP_AFTER_TRIM, trimInSteps } from "../../src/agent/context-budget.ts";
 import type { ChatMessage } from "../../src/protocol/chat-message.ts";
 
 const turn = (n: number, size: number): ChatMessage[] => [
@@ -13,18 +13,53 @@ const turn = (n: number, size: number): ChatMessage[] => [
   { role: "assistant", content: `a${n}` },
 ];
 
+const history = (turns: number) => Array.from({ length: turns }, (_, i) => turn(i + 1, 400)).flat();
+const costOf = (h: ChatMessage[]) => (i: number) => estimateTokens(h[i]);
+const oneTurn = turn(1, 400).reduce((n, m) => n + estimateTokens(m), 0);
+
 test("estimates about 4 characters per token", () => {
   expect(estimateTokens("x".repeat(400))).toBe(100);
 });
 
-test("keeps the newest whole turns that fit and never splits a tool call from its result", () => {
-  const history = [...turn(1, 400), ...turn(2, 400), ...turn(3, 400)];
-  const oneTurn = turn(3, 400).reduce((n, m) => n + estimateTokens(m), 0);
-  const { kept, dropped } = trimHistory(history, oneTurn * 2 + 5);
-  expect(dropped).toBe(4);
-  expect(kept[0]?.role).toBe("user");
-  expect(String(kept[0]?.content).startsWith("q2")).toBe(true);
-  expect(kept).toHaveLength(8);
-  expect(trimHistory(history, 0).kept).toEqual([]);
-  expect(trimHistory(history, 1_000_000).dropped).toBe(0);
+describe("trimInSteps (SPEC §13: trimming in large steps)", () => {
+  test("everything fits: nothing is cut", () => {
+    const h = history(3);
+    expect(trimInSteps(h, costOf(h), 0, 1_000_000)).toBe(0);
+  });
+
+  test("an overflow drops whole turns at once, down to KEEP_AFTER_TRIM of the budget, never splitting a call from its result", () => {
+    const h = history(10);
+    const budget = oneTurn * 8;
+    const cut = trimInSteps(h, costOf(h), 0, budget);
+    expect(cut % 4).toBe(0);
+    expect(h[cut]?.role).toBe("user");
+    const kept = (h.length - cut) / 4;
+    expect(kept * oneTurn).toBeLessThanOrEqual(budget * KEEP_AFTER_TRIM);
+    // At least a quarter of the budget's worth went beyond what the overflow needed.
+    expect(kept * oneTurn).toBeLessThanOrEqual(budget * 0.75);
+  });
+
+  test("the cut stays while what follows it fits, though turns were added since: the prefix is the one the slot holds", () => {
+    const h = history(10);
+    const budget = oneTurn * 8;
+    const cut = trimInSteps(h, costOf(h), 0, budget);
+    const grown = [...h, ...turn(11, 400), ...turn(12, 400)];
+    expect(trimInSteps(grown, costOf(grown), cut, budget)).toBe(cut);
+    // Until it overflows again: then another large step.
+    const more = [...grown, ...history(6)];
+    expect(trimInSteps(more, costOf(more), cut, budget)).toBeGreaterThan(cut + 4 * 2);
+  });
+
+  test("a cut inside a turn (the history was rewritten) moves to the next turn; past the end, nothing is sent", () => {
+    const h = history(4);
+    expect(trimInSteps(h, costOf(h), 5, 1_000_000)).toBe(8);
+    expect(trimInSteps(h, costOf(h), 40, 1_000_000)).toBe(h.length);
+    expect(trimInSteps(h, costOf(h), 0, 0)).toBe(h.length);
+  });
+
+  test("the cost of a message as sent counts (a user message with its memory notes)", () => {
+    const h = history(4);
+    const heavy = (i: number) => (i === 12 ? 1_000_000 : estimateTokens(h[i]));
+    expect(trimInSteps(h, heavy, 0, oneTurn * 3)).toBe(h.length);
+  });
 });

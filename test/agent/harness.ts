@@ -6,7 +6,7 @@ import { Dispatcher } from "../../src/protocol/dispatcher.ts";
 import { Writer } from "../../src/protocol/transport/writer.ts";
 import { CoreServices } from "../../src/server/services.ts";
 import type { Checkpoint } from "../../src/store/checkpoint.ts";
-import { LlamaStandIn } from "../fixtures/llama-stand-in/in-process.ts";
+import { type InProcessOptions, LlamaStandIn } from "../fixtures/llama-stand-in/in-process.ts";
 import { FakeProvider } from "../fixtures/llama-stand-in/provider.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
@@ -25,7 +25,7 @@ export interface Msg {
  */
 export class ChatHarness {
   readonly dir = tmpdir("local-ai-chat-");
-  readonly llama = new LlamaStandIn();
+  readonly llama: LlamaStandIn;
   readonly provider: FakeProvider;
   readonly services: CoreServices;
   readonly out: Msg[] = [];
@@ -37,8 +37,15 @@ export class ChatHarness {
 
   constructor(
     config: Record<string, unknown> = {},
-    options: { slots?: number; queueSize?: number; requestTimeoutMs?: number } = {},
+    options: {
+      slots?: number;
+      queueSize?: number;
+      requestTimeoutMs?: number;
+      /** The stand-in's own options (a model file, a slot folder, a slow save…), given the test's folder. */
+      standIn?: (dir: string) => InProcessOptions;
+    } = {},
   ) {
+    this.llama = new LlamaStandIn(options.standIn?.(this.dir.path));
     this.provider = new FakeProvider(this.llama, options.slots ?? 1, options.requestTimeoutMs);
     this.mcpLog = join(this.dir.path, "mcp-calls.log");
     const full = {

@@ -37,6 +37,10 @@ export interface StartOptions {
   loadMs?: number;
   /** The chat template's text (`--chat-template-file`), as chatml_think.jinja for thinking (91). */
   chatTemplate?: string;
+  /** `--cache-ram` in MiB (94, 94b); absent: llama-server's default. */
+  cacheRamMib?: number;
+  /** `--slot-save-path` (93); absent: slot actions are 501 (93e). */
+  slotDir?: string;
 }
 
 export interface Form {
@@ -59,6 +63,8 @@ const inProcess: Form = {
       sleepIdleMs: options.sleepIdleS === undefined ? undefined : options.sleepIdleS * 1000,
       wakeMs: options.loadMs ?? 0,
       chatTemplate: options.chatTemplate,
+      ...(options.cacheRamMib !== undefined ? { cacheRamMib: options.cacheRamMib } : {}),
+      ...(options.slotDir !== undefined ? { slotSavePath: `${options.slotDir}/` } : {}),
     });
     standIn.script(...(options.script ?? []));
     if (options.loading) standIn.model.loaded = false;
@@ -93,6 +99,8 @@ const subprocess: Form = {
       writeFileSync(file, options.chatTemplate);
       args.push("--jinja", "--chat-template-file", file);
     }
+    if (options.cacheRamMib !== undefined) args.push("--cache-ram", String(options.cacheRamMib));
+    if (options.slotDir !== undefined) args.push("--slot-save-path", options.slotDir);
     const proc = Bun.spawn([binary, ...args, "--port", String(port)], {
       env: {
         PATH: process.env.PATH ?? "",

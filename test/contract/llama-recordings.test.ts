@@ -57,7 +57,8 @@ function expectSameResponse(t: Transcript, status: number, headers: Headers, bod
     expect(got.finish).toBe(recorded.finish);
     if (filledContext(t)) {
       // Timings ride on the last chunk, with usage or without (11, 12).
-      expect(got.last.timings.prompt_n + got.last.timings.predicted_n).toBe(N_CTX);
+      const { cache_n, prompt_n, predicted_n } = got.last.timings;
+      expect(cache_n + prompt_n + predicted_n).toBe(N_CTX);
     } else expect(got.content).toEqual(recorded.content);
     const args = (calls: Json[]) => calls.map((c) => c.function.arguments).join("");
     expect(args(got.toolCalls)).toBe(args(recorded.toolCalls));

@@ -3,6 +3,7 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { isAlive } from "../../src/runtime/proc-info.ts";
 import { spawnCore } from "../fixtures/core-process.ts";
+import { SHARED_DIR } from "../fixtures/shared.ts";
 import { writeSlowLoadingModel } from "../fixtures/slow-loading-model.ts";
 import { alive, waitUntil } from "../fixtures/stack.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
@@ -131,6 +132,84 @@ if (!BINARY || !MODEL) {
 
       await core.request({ id: "bye", method: "shutdown" }, 30_000);
       expect(await core.exited(30_000)).toBe(0);
+    }, 400_000);
+
+    test("prompt reuse (SPEC §13): the turn after a core restart and after idle sleep is restored, not processed again", async () => {
+      await using dir = tmpdir();
+      writeFileSync(
+        join(dir.path, "config.yaml"),
+        [
+          `llama: { binary: ${JSON.stringify(BINARY)}, startup_timeout_s: 120, idle_sleep_s: 2 }`,
+          `model: { path: ${JSON.stringify(MODEL)}, max_tokens: 8 }`,
+          "agents: [{ name: assistant, system_prompt: You are terse., temperature: 0 }]",
+          "memory: { enabled: false }",
+        ].join("\n"),
+      );
+      let n = 0;
+      const chat = async (core: ReturnType<typeof spawnCore>, input: string) => {
+        const r = await core.request(
+          { id: `c${n++}`, method: "chat", params: { session_id: "r", input } },
+          120_000,
+        );
+        expect(r.type).toBe("result");
+        return r.result.usage as { prompt_tokens: number; cached_tokens: number };
+      };
+      const questions = [
+        "Tell me about the sea and the waves and the tides of the northern bay.",
+        "And what about the moon, which pulls the tides twice a day?",
+        "And the lighthouse on the cape, who keeps it lit at night?",
+      ];
+      {
+        await using core = spawnCore({ cwd: dir.path });
+        for (const q of questions) await chat(core, q);
+        await core.request({ id: "bye", method: "shutdown" }, 30_000);
+        expect(await core.exited(30_000)).toBe(0);
+      }
+      await using core = spawnCore({ cwd: dir.path });
+      const restarted = await chat(core, "Go on.");
+      expect(restarted.cached_tokens / restarted.prompt_tokens).toBeGreaterThan(0.8);
+      let state = "";
+      for (const deadline = Date.now() + 20_000; state !== "sleeping" && Date.now() < deadline; ) {
+        await Bun.sleep(250);
+        state = (await core.request({ id: `s${n++}`, method: "status" })).result.llama.state;
+      }
+      expect(state).toBe("sleeping");
+      const woken = await chat(core, "And then?");
+      expect(woken.cached_tokens / woken.prompt_tokens).toBeGreaterThan(0.8);
+      await core.request({ id: "bye", method: "shutdown" }, 30_000);
+      expect(await core.exited(30_000)).toBe(0);
+    }, 400_000);
+
+    test("memory notes in the user message render with the model's template and with templates that take one system message at the top", async () => {
+      for (const template of [null, "chatml_tools.jinja", "chatml_think.jinja"]) {
+        await using dir = tmpdir();
+        const extra = template
+          ? `, extra_args: [--chat-template-file, ${JSON.stringify(join(SHARED_DIR, "llama-server", template))}]`
+          : "";
+        writeFileSync(
+          join(dir.path, "config.yaml"),
+          [
+            `llama: { binary: ${JSON.stringify(BINARY)}, startup_timeout_s: 120${extra} }`,
+            `model: { path: ${JSON.stringify(MODEL)}, max_tokens: 8 }`,
+            "agents: [{ name: assistant, system_prompt: You are terse., temperature: 0 }]",
+            "memory: { enabled: true, top_k: 2 }",
+          ].join("\n"),
+        );
+        await using core = spawnCore({ cwd: dir.path });
+        const first = await core.request(
+          { id: "a", method: "chat", params: { session_id: "a", input: "my capybara is called Pancake" } },
+          120_000,
+        );
+        expect(first.type).toBe("result");
+        const second = await core.request(
+          { id: "b", method: "chat", params: { session_id: "b", input: "what is my capybara called?" } },
+          120_000,
+        );
+        expect(core.messages.find((m) => m.id === "b" && m.event === "memory_done")?.hits).toBeGreaterThan(0);
+        expect(second.type).toBe("result");
+        await core.request({ id: "bye", method: "shutdown" }, 30_000);
+        expect(await core.exited(30_000)).toBe(0);
+      }
     }, 400_000);
 
     test("a quantized KV cache the model's head size refuses is a plan error, not a crashed start; an oversized prompt is invalid_request", async () => {

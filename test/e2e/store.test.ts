@@ -60,7 +60,8 @@ describe.skipIf(!onPosix)("conversations in the database, through the compiled b
       method: "chat",
       params: { user_id: "ann", input: "Porto in spring again?" },
     });
-    expect(stack.llamaRequests().at(-1)?.messages[0]?.content).toContain("Porto is lovely");
+    // Memory notes go with the user message (SPEC §13), not into the system prompt.
+    expect(stack.llamaRequests().at(-1)?.messages.at(-1)?.content).toContain("Porto is lovely");
     expect(existsSync(join(stack.dataDir, "users"))).toBe(false);
     expect(
       existsSync(join(stack.dataDir, "imported-0.1", "users", "ann", "sessions", "trip", "history.json")),

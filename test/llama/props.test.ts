@@ -23,8 +23,13 @@ describe.skipIf(!present)("the recorded /props", () => {
     expect(p.chat_template_caps).toMatchObject({ supports_tools: true, supports_preserve_reasoning: false });
     // Read from the template's text: a tools template that does not think.
     expect(p.thinking).toBe(false);
-    // The template itself (kilobytes) is not kept.
+    // The template itself (kilobytes) is not kept: its hash is, for the KV state's fingerprint.
     expect(JSON.stringify(p).length).toBeLessThan(1000);
+    expect(p.chat_template_hash).toMatch(/^[0-9a-f]{64}$/);
+    expect(parseProps(body("91h-props-thinking-template.txt")).chat_template_hash).not.toBe(
+      p.chat_template_hash,
+    );
+    expect(p.model_path).toBe("models/tiny-llama.gguf");
   });
 
   test("91h-props-thinking-template.txt: a thinking template preserves reasoning and has no tools", () => {
@@ -76,6 +81,8 @@ describe("a /props of another shape", () => {
       modalities: null,
       build_info: null,
       thinking: null,
+      model_path: null,
+      chat_template_hash: null,
     });
     expect(() => parseProps("props")).toThrow(LlmError);
   });

@@ -24,6 +24,7 @@ function snap(over: Partial<SupervisorSnapshot> = {}): SupervisorSnapshot {
     sleep: "awake",
     idleSleepMs: 300_000,
     model: { path: "/m/tiny.gguf", name: "tiny", bytes: 9_000_000, contextPerSlot: 2048, thinking: true },
+    cacheRamBytes: 64 * 2 ** 20,
     ...over,
   };
 }
@@ -67,6 +68,7 @@ describe("what status says of llama-server, from the supervisor's snapshot", () 
       statusResultSchema().parse({
         llama: status,
         core: { pid: 1, rss_bytes: null, uptime_ms: 0 },
+        kv_disk: { used_bytes: null, files: null, budget_bytes: null },
         rpc_workers: [],
         requests: [],
       }),
@@ -93,6 +95,7 @@ describe("what status says of llama-server, from the supervisor's snapshot", () 
       started_at: new Date(NOW - 60_000).toISOString(),
       uptime_ms: 60_000,
       idle_sleep_s: 300,
+      cache_ram_bytes: 64 * 2 ** 20,
       restarts: { used: 1, max: 3, left: 2, window_s: 300, next_automatic_try_at: null },
     });
   });
@@ -179,6 +182,7 @@ describe("the status method", () => {
     expect(created).toBe(false);
     expect(parsed.llama.state).toBe("stopped");
     expect(parsed.llama.slots.total).toBeNull();
+    expect(parsed.kv_disk).toEqual({ used_bytes: null, files: null, budget_bytes: null });
     expect(parsed.rpc_workers).toEqual([]);
     expect(parsed.requests.map((r) => [r.id, r.method])).toEqual([
       ["c1", "chat"],
@@ -188,6 +192,19 @@ describe("the status method", () => {
     expect(Date.parse(parsed.requests[0]!.since)).toBe(t - 1500);
     expect(parsed.core.pid).toBe(process.pid);
     expect(parsed.core.rss_bytes).toBeGreaterThan(0);
+  });
+
+  test("the KV state saved on disk, as the core counted it (SPEC §13)", async () => {
+    const result = statusResultSchema().parse(
+      await run(
+        {
+          existingLlama: () => undefined,
+          kvDiskUse: () => ({ bytes: 11_244, files: 1, budget_bytes: 4 * 2 ** 30 }),
+        },
+        ctx(1, []),
+      ),
+    );
+    expect(result.kv_disk).toEqual({ used_bytes: 11_244, files: 1, budget_bytes: 4 * 2 ** 30 });
   });
 
   test('a request with the same id but another type is not this one (1 and "1" are different ids)', async () => {

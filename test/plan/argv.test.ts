@@ -30,6 +30,8 @@ const PLAN: LaunchPlan = {
   mlock: false,
   jinja: true,
   idle_sleep_s: 300,
+  cache_ram_mib: 256,
+  slot_save_path: "/d/kv",
   extra_args: ["--temp", "0.2"],
 };
 
@@ -39,23 +41,37 @@ describe("renderArgv", () => {
       ...["-m", "/m/x.gguf", "-np", "2", "-c", "8192", "-ngl", "33"],
       ...["--rpc", "10.0.0.2:50052,10.0.0.3:50052", "--tensor-split", "10,23", "-t", "8", "-fa", "on"],
       ...["--cache-type-k", "q8_0", "--cache-type-v", "q8_0", "--jinja", "--sleep-idle-seconds", "300"],
+      ...["--cache-ram", "256", "--slot-save-path", "/d/kv"],
       ...["--temp", "0.2"],
     ]);
   });
 
-  test("what has no value has no flag: no workers, no split, no idle sleep, no template", () => {
+  test("what has no value has no flag: no workers, no split, no idle sleep, no template, no slot folder", () => {
     const argv = renderArgv(
-      { ...PLAN, rpc_workers: [], tensor_split: null, idle_sleep_s: 0, jinja: false, extra_args: [] },
+      {
+        ...PLAN,
+        rpc_workers: [],
+        tensor_split: null,
+        idle_sleep_s: 0,
+        jinja: false,
+        slot_save_path: null,
+        extra_args: [],
+      },
       PLAN_DIALECT,
     );
-    for (const flag of ["--rpc", "--tensor-split", "--sleep-idle-seconds", "--jinja"])
+    for (const flag of ["--rpc", "--tensor-split", "--sleep-idle-seconds", "--jinja", "--slot-save-path"])
       expect(argv).not.toContain(flag);
+  });
+
+  test("--cache-ram is always rendered, 0 included: never llama-server's unplanned 8 GiB default", () => {
+    const argv = renderArgv({ ...PLAN, cache_ram_mib: 0, extra_args: [] }, PLAN_DIALECT);
+    expect(argv.slice(-4)).toEqual(["--cache-ram", "0", "--slot-save-path", "/d/kv"]);
   });
 
   test("the memory mode in each dialect: the pair, or the one --load-mode that means the same", () => {
     const memory = (mmap: boolean, mlock: boolean, memory: "mmap-flags" | "load-mode") =>
       renderArgv({ ...PLAN, mmap, mlock, extra_args: [] }, { memory })
-        .slice(-6)
+        .slice(-10)
         .join(" ");
     expect(memory(true, false, "mmap-flags")).not.toMatch(/mmap|mlock|load-mode/);
     expect(memory(true, false, "load-mode")).not.toMatch(/mmap|mlock|load-mode/);

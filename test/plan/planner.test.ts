@@ -230,6 +230,43 @@ describe("config overrides and errors", () => {
   });
 });
 
+describe("prompt reuse in the plan (SPEC §13)", () => {
+  test("--cache-ram is always set, counted as its own line of the CPU's memory and in its total", async () => {
+    const m = await model("l7", llama7b);
+    const p = makePlan(m, CPU_ONLY, config({ app: { data_dir: "/d" } }));
+    const cpu = p.devices.find((d) => d.id === "cpu")!;
+    const mib = Number(p.argv[p.argv.indexOf("--cache-ram") + 1]);
+    expect(mib).toBeGreaterThan(0);
+    expect(mib).toBeLessThanOrEqual(8192);
+    expect(cpu.usage.cache_ram).toBe(mib * 2 ** 20);
+    const parts = cpu.usage.weights + cpu.usage.kv_cache + cpu.usage.compute + cpu.usage.output;
+    expect(cpu.usage.total).toBe(parts + cpu.usage.cache_ram);
+    expect(cpu.free_after_bytes).toBeGreaterThan(0);
+    // Four conversations' worth of the KV cache, well inside what is left.
+    expect(cpu.usage.cache_ram).toBeGreaterThanOrEqual(4 * cpu.usage.kv_cache);
+    expect(p.decisions.find((d) => d.name === "cache_ram")).toMatchObject({ value: mib, source: "auto" });
+  });
+
+  test("a GPU's memory holds no prompt cache: it is host RAM", async () => {
+    const m = await model("l7", llama7b);
+    const p = makePlan(m, GPU_8, config());
+    expect(p.devices.find((d) => d.id === "gpu0")!.usage.cache_ram).toBe(0);
+    expect(p.devices.find((d) => d.id === "cpu")!.usage.cache_ram).toBeGreaterThan(0);
+  });
+
+  test("the slot files' folder is data_dir/kv, and none with llama.kv_disk_bytes 0", async () => {
+    const m = await model("l7", llama7b);
+    const on = makePlan(m, CPU_ONLY, config({ app: { data_dir: "/d" } }));
+    expect(on.argv.join(" ")).toContain("--slot-save-path /d/kv");
+    const off = makePlan(m, CPU_ONLY, config({ app: { data_dir: "/d" }, llama: { kv_disk_bytes: 0 } }));
+    expect(off.argv).not.toContain("--slot-save-path");
+    expect(off.decisions.find((d) => d.name === "slot_save")).toMatchObject({ value: null, flags: [] });
+    // extra_args still win: they come after.
+    const mine = makePlan(m, CPU_ONLY, config({ llama: { extra_args: ["--cache-ram", "64"] } }));
+    expect(mine.argv.slice(-2)).toEqual(["--cache-ram", "64"]);
+  });
+});
+
 const TINY = join(SHARED_DIR, "models/tiny-llama.gguf");
 describe.skipIf(!existsSync(TINY))("shared tiny model", () => {
   if (!existsSync(TINY)) console.warn(`skipping shared tiny model plan: ${TINY} is absent`);

@@ -80,6 +80,7 @@ describe("protocol JSON Schema", () => {
       "trace_id",
       "warnings",
       "reasoning",
+      "usage",
       "dropped_events",
     ]);
     expect(defs.LlmChunkEvent.required).toEqual(["id", "type", "event", "step", "delta"]);

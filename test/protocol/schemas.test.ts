@@ -70,7 +70,7 @@ describe("protocol schemas", () => {
   });
 
   test("a chat result always says how many events were dropped", () => {
-    const base = { response: "", session_id: "s", trace_id: "t", warnings: [], reasoning: "" };
+    const base = { response: "", session_id: "s", trace_id: "t", warnings: [], reasoning: "", usage: {} };
     expect(ChatResultSchema.safeParse(base).success).toBe(false);
     expect(ChatResultSchema.safeParse({ ...base, dropped_events: 0 }).success).toBe(true);
   });

@@ -66,6 +66,26 @@ describe("SleepWatch: idle sleep as the supervisor follows it", () => {
     w.dispose();
   });
 
+  test("each sleep is counted, however it was learned: the slots' KV cache went with it (SPEC §13)", async () => {
+    let asleep = false;
+    const { w } = watch(100, () => asleep, 10);
+    expect(w.sleeps).toBe(0);
+    asleep = true;
+    expect(await waitFor(() => w.state === "asleep", { timeoutMs: 3000 })).toBe(true);
+    expect(w.sleeps).toBe(1);
+    await w.lease(never());
+    asleep = false;
+    w.release();
+    expect(w.sleeps).toBe(1);
+    // A child says so itself (child mode); its `ready` after its own wake is no new sleep.
+    w.heard("sleeping");
+    expect(w.sleeps).toBe(2);
+    w.heard("ready");
+    w.heard("sleeping");
+    expect(w.sleeps).toBe(3);
+    w.dispose();
+  });
+
   test("still awake when it looks: it looks again later, backing off", async () => {
     const { w, calls } = watch(50, () => false);
     expect(await waitFor(() => calls.looks >= 2, { timeoutMs: 4000 })).toBe(true);

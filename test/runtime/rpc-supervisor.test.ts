@@ -44,7 +44,8 @@ function setup(dir: string, rpc: unknown[], { knobs = {}, plan, fitsAlone = fals
   const config = ConfigSchema.parse({
     model: { path: model, context: 4096 },
     hardware: { ram_bytes: fitsAlone ? 64_000_000 : 2_000_000 },
-    llama: { rpc },
+    // Planned by hand, without the core's plan edge that makes the slot folder: none asked for.
+    llama: { rpc, kv_disk_bytes: 0 },
   });
   const deps = { ...defaultPlanDeps, probe: async () => cpuOnlyMachine() };
   const plans: LaunchPlan[] = [];

@@ -4,8 +4,10 @@ import type { RequestContext } from "../../protocol/method-table.ts";
 import type { LlamaProvider } from "../../runtime/endpoint.ts";
 import type { KeyedMutex } from "../../store/keyed-mutex.ts";
 import type { Store } from "../../store/store.ts";
+import type { PromptReuse } from "../kv/reuse.ts";
 import type { McpPool } from "../mcp/pool.ts";
 import type { TurnSession } from "./session.ts";
+import type { TurnUsage } from "./usage.ts";
 
 /** What a turn is given by the chat method: the core's services and the request's own edges. */
 export interface TurnDeps {
@@ -17,6 +19,8 @@ export interface TurnDeps {
   locks: KeyedMutex;
   /** The conversation database (sessions, checkpoints, memory), opened on first need. */
   store(): Store;
+  /** Slots kept per session, prompt records, KV state on disk (SPEC §13); absent: none of it. */
+  reuse?: PromptReuse;
   emit: RequestContext<ChatEvents>["emit"];
   signal: AbortSignal;
   /**
@@ -40,4 +44,6 @@ export interface TurnContext {
   readonly session: TurnSession;
   /** The step being worked on: the one a cancel's `loop_abort` names. */
   step: number;
+  /** The steps' token counts and timings so far. */
+  readonly usage: TurnUsage;
 }

@@ -1,6 +1,7 @@
 import { LlmError } from "../../llama/errors.ts";
 import type { ChatResult, LoopAbortReason, WarningCode } from "../../protocol/chat.ts";
 import { CoreError } from "../../protocol/errors.ts";
+import type { TurnMessage } from "../../store/conversations.ts";
 import { logger } from "../../util/logger.ts";
 import type { AnswerError } from "../json-validator.ts";
 import type { TurnContext } from "./context.ts";
@@ -202,11 +203,15 @@ async function commit(ctx: TurnContext, closing: Closing & { session: "commit" }
   // cancel finds the chat finished. Either way the host sees one consistent outcome.
   if (!ctx.deps.settle()) return endTurn(ctx, { kind: "cancelled" });
   const { response, reasoning, json } = closing;
-  ctx.session.state.turn.push({
+  const usage = ctx.usage.total();
+  // The turn's cost is stored with its answer (sessions.get shows it).
+  const answer: TurnMessage = {
     role: "assistant",
     content: response,
     ...(reasoning !== "" ? { reasoning_content: reasoning } : {}),
-  });
+    usage,
+  };
+  ctx.session.state.turn.push(answer);
   await ctx.session.commit(memoryText(ctx, response));
   return {
     response,
@@ -215,6 +220,7 @@ async function commit(ctx: TurnContext, closing: Closing & { session: "commit" }
     session_id: ctx.sessionId,
     trace_id: ctx.traceId,
     warnings: ctx.warnings,
+    usage,
   };
 }
 

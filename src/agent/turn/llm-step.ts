@@ -5,10 +5,11 @@ import { type CoreError, isCoreError } from "../../protocol/errors.ts";
 import type { Think } from "../../protocol/think.ts";
 import type { LlamaLease } from "../../runtime/endpoint.ts";
 import { logger } from "../../util/logger.ts";
-import { estimateAll, estimateTokens, trimHistory } from "../context-budget.ts";
+import { estimateAll, estimateTokens } from "../context-budget.ts";
 import { watchedCompletion } from "../watched-completion.ts";
 import { type AnswerFormat, formatRefused, isFormatRefused } from "./answer-format.ts";
 import type { TurnContext } from "./context.ts";
+import type { PromptLayout } from "./prompt-layout.ts";
 import { thinkFields } from "./think.ts";
 
 const OVERFLOW_RETRIES = 2;
@@ -27,6 +28,10 @@ export interface StepSetup {
   think: Think | undefined;
   /** This step's answer is constrained to the chat's `response_format` (no tools then). */
   format?: AnswerFormat;
+  /** The history from the session's cut with its notes, and the turn's own notes (SPEC §13). */
+  layout: PromptLayout;
+  /** The slot the session keeps (`id_slot`, agent/kv/); undefined: llama-server picks one. */
+  slot: number | undefined;
 }
 
 /** llama-server failed the request: died or wedged (a CoreError from the watchdog), or an LlmError. */
@@ -48,19 +53,20 @@ export type StepAnswer =
  */
 export async function llmStep(ctx: TurnContext, setup: StepSetup, step: number): Promise<StepAnswer> {
   const { deps, session } = ctx;
-  const { system, tools, contextSize, maxTokens } = setup;
+  const { system, tools, contextSize, maxTokens, layout } = setup;
   const reserve = maxTokens ?? Math.min(1024, Math.floor(contextSize / 4));
-  let budget =
-    contextSize - reserve - estimateTokens(system) - estimateAll(tools) - estimateAll(session.state.turn);
+  const turn = layout.turnMessages(session.state.turn);
+  let budget = contextSize - reserve - estimateTokens(system) - estimateAll(tools) - estimateAll(turn);
   for (let attempt = 0; ; attempt++) {
-    const { kept, dropped } = trimHistory(session.history, Math.max(0, budget));
+    const kept = layout.history(session.history, Math.max(0, budget));
+    const dropped = session.history.length - kept.length;
     if (dropped > 0)
       logger.debug(`trace=${ctx.traceId} step=${step} history trimmed: ${dropped} older messages left out`);
     const partial = { step, reasoning: "", content: "" };
     try {
       const reply = await watchedCompletion(
         setup.lease,
-        request(ctx, setup, [system, ...kept, ...session.state.turn]),
+        request(ctx, setup, [system, ...kept, ...turn]),
         deps.signal,
         (delta) => {
           partial.content += delta;
@@ -86,8 +92,8 @@ export async function llmStep(ctx: TurnContext, setup: StepSetup, step: number):
       if (isCoreError(err)) return { kind: "failed", failure: err };
       if (!(err instanceof LlmError)) throw err;
       if (err.kind !== "context_overflow") return { kind: "failed", failure: err };
-      if (kept.length === 0) return { kind: "overflow", error: err };
-      budget = attempt < OVERFLOW_RETRIES ? Math.floor(estimateAll(kept) / 2) : 0;
+      if (layout.kept === 0) return { kind: "overflow", error: err };
+      budget = attempt < OVERFLOW_RETRIES ? Math.floor(layout.keptCost / 2) : 0;
     }
   }
 }
@@ -127,5 +133,6 @@ function request(ctx: TurnContext, setup: StepSetup, messages: ChatMessage[]) {
     ...(agent.temperature !== undefined ? { temperature: agent.temperature } : {}),
     ...(agent.top_p !== undefined ? { top_p: agent.top_p } : {}),
     ...(setup.maxTokens !== undefined ? { max_tokens: setup.maxTokens } : {}),
+    ...(setup.slot !== undefined ? { id_slot: setup.slot } : {}),
   };
 }

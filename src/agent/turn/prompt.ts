@@ -1,23 +1,54 @@
 import type { AgentConfig } from "../../config/schema.ts";
 import type { ChatMessage, ToolCall } from "../../protocol/chat-message.ts";
 import type { MemoryHit as Hit } from "../../store/memory-store.ts";
+import type { NoteRecord } from "../kv/prompt-record.ts";
 
-/** Longest memory passage put into the system prompt. */
+/** Longest memory passage put into the prompt. */
 const MEMORY_SNIPPET_CHARS = 600;
 
-/** The agent's system prompt, with the memory passages that matched the input. */
-export function systemMessage(agent: AgentConfig, hits: readonly Hit[]): ChatMessage {
-  if (hits.length === 0) return { role: "system", content: agent.system_prompt };
-  const notes = hits
-    .map(
-      (h) =>
-        `- (${h.doc.source}) ${h.doc.text.length > MEMORY_SNIPPET_CHARS ? `${h.doc.text.slice(0, MEMORY_SNIPPET_CHARS)}…` : h.doc.text}`,
-    )
-    .join("\n");
+/**
+ * The agent's system prompt, the same every turn: what changes per turn (memory notes) goes
+ * with the user message instead (SPEC §13), or llama-server would process the whole
+ * conversation again whenever memory finds something (recording 92b).
+ */
+export function systemMessage(agent: AgentConfig): ChatMessage {
+  return { role: "system", content: agent.system_prompt };
+}
+
+/**
+ * The memory passages that matched the input, as notes for the user message `seq`, leaving out
+ * those the prompt already carries (`sent`: their ids); none when nothing is new.
+ */
+export function memoryNotes(
+  hits: readonly Hit[],
+  seq: number,
+  sent: ReadonlySet<string>,
+): NoteRecord | undefined {
+  const fresh = hits.filter((h) => !sent.has(noteId(h)));
+  if (fresh.length === 0) return undefined;
+  const lines = fresh.map(
+    (h) =>
+      `- (${h.doc.source}) ${h.doc.text.length > MEMORY_SNIPPET_CHARS ? `${h.doc.text.slice(0, MEMORY_SNIPPET_CHARS)}…` : h.doc.text}`,
+  );
   return {
-    role: "system",
-    content: `${agent.system_prompt}\n\nNotes from memory that may be relevant (use them only if they help):\n${notes}`,
+    seq,
+    text: `Notes from memory that may be relevant (use them only if they help):\n${lines.join("\n")}`,
+    ids: fresh.map(noteId),
+    sources: [...new Set(fresh.map((h) => h.doc.source))],
   };
+}
+
+/** A passage's identity across turns. */
+const noteId = (h: Hit) => `${h.doc.source}#${h.doc.id}`;
+
+/**
+ * A user message as sent with its notes: in its own content, before the user's words, so a
+ * template that takes one system message only at the top renders it, and the history keeps
+ * the user's words alone.
+ */
+export function withNotes(message: ChatMessage, note: NoteRecord | undefined): ChatMessage {
+  if (!note || message.role !== "user") return message;
+  return { role: "user", content: `${note.text}\n\n---\n\n${message.content}` };
 }
 
 /**

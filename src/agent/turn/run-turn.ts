@@ -8,6 +8,7 @@ import type { TurnResult } from "./ending.ts";
 import { checkRewriteParams, planRewrite, turnInFlight } from "./rewrite.ts";
 import { TurnSession } from "./session.ts";
 import { Turn } from "./turn.ts";
+import { TurnUsage } from "./usage.ts";
 
 /** Longest a turn waits for the spawn before going on (a slow GPU probe must not hold run_start). */
 const SPAWN_WAIT_MS = 50;
@@ -74,6 +75,7 @@ export async function runTurn(params: ChatParams, deps: TurnDeps): Promise<TurnR
       warnings,
       session,
       step: session.state.step,
+      usage: new TurnUsage(),
     };
     return await new Turn(ctx, prestarted).run();
   } catch (err) {

@@ -4,6 +4,8 @@ import type { CompletionResult } from "../../llama/stream-reply.ts";
 import type { LlamaLease, StartTicket } from "../../runtime/endpoint.ts";
 import type { MemoryHit as Hit } from "../../store/memory-store.ts";
 import { logger } from "../../util/logger.ts";
+import { emptyRecord } from "../kv/prompt-record.ts";
+import type { ReusedTurn } from "../kv/reuse.ts";
 import { interpretStep } from "../tool-calls.ts";
 import { type AgentTool, toOpenAiTools } from "../tool-registry.ts";
 import { AnswerFormat } from "./answer-format.ts";
@@ -12,6 +14,7 @@ import { endTurn, type TurnEnding, type TurnResult } from "./ending.ts";
 import { llmStep, type StepSetup } from "./llm-step.ts";
 import { recall } from "./memory.ts";
 import { repromptMessages, systemMessage } from "./prompt.ts";
+import { PromptLayout } from "./prompt-layout.ts";
 import { loadTools, pendingCalls, runCalls } from "./tools.ts";
 
 /** Context size assumed when neither llama-server nor the config says. */
@@ -26,6 +29,11 @@ export class Turn {
   /** The function names of `tools`: a call naming another is malformed. */
   private known: ReadonlySet<string> = new Set();
   private lease: LlamaLease | undefined;
+  /** The session's slot and prompt record (agent/kv/), and the prompt laid out from it. */
+  private reused: ReusedTurn | undefined;
+  private layout: PromptLayout | undefined;
+  /** A request went out: the slot holds this turn's prompt now. */
+  private sent = false;
   private readonly maxSteps: number;
   /** The chat's `response_format`: its answer is constrained and checked. */
   private readonly format: AnswerFormat | undefined;
@@ -52,10 +60,14 @@ export class Turn {
       trace_id: ctx.traceId,
       session_id: ctx.sessionId,
     });
+    let committed = false;
     try {
       // Ended while the lease is held: the next chat waiting for the slot comes after this one.
-      return await endTurn(ctx, await this.play());
+      const result = await endTurn(ctx, await this.play());
+      committed = true;
+      return result;
     } finally {
+      if (this.reused && this.layout) this.reused.end(this.layout.record(committed), this.sent);
       this.lease?.release();
     }
   }
@@ -87,13 +99,22 @@ export class Turn {
       (await contextSizeOf(lease, deps.signal)) ??
       (typeof deps.config.model.context === "number" ? deps.config.model.context : FALLBACK_CONTEXT);
     const maxTokens = agent.max_tokens ?? deps.config.model.max_tokens ?? undefined;
+    const key = { userId: this.ctx.params.user_id, sessionId: this.ctx.sessionId };
+    this.reused = await deps.reuse?.begin(lease, key, deps.signal);
+    this.layout = new PromptLayout(
+      this.reused?.record ?? emptyRecord(),
+      hits,
+      this.ctx.session.history.length,
+    );
     return {
       lease,
-      system: systemMessage(agent, hits),
+      system: systemMessage(agent),
       tools: toOpenAiTools(this.tools),
       contextSize,
       maxTokens,
       think: this.ctx.params.think ?? agent.think,
+      layout: this.layout,
+      slot: this.reused?.slot,
     };
   }
 
@@ -119,7 +140,9 @@ export class Turn {
       ctx.step = step;
       ctx.deps.emit("llm_start", { step });
       const stepSetup = this.stepSetup(setup);
+      this.sent = true;
       const answer = await llmStep(ctx, stepSetup, step);
+      if (answer.kind === "reply") ctx.usage.add(answer.reply);
       if (answer.kind === "failed") return { kind: "llm_error", step, failure: answer.failure };
       if (answer.kind === "overflow") return this.overflowed(step, answer.error, setup.contextSize);
       if (answer.kind === "refused") return { kind: "format_refused", step, error: answer.error };

@@ -1,5 +1,5 @@
 import { CoreError } from "../../protocol/errors.ts";
-import type { DeviceUsage } from "../../protocol/plan.ts";
+import type { DeviceUsage } from "../estimate.ts";
 import { type Estimate, estimate } from "../estimate.ts";
 import type { KvCacheType } from "../ggml-types.ts";
 import type { ModelInfo } from "../model.ts";

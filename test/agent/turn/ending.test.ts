@@ -2,6 +2,7 @@ import { describe, expect, test } from "bun:test";
 import type { TurnContext, TurnDeps } from "../../../src/agent/turn/context.ts";
 import { endTurn, type TurnEnding } from "../../../src/agent/turn/ending.ts";
 import { TurnSession } from "../../../src/agent/turn/session.ts";
+import { TurnUsage } from "../../../src/agent/turn/usage.ts";
 import { ConfigSchema } from "../../../src/config/schema.ts";
 import { LlmError } from "../../../src/llama/errors.ts";
 import { CoreError } from "../../../src/protocol/errors.ts";
@@ -43,6 +44,7 @@ async function turnAt(options: { settles?: boolean; aborted?: boolean } = {}) {
     warnings: [],
     session,
     step: 2,
+    usage: new TurnUsage(),
   };
   return {
     dir: {

@@ -1,6 +1,5 @@
 import type { Fitter, Trial } from "../../../src/plan/decide/fit.ts";
-import type { Estimate } from "../../../src/plan/estimate.ts";
-import type { DeviceUsage } from "../../../src/protocol/plan.ts";
+import type { DeviceUsage, Estimate } from "../../../src/plan/estimate.ts";
 
 export const GIB = 2 ** 30;
 

@@ -43,6 +43,8 @@ export function testPlan(model: string, over: Partial<LaunchPlan> = {}): LaunchP
     mlock: false,
     jinja: true,
     idle_sleep_s: 0,
+    cache_ram_mib: 0,
+    slot_save_path: null,
     extra_args: [],
     ...over,
   };

@@ -1,0 +1,38 @@
+import { z } from "zod";
+
+/**
+ * What a session's prompt is beyond its history (SPEC §13), kept so that every turn sends the
+ * prefix the last one left in the slot: where the history starts (the cut, moved only when it
+ * overflows), and the memory notes each user message was sent with. A note stays with its
+ * message for as long as that message is sent, so the tokens after it are the same next turn;
+ * dropping it would change the prompt there and make llama-server process the rest again.
+ * Kept in memory and beside the session's saved KV state (kv-disk.ts), removed with both.
+ */
+
+export const NoteRecordSchema = z.object({
+  /** The user message (its seq in the session) the notes were sent with. */
+  seq: z.number().int().nonnegative(),
+  /** As the model saw it, before the message's own text. */
+  text: z.string(),
+  /** The passages' ids, so a later turn does not send one again while it is still in the prompt. */
+  ids: z.array(z.string()),
+  /** Where they came from (`session:<id>`, `file:<path>`): a deleted session takes them along. */
+  sources: z.array(z.string()),
+});
+export type NoteRecord = z.infer<typeof NoteRecordSchema>;
+
+export const PromptRecordSchema = z.object({
+  /** The seq of the first history message sent. */
+  cut: z.number().int().nonnegative(),
+  notes: z.array(NoteRecordSchema),
+});
+export type PromptRecord = z.infer<typeof PromptRecordSchema>;
+
+export function emptyRecord(): PromptRecord {
+  return { cut: 0, notes: [] };
+}
+
+/** The sources of the notes a record sends: what the KV state saved with it holds. */
+export function noteSources(record: PromptRecord): string[] {
+  return [...new Set(record.notes.flatMap((n) => n.sources))];
+}

@@ -1,0 +1,391 @@
+import type { Config } from "../../config/schema.ts";
+import { SlotError } from "../../llama/errors.ts";
+import type { LlamaEndpoint } from "../../llama/http.ts";
+import { launchProps } from "../../llama/props.ts";
+import { restoreSlot, saveSlot } from "../../llama/slots.ts";
+import type { LlamaLease } from "../../runtime/endpoint.ts";
+import { logger } from "../../util/logger.ts";
+import { launchFingerprint } from "./fingerprint.ts";
+import { entryOf, type KvDisk, type KvEntry } from "./kv-disk.ts";
+import { emptyRecord, noteSources, type PromptRecord } from "./prompt-record.ts";
+import { SlotTable } from "./slot-table.ts";
+
+/**
+ * Prompt reuse across turns (SPEC §13): each session keeps a slot while it is active (`id_slot`),
+ * its prompt record (cut and notes) is kept so every turn sends the prefix the slot holds, and
+ * its KV state is saved to disk when it would be lost and restored before its next turn.
+ *
+ * When a save happens (docs/agent.md, "Prompt reuse" has the measured costs):
+ * - once the server has been idle for `quietMs` (2 s, or a quarter of `llama.idle_sleep_s` if
+ *   that is shorter): the slots that changed since their last save. That is before idle sleep,
+ *   which unloads every slot, and it is the state a core that is killed, or a machine that
+ *   loses power, finds again. A save is a task for llama-server, so its idle clock starts again:
+ *   it sleeps `idle_sleep_s` after the save rather than after the turn;
+ * - when another session takes the slot and the holder changed since its last save: kept by
+ *   llama-server's RAM cache, nothing on the taking turn's path; saved to disk first (on that
+ *   path: a save costs milliseconds per 1,000 tokens, a prefill of them seconds on a CPU) only
+ *   without a RAM cache, or when the taking session's own state is restored over it (`handOver`);
+ * - at shutdown, what changed since the last quiet save (within `STOP_SAVE_MS`).
+ * Saving never delays a result: it is never on the path of the turn whose state it saves.
+ * Restoring happens before a session's turn when its slot does not hold it (the server restarted
+ * or slept, another session had it and the RAM cache did not take it); any failure is logged and
+ * the turn processes its prompt, which is what it would have done without a file.
+ */
+
+const QUIET_MS = 2000;
+/** Shutdown waits this long for the last saves (the host gives the whole stop a few seconds: client/shutdown-timing.ts). */
+export const STOP_SAVE_MS = 2000;
+/** A save or a restore that takes longer is given up (the file stays as it was). */
+const SLOT_FILE_TIMEOUT_MS = 60_000;
+const RECORDS_KEPT = 512;
+
+export interface ReuseDeps {
+  llama: Config["llama"];
+  /** None when `llama.kv_disk_bytes` is 0: slots and records only, nothing on disk. */
+  disk: KvDisk | null;
+  /** The server's slots (the provider's). */
+  slots(): number;
+  /** Whether the server can be asked without waking it (ready and awake). */
+  awake(): boolean;
+  /** The running server's `--cache-ram` in bytes; null when unknown (a server not planned here). */
+  cacheRamBytes(): number | null;
+  now?: () => number;
+}
+
+export interface SessionKey {
+  userId: string;
+  sessionId: string;
+}
+
+/** What a turn gets: its slot and its session's prompt record, and how it says it is over. */
+export interface ReusedTurn {
+  slot: number | undefined;
+  record: PromptRecord;
+  /** The turn is over (before its lease goes): the record it leaves, whether it sent a request. */
+  end(record: PromptRecord, sent: boolean): void;
+}
+
+/** One running server between two losses of its slots, and what this core knows of them. */
+interface Server {
+  epoch: string;
+  died: AbortSignal;
+  endpoint: LlamaEndpoint;
+  table: SlotTable;
+  fingerprint: Promise<string | undefined>;
+}
+
+export class PromptReuse {
+  private readonly records = new Map<string, PromptRecord>();
+  /** Sessions whose state llama-server's RAM cache took when they gave way, by the server's epoch. */
+  private readonly inRam = new Map<string, string>();
+  private server: Server | undefined;
+  private quiet: ReturnType<typeof setTimeout> | undefined;
+  /** Saves and restores, one at a time. */
+  private chain: Promise<unknown> = Promise.resolve();
+  /** Why nothing goes to disk for the current server (it refused slot actions: 501). */
+  private diskOff: string | undefined;
+  private readonly now: () => number;
+  private readonly quietMs: number;
+  private stopped = false;
+  private swept = false;
+
+  constructor(private readonly deps: ReuseDeps) {
+    this.now = deps.now ?? Date.now;
+    const idleMs = deps.llama.idle_sleep_s * 1000;
+    this.quietMs = idleMs > 0 ? Math.min(QUIET_MS, idleMs / 4) : QUIET_MS;
+  }
+
+  /** Before a turn's first request: its slot (its state restored into it when needed) and its record. */
+  async begin(lease: LlamaLease, key: SessionKey, signal: AbortSignal): Promise<ReusedTurn> {
+    const server = this.serverOf(lease);
+    const fp = await server.fingerprint;
+    const k = keyText(key);
+    const record = this.recordOf(key, fp);
+    const pick = server.table.take(k, this.now());
+    if (!pick) return { slot: undefined, record, end: (r) => this.remember(k, r) };
+    const state = server.table.slots[pick.slot];
+    try {
+      if (pick.holds) await state?.work;
+      else await this.run(() => this.handOver(server, pick.slot, key, fp, pick.evict, signal));
+    } catch (err) {
+      if (state) state.busy = false;
+      throw err;
+    }
+    return {
+      slot: pick.slot,
+      record,
+      end: (r, sent) => {
+        server.table.release(pick.slot, k, sent, this.now());
+        this.remember(k, r);
+        this.whenQuiet();
+      },
+    };
+  }
+
+  /**
+   * The slot goes to `key`'s session. Its holder's state, when it changed since its last save,
+   * is kept by llama-server's RAM cache (it keeps a prompt that is about to lose its slot: 94),
+   * so nothing is on this turn's path; it is saved to disk first only when there is no RAM
+   * cache, or when the session's own state must be restored over it from disk (a restore
+   * writes the slot without passing through the RAM cache). Restored from disk: unless the RAM
+   * cache has it, having taken it from a slot since the server's slots were last emptied.
+   */
+  private async handOver(
+    server: Server,
+    slot: number,
+    key: SessionKey,
+    fp: string | undefined,
+    evict: string | undefined,
+    signal: AbortSignal,
+  ): Promise<void> {
+    const k = keyText(key);
+    const inRam = this.inRam.get(k) === server.epoch;
+    this.inRam.delete(k);
+    const entry = inRam ? undefined : this.restorable(key, fp);
+    const ramCache = (this.deps.cacheRamBytes() ?? 0) > 0;
+    if (evict) {
+      if (entry || !ramCache) await this.save(server, slot, evict, fp);
+      else this.inRam.set(evict, server.epoch);
+    }
+    const state = server.table.slots[slot];
+    if (!state) return;
+    // From now on the slot is this session's, whatever the restore makes of it.
+    state.holder = k;
+    state.dirty = false;
+    if (entry) await this.restore(server, slot, key, entry, signal);
+  }
+
+  /** At shutdown, before llama-server stops: what changed since the last save, within STOP_SAVE_MS. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.quiet) clearTimeout(this.quiet);
+    const server = this.server;
+    if (!server || server.died.aborted || !this.deps.awake()) return;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const out = new Promise<void>((r) => {
+      timer = setTimeout(r, STOP_SAVE_MS);
+    });
+    await Promise.race([this.saveDirty(server), out]);
+    clearTimeout(timer);
+  }
+
+  /**
+   * A session (or, without one, every session of the user) erased: its records, its slots'
+   * claim, its files, and whatever of it other sessions' records and files hold (memory notes).
+   */
+  forget(userId: string, sessionId?: string): void {
+    const mine = (k: string) =>
+      k.startsWith(`${userId}/`) && (sessionId === undefined || k === `${userId}/${sessionId}`);
+    const source = sessionId === undefined ? undefined : `session:${sessionId}`;
+    const holding = new Set<string>();
+    for (const k of this.inRam.keys()) if (mine(k)) this.inRam.delete(k);
+    for (const [k, r] of this.records) {
+      if (mine(k)) this.records.delete(k);
+      else if (source && k.startsWith(`${userId}/`) && r.notes.some((n) => n.sources.includes(source))) {
+        // Its slot's tokens hold the passage: never saved again; its record sends it no more.
+        holding.add(k);
+        this.records.set(k, { ...r, notes: r.notes.filter((n) => !n.sources.includes(source)) });
+      }
+    }
+    this.server?.table.forget((h) => mine(h) || holding.has(h));
+    const disk = this.deps.disk;
+    if (!disk) return;
+    if (sessionId === undefined) disk.removeUser(userId);
+    else disk.removeSession(userId, sessionId);
+  }
+
+  /** What `status` shows: the saved states on disk, and the budget; null when saving is off. */
+  diskUse(): { bytes: number; files: number; budget_bytes: number } | null {
+    const disk = this.deps.disk;
+    if (!disk) return null;
+    return { ...disk.usage(), budget_bytes: disk.budgetBytes };
+  }
+
+  private serverOf(lease: LlamaLease): Server {
+    const epoch = `${launchId(lease.died)}#${lease.sleeps ?? 0}`;
+    const known = this.server;
+    if (known?.epoch === epoch) return known;
+    // A restart or an idle sleep emptied every slot: nothing is known to be in any of them.
+    const sameLaunch = known?.died === lease.died;
+    if (!sameLaunch) this.diskOff = undefined;
+    const server: Server = {
+      epoch,
+      died: lease.died,
+      endpoint: { baseUrl: lease.baseUrl, apiKey: lease.apiKey },
+      table: new SlotTable(this.deps.slots()),
+      fingerprint:
+        sameLaunch && known
+          ? known.fingerprint
+          : launchProps(lease, AbortSignal.timeout(5000)).then((p) =>
+              p ? launchFingerprint(p, this.deps.llama) : undefined,
+            ),
+    };
+    this.server = server;
+    return server;
+  }
+
+  /** The session's record: kept in memory, else beside its saved state (if that is of this launch's shape). */
+  private recordOf(key: SessionKey, fp: string | undefined): PromptRecord {
+    const k = keyText(key);
+    const known = this.records.get(k);
+    if (known) return known;
+    const entry = fp === undefined ? undefined : this.deps.disk?.entry(key.userId, key.sessionId);
+    return entry && entry.fingerprint === fp ? entry.prompt : emptyRecord();
+  }
+
+  private remember(k: string, record: PromptRecord): void {
+    this.records.delete(k);
+    this.records.set(k, record);
+    while (this.records.size > RECORDS_KEPT) {
+      const oldest = this.records.keys().next().value as string;
+      this.records.delete(oldest);
+    }
+  }
+
+  private run<T>(work: () => Promise<T>): Promise<T> {
+    const next = this.chain.then(work, work);
+    this.chain = next.catch(() => {});
+    return next;
+  }
+
+  /** Once the server has been idle for quietMs: the slots that changed are saved. */
+  private whenQuiet(): void {
+    if (this.quiet) clearTimeout(this.quiet);
+    if (!this.deps.disk || this.stopped) return;
+    this.quiet = setTimeout(() => {
+      const server = this.server;
+      if (!server || server.died.aborted || !server.table.idle() || !this.deps.awake()) return;
+      void this.saveDirty(server);
+    }, this.quietMs);
+    this.quiet.unref?.();
+  }
+
+  private async saveDirty(server: Server): Promise<void> {
+    const fp = await server.fingerprint;
+    for (const { slot, holder } of server.table.dirty()) {
+      const state = server.table.slots[slot];
+      const work = this.run(() => this.save(server, slot, holder, fp));
+      // A turn of this session that begins meanwhile sends its request once the save is done.
+      if (state)
+        state.work = work.finally(() => {
+          if (state.work === work) state.work = undefined;
+        });
+      await work;
+    }
+  }
+
+  private async save(server: Server, slot: number, holder: string, fp: string | undefined): Promise<void> {
+    const state = server.table.slots[slot];
+    const disk = this.usableDisk();
+    if (!state || state.holder !== holder || !state.dirty) return;
+    // Nothing can be kept: the slot's state is as good as saved.
+    state.dirty = false;
+    if (!disk || fp === undefined || this.diskOff || server.died.aborted) return;
+    const key = keyOf(holder);
+    const name = disk.nameOf(key.userId, key.sessionId);
+    const temp = disk.tempName(name);
+    const t0 = performance.now();
+    try {
+      const saved = await saveSlot(server.endpoint, slot, temp, AbortSignal.timeout(SLOT_FILE_TIMEOUT_MS));
+      // Erased while it was being saved (sessions.delete): nothing of it stays.
+      if (state.holder !== holder && !this.records.has(holder)) return disk.discard(temp);
+      const record = this.records.get(holder) ?? emptyRecord();
+      const entry = entryOf(key, fp, saved, record, noteSources(record), Date.now());
+      if (saved.n_saved === 0 || !disk.commit(temp, entry)) return disk.discard(temp);
+      logger.debug(
+        `KV state of session ${key.sessionId} saved from slot ${slot}: ${saved.n_saved} tokens, ${saved.n_written} bytes, ${Math.round(performance.now() - t0)} ms`,
+      );
+    } catch (err) {
+      disk.discard(temp);
+      state.dirty = state.holder === holder;
+      this.slotFailed(err, `saving session ${key.sessionId}'s KV state from slot ${slot}`);
+    }
+  }
+
+  /** The session's saved state if it is of this launch's shape; one that is not is dropped. */
+  private restorable(key: SessionKey, fp: string | undefined): KvEntry | undefined {
+    if (fp === undefined || this.diskOff) return undefined;
+    const disk = this.usableDisk();
+    const entry = disk?.entry(key.userId, key.sessionId);
+    if (!disk || !entry) return undefined;
+    const name = disk.nameOf(key.userId, key.sessionId);
+    if (entry.fingerprint === fp && disk.hasState(name)) return entry;
+    // Saved for another model, context, cache type or template (or its file is gone).
+    logger.info(`session ${key.sessionId}'s saved KV state does not fit this launch: dropped`);
+    disk.remove(name);
+    return undefined;
+  }
+
+  private async restore(
+    server: Server,
+    slot: number,
+    key: SessionKey,
+    entry: KvEntry,
+    signal: AbortSignal,
+  ): Promise<void> {
+    const disk = this.usableDisk();
+    if (!disk) return;
+    const name = disk.nameOf(key.userId, key.sessionId);
+    const t0 = performance.now();
+    try {
+      const timeout = AbortSignal.timeout(SLOT_FILE_TIMEOUT_MS);
+      const r = await restoreSlot(server.endpoint, slot, `${name}.bin`, AbortSignal.any([signal, timeout]));
+      disk.touch(entry);
+      logger.debug(
+        `KV state of session ${key.sessionId} restored into slot ${slot}: ${r.n_restored} tokens, ${Math.round(performance.now() - t0)} ms`,
+      );
+    } catch (err) {
+      if (signal.aborted) throw signal.reason;
+      // llama-server cleared the slot (93b); the file is of no use.
+      if (err instanceof SlotError && err.kind === "restore_failed") disk.remove(name);
+      this.slotFailed(err, `restoring session ${key.sessionId}'s KV state into slot ${slot}`);
+    }
+  }
+
+  /** The folder, once per core, before its first use: what saves cut short left is removed. */
+  private usableDisk(): KvDisk | null {
+    const disk = this.deps.disk;
+    if (disk && !this.swept) {
+      this.swept = true;
+      try {
+        disk.sweep();
+      } catch (err) {
+        logger.warn(`the KV state folder ${disk.dir} cannot be used: ${(err as Error).message}`);
+      }
+    }
+    return disk;
+  }
+
+  /** A slot action failed: logged; a server without a slot folder is asked no more. */
+  private slotFailed(err: unknown, what: string): void {
+    if (err instanceof SlotError && err.kind === "not_supported") {
+      this.diskOff = err.message;
+      logger.info(`${what}: ${err.message}; KV state is not saved for this llama-server`);
+      return;
+    }
+    logger.warn(`${what} failed (the prompt is processed instead): ${(err as Error).message}`);
+  }
+}
+
+function keyText(key: SessionKey): string {
+  return `${key.userId}/${key.sessionId}`;
+}
+
+/** user and session ids are safe ids: neither holds a "/". */
+function keyOf(text: string): SessionKey {
+  const at = text.indexOf("/");
+  return { userId: text.slice(0, at), sessionId: text.slice(at + 1) };
+}
+
+const launches = new WeakMap<AbortSignal, number>();
+let launchCount = 0;
+
+/** A number per launch: its `died` signal names it. */
+function launchId(died: AbortSignal): number {
+  let id = launches.get(died);
+  if (id === undefined) {
+    id = ++launchCount;
+    launches.set(died, id);
+  }
+  return id;
+}

@@ -1,0 +1,57 @@
+import type { CompletionResult } from "../../llama/stream-reply.ts";
+import type { Usage } from "../../protocol/usage.ts";
+
+/**
+ * What a turn cost (SPEC §13), summed over its steps from llama-server's own counters: its
+ * `usage` (OpenAI's names) and `timings` (`cache_n` is the prompt taken from the slot's cache,
+ * `prompt_n` what it processed, recording 92). Counts and times add up; `ttft_ms` is the first
+ * step's (the host's wait for the first token), `tokens_per_s` the generation's rate over all
+ * steps. A field no step reported stays out.
+ */
+export class TurnUsage {
+  private readonly sums = new Map<keyof Usage, number>();
+  private predictedMs = 0;
+  private predictedN = 0;
+  private ttft: number | undefined;
+  private steps = 0;
+
+  add(reply: Pick<CompletionResult, "usage" | "timings" | "ttftMs">): void {
+    const u = reply.usage ?? {};
+    const t = reply.timings ?? {};
+    const cached = num(t.cache_n) ?? num(details(u.prompt_tokens_details).cached_tokens);
+    const prompt = num(u.prompt_tokens) ?? sum(num(t.cache_n), num(t.prompt_n));
+    this.plus("prompt_tokens", prompt);
+    this.plus("cached_tokens", cached);
+    this.plus("completion_tokens", num(u.completion_tokens) ?? num(t.predicted_n));
+    this.plus("reasoning_tokens", num(details(u.completion_tokens_details).reasoning_tokens));
+    this.plus("prompt_ms", num(t.prompt_ms));
+    const n = num(t.predicted_n);
+    const ms = num(t.predicted_ms);
+    if (n !== undefined && ms !== undefined) {
+      this.predictedN += n;
+      this.predictedMs += ms;
+    }
+    if (this.steps === 0) this.ttft = num(reply.ttftMs);
+    this.steps++;
+  }
+
+  total(): Usage {
+    const out: Usage = Object.fromEntries(this.sums);
+    if (this.ttft !== undefined) out.ttft_ms = round(this.ttft);
+    if (this.predictedMs > 0) out.tokens_per_s = round((this.predictedN * 1000) / this.predictedMs);
+    if (out.prompt_ms !== undefined) out.prompt_ms = round(out.prompt_ms);
+    return out;
+  }
+
+  private plus(key: keyof Usage, value: number | undefined): void {
+    if (value !== undefined) this.sums.set(key, (this.sums.get(key) ?? 0) + value);
+  }
+}
+
+const num = (v: unknown): number | undefined =>
+  typeof v === "number" && Number.isFinite(v) && v >= 0 ? v : undefined;
+const details = (v: unknown): Record<string, unknown> =>
+  typeof v === "object" && v !== null ? (v as Record<string, unknown>) : {};
+const sum = (a: number | undefined, b: number | undefined) =>
+  a === undefined || b === undefined ? undefined : a + b;
+const round = (n: number) => Math.round(n * 100) / 100;

@@ -1,0 +1,35 @@
+import { join } from "node:path";
+import type { Config } from "../../config/schema.ts";
+import type { Decision } from "../../protocol/plan.ts";
+import { flags } from "../argv.ts";
+import type { Decided } from "./decided.ts";
+
+/** The folder under data_dir where conversations' KV state is saved (SPEC §13). */
+export const KV_DIR = "kv";
+
+export function kvDirOf(dataDir: string): string {
+  return join(dataDir, KV_DIR);
+}
+
+/**
+ * `--slot-save-path`: where llama-server saves a slot's KV cache and restores it from (recording
+ * 93), so a conversation is not processed again after a restart or idle sleep. Off (no flag, and
+ * the 501 of 93e for any slot action) when `llama.kv_disk_bytes` is 0.
+ */
+export function decideSlotSave(
+  llama: Pick<Config["llama"], "kv_disk_bytes">,
+  dataDir: string,
+): Decided<string | null> {
+  const dir = llama.kv_disk_bytes > 0 ? kvDirOf(dataDir) : null;
+  const decision: Decision = {
+    name: "slot_save",
+    value: dir,
+    source: "config",
+    flags: flags.slotSavePath(dir),
+    reason:
+      dir === null
+        ? "llama.kv_disk_bytes is 0: no conversation's KV state is saved to disk"
+        : `a conversation's KV state is saved here when it would be lost (its slot taken, idle sleep, shutdown) and restored before its next turn, within llama.kv_disk_bytes (${llama.kv_disk_bytes} bytes)`,
+  };
+  return { value: dir, decision };
+}

@@ -1,0 +1,129 @@
+import { describe, expect, test } from "bun:test";
+import { existsSync, readdirSync, statSync, utimesSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { entryOf, KvDisk } from "../../../src/agent/kv/kv-disk.ts";
+import { emptyRecord, type PromptRecord } from "../../../src/agent/kv/prompt-record.ts";
+import { tmpdir } from "../../fixtures/tmpdir.ts";
+
+// The KV state folder (SPEC §13): whole files only, owner-only, a disk budget with the least
+// recently used going first, and nothing of an erased session left behind.
+
+const FP = "f".repeat(32);
+
+/** A save as llama-server would leave it under a temporary name, committed with its sidecar. */
+function save(
+  disk: KvDisk,
+  user: string,
+  session: string,
+  bytes: number,
+  at: number,
+  prompt = emptyRecord(),
+) {
+  const name = disk.nameOf(user, session);
+  const temp = disk.tempName(name);
+  writeFileSync(join(disk.dir, temp), "x".repeat(bytes), { mode: 0o644 });
+  const sources = [...new Set(prompt.notes.flatMap((n) => n.sources))];
+  return disk.commit(temp, {
+    ...entryOf(
+      { userId: user, sessionId: session },
+      FP,
+      { n_saved: 10, n_written: bytes },
+      prompt,
+      sources,
+      at,
+    ),
+  });
+}
+
+const files = (dir: string) => readdirSync(dir).sort();
+
+describe("KvDisk", () => {
+  test("a committed save: the state file and its sidecar, 0600, the temporary name gone", () => {
+    using dir = tmpdir();
+    const disk = new KvDisk(dir.path, 1_000_000);
+    expect(save(disk, "u", "s1", 1000, 1)).toBe(true);
+    const name = disk.nameOf("u", "s1");
+    expect(name).toMatch(/^s-[0-9a-f]{32}$/);
+    expect(files(dir.path)).toEqual([`${name}.bin`, `${name}.json`]);
+    if (process.platform !== "win32")
+      for (const f of files(dir.path)) expect(statSync(join(dir.path, f)).mode & 0o777).toBe(0o600);
+    expect(disk.entry("u", "s1")).toMatchObject({
+      user_id: "u",
+      session_id: "s1",
+      fingerprint: FP,
+      bytes: 1000,
+    });
+    expect(disk.entry("u", "other")).toBeUndefined();
+    expect(disk.usage()).toMatchObject({ files: 1 });
+    expect(disk.usage().bytes).toBeGreaterThan(1000);
+  });
+
+  test("the budget: the least recently used go first; one that alone is too big is not kept", () => {
+    using dir = tmpdir();
+    const disk = new KvDisk(dir.path, 4200); // three sessions of 1000 bytes and a sidecar each
+    save(disk, "u", "old", 1000, 1);
+    save(disk, "u", "mid", 1000, 2);
+    save(disk, "u", "new", 1000, 3);
+    // Restored: the oldest is now the most recently used.
+    disk.touch(disk.entry("u", "old")!);
+    save(disk, "u", "newest", 1000, 4);
+    const kept = ["old", "mid", "new", "newest"].filter((s) => disk.entry("u", s));
+    expect(kept).not.toContain("mid");
+    expect(kept).toContain("old");
+    expect(kept).toContain("newest");
+    expect(disk.usage().bytes).toBeLessThanOrEqual(4200);
+    expect(save(disk, "u", "huge", 10_000, 5)).toBe(true);
+    expect(disk.entry("u", "huge")).toBeUndefined();
+    expect(readdirSync(dir.path).some((f) => f.endsWith(".tmp"))).toBe(false);
+  });
+
+  test("an erased session takes its files and those of the user's sessions holding its passages", () => {
+    using dir = tmpdir();
+    const disk = new KvDisk(dir.path, 1_000_000);
+    const quoting: PromptRecord = {
+      cut: 0,
+      notes: [{ seq: 0, text: "Notes: …", ids: ["session:gone#1"], sources: ["session:gone"] }],
+    };
+    save(disk, "u", "gone", 100, 1);
+    save(disk, "u", "quotes-it", 100, 1, quoting);
+    save(disk, "u", "unrelated", 100, 1);
+    save(disk, "v", "gone", 100, 1);
+    disk.removeSession("u", "gone");
+    expect(disk.entry("u", "gone")).toBeUndefined();
+    expect(disk.entry("u", "quotes-it")).toBeUndefined();
+    expect(disk.entry("u", "unrelated")).toBeDefined();
+    expect(disk.entry("v", "gone")).toBeDefined();
+    disk.removeUser("v");
+    expect(disk.entry("v", "gone")).toBeUndefined();
+    expect(disk.entry("u", "unrelated")).toBeDefined();
+  });
+
+  test("a temporary file a save never finished is swept once stale; a fresh one is left for its save", () => {
+    using dir = tmpdir();
+    const disk = new KvDisk(dir.path, 1_000_000);
+    const stale = join(dir.path, "s-aaaa.123-beef.tmp");
+    const fresh = join(dir.path, "s-bbbb.456-cafe.tmp");
+    writeFileSync(stale, "half");
+    writeFileSync(fresh, "half");
+    const old = new Date(Date.now() - 3_600_000);
+    utimesSync(stale, old, old);
+    disk.sweep();
+    expect(existsSync(stale)).toBe(false);
+    expect(existsSync(fresh)).toBe(true);
+  });
+
+  test("a commit that cannot be made (its temporary file gone) keeps what was there", () => {
+    using dir = tmpdir();
+    const disk = new KvDisk(dir.path, 1_000_000);
+    save(disk, "u", "s", 100, 1);
+    const before = disk.entry("u", "s");
+    expect(
+      disk.commit(
+        "s-missing.1-2.tmp",
+        entryOf({ userId: "u", sessionId: "s" }, FP, { n_saved: 1, n_written: 1 }, emptyRecord(), [], 2),
+      ),
+    ).toBe(false);
+    expect(disk.hasState(disk.nameOf("u", "s"))).toBe(true);
+    expect(disk.entry("u", "s")?.bytes).toBe(before?.bytes as number);
+  });
+});

@@ -1,0 +1,155 @@
+import { describe, expect, test } from "bun:test";
+import { mkdirSync, readdirSync, rmSync, truncateSync } from "node:fs";
+import { join } from "node:path";
+import type { SupervisorSnapshot } from "../../../src/runtime/snapshot.ts";
+import { writeFakeModel } from "../../fixtures/llama-stand-in/binary.ts";
+import type { InProcessOptions } from "../../fixtures/llama-stand-in/in-process.ts";
+import { waitFor } from "../../fixtures/wait.ts";
+import { ChatHarness, type Msg } from "../harness.ts";
+
+// Prompt reuse against the in-process stand-in (SPEC §13): a slot per session (`id_slot`), the
+// least recently used giving way with its state saved first and restored when it returns, the
+// save once the server is quiet, and each fault of a slot file falling back to processing the
+// prompt — the chat's result as ever, only its `usage` shows the difference.
+
+type Usage = { prompt_tokens: number; cached_tokens: number };
+const usage = (m: Msg) => (m.result as { usage: Usage }).usage;
+
+/** A core whose stand-in has a real model file (the fingerprint reads it) and data_dir/kv as its slot folder. */
+function harness(
+  options: { slots?: number; standIn?: InProcessOptions; config?: Record<string, unknown> } = {},
+) {
+  return new ChatHarness(
+    { agents: [{ name: "a", system_prompt: "Be brief." }], memory: { enabled: false }, ...options.config },
+    {
+      slots: options.slots ?? 1,
+      standIn: (dir) => {
+        const kv = join(dir, "data", "kv");
+        mkdirSync(kv, { recursive: true });
+        return {
+          modelPath: writeFakeModel(dir),
+          slotSavePath: `${kv}/`,
+          slots: options.slots ?? 1,
+          unscripted: "echo",
+          ...options.standIn,
+        };
+      },
+    },
+  );
+}
+
+const kvFiles = (h: ChatHarness) => readdirSync(join(h.dataDir, "kv")).sort();
+const slotActions = (h: ChatHarness, action: string) =>
+  h.llama.log.filter((l) => l.includes(`action = ${action}`)).length;
+
+let id = 0;
+async function say(h: ChatHarness, session: string, input: string): Promise<Usage> {
+  const { terminal } = await h.chat(++id, { session_id: session, input });
+  expect(terminal.type).toBe("result");
+  return usage(terminal);
+}
+
+describe("prompt reuse with the stand-in", () => {
+  test("a session keeps its slot: each of two sessions always names the same one (id_slot)", async () => {
+    await using h = harness({ slots: 2 });
+    for (const s of ["a", "b", "a", "b", "a"]) await say(h, s, `hello from ${s}`);
+    const slotOf = (s: string) =>
+      new Set(
+        h.llama.requests
+          .filter((r) => String(r.body.messages.at(-1)?.content).endsWith(`from ${s}`))
+          .map((r) => r.body.id_slot),
+      );
+    expect(slotOf("a").size).toBe(1);
+    expect(slotOf("b").size).toBe(1);
+    expect([...slotOf("a")][0]).not.toBe([...slotOf("b")][0]);
+    // And each turn after a session's first reuses its prefix.
+    const third = await say(h, "b", "and again");
+    expect(third.cached_tokens / third.prompt_tokens).toBeGreaterThan(0.6);
+  });
+
+  test("two sessions on one slot: the one giving way is saved first, and restored when it returns", async () => {
+    await using h = harness({ standIn: { cacheRamMib: 0 } });
+    await say(h, "a", "tell me about the sea and the waves");
+    await say(h, "b", "tell me about mountains and rivers");
+    // a changed since its last save: saved before b took the slot.
+    expect(kvFiles(h).filter((f) => f.endsWith(".bin"))).toHaveLength(1);
+    const back = await say(h, "a", "and the moon?");
+    // No RAM cache (94b): what a reuses came from its file.
+    expect(slotActions(h, "restore")).toBe(1);
+    expect(back.cached_tokens / back.prompt_tokens).toBeGreaterThan(0.6);
+    expect(kvFiles(h).filter((f) => f.endsWith(".bin"))).toHaveLength(2);
+  });
+
+  test("with llama-server's RAM cache, the session giving way is left to it: nothing on the taking turn's path", async () => {
+    await using h = harness();
+    // The plan's --cache-ram, as the supervisor's snapshot says it.
+    Object.assign(h.provider, {
+      snapshot: () => ({ state: "ready", sleep: "awake", cacheRamBytes: 2 ** 20 }) as SupervisorSnapshot,
+    });
+    await say(h, "a", "tell me about the sea and the waves");
+    await say(h, "b", "tell me about mountains and rivers");
+    const back = await say(h, "a", "and the moon?");
+    // Neither a save nor a restore between the turns: the RAM cache gave a its prefix back (94).
+    expect(slotActions(h, "save") + slotActions(h, "restore")).toBe(0);
+    expect(back.cached_tokens / back.prompt_tokens).toBeGreaterThan(0.6);
+    // Once quiet, the holder is saved as ever.
+    expect(await waitFor(() => kvFiles(h).length === 2, { timeoutMs: 5000 })).toBe(true);
+  });
+
+  test("saved once the server is quiet, owner-only; nothing left under a temporary name", async () => {
+    await using h = harness();
+    await say(h, "q", "a first question");
+    expect(await waitFor(() => kvFiles(h).length === 2, { timeoutMs: 5000 })).toBe(true);
+    expect(kvFiles(h).some((f) => f.endsWith(".tmp"))).toBe(false);
+  });
+
+  test("a file cut short: the restore fails, the prompt is processed, the file goes", async () => {
+    await using h = harness({ standIn: { cacheRamMib: 0 } });
+    await say(h, "a", "tell me about the sea and the waves");
+    await say(h, "b", "tell me about mountains");
+    const bin = kvFiles(h).find((f) => f.endsWith(".bin")) as string;
+    truncateSync(join(h.dataDir, "kv", bin), 40);
+    const back = await say(h, "a", "and the moon?");
+    expect(back.cached_tokens / back.prompt_tokens).toBeLessThan(0.3);
+    expect(kvFiles(h)).not.toContain(bin);
+  });
+
+  test("a file deleted between its save and its restore: the prompt is processed, no restore asked", async () => {
+    await using h = harness({ standIn: { cacheRamMib: 0 } });
+    await say(h, "a", "tell me about the sea and the waves");
+    await say(h, "b", "tell me about mountains");
+    for (const f of kvFiles(h)) if (f.endsWith(".bin")) rmSync(join(h.dataDir, "kv", f));
+    const restores = slotActions(h, "restore");
+    const back = await say(h, "a", "and the moon?");
+    expect(back.prompt_tokens).toBeGreaterThan(0);
+    expect(slotActions(h, "restore")).toBe(restores);
+  });
+
+  test("a full disk while saving: the chat goes on, the last good file stays, no temporary file", async () => {
+    await using h = harness({ standIn: { cacheRamMib: 0, slotFiles: { saveFails: true } } });
+    await say(h, "a", "tell me about the sea");
+    const r = await say(h, "b", "tell me about mountains");
+    expect(r.prompt_tokens).toBeGreaterThan(0);
+    expect(kvFiles(h)).toEqual([]);
+    expect(h.llama.log.some((l) => l.includes("No space left on device"))).toBe(true);
+  });
+
+  test("llama.kv_disk_bytes 0: slots are still kept per session, nothing is saved", async () => {
+    await using h = harness({ config: { llama: { kv_disk_bytes: 0 } } });
+    await say(h, "a", "one");
+    await say(h, "b", "two");
+    await say(h, "a", "three");
+    await Bun.sleep(2500);
+    expect(kvFiles(h)).toEqual([]);
+    expect(h.llama.requests.every((r) => r.body.id_slot === 0)).toBe(true);
+  });
+
+  test("sessions.delete takes the session's files, and a quiet save does not bring them back", async () => {
+    await using h = harness();
+    await say(h, "gone", "remember this");
+    h.send("d", "sessions.delete", { session_id: "gone" });
+    expect((await h.terminal("d")).result).toEqual({ deleted: true });
+    await Bun.sleep(2500);
+    expect(kvFiles(h)).toEqual([]);
+  });
+});

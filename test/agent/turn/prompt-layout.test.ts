@@ -1,0 +1,70 @@
+import { describe, expect, test } from "bun:test";
+import { emptyRecord } from "../../../src/agent/kv/prompt-record.ts";
+import { PromptLayout } from "../../../src/agent/turn/prompt-layout.ts";
+import type { ChatMessage } from "../../../src/protocol/chat-message.ts";
+import type { MemoryHit } from "../../../src/store/memory-store.ts";
+
+// SPEC §13: the prompt's prefix is the same from turn to turn. Memory notes go with the user
+// message they came with and stay there; a passage already in the prompt is not sent again.
+
+const hit = (id: string, text: string): MemoryHit => ({ doc: { id, text, source: "session:old" }, score: 1 });
+const history = (turns: number): ChatMessage[] =>
+  Array.from({ length: turns }, (_, i) => [
+    { role: "user" as const, content: `question ${i}` },
+    { role: "assistant" as const, content: `answer ${i}` },
+  ]).flat();
+
+describe("PromptLayout", () => {
+  test("this turn's notes go in its user message, before the words; the system message is untouched", () => {
+    const layout = new PromptLayout(emptyRecord(), [hit("1", "the moon pulls the tides")], 0);
+    const [user] = layout.turnMessages([{ role: "user", content: "and the moon?" }]);
+    expect(user?.role).toBe("user");
+    expect(String(user?.content)).toContain("the moon pulls the tides");
+    expect(String(user?.content).endsWith("and the moon?")).toBe(true);
+    expect(layout.record(true).notes).toMatchObject([
+      { seq: 0, ids: ["session:old#1"], sources: ["session:old"] },
+    ]);
+    expect(layout.record(false).notes).toEqual([]);
+  });
+
+  test("the next turn sends the earlier message with its notes as before, and only new passages", () => {
+    const first = new PromptLayout(emptyRecord(), [hit("1", "tides")], 0);
+    first.turnMessages([{ role: "user", content: "question 0" }]);
+    const record = first.record(true);
+    const h = history(1);
+    const next = new PromptLayout(record, [hit("1", "tides"), hit("2", "waves")], h.length);
+    const sent = next.history(h, 10_000);
+    expect(sent[0]).toEqual(first.turnMessages([{ role: "user", content: "question 0" }])[0] as ChatMessage);
+    const [own] = next.turnMessages([{ role: "user", content: "question 1" }]);
+    expect(String(own?.content)).toContain("waves");
+    expect(String(own?.content)).not.toContain("tides");
+    // Nothing new at all: the message goes as the user wrote it.
+    const third = new PromptLayout(next.record(true), [hit("2", "waves")], h.length + 2);
+    expect(third.turnMessages([{ role: "user", content: "q" }])[0]).toEqual({ role: "user", content: "q" });
+  });
+
+  test("a rewrite drops the notes of the messages it replaced; the cut follows the history", () => {
+    const record = {
+      cut: 2,
+      notes: [
+        { seq: 2, text: "n2", ids: ["a"], sources: ["session:x"] },
+        { seq: 4, text: "n4", ids: ["b"], sources: ["session:y"] },
+      ],
+    };
+    const layout = new PromptLayout(record, [], 4);
+    const sent = layout.history(history(2), 10_000);
+    expect(sent).toHaveLength(2);
+    expect(String(sent[0]?.content)).toContain("n2");
+    expect(layout.record(true)).toEqual({ cut: 2, notes: record.notes.slice(0, 1) });
+  });
+
+  test("the kept history and what it costs, for the overflow retry", () => {
+    const layout = new PromptLayout(emptyRecord(), [], 20);
+    layout.history(history(10), 10_000);
+    expect(layout.kept).toBe(20);
+    expect(layout.keptCost).toBeGreaterThan(0);
+    layout.history(history(10), 0);
+    expect(layout.kept).toBe(0);
+    expect(layout.cut).toBe(20);
+  });
+});

@@ -1,0 +1,172 @@
+import { describe, expect, test } from "bun:test";
+import { copyFileSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { spawnCore } from "../fixtures/core-process.ts";
+import { waitUntil, writeStack } from "../fixtures/stack.ts";
+import { tmpdir } from "../fixtures/tmpdir.ts";
+
+// SPEC §13 through the compiled binary and the llama-server stand-in: the conversation is
+// processed once — the next turn reuses the slot's prefix, the KV state is saved once the
+// server is quiet and restored by a new core, status shows the disk it takes, and the files go
+// with their session.
+const onPosix = process.platform !== "win32";
+type Usage = { prompt_tokens: number; cached_tokens: number };
+
+/** The session's sidecar (one session per test). */
+const sidecar = (dataDir: string) => {
+  const f = kvFiles(dataDir).find((n) => n.endsWith(".json"));
+  return f
+    ? (JSON.parse(readFileSync(join(dataDir, "kv", f), "utf8")) as { fingerprint: string })
+    : undefined;
+};
+
+/** Slot actions the stand-ins logged (llama-server's log under data_dir/logs). */
+const restores = (dataDir: string) => {
+  try {
+    return (
+      readFileSync(join(dataDir, "logs", "llama-server.log"), "utf8").split("action = restore").length - 1
+    );
+  } catch {
+    return 0;
+  }
+};
+
+const kvFiles = (dataDir: string) => {
+  try {
+    return readdirSync(join(dataDir, "kv")).filter((f) => f.endsWith(".bin") || f.endsWith(".json"));
+  } catch {
+    return [];
+  }
+};
+
+describe.skipIf(!onPosix)("prompt reuse through the compiled binary", () => {
+  test("turns reuse the prefix; a new core restores the saved state; sessions.delete takes the files", async () => {
+    await using dir = tmpdir();
+    const stack = writeStack(dir.path, { tools: [], extraYaml: "  top_k: 0" });
+    let id = 0;
+    const chat = async (core: ReturnType<typeof spawnCore>, input: string) => {
+      const r = await core.request({ id: ++id, method: "chat", params: { session_id: "s1", input } }, 30_000);
+      expect(r.type).toBe("result");
+      return r.result.usage as Usage;
+    };
+    {
+      await using core = spawnCore({ cwd: dir.path, env: stack.env });
+      const first = await chat(core, "Tell me about the sea and the waves and the tides.");
+      expect(first.cached_tokens).toBe(0);
+      const second = await chat(core, "And the moon?");
+      // Everything before the new message came from the slot (recording 92).
+      expect(second.cached_tokens).toBeGreaterThan(first.prompt_tokens);
+      // Saved once the server is quiet (2 s), owner-only.
+      expect(await waitUntil(() => kvFiles(stack.dataDir).length === 2, 10_000)).toBe(true);
+      for (const f of kvFiles(stack.dataDir))
+        expect(statSync(join(stack.dataDir, "kv", f)).mode & 0o777).toBe(0o600);
+      const status = await core.request({ id: ++id, method: "status" });
+      expect(status.result.kv_disk.files).toBe(1);
+      expect(status.result.kv_disk.used_bytes).toBeGreaterThan(0);
+      expect(status.result.kv_disk.budget_bytes).toBe(4 * 2 ** 30);
+      expect(status.result.llama.cache_ram_bytes).toBeGreaterThan(0);
+      await core.request({ id: ++id, method: "shutdown" });
+      expect(await core.exited(10_000)).toBe(0);
+    }
+    {
+      await using core = spawnCore({ cwd: dir.path, env: stack.env });
+      const after = await chat(core, "What else?");
+      // A new core, a new llama-server: the state came back from disk.
+      expect(after.cached_tokens / after.prompt_tokens).toBeGreaterThan(0.8);
+      const del = await core.request({ id: ++id, method: "sessions.delete", params: { session_id: "s1" } });
+      expect(del.result).toEqual({ deleted: true });
+      expect(kvFiles(stack.dataDir)).toEqual([]);
+      // And no late save brings it back.
+      await Bun.sleep(2500);
+      expect(kvFiles(stack.dataDir)).toEqual([]);
+    }
+  }, 60_000);
+
+  test("a file of another model of the same shape (93d), or of another context size, is dropped, not restored", async () => {
+    await using dir = tmpdir();
+    const stack = writeStack(dir.path, { tools: [], extraYaml: "  top_k: 0" });
+    const config = join(dir.path, "config.yaml");
+    const first = readFileSync(config, "utf8");
+    let id = 0;
+    const turn = async (input: string) => {
+      await using core = spawnCore({ cwd: dir.path, env: stack.env });
+      const r = await core.request({ id: ++id, method: "chat", params: { session_id: "s", input } }, 30_000);
+      expect(r.type).toBe("result");
+      await core.request({ id: ++id, method: "shutdown" });
+      await core.exited(10_000);
+      return r.result.usage as Usage;
+    };
+    await turn("Tell me about the sea and the waves and the tides.");
+    const saved = sidecar(stack.dataDir)?.fingerprint;
+    expect(saved).toBeDefined();
+    // The same bytes under another file: the stand-in would restore it (93d); the core must not.
+    const model = /path: (\S+\.gguf)/.exec(first)?.[1] as string;
+    copyFileSync(model, join(dir.path, "other.gguf"));
+    writeFileSync(config, first.replace(model, join(dir.path, "other.gguf")));
+    const other = await turn("And the moon?");
+    expect(restores(stack.dataDir)).toBe(0);
+    expect(other.cached_tokens).toBe(0);
+    const second = sidecar(stack.dataDir)?.fingerprint;
+    expect(second).not.toBe(saved);
+    // Another context per slot: dropped as well.
+    writeFileSync(config, first.replace("context: 2048", "context: 1024"));
+    await turn("And the stars?");
+    expect(restores(stack.dataDir)).toBe(0);
+    expect(sidecar(stack.dataDir)?.fingerprint).not.toBe(second);
+  }, 60_000);
+
+  test("llama-server killed mid-save: the last whole file stays and is restored by the restart", async () => {
+    await using dir = tmpdir();
+    const stack = writeStack(dir.path, {
+      tools: [],
+      extraYaml: "  top_k: 0",
+      knobs: { FAKE_LLAMA_SLOT_SAVE_DELAY_MS: "2000" },
+    });
+    await using core = spawnCore({ cwd: dir.path, env: stack.env });
+    let id = 0;
+    const chat = async (input: string) => {
+      const r = await core.request({ id: ++id, method: "chat", params: { session_id: "s", input } }, 30_000);
+      expect(r.type).toBe("result");
+      return r.result.usage as Usage;
+    };
+    await chat("Tell me about the sea and the waves and the tides.");
+    // Quiet (2 s), then a save of 2 s.
+    expect(await waitUntil(() => kvFiles(stack.dataDir).length === 2, 10_000)).toBe(true);
+    const whole = readFileSync(join(stack.dataDir, "kv", kvFiles(stack.dataDir)[0] as string));
+    await chat("And the moon?");
+    const pid = (await core.request({ id: ++id, method: "status" })).result.llama.pid as number;
+    // The next save is half written when the server dies.
+    expect(
+      await waitUntil(() => readdirSync(join(stack.dataDir, "kv")).some((f) => f.endsWith(".tmp")), 10_000),
+    ).toBe(true);
+    process.kill(pid, "SIGKILL");
+    await Bun.sleep(300);
+    expect(readFileSync(join(stack.dataDir, "kv", kvFiles(stack.dataDir)[0] as string))).toEqual(whole);
+    const after = await chat("And the stars?");
+    // Restarted, and the first turn's state came back from the file the kill left alone.
+    expect(restores(stack.dataDir)).toBe(1);
+    expect(after.cached_tokens).toBeGreaterThan(0);
+  }, 60_000);
+
+  test("two cores on one data folder and KV folder: each turn is served, the second core restores the first's save", async () => {
+    await using dir = tmpdir();
+    const stack = writeStack(dir.path, { tools: [], extraYaml: "  top_k: 0" });
+    await using a = spawnCore({ cwd: dir.path, env: stack.env });
+    await using b = spawnCore({ cwd: dir.path, env: stack.env });
+    let id = 0;
+    const chat = async (core: ReturnType<typeof spawnCore>, input: string) => {
+      const r = await core.request({ id: ++id, method: "chat", params: { session_id: "s", input } }, 30_000);
+      expect(r.type).toBe("result");
+      return r.result.usage as Usage;
+    };
+    await chat(a, "Tell me about the sea and the waves and the tides.");
+    expect(await waitUntil(() => kvFiles(stack.dataDir).length === 2, 10_000)).toBe(true);
+    const fromB = await chat(b, "And the moon?");
+    expect(fromB.cached_tokens / fromB.prompt_tokens).toBeGreaterThan(0.5);
+    // Both write the same files, whole: each reads back an old one or a new one, never half.
+    await chat(a, "And the stars?");
+    await chat(b, "And the sun?");
+    expect(await waitUntil(() => kvFiles(stack.dataDir).length === 2, 10_000)).toBe(true);
+    expect(readdirSync(join(stack.dataDir, "kv")).filter((f) => f.endsWith(".tmp"))).toEqual([]);
+  }, 60_000);
+});
