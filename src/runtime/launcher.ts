@@ -18,6 +18,7 @@ import { pickFreePort } from "./ports.ts";
 import { modelIntake } from "./proc-memory.ts";
 import type { Unstamped } from "./progress-beat.ts";
 import type { RpcWatch } from "./rpc-watch.ts";
+import { withSlotFolder } from "./slot-folder.ts";
 import { bunSpawner } from "./spawn.ts";
 import type { SupervisorOptions } from "./supervisor-options.ts";
 import type { Running, StateOf } from "./supervisor-state.ts";
@@ -105,7 +106,8 @@ export class Launcher {
         { tried: found.tried },
       );
     }
-    const plan = await this.options.plan();
+    // Every start, whoever planned it: llama-server refuses a --slot-save-path it cannot use.
+    const plan = withSlotFolder(await this.options.plan());
     this.plan = plan;
     this.rpc.begin(plan.rpc_workers);
     const dataDir = this.options.dataDir();

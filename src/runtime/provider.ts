@@ -1,9 +1,6 @@
 import type { Config } from "../config/schema.ts";
 import { defaultPlanDeps } from "../models/local-plan-deps.ts";
 import { planLaunch } from "../plan/launch.ts";
-import type { LaunchPlan } from "../plan/launch-plan.ts";
-import { logger } from "../util/logger.ts";
-import { ensurePrivateDir } from "../util/private-fs.ts";
 import { findLlamaServer } from "./find-binary.ts";
 import { Supervisor } from "./supervisor.ts";
 
@@ -15,7 +12,7 @@ export function createSupervisor(config: () => Config): Supervisor {
   const llama = () => config().llama;
   return new Supervisor({
     findBinary: () => findLlamaServer(config()),
-    plan: async () => withSlotFolder(await planLaunch(config(), defaultPlanDeps)),
+    plan: () => planLaunch(config(), defaultPlanDeps),
     dataDir: () => config().app.data_dir,
     settings: () => {
       const l = llama();
@@ -39,22 +36,4 @@ export function createSupervisor(config: () => Config): Supervisor {
       }
     },
   });
-}
-
-/**
- * llama-server refuses a `--slot-save-path` that is not a folder ("not a directory", exit 1),
- * so it is made (owner-only) before the spawn; one that cannot be made leaves the flag out: the
- * server still starts, only without KV state on disk.
- */
-function withSlotFolder(plan: LaunchPlan): LaunchPlan {
-  if (plan.slot_save_path === null) return plan;
-  try {
-    ensurePrivateDir(plan.slot_save_path);
-    return plan;
-  } catch (err) {
-    logger.warn(
-      `the KV state folder ${plan.slot_save_path} cannot be made (${(err as Error).message}): llama-server starts without saving conversations to disk`,
-    );
-    return { ...plan, slot_save_path: null };
-  }
 }
