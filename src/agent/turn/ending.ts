@@ -76,8 +76,8 @@ export async function endTurn(ctx: TurnContext, ending: TurnEnding): Promise<Tur
     ctx.deps.emit("final", { step: terminal.step, response: terminal.response });
   else if (terminal) ctx.deps.emit("loop_abort", { step: terminal.step, reason: terminal.reason });
   if (closing.session === "commit") return commit(ctx, closing);
+  // "keep": the checkpoint, written after each step, is already what `resume` needs.
   if (closing.session === "put_back") await ctx.session.putBack();
-  else ctx.session.keep();
   throw closing.error;
 }
 

@@ -72,10 +72,7 @@ export async function llmStep(ctx: TurnContext, setup: StepSetup, step: number):
           partial.content += delta;
           deps.emit("llm_chunk", { step, delta });
         },
-        () => {
-          session.commitStaged();
-          setup.format?.prepare();
-        },
+        () => setup.format?.prepare(),
         (delta) => {
           partial.reasoning += delta;
           deps.emit("llm_reasoning", { step, delta });

@@ -63,9 +63,6 @@ export class TurnSession {
     await this.save();
   }
 
-  /** Once the first request is on its way; nothing is left to do (kept for the turn's order of work). */
-  commitStaged(): void {}
-
   /** After each LLM step and each tool result. */
   save(): Promise<void> {
     return this.write(this.state);
@@ -86,9 +83,6 @@ export class TurnSession {
       }),
     );
   }
-
-  /** The turn stops unfinished: its checkpoint stays for `resume`. */
-  keep(): void {}
 
   /** A refused turn changes nothing: the checkpoint goes back to how the turn found it. */
   async putBack(): Promise<void> {
