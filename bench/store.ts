@@ -65,7 +65,7 @@ function jsonTurn(dir: string, i: number): number {
   store.saveCheckpoint(checkpoint(input, turn));
   store.saveHistory([...h, ...turn]);
   store.clearCheckpoint();
-  MemoryIndex.forUser(dir, "u", [])
+  MemoryIndex.forUser(dir, "u")
     .load()
     .addTurn({ id: `t${i}`, session_id: "big", text: input, at: new Date().toISOString() });
   return performance.now() - t0;

@@ -69,7 +69,7 @@ describe.skipIf(!posix)("what the core writes under data_dir is owner-only", () 
 
     // The 0.1 store wrote these; the database imports them and keeps the folder aside.
     new SessionStore(data, "u", "s").saveHistory([{ role: "user", content: "hi" }]);
-    MemoryIndex.forUser(data, "u", []).load().addTurn({ id: "t", session_id: "s", text: "x", at: "now" });
+    MemoryIndex.forUser(data, "u").load().addTurn({ id: "t", session_id: "s", text: "x", at: "now" });
     for (const d of ["users", "users/u", "users/u/sessions", "users/u/sessions/s"])
       chmodSync(join(data, d), 0o755);
     Store.open(data).close();

@@ -26,7 +26,7 @@ describe("import of the 0.1 layout", () => {
       best_text: "",
       turn: [{ role: "user", content: "resume me" }],
     });
-    const mem = MemoryIndex.forUser(dir.path, "ann", []).load();
+    const mem = MemoryIndex.forUser(dir.path, "ann").load();
     mem.addTurn({
       id: "x",
       session_id: "trip",
