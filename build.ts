@@ -70,7 +70,11 @@ export async function compile(target: { bun: string }, outfile: string): Promise
 
 function bundle(bunTarget: string, outfile: string): Promise<Bun.BuildOutput> {
   return Bun.build({
-    entrypoints: [join(import.meta.dir, "src/index.ts")],
+    // The structured answer's validator runs on a worker thread of its own (src/agent/validator-thread.ts).
+    entrypoints: [
+      join(import.meta.dir, "src/index.ts"),
+      join(import.meta.dir, "src/agent/validator-worker.ts"),
+    ],
     compile: {
       target: bunTarget as never,
       outfile,

@@ -1,11 +1,14 @@
 import type AjvClass from "ajv";
 import type { ValidateFunction } from "ajv";
+import { linearRegExp } from "../util/linear-regexp.ts";
 
 /**
  * JSON Schema validation of a chat's structured answer (SPEC §12), with Ajv: the MCP SDK the
  * core already ships validates tool schemas with it, so the compiled binary carries it anyway
  * and a second validator would only add size (docs/performance.md). Loaded on the first chat
- * that asks for `response_format`, never at start-up.
+ * that asks for `response_format`, never at start-up, and only in the validator's worker
+ * (`validator-worker.ts`): what a hostile schema or answer costs never stops the core's loop.
+ * Patterns and the formats' regexes run on RE2 (`util/linear-regexp.ts`), in linear time.
  */
 
 /** One problem with the answer: where (a JSON pointer into it, "" for the whole) and what. */
@@ -36,10 +39,37 @@ function instance(): AjvClass {
     addUsedSchema: false,
     validateSchema: false,
     logger: false,
+    code: { regExp: Object.assign(linearRegExp, { code: "linearRegExp" }) },
   });
   addFormats(ajv);
+  linearFormats(ajv);
   return ajv;
 }
+
+/**
+ * ajv-formats' regexes moved to RE2 where RE2 takes them (`url` alone costs seconds on 20 KB
+ * of `::` in a backtracking engine). The three it cannot take (lookahead: `duration`,
+ * `hostname`, `url`) stay native, bounded by the worker's time limit.
+ */
+function linearFormats(instance: AjvClass): void {
+  for (const [name, format] of Object.entries(instance.formats)) {
+    const rx = format instanceof RegExp ? format : undefined;
+    if (!rx) continue;
+    try {
+      const linear = linearRegExp(rx.source, rx.flags);
+      instance.addFormat(name, { type: "string", validate: (s: string) => linear.test(s) });
+    } catch {
+      // Lookaround: left as it is.
+    }
+  }
+}
+
+/**
+ * Ajv resolves `"$ref": "#"` through the schema's own id; with `addUsedSchema` off a schema
+ * without one cannot refer to itself, so the compiled copy gets one (docs/protocol.md: recursion
+ * through properties or items works).
+ */
+const SELF_ID = "https://local-ai.invalid/response_format";
 
 /**
  * A validator for `schema`; throws what Ajv says of a schema it cannot compile (a dangling
@@ -53,6 +83,7 @@ export function compileSchema(schema: Record<string, unknown>): Validate {
     compiled.delete(key);
   } else {
     const copy = JSON.parse(key) as Record<string, unknown>;
+    if (copy.$id === undefined) copy.$id = SELF_ID;
     entry = { schema: copy, validate: instance().compile(copy) };
     if (compiled.size >= KEPT) {
       const [oldest, old] = compiled.entries().next().value as [string, { schema: object }];

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { linearRegExpProblem } from "../util/linear-regexp.ts";
 
 /**
  * `response_format` (SPEC §12): the chat's answer constrained to JSON (llama-server's grammar)
@@ -13,6 +14,17 @@ export const MAX_SCHEMA_CHARS = 256 * 1024;
 /** Deepest nesting of the schema's JSON taken (llama-server converts it recursively). */
 export const MAX_SCHEMA_DEPTH = 64;
 
+/**
+ * Most objects (subschemas and the like) a schema may hold: Ajv's compile grows faster than the
+ * schema (an `anyOf` nests its generated code once per branch), so these bound what the
+ * validator's thread may be asked to compile (docs/protocol.md, Structured output).
+ */
+export const MAX_SCHEMA_OBJECTS = 2000;
+/** Most branches of one `anyOf`, `oneOf` or `allOf`. */
+export const MAX_SCHEMA_BRANCHES = 128;
+/** Most regular expressions (`pattern` values and `patternProperties` keys) in one schema. */
+export const MAX_SCHEMA_PATTERNS = 256;
+
 /** Keywords whose subschemas apply to the value itself, not to a part of it. */
 const IN_PLACE = ["allOf", "anyOf", "oneOf"] as const;
 const IN_PLACE_ONE = ["not", "if", "then", "else"] as const;
@@ -26,20 +38,66 @@ export function schemaProblem(schema: Node): string | undefined {
   if (text.length > MAX_SCHEMA_CHARS)
     return `the schema is ${text.length} characters of JSON; at most ${MAX_SCHEMA_CHARS} are taken`;
   const pointers = new Map<Node, string>();
-  // Iterative: a hostile document may nest deeper than the stack.
-  const pending: [unknown, string, number][] = [[schema, "#", 0]];
+  const patterns: [string, string][] = [];
+  // Iterative: a hostile document may nest deeper than the stack. `data`: inside a value
+  // (enum, const, default, examples), where a key named like a keyword is only data.
+  const pending: [unknown, string, number, boolean][] = [[schema, "#", 0, false]];
   for (let item = pending.pop(); item; item = pending.pop()) {
-    const [value, pointer, depth] = item;
+    const [value, pointer, depth, data] = item;
     if (typeof value !== "object" || value === null) continue;
     if (depth > MAX_SCHEMA_DEPTH) return `the schema nests deeper than ${MAX_SCHEMA_DEPTH} levels`;
     if (isNode(value)) pointers.set(value, pointer);
+    if (pointers.size > MAX_SCHEMA_OBJECTS) return `the schema holds more than ${MAX_SCHEMA_OBJECTS} objects`;
+    if (!data && isNode(value)) {
+      const problem = keywordProblem(value, pointer, patterns);
+      if (problem) return problem;
+    }
     for (const [key, child] of Object.entries(value))
-      pending.push([child, `${pointer}/${escapePointer(key)}`, depth + 1]);
+      pending.push([
+        child,
+        `${pointer}/${escapePointer(key)}`,
+        depth + 1,
+        data || (isNode(value) && DATA.has(key)),
+      ]);
   }
+  const refused = patternsProblem(patterns);
+  if (refused) return refused;
   const cycle = inPlaceCycle(schema, pointers);
   return cycle
     ? `a $ref cycle that never reaches a value (${cycle.join(" → ")}); a recursive schema must go through properties or items`
     : undefined;
+}
+
+/** Keywords whose values are data, not schemas. */
+const DATA = new Set(["enum", "const", "default", "examples"]);
+
+/** Too many branches in a node, or its patterns (collected into `patterns` with where they are). */
+function keywordProblem(node: Node, pointer: string, patterns: [string, string][]): string | undefined {
+  for (const key of IN_PLACE) {
+    const list = node[key];
+    if (Array.isArray(list) && list.length > MAX_SCHEMA_BRANCHES)
+      return `${pointer}/${key} has ${list.length} branches; at most ${MAX_SCHEMA_BRANCHES} are taken`;
+  }
+  if (typeof node.pattern === "string") patterns.push([node.pattern, `${pointer}/pattern`]);
+  if (isNode(node.patternProperties))
+    for (const key of Object.keys(node.patternProperties))
+      patterns.push([key, `${pointer}/patternProperties/${escapePointer(key)}`]);
+  return undefined;
+}
+
+/**
+ * Patterns are matched by RE2, in linear time (`util/linear-regexp.ts`): one RE2 cannot
+ * compile (lookaround, a backreference) is refused here, naming it.
+ */
+function patternsProblem(patterns: [string, string][]): string | undefined {
+  if (patterns.length > MAX_SCHEMA_PATTERNS)
+    return `the schema has ${patterns.length} patterns; at most ${MAX_SCHEMA_PATTERNS} are taken`;
+  for (const [pattern, pointer] of patterns) {
+    const problem = linearRegExpProblem(pattern);
+    if (problem)
+      return `the pattern at ${pointer} cannot be matched in linear time (RE2: ${problem}); lookaround and backreferences are not taken`;
+  }
+  return undefined;
 }
 
 /** The subschemas a node applies to the value itself: its `$ref` target, allOf/anyOf/oneOf, not, if/then/else. */

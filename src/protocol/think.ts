@@ -8,11 +8,14 @@ import { z } from "zod";
  * - `{budget_tokens: N}`: on, ended after N tokens (`reasoning_budget_tokens`: llama-server then
  *   closes the think block itself and the model answers, recording 91d).
  */
+/** The largest budget llama-server takes: it reads the field into a 32-bit int and refuses more with a 400. */
+export const MAX_BUDGET_TOKENS = 2_147_483_647;
+
 export const ThinkSchema = z.union(
   [
     z.boolean(),
     z.enum(["low", "medium", "high"]),
-    z.strictObject({ budget_tokens: z.number().int().nonnegative() }),
+    z.strictObject({ budget_tokens: z.number().int().nonnegative().max(MAX_BUDGET_TOKENS) }),
   ],
   { error: 'expected true, false, "low", "medium", "high" or {budget_tokens: N}' },
 );

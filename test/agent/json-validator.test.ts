@@ -42,4 +42,38 @@ describe("compileSchema (the structured answer's validator)", () => {
     for (let i = 0; i < 100; i++) expect(compileSchema({ const: i })(i)).toEqual([]);
     expect(compileSchema({ const: 0 })(1)).toHaveLength(1);
   });
+
+  test("a schema refers to itself with $ref: # through items or properties (docs/protocol.md)", () => {
+    const list = compileSchema({ type: "array", items: { $ref: "#" } });
+    expect(list([[], [[]]])).toEqual([]);
+    expect(list([[1]])).toEqual([{ path: "/0/0", message: "must be array" }]);
+    const node = compileSchema({
+      type: "object",
+      properties: { kids: { type: "array", items: { $ref: "#" } } },
+    });
+    expect(node({ kids: [{ kids: [] }] })).toEqual([]);
+    expect(node({ kids: [{ kids: 1 }] })).toHaveLength(1);
+  });
+
+  test("patterns run on a linear-time engine: ^(a+)+$ over 30 hostile strings answers, correctly", () => {
+    const hostile = Array.from({ length: 30 }, () => `${"a".repeat(40)}!`);
+    const items = compileSchema({ type: "array", items: { type: "string", pattern: "^(a+)+$" } });
+    expect(items(hostile)).toHaveLength(30);
+    expect(items(["aaa"])).toEqual([]);
+    const keys = compileSchema({ type: "object", patternProperties: { "^(a+)+$": { type: "integer" } } });
+    const answer = Object.fromEntries(hostile.map((k, i) => [`${k}${i}`, "x"]));
+    expect(keys(answer)).toEqual([]);
+    expect(keys({ aaaa: "x" })).toEqual([{ path: "/aaaa", message: "must be integer" }]);
+    // RE2 has no lookaround: such a pattern is not taken (refused with the params first).
+    expect(() => compileSchema({ type: "string", pattern: "^(?=a)" })).toThrow(/Perl syntax/);
+  });
+
+  test("the formats' regexes run on RE2 where it takes them; url stays right", () => {
+    const email = compileSchema({ type: "string", format: "email" });
+    expect(email("ada@example.com")).toEqual([]);
+    expect(email(`${"1".repeat(20000)}!`)).toHaveLength(1);
+    const url = compileSchema({ type: "string", format: "url" });
+    expect(url("https://example.com/a")).toEqual([]);
+    expect(url("not a url")).toHaveLength(1);
+  });
 });

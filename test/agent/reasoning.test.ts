@@ -198,7 +198,15 @@ describe("chat: think", () => {
 
   test("think of the wrong type is invalid_request naming think; nothing reaches llama-server", async () => {
     await using h = new ChatHarness(plain);
-    for (const think of ["max", 3, { budget: 3 }, { budget_tokens: -1 }, { budget_tokens: 1.5 }, null]) {
+    for (const think of [
+      "max",
+      3,
+      { budget: 3 },
+      { budget_tokens: -1 },
+      { budget_tokens: 1.5 },
+      { budget_tokens: 2147483648 },
+      null,
+    ]) {
       const { terminal } = await h.chat(`bad-${JSON.stringify(think)}`, { input: "hi", think });
       expect(terminal).toMatchObject({ type: "error", code: "invalid_request" });
       expect(String(terminal.message)).toStartWith("params.think");

@@ -226,4 +226,48 @@ describe("chat: response_format", () => {
     // A regenerate that fails closed leaves the old answer in place.
     expect(h.history("s").at(-1)).toEqual({ role: "assistant", content: "not json" });
   });
+
+  test("$ref: # inside items: a recursive answer is a result", async () => {
+    await using h = new ChatHarness(plain);
+    h.llama.script({ content: "[[],[[]]]" });
+    const schema = { type: "array", items: { $ref: "#" } };
+    const { terminal } = await h.chat("i1", { input: "x", response_format: { type: "json_schema", schema } });
+    expect(terminal.result).toMatchObject({ json: [[], [[]]] });
+  });
+
+  test("a number beyond a double fails closed (output_invalid naming its path), never null", async () => {
+    await using h = new ChatHarness(plain);
+    h.llama.script({ content: '{"n": 1e400}' });
+    const schema = { type: "object", properties: { n: { type: "number" } } };
+    const { terminal } = await h.chat("n1", { input: "x", response_format: { type: "json_schema", schema } });
+    expect(terminal).toMatchObject({ code: "output_invalid", data: { errors: [{ path: "/n" }] } });
+  });
+
+  test("a schema whose check never ends: ping answers meanwhile; the chat fails closed at the limit", async () => {
+    await using h = new ChatHarness(plain);
+    // Each level tries both branches: 2^40 checks of a one-character answer.
+    const defs: Json = { d40: { type: "number" } };
+    for (let i = 0; i < 40; i++)
+      defs[`d${i}`] = {
+        anyOf: [
+          { allOf: [{ $ref: `#/$defs/d${i + 1}` }, { type: "string" }] },
+          { $ref: `#/$defs/d${i + 1}` },
+        ],
+      };
+    h.llama.script({ content: "1" });
+    h.onEmit = (m) => {
+      if (m.event === "llm_done") setTimeout(() => h.send("p1", "ping"), 0);
+    };
+    const schema = { $defs: defs, $ref: "#/$defs/d0" };
+    const { terminal } = await h.chat("x1", { input: "x", response_format: { type: "json_schema", schema } });
+    expect(terminal).toMatchObject({ code: "output_invalid", data: { errors: [{ path: "" }] } });
+    expect(String(terminal.message)).toContain("longer than 1000 ms");
+    const ping = h.out.findIndex((m) => m.id === "p1" && m.type === "result");
+    expect(ping).toBeGreaterThanOrEqual(0);
+    expect(ping).toBeLessThan(h.out.indexOf(terminal));
+    // The thread was ended and another takes the next chat.
+    h.llama.script({ content: '{"name":"Ada","age":36}' });
+    const next = await h.chat("x2", { input: "x", response_format: asPerson });
+    expect(next.terminal.result).toMatchObject({ json: { name: "Ada", age: 36 } });
+  });
 });

@@ -1,5 +1,12 @@
 import { describe, expect, test } from "bun:test";
-import { MAX_SCHEMA_CHARS, ResponseFormatSchema, schemaProblem } from "../../src/protocol/response-format.ts";
+import {
+  MAX_SCHEMA_BRANCHES,
+  MAX_SCHEMA_CHARS,
+  MAX_SCHEMA_OBJECTS,
+  MAX_SCHEMA_PATTERNS,
+  ResponseFormatSchema,
+  schemaProblem,
+} from "../../src/protocol/response-format.ts";
 
 describe("response_format: what the params alone refuse", () => {
   test("ordinary schemas pass, recursive ones through properties or items too", () => {
@@ -37,5 +44,32 @@ describe("response_format: what the params alone refuse", () => {
     expect(ResponseFormatSchema.safeParse({ type: "json_schema", schema: {}, name: "x" }).success).toBe(true);
     expect(ResponseFormatSchema.safeParse({ type: "json_schema", schema: {}, name: "" }).success).toBe(false);
     expect(ResponseFormatSchema.safeParse({ type: "text" }).success).toBe(false);
+  });
+
+  test("bounded before the validator sees it: objects, branches, patterns", () => {
+    const branches = (n: number) => ({ anyOf: Array.from({ length: n }, (_, i) => ({ const: i })) });
+    expect(schemaProblem(branches(MAX_SCHEMA_BRANCHES))).toBeUndefined();
+    expect(schemaProblem(branches(MAX_SCHEMA_BRANCHES + 1))).toContain("#/anyOf has 129 branches");
+    const props = (n: number) => ({
+      type: "object",
+      properties: Object.fromEntries(Array.from({ length: n }, (_, i) => [`p${i}`, { type: "string" }])),
+    });
+    expect(schemaProblem(props(MAX_SCHEMA_OBJECTS - 2))).toBeUndefined();
+    expect(schemaProblem(props(MAX_SCHEMA_OBJECTS))).toContain(`more than ${MAX_SCHEMA_OBJECTS} objects`);
+    const patterns = (n: number) => ({
+      type: "object",
+      patternProperties: Object.fromEntries(Array.from({ length: n }, (_, i) => [`^p${i}$`, {}])),
+    });
+    expect(schemaProblem(patterns(MAX_SCHEMA_PATTERNS))).toBeUndefined();
+    expect(schemaProblem(patterns(MAX_SCHEMA_PATTERNS + 1))).toContain(`at most ${MAX_SCHEMA_PATTERNS}`);
+  });
+
+  test("a pattern RE2 cannot match in linear time is refused, naming where; data is not a pattern", () => {
+    expect(schemaProblem({ type: "string", pattern: "^(a+)+$" })).toBeUndefined();
+    expect(schemaProblem({ properties: { a: { pattern: "(?=x)" } } })).toMatch(
+      /pattern at #\/properties\/a\/pattern cannot be matched in linear time/,
+    );
+    expect(schemaProblem({ patternProperties: { "(a)\\1": {} } })).toContain("#/patternProperties/(a)\\1");
+    expect(schemaProblem({ enum: [{ pattern: "(?=x)" }], const: { pattern: "(?=" } })).toBeUndefined();
   });
 });

@@ -1,6 +1,8 @@
 import { CoreError } from "../../protocol/errors.ts";
 import type { ResponseFormat } from "../../protocol/response-format.ts";
-import { type AnswerError, compileSchema, type Validate } from "../json-validator.ts";
+import { abortable } from "../../util/abortable.ts";
+import type { AnswerError } from "../json-validator.ts";
+import { askValidator, type ValidatorAnswer } from "../validator-thread.ts";
 
 /** What the answer of a `response_format` chat came to: its value, or why it does not count. */
 export type AnswerCheck = { ok: true; value: unknown } | { ok: false; errors: AnswerError[] };
@@ -9,14 +11,26 @@ export type AnswerCheck = { ok: true; value: unknown } | { ok: false; errors: An
 const ANY_OBJECT = { type: "object" };
 
 /**
+ * How long the validator's thread may compile a schema, and check an answer (docs/agent.md):
+ * the largest schema the params take compiled in 0.2–2 s on a loaded 2-core machine, an
+ * ordinary answer checks in milliseconds; past these the schema is refused, the answer not taken.
+ */
+export const COMPILE_LIMIT_MS = 5000;
+export const CHECK_LIMIT_MS = 1000;
+
+/**
  * The chat's `response_format` (SPEC §12): how a constrained step asks llama-server for it,
- * and the check of the answer against the schema, which fails closed. The validator is
- * compiled once the request is on its way (`prepare`), while llama-server reads the prompt.
+ * and the check of the answer against the schema, which fails closed. Both run on the
+ * validator's thread (`validator-thread.ts`), never on the core's loop; the schema is compiled
+ * there once the request is on its way (`prepare`), while llama-server reads the prompt.
  */
 export class AnswerFormat {
-  private validate: Validate | undefined;
+  private compiled: Promise<ValidatorAnswer> | undefined;
+  private readonly schema: string;
 
-  constructor(readonly format: ResponseFormat) {}
+  constructor(readonly format: ResponseFormat) {
+    this.schema = JSON.stringify(format.type === "json_schema" ? format.schema : ANY_OBJECT);
+  }
 
   /** The request field, in llama-server's (OpenAI's) shape (recordings 95, 95c). */
   request(): Record<string, unknown> {
@@ -25,29 +39,33 @@ export class AnswerFormat {
     return { type: "json_schema", json_schema: { ...(f.name ? { name: f.name } : {}), schema: f.schema } };
   }
 
-  /** Compiles the validator (once); a schema it cannot compile is the chat's invalid_request. */
+  /** Begins compiling the validator (once), on its thread. */
   prepare(): void {
-    if (this.validate) return;
-    const schema = this.format.type === "json_schema" ? this.format.schema : ANY_OBJECT;
-    try {
-      this.validate = compileSchema(schema);
-    } catch (err) {
-      throw formatRefused(`the schema cannot be used: ${(err as Error).message}`);
-    }
+    this.compiled ??= askValidator(this.schema, undefined, COMPILE_LIMIT_MS);
   }
 
-  /** The answer's text parsed and validated; never a value that does not match. */
-  check(text: string): AnswerCheck {
+  /**
+   * The answer's text parsed and validated; never a value that does not match. Throws the
+   * chat's invalid_request when the schema cannot be compiled, and the signal's reason on a cancel.
+   */
+  async check(text: string, signal: AbortSignal): Promise<AnswerCheck> {
     this.prepare();
-    let value: unknown;
-    try {
-      value = JSON.parse(text);
-    } catch (err) {
-      const why = text.trim() === "" ? "the answer is empty" : `not valid JSON (${(err as Error).message})`;
-      return { ok: false, errors: [{ path: "", message: why }] };
-    }
-    const errors = (this.validate as Validate)(value);
-    return errors.length === 0 ? { ok: true, value } : { ok: false, errors };
+    const compiled = await abortable(this.compiled as Promise<ValidatorAnswer>, signal);
+    if (compiled.kind === "refused") throw formatRefused(`the schema cannot be used: ${compiled.message}`);
+    if (compiled.kind === "timeout")
+      throw formatRefused(`the schema took longer than ${compiled.limitMs} ms to compile`);
+    const checked = await abortable(askValidator(this.schema, text, CHECK_LIMIT_MS), signal);
+    if (checked.kind === "checked")
+      return checked.errors.length === 0
+        ? { ok: true, value: checked.value }
+        : { ok: false, errors: checked.errors };
+    if (checked.kind === "refused") throw formatRefused(`the schema cannot be used: ${checked.message}`);
+    // Fails closed: an answer the validator could not finish with is not taken.
+    const why =
+      checked.kind === "timeout"
+        ? `checking the answer took longer than ${checked.limitMs} ms; it is not taken`
+        : `the answer could not be checked (${"message" in checked ? checked.message : checked.kind})`;
+    return { ok: false, errors: [{ path: "", message: why }] };
   }
 }
 

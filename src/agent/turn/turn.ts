@@ -8,7 +8,7 @@ import { emptyRecord } from "../kv/prompt-record.ts";
 import type { ReusedTurn } from "../kv/reuse.ts";
 import { interpretStep } from "../tool-calls.ts";
 import { type AgentTool, toOpenAiTools } from "../tool-registry.ts";
-import { AnswerFormat } from "./answer-format.ts";
+import { type AnswerCheck, AnswerFormat, isFormatRefused } from "./answer-format.ts";
 import type { TurnContext } from "./context.ts";
 import { endTurn, type TurnEnding, type TurnResult } from "./ending.ts";
 import { llmStep, type StepSetup } from "./llm-step.ts";
@@ -148,7 +148,7 @@ export class Turn {
       if (answer.kind === "refused") return { kind: "format_refused", step, error: answer.error };
       ctx.deps.emit("llm_done", { step });
       const ending = stepSetup.format
-        ? this.structured(step, answer.reply, stepSetup)
+        ? await this.structured(step, answer.reply, stepSetup)
         : await this.judge(step, answer.reply, stepSetup);
       if (ending) return ending;
     }
@@ -210,12 +210,18 @@ export class Turn {
   }
 
   /** A constrained step's answer: the value when it matches the schema, else `output_invalid` (fails closed). */
-  private structured(step: number, reply: CompletionResult, setup: StepSetup): TurnEnding {
+  private async structured(step: number, reply: CompletionResult, setup: StepSetup): Promise<TurnEnding> {
     const { ctx } = this;
     logStep(ctx, step, reply);
     ctx.session.state.step = step + 1;
     const { content: text, reasoning, finishReason } = reply;
-    const checked = (setup.format as AnswerFormat).check(text);
+    let checked: AnswerCheck;
+    try {
+      checked = await (setup.format as AnswerFormat).check(text, ctx.deps.signal);
+    } catch (err) {
+      if (isFormatRefused(err)) return { kind: "format_refused", step, error: err };
+      throw err;
+    }
     if (!checked.ok)
       return { kind: "output_invalid", step, text, errors: checked.errors, finishReason, reasoning };
     // Complete and valid, even if it ended right at a limit.

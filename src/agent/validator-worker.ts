@@ -1,0 +1,45 @@
+import { parseAnswer } from "./answer-json.ts";
+import { compileSchema } from "./json-validator.ts";
+import type { ValidatorAnswer, ValidatorAsk } from "./validator-thread.ts";
+
+/**
+ * The structured answer's validator, on a thread of its own (`validator-thread.ts` starts it
+ * and holds it to a time limit): compiling a schema and checking an answer may take as long as
+ * a hostile schema makes them, and the core's loop still answers ping and cancel. Built as an
+ * entry point of its own (build.ts).
+ */
+
+declare const self: {
+  onmessage: ((event: MessageEvent<ValidatorAsk>) => void) | null;
+  postMessage(message: ValidatorAnswer): void;
+};
+
+function answer(ask: ValidatorAsk): ValidatorAnswer {
+  let validate: ReturnType<typeof compileSchema>;
+  try {
+    validate = compileSchema(JSON.parse(ask.schema) as Record<string, unknown>);
+  } catch (err) {
+    // A stack overflow in the compiler is the schema's fault too.
+    return { id: ask.id, kind: "refused", message: (err as Error).message };
+  }
+  if (ask.text === undefined) return { id: ask.id, kind: "compiled" };
+  const parsed = parseAnswer(ask.text);
+  if (!parsed.ok) return { id: ask.id, kind: "checked", errors: parsed.errors };
+  return { id: ask.id, kind: "checked", errors: validate(parsed.value), value: parsed.value };
+}
+
+self.onmessage = (event) => {
+  let reply: ValidatorAnswer;
+  try {
+    reply = answer(event.data);
+  } catch (err) {
+    reply = { id: event.data.id, kind: "failed", message: (err as Error).message };
+  }
+  try {
+    self.postMessage(reply);
+  } catch (err) {
+    // A value the thread cannot hand over (nested past the clone's depth): not taken.
+    self.postMessage({ id: event.data.id, kind: "failed", message: (err as Error).message });
+  }
+};
+self.postMessage({ id: 0, kind: "ready" });
