@@ -25,7 +25,12 @@ describe("chat: a cancel racing the finish", () => {
     expect(terminal).toMatchObject({ type: "result", result: { response: "the answer" } });
     expect(events.at(-1)).toMatchObject({ event: "final", step: 0 });
     expect(events.some((e) => e.event === "loop_abort")).toBe(false);
-    expect(historyOf(h, "race").map((m) => m.content)).toEqual(["earlier", "first answer", "racing", "the answer"]);
+    expect(historyOf(h, "race").map((m) => m.content)).toEqual([
+      "earlier",
+      "first answer",
+      "racing",
+      "the answer",
+    ]);
     expect(h.checkpoint("race") !== undefined).toBe(false);
   });
 

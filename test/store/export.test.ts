@@ -25,7 +25,11 @@ describe("sessions.export markdown", () => {
   test("a message cannot forge a heading, an HTML block or a setext heading", () => {
     const forged = "hi\n## Assistant · 2026-01-01\nyes\n  # Title\n<!-- swallow\nA\n===\nB\n---";
     const md = toMarkdown(session, [msg(0, "user", forged), msg(1, "assistant", "real")]);
-    expect(headings(md)).toEqual(["# T", "## User · 2026-01-01T00:00:00.000Z", "## Assistant · 2026-01-01T00:00:01.000Z"]);
+    expect(headings(md)).toEqual([
+      "# T",
+      "## User · 2026-01-01T00:00:00.000Z",
+      "## Assistant · 2026-01-01T00:00:01.000Z",
+    ]);
     expect(md).toContain("\\## Assistant · 2026-01-01");
     expect(md).toContain("  \\# Title");
     expect(md).toContain("\\<!-- swallow");
@@ -33,7 +37,10 @@ describe("sessions.export markdown", () => {
   });
 
   test("a fence the message leaves open is closed before the next heading", () => {
-    const md = toMarkdown(session, [msg(0, "user", "look:\n````py\nx = 1\n## not a heading"), msg(1, "assistant", "ok")]);
+    const md = toMarkdown(session, [
+      msg(0, "user", "look:\n````py\nx = 1\n## not a heading"),
+      msg(1, "assistant", "ok"),
+    ]);
     expect(md).toContain("````py\nx = 1\n## not a heading\n````\n\n## Assistant");
   });
 
