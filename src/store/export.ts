@@ -34,7 +34,8 @@ export function toMarkdown(session: SessionSummary, messages: readonly StoredMes
   ];
   for (const m of messages) {
     out.push("", `## ${ROLE_HEADINGS[m.role]} · ${m.created_at}`, "");
-    if (m.reasoning) out.push("<details><summary>Thinking</summary>", "", markdownText(m.reasoning), "", "</details>", "");
+    if (m.reasoning)
+      out.push("<details><summary>Thinking</summary>", "", markdownText(m.reasoning), "", "</details>", "");
     if (m.role === "tool") out.push(fenced(m.content ?? ""));
     else if (m.content) out.push(markdownText(m.content));
     for (const call of m.tool_calls ?? []) {
