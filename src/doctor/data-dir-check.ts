@@ -33,6 +33,16 @@ export function dataDirCheck(config: Config): Check {
     found.base === resolve(dir)
       ? `${dir} is writable`
       : `${dir} does not exist yet and will be created (${found.base} is writable)`;
+  const loose = found.base === resolve(dir) ? othersMayWrite(found.base) : undefined;
+  if (loose !== undefined) {
+    return {
+      id: "data_dir",
+      status: "warn",
+      message: `${where}, but it is writable by other users (mode ${loose}): they could plant links or files where the core keeps its own`,
+      fix: `chmod 700 ${dir} (the core makes it so when it creates the folder)`,
+      data: { path: dir, mode: loose },
+    };
+  }
   const free = freeBytes(found.base);
   if (free === undefined) {
     return { id: "data_dir", status: "ok", message: `${where} (free space unknown)`, data: { path: dir } };
@@ -86,6 +96,20 @@ function usableBase(dir: string): Base {
     return { at, problem: (err as NodeJS.ErrnoException).code ?? "EIO" };
   }
   return { base: at };
+}
+
+/**
+ * The folder's mode in octal when group or others may write it (POSIX): the core refuses links
+ * it finds inside (docs/doctor.md), but a folder others write is theirs to fill.
+ */
+function othersMayWrite(dir: string): string | undefined {
+  if (process.platform === "win32") return undefined;
+  try {
+    const mode = statSync(dir).mode & 0o777;
+    return mode & 0o022 ? mode.toString(8) : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 function freeBytes(dir: string): number | undefined {

@@ -127,7 +127,8 @@ function requestsInFlight(active: ActiveRequest[], self: ActiveRequest["id"], no
   return active
     .filter((r) => r.id !== self)
     .map((r) => ({
-      id: r.id,
+      // An id kept as its text (a number beyond a double) is written as that number: the wire's type.
+      id: r.id as string | number,
       method: r.method,
       since: new Date(r.since).toISOString(),
       elapsed_ms: Math.max(0, now - r.since),

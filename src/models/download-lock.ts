@@ -22,7 +22,8 @@ import { readSmallFile } from "../config/read-file.ts";
  * pid but an id we do not hold was left by an earlier process that had the same pid (common
  * in containers, where the core is often pid 1). And whatever the pid says, the holder keeps
  * its lock fresh (its file touched every HEARTBEAT_MS), so a waiter gives up on a lock that
- * shows no sign of life for LOCK_QUIET_MS (LockWatch).
+ * shows no sign of life for LOCK_QUIET_MS (LockWatch), and takes at once one whose file has
+ * not been touched for LOCK_ABANDONED_MS.
  */
 
 export interface LockOwner {
@@ -57,6 +58,14 @@ export const HEARTBEAT_MS = 5_000;
  * and the same minute the writer's own stall guard gives a download without a byte.
  */
 export const LOCK_QUIET_MS = 60_000;
+
+/**
+ * A lock file untouched this long, by this machine's clock, has had no beat for a hundred and
+ * twenty in a row: its owner is gone whatever its pid now names, and a pull takes it at once
+ * instead of watching it for LOCK_QUIET_MS. Ten times the quiet bound, so a holder on another
+ * machine sharing the cache is not judged by a clock a few minutes off.
+ */
+export const LOCK_ABANDONED_MS = 10 * LOCK_QUIET_MS;
 
 const held = new Set<string>();
 
@@ -162,6 +171,7 @@ function isStale(path: string, owner: LockOwner | null, options: LockOptions): b
   }
   if (owner.pid === process.pid) return !held.has(owner.id);
   if (!processAlive(owner.pid)) return true;
+  if (untouchedFor(path) > LOCK_ABANDONED_MS) return true;
   return reusedPid(owner, options);
 }
 
@@ -212,6 +222,12 @@ export class LockWatch {
 /** Gives up on a lock judged quiet: moved aside as a stale one, if it is still the one judged. */
 export function giveUp(path: string, owner: LockOwner | null): void {
   takeOver(path, owner);
+}
+
+/** How long ago the lock file was last touched (its holder's beat); 0 when it cannot be read. */
+function untouchedFor(path: string): number {
+  const stat = statOr(path);
+  return stat ? Date.now() - stat.mtimeMs : 0;
 }
 
 function statOr(path: string): Stats | undefined {

@@ -1,6 +1,7 @@
 import type { z } from "zod";
 import { logger, logUnexpected } from "../util/logger.ts";
 import { CoreError, type ErrorCode, isCoreError } from "./errors.ts";
+import { type ExactNumberId, exactIds, exactKey, mayBeInexact } from "./exact-id.ts";
 import type { ErrorMessage, RequestId, ResultMessage } from "./messages.ts";
 import type {
   ActiveRequest,
@@ -41,6 +42,8 @@ class InFlight implements RequestContext {
     readonly id: RequestId,
     readonly method: MethodEntry,
     private readonly owner: Dispatcher,
+    /** A cancel's `request_id` as written, when it is a number a double cannot hold. */
+    private readonly exactTarget?: ExactNumberId,
   ) {
     this.controller = method.cancellable ? new AbortController() : undefined;
   }
@@ -56,7 +59,9 @@ class InFlight implements RequestContext {
   }
 
   cancel(requestId: RequestId | undefined): boolean {
-    return this.owner.cancel(requestId);
+    return this.owner.cancel(
+      typeof requestId === "number" && this.exactTarget ? this.exactTarget : requestId,
+    );
   }
 
   methodNames(): string[] {
@@ -85,27 +90,37 @@ class InFlight implements RequestContext {
   }
 }
 
-/** Active requests by id; "1" and 1 are different ids, so strings and numbers keep apart. */
+/**
+ * Active requests by id; "1" and 1 are different ids, so strings and numbers keep apart. A
+ * number id a double cannot hold is kept by its digits (docs/protocol.md, ids).
+ */
 class ActiveTable {
   private readonly byString = new Map<string, InFlight>();
   private readonly byNumber = new Map<number, InFlight>();
+  private readonly byDigits = new Map<string, InFlight>();
 
   get size(): number {
-    return this.byString.size + this.byNumber.size;
+    return this.byString.size + this.byNumber.size + this.byDigits.size;
   }
   get(id: RequestId): InFlight | undefined {
-    return typeof id === "number" ? this.byNumber.get(id) : this.byString.get(id);
+    if (typeof id === "string") return this.byString.get(id);
+    const key = typeof id === "number" ? { value: id } : exactKey(id);
+    return "value" in key ? this.byNumber.get(key.value) : this.byDigits.get(key.digits);
   }
   set(id: RequestId, r: InFlight): void {
-    if (typeof id === "number") this.byNumber.set(id, r);
-    else this.byString.set(id, r);
+    if (typeof id === "string") return void this.byString.set(id, r);
+    const key = typeof id === "number" ? { value: id } : exactKey(id);
+    if ("value" in key) this.byNumber.set(key.value, r);
+    else this.byDigits.set(key.digits, r);
   }
   delete(id: RequestId): void {
-    if (typeof id === "number") this.byNumber.delete(id);
-    else this.byString.delete(id);
+    if (typeof id === "string") return void this.byString.delete(id);
+    const key = typeof id === "number" ? { value: id } : exactKey(id);
+    if ("value" in key) this.byNumber.delete(key.value);
+    else this.byDigits.delete(key.digits);
   }
   all(): InFlight[] {
-    return [...this.byString.values(), ...this.byNumber.values()];
+    return [...this.byString.values(), ...this.byNumber.values(), ...this.byDigits.values()];
   }
 }
 
@@ -160,7 +175,7 @@ export class Dispatcher {
     }
     const req = value as Record<string, unknown>;
     // The same rule as RequestIdSchema, inline: this is the hot path of every request.
-    const id = req.id;
+    let id = req.id as RequestId;
     if (typeof id !== "string" && (typeof id !== "number" || !Number.isFinite(id))) {
       const why = id === undefined ? "missing field 'id'" : "field 'id' must be a string or a finite number";
       this.fail(null, "invalid_request", why);
@@ -174,6 +189,14 @@ export class Dispatcher {
     if (typeof params !== "object" || params === null || Array.isArray(params)) {
       this.fail(id, "invalid_request", "field 'params' must be an object");
       return;
+    }
+    // A number that may have lost digits is read again from the line (rare: never on the hot path).
+    const target = (params as { request_id?: unknown }).request_id;
+    let exactTarget: ExactNumberId | undefined;
+    if (mayBeInexact(id) || (req.method === "cancel" && mayBeInexact(target))) {
+      const exact = exactIds(text);
+      id = exact.id ?? id;
+      if (typeof exact.requestId === "object") exactTarget = exact.requestId;
     }
     if (this.active.get(id)) {
       this.fail(id, "invalid_request", `id ${JSON.stringify(id)} is already in use by an active request`);
@@ -191,7 +214,7 @@ export class Dispatcher {
     // Intake closes with the shutdown request itself, not when its handler first runs (after
     // its module loads): the rest of the same read is answered `cancelled` like later reads.
     if (method.name === "shutdown") this.shuttingDown = true;
-    this.start(id, method, params);
+    this.start(id, method, params, exactTarget);
   }
 
   /**
@@ -238,8 +261,8 @@ export class Dispatcher {
     while (this.active.size > 0) await Promise.all(this.active.all().map((a) => a.done));
   }
 
-  private start(id: RequestId, method: MethodEntry, params: object): void {
-    const request = new InFlight(id, method, this);
+  private start(id: RequestId, method: MethodEntry, params: object, exactTarget?: ExactNumberId): void {
+    const request = new InFlight(id, method, this, exactTarget);
     const def = method.cancellable ? undefined : this.loaded.get(method.name);
     let started: Started | undefined;
     if (def) {

@@ -1,6 +1,6 @@
-import { closeSync, existsSync, fstatSync, openSync, renameSync, rmSync, writeSync } from "node:fs";
+import { closeSync, constants, existsSync, fstatSync, renameSync, rmSync, writeSync } from "node:fs";
 import { join } from "node:path";
-import { ensurePrivateDir, PRIVATE_FILE_MODE, tightenOpenFile } from "../util/private-fs.ts";
+import { ensurePrivateDir, openPrivateFile } from "../util/private-fs.ts";
 
 /** The last lines of llama-server's output, bounded by count and by bytes per line. */
 export class LogTail {
@@ -63,8 +63,8 @@ export class RotatingLog {
   }
 
   private open(): void {
-    this.fd = openSync(this.path, "a", PRIVATE_FILE_MODE);
-    tightenOpenFile(this.fd);
+    // Never through a link: a planted one fails here and the line stays in the tail only.
+    this.fd = openPrivateFile(this.path, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT);
     this.size = fstatSync(this.fd).size;
   }
 

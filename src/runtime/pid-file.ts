@@ -1,7 +1,7 @@
-import { readdirSync, readFileSync, realpathSync, renameSync, rmSync, writeFileSync } from "node:fs";
-import { dirname, isAbsolute, join } from "node:path";
+import { readdirSync, readFileSync, realpathSync, renameSync, rmSync } from "node:fs";
+import { basename, isAbsolute, join } from "node:path";
 import { logger } from "../util/logger.ts";
-import { ensurePrivateDir } from "../util/private-fs.ts";
+import { ensurePrivateTree, writePrivateFile } from "../util/private-fs.ts";
 import { judgeLeftover } from "./leftover-verdict.ts";
 import { isAlive, type ProcIdentity, procIdentity } from "./proc-info.ts";
 
@@ -51,7 +51,7 @@ function mcpDir(dataDir: string): string {
 }
 
 export function writePidRecord(dataDir: string, child: Launched & { port: number }): PidRecord | null {
-  return writeRecord(pidFilePath(dataDir), { kind: "llama-server", ...child });
+  return writeRecord(dataDir, ["run"], pidFilePath(dataDir), { kind: "llama-server", ...child });
 }
 
 export function removePidRecord(dataDir: string): void {
@@ -65,7 +65,7 @@ export function removePidRecord(dataDir: string): void {
 export function writeMcpRecord(dataDir: string, child: Launched & { name: string }): string | null {
   const file = join(mcpDir(dataDir), `${process.pid}-${child.pid}.json`);
   try {
-    return writeRecord(file, { kind: "mcp", ...child }) ? file : null;
+    return writeRecord(dataDir, ["run", "mcp"], file, { kind: "mcp", ...child }) ? file : null;
   } catch (err) {
     logger.warn(`could not record MCP server '${child.name}' (pid ${child.pid}): ${(err as Error).message}`);
     return null;
@@ -78,6 +78,8 @@ export function removeRecordFile(file: string): void {
 
 /** Written atomically (temp file + rename), so a crash mid-write leaves the old or the new one. */
 function writeRecord(
+  dataDir: string,
+  folders: string[],
   file: string,
   fields: Launched & { kind: ChildKind; port?: number; name?: string },
 ): PidRecord | null {
@@ -90,9 +92,9 @@ function writeRecord(
     owner: { pid: process.pid, start_time: procIdentity(process.pid)?.start_time ?? null },
     written_at: new Date().toISOString(),
   };
-  ensurePrivateDir(dirname(file));
-  const tmp = `${file}.tmp`;
-  writeFileSync(tmp, `${JSON.stringify(record, null, 2)}\n`, { mode: 0o600 });
+  // Each folder under data_dir made here, none followed if it is a link (util/private-fs.ts).
+  const tmp = join(ensurePrivateTree(dataDir, ...folders), `${basename(file)}.tmp`);
+  writePrivateFile(tmp, `${JSON.stringify(record, null, 2)}\n`);
   renameSync(tmp, file);
   return record;
 }

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
-import { closeSync, fsyncSync, mkdirSync, openSync, renameSync, rmSync, writeSync } from "node:fs";
+import { closeSync, constants, fsyncSync, mkdirSync, openSync, renameSync, rmSync, writeSync } from "node:fs";
 import { dirname, join } from "node:path";
-import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from "../util/private-fs.ts";
+import { openPrivateFile, PRIVATE_DIR_MODE } from "../util/private-fs.ts";
 
 /**
  * Writes a file so that a crash leaves either the old or the new content, never a torn one:
@@ -35,7 +35,9 @@ export function stageFileAtomic(path: string, data: string): StagedWrite {
   const tmp = join(dir, `.${randomBytes(6).toString("hex")}.tmp`);
   let fd: number | undefined;
   try {
-    fd = openSync(tmp, "w", PRIVATE_FILE_MODE);
+    // A fresh name, created here and never through a link; the rename replaces a link at
+    // `path` itself rather than writing where it points.
+    fd = openPrivateFile(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL);
     writeSync(fd, data);
   } catch (err) {
     if (fd !== undefined) closeSync(fd);

@@ -1,4 +1,5 @@
 import type { SessionSummary, StoredMessage } from "./conversations.ts";
+import { markdownText } from "./markdown-text.ts";
 
 /** `sessions.export`'s formats: a document for a person, or the data for a program. */
 export type ExportFormat = "markdown" | "json";
@@ -22,7 +23,8 @@ const ROLE_HEADINGS: Record<StoredMessage["role"], string> = {
 
 /**
  * The conversation as Markdown: a heading per message, tool calls and results in fenced
- * blocks (fences longer than any run of backticks inside, so no message can close one early).
+ * blocks (fences longer than any run of backticks inside, so no message can close one early),
+ * message text and reasoning escaped so that none can forge a heading or swallow what follows.
  */
 export function toMarkdown(session: SessionSummary, messages: readonly StoredMessage[]): string {
   const out = [
@@ -32,9 +34,10 @@ export function toMarkdown(session: SessionSummary, messages: readonly StoredMes
   ];
   for (const m of messages) {
     out.push("", `## ${ROLE_HEADINGS[m.role]} · ${m.created_at}`, "");
-    if (m.reasoning) out.push("<details><summary>Thinking</summary>", "", m.reasoning, "", "</details>", "");
+    if (m.reasoning)
+      out.push("<details><summary>Thinking</summary>", "", markdownText(m.reasoning), "", "</details>", "");
     if (m.role === "tool") out.push(fenced(m.content ?? ""));
-    else if (m.content) out.push(m.content);
+    else if (m.content) out.push(markdownText(m.content));
     for (const call of m.tool_calls ?? []) {
       out.push("", `Tool call \`${call.function.name}\`:`, "", fenced(call.function.arguments, "json"));
     }

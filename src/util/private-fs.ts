@@ -1,31 +1,62 @@
-import { chmodSync, fchmodSync, fstatSync, mkdirSync, statSync } from "node:fs";
+import {
+  closeSync,
+  constants,
+  fchmodSync,
+  fstatSync,
+  lstatSync,
+  mkdirSync,
+  openSync,
+  writeSync,
+} from "node:fs";
 import { join } from "node:path";
 
 /**
  * Owner-only modes for what the core keeps under data_dir: folder names are user and session
  * ids, files hold conversations and llama-server's log. POSIX only; Windows ignores these bits
  * (a folder there inherits the ACL of the profile it lives in).
+ *
+ * Links: data_dir itself may be a link the user made, but what the core makes inside it is
+ * never followed (docs/architecture.md, Process rules): a folder or file found there as a
+ * symbolic link is refused (ELOOP), so a planted link cannot make the core chmod or write
+ * somewhere else.
  */
 export const PRIVATE_DIR_MODE = 0o700;
 export const PRIVATE_FILE_MODE = 0o600;
 
 const tightens = process.platform !== "win32";
+/** 0 where the OS has no such flag (Windows: there the lstat checks alone guard). */
+const NOFOLLOW = constants.O_NOFOLLOW ?? 0;
+const DIRECTORY = constants.O_DIRECTORY ?? 0;
 
 /**
  * Creates `dir` (and missing parents) owner-only, and tightens `dir` itself if it already
  * exists with group or other bits (an older version made it 0755). Call it only on a folder
- * the core owns: existing parents are never changed.
+ * the core owns inside data_dir: existing parents are never changed, and `dir` being a link
+ * is refused, never followed.
  */
 export function ensurePrivateDir(dir: string): void {
   mkdirSync(dir, { recursive: true, mode: PRIVATE_DIR_MODE });
+  refuseLink(dir);
   if (!tightens) return;
-  const mode = statSync(dir).mode & 0o777;
-  if (mode & 0o077) tryChmod(() => chmodSync(dir, mode & PRIVATE_DIR_MODE));
+  // Opened without following, so the folder tightened is the one just checked.
+  let fd: number;
+  try {
+    fd = openSync(dir, constants.O_RDONLY | DIRECTORY | NOFOLLOW);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "ELOOP") throw err;
+    return; // A folder this user cannot read keeps its mode; using it decides.
+  }
+  try {
+    tightenOpen(fd, PRIVATE_DIR_MODE);
+  } finally {
+    closeSync(fd);
+  }
 }
 
 /**
  * `base/seg1/seg2/…` with every segment owner-only (each tightened as in ensurePrivateDir).
- * `base` is the user's data_dir: created owner-only when missing, left as it is when it exists.
+ * `base` is the user's data_dir: created owner-only when missing, left as it is when it exists
+ * (a link there is the user's choice and is followed).
  */
 export function ensurePrivateTree(base: string, ...segments: string[]): string {
   mkdirSync(base, { recursive: true, mode: PRIVATE_DIR_MODE });
@@ -39,14 +70,51 @@ export function ensurePrivateTree(base: string, ...segments: string[]): string {
 
 /** Tightens an open file that an older version created with group or other bits. */
 export function tightenOpenFile(fd: number): void {
-  if (!tightens) return;
-  const mode = fstatSync(fd).mode & 0o777;
-  if (mode & 0o077) tryChmod(() => fchmodSync(fd, mode & PRIVATE_FILE_MODE));
+  if (tightens) tightenOpen(fd, PRIVATE_FILE_MODE);
 }
 
-function tryChmod(change: () => void): void {
+/**
+ * Opens a file of the core's owner-only, never through a link: `flags` as Node's numeric
+ * `fs.constants` (O_CREAT and friends), O_NOFOLLOW added; a link there fails with ELOOP.
+ */
+export function openPrivateFile(path: string, flags: number): number {
+  refuseLink(path);
+  const fd = openSync(path, flags | NOFOLLOW, PRIVATE_FILE_MODE);
+  tightenOpenFile(fd);
+  return fd;
+}
+
+/** Writes (creating or replacing the content of) an owner-only file, never through a link. */
+export function writePrivateFile(path: string, data: string): void {
+  const fd = openPrivateFile(path, constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC);
   try {
-    change();
+    writeSync(fd, data);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** Throws ELOOP when `path` is a symbolic link; a missing path is fine (it is created next). */
+export function refuseLink(path: string): void {
+  let link = false;
+  try {
+    link = lstatSync(path).isSymbolicLink();
+  } catch {
+    return;
+  }
+  if (link) {
+    throw Object.assign(new Error(`ELOOP: ${path} is a symbolic link, which the core does not follow`), {
+      code: "ELOOP",
+      path,
+    });
+  }
+}
+
+function tightenOpen(fd: number, allowed: number): void {
+  const mode = fstatSync(fd).mode & 0o777;
+  if (!(mode & 0o077)) return;
+  try {
+    fchmodSync(fd, mode & allowed);
   } catch {
     // Not ours to change (another owner, a read-only mount): the write itself still decides.
   }

@@ -115,6 +115,24 @@ describe("a lock whose owner is not the process its pid names now (issue 19 item
     }
   });
 
+  test("a lock two days old, untouched since, naming a pid another process now has: stale at once", () => {
+    using dir = tmpdir();
+    const path = join(dir.path, "blob.lock");
+    const other = Bun.spawn(["sleep", "30"]);
+    try {
+      const twoDays = Date.now() - 2 * 86_400_000;
+      writeFileSync(path, JSON.stringify({ pid: other.pid, id: "old", started: twoDays }));
+      // Touched a moment ago (a beat): a live owner, busy, however old the lock.
+      expect(tryLock(path)).toEqual({ busy: expect.objectContaining({ id: "old" }) });
+      utimesSync(path, new Date(twoDays), new Date(twoDays));
+      const lock = held(tryLock(path));
+      expect(JSON.parse(readFileSync(path, "utf8")).pid).toBe(process.pid);
+      lock.release();
+    } finally {
+      other.kill("SIGKILL");
+    }
+  });
+
   test("a held lock's file is touched on a beat, so a waiter sees its owner alive", async () => {
     using dir = tmpdir();
     const path = join(dir.path, "blob.lock");

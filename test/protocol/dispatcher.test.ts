@@ -89,6 +89,25 @@ describe("dispatcher over the in-process loop", () => {
     await h.exit;
   });
 
+  test("a number id beyond 2^53 comes back as the same JSON text, and cancel names it exactly", async () => {
+    const h = startHarness();
+    const big = "18446744073709551616";
+    const next = "18446744073709551617"; // the same double as `big`
+    h.sendRaw(`{"id":${big},"method":"test.sleep","params":{"ms":3000}}\n`);
+    h.sendRaw(`{"id":${next},"method":"test.sleep","params":{"ms":150}}\n`);
+    h.sendRaw(`{"id":1e400,"method":"ping"}\n{"id":2.50,"method":"ping"}\n`);
+    h.sendRaw(`{"id":"k","method":"cancel","params":{"request_id":${big}}}\n`);
+    await h.waitFor((ms) => terminals(ms, Number(big)).length === 2);
+    const ends = h.lines.filter((l) => l.includes(`"id":${big}`) || l.includes(`"id":${next}`));
+    expect(ends.some((l) => l.includes(`"id":${big},"type":"error","code":"cancelled"`))).toBe(true);
+    expect(ends.some((l) => l.includes(`"id":${next},"type":"result"`))).toBe(true);
+    expect(h.messages.find((m) => m.id === "k")?.result).toEqual({ cancelled: true });
+    expect(h.messages.find((m) => m.id === null)).toMatchObject({ code: "invalid_request" });
+    expect(h.lines).toContain(`{"id":2.50,"type":"result","result":{"status":"ok"}}`);
+    h.end();
+    await h.exit;
+  });
+
   test("a second request reusing an active id is rejected; the first is untouched", async () => {
     const h = startHarness();
     h.send({ id: "x", method: "test.sleep", params: { ms: 200 } });

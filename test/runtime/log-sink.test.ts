@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
-import { readdirSync, readFileSync } from "node:fs";
+import { chmodSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { LogTail, RotatingLog, readLines } from "../../src/runtime/log-sink.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
@@ -26,6 +27,22 @@ describe("RotatingLog", () => {
     const current = readFileSync(`${dir.path}/llama-server.log`, "utf8");
     expect(current).toContain("19 ");
     expect(current.length).toBeLessThanOrEqual(100);
+  });
+});
+
+describe.skipIf(process.platform === "win32")("RotatingLog and links", () => {
+  test("a llama-server.log planted as a link: its target is neither appended to nor chmod'ed", async () => {
+    await using dir = tmpdir();
+    const target = join(dir.path, "elsewhere");
+    writeFileSync(target, "theirs\n");
+    chmodSync(target, 0o644);
+    const logs = join(dir.path, "logs");
+    const log = new RotatingLog(logs, 1000, 2);
+    symlinkSync(target, join(logs, "llama-server.log"));
+    log.write("a prompt line\n");
+    log.close();
+    expect(readFileSync(target, "utf8")).toBe("theirs\n");
+    expect(statSync(target).mode & 0o777).toBe(0o644);
   });
 });
 

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { statSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { withSlotFolder } from "../../src/runtime/slot-folder.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
@@ -23,6 +23,21 @@ describe("the KV state folder before a start", () => {
     const plan = withSlotFolder(testPlan("m.gguf", { slot_save_path: join(dir.path, "file", "kv") }));
     expect(plan.slot_save_path).toBeNull();
   });
+
+  test.skipIf(process.platform === "win32")(
+    "a kv planted as a link to an outside folder is not followed: the flag goes, the outside unchanged",
+    () => {
+      using dir = tmpdir();
+      const outside = join(dir.path, "outside");
+      mkdirSync(outside);
+      chmodSync(outside, 0o755);
+      mkdirSync(join(dir.path, "data"));
+      symlinkSync(outside, join(dir.path, "data", "kv"));
+      const plan = withSlotFolder(testPlan("m.gguf", { slot_save_path: join(dir.path, "data", "kv") }));
+      expect(plan.slot_save_path).toBeNull();
+      expect(statSync(outside).mode & 0o777).toBe(0o755);
+    },
+  );
 
   test("no folder asked: nothing made", () => {
     const plan = testPlan("m.gguf", { slot_save_path: null });

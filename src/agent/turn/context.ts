@@ -24,8 +24,8 @@ export interface TurnDeps {
   emit: RequestContext<ChatEvents>["emit"];
   signal: AbortSignal;
   /**
-   * Claims the finish before the turn is committed to history: false when a cancel got there
-   * first (the turn then ends `cancelled`, uncommitted, resumable from its checkpoint).
+   * Claims the finish before the turn's terminal event and commit: false when a cancel got
+   * there first (the turn then ends `cancelled`, uncommitted, resumable from its checkpoint).
    */
   settle(): boolean;
   randomId(length: number, alphabet: string): string;

@@ -71,6 +71,9 @@ type Closing =
  */
 export async function endTurn(ctx: TurnContext, ending: TurnEnding): Promise<TurnResult> {
   const closing = close(ctx, ending);
+  // A turn that will commit settles before its terminal event: once `final` is out the result
+  // follows, and a cancel arriving after it finds the chat finished (docs/protocol.md, cancel).
+  if (closing.session === "commit" && !ctx.deps.settle()) return endTurn(ctx, { kind: "cancelled" });
   const { terminal } = closing;
   if (terminal?.event === "final")
     ctx.deps.emit("final", { step: terminal.step, response: terminal.response });
@@ -199,9 +202,6 @@ function contextFull(ctx: TurnContext, step: number, message: string): void {
 
 /** The turn's answer goes into the history and memory, its checkpoint goes, the result is built. */
 async function commit(ctx: TurnContext, closing: Closing & { session: "commit" }): Promise<TurnResult> {
-  // A cancel that raced the last step wins only if it came before this point; after it, the
-  // cancel finds the chat finished. Either way the host sees one consistent outcome.
-  if (!ctx.deps.settle()) return endTurn(ctx, { kind: "cancelled" });
   const { response, reasoning, json } = closing;
   const usage = ctx.usage.total();
   // The turn's cost is stored with its answer (sessions.get shows it).

@@ -1,10 +1,11 @@
 import { Database } from "bun:sqlite";
-import { chmodSync, existsSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, renameSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { CoreError } from "../../protocol/errors.ts";
 import { logger } from "../../util/logger.ts";
-import { ensurePrivateTree, PRIVATE_FILE_MODE } from "../../util/private-fs.ts";
+import { ensurePrivateTree, writePrivateFile } from "../../util/private-fs.ts";
 import { MIGRATIONS, SCHEMA_VERSION } from "./migrations.ts";
+import { claimDatabaseFile, refuseForeign, stampOwnership } from "./ownership.ts";
 
 /** The database's file name under app.data_dir. */
 export const DB_FILE = "local-ai.db";
@@ -71,11 +72,16 @@ export function openStore(dataDir: string, options: OpenOptions = {}): OpenedSto
 }
 
 function connect(path: string): Database {
-  const existed = existsSync(path);
+  claimDatabaseFile(path);
   const db = new Database(path, { create: true, readwrite: true, strict: true });
-  // The WAL and shared-memory files take the database file's mode, so set it first.
-  if (!existed && process.platform !== "win32") chmodSync(path, PRIVATE_FILE_MODE);
   db.run(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`);
+  try {
+    // Before any pragma below writes to it: another program's database is left as it is.
+    refuseForeign(db, path);
+  } catch (err) {
+    db.close(false);
+    throw err;
+  }
   db.run("PRAGMA journal_mode = WAL");
   db.run("PRAGMA synchronous = NORMAL");
   db.run("PRAGMA foreign_keys = ON");
@@ -96,7 +102,7 @@ export const damagedMarker = (path: string) => `${path}.damaged`;
 
 export function markDamaged(path: string, problem: string): void {
   try {
-    writeFileSync(damagedMarker(path), `${problem}\n`, { mode: PRIVATE_FILE_MODE });
+    writePrivateFile(damagedMarker(path), `${problem}\n`);
   } catch {}
 }
 
@@ -150,6 +156,7 @@ function hasFts5(db: Database): boolean {
 function migrate(db: Database, fts: boolean): void {
   db.transaction(() => {
     const version = (db.query("PRAGMA user_version").get() as { user_version: number }).user_version;
+    stampOwnership(db);
     for (const step of MIGRATIONS) {
       if (step.version <= version) continue;
       for (const sql of step.sql) db.run(sql);

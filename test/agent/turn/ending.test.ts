@@ -131,17 +131,14 @@ describe("endTurn: each ending emits at most one terminal event", () => {
     });
   }
 
-  test("a cancel that won the finish: the answer's final, then loop_abort cancelled, nothing committed", async () => {
+  test("a cancel that won the finish: loop_abort cancelled and no final, nothing committed", async () => {
     const t = await turnAt({ settles: false, aborted: true });
     using _ = t.dir;
     const err = await thrown(() =>
       endTurn(t.ctx, { kind: "answered", step: 2, response: "x", cappedAt: undefined, reasoning: "" }),
     );
     expect(err).toMatchObject({ code: "cancelled" });
-    expect(t.events).toEqual([
-      { event: "final", fields: { step: 2, response: "x" } },
-      { event: "loop_abort", fields: { step: 2, reason: "cancelled" } },
-    ]);
+    expect(t.events).toEqual([{ event: "loop_abort", fields: { step: 2, reason: "cancelled" } }]);
     expect(t.history()).toBeUndefined();
     expect(t.hasCheckpoint()).toBe(true);
   });

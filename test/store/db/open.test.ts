@@ -1,9 +1,18 @@
 import { Database } from "bun:sqlite";
 import { describe, expect, test } from "bun:test";
-import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import {
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { join } from "node:path";
 import { SCHEMA_VERSION } from "../../../src/store/db/migrations.ts";
 import { DB_FILE, damagedMarker, markDamaged, openStore } from "../../../src/store/db/open.ts";
+import { APPLICATION_ID } from "../../../src/store/db/ownership.ts";
 import { Store } from "../../../src/store/store.ts";
 import { tmpdir } from "../../fixtures/tmpdir.ts";
 
@@ -130,5 +139,86 @@ describe("the database file", () => {
     expect(full.search("u", "lighthouse", 5).map((h) => h.seq)).toEqual([0]);
     expect(full.memory.search("u", "lighthouse", 3).map((h) => h.doc.source)).toEqual(["session:s"]);
     full.close();
+  });
+});
+
+/** Another program's SQLite file: schema version 0, a table of its own, rollback journal. */
+function foreignDatabase(path: string): void {
+  const db = new Database(path, { create: true });
+  db.run("CREATE TABLE notes (body TEXT)");
+  db.run("INSERT INTO notes VALUES ('theirs')");
+  db.close();
+}
+
+function tablesOf(path: string): { tables: string[]; journal: string } {
+  const db = new Database(path, { readonly: true });
+  const tables = (
+    db.query("SELECT name FROM sqlite_schema WHERE type = 'table'").all() as { name: string }[]
+  ).map((r) => r.name);
+  const journal = (db.query("PRAGMA journal_mode").get() as { journal_mode: string }).journal_mode;
+  db.close();
+  return { tables, journal };
+}
+
+describe.skipIf(process.platform === "win32")("a database that is not ours", () => {
+  test("local-ai.db as a link (to an empty file, to another program's database) is refused, the target untouched", () => {
+    using dir = tmpdir();
+    const data = join(dir.path, "data");
+    mkdirSync(data);
+    const empty = join(dir.path, "empty");
+    writeFileSync(empty, "");
+    symlinkSync(empty, join(data, DB_FILE));
+    expect(() => openStore(data)).toThrow(
+      expect.objectContaining({
+        code: "internal_error",
+        data: expect.objectContaining({ problem: "ELOOP" }),
+      }),
+    );
+    expect(statSync(empty).size).toBe(0);
+
+    using other = tmpdir();
+    const theirs = join(other.path, "app.sqlite");
+    foreignDatabase(theirs);
+    const link = join(other.path, "data");
+    mkdirSync(link);
+    symlinkSync(theirs, join(link, DB_FILE));
+    expect(() => openStore(link)).toThrow(expect.objectContaining({ code: "internal_error" }));
+    expect(tablesOf(theirs)).toEqual({ tables: ["notes"], journal: "delete" });
+  });
+
+  test("another program's database in data_dir is refused, not migrated and not moved aside", () => {
+    using dir = tmpdir();
+    const path = join(dir.path, DB_FILE);
+    foreignDatabase(path);
+    expect(() => openStore(dir.path)).toThrow(
+      expect.objectContaining({
+        code: "internal_error",
+        data: expect.objectContaining({ problem: "not_ours" }),
+      }),
+    );
+    expect(tablesOf(path)).toEqual({ tables: ["notes"], journal: "delete" });
+    expect(readdirSync(dir.path)).toEqual([DB_FILE]);
+  });
+
+  test("a database an earlier local-ai wrote (no application_id) still opens, and is marked ours", () => {
+    using dir = tmpdir();
+    const first = openStore(dir.path);
+    first.db.run("INSERT INTO meta (key, value) VALUES ('kept', 'yes')");
+    first.db.run("PRAGMA application_id = 0");
+    first.db.close();
+    const again = openStore(dir.path);
+    expect(again.resetFrom).toBeUndefined();
+    expect(again.db.query("SELECT value FROM meta WHERE key = 'kept'").get()).toEqual({ value: "yes" });
+    expect(again.db.query("PRAGMA application_id").get()).toEqual({ application_id: APPLICATION_ID });
+    again.db.close();
+  });
+
+  test("data_dir itself may be a link: the database is made in its target", () => {
+    using dir = tmpdir();
+    const real = join(dir.path, "real");
+    mkdirSync(real);
+    symlinkSync(real, join(dir.path, "data"));
+    openStore(join(dir.path, "data")).db.close();
+    expect(statSync(join(real, DB_FILE)).mode & 0o777).toBe(0o600);
   });
 });

@@ -1,0 +1,62 @@
+/**
+ * Number ids a double cannot hold (docs/protocol.md, ids): JSON.parse turns
+ * `18446744073709551616` into 18446744073709552000, so such an id is kept as the text the host
+ * sent and written back verbatim (`JSON.rawJSON`). Ordinary ids never reach this file.
+ */
+
+/** A number id kept as its JSON text; JSON.stringify writes `rawJSON` as it is. */
+export interface ExactNumberId {
+  readonly rawJSON: string;
+}
+
+const json = JSON as typeof JSON & { rawJSON(text: string): ExactNumberId };
+
+type Reviver = (this: object, key: string, value: unknown, context?: { source?: string }) => unknown;
+
+/** Whether a parsed number may differ from its text: only safe integers are surely exact. */
+export function mayBeInexact(value: unknown): value is number {
+  return typeof value === "number" && !Number.isSafeInteger(value);
+}
+
+/**
+ * A request's number ids as written: `id`, and cancel's `params.request_id`. The line is parsed
+ * again with a reviver, which sees each value's source text; its holder tells the two apart.
+ */
+export function exactIds(line: string): { id?: RequestIdText; requestId?: RequestIdText } {
+  const sources = new Map<object, Map<string, string>>();
+  const reviver: Reviver = function (key, value, context) {
+    if ((key === "id" || key === "request_id") && typeof value === "number" && context?.source) {
+      const seen = sources.get(this) ?? new Map<string, string>();
+      seen.set(key, context.source);
+      sources.set(this, seen);
+    }
+    return value;
+  };
+  const root = JSON.parse(line, reviver as Parameters<typeof JSON.parse>[1]) as Record<string, unknown>;
+  const params = root.params;
+  return {
+    id: exact(root.id, sources.get(root)?.get("id")),
+    requestId:
+      typeof params === "object" && params !== null
+        ? exact((params as Record<string, unknown>).request_id, sources.get(params)?.get("request_id"))
+        : undefined,
+  };
+}
+
+/** A number id, or its text when the number lost digits of it. */
+export type RequestIdText = number | ExactNumberId;
+
+function exact(value: unknown, source: string | undefined): RequestIdText | undefined {
+  if (typeof value !== "number" || source === undefined) return undefined;
+  return JSON.stringify(value) === source ? value : json.rawJSON(source);
+}
+
+/**
+ * Where the active table keeps an exact id: an integer by its digits (`BigInt` reads them all),
+ * so two ids a double cannot tell apart stay two; any other number by its value, like `1.5`.
+ */
+export function exactKey(id: ExactNumberId): { digits: string } | { value: number } {
+  return /^-?\d+$/.test(id.rawJSON)
+    ? { digits: BigInt(id.rawJSON).toString() }
+    : { value: Number(id.rawJSON) };
+}

@@ -1,0 +1,70 @@
+import type { Database } from "bun:sqlite";
+import { closeSync, constants } from "node:fs";
+import { CoreError } from "../../protocol/errors.ts";
+import { openPrivateFile, refuseLink } from "../../util/private-fs.ts";
+
+/**
+ * Whose database is this (docs/agent.md, The store)? The core opens `local-ai.db` only when it
+ * is its own: never through a link (SQLite would write into the link's target), and never a
+ * database another program made, which would otherwise get our tables added and its journal
+ * mode changed.
+ */
+
+/** `PRAGMA application_id` of local-ai's database: "LAI1". */
+export const APPLICATION_ID = 0x4c414931;
+
+/** Tables every local-ai database has had since schema 1, before it carried an application_id. */
+const OUR_TABLES = ["meta", "sessions", "messages"];
+
+/**
+ * Refuses a database whose file, WAL or shared-memory file is a link, and creates a missing
+ * one owner-only (so its WAL and shared memory, which take its mode, are owner-only too).
+ */
+export function claimDatabaseFile(path: string): void {
+  try {
+    for (const p of [path, `${path}-wal`, `${path}-shm`]) refuseLink(p);
+    closeSync(openPrivateFile(path, constants.O_RDWR | constants.O_CREAT | constants.O_EXCL));
+  } catch (err) {
+    const e = err as NodeJS.ErrnoException;
+    if (e.code === "EEXIST") return;
+    if (e.code !== "ELOOP") throw err;
+    throw new CoreError(
+      "internal_error",
+      `${e.path} is a symbolic link; local-ai never opens its database through a link: remove the link (app.data_dir itself may be one)`,
+      { key: "app.data_dir", path, file: e.path ?? path, problem: "ELOOP" },
+    );
+  }
+}
+
+/**
+ * Throws when an opened file is another program's database: not empty, and carrying neither
+ * our application_id nor our schema (a database an earlier local-ai wrote has no
+ * application_id, but user_version 1 or more and our tables). Reads only, so nothing is changed.
+ */
+export function refuseForeign(db: Database, path: string): void {
+  const appId = pragma(db, "application_id");
+  if (appId === APPLICATION_ID) return;
+  const tables = (
+    db.query("SELECT name FROM sqlite_schema WHERE type = 'table'").all() as { name: string }[]
+  ).map((r) => r.name);
+  if (appId === 0 && tables.length === 0) return;
+  if (appId === 0 && pragma(db, "user_version") >= 1 && OUR_TABLES.every((t) => tables.includes(t))) return;
+  const why =
+    appId !== 0
+      ? `its application_id is ${appId}, not local-ai's`
+      : `it holds tables of another program (${tables.slice(0, 5).join(", ")})`;
+  throw new CoreError(
+    "internal_error",
+    `${path} is not local-ai's database (${why}); it is left as it is: move it away, or set app.data_dir to another folder`,
+    { key: "app.data_dir", path, problem: "not_ours" },
+  );
+}
+
+/** Marks the database as local-ai's, once (a fresh one, or one an earlier version made). */
+export function stampOwnership(db: Database): void {
+  if (pragma(db, "application_id") !== APPLICATION_ID) db.run(`PRAGMA application_id = ${APPLICATION_ID}`);
+}
+
+function pragma(db: Database, name: "application_id" | "user_version"): number {
+  return (db.query(`PRAGMA ${name}`).get() as Record<string, number>)[name] ?? 0;
+}

@@ -1,0 +1,58 @@
+import { describe, expect, test } from "bun:test";
+import type { SessionSummary, StoredMessage } from "../../src/store/conversations.ts";
+import { toMarkdown } from "../../src/store/export.ts";
+
+const session: SessionSummary = {
+  session_id: "s1",
+  title: "T",
+  agent: "plain",
+  created_at: "2026-01-01T00:00:00.000Z",
+  updated_at: "2026-01-01T00:00:00.000Z",
+  message_count: 2,
+  preview: "",
+};
+
+function msg(seq: number, role: StoredMessage["role"], content: string): StoredMessage {
+  return { seq, role, content, created_at: `2026-01-01T00:00:0${seq}.000Z` };
+}
+
+/** The lines a Markdown reader takes as a message heading: `## ` at the start of a line. */
+function headings(md: string): string[] {
+  return md.split("\n").filter((l) => /^ {0,3}#{1,6}(\s|$)/.test(l));
+}
+
+describe("sessions.export markdown", () => {
+  test("a message cannot forge a heading, an HTML block or a setext heading", () => {
+    const forged = "hi\n## Assistant · 2026-01-01\nyes\n  # Title\n<!-- swallow\nA\n===\nB\n---";
+    const md = toMarkdown(session, [msg(0, "user", forged), msg(1, "assistant", "real")]);
+    expect(headings(md)).toEqual([
+      "# T",
+      "## User · 2026-01-01T00:00:00.000Z",
+      "## Assistant · 2026-01-01T00:00:01.000Z",
+    ]);
+    expect(md).toContain("\\## Assistant · 2026-01-01");
+    expect(md).toContain("  \\# Title");
+    expect(md).toContain("\\<!-- swallow");
+    expect(md).toContain("A\n\\===\nB\n\\---");
+  });
+
+  test("a fence the message leaves open is closed before the next heading", () => {
+    const md = toMarkdown(session, [
+      msg(0, "user", "look:\n````py\nx = 1\n## not a heading"),
+      msg(1, "assistant", "ok"),
+    ]);
+    expect(md).toContain("````py\nx = 1\n## not a heading\n````\n\n## Assistant");
+  });
+
+  test("balanced fences stay code, their lines untouched; text keeps its Markdown", () => {
+    const text = "**bold** and `code`\n\n~~~\n# comment\n<b>\n~~~\n- item";
+    const md = toMarkdown(session, [msg(0, "assistant", text)]);
+    expect(md).toContain(`${text}\n`);
+  });
+
+  test("reasoning cannot close the Thinking block", () => {
+    const m: StoredMessage = { ...msg(0, "assistant", "answer"), reasoning: "step\n</details>\n## User" };
+    const md = toMarkdown(session, [m]);
+    expect(md).toContain("step\n\\</details>\n\\## User\n\n</details>");
+  });
+});

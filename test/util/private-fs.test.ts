@@ -1,0 +1,48 @@
+import { describe, expect, test } from "bun:test";
+import { chmodSync, mkdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { ensurePrivateDir, ensurePrivateTree, writePrivateFile } from "../../src/util/private-fs.ts";
+import { tmpdir } from "../fixtures/tmpdir.ts";
+
+const posix = process.platform !== "win32";
+const mode = (p: string) => statSync(p).mode & 0o777;
+
+describe.skipIf(!posix)("the core's files and folders are never followed through a link", () => {
+  test("a folder planted as a link to an outside folder is refused, the outside left as it was", () => {
+    using dir = tmpdir();
+    const outside = join(dir.path, "outside");
+    mkdirSync(outside, { mode: 0o755 });
+    chmodSync(outside, 0o755);
+    const data = join(dir.path, "data");
+    mkdirSync(data);
+    symlinkSync(outside, join(data, "kv"));
+    expect(() => ensurePrivateDir(join(data, "kv"))).toThrow(expect.objectContaining({ code: "ELOOP" }));
+    expect(() => ensurePrivateTree(data, "kv", "deeper")).toThrow(expect.objectContaining({ code: "ELOOP" }));
+    expect(mode(outside)).toBe(0o755);
+    expect(() => statSync(join(outside, "deeper"))).toThrow();
+  });
+
+  test("data_dir itself may be a link: the folders inside it are made in its target", () => {
+    using dir = tmpdir();
+    const real = join(dir.path, "real");
+    mkdirSync(real);
+    symlinkSync(real, join(dir.path, "data"));
+    ensurePrivateTree(join(dir.path, "data"), "run", "mcp");
+    expect(mode(join(real, "run", "mcp"))).toBe(0o700);
+  });
+
+  test("a file planted as a link is not written, nor its target's mode changed", () => {
+    using dir = tmpdir();
+    const target = join(dir.path, "target");
+    writeFileSync(target, "theirs");
+    chmodSync(target, 0o644);
+    symlinkSync(target, join(dir.path, "mine"));
+    expect(() => writePrivateFile(join(dir.path, "mine"), "ours")).toThrow(
+      expect.objectContaining({ code: "ELOOP" }),
+    );
+    expect(readFileSync(target, "utf8")).toBe("theirs");
+    expect(mode(target)).toBe(0o644);
+    writePrivateFile(join(dir.path, "fresh"), "ours");
+    expect(mode(join(dir.path, "fresh"))).toBe(0o600);
+  });
+});
