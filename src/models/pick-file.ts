@@ -1,20 +1,13 @@
 import { CoreError } from "../protocol/errors.ts";
 import type { HubFile } from "./hub-client.ts";
+import { type GgufGroup, groupGgufs, isProjector, pickGguf } from "./pick-gguf.ts";
 
 /**
- * Which file(s) of a repo a pull means: an explicit file, a quantization matched against the
- * GGUF names, or the repo's only GGUF. A split model (`name-00001-of-00003.gguf`) is one model:
- * naming any part, or a quant that matches it, takes every part, first one first. Pure.
+ * Which file(s) of a repo a pull means, by the one picker the cache resolver and the remote fit
+ * check use (`pick-gguf.ts`), so `pull org/x:Q4_K_M` takes exactly what `hf:org/x:Q4_K_M` then
+ * resolves (docs/models.md). This file adds what only a pull needs: the hub's file records back,
+ * and errors that list what the repo has. Pure.
  */
-
-const SPLIT = /^(.*)-(\d{5})-of-(\d{5})\.gguf$/i;
-
-/** One model in a repo: a single GGUF, or every part of a split one. */
-export interface ModelGroup {
-  /** The name a user sees: the file, or `prefix-*-of-N.gguf` for a split model. */
-  label: string;
-  parts: HubFile[];
-}
 
 export interface Wanted {
   repo: string;
@@ -22,90 +15,74 @@ export interface Wanted {
   file?: string | undefined;
 }
 
-/** The GGUF files of a listing grouped into models (split parts together, in order). */
-export function groupModels(files: HubFile[]): ModelGroup[] {
-  const groups = new Map<string, ModelGroup>();
-  for (const f of files) {
-    if (!f.path.toLowerCase().endsWith(".gguf")) continue;
-    const split = SPLIT.exec(f.path);
-    const key = split ? `${split[1]}\0${split[3]}` : f.path;
-    const label = split ? `${split[1]}-*-of-${split[3]}.gguf` : f.path;
-    const group = groups.get(key) ?? { label, parts: [] };
-    group.parts.push(f);
-    groups.set(key, group);
-  }
-  for (const g of groups.values()) g.parts.sort((a, b) => a.path.localeCompare(b.path));
-  return [...groups.values()].sort((a, b) => a.label.localeCompare(b.label));
+const SPLIT = /^(.*)-(\d{5})-of-(\d{5})\.gguf$/i;
+
+/** A model as a user sees it named: the file, or `prefix-*-of-N.gguf` for a split model. */
+function label(group: GgufGroup): string {
+  const split = SPLIT.exec(group.first);
+  return split ? `${split[1]}-*-of-${split[3]}.gguf` : group.first;
 }
 
-/** The quantization named in a GGUF file name (Q4_K_M, IQ3_XS, F16, BF16…), upper-cased; null if none. */
+const QUANT = /(?:^|[-._])((?:I?Q\d+(?:_[A-Z0-9]+)*)|BF16|F16|F32|MXFP4(?:_MOE)?|TQ\d_\d)(?=[-.]|$)/i;
+
+/**
+ * The quantization a GGUF path names (Q4_K_M, IQ3_XS, F16, BF16…), upper-cased; null if none.
+ * The file name first, then its folders (`Q4_K_M/model-00001-of-00002.gguf`).
+ */
 export function quantOf(path: string): string | null {
-  const base = path.split("/").pop()!;
-  const m = /(?:^|[-._])((?:I?Q\d+(?:_[A-Z0-9]+)*)|BF16|F16|F32|MXFP4(?:_MOE)?|TQ\d_\d)(?=[-.])/i.exec(base);
-  return m ? m[1]!.toUpperCase() : null;
-}
-
-/** Projector files (vision towers) sit beside the model; a quant or a bare repo never means them. */
-function isProjector(path: string): boolean {
-  return /^mmproj/i.test(path.split("/").pop()!);
-}
-
-/** `quant` as a whole token of the file name, case-insensitively: `Q4_K` does not match `Q4_K_M`. */
-function matchesQuant(path: string, quant: string): boolean {
-  const base = path.split("/").pop()!.toLowerCase();
-  const q = quant.toLowerCase().replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
-  return new RegExp(`(?:^|[-._])${q}(?=[-.])`).test(base);
+  const segments = path.split("/");
+  const base = segments.pop()!.replace(/\.gguf$/i, "");
+  for (const name of [base, ...segments.reverse()]) {
+    const m = QUANT.exec(name);
+    if (m) return m[1]!.toUpperCase();
+  }
+  return null;
 }
 
 /** The parts to download, first one first; invalid_request naming what the repo has otherwise. */
-export function pickFiles(want: Wanted, files: HubFile[]): HubFile[] {
-  const models = groupModels(files);
+export function pickFiles(want: Wanted, files: readonly HubFile[]): HubFile[] {
+  const byPath = new Map(files.map((f) => [f.path, f]));
+  const paths = [...byPath.keys()];
+  const models = groupGgufs(paths);
+  const chosen = (group: GgufGroup) => completeParts(want, group).map((p) => byPath.get(p)!);
   if (want.file) {
-    const named = files.find((f) => f.path === want.file);
+    const named = byPath.get(want.file);
     if (!named) throw choiceError(want, models, `has no file ${want.file}`, "not_found");
-    const group = models.find((g) => g.parts.includes(named));
-    return group ? completeParts(want, group) : [named];
+    const pick = pickGguf(paths, { file: want.file, quant: undefined });
+    // A listed file that is no GGUF is taken as it is (a README, a template beside the model).
+    return pick.kind === "one" ? chosen(pick.group) : [named];
   }
-  const candidates = models.filter((g) => !isProjector(g.parts[0]!.path));
+  const candidates = models.filter((g) => !isProjector(g.first));
   if (candidates.length === 0) throw choiceError(want, models, "has no GGUF file", "no_gguf");
-  if (want.quant) {
-    const quant = want.quant;
-    const hits = candidates.filter((g) => matchesQuant(g.parts[0]!.path, quant));
-    if (hits.length === 0)
-      throw choiceError(want, models, `has no GGUF of quantization ${quant}`, "not_found");
-    if (hits.length > 1)
-      throw choiceError(
-        want,
-        hits,
-        `has ${hits.length} GGUFs of quantization ${quant}; name one file`,
-        "ambiguous",
-      );
-    return completeParts(want, hits[0]!);
-  }
-  if (candidates.length > 1)
-    throw choiceError(want, candidates, "has several GGUFs; name a quantization or a file", "ambiguous");
-  return completeParts(want, candidates[0]!);
+  const pick = pickGguf(paths, { quant: want.quant, file: undefined });
+  if (pick.kind === "one") return chosen(pick.group);
+  if (pick.kind === "none")
+    throw choiceError(want, models, `has no GGUF of quantization ${want.quant}`, "not_found");
+  const hits = candidates.filter((g) => pick.matches.includes(g.first));
+  if (want.quant)
+    throw choiceError(
+      want,
+      hits,
+      `has ${hits.length} GGUFs of quantization ${want.quant}; name one file`,
+      "ambiguous",
+    );
+  throw choiceError(want, hits, "has several GGUFs; name a quantization or a file", "ambiguous");
 }
 
 /** Every part of a split model must be listed: a missing part is a broken repo, said plainly. */
-function completeParts(want: Wanted, group: ModelGroup): HubFile[] {
-  const split = SPLIT.exec(group.parts[0]!.path);
-  if (!split) return group.parts;
-  const total = Number(split[3]);
-  const have = new Set(group.parts.map((p) => Number(SPLIT.exec(p.path)![2])));
-  const missing = Array.from({ length: total }, (_, i) => i + 1).filter((n) => !have.has(n));
-  if (missing.length > 0)
-    throw new CoreError(
-      "invalid_request",
-      `${want.repo}: ${group.label} lacks part(s) ${missing.join(", ")} of ${total}`,
-      { repo: want.repo, file: group.parts[0]!.path, cause: "not_found" },
-    );
-  return group.parts;
+function completeParts(want: Wanted, group: GgufGroup): string[] {
+  if (group.missing.length === 0) return group.parts;
+  const number = (p: string) => Number(SPLIT.exec(p)![2]);
+  throw new CoreError(
+    "invalid_request",
+    `${want.repo}: ${label(group)} lacks part(s) ${group.missing.map(number).join(", ")} of ${group.parts.length}`,
+    { repo: want.repo, file: group.first, cause: "not_found" },
+  );
 }
 
-function choiceError(want: Wanted, shown: ModelGroup[], what: string, cause: string): CoreError {
-  const labels = shown.map((g) => g.label);
-  const quants = [...new Set(shown.map((g) => quantOf(g.parts[0]!.path)).filter((q) => q !== null))].sort();
+function choiceError(want: Wanted, shown: GgufGroup[], what: string, cause: string): CoreError {
+  const labels = shown.map(label).sort((a, b) => a.localeCompare(b));
+  const quants = [...new Set(shown.map((g) => quantOf(g.first)).filter((q) => q !== null))].sort();
   const list =
     labels.length === 0
       ? ""

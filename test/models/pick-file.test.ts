@@ -1,6 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import type { HubFile } from "../../src/models/hub-client.ts";
-import { groupModels, pickFiles, quantOf } from "../../src/models/pick-file.ts";
+import { pickFiles, quantOf } from "../../src/models/pick-file.ts";
+import { pickGguf } from "../../src/models/pick-gguf.ts";
 import type { CoreError } from "../../src/protocol/errors.ts";
 
 const file = (path: string): HubFile => ({ path, size: 1, oid: "o", lfs: { oid: "s", size: 1 } });
@@ -90,6 +91,24 @@ describe("which files a pull means", () => {
     expect(quantOf("gpt-oss-20b-MXFP4.gguf")).toBe("MXFP4");
     expect(quantOf("model-bf16-00001-of-00004.gguf")).toBe("BF16");
     expect(quantOf("model.gguf")).toBeNull();
-    expect(groupModels(LISTING).map((g) => g.label)).toContain("Model-7B-F16-*-of-00002.gguf");
+    expect(quantOf("Q4_K_M/model-00001-of-00002.gguf")).toBe("Q4_K_M");
+    expect(thrown(() => pickFiles({ repo }, LISTING)).data?.available).toContain(
+      "Model-7B-F16-*-of-00002.gguf",
+    );
+  });
+
+  test("a quantization's folder of split parts: pull takes what the hf: resolver resolves (one picker)", () => {
+    const folder = [
+      "README.md",
+      "Q4_K_M/model-00002-of-00002.gguf",
+      "Q4_K_M/model-00001-of-00002.gguf",
+      "Q8_0/model-00001-of-00001.gguf",
+    ];
+    const pulled = pickFiles({ repo, quant: "Q4_K_M" }, folder.map(file)).map((f) => f.path);
+    expect(pulled).toEqual(["Q4_K_M/model-00001-of-00002.gguf", "Q4_K_M/model-00002-of-00002.gguf"]);
+    const resolved = pickGguf(folder, { quant: "Q4_K_M", file: undefined });
+    expect(resolved.kind === "one" && resolved.group.parts).toEqual(pulled);
+    const err = thrown(() => pickFiles({ repo, quant: "Q5_K_M" }, folder.map(file)));
+    expect(err.data).toMatchObject({ cause: "not_found", quantizations: ["Q4_K_M", "Q8_0"] });
   });
 });
