@@ -5,7 +5,7 @@ import { pullModel } from "../models/pull.ts";
 import { ProgressPrinter, renderPulled } from "../models/pull-render.ts";
 import { CoreError, isCoreError } from "../protocol/errors.ts";
 import { HF_PREFIX, parseModelRef, RevisionSchema } from "../protocol/model-ref.ts";
-import { procIdentity } from "../runtime/proc-info.ts";
+import { processStartedAt, procIdentity } from "../runtime/proc-info.ts";
 import { CoreServices } from "../server/services.ts";
 import { logger } from "../util/logger.ts";
 import { configArg, jsonArg } from "./args.ts";
@@ -46,6 +46,7 @@ export default defineCommand({
           home: homedir(),
           // A lock whose pid now names another process (a reboot) is stale: told by its start time.
           processStart: (pid) => procIdentity(pid)?.start_time ?? null,
+          processStartedAt,
         },
         {
           signal: ac.signal,

@@ -2,7 +2,7 @@ import { homedir } from "node:os";
 import { fitVerdictWith } from "../models/fit-verdict.ts";
 import { pullModel } from "../models/pull.ts";
 import { PullEventFields, PullParamsSchema, PullResultSchema } from "../protocol/pull.ts";
-import { procIdentity } from "../runtime/proc-info.ts";
+import { processStartedAt, procIdentity } from "../runtime/proc-info.ts";
 import { logger } from "../util/logger.ts";
 import { defineMethod } from "./definition.ts";
 
@@ -24,6 +24,7 @@ export const pull = defineMethod({
         home: homedir(),
         // A lock whose pid now names another process (a reboot) is stale: told by its start time.
         processStart: (pid) => procIdentity(pid)?.start_time ?? null,
+        processStartedAt,
       },
       {
         signal: ctx.signal,

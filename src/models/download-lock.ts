@@ -23,7 +23,8 @@ import { readSmallFile } from "../config/read-file.ts";
  * in containers, where the core is often pid 1). And whatever the pid says, the holder keeps
  * its lock fresh (its file touched every HEARTBEAT_MS), so a waiter gives up on a lock that
  * shows no sign of life for LOCK_QUIET_MS (LockWatch), and takes at once one whose file has
- * not been touched for LOCK_ABANDONED_MS.
+ * not been touched for LOCK_ABANDONED_MS, or missed two beats while its pid names a process
+ * that started after the lock was written (a lock without `proc_start`, a pid reused).
  */
 
 export interface LockOwner {
@@ -45,6 +46,11 @@ export interface LockOptions {
    * Handed in from above: the reaper's reading of a process, one floor up.
    */
   processStart?: ((pid: number) => string | null) | undefined;
+  /**
+   * When process `pid` started by the wall clock (runtime/proc-info's `processStartedAt`), or
+   * null: a pid whose process started after the lock was written is not its owner.
+   */
+  processStartedAt?: ((pid: number) => number | null) | undefined;
   /** How often a held lock's file is touched (default HEARTBEAT_MS). */
   heartbeatMs?: number | undefined;
 }
@@ -66,6 +72,12 @@ export const LOCK_QUIET_MS = 60_000;
  * machine sharing the cache is not judged by a clock a few minutes off.
  */
 export const LOCK_ABANDONED_MS = 10 * LOCK_QUIET_MS;
+
+/**
+ * A process that started this long after a lock's `started` is not the lock's owner (its pid
+ * was reused): room for `ps`'s one-second start times and a clock that stepped a little.
+ */
+const STARTED_AFTER_SLACK_MS = 5_000;
 
 const held = new Set<string>();
 
@@ -171,8 +183,17 @@ function isStale(path: string, owner: LockOwner | null, options: LockOptions): b
   }
   if (owner.pid === process.pid) return !held.has(owner.id);
   if (!processAlive(owner.pid)) return true;
-  if (untouchedFor(path) > LOCK_ABANDONED_MS) return true;
+  const untouched = untouchedFor(path);
+  if (untouched > LOCK_ABANDONED_MS) return true;
+  // Two beats missed, and the pid's process started after the lock was written: not the owner.
+  if (untouched > 2 * HEARTBEAT_MS && startedAfterLock(owner, options)) return true;
   return reusedPid(owner, options);
+}
+
+function startedAfterLock(owner: LockOwner, options: LockOptions): boolean {
+  if (typeof owner.started !== "number" || !options.processStartedAt) return false;
+  const startedAt = options.processStartedAt(owner.pid);
+  return startedAt !== null && startedAt > owner.started + STARTED_AFTER_SLACK_MS;
 }
 
 /** Live processes already told apart from a lock's owner, by lock id: one look per lock, not per poll. */

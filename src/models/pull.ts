@@ -58,6 +58,8 @@ export interface PullDeps {
    * names another process is known stale; without it only a dead pid or silence tells.
    */
   processStart?: (pid: number) => string | null;
+  /** When process `pid` started by the wall clock (runtime/proc-info's `processStartedAt`). */
+  processStartedAt?: (pid: number) => number | null;
   /** How long another writer's lock may show no sign of life before this pull takes it over (default LOCK_QUIET_MS). */
   lockQuietMs?: number;
 }
@@ -257,7 +259,7 @@ async function obtainBlob(
     if (blobInPlace(t)) return knownSha256(t, hooks.signal);
     let lock: ReturnType<typeof tryLock>;
     try {
-      lock = tryLock(lockPath, { processStart: deps.processStart });
+      lock = tryLock(lockPath, { processStart: deps.processStart, processStartedAt: deps.processStartedAt });
     } catch (err) {
       throw writeFailure(err, { repo: t.repo, file: t.file }, lockPath);
     }

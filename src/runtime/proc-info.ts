@@ -75,6 +75,47 @@ function psIdentity(pid: number): ProcIdentity | null {
 }
 
 /**
+ * When process `pid` started by the wall clock (ms since the epoch), where the OS lets it be
+ * worked out; null otherwise. Linux: boot time (`btime` of /proc/stat) plus the start's clock
+ * ticks (USER_HZ, 100 on every Linux ABI); Windows: the creation FILETIME; elsewhere `ps`'s
+ * `lstart` (to the second). It says a process cannot be one that wrote a record before it started.
+ */
+export function processStartedAt(pid: number): number | null {
+  const id = procIdentity(pid);
+  return id ? startedAtMs(id.start_time) : null;
+}
+
+/** `start_time` (procIdentity's, on this OS) as wall-clock ms; null when it cannot say. */
+export function startedAtMs(startTime: string, platform: string = process.platform): number | null {
+  if (platform === "linux") {
+    const boot = bootTimeMs();
+    return boot === null || !/^\d+$/.test(startTime) ? null : boot + Number(startTime) * 10;
+  }
+  if (platform === "win32") {
+    if (!/^\d+$/.test(startTime)) return null;
+    // FILETIME: 100 ns steps since 1601-01-01.
+    return Number(BigInt(startTime) / 10_000n) - 11_644_473_600_000;
+  }
+  const parsed = Date.parse(startTime);
+  return Number.isNaN(parsed) ? null : parsed;
+}
+
+let bootMs: { value: number | null } | undefined;
+function bootTimeMs(): number | null {
+  if (!bootMs) {
+    let value: number | null = null;
+    try {
+      const m = /^btime (\d+)$/m.exec(readFileSync("/proc/stat", "utf8"));
+      if (m) value = Number(m[1]) * 1000;
+    } catch {
+      // No /proc/stat (a sandbox): no wall-clock start.
+    }
+    bootMs = { value };
+  }
+  return bootMs.value;
+}
+
+/**
  * A fingerprint of how much work a loading process has done (CPU time, major page faults,
  * bytes read): when it changes, the load is making progress even if the log is quiet.
  * Linux only; elsewhere null, and log lines are the only progress signal.

@@ -2,7 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { existsSync, readFileSync, statSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { type HeldLock, LockWatch, processAlive, tryLock } from "../../src/models/download-lock.ts";
-import { procIdentity } from "../../src/runtime/proc-info.ts";
+import { processStartedAt, procIdentity, startedAtMs } from "../../src/runtime/proc-info.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
 const held = (r: ReturnType<typeof tryLock>): HeldLock => {
@@ -131,6 +131,43 @@ describe("a lock whose owner is not the process its pid names now (issue 19 item
     } finally {
       other.kill("SIGKILL");
     }
+  });
+
+  test("a lock written before its pid's process started, two beats missed: stale at once, without proc_start", () => {
+    using dir = tmpdir();
+    const path = join(dir.path, "blob.lock");
+    const other = Bun.spawn(["sleep", "30"]);
+    try {
+      const aMinuteAgo = Date.now() - 60_000;
+      writeFileSync(path, JSON.stringify({ pid: other.pid, id: "before", started: aMinuteAgo }));
+      const options = { processStartedAt };
+      // Beating (touched just now): a live owner whatever its pid's start says.
+      expect(tryLock(path, options)).toEqual({ busy: expect.objectContaining({ id: "before" }) });
+      const quietSince = new Date(Date.now() - 30_000);
+      utimesSync(path, quietSince, quietSince);
+      // Without the start time, half a minute of silence is not yet enough (LockWatch's minute is).
+      expect(tryLock(path)).toEqual({ busy: expect.objectContaining({ id: "before" }) });
+      const lock = held(tryLock(path, options));
+      expect(JSON.parse(readFileSync(path, "utf8")).pid).toBe(process.pid);
+      lock.release();
+      // The pid's process started before the lock was written: it may be the owner, busy.
+      writeFileSync(path, JSON.stringify({ pid: other.pid, id: "after", started: Date.now() }));
+      utimesSync(path, quietSince, quietSince);
+      expect(tryLock(path, options)).toEqual({ busy: expect.objectContaining({ id: "after" }) });
+    } finally {
+      other.kill("SIGKILL");
+    }
+  });
+
+  test("a process's wall-clock start: this one started before now and after the machine booted", () => {
+    const started = processStartedAt(process.pid);
+    if (process.platform !== "linux" && started === null) return;
+    expect(started).not.toBeNull();
+    expect(started!).toBeLessThanOrEqual(Date.now());
+    expect(started!).toBeGreaterThan(Date.now() - 10 * 60_000 - performance.now());
+    expect(startedAtMs("116444736000000000", "win32")).toBe(0);
+    expect(startedAtMs("Thu Jan  1 00:00:01 1970 GMT", "darwin")).toBe(1000);
+    expect(startedAtMs("garbage", "win32")).toBeNull();
   });
 
   test("a held lock's file is touched on a beat, so a waiter sees its owner alive", async () => {
