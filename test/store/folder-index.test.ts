@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { FileTooLarge, NotRegularFile, readSmallFileAsync } from "../../src/config/read-file.ts";
 import { batches } from "../../src/store/folder-index.ts";
@@ -106,6 +106,31 @@ describe("the memory.folders index", () => {
     await store.folderIndex.start();
     expect(store.memory.search("u", "note", 50).length).toBe(40);
     store.close();
+  });
+
+  test("an unchanged file is not read again at the next start", async () => {
+    using dir = tmpdir();
+    const folder = notes(dir.path, 5, 500);
+    // A modification time with a fraction of a millisecond, as most file systems keep.
+    utimesSync(join(folder, "n0.md"), new Date(), new Date(1_700_000_000_123.456));
+    const data = join(dir.path, "data");
+    const first = Store.open(data, { folders: [folder] });
+    await first.folderIndex.start();
+    first.close();
+    const read: string[] = [];
+    const again = Store.open(data, {
+      folders: [folder],
+      folderIndex: {
+        read: async (path) => {
+          read.push(path);
+          return readFileSync(path, "utf8");
+        },
+      },
+    });
+    await again.folderIndex.start();
+    expect(read).toEqual([]);
+    expect(again.memory.search("u", "note", 50).length).toBe(5);
+    again.close();
   });
 
   test("batches: a file bigger than the cap goes alone; order is kept", () => {
