@@ -1,4 +1,5 @@
 import { closeSync, constants, fstatSync, openSync, readSync, type Stats, statSync } from "node:fs";
+import { open, stat } from "node:fs/promises";
 import { CoreError } from "../protocol/errors.ts";
 
 /**
@@ -71,6 +72,31 @@ export function readSmallFile(path: string, maxBytes: number): string {
     return buffer.toString("utf8", 0, length);
   } finally {
     closeSync(fd);
+  }
+}
+
+/**
+ * The same read off the event loop (many files, as `memory.folders` has): the same checks
+ * (stat, a non-blocking open, fstat), the reads awaited. NotRegularFile, FileTooLarge or the OS error.
+ */
+export async function readSmallFileAsync(path: string, maxBytes: number): Promise<string> {
+  refuseIrregular(path, await stat(path));
+  const handle = await open(path, constants.O_RDONLY | NONBLOCK);
+  try {
+    const stats = await handle.stat();
+    refuseIrregular(path, stats);
+    if (stats.size > maxBytes) throw new FileTooLarge(path, stats.size, maxBytes);
+    const buffer = Buffer.alloc(maxBytes + 1);
+    let length = 0;
+    while (length < buffer.length) {
+      const { bytesRead } = await handle.read(buffer, length, buffer.length - length, null);
+      if (bytesRead === 0) break;
+      length += bytesRead;
+    }
+    if (length > maxBytes) throw new FileTooLarge(path, length, maxBytes);
+    return buffer.toString("utf8", 0, length);
+  } finally {
+    await handle.close();
   }
 }
 

@@ -1,8 +1,4 @@
 import type { Database } from "bun:sqlite";
-import { readdirSync, statSync } from "node:fs";
-import { extname, join, relative } from "node:path";
-import { readSmallFile } from "../config/read-file.ts";
-import { logger } from "../util/logger.ts";
 import { anyOf, likePattern, words } from "./fts-query.ts";
 import { TermStats } from "./term-stats.ts";
 
@@ -13,20 +9,6 @@ export interface MemoryHit {
   score: number;
 }
 
-/** Text files indexed from memory.folders; others are skipped. */
-const TEXT_EXTENSIONS = new Set([
-  ".md",
-  ".txt",
-  ".markdown",
-  ".rst",
-  ".org",
-  ".json",
-  ".yaml",
-  ".yml",
-  ".csv",
-]);
-const MAX_FILE_BYTES = 1024 * 1024;
-const MAX_FOLDER_FILES = 5000;
 /** Folder files are split into chunks of about this many characters (at paragraph breaks). */
 const CHUNK_CHARS = 1200;
 /**
@@ -49,11 +31,11 @@ interface Row {
 /**
  * Memory (SPEC §5): a user's past turns in their other sessions, plus chunks of the files in
  * `memory.folders`, ranked with FTS5's bm25() — the turns are written by the turn's own commit
- * (store/conversations.ts), the folders indexed here, incrementally: a file is read again only
- * when its size or mtime changed. Without FTS5, a LIKE match ranked by words matched.
+ * (store/conversations.ts), the folders by `FolderIndex` (store/folder-index.ts) in the
+ * background: a search finds what is indexed so far. Without FTS5, a LIKE match ranked by
+ * words matched.
  */
 export class MemoryStore {
-  private foldersIndexed = false;
   private readonly stats: TermStats;
 
   constructor(
@@ -64,9 +46,9 @@ export class MemoryStore {
     this.stats = new TermStats(db, "memory_fts", "memory");
   }
 
+  /** The best `topK` passages among what is indexed now. */
   search(userId: string, query: string, topK: number, excludeSession?: string): MemoryHit[] {
     if (topK <= 0) return [];
-    this.indexFoldersOnce();
     const skip = excludeSession ?? "";
     const rows = this.fts
       ? this.ftsRows(userId, query, topK, skip)
@@ -111,107 +93,6 @@ export class MemoryStore {
          ORDER BY score DESC, m.at DESC LIMIT $n`,
       )
       .all(params) as Row[];
-  }
-
-  /** Brings the folders' chunks up to date once per process (memory is best-effort: errors are logged). */
-  private indexFoldersOnce(): void {
-    if (this.foldersIndexed) return;
-    this.foldersIndexed = true;
-    for (const root of this.folders) {
-      try {
-        this.indexFolder(root);
-      } catch (err) {
-        logger.warn(`memory folder ${root} could not be indexed: ${(err as Error).message}`);
-      }
-    }
-  }
-
-  private indexFolder(root: string): void {
-    const files = listTextFiles(root);
-    const known = new Map(
-      (
-        this.db.query("SELECT path, size, mtime_ms FROM memory_files WHERE root = ?").all(root) as {
-          path: string;
-          size: number;
-          mtime_ms: number;
-        }[]
-      ).map((r) => [r.path, r]),
-    );
-    const changed = files.filter((f) => {
-      const k = known.get(f.path);
-      return !k || k.size !== f.size || k.mtime_ms !== f.mtimeMs;
-    });
-    const present = new Set(files.map((f) => f.path));
-    const gone = [...known.keys()].filter((p) => !present.has(p));
-    if (changed.length === 0 && gone.length === 0) return;
-    const chunks = changed.map((f) => ({ file: f, parts: readChunks(f.path) }));
-    this.db.transaction(() => {
-      const drop = this.db.query("DELETE FROM memory WHERE user_id = '' AND root = ? AND source = ?");
-      const forget = this.db.query("DELETE FROM memory_files WHERE path = ?");
-      for (const path of gone) {
-        drop.run(root, `file:${relative(root, path)}`);
-        forget.run(path);
-      }
-      const add = this.db.query(
-        "INSERT INTO memory (user_id, session_id, seq, source, root, text, at) VALUES ('', '', ?, ?, ?, ?, ?)",
-      );
-      const remember = this.db.query(
-        "INSERT OR REPLACE INTO memory_files (path, root, size, mtime_ms) VALUES (?, ?, ?, ?)",
-      );
-      for (const { file, parts } of chunks) {
-        const source = `file:${relative(root, file.path)}`;
-        drop.run(root, source);
-        parts.forEach((text, i) => {
-          add.run(i, source, root, text, Math.round(file.mtimeMs));
-        });
-        remember.run(file.path, root, file.size, Math.round(file.mtimeMs));
-      }
-    })();
-  }
-}
-
-interface TextFile {
-  path: string;
-  size: number;
-  mtimeMs: number;
-}
-
-/** The folder's text files (dot-files and non-regular files skipped: a FIFO never blocks a read). */
-function listTextFiles(root: string): TextFile[] {
-  const out: TextFile[] = [];
-  const walk = (dir: string) => {
-    let entries: import("node:fs").Dirent[];
-    try {
-      entries = readdirSync(dir, { withFileTypes: true });
-    } catch (err) {
-      logger.warn(`memory folder ${dir} unreadable: ${(err as Error).message}`);
-      return;
-    }
-    for (const e of entries) {
-      if (e.name.startsWith(".") || out.length >= MAX_FOLDER_FILES) continue;
-      const path = join(dir, e.name);
-      if (e.isDirectory()) walk(path);
-      else if (e.isFile() && TEXT_EXTENSIONS.has(extname(e.name).toLowerCase())) {
-        try {
-          const st = statSync(path);
-          if (st.isFile() && st.size <= MAX_FILE_BYTES)
-            out.push({ path, size: st.size, mtimeMs: st.mtimeMs });
-        } catch {
-          // Gone or unreadable: skipped; memory is best-effort.
-        }
-      }
-    }
-  };
-  walk(root);
-  return out;
-}
-
-function readChunks(path: string): string[] {
-  try {
-    // Regular files only, opened without blocking: a FIFO swapped in after the walk is refused.
-    return chunk(readSmallFile(path, MAX_FILE_BYTES));
-  } catch {
-    return [];
   }
 }
 

@@ -5,6 +5,7 @@ import { Conversations, type SessionSummary } from "./conversations.ts";
 import { type OpenOptions, openStore, storeError } from "./db/open.ts";
 import { eraseSession, eraseUser, truncateWal } from "./erase.ts";
 import { type ExportFormat, exportSession } from "./export.ts";
+import { FolderIndex, type FolderIndexOptions } from "./folder-index.ts";
 import { eraseImported, importV01 } from "./import-v01.ts";
 import { MemoryStore } from "./memory-store.ts";
 import { SessionLeases } from "./session-lease.ts";
@@ -19,6 +20,8 @@ export interface StoreOptions extends OpenOptions {
   folders?: readonly string[];
   /** Tests: how long a write waits for another process's lock (BUSY_WAIT_MS). */
   busyWaitMs?: number;
+  /** Tests: the folder index's reader and batch sizes (store/folder-index.ts). */
+  folderIndex?: FolderIndexOptions;
 }
 
 /** What a reset of the database left for the host to hear (the `store_reset` warning). */
@@ -35,6 +38,8 @@ export interface StoreReset {
 export class Store {
   readonly conversations: Conversations;
   readonly memory: MemoryStore;
+  /** memory.folders, indexed in the background from the first open (store/folder-index.ts). */
+  readonly folderIndex: FolderIndex;
   readonly leases: SessionLeases;
   readonly fts: boolean;
   readonly path: string;
@@ -46,19 +51,20 @@ export class Store {
     private readonly db: Database,
     private readonly dataDir: string,
     opened: { path: string; fts: boolean; resetFrom?: string; resetProblem?: string },
-    folders: readonly string[],
+    options: StoreOptions,
   ) {
     this.path = opened.path;
     this.fts = opened.fts;
     this.conversations = new Conversations(db);
-    this.memory = new MemoryStore(db, opened.fts, folders);
+    this.memory = new MemoryStore(db, opened.fts, options.folders ?? []);
+    this.folderIndex = new FolderIndex(db, options.folders ?? [], options.folderIndex);
     this.leases = new SessionLeases(db);
     if (opened.resetFrom) this.reset = { aside: opened.resetFrom, problem: opened.resetProblem ?? "" };
   }
 
   static open(dataDir: string, options: StoreOptions = {}): Store {
     const opened = openStore(dataDir, options);
-    const store = new Store(opened.db, dataDir, opened, options.folders ?? []);
+    const store = new Store(opened.db, dataDir, opened, options);
     if (options.busyWaitMs !== undefined) store.busyWaitMs = options.busyWaitMs;
     try {
       importV01(opened.db, dataDir, (options.now ?? (() => new Date()))());
@@ -67,6 +73,8 @@ export class Store {
       logger.warn(`the 0.1 data folder could not be imported: ${(err as Error).message}`);
     }
     if (!opened.fts) logger.warn("this SQLite has no FTS5: search and memory use a plain LIKE match");
+    // Off the hot path from the first open, so a first chat finds as much indexed as can be.
+    void store.folderIndex.start();
     return store;
   }
 
@@ -163,6 +171,7 @@ export class Store {
   close(): void {
     if (this.closed) return;
     this.closed = true;
+    this.folderIndex.stop();
     try {
       truncateWal(this.db);
     } catch {}

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { copyFileSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { copyFileSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { spawnCore } from "../fixtures/core-process.ts";
 import { waitUntil, writeStack } from "../fixtures/stack.ts";
@@ -168,5 +168,29 @@ describe.skipIf(!onPosix)("prompt reuse through the compiled binary", () => {
     await chat(b, "And the sun?");
     expect(await waitUntil(() => kvFiles(stack.dataDir).length === 2, 10_000)).toBe(true);
     expect(readdirSync(join(stack.dataDir, "kv")).filter((f) => f.endsWith(".tmp"))).toEqual([]);
+  }, 60_000);
+
+  test("a regular file at data_dir/kv: the core survives the failed background save and keeps answering", async () => {
+    await using dir = tmpdir();
+    const stack = writeStack(dir.path, { tools: [], extraYaml: "  top_k: 0" });
+    mkdirSync(stack.dataDir, { recursive: true });
+    writeFileSync(join(stack.dataDir, "kv"), "not a folder");
+    await using core = spawnCore({ cwd: dir.path, env: stack.env });
+    let id = 0;
+    const chat = async (input: string) => {
+      const r = await core.request({ id: ++id, method: "chat", params: { session_id: "s1", input } }, 30_000);
+      expect(r.type).toBe("result");
+    };
+    await chat("Tell me about the sea.");
+    await chat("And the moon?");
+    // The quiet save (2 s) is tried and fails: the core stays up.
+    await Bun.sleep(3000);
+    expect((await core.request({ id: ++id, method: "ping" })).result).toEqual({ status: "ok" });
+    await chat("And the sun?");
+    await Bun.sleep(3000);
+    expect((await core.request({ id: ++id, method: "ping" })).result).toEqual({ status: "ok" });
+    expect(readFileSync(join(stack.dataDir, "kv"), "utf8")).toBe("not a folder");
+    await core.request({ id: ++id, method: "shutdown" });
+    expect(await core.exited(10_000)).toBe(0);
   }, 60_000);
 });

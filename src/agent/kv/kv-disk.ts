@@ -1,7 +1,8 @@
 import { createHash, randomBytes } from "node:crypto";
-import { chmodSync, readdirSync, readFileSync, renameSync, rmSync, statSync } from "node:fs";
+import { chmodSync, lstatSync, readdirSync, renameSync, statSync, unlinkSync } from "node:fs";
 import { join } from "node:path";
 import { z } from "zod";
+import { readSmallFile } from "../../config/read-file.ts";
 import { writeJsonAtomic } from "../../store/atomic.ts";
 import { logger } from "../../util/logger.ts";
 import { ensurePrivateDir, PRIVATE_FILE_MODE } from "../../util/private-fs.ts";
@@ -19,6 +20,11 @@ import { type PromptRecord, PromptRecordSchema } from "./prompt-record.ts";
  * Another core may share the folder (two app windows on one data_dir): each renames whole
  * files into place, so a reader sees an old file or a new one; a file the other core removed
  * fails its restore, which the turn survives by processing its prompt.
+ *
+ * Nothing here throws into a turn or a background save (docs/agent.md, "Prompt reuse"): the
+ * folder may be a file, a state file a directory, a file someone else's. Only files named as
+ * this core names them count against the budget or are ever removed, and only files are
+ * removed (a directory in their place is left, and the session's state is not kept).
  */
 
 const SidecarSchema = z.object({
@@ -38,6 +44,12 @@ export type KvEntry = z.infer<typeof SidecarSchema>;
 
 /** A temporary file older than this has no save left waiting for it. */
 const STALE_TEMP_MS = 10 * 60_000;
+
+/** Our names (`nameOf`, `tempName`): anything else in the folder is not ours to count or remove. */
+const OWN_FILE = /^(s-[0-9a-f]{32})\.(bin|json)$/;
+/** A sidecar is a few KiB (its prompt record's notes); one past this is not one of ours. */
+const SIDECAR_MAX_BYTES = 16 * 1024 * 1024;
+const OWN_TEMP = /^s-[0-9a-f]{32}\.\d+-[0-9a-f]{8}\.tmp$/;
 
 export interface KvUse {
   bytes: number;
@@ -86,14 +98,29 @@ export class KvDisk {
    */
   commit(temp: string, entry: KvEntry): boolean {
     const name = this.nameOf(entry.user_id, entry.session_id);
+    const path = join(this.dir, temp);
+    let described = false;
     try {
-      chmodSync(join(this.dir, temp), PRIVATE_FILE_MODE);
+      // One state over the whole budget would evict every other and then itself: not kept.
+      const bytes = statSync(path).size + JSON.stringify(entry).length;
+      if (bytes > this.budgetBytes) {
+        logger.info(
+          `the KV state of session ${entry.session_id} (${bytes} bytes) is over llama.kv_disk_bytes (${this.budgetBytes}): not kept`,
+        );
+        this.discard(temp);
+        return false;
+      }
+      chmodSync(path, PRIVATE_FILE_MODE);
       // Described first: a state file without its sidecar is never restored.
       writeJsonAtomic(this.sidecarOf(name), entry);
-      renameSync(join(this.dir, temp), this.binOf(name));
+      described = true;
+      renameSync(path, this.binOf(name));
     } catch (err) {
       logger.warn(`the KV state of session ${entry.session_id} could not be kept: ${(err as Error).message}`);
-      rmSync(join(this.dir, temp), { force: true });
+      this.discard(temp);
+      // The sidecar now describes a state that is not there: the old file is of no use either.
+      if (described) dropFile(this.sidecarOf(name));
+      this.use = undefined;
       return false;
     }
     this.use = undefined;
@@ -115,13 +142,13 @@ export class KvDisk {
 
   /** Drops what llama-server left under a temporary name (a save that failed or was not kept). */
   discard(temp: string): void {
-    rmSync(join(this.dir, temp), { force: true });
+    dropFile(join(this.dir, temp));
   }
 
   /** Drops a session's files (a restore that failed, another fingerprint, the session deleted). */
   remove(name: string): void {
-    rmSync(this.binOf(name), { force: true });
-    rmSync(this.sidecarOf(name), { force: true });
+    dropFile(this.binOf(name));
+    dropFile(this.sidecarOf(name));
     this.use = undefined;
   }
 
@@ -149,9 +176,11 @@ export class KvDisk {
     let bytes = 0;
     let files = 0;
     for (const f of this.listing()) {
-      if (!f.endsWith(".bin") && !f.endsWith(".json")) continue;
+      if (!OWN_FILE.test(f)) continue;
       try {
-        bytes += statSync(join(this.dir, f)).size;
+        const st = lstatSync(join(this.dir, f));
+        if (!st.isFile()) continue;
+        bytes += st.size;
         if (f.endsWith(".bin")) files++;
       } catch {}
     }
@@ -163,16 +192,27 @@ export class KvDisk {
   sweep(): void {
     ensurePrivateDir(this.dir);
     for (const f of this.listing()) {
-      if (!f.endsWith(".tmp")) continue;
+      if (!OWN_TEMP.test(f)) continue;
       try {
-        if (this.now() - statSync(join(this.dir, f)).mtimeMs > STALE_TEMP_MS) rmSync(join(this.dir, f));
+        if (this.now() - statSync(join(this.dir, f)).mtimeMs > STALE_TEMP_MS) dropFile(join(this.dir, f));
       } catch {}
     }
   }
 
-  /** The least recently used go until the whole fits; `keep` (just saved) goes only if it alone is too big. */
+  /**
+   * The least recently used go until the whole fits, a state of ours without a readable sidecar
+   * first (it can never be restored); `keep` (just saved) goes only if it alone is too big.
+   */
   private keepBudget(keep: string): void {
-    const all = this.entries().sort((a, b) => a.entry.used_at - b.entry.used_at);
+    const described = this.entries();
+    const known = new Set(described.map((e) => e.name));
+    const orphans = this.listing().flatMap((f) => {
+      const m = OWN_FILE.exec(f);
+      return m?.[2] === "bin" && !known.has(m[1] as string) ? [{ name: m[1] as string, usedAt: -1 }] : [];
+    });
+    const all = [...orphans, ...described.map((e) => ({ name: e.name, usedAt: e.entry.used_at }))].sort(
+      (a, b) => a.usedAt - b.usedAt,
+    );
     let total = this.usage().bytes;
     for (const { name } of all) {
       if (total <= this.budgetBytes) break;
@@ -187,7 +227,8 @@ export class KvDisk {
     let n = 0;
     for (const p of [this.binOf(name), this.sidecarOf(name)]) {
       try {
-        n += statSync(p).size;
+        const st = lstatSync(p);
+        if (st.isFile()) n += st.size;
       } catch {}
     }
     return n;
@@ -196,8 +237,9 @@ export class KvDisk {
   private entries(): { name: string; entry: KvEntry }[] {
     const out: { name: string; entry: KvEntry }[] = [];
     for (const f of this.listing()) {
-      if (!f.endsWith(".json")) continue;
-      const name = f.slice(0, -".json".length);
+      const m = OWN_FILE.exec(f);
+      if (m?.[2] !== "json") continue;
+      const name = m[1] as string;
       const entry = this.readSidecar(name);
       if (entry) out.push({ name, entry });
     }
@@ -206,7 +248,10 @@ export class KvDisk {
 
   private readSidecar(name: string): KvEntry | undefined {
     try {
-      const parsed = SidecarSchema.safeParse(JSON.parse(readFileSync(this.sidecarOf(name), "utf8")));
+      // Regular files only, never a blocking open: a FIFO here would hold the core.
+      const parsed = SidecarSchema.safeParse(
+        JSON.parse(readSmallFile(this.sidecarOf(name), SIDECAR_MAX_BYTES)),
+      );
       return parsed.success ? parsed.data : undefined;
     } catch {
       return undefined;
@@ -227,6 +272,24 @@ export class KvDisk {
 
   private sidecarOf(name: string): string {
     return join(this.dir, `${name}.json`);
+  }
+}
+
+/**
+ * Removes a file of ours, never throwing: a directory (or anything else) in its place is left
+ * where it is, and said once; a folder that is not one (ENOTDIR) has nothing to remove.
+ */
+function dropFile(path: string): void {
+  try {
+    if (lstatSync(path).isDirectory()) {
+      logger.warn(`${path} is a directory where a KV state file belongs: left as it is`);
+      return;
+    }
+    unlinkSync(path);
+  } catch (err) {
+    const code = (err as { code?: string }).code;
+    if (code !== "ENOENT" && code !== "ENOTDIR")
+      logger.warn(`${path} could not be removed: ${(err as Error).message}`);
   }
 }
 

@@ -165,7 +165,7 @@ export class PromptReuse {
     const out = new Promise<void>((r) => {
       timer = setTimeout(r, STOP_SAVE_MS);
     });
-    await Promise.race([this.saveDirty(server), out]);
+    await Promise.race([this.saveQuietly(server), out]);
     clearTimeout(timer);
   }
 
@@ -255,9 +255,18 @@ export class PromptReuse {
     this.quiet = setTimeout(() => {
       const server = this.server;
       if (!server || server.died.aborted || !server.table.idle() || !this.deps.awake()) return;
-      void this.saveDirty(server);
+      void this.saveQuietly(server);
     }, this.quietMs);
     this.quiet.unref?.();
+  }
+
+  /** Saves off any turn's path: a failure is logged, never a rejection that could end the core. */
+  private saveQuietly(server: Server): Promise<void> {
+    return this.saveDirty(server).catch((err) => {
+      logger.warn(
+        `saving KV state failed (the prompts will be processed instead): ${(err as Error).message}`,
+      );
+    });
   }
 
   private async saveDirty(server: Server): Promise<void> {

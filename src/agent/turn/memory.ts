@@ -2,13 +2,21 @@ import type { MemoryHit } from "../../store/memory-store.ts";
 import { logger } from "../../util/logger.ts";
 import type { TurnContext } from "./context.ts";
 
+/**
+ * How long a turn waits for the `memory.folders` index still being built before it recalls
+ * from what is indexed so far (docs/agent.md, "Memory"); the index goes on in the background.
+ */
+export const RECALL_WAIT_MS = 250;
+
 /** The passages of the user's memory that match the turn's input (none when memory is off or fails). */
-export function recall(ctx: TurnContext): MemoryHit[] {
+export async function recall(ctx: TurnContext): Promise<MemoryHit[]> {
   const mem = ctx.deps.config.memory;
   const input = ctx.session.state.user_input;
   if (!mem.enabled || mem.top_k === 0 || input.trim() === "") return [];
   try {
-    return ctx.deps.store().memory.search(ctx.params.user_id, input, mem.top_k, ctx.sessionId);
+    const store = ctx.deps.store();
+    await store.folderIndex.whenIndexed(RECALL_WAIT_MS);
+    return store.memory.search(ctx.params.user_id, input, mem.top_k, ctx.sessionId);
   } catch (err) {
     logger.warn(`trace=${ctx.traceId} memory search failed: ${(err as Error).message}`);
     return [];

@@ -78,7 +78,7 @@ export class Turn {
     const { deps } = ctx;
     try {
       deps.emit("memory_start", {});
-      const hits = recall(ctx);
+      const hits = await recall(ctx);
       deps.emit("memory_done", { hits: hits.length });
       this.tools = await loadTools(ctx);
       this.known = new Set(this.tools.map((t) => t.fn));

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { existsSync, readdirSync, statSync, utimesSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, statSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { entryOf, KvDisk } from "../../../src/agent/kv/kv-disk.ts";
 import { emptyRecord, type PromptRecord } from "../../../src/agent/kv/prompt-record.ts";
@@ -72,9 +72,84 @@ describe("KvDisk", () => {
     expect(kept).toContain("old");
     expect(kept).toContain("newest");
     expect(disk.usage().bytes).toBeLessThanOrEqual(4200);
-    expect(save(disk, "u", "huge", 10_000, 5)).toBe(true);
+  });
+
+  test("a state larger than the whole budget is not kept, and evicts nothing", () => {
+    using dir = tmpdir();
+    const disk = new KvDisk(dir.path, 4200);
+    save(disk, "u", "a", 1000, 1);
+    save(disk, "u", "b", 1000, 2);
+    expect(save(disk, "u", "huge", 10_000, 5)).toBe(false);
     expect(disk.entry("u", "huge")).toBeUndefined();
+    expect(disk.entry("u", "a")).toBeDefined();
+    expect(disk.entry("u", "b")).toBeDefined();
     expect(readdirSync(dir.path).some((f) => f.endsWith(".tmp"))).toBe(false);
+  });
+
+  test("files in kv/ that are not ours count for nothing and are never removed", () => {
+    using dir = tmpdir();
+    const disk = new KvDisk(dir.path, 4200);
+    const foreign = ["notes.bin", "notes.json", "s-short.bin", "backup.tmp"];
+    for (const f of foreign) writeFileSync(join(dir.path, f), "y".repeat(20_000));
+    utimesSync(join(dir.path, "backup.tmp"), new Date(0), new Date(0));
+    expect(disk.usage()).toEqual({ bytes: 0, files: 0 });
+    expect(save(disk, "u", "a", 1000, 1)).toBe(true);
+    expect(save(disk, "u", "b", 1000, 2)).toBe(true);
+    expect(disk.entry("u", "a")).toBeDefined();
+    expect(disk.usage().files).toBe(2);
+    expect(disk.usage().bytes).toBeLessThan(4200);
+    disk.sweep();
+    disk.removeUser("u");
+    for (const f of foreign) expect(existsSync(join(dir.path, f))).toBe(true);
+  });
+
+  test("a state file of ours without a readable sidecar is the first to go", () => {
+    using dir = tmpdir();
+    const disk = new KvDisk(dir.path, 4200);
+    const orphan = `${disk.nameOf("u", "lost")}.bin`;
+    writeFileSync(join(dir.path, orphan), "z".repeat(2500));
+    save(disk, "u", "a", 1000, 1);
+    save(disk, "u", "b", 1000, 2);
+    expect(existsSync(join(dir.path, orphan))).toBe(false);
+    expect(disk.entry("u", "a")).toBeDefined();
+    expect(disk.entry("u", "b")).toBeDefined();
+  });
+
+  test("a directory where a state file belongs: no state, left alone, nothing throws", () => {
+    using dir = tmpdir();
+    const disk = new KvDisk(dir.path, 1_000_000);
+    const name = disk.nameOf("u", "s");
+    mkdirSync(join(dir.path, `${name}.bin`, "inside"), { recursive: true });
+    expect(disk.hasState(name)).toBe(false);
+    expect(() => disk.remove(name)).not.toThrow();
+    expect(save(disk, "u", "s", 100, 1)).toBe(false);
+    expect(() => disk.removeSession("u", "s")).not.toThrow();
+    expect(existsSync(join(dir.path, `${name}.bin`, "inside"))).toBe(true);
+    expect(readdirSync(dir.path).some((f) => f.endsWith(".tmp"))).toBe(false);
+  });
+
+  test("a regular file where the folder belongs: every call is survived", () => {
+    using dir = tmpdir();
+    const kv = join(dir.path, "kv");
+    writeFileSync(kv, "not a folder");
+    const disk = new KvDisk(kv, 1_000_000);
+    const name = disk.nameOf("u", "s");
+    const entry = entryOf(
+      { userId: "u", sessionId: "s" },
+      FP,
+      { n_saved: 1, n_written: 1 },
+      emptyRecord(),
+      [],
+      1,
+    );
+    expect(() => disk.discard(disk.tempName(name))).not.toThrow();
+    expect(() => disk.remove(name)).not.toThrow();
+    expect(disk.commit(disk.tempName(name), entry)).toBe(false);
+    expect(() => disk.touch(entry)).not.toThrow();
+    expect(() => disk.removeSession("u", "s")).not.toThrow();
+    expect(() => disk.removeUser("u")).not.toThrow();
+    expect(disk.usage()).toEqual({ bytes: 0, files: 0 });
+    expect(disk.hasState(name)).toBe(false);
   });
 
   test("an erased session takes its files and those of the user's sessions holding its passages", () => {
@@ -101,8 +176,8 @@ describe("KvDisk", () => {
   test("a temporary file a save never finished is swept once stale; a fresh one is left for its save", () => {
     using dir = tmpdir();
     const disk = new KvDisk(dir.path, 1_000_000);
-    const stale = join(dir.path, "s-aaaa.123-beef.tmp");
-    const fresh = join(dir.path, "s-bbbb.456-cafe.tmp");
+    const stale = join(dir.path, disk.tempName(disk.nameOf("u", "a")));
+    const fresh = join(dir.path, disk.tempName(disk.nameOf("u", "b")));
     writeFileSync(stale, "half");
     writeFileSync(fresh, "half");
     const old = new Date(Date.now() - 3_600_000);

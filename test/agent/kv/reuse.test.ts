@@ -125,6 +125,23 @@ describe("prompt reuse with the stand-in", () => {
     expect(slotActions(h, "restore")).toBe(restores);
   });
 
+  test("a directory where a session's state file belongs: every chat of it still answers, the prompt processed", async () => {
+    await using h = harness({ standIn: { cacheRamMib: 0 } });
+    await say(h, "a", "tell me about the sea and the waves");
+    await say(h, "b", "tell me about mountains");
+    for (const f of kvFiles(h)) {
+      if (!f.endsWith(".bin")) continue;
+      rmSync(join(h.dataDir, "kv", f));
+      mkdirSync(join(h.dataDir, "kv", f, "inside"), { recursive: true });
+    }
+    for (const input of ["and the moon?", "and the stars?"]) {
+      const back = await say(h, "a", input);
+      expect(back.prompt_tokens).toBeGreaterThan(0);
+      await say(h, "b", `and ${input}`);
+    }
+    expect(kvFiles(h).filter((f) => f.endsWith(".bin")).length).toBe(2);
+  });
+
   test("a full disk while saving: the chat goes on, the last good file stays, no temporary file", async () => {
     await using h = harness({ standIn: { cacheRamMib: 0, slotFiles: { saveFails: true } } });
     await say(h, "a", "tell me about the sea");

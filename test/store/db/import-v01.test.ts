@@ -72,7 +72,7 @@ describe("import of the 0.1 layout", () => {
 
   test.skipIf(process.platform === "win32")(
     "a FIFO in a 0.1 file's place, or in memory.folders, is skipped, never waited on",
-    () => {
+    async () => {
       using dir = tmpdir();
       const sdir = join(dir.path, "users", "ann", "sessions", "f");
       mkdirSync(sdir, { recursive: true });
@@ -83,6 +83,7 @@ describe("import of the 0.1 layout", () => {
       writeFileSync(join(notes, "real.md"), "a real note about herons");
       const t0 = Date.now();
       const store = Store.open(join(dir.path), { folders: [notes] });
+      await store.folderIndex.start();
       expect(store.memory.search("ann", "herons", 3).map((h) => h.doc.source)).toEqual(["file:real.md"]);
       expect(store.list("ann", 10).sessions).toEqual([]);
       expect(Date.now() - t0).toBeLessThan(5000);

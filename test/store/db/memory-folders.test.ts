@@ -6,7 +6,7 @@ import { Store } from "../../../src/store/store.ts";
 import { tmpdir } from "../../fixtures/tmpdir.ts";
 
 describe("memory.folders in the index", () => {
-  test("text files are indexed, others skipped; a changed file is read again, a removed one forgotten", () => {
+  test("text files are indexed, others skipped; a changed file is read again, a removed one forgotten", async () => {
     using dir = tmpdir();
     const notes = join(dir.path, "notes");
     mkdirSync(join(notes, "deep"), { recursive: true });
@@ -16,6 +16,7 @@ describe("memory.folders in the index", () => {
     writeFileSync(join(notes, ".hidden.md"), "tomatoes secret");
     const data = join(dir.path, "data");
     const first = Store.open(data, { folders: [notes] });
+    await first.folderIndex.start();
     expect(first.memory.search("u", "tomatoes sun", 5).map((h) => h.doc.source)).toEqual(["file:garden.md"]);
     expect(first.memory.search("u", "tandem brakes", 5).map((h) => h.doc.source)).toEqual([
       "file:deep/bikes.txt",
@@ -26,6 +27,7 @@ describe("memory.folders in the index", () => {
     utimesSync(join(notes, "garden.md"), new Date(), new Date(Date.now() + 5000));
     rmSync(join(notes, "deep", "bikes.txt"));
     const second = Store.open(data, { folders: [notes] });
+    await second.folderIndex.start();
     expect(second.memory.search("u", "tomatoes", 5)).toEqual([]);
     expect(second.memory.search("u", "peppers heat", 5).map((h) => h.doc.text)).toEqual([
       "Peppers like heat.",
@@ -38,12 +40,13 @@ describe("memory.folders in the index", () => {
     other.close();
   });
 
-  test("a user's turns and the folders rank together", () => {
+  test("a user's turns and the folders rank together", async () => {
     using dir = tmpdir();
     const notes = join(dir.path, "notes");
     mkdirSync(notes);
     writeFileSync(join(notes, "bike.md"), "My bike is a red Dutch bike with a basket.");
     const store = Store.open(join(dir.path, "data"), { folders: [notes] });
+    await store.folderIndex.start();
     store.conversations.commitTurn({
       userId: "u",
       sessionId: "s1",

@@ -1,0 +1,227 @@
+import type { Database } from "bun:sqlite";
+import type { Dirent } from "node:fs";
+import { readdir, stat } from "node:fs/promises";
+import { extname, join, relative } from "node:path";
+import { readSmallFileAsync } from "../config/read-file.ts";
+import { logger } from "../util/logger.ts";
+import { chunk } from "./memory-store.ts";
+
+/**
+ * The `memory.folders` index (docs/agent.md, "Memory"), built off the hot path: the folders are
+ * walked and read asynchronously, a batch of a few files at a time (at most BATCH_FILES files
+ * and BATCH_BYTES bytes, or one file alone up to MAX_FILE_BYTES), each batch inserted into FTS5
+ * in its own short transaction, the event loop given back between batches. Only one batch's
+ * text is held at once, so what indexing holds is bounded by the largest batch, whatever the
+ * folders hold; the main loop is held at most for one batch's insert. Incremental: a file is
+ * read again only when its size or mtime changed; a file's rows and its record change in one
+ * transaction, so an index cut short (the core stopped) is taken up where it was next time.
+ */
+
+/** Text files indexed from memory.folders; others are skipped. */
+const TEXT_EXTENSIONS = new Set(".md .txt .markdown .rst .org .json .yaml .yml .csv".split(" "));
+export const MAX_FILE_BYTES = 1024 * 1024;
+export const MAX_FOLDER_FILES = 5000;
+/** A batch: at most this many files… */
+export const BATCH_FILES = 8;
+/** …and this many bytes of them, unless one file alone is bigger (up to MAX_FILE_BYTES). */
+export const BATCH_BYTES = 256 * 1024;
+/** Files forgotten (gone from the folder) per transaction. */
+const FORGET_BATCH = 200;
+
+/** Reads a file's text, at most `maxBytes` (more is refused): the safe reader unless a test injects one. */
+export type FolderReader = (path: string, maxBytes: number) => Promise<string>;
+
+export interface FolderIndexOptions {
+  read?: FolderReader;
+  batchFiles?: number;
+  batchBytes?: number;
+  /** Told after each batch is committed (tests count them). */
+  onBatch?: (batch: { root: string; files: number; bytes: number }) => void;
+}
+
+interface TextFile {
+  path: string;
+  size: number;
+  mtimeMs: number;
+}
+
+export class FolderIndex {
+  private run: Promise<void> | undefined;
+  private stopped = false;
+  private readonly read: FolderReader;
+  private readonly batchFiles: number;
+  private readonly batchBytes: number;
+
+  constructor(
+    private readonly db: Database,
+    private readonly folders: readonly string[],
+    private readonly options: FolderIndexOptions = {},
+  ) {
+    this.read = options.read ?? readSmallFileAsync;
+    this.batchFiles = options.batchFiles ?? BATCH_FILES;
+    this.batchBytes = options.batchBytes ?? BATCH_BYTES;
+  }
+
+  /** Begins the index once per process (memory is best-effort: errors are logged); resolves when it is done. */
+  start(): Promise<void> {
+    this.run ??= this.indexAll();
+    return this.run;
+  }
+
+  /** Begins the index if it has not begun, and waits for it at most `maxMs`. */
+  async whenIndexed(maxMs: number): Promise<void> {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const waited = new Promise<void>((r) => {
+      timer = setTimeout(r, maxMs);
+    });
+    await Promise.race([this.start(), waited]);
+    clearTimeout(timer);
+  }
+
+  /** The database is closing: no batch touches it any more. */
+  stop(): void {
+    this.stopped = true;
+  }
+
+  private async indexAll(): Promise<void> {
+    for (const root of this.folders) {
+      try {
+        await this.indexFolder(root);
+      } catch (err) {
+        if (!this.stopped)
+          logger.warn(`memory folder ${root} could not be indexed: ${(err as Error).message}`);
+      }
+      if (this.stopped) return;
+    }
+  }
+
+  private async indexFolder(root: string): Promise<void> {
+    const files = await listTextFiles(root);
+    if (this.stopped) return;
+    const known = new Map(
+      (
+        this.db.query("SELECT path, size, mtime_ms FROM memory_files WHERE root = ?").all(root) as {
+          path: string;
+          size: number;
+          mtime_ms: number;
+        }[]
+      ).map((r) => [r.path, r]),
+    );
+    const present = new Set(files.map((f) => f.path));
+    const gone = [...known.keys()].filter((p) => !present.has(p));
+    for (let i = 0; i < gone.length && !this.stopped; i += FORGET_BATCH) {
+      this.forget(root, gone.slice(i, i + FORGET_BATCH));
+      await nextTurn();
+    }
+    const changed = files.filter((f) => {
+      const k = known.get(f.path);
+      return !k || k.size !== f.size || k.mtime_ms !== Math.round(f.mtimeMs);
+    });
+    for (const batch of batches(changed, this.batchFiles, this.batchBytes)) {
+      if (this.stopped) return;
+      const read = await Promise.all(batch.map((f) => this.readFile(f)));
+      if (this.stopped) return;
+      this.insert(root, read);
+      this.options.onBatch?.({
+        root,
+        files: batch.length,
+        bytes: batch.reduce((n, f) => n + f.size, 0),
+      });
+      await nextTurn();
+    }
+  }
+
+  /** A file's chunks; undefined when it cannot be read now (it stays as indexed, tried again next start). */
+  private async readFile(file: TextFile): Promise<{ file: TextFile; parts: string[] | undefined }> {
+    try {
+      // Its size at the walk is the most read: a file grown since waits for the next start.
+      return { file, parts: chunk(await this.read(file.path, file.size)) };
+    } catch {
+      return { file, parts: undefined };
+    }
+  }
+
+  private forget(root: string, paths: string[]): void {
+    this.db.transaction(() => {
+      const drop = this.db.query("DELETE FROM memory WHERE user_id = '' AND root = ? AND source = ?");
+      const forget = this.db.query("DELETE FROM memory_files WHERE path = ?");
+      for (const path of paths) {
+        drop.run(root, `file:${relative(root, path)}`);
+        forget.run(path);
+      }
+    })();
+  }
+
+  private insert(root: string, read: { file: TextFile; parts: string[] | undefined }[]): void {
+    this.db.transaction(() => {
+      const drop = this.db.query("DELETE FROM memory WHERE user_id = '' AND root = ? AND source = ?");
+      const add = this.db.query(
+        "INSERT INTO memory (user_id, session_id, seq, source, root, text, at) VALUES ('', '', ?, ?, ?, ?, ?)",
+      );
+      const remember = this.db.query(
+        "INSERT OR REPLACE INTO memory_files (path, root, size, mtime_ms) VALUES (?, ?, ?, ?)",
+      );
+      for (const { file, parts } of read) {
+        if (!parts) continue;
+        const source = `file:${relative(root, file.path)}`;
+        const at = Math.round(file.mtimeMs);
+        drop.run(root, source);
+        parts.forEach((text, i) => {
+          add.run(i, source, root, text, at);
+        });
+        remember.run(file.path, root, file.size, at);
+      }
+    })();
+  }
+}
+
+/** Consecutive runs of at most `maxFiles` files and `maxBytes` bytes (a bigger file alone). */
+export function* batches(files: TextFile[], maxFiles: number, maxBytes: number): Generator<TextFile[]> {
+  let current: TextFile[] = [];
+  let bytes = 0;
+  for (const f of files) {
+    if (current.length > 0 && (current.length >= maxFiles || bytes + f.size > maxBytes)) {
+      yield current;
+      current = [];
+      bytes = 0;
+    }
+    current.push(f);
+    bytes += f.size;
+  }
+  if (current.length > 0) yield current;
+}
+
+/** The event loop's next turn: pings and other requests waiting are answered first. */
+function nextTurn(): Promise<void> {
+  return new Promise((r) => setImmediate(r));
+}
+
+/** The folder's text files (dot-files and non-regular files skipped: a FIFO is never read). */
+async function listTextFiles(root: string): Promise<TextFile[]> {
+  const out: TextFile[] = [];
+  const walk = async (dir: string): Promise<void> => {
+    let entries: Dirent[];
+    try {
+      entries = await readdir(dir, { withFileTypes: true });
+    } catch (err) {
+      logger.warn(`memory folder ${dir} unreadable: ${(err as Error).message}`);
+      return;
+    }
+    for (const e of entries) {
+      if (e.name.startsWith(".") || out.length >= MAX_FOLDER_FILES) continue;
+      const path = join(dir, e.name);
+      if (e.isDirectory()) await walk(path);
+      else if (e.isFile() && TEXT_EXTENSIONS.has(extname(e.name).toLowerCase())) {
+        try {
+          const st = await stat(path);
+          if (st.isFile() && st.size <= MAX_FILE_BYTES)
+            out.push({ path, size: st.size, mtimeMs: st.mtimeMs });
+        } catch {
+          // Gone or unreadable: skipped; memory is best-effort.
+        }
+      }
+    }
+  };
+  await walk(root);
+  return out;
+}

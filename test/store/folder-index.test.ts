@@ -1,0 +1,158 @@
+import { describe, expect, test } from "bun:test";
+import { mkdirSync, readFileSync, utimesSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { FileTooLarge, NotRegularFile, readSmallFileAsync } from "../../src/config/read-file.ts";
+import { batches } from "../../src/store/folder-index.ts";
+import { Store } from "../../src/store/store.ts";
+import { tmpdir } from "../fixtures/tmpdir.ts";
+
+// The memory.folders index off the hot path (docs/agent.md, "Memory"): files read a batch at a
+// time under a byte cap, each batch committed on its own, the event loop given back between.
+
+function notes(dir: string, count: number, bytes: number): string {
+  const folder = join(dir, "notes");
+  mkdirSync(folder, { recursive: true });
+  for (let i = 0; i < count; i++) {
+    const body = `note ${i} word${i} `.padEnd(bytes, "lorem ipsum ");
+    writeFileSync(join(folder, `n${i}.md`), body);
+  }
+  return folder;
+}
+
+describe("the memory.folders index", () => {
+  test("files are read a batch at a time: never more than the byte cap held between two commits", async () => {
+    using dir = tmpdir();
+    const folder = notes(dir.path, 60, 10_000);
+    const cap = 32 * 1024;
+    let held = 0;
+    let most = 0;
+    let reads = 0;
+    const seen: { files: number; bytes: number }[] = [];
+    const store = Store.open(join(dir.path, "data"), {
+      folders: [folder],
+      folderIndex: {
+        batchBytes: cap,
+        batchFiles: 8,
+        read: async (path, maxBytes) => {
+          const text = readFileSync(path, "utf8");
+          expect(text.length).toBeLessThanOrEqual(maxBytes);
+          reads++;
+          held += text.length;
+          most = Math.max(most, held);
+          return text;
+        },
+        onBatch: (b) => {
+          seen.push(b);
+          held = 0;
+        },
+      },
+    });
+    await store.folderIndex.start();
+    expect(reads).toBe(60);
+    expect(most).toBeLessThanOrEqual(cap);
+    // 10 KB files under a 32 KiB cap: three to a batch.
+    expect(seen.length).toBe(20);
+    for (const b of seen) expect(b.bytes).toBeLessThanOrEqual(cap);
+    expect(store.memory.search("u", "word59", 3).map((h) => h.doc.source)).toEqual(["file:n59.md"]);
+    store.close();
+  });
+
+  test("other work runs between batches, and a search meanwhile finds what is indexed so far", async () => {
+    using dir = tmpdir();
+    const folder = notes(dir.path, 40, 500);
+    const order: string[] = [];
+    let found: number | undefined;
+    const store = Store.open(join(dir.path, "data"), {
+      folders: [folder],
+      folderIndex: { batchFiles: 4, onBatch: () => order.push("batch") },
+    });
+    const tick = () =>
+      setImmediate(() => {
+        order.push("other");
+        if (order.filter((o) => o === "batch").length === 2 && found === undefined)
+          found = store.memory.search("u", "note", 50).length;
+        if (order.filter((o) => o === "batch").length < 10) tick();
+      });
+    tick();
+    await store.folderIndex.start();
+    const batchesAt = order.flatMap((o, i) => (o === "batch" ? [i] : []));
+    expect(batchesAt.length).toBe(10);
+    // Between every two batches, the loop served something else.
+    for (let i = 1; i < batchesAt.length; i++)
+      expect(order.slice((batchesAt[i - 1] as number) + 1, batchesAt[i]).includes("other")).toBe(true);
+    expect(found).toBe(8);
+    store.close();
+  });
+
+  test("a store closed while indexing: no batch touches it after, nothing throws", async () => {
+    using dir = tmpdir();
+    const folder = notes(dir.path, 40, 500);
+    let reads = 0;
+    let store: Store | undefined;
+    store = Store.open(join(dir.path, "data"), {
+      folders: [folder],
+      folderIndex: {
+        batchFiles: 4,
+        read: async (path) => {
+          reads++;
+          return readFileSync(path, "utf8");
+        },
+        onBatch: () => store?.close(),
+      },
+    });
+    await store.folderIndex.start();
+    expect(reads).toBe(4);
+    store = Store.open(join(dir.path, "data"), { folders: [folder] });
+    await store.folderIndex.start();
+    expect(store.memory.search("u", "note", 50).length).toBe(40);
+    store.close();
+  });
+
+  test("an unchanged file is not read again at the next start", async () => {
+    using dir = tmpdir();
+    const folder = notes(dir.path, 5, 500);
+    // A modification time with a fraction of a millisecond, as most file systems keep.
+    utimesSync(join(folder, "n0.md"), new Date(), new Date(1_700_000_000_123.456));
+    const data = join(dir.path, "data");
+    const first = Store.open(data, { folders: [folder] });
+    await first.folderIndex.start();
+    first.close();
+    const read: string[] = [];
+    const again = Store.open(data, {
+      folders: [folder],
+      folderIndex: {
+        read: async (path) => {
+          read.push(path);
+          return readFileSync(path, "utf8");
+        },
+      },
+    });
+    await again.folderIndex.start();
+    expect(read).toEqual([]);
+    expect(again.memory.search("u", "note", 50).length).toBe(5);
+    again.close();
+  });
+
+  test("batches: a file bigger than the cap goes alone; order is kept", () => {
+    const f = (size: number) => ({ path: String(size), size, mtimeMs: 0 });
+    const sizes = [...batches([f(10), f(20), f(100), f(5), f(5), f(5)], 2, 40)].map((b) =>
+      b.map((x) => x.size),
+    );
+    expect(sizes).toEqual([[10, 20], [100], [5, 5], [5]]);
+  });
+
+  test.skipIf(process.platform === "win32")(
+    "the default reader: a FIFO or a folder is refused before any read, a file past its size too",
+    async () => {
+      using dir = tmpdir();
+      const fifo = join(dir.path, "pipe.md");
+      expect(Bun.spawnSync(["mkfifo", fifo]).exitCode).toBe(0);
+      await expect(readSmallFileAsync(fifo, 100)).rejects.toBeInstanceOf(NotRegularFile);
+      await expect(readSmallFileAsync(dir.path, 100)).rejects.toBeInstanceOf(NotRegularFile);
+      const file = join(dir.path, "grown.md");
+      writeFileSync(file, "x".repeat(200));
+      await expect(readSmallFileAsync(file, 100)).rejects.toBeInstanceOf(FileTooLarge);
+      expect(await readSmallFileAsync(file, 200)).toBe("x".repeat(200));
+    },
+  );
+});
