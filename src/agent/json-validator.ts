@@ -2,10 +2,11 @@ import type AjvClass from "ajv";
 import type { ValidateFunction } from "ajv";
 
 /**
- * JSON Schema validation of a chat's structured answer (SPEC §12), with Ajv: the MCP SDK the
- * core already ships validates tool schemas with it, so the compiled binary carries it anyway
- * and a second validator would only add size (docs/performance.md). Loaded on the first chat
- * that asks for `response_format`, never at start-up.
+ * JSON Schema validation of a chat's structured answer
+ * (docs/agent.md#thinking-and-structured-output), with Ajv: the MCP SDK the core already ships
+ * validates tool schemas with it, so the compiled binary carries it anyway and a second validator
+ * would only add size (docs/performance.md). Loaded on the first chat that asks for
+ * `response_format`, never at start-up.
  */
 
 /** One problem with the answer: where (a JSON pointer into it, "" for the whole) and what. */

@@ -47,10 +47,10 @@ interface Row {
 }
 
 /**
- * Memory (SPEC §5): a user's past turns in their other sessions, plus chunks of the files in
+ * Memory (docs/agent.md): a user's past turns in their other sessions, plus chunks of the files in
  * `memory.folders`, ranked with FTS5's bm25() — the turns are written by the turn's own commit
- * (store/conversations.ts), the folders indexed here, incrementally: a file is read again only
- * when its size or mtime changed. Without FTS5, a LIKE match ranked by words matched.
+ * (store/conversations.ts), the folders indexed here, incrementally: a file is read again only when
+ * its size or mtime changed. Without FTS5, a LIKE match ranked by words matched.
  */
 export class MemoryStore {
   private foldersIndexed = false;

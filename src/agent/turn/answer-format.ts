@@ -9,16 +9,20 @@ export type AnswerCheck = { ok: true; value: unknown } | { ok: false; errors: An
 const ANY_OBJECT = { type: "object" };
 
 /**
- * The chat's `response_format` (SPEC §12): how a constrained step asks llama-server for it,
- * and the check of the answer against the schema, which fails closed. The validator is
- * compiled once the request is on its way (`prepare`), while llama-server reads the prompt.
+ * The chat's `response_format` (docs/agent.md#thinking-and-structured-output): how a constrained
+ * step asks llama-server for it, and the check of the answer against the schema, which fails
+ * closed. The validator is compiled once the request is on its way (`prepare`), while llama-server
+ * reads the prompt.
  */
 export class AnswerFormat {
   private validate: Validate | undefined;
 
   constructor(readonly format: ResponseFormat) {}
 
-  /** The request field, in llama-server's (OpenAI's) shape (recordings 95, 95c). */
+  /**
+   * The request field, in llama-server's (OpenAI's) shape
+   * (test/fixtures/llama-server/transcripts/95, 95c).
+   */
   request(): Record<string, unknown> {
     const f = this.format;
     if (f.type === "json_object") return { type: "json_object" };
