@@ -10,7 +10,7 @@ import { tmpdir } from "../fixtures/tmpdir.ts";
 import { expectGoneAfterCoreKill, llamaChildren, noteTiming } from "./core-kill.ts";
 
 // Opt-in: the compiled core driving a real llama-server end to end (plan → start → chat →
-// cancel → shutdown). The tiny random-weight GGUFs in the shared models/ folder are enough:
+// cancel → shutdown). A tiny random-weight GGUF (LOCAL_AI_TEST_MODEL) is enough:
 // their replies are gibberish, so only the shapes are checked.
 const BINARY = process.env.LOCAL_AI_TEST_LLAMA_SERVER;
 const MODEL = process.env.LOCAL_AI_TEST_MODEL;
