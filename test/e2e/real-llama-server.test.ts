@@ -11,7 +11,7 @@ import { expectGoneAfterCoreKill, llamaChildren, noteTiming } from "./core-kill.
 
 // Opt-in: the compiled core driving a real llama-server end to end (plan → start → chat →
 // cancel → shutdown). A tiny random-weight GGUF (LOCAL_AI_TEST_MODEL) is enough:
-// their replies are gibberish, so only the shapes are checked.
+// its replies are gibberish, so only the shapes are checked.
 const BINARY = process.env.LOCAL_AI_TEST_LLAMA_SERVER;
 const MODEL = process.env.LOCAL_AI_TEST_MODEL;
 
