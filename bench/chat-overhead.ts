@@ -19,12 +19,12 @@
  * (1000) size it (0 runs skips a part); LOCAL_AI_BENCH_CORE runs another build of the core. With
  * no real server given it runs against the stand-in as a smoke run, and says so.
  */
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ensureBinary } from "../test/fixtures/core-process.ts";
 import { writeFakeLlamaServer, writeFakeModel } from "../test/fixtures/llama-stand-in/binary.ts";
-import { SHARED_DIR } from "../test/fixtures/shared.ts";
+import { THINK_TEMPLATE } from "../test/fixtures/recordings-dir.ts";
 import { type CoreChat, CoreProcess } from "./overhead/core.ts";
 import { childPids, cpuNs, selfCpuNs } from "./overhead/cpu-time.ts";
 import { DirectServer } from "./overhead/direct.ts";
@@ -34,7 +34,6 @@ const COLD_RUNS = Number(process.env.BENCH_COLD_RUNS ?? 8);
 const WARM_RUNS = Number(process.env.BENCH_WARM_RUNS ?? 8);
 const REASONING_RUNS = Number(process.env.BENCH_REASONING_RUNS ?? 8);
 /** The thinking template the recordings used (91–91i). */
-const THINK_TEMPLATE = join(SHARED_DIR, "llama-server", "chatml_think.jinja");
 const MAX_TOKENS = Number(process.env.BENCH_MAX_TOKENS ?? 1000);
 /** A cold run needs only the first token; a short reply keeps it quick. */
 const COLD_MAX_TOKENS = 16;
@@ -282,8 +281,7 @@ try {
   );
   if (COLD_RUNS > 0) await cold(argv);
   if (WARM_RUNS > 0) await warm(CONTENT, WARM_RUNS);
-  if (REASONING_RUNS > 0 && existsSync(THINK_TEMPLATE)) await warm(REASONING, REASONING_RUNS);
-  else if (REASONING_RUNS > 0) process.stdout.write(`\nreasoning skipped: ${THINK_TEMPLATE} is absent\n`);
+  if (REASONING_RUNS > 0) await warm(REASONING, REASONING_RUNS);
   if (target.smoke) process.stdout.write("\n(smoke run against the stand-in: not the target's numbers)\n");
 } finally {
   rmSync(work, { recursive: true, force: true });

@@ -1,8 +1,9 @@
 #!/usr/bin/env bun
 /**
- * Prompt reuse (issue 22, SPEC §13), measured from llama-server's own counters: of each turn's
- * prompt, the share it processed (`prompt_tokens - cached_tokens` of the chat result's usage,
- * which is `timings.prompt_n` against `cache_n + prompt_n`). Through the compiled core:
+ * Prompt reuse (issue 22, docs/agent.md#prompt-reuse), measured from llama-server's own counters:
+ * of each turn's prompt, the share it processed (`prompt_tokens - cached_tokens` of the chat
+ * result's usage, which is `timings.prompt_n` against `cache_n + prompt_n`). Through the compiled
+ * core:
  *
  *   memory       turns 2–12 of a conversation whose every input has memory hits   target ≤ 0.35
  *   restart      the first turn after the core restarted (a new llama-server)     target ≤ 0.2

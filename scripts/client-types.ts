@@ -17,7 +17,11 @@ export const OUTPUT = join(ROOT, "src/client/protocol-types.ts");
 /** Name → the expression whose type is printed, evaluated in a probe file beside src/. */
 const TYPES: [name: string, expr: string, doc: string][] = [
   ["RequestId", "z.infer<typeof RequestIdSchema>", "A request id: echoed back exactly, type included."],
-  ["ErrorCode", "z.infer<typeof ErrorCodeSchema>", "Every error code the core may send (SPEC §2)."],
+  [
+    "ErrorCode",
+    "z.infer<typeof ErrorCodeSchema>",
+    "Every error code the core may send (docs/protocol.md#errors).",
+  ],
   ["ErrorReason", "z.infer<typeof ErrorReasonSchema>", "What an error's `data.reason` may say."],
   [
     "ChatParams",

@@ -7,7 +7,7 @@ import { denseModel, F16, type GgufValue, writeGguf } from "../../test/fixtures/
 /**
  * A model big enough to time (bench/reuse.ts): a llama of hidden size 512 and 16 layers with
  * random F16 weights, written by the project's own GGUF writer, with the tokenizer and chat
- * template of `tokenizerFrom` (a shared tiny model) so llama-server takes it as it is.
+ * template of `tokenizerFrom` (a real tiny model: LOCAL_AI_BENCH_MODEL) so llama-server takes it as it is.
  */
 export async function writeTimingModel(dir: string, tokenizerFrom: string): Promise<string> {
   const { metadata: m } = await gguf(tokenizerFrom, { allowLocalFile: true });

@@ -342,7 +342,8 @@ export function judgeTerminate(o: TerminateObservation): Check[] {
 
 export function judgeReap(o: ReapObservation): Check[] {
   const what = "the next core stops a killed core's recorded llama-server.exe within 10 s";
-  // A core records its llama-server for exactly this (SPEC §3): no record is a failure too.
+  // A core records its llama-server for exactly this (docs/supervisor.md): no record is a failure
+  // too.
   if (o.leftover === null)
     return [check("reap.within_10s", what, false, "the killed core left no llama-server record")];
   return [

@@ -18,8 +18,9 @@ export function estimateAll(values: readonly unknown[]): number {
 }
 
 /**
- * How much of the budget the history may fill right after a trim: the rest is room for the
- * turns to come, which then reuse the new prefix (SPEC §13: at least a quarter goes at once).
+ * How much of the budget the history may fill right after a trim: the rest is room for the turns to
+ * come, which then reuse the new prefix (docs/agent.md#history-trimming: at least a quarter goes at
+ * once).
  */
 export const KEEP_AFTER_TRIM = 0.5;
 

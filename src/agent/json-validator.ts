@@ -3,8 +3,8 @@ import type { ValidateFunction } from "ajv";
 import { linearRegExp } from "../util/linear-regexp.ts";
 
 /**
- * JSON Schema validation of a chat's structured answer (SPEC §12), with Ajv: the MCP SDK the
- * core already ships validates tool schemas with it, so the compiled binary carries it anyway
+ * JSON Schema validation of a chat's structured answer (docs/agent.md#thinking-and-structured-output), with
+ * Ajv: the MCP SDK the core already ships validates tool schemas with it, so the compiled binary carries it anyway
  * and a second validator would only add size (docs/performance.md). Loaded on the first chat
  * that asks for `response_format`, never at start-up, and only in the validator's worker
  * (`validator-worker.ts`): what a hostile schema or answer costs never stops the core's loop.

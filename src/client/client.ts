@@ -68,7 +68,10 @@ type State = "idle" | "starting" | "ready" | "restarting" | "failed" | "closed";
 export class LocalAiClient {
   /** The core's answer to initialize (refreshed on each restart). */
   info: InitializeResult | undefined;
-  /** The user's conversations: list, get, rename, delete, search, export (SPEC §11). */
+  /**
+   * The user's conversations: list, get, rename, delete, search, export
+   * (docs/protocol.md#conversations-sessions-and-usersdelete).
+   */
   readonly sessions: SessionsApi;
   /** `users.delete`: erase a user's data for good. */
   readonly users: UsersApi;
@@ -191,20 +194,23 @@ export class LocalAiClient {
     return this.request("plan", {}, options);
   }
 
-  /** Every GGUF in the Hugging Face cache and beside the config, with whether it fits (SPEC §8). */
+  /** Every GGUF in the Hugging Face cache and beside the config, with whether it fits (docs/models.md). */
   models(options?: CallOptions): Promise<ModelsResult> {
     return this.request("models", {}, options);
   }
 
   /**
-   * Downloads a GGUF into the Hugging Face cache (SPEC §8); its `download_progress` events report
-   * progress. Cancellable like a chat: the partial file is kept for the next pull to resume.
+   * Downloads a GGUF into the Hugging Face cache (docs/models.md); its `download_progress` events
+   * report progress. Cancellable like a chat: the partial file is kept for the next pull to resume.
    */
   pull(params: PullParams, options: CallOptions = {}): RequestStream<PullEvent, PullResult> {
     return this.connection.open<PullEvent, PullResult>("pull", params, options, { cancellable: true });
   }
 
-  /** llama-server's state, memory, slots and restarts, and the requests in flight (SPEC §9). */
+  /**
+   * llama-server's state, memory, slots and restarts, and the requests in flight
+   * (docs/protocol.md#status).
+   */
   status(options?: CallOptions): Promise<CoreStatusResult> {
     return this.request("status", {}, options);
   }

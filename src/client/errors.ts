@@ -3,7 +3,7 @@ import type { ExitInfo } from "./host-types.ts";
 import type { ErrorCode } from "./protocol-types.ts";
 
 /**
- * Codes the client itself raises, beside the core's own (SPEC §2):
+ * Codes the client itself raises, beside the core's own (docs/protocol.md#errors):
  * - `core_exited`: the core process ended (or could not start) while the call was pending
  * - `timeout`: the call's time limit passed before its terminal message
  * - `protocol_error`: the core answered this call with a message that breaks the protocol

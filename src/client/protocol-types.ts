@@ -4,7 +4,7 @@
 /** A request id: echoed back exactly, type included. */
 export type RequestId = string | number;
 
-/** Every error code the core may send (SPEC §2). */
+/** Every error code the core may send (docs/protocol.md#errors). */
 export type ErrorCode =
   | "config_missing"
   | "config_invalid"

@@ -20,8 +20,9 @@ import type {
 type Request = <R>(method: string, params: Record<string, unknown>, options?: CallOptions) => Promise<R>;
 
 /**
- * The host's view of its conversations (SPEC §11): `client.sessions.list()` … Each call is one
- * request; an unknown session rejects with `invalid_request`, `data.reason` `session_not_found`.
+ * The host's view of its conversations (docs/protocol.md#conversations-sessions-and-usersdelete):
+ * `client.sessions.list()` … Each call is one request; an unknown session rejects with
+ * `invalid_request`, `data.reason` `session_not_found`.
  */
 export class SessionsApi {
   constructor(private readonly request: Request) {}

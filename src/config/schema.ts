@@ -51,8 +51,9 @@ export const AppSchema = z
 /**
  * `llama.rpc`: llama.cpp RPC workers (`ggml-rpc-server` on other machines), as `"host:port"` or
  * `{endpoint: "host:port", memory_bytes: N}` where N is a budget in bytes that replaces what the
- * worker reports (SPEC §10). Each entry is checked as llama-server will read it, and listed
- * once; every problem names its entry (`llama.rpc.<i>`). The output is always the object form.
+ * worker reports (docs/distributed.md). Each entry is checked as llama-server will read it, and
+ * listed once; every problem names its entry (`llama.rpc.<i>`). The output is always the object
+ * form.
  */
 export interface RpcWorkerConfig {
   /** `host:port`, the host in lower case: what `--rpc` gets. */
@@ -155,8 +156,8 @@ export const LlamaSchema = z
     /** llama.cpp RPC workers whose memory the plan may use (see RpcWorkersSchema). */
     rpc: RpcWorkersSchema.default([]),
     /**
-     * Disk a conversation's saved KV state may take under data_dir/kv (SPEC §13), all sessions
-     * together; the least recently used go first. 0 saves nothing to disk.
+     * Disk a conversation's saved KV state may take under data_dir/kv (docs/agent.md#prompt-reuse),
+     * all sessions together; the least recently used go first. 0 saves nothing to disk.
      */
     kv_disk_bytes: nonNegativeInt.default(4 * 1024 ** 3),
   })
@@ -208,7 +209,10 @@ export const AgentSchema = z.object({
   temperature: z.number().min(0).max(5).optional(),
   top_p: z.number().min(0).max(1).optional(),
   max_tokens: positiveInt.optional(),
-  /** Whether and how much a reasoning model thinks (SPEC §12): the chat's `think` when it gives none. */
+  /**
+   * Whether and how much a reasoning model thinks (docs/agent.md#thinking-and-structured-output):
+   * the chat's `think` when it gives none.
+   */
   think: ThinkSchema.optional(),
 });
 

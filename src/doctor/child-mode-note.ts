@@ -1,7 +1,7 @@
 /**
- * What `doctor` says of llama-server's child mode (SPEC §14; runtime/child-mode.ts), the
- * binary check's `child_mode` field: whether a core killed outright takes llama-server along,
- * or leaves it to the next start's reaping.
+ * What `doctor` says of llama-server's child mode (docs/supervisor.md#child-mode;
+ * runtime/child-mode.ts), the binary check's `child_mode` field: whether a core killed outright
+ * takes llama-server along, or leaves it to the next start's reaping.
  */
 export function childModeNote(speaks: boolean | null): string {
   if (speaks === true) return "child mode: it exits with the core, however the core ends";

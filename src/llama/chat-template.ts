@@ -1,12 +1,12 @@
 /**
- * Whether a chat template lets the model think (SPEC §12), read from its text: the markers the
- * templates of current reasoning models use to open, switch off or hand back a think block.
- * llama-server itself decides by rendering the template with thinking on and looking for its
- * start tag (common_chat_templates_support_enable_thinking); the text says the same for the
- * templates in use, without rendering anything.
+ * Whether a chat template lets the model think (docs/agent.md#thinking-and-structured-output), read
+ * from its text: the markers the templates of current reasoning models use to open, switch off or
+ * hand back a think block. llama-server itself decides by rendering the template with thinking on
+ * and looking for its start tag (common_chat_templates_support_enable_thinking); the text says the
+ * same for the templates in use, without rendering anything.
  */
 const THINKING_MARKERS = [
-  "<think>", // Qwen3, DeepSeek-R1 and its distills, chatml_think.jinja (recording 91)
+  "<think>", // Qwen3, DeepSeek-R1 and its distills, chatml_think.jinja (test/fixtures/llama-server/transcripts/91)
   "enable_thinking", // Qwen3's switch (91c)
   "reasoning_content", // templates that hand earlier thinking back (91f)
   "reasoning_effort", // gpt-oss

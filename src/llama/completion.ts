@@ -5,10 +5,10 @@ import { type Arrivals, applyEvent, type CompletionResult, emptyReply } from "./
 import { ToolCallAssembler } from "./tool-call-deltas.ts";
 
 /**
- * The streaming chat completion (recordings 11–17): `data: <json>\n\n` events, a first delta
- * with the role, one per token, a chunk with `finish_reason` and `timings`, then (asked for
- * with `include_usage`) one with `usage` and no choices, and `data: [DONE]`. An overflow is
- * answered before any event (22b); an error may also come as an event mid-stream.
+ * The streaming chat completion (test/fixtures/llama-server/transcripts/11–17): `data: <json>\n\n`
+ * events, a first delta with the role, one per token, a chunk with `finish_reason` and `timings`,
+ * then (asked for with `include_usage`) one with `usage` and no choices, and `data: [DONE]`. An
+ * overflow is answered before any event (22b); an error may also come as an event mid-stream.
  */
 
 const BURST_SLICE = 64;
@@ -19,11 +19,17 @@ export interface CompletionRequest {
   temperature?: number;
   top_p?: number;
   max_tokens?: number;
-  /** Thinking (recordings 91c, 91d): `enable_thinking` for the template, an effort, a budget. */
+  /**
+   * Thinking (test/fixtures/llama-server/transcripts/91c, 91d): `enable_thinking` for the template,
+   * an effort, a budget.
+   */
   chat_template_kwargs?: Record<string, unknown>;
   reasoning_effort?: string;
   reasoning_budget_tokens?: number;
-  /** The answer constrained by a grammar (recordings 95–95d): `{type: "json_schema", json_schema: {schema}}` or `{type: "json_object"}`. */
+  /**
+   * The answer constrained by a grammar (test/fixtures/llama-server/transcripts/95–95d): `{type:
+   * "json_schema", json_schema: {schema}}` or `{type: "json_object"}`.
+   */
   response_format?: Record<string, unknown>;
   /** The slot to run in (one restored from a file: llama/slots.ts); else llama-server picks one (92). */
   id_slot?: number;
@@ -50,8 +56,9 @@ export async function streamCompletion(
    */
   onSent: () => void = () => {},
   /**
-   * Each reasoning delta as it arrives (thinking models, recording 91), before the content of
-   * the same read; absent, reasoning is only gathered into the result's `reasoning`.
+   * Each reasoning delta as it arrives (thinking models,
+   * test/fixtures/llama-server/transcripts/91), before the content of the same read; absent,
+   * reasoning is only gathered into the result's `reasoning`.
    */
   onReasoning?: (delta: string) => void,
 ): Promise<CompletionResult> {

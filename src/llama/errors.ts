@@ -1,15 +1,16 @@
 /**
  * llama-server's failures, named so a caller can react (retry with less, restart it, give up).
- * Error bodies are `{"error": {"code", "message", "type", …}}` in either key order (recordings
- * 20–26, 76, 93b, 93e), so they are parsed, never matched as text.
+ * Error bodies are `{"error": {"code", "message", "type", …}}` in either key order
+ * (test/fixtures/llama-server/transcripts/20–26, 76, 93b, 93e), so they are parsed, never matched
+ * as text.
  */
 
 /**
  * What went wrong with a request. `server_error`: llama-server failed it (a 5xx that is not
- * about the request), so it may need a restart; `bad_response`: it refused the request (a 4xx,
- * or a 500 from its JSON parser: recordings 20, 20c, 91g) or answered something unusable;
- * `context_overflow`: the prompt does not fit the slot (22); `connection_lost`: no answer, or
- * the answer was cut off. These are the turn's `data.reason`s (protocol/errors.ts).
+ * about the request), so it may need a restart; `bad_response`: it refused the request (a 4xx, or a
+ * 500 from its JSON parser: test/fixtures/llama-server/transcripts/20, 20c, 91g) or answered
+ * something unusable; `context_overflow`: the prompt does not fit the slot (22); `connection_lost`:
+ * no answer, or the answer was cut off. These are the turn's `data.reason`s (protocol/errors.ts).
  */
 export type LlmErrorKind = "context_overflow" | "server_error" | "connection_lost" | "bad_response";
 
@@ -101,10 +102,10 @@ export function excerpt(data: string): string {
 }
 
 /**
- * How a slot action failed, beyond the request's own failures (recordings 93b, 93c, 93e):
- * `not_supported`, llama-server was started without `--slot-save-path` (501); `restore_failed`,
- * no such file, or one saved by a model of another shape (400; the slot is left empty);
- * `invalid_filename`, a name with a path in it (400).
+ * How a slot action failed, beyond the request's own failures
+ * (test/fixtures/llama-server/transcripts/93b, 93c, 93e): `not_supported`, llama-server was started
+ * without `--slot-save-path` (501); `restore_failed`, no such file, or one saved by a model of
+ * another shape (400; the slot is left empty); `invalid_filename`, a name with a path in it (400).
  */
 export type SlotErrorKind = "not_supported" | "restore_failed" | "invalid_filename";
 

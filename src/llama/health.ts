@@ -1,9 +1,10 @@
 import { statusOf, type Target } from "./http.ts";
 
 /**
- * Readiness (recordings 01, 02, 76): the port is bound before the model loads and every route
- * answers 503 "Loading model" until it has; `/health` turns 200 then. It is public, so it
- * cannot tell our child from another program on the port: `/v1/models` is behind the key.
+ * Readiness (test/fixtures/llama-server/transcripts/01, 02, 76): the port is bound before the model
+ * loads and every route answers 503 "Loading model" until it has; `/health` turns 200 then. It is
+ * public, so it cannot tell our child from another program on the port: `/v1/models` is behind the
+ * key.
  */
 
 /** GET /health: its status, or null when nothing answers (the port is not open yet). */

@@ -5,11 +5,11 @@ import { LlmError } from "./errors.ts";
 import { callJson, type LlamaEndpoint } from "./http.ts";
 
 /**
- * GET /props (recordings 04, 86, 91h): the server's settings as it runs. It answers without
- * waking a sleeping server, and only with the key. Each field is read on its own: one of an
- * unexpected shape is null, the rest still count. The chat template itself (kilobytes) is not
- * kept: only whether it lets the model think, and its hash (a saved KV state is valid for one
- * template: agent/kv/fingerprint.ts).
+ * GET /props (test/fixtures/llama-server/transcripts/04, 86, 91h): the server's settings as it
+ * runs. It answers without waking a sleeping server, and only with the key. Each field is read on
+ * its own: one of an unexpected shape is null, the rest still count. The chat template itself
+ * (kilobytes) is not kept: only whether it lets the model think, and its hash (a saved KV state is
+ * valid for one template: agent/kv/fingerprint.ts).
  */
 
 /** A field that is null when absent or not of the expected shape. */

@@ -3,11 +3,11 @@ import { errorBody, LlmError, notJson, SlotError, statusError } from "./errors.t
 import { answerText, call, type LlamaEndpoint } from "./http.ts";
 
 /**
- * llama-server's slots (recordings 06, 06b, 93–93e): the list, and a slot's KV cache saved to
- * a file under `--slot-save-path`, restored from it (by another process too) or erased. The
- * file names no model: a model of the same shape restores another's file without complaint
- * (93d), so whoever saves must fingerprint it. A slot id past the slot count is not refused
- * (93b: it saves 0 tokens), so the caller keeps to its own slots.
+ * llama-server's slots (test/fixtures/llama-server/transcripts/06, 06b, 93–93e): the list, and a
+ * slot's KV cache saved to a file under `--slot-save-path`, restored from it (by another process
+ * too) or erased. The file names no model: a model of the same shape restores another's file
+ * without complaint (93d), so whoever saves must fingerprint it. A slot id past the slot count is
+ * not refused (93b: it saves 0 tokens), so the caller keeps to its own slots.
  */
 
 const count = z.number().int().nonnegative();

@@ -15,7 +15,10 @@ export interface Usage {
   [field: string]: unknown;
 }
 
-/** llama-server's own timings (`cache_n` is the prompt reused from the slot: recording 92). */
+/**
+ * llama-server's own timings (`cache_n` is the prompt reused from the slot:
+ * test/fixtures/llama-server/transcripts/92).
+ */
 export interface Timings {
   cache_n?: number;
   prompt_n?: number;
@@ -28,8 +31,9 @@ export interface Timings {
 export interface CompletionResult {
   content: string;
   /**
-   * What a thinking model reasoned before its answer (`delta.reasoning_content`, recordings
-   * 91, 91d): with llama-server's default reasoning format it never reaches `content`.
+   * What a thinking model reasoned before its answer (`delta.reasoning_content`,
+   * test/fixtures/llama-server/transcripts/91, 91d): with llama-server's default reasoning format
+   * it never reaches `content`.
    */
   reasoning: string;
   /**

@@ -2,8 +2,9 @@ import { LlmError } from "./errors.ts";
 import { call, callJson, type LlamaEndpoint } from "./http.ts";
 
 /**
- * POST /tokenize (recordings 30, 30b): the model's tokens for a text. It needs the model, so a
- * sleeping server reloads it first (85), and it posts no task and takes no slot.
+ * POST /tokenize (test/fixtures/llama-server/transcripts/30, 30b): the model's tokens for a text.
+ * It needs the model, so a sleeping server reloads it first (85), and it posts no task and takes no
+ * slot.
  */
 
 /** The token ids of `content` (with or without the pieces llama-server may add to each). */

@@ -1,6 +1,9 @@
 import type { ToolCall } from "../protocol/chat-message.ts";
 
-/** One streamed fragment of a tool call (recordings 14, 16: `delta.tool_calls[]`). */
+/**
+ * One streamed fragment of a tool call (test/fixtures/llama-server/transcripts/14, 16:
+ * `delta.tool_calls[]`).
+ */
 export interface ToolCallDelta {
   index: number;
   id?: string;

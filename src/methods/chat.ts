@@ -9,7 +9,10 @@ function randomId(length: number, alphabet: string): string {
   return s;
 }
 
-/** One agent turn (SPEC §2 chat, §5): streams the chat events, ends with the turn's result. */
+/**
+ * One agent turn (docs/protocol.md#chat, docs/agent.md): streams the chat events, ends with the
+ * turn's result.
+ */
 export const chat = defineMethod({
   name: "chat",
   cancellable: true,

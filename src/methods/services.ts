@@ -41,7 +41,10 @@ export interface Services {
   /** Each user's memory index, built on first need. */
   /** The conversation database, opened on first need. */
   store(): Store;
-  /** Slots kept per session, prompt records, KV state on disk (SPEC §13); made with the llama provider. */
+  /**
+   * Slots kept per session, prompt records, KV state on disk (docs/agent.md#prompt-reuse); made
+   * with the llama provider.
+   */
   promptReuse(): PromptReuse;
   /** A session's (or, without one, a user's) saved KV state and prompt records erased with it. */
   forgetKv(userId: string, sessionId?: string): void;

@@ -16,8 +16,8 @@ import {
 } from "../protocol/sessions.ts";
 import { defineMethod } from "./definition.ts";
 
-// The host's view of its conversations (SPEC §11, docs/protocol.md "Conversations"): each a
-// thin call into the store, which validates nothing the params schema did not.
+// The host's view of its conversations (docs/protocol.md "Conversations"): each a thin call into
+// the store, which validates nothing the params schema did not.
 
 /** The user's sessions, newest first, a page at a time. */
 export const sessionsList = defineMethod({

@@ -13,10 +13,10 @@ import { defineMethod } from "./definition.ts";
 import type { Services } from "./services.ts";
 
 /**
- * `status` (SPEC §9): llama-server's state, memory, slots and restarts, the core's own memory,
- * and the requests in flight. Answered at once from what the core already knows: no HTTP call
- * to llama-server (idle sleep is learned by the supervisor's own timer, idle-sleep.ts), no
- * config load, and it never creates the supervisor: before the first chat or warmup it says
+ * `status` (docs/protocol.md#status): llama-server's state, memory, slots and restarts, the core's
+ * own memory, and the requests in flight. Answered at once from what the core already knows: no
+ * HTTP call to llama-server (idle sleep is learned by the supervisor's own timer, idle-sleep.ts),
+ * no config load, and it never creates the supervisor: before the first chat or warmup it says
  * `stopped`. It never fails while the core runs: whatever broke is a field of the answer.
  */
 export const status = defineMethod({
@@ -93,7 +93,7 @@ export function describeLlama(
   };
 }
 
-/** The saved KV state on disk (SPEC §13), as the core last counted it; never an error. */
+/** The saved KV state on disk (docs/agent.md#prompt-reuse), as the core last counted it; never an error. */
 function kvDisk(services: Services): CoreStatusResult["kv_disk"] {
   try {
     const use = services.kvDiskUse?.();
@@ -136,8 +136,8 @@ function requestsInFlight(active: ActiveRequest[], self: ActiveRequest["id"], no
 }
 
 /**
- * RPC workers (llama.rpc, SPEC §10): each configured worker as the worker book last saw it
- * (doctor, plan or the supervisor's check before a start); never a network call on this path.
+ * RPC workers (llama.rpc, docs/distributed.md): each configured worker as the worker book last saw
+ * it (doctor, plan or the supervisor's check before a start); never a network call on this path.
  * Empty when none is configured, or before the config has loaded (status never loads it).
  */
 function rpcWorkers(services: Services): CoreStatusResult["rpc_workers"] {

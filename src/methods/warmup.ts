@@ -3,9 +3,10 @@ import { dataDirError } from "../store/data-dir-problem.ts";
 import { defineMethod } from "./definition.ts";
 
 /**
- * Does ahead of the first chat what the first chat would (SPEC §2 lifecycle): starts
- * llama-server, streaming `warmup_progress` events (phases restarting/starting/loading/waking/ready), and
- * opens the conversation database. Cancellable; cancelling stops the wait, not the start.
+ * Does ahead of the first chat what the first chat would (docs/protocol.md#lifecycle): starts
+ * llama-server, streaming `warmup_progress` events (phases
+ * restarting/starting/loading/waking/ready), and opens the conversation database. Cancellable;
+ * cancelling stops the wait, not the start.
  */
 export const warmup = defineMethod({
   name: "warmup",

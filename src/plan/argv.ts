@@ -9,9 +9,9 @@ import type { LaunchPlan } from "./launch-plan.ts";
 /**
  * What a binary takes where builds differ. `memory`: `--no-mmap`/`--mlock`, which every build
  * with those settings understands up to b10587 (where they are already "DEPRECATED in favor of
- * `--load-mode`": recording help.txt), or `--load-mode`, which later builds require ("error:
- * invalid argument: --no-mmap", commit de3ff81) and earlier ones lack (runtime/load-mode.ts
- * asks the binary).
+ * `--load-mode`": test/fixtures/llama-server/transcripts/help.txt), or `--load-mode`, which later
+ * builds require ("error: invalid argument: --no-mmap", commit de3ff81) and earlier ones lack
+ * (runtime/load-mode.ts asks the binary).
  */
 export interface ArgvDialect {
   memory: "mmap-flags" | "load-mode";

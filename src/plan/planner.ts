@@ -186,7 +186,10 @@ function launchOf(model: ModelInfo, config: PlanConfig, c: Chosen): LaunchPlan {
   };
 }
 
-/** What prompt reuse takes (SPEC §13): the RAM prompt cache, the slot folder, and the devices with the former. */
+/**
+ * What prompt reuse takes (docs/agent.md#prompt-reuse): the RAM prompt cache, the slot folder, and
+ * the devices with the former.
+ */
 interface Reuse {
   devices: DevicePlan[];
   cacheRam: Decided<number>;

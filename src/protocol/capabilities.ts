@@ -20,7 +20,8 @@ export const CHAT_EVENT_NAMES = [
   "tool_done",
   "final",
   "loop_abort",
-  // While the chat waits for llama-server to start, restart or wake (SPEC §9).
+  // While the chat waits for llama-server to start, restart or wake
+  // (docs/protocol.md#warmup_progress).
   "warmup_progress",
 ] as const;
 export type ChatEventName = (typeof CHAT_EVENT_NAMES)[number];

@@ -20,9 +20,9 @@ export const ChatMessageSchema = z.discriminatedUnion("role", [
     tool_calls: z.array(ToolCallSchema).optional(),
     /**
      * What the model thought before this message, sent back within its turn (a thinking model
-     * calling tools needs it; llama-server hands it to the template, recording 91f, and a
-     * `null` there is its 500, 91g: absent or a string). The store keeps it as `reasoning`,
-     * and later turns' history leaves it out.
+     * calling tools needs it; llama-server hands it to the template,
+     * test/fixtures/llama-server/transcripts/91f, and a `null` there is its 500, 91g: absent or a
+     * string). The store keeps it as `reasoning`, and later turns' history leaves it out.
      */
     reasoning_content: z.string().optional(),
   }),

@@ -6,7 +6,7 @@ import { ThinkSchema } from "./think.ts";
 import { UsageSchema } from "./usage.ts";
 import { WarmupProgressFields } from "./warmup-progress.ts";
 
-/** `chat` (SPEC §2 chat, §5): its params, its result and its events. */
+/** `chat` (docs/protocol.md#chat, docs/agent.md): its params, its result and its events. */
 export const ChatParamsSchema = z.object({
   user_id: SafeIdSchema.default("default_user"),
   /** Omitted: a new random 8-character id from a-z0-9. */
@@ -20,14 +20,20 @@ export const ChatParamsSchema = z.object({
   regenerate: z.boolean().default(false),
   /** An edit: the user message with this seq becomes `input`, and everything after it goes. */
   replace_from: z.number().int().nonnegative().optional(),
-  /** Whether and how much a reasoning model thinks (SPEC §12); omitted: the agent's `think`, else the model's way. */
+  /**
+   * Whether and how much a reasoning model thinks (docs/agent.md#thinking-and-structured-output);
+   * omitted: the agent's `think`, else the model's way.
+   */
   think: ThinkSchema.optional(),
-  /** The answer as JSON, constrained by llama-server and validated by the core (SPEC §12). */
+  /**
+   * The answer as JSON, constrained by llama-server and validated by the core
+   * (docs/agent.md#thinking-and-structured-output).
+   */
   response_format: ResponseFormatSchema.optional(),
 });
 export type ChatParams = z.infer<typeof ChatParamsSchema>;
 
-/** Every runtime notice a chat result may carry in `warnings` (SPEC §2 chat). */
+/** Every runtime notice a chat result may carry in `warnings` (docs/protocol.md#chat). */
 export const WarningCodeSchema = z.enum([
   "nothing_to_resume",
   "checkpoint_discarded",
@@ -64,13 +70,17 @@ export const ChatResultSchema = z.object({
   session_id: z.string(),
   trace_id: z.string(),
   warnings: z.array(WarningSchema),
-  /** The final step's thinking (reasoning models, SPEC §12); `""` when it did not think. */
+  /**
+   * The final step's thinking (reasoning models, docs/agent.md#thinking-and-structured-output);
+   * `""` when it did not think.
+   */
   reasoning: z.string(),
   /** With `response_format`: the answer parsed, valid against the schema. */
   json: z.unknown().optional(),
   /**
-   * What the turn cost, summed over its steps, from llama-server's own counters (SPEC §13):
-   * `prompt_tokens - cached_tokens` is what it had to process; stored with the turn's answer.
+   * What the turn cost, summed over its steps, from llama-server's own counters
+   * (docs/agent.md#prompt-reuse): `prompt_tokens - cached_tokens` is what it had to process; stored
+   * with the turn's answer.
    */
   usage: UsageSchema,
   /** Events of this chat the writer dropped because the host read too slowly. */

@@ -1,7 +1,7 @@
 /**
- * Every error code the protocol may put in an `error` message (SPEC §2). A plain list, so the
- * start-up path (which needs CoreError) does not load zod; ErrorCodeSchema in messages.ts is
- * built from it.
+ * Every error code the protocol may put in an `error` message (docs/protocol.md#errors). A plain
+ * list, so the start-up path (which needs CoreError) does not load zod; ErrorCodeSchema in
+ * messages.ts is built from it.
  */
 export const ERROR_CODES = [
   "config_missing",

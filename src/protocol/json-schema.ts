@@ -151,9 +151,9 @@ function unionTypesAsAnyOf<T>(node: T): T {
 }
 
 /**
- * One event as a message: id, type and event, then its fields beside them. Object fields stay
- * loose (SPEC lists an event's typical fields; a core may add more without breaking hosts);
- * a union of field sets (warmup_progress's phases) is joined to the envelope.
+ * One event as a message: id, type and event, then its fields beside them. Object fields stay loose
+ * (docs/protocol.md lists an event's typical fields; a core may add more without breaking hosts); a
+ * union of field sets (warmup_progress's phases) is joined to the envelope.
  */
 function eventMessage(name: string, fields: z.ZodType): z.ZodType {
   const envelope = z.object({ id: RequestIdSchema, type: z.literal("event"), event: z.literal(name) });

@@ -190,7 +190,10 @@ export const DecisionSchema = z.strictObject({
 });
 export type Decision = z.infer<typeof DecisionSchema>;
 
-/** The chat template llama-server will apply, and whether it lets the model think (SPEC §12). */
+/**
+ * The chat template llama-server will apply, and whether it lets the model think
+ * (docs/agent.md#thinking-and-structured-output).
+ */
 export const ChatTemplateReportSchema = z.strictObject({
   /**
    * `model`: the GGUF's own (`tokenizer.chat_template`); `file` or `inline`:

@@ -2,7 +2,7 @@ import { z } from "zod";
 import { FitVerdictSchema } from "./fit-verdict.ts";
 import { QuantSchema, RepoFileSchema, RepoIdSchema, RevisionSchema } from "./model-ref.ts";
 
-/** `pull` (SPEC §8): a GGUF from the hub into the shared cache. */
+/** `pull` (docs/models.md): a GGUF from the hub into the shared cache. */
 export const PullParamsSchema = z
   .object({
     /** `org/name` on the hub. */

@@ -2,11 +2,12 @@ import { z } from "zod";
 import { linearRegExpProblem } from "../util/linear-regexp.ts";
 
 /**
- * `response_format` (SPEC §12): the chat's answer constrained to JSON (llama-server's grammar)
- * and validated by the core. What the params alone can refuse is refused here, before a turn
- * starts: a schema that is not an object, one too big or too deep for a grammar, and a `$ref`
- * cycle that never reaches a value (it would recurse without end, in llama-server's converter
- * and in any validator). What only llama-server can judge comes back as its 400 (recording 95d).
+ * `response_format` (docs/agent.md#thinking-and-structured-output): the chat's answer constrained
+ * to JSON (llama-server's grammar) and validated by the core. What the params alone can refuse is
+ * refused here, before a turn starts: a schema that is not an object, one too big or too deep for a
+ * grammar, and a `$ref` cycle that never reaches a value (it would recurse without end, in
+ * llama-server's converter and in any validator). What only llama-server can judge comes back as
+ * its 400 (test/fixtures/llama-server/transcripts/95d).
  */
 
 /** Longest schema taken, as JSON text: a grammar grows with it, and every step's request carries it. */

@@ -2,8 +2,8 @@ import { z } from "zod";
 import { once } from "../util/once.ts";
 
 /**
- * What the protocol says of llama.cpp RPC workers (llama.rpc, SPEC §10), in `status` and in
- * the plan report. Plain lists, so the worker query (src/rpc/wire.ts) builds no schema.
+ * What the protocol says of llama.cpp RPC workers (llama.rpc, docs/distributed.md), in `status` and
+ * in the plan report. Plain lists, so the worker query (src/rpc/wire.ts) builds no schema.
  */
 
 /** Every way the worker query can fail (src/rpc/wire.ts); the plan lists them too. */

@@ -4,11 +4,11 @@ import { SafeIdSchema } from "./safe-id.ts";
 import { UsageSchema } from "./usage.ts";
 
 /**
- * The host's view of its conversations (SPEC §11): `sessions.list`, `sessions.get`,
- * `sessions.rename`, `sessions.delete`, `sessions.search`, `sessions.export` and
- * `users.delete`. Every one takes `user_id` (default `default_user`) and sees only that user's
- * sessions; a session the user does not have is `invalid_request` with `data.reason`
- * `session_not_found`.
+ * The host's view of its conversations (docs/protocol.md#conversations-sessions-and-usersdelete):
+ * `sessions.list`, `sessions.get`, `sessions.rename`, `sessions.delete`, `sessions.search`,
+ * `sessions.export` and `users.delete`. Every one takes `user_id` (default `default_user`) and sees
+ * only that user's sessions; a session the user does not have is `invalid_request` with
+ * `data.reason` `session_not_found`.
  */
 
 const UserId = SafeIdSchema.default("default_user");

@@ -3,7 +3,7 @@ import { once } from "../util/once.ts";
 import { ErrorCodeSchema, RequestIdSchema } from "./messages.ts";
 import { rpcWorkerStatusSchema } from "./rpc-workers.ts";
 
-/** `status` (SPEC §9): no params (unknown ones are ignored). */
+/** `status` (docs/protocol.md#status): no params (unknown ones are ignored). */
 export const StatusParamsSchema = z.object({}).loose();
 
 /**
@@ -41,9 +41,9 @@ export const statusResultSchema = once(() => {
     model: z.strictObject({ path: z.string().nullable(), name: z.string().nullable() }),
     context_per_slot: count.nullable(),
     /**
-     * Whether the model's chat template lets it think (SPEC §12): from llama-server's /props
-     * once a chat has read it, before that from the plan's reading of the template; null
-     * before any plan, or when the template could not be read.
+     * Whether the model's chat template lets it think (docs/agent.md#thinking-and-structured-output):
+     * from /props once a chat has read it, before that from the plan's reading of the template;
+     * null before any plan, or when the template could not be read.
      */
     thinking: z.boolean().nullable(),
     /** Leases held (chats generating), callers waiting for one, and the plan's slots. */
@@ -80,9 +80,9 @@ export const statusResultSchema = once(() => {
       uptime_ms: count,
     }),
     /**
-     * Conversations' KV state saved under data_dir/kv (SPEC §13): the bytes and state files
-     * there, and `llama.kv_disk_bytes`. All null before the config is loaded (status never
-     * loads it) or when saving is off (`kv_disk_bytes` 0).
+     * Conversations' KV state saved under data_dir/kv (docs/agent.md#prompt-reuse): the bytes and
+     * state files there, and `llama.kv_disk_bytes`. All null before the config is loaded (status
+     * never loads it) or when saving is off (`kv_disk_bytes` 0).
      */
     kv_disk: z.strictObject({ used_bytes: bytes, files: count.nullable(), budget_bytes: bytes }),
     /** One per configured RPC worker; empty when none is configured. */

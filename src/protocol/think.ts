@@ -1,12 +1,13 @@
 import { z } from "zod";
 
 /**
- * `think` (SPEC §12): whether and how much a reasoning model thinks before it answers. The chat
- * param, and the agent's `think` in the config (its default). Here, on the floor below both.
+ * `think` (docs/agent.md#thinking-and-structured-output): whether and how much a reasoning model
+ * thinks before it answers. The chat param, and the agent's `think` in the config (its default).
+ * Here, on the floor below both.
  * - `true` / `false`: thinking on or off (`chat_template_kwargs.enable_thinking`);
  * - `"low"|"medium"|"high"`: on, with that effort (`reasoning_effort`, for templates that read it);
  * - `{budget_tokens: N}`: on, ended after N tokens (`reasoning_budget_tokens`: llama-server then
- *   closes the think block itself and the model answers, recording 91d).
+ *   closes the think block itself and the model answers, test/fixtures/llama-server/transcripts/91d).
  */
 /** The largest budget llama-server takes: it reads the field into a 32-bit int and refuses more with a 400. */
 export const MAX_BUDGET_TOKENS = 2_147_483_647;

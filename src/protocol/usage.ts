@@ -2,7 +2,8 @@ import { z } from "zod";
 
 /**
  * What a step (or a turn, summed over its steps) cost, from llama-server's own `timings` and
- * `usage` (SPEC §13). Every field is optional: a server that reports less leaves it out.
+ * `usage` (docs/agent.md#prompt-reuse). Every field is optional: a server that reports less leaves
+ * it out.
  */
 export const UsageSchema = z.object({
   prompt_tokens: z.number().nonnegative().optional(),

@@ -2,10 +2,10 @@ import { z } from "zod";
 
 /**
  * The fields of `warmup_progress` events: what a chat or a warmup hears while it waits for
- * llama-server to start, restart or wake (SPEC §9). At least one every 500 ms while waiting;
- * `elapsed_ms` counts from the start of what is being waited for (a start, a wake). Hosts
- * written before `restarting`, `waking`, `elapsed_ms` on `starting` and `fraction` existed
- * read the same three phases as before.
+ * llama-server to start, restart or wake (docs/protocol.md#warmup_progress). At least one every 500
+ * ms while waiting; `elapsed_ms` counts from the start of what is being waited for (a start, a
+ * wake). Hosts written before `restarting`, `waking`, `elapsed_ms` on `starting` and `fraction`
+ * existed read the same three phases as before.
  */
 const elapsed = z.number().nonnegative();
 /**

@@ -1,11 +1,11 @@
 import { RPC_WORKER_FAILURES } from "../protocol/rpc-workers.ts";
 /**
  * The little of llama.cpp's RPC protocol that asks a worker what it has, without llama-server
- * (shared/llama-server/transcripts/87-rpc-wire.txt): a request is `cmd (u8) | size (u64 LE) |
- * payload`, a reply `size (u64 LE) | payload`; HELLO must come first. Pure: `WorkerQuery` is
- * fed the bytes that arrive and says what to send next, so every hostile answer (garbage, a
- * huge size, too many bytes, another protocol) is a unit test. Nothing is ever allocated from
- * a size the peer sends: each reply has a size fixed by the protocol, and anything else fails.
+ * (test/fixtures/llama-server/transcripts/87-rpc-wire.txt): a request is `cmd (u8) | size (u64 LE)
+ * | payload`, a reply `size (u64 LE) | payload`; HELLO must come first. Pure: `WorkerQuery` is fed
+ * the bytes that arrive and says what to send next, so every hostile answer (garbage, a huge size,
+ * too many bytes, another protocol) is a unit test. Nothing is ever allocated from a size the peer
+ * sends: each reply has a size fixed by the protocol, and anything else fails.
  */
 
 export const CMD_GET_DEVICE_MEMORY = 11;

@@ -6,13 +6,13 @@ import { probeEnv } from "./child-env.ts";
 import { STATE_PREFIX } from "./child-state.ts";
 
 /**
- * llama-server's router-child mode (SPEC §14, recording 90; llama.cpp's server-models.cpp,
- * `server_child`), as the core uses it to keep no orphan: started with LLAMA_SERVER_ROUTER_PORT
- * in its environment and stdin a pipe the core holds, llama-server exits on stdin's EOF, which
- * the OS delivers however the core ends (a SIGKILL included), and stops cleanly on the exit
- * line. It is an internal protocol of llama.cpp's router, so whether a binary speaks it is
- * learned from what it does (it prints state lines), never from its version, and remembered per
- * file version.
+ * llama-server's router-child mode (docs/supervisor.md#child-mode,
+ * test/fixtures/llama-server/transcripts/90; llama.cpp's server-models.cpp, `server_child`), as the
+ * core uses it to keep no orphan: started with LLAMA_SERVER_ROUTER_PORT in its environment and
+ * stdin a pipe the core holds, llama-server exits on stdin's EOF, which the OS delivers however the
+ * core ends (a SIGKILL included), and stops cleanly on the exit line. It is an internal protocol of
+ * llama.cpp's router, so whether a binary speaks it is learned from what it does (it prints state
+ * lines), never from its version, and remembered per file version.
  */
 
 /** The variable that makes llama-server a router's child: only its presence is read. */

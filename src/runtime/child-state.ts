@@ -1,9 +1,10 @@
 /**
- * The state lines llama-server prints on stdout as a router's child (recording 90; llama.cpp's
- * server-context.cpp `load_progress_callback`, server.cpp): `cmd_child_to_router:state:{json}`
- * with `state` one of `loading` (payload `{stages, current, value}`: `value` 0–1 within the
- * stage `current`, at most one line per 200 ms, the first and the last always), `ready` (the
- * model's card after a start, null after a wake) and `sleeping`. Pure: lines in, states out.
+ * The state lines llama-server prints on stdout as a router's child
+ * (test/fixtures/llama-server/transcripts/90; llama.cpp's server-context.cpp
+ * `load_progress_callback`, server.cpp): `cmd_child_to_router:state:{json}` with `state` one of
+ * `loading` (payload `{stages, current, value}`: `value` 0–1 within the stage `current`, at most
+ * one line per 200 ms, the first and the last always), `ready` (the model's card after a start,
+ * null after a wake) and `sleeping`. Pure: lines in, states out.
  */
 
 export const STATE_PREFIX = "cmd_child_to_router:state:";
@@ -50,8 +51,9 @@ export function parseStateLine(line: string): ChildState | null {
  * One load's progress as a single fraction: each stage an equal share, in the order listed
  * (the order they load), so with stages [text_model, mmproj_model] the text model's half-way
  * reads 0.25 and the projector's start 0.5. Equal shares rather than by size: the line names
- * no sizes, and the text model, which is most of the bytes, loads first. Never goes back
- * within a load (a stage's repeated 0.0 line, recording 90); a new load starts at reset().
+ * no sizes, and the text model, which is most of the bytes, loads first. Never goes back within a
+ * load (a stage's repeated 0.0 line, test/fixtures/llama-server/transcripts/90); a new load starts
+ * at reset().
  */
 export class LoadGauge {
   private stages: string[] = [];

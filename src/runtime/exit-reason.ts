@@ -2,7 +2,7 @@ import type { ErrorCode } from "../protocol/errors.ts";
 
 /**
  * Why llama-server exited during start-up, read from its own log lines (recorded in
- * shared/llama-server/transcripts 70-73, 82-83). Pure: the supervisor passes the log tail.
+ * test/fixtures/llama-server/transcripts 70-73, 82-83). Pure: the supervisor passes the log tail.
  */
 export interface StartFailure {
   code: ErrorCode;

@@ -4,7 +4,7 @@ import type { Config } from "../config/schema.ts";
 
 /**
  * Where llama-server is: the configured path, else next to this executable, else on PATH
- * (SPEC §3). Returns the paths tried when none exists, so errors can list them.
+ * (docs/supervisor.md). Returns the paths tried when none exists, so errors can list them.
  */
 export interface FindBinaryEnv {
   execPath: string;

@@ -3,10 +3,11 @@ import { logger } from "../util/logger.ts";
 import { ProgressBeat, type ProgressListener } from "./progress-beat.ts";
 
 /**
- * llama-server's idle sleep (`--sleep-idle-seconds`, recordings 85 and 86) as the supervisor
- * follows it, for one running server. llama-server unloads the model after N seconds without
- * a task and reloads it, transparently, for the next request that needs it; `/health` stays
- * 200 throughout, and only `GET /props` (`is_sleeping`, answered without waking it) tells.
+ * llama-server's idle sleep (`--sleep-idle-seconds`, test/fixtures/llama-server/transcripts/85 and
+ * 86) as the supervisor follows it, for one running server. llama-server unloads the model after N
+ * seconds without a task and reloads it, transparently, for the next request that needs it;
+ * `/health` stays 200 throughout, and only `GET /props` (`is_sleeping`, answered without waking it)
+ * tells.
  *
  * Learned off the hot path: a timer asks `/props` once the server has been idle (no lease
  * held) for N s plus llama-server's own check interval (it looks once a second), then backs
@@ -15,9 +16,9 @@ import { ProgressBeat, type ProgressListener } from "./progress-beat.ts";
  * reporting `waking` progress: the chat's own request would otherwise stall for the reload
  * with nothing to show.
  *
- * A child that pushes its state (child mode, recording 90: `sleeping`, then on a wake `loading`
- * and `ready`) is taken at its word instead: asleep the moment it says so, awake again at its
- * `ready`, and `/props` is never asked.
+ * A child that pushes its state (child mode, test/fixtures/llama-server/transcripts/90: `sleeping`,
+ * then on a wake `loading` and `ready`) is taken at its word instead: asleep the moment it says so,
+ * awake again at its `ready`, and `/props` is never asked.
  */
 
 /** llama-server checks its idle time at least once a second (server-queue.cpp, max_wait_time). */

@@ -6,9 +6,9 @@ import { probeEnv } from "./child-env.ts";
 
 /**
  * Which memory flags a binary takes (plan/argv.ts `ArgvDialect`): builds up to b10587 take
- * `--no-mmap`/`--mlock` (b10587 lists both; recording help.txt), later ones only `--load-mode`,
- * earlier ones only the pair. So at launch a binary that lists `--load-mode` in its `--help`
- * gets that; only a plan with memory flags pays for asking.
+ * `--no-mmap`/`--mlock` (b10587 lists both; test/fixtures/llama-server/transcripts/help.txt), later
+ * ones only `--load-mode`, earlier ones only the pair. So at launch a binary that lists
+ * `--load-mode` in its `--help` gets that; only a plan with memory flags pays for asking.
  */
 
 /** Whether a llama-server binary takes `--load-mode`, asked once per file version. */

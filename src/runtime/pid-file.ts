@@ -118,7 +118,7 @@ export interface ReapOptions {
    * found; the MCP servers' commands). Records of a kind left out are not looked at.
    */
   configured: Partial<Record<ChildKind, readonly string[]>>;
-  /** Polite-signal grace before SIGKILL; the whole reap stays well inside the SPEC's 10 s. */
+  /** Polite-signal grace before SIGKILL; the whole reap stays well inside the 10 s of docs/supervisor.md. */
   graceMs?: number;
   identity?: (pid: number) => ProcIdentity | null;
   alive?: (pid: number) => boolean;

@@ -5,14 +5,14 @@ import { type WorkerBook, workerBook } from "../rpc/workers.ts";
 import { logger } from "../util/logger.ts";
 
 /**
- * The supervisor's eye on the RPC workers of the llama-server it runs (SPEC §10). llama-server
- * itself says little (shared/llama-server/transcripts/82, 83): an unreachable worker is skipped
- * at start-up with one `E Failed to connect to host:port` line (b10587; newer builds abort
- * instead), and a worker that dies mid-run aborts the whole server on the next request with
- * `Remote RPC server crashed or returned malformed response`, naming no worker. This reads the
- * log lines for those signatures and finds which worker is gone by trying to connect to each
- * (the live ones still hold llama-server's connection and would not answer a query, but they
- * accept a connection). Its findings go to the worker book, which `status` reads.
+ * The supervisor's eye on the RPC workers of the llama-server it runs (docs/distributed.md).
+ * llama-server itself says little (test/fixtures/llama-server/transcripts/82, 83): an unreachable
+ * worker is skipped at start-up with one `E Failed to connect to host:port` line (b10587; newer
+ * builds abort instead), and a worker that dies mid-run aborts the whole server on the next request
+ * with `Remote RPC server crashed or returned malformed response`, naming no worker. This reads the
+ * log lines for those signatures and finds which worker is gone by trying to connect to each (the
+ * live ones still hold llama-server's connection and would not answer a query, but they accept a
+ * connection). Its findings go to the worker book, which `status` reads.
  */
 
 export const RPC_ABORT = /Remote RPC server crashed or returned malformed response/;

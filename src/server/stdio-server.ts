@@ -37,7 +37,8 @@ export async function runStdioServer(options: StdioServerOptions): Promise<numbe
   // The config loads just after start-up (or earlier, when a request needs it), so the first
   // initialize is answered before YAML and the schemas are even loaded.
   // Leftovers of a core that was killed outright are stopped at start-up, not at the first chat,
-  // and however soon this core is told to exit (SPEC §3): one reap, begun by whichever comes first.
+  // and however soon this core is told to exit (docs/supervisor.md): one reap, begun by whichever
+  // comes first.
   let reaping: Promise<void> | undefined;
   const reap = (): Promise<void> => {
     let config: Config;

@@ -9,7 +9,7 @@ import { previewOf, titleOf } from "./title.ts";
 export type TurnMessage = ChatMessage & {
   /** The model's thinking before this message (reasoning models); never sent back in later turns. */
   reasoning?: string;
-  /** The step's token counts and timings (SPEC §13), on assistant messages. */
+  /** The step's token counts and timings (docs/agent.md#prompt-reuse), on assistant messages. */
   usage?: Usage;
 };
 
@@ -118,9 +118,10 @@ function previewText(messages: readonly TurnMessage[]): string | undefined {
 }
 
 /**
- * Sessions, their messages and their checkpoints in the database (SPEC §11). Each turn is one
- * transaction: its messages, the session's counters and title, its memory entry and the end of
- * its checkpoint land together or not at all.
+ * Sessions, their messages and their checkpoints in the database
+ * (docs/protocol.md#conversations-sessions-and-usersdelete). Each turn is one transaction: its
+ * messages, the session's counters and title, its memory entry and the end of its checkpoint land
+ * together or not at all.
  */
 export class Conversations {
   /**

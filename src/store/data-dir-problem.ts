@@ -42,10 +42,10 @@ export function fileInTheWay(path: string): string | undefined {
 }
 
 /**
- * The error a filesystem failure under `dataDir` becomes: internal_error (SPEC §2 has no
- * closer code) whose message names the folder and the problem, and whose data carries
- * `key` app.data_dir, `path` (the data directory), `file` (what failed) and `problem` (the
- * errno code). Undefined for anything else, which stays unexpected.
+ * The error a filesystem failure under `dataDir` becomes: internal_error (docs/protocol.md#errors
+ * has no closer code) whose message names the folder and the problem, and whose data carries `key`
+ * app.data_dir, `path` (the data directory), `file` (what failed) and `problem` (the errno code).
+ * Undefined for anything else, which stays unexpected.
  */
 export function dataDirError(err: unknown, dataDir: string): CoreError | undefined {
   const e = err as NodeJS.ErrnoException | undefined;

@@ -2,11 +2,12 @@ import type { Database } from "bun:sqlite";
 import { logger } from "../util/logger.ts";
 
 /**
- * Deleting for good (SPEC §11 `users.delete`): `secure_delete` zeroes the freed parts of the
- * database's pages and FTS5's `secure-delete` takes the words out of its index at once; what
- * is left is the write-ahead log, which still holds the pages as they were until a checkpoint
- * copies them back and truncates it. Another process reading at that moment can stop the
- * truncation; it is tried again a few times, and the next erase or close finishes it.
+ * Deleting for good (docs/protocol.md#conversations-sessions-and-usersdelete, `users.delete`):
+ * `secure_delete` zeroes the freed parts of the database's pages and FTS5's `secure-delete` takes
+ * the words out of its index at once; what is left is the write-ahead log, which still holds the
+ * pages as they were until a checkpoint copies them back and truncates it. Another process reading
+ * at that moment can stop the truncation; it is tried again a few times, and the next erase or
+ * close finishes it.
  */
 const TRUNCATE_TRIES = 5;
 

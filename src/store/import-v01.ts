@@ -21,7 +21,8 @@ import { CheckpointSchema } from "./checkpoint.ts";
 import { Conversations } from "./conversations.ts";
 
 /**
- * The 0.1 layout (one folder per session under `users/`, SPEC §11 "Import"): read once into
+ * The 0.1 layout (one folder per session under `users/`,
+ * docs/agent.md#the-store-one-sqlite-database-srcstore, "Import of the 0.1 layout"): read once into
  * the database, then the folder is moved to `imported-0.1/`, kept, never deleted — except what
  * `sessions.delete` and `users.delete` erase (eraseImported).
  */

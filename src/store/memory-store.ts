@@ -29,7 +29,7 @@ interface Row {
 }
 
 /**
- * Memory (SPEC §5): a user's past turns in their other sessions, plus chunks of the files in
+ * Memory (docs/agent.md): a user's past turns in their other sessions, plus chunks of the files in
  * `memory.folders`, ranked with FTS5's bm25() — the turns are written by the turn's own commit
  * (store/conversations.ts), the folders by `FolderIndex` (store/folder-index.ts) in the
  * background: a search finds what is indexed so far. Without FTS5, a LIKE match ranked by

@@ -31,9 +31,10 @@ export interface StoreReset {
 }
 
 /**
- * The core's one connection to its database (SPEC §11): sessions, messages, checkpoints,
- * memory, leases. Opened on first need (never on the start-up path), closed at shutdown with
- * the write-ahead log folded back in.
+ * The core's one connection to its database
+ * (docs/protocol.md#conversations-sessions-and-usersdelete): sessions, messages, checkpoints,
+ * memory, leases. Opened on first need (never on the start-up path), closed at shutdown with the
+ * write-ahead log folded back in.
  */
 export class Store {
   readonly conversations: Conversations;

@@ -1,4 +1,7 @@
-/** How long a session's title may be before it is cut (SPEC §11: "near 60 characters"). */
+/**
+ * How long a session's title may be before it is cut
+ * (docs/protocol.md#conversations-sessions-and-usersdelete: "near 60 characters").
+ */
 export const TITLE_CHARS = 60;
 /** How long the `preview` of a session in `sessions.list` may be. */
 export const PREVIEW_CHARS = 120;

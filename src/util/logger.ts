@@ -48,10 +48,11 @@ function consola(): ConsolaInstance {
 }
 
 /**
- * stderr as consola's stream, made safe to lose: a host that closes its end of the pipe must
- * not stop the core, as a broken stdout does not (SPEC §2). A failed write (EPIPE, thrown or
- * reported later as an 'error' event, which unheard would end the process) silences the
- * logger for good; there is nowhere else to say so, since stdout carries protocol lines only.
+ * stderr as consola's stream, made safe to lose: a host that closes its end of the pipe must not
+ * stop the core, as a broken stdout does not (docs/protocol.md#output-buffering-the-writer). A
+ * failed write (EPIPE, thrown or reported later as an 'error' event, which unheard would end the
+ * process) silences the logger for good; there is nowhere else to say so, since stdout carries
+ * protocol lines only.
  */
 function guardedStderr(): NodeJS.WriteStream {
   const stderr = process.stderr;

@@ -147,7 +147,7 @@ describe("chat: failures and disk", () => {
     expect(terminal.message).toContain("crashed");
   });
 
-  test("the context filling up mid-reply ends with a result and a context_full warning (SPEC §2)", async () => {
+  test("the context filling up mid-reply ends with a result and a context_full warning (docs/protocol.md#chat)", async () => {
     await using h = new ChatHarness({ agents: [{ name: "plain" }] });
     h.llama.script({ content: ["so", " much", " to", " say"], finish_reason: "length" });
     const { terminal, events } = await h.chat(1, { input: "x", session_id: "ov" });
@@ -258,7 +258,8 @@ describe("chat: failures and disk", () => {
     const { events } = await h.chat(3, { input: "what is my capybara called?", session_id: "m2" });
     expect(events.find((e) => e.event === "memory_done")).toEqual(expect.objectContaining({ hits: 1 }));
     expect(names(events).slice(0, 3)).toEqual(["run_start", "memory_start", "memory_done"]);
-    // The notes go with the user message, never into the system prompt (SPEC §13: a stable prefix).
+    // The notes go with the user message, never into the system prompt (docs/agent.md#prompt-reuse:
+    // a stable prefix).
     const messages = h.llama.requests[1]?.body.messages ?? [];
     expect(messages[0]).toEqual({ role: "system", content: "You are a helpful assistant." });
     expect(messages.at(-1)?.role).toBe("user");

@@ -21,7 +21,7 @@ test("estimates about 4 characters per token", () => {
   expect(estimateTokens("x".repeat(400))).toBe(100);
 });
 
-describe("trimInSteps (SPEC §13: trimming in large steps)", () => {
+describe("trimInSteps (docs/agent.md#history-trimming: in large steps)", () => {
   test("everything fits: nothing is cut", () => {
     const h = history(3);
     expect(trimInSteps(h, costOf(h), 0, 1_000_000)).toBe(0);

@@ -2,10 +2,10 @@ import { describe, expect, test } from "bun:test";
 import { existsSync, readFileSync } from "node:fs";
 import { ChatHarness, type Msg, names } from "./harness.ts";
 
-// SPEC §2 (chat): a reply that fills its slot's context ends with a result and a context_full
-// warning; a prompt that cannot fit even with no history is refused with invalid_request and
-// the token counts, leaving the session as it was. Recordings: transcripts 22, 22b (the 400
-// exceed_context_size_error), 23, 23b (finish_reason "length" at n_ctx).
+// docs/protocol.md#chat: a reply that fills its slot's context ends with a result and a
+// context_full warning; a prompt that cannot fit even with no history is refused with
+// invalid_request and the token counts, leaving the session as it was. Recordings: transcripts 22,
+// 22b (the 400 exceed_context_size_error), 23, 23b (finish_reason "length" at n_ctx).
 
 const readHistory = (h: ChatHarness, session: string) => h.history(session);
 const mcpCalls = (h: ChatHarness) =>

@@ -1,8 +1,9 @@
 import { describe, expect, test } from "bun:test";
 import { ChatHarness, names } from "./harness.ts";
 
-// Thinking models in the turn (SPEC §12): the stand-in streams reasoning as llama-server does
-// with a thinking template (transcripts 91–91d), the turn forwards, stores and sends it back.
+// Thinking models in the turn (docs/agent.md#thinking-and-structured-output): the stand-in streams
+// reasoning as llama-server does with a thinking template (transcripts 91–91d), the turn forwards,
+// stores and sends it back.
 
 const plain = { agents: [{ name: "plain", system_prompt: "Think." }] };
 type Json = Record<string, any>;

@@ -1,8 +1,9 @@
 import { describe, expect, test } from "bun:test";
 import { ChatHarness, names } from "./harness.ts";
 
-// `response_format` in the turn (SPEC §12): the answer asked for under llama-server's grammar
-// (transcripts 95–95d), parsed and validated by the core, failing closed.
+// `response_format` in the turn (docs/agent.md#thinking-and-structured-output): the answer asked
+// for under llama-server's grammar (transcripts 95–95d), parsed and validated by the core, failing
+// closed.
 
 type Json = Record<string, any>;
 const plain = { agents: [{ name: "plain" }] };

@@ -2,11 +2,11 @@ import { describe, expect, test } from "bun:test";
 import { TurnUsage } from "../../src/agent/turn/usage.ts";
 import { ChatHarness } from "./harness.ts";
 
-// SPEC §13: every chat result says what the turn cost, from llama-server's own counters,
-// summed over its steps, and the answer is stored with it (sessions.get).
+// docs/agent.md#prompt-reuse: every chat result says what the turn cost, from llama-server's own
+// counters, summed over its steps, and the answer is stored with it (sessions.get).
 
 describe("usage", () => {
-  test("llama-server's usage and timings as the SPEC's fields (recording 92, turn 2)", () => {
+  test("llama-server's usage and timings as the protocol's fields (transcripts/92, turn 2)", () => {
     const u = new TurnUsage();
     u.add({
       usage: {

@@ -31,7 +31,7 @@ export interface StartOptions {
   loading?: boolean;
   /** No API key, as the recordings were made (every route open). */
   open?: boolean;
-  /** `--sleep-idle-seconds` (recordings 85, 86); absent: never sleeps. */
+  /** `--sleep-idle-seconds` (transcripts 85, 86); absent: never sleeps. */
   sleepIdleS?: number;
   /** How long loading (and a wake's reload) takes, ms. */
   loadMs?: number;

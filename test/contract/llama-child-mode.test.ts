@@ -5,11 +5,11 @@ import { pickFreePort } from "../../src/runtime/ports.ts";
 import { writeFakeLlamaServer, writeFakeModel } from "../fixtures/llama-stand-in/binary.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 import { waitFor } from "../fixtures/wait.ts";
-import { present, RECORDINGS } from "./recordings.ts";
+import { RECORDINGS } from "./recordings.ts";
 
 // llama-server as a router's child, the stand-in against the recording
-// ../shared/llama-server/transcripts/90-child-mode-supervision.txt: state lines on stdout,
-// exit on stdin's EOF (at once when ready, when the load ends during a load), the exit line.
+// test/fixtures/llama-server/transcripts/90-child-mode-supervision.txt: state lines on stdout, exit
+// on stdin's EOF (at once when ready, when the load ends during a load), the exit line.
 
 const PREFIX = "cmd_child_to_router:state:";
 type Json = Record<string, any>;
@@ -35,13 +35,10 @@ function recordedCases(): Map<string, { states: Json[]; exitCode: number | undef
   return cases;
 }
 
-// Without ../shared (a fresh clone alone) there is nothing to hold the stand-in to: skipped, saying so.
-const RECORDED = present
-  ? recordedCases()
-  : new Map<string, { states: Json[]; exitCode: number | undefined }>();
+const RECORDED = recordedCases();
 const recorded = (name: string) => {
   const c = RECORDED.get(name);
-  if (!c) throw new Error(`recording 90 has no case "${name}"`);
+  if (!c) throw new Error(`transcripts/90 has no case "${name}"`);
   return c;
 };
 
@@ -139,96 +136,90 @@ const ready = (c: Child) => waitFor(() => c.states.some((s) => s.state === "read
 const exitWithin = async (c: Child, ms: number) =>
   Promise.race([c.proc.exited, Bun.sleep(ms).then(() => "still running" as const)]);
 
-if (!present) test.skip(`the stand-in as a router's child: ${RECORDINGS} is absent, skipped`, () => {});
+describe.skipIf(process.platform === "win32")("the stand-in as a router's child (transcripts/90)", () => {
+  test("state lines as recorded: loading from 0.0 to 1.0, then ready with the model card; nothing else on stdout (90: stdin EOF after ready)", async () => {
+    const c = await startChild();
+    expect(await ready(c)).toBe(true);
+    const want = recorded("stdin EOF after ready (the parent died)");
+    expect(shape(c.states)).toEqual(shape(want.states));
+    expect(c.states[0]?.payload.value).toBe(0);
+    expect(c.states.at(-2)?.payload.value).toBe(1);
+    expect(Object.keys(c.states.at(-1)?.payload.meta).sort()).toEqual(
+      Object.keys(want.states.at(-1)?.payload.meta).sort(),
+    );
+    expect(c.other).toEqual([]);
+  });
 
-describe.skipIf(process.platform === "win32" || !present)(
-  "the stand-in as a router's child (recording 90)",
-  () => {
-    test("state lines as recorded: loading from 0.0 to 1.0, then ready with the model card; nothing else on stdout (90: stdin EOF after ready)", async () => {
-      const c = await startChild();
-      expect(await ready(c)).toBe(true);
-      const want = recorded("stdin EOF after ready (the parent died)");
-      expect(shape(c.states)).toEqual(shape(want.states));
-      expect(c.states[0]?.payload.value).toBe(0);
-      expect(c.states.at(-2)?.payload.value).toBe(1);
-      expect(Object.keys(c.states.at(-1)?.payload.meta).sort()).toEqual(
-        Object.keys(want.states.at(-1)?.payload.meta).sort(),
-      );
-      expect(c.other).toEqual([]);
-    });
+  test("stdin's EOF once ready: it exits at once with code 1 (90: stdin EOF after ready)", async () => {
+    const c = await startChild();
+    expect(await ready(c)).toBe(true);
+    (c.proc.stdin as import("bun").FileSink).end();
+    expect(await exitWithin(c, 1000)).toBe(
+      recorded("stdin EOF after ready (the parent died)").exitCode as number,
+    );
+    expect(c.stderr()).toContain("EOF on stdin detected, forcing shutdown...");
+  });
 
-    test("stdin's EOF once ready: it exits at once with code 1 (90: stdin EOF after ready)", async () => {
-      const c = await startChild();
-      expect(await ready(c)).toBe(true);
-      (c.proc.stdin as import("bun").FileSink).end();
-      expect(await exitWithin(c, 1000)).toBe(
-        recorded("stdin EOF after ready (the parent died)").exitCode as number,
-      );
-      expect(c.stderr()).toContain("EOF on stdin detected, forcing shutdown...");
-    });
+  test("the exit line: a clean stop, code 0 (90: exit command on stdin)", async () => {
+    const c = await startChild();
+    expect(await ready(c)).toBe(true);
+    const stdin = c.proc.stdin as import("bun").FileSink;
+    stdin.write("cmd_router_to_child:exit\n");
+    stdin.flush();
+    expect(await exitWithin(c, 2000)).toBe(recorded("exit command on stdin").exitCode as number);
+    expect(c.stderr()).toContain("exit command received, exiting...");
+  });
 
-    test("the exit line: a clean stop, code 0 (90: exit command on stdin)", async () => {
-      const c = await startChild();
-      expect(await ready(c)).toBe(true);
-      const stdin = c.proc.stdin as import("bun").FileSink;
-      stdin.write("cmd_router_to_child:exit\n");
-      stdin.flush();
-      expect(await exitWithin(c, 2000)).toBe(recorded("exit command on stdin").exitCode as number);
-      expect(c.stderr()).toContain("exit command received, exiting...");
-    });
+  test("stdin's EOF during the load is seen when the load ends: code 1, not before (90: stdin EOF while still loading)", async () => {
+    const c = await startChild({ knobs: { FAKE_LLAMA_LOAD_MS: "700" } });
+    await waitFor(() => c.states.length > 0, { timeoutMs: 5000 });
+    const t0 = Date.now();
+    (c.proc.stdin as import("bun").FileSink).end();
+    expect(await exitWithin(c, 300)).toBe("still running");
+    expect(await exitWithin(c, 3000)).toBe(recorded("stdin EOF while still loading").exitCode as number);
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(400);
+  });
 
-    test("stdin's EOF during the load is seen when the load ends: code 1, not before (90: stdin EOF while still loading)", async () => {
-      const c = await startChild({ knobs: { FAKE_LLAMA_LOAD_MS: "700" } });
-      await waitFor(() => c.states.length > 0, { timeoutMs: 5000 });
-      const t0 = Date.now();
-      (c.proc.stdin as import("bun").FileSink).end();
-      expect(await exitWithin(c, 300)).toBe("still running");
-      expect(await exitWithin(c, 3000)).toBe(recorded("stdin EOF while still loading").exitCode as number);
-      expect(Date.now() - t0).toBeGreaterThanOrEqual(400);
+  test("idle sleep and the wake are pushed: sleeping, loading again, ready with no card (90: --sleep-idle-seconds 1, then a chat)", async () => {
+    const c = await startChild({ args: ["--sleep-idle-seconds", "1"] });
+    expect(await ready(c)).toBe(true);
+    expect(await waitFor(() => c.states.some((s) => s.state === "sleeping"), { timeoutMs: 5000 })).toBe(true);
+    const res = await fetch(`http://127.0.0.1:${c.port}/v1/chat/completions`, {
+      method: "POST",
+      body: JSON.stringify({ messages: [{ role: "user", content: "hi" }], max_tokens: 2 }),
     });
+    expect(res.status).toBe(200);
+    await res.text();
+    await waitFor(() => c.states.filter((s) => s.state === "ready").length === 2, { timeoutMs: 5000 });
+    const want = recorded(
+      "--sleep-idle-seconds 1, then a chat (sleeping and waking are pushed as state lines)",
+    );
+    // The states in order, each run of loading lines taken as one (how many depends on the load's
+    // length).
+    const runs = (states: Json[]) =>
+      shape(states).filter((s, i, all) => i === 0 || JSON.stringify(s) !== JSON.stringify(all[i - 1]));
+    expect(runs(c.states).slice(0, 5)).toEqual(runs(want.states).slice(0, 5));
+    expect(c.states.at(-1)).toEqual({ state: "ready", payload: null });
+  });
 
-    test("idle sleep and the wake are pushed: sleeping, loading again, ready with no card (90: --sleep-idle-seconds 1, then a chat)", async () => {
-      const c = await startChild({ args: ["--sleep-idle-seconds", "1"] });
-      expect(await ready(c)).toBe(true);
-      expect(await waitFor(() => c.states.some((s) => s.state === "sleeping"), { timeoutMs: 5000 })).toBe(
-        true,
-      );
-      const res = await fetch(`http://127.0.0.1:${c.port}/v1/chat/completions`, {
-        method: "POST",
-        body: JSON.stringify({ messages: [{ role: "user", content: "hi" }], max_tokens: 2 }),
-      });
-      expect(res.status).toBe(200);
-      await res.text();
-      await waitFor(() => c.states.filter((s) => s.state === "ready").length === 2, { timeoutMs: 5000 });
-      const want = recorded(
-        "--sleep-idle-seconds 1, then a chat (sleeping and waking are pushed as state lines)",
-      );
-      // The states in order, each run of loading lines taken as one (how many depends on the load's length).
-      const runs = (states: Json[]) =>
-        shape(states).filter((s, i, all) => i === 0 || JSON.stringify(s) !== JSON.stringify(all[i - 1]));
-      expect(runs(c.states).slice(0, 5)).toEqual(runs(want.states).slice(0, 5));
-      expect(c.states.at(-1)).toEqual({ state: "ready", payload: null });
+  test("without a pipe on stdin it reads EOF at once: it exits as soon as it is ready (server-models.cpp server_child::setup)", async () => {
+    dir ??= tmpdir();
+    const binary = writeFakeLlamaServer(dir.path, { FAKE_LLAMA_LOAD_MS: "50" });
+    const port = await pickFreePort();
+    const proc = Bun.spawn([binary, "-m", writeFakeModel(dir.path), "--port", String(port)], {
+      stdin: "ignore",
+      stdout: "ignore",
+      stderr: "ignore",
+      env: { PATH: process.env.PATH ?? "", LLAMA_SERVER_ROUTER_PORT: "1" },
     });
+    expect(await Promise.race([proc.exited, Bun.sleep(3000).then(() => "still running")])).toBe(1);
+  });
 
-    test("without a pipe on stdin it reads EOF at once: it exits as soon as it is ready (server-models.cpp server_child::setup)", async () => {
-      dir ??= tmpdir();
-      const binary = writeFakeLlamaServer(dir.path, { FAKE_LLAMA_LOAD_MS: "50" });
-      const port = await pickFreePort();
-      const proc = Bun.spawn([binary, "-m", writeFakeModel(dir.path), "--port", String(port)], {
-        stdin: "ignore",
-        stdout: "ignore",
-        stderr: "ignore",
-        env: { PATH: process.env.PATH ?? "", LLAMA_SERVER_ROUTER_PORT: "1" },
-      });
-      expect(await Promise.race([proc.exited, Bun.sleep(3000).then(() => "still running")])).toBe(1);
-    });
-
-    test("a build before child mode (FAKE_LLAMA_NO_CHILD_MODE): no state lines, stdin's EOF changes nothing", async () => {
-      const c = await startChild({ knobs: { FAKE_LLAMA_NO_CHILD_MODE: "1" } });
-      expect(await healthy(c.port)).toBe(true);
-      (c.proc.stdin as import("bun").FileSink).end();
-      expect(await exitWithin(c, 500)).toBe("still running");
-      expect(c.states).toEqual([]);
-    });
-  },
-);
+  test("a build before child mode (FAKE_LLAMA_NO_CHILD_MODE): no state lines, stdin's EOF changes nothing", async () => {
+    const c = await startChild({ knobs: { FAKE_LLAMA_NO_CHILD_MODE: "1" } });
+    expect(await healthy(c.port)).toBe(true);
+    (c.proc.stdin as import("bun").FileSink).end();
+    expect(await exitWithin(c, 500)).toBe("still running");
+    expect(c.states).toEqual([]);
+  });
+});

@@ -3,13 +3,13 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 import { FORMS, type RunningStandIn } from "./forms.ts";
-import { present, RECORDINGS } from "./recordings.ts";
+import { RECORDINGS } from "./recordings.ts";
 
-// The stand-in's prompt cache against what llama-server did (recordings 92–94b): the counters
+// The stand-in's prompt cache against what llama-server did (transcripts 92–94b): the counters
 // `timings.cache_n`/`prompt_n` come from the prefix a slot holds, a slot is saved to a file and
-// restored by another process, the RAM cache brings back a conversation another one displaced,
-// and the slot actions fail as recorded. The stand-in's tokens are its own, so the recorded
-// counts are matched in what they say (all reused, none, the new tokens only), not in number.
+// restored by another process, the RAM cache brings back a conversation another one displaced, and
+// the slot actions fail as recorded. The stand-in's tokens are its own, so the recorded counts are
+// matched in what they say (all reused, none, the new tokens only), not in number.
 
 type Json = Record<string, any>;
 const body = (name: string) => readFileSync(join(RECORDINGS, "bodies", name), "utf8");
@@ -29,7 +29,7 @@ async function chat(s: RunningStandIn, file: string): Promise<Json> {
   return json.timings;
 }
 
-describe.skipIf(!present)("the stand-in's prompt cache and slot files (recordings 92–94b)", () => {
+describe("the stand-in's prompt cache and slot files (transcripts 92–94b)", () => {
   for (const form of FORMS) {
     describe(form.name, () => {
       test("92, 92b: turn 2 with the same prefix processes the new tokens only; a changed system message, nearly all", async () => {

@@ -1,23 +1,15 @@
 import { describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
-import { join } from "node:path";
-import { SHARED_DIR } from "../fixtures/shared.ts";
+import { THINK_TEMPLATE as THINK_TEMPLATE_FILE } from "../fixtures/recordings-dir.ts";
 import { FORMS, perTest, type RunningStandIn } from "./forms.ts";
 import { sseEvents } from "./transcript.ts";
 
-// The stand-in's thinking and structured output, in both forms, each test naming the recording
-// of ../shared/llama-server/transcripts it follows (README "Reasoning", "Structured output").
+// The stand-in's thinking and structured output, in both forms, each test naming the transcript of
+// test/fixtures/llama-server/transcripts it follows (its README: "Reasoning", "Structured output").
 
 type Json = Record<string, any>;
 
-const THINK_TEMPLATE = (() => {
-  try {
-    return readFileSync(join(SHARED_DIR, "llama-server", "chatml_think.jinja"), "utf8");
-  } catch {
-    // The recorded template's gist, for a checkout without shared/.
-    return "{%- for message in messages %}{{ message.reasoning_content }}{%- endfor %}<|im_start|>assistant\n<think>\n";
-  }
-})();
+const THINK_TEMPLATE = readFileSync(THINK_TEMPLATE_FILE, "utf8");
 
 for (const form of FORMS) {
   describe(`llama-server stand-in, thinking and structured output (${form.name})`, () => {

@@ -1,13 +1,13 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { FORMS, type RunningStandIn } from "./forms.ts";
-import { CASES, filledContext, isChat, isStream, N_CTX, present, RECORDINGS, turnOf } from "./recordings.ts";
+import { CASES, filledContext, isChat, isStream, N_CTX, RECORDINGS, turnOf } from "./recordings.ts";
 import { chunkKind, readTranscript, shape, sseEvents, type Transcript } from "./transcript.ts";
 
-// The recorded request bodies of ../shared/llama-server replayed against the stand-in, whose
-// answers must have the recorded shape: status, the headers that matter, SSE framing and the
-// fields of every kind of event, error bodies. The "model" output is taken from the recording
-// itself (its tokens, its tool calls), so the comparison is about llama-server, not the model.
-// The same exchanges through the client are test/llama/completion.test.ts.
+// The recorded request bodies of test/fixtures/llama-server replayed against the stand-in, whose
+// answers must have the recorded shape: status, the headers that matter, SSE framing and the fields
+// of every kind of event, error bodies. The "model" output is taken from the recording itself (its
+// tokens, its tool calls), so the comparison is about llama-server, not the model. The same
+// exchanges through the client are test/llama/completion.test.ts.
 
 type Json = Record<string, any>;
 
@@ -83,8 +83,8 @@ function expectSameResponse(t: Transcript, status: number, headers: Headers, bod
   }
 }
 
-describe.skipIf(!present)("recorded llama-server exchanges replayed against the stand-in", () => {
-  const transcripts = present ? CASES.map((file) => readTranscript(RECORDINGS, file)) : [];
+describe("recorded llama-server exchanges replayed against the stand-in", () => {
+  const transcripts = CASES.map((file) => readTranscript(RECORDINGS, file));
   // Turns in request order: only the requests that reach generation consume one.
   const script = transcripts.filter((t) => isChat(t) && t.status === 200).map(turnOf);
 
@@ -105,7 +105,3 @@ describe.skipIf(!present)("recorded llama-server exchanges replayed against the 
     });
   }
 });
-
-if (!present) {
-  test.skip(`recorded llama-server exchanges: ${RECORDINGS} is absent, skipped`, () => {});
-}

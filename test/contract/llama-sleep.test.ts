@@ -3,7 +3,7 @@ import { waitFor } from "../fixtures/wait.ts";
 import { FORMS, perTest, type RunningStandIn } from "./forms.ts";
 
 // llama-server's idle sleep as the stand-in models it, in both forms, against the recordings
-// ../shared/llama-server/transcripts/85-sleep-idle-chat.txt, 85-sleep-idle.log and
+// test/fixtures/llama-server/transcripts/85-sleep-idle-chat.txt, 85-sleep-idle.log and
 // 86-sleep-props.txt (and 30/30b for /tokenize, the request the supervisor wakes it with).
 
 type Json = Record<string, any>;

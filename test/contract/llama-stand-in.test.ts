@@ -5,7 +5,7 @@ import { sseEvents } from "./transcript.ts";
 
 // Each of llama-server's behaviours the stand-in models, checked in both forms it is served in
 // (in the test process, and as the subprocess the supervisor spawns), each test naming the
-// recording in ../shared/llama-server/transcripts it comes from.
+// recording in test/fixtures/llama-server/transcripts it comes from.
 
 type Json = Record<string, any>;
 

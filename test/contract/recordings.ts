@@ -1,16 +1,13 @@
-import { existsSync } from "node:fs";
-import { join } from "node:path";
 import { type Turn, tokenize } from "../fixtures/llama-stand-in/script.ts";
-import { SHARED_DIR } from "../fixtures/shared.ts";
+import { RECORDINGS } from "../fixtures/recordings-dir.ts";
 import { sseEvents, type Transcript } from "./transcript.ts";
 
-// The recordings of ../shared/llama-server and what a stand-in needs to say what they say:
+// The recordings of test/fixtures/llama-server and what a stand-in needs to say what they say:
 // replayed against the stand-in here (contract/) and through the client (llama/).
 
 type Json = Record<string, any>;
 
-export const RECORDINGS = join(SHARED_DIR, "llama-server");
-export const present = existsSync(join(RECORDINGS, "transcripts")) && existsSync(join(RECORDINGS, "bodies"));
+export { RECORDINGS };
 /** The server of the recordings: `-c 2048`, 4 slots, no API key. */
 export const N_CTX = 2048;
 

@@ -1,19 +1,18 @@
 import { afterEach, describe, expect, test } from "bun:test";
-import { existsSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { connect } from "node:net";
 import { join } from "node:path";
 import { pickFreePort } from "../../src/runtime/ports.ts";
 import { writeFakeLlamaServer, writeFakeModel } from "../fixtures/llama-stand-in/binary.ts";
+import { TRANSCRIPTS } from "../fixtures/recordings-dir.ts";
 import { RpcWorkerStandIn } from "../fixtures/rpc-worker.ts";
-import { SHARED_DIR } from "../fixtures/shared.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 import { waitFor } from "../fixtures/wait.ts";
 
-// The RPC stand-ins checked against the recordings of ../shared/llama-server: the worker's
-// bytes against 87-rpc-wire.txt, the llama-server stand-in's --rpc lines against 81, 82, 83.
+// The RPC stand-ins checked against the recordings (test/fixtures/llama-server/README.md): the
+// worker's bytes against transcripts/87-rpc-wire.txt, the llama-server stand-in's --rpc lines
+// against 81, 82, 83.
 
-const TRANSCRIPTS = join(SHARED_DIR, "llama-server/transcripts");
-const present = existsSync(join(TRANSCRIPTS, "87-rpc-wire.txt"));
 const read = (file: string) => readFileSync(join(TRANSCRIPTS, file), "utf8");
 
 function wire(): { requests: Buffer[]; replies: Buffer[] } {
@@ -51,7 +50,7 @@ async function exchange(port: number, requests: Buffer[], lengths: number[]): Pr
   return out;
 }
 
-describe.skipIf(!present)("the worker stand-in as recorded (87-rpc-wire.txt, rpc-server-startup.txt)", () => {
+describe("the worker stand-in as recorded (87-rpc-wire.txt, rpc-server-startup.txt)", () => {
   test("the recorded requests get the recorded replies, byte for byte", async () => {
     await using w = await new RpcWorkerStandIn().start();
     const { requests, replies } = wire();
@@ -90,7 +89,7 @@ describe.skipIf(!present)("the worker stand-in as recorded (87-rpc-wire.txt, rpc
   });
 });
 
-describe.skipIf(!present || process.platform === "win32")(
+describe.skipIf(process.platform === "win32")(
   "the llama-server stand-in's --rpc as recorded (81, 82, 83)",
   () => {
     let dir: ReturnType<typeof tmpdir> | undefined;

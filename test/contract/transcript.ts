@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 
-/** One `curl -i` case of ../shared/llama-server/transcripts: the request made and the response. */
+/** One `curl -i` case of test/fixtures/llama-server/transcripts: the request made and the response. */
 export interface Transcript {
   file: string;
   method: string;

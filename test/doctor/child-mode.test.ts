@@ -10,10 +10,10 @@ import { cpuOnlyMachine } from "../fixtures/hardware.ts";
 import { writeFakeLlamaServer, writeFakeModel } from "../fixtures/llama-stand-in/binary.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
-// doctor says whether llama-server runs as the core's child (SPEC §14, recording 90
-// ../shared/llama-server/transcripts/90-child-mode-supervision.txt), asked of the binary by
-// what it does: started as a child with no model to load, a build that speaks it prints its
-// first state line before it fails.
+// doctor says whether llama-server runs as the core's child (docs/supervisor.md#child-mode,
+// test/fixtures/llama-server/transcripts/90-child-mode-supervision.txt), asked of the binary by
+// what it does: started as a child with no model to load, a build that speaks it prints its first
+// state line before it fails.
 
 async function binaryCheckOf(dir: string, binary: string) {
   writeFileSync(

@@ -11,7 +11,7 @@ const events = (ms: Record<string, any>[], id: unknown) =>
   ms.filter((m) => m.id === id && m.type === "event");
 
 describe.skipIf(!onPosix)("chat through the compiled binary", () => {
-  test("warmup, a streamed answer with SPEC events and result, then shutdown leaves no llama-server", async () => {
+  test("warmup, a streamed answer with the protocol's events and result, then shutdown leaves no llama-server", async () => {
     await using dir = tmpdir();
     const stack = writeStack(dir.path, { script: [{ content: "Hello from the stand-in" }] });
     await using core = spawnCore({ cwd: dir.path, env: stack.env });

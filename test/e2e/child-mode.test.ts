@@ -5,10 +5,10 @@ import { waitUntil, writeStack } from "../fixtures/stack.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 import { expectGoneAfterCoreKill, llamaChildren } from "./core-kill.ts";
 
-// Issue 19 items 1 and 3 from the compiled binary, against the stand-in taught recording 90
-// (../shared/llama-server/transcripts/90-child-mode-supervision.txt): a SIGKILL of the core
-// leaves no llama-server, idle, streaming or loading (SPEC §14); a chat right after
-// llama-server was killed restarts it and is served.
+// Issue 19 items 1 and 3 from the compiled binary, against the stand-in taught transcripts/90
+// (test/fixtures/llama-server/transcripts/90-child-mode-supervision.txt): a SIGKILL of the core
+// leaves no llama-server, idle, streaming or loading (docs/supervisor.md#child-mode); a chat right
+// after llama-server was killed restarts it and is served.
 
 const STAND_IN = "llama-stand-in/main.ts";
 

@@ -3,8 +3,8 @@ import { spawnCore } from "../fixtures/core-process.ts";
 import { alive, writeStack } from "../fixtures/stack.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
-// SPEC §3: no llama-server outlives the core, however the core stops (kill -9 is covered by
-// the reaping test in chat.test.ts).
+// docs/supervisor.md: no llama-server outlives the core, however the core stops (kill -9 is covered
+// by the reaping test in chat.test.ts).
 const stops = ["shutdown", "stdin EOF", "SIGTERM", "SIGINT", "SIGHUP"] as const;
 
 describe.skipIf(process.platform === "win32")("llama-server never outlives the core", () => {

@@ -5,10 +5,10 @@ import { spawnCore } from "../fixtures/core-process.ts";
 import { waitUntil, writeStack } from "../fixtures/stack.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
-// SPEC §13 through the compiled binary and the llama-server stand-in: the conversation is
-// processed once — the next turn reuses the slot's prefix, the KV state is saved once the
-// server is quiet and restored by a new core, status shows the disk it takes, and the files go
-// with their session.
+// docs/agent.md#prompt-reuse through the compiled binary and the llama-server stand-in: the
+// conversation is processed once — the next turn reuses the slot's prefix, the KV state is saved
+// once the server is quiet and restored by a new core, status shows the disk it takes, and the
+// files go with their session.
 const onPosix = process.platform !== "win32";
 type Usage = { prompt_tokens: number; cached_tokens: number };
 
@@ -54,7 +54,7 @@ describe.skipIf(!onPosix)("prompt reuse through the compiled binary", () => {
       const first = await chat(core, "Tell me about the sea and the waves and the tides.");
       expect(first.cached_tokens).toBe(0);
       const second = await chat(core, "And the moon?");
-      // Everything before the new message came from the slot (recording 92).
+      // Everything before the new message came from the slot (transcripts/92).
       expect(second.cached_tokens).toBeGreaterThan(first.prompt_tokens);
       // Saved once the server is quiet (2 s), owner-only.
       expect(await waitUntil(() => kvFiles(stack.dataDir).length === 2, 10_000)).toBe(true);

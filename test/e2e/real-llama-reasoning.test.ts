@@ -1,8 +1,8 @@
 import { describe, expect, test } from "bun:test";
-import { copyFileSync, existsSync, writeFileSync } from "node:fs";
+import { copyFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { type Msg, spawnCore } from "../fixtures/core-process.ts";
-import { SHARED_DIR } from "../fixtures/shared.ts";
+import { THINK_TEMPLATE as TEMPLATE } from "../fixtures/recordings-dir.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
 // Opt-in: the compiled core and a real llama-server started with the thinking template the
@@ -11,12 +11,11 @@ import { tmpdir } from "../fixtures/tmpdir.ts";
 // its own, so a reply is all reasoning unless a budget or think: false ends it.
 const BINARY = process.env.LOCAL_AI_TEST_LLAMA_SERVER;
 const MODEL = process.env.LOCAL_AI_TEST_MODEL;
-const TEMPLATE = join(SHARED_DIR, "llama-server", "chatml_think.jinja");
 
 const events = (ms: Msg[], id: string) => ms.filter((m) => m.id === id && m.type === "event");
 const warningCodes = (r: Msg) => (r.result.warnings as { code: string }[]).map((w) => w.code);
 
-if (!BINARY || !MODEL || !existsSync(TEMPLATE)) {
+if (!BINARY || !MODEL) {
   test.skip("real llama-server reasoning: set LOCAL_AI_TEST_LLAMA_SERVER and LOCAL_AI_TEST_MODEL to run (skipped)", () => {});
 } else {
   describe("the compiled core with a real llama-server and a thinking template", () => {

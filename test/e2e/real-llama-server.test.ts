@@ -3,15 +3,15 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { isAlive } from "../../src/runtime/proc-info.ts";
 import { spawnCore } from "../fixtures/core-process.ts";
-import { SHARED_DIR } from "../fixtures/shared.ts";
+import { RECORDINGS } from "../fixtures/recordings-dir.ts";
 import { writeSlowLoadingModel } from "../fixtures/slow-loading-model.ts";
 import { alive, waitUntil } from "../fixtures/stack.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 import { expectGoneAfterCoreKill, llamaChildren, noteTiming } from "./core-kill.ts";
 
 // Opt-in: the compiled core driving a real llama-server end to end (plan → start → chat →
-// cancel → shutdown). The tiny random-weight GGUFs in the shared models/ folder are enough:
-// their replies are gibberish, so only the shapes are checked.
+// cancel → shutdown). A tiny random-weight GGUF (LOCAL_AI_TEST_MODEL) is enough:
+// its replies are gibberish, so only the shapes are checked.
 const BINARY = process.env.LOCAL_AI_TEST_LLAMA_SERVER;
 const MODEL = process.env.LOCAL_AI_TEST_MODEL;
 
@@ -113,7 +113,7 @@ if (!BINARY || !MODEL) {
         asleep = await status();
       }
       expect(asleep.llama.state).toBe("sleeping");
-      // Unloaded: llama-server gave memory back (recording 85: 51 MB → 37 MB on the tiny model).
+      // Unloaded: llama-server gave memory back (transcripts/85: 51 MB → 37 MB on the tiny model).
       expect(asleep.llama.rss_bytes).toBeLessThan(ready.llama.rss_bytes);
 
       const second = await core.request({ id: "c2", method: "chat", params: { input: "Again." } }, 120_000);
@@ -134,7 +134,7 @@ if (!BINARY || !MODEL) {
       expect(await core.exited(30_000)).toBe(0);
     }, 400_000);
 
-    test("prompt reuse (SPEC §13): the turn after a core restart and after idle sleep is restored, not processed again", async () => {
+    test("prompt reuse (docs/agent.md#prompt-reuse): the turn after a core restart and after idle sleep is restored, not processed again", async () => {
       await using dir = tmpdir();
       writeFileSync(
         join(dir.path, "config.yaml"),
@@ -184,7 +184,7 @@ if (!BINARY || !MODEL) {
       for (const template of [null, "chatml_tools.jinja", "chatml_think.jinja"]) {
         await using dir = tmpdir();
         const extra = template
-          ? `, extra_args: [--chat-template-file, ${JSON.stringify(join(SHARED_DIR, "llama-server", template))}]`
+          ? `, extra_args: [--chat-template-file, ${JSON.stringify(join(RECORDINGS, template))}]`
           : "";
         writeFileSync(
           join(dir.path, "config.yaml"),
@@ -220,7 +220,8 @@ if (!BINARY || !MODEL) {
           `model: { path: ${JSON.stringify(MODEL)} }`,
           "agents: [{ name: assistant, system_prompt: You are terse. }]",
         ].join("\n");
-      // README of the recordings: q8_0 (blocks of 32) on head size 16 makes llama-server exit 1.
+      // test/fixtures/llama-server/README.md: q8_0 (blocks of 32) on head size 16 makes
+      // llama-server exit 1.
       writeFileSync(join(dir.path, "q8.yaml"), config(", cache_type_k: q8_0"));
       await using q8 = spawnCore({ cwd: dir.path, args: ["--config", "q8.yaml"] });
       const refused = await q8.request({ id: "c", method: "chat", params: { input: "hi" } }, 60_000);
@@ -243,8 +244,9 @@ if (!BINARY || !MODEL) {
     }, 400_000);
   });
 
-  // Issue 19 (SPEC §14): llama-server runs as the core's child, so a SIGKILL of the core, in any
-  // state, leaves none behind; the processes are looked up afterwards, not read from records.
+  // Issue 19 (docs/supervisor.md#child-mode): llama-server runs as the core's child, so a SIGKILL
+  // of the core, in any state, leaves none behind; the processes are looked up afterwards, not read
+  // from records.
   describe("the compiled core killed outright with a real llama-server (child mode)", () => {
     const configure = (dir: string, model: string, extra = "", llama = "") =>
       writeFileSync(

@@ -6,8 +6,9 @@ import { spawnCore } from "../fixtures/core-process.ts";
 import { waitUntil, writeStack } from "../fixtures/stack.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
-// SPEC §3: what a core killed outright leaves behind is stopped by the next core on the same
-// data directory. (isAlive: an orphan killed here may linger as a zombie; that counts as gone.)
+// docs/supervisor.md: what a core killed outright leaves behind is stopped by the next core on the
+// same data directory. (isAlive: an orphan killed here may linger as a zombie; that counts as
+// gone.)
 
 function killQuietly(pid: number | undefined): void {
   try {

@@ -2,22 +2,16 @@ import { describe, expect, test } from "bun:test";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { type Msg, spawnCore } from "../fixtures/core-process.ts";
-import { SHARED_DIR } from "../fixtures/shared.ts";
+import { THINK_TEMPLATE } from "../fixtures/recordings-dir.ts";
 import { writeStack } from "../fixtures/stack.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
 // Issue 21 from the compiled binary against the stand-in: a thinking template given through
-// llama.extra_args (as chatml_think.jinja, recordings 91–91h), and response_format (95–95d).
+// llama.extra_args (as chatml_think.jinja, transcripts 91–91h), and response_format (95–95d).
 
 const events = (ms: Msg[], id: unknown) => ms.filter((m) => m.id === id && m.type === "event");
 
-function thinkTemplate(): string {
-  try {
-    return readFileSync(join(SHARED_DIR, "llama-server", "chatml_think.jinja"), "utf8");
-  } catch {
-    return "{%- for message in messages %}{{ message.reasoning_content }}{%- endfor %}<|im_start|>assistant\n<think>\n";
-  }
-}
+const thinkTemplate = (): string => readFileSync(THINK_TEMPLATE, "utf8");
 
 /** The stack's config with lines added under `llama:`. */
 function underLlama(dir: string, lines: string[]): void {

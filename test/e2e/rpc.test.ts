@@ -6,9 +6,9 @@ import { RpcWorkerStandIn } from "../fixtures/rpc-worker.ts";
 import { writeStack } from "../fixtures/stack.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
-// RPC workers from the host's side (SPEC §10): the compiled core plans on two worker
-// stand-ins, the llama-server stand-in holds both, one dies mid-chat, the chat's error names
-// it, and the next chat runs on a server planned without it; plan and doctor say so.
+// RPC workers from the host's side (docs/distributed.md): the compiled core plans on two worker
+// stand-ins, the llama-server stand-in holds both, one dies mid-chat, the chat's error names it,
+// and the next chat runs on a server planned without it; plan and doctor say so.
 const onPosix = process.platform !== "win32";
 
 describe.skipIf(!onPosix)("RPC workers through the compiled binary", () => {

@@ -10,7 +10,10 @@ import { tmpdir } from "../fixtures/tmpdir.ts";
 const V01 = join(import.meta.dir, "..", "fixtures", "data-v01", "users");
 const onPosix = process.platform !== "win32";
 
-/** Files under `dir` holding `marker`, but llama-server's own log (the SPEC's one exception). */
+/**
+ * Files under `dir` holding `marker`, but llama-server's own log (data_dir/logs: what llama-server
+ * printed, docs/supervisor.md).
+ */
 function holding(dir: string, marker: string): string[] {
   const found: string[] = [];
   const walk = (d: string) => {
@@ -60,7 +63,8 @@ describe.skipIf(!onPosix)("conversations in the database, through the compiled b
       method: "chat",
       params: { user_id: "ann", input: "Porto in spring again?" },
     });
-    // Memory notes go with the user message (SPEC §13), not into the system prompt.
+    // Memory notes go with the user message (docs/agent.md#prompt-reuse), not into the system
+    // prompt.
     expect(stack.llamaRequests().at(-1)?.messages.at(-1)?.content).toContain("Porto is lovely");
     expect(existsSync(join(stack.dataDir, "users"))).toBe(false);
     expect(

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { LlmError, responseError, statusError } from "../../src/llama/errors.ts";
-import { present, RECORDINGS } from "../contract/recordings.ts";
+import { RECORDINGS } from "../contract/recordings.ts";
 import { readExchanges, readTranscript } from "../contract/transcript.ts";
 
 // llama-server's error answers, as recorded, mapped to the client's kinds: the status alone
@@ -11,7 +11,7 @@ const recorded = (file: string, exchange = 0) => {
   return statusError(t.status, "", t.body);
 };
 
-describe.skipIf(!present)("recorded error bodies", () => {
+describe("recorded error bodies", () => {
   test("22-err-context-overflow.txt: context_overflow with the token counts, whatever the key order", () => {
     const err = recorded("22-err-context-overflow.txt");
     expect(err).toMatchObject({ kind: "context_overflow", status: 400, type: "exceed_context_size_error" });
@@ -74,5 +74,3 @@ describe("bodies that are not llama-server's error JSON", () => {
     expect(err).toMatchObject({ kind: "bad_response", data: { status: 418 } });
   });
 });
-
-if (!present) test.skip(`recorded error bodies: ${RECORDINGS} is absent, skipped`, () => {});

@@ -1,10 +1,10 @@
 import { describe, expect, test } from "bun:test";
 import { healthStatus, modelsStatus } from "../../src/llama/health.ts";
-import { present, RECORDINGS } from "../contract/recordings.ts";
+import { RECORDINGS } from "../contract/recordings.ts";
 import { readExchanges, readTranscript } from "../contract/transcript.ts";
 import { TAPE_KEY, tape } from "./tape.ts";
 
-describe.skipIf(!present)("readiness and the key check", () => {
+describe("readiness and the key check", () => {
   test("02-health-ready.txt: /health's status, asked without the key", async () => {
     using t = tape(readTranscript(RECORDINGS, "02-health-ready.txt"));
     expect(await healthStatus(t.baseUrl, 1000)).toBe(200);
@@ -25,5 +25,3 @@ describe.skipIf(!present)("readiness and the key check", () => {
     expect(await healthStatus(t.baseUrl, 1000)).toBeNull();
   });
 });
-
-if (!present) test.skip(`readiness: ${RECORDINGS} is absent, skipped`, () => {});

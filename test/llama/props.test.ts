@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { LlmError } from "../../src/llama/errors.ts";
 import { contextSizeOf, isSleeping, parseProps, readProps } from "../../src/llama/props.ts";
-import { present, RECORDINGS } from "../contract/recordings.ts";
+import { RECORDINGS } from "../contract/recordings.ts";
 import { readTranscript } from "../contract/transcript.ts";
 import { TAPE_KEY, tape } from "./tape.ts";
 
@@ -10,7 +10,7 @@ import { TAPE_KEY, tape } from "./tape.ts";
 
 const body = (file: string) => JSON.parse(readTranscript(RECORDINGS, file).body) as Record<string, unknown>;
 
-describe.skipIf(!present)("the recorded /props", () => {
+describe("the recorded /props", () => {
   test("04-props.txt: n_ctx per slot, the slots, awake, the template's tool caps, no vision", () => {
     const p = parseProps(body("04-props.txt"));
     expect(p).toMatchObject({
@@ -100,5 +100,3 @@ describe("a /props of another shape", () => {
     expect(await contextSizeOf(launch, new AbortController().signal)).toBeUndefined();
   });
 });
-
-if (!present) test.skip(`the recorded /props: ${RECORDINGS} is absent, skipped`, () => {});

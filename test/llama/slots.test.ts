@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { LlmError, SlotError } from "../../src/llama/errors.ts";
 import { eraseSlot, listSlots, restoreSlot, saveSlot } from "../../src/llama/slots.ts";
-import { present, RECORDINGS } from "../contract/recordings.ts";
+import { RECORDINGS } from "../contract/recordings.ts";
 import { readExchanges, readTranscript } from "../contract/transcript.ts";
 import { tape } from "./tape.ts";
 
@@ -15,7 +15,7 @@ const failure = async (p: Promise<unknown>) =>
     (e: unknown) => e,
   );
 
-describe.skipIf(!present)("slots against the recordings", () => {
+describe("slots against the recordings", () => {
   test("06-slots-idle.txt and 06b-slots-busy.txt: one entry per slot, busy or not, the last task's counts when there are some", async () => {
     using idle = tape(readTranscript(RECORDINGS, "06-slots-idle.txt"));
     const slots = await listSlots(idle);
@@ -94,5 +94,3 @@ describe("a slot answer of another shape", () => {
     expect((err as LlmError).message).toContain("/slots/0?action=erase");
   });
 });
-
-if (!present) test.skip(`slots against the recordings: ${RECORDINGS} is absent, skipped`, () => {});

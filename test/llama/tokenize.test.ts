@@ -1,10 +1,10 @@
 import { describe, expect, test } from "bun:test";
 import { awaitModel, tokenize } from "../../src/llama/tokenize.ts";
-import { present, RECORDINGS } from "../contract/recordings.ts";
+import { RECORDINGS } from "../contract/recordings.ts";
 import { readTranscript } from "../contract/transcript.ts";
 import { tape } from "./tape.ts";
 
-describe.skipIf(!present)("POST /tokenize", () => {
+describe("POST /tokenize", () => {
   test("30b-tokenize-plain.txt: the ids; 30-tokenize.txt: the ids of tokens sent with their pieces", async () => {
     using plain = tape(readTranscript(RECORDINGS, "30b-tokenize-plain.txt"));
     expect(await tokenize(plain, "Hello world!")).toEqual([10994, 3186, 29991]);
@@ -19,5 +19,3 @@ describe.skipIf(!present)("POST /tokenize", () => {
     expect(t.asked[0]).toMatchObject({ method: "POST", path: "/tokenize", body: '{"content":""}' });
   });
 });
-
-if (!present) test.skip(`POST /tokenize: ${RECORDINGS} is absent, skipped`, () => {});

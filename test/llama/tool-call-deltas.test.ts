@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { ToolCallAssembler } from "../../src/llama/tool-call-deltas.ts";
 
-// Streamed tool calls arrive in fragments by index (recordings 14, 16).
+// Streamed tool calls arrive in fragments by index (transcripts 14, 16).
 
 describe("ToolCallAssembler", () => {
   test("joins fragments by index, keeping id and name from the first", () => {

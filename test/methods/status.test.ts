@@ -194,7 +194,7 @@ describe("the status method", () => {
     expect(parsed.core.rss_bytes).toBeGreaterThan(0);
   });
 
-  test("the KV state saved on disk, as the core counted it (SPEC §13)", async () => {
+  test("the KV state saved on disk, as the core counted it (docs/agent.md#prompt-reuse)", async () => {
     const result = statusResultSchema().parse(
       await run(
         {

@@ -1,15 +1,22 @@
 import { describe, expect, test } from "bun:test";
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { computeBytes, estimate, kvCacheBytes, outputBytes } from "../../src/plan/estimate.ts";
 import { readGgufHeader } from "../../src/plan/gguf-read.ts";
 import { type ModelInfo, modelInfo } from "../../src/plan/model.ts";
-import { deepseek2, encodeGguf, gemma3, llama8b, writeGguf } from "../fixtures/gguf-writer.ts";
-import { SHARED_DIR } from "../fixtures/shared.ts";
+import {
+  deepseek2,
+  encodeGguf,
+  gemma3,
+  llama8b,
+  tinyLlama,
+  tinyLlamaQ8,
+  writeGguf,
+} from "../fixtures/gguf-writer.ts";
+import { RECORDINGS } from "../fixtures/recordings-dir.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
-const SHARED = SHARED_DIR;
-const MEMORY_LOGS = join(SHARED, "llama-server/memory");
+const MEMORY_LOGS = join(RECORDINGS, "memory");
 const MIB = 2 ** 20;
 
 async function infoOf(spec: Parameters<typeof writeGguf>[2]): Promise<ModelInfo> {
@@ -62,13 +69,12 @@ describe("device split", () => {
   });
 });
 
-// llama-server's own accounting, from its start-up logs for the shared tiny models.
-const haveLogs = existsSync(MEMORY_LOGS);
-if (!haveLogs) console.warn(`skipping llama-server log comparison: ${MEMORY_LOGS} is absent`);
+// llama-server's own accounting, from its start-up logs for the tiny models (memory/), each model's
+// shape written by the project's own writer; the 8B-shaped log is checked below.
+const TINY_SHAPES = { "tiny-llama": tinyLlama, "tiny-llama-q8": tinyLlamaQ8 };
 
-describe.skipIf(!haveLogs)("matches llama-server's start-up logs", () => {
-  // The tiny models ship beside the logs; the 8B-shaped log is checked below against a fixture.
-  const logs = haveLogs ? readdirSync(MEMORY_LOGS).filter((f) => /^tiny-llama.*\.log$/.test(f)) : [];
+describe("matches llama-server's start-up logs", () => {
+  const logs = readdirSync(MEMORY_LOGS).filter((f) => /^tiny-llama.*\.log$/.test(f));
   const mib = (text: string, re: RegExp) => {
     const m = re.exec(text);
     if (!m) throw new Error(`no match for ${re}`);
@@ -79,7 +85,7 @@ describe.skipIf(!haveLogs)("matches llama-server's start-up logs", () => {
     expect(name).not.toBeNull();
     const [, model, c, np] = name!;
     const text = readFileSync(join(MEMORY_LOGS, file), "utf8");
-    const m = modelInfo(await readGgufHeader(join(SHARED, "models", `${model}.gguf`)));
+    const m = await infoOf(TINY_SHAPES[model as keyof typeof TINY_SHAPES]());
     const slots = Number(np);
     const e = estimate(m, {
       ctxPerSlot: Number(c) / slots,
@@ -110,7 +116,7 @@ describe.skipIf(!haveLogs)("matches llama-server's start-up logs", () => {
 
 // memory/llama3-8b-shape-c8192-np1.log: a Llama-3-8B-shaped Q4_K GGUF at -c 8192 -np 1 on the CPU.
 const EIGHT_B_LOG = join(MEMORY_LOGS, "llama3-8b-shape-c8192-np1.log");
-describe.skipIf(!existsSync(EIGHT_B_LOG))("matches llama-server's 8B-shaped start-up log", () => {
+describe("matches llama-server's 8B-shaped start-up log", () => {
   test("KV, output and compute of the same shape written by the fixture writer", async () => {
     const text = readFileSync(EIGHT_B_LOG, "utf8");
     const mibOf = (re: RegExp) => Number(re.exec(text)![1]) * MIB;

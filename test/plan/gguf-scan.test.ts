@@ -13,7 +13,7 @@ import {
   mixtral8x7b,
   writeGguf,
 } from "../fixtures/gguf-writer.ts";
-import { SHARED_DIR } from "../fixtures/shared.ts";
+import { REAL_MODELS_DIR, realModelsSkip } from "../fixtures/shared.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
 /**
@@ -122,15 +122,14 @@ describe("scanGguf against @huggingface/gguf", () => {
     expect(ours).toEqual(await byLibrary(path, file.length));
   });
 
-  const shared = ["tiny-llama.gguf", "tiny-llama-q8.gguf", "tiny-llama-spmprefix.gguf"].map((f) =>
-    join(SHARED_DIR, "models", f),
+  const real = ["tiny-llama.gguf", "tiny-llama-q8.gguf", "tiny-llama-spmprefix.gguf"].map((f) =>
+    join(REAL_MODELS_DIR, f),
   );
-  const have = shared.every((p) => existsSync(p));
-  if (!have)
-    console.warn(`skipping the scanner check against real GGUFs: ${join(SHARED_DIR, "models")} is absent`);
-  test.skipIf(!have)("llama.cpp's own files in ../shared/models", async () => {
-    for (const path of shared) await expectSame(path);
-  });
+  if (real.every((p) => existsSync(p))) {
+    test("llama.cpp's own tiny GGUFs (an opt-in real-file check)", async () => {
+      for (const path of real) await expectSame(path);
+    });
+  } else test.skip(realModelsSkip("the scanner against llama.cpp's own GGUFs"), () => {});
 });
 
 describe("scanGguf on bad bytes", () => {

@@ -1,14 +1,19 @@
 import { describe, expect, test } from "bun:test";
-import { existsSync } from "node:fs";
-import { join } from "node:path";
 import { ConfigSchema } from "../../src/config/schema.ts";
 import { readGgufHeader } from "../../src/plan/gguf-read.ts";
 import type { GpuInfo, HardwareSnapshot } from "../../src/plan/hardware.ts";
 import { type ModelInfo, modelInfo } from "../../src/plan/model.ts";
 import { makePlan } from "../../src/plan/planner.ts";
 import { coreErrorOf } from "../fixtures/core-error.ts";
-import { deepseek2, gemma3, llama7b, llama8b, mixtral8x7b, writeGguf } from "../fixtures/gguf-writer.ts";
-import { SHARED_DIR } from "../fixtures/shared.ts";
+import {
+  deepseek2,
+  gemma3,
+  llama7b,
+  llama8b,
+  mixtral8x7b,
+  tinyLlama,
+  writeGguf,
+} from "../fixtures/gguf-writer.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
 const GIB = 2 ** 30;
@@ -230,7 +235,7 @@ describe("config overrides and errors", () => {
   });
 });
 
-describe("prompt reuse in the plan (SPEC §13)", () => {
+describe("prompt reuse in the plan (docs/agent.md#prompt-reuse)", () => {
   test("--cache-ram is always set, counted as its own line of the CPU's memory and in its total", async () => {
     const m = await model("l7", llama7b);
     const p = makePlan(m, CPU_ONLY, config({ app: { data_dir: "/d" } }));
@@ -267,11 +272,11 @@ describe("prompt reuse in the plan (SPEC §13)", () => {
   });
 });
 
-const TINY = join(SHARED_DIR, "models/tiny-llama.gguf");
-describe.skipIf(!existsSync(TINY))("shared tiny model", () => {
-  if (!existsSync(TINY)) console.warn(`skipping shared tiny model plan: ${TINY} is absent`);
+// transcripts/73c-ctx-bigger-than-train: llama-server caps -c at the trained context.
+describe("tiny-llama.gguf's shape", () => {
   test("a context above its trained 2048 is capped like llama-server does", async () => {
-    const m = modelInfo(await readGgufHeader(TINY));
+    using dir = tmpdir();
+    const m = modelInfo(await readGgufHeader(writeGguf(dir.path, "tiny-llama.gguf", tinyLlama())));
     const p = makePlan(m, CPU_ONLY, config({ model: { context: 4096 } }));
     expect(p.context_per_slot).toBe(2048);
     const auto = makePlan(m, CPU_ONLY, config());

@@ -13,9 +13,9 @@ import { llama8b, writeGguf } from "../fixtures/gguf-writer.ts";
 import { cpuOnlyMachine, GIB } from "../fixtures/hardware.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
-// The plan with llama.cpp RPC workers (SPEC §10): workers' devices in front of local GPUs, as
-// llama-server orders them; --rpc with the workers that answered only; --tensor-split with a
-// share per device; the others listed with why; a model that needs a missing worker says so.
+// The plan with llama.cpp RPC workers (docs/distributed.md): workers' devices in front of local
+// GPUs, as llama-server orders them; --rpc with the workers that answered only; --tensor-split with
+// a share per device; the others listed with why; a model that needs a missing worker says so.
 
 let cached: ModelInfo | undefined;
 async function l8(): Promise<ModelInfo> {

@@ -5,17 +5,16 @@ import { estimate } from "../../src/plan/estimate.ts";
 import { readGgufHeader } from "../../src/plan/gguf-read.ts";
 import { modelInfo } from "../../src/plan/model.ts";
 import { type GgufSpec, type GgufValue, writeGguf } from "../fixtures/gguf-writer.ts";
-import { SHARED_DIR } from "../fixtures/shared.ts";
+import { REAL_MODELS_DIR, realModelsSkip } from "../fixtures/shared.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
 // The test fixtures' GGUF writer checked against files written by llama.cpp's own writer: a
 // copy of a real header (same metadata and tensor table) must read and plan exactly like it.
-const MODELS = ["tiny-llama.gguf", "tiny-llama-q8.gguf"].map((f) => join(SHARED_DIR, "models", f));
+const MODELS = ["tiny-llama.gguf", "tiny-llama-q8.gguf"].map((f) => join(REAL_MODELS_DIR, f));
 const have = MODELS.every((m) => existsSync(m));
-if (!have)
-  console.warn(`skipping the writer check against real GGUFs: ${join(SHARED_DIR, "models")} is absent`);
 
-describe.skipIf(!have)("the GGUF fixture writer against llama.cpp's", () => {
+const title = "the GGUF fixture writer against llama.cpp's";
+describe.skipIf(!have)(have ? title : realModelsSkip(title), () => {
   test.each(MODELS)("a copy of %s reads and plans the same", async (path) => {
     const real = await readGgufHeader(path);
     const metadata: GgufSpec["metadata"] = {};

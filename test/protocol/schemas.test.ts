@@ -57,7 +57,7 @@ describe("protocol schemas", () => {
     }
   });
 
-  test("chat params default as the SPEC says", () => {
+  test("chat params default as docs/protocol.md#chat says", () => {
     expect(ChatParamsSchema.parse({})).toEqual({
       user_id: "default_user",
       input: "",

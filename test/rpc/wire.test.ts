@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { existsSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import {
   deviceCountRequest,
@@ -8,9 +8,9 @@ import {
   type QueryStep,
   WorkerQuery,
 } from "../../src/rpc/wire.ts";
-import { SHARED_DIR } from "../fixtures/shared.ts";
+import { TRANSCRIPTS } from "../fixtures/recordings-dir.ts";
 
-const WIRE = join(SHARED_DIR, "llama-server/transcripts/87-rpc-wire.txt");
+const WIRE = join(TRANSCRIPTS, "87-rpc-wire.txt");
 
 /** The recording's byte lines: `->` requests and `<-` replies, in order. */
 function recorded(): { requests: Uint8Array[]; replies: Uint8Array[] } {
@@ -41,7 +41,7 @@ const countReply = (n: number) =>
   new Uint8Array([...u64(4n), n & 0xff, (n >> 8) & 0xff, (n >> 16) & 0xff, (n >>> 24) & 0xff]);
 const memReply = (free: bigint, total: bigint) => new Uint8Array([...u64(16n), ...u64(free), ...u64(total)]);
 
-describe.skipIf(!existsSync(WIRE))("the worker query speaks the recorded bytes (transcript 87)", () => {
+describe("the worker query speaks the recorded bytes (transcript 87)", () => {
   test("requests are byte for byte the recorded ones", () => {
     const { requests } = recorded();
     expect([...helloRequest()]).toEqual([...(requests[0] as Uint8Array)]);

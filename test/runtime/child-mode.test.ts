@@ -9,10 +9,10 @@ import { writeFakeLlamaServer } from "../fixtures/llama-stand-in/binary.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 import { chatStatus, makeSupervisor, ownerWithChild, pidAlive, waitFor } from "./helpers/harness.ts";
 
-// SPEC §14 against the stand-in taught recording 90
-// (../shared/llama-server/transcripts/90-child-mode-supervision.txt): llama-server started as
-// a router's child when the binary speaks it, its load progress from the state lines, the exit
-// line as the polite stop, and a build without it on today's path.
+// docs/supervisor.md#child-mode against the stand-in taught transcripts/90
+// (test/fixtures/llama-server/transcripts/90-child-mode-supervision.txt): llama-server started as a
+// router's child when the binary speaks it, its load progress from the state lines, the exit line
+// as the polite stop, and a build without it on today's path.
 
 const never = () => new AbortController().signal;
 
@@ -20,7 +20,7 @@ const stdinOf = (pid: number) => readlinkSync(`/proc/${pid}/fd/0`);
 const lines = (file: string) =>
   existsSync(file) ? readFileSync(file, "utf8").split("\n").filter(Boolean) : [];
 
-describe.skipIf(process.platform !== "linux")("llama-server as the core's child (recording 90)", () => {
+describe.skipIf(process.platform !== "linux")("llama-server as the core's child (transcripts/90)", () => {
   test("a binary that speaks it is started with LLAMA_SERVER_ROUTER_PORT and stdin a pipe the core holds, and remembered as speaking it (90)", async () => {
     await using dir = tmpdir();
     const envLog = join(dir.path, "env.txt");

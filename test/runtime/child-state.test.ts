@@ -1,9 +1,9 @@
 import { describe, expect, test } from "bun:test";
 import { LoadGauge, parseStateLine, StateLines } from "../../src/runtime/child-state.ts";
 
-// The state lines of recording 90 (../shared/llama-server/transcripts/90-child-mode-supervision.txt)
-// and the payloads of server-context.cpp's load_progress_callback, read into states and one
-// load fraction.
+// The state lines of transcripts/90
+// (test/fixtures/llama-server/transcripts/90-child-mode-supervision.txt) and the payloads of
+// server-context.cpp's load_progress_callback, read into states and one load fraction.
 
 const LOADING = (value: string, stages = '["text_model"]', current = "text_model") =>
   `cmd_child_to_router:state:{"state":"loading","payload":{"stages":${stages},"current":"${current}","value":${value}}}`;

@@ -1,10 +1,7 @@
 import { describe, expect, test } from "bun:test";
-import { existsSync, readFileSync } from "node:fs";
-import { join } from "node:path";
+import { readFileSync } from "node:fs";
 import { classifyStartExit } from "../../src/runtime/exit-reason.ts";
-import { SHARED_DIR } from "../fixtures/shared.ts";
-
-const TRANSCRIPTS = join(SHARED_DIR, "llama-server/transcripts");
+import { TRANSCRIPTS } from "../fixtures/recordings-dir.ts";
 
 describe("classifyStartExit", () => {
   test("reads the cause from llama-server's own lines", () => {
@@ -39,7 +36,7 @@ describe("classifyStartExit", () => {
     ["73-unknown-flag.txt", "internal_error", /--bogus-flag/],
   ];
   for (const [file, code, message] of cases) {
-    test.skipIf(!existsSync(TRANSCRIPTS))(`recorded ${file} → ${code}`, () => {
+    test(`recorded ${file} → ${code}`, () => {
       const lines = readFileSync(`${TRANSCRIPTS}/${file}`, "utf8")
         .split("\n")
         .filter((l) => !l.startsWith("#") && !l.startsWith("$"));
@@ -48,6 +45,4 @@ describe("classifyStartExit", () => {
       expect(r.message).toMatch(message);
     });
   }
-  if (!existsSync(TRANSCRIPTS))
-    test.skip(`recorded transcripts: ${TRANSCRIPTS} is absent, skipped`, () => {});
 });

@@ -66,7 +66,7 @@ describe("SleepWatch: idle sleep as the supervisor follows it", () => {
     w.dispose();
   });
 
-  test("each sleep is counted, however it was learned: the slots' KV cache went with it (SPEC §13)", async () => {
+  test("each sleep is counted, however it was learned: the slots' KV cache went with it (docs/agent.md#prompt-reuse)", async () => {
     let asleep = false;
     const { w } = watch(100, () => asleep, 10);
     expect(w.sleeps).toBe(0);

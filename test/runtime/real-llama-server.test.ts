@@ -74,7 +74,7 @@ if (!BINARY || !MODEL) {
       }
     }, 120_000);
 
-    test("child mode (recording 90): started as a child, loading fraction from its state lines, stopped by the exit line", async () => {
+    test("child mode (transcripts/90): started as a child, loading fraction from its state lines, stopped by the exit line", async () => {
       await using dir = tmpdir();
       const supervisor = new Supervisor({
         findBinary: () => ({ path: BINARY }),
@@ -118,9 +118,9 @@ if (!BINARY || !MODEL) {
   });
 }
 
-// Opt-in: RPC workers for real (SPEC §10). LOCAL_AI_TEST_RPC_SERVER is a ggml-rpc-server
-// binary; the test starts two on 127.0.0.1, plans and serves across both, kills one mid-run,
-// and expects the named error and a restart planned without it.
+// Opt-in: RPC workers for real (docs/distributed.md). LOCAL_AI_TEST_RPC_SERVER is a ggml-rpc-server
+// binary; the test starts two on 127.0.0.1, plans and serves across both, kills one mid-run, and
+// expects the named error and a restart planned without it.
 const RPC_SERVER = process.env.LOCAL_AI_TEST_RPC_SERVER;
 
 if (!BINARY || !MODEL || !RPC_SERVER) {

@@ -1,13 +1,12 @@
 import { describe, expect, test } from "bun:test";
-import { existsSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { CoreError } from "../../src/protocol/errors.ts";
 import { rpcWorkerSnapshot, WorkerBook } from "../../src/rpc/workers.ts";
 import { classifyStartExit } from "../../src/runtime/exit-reason.ts";
 import { RpcWatch } from "../../src/runtime/rpc-watch.ts";
-import { SHARED_DIR } from "../fixtures/shared.ts";
+import { TRANSCRIPTS } from "../fixtures/recordings-dir.ts";
 
-const TRANSCRIPTS = join(SHARED_DIR, "llama-server/transcripts");
 const lines = (file: string) => readFileSync(join(TRANSCRIPTS, file), "utf8").split("\n");
 
 function watch(up: Record<string, boolean>) {
@@ -17,7 +16,7 @@ function watch(up: Record<string, boolean>) {
   return { w, book, lost };
 }
 
-describe.skipIf(!existsSync(TRANSCRIPTS))("RpcWatch on the recorded logs", () => {
+describe("RpcWatch on the recorded logs", () => {
   test("83: the RPC abort mid-run names the worker that no longer accepts connections", async () => {
     const { w, book, lost } = watch({ "127.0.0.1:50152": true, "127.0.0.1:50153": false });
     w.begin(["127.0.0.1:50152", "127.0.0.1:50153"]);
@@ -97,7 +96,7 @@ describe.skipIf(!existsSync(TRANSCRIPTS))("RpcWatch on the recorded logs", () =>
   });
 });
 
-describe.skipIf(!existsSync(TRANSCRIPTS))("classifyStartExit: RPC workers at start-up", () => {
+describe("classifyStartExit: RPC workers at start-up", () => {
   test("83's abort during a start is an RPC worker that stopped answering", () => {
     expect(classifyStartExit(lines("83-rpc-worker-dies.log"), null, "SIGABRT").message).toContain(
       "an RPC worker stopped answering while llama-server loaded the model",

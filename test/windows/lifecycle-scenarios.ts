@@ -135,7 +135,7 @@ export async function terminate(plan: HostPlan): Promise<TerminateObservation> {
   };
 }
 
-/** SPEC §3: the next serve-stdio with the same data directory stops a leftover within 10 s. */
+/** docs/supervisor.md: the next serve-stdio with the same data directory stops a leftover within 10 s. */
 const REAP_WAIT_MS = 15_000;
 
 /**

@@ -6,12 +6,12 @@ import type { LlamaProps } from "../../llama/props.ts";
 /**
  * What a saved slot is valid for. The file names no model: a model of the same shape restores
  * another's file without complaint and would answer from a KV cache it never computed
- * (recording 93d). So each file is keyed by a fingerprint of everything that shapes the cache:
- * the model file (its path, size, modification time and inode: a file replaced in place is
- * another model), the context per slot, the KV cache types and flash attention (the V layout),
- * the chat template (the same words render to other tokens under another one), llama-server's
- * build (its file format), and the flags passed through as they are. A file whose fingerprint
- * no longer matches is dropped.
+ * (test/fixtures/llama-server/transcripts/93d). So each file is keyed by a fingerprint of
+ * everything that shapes the cache: the model file (its path, size, modification time and inode: a
+ * file replaced in place is another model), the context per slot, the KV cache types and flash
+ * attention (the V layout), the chat template (the same words render to other tokens under another
+ * one), llama-server's build (its file format), and the flags passed through as they are. A file
+ * whose fingerprint no longer matches is dropped.
  */
 export interface FingerprintParts {
   model: ModelIdentity;

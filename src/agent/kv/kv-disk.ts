@@ -9,13 +9,13 @@ import { ensurePrivateDir, PRIVATE_FILE_MODE } from "../../util/private-fs.ts";
 import { type PromptRecord, PromptRecordSchema } from "./prompt-record.ts";
 
 /**
- * The sessions' saved KV state under data_dir/kv (SPEC §13), one pair of files per session:
- * `<name>.bin`, the slot as llama-server saved it (`--slot-save-path` is this folder), and
- * `<name>.json`, whose session it is, the fingerprint it is valid for, its size and when it was
- * last used, and the session's prompt record. llama-server writes a save under a temporary
- * name, which is renamed into place only once it is whole: a save cut short (the server killed,
- * a full disk) leaves the last good file. Files are 0600 in a 0700 folder. All sessions' files
- * together stay within `llama.kv_disk_bytes`, the least recently used going first.
+ * The sessions' saved KV state under data_dir/kv (docs/agent.md#prompt-reuse), one pair of files
+ * per session: `<name>.bin`, the slot as llama-server saved it (`--slot-save-path` is this folder),
+ * and `<name>.json`, whose session it is, the fingerprint it is valid for, its size and when it was
+ * last used, and the session's prompt record. llama-server writes a save under a temporary name,
+ * which is renamed into place only once it is whole: a save cut short (the server killed, a full
+ * disk) leaves the last good file. Files are 0600 in a 0700 folder. All sessions' files together
+ * stay within `llama.kv_disk_bytes`, the least recently used going first.
  *
  * Another core may share the folder (two app windows on one data_dir): each renames whole
  * files into place, so a reader sees an old file or a new one; a file the other core removed

@@ -1,12 +1,12 @@
 import { z } from "zod";
 
 /**
- * What a session's prompt is beyond its history (SPEC §13), kept so that every turn sends the
- * prefix the last one left in the slot: where the history starts (the cut, moved only when it
- * overflows), and the memory notes each user message was sent with. A note stays with its
- * message for as long as that message is sent, so the tokens after it are the same next turn;
- * dropping it would change the prompt there and make llama-server process the rest again.
- * Kept in memory and beside the session's saved KV state (kv-disk.ts), removed with both.
+ * What a session's prompt is beyond its history (docs/agent.md#prompt-reuse), kept so that every
+ * turn sends the prefix the last one left in the slot: where the history starts (the cut, moved
+ * only when it overflows), and the memory notes each user message was sent with. A note stays with
+ * its message for as long as that message is sent, so the tokens after it are the same next turn;
+ * dropping it would change the prompt there and make llama-server process the rest again. Kept in
+ * memory and beside the session's saved KV state (kv-disk.ts), removed with both.
  */
 
 export const NoteRecordSchema = z.object({

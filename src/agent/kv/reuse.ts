@@ -11,9 +11,10 @@ import { emptyRecord, noteSources, type PromptRecord } from "./prompt-record.ts"
 import { SlotTable } from "./slot-table.ts";
 
 /**
- * Prompt reuse across turns (SPEC §13): each session keeps a slot while it is active (`id_slot`),
- * its prompt record (cut and notes) is kept so every turn sends the prefix the slot holds, and
- * its KV state is saved to disk when it would be lost and restored before its next turn.
+ * Prompt reuse across turns (docs/agent.md#prompt-reuse): each session keeps a slot while it is
+ * active (`id_slot`), its prompt record (cut and notes) is kept so every turn sends the prefix the
+ * slot holds, and its KV state is saved to disk when it would be lost and restored before its next
+ * turn.
  *
  * When a save happens (docs/agent.md, "Prompt reuse" has the measured costs):
  * - once the server has been idle for `quietMs` (2 s, or a quarter of `llama.idle_sleep_s` if

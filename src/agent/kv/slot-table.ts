@@ -1,8 +1,8 @@
 /**
- * Which session each of llama-server's slots holds (SPEC §13, slot affinity), for one running
- * server between two losses of its slots (a restart, an idle sleep). A session keeps its slot
- * while it is active; a session without one takes a free slot, an empty one first, else the
- * least recently used, whose holder gives way, its state saved first when it changed since its
+ * Which session each of llama-server's slots holds (docs/agent.md#prompt-reuse, slot affinity), for
+ * one running server between two losses of its slots (a restart, an idle sleep). A session keeps
+ * its slot while it is active; a session without one takes a free slot, an empty one first, else
+ * the least recently used, whose holder gives way, its state saved first when it changed since its
  * last save (`evict`). Pure: the orchestration is reuse.ts.
  */
 

@@ -19,7 +19,7 @@ export const COMPILE_LIMIT_MS = 5000;
 export const CHECK_LIMIT_MS = 1000;
 
 /**
- * The chat's `response_format` (SPEC §12): how a constrained step asks llama-server for it,
+ * The chat's `response_format` (docs/agent.md#thinking-and-structured-output): how a constrained step asks llama-server for it,
  * and the check of the answer against the schema, which fails closed. Both run on the
  * validator's thread (`validator-thread.ts`), never on the core's loop; the schema is compiled
  * there once the request is on its way (`prepare`), while llama-server reads the prompt.
@@ -32,7 +32,10 @@ export class AnswerFormat {
     this.schema = JSON.stringify(format.type === "json_schema" ? format.schema : ANY_OBJECT);
   }
 
-  /** The request field, in llama-server's (OpenAI's) shape (recordings 95, 95c). */
+  /**
+   * The request field, in llama-server's (OpenAI's) shape
+   * (test/fixtures/llama-server/transcripts/95, 95c).
+   */
   request(): Record<string, unknown> {
     const f = this.format;
     if (f.type === "json_object") return { type: "json_object" };

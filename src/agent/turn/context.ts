@@ -19,7 +19,10 @@ export interface TurnDeps {
   locks: KeyedMutex;
   /** The conversation database (sessions, checkpoints, memory), opened on first need. */
   store(): Store;
-  /** Slots kept per session, prompt records, KV state on disk (SPEC §13); absent: none of it. */
+  /**
+   * Slots kept per session, prompt records, KV state on disk (docs/agent.md#prompt-reuse); absent:
+   * none of it.
+   */
   reuse?: PromptReuse;
   emit: RequestContext<ChatEvents>["emit"];
   signal: AbortSignal;

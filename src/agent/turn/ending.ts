@@ -31,7 +31,10 @@ export type TurnEnding =
     }
   /** The reply filled the slot's context and was cut off there. */
   | { kind: "context_full"; step: number; response: string; contextSize: number; reasoning: string }
-  /** With `response_format`: the answer is not JSON matching the schema (fails closed, SPEC §12). */
+  /**
+   * With `response_format`: the answer is not JSON matching the schema (fails closed,
+   * docs/agent.md#thinking-and-structured-output).
+   */
   | {
       kind: "output_invalid";
       step: number;

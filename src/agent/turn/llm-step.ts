@@ -24,11 +24,14 @@ export interface StepSetup {
   contextSize: number;
   /** The reply cap, when one is configured. */
   maxTokens: number | undefined;
-  /** The chat's `think`, else the agent's (SPEC §12). */
+  /** The chat's `think`, else the agent's (docs/agent.md#thinking-and-structured-output). */
   think: Think | undefined;
   /** This step's answer is constrained to the chat's `response_format` (no tools then). */
   format?: AnswerFormat;
-  /** The history from the session's cut with its notes, and the turn's own notes (SPEC §13). */
+  /**
+   * The history from the session's cut with its notes, and the turn's own notes
+   * (docs/agent.md#prompt-reuse).
+   */
   layout: PromptLayout;
   /** The slot the session keeps (`id_slot`, agent/kv/); undefined: llama-server picks one. */
   slot: number | undefined;
@@ -114,7 +117,10 @@ async function keepPartial(
   }
 }
 
-/** llama-server's 400 for a schema its grammar converter cannot take (recording 95d). */
+/**
+ * llama-server's 400 for a schema its grammar converter cannot take
+ * (test/fixtures/llama-server/transcripts/95d).
+ */
 function schemaRefused(err: unknown): err is LlmError {
   return err instanceof LlmError && err.status === 400 && /schema|grammar|parser/i.test(err.message);
 }

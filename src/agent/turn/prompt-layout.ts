@@ -5,10 +5,11 @@ import type { NoteRecord, PromptRecord } from "../kv/prompt-record.ts";
 import { memoryNotes, withNotes } from "./prompt.ts";
 
 /**
- * One turn's prompt laid out so its prefix is what the last turn left in the slot (SPEC §13):
- * the system prompt, the history from the session's cut with the notes each user message was
- * sent with, then the turn's own messages, its user message carrying this turn's new notes.
- * The cut moves only when the history overflows, in a large step (context-budget.ts).
+ * One turn's prompt laid out so its prefix is what the last turn left in the slot
+ * (docs/agent.md#prompt-reuse): the system prompt, the history from the session's cut with the
+ * notes each user message was sent with, then the turn's own messages, its user message carrying
+ * this turn's new notes. The cut moves only when the history overflows, in a large step
+ * (context-budget.ts).
  */
 export class PromptLayout {
   private cutAt: number;

@@ -7,9 +7,9 @@ import type { NoteRecord } from "../kv/prompt-record.ts";
 const MEMORY_SNIPPET_CHARS = 600;
 
 /**
- * The agent's system prompt, the same every turn: what changes per turn (memory notes) goes
- * with the user message instead (SPEC §13), or llama-server would process the whole
- * conversation again whenever memory finds something (recording 92b).
+ * The agent's system prompt, the same every turn: what changes per turn (memory notes) goes with
+ * the user message instead (docs/agent.md#prompt-reuse), or llama-server would process the whole
+ * conversation again whenever memory finds something (test/fixtures/llama-server/transcripts/92b).
  */
 export function systemMessage(agent: AgentConfig): ChatMessage {
   return { role: "system", content: agent.system_prompt };

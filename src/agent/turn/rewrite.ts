@@ -4,9 +4,10 @@ import type { Store } from "../../store/store.ts";
 import type { SessionKey } from "./session.ts";
 
 /**
- * `regenerate` and `replace_from` (SPEC §11): a turn that replaces the session's tail instead
- * of appending to it. What the params alone can refuse is refused before anything starts
- * (`checkRewriteParams`); what needs the session, under its lock (`planRewrite`).
+ * `regenerate` and `replace_from` (docs/protocol.md#conversations-sessions-and-usersdelete): a turn
+ * that replaces the session's tail instead of appending to it. What the params alone can refuse is
+ * refused before anything starts (`checkRewriteParams`); what needs the session, under its lock
+ * (`planRewrite`).
  */
 export interface Rewrite {
   /** The session's messages from this seq on are replaced by the turn. */

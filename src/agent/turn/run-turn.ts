@@ -29,7 +29,7 @@ function pickAgent(config: Config, name: string | undefined): AgentConfig {
   return agent;
 }
 
-/** One agent turn (SPEC §5). Returns the result without `dropped_events` (the method adds it). */
+/** One agent turn (docs/agent.md). Returns the result without `dropped_events` (the method adds it). */
 export async function runTurn(params: ChatParams, deps: TurnDeps): Promise<TurnResult> {
   const { config, signal } = deps;
   const agent = pickAgent(config, params.agent);

@@ -2,11 +2,11 @@ import type { CompletionResult } from "../../llama/stream-reply.ts";
 import type { Usage } from "../../protocol/usage.ts";
 
 /**
- * What a turn cost (SPEC §13), summed over its steps from llama-server's own counters: its
- * `usage` (OpenAI's names) and `timings` (`cache_n` is the prompt taken from the slot's cache,
- * `prompt_n` what it processed, recording 92). Counts and times add up; `ttft_ms` is the first
- * step's (the host's wait for the first token), `tokens_per_s` the generation's rate over all
- * steps. A field no step reported stays out.
+ * What a turn cost (docs/agent.md#prompt-reuse), summed over its steps from llama-server's own
+ * counters: its `usage` (OpenAI's names) and `timings` (`cache_n` is the prompt taken from the
+ * slot's cache, `prompt_n` what it processed, test/fixtures/llama-server/transcripts/92). Counts
+ * and times add up; `ttft_ms` is the first step's (the host's wait for the first token),
+ * `tokens_per_s` the generation's rate over all steps. A field no step reported stays out.
  */
 export class TurnUsage {
   private readonly sums = new Map<keyof Usage, number>();

@@ -3,11 +3,11 @@ import { flags } from "../argv.ts";
 import type { Decided } from "./decided.ts";
 
 /**
- * `--cache-ram N` (MiB): llama-server keeps the prompts that left their slot in host RAM and
- * brings one back when its conversation returns (recording 94; 94b: 0 processes it again).
- * Its own default, 8 GiB, is on top of the model and the KV cache and counted by no plan, so
- * the plan always sets it: enough for a few conversations per slot, from what the RAM budget
- * leaves once the launch is placed, never more than llama-server's default.
+ * `--cache-ram N` (MiB): llama-server keeps the prompts that left their slot in host RAM and brings
+ * one back when its conversation returns (test/fixtures/llama-server/transcripts/94; 94b: 0
+ * processes it again). Its own default, 8 GiB, is on top of the model and the KV cache and counted
+ * by no plan, so the plan always sets it: enough for a few conversations per slot, from what the
+ * RAM budget leaves once the launch is placed, never more than llama-server's default.
  */
 
 const MIB = 1024 * 1024;

@@ -2,9 +2,10 @@ import { templateThinks } from "../../llama/chat-template.ts";
 import type { ChatTemplateReport } from "../../protocol/plan.ts";
 
 /**
- * The chat template llama-server will apply and whether it lets the model think (SPEC §12):
- * `--chat-template-file` or `--chat-template` in llama.extra_args win (they come last), else
- * the GGUF's `tokenizer.chat_template`. Pure: the file is read by the caller (launch.ts).
+ * The chat template llama-server will apply and whether it lets the model think
+ * (docs/agent.md#thinking-and-structured-output): `--chat-template-file` or `--chat-template` in
+ * llama.extra_args win (they come last), else the GGUF's `tokenizer.chat_template`. Pure: the file
+ * is read by the caller (launch.ts).
  */
 
 /** The last value of `name` in the args (`--flag value` or `--flag=value`). */

@@ -12,12 +12,12 @@ import type { Placement } from "./context-and-layers.ts";
 import type { Decided } from "./decided.ts";
 
 /**
- * llama.cpp RPC workers as devices of the plan (SPEC §10). Each worker that answered its query
- * brings its devices, numbered as llama-server numbers them (`RPC0`, `RPC1`… over the workers
- * passed to `--rpc`, in order), each with a budget: what it reports free minus a margin (the
- * worker may be a CPU sharing memory with its OS, and the query does not say, so RAM's
- * margin), or `memory_bytes` from the config as given. A worker that did not answer, answered
- * wrongly, or has nothing to spend is left out, with the reason: the plan never counts on it.
+ * llama.cpp RPC workers as devices of the plan (docs/distributed.md). Each worker that answered its
+ * query brings its devices, numbered as llama-server numbers them (`RPC0`, `RPC1`… over the workers
+ * passed to `--rpc`, in order), each with a budget: what it reports free minus a margin (the worker
+ * may be a CPU sharing memory with its OS, and the query does not say, so RAM's margin), or
+ * `memory_bytes` from the config as given. A worker that did not answer, answered wrongly, or has
+ * nothing to spend is left out, with the reason: the plan never counts on it.
  */
 
 const MIB = 1024 * 1024;

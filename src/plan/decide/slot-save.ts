@@ -4,7 +4,7 @@ import type { Decision } from "../../protocol/plan.ts";
 import { flags } from "../argv.ts";
 import type { Decided } from "./decided.ts";
 
-/** The folder under data_dir where conversations' KV state is saved (SPEC §13). */
+/** The folder under data_dir where conversations' KV state is saved (docs/agent.md#prompt-reuse). */
 export const KV_DIR = "kv";
 
 export function kvDirOf(dataDir: string): string {
@@ -12,9 +12,10 @@ export function kvDirOf(dataDir: string): string {
 }
 
 /**
- * `--slot-save-path`: where llama-server saves a slot's KV cache and restores it from (recording
- * 93), so a conversation is not processed again after a restart or idle sleep. Off (no flag, and
- * the 501 of 93e for any slot action) when `llama.kv_disk_bytes` is 0.
+ * `--slot-save-path`: where llama-server saves a slot's KV cache and restores it from
+ * (test/fixtures/llama-server/transcripts/93), so a conversation is not processed again after a
+ * restart or idle sleep. Off (no flag, and the 501 of 93e for any slot action) when
+ * `llama.kv_disk_bytes` is 0.
  */
 export function decideSlotSave(
   llama: Pick<Config["llama"], "kv_disk_bytes">,

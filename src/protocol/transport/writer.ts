@@ -18,9 +18,9 @@ export interface WriterOptions {
 }
 
 /**
- * The one background writer of SPEC §2 "Output buffering": a bounded FIFO drained in order,
- * one sink write per drained batch. Events are best-effort (dropped when the queue is full);
- * results and errors wait for room. A broken sink is logged once and output is discarded
+ * The one background writer of docs/protocol.md#output-buffering-the-writer: a bounded FIFO drained
+ * in order, one sink write per drained batch. Events are best-effort (dropped when the queue is
+ * full); results and errors wait for room. A broken sink is logged once and output is discarded
  * from then on, so request processing never depends on the host reading.
  */
 export class Writer {

@@ -5,8 +5,8 @@ import { entryOf, KvDisk } from "../../../src/agent/kv/kv-disk.ts";
 import { emptyRecord, type PromptRecord } from "../../../src/agent/kv/prompt-record.ts";
 import { tmpdir } from "../../fixtures/tmpdir.ts";
 
-// The KV state folder (SPEC §13): whole files only, owner-only, a disk budget with the least
-// recently used going first, and nothing of an erased session left behind.
+// The KV state folder (docs/agent.md#prompt-reuse): whole files only, owner-only, a disk budget
+// with the least recently used going first, and nothing of an erased session left behind.
 
 const FP = "f".repeat(32);
 

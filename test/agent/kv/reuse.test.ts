@@ -7,10 +7,10 @@ import type { InProcessOptions } from "../../fixtures/llama-stand-in/in-process.
 import { waitFor } from "../../fixtures/wait.ts";
 import { ChatHarness, type Msg } from "../harness.ts";
 
-// Prompt reuse against the in-process stand-in (SPEC §13): a slot per session (`id_slot`), the
-// least recently used giving way with its state saved first and restored when it returns, the
-// save once the server is quiet, and each fault of a slot file falling back to processing the
-// prompt — the chat's result as ever, only its `usage` shows the difference.
+// Prompt reuse against the in-process stand-in (docs/agent.md#prompt-reuse): a slot per session
+// (`id_slot`), the least recently used giving way with its state saved first and restored when it
+// returns, the save once the server is quiet, and each fault of a slot file falling back to
+// processing the prompt — the chat's result as ever, only its `usage` shows the difference.
 
 type Usage = { prompt_tokens: number; cached_tokens: number };
 const usage = (m: Msg) => (m.result as { usage: Usage }).usage;

@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { SlotTable } from "../../../src/agent/kv/slot-table.ts";
 
-describe("SlotTable (slot affinity, SPEC §13)", () => {
+describe("SlotTable (slot affinity, docs/agent.md#prompt-reuse)", () => {
   test("a session keeps its slot; a new one takes an empty slot before anyone's", () => {
     const t = new SlotTable(2);
     const a = t.take("u/a", 1)!;

@@ -4,8 +4,9 @@ import { PromptLayout } from "../../../src/agent/turn/prompt-layout.ts";
 import type { ChatMessage } from "../../../src/protocol/chat-message.ts";
 import type { MemoryHit } from "../../../src/store/memory-store.ts";
 
-// SPEC §13: the prompt's prefix is the same from turn to turn. Memory notes go with the user
-// message they came with and stay there; a passage already in the prompt is not sent again.
+// docs/agent.md#prompt-reuse: the prompt's prefix is the same from turn to turn. Memory notes go
+// with the user message they came with and stay there; a passage already in the prompt is not sent
+// again.
 
 const hit = (id: string, text: string): MemoryHit => ({ doc: { id, text, source: "session:old" }, score: 1 });
 const history = (turns: number): ChatMessage[] =>

@@ -4,7 +4,7 @@ import { CACHE_RAM_DEFAULT_MIB, decideCacheRam } from "../../../src/plan/decide/
 const MIB = 2 ** 20;
 const GIB = 2 ** 30;
 
-describe("decideCacheRam (--cache-ram, recordings 94 and 94b)", () => {
+describe("decideCacheRam (--cache-ram, transcripts 94 and 94b)", () => {
   test("four conversations' worth of the KV cache when RAM has room for it", () => {
     const d = decideCacheRam({ ramLeftBytes: 16 * GIB, kvBytes: 512 * MIB });
     expect(d.value).toBe(2048);
