@@ -263,11 +263,8 @@ export class PromptReuse {
 
   /** Saves off any turn's path: a failure is logged, never a rejection that could end the core. */
   private saveQuietly(server: Server): Promise<void> {
-    return this.saveDirty(server).catch((err) => {
-      logger.warn(
-        `saving KV state failed (the prompts will be processed instead): ${(err as Error).message}`,
-      );
-    });
+    const why = (err: unknown) => (err as Error).message;
+    return this.saveDirty(server).catch((err) => logger.warn(`saving KV state failed: ${why(err)}`));
   }
 
   private async saveDirty(server: Server): Promise<void> {
