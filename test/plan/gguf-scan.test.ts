@@ -122,9 +122,13 @@ describe("scanGguf against @huggingface/gguf", () => {
     expect(ours).toEqual(await byLibrary(path, file.length));
   });
 
-  const shared = ["tiny-llama.gguf", "tiny-llama-q8.gguf", "tiny-llama-spmprefix.gguf"].map((f) =>
-    join(SHARED_DIR, "models", f),
-  );
+  // tiny-embed.gguf: a BERT encoder, the embedding model of recordings 111–119.
+  const shared = [
+    "tiny-llama.gguf",
+    "tiny-llama-q8.gguf",
+    "tiny-llama-spmprefix.gguf",
+    "tiny-embed.gguf",
+  ].map((f) => join(SHARED_DIR, "models", f));
   const have = shared.every((p) => existsSync(p));
   if (!have)
     console.warn(`skipping the scanner check against real GGUFs: ${join(SHARED_DIR, "models")} is absent`);
