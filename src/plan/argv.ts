@@ -40,6 +40,9 @@ export const flags = {
   idleSleep: (seconds: number) => (seconds > 0 ? ["--sleep-idle-seconds", String(seconds)] : []),
   cacheRam: (mib: number) => ["--cache-ram", String(mib)],
   slotSavePath: (dir: string | null) => (dir === null ? [] : ["--slot-save-path", dir]),
+  /** An embedding model's (decide/embedding.ts): its pooling, and `-ub` as `-b` (llama-server forces it). */
+  embeddings: (pooling: string) => ["--embeddings", "--pooling", pooling],
+  batch: (tokens: number) => ["-b", String(tokens), "-ub", String(tokens)],
 };
 
 /** Whether the weights are held other than llama-server's default (mmap, unlocked): a flag whose spelling the dialect decides. */

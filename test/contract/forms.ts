@@ -1,8 +1,16 @@
 import { afterEach } from "bun:test";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { scanGguf } from "../../src/plan/gguf-scan.ts";
 import { pickFreePort } from "../../src/runtime/ports.ts";
+import { bertModel } from "../fixtures/gguf-bert.ts";
+import { encodeGguf, writeGguf } from "../fixtures/gguf-writer.ts";
 import { writeFakeLlamaServer, writeFakeModel } from "../fixtures/llama-stand-in/binary.ts";
+import {
+  embeddingContext,
+  embeddingFlagsOf,
+  embeddingServer,
+} from "../fixtures/llama-stand-in/embeddings.ts";
 import { LlamaStandIn } from "../fixtures/llama-stand-in/in-process.ts";
 import type { Turn } from "../fixtures/llama-stand-in/script.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
@@ -41,6 +49,12 @@ export interface StartOptions {
   cacheRamMib?: number;
   /** `--slot-save-path` (93); absent: slot actions are 501 (93e). */
   slotDir?: string;
+  /**
+   * An embedding server (110–119): these llama-server flags (`--embeddings`, `--reranking`,
+   * `--pooling none`, `-ub 1024 -c 1024`…) on a BERT model shaped as tiny-embed.gguf, or on
+   * the llama model with `decoder` (96, 116).
+   */
+  embedding?: { flags: string[]; decoder?: boolean };
 }
 
 export interface Form {
@@ -49,6 +63,18 @@ export interface Form {
 }
 
 const API_KEY = "contract-key";
+
+/** The embedding server `main.ts` would make of these flags and model. */
+function inProcessEmbedding(options: StartOptions) {
+  if (!options.embedding) return {};
+  const flags = embeddingFlagsOf(options.embedding.flags);
+  const header = encodeGguf(bertModel()).header;
+  const metadata = options.embedding.decoder
+    ? { "general.architecture": "llama", "llama.context_length": 4096, "llama.embedding_length": 64 }
+    : scanGguf((at, n) => header.subarray(at, at + n)).metadata;
+  const embedding = embeddingServer(flags, metadata, flags.ctx ?? 4096);
+  return embedding ? { embedding, nCtx: embeddingContext(embedding, flags.ctx) } : {};
+}
 
 const inProcess: Form = {
   name: "in-process",
@@ -65,6 +91,7 @@ const inProcess: Form = {
       chatTemplate: options.chatTemplate,
       ...(options.cacheRamMib !== undefined ? { cacheRamMib: options.cacheRamMib } : {}),
       ...(options.slotDir !== undefined ? { slotSavePath: `${options.slotDir}/` } : {}),
+      ...inProcessEmbedding(options),
     });
     standIn.script(...(options.script ?? []));
     if (options.loading) standIn.model.loaded = false;
@@ -88,11 +115,15 @@ const subprocess: Form = {
   async start(options = {}) {
     const dir = tmpdir("local-ai-stand-in-");
     const binary = writeFakeLlamaServer(dir.path);
-    const model = writeFakeModel(dir.path);
+    const embed = options.embedding;
+    const model =
+      embed && !embed.decoder ? writeGguf(dir.path, "embed.gguf", bertModel()) : writeFakeModel(dir.path);
     const scriptFile = join(dir.path, "script.json");
     writeFileSync(scriptFile, JSON.stringify(options.script ?? []));
     const port = await pickFreePort();
-    const args = ["-m", model, "-c", String(options.nCtx ?? 2048), "-np", String(options.slots ?? 4)];
+    const args = ["-m", model, "-np", String(options.slots ?? 4)];
+    // An embedding server takes its context from the model unless its flags say (111).
+    args.push(...(embed ? embed.flags : ["-c", String(options.nCtx ?? 2048)]));
     if (options.sleepIdleS !== undefined) args.push("--sleep-idle-seconds", String(options.sleepIdleS));
     if (options.chatTemplate !== undefined) {
       const file = join(dir.path, "template.jinja");

@@ -122,8 +122,9 @@ describe("scanGguf against @huggingface/gguf", () => {
     expect(ours).toEqual(await byLibrary(path, file.length));
   });
 
-  const real = ["tiny-llama.gguf", "tiny-llama-q8.gguf", "tiny-llama-spmprefix.gguf"].map((f) =>
-    join(REAL_MODELS_DIR, f),
+  // tiny-embed.gguf: a BERT encoder, the embedding model of recordings 111–119.
+  const real = ["tiny-llama.gguf", "tiny-llama-q8.gguf", "tiny-llama-spmprefix.gguf", "tiny-embed.gguf"].map(
+    (f) => join(REAL_MODELS_DIR, f),
   );
   if (real.every((p) => existsSync(p))) {
     test("llama.cpp's own tiny GGUFs (an opt-in real-file check)", async () => {

@@ -1,0 +1,140 @@
+import { EmbedError } from "./embed-error.ts";
+import { errorBody, LlmError, notJson, statusError } from "./errors.ts";
+import { answerText, call, type LlamaEndpoint } from "./http.ts";
+
+/**
+ * POST /v1/embeddings (recordings 112–116): a vector per input, in the inputs' order, as
+ * llama-server gives them (L2-normalized by its pooling). Long lists go in batches of
+ * `perRequest`; the vectors come back as base64 float32 (112b), a quarter of the JSON.
+ */
+
+export interface EmbedOptions {
+  signal?: AbortSignal;
+  /** Inputs per request (default 32): each is one task in a slot, so a batch fills them all. */
+  perRequest?: number;
+  /** Echoed back by llama-server as the answer's `model` (112); it serves one model. */
+  model?: string;
+}
+
+export interface Embedded {
+  embeddings: number[][];
+  /** The tokens of every input together (`usage.prompt_tokens`). */
+  promptTokens: number;
+}
+
+const PER_REQUEST = 32;
+
+/** Embeds `inputs` in order; an empty list is refused before any request. */
+export async function embed(
+  server: LlamaEndpoint,
+  inputs: readonly string[],
+  o: EmbedOptions = {},
+): Promise<Embedded> {
+  if (inputs.length === 0)
+    throw new EmbedError("empty_input", "there is nothing to embed: the input list is empty");
+  const size = Math.max(1, Math.floor(o.perRequest ?? PER_REQUEST));
+  const out: Embedded = { embeddings: [], promptTokens: 0 };
+  for (let at = 0; at < inputs.length; at += size) {
+    const part = await batch(server, inputs.slice(at, at + size), at, o);
+    out.embeddings.push(...part.embeddings);
+    out.promptTokens += part.promptTokens;
+  }
+  return out;
+}
+
+/**
+ * One request. An input too long for the server fails the whole request without saying which
+ * (114), so a batch that fails so is sent again one input at a time, to name it.
+ */
+async function batch(
+  server: LlamaEndpoint,
+  inputs: readonly string[],
+  offset: number,
+  o: EmbedOptions,
+): Promise<Embedded> {
+  const body = JSON.stringify({
+    input: inputs,
+    encoding_format: "base64",
+    ...(o.model ? { model: o.model } : {}),
+  });
+  const res = await call(server, "/v1/embeddings", { body, signal: o.signal });
+  const text = await answerText(res, "/v1/embeddings", o.signal);
+  if (res.ok) return parseAnswer(text, inputs.length);
+  const tooLong = tokensOver(text);
+  if (tooLong && inputs.length === 1)
+    throw new EmbedError(
+      "too_long",
+      `input ${offset} has ${tooLong.n_tokens} tokens, more than the embedding model takes at once (${tooLong.max_tokens})`,
+      { index: offset, ...tooLong },
+    );
+  if (tooLong) return embed(server, inputs, { ...o, perRequest: 1 }).catch((err) => reindexed(err, offset));
+  if (res.status === 501)
+    throw new EmbedError(
+      "not_supported",
+      "this llama-server was not started with --embeddings: it serves no embeddings",
+    );
+  throw statusError(res.status, res.statusText, text);
+}
+
+/** A failure of a batch sent one by one names the input by its place in the caller's list. */
+function reindexed(err: unknown, offset: number): never {
+  if (err instanceof EmbedError && err.data.index !== undefined) {
+    const index = err.data.index + offset;
+    throw new EmbedError(err.kind, err.message.replace(/^input \d+/, `input ${index}`), {
+      ...err.data,
+      index,
+    });
+  }
+  throw err;
+}
+
+/**
+ * The token counts of llama-server's "too long" answers (114): a 500 past the physical batch,
+ * a 400 `exceed_context_size_error` past the slot's context.
+ */
+function tokensOver(text: string): { n_tokens: number; max_tokens: number } | undefined {
+  const message = errorBody(text)?.message ?? "";
+  const batch = /input \((\d+) tokens\) is too large to process.*current batch size: (\d+)/.exec(message);
+  const context = /input \((\d+) tokens\) is larger than the max context size \((\d+) tokens\)/.exec(message);
+  const m = batch ?? context;
+  return m ? { n_tokens: Number(m[1]), max_tokens: Number(m[2]) } : undefined;
+}
+
+/** `{data: [{index, embedding}], usage}`: each input's vector in its place, base64 or numbers. */
+function parseAnswer(text: string, count: number): Embedded {
+  let body: { data?: unknown; usage?: { prompt_tokens?: unknown } };
+  try {
+    body = JSON.parse(text);
+  } catch {
+    throw notJson("an answer to /v1/embeddings", text);
+  }
+  const bad = (why: string) => new LlmError("bad_response", `llama-server's /v1/embeddings answer ${why}`);
+  if (!Array.isArray(body?.data) || body.data.length !== count)
+    throw bad(`has ${Array.isArray(body?.data) ? body.data.length : "no"} vectors for ${count} inputs`);
+  const embeddings: number[][] = new Array(count);
+  let width: number | undefined;
+  for (const item of body.data as { index?: unknown; embedding?: unknown }[]) {
+    const i = item?.index;
+    if (typeof i !== "number" || !Number.isInteger(i) || i < 0 || i >= count || embeddings[i])
+      throw bad("has a vector with no place of its own");
+    const vector = vectorOf(item.embedding) ?? [];
+    width ??= vector.length;
+    if (vector.length === 0 || vector.length !== width)
+      throw bad("has a vector that is not a list of numbers of the model's width");
+    embeddings[i] = vector;
+  }
+  const tokens = body.usage?.prompt_tokens;
+  return { embeddings, promptTokens: typeof tokens === "number" ? tokens : 0 };
+}
+
+/** An `embedding` as numbers: base64 is little-endian float32 (112b). */
+function vectorOf(value: unknown): number[] | undefined {
+  if (typeof value === "string") {
+    const bytes = Buffer.from(value, "base64");
+    if (bytes.length % 4 !== 0) return undefined;
+    const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.length);
+    return Array.from({ length: bytes.length / 4 }, (_, k) => view.getFloat32(k * 4, true));
+  }
+  if (Array.isArray(value) && value.every((x) => typeof x === "number")) return value as number[];
+  return undefined;
+}

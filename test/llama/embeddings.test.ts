@@ -1,0 +1,145 @@
+import { afterEach, describe, expect, test } from "bun:test";
+import { EmbedError } from "../../src/llama/embed-error.ts";
+import { embed } from "../../src/llama/embeddings.ts";
+import { LlmError } from "../../src/llama/errors.ts";
+import { RECORDINGS } from "../contract/recordings.ts";
+import { readExchanges, readTranscript } from "../contract/transcript.ts";
+import type { EmbeddingServer } from "../fixtures/llama-stand-in/embeddings.ts";
+import { LlamaStandIn } from "../fixtures/llama-stand-in/in-process.ts";
+import { tape } from "./tape.ts";
+
+// The embeddings client against the stand-in serving as tiny-embed.gguf does (111b, 119) and
+// against the recorded answers played back verbatim (tape.ts), each test naming its recording.
+
+/** tiny-embed.gguf under `--embeddings` (111b: n_embd 64, 512 positions; 119: n_ubatch 512). */
+const TINY_EMBED: EmbeddingServer = {
+  pooling: "mean",
+  reranking: false,
+  nEmbd: 64,
+  encoder: true,
+  ubatch: 512,
+  nCtxTrain: 512,
+};
+
+const failure = (p: Promise<unknown>) =>
+  p.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+const words = (n: number) => Array.from({ length: n }, () => "word").join(" ");
+
+let standIn: LlamaStandIn | undefined;
+afterEach(() => {
+  standIn?.stop();
+  standIn = undefined;
+});
+const serve = (embedding?: EmbeddingServer) => {
+  standIn = new LlamaStandIn({ nCtx: 512, ...(embedding ? { embedding } : {}) });
+  return standIn;
+};
+
+describe("embed against the stand-in", () => {
+  test("a list comes back in order whatever the batch size, the same vector for the same text (transcript 112)", async () => {
+    const s = serve(TINY_EMBED);
+    const inputs = ["hello world", "the cat sat on the paper", "", "hello world", "a b c"];
+    const whole = await embed(s, inputs);
+    expect(whole.embeddings).toHaveLength(5);
+    expect(whole.embeddings.every((v) => v.length === 64)).toBe(true);
+    expect(whole.embeddings[3]).toEqual(whole.embeddings[0]!);
+    expect(whole.embeddings[1]).not.toEqual(whole.embeddings[0]!);
+    // [CLS] and [SEP] around each: 4 + 8 + 2 + 4 + 5.
+    expect(whole.promptTokens).toBe(23);
+    const batched = await embed(s, inputs, { perRequest: 2 });
+    expect(batched).toEqual(whole);
+    const alone = await embed(s, ["the cat sat on the paper"]);
+    expect(alone.embeddings[0]).toEqual(whole.embeddings[1]!);
+  });
+
+  test("the base64 answer decodes to the float vector it stands for (transcripts 112b, 112c)", async () => {
+    const s = serve(TINY_EMBED);
+    const res = await fetch(`${s.baseUrl}/v1/embeddings`, {
+      method: "POST",
+      headers: { Authorization: `Bearer ${s.apiKey}` },
+      body: JSON.stringify({ input: "hello world" }),
+    });
+    const floats = ((await res.json()) as { data: { embedding: number[] }[] }).data[0]!.embedding;
+    const [vector] = (await embed(s, ["hello world"])).embeddings;
+    expect(vector).toEqual(floats.map((x) => Math.fround(x)));
+  });
+
+  test("an input past the batch is too_long naming its index and counts, in any batch (transcript 114)", async () => {
+    const s = serve(TINY_EMBED);
+    const inputs = ["a", "b", "c", words(600), "d"];
+    for (const perRequest of [1, 2, 5]) {
+      const err = await failure(embed(s, inputs, { perRequest }));
+      expect(err).toBeInstanceOf(EmbedError);
+      expect(err).toMatchObject({ kind: "too_long", data: { index: 3, n_tokens: 602, max_tokens: 512 } });
+      expect((err as Error).message).toContain("input 3 ");
+    }
+    // 510 words are 512 tokens: exactly the batch, embedded.
+    expect((await embed(s, [words(510)])).promptTokens).toBe(512);
+  });
+
+  test("a server without --embeddings is not_supported (transcript 110)", async () => {
+    const s = serve();
+    expect(await failure(embed(s, ["hello world"]))).toMatchObject({ kind: "not_supported" });
+  });
+
+  test("--pooling none is the request's fault, a bad_response, not a broken server (transcript 117)", async () => {
+    const s = serve({ ...TINY_EMBED, pooling: "none" });
+    const err = await failure(embed(s, ["hello world"]));
+    expect(err).toBeInstanceOf(LlmError);
+    expect(err).toMatchObject({ kind: "bad_response", status: 400 });
+  });
+});
+
+describe("embed against the recorded answers", () => {
+  test("an empty list is refused before any request: llama-server's own answer is a 500 (transcript 115)", async () => {
+    const [, emptyList] = readExchanges(RECORDINGS, "115-embed-empty-string.txt");
+    using t = tape(emptyList!);
+    expect(await failure(embed(t, []))).toMatchObject({ kind: "empty_input" });
+    expect(t.asked).toHaveLength(0);
+  });
+
+  test("the recorded 500 past the batch and 400 past the positions are both too_long with their counts (transcript 114)", async () => {
+    const [, batch, , context] = readExchanges(RECORDINGS, "114-embed-input-longer-than-context.txt");
+    using past = tape(batch!);
+    expect(await failure(embed(past, [words(600)]))).toMatchObject({
+      kind: "too_long",
+      data: { index: 0, n_tokens: 602, max_tokens: 512 },
+    });
+    using capped = tape(context!);
+    expect(await failure(embed(capped, [words(600)]))).toMatchObject({
+      kind: "too_long",
+      data: { index: 0, n_tokens: 602, max_tokens: 512 },
+    });
+  });
+
+  test("the recorded 501 is not_supported (transcript 110)", async () => {
+    using t = tape(readTranscript(RECORDINGS, "110-vision-server-embeddings-without-flag.txt"));
+    expect(await failure(embed(t, ["hello world"]))).toMatchObject({ kind: "not_supported" });
+  });
+
+  test("batches ask for base64 with the inputs in order; the recorded base64 is the recorded float vector (transcripts 112, 112b, 112c)", async () => {
+    const list = readTranscript(RECORDINGS, "112-embed-v1-embeddings-list.txt");
+    using t = tape(list);
+    const got = await embed(t, ["a", "b", "c", "d"], { perRequest: 2 });
+    expect(t.asked.map((a) => JSON.parse(a.body))).toEqual([
+      { input: ["a", "b"], encoding_format: "base64" },
+      { input: ["c", "d"], encoding_format: "base64" },
+    ]);
+    const recordedVectors = JSON.parse(list.body).data.map((d: { embedding: number[] }) => d.embedding);
+    expect(got.embeddings).toEqual([...recordedVectors, ...recordedVectors]);
+    expect(got.promptTokens).toBe(2 * JSON.parse(list.body).usage.prompt_tokens);
+
+    using b64 = tape(readTranscript(RECORDINGS, "112b-embed-v1-embeddings-base64.txt"));
+    const floats = JSON.parse(readTranscript(RECORDINGS, "112c-embed-v1-embeddings-string.txt").body).data[0]
+      .embedding as number[];
+    expect((await embed(b64, ["hello world"])).embeddings[0]).toEqual(floats.map((x) => Math.fround(x)));
+  });
+
+  test("an answer with fewer vectors than inputs is a bad_response (transcript 112c for two inputs)", async () => {
+    using t = tape(readTranscript(RECORDINGS, "112c-embed-v1-embeddings-string.txt"));
+    expect(await failure(embed(t, ["a", "b"]))).toMatchObject({ kind: "bad_response" });
+  });
+});
