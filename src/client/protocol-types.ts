@@ -25,7 +25,8 @@ export type ErrorReason =
   | "connection_lost"
   | "bad_response"
   | "server_failed"
-  | "session_not_found";
+  | "session_not_found"
+  | "session_deleted";
 
 /** What `chat` accepts: every field has a default on the core's side. */
 export type ChatParams = {

@@ -1,5 +1,6 @@
 import type { Database } from "bun:sqlite";
 import { logger } from "../util/logger.ts";
+import { recordErasure } from "./erasures.ts";
 
 /**
  * Deleting for good (SPEC §11 `users.delete`): `secure_delete` zeroes the freed parts of the
@@ -10,9 +11,10 @@ import { logger } from "../util/logger.ts";
  */
 const TRUNCATE_TRIES = 5;
 
-export function eraseSession(db: Database, userId: string, sessionId: string): boolean {
+export function eraseSession(db: Database, userId: string, sessionId: string, at: number): boolean {
   const removed = db
     .transaction(() => {
+      recordErasure(db, userId, sessionId, at);
       db.query("DELETE FROM memory WHERE user_id = ? AND session_id = ?").run(userId, sessionId);
       db.query("DELETE FROM session_leases WHERE user_id = ? AND session_id = ?").run(userId, sessionId);
       // Messages and checkpoints go with the session (foreign keys, ON DELETE CASCADE).
@@ -25,9 +27,10 @@ export function eraseSession(db: Database, userId: string, sessionId: string): b
 }
 
 /** Every session, message, checkpoint and memory entry of the user; returns the sessions removed. */
-export function eraseUser(db: Database, userId: string): number {
+export function eraseUser(db: Database, userId: string, at: number): number {
   const removed = db
     .transaction(() => {
+      recordErasure(db, userId, undefined, at);
       db.query("DELETE FROM memory WHERE user_id = ?").run(userId);
       db.query("DELETE FROM session_leases WHERE user_id = ?").run(userId);
       return db.query("DELETE FROM sessions WHERE user_id = ?").run(userId).changes;

@@ -4,6 +4,7 @@ import { logger } from "../util/logger.ts";
 import { Conversations, type SessionSummary } from "./conversations.ts";
 import { type OpenOptions, openStore, storeError } from "./db/open.ts";
 import { eraseSession, eraseUser, truncateWal } from "./erase.ts";
+import { ErasureWatch } from "./erasures.ts";
 import { type ExportFormat, exportSession } from "./export.ts";
 import { eraseImported, importV01 } from "./import-v01.ts";
 import { MemoryStore } from "./memory-store.ts";
@@ -38,9 +39,12 @@ export class Store {
   readonly leases: SessionLeases;
   readonly fts: boolean;
   readonly path: string;
+  /** This process's turns, stopped when their session is erased (store/erasures.ts). */
+  readonly erasing = new ErasureWatch();
   private reset: StoreReset | undefined;
   private closed = false;
   private busyWaitMs = BUSY_WAIT_MS;
+  private now: () => Date = () => new Date();
 
   private constructor(
     private readonly db: Database,
@@ -60,6 +64,7 @@ export class Store {
     const opened = openStore(dataDir, options);
     const store = new Store(opened.db, dataDir, opened, options.folders ?? []);
     if (options.busyWaitMs !== undefined) store.busyWaitMs = options.busyWaitMs;
+    if (options.now) store.now = options.now;
     try {
       importV01(opened.db, dataDir, (options.now ?? (() => new Date()))());
     } catch (err) {
@@ -140,7 +145,10 @@ export class Store {
 
   /** A session's messages, checkpoint and memory, erased for good; false when there was none. */
   async deleteSession(userId: string, sessionId: string): Promise<boolean> {
-    const removed = await this.write(() => eraseSession(this.db, userId, sessionId));
+    // A turn of it in flight here stops now; one in another core is refused at its next write.
+    this.erasing.erased(userId, sessionId);
+    const at = this.now().getTime();
+    const removed = await this.write(() => eraseSession(this.db, userId, sessionId, at));
     this.conversations.forget(userId, sessionId);
     eraseImported(this.dataDir, userId, sessionId);
     return removed;
@@ -148,7 +156,9 @@ export class Store {
 
   /** Everything of a user, erased for good; returns how many sessions went. */
   async deleteUser(userId: string): Promise<number> {
-    const removed = await this.write(() => eraseUser(this.db, userId));
+    this.erasing.erased(userId);
+    const at = this.now().getTime();
+    const removed = await this.write(() => eraseUser(this.db, userId, at));
     this.conversations.forget(userId);
     eraseImported(this.dataDir, userId);
     return removed;

@@ -1,4 +1,5 @@
 import { describe, expect, test } from "bun:test";
+import { Store } from "../../src/store/store.ts";
 import { ChatHarness, type Msg } from "../agent/harness.ts";
 
 /** A request's terminal message; results are read loosely here (the client types check their shapes). */
@@ -199,5 +200,54 @@ describe("chat: regenerate and replace_from", () => {
     expect(r.terminal).toMatchObject({ type: "error", code: "invalid_request" });
     expect(r.terminal.message).toContain("in flight");
     expect((await h.terminal("2")).result).toMatchObject({ response: "slow reply" });
+  });
+});
+
+describe("a delete wins over a turn in flight", () => {
+  /** A chat of session `s` streaming slowly, the first turn of `s` already committed. */
+  async function streaming(h: ChatHarness, user = "default_user"): Promise<void> {
+    h.llama.script({ content: ["first"] }, { content: ["slow", " SECRET", " reply"], chunk_delay_ms: 300 });
+    await h.chat("1", { input: "one", session_id: "s", user_id: user });
+    h.send("2", "chat", { input: "two SECRET", session_id: "s", user_id: user });
+    await h.waitFor((m) => m.id === "2" && m.event === "llm_chunk");
+  }
+
+  async function expectGone(h: ChatHarness, user = "default_user"): Promise<void> {
+    const t = await h.terminal("2");
+    expect(t).toMatchObject({ type: "error", code: "cancelled", data: { reason: "session_deleted" } });
+    const got = await call(h, "g", "sessions.get", { session_id: "s", user_id: user });
+    expect(got).toMatchObject({ type: "error", data: { reason: "session_not_found" } });
+    expect(h.checkpoint("s", user)).toBeUndefined();
+    expect((await call(h, "f", "sessions.search", { query: "SECRET", user_id: user })).result.hits).toEqual(
+      [],
+    );
+  }
+
+  test("sessions.delete stops the turn; nothing of the session is written after it answered", async () => {
+    await using h = new ChatHarness({ agents: [{ name: "plain" }] });
+    await streaming(h);
+    expect((await call(h, "d", "sessions.delete", { session_id: "s" })).result).toEqual({ deleted: true });
+    await expectGone(h);
+  });
+
+  test("users.delete stops the user's turns the same way", async () => {
+    await using h = new ChatHarness({ agents: [{ name: "plain" }] });
+    await streaming(h, "ann");
+    expect((await call(h, "d", "users.delete", { user_id: "ann" })).result).toMatchObject({
+      deleted_sessions: 1,
+    });
+    await expectGone(h, "ann");
+  });
+
+  test("a delete from a second core on the same data folder refuses the turn's commit", async () => {
+    await using h = new ChatHarness({ agents: [{ name: "plain" }] });
+    await streaming(h);
+    const other = Store.open(h.dataDir);
+    try {
+      expect(await other.deleteSession("default_user", "s")).toBe(true);
+    } finally {
+      other.close();
+    }
+    await expectGone(h);
   });
 });

@@ -1,6 +1,8 @@
+import { Database } from "bun:sqlite";
 import { describe, expect, test } from "bun:test";
 import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { ERASURE_KEEP_MS } from "../../../src/store/erasures.ts";
 import { Store } from "../../../src/store/store.ts";
 import { tmpdir } from "../../fixtures/tmpdir.ts";
 
@@ -99,6 +101,70 @@ describe("erasing for good", () => {
       expect(
         statSync(join(dir.path, "imported-0.1", "users", "alice", "memory", "turns.json")).mode & 0o777,
       ).toBe(0o600);
+    store.close();
+  });
+});
+
+/** What `work` threw (undefined when it did not). */
+function thrown(work: () => unknown): unknown {
+  try {
+    work();
+  } catch (err) {
+    return err;
+  }
+  return undefined;
+}
+
+describe("a delete wins over a turn begun before it", () => {
+  const turn = (u: string, s: string, since: number) => ({
+    userId: u,
+    sessionId: s,
+    agent: "a",
+    messages: [{ role: "user" as const, content: "late SECRET" }],
+    at: new Date(),
+    since,
+  });
+
+  test("a turn's writes are refused after its session or user was erased; a turn begun after is not", async () => {
+    using dir = tmpdir();
+    const store = Store.open(dir.path);
+    chat(store, "ann", "s", "first");
+    chat(store, "ann", "t", "other");
+    const mark = store.conversations.erasureMark();
+    await store.deleteSession("ann", "s");
+    const refused = { code: "cancelled", data: { reason: "session_deleted" } };
+    expect(thrown(() => store.conversations.commitTurn(turn("ann", "s", mark)))).toMatchObject(refused);
+    expect(
+      thrown(() => store.conversations.saveCheckpoint("ann", "s", "{}", new Date(), mark)),
+    ).toMatchObject(refused);
+    // Another session, another user, and a turn that began after the delete all commit.
+    store.conversations.commitTurn(turn("ann", "t", mark));
+    store.conversations.commitTurn(turn("bob", "s", mark));
+    store.conversations.commitTurn(turn("ann", "s", store.conversations.erasureMark()));
+    const later = store.conversations.erasureMark();
+    await store.deleteUser("ann");
+    expect(thrown(() => store.conversations.commitTurn(turn("ann", "t", later)))).toMatchObject(refused);
+    expect(store.list("ann", 10).sessions).toEqual([]);
+    expect(store.list("bob", 10).sessions).toHaveLength(1);
+    store.close();
+  });
+
+  test("erase rows are pruned after a day; a turn older than the pruned rows is refused", async () => {
+    using dir = tmpdir();
+    let now = Date.parse("2026-01-01T00:00:00Z");
+    const store = Store.open(dir.path, { now: () => new Date(now) });
+    const ancient = store.conversations.erasureMark();
+    await store.deleteSession("ann", "x");
+    now += ERASURE_KEEP_MS + 1;
+    const recent = store.conversations.erasureMark();
+    await store.deleteSession("ann", "y");
+    const db = new Database(join(dir.path, "local-ai.db"), { readonly: true });
+    expect(db.query("SELECT session_id FROM erasures").all()).toEqual([{ session_id: "y" }]);
+    db.close();
+    expect(thrown(() => store.conversations.commitTurn(turn("ann", "z", ancient)))).toMatchObject({
+      code: "cancelled",
+    });
+    store.conversations.commitTurn(turn("ann", "z", recent));
     store.close();
   });
 });
