@@ -15,11 +15,7 @@ export function eraseSession(db: Database, userId: string, sessionId: string, at
   const removed = db
     .transaction(() => {
       recordErasure(db, userId, sessionId, at);
-      db.query("DELETE FROM memory WHERE user_id = ? AND session_id = ?").run(userId, sessionId);
-      db.query("DELETE FROM session_leases WHERE user_id = ? AND session_id = ?").run(userId, sessionId);
-      // Messages and checkpoints go with the session (foreign keys, ON DELETE CASCADE).
-      return db.query("DELETE FROM sessions WHERE user_id = ? AND session_id = ?").run(userId, sessionId)
-        .changes;
+      return deleteRows(db, userId, sessionId);
     })
     .immediate();
   settleErase(db);
@@ -31,16 +27,27 @@ export function eraseUser(db: Database, userId: string, at: number): number {
   const removed = db
     .transaction(() => {
       recordErasure(db, userId, undefined, at);
-      db.query("DELETE FROM memory WHERE user_id = ?").run(userId);
-      db.query("DELETE FROM session_leases WHERE user_id = ?").run(userId);
-      return db.query("DELETE FROM sessions WHERE user_id = ?").run(userId).changes;
+      return deleteRows(db, userId);
     })
     .immediate();
   settleErase(db);
   return removed;
 }
 
-function settleErase(db: Database): void {
+/**
+ * The user's rows (of one session, or all), in the caller's transaction; the sessions removed.
+ * Messages and checkpoints go with their session (foreign keys, ON DELETE CASCADE).
+ */
+export function deleteRows(db: Database, userId: string, sessionId?: string): number {
+  const where = sessionId === undefined ? "user_id = ?" : "user_id = ? AND session_id = ?";
+  const args = sessionId === undefined ? [userId] : [userId, sessionId];
+  db.query(`DELETE FROM memory WHERE ${where}`).run(...args);
+  db.query(`DELETE FROM session_leases WHERE ${where}`).run(...args);
+  return db.query(`DELETE FROM sessions WHERE ${where}`).run(...args).changes;
+}
+
+/** The index purged of the deleted words where FTS5 cannot do it itself, and the log emptied. */
+export function settleErase(db: Database): void {
   const optimize = db.query("SELECT value FROM meta WHERE key = 'fts_optimize_after_delete'").get() as {
     value: string;
   } | null;

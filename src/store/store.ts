@@ -4,6 +4,7 @@ import { logger } from "../util/logger.ts";
 import { Conversations, type SessionSummary } from "./conversations.ts";
 import { type OpenOptions, openStore, storeError } from "./db/open.ts";
 import { eraseSession, eraseUser, truncateWal } from "./erase.ts";
+import { type CopyOutcome, eraseFromCopies } from "./erase-copies.ts";
 import { ErasureWatch } from "./erasures.ts";
 import { type ExportFormat, exportSession } from "./export.ts";
 import { eraseImported, importV01 } from "./import-v01.ts";
@@ -143,25 +144,31 @@ export class Store {
     return exportSession(format, session, all.messages);
   }
 
-  /** A session's messages, checkpoint and memory, erased for good; false when there was none. */
-  async deleteSession(userId: string, sessionId: string): Promise<boolean> {
+  /**
+   * A session's messages, checkpoint and memory, erased for good, here, in its 0.1 files and in
+   * every database set aside; `deleted` false when the live database had none.
+   */
+  async deleteSession(
+    userId: string,
+    sessionId: string,
+  ): Promise<{ deleted: boolean; copies: CopyOutcome[] }> {
     // A turn of it in flight here stops now; one in another core is refused at its next write.
     this.erasing.erased(userId, sessionId);
     const at = this.now().getTime();
-    const removed = await this.write(() => eraseSession(this.db, userId, sessionId, at));
+    const deleted = await this.write(() => eraseSession(this.db, userId, sessionId, at));
     this.conversations.forget(userId, sessionId);
     eraseImported(this.dataDir, userId, sessionId);
-    return removed;
+    return { deleted, copies: eraseFromCopies(this.dataDir, userId, sessionId) };
   }
 
-  /** Everything of a user, erased for good; returns how many sessions went. */
-  async deleteUser(userId: string): Promise<number> {
+  /** Everything of a user, erased for good the same way; `deleted_sessions` counts the live database's. */
+  async deleteUser(userId: string): Promise<{ deleted_sessions: number; copies: CopyOutcome[] }> {
     this.erasing.erased(userId);
     const at = this.now().getTime();
-    const removed = await this.write(() => eraseUser(this.db, userId, at));
+    const deleted_sessions = await this.write(() => eraseUser(this.db, userId, at));
     this.conversations.forget(userId);
     eraseImported(this.dataDir, userId);
-    return removed;
+    return { deleted_sessions, copies: eraseFromCopies(this.dataDir, userId) };
   }
 
   mustFind(userId: string, sessionId: string): SessionSummary {

@@ -98,6 +98,7 @@ describe("sessions.* and users.delete over the protocol", () => {
     // A user with nothing to delete is not an error.
     expect((await call(h, "u", "users.delete", { user_id: "ghost" })).result).toEqual({
       deleted_sessions: 0,
+      set_aside_copies: [],
     });
   });
 
@@ -109,13 +110,17 @@ describe("sessions.* and users.delete over the protocol", () => {
     await h.chat("c", { input: "gamma question", session_id: "c", user_id: "bob" });
     expect((await call(h, "d", "sessions.delete", { user_id: "ann", session_id: "a" })).result).toEqual({
       deleted: true,
+      set_aside_copies: [],
     });
     const left = await call(h, "l", "sessions.list", { user_id: "ann" });
     expect(left.result.sessions.map((s: { session_id: string }) => s.session_id)).toEqual(["b"]);
     expect((await call(h, "s", "sessions.search", { user_id: "ann", query: "alpha" })).result.hits).toEqual(
       [],
     );
-    expect((await call(h, "u", "users.delete", { user_id: "ann" })).result).toEqual({ deleted_sessions: 1 });
+    expect((await call(h, "u", "users.delete", { user_id: "ann" })).result).toEqual({
+      deleted_sessions: 1,
+      set_aside_copies: [],
+    });
     expect((await call(h, "l2", "sessions.list", { user_id: "ann" })).result.sessions).toEqual([]);
     expect((await call(h, "l3", "sessions.list", { user_id: "bob" })).result.sessions).toHaveLength(1);
   });
@@ -226,7 +231,10 @@ describe("a delete wins over a turn in flight", () => {
   test("sessions.delete stops the turn; nothing of the session is written after it answered", async () => {
     await using h = new ChatHarness({ agents: [{ name: "plain" }] });
     await streaming(h);
-    expect((await call(h, "d", "sessions.delete", { session_id: "s" })).result).toEqual({ deleted: true });
+    expect((await call(h, "d", "sessions.delete", { session_id: "s" })).result).toEqual({
+      deleted: true,
+      set_aside_copies: [],
+    });
     await expectGone(h);
   });
 
@@ -244,7 +252,7 @@ describe("a delete wins over a turn in flight", () => {
     await streaming(h);
     const other = Store.open(h.dataDir);
     try {
-      expect(await other.deleteSession("default_user", "s")).toBe(true);
+      expect((await other.deleteSession("default_user", "s")).deleted).toBe(true);
     } finally {
       other.close();
     }

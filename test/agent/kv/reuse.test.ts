@@ -149,7 +149,7 @@ describe("prompt reuse with the stand-in", () => {
     await using h = harness();
     await say(h, "gone", "remember this");
     h.send("d", "sessions.delete", { session_id: "gone" });
-    expect((await h.terminal("d")).result).toEqual({ deleted: true });
+    expect((await h.terminal("d")).result).toEqual({ deleted: true, set_aside_copies: [] });
     await Bun.sleep(2500);
     expect(kvFiles(h)).toEqual([]);
   });
@@ -159,7 +159,7 @@ describe("prompt reuse with the stand-in", () => {
     await say(h, "gone", "remember this");
     const other = Store.open(h.dataDir);
     try {
-      expect(await other.deleteSession("default_user", "gone")).toBe(true);
+      expect((await other.deleteSession("default_user", "gone")).deleted).toBe(true);
     } finally {
       other.close();
     }
