@@ -46,6 +46,40 @@ export function deleteRows(db: Database, userId: string, sessionId?: string): nu
   return db.query(`DELETE FROM sessions WHERE ${where}`).run(...args).changes;
 }
 
+/** Rows removed per step when erasing on a full disk: a step's log stays far under the reserve. */
+const STEP_ROWS = 32;
+
+/**
+ * The same erase on a full disk (store/disk-reserve.ts has freed its room): the log emptied
+ * first, the erase recorded, then the rows a few at a time, each step its own transaction and
+ * the log emptied after it, so the log never needs more room than one step's pages. A failure
+ * midway leaves the erase recorded (no turn writes the session back) and the rest to a retry.
+ */
+export function eraseInSteps(
+  db: Database,
+  userId: string,
+  sessionId: string | undefined,
+  at: number,
+): number {
+  truncateWal(db);
+  db.transaction(() => recordErasure(db, userId, sessionId, at)).immediate();
+  const where = sessionId === undefined ? "user_id = ?" : "user_id = ? AND session_id = ?";
+  const args = sessionId === undefined ? [userId] : [userId, sessionId];
+  for (const table of ["memory", "messages"]) {
+    const step = db.query(
+      `DELETE FROM ${table} WHERE id IN (SELECT id FROM ${table} WHERE ${where} LIMIT ${STEP_ROWS})`,
+    );
+    for (let removed = 1; removed > 0; ) {
+      truncateWal(db);
+      removed = db.transaction(() => step.run(...args).changes).immediate();
+    }
+  }
+  truncateWal(db);
+  const removed = db.transaction(() => deleteRows(db, userId, sessionId)).immediate();
+  settleErase(db);
+  return removed;
+}
+
 /** The index purged of the deleted words where FTS5 cannot do it itself, and the log emptied. */
 export function settleErase(db: Database): void {
   const optimize = db.query("SELECT value FROM meta WHERE key = 'fts_optimize_after_delete'").get() as {
