@@ -231,11 +231,16 @@ describe("a delete wins over a turn in flight", () => {
   test("sessions.delete stops the turn; nothing of the session is written after it answered", async () => {
     await using h = new ChatHarness({ agents: [{ name: "plain" }] });
     await streaming(h);
+    // A chat queued behind the streaming one, for the same session, goes with it.
+    h.llama.script({ content: ["queued SECRET answer"] });
+    h.send("3", "chat", { input: "three SECRET", session_id: "s" });
+    await Bun.sleep(50);
     expect((await call(h, "d", "sessions.delete", { session_id: "s" })).result).toEqual({
       deleted: true,
       set_aside_copies: [],
     });
     await expectGone(h);
+    expect(await h.terminal("3")).toMatchObject({ code: "cancelled", data: { reason: "session_deleted" } });
   });
 
   test("users.delete stops the user's turns the same way", async () => {

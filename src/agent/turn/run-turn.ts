@@ -46,25 +46,25 @@ export async function runTurn(params: ChatParams, deps: TurnDeps): Promise<TurnR
   // run between them); the turn's preparation then overlaps the load.
   const prestarted = deps.provider.prestart?.();
   if (prestarted) await untilSpawned(prestarted);
-  const unlock = await deps.locks.lock(lockKey, signal);
+  let unlock: (() => void) | undefined;
   let unlease: (() => void) | undefined;
   let unwatch: (() => void) | undefined;
   try {
     const store = deps.store();
+    // A delete of the session wins, from the moment the chat waits for it: the turn stops at
+    // once and ends with the delete's reason (its writes are refused too, store/erasures.ts).
+    const erased = new AbortController();
+    unwatch = store.erasing.watch(params.user_id, sessionId, () => erased.abort(sessionErased(sessionId)));
+    const turnSignal = AbortSignal.any([signal, erased.signal]);
+    unlock = await deps.locks.lock(lockKey, turnSignal);
     // Another core on the same data folder may be running a turn of this session: wait for it
     // (a rewrite is refused instead: what it would replace may be changing).
     unlease = rewriting
       ? store.guard(() => store.leases.tryHold(params.user_id, sessionId))
-      : await store.lease(params.user_id, sessionId, signal);
+      : await store.lease(params.user_id, sessionId, turnSignal);
     if (!unlease) throw turnInFlight(sessionId);
-    // A delete of the session wins: the turn stops at once and ends with the delete's reason
-    // (its writes are refused too, store/erasures.ts).
-    const erased = new AbortController();
-    unwatch = store.erasing.watch(params.user_id, sessionId, () => erased.abort(sessionErased(sessionId)));
     // Over `deps`, not a copy of it: a spread would run its lazy getters (the MCP pool).
-    const turnDeps: TurnDeps = Object.create(deps, {
-      signal: { value: AbortSignal.any([signal, erased.signal]), enumerable: true },
-    });
+    const turnDeps: TurnDeps = Object.create(deps, { signal: { value: turnSignal, enumerable: true } });
     const warnings: Warning[] = [];
     const key = { userId: params.user_id, sessionId };
     const rewrite = planRewrite(params, store, key);
@@ -94,7 +94,7 @@ export async function runTurn(params: ChatParams, deps: TurnDeps): Promise<TurnR
   } finally {
     unwatch?.();
     unlease?.();
-    unlock();
+    unlock?.();
   }
 }
 
