@@ -25,7 +25,8 @@ export type ErrorReason =
   | "connection_lost"
   | "bad_response"
   | "server_failed"
-  | "session_not_found";
+  | "session_not_found"
+  | "session_deleted";
 
 /** What `chat` accepts: every field has a default on the core's side. */
 export type ChatParams = {
@@ -555,7 +556,13 @@ export type SessionsRenameResult = {
 export type SessionsDeleteParams = { session_id: string; user_id?: string | undefined };
 
 /** The result of `sessions.delete`. */
-export type SessionsDeleteResult = { deleted: true };
+export type SessionsDeleteResult = {
+  deleted: true;
+  set_aside_copies: (
+    | { path: string; outcome: "scrubbed"; deleted_sessions: number }
+    | { path: string; outcome: "removed"; problem: string }
+  )[];
+};
 
 /** What `sessions.search` accepts. */
 export type SessionsSearchParams = {
@@ -583,7 +590,13 @@ export type SessionsExportResult = { format: "json" | "markdown"; content: strin
 export type UsersDeleteParams = { user_id?: string | undefined };
 
 /** The result of `users.delete`. */
-export type UsersDeleteResult = { deleted_sessions: number };
+export type UsersDeleteResult = {
+  deleted_sessions: number;
+  set_aside_copies: (
+    | { path: string; outcome: "scrubbed"; deleted_sessions: number }
+    | { path: string; outcome: "removed"; problem: string }
+  )[];
+};
 
 /** One session in `sessions.list`. */
 export type SessionSummary = {

@@ -44,7 +44,7 @@ export const sessionsRename = defineMethod({
   }),
 });
 
-/** Erases the session for good: messages, checkpoint, memory, 0.1 files, its saved KV state. */
+/** Erases the session for good: messages, checkpoint, memory, 0.1 files, set-aside databases, its saved KV state. */
 export const sessionsDelete = defineMethod({
   name: "sessions.delete",
   params: SessionsDeleteParamsSchema,
@@ -52,9 +52,9 @@ export const sessionsDelete = defineMethod({
   run: async (p, _ctx, services) => {
     const store = services.store();
     store.mustFind(p.user_id, p.session_id);
-    await store.deleteSession(p.user_id, p.session_id);
+    const { copies } = await store.deleteSession(p.user_id, p.session_id);
     services.forgetKv(p.user_id, p.session_id);
-    return { deleted: true as const };
+    return { deleted: true as const, set_aside_copies: copies };
   },
 });
 
@@ -81,8 +81,8 @@ export const usersDelete = defineMethod({
   params: UsersDeleteParamsSchema,
   result: () => UsersDeleteResultSchema,
   run: async (p, _ctx, services) => {
-    const deleted_sessions = await services.store().deleteUser(p.user_id);
+    const { deleted_sessions, copies } = await services.store().deleteUser(p.user_id);
     services.forgetKv(p.user_id);
-    return { deleted_sessions };
+    return { deleted_sessions, set_aside_copies: copies };
   },
 });

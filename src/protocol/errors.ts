@@ -30,6 +30,7 @@ export const ERROR_REASONS = [
   "bad_response",
   "server_failed",
   "session_not_found",
+  "session_deleted",
 ] as const;
 export type ErrorReason = (typeof ERROR_REASONS)[number];
 

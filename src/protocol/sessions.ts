@@ -78,7 +78,21 @@ export const SessionsRenameParamsSchema = z.object({
 export const SessionsRenameResultSchema = z.object({ session: SessionSummarySchema });
 
 export const SessionsDeleteParamsSchema = z.object({ user_id: UserId, session_id: SafeIdSchema });
-export const SessionsDeleteResultSchema = z.object({ deleted: z.literal(true) });
+/** What an erase did with each database set aside after damage (`local-ai.db.corrupt-<time>`). */
+export const SetAsideCopySchema = z.discriminatedUnion("outcome", [
+  /** Passed its integrity check: the rows erased from it as from the live database. */
+  z.object({
+    path: z.string(),
+    outcome: z.literal("scrubbed"),
+    deleted_sessions: z.number().int().nonnegative(),
+  }),
+  /** Could not be scrubbed (damaged, unreadable): overwritten and removed whole, and why. */
+  z.object({ path: z.string(), outcome: z.literal("removed"), problem: z.string() }),
+]);
+export const SessionsDeleteResultSchema = z.object({
+  deleted: z.literal(true),
+  set_aside_copies: z.array(SetAsideCopySchema),
+});
 
 export const SessionsSearchParamsSchema = z.object({
   user_id: UserId,
@@ -108,4 +122,5 @@ export const UsersDeleteParamsSchema = z.object({ user_id: UserId });
 export const UsersDeleteResultSchema = z.object({
   /** How many sessions were erased (0 for a user with none: not an error). */
   deleted_sessions: z.number().int().nonnegative(),
+  set_aside_copies: z.array(SetAsideCopySchema),
 });

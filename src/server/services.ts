@@ -168,6 +168,14 @@ export class CoreServices implements Services {
           return !s || (s.state === "ready" && s.sleep === "awake");
         },
         cacheRamBytes: () => provider.snapshot?.().cacheRamBytes ?? null,
+        // A store that fails to answer keeps nothing: an erased session must not come back.
+        stored: (u, s) => {
+          try {
+            return this.store().conversations.session(u, s) !== undefined;
+          } catch {
+            return false;
+          }
+        },
       });
       this.reuse = this.stopAtShutdown("prompt reuse", reuse, () => reuse.stop());
     }

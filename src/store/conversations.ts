@@ -3,6 +3,7 @@ import type { z } from "zod";
 import { type ChatMessage, type ToolCall, ToolCallSchema } from "../protocol/chat-message.ts";
 import type { SessionSummarySchema, StoredMessageSchema } from "../protocol/sessions.ts";
 import type { Usage } from "../protocol/usage.ts";
+import { erasureMark, refuseIfErased } from "./erasures.ts";
 import { previewOf, titleOf } from "./title.ts";
 
 /** A message as the store keeps it: what the model saw, plus what only the host sees. */
@@ -29,6 +30,8 @@ export interface CommitTurn {
   /** The turn as memory recalls it (user input and answer); none when memory is off. */
   memoryText?: string;
   at: Date;
+  /** The erase mark when the turn began: refused if the session was erased since (store/erasures.ts). */
+  since?: number;
 }
 
 interface MessageRow {
@@ -197,8 +200,21 @@ export class Conversations {
     return row ? summaryOf(row) : undefined;
   }
 
+  /** The newest erase's number: a turn notes it when it begins (store/erasures.ts). */
+  erasureMark(): number {
+    return erasureMark(this.db);
+  }
+
   /** Makes the session's row when missing (a first turn's checkpoint needs it). */
-  ensureSession(userId: string, sessionId: string, agent: string, firstInput: string, at: Date): void {
+  ensureSession(
+    userId: string,
+    sessionId: string,
+    agent: string,
+    firstInput: string,
+    at: Date,
+    since?: number,
+  ): void {
+    refuseIfErased(this.db, userId, sessionId, since);
     this.db
       .query(
         `INSERT INTO sessions (user_id, session_id, title, agent, created_at, updated_at)
@@ -214,13 +230,18 @@ export class Conversations {
     return row?.body;
   }
 
-  saveCheckpoint(userId: string, sessionId: string, body: string, at: Date): void {
+  saveCheckpoint(userId: string, sessionId: string, body: string, at: Date, since?: number): void {
     this.db
-      .query(
-        `INSERT INTO checkpoints (user_id, session_id, body, updated_at) VALUES (?, ?, ?, ?)
-         ON CONFLICT (user_id, session_id) DO UPDATE SET body = excluded.body, updated_at = excluded.updated_at`,
-      )
-      .run(userId, sessionId, body, at.getTime());
+      .transaction(() => {
+        refuseIfErased(this.db, userId, sessionId, since);
+        this.db
+          .query(
+            `INSERT INTO checkpoints (user_id, session_id, body, updated_at) VALUES (?, ?, ?, ?)
+           ON CONFLICT (user_id, session_id) DO UPDATE SET body = excluded.body, updated_at = excluded.updated_at`,
+          )
+          .run(userId, sessionId, body, at.getTime());
+      })
+      .immediate();
   }
 
   /** Drops the checkpoint; a session left with no message and no checkpoint goes too. */
@@ -242,7 +263,7 @@ export class Conversations {
         const { userId: u, sessionId: s } = turn;
         const at = turn.at.getTime();
         const opening = turn.messages.find((m) => m.role === "user");
-        this.ensureSession(u, s, turn.agent, opening?.content ?? "", turn.at);
+        this.ensureSession(u, s, turn.agent, opening?.content ?? "", turn.at, turn.since);
         if (turn.replaceFromSeq !== undefined) this.dropFrom(u, s, turn.replaceFromSeq);
         const last = db
           .query("SELECT COALESCE(MAX(seq), -1) AS seq FROM messages WHERE user_id = ? AND session_id = ?")

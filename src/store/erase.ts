@@ -1,5 +1,6 @@
 import type { Database } from "bun:sqlite";
 import { logger } from "../util/logger.ts";
+import { recordErasure } from "./erasures.ts";
 
 /**
  * Deleting for good (docs/protocol.md#conversations-sessions-and-usersdelete, `users.delete`):
@@ -11,14 +12,11 @@ import { logger } from "../util/logger.ts";
  */
 const TRUNCATE_TRIES = 5;
 
-export function eraseSession(db: Database, userId: string, sessionId: string): boolean {
+export function eraseSession(db: Database, userId: string, sessionId: string, at: number): boolean {
   const removed = db
     .transaction(() => {
-      db.query("DELETE FROM memory WHERE user_id = ? AND session_id = ?").run(userId, sessionId);
-      db.query("DELETE FROM session_leases WHERE user_id = ? AND session_id = ?").run(userId, sessionId);
-      // Messages and checkpoints go with the session (foreign keys, ON DELETE CASCADE).
-      return db.query("DELETE FROM sessions WHERE user_id = ? AND session_id = ?").run(userId, sessionId)
-        .changes;
+      recordErasure(db, userId, sessionId, at);
+      return deleteRows(db, userId, sessionId);
     })
     .immediate();
   settleErase(db);
@@ -26,19 +24,65 @@ export function eraseSession(db: Database, userId: string, sessionId: string): b
 }
 
 /** Every session, message, checkpoint and memory entry of the user; returns the sessions removed. */
-export function eraseUser(db: Database, userId: string): number {
+export function eraseUser(db: Database, userId: string, at: number): number {
   const removed = db
     .transaction(() => {
-      db.query("DELETE FROM memory WHERE user_id = ?").run(userId);
-      db.query("DELETE FROM session_leases WHERE user_id = ?").run(userId);
-      return db.query("DELETE FROM sessions WHERE user_id = ?").run(userId).changes;
+      recordErasure(db, userId, undefined, at);
+      return deleteRows(db, userId);
     })
     .immediate();
   settleErase(db);
   return removed;
 }
 
-function settleErase(db: Database): void {
+/**
+ * The user's rows (of one session, or all), in the caller's transaction; the sessions removed.
+ * Messages and checkpoints go with their session (foreign keys, ON DELETE CASCADE).
+ */
+export function deleteRows(db: Database, userId: string, sessionId?: string): number {
+  const where = sessionId === undefined ? "user_id = ?" : "user_id = ? AND session_id = ?";
+  const args = sessionId === undefined ? [userId] : [userId, sessionId];
+  db.query(`DELETE FROM memory WHERE ${where}`).run(...args);
+  db.query(`DELETE FROM session_leases WHERE ${where}`).run(...args);
+  return db.query(`DELETE FROM sessions WHERE ${where}`).run(...args).changes;
+}
+
+/** Rows removed per step when erasing on a full disk: a step's log stays far under the reserve. */
+const STEP_ROWS = 32;
+
+/**
+ * The same erase on a full disk (store/disk-reserve.ts has freed its room): the log emptied
+ * first, the erase recorded, then the rows a few at a time, each step its own transaction and
+ * the log emptied after it, so the log never needs more room than one step's pages. A failure
+ * midway leaves the erase recorded (no turn writes the session back) and the rest to a retry.
+ */
+export function eraseInSteps(
+  db: Database,
+  userId: string,
+  sessionId: string | undefined,
+  at: number,
+): number {
+  truncateWal(db);
+  db.transaction(() => recordErasure(db, userId, sessionId, at)).immediate();
+  const where = sessionId === undefined ? "user_id = ?" : "user_id = ? AND session_id = ?";
+  const args = sessionId === undefined ? [userId] : [userId, sessionId];
+  for (const table of ["memory", "messages"]) {
+    const step = db.query(
+      `DELETE FROM ${table} WHERE id IN (SELECT id FROM ${table} WHERE ${where} LIMIT ${STEP_ROWS})`,
+    );
+    for (let removed = 1; removed > 0; ) {
+      truncateWal(db);
+      removed = db.transaction(() => step.run(...args).changes).immediate();
+    }
+  }
+  truncateWal(db);
+  const removed = db.transaction(() => deleteRows(db, userId, sessionId)).immediate();
+  settleErase(db);
+  return removed;
+}
+
+/** The index purged of the deleted words where FTS5 cannot do it itself, and the log emptied. */
+export function settleErase(db: Database): void {
   const optimize = db.query("SELECT value FROM meta WHERE key = 'fts_optimize_after_delete'").get() as {
     value: string;
   } | null;

@@ -1,9 +1,13 @@
 import type { Database } from "bun:sqlite";
+import { join } from "node:path";
 import { CoreError } from "../protocol/errors.ts";
 import { logger } from "../util/logger.ts";
 import { Conversations, type SessionSummary } from "./conversations.ts";
-import { type OpenOptions, openStore, storeError } from "./db/open.ts";
-import { eraseSession, eraseUser, truncateWal } from "./erase.ts";
+import { DB_FILE, type OpenOptions, openStore, storeError } from "./db/open.ts";
+import { DiskReserve } from "./disk-reserve.ts";
+import { eraseInSteps, eraseSession, eraseUser, truncateWal } from "./erase.ts";
+import { type CopyOutcome, eraseFromCopies } from "./erase-copies.ts";
+import { ErasureWatch } from "./erasures.ts";
 import { type ExportFormat, exportSession } from "./export.ts";
 import { FolderIndex, type FolderIndexOptions } from "./folder-index.ts";
 import { eraseImported, importV01 } from "./import-v01.ts";
@@ -22,6 +26,8 @@ export interface StoreOptions extends OpenOptions {
   busyWaitMs?: number;
   /** Tests: the folder index's reader and batch sizes (store/folder-index.ts). */
   folderIndex?: FolderIndexOptions;
+  /** Tests: the room kept for erasing on a full disk (RESERVE_BYTES). */
+  reserveBytes?: number;
 }
 
 /** What a reset of the database left for the host to hear (the `store_reset` warning). */
@@ -44,9 +50,14 @@ export class Store {
   readonly leases: SessionLeases;
   readonly fts: boolean;
   readonly path: string;
+  /** This process's turns, stopped when their session is erased (store/erasures.ts). */
+  readonly erasing = new ErasureWatch();
   private reset: StoreReset | undefined;
   private closed = false;
-  private busyWaitMs = BUSY_WAIT_MS;
+  private readonly busyWaitMs: number;
+  private readonly now: () => Date;
+  /** Room for erasing on a full disk (store/disk-reserve.ts). */
+  private readonly reserve: DiskReserve;
 
   private constructor(
     private readonly db: Database,
@@ -60,13 +71,16 @@ export class Store {
     this.memory = new MemoryStore(db, opened.fts, options.folders ?? []);
     this.folderIndex = new FolderIndex(db, options.folders ?? [], options.folderIndex);
     this.leases = new SessionLeases(db);
+    this.busyWaitMs = options.busyWaitMs ?? BUSY_WAIT_MS;
+    this.now = options.now ?? (() => new Date());
+    this.reserve = new DiskReserve(join(dataDir, `${DB_FILE}.reserve`), options.reserveBytes);
     if (opened.resetFrom) this.reset = { aside: opened.resetFrom, problem: opened.resetProblem ?? "" };
   }
 
   static open(dataDir: string, options: StoreOptions = {}): Store {
     const opened = openStore(dataDir, options);
     const store = new Store(opened.db, dataDir, opened, options);
-    if (options.busyWaitMs !== undefined) store.busyWaitMs = options.busyWaitMs;
+    store.reserve.ensure();
     try {
       importV01(opened.db, dataDir, (options.now ?? (() => new Date()))());
     } catch (err) {
@@ -147,20 +161,56 @@ export class Store {
     return exportSession(format, session, all.messages);
   }
 
-  /** A session's messages, checkpoint and memory, erased for good; false when there was none. */
-  async deleteSession(userId: string, sessionId: string): Promise<boolean> {
-    const removed = await this.write(() => eraseSession(this.db, userId, sessionId));
+  /**
+   * A session's messages, checkpoint and memory, erased for good, here, in its 0.1 files and in
+   * every database set aside; `deleted` false when the live database had none.
+   */
+  async deleteSession(
+    userId: string,
+    sessionId: string,
+  ): Promise<{ deleted: boolean; copies: CopyOutcome[] }> {
+    // A turn of it in flight here stops now; one in another core is refused at its next write.
+    this.erasing.erased(userId, sessionId);
+    const at = this.now().getTime();
+    const deleted = await this.erase(
+      () => eraseSession(this.db, userId, sessionId, at),
+      () => eraseInSteps(this.db, userId, sessionId, at) > 0,
+    );
     this.conversations.forget(userId, sessionId);
     eraseImported(this.dataDir, userId, sessionId);
-    return removed;
+    return { deleted, copies: eraseFromCopies(this.dataDir, userId, sessionId) };
   }
 
-  /** Everything of a user, erased for good; returns how many sessions went. */
-  async deleteUser(userId: string): Promise<number> {
-    const removed = await this.write(() => eraseUser(this.db, userId));
+  /** Everything of a user, erased for good the same way; `deleted_sessions` counts the live database's. */
+  async deleteUser(userId: string): Promise<{ deleted_sessions: number; copies: CopyOutcome[] }> {
+    this.erasing.erased(userId);
+    const at = this.now().getTime();
+    const deleted_sessions = await this.erase(
+      () => eraseUser(this.db, userId, at),
+      () => eraseInSteps(this.db, userId, undefined, at),
+    );
     this.conversations.forget(userId);
     eraseImported(this.dataDir, userId);
-    return removed;
+    return { deleted_sessions, copies: eraseFromCopies(this.dataDir, userId) };
+  }
+
+  /**
+   * An erase in one transaction; on a full disk, the reserve's room freed and the erase done in
+   * small steps (store/erase.ts), the reserve put back once the log is empty again.
+   */
+  private async erase<T>(whole: () => T, inSteps: () => T): Promise<T> {
+    try {
+      return await this.write(whole);
+    } catch (err) {
+      if (!String((err as CoreError).data?.problem ?? "").startsWith("SQLITE_FULL")) throw err;
+      logger.warn(`the disk is full: erasing with the reserve ${this.reserve.path} freed, in small steps`);
+      this.reserve.release();
+      try {
+        return await this.write(inSteps);
+      } finally {
+        this.reserve.ensure();
+      }
+    }
   }
 
   mustFind(userId: string, sessionId: string): SessionSummary {

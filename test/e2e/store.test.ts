@@ -101,8 +101,14 @@ describe.skipIf(!onPosix)("conversations in the database, through the compiled b
     await core.request({ id: "b", method: "chat", params: { user_id: "bob", input: "bob's own WOMBAT" } });
     expect(holding(stack.dataDir, "MARMOSET").length).toBeGreaterThan(0);
     expect(holding(stack.dataDir, "Porto").length).toBeGreaterThan(0);
+    // A copy of the database as a reset would have set it aside: the erase reaches it too.
+    const aside = join(stack.dataDir, "local-ai.db.corrupt-2026-01-01T00-00-00-000Z");
+    for (const suffix of ["", "-wal"])
+      if (existsSync(join(stack.dataDir, `local-ai.db${suffix}`)))
+        cpSync(join(stack.dataDir, `local-ai.db${suffix}`), `${aside}${suffix}`);
     const del = await core.request({ id: "d", method: "users.delete", params: { user_id: "ann" } });
     expect(del.result.deleted_sessions).toBe(8);
+    expect(del.result.set_aside_copies).toEqual([{ path: aside, outcome: "scrubbed", deleted_sessions: 8 }]);
     expect(holding(stack.dataDir, "MARMOSET")).toEqual([]);
     expect(holding(stack.dataDir, "Porto")).toEqual([]);
     expect(holding(stack.dataDir, "WOMBAT").length).toBeGreaterThan(0);
@@ -110,6 +116,35 @@ describe.skipIf(!onPosix)("conversations in the database, through the compiled b
     expect(await core.exited()).toBe(0);
     expect(holding(stack.dataDir, "MARMOSET")).toEqual([]);
   }, 30_000);
+
+  test("a delete from a second core wins over a turn streaming in the first: nothing of the session comes back", async () => {
+    await using dir = tmpdir();
+    const stack = writeStack(dir.path, { tools: [], knobs: { FAKE_LLAMA_CHUNK_DELAY_MS: "400" } });
+    await using a = spawnCore({ cwd: dir.path, env: stack.env });
+    await using b = spawnCore({ cwd: dir.path, env: stack.env });
+    const first = await a.request(
+      { id: "1", method: "chat", params: { session_id: "s", input: "one" } },
+      30_000,
+    );
+    expect(first.type).toBe("result");
+    a.send({ id: "2", method: "chat", params: { session_id: "s", input: "two GIBBON" } });
+    await a.waitFor((m) => m.some((x) => x.id === "2" && x.event === "llm_chunk"), 30_000);
+    const del = await b.request({ id: "d", method: "sessions.delete", params: { session_id: "s" } });
+    expect(del.result).toEqual({ deleted: true, set_aside_copies: [] });
+    await a.waitFor((m) => a.terminal("2") !== undefined && m.length > 0, 30_000);
+    expect(a.terminal("2")).toMatchObject({
+      type: "error",
+      code: "cancelled",
+      data: { reason: "session_deleted" },
+    });
+    const got = await b.request({ id: "g", method: "sessions.get", params: { session_id: "s" } });
+    expect(got).toMatchObject({ type: "error", data: { reason: "session_not_found" } });
+    a.closeStdin();
+    b.closeStdin();
+    expect(await a.exited()).toBe(0);
+    expect(await b.exited()).toBe(0);
+    expect(holding(stack.dataDir, "GIBBON")).toEqual([]);
+  }, 60_000);
 
   test("two cores on one data folder: chats on one session from both never lose, duplicate or interleave a turn", async () => {
     await using dir = tmpdir();

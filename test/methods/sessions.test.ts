@@ -1,4 +1,5 @@
 import { describe, expect, test } from "bun:test";
+import { Store } from "../../src/store/store.ts";
 import { ChatHarness, type Msg } from "../agent/harness.ts";
 
 /** A request's terminal message; results are read loosely here (the client types check their shapes). */
@@ -97,6 +98,7 @@ describe("sessions.* and users.delete over the protocol", () => {
     // A user with nothing to delete is not an error.
     expect((await call(h, "u", "users.delete", { user_id: "ghost" })).result).toEqual({
       deleted_sessions: 0,
+      set_aside_copies: [],
     });
   });
 
@@ -108,13 +110,17 @@ describe("sessions.* and users.delete over the protocol", () => {
     await h.chat("c", { input: "gamma question", session_id: "c", user_id: "bob" });
     expect((await call(h, "d", "sessions.delete", { user_id: "ann", session_id: "a" })).result).toEqual({
       deleted: true,
+      set_aside_copies: [],
     });
     const left = await call(h, "l", "sessions.list", { user_id: "ann" });
     expect(left.result.sessions.map((s: { session_id: string }) => s.session_id)).toEqual(["b"]);
     expect((await call(h, "s", "sessions.search", { user_id: "ann", query: "alpha" })).result.hits).toEqual(
       [],
     );
-    expect((await call(h, "u", "users.delete", { user_id: "ann" })).result).toEqual({ deleted_sessions: 1 });
+    expect((await call(h, "u", "users.delete", { user_id: "ann" })).result).toEqual({
+      deleted_sessions: 1,
+      set_aside_copies: [],
+    });
     expect((await call(h, "l2", "sessions.list", { user_id: "ann" })).result.sessions).toEqual([]);
     expect((await call(h, "l3", "sessions.list", { user_id: "bob" })).result.sessions).toHaveLength(1);
   });
@@ -199,5 +205,62 @@ describe("chat: regenerate and replace_from", () => {
     expect(r.terminal).toMatchObject({ type: "error", code: "invalid_request" });
     expect(r.terminal.message).toContain("in flight");
     expect((await h.terminal("2")).result).toMatchObject({ response: "slow reply" });
+  });
+});
+
+describe("a delete wins over a turn in flight", () => {
+  /** A chat of session `s` streaming slowly, the first turn of `s` already committed. */
+  async function streaming(h: ChatHarness, user = "default_user"): Promise<void> {
+    h.llama.script({ content: ["first"] }, { content: ["slow", " SECRET", " reply"], chunk_delay_ms: 300 });
+    await h.chat("1", { input: "one", session_id: "s", user_id: user });
+    h.send("2", "chat", { input: "two SECRET", session_id: "s", user_id: user });
+    await h.waitFor((m) => m.id === "2" && m.event === "llm_chunk");
+  }
+
+  async function expectGone(h: ChatHarness, user = "default_user"): Promise<void> {
+    const t = await h.terminal("2");
+    expect(t).toMatchObject({ type: "error", code: "cancelled", data: { reason: "session_deleted" } });
+    const got = await call(h, "g", "sessions.get", { session_id: "s", user_id: user });
+    expect(got).toMatchObject({ type: "error", data: { reason: "session_not_found" } });
+    expect(h.checkpoint("s", user)).toBeUndefined();
+    expect((await call(h, "f", "sessions.search", { query: "SECRET", user_id: user })).result.hits).toEqual(
+      [],
+    );
+  }
+
+  test("sessions.delete stops the turn; nothing of the session is written after it answered", async () => {
+    await using h = new ChatHarness({ agents: [{ name: "plain" }] });
+    await streaming(h);
+    // A chat queued behind the streaming one, for the same session, goes with it.
+    h.llama.script({ content: ["queued SECRET answer"] });
+    h.send("3", "chat", { input: "three SECRET", session_id: "s" });
+    await Bun.sleep(50);
+    expect((await call(h, "d", "sessions.delete", { session_id: "s" })).result).toEqual({
+      deleted: true,
+      set_aside_copies: [],
+    });
+    await expectGone(h);
+    expect(await h.terminal("3")).toMatchObject({ code: "cancelled", data: { reason: "session_deleted" } });
+  });
+
+  test("users.delete stops the user's turns the same way", async () => {
+    await using h = new ChatHarness({ agents: [{ name: "plain" }] });
+    await streaming(h, "ann");
+    expect((await call(h, "d", "users.delete", { user_id: "ann" })).result).toMatchObject({
+      deleted_sessions: 1,
+    });
+    await expectGone(h, "ann");
+  });
+
+  test("a delete from a second core on the same data folder refuses the turn's commit", async () => {
+    await using h = new ChatHarness({ agents: [{ name: "plain" }] });
+    await streaming(h);
+    const other = Store.open(h.dataDir);
+    try {
+      expect((await other.deleteSession("default_user", "s")).deleted).toBe(true);
+    } finally {
+      other.close();
+    }
+    await expectGone(h);
   });
 });

@@ -50,6 +50,8 @@ export interface ReuseDeps {
   awake(): boolean;
   /** The running server's `--cache-ram` in bytes; null when unknown (a server not planned here). */
   cacheRamBytes(): number | null;
+  /** Whether the session is still in the database (another core may have erased it); none: yes. */
+  stored?: (userId: string, sessionId: string) => boolean;
   now?: () => number;
 }
 
@@ -294,8 +296,9 @@ export class PromptReuse {
     const t0 = performance.now();
     try {
       const saved = await saveSlot(server.endpoint, slot, temp, AbortSignal.timeout(SLOT_FILE_TIMEOUT_MS));
-      // Erased while it was being saved (sessions.delete): nothing of it stays.
+      // Erased while it was being saved (sessions.delete, here or by another core): nothing of it stays.
       if (state.holder !== holder && !this.records.has(holder)) return disk.discard(temp);
+      if (this.deps.stored && !this.deps.stored(key.userId, key.sessionId)) return disk.discard(temp);
       const record = this.records.get(holder) ?? emptyRecord();
       const entry = entryOf(key, fp, saved, record, noteSources(record), Date.now());
       if (saved.n_saved === 0 || !disk.commit(temp, entry)) return disk.discard(temp);

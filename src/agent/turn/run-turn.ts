@@ -3,6 +3,7 @@ import type { ChatParams, Warning } from "../../protocol/chat.ts";
 import { CoreError } from "../../protocol/errors.ts";
 import type { StartTicket } from "../../runtime/endpoint.ts";
 import { dataDirError } from "../../store/data-dir-problem.ts";
+import { sessionErased } from "../../store/erasures.ts";
 import type { TurnContext, TurnDeps } from "./context.ts";
 import type { TurnResult } from "./ending.ts";
 import { checkRewriteParams, planRewrite, turnInFlight } from "./rewrite.ts";
@@ -45,16 +46,25 @@ export async function runTurn(params: ChatParams, deps: TurnDeps): Promise<TurnR
   // run between them); the turn's preparation then overlaps the load.
   const prestarted = deps.provider.prestart?.();
   if (prestarted) await untilSpawned(prestarted);
-  const unlock = await deps.locks.lock(lockKey, signal);
+  let unlock: (() => void) | undefined;
   let unlease: (() => void) | undefined;
+  let unwatch: (() => void) | undefined;
   try {
     const store = deps.store();
+    // A delete of the session wins, from the moment the chat waits for it: the turn stops at
+    // once and ends with the delete's reason (its writes are refused too, store/erasures.ts).
+    const erased = new AbortController();
+    unwatch = store.erasing.watch(params.user_id, sessionId, () => erased.abort(sessionErased(sessionId)));
+    const turnSignal = AbortSignal.any([signal, erased.signal]);
+    unlock = await deps.locks.lock(lockKey, turnSignal);
     // Another core on the same data folder may be running a turn of this session: wait for it
     // (a rewrite is refused instead: what it would replace may be changing).
     unlease = rewriting
       ? store.guard(() => store.leases.tryHold(params.user_id, sessionId))
-      : await store.lease(params.user_id, sessionId, signal);
+      : await store.lease(params.user_id, sessionId, turnSignal);
     if (!unlease) throw turnInFlight(sessionId);
+    // Over `deps`, not a copy of it: a spread would run its lazy getters (the MCP pool).
+    const turnDeps: TurnDeps = Object.create(deps, { signal: { value: turnSignal, enumerable: true } });
     const warnings: Warning[] = [];
     const key = { userId: params.user_id, sessionId };
     const rewrite = planRewrite(params, store, key);
@@ -68,7 +78,7 @@ export async function runTurn(params: ChatParams, deps: TurnDeps): Promise<TurnR
     const session = TurnSession.open(store, key, start, warnings, deps.now);
     const ctx: TurnContext = {
       params,
-      deps,
+      deps: turnDeps,
       agent,
       sessionId,
       traceId,
@@ -82,8 +92,9 @@ export async function runTurn(params: ChatParams, deps: TurnDeps): Promise<TurnR
     // A folder the core cannot write is the host's to fix: name it, not "see the log".
     throw dataDirError(err, deps.dataDir) ?? err;
   } finally {
+    unwatch?.();
     unlease?.();
-    unlock();
+    unlock?.();
   }
 }
 

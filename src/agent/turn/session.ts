@@ -29,6 +29,8 @@ export class TurnSession {
     /** The checkpoint as this turn found it, put back if the turn is refused. */
     private readonly prior: Checkpoint | undefined,
     private readonly now: () => Date,
+    /** The erase mark when the turn began: no write of it lands once its session is erased. */
+    private readonly since: number,
   ) {}
 
   /** Loads the history and any checkpoint (one it cannot use is dropped, with a warning) and picks the state to run. */
@@ -46,11 +48,12 @@ export class TurnSession {
         message: `the conversation database could not be used (${reset.problem}); it was moved aside to ${reset.aside} and a fresh one started`,
       });
     }
+    const since = store.guard(() => store.conversations.erasureMark());
     const prior = store.guard(() => readCheckpoint(store, key, warnings));
     const state = initialState(prior, start, warnings);
     let history = store.guard(() => store.conversations.history(key.userId, key.sessionId));
     if (state.replace_from_seq !== undefined) history = history.slice(0, state.replace_from_seq);
-    return new TurnSession(store, key, history, state, prior, now);
+    return new TurnSession(store, key, history, state, prior, now, since);
   }
 
   /** The turn's first checkpoint, before run_start: a database that refuses it fails the chat first. */
@@ -58,7 +61,7 @@ export class TurnSession {
     const { userId, sessionId } = this.key;
     const { agent, user_input } = this.state;
     await this.store.write(() =>
-      this.store.conversations.ensureSession(userId, sessionId, agent, user_input, this.now()),
+      this.store.conversations.ensureSession(userId, sessionId, agent, user_input, this.now(), this.since),
     );
     await this.save();
   }
@@ -80,6 +83,7 @@ export class TurnSession {
         ...(this.state.replace_from_seq !== undefined ? { replaceFromSeq: this.state.replace_from_seq } : {}),
         ...(memoryText !== undefined ? { memoryText } : {}),
         at: this.now(),
+        since: this.since,
       }),
     );
   }
@@ -98,7 +102,13 @@ export class TurnSession {
     const body: Checkpoint = { version: 1, ...state, updated_at: this.now().toISOString() };
     const { userId, sessionId } = this.key;
     return this.store.write(() =>
-      this.store.conversations.saveCheckpoint(userId, sessionId, JSON.stringify(body), this.now()),
+      this.store.conversations.saveCheckpoint(
+        userId,
+        sessionId,
+        JSON.stringify(body),
+        this.now(),
+        this.since,
+      ),
     );
   }
 }

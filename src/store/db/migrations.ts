@@ -104,6 +104,20 @@ export const MIGRATIONS: readonly Migration[] = [
         INSERT INTO memory_fts(memory_fts, rowid, text) VALUES ('delete', old.id, old.text); END`,
     ],
   },
+  {
+    version: 2,
+    sql: [
+      // One row per erase (store/erasures.ts): ids and a time, never text; session_id '' is the
+      // whole user. AUTOINCREMENT keeps the numbers rising after old rows are pruned.
+      `CREATE TABLE erasures (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        user_id TEXT NOT NULL,
+        session_id TEXT NOT NULL,
+        at INTEGER NOT NULL
+      ) STRICT`,
+      `CREATE INDEX erasures_by_user ON erasures (user_id, id)`,
+    ],
+  },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]?.version ?? 0;

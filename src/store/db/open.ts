@@ -200,8 +200,11 @@ function enableFtsSecureDelete(db: Database): void {
   }
 }
 
+/** What a database set aside is named after (`local-ai.db.corrupt-<time>`); users.delete reaches these too. */
+export const ASIDE_INFIX = ".corrupt-";
+
 function moveDatabaseAside(path: string, now: Date): string {
-  const aside = `${path}.corrupt-${now.toISOString().replace(/[:.]/g, "-")}`;
+  const aside = `${path}${ASIDE_INFIX}${now.toISOString().replace(/[:.]/g, "-")}`;
   try {
     renameSync(path, aside);
     rmSync(damagedMarker(path), { force: true });

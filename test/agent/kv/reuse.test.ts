@@ -2,6 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { mkdirSync, readdirSync, rmSync, truncateSync } from "node:fs";
 import { join } from "node:path";
 import type { SupervisorSnapshot } from "../../../src/runtime/snapshot.ts";
+import { Store } from "../../../src/store/store.ts";
 import { writeFakeModel } from "../../fixtures/llama-stand-in/binary.ts";
 import type { InProcessOptions } from "../../fixtures/llama-stand-in/in-process.ts";
 import { waitFor } from "../../fixtures/wait.ts";
@@ -165,7 +166,20 @@ describe("prompt reuse with the stand-in", () => {
     await using h = harness();
     await say(h, "gone", "remember this");
     h.send("d", "sessions.delete", { session_id: "gone" });
-    expect((await h.terminal("d")).result).toEqual({ deleted: true });
+    expect((await h.terminal("d")).result).toEqual({ deleted: true, set_aside_copies: [] });
+    await Bun.sleep(2500);
+    expect(kvFiles(h)).toEqual([]);
+  });
+
+  test("a session a second core erased is not saved by this one's quiet save", async () => {
+    await using h = harness();
+    await say(h, "gone", "remember this");
+    const other = Store.open(h.dataDir);
+    try {
+      expect((await other.deleteSession("default_user", "gone")).deleted).toBe(true);
+    } finally {
+      other.close();
+    }
     await Bun.sleep(2500);
     expect(kvFiles(h)).toEqual([]);
   });

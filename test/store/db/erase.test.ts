@@ -1,6 +1,19 @@
+import { Database } from "bun:sqlite";
 import { describe, expect, test } from "bun:test";
-import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import {
+  closeSync,
+  existsSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  statSync,
+  writeFileSync,
+  writeSync,
+} from "node:fs";
 import { join } from "node:path";
+import { ERASURE_KEEP_MS } from "../../../src/store/erasures.ts";
 import { Store } from "../../../src/store/store.ts";
 import { tmpdir } from "../../fixtures/tmpdir.ts";
 
@@ -70,7 +83,7 @@ describe("erasing for good", () => {
       chat(store, "alice", `s${i % 7}`, `ZEBRAFISH note ${i} ${"filler ".repeat(i % 30)}`);
     chat(store, "bob", "b", "bob keeps PELICAN");
     expect(filesHolding(dir.path, "ZEBRAFISH").length).toBeGreaterThan(1);
-    expect(await store.deleteUser("alice")).toBe(8);
+    expect((await store.deleteUser("alice")).deleted_sessions).toBe(8);
     expect(filesHolding(dir.path, "ZEBRAFISH")).toEqual([]);
     expect(store.list("alice", 10).sessions).toEqual([]);
     expect(store.memory.search("alice", "ZEBRAFISH", 5)).toEqual([]);
@@ -85,9 +98,9 @@ describe("erasing for good", () => {
     const store = Store.open(dir.path);
     for (let i = 0; i < 50; i++) chat(store, "alice", "gone", `QUOKKA ${i}`);
     chat(store, "alice", "kept", "OCELOT stays");
-    expect(await store.deleteSession("alice", "gone")).toBe(true);
-    expect(await store.deleteSession("alice", "old")).toBe(true);
-    expect(await store.deleteSession("alice", "never")).toBe(false);
+    expect((await store.deleteSession("alice", "gone")).deleted).toBe(true);
+    expect((await store.deleteSession("alice", "old")).deleted).toBe(true);
+    expect((await store.deleteSession("alice", "never")).deleted).toBe(false);
     expect(filesHolding(dir.path, "QUOKKA")).toEqual([]);
     expect(store.search("alice", "OCELOT", 5)).toHaveLength(2);
     // the kept-aside memory file keeps the other session's entry
@@ -99,6 +112,129 @@ describe("erasing for good", () => {
       expect(
         statSync(join(dir.path, "imported-0.1", "users", "alice", "memory", "turns.json")).mode & 0o777,
       ).toBe(0o600);
+    store.close();
+  });
+});
+
+/** What `work` threw (undefined when it did not). */
+function thrown(work: () => unknown): unknown {
+  try {
+    work();
+  } catch (err) {
+    return err;
+  }
+  return undefined;
+}
+
+describe("a delete wins over a turn begun before it", () => {
+  const turn = (u: string, s: string, since: number) => ({
+    userId: u,
+    sessionId: s,
+    agent: "a",
+    messages: [{ role: "user" as const, content: "late SECRET" }],
+    at: new Date(),
+    since,
+  });
+
+  test("a turn's writes are refused after its session or user was erased; a turn begun after is not", async () => {
+    using dir = tmpdir();
+    const store = Store.open(dir.path);
+    chat(store, "ann", "s", "first");
+    chat(store, "ann", "t", "other");
+    const mark = store.conversations.erasureMark();
+    await store.deleteSession("ann", "s");
+    const refused = { code: "cancelled", data: { reason: "session_deleted" } };
+    expect(thrown(() => store.conversations.commitTurn(turn("ann", "s", mark)))).toMatchObject(refused);
+    expect(
+      thrown(() => store.conversations.saveCheckpoint("ann", "s", "{}", new Date(), mark)),
+    ).toMatchObject(refused);
+    // Another session, another user, and a turn that began after the delete all commit.
+    store.conversations.commitTurn(turn("ann", "t", mark));
+    store.conversations.commitTurn(turn("bob", "s", mark));
+    store.conversations.commitTurn(turn("ann", "s", store.conversations.erasureMark()));
+    const later = store.conversations.erasureMark();
+    await store.deleteUser("ann");
+    expect(thrown(() => store.conversations.commitTurn(turn("ann", "t", later)))).toMatchObject(refused);
+    expect(store.list("ann", 10).sessions).toEqual([]);
+    expect(store.list("bob", 10).sessions).toHaveLength(1);
+    store.close();
+  });
+
+  test("erase rows are pruned after a day; a turn older than the pruned rows is refused", async () => {
+    using dir = tmpdir();
+    let now = Date.parse("2026-01-01T00:00:00Z");
+    const store = Store.open(dir.path, { now: () => new Date(now) });
+    const ancient = store.conversations.erasureMark();
+    await store.deleteSession("ann", "x");
+    now += ERASURE_KEEP_MS + 1;
+    const recent = store.conversations.erasureMark();
+    await store.deleteSession("ann", "y");
+    const db = new Database(join(dir.path, "local-ai.db"), { readonly: true });
+    expect(db.query("SELECT session_id FROM erasures").all()).toEqual([{ session_id: "y" }]);
+    db.close();
+    expect(thrown(() => store.conversations.commitTurn(turn("ann", "z", ancient)))).toMatchObject({
+      code: "cancelled",
+    });
+    store.conversations.commitTurn(turn("ann", "z", recent));
+    store.close();
+  });
+});
+
+describe("erasing reaches the databases set aside", () => {
+  /** A data folder whose database, holding alice's ZEBRAFISH and bob's PELICAN, was set aside as `name`. */
+  function setAside(dir: string, damage: boolean): void {
+    const store = Store.open(dir);
+    for (let i = 0; i < 120; i++)
+      chat(store, "alice", `s${i % 5}`, `ZEBRAFISH ${i} ${"filler ".repeat(i % 40)}`);
+    chat(store, "bob", "b", "bob keeps PELICAN");
+    store.close();
+    const path = join(dir, "local-ai.db");
+    if (damage) {
+      // A page in the middle of the file overwritten: quick_check fails and the next open sets it aside.
+      const fd = openSync(path, "r+");
+      writeSync(fd, Buffer.alloc(4096, 0xa5), 0, 4096, 4096 * 8);
+      closeSync(fd);
+    } else renameSync(path, `${path}.corrupt-2026-01-01T00-00-00-000Z`);
+  }
+
+  test("a copy that can be read is scrubbed of the user, others' rows kept", async () => {
+    using dir = tmpdir();
+    setAside(dir.path, false);
+    const store = Store.open(dir.path);
+    const r = await store.deleteUser("alice");
+    expect(r).toEqual({
+      deleted_sessions: 0,
+      copies: [
+        {
+          path: join(dir.path, "local-ai.db.corrupt-2026-01-01T00-00-00-000Z"),
+          outcome: "scrubbed",
+          deleted_sessions: 5,
+        },
+      ],
+    });
+    store.close();
+    expect(filesHolding(dir.path, "ZEBRAFISH")).toEqual([]);
+    const copy = new Database(join(dir.path, "local-ai.db.corrupt-2026-01-01T00-00-00-000Z"), {
+      readonly: true,
+    });
+    expect(copy.query("SELECT content FROM messages WHERE user_id = 'bob' ORDER BY seq").all()).toEqual([
+      { content: "bob keeps PELICAN" },
+      { content: "about bob keeps PELICAN" },
+    ]);
+    copy.close();
+  });
+
+  test("a damaged copy, which cannot be scrubbed, is removed whole and said so", async () => {
+    using dir = tmpdir();
+    setAside(dir.path, true);
+    const store = Store.open(dir.path);
+    const aside = store.takeReset()?.aside as string;
+    expect(filesHolding(dir.path, "ZEBRAFISH")).toContain(aside.slice(dir.path.length + 1));
+    const r = await store.deleteSession("alice", "s1");
+    expect(r.copies).toEqual([{ path: aside, outcome: "removed", problem: expect.stringContaining("") }]);
+    expect(existsSync(aside)).toBe(false);
+    expect(filesHolding(dir.path, "ZEBRAFISH")).toEqual([]);
+    expect((await store.deleteUser("alice")).copies).toEqual([]);
     store.close();
   });
 });

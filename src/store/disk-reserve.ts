@@ -1,0 +1,49 @@
+import { closeSync, openSync, rmSync, statSync, writeSync } from "node:fs";
+import { logger } from "../util/logger.ts";
+import { PRIVATE_FILE_MODE } from "../util/private-fs.ts";
+
+/**
+ * Room kept for erasing on a full disk (docs/agent.md, The store): a delete writes the pages it
+ * changes (zeroed, `secure_delete`) to the write-ahead log before they land in the database, so
+ * it needs free space even though it frees some. This file holds that space, written out (not
+ * sparse) when the store opens; an erase that meets a full disk removes it, erases in small
+ * steps, and puts it back once the log is emptied.
+ */
+export const RESERVE_BYTES = 4 * 2 ** 20;
+
+export class DiskReserve {
+  constructor(
+    readonly path: string,
+    private readonly bytes = RESERVE_BYTES,
+  ) {}
+
+  /** Writes the reserve when it is missing or short; a disk without the room logs it and goes on. */
+  ensure(): boolean {
+    try {
+      if (statSync(this.path).size >= this.bytes) return true;
+    } catch {}
+    let fd: number | undefined;
+    try {
+      fd = openSync(this.path, "w", PRIVATE_FILE_MODE);
+      const zeros = Buffer.alloc(Math.min(this.bytes, 1 << 20));
+      for (let at = 0; at < this.bytes; at += zeros.length)
+        writeSync(fd, zeros, 0, Math.min(zeros.length, this.bytes - at), at);
+      return true;
+    } catch (err) {
+      logger.warn(
+        `no room for the ${this.bytes}-byte reserve ${this.path} (${(err as Error).message}): erasing on a full disk may fail until space is freed`,
+      );
+      if (fd !== undefined) closeSync(fd);
+      fd = undefined;
+      rmSync(this.path, { force: true });
+      return false;
+    } finally {
+      if (fd !== undefined) closeSync(fd);
+    }
+  }
+
+  /** Frees the reserve's space for an erase. */
+  release(): void {
+    rmSync(this.path, { force: true });
+  }
+}

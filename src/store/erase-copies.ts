@@ -1,0 +1,86 @@
+import { Database } from "bun:sqlite";
+import { closeSync, existsSync, fstatSync, openSync, readdirSync, rmSync, writeSync } from "node:fs";
+import { join } from "node:path";
+import { logger } from "../util/logger.ts";
+import { ASIDE_INFIX, BUSY_TIMEOUT_MS, DB_FILE, integrityProblem } from "./db/open.ts";
+import { deleteRows, settleErase } from "./erase.ts";
+
+/** What an erase did with one database set aside after damage (docs/protocol.md, users.delete). */
+export type CopyOutcome =
+  | { path: string; outcome: "scrubbed"; deleted_sessions: number }
+  | { path: string; outcome: "removed"; problem: string };
+
+/** The databases set aside under `dataDir` (`local-ai.db.corrupt-<time>`), oldest first. */
+export function setAsideCopies(dataDir: string): string[] {
+  let names: string[];
+  try {
+    names = readdirSync(dataDir);
+  } catch {
+    return [];
+  }
+  return names
+    .filter((n) => n.startsWith(`${DB_FILE}${ASIDE_INFIX}`) && !/-(wal|shm|journal)$/.test(n))
+    .sort()
+    .map((n) => join(dataDir, n));
+}
+
+/**
+ * The user's rows (one session's, or all) erased from every copy set aside, as from the live
+ * database (docs/agent.md, The store): a copy that passes `quick_check` is scrubbed with
+ * `secure_delete` and its log emptied. One that cannot be scrubbed (damaged, unreadable, or the
+ * scrub fails) cannot be made to forget only this user: it is overwritten and removed whole.
+ */
+export function eraseFromCopies(dataDir: string, userId: string, sessionId?: string): CopyOutcome[] {
+  return setAsideCopies(dataDir).map((path) => {
+    try {
+      return { path, outcome: "scrubbed" as const, deleted_sessions: scrub(path, userId, sessionId) };
+    } catch (err) {
+      const problem = (err as Error).message;
+      logger.warn(
+        `the set-aside database ${path} could not be scrubbed (${problem}); removed so nothing erased stays in it`,
+      );
+      removeWhole(path);
+      return { path, outcome: "removed" as const, problem };
+    }
+  });
+}
+
+function scrub(path: string, userId: string, sessionId: string | undefined): number {
+  const db = new Database(path, { readwrite: true, create: false, strict: true });
+  try {
+    db.run(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`);
+    db.run("PRAGMA foreign_keys = ON");
+    db.run("PRAGMA secure_delete = ON");
+    const problem = integrityProblem(db);
+    if (problem) throw new Error(problem);
+    const removed = db.transaction(() => deleteRows(db, userId, sessionId)).immediate();
+    settleErase(db);
+    return removed;
+  } finally {
+    db.close(false);
+  }
+}
+
+/** The copy, its log and shared memory overwritten with zeros where they can be, then unlinked. */
+function removeWhole(path: string): void {
+  for (const file of [path, `${path}-wal`, `${path}-shm`, `${path}-journal`]) {
+    if (!existsSync(file)) continue;
+    try {
+      zeroFill(file);
+    } catch {}
+    rmSync(file, { force: true });
+  }
+}
+
+/** In place: needs no free space, so it works on a full disk. */
+function zeroFill(file: string): void {
+  const fd = openSync(file, "r+");
+  try {
+    const size = fstatSync(fd).size;
+    const zeros = Buffer.alloc(Math.min(size, 1 << 20));
+    for (let at = 0; at < size; at += zeros.length)
+      writeSync(fd, zeros, 0, Math.min(zeros.length, size - at), at);
+  } finally {
+    closeSync(fd);
+  }
+}

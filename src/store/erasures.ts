@@ -1,0 +1,97 @@
+import type { Database } from "bun:sqlite";
+import { CoreError } from "../protocol/errors.ts";
+
+/**
+ * A delete wins over a turn in flight (docs/agent.md, The store): each erase records a row in
+ * `erasures` (ids and a time, never text), numbered in order. A turn notes the newest number
+ * when it begins (`erasureMark`); every write of the turn checks, inside its own transaction,
+ * that no erase of its session or its user came after that mark, so a turn of this core or of
+ * another on the same folder cannot write a deleted session back. Within the process the turn
+ * is also stopped at once (`ErasureWatch`).
+ *
+ * The rows are kept ERASURE_KEEP_MS, long past any turn, then pruned with the next erase; a
+ * turn older than the rows pruned is refused as if its session were erased (it cannot be told).
+ */
+export const ERASURE_KEEP_MS = 24 * 60 * 60 * 1000;
+
+/** The number of the newest erase ever recorded (0 for none), pruned or not. */
+export function erasureMark(db: Database): number {
+  const row = db.query("SELECT seq FROM sqlite_sequence WHERE name = 'erasures'").get() as {
+    seq: number;
+  } | null;
+  return row?.seq ?? 0;
+}
+
+/** Called inside the erase's transaction: the erase recorded, rows past their keep pruned. */
+export function recordErasure(db: Database, userId: string, sessionId: string | undefined, at: number): void {
+  db.query("INSERT INTO erasures (user_id, session_id, at) VALUES (?, ?, ?)").run(
+    userId,
+    sessionId ?? "",
+    at,
+  );
+  const old = db.query("SELECT MAX(id) AS id FROM erasures WHERE at < ?").get(at - ERASURE_KEEP_MS) as {
+    id: number | null;
+  };
+  if (old.id === null) return;
+  db.query("DELETE FROM erasures WHERE id <= ?").run(old.id);
+  db.query("INSERT OR REPLACE INTO meta (key, value) VALUES ('erasures_pruned_through', ?)").run(
+    String(old.id),
+  );
+}
+
+/** Whether the session (or its user) was erased after `mark`; called inside the writing transaction. */
+export function erasedSince(db: Database, userId: string, sessionId: string, mark: number): boolean {
+  const pruned = db.query("SELECT value FROM meta WHERE key = 'erasures_pruned_through'").get() as {
+    value: string;
+  } | null;
+  if (pruned && Number(pruned.value) > mark) return true;
+  const hit = db
+    .query("SELECT 1 FROM erasures WHERE user_id = ? AND session_id IN ('', ?) AND id > ? LIMIT 1")
+    .get(userId, sessionId, mark);
+  return hit !== null;
+}
+
+/** Throws `sessionErased` when a write of a turn begun at `mark` would bring the session back. */
+export function refuseIfErased(
+  db: Database,
+  userId: string,
+  sessionId: string,
+  mark: number | undefined,
+): void {
+  if (mark !== undefined && erasedSince(db, userId, sessionId, mark)) throw sessionErased(sessionId);
+}
+
+/** A turn's end when its session was deleted while it ran: nothing of it was kept. */
+export function sessionErased(sessionId: string): CoreError {
+  return new CoreError(
+    "cancelled",
+    `session '${sessionId}' was deleted while this turn ran; nothing of the turn was kept`,
+    { reason: "session_deleted", session_id: sessionId },
+  );
+}
+
+interface Watcher {
+  userId: string;
+  sessionId: string;
+  onErase: () => void;
+}
+
+/** The turns of this process, stopped when their session or user is erased. */
+export class ErasureWatch {
+  private readonly watchers = new Set<Watcher>();
+
+  /** Calls `onErase` when the session is erased; returns the unwatch. */
+  watch(userId: string, sessionId: string, onErase: () => void): () => void {
+    const w = { userId, sessionId, onErase };
+    this.watchers.add(w);
+    return () => this.watchers.delete(w);
+  }
+
+  erased(userId: string, sessionId?: string): void {
+    for (const w of [...this.watchers]) {
+      if (w.userId !== userId || (sessionId !== undefined && w.sessionId !== sessionId)) continue;
+      this.watchers.delete(w);
+      w.onErase();
+    }
+  }
+}
