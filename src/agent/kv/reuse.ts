@@ -11,10 +11,9 @@ import { emptyRecord, noteSources, type PromptRecord } from "./prompt-record.ts"
 import { SlotTable } from "./slot-table.ts";
 
 /**
- * Prompt reuse across turns (docs/agent.md#prompt-reuse): each session keeps a slot while it is
- * active (`id_slot`), its prompt record (cut and notes) is kept so every turn sends the prefix the
- * slot holds, and its KV state is saved to disk when it would be lost and restored before its next
- * turn.
+ * Prompt reuse across turns (docs/agent.md#prompt-reuse): a session keeps a slot while active
+ * (`id_slot`), its prompt record (cut and notes) so every turn sends the prefix the slot holds,
+ * and its KV state, saved to disk when it would be lost and restored before its next turn.
  *
  * When a save happens (docs/agent.md, "Prompt reuse" has the measured costs):
  * - once the server has been idle for `quietMs` (2 s, or a quarter of `llama.idle_sleep_s` if
@@ -297,8 +296,8 @@ export class PromptReuse {
     try {
       const saved = await saveSlot(server.endpoint, slot, temp, AbortSignal.timeout(SLOT_FILE_TIMEOUT_MS));
       // Erased while it was being saved (sessions.delete, here or by another core): nothing of it stays.
-      if (state.holder !== holder && !this.records.has(holder)) return disk.discard(temp);
-      if (this.deps.stored && !this.deps.stored(key.userId, key.sessionId)) return disk.discard(temp);
+      const erased = state.holder !== holder && !this.records.has(holder);
+      if (erased || this.deps.stored?.(key.userId, key.sessionId) === false) return disk.discard(temp);
       const record = this.records.get(holder) ?? emptyRecord();
       const entry = entryOf(key, fp, saved, record, noteSources(record), Date.now());
       if (saved.n_saved === 0 || !disk.commit(temp, entry)) return disk.discard(temp);
