@@ -3,6 +3,7 @@ import { CoreError, cancelledError } from "../protocol/errors.ts";
 import { abortable } from "../util/abortable.ts";
 import { logger } from "../util/logger.ts";
 import { Semaphore } from "../util/semaphore.ts";
+import { within } from "../util/within.ts";
 import type { AcquireOptions, LlamaLease, LlamaProvider, StartTicket } from "./endpoint.ts";
 import { type Exit, stopChild, TAIL_IN_ERRORS } from "./launch-steps.ts";
 import { Launcher } from "./launcher.ts";
@@ -147,14 +148,11 @@ export class Supervisor implements LlamaProvider {
    * one still there after EXIT_NOTICE_MS is failed and stopped instead.
    */
   private async refused(running: Running): Promise<void> {
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const exited = await Promise.race([
+    const exited = await within(
       running.child.exited.then(() => true),
-      new Promise<boolean>((resolve) => {
-        timer = setTimeout(() => resolve(false), EXIT_NOTICE_MS);
-      }),
-    ]);
-    clearTimeout(timer);
+      EXIT_NOTICE_MS,
+      false,
+    );
     if (!exited) this.reportFailure(running, "it refused connections on its own port");
   }
 

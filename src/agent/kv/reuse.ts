@@ -5,6 +5,7 @@ import { launchProps } from "../../llama/props.ts";
 import { restoreSlot, saveSlot } from "../../llama/slots.ts";
 import type { LlamaLease } from "../../runtime/endpoint.ts";
 import { logger } from "../../util/logger.ts";
+import { within } from "../../util/within.ts";
 import { launchFingerprint } from "./fingerprint.ts";
 import { entryOf, type KvDisk, type KvEntry } from "./kv-disk.ts";
 import { emptyRecord, noteSources, type PromptRecord } from "./prompt-record.ts";
@@ -161,12 +162,7 @@ export class PromptReuse {
     if (this.quiet) clearTimeout(this.quiet);
     const server = this.server;
     if (!server || server.died.aborted || !this.deps.awake()) return;
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const out = new Promise<void>((r) => {
-      timer = setTimeout(r, STOP_SAVE_MS);
-    });
-    await Promise.race([this.saveDirty(server), out]);
-    clearTimeout(timer);
+    await within(this.saveDirty(server), STOP_SAVE_MS, undefined);
   }
 
   /**

@@ -3,6 +3,7 @@ import type { ChatParams, Warning } from "../../protocol/chat.ts";
 import { CoreError } from "../../protocol/errors.ts";
 import type { StartTicket } from "../../runtime/endpoint.ts";
 import { dataDirError } from "../../store/data-dir-problem.ts";
+import { within } from "../../util/within.ts";
 import type { TurnContext, TurnDeps } from "./context.ts";
 import type { TurnResult } from "./ending.ts";
 import { checkRewriteParams, planRewrite, turnInFlight } from "./rewrite.ts";
@@ -88,7 +89,5 @@ export async function runTurn(params: ChatParams, deps: TurnDeps): Promise<TurnR
 }
 
 async function untilSpawned(ticket: StartTicket): Promise<void> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  await Promise.race([ticket.spawned, new Promise<void>((r) => (timer = setTimeout(r, SPAWN_WAIT_MS)))]);
-  clearTimeout(timer);
+  await within(ticket.spawned, SPAWN_WAIT_MS, undefined);
 }
