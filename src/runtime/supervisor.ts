@@ -17,7 +17,13 @@ import { RpcWatch } from "./rpc-watch.ts";
 import { type SupervisorSnapshot, snapshotOf } from "./snapshot.ts";
 import type { StartProgress } from "./start-progress.ts";
 import type { SupervisorOptions } from "./supervisor-options.ts";
-import { type Running, StateCell, type StateOf, type SupervisorState, serving } from "./supervisor-state.ts";
+import {
+  type Running,
+  type StateOf,
+  type SupervisorState,
+  serving,
+  supervisorCell,
+} from "./supervisor-state.ts";
 
 const shuttingDown = () => cancelledError("llama-server is stopping: the core is shutting down");
 /** The look before a lease: a dead port says so at once; a slow answer is not a refusal. */
@@ -35,7 +41,7 @@ const EXIT_NOTICE_MS = 2000;
  * budget and with back-off.
  */
 export class Supervisor implements LlamaProvider {
-  private readonly state = new StateCell();
+  private readonly state = supervisorCell();
   private readonly gate = new Semaphore(() => this.slots());
   readonly tail = new LogTail();
   /** The RPC workers of the current launch: their log signatures, the one that was lost. */
