@@ -45,12 +45,13 @@ test("onSent runs while the request is already on its way", async () => {
     const result = await streamCompletion(
       { baseUrl: `http://127.0.0.1:${port}`, apiKey: "k" },
       { messages: [{ role: "user", content: "x" }] },
-      new AbortController().signal,
-      () => {},
-      () => {},
-      () => {
-        busyUntil = Date.now() + 300;
-        while (Date.now() < busyUntil) {}
+      {
+        signal: new AbortController().signal,
+        onDelta: () => {},
+        onSent: () => {
+          busyUntil = Date.now() + 300;
+          while (Date.now() < busyUntil) {}
+        },
       },
     );
     const servedAt = Number(result.content);
@@ -67,11 +68,12 @@ test("what onSent throws ends the request and is thrown as it is", async () => {
   const err = await streamCompletion(
     { baseUrl: `http://127.0.0.1:${server.port}`, apiKey: "k" },
     { messages: [{ role: "user", content: "x" }] },
-    new AbortController().signal,
-    () => {},
-    () => {},
-    () => {
-      throw boom;
+    {
+      signal: new AbortController().signal,
+      onDelta: () => {},
+      onSent: () => {
+        throw boom;
+      },
     },
   ).catch((e) => e);
   expect(err).toBe(boom);
