@@ -1,8 +1,6 @@
-import { homedir } from "node:os";
 import { fitVerdictWith } from "../models/fit-verdict.ts";
 import { pullModel } from "../models/pull.ts";
 import { PullEventFields, PullParamsSchema, PullResultSchema } from "../protocol/pull.ts";
-import { procIdentity } from "../runtime/proc-info.ts";
 import { logger } from "../util/logger.ts";
 import { defineMethod } from "./definition.ts";
 
@@ -17,20 +15,11 @@ export const pull = defineMethod({
   result: () => PullResultSchema,
   events: () => PullEventFields,
   run: async (params, ctx, services) => {
-    const outcome = await pullModel(
-      params,
-      {
-        env: process.env,
-        home: homedir(),
-        // A lock whose pid now names another process (a reboot) is stale: told by its start time.
-        processStart: (pid) => procIdentity(pid)?.start_time ?? null,
-      },
-      {
-        signal: ctx.signal,
-        progress: (p) => ctx.emit("download_progress", p),
-        note: (message) => logger.warn(message),
-      },
-    );
+    const outcome = await pullModel(params, services.pullDeps(), {
+      signal: ctx.signal,
+      progress: (p) => ctx.emit("download_progress", p),
+      note: (message) => logger.warn(message),
+    });
     const fit = await fitVerdictWith(
       () => services.config(),
       () => services.defaultConfig().config,
