@@ -1,9 +1,9 @@
 import { createHash } from "node:crypto";
 import { createReadStream, existsSync, mkdirSync, statSync } from "node:fs";
-import { openRegularFile } from "../config/read-file.ts";
 import { cancelledError } from "../protocol/errors.ts";
 import type { DownloadProgress } from "../protocol/pull.ts";
 import { abortable } from "../util/abortable.ts";
+import { openRegularFile } from "../util/read-file.ts";
 import { type FreeSpaceProbe, SPACE_MARGIN_BYTES, spaceShortfall, statfsFree } from "./disk-space.ts";
 import { type BlobTarget, cachedFileSize, downloadBlob } from "./download.ts";
 import { giveUp, LOCK_QUIET_MS, LockWatch, tryLock } from "./download-lock.ts";

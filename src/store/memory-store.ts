@@ -1,8 +1,8 @@
 import type { Database } from "bun:sqlite";
 import { readdirSync, statSync } from "node:fs";
 import { extname, join, relative } from "node:path";
-import { readSmallFile } from "../config/read-file.ts";
 import { logger } from "../util/logger.ts";
+import { readSmallFile } from "../util/read-file.ts";
 import { anyOf, likePattern, words } from "./fts-query.ts";
 import { TermStats } from "./term-stats.ts";
 

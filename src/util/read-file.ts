@@ -1,5 +1,4 @@
 import { closeSync, constants, fstatSync, openSync, readSync, type Stats, statSync } from "node:fs";
-import { CoreError } from "../protocol/errors.ts";
 
 /**
  * Reads of files the user or another program controls (the config, a model, the Hugging Face
@@ -10,9 +9,6 @@ import { CoreError } from "../protocol/errors.ts";
  * need), the open does not block (O_NONBLOCK), and fstat() of what was opened decides again, so
  * a FIFO swapped in between is refused before any read.
  */
-
-/** Largest config file read (1 MiB): a real one is a few KiB; this bounds what a mistake costs. */
-export const CONFIG_MAX_BYTES = 1024 * 1024;
 
 /** The path (links followed) is not a regular file: `kind` says what it is ("a FIFO"…). */
 export class NotRegularFile extends Error {
@@ -71,23 +67,6 @@ export function readSmallFile(path: string, maxBytes: number): string {
     return buffer.toString("utf8", 0, length);
   } finally {
     closeSync(fd);
-  }
-}
-
-/** The config file's text: config_invalid naming the file when it is not a regular file of at most CONFIG_MAX_BYTES. */
-export function readConfigFile(file: string): string {
-  try {
-    return readSmallFile(file, CONFIG_MAX_BYTES);
-  } catch (err) {
-    const message =
-      err instanceof NotRegularFile
-        ? err.kind === "a directory"
-          ? `${file} is a directory, not a config file`
-          : `${file} is not a regular file (${err.kind})`
-        : err instanceof FileTooLarge
-          ? `${file} is ${err.bytes} bytes, over the limit of ${CONFIG_MAX_BYTES} bytes for a config file`
-          : `cannot read ${file}: ${(err as Error).message}`;
-    throw new CoreError("config_invalid", message, { file, line: null, key: null });
   }
 }
 
