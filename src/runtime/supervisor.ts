@@ -69,18 +69,10 @@ export class Supervisor implements LlamaProvider {
     return this.launcher.plan?.slots ?? this.options.fallbackSlots?.() ?? 1;
   }
 
-  private slotsOrOne(): number {
-    try {
-      return this.slots();
-    } catch {
-      return 1;
-    }
-  }
-
   /** Never throws and never touches llama-server: `status` answers from it at once. */
   snapshot(): SupervisorSnapshot {
     const s = this.state.get();
-    const slots = { busy: this.gate.inUse, waiting: this.gate.waiting, total: this.slotsOrOne() };
+    const slots = { busy: this.gate.inUse, waiting: this.gate.waiting, total: this.slots() };
     return snapshotOf(s, this.launcher.plan, slots, this.restarts.report(s));
   }
 

@@ -190,13 +190,6 @@ export class PromptReuse {
     else disk.removeSession(userId, sessionId);
   }
 
-  /** What `status` shows: the saved states on disk, and the budget; null when saving is off. */
-  diskUse(): { bytes: number; files: number; budget_bytes: number } | null {
-    const disk = this.deps.disk;
-    if (!disk) return null;
-    return { ...disk.usage(), budget_bytes: disk.budgetBytes };
-  }
-
   private serverOf(lease: LlamaLease): Server {
     const epoch = `${launchId(lease.died)}#${lease.sleeps ?? 0}`;
     const known = this.server;
