@@ -13,7 +13,7 @@
 import { mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
-import { compile } from "../build.ts";
+import { compile } from "../scripts/compile.ts";
 
 const LIMIT = 0.1;
 const args = process.argv.slice(2);

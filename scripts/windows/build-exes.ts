@@ -1,6 +1,6 @@
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
-import { compile, TARGETS } from "../../build.ts";
+import { compile, TARGETS } from "../compile.ts";
 
 /**
  * The Windows executables the suite runs: the core exactly as `bun build.ts` ships it, and

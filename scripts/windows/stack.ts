@@ -40,7 +40,7 @@ export function configYaml(files: { llama: string; mcp: string; model: string; s
     "mcp_servers:",
     "  - name: t",
     // Named as `npx` would be: a .cmd shim found through PATH and PATHEXT, which Windows cannot
-    // spawn as it stands (the core runs it through cmd.exe, src/agent/mcp/windows-command.ts).
+    // spawn as it stands (the core runs it through cmd.exe, src/platform/windows-command.ts).
     "    command: mcp-shim",
     "    env:",
     `      PATH: ${w(join(files.stack, "bin"))};C:\\windows\\system32;C:\\windows`,

@@ -30,6 +30,16 @@ export function preview(text: string): string {
   return flat.length <= PREVIEW_CHARS ? flat : `${flat.slice(0, PREVIEW_CHARS - 1)}…`;
 }
 
+/** What a call runs under, by name. */
+export interface RunToolOptions {
+  pool: McpPool;
+  /** The chat's `approve_execution`: a tool that requires approval runs only with it. */
+  approved: boolean;
+  /** The chat's abort; the only failure that propagates. */
+  signal: AbortSignal;
+  now?: () => number;
+}
+
 /**
  * Runs one call, or refuses it when the tool needs approval the chat did not give. Errors of
  * the tool or its server become a result the model can read; only the chat's own abort
@@ -39,11 +49,9 @@ export function preview(text: string): string {
 export async function runTool(
   tool: AgentTool,
   args: Record<string, unknown>,
-  pool: McpPool,
-  approved: boolean,
-  signal: AbortSignal,
-  now: () => number = Date.now,
+  options: RunToolOptions,
 ): Promise<ToolOutcome> {
+  const { pool, approved, signal, now = Date.now } = options;
   const started = now();
   const ms = () => Math.max(0, now() - started);
   if (tool.requiresApproval && !approved) {

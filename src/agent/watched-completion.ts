@@ -1,10 +1,14 @@
-import { streamCompletion } from "../llama/completion.ts";
+import { type CompletionRequest, type StreamOptions, streamCompletion } from "../llama/completion.ts";
 import { ConnectionRefused, LlmError } from "../llama/errors.ts";
 import type { CompletionResult } from "../llama/stream-reply.ts";
 import type { LlamaLease } from "../runtime/endpoint.ts";
 import { watchProgress } from "../runtime/watchdog.ts";
 
-type CompletionRequest = Parameters<typeof streamCompletion>[1];
+/**
+ * As streamCompletion's, less the watchdog's progress: `signal` is the chat's cancel, `onSent`
+ * runs again when the request is resent, and a byte of reasoning is progress like a byte of content.
+ */
+export type WatchedOptions = Omit<StreamOptions, "onProgress">;
 
 /**
  * One completion on a lease, with the server's health judged here and in the watchdog, never
@@ -19,17 +23,17 @@ type CompletionRequest = Parameters<typeof streamCompletion>[1];
 export async function watchedCompletion(
   lease: LlamaLease,
   request: CompletionRequest,
-  cancel: AbortSignal,
-  onDelta: (delta: string) => void,
-  /** As streamCompletion's: runs once the request is on its way (again, when it is resent). */
-  onSent: () => void,
-  /** Each reasoning delta; a byte of reasoning is progress like a byte of content. */
-  onReasoning?: (delta: string) => void,
+  options: WatchedOptions,
 ): Promise<CompletionResult> {
+  const cancel = options.signal;
   for (let resent = false; ; resent = true) {
     const watch = watchProgress(lease, cancel);
     try {
-      return await streamCompletion(lease, request, watch.signal, onDelta, watch.touch, onSent, onReasoning);
+      return await streamCompletion(lease, request, {
+        ...options,
+        signal: watch.signal,
+        onProgress: watch.touch,
+      });
     } catch (err) {
       if (cancel.aborted) throw err;
       if (err instanceof ConnectionRefused && !resent && lease.reconnect) {

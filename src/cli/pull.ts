@@ -1,11 +1,10 @@
-import { homedir } from "node:os";
 import { defineCommand } from "citty";
 import { fitVerdictWith } from "../models/fit-verdict.ts";
 import { pullModel } from "../models/pull.ts";
 import { ProgressPrinter, renderPulled } from "../models/pull-render.ts";
 import { CoreError, isCoreError } from "../protocol/errors.ts";
 import { HF_PREFIX, parseModelRef, RevisionSchema } from "../protocol/model-ref.ts";
-import { processStartedAt, procIdentity } from "../runtime/proc-info.ts";
+import { machinePullDeps } from "../server/pull-deps.ts";
 import { CoreServices } from "../server/services.ts";
 import { logger } from "../util/logger.ts";
 import { configArg, jsonArg } from "./args.ts";
@@ -39,27 +38,17 @@ export default defineCommand({
     process.once("SIGTERM", stop);
     try {
       const ref = parseRef(args.model, args.revision);
-      const outcome = await pullModel(
-        ref,
-        {
-          env: process.env,
-          home: homedir(),
-          // A lock whose pid now names another process (a reboot) is stale: told by its start time.
-          processStart: (pid) => procIdentity(pid)?.start_time ?? null,
-          processStartedAt,
+      const outcome = await pullModel(ref, machinePullDeps(), {
+        signal: ac.signal,
+        progress: (p) =>
+          args.json
+            ? out(`${JSON.stringify({ type: "event", event: "download_progress", ...p })}\n`)
+            : printer.show(p),
+        note: (message) => {
+          printer.end();
+          logger.warn(message);
         },
-        {
-          signal: ac.signal,
-          progress: (p) =>
-            args.json
-              ? out(`${JSON.stringify({ type: "event", event: "download_progress", ...p })}\n`)
-              : printer.show(p),
-          note: (message) => {
-            printer.end();
-            logger.warn(message);
-          },
-        },
-      );
+      });
       printer.end();
       const services = new CoreServices({ configPath: args.config, cwd: process.cwd() });
       const fit = await fitVerdictWith(

@@ -1,6 +1,5 @@
 import { accessSync, constants, readdirSync, statSync } from "node:fs";
 import { basename, dirname } from "node:path";
-import { resolvedCommand } from "../agent/mcp/windows-command.ts";
 import type { Config } from "../config/schema.ts";
 import { cacheTypesFor } from "../plan/decide/kv-cache.ts";
 import type { HardwareSnapshot } from "../plan/hardware.ts";
@@ -8,6 +7,7 @@ import type { ModelInfo } from "../plan/model.ts";
 import { makePlan } from "../plan/planner.ts";
 import type { RunResult } from "../plan/probe.ts";
 import { formatBytes } from "../plan/render.ts";
+import { resolvedCommand } from "../platform/windows-command.ts";
 import type { DoctorCheck } from "../protocol/doctor.ts";
 import { isCoreError } from "../protocol/errors.ts";
 import type { WorkerReport } from "../rpc/client.ts";

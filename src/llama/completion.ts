@@ -37,33 +37,40 @@ export interface CompletionRequest {
 
 export type { CompletionResult, Timings, Usage } from "./stream-reply.ts";
 
-/**
- * One streamed step: POST /v1/chat/completions with stream:true, each content delta handed to
- * `onDelta` as it arrives, tool-call fragments assembled by index. `signal` aborts the fetch,
- * which closes the connection so llama-server stops generating (transcript 40).
- */
-export async function streamCompletion(
-  endpoint: LlamaEndpoint,
-  request: CompletionRequest,
-  signal: AbortSignal,
-  onDelta: (delta: string) => void,
+/** The signal and the callbacks of one streamed step, by name (as the MCP SDK's `RequestOptions`). */
+export interface StreamOptions {
+  /** Aborts the fetch, which closes the connection so llama-server stops generating (transcript 40). */
+  signal: AbortSignal;
+  /** Each content delta as it arrives. */
+  onDelta: (delta: string) => void;
   /** Called whenever bytes arrive, so a watchdog can tell a slow server from a wedged one. */
-  onProgress: () => void = () => {},
+  onProgress?: () => void;
   /**
    * Called once the request is on its way (Bun sends it from its own thread), before the
    * answer is awaited: work that need not delay the request runs while llama-server reads
    * the prompt. What it throws ends the request and is thrown as it is.
    */
-  onSent: () => void = () => {},
+  onSent?: () => void;
   /**
    * Each reasoning delta as it arrives (thinking models,
    * test/fixtures/llama-server/transcripts/91), before the content of the same read; absent,
    * reasoning is only gathered into the result's `reasoning`.
    */
-  onReasoning?: (delta: string) => void,
+  onReasoning?: (delta: string) => void;
+}
+
+/**
+ * One streamed step: POST /v1/chat/completions with stream:true, each content delta handed to
+ * `onDelta` as it arrives, tool-call fragments assembled by index.
+ */
+export async function streamCompletion(
+  endpoint: LlamaEndpoint,
+  request: CompletionRequest,
+  options: StreamOptions,
 ): Promise<CompletionResult> {
+  const { signal, onDelta, onProgress, onReasoning } = options;
   const sentAt = performance.now();
-  const res = await openStream(endpoint, request, signal, onSent);
+  const res = await openStream(endpoint, request, signal, options.onSent);
 
   const assembler = new ToolCallAssembler();
   const result = emptyReply();
@@ -88,7 +95,7 @@ export async function streamCompletion(
     while (!done && !streamError) {
       const { value, done: eof } = await reader.read();
       if (eof) break;
-      onProgress();
+      onProgress?.();
       parser.feed(decoder.decode(value, { stream: true }));
       // The queues are emptied once handed on, not replaced: no allocation per read.
       if (onReasoning && arrived.reasoning?.length) {
@@ -140,14 +147,14 @@ async function openStream(
   endpoint: LlamaEndpoint,
   request: CompletionRequest,
   signal: AbortSignal,
-  onSent: () => void,
+  onSent: (() => void) | undefined,
 ): Promise<Response> {
   const pending = call(endpoint, "/v1/chat/completions", {
     body: JSON.stringify({ ...request, stream: true, stream_options: { include_usage: true } }),
     signal,
   });
   try {
-    onSent();
+    onSent?.();
   } catch (err) {
     // Closing the stream is what tells llama-server to stop the task.
     void pending.then(

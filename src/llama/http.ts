@@ -16,8 +16,6 @@ export interface LlamaEndpoint {
 export interface CallOptions {
   /** A JSON body: the call is a POST with it. */
   body?: string;
-  /** POST without a body (a slot's erase). */
-  post?: boolean;
   /** The caller's: when it aborts, its reason is thrown as it is. */
   signal?: AbortSignal;
   /** How long the whole answer may take; past it, `connection_lost`. */
@@ -41,7 +39,7 @@ export async function call(server: Target, path: string, o: CallOptions = {}): P
   if (server.apiKey !== undefined) headers.Authorization = `Bearer ${server.apiKey}`;
   try {
     return await fetch(`${server.baseUrl}${path}`, {
-      method: o.body !== undefined || o.post ? "POST" : "GET",
+      method: o.body !== undefined ? "POST" : "GET",
       headers,
       body: o.body,
       signal,

@@ -3,26 +3,14 @@ import { errorBody, LlmError, notJson, SlotError, statusError } from "./errors.t
 import { answerText, call, type LlamaEndpoint } from "./http.ts";
 
 /**
- * llama-server's slots (test/fixtures/llama-server/transcripts/06, 06b, 93–93e): the list, and a
- * slot's KV cache saved to a file under `--slot-save-path`, restored from it (by another process
- * too) or erased. The file names no model: a model of the same shape restores another's file
- * without complaint (93d), so whoever saves must fingerprint it. A slot id past the slot count is
- * not refused (93b: it saves 0 tokens), so the caller keeps to its own slots.
+ * llama-server's slots (test/fixtures/llama-server/transcripts/93–93e): a slot's KV cache saved
+ * to a file under `--slot-save-path` and restored from it (by another process too). The file names
+ * no model: a model of the same shape restores another's file without complaint (93d), so whoever
+ * saves must fingerprint it. A slot id past the slot count is not refused (93b: it saves 0
+ * tokens), so the caller keeps to its own slots.
  */
 
 const count = z.number().int().nonnegative();
-
-/** One slot of GET /slots; the last task's counts appear once it has served one (06b, 93). */
-export const SlotSchema = z.object({
-  id: count,
-  n_ctx: z.number().int().positive(),
-  is_processing: z.boolean(),
-  id_task: z.number().int().optional(),
-  n_prompt_tokens: count.optional(),
-  n_prompt_tokens_processed: count.optional(),
-  n_prompt_tokens_cache: count.optional(),
-});
-export type Slot = z.output<typeof SlotSchema>;
 
 export const SlotSavedSchema = z.object({
   id_slot: count,
@@ -42,14 +30,6 @@ export const SlotRestoredSchema = z.object({
   timings: z.object({ restore_ms: z.number() }),
 });
 export type SlotRestored = z.output<typeof SlotRestoredSchema>;
-
-export const SlotErasedSchema = z.object({ id_slot: count, n_erased: count });
-export type SlotErased = z.output<typeof SlotErasedSchema>;
-
-export async function listSlots(server: LlamaEndpoint, signal?: AbortSignal): Promise<Slot[]> {
-  const res = await call(server, "/slots", { signal });
-  return parsed(z.array(SlotSchema), res, "/slots", await answerText(res, "/slots", signal), undefined);
-}
 
 /** Saves slot `id`'s KV cache as `filename` (a bare name) under `--slot-save-path`. */
 export function saveSlot(
@@ -71,11 +51,7 @@ export function restoreSlot(
   return slotAction(server, id, "restore", SlotRestoredSchema, signal, filename);
 }
 
-export function eraseSlot(server: LlamaEndpoint, id: number, signal?: AbortSignal): Promise<SlotErased> {
-  return slotAction(server, id, "erase", SlotErasedSchema, signal);
-}
-
-type Action = "save" | "restore" | "erase";
+type Action = "save" | "restore";
 
 async function slotAction<T extends z.ZodType>(
   server: LlamaEndpoint,
@@ -83,24 +59,22 @@ async function slotAction<T extends z.ZodType>(
   action: Action,
   schema: T,
   signal: AbortSignal | undefined,
-  filename?: string,
+  filename: string,
 ): Promise<z.output<T>> {
   const path = `/slots/${id}?action=${action}`;
-  const body = filename === undefined ? undefined : JSON.stringify({ filename });
-  const res = await call(server, path, body === undefined ? { post: true, signal } : { body, signal });
+  const res = await call(server, path, { body: JSON.stringify({ filename }), signal });
   return parsed(schema, res, path, await answerText(res, path, signal), { id, action });
 }
 
-/** A 2xx body read by its schema; an error status mapped to SlotError where a slot action has its own. */
+/** A 2xx body read by its schema; an error status mapped to SlotError where the action has its own. */
 function parsed<T extends z.ZodType>(
   schema: T,
   res: Response,
   path: string,
   text: string,
-  slot: { id: number; action: Action } | undefined,
+  slot: { id: number; action: Action },
 ): z.output<T> {
-  if (!res.ok)
-    throw (slot && slotError(res.status, text, slot)) ?? statusError(res.status, res.statusText, text);
+  if (!res.ok) throw slotError(res.status, text, slot) ?? statusError(res.status, res.statusText, text);
   let json: unknown;
   try {
     json = JSON.parse(text);

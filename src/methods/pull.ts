@@ -1,13 +1,11 @@
-import { homedir } from "node:os";
 import { fitVerdictWith } from "../models/fit-verdict.ts";
 import { pullModel } from "../models/pull.ts";
 import { PullEventFields, PullParamsSchema, PullResultSchema } from "../protocol/pull.ts";
-import { processStartedAt, procIdentity } from "../runtime/proc-info.ts";
 import { logger } from "../util/logger.ts";
 import { defineMethod } from "./definition.ts";
 
 /**
- * Downloads a GGUF from the hub into the shared cache (docs/models.md): progress events, resume,
+ * Downloads a GGUF from the hub into the shared cache (SPEC §8): progress events, resume,
  * verification; cancellable (the partial download is kept for the next pull).
  */
 export const pull = defineMethod({
@@ -17,21 +15,11 @@ export const pull = defineMethod({
   result: () => PullResultSchema,
   events: () => PullEventFields,
   run: async (params, ctx, services) => {
-    const outcome = await pullModel(
-      params,
-      {
-        env: process.env,
-        home: homedir(),
-        // A lock whose pid now names another process (a reboot) is stale: told by its start time.
-        processStart: (pid) => procIdentity(pid)?.start_time ?? null,
-        processStartedAt,
-      },
-      {
-        signal: ctx.signal,
-        progress: (p) => ctx.emit("download_progress", p),
-        note: (message) => logger.warn(message),
-      },
-    );
+    const outcome = await pullModel(params, services.pullDeps(), {
+      signal: ctx.signal,
+      progress: (p) => ctx.emit("download_progress", p),
+      note: (message) => logger.warn(message),
+    });
     const fit = await fitVerdictWith(
       () => services.config(),
       () => services.defaultConfig().config,

@@ -1,6 +1,7 @@
 import type { PromptReuse } from "../agent/kv/reuse.ts";
 import type { McpPool } from "../agent/mcp/pool.ts";
 import type { Config, LoadedConfig } from "../config/schema.ts";
+import type { PullDeps } from "../models/pull.ts";
 import type { LlamaProvider } from "../runtime/endpoint.ts";
 import type { KeyedMutex } from "../store/keyed-mutex.ts";
 import type { Store } from "../store/store.ts";
@@ -48,6 +49,8 @@ export interface Services {
   promptReuse(): PromptReuse;
   /** A session's (or, without one, a user's) saved KV state and prompt records erased with it. */
   forgetKv(userId: string, sessionId?: string): void;
+  /** A pull's edges on this machine (its environment, the home folder), read when asked. */
+  pullDeps(): PullDeps;
   /** The saved KV state on disk for `status`; null before the config is loaded, or with saving off. */
   kvDiskUse?(): { bytes: number; files: number; budget_bytes: number } | null;
 }

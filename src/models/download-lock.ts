@@ -10,7 +10,7 @@ import {
   statSync,
   writeSync,
 } from "node:fs";
-import { readSmallFile } from "../config/read-file.ts";
+import { readSmallFile } from "../util/read-file.ts";
 
 /**
  * One writer per blob, across processes: a lock file beside the `.incomplete` created with

@@ -1,6 +1,6 @@
 import { closeSync, lstatSync, renameSync, rmSync, type Stats, statSync } from "node:fs";
-import { kindOf } from "../config/read-file.ts";
 import { cancelledError } from "../protocol/errors.ts";
+import { kindOf } from "../util/read-file.ts";
 import { openFor, writeBody } from "./body-writer.ts";
 import type { HubClient } from "./hub-client.ts";
 import type { ProgressReporter } from "./progress.ts";

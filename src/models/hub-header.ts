@@ -1,6 +1,5 @@
 import { gguf } from "@huggingface/gguf";
 import { type GgufHeader, headerOfParsed } from "../plan/gguf-read.ts";
-import type { HardwareSnapshot } from "../plan/hardware.ts";
 import { type ModelInfo, modelInfo } from "../plan/model.ts";
 import { CoreError, isCoreError } from "../protocol/errors.ts";
 import type { ModelRef } from "../protocol/model-ref.ts";
@@ -28,10 +27,9 @@ export interface RemoteModel {
   model: ModelInfo;
 }
 
-/** Edges a test replaces: the fetch (the hub stand-in), the hardware probe, the home folder. */
+/** Edges a test replaces: the fetch (the hub stand-in), the home folder. */
 export interface RemoteDeps {
   fetch?: typeof fetch;
-  probe?: () => Promise<HardwareSnapshot>;
   home?: string;
   signal?: AbortSignal;
 }

@@ -1,4 +1,4 @@
-import { FileTooLarge, NotRegularFile, readSmallFile } from "../config/read-file.ts";
+import { FileTooLarge, NotRegularFile, readSmallFile } from "../util/read-file.ts";
 import { type Env, tokenFile } from "./hf-cache.ts";
 
 /**
@@ -28,7 +28,7 @@ export function readToken(env: Env, home: string): string | undefined {
   const file = tokenFile(env, home);
   let text: string;
   try {
-    // Never a blocking read: a FIFO here would stop the core (config/read-file.ts).
+    // Never a blocking read: a FIFO here would stop the core (util/read-file.ts).
     text = readSmallFile(file, TOKEN_MAX_BYTES);
   } catch (err) {
     if (err instanceof NotRegularFile)

@@ -1,8 +1,9 @@
 import { createHash } from "node:crypto";
 import { createReadStream, existsSync, mkdirSync, statSync } from "node:fs";
-import { openRegularFile } from "../config/read-file.ts";
 import { cancelledError } from "../protocol/errors.ts";
 import type { DownloadProgress } from "../protocol/pull.ts";
+import { abortable } from "../util/abortable.ts";
+import { openRegularFile } from "../util/read-file.ts";
 import { type FreeSpaceProbe, SPACE_MARGIN_BYTES, spaceShortfall, statfsFree } from "./disk-space.ts";
 import { type BlobTarget, cachedFileSize, downloadBlob } from "./download.ts";
 import { giveUp, LOCK_QUIET_MS, LockWatch, tryLock } from "./download-lock.ts";
@@ -312,19 +313,13 @@ async function knownSha256(t: BlobTarget, signal: AbortSignal): Promise<string> 
   return hash.digest("hex");
 }
 
-function sleep(ms: number, signal: AbortSignal, t: BlobTarget): Promise<void> {
-  const cancelled = () =>
-    cancelledError(`the pull of ${t.repo} ${t.file} was cancelled while another pull was downloading it`);
-  if (signal.aborted) return Promise.reject(cancelled());
-  return new Promise((resolve, reject) => {
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(cancelled());
-    };
-    const timer = setTimeout(() => {
-      signal.removeEventListener("abort", onAbort);
-      resolve();
-    }, ms);
-    signal.addEventListener("abort", onAbort, { once: true });
-  });
+/** A poll's pause; a cancel ends it at once (the poll's short timer runs out on its own). */
+async function sleep(ms: number, signal: AbortSignal, t: BlobTarget): Promise<void> {
+  try {
+    await abortable(Bun.sleep(ms), signal);
+  } catch {
+    throw cancelledError(
+      `the pull of ${t.repo} ${t.file} was cancelled while another pull was downloading it`,
+    );
+  }
 }

@@ -1,9 +1,9 @@
 import { type Dirent, existsSync, readdirSync, statSync } from "node:fs";
 import { homedir } from "node:os";
 import { join, relative } from "node:path";
-import { FileTooLarge, kindOf, NotRegularFile, readSmallFile } from "../config/read-file.ts";
 import { CoreError } from "../protocol/errors.ts";
 import { HF_PREFIX, type ModelRef, parseHfModelPath, pullCommand } from "../protocol/model-ref.ts";
+import { FileTooLarge, kindOf, NotRegularFile, readSmallFile } from "../util/read-file.ts";
 import { type Env, hubCacheDir, refPath, repoPaths } from "./hf-cache.ts";
 import { isGgufPath, pickGguf } from "./pick-gguf.ts";
 

@@ -41,10 +41,6 @@ export function ggmlTypeName(type: number): string {
   return TYPES[type]?.name ?? `type${type}`;
 }
 
-export function isKnownGgmlType(type: number): boolean {
-  return type in TYPES;
-}
-
 /** Bytes of a tensor of `elements` elements of `type`; unknown types count as F32 (pessimistic). */
 export function tensorBytes(type: number, elements: number): number {
   const t = TYPES[type] ?? TYPES[0]!;

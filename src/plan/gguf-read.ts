@@ -1,8 +1,8 @@
 import { closeSync, existsSync, readSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import type { gguf } from "@huggingface/gguf";
-import { NotRegularFile, openRegularFile } from "../config/read-file.ts";
 import { CoreError } from "../protocol/errors.ts";
+import { NotRegularFile, openRegularFile } from "../util/read-file.ts";
 import { tensorBytes } from "./ggml-types.ts";
 import { GgufInvalid, GgufTruncated, KEEP_ARRAY_MAX, type ScannedGguf, scanGguf } from "./gguf-scan.ts";
 
@@ -77,7 +77,7 @@ async function readOneFile(path: string, shardLabel: string | null): Promise<Ggu
   if (!existsSync(path)) throw problem("absent", label, "absent: no such file");
   let opened: { fd: number; size: number };
   try {
-    // Never a blocking open: a FIFO here would stop the whole core (config/read-file.ts).
+    // Never a blocking open: a FIFO here would stop the whole core (util/read-file.ts).
     opened = openRegularFile(path);
   } catch (err) {
     if (err instanceof NotRegularFile)

@@ -1,5 +1,5 @@
 import { resolve } from "node:path";
-import { readConfigFile } from "../config/read-file.ts";
+import { readConfigFile } from "../config/config-file.ts";
 import type { Config, RpcWorkerConfig } from "../config/schema.ts";
 import { checkWorkers } from "../rpc/check.ts";
 import type { WorkerReport } from "../rpc/client.ts";

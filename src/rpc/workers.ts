@@ -1,4 +1,4 @@
-import { RPC_WORKER_STATES, type RpcWorkerStatus } from "../protocol/rpc-workers.ts";
+import type { RpcWorkerStatus } from "../protocol/rpc-workers.ts";
 import type { WorkerReport } from "./client.ts";
 import { versionText } from "./wire.ts";
 
@@ -8,8 +8,6 @@ import { versionText } from "./wire.ts";
  * one client at a time, so it cannot be asked while in use), whether llama-server lost it or
  * refused its protocol version. Read by `status` without touching the network.
  */
-
-export const WORKER_STATES = RPC_WORKER_STATES;
 
 /** One worker in `status`: the protocol's wire shape. */
 export type WorkerStatus = RpcWorkerStatus;

@@ -1,5 +1,6 @@
 import { abortable } from "../util/abortable.ts";
 import { logger } from "../util/logger.ts";
+import { allowed, type Transitions } from "../util/state-cell.ts";
 import { ProgressBeat, type ProgressListener } from "./progress-beat.ts";
 
 /**
@@ -42,6 +43,21 @@ export interface SleepWatchOptions {
 }
 
 export type SleepPhase = "awake" | "asleep" | "waking";
+
+/**
+ * awake → asleep (learned: a look at /props, a lease's ask, its own `sleeping`); asleep →
+ * waking (a lease wakes it) | awake (its own `ready`: a request of its own woke it); waking →
+ * awake (the wake was answered) | asleep (the wake failed: whether it sleeps is unknown).
+ */
+const PHASES: Transitions<SleepPhase> = {
+  awake: ["asleep"],
+  asleep: ["waking", "awake"],
+  waking: ["awake", "asleep"],
+};
+
+export function canChangePhase(from: SleepPhase, to: SleepPhase): boolean {
+  return allowed(PHASES, from, to);
+}
 
 export class SleepWatch {
   private phase: SleepPhase = "awake";
@@ -122,7 +138,7 @@ export class SleepWatch {
         `llama-server unloaded its model after ${this.options.idleMs / 1000} s idle (it says it sleeps)`,
       );
     } else if (state === "ready" && this.phase === "asleep") {
-      this.phase = "awake";
+      this.enter("awake");
       this.idleSince = this.now();
     }
   }
@@ -134,20 +150,20 @@ export class SleepWatch {
   }
 
   private beginWake(): { done: Promise<void>; beat: ProgressBeat } {
-    this.phase = "waking";
+    this.enter("waking");
     const t0 = this.now();
     const beat = new ProgressBeat(t0, this.options.wakeMeasure?.(), this.now);
     beat.report({ phase: "waking" });
     logger.info("llama-server is asleep (llama.idle_sleep_s): waking it, the model reloads");
     const done = this.options.rouse(this.ended.signal).then(
       () => {
-        this.phase = "awake";
+        this.enter("awake");
         beat.report({ phase: "ready" });
         logger.info(`llama-server woke in ${this.now() - t0} ms`);
       },
       (err) => {
         // Whether it still sleeps is unknown: the next lease asks again.
-        this.phase = "asleep";
+        this.enter("asleep");
         throw err;
       },
     );
@@ -190,8 +206,16 @@ export class SleepWatch {
   }
 
   private fellAsleep(): void {
-    this.phase = "asleep";
+    this.enter("asleep");
     this.slept++;
+  }
+
+  /** The one way the phase changes: a change the table lacks is a bug, never a race. */
+  private enter(next: SleepPhase): void {
+    if (!canChangePhase(this.phase, next)) {
+      throw new Error(`idle sleep: invalid phase change ${this.phase} → ${next}`);
+    }
+    this.phase = next;
   }
 
   private cancelTimer(): void {

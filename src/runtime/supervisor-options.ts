@@ -22,7 +22,7 @@ export interface SupervisorOptions {
   plan: () => Promise<LaunchPlan>;
   dataDir: () => string;
   settings: () => SupervisorSettings;
-  /** Slots before any plan exists (initialize may ask before the first start). */
+  /** Slots before any plan exists (initialize may ask before the first start); never throws: `status` reads it. */
   fallbackSlots?: () => number;
   spawner?: Spawner;
   /** Whether a binary takes `--load-mode` (load-mode.ts); asks its `--help` when absent. */

@@ -1,5 +1,5 @@
 import type { CoreError } from "../protocol/errors.ts";
-import { logger } from "../util/logger.ts";
+import { allowed, StateCell, type Transitions } from "../util/state-cell.ts";
 import type { StateLines } from "./child-state.ts";
 import type { SleepWatch } from "./idle-sleep.ts";
 import type { ProgressBeat } from "./progress-beat.ts";
@@ -65,7 +65,7 @@ export type StateOf<K extends StateKind> = Extract<SupervisorState, { kind: K }>
  * failed start), ready → stopping (a reported failure) | stopped (a crash), stopping → stopped,
  * and from every live state → closing (stop()), closing → closed, which is terminal.
  */
-const TRANSITIONS: Readonly<Record<StateKind, readonly StateKind[]>> = {
+const TRANSITIONS: Transitions<StateKind> = {
   stopped: ["starting", "closing"],
   starting: ["ready", "stopped", "closing"],
   ready: ["stopping", "stopped", "closing"],
@@ -75,41 +75,12 @@ const TRANSITIONS: Readonly<Record<StateKind, readonly StateKind[]>> = {
 };
 
 export function canTransition(from: StateKind, to: StateKind): boolean {
-  return TRANSITIONS[from].includes(to);
+  return allowed(TRANSITIONS, from, to);
 }
 
-/**
- * Holds the current state and changes it only through `swap`: a compare-and-set on the state
- * object the caller believes is current, checked against the transition table.
- */
-export class StateCell {
-  private current: SupervisorState;
-
-  constructor(initial: SupervisorState = { kind: "stopped" }) {
-    this.current = initial;
-  }
-
-  get(): SupervisorState {
-    return this.current;
-  }
-
-  /**
-   * Moves from `expected` to `next`. Returns false when `expected` is no longer current (the
-   * caller lost a race and must clean up after itself). Throws on a transition the table does
-   * not allow: that is a bug, never a race.
-   */
-  swap(expected: SupervisorState, next: SupervisorState): boolean {
-    if (this.current !== expected) {
-      logger.debug(`supervisor: ${expected.kind} → ${next.kind} refused, the state is ${this.current.kind}`);
-      return false;
-    }
-    if (!canTransition(expected.kind, next.kind)) {
-      throw new Error(`supervisor: invalid state transition ${expected.kind} → ${next.kind}`);
-    }
-    this.current = next;
-    logger.debug(`supervisor: ${expected.kind} → ${next.kind}`);
-    return true;
-  }
+/** The supervisor's state cell: stopped until an acquire starts llama-server. */
+export function supervisorCell(initial: SupervisorState = { kind: "stopped" }): StateCell<SupervisorState> {
+  return new StateCell("supervisor", TRANSITIONS, initial);
 }
 
 /** The child that leases point at: ready, or being stopped. */

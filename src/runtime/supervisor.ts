@@ -3,6 +3,7 @@ import { CoreError, cancelledError } from "../protocol/errors.ts";
 import { abortable } from "../util/abortable.ts";
 import { logger } from "../util/logger.ts";
 import { Semaphore } from "../util/semaphore.ts";
+import { within } from "../util/within.ts";
 import type { AcquireOptions, LlamaLease, LlamaProvider, StartTicket } from "./endpoint.ts";
 import { type Exit, stopChild, TAIL_IN_ERRORS } from "./launch-steps.ts";
 import { Launcher } from "./launcher.ts";
@@ -16,7 +17,13 @@ import { RpcWatch } from "./rpc-watch.ts";
 import { type SupervisorSnapshot, snapshotOf } from "./snapshot.ts";
 import type { StartProgress } from "./start-progress.ts";
 import type { SupervisorOptions } from "./supervisor-options.ts";
-import { type Running, StateCell, type StateOf, type SupervisorState, serving } from "./supervisor-state.ts";
+import {
+  type Running,
+  type StateOf,
+  type SupervisorState,
+  serving,
+  supervisorCell,
+} from "./supervisor-state.ts";
 
 const shuttingDown = () => cancelledError("llama-server is stopping: the core is shutting down");
 /** The look before a lease: a dead port says so at once; a slow answer is not a refusal. */
@@ -34,7 +41,7 @@ const EXIT_NOTICE_MS = 2000;
  * budget and with back-off.
  */
 export class Supervisor implements LlamaProvider {
-  private readonly state = new StateCell();
+  private readonly state = supervisorCell();
   private readonly gate = new Semaphore(() => this.slots());
   readonly tail = new LogTail();
   /** The RPC workers of the current launch: their log signatures, the one that was lost. */
@@ -62,18 +69,10 @@ export class Supervisor implements LlamaProvider {
     return this.launcher.plan?.slots ?? this.options.fallbackSlots?.() ?? 1;
   }
 
-  private slotsOrOne(): number {
-    try {
-      return this.slots();
-    } catch {
-      return 1;
-    }
-  }
-
   /** Never throws and never touches llama-server: `status` answers from it at once. */
   snapshot(): SupervisorSnapshot {
     const s = this.state.get();
-    const slots = { busy: this.gate.inUse, waiting: this.gate.waiting, total: this.slotsOrOne() };
+    const slots = { busy: this.gate.inUse, waiting: this.gate.waiting, total: this.slots() };
     return snapshotOf(s, this.launcher.plan, slots, this.restarts.report(s));
   }
 
@@ -147,14 +146,11 @@ export class Supervisor implements LlamaProvider {
    * one still there after EXIT_NOTICE_MS is failed and stopped instead.
    */
   private async refused(running: Running): Promise<void> {
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const exited = await Promise.race([
+    const exited = await within(
       running.child.exited.then(() => true),
-      new Promise<boolean>((resolve) => {
-        timer = setTimeout(() => resolve(false), EXIT_NOTICE_MS);
-      }),
-    ]);
-    clearTimeout(timer);
+      EXIT_NOTICE_MS,
+      false,
+    );
     if (!exited) this.reportFailure(running, "it refused connections on its own port");
   }
 

@@ -4,6 +4,7 @@ import type { McpPool } from "../agent/mcp/pool.ts";
 import type { Config, LoadedConfig } from "../config/schema.ts";
 import { METHODS } from "../methods/index.ts";
 import type { Services } from "../methods/services.ts";
+import type { PullDeps } from "../models/pull.ts";
 import type { LlamaProvider } from "../runtime/endpoint.ts";
 import { KeyedMutex } from "../store/keyed-mutex.ts";
 import type { Store } from "../store/store.ts";
@@ -190,6 +191,12 @@ export class CoreServices implements Services {
     const disk = this.disk();
     if (sessionId === undefined) disk?.removeUser(userId);
     else disk?.removeSession(userId, sessionId);
+  }
+
+  pullDeps(): PullDeps {
+    // Required here, like the other services' modules: a bare start-up never loads it.
+    const { machinePullDeps } = require("./pull-deps.ts") as typeof import("./pull-deps.ts");
+    return machinePullDeps();
   }
 
   kvDiskUse(): { bytes: number; files: number; budget_bytes: number } | null {

@@ -2,8 +2,8 @@ import type { Database } from "bun:sqlite";
 import type { Dirent } from "node:fs";
 import { readdir, stat } from "node:fs/promises";
 import { extname, join, relative } from "node:path";
-import { readSmallFileAsync } from "../config/read-file.ts";
 import { logger } from "../util/logger.ts";
+import { readSmallFileAsync } from "../util/read-file.ts";
 import { chunk } from "./memory-store.ts";
 
 /**

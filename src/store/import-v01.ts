@@ -12,10 +12,10 @@ import {
 } from "node:fs";
 import { join } from "node:path";
 import { z } from "zod";
-import { openRegularFile } from "../config/read-file.ts";
 import { ChatMessageSchema } from "../protocol/chat-message.ts";
 import { logger } from "../util/logger.ts";
 import { ensurePrivateDir, PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from "../util/private-fs.ts";
+import { openRegularFile } from "../util/read-file.ts";
 import { writeFileAtomic } from "./atomic.ts";
 import { CheckpointSchema } from "./checkpoint.ts";
 import { Conversations } from "./conversations.ts";

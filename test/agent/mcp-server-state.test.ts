@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { canTransition, ServerCell, type ServerState } from "../../src/agent/mcp/server-state.ts";
+import { canTransition, type ServerState, serverCell } from "../../src/agent/mcp/server-state.ts";
 
 describe("an MCP server's state", () => {
   test("the transitions that exist: closed is terminal, and a failed start is only left by a new start or close", () => {
@@ -18,7 +18,7 @@ describe("an MCP server's state", () => {
   });
 
   test("swap is a compare-and-set: a stale expected state is refused, a transition the table lacks throws", () => {
-    const cell = new ServerCell("t");
+    const cell = serverCell("t");
     const idle = cell.get();
     const starting: ServerState = {
       kind: "starting",

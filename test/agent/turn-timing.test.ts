@@ -1,5 +1,8 @@
 import { expect, test } from "bun:test";
+import { existsSync } from "node:fs";
+import { join } from "node:path";
 import { streamCompletion } from "../../src/llama/completion.ts";
+import { tmpdir } from "../fixtures/tmpdir.ts";
 import { ChatHarness, type Msg } from "./harness.ts";
 
 /**
@@ -27,13 +30,18 @@ function sseServer() {
 }
 
 test("onSent runs while the request is already on its way", async () => {
-  // The server lives in a child process: this thread is kept busy inside onSent.
+  // The server lives in a child process and leaves a file once the request has reached it;
+  // onSent holds this thread until that file is there, so it can appear only if the request
+  // left before onSent returned. The cap only keeps a broken build from hanging the suite.
+  using dir = tmpdir();
+  const arrived = join(dir.path, "arrived");
   const proc = Bun.spawn(
     [
       process.execPath,
       "-e",
-      `const s = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: async (r) => { await r.text(); const at = Date.now();
-        return new Response("data: " + JSON.stringify({ choices: [{ index: 0, delta: { content: String(at) }, finish_reason: "stop" }] }) + "\\n\\ndata: [DONE]\\n\\n", { headers: { "Content-Type": "text/event-stream" } }); } });
+      `const s = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: async (r) => { await r.text();
+        require("node:fs").writeFileSync(${JSON.stringify(arrived)}, "");
+        return new Response("data: " + JSON.stringify({ choices: [{ index: 0, delta: { content: "ok" }, finish_reason: "stop" }] }) + "\\n\\ndata: [DONE]\\n\\n", { headers: { "Content-Type": "text/event-stream" } }); } });
        console.log(s.port);`,
     ],
     { stdout: "pipe" },
@@ -41,21 +49,23 @@ test("onSent runs while the request is already on its way", async () => {
   try {
     const reader = proc.stdout.getReader();
     const port = Number(new TextDecoder().decode((await reader.read()).value).trim());
-    let busyUntil = 0;
+    let seenInOnSent = false;
     const result = await streamCompletion(
       { baseUrl: `http://127.0.0.1:${port}`, apiKey: "k" },
       { messages: [{ role: "user", content: "x" }] },
-      new AbortController().signal,
-      () => {},
-      () => {},
-      () => {
-        busyUntil = Date.now() + 300;
-        while (Date.now() < busyUntil) {}
+      {
+        signal: new AbortController().signal,
+        onDelta: () => {},
+        onSent: () => {
+          const cap = Date.now() + 30_000;
+          while (!existsSync(arrived) && Date.now() < cap) Bun.sleepSync(1);
+          seenInOnSent = existsSync(arrived);
+        },
       },
     );
-    const servedAt = Number(result.content);
-    // The server answered while onSent still held this thread.
-    expect(servedAt).toBeLessThan(busyUntil);
+    expect(result.content).toBe("ok");
+    // The server had the request while onSent still held this thread.
+    expect(seenInOnSent).toBe(true);
   } finally {
     proc.kill();
   }
@@ -67,11 +77,12 @@ test("what onSent throws ends the request and is thrown as it is", async () => {
   const err = await streamCompletion(
     { baseUrl: `http://127.0.0.1:${server.port}`, apiKey: "k" },
     { messages: [{ role: "user", content: "x" }] },
-    new AbortController().signal,
-    () => {},
-    () => {},
-    () => {
-      throw boom;
+    {
+      signal: new AbortController().signal,
+      onDelta: () => {},
+      onSent: () => {
+        throw boom;
+      },
     },
   ).catch((e) => e);
   expect(err).toBe(boom);

@@ -47,13 +47,7 @@ async function deadLease(to?: () => { baseUrl: string; apiKey: string }) {
 
 /** The completion with nobody listening to its deltas. */
 const complete = (lease: LlamaLease) =>
-  watchedCompletion(
-    lease,
-    REQUEST,
-    never(),
-    () => {},
-    () => {},
-  );
+  watchedCompletion(lease, REQUEST, { signal: never(), onDelta: () => {} });
 
 async function failure(p: Promise<unknown>): Promise<unknown> {
   try {
@@ -71,13 +65,11 @@ describe("watchedCompletion and a server that is gone", () => {
     const { lease, calls } = await deadLease(() => ({ baseUrl: live.baseUrl, apiKey: live.apiKey }));
     let sent = 0;
     const deltas: string[] = [];
-    const reply = await watchedCompletion(
-      lease,
-      REQUEST,
-      never(),
-      (d) => deltas.push(d),
-      () => sent++,
-    );
+    const reply = await watchedCompletion(lease, REQUEST, {
+      signal: never(),
+      onDelta: (d) => deltas.push(d),
+      onSent: () => sent++,
+    });
     expect(reply.content).toBe("back again");
     expect(deltas.join("")).toBe("back again");
     expect(calls).toEqual({ reconnects: 1, failures: [] });

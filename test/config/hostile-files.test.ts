@@ -1,8 +1,8 @@
 import { describe, expect, test } from "bun:test";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { CONFIG_MAX_BYTES } from "../../src/config/config-file.ts";
 import { loadConfig, parseConfigText } from "../../src/config/load.ts";
-import { CONFIG_MAX_BYTES } from "../../src/config/read-file.ts";
 import { type DoctorDeps, runDoctor } from "../../src/doctor/doctor.ts";
 import { defaultPlanDeps } from "../../src/models/local-plan-deps.ts";
 import { CoreServices } from "../../src/server/services.ts";

@@ -21,7 +21,10 @@ async function complete(
   request: CompletionRequest,
 ): Promise<CompletionResult | LlmError> {
   try {
-    return await streamCompletion(endpoint, request, new AbortController().signal, () => {});
+    return await streamCompletion(endpoint, request, {
+      signal: new AbortController().signal,
+      onDelta: () => {},
+    });
   } catch (err) {
     if (err instanceof LlmError) return err;
     throw err;
@@ -73,9 +76,10 @@ describe("the completion against the recordings", () => {
     const t = readTranscript(RECORDINGS, "12-chat-stream-include-usage.txt");
     using recorded = tape(t);
     const deltas: string[] = [];
-    const r = await streamCompletion(recorded, requestOf(t), new AbortController().signal, (d) =>
-      deltas.push(d),
-    );
+    const r = await streamCompletion(recorded, requestOf(t), {
+      signal: new AbortController().signal,
+      onDelta: (d) => deltas.push(d),
+    });
     expect(deltas.join("")).toBe(r.content);
     expect(r.content.length).toBeGreaterThan(0);
     expect(r.finishReason).toBe("length");
@@ -92,7 +96,10 @@ describe("the completion against the recordings", () => {
   test("16-chat-tools-required-stream.txt: tool-call fragments are joined by index", async () => {
     const t = readTranscript(RECORDINGS, "16-chat-tools-required-stream.txt");
     using recorded = tape(t);
-    const r = await streamCompletion(recorded, requestOf(t), new AbortController().signal, () => {});
+    const r = await streamCompletion(recorded, requestOf(t), {
+      signal: new AbortController().signal,
+      onDelta: () => {},
+    });
     expect(r.finishReason).toBe("tool_calls");
     expect(r.toolCalls.length).toBeGreaterThan(0);
     expect(() => JSON.parse(r.toolCalls[0]?.function.arguments ?? "")).not.toThrow();
@@ -112,15 +119,11 @@ describe("reasoning (a thinking template)", () => {
     const t = readTranscript(RECORDINGS, file);
     using recorded = tape(t);
     const content: string[] = [];
-    const result = await streamCompletion(
-      recorded,
-      requestOf(t),
-      new AbortController().signal,
-      (d) => content.push(d),
-      () => {},
-      () => {},
+    const result = await streamCompletion(recorded, requestOf(t), {
+      signal: new AbortController().signal,
+      onDelta: (d) => content.push(d),
       onReasoning,
-    );
+    });
     return { result, content };
   };
 
@@ -194,7 +197,11 @@ describe("the completion's failures", () => {
     const abort = new AbortController();
     const reason = new Error("cancelled");
     abort.abort(reason);
-    const thrown = await streamCompletion(closed, { messages: [] }, abort.signal, () => {}).catch((e) => e);
+    const thrown = await streamCompletion(
+      closed,
+      { messages: [] },
+      { signal: abort.signal, onDelta: () => {} },
+    ).catch((e) => e);
     expect(thrown).toBe(reason);
   });
 });

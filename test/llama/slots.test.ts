@@ -1,12 +1,11 @@
 import { describe, expect, test } from "bun:test";
 import { LlmError, SlotError } from "../../src/llama/errors.ts";
-import { eraseSlot, listSlots, restoreSlot, saveSlot } from "../../src/llama/slots.ts";
+import { restoreSlot, saveSlot } from "../../src/llama/slots.ts";
 import { RECORDINGS } from "../contract/recordings.ts";
 import { readExchanges, readTranscript } from "../contract/transcript.ts";
 import { tape } from "./tape.ts";
 
-// Slots as recorded: the list (06, 06b, 93), save and restore across processes (93), their
-// failures (93b, 93c, 93e). Each answer is played back verbatim; the requests the client makes
+// Slots as recorded: save and restore across processes (93), their failures (93b, 93c, 93e). Each answer is played back verbatim; the requests the client makes
 // are compared with the recorded ones.
 
 const failure = async (p: Promise<unknown>) =>
@@ -16,25 +15,9 @@ const failure = async (p: Promise<unknown>) =>
   );
 
 describe("slots against the recordings", () => {
-  test("06-slots-idle.txt and 06b-slots-busy.txt: one entry per slot, busy or not, the last task's counts when there are some", async () => {
-    using idle = tape(readTranscript(RECORDINGS, "06-slots-idle.txt"));
-    const slots = await listSlots(idle);
-    expect(slots.map((s) => [s.id, s.n_ctx, s.is_processing])).toEqual([
-      [0, 2048, false],
-      [1, 2048, false],
-      [2, 2048, false],
-      [3, 2048, false],
-    ]);
-    expect(idle.asked[0]).toMatchObject({ method: "GET", path: "/slots" });
-    using busy = tape(readTranscript(RECORDINGS, "06b-slots-busy.txt"));
-    const [first, second] = await listSlots(busy);
-    expect(second).toMatchObject({ id: 1, is_processing: true, n_prompt_tokens_cache: 10 });
-    expect(first?.id_task).toBe(2488);
-  });
-
   test("93-slot-save-restore.txt: save, then restore in a new process, each answer typed; the requests are the recorded ones", async () => {
-    const [save, list, restore] = readExchanges(RECORDINGS, "93-slot-save-restore.txt");
-    using t = tape(save!, list!, restore!);
+    const [save, , restore] = readExchanges(RECORDINGS, "93-slot-save-restore.txt");
+    using t = tape(save!, restore!);
     const saved = await saveSlot(t, 0, "sess-a.bin");
     expect(saved).toEqual({
       id_slot: 0,
@@ -43,7 +26,6 @@ describe("slots against the recordings", () => {
       n_written: 11244,
       timings: { save_ms: 0.294 },
     });
-    expect((await listSlots(t))[0]).toMatchObject({ id: 0, n_prompt_tokens: 41 });
     const restored = await restoreSlot(t, 0, "sess-a.bin");
     expect(restored).toMatchObject({ id_slot: 0, n_restored: 41, n_read: 11244 });
     expect(t.asked[0]).toMatchObject({
@@ -52,12 +34,12 @@ describe("slots against the recordings", () => {
       contentType: "application/json",
     });
     expect(JSON.parse(t.asked[0]!.body)).toEqual(JSON.parse(save!.requestBody));
-    expect(t.asked[2]?.path).toBe(`/slots/0${restore!.query}`);
+    expect(t.asked[1]?.path).toBe(`/slots/0${restore!.query}`);
   });
 
-  test("93b-slot-errors.txt: a missing file is restore_failed, a path in the name invalid_filename, no name a 500 that is the request's fault; slot 5 of 1 saves 0 tokens; erase", async () => {
-    const [missing, badName, noName, pastCount, erase] = readExchanges(RECORDINGS, "93b-slot-errors.txt");
-    using t = tape(missing!, badName!, noName!, pastCount!, erase!);
+  test("93b-slot-errors.txt: a missing file is restore_failed, a path in the name invalid_filename, no name a 500 that is the request's fault; slot 5 of 1 saves 0 tokens", async () => {
+    const [missing, badName, noName, pastCount] = readExchanges(RECORDINGS, "93b-slot-errors.txt");
+    using t = tape(missing!, badName!, noName!, pastCount!);
     const lost = await failure(restoreSlot(t, 0, "nope.bin"));
     expect(lost).toBeInstanceOf(SlotError);
     expect(lost).toMatchObject({ kind: "restore_failed", slot: 0 });
@@ -67,8 +49,6 @@ describe("slots against the recordings", () => {
     expect(unnamed).toBeInstanceOf(LlmError);
     expect(unnamed).toMatchObject({ kind: "bad_response", status: 500 });
     expect(await saveSlot(t, 5, "other.bin")).toMatchObject({ id_slot: 5, n_saved: 0 });
-    expect(await eraseSlot(t, 0)).toEqual({ id_slot: 0, n_erased: 0 });
-    expect(t.asked[4]).toMatchObject({ method: "POST", path: "/slots/0?action=erase", body: "" });
   });
 
   test("93c-slot-restore-other-model.txt: another model's file is restore_failed; 93d-slot-restore-same-shape-model.txt: a same-shape model's is restored", async () => {
@@ -89,8 +69,8 @@ describe("slots against the recordings", () => {
 describe("a slot answer of another shape", () => {
   test("is bad_response naming the route", async () => {
     using t = tape({ status: 200, headers: {}, body: '{"id_slot":0}' });
-    const err = await failure(eraseSlot(t, 0));
+    const err = await failure(restoreSlot(t, 0, "sess-a.bin"));
     expect(err).toMatchObject({ kind: "bad_response" });
-    expect((err as LlmError).message).toContain("/slots/0?action=erase");
+    expect((err as LlmError).message).toContain("/slots/0?action=restore");
   });
 });

@@ -2,12 +2,13 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { defaultConfig, loadConfig } from "../../src/config/load.ts";
+import { fitVerdict } from "../../src/models/fit-verdict.ts";
+import { readRemoteModel } from "../../src/models/hub-header.ts";
 import { hubAccess, listRepoFiles, nextPage, parseTreeListing } from "../../src/models/hub-listing.ts";
 import { defaultPlanDeps } from "../../src/models/local-plan-deps.ts";
 import { planReportWithHub } from "../../src/models/plan-with-hub.ts";
-import { remoteFit } from "../../src/models/remote-fit.ts";
 import { CoreError } from "../../src/protocol/errors.ts";
-import { parseModelRef } from "../../src/protocol/model-ref.ts";
+import { type ModelRef, parseModelRef } from "../../src/protocol/model-ref.ts";
 import { llama7b, writeGguf } from "../fixtures/gguf-writer.ts";
 import { cpuOnlyMachine } from "../fixtures/hardware.ts";
 import { type RangeServer, type RangeServerOptions, startRangeServer } from "../fixtures/range-server.ts";
@@ -43,6 +44,20 @@ function hubWith(
   });
   servers.push(server);
   return server;
+}
+
+/**
+ * A model on the hub judged before any download: its header read as `plan` reads one not yet
+ * pulled (hub-plan-deps.ts), the verdict the one `pull` and `models` give (fit-verdict.ts).
+ */
+async function judged(
+  ref: ModelRef,
+  planConfig: typeof config,
+  env: Record<string, string>,
+  deps: { home: string; fetch?: typeof fetch },
+) {
+  const remote = await readRemoteModel(ref, hubAccess(env, deps.home, deps.fetch));
+  return { ...remote, fit: fitVerdict(remote.model, await probe(), planConfig) };
 }
 
 async function failure(p: Promise<unknown>): Promise<CoreError> {
@@ -97,7 +112,7 @@ describe("the hub's file listing", () => {
     ]);
     try {
       const err = await failure(
-        remoteFit(parseModelRef("org/evil:Q4_K_M"), config, { HF_ENDPOINT: hub.url }, { probe, home: "/" }),
+        judged(parseModelRef("org/evil:Q4_K_M"), config, { HF_ENDPOINT: hub.url }, { home: "/" }),
       );
       expect(err.code).toBe("model_missing");
       expect(err.data).toMatchObject({ problem: "hub_error", repo: "org/evil" });
@@ -117,7 +132,7 @@ describe("the hub's file listing", () => {
   });
 });
 
-describe("remoteFit: will it fit, from the hub's header alone", () => {
+describe("will it fit, from the hub's header alone", () => {
   test("a model that fits: its file, quantization, size and sha256, read by range requests only", async () => {
     using dir = tmpdir();
     const hub = hubWith(dir.path, {
@@ -125,11 +140,11 @@ describe("remoteFit: will it fit, from the hub's header alone", () => {
       "m-F16.gguf": tinyModel(1),
       "README.md": "hi",
     });
-    const fit = await remoteFit(
+    const fit = await judged(
       parseModelRef("org/m:q4_k_m"),
       config,
       { HF_ENDPOINT: hub.url },
-      { probe, home: dir.path },
+      { home: dir.path },
     );
     expect(fit).toMatchObject({
       repo: "org/m",
@@ -137,7 +152,7 @@ describe("remoteFit: will it fit, from the hub's header alone", () => {
       files: ["m-Q4_K_M.gguf"],
       quantization: "Q4_K_M",
       sha256: "f".repeat(64),
-      architecture: "llama",
+      model: { architecture: "llama" },
     });
     expect(fit.fit).toMatchObject({ fits: true, device: "cpu" });
     expect(fit.fit.message).toStartWith("fits: ");
@@ -150,11 +165,11 @@ describe("remoteFit: will it fit, from the hub's header alone", () => {
     using dir = tmpdir();
     const hub = hubWith(dir.path, { "big-Q4_K_M.gguf": llama7b() });
     const small = { ...config, hardware: { ram_bytes: 2 ** 30, vram_bytes: null } };
-    const fit = await remoteFit(
+    const fit = await judged(
       parseModelRef("org/m:Q4_K_M"),
       small,
       { HF_ENDPOINT: hub.url },
-      { probe, home: dir.path },
+      { home: dir.path },
     );
     expect(fit.size_bytes).toBeGreaterThan(3e9);
     expect(fit.fit).toMatchObject({ fits: false, device: "RAM" });
@@ -166,13 +181,13 @@ describe("remoteFit: will it fit, from the hub's header alone", () => {
     using dir = tmpdir();
     const hub = hubWith(dir.path, { "big-Q4_K_M.gguf": llama7b() }, { ignoreRange: true });
     const before = process.memoryUsage().rss;
-    const fit = await remoteFit(
+    const fit = await judged(
       parseModelRef("org/m:Q4_K_M"),
       config,
       { HF_ENDPOINT: hub.url },
-      { probe, home: dir.path },
+      { home: dir.path },
     );
-    expect(fit.architecture).toBe("llama");
+    expect(fit.model.architecture).toBe("llama");
     expect(process.memoryUsage().rss - before).toBeLessThan(256 * 2 ** 20);
   });
 
@@ -182,11 +197,11 @@ describe("remoteFit: will it fit, from the hub's header alone", () => {
       "m-Q8_0-00001-of-00002.gguf": tinyModel(7),
       "m-Q8_0-00002-of-00002.gguf": tinyModel(7),
     });
-    const fit = await remoteFit(
+    const fit = await judged(
       parseModelRef("org/m:Q8_0"),
       config,
       { HF_ENDPOINT: hub.url },
-      { probe, home: dir.path },
+      { home: dir.path },
     );
     expect(fit.file).toBe("m-Q8_0-00001-of-00002.gguf");
     expect(fit.files).toHaveLength(2);
@@ -198,21 +213,16 @@ describe("remoteFit: will it fit, from the hub's header alone", () => {
     using dir = tmpdir();
     const hub = hubWith(dir.path, { "m-Q4_K_M.gguf": tinyModel() }, { token: TOKEN, redirect: true });
     const ref = parseModelRef("org/m:Q4_K_M");
-    const denied = await failure(remoteFit(ref, config, { HF_ENDPOINT: hub.url }, { probe, home: dir.path }));
+    const denied = await failure(judged(ref, config, { HF_ENDPOINT: hub.url }, { home: dir.path }));
     expect(denied.code).toBe("model_missing");
     expect(denied.data).toMatchObject({ problem: "hub_unauthorized", status: 401, repo: "org/m" });
     expect(denied.message).toContain("HF_TOKEN");
 
-    const fit = await remoteFit(
-      ref,
-      config,
-      { HF_ENDPOINT: hub.url, HF_TOKEN: TOKEN },
-      { probe, home: dir.path },
-    );
+    const fit = await judged(ref, config, { HF_ENDPOINT: hub.url, HF_TOKEN: TOKEN }, { home: dir.path });
     expect(fit.fit.fits).toBe(true);
     mkdirSync(join(dir.path, ".cache/huggingface"), { recursive: true });
     writeFileSync(join(dir.path, ".cache/huggingface/token"), `${TOKEN}\n`);
-    await remoteFit(ref, config, { HF_ENDPOINT: hub.url }, { probe, home: dir.path });
+    await judged(ref, config, { HF_ENDPOINT: hub.url }, { home: dir.path });
 
     const toHub = hub.requests.filter((r) => r.server === "hub" && r.authorization);
     expect(toHub.length).toBeGreaterThan(0);
@@ -224,7 +234,7 @@ describe("remoteFit: will it fit, from the hub's header alone", () => {
 
     // A wrong token: refused, and the error does not echo it.
     const wrong = await failure(
-      remoteFit(ref, config, { HF_ENDPOINT: hub.url, HF_TOKEN: "hf_wrong_one" }, { probe, home: dir.path }),
+      judged(ref, config, { HF_ENDPOINT: hub.url, HF_TOKEN: "hf_wrong_one" }, { home: dir.path }),
     );
     expect(wrong.message).toContain("the token has no access");
     expect(JSON.stringify({ m: wrong.message, d: wrong.data })).not.toContain("hf_wrong_one");
@@ -234,9 +244,7 @@ describe("remoteFit: will it fit, from the hub's header alone", () => {
     using dir = tmpdir();
     const hub = hubWith(dir.path, { "m-Q4_K_M.gguf": tinyModel() });
     const env = { HF_ENDPOINT: hub.url, HF_TOKEN: "hf_secret\u0001value" };
-    const err = await failure(
-      remoteFit(parseModelRef("org/m:Q4_K_M"), config, env, { probe, home: dir.path }),
-    );
+    const err = await failure(judged(parseModelRef("org/m:Q4_K_M"), config, env, { home: dir.path }));
     expect(err.code).toBe("model_missing");
     expect(err.data).toMatchObject({ problem: "hub_unauthorized" });
     expect(err.message).toBe(
@@ -250,28 +258,20 @@ describe("remoteFit: will it fit, from the hub's header alone", () => {
     using dir = tmpdir();
     const hub = hubWith(dir.path, { "a/m-Q4_K_M.gguf": tinyModel(), "b/m-Q4_K_M.gguf": tinyModel() });
     const env = { HF_ENDPOINT: hub.url };
-    const unknown = await failure(
-      remoteFit(parseModelRef("org/other:Q4_K_M"), config, env, { probe, home: dir.path }),
-    );
+    const unknown = await failure(judged(parseModelRef("org/other:Q4_K_M"), config, env, { home: dir.path }));
     expect(unknown.data).toMatchObject({ problem: "hub_not_found", status: 404 });
     expect(unknown.message).toContain("org/other");
-    const lacks = await failure(
-      remoteFit(parseModelRef("org/m:Q2_K"), config, env, { probe, home: dir.path }),
-    );
+    const lacks = await failure(judged(parseModelRef("org/m:Q2_K"), config, env, { home: dir.path }));
     expect(lacks.data).toMatchObject({
       problem: "hub_not_found",
       available: ["a/m-Q4_K_M.gguf", "b/m-Q4_K_M.gguf"],
     });
-    const many = await failure(
-      remoteFit(parseModelRef("org/m:Q4_K_M"), config, env, { probe, home: dir.path }),
-    );
+    const many = await failure(judged(parseModelRef("org/m:Q4_K_M"), config, env, { home: dir.path }));
     expect(many.data).toMatchObject({
       problem: "ambiguous",
       matches: ["a/m-Q4_K_M.gguf", "b/m-Q4_K_M.gguf"],
     });
-    const file = await failure(
-      remoteFit(parseModelRef("org/m:absent.gguf"), config, env, { probe, home: dir.path }),
-    );
+    const file = await failure(judged(parseModelRef("org/m:absent.gguf"), config, env, { home: dir.path }));
     expect(file.data?.problem).toBe("hub_not_found");
   });
 
@@ -282,11 +282,9 @@ describe("remoteFit: will it fit, from the hub's header alone", () => {
       "cut-Q8_0.gguf": "GGUF\u0003\u0000\u0000\u0000",
     });
     const env = { HF_ENDPOINT: hub.url };
-    const fake = await failure(
-      remoteFit(parseModelRef("org/m:Q4_K_M"), config, env, { probe, home: dir.path }),
-    );
+    const fake = await failure(judged(parseModelRef("org/m:Q4_K_M"), config, env, { home: dir.path }));
     expect(fake.data).toMatchObject({ problem: "not_gguf", file: "fake-Q4_K_M.gguf" });
-    const cut = await failure(remoteFit(parseModelRef("org/m:Q8_0"), config, env, { probe, home: dir.path }));
+    const cut = await failure(judged(parseModelRef("org/m:Q8_0"), config, env, { home: dir.path }));
     expect(cut.data?.problem).toBe("truncated");
   });
 
@@ -296,7 +294,7 @@ describe("remoteFit: will it fit, from the hub's header alone", () => {
     const url = `http://127.0.0.1:${closed.port}`;
     closed.stop(true);
     const down = await failure(
-      remoteFit(parseModelRef("org/m:Q4_K_M"), config, { HF_ENDPOINT: url }, { probe, home: dir.path }),
+      judged(parseModelRef("org/m:Q4_K_M"), config, { HF_ENDPOINT: url }, { home: dir.path }),
     );
     expect(down.data).toMatchObject({ problem: "hub_unreachable" });
 
@@ -306,11 +304,11 @@ describe("remoteFit: will it fit, from the hub's header alone", () => {
       return new Response("[]");
     }) as unknown as typeof fetch;
     const offline = await failure(
-      remoteFit(
+      judged(
         parseModelRef("org/m:Q4_K_M"),
         config,
         { HF_ENDPOINT: url, HF_HUB_OFFLINE: "1" },
-        { probe, fetch: spy, home: dir.path },
+        { fetch: spy, home: dir.path },
       ),
     );
     expect(offline.data).toMatchObject({ problem: "hub_offline" });

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { SleepWatch } from "../../src/runtime/idle-sleep.ts";
+import { canChangePhase, type SleepPhase, SleepWatch } from "../../src/runtime/idle-sleep.ts";
 import {
   ggufMappedBytes,
   intakeFraction,
@@ -13,6 +13,17 @@ import { waitFor } from "../fixtures/wait.ts";
 const never = () => new AbortController().signal;
 
 describe("SleepWatch: idle sleep as the supervisor follows it", () => {
+  test("its phase changes only as the table says: a wake starts asleep, and ends awake or asleep", () => {
+    const phases: SleepPhase[] = ["awake", "asleep", "waking"];
+    const valid = new Set(["awake→asleep", "asleep→waking", "asleep→awake", "waking→awake", "waking→asleep"]);
+    for (const from of phases)
+      for (const to of phases)
+        expect({ pair: `${from}→${to}`, ok: canChangePhase(from, to) }).toEqual({
+          pair: `${from}→${to}`,
+          ok: valid.has(`${from}→${to}`),
+        });
+  });
+
   function watch(idleMs: number, asleep: () => boolean | null, rouseMs = 100) {
     const calls = { looks: 0, rouses: 0 };
     const w = new SleepWatch({

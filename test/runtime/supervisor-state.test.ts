@@ -1,9 +1,9 @@
 import { describe, expect, test } from "bun:test";
 import {
   canTransition,
-  StateCell,
   type StateKind,
   type SupervisorState,
+  supervisorCell,
 } from "../../src/runtime/supervisor-state.ts";
 
 const KINDS: StateKind[] = ["stopped", "starting", "ready", "stopping", "closing", "closed"];
@@ -44,7 +44,7 @@ describe("supervisor state transitions", () => {
   });
 
   test("swap moves from the state the caller holds", () => {
-    const cell = new StateCell();
+    const cell = supervisorCell();
     const stopped = cell.get();
     expect(stopped.kind).toBe("stopped");
     const closing: SupervisorState = { kind: "closing", done: Promise.resolve() };
@@ -53,7 +53,7 @@ describe("supervisor state transitions", () => {
   });
 
   test("swap from a state that is no longer current is refused without a change (a lost race)", () => {
-    const cell = new StateCell();
+    const cell = supervisorCell();
     const stopped = cell.get();
     const closing: SupervisorState = { kind: "closing", done: Promise.resolve() };
     cell.swap(stopped, closing);
@@ -61,12 +61,12 @@ describe("supervisor state transitions", () => {
     expect(cell.swap(stopped, { kind: "closing", done: Promise.resolve() })).toBe(false);
     expect(cell.get()).toBe(closing);
     // Identity, not kind: another stopped object is not the current one either.
-    const other = new StateCell();
+    const other = supervisorCell();
     expect(other.swap({ kind: "stopped" }, { kind: "closing", done: Promise.resolve() })).toBe(false);
   });
 
   test("an invalid transition from the current state throws (a bug, not a race)", () => {
-    const cell = new StateCell();
+    const cell = supervisorCell();
     const stopped = cell.get();
     expect(() => cell.swap(stopped, { kind: "closed" })).toThrow("invalid state transition stopped → closed");
     expect(cell.get()).toBe(stopped);

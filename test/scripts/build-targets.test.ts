@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
-import { compileError, hostTarget, TARGETS } from "../../build.ts";
+import { compileError, hostTarget, TARGETS } from "../../scripts/compile.ts";
 import { targetName } from "../../scripts/release.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
@@ -47,7 +47,7 @@ describe("build targets", () => {
       [
         process.execPath,
         "-e",
-        `import { compile } from ${JSON.stringify(join(ROOT, "build.ts"))};
+        `import { compile } from ${JSON.stringify(join(ROOT, "scripts/compile.ts"))};
          await compile({ bun: "bun-linux-x64-baseline" }, ${JSON.stringify(outfile)});`,
       ],
       {

@@ -9,8 +9,9 @@ import {
   writeFileSync,
 } from "node:fs";
 import { join } from "node:path";
-import { hostTarget, prepareLlamaServers, release, TARGETS } from "../../build.ts";
+import { prepareLlamaServers, release } from "../../build.ts";
 import { bundleReadme } from "../../scripts/bundle-readme.ts";
+import { hostTarget, TARGETS } from "../../scripts/compile.ts";
 import { llamaServerFiles } from "../../scripts/llama-bundle.ts";
 import { packageTarget, parseLlamaServers, releaseFiles, targetName } from "../../scripts/release.ts";
 import { hostBinary } from "../client/host-binary.ts";

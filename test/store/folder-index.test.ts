@@ -1,9 +1,9 @@
 import { describe, expect, test } from "bun:test";
 import { mkdirSync, readFileSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { FileTooLarge, NotRegularFile, readSmallFileAsync } from "../../src/config/read-file.ts";
 import { batches } from "../../src/store/folder-index.ts";
 import { Store } from "../../src/store/store.ts";
+import { FileTooLarge, NotRegularFile, readSmallFileAsync } from "../../src/util/read-file.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
 // The memory.folders index off the hot path (docs/agent.md, "Memory"): files read a batch at a

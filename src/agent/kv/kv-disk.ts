@@ -2,10 +2,10 @@ import { createHash, randomBytes } from "node:crypto";
 import { chmodSync, lstatSync, readdirSync, renameSync, statSync, unlinkSync } from "node:fs";
 import { join } from "node:path";
 import { z } from "zod";
-import { readSmallFile } from "../../config/read-file.ts";
 import { writeJsonAtomic } from "../../store/atomic.ts";
 import { logger } from "../../util/logger.ts";
 import { ensurePrivateDir, PRIVATE_FILE_MODE } from "../../util/private-fs.ts";
+import { readSmallFile } from "../../util/read-file.ts";
 import { type PromptRecord, PromptRecordSchema } from "./prompt-record.ts";
 
 /**

@@ -5,6 +5,7 @@ import { launchProps } from "../../llama/props.ts";
 import { restoreSlot, saveSlot } from "../../llama/slots.ts";
 import type { LlamaLease } from "../../runtime/endpoint.ts";
 import { logger } from "../../util/logger.ts";
+import { within } from "../../util/within.ts";
 import { launchFingerprint } from "./fingerprint.ts";
 import { entryOf, type KvDisk, type KvEntry } from "./kv-disk.ts";
 import { emptyRecord, noteSources, type PromptRecord } from "./prompt-record.ts";
@@ -163,12 +164,7 @@ export class PromptReuse {
     if (this.quiet) clearTimeout(this.quiet);
     const server = this.server;
     if (!server || server.died.aborted || !this.deps.awake()) return;
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const out = new Promise<void>((r) => {
-      timer = setTimeout(r, STOP_SAVE_MS);
-    });
-    await Promise.race([this.saveQuietly(server), out]);
-    clearTimeout(timer);
+    await within(this.saveQuietly(server), STOP_SAVE_MS, undefined);
   }
 
   /**
@@ -194,13 +190,6 @@ export class PromptReuse {
     if (!disk) return;
     if (sessionId === undefined) disk.removeUser(userId);
     else disk.removeSession(userId, sessionId);
-  }
-
-  /** What `status` shows: the saved states on disk, and the budget; null when saving is off. */
-  diskUse(): { bytes: number; files: number; budget_bytes: number } | null {
-    const disk = this.deps.disk;
-    if (!disk) return null;
-    return { ...disk.usage(), budget_bytes: disk.budgetBytes };
   }
 
   private serverOf(lease: LlamaLease): Server {

@@ -1,7 +1,7 @@
 import { closeSync, existsSync } from "node:fs";
 import { isAbsolute, resolve } from "node:path";
+import { spawnArgv } from "../../platform/windows-command.ts";
 import { guardAvailable, guardedArgv } from "./guard.ts";
-import { spawnArgv } from "./windows-command.ts";
 
 /** What the config says to run. */
 export interface ServerLaunch {
@@ -46,7 +46,7 @@ export function spawnMcpServer(launch: ServerLaunch, guard = guardAvailable()): 
     const problem = commandProblem(launch);
     if (problem) throw new Error(problem);
   }
-  // Unguarded is Windows (or no /bin/sh): there `npx`/`uvx` are .cmd shims (windows-command.ts).
+  // Unguarded is Windows (or no /bin/sh): there `npx`/`uvx` are .cmd shims (platform/windows-command.ts).
   const direct = guard ? undefined : spawnArgv(launch.command, launch.args, launch);
   const proc = Bun.spawn(direct ? direct.argv : guardedArgv(launch.command, launch.args), {
     env: launch.env,

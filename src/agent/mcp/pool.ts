@@ -1,8 +1,9 @@
 import type { McpServerConfig } from "../../config/schema.ts";
 import { CoreError } from "../../protocol/errors.ts";
 import { abortable } from "../../util/abortable.ts";
+import type { StateCell } from "../../util/state-cell.ts";
 import { type Connection, type McpToolInfo, type StartOutcome, startServer } from "./connect.ts";
-import { ServerCell, type ServerState } from "./server-state.ts";
+import { type ServerState, serverCell } from "./server-state.ts";
 
 export interface McpCallOutcome {
   isError: boolean;
@@ -19,7 +20,7 @@ export const RETRY_AFTER_MS = 30_000;
  * one state (server-state.ts), changed only by a guarded swap.
  */
 export class McpPool {
-  private readonly cells = new Map<string, ServerCell>();
+  private readonly cells = new Map<string, StateCell<ServerState>>();
   private closing: Promise<void> | undefined;
 
   constructor(
@@ -28,7 +29,7 @@ export class McpPool {
     /** Where servers' pid records go (none without). */
     private readonly dataDir?: string,
   ) {
-    for (const s of servers) this.cells.set(s.name, new ServerCell(s.name));
+    for (const s of servers) this.cells.set(s.name, serverCell(s.name));
   }
 
   config(name: string): McpServerConfig | undefined {
@@ -86,7 +87,7 @@ export class McpPool {
   private async connection(server: string, signal: AbortSignal): Promise<Connection> {
     if (this.closing) throw shuttingDown();
     const cfg = this.requireConfig(server);
-    const cell = this.cells.get(cfg.name) as ServerCell;
+    const cell = this.cells.get(cfg.name) as StateCell<ServerState>;
     const s = cell.get();
     if (s.kind === "closed") throw shuttingDown();
     if (s.kind === "ready") return s.conn;
@@ -99,7 +100,7 @@ export class McpPool {
     return abortable(starting.outcome.then(connectionOf), signal);
   }
 
-  private start(cell: ServerCell, from: ServerState, cfg: McpServerConfig): StartingState {
+  private start(cell: StateCell<ServerState>, from: ServerState, cfg: McpServerConfig): StartingState {
     const outcome = Promise.withResolvers<StartOutcome>();
     const state: StartingState = { kind: "starting", abort: new AbortController(), outcome: outcome.promise };
     cell.swap(from, state);

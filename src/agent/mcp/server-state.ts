@@ -1,4 +1,4 @@
-import { logger } from "../../util/logger.ts";
+import { allowed, StateCell, type Transitions } from "../../util/state-cell.ts";
 import type { Connection, StartOutcome } from "./connect.ts";
 
 /**
@@ -31,7 +31,7 @@ export type ServerStateKind = ServerState["kind"];
  * idle → starting (a use); starting → ready | failed; ready → idle (the connection closed);
  * failed → starting (a use after RETRY_AFTER_MS); and every state but closed → closed (close()).
  */
-const TRANSITIONS: Readonly<Record<ServerStateKind, readonly ServerStateKind[]>> = {
+const TRANSITIONS: Transitions<ServerStateKind> = {
   idle: ["starting", "closed"],
   starting: ["ready", "failed", "closed"],
   ready: ["idle", "closed"],
@@ -40,34 +40,10 @@ const TRANSITIONS: Readonly<Record<ServerStateKind, readonly ServerStateKind[]>>
 };
 
 export function canTransition(from: ServerStateKind, to: ServerStateKind): boolean {
-  return TRANSITIONS[from].includes(to);
+  return allowed(TRANSITIONS, from, to);
 }
 
-/** A server's current state, changed only through `swap`: a compare-and-set checked against the table. */
-export class ServerCell {
-  private current: ServerState = { kind: "idle" };
-
-  constructor(readonly name: string) {}
-
-  get(): ServerState {
-    return this.current;
-  }
-
-  /**
-   * Moves from `expected` to `next`. Returns false when `expected` is no longer current (the
-   * caller lost a race and must clean up after itself). Throws on a transition the table does
-   * not allow: that is a bug, never a race.
-   */
-  swap(expected: ServerState, next: ServerState): boolean {
-    if (this.current !== expected) {
-      logger.debug(`MCP '${this.name}': ${expected.kind} → ${next.kind} refused, it is ${this.current.kind}`);
-      return false;
-    }
-    if (!canTransition(expected.kind, next.kind)) {
-      throw new Error(`MCP '${this.name}': invalid state transition ${expected.kind} → ${next.kind}`);
-    }
-    this.current = next;
-    logger.debug(`MCP '${this.name}': ${expected.kind} → ${next.kind}`);
-    return true;
-  }
+/** A configured server's state cell: idle until its first use. */
+export function serverCell(name: string): StateCell<ServerState> {
+  return new StateCell(`MCP '${name}'`, TRANSITIONS, { kind: "idle" });
 }

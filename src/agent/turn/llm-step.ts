@@ -67,20 +67,18 @@ export async function llmStep(ctx: TurnContext, setup: StepSetup, step: number):
       logger.debug(`trace=${ctx.traceId} step=${step} history trimmed: ${dropped} older messages left out`);
     const partial = { step, reasoning: "", content: "" };
     try {
-      const reply = await watchedCompletion(
-        setup.lease,
-        request(ctx, setup, [system, ...kept, ...turn]),
-        deps.signal,
-        (delta) => {
+      const reply = await watchedCompletion(setup.lease, request(ctx, setup, [system, ...kept, ...turn]), {
+        signal: deps.signal,
+        onDelta: (delta) => {
           partial.content += delta;
           deps.emit("llm_chunk", { step, delta });
         },
-        () => setup.format?.prepare(),
-        (delta) => {
+        onSent: () => setup.format?.prepare(),
+        onReasoning: (delta) => {
           partial.reasoning += delta;
           deps.emit("llm_reasoning", { step, delta });
         },
-      );
+      });
       delete session.state.partial;
       return { kind: "reply", reply };
     } catch (err) {

@@ -4,6 +4,7 @@ import { CoreError } from "../../protocol/errors.ts";
 import type { StartTicket } from "../../runtime/endpoint.ts";
 import { dataDirError } from "../../store/data-dir-problem.ts";
 import { sessionErased } from "../../store/erasures.ts";
+import { within } from "../../util/within.ts";
 import type { TurnContext, TurnDeps } from "./context.ts";
 import type { TurnResult } from "./ending.ts";
 import { checkRewriteParams, planRewrite, turnInFlight } from "./rewrite.ts";
@@ -99,7 +100,5 @@ export async function runTurn(params: ChatParams, deps: TurnDeps): Promise<TurnR
 }
 
 async function untilSpawned(ticket: StartTicket): Promise<void> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  await Promise.race([ticket.spawned, new Promise<void>((r) => (timer = setTimeout(r, SPAWN_WAIT_MS)))]);
-  clearTimeout(timer);
+  await within(ticket.spawned, SPAWN_WAIT_MS, undefined);
 }

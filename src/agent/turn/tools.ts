@@ -66,7 +66,11 @@ export async function runCalls(
     const display = tool?.display ?? tc.function.name;
     deps.emit("tool_start", { step, tool: display, args });
     const outcome = tool
-      ? await runTool(tool, args, deps.pool, ctx.params.approve_execution, deps.signal)
+      ? await runTool(tool, args, {
+          pool: deps.pool,
+          approved: ctx.params.approve_execution,
+          signal: deps.signal,
+        })
       : unavailable(display);
     deps.emit("tool_done", {
       step,

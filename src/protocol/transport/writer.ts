@@ -1,4 +1,5 @@
 import { logger } from "../../util/logger.ts";
+import { within } from "../../util/within.ts";
 import type { OutboundMessage } from "../messages.ts";
 
 /** Where serialized batches go. `write` resolves once the sink accepted the batch. */
@@ -104,14 +105,8 @@ export class Writer {
   /** Resolves true once everything queued has reached the sink, false on timeout. */
   async drain(timeoutMs: number): Promise<boolean> {
     if (this.isIdle()) return true;
-    let timer: ReturnType<typeof setTimeout> | undefined;
     const idle = new Promise<boolean>((r) => this.idleWaiters.push(() => r(true)));
-    const timeout = new Promise<boolean>((r) => {
-      timer = setTimeout(() => r(false), timeoutMs);
-    });
-    const done = await Promise.race([idle, timeout]);
-    clearTimeout(timer);
-    return done;
+    return within(idle, timeoutMs, false);
   }
 
   private isIdle(): boolean {

@@ -1,6 +1,5 @@
 import { closeSync, constants, fstatSync, openSync, readSync, type Stats, statSync } from "node:fs";
 import { open, stat } from "node:fs/promises";
-import { CoreError } from "../protocol/errors.ts";
 
 /**
  * Reads of files the user or another program controls (the config, a model, the Hugging Face
@@ -11,9 +10,6 @@ import { CoreError } from "../protocol/errors.ts";
  * need), the open does not block (O_NONBLOCK), and fstat() of what was opened decides again, so
  * a FIFO swapped in between is refused before any read.
  */
-
-/** Largest config file read (1 MiB): a real one is a few KiB; this bounds what a mistake costs. */
-export const CONFIG_MAX_BYTES = 1024 * 1024;
 
 /** The path (links followed) is not a regular file: `kind` says what it is ("a FIFO"…). */
 export class NotRegularFile extends Error {
@@ -97,23 +93,6 @@ export async function readSmallFileAsync(path: string, maxBytes: number): Promis
     return buffer.toString("utf8", 0, length);
   } finally {
     await handle.close();
-  }
-}
-
-/** The config file's text: config_invalid naming the file when it is not a regular file of at most CONFIG_MAX_BYTES. */
-export function readConfigFile(file: string): string {
-  try {
-    return readSmallFile(file, CONFIG_MAX_BYTES);
-  } catch (err) {
-    const message =
-      err instanceof NotRegularFile
-        ? err.kind === "a directory"
-          ? `${file} is a directory, not a config file`
-          : `${file} is not a regular file (${err.kind})`
-        : err instanceof FileTooLarge
-          ? `${file} is ${err.bytes} bytes, over the limit of ${CONFIG_MAX_BYTES} bytes for a config file`
-          : `cannot read ${file}: ${(err as Error).message}`;
-    throw new CoreError("config_invalid", message, { file, line: null, key: null });
   }
 }
 
