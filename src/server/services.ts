@@ -156,8 +156,14 @@ export class CoreServices implements Services {
 
   promptReuse(): PromptReuse {
     if (!this.reuse) {
-      // The provider first: services stop in reverse, so the last saves go before llama-server.
+      // The provider and the store first: services stop in reverse, so the last saves go before
+      // llama-server stops and while the store can still say the session is there to keep.
       const provider = this.llama();
+      try {
+        this.store();
+      } catch {
+        // No store: `stored` below answers false, and nothing is kept.
+      }
       const { llama } = this.config();
       const { PromptReuse } = require("../agent/kv/reuse.ts") as typeof import("../agent/kv/reuse.ts");
       const reuse = new PromptReuse({

@@ -74,12 +74,36 @@ describe.skipIf(!onPosix)("prompt reuse through the compiled binary", () => {
       // A new core, a new llama-server: the state came back from disk.
       expect(after.cached_tokens / after.prompt_tokens).toBeGreaterThan(0.8);
       const del = await core.request({ id: ++id, method: "sessions.delete", params: { session_id: "s1" } });
-      expect(del.result).toEqual({ deleted: true });
+      expect(del.result).toEqual({ deleted: true, set_aside_copies: [] });
       expect(kvFiles(stack.dataDir)).toEqual([]);
       // And no late save brings it back.
       await Bun.sleep(2500);
       expect(kvFiles(stack.dataDir)).toEqual([]);
     }
+  }, 60_000);
+
+  test("a turn right before shutdown is saved by the shutdown, and the next core restores it", async () => {
+    await using dir = tmpdir();
+    const stack = writeStack(dir.path, { tools: [], extraYaml: "  top_k: 0" });
+    let id = 0;
+    const chat = async (core: ReturnType<typeof spawnCore>, input: string) => {
+      const r = await core.request({ id: ++id, method: "chat", params: { session_id: "s1", input } }, 30_000);
+      expect(r.type).toBe("result");
+      return r.result.usage as Usage;
+    };
+    let second: Usage;
+    {
+      await using core = spawnCore({ cwd: dir.path, env: stack.env });
+      await chat(core, "Tell me about the sea and the waves and the tides.");
+      second = await chat(core, "And the moon, which pulls the tides twice a day?");
+      // At once: no quiet save (2 s) has had its turn; the stop's own save keeps the state.
+      await core.request({ id: ++id, method: "shutdown" });
+      expect(await core.exited(10_000)).toBe(0);
+    }
+    await using core = spawnCore({ cwd: dir.path, env: stack.env });
+    const after = await chat(core, "What else?");
+    // The prefix through the second turn came back from disk, not only the first turn's.
+    expect(after.cached_tokens).toBeGreaterThan(second.prompt_tokens);
   }, 60_000);
 
   test("a file of another model of the same shape (93d), or of another context size, is dropped, not restored", async () => {
