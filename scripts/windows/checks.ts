@@ -238,6 +238,14 @@ export function judgeSession(o: SessionObservation, facts: LinuxFacts): Check[] 
       { terminal: o.chat.terminal, events: names },
     ),
     check(
+      "session.structured",
+      "a structured chat: the answer checked against its schema (a pattern on RE2) on the worker thread of the exe",
+      // The stand-in answers a json_schema request with JSON of the schema's shape (its own values).
+      /^[a-z]+$/.test(String(o.structured.terminal?.result?.json?.os)) &&
+        Number.isInteger(o.structured.terminal?.result?.json?.letters),
+      { terminal: o.structured.terminal },
+    ),
+    check(
       "session.mcp_tool",
       "the MCP test server (a Windows exe) ran the tool",
       o.mcpCalls.some((c) => parseJson(c)?.tool === "echo"),

@@ -105,6 +105,7 @@ function healthy(): Observation[] {
         afterCancelMs: 40,
       },
       statusAfterCancel: result("status2", { llama }),
+      structured: { terminal: result("json", { json: { os: "x", letters: 0 } }), events: [], ms: 100 },
       shutdown: { terminal: result("bye", { status: "ok" }), resultMs: 300, exitMs: 350, exitCode: 0 },
       llamaPid: 464,
       llamaAliveAfterExit: false,

@@ -17,6 +17,16 @@ import type {
  * and the next core reaping what a killed one left.
  */
 
+/** A schema with a pattern, so the answer's check runs a regex on RE2. */
+const STRUCTURED = {
+  type: "json_schema",
+  schema: {
+    type: "object",
+    properties: { os: { type: "string", pattern: "^[a-z]+$" }, letters: { type: "integer" } },
+    required: ["os", "letters"],
+  },
+};
+
 function startCore(plan: HostPlan): Core {
   return spawnCore({ binary: plan.core, cwd: plan.stackDir, args: ["--config", plan.config] });
 }
@@ -57,6 +67,12 @@ export async function session(plan: HostPlan): Promise<SessionObservation> {
     ms: afterCancelMs,
   };
   const statusAfterCancel = (await exchange(core, { id: "status2", method: "status" })).terminal;
+  // The worker thread of the compiled exe (a second entry point) and RE2 under Windows.
+  const structured = await exchange(
+    core,
+    { id: "json", method: "chat", params: { input: "As JSON", response_format: STRUCTURED } },
+    60_000,
+  );
   const llamaPid = llamaPidOf(status);
   const s0 = performance.now();
   const bye = await exchange(core, { id: "bye", method: "shutdown" }, 30_000);
@@ -68,6 +84,7 @@ export async function session(plan: HostPlan): Promise<SessionObservation> {
     status,
     cancel: { answer, chat: slow, afterCancelMs },
     statusAfterCancel,
+    structured,
     shutdown: {
       terminal: bye.terminal,
       resultMs: bye.ms,

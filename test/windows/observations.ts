@@ -83,6 +83,8 @@ export interface SessionObservation {
   status: Msg | null;
   cancel: { answer: Msg | null; chat: Exchange; afterCancelMs: number };
   statusAfterCancel: Msg | null;
+  /** A chat with a response_format: its answer checked on the validator's worker thread. */
+  structured: Exchange;
   shutdown: { terminal: Msg | null; resultMs: number; exitMs: number; exitCode: number | null };
   llamaPid: number | null;
   llamaAliveAfterExit: boolean | null;
