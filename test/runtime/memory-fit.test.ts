@@ -1,5 +1,11 @@
 import { describe, expect, test } from "bun:test";
-import { decideFit, type HeldModel, heldBytes, pinnedOverBudget } from "../../src/runtime/memory-fit.ts";
+import {
+  type DeviceBytes,
+  decideFit,
+  type HeldModel,
+  heldBytes,
+  pinnedOverBudget,
+} from "../../src/runtime/memory-fit.ts";
 
 const GIB = 1024 ** 3;
 
@@ -141,7 +147,7 @@ describe("pinnedOverBudget", () => {
   });
 
   test("pinned models over a device's budget together: the device and the models on it", () => {
-    const pinned = [
+    const pinned: { name: string; bytes: DeviceBytes }[] = [
       { name: "a", bytes: { gpu0: 6 * GIB, cpu: 1 * GIB } },
       { name: "b", bytes: { gpu0: 6 * GIB } },
       { name: "c", bytes: { cpu: 1 * GIB } },
