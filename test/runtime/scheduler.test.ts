@@ -233,6 +233,28 @@ describe("Scheduler: unload", () => {
     expect(state("a")).toBe("unloaded");
   });
 
+  test("a forced unload of a loading model ends the load and the chats waiting on it as cancelled", async () => {
+    const { fleet, scheduler, cancelled, state } = setup({ a: { gib: 2, gated: true } });
+    const chat = rejection(scheduler.acquire("a", signal()));
+    await settle();
+    expect((await rejection(scheduler.unload("a"))).code).toBe("invalid_request");
+    await scheduler.unload("a", { force: true });
+    expect(cancelled).toEqual(["a"]);
+    expect((await chat).code).toBe("cancelled");
+    expect(fleet.last("a").stopped).toBe(true);
+    expect(fleet.log).not.toContain("a.save"); // nothing served yet, nothing to save
+    expect(state("a")).toBe("unloaded");
+  });
+
+  test("a model pinned by models.load is not unloaded to make room", async () => {
+    const { timers, scheduler, state } = setup({ a: { gib: 6 }, b: { gib: 6 } }, { loadWaitMs: 1000 });
+    await scheduler.load("a", { pin: true });
+    const b = rejection(scheduler.acquire("b", signal()));
+    await timers.advance(1000);
+    expect((await b).code).toBe("model_plan_error");
+    expect(state("a")).toBe("loaded");
+  });
+
   test("models.load loads with no chat, pins, and reports the planned bytes", async () => {
     const { fleet, scheduler, state } = setup({ a: { gib: 2 } });
     expect(await scheduler.load("a", { pin: true })).toEqual({
