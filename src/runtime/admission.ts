@@ -1,0 +1,55 @@
+import { decideFit, type HeldModel } from "./memory-fit.ts";
+import type { ModelFootprint, SchedulerProgress, Timers } from "./model-runtime.ts";
+import type { LoadJob } from "./model-state.ts";
+import type { Room } from "./room.ts";
+import { neverFits, noRoom } from "./scheduler-errors.ts";
+
+/** What admission asks of the scheduler. */
+export interface AdmissionDeps {
+  timers: Timers;
+  room: Room;
+  /** `llama.load_wait_s` in ms, read when the wait begins. */
+  loadWaitMs: () => number;
+  /** Every other model holding memory now. */
+  held: (except: string) => HeldModel[];
+  /**
+   * Begins unloading these idle models at once (each leaves `loaded` before this returns, so
+   * no other decision counts it as a candidate), then resolves once they have stopped.
+   */
+  evict: (models: readonly string[]) => Promise<void>;
+}
+
+/**
+ * Holds `job` until its model fits (docs/supervisor.md "Scheduling several models"): at once,
+ * after unloading idle models least recently used first, or after waiting for room up to
+ * `load_wait_s`. Marks the job admitted in the same step as the decision, so a second load
+ * deciding meanwhile counts its bytes. Throws `model_plan_error` (never fits; waited too long,
+ * naming the holders) or the signal's reason.
+ */
+export async function admit(
+  model: string,
+  job: LoadJob,
+  footprint: ModelFootprint,
+  deps: AdmissionDeps,
+  signal: AbortSignal,
+  emit: (p: SchedulerProgress) => void,
+): Promise<void> {
+  const t0 = deps.timers.now();
+  const limitMs = deps.loadWaitMs();
+  for (;;) {
+    signal.throwIfAborted();
+    const d = decideFit(deps.held(model), footprint.budget, { name: model, bytes: footprint.bytes });
+    if (d.kind === "never") throw neverFits(model, d.devices);
+    if (d.kind === "fits" || d.kind === "evict") {
+      job.admitted = true;
+      if (d.kind === "evict") await deps.evict(d.models);
+      return;
+    }
+    const elapsed = () => deps.timers.now() - t0;
+    const report = () => emit({ phase: "waiting_for_memory", holders: d.holders, elapsed_ms: elapsed() });
+    const left = limitMs - elapsed();
+    if (left <= 0) throw noRoom(model, d.holders, elapsed());
+    report();
+    await deps.room.wait(left, signal, report);
+  }
+}

@@ -1,0 +1,75 @@
+import type { LlamaProvider, StartTicket } from "./endpoint.ts";
+import type { DeviceBytes } from "./memory-fit.ts";
+import type { SupervisorSnapshot } from "./snapshot.ts";
+import type { StartProgress } from "./start-progress.ts";
+
+/**
+ * What the scheduler (scheduler.ts) owns per loaded model: a supervisor-like provider of one
+ * llama-server (runtime/endpoint.ts), with what its plan holds and a last save before it stops.
+ */
+export interface ModelRuntime extends LlamaProvider {
+  prestart(): StartTicket | undefined;
+  snapshot(): SupervisorSnapshot;
+  /**
+   * The model's plan, made as if it were the only model loaded (SPEC section 15: a model never
+   * gets a smaller context because another is loaded): per device its `usage.total`, and each
+   * device's `budget_bytes` as this machine has it with none of the core's models loaded.
+   * Rejects as the plan does (`model_plan_error` when it cannot fit even alone, `model_missing`).
+   */
+  plannedBytes(): Promise<ModelFootprint>;
+  /**
+   * Called before `stop()` when the scheduler unloads the model: the KV state of its sessions
+   * in slots is saved, so a later chat that brings it back re-processes nothing
+   * (docs/agent.md#prompt-reuse). Never throws for a failed save (it is logged there).
+   */
+  beforeUnload(): Promise<void>;
+}
+
+export interface ModelFootprint {
+  /** Planned bytes per device (the plan's devices' `usage.total`). */
+  bytes: DeviceBytes;
+  /** Each device's budget (`budget_bytes`); RPC devices by their plan id. */
+  budget: DeviceBytes;
+}
+
+/** What a caller hears while it waits for a model: a start's progress, or room being made. */
+export type SchedulerProgress =
+  | StartProgress
+  | { phase: "waiting_for_memory"; holders: string[]; elapsed_ms: number };
+
+/** The scheduler's timers, injected so tests move time by hand. */
+export interface Timers {
+  now(): number;
+  setTimeout(fn: () => void, ms: number): unknown;
+  clearTimeout(handle: unknown): void;
+}
+
+export const realTimers: Timers = {
+  now: () => Date.now(),
+  setTimeout: (fn, ms) => {
+    const t = setTimeout(fn, ms);
+    // An idle-unload timer never keeps the process alive on its own.
+    (t as { unref?: () => void }).unref?.();
+    return t;
+  },
+  clearTimeout: (h) => clearTimeout(h as ReturnType<typeof setTimeout>),
+};
+
+/** From config.yaml's `llama` section, read at each use (the config may load after the scheduler). */
+export interface SchedulerSettings {
+  /** `llama.load_wait_s` in ms: how long a load waits for room before `model_plan_error`. */
+  loadWaitMs: number;
+  /** `llama.idle_unload_s` in ms; 0: never. */
+  idleUnloadMs: number;
+}
+
+export interface SchedulerOptions {
+  /** Makes the runtime of one model by name; throws (`invalid_request`) for a name it does not know. */
+  runtime: (model: string) => ModelRuntime;
+  settings: () => SchedulerSettings;
+  /** The configured models (status lists each, `unloaded` when not running) and their `pin`. */
+  configured: () => readonly { name: string; pinned: boolean }[];
+  /** Ends the chats on `model` as `cancelled` (a forced unload). */
+  cancelChats: (model: string) => void;
+  timers?: Timers;
+}

@@ -1,0 +1,61 @@
+import { StateCell, type Transitions } from "../util/state-cell.ts";
+import type { DeviceBytes } from "./memory-fit.ts";
+import type { ModelRuntime, SchedulerProgress } from "./model-runtime.ts";
+
+/** One load of a model: its runtime and what its plan holds, from admission until it stops. */
+export interface Live {
+  runtime: ModelRuntime;
+  bytes: DeviceBytes;
+}
+
+/** A load in progress, shared by every caller asking for the model meanwhile. */
+export interface LoadJob {
+  /** Aborted by stop(), by a forced unload, or when every caller waiting on it left before it was admitted. */
+  abort: AbortController;
+  done: Promise<Live>;
+  listeners: Set<(p: SchedulerProgress) => void>;
+  /** Callers waiting on it; a `models.load` keeps it going alone. */
+  waiting: number;
+  explicit: boolean;
+  /** Its runtime and planned bytes once made, and whether it was admitted (then its bytes count as held). */
+  runtime?: ModelRuntime;
+  bytes?: DeviceBytes;
+  admitted: boolean;
+}
+
+/**
+ * A model's one state in the scheduler (docs/supervisor.md "Scheduling several models").
+ * unloaded → loading (an acquire or a load) → loaded → unloading → unloaded; a load that fails
+ * → failed, which the next acquire loads again; loading → unloading when stop() or a forced
+ * unload ends it. A state object is replaced on every transition, so a job that lost a race
+ * finds out by identity (util/state-cell.ts).
+ */
+export type ModelState =
+  | { kind: "unloaded" }
+  | { kind: "loading"; job: LoadJob }
+  | { kind: "loaded"; live: Live }
+  /** Its bytes stay held until its llama-server has stopped. */
+  | { kind: "unloading"; bytes: DeviceBytes | undefined; done: Promise<void> }
+  | { kind: "failed"; error: unknown };
+
+export type ModelStateKind = ModelState["kind"];
+
+const TRANSITIONS: Transitions<ModelStateKind> = {
+  unloaded: ["loading"],
+  loading: ["loaded", "failed", "unloaded", "unloading"],
+  loaded: ["unloading"],
+  unloading: ["unloaded"],
+  failed: ["loading", "unloaded"],
+};
+
+export function modelCell(name: string): StateCell<ModelState> {
+  return new StateCell(`model ${name}`, TRANSITIONS, { kind: "unloaded" });
+}
+
+/** What a state holds of the memory budget: a load once admitted, a loaded model, one still stopping. */
+export function heldBy(s: ModelState): DeviceBytes | undefined {
+  if (s.kind === "loaded") return s.live.bytes;
+  if (s.kind === "unloading") return s.bytes;
+  if (s.kind === "loading" && s.job.admitted) return s.job.bytes;
+  return undefined;
+}

@@ -1,0 +1,52 @@
+import { CoreError, type CoreErrorData, cancelledError } from "../protocol/errors.ts";
+import type { DeviceShortfall } from "./memory-fit.ts";
+
+/**
+ * The scheduler's refusals (SPEC section 15), one place for their codes and words.
+ * `model_busy` is a `data.reason` the protocol lists with the models methods; until then the
+ * data is built loosely here.
+ */
+
+const gib = (b: number) => `${(b / 1024 ** 3).toFixed(1)} GiB`;
+
+export function modelBusy(model: string, chats: number): CoreError {
+  const data: Record<string, unknown> = { reason: "model_busy", model, chats };
+  return new CoreError(
+    "invalid_request",
+    `model "${model}" is in use by ${chats} chat(s); unload it with force to end them`,
+    data as CoreErrorData,
+  );
+}
+
+export function notLoaded(model: string, known: boolean): CoreError {
+  return new CoreError(
+    "invalid_request",
+    known ? `model "${model}" is not loaded` : `no model "${model}" is configured or loaded`,
+    { model },
+  );
+}
+
+/** A load that waited `load_wait_s` for room: the models that held it. */
+export function noRoom(model: string, holders: readonly string[], waitedMs: number): CoreError {
+  return new CoreError(
+    "model_plan_error",
+    `model "${model}" does not fit beside ${holders.map((h) => `"${h}"`).join(", ")}, ` +
+      `which stayed in use for ${Math.round(waitedMs / 1000)} s (llama.load_wait_s); ` +
+      "unload one of them or wait for its chats to end",
+    { model, holders: [...holders] },
+  );
+}
+
+/** A model whose plan takes more than a device's whole budget, with nothing else loaded. */
+export function neverFits(model: string, devices: readonly DeviceShortfall[]): CoreError {
+  const each = devices.map((d) => `${d.device} needs ${gib(d.needed_bytes)} of ${gib(d.budget_bytes)}`);
+  return new CoreError("model_plan_error", `model "${model}" does not fit even alone: ${each.join("; ")}`, {
+    model,
+    devices: devices.map((d) => ({ ...d })),
+  });
+}
+
+export const schedulerClosed = () => cancelledError("the model cannot load: the core is shutting down");
+
+export const unloadedWhileWaiting = (model: string) =>
+  cancelledError(`model "${model}" was unloaded while the request waited for it`);

@@ -1,0 +1,345 @@
+import { cancelledError } from "../protocol/errors.ts";
+import { abortable } from "../util/abortable.ts";
+import { logUnexpected } from "../util/logger.ts";
+import type { StateCell } from "../util/state-cell.ts";
+import { type AdmissionDeps, admit } from "./admission.ts";
+import type { AcquireOptions } from "./endpoint.ts";
+import type { DeviceBytes, HeldModel } from "./memory-fit.ts";
+import { type ModelLease, modelLease } from "./model-lease.ts";
+import { realTimers, type SchedulerOptions, type SchedulerProgress, type Timers } from "./model-runtime.ts";
+import { heldBy, type Live, type LoadJob, type ModelState, modelCell } from "./model-state.ts";
+import { Room } from "./room.ts";
+import { modelBusy, notLoaded, schedulerClosed, unloadedWhileWaiting } from "./scheduler-errors.ts";
+import { memoryRows, modelRow, type SchedulerSnapshot } from "./scheduler-snapshot.ts";
+
+/** One model the scheduler knows: its state and what is asked of it. */
+interface Entry {
+  name: string;
+  cell: StateCell<ModelState>;
+  /** Chats holding a lease on it or waiting for one: busy while above 0. */
+  users: number;
+  lastUsedAt: number | null;
+  /** `models.load`'s pin, over the config's. */
+  pin: boolean | undefined;
+  idleTimer: unknown;
+}
+
+type Progress = ((p: SchedulerProgress) => void) | undefined;
+const never = new AbortController().signal;
+
+/**
+ * Several models, each with a llama-server of its own, loaded as chats ask for them and kept
+ * while memory allows (SPEC section 15; docs/supervisor.md "Scheduling several models"). What
+ * fits is decided by the models' plans (memory-fit.ts), never by count; each model's state
+ * (model-state.ts) changes only through its cell's guarded swap.
+ */
+export class Scheduler {
+  private readonly entries = new Map<string, Entry>();
+  private readonly timers: Timers;
+  private readonly room: Room;
+  /** Each device's budget as the latest plan saw it. */
+  private readonly budget: Record<string, number> = {};
+  private closing: Promise<void> | undefined;
+  private readonly admission: AdmissionDeps;
+
+  constructor(private readonly options: SchedulerOptions) {
+    this.timers = options.timers ?? realTimers;
+    this.room = new Room(this.timers);
+    this.admission = {
+      timers: this.timers,
+      room: this.room,
+      loadWaitMs: () => options.settings().loadWaitMs,
+      held: (except) => this.held(except),
+      evict: (models) => this.evict(models),
+    };
+  }
+
+  /**
+   * A lease on `model`'s llama-server, loading the model first when needed (sharing a load in
+   * progress, making room or waiting for it). The model counts as busy from this call until
+   * the lease is released. Rejects as the model's runtime does, with `model_plan_error` when it
+   * cannot fit, `cancelled` at shutdown or a forced unload, or the signal's reason.
+   */
+  async acquire(
+    model: string,
+    signal: AbortSignal,
+    onProgress?: (p: SchedulerProgress) => void,
+    options?: AcquireOptions,
+  ): Promise<ModelLease> {
+    if (this.closing) throw schedulerClosed();
+    const entry = this.entry(model);
+    this.use(entry, 1);
+    try {
+      const live = await this.ready(entry, signal, onProgress, false);
+      const lease = await live.runtime.acquire(signal, onProgress, options);
+      return modelLease(model, lease, () => this.use(entry, -1));
+    } catch (err) {
+      this.use(entry, -1);
+      throw err;
+    }
+  }
+
+  /** `models.load`: loads `model` with no chat waiting, pinned when asked. */
+  async load(
+    model: string,
+    opts: { pin?: boolean; signal?: AbortSignal; onProgress?: (p: SchedulerProgress) => void } = {},
+  ): Promise<{ model: string; state: "loaded"; memory_bytes: number }> {
+    if (this.closing) throw schedulerClosed();
+    const entry = this.entry(model);
+    if (opts.pin !== undefined) entry.pin = opts.pin;
+    const live = await this.ready(entry, opts.signal ?? never, opts.onProgress, true);
+    this.armIdle(entry);
+    return { model, state: "loaded", memory_bytes: Object.values(live.bytes).reduce((a, b) => a + b, 0) };
+  }
+
+  /**
+   * `models.unload`: stops `model`'s llama-server after saving its sessions' KV state. Refused
+   * (`model_busy`) while a chat runs on it or waits for it, unless `force`: then those chats
+   * end `cancelled`. An unknown model, or one not loaded, is an `invalid_request`.
+   */
+  async unload(model: string, opts: { force?: boolean } = {}): Promise<void> {
+    const entry = this.entries.get(model);
+    const s = entry?.cell.get();
+    if (!entry || !s || s.kind === "unloaded" || s.kind === "failed") {
+      throw notLoaded(model, entry !== undefined || this.configuredPin(model) !== undefined);
+    }
+    if (s.kind === "unloading") return s.done;
+    if (entry.users > 0) {
+      if (!opts.force) throw modelBusy(model, entry.users);
+      this.options.cancelChats(model);
+    }
+    return this.beginUnload(entry, s, cancelledError(`model "${model}" was unloaded`), true);
+  }
+
+  /** Shutdown: every model stopped, loads in progress ended; later loads are refused. */
+  stop(): Promise<void> {
+    this.closing ??= (async () => {
+      const stops = [...this.entries.values()].map((e) => {
+        this.timers.clearTimeout(e.idleTimer);
+        const s = e.cell.get();
+        if (s.kind === "unloading") return s.done;
+        // The core's prompt reuse saved every session as it stopped, before this (services.ts).
+        if (s.kind === "loaded" || s.kind === "loading")
+          return this.beginUnload(e, s, schedulerClosed(), false);
+        return Promise.resolve();
+      });
+      await Promise.all(stops);
+      this.room.notify();
+    })();
+    return this.closing;
+  }
+
+  /** What `status` shows: every configured model and any other known, and memory per device. */
+  snapshot(): SchedulerSnapshot {
+    const names = new Set([...this.options.configured().map((m) => m.name), ...this.entries.keys()]);
+    const models = [...names].map((name) => {
+      const e = this.entries.get(name);
+      return modelRow({
+        name,
+        state: e?.cell.get() ?? { kind: "unloaded" },
+        pinned: e ? this.pinned(e) : this.configuredPin(name) === true,
+        chats: e?.users ?? 0,
+        lastUsedAt: e?.lastUsedAt ?? null,
+      });
+    });
+    const states = [...this.entries.values()].map((e) => e.cell.get());
+    return { models, memory: memoryRows(states, this.budget) };
+  }
+
+  /** The model's runtime once loaded, for the methods that ask it directly (slots, snapshot). */
+  loaded(model: string): Live | undefined {
+    const s = this.entries.get(model)?.cell.get();
+    return s?.kind === "loaded" ? s.live : undefined;
+  }
+
+  private entry(name: string): Entry {
+    let e = this.entries.get(name);
+    if (!e) {
+      e = { name, cell: modelCell(name), users: 0, lastUsedAt: null, pin: undefined, idleTimer: undefined };
+      this.entries.set(name, e);
+    }
+    return e;
+  }
+
+  private configuredPin(name: string): boolean | undefined {
+    return this.options.configured().find((m) => m.name === name)?.pinned;
+  }
+
+  private pinned(e: Entry): boolean {
+    return e.pin ?? this.configuredPin(e.name) ?? false;
+  }
+
+  /** A chat begins (+1) or ends (-1) on the model: it is used now; idle again, memory may be free. */
+  private use(e: Entry, delta: 1 | -1): void {
+    e.users += delta;
+    e.lastUsedAt = this.timers.now();
+    if (delta > 0) {
+      this.timers.clearTimeout(e.idleTimer);
+      return;
+    }
+    if (e.users > 0) return;
+    const s = e.cell.get();
+    // A name asked for once that never loaded (a path, a typo) is not kept for status.
+    if (s.kind === "unloaded" && this.configuredPin(e.name) === undefined) this.entries.delete(e.name);
+    this.armIdle(e);
+    this.room.notify();
+  }
+
+  /** `llama.idle_unload_s`: an idle, unpinned loaded model is stopped after that long unused. */
+  private armIdle(e: Entry): void {
+    this.timers.clearTimeout(e.idleTimer);
+    const ms = this.options.settings().idleUnloadMs;
+    const s = e.cell.get();
+    if (ms <= 0 || s.kind !== "loaded" || e.users > 0 || this.pinned(e)) return;
+    e.idleTimer = this.timers.setTimeout(() => {
+      if (e.cell.get() !== s || e.users > 0 || this.pinned(e) || this.closing) return;
+      this.beginUnload(e, s, cancelledError(`model "${e.name}" was idle`), true).catch((err) =>
+        logUnexpected(`unloading idle model ${e.name} failed`, err),
+      );
+    }, ms);
+  }
+
+  /** The model loaded: at once, after an unload in progress, or by a load (begun or joined). */
+  private async ready(e: Entry, signal: AbortSignal, onProgress: Progress, explicit: boolean): Promise<Live> {
+    for (;;) {
+      if (this.closing) throw schedulerClosed();
+      const s = e.cell.get();
+      if (s.kind === "loaded") return s.live;
+      if (s.kind === "unloading") {
+        await abortable(s.done, signal);
+        continue;
+      }
+      const job = s.kind === "loading" ? s.job : this.startLoad(e, s);
+      return await this.join(job, signal, onProgress, explicit);
+    }
+  }
+
+  /** Waits on a shared load; the last caller to leave before it was admitted ends it. */
+  private async join(
+    job: LoadJob,
+    signal: AbortSignal,
+    onProgress: Progress,
+    explicit: boolean,
+  ): Promise<Live> {
+    if (explicit) job.explicit = true;
+    if (onProgress) job.listeners.add(onProgress);
+    job.waiting += 1;
+    try {
+      return await abortable(job.done, signal);
+    } finally {
+      if (onProgress) job.listeners.delete(onProgress);
+      job.waiting -= 1;
+      if (job.waiting === 0 && !job.explicit && !job.admitted)
+        job.abort.abort(cancelledError("no request waits for it"));
+    }
+  }
+
+  /** unloaded | failed → loading: the runtime is made now, so an unknown name fails its caller alone. */
+  private startLoad(e: Entry, from: Extract<ModelState, { kind: "unloaded" | "failed" }>): LoadJob {
+    const runtime = this.options.runtime(e.name);
+    const done = Promise.withResolvers<Live>();
+    done.promise.catch(() => {}); // its callers hear it
+    const job: LoadJob = {
+      abort: new AbortController(),
+      done: done.promise,
+      listeners: new Set(),
+      waiting: 0,
+      explicit: false,
+      runtime,
+      admitted: false,
+    };
+    const st = { kind: "loading" as const, job };
+    e.cell.swap(from, st);
+    this.runLoad(e, st).then(done.resolve, done.reject);
+    return job;
+  }
+
+  /** A load's work: the plan's bytes, admission (room made or waited for), the start, ready. */
+  private async runLoad(e: Entry, st: Extract<ModelState, { kind: "loading" }>): Promise<Live> {
+    const { job } = st;
+    const runtime = job.runtime as NonNullable<LoadJob["runtime"]>;
+    const signal = job.abort.signal;
+    const emit = (p: SchedulerProgress) => {
+      for (const l of job.listeners) l(p);
+    };
+    try {
+      const footprint = await abortable(runtime.plannedBytes(), signal);
+      Object.assign(this.budget, footprint.budget);
+      job.bytes = footprint.bytes;
+      await admit(e.name, job, footprint, this.admission, signal, emit);
+      const lease = await runtime.acquire(signal, emit, { explicit: job.explicit });
+      lease.release();
+      const live: Live = { runtime, bytes: footprint.bytes };
+      if (!e.cell.swap(st, { kind: "loaded", live })) throw unloadedWhileWaiting(e.name);
+      this.armIdle(e);
+      return live;
+    } catch (err) {
+      // Still this load's to end (stop() or an unload took it over otherwise, and stops the runtime).
+      if (e.cell.get() === st) {
+        e.cell.swap(st, signal.aborted ? { kind: "unloaded" } : { kind: "failed", error: err });
+        await runtime.stop().catch((stopErr) => logUnexpected(`stopping model ${e.name} failed`, stopErr));
+        this.room.notify();
+      }
+      throw err;
+    }
+  }
+
+  /** loaded | loading → unloading → unloaded: the KV save (`save`), then the runtime stopped. */
+  private beginUnload(
+    e: Entry,
+    s: Extract<ModelState, { kind: "loaded" | "loading" }>,
+    reason: Error,
+    save: boolean,
+  ): Promise<void> {
+    this.timers.clearTimeout(e.idleTimer);
+    const done = Promise.withResolvers<void>();
+    const bytes = heldBy(s);
+    const st: ModelState = { kind: "unloading", bytes, done: done.promise };
+    if (!e.cell.swap(s, st)) return Promise.resolve();
+    void (async () => {
+      const runtime = s.kind === "loaded" ? s.live.runtime : s.job.runtime;
+      if (s.kind === "loading") {
+        s.job.abort.abort(reason);
+        await s.job.done.catch(() => {});
+      } else if (save) {
+        await runtime
+          ?.beforeUnload()
+          .catch((err) => logUnexpected(`saving model ${e.name}'s sessions failed`, err));
+      }
+      await runtime?.stop().catch((err) => logUnexpected(`stopping model ${e.name} failed`, err));
+      e.cell.swap(st, { kind: "unloaded" });
+      this.room.notify();
+      done.resolve();
+    })();
+    return done.promise;
+  }
+
+  /** Admission's evictions: each chosen model leaves `loaded` now, then all stop. */
+  private evict(models: readonly string[]): Promise<void> {
+    const stops = models.map((name) => {
+      const e = this.entries.get(name);
+      const s = e?.cell.get();
+      if (!e || s?.kind !== "loaded") return Promise.resolve();
+      return this.beginUnload(e, s, cancelledError(`model "${name}" was unloaded to make room`), true);
+    });
+    return Promise.all(stops).then(() => {});
+  }
+
+  /** Every other model that holds memory now, as the decision sees it. */
+  private held(except: string): HeldModel[] {
+    const out: HeldModel[] = [];
+    for (const e of this.entries.values()) {
+      const s = e.cell.get();
+      const bytes: DeviceBytes | undefined = heldBy(s);
+      if (e.name === except || !bytes) continue;
+      out.push({
+        name: e.name,
+        bytes,
+        busy: e.users > 0 || s.kind !== "loaded",
+        pinned: this.pinned(e),
+        lastUsedAt: e.lastUsedAt ?? 0,
+      });
+    }
+    return out;
+  }
+}

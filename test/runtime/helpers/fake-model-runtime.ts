@@ -1,0 +1,130 @@
+import { cancelledError } from "../../../src/protocol/errors.ts";
+import type { LlamaLease } from "../../../src/runtime/endpoint.ts";
+import type { DeviceBytes } from "../../../src/runtime/memory-fit.ts";
+import type { ModelFootprint, ModelRuntime } from "../../../src/runtime/model-runtime.ts";
+import type { SupervisorSnapshot } from "../../../src/runtime/snapshot.ts";
+import type { StartProgress } from "../../../src/runtime/start-progress.ts";
+import { abortable } from "../../../src/util/abortable.ts";
+
+const GIB = 1024 ** 3;
+
+export interface FakeSpec {
+  /** Planned GiB on gpu0 (or bytes per device). */
+  gib?: number;
+  bytes?: DeviceBytes;
+  /** Its start waits until `open()`. */
+  gated?: boolean;
+  /** Its start fails with this. */
+  fail?: Error;
+  /** Its plan fails with this. */
+  planFails?: Error;
+}
+
+/** One model's stand-in runtime: a start (gated or failing on request), leases, a save and a stop, logged. */
+export class FakeRuntime implements ModelRuntime {
+  up = false;
+  stopped = false;
+  leases = 0;
+  private readonly gate = Promise.withResolvers<void>();
+  private readonly down = new AbortController();
+
+  constructor(
+    readonly name: string,
+    private readonly log: string[],
+    private readonly spec: FakeSpec,
+    private readonly budget: DeviceBytes,
+    readonly pid: number,
+  ) {}
+
+  open(): void {
+    this.gate.resolve();
+  }
+
+  async plannedBytes(): Promise<ModelFootprint> {
+    if (this.spec.planFails) throw this.spec.planFails;
+    return { bytes: this.spec.bytes ?? { gpu0: (this.spec.gib ?? 1) * GIB }, budget: this.budget };
+  }
+
+  async acquire(signal: AbortSignal, onProgress?: (p: StartProgress) => void): Promise<LlamaLease> {
+    if (this.stopped) throw cancelledError(`${this.name} stopped`);
+    if (!this.up) {
+      this.log.push(`${this.name}.start`);
+      onProgress?.({ phase: "loading", elapsed_ms: 0 });
+      if (this.spec.gated) await abortable(abortable(this.gate.promise, this.down.signal), signal);
+      if (this.spec.fail) throw this.spec.fail;
+      this.up = true;
+    }
+    this.leases += 1;
+    let released = false;
+    return {
+      baseUrl: `http://${this.name}`,
+      apiKey: "key",
+      died: this.down.signal,
+      requestTimeoutMs: 1000,
+      release: () => {
+        if (released) return;
+        released = true;
+        this.leases -= 1;
+      },
+      reportFailure: () => {},
+    };
+  }
+
+  prestart(): undefined {
+    return undefined;
+  }
+
+  slots(): number {
+    return 2;
+  }
+
+  snapshot(): SupervisorSnapshot {
+    const state = this.stopped ? "stopped" : this.up ? "ready" : "starting";
+    return {
+      state,
+      pid: this.pid,
+      slots: { busy: this.leases, waiting: 0, total: 2 },
+    } as unknown as SupervisorSnapshot;
+  }
+
+  async beforeUnload(): Promise<void> {
+    this.log.push(`${this.name}.save`);
+  }
+
+  async stop(): Promise<void> {
+    this.log.push(`${this.name}.stop`);
+    this.stopped = true;
+    this.down.abort(cancelledError(`${this.name} stopped`));
+  }
+}
+
+/** The factory the scheduler is handed: one fresh runtime per load, each kept for the test to look at. */
+export class FakeFleet {
+  readonly log: string[] = [];
+  readonly made = new Map<string, FakeRuntime[]>();
+  private pid = 100;
+
+  constructor(
+    private readonly specs: Record<string, FakeSpec>,
+    private readonly budget: DeviceBytes = { gpu0: 10 * GIB },
+  ) {}
+
+  spec(name: string): FakeSpec {
+    const s = this.specs[name];
+    if (!s) throw new Error(`no fake model ${name}`);
+    return s;
+  }
+
+  readonly runtime = (name: string): FakeRuntime => {
+    const r = new FakeRuntime(name, this.log, this.spec(name), this.budget, this.pid++);
+    this.made.set(name, [...(this.made.get(name) ?? []), r]);
+    return r;
+  };
+
+  last(name: string): FakeRuntime {
+    const all = this.made.get(name) ?? [];
+    const r = all[all.length - 1];
+    if (!r) throw new Error(`${name} was never made`);
+    return r;
+  }
+}

@@ -1,0 +1,387 @@
+import { describe, expect, test } from "bun:test";
+import { CoreError } from "../../src/protocol/errors.ts";
+import type { SchedulerProgress, SchedulerSettings } from "../../src/runtime/model-runtime.ts";
+import { Scheduler } from "../../src/runtime/scheduler.ts";
+import { FakeFleet, type FakeSpec } from "./helpers/fake-model-runtime.ts";
+import { FakeTimers, settle } from "./helpers/fake-timers.ts";
+
+const GIB = 1024 ** 3;
+
+/** A scheduler over fake runtimes on a 10 GiB gpu0, with a fake clock. */
+function setup(
+  specs: Record<string, FakeSpec>,
+  over: Partial<SchedulerSettings> & { pinned?: string[] } = {},
+) {
+  const fleet = new FakeFleet(specs);
+  const timers = new FakeTimers();
+  const cancelled: string[] = [];
+  const settings = { loadWaitMs: 120_000, idleUnloadMs: 0, ...over };
+  const scheduler = new Scheduler({
+    runtime: fleet.runtime,
+    settings: () => settings,
+    configured: () =>
+      Object.keys(specs).map((name) => ({ name, pinned: over.pinned?.includes(name) ?? false })),
+    cancelChats: (m) => cancelled.push(m),
+    timers,
+  });
+  const state = (name: string) => scheduler.snapshot().models.find((m) => m.name === name)?.state;
+  return { fleet, timers, scheduler, cancelled, state };
+}
+
+const signal = () => new AbortController().signal;
+
+/** The error a promise rejects with (fails the test when it resolves). */
+async function rejection(p: Promise<unknown>): Promise<CoreError> {
+  try {
+    await p;
+  } catch (err) {
+    return err as CoreError;
+  }
+  throw new Error("expected a rejection");
+}
+
+describe("Scheduler: loads", () => {
+  test("concurrent requests for a loading model share one load", async () => {
+    const { fleet, scheduler, state } = setup({ a: { gib: 4, gated: true } });
+    const one = scheduler.acquire("a", signal());
+    const two = scheduler.acquire("a", signal());
+    await settle();
+    expect(state("a")).toBe("loading");
+    fleet.last("a").open();
+    const [l1, l2] = await Promise.all([one, two]);
+    expect(fleet.made.get("a")?.length).toBe(1);
+    expect(fleet.log).toEqual(["a.start"]);
+    expect(l1.model).toBe("a");
+    expect(fleet.last("a").leases).toBe(2);
+    l1.release();
+    l2.release();
+    expect(state("a")).toBe("loaded");
+  });
+
+  test("a swap: the idle model's sessions are saved, then it stops, then the other starts", async () => {
+    const { fleet, scheduler, state } = setup({ a: { gib: 6 }, b: { gib: 6 } });
+    (await scheduler.acquire("a", signal())).release();
+    const b = await scheduler.acquire("b", signal());
+    expect(fleet.log).toEqual(["a.start", "a.save", "a.stop", "b.start"]);
+    expect(state("a")).toBe("unloaded");
+    expect(state("b")).toBe("loaded");
+    b.release();
+  });
+
+  test("models that fit together stay loaded together, however many", async () => {
+    const { fleet, scheduler } = setup({ a: { gib: 2 }, b: { gib: 2 }, c: { gib: 2 }, d: { gib: 2 } });
+    for (const m of ["a", "b", "c", "d"]) (await scheduler.acquire(m, signal())).release();
+    expect(fleet.log.filter((l) => l.endsWith(".stop"))).toEqual([]);
+    expect(scheduler.snapshot().memory).toEqual([
+      { device: "gpu0", budget_bytes: 10 * GIB, planned_bytes: 8 * GIB },
+    ]);
+  });
+
+  test("two loads deciding at once never both take the same room", async () => {
+    const { fleet, scheduler, state } = setup({ a: { gib: 6, gated: true }, b: { gib: 6 } });
+    const a = scheduler.acquire("a", signal());
+    const b = scheduler.acquire("b", signal());
+    await settle();
+    expect(state("a")).toBe("loading");
+    expect(state("b")).toBe("loading");
+    expect(fleet.log).toEqual(["a.start"]);
+    fleet.last("a").open();
+    (await a).release();
+    (await b).release();
+    expect(fleet.log).toEqual(["a.start", "a.save", "a.stop", "b.start"]);
+  });
+
+  test("a model that cannot fit even alone: model_plan_error naming the device, nothing unloaded", async () => {
+    const { fleet, scheduler, state } = setup({ a: { gib: 2 }, huge: { gib: 11 } });
+    (await scheduler.acquire("a", signal())).release();
+    const err = await rejection(scheduler.acquire("huge", signal()));
+    expect(err.code).toBe("model_plan_error");
+    expect(err.message).toContain("gpu0");
+    expect(state("a")).toBe("loaded");
+    expect(state("huge")).toBe("failed");
+    expect(fleet.log.filter((l) => l.startsWith("a."))).toEqual(["a.start"]);
+  });
+});
+
+describe("Scheduler: waiting for memory", () => {
+  test("a busy model is waited for, and the load goes ahead when its chat releases it", async () => {
+    const { fleet, scheduler, state } = setup({ a: { gib: 6 }, b: { gib: 6 } });
+    const a = await scheduler.acquire("a", signal());
+    const heard: SchedulerProgress[] = [];
+    const b = scheduler.acquire("b", signal(), (p) => heard.push(p));
+    await settle();
+    expect(heard[0]).toEqual({ phase: "waiting_for_memory", holders: ["a"], elapsed_ms: 0 });
+    expect(state("a")).toBe("loaded");
+    a.release();
+    (await b).release();
+    expect(fleet.log).toEqual(["a.start", "a.save", "a.stop", "b.start"]);
+  });
+
+  test("the wait repeats its progress and ends in model_plan_error naming the holders after load_wait_s", async () => {
+    const { timers, scheduler, state } = setup({ a: { gib: 6 }, b: { gib: 6 } }, { loadWaitMs: 2000 });
+    const a = await scheduler.acquire("a", signal());
+    const heard: SchedulerProgress[] = [];
+    const b = rejection(scheduler.acquire("b", signal(), (p) => heard.push(p)));
+    await timers.advance(1999);
+    expect(state("b")).toBe("loading");
+    expect(heard.length).toBeGreaterThanOrEqual(8); // every 250 ms
+    expect(heard.at(-1)).toMatchObject({ phase: "waiting_for_memory", holders: ["a"], elapsed_ms: 1750 });
+    await timers.advance(1);
+    const err = await b;
+    expect(err.code).toBe("model_plan_error");
+    expect(err.data?.holders).toEqual(["a"]);
+    expect(err.message).toContain('"a"');
+    expect(state("a")).toBe("loaded");
+    a.release();
+  });
+
+  test("a cancel while waiting ends the wait at once; the load is dropped, not failed", async () => {
+    const { scheduler, state } = setup({ a: { gib: 6 }, b: { gib: 6 } });
+    const a = await scheduler.acquire("a", signal());
+    const ctl = new AbortController();
+    const b = rejection(scheduler.acquire("b", ctl.signal));
+    await settle();
+    ctl.abort(new CoreError("cancelled", "the chat was cancelled"));
+    expect((await b).message).toBe("the chat was cancelled");
+    await settle();
+    expect(state("b")).toBe("unloaded");
+    a.release();
+    expect(state("a")).toBe("loaded");
+  });
+
+  test("a pinned model is never unloaded to make room", async () => {
+    const { timers, scheduler, state } = setup(
+      { a: { gib: 6 }, b: { gib: 6 } },
+      { pinned: ["a"], loadWaitMs: 500 },
+    );
+    (await scheduler.acquire("a", signal())).release();
+    const b = rejection(scheduler.acquire("b", signal()));
+    await timers.advance(500);
+    const err = await b;
+    expect(err.data?.holders).toEqual(["a"]);
+    expect(state("a")).toBe("loaded");
+  });
+});
+
+describe("Scheduler: unload", () => {
+  test("a busy model is refused with model_busy; forced, its chats are cancelled and it stops", async () => {
+    const { fleet, scheduler, cancelled, state } = setup({ a: { gib: 2 } });
+    const lease = await scheduler.acquire("a", signal());
+    const err = await rejection(scheduler.unload("a"));
+    expect(err.code).toBe("invalid_request");
+    expect((err.data as Record<string, unknown>).reason).toBe("model_busy");
+    expect(state("a")).toBe("loaded");
+    expect(cancelled).toEqual([]);
+    await scheduler.unload("a", { force: true });
+    expect(cancelled).toEqual(["a"]);
+    expect(fleet.log).toEqual(["a.start", "a.save", "a.stop"]);
+    expect(lease.died.aborted).toBe(true);
+    expect(state("a")).toBe("unloaded");
+    lease.release(); // the cancelled chat lets go afterwards: nothing breaks
+    expect(scheduler.snapshot().models.find((m) => m.name === "a")?.chats).toBe(0);
+  });
+
+  test("an idle model unloads after its save; a model not loaded or unknown is a clear invalid_request", async () => {
+    const { fleet, scheduler, state } = setup({ a: { gib: 2 }, b: { gib: 2 } });
+    (await scheduler.acquire("a", signal())).release();
+    await scheduler.unload("a");
+    expect(fleet.log).toEqual(["a.start", "a.save", "a.stop"]);
+    expect(state("a")).toBe("unloaded");
+    const notLoaded = await rejection(scheduler.unload("b"));
+    expect([notLoaded.code, notLoaded.message]).toEqual(["invalid_request", 'model "b" is not loaded']);
+    const unknown = await rejection(scheduler.unload("nope"));
+    expect([unknown.code, unknown.message]).toEqual([
+      "invalid_request",
+      'no model "nope" is configured or loaded',
+    ]);
+  });
+
+  test("a model loaded again after an unload gets a fresh runtime", async () => {
+    const { fleet, scheduler } = setup({ a: { gib: 2 } });
+    (await scheduler.acquire("a", signal())).release();
+    await scheduler.unload("a");
+    (await scheduler.acquire("a", signal())).release();
+    expect(fleet.made.get("a")?.length).toBe(2);
+    expect(fleet.last("a").stopped).toBe(false);
+  });
+
+  test("idle_unload_s: a model unused that long is saved and stopped; a pinned one is kept", async () => {
+    const { fleet, timers, scheduler, state } = setup(
+      { a: { gib: 2 }, p: { gib: 2 } },
+      { idleUnloadMs: 60_000, pinned: ["p"] },
+    );
+    (await scheduler.acquire("a", signal())).release();
+    (await scheduler.acquire("p", signal())).release();
+    await timers.advance(30_000);
+    (await scheduler.acquire("a", signal())).release(); // used again: the minute starts over
+    await timers.advance(59_999);
+    expect(state("a")).toBe("loaded");
+    await timers.advance(1);
+    expect(state("a")).toBe("unloaded");
+    expect(fleet.log.filter((l) => l.startsWith("a."))).toEqual(["a.start", "a.save", "a.stop"]);
+    await timers.advance(600_000);
+    expect(state("p")).toBe("loaded");
+  });
+
+  test("idle_unload_s never stops a model while a chat holds it", async () => {
+    const { timers, scheduler, state } = setup({ a: { gib: 2 } }, { idleUnloadMs: 1000 });
+    const lease = await scheduler.acquire("a", signal());
+    await timers.advance(5000);
+    expect(state("a")).toBe("loaded");
+    lease.release();
+    await timers.advance(1000);
+    expect(state("a")).toBe("unloaded");
+  });
+
+  test("a forced unload of a loading model ends the load and the chats waiting on it as cancelled", async () => {
+    const { fleet, scheduler, cancelled, state } = setup({ a: { gib: 2, gated: true } });
+    const chat = rejection(scheduler.acquire("a", signal()));
+    await settle();
+    expect((await rejection(scheduler.unload("a"))).code).toBe("invalid_request");
+    await scheduler.unload("a", { force: true });
+    expect(cancelled).toEqual(["a"]);
+    expect((await chat).code).toBe("cancelled");
+    expect(fleet.last("a").stopped).toBe(true);
+    expect(fleet.log).not.toContain("a.save"); // nothing served yet, nothing to save
+    expect(state("a")).toBe("unloaded");
+  });
+
+  test("a model pinned by models.load is not unloaded to make room", async () => {
+    const { timers, scheduler, state } = setup({ a: { gib: 6 }, b: { gib: 6 } }, { loadWaitMs: 1000 });
+    await scheduler.load("a", { pin: true });
+    const b = rejection(scheduler.acquire("b", signal()));
+    await timers.advance(1000);
+    expect((await b).code).toBe("model_plan_error");
+    expect(state("a")).toBe("loaded");
+  });
+
+  test("models.load loads with no chat, pins, and reports the planned bytes", async () => {
+    const { fleet, scheduler, state } = setup({ a: { gib: 2 } });
+    expect(await scheduler.load("a", { pin: true })).toEqual({
+      model: "a",
+      state: "loaded",
+      memory_bytes: 2 * GIB,
+    });
+    expect(state("a")).toBe("loaded");
+    expect(fleet.last("a").leases).toBe(0);
+    expect(scheduler.snapshot().models[0]?.pinned).toBe(true);
+  });
+});
+
+describe("Scheduler: failures and shutdown", () => {
+  test("a failed start fails that model alone: one error to its waiters, the other model untouched", async () => {
+    const boom = new CoreError("model_missing", "b.gguf is gone");
+    const { fleet, scheduler, state } = setup({ a: { gib: 2 }, b: { gib: 2, gated: true, fail: boom } });
+    const a = await scheduler.acquire("a", signal());
+    const w1 = rejection(scheduler.acquire("b", signal()));
+    const w2 = rejection(scheduler.acquire("b", signal()));
+    await settle();
+    fleet.last("b").open();
+    expect(await w1).toBe(boom);
+    expect(await w2).toBe(boom);
+    expect(state("b")).toBe("failed");
+    expect(scheduler.snapshot().models.find((m) => m.name === "b")?.error).toBe(boom);
+    expect(state("a")).toBe("loaded");
+    expect(a.died.aborted).toBe(false);
+    expect(fleet.log.filter((l) => l.startsWith("a."))).toEqual(["a.start"]);
+    a.release();
+  });
+
+  test("a failed model loads again on the next request", async () => {
+    const { fleet, scheduler, state } = setup({ b: { gib: 2, fail: new CoreError("internal_error", "no") } });
+    await rejection(scheduler.acquire("b", signal()));
+    delete fleet.spec("b").fail;
+    (await scheduler.acquire("b", signal())).release();
+    expect(state("b")).toBe("loaded");
+    expect(fleet.made.get("b")?.length).toBe(2);
+  });
+
+  test("an unknown name fails its caller alone and leaves nothing behind", async () => {
+    const { scheduler } = setup({ a: { gib: 2 } });
+    await expect(scheduler.acquire("nope", signal())).rejects.toThrow("no fake model nope");
+    expect(scheduler.snapshot().models.map((m) => m.name)).toEqual(["a"]);
+  });
+
+  test("stop during a load ends the load as cancelled and stops its runtime; later loads are refused", async () => {
+    const { fleet, scheduler, state } = setup({ a: { gib: 2 }, b: { gib: 2, gated: true } });
+    const a = await scheduler.acquire("a", signal());
+    const b = rejection(scheduler.acquire("b", signal()));
+    await settle();
+    await scheduler.stop();
+    expect((await b).code).toBe("cancelled");
+    expect(fleet.last("b").stopped).toBe(true);
+    expect(fleet.last("a").stopped).toBe(true);
+    expect(a.died.aborted).toBe(true);
+    expect(fleet.log).not.toContain("a.save"); // prompt reuse saved at its own stop, before this
+    expect([state("a"), state("b")]).toEqual(["unloaded", "unloaded"]);
+    expect((await rejection(scheduler.acquire("a", signal()))).code).toBe("cancelled");
+    expect((await rejection(scheduler.load("a"))).code).toBe("cancelled");
+    a.release();
+  });
+});
+
+describe("Scheduler: races", () => {
+  test("a chat arriving for the idle model before a swap decides keeps it: the swap waits for it", async () => {
+    const { fleet, scheduler, state } = setup({ a: { gib: 6 }, b: { gib: 6 } });
+    (await scheduler.acquire("a", signal())).release();
+    const b = scheduler.acquire("b", signal());
+    const a = await scheduler.acquire("a", signal()); // before b's plan came back
+    await settle();
+    expect(state("a")).toBe("loaded");
+    expect(state("b")).toBe("loading");
+    expect(fleet.log).toEqual(["a.start"]);
+    a.release();
+    (await b).release();
+    expect(fleet.log).toEqual(["a.start", "a.save", "a.stop", "b.start"]);
+  });
+
+  test("a chat arriving for a model being swapped out waits for the swap, then for room", async () => {
+    const { fleet, scheduler, state } = setup({ a: { gib: 6 }, b: { gib: 6, gated: true } });
+    (await scheduler.acquire("a", signal())).release();
+    const b = scheduler.acquire("b", signal());
+    await settle();
+    expect(state("a")).toBe("unloaded");
+    const heard: SchedulerProgress[] = [];
+    const a = scheduler.acquire("a", signal(), (p) => heard.push(p));
+    await settle();
+    expect(heard[0]).toMatchObject({ phase: "waiting_for_memory", holders: ["b"] });
+    fleet.last("b").open();
+    (await b).release();
+    (await a).release();
+    expect(fleet.log).toEqual(["a.start", "a.save", "a.stop", "b.start", "b.save", "b.stop", "a.start"]);
+  });
+});
+
+describe("Scheduler: snapshot", () => {
+  test("every configured model, its state, pid, pin, planned bytes, slots and last use; memory per device", async () => {
+    const { timers, scheduler } = setup({ a: { gib: 2 }, b: { gib: 3 } }, { pinned: ["b"] });
+    const lease = await scheduler.acquire("a", signal());
+    const snap = scheduler.snapshot();
+    expect(snap.models).toEqual([
+      {
+        name: "a",
+        state: "loaded",
+        pinned: false,
+        pid: 100,
+        memory_bytes: 2 * GIB,
+        slots: { busy: 1, waiting: 0, total: 2 },
+        chats: 1,
+        last_used_at: timers.now(),
+        error: null,
+      },
+      {
+        name: "b",
+        state: "unloaded",
+        pinned: true,
+        pid: null,
+        memory_bytes: null,
+        slots: null,
+        chats: 0,
+        last_used_at: null,
+        error: null,
+      },
+    ]);
+    expect(snap.memory).toEqual([{ device: "gpu0", budget_bytes: 10 * GIB, planned_bytes: 2 * GIB }]);
+    lease.release();
+  });
+});
