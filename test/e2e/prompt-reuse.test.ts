@@ -39,16 +39,25 @@ const kvFiles = (dataDir: string) => {
   }
 };
 
+/** A chat in `session` that must end with a result: its usage. */
+const chatIn = (session: string) => {
+  let id = 0;
+  return async (core: ReturnType<typeof spawnCore>, input: string) => {
+    const r = await core.request(
+      { id: `${session}-${++id}`, method: "chat", params: { session_id: session, input } },
+      30_000,
+    );
+    expect(r.type).toBe("result");
+    return r.result.usage as Usage;
+  };
+};
+
 describe.skipIf(!onPosix)("prompt reuse through the compiled binary", () => {
   test("turns reuse the prefix; a new core restores the saved state; sessions.delete takes the files", async () => {
     await using dir = tmpdir();
     const stack = writeStack(dir.path, { tools: [], extraYaml: "  top_k: 0" });
     let id = 0;
-    const chat = async (core: ReturnType<typeof spawnCore>, input: string) => {
-      const r = await core.request({ id: ++id, method: "chat", params: { session_id: "s1", input } }, 30_000);
-      expect(r.type).toBe("result");
-      return r.result.usage as Usage;
-    };
+    const chat = chatIn("s1");
     {
       await using core = spawnCore({ cwd: dir.path, env: stack.env });
       const first = await chat(core, "Tell me about the sea and the waves and the tides.");
@@ -86,11 +95,7 @@ describe.skipIf(!onPosix)("prompt reuse through the compiled binary", () => {
     await using dir = tmpdir();
     const stack = writeStack(dir.path, { tools: [], extraYaml: "  top_k: 0" });
     let id = 0;
-    const chat = async (core: ReturnType<typeof spawnCore>, input: string) => {
-      const r = await core.request({ id: ++id, method: "chat", params: { session_id: "s1", input } }, 30_000);
-      expect(r.type).toBe("result");
-      return r.result.usage as Usage;
-    };
+    const chat = chatIn("s1");
     let second: Usage;
     {
       await using core = spawnCore({ cwd: dir.path, env: stack.env });
