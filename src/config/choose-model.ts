@@ -20,7 +20,7 @@ export function chooseChatModel(
   param: string | undefined,
   agent: { model: string } | undefined,
 ): ModelChoice {
-  const choice = pick(config, param ?? agent?.model ?? DEFAULT_MODEL_NAME);
+  const choice = findModel(config, param ?? agent?.model ?? DEFAULT_MODEL_NAME);
   if (choice.kind === "configured" && choice.model.kind === "embedding") {
     throw new CoreError(
       "invalid_request",
@@ -42,7 +42,7 @@ export function chooseEmbedModel(config: Config, param: string | undefined): Mod
       { field: "model" },
     );
   }
-  const choice = pick(config, name);
+  const choice = findModel(config, name);
   if (choice.kind === "configured" && choice.model.kind !== "embedding") {
     throw new CoreError(
       "invalid_request",
@@ -53,8 +53,11 @@ export function chooseEmbedModel(config: Config, param: string | undefined): Mod
   return choice;
 }
 
-/** A name of the config's, or a path or `hf:` reference; anything else is an unknown name. */
-function pick(config: Config, ref: string): ModelChoice {
+/**
+ * Any model by a request's reference (`models.load`, `models.unload`): a name of the config's, of
+ * either kind, or a path or `hf:` reference; anything else is an unknown name.
+ */
+export function findModel(config: Config, ref: string): ModelChoice {
   const models = configuredModels(config);
   const model = models.find((m) => m.name === ref);
   if (model) return { kind: "configured", name: ref, model };
