@@ -26,7 +26,9 @@ export type ErrorReason =
   | "bad_response"
   | "server_failed"
   | "session_not_found"
-  | "session_deleted";
+  | "session_deleted"
+  | "model_not_found"
+  | "model_busy";
 
 /** What `chat` accepts: every field has a default on the core's side. */
 export type ChatParams = {
@@ -34,6 +36,7 @@ export type ChatParams = {
   session_id?: string | undefined;
   agent?: string | undefined;
   input?: string | undefined;
+  model?: string | undefined;
   resume?: boolean | undefined;
   approve_execution?: boolean | undefined;
   regenerate?: boolean | undefined;
@@ -78,6 +81,7 @@ export type ChatResult = {
     tokens_per_s?: number | undefined;
   };
   dropped_events: number;
+  model?: string | undefined;
   json?: unknown;
 };
 
@@ -153,6 +157,7 @@ export type ChatEvent =
       | { phase: "starting"; attempt: number; elapsed_ms: number }
       | { phase: "loading"; elapsed_ms: number; fraction?: number | undefined }
       | { phase: "waking"; elapsed_ms: number; fraction?: number | undefined }
+      | { phase: "waiting_for_memory"; elapsed_ms: number; models: string[] }
       | { phase: "ready"; elapsed_ms: number }
     ));
 
@@ -171,6 +176,7 @@ export type WarmupEvent = { id: RequestId; type: "event"; event: "warmup_progres
   | { phase: "starting"; attempt: number; elapsed_ms: number }
   | { phase: "loading"; elapsed_ms: number; fraction?: number | undefined }
   | { phase: "waking"; elapsed_ms: number; fraction?: number | undefined }
+  | { phase: "waiting_for_memory"; elapsed_ms: number; models: string[] }
   | { phase: "ready"; elapsed_ms: number }
 );
 
@@ -186,6 +192,7 @@ export type InitializeResult = {
     [x: string]: unknown;
     parallel_chat: { [x: string]: unknown; supported: boolean; max_concurrent: number };
     cancel: { [x: string]: unknown; targeted: boolean };
+    models: { [x: string]: unknown; multiple: boolean };
     methods: string[];
     events: string[];
   };
@@ -355,6 +362,8 @@ export type ModelsResult = {
     file: string;
     model_path: string;
     configured: boolean;
+    name: string | null;
+    loaded: boolean;
     size_bytes: number;
     quantization: string | null;
     architecture: string | null;
@@ -428,6 +437,22 @@ export type CoreStatusResult = {
     checked_at: number | null;
   }[];
   requests: { id: string | number; method: string; since: string; elapsed_ms: number }[];
+  models?:
+    | {
+        name: string;
+        path: string | null;
+        kind: "embedding" | "chat";
+        state: "restarting" | "starting" | "ready" | "sleeping" | "failed" | "unloaded";
+        pid: number | null;
+        pinned: boolean;
+        vision: boolean | null;
+        memory_bytes: number | null;
+        rss_bytes: number | null;
+        slots: { busy: number; waiting: number; total: number | null };
+        last_used_at: string | null;
+      }[]
+    | undefined;
+  memory?: { device: string; budget_bytes: number; planned_bytes: number }[] | undefined;
 };
 
 /** What `pull` accepts: a repo and a quant or file. */
@@ -637,4 +662,5 @@ export type WarmupProgress =
   | { phase: "starting"; attempt: number; elapsed_ms: number }
   | { phase: "loading"; elapsed_ms: number; fraction?: number | undefined }
   | { phase: "waking"; elapsed_ms: number; fraction?: number | undefined }
+  | { phase: "waiting_for_memory"; elapsed_ms: number; models: string[] }
   | { phase: "ready"; elapsed_ms: number };

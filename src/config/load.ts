@@ -162,16 +162,22 @@ function commandPath(dir: string, command: string): string {
   return command.includes("/") || command.includes("\\") ? abs(dir, command) : command;
 }
 
+function modelPath(dir: string, p: string): string {
+  return p.startsWith(HF_PREFIX) ? p : abs(dir, p);
+}
+
 function resolvePaths(config: Config, dir: string): Config {
   return {
     ...config,
     app: { ...config.app, data_dir: abs(dir, config.app.data_dir) },
     llama: { ...config.llama, binary: config.llama.binary === null ? null : abs(dir, config.llama.binary) },
     // `hf:` paths name the Hugging Face cache, resolved when the model is read (models/resolve.ts).
-    model: {
-      ...config.model,
-      path: config.model.path.startsWith(HF_PREFIX) ? config.model.path : abs(dir, config.model.path),
-    },
+    model: { ...config.model, path: modelPath(dir, config.model.path) },
+    models: config.models.map((m) => ({
+      ...m,
+      path: modelPath(dir, m.path),
+      mmproj: m.mmproj === "auto" || m.mmproj === "none" ? m.mmproj : modelPath(dir, m.mmproj),
+    })),
     mcp_servers: config.mcp_servers.map((s) => ({
       ...s,
       command: commandPath(dir, s.command),

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { KV_CACHE_TYPE_NAMES } from "../protocol/kv-cache-types.ts";
-import { HF_PREFIX, parseHfModelPath } from "../protocol/model-ref.ts";
 import { ThinkSchema } from "../protocol/think.ts";
+import { checkModelNames, DEFAULT_MODEL_NAME, ModelSchema, ModelsSchema } from "./model-schema.ts";
 import { parseEndpoint } from "./rpc-endpoint.ts";
 
 /**
@@ -142,6 +142,13 @@ export const LlamaSchema = z
      * llama-server reads them, bounded like every timer.
      */
     idle_sleep_s: seconds.int().nonnegative().default(300),
+    /**
+     * With several models (docs/models.md, "Several models"): how long a load waits for memory
+     * that loaded models hold before it fails, and how long a model may sit unused before its
+     * llama-server stops (0: never).
+     */
+    load_wait_s: seconds.positive().default(120),
+    idle_unload_s: seconds.int().nonnegative().default(0),
     /** Parallel slots; "auto" lets the plan decide. */
     parallel: z.union([auto, positiveInt]).default("auto"),
     threads: z.union([auto, positiveInt]).default("auto"),
@@ -163,35 +170,6 @@ export const LlamaSchema = z
   })
   .prefault({});
 
-/** The syntax of an `hf:` model path only: whether it is cached is the model read's question. */
-function hfRefIsValid(path: string): boolean {
-  return hfRefProblem({ input: path }) === undefined;
-}
-
-function hfRefProblem(issue: { input?: unknown }): string | undefined {
-  const path = String(issue.input);
-  if (!path.startsWith(HF_PREFIX)) return undefined;
-  try {
-    parseHfModelPath(path);
-    return undefined;
-  } catch (err) {
-    return (err as Error).message;
-  }
-}
-
-export const ModelSchema = z
-  .object({
-    /** A GGUF file, or `hf:org/name[:QUANT|:file.gguf]` from the Hugging Face cache (checked here, found later). */
-    path: z.string().min(1).refine(hfRefIsValid, { error: hfRefProblem }).default("./models/model.gguf"),
-    /** Tokens per slot, or "auto" for the largest that fits with room to spare. */
-    context: z.union([auto, positiveInt]).default("auto"),
-    /** Layers to offload to the GPU, or "auto". */
-    gpu_layers: z.union([auto, nonNegativeInt]).default("auto"),
-    /** Cap on reply length in tokens, or null for the rest of the slot's context. */
-    max_tokens: positiveInt.nullable().default(null),
-  })
-  .prefault({});
-
 export const HardwareSchema = z
   .object({
     ram_bytes: positiveInt.nullable().default(null),
@@ -201,6 +179,8 @@ export const HardwareSchema = z
 
 export const AgentSchema = z.object({
   name: z.string().min(1),
+  /** The model this agent chats with: `default` (the model section) or a `models` entry's name. */
+  model: z.string().min(1).default(DEFAULT_MODEL_NAME),
   system_prompt: z.string().default("You are a helpful assistant."),
   /** MCP tools this agent may use, as `server.tool` or `server.*`. */
   tools: z.array(z.string().regex(/^[^.\s]+\.[^\s]+$/, "expected server.tool or server.*")).default([]),
@@ -238,6 +218,8 @@ export const MemorySchema = z
     top_k: nonNegativeInt.default(4),
     /** Folders of notes or documents indexed beside past turns. */
     folders: z.array(z.string().min(1)).default([]),
+    /** A `models` entry of kind embedding, for `embed` when it names none. */
+    embedding_model: z.string().min(1).nullable().default(null),
   })
   .prefault({});
 
@@ -265,12 +247,14 @@ export const ConfigSchema = z
     app: section(AppSchema),
     llama: section(LlamaSchema),
     model: section(ModelSchema),
+    models: section(ModelsSchema),
     hardware: section(HardwareSchema),
     agents: section(
       z
         .array(AgentSchema)
         .min(1)
-        .default([DEFAULT_AGENT])
+        // prefault: the default agent is parsed too, so it gets every default (its model).
+        .prefault([DEFAULT_AGENT])
         .refine(
           (agents) => new Set(agents.map((a) => a.name)).size === agents.length,
           "agent names must be unique",
@@ -286,6 +270,7 @@ export const ConfigSchema = z
     logging: section(LoggingSchema),
     stdio: section(StdioSchema),
   })
+  .superRefine(checkModelNames)
   .prefault({});
 
 export type Config = z.infer<typeof ConfigSchema>;

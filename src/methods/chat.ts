@@ -1,7 +1,9 @@
 import { randomInt } from "node:crypto";
-import { runTurn } from "../agent/turn/run-turn.ts";
+import { pickAgent, runTurn } from "../agent/turn/run-turn.ts";
+import { chooseChatModel } from "../config/choose-model.ts";
 import { ChatEventFields, ChatParamsSchema, ChatResultSchema } from "../protocol/chat.ts";
 import { defineMethod } from "./definition.ts";
+import { modelsApi } from "./models-api.ts";
 
 function randomId(length: number, alphabet: string): string {
   let s = "";
@@ -11,7 +13,8 @@ function randomId(length: number, alphabet: string): string {
 
 /**
  * One agent turn (docs/protocol.md#chat, docs/agent.md): streams the chat events, ends with the
- * turn's result.
+ * turn's result. The model is the param's, else the agent's, else `default` (docs/models.md,
+ * "Several models"); any but `default` needs a core that serves several models.
  */
 export const chat = defineMethod({
   name: "chat",
@@ -21,10 +24,17 @@ export const chat = defineMethod({
   events: () => ChatEventFields,
   run: async (params, ctx, services) => {
     const config = services.config();
+    const model = chooseChatModel(config, params.model, pickAgent(config, params.agent));
+    const several = services.models?.();
+    const provider = several
+      ? several.provider(model)
+      : model.name === "default"
+        ? services.llama()
+        : modelsApi(services, model.name).provider(model);
     const result = await runTurn(params, {
       config,
       dataDir: config.app.data_dir,
-      provider: services.llama(),
+      provider,
       // On first use: the MCP SDK costs a cold chat tens of ms, and an agent without tools never needs it.
       get pool() {
         return services.mcp();
@@ -38,6 +48,6 @@ export const chat = defineMethod({
       randomId,
       now: () => new Date(),
     });
-    return { ...result, dropped_events: ctx.droppedEvents };
+    return { ...result, model: model.name, dropped_events: ctx.droppedEvents };
   },
 });

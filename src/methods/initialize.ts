@@ -28,6 +28,8 @@ export const initialize = defineMethod({
       capabilities: {
         parallel_chat: { supported: max > 1, max_concurrent: max },
         cancel: { targeted: true },
+        // True once a core serves several models (docs/models.md, "Several models").
+        models: { multiple: services.models !== undefined },
         methods: ctx.methodNames(),
         events: [...EVENT_NAMES],
       },

@@ -1,11 +1,29 @@
 import { listModelsFor } from "../models/list.ts";
 import { ModelsParamsSchema, ModelsResultSchema } from "../protocol/models.ts";
 import { defineMethod } from "./definition.ts";
+import type { Services } from "./services.ts";
 
 /** Every GGUF in the Hugging Face cache and beside the config, with whether it fits this machine. */
 export const models = defineMethod({
   name: "models",
   params: ModelsParamsSchema,
   result: () => ModelsResultSchema,
-  run: async (_params, _ctx, services) => listModelsFor(services),
+  run: async (_params, _ctx, services) =>
+    listModelsFor({
+      loadedConfig: () => services.loadedConfig(),
+      defaultConfig: () => services.defaultConfig(),
+      loadedModels: () => loadedModels(services),
+    }),
 });
+
+/**
+ * What this core serves now: several models' files once wired, else the one llama-server's
+ * model while it runs. Never creates a service.
+ */
+function loadedModels(services: Services): string[] {
+  const several = services.models?.({ create: false });
+  if (several) return several.loadedPaths();
+  const snap = services.existingLlama()?.snapshot?.();
+  const running = snap?.pid != null && (snap.state === "ready" || snap.state === "starting");
+  return running && snap.model.path ? [snap.model.path] : [];
+}

@@ -3,6 +3,7 @@ import type { McpPool } from "../agent/mcp/pool.ts";
 import type { Config, LoadedConfig } from "../config/schema.ts";
 import type { PullDeps } from "../models/pull.ts";
 import type { LlamaProvider } from "../runtime/endpoint.ts";
+import type { ModelsApi } from "../runtime/models-api.ts";
 import type { KeyedMutex } from "../store/keyed-mutex.ts";
 import type { Store } from "../store/store.ts";
 
@@ -53,4 +54,10 @@ export interface Services {
   pullDeps(): PullDeps;
   /** The saved KV state on disk for `status`; null before the config is loaded, or with saving off. */
   kvDiskUse?(): { bytes: number; files: number; budget_bytes: number } | null;
+  /**
+   * Several models (docs/models.md, "Several models"), once a core wires them; absent, the core
+   * serves the model section (`default`) alone through `llama()`. `status` asks with
+   * `{ create: false }` and gets undefined unless something has created it.
+   */
+  models?(options?: { create: boolean }): ModelsApi | undefined;
 }

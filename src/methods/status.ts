@@ -11,6 +11,7 @@ import type { SupervisorSnapshot } from "../runtime/snapshot.ts";
 import { logger } from "../util/logger.ts";
 import { defineMethod } from "./definition.ts";
 import type { Services } from "./services.ts";
+import { modelsStatus } from "./status-models.ts";
 
 /**
  * `status` (docs/protocol.md#status): llama-server's state, memory, slots and restarts, the core's
@@ -25,8 +26,10 @@ export const status = defineMethod({
   result: statusResultSchema,
   run: (_params, ctx, services) => {
     const now = Date.now();
+    const llama = llamaStatus(services, now);
     return {
-      llama: llamaStatus(services, now),
+      llama,
+      ...modelsStatus(services, llama),
       core: {
         pid: process.pid,
         rss_bytes: coreResidentBytes(),

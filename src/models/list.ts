@@ -1,6 +1,7 @@
 import { lstatSync, readdirSync, realpathSync, statSync } from "node:fs";
 import { homedir } from "node:os";
 import { dirname, join, resolve } from "node:path";
+import { configuredModels } from "../config/model-entry.ts";
 import type { Config, LoadedConfig } from "../config/schema.ts";
 import { type GgufHeader, readGgufHeader } from "../plan/gguf-read.ts";
 import type { HardwareSnapshot } from "../plan/hardware.ts";
@@ -27,6 +28,8 @@ export interface ListInput {
   /** The config file's folder (the working directory when there is no file). */
   configDir: string;
   cacheDir: string;
+  /** The files this core's llama-servers serve now (several models' `loaded`); none when absent. */
+  loaded?: readonly string[];
 }
 
 export interface ListDeps {
@@ -51,12 +54,20 @@ export async function listModels(input: ListInput, deps: Partial<ListDeps> = {})
   const readHeader = deps.readHeader ?? readGgufHeader;
   const folders = scannedFolders(input);
   const candidates = dedupe([...cachedCandidates(input.cacheDir), ...folders.flatMap(folderCandidates)]);
-  const configured = configuredPath(input);
+  const configured = configuredPath(input, input.config.model.path);
+  const named = configuredModels(input.config).map((m) => ({
+    name: m.name,
+    path: configuredPath(input, m.path),
+  }));
+  const loaded = input.loaded ?? [];
   let hardware: Promise<HardwareSnapshot> | undefined;
   const entries: ModelEntry[] = [];
   for (const c of candidates) {
     hardware ??= (deps.probe ?? defaultProbe)();
-    entries.push(await judge(c, readHeader, () => hardware!, input.config, configured));
+    const entry = await judge(c, readHeader, () => hardware!, input.config, configured);
+    const path = c.parts[0]!;
+    const name = named.find((m) => m.path !== null && sameFile(m.path, path))?.name ?? null;
+    entries.push({ ...entry, name, loaded: loaded.some((p) => sameFile(p, path)) });
   }
   return { models: sortModels(entries), cache_dir: input.cacheDir, folders };
 }
@@ -78,13 +89,14 @@ export function sortModels(entries: ModelEntry[]): ModelEntry[] {
   });
 }
 
+/** An entry as the file alone says it; `name` and `loaded` are the config's and the runtime's. */
 async function judge(
   c: Candidate,
   readHeader: (path: string) => Promise<GgufHeader>,
   hardware: () => Promise<HardwareSnapshot>,
   config: Config,
   configured: string | null,
-): Promise<ModelEntry> {
+): Promise<Omit<ModelEntry, "name" | "loaded">> {
   const base = {
     path: c.parts[0]!,
     files: c.parts,
@@ -96,7 +108,7 @@ async function judge(
     model_path: c.model_path,
     configured: configured !== null && sameFile(configured, c.parts[0]!),
   };
-  const unreadable = (problem: ModelEntry["problem"], verdict: string): ModelEntry => ({
+  const unreadable = (problem: ModelEntry["problem"], verdict: string) => ({
     ...base,
     size_bytes: c.parts.reduce((n, p) => n + sizeOf(p), 0),
     quantization: null,
@@ -142,8 +154,8 @@ function scannedFolders(input: ListInput): string[] {
   return [...new Set(folders)];
 }
 
-function configuredPath(input: ListInput): string | null {
-  const path = input.config.model.path;
+/** A configured model's file: its path, or where the cache holds its `hf:` reference (null: not cached). */
+function configuredPath(input: ListInput, path: string): string | null {
   if (!path.startsWith(HF_PREFIX)) return resolve(input.configDir, path);
   try {
     const found = resolveCached(parseHfModelPath(path)!, input.cacheDir);
@@ -292,6 +304,8 @@ export interface ListConfigSource {
   /** Throws CoreError config_missing / config_invalid. */
   loadedConfig(): LoadedConfig;
   defaultConfig(): LoadedConfig;
+  /** The files this core's llama-servers serve now; none when absent (the CLI). */
+  loadedModels?(): readonly string[];
 }
 
 /** `models` as the method and the CLI run it: a missing config lists with the defaults; an invalid one is an error. */
@@ -308,5 +322,8 @@ export async function listModelsFor(
     loaded = source.defaultConfig();
   }
   const cacheDir = hubCacheDir(env, env.HOME || homedir());
-  return listModels({ config: loaded.config, configDir: loaded.dir, cacheDir }, deps);
+  return listModels(
+    { config: loaded.config, configDir: loaded.dir, cacheDir, loaded: source.loadedModels?.() },
+    deps,
+  );
 }

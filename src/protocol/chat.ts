@@ -1,5 +1,6 @@
 import { z } from "zod";
 import type { ChatEventName as ChatEventNameListed } from "./capabilities.ts";
+import { ModelRefSchema } from "./model-state.ts";
 import { ResponseFormatSchema } from "./response-format.ts";
 import { SafeIdSchema } from "./safe-id.ts";
 import { ThinkSchema } from "./think.ts";
@@ -14,6 +15,11 @@ export const ChatParamsSchema = z.object({
   /** Omitted: the first agent in the config. */
   agent: z.string().min(1).optional(),
   input: z.string().default(""),
+  /**
+   * The model (docs/models.md, "Several models"): a configured name, or a GGUF's path or `hf:`
+   * reference; omitted: the agent's `model`, else `default`.
+   */
+  model: ModelRefSchema.optional(),
   resume: z.boolean().default(false),
   approve_execution: z.boolean().default(false),
   /** Replaces the session's last answer: its last user message runs again (`input` must be empty). */
@@ -67,6 +73,12 @@ export type LoopAbortReason = z.infer<typeof LoopAbortReasonSchema>;
 
 export const ChatResultSchema = z.object({
   response: z.string(),
+  /**
+   * The model it ran on: its configured name (`default` for the model section), or the path or
+   * reference as given. Always sent by this core; optional because cores before several models
+   * (docs/models.md, "Several models") leave it out.
+   */
+  model: z.string().optional(),
   session_id: z.string(),
   trace_id: z.string(),
   warnings: z.array(WarningSchema),

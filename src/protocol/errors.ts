@@ -31,6 +31,8 @@ export const ERROR_REASONS = [
   "server_failed",
   "session_not_found",
   "session_deleted",
+  "model_not_found",
+  "model_busy",
 ] as const;
 export type ErrorReason = (typeof ERROR_REASONS)[number];
 

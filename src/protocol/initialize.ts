@@ -23,6 +23,8 @@ export const initializeResultSchema = once(() =>
             .object({ supported: z.boolean(), max_concurrent: z.number().int().positive() })
             .loose(),
           cancel: z.object({ targeted: z.boolean() }).loose(),
+          /** Several models at once, chosen per request (docs/models.md, "Several models"). */
+          models: z.object({ multiple: z.boolean() }).loose(),
           methods: z.array(z.string()),
           events: z.array(z.string()),
         })

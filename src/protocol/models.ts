@@ -31,6 +31,10 @@ export const ModelEntrySchema = z.strictObject({
   model_path: z.string(),
   /** The config's model.path names this file. */
   configured: z.boolean(),
+  /** The name the config gives it (`default` for model.path, else a `models` entry's), else null. */
+  name: z.string().nullable(),
+  /** A llama-server of this core serves it now. */
+  loaded: z.boolean(),
   size_bytes: z.number().int().nonnegative(),
   /** As the publisher named it (general.file_type: Q4_K_M…), else the main weight type. */
   quantization: z.string().nullable(),

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { once } from "../util/once.ts";
 import { ErrorCodeSchema, RequestIdSchema } from "./messages.ts";
+import { severalModelsStatusFields } from "./model-state.ts";
 import { rpcWorkerStatusSchema } from "./rpc-workers.ts";
 
 /** `status` (docs/protocol.md#status): no params (unknown ones are ignored). */
@@ -11,7 +12,8 @@ export const StatusParamsSchema = z.object({}).loose();
  * Strict: every field is always present, `null` where it is unknown or does not apply (no
  * llama-server yet, an OS that does not show a figure). Times are ISO 8601 strings, durations
  * and sizes plain numbers (ms, bytes). Built on first ask (the schema export, tests), never to
- * answer: status is answered before any result schema is built.
+ * answer: status is answered before any result schema is built. `llama` is the model section's
+ * (`default`) llama-server; `models` has every model.
  */
 export const statusResultSchema = once(() => {
   const count = z.number().int().nonnegative();
@@ -71,28 +73,42 @@ export const statusResultSchema = once(() => {
       next_automatic_try_at: iso.nullable(),
     }),
   });
-  return z.strictObject({
-    llama,
-    core: z.strictObject({
-      pid: z.number().int().positive(),
-      /** Resident memory of the core itself, as the runtime reports it (every OS). */
-      rss_bytes: bytes,
-      uptime_ms: count,
-    }),
-    /**
-     * Conversations' KV state saved under data_dir/kv (docs/agent.md#prompt-reuse): the bytes and
-     * state files there, and `llama.kv_disk_bytes`. All null before the config is loaded (status
-     * never loads it) or when saving is off (`kv_disk_bytes` 0).
-     */
-    kv_disk: z.strictObject({ used_bytes: bytes, files: count.nullable(), budget_bytes: bytes }),
-    /** One per configured RPC worker; empty when none is configured. */
-    rpc_workers: z.array(rpcWorkerStatusSchema()),
-    /** Requests in flight (chats, pulls, warmups…), oldest first; this status request excluded. */
-    requests: z.array(
-      z.strictObject({ id: RequestIdSchema, method: z.string(), since: iso, elapsed_ms: count }),
-    ),
-  });
+  return z
+    .strictObject({
+      llama,
+      core: z.strictObject({
+        pid: z.number().int().positive(),
+        /** Resident memory of the core itself, as the runtime reports it (every OS). */
+        rss_bytes: bytes,
+        uptime_ms: count,
+      }),
+      /**
+       * Conversations' KV state saved under data_dir/kv (docs/agent.md#prompt-reuse): the bytes and
+       * state files there, and `llama.kv_disk_bytes`. All null before the config is loaded (status
+       * never loads it) or when saving is off (`kv_disk_bytes` 0).
+       */
+      kv_disk: z.strictObject({ used_bytes: bytes, files: count.nullable(), budget_bytes: bytes }),
+      /** One per configured RPC worker; empty when none is configured. */
+      rpc_workers: z.array(rpcWorkerStatusSchema()),
+      /** Requests in flight (chats, pulls, warmups…), oldest first; this status request excluded. */
+      requests: requestsSchema(),
+    })
+    .extend(severalModelsStatusFields());
 });
+function requestsSchema() {
+  const since = z.string();
+  return z.array(
+    z.strictObject({
+      id: RequestIdSchema,
+      method: z.string(),
+      since,
+      elapsed_ms: z.number().int().nonnegative(),
+    }),
+  );
+}
+
 export type CoreStatusResult = z.infer<ReturnType<typeof statusResultSchema>>;
 export type LlamaStatus = CoreStatusResult["llama"];
 export type LlamaState = LlamaStatus["state"];
+export type ModelStatus = NonNullable<CoreStatusResult["models"]>[number];
+export type MemoryStatus = NonNullable<CoreStatusResult["memory"]>[number];

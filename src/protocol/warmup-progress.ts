@@ -30,6 +30,11 @@ export const WarmupProgressFields = z.discriminatedUnion("phase", [
   z.object({ phase: z.literal("loading"), elapsed_ms: elapsed, fraction }),
   /** Reloading the model after idle sleep (llama.idle_sleep_s). */
   z.object({ phase: z.literal("waking"), elapsed_ms: elapsed, fraction }),
+  /**
+   * Several models (docs/models.md, "Several models"): the load waits for memory that busy or
+   * pinned models hold, up to llama.load_wait_s; `models` names them.
+   */
+  z.object({ phase: z.literal("waiting_for_memory"), elapsed_ms: elapsed, models: z.array(z.string()) }),
   z.object({ phase: z.literal("ready"), elapsed_ms: elapsed }),
 ]);
 export type WarmupProgress = z.infer<typeof WarmupProgressFields>;

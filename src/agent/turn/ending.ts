@@ -8,8 +8,8 @@ import type { TurnContext } from "./context.ts";
 import type { LlmFailure } from "./llm-step.ts";
 import { memoryText } from "./memory.ts";
 
-/** What a turn returns: the chat's result but `dropped_events`, which the method adds. */
-export type TurnResult = Omit<ChatResult, "dropped_events">;
+/** What a turn returns: the chat's result less what the method adds, which the turn does not know: the events dropped, the model it chose. */
+export type TurnResult = Omit<ChatResult, "dropped_events" | "model">;
 
 /**
  * Every way a turn ends, each resolved by `endTurn`. The first three answer (`final`) and are

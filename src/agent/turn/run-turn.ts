@@ -15,7 +15,8 @@ import { TurnUsage } from "./usage.ts";
 /** Longest a turn waits for the spawn before going on (a slow GPU probe must not hold run_start). */
 const SPAWN_WAIT_MS = 50;
 
-function pickAgent(config: Config, name: string | undefined): AgentConfig {
+/** The chat's agent: by name, else the first; the chat method asks first, for the agent's model. */
+export function pickAgent(config: Config, name: string | undefined): AgentConfig {
   const agents = config.agents;
   if (name === undefined) return agents[0] as AgentConfig;
   const agent = agents.find((a) => a.name === name);

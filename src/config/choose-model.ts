@@ -1,0 +1,88 @@
+import { CoreError } from "../protocol/errors.ts";
+import { HF_PREFIX, parseHfModelPath } from "../protocol/model-ref.ts";
+import { type ConfiguredModel, configuredModels } from "./model-entry.ts";
+import { DEFAULT_MODEL_NAME } from "./model-schema.ts";
+import type { Config } from "./schema.ts";
+
+/**
+ * Which model a request runs on (docs/models.md, "Several models"; docs/protocol.md#chat and
+ * #embed). Pure: whether a path is a GGUF the `models` listing shows is the caller's question.
+ */
+export type ModelChoice =
+  /** A configured model, by its name. */
+  | { kind: "configured"; name: string; model: ConfiguredModel }
+  /** A GGUF by its path or `hf:` reference, as the request gave it. */
+  | { kind: "path"; name: string };
+
+/** A chat's model: the param, else the agent's, else `default`. */
+export function chooseChatModel(
+  config: Config,
+  param: string | undefined,
+  agent: { model: string } | undefined,
+): ModelChoice {
+  const choice = findModel(config, param ?? agent?.model ?? DEFAULT_MODEL_NAME);
+  if (choice.kind === "configured" && choice.model.kind === "embedding") {
+    throw new CoreError(
+      "invalid_request",
+      `model: '${choice.name}' is an embedding model; a chat needs a model of kind chat`,
+      { field: "model" },
+    );
+  }
+  return choice;
+}
+
+/** An `embed`'s model: the param, else memory.embedding_model, else the first of kind embedding. */
+export function chooseEmbedModel(config: Config, param: string | undefined): ModelChoice {
+  const name =
+    param ?? config.memory.embedding_model ?? config.models.find((m) => m.kind === "embedding")?.name;
+  if (name === undefined) {
+    throw new CoreError(
+      "invalid_request",
+      "model: no model given and none configured for embeddings; add a models entry of kind embedding or set memory.embedding_model",
+      { field: "model" },
+    );
+  }
+  const choice = findModel(config, name);
+  if (choice.kind === "configured" && choice.model.kind !== "embedding") {
+    throw new CoreError(
+      "invalid_request",
+      `model: '${choice.name}' is a chat model; embed needs a model of kind embedding`,
+      { field: "model" },
+    );
+  }
+  return choice;
+}
+
+/**
+ * Any model by a request's reference (`models.load`, `models.unload`): a name of the config's, of
+ * either kind, or a path or `hf:` reference; anything else is an unknown name.
+ */
+export function findModel(config: Config, ref: string): ModelChoice {
+  const models = configuredModels(config);
+  const model = models.find((m) => m.name === ref);
+  if (model) return { kind: "configured", name: ref, model };
+  if (ref.startsWith(HF_PREFIX)) {
+    checkHfRef(ref);
+    return { kind: "path", name: ref };
+  }
+  if (looksLikePath(ref)) return { kind: "path", name: ref };
+  const available = models.map((m) => m.name);
+  throw new CoreError(
+    "invalid_request",
+    `model: no model named '${ref}'; configured: ${available.join(", ")} (or give a GGUF's path or hf: reference)`,
+    { field: "model", reason: "model_not_found", available },
+  );
+}
+
+/** A path says so by a folder separator or the GGUF extension; a bare word is a name. */
+function looksLikePath(ref: string): boolean {
+  return ref.includes("/") || ref.includes("\\") || ref.toLowerCase().endsWith(".gguf");
+}
+
+function checkHfRef(ref: string): void {
+  try {
+    parseHfModelPath(ref);
+  } catch (err) {
+    throw new CoreError("invalid_request", `model: ${(err as Error).message}`, { field: "model" });
+  }
+}

@@ -1,0 +1,21 @@
+import { chooseEmbedModel } from "../config/choose-model.ts";
+import { EmbedParamsSchema, EmbedResultSchema } from "../protocol/embed.ts";
+import { defineMethod } from "./definition.ts";
+import { modelsApi } from "./models-api.ts";
+
+/**
+ * `embed` (docs/protocol.md#embed): one vector per string, on the request's model, else
+ * memory.embedding_model, else the first `models` entry of kind embedding. Cancellable.
+ */
+export const embed = defineMethod({
+  name: "embed",
+  cancellable: true,
+  params: EmbedParamsSchema,
+  result: () => EmbedResultSchema,
+  run: async (params, ctx, services) => {
+    const model = chooseEmbedModel(services.config(), params.model);
+    const input = typeof params.input === "string" ? [params.input] : params.input;
+    const out = await modelsApi(services, model.name).embed(model, input, ctx.signal);
+    return { model: model.name, ...out };
+  },
+});

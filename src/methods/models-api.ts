@@ -1,0 +1,18 @@
+import { DEFAULT_MODEL_NAME } from "../config/model-schema.ts";
+import { CoreError } from "../protocol/errors.ts";
+import type { ModelsApi } from "../runtime/models-api.ts";
+import type { Services } from "./services.ts";
+
+/**
+ * Several models, for a method that needs them (docs/models.md, "Several models"): a core that
+ * does not serve them yet answers as for a model it does not have, naming the one it has.
+ */
+export function modelsApi(services: Services, model: string): ModelsApi {
+  const api = services.models?.();
+  if (api) return api;
+  throw new CoreError(
+    "invalid_request",
+    `model: this core serves the model section ('default') alone; several models ('${model}') are not wired in yet`,
+    { field: "model", reason: "model_not_found", available: [DEFAULT_MODEL_NAME] },
+  );
+}

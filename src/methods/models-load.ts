@@ -1,0 +1,28 @@
+import { findModel } from "../config/choose-model.ts";
+import {
+  ModelsLoadEventFields,
+  ModelsLoadParamsSchema,
+  ModelsLoadResultSchema,
+} from "../protocol/models-load.ts";
+import { defineMethod } from "./definition.ts";
+import { modelsApi } from "./models-api.ts";
+
+/**
+ * `models.load` (docs/protocol.md#modelsload): a model's llama-server started ahead of its
+ * requests, with `warmup_progress`; cancelling stops the wait, not the load (as warmup).
+ */
+export const modelsLoad = defineMethod({
+  name: "models.load",
+  cancellable: true,
+  params: ModelsLoadParamsSchema,
+  result: () => ModelsLoadResultSchema,
+  events: () => ModelsLoadEventFields,
+  run: async (params, ctx, services) => {
+    const model = findModel(services.config(), params.model);
+    return modelsApi(services, params.model).load(model, {
+      pin: params.pin,
+      signal: ctx.signal,
+      onProgress: (p) => ctx.emit("warmup_progress", { ...p }),
+    });
+  },
+});

@@ -1,0 +1,18 @@
+import { findModel } from "../config/choose-model.ts";
+import { ModelsUnloadParamsSchema, ModelsUnloadResultSchema } from "../protocol/models-unload.ts";
+import { defineMethod } from "./definition.ts";
+import { modelsApi } from "./models-api.ts";
+
+/**
+ * `models.unload` (docs/protocol.md#modelsunload): stops a model's llama-server; refused with
+ * `model_busy` while chats use it, unless `force`.
+ */
+export const modelsUnload = defineMethod({
+  name: "models.unload",
+  params: ModelsUnloadParamsSchema,
+  result: () => ModelsUnloadResultSchema,
+  run: async (params, _ctx, services) => {
+    const model = findModel(services.config(), params.model);
+    return modelsApi(services, params.model).unload(model, { force: params.force });
+  },
+});

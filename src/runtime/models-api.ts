@@ -1,0 +1,34 @@
+import type { ModelChoice } from "../config/choose-model.ts";
+import type { EmbedResult } from "../protocol/embed.ts";
+import type { ModelsLoadResult } from "../protocol/models-load.ts";
+import type { ModelsUnloadResult } from "../protocol/models-unload.ts";
+import type { MemoryStatus, ModelStatus } from "../protocol/status.ts";
+import type { WarmupProgress } from "../protocol/warmup-progress.ts";
+import type { LlamaProvider } from "./endpoint.ts";
+
+/**
+ * What the methods ask of several models (docs/models.md, "Several models"): one llama-server per
+ * loaded model, what stays loaded decided by memory. Types only: the scheduler implements it,
+ * the composition root hands it out as `Services.models`; until then a core serves `default`
+ * alone.
+ */
+export interface ModelsApi {
+  /** The provider a chat on this model leases slots from (its load begun or joined on acquire). */
+  provider(model: ModelChoice): LlamaProvider;
+  /**
+   * Loads it (or joins its load), reporting `warmup_progress`; throws `model_plan_error` when it
+   * does not fit, alone or within llama.load_wait_s.
+   */
+  load(
+    model: ModelChoice,
+    options: { pin: boolean | undefined; signal: AbortSignal; onProgress(p: WarmupProgress): void },
+  ): Promise<ModelsLoadResult>;
+  /** Stops it; throws `invalid_request` (`data.reason: "model_busy"`) while chats use it, unless `force`. */
+  unload(model: ModelChoice, options: { force: boolean }): Promise<ModelsUnloadResult>;
+  /** One vector per string, in order; loads the model first. */
+  embed(model: ModelChoice, input: string[], signal: AbortSignal): Promise<Omit<EmbedResult, "model">>;
+  /** Every configured model and any loaded by path, and the memory budget per device: no I/O. */
+  status(): { models: ModelStatus[]; memory: MemoryStatus[] };
+  /** The GGUF paths its llama-servers serve now (the `models` listing's `loaded`). */
+  loadedPaths(): string[];
+}

@@ -1,0 +1,224 @@
+import { describe, expect, test } from "bun:test";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { chooseChatModel, chooseEmbedModel } from "../../src/config/choose-model.ts";
+import { loadConfig, parseConfigText } from "../../src/config/load.ts";
+import { configForModel, configuredModels } from "../../src/config/model-entry.ts";
+import { defaultPlanDeps } from "../../src/models/local-plan-deps.ts";
+import { PLAN_DIALECT, renderArgv } from "../../src/plan/argv.ts";
+import { type PlanDeps, planLaunch } from "../../src/plan/launch.ts";
+import { coreErrorOf } from "../fixtures/core-error.ts";
+import { llama7b, writeGguf } from "../fixtures/gguf-writer.ts";
+import { cpuOnlyMachine } from "../fixtures/hardware.ts";
+import { tmpdir } from "../fixtures/tmpdir.ts";
+
+// Several models (issue 28 part 1, docs/models.md "Several models"): the config and the choice.
+const FILE = "/c/config.yaml";
+const parse = (text: string) => parseConfigText(text, FILE).config;
+
+const SEVERAL = `
+llama:
+  extra_args: ["--no-warmup"]
+model:
+  path: ./main.gguf
+  context: 4096
+models:
+  - name: qwen3-8b
+    path: hf:Qwen/Qwen3-8B-GGUF:Q4_K_M
+    gpu_layers: 10
+    max_tokens: 512
+    pin: true
+    extra_args: ["--top-k", "20"]
+  - name: embed.small
+    path: models/tiny-embed.gguf
+    kind: embedding
+    mmproj: none
+  - name: vision
+    path: /abs/v.gguf
+    mmproj: ./proj/mmproj.gguf
+agents:
+  - name: assistant
+  - name: writer
+    model: qwen3-8b
+memory:
+  embedding_model: embed.small
+`;
+
+describe("models: in config.yaml", () => {
+  test("a config without models is as before: one model, default, every agent on it", () => {
+    const config = parse("model:\n  path: ./m.gguf\n");
+    expect(config.models).toEqual([]);
+    expect(config.agents.map((a) => a.model)).toEqual(["default"]);
+    expect(config.memory.embedding_model).toBeNull();
+    expect(config.llama.load_wait_s).toBe(120);
+    expect(config.llama.idle_unload_s).toBe(0);
+    expect(configuredModels(config)).toEqual([
+      { name: "default", kind: "chat", pin: false, path: "/c/m.gguf" },
+    ]);
+    expect(configForModel(config, "default")).toBe(config);
+  });
+
+  test("entries take their defaults, and their paths resolve against the config's folder", () => {
+    const config = parse(SEVERAL);
+    const [qwen, embed, vision] = config.models;
+    expect(qwen).toMatchObject({ kind: "chat", mmproj: "auto", pin: true, context: "auto" });
+    expect(qwen!.path).toBe("hf:Qwen/Qwen3-8B-GGUF:Q4_K_M");
+    expect(embed).toMatchObject({ kind: "embedding", mmproj: "none", pin: false, extra_args: [] });
+    expect(embed!.path).toBe("/c/models/tiny-embed.gguf");
+    expect(vision!.mmproj).toBe("/c/proj/mmproj.gguf");
+    expect(configuredModels(config)).toEqual([
+      { name: "default", kind: "chat", pin: false, path: "/c/main.gguf" },
+      { name: "qwen3-8b", kind: "chat", pin: true, path: "hf:Qwen/Qwen3-8B-GGUF:Q4_K_M" },
+      { name: "embed.small", kind: "embedding", pin: false, path: "/c/models/tiny-embed.gguf" },
+      { name: "vision", kind: "chat", pin: false, path: "/abs/v.gguf" },
+    ]);
+  });
+
+  test("a model's config: its keys in place of model, its extra_args after llama's; the rest kept", () => {
+    const config = parse(SEVERAL);
+    const qwen = configForModel(config, "qwen3-8b")!;
+    expect(qwen.model).toEqual({
+      path: "hf:Qwen/Qwen3-8B-GGUF:Q4_K_M",
+      context: "auto",
+      gpu_layers: 10,
+      max_tokens: 512,
+    });
+    expect(qwen.llama.extra_args).toEqual(["--no-warmup", "--top-k", "20"]);
+    expect(qwen.agents).toBe(config.agents);
+    expect(config.llama.extra_args).toEqual(["--no-warmup"]);
+    expect(configForModel(config, "embed.small")!.model.path).toBe("/c/models/tiny-embed.gguf");
+    expect(configForModel(config, "nope")).toBeUndefined();
+  });
+
+  test("planLaunch plans an entry from its config: its file, its keys, its extra_args", async () => {
+    using dir = tmpdir();
+    writeGguf(dir.path, "main.gguf", llama7b());
+    writeGguf(dir.path, "second.gguf", llama7b());
+    writeFileSync(
+      join(dir.path, "config.yaml"),
+      "model: {path: ./main.gguf, max_tokens: 100}\nllama: {extra_args: [--foo]}\nmodels:\n  - {name: second, path: ./second.gguf, max_tokens: 300, gpu_layers: 0, extra_args: [--bar, '1']}\n",
+    );
+    const { config } = loadConfig("config.yaml", dir.path);
+    const deps: PlanDeps = { readModel: defaultPlanDeps.readModel, probe: async () => cpuOnlyMachine() };
+    const main = await planLaunch(configForModel(config, "default")!, deps);
+    const second = await planLaunch(configForModel(config, "second")!, deps);
+    expect(main.model_path).toBe(join(dir.path, "main.gguf"));
+    expect(second.model_path).toBe(join(dir.path, "second.gguf"));
+    const argv = (l: typeof main) => renderArgv(l, PLAN_DIALECT).join(" ");
+    expect(argv(main)).toContain("--foo");
+    expect(argv(main)).not.toContain("--bar");
+    expect(argv(second)).toContain("--foo --bar 1");
+  });
+
+  test.each([
+    [
+      "a duplicate name",
+      "models:\n  - {name: a, path: x.gguf}\n  - {name: a, path: y.gguf}\n",
+      "models.1.name",
+      "listed twice",
+    ],
+    ["default as a name", "models:\n  - {name: default, path: x.gguf}\n", "models.0.name", "'default'"],
+    ["a name with a space", "models:\n  - {name: 'a b', path: x.gguf}\n", "models.0.name", "A-Z"],
+    ["a name too long", `models:\n  - {name: ${"n".repeat(65)}, path: x.gguf}\n`, "models.0.name", "64"],
+    ["an entry without a path", "models:\n  - {name: a}\n", "models.0.path", "expected string"],
+    ["a bad hf: reference", "models:\n  - {name: a, path: 'hf:nope'}\n", "models.0.path", "org/name"],
+    ["an unknown kind", "models:\n  - {name: a, path: x.gguf, kind: vision}\n", "models.0.kind", "chat"],
+    ["pin not a bool", "models:\n  - {name: a, path: x.gguf, pin: maybe}\n", "models.0.pin", "boolean"],
+    ["an agent naming an unknown model", "agents:\n  - {name: w, model: ghost}\n", "agents.0.model", "ghost"],
+    [
+      "an embedding model as an agent's",
+      "models:\n  - {name: e, path: e.gguf, kind: embedding}\nagents:\n  - {name: a}\n  - {name: w, model: e}\n",
+      "agents.1.model",
+      "embedding",
+    ],
+    [
+      "memory.embedding_model unknown",
+      "memory:\n  embedding_model: ghost\n",
+      "memory.embedding_model",
+      "ghost",
+    ],
+    [
+      "memory.embedding_model of kind chat",
+      "models:\n  - {name: c, path: c.gguf}\nmemory:\n  embedding_model: c\n",
+      "memory.embedding_model",
+      "kind chat",
+    ],
+    ["load_wait_s zero", "llama:\n  load_wait_s: 0\n", "llama.load_wait_s", ""],
+    ["idle_unload_s negative", "llama:\n  idle_unload_s: -1\n", "llama.idle_unload_s", ""],
+  ])("%s → config_invalid naming its key", (_why, text, key, words) => {
+    const err = coreErrorOf(() => parse(text));
+    expect(err.code).toBe("config_invalid");
+    expect(err.data!.key).toBe(key);
+    expect(err.message).toContain(key);
+    expect(err.message).toContain(words);
+  });
+});
+
+describe("choosing a model", () => {
+  const config = parse(SEVERAL);
+  const writer = config.agents[1];
+
+  test("a chat: the param, else the agent's model, else default", () => {
+    expect(chooseChatModel(config, undefined, undefined).name).toBe("default");
+    expect(chooseChatModel(config, undefined, config.agents[0]).name).toBe("default");
+    expect(chooseChatModel(config, undefined, writer).name).toBe("qwen3-8b");
+    expect(chooseChatModel(config, "vision", writer)).toMatchObject({ kind: "configured", name: "vision" });
+    expect(chooseChatModel(config, "default", writer).name).toBe("default");
+  });
+
+  test("a path or hf: reference is taken as given", () => {
+    for (const ref of ["/m/other.gguf", "models/x.gguf", "other.GGUF", "C:\\m\\x.gguf", "hf:org/name:Q8_0"])
+      expect(chooseChatModel(config, ref, writer)).toEqual({ kind: "path", name: ref });
+  });
+
+  test("an unknown name → invalid_request, model_not_found, with the names", () => {
+    const err = coreErrorOf(() => chooseChatModel(config, "ghost", writer));
+    expect(err.code).toBe("invalid_request");
+    expect(err.data).toEqual({
+      field: "model",
+      reason: "model_not_found",
+      available: ["default", "qwen3-8b", "embed.small", "vision"],
+    });
+    expect(err.message).toContain("ghost");
+  });
+
+  test("an embedding model for a chat, a malformed hf: reference → invalid_request naming model", () => {
+    for (const ref of ["embed.small", "hf:"]) {
+      const err = coreErrorOf(() => chooseChatModel(config, ref, undefined));
+      expect(err.code).toBe("invalid_request");
+      expect(err.data!.field).toBe("model");
+      expect(err.message).toStartWith("model: ");
+    }
+  });
+
+  test("embed: the param, else memory.embedding_model, else the first of kind embedding", () => {
+    expect(chooseEmbedModel(config, undefined).name).toBe("embed.small");
+    const two = parse(
+      "models:\n  - {name: c, path: c.gguf}\n  - {name: e1, path: e1.gguf, kind: embedding}\n  - {name: e2, path: e2.gguf, kind: embedding}\n",
+    );
+    expect(chooseEmbedModel(two, undefined).name).toBe("e1");
+    expect(chooseEmbedModel(two, "e2").name).toBe("e2");
+    expect(
+      chooseEmbedModel(
+        parse(
+          "models:\n  - {name: e1, path: e1.gguf, kind: embedding}\n  - {name: e2, path: e2.gguf, kind: embedding}\nmemory:\n  embedding_model: e2\n",
+        ),
+        undefined,
+      ).name,
+    ).toBe("e2");
+    expect(chooseEmbedModel(two, "/m/e.gguf")).toEqual({ kind: "path", name: "/m/e.gguf" });
+  });
+
+  test("embed: none configured, or a chat model → invalid_request naming model", () => {
+    for (const [cfg, param] of [
+      [parse(""), undefined],
+      [config, "qwen3-8b"],
+      [config, "default"],
+    ] as const) {
+      const err = coreErrorOf(() => chooseEmbedModel(cfg, param));
+      expect(err.code).toBe("invalid_request");
+      expect(err.data!.field).toBe("model");
+    }
+    expect(coreErrorOf(() => chooseEmbedModel(config, "ghost")).data!.reason).toBe("model_not_found");
+  });
+});

@@ -1,0 +1,194 @@
+import { afterAll, describe, expect, test } from "bun:test";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { defaultConfig } from "../../src/config/load.ts";
+import { listModels } from "../../src/models/list.ts";
+import { ModelsResultSchema } from "../../src/protocol/models.ts";
+import { statusResultSchema } from "../../src/protocol/status.ts";
+import { tinyLlama, writeGguf } from "../fixtures/gguf-writer.ts";
+import { cpuOnlyMachine } from "../fixtures/hardware.ts";
+import { startHarness } from "../fixtures/stdio-harness.ts";
+import { tmpdir } from "../fixtures/tmpdir.ts";
+
+// Several models, the protocol's side (issue 28 part 1, docs/protocol.md#modelsload, #embed):
+// the params are checked, and a core that does not serve several models yet says so.
+const dir = tmpdir();
+afterAll(() => dir[Symbol.dispose]());
+writeFileSync(
+  join(dir.path, "config.yaml"),
+  [
+    "model: {path: ./main.gguf}",
+    "models:",
+    "  - {name: big, path: ./big.gguf, pin: true}",
+    "  - {name: vec, path: ./vec.gguf, kind: embedding}",
+    "agents:",
+    "  - {name: assistant}",
+    "  - {name: writer, model: big}",
+    "",
+  ].join("\n"),
+);
+
+async function ask(method: string, params: unknown) {
+  const h = startHarness({ cwd: dir.path });
+  const res = await h.request({ id: 1, method, params }, 20_000);
+  h.end();
+  await h.exit;
+  return res;
+}
+
+const MB = 1024 * 1024;
+
+describe("params refused before anything runs, naming the field", () => {
+  test.each([
+    ["models.load", {}, "model"],
+    ["models.load", { model: "" }, "model"],
+    ["models.load", { model: "big", pin: "yes" }, "pin"],
+    ["models.unload", { model: 5 }, "model"],
+    ["models.unload", { model: "big", force: 1 }, "force"],
+    ["embed", {}, "input"],
+    ["embed", { input: [] }, "input"],
+    ["embed", { input: 7 }, "input"],
+    ["embed", { input: ["a", 3] }, "input"],
+    ["embed", { input: Array(2049).fill("a") }, "input"],
+    ["embed", { input: ["a", "b", "é".repeat(MB / 2 + 1)] }, "input.2"],
+    ["embed", { input: "x".repeat(MB + 1) }, "input"],
+    ["embed", { input: "a", model: "" }, "model"],
+    ["chat", { model: "" }, "model"],
+    ["plan", { model: 3 }, "model"],
+  ])("%s, case %#: invalid_request naming %s", async (method, params, field) => {
+    const res = await ask(method, params);
+    expect(res).toMatchObject({ type: "error", code: "invalid_request", data: { field } });
+  });
+
+  test("a list at the limits is accepted as far as the params go", async () => {
+    const res = await ask("embed", { input: [...Array(2047).fill("a"), "x".repeat(MB)] });
+    expect(res.data?.field).toBe("model");
+    expect(res.data?.reason).toBe("model_not_found");
+  });
+});
+
+describe("a core that serves the model section alone", () => {
+  test.each([
+    ["models.load", { model: "big" }],
+    ["models.load", { model: "/m/other.gguf" }],
+    ["models.unload", { model: "vec", force: true }],
+    ["embed", { input: "hello" }],
+    ["embed", { input: ["a"], model: "vec" }],
+    ["chat", { input: "hi", model: "big" }],
+    ["chat", { input: "hi", agent: "writer" }],
+  ])("%s, case %#: model_not_found, naming default as what it has", async (method, params) => {
+    const res = await ask(method, params);
+    expect(res).toMatchObject({
+      type: "error",
+      code: "invalid_request",
+      data: { field: "model", reason: "model_not_found", available: ["default"] },
+    });
+    expect(res.message).toContain("not wired");
+  });
+
+  test("an unknown name → model_not_found with the configured names", async () => {
+    for (const method of ["models.load", "models.unload"]) {
+      const res = await ask(method, { model: "ghost" });
+      expect(res.data).toEqual({
+        field: "model",
+        reason: "model_not_found",
+        available: ["default", "big", "vec"],
+      });
+    }
+    const chat = await ask("chat", { input: "hi", model: "ghost" });
+    expect(chat.data).toMatchObject({ reason: "model_not_found", available: ["default", "big", "vec"] });
+  });
+
+  test("a chat on an embedding model, an embed on a chat model → invalid_request naming model", async () => {
+    for (const [method, params] of [
+      ["chat", { input: "hi", model: "vec" }],
+      ["embed", { input: "hi", model: "big" }],
+    ] as const) {
+      const res = await ask(method, params);
+      expect(res).toMatchObject({ type: "error", code: "invalid_request", data: { field: "model" } });
+      expect(res.data.reason).toBeUndefined();
+    }
+  });
+
+  test("initialize: several models not announced; status lists every configured model", async () => {
+    const h = startHarness({ cwd: dir.path });
+    const init = await h.request({ id: 1, method: "initialize", params: {} });
+    expect(init.result.capabilities.models).toEqual({ multiple: false });
+    expect(init.result.capabilities.methods).toEqual(
+      expect.arrayContaining(["models.load", "models.unload", "embed"]),
+    );
+    // A request that loads the config first: status never loads it itself.
+    await h.request({ id: 2, method: "models.unload", params: { model: "big" } });
+    const status = await h.request({ id: 3, method: "status", params: {} });
+    const parsed = statusResultSchema().parse(status.result);
+    expect(parsed.memory).toEqual([]);
+    expect(parsed.models!.map((m) => [m.name, m.kind, m.state, m.pinned])).toEqual([
+      ["default", "chat", "unloaded", false],
+      ["big", "chat", "unloaded", true],
+      ["vec", "embedding", "unloaded", false],
+    ]);
+    expect(parsed.models![0]!.path).toBe(join(dir.path, "main.gguf"));
+    h.end();
+    await h.exit;
+  });
+});
+
+describe("the models listing names configured files and marks loaded ones", () => {
+  test("name from the config, loaded from what the runtime serves", async () => {
+    using d = tmpdir();
+    for (const f of ["main.gguf", "big.gguf", "loose.gguf"]) writeGguf(d.path, f, tinyLlama());
+    const { config } = defaultConfig(d.path);
+    const withModels = {
+      ...config,
+      model: { ...config.model, path: join(d.path, "main.gguf") },
+      models: [
+        {
+          ...config.model,
+          name: "big",
+          path: join(d.path, "big.gguf"),
+          kind: "chat" as const,
+          mmproj: "auto",
+          pin: false,
+          extra_args: [],
+        },
+      ],
+    };
+    const result = await listModels(
+      {
+        config: withModels,
+        configDir: d.path,
+        cacheDir: join(d.path, "no-cache"),
+        loaded: [join(d.path, "big.gguf")],
+      },
+      { probe: async () => cpuOnlyMachine() },
+    );
+    expect(ModelsResultSchema.parse(result)).toEqual(result);
+    const byFile = Object.fromEntries(result.models.map((m) => [m.file, [m.name, m.loaded]]));
+    expect(byFile).toEqual({
+      "main.gguf": ["default", false],
+      "big.gguf": ["big", true],
+      "loose.gguf": [null, false],
+    });
+  });
+});
+
+describe("plan {model}", () => {
+  test("a configured name plans that entry with its own keys; a path as before", async () => {
+    using d = tmpdir();
+    writeGguf(d.path, "main.gguf", tinyLlama());
+    writeGguf(d.path, "second.gguf", tinyLlama());
+    writeFileSync(
+      join(d.path, "config.yaml"),
+      "model: {path: ./main.gguf}\nmodels:\n  - {name: second, path: ./second.gguf, extra_args: [--second-only]}\n",
+    );
+    const h = startHarness({ cwd: d.path });
+    const named = await h.request({ id: 1, method: "plan", params: { model: "second" } }, 20_000);
+    const byPath = await h.request({ id: 2, method: "plan", params: { model: "./main.gguf" } }, 20_000);
+    h.end();
+    await h.exit;
+    expect(named.result.model.path).toBe(join(d.path, "second.gguf"));
+    expect(named.result.plan.argv.join(" ")).toContain("--second-only");
+    expect(byPath.result.model.path).toBe(join(d.path, "main.gguf"));
+    expect(byPath.result.plan.argv.join(" ")).not.toContain("--second-only");
+  });
+});
