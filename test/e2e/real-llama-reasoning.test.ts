@@ -2,6 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { copyFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { type Msg, spawnCore } from "../fixtures/core-process.ts";
+import { realServerTestModel } from "../fixtures/llama-test-model.ts";
 import { THINK_TEMPLATE as TEMPLATE } from "../fixtures/recordings-dir.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
@@ -10,13 +11,14 @@ import { tmpdir } from "../fixtures/tmpdir.ts";
 // structured output (95–95d). The tiny random-weight model never closes its think block on
 // its own, so a reply is all reasoning unless a budget or think: false ends it.
 const BINARY = process.env.LOCAL_AI_TEST_LLAMA_SERVER;
-const MODEL = process.env.LOCAL_AI_TEST_MODEL;
+// LOCAL_AI_TEST_MODEL overrides the tiny model the fixture writes (test/fixtures/llama-test-model.ts).
+const MODEL = BINARY ? realServerTestModel() : undefined;
 
 const events = (ms: Msg[], id: string) => ms.filter((m) => m.id === id && m.type === "event");
 const warningCodes = (r: Msg) => (r.result.warnings as { code: string }[]).map((w) => w.code);
 
 if (!BINARY || !MODEL) {
-  test.skip("real llama-server reasoning: set LOCAL_AI_TEST_LLAMA_SERVER and LOCAL_AI_TEST_MODEL to run (skipped)", () => {});
+  test.skip("real llama-server reasoning: set LOCAL_AI_TEST_LLAMA_SERVER to run (skipped)", () => {});
 } else {
   describe("the compiled core with a real llama-server and a thinking template", () => {
     test("reasoning streams and is stored, think maps, reasoning_only, response_format after thinking, a refused schema", async () => {

@@ -3,6 +3,7 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { isAlive } from "../../src/runtime/proc-info.ts";
 import { spawnCore } from "../fixtures/core-process.ts";
+import { realServerTestModel } from "../fixtures/llama-test-model.ts";
 import { RECORDINGS } from "../fixtures/recordings-dir.ts";
 import { writeSlowLoadingModel } from "../fixtures/slow-loading-model.ts";
 import { alive, waitUntil } from "../fixtures/stack.ts";
@@ -10,13 +11,14 @@ import { tmpdir } from "../fixtures/tmpdir.ts";
 import { expectGoneAfterCoreKill, llamaChildren, noteTiming } from "./core-kill.ts";
 
 // Opt-in: the compiled core driving a real llama-server end to end (plan → start → chat →
-// cancel → shutdown). A tiny random-weight GGUF (LOCAL_AI_TEST_MODEL) is enough:
+// cancel → shutdown). A tiny random-weight GGUF the fixture writes is enough:
 // its replies are gibberish, so only the shapes are checked.
 const BINARY = process.env.LOCAL_AI_TEST_LLAMA_SERVER;
-const MODEL = process.env.LOCAL_AI_TEST_MODEL;
+// LOCAL_AI_TEST_MODEL overrides the tiny model the fixture writes (test/fixtures/llama-test-model.ts).
+const MODEL = BINARY ? realServerTestModel() : undefined;
 
 if (!BINARY || !MODEL) {
-  test.skip("real llama-server e2e: set LOCAL_AI_TEST_LLAMA_SERVER and LOCAL_AI_TEST_MODEL to run (skipped)", () => {});
+  test.skip("real llama-server e2e: set LOCAL_AI_TEST_LLAMA_SERVER to run (skipped)", () => {});
 } else {
   describe("the compiled core with a real llama-server", () => {
     test("plan, warmup, a streamed chat, a cancelled chat, shutdown with nothing left running", async () => {
@@ -287,7 +289,7 @@ if (!BINARY || !MODEL) {
     test("loading: gone within its load time + 1 s of the SIGKILL (it sees stdin's end once loaded)", async () => {
       await using dir = tmpdir();
       // Read, not mapped: a load of about a gigabyte that takes a second or more.
-      const model = await writeSlowLoadingModel(dir.path, MODEL, 12);
+      const model = writeSlowLoadingModel(dir.path, 12);
       configure(dir.path, model, ", max_tokens: 4", ", mmap: false");
       // How long this model takes to load here, from one full start.
       await using first = spawnCore({ cwd: dir.path });

@@ -13,16 +13,18 @@ import type { LlamaLease } from "../../src/runtime/endpoint.ts";
 import { pickFreePort } from "../../src/runtime/ports.ts";
 import type { StartProgress } from "../../src/runtime/start-progress.ts";
 import { Supervisor } from "../../src/runtime/supervisor.ts";
+import { realServerTestModel } from "../fixtures/llama-test-model.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 import { waitFor } from "../fixtures/wait.ts";
 import { SETTINGS, testPlan } from "./helpers/harness.ts";
 
 // Opt-in: the same supervisor against a real llama-server and a real GGUF.
 const BINARY = process.env.LOCAL_AI_TEST_LLAMA_SERVER;
-const MODEL = process.env.LOCAL_AI_TEST_MODEL;
+// LOCAL_AI_TEST_MODEL overrides the tiny model the fixture writes (test/fixtures/llama-test-model.ts).
+const MODEL = BINARY ? realServerTestModel() : undefined;
 
 if (!BINARY || !MODEL) {
-  test.skip("real llama-server: set LOCAL_AI_TEST_LLAMA_SERVER and LOCAL_AI_TEST_MODEL to run (skipped)", () => {});
+  test.skip("real llama-server: set LOCAL_AI_TEST_LLAMA_SERVER to run (skipped)", () => {});
 } else {
   describe("supervisor against a real llama-server", () => {
     test("starts, answers a chat with our key, refuses without it, stops", async () => {
