@@ -152,6 +152,7 @@ async function openStream(
   const pending = call(endpoint, "/v1/chat/completions", {
     body: JSON.stringify({ ...request, stream: true, stream_options: { include_usage: true } }),
     signal,
+    ownConnection: true,
   });
   try {
     onSent?.();

@@ -20,6 +20,12 @@ export interface CallOptions {
   signal?: AbortSignal;
   /** How long the whole answer may take; past it, `connection_lost`. */
   timeoutMs?: number;
+  /**
+   * A connection of its own, not kept for the next request. For streams: llama-server closes the
+   * connection after a streamed answer, and a request sent on it right then fails ECONNRESET
+   * (docs/agent.md, "llama-server's connections").
+   */
+  ownConnection?: boolean;
 }
 
 /** A server to ask: without `apiKey`, as a stranger would (`/health` is public; the key check). */
@@ -43,6 +49,7 @@ export async function call(server: Target, path: string, o: CallOptions = {}): P
       headers,
       body: o.body,
       signal,
+      ...(o.ownConnection ? { keepalive: false } : {}),
     });
   } catch (err) {
     if (o.signal?.aborted) throw o.signal.reason;

@@ -1,4 +1,6 @@
 import { describe, expect, test } from "bun:test";
+import { streamCompletion } from "../../src/llama/completion.ts";
+import { statusOf } from "../../src/llama/http.ts";
 import { pickFreePort } from "../../src/runtime/ports.ts";
 import { writeLlamaTestModel } from "../fixtures/llama-test-model.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
@@ -14,21 +16,27 @@ const TOOLS = [
   },
 ];
 
+/** llama-server on the model as the planner starts it (--jinja), on a free port. */
+async function serve(binary: string, model: string) {
+  const port = await pickFreePort();
+  const proc = Bun.spawn([binary, "-m", model, "--jinja", "-c", "1024", "--port", String(port)], {
+    stdout: "ignore",
+    stderr: "ignore",
+  });
+  return { proc, port };
+}
+
 if (!BINARY) {
   test.skip("the written test model: set LOCAL_AI_TEST_LLAMA_SERVER to run (skipped)", () => {});
 } else {
   describe("the written test model on a real llama-server", () => {
     test("loads, serves a streamed chat, tokenizes by byte fallback, shows its template, takes tools", async () => {
       await using dir = tmpdir();
-      const model = writeLlamaTestModel(dir.path);
-      const port = await pickFreePort();
-      const proc = Bun.spawn([BINARY, "-m", model, "--jinja", "-c", "1024", "--port", String(port)], {
-        stdout: "ignore",
-        stderr: "ignore",
-      });
+      const { proc, port } = await serve(BINARY, writeLlamaTestModel(dir.path));
       const base = `http://127.0.0.1:${port}`;
+      // Each on a connection of its own: llama-server closes one after a stream (the next test).
       const post = (path: string, body: unknown) =>
-        fetch(`${base}${path}`, { method: "POST", body: JSON.stringify(body) });
+        fetch(`${base}${path}`, { method: "POST", body: JSON.stringify(body), keepalive: false });
       try {
         let health = 0;
         for (let i = 0; i < 300 && health !== 200 && proc.exitCode === null; i++) {
@@ -57,6 +65,7 @@ if (!BINARY) {
         const stream = await post("/v1/chat/completions", {
           stream: true,
           max_tokens: 12,
+          temperature: 0,
           messages: [{ role: "user", content: "Say hello." }],
         });
         expect(stream.status).toBe(200);
@@ -65,10 +74,37 @@ if (!BINARY) {
 
         const tools = await post("/v1/chat/completions", {
           max_tokens: 8,
+          temperature: 0,
           tools: TOOLS,
           messages: [{ role: "user", content: "what time is it?" }],
         });
         expect(tools.status).toBe(200);
+      } finally {
+        proc.kill("SIGTERM");
+        await proc.exited;
+      }
+    }, 120_000);
+
+    test("the core's client sends the request right after a stream on a live connection, 30 times in a row", async () => {
+      await using dir = tmpdir();
+      const { proc, port } = await serve(BINARY, writeLlamaTestModel(dir.path));
+      const endpoint = { baseUrl: `http://127.0.0.1:${port}`, apiKey: "" };
+      try {
+        for (let i = 0; i < 300 && (await statusOf(endpoint, "/health")) !== 200; i++) await Bun.sleep(100);
+        const failures: string[] = [];
+        for (let i = 0; i < 30; i++) {
+          const request = { messages: [{ role: "user" as const, content: `hello ${i}` }], max_tokens: 4 };
+          await streamCompletion(endpoint, request, {
+            signal: new AbortController().signal,
+            onDelta: () => {},
+          });
+          // Sent at once: on the stream's connection it would meet llama-server closing it.
+          const status = await statusOf(endpoint, "/v1/chat/completions", {
+            body: JSON.stringify({ ...request, max_tokens: 2 }),
+          });
+          if (status !== 200) failures.push(`${i}: ${status}`);
+        }
+        expect(failures).toEqual([]);
       } finally {
         proc.kill("SIGTERM");
         await proc.exited;
