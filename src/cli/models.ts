@@ -23,7 +23,10 @@ export default defineCommand({
 
 const paint = (on: boolean, code: string, s: string) => (on ? `\u001b[${code}m${s}\u001b[0m` : s);
 
-/** One line per model (✓ fits, ✗ does not, ? unreadable; * the configured one), then how to use it. */
+/**
+ * One line per model (✓ fits, ✗ does not, ? unreadable; * the configured one; the name the config
+ * gives it, docs/models.md "Several models"), then how to use it.
+ */
 export function renderModels(result: ModelsResult, color: boolean): string {
   if (result.models.length === 0) {
     return (
@@ -39,7 +42,7 @@ export function renderModels(result: ModelsResult, color: boolean): string {
         : m.fits === false
           ? paint(color, "31", "✗")
           : paint(color, "33", "?");
-    const where = m.repo ? `${m.repo}  ${m.file}` : m.path;
+    const where = `${m.repo ? `${m.repo}  ${m.file}` : m.path}${m.name ? `  (configured as ${m.name})` : ""}`;
     lines.push(
       `${m.configured ? "*" : " "}${mark} ${(m.quantization ?? "-").padEnd(8)} ${formatBytes(m.size_bytes).padStart(10)}  ${where}`,
       `      ${m.fits === null ? paint(color, "33", m.verdict) : m.verdict}`,

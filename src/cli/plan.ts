@@ -13,7 +13,7 @@ export default defineCommand({
     model: {
       type: "string",
       description:
-        "judge this model instead of model.path: a .gguf path, or hf:org/name[:QUANT] (read from the hub's header when not pulled)",
+        "plan this model instead of model.path: a configured name (default, a models entry), a .gguf path, or hf:org/name[:QUANT] (read from the hub's header when not pulled)",
       valueHint: "MODEL",
     },
   },

@@ -1,16 +1,11 @@
 import { accessSync, constants, readdirSync, statSync } from "node:fs";
-import { basename, dirname } from "node:path";
+import { dirname } from "node:path";
 import type { Config } from "../config/schema.ts";
-import { cacheTypesFor } from "../plan/decide/kv-cache.ts";
 import type { HardwareSnapshot } from "../plan/hardware.ts";
-import type { ModelInfo } from "../plan/model.ts";
-import { makePlan } from "../plan/planner.ts";
 import type { RunResult } from "../plan/probe.ts";
 import { formatBytes } from "../plan/render.ts";
 import { resolvedCommand } from "../platform/windows-command.ts";
 import type { DoctorCheck } from "../protocol/doctor.ts";
-import { isCoreError } from "../protocol/errors.ts";
-import type { WorkerReport } from "../rpc/client.ts";
 import { childModeOf } from "../runtime/child-mode.ts";
 import { findLlamaServer } from "../runtime/find-binary.ts";
 import { childModeNote } from "./child-mode-note.ts";
@@ -114,51 +109,6 @@ function backendsBeside(binary: string): Set<string> {
   return out;
 }
 
-export function modelCheck(result: { model: ModelInfo } | { error: unknown }): Check {
-  if ("error" in result) {
-    const err = result.error;
-    const message = isCoreError(err) ? err.message : "the model could not be read";
-    const kind = isCoreError(err) ? (err.data?.problem as string | undefined) : undefined;
-    const pull = isCoreError(err) ? err.data?.pull : undefined;
-    const fix =
-      typeof pull === "string"
-        ? `fetch it with: ${pull}`
-        : kind === "truncated"
-          ? "the download was interrupted: download the model again"
-          : kind === "absent"
-            ? "set model.path to a .gguf file that exists"
-            : "point model.path at a GGUF model file";
-    return {
-      id: "model",
-      status: "fail",
-      message,
-      fix,
-      data: {
-        code: isCoreError(err) ? err.code : "model_missing",
-        problem: kind ?? null,
-        ...(pull ? { pull } : {}),
-      },
-    };
-  }
-  const m = result.model;
-  const summary = `${basename(m.path)}: ${m.architecture}, ${m.file_type}, ${m.n_layer} layers, trained context ${m.context_train}, ${formatBytes(m.size_bytes)}${m.files.length > 1 ? `, ${m.files.length} shards` : ""}`;
-  if (!m.known_architecture) {
-    return {
-      id: "model",
-      status: "warn",
-      message: `${summary}; architecture '${m.architecture}' is unknown to the planner`,
-      fix: "the memory estimate is best-effort; check that your llama-server supports this architecture",
-      data: { path: m.path, architecture: m.architecture },
-    };
-  }
-  return {
-    id: "model",
-    status: "ok",
-    message: summary,
-    data: { path: m.path, architecture: m.architecture },
-  };
-}
-
 export function hardwareCheck(hw: HardwareSnapshot): Check {
   const gpus = hw.gpus.map(
     (g) =>
@@ -208,56 +158,6 @@ export function mcpChecks(config: Config): Check[] {
           data: { command: s.command },
         };
   });
-}
-
-export function planCheck(
-  config: Config,
-  model: ModelInfo | null,
-  hw: HardwareSnapshot,
-  workers: readonly WorkerReport[] = [],
-): Check {
-  if (!model) return skipped("plan", "the model could not be read");
-  try {
-    const plan = makePlan(model, hw, config, workers);
-    const gpu = plan.gpu_layers_all
-      ? "all layers on the GPU"
-      : plan.gpu_layers > 0
-        ? `${plan.gpu_layers} layers on the GPU`
-        : "CPU only";
-    const tight = plan.devices.some((d) => d.free_after_bytes < 0.1 * d.budget_bytes);
-    const cacheRam = plan.devices.reduce((a, d) => a + d.usage.cache_ram, 0);
-    return {
-      id: "plan",
-      status: plan.warnings.some((w) => w.startsWith("memory is tight")) ? "warn" : "ok",
-      message: `fits: ${plan.context_per_slot} tokens × ${plan.slots} slot(s), ${gpu}, ${plan.threads} threads, RAM prompt cache ${formatBytes(cacheRam)}${tight ? " (tight)" : ""}`,
-      ...(plan.warnings.length ? { fix: plan.warnings.join("; ") } : {}),
-      data: { argv: plan.argv },
-    };
-  } catch (err) {
-    if (!isCoreError(err)) throw err;
-    return {
-      id: "plan",
-      status: "fail",
-      message: err.message,
-      fix: planFix(err.code, err.data),
-      data: { code: err.code, ...err.data },
-    };
-  }
-}
-
-/**
- * What to do about a plan that failed. A model_plan_error that names a config key (a KV cache
- * type the model's head size refuses, GPU layers without a GPU) is fixed by changing that key,
- * not by a smaller model.
- */
-function planFix(code: string, data: Record<string, unknown> | undefined): string {
-  if (code !== "model_plan_error") return "correct the key named in the message";
-  const key = typeof data?.key === "string" ? data.key : undefined;
-  if (key?.startsWith("llama.cache_type") && typeof data?.head_size === "number") {
-    return `set ${key} to ${cacheTypesFor(data.head_size).join(", ")}, or remove it to let the planner choose`;
-  }
-  if (key) return `change ${key} in the config (the message says why it cannot be used)`;
-  return "use a smaller model or quantization, a smaller model.context, or free memory";
 }
 
 /** A check not run because one it depends on failed: that failure is the one to fix. */

@@ -1,21 +1,13 @@
 import type { Config, LoadedConfig } from "../config/schema.ts";
 import { defaultPlanDeps } from "../models/local-plan-deps.ts";
 import type { PlanDeps } from "../plan/launch.ts";
-import type { ModelInfo } from "../plan/model.ts";
 import { type RunResult, runWithTimeout } from "../plan/probe.ts";
 import type { DoctorResult } from "../protocol/doctor.ts";
 import { isCoreError } from "../protocol/errors.ts";
 import { checkWorkers } from "../rpc/check.ts";
-import {
-  binaryCheck,
-  type Check,
-  hardwareCheck,
-  mcpChecks,
-  modelCheck,
-  planCheck,
-  skipped,
-} from "./checks.ts";
+import { binaryCheck, type Check, hardwareCheck, mcpChecks, skipped } from "./checks.ts";
 import { dataDirCheck } from "./data-dir-check.ts";
+import { modelChecks, readConfiguredModels } from "./model-checks.ts";
 import { rpcChecksFrom } from "./rpc-checks.ts";
 import { storeCheck } from "./store-check.ts";
 
@@ -37,8 +29,8 @@ export const defaultDoctorDeps: DoctorDeps = { ...defaultPlanDeps, run: runWithT
 
 /**
  * Runs every check; never throws: a failure is a check with status fail. One cause is one
- * failure: without a usable config the checks that read it (binary, model, data_dir, MCP,
- * plan) are `skip`, not failures against guessed defaults, and only the hardware is probed.
+ * failure: without a usable config the checks that read it (binary, the models, data_dir, MCP,
+ * plans) are `skip`, not failures against guessed defaults, and only the hardware is probed.
  * Diagnosing creates nothing (see data-dir-check.ts).
  */
 export async function runDoctor(
@@ -62,27 +54,26 @@ export async function runDoctor(
   }
   const config: Config = loaded.config;
   const rpc = config.llama.rpc;
-  const [binary, modelResult, hardware, workers] = await Promise.all([
+  const [binary, reads, hardware, workers] = await Promise.all([
     binaryCheck(config, deps.run),
-    deps.readModel(config.model.path).then(
-      (model) => ({ model }),
-      (error: unknown) => ({ error }),
-    ),
+    readConfiguredModels(config, (path) => deps.readModel(path)),
     deps.probe(),
     // Asked once: each worker's check and the plan (which counts the workers that answered).
     rpc.length > 0 ? (deps.workers ?? checkWorkers)(rpc) : Promise.resolve([]),
   ]);
-  const model: ModelInfo | null = "model" in modelResult ? modelResult.model : null;
+  // Every configured model, each planned as if alone (docs/doctor.md, "Several models").
+  const models = modelChecks(reads, hardware, workers);
   return report([
     check,
     binary,
-    modelCheck(modelResult),
+    ...models.files,
     hardwareCheck(hardware),
     dataDirCheck(config),
     storeCheck(config),
     ...mcpChecks(config),
     ...rpcChecksFrom(config, workers),
-    planCheck(config, model, hardware, workers),
+    ...models.plans,
+    ...models.pinned,
   ]);
 }
 

@@ -1,4 +1,5 @@
 import { resolve } from "node:path";
+import { configForModel } from "../config/model-entry.ts";
 import type { Config, LoadedConfig } from "../config/schema.ts";
 import type { PlanDeps } from "../plan/launch.ts";
 import { buildPlanReport } from "../plan/report.ts";
@@ -9,6 +10,7 @@ import type { Env } from "./hf-cache.ts";
 import type { RemoteDeps } from "./hub-header.ts";
 import { planDepsWithHub } from "./hub-plan-deps.ts";
 import { defaultPlanDeps } from "./local-plan-deps.ts";
+import { pinnedSetMessage, pinnedSetProblem } from "./pinned-set.ts";
 
 /** Where `plan` reads the config (the core's services, or the CLI's). */
 export interface PlanConfigSource {
@@ -17,9 +19,12 @@ export interface PlanConfigSource {
 }
 
 /**
- * `plan` with an optional model of the caller's choosing (a path, resolved against `base`, or
- * `hf:…`) in place of model.path, and the hub as a fallback for an `hf:` model not yet pulled.
- * With a model given, a missing config means the defaults: "will this fit?" needs no config.
+ * `plan` with an optional model of the caller's choosing in place of model.path: a configured
+ * name (taken first, as a chat's model is: docs/models.md "Several models"), planned with its own
+ * keys as if it were alone; else a path, resolved against `base`, or `hf:…`, with the hub as a
+ * fallback for an `hf:` model not yet pulled. With a model given, a missing config means the
+ * defaults: "will this fit?" needs no config. A configured model's plan warns when the pinned
+ * models cannot stay loaded together.
  */
 export async function planReportWithHub(
   source: PlanConfigSource,
@@ -35,17 +40,22 @@ export async function planReportWithHub(
     loaded = source.defaultConfig();
   }
   const model = options.model;
-  const config: Config = model
-    ? {
-        ...loaded.config,
-        model: {
-          ...loaded.config.model,
-          path: model.startsWith(HF_PREFIX) ? model : resolve(options.base ?? loaded.dir, model),
-        },
-      }
-    : loaded.config;
-  if (model?.startsWith(HF_PREFIX)) parseModelOption(model);
-  return buildPlanReport(config, planDepsWithHub(deps.plan ?? defaultPlanDeps, env, deps));
+  const named = model === undefined ? loaded.config : configForModel(loaded.config, model);
+  const config: Config = named ?? {
+    ...loaded.config,
+    model: {
+      ...loaded.config.model,
+      path: model!.startsWith(HF_PREFIX) ? model! : resolve(options.base ?? loaded.dir, model!),
+    },
+  };
+  if (!named && model?.startsWith(HF_PREFIX)) parseModelOption(model);
+  const planDeps = deps.plan ?? defaultPlanDeps;
+  const report = await buildPlanReport(config, planDepsWithHub(planDeps, env, deps));
+  // Pinned models are read offline: one not pulled is its own plan's error, not this warning's.
+  const problem = named ? await pinnedSetProblem(loaded.config, planDeps) : null;
+  if (!problem) return report;
+  const warnings = [...report.plan.warnings, pinnedSetMessage(problem)];
+  return { ...report, plan: { ...report.plan, warnings } };
 }
 
 /** A malformed `hf:` model given to plan is the request's fault: invalid_request naming it. */

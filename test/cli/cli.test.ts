@@ -1,6 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { tinyLlama, writeGguf } from "../fixtures/gguf-writer.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
 /**
@@ -176,5 +177,34 @@ describe("doctor on the CLI: one failure for one cause, nothing created (issue 1
     expect(r.stdout).toMatch(/skip.*binary/);
     expect(r.stdout).not.toContain(ESC);
     expect(readdirSync(dir.path)).toEqual(["config.yaml"]);
+  });
+});
+
+describe('several models on the CLI (issue 28; docs/models.md "Several models")', () => {
+  test("plan --model NAME plans that entry; a pinned pair over the budget is a warning", async () => {
+    using dir = tmpdir();
+    for (const f of ["main.gguf", "a.gguf", "b.gguf"]) writeGguf(dir.path, f, tinyLlama());
+    // tinyLlama at 2048 tokens plans ~14 MB: each fits 20 MB alone, the two together do not.
+    writeFileSync(
+      join(dir.path, "config.yaml"),
+      [
+        "model: {path: ./main.gguf, context: 2048}",
+        "models:",
+        "  - {name: a, path: ./a.gguf, context: 2048, pin: true, extra_args: [--a-only]}",
+        "  - {name: b, path: ./b.gguf, context: 2048, pin: true}",
+        "hardware: {ram_bytes: 20000000}",
+        "",
+      ].join("\n"),
+    );
+    const r = await cli(["plan", "--model", "a", "--json"], { cwd: dir.path });
+    expect(r.code).toBe(0);
+    const report = JSON.parse(r.stdout);
+    expect(report.model.path).toBe(join(dir.path, "a.gguf"));
+    expect(report.plan.argv).toContain("--a-only");
+    expect(report.plan.warnings.join("\n")).toContain("the pinned models a, b cannot stay loaded together");
+    const pretty = await cli(["plan"], { cwd: dir.path });
+    expect(pretty.code).toBe(0);
+    expect(pretty.stdout).toContain("main.gguf");
+    expect(pretty.stdout).toContain("the pinned models a, b");
   });
 });

@@ -1,0 +1,49 @@
+import { describe, expect, test } from "bun:test";
+import { renderModels } from "../../src/cli/models.ts";
+import type { ModelEntry } from "../../src/protocol/models.ts";
+
+// `local-ai models` shows the name the config gives each GGUF (SPEC section 15).
+const entry = (path: string, name: string | null): ModelEntry => ({
+  path,
+  files: [path],
+  source: "folder",
+  repo: null,
+  commit: null,
+  refs: [],
+  file: path.split("/").pop()!,
+  model_path: path,
+  configured: name === "default",
+  name,
+  loaded: false,
+  size_bytes: 1000,
+  quantization: "Q4_K_M",
+  architecture: "llama",
+  parameters: null,
+  fits: true,
+  context_per_slot: 2048,
+  verdict: "fits",
+  problem: null,
+});
+
+describe("the models listing on the CLI", () => {
+  test("each GGUF's configured name is printed beside it; an unnamed one gets none", () => {
+    const text = renderModels(
+      {
+        models: [entry("/m/main.gguf", "default"), entry("/m/q.gguf", "qwen3-8b"), entry("/m/x.gguf", null)],
+        cache_dir: "/cache",
+        folders: ["/m"],
+      },
+      false,
+    );
+    const lines = text.split("\n");
+    expect(lines.find((l) => l.includes("/m/main.gguf") && !l.includes("model.path"))).toContain(
+      "(configured as default)",
+    );
+    expect(lines.find((l) => l.includes("/m/q.gguf") && !l.includes("model.path"))).toContain(
+      "(configured as qwen3-8b)",
+    );
+    expect(lines.find((l) => l.includes("/m/x.gguf") && !l.includes("model.path"))).not.toContain(
+      "configured as",
+    );
+  });
+});
