@@ -14,7 +14,8 @@ function randomId(length: number, alphabet: string): string {
 /**
  * One agent turn (docs/protocol.md#chat, docs/agent.md): streams the chat events, ends with the
  * turn's result. The model is the param's, else the agent's, else `default` (docs/models.md,
- * "Several models"); any but `default` needs a core that serves several models.
+ * "Several models"); any but `default` needs a core that serves several models, whose scheduler
+ * then leases the turn's slot (loading the model, making room or waiting for it).
  */
 export const chat = defineMethod({
   name: "chat",
@@ -25,29 +26,30 @@ export const chat = defineMethod({
   run: async (params, ctx, services) => {
     const config = services.config();
     const model = chooseChatModel(config, params.model, pickAgent(config, params.agent));
-    const several = services.models?.();
-    const provider = several
-      ? several.provider(model)
-      : model.name === "default"
-        ? services.llama()
-        : modelsApi(services, model.name).provider(model);
-    const result = await runTurn(params, {
-      config,
-      dataDir: config.app.data_dir,
-      provider,
-      // On first use: the MCP SDK costs a cold chat tens of ms, and an agent without tools never needs it.
-      get pool() {
-        return services.mcp();
-      },
-      locks: services.sessionLocks(),
-      store: () => services.store(),
-      reuse: services.promptReuse(),
-      emit: (event, fields) => ctx.emit(event, fields),
-      signal: ctx.signal,
-      settle: () => ctx.settle(),
-      randomId,
-      now: () => new Date(),
-    });
-    return { ...result, model: model.name, dropped_events: ctx.droppedEvents };
+    const several = model.name === "default" ? services.models?.() : modelsApi(services, model.name);
+    // A forced models.unload ends the chats on its model `cancelled` (docs/protocol.md#modelsunload).
+    const watch = several?.chatSignal(model, ctx.signal);
+    try {
+      const result = await runTurn(params, {
+        config,
+        dataDir: config.app.data_dir,
+        provider: several ? several.provider(model) : services.llama(),
+        // On first use: the MCP SDK costs a cold chat tens of ms, and an agent without tools never needs it.
+        get pool() {
+          return services.mcp();
+        },
+        locks: services.sessionLocks(),
+        store: () => services.store(),
+        reuse: services.promptReuse(model.name),
+        emit: (event, fields) => ctx.emit(event, fields),
+        signal: watch?.signal ?? ctx.signal,
+        settle: () => ctx.settle(),
+        randomId,
+        now: () => new Date(),
+      });
+      return { ...result, model: model.name, dropped_events: ctx.droppedEvents };
+    } finally {
+      watch?.done();
+    }
   },
 });

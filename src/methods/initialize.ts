@@ -3,6 +3,7 @@ import { CoreError } from "../protocol/errors.ts";
 import { InitializeParamsSchema, initializeResultSchema } from "../protocol/initialize.ts";
 import { NAME, VERSION } from "../version.ts";
 import { defineMethod } from "./definition.ts";
+import type { Services } from "./services.ts";
 
 export const initialize = defineMethod({
   name: "initialize",
@@ -28,11 +29,23 @@ export const initialize = defineMethod({
       capabilities: {
         parallel_chat: { supported: max > 1, max_concurrent: max },
         cancel: { targeted: true },
-        // True once a core serves several models (docs/models.md, "Several models").
-        models: { multiple: services.models !== undefined },
+        // True when the config has `models` entries (docs/models.md, "Several models").
+        models: { multiple: servesSeveral(services) },
         methods: ctx.methodNames(),
         events: [...EVENT_NAMES],
       },
     };
   },
 });
+
+/**
+ * Whether several models are served: a core that wires them, with `models` entries in its config
+ * (read here; a missing or broken one: no).
+ */
+function servesSeveral(services: Services): boolean {
+  try {
+    return services.models !== undefined && services.config().models.length > 0;
+  } catch {
+    return false;
+  }
+}

@@ -45,9 +45,9 @@ export interface Services {
   store(): Store;
   /**
    * Slots kept per session, prompt records, KV state on disk (docs/agent.md#prompt-reuse); made
-   * with the llama provider.
+   * with the llama provider. With several models, each model's own (default: `default`'s).
    */
-  promptReuse(): PromptReuse;
+  promptReuse(model?: string): PromptReuse;
   /** A session's (or, without one, a user's) saved KV state and prompt records erased with it. */
   forgetKv(userId: string, sessionId?: string): void;
   /** A pull's edges on this machine (its environment, the home folder), read when asked. */

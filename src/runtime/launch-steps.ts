@@ -64,6 +64,8 @@ export interface SpawnRequest {
   env: Record<string, string | undefined>;
   spawner: Spawner;
   dataDir: string;
+  /** Which model's llama-server, in its pid record's name (pid-file.ts); absent: the model section's. */
+  instance?: string;
   /**
    * Start it as a router's child (child-mode.ts): LLAMA_SERVER_ROUTER_PORT set and stdin a pipe
    * we hold. Harmless to a build without it, which ignores both.
@@ -127,7 +129,7 @@ export function spawnServer(req: SpawnRequest): Spawned | LaunchFailure {
   spawned.drained = Promise.all([readLines(child.stdout, onLine), readLines(child.stderr, onLine)]).then(
     () => {},
   );
-  recordChild(req.dataDir, spawned);
+  recordChild(req.dataDir, spawned, req.instance);
   return spawned;
 }
 
@@ -135,10 +137,10 @@ export function spawnServer(req: SpawnRequest): Spawned | LaunchFailure {
  * The pid record for the reaper (pid-file.ts). Written right after spawn and again once ready
  * (a wrapper that exec'd the real binary has a new command line by then).
  */
-export function recordChild(dataDir: string, spawned: Spawned): void {
+export function recordChild(dataDir: string, spawned: Spawned, instance?: string): void {
   try {
     const { child, port, binary, argv } = spawned;
-    writePidRecord(dataDir, { pid: child.pid, port, binary, argv });
+    writePidRecord(dataDir, { pid: child.pid, port, binary, argv }, instance);
   } catch (err) {
     logger.warn(`could not record llama-server's pid: ${(err as Error).message}`);
   }
@@ -295,10 +297,10 @@ export async function launchOnce(req: SpawnRequest, wait: HealthWait): Promise<S
   const failure = (await waitUntilHealthy(spawned, wait)) ?? (await verifyOwnKey(spawned));
   if (failure) {
     if (!spawned.exit) await stopChild(spawned.child, 0);
-    removePidRecord(req.dataDir);
+    removePidRecord(req.dataDir, req.instance);
     return failure;
   }
-  recordChild(req.dataDir, spawned);
+  recordChild(req.dataDir, spawned, req.instance);
   return spawned;
 }
 

@@ -75,7 +75,7 @@ export class Launcher {
         const skipped = this.rpc.afterReady(outcome.tail.last());
         if (skipped) {
           await stopChild(outcome.child, 0);
-          removePidRecord(request.dataDir);
+          removePidRecord(request.dataDir, request.instance);
           throw skipped;
         }
         emit({ phase: "ready" });
@@ -111,7 +111,13 @@ export class Launcher {
     this.plan = plan;
     this.rpc.begin(plan.rpc_workers);
     const dataDir = this.options.dataDir();
-    this.log ??= new RotatingLog(join(dataDir, "logs"), settings.logMaxBytes, settings.logFiles);
+    const instance = this.options.instance;
+    this.log ??= new RotatingLog(
+      join(dataDir, "logs"),
+      settings.logMaxBytes,
+      settings.logFiles,
+      instance ? `llama-server-${instance}.log` : undefined,
+    );
     const env = this.options.env ?? process.env;
     // argv is rendered here, once, in the flags this build takes (load-mode.ts).
     const argv = renderArgv(plan, await dialectFor(found.path, plan, env, this.options.loadMode));
@@ -123,6 +129,7 @@ export class Launcher {
       env,
       spawner: this.options.spawner ?? bunSpawner,
       dataDir,
+      ...(instance ? { instance } : {}),
       childMode: speaksKnown !== false,
       onLine: (line: string) => {
         this.tail.push(line);

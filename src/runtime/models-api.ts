@@ -13,6 +13,11 @@ import type { LlamaProvider } from "./endpoint.ts";
  * alone.
  */
 export interface ModelsApi {
+  /**
+   * A chat's (or an embed's) signal on this model: aborted `cancelled` also when a forced unload
+   * ends it (docs/protocol.md#modelsunload). Call `done()` once the chat has ended.
+   */
+  chatSignal(model: ModelChoice, signal: AbortSignal): { signal: AbortSignal; done(): void };
   /** The provider a chat on this model leases slots from (its load begun or joined on acquire). */
   provider(model: ModelChoice): LlamaProvider;
   /**

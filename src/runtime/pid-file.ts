@@ -42,20 +42,29 @@ export function runDir(dataDir: string): string {
   return join(dataDir, "run");
 }
 
-export function pidFilePath(dataDir: string, ownerPid = process.pid): string {
-  return join(runDir(dataDir), `llama-server-${ownerPid}.json`);
+/**
+ * One record per llama-server this core runs: the model section's keeps today's name, another
+ * model's (several models, docs/supervisor.md) is suffixed by its `instance` name.
+ */
+export function pidFilePath(dataDir: string, ownerPid = process.pid, instance?: string): string {
+  return join(runDir(dataDir), `llama-server-${ownerPid}${instance ? `-${instance}` : ""}.json`);
 }
 
 function mcpDir(dataDir: string): string {
   return join(runDir(dataDir), "mcp");
 }
 
-export function writePidRecord(dataDir: string, child: Launched & { port: number }): PidRecord | null {
-  return writeRecord(dataDir, ["run"], pidFilePath(dataDir), { kind: "llama-server", ...child });
+export function writePidRecord(
+  dataDir: string,
+  child: Launched & { port: number },
+  instance?: string,
+): PidRecord | null {
+  const file = pidFilePath(dataDir, process.pid, instance);
+  return writeRecord(dataDir, ["run"], file, { kind: "llama-server", ...child });
 }
 
-export function removePidRecord(dataDir: string): void {
-  rmSync(pidFilePath(dataDir), { force: true });
+export function removePidRecord(dataDir: string, instance?: string): void {
+  rmSync(pidFilePath(dataDir, process.pid, instance), { force: true });
 }
 
 /**
@@ -140,7 +149,9 @@ export async function reapLeftover(dataDir: string, options: ReapOptions): Promi
   };
   const files: { file: string; kind: ChildKind }[] = [];
   if (options.configured["llama-server"])
-    for (const name of listDir(runDir(dataDir)).filter((n) => /^llama-server-\d+\.json$/.test(n)))
+    for (const name of listDir(runDir(dataDir)).filter((n) =>
+      /^llama-server-\d+(-[A-Za-z0-9._-]+)?\.json$/.test(n),
+    ))
       files.push({ file: join(runDir(dataDir), name), kind: "llama-server" });
   if (options.configured.mcp)
     for (const name of listDir(mcpDir(dataDir)).filter((n) => /^\d+-\d+\.json$/.test(n)))

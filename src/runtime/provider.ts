@@ -1,19 +1,28 @@
 import type { Config } from "../config/schema.ts";
 import { defaultPlanDeps } from "../models/local-plan-deps.ts";
-import { planLaunch } from "../plan/launch.ts";
+import { type LaunchPlan, planLaunch } from "../plan/launch.ts";
 import { findLlamaServer } from "./find-binary.ts";
 import { Supervisor } from "./supervisor.ts";
+
+/** One model of several (docs/supervisor.md "Scheduling several models"): its files' name and plan. */
+export interface SupervisorFor {
+  /** Suffixes its log and pid record (supervisor-options.ts); absent: the model section's names. */
+  instance?: string;
+  /** Its launch plan; absent: the config's model planned on this machine. */
+  plan?: () => Promise<LaunchPlan>;
+}
 
 /**
  * The supervisor wired to the config. `config` is read at each launch, not now: the core
  * creates the supervisor before it knows whether a config can be loaded.
  */
-export function createSupervisor(config: () => Config): Supervisor {
+export function createSupervisor(config: () => Config, model: SupervisorFor = {}): Supervisor {
   const llama = () => config().llama;
   return new Supervisor({
     findBinary: () => findLlamaServer(config()),
-    plan: () => planLaunch(config(), defaultPlanDeps),
+    plan: model.plan ?? (() => planLaunch(config(), defaultPlanDeps)),
     dataDir: () => config().app.data_dir,
+    ...(model.instance ? { instance: model.instance } : {}),
     settings: () => {
       const l = llama();
       return {

@@ -6,7 +6,13 @@ import { type AdmissionDeps, admit } from "./admission.ts";
 import type { AcquireOptions } from "./endpoint.ts";
 import type { DeviceBytes, HeldModel } from "./memory-fit.ts";
 import { type ModelLease, modelLease } from "./model-lease.ts";
-import { realTimers, type SchedulerOptions, type SchedulerProgress, type Timers } from "./model-runtime.ts";
+import {
+  type ModelRuntime,
+  realTimers,
+  type SchedulerOptions,
+  type SchedulerProgress,
+  type Timers,
+} from "./model-runtime.ts";
 import { heldBy, type Live, type LoadJob, type ModelState, modelCell } from "./model-state.ts";
 import { Room } from "./room.ts";
 import { modelBusy, notLoaded, schedulerClosed, unloadedWhileWaiting } from "./scheduler-errors.ts";
@@ -150,6 +156,21 @@ export class Scheduler {
   loaded(model: string): Live | undefined {
     const s = this.entries.get(model)?.cell.get();
     return s?.kind === "loaded" ? s.live : undefined;
+  }
+
+  /** The model's runtime while it loads or serves (its snapshot for status, its slots). */
+  runtimeOf(model: string): ModelRuntime | undefined {
+    const s = this.entries.get(model)?.cell.get();
+    if (s?.kind === "loaded") return s.live.runtime;
+    return s?.kind === "loading" ? s.job.runtime : undefined;
+  }
+
+  /**
+   * What the other models hold now, per device, by their plans: a plan made from the memory
+   * available now adds it back, so it is not counted twice (model-runtime.ts, plannedBytes).
+   */
+  heldByOthers(model: string): DeviceBytes[] {
+    return this.held(model).map((h) => h.bytes);
   }
 
   private entry(name: string): Entry {

@@ -21,6 +21,12 @@ export interface SupervisorOptions {
   /** The planner's launch plan; its argv is rendered at each spawn. */
   plan: () => Promise<LaunchPlan>;
   dataDir: () => string;
+  /**
+   * Which model this supervisor serves when the core runs several (docs/supervisor.md "Scheduling
+   * several models"): its log and pid record are suffixed by it. Absent: the model section's,
+   * under today's names.
+   */
+  instance?: string;
   settings: () => SupervisorSettings;
   /** Slots before any plan exists (initialize may ask before the first start); never throws: `status` reads it. */
   fallbackSlots?: () => number;

@@ -355,7 +355,7 @@ export class Supervisor implements LlamaProvider {
   /** The serving child exited: expected while stopping or closing, a crash while ready. */
   private onExit(running: Running, exit: Exit): void {
     running.sleep.dispose();
-    removePidRecord(this.options.dataDir());
+    removePidRecord(this.options.dataDir(), this.options.instance);
     this.rpc.ended();
     const s = this.state.get();
     if (s.kind !== "ready" || s.running !== running) return;
@@ -387,6 +387,6 @@ export class Supervisor implements LlamaProvider {
       logger.warn(`stopping llama-server (pid ${running.child.pid}): ${(err as Error).message}`);
       await stopChild(running.child, 0);
     }
-    removePidRecord(this.options.dataDir());
+    removePidRecord(this.options.dataDir(), this.options.instance);
   }
 }

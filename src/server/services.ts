@@ -6,9 +6,11 @@ import { METHODS } from "../methods/index.ts";
 import type { Services } from "../methods/services.ts";
 import type { PullDeps } from "../models/pull.ts";
 import type { LlamaProvider } from "../runtime/endpoint.ts";
+import type { ModelsApi } from "../runtime/models-api.ts";
 import { KeyedMutex } from "../store/keyed-mutex.ts";
 import type { Store } from "../store/store.ts";
 import { logger, logUnexpected, setLogLevel } from "../util/logger.ts";
+import type { SeveralModels } from "./several-models.ts";
 
 export interface ServicesOptions {
   /** As given on the command line (default config.yaml), resolved against cwd. */
@@ -34,6 +36,7 @@ export class CoreServices implements Services {
   private database: Store | undefined;
   private reuse: PromptReuse | undefined;
   private kvDisk: KvDisk | null | undefined;
+  private several: SeveralModels | undefined;
   private readonly stoppers: { name: string; stop: () => Promise<void> }[] = [];
   private stopping: Promise<void> | undefined;
   private prepared = false;
@@ -83,6 +86,12 @@ export class CoreServices implements Services {
 
   llama(): LlamaProvider {
     if (!this.provider) {
+      // Several models: the model section is one of the scheduler's (docs/models.md).
+      const several = this.severalIfConfigured();
+      if (several) {
+        this.provider = several.provider({ kind: "path", name: "default" });
+        return this.provider;
+      }
       const config = () => this.config();
       const make =
         this.options.llama ??
@@ -154,42 +163,83 @@ export class CoreServices implements Services {
     return this.database;
   }
 
-  promptReuse(): PromptReuse {
+  promptReuse(model?: string): PromptReuse {
+    const several = this.severalIfConfigured();
+    if (several) return several.promptReuse(model ?? "default");
     if (!this.reuse) {
       // The provider and the store first: services stop in reverse, so the last saves go before
       // llama-server stops and while the store can still say the session is there to keep.
-      const provider = this.llama();
-      try {
-        this.store();
-      } catch {
-        // No store: `stored` below answers false, and nothing is kept.
-      }
-      const { llama } = this.config();
-      const { PromptReuse } = require("../agent/kv/reuse.ts") as typeof import("../agent/kv/reuse.ts");
-      const reuse = new PromptReuse({
-        llama,
-        disk: this.disk(),
-        slots: () => provider.slots(),
-        awake: () => {
-          const s = provider.snapshot?.();
-          return !s || (s.state === "ready" && s.sleep === "awake");
-        },
-        cacheRamBytes: () => provider.snapshot?.().cacheRamBytes ?? null,
-        // A store that fails to answer keeps nothing: an erased session must not come back.
-        stored: (u, s) => {
-          try {
-            return this.store().conversations.session(u, s) !== undefined;
-          } catch {
-            return false;
-          }
-        },
-      });
+      const reuse = this.makeReuse(this.llama());
       this.reuse = this.stopAtShutdown("prompt reuse", reuse, () => reuse.stop());
     }
     return this.reuse;
   }
 
+  /**
+   * Several models (docs/models.md, "Several models"), only for a config with `models` entries:
+   * without, undefined, and the model section is served through `llama()` as before.
+   */
+  models(options?: { create: boolean }): ModelsApi | undefined {
+    if (options?.create === false) return this.several;
+    return this.severalIfConfigured();
+  }
+
+  private severalIfConfigured(): SeveralModels | undefined {
+    if (this.several || this.options.llama) return this.several;
+    let config: Config;
+    try {
+      config = this.config();
+    } catch {
+      return undefined; // the request that asked reports the config itself
+    }
+    if (config.models.length === 0) return undefined;
+    try {
+      this.store();
+    } catch {
+      // No store: each model's reuse keeps nothing, as with one model.
+    }
+    const { SeveralModels } = require("./several-models.ts") as typeof import("./several-models.ts");
+    const { planInputs } = require("../plan/launch.ts") as typeof import("../plan/launch.ts");
+    const several = new SeveralModels({
+      config: () => this.config(),
+      reuse: (_model, provider) => this.makeReuse(provider),
+      plan: (config, deps) => planInputs(config, deps),
+    });
+    this.several = this.stopAtShutdown("models", several, () => several.stop());
+    return several;
+  }
+
+  /** One server's prompt reuse (docs/agent.md#prompt-reuse), over the KV disk and the store. */
+  private makeReuse(provider: LlamaProvider): PromptReuse {
+    try {
+      this.store();
+    } catch {
+      // No store: `stored` below answers false, and nothing is kept.
+    }
+    const { llama } = this.config();
+    const { PromptReuse } = require("../agent/kv/reuse.ts") as typeof import("../agent/kv/reuse.ts");
+    return new PromptReuse({
+      llama,
+      disk: this.disk(),
+      slots: () => provider.slots(),
+      awake: () => {
+        const s = provider.snapshot?.();
+        return !s || (s.state === "ready" && s.sleep === "awake");
+      },
+      cacheRamBytes: () => provider.snapshot?.().cacheRamBytes ?? null,
+      // A store that fails to answer keeps nothing: an erased session must not come back.
+      stored: (u, s) => {
+        try {
+          return this.store().conversations.session(u, s) !== undefined;
+        } catch {
+          return false;
+        }
+      },
+    });
+  }
+
   forgetKv(userId: string, sessionId?: string): void {
+    if (this.several?.forget(userId, sessionId)) return;
     if (this.reuse) {
       this.reuse.forget(userId, sessionId);
       return;

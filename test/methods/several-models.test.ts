@@ -11,7 +11,7 @@ import { startHarness } from "../fixtures/stdio-harness.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
 // Several models, the protocol's side (issue 28 part 1, docs/protocol.md#modelsload, #embed):
-// the params are checked, and a core that does not serve several models yet says so.
+// the params are checked; a core with models entries serves them, one without says so.
 const dir = tmpdir();
 afterAll(() => dir[Symbol.dispose]());
 writeFileSync(
@@ -62,28 +62,26 @@ describe("params refused before anything runs, naming the field", () => {
 
   test("a list at the limits is accepted as far as the params go", async () => {
     const res = await ask("embed", { input: [...Array(2047).fill("a"), "x".repeat(MB)] });
-    expect(res.data?.field).toBe("model");
-    expect(res.data?.reason).toBe("model_not_found");
+    // Past the params, the model is loaded: its file is missing here.
+    expect(res).toMatchObject({ type: "error", code: "model_missing" });
   });
 });
 
-describe("a core that serves the model section alone", () => {
+describe("a core with models entries serves them (its files missing here)", () => {
   test.each([
     ["models.load", { model: "big" }],
-    ["models.load", { model: "/m/other.gguf" }],
-    ["models.unload", { model: "vec", force: true }],
     ["embed", { input: "hello" }],
     ["embed", { input: ["a"], model: "vec" }],
     ["chat", { input: "hi", model: "big" }],
     ["chat", { input: "hi", agent: "writer" }],
-  ])("%s, case %#: model_not_found, naming default as what it has", async (method, params) => {
+  ])("%s, case %#: the model is loaded, and its missing file said", async (method, params) => {
     const res = await ask(method, params);
-    expect(res).toMatchObject({
-      type: "error",
-      code: "invalid_request",
-      data: { field: "model", reason: "model_not_found", available: ["default"] },
-    });
-    expect(res.message).toContain("not wired");
+    expect(res).toMatchObject({ type: "error", code: "model_missing" });
+  });
+
+  test("models.unload of a model not loaded: unloaded false", async () => {
+    const res = await ask("models.unload", { model: "vec", force: true });
+    expect(res.result).toEqual({ model: "vec", unloaded: false });
   });
 
   test("an unknown name → model_not_found with the configured names", async () => {
@@ -110,14 +108,13 @@ describe("a core that serves the model section alone", () => {
     }
   });
 
-  test("initialize: several models not announced; status lists every configured model", async () => {
+  test("initialize: several models announced; status lists every configured model", async () => {
     const h = startHarness({ cwd: dir.path });
     const init = await h.request({ id: 1, method: "initialize", params: {} });
-    expect(init.result.capabilities.models).toEqual({ multiple: false });
+    expect(init.result.capabilities.models).toEqual({ multiple: true });
     expect(init.result.capabilities.methods).toEqual(
       expect.arrayContaining(["models.load", "models.unload", "embed"]),
     );
-    // A request that loads the config first: status never loads it itself.
     await h.request({ id: 2, method: "models.unload", params: { model: "big" } });
     const status = await h.request({ id: 3, method: "status", params: {} });
     const parsed = statusResultSchema().parse(status.result);
@@ -128,6 +125,30 @@ describe("a core that serves the model section alone", () => {
       ["vec", "embedding", "unloaded", false],
     ]);
     expect(parsed.models![0]!.path).toBe(join(dir.path, "main.gguf"));
+    h.end();
+    await h.exit;
+  });
+});
+
+describe("a core without models entries serves the model section alone", () => {
+  test("any other model: model_not_found naming default; initialize says one model", async () => {
+    using d = tmpdir();
+    writeFileSync(join(d.path, "config.yaml"), "model: {path: ./main.gguf}\n");
+    const h = startHarness({ cwd: d.path });
+    const init = await h.request({ id: 1, method: "initialize", params: {} });
+    expect(init.result.capabilities.models).toEqual({ multiple: false });
+    for (const [id, method, params] of [
+      [2, "models.load", { model: "/m/other.gguf" }],
+      [3, "embed", { input: ["a"], model: "/m/vec.gguf" }],
+      [4, "chat", { input: "hi", model: "/m/other.gguf" }],
+    ] as const) {
+      const res = await h.request({ id, method, params }, 20_000);
+      expect(res).toMatchObject({
+        type: "error",
+        code: "invalid_request",
+        data: { field: "model", reason: "model_not_found", available: ["default"] },
+      });
+    }
     h.end();
     await h.exit;
   });

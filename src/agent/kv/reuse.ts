@@ -168,6 +168,17 @@ export class PromptReuse {
   }
 
   /**
+   * Before the scheduler unloads this model's server (docs/supervisor.md "Scheduling several
+   * models"): what changed is saved, within STOP_SAVE_MS; unlike `stop()`, reuse goes on.
+   */
+  async saveBeforeUnload(): Promise<void> {
+    if (this.quiet) clearTimeout(this.quiet);
+    const server = this.server;
+    if (!server || server.died.aborted || !this.deps.awake()) return;
+    await within(this.saveQuietly(server), STOP_SAVE_MS, undefined);
+  }
+
+  /**
    * A session (or, without one, every session of the user) erased: its records, its slots'
    * claim, its files, and whatever of it other sessions' records and files hold (memory notes).
    */

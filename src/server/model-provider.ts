@@ -1,0 +1,63 @@
+import type { AcquireOptions, LlamaLease, LlamaProvider } from "../runtime/endpoint.ts";
+import type { Scheduler } from "../runtime/scheduler.ts";
+import type { SupervisorSnapshot } from "../runtime/snapshot.ts";
+import type { StartProgress } from "../runtime/start-progress.ts";
+
+/**
+ * One model as a chat sees it when the core runs several (docs/supervisor.md "Scheduling several
+ * models"): the turn's provider, whose acquire is the scheduler's (the model loaded, room made or
+ * waited for, `waiting_for_memory` heard as progress). Its llama-server is the scheduler's to
+ * stop, so `stop()` here does nothing.
+ */
+export class ModelProvider implements LlamaProvider {
+  constructor(
+    private readonly scheduler: Scheduler,
+    readonly model: string,
+    /** Slots before its runtime exists (the config's `llama.parallel`, else one). */
+    private readonly fallbackSlots: () => number,
+  ) {}
+
+  acquire(
+    signal: AbortSignal,
+    onProgress?: (p: StartProgress) => void,
+    options?: AcquireOptions,
+  ): Promise<LlamaLease> {
+    // The scheduler's progress adds `waiting_for_memory`, which warmup_progress carries too.
+    const progress = onProgress as ((p: unknown) => void) | undefined;
+    return this.scheduler.acquire(this.model, signal, progress, options);
+  }
+
+  /** A start of the loaded model's server (a restart keeps its back-off); a load begins on acquire. */
+  prestart() {
+    return this.scheduler.runtimeOf(this.model)?.prestart();
+  }
+
+  slots(): number {
+    return this.scheduler.runtimeOf(this.model)?.slots() ?? this.fallbackSlots();
+  }
+
+  snapshot(): SupervisorSnapshot {
+    const runtime = this.scheduler.runtimeOf(this.model);
+    return runtime ? runtime.snapshot() : stoppedSnapshot(this.fallbackSlots());
+  }
+
+  async stop(): Promise<void> {}
+}
+
+/** What status reads of a model with no llama-server: as the supervisor's own before a start. */
+function stoppedSnapshot(slots: number): SupervisorSnapshot {
+  return {
+    state: "stopped",
+    pid: null,
+    startedAt: null,
+    readyAt: null,
+    lastError: null,
+    restartPending: false,
+    restarts: { used: 0, max: null, windowMs: null, nextAutomaticTryAt: null },
+    slots: { busy: 0, waiting: 0, total: slots },
+    sleep: "awake",
+    idleSleepMs: null,
+    model: { path: null, name: null, bytes: null, contextPerSlot: null, thinking: null },
+    cacheRamBytes: null,
+  };
+}

@@ -1,0 +1,103 @@
+import { createHash } from "node:crypto";
+import type { PromptReuse } from "../agent/kv/reuse.ts";
+import { configForModel } from "../config/model-entry.ts";
+import { DEFAULT_MODEL_NAME } from "../config/model-schema.ts";
+import type { Config } from "../config/schema.ts";
+import { defaultPlanDeps } from "../models/local-plan-deps.ts";
+import type { HardwareSnapshot } from "../plan/hardware.ts";
+import type { LaunchPlan, PlanDeps } from "../plan/launch.ts";
+import type { DevicePlan } from "../protocol/plan.ts";
+import type { DeviceBytes } from "../runtime/memory-fit.ts";
+import type { ModelFootprint, ModelRuntime } from "../runtime/model-runtime.ts";
+import { createSupervisor } from "../runtime/provider.ts";
+
+/**
+ * One model's runtime, made by the scheduler's factory (docs/supervisor.md "Scheduling several
+ * models"): today's supervisor over `configForModel`, its own log and pid record, its plan's bytes,
+ * and its prompt reuse's save before an unload.
+ */
+
+export interface RuntimeDeps {
+  config(): Config;
+  /** What the other models hold now per device, by their plans (the scheduler's view). */
+  heldByOthers(model: string): DeviceBytes[];
+  /** The model's prompt reuse, which outlives its runtimes (a model unloaded comes back). */
+  reuse(model: string): PromptReuse;
+  /** Plans a model (the chat planner, or the embedding one for a model of kind embedding). */
+  plan(
+    config: Config,
+    deps: PlanDeps,
+  ): Promise<{ plan: { devices: readonly DevicePlan[] }; launch: LaunchPlan }>;
+}
+
+/** A path or `hf:` reference a chat named (docs/models.md): planned with the model section's keys. */
+export function modelConfig(config: Config, name: string): Config {
+  return configForModel(config, name) ?? { ...config, model: { ...config.model, path: name } };
+}
+
+/**
+ * The name in its log's and pid record's file names: none for `default` (today's names), the
+ * configured name, or a digest for a path (which may hold any character).
+ */
+export function instanceOf(config: Config, name: string): string | undefined {
+  if (name === DEFAULT_MODEL_NAME) return undefined;
+  if (configForModel(config, name)) return name;
+  return `path-${createHash("sha256").update(name).digest("hex").slice(0, 12)}`;
+}
+
+/**
+ * The machine as it would be with none of the core's models loaded: the memory available now
+ * plus what the others' plans hold, so the scheduler, which counts them itself, does not count
+ * them twice. RPC devices are asked of their workers, which report their own.
+ */
+export function addBack(hw: HardwareSnapshot, held: readonly DeviceBytes[]): HardwareSnapshot {
+  let ram = hw.ram;
+  const gpus = hw.gpus.map((g) => ({ ...g }));
+  for (const bytes of held) {
+    for (const [device, n] of Object.entries(bytes)) {
+      if (device === "cpu" && ram.available_bytes !== null)
+        ram = { ...ram, available_bytes: Math.min(ram.total_bytes, ram.available_bytes + n) };
+      const gpu = /^gpu(\d+)$/.exec(device);
+      const g = gpu ? gpus[Number(gpu[1])] : undefined;
+      if (g) g.free_bytes = Math.min(g.total_bytes, g.free_bytes + n);
+    }
+  }
+  return { ...hw, ram, gpus };
+}
+
+export function makeModelRuntime(name: string, deps: RuntimeDeps): ModelRuntime {
+  const config = () => modelConfig(deps.config(), name);
+  const planDeps: PlanDeps = {
+    ...defaultPlanDeps,
+    probe: async () => addBack(await defaultPlanDeps.probe(), deps.heldByOthers(name)),
+  };
+  // The plan made for the scheduler's decision is the first launch's; a restart plans anew.
+  let planned: LaunchPlan | undefined;
+  const supervisor = createSupervisor(config, {
+    instance: instanceOf(deps.config(), name),
+    plan: async () => {
+      const launch = planned;
+      planned = undefined;
+      return launch ?? (await deps.plan(config(), planDeps)).launch;
+    },
+  });
+  return {
+    acquire: (signal, onProgress, options) => supervisor.acquire(signal, onProgress, options),
+    prestart: () => supervisor.prestart(),
+    slots: () => supervisor.slots(),
+    snapshot: () => supervisor.snapshot(),
+    stop: () => supervisor.stop(),
+    plannedBytes: async (): Promise<ModelFootprint> => {
+      const { plan, launch } = await deps.plan(config(), planDeps);
+      planned = launch;
+      const bytes: Record<string, number> = {};
+      const budget: Record<string, number> = {};
+      for (const d of plan.devices) {
+        if (d.usage.total > 0) bytes[d.id] = d.usage.total;
+        budget[d.id] = d.budget_bytes;
+      }
+      return { bytes, budget };
+    },
+    beforeUnload: () => deps.reuse(name).saveBeforeUnload(),
+  };
+}

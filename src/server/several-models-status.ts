@@ -1,0 +1,59 @@
+import type { ConfiguredModel } from "../config/model-entry.ts";
+import type { ModelState } from "../protocol/model-state.ts";
+import type { MemoryStatus, ModelStatus } from "../protocol/status.ts";
+import { residentBytes } from "../runtime/proc-memory.ts";
+import type { Scheduler } from "../runtime/scheduler.ts";
+import type { ModelRow } from "../runtime/scheduler-snapshot.ts";
+import type { SupervisorSnapshot } from "../runtime/snapshot.ts";
+
+/**
+ * Status's `models` and `memory` from the scheduler's snapshot (docs/protocol.md#status): the
+ * scheduler's states, each running model's own supervisor snapshot, and path and kind from the
+ * config. No I/O but `/proc` for resident memory, as status's `llama` object reads it.
+ */
+export function statusOf(
+  scheduler: Scheduler,
+  configured: readonly ConfiguredModel[],
+): { models: ModelStatus[]; memory: MemoryStatus[] } {
+  const snap = scheduler.snapshot();
+  const models = snap.models.map((row): ModelStatus => {
+    const conf = configured.find((m) => m.name === row.name);
+    const sup = scheduler.runtimeOf(row.name)?.snapshot();
+    return {
+      name: row.name,
+      path: conf?.path ?? sup?.model.path ?? row.name,
+      kind: conf?.kind ?? "chat",
+      state: stateOf(row, sup),
+      pid: row.pid,
+      pinned: row.pinned,
+      // Projectors are not planned yet (SPEC section 17): no model reads images.
+      vision: false,
+      memory_bytes: row.memory_bytes,
+      rss_bytes: row.pid === null ? null : residentBytes(row.pid),
+      slots: row.slots ?? { busy: 0, waiting: 0, total: null },
+      last_used_at: row.last_used_at === null ? null : new Date(row.last_used_at).toISOString(),
+    };
+  });
+  const memory = snap.memory.map((m) => ({
+    device: m.device,
+    budget_bytes: m.budget_bytes ?? 0,
+    planned_bytes: m.planned_bytes,
+  }));
+  return { models, memory };
+}
+
+/** The scheduler's state, with its llama-server's own while it holds one (sleeping, restarting). */
+function stateOf(row: ModelRow, sup: SupervisorSnapshot | undefined): ModelState {
+  switch (row.state) {
+    case "loading":
+      return "starting";
+    case "failed":
+      return "failed";
+    case "unloaded":
+    case "unloading":
+      return "unloaded";
+    default:
+      if (!sup || sup.state === "ready") return sup?.sleep === "asleep" ? "sleeping" : "ready";
+      return sup.state === "starting" ? "restarting" : sup.lastError ? "failed" : "restarting";
+  }
+}

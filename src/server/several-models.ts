@@ -1,0 +1,159 @@
+import type { PromptReuse } from "../agent/kv/reuse.ts";
+import type { ModelChoice } from "../config/choose-model.ts";
+import { configuredModels } from "../config/model-entry.ts";
+import type { Config } from "../config/schema.ts";
+import { EmbedError } from "../llama/embed-error.ts";
+import { embed } from "../llama/embeddings.ts";
+import type { EmbedResult } from "../protocol/embed.ts";
+import { CoreError, cancelledError } from "../protocol/errors.ts";
+import type { ModelsLoadResult } from "../protocol/models-load.ts";
+import type { ModelsUnloadResult } from "../protocol/models-unload.ts";
+import type { MemoryStatus, ModelStatus } from "../protocol/status.ts";
+import type { WarmupProgress } from "../protocol/warmup-progress.ts";
+import type { ModelsApi } from "../runtime/models-api.ts";
+import { Scheduler } from "../runtime/scheduler.ts";
+import { logUnexpected } from "../util/logger.ts";
+import { ModelProvider } from "./model-provider.ts";
+import { makeModelRuntime, type RuntimeDeps } from "./model-runtime.ts";
+import { statusOf } from "./several-models-status.ts";
+
+export interface SeveralModelsDeps {
+  config(): Config;
+  /** The model's prompt reuse's edges the composition root owns (the KV disk, the store). */
+  reuse(model: string, provider: ModelProvider): PromptReuse;
+  plan: RuntimeDeps["plan"];
+}
+
+/**
+ * Several models served at once (SPEC section 15; docs/models.md "Several models"): the
+ * scheduler over one runtime per model, each chat's provider and prompt reuse by model, and the
+ * methods' `models.load`, `models.unload`, `embed` and status rows. Made by the composition root
+ * only for a config with `models` entries.
+ */
+export class SeveralModels implements ModelsApi {
+  readonly scheduler: Scheduler;
+  private readonly providers = new Map<string, ModelProvider>();
+  private readonly reuses = new Map<string, PromptReuse>();
+  /** The chats (and embeds) on each model, so a forced unload ends them `cancelled`. */
+  private readonly chats = new Map<string, Set<AbortController>>();
+
+  constructor(private readonly deps: SeveralModelsDeps) {
+    const llama = () => deps.config().llama;
+    this.scheduler = new Scheduler({
+      runtime: (name) =>
+        makeModelRuntime(name, {
+          config: deps.config,
+          heldByOthers: (m) => this.scheduler.heldByOthers(m),
+          reuse: (m) => this.promptReuse(m),
+          plan: deps.plan,
+        }),
+      settings: () => ({
+        loadWaitMs: llama().load_wait_s * 1000,
+        idleUnloadMs: llama().idle_unload_s * 1000,
+      }),
+      configured: () => configuredModels(deps.config()).map((m) => ({ name: m.name, pinned: m.pin })),
+      cancelChats: (model) => {
+        for (const c of this.chats.get(model) ?? []) c.abort(cancelledError(`model "${model}" was unloaded`));
+      },
+    });
+  }
+
+  provider(model: ModelChoice): ModelProvider {
+    let p = this.providers.get(model.name);
+    if (!p) {
+      p = new ModelProvider(this.scheduler, model.name, () => {
+        const parallel = this.deps.config().llama.parallel;
+        return typeof parallel === "number" ? parallel : 1;
+      });
+      this.providers.set(model.name, p);
+    }
+    return p;
+  }
+
+  /** The model's prompt reuse: one per model, kept across its unloads (its records, its saves). */
+  promptReuse(model: string): PromptReuse {
+    let r = this.reuses.get(model);
+    if (!r) {
+      r = this.deps.reuse(model, this.provider({ kind: "path", name: model }));
+      this.reuses.set(model, r);
+    }
+    return r;
+  }
+
+  /** A session's (or user's) KV state erased from every model's reuse; false when none was made. */
+  forget(userId: string, sessionId?: string): boolean {
+    for (const r of this.reuses.values()) r.forget(userId, sessionId);
+    return this.reuses.size > 0;
+  }
+
+  /** A chat's signal that a forced unload of its model also aborts; `done()` when it ends. */
+  chatSignal(model: ModelChoice, signal: AbortSignal): { signal: AbortSignal; done(): void } {
+    const c = new AbortController();
+    const set = this.chats.get(model.name) ?? new Set();
+    set.add(c);
+    this.chats.set(model.name, set);
+    return { signal: AbortSignal.any([signal, c.signal]), done: () => set.delete(c) };
+  }
+
+  async load(
+    model: ModelChoice,
+    options: { pin: boolean | undefined; signal: AbortSignal; onProgress(p: WarmupProgress): void },
+  ): Promise<ModelsLoadResult> {
+    const r = await this.scheduler.load(model.name, {
+      ...(options.pin === undefined ? {} : { pin: options.pin }),
+      signal: options.signal,
+      onProgress: (p) => options.onProgress(p as WarmupProgress),
+    });
+    return { model: r.model, state: "ready", memory_bytes: r.memory_bytes };
+  }
+
+  async unload(model: ModelChoice, options: { force: boolean }): Promise<ModelsUnloadResult> {
+    const s = this.scheduler.snapshot().models.find((m) => m.name === model.name)?.state;
+    if (s === undefined || s === "unloaded" || s === "failed") return { model: model.name, unloaded: false };
+    await this.scheduler.unload(model.name, { force: options.force });
+    return { model: model.name, unloaded: true };
+  }
+
+  async embed(model: ModelChoice, input: string[], signal: AbortSignal): Promise<Omit<EmbedResult, "model">> {
+    const watch = this.chatSignal(model, signal);
+    const lease = await this.scheduler.acquire(model.name, watch.signal);
+    try {
+      const out = await embed(lease, input, { signal: watch.signal });
+      return {
+        dimensions: out.embeddings[0]?.length ?? 1,
+        embeddings: out.embeddings,
+        usage: { prompt_tokens: out.promptTokens },
+      };
+    } catch (err) {
+      throw err instanceof EmbedError ? embedRefusal(err) : err;
+    } finally {
+      lease.release();
+      watch.done();
+    }
+  }
+
+  status(): { models: ModelStatus[]; memory: MemoryStatus[] } {
+    return statusOf(this.scheduler, configuredModels(this.deps.config()));
+  }
+
+  loadedPaths(): string[] {
+    const names = this.scheduler.snapshot().models.map((m) => m.name);
+    const paths = names.map((n) => this.scheduler.runtimeOf(n)?.snapshot().model.path);
+    return paths.filter((p): p is string => typeof p === "string");
+  }
+
+  /** Shutdown: each model's sessions saved while its server still runs, then every server stopped. */
+  async stop(): Promise<void> {
+    for (const [name, reuse] of this.reuses)
+      await reuse.stop().catch((err) => logUnexpected(`saving model ${name}'s sessions failed`, err));
+    await this.scheduler.stop();
+  }
+}
+
+/** An input the server refuses, named by its place (docs/protocol.md#embed; recording 114). */
+function embedRefusal(err: EmbedError): CoreError {
+  if (err.kind === "not_supported")
+    return new CoreError("invalid_request", `model: ${err.message}`, { field: "model" });
+  const field = err.data.index === undefined ? "input" : `input.${err.data.index}`;
+  return new CoreError("invalid_request", `${field}: ${err.message}`, { field, ...err.data });
+}
