@@ -1,0 +1,68 @@
+import { describe, expect, test } from "bun:test";
+import { copyFileSync, readdirSync } from "node:fs";
+import { join } from "node:path";
+import { spawnCore } from "../fixtures/core-process.ts";
+import { alive, waitUntil, writeStack } from "../fixtures/stack.ts";
+import { tmpdir } from "../fixtures/tmpdir.ts";
+
+// Several models' faults from the compiled binary against the stand-in (SPEC section 15, issue
+// 28): a busy model's unload, a crash of one model's llama-server, a model that fails to start,
+// an unknown or unloaded model's unload.
+
+const words = Array.from({ length: 200 }, (_, i) => `w${i}`).join(" ");
+
+/** A stack with a second model, `second`, a copy of the default's GGUF. */
+function twoModels(dir: string, options: Parameters<typeof writeStack>[1] = {}, entry = "") {
+  const stack = writeStack(dir, {
+    ...options,
+    extraYaml: `models:\n  - {name: second, path: ./second.gguf, context: 1024${entry}}\n${options.extraYaml ?? ""}`,
+  });
+  const first = readdirSync(dir).find((f) => f.endsWith(".gguf")) as string;
+  copyFileSync(join(dir, first), join(dir, "second.gguf"));
+  return stack;
+}
+
+type Core = ReturnType<typeof spawnCore>;
+
+async function rows(core: Core): Promise<Record<string, any>> {
+  const status = (await core.request({ id: `s${core.messages.length}`, method: "status" })).result;
+  return Object.fromEntries(status.models.map((m: any) => [m.name, m]));
+}
+
+describe.skipIf(process.platform === "win32")("several models' faults (compiled core)", () => {
+  test("an unload while a chat streams is refused model_busy; force ends the chat cancelled and unloads", async () => {
+    await using dir = tmpdir();
+    const stack = twoModels(dir.path, { script: [{ content: words, chunk_delay_ms: 50 }] });
+    await using core = spawnCore({ cwd: dir.path, env: stack.env });
+    core.send({ id: "c", method: "chat", params: { input: "talk", model: "second" } });
+    await core.waitFor((ms) => ms.some((m) => m.id === "c" && m.event === "llm_chunk"), 20_000);
+    const pid = (await rows(core)).second.pid as number;
+
+    const refused = await core.request({ id: "u1", method: "models.unload", params: { model: "second" } });
+    expect(refused).toMatchObject({ type: "error", code: "invalid_request", data: { reason: "model_busy" } });
+    expect(core.terminal("c")).toBeUndefined();
+    expect(alive(pid)).toBe(true);
+
+    const forced = await core.request(
+      { id: "u2", method: "models.unload", params: { model: "second", force: true } },
+      20_000,
+    );
+    expect(forced.result).toEqual({ model: "second", unloaded: true });
+    await core.waitFor(() => core.terminal("c") !== undefined, 10_000);
+    expect(core.terminal("c")).toMatchObject({ type: "error", code: "cancelled" });
+    expect(await waitUntil(() => !alive(pid), 10_000)).toBe(true);
+    expect((await rows(core)).second.state).toBe("unloaded");
+  }, 60_000);
+
+  test("models.unload of an unknown model is model_not_found; of an unloaded one, unloaded: false", async () => {
+    await using dir = tmpdir();
+    const stack = twoModels(dir.path);
+    await using core = spawnCore({ cwd: dir.path, env: stack.env });
+    const unknown = await core.request({ id: 1, method: "models.unload", params: { model: "nope" } });
+    expect(unknown).toMatchObject({ type: "error", code: "invalid_request", data: { reason: "model_not_found" } });
+    expect(unknown.data.available).toEqual(expect.arrayContaining(["default", "second"]));
+    const idle = await core.request({ id: 2, method: "models.unload", params: { model: "second" } });
+    expect(idle.result).toEqual({ model: "second", unloaded: false });
+    expect((await rows(core)).second.state).toBe("unloaded");
+  }, 30_000);
+});
