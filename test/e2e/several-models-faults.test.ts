@@ -1,15 +1,17 @@
 import { describe, expect, test } from "bun:test";
-import { copyFileSync, readdirSync } from "node:fs";
+import { copyFileSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { spawnCore } from "../fixtures/core-process.ts";
 import { alive, waitUntil, writeStack } from "../fixtures/stack.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
+import { killCoreAndTime, llamaChildren } from "./core-kill.ts";
 
 // Several models' faults from the compiled binary against the stand-in (SPEC section 15, issue
 // 28): a busy model's unload, a crash of one model's llama-server, a model that fails to start,
 // an unknown or unloaded model's unload.
 
 const words = Array.from({ length: 200 }, (_, i) => `w${i}`).join(" ");
+const STAND_IN = "llama-stand-in/main.ts";
 
 /** A stack with a second model, `second`, a copy of the default's GGUF. */
 function twoModels(dir: string, options: Parameters<typeof writeStack>[1] = {}, entry = "") {
@@ -59,10 +61,90 @@ describe.skipIf(process.platform === "win32")("several models' faults (compiled 
     const stack = twoModels(dir.path);
     await using core = spawnCore({ cwd: dir.path, env: stack.env });
     const unknown = await core.request({ id: 1, method: "models.unload", params: { model: "nope" } });
-    expect(unknown).toMatchObject({ type: "error", code: "invalid_request", data: { reason: "model_not_found" } });
+    expect(unknown).toMatchObject({
+      type: "error",
+      code: "invalid_request",
+      data: { reason: "model_not_found" },
+    });
     expect(unknown.data.available).toEqual(expect.arrayContaining(["default", "second"]));
     const idle = await core.request({ id: 2, method: "models.unload", params: { model: "second" } });
     expect(idle.result).toEqual({ model: "second", unloaded: false });
     expect((await rows(core)).second.state).toBe("unloaded");
+  }, 30_000);
+
+  test("a crash of one model's llama-server leaves the other's chat streaming; its next chat restarts it", async () => {
+    await using dir = tmpdir();
+    const some = words.split(" ").slice(0, 60).join(" ");
+    const stack = twoModels(dir.path, { script: [{ content: some, chunk_delay_ms: 25 }] });
+    await using core = spawnCore({ cwd: dir.path, env: stack.env });
+    expect(
+      (await core.request({ id: "l", method: "models.load", params: { model: "second" } }, 20_000)).result,
+    ).toMatchObject({ model: "second", state: "ready" });
+    core.send({ id: "c", method: "chat", params: { input: "talk" } });
+    await core.waitFor((ms) => ms.some((m) => m.id === "c" && m.event === "llm_chunk"), 20_000);
+    const before = await rows(core);
+    const crashed = before.second.pid as number;
+    process.kill(crashed, "SIGKILL");
+
+    await core.waitFor(() => core.terminal("c") !== undefined, 20_000);
+    expect(core.terminal("c")).toMatchObject({
+      type: "result",
+      result: { response: some, model: "default" },
+    });
+    const after = await rows(core);
+    expect(after.default.pid).toBe(before.default.pid);
+    expect(alive(before.default.pid)).toBe(true);
+
+    const again = await core.request(
+      { id: "c2", method: "chat", params: { input: "hi", model: "second" } },
+      30_000,
+    );
+    expect(again).toMatchObject({ type: "result", result: { response: some, model: "second" } });
+    const now = (await rows(core)).second;
+    expect(now.state).toBe("ready");
+    expect(now.pid).not.toBe(crashed);
+    expect(alive(now.pid)).toBe(true);
+  }, 60_000);
+
+  for (const [what, setup] of [
+    ["a file that is no GGUF", (dir: string) => writeFileSync(join(dir, "second.gguf"), "not a model")],
+    ["extra_args llama-server refuses", () => {}],
+  ] as const) {
+    test(`a model that fails to start (${what}): its chat gets one error, status says failed, the other serves`, async () => {
+      await using dir = tmpdir();
+      const refused = what.startsWith("extra") ? ", extra_args: [--no-such-flag]" : "";
+      const stack = twoModels(dir.path, { script: [] }, refused);
+      setup(dir.path);
+      await using core = spawnCore({ cwd: dir.path, env: stack.env });
+      const failed = await core.request(
+        { id: "c1", method: "chat", params: { input: "hi", model: "second" } },
+        30_000,
+      );
+      expect(failed.type).toBe("error");
+      expect(core.messages.filter((m) => m.id === "c1" && m.type !== "event")).toHaveLength(1);
+      expect((await rows(core)).second.state).toBe("failed");
+      const ok = await core.request({ id: "c2", method: "chat", params: { input: "hello" } }, 30_000);
+      expect(ok).toMatchObject({ type: "result", result: { model: "default", response: "You said: hello" } });
+      const status = await rows(core);
+      expect(status.second.state).toBe("failed");
+      expect(status.default.state).toBe("ready");
+    }, 60_000);
+  }
+
+  test("SIGKILL of the core with two models loaded leaves no llama-server (child mode)", async () => {
+    await using dir = tmpdir();
+    const stack = twoModels(dir.path);
+    const core = spawnCore({ cwd: dir.path, env: stack.env });
+    for (const model of ["default", "second"])
+      expect((await core.request({ id: model, method: "models.load", params: { model } }, 20_000)).type).toBe(
+        "result",
+      );
+    const servers = llamaChildren(core, STAND_IN);
+    expect(servers).toHaveLength(2);
+    try {
+      expect(await killCoreAndTime(core, servers, 2000)).not.toBeNull();
+    } finally {
+      for (const pid of servers) if (alive(pid)) process.kill(pid, "SIGKILL");
+    }
   }, 30_000);
 });
