@@ -196,6 +196,20 @@ describe("Scheduler: unload", () => {
     ]);
   });
 
+  test("a swap's save still finds the model's runtime: its prompt reuse asks it whether the server is up", async () => {
+    // The prompt reuse's save reads the model's provider, which reads runtimeOf (several-models.ts):
+    // while unloading, before its stop, the runtime is still there (issue 28: a swap saved nothing).
+    const seen: (string | undefined)[] = [];
+    const specs: Record<string, FakeSpec> = { a: { gib: 6 }, b: { gib: 6 } };
+    const { fleet, scheduler } = setup(specs);
+    (specs.a as FakeSpec).onSave = () => seen.push(scheduler.runtimeOf("a")?.snapshot().state);
+    (await scheduler.acquire("a", signal())).release();
+    (await scheduler.acquire("b", signal())).release();
+    expect(fleet.log).toEqual(["a.start", "a.save", "a.stop", "b.start"]);
+    expect(seen).toEqual(["ready"]);
+    expect(scheduler.runtimeOf("a")).toBeUndefined();
+  });
+
   test("a model loaded again after an unload gets a fresh runtime", async () => {
     const { fleet, scheduler } = setup({ a: { gib: 2 } });
     (await scheduler.acquire("a", signal())).release();
