@@ -17,7 +17,8 @@ const STAND_IN = "llama-stand-in/main.ts";
 function twoModels(dir: string, options: Parameters<typeof writeStack>[1] = {}, entry = "") {
   const stack = writeStack(dir, {
     ...options,
-    extraYaml: `models:\n  - {name: second, path: ./second.gguf, context: 1024${entry}}\n${options.extraYaml ?? ""}`,
+    // After the stack's `memory:` section: an indented line goes in it, as prompt-reuse.test.ts's does.
+    extraYaml: `${options.extraYaml ?? ""}\nmodels:\n  - {name: second, path: ./second.gguf, context: 1024${entry}}\n`,
   });
   const first = readdirSync(dir).find((f) => f.endsWith(".gguf")) as string;
   copyFileSync(join(dir, first), join(dir, "second.gguf"));
