@@ -1,7 +1,8 @@
 import { describe, expect, test } from "bun:test";
-import { copyFileSync, readdirSync, writeFileSync } from "node:fs";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { spawnCore } from "../fixtures/core-process.ts";
+import { copySecondModel, modelRows } from "../fixtures/several-models.ts";
 import { alive, waitUntil, writeStack } from "../fixtures/stack.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 import { killCoreAndTime, llamaChildren } from "./core-kill.ts";
@@ -20,16 +21,8 @@ function twoModels(dir: string, options: Parameters<typeof writeStack>[1] = {}, 
     // After the stack's `memory:` section: an indented line goes in it, as prompt-reuse.test.ts's does.
     extraYaml: `${options.extraYaml ?? ""}\nmodels:\n  - {name: second, path: ./second.gguf, context: 1024${entry}}\n`,
   });
-  const first = readdirSync(dir).find((f) => f.endsWith(".gguf")) as string;
-  copyFileSync(join(dir, first), join(dir, "second.gguf"));
+  copySecondModel(dir);
   return stack;
-}
-
-type Core = ReturnType<typeof spawnCore>;
-
-async function rows(core: Core): Promise<Record<string, any>> {
-  const status = (await core.request({ id: `s${core.messages.length}`, method: "status" })).result;
-  return Object.fromEntries(status.models.map((m: any) => [m.name, m]));
 }
 
 describe.skipIf(process.platform === "win32")("several models' faults (compiled core)", () => {
@@ -39,7 +32,7 @@ describe.skipIf(process.platform === "win32")("several models' faults (compiled 
     await using core = spawnCore({ cwd: dir.path, env: stack.env });
     core.send({ id: "c", method: "chat", params: { input: "talk", model: "second" } });
     await core.waitFor((ms) => ms.some((m) => m.id === "c" && m.event === "llm_chunk"), 20_000);
-    const pid = (await rows(core)).second.pid as number;
+    const pid = (await modelRows(core)).second.pid as number;
 
     const refused = await core.request({ id: "u1", method: "models.unload", params: { model: "second" } });
     expect(refused).toMatchObject({ type: "error", code: "invalid_request", data: { reason: "model_busy" } });
@@ -54,7 +47,7 @@ describe.skipIf(process.platform === "win32")("several models' faults (compiled 
     await core.waitFor(() => core.terminal("c") !== undefined, 10_000);
     expect(core.terminal("c")).toMatchObject({ type: "error", code: "cancelled" });
     expect(await waitUntil(() => !alive(pid), 10_000)).toBe(true);
-    expect((await rows(core)).second.state).toBe("unloaded");
+    expect((await modelRows(core)).second.state).toBe("unloaded");
   }, 60_000);
 
   test("models.unload of an unknown model is model_not_found; of an unloaded one, unloaded: false", async () => {
@@ -70,7 +63,7 @@ describe.skipIf(process.platform === "win32")("several models' faults (compiled 
     expect(unknown.data.available).toEqual(expect.arrayContaining(["default", "second"]));
     const idle = await core.request({ id: 2, method: "models.unload", params: { model: "second" } });
     expect(idle.result).toEqual({ model: "second", unloaded: false });
-    expect((await rows(core)).second.state).toBe("unloaded");
+    expect((await modelRows(core)).second.state).toBe("unloaded");
   }, 30_000);
 
   test("a crash of one model's llama-server leaves the other's chat streaming; its next chat restarts it", async () => {
@@ -83,7 +76,7 @@ describe.skipIf(process.platform === "win32")("several models' faults (compiled 
     ).toMatchObject({ model: "second", state: "ready" });
     core.send({ id: "c", method: "chat", params: { input: "talk" } });
     await core.waitFor((ms) => ms.some((m) => m.id === "c" && m.event === "llm_chunk"), 20_000);
-    const before = await rows(core);
+    const before = await modelRows(core);
     const crashed = before.second.pid as number;
     process.kill(crashed, "SIGKILL");
 
@@ -92,7 +85,7 @@ describe.skipIf(process.platform === "win32")("several models' faults (compiled 
       type: "result",
       result: { response: some, model: "default" },
     });
-    const after = await rows(core);
+    const after = await modelRows(core);
     expect(after.default.pid).toBe(before.default.pid);
     expect(alive(before.default.pid)).toBe(true);
 
@@ -101,7 +94,7 @@ describe.skipIf(process.platform === "win32")("several models' faults (compiled 
       30_000,
     );
     expect(again).toMatchObject({ type: "result", result: { response: some, model: "second" } });
-    const now = (await rows(core)).second;
+    const now = (await modelRows(core)).second;
     expect(now.state).toBe("ready");
     expect(now.pid).not.toBe(crashed);
     expect(alive(now.pid)).toBe(true);
@@ -123,10 +116,10 @@ describe.skipIf(process.platform === "win32")("several models' faults (compiled 
       );
       expect(failed.type).toBe("error");
       expect(core.messages.filter((m) => m.id === "c1" && m.type !== "event")).toHaveLength(1);
-      expect((await rows(core)).second.state).toBe("failed");
+      expect((await modelRows(core)).second.state).toBe("failed");
       const ok = await core.request({ id: "c2", method: "chat", params: { input: "hello" } }, 30_000);
       expect(ok).toMatchObject({ type: "result", result: { model: "default", response: "You said: hello" } });
-      const status = await rows(core);
+      const status = await modelRows(core);
       expect(status.second.state).toBe("failed");
       expect(status.default.state).toBe("ready");
     }, 60_000);

@@ -1,7 +1,8 @@
 import { describe, expect, test } from "bun:test";
-import { copyFileSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { spawnCore } from "../fixtures/core-process.ts";
+import { copySecondModel, modelRows, slotRestores } from "../fixtures/several-models.ts";
 import { alive, waitUntil, writeStack } from "../fixtures/stack.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
@@ -13,7 +14,6 @@ import { tmpdir } from "../fixtures/tmpdir.ts";
 // `llama.load_wait_s`.
 
 const RAM = 12_000_000;
-type Core = ReturnType<typeof spawnCore>;
 
 function onlyOneFits(dir: string, options: { script?: unknown[]; loadWaitS?: number } = {}) {
   const stack = writeStack(dir, {
@@ -27,8 +27,7 @@ function onlyOneFits(dir: string, options: { script?: unknown[]; loadWaitS?: num
       "  - {name: second, path: ./second.gguf, context: 1024}",
     ].join("\n"),
   });
-  const first = readdirSync(dir).find((f) => f.endsWith(".gguf")) as string;
-  copyFileSync(join(dir, first), join(dir, "second.gguf"));
+  copySecondModel(dir);
   if (options.loadWaitS !== undefined) {
     const yaml = readFileSync(join(dir, "config.yaml"), "utf8");
     writeFileSync(
@@ -38,21 +37,6 @@ function onlyOneFits(dir: string, options: { script?: unknown[]; loadWaitS?: num
   }
   return stack;
 }
-
-async function rows(core: Core): Promise<Record<string, any>> {
-  const status = (await core.request({ id: `s${core.messages.length}`, method: "status" })).result;
-  return Object.fromEntries(status.models.map((m: any) => [m.name, m]));
-}
-
-const restores = (dataDir: string) => {
-  try {
-    return (
-      readFileSync(join(dataDir, "logs", "llama-server.log"), "utf8").split("action = restore").length - 1
-    );
-  } catch {
-    return 0;
-  }
-};
 
 describe.skipIf(process.platform === "win32")("two models where one fits (compiled core)", () => {
   test("a swap unloads the idle model after saving its KV state; a chat back on it restores it", async () => {
@@ -68,10 +52,10 @@ describe.skipIf(process.platform === "win32")("two models where one fits (compil
       session_id: "s1",
       input: "Tell me about the sea and the waves and the tides.",
     });
-    const firstPid = (await rows(core)).default.pid as number;
+    const firstPid = (await modelRows(core)).default.pid as number;
     // At once, before the quiet save (2 s): only the swap's save can keep the session.
     await chat("b1", { session_id: "s2", input: "hello", model: "second" });
-    const swapped = await rows(core);
+    const swapped = await modelRows(core);
     expect(swapped.default.state).toBe("unloaded");
     expect(swapped.second.state).toBe("ready");
     expect(alive(firstPid)).toBe(false);
@@ -82,8 +66,8 @@ describe.skipIf(process.platform === "win32")("two models where one fits (compil
     const back = await chat("a2", { session_id: "s1", input: "And the moon?" });
     // Everything before the new message came back from the saved state, not processed again.
     expect(back.cached_tokens).toBeGreaterThan(first.prompt_tokens);
-    expect(restores(stack.dataDir)).toBe(1);
-    const now = await rows(core);
+    expect(slotRestores(stack.dataDir)).toBe(1);
+    const now = await modelRows(core);
     expect(now.default.state).toBe("ready");
     expect(now.second.state).toBe("unloaded");
   }, 60_000);
@@ -108,7 +92,7 @@ describe.skipIf(process.platform === "win32")("two models where one fits (compil
     await core.waitFor(() => core.terminal("b") !== undefined, 30_000);
     expect(core.terminal("a")).toMatchObject({ type: "result", result: { response: some } });
     expect(core.terminal("b")).toMatchObject({ type: "result", result: { model: "second", response: some } });
-    expect((await rows(core)).default.state).toBe("unloaded");
+    expect((await modelRows(core)).default.state).toBe("unloaded");
   }, 60_000);
 
   test("with llama.load_wait_s small, the waiting request fails model_plan_error naming the holder", async () => {
