@@ -287,6 +287,7 @@ export class Scheduler {
       for (const l of job.listeners) l(p);
     };
     try {
+      if (this.options.beforeLoad) await abortable(this.options.beforeLoad(), signal);
       const footprint = await abortable(runtime.plannedBytes(), signal);
       Object.assign(this.budget, footprint.budget);
       job.bytes = footprint.bytes;

@@ -15,7 +15,10 @@ import { tmpdir } from "../fixtures/tmpdir.ts";
 
 const RAM = 12_000_000;
 
-function onlyOneFits(dir: string, options: { script?: unknown[]; loadWaitS?: number } = {}) {
+function onlyOneFits(
+  dir: string,
+  options: { script?: unknown[]; loadWaitS?: number; pinnedPair?: boolean } = {},
+) {
   const stack = writeStack(dir, {
     tools: [],
     ...(options.script ? { script: options.script } : {}),
@@ -24,7 +27,9 @@ function onlyOneFits(dir: string, options: { script?: unknown[]; loadWaitS?: num
       "  top_k: 0",
       `hardware: {ram_bytes: ${RAM}, vram_bytes: 0}`,
       "models:",
-      "  - {name: second, path: ./second.gguf, context: 1024}",
+      options.pinnedPair
+        ? "  - {name: second, path: ./second.gguf, context: 1024, pin: true}\n  - {name: third, path: ./second.gguf, pin: true}"
+        : "  - {name: second, path: ./second.gguf, context: 1024}",
     ].join("\n"),
   });
   copySecondModel(dir);
@@ -112,4 +117,18 @@ describe.skipIf(process.platform === "win32")("two models where one fits (compil
     expect(await waitUntil(() => core.terminal("a") !== undefined, 20_000)).toBe(true);
     expect(core.terminal("a")).toMatchObject({ type: "result" });
   }, 60_000);
+
+  test("two pinned models that together exceed the budget: the first load is refused, naming them", async () => {
+    await using dir = tmpdir();
+    const stack = onlyOneFits(dir.path, { pinnedPair: true });
+    await using core = spawnCore({ cwd: dir.path, env: stack.env });
+    const r = await core.request({ id: "c", method: "chat", params: { input: "hi" } }, 20_000);
+    expect(r).toMatchObject({
+      type: "error",
+      code: "model_plan_error",
+      data: { models: ["second", "third"] },
+    });
+    expect(r.message).toContain("second, third");
+    expect(stack.recordedServers()).toEqual([]);
+  }, 30_000);
 });

@@ -2,8 +2,9 @@ import { describe, expect, test } from "bun:test";
 import { CoreError } from "../../src/protocol/errors.ts";
 import type { SchedulerProgress, SchedulerSettings } from "../../src/runtime/model-runtime.ts";
 import { Scheduler } from "../../src/runtime/scheduler.ts";
-import { FakeFleet, type FakeSpec } from "./helpers/fake-model-runtime.ts";
+import { FakeFleet, type FakeSpec, signal } from "./helpers/fake-model-runtime.ts";
 import { FakeTimers, settle } from "./helpers/fake-timers.ts";
+import { rejection } from "./helpers/harness.ts";
 
 const GIB = 1024 ** 3;
 
@@ -26,18 +27,6 @@ function setup(
   });
   const state = (name: string) => scheduler.snapshot().models.find((m) => m.name === name)?.state;
   return { fleet, timers, scheduler, cancelled, state };
-}
-
-const signal = () => new AbortController().signal;
-
-/** The error a promise rejects with (fails the test when it resolves). */
-async function rejection(p: Promise<unknown>): Promise<CoreError> {
-  try {
-    await p;
-  } catch (err) {
-    return err as CoreError;
-  }
-  throw new Error("expected a rejection");
 }
 
 describe("Scheduler: loads", () => {

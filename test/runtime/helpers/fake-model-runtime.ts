@@ -131,3 +131,6 @@ export class FakeFleet {
     return r;
   }
 }
+
+/** A signal nothing aborts. */
+export const signal = () => new AbortController().signal;
