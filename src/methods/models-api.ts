@@ -4,15 +4,16 @@ import type { ModelsApi } from "../runtime/models-api.ts";
 import type { Services } from "./services.ts";
 
 /**
- * Several models, for a method that needs them (docs/models.md, "Several models"): a core that
- * does not serve them yet answers as for a model it does not have, naming the one it has.
+ * Several models, for a method that needs them (docs/models.md, "Several models"): a config
+ * with no `models` entries serves the model section alone (services.ts makes no scheduler for
+ * it), so another model is answered as one it does not have, naming the one it has.
  */
 export function modelsApi(services: Services, model: string): ModelsApi {
   const api = services.models?.();
   if (api) return api;
   throw new CoreError(
     "invalid_request",
-    `model: this core serves the model section ('default') alone; several models ('${model}') are not wired in yet`,
+    `model: this config has no \`models\` entries, so it serves the model section ('default') alone; add one for '${model}'`,
     { field: "model", reason: "model_not_found", available: [DEFAULT_MODEL_NAME] },
   );
 }

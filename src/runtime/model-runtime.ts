@@ -71,5 +71,10 @@ export interface SchedulerOptions {
   configured: () => readonly { name: string; pinned: boolean }[];
   /** Ends the chats on `model` as `cancelled` (a forced unload). */
   cancelChats: (model: string) => void;
+  /**
+   * Awaited by every load before its plan: a rejection fails the load with its error (the
+   * pinned set over the budget, docs/models.md "Several models"). The caller memoizes it.
+   */
+  beforeLoad?: () => Promise<void>;
   timers?: Timers;
 }

@@ -34,8 +34,16 @@ export type ModelState =
   | { kind: "unloaded" }
   | { kind: "loading"; job: LoadJob }
   | { kind: "loaded"; live: Live }
-  /** Its bytes stay held until its llama-server has stopped. */
-  | { kind: "unloading"; bytes: DeviceBytes | undefined; done: Promise<void> }
+  /**
+   * Its bytes stay held until its llama-server has stopped; its runtime is still there meanwhile,
+   * since the KV save before the stop asks it (its prompt reuse reads the provider's snapshot).
+   */
+  | {
+      kind: "unloading";
+      bytes: DeviceBytes | undefined;
+      runtime: ModelRuntime | undefined;
+      done: Promise<void>;
+    }
   | { kind: "failed"; error: unknown };
 
 export type ModelStateKind = ModelState["kind"];

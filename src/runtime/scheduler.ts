@@ -158,11 +158,14 @@ export class Scheduler {
     return s?.kind === "loaded" ? s.live : undefined;
   }
 
-  /** The model's runtime while it loads or serves (its snapshot for status, its slots). */
+  /**
+   * The model's runtime while it loads, serves or stops (its snapshot for status, its slots; the
+   * KV save before an unload asks whether its server is up, docs/agent.md#prompt-reuse).
+   */
   runtimeOf(model: string): ModelRuntime | undefined {
     const s = this.entries.get(model)?.cell.get();
     if (s?.kind === "loaded") return s.live.runtime;
-    return s?.kind === "loading" ? s.job.runtime : undefined;
+    return s?.kind === "loading" ? s.job.runtime : s?.kind === "unloading" ? s.runtime : undefined;
   }
 
   /**
@@ -284,6 +287,7 @@ export class Scheduler {
       for (const l of job.listeners) l(p);
     };
     try {
+      if (this.options.beforeLoad) await abortable(this.options.beforeLoad(), signal);
       const footprint = await abortable(runtime.plannedBytes(), signal);
       Object.assign(this.budget, footprint.budget);
       job.bytes = footprint.bytes;
@@ -314,11 +318,10 @@ export class Scheduler {
   ): Promise<void> {
     this.timers.clearTimeout(e.idleTimer);
     const done = Promise.withResolvers<void>();
-    const bytes = heldBy(s);
-    const st: ModelState = { kind: "unloading", bytes, done: done.promise };
+    const runtime = s.kind === "loaded" ? s.live.runtime : s.job.runtime;
+    const st: ModelState = { kind: "unloading", bytes: heldBy(s), runtime, done: done.promise };
     if (!e.cell.swap(s, st)) return Promise.resolve();
     void (async () => {
-      const runtime = s.kind === "loaded" ? s.live.runtime : s.job.runtime;
       if (s.kind === "loading") {
         s.job.abort.abort(reason);
         await s.job.done.catch(() => {});

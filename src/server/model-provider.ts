@@ -27,9 +27,12 @@ export class ModelProvider implements LlamaProvider {
     return this.scheduler.acquire(this.model, signal, progress, options);
   }
 
-  /** A start of the loaded model's server (a restart keeps its back-off); a load begins on acquire. */
+  /**
+   * A start of the loaded model's server (a restart keeps its back-off); a load begins on acquire.
+   * Only a loaded one: a loading model's start waits for admission, a stopping one's is ending.
+   */
   prestart() {
-    return this.scheduler.runtimeOf(this.model)?.prestart();
+    return this.scheduler.loaded(this.model)?.runtime.prestart();
   }
 
   slots(): number {

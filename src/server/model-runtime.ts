@@ -65,12 +65,14 @@ export function addBack(hw: HardwareSnapshot, held: readonly DeviceBytes[]): Har
   return { ...hw, ram, gpus };
 }
 
+/** The core's plan edges, the machine probed as if `held` were not loaded (see `addBack`). */
+export function planDepsBeside(held: () => readonly DeviceBytes[]): PlanDeps {
+  return { ...defaultPlanDeps, probe: async () => addBack(await defaultPlanDeps.probe(), held()) };
+}
+
 export function makeModelRuntime(name: string, deps: RuntimeDeps): ModelRuntime {
   const config = () => modelConfig(deps.config(), name);
-  const planDeps: PlanDeps = {
-    ...defaultPlanDeps,
-    probe: async () => addBack(await defaultPlanDeps.probe(), deps.heldByOthers(name)),
-  };
+  const planDeps = planDepsBeside(() => deps.heldByOthers(name));
   // The plan made for the scheduler's decision is the first launch's; a restart plans anew.
   let planned: LaunchPlan | undefined;
   const supervisor = createSupervisor(config, {

@@ -4,17 +4,20 @@ import { configuredModels } from "../config/model-entry.ts";
 import type { Config } from "../config/schema.ts";
 import { EmbedError } from "../llama/embed-error.ts";
 import { embed } from "../llama/embeddings.ts";
+import { type PinnedSetProblem, pinnedSetMessage, pinnedSetProblem } from "../models/pinned-set.ts";
 import type { EmbedResult } from "../protocol/embed.ts";
 import { CoreError, cancelledError } from "../protocol/errors.ts";
 import type { ModelsLoadResult } from "../protocol/models-load.ts";
 import type { ModelsUnloadResult } from "../protocol/models-unload.ts";
 import type { MemoryStatus, ModelStatus } from "../protocol/status.ts";
 import type { WarmupProgress } from "../protocol/warmup-progress.ts";
+import type { DeviceBytes } from "../runtime/memory-fit.ts";
+import type { ModelRuntime } from "../runtime/model-runtime.ts";
 import type { ModelsApi } from "../runtime/models-api.ts";
 import { Scheduler } from "../runtime/scheduler.ts";
 import { logUnexpected } from "../util/logger.ts";
 import { ModelProvider } from "./model-provider.ts";
-import { makeModelRuntime, type RuntimeDeps } from "./model-runtime.ts";
+import { makeModelRuntime, planDepsBeside, type RuntimeDeps } from "./model-runtime.ts";
 import { statusOf } from "./several-models-status.ts";
 
 export interface SeveralModelsDeps {
@@ -22,6 +25,13 @@ export interface SeveralModelsDeps {
   /** The model's prompt reuse's edges the composition root owns (the KV disk, the store). */
   reuse(model: string, provider: ModelProvider): PromptReuse;
   plan: RuntimeDeps["plan"];
+  /**
+   * The pinned models' plans held together against the budget: by default `pinnedSetProblem`
+   * over the machine with what the loaded models hold added back, as each model's plan sees it.
+   */
+  pinnedProblem?: (config: Config, held: DeviceBytes[]) => Promise<PinnedSetProblem | null>;
+  /** One model's runtime; the real one unless a test hands in a fake. */
+  runtime?: (name: string) => ModelRuntime;
 }
 
 /**
@@ -37,16 +47,22 @@ export class SeveralModels implements ModelsApi {
   /** The chats (and embeds) on each model, so a forced unload ends them `cancelled`. */
   private readonly chats = new Map<string, Set<AbortController>>();
 
+  /** The pinned set's check, made once per config (docs/models.md "Several models"). */
+  private pinnedCheck: { config: Config; done: Promise<void> } | undefined;
+
   constructor(private readonly deps: SeveralModelsDeps) {
     const llama = () => deps.config().llama;
     this.scheduler = new Scheduler({
-      runtime: (name) =>
-        makeModelRuntime(name, {
-          config: deps.config,
-          heldByOthers: (m) => this.scheduler.heldByOthers(m),
-          reuse: (m) => this.promptReuse(m),
-          plan: deps.plan,
-        }),
+      runtime:
+        deps.runtime ??
+        ((name) =>
+          makeModelRuntime(name, {
+            config: deps.config,
+            heldByOthers: (m) => this.scheduler.heldByOthers(m),
+            reuse: (m) => this.promptReuse(m),
+            plan: deps.plan,
+          })),
+      beforeLoad: () => this.checkPinned(),
       settings: () => ({
         loadWaitMs: llama().load_wait_s * 1000,
         idleUnloadMs: llama().idle_unload_s * 1000,
@@ -56,6 +72,30 @@ export class SeveralModels implements ModelsApi {
         for (const c of this.chats.get(model) ?? []) c.abort(cancelledError(`model "${model}" was unloaded`));
       },
     });
+  }
+
+  /**
+   * Before a load: pinned models are never unloaded to make room, so a pinned set that alone
+   * exceeds the budget could never be loaded together; every load is refused `model_plan_error`
+   * naming them until the config changes (SPEC section 15; docs/models.md "Several models").
+   */
+  private checkPinned(): Promise<void> {
+    const config = this.deps.config();
+    if (this.pinnedCheck?.config !== config) {
+      const held = this.scheduler.heldByOthers("");
+      const check =
+        this.deps.pinnedProblem ??
+        ((c, h) =>
+          pinnedSetProblem(
+            c,
+            planDepsBeside(() => h),
+          ));
+      const done = check(config, held).then((problem) => {
+        if (problem) throw pinnedSetRefused(problem);
+      });
+      this.pinnedCheck = { config, done };
+    }
+    return this.pinnedCheck.done;
   }
 
   provider(model: ModelChoice): ModelProvider {
@@ -156,4 +196,12 @@ function embedRefusal(err: EmbedError): CoreError {
     return new CoreError("invalid_request", `model: ${err.message}`, { field: "model" });
   const field = err.data.index === undefined ? "input" : `input.${err.data.index}`;
   return new CoreError("invalid_request", `${field}: ${err.message}`, { field, ...err.data });
+}
+
+/** The pinned set over the budget, as doctor words it (src/models/pinned-set.ts). */
+function pinnedSetRefused(problem: PinnedSetProblem): CoreError {
+  return new CoreError("model_plan_error", `${pinnedSetMessage(problem)}; unpin one of them`, {
+    models: [...problem.models],
+    devices: problem.devices.map((d) => ({ ...d })),
+  });
 }

@@ -2,6 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { copyFileSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { spawnCore } from "../fixtures/core-process.ts";
+import { slotRestores } from "../fixtures/several-models.ts";
 import { waitUntil, writeStack } from "../fixtures/stack.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
@@ -18,17 +19,6 @@ const sidecar = (dataDir: string) => {
   return f
     ? (JSON.parse(readFileSync(join(dataDir, "kv", f), "utf8")) as { fingerprint: string })
     : undefined;
-};
-
-/** Slot actions the stand-ins logged (llama-server's log under data_dir/logs). */
-const restores = (dataDir: string) => {
-  try {
-    return (
-      readFileSync(join(dataDir, "logs", "llama-server.log"), "utf8").split("action = restore").length - 1
-    );
-  } catch {
-    return 0;
-  }
 };
 
 const kvFiles = (dataDir: string) => {
@@ -133,14 +123,14 @@ describe.skipIf(!onPosix)("prompt reuse through the compiled binary", () => {
     copyFileSync(model, join(dir.path, "other.gguf"));
     writeFileSync(config, first.replace(model, join(dir.path, "other.gguf")));
     const other = await turn("And the moon?");
-    expect(restores(stack.dataDir)).toBe(0);
+    expect(slotRestores(stack.dataDir)).toBe(0);
     expect(other.cached_tokens).toBe(0);
     const second = sidecar(stack.dataDir)?.fingerprint;
     expect(second).not.toBe(saved);
     // Another context per slot: dropped as well.
     writeFileSync(config, first.replace("context: 2048", "context: 1024"));
     await turn("And the stars?");
-    expect(restores(stack.dataDir)).toBe(0);
+    expect(slotRestores(stack.dataDir)).toBe(0);
     expect(sidecar(stack.dataDir)?.fingerprint).not.toBe(second);
   }, 60_000);
 
@@ -173,7 +163,7 @@ describe.skipIf(!onPosix)("prompt reuse through the compiled binary", () => {
     expect(readFileSync(join(stack.dataDir, "kv", kvFiles(stack.dataDir)[0] as string))).toEqual(whole);
     const after = await chat("And the stars?");
     // Restarted, and the first turn's state came back from the file the kill left alone.
-    expect(restores(stack.dataDir)).toBe(1);
+    expect(slotRestores(stack.dataDir)).toBe(1);
     expect(after.cached_tokens).toBeGreaterThan(0);
   }, 60_000);
 

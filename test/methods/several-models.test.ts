@@ -148,6 +148,8 @@ describe("a core without models entries serves the model section alone", () => {
         code: "invalid_request",
         data: { field: "model", reason: "model_not_found", available: ["default"] },
       });
+      // What is missing is a `models` entry in this config, not a feature of the core.
+      expect(res.message).toContain("no `models` entries");
     }
     h.end();
     await h.exit;

@@ -2,8 +2,9 @@ import { describe, expect, test } from "bun:test";
 import { CoreError } from "../../src/protocol/errors.ts";
 import type { SchedulerProgress, SchedulerSettings } from "../../src/runtime/model-runtime.ts";
 import { Scheduler } from "../../src/runtime/scheduler.ts";
-import { FakeFleet, type FakeSpec } from "./helpers/fake-model-runtime.ts";
+import { FakeFleet, type FakeSpec, signal } from "./helpers/fake-model-runtime.ts";
 import { FakeTimers, settle } from "./helpers/fake-timers.ts";
+import { rejection } from "./helpers/harness.ts";
 
 const GIB = 1024 ** 3;
 
@@ -26,18 +27,6 @@ function setup(
   });
   const state = (name: string) => scheduler.snapshot().models.find((m) => m.name === name)?.state;
   return { fleet, timers, scheduler, cancelled, state };
-}
-
-const signal = () => new AbortController().signal;
-
-/** The error a promise rejects with (fails the test when it resolves). */
-async function rejection(p: Promise<unknown>): Promise<CoreError> {
-  try {
-    await p;
-  } catch (err) {
-    return err as CoreError;
-  }
-  throw new Error("expected a rejection");
 }
 
 describe("Scheduler: loads", () => {
@@ -194,6 +183,20 @@ describe("Scheduler: unload", () => {
       "invalid_request",
       'no model "nope" is configured or loaded',
     ]);
+  });
+
+  test("a swap's save still finds the model's runtime: its prompt reuse asks it whether the server is up", async () => {
+    // The prompt reuse's save reads the model's provider, which reads runtimeOf (several-models.ts):
+    // while unloading, before its stop, the runtime is still there (issue 28: a swap saved nothing).
+    const seen: (string | undefined)[] = [];
+    const specs: Record<string, FakeSpec> = { a: { gib: 6 }, b: { gib: 6 } };
+    const { fleet, scheduler } = setup(specs);
+    (specs.a as FakeSpec).onSave = () => seen.push(scheduler.runtimeOf("a")?.snapshot().state);
+    (await scheduler.acquire("a", signal())).release();
+    (await scheduler.acquire("b", signal())).release();
+    expect(fleet.log).toEqual(["a.start", "a.save", "a.stop", "b.start"]);
+    expect(seen).toEqual(["ready"]);
+    expect(scheduler.runtimeOf("a")).toBeUndefined();
   });
 
   test("a model loaded again after an unload gets a fresh runtime", async () => {

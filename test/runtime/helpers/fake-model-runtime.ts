@@ -18,6 +18,8 @@ export interface FakeSpec {
   fail?: Error;
   /** Its plan fails with this. */
   planFails?: Error;
+  /** Called as its sessions are saved before an unload (what the save can see then). */
+  onSave?: () => void;
 }
 
 /** One model's stand-in runtime: a start (gated or failing on request), leases, a save and a stop, logged. */
@@ -89,6 +91,7 @@ export class FakeRuntime implements ModelRuntime {
 
   async beforeUnload(): Promise<void> {
     this.log.push(`${this.name}.save`);
+    this.spec.onSave?.();
   }
 
   async stop(): Promise<void> {
@@ -128,3 +131,6 @@ export class FakeFleet {
     return r;
   }
 }
+
+/** A signal nothing aborts. */
+export const signal = () => new AbortController().signal;

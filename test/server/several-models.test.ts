@@ -1,0 +1,77 @@
+import { describe, expect, test } from "bun:test";
+import type { PromptReuse } from "../../src/agent/kv/reuse.ts";
+import { ConfigSchema } from "../../src/config/schema.ts";
+import type { PinnedSetProblem } from "../../src/models/pinned-set.ts";
+import { SeveralModels } from "../../src/server/several-models.ts";
+import { FakeFleet, signal } from "../runtime/helpers/fake-model-runtime.ts";
+import { rejection } from "../runtime/helpers/harness.ts";
+
+// SeveralModels over fake runtimes (docs/supervisor.md "Scheduling several models"): what it adds
+// to the scheduler — the pinned set's check before the first load, and shutdown's refusal.
+
+const GIB = 1024 ** 3;
+const config = ConfigSchema.parse({
+  model: { path: "/m/default.gguf" },
+  models: [
+    { name: "a", path: "/m/a.gguf", pin: true },
+    { name: "b", path: "/m/b.gguf", pin: true },
+  ],
+});
+const overBudget: PinnedSetProblem = {
+  models: ["a", "b"],
+  devices: [{ device: "gpu0", needed_bytes: 12 * GIB, budget_bytes: 10 * GIB }],
+};
+
+/** Over a 10 GiB gpu0 that holds `a` and `b` together: the pinned check's answer is the fake's. */
+function setup(problem: PinnedSetProblem | null) {
+  const fleet = new FakeFleet({ default: { gib: 1 }, a: { gib: 4 }, b: { gib: 4 } });
+  let checks = 0;
+  const several = new SeveralModels({
+    config: () => config,
+    reuse: () => ({}) as PromptReuse,
+    plan: () => Promise.reject(new Error("the fakes plan themselves")),
+    pinnedProblem: async () => {
+      checks += 1;
+      return problem;
+    },
+    runtime: fleet.runtime,
+  });
+  return { fleet, several, checks: () => checks };
+}
+
+describe("SeveralModels", () => {
+  test("a pinned set over the budget: the first load is refused model_plan_error naming the models, nothing starts", async () => {
+    const { fleet, several, checks } = setup(overBudget);
+    const err = await rejection(several.provider({ kind: "path", name: "default" }).acquire(signal()));
+    expect(err.code).toBe("model_plan_error");
+    expect(err.message).toContain("a, b");
+    expect(err.data).toMatchObject({ models: ["a", "b"], devices: overBudget.devices });
+    const again = await rejection(several.scheduler.load("a"));
+    expect(again.code).toBe("model_plan_error");
+    expect(fleet.log.filter((l) => l.endsWith(".start"))).toEqual([]);
+    // Checked once for the config, not per load.
+    expect(checks()).toBe(1);
+  });
+
+  test("a pinned set that fits: loads go ahead, checked once", async () => {
+    const { fleet, several, checks } = setup(null);
+    (await several.provider({ kind: "path", name: "a" }).acquire(signal())).release();
+    (await several.provider({ kind: "path", name: "b" }).acquire(signal())).release();
+    expect(fleet.log).toEqual(["a.start", "b.start"]);
+    expect(checks()).toBe(1);
+  });
+
+  test("a load while shutting down is refused cancelled, and starts nothing", async () => {
+    const { fleet, several } = setup(null);
+    (await several.provider({ kind: "path", name: "a" }).acquire(signal())).release();
+    const stopping = several.stop();
+    const load = await rejection(
+      several.load({ kind: "path", name: "b" }, { pin: undefined, signal: signal(), onProgress: () => {} }),
+    );
+    expect(load.code).toBe("cancelled");
+    const chat = await rejection(several.provider({ kind: "path", name: "b" }).acquire(signal()));
+    expect(chat.code).toBe("cancelled");
+    await stopping;
+    expect(fleet.log).toEqual(["a.start", "a.stop"]);
+  });
+});
