@@ -4,12 +4,24 @@ import { gguf } from "@huggingface/gguf";
 import { pickFreePort } from "../../src/runtime/ports.ts";
 import { denseModel, F16, type GgufValue, writeGguf } from "../../test/fixtures/gguf-writer.ts";
 
+/** A llama's shape: hidden size, layers, feed-forward size (heads of 64 dimensions). */
+export interface TimingShape {
+  embd: number;
+  layers: number;
+  ff: number;
+}
+
 /**
- * A model big enough to time (bench/reuse.ts): a llama of hidden size 512 and 16 layers with
- * random F16 weights, written by the project's own GGUF writer, with the tokenizer and chat
- * template of `tokenizerFrom` (a real tiny model: LOCAL_AI_BENCH_MODEL) so llama-server takes it as it is.
+ * A model big enough to time (bench/reuse.ts, bench/models.ts): a llama of hidden size 512 and
+ * 16 layers (or `shape`) with random F16 weights, written by the project's own GGUF writer, with
+ * the tokenizer and chat template of `tokenizerFrom` (a real tiny model: LOCAL_AI_BENCH_MODEL) so
+ * llama-server takes it as it is.
  */
-export async function writeTimingModel(dir: string, tokenizerFrom: string): Promise<string> {
+export async function writeTimingModel(
+  dir: string,
+  tokenizerFrom: string,
+  shape: TimingShape = { embd: 512, layers: 16, ff: 1408 },
+): Promise<string> {
   const { metadata: m } = await gguf(tokenizerFrom, { allowLocalFile: true });
   const get = (k: string) => (m as Record<string, unknown>)[k];
   const tokens = get("tokenizer.ggml.tokens") as string[];
@@ -31,18 +43,18 @@ export async function writeTimingModel(dir: string, tokenizerFrom: string): Prom
   };
   const spec = denseModel({
     arch: "llama",
-    layers: 16,
-    embd: 512,
-    heads: 8,
-    kvHeads: 8,
-    ff: 1408,
+    layers: shape.layers,
+    embd: shape.embd,
+    heads: shape.embd / 64,
+    kvHeads: shape.embd / 64,
+    ff: shape.ff,
     vocab: tokens.length,
     ctx: 8192,
     type: F16,
     extra,
   });
   mkdirSync(dir, { recursive: true });
-  return writeGguf(dir, "timing-512x16.gguf", { ...spec, fill: "random" });
+  return writeGguf(dir, `timing-${shape.embd}x${shape.layers}.gguf`, { ...spec, fill: "random" });
 }
 
 export interface SlotFileCost {
