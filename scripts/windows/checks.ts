@@ -6,6 +6,7 @@ import type {
   ProbeObservation,
   ReapObservation,
   SessionObservation,
+  SeveralObservation,
   TerminateObservation,
 } from "../../test/windows/observations.ts";
 
@@ -344,6 +345,27 @@ export function judgeTerminate(o: TerminateObservation): Check[] {
       "TerminateProcess of the core: the MCP server gone within 5 s",
       o.mcpPids.length > 0 && o.mcpGoneMs !== null,
       { mcpPids: o.mcpPids, goneMs: o.mcpGoneMs },
+    ),
+  ];
+}
+
+export function judgeSeveral(o: SeveralObservation): Check[] {
+  const pids = o.llamaPids.filter(isNum);
+  return [
+    check(
+      "several.two_models",
+      "a chat on each of two models: each result names its model, two llama-server.exe run",
+      o.chats.length === 2 &&
+        o.chats.every((c, i) => c.terminal?.result?.model === ["default", "second"][i]) &&
+        pids.length === 2 &&
+        pids[0] !== pids[1],
+      { chats: o.chats.map((c) => c.terminal), llamaPids: o.llamaPids },
+    ),
+    check(
+      "several.none_left",
+      "TerminateProcess of the core with two models loaded: both llama-server.exe gone within 5 s",
+      pids.length === 2 && o.goneMs !== null,
+      { llamaPids: o.llamaPids, goneMs: o.goneMs, tasklist: o.tasklist },
     ),
   ];
 }

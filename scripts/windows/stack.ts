@@ -62,7 +62,16 @@ export function writeWindowsStack(root: string, exes: { core: string; llama: str
   const model = writeFakeModel(stack);
   const script = join(stack, "script.json");
   writeFileSync(script, JSON.stringify(SCRIPT));
-  writeFileSync(join(stack, "config.yaml"), configYaml({ llama: exes.llama, mcp: exes.mcp, model, stack }));
+  const yaml = configYaml({ llama: exes.llama, mcp: exes.mcp, model, stack });
+  writeFileSync(join(stack, "config.yaml"), yaml);
+  // A second model beside the first, with a data folder of its own (the several scenario).
+  const two = yaml
+    .replace(`data_dir: .\\${DATA_FOLDER}`, `data_dir: .\\${DATA_FOLDER} two`)
+    .replace(
+      "memory:",
+      `models:\r\n  - name: second\r\n    path: ${windowsPath(model)}\r\n    context: 1024\r\nmemory:`,
+    );
+  writeFileSync(join(stack, "config-two.yaml"), two);
   mkdirSync(join(stack, "bin"), { recursive: true });
   writeFileSync(join(stack, "bin", "mcp-shim.cmd"), `@"${windowsPath(exes.mcp)}" %*\r\n`);
   const knobs = {
@@ -74,6 +83,7 @@ export function writeWindowsStack(root: string, exes: { core: string; llama: str
   const plan: HostPlan = {
     core: windowsPath(exes.core),
     config: windowsPath(join(stack, "config.yaml")),
+    configTwo: windowsPath(join(stack, "config-two.yaml")),
     stackDir: windowsPath(stack),
     dataDir: windowsPath(join(stack, DATA_FOLDER)),
     emptyDir: windowsPath(empty),

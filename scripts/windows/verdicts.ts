@@ -9,6 +9,7 @@ import {
   judgeProbe,
   judgeReap,
   judgeSession,
+  judgeSeveral,
   judgeTerminate,
   type LinuxFacts,
 } from "./checks.ts";
@@ -71,6 +72,8 @@ function judgeOne(o: Observation, facts: LinuxFacts): Check[] {
       return judgeEof(o);
     case "terminate":
       return judgeTerminate(o);
+    case "several":
+      return judgeSeveral(o);
     case "reap":
       return judgeReap(o);
   }

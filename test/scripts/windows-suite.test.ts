@@ -132,6 +132,18 @@ function healthy(): Observation[] {
       tasklist: [],
       stderrTail: "",
     },
+    {
+      scenario: "several",
+      chats: ["default", "second"].map((model) => ({
+        terminal: result(model, { response: "Windows says hi", model }),
+        events: [],
+        ms: 1500,
+      })),
+      llamaPids: [900, 901],
+      goneMs: 0,
+      tasklist: [],
+      stderrTail: "",
+    },
     { scenario: "reap", leftover: 808, staged: true, goneMs: 244, waitedMs: 245, stderrTail: "" },
   ];
 }

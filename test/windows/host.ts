@@ -5,7 +5,7 @@
  * Linux side judges (scripts/test-windows.ts). A scenario that throws prints its error instead.
  */
 import { readFileSync } from "node:fs";
-import { eof, reap, session, terminate } from "./lifecycle-scenarios.ts";
+import { eof, reap, session, several, terminate } from "./lifecycle-scenarios.ts";
 import type { HostPlan, Observation, ScenarioError, ScenarioName } from "./observations.ts";
 import { probe } from "./probe.ts";
 import { cli, conformance } from "./protocol-scenarios.ts";
@@ -41,5 +41,6 @@ await run("cli", () => cli(plan));
 await run("session", () => session(plan));
 await run("eof", () => eof(plan));
 await run("terminate", () => terminate(plan));
+await run("several", () => several(plan));
 await run("reap", () => reap(plan));
 process.exit(0);

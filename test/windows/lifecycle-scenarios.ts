@@ -8,6 +8,7 @@ import type {
   HostPlan,
   ReapObservation,
   SessionObservation,
+  SeveralObservation,
   TerminateObservation,
 } from "./observations.ts";
 
@@ -148,6 +149,37 @@ export async function terminate(plan: HostPlan): Promise<TerminateObservation> {
     mcpGoneMs,
     waitedMs: Math.round(performance.now() - t0),
     tasklist: (listing?.stdout ?? "").split(/\r?\n/).filter((l) => /llama-server|mcp-test-server/i.test(l)),
+    stderrTail: core.stderr.slice(-3000),
+  };
+}
+
+/**
+ * Two models loaded (docs/models.md, "Several models"): a chat on each, so two llama-server.exe
+ * run, then TerminateProcess of the core; neither may outlive it (docs/supervisor.md). Its own
+ * config and data folder, so the reap scenario after it finds only its own core's record.
+ */
+export async function several(plan: HostPlan): Promise<SeveralObservation> {
+  await using core = spawnCore({ binary: plan.core, cwd: plan.stackDir, args: ["--config", plan.configTwo] });
+  await exchange(core, { id: "init", method: "initialize" });
+  const chats: SeveralObservation["chats"] = [];
+  for (const model of ["default", "second"])
+    chats.push(
+      await exchange(core, { id: model, method: "chat", params: { input: "two models", model } }, 90_000),
+    );
+  const status = (await exchange(core, { id: "status", method: "status" })).terminal;
+  const rows = (status?.result?.models ?? []) as { name: string; pid: number | null }[];
+  const llamaPids = ["default", "second"].map((n) => rows.find((r) => r.name === n)?.pid ?? null);
+  core.proc.kill(); // TerminateProcess, as in the terminate scenario
+  await core.proc.exited;
+  const pids = llamaPids.filter((p): p is number => typeof p === "number");
+  const goneMs = await goneWithin(pids, LEFT_AFTER_MS);
+  const listing = await runCommand(["tasklist"], plan.stackDir, 15_000).catch(() => null);
+  return {
+    scenario: "several",
+    chats,
+    llamaPids,
+    goneMs,
+    tasklist: (listing?.stdout ?? "").split(/\r?\n/).filter((l) => /llama-server/i.test(l)),
     stderrTail: core.stderr.slice(-3000),
   };
 }

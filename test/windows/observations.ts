@@ -17,6 +17,8 @@ export interface HostPlan {
   emptyDir: string;
   /** The file the MCP test server appends its pid to. */
   mcpPids: string;
+  /** The same stack with a second model (`models:`), its own data folder. */
+  configTwo: string;
   /** Only these scenarios (all when absent). */
   only?: string[];
 }
@@ -115,6 +117,18 @@ export interface TerminateObservation {
   stderrTail: string;
 }
 
+export interface SeveralObservation {
+  scenario: "several";
+  /** A chat on each model, `default` and `second`. */
+  chats: Exchange[];
+  /** The llama-server of each model, from `status.models` before the kill. */
+  llamaPids: (number | null)[];
+  /** After TerminateProcess of the core: how long until both were gone (null: one still alive). */
+  goneMs: number | null;
+  tasklist: string[];
+  stderrTail: string;
+}
+
 export interface ReapObservation {
   scenario: "reap";
   leftover: number | null;
@@ -133,6 +147,7 @@ export type Observation =
   | SessionObservation
   | EofObservation
   | TerminateObservation
+  | SeveralObservation
   | ReapObservation;
 
 export type ScenarioName = Observation["scenario"];
@@ -150,6 +165,7 @@ export const SCENARIOS: readonly ScenarioName[] = [
   "session",
   "eof",
   "terminate",
+  "several",
   "reap",
 ];
 
