@@ -35,11 +35,14 @@ export function planEmbedding(model: ModelInfo, rawHw: HardwareSnapshot, config:
   const { llama } = config;
   const hw = applyOverrides(rawHw, config.hardware);
   const budgets = memoryBudgets(hw, config.hardware);
-  const warnings = [...model.warnings, ...vramOverrideWarnings(config.hardware, rawHw.gpus.length)];
-  if (llama.rpc.length > 0)
-    warnings.push("an embedding model runs on this machine: llama.rpc's workers are not used");
   const context = config.model.context;
   const e = decideEmbedding({ model, ...(typeof context === "number" ? { maxInputTokens: context } : {}) });
+  // The chat estimator's "architecture not known" does not hold for an encoder: its memory is
+  // decideEmbedding's, checked against tiny-embed's log (recording 119).
+  const known = e.causal ? model.warnings : model.warnings.filter((w) => !w.startsWith("architecture '"));
+  const warnings = [...known, ...vramOverrideWarnings(config.hardware, rawHw.gpus.length)];
+  if (llama.rpc.length > 0)
+    warnings.push("an embedding model runs on this machine: llama.rpc's workers are not used");
   const placed = placeEmbedding(model, e.memory, budgets, config.model.gpu_layers, rawHw.gpus.length);
   const threads = decideThreads(llama.threads, hw.cpu);
   const flashAttn = decideFlashAttn(llama.flash_attn, "f16");

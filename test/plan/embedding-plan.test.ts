@@ -58,6 +58,8 @@ describe("planning a model of kind embedding", () => {
     expect(plan.argv).toEqual(["-m", model.path, ...plan.decisions.flatMap((d) => d.flags)]);
     expect(plan.embedding).toEqual(launch.embedding!);
     expect(PlanSchema.parse(plan)).toEqual(plan);
+    // An encoder's memory is decideEmbedding's, not the chat estimator's best effort.
+    expect(plan.warnings.join(" ")).not.toContain("not one the planner knows");
     const cpu = plan.devices.find((d) => d.id === "cpu")!;
     expect(cpu.usage).toMatchObject({ kv_cache: 0, cache_ram: 0, weights: model.weights_bytes });
     expect(cpu.usage.compute).toBeGreaterThan(0);
