@@ -326,6 +326,7 @@ export type PlanResult = {
     decisions: {
       name:
         | "slots"
+        | "embedding"
         | "gpu_layers"
         | "threads"
         | "flash_attn"
@@ -346,6 +347,7 @@ export type PlanResult = {
     }[];
     argv: string[];
     chat_template: { source: "file" | "model" | "inline" | "none"; thinking: boolean | null; reason: string };
+    embedding: { pooling: "mean" | "cls" | "last"; batch: number; causal: boolean } | null;
     warnings: string[];
   };
 };

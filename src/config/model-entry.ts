@@ -26,8 +26,14 @@ export function configuredModels(config: Config): ConfiguredModel[] {
   ];
 }
 
+/**
+ * One model's config: `model_kind` (absent: chat) tells the planner to plan an embedding model as
+ * one (src/plan/embedding-planner.ts); a config with it is still a `Config` to everything else.
+ */
+export type ModelConfig = Config & { model_kind?: ModelKind };
+
 /** The config a single-model planner would get for `name`; undefined when no model has that name. */
-export function configForModel(config: Config, name: string): Config | undefined {
+export function configForModel(config: Config, name: string): ModelConfig | undefined {
   if (name === DEFAULT_MODEL_NAME) return config;
   const entry = config.models.find((m) => m.name === name);
   if (!entry) return undefined;
@@ -35,6 +41,7 @@ export function configForModel(config: Config, name: string): Config | undefined
   return {
     ...config,
     model,
+    model_kind: entry.kind,
     llama: { ...config.llama, extra_args: [...config.llama.extra_args, ...entry.extra_args] },
   };
 }

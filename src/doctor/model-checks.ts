@@ -1,12 +1,12 @@
 import { basename } from "node:path";
-import { configForModel, configuredModels } from "../config/model-entry.ts";
+import { configForModel, configuredModels, type ModelConfig } from "../config/model-entry.ts";
 import type { ModelKind } from "../config/model-schema.ts";
 import type { Config } from "../config/schema.ts";
 import { pinnedPlansProblem, pinnedSetMessage } from "../models/pinned-set.ts";
 import { cacheTypesFor } from "../plan/decide/kv-cache.ts";
 import type { HardwareSnapshot } from "../plan/hardware.ts";
 import type { ModelInfo } from "../plan/model.ts";
-import { type DevicePlan, makePlan } from "../plan/planner.ts";
+import { type DevicePlan, makePlan, type Plan } from "../plan/planner.ts";
 import { formatBytes } from "../plan/render.ts";
 import { isCoreError } from "../protocol/errors.ts";
 import type { WorkerReport } from "../rpc/client.ts";
@@ -27,8 +27,8 @@ export interface ModelRead {
   name: string;
   kind: ModelKind;
   pin: boolean;
-  /** The single-model config it is planned with (configForModel). */
-  config: Config;
+  /** The single-model config it is planned with (configForModel: its kind included). */
+  config: ModelConfig;
   /** The key naming its file, for the fix. */
   pathKey: string;
   result: ModelResult;
@@ -73,10 +73,7 @@ export function modelChecks(
     files.push(named(modelCheck(r.result, r.pathKey), r.name));
     const model = "model" in r.result ? r.result.model : null;
     const { check, devices } = planCheck(r.config, model, hw, workers);
-    // An embedding model is planned by the chat planner until embedding plans are wired
-    // (docs/plan.md, "Embedding models"): its estimate errs on the large side.
-    const note = r.kind === "embedding" && devices ? "; planned as a chat model for now" : "";
-    plans.push(named({ ...check, message: check.message + note }, r.name));
+    plans.push(named(check, r.name));
     if (r.pin && devices) pinnedPlans.push({ name: r.name, devices });
   }
   const pinnedCount = reads.filter((r) => r.pin).length;
@@ -157,9 +154,17 @@ function modelCheck(result: ModelResult, pathKey: string): Check {
   };
 }
 
+/** A chat model's context and slots; an embedding model's pooling and longest input (docs/plan.md). */
+function shape(plan: Plan): string {
+  const e = plan.embedding;
+  if (e)
+    return `embeddings (pooling ${e.pooling}), inputs of up to ${e.batch} tokens × ${plan.slots} slot(s)`;
+  return `${plan.context_per_slot} tokens × ${plan.slots} slot(s)`;
+}
+
 /** The plan's check, and its devices for the pinned set's (null when it failed or was not made). */
 function planCheck(
-  config: Config,
+  config: ModelConfig,
   model: ModelInfo | null,
   hw: HardwareSnapshot,
   workers: readonly WorkerReport[],
@@ -177,7 +182,7 @@ function planCheck(
     const check: Check = {
       id: "plan",
       status: plan.warnings.some((w) => w.startsWith("memory is tight")) ? "warn" : "ok",
-      message: `fits: ${plan.context_per_slot} tokens × ${plan.slots} slot(s), ${gpu}, ${plan.threads} threads, RAM prompt cache ${formatBytes(cacheRam)}${tight ? " (tight)" : ""}`,
+      message: `fits: ${shape(plan)}, ${gpu}, ${plan.threads} threads, RAM prompt cache ${formatBytes(cacheRam)}${tight ? " (tight)" : ""}`,
       ...(plan.warnings.length ? { fix: plan.warnings.join("; ") } : {}),
       data: { argv: plan.argv },
     };

@@ -56,12 +56,16 @@ export function renderArgv(plan: LaunchPlan, dialect: ArgvDialect): string[] {
     ...flags.model(plan.model_path),
     ...flags.slots(plan.slots),
     ...flags.context(plan.context_per_slot, plan.slots),
+    ...(plan.embedding
+      ? [...flags.embeddings(plan.embedding.pooling), ...flags.batch(plan.embedding.batch)]
+      : []),
     ...flags.gpuLayers(plan.gpu_layers),
     ...flags.rpc(plan.rpc_workers),
     ...flags.tensorSplit(plan.tensor_split),
     ...flags.threads(plan.threads),
     ...flags.flashAttn(plan.flash_attn),
-    ...flags.cacheTypes(plan.cache_type_k, plan.cache_type_v),
+    // An embedding model keeps no KV cache worth quantizing (docs/plan.md "Embedding models").
+    ...(plan.embedding ? [] : flags.cacheTypes(plan.cache_type_k, plan.cache_type_v)),
     ...flags.memory(plan, dialect),
     ...flags.jinja(plan.jinja),
     ...flags.idleSleep(plan.idle_sleep_s),

@@ -1,4 +1,5 @@
 import type { Config } from "../config/schema.ts";
+import type { EmbeddingPlan } from "../protocol/plan.ts";
 import type { KvCacheType } from "./ggml-types.ts";
 
 /**
@@ -56,4 +57,9 @@ export interface LaunchPlan {
   cache_ram_mib: number;
   /** `--slot-save-path`: the folder slot files are saved to and restored from (data_dir/kv); null: none. */
   slot_save_path: string | null;
+  /**
+   * A model of kind embedding (decide/embedding.ts): `--embeddings --pooling X -b N -ub N`, and no
+   * KV cache types (nothing to quantize). Absent or null: a chat model.
+   */
+  embedding?: EmbeddingPlan | null;
 }

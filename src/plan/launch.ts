@@ -1,5 +1,6 @@
 import { resolve } from "node:path";
 import { readConfigFile } from "../config/config-file.ts";
+import type { ModelConfig } from "../config/model-entry.ts";
 import type { Config, RpcWorkerConfig } from "../config/schema.ts";
 import { checkWorkers } from "../rpc/check.ts";
 import type { WorkerReport } from "../rpc/client.ts";
@@ -32,8 +33,9 @@ export interface PlanInputs {
 }
 
 /** Config → model header + hardware probes → plan. Throws CoreError model_missing / model_plan_error. */
-export async function planInputs(config: Config, deps: PlanDeps): Promise<PlanInputs> {
-  const rpc = config.llama.rpc;
+export async function planInputs(config: ModelConfig, deps: PlanDeps): Promise<PlanInputs> {
+  // An embedding model runs on this machine only (embedding-planner.ts): its workers are not asked.
+  const rpc = config.model_kind === "embedding" ? [] : config.llama.rpc;
   // Workers are asked at every plan, so every start plans on the workers that answer now.
   const [model, hardware, workers] = await Promise.all([
     deps.readModel(config.model.path),
@@ -59,6 +61,6 @@ function templateFile(config: Config, deps: PlanDeps): TemplateFile | undefined 
 }
 
 /** What the supervisor launches (argv is rendered from it at spawn, without --host/--port/--api-key). */
-export async function planLaunch(config: Config, deps: PlanDeps): Promise<LaunchPlan> {
+export async function planLaunch(config: ModelConfig, deps: PlanDeps): Promise<LaunchPlan> {
   return (await planInputs(config, deps)).launch;
 }

@@ -50,6 +50,12 @@ export interface ModelInfo {
   weights_bytes: number;
   /** `tokenizer.chat_template`: the model's own chat template (whether it thinks shows in the plan). */
   chat_template?: string | null;
+  /**
+   * `<arch>.pooling_type` and `<arch>.attention.causal`: what an embedding model's plan reads
+   * (decide/embedding.ts; recording 119); null where the header has none.
+   */
+  pooling_type?: number | null;
+  attention_causal?: boolean | null;
   warnings: string[];
 }
 
@@ -160,6 +166,9 @@ export function modelInfo(h: GgufHeader): ModelInfo {
     other_bytes: tally.other_bytes,
     weights_bytes: tally.weights_bytes,
     chat_template: typeof md["tokenizer.chat_template"] === "string" ? md["tokenizer.chat_template"] : null,
+    pooling_type: hp.num("pooling_type") ?? null,
+    attention_causal:
+      typeof hp.raw("attention.causal") === "boolean" ? (hp.raw("attention.causal") as boolean) : null,
     warnings,
   };
 }

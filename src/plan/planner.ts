@@ -1,7 +1,5 @@
-import type { Config } from "../config/schema.ts";
-import type { ChatTemplateReport, Decision, DevicePlan, Plan, WorkerPlan } from "../protocol/plan.ts";
+import type { Decision, DevicePlan, Plan } from "../protocol/plan.ts";
 import type { WorkerReport } from "../rpc/client.ts";
-import { PLAN_DIALECT, renderArgv } from "./argv.ts";
 import { memoryBudgets, vramOverrideWarnings } from "./decide/budgets.ts";
 import { decideCacheRam } from "./decide/cache-ram.ts";
 import { chatTemplateReport, type TemplateFile } from "./decide/chat-template.ts";
@@ -18,9 +16,12 @@ import { explainingLeftOut, rpcDevices, rpcPlacement, withRpcDevices } from "./d
 import { decideSlotSave } from "./decide/slot-save.ts";
 import { decideSlots } from "./decide/slots.ts";
 import { decideThreads } from "./decide/threads.ts";
+import { planEmbedding } from "./embedding-planner.ts";
 import { applyOverrides, type HardwareSnapshot } from "./hardware.ts";
 import type { LaunchPlan } from "./launch-plan.ts";
 import type { ModelInfo } from "./model.ts";
+import type { PlanConfig, Planned } from "./plan-config.ts";
+import { reportOf } from "./report-of.ts";
 
 /**
  * The planner: model + hardware + config → the llama-server launch, with a reason for every
@@ -32,15 +33,7 @@ import type { ModelInfo } from "./model.ts";
 /** The plan's types are inferred from its schema; re-exported here, where they were first defined. */
 export type { Decision, DevicePlan, Plan } from "../protocol/plan.ts";
 
-export type PlanConfig = Pick<Config, "model" | "llama" | "hardware"> & {
-  app: Pick<Config["app"], "max_parallel_chats" | "data_dir">;
-};
-
-/** The launch, and the report that explains it (its argv rendered from the launch). */
-export interface Planned {
-  launch: LaunchPlan;
-  plan: Plan;
-}
+export type { PlanConfig, Planned } from "./plan-config.ts";
 
 /** `workers`: the answers of `llama.rpc`'s workers (rpc/check.ts); a worker not among them is left out. */
 export function makePlan(
@@ -59,6 +52,18 @@ export function planFor(
   workers: readonly WorkerReport[] = [],
   /** The template file llama.extra_args name, as read (decide/chat-template.ts). */
   templateFile?: TemplateFile,
+): Planned {
+  // An embedding model is planned by its own composer: no chat context, no KV cache to size.
+  if (config.model_kind === "embedding") return planEmbedding(model, rawHw, config);
+  return planChat(model, rawHw, config, workers, templateFile);
+}
+
+function planChat(
+  model: ModelInfo,
+  rawHw: HardwareSnapshot,
+  config: PlanConfig,
+  workers: readonly WorkerReport[],
+  templateFile: TemplateFile | undefined,
 ): Planned {
   const { llama } = config;
   const hw = applyOverrides(rawHw, config.hardware);
@@ -216,35 +221,4 @@ function reuseDecisions(placed: DevicePlan[], config: PlanConfig): Reuse {
       : d,
   );
   return { devices, cacheRam, slotSave: decideSlotSave(config.llama, config.app.data_dir) };
-}
-
-/** The plan report: the launch's values, how each was decided, and the argv they render to. */
-function reportOf(
-  launch: LaunchPlan,
-  placed: { all: boolean; devices: DevicePlan[]; workers: WorkerPlan[]; template: ChatTemplateReport },
-  decisions: Decision[],
-  warnings: string[],
-): Plan {
-  const { devices, workers } = placed;
-  return {
-    model_path: launch.model_path,
-    slots: launch.slots,
-    context_per_slot: launch.context_per_slot,
-    context_total: launch.context_per_slot * launch.slots,
-    gpu_layers: launch.gpu_layers,
-    gpu_layers_all: placed.all,
-    threads: launch.threads,
-    flash_attn: launch.flash_attn,
-    cache_type_k: launch.cache_type_k,
-    cache_type_v: launch.cache_type_v,
-    mmap: launch.mmap,
-    mlock: launch.mlock,
-    max_tokens: launch.max_tokens,
-    devices,
-    workers,
-    decisions,
-    argv: renderArgv(launch, PLAN_DIALECT),
-    chat_template: placed.template,
-    warnings,
-  };
 }

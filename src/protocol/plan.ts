@@ -165,6 +165,7 @@ export type WorkerPlan = z.infer<typeof WorkerPlanSchema>;
 export const DECISION_NAMES = [
   "slots",
   "context",
+  "embedding",
   "gpu_layers",
   "rpc",
   "tensor_split",
@@ -207,6 +208,22 @@ export const ChatTemplateReportSchema = z.strictObject({
 export type ChatTemplateReport = z.infer<typeof ChatTemplateReportSchema>;
 
 export const FlashAttnSchema = z.enum(["on", "off", "auto"]);
+
+/** The poolings an embedding model is run with (`/v1/embeddings` refuses none: recording 117). */
+export const EMBEDDING_POOLINGS = ["mean", "cls", "last"] as const;
+
+/**
+ * How a model of kind embedding runs (docs/plan.md "Embedding models"): `--embeddings`, its
+ * pooling, and inputs of up to `batch` tokens (`-b` = `-ub`); null for a chat model.
+ */
+export const EmbeddingPlanSchema = z.strictObject({
+  pooling: z.enum(EMBEDDING_POOLINGS),
+  /** The longest input in tokens: llama-server refuses a longer one (recording 114). */
+  batch: z.number().int().positive(),
+  /** A decoder used as an embedder attends causally and keeps a KV cache; an encoder keeps none. */
+  causal: z.boolean(),
+});
+export type EmbeddingPlan = z.infer<typeof EmbeddingPlanSchema>;
 export const KvCacheTypeSchema = z.enum(KV_CACHE_TYPE_NAMES);
 
 export const PlanSchema = z.strictObject({
@@ -232,6 +249,8 @@ export const PlanSchema = z.strictObject({
   /** llama-server's arguments, without --host, --port and the API key (the supervisor adds them). */
   argv: z.array(z.string()),
   chat_template: ChatTemplateReportSchema,
+  /** Set for a model of kind embedding. */
+  embedding: EmbeddingPlanSchema.nullable(),
   warnings: z.array(z.string()),
 });
 export type Plan = z.infer<typeof PlanSchema>;

@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import type { PromptReuse } from "../agent/kv/reuse.ts";
-import { configForModel } from "../config/model-entry.ts";
+import { configForModel, type ModelConfig } from "../config/model-entry.ts";
 import { DEFAULT_MODEL_NAME } from "../config/model-schema.ts";
 import type { Config } from "../config/schema.ts";
 import { defaultPlanDeps } from "../models/local-plan-deps.ts";
@@ -25,13 +25,13 @@ export interface RuntimeDeps {
   reuse(model: string): PromptReuse;
   /** Plans a model (the chat planner, or the embedding one for a model of kind embedding). */
   plan(
-    config: Config,
+    config: ModelConfig,
     deps: PlanDeps,
   ): Promise<{ plan: { devices: readonly DevicePlan[] }; launch: LaunchPlan }>;
 }
 
 /** A path or `hf:` reference a chat named (docs/models.md): planned with the model section's keys. */
-export function modelConfig(config: Config, name: string): Config {
+export function modelConfig(config: Config, name: string): ModelConfig {
   return configForModel(config, name) ?? { ...config, model: { ...config.model, path: name } };
 }
 

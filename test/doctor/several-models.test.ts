@@ -87,7 +87,8 @@ describe("doctor over several models", () => {
     const r = await runDoctor(core, deps);
     expect(r.ok).toBe(true);
     expect(byId(r, "model:embed")?.status).toBe("ok");
-    expect(byId(r, "plan:embed")?.message).toContain("planned as a chat model for now");
+    expect(byId(r, "plan:embed")?.message).toContain("embeddings (pooling mean), inputs of up to");
+    expect(byId(r, "plan:embed")?.data?.argv).toContain("--embeddings");
   });
 
   test("a pinned pair over the hardware.ram_bytes budget fails one check naming both", async () => {

@@ -1,7 +1,7 @@
+import type { EMBEDDING_POOLINGS } from "../../protocol/plan.ts";
 import { flags } from "../argv.ts";
 import { computeBytes, kvCacheBytes } from "../estimate.ts";
 import type { ModelInfo } from "../model.ts";
-import { hyperparams, type Metadata } from "../model-metadata.ts";
 
 /**
  * How an embedding model runs (docs/plan.md, "Embedding models"): `--embeddings` with the
@@ -9,7 +9,8 @@ import { hyperparams, type Metadata } from "../model-metadata.ts";
  * refuses a longer input, never truncating it: recordings 114, 119), no KV quantization and no
  * RAM prompt cache, and memory of weights and a compute buffer. An encoder (BERT) keeps no KV
  * cache at all (119); a decoder used as an embedder (96) keeps one for its batch.
- * Pure: the model's header in, the flags and the bytes out.
+ * Pure: the model's header in (its pooling type and causality read with it, model.ts), the flags
+ * and the bytes out.
  */
 
 /** llama.cpp's `llama_pooling_type`, in the order `<arch>.pooling_type` numbers it. */
@@ -21,8 +22,6 @@ const AUTO_SLOTS = 4;
 
 export interface EmbeddingInput {
   model: ModelInfo;
-  /** The header's metadata: `<arch>.pooling_type` and `<arch>.attention.causal` are read here. */
-  metadata: Metadata;
   /** Requests embedded at once; absent: llama-server's own 4. */
   slots?: number;
   /** The longest input wanted, in tokens; absent or more: the model's positions. */
@@ -39,8 +38,11 @@ export interface EmbeddingMemory {
   total: number;
 }
 
+/** The poolings chosen: the ones `/v1/embeddings` answers with (the plan report's). */
+type Chosen = (typeof EMBEDDING_POOLINGS)[number];
+
 export interface EmbeddingLaunch {
-  pooling: Pooling;
+  pooling: Chosen;
   /** Tokens of the longest input: `-b`, `-ub` and each slot's context. */
   batch: number;
   slots: number;
@@ -55,10 +57,8 @@ export interface EmbeddingLaunch {
 
 export function decideEmbedding(input: EmbeddingInput): EmbeddingLaunch {
   const { model } = input;
-  const hp = hyperparams(input.metadata, model.architecture);
-  const declared = hp.num("pooling_type");
-  const pooling = choosePooling(declared);
-  const causal = !isEncoder(model.architecture, input.metadata);
+  const pooling = choosePooling(model.pooling_type ?? undefined);
+  const causal = !isEncoder(model);
   const batch = Math.max(1, Math.min(input.maxInputTokens ?? model.context_train, model.context_train));
   const slots = Math.max(1, input.slots ?? AUTO_SLOTS);
   const memory = embeddingMemory(model, { batch, slots, causal, pooling: pooling.value });
@@ -90,11 +90,12 @@ export function decideEmbedding(input: EmbeddingInput): EmbeddingLaunch {
  * Whether the model attends both ways, as llama.cpp builds the BERT family (bert, nomic-bert,
  * jina-bert-v2, modern-bert…) and T5's encoder, or as its header says (119: `bert.attention.causal` false).
  */
-function isEncoder(arch: string, metadata: Metadata): boolean {
-  return metadata[`${arch}.attention.causal`] === false || arch.includes("bert") || arch === "t5encoder";
+function isEncoder(model: ModelInfo): boolean {
+  const arch = model.architecture;
+  return model.attention_causal === false || arch.includes("bert") || arch === "t5encoder";
 }
 
-function choosePooling(declared: number | undefined): { value: Pooling; reason: string } {
+function choosePooling(declared: number | undefined): { value: Chosen; reason: string } {
   const named = declared === undefined ? undefined : POOLING[declared];
   if (named === "mean" || named === "cls" || named === "last")
     return { value: named, reason: `pooling ${named}, as the GGUF declares` };

@@ -71,7 +71,7 @@ export function fitter(model: ModelInfo, b: Budgets, s: FitSettings): Fitter {
   };
 }
 
-function gib(n: number): string {
+export function gib(n: number): string {
   if (n < GIB) return `${(n / MIB).toFixed(1)} MiB`;
   return `${(n / GIB).toFixed(n < 10 * GIB ? 2 : 1)} GiB`;
 }

@@ -18,7 +18,7 @@ const MIB = 2 ** 20;
 async function inputOf(spec: GgufSpec, o: Partial<EmbeddingInput> = {}): Promise<EmbeddingInput> {
   using dir = tmpdir("local-ai-embed-plan-");
   const header = await readGgufHeader(writeGguf(dir.path, "m.gguf", spec));
-  return { model: modelInfo(header), metadata: header.metadata, ...o };
+  return { model: modelInfo(header), ...o };
 }
 const bert = (shape: Partial<BertShape> = {}, o: Partial<EmbeddingInput> = {}) =>
   inputOf(bertModel(shape), o);
@@ -107,7 +107,7 @@ describe.skipIf(!realFiles)("decideEmbedding on tiny-embed.gguf (recording 119)"
       1,
       512,
     ]);
-    const d = decideEmbedding({ model: modelInfo(header), metadata: md });
+    const d = decideEmbedding({ model: modelInfo(header) });
     expect(d).toMatchObject({ pooling: "mean", batch: 512, causal: false });
     expect(d.memory.kv_cache).toBe(0);
     // The log rounds to 0.01 MiB.
@@ -129,8 +129,6 @@ describe.skipIf(!realFiles)("decideEmbedding on tiny-embed.gguf (recording 119)"
       "bert.attention.causal",
     ])
       expect(fixture.metadata[key]).toEqual(real.metadata[key]);
-    expect(decideEmbedding(ours)).toEqual(
-      decideEmbedding({ model: modelInfo(real), metadata: real.metadata }),
-    );
+    expect(decideEmbedding(ours)).toEqual(decideEmbedding({ model: modelInfo(real) }));
   });
 });

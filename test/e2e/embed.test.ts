@@ -1,0 +1,81 @@
+import { describe, expect, test } from "bun:test";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { spawnCore } from "../fixtures/core-process.ts";
+import { bertModel } from "../fixtures/gguf-bert.ts";
+import { writeGguf } from "../fixtures/gguf-writer.ts";
+import { alive, writeStack } from "../fixtures/stack.ts";
+import { tmpdir } from "../fixtures/tmpdir.ts";
+
+// `embed` end to end from the compiled binary (SPEC sections 15 and 16, issue 28): a chat model and
+// an embedding model (the BERT fixture, tiny-embed.gguf's shape) each on its own stand-in
+// llama-server, the embedding one started as the plan says (docs/plan.md "Embedding models").
+
+const norm = (v: number[]) => Math.sqrt(v.reduce((a, x) => a + x * x, 0));
+
+describe.skipIf(process.platform === "win32")("embed (compiled core)", () => {
+  test("a string and a list embedded, refusals named, a chat beside it; both servers at once", async () => {
+    await using dir = tmpdir();
+    writeGguf(dir.path, "embed.gguf", bertModel());
+    const stack = writeStack(dir.path, {
+      script: [{ content: "chatted" }],
+      extraYaml: "models:\n  - {name: embed, path: ./embed.gguf, kind: embedding}\n",
+    });
+    await using core = spawnCore({ cwd: dir.path, env: stack.env });
+    await core.request({ id: 0, method: "initialize" });
+
+    const plan = (await core.request({ id: 1, method: "plan", params: { model: "embed" } }, 20_000)).result;
+    expect(plan.plan.embedding).toEqual({ pooling: "mean", batch: 512, causal: false });
+    expect(plan.plan.argv.join(" ")).toContain("--embeddings --pooling mean -b 512 -ub 512");
+
+    const one = (await core.request({ id: 2, method: "embed", params: { input: "hello world" } }, 30_000))
+      .result;
+    expect(one).toMatchObject({ model: "embed", dimensions: 64 });
+    expect(one.embeddings).toHaveLength(1);
+    expect(Math.abs(norm(one.embeddings[0]) - 1)).toBeLessThan(1e-3);
+    // [CLS] hello world [SEP]
+    expect(one.usage.prompt_tokens).toBeGreaterThan(0);
+
+    const input = ["first text", "hello world", "a third, longer piece of text"];
+    const list = (await core.request({ id: 3, method: "embed", params: { input, model: "embed" } })).result;
+    expect(list.embeddings).toHaveLength(3);
+    for (const v of list.embeddings) {
+      expect(v).toHaveLength(64);
+      expect(Math.abs(norm(v) - 1)).toBeLessThan(1e-3);
+    }
+    // In order: the same text gives the same vector.
+    expect(list.embeddings[1]).toEqual(one.embeddings[0]);
+    expect(list.usage.prompt_tokens).toBeGreaterThan(one.usage.prompt_tokens);
+
+    // Recording 114: a string past the batch is refused, never truncated, and named by its index.
+    const long = "word ".repeat(600);
+    const tooLong = await core.request({ id: 4, method: "embed", params: { input: ["short", long] } });
+    expect(tooLong.code).toBe("invalid_request");
+    expect(tooLong.data?.field).toBe("input.1");
+    const empty = await core.request({ id: 5, method: "embed", params: { input: [] } });
+    expect(empty).toMatchObject({ code: "invalid_request", data: { field: "input" } });
+    // Recording 116: an encoder computes no logits; the core refuses the chat before asking it.
+    const chatOnEmbed = await core.request({
+      id: 6,
+      method: "chat",
+      params: { input: "hi", model: "embed" },
+    });
+    expect(chatOnEmbed.code).toBe("invalid_request");
+    expect(chatOnEmbed.data?.field).toBe("model");
+
+    const chat = await core.request({ id: 7, method: "chat", params: { input: "hi" } }, 30_000);
+    expect(chat.result?.model).toBe("default");
+    const status = (await core.request({ id: 8, method: "status" })).result;
+    const rows = Object.fromEntries(status.models.map((m: any) => [m.name, m]));
+    const pids = [rows.default.pid, rows.embed.pid] as number[];
+    expect(new Set(pids).size).toBe(2);
+    for (const pid of pids) expect(alive(pid)).toBe(true);
+    // The embedding server was started with the plan's flags (its own log names them).
+    const log = readFileSync(join(stack.dataDir, "logs", "llama-server-embed.log"), "utf8");
+    expect(log).toContain("--embeddings");
+
+    await core.request({ id: "bye", method: "shutdown" });
+    expect(await core.exited()).toBe(0);
+    for (const pid of pids) expect(alive(pid)).toBe(false);
+  }, 90_000);
+});
