@@ -10,7 +10,7 @@ import { answerText, call, type LlamaEndpoint } from "./http.ts";
 
 export interface EmbedOptions {
   signal?: AbortSignal;
-  /** Inputs per request (default 32): each is one task in a slot, so a batch fills them all. */
+  /** Inputs per request (default 1024, half the method's limit): llama-server batches them itself, as fast as one request of all. */
   perRequest?: number;
   /** Echoed back by llama-server as the answer's `model` (112); it serves one model. */
   model?: string;
@@ -22,7 +22,7 @@ export interface Embedded {
   promptTokens: number;
 }
 
-const PER_REQUEST = 32;
+const PER_REQUEST = 1024;
 
 /** Embeds `inputs` in order; an empty list is refused before any request. */
 export async function embed(
