@@ -15,7 +15,7 @@ export class DirectServer {
   private constructor(
     private readonly proc: Subprocess,
     readonly baseUrl: string,
-    private readonly apiKey: string,
+    readonly apiKey: string,
     /** Spawn → first /health 200, ms. */
     readonly readyMs: number,
   ) {}
