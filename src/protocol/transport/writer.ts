@@ -208,15 +208,17 @@ export function stdoutSink(stream: NodeJS.WriteStream = process.stdout): Sink {
   };
   // Without a listener an 'error' event would be thrown as uncaught.
   stream.on("error", fail);
+  // One callback for every write, not a closure per batch (one batch per streamed token).
+  const written = (err?: Error | null) => {
+    if (err) fail(err);
+  };
   return {
     onFailure(listener) {
       listeners.push(listener);
     },
     write(data: string) {
       if (failure !== undefined) throw failure;
-      const ok = stream.write(data, (err) => {
-        if (err) fail(err);
-      });
+      const ok = stream.write(data, written);
       if (ok) return;
       return new Promise<void>((resolve, reject) => {
         const onDrain = () => {
