@@ -15,6 +15,9 @@
  * (chatml_think.jinja through llama.extra_args, so the direct side gets it from the plan's argv
  * too): the whole reply streams as reasoning_content, forwarded as llm_reasoning, and its rate
  * and first token are held to the same targets as content's.
+ * Each warm comparison also runs the bare relay (overhead/relay.ts) against the direct server,
+ * the three sides taking turns: the core's CPU per piece against the least a core must spend
+ * (issue 31, docs/performance.md "Where a streamed piece's CPU goes").
  * BENCH_COLD_RUNS (default 8), BENCH_WARM_RUNS (8), BENCH_REASONING_RUNS (8), BENCH_MAX_TOKENS
  * (1000) size it (0 runs skips a part); LOCAL_AI_BENCH_CORE runs another build of the core. With
  * no real server given it runs against the stand-in as a smoke run, and says so.

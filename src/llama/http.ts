@@ -3,7 +3,8 @@ import { ConnectionRefused, LlmError, notJson, responseError } from "./errors.ts
 /**
  * The request edge: every call to llama-server goes through `call`, which adds the key, the
  * deadline and the mapping of "nothing answered" to an LlmError. Nothing else in the core
- * calls fetch on llama-server.
+ * calls fetch on llama-server; the streamed completion alone reads its answer over a socket of
+ * its own (stream-socket.ts), with the same key and the same errors.
  */
 
 /** Where a llama-server listens, and the per-launch key it takes (`Authorization: Bearer`). */
