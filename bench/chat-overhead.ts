@@ -15,6 +15,9 @@
  * (chatml_think.jinja through llama.extra_args, so the direct side gets it from the plan's argv
  * too): the whole reply streams as reasoning_content, forwarded as llm_reasoning, and its rate
  * and first token are held to the same targets as content's.
+ * Each warm comparison also runs the bare relay (overhead/relay.ts) against the direct server,
+ * the three sides taking turns: the core's CPU per piece against the least a core must spend
+ * (issue 31, docs/performance.md "Where a streamed piece's CPU goes").
  * BENCH_COLD_RUNS (default 8), BENCH_WARM_RUNS (8), BENCH_REASONING_RUNS (8), BENCH_MAX_TOKENS
  * (1000) size it (0 runs skips a part); LOCAL_AI_BENCH_CORE runs another build of the core. With
  * no real server given it runs against the stand-in as a smoke run, and says so.
@@ -197,11 +200,27 @@ const REASONING: Pieces = {
   extraArgs: ["--chat-template-file", THINK_TEMPLATE],
 };
 
+/** The bare relay (overhead/relay.ts) against the direct server: the floor for CPU per piece. */
+function spawnRelay(server: DirectServer, pieces: Pieces): CoreProcess {
+  const script = join(import.meta.dir, "overhead", "relay.ts");
+  const argv = [
+    process.execPath,
+    script,
+    server.baseUrl,
+    server.apiKey,
+    SYSTEM,
+    String(MAX_TOKENS),
+    pieces.sse,
+  ];
+  return CoreProcess.spawnCommand(argv, work);
+}
+
 async function warm(pieces: Pieces, runs: number): Promise<void> {
   const { dir, config } = coreDir(`warm-${pieces.event}`, MAX_TOKENS, false, pieces.extraArgs);
   const argv = plannedArgv(config);
   const server = await DirectServer.start(target.server, argv);
   const proc = CoreProcess.spawn(core, dir, config);
+  const relay = spawnRelay(server, pieces);
   try {
     await proc.request("initialize", { protocol_versions: [1] });
     const up = await proc.request("warmup");
@@ -210,32 +229,48 @@ async function warm(pieces: Pieces, runs: number): Promise<void> {
     // One unrecorded chat each: the first request after a load pays for things the others do not.
     await server.chat(MESSAGES, 32, pieces.sse);
     await proc.request("chat", { input: INPUT }, pieces.event);
+    await relay.request("chat", { input: INPUT }, pieces.event);
     const direct: Measured[] = [];
     const through: Measured[] = [];
-    for (let i = 0; i < runs; i++) {
-      const viaCore = async () =>
+    const relayed: Measured[] = [];
+    const sides = [
+      async () =>
+        direct.push(
+          await measured({ llama: server.pid }, () => server.chat(MESSAGES, MAX_TOKENS, pieces.sse)),
+        ),
+      async () =>
         through.push(
           await measured({ core: proc.pid, llama: coreLlama }, async () => {
             const chat = await proc.request("chat", { input: INPUT }, pieces.event);
             const traceId = (chat.terminal.result as { trace_id?: string } | undefined)?.trace_id;
             return { ...chat, promptMs: traceId ? await proc.promptMsOf(traceId) : undefined };
           }),
-        );
-      const plain = async () =>
-        direct.push(
-          await measured({ llama: server.pid }, () => server.chat(MESSAGES, MAX_TOKENS, pieces.sse)),
-        );
-      if (i % 2 === 0) await plain().then(viaCore);
-      else await viaCore().then(plain);
-    }
-    report(pieces, runs, direct, through);
+        ),
+      async () =>
+        relayed.push(
+          await measured({ core: relay.pid, llama: server.pid }, () =>
+            relay.request("chat", { input: INPUT }, pieces.event),
+          ),
+        ),
+    ];
+    // Each round starts with another side, so none always follows the same one.
+    for (let i = 0; i < runs; i++)
+      for (let k = 0; k < 3; k++) await (sides[(i + k) % 3] as () => Promise<unknown>)();
+    report(pieces, runs, direct, through, relayed);
   } finally {
+    await Promise.race([relay.shutdown(), Bun.sleep(5_000)]);
     await Promise.race([proc.shutdown(), Bun.sleep(30_000)]);
     await server.stop();
   }
 }
 
-function report(pieces: Pieces, runs: number, directM: Measured[], throughM: Measured[]): void {
+function report(
+  pieces: Pieces,
+  runs: number,
+  directM: Measured[],
+  throughM: Measured[],
+  relayM: Measured[],
+): void {
   const direct = directM.map((m) => m.t);
   const through = throughM.map((m) => m.t);
   const ratio = through.map((c, i) => rate(c) / rate(direct[i] as StreamTiming));
@@ -243,6 +278,8 @@ function report(pieces: Pieces, runs: number, directM: Measured[], throughM: Mea
   const extraBeyond = through.map(
     (c, i) => ttftBeyondPrompt(c) - ttftBeyondPrompt(direct[i] as StreamTiming),
   );
+  const cpuPerPiece = (m: Measured) => m.core / Math.max(1, m.t.pieces);
+  const cpuRatio = throughM.map((m, i) => cpuPerPiece(m) / cpuPerPiece(relayM[i] as Measured));
   const perPiece = (ms: Measured[], key: "core" | "llama" | "reader") =>
     spread(
       ms.map((m) => m[key] / 1000 / Math.max(1, m.t.pieces)),
@@ -270,7 +307,9 @@ function report(pieces: Pieces, runs: number, directM: Measured[], throughM: Mea
         2,
       )}\n` +
       `  CPU µs per piece: core ${perPiece(throughM, "core")}; llama-server direct ${perPiece(directM, "llama")}, under the core ${perPiece(throughM, "llama")};\n` +
-      `    this bench reading SSE ${perPiece(directM, "reader")}, reading the core's NDJSON ${perPiece(throughM, "reader")}\n`,
+      `    this bench reading SSE ${perPiece(directM, "reader")}, reading the core's NDJSON ${perPiece(throughM, "reader")}\n` +
+      `  CPU µs per piece, bare relay (fetch, SSE split, JSON.parse, a line per piece): ${perPiece(relayM, "core")}\n` +
+      `  core / relay CPU per piece, paired: ${spread(cpuRatio, 2)}; target ≤ 1.3: ${verdict(median(cpuRatio) <= 1.3)}\n`,
   );
 }
 

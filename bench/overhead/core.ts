@@ -38,7 +38,12 @@ export class CoreProcess {
   }
 
   static spawn(binary: string, cwd: string, configPath: string): CoreProcess {
-    const proc = Bun.spawn([binary, "serve-stdio", "--config", configPath], {
+    return CoreProcess.spawnCommand([binary, "serve-stdio", "--config", configPath], cwd);
+  }
+
+  /** Any program that speaks the bench's subset of the protocol (the bare relay, relay.ts). */
+  static spawnCommand(argv: string[], cwd: string): CoreProcess {
+    const proc = Bun.spawn(argv, {
       cwd,
       stdin: "pipe",
       stdout: "pipe",

@@ -1,7 +1,8 @@
 import { createParser, type EventSourceMessage } from "eventsource-parser";
-import { LlmError, responseError } from "./errors.ts";
-import { call, type LlamaEndpoint } from "./http.ts";
+import { LlmError } from "./errors.ts";
+import type { LlamaEndpoint } from "./http.ts";
 import { type Arrivals, applyEvent, type CompletionResult, emptyReply } from "./stream-reply.ts";
+import { type BodyReader, postStream } from "./stream-socket.ts";
 import { ToolCallAssembler } from "./tool-call-deltas.ts";
 
 /**
@@ -46,9 +47,9 @@ export interface StreamOptions {
   /** Called whenever bytes arrive, so a watchdog can tell a slow server from a wedged one. */
   onProgress?: () => void;
   /**
-   * Called once the request is on its way (Bun sends it from its own thread), before the
-   * answer is awaited: work that need not delay the request runs while llama-server reads
-   * the prompt. What it throws ends the request and is thrown as it is.
+   * Called once the whole request has been handed to the kernel, before the answer arrives:
+   * work that need not delay the request runs while llama-server reads the prompt. What it
+   * throws ends the request and is thrown as it is. A connection that fails first never calls it.
    */
   onSent?: () => void;
   /**
@@ -70,7 +71,7 @@ export async function streamCompletion(
 ): Promise<CompletionResult> {
   const { signal, onDelta, onProgress, onReasoning } = options;
   const sentAt = performance.now();
-  const res = await openStream(endpoint, request, signal, options.onSent);
+  const reader = await openStream(endpoint, request, signal, options.onSent);
 
   const assembler = new ToolCallAssembler();
   const result = emptyReply();
@@ -87,16 +88,12 @@ export async function streamCompletion(
     },
   });
 
-  const body = res.body;
-  if (!body) throw new LlmError("bad_response", "llama-server answered without a body");
-  const decoder = new TextDecoder();
-  const reader = body.getReader();
   try {
     while (!done && !streamError) {
-      const { value, done: eof } = await reader.read();
-      if (eof) break;
+      const text = await reader.read();
+      if (text === undefined) break;
       onProgress?.();
-      parser.feed(decoder.decode(value, { stream: true }));
+      parser.feed(text);
       // The queues are emptied once handed on, not replaced: no allocation per read.
       if (onReasoning && arrived.reasoning?.length) {
         const slicing = handOn(arrived.reasoning, onReasoning);
@@ -114,7 +111,7 @@ export async function streamCompletion(
       `llama-server closed the stream mid-reply: ${(err as Error).message}`,
     );
   } finally {
-    reader.cancel().catch(() => {});
+    reader.close();
   }
   if (streamError) throw streamError;
   if (signal.aborted) throw signal.reason;
@@ -142,29 +139,16 @@ function handOn(batch: string[], to: (delta: string) => void, from = 0): Promise
   return undefined;
 }
 
-/** POSTs the streaming request; a refused connection or an error status becomes an LlmError. */
-async function openStream(
+/**
+ * POSTs the streaming request over its own socket (stream-socket.ts); a refused connection or
+ * an error status becomes an LlmError.
+ */
+function openStream(
   endpoint: LlamaEndpoint,
   request: CompletionRequest,
   signal: AbortSignal,
   onSent: (() => void) | undefined,
-): Promise<Response> {
-  const pending = call(endpoint, "/v1/chat/completions", {
-    body: JSON.stringify({ ...request, stream: true, stream_options: { include_usage: true } }),
-    signal,
-    ownConnection: true,
-  });
-  try {
-    onSent?.();
-  } catch (err) {
-    // Closing the stream is what tells llama-server to stop the task.
-    void pending.then(
-      (r) => r.body?.cancel(),
-      () => {},
-    );
-    throw err;
-  }
-  const res = await pending;
-  if (!res.ok) throw await responseError(res);
-  return res;
+): Promise<BodyReader> {
+  const body = JSON.stringify({ ...request, stream: true, stream_options: { include_usage: true } });
+  return postStream(endpoint, "/v1/chat/completions", body, signal, onSent);
 }

@@ -3,7 +3,8 @@ import { ConnectionRefused, LlmError, notJson, responseError } from "./errors.ts
 /**
  * The request edge: every call to llama-server goes through `call`, which adds the key, the
  * deadline and the mapping of "nothing answered" to an LlmError. Nothing else in the core
- * calls fetch on llama-server.
+ * calls fetch on llama-server; the streamed completion alone reads its answer over a socket of
+ * its own (stream-socket.ts), with the same key and the same errors.
  */
 
 /** Where a llama-server listens, and the per-launch key it takes (`Authorization: Bearer`). */
@@ -20,12 +21,6 @@ export interface CallOptions {
   signal?: AbortSignal;
   /** How long the whole answer may take; past it, `connection_lost`. */
   timeoutMs?: number;
-  /**
-   * A connection of its own, not kept for the next request. For streams: llama-server closes the
-   * connection after a streamed answer, and a request sent on it right then fails ECONNRESET
-   * (docs/agent.md, "llama-server's connections").
-   */
-  ownConnection?: boolean;
 }
 
 /** A server to ask: without `apiKey`, as a stranger would (`/health` is public; the key check). */
@@ -49,7 +44,6 @@ export async function call(server: Target, path: string, o: CallOptions = {}): P
       headers,
       body: o.body,
       signal,
-      ...(o.ownConnection ? { keepalive: false } : {}),
     });
   } catch (err) {
     if (o.signal?.aborted) throw o.signal.reason;

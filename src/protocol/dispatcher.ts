@@ -53,7 +53,7 @@ class InFlight implements RequestContext {
   }
 
   emit(event: string, fields: object): boolean {
-    const ok = this.owner.out.event({ ...fields, id: this.id, type: "event", event });
+    const ok = this.owner.out.eventOf(this.id, event, fields);
     if (!ok) this.droppedEvents++;
     return ok;
   }

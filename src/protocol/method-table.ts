@@ -69,6 +69,8 @@ export type MethodTable = ReadonlyMap<string, MethodEntry>;
 export interface OutputPort {
   /** Queues an event; false when it was dropped (queue full). */
   event(msg: EventMessage): boolean;
+  /** The same for `{...fields, id, type: "event", event}`, made without that object. */
+  eventOf(id: RequestId, event: string, fields: object): boolean;
   /** Queues a terminal when there is room now; false (nothing queued) when it must wait. */
   tryTerminal(msg: ResultMessage | ErrorMessage): boolean;
   /** Queues a terminal, waiting for room; throws when the message cannot be serialized. */

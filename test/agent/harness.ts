@@ -76,6 +76,10 @@ export class ChatHarness {
         harness.onEmit(msg as unknown as Msg);
         return super.event(msg);
       }
+      override eventOf(id: unknown, event: string, fields: object): boolean {
+        harness.onEmit({ ...fields, id, type: "event", event } as unknown as Msg);
+        return super.eventOf(id, event, fields);
+      }
     })(
       {
         write: (data) => {

@@ -1,5 +1,5 @@
 import { logger, logUnexpected } from "../../util/logger.ts";
-import type { ErrorMessage, EventMessage, ResultMessage } from "../messages.ts";
+import type { ErrorMessage, EventMessage, RequestId, ResultMessage } from "../messages.ts";
 import type { OutputPort } from "../method-table.ts";
 import { type Frame, LineSplitter } from "./framing.ts";
 import { type Sink, Writer } from "./writer.ts";
@@ -80,6 +80,10 @@ export class StdioTransport implements OutputPort {
 
   event(msg: EventMessage): boolean {
     return this.writer.event(msg);
+  }
+
+  eventOf(id: RequestId, event: string, fields: object): boolean {
+    return this.writer.eventOf(id, event, fields);
   }
 
   tryTerminal(msg: ResultMessage | ErrorMessage): boolean {

@@ -1,6 +1,7 @@
 import { logger } from "../../util/logger.ts";
 import { within } from "../../util/within.ts";
 import type { OutboundMessage } from "../messages.ts";
+import { EventLines } from "./event-line.ts";
 
 /** Where serialized batches go. `write` resolves once the sink accepted the batch. */
 export interface Sink {
@@ -36,6 +37,7 @@ export class Writer {
   private roomWaiters: (() => void)[] = [];
   private waiterHead = 0;
   private idleWaiters: (() => void)[] = [];
+  private readonly lines = new EventLines();
 
   constructor(
     private readonly sink: Sink,
@@ -62,15 +64,27 @@ export class Writer {
   /** Queues an event; returns false when it was dropped because the queue was full. */
   event(msg: OutboundMessage): boolean {
     if (this.broken) return true;
-    if (this.queue.length >= this.options.queueSize) {
-      this.droppedTotal++;
-      logger.debug(
-        `STDIO_WRITER_DROP id=${JSON.stringify(msg.id)} event=${(msg as { event?: string }).event}`,
-      );
-      return false;
-    }
+    if (this.queue.length >= this.options.queueSize)
+      return this.drop(msg.id, (msg as { event?: string }).event);
     this.enqueue(serialize(msg));
     return true;
+  }
+
+  /**
+   * As `event` for `{...fields, id, type: "event", event}`, its line made without that object
+   * (event-line.ts): the way of every streamed piece.
+   */
+  eventOf(id: unknown, event: string, fields: object): boolean {
+    if (this.broken) return true;
+    if (this.queue.length >= this.options.queueSize) return this.drop(id, event);
+    this.enqueue(this.lines.line(id, event, fields));
+    return true;
+  }
+
+  private drop(id: unknown, event: string | undefined): false {
+    this.droppedTotal++;
+    logger.debug(`STDIO_WRITER_DROP id=${JSON.stringify(id)} event=${event}`);
+    return false;
   }
 
   /**
@@ -194,15 +208,17 @@ export function stdoutSink(stream: NodeJS.WriteStream = process.stdout): Sink {
   };
   // Without a listener an 'error' event would be thrown as uncaught.
   stream.on("error", fail);
+  // One callback for every write, not a closure per batch (one batch per streamed token).
+  const written = (err?: Error | null) => {
+    if (err) fail(err);
+  };
   return {
     onFailure(listener) {
       listeners.push(listener);
     },
     write(data: string) {
       if (failure !== undefined) throw failure;
-      const ok = stream.write(data, (err) => {
-        if (err) fail(err);
-      });
+      const ok = stream.write(data, written);
       if (ok) return;
       return new Promise<void>((resolve, reject) => {
         const onDrain = () => {

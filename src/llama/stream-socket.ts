@@ -1,0 +1,252 @@
+import { ConnectionRefused, LlmError, statusError } from "./errors.ts";
+import type { LlamaEndpoint } from "./http.ts";
+
+/**
+ * The streamed completion's own HTTP/1.1 read, over a socket on the event loop. `fetch` hands
+ * each network read from its HTTP thread to a ReadableStream on the JS thread; for a reply
+ * streamed a token at a time that cost about 40 µs of CPU per piece on the project's VM, a
+ * third of what the whole stream path spends (docs/performance.md, "Where a streamed piece's
+ * CPU goes"). llama-server answers on 127.0.0.1 over plain HTTP/1.1 with a chunked body, so the
+ * read is small: the status line and headers, then chunked, Content-Length or read-to-close
+ * framing, each network read decoded to one piece of text. Every other call stays on `call`.
+ */
+
+/** A streamed 2xx answer's body as text, one piece per network read. */
+export interface BodyReader {
+  /** The next piece; undefined once the body ended. Rejects when the connection fails or the signal aborts. */
+  read(): Promise<string | undefined>;
+  /** Closes the connection, which tells llama-server to stop the task (transcript 40). */
+  close(): void;
+}
+
+/**
+ * POSTs `body` (JSON) to `path` and resolves once the answer's head arrived: the body's reader
+ * for a 2xx, else the status mapped to an LlmError (thrown). A refused connection is
+ * ConnectionRefused, the signal's reason is thrown as it is. `onSent` runs once the whole
+ * request has been handed to the kernel (the socket is on this thread, unlike fetch's, so
+ * work meant to overlap llama-server's reading of the prompt must wait for that); what it
+ * throws ends the request and is thrown as it is.
+ */
+export function postStream(
+  server: LlamaEndpoint,
+  path: string,
+  body: string,
+  signal: AbortSignal,
+  onSent?: () => void,
+): Promise<BodyReader> {
+  const url = new URL(server.baseUrl);
+  const request = Buffer.from(
+    `POST ${path} HTTP/1.1\r\nHost: ${url.host}\r\nAuthorization: Bearer ${server.apiKey}\r\n` +
+      `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
+      `Connection: close\r\n\r\n${body}`,
+  );
+  const answer = new Answer(signal);
+  if (signal.aborted) return Promise.reject(signal.reason);
+  let sent = 0;
+  const send = (s: Bun.Socket<undefined>) => {
+    if (sent >= request.length) return;
+    sent += Math.max(0, s.write(request.subarray(sent)));
+    if (sent < request.length) return;
+    try {
+      onSent?.();
+    } catch (err) {
+      answer.fail(err);
+    }
+  };
+  Bun.connect({
+    hostname: url.hostname,
+    port: Number(url.port || 80),
+    socket: {
+      open: (s) => {
+        answer.attach(s);
+        send(s);
+      },
+      drain: send,
+      data: (_s, bytes) => answer.bytes(bytes),
+      close: () => answer.closed(),
+      error: (_s, err) => answer.fail(lost(`could not read llama-server's answer: ${err.message}`)),
+    },
+  }).catch((err: NodeJS.ErrnoException) => {
+    const why = `could not reach llama-server: ${err.message}`;
+    answer.fail(err.code === "ECONNREFUSED" ? new ConnectionRefused(why) : lost(why));
+  });
+  return answer.head.promise;
+}
+
+const lost = (message: string) => new LlmError("connection_lost", message);
+const LF = 10;
+
+/** One answer as it arrives: its head, then its body's text queued for `read`. */
+class Answer implements BodyReader {
+  readonly head = Promise.withResolvers<BodyReader>();
+  private socket: { end(): void; terminate(): void } | undefined;
+  private readonly decoder = new TextDecoder();
+  /** Bytes of a head, or of a chunk-size line, still incomplete. */
+  private carry: Uint8Array | undefined;
+  private status = 0;
+  private reason = "";
+  private framing: "chunked" | "length" | "close" | undefined;
+  /** Bytes left in the current chunk (chunked) or in the body (Content-Length). */
+  private left = 0;
+  /** A chunk's data ended and its CRLF is still to be skipped. */
+  private afterChunk = false;
+  private readonly queue: string[] = [];
+  private queueHead = 0;
+  private waiter: PromiseWithResolvers<string | undefined> | undefined;
+  private ended = false;
+  private failure: unknown;
+  private readonly onAbort = () => this.fail(this.signal.reason);
+
+  constructor(private readonly signal: AbortSignal) {
+    signal.addEventListener("abort", this.onAbort, { once: true });
+  }
+
+  attach(socket: { end(): void; terminate(): void }): void {
+    this.socket = socket;
+    if (this.failure !== undefined || this.ended) socket.terminate();
+  }
+
+  read(): Promise<string | undefined> {
+    if (this.queueHead < this.queue.length) {
+      const text = this.queue[this.queueHead++] as string;
+      if (this.queueHead === this.queue.length) this.queue.length = this.queueHead = 0;
+      return Promise.resolve(text);
+    }
+    if (this.failure !== undefined) return Promise.reject(this.failure);
+    if (this.ended) return Promise.resolve(undefined);
+    this.waiter = Promise.withResolvers();
+    return this.waiter.promise;
+  }
+
+  close(): void {
+    this.fail(lost("the answer was closed"));
+    this.socket?.terminate();
+  }
+
+  bytes(input: Uint8Array): void {
+    if (this.ended || this.failure !== undefined) return;
+    let b = input;
+    if (this.carry) {
+      b = new Uint8Array(this.carry.length + input.length);
+      b.set(this.carry);
+      b.set(input, this.carry.length);
+      this.carry = undefined;
+    }
+    let text = "";
+    let i = 0;
+    if (this.framing === undefined) {
+      i = this.readHead(b);
+      if (i < 0) return;
+    }
+    while (i < b.length && !this.ended) {
+      if (this.framing === "close" || (this.left > 0 && !this.afterChunk)) {
+        const n = this.framing === "close" ? b.length - i : Math.min(this.left, b.length - i);
+        text += this.decoder.decode(b.subarray(i, i + n), { stream: true });
+        i += n;
+        if (this.framing === "close") continue;
+        this.left -= n;
+        if (this.left > 0) continue;
+        if (this.framing === "length") this.ended = true;
+        else this.afterChunk = true;
+        continue;
+      }
+      // chunked: the CRLF after a chunk's data, or the next chunk's size line
+      const nl = b.indexOf(LF, i);
+      if (nl < 0) {
+        this.carry = b.slice(i);
+        break;
+      }
+      if (this.afterChunk) this.afterChunk = false;
+      else {
+        // parseInt stops at ";" (an extension) and "\r"
+        this.left = Number.parseInt(Buffer.from(b.buffer, b.byteOffset + i, nl - i).toString("latin1"), 16);
+        if (Number.isNaN(this.left)) {
+          this.fail(lost("llama-server sent a malformed chunked body"));
+          return;
+        }
+        if (this.left === 0) this.ended = true;
+      }
+      i = nl + 1;
+    }
+    this.deliver(text);
+  }
+
+  /** The connection closed: the end of a read-to-close body, else an answer cut off. */
+  closed(): void {
+    if (this.ended || this.failure !== undefined) return;
+    if (this.framing !== "close") {
+      this.fail(lost("llama-server closed the connection mid-answer"));
+      return;
+    }
+    this.ended = true;
+    this.deliver("");
+  }
+
+  /** Ends the answer with `err`, unless it already ended. */
+  fail(err: unknown): void {
+    if (this.failure === undefined && !this.ended) this.reject(err);
+  }
+
+  private reject(err: unknown): void {
+    this.failure = err;
+    this.head.reject(err);
+    this.waiter?.reject(err);
+    this.waiter = undefined;
+    this.done();
+    this.socket?.terminate();
+  }
+
+  /** The head's end (an index into `b`), or -1 while it is incomplete. */
+  private readHead(b: Uint8Array): number {
+    const buf = Buffer.from(b.buffer, b.byteOffset, b.length);
+    const end = buf.indexOf("\r\n\r\n");
+    if (end < 0) {
+      this.carry = b.slice();
+      return -1;
+    }
+    const lines = buf.toString("latin1", 0, end).split("\r\n");
+    const status = /^HTTP\/1\.[01] (\d{3}) ?(.*)$/.exec(lines[0] as string);
+    if (!status) {
+      this.fail(lost(`llama-server answered something that is not HTTP: ${lines[0]}`));
+      return -1;
+    }
+    this.status = Number(status[1]);
+    this.reason = status[2] ?? "";
+    const headers = new Map(
+      lines
+        .slice(1)
+        .map((l) => [l.slice(0, l.indexOf(":")).trim().toLowerCase(), l.slice(l.indexOf(":") + 1).trim()]),
+    );
+    const length = headers.get("content-length");
+    if (/chunked/i.test(headers.get("transfer-encoding") ?? "")) this.framing = "chunked";
+    else if (length !== undefined)
+      [this.framing, this.left, this.ended] = ["length", Number(length), length === "0"];
+    else this.framing = "close";
+    if (this.status >= 200 && this.status < 300) this.head.resolve(this);
+    return end + 4;
+  }
+
+  /** Hands a read's text on; an error answer is gathered whole and thrown as its LlmError. */
+  private deliver(text: string): void {
+    if (this.status < 200 || this.status >= 300) {
+      this.queue.push(text);
+      if (this.ended) this.reject(statusError(this.status, this.reason, this.queue.join("")));
+      return;
+    }
+    if (text !== "") {
+      const waiter = this.waiter;
+      this.waiter = undefined;
+      if (waiter) waiter.resolve(text);
+      else this.queue.push(text);
+    }
+    if (!this.ended) return;
+    this.done();
+    this.waiter?.resolve(undefined);
+    this.waiter = undefined;
+    this.socket?.end();
+  }
+
+  private done(): void {
+    this.signal.removeEventListener("abort", this.onAbort);
+  }
+}

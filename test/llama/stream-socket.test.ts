@@ -1,0 +1,139 @@
+import { afterEach, describe, expect, test } from "bun:test";
+import { createServer, type Server, type Socket } from "node:net";
+import { ConnectionRefused, LlmError } from "../../src/llama/errors.ts";
+import { type BodyReader, postStream } from "../../src/llama/stream-socket.ts";
+
+// The streamed completion's own HTTP/1.1 read (docs/performance.md, "Where a streamed piece's
+// CPU goes"): every framing, answers cut anywhere, error statuses, aborts, big requests.
+let server: Server | undefined;
+afterEach(() => {
+  server?.close();
+  server = undefined;
+});
+
+/** A server that reads one whole request and answers with `writes` (latin1: one char a byte), one socket write each. */
+async function scripted(
+  writes: string[],
+  options: { end?: boolean; gapMs?: number } = {},
+): Promise<{ baseUrl: string; request: Promise<string>; closed: Promise<void> }> {
+  const request = Promise.withResolvers<string>();
+  const closed = Promise.withResolvers<void>();
+  server = createServer((socket: Socket) => {
+    let got = "";
+    socket.on("close", () => closed.resolve());
+    socket.on("error", () => {});
+    socket.on("data", async (d) => {
+      got += d.toString("latin1");
+      const headEnd = got.indexOf("\r\n\r\n");
+      const length = Number(/content-length: (\d+)/i.exec(got)?.[1] ?? 0);
+      if (headEnd < 0 || got.length < headEnd + 4 + length) return;
+      request.resolve(got);
+      for (const w of writes) {
+        if (socket.destroyed) return;
+        socket.write(Buffer.from(w, "latin1"));
+        await Bun.sleep(options.gapMs ?? 2);
+      }
+      if (options.end !== false) socket.end();
+    });
+  });
+  await new Promise<void>((r) => server?.listen(0, "127.0.0.1", r));
+  const port = (server.address() as { port: number }).port;
+  return { baseUrl: `http://127.0.0.1:${port}`, request: request.promise, closed: closed.promise };
+}
+
+async function all(reader: BodyReader): Promise<string> {
+  let text = "";
+  for (let t = await reader.read(); t !== undefined; t = await reader.read()) text += t;
+  return text;
+}
+
+const never = new AbortController().signal;
+const OK_CHUNKED = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n";
+
+describe("postStream", () => {
+  test("a chunked body, its size lines, data and CRLFs split anywhere, multi-byte characters across reads", async () => {
+    const body = 'data: {"x":"é😀"}\n\n';
+    const bytes = Buffer.from(body);
+    const size = bytes.length.toString(16);
+    const raw = Buffer.concat([
+      Buffer.from(`${OK_CHUNKED}${size};ext=1\r\n`),
+      bytes,
+      Buffer.from("\r\n0\r\n\r\n"),
+    ]).toString("latin1");
+    // One byte per write in the middle: every boundary lands inside something.
+    const writes = [raw.slice(0, 20), ...raw.slice(20).split("")];
+    const s = await scripted(writes, { gapMs: 0 });
+    const reader = await postStream({ baseUrl: s.baseUrl, apiKey: "k" }, "/v1/chat/completions", "{}", never);
+    expect(await all(reader)).toBe(body);
+  });
+
+  test("Content-Length and read-to-close bodies; the request carries the key, the type and the whole body", async () => {
+    const big = JSON.stringify({ messages: ["x".repeat(3_000_000)] });
+    const s = await scripted(["HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhel", "lo"], { end: false });
+    expect(await all(await postStream({ baseUrl: s.baseUrl, apiKey: "k1" }, "/p", big, never))).toBe("hello");
+    const asked = await s.request;
+    expect(asked.startsWith("POST /p HTTP/1.1\r\n")).toBe(true);
+    expect(asked).toContain("Authorization: Bearer k1\r\n");
+    expect(asked).toContain("Content-Type: application/json\r\n");
+    expect(asked.endsWith(big)).toBe(true);
+    server?.close();
+    const c = await scripted(["HTTP/1.0 200 OK\r\n\r\nto the ", "close"]);
+    expect(await all(await postStream({ baseUrl: c.baseUrl, apiKey: "k" }, "/p", "{}", never))).toBe(
+      "to the close",
+    );
+  });
+
+  test("an error status is its LlmError, with the body's message", async () => {
+    const msg = JSON.stringify({
+      error: {
+        code: 400,
+        message: "the request exceeds the available context size",
+        type: "exceed_context_size_error",
+        n_prompt_tokens: 5000,
+        n_ctx: 4096,
+      },
+    });
+    const s = await scripted([
+      `HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nContent-Length: ${msg.length}\r\n\r\n`,
+      msg,
+    ]);
+    const err = await postStream({ baseUrl: s.baseUrl, apiKey: "k" }, "/p", "{}", never).catch((e) => e);
+    expect(err).toBeInstanceOf(LlmError);
+    expect((err as LlmError).status).toBe(400);
+  });
+
+  test("cut mid-chunk, or before the head, is connection_lost", async () => {
+    const s = await scripted([`${OK_CHUNKED}20\r\ndata: partial`]);
+    const reader = await postStream({ baseUrl: s.baseUrl, apiKey: "k" }, "/p", "{}", never);
+    const err = await all(reader).catch((e) => e);
+    expect((err as LlmError).kind).toBe("connection_lost");
+    server?.close();
+    const h = await scripted(["HTTP/1.1 200 O"]);
+    const early = await postStream({ baseUrl: h.baseUrl, apiKey: "k" }, "/p", "{}", never).catch((e) => e);
+    expect((early as LlmError).kind).toBe("connection_lost");
+  });
+
+  test("nothing listening is ConnectionRefused", async () => {
+    const s = await scripted([]);
+    server?.close();
+    await Bun.sleep(10);
+    const err = await postStream({ baseUrl: s.baseUrl, apiKey: "k" }, "/p", "{}", never).catch((e) => e);
+    expect(err).toBeInstanceOf(ConnectionRefused);
+  });
+
+  test("an abort mid-stream rejects the read with the reason and closes the connection at once", async () => {
+    const pieces = Array.from(
+      { length: 200 },
+      (_, i) => `${(8).toString(16)}\r\npiece${String(i).padStart(3, "0")}\r\n`,
+    );
+    const s = await scripted([OK_CHUNKED, ...pieces], { gapMs: 5 });
+    const cancel = new AbortController();
+    const reader = await postStream({ baseUrl: s.baseUrl, apiKey: "k" }, "/p", "{}", cancel.signal);
+    expect(await reader.read()).toBeString();
+    const reason = new Error("cancelled by the host");
+    const pending = reader.read();
+    cancel.abort(reason);
+    expect(await pending.catch((e) => e)).toBe(reason);
+    await Promise.race([s.closed, Bun.sleep(1000).then(() => Promise.reject(new Error("still open")))]);
+  });
+});

@@ -1,0 +1,60 @@
+import { describe, expect, test } from "bun:test";
+import type { LlamaLease } from "../../src/runtime/endpoint.ts";
+import { watchProgress } from "../../src/runtime/watchdog.ts";
+
+// The watchdog keeps progress as a timestamp and one timer that re-arms for the rest
+// (docs/performance.md, "Where a streamed piece's CPU goes"): what it promises must not move.
+function lease(requestTimeoutMs: number): LlamaLease & { failures: string[] } {
+  const failures: string[] = [];
+  return {
+    baseUrl: "http://127.0.0.1:1",
+    apiKey: "k",
+    died: new AbortController().signal,
+    requestTimeoutMs,
+    release() {},
+    reportFailure: (reason) => void failures.push(reason),
+    failures,
+  };
+}
+
+describe("watchProgress", () => {
+  test("no progress for the limit aborts with the watchdog's reason and reports the wedge", async () => {
+    const l = lease(80);
+    const watch = watchProgress(l, new AbortController().signal);
+    const started = performance.now();
+    await new Promise((r) => watch.signal.addEventListener("abort", r));
+    expect(performance.now() - started).toBeGreaterThanOrEqual(75);
+    expect((watch.signal.reason as Error).message).toBe(
+      "llama-server stopped responding: no progress for 0 s (llama.request_timeout_s)",
+    );
+    expect(l.failures).toHaveLength(1);
+    watch.dispose();
+  });
+
+  test("progress more often than the limit keeps it alive; the limit counts from the last touch", async () => {
+    const l = lease(100);
+    const watch = watchProgress(l, new AbortController().signal);
+    for (let i = 0; i < 10; i++) {
+      await Bun.sleep(30);
+      watch.touch();
+    }
+    expect(watch.signal.aborted).toBe(false);
+    const lastTouch = performance.now();
+    await new Promise((r) => watch.signal.addEventListener("abort", r));
+    expect(performance.now() - lastTouch).toBeGreaterThanOrEqual(95);
+    expect(l.failures).toHaveLength(1);
+    watch.dispose();
+  });
+
+  test("disposed, it never fires; the chat's cancel passes through", async () => {
+    const l = lease(30);
+    const cancel = new AbortController();
+    const watch = watchProgress(l, cancel.signal);
+    watch.dispose();
+    await Bun.sleep(80);
+    expect(watch.signal.aborted).toBe(false);
+    expect(l.failures).toEqual([]);
+    cancel.abort(new Error("cancelled"));
+    expect((watch.signal.reason as Error).message).toBe("cancelled");
+  });
+});
