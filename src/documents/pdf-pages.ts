@@ -21,13 +21,16 @@ export interface PdfPage {
 
 export async function* pdfPages(bytes: Uint8Array): AsyncGenerator<PdfPage> {
   await checkFlateStreams(bytes);
-  const { getDocumentProxy } = await import("unpdf");
+  // pdf.js itself, not unpdf's index: that one calls `import.meta.resolve`, which a CommonJS
+  // bundle (the compiled binary's) cannot parse, and the whole binary would fail to load.
+  const { getDocument } = await import("unpdf/pdfjs");
   // pdf.js takes over (detaches) the buffer it is given: it gets a copy.
-  const doc = await getDocumentProxy(new Uint8Array(bytes), {
+  const doc = await getDocument({
+    data: new Uint8Array(bytes),
     verbosity: 0,
     useSystemFonts: false,
     disableFontFace: true,
-  }).catch((err: unknown) => {
+  }).promise.catch((err: unknown) => {
     throw refusalOf(err);
   });
   try {
@@ -45,7 +48,7 @@ export async function* pdfPages(bytes: Uint8Array): AsyncGenerator<PdfPage> {
   }
 }
 
-type Doc = Awaited<ReturnType<typeof import("unpdf").getDocumentProxy>>;
+type Doc = Awaited<ReturnType<typeof import("unpdf/pdfjs").getDocument>["promise"]>;
 
 async function pageText(doc: Doc, number: number): Promise<string> {
   const page = await doc.getPage(number);

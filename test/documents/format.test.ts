@@ -52,9 +52,13 @@ describe("a text document's encoding", () => {
 
   test("binary data (NULs, control bytes) is unsupported_format", () => {
     const nul = () => decodeText(new Uint8Array([0x41, 0x00, 0x42]));
-    expect(nul).toThrow(expect.objectContaining({ code: "invalid_request", data: { reason: "unsupported_format" } }));
+    expect(nul).toThrow(
+      expect.objectContaining({ code: "invalid_request", data: { reason: "unsupported_format" } }),
+    );
     const noise = new Uint8Array(4096).map((_, i) => (i * 7919) % 256 || 1);
-    expect(() => decodeText(noise)).toThrow(expect.objectContaining({ data: { reason: "unsupported_format" } }));
+    expect(() => decodeText(noise)).toThrow(
+      expect.objectContaining({ data: { reason: "unsupported_format" } }),
+    );
     // UTF-16 without a BOM is full of NULs: refused rather than guessed.
     expect(() => decodeText(Buffer.from("abc", "utf16le"))).toThrow(/not a format/);
   });
