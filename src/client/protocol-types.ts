@@ -28,7 +28,8 @@ export type ErrorReason =
   | "session_not_found"
   | "session_deleted"
   | "model_not_found"
-  | "model_busy";
+  | "model_busy"
+  | "unsupported_format";
 
 /** What `chat` accepts: every field has a default on the core's side. */
 export type ChatParams = {

@@ -20,7 +20,8 @@ export type ErrorCode = (typeof ERROR_CODES)[number];
 
 /**
  * What `data.reason` of an error may say: why a chat failed past its code (the LLM client's
- * failure kinds, and `server_failed` when llama-server died or wedged mid-request). A plain
+ * failure kinds, and `server_failed` when llama-server died or wedged mid-request; a document
+ * that is none of the formats read, docs/agent.md "Documents"). A plain
  * list for the same reason as ERROR_CODES; ErrorReasonSchema in messages.ts is built from it.
  */
 export const ERROR_REASONS = [
@@ -33,6 +34,7 @@ export const ERROR_REASONS = [
   "session_deleted",
   "model_not_found",
   "model_busy",
+  "unsupported_format",
 ] as const;
 export type ErrorReason = (typeof ERROR_REASONS)[number];
 

@@ -76,21 +76,36 @@ export function readSmallFile(path: string, maxBytes: number): string {
  * (stat, a non-blocking open, fstat), the reads awaited. NotRegularFile, FileTooLarge or the OS error.
  */
 export async function readSmallFileAsync(path: string, maxBytes: number): Promise<string> {
-  refuseIrregular(path, await stat(path));
+  const bytes = await readFileBytesAsync(path, maxBytes);
+  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("utf8");
+}
+
+/**
+ * A file's bytes off the event loop, with the same checks; a file over `maxBytes` by its first
+ * stat is refused before it is even opened (a document of 1 GB costs nothing to refuse).
+ */
+export async function readFileBytesAsync(path: string, maxBytes: number): Promise<Uint8Array> {
+  const first = await stat(path);
+  refuseIrregular(path, first);
+  if (first.size > maxBytes) throw new FileTooLarge(path, first.size, maxBytes);
   const handle = await open(path, constants.O_RDONLY | NONBLOCK);
   try {
     const stats = await handle.stat();
     refuseIrregular(path, stats);
     if (stats.size > maxBytes) throw new FileTooLarge(path, stats.size, maxBytes);
-    const buffer = Buffer.alloc(maxBytes + 1);
+    // Read to the end, stopping past the cap, in case the file grew after the fstat (or, as
+    // some regular files do, says 0 bytes and has more).
+    const parts: Buffer[] = [];
     let length = 0;
-    while (length < buffer.length) {
-      const { bytesRead } = await handle.read(buffer, length, buffer.length - length, null);
+    for (let room = stats.size + 1; length <= maxBytes; room = 1 << 20) {
+      const part = Buffer.alloc(Math.min(room, maxBytes + 1 - length));
+      const { bytesRead } = await handle.read(part, 0, part.length, null);
       if (bytesRead === 0) break;
+      parts.push(part.subarray(0, bytesRead));
       length += bytesRead;
     }
     if (length > maxBytes) throw new FileTooLarge(path, length, maxBytes);
-    return buffer.toString("utf8", 0, length);
+    return parts.length === 1 ? (parts[0] as Buffer) : Buffer.concat(parts, length);
   } finally {
     await handle.close();
   }

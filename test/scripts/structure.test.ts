@@ -17,6 +17,7 @@ const FLOOR: Record<string, number> = {
   config: 2,
   client: 2,
   store: 3,
+  documents: 3,
   rpc: 3,
   llama: 4,
   plan: 5,

@@ -1,0 +1,73 @@
+import { z } from "zod";
+import type { Block } from "./blocks.ts";
+import { splitLong } from "./split-long.ts";
+
+/**
+ * A document's chunks (docs/agent.md "Documents"), the unit stored, recalled and cited: its
+ * number from 0 in document order, its text, the headings it sits under (outermost first) and,
+ * in a PDF, the page it is on (a chunk never spans two pages).
+ */
+export const ChunkSchema = z.object({
+  index: z.number().int().nonnegative(),
+  text: z.string().min(1),
+  heading_path: z.array(z.string()),
+  page: z.number().int().positive().optional(),
+});
+export type Chunk = z.infer<typeof ChunkSchema>;
+
+/**
+ * Blocks in, chunks out, one block at a time (pure; the reader gives the loop back between
+ * slices): a heading starts a new chunk and changes the heading path; paragraphs join a chunk
+ * while it stays within `target` characters; a new page starts a new chunk; a paragraph over
+ * `target` becomes chunks of its own (`split-long.ts`).
+ */
+export class Chunker {
+  private readonly chunks: Chunk[] = [];
+  private readonly headings: { level: number; text: string }[] = [];
+  private parts: string[] = [];
+  private size = 0;
+  private page: number | undefined;
+
+  constructor(private readonly target: number) {}
+
+  push(block: Block): void {
+    if (block.kind === "heading") {
+      this.flush();
+      while ((this.headings.at(-1)?.level ?? 0) >= block.level) this.headings.pop();
+      this.headings.push({ level: block.level, text: block.text });
+      return;
+    }
+    if (block.page !== this.page) this.flush();
+    this.page = block.page;
+    if (block.text.length > this.target) {
+      this.flush();
+      for (const piece of splitLong(block.text, this.target)) this.emit(piece);
+      return;
+    }
+    if (this.size > 0 && this.size + 2 + block.text.length > this.target) this.flush();
+    this.parts.push(block.text);
+    this.size += (this.size > 0 ? 2 : 0) + block.text.length;
+  }
+
+  /** The chunks, once every block is in. */
+  finish(): Chunk[] {
+    this.flush();
+    return this.chunks;
+  }
+
+  private flush(): void {
+    if (this.parts.length > 0) this.emit(this.parts.join("\n\n"));
+    this.parts = [];
+    this.size = 0;
+  }
+
+  private emit(text: string): void {
+    const chunk: Chunk = {
+      index: this.chunks.length,
+      text,
+      heading_path: this.headings.map((h) => h.text),
+    };
+    if (this.page !== undefined) chunk.page = this.page;
+    this.chunks.push(chunk);
+  }
+}

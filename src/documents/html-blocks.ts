@@ -1,0 +1,120 @@
+import type { Block } from "./blocks.ts";
+import { decodeEntities } from "./html-entities.ts";
+
+/**
+ * HTML's text as blocks, never its markup (docs/agent.md "Documents"). A flat scan, not a tree:
+ * a tag only opens or closes a block, so megabytes of nested tags cost no depth and linear time
+ * (Bun's HTMLRewriter, tried first, took minutes on 500,000 nested tags with end-tag handlers).
+ * `h1`–`h6` are headings; other block tags and `<br>` end a paragraph; the content of script,
+ * style, template, noscript, svg, head's title and comments is dropped; white space collapses.
+ * `step` works through a slice at a time so the reader can give the loop back between slices.
+ */
+const BLOCK_TAGS = new Set(
+  "p div br li ul ol dl dt dd tr td th table thead tbody tfoot caption section article aside header footer nav main blockquote pre figure figcaption hr form fieldset legend details summary address".split(
+    " ",
+  ),
+);
+const DROPPED = new Set([
+  "script",
+  "style",
+  "template",
+  "noscript",
+  "svg",
+  "title",
+  "textarea",
+  "iframe",
+  "object",
+]);
+const TAG_NAME = /^<\/?([a-zA-Z][a-zA-Z0-9-]*)/;
+
+export class HtmlBlocks {
+  private at = 0;
+  private text: string[] = [];
+  private heading: number | undefined;
+  private readonly out: Block[] = [];
+
+  constructor(private readonly html: string) {}
+
+  get position(): number {
+    return this.at;
+  }
+
+  get done(): boolean {
+    return this.at >= this.html.length;
+  }
+
+  /** Scans about `chars` more characters; returns the blocks completed meanwhile. */
+  step(chars: number): Block[] {
+    const until = Math.min(this.html.length, this.at + chars);
+    while (this.at < until) {
+      const lt = this.html.indexOf("<", this.at);
+      const end = lt < 0 ? this.html.length : lt;
+      if (end > this.at) this.text.push(this.html.slice(this.at, end));
+      this.at = lt < 0 ? end : this.markup(lt);
+    }
+    if (this.done) this.flush();
+    return this.out.splice(0);
+  }
+
+  /** The markup at `lt`; returns where the text after it starts. */
+  private markup(lt: number): number {
+    const h = this.html;
+    if (h.startsWith("<!--", lt)) return after(h, "-->", lt + 4);
+    if (h[lt + 1] === "!" || h[lt + 1] === "?") return after(h, ">", lt + 2);
+    const name = TAG_NAME.exec(h.slice(lt, lt + 64))?.[1]?.toLowerCase();
+    if (!name) {
+      this.text.push("<");
+      return lt + 1;
+    }
+    const closing = h[lt + 1] === "/";
+    const end = tagEnd(h, lt + 1);
+    const selfClosing = h[end - 2] === "/";
+    if (!closing && !selfClosing && DROPPED.has(name)) return dropContent(h, name, end);
+    this.tag(name, closing);
+    return end;
+  }
+
+  private tag(name: string, closing: boolean): void {
+    const level = /^h[1-6]$/.test(name) ? Number(name[1]) : undefined;
+    if (level === undefined && !BLOCK_TAGS.has(name)) return;
+    this.flush();
+    if (level !== undefined && !closing) this.heading = level;
+  }
+
+  private flush(): void {
+    const text = decodeEntities(this.text.join("")).replace(/\s+/g, " ").trim();
+    this.text = [];
+    const level = this.heading;
+    this.heading = undefined;
+    if (!text) return;
+    this.out.push(level === undefined ? { kind: "paragraph", text } : { kind: "heading", level, text });
+  }
+}
+
+/** Just past the next `token` from `from`, or the end. */
+function after(h: string, token: string, from: number): number {
+  const at = h.indexOf(token, from);
+  return at < 0 ? h.length : at + token.length;
+}
+
+/** Just past the tag's `>`, quoted attribute values (which may hold `>`) skipped. */
+function tagEnd(h: string, from: number): number {
+  for (let i = from; i < h.length; i++) {
+    const c = h[i];
+    if (c === ">") return i + 1;
+    if (c === '"' || c === "'") {
+      const close = h.indexOf(c, i + 1);
+      if (close < 0) return h.length;
+      i = close;
+    }
+  }
+  return h.length;
+}
+
+/** Past the dropped element's end tag (case-insensitive), or the end. */
+function dropContent(h: string, name: string, from: number): number {
+  const close = new RegExp(`</${name}[\\s>]`, "gi");
+  close.lastIndex = from;
+  const m = close.exec(h);
+  return m ? tagEnd(h, m.index + 2) : h.length;
+}

@@ -1,0 +1,21 @@
+/**
+ * What reading a document may cost (docs/agent.md "Documents"): each bound is checked before
+ * the work it bounds, so a hostile file is refused rather than read without end.
+ */
+
+/** A file's size, checked by stat before a byte is read. */
+export const MAX_DOCUMENT_BYTES = 64 * 1024 * 1024;
+/** The text a document may yield in all: ~13,000 chunks, a few thousand book pages. */
+export const MAX_TEXT_CHARS = 16 * 1024 * 1024;
+/** A PDF's pages, checked from its page tree before any page is read. */
+export const MAX_PDF_PAGES = 5000;
+/** What one of a PDF's Flate streams may inflate to (images aside: text extraction skips them). */
+export const MAX_INFLATED_STREAM_BYTES = 64 * 1024 * 1024;
+/** The streams a PDF may hold (a book has thousands); each is looked at before pdf.js reads it. */
+export const MAX_PDF_STREAMS = 100_000;
+/** What all of them together may inflate to. */
+export const MAX_INFLATED_TOTAL_BYTES = 512 * 1024 * 1024;
+/** The characters a chunk aims at; a paragraph longer than this is split at sentences or words. */
+export const CHUNK_TARGET_CHARS = 1200;
+/** Characters worked through between two turns of the event loop. */
+export const SLICE_CHARS = 64 * 1024;

@@ -1,0 +1,123 @@
+import type { DocumentFormat, IndexProgress, TextEncoding } from "../protocol/documents.ts";
+import { type Block, markdownBlocks, textBlocks } from "./blocks.ts";
+import { type Chunk, Chunker } from "./chunk.ts";
+import { decodeText } from "./decode.ts";
+import { isPdf, textFormat } from "./format.ts";
+import { HtmlBlocks } from "./html-blocks.ts";
+import { CHUNK_TARGET_CHARS, MAX_TEXT_CHARS, SLICE_CHARS } from "./limits.ts";
+import { pdfPages } from "./pdf-pages.ts";
+import { documentProblem, tooMuchText } from "./refusal.ts";
+import { nextTurn } from "./turn.ts";
+
+/**
+ * A document read into chunks (docs/agent.md "Documents"): its bytes (from a path through the
+ * injected `readFile`, or text handed in), its format from the bytes, its text extracted and
+ * chunked on its structure, the event loop given back every slice. `onProgress` hears `reading`
+ * (a PDF's pages; a file's bytes once read) and `indexing` (characters chunked); the method
+ * throttles what it sends. Storing the chunks is the caller's.
+ */
+export type DocumentSource = { path: string; name?: string } | { text: string; name?: string };
+
+export interface ReadOptions {
+  readFile: (path: string) => Promise<Uint8Array>;
+  onProgress?: (progress: IndexProgress) => void;
+  /** CHUNK_TARGET_CHARS unless a test says otherwise. */
+  target?: number;
+}
+
+export interface DocumentRead {
+  format: DocumentFormat;
+  /** A text file's encoding; absent for a PDF and for text handed in. */
+  encoding?: TextEncoding;
+  bytes: number;
+  /** A PDF's pages. */
+  pages?: number;
+  chunks: Chunk[];
+}
+
+export async function readDocument(source: DocumentSource, opts: ReadOptions): Promise<DocumentRead> {
+  const progress = opts.onProgress ?? (() => {});
+  const chunker = new Chunker(opts.target ?? CHUNK_TARGET_CHARS);
+  let read: Omit<DocumentRead, "chunks">;
+  if ("text" in source) {
+    read = await readText(source.text, undefined, source.name, chunker, progress);
+    read.bytes = Buffer.byteLength(source.text, "utf8");
+  } else {
+    const bytes = await opts.readFile(source.path);
+    progress({ phase: "reading", done: bytes.byteLength, total: bytes.byteLength });
+    const name = source.name ?? source.path;
+    read = isPdf(bytes)
+      ? await readPdf(bytes, chunker, progress)
+      : await readBytes(bytes, name, chunker, progress);
+  }
+  const chunks = chunker.finish();
+  if (chunks.length === 0) throw documentProblem("no_text", "the document has no text to index");
+  return { ...read, chunks };
+}
+
+type Progress = (progress: IndexProgress) => void;
+
+async function readBytes(bytes: Uint8Array, name: string, chunker: Chunker, progress: Progress) {
+  const { text, encoding } = decodeText(bytes);
+  const read = await readText(text, encoding, name, chunker, progress);
+  return { ...read, bytes: bytes.byteLength };
+}
+
+async function readText(
+  text: string,
+  encoding: TextEncoding | undefined,
+  name: string | undefined,
+  chunker: Chunker,
+  progress: Progress,
+): Promise<Omit<DocumentRead, "chunks">> {
+  if (text.length > MAX_TEXT_CHARS) throw tooMuchText(text.length, MAX_TEXT_CHARS);
+  const format = textFormat(text, name);
+  if (format === "html") await chunkHtml(text, chunker, progress);
+  else
+    await chunkAll(
+      format === "markdown" ? markdownBlocks(text) : textBlocks(text),
+      text.length,
+      chunker,
+      progress,
+    );
+  return { format, bytes: 0, ...(encoding ? { encoding } : {}) };
+}
+
+/** Blocks into the chunker, the loop given back after each slice of text. */
+async function chunkAll(blocks: Iterable<Block>, total: number, chunker: Chunker, progress: Progress) {
+  let done = 0;
+  let slice = 0;
+  for (const block of blocks) {
+    chunker.push(block);
+    done += block.text.length;
+    slice += block.text.length;
+    if (slice < SLICE_CHARS) continue;
+    slice = 0;
+    progress({ phase: "indexing", done: Math.min(done, total), total });
+    await nextTurn();
+  }
+  progress({ phase: "indexing", done: total, total });
+}
+
+async function chunkHtml(html: string, chunker: Chunker, progress: Progress) {
+  const scan = new HtmlBlocks(html);
+  while (!scan.done) {
+    for (const block of scan.step(SLICE_CHARS)) chunker.push(block);
+    progress({ phase: "indexing", done: scan.position, total: html.length });
+    await nextTurn();
+  }
+}
+
+async function readPdf(bytes: Uint8Array, chunker: Chunker, progress: Progress) {
+  let chars = 0;
+  let pages = 0;
+  for await (const { page, total, text } of pdfPages(bytes)) {
+    chars += text.length;
+    if (chars > MAX_TEXT_CHARS) throw tooMuchText(chars, MAX_TEXT_CHARS);
+    for (const block of textBlocks(text)) chunker.push({ ...block, page } as Block);
+    progress({ phase: "reading", done: page, total });
+    pages = total;
+  }
+  progress({ phase: "indexing", done: chars, total: chars });
+  return { format: "pdf" as const, bytes: bytes.byteLength, pages };
+}
