@@ -20,22 +20,22 @@ export function leaseOn(running: Running, owner: LeaseOwner): LlamaLease {
   let on = running;
   return {
     get baseUrl() {
-      return on.baseUrl;
+      return on.launch.baseUrl;
     },
     get apiKey() {
-      return on.apiKey;
+      return on.launch.apiKey;
     },
     get died() {
-      return on.died.signal;
+      return on.launch.died;
+    },
+    get launch() {
+      return on.launch;
     },
     requestTimeoutMs: owner.requestTimeoutMs,
-    get sleeps() {
-      return on.sleep.sleeps;
-    },
     release: () => {
       if (released) return;
       released = true;
-      on.sleep.release();
+      on.launch.leave();
       owner.releaseSlot();
     },
     reportFailure: (reason: string) => owner.reportFailure(on, reason),
@@ -43,7 +43,7 @@ export function leaseOn(running: Running, owner: LeaseOwner): LlamaLease {
       if (released) throw new Error("reconnect on a released lease");
       const old = on;
       const next = await owner.successor(old, signal);
-      old.sleep.release();
+      old.launch.leave();
       on = next;
     },
   };

@@ -119,7 +119,7 @@ export class Supervisor implements LlamaProvider {
     onProgress?: (p: StartProgress) => void,
   ): Promise<boolean> {
     const s = this.state.get();
-    if (running.died.signal.aborted || s.kind !== "ready" || s.running !== running) return false;
+    if (running.launch.died.aborted || s.kind !== "ready" || s.running !== running) return false;
     // A SIGKILL of a moment ago is learned on a later tick (the exit arrives on its own): the
     // one cheap look that settles it (a refused connection) comes before the lease, so the
     // chat restarts it now, with progress, rather than failing on a dead port.
@@ -128,14 +128,15 @@ export class Supervisor implements LlamaProvider {
       return false;
     }
     try {
-      // Asleep (llama.idle_sleep_s): wait for the model to reload, with progress.
-      await running.sleep.lease(signal, onProgress);
+      // Counted once on the launch's slot use; asleep (llama.idle_sleep_s): wait for the model
+      // to reload, with progress.
+      await running.launch.enter(signal, onProgress);
       return true;
     } catch (err) {
-      running.sleep.release();
+      running.launch.leave();
       if (signal.aborted) throw signal.reason;
       // It died while waking (the crash is handled by onExit), or never woke: start again.
-      if (!running.died.signal.aborted) this.reportFailure(running, (err as Error).message);
+      if (!running.launch.died.aborted) this.reportFailure(running, (err as Error).message);
       return false;
     }
   }
@@ -159,7 +160,7 @@ export class Supervisor implements LlamaProvider {
    * for the lease to move to, restarted within the budget. Silent: the chat has begun its step.
    */
   private async successor(old: Running, signal: AbortSignal): Promise<Running> {
-    if (!old.died.signal.aborted) await this.refused(old);
+    if (!old.launch.died.aborted) await this.refused(old);
     for (;;) {
       signal.throwIfAborted();
       const running = await this.whenRunning(signal, undefined, false);
@@ -295,7 +296,7 @@ export class Supervisor implements LlamaProvider {
       }
       void running.child.exited.then((e) => this.onExit(running, e));
       logger.info(
-        `llama-server ready on ${running.baseUrl} (pid ${running.child.pid}) after ${running.readyAt - running.startedAt} ms`,
+        `llama-server ready on ${running.launch.baseUrl} (pid ${running.child.pid}) after ${running.readyAt - running.startedAt} ms`,
       );
       return running;
     } catch (err) {
@@ -342,7 +343,7 @@ export class Supervisor implements LlamaProvider {
   /** ready → stopping → stopped, the next start a restart for `err`, which leases see at once. */
   private failRunning(s: StateOf<"ready">, err: CoreError): void {
     const { running } = s;
-    running.died.abort(err);
+    running.launch.end(err);
     const done = Promise.withResolvers<void>();
     const stopping: StateOf<"stopping"> = { kind: "stopping", running, restartFor: err, done: done.promise };
     this.state.swap(s, stopping);
@@ -354,7 +355,7 @@ export class Supervisor implements LlamaProvider {
 
   /** The serving child exited: expected while stopping or closing, a crash while ready. */
   private onExit(running: Running, exit: Exit): void {
-    running.sleep.dispose();
+    running.launch.end();
     removePidRecord(this.options.dataDir(), this.options.instance);
     this.rpc.ended();
     const s = this.state.get();
@@ -366,7 +367,7 @@ export class Supervisor implements LlamaProvider {
       this.rpc.crashError(how, data, this.tail.last(TAIL_IN_ERRORS)) ??
       new CoreError("internal_error", `llama-server crashed (${how})`, data);
     this.state.swap(s, { kind: "stopped", restartFor: err, lastError: err });
-    running.died.abort(err);
+    running.launch.end(err);
   }
 
   /**
@@ -374,8 +375,7 @@ export class Supervisor implements LlamaProvider {
    * our child, SIGTERM, SIGKILL after the grace (launch-steps.ts stopChild).
    */
   private async halt(running: Running, why: string): Promise<void> {
-    running.sleep.dispose();
-    if (!running.died.signal.aborted) running.died.abort(cancelledError(`llama-server was stopped (${why})`));
+    running.launch.end(cancelledError(`llama-server was stopped (${why})`));
     // llama-server begins its task loop a moment after /health turns 200, and that beginning
     // undoes a polite stop that came first (server_queue::start_loop sets `running` again): the
     // stop would then wait for the signal or the kill. So no polite stop in that first moment.
