@@ -72,6 +72,10 @@ export class SleepWatch {
   private readonly ended = new AbortController();
   private readonly now: () => number;
   private slept = 0;
+  /** No lease has arrived since it was last idle (or ready). */
+  private idle = true;
+  /** The lease that ended an idle period came after idleMs: the first wake asks whether it sleeps. */
+  private mayBeAsleep = false;
 
   constructor(private readonly options: SleepWatchOptions) {
     this.now = options.now ?? Date.now;
@@ -90,16 +94,23 @@ export class SleepWatch {
     return this.slept;
   }
 
+  /** A lease was just counted in `inUse`: the one that ends an idle period notes how long it was. */
+  arrived(): void {
+    const { idleMs } = this.options;
+    if (this.idle) this.mayBeAsleep = idleMs > 0 && this.now() - this.idleSince >= idleMs;
+    this.idle = false;
+    this.cancelTimer();
+  }
+
   /**
-   * A lease was taken (counted in `inUse` already). Resolves once the server is awake, waking it
-   * first when it sleeps (or may: idle long enough). Call `release()` once the lease is no longer
-   * counted, also when this rejects.
+   * A lease that `arrived` wants the server. Resolves once it is awake, waking it first when it
+   * sleeps (or may: idle long enough). Call `release()` once the lease is no longer counted, also
+   * when this rejects.
    */
   async lease(signal: AbortSignal, onProgress?: ProgressListener): Promise<void> {
     const { idleMs } = this.options;
-    // Idle until this lease: no other lease is counted.
-    const idleLongEnough = this.options.inUse() <= 1 && idleMs > 0 && this.now() - this.idleSince >= idleMs;
-    this.cancelTimer();
+    const idleLongEnough = this.mayBeAsleep;
+    this.mayBeAsleep = false;
     if (idleMs <= 0) return;
     if (this.phase === "awake") {
       // A child that pushes its state has not said it sleeps: it is awake.
@@ -124,6 +135,7 @@ export class SleepWatch {
 
   release(): void {
     if (this.options.inUse() > 0) return;
+    this.idle = true;
     this.idleSince = this.now();
     this.retryMs = 0;
     this.schedule();

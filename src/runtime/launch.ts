@@ -118,12 +118,24 @@ export class Launch implements LaunchView {
   }
 
   /**
-   * A lease lands on it: counted once in its slot table, then woken first if it sleeps (with
-   * progress). Call `leave()` when the lease goes, also when this rejects.
+   * A lease lands on it, counted once in its slot table: waits in line for a free slot. False:
+   * it ended first (the line ends with it; the caller starts again on the next launch); rejects
+   * with `signal`'s reason. Once true, call `leave()` when the lease goes.
    */
-  async enter(signal: AbortSignal, onProgress?: ProgressListener): Promise<void> {
-    this.slots.enter();
-    await this.sleep.lease(signal, onProgress);
+  async admit(signal: AbortSignal): Promise<boolean> {
+    try {
+      await this.slots.enter(signal);
+    } catch (err) {
+      if (signal.aborted || !this.died.aborted) throw err;
+      return false;
+    }
+    this.sleep.arrived();
+    return true;
+  }
+
+  /** An admitted lease's server awake: woken first if it sleeps (with progress). */
+  wake(signal: AbortSignal, onProgress?: ProgressListener): Promise<void> {
+    return this.sleep.lease(signal, onProgress);
   }
 
   /** A lease left it (given back, or moved to a successor). */
@@ -136,9 +148,14 @@ export class Launch implements LaunchView {
     this.sleep.heard(state);
   }
 
-  /** It stops or died: leases see `died` (with `reason`, unless it already ended); no more looks. */
+  /**
+   * It stops or died: leases see `died` (with `reason`, unless it already ended) and callers in
+   * line for a slot hear it; no more looks at its sleep.
+   */
   end(reason?: unknown): void {
     this.sleep.dispose();
-    if (reason !== undefined && !this.ended.signal.aborted) this.ended.abort(reason);
+    if (reason === undefined) return;
+    if (!this.ended.signal.aborted) this.ended.abort(reason);
+    this.slots.failWaiters(this.ended.signal.reason);
   }
 }

@@ -4,8 +4,6 @@ import type { Running } from "./supervisor-state.ts";
 /** What a lease asks of the supervisor that handed it out. */
 export interface LeaseOwner {
   requestTimeoutMs: number;
-  /** The slot, given back once. */
-  releaseSlot(): void;
   reportFailure(running: Running, reason: string): void;
   /** A server that serves in place of `old`, which refused a request (restarted within the budget). */
   successor(old: Running, signal: AbortSignal): Promise<Running>;
@@ -13,7 +11,7 @@ export interface LeaseOwner {
 
 /**
  * A lease on a slot of `running`. Its endpoint follows the server it is on: `reconnect` moves
- * it, slot kept, to the successor of a server that refused its request.
+ * it to the successor of a server that refused its request, admitted onto its slots there.
  */
 export function leaseOn(running: Running, owner: LeaseOwner): LlamaLease {
   let released = false;
@@ -36,7 +34,6 @@ export function leaseOn(running: Running, owner: LeaseOwner): LlamaLease {
       if (released) return;
       released = true;
       on.launch.leave();
-      owner.releaseSlot();
     },
     reportFailure: (reason: string) => owner.reportFailure(on, reason),
     reconnect: async (signal: AbortSignal) => {

@@ -1,11 +1,14 @@
+import { type Release, Semaphore } from "../util/semaphore.ts";
+
 /**
  * One running server's slot use (runtime/launch.ts): the one count of what is on its slots. How
- * many leases it carries (the idle-sleep watch and prompt reuse's quiet save read it), and which
+ * many leases it carries, up to its slots, extra callers waiting in line (the supervisor's
+ * acquire; the idle-sleep watch and prompt reuse's quiet save read the count), and which
  * session each of llama-server's slots holds (docs/agent.md#prompt-reuse, slot affinity). A
  * session keeps its slot while it is active; a session without one takes a free slot, an empty
  * one first, else the least recently used, whose holder gives way, its state saved first when it
  * changed since its last save (`evict`). An idle sleep empties every slot (`emptied`), the leases
- * stay. Pure: the orchestration is agent/kv/reuse.ts, which asks through these methods only.
+ * stay. No I/O: the orchestration is agent/kv/reuse.ts, which asks through these methods only.
  */
 
 interface SlotState {
@@ -30,7 +33,9 @@ export interface Pick {
 
 export class SlotUse {
   private readonly slots: SlotState[];
-  private leased = 0;
+  /** The leases' line: FIFO and abort-aware (util/semaphore.ts), as many at once as slots. */
+  private readonly gate = new Semaphore(() => this.slots.length);
+  private readonly held: Release[] = [];
 
   constructor(count: number) {
     this.slots = Array.from({ length: Math.max(1, count) }, () => ({
@@ -44,19 +49,33 @@ export class SlotUse {
 
   /** Leases on this server now. */
   get leases(): number {
-    return this.leased;
+    return this.held.length;
   }
 
-  /** A lease landed on this server (the supervisor's, through its Launch). */
-  enter(): void {
-    this.leased++;
+  /** Callers waiting in line for a lease. */
+  get waiting(): number {
+    return this.gate.waiting;
   }
 
-  /** A lease left it; false when it was not counted (never below zero). */
+  /**
+   * A lease lands on this server, once a slot is free and those before it are served; rejects
+   * with `signal`'s reason, or the reason given to `failWaiters`.
+   */
+  async enter(signal: AbortSignal): Promise<void> {
+    this.held.push(await this.gate.acquire(signal));
+  }
+
+  /** A lease left it; false when none was counted (never below zero). */
   leave(): boolean {
-    if (this.leased === 0) return false;
-    this.leased--;
+    const release = this.held.pop();
+    if (!release) return false;
+    release();
     return true;
+  }
+
+  /** The server is gone: every caller still in line is answered `err`. */
+  failWaiters(err: unknown): void {
+    this.gate.failWaiters(err);
   }
 
   /** The slot a session's turn runs in, marked busy; undefined when every slot is in use. */
@@ -139,7 +158,7 @@ export class SlotUse {
 
   /** No lease is on the server and no turn is using any slot. */
   idle(): boolean {
-    return this.leased === 0 && this.slots.every((s) => !s.busy);
+    return this.held.length === 0 && this.slots.every((s) => !s.busy);
   }
 
   /** A session erased: its slots no longer count as its (their tokens are never saved). */

@@ -2,7 +2,6 @@ import { answersAtAll } from "../llama/health.ts";
 import { CoreError, cancelledError } from "../protocol/errors.ts";
 import { abortable } from "../util/abortable.ts";
 import { logger } from "../util/logger.ts";
-import { Semaphore } from "../util/semaphore.ts";
 import { within } from "../util/within.ts";
 import type { AcquireOptions, LlamaLease, LlamaProvider, StartTicket } from "./endpoint.ts";
 import { type Exit, stopChild, TAIL_IN_ERRORS } from "./launch-steps.ts";
@@ -42,7 +41,6 @@ const EXIT_NOTICE_MS = 2000;
  */
 export class Supervisor implements LlamaProvider {
   private readonly state = supervisorCell();
-  private readonly gate = new Semaphore(() => this.slots());
   readonly tail = new LogTail();
   /** The RPC workers of the current launch: their log signatures, the one that was lost. */
   private readonly rpc = new RpcWatch({ onLost: (err) => this.failReady(err) });
@@ -72,7 +70,9 @@ export class Supervisor implements LlamaProvider {
   /** Never throws and never touches llama-server: `status` answers from it at once. */
   snapshot(): SupervisorSnapshot {
     const s = this.state.get();
-    const slots = { busy: this.gate.inUse, waiting: this.gate.waiting, total: this.slots() };
+    // The serving launch's one table of slot use (launch.ts); none is serving: none in use.
+    const use = serving(s)?.launch.slots;
+    const slots = { busy: use?.leases ?? 0, waiting: use?.waiting ?? 0, total: this.slots() };
     return snapshotOf(s, this.launcher.plan, slots, this.restarts.report(s));
   }
 
@@ -89,29 +89,38 @@ export class Supervisor implements LlamaProvider {
         options?.explicit === true,
         options?.prestarted,
       );
-      const release = await this.gate.acquire(signal);
-      let usable: boolean;
-      try {
-        usable = await this.usable(running, signal, onProgress);
-      } catch (err) {
-        release();
-        throw err;
-      }
-      if (usable)
+      if (await this.admitted(running, signal, onProgress))
         return leaseOn(running, {
           requestTimeoutMs: this.options.settings().requestTimeoutMs,
-          releaseSlot: release,
           reportFailure: (on, reason) => this.reportFailure(on, reason),
           successor: (old, abort) => this.successor(old, abort),
         });
-      // It died (or failed) while we waited for a slot or looked: give the slot back, start again.
-      release();
+      // It died (or failed) while we waited for a slot or looked: start again.
     }
   }
 
   /**
-   * Whether `running` may take a lease now: still the one serving, listening, and awake (woken
-   * first, with progress). False: it died or failed meanwhile, and the caller starts again.
+   * A slot on `running`, in line behind the callers before (its launch's table: one count per
+   * server), then `usable`. False, the slot given back: it died or failed meanwhile.
+   */
+  private async admitted(
+    running: Running,
+    signal: AbortSignal,
+    onProgress?: (p: StartProgress) => void,
+  ): Promise<boolean> {
+    if (!(await running.launch.admit(signal))) return false;
+    let usable = false;
+    try {
+      usable = await this.usable(running, signal, onProgress);
+      return usable;
+    } finally {
+      if (!usable) running.launch.leave();
+    }
+  }
+
+  /**
+   * Whether `running` may take the lease it admitted: still the one serving, listening, and awake
+   * (woken first, with progress). False: it died or failed meanwhile, and the caller starts again.
    */
   private async usable(
     running: Running,
@@ -128,12 +137,10 @@ export class Supervisor implements LlamaProvider {
       return false;
     }
     try {
-      // Counted once on the launch's slot use; asleep (llama.idle_sleep_s): wait for the model
-      // to reload, with progress.
-      await running.launch.enter(signal, onProgress);
+      // Asleep (llama.idle_sleep_s): wait for the model to reload, with progress.
+      await running.launch.wake(signal, onProgress);
       return true;
     } catch (err) {
-      running.launch.leave();
       if (signal.aborted) throw signal.reason;
       // It died while waking (the crash is handled by onExit), or never woke: start again.
       if (!running.launch.died.aborted) this.reportFailure(running, (err as Error).message);
@@ -164,7 +171,7 @@ export class Supervisor implements LlamaProvider {
     for (;;) {
       signal.throwIfAborted();
       const running = await this.whenRunning(signal, undefined, false);
-      if (await this.usable(running, signal)) return running;
+      if (await this.admitted(running, signal)) return running;
     }
   }
 
@@ -183,7 +190,7 @@ export class Supervisor implements LlamaProvider {
     const done = Promise.withResolvers<void>();
     const closing: SupervisorState = { kind: "closing", done: done.promise };
     this.state.swap(from, closing);
-    this.gate.failWaiters(shuttingDown());
+    // Callers in line for a slot hear it as the serving launch ends (halt, launch.ts end).
     try {
       if (from.kind === "starting") {
         from.abort.abort(shuttingDown());

@@ -20,13 +20,15 @@ const never = () => new AbortController().signal;
 
 /** A watch whose leases are counted in a slot table first, as its Launch counts them (launch.ts). */
 function counted(options: Omit<SleepWatchOptions, "inUse">): SleepWatch {
-  const use = new SlotUse(4);
+  const use = new SlotUse(16);
   const w = new SleepWatch({ ...options, inUse: () => use.leases });
   const lease = w.lease.bind(w);
   const release = w.release.bind(w);
   w.lease = (signal, onProgress) => {
-    use.enter();
-    return lease(signal, onProgress);
+    return use.enter(never()).then(() => {
+      w.arrived();
+      return lease(signal, onProgress);
+    });
   };
   w.release = () => {
     if (use.leave()) release();

@@ -46,7 +46,8 @@ describe("Launch", () => {
     expect(launch.epoch).toBe(`${launch.id}#1`);
     expect(launch.slots.holderOf(pick.slot)).toBeUndefined();
     expect(launch.slots.dirty()).toEqual([]);
-    await launch.enter(never());
+    await launch.admit(never());
+    await launch.wake(never());
     expect(calls.rouses).toBe(1);
     expect(launch.awake).toBe(true);
     expect(launch.slots.leases).toBe(1);
@@ -58,8 +59,8 @@ describe("Launch", () => {
 
   test("leases are counted once, in its slot table, whoever holds them", async () => {
     const launch = new Launch({ ...endpoint, slots: 2 });
-    await launch.enter(never());
-    await launch.enter(never());
+    await launch.admit(never());
+    await launch.admit(never());
     expect(launch.slots.leases).toBe(2);
     expect(launch.slots.idle()).toBe(false);
     launch.leave();
@@ -84,5 +85,15 @@ describe("Launch", () => {
     died.abort(new Error("gone"));
     expect(launch.died.aborted).toBe(true);
     expect(launch.awake).toBe(false);
+  });
+
+  test("its end answers the callers in line for a slot: not admitted (they start again)", async () => {
+    const launch = new Launch({ ...endpoint, slots: 1 });
+    await launch.admit(never());
+    const waiting = launch.admit(never());
+    launch.end(new Error("crashed"));
+    expect(await waiting).toBe(false);
+    expect((launch.died.reason as Error).message).toBe("crashed");
+    expect(launch.slots.leases).toBe(1);
   });
 });

@@ -1,6 +1,8 @@
 import { describe, expect, test } from "bun:test";
 import { SlotUse } from "../../src/runtime/slot-use.ts";
 
+const never = () => new AbortController().signal;
+
 describe("SlotUse (slot affinity, docs/agent.md#prompt-reuse)", () => {
   test("a session keeps its slot; a new one takes an empty slot before anyone's", () => {
     const t = new SlotUse(2);
@@ -49,10 +51,10 @@ describe("SlotUse (slot affinity, docs/agent.md#prompt-reuse)", () => {
     expect(t.take("u/c", 3)?.slot).toBe(a.slot);
   });
 
-  test("leases are counted once: idle only with none on it and no slot busy; leave never below zero", () => {
+  test("leases are counted once: idle only with none on it and no slot busy; leave never below zero", async () => {
     const t = new SlotUse(2);
     expect(t.idle()).toBe(true);
-    t.enter();
+    await t.enter(never());
     expect(t.leases).toBe(1);
     expect(t.idle()).toBe(false);
     expect(t.leave()).toBe(true);
@@ -89,9 +91,9 @@ describe("SlotUse (slot affinity, docs/agent.md#prompt-reuse)", () => {
     expect(t.workOn(0)).toBeUndefined();
   });
 
-  test("emptied (an idle sleep): no holder, nothing to save, leases and busy slots kept", () => {
+  test("emptied (an idle sleep): no holder, nothing to save, leases and busy slots kept", async () => {
     const t = new SlotUse(2);
-    t.enter();
+    await t.enter(never());
     const a = t.take("u/a", 1)!;
     const b = t.take("u/b", 1)!;
     t.release(b.slot, "u/b", true, 1);
@@ -102,5 +104,29 @@ describe("SlotUse (slot affinity, docs/agent.md#prompt-reuse)", () => {
     expect(t.take("u/c", 2)?.slot).toBe(b.slot);
     expect(t.take("u/d", 2)).toBeUndefined();
     expect(a.slot).not.toBe(b.slot);
+  });
+
+  test("leases wait in line for a slot, first come first served; a server gone answers the line", async () => {
+    const t = new SlotUse(1);
+    await t.enter(never());
+    const order: string[] = [];
+    const b = t.enter(never()).then(() => order.push("b"));
+    const c = t.enter(never()).then(() => order.push("c"));
+    expect(t.waiting).toBe(2);
+    t.leave();
+    await b;
+    expect(t.leases).toBe(1);
+    t.leave();
+    await c;
+    expect(order).toEqual(["b", "c"]);
+    const d = t.enter(never());
+    t.failWaiters(new Error("gone"));
+    await expect(d).rejects.toThrow("gone");
+    expect(t.leases).toBe(1);
+    const cancel = new AbortController();
+    const e = t.enter(cancel.signal);
+    cancel.abort(new Error("cancelled"));
+    await expect(e).rejects.toThrow("cancelled");
+    expect(t.waiting).toBe(0);
   });
 });
