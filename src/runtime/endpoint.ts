@@ -1,4 +1,5 @@
 import type { LlamaEndpoint } from "../llama/http.ts";
+import type { LaunchView } from "./launch.ts";
 import type { SupervisorSnapshot } from "./snapshot.ts";
 import type { StartProgress } from "./start-progress.ts";
 
@@ -31,10 +32,10 @@ export interface LlamaLease extends LlamaEndpoint {
    */
   reconnect?(signal: AbortSignal): Promise<void>;
   /**
-   * How many times the server the lease is on was known to have slept (llama.idle_sleep_s):
-   * each sleep emptied its slots (agent/kv/ keys what a slot holds by it). Absent: never.
+   * The server the lease is on (runtime/launch.ts), read-only: its id and epoch, props, idle
+   * sleep and slot use. It follows a `reconnect`.
    */
-  readonly sleeps?: number;
+  readonly launch: LaunchView;
 }
 
 export interface AcquireOptions {

@@ -33,6 +33,10 @@ export interface SleepWatchOptions {
   idleMs: number;
   /** It reports its sleep and wake itself (`heard`): no looks at /props. */
   pushed?: boolean;
+  /** Leases on the server now, the one count (its Launch's SlotUse), a new one already counted. */
+  inUse(): number;
+  /** Learned asleep: llama-server emptied every slot (the Launch clears its slot table). */
+  onSleep?: () => void;
   /** GET /props `is_sleeping`; null when it did not answer in time. */
   isAsleep(): Promise<boolean | null>;
   /** A request llama-server must wake for; resolves once it has answered (the model is back). */
@@ -61,7 +65,6 @@ export function canChangePhase(from: SleepPhase, to: SleepPhase): boolean {
 
 export class SleepWatch {
   private phase: SleepPhase = "awake";
-  private busy = 0;
   private idleSince: number;
   private timer: ReturnType<typeof setTimeout> | undefined;
   private retryMs = 0;
@@ -69,6 +72,10 @@ export class SleepWatch {
   private readonly ended = new AbortController();
   private readonly now: () => number;
   private slept = 0;
+  /** No lease has arrived since it was last idle (or ready). */
+  private idle = true;
+  /** The lease that ended an idle period came after idleMs: the first wake asks whether it sleeps. */
+  private mayBeAsleep = false;
 
   constructor(private readonly options: SleepWatchOptions) {
     this.now = options.now ?? Date.now;
@@ -87,15 +94,23 @@ export class SleepWatch {
     return this.slept;
   }
 
+  /** A lease was just counted in `inUse`: the one that ends an idle period notes how long it was. */
+  arrived(): void {
+    const { idleMs } = this.options;
+    if (this.idle) this.mayBeAsleep = idleMs > 0 && this.now() - this.idleSince >= idleMs;
+    this.idle = false;
+    this.cancelTimer();
+  }
+
   /**
-   * A lease was taken. Resolves once the server is awake, waking it first when it sleeps (or
-   * may: idle long enough). Call `release()` when the lease ends, also when this rejects.
+   * A lease that `arrived` wants the server. Resolves once it is awake, waking it first when it
+   * sleeps (or may: idle long enough). Call `release()` once the lease is no longer counted, also
+   * when this rejects.
    */
   async lease(signal: AbortSignal, onProgress?: ProgressListener): Promise<void> {
     const { idleMs } = this.options;
-    const idleLongEnough = this.busy === 0 && idleMs > 0 && this.now() - this.idleSince >= idleMs;
-    this.busy++;
-    this.cancelTimer();
+    const idleLongEnough = this.mayBeAsleep;
+    this.mayBeAsleep = false;
     if (idleMs <= 0) return;
     if (this.phase === "awake") {
       // A child that pushes its state has not said it sleeps: it is awake.
@@ -119,8 +134,8 @@ export class SleepWatch {
   }
 
   release(): void {
-    this.busy = Math.max(0, this.busy - 1);
-    if (this.busy > 0) return;
+    if (this.options.inUse() > 0) return;
+    this.idle = true;
     this.idleSince = this.now();
     this.retryMs = 0;
     this.schedule();
@@ -182,7 +197,8 @@ export class SleepWatch {
   private schedule(): void {
     const { idleMs } = this.options;
     if (this.options.pushed) return;
-    if (idleMs <= 0 || this.busy > 0 || this.phase !== "awake" || this.ended.signal.aborted) return;
+    if (idleMs <= 0 || this.options.inUse() > 0 || this.phase !== "awake" || this.ended.signal.aborted)
+      return;
     const first = this.idleSince + idleMs + FIRST_LOOK_GRACE_MS - this.now();
     const delay = this.retryMs > 0 ? this.retryMs : Math.max(0, first);
     this.cancelTimer();
@@ -192,9 +208,9 @@ export class SleepWatch {
 
   private async look(): Promise<void> {
     this.timer = undefined;
-    if (this.busy > 0 || this.phase !== "awake" || this.ended.signal.aborted) return;
+    if (this.options.inUse() > 0 || this.phase !== "awake" || this.ended.signal.aborted) return;
     const asleep = await this.options.isAsleep();
-    if (this.busy > 0 || this.phase !== "awake" || this.ended.signal.aborted) return;
+    if (this.options.inUse() > 0 || this.phase !== "awake" || this.ended.signal.aborted) return;
     if (asleep === true) {
       this.fellAsleep();
       logger.info(`llama-server unloaded its model after ${this.options.idleMs / 1000} s idle (asleep)`);
@@ -208,6 +224,7 @@ export class SleepWatch {
   private fellAsleep(): void {
     this.enter("asleep");
     this.slept++;
+    this.options.onSleep?.();
   }
 
   /** The one way the phase changes: a change the table lacks is a bug, never a race. */

@@ -8,7 +8,7 @@ import { CoreError } from "../protocol/errors.ts";
 import { logger } from "../util/logger.ts";
 import { randomApiKey } from "./child-env.ts";
 import { knownChildMode, rememberChildMode } from "./child-mode.ts";
-import { SleepWatch } from "./idle-sleep.ts";
+import { Launch } from "./launch.ts";
 import { launchOnce, type Spawned, type SpawnRequest, stopChild } from "./launch-steps.ts";
 import { loadFraction } from "./load-fraction.ts";
 import { dialectFor } from "./load-mode.ts";
@@ -148,32 +148,33 @@ export class Launcher {
   }
 
   /**
-   * A ready launch as leases see it, with its idle-sleep watch (idle-sleep.ts): told by the
-   * state lines where the child prints them, else learned from /props.
+   * A ready launch as leases see it (launch.ts), with its idle-sleep watch (idle-sleep.ts): told
+   * by the state lines where the child prints them, else learned from /props.
    */
   private toRunning(spawned: Spawned, plan: LaunchPlan): Running {
     const endpoint = { baseUrl: spawned.baseUrl, apiKey: spawned.apiKey };
     const { states } = spawned;
     const pid = spawned.child.pid;
-    const sleep = new SleepWatch({
-      idleMs: plan.idle_sleep_s * 1000,
-      pushed: states.speaks,
-      isAsleep: () => isSleeping(endpoint),
-      rouse: (signal) => wake(endpoint, signal, this.options.settings().startupTimeoutMs),
-      // A wake re-reads the model in a process that has read before: count from here.
-      wakeMeasure: () =>
-        loadFraction(states, states.speaks, pid, plan.model_bytes, modelIntake(pid)?.readBytes ?? 0),
+    const launch = new Launch({
+      ...endpoint,
+      slots: plan.slots,
+      sleep: {
+        idleMs: plan.idle_sleep_s * 1000,
+        pushed: states.speaks,
+        isAsleep: () => isSleeping(endpoint),
+        rouse: (signal) => wake(endpoint, signal, this.options.settings().startupTimeoutMs),
+        // A wake re-reads the model in a process that has read before: count from here.
+        wakeMeasure: () =>
+          loadFraction(states, states.speaks, pid, plan.model_bytes, modelIntake(pid)?.readBytes ?? 0),
+      },
     });
-    states.onState = (s) => sleep.heard(s.state);
+    states.onState = (s) => launch.heard(s.state);
     return {
       child: spawned.child,
-      baseUrl: spawned.baseUrl,
-      apiKey: spawned.apiKey,
+      launch,
       port: spawned.port,
-      died: new AbortController(),
       startedAt: spawned.t0,
       readyAt: Date.now(),
-      sleep,
       childMode: states,
     };
   }

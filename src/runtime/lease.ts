@@ -4,8 +4,6 @@ import type { Running } from "./supervisor-state.ts";
 /** What a lease asks of the supervisor that handed it out. */
 export interface LeaseOwner {
   requestTimeoutMs: number;
-  /** The slot, given back once. */
-  releaseSlot(): void;
   reportFailure(running: Running, reason: string): void;
   /** A server that serves in place of `old`, which refused a request (restarted within the budget). */
   successor(old: Running, signal: AbortSignal): Promise<Running>;
@@ -13,37 +11,36 @@ export interface LeaseOwner {
 
 /**
  * A lease on a slot of `running`. Its endpoint follows the server it is on: `reconnect` moves
- * it, slot kept, to the successor of a server that refused its request.
+ * it to the successor of a server that refused its request, admitted onto its slots there.
  */
 export function leaseOn(running: Running, owner: LeaseOwner): LlamaLease {
   let released = false;
   let on = running;
   return {
     get baseUrl() {
-      return on.baseUrl;
+      return on.launch.baseUrl;
     },
     get apiKey() {
-      return on.apiKey;
+      return on.launch.apiKey;
     },
     get died() {
-      return on.died.signal;
+      return on.launch.died;
+    },
+    get launch() {
+      return on.launch;
     },
     requestTimeoutMs: owner.requestTimeoutMs,
-    get sleeps() {
-      return on.sleep.sleeps;
-    },
     release: () => {
       if (released) return;
       released = true;
-      on.sleep.release();
-      owner.releaseSlot();
+      on.launch.leave();
     },
     reportFailure: (reason: string) => owner.reportFailure(on, reason),
     reconnect: async (signal: AbortSignal) => {
       if (released) throw new Error("reconnect on a released lease");
       const old = on;
       const next = await owner.successor(old, signal);
-      old.sleep.release();
+      old.launch.leave();
       on = next;
     },
   };

@@ -26,8 +26,8 @@ export function modelLease(model: string, lease: LlamaLease, released: () => voi
     get requestTimeoutMs() {
       return lease.requestTimeoutMs;
     },
-    get sleeps() {
-      return lease.sleeps;
+    get launch() {
+      return lease.launch;
     },
     release: () => {
       if (done) return;

@@ -1,4 +1,3 @@
-import { knownThinking } from "../llama/props.ts";
 import type { LaunchPlan } from "../plan/launch-plan.ts";
 import type { CoreError } from "../protocol/errors.ts";
 import type { SleepPhase } from "./idle-sleep.ts";
@@ -66,14 +65,14 @@ export function snapshotOf(
     restartPending: "restartFor" in s && s.restartFor !== undefined,
     restarts,
     slots,
-    sleep: s.kind === "ready" ? s.running.sleep.state : "awake",
+    sleep: s.kind === "ready" ? s.running.launch.sleepPhase : "awake",
     idleSleepMs: plan ? plan.idle_sleep_s * 1000 : null,
     model: {
       path: plan?.model_path ?? null,
       name: plan?.model_name ?? null,
       bytes: plan?.model_bytes ?? null,
       contextPerSlot: plan?.context_per_slot ?? null,
-      thinking: (running && knownThinking(running.died.signal)) ?? plan?.thinking ?? null,
+      thinking: running?.launch.thinking ?? plan?.thinking ?? null,
     },
     cacheRamBytes: plan ? plan.cache_ram_mib * 1024 * 1024 : null,
   };

@@ -1,26 +1,23 @@
 import type { CoreError } from "../protocol/errors.ts";
 import { allowed, StateCell, type Transitions } from "../util/state-cell.ts";
 import type { StateLines } from "./child-state.ts";
-import type { SleepWatch } from "./idle-sleep.ts";
+import type { Launch } from "./launch.ts";
 import type { ProgressBeat } from "./progress-beat.ts";
 import type { ChildProcess } from "./spawn.ts";
 
 /** A llama-server that passed its readiness checks: what leases point at. */
 export interface Running {
   child: ChildProcess;
-  baseUrl: string;
-  apiKey: string;
+  /**
+   * The server as leases see it (launch.ts): endpoint, `died`, props, slot use, and its idle
+   * sleep, a detail of `ready` rather than a state of its own (asleep, the same process keeps
+   * serving, and the next lease wakes it).
+   */
+  launch: Launch;
   port: number;
-  /** Aborted when this server dies or is stopped; its reason is the CoreError a lease sees. */
-  died: AbortController;
   /** Clock time (the supervisor's `now`) of the spawn and of readiness. */
   startedAt: number;
   readyAt: number;
-  /**
-   * Its idle sleep (llama.idle_sleep_s), a detail of `ready` rather than a state of its own:
-   * asleep, the same process keeps serving, and the next lease wakes it (idle-sleep.ts).
-   */
-  sleep: SleepWatch;
   /** Its state lines: `speaks` when it runs as our child (stopped by the exit line first). */
   childMode: StateLines;
 }

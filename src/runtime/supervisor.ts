@@ -2,7 +2,6 @@ import { answersAtAll } from "../llama/health.ts";
 import { CoreError, cancelledError } from "../protocol/errors.ts";
 import { abortable } from "../util/abortable.ts";
 import { logger } from "../util/logger.ts";
-import { Semaphore } from "../util/semaphore.ts";
 import { within } from "../util/within.ts";
 import type { AcquireOptions, LlamaLease, LlamaProvider, StartTicket } from "./endpoint.ts";
 import { type Exit, stopChild, TAIL_IN_ERRORS } from "./launch-steps.ts";
@@ -42,7 +41,6 @@ const EXIT_NOTICE_MS = 2000;
  */
 export class Supervisor implements LlamaProvider {
   private readonly state = supervisorCell();
-  private readonly gate = new Semaphore(() => this.slots());
   readonly tail = new LogTail();
   /** The RPC workers of the current launch: their log signatures, the one that was lost. */
   private readonly rpc = new RpcWatch({ onLost: (err) => this.failReady(err) });
@@ -72,7 +70,9 @@ export class Supervisor implements LlamaProvider {
   /** Never throws and never touches llama-server: `status` answers from it at once. */
   snapshot(): SupervisorSnapshot {
     const s = this.state.get();
-    const slots = { busy: this.gate.inUse, waiting: this.gate.waiting, total: this.slots() };
+    // The serving launch's one table of slot use (launch.ts); none is serving: none in use.
+    const use = serving(s)?.launch.slots;
+    const slots = { busy: use?.leases ?? 0, waiting: use?.waiting ?? 0, total: this.slots() };
     return snapshotOf(s, this.launcher.plan, slots, this.restarts.report(s));
   }
 
@@ -89,29 +89,38 @@ export class Supervisor implements LlamaProvider {
         options?.explicit === true,
         options?.prestarted,
       );
-      const release = await this.gate.acquire(signal);
-      let usable: boolean;
-      try {
-        usable = await this.usable(running, signal, onProgress);
-      } catch (err) {
-        release();
-        throw err;
-      }
-      if (usable)
+      if (await this.admitted(running, signal, onProgress))
         return leaseOn(running, {
           requestTimeoutMs: this.options.settings().requestTimeoutMs,
-          releaseSlot: release,
           reportFailure: (on, reason) => this.reportFailure(on, reason),
           successor: (old, abort) => this.successor(old, abort),
         });
-      // It died (or failed) while we waited for a slot or looked: give the slot back, start again.
-      release();
+      // It died (or failed) while we waited for a slot or looked: start again.
     }
   }
 
   /**
-   * Whether `running` may take a lease now: still the one serving, listening, and awake (woken
-   * first, with progress). False: it died or failed meanwhile, and the caller starts again.
+   * A slot on `running`, in line behind the callers before (its launch's table: one count per
+   * server), then `usable`. False, the slot given back: it died or failed meanwhile.
+   */
+  private async admitted(
+    running: Running,
+    signal: AbortSignal,
+    onProgress?: (p: StartProgress) => void,
+  ): Promise<boolean> {
+    if (!(await running.launch.admit(signal))) return false;
+    let usable = false;
+    try {
+      usable = await this.usable(running, signal, onProgress);
+      return usable;
+    } finally {
+      if (!usable) running.launch.leave();
+    }
+  }
+
+  /**
+   * Whether `running` may take the lease it admitted: still the one serving, listening, and awake
+   * (woken first, with progress). False: it died or failed meanwhile, and the caller starts again.
    */
   private async usable(
     running: Running,
@@ -119,7 +128,7 @@ export class Supervisor implements LlamaProvider {
     onProgress?: (p: StartProgress) => void,
   ): Promise<boolean> {
     const s = this.state.get();
-    if (running.died.signal.aborted || s.kind !== "ready" || s.running !== running) return false;
+    if (running.launch.died.aborted || s.kind !== "ready" || s.running !== running) return false;
     // A SIGKILL of a moment ago is learned on a later tick (the exit arrives on its own): the
     // one cheap look that settles it (a refused connection) comes before the lease, so the
     // chat restarts it now, with progress, rather than failing on a dead port.
@@ -129,13 +138,12 @@ export class Supervisor implements LlamaProvider {
     }
     try {
       // Asleep (llama.idle_sleep_s): wait for the model to reload, with progress.
-      await running.sleep.lease(signal, onProgress);
+      await running.launch.wake(signal, onProgress);
       return true;
     } catch (err) {
-      running.sleep.release();
       if (signal.aborted) throw signal.reason;
       // It died while waking (the crash is handled by onExit), or never woke: start again.
-      if (!running.died.signal.aborted) this.reportFailure(running, (err as Error).message);
+      if (!running.launch.died.aborted) this.reportFailure(running, (err as Error).message);
       return false;
     }
   }
@@ -159,11 +167,11 @@ export class Supervisor implements LlamaProvider {
    * for the lease to move to, restarted within the budget. Silent: the chat has begun its step.
    */
   private async successor(old: Running, signal: AbortSignal): Promise<Running> {
-    if (!old.died.signal.aborted) await this.refused(old);
+    if (!old.launch.died.aborted) await this.refused(old);
     for (;;) {
       signal.throwIfAborted();
       const running = await this.whenRunning(signal, undefined, false);
-      if (await this.usable(running, signal)) return running;
+      if (await this.admitted(running, signal)) return running;
     }
   }
 
@@ -182,7 +190,7 @@ export class Supervisor implements LlamaProvider {
     const done = Promise.withResolvers<void>();
     const closing: SupervisorState = { kind: "closing", done: done.promise };
     this.state.swap(from, closing);
-    this.gate.failWaiters(shuttingDown());
+    // Callers in line for a slot hear it as the serving launch ends (halt, launch.ts end).
     try {
       if (from.kind === "starting") {
         from.abort.abort(shuttingDown());
@@ -295,7 +303,7 @@ export class Supervisor implements LlamaProvider {
       }
       void running.child.exited.then((e) => this.onExit(running, e));
       logger.info(
-        `llama-server ready on ${running.baseUrl} (pid ${running.child.pid}) after ${running.readyAt - running.startedAt} ms`,
+        `llama-server ready on ${running.launch.baseUrl} (pid ${running.child.pid}) after ${running.readyAt - running.startedAt} ms`,
       );
       return running;
     } catch (err) {
@@ -342,7 +350,7 @@ export class Supervisor implements LlamaProvider {
   /** ready → stopping → stopped, the next start a restart for `err`, which leases see at once. */
   private failRunning(s: StateOf<"ready">, err: CoreError): void {
     const { running } = s;
-    running.died.abort(err);
+    running.launch.end(err);
     const done = Promise.withResolvers<void>();
     const stopping: StateOf<"stopping"> = { kind: "stopping", running, restartFor: err, done: done.promise };
     this.state.swap(s, stopping);
@@ -354,7 +362,7 @@ export class Supervisor implements LlamaProvider {
 
   /** The serving child exited: expected while stopping or closing, a crash while ready. */
   private onExit(running: Running, exit: Exit): void {
-    running.sleep.dispose();
+    running.launch.end();
     removePidRecord(this.options.dataDir(), this.options.instance);
     this.rpc.ended();
     const s = this.state.get();
@@ -366,7 +374,7 @@ export class Supervisor implements LlamaProvider {
       this.rpc.crashError(how, data, this.tail.last(TAIL_IN_ERRORS)) ??
       new CoreError("internal_error", `llama-server crashed (${how})`, data);
     this.state.swap(s, { kind: "stopped", restartFor: err, lastError: err });
-    running.died.abort(err);
+    running.launch.end(err);
   }
 
   /**
@@ -374,8 +382,7 @@ export class Supervisor implements LlamaProvider {
    * our child, SIGTERM, SIGKILL after the grace (launch-steps.ts stopChild).
    */
   private async halt(running: Running, why: string): Promise<void> {
-    running.sleep.dispose();
-    if (!running.died.signal.aborted) running.died.abort(cancelledError(`llama-server was stopped (${why})`));
+    running.launch.end(cancelledError(`llama-server was stopped (${why})`));
     // llama-server begins its task loop a moment after /health turns 200, and that beginning
     // undoes a polite stop that came first (server_queue::start_loop sets `running` again): the
     // stop would then wait for the signal or the kill. So no polite stop in that first moment.

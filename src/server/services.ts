@@ -221,11 +221,6 @@ export class CoreServices implements Services {
     return new PromptReuse({
       llama,
       disk: this.disk(),
-      slots: () => provider.slots(),
-      awake: () => {
-        const s = provider.snapshot?.();
-        return !s || (s.state === "ready" && s.sleep === "awake");
-      },
       cacheRamBytes: () => provider.snapshot?.().cacheRamBytes ?? null,
       // A store that fails to answer keeps nothing: an erased session must not come back.
       stored: (u, s) => {

@@ -1,10 +1,9 @@
 import { expect, test } from "bun:test";
-import { contextSizeOf } from "../../src/llama/props.ts";
-import type { LlamaLease } from "../../src/runtime/endpoint.ts";
+import { Launch } from "../../src/runtime/launch.ts";
 
 // A launch's n_ctx never changes: GET /props is asked once per launch, not on every chat.
 
-test("contextSizeOf reads /props once per launch, again for a new launch, and not a failure", async () => {
+test("a Launch reads /props once, a new launch again, and not a failure; it keeps what it said of thinking", async () => {
   let props = 0;
   let answer = 200;
   using server = Bun.serve({
@@ -12,33 +11,34 @@ test("contextSizeOf reads /props once per launch, again for a new launch, and no
     port: 0,
     fetch: () => {
       props++;
-      return Response.json({ default_generation_settings: { n_ctx: 2048 } }, { status: answer });
+      return Response.json(
+        {
+          default_generation_settings: { n_ctx: 2048 },
+          chat_template_caps: { supports_preserve_reasoning: true },
+        },
+        { status: answer },
+      );
     },
   });
-  const launch = (died = new AbortController().signal): LlamaLease => ({
-    baseUrl: `http://127.0.0.1:${server.port}`,
-    apiKey: "k",
-    release: () => {},
-    reportFailure: () => {},
-    died,
-    requestTimeoutMs: 1000,
-  });
+  const launch = () => new Launch({ baseUrl: `http://127.0.0.1:${server.port}`, apiKey: "k", slots: 1 });
   const signal = new AbortController().signal;
-  const first = new AbortController().signal;
-  expect(await contextSizeOf(launch(first), signal)).toBe(2048);
-  expect(await contextSizeOf(launch(first), signal)).toBe(2048);
+  const first = launch();
+  expect(first.thinking).toBeUndefined();
+  expect(await first.contextSize(signal)).toBe(2048);
+  expect(await first.contextSize(signal)).toBe(2048);
   expect(props).toBe(1);
-  expect(await contextSizeOf(launch(), signal)).toBe(2048);
+  expect(first.thinking).toBe(true);
+  expect(await launch().contextSize(signal)).toBe(2048);
   expect(props).toBe(2);
   answer = 503;
-  const sleepy = new AbortController().signal;
-  expect(await contextSizeOf(launch(sleepy), signal)).toBeUndefined();
+  const sleepy = launch();
+  expect(await sleepy.contextSize(signal)).toBeUndefined();
   answer = 200;
-  expect(await contextSizeOf(launch(sleepy), signal)).toBe(2048);
+  expect(await sleepy.contextSize(signal)).toBe(2048);
   expect(props).toBe(4);
 });
 
-test("chats on one launch read /props once: the turn asks through contextSizeOf", async () => {
+test("chats on one launch read /props once: the turn asks its lease's Launch", async () => {
   const { ChatHarness } = await import("./harness.ts");
   await using h = new ChatHarness({ agents: [{ name: "plain", system_prompt: "Be brief." }] });
   h.llama.script({ content: "one" }, { content: "two" }, { content: "three" });

@@ -2,6 +2,7 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { watchedCompletion } from "../../src/agent/watched-completion.ts";
 import { ConnectionRefused, LlmError } from "../../src/llama/errors.ts";
 import type { LlamaLease } from "../../src/runtime/endpoint.ts";
+import { Launch } from "../../src/runtime/launch.ts";
 import { pickFreePort } from "../../src/runtime/ports.ts";
 import { LlamaStandIn } from "../fixtures/llama-stand-in/in-process.ts";
 
@@ -30,6 +31,7 @@ async function deadLease(to?: () => { baseUrl: string; apiKey: string }) {
       return endpoint.apiKey;
     },
     died: never(),
+    launch: new Launch({ ...endpoint, slots: 1 }),
     requestTimeoutMs: 5000,
     release: () => {},
     reportFailure: (reason) => calls.failures.push(reason),
@@ -102,6 +104,7 @@ describe("watchedCompletion and a server that is gone", () => {
       baseUrl: live.baseUrl,
       apiKey: live.apiKey,
       died: never(),
+      launch: new Launch({ baseUrl: live.baseUrl, apiKey: live.apiKey, slots: 1 }),
       requestTimeoutMs: 5000,
       release: () => {},
       reportFailure: () => calls.failures++,

@@ -1,6 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { LlmError } from "../../src/llama/errors.ts";
-import { contextSizeOf, isSleeping, parseProps, readProps } from "../../src/llama/props.ts";
+import { isSleeping, parseProps, readProps } from "../../src/llama/props.ts";
+import { Launch } from "../../src/runtime/launch.ts";
 import { RECORDINGS } from "../contract/recordings.ts";
 import { readTranscript } from "../contract/transcript.ts";
 import { TAPE_KEY, tape } from "./tape.ts";
@@ -54,14 +55,15 @@ describe("the recorded /props", () => {
     ]);
   });
 
-  test("04-props.txt: contextSizeOf asks once per launch, again for a new launch", async () => {
+  test("04-props.txt: a Launch's contextSize asks once per launch, again for a new launch", async () => {
     using t = tape(readTranscript(RECORDINGS, "04-props.txt"));
     const signal = new AbortController().signal;
-    const launch = { baseUrl: t.baseUrl, apiKey: t.apiKey, died: new AbortController().signal };
-    expect(await contextSizeOf(launch, signal)).toBe(2048);
-    expect(await contextSizeOf(launch, signal)).toBe(2048);
+    const endpoint = { baseUrl: t.baseUrl, apiKey: t.apiKey, slots: 1 };
+    const launch = new Launch(endpoint);
+    expect(await launch.contextSize(signal)).toBe(2048);
+    expect(await launch.contextSize(signal)).toBe(2048);
     expect(t.asked.length).toBe(1);
-    expect(await contextSizeOf({ ...launch, died: new AbortController().signal }, signal)).toBe(2048);
+    expect(await new Launch(endpoint).contextSize(signal)).toBe(2048);
     expect(t.asked.length).toBe(2);
   });
 });
@@ -87,7 +89,7 @@ describe("a /props of another shape", () => {
     expect(() => parseProps("props")).toThrow(LlmError);
   });
 
-  test("an error status or no answer: readProps throws, isSleeping and contextSizeOf do not", async () => {
+  test("an error status or no answer: readProps throws, isSleeping and a Launch's contextSize do not", async () => {
     using t = tape({
       status: 401,
       headers: {},
@@ -96,7 +98,7 @@ describe("a /props of another shape", () => {
     const err = await readProps(t, { timeoutMs: 1000 }).catch((e) => e);
     expect(err).toMatchObject({ kind: "bad_response", status: 401 });
     expect(await isSleeping(t)).toBeNull();
-    const launch = { ...t, died: new AbortController().signal };
-    expect(await contextSizeOf(launch, new AbortController().signal)).toBeUndefined();
+    const launch = new Launch({ baseUrl: t.baseUrl, apiKey: t.apiKey, slots: 1 });
+    expect(await launch.contextSize(new AbortController().signal)).toBeUndefined();
   });
 });

@@ -1,5 +1,10 @@
 import { describe, expect, test } from "bun:test";
-import { canChangePhase, type SleepPhase, SleepWatch } from "../../src/runtime/idle-sleep.ts";
+import {
+  canChangePhase,
+  type SleepPhase,
+  SleepWatch,
+  type SleepWatchOptions,
+} from "../../src/runtime/idle-sleep.ts";
 import {
   ggufMappedBytes,
   intakeFraction,
@@ -7,10 +12,29 @@ import {
   residentBytes,
 } from "../../src/runtime/proc-memory.ts";
 import { ProgressBeat } from "../../src/runtime/progress-beat.ts";
+import { SlotUse } from "../../src/runtime/slot-use.ts";
 import type { StartProgress } from "../../src/runtime/start-progress.ts";
 import { waitFor } from "../fixtures/wait.ts";
 
 const never = () => new AbortController().signal;
+
+/** A watch whose leases are counted in a slot table first, as its Launch counts them (launch.ts). */
+function counted(options: Omit<SleepWatchOptions, "inUse">): SleepWatch {
+  const use = new SlotUse(16);
+  const w = new SleepWatch({ ...options, inUse: () => use.leases });
+  const lease = w.lease.bind(w);
+  const release = w.release.bind(w);
+  w.lease = (signal, onProgress) => {
+    return use.enter(never()).then(() => {
+      w.arrived();
+      return lease(signal, onProgress);
+    });
+  };
+  w.release = () => {
+    if (use.leave()) release();
+  };
+  return w;
+}
 
 describe("SleepWatch: idle sleep as the supervisor follows it", () => {
   test("its phase changes only as the table says: a wake starts asleep, and ends awake or asleep", () => {
@@ -26,7 +50,7 @@ describe("SleepWatch: idle sleep as the supervisor follows it", () => {
 
   function watch(idleMs: number, asleep: () => boolean | null, rouseMs = 100) {
     const calls = { looks: 0, rouses: 0 };
-    const w = new SleepWatch({
+    const w = counted({
       idleMs,
       isAsleep: async () => {
         calls.looks++;
@@ -106,7 +130,7 @@ describe("SleepWatch: idle sleep as the supervisor follows it", () => {
 
   test("a wake that fails rejects the leases that waited; the next lease tries again", async () => {
     let fail = true;
-    const w = new SleepWatch({
+    const w = counted({
       idleMs: 10,
       isAsleep: async () => true,
       rouse: async () => {

@@ -1,15 +1,13 @@
 import type { Config } from "../../config/schema.ts";
 import { SlotError } from "../../llama/errors.ts";
-import type { LlamaEndpoint } from "../../llama/http.ts";
-import { launchProps } from "../../llama/props.ts";
 import { restoreSlot, saveSlot } from "../../llama/slots.ts";
 import type { LlamaLease } from "../../runtime/endpoint.ts";
+import type { LaunchView } from "../../runtime/launch.ts";
 import { logger } from "../../util/logger.ts";
 import { within } from "../../util/within.ts";
 import { launchFingerprint } from "./fingerprint.ts";
 import { entryOf, type KvDisk, type KvEntry } from "./kv-disk.ts";
 import { emptyRecord, noteSources, type PromptRecord } from "./prompt-record.ts";
-import { SlotTable } from "./slot-table.ts";
 
 /**
  * Prompt reuse across turns (docs/agent.md#prompt-reuse): a session keeps a slot while active
@@ -44,10 +42,6 @@ export interface ReuseDeps {
   llama: Config["llama"];
   /** None when `llama.kv_disk_bytes` is 0: slots and records only, nothing on disk. */
   disk: KvDisk | null;
-  /** The server's slots (the provider's). */
-  slots(): number;
-  /** Whether the server can be asked without waking it (ready and awake). */
-  awake(): boolean;
   /** The running server's `--cache-ram` in bytes; null when unknown (a server not planned here). */
   cacheRamBytes(): number | null;
   /** Whether the session is still in the database (another core may have erased it); none: yes. */
@@ -68,12 +62,9 @@ export interface ReusedTurn {
   end(record: PromptRecord, sent: boolean): void;
 }
 
-/** One running server between two losses of its slots, and what this core knows of them. */
+/** One running server (its Launch: slot table, epoch, awake) and the fingerprint of its shape. */
 interface Server {
-  epoch: string;
-  died: AbortSignal;
-  endpoint: LlamaEndpoint;
-  table: SlotTable;
+  launch: LaunchView;
   fingerprint: Promise<string | undefined>;
 }
 
@@ -104,21 +95,21 @@ export class PromptReuse {
     const fp = await server.fingerprint;
     const k = keyText(key);
     const record = this.recordOf(key, fp);
-    const pick = server.table.take(k, this.now());
+    const table = server.launch.slots;
+    const pick = table.take(k, this.now());
     if (!pick) return { slot: undefined, record, end: (r) => this.remember(k, r) };
-    const state = server.table.slots[pick.slot];
     try {
-      if (pick.holds) await state?.work;
+      if (pick.holds) await table.workOn(pick.slot);
       else await this.run(() => this.handOver(server, pick.slot, key, fp, pick.evict, signal));
     } catch (err) {
-      if (state) state.busy = false;
+      table.abandon(pick.slot);
       throw err;
     }
     return {
       slot: pick.slot,
       record,
       end: (r, sent) => {
-        server.table.release(pick.slot, k, sent, this.now());
+        table.release(pick.slot, k, sent, this.now());
         this.remember(k, r);
         this.whenQuiet();
       },
@@ -142,19 +133,17 @@ export class PromptReuse {
     signal: AbortSignal,
   ): Promise<void> {
     const k = keyText(key);
-    const inRam = this.inRam.get(k) === server.epoch;
+    const { epoch } = server.launch;
+    const inRam = this.inRam.get(k) === epoch;
     this.inRam.delete(k);
     const entry = inRam ? undefined : this.restorable(key, fp);
     const ramCache = (this.deps.cacheRamBytes() ?? 0) > 0;
     if (evict) {
       if (entry || !ramCache) await this.save(server, slot, evict, fp);
-      else this.inRam.set(evict, server.epoch);
+      else this.inRam.set(evict, epoch);
     }
-    const state = server.table.slots[slot];
-    if (!state) return;
     // From now on the slot is this session's, whatever the restore makes of it.
-    state.holder = k;
-    state.dirty = false;
+    server.launch.slots.handTo(slot, k);
     if (entry) await this.restore(server, slot, key, entry, signal);
   }
 
@@ -163,7 +152,7 @@ export class PromptReuse {
     this.stopped = true;
     if (this.quiet) clearTimeout(this.quiet);
     const server = this.server;
-    if (!server || server.died.aborted || !this.deps.awake()) return;
+    if (!server?.launch.awake) return;
     await within(this.saveQuietly(server), STOP_SAVE_MS, undefined);
   }
 
@@ -174,7 +163,7 @@ export class PromptReuse {
   async saveBeforeUnload(): Promise<void> {
     if (this.quiet) clearTimeout(this.quiet);
     const server = this.server;
-    if (!server || server.died.aborted || !this.deps.awake()) return;
+    if (!server?.launch.awake) return;
     await within(this.saveQuietly(server), STOP_SAVE_MS, undefined);
   }
 
@@ -196,31 +185,27 @@ export class PromptReuse {
         this.records.set(k, { ...r, notes: r.notes.filter((n) => !n.sources.includes(source)) });
       }
     }
-    this.server?.table.forget((h) => mine(h) || holding.has(h));
+    this.server?.launch.slots.forget((h) => mine(h) || holding.has(h));
     const disk = this.deps.disk;
     if (!disk) return;
     if (sessionId === undefined) disk.removeUser(userId);
     else disk.removeSession(userId, sessionId);
   }
 
+  /**
+   * The lease's server as reuse knows it. Its slot table is the Launch's (emptied there by an
+   * idle sleep); a new launch is a new server: its shape read again, its slot folder asked again.
+   */
   private serverOf(lease: LlamaLease): Server {
-    const epoch = `${launchId(lease.died)}#${lease.sleeps ?? 0}`;
+    const { launch } = lease;
     const known = this.server;
-    if (known?.epoch === epoch) return known;
-    // A restart or an idle sleep emptied every slot: nothing is known to be in any of them.
-    const sameLaunch = known?.died === lease.died;
-    if (!sameLaunch) this.diskOff = undefined;
+    if (known?.launch === launch) return known;
+    this.diskOff = undefined;
     const server: Server = {
-      epoch,
-      died: lease.died,
-      endpoint: { baseUrl: lease.baseUrl, apiKey: lease.apiKey },
-      table: new SlotTable(this.deps.slots()),
-      fingerprint:
-        sameLaunch && known
-          ? known.fingerprint
-          : launchProps(lease, AbortSignal.timeout(5000)).then((p) =>
-              p ? launchFingerprint(p, this.deps.llama) : undefined,
-            ),
+      launch,
+      fingerprint: launch
+        .props(AbortSignal.timeout(5000))
+        .then((p) => (p ? launchFingerprint(p, this.deps.llama) : undefined)),
     };
     this.server = server;
     return server;
@@ -256,7 +241,7 @@ export class PromptReuse {
     if (!this.deps.disk || this.stopped) return;
     this.quiet = setTimeout(() => {
       const server = this.server;
-      if (!server || server.died.aborted || !server.table.idle() || !this.deps.awake()) return;
+      if (!server?.launch.awake || !server.launch.slots.idle()) return;
       void this.saveQuietly(server);
     }, this.quietMs);
     this.quiet.unref?.();
@@ -270,33 +255,29 @@ export class PromptReuse {
 
   private async saveDirty(server: Server): Promise<void> {
     const fp = await server.fingerprint;
-    for (const { slot, holder } of server.table.dirty()) {
-      const state = server.table.slots[slot];
+    const table = server.launch.slots;
+    for (const { slot, holder } of table.dirty()) {
       const work = this.run(() => this.save(server, slot, holder, fp));
       // A turn of this session that begins meanwhile sends its request once the save is done.
-      if (state)
-        state.work = work.finally(() => {
-          if (state.work === work) state.work = undefined;
-        });
+      table.working(slot, work);
       await work;
     }
   }
 
   private async save(server: Server, slot: number, holder: string, fp: string | undefined): Promise<void> {
-    const state = server.table.slots[slot];
+    const { launch } = server;
     const disk = this.usableDisk();
-    if (!state || state.holder !== holder || !state.dirty) return;
-    // Nothing can be kept: the slot's state is as good as saved.
-    state.dirty = false;
-    if (!disk || fp === undefined || this.diskOff || server.died.aborted) return;
+    // Nothing can be kept past here: the slot's state is as good as saved.
+    if (!launch.slots.beginSave(slot, holder)) return;
+    if (!disk || fp === undefined || this.diskOff || launch.died.aborted) return;
     const key = keyOf(holder);
     const name = disk.nameOf(key.userId, key.sessionId);
     const temp = disk.tempName(name);
     const t0 = performance.now();
     try {
-      const saved = await saveSlot(server.endpoint, slot, temp, AbortSignal.timeout(SLOT_FILE_TIMEOUT_MS));
+      const saved = await saveSlot(launch, slot, temp, AbortSignal.timeout(SLOT_FILE_TIMEOUT_MS));
       // Erased while it was being saved (sessions.delete, here or by another core): nothing of it stays.
-      const erased = state.holder !== holder && !this.records.has(holder);
+      const erased = launch.slots.holderOf(slot) !== holder && !this.records.has(holder);
       if (erased || this.deps.stored?.(key.userId, key.sessionId) === false) return disk.discard(temp);
       const record = this.records.get(holder) ?? emptyRecord();
       const entry = entryOf(key, fp, saved, record, noteSources(record), Date.now());
@@ -306,7 +287,7 @@ export class PromptReuse {
       );
     } catch (err) {
       disk.discard(temp);
-      state.dirty = state.holder === holder;
+      launch.slots.saveFailed(slot, holder);
       this.slotFailed(err, `saving session ${key.sessionId}'s KV state from slot ${slot}`);
     }
   }
@@ -338,7 +319,7 @@ export class PromptReuse {
     const t0 = performance.now();
     try {
       const timeout = AbortSignal.timeout(SLOT_FILE_TIMEOUT_MS);
-      const r = await restoreSlot(server.endpoint, slot, `${name}.bin`, AbortSignal.any([signal, timeout]));
+      const r = await restoreSlot(server.launch, slot, `${name}.bin`, AbortSignal.any([signal, timeout]));
       disk.touch(entry);
       logger.debug(
         `KV state of session ${key.sessionId} restored into slot ${slot}: ${r.n_restored} tokens, ${Math.round(performance.now() - t0)} ms`,
@@ -384,17 +365,4 @@ function keyText(key: SessionKey): string {
 function keyOf(text: string): SessionKey {
   const at = text.indexOf("/");
   return { userId: text.slice(0, at), sessionId: text.slice(at + 1) };
-}
-
-const launches = new WeakMap<AbortSignal, number>();
-let launchCount = 0;
-
-/** A number per launch: its `died` signal names it. */
-function launchId(died: AbortSignal): number {
-  let id = launches.get(died);
-  if (id === undefined) {
-    id = ++launchCount;
-    launches.set(died, id);
-  }
-  return id;
 }

@@ -1,5 +1,4 @@
 import type { LlmError } from "../../llama/errors.ts";
-import { contextSizeOf } from "../../llama/props.ts";
 import type { CompletionResult } from "../../llama/stream-reply.ts";
 import type { LlamaLease, StartTicket } from "../../runtime/endpoint.ts";
 import type { MemoryHit as Hit } from "../../store/memory-store.ts";
@@ -96,7 +95,7 @@ export class Turn {
   private async setup(lease: LlamaLease, hits: Hit[]): Promise<StepSetup> {
     const { agent, deps } = this.ctx;
     const contextSize =
-      (await contextSizeOf(lease, deps.signal)) ??
+      (await lease.launch.contextSize(deps.signal)) ??
       (typeof deps.config.model.context === "number" ? deps.config.model.context : FALLBACK_CONTEXT);
     const maxTokens = agent.max_tokens ?? deps.config.model.max_tokens ?? undefined;
     const key = { userId: this.ctx.params.user_id, sessionId: this.ctx.sessionId };

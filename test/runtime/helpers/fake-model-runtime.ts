@@ -1,5 +1,6 @@
 import { cancelledError } from "../../../src/protocol/errors.ts";
 import type { LlamaLease } from "../../../src/runtime/endpoint.ts";
+import { Launch } from "../../../src/runtime/launch.ts";
 import type { DeviceBytes } from "../../../src/runtime/memory-fit.ts";
 import type { ModelFootprint, ModelRuntime } from "../../../src/runtime/model-runtime.ts";
 import type { SupervisorSnapshot } from "../../../src/runtime/snapshot.ts";
@@ -29,6 +30,8 @@ export class FakeRuntime implements ModelRuntime {
   leases = 0;
   private readonly gate = Promise.withResolvers<void>();
   private readonly down = new AbortController();
+  /** Its one server, for the leases to expose (its `died` is `down`). */
+  private readonly launch: Launch;
 
   constructor(
     readonly name: string,
@@ -36,7 +39,9 @@ export class FakeRuntime implements ModelRuntime {
     private readonly spec: FakeSpec,
     private readonly budget: DeviceBytes,
     readonly pid: number,
-  ) {}
+  ) {
+    this.launch = new Launch({ baseUrl: `http://${name}`, apiKey: "key", slots: 2, died: this.down });
+  }
 
   open(): void {
     this.gate.resolve();
@@ -62,6 +67,7 @@ export class FakeRuntime implements ModelRuntime {
       baseUrl: `http://${this.name}`,
       apiKey: "key",
       died: this.down.signal,
+      launch: this.launch,
       requestTimeoutMs: 1000,
       release: () => {
         if (released) return;

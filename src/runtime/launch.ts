@@ -1,0 +1,161 @@
+import type { LlamaEndpoint } from "../llama/http.ts";
+import { type LlamaProps, readProps } from "../llama/props.ts";
+import { type SleepPhase, SleepWatch, type SleepWatchOptions } from "./idle-sleep.ts";
+import type { ProgressListener } from "./progress-beat.ts";
+import { SlotUse } from "./slot-use.ts";
+
+/**
+ * One running llama-server, made per start (docs/supervisor.md "A launch"): the facts of that
+ * one process in one object, so a second model's server has its own (issue 28). Its identity
+ * (`id`, and `epoch`, which also changes with each idle sleep that emptied its slots), its
+ * endpoint and `died` signal, its /props once read, its idle sleep (idle-sleep.ts) and its one
+ * table of slot use (slot-use.ts), which the supervisor's lease, the sleep watch and prompt reuse
+ * all read. A lease exposes it as a `LaunchView`; only the supervisor counts leases on and ends it.
+ */
+
+/** What a lease's holder may read of its server (prompt reuse asks its slot table). */
+export interface LaunchView extends LlamaEndpoint {
+  /** A number per launch, in this core. */
+  readonly id: number;
+  /** `id#sleeps`: changes whenever the server's slots were emptied (a restart, an idle sleep). */
+  readonly epoch: string;
+  readonly died: AbortSignal;
+  /** Times it was learned asleep: each sleep emptied its slots. */
+  readonly sleeps: number;
+  /** Asleep, waking or awake, as last learned. */
+  readonly sleepPhase: SleepPhase;
+  /** Alive and awake: it can be asked without waking it. */
+  readonly awake: boolean;
+  /** Whether its template thinks, as its /props said once read; undefined before. */
+  readonly thinking: boolean | undefined;
+  /** Its one table of slot use. */
+  readonly slots: SlotUse;
+  /** Its /props, read once (undefined while it cannot be read, or has no n_ctx). */
+  props(signal: AbortSignal): Promise<LlamaProps | undefined>;
+  /** Its context per slot (the props' n_ctx). */
+  contextSize(signal: AbortSignal): Promise<number | undefined>;
+}
+
+export interface LaunchInit extends LlamaEndpoint {
+  /** The plan's slots. */
+  slots: number;
+  /** Its idle sleep, as launched; none: it never sleeps. */
+  sleep?: Omit<SleepWatchOptions, "inUse" | "onSleep">;
+  /** Its `died` controller when another owns it (a stand-in in a test); else its own. */
+  died?: AbortController;
+}
+
+/** How long a first read of /props may take. */
+const PROPS_TIMEOUT_MS = 5000;
+let launchCount = 0;
+
+export class Launch implements LaunchView {
+  readonly id = ++launchCount;
+  readonly baseUrl: string;
+  readonly apiKey: string;
+  readonly slots: SlotUse;
+  private readonly sleep: SleepWatch;
+  private readonly ended: AbortController;
+  private known: LlamaProps | undefined;
+  private thinks: boolean | undefined;
+
+  constructor(init: LaunchInit) {
+    this.baseUrl = init.baseUrl;
+    this.apiKey = init.apiKey;
+    this.ended = init.died ?? new AbortController();
+    this.slots = new SlotUse(init.slots);
+    this.sleep = new SleepWatch({
+      ...(init.sleep ?? { idleMs: 0, isAsleep: async () => null, rouse: async () => {} }),
+      inUse: () => this.slots.leases,
+      onSleep: () => this.slots.emptied(),
+    });
+  }
+
+  get died(): AbortSignal {
+    return this.ended.signal;
+  }
+
+  get epoch(): string {
+    return `${this.id}#${this.sleep.sleeps}`;
+  }
+
+  get sleeps(): number {
+    return this.sleep.sleeps;
+  }
+
+  get sleepPhase(): SleepPhase {
+    return this.sleep.state;
+  }
+
+  get awake(): boolean {
+    return !this.died.aborted && this.sleep.state === "awake";
+  }
+
+  get thinking(): boolean | undefined {
+    return this.thinks;
+  }
+
+  /**
+   * Asked once per launch (a round trip off every later chat's time to first token): what it
+   * says never changes while it runs. Not kept while it has no n_ctx (asked again next time).
+   */
+  async props(signal: AbortSignal): Promise<LlamaProps | undefined> {
+    if (this.known !== undefined) return this.known;
+    let props: LlamaProps;
+    try {
+      props = await readProps(this, { signal, timeoutMs: PROPS_TIMEOUT_MS });
+    } catch {
+      return undefined;
+    }
+    if (props.thinking !== null) this.thinks = props.thinking;
+    if (props.n_ctx === null) return undefined;
+    this.known = props;
+    return props;
+  }
+
+  async contextSize(signal: AbortSignal): Promise<number | undefined> {
+    return (await this.props(signal))?.n_ctx ?? undefined;
+  }
+
+  /**
+   * A lease lands on it, counted once in its slot table: waits in line for a free slot. False:
+   * it ended first (the line ends with it; the caller starts again on the next launch); rejects
+   * with `signal`'s reason. Once true, call `leave()` when the lease goes.
+   */
+  async admit(signal: AbortSignal): Promise<boolean> {
+    try {
+      await this.slots.enter(signal);
+    } catch (err) {
+      if (signal.aborted || !this.died.aborted) throw err;
+      return false;
+    }
+    this.sleep.arrived();
+    return true;
+  }
+
+  /** An admitted lease's server awake: woken first if it sleeps (with progress). */
+  wake(signal: AbortSignal, onProgress?: ProgressListener): Promise<void> {
+    return this.sleep.lease(signal, onProgress);
+  }
+
+  /** A lease left it (given back, or moved to a successor). */
+  leave(): void {
+    if (this.slots.leave()) this.sleep.release();
+  }
+
+  /** What the child said of itself (child mode's state lines): its sleep and wake. */
+  heard(state: string): void {
+    this.sleep.heard(state);
+  }
+
+  /**
+   * It stops or died: leases see `died` (with `reason`, unless it already ended) and callers in
+   * line for a slot hear it; no more looks at its sleep.
+   */
+  end(reason?: unknown): void {
+    this.sleep.dispose();
+    if (reason === undefined) return;
+    if (!this.ended.signal.aborted) this.ended.abort(reason);
+    this.slots.failWaiters(this.ended.signal.reason);
+  }
+}

@@ -1,0 +1,190 @@
+import { type Release, Semaphore } from "../util/semaphore.ts";
+
+/**
+ * One running server's slot use (runtime/launch.ts): the one count of what is on its slots. How
+ * many leases it carries, up to its slots, extra callers waiting in line (the supervisor's
+ * acquire; the idle-sleep watch and prompt reuse's quiet save read the count), and which
+ * session each of llama-server's slots holds (docs/agent.md#prompt-reuse, slot affinity). A
+ * session keeps its slot while it is active; a session without one takes a free slot, an empty
+ * one first, else the least recently used, whose holder gives way, its state saved first when it
+ * changed since its last save (`evict`). An idle sleep empties every slot (`emptied`), the leases
+ * stay. No I/O: the orchestration is agent/kv/reuse.ts, which asks through these methods only.
+ */
+
+interface SlotState {
+  /** The session whose prompt the slot holds (`user/session`); none when empty or unknown. */
+  holder: string | undefined;
+  /** It changed since it was last saved: a turn ran in it. */
+  dirty: boolean;
+  /** A turn is using it. */
+  busy: boolean;
+  lastUsed: number;
+  /** A save or restore under way on it: a turn waits for it before its own request. */
+  work: Promise<void> | undefined;
+}
+
+export interface Pick {
+  slot: number;
+  /** The slot holds this session already: nothing to restore. */
+  holds: boolean;
+  /** A session to save out of the slot first (it changed since its last save). */
+  evict: string | undefined;
+}
+
+export class SlotUse {
+  private readonly slots: SlotState[];
+  /** The leases' line: FIFO and abort-aware (util/semaphore.ts), as many at once as slots. */
+  private readonly gate = new Semaphore(() => this.slots.length);
+  private readonly held: Release[] = [];
+
+  constructor(count: number) {
+    this.slots = Array.from({ length: Math.max(1, count) }, () => ({
+      holder: undefined,
+      dirty: false,
+      busy: false,
+      lastUsed: -1,
+      work: undefined,
+    }));
+  }
+
+  /** Leases on this server now. */
+  get leases(): number {
+    return this.held.length;
+  }
+
+  /** Callers waiting in line for a lease. */
+  get waiting(): number {
+    return this.gate.waiting;
+  }
+
+  /**
+   * A lease lands on this server, once a slot is free and those before it are served; rejects
+   * with `signal`'s reason, or the reason given to `failWaiters`.
+   */
+  async enter(signal: AbortSignal): Promise<void> {
+    this.held.push(await this.gate.acquire(signal));
+  }
+
+  /** A lease left it; false when none was counted (never below zero). */
+  leave(): boolean {
+    const release = this.held.pop();
+    if (!release) return false;
+    release();
+    return true;
+  }
+
+  /** The server is gone: every caller still in line is answered `err`. */
+  failWaiters(err: unknown): void {
+    this.gate.failWaiters(err);
+  }
+
+  /** The slot a session's turn runs in, marked busy; undefined when every slot is in use. */
+  take(key: string, now: number): Pick | undefined {
+    const own = this.slots.findIndex((s) => s.holder === key && !s.busy);
+    if (own >= 0) return this.claim(own, key, now, true);
+    const free = this.slots.map((s, i) => ({ s, i })).filter(({ s }) => !s.busy);
+    if (free.length === 0) return undefined;
+    const empty = free.find(({ s }) => s.holder === undefined);
+    const lru = free.reduce((a, b) => (b.s.lastUsed < a.s.lastUsed ? b : a));
+    return this.claim((empty ?? lru).i, key, now, false);
+  }
+
+  /** The turn is over: the slot holds its session, changed unless nothing was sent. */
+  release(slot: number, key: string, sent: boolean, now: number): void {
+    const s = this.slots[slot];
+    if (!s) return;
+    s.busy = false;
+    s.holder = key;
+    s.dirty ||= sent;
+    s.lastUsed = now;
+  }
+
+  /** A take whose turn never ran (its restore failed): the slot is free again, its holder as it was. */
+  abandon(slot: number): void {
+    const s = this.slots[slot];
+    if (s) s.busy = false;
+  }
+
+  /** From now on the slot is `key`'s, unchanged since saved (whatever a restore makes of it). */
+  handTo(slot: number, key: string): void {
+    const s = this.slots[slot];
+    if (!s) return;
+    s.holder = key;
+    s.dirty = false;
+  }
+
+  holderOf(slot: number): string | undefined {
+    return this.slots[slot]?.holder;
+  }
+
+  /** The save or restore under way on the slot; a turn waits for it before its request. */
+  workOn(slot: number): Promise<void> | undefined {
+    return this.slots[slot]?.work;
+  }
+
+  /** `work` is under way on the slot until it settles. */
+  working(slot: number, work: Promise<void>): void {
+    const s = this.slots[slot];
+    if (!s) return;
+    const tracked = work.finally(() => {
+      if (s.work === tracked) s.work = undefined;
+    });
+    s.work = tracked;
+  }
+
+  /**
+   * A save of `holder`'s state from the slot begins: true (and the slot counts as saved) when the
+   * slot still holds it and it changed; false: nothing to save.
+   */
+  beginSave(slot: number, holder: string): boolean {
+    const s = this.slots[slot];
+    if (!s || s.holder !== holder || !s.dirty) return false;
+    s.dirty = false;
+    return true;
+  }
+
+  /** That save failed: still changed, if the slot still holds it. */
+  saveFailed(slot: number, holder: string): void {
+    const s = this.slots[slot];
+    if (s) s.dirty = s.holder === holder;
+  }
+
+  /** Slots whose state changed since it was saved, with their holders (free ones only). */
+  dirty(): { slot: number; holder: string }[] {
+    return this.slots.flatMap((s, slot) =>
+      s.dirty && !s.busy && s.holder !== undefined ? [{ slot, holder: s.holder }] : [],
+    );
+  }
+
+  /** No lease is on the server and no turn is using any slot. */
+  idle(): boolean {
+    return this.held.length === 0 && this.slots.every((s) => !s.busy);
+  }
+
+  /** A session erased: its slots no longer count as its (their tokens are never saved). */
+  forget(matches: (holder: string) => boolean): void {
+    for (const s of this.slots) {
+      if (s.holder !== undefined && matches(s.holder)) {
+        s.holder = undefined;
+        s.dirty = false;
+      }
+    }
+  }
+
+  /** The server emptied every slot (an idle sleep): nothing is known to be in any of them. */
+  emptied(): void {
+    for (const s of this.slots) {
+      s.holder = undefined;
+      s.dirty = false;
+      s.lastUsed = -1;
+    }
+  }
+
+  private claim(slot: number, key: string, now: number, holds: boolean): Pick {
+    const s = this.slots[slot] as SlotState;
+    const evict = !holds && s.dirty && s.holder !== undefined && s.holder !== key ? s.holder : undefined;
+    s.busy = true;
+    s.lastUsed = now;
+    return { slot, holds, evict };
+  }
+}

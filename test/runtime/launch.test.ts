@@ -1,0 +1,99 @@
+import { describe, expect, test } from "bun:test";
+import { Launch } from "../../src/runtime/launch.ts";
+
+// One running llama-server as one object (docs/supervisor.md "A launch"): its identity, its
+// idle sleep over its one slot table, and its end.
+
+const endpoint = { baseUrl: "http://127.0.0.1:9", apiKey: "k" };
+const never = () => new AbortController().signal;
+
+/** A launch whose child tells its sleep (child mode): `heard` drives it, a wake is one `rouse`. */
+function sleepy() {
+  const calls = { rouses: 0 };
+  const launch = new Launch({
+    ...endpoint,
+    slots: 2,
+    sleep: {
+      idleMs: 1000,
+      pushed: true,
+      isAsleep: async () => null,
+      rouse: async () => {
+        calls.rouses++;
+      },
+    },
+  });
+  return { launch, calls };
+}
+
+describe("Launch", () => {
+  test("each launch has its own id; its epoch is the id until a sleep empties its slots", () => {
+    const a = new Launch({ ...endpoint, slots: 1 });
+    const b = new Launch({ ...endpoint, slots: 1 });
+    expect(a.id).not.toBe(b.id);
+    expect(a.epoch).toBe(`${a.id}#0`);
+    expect(a.awake).toBe(true);
+    expect(a.thinking).toBeUndefined();
+  });
+
+  test("a sleep learned: asleep, counted in its epoch, every slot's holder gone; a lease wakes it", async () => {
+    const { launch, calls } = sleepy();
+    const pick = launch.slots.take("u/a", 1)!;
+    launch.slots.release(pick.slot, "u/a", true, 1);
+    launch.heard("sleeping");
+    expect(launch.sleepPhase).toBe("asleep");
+    expect(launch.awake).toBe(false);
+    expect(launch.sleeps).toBe(1);
+    expect(launch.epoch).toBe(`${launch.id}#1`);
+    expect(launch.slots.holderOf(pick.slot)).toBeUndefined();
+    expect(launch.slots.dirty()).toEqual([]);
+    await launch.admit(never());
+    await launch.wake(never());
+    expect(calls.rouses).toBe(1);
+    expect(launch.awake).toBe(true);
+    expect(launch.slots.leases).toBe(1);
+    launch.leave();
+    launch.leave();
+    expect(launch.slots.leases).toBe(0);
+    launch.end();
+  });
+
+  test("leases are counted once, in its slot table, whoever holds them", async () => {
+    const launch = new Launch({ ...endpoint, slots: 2 });
+    await launch.admit(never());
+    await launch.admit(never());
+    expect(launch.slots.leases).toBe(2);
+    expect(launch.slots.idle()).toBe(false);
+    launch.leave();
+    launch.leave();
+    expect(launch.slots.idle()).toBe(true);
+  });
+
+  test("end: `died` aborts once, with the first reason; it is no longer awake", () => {
+    const launch = new Launch({ ...endpoint, slots: 1 });
+    launch.end();
+    expect(launch.died.aborted).toBe(false);
+    launch.end(new Error("crashed"));
+    launch.end(new Error("stopped"));
+    expect(launch.died.aborted).toBe(true);
+    expect((launch.died.reason as Error).message).toBe("crashed");
+    expect(launch.awake).toBe(false);
+  });
+
+  test("a `died` controller another owns (a stand-in) is the launch's", () => {
+    const died = new AbortController();
+    const launch = new Launch({ ...endpoint, slots: 1, died });
+    died.abort(new Error("gone"));
+    expect(launch.died.aborted).toBe(true);
+    expect(launch.awake).toBe(false);
+  });
+
+  test("its end answers the callers in line for a slot: not admitted (they start again)", async () => {
+    const launch = new Launch({ ...endpoint, slots: 1 });
+    await launch.admit(never());
+    const waiting = launch.admit(never());
+    launch.end(new Error("crashed"));
+    expect(await waiting).toBe(false);
+    expect((launch.died.reason as Error).message).toBe("crashed");
+    expect(launch.slots.leases).toBe(1);
+  });
+});
