@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import type { LlamaLease } from "../../src/runtime/endpoint.ts";
+import { Launch } from "../../src/runtime/launch.ts";
 import { watchProgress } from "../../src/runtime/watchdog.ts";
 
 // The watchdog keeps progress as a timestamp and one timer that re-arms for the rest
@@ -10,6 +11,7 @@ function lease(requestTimeoutMs: number): LlamaLease & { failures: string[] } {
     baseUrl: "http://127.0.0.1:1",
     apiKey: "k",
     died: new AbortController().signal,
+    launch: new Launch({ baseUrl: "http://127.0.0.1:1", apiKey: "k", slots: 1 }),
     requestTimeoutMs,
     release() {},
     reportFailure: (reason) => void failures.push(reason),
