@@ -2,13 +2,14 @@ import type { Config } from "../../config/schema.ts";
 import { SlotError } from "../../llama/errors.ts";
 import type { LlamaEndpoint } from "../../llama/http.ts";
 import { launchProps } from "../../llama/props.ts";
-import { restoreSlot, saveSlot } from "../../llama/slots.ts";
+import { restoreSlot, type SlotSaved, saveSlot } from "../../llama/slots.ts";
 import type { LlamaLease } from "../../runtime/endpoint.ts";
 import { logger } from "../../util/logger.ts";
 import { within } from "../../util/within.ts";
 import { launchFingerprint } from "./fingerprint.ts";
 import { entryOf, type KvDisk, type KvEntry } from "./kv-disk.ts";
 import { emptyRecord, noteSources, type PromptRecord } from "./prompt-record.ts";
+import { keyOf, keyText, launchId, type SessionKey } from "./session-key.ts";
 import { SlotTable } from "./slot-table.ts";
 
 /**
@@ -53,11 +54,6 @@ export interface ReuseDeps {
   /** Whether the session is still in the database (another core may have erased it); none: yes. */
   stored?: (userId: string, sessionId: string) => boolean;
   now?: () => number;
-}
-
-export interface SessionKey {
-  userId: string;
-  sessionId: string;
 }
 
 /** What a turn gets: its slot and its session's prompt record, and how it says it is over. */
@@ -175,7 +171,7 @@ export class PromptReuse {
     if (this.quiet) clearTimeout(this.quiet);
     const server = this.server;
     if (!server || server.died.aborted || !this.deps.awake()) return;
-    await within(this.saveQuietly(server), STOP_SAVE_MS, undefined);
+    await within(this.saveQuietly(server, true), STOP_SAVE_MS, undefined);
   }
 
   /**
@@ -262,17 +258,20 @@ export class PromptReuse {
     this.quiet.unref?.();
   }
 
-  /** Saves off any turn's path: a failure is logged, never a rejection that could end the core. */
-  private saveQuietly(server: Server): Promise<void> {
+  /**
+   * Saves off any turn's path: a failure is logged, never a rejection that could end the core.
+   * `soon`: resolves once llama-server has written the files, the rest done after (see `save`).
+   */
+  private saveQuietly(server: Server, soon = false): Promise<void> {
     const why = (err: unknown) => (err as Error).message;
-    return this.saveDirty(server).catch((err) => logger.warn(`saving KV state failed: ${why(err)}`));
+    return this.saveDirty(server, soon).catch((err) => logger.warn(`saving KV state failed: ${why(err)}`));
   }
 
-  private async saveDirty(server: Server): Promise<void> {
+  private async saveDirty(server: Server, soon: boolean): Promise<void> {
     const fp = await server.fingerprint;
     for (const { slot, holder } of server.table.dirty()) {
       const state = server.table.slots[slot];
-      const work = this.run(() => this.save(server, slot, holder, fp));
+      const work = this.run(() => this.save(server, slot, holder, fp, soon));
       // A turn of this session that begins meanwhile sends its request once the save is done.
       if (state)
         state.work = work.finally(() => {
@@ -282,7 +281,7 @@ export class PromptReuse {
     }
   }
 
-  private async save(server: Server, slot: number, holder: string, fp: string | undefined): Promise<void> {
+  private async save(server: Server, slot: number, holder: string, fp: string | undefined, soon = false) {
     const state = server.table.slots[slot];
     const disk = this.usableDisk();
     if (!state || state.holder !== holder || !state.dirty) return;
@@ -290,11 +289,17 @@ export class PromptReuse {
     state.dirty = false;
     if (!disk || fp === undefined || this.diskOff || server.died.aborted) return;
     const key = keyOf(holder);
-    const name = disk.nameOf(key.userId, key.sessionId);
-    const temp = disk.tempName(name);
+    const temp = disk.tempName(disk.nameOf(key.userId, key.sessionId));
     const t0 = performance.now();
+    let saved: SlotSaved;
     try {
-      const saved = await saveSlot(server.endpoint, slot, temp, AbortSignal.timeout(SLOT_FILE_TIMEOUT_MS));
+      saved = await saveSlot(server.endpoint, slot, temp, AbortSignal.timeout(SLOT_FILE_TIMEOUT_MS));
+    } catch (err) {
+      disk.discard(temp);
+      state.dirty = state.holder === holder;
+      return this.slotFailed(err, `saving session ${key.sessionId}'s KV state from slot ${slot}`);
+    }
+    const keep = () => {
       // Erased while it was being saved (sessions.delete, here or by another core): nothing of it stays.
       const erased = state.holder !== holder && !this.records.has(holder);
       if (erased || this.deps.stored?.(key.userId, key.sessionId) === false) return disk.discard(temp);
@@ -304,11 +309,12 @@ export class PromptReuse {
       logger.debug(
         `KV state of session ${key.sessionId} saved from slot ${slot}: ${saved.n_saved} tokens, ${saved.n_written} bytes, ${Math.round(performance.now() - t0)} ms`,
       );
-    } catch (err) {
-      disk.discard(temp);
-      state.dirty = state.holder === holder;
-      this.slotFailed(err, `saving session ${key.sessionId}'s KV state from slot ${slot}`);
-    }
+    };
+    if (!soon) return keep();
+    // Before an unload, the server is needed only until it has written the file: the core's part
+    // (the sidecar and its fsyncs, ~20 ms, the budget) runs while it exits, next in the chain a
+    // restore waits on (docs/performance.md "Several models").
+    void this.run(() => new Promise((r) => setTimeout(r, 0)).then(keep));
   }
 
   /** The session's saved state if it is of this launch's shape; one that is not is dropped. */
@@ -374,27 +380,4 @@ export class PromptReuse {
     }
     logger.warn(`${what} failed (the prompt is processed instead): ${(err as Error).message}`);
   }
-}
-
-function keyText(key: SessionKey): string {
-  return `${key.userId}/${key.sessionId}`;
-}
-
-/** user and session ids are safe ids: neither holds a "/". */
-function keyOf(text: string): SessionKey {
-  const at = text.indexOf("/");
-  return { userId: text.slice(0, at), sessionId: text.slice(at + 1) };
-}
-
-const launches = new WeakMap<AbortSignal, number>();
-let launchCount = 0;
-
-/** A number per launch: its `died` signal names it. */
-function launchId(died: AbortSignal): number {
-  let id = launches.get(died);
-  if (id === undefined) {
-    id = ++launchCount;
-    launches.set(died, id);
-  }
-  return id;
 }
