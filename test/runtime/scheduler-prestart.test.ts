@@ -37,7 +37,10 @@ describe("Scheduler: prestart", () => {
   });
 
   test("nothing for a model loaded or failed, nor after stop", async () => {
-    const { fleet, scheduler } = setup({ a: { gib: 2 }, bad: { gib: 2, fail: new Error("it does not start") } });
+    const { fleet, scheduler } = setup({
+      a: { gib: 2 },
+      bad: { gib: 2, fail: new Error("it does not start") },
+    });
     (await scheduler.acquire("a", signal())).release();
     expect(scheduler.prestart("a")).toBeUndefined();
     await scheduler.acquire("bad", signal()).catch(() => {});
