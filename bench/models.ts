@@ -291,11 +291,16 @@ async function swap(big: { a: string; b: string }): Promise<void> {
   const coreMs: number[] = [];
   const routerMs: number[] = [];
   const input = "Hello there, how are you today?";
+  // The same prompt on both sides: the core's agent sends its system prompt (36 tokens in all).
+  const messages = [
+    { role: "system", content: SYSTEM },
+    { role: "user", content: input },
+  ];
   try {
     await ready(proc);
     const sampler = sampleMemory(proc);
     await coreChat(proc, { input });
-    await router.chat("a", [{ role: "user", content: input }], 1);
+    await router.chat("a", messages, 1);
     // Each timed request asks for the model that is not loaded: a → b, then b → a, and so on.
     let coreOn = "default";
     let routerOn = "a";
@@ -307,7 +312,7 @@ async function swap(big: { a: string; b: string }): Promise<void> {
       },
       async () => {
         routerOn = routerOn === "a" ? "b" : "a";
-        routerMs.push(ttft(await router.chat(routerOn, [{ role: "user", content: input }], 1)));
+        routerMs.push(ttft(await router.chat(routerOn, messages, 1)));
       },
     );
     await sampler.stop();

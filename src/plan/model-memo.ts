@@ -2,6 +2,9 @@ import { statSync } from "node:fs";
 import { readGgufHeader, shardPaths } from "./gguf-read.ts";
 import { type ModelInfo, modelInfo } from "./model.ts";
 
+/** Files whose model is kept: a handful of configured models (big arrays are counted, not kept: gguf-scan.ts). */
+const MEMO_FILES = 8;
+
 /**
  * The model as the planner sees it, read once per file version: every start, restart and wake
  * plans again, and `initialize` reads it ahead (docs/performance.md "Chat overhead"), so a cold
@@ -9,10 +12,13 @@ import { type ModelInfo, modelInfo } from "./model.ts";
  * size, modification time and inode are; anything else (or a stat that fails) reads it again.
  * `resolve` turns the configured path into the file (an `hf:` path is resolved from the cache
  * by the models floor above, which hands its resolver in); it runs at every read, as a pull
- * may have changed what the path names.
+ * may have changed what the path names. Several files are kept (the last MEMO_FILES read): with
+ * several models a swap plans the model coming back, whose header was read before
+ * (docs/performance.md "Several models").
  */
 export class ModelMemo {
-  private last: { path: string; identity: string; info: ModelInfo } | undefined;
+  /** By file, least recently read first. */
+  private readonly known = new Map<string, { identity: string; info: ModelInfo }>();
   /** Headers parsed so far (what the memo saved is the rest of the reads). */
   parses = 0;
 
@@ -21,11 +27,21 @@ export class ModelMemo {
   async read(configured: string): Promise<ModelInfo> {
     const path = this.resolve(configured);
     const identity = identityOf(path);
-    const last = this.last;
-    if (identity !== null && last && last.path === path && last.identity === identity) return last.info;
+    const known = this.known.get(path);
+    this.known.delete(path);
+    if (identity !== null && known?.identity === identity) {
+      this.known.set(path, known);
+      return known.info;
+    }
     const info = modelInfo(await readGgufHeader(path));
     this.parses++;
-    this.last = identity === null ? undefined : { path, identity, info: Object.freeze(info) };
+    if (identity === null) return info;
+    this.known.delete(path);
+    this.known.set(path, { identity, info: Object.freeze(info) });
+    for (const oldest of this.known.keys()) {
+      if (this.known.size <= MEMO_FILES) break;
+      this.known.delete(oldest);
+    }
     return info;
   }
 }

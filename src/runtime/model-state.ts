@@ -21,6 +21,8 @@ export interface LoadJob {
   runtime?: ModelRuntime;
   bytes?: DeviceBytes;
   admitted: boolean;
+  /** Settles once it was admitted (its start begins then) or ended: a prestart's ticket. */
+  started: PromiseWithResolvers<void>;
 }
 
 /**

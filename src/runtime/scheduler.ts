@@ -3,7 +3,7 @@ import { abortable } from "../util/abortable.ts";
 import { logUnexpected } from "../util/logger.ts";
 import type { StateCell } from "../util/state-cell.ts";
 import { type AdmissionDeps, admit } from "./admission.ts";
-import type { AcquireOptions } from "./endpoint.ts";
+import type { AcquireOptions, StartTicket } from "./endpoint.ts";
 import type { DeviceBytes, HeldModel } from "./memory-fit.ts";
 import { type ModelLease, modelLease } from "./model-lease.ts";
 import {
@@ -82,6 +82,23 @@ export class Scheduler {
     } catch (err) {
       this.use(entry, -1);
       throw err;
+    }
+  }
+
+  /**
+   * A chat's load begun on its arrival, so the turn prepares while the model loads, as with one
+   * model (run-turn.ts; docs/performance.md "Several models"): an unloaded model's load, which
+   * the chat's acquire joins. Like a supervisor's prestart, a chat that fails before it asks
+   * leaves the model loading; one that gives up while joined ends it as any caller does.
+   */
+  prestart(model: string): StartTicket | undefined {
+    const e = this.closing ? undefined : this.entry(model);
+    const s = e?.cell.get();
+    if (!e || s?.kind !== "unloaded") return undefined;
+    try {
+      return { spawned: this.startLoad(e, s).started.promise };
+    } catch {
+      return undefined; // an unknown name: the chat's acquire hears why
     }
   }
 
@@ -271,6 +288,7 @@ export class Scheduler {
       explicit: false,
       runtime,
       admitted: false,
+      started: Promise.withResolvers<void>(),
     };
     const st = { kind: "loading" as const, job };
     e.cell.swap(from, st);
@@ -292,6 +310,7 @@ export class Scheduler {
       Object.assign(this.budget, footprint.budget);
       job.bytes = footprint.bytes;
       await admit(e.name, job, footprint, this.admission, signal, emit);
+      job.started.resolve();
       const lease = await runtime.acquire(signal, emit, { explicit: job.explicit });
       lease.release();
       const live: Live = { runtime, bytes: footprint.bytes };
@@ -299,6 +318,7 @@ export class Scheduler {
       this.armIdle(e);
       return live;
     } catch (err) {
+      job.started.resolve();
       // Still this load's to end (stop() or an unload took it over otherwise, and stops the runtime).
       if (e.cell.get() === st) {
         e.cell.swap(st, signal.aborted ? { kind: "unloaded" } : { kind: "failed", error: err });

@@ -28,11 +28,12 @@ export class ModelProvider implements LlamaProvider {
   }
 
   /**
-   * A start of the loaded model's server (a restart keeps its back-off); a load begins on acquire.
-   * Only a loaded one: a loading model's start waits for admission, a stopping one's is ending.
+   * A start of the loaded model's server (a restart keeps its back-off), or an unloaded model's
+   * load (scheduler.ts `prestart`). Not a loading model's (its start waits for admission) nor a
+   * stopping one's (ending); a failed one loads again on acquire.
    */
   prestart() {
-    return this.scheduler.loaded(this.model)?.runtime.prestart();
+    return this.scheduler.loaded(this.model)?.runtime.prestart() ?? this.scheduler.prestart(this.model);
   }
 
   slots(): number {

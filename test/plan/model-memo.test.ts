@@ -24,6 +24,21 @@ describe("ModelMemo", () => {
     expect(memo.parses).toBe(3);
   });
 
+  test("several models read in turn (a swap back and forth) are each parsed once; the least recent goes past 8", async () => {
+    using dir = tmpdir();
+    const paths = Array.from({ length: 9 }, (_, i) => writeGguf(dir.path, `m${i}.gguf`, llama7b()));
+    const memo = new ModelMemo();
+    for (let round = 0; round < 3; round++) for (const p of paths.slice(0, 2)) await memo.read(p);
+    expect(memo.parses).toBe(2);
+    for (const p of paths) await memo.read(p);
+    expect(memo.parses).toBe(9);
+    // m0 was the least recently read of nine: it went; m8 stayed.
+    await memo.read(paths[8] as string);
+    expect(memo.parses).toBe(9);
+    await memo.read(paths[0] as string);
+    expect(memo.parses).toBe(10);
+  });
+
   test("a file that went away is model_missing, not the remembered header", async () => {
     using dir = tmpdir();
     const path = writeGguf(dir.path, "gone.gguf", llama7b());

@@ -1,6 +1,6 @@
 import type { Config } from "../../config/schema.ts";
 import { SlotError } from "../../llama/errors.ts";
-import { restoreSlot, saveSlot } from "../../llama/slots.ts";
+import { restoreSlot, type SlotSaved, saveSlot } from "../../llama/slots.ts";
 import type { LlamaLease } from "../../runtime/endpoint.ts";
 import type { LaunchView } from "../../runtime/launch.ts";
 import { logger } from "../../util/logger.ts";
@@ -164,7 +164,7 @@ export class PromptReuse {
     if (this.quiet) clearTimeout(this.quiet);
     const server = this.server;
     if (!server?.launch.awake) return;
-    await within(this.saveQuietly(server), STOP_SAVE_MS, undefined);
+    await within(this.saveQuietly(server, true), STOP_SAVE_MS, undefined);
   }
 
   /**
@@ -248,34 +248,40 @@ export class PromptReuse {
   }
 
   /** Saves off any turn's path: a failure is logged, never a rejection that could end the core. */
-  private saveQuietly(server: Server): Promise<void> {
+  private saveQuietly(server: Server, soon = false): Promise<void> {
     const why = (err: unknown) => (err as Error).message;
-    return this.saveDirty(server).catch((err) => logger.warn(`saving KV state failed: ${why(err)}`));
+    return this.saveDirty(server, soon).catch((err) => logger.warn(`saving KV state failed: ${why(err)}`));
   }
 
-  private async saveDirty(server: Server): Promise<void> {
+  private async saveDirty(server: Server, soon = false): Promise<void> {
     const fp = await server.fingerprint;
     const table = server.launch.slots;
     for (const { slot, holder } of table.dirty()) {
-      const work = this.run(() => this.save(server, slot, holder, fp));
+      const work = this.run(() => this.save(server, slot, holder, fp, soon));
       // A turn of this session that begins meanwhile sends its request once the save is done.
       table.working(slot, work);
       await work;
     }
   }
 
-  private async save(server: Server, slot: number, holder: string, fp: string | undefined): Promise<void> {
+  private async save(server: Server, slot: number, holder: string, fp: string | undefined, soon = false) {
     const { launch } = server;
     const disk = this.usableDisk();
     // Nothing can be kept past here: the slot's state is as good as saved.
     if (!launch.slots.beginSave(slot, holder)) return;
     if (!disk || fp === undefined || this.diskOff || launch.died.aborted) return;
     const key = keyOf(holder);
-    const name = disk.nameOf(key.userId, key.sessionId);
-    const temp = disk.tempName(name);
+    const temp = disk.tempName(disk.nameOf(key.userId, key.sessionId));
     const t0 = performance.now();
+    let saved: SlotSaved;
     try {
-      const saved = await saveSlot(launch, slot, temp, AbortSignal.timeout(SLOT_FILE_TIMEOUT_MS));
+      saved = await saveSlot(launch, slot, temp, AbortSignal.timeout(SLOT_FILE_TIMEOUT_MS));
+    } catch (err) {
+      disk.discard(temp);
+      launch.slots.saveFailed(slot, holder);
+      return this.slotFailed(err, `saving session ${key.sessionId}'s KV state from slot ${slot}`);
+    }
+    const keep = () => {
       // Erased while it was being saved (sessions.delete, here or by another core): nothing of it stays.
       const erased = launch.slots.holderOf(slot) !== holder && !this.records.has(holder);
       if (erased || this.deps.stored?.(key.userId, key.sessionId) === false) return disk.discard(temp);
@@ -285,11 +291,12 @@ export class PromptReuse {
       logger.debug(
         `KV state of session ${key.sessionId} saved from slot ${slot}: ${saved.n_saved} tokens, ${saved.n_written} bytes, ${Math.round(performance.now() - t0)} ms`,
       );
-    } catch (err) {
-      disk.discard(temp);
-      launch.slots.saveFailed(slot, holder);
-      this.slotFailed(err, `saving session ${key.sessionId}'s KV state from slot ${slot}`);
-    }
+    };
+    if (!soon) return keep();
+    // Before an unload the server is needed only until it has written the file: the core's part
+    // (the sidecar and its fsyncs, ~20 ms, the budget) runs while it exits, next in the chain a
+    // restore waits on (docs/performance.md "Several models").
+    void this.run(() => new Promise((r) => setTimeout(r, 0)).then(keep));
   }
 
   /** The session's saved state if it is of this launch's shape; one that is not is dropped. */

@@ -104,6 +104,19 @@ describe("prompt reuse with the stand-in", () => {
     expect(kvFiles(h).some((f) => f.endsWith(".tmp"))).toBe(false);
   });
 
+  test("the save before an unload: done once llama-server wrote the file, the sidecar kept right after", async () => {
+    await using h = harness();
+    await say(h, "u", "a question before the unload");
+    const reuse = h.services.promptReuse();
+    await reuse.saveBeforeUnload();
+    // The server may stop now (scheduler.ts): the file is written, only the core's part is left.
+    expect(kvFiles(h).filter((f) => f.endsWith(".tmp"))).toHaveLength(1);
+    expect(await waitFor(() => kvFiles(h).length === 2, { timeoutMs: 1000 })).toBe(true);
+    expect(kvFiles(h).some((f) => f.endsWith(".tmp"))).toBe(false);
+    // Asked of llama-server once.
+    expect(slotActions(h, "save")).toBe(1);
+  });
+
   test("a file cut short: the restore fails, the prompt is processed, the file goes", async () => {
     await using h = harness({ standIn: { cacheRamMib: 0 } });
     await say(h, "a", "tell me about the sea and the waves");
