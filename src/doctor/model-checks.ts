@@ -13,7 +13,7 @@ import type { WorkerReport } from "../rpc/client.ts";
 import { type Check, skipped } from "./checks.ts";
 
 /**
- * Every configured model's checks (SPEC section 15: doctor checks every configured model): its
+ * Every configured model's checks (docs/doctor.md "Several models"): its
  * file (present, readable, a whole GGUF, an `hf:` path in the cache) and its plan (it fits this
  * machine alone), then the pinned models together. `default` keeps the ids `model` and `plan`
  * hosts already read; a `models` entry's are `model:<name>` and `plan:<name>`, with

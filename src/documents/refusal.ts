@@ -2,7 +2,7 @@ import { CoreError } from "../protocol/errors.ts";
 
 /**
  * The ways a document is refused, each `invalid_request` (docs/agent.md "Documents"): a format
- * not read at all carries `data.reason: "unsupported_format"` (SPEC §16); the others say in
+ * not read at all carries `data.reason: "unsupported_format"` (docs/agent.md "Documents"); the others say in
  * `data.problem` what is wrong with a document of a format that is read.
  */
 export type DocumentProblem = "too_large" | "encrypted" | "no_text" | "damaged" | "unreadable";

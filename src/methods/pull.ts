@@ -5,7 +5,7 @@ import { logger } from "../util/logger.ts";
 import { defineMethod } from "./definition.ts";
 
 /**
- * Downloads a GGUF from the hub into the shared cache (SPEC §8): progress events, resume,
+ * Downloads a GGUF from the hub into the shared cache (docs/models.md): progress events, resume,
  * verification; cancellable (the partial download is kept for the next pull).
  */
 export const pull = defineMethod({

@@ -5,7 +5,7 @@ import type { DevicePlan } from "../plan/planner.ts";
 import { formatBytes } from "../plan/render.ts";
 
 /**
- * Pinned models are never unloaded to make room (SPEC section 15), so a pinned set that alone
+ * Pinned models are never unloaded to make room (docs/models.md "Several models"), so a pinned set that alone
  * exceeds the budget can never be loaded together. Which models are pinned is in the config,
  * but what each costs is its plan's (I/O: its header, the machine), so the check is made where
  * plans are made: doctor fails it, `plan` warns, and the runtime asks `pinnedSetProblem` before

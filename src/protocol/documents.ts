@@ -1,7 +1,7 @@
 import { z } from "zod";
 
 /**
- * The documents' wire pieces (SPEC §16, docs/agent.md "Documents"); `documents.add`,
+ * The documents' wire pieces (docs/agent.md "Documents"); `documents.add`,
  * `documents.list` and `documents.delete` join them here when the methods come.
  */
 

@@ -1,6 +1,6 @@
 /**
  * Whether one more model fits beside the ones loaded, decided by memory and never by count
- * (SPEC section 15; docs/supervisor.md "Scheduling several models"). Pure: the scheduler hands
+ * (docs/supervisor.md "Scheduling several models"). Pure: the scheduler hands
  * in what each model's plan says it holds per device and each device's budget.
  */
 

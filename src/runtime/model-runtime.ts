@@ -11,7 +11,7 @@ export interface ModelRuntime extends LlamaProvider {
   prestart(): StartTicket | undefined;
   snapshot(): SupervisorSnapshot;
   /**
-   * The model's plan, made as if it were the only model loaded (SPEC section 15: a model never
+   * The model's plan, made as if it were the only model loaded (docs/models.md "Several models": a model never
    * gets a smaller context because another is loaded): per device its `usage.total`, and each
    * device's `budget_bytes` as this machine has it with none of the core's models loaded.
    * Rejects as the plan does (`model_plan_error` when it cannot fit even alone, `model_missing`).

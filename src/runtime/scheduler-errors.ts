@@ -2,7 +2,7 @@ import { CoreError, type CoreErrorData, cancelledError } from "../protocol/error
 import type { DeviceShortfall } from "./memory-fit.ts";
 
 /**
- * The scheduler's refusals (SPEC section 15), one place for their codes and words.
+ * The scheduler's refusals (docs/models.md "Several models"), one place for their codes and words.
  * `model_busy` is a `data.reason` the protocol lists with the models methods; until then the
  * data is built loosely here.
  */

@@ -2,7 +2,7 @@ import { type DeviceBytes, heldBytes } from "./memory-fit.ts";
 import type { ModelRuntime } from "./model-runtime.ts";
 import { heldBy, type ModelState, type ModelStateKind } from "./model-state.ts";
 
-/** One model as `status` shows it (SPEC section 15), read without touching llama-server. */
+/** One model as `status` shows it (docs/models.md "Several models"), read without touching llama-server. */
 export interface ModelRow {
   name: string;
   state: ModelStateKind;

@@ -35,7 +35,7 @@ const never = new AbortController().signal;
 
 /**
  * Several models, each with a llama-server of its own, loaded as chats ask for them and kept
- * while memory allows (SPEC section 15; docs/supervisor.md "Scheduling several models"). What
+ * while memory allows (docs/supervisor.md "Scheduling several models"). What
  * fits is decided by the models' plans (memory-fit.ts), never by count; each model's state
  * (model-state.ts) changes only through its cell's guarded swap.
  */

@@ -26,7 +26,7 @@ export function statusOf(
       state: stateOf(row, sup),
       pid: row.pid,
       pinned: row.pinned,
-      // Projectors are not planned yet (SPEC section 17): no model reads images.
+      // Projectors are not planned yet (images are a later step: docs/models.md "Several models"): no model reads images.
       vision: false,
       memory_bytes: row.memory_bytes,
       rss_bytes: row.pid === null ? null : residentBytes(row.pid),

@@ -35,7 +35,7 @@ export interface SeveralModelsDeps {
 }
 
 /**
- * Several models served at once (SPEC section 15; docs/models.md "Several models"): the
+ * Several models served at once (docs/models.md "Several models"): the
  * scheduler over one runtime per model, each chat's provider and prompt reuse by model, and the
  * methods' `models.load`, `models.unload`, `embed` and status rows. Made by the composition root
  * only for a config with `models` entries.
@@ -77,7 +77,7 @@ export class SeveralModels implements ModelsApi {
   /**
    * Before a load: pinned models are never unloaded to make room, so a pinned set that alone
    * exceeds the budget could never be loaded together; every load is refused `model_plan_error`
-   * naming them until the config changes (SPEC section 15; docs/models.md "Several models").
+   * naming them until the config changes (docs/models.md "Several models").
    */
   private checkPinned(): Promise<void> {
     const config = this.deps.config();

@@ -2,7 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { renderModels } from "../../src/cli/models.ts";
 import type { ModelEntry } from "../../src/protocol/models.ts";
 
-// `local-ai models` shows the name the config gives each GGUF (SPEC section 15).
+// `local-ai models` shows the name the config gives each GGUF (docs/models.md "Several models").
 const entry = (path: string, name: string | null): ModelEntry => ({
   path,
   files: [path],

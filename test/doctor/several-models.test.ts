@@ -9,7 +9,7 @@ import { tinyLlama, writeGguf } from "../fixtures/gguf-writer.ts";
 import { cpuOnlyMachine } from "../fixtures/hardware.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
-// doctor checks every configured model (SPEC section 15; docs/doctor.md "Several models").
+// doctor checks every configured model (docs/doctor.md "Several models").
 
 const deps: DoctorDeps = {
   readModel: defaultPlanDeps.readModel,

@@ -7,7 +7,7 @@ import { writeGguf } from "../fixtures/gguf-writer.ts";
 import { alive, writeStack } from "../fixtures/stack.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
-// `embed` end to end from the compiled binary (SPEC sections 15 and 16, issue 28): a chat model and
+// `embed` end to end from the compiled binary (docs/models.md "Several models", docs/protocol.md `embed`; issue 28): a chat model and
 // an embedding model (the BERT fixture, tiny-embed.gguf's shape) each on its own stand-in
 // llama-server, the embedding one started as the plan says (docs/plan.md "Embedding models").
 

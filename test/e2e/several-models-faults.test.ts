@@ -7,7 +7,7 @@ import { alive, waitUntil, writeStack } from "../fixtures/stack.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 import { killCoreAndTime, llamaChildren } from "./core-kill.ts";
 
-// Several models' faults from the compiled binary against the stand-in (SPEC section 15, issue
+// Several models' faults from the compiled binary against the stand-in (docs/models.md "Several models", issue
 // 28): a busy model's unload, a crash of one model's llama-server, a model that fails to start,
 // an unknown or unloaded model's unload.
 

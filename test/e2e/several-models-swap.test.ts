@@ -6,7 +6,7 @@ import { copySecondModel, modelRows, slotRestores } from "../fixtures/several-mo
 import { alive, waitUntil, writeStack } from "../fixtures/stack.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
-// Two models where only one fits (SPEC section 15, issue 28) from the compiled binary against the
+// Two models where only one fits (docs/models.md "Several models", issue 28) from the compiled binary against the
 // stand-in: `hardware.ram_bytes` holds either model's plan (the test model: about 8.8 MB with
 // context 2048, 5.1 MB with 1024) but not both. A swap saves the idle model's KV state before
 // its unload and the next chat on it restores it (docs/agent.md#prompt-reuse); a model that

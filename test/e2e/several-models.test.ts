@@ -6,7 +6,7 @@ import { alive, writeStack } from "../fixtures/stack.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 import { waitFor } from "../fixtures/wait.ts";
 
-// Several models from the compiled binary against the stand-in (SPEC section 15, issue 28
+// Several models from the compiled binary against the stand-in (docs/models.md "Several models", issue 28
 // part 3): a llama-server per model, chats on each, status, unload.
 
 describe.skipIf(process.platform === "win32")("several models (compiled core)", () => {

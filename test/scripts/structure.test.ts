@@ -97,4 +97,16 @@ describe("the house", () => {
   test("no hand-written file over 400 lines, no function over 80", () => {
     expect(oversizes(ROOT).map((o) => `${o.file}:${o.line} ${o.name ?? "file"} ${o.lines}`)).toEqual([]);
   });
+
+  test("the code cites the project's own docs, not a contract outside the repository", () => {
+    const code = ["src", "test", "bench", "scripts"].flatMap((d) => sourceFiles(join(ROOT, d)));
+    const outside = code.flatMap((f) =>
+      readFileSync(f, "utf8")
+        .split("\n")
+        .flatMap((line, i) =>
+          /\bSPEC( §| sections?)? ?\d/.test(line) ? [`${relative(ROOT, f)}:${i + 1}`] : [],
+        ),
+    );
+    expect(outside).toEqual([]);
+  });
 });
