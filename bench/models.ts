@@ -31,9 +31,10 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ensureBinary } from "../test/fixtures/core-process.ts";
-import { childrenOf, Router, rssBytes, type SseChat, sseChat } from "./models/router.ts";
+import { childrenOf, Router, rssBytes } from "./models/router.ts";
 import { CoreProcess } from "./overhead/core.ts";
 import { DirectServer } from "./overhead/direct.ts";
+import { type SseChat, sseChat } from "./overhead/sse-chat.ts";
 import { median, spread, ttft } from "./overhead/stream-timing.ts";
 import { writeTimingModel } from "./reuse/timing-model.ts";
 

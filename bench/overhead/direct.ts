@@ -1,6 +1,7 @@
 import type { Subprocess } from "bun";
 import { childEnv, randomApiKey } from "../../src/runtime/child-env.ts";
 import { pickFreePort } from "../../src/runtime/ports.ts";
+import { sseChat } from "./sse-chat.ts";
 import type { StreamTiming } from "./stream-timing.ts";
 
 /** How often the direct side polls /health while llama-server loads. */
@@ -54,48 +55,7 @@ export class DirectServer {
     maxTokens: number,
     piece: "content" | "reasoning_content" = "content",
   ): Promise<StreamTiming> {
-    const sent = performance.now();
-    const res = await fetch(`${this.baseUrl}/v1/chat/completions`, {
-      method: "POST",
-      headers: { "Content-Type": "application/json", Authorization: `Bearer ${this.apiKey}` },
-      body: JSON.stringify({
-        messages,
-        max_tokens: maxTokens,
-        // Greedy on both sides (the core's agent says the same): equal replies, equal lengths.
-        temperature: 0,
-        stream: true,
-        stream_options: { include_usage: true },
-      }),
-      // A fresh connection per request, as the core opens one: llama-server drops idle
-      // keep-alive connections after 5 s, and a reused dead one fails with ECONNRESET.
-      keepalive: false,
-    });
-    if (!res.ok || !res.body) throw new Error(`llama-server answered ${res.status}: ${await res.text()}`);
-    const timing: StreamTiming = { sent, first: 0, last: 0, pieces: 0 };
-    const decoder = new TextDecoder();
-    let buffer = "";
-    for await (const bytes of res.body) {
-      const now = performance.now();
-      buffer += decoder.decode(bytes, { stream: true });
-      let end = buffer.indexOf("\n\n");
-      while (end !== -1) {
-        const event = buffer.slice(0, end);
-        buffer = buffer.slice(end + 2);
-        end = buffer.indexOf("\n\n");
-        if (!event.startsWith("data: ") || event === "data: [DONE]") continue;
-        const chunk = JSON.parse(event.slice(6)) as {
-          choices?: { delta?: { content?: string | null; reasoning_content?: string | null } }[];
-          timings?: { prompt_ms?: number };
-        };
-        if (typeof chunk.timings?.prompt_ms === "number") timing.promptMs = chunk.timings.prompt_ms;
-        const content = chunk.choices?.[0]?.delta?.[piece];
-        if (typeof content !== "string" || content === "") continue;
-        if (timing.pieces === 0) timing.first = now;
-        timing.last = now;
-        timing.pieces++;
-      }
-    }
-    return timing;
+    return sseChat(this.baseUrl, { messages, max_tokens: maxTokens }, this.apiKey, piece);
   }
 
   get pid(): number {
