@@ -96,23 +96,3 @@ export function decideFit(held: readonly HeldModel[], budget: DeviceBytes, ask: 
   }
   return { kind: "evict", models: chosen.map((m) => m.name) };
 }
-
-/**
- * The pinned models' planned bytes together against the budget (a check the config load can
- * make): null when they fit, else each device they overrun and the models on it.
- */
-export function pinnedOverBudget(
-  pinned: readonly { name: string; bytes: DeviceBytes }[],
-  budget: DeviceBytes,
-): { devices: DeviceShortfall[]; models: string[] } | null {
-  const used = heldBytes(pinned);
-  const devices = Object.entries(used)
-    .filter(([d, b]) => b > (budget[d] ?? 0))
-    .map(([device, b]) => ({ device, needed_bytes: b, budget_bytes: budget[device] ?? 0 }));
-  if (devices.length === 0) return null;
-  const over = devices.map((d) => d.device);
-  return {
-    devices,
-    models: pinned.filter((m) => over.some((d) => (m.bytes[d] ?? 0) > 0)).map((m) => m.name),
-  };
-}

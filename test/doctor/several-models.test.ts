@@ -3,7 +3,8 @@ import { chmodSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { type DoctorDeps, runDoctor } from "../../src/doctor/doctor.ts";
 import { defaultPlanDeps } from "../../src/models/local-plan-deps.ts";
-import { pinnedSetProblem } from "../../src/models/pinned-set.ts";
+import { pinnedPlansProblem, pinnedSetProblem } from "../../src/models/pinned-set.ts";
+import type { DevicePlan } from "../../src/protocol/plan.ts";
 import { CoreServices } from "../../src/server/services.ts";
 import { tinyLlama, writeGguf } from "../fixtures/gguf-writer.ts";
 import { cpuOnlyMachine } from "../fixtures/hardware.ts";
@@ -123,5 +124,26 @@ describe("doctor over several models", () => {
     writeGguf(dir.path, "m.gguf", tinyLlama());
     const r = await runDoctor(setup(dir.path, "model:\n  path: ./m.gguf\n"), deps);
     expect(byId(r, "pinned")).toBeUndefined();
+  });
+});
+
+describe("pinnedPlansProblem", () => {
+  const GIB = 2 ** 30;
+  const device = (id: string, total: number, budget: number) =>
+    ({ id, usage: { total }, budget_bytes: budget }) as unknown as DevicePlan;
+  test("pinned models that fit together: null", () => {
+    expect(pinnedPlansProblem([{ name: "a", devices: [device("gpu0", 5 * GIB, 10 * GIB)] }])).toBeNull();
+  });
+
+  test("pinned models over a device's budget together: the device and the models on it", () => {
+    const planned = [
+      { name: "a", devices: [device("gpu0", 6 * GIB, 10 * GIB), device("cpu", 1 * GIB, 32 * GIB)] },
+      { name: "b", devices: [device("gpu0", 6 * GIB, 10 * GIB)] },
+      { name: "c", devices: [device("cpu", 1 * GIB, 32 * GIB)] },
+    ];
+    expect(pinnedPlansProblem(planned)).toEqual({
+      devices: [{ device: "gpu0", needed_bytes: 12 * GIB, budget_bytes: 10 * GIB }],
+      models: ["a", "b"],
+    });
   });
 });

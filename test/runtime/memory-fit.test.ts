@@ -1,11 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import {
-  type DeviceBytes,
-  decideFit,
-  type HeldModel,
-  heldBytes,
-  pinnedOverBudget,
-} from "../../src/runtime/memory-fit.ts";
+import { type DeviceBytes, decideFit, type HeldModel, heldBytes } from "../../src/runtime/memory-fit.ts";
 
 const GIB = 1024 ** 3;
 
@@ -141,23 +135,7 @@ describe("decideFit: several devices", () => {
   });
 });
 
-describe("pinnedOverBudget", () => {
-  test("pinned models that fit together: null", () => {
-    expect(pinnedOverBudget([{ name: "a", bytes: { gpu0: 5 * GIB } }], budget)).toBeNull();
-  });
-
-  test("pinned models over a device's budget together: the device and the models on it", () => {
-    const pinned: { name: string; bytes: DeviceBytes }[] = [
-      { name: "a", bytes: { gpu0: 6 * GIB, cpu: 1 * GIB } },
-      { name: "b", bytes: { gpu0: 6 * GIB } },
-      { name: "c", bytes: { cpu: 1 * GIB } },
-    ];
-    expect(pinnedOverBudget(pinned, budget)).toEqual({
-      devices: [{ device: "gpu0", needed_bytes: 12 * GIB, budget_bytes: 10 * GIB }],
-      models: ["a", "b"],
-    });
-  });
-
+describe("heldBytes", () => {
   test("heldBytes sums per device", () => {
     expect(heldBytes([{ bytes: { a: 1, b: 2 } }, { bytes: { a: 3 } }])).toEqual({ a: 4, b: 2 });
   });
