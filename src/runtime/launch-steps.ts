@@ -311,8 +311,16 @@ export async function launchOnce(req: SpawnRequest, wait: HealthWait): Promise<S
  * with no polite signal, the line alone until the grace ends. Otherwise SIGTERM at once (on
  * Windows the tree killed: nothing gentler exists).
  */
-export async function stopChild(child: ChildProcess, graceMs: number, exitLine = false): Promise<void> {
-  const gone = child.exited.then(() => true);
+export async function stopChild(
+  child: ChildProcess,
+  graceMs: number,
+  exitLine = false,
+  released?: Promise<boolean>,
+): Promise<void> {
+  const exited = child.exited.then(() => true);
+  // Its memory given back (`released`: supervisor.ts halt) is gone for whoever waits for that
+  // memory (the next model's start), a few ms before the exit itself is reported.
+  const gone = released ? Promise.race([exited, released.then((r) => r || exited)]) : exited;
   const goneWithin = (ms: number) => Promise.race([gone, Bun.sleep(ms).then(() => false)]);
   if (graceMs > 0) {
     let signalAfterMs = 0;

@@ -1,5 +1,6 @@
 import type { LlamaEndpoint } from "../llama/http.ts";
 import { type LlamaProps, readProps } from "../llama/props.ts";
+import { abortable } from "../util/abortable.ts";
 import { type SleepPhase, SleepWatch, type SleepWatchOptions } from "./idle-sleep.ts";
 import type { ProgressListener } from "./progress-beat.ts";
 import { SlotUse } from "./slot-use.ts";
@@ -57,6 +58,8 @@ export class Launch implements LaunchView {
   private readonly sleep: SleepWatch;
   private readonly ended: AbortController;
   private known: LlamaProps | undefined;
+  /** The read in flight: callers meanwhile share it. */
+  private reading: Promise<LlamaProps | undefined> | undefined;
   private thinks: boolean | undefined;
 
   constructor(init: LaunchInit) {
@@ -101,9 +104,25 @@ export class Launch implements LaunchView {
    */
   async props(signal: AbortSignal): Promise<LlamaProps | undefined> {
     if (this.known !== undefined) return this.known;
+    this.reading ??= this.readProps().finally(() => {
+      this.reading = undefined;
+    });
+    return abortable(this.reading, signal).catch(() => undefined);
+  }
+
+  /**
+   * Begins the read at once, off any caller's path (the supervisor, as the launch turns ready):
+   * the first chat, which needs the context size, then finds it read or in flight.
+   */
+  readPropsEarly(): void {
+    void this.props(this.died);
+  }
+
+  /** One read, ended by the launch's end (a caller giving up stops waiting, not the read). */
+  private async readProps(): Promise<LlamaProps | undefined> {
     let props: LlamaProps;
     try {
-      props = await readProps(this, { signal, timeoutMs: PROPS_TIMEOUT_MS });
+      props = await readProps(this, { signal: this.died, timeoutMs: PROPS_TIMEOUT_MS });
     } catch {
       return undefined;
     }

@@ -15,7 +15,7 @@ import { dialectFor } from "./load-mode.ts";
 import { type LogTail, RotatingLog } from "./log-sink.ts";
 import { llamaPrograms, reapLeftover, removePidRecord } from "./pid-file.ts";
 import { pickFreePort } from "./ports.ts";
-import { modelIntake } from "./proc-memory.ts";
+import { memoryReleased, modelIntake } from "./proc-memory.ts";
 import type { Unstamped } from "./progress-beat.ts";
 import type { RpcWatch } from "./rpc-watch.ts";
 import { withSlotFolder } from "./slot-folder.ts";
@@ -169,6 +169,7 @@ export class Launcher {
       },
     });
     states.onState = (s) => launch.heard(s.state);
+    launch.readPropsEarly();
     return {
       child: spawned.child,
       launch,
@@ -176,6 +177,7 @@ export class Launcher {
       startedAt: spawned.t0,
       readyAt: Date.now(),
       childMode: states,
+      released: () => spawned.drained.then(() => memoryReleased(pid)),
     };
   }
 }

@@ -23,6 +23,16 @@ export interface ModelRuntime extends LlamaProvider {
    * (docs/agent.md#prompt-reuse). Never throws for a failed save (it is logged there).
    */
   beforeUnload(): Promise<void>;
+  /**
+   * Stops its llama-server. `untilReleased`: returns once the server has given its memory back,
+   * which may be a few ms before its exit is reported (supervisor.ts `stop`): the scheduler's
+   * unload to make room, whose next load waits for that memory alone.
+   */
+  stop(options?: StopOptions): Promise<void>;
+}
+
+export interface StopOptions {
+  untilReleased?: boolean;
 }
 
 export interface ModelFootprint {

@@ -63,8 +63,23 @@ export function writePidRecord(
   return writeRecord(dataDir, ["run"], file, { kind: "llama-server", ...child });
 }
 
-export function removePidRecord(dataDir: string, instance?: string): void {
-  rmSync(pidFilePath(dataDir, process.pid, instance), { force: true });
+/**
+ * Removes this core's record for `instance`; with `pid`, only while it records that pid (an exit
+ * seen after its stop: a newer start may have written its own record meanwhile).
+ */
+export function removePidRecord(dataDir: string, instance?: string, pid?: number): void {
+  const file = pidFilePath(dataDir, process.pid, instance);
+  if (pid !== undefined && recordedPid(file) !== pid) return;
+  rmSync(file, { force: true });
+}
+
+function recordedPid(file: string): number | undefined {
+  try {
+    const pid = (JSON.parse(readFileSync(file, "utf8")) as { pid?: unknown }).pid;
+    return typeof pid === "number" ? pid : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /**

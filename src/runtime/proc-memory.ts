@@ -20,6 +20,26 @@ export function residentBytes(pid: number): number | null {
   }
 }
 
+/**
+ * Whether a process has given its memory back: on Linux its /proc/<pid>/status has no `VmRSS`
+ * (an exiting process loses it when the kernel releases its address space, before its files
+ * are closed). False where it cannot be told: callers then wait for the exit itself.
+ */
+export function memoryReleased(pid: number): boolean {
+  if (process.platform !== "linux") return false;
+  try {
+    return addressSpaceGone(readFileSync(`/proc/${pid}/status`, "utf8"));
+  } catch {
+    // Gone (its exit is reported at once then) or unreadable.
+    return false;
+  }
+}
+
+/** A /proc/<pid>/status text without the address-space lines: a zombie's, or one past exit_mm. */
+export function addressSpaceGone(status: string): boolean {
+  return /^Name:/m.test(status) && !/^VmRSS:/m.test(status);
+}
+
 /** The core's own resident memory: the runtime asks the OS (every platform). */
 export function coreResidentBytes(): number | null {
   try {

@@ -329,12 +329,16 @@ export class Scheduler {
     }
   }
 
-  /** loaded | loading → unloading → unloaded: the KV save (`save`), then the runtime stopped. */
+  /**
+   * loaded | loading → unloading → unloaded: the KV save (`save`), then the runtime stopped;
+   * `forRoom`: unloaded once its memory is given back (model-runtime.ts `stop`).
+   */
   private beginUnload(
     e: Entry,
     s: Extract<ModelState, { kind: "loaded" | "loading" }>,
     reason: Error,
     save: boolean,
+    forRoom = false,
   ): Promise<void> {
     this.timers.clearTimeout(e.idleTimer);
     const done = Promise.withResolvers<void>();
@@ -350,7 +354,9 @@ export class Scheduler {
           ?.beforeUnload()
           .catch((err) => logUnexpected(`saving model ${e.name}'s sessions failed`, err));
       }
-      await runtime?.stop().catch((err) => logUnexpected(`stopping model ${e.name} failed`, err));
+      await runtime
+        ?.stop({ untilReleased: forRoom })
+        .catch((err) => logUnexpected(`stopping model ${e.name} failed`, err));
       e.cell.swap(st, { kind: "unloaded" });
       this.room.notify();
       done.resolve();
@@ -364,7 +370,7 @@ export class Scheduler {
       const e = this.entries.get(name);
       const s = e?.cell.get();
       if (!e || s?.kind !== "loaded") return Promise.resolve();
-      return this.beginUnload(e, s, cancelledError(`model "${name}" was unloaded to make room`), true);
+      return this.beginUnload(e, s, cancelledError(`model "${name}" was unloaded to make room`), true, true);
     });
     return Promise.all(stops).then(() => {});
   }

@@ -20,6 +20,11 @@ export interface Running {
   readyAt: number;
   /** Its state lines: `speaks` when it runs as our child (stopped by the exit line first). */
   childMode: StateLines;
+  /**
+   * Once both of its pipes have ended (they close as it exits): whether its memory is given back
+   * by then (proc-memory.ts), a few ms before its exit is reported (launch-steps.ts stopChild).
+   */
+  released: () => Promise<boolean>;
 }
 
 /**

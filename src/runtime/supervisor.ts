@@ -34,10 +34,9 @@ const EXIT_NOTICE_MS = 2000;
 
 /**
  * Owns llama-server's life as one state (supervisor-state.ts): stopped → starting → ready →
- * stopping → stopped, and closing → closed at shutdown. Concurrent acquire() callers share one
- * start; leases map to llama-server's parallel slots (a semaphore) and extra callers wait; a
- * crash aborts every lease's `died` signal and the next acquire restarts, within a restart
- * budget and with back-off.
+ * stopping → stopped, closing → closed at shutdown. Concurrent acquires share one start; leases
+ * wait in line for a slot (launch.ts); a crash ends every lease and the next acquire restarts,
+ * within a restart budget and with back-off.
  */
 export class Supervisor implements LlamaProvider {
   private readonly state = supervisorCell();
@@ -183,7 +182,8 @@ export class Supervisor implements LlamaProvider {
     return now.kind === "starting" ? new Prestart(now) : undefined;
   }
 
-  async stop(): Promise<void> {
+  /** Stops the server and closes; `untilReleased`: model-runtime.ts. */
+  async stop(options: { untilReleased?: boolean } = {}): Promise<void> {
     const from = this.state.get();
     if (from.kind === "closed") return;
     if (from.kind === "closing") return from.done;
@@ -196,7 +196,7 @@ export class Supervisor implements LlamaProvider {
         from.abort.abort(shuttingDown());
         await from.done.catch(() => {});
       } else if (from.kind === "ready") {
-        await this.halt(from.running, "stop");
+        await this.halt(from.running, "stop", options.untilReleased);
       } else if (from.kind === "stopping") {
         await from.done;
       }
@@ -363,7 +363,7 @@ export class Supervisor implements LlamaProvider {
   /** The serving child exited: expected while stopping or closing, a crash while ready. */
   private onExit(running: Running, exit: Exit): void {
     running.launch.end();
-    removePidRecord(this.options.dataDir(), this.options.instance);
+    removePidRecord(this.options.dataDir(), this.options.instance, running.child.pid);
     this.rpc.ended();
     const s = this.state.get();
     if (s.kind !== "ready" || s.running !== running) return;
@@ -381,7 +381,7 @@ export class Supervisor implements LlamaProvider {
    * Stops a server that served (or was about to): leases see `died`; the exit line where it is
    * our child, SIGTERM, SIGKILL after the grace (launch-steps.ts stopChild).
    */
-  private async halt(running: Running, why: string): Promise<void> {
+  private async halt(running: Running, why: string, untilReleased = false): Promise<void> {
     running.launch.end(cancelledError(`llama-server was stopped (${why})`));
     // llama-server begins its task loop a moment after /health turns 200, and that beginning
     // undoes a polite stop that came first (server_queue::start_loop sets `running` again): the
@@ -389,7 +389,8 @@ export class Supervisor implements LlamaProvider {
     const early = POLITE_AFTER_READY_MS - (Date.now() - running.readyAt);
     if (early > 0) await Bun.sleep(early);
     try {
-      await stopChild(running.child, this.options.settings().stopGraceMs, running.childMode.speaks);
+      const released = untilReleased ? running.released() : undefined;
+      await stopChild(running.child, this.options.settings().stopGraceMs, running.childMode.speaks, released);
     } catch (err) {
       logger.warn(`stopping llama-server (pid ${running.child.pid}): ${(err as Error).message}`);
       await stopChild(running.child, 0);

@@ -88,7 +88,7 @@ export function makeModelRuntime(name: string, deps: RuntimeDeps): ModelRuntime 
     prestart: () => supervisor.prestart(),
     slots: () => supervisor.slots(),
     snapshot: () => supervisor.snapshot(),
-    stop: () => supervisor.stop(),
+    stop: (options) => supervisor.stop(options),
     plannedBytes: async (): Promise<ModelFootprint> => {
       const { plan, launch } = await deps.plan(config(), planDeps);
       planned = launch;

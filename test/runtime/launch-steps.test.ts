@@ -7,10 +7,12 @@ import {
   type Spawned,
   spawnServer,
   startupOverdue,
+  stopChild,
   verifyOwnKey,
   waitUntilHealthy,
 } from "../../src/runtime/launch-steps.ts";
 import { LogTail } from "../../src/runtime/log-sink.ts";
+import { addressSpaceGone, memoryReleased } from "../../src/runtime/proc-memory.ts";
 import type { StartProgress } from "../../src/runtime/start-progress.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
@@ -217,4 +219,65 @@ describe("startupOverdue", () => {
     const end = 1000 * HARD_CAP_FACTOR + 1;
     expect(startupOverdue(s, end, end, true, 1000)?.message).toContain(`past ${HARD_CAP_FACTOR}×`);
   });
+});
+
+describe("stopChild", () => {
+  /** A child that never reports its exit unless told, counting the signals it gets. */
+  function stubborn() {
+    const exited = Promise.withResolvers<Exit>();
+    const calls: string[] = [];
+    const child = {
+      pid: 2 ** 30,
+      stdout: new ReadableStream<Uint8Array>(),
+      stderr: new ReadableStream<Uint8Array>(),
+      exited: exited.promise,
+      politeSignal: true,
+      writeLine: () => {
+        calls.push("line");
+        return true;
+      },
+      terminate: () => calls.push("term"),
+      kill: () => calls.push("kill"),
+    };
+    return { child, calls, exit: (e: Exit) => exited.resolve(e) };
+  }
+
+  test("ends once the child's memory is released, before its exit is reported, and signals nothing more", async () => {
+    const c = stubborn();
+    const t0 = performance.now();
+    await stopChild(c.child, 10_000, true, Promise.resolve(true));
+    expect(performance.now() - t0).toBeLessThan(5_000);
+    expect(c.calls).toEqual(["line"]);
+  });
+
+  test("a child whose pipes ended with its memory still held is waited for to exit", async () => {
+    const c = stubborn();
+    let done = false;
+    const stop = stopChild(c.child, 10_000, true, Promise.resolve(false)).then(() => {
+      done = true;
+    });
+    await Bun.sleep(50);
+    expect(done).toBe(false);
+    c.exit({ code: 0, signal: null });
+    await stop;
+    expect(c.calls).toEqual(["line"]);
+  });
+});
+
+describe("addressSpaceGone", () => {
+  const live =
+    "Name:\tllama-server\nState:\tS (sleeping)\nVmPeak:\t  900 kB\nVmRSS:\t  512 kB\nThreads:\t3\n";
+  const zombie = "Name:\tllama-server\nState:\tZ (zombie)\nThreads:\t1\n";
+  test("a zombie's status (no VmRSS) has given its memory back; a live one has not", () => {
+    expect(addressSpaceGone(zombie)).toBe(true);
+    expect(addressSpaceGone(live)).toBe(false);
+    expect(addressSpaceGone("")).toBe(false);
+  });
+  test.if(process.platform === "linux")(
+    "this process holds its memory; a pid that is no process tells nothing",
+    () => {
+      expect(memoryReleased(process.pid)).toBe(false);
+      expect(memoryReleased(2 ** 30)).toBe(false);
+    },
+  );
 });

@@ -96,4 +96,29 @@ describe("Launch", () => {
     expect((launch.died.reason as Error).message).toBe("crashed");
     expect(launch.slots.leases).toBe(1);
   });
+
+  test("/props is read once: an early read and the first chat's share one request; a caller giving up gets undefined", async () => {
+    let requests = 0;
+    const gate = Promise.withResolvers<void>();
+    using server = Bun.serve({
+      hostname: "127.0.0.1",
+      port: 0,
+      fetch: async () => {
+        requests++;
+        await gate.promise;
+        return Response.json({ default_generation_settings: { n_ctx: 4096 }, total_slots: 1 });
+      },
+    });
+    const launch = new Launch({ baseUrl: `http://127.0.0.1:${server.port}`, apiKey: "k", slots: 1 });
+    launch.readPropsEarly();
+    const gaveUp = new AbortController();
+    const impatient = launch.contextSize(gaveUp.signal);
+    const patient = launch.contextSize(never());
+    gaveUp.abort(new Error("cancelled"));
+    expect(await impatient).toBeUndefined();
+    gate.resolve();
+    expect(await patient).toBe(4096);
+    expect(await launch.contextSize(never())).toBe(4096);
+    expect(requests).toBe(1);
+  });
 });

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { type DeviceBytes, decideFit, type HeldModel, heldBytes } from "../../src/runtime/memory-fit.ts";
+import { decideFit, type HeldModel, heldBytes } from "../../src/runtime/memory-fit.ts";
 
 const GIB = 1024 ** 3;
 

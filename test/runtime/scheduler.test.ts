@@ -54,6 +54,8 @@ describe("Scheduler: loads", () => {
     expect(fleet.log).toEqual(["a.start", "a.save", "a.stop", "b.start"]);
     expect(state("a")).toBe("unloaded");
     expect(state("b")).toBe("loaded");
+    // Made room for: done once a's memory is given back, not once its exit is reported.
+    expect(fleet.last("a").stops).toEqual([true]);
     b.release();
   });
 
@@ -183,6 +185,8 @@ describe("Scheduler: unload", () => {
       "invalid_request",
       'no model "nope" is configured or loaded',
     ]);
+    // models.unload waits for the exit itself: the host may look for the process next.
+    expect(fleet.last("a").stops).toEqual([false]);
   });
 
   test("a swap's save still finds the model's runtime: its prompt reuse asks it whether the server is up", async () => {

@@ -2,7 +2,7 @@ import { cancelledError } from "../../../src/protocol/errors.ts";
 import type { LlamaLease } from "../../../src/runtime/endpoint.ts";
 import { Launch } from "../../../src/runtime/launch.ts";
 import type { DeviceBytes } from "../../../src/runtime/memory-fit.ts";
-import type { ModelFootprint, ModelRuntime } from "../../../src/runtime/model-runtime.ts";
+import type { ModelFootprint, ModelRuntime, StopOptions } from "../../../src/runtime/model-runtime.ts";
 import type { SupervisorSnapshot } from "../../../src/runtime/snapshot.ts";
 import type { StartProgress } from "../../../src/runtime/start-progress.ts";
 import { abortable } from "../../../src/util/abortable.ts";
@@ -100,7 +100,11 @@ export class FakeRuntime implements ModelRuntime {
     this.spec.onSave?.();
   }
 
-  async stop(): Promise<void> {
+  /** Each stop's `untilReleased`, in order. */
+  readonly stops: boolean[] = [];
+
+  async stop(options: StopOptions = {}): Promise<void> {
+    this.stops.push(options.untilReleased === true);
     this.log.push(`${this.name}.stop`);
     this.stopped = true;
     this.down.abort(cancelledError(`${this.name} stopped`));
