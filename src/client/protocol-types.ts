@@ -391,6 +391,7 @@ export type ModelsResult = {
     parameters: number | null;
     fits: boolean | null;
     context_per_slot: number | null;
+    vision: boolean | null;
     verdict: string;
     problem: "absent" | "unreadable" | "not_gguf" | "truncated" | "broken_link" | "incomplete_split" | null;
   }[];
