@@ -505,6 +505,7 @@ export type PullResult = {
   path: string;
   size_bytes: number;
   sha256: string;
+  mmproj: string | null;
   files: { file: string; path: string; size_bytes: number; sha256: string }[];
   cache_dir: string;
   warnings: string[];
