@@ -122,4 +122,12 @@ describe.skipIf(!have)(have ? title : realModelsSkip(title), () => {
     const ours = await info();
     expect(ours.encoder).toEqual((fixed as ProjectorInfo).encoder);
   });
+
+  test("recording 105b's pair: the real projector (64) against tiny-llama-q8.gguf (128) is refused by width", async () => {
+    const q8 = await readGgufHeader(join(REAL_MODELS_DIR, "tiny-llama-q8.gguf"));
+    const width = q8.metadata["llama.embedding_length"] as number;
+    expect(width).toBe(128);
+    const fixed = projectorInfo(await readGgufHeader(REAL[0]!)) as ProjectorInfo;
+    expect(widthProblem(fixed, width)).toBe("its projection width 64 is not the model's embedding width 128");
+  });
 });
