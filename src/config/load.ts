@@ -166,9 +166,9 @@ function modelPath(dir: string, p: string): string {
   return p.startsWith(HF_PREFIX) ? p : abs(dir, p);
 }
 
-/** `auto` and `none` are words, anything else a projector file beside the config (docs/models.md "The projector"). */
+/** `auto` and `none` are words, anything else a projector file as model.path names one (docs/models.md "The projector"). */
 function mmprojPath(dir: string, p: string): string {
-  return p === "auto" || p === "none" ? p : abs(dir, p);
+  return p === "auto" || p === "none" ? p : modelPath(dir, p);
 }
 
 function resolvePaths(config: Config, dir: string): Config {

@@ -11,9 +11,10 @@ import {
   widthProblem,
 } from "../plan/projector.ts";
 import { isCoreError } from "../protocol/errors.ts";
+import { HF_PREFIX } from "../protocol/model-ref.ts";
 import { snapshotRootOf } from "./hf-cache.ts";
 import { isGgufPath, isProjector } from "./pick-gguf.ts";
-import { snapshotFiles } from "./resolve.ts";
+import { resolveModelPath, snapshotFiles } from "./resolve.ts";
 
 /**
  * A model's `mmproj` setting as a projector file (docs/models.md "The projector"): a path is
@@ -25,7 +26,9 @@ import { snapshotFiles } from "./resolve.ts";
  */
 export async function findProjector(setting: string, model: ModelInfo): Promise<ProjectorChoice> {
   if (setting === "none") return { kind: "none", reason: "mmproj: none" };
-  if (setting !== "auto") return { kind: "found", source: "config", info: await configured(setting, model) };
+  // An `hf:org/name:mmproj-F16.gguf` is a file of the cache, found as a model path is.
+  const path = setting.startsWith(HF_PREFIX) ? resolveModelPath(setting) : setting;
+  if (setting !== "auto") return { kind: "found", source: "config", info: await configured(path, model) };
   return auto(model);
 }
 

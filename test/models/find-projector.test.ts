@@ -175,3 +175,38 @@ test("a folder the model lies in by a link is still the folder looked in", async
   expect(path).toContain("real");
   expect(await findProjector("auto", model)).toMatchObject({ kind: "found" });
 });
+
+test("a FIFO named like a projector beside the model is passed over at once, never read", async () => {
+  using dir = tmpdir();
+  const model = await modelIn(dir.path);
+  const fifo = join(dir.path, "mmproj-fifo.gguf");
+  expect(Bun.spawnSync(["mkfifo", fifo]).exitCode).toBe(0);
+  const found = await findProjector("auto", model);
+  expect(found.kind).toBe("none");
+  expect((found as { warning: string }).warning).toContain("mmproj-fifo.gguf");
+  const named = await coreErrorOf(findProjector(fifo, model));
+  expect(named.data).toMatchObject({ projector: fifo, problem: "unreadable" });
+});
+
+test("mmproj: hf:org/name:file names a projector in the cache, as model.path would", async () => {
+  using dir = tmpdir();
+  const cache = join(dir.path, "cache");
+  const { snapshot } = layRepo(cache, "org/vision-GGUF", {
+    "vision.gguf": tinyLlama(),
+    "mmproj-F16.gguf": mmproj(),
+  });
+  const model = modelInfo(await readGgufHeader(join(snapshot, "vision.gguf")));
+  const before = process.env.HF_HUB_CACHE;
+  process.env.HF_HUB_CACHE = cache;
+  try {
+    const found = await findProjector("hf:org/vision-GGUF:mmproj-F16.gguf", model);
+    expect(found).toMatchObject({
+      kind: "found",
+      source: "config",
+      info: { path: join(snapshot, "mmproj-F16.gguf") },
+    });
+  } finally {
+    if (before === undefined) delete process.env.HF_HUB_CACHE;
+    else process.env.HF_HUB_CACHE = before;
+  }
+});
