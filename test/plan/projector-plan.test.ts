@@ -6,6 +6,8 @@ import { planInputs } from "../../src/plan/launch.ts";
 import { type ModelInfo, modelInfo } from "../../src/plan/model.ts";
 import { planFor } from "../../src/plan/planner.ts";
 import { type ProjectorChoice, type ProjectorInfo, projectorInfo } from "../../src/plan/projector.ts";
+import { renderPlan } from "../../src/plan/render.ts";
+import { summariseModel } from "../../src/plan/report.ts";
 import { mmproj, TINY_MMPROJ_PIXTRAL } from "../fixtures/gguf-mmproj.ts";
 import { tinyLlama, writeGguf } from "../fixtures/gguf-writer.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
@@ -147,4 +149,24 @@ describe("planInputs asks for the projector of a chat model only", () => {
     await planInputs({ ...config(), model_kind: "embedding" }, deps(model, seen)).catch(() => undefined);
     expect(seen).toEqual([]);
   });
+});
+
+test("the human plan shows the projector's bytes in its device's bar and a Vision line", async () => {
+  const { model, projector } = await fixture(mmproj(TINY_MMPROJ_PIXTRAL));
+  const { plan } = planFor(model, hw(), config(), [], undefined, found(projector));
+  const text = renderPlan({ fits: true, model: summariseModel(model), hardware: hw(), plan }, false);
+  expect(text).toContain("▞ projector");
+  expect(text).toMatch(/cpu .*\n.*projector \d/);
+  expect(text).toContain(`Vision    ${projector.path}: projector pixtral (F16), width 64`);
+  expect(text).toContain("one image at most 512 tokens");
+  const without = renderPlan(
+    {
+      fits: true,
+      model: summariseModel(model),
+      hardware: hw(),
+      plan: planFor(model, hw(), config(), []).plan,
+    },
+    false,
+  );
+  expect(without).not.toContain("Vision");
 });
