@@ -100,6 +100,23 @@ describe('the plan with a projector (docs/plan.md "The projector")', () => {
     expect(plan.devices.find((d) => d.id === "cpu")!.usage.projector).toBe(0);
   });
 
+  test("on a unified GPU its bytes leave RAM too", async () => {
+    const { model, projector } = await fixture();
+    const unified = hw([{ ...GPU, vendor: "apple", backend: "metal", unified: true }]);
+    const withIt = planFor(model, unified, config(), [], undefined, found(projector)).plan;
+    const without = planFor(model, unified, config(), []).plan;
+    const n = withIt.projector!.weights_bytes + withIt.projector!.compute_bytes;
+    const free = (p: typeof without, id: string) => p.devices.find((d) => d.id === id)!.free_after_bytes;
+    expect(free(without, "gpu0") - free(withIt, "gpu0")).toBe(n);
+    const ram = (p: typeof without) => p.devices.find((d) => d.id === "cpu")!;
+    // The RAM prompt cache is sized from what RAM has left, so compare before it.
+    expect(
+      free(without, "cpu") +
+        ram(without).usage.cache_ram -
+        (free(withIt, "cpu") + ram(withIt).usage.cache_ram),
+    ).toBe(n);
+  });
+
   test("pixtral at 2048 tokens a slot: --image-max-tokens 256, so one image takes at most 512 (recording 109)", async () => {
     const { model, projector } = await fixture(mmproj(TINY_MMPROJ_PIXTRAL));
     const { plan } = planFor(model, hw(), config(), [], undefined, found(projector));
