@@ -1,13 +1,17 @@
 import { describe, expect, test } from "bun:test";
-import { mkdirSync, symlinkSync } from "node:fs";
+import { mkdirSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { defaultConfig, loadConfig } from "../../src/config/load.ts";
 import { findProjector } from "../../src/models/find-projector.ts";
 import { snapshotRootOf } from "../../src/models/hf-cache.ts";
+import { defaultPlanDeps } from "../../src/models/local-plan-deps.ts";
+import { planReportWithHub } from "../../src/models/plan-with-hub.ts";
 import { readGgufHeader } from "../../src/plan/gguf-read.ts";
 import { type ModelInfo, modelInfo } from "../../src/plan/model.ts";
 import { CoreError } from "../../src/protocol/errors.ts";
 import { mmproj } from "../fixtures/gguf-mmproj.ts";
 import { tinyLlama, tinyLlamaQ8, writeGguf } from "../fixtures/gguf-writer.ts";
+import { cpuOnlyMachine } from "../fixtures/hardware.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 import { layRepo } from "./cache-layout.ts";
 
@@ -209,4 +213,23 @@ test("mmproj: hf:org/name:file names a projector in the cache, as model.path wou
     if (before === undefined) delete process.env.HF_HUB_CACHE;
     else process.env.HF_HUB_CACHE = before;
   }
+});
+
+test("plan --model another file: that file's own projector (auto), not the configured model's", async () => {
+  using dir = tmpdir();
+  writeGguf(dir.path, "m.gguf", tinyLlama());
+  writeGguf(dir.path, "wide-mmproj.gguf", mmproj({ width: 128 }));
+  mkdirSync(join(dir.path, "other"));
+  const other = writeGguf(join(dir.path, "other"), "o.gguf", tinyLlama());
+  const proj = writeGguf(join(dir.path, "other"), "mmproj-o.gguf", mmproj());
+  writeFileSync(join(dir.path, "config.yaml"), "model:\n  path: ./m.gguf\n  mmproj: ./wide-mmproj.gguf\n");
+  const source = {
+    loadedConfig: () => loadConfig("config.yaml", dir.path),
+    defaultConfig: () => defaultConfig(dir.path),
+  };
+  const deps = { plan: { ...defaultPlanDeps, probe: async () => cpuOnlyMachine() } };
+  const err = await coreErrorOf(planReportWithHub(source, {}, {}, deps));
+  expect(err.data).toMatchObject({ problem: "width_mismatch", projector_width: 128, model_width: 64 });
+  const report = await planReportWithHub(source, { model: other }, {}, deps);
+  expect(report.plan.projector).toMatchObject({ path: proj, source: "auto" });
 });
