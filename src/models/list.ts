@@ -6,6 +6,7 @@ import type { Config, LoadedConfig } from "../config/schema.ts";
 import { type GgufHeader, readGgufHeader } from "../plan/gguf-read.ts";
 import type { HardwareSnapshot } from "../plan/hardware.ts";
 import { type ModelInfo, modelInfo } from "../plan/model.ts";
+import type { ProjectorChoice } from "../plan/projector.ts";
 import { isCoreError } from "../protocol/errors.ts";
 import { HF_PREFIX, parseHfModelPath } from "../protocol/model-ref.ts";
 import type { ModelEntry, ModelsResult } from "../protocol/models.ts";
@@ -137,7 +138,8 @@ async function judge(
     return unreadable(problem, err.message);
   }
   const model = modelInfo(header);
-  const fit = fitVerdict(model, await hardware(), config);
+  const projector = await projectorOf(mmproj, model);
+  const fit = fitVerdict(model, await hardware(), config, projector);
   return {
     ...base,
     size_bytes: header.size_bytes,
@@ -146,7 +148,7 @@ async function judge(
     parameters: model.parameters,
     fits: fit.fits,
     context_per_slot: fit.context_per_slot,
-    vision: await readsImages(mmproj, model),
+    vision: projector.kind === "found",
     verdict: fit.fits === false ? `does not fit: ${fit.message}` : fit.message,
     problem: null,
   };
@@ -157,12 +159,15 @@ function mmprojOf(config: Config, name: string): string {
   return configForModel(config, name)?.model.mmproj ?? "auto";
 }
 
-/** Whether its projector setting finds one that serves it (docs/models.md "The projector"). */
-async function readsImages(mmproj: string, model: ModelInfo): Promise<boolean> {
+/**
+ * The projector its setting finds (docs/models.md "The projector"): it reads images, and the
+ * verdict counts its memory. One that cannot serve it is none here (the plan names it).
+ */
+async function projectorOf(mmproj: string, model: ModelInfo): Promise<ProjectorChoice> {
   try {
-    return (await findProjector(mmproj, model)).kind === "found";
+    return await findProjector(mmproj, model);
   } catch (err) {
-    if (isCoreError(err)) return false;
+    if (isCoreError(err)) return { kind: "none", reason: err.message };
     throw err;
   }
 }

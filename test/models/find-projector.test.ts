@@ -3,6 +3,7 @@ import { mkdirSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { defaultConfig, loadConfig } from "../../src/config/load.ts";
 import { findProjector } from "../../src/models/find-projector.ts";
+import { fitVerdictFor } from "../../src/models/fit-verdict.ts";
 import { snapshotRootOf } from "../../src/models/hf-cache.ts";
 import { defaultPlanDeps } from "../../src/models/local-plan-deps.ts";
 import { planReportWithHub } from "../../src/models/plan-with-hub.ts";
@@ -232,4 +233,24 @@ test("plan --model another file: that file's own projector (auto), not the confi
   expect(err.data).toMatchObject({ problem: "width_mismatch", projector_width: 128, model_width: 64 });
   const report = await planReportWithHub(source, { model: other }, {}, deps);
   expect(report.plan.projector).toMatchObject({ path: proj, source: "auto" });
+});
+
+test("a pulled file's verdict looks for its own projector, and counts its memory", async () => {
+  using dir = tmpdir();
+  writeGguf(dir.path, "m.gguf", tinyLlama());
+  writeGguf(dir.path, "wide-mmproj.gguf", mmproj({ width: 128 }));
+  mkdirSync(join(dir.path, "other"));
+  const other = writeGguf(join(dir.path, "other"), "o.gguf", tinyLlama());
+  writeFileSync(
+    join(dir.path, "config.yaml"),
+    "model:\n  path: ./m.gguf\n  context: 2048\n  mmproj: ./wide-mmproj.gguf\n",
+  );
+  const { config } = loadConfig("config.yaml", dir.path);
+  const deps = { ...defaultPlanDeps, probe: async () => cpuOnlyMachine() };
+  const alone = await fitVerdictFor(config, other, deps);
+  expect(alone.fits).toBe(true);
+  writeGguf(join(dir.path, "other"), "mmproj-o.gguf", mmproj());
+  const withProjector = await fitVerdictFor(config, other, deps);
+  expect(withProjector.fits).toBe(true);
+  expect(withProjector.needed_bytes!).toBeGreaterThan(alone.needed_bytes!);
 });
