@@ -299,6 +299,7 @@ export type PlanResult = {
         compute: number;
         output: number;
         cache_ram: number;
+        projector: number;
         layers: number;
         total: number;
       };
@@ -337,6 +338,8 @@ export type PlanResult = {
         | "context"
         | "tensor_split"
         | "cache_types"
+        | "mmproj"
+        | "image_tokens"
         | "jinja"
         | "idle_sleep"
         | "slot_save"
@@ -349,6 +352,21 @@ export type PlanResult = {
     argv: string[];
     chat_template: { source: "file" | "model" | "inline" | "none"; thinking: boolean | null; reason: string };
     embedding: { pooling: "mean" | "cls" | "last"; batch: number; causal: boolean } | null;
+    vision: boolean;
+    projector: {
+      path: string;
+      source: "auto" | "config";
+      projector_type: string;
+      file_type: string;
+      width: number;
+      model_width: number;
+      weights_bytes: number;
+      compute_bytes: number;
+      device: string;
+      image_tokens: "fixed" | "by_size";
+      image_tokens_max: number | null;
+      image_max_tokens: number | null;
+    } | null;
     warnings: string[];
   };
 };
@@ -373,6 +391,7 @@ export type ModelsResult = {
     parameters: number | null;
     fits: boolean | null;
     context_per_slot: number | null;
+    vision: boolean | null;
     verdict: string;
     problem: "absent" | "unreadable" | "not_gguf" | "truncated" | "broken_link" | "incomplete_split" | null;
   }[];
@@ -486,6 +505,7 @@ export type PullResult = {
   path: string;
   size_bytes: number;
   sha256: string;
+  mmproj: string | null;
   files: { file: string; path: string; size_bytes: number; sha256: string }[];
   cache_dir: string;
   warnings: string[];

@@ -166,17 +166,26 @@ function modelPath(dir: string, p: string): string {
   return p.startsWith(HF_PREFIX) ? p : abs(dir, p);
 }
 
+/** `auto` and `none` are words, anything else a projector file as model.path names one (docs/models.md "The projector"). */
+function mmprojPath(dir: string, p: string): string {
+  return p === "auto" || p === "none" ? p : modelPath(dir, p);
+}
+
 function resolvePaths(config: Config, dir: string): Config {
   return {
     ...config,
     app: { ...config.app, data_dir: abs(dir, config.app.data_dir) },
     llama: { ...config.llama, binary: config.llama.binary === null ? null : abs(dir, config.llama.binary) },
     // `hf:` paths name the Hugging Face cache, resolved when the model is read (models/resolve.ts).
-    model: { ...config.model, path: modelPath(dir, config.model.path) },
+    model: {
+      ...config.model,
+      path: modelPath(dir, config.model.path),
+      mmproj: mmprojPath(dir, config.model.mmproj),
+    },
     models: config.models.map((m) => ({
       ...m,
       path: modelPath(dir, m.path),
-      mmproj: m.mmproj === "auto" || m.mmproj === "none" ? m.mmproj : modelPath(dir, m.mmproj),
+      mmproj: mmprojPath(dir, m.mmproj),
     })),
     mcp_servers: config.mcp_servers.map((s) => ({
       ...s,

@@ -41,6 +41,11 @@ export const ModelKeysSchema = z.object({
   gpu_layers: z.union([auto, nonNegativeInt]).default("auto"),
   /** Cap on reply length in tokens, or null for the rest of the slot's context. */
   max_tokens: positiveInt.nullable().default(null),
+  /**
+   * The vision projector (docs/models.md "The projector"): a GGUF path, `auto` (an `mmproj*.gguf`
+   * in the model's hub snapshot, else the only one beside the model file), or `none`.
+   */
+  mmproj: z.string().min(1).default("auto"),
 });
 export type ModelKeys = z.infer<typeof ModelKeysSchema>;
 
@@ -62,8 +67,6 @@ export const ModelsEntrySchema = ModelKeysSchema.extend({
   /** No default: an entry names its own file. */
   path: modelPath,
   kind: ModelKindSchema.default("chat"),
-  /** The vision projector: a path, `auto` (one beside the model), or `none`. Carried, not used yet. */
-  mmproj: z.string().min(1).default("auto"),
   /** Never unloaded to make room for another model. */
   pin: z.boolean().default(false),
   /** Added after `llama.extra_args` for this model's llama-server only. */

@@ -56,7 +56,11 @@ export async function runDoctor(
   const rpc = config.llama.rpc;
   const [binary, reads, hardware, workers] = await Promise.all([
     binaryCheck(config, deps.run),
-    readConfiguredModels(config, (path) => deps.readModel(path)),
+    readConfiguredModels(
+      config,
+      (path) => deps.readModel(path),
+      deps.findProjector ? (setting, model) => deps.findProjector!(setting, model) : undefined,
+    ),
     deps.probe(),
     // Asked once: each worker's check and the plan (which counts the workers that answered).
     rpc.length > 0 ? (deps.workers ?? checkWorkers)(rpc) : Promise.resolve([]),

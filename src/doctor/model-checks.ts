@@ -6,11 +6,13 @@ import { pinnedPlansProblem, pinnedSetMessage } from "../models/pinned-set.ts";
 import { cacheTypesFor } from "../plan/decide/kv-cache.ts";
 import type { HardwareSnapshot } from "../plan/hardware.ts";
 import type { ModelInfo } from "../plan/model.ts";
-import { type DevicePlan, makePlan, type Plan } from "../plan/planner.ts";
+import { type DevicePlan, type Plan, planFor } from "../plan/planner.ts";
+import type { ProjectorChoice } from "../plan/projector.ts";
 import { formatBytes } from "../plan/render.ts";
 import { isCoreError } from "../protocol/errors.ts";
 import type { WorkerReport } from "../rpc/client.ts";
 import { type Check, skipped } from "./checks.ts";
+import { type ProjectorRead, projectorCheck } from "./projector-check.ts";
 
 /**
  * Every configured model's checks (docs/doctor.md "Several models"): its
@@ -32,12 +34,18 @@ export interface ModelRead {
   /** The key naming its file, for the fix. */
   pathKey: string;
   result: ModelResult;
+  /** A readable chat model's projector (docs/models.md "The projector"); absent: none looked for. */
+  projector?: ProjectorRead;
 }
 
-/** Reads every configured model's header at once, `default` first. */
+/** How a model's `mmproj` setting becomes its projector (models/find-projector.ts). */
+type FindProjector = (setting: string, model: ModelInfo) => Promise<ProjectorChoice>;
+
+/** Reads every configured model's header (and a chat model's projector) at once, `default` first. */
 export function readConfiguredModels(
   config: Config,
   readModel: (path: string) => Promise<ModelInfo>,
+  findProjector?: FindProjector,
 ): Promise<ModelRead[]> {
   return Promise.all(
     configuredModels(config).map(async (m, i) => {
@@ -47,7 +55,13 @@ export function readConfiguredModels(
         (error: unknown) => ({ error }),
       );
       const pathKey = i === 0 ? "model.path" : `models.${i - 1}.path`;
-      return { name: m.name, kind: m.kind, pin: m.pin, config: own, pathKey, result };
+      const read: ModelRead = { name: m.name, kind: m.kind, pin: m.pin, config: own, pathKey, result };
+      if (!("model" in result) || m.kind !== "chat" || !findProjector) return read;
+      const projector: ProjectorRead = await findProjector(own.model.mmproj, result.model).then(
+        (choice) => ({ choice }),
+        (error: unknown) => ({ error }),
+      );
+      return { ...read, projector };
     }),
   );
 }
@@ -71,8 +85,11 @@ export function modelChecks(
   const pinnedPlans: { name: string; devices: DevicePlan[] }[] = [];
   for (const r of reads) {
     files.push(named(modelCheck(r.result, r.pathKey), r.name));
+    const mmprojKey = r.pathKey.replace(/path$/, "mmproj");
+    const seen = r.projector && projectorCheck(r.projector, mmprojKey);
+    if (seen) files.push(named(seen, r.name));
     const model = "model" in r.result ? r.result.model : null;
-    const { check, devices } = planCheck(r.config, model, hw, workers);
+    const { check, devices } = planCheck(r.config, model, hw, workers, r.projector);
     plans.push(named(check, r.name));
     if (r.pin && devices) pinnedPlans.push({ name: r.name, devices });
   }
@@ -168,10 +185,14 @@ function planCheck(
   model: ModelInfo | null,
   hw: HardwareSnapshot,
   workers: readonly WorkerReport[],
+  projector: ProjectorRead | undefined,
 ): { check: Check; devices: DevicePlan[] | null } {
   if (!model) return { check: skipped("plan", "the model could not be read"), devices: null };
+  // One cause, one failure: a projector that cannot serve the model is its own check's.
+  if (projector && "error" in projector)
+    return { check: skipped("plan", "the projector cannot serve the model"), devices: null };
   try {
-    const plan = makePlan(model, hw, config, workers);
+    const plan = planFor(model, hw, config, workers, undefined, projector?.choice).plan;
     const gpu = plan.gpu_layers_all
       ? "all layers on the GPU"
       : plan.gpu_layers > 0

@@ -28,7 +28,7 @@ export function modelsStatus(
     state: modelState(llama.state),
     pid: llama.pid,
     pinned: false,
-    vision: null,
+    vision: visionOf(services),
     memory_bytes: null,
     rss_bytes: llama.rss_bytes,
     slots: llama.slots,
@@ -51,6 +51,15 @@ export function modelsStatus(
     }),
   );
   return { models: [main, ...others], memory: [] };
+}
+
+/** Whether the model section's last plan launched a projector (docs/models.md "The projector"); null before one. */
+function visionOf(services: Services): boolean | null {
+  try {
+    return services.existingLlama()?.snapshot?.().model.vision ?? null;
+  } catch {
+    return null;
+  }
 }
 
 function modelState(state: LlamaStatus["state"]): ModelState {

@@ -2,7 +2,8 @@ import type { Config } from "../config/schema.ts";
 import type { HardwareSnapshot } from "../plan/hardware.ts";
 import { type PlanDeps, planInputs } from "../plan/launch.ts";
 import type { ModelInfo } from "../plan/model.ts";
-import { makePlan, type Plan, type PlanConfig } from "../plan/planner.ts";
+import { type Plan, type PlanConfig, planFor } from "../plan/planner.ts";
+import type { ProjectorChoice } from "../plan/projector.ts";
 import { isCoreError } from "../protocol/errors.ts";
 import type { FitVerdict } from "../protocol/fit-verdict.ts";
 import { defaultPlanDeps } from "./local-plan-deps.ts";
@@ -18,10 +19,18 @@ import { defaultPlanDeps } from "./local-plan-deps.ts";
 const GIB = 1024 ** 3;
 const gib = (n: number) => `${(n / GIB).toFixed(2)} GiB`;
 
-/** The verdict from a header already read, on a hardware snapshot already taken. Pure. */
-export function fitVerdict(model: ModelInfo, hardware: HardwareSnapshot, config: PlanConfig): FitVerdict {
+/**
+ * The verdict from a header already read, on a hardware snapshot already taken, with the vision
+ * projector it would launch with (its memory counted; none when absent). Pure.
+ */
+export function fitVerdict(
+  model: ModelInfo,
+  hardware: HardwareSnapshot,
+  config: PlanConfig,
+  projector?: ProjectorChoice,
+): FitVerdict {
   try {
-    return verdictOfPlan(makePlan(model, hardware, config));
+    return verdictOfPlan(planFor(model, hardware, config, [], undefined, projector).plan);
   } catch (err) {
     return verdictOfFailure(err);
   }
@@ -34,7 +43,9 @@ export async function fitVerdictFor(
   deps: PlanDeps = defaultPlanDeps,
 ): Promise<FitVerdict> {
   try {
-    const { plan } = await planInputs({ ...config, model: { ...config.model, path: modelPath } }, deps);
+    // Another file than the configured model: its own projector, if one lies beside it.
+    const model = { ...config.model, path: modelPath, mmproj: "auto" };
+    const { plan } = await planInputs({ ...config, model }, deps);
     return verdictOfPlan(plan);
   } catch (err) {
     return verdictOfFailure(err);

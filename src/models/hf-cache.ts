@@ -76,3 +76,15 @@ export function snapshotPath(cacheDir: string, repo: string, commit: string, fil
 export function refPath(cacheDir: string, repo: string, revision: string): string {
   return join(repoPaths(cacheDir, repo).refs, ...revision.split("/"));
 }
+
+/**
+ * The snapshot folder a cached file lies in (`…/models--org--name/snapshots/<commit>`), or null
+ * for a file outside the cache's layout: where `mmproj: auto` looks for a model's projector.
+ */
+export function snapshotRootOf(file: string): string | null {
+  const parts = file.split(/[\\/]/);
+  for (let i = parts.length - 3; i >= 1; i--)
+    if (parts[i] === "snapshots" && parts[i - 1]!.startsWith("models--") && parts[i + 1] !== "")
+      return parts.slice(0, i + 2).join(file.includes("\\") && !file.includes("/") ? "\\" : "/");
+  return null;
+}

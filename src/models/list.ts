@@ -1,14 +1,16 @@
 import { lstatSync, readdirSync, realpathSync, statSync } from "node:fs";
 import { homedir } from "node:os";
 import { dirname, join, resolve } from "node:path";
-import { configuredModels } from "../config/model-entry.ts";
+import { configForModel, configuredModels } from "../config/model-entry.ts";
 import type { Config, LoadedConfig } from "../config/schema.ts";
 import { type GgufHeader, readGgufHeader } from "../plan/gguf-read.ts";
 import type { HardwareSnapshot } from "../plan/hardware.ts";
-import { modelInfo } from "../plan/model.ts";
+import { type ModelInfo, modelInfo } from "../plan/model.ts";
+import type { ProjectorChoice } from "../plan/projector.ts";
 import { isCoreError } from "../protocol/errors.ts";
 import { HF_PREFIX, parseHfModelPath } from "../protocol/model-ref.ts";
 import type { ModelEntry, ModelsResult } from "../protocol/models.ts";
+import { findProjector } from "./find-projector.ts";
 import { fitVerdict } from "./fit-verdict.ts";
 import { type Env, hubCacheDir, repoPaths } from "./hf-cache.ts";
 import { groupGgufs, isGgufPath, isProjector } from "./pick-gguf.ts";
@@ -58,16 +60,17 @@ export async function listModels(input: ListInput, deps: Partial<ListDeps> = {})
   const named = configuredModels(input.config).map((m) => ({
     name: m.name,
     path: configuredPath(input, m.path),
+    mmproj: mmprojOf(input.config, m.name),
   }));
   const loaded = input.loaded ?? [];
   let hardware: Promise<HardwareSnapshot> | undefined;
   const entries: ModelEntry[] = [];
   for (const c of candidates) {
     hardware ??= (deps.probe ?? defaultProbe)();
-    const entry = await judge(c, readHeader, () => hardware!, input.config, configured);
     const path = c.parts[0]!;
-    const name = named.find((m) => m.path !== null && sameFile(m.path, path))?.name ?? null;
-    entries.push({ ...entry, name, loaded: loaded.some((p) => sameFile(p, path)) });
+    const as = named.find((m) => m.path !== null && sameFile(m.path, path));
+    const entry = await judge(c, readHeader, () => hardware!, input.config, configured, as?.mmproj ?? "auto");
+    entries.push({ ...entry, name: as?.name ?? null, loaded: loaded.some((p) => sameFile(p, path)) });
   }
   return { models: sortModels(entries), cache_dir: input.cacheDir, folders };
 }
@@ -96,6 +99,8 @@ async function judge(
   hardware: () => Promise<HardwareSnapshot>,
   config: Config,
   configured: string | null,
+  /** Its `mmproj` setting (a file's own is `auto`): whether it reads images. */
+  mmproj: string,
 ): Promise<Omit<ModelEntry, "name" | "loaded">> {
   const base = {
     path: c.parts[0]!,
@@ -116,6 +121,7 @@ async function judge(
     parameters: null,
     fits: null,
     context_per_slot: null,
+    vision: null,
     verdict,
     problem,
   });
@@ -132,7 +138,8 @@ async function judge(
     return unreadable(problem, err.message);
   }
   const model = modelInfo(header);
-  const fit = fitVerdict(model, await hardware(), config);
+  const projector = await projectorOf(mmproj, model);
+  const fit = fitVerdict(model, await hardware(), config, projector);
   return {
     ...base,
     size_bytes: header.size_bytes,
@@ -141,9 +148,28 @@ async function judge(
     parameters: model.parameters,
     fits: fit.fits,
     context_per_slot: fit.context_per_slot,
+    vision: projector.kind === "found",
     verdict: fit.fits === false ? `does not fit: ${fit.message}` : fit.message,
     problem: null,
   };
+}
+
+/** A configured model's `mmproj` setting; `auto` for a model the config does not name. */
+function mmprojOf(config: Config, name: string): string {
+  return configForModel(config, name)?.model.mmproj ?? "auto";
+}
+
+/**
+ * The projector its setting finds (docs/models.md "The projector"): it reads images, and the
+ * verdict counts its memory. One that cannot serve it is none here (the plan names it).
+ */
+async function projectorOf(mmproj: string, model: ModelInfo): Promise<ProjectorChoice> {
+  try {
+    return await findProjector(mmproj, model);
+  } catch (err) {
+    if (isCoreError(err)) return { kind: "none", reason: err.message };
+    throw err;
+  }
 }
 
 /** The config's folder and its model's folder (an `hf:` model lives in the cache, already scanned). */

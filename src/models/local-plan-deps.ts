@@ -2,6 +2,7 @@ import type { PlanDeps } from "../plan/launch.ts";
 import { ModelMemo } from "../plan/model-memo.ts";
 import { probeHardware } from "../plan/probe.ts";
 import { checkWorkers } from "../rpc/check.ts";
+import { findProjector } from "./find-projector.ts";
 import { resolveModelPath } from "./resolve.ts";
 
 /**
@@ -18,4 +19,5 @@ export const defaultPlanDeps: PlanDeps = {
   probe: () => probeHardware(),
   readModel: (path) => modelMemo.read(path),
   workers: (workers) => checkWorkers(workers),
+  findProjector: (setting, model) => findProjector(setting, model),
 };

@@ -96,3 +96,20 @@ function choiceError(want: Wanted, shown: GgufGroup[], what: string, cause: stri
     quantizations: quants,
   });
 }
+
+/** Projector types by preference: F16 (what llama.cpp's conversions ship first), then finer to coarser. */
+const PROJECTOR_PREFERENCE = ["F16", "BF16", "F32", "Q8_0"];
+
+/**
+ * The vision projector a pull brings with its model (docs/models.md "The projector"): the
+ * repo's `mmproj*.gguf`, F16 preferred, then by name; null when the repo has none. Its width is
+ * checked when the model is planned (`mmproj: auto` takes it from the same snapshot).
+ */
+export function pickProjector(files: readonly HubFile[]): HubFile | null {
+  const rank = (f: HubFile) => {
+    const i = PROJECTOR_PREFERENCE.indexOf(quantOf(f.path) ?? "");
+    return i < 0 ? PROJECTOR_PREFERENCE.length : i;
+  };
+  const projectors = files.filter((f) => f.path.toLowerCase().endsWith(".gguf") && isProjector(f.path));
+  return [...projectors].sort((a, b) => rank(a) - rank(b) || a.path.localeCompare(b.path))[0] ?? null;
+}

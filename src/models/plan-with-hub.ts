@@ -46,6 +46,8 @@ export async function planReportWithHub(
     model: {
       ...loaded.config.model,
       path: model!.startsWith(HF_PREFIX) ? model! : resolve(options.base ?? loaded.dir, model!),
+      // Another model than the configured one: its own projector, if one lies beside it.
+      mmproj: "auto",
     },
   };
   if (!named && model?.startsWith(HF_PREFIX)) parseModelOption(model);

@@ -108,6 +108,8 @@ export function renderPulled(o: PullOutcome & { fit: FitVerdict }, hfRef?: strin
     `fit: ${renderVerdict(o.fit)}`,
     `use it: model.path: ${o.path}`,
     ...(hfRef ? [`    or: model.path: ${hfRef}`] : []),
+    // mmproj: auto finds it in the same snapshot (docs/models.md "The projector").
+    ...(o.mmproj ? [`vision projector: ${o.mmproj} (mmproj: auto uses it)`] : []),
   ];
   return lines.join("\n") + "\n";
 }

@@ -20,7 +20,8 @@ import {
 } from "./hf-cache.ts";
 import { HubClient, type HubFile } from "./hub-client.ts";
 import { readToken, UnusableToken } from "./hub-token.ts";
-import { pickFiles } from "./pick-file.ts";
+import { pickFiles, pickProjector } from "./pick-file.ts";
+import { isProjector } from "./pick-gguf.ts";
 import { ProgressReporter } from "./progress.ts";
 import { fromHub, type PullWhere, pullError, writeFailure } from "./pull-errors.ts";
 import { linkSnapshot, type MakeSymlink, writeRef } from "./snapshot-link.ts";
@@ -89,6 +90,8 @@ export interface PullOutcome {
   size_bytes: number;
   /** The sha256 of the file `path` names (each part's is in `files`). */
   sha256: string;
+  /** The vision projector fetched with the model (its snapshot path, also in `files`); null: the repo has none. */
+  mmproj: string | null;
   files: PulledFile[];
   cache_dir: string;
   warnings: string[];
@@ -113,7 +116,10 @@ export async function pullModel(req: PullRequest, deps: PullDeps, hooks: PullHoo
   });
   const commit = await hubCall(() => hub.commitOf(req.repo, req.revision, hooks.signal), where, hooks.signal);
   const listing = await hubCall(() => hub.listFiles(req.repo, commit, hooks.signal), where, hooks.signal);
-  const parts = pickFiles(req, listing);
+  const model = pickFiles(req, listing);
+  // A vision model's projector comes with it, so `mmproj: auto` finds it in the same snapshot.
+  const projector = model.some((f) => isProjector(f.path)) ? null : pickProjector(listing);
+  const parts = projector ? [...model, projector] : model;
   prepareCache(cacheDir, req.repo, where);
   const targets = parts.map((f) => blobTarget(cacheDir, req.repo, commit, f));
   checkSpace(targets, cacheDir, deps.freeSpace ?? statfsFree, where);
@@ -153,8 +159,9 @@ export async function pullModel(req: PullRequest, deps: PullDeps, hooks: PullHoo
     revision: req.revision,
     commit,
     path: files[0]!.path,
-    size_bytes: files.reduce((a, f) => a + f.size_bytes, 0),
+    size_bytes: files.slice(0, model.length).reduce((a, f) => a + f.size_bytes, 0),
     sha256: files[0]!.sha256,
+    mmproj: projector ? files.at(-1)!.path : null,
     files,
     cache_dir: cacheDir,
     warnings,

@@ -36,6 +36,12 @@ export const flags = {
     if (!memoryFlagged(m)) return [];
     return ["--load-mode", m.mmap ? "mmap+mlock" : m.mlock ? "mlock" : "none"];
   },
+  mmproj: (path: string | null) => (path === null ? [] : ["--mmproj", path]),
+  /** The image token limits (docs/plan.md "Images cost context"); each only when set. */
+  imageTokens: (t: { max: number | null; min: number | null }) => [
+    ...(t.max === null ? [] : ["--image-max-tokens", String(t.max)]),
+    ...(t.min === null ? [] : ["--image-min-tokens", String(t.min)]),
+  ],
   jinja: (on: boolean) => (on ? ["--jinja"] : []),
   idleSleep: (seconds: number) => (seconds > 0 ? ["--sleep-idle-seconds", String(seconds)] : []),
   cacheRam: (mib: number) => ["--cache-ram", String(mib)],
@@ -67,6 +73,8 @@ export function renderArgv(plan: LaunchPlan, dialect: ArgvDialect): string[] {
     // An embedding model keeps no KV cache worth quantizing (docs/plan.md "Embedding models").
     ...(plan.embedding ? [] : flags.cacheTypes(plan.cache_type_k, plan.cache_type_v)),
     ...flags.memory(plan, dialect),
+    ...flags.mmproj(plan.mmproj?.path ?? null),
+    ...(plan.mmproj ? flags.imageTokens(plan.mmproj.image_tokens) : []),
     ...flags.jinja(plan.jinja),
     ...flags.idleSleep(plan.idle_sleep_s),
     ...flags.cacheRam(plan.cache_ram_mib),

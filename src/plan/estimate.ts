@@ -3,7 +3,7 @@ import { cacheTypeBytes } from "./ggml-types.ts";
 import type { ModelInfo } from "./model.ts";
 
 /** What llama-server allocates on a device at load; the RAM prompt cache is the plan's to add (decide/cache-ram.ts). */
-export type DeviceUsage = Omit<PlannedUsage, "cache_ram">;
+export type DeviceUsage = Omit<PlannedUsage, "cache_ram" | "projector">;
 
 /**
  * Memory llama-server will allocate, per device, following its own accounting (checked against

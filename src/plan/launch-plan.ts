@@ -62,4 +62,9 @@ export interface LaunchPlan {
    * KV cache types (nothing to quantize). Absent or null: a chat model.
    */
   embedding?: EmbeddingPlan | null;
+  /**
+   * `--mmproj` and the image token limits (docs/plan.md "The projector"): the vision projector a
+   * chat model runs with. Absent or null: none (the model reads no images).
+   */
+  mmproj?: { path: string; image_tokens: { max: number | null; min: number | null } } | null;
 }

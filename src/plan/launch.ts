@@ -9,6 +9,7 @@ import type { HardwareSnapshot } from "./hardware.ts";
 import type { LaunchPlan } from "./launch-plan.ts";
 import type { ModelInfo } from "./model.ts";
 import { type Plan, planFor } from "./planner.ts";
+import type { ProjectorChoice } from "./projector.ts";
 
 export type { LaunchPlan } from "./launch-plan.ts";
 
@@ -23,6 +24,11 @@ export interface PlanDeps {
   workers?(workers: readonly RpcWorkerConfig[]): Promise<WorkerReport[]>;
   /** Reads a chat template file that llama.extra_args name; the bounded file read when absent. */
   readTemplate?(path: string): string;
+  /**
+   * The vision projector for a chat model's `mmproj` setting (models/find-projector.ts: a
+   * configured one that cannot serve the model throws `model_plan_error`); absent: none.
+   */
+  findProjector?(setting: string, model: ModelInfo): Promise<ProjectorChoice>;
 }
 
 export interface PlanInputs {
@@ -43,7 +49,16 @@ export async function planInputs(config: ModelConfig, deps: PlanDeps): Promise<P
     rpc.length > 0 ? (deps.workers ?? checkWorkers)(rpc) : Promise.resolve([]),
   ]);
   const template = templateFile(config, deps);
-  return { model, hardware, ...planFor(model, hardware, config, workers, template) };
+  const projector = await projectorOf(config, model, deps);
+  return { model, hardware, ...planFor(model, hardware, config, workers, template, projector) };
+}
+
+/** A chat model's projector; an embedding model reads no images, and none is looked for. */
+async function projectorOf(config: ModelConfig, model: ModelInfo, deps: PlanDeps): Promise<ProjectorChoice> {
+  if (config.model_kind === "embedding")
+    return { kind: "none", reason: "an embedding model reads no images" };
+  if (!deps.findProjector) return { kind: "none", reason: "no projector was looked for" };
+  return deps.findProjector(config.model.mmproj, model);
 }
 
 /**

@@ -12,6 +12,7 @@ import { idleSleepDecision } from "./decide/idle-sleep.ts";
 import { type CacheTypes, cacheRequests, decideCacheTypes } from "./decide/kv-cache.ts";
 import { decideMemoryFlags } from "./decide/memory-flags.ts";
 import { extraArgsDecision, jinjaDecision } from "./decide/passthrough.ts";
+import { imagesOf, placeProjector, withProjector } from "./decide/projector.ts";
 import { explainingLeftOut, rpcDevices, rpcPlacement, withRpcDevices } from "./decide/rpc-devices.ts";
 import { decideSlotSave } from "./decide/slot-save.ts";
 import { decideSlots } from "./decide/slots.ts";
@@ -21,6 +22,7 @@ import { applyOverrides, type HardwareSnapshot } from "./hardware.ts";
 import type { LaunchPlan } from "./launch-plan.ts";
 import type { ModelInfo } from "./model.ts";
 import type { PlanConfig, Planned } from "./plan-config.ts";
+import type { ProjectorChoice } from "./projector.ts";
 import { reportOf } from "./report-of.ts";
 
 /**
@@ -52,10 +54,12 @@ export function planFor(
   workers: readonly WorkerReport[] = [],
   /** The template file llama.extra_args name, as read (decide/chat-template.ts). */
   templateFile?: TemplateFile,
+  /** The vision projector found for the model (models/find-projector.ts); absent: none looked for. */
+  projector: ProjectorChoice = { kind: "none", reason: "no projector was looked for" },
 ): Planned {
   // An embedding model is planned by its own composer: no chat context, no KV cache to size.
   if (config.model_kind === "embedding") return planEmbedding(model, rawHw, config);
-  return planChat(model, rawHw, config, workers, templateFile);
+  return planChat(model, rawHw, config, workers, templateFile, projector);
 }
 
 function planChat(
@@ -64,6 +68,7 @@ function planChat(
   config: PlanConfig,
   workers: readonly WorkerReport[],
   templateFile: TemplateFile | undefined,
+  projector: ProjectorChoice,
 ): Planned {
   const { llama } = config;
   const hw = applyOverrides(rawHw, config.hardware);
@@ -77,7 +82,9 @@ function planChat(
   // Cache types first: the V type decides flash attention, and both shape the estimate.
   const cache = decideCacheTypes(model, cacheRequests(llama));
   const flashAttn = decideFlashAttn(llama.flash_attn, cache.value.v);
-  const fit = fitter(model, budgets, {
+  // The projector's bytes are taken from where it is held before the text model is fitted.
+  const vision = placeProjector(projector, budgets, flashAttn.value !== "off");
+  const fit = fitter(model, vision.budgets, {
     cacheK: cache.value.k,
     cacheV: cache.value.v,
     flashAttn: flashAttn.value !== "off",
@@ -88,17 +95,19 @@ function planChat(
       model,
       requested: config.model,
       fit,
-      gpuBudgets: budgets.gpus.map((g) => g.budget),
+      gpuBudgets: vision.budgets.gpus.map((g) => g.budget),
       detectedGpus: rawHw.gpus.length + rpc.budgets.length,
       slots: slots.value,
     }),
   );
-  warnings.push(...placed.warnings);
+  const images = imagesOf(projector, vision.placement, placed.context.value, model.n_embd);
+  warnings.push(...vision.warnings, ...placed.warnings, ...images.warnings);
   const told = rpcPlacement(rpc, budgets, placed, model.n_layer, local.gpus.length, llama.rpc.length > 0);
   const threads = decideThreads(llama.threads, hw.cpu);
   const memory = decideMemoryFlags(llama);
   const template = chatTemplateReport(model.chat_template, llama.extra_args, templateFile);
-  const reuse = reuseDecisions(devicePlans(budgets, placed.trial.est, hw.cpu.model), config);
+  const devices = withProjector(devicePlans(budgets, placed.trial.est, hw.cpu.model), vision.placement);
+  const reuse = reuseDecisions(devices, config);
 
   const launch = launchOf(model, config, {
     slots: slots.value,
@@ -112,6 +121,7 @@ function planChat(
     memory: memory.value,
     thinking: template.thinking,
     reuse,
+    mmproj: images.launch,
   });
   const decisions = inArgvOrder(
     llama,
@@ -124,18 +134,13 @@ function planChat(
       flashAttn.decision,
       cache.decision,
       memory.decision,
+      ...images.decisions,
     ],
     reuse,
   );
-  return {
-    launch,
-    plan: reportOf(
-      launch,
-      { all: placed.gpuLayers.value.all, devices: reuse.devices, workers: rpc.workers, template },
-      decisions,
-      warnings,
-    ),
-  };
+  const { workers: planned } = rpc;
+  const shown = { all: placed.gpuLayers.value.all, devices: reuse.devices, workers: planned, template };
+  return { launch, plan: reportOf(launch, { ...shown, projector: images.report }, decisions, warnings) };
 }
 
 /**
@@ -162,6 +167,7 @@ interface Chosen {
   memory: Pick<LaunchPlan, "mmap" | "mlock">;
   thinking: boolean | null;
   reuse: Reuse;
+  mmproj: LaunchPlan["mmproj"];
 }
 
 /** The launch plan: the decided values, and what the config passes through as it is. */
@@ -188,6 +194,7 @@ function launchOf(model: ModelInfo, config: PlanConfig, c: Chosen): LaunchPlan {
     slot_save_path: c.reuse.slotSave.value,
     extra_args: [...config.llama.extra_args],
     thinking: c.thinking,
+    mmproj: c.mmproj,
   };
 }
 

@@ -45,7 +45,7 @@ export function renderPlan(report: PlanReport, color: boolean): string {
   );
   lines.push(
     `Memory  ${paint(color, "34", "█")} weights  ${paint(color, "35", "▓")} KV cache  ${paint(color, "33", "▒")} compute+output  ` +
-      `${paint(color, "36", "▚")} RAM prompt cache  ${paint(color, "32", "░")} free  ${paint(color, "2", "·")} kept free`,
+      `${paint(color, "36", "▚")} RAM prompt cache  ${paint(color, "31", "▞")} projector  ${paint(color, "32", "░")} free  ${paint(color, "2", "·")} kept free`,
   );
   for (const d of plan.devices) {
     const u = d.usage;
@@ -57,6 +57,7 @@ export function renderPlan(report: PlanReport, color: boolean): string {
         { n: u.kv_cache, ch: "▓", color: "35" },
         { n: u.compute + u.output, ch: "▒", color: "33" },
         { n: u.cache_ram, ch: "▚", color: "36" },
+        { n: u.projector, ch: "▞", color: "31" },
         { n: free, ch: "░", color: "32" },
         { n: d.margin_bytes, ch: "·", color: "2" },
       ],
@@ -71,6 +72,7 @@ export function renderPlan(report: PlanReport, color: boolean): string {
       `        ${d.name}: weights ${formatBytes(u.weights)}, KV ${formatBytes(u.kv_cache)}, ` +
         `compute ${formatBytes(u.compute)}, output ${formatBytes(u.output)}, ` +
         (u.cache_ram > 0 ? `RAM prompt cache ${formatBytes(u.cache_ram)}, ` : "") +
+        (u.projector > 0 ? `projector ${formatBytes(u.projector)}, ` : "") +
         `${u.layers} layers; ` +
         `${formatBytes(free)} left, ${formatBytes(d.margin_bytes)} kept free`,
     );
@@ -89,6 +91,14 @@ export function renderPlan(report: PlanReport, color: boolean): string {
   const t = plan.chat_template;
   const thinking = t.thinking === null ? "unknown" : t.thinking ? "yes" : "no";
   lines.push("", `Template  thinking: ${thinking}  ${paint(color, "2", t.reason)}`);
+  const p = plan.projector;
+  if (p) {
+    const most = p.image_tokens_max === null ? "" : `, one image at most ${p.image_tokens_max} tokens`;
+    lines.push(
+      `Vision    ${p.path}: projector ${p.projector_type} (${p.file_type}), width ${p.width}, ` +
+        `${formatBytes(p.weights_bytes + p.compute_bytes)} on ${p.device}; images ${p.image_tokens === "fixed" ? "of a fixed size" : "by size"}${most}`,
+    );
+  }
   if (plan.warnings.length) {
     lines.push("", "Warnings");
     for (const w of plan.warnings) lines.push(`  ${paint(color, "33", "!")} ${w}`);

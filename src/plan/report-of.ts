@@ -1,11 +1,25 @@
-import type { ChatTemplateReport, Decision, DevicePlan, Plan, WorkerPlan } from "../protocol/plan.ts";
+import type {
+  ChatTemplateReport,
+  Decision,
+  DevicePlan,
+  Plan,
+  ProjectorPlan,
+  WorkerPlan,
+} from "../protocol/plan.ts";
 import { PLAN_DIALECT, renderArgv } from "./argv.ts";
 import type { LaunchPlan } from "./launch-plan.ts";
 
 /** The plan report: the launch's values, how each was decided, and the argv they render to. */
 export function reportOf(
   launch: LaunchPlan,
-  placed: { all: boolean; devices: DevicePlan[]; workers: WorkerPlan[]; template: ChatTemplateReport },
+  placed: {
+    all: boolean;
+    devices: DevicePlan[];
+    workers: WorkerPlan[];
+    template: ChatTemplateReport;
+    /** The vision projector launched with the model; absent: none. */
+    projector?: ProjectorPlan | null;
+  },
   decisions: Decision[],
   warnings: string[],
 ): Plan {
@@ -30,6 +44,8 @@ export function reportOf(
     argv: renderArgv(launch, PLAN_DIALECT),
     chat_template: placed.template,
     embedding: launch.embedding ?? null,
+    vision: placed.projector != null,
+    projector: placed.projector ?? null,
     warnings,
   };
 }

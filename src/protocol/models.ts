@@ -44,6 +44,11 @@ export const ModelEntrySchema = z.strictObject({
   fits: z.boolean().nullable(),
   /** Context per slot the plan would give it, when it fits. */
   context_per_slot: z.number().int().positive().nullable(),
+  /**
+   * Whether it reads images: its `mmproj` setting (`auto` for a file the config does not name)
+   * finds a projector of its width (docs/models.md "The projector"); null when unreadable.
+   */
+  vision: z.boolean().nullable(),
   /** How it fits, why it does not, or why it could not be read. */
   verdict: z.string(),
   /** Why the file could not be read, when it could not. */

@@ -107,6 +107,8 @@ export const DeviceUsageSchema = z.strictObject({
    * memory (on `cpu`; 0 elsewhere). Counted in `total`.
    */
   cache_ram: bytes,
+  /** The vision projector's weights and its encoder's compute buffer, on the device that holds it. Counted in `total`. */
+  projector: bytes,
   /** Repeating layers held on this device. */
   layers: count,
   total: bytes,
@@ -173,6 +175,8 @@ export const DECISION_NAMES = [
   "flash_attn",
   "cache_types",
   "mmap",
+  "mmproj",
+  "image_tokens",
   "jinja",
   "idle_sleep",
   "cache_ram",
@@ -226,6 +230,34 @@ export const EmbeddingPlanSchema = z.strictObject({
 export type EmbeddingPlan = z.infer<typeof EmbeddingPlanSchema>;
 export const KvCacheTypeSchema = z.enum(KV_CACHE_TYPE_NAMES);
 
+/**
+ * The vision projector a chat model launches with (`--mmproj`; docs/plan.md "The projector"):
+ * what it is, how it was chosen, what it holds and where, and what one image may take.
+ */
+export const ProjectorPlanSchema = z.strictObject({
+  path: z.string(),
+  /** `config`: `mmproj` named it; `auto`: found in the model's hub snapshot or beside it. */
+  source: z.enum(["config", "auto"]),
+  /** `clip.projector_type` (`mlp`, `pixtral`…). */
+  projector_type: z.string(),
+  file_type: z.string(),
+  /** Its projection width, equal to `model_width` (else the plan is a `model_plan_error`). */
+  width: count,
+  model_width: count,
+  weights_bytes: bytes,
+  /** The encoder's compute buffer, for the largest image the projector takes. */
+  compute_bytes: bytes,
+  /** The device id (`cpu`, `gpu<N>`) whose usage counts it. */
+  device: z.string(),
+  /** `fixed`: every image costs the same; `by_size`: tokens grow with the image. */
+  image_tokens: z.enum(["fixed", "by_size"]),
+  /** The most tokens one image may take in the prompt; null where the projector's type does not say. */
+  image_tokens_max: count.nullable(),
+  /** `--image-max-tokens`, the cap passed; null when none is (a fixed projector, or its own limit is within a quarter). */
+  image_max_tokens: z.number().int().positive().nullable(),
+});
+export type ProjectorPlan = z.infer<typeof ProjectorPlanSchema>;
+
 export const PlanSchema = z.strictObject({
   model_path: z.string(),
   slots: z.number().int().positive(),
@@ -251,6 +283,9 @@ export const PlanSchema = z.strictObject({
   chat_template: ChatTemplateReportSchema,
   /** Set for a model of kind embedding. */
   embedding: EmbeddingPlanSchema.nullable(),
+  /** Whether the model reads images: a projector is launched with it. */
+  vision: z.boolean(),
+  projector: ProjectorPlanSchema.nullable(),
   warnings: z.array(z.string()),
 });
 export type Plan = z.infer<typeof PlanSchema>;

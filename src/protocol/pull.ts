@@ -42,6 +42,8 @@ export const PullResultSchema = z.object({
   path: z.string(),
   size_bytes: bytes,
   sha256: z.string(),
+  /** The vision projector pulled with the model (a snapshot path, also in `files`; `mmproj: auto` finds it); null: the repo has none. */
+  mmproj: z.string().nullable(),
   files: z.array(z.object({ file: z.string(), path: z.string(), size_bytes: bytes, sha256: z.string() })),
   cache_dir: z.string(),
   warnings: z.array(z.string()),

@@ -38,6 +38,8 @@ export interface SupervisorSnapshot {
     bytes: number | null;
     contextPerSlot: number | null;
     thinking: boolean | null;
+    /** Whether the last plan launched a vision projector with the model (`--mmproj`). */
+    vision: boolean | null;
   };
   /** The last plan's RAM prompt cache (`--cache-ram`), in bytes; null before any launch. */
   cacheRamBytes: number | null;
@@ -73,6 +75,7 @@ export function snapshotOf(
       bytes: plan?.model_bytes ?? null,
       contextPerSlot: plan?.context_per_slot ?? null,
       thinking: running?.launch.thinking ?? plan?.thinking ?? null,
+      vision: plan ? plan.mmproj != null : null,
     },
     cacheRamBytes: plan ? plan.cache_ram_mib * 1024 * 1024 : null,
   };

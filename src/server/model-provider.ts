@@ -61,7 +61,7 @@ function stoppedSnapshot(slots: number): SupervisorSnapshot {
     slots: { busy: 0, waiting: 0, total: slots },
     sleep: "awake",
     idleSleepMs: null,
-    model: { path: null, name: null, bytes: null, contextPerSlot: null, thinking: null },
+    model: { path: null, name: null, bytes: null, contextPerSlot: null, thinking: null, vision: null },
     cacheRamBytes: null,
   };
 }

@@ -26,8 +26,8 @@ export function statusOf(
       state: stateOf(row, sup),
       pid: row.pid,
       pinned: row.pinned,
-      // Projectors are not planned yet (images are a later step: docs/models.md "Several models"): no model reads images.
-      vision: false,
+      // What its last plan launched (a projector: docs/models.md "The projector"); unknown before one.
+      vision: sup?.model.vision ?? null,
       memory_bytes: row.memory_bytes,
       rss_bytes: row.pid === null ? null : residentBytes(row.pid),
       slots: row.slots ?? { busy: 0, waiting: 0, total: null },

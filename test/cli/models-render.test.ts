@@ -21,6 +21,7 @@ const entry = (path: string, name: string | null): ModelEntry => ({
   parameters: null,
   fits: true,
   context_per_slot: 2048,
+  vision: false,
   verdict: "fits",
   problem: null,
 });

@@ -82,6 +82,7 @@ describe("models: in config.yaml", () => {
       context: "auto",
       gpu_layers: 10,
       max_tokens: 512,
+      mmproj: "auto",
     });
     expect(qwen.llama.extra_args).toEqual(["--no-warmup", "--top-k", "20"]);
     expect(qwen.agents).toBe(config.agents);

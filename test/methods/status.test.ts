@@ -23,7 +23,14 @@ function snap(over: Partial<SupervisorSnapshot> = {}): SupervisorSnapshot {
     slots: { busy: 1, waiting: 0, total: 2 },
     sleep: "awake",
     idleSleepMs: 300_000,
-    model: { path: "/m/tiny.gguf", name: "tiny", bytes: 9_000_000, contextPerSlot: 2048, thinking: true },
+    model: {
+      path: "/m/tiny.gguf",
+      name: "tiny",
+      bytes: 9_000_000,
+      contextPerSlot: 2048,
+      thinking: true,
+      vision: false,
+    },
     cacheRamBytes: 64 * 2 ** 20,
     ...over,
   };
@@ -241,5 +248,18 @@ describe("the status method", () => {
       await run({ existingLlama: () => ({}) as LlamaProvider }, ctx("s", [])),
     );
     expect(result.llama.state).toBe("stopped");
+  });
+
+  test("the model section's vision is its last plan's: true with a projector, null before any plan", async () => {
+    const withSnap = (model: Partial<SupervisorSnapshot["model"]> | null) =>
+      ({
+        snapshot: () => (model ? snap({ model: { ...snap().model, ...model } }) : undefined),
+      }) as unknown as LlamaProvider;
+    const vision = async (model: Partial<SupervisorSnapshot["model"]> | null) =>
+      statusResultSchema().parse(await run({ existingLlama: () => withSnap(model) }, ctx("s", [])))
+        .models![0]!.vision;
+    expect(await vision({ vision: true })).toBe(true);
+    expect(await vision({ vision: false })).toBe(false);
+    expect(await vision(null)).toBeNull();
   });
 });

@@ -4,7 +4,8 @@ import { join } from "node:path";
 import { defaultConfig, loadConfig } from "../../src/config/load.ts";
 import { listModels, listModelsFor, sortModels } from "../../src/models/list.ts";
 import { type ModelEntry, ModelsResultSchema } from "../../src/protocol/models.ts";
-import { llama7b, writeGguf } from "../fixtures/gguf-writer.ts";
+import { mmproj } from "../fixtures/gguf-mmproj.ts";
+import { llama7b, tinyLlama, writeGguf } from "../fixtures/gguf-writer.ts";
 import { cpuOnlyMachine, GIB } from "../fixtures/hardware.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 import { layRepo, tinyModel } from "./cache-layout.ts";
@@ -136,5 +137,26 @@ describe("models: every GGUF local-ai can see", () => {
       e("/f-big", true, 40),
     ]);
     expect(sorted.map((m) => m.path)).toEqual(["/f-big", "/f-small", "/n-small", "/n-big", "/u1", "/u2"]);
+  });
+
+  test('vision: a model whose projector setting finds one of its width reads images (docs/models.md "The projector")', async () => {
+    using dir = tmpdir();
+    const cache = join(dir.path, "cache");
+    mkdirSync(cache);
+    const seeing = join(dir.path, "seeing");
+    mkdirSync(seeing);
+    writeGguf(seeing, "vision.gguf", tinyLlama());
+    writeGguf(seeing, "mmproj-vision-f16.gguf", mmproj());
+    // Beside the config: a text model whose only projector is of another width.
+    writeGguf(dir.path, "text.gguf", tinyLlama());
+    writeGguf(dir.path, "mmproj-wide.gguf", mmproj({ width: 4096 }));
+    writeFileSync(join(dir.path, "config.yaml"), "model:\n  path: ./seeing/vision.gguf\n");
+    const { config } = loadConfig("config.yaml", dir.path);
+    const result = await listModels({ config, configDir: dir.path, cacheDir: cache }, { probe });
+    const byFile = new Map(result.models.map((m) => [m.file, m]));
+    expect(byFile.get("vision.gguf")!.vision).toBe(true);
+    expect(byFile.get("text.gguf")!.vision).toBe(false);
+    // Projectors are never listed as models.
+    expect([...byFile.keys()].some((f) => f.startsWith("mmproj"))).toBe(false);
   });
 });

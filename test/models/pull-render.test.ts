@@ -78,6 +78,7 @@ describe("what local-ai pull prints", () => {
       path: "/c/models--org--m/snapshots/0123/m.gguf",
       size_bytes: 3 * MIB,
       sha256: "aa",
+      mmproj: null,
       files: [
         {
           file: "m.gguf",

@@ -18,7 +18,7 @@ export function devicePlans(b: Budgets, est: Estimate, cpuName: string | null): 
       available_bytes: b.ram.available,
       margin_bytes: b.ram.margin,
       budget_bytes: b.ram.budget,
-      usage: { ...est.cpu, cache_ram: 0 },
+      usage: { ...est.cpu, cache_ram: 0, projector: 0 },
       free_after_bytes: b.ram.budget - est.cpu.total - unifiedUse,
     },
     ...b.gpus.map(
@@ -32,7 +32,7 @@ export function devicePlans(b: Budgets, est: Estimate, cpuName: string | null): 
         available_bytes: g.available,
         margin_bytes: g.margin,
         budget_bytes: g.budget,
-        usage: { ...est.gpus[k]!, cache_ram: 0 },
+        usage: { ...est.gpus[k]!, cache_ram: 0, projector: 0 },
         free_after_bytes: g.budget - est.gpus[k]!.total,
       }),
     ),

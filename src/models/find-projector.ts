@@ -1,0 +1,117 @@
+import { readdirSync } from "node:fs";
+import { basename, dirname, join } from "node:path";
+import { readGgufHeader } from "../plan/gguf-read.ts";
+import type { ModelInfo } from "../plan/model.ts";
+import {
+  type ProjectorChoice,
+  type ProjectorInfo,
+  type ProjectorProblem,
+  projectorError,
+  projectorInfo,
+  widthProblem,
+} from "../plan/projector.ts";
+import { isCoreError } from "../protocol/errors.ts";
+import { HF_PREFIX } from "../protocol/model-ref.ts";
+import { snapshotRootOf } from "./hf-cache.ts";
+import { isGgufPath, isProjector } from "./pick-gguf.ts";
+import { resolveModelPath, snapshotFiles } from "./resolve.ts";
+
+/**
+ * A model's `mmproj` setting as a projector file (docs/models.md "The projector"): a path is
+ * read and checked against the model (a file that is missing, not a projector, or of another
+ * width is a `model_plan_error` naming it and both widths: llama-server would exit, recordings
+ * 105b–105d); `auto` takes an `mmproj*.gguf` from the model's hub snapshot, else the only one
+ * beside the model file, used only when its width matches, F16 preferred; `none` is none.
+ * `auto` never fails: what it passes over is a warning in the plan.
+ */
+export async function findProjector(setting: string, model: ModelInfo): Promise<ProjectorChoice> {
+  if (setting === "none") return { kind: "none", reason: "mmproj: none" };
+  // An `hf:org/name:mmproj-F16.gguf` is a file of the cache, found as a model path is.
+  const path = setting.startsWith(HF_PREFIX) ? resolveModelPath(setting) : setting;
+  if (setting !== "auto") return { kind: "found", source: "config", info: await configured(path, model) };
+  return auto(model);
+}
+
+async function configured(path: string, model: ModelInfo): Promise<ProjectorInfo> {
+  const target = { path: model.path, width: model.n_embd };
+  const read = await readProjector(path);
+  if ("problem" in read) throw projectorError(path, target, read.problem, read.detail);
+  const wrong = widthProblem(read, model.n_embd);
+  if (wrong) throw projectorError(path, target, "width_mismatch", wrong, read.width);
+  return read;
+}
+
+type Read = ProjectorInfo | { problem: ProjectorProblem; detail: string };
+
+/** A projector's header; every way the file can be wrong as a problem, never a throw. */
+async function readProjector(path: string): Promise<Read> {
+  try {
+    return projectorInfo(await readGgufHeader(path));
+  } catch (err) {
+    if (!isCoreError(err)) throw err;
+    const problem = err.data?.problem;
+    if (problem === "absent") return { problem: "absent", detail: "no such file" };
+    if (problem === "not_gguf") return { problem: "not_projector", detail: "not a GGUF file" };
+    return { problem: "unreadable", detail: err.message.replace(/^model [^:]*: /, "") };
+  }
+}
+
+/** Where `auto` looks: the model's hub snapshot, else the model's folder. */
+function candidates(modelPath: string): { where: "snapshot" | "folder"; files: string[] } {
+  const snapshot = snapshotRootOf(modelPath);
+  if (snapshot !== null)
+    return {
+      where: "snapshot",
+      files: snapshotFiles(snapshot)
+        .filter(isProjector)
+        .map((f) => join(snapshot, f)),
+    };
+  let names: string[] = [];
+  try {
+    names = readdirSync(dirname(modelPath));
+  } catch {
+    // A folder that cannot be listed holds no projector we could use.
+  }
+  const files = names.filter((n) => isGgufPath(n) && isProjector(n)).sort();
+  return { where: "folder", files: files.map((n) => join(dirname(modelPath), n)) };
+}
+
+async function auto(model: ModelInfo): Promise<ProjectorChoice> {
+  const { where, files } = candidates(model.path);
+  if (files.length === 0)
+    return { kind: "none", reason: `mmproj: auto found no mmproj*.gguf ${placeOf(where)}` };
+  if (where === "folder" && files.length > 1)
+    return passedOver(
+      `mmproj: auto found ${files.length} projectors beside the model (${files.map((f) => basename(f)).join(", ")}); name one with mmproj`,
+    );
+  const read = await Promise.all(files.map(readProjector));
+  const fitting: ProjectorInfo[] = [];
+  const skipped: string[] = [];
+  read.forEach((r, i) => {
+    if ("problem" in r) skipped.push(`${basename(files[i]!)}: ${r.detail}`);
+    else {
+      const wrong = widthProblem(r, model.n_embd);
+      if (wrong) skipped.push(`${basename(files[i]!)}: ${wrong}`);
+      else fitting.push(r);
+    }
+  });
+  const best = preferF16(fitting);
+  if (!best) return passedOver(`mmproj: auto used no projector ${placeOf(where)}: ${skipped.join("; ")}`);
+  return { kind: "found", source: "auto", info: best };
+}
+
+function placeOf(where: "snapshot" | "folder"): string {
+  return where === "snapshot" ? "in the model's hub snapshot" : "beside the model";
+}
+
+function passedOver(reason: string): ProjectorChoice {
+  return { kind: "none", reason, warning: reason };
+}
+
+/** F16 first (what llama.cpp's own conversions ship as the default), then by file name. */
+export function preferF16<T extends Pick<ProjectorInfo, "file_type" | "path">>(
+  found: readonly T[],
+): T | undefined {
+  const rank = (p: T) => (p.file_type === "F16" ? 0 : 1);
+  return [...found].sort((a, b) => rank(a) - rank(b) || a.path.localeCompare(b.path))[0];
+}

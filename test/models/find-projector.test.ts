@@ -1,0 +1,256 @@
+import { describe, expect, test } from "bun:test";
+import { mkdirSync, symlinkSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { defaultConfig, loadConfig } from "../../src/config/load.ts";
+import { findProjector } from "../../src/models/find-projector.ts";
+import { fitVerdictFor } from "../../src/models/fit-verdict.ts";
+import { snapshotRootOf } from "../../src/models/hf-cache.ts";
+import { defaultPlanDeps } from "../../src/models/local-plan-deps.ts";
+import { planReportWithHub } from "../../src/models/plan-with-hub.ts";
+import { readGgufHeader } from "../../src/plan/gguf-read.ts";
+import { type ModelInfo, modelInfo } from "../../src/plan/model.ts";
+import { CoreError } from "../../src/protocol/errors.ts";
+import { mmproj } from "../fixtures/gguf-mmproj.ts";
+import { tinyLlama, tinyLlamaQ8, writeGguf } from "../fixtures/gguf-writer.ts";
+import { cpuOnlyMachine } from "../fixtures/hardware.ts";
+import { tmpdir } from "../fixtures/tmpdir.ts";
+import { layRepo } from "./cache-layout.ts";
+
+const F32 = 0;
+
+async function coreErrorOf(p: Promise<unknown>): Promise<CoreError> {
+  const err = await p.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  if (err instanceof CoreError) return err;
+  throw new Error(`expected a CoreError, got ${String(err)}`);
+}
+
+async function modelIn(dir: string, spec = tinyLlama(), name = "model.gguf"): Promise<ModelInfo> {
+  return modelInfo(await readGgufHeader(writeGguf(dir, name, spec)));
+}
+
+describe("mmproj: a path (recordings 105b–105d: llama-server would exit)", () => {
+  test("a projector of the model's width is used, from the config", async () => {
+    using dir = tmpdir();
+    const model = await modelIn(dir.path);
+    const path = writeGguf(dir.path, "proj.gguf", mmproj());
+    const found = await findProjector(path, model);
+    expect(found).toMatchObject({ kind: "found", source: "config", info: { path, width: 64 } });
+  });
+
+  test("another width (105b) → model_plan_error naming the projector and both widths", async () => {
+    using dir = tmpdir();
+    const model = await modelIn(dir.path, tinyLlamaQ8());
+    const path = writeGguf(dir.path, "proj.gguf", mmproj());
+    const err = await coreErrorOf(findProjector(path, model));
+    expect(err.code).toBe("model_plan_error");
+    expect(err.message).toContain(path);
+    expect(err.message).toContain("64");
+    expect(err.message).toContain("128");
+    expect(err.data).toEqual({
+      projector: path,
+      problem: "width_mismatch",
+      projector_width: 64,
+      model_width: 128,
+    });
+  });
+
+  test("a missing file (105c) and a text model (105d) → model_plan_error naming the projector", async () => {
+    using dir = tmpdir();
+    const model = await modelIn(dir.path);
+    const missing = join(dir.path, "does-not-exist-mmproj.gguf");
+    const gone = await coreErrorOf(findProjector(missing, model));
+    expect(gone.code).toBe("model_plan_error");
+    expect(gone.data).toMatchObject({
+      projector: missing,
+      problem: "absent",
+      projector_width: null,
+      model_width: 64,
+    });
+    const text = writeGguf(dir.path, "tiny-llama.gguf", tinyLlama());
+    const wrong = await coreErrorOf(findProjector(text, model));
+    expect(wrong.data).toMatchObject({ projector: text, problem: "not_projector", model_width: 64 });
+    expect(wrong.message).toContain("not a vision projector");
+  });
+
+  test("none is none, whatever lies beside the model", async () => {
+    using dir = tmpdir();
+    const model = await modelIn(dir.path);
+    writeGguf(dir.path, "mmproj-model-f16.gguf", mmproj());
+    expect(await findProjector("none", model)).toEqual({ kind: "none", reason: "mmproj: none" });
+  });
+});
+
+describe("mmproj: auto beside the model", () => {
+  test("the only mmproj*.gguf beside it, when its width matches", async () => {
+    using dir = tmpdir();
+    const model = await modelIn(dir.path);
+    const path = writeGguf(dir.path, "mmproj-tiny-vision-f16.gguf", mmproj());
+    writeGguf(dir.path, "other-model.gguf", tinyLlama());
+    expect(await findProjector("auto", model)).toMatchObject({
+      kind: "found",
+      source: "auto",
+      info: { path },
+    });
+  });
+
+  test("none beside it: no projector, no warning", async () => {
+    using dir = tmpdir();
+    const found = await findProjector("auto", await modelIn(dir.path));
+    expect(found).toMatchObject({ kind: "none" });
+    expect((found as { warning?: string }).warning).toBeUndefined();
+  });
+
+  test("one of another width is passed over with a warning that names both widths", async () => {
+    using dir = tmpdir();
+    const model = await modelIn(dir.path, tinyLlamaQ8());
+    writeGguf(dir.path, "mmproj.gguf", mmproj());
+    const found = await findProjector("auto", model);
+    expect(found.kind).toBe("none");
+    expect((found as { warning: string }).warning).toContain(
+      "projection width 64 is not the model's embedding width 128",
+    );
+  });
+
+  test("several beside it: none chosen, the warning names them", async () => {
+    using dir = tmpdir();
+    const model = await modelIn(dir.path);
+    writeGguf(dir.path, "mmproj-a.gguf", mmproj());
+    writeGguf(dir.path, "mmproj-b.gguf", mmproj());
+    const found = await findProjector("auto", model);
+    expect(found.kind).toBe("none");
+    expect((found as { warning: string }).warning).toContain("mmproj-a.gguf, mmproj-b.gguf");
+  });
+});
+
+describe("mmproj: auto in the model's hub snapshot", () => {
+  test("the F16 one of those whose width matches, whatever the names' order", async () => {
+    using dir = tmpdir();
+    const { snapshot } = layRepo(dir.path, "org/vision-GGUF", {
+      "vision-Q4_K_M.gguf": tinyLlama(),
+      "mmproj-a-F32.gguf": mmproj({ type: F32 }),
+      "mmproj-b-F16.gguf": mmproj(),
+      "mmproj-c-wide.gguf": mmproj({ width: 128 }),
+    });
+    const model = modelInfo(await readGgufHeader(join(snapshot, "vision-Q4_K_M.gguf")));
+    expect(snapshotRootOf(model.path)).toBe(snapshot);
+    const found = await findProjector("auto", model);
+    expect(found).toMatchObject({
+      kind: "found",
+      source: "auto",
+      info: { path: join(snapshot, "mmproj-b-F16.gguf") },
+    });
+  });
+
+  test("a model in a subfolder of its snapshot finds the projector at the top", async () => {
+    using dir = tmpdir();
+    const { snapshot } = layRepo(dir.path, "org/split-GGUF", {
+      "Q4_K_M/vision.gguf": tinyLlama(),
+      "mmproj-F16.gguf": mmproj(),
+    });
+    const model = modelInfo(await readGgufHeader(join(snapshot, "Q4_K_M", "vision.gguf")));
+    expect(await findProjector("auto", model)).toMatchObject({
+      kind: "found",
+      info: { path: join(snapshot, "mmproj-F16.gguf") },
+    });
+  });
+
+  test("a dangling projector link is passed over, named in the warning", async () => {
+    using dir = tmpdir();
+    const { snapshot } = layRepo(dir.path, "org/broken-GGUF", {
+      "vision.gguf": tinyLlama(),
+      "mmproj-F16.gguf": null,
+    });
+    const model = modelInfo(await readGgufHeader(join(snapshot, "vision.gguf")));
+    const found = await findProjector("auto", model);
+    expect(found.kind).toBe("none");
+    expect((found as { warning: string }).warning).toContain("mmproj-F16.gguf: no such file");
+  });
+});
+
+test("a folder the model lies in by a link is still the folder looked in", async () => {
+  using dir = tmpdir();
+  mkdirSync(join(dir.path, "real"));
+  const path = writeGguf(join(dir.path, "real"), "m.gguf", tinyLlama());
+  writeGguf(join(dir.path, "real"), "mmproj.gguf", mmproj());
+  symlinkSync(join(dir.path, "real"), join(dir.path, "link"));
+  const model = modelInfo(await readGgufHeader(join(dir.path, "link", "m.gguf")));
+  expect(path).toContain("real");
+  expect(await findProjector("auto", model)).toMatchObject({ kind: "found" });
+});
+
+test("a FIFO named like a projector beside the model is passed over at once, never read", async () => {
+  using dir = tmpdir();
+  const model = await modelIn(dir.path);
+  const fifo = join(dir.path, "mmproj-fifo.gguf");
+  expect(Bun.spawnSync(["mkfifo", fifo]).exitCode).toBe(0);
+  const found = await findProjector("auto", model);
+  expect(found.kind).toBe("none");
+  expect((found as { warning: string }).warning).toContain("mmproj-fifo.gguf");
+  const named = await coreErrorOf(findProjector(fifo, model));
+  expect(named.data).toMatchObject({ projector: fifo, problem: "unreadable" });
+});
+
+test("mmproj: hf:org/name:file names a projector in the cache, as model.path would", async () => {
+  using dir = tmpdir();
+  const cache = join(dir.path, "cache");
+  const { snapshot } = layRepo(cache, "org/vision-GGUF", {
+    "vision.gguf": tinyLlama(),
+    "mmproj-F16.gguf": mmproj(),
+  });
+  const model = modelInfo(await readGgufHeader(join(snapshot, "vision.gguf")));
+  const before = process.env.HF_HUB_CACHE;
+  process.env.HF_HUB_CACHE = cache;
+  try {
+    const found = await findProjector("hf:org/vision-GGUF:mmproj-F16.gguf", model);
+    expect(found).toMatchObject({
+      kind: "found",
+      source: "config",
+      info: { path: join(snapshot, "mmproj-F16.gguf") },
+    });
+  } finally {
+    if (before === undefined) delete process.env.HF_HUB_CACHE;
+    else process.env.HF_HUB_CACHE = before;
+  }
+});
+
+test("plan --model another file: that file's own projector (auto), not the configured model's", async () => {
+  using dir = tmpdir();
+  writeGguf(dir.path, "m.gguf", tinyLlama());
+  writeGguf(dir.path, "wide-mmproj.gguf", mmproj({ width: 128 }));
+  mkdirSync(join(dir.path, "other"));
+  const other = writeGguf(join(dir.path, "other"), "o.gguf", tinyLlama());
+  const proj = writeGguf(join(dir.path, "other"), "mmproj-o.gguf", mmproj());
+  writeFileSync(join(dir.path, "config.yaml"), "model:\n  path: ./m.gguf\n  mmproj: ./wide-mmproj.gguf\n");
+  const source = {
+    loadedConfig: () => loadConfig("config.yaml", dir.path),
+    defaultConfig: () => defaultConfig(dir.path),
+  };
+  const deps = { plan: { ...defaultPlanDeps, probe: async () => cpuOnlyMachine() } };
+  const err = await coreErrorOf(planReportWithHub(source, {}, {}, deps));
+  expect(err.data).toMatchObject({ problem: "width_mismatch", projector_width: 128, model_width: 64 });
+  const report = await planReportWithHub(source, { model: other }, {}, deps);
+  expect(report.plan.projector).toMatchObject({ path: proj, source: "auto" });
+});
+
+test("a pulled file's verdict looks for its own projector, and counts its memory", async () => {
+  using dir = tmpdir();
+  writeGguf(dir.path, "m.gguf", tinyLlama());
+  writeGguf(dir.path, "wide-mmproj.gguf", mmproj({ width: 128 }));
+  mkdirSync(join(dir.path, "other"));
+  const other = writeGguf(join(dir.path, "other"), "o.gguf", tinyLlama());
+  writeFileSync(
+    join(dir.path, "config.yaml"),
+    "model:\n  path: ./m.gguf\n  context: 2048\n  mmproj: ./wide-mmproj.gguf\n",
+  );
+  const { config } = loadConfig("config.yaml", dir.path);
+  const deps = { ...defaultPlanDeps, probe: async () => cpuOnlyMachine() };
+  const alone = await fitVerdictFor(config, other, deps);
+  expect(alone.fits).toBe(true);
+  writeGguf(join(dir.path, "other"), "mmproj-o.gguf", mmproj());
+  const withProjector = await fitVerdictFor(config, other, deps);
+  expect(withProjector.fits).toBe(true);
+  expect(withProjector.needed_bytes!).toBeGreaterThan(alone.needed_bytes!);
+});
