@@ -118,6 +118,32 @@ export const MIGRATIONS: readonly Migration[] = [
       `CREATE INDEX erasures_by_user ON erasures (user_id, id)`,
     ],
   },
+  {
+    // 3 is documents' (issue 29).
+    version: 4,
+    sql: [
+      // One vector per memory row (store/memory-vectors.ts), gone with its row (the cascade), so
+      // an erase takes it too. `fingerprint` names the embedding model that made it: another
+      // model's vectors are never compared with a query. `vector` is Float32 little-endian,
+      // L2-normalized as llama-server returns it; `bits` its sign bits (store/vector-index.ts),
+      // read alone to load the in-memory index. `id` only rises, so an index catches up with
+      // rows added since it was loaded (another core's too).
+      `CREATE TABLE memory_vectors (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        memory_id INTEGER NOT NULL UNIQUE REFERENCES memory (id) ON DELETE CASCADE,
+        fingerprint TEXT NOT NULL,
+        dimensions INTEGER NOT NULL,
+        vector BLOB NOT NULL,
+        bits BLOB NOT NULL
+      ) STRICT`,
+      `CREATE INDEX memory_vectors_by_model ON memory_vectors (fingerprint, id)`,
+      // Vectors deleted so far, by any path or process: an in-memory index that saw fewer reloads.
+      `CREATE TABLE memory_vector_deletions (one INTEGER PRIMARY KEY CHECK (one = 1), count INTEGER NOT NULL) STRICT`,
+      `INSERT INTO memory_vector_deletions (one, count) VALUES (1, 0)`,
+      `CREATE TRIGGER memory_vectors_deleted AFTER DELETE ON memory_vectors BEGIN
+        UPDATE memory_vector_deletions SET count = count + 1 WHERE one = 1; END`,
+    ],
+  },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]?.version ?? 0;
