@@ -1,5 +1,5 @@
 import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { openStore } from "../../src/store/db/open.ts";
 import { MemoryStore } from "../../src/store/memory-store.ts";
@@ -55,6 +55,8 @@ async function one(dir: string, size: number, queries: number): Promise<void> {
   const rssAfter = process.memoryUsage().rss;
 
   const times: number[] = [];
+  const vectorTimes: number[] = [];
+  const wordTimes: number[] = [];
   let sameVector = 0;
   let sameHybrid = 0;
   for (let q = 0; q < queries; q++) {
@@ -65,7 +67,9 @@ async function one(dir: string, size: number, queries: number): Promise<void> {
     const hits = memory.search("u", text, 10, "", { fingerprint: FP, vector });
     times.push(performance.now() - t);
     const exact = exactTop(vector, rows, 50);
+    const tv = performance.now();
     const approx = memory.vectors.nearest({ fingerprint: FP, vector }, scope(), 50);
+    vectorTimes.push(performance.now() - tv);
     if (
       sameIds(
         exact.slice(0, 10),
@@ -73,7 +77,9 @@ async function one(dir: string, size: number, queries: number): Promise<void> {
       )
     )
       sameVector++;
+    const tw = performance.now();
     const words = memory.search("u", text, 50).map((h) => Number(h.doc.id));
+    wordTimes.push(performance.now() - tw);
     const exactHybrid = fuseRanks([words, exact])
       .slice(0, 10)
       .map((f) => f.id);
@@ -85,14 +91,15 @@ async function one(dir: string, size: number, queries: number): Promise<void> {
     )
       sameHybrid++;
   }
+  const median = (xs: number[]) => ([...xs].sort((a, b) => a - b)[xs.length >> 1] as number).toFixed(2);
   times.sort((a, b) => a - b);
   const pct = (p: number) =>
     (times[Math.min(times.length - 1, Math.floor(p * times.length))] as number).toFixed(2);
   console.log(
     `recall ${size.toLocaleString("en")} rows (${DIMS} dims, built in ${(built / 1000).toFixed(1)} s): ` +
-      `hybrid top 10 median ${pct(0.5)} ms, p95 ${pct(0.95)} ms; ` +
+      `hybrid top 10 median ${pct(0.5)} ms, p95 ${pct(0.95)} ms (words alone ${median(wordTimes)}, vectors alone ${median(vectorTimes)}); ` +
       `top 10 as exact: vector ${((100 * sameVector) / queries).toFixed(1)}%, hybrid ${((100 * sameHybrid) / queries).toFixed(1)}%; ` +
-      `index ${(heldBytes / 2 ** 20).toFixed(1)} MiB held (RSS +${((rssAfter - rssBefore) / 2 ** 20).toFixed(1)} MiB), loaded in ${loadMs.toFixed(0)} ms`,
+      `index ${(heldBytes / 2 ** 20).toFixed(1)} MiB held (RSS +${((rssAfter - rssBefore) / 2 ** 20).toFixed(1)} MiB), loaded in ${loadMs.toFixed(0)} ms; load average ${loadavg()[0]?.toFixed(1)}`,
   );
   db.close(false);
 }

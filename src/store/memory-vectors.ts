@@ -35,7 +35,7 @@ export const CANDIDATES = 256;
  * in-memory sign-bit index over them (store/vector-index.ts), loaded on the first search and
  * caught up before each: rows added since (here or by another core on the same database) are
  * read by their rising id; a delete anywhere (an erase, an edited turn, a folder file changed)
- * bumps a counter a trigger keeps, and the index is loaded again. Whatever the index holds,
+ * is logged by a trigger, and the index drops those ids. Whatever the index holds,
  * a search returns only rows that exist, are in scope and carry a vector of the query's model:
  * the candidates' exact vectors are read through that SQL.
  */
@@ -43,7 +43,8 @@ export class MemoryVectors {
   private index: SignIndex | undefined;
   private fingerprint = "";
   private lastId = 0;
-  private deletions = -1;
+  /** The last `memory_vector_deletions.seq` this index has applied. */
+  private deletions = 0;
 
   constructor(private readonly db: Database) {}
 
@@ -140,25 +141,32 @@ export class MemoryVectors {
     return this.index?.bytes() ?? 0;
   }
 
-  /** The index for `fingerprint`, caught up with the table. */
+  /**
+   * The index for `fingerprint`, caught up with the table: the deletions logged since its last
+   * look dropped, then the vectors added since read (in that order, so a row id deleted and used
+   * again ends with its new vector). Loaded whole the first time, for another model, or when the
+   * log has been pruned past where it last read.
+   */
   private synced(fingerprint: string, dimensions: number): SignIndex {
-    const deletions = (
-      this.db.query("SELECT count FROM memory_vector_deletions WHERE one = 1").get() as {
-        count: number;
-      } | null
-    )?.count;
-    const stale =
-      !this.index ||
-      this.fingerprint !== fingerprint ||
-      this.index.dimensions !== dimensions ||
-      deletions !== this.deletions;
-    if (stale) {
+    const log = this.db
+      .query("SELECT min(seq) AS first, max(seq) AS last FROM memory_vector_deletions")
+      .get() as { first: number | null; last: number | null };
+    const behind = log.first !== null && log.first > this.deletions + 1;
+    if (!this.index || this.fingerprint !== fingerprint || this.index.dimensions !== dimensions || behind) {
       this.index = new SignIndex(dimensions);
       this.fingerprint = fingerprint;
       this.lastId = 0;
-      this.deletions = deletions ?? 0;
+      this.deletions = log.last ?? 0;
+    } else if (log.last !== null && log.last > this.deletions) {
+      const gone = this.db
+        .query("SELECT seq, memory_id FROM memory_vector_deletions WHERE seq > ? ORDER BY seq")
+        .all(this.deletions) as { seq: number; memory_id: number }[];
+      for (const row of gone) {
+        this.index.remove(row.memory_id);
+        this.deletions = row.seq;
+      }
     }
-    const index = this.index as SignIndex;
+    const index = this.index;
     const added = this.db
       .query(
         `SELECT v.id, v.memory_id, v.bits, m.user_id FROM memory_vectors v JOIN memory m ON m.id = v.memory_id

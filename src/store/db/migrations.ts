@@ -137,11 +137,18 @@ export const MIGRATIONS: readonly Migration[] = [
         bits BLOB NOT NULL
       ) STRICT`,
       `CREATE INDEX memory_vectors_by_model ON memory_vectors (fingerprint, id)`,
-      // Vectors deleted so far, by any path or process: an in-memory index that saw fewer reloads.
-      `CREATE TABLE memory_vector_deletions (one INTEGER PRIMARY KEY CHECK (one = 1), count INTEGER NOT NULL) STRICT`,
-      `INSERT INTO memory_vector_deletions (one, count) VALUES (1, 0)`,
+      // Which rows' vectors were deleted, by any path or process (an erase, an edit, a folder
+      // file changed, another core): an in-memory index drops them by reading past its last seq.
+      // Row ids only, never text; the oldest go once 100,000 are kept (an index that far behind
+      // loads again).
+      `CREATE TABLE memory_vector_deletions (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        memory_id INTEGER NOT NULL
+      ) STRICT`,
       `CREATE TRIGGER memory_vectors_deleted AFTER DELETE ON memory_vectors BEGIN
-        UPDATE memory_vector_deletions SET count = count + 1 WHERE one = 1; END`,
+        INSERT INTO memory_vector_deletions (memory_id) VALUES (old.memory_id);
+        DELETE FROM memory_vector_deletions WHERE seq <= (SELECT max(seq) FROM memory_vector_deletions) - 100000;
+      END`,
     ],
   },
 ];
