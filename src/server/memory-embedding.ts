@@ -17,16 +17,19 @@ export function memoryEmbedder(config: Config, store: Store, models: ModelsApi):
   if (!config.memory.enabled || name === null) return undefined;
   const choice = chooseEmbedModel(config, name);
   const entry = config.models.find((m) => m.name === name);
+  const fingerprintNow = () =>
+    embeddingFingerprint(entry?.path ?? name, [...config.llama.extra_args, ...(entry?.extra_args ?? [])]);
   const embedder = new MemoryEmbedder({
     store,
     model: name,
-    fingerprint: () =>
-      embeddingFingerprint(entry?.path ?? name, [...config.llama.extra_args, ...(entry?.extra_args ?? [])]),
+    fingerprint: fingerprintNow,
     embed: async (texts, signal) => (await models.embed(choice, texts, signal)).embeddings,
   });
   // Rows left without a vector (the folders indexed at the first open, another model's vectors,
   // a failure last time) are embedded once the core is up; the folders once they are read.
   embedder.kick();
+  // The in-memory index read in slices now, not all at once by the first recall.
+  void store.memory.vectors.warm(fingerprintNow());
   void store.folderIndex.start().then(() => embedder.kick());
   return embedder;
 }

@@ -150,6 +150,8 @@ export class MemoryEmbedder {
         if (this.stopped) return;
         const fp = this.deps.fingerprint();
         this.counts = store.guard(() => store.memory.vectors.counts(fp));
+        // All embedded: the search for rows without a vector would read every row to say so.
+        if (this.counts.embedded >= this.counts.total) break;
         const rows = store.guard(() => store.memory.vectors.lacking(fp, this.batch));
         if (rows.length === 0) break;
         // Nothing stored (no vectors came back): a failure, not a reason to ask again at once.

@@ -1,4 +1,5 @@
 import type { Database } from "bun:sqlite";
+import { logger } from "../util/logger.ts";
 import { dot, SignIndex, signBits, wordsFor } from "./vector-index.ts";
 
 /** A query's vector and the embedding model (its fingerprint) that made it. */
@@ -29,6 +30,9 @@ export interface Scope {
  * (docs/performance.md, "Memory recall"), where 256 keeps the top 10 equal to an exact search's.
  */
 export const CANDIDATES = 256;
+/** Vectors a search reads into the index itself (about 30 ms here); the rest in slices of SLICE_ROWS. */
+const SYNC_ROWS = 10_000;
+const SLICE_ROWS = 5_000;
 
 /**
  * The vectors of memory rows (docs/agent.md, "Memory"), in the `memory_vectors` table, and the
@@ -45,8 +49,19 @@ export class MemoryVectors {
   private lastId = 0;
   /** The last `memory_vector_deletions.seq` this index has applied. */
   private deletions = 0;
+  private warming: Promise<void> | undefined;
 
-  constructor(private readonly db: Database) {}
+  private readonly syncRows: number;
+  private readonly sliceRows: number;
+
+  constructor(
+    private readonly db: Database,
+    /** Tests: the rows a search reads itself, and the slice the rest is read in. */
+    options: { syncRows?: number; sliceRows?: number } = {},
+  ) {
+    this.syncRows = options.syncRows ?? SYNC_ROWS;
+    this.sliceRows = options.sliceRows ?? SLICE_ROWS;
+  }
 
   /**
    * Stores each row's vector under `fingerprint`, replacing an older one; a row deleted since it
@@ -147,7 +162,7 @@ export class MemoryVectors {
    * again ends with its new vector). Loaded whole the first time, for another model, or when the
    * log has been pruned past where it last read.
    */
-  private synced(fingerprint: string, dimensions: number): SignIndex {
+  private synced(fingerprint: string, dimensions: number, rows = this.syncRows): SignIndex {
     const log = this.db
       .query("SELECT min(seq) AS first, max(seq) AS last FROM memory_vector_deletions")
       .get() as { first: number | null; last: number | null };
@@ -166,13 +181,49 @@ export class MemoryVectors {
         this.deletions = row.seq;
       }
     }
+    // A big backlog (the first search of a large memory) is read here only in part, the rest in
+    // slices off this call: candidates from a partial index are fewer, never wrong.
+    if (this.addSince(fingerprint, dimensions, rows) && !this.warming) void this.warm(fingerprint);
+    return this.index;
+  }
+
+  /**
+   * Loads (or catches up) the index for `fingerprint` in slices, the event loop given back between
+   * them, so a large memory is read before the first search needs it (the embedder calls it).
+   */
+  warm(fingerprint: string): Promise<void> {
+    this.warming ??= (async () => {
+      try {
+        const row = this.db
+          .query("SELECT dimensions FROM memory_vectors WHERE fingerprint = ? LIMIT 1")
+          .get(fingerprint) as { dimensions: number } | null;
+        if (!row) return;
+        this.synced(fingerprint, row.dimensions, 0);
+        do await new Promise((r) => setImmediate(r));
+        while (
+          this.fingerprint === fingerprint &&
+          this.addSince(fingerprint, row.dimensions, this.sliceRows)
+        );
+      } catch (err) {
+        // The store closed meanwhile, or a read failed: the next search catches up itself.
+        logger.debug(`memory: loading the vector index stopped: ${(err as Error).message}`);
+      } finally {
+        this.warming = undefined;
+      }
+    })();
+    return this.warming;
+  }
+
+  /** Reads up to `limit` vectors added since the last read into the index; true when more remain. */
+  private addSince(fingerprint: string, dimensions: number, limit: number): boolean {
     const index = this.index;
+    if (!index || limit <= 0) return false;
     const added = this.db
       .query(
         `SELECT v.id, v.memory_id, v.bits, m.user_id FROM memory_vectors v JOIN memory m ON m.id = v.memory_id
-         WHERE v.fingerprint = $fp AND v.id > $last AND v.dimensions = $dims ORDER BY v.id`,
+         WHERE v.fingerprint = $fp AND v.id > $last AND v.dimensions = $dims ORDER BY v.id LIMIT $limit`,
       )
-      .all({ fp: fingerprint, last: this.lastId, dims: dimensions }) as {
+      .all({ fp: fingerprint, last: this.lastId, dims: dimensions, limit }) as {
       id: number;
       memory_id: number;
       bits: Uint8Array;
@@ -183,7 +234,7 @@ export class MemoryVectors {
       index.put(row.memory_id, row.user_id, wordsOf(row.bits, words));
       this.lastId = row.id;
     }
-    return index;
+    return added.length === limit;
   }
 }
 

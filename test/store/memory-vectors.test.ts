@@ -1,4 +1,6 @@
 import { describe, expect, test } from "bun:test";
+import { openStore } from "../../src/store/db/open.ts";
+import { MemoryVectors } from "../../src/store/memory-vectors.ts";
 import { Store } from "../../src/store/store.ts";
 import { normalize } from "../fixtures/synthetic-vectors.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
@@ -104,5 +106,35 @@ describe("memory with vectors", () => {
     expect(here.memory.vectors.counts("m1")).toEqual({ embedded: 0, total: 0 });
     other.close();
     here.close();
+  });
+});
+
+describe("the index of a large memory", () => {
+  test("a search reads only part of a backlog itself; the rest comes in slices, and nothing wrong meanwhile", async () => {
+    using dir = tmpdir();
+    const { db, fts } = openStore(dir.path);
+    const ids: number[] = [];
+    const insert = db.query(
+      "INSERT INTO memory (user_id, session_id, source, text, at) VALUES ('ann', 's', 'x', 'note', 0) RETURNING id",
+    );
+    for (let i = 0; i < 7; i++) ids.push((insert.get() as { id: number }).id);
+    const writer = new MemoryVectors(db);
+    // The last row is the nearest to the query; it is read last.
+    writer.put(
+      "m1",
+      ids.map((id, i) => ({ id, vector: toward(i === 6 ? 3 : 5) })),
+    );
+    const vectors = new MemoryVectors(db, { syncRows: 2, sliceRows: 2 });
+    const scope = { sql: "m.user_id = $u", params: { u: "ann" }, owners: ["ann", ""] };
+    const q = { fingerprint: "m1", vector: toward(3) };
+    const partial = vectors.nearest(q, scope, 7).map((r) => r.id);
+    expect(partial.length).toBeLessThan(7);
+    for (const id of partial) expect(ids).toContain(id);
+    await vectors.warm("m1");
+    const whole = vectors.nearest(q, scope, 7).map((r) => r.id);
+    expect(whole).toHaveLength(7);
+    expect(whole[0]).toBe(ids[6]);
+    expect(fts).toBe(true);
+    db.close(false);
   });
 });
