@@ -146,12 +146,16 @@ export class MemoryEmbedder {
   private async loop(): Promise<void> {
     const { store } = this.deps;
     try {
+      const fp = this.deps.fingerprint();
+      // Counted once a run (then added to as vectors are stored): two counts of every row.
+      this.counts = store.guard(() => store.memory.vectors.counts(fp));
+      // All embedded: the search for rows without a vector would read every row to say so.
+      if (this.counts.embedded >= this.counts.total) {
+        this.failures = 0;
+        return;
+      }
       for (;;) {
         if (this.stopped) return;
-        const fp = this.deps.fingerprint();
-        this.counts = store.guard(() => store.memory.vectors.counts(fp));
-        // All embedded: the search for rows without a vector would read every row to say so.
-        if (this.counts.embedded >= this.counts.total) break;
         const rows = store.guard(() => store.memory.vectors.lacking(fp, this.batch));
         if (rows.length === 0) break;
         // Nothing stored (no vectors came back): a failure, not a reason to ask again at once.
@@ -161,6 +165,8 @@ export class MemoryEmbedder {
         await new Promise((r) => setImmediate(r));
       }
       this.failures = 0;
+      // A run that caught up says so exactly (rows added or erased meanwhile included).
+      this.counts = store.guard(() => store.memory.vectors.counts(fp));
     } catch (err) {
       if (this.stopped) return;
       logger.warn(
