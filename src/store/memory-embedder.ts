@@ -158,9 +158,10 @@ export class MemoryEmbedder {
         if (this.stopped) return;
         const rows = store.guard(() => store.memory.vectors.lacking(fp, this.batch));
         if (rows.length === 0) break;
-        // Nothing stored (no vectors came back): a failure, not a reason to ask again at once.
+        // No vectors came back: a failure, not a reason to ask again at once. (Rows erased
+        // meanwhile get none stored, and are not asked for again.)
         if ((await this.embedRows(fp, rows, this.abort.signal)) === 0)
-          throw new Error(`no vectors stored for ${rows.length} rows`);
+          throw new Error(`no vectors came back for ${rows.length} rows`);
         // The loop is given back between batches: a ping or a chat never waits for a backlog.
         await new Promise((r) => setImmediate(r));
       }
@@ -176,7 +177,10 @@ export class MemoryEmbedder {
     }
   }
 
-  /** One request for `rows` (an input the server finds too long shortened and sent again), then their vectors stored. */
+  /**
+   * One request for `rows` (an input the server finds too long shortened and sent again), then
+   * their vectors stored; the vectors that came back.
+   */
   private async embedRows(
     fp: string,
     rows: { id: number; text: string }[],
@@ -196,15 +200,12 @@ export class MemoryEmbedder {
         );
       }
     }
-    const got = vectors;
-    const stored = await this.deps.store.write(() =>
-      this.deps.store.memory.vectors.put(
-        fp,
-        rows.map((r, i) => ({ id: r.id, vector: got[i] ?? [] })).filter((r) => r.vector.length > 0),
-      ),
-    );
+    const got = rows
+      .map((r, i) => ({ id: r.id, text: r.text, vector: vectors?.[i] ?? [] }))
+      .filter((r) => r.vector.length > 0);
+    const stored = await this.deps.store.write(() => this.deps.store.memory.vectors.put(fp, got));
     if (this.counts) this.counts = { ...this.counts, embedded: this.counts.embedded + stored };
-    return stored;
+    return got.length;
   }
 
   private retryLater(): void {

@@ -12,6 +12,12 @@ export interface QueryVector {
 export interface RowVector {
   id: number;
   vector: ArrayLike<number>;
+  /**
+   * The text it was made from: stored only if the row still holds it. A row erased while its text
+   * was being embedded may have its id taken by a new row (ids are reused), which must not get
+   * a vector of the erased text.
+   */
+  text?: string;
 }
 
 /** The scope a search is limited to: a SQL condition on `m` (the memory row) and its parameters. */
@@ -70,7 +76,8 @@ export class MemoryVectors {
   put(fingerprint: string, rows: readonly RowVector[]): number {
     const insert = this.db.query(
       `INSERT OR REPLACE INTO memory_vectors (memory_id, fingerprint, dimensions, vector, bits)
-       SELECT $id, $fp, $dims, $vector, $bits WHERE EXISTS (SELECT 1 FROM memory WHERE id = $id)`,
+       SELECT $id, $fp, $dims, $vector, $bits
+       WHERE EXISTS (SELECT 1 FROM memory WHERE id = $id AND ($text IS NULL OR text = $text))`,
     );
     let stored = 0;
     this.db.transaction(() => {
@@ -83,6 +90,7 @@ export class MemoryVectors {
           dims: floats.length,
           vector: new Uint8Array(floats.buffer),
           bits: new Uint8Array(bits.buffer),
+          text: row.text ?? null,
         }).changes;
       }
     })();

@@ -171,3 +171,44 @@ describe("MemoryEmbedder", () => {
     store.close();
   });
 });
+
+describe("an erase while rows are being embedded", () => {
+  test("a row erased mid-request gets no vector, nor does a new row that took its id", async () => {
+    using dir = tmpdir();
+    const store = Store.open(dir.path);
+    remember(store, "alice", "a", "alice SECRET");
+    let release: () => void = () => {};
+    const held = new Promise<void>((r) => {
+      release = r;
+    });
+    const model = fakeModel();
+    const job = new MemoryEmbedder({
+      store,
+      model: "embed",
+      fingerprint: () => "m1",
+      embed: async (texts, signal) => {
+        await held;
+        return model.embed(texts, signal);
+      },
+    });
+    const running = job.run();
+    await Bun.sleep(20);
+    await store.deleteUser("alice");
+    // Bob's turn takes the freed id (the highest was alice's).
+    remember(store, "bob", "b", "bob's own words");
+    release();
+    await running;
+    expect(model.requests).toEqual([["alice SECRET"], ["bob's own words"]]);
+    // Bob's row has the vector of his own words, not alice's (the fake model's vector of a text).
+    const [bobs] = await model.embed(["bob's own words"], new AbortController().signal);
+    const near = store.memory.vectors.nearest(
+      { fingerprint: "m1", vector: bobs as number[] },
+      { sql: "1", params: {}, owners: ["bob"] },
+      1,
+    );
+    expect(near[0]?.score).toBeCloseTo(1, 6);
+    expect(store.memory.vectors.counts("m1")).toEqual({ embedded: 1, total: 1 });
+    await job.stop();
+    store.close();
+  });
+});
