@@ -36,14 +36,14 @@ export interface Scope {
  * (docs/performance.md, "Memory recall"), where 256 keeps the top 10 equal to an exact search's.
  */
 export const CANDIDATES = 256;
-/** Vectors a search reads into the index itself (about 30 ms here); the rest in slices of SLICE_ROWS. */
+/** Vectors a search reads into the index itself (tens of ms here); the rest in slices of SLICE_ROWS. */
 const SYNC_ROWS = 10_000;
 const SLICE_ROWS = 5_000;
 
 /**
  * The vectors of memory rows (docs/agent.md, "Memory"), in the `memory_vectors` table, and the
- * in-memory sign-bit index over them (store/vector-index.ts), loaded on the first search and
- * caught up before each: rows added since (here or by another core on the same database) are
+ * in-memory sign-bit index over them (store/vector-index.ts), loaded in slices when the embedder
+ * starts (`warm`; else by the first search) and caught up before each search: rows added since (here or by another core on the same database) are
  * read by their rising id; a delete anywhere (an erase, an edited turn, a folder file changed)
  * is logged by a trigger, and the index drops those ids. Whatever the index holds,
  * a search returns only rows that exist, are in scope and carry a vector of the query's model:
