@@ -50,8 +50,13 @@ async function one(dir: string, size: number, queries: number): Promise<void> {
   // As a core's database is between writes: the log folded back in (a bulk load leaves it long).
   db.run("PRAGMA wal_checkpoint(TRUNCATE)");
   const rssBefore = process.memoryUsage().rss;
-  const tLoad = performance.now();
+  // A search before the index is read: it reads at most 10,000 rows itself (the loop held that long).
+  const tFirst = performance.now();
   memory.vectors.nearest({ fingerprint: FP, vector: gen.vector(0) }, scope(), 1);
+  const firstMs = performance.now() - tFirst;
+  const tLoad = performance.now();
+  // The rest read in slices with the loop given back, as the embedder does when a core starts.
+  await memory.vectors.warm(FP);
   const loadMs = performance.now() - tLoad;
   const heldBytes = memory.vectors.indexBytes();
   const rssAfter = process.memoryUsage().rss;
@@ -101,7 +106,7 @@ async function one(dir: string, size: number, queries: number): Promise<void> {
     `recall ${size.toLocaleString("en")} rows (${DIMS} dims, built in ${(built / 1000).toFixed(1)} s): ` +
       `hybrid top 10 median ${pct(0.5)} ms, p95 ${pct(0.95)} ms (words alone ${median(wordTimes)}, vectors alone ${median(vectorTimes)}); ` +
       `top 10 as exact: vector ${((100 * sameVector) / queries).toFixed(1)}%, hybrid ${((100 * sameHybrid) / queries).toFixed(1)}%; ` +
-      `index ${(heldBytes / 2 ** 20).toFixed(1)} MiB held (RSS +${((rssAfter - rssBefore) / 2 ** 20).toFixed(1)} MiB), loaded in ${loadMs.toFixed(0)} ms; load average ${loadavg()[0]?.toFixed(1)}`,
+      `index ${(heldBytes / 2 ** 20).toFixed(1)} MiB held (RSS +${((rssAfter - rssBefore) / 2 ** 20).toFixed(1)} MiB), a first search before it is read ${firstMs.toFixed(0)} ms, the rest read in slices in ${loadMs.toFixed(0)} ms; load average ${loadavg()[0]?.toFixed(1)}`,
   );
   db.close(false);
 }
