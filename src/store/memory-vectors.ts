@@ -99,12 +99,12 @@ export class MemoryVectors {
 
   /** Rows without a vector of `fingerprint` (of `ids` when given), newest first. */
   lacking(fingerprint: string, limit: number, ids?: readonly number[]): { id: number; text: string }[] {
-    const only = ids ? "AND m.id IN (SELECT value FROM json_each($ids))" : "";
+    // Given ids drive the join (CROSS JOIN), else SQLite reads every row to test the list.
+    const from = ids ? "json_each($ids) c CROSS JOIN memory m ON m.id = c.value" : "memory m";
     return this.db
       .query(
-        `SELECT m.id, m.text FROM memory m
+        `SELECT m.id, m.text FROM ${from}
          WHERE NOT EXISTS (SELECT 1 FROM memory_vectors v WHERE v.memory_id = m.id AND v.fingerprint = $fp)
-         ${only}
          ORDER BY m.id DESC LIMIT $n`,
       )
       .all({ fp: fingerprint, n: limit, ...(ids ? { ids: JSON.stringify(ids) } : {}) }) as {
