@@ -1,4 +1,7 @@
+import { Database } from "bun:sqlite";
 import { describe, expect, test } from "bun:test";
+import { utimesSync } from "node:fs";
+import { join } from "node:path";
 import { spawnCore } from "../fixtures/core-process.ts";
 import { bertModel } from "../fixtures/gguf-bert.ts";
 import { writeGguf } from "../fixtures/gguf-writer.ts";
@@ -67,3 +70,56 @@ describe.skipIf(process.platform === "win32")("memory with an embedding model (c
     expect(on.prompt).toContain("Mittens");
   }, 120_000);
 });
+
+describe.skipIf(process.platform === "win32")("a changed embedding model (compiled core)", () => {
+  test("the next core embeds every row again under the new model's fingerprint, status showing it", async () => {
+    await using dir = tmpdir();
+    writeGguf(dir.path, "embed.gguf", bertModel());
+    const stack = writeStack(dir.path, {
+      script: [{ content: "one" }, { content: "two" }],
+      extraYaml: [
+        "  embedding_model: embed",
+        "models:",
+        "  - {name: embed, path: ./embed.gguf, kind: embedding}",
+      ].join("\n"),
+    });
+    const fingerprints = () => {
+      const db = new Database(join(stack.dataDir, "local-ai.db"), { readonly: true });
+      try {
+        return (
+          db.query("SELECT DISTINCT fingerprint AS f FROM memory_vectors").all() as { f: string }[]
+        ).map((r) => r.f);
+      } finally {
+        db.close();
+      }
+    };
+    const session = async (input: string, session_id: string, total: number) => {
+      await using core = spawnCore({ cwd: dir.path, env: stack.env });
+      await core.request({ id: 0, method: "initialize" });
+      await core.request({ id: 1, method: "chat", params: { input, session_id } }, 30_000);
+      const index = await embeddedAll(core, total);
+      await core.request({ id: "bye", method: "shutdown" });
+      expect(await core.exited()).toBe(0);
+      return index;
+    };
+    expect(await session("first note", "a", 1)).toEqual({ embedded: 1, total: 1, model: "embed" });
+    const before = fingerprints();
+    expect(before).toHaveLength(1);
+    // Another model file in the same place (here: the same bytes, a new modification time).
+    utimesSync(join(dir.path, "embed.gguf"), new Date(), new Date(Date.now() + 5_000));
+    expect(await session("second note", "b", 2)).toEqual({ embedded: 2, total: 2, model: "embed" });
+    const after = fingerprints();
+    expect(after).toHaveLength(1);
+    expect(after[0]).not.toBe(before[0]);
+  }, 120_000);
+});
+
+/** status.memory_index once `total` rows are all embedded. */
+async function embeddedAll(core: ReturnType<typeof spawnCore>, total: number): Promise<unknown> {
+  for (let i = 0; ; i++) {
+    const index = (await core.request({ id: `st${i}`, method: "status" })).result.memory_index;
+    if (index?.total === total && index.embedded === total) return index;
+    if (i > 300) throw new Error(`not embedded: ${JSON.stringify(index)}`);
+    await Bun.sleep(100);
+  }
+}
