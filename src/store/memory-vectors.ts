@@ -36,6 +36,8 @@ export interface Scope {
  * (docs/performance.md, "Memory recall"), where 256 keeps the top 10 equal to an exact search's.
  */
 export const CANDIDATES = 256;
+/** The most candidates a search widens to, in multiples of CANDIDATES (4 → 16 → 64). */
+const WIDEST = 64;
 /** Vectors a search reads into the index itself (tens of ms here); the rest in slices of SLICE_ROWS. */
 const SYNC_ROWS = 10_000;
 const SLICE_ROWS = 5_000;
@@ -125,7 +127,7 @@ export class MemoryVectors {
   /**
    * The `k` rows in `scope` most similar to the query (cosine: both are L2-normalized), best
    * first: the sign-bit scan's nearest CANDIDATES, rescored exactly; more are taken while the
-   * scope's filter leaves fewer than half of them.
+   * scope's filter leaves fewer than half of them (up to 64 times as many).
    */
   nearest(
     query: QueryVector,
@@ -151,7 +153,9 @@ export class MemoryVectors {
         fp: query.fingerprint,
         dims: query.vector.length,
       }) as typeof rows;
-      if (rows.length >= Math.min(n, candidates) / 2 || ids.length < n) break;
+      // Bounded: a scope that leaves almost nothing (one huge session, the one excluded) costs
+      // a few widenings, never a read of every vector on the main loop.
+      if (rows.length >= Math.min(n, candidates) / 2 || ids.length < n || n >= candidates * WIDEST) break;
     }
     return rows
       .map((r) => ({ id: r.id, score: dot(query.vector, floatsOf(r.vector)) }))

@@ -138,3 +138,34 @@ describe("the index of a large memory", () => {
     db.close(false);
   });
 });
+
+describe("a scope that leaves few candidates", () => {
+  test("the search widens until the scope's rows are found, and stops widening at its bound", () => {
+    using dir = tmpdir();
+    const { db } = openStore(dir.path);
+    const insert = db.query(
+      "INSERT INTO memory (user_id, session_id, source, text, at) VALUES ('ann', ?, 'x', 'note', 0) RETURNING id",
+    );
+    const vectors = new MemoryVectors(db);
+    // 40 rows of the excluded session nearer the query than the one row in scope.
+    const near = Array.from({ length: 40 }, () => (insert.get("now") as { id: number }).id);
+    const far = (insert.get("old") as { id: number }).id;
+    vectors.put("m1", [
+      ...near.map((id) => ({ id, vector: toward(3) })),
+      { id: far, vector: toward(3, 6, 0.9) },
+    ]);
+    const scope = { sql: "m.session_id != $skip", params: { skip: "now" }, owners: ["ann"] };
+    const q = { fingerprint: "m1", vector: toward(3) };
+    // 1 candidate, then 4, 16, 64: found once 64 are taken.
+    expect(vectors.nearest(q, scope, 1, 1).map((r) => r.id)).toEqual([far]);
+    // With 70 nearer rows out of scope, 64 candidates never reach it: the widening is bounded.
+    const more = Array.from({ length: 30 }, () => (insert.get("now") as { id: number }).id);
+    vectors.put(
+      "m1",
+      more.map((id) => ({ id, vector: toward(3) })),
+    );
+    expect(vectors.nearest(q, scope, 1, 1)).toEqual([]);
+    expect(vectors.nearest(q, scope, 1).map((r) => r.id)).toEqual([far]);
+    db.close(false);
+  });
+});
