@@ -459,6 +459,7 @@ export type CoreStatusResult = {
     checked_at: number | null;
   }[];
   requests: { id: string | number; method: string; since: string; elapsed_ms: number }[];
+  memory_index: { embedded: number; total: number; model: string } | null;
   models?:
     | {
         name: string;

@@ -29,6 +29,8 @@ export const chat = defineMethod({
     const several = model.name === "default" ? services.models?.() : modelsApi(services, model.name);
     // A forced models.unload ends the chats on its model `cancelled` (docs/protocol.md#modelsunload).
     const watch = several?.chatSignal(model, ctx.signal);
+    // Memory's vectors (docs/agent.md, "Memory"): the query embedded for recall, the turn's row after it.
+    const index = config.memory.enabled ? services.memoryIndex?.() : undefined;
     try {
       const result = await runTurn(params, {
         config,
@@ -41,6 +43,9 @@ export const chat = defineMethod({
         locks: services.sessionLocks(),
         store: () => services.store(),
         reuse: services.promptReuse(model.name),
+        ...(index
+          ? { embedQuery: (text: string, signal: AbortSignal) => index.queryVector(text, signal) }
+          : {}),
         emit: (event, fields) => ctx.emit(event, fields),
         signal: watch?.signal ?? ctx.signal,
         settle: () => ctx.settle(),
@@ -50,6 +55,8 @@ export const chat = defineMethod({
       return { ...result, model: model.name, dropped_events: ctx.droppedEvents };
     } finally {
       watch?.done();
+      // After the result: the job waits a moment, so the result goes out before any embedding.
+      index?.kick();
     }
   },
 });

@@ -5,6 +5,7 @@ import type { PullDeps } from "../models/pull.ts";
 import type { LlamaProvider } from "../runtime/endpoint.ts";
 import type { ModelsApi } from "../runtime/models-api.ts";
 import type { KeyedMutex } from "../store/keyed-mutex.ts";
+import type { MemoryEmbedder } from "../store/memory-embedder.ts";
 import type { Store } from "../store/store.ts";
 
 /**
@@ -60,4 +61,20 @@ export interface Services {
    * `{ create: false }` and gets undefined unless something has created it.
    */
   models?(options?: { create: boolean }): ModelsApi | undefined;
+  /**
+   * Memory's vectors (docs/agent.md, "Memory"): the background embedder over the store, only
+   * when memory is on and `memory.embedding_model` is set (and the core serves several models).
+   * `status` asks with `{ create: false }`.
+   */
+  memoryIndex?(options?: { create: boolean }): MemoryEmbedder | undefined;
+  /**
+   * Embeds these memory rows now (a document's chunks once committed), reporting rows done of
+   * all; defined only when an embedding model is configured. A failure of the model leaves the
+   * rows to the background job and still resolves; a cancel rejects.
+   */
+  readonly embedChunks?: (
+    memoryRowIds: number[],
+    onProgress: (done: number, total: number) => void,
+    signal: AbortSignal,
+  ) => Promise<void>;
 }

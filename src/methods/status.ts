@@ -38,6 +38,7 @@ export const status = defineMethod({
       kv_disk: kvDisk(services),
       rpc_workers: rpcWorkers(services),
       requests: requestsInFlight(ctx.activeRequests(), ctx.id, now),
+      memory_index: services.memoryIndex?.({ create: false })?.progress() ?? null,
     } satisfies CoreStatusResult;
   },
 });

@@ -93,8 +93,19 @@ export const statusResultSchema = once(() => {
       /** Requests in flight (chats, pulls, warmups…), oldest first; this status request excluded. */
       requests: requestsSchema(),
     })
-    .extend(severalModelsStatusFields());
+    .extend({ ...severalModelsStatusFields(), memory_index: memoryIndexSchema() });
 });
+/**
+ * Memory's vectors (docs/agent.md, "Memory"): memory rows (turns, folder and document chunks)
+ * with a vector of `model` (`memory.embedding_model`) out of all, as the background embedder last
+ * counted them; `embedded` below `total` while it catches up (after a model change it starts
+ * again from 0). Null without an embedding model, or before the store is opened.
+ */
+function memoryIndexSchema() {
+  const count = z.number().int().nonnegative();
+  return z.strictObject({ embedded: count, total: count, model: z.string() }).nullable();
+}
+
 function requestsSchema() {
   const since = z.string();
   return z.array(

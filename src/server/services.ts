@@ -8,6 +8,7 @@ import type { PullDeps } from "../models/pull.ts";
 import type { LlamaProvider } from "../runtime/endpoint.ts";
 import type { ModelsApi } from "../runtime/models-api.ts";
 import { KeyedMutex } from "../store/keyed-mutex.ts";
+import type { MemoryEmbedder } from "../store/memory-embedder.ts";
 import type { Store } from "../store/store.ts";
 import { logger, logUnexpected, setLogLevel } from "../util/logger.ts";
 import type { SeveralModels } from "./several-models.ts";
@@ -37,6 +38,8 @@ export class CoreServices implements Services {
   private reuse: PromptReuse | undefined;
   private kvDisk: KvDisk | null | undefined;
   private several: SeveralModels | undefined;
+  /** Memory's embedder: undefined until asked, null when there is none (no embedding model). */
+  private embedder: MemoryEmbedder | null | undefined;
   private readonly stoppers: { name: string; stop: () => Promise<void> }[] = [];
   private stopping: Promise<void> | undefined;
   private prepared = false;
@@ -159,8 +162,45 @@ export class CoreServices implements Services {
       const { Store } = require("../store/store.ts") as typeof import("../store/store.ts");
       const store = Store.open(app.data_dir, { folders: memory.folders });
       this.database = this.stopAtShutdown("store", store, async () => store.close());
+      if (memory.enabled && memory.embedding_model !== null) {
+        // Rows without vectors (folders, another model's) are embedded from the first open, not
+        // from the first chat; off this call, which a sessions method may be waiting on.
+        setTimeout(() => this.memoryIndex(), 0).unref?.();
+      }
     }
     return this.database;
+  }
+
+  memoryIndex(options?: { create: boolean }): MemoryEmbedder | undefined {
+    if (options?.create === false || this.embedder !== undefined || this.stopping)
+      return this.embedder ?? undefined;
+    this.embedder = null;
+    try {
+      const config = this.config();
+      if (!config.memory.enabled || config.memory.embedding_model === null) return undefined;
+      const models = this.severalIfConfigured();
+      if (!models) return undefined;
+      const store = this.store();
+      const { memoryEmbedder } = require("./memory-embedding.ts") as typeof import("./memory-embedding.ts");
+      const made = memoryEmbedder(config, store, models);
+      if (made) this.embedder = this.stopAtShutdown("memory embedder", made, () => made.stop());
+    } catch (err) {
+      // No config or no store: the request that needs them reports it; asked again next time.
+      this.embedder = undefined;
+      logger.debug(`memory's embedder not made: ${(err as Error).message}`);
+    }
+    return this.embedder ?? undefined;
+  }
+
+  get embedChunks():
+    | ((
+        ids: number[],
+        onProgress: (done: number, total: number) => void,
+        signal: AbortSignal,
+      ) => Promise<void>)
+    | undefined {
+    const embedder = this.memoryIndex();
+    return embedder ? (ids, onProgress, signal) => embedder.embedChunks(ids, onProgress, signal) : undefined;
   }
 
   promptReuse(model?: string): PromptReuse {

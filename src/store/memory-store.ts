@@ -1,5 +1,7 @@
 import type { Database } from "bun:sqlite";
 import { anyOf, likePattern, words } from "./fts-query.ts";
+import { MemoryVectors, type QueryVector, type Scope } from "./memory-vectors.ts";
+import { fuseRanks } from "./rank-fusion.ts";
 import { TermStats } from "./term-stats.ts";
 
 /** A remembered passage: a past turn (`session:<id>`) or a chunk of a file (`file:<path>`). */
@@ -21,6 +23,12 @@ const RANKED_MATCHES = 1000;
 const OWN_OR_FOLDER = `((m.user_id = $u AND m.session_id != $skip)
   OR (m.user_id = '' AND m.root IN (SELECT value FROM json_each($roots))))`;
 
+/**
+ * With a query vector, how deep each list (words, meaning) goes into the fusion: deeper than
+ * top_k, so a row second in one list and tenth in the other still counts for both.
+ */
+const FUSION_DEPTH = 50;
+
 interface Row {
   id: number;
   source: string;
@@ -37,6 +45,8 @@ interface Row {
  */
 export class MemoryStore {
   private readonly stats: TermStats;
+  /** The rows' vectors and the in-memory index over them (store/memory-vectors.ts). */
+  readonly vectors: MemoryVectors;
 
   constructor(
     private readonly db: Database,
@@ -44,16 +54,51 @@ export class MemoryStore {
     private readonly folders: readonly string[],
   ) {
     this.stats = new TermStats(db, "memory_fts", "memory");
+    this.vectors = new MemoryVectors(db);
   }
 
-  /** The best `topK` passages among what is indexed now. */
-  search(userId: string, query: string, topK: number, excludeSession?: string): MemoryHit[] {
+  /**
+   * The best `topK` passages among what is indexed now. With the query's vector, the word
+   * matches and the nearest vectors of the same model are fused by reciprocal rank
+   * (store/rank-fusion.ts; a hit's score is then its fused score); without, the word matches.
+   */
+  search(
+    userId: string,
+    query: string,
+    topK: number,
+    excludeSession?: string,
+    vector?: QueryVector,
+  ): MemoryHit[] {
     if (topK <= 0) return [];
     const skip = excludeSession ?? "";
+    const depth = vector ? Math.max(topK, FUSION_DEPTH) : topK;
     const rows = this.fts
-      ? this.ftsRows(userId, query, topK, skip)
-      : this.likeRows(userId, query, topK, skip);
-    return rows.map((r) => ({ doc: { id: String(r.id), text: r.text, source: r.source }, score: r.score }));
+      ? this.ftsRows(userId, query, depth, skip)
+      : this.likeRows(userId, query, depth, skip);
+    if (!vector) return rows.map(hitOf);
+    const near = this.vectors.nearest(vector, this.scope(userId, skip), depth);
+    const fused = fuseRanks([rows.map((r) => r.id), near.map((r) => r.id)]).slice(0, topK);
+    const byId = new Map(rows.map((r) => [r.id, r]));
+    const missing = fused.filter((f) => !byId.has(f.id)).map((f) => f.id);
+    if (missing.length > 0) {
+      const more = this.db
+        .query("SELECT id, source, text, 0 AS score FROM memory WHERE id IN (SELECT value FROM json_each(?))")
+        .all(JSON.stringify(missing)) as Row[];
+      for (const r of more) byId.set(r.id, r);
+    }
+    return fused.flatMap((f) => {
+      const r = byId.get(f.id);
+      return r ? [hitOf({ ...r, score: f.score })] : [];
+    });
+  }
+
+  /** Recall's scope as the vector search filters by it: the same condition as the word search's. */
+  private scope(userId: string, skip: string): Scope {
+    return {
+      sql: OWN_OR_FOLDER,
+      params: { u: userId, skip, roots: JSON.stringify(this.folders) },
+      owners: [userId, ""],
+    };
   }
 
   private ftsRows(userId: string, query: string, topK: number, skip: string): Row[] {
@@ -94,6 +139,10 @@ export class MemoryStore {
       )
       .all(params) as Row[];
   }
+}
+
+function hitOf(r: Row): MemoryHit {
+  return { doc: { id: String(r.id), text: r.text, source: r.source }, score: r.score };
 }
 
 /** Splits at blank lines into chunks near CHUNK_CHARS, so a hit quotes a passage, not a book. */

@@ -78,6 +78,7 @@ describe("what status says of llama-server, from the supervisor's snapshot", () 
         kv_disk: { used_bytes: null, files: null, budget_bytes: null },
         rpc_workers: [],
         requests: [],
+        memory_index: null,
       }),
     ).not.toThrow();
   });

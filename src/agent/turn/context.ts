@@ -3,6 +3,7 @@ import type { ChatEvents, ChatParams, Warning } from "../../protocol/chat.ts";
 import type { RequestContext } from "../../protocol/method-table.ts";
 import type { LlamaProvider } from "../../runtime/endpoint.ts";
 import type { KeyedMutex } from "../../store/keyed-mutex.ts";
+import type { QueryVector } from "../../store/memory-vectors.ts";
 import type { Store } from "../../store/store.ts";
 import type { PromptReuse } from "../kv/reuse.ts";
 import type { McpPool } from "../mcp/pool.ts";
@@ -24,6 +25,11 @@ export interface TurnDeps {
    * none of it.
    */
   reuse?: PromptReuse;
+  /**
+   * The input's vector for recall (docs/agent.md, "Memory"); absent without an embedding model.
+   * A failure or a slow answer leaves recall to words alone.
+   */
+  embedQuery?: (text: string, signal: AbortSignal) => Promise<QueryVector | undefined>;
   emit: RequestContext<ChatEvents>["emit"];
   signal: AbortSignal;
   /**

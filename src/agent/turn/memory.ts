@@ -1,5 +1,7 @@
 import type { MemoryHit } from "../../store/memory-store.ts";
+import type { QueryVector } from "../../store/memory-vectors.ts";
 import { logger } from "../../util/logger.ts";
+import { within } from "../../util/within.ts";
 import type { TurnContext } from "./context.ts";
 
 /**
@@ -8,6 +10,13 @@ import type { TurnContext } from "./context.ts";
  */
 export const RECALL_WAIT_MS = 250;
 
+/**
+ * How long recall waits for the query's vector: a loaded embedding model answers a short input
+ * in milliseconds; one still loading (the first turn after a start) is not waited for, and that
+ * turn recalls by words alone while the load goes on.
+ */
+export const QUERY_VECTOR_WAIT_MS = 1500;
+
 /** The passages of the user's memory that match the turn's input (none when memory is off or fails). */
 export async function recall(ctx: TurnContext): Promise<MemoryHit[]> {
   const mem = ctx.deps.config.memory;
@@ -15,12 +24,32 @@ export async function recall(ctx: TurnContext): Promise<MemoryHit[]> {
   if (!mem.enabled || mem.top_k === 0 || input.trim() === "") return [];
   try {
     const store = ctx.deps.store();
-    await store.folderIndex.whenIndexed(RECALL_WAIT_MS);
-    return store.memory.search(ctx.params.user_id, input, mem.top_k, ctx.sessionId);
+    const [vector] = await Promise.all([
+      queryVector(ctx, input),
+      store.folderIndex.whenIndexed(RECALL_WAIT_MS),
+    ]);
+    return store.memory.search(ctx.params.user_id, input, mem.top_k, ctx.sessionId, vector);
   } catch (err) {
     logger.warn(`trace=${ctx.traceId} memory search failed: ${(err as Error).message}`);
     return [];
   }
+}
+
+/** The input's vector, when an embedding model answers in time; undefined otherwise (words alone). */
+async function queryVector(ctx: TurnContext, input: string): Promise<QueryVector | undefined> {
+  const embed = ctx.deps.embedQuery;
+  if (!embed) return undefined;
+  const abort = new AbortController();
+  const signal = AbortSignal.any([ctx.deps.signal, abort.signal]);
+  const asked = embed(input, signal).catch((err: Error) => {
+    if (!signal.aborted)
+      logger.warn(`trace=${ctx.traceId} memory: the query's embedding failed: ${err.message}`);
+    return undefined;
+  });
+  const vector = await within(asked, QUERY_VECTOR_WAIT_MS, undefined);
+  // Given up on: the request is aborted too, so it never competes with the turn's own.
+  if (vector === undefined) abort.abort();
+  return vector;
 }
 
 /** The finished turn as memory keeps it (input and answer), committed with the turn; none when memory is off. */

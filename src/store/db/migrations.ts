@@ -118,6 +118,39 @@ export const MIGRATIONS: readonly Migration[] = [
       `CREATE INDEX erasures_by_user ON erasures (user_id, id)`,
     ],
   },
+  {
+    // 3 is documents' (issue 29).
+    version: 4,
+    sql: [
+      // One vector per memory row (store/memory-vectors.ts), gone with its row (the cascade), so
+      // an erase takes it too. `fingerprint` names the embedding model that made it: another
+      // model's vectors are never compared with a query. `vector` is Float32 little-endian,
+      // L2-normalized as llama-server returns it; `bits` its sign bits (store/vector-index.ts),
+      // read alone to load the in-memory index. `id` only rises, so an index catches up with
+      // rows added since it was loaded (another core's too).
+      `CREATE TABLE memory_vectors (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        memory_id INTEGER NOT NULL UNIQUE REFERENCES memory (id) ON DELETE CASCADE,
+        fingerprint TEXT NOT NULL,
+        dimensions INTEGER NOT NULL,
+        vector BLOB NOT NULL,
+        bits BLOB NOT NULL
+      ) STRICT`,
+      `CREATE INDEX memory_vectors_by_model ON memory_vectors (fingerprint, id)`,
+      // Which rows' vectors were deleted, by any path or process (an erase, an edit, a folder
+      // file changed, another core): an in-memory index drops them by reading past its last seq.
+      // Row ids only, never text; the oldest go once 100,000 are kept (an index that far behind
+      // loads again).
+      `CREATE TABLE memory_vector_deletions (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        memory_id INTEGER NOT NULL
+      ) STRICT`,
+      `CREATE TRIGGER memory_vectors_deleted AFTER DELETE ON memory_vectors BEGIN
+        INSERT INTO memory_vector_deletions (memory_id) VALUES (old.memory_id);
+        DELETE FROM memory_vector_deletions WHERE seq <= (SELECT max(seq) FROM memory_vector_deletions) - 100000;
+      END`,
+    ],
+  },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]?.version ?? 0;

@@ -92,6 +92,30 @@ describe("erasing for good", () => {
     expect(filesHolding(dir.path, "ZEBRAFISH")).toEqual([]);
   });
 
+  test("users.delete leaves no byte of the user's memory vectors either", async () => {
+    using dir = tmpdir();
+    const store = Store.open(dir.path);
+    // Vectors whose bytes spell a marker, so a copy left in any file is found by the same grep.
+    const marked = new Float32Array(new TextEncoder().encode("VECTORMARKWOMBAT".repeat(16)).buffer);
+    for (let i = 0; i < 100; i++) chat(store, "alice", `s${i % 5}`, `note ${i}`);
+    chat(store, "bob", "b", "bob's note");
+    const ids = (store.memory.search("alice", "note", 200) as { doc: { id: string } }[]).map((h) =>
+      Number(h.doc.id),
+    );
+    store.memory.vectors.put(
+      "m1",
+      ids.map((id) => ({ id, vector: marked })),
+    );
+    expect(store.memory.vectors.counts("m1").embedded).toBe(100);
+    expect(filesHolding(dir.path, "VECTORMARKWOMBAT").length).toBeGreaterThan(0);
+    await store.deleteUser("alice");
+    expect(store.memory.vectors.counts("m1").embedded).toBe(0);
+    expect(store.memory.search("alice", "x", 5, "", { fingerprint: "m1", vector: marked })).toEqual([]);
+    expect(filesHolding(dir.path, "VECTORMARKWOMBAT")).toEqual([]);
+    store.close();
+    expect(filesHolding(dir.path, "VECTORMARKWOMBAT")).toEqual([]);
+  });
+
   test("sessions.delete erases that session only: its messages, reasoning, memory and 0.1 files", async () => {
     using dir = tmpdir();
     writeV01(dir.path, "alice", "old", "QUOKKA");

@@ -1,0 +1,45 @@
+import { createHash } from "node:crypto";
+import { modelIdentity } from "../agent/kv/fingerprint.ts";
+import { chooseEmbedModel } from "../config/choose-model.ts";
+import type { Config } from "../config/schema.ts";
+import type { ModelsApi } from "../runtime/models-api.ts";
+import { MemoryEmbedder } from "../store/memory-embedder.ts";
+import type { Store } from "../store/store.ts";
+
+/**
+ * Memory's embedding model wired to the store (docs/agent.md, "Memory"): made by the composition
+ * root only when memory is on and `memory.embedding_model` names a model of kind embedding.
+ * Its vectors go through several models' `embed`, so the model loads, shares memory and
+ * unloads like any other.
+ */
+export function memoryEmbedder(config: Config, store: Store, models: ModelsApi): MemoryEmbedder | undefined {
+  const name = config.memory.embedding_model;
+  if (!config.memory.enabled || name === null) return undefined;
+  const choice = chooseEmbedModel(config, name);
+  const entry = config.models.find((m) => m.name === name);
+  const fingerprintNow = () =>
+    embeddingFingerprint(entry?.path ?? name, [...config.llama.extra_args, ...(entry?.extra_args ?? [])]);
+  const embedder = new MemoryEmbedder({
+    store,
+    model: name,
+    fingerprint: fingerprintNow,
+    embed: async (texts, signal) => (await models.embed(choice, texts, signal)).embeddings,
+  });
+  // Rows left without a vector (the folders indexed at the first open, another model's vectors,
+  // a failure last time) are embedded once the core is up; the folders once they are read.
+  embedder.kick();
+  // The in-memory index read in slices now, not all at once by the first recall.
+  void store.memory.vectors.warm(fingerprintNow());
+  void store.folderIndex.start().then(() => embedder.kick());
+  return embedder;
+}
+
+/**
+ * What a vector is valid for: the model file as it is now (path, size, modification time and
+ * inode, as prompt reuse keys its saved slots: agent/kv/fingerprint.ts; a file replaced in place
+ * is another model) and the flags it runs with (a `--pooling` there changes every vector).
+ */
+export function embeddingFingerprint(path: string, extraArgs: readonly string[]): string {
+  const model = modelIdentity(path) ?? { path };
+  return createHash("sha256").update(JSON.stringify({ model, extraArgs })).digest("hex").slice(0, 32);
+}

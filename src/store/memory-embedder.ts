@@ -1,0 +1,229 @@
+import { backoffDelayMs } from "../util/backoff.ts";
+import { logger } from "../util/logger.ts";
+import type { QueryVector } from "./memory-vectors.ts";
+import type { Store } from "./store.ts";
+
+/** What `status.memory_index` shows (docs/protocol.md#status). */
+export interface MemoryIndexProgress {
+  embedded: number;
+  total: number;
+  model: string;
+}
+
+export interface MemoryEmbedderDeps {
+  store: Store;
+  /** The embedding model's name, as status shows it. */
+  model: string;
+  /** The model's fingerprint now (its file's identity): vectors of another are never used. */
+  fingerprint(): string;
+  /** One L2-normalized vector per text, in order (several models' `embed`); throws CoreError. */
+  embed(texts: string[], signal: AbortSignal): Promise<number[][]>;
+  /** Tests: rows per request, the wait after a turn before embedding, the retry back-off. */
+  batch?: number;
+  settleMs?: number;
+  retryMs?: { initial: number; max: number };
+}
+
+/** Rows per embedding request: llama-server takes up to 1,024 inputs, but a batch is one wait. */
+const BATCH = 32;
+/** After a turn, the embedding waits this long: the result goes out first, and turns close together share a batch. */
+const SETTLE_MS = 250;
+/** After a failure (the model down, crashed, refusing), the next try's back-off. */
+const RETRY_MS = { initial: 5_000, max: 300_000 };
+/** A text past this many characters is cut before it is sent (the model's own limit may cut it further). */
+const MAX_CHARS = 8_000;
+/** Times an input the server finds too long is shortened before the batch gives up. */
+const SHORTEN_TRIES = 3;
+
+/**
+ * Memory rows embedded off the turn's path (docs/agent.md, "Memory"): a job that embeds, in
+ * batches and newest first, every `memory` row without a vector of the current embedding model
+ * (turns, folder chunks, documents' chunks alike), writes the vectors through the store's write
+ * (another core's lock waited for without blocking the loop), and yields the event loop between
+ * batches. It runs after each turn (a short wait first), when the store opens, and after a
+ * failure with back-off; a changed model re-embeds everything this way. Failures never reach a
+ * chat: recall goes on by words alone until the vectors are there.
+ */
+export class MemoryEmbedder {
+  private running: Promise<void> | undefined;
+  private again = false;
+  private timer: ReturnType<typeof setTimeout> | undefined;
+  private failures = 0;
+  private stopped = false;
+  private readonly abort = new AbortController();
+  private counts: { embedded: number; total: number } | undefined;
+  private readonly batch: number;
+  private readonly settleMs: number;
+  private readonly retryMs: { initial: number; max: number };
+
+  constructor(private readonly deps: MemoryEmbedderDeps) {
+    this.batch = deps.batch ?? BATCH;
+    this.settleMs = deps.settleMs ?? SETTLE_MS;
+    this.retryMs = deps.retryMs ?? RETRY_MS;
+  }
+
+  /** status.memory_index: the counts as of the job's last look (no I/O). */
+  progress(): MemoryIndexProgress {
+    return { embedded: this.counts?.embedded ?? 0, total: this.counts?.total ?? 0, model: this.deps.model };
+  }
+
+  /** Asks for a run after the settle wait (a run under way goes round again). */
+  kick(delayMs = this.settleMs): void {
+    if (this.stopped) return;
+    if (this.timer) return;
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      void this.run();
+    }, delayMs);
+    this.timer.unref?.();
+  }
+
+  /** Runs the job now and waits for it (tests, and a caller that wants it done). */
+  run(): Promise<void> {
+    if (this.running) {
+      this.again = true;
+      return this.running;
+    }
+    this.running = this.loop().finally(() => {
+      this.running = undefined;
+      if (this.again && !this.stopped) {
+        this.again = false;
+        this.kick(0);
+      }
+    });
+    return this.running;
+  }
+
+  /**
+   * The documents' hook (`Services.embedChunks`): embeds these rows now, reporting rows done of
+   * all given. A failure of the model is logged and left to the job (the rows stay searchable
+   * by words and get vectors later): the promise still resolves; only a cancel rejects.
+   */
+  async embedChunks(
+    memoryRowIds: number[],
+    onProgress: (done: number, total: number) => void,
+    signal: AbortSignal,
+  ): Promise<void> {
+    const total = memoryRowIds.length;
+    const fp = this.deps.fingerprint();
+    const { store } = this.deps;
+    const lacking = store.guard(() => store.memory.vectors.lacking(fp, total, memoryRowIds)).reverse();
+    let done = total - lacking.length;
+    onProgress(done, total);
+    try {
+      for (let i = 0; i < lacking.length; i += this.batch) {
+        signal.throwIfAborted();
+        const rows = lacking.slice(i, i + this.batch);
+        await this.embedRows(fp, rows, AbortSignal.any([signal, this.abort.signal]));
+        done += rows.length;
+        onProgress(done, total);
+      }
+    } catch (err) {
+      if (signal.aborted) throw signal.reason;
+      if (this.stopped) return;
+      logger.warn(
+        `memory: embedding a document's chunks failed (${(err as Error).message}); tried again later`,
+      );
+      this.retryLater();
+    }
+  }
+
+  /** The query's vector for recall; undefined when the model fails (recall then uses words alone). */
+  async queryVector(text: string, signal: AbortSignal): Promise<QueryVector | undefined> {
+    const fingerprint = this.deps.fingerprint();
+    const [vector] = await this.deps.embed([text.slice(0, MAX_CHARS)], signal);
+    return vector && vector.length > 0 ? { fingerprint, vector } : undefined;
+  }
+
+  /** Shutdown: the request in flight aborted, no run started again. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+    this.abort.abort();
+    await this.running?.catch(() => {});
+  }
+
+  private async loop(): Promise<void> {
+    const { store } = this.deps;
+    try {
+      const fp = this.deps.fingerprint();
+      // Counted once a run (then added to as vectors are stored): two counts of every row.
+      this.counts = store.guard(() => store.memory.vectors.counts(fp));
+      // All embedded: the search for rows without a vector would read every row to say so.
+      if (this.counts.embedded >= this.counts.total) {
+        this.failures = 0;
+        return;
+      }
+      for (;;) {
+        if (this.stopped) return;
+        const rows = store.guard(() => store.memory.vectors.lacking(fp, this.batch));
+        if (rows.length === 0) break;
+        // No vectors came back: a failure, not a reason to ask again at once. (Rows erased
+        // meanwhile get none stored, and are not asked for again.)
+        if ((await this.embedRows(fp, rows, this.abort.signal)) === 0)
+          throw new Error(`no vectors came back for ${rows.length} rows`);
+        // The loop is given back between batches: a ping or a chat never waits for a backlog.
+        await new Promise((r) => setImmediate(r));
+      }
+      this.failures = 0;
+      // A run that caught up says so exactly (rows added or erased meanwhile included).
+      this.counts = store.guard(() => store.memory.vectors.counts(fp));
+    } catch (err) {
+      if (this.stopped) return;
+      logger.warn(
+        `memory: embedding failed (${(err as Error).message}); recall uses words alone until it works`,
+      );
+      this.retryLater();
+    }
+  }
+
+  /**
+   * One request for `rows` (an input the server finds too long shortened and sent again), then
+   * their vectors stored; the vectors that came back.
+   */
+  private async embedRows(
+    fp: string,
+    rows: { id: number; text: string }[],
+    signal: AbortSignal,
+  ): Promise<number> {
+    const texts = rows.map((r) => r.text.slice(0, MAX_CHARS));
+    let vectors: number[][] | undefined;
+    for (let tries = 0; vectors === undefined; tries++) {
+      try {
+        vectors = await this.deps.embed(texts, signal);
+      } catch (err) {
+        const i = tooLong(err);
+        if (i === undefined || tries >= SHORTEN_TRIES) throw err;
+        texts[i.index] = (texts[i.index] as string).slice(
+          0,
+          Math.floor((texts[i.index] as string).length * i.ratio),
+        );
+      }
+    }
+    const got = rows
+      .map((r, i) => ({ id: r.id, text: r.text, vector: vectors?.[i] ?? [] }))
+      .filter((r) => r.vector.length > 0);
+    const stored = await this.deps.store.write(() => this.deps.store.memory.vectors.put(fp, got));
+    if (this.counts) this.counts = { ...this.counts, embedded: this.counts.embedded + stored };
+    return got.length;
+  }
+
+  private retryLater(): void {
+    this.failures++;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    this.kick(backoffDelayMs(this.failures, this.retryMs.initial, this.retryMs.max));
+  }
+}
+
+/** The place of an input the server refused as too long, and how much of it to keep. */
+function tooLong(err: unknown): { index: number; ratio: number } | undefined {
+  const data = (err as { data?: Record<string, unknown> }).data;
+  const field = data?.field;
+  const index = data?.index;
+  if (typeof field !== "string" || !field.startsWith("input.") || typeof index !== "number") return undefined;
+  const n = Number(data?.n_tokens);
+  const max = Number(data?.max_tokens);
+  const ratio = n > 0 && max > 0 && max < n ? (max / n) * 0.9 : 0.5;
+  return { index, ratio };
+}

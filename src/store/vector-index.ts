@@ -1,0 +1,181 @@
+/**
+ * The in-memory half of vector recall (docs/agent.md, "Memory"): one sign bit per dimension of
+ * each stored vector (768 dimensions: 24 words, 96 bytes), searched by Hamming distance. It
+ * only nominates candidates; the caller rescores them with the exact float vectors and filters
+ * them through the scope's SQL, so a stale entry here costs a candidate, never a wrong answer.
+ * Pure: no SQLite, no clock.
+ */
+
+/** The sign bits of a vector: bit i set when component i is positive. */
+export function signBits(vector: ArrayLike<number>, words = wordsFor(vector.length)): Int32Array {
+  const out = new Int32Array(words);
+  for (let i = 0; i < vector.length; i++) {
+    if ((vector[i] as number) > 0) out[i >>> 5] = (out[i >>> 5] as number) | (1 << (i & 31));
+  }
+  return out;
+}
+
+export function wordsFor(dimensions: number): number {
+  return Math.ceil(dimensions / 32);
+}
+
+/**
+ * Set bits of every 16-bit number: a word's count is two lookups (JavaScript has no popcount;
+ * measured faster here than the shift-and-mask way: bench/retrieval.ts).
+ */
+const BITS16 = (() => {
+  const t = new Uint8Array(65536);
+  for (let i = 1; i < 65536; i++) t[i] = (i & 1) + (t[i >>> 1] as number);
+  return t;
+})();
+
+export class SignIndex {
+  readonly words: number;
+  private ids: Float64Array;
+  /** An interned key per entry (the row's user): a scan may be limited to some keys. */
+  private owners: Int32Array;
+  /** Int32, not Uint32: a word over 2^31 read from a Uint32Array is a heap number, several times slower. */
+  private bits: Int32Array;
+  private count = 0;
+  private readonly at = new Map<number, number>();
+  private readonly ownerCodes = new Map<string, number>();
+  /** Scratch for one scan's distances, grown with the index. */
+  private distances: Uint16Array;
+
+  constructor(
+    readonly dimensions: number,
+    capacity = 1024,
+  ) {
+    this.words = wordsFor(dimensions);
+    this.ids = new Float64Array(capacity);
+    this.owners = new Int32Array(capacity);
+    this.bits = new Int32Array(capacity * this.words);
+    this.distances = new Uint16Array(capacity);
+  }
+
+  get size(): number {
+    return this.count;
+  }
+
+  has(id: number): boolean {
+    return this.at.has(id);
+  }
+
+  /** Bytes held: the bits, ids, owners and scratch (the Map's entries add about 40 bytes each). */
+  bytes(): number {
+    return this.bits.byteLength + this.ids.byteLength + this.owners.byteLength + this.distances.byteLength;
+  }
+
+  /** Adds or replaces the entry of `id`; `bits` from `signBits`, of this index's width. */
+  put(id: number, owner: string, bits: Int32Array): void {
+    if (bits.length !== this.words)
+      throw new Error(`sign bits of ${bits.length} words; this index has ${this.words}`);
+    let slot = this.at.get(id);
+    if (slot === undefined) {
+      if (this.count === this.ids.length) this.grow();
+      slot = this.count++;
+      this.at.set(id, slot);
+      this.ids[slot] = id;
+    }
+    this.owners[slot] = this.ownerCode(owner);
+    this.bits.set(bits, slot * this.words);
+  }
+
+  /** Drops `id`'s entry (the last entry moves into its place). */
+  remove(id: number): void {
+    const slot = this.at.get(id);
+    if (slot === undefined) return;
+    this.at.delete(id);
+    const last = --this.count;
+    if (slot !== last) {
+      const lastId = this.ids[last] as number;
+      this.ids[slot] = lastId;
+      this.owners[slot] = this.owners[last] as number;
+      this.bits.copyWithin(slot * this.words, last * this.words, (last + 1) * this.words);
+      this.at.set(lastId, slot);
+    }
+  }
+
+  /**
+   * The ids of the `n` entries nearest `query` by Hamming distance (ties broken by position),
+   * among those whose owner is one of `owners` (all when undefined); nearest first.
+   */
+  nearest(query: Int32Array, n: number, owners?: readonly string[]): number[] {
+    if (n <= 0 || this.count === 0) return [];
+    const allowed = this.allowedCodes(owners);
+    const { words, bits, count } = this;
+    const dist = this.distances;
+    const histogram = new Uint32Array(words * 32 + 2);
+    const excluded = words * 32 + 1;
+    const ownerOf = this.owners;
+    for (let slot = 0; slot < count; slot++) {
+      if (allowed[ownerOf[slot] as number] === 0) {
+        dist[slot] = excluded;
+        continue;
+      }
+      let d = 0;
+      const base = slot * words;
+      for (let w = 0; w < words; w++) {
+        const x = (bits[base + w] as number) ^ (query[w] as number);
+        d += (BITS16[x & 0xffff] as number) + (BITS16[x >>> 16] as number);
+      }
+      dist[slot] = d;
+      histogram[d] = (histogram[d] as number) + 1;
+    }
+    // The distance at which n entries are reached, by counting (distances are small integers).
+    let threshold = 0;
+    for (let seen = 0; threshold < excluded; threshold++) {
+      seen += histogram[threshold] as number;
+      if (seen >= n) break;
+    }
+    const picked: number[] = [];
+    for (let slot = 0; slot < count; slot++) {
+      const d = dist[slot] as number;
+      if (d <= threshold && d !== excluded) picked.push(slot);
+    }
+    picked.sort((a, b) => (dist[a] as number) - (dist[b] as number) || a - b);
+    return picked.slice(0, n).map((slot) => this.ids[slot] as number);
+  }
+
+  /** A flag per owner code: 1 where the scan looks (every owner when `owners` is undefined). */
+  private allowedCodes(owners: readonly string[] | undefined): Uint8Array {
+    const codes = new Uint8Array(this.ownerCodes.size + 1);
+    if (!owners) codes.fill(1);
+    for (const o of owners ?? []) {
+      const c = this.ownerCodes.get(o);
+      if (c !== undefined) codes[c] = 1;
+    }
+    return codes;
+  }
+
+  private ownerCode(owner: string): number {
+    let code = this.ownerCodes.get(owner);
+    if (code === undefined) {
+      code = this.ownerCodes.size;
+      this.ownerCodes.set(owner, code);
+    }
+    return code;
+  }
+
+  private grow(): void {
+    const capacity = this.ids.length * 2;
+    const ids = new Float64Array(capacity);
+    ids.set(this.ids);
+    const owners = new Int32Array(capacity);
+    owners.set(this.owners);
+    const bits = new Int32Array(capacity * this.words);
+    bits.set(this.bits);
+    this.ids = ids;
+    this.owners = owners;
+    this.bits = bits;
+    this.distances = new Uint16Array(capacity);
+  }
+}
+
+/** Cosine similarity of two L2-normalized vectors: their dot product. */
+export function dot(a: ArrayLike<number>, b: ArrayLike<number>): number {
+  let s = 0;
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) s += (a[i] as number) * (b[i] as number);
+  return s;
+}
