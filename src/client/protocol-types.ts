@@ -29,7 +29,8 @@ export type ErrorReason =
   | "session_deleted"
   | "model_not_found"
   | "model_busy"
-  | "unsupported_format";
+  | "unsupported_format"
+  | "model_not_vision";
 
 /** What `chat` accepts: every field has a default on the core's side. */
 export type ChatParams = {
@@ -37,6 +38,7 @@ export type ChatParams = {
   session_id?: string | undefined;
   agent?: string | undefined;
   input?: string | undefined;
+  images?: { data?: string | undefined; mime?: string | undefined; path?: string | undefined }[] | undefined;
   model?: string | undefined;
   resume?: boolean | undefined;
   approve_execution?: boolean | undefined;

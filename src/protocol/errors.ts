@@ -35,6 +35,7 @@ export const ERROR_REASONS = [
   "model_not_found",
   "model_busy",
   "unsupported_format",
+  "model_not_vision",
 ] as const;
 export type ErrorReason = (typeof ERROR_REASONS)[number];
 

@@ -106,7 +106,7 @@ describe("prepareImages", () => {
     test(`refused: ${name}, naming images[1]`, async () => {
       const err = await refusal(prepareImages([{ data: b64(png(2, 2)) }, input() as never], limits));
       expect(err.code).toBe("invalid_request");
-      expect(err.data).toMatchObject({ field: "images[1]", reason });
+      expect(err.data).toMatchObject({ field: "images[1]", problem: reason });
       expect(err.message).toMatch(message);
     });
   }
@@ -118,13 +118,13 @@ describe("prepareImages", () => {
         { ...limits, maxImages: 2 },
       ),
     );
-    expect(err.data).toMatchObject({ field: "images[2]", reason: "too_many_images" });
+    expect(err.data).toMatchObject({ field: "images[2]", problem: "too_many_images" });
     expect(err.message).toMatch(/app\.max_images \(2\)/);
   });
 
   test("app.max_image_pixels is the config's", async () => {
     const err = await refusal(prepareImages([{ data: b64(png(20, 20)) }], { ...limits, maxPixels: 399 }));
-    expect(err.data).toMatchObject({ field: "images[0]", reason: "too_many_pixels" });
+    expect(err.data).toMatchObject({ field: "images[0]", problem: "too_many_pixels" });
     expect((await prepareImages([{ data: b64(png(20, 20)) }], { ...limits, maxPixels: 400 })).length).toBe(1);
   });
 
@@ -158,7 +158,7 @@ describe("prepareImages", () => {
     if (process.getuid?.() !== 0) expectations.push([locked, /permission denied/]);
     for (const [path, message] of expectations) {
       const err = await refusal(prepareImages([{ path }], limits));
-      expect(err.data).toMatchObject({ field: "images[0]", reason: "unreadable" });
+      expect(err.data).toMatchObject({ field: "images[0]", problem: "unreadable" });
       expect(err.message).toMatch(message);
     }
   });
