@@ -30,7 +30,8 @@ export type ErrorReason =
   | "model_not_found"
   | "model_busy"
   | "unsupported_format"
-  | "model_not_vision";
+  | "model_not_vision"
+  | "attachment_not_found";
 
 /** What `chat` accepts: every field has a default on the core's side. */
 export type ChatParams = {
@@ -546,6 +547,7 @@ export type SessionsGetResult = {
     role: "tool" | "user" | "assistant" | "system";
     content: string | null;
     created_at: string;
+    attachments?: { id: number; mime: string; bytes: number }[] | undefined;
     reasoning?: string | undefined;
     tool_calls?:
       | { id: string; type: "function"; function: { name: string; arguments: string } }[]
@@ -616,6 +618,12 @@ export type SessionsExportParams = {
 /** The result of `sessions.export`. */
 export type SessionsExportResult = { format: "json" | "markdown"; content: string };
 
+/** What `sessions.attachment` accepts. */
+export type SessionsAttachmentParams = { id: number; user_id?: string | undefined };
+
+/** The result of `sessions.attachment`. */
+export type SessionsAttachmentResult = { id: number; mime: string; bytes: number; data: string };
+
 /** What `users.delete` accepts. */
 export type UsersDeleteParams = { user_id?: string | undefined };
 
@@ -645,6 +653,7 @@ export type StoredMessage = {
   role: "tool" | "user" | "assistant" | "system";
   content: string | null;
   created_at: string;
+  attachments?: { id: number; mime: string; bytes: number }[] | undefined;
   reasoning?: string | undefined;
   tool_calls?: { id: string; type: "function"; function: { name: string; arguments: string } }[] | undefined;
   tool_call_id?: string | undefined;

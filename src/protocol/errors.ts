@@ -36,6 +36,7 @@ export const ERROR_REASONS = [
   "model_busy",
   "unsupported_format",
   "model_not_vision",
+  "attachment_not_found",
 ] as const;
 export type ErrorReason = (typeof ERROR_REASONS)[number];
 

@@ -118,6 +118,29 @@ export const MIGRATIONS: readonly Migration[] = [
       `CREATE INDEX erasures_by_user ON erasures (user_id, id)`,
     ],
   },
+  {
+    version: 5,
+    sql: [
+      // A user message's images (docs/protocol.md#images), the bytes as given. `seq` is the
+      // message's; NULL while its turn is in flight (the checkpoint names the ids), so a turn
+      // that never commits leaves nothing a later one would show. `tokens`: what llama-server
+      // counted for the image once sent (the history's budget). AUTOINCREMENT: an id a host
+      // kept never comes back naming another image.
+      `CREATE TABLE attachments (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        user_id TEXT NOT NULL,
+        session_id TEXT NOT NULL,
+        seq INTEGER,
+        mime TEXT NOT NULL,
+        bytes INTEGER NOT NULL,
+        tokens INTEGER,
+        data BLOB NOT NULL,
+        created_at INTEGER NOT NULL,
+        FOREIGN KEY (user_id, session_id) REFERENCES sessions ON DELETE CASCADE
+      ) STRICT`,
+      `CREATE INDEX attachments_by_message ON attachments (user_id, session_id, seq)`,
+    ],
+  },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]?.version ?? 0;
