@@ -83,6 +83,7 @@ export type ChatResult = {
     prompt_ms?: number | undefined;
     ttft_ms?: number | undefined;
     tokens_per_s?: number | undefined;
+    image_tokens?: number | undefined;
   };
   dropped_events: number;
   model?: string | undefined;
@@ -562,6 +563,7 @@ export type SessionsGetResult = {
           prompt_ms?: number | undefined;
           ttft_ms?: number | undefined;
           tokens_per_s?: number | undefined;
+          image_tokens?: number | undefined;
         }
       | undefined;
   }[];
@@ -666,6 +668,7 @@ export type StoredMessage = {
         prompt_ms?: number | undefined;
         ttft_ms?: number | undefined;
         tokens_per_s?: number | undefined;
+        image_tokens?: number | undefined;
       }
     | undefined;
 };
