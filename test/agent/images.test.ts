@@ -130,17 +130,17 @@ describe("a chat with images", () => {
     await h.chat(1, { session_id: "s", input: "look", images: [{ data: b64(png(3, 3)) }] });
     const id = (h.history("s")[0] as Json).attachments[0].id;
     await h.chat(2, { session_id: "s", regenerate: true });
-    expect((userParts(h, 1)[0] as Json[])[1].image_url.url).toContain(b64(png(3, 3)));
+    expect((userParts(h, 1)[0] as Json[])[1]!.image_url.url).toContain(b64(png(3, 3)));
     expect((h.history("s")[0] as Json).attachments[0].id).toBe(id);
     await h.chat(3, { session_id: "s", replace_from: 0, input: "look again" });
-    expect((userParts(h, 2)[0] as Json[])[1].image_url.url).toContain(b64(png(3, 3)));
+    expect((userParts(h, 2)[0] as Json[])[1]!.image_url.url).toContain(b64(png(3, 3)));
     await h.chat(4, {
       session_id: "s",
       replace_from: 0,
       input: "this one",
       images: [{ data: b64(png(5, 5)) }],
     });
-    expect((userParts(h, 3)[0] as Json[])[1].image_url.url).toContain(b64(png(5, 5)));
+    expect((userParts(h, 3)[0] as Json[])[1]!.image_url.url).toContain(b64(png(5, 5)));
     h.send(5, "sessions.attachment", { id });
     expect((await h.terminal(5)).type).toBe("error");
     const { terminal } = await h.chat(6, {
