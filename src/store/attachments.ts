@@ -2,6 +2,9 @@ import type { Database } from "bun:sqlite";
 import type { AttachmentRef } from "../protocol/chat-message.ts";
 import { refuseIfErased } from "./erasures.ts";
 
+/** An image's bytes are kept in parts of this size (a multiple of 3, so parts encode to base64 apart). */
+export const PART_BYTES = 3 * 341 * 1024;
+
 /** An image to keep: its type (from its bytes) and the bytes. */
 export interface NewAttachment {
   mime: string;
@@ -45,21 +48,18 @@ export class Attachments {
       .transaction(() => {
         refuseIfErased(this.db, userId, sessionId, since);
         const insert = this.db.query(
-          `INSERT INTO attachments (user_id, session_id, seq, mime, bytes, data, created_at)
-           VALUES (?, ?, NULL, ?, ?, ?, ?) RETURNING id`,
+          `INSERT INTO attachments (user_id, session_id, seq, mime, bytes, created_at)
+           VALUES (?, ?, NULL, ?, ?, ?) RETURNING id`,
+        );
+        const keep = this.db.query(
+          "INSERT INTO attachment_data (id, part, user_id, data) VALUES (?, ?, ?, ?)",
         );
         return images.map((image) => {
-          const { id } = insert.get(
-            userId,
-            sessionId,
-            image.mime,
-            image.data.byteLength,
-            image.data,
-            at.getTime(),
-          ) as {
-            id: number;
-          };
-          return { id, mime: image.mime, bytes: image.data.byteLength };
+          const bytes = image.data.byteLength;
+          const { id } = insert.get(userId, sessionId, image.mime, bytes, at.getTime()) as { id: number };
+          for (let at = 0, part = 0; at < bytes || part === 0; at += PART_BYTES, part++)
+            keep.run(id, part, userId, image.data.subarray(at, at + PART_BYTES));
+          return { id, mime: image.mime, bytes };
         });
       })
       .immediate();
@@ -138,9 +138,18 @@ export class Attachments {
   /** One image with its bytes, when the user has it. */
   get(userId: string, id: number): AttachmentData | undefined {
     const row = this.db
-      .query("SELECT id, mime, bytes, tokens, data FROM attachments WHERE user_id = ? AND id = ?")
-      .get(userId, id) as (RefRow & { data: Uint8Array }) | null;
+      .query("SELECT id, mime, bytes, tokens FROM attachments WHERE user_id = ? AND id = ?")
+      .get(userId, id) as RefRow | null;
     if (!row) return undefined;
-    return { id: row.id, mime: row.mime, bytes: row.bytes, tokens: row.tokens, data: row.data };
+    const data = new Uint8Array(row.bytes);
+    const parts = this.db
+      .query("SELECT data FROM attachment_data WHERE id = ? AND user_id = ? ORDER BY part")
+      .iterate(id, userId) as Iterable<{ data: Uint8Array }>;
+    let at = 0;
+    for (const p of parts) {
+      data.set(p.data.subarray(0, data.length - at), at);
+      at += p.data.byteLength;
+    }
+    return { id: row.id, mime: row.mime, bytes: row.bytes, tokens: row.tokens, data };
   }
 }

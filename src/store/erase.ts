@@ -46,7 +46,12 @@ export function deleteRows(db: Database, userId: string, sessionId?: string): nu
   db.query(`DELETE FROM session_leases WHERE ${where}`).run(...args);
   // Images (docs/protocol.md#images) go with their session too; by user here as every table
   // holding a user's data is. A copy set aside before they existed has no such table.
-  if (hasTable(db, "attachments")) db.query(`DELETE FROM attachments WHERE ${where}`).run(...args);
+  if (hasTable(db, "attachments")) {
+    db.query(`DELETE FROM attachment_data WHERE id IN (SELECT id FROM attachments WHERE ${where})`).run(
+      ...args,
+    );
+    db.query(`DELETE FROM attachments WHERE ${where}`).run(...args);
+  }
   return db.query(`DELETE FROM sessions WHERE ${where}`).run(...args).changes;
 }
 
@@ -73,9 +78,24 @@ export function eraseInSteps(
   db.transaction(() => recordErasure(db, userId, sessionId, at)).immediate();
   const where = sessionId === undefined ? "user_id = ?" : "user_id = ? AND session_id = ?";
   const args = sessionId === undefined ? [userId] : [userId, sessionId];
-  // An image may be 20 MB: one a step, so the log holds one image's pages at most.
+  // An image's bytes are kept in parts of 1 MB: a few a step, so the log stays small.
+  const ofAttachment = sessionId === undefined ? "a.user_id = ?" : "a.user_id = ? AND a.session_id = ?";
+  for (let removed = 1; removed > 0 && hasTable(db, "attachment_data"); ) {
+    truncateWal(db);
+    removed = db
+      .transaction(
+        () =>
+          db
+            .query(
+              `DELETE FROM attachment_data WHERE rowid IN (SELECT d.rowid FROM attachment_data d
+               JOIN attachments a ON a.id = d.id WHERE ${ofAttachment} LIMIT 4)`,
+            )
+            .run(...args).changes,
+      )
+      .immediate();
+  }
   const steps: [string, number][] = [
-    ["attachments", 1],
+    ["attachments", STEP_ROWS],
     ["memory", STEP_ROWS],
     ["messages", STEP_ROWS],
   ];
