@@ -133,11 +133,11 @@ describe("prepareImages", () => {
     const big = join(dir.path, "big.png");
     writeFileSync(big, Buffer.alloc(MAX_IMAGE_BYTES + 1));
     expect((await refusal(prepareImages([{ path: big }], limits))).data).toMatchObject({
-      reason: "too_large",
+      problem: "too_large",
     });
     const text = "A".repeat(Math.ceil(MAX_IMAGE_BYTES / 3) * 4 + 4);
     expect((await refusal(prepareImages([{ data: text }], limits))).data).toMatchObject({
-      reason: "too_large",
+      problem: "too_large",
     });
   });
 

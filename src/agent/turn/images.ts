@@ -1,3 +1,4 @@
+import { DataUrl } from "../../llama/data-url.ts";
 import type { LlmError } from "../../llama/errors.ts";
 import type { AttachmentRef, ChatMessage } from "../../protocol/chat-message.ts";
 import { CoreError } from "../../protocol/errors.ts";
@@ -8,7 +9,8 @@ import type { Store } from "../../store/store.ts";
  * staged in the store) and of the history's, read from the store when a request carries them;
  * what each costs in tokens, as llama-server counted it once (kept with the image) or guessed;
  * and the user messages as llama-server takes them, each image an `image_url` part with a
- * `data:` URL after the text (test/fixtures/llama-server/transcripts/101, 102).
+ * `data:` URL after the text (test/fixtures/llama-server/transcripts/101, 102), its bytes kept
+ * as bytes until the request is written (llama/data-url.ts).
  */
 
 /** An image's tokens before llama-server has counted one: a common projector's 24×24 patches. */
@@ -29,6 +31,13 @@ export class TurnImages {
     private readonly store: Store,
     private readonly userId: string,
   ) {}
+
+  /** Image bytes this turn holds (its own and those it read). */
+  heldBytes(): number {
+    let n = 0;
+    for (const b of this.bytes.values()) n += b.byteLength;
+    return n;
+  }
 
   /** The bytes of images staged by this turn, so they are not read back. */
   hold(id: number, data: Uint8Array): void {
@@ -75,12 +84,13 @@ export class TurnImages {
       if (m.role !== "user" || !m.attachments?.length) return m;
       const parts: unknown[] = m.content === "" ? [] : [{ type: "text", text: m.content }];
       for (const ref of m.attachments)
-        parts.push({ type: "image_url", image_url: { url: this.dataUrl(ref) } });
+        parts.push({ type: "image_url", image_url: { url: new DataUrl(ref.mime, this.data(ref)) } });
       return { role: "user", content: parts };
     });
   }
 
-  private dataUrl(ref: AttachmentRef): string {
+  /** An image's bytes: in hand, else read from the store once for the turn. */
+  private data(ref: AttachmentRef): Uint8Array {
     let data = this.bytes.get(ref.id);
     if (!data) {
       const found = this.store.guard(() => this.store.conversations.attachments.get(this.userId, ref.id));
@@ -88,7 +98,7 @@ export class TurnImages {
       data = found.data;
       this.bytes.set(ref.id, data);
     }
-    return `data:${ref.mime};base64,${Buffer.from(data.buffer, data.byteOffset, data.byteLength).toString("base64")}`;
+    return data;
   }
 }
 

@@ -17,6 +17,13 @@ import { repromptMessages, systemMessage } from "./prompt.ts";
 import { PromptLayout } from "./prompt-layout.ts";
 import { loadTools, pendingCalls, runCalls } from "./tools.ts";
 
+/**
+ * A turn that held this much image data asks for a collection once it is over: an idle core
+ * would otherwise keep a 20 MB image's garbage until something else allocates
+ * (docs/performance.md, "Images").
+ */
+const COLLECT_AFTER_IMAGE_BYTES = 4 * 1024 * 1024;
+
 /** Context size assumed when neither llama-server nor the config says. */
 const FALLBACK_CONTEXT = 4096;
 
@@ -69,6 +76,7 @@ export class Turn {
     } finally {
       if (this.reused && this.layout) this.reused.end(this.layout.record(committed), this.sent);
       this.lease?.release();
+      if (ctx.session.images.heldBytes() >= COLLECT_AFTER_IMAGE_BYTES) setTimeout(() => Bun.gc(true), 0);
     }
   }
 
