@@ -163,4 +163,26 @@ describe("a chat with images", () => {
     expect(Array.isArray(last[3]!.content)).toBe(true);
     expect((h.history("s")[0] as Json).attachments).toHaveLength(1); // the store keeps it
   });
+
+  test("a turn that failed mid-stream keeps its images: resume sends them again; a fresh turn drops them", async () => {
+    await using h = new ChatHarness(AGENTS, vision());
+    h.llama.script({ content: ["par", "tial"], crash_after_chunks: 3 }, { content: "done" });
+    const image = png(6, 6);
+    const broken = await h.chat(1, { session_id: "s", input: "look", images: [{ data: b64(image) }] });
+    expect(broken.terminal.type).toBe("error");
+    const staged = h.checkpoint("s")!.turn[0] as Json;
+    expect(staged.attachments).toHaveLength(1);
+    const { terminal } = await h.chat(2, { session_id: "s", resume: true });
+    expect(terminal.type).toBe("result");
+    expect((userParts(h, 1)[0] as Json[])[1]!.image_url.url).toContain(b64(image));
+    expect((h.history("s")[0] as Json).attachments).toEqual(staged.attachments);
+    // Interrupted again and set aside by a fresh turn: the staged image is erased.
+    h.llama.script({ content: ["a"], crash_after_chunks: 2 });
+    await h.chat(3, { session_id: "t", input: "look", images: [{ data: b64(png(7, 7)) }] });
+    const id = (h.checkpoint("t")!.turn[0] as Json).attachments[0].id;
+    h.llama.script({ content: "fresh" });
+    await h.chat(4, { session_id: "t", input: "never mind" });
+    h.send(5, "sessions.attachment", { id });
+    expect((await h.terminal(5)).data).toMatchObject({ reason: "attachment_not_found" });
+  });
 });

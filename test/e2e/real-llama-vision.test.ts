@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { existsSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, unlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { spawnCore } from "../fixtures/core-process.ts";
 import { b64, png } from "../fixtures/images.ts";
@@ -14,8 +14,8 @@ const BINARY = process.env.LOCAL_AI_TEST_LLAMA_SERVER;
 const MODEL = join(REAL_MODELS_DIR, "tiny-vision.gguf");
 const MMPROJ = join(REAL_MODELS_DIR, "tiny-vision-mmproj.gguf");
 
-function config(dir: string, withProjector: boolean): void {
-  const extra = withProjector ? `, extra_args: ["--mmproj", ${JSON.stringify(MMPROJ)}]` : "";
+function config(dir: string, withProjector: boolean, projector = MMPROJ): void {
+  const extra = withProjector ? `, extra_args: ["--mmproj", ${JSON.stringify(projector)}]` : "";
   writeFileSync(
     join(dir, "config.yaml"),
     [
@@ -60,6 +60,27 @@ if (!BINARY) {
       console.log(
         `real vision: turn 2 processed ${usage.prompt_tokens - usage.cached_tokens} of ${usage.prompt_tokens} prompt tokens`,
       );
+      await core.request({ id: 3, method: "shutdown" }, 30_000);
+    }, 400_000);
+
+    test("the projector file deleted while loaded: the running server still reads images", async () => {
+      await using dir = tmpdir();
+      const copy = join(dir.path, "mmproj.gguf");
+      copyFileSync(MMPROJ, copy);
+      config(dir.path, true, copy);
+      await using core = spawnCore({ cwd: dir.path });
+      const first = await core.request(
+        { id: 1, method: "chat", params: { input: "one", images: [{ data: b64(png(16, 16)) }] } },
+        180_000,
+      );
+      expect(first.type).toBe("result");
+      unlinkSync(copy);
+      const second = await core.request(
+        { id: 2, method: "chat", params: { input: "two", images: [{ data: b64(png(32, 32)) }] } },
+        120_000,
+      );
+      expect(second.type).toBe("result");
+      expect(second.result.usage.image_tokens).toBe(64);
       await core.request({ id: 3, method: "shutdown" }, 30_000);
     }, 400_000);
 
