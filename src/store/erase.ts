@@ -78,7 +78,7 @@ export function eraseInSteps(
   db.transaction(() => recordErasure(db, userId, sessionId, at)).immediate();
   const where = sessionId === undefined ? "user_id = ?" : "user_id = ? AND session_id = ?";
   const args = sessionId === undefined ? [userId] : [userId, sessionId];
-  // An image's bytes are kept in parts of 1 MB: a few a step, so the log stays small.
+  // An image's bytes are kept in parts of 1 MB: two a step, well under the 4 MiB reserve.
   const ofAttachment = sessionId === undefined ? "a.user_id = ?" : "a.user_id = ? AND a.session_id = ?";
   for (let removed = 1; removed > 0 && hasTable(db, "attachment_data"); ) {
     truncateWal(db);
@@ -88,7 +88,7 @@ export function eraseInSteps(
           db
             .query(
               `DELETE FROM attachment_data WHERE rowid IN (SELECT d.rowid FROM attachment_data d
-               JOIN attachments a ON a.id = d.id WHERE ${ofAttachment} LIMIT 4)`,
+               JOIN attachments a ON a.id = d.id WHERE ${ofAttachment} LIMIT 2)`,
             )
             .run(...args).changes,
       )
