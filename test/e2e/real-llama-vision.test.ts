@@ -14,13 +14,13 @@ const BINARY = process.env.LOCAL_AI_TEST_LLAMA_SERVER;
 const MODEL = join(REAL_MODELS_DIR, "tiny-vision.gguf");
 const MMPROJ = join(REAL_MODELS_DIR, "tiny-vision-mmproj.gguf");
 
-function config(dir: string, withProjector: boolean, projector = MMPROJ): void {
+function config(dir: string, withProjector: boolean, projector = MMPROJ, context = 2048): void {
   const extra = withProjector ? `, extra_args: ["--mmproj", ${JSON.stringify(projector)}]` : "";
   writeFileSync(
     join(dir, "config.yaml"),
     [
       `llama: { binary: ${JSON.stringify(BINARY)}, startup_timeout_s: 120, parallel: 1${extra} }`,
-      `model: { path: ${JSON.stringify(MODEL)}, context: 2048, max_tokens: 8 }`,
+      `model: { path: ${JSON.stringify(MODEL)}, context: ${context}, max_tokens: 8 }`,
       "agents: [{ name: assistant, system_prompt: You describe images., tools: [] }]",
       "memory: { enabled: false }",
     ].join("\n"),
@@ -81,6 +81,30 @@ if (!BINARY) {
       );
       expect(second.type).toBe("result");
       expect(second.result.usage.image_tokens).toBe(64);
+      await core.request({ id: 3, method: "shutdown" }, 30_000);
+    }, 400_000);
+
+    test("a prompt whose image does not fit the slot: invalid_request with the counts, image included (104)", async () => {
+      await using dir = tmpdir();
+      config(dir.path, true, MMPROJ, 256);
+      await using core = spawnCore({ cwd: dir.path });
+      const words = Array.from({ length: 200 }, (_, i) => `word${i % 10}`).join(" ");
+      const chat = await core.request(
+        {
+          id: 1,
+          method: "chat",
+          params: { session_id: "o", input: words, images: [{ data: b64(png(8, 8)) }] },
+        },
+        180_000,
+      );
+      expect(chat).toMatchObject({
+        type: "error",
+        code: "invalid_request",
+        data: { reason: "context_overflow" },
+      });
+      expect(chat.data.n_prompt_tokens).toBeGreaterThan(chat.data.n_ctx);
+      const list = await core.request({ id: 2, method: "sessions.list", params: {} });
+      expect(list.result.sessions).toEqual([]);
       await core.request({ id: 3, method: "shutdown" }, 30_000);
     }, 400_000);
 
