@@ -93,6 +93,7 @@ const TYPES: [name: string, expr: string, doc: string][] = [
       ["SessionsDelete", "`sessions.delete`"],
       ["SessionsSearch", "`sessions.search`"],
       ["SessionsExport", "`sessions.export`"],
+      ["SessionsAttachment", "`sessions.attachment`"],
       ["UsersDelete", "`users.delete`"],
     ] as const
   ).flatMap(([name, method]): [string, string, string][] => [

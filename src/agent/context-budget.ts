@@ -62,3 +62,33 @@ function turnStarts(history: readonly ChatMessage[]): number[] {
   });
   return starts;
 }
+
+/**
+ * The first history message whose images are sent (docs/protocol.md#images): images cost far
+ * more than words, so when the history from `from` does not fit `budget` they go before any
+ * text does, oldest turns first, until what is left fits KEEP_AFTER_TRIM of the budget (so the
+ * next turns reuse the new prefix); older ones are sent as the text `[image]`. Like the cut it
+ * stays where it was while everything fits. `text(i)` is message i's cost without its images,
+ * `image(i)` what its images cost.
+ */
+export function imagesFrom(
+  history: readonly ChatMessage[],
+  text: (i: number) => number,
+  image: (i: number) => number,
+  from: number,
+  imageCut: number,
+  budget: number,
+): number {
+  const costFrom = (cut: number) => {
+    let n = 0;
+    for (let i = from; i < history.length; i++) n += text(i) + (i >= cut ? image(i) : 0);
+    return n;
+  };
+  if (costFrom(imageCut) <= budget) return imageCut;
+  const target = Math.floor(budget * KEEP_AFTER_TRIM);
+  for (const s of turnStarts(history)) {
+    if (s <= imageCut) continue;
+    if (costFrom(s) <= target) return s;
+  }
+  return history.length;
+}

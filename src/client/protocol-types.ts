@@ -29,7 +29,9 @@ export type ErrorReason =
   | "session_deleted"
   | "model_not_found"
   | "model_busy"
-  | "unsupported_format";
+  | "unsupported_format"
+  | "model_not_vision"
+  | "attachment_not_found";
 
 /** What `chat` accepts: every field has a default on the core's side. */
 export type ChatParams = {
@@ -37,6 +39,7 @@ export type ChatParams = {
   session_id?: string | undefined;
   agent?: string | undefined;
   input?: string | undefined;
+  images?: { data?: string | undefined; mime?: string | undefined; path?: string | undefined }[] | undefined;
   model?: string | undefined;
   resume?: boolean | undefined;
   approve_execution?: boolean | undefined;
@@ -80,6 +83,7 @@ export type ChatResult = {
     prompt_ms?: number | undefined;
     ttft_ms?: number | undefined;
     tokens_per_s?: number | undefined;
+    image_tokens?: number | undefined;
   };
   dropped_events: number;
   model?: string | undefined;
@@ -327,6 +331,7 @@ export type PlanResult = {
     }[];
     decisions: {
       name:
+        | "image_tokens"
         | "slots"
         | "embedding"
         | "gpu_layers"
@@ -339,7 +344,6 @@ export type PlanResult = {
         | "tensor_split"
         | "cache_types"
         | "mmproj"
-        | "image_tokens"
         | "jinja"
         | "idle_sleep"
         | "slot_save"
@@ -565,6 +569,7 @@ export type SessionsGetResult = {
     role: "tool" | "user" | "assistant" | "system";
     content: string | null;
     created_at: string;
+    attachments?: { id: number; mime: string; bytes: number }[] | undefined;
     reasoning?: string | undefined;
     tool_calls?:
       | { id: string; type: "function"; function: { name: string; arguments: string } }[]
@@ -579,6 +584,7 @@ export type SessionsGetResult = {
           prompt_ms?: number | undefined;
           ttft_ms?: number | undefined;
           tokens_per_s?: number | undefined;
+          image_tokens?: number | undefined;
         }
       | undefined;
   }[];
@@ -635,6 +641,12 @@ export type SessionsExportParams = {
 /** The result of `sessions.export`. */
 export type SessionsExportResult = { format: "json" | "markdown"; content: string };
 
+/** What `sessions.attachment` accepts. */
+export type SessionsAttachmentParams = { id: number; user_id?: string | undefined };
+
+/** The result of `sessions.attachment`. */
+export type SessionsAttachmentResult = { id: number; mime: string; bytes: number; data: string };
+
 /** What `users.delete` accepts. */
 export type UsersDeleteParams = { user_id?: string | undefined };
 
@@ -664,6 +676,7 @@ export type StoredMessage = {
   role: "tool" | "user" | "assistant" | "system";
   content: string | null;
   created_at: string;
+  attachments?: { id: number; mime: string; bytes: number }[] | undefined;
   reasoning?: string | undefined;
   tool_calls?: { id: string; type: "function"; function: { name: string; arguments: string } }[] | undefined;
   tool_call_id?: string | undefined;
@@ -676,6 +689,7 @@ export type StoredMessage = {
         prompt_ms?: number | undefined;
         ttft_ms?: number | undefined;
         tokens_per_s?: number | undefined;
+        image_tokens?: number | undefined;
       }
     | undefined;
 };

@@ -1,5 +1,7 @@
 import type { CallOptions } from "./host-types.ts";
 import type {
+  SessionsAttachmentParams,
+  SessionsAttachmentResult,
   SessionsDeleteParams,
   SessionsDeleteResult,
   SessionsExportParams,
@@ -54,6 +56,11 @@ export class SessionsApi {
   /** The session as Markdown or JSON text. */
   export(params: SessionsExportParams, options?: CallOptions): Promise<SessionsExportResult> {
     return this.request("sessions.export", params, options);
+  }
+
+  /** One image of the user's messages (an id from `get`'s `attachments`): its type, size and base64 bytes. */
+  attachment(params: SessionsAttachmentParams, options?: CallOptions): Promise<SessionsAttachmentResult> {
+    return this.request("sessions.attachment", params, options);
   }
 }
 

@@ -45,6 +45,10 @@ export const AppSchema = z
     max_steps: positiveInt.default(8),
     /** Chats run at once; "auto" follows the plan's llama-server slots. */
     max_parallel_chats: z.union([auto, positiveInt]).default("auto"),
+    /** Images one chat may carry (docs/protocol.md#images). */
+    max_images: positiveInt.max(64).default(8),
+    /** An image's width × height, read from its header before anything decodes it (a bomb is refused). */
+    max_image_pixels: positiveInt.default(50_000_000),
   })
   .prefault({});
 

@@ -1,4 +1,5 @@
 import { createParser, type EventSourceMessage } from "eventsource-parser";
+import { jsonBody } from "./data-url.ts";
 import { LlmError } from "./errors.ts";
 import type { LlamaEndpoint } from "./http.ts";
 import { type Arrivals, applyEvent, type CompletionResult, emptyReply } from "./stream-reply.ts";
@@ -149,6 +150,7 @@ function openStream(
   signal: AbortSignal,
   onSent: (() => void) | undefined,
 ): Promise<BodyReader> {
-  const body = JSON.stringify({ ...request, stream: true, stream_options: { include_usage: true } });
+  // Images stay bytes until written (data-url.ts).
+  const body = jsonBody({ ...request, stream: true, stream_options: { include_usage: true } });
   return postStream(endpoint, "/v1/chat/completions", body, signal, onSent);
 }

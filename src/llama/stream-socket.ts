@@ -1,3 +1,4 @@
+import type { PiecewiseBody } from "./data-url.ts";
 import { ConnectionRefused, LlmError, statusError } from "./errors.ts";
 import type { LlamaEndpoint } from "./http.ts";
 
@@ -30,23 +31,37 @@ export interface BodyReader {
 export function postStream(
   server: LlamaEndpoint,
   path: string,
-  body: string,
+  body: string | PiecewiseBody,
   signal: AbortSignal,
   onSent?: () => void,
 ): Promise<BodyReader> {
   const url = new URL(server.baseUrl);
-  const request = Buffer.from(
+  const head = (length: number) =>
     `POST ${path} HTTP/1.1\r\nHost: ${url.host}\r\nAuthorization: Bearer ${server.apiKey}\r\n` +
-      `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
-      `Connection: close\r\n\r\n${body}`,
-  );
+    `Content-Type: application/json\r\nContent-Length: ${length}\r\n` +
+    `Connection: close\r\n\r\n`;
+  // A body in pieces (an image's bytes: llama/data-url.ts) is written piece by piece as the
+  // socket takes them, each made when it is its turn, never joined.
+  const pieces: Iterator<Uint8Array> =
+    typeof body === "string"
+      ? [Buffer.from(head(Buffer.byteLength(body)) + body)].values()
+      : (function* () {
+          yield Buffer.from(head(body.byteLength));
+          yield* body.pieces();
+        })();
   const answer = new Answer(signal);
   if (signal.aborted) return Promise.reject(signal.reason);
+  let piece: Uint8Array | undefined = pieces.next().value;
   let sent = 0;
   const send = (s: Bun.Socket<undefined>) => {
-    if (sent >= request.length) return;
-    sent += Math.max(0, s.write(request.subarray(sent)));
-    if (sent < request.length) return;
+    if (piece === undefined) return;
+    for (;;) {
+      sent += Math.max(0, s.write(sent === 0 ? piece : piece.subarray(sent)));
+      if (sent < piece.byteLength) return;
+      sent = 0;
+      piece = pieces.next().value;
+      if (piece === undefined) break;
+    }
     try {
       onSent?.();
     } catch (err) {
@@ -59,6 +74,8 @@ export function postStream(
     socket: {
       open: (s) => {
         answer.attach(s);
+        // The pieces go as written, not held back for the next (Nagle's wait on a small last piece).
+        s.setNoDelay(true);
         send(s);
       },
       drain: send,

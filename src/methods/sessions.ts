@@ -1,4 +1,6 @@
 import {
+  SessionsAttachmentParamsSchema,
+  SessionsAttachmentResultSchema,
   SessionsDeleteParamsSchema,
   SessionsDeleteResultSchema,
   SessionsExportParamsSchema,
@@ -73,6 +75,14 @@ export const sessionsExport = defineMethod({
     format: p.format,
     content: services.store().export(p.user_id, p.session_id, p.format),
   }),
+});
+
+/** One image of the user's messages with its bytes (docs/protocol.md#images); another user's id finds nothing. */
+export const sessionsAttachment = defineMethod({
+  name: "sessions.attachment",
+  params: SessionsAttachmentParamsSchema,
+  result: () => SessionsAttachmentResultSchema,
+  run: (p, _ctx, services) => services.store().attachment(p.user_id, p.id),
 });
 
 /** Everything of the user, erased for good; a user with nothing is not an error. */

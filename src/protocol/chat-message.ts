@@ -11,9 +11,25 @@ export const ToolCallSchema = z.object({
 });
 export type ToolCall = z.infer<typeof ToolCallSchema>;
 
+/**
+ * An image kept with a user message (docs/protocol.md#images): its id in the store, its type and
+ * size. The bytes stay in the store; a request to llama-server carries them as a content part.
+ */
+export const AttachmentRefSchema = z.object({
+  id: z.number().int().positive(),
+  mime: z.string(),
+  bytes: z.number().int().nonnegative(),
+});
+export type AttachmentRef = z.infer<typeof AttachmentRefSchema>;
+
 export const ChatMessageSchema = z.discriminatedUnion("role", [
   z.object({ role: z.literal("system"), content: z.string() }),
-  z.object({ role: z.literal("user"), content: z.string() }),
+  z.object({
+    role: z.literal("user"),
+    content: z.string(),
+    /** Its images, in order; sent after its text as `image_url` parts (llama/ never sees this field). */
+    attachments: z.array(AttachmentRefSchema).optional(),
+  }),
   z.object({
     role: z.literal("assistant"),
     content: z.string().nullable(),

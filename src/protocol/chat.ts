@@ -1,5 +1,6 @@
 import { z } from "zod";
 import type { ChatEventName as ChatEventNameListed } from "./capabilities.ts";
+import { IMAGES_HARD_MAX, ImageInputSchema } from "./image-input.ts";
 import { ModelRefSchema } from "./model-state.ts";
 import { ResponseFormatSchema } from "./response-format.ts";
 import { SafeIdSchema } from "./safe-id.ts";
@@ -15,6 +16,11 @@ export const ChatParamsSchema = z.object({
   /** Omitted: the first agent in the config. */
   agent: z.string().min(1).optional(),
   input: z.string().default(""),
+  /**
+   * Images the user message shows the model (docs/protocol.md#images): base64 `data` or a local
+   * `path`, checked by the core before anything is sent; stored with the message.
+   */
+  images: z.array(ImageInputSchema).max(IMAGES_HARD_MAX).optional(),
   /**
    * The model (docs/models.md, "Several models"): a configured name, or a GGUF's path or `hf:`
    * reference; omitted: the agent's `model`, else `default`.

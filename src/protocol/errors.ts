@@ -35,6 +35,8 @@ export const ERROR_REASONS = [
   "model_not_found",
   "model_busy",
   "unsupported_format",
+  "model_not_vision",
+  "attachment_not_found",
 ] as const;
 export type ErrorReason = (typeof ERROR_REASONS)[number];
 

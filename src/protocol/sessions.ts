@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { ToolCallSchema } from "./chat-message.ts";
+import { AttachmentRefSchema, ToolCallSchema } from "./chat-message.ts";
 import { SafeIdSchema } from "./safe-id.ts";
 import { UsageSchema } from "./usage.ts";
 
@@ -34,6 +34,8 @@ export const StoredMessageSchema = z.object({
   seq: z.number().int().nonnegative(),
   role: z.enum(["user", "assistant", "tool", "system"]),
   content: z.string().nullable(),
+  /** A user message's images (docs/protocol.md#images); `sessions.attachment` gives the bytes. */
+  attachments: z.array(AttachmentRefSchema).optional(),
   /** The model's thinking before this message (reasoning models). */
   reasoning: z.string().optional(),
   tool_calls: z.array(ToolCallSchema).optional(),
@@ -116,6 +118,19 @@ export const SessionsExportParamsSchema = z.object({
 export const SessionsExportResultSchema = z.object({
   format: z.enum(["markdown", "json"]),
   content: z.string(),
+});
+
+export const SessionsAttachmentParamsSchema = z.object({
+  user_id: UserId,
+  /** An id from a message's `attachments` in `sessions.get`. */
+  id: z.number().int().positive(),
+});
+export const SessionsAttachmentResultSchema = z.object({
+  id: z.number().int().positive(),
+  mime: z.string(),
+  bytes: z.number().int().nonnegative(),
+  /** The image's bytes, base64. */
+  data: z.string(),
 });
 
 export const UsersDeleteParamsSchema = z.object({ user_id: UserId });

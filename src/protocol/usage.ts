@@ -14,5 +14,10 @@ export const UsageSchema = z.object({
   prompt_ms: z.number().nonnegative().optional(),
   ttft_ms: z.number().nonnegative().optional(),
   tokens_per_s: z.number().nonnegative().optional(),
+  /**
+   * What images added to the prompts (docs/protocol.md#images): llama-server's prompt tokens with
+   * them less the same prompt without them, markers included; absent when no image was sent.
+   */
+  image_tokens: z.number().nonnegative().optional(),
 });
 export type Usage = z.infer<typeof UsageSchema>;

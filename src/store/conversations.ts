@@ -1,8 +1,14 @@
 import type { Database } from "bun:sqlite";
 import type { z } from "zod";
-import { type ChatMessage, type ToolCall, ToolCallSchema } from "../protocol/chat-message.ts";
+import {
+  type AttachmentRef,
+  type ChatMessage,
+  type ToolCall,
+  ToolCallSchema,
+} from "../protocol/chat-message.ts";
 import type { SessionSummarySchema, StoredMessageSchema } from "../protocol/sessions.ts";
 import type { Usage } from "../protocol/usage.ts";
+import { Attachments } from "./attachments.ts";
 import { erasureMark, refuseIfErased } from "./erasures.ts";
 import { previewOf, titleOf } from "./title.ts";
 
@@ -32,6 +38,8 @@ export interface CommitTurn {
   at: Date;
   /** The erase mark when the turn began: refused if the session was erased since (store/erasures.ts). */
   since?: number;
+  /** What llama-server counted for each of the turn's images, by attachment id, where known. */
+  imageTokens?: ReadonlyMap<number, number>;
 }
 
 interface MessageRow {
@@ -77,8 +85,8 @@ export function summaryOf(row: SessionRow): SessionSummary {
   };
 }
 
-/** The model's view of a stored message: reasoning and usage stay behind. */
-function modelMessage(row: MessageRow): ChatMessage {
+/** The model's view of a stored message: reasoning and usage stay behind; a user message's images come along. */
+function modelMessage(row: MessageRow, attachments?: AttachmentRef[]): ChatMessage {
   switch (row.role) {
     case "assistant": {
       const calls = parseToolCalls(row.tool_calls);
@@ -86,6 +94,8 @@ function modelMessage(row: MessageRow): ChatMessage {
     }
     case "tool":
       return { role: "tool", tool_call_id: row.tool_call_id ?? "", content: row.content ?? "" };
+    case "user":
+      return { role: "user", content: row.content ?? "", ...(attachments?.length ? { attachments } : {}) };
     default:
       return { role: row.role, content: row.content ?? "" };
   }
@@ -97,12 +107,13 @@ function parseToolCalls(text: string | null): ToolCall[] | undefined {
   return parsed.success && parsed.data.length > 0 ? parsed.data : undefined;
 }
 
-export function storedMessage(row: MessageRow): StoredMessage {
+export function storedMessage(row: MessageRow, attachments?: AttachmentRef[]): StoredMessage {
   const calls = parseToolCalls(row.tool_calls);
   return {
     seq: row.seq,
     role: row.role,
     content: row.content,
+    ...(attachments?.length ? { attachments } : {}),
     ...(row.reasoning !== null ? { reasoning: row.reasoning } : {}),
     ...(calls ? { tool_calls: calls } : {}),
     ...(row.tool_call_id !== null ? { tool_call_id: row.tool_call_id } : {}),
@@ -133,8 +144,12 @@ export class Conversations {
    * turn then does not read its whole history back after committing to it.
    */
   private readonly histories = new Map<string, { version: number; messages: ChatMessage[] }>();
+  /** The messages' images (store/attachments.ts). */
+  readonly attachments: Attachments;
 
-  constructor(private readonly db: Database) {}
+  constructor(private readonly db: Database) {
+    this.attachments = new Attachments(db);
+  }
 
   /** The model's history of a session, oldest first (empty for a new session). */
   history(userId: string, sessionId: string): ChatMessage[] {
@@ -148,7 +163,8 @@ export class Conversations {
          WHERE user_id = ? AND session_id = ? ORDER BY seq`,
       )
       .all(userId, sessionId) as MessageRow[];
-    const messages = rows.map(modelMessage);
+    const images = this.attachments.refsBySeq(userId, sessionId);
+    const messages = rows.map((r) => modelMessage(r, images.get(r.seq)));
     this.histories.delete(key);
     if (this.histories.size >= CACHED_HISTORIES)
       this.histories.delete(this.histories.keys().next().value as string);
@@ -172,7 +188,8 @@ export class Conversations {
     }
     if (turn.replaceFromSeq !== undefined)
       cached.messages.length = Math.min(cached.messages.length, turn.replaceFromSeq);
-    for (const m of turn.messages) cached.messages.push(modelMessage(rowOf(m)));
+    for (const m of turn.messages)
+      cached.messages.push(modelMessage(rowOf(m), m.role === "user" ? m.attachments : undefined));
   }
 
   /** Forgets a session's cached history (it was deleted). */
@@ -244,10 +261,11 @@ export class Conversations {
       .immediate();
   }
 
-  /** Drops the checkpoint; a session left with no message and no checkpoint goes too. */
+  /** Drops the checkpoint (and the images it staged); a session left with no message and no checkpoint goes too. */
   clearCheckpoint(userId: string, sessionId: string): void {
     this.db.transaction(() => {
       this.db.query("DELETE FROM checkpoints WHERE user_id = ? AND session_id = ?").run(userId, sessionId);
+      this.attachments.dropStaged(userId, sessionId, []);
       this.db
         .query("DELETE FROM sessions WHERE user_id = ? AND session_id = ? AND message_count = 0")
         .run(userId, sessionId);
@@ -275,6 +293,9 @@ export class Conversations {
         let seq = last.seq;
         for (const m of turn.messages) insert.run(u, s, ++seq, ...messageColumns(m), at);
         const firstSeq = last.seq + 1;
+        const images = opening?.role === "user" ? (opening.attachments ?? []) : [];
+        if (images.length > 0 || turn.replaceFromSeq !== undefined)
+          this.attachments.settle(u, s, firstSeq, images, turn.imageTokens ?? new Map(), turn.replaceFromSeq);
         this.touch(u, s, turn, at);
         db.query("DELETE FROM checkpoints WHERE user_id = ? AND session_id = ?").run(u, s);
         if (turn.memoryText !== undefined) {

@@ -44,7 +44,19 @@ export function deleteRows(db: Database, userId: string, sessionId?: string): nu
   const args = sessionId === undefined ? [userId] : [userId, sessionId];
   db.query(`DELETE FROM memory WHERE ${where}`).run(...args);
   db.query(`DELETE FROM session_leases WHERE ${where}`).run(...args);
+  // Images (docs/protocol.md#images) go with their session too; by user here as every table
+  // holding a user's data is. A copy set aside before they existed has no such table.
+  if (hasTable(db, "attachments")) {
+    db.query(`DELETE FROM attachment_data WHERE id IN (SELECT id FROM attachments WHERE ${where})`).run(
+      ...args,
+    );
+    db.query(`DELETE FROM attachments WHERE ${where}`).run(...args);
+  }
   return db.query(`DELETE FROM sessions WHERE ${where}`).run(...args).changes;
+}
+
+function hasTable(db: Database, name: string): boolean {
+  return db.query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(name) !== null;
 }
 
 /** Rows removed per step when erasing on a full disk: a step's log stays far under the reserve. */
@@ -66,9 +78,31 @@ export function eraseInSteps(
   db.transaction(() => recordErasure(db, userId, sessionId, at)).immediate();
   const where = sessionId === undefined ? "user_id = ?" : "user_id = ? AND session_id = ?";
   const args = sessionId === undefined ? [userId] : [userId, sessionId];
-  for (const table of ["memory", "messages"]) {
+  // An image's bytes are kept in parts of 1 MB: two a step, well under the 4 MiB reserve.
+  const ofAttachment = sessionId === undefined ? "a.user_id = ?" : "a.user_id = ? AND a.session_id = ?";
+  for (let removed = 1; removed > 0 && hasTable(db, "attachment_data"); ) {
+    truncateWal(db);
+    removed = db
+      .transaction(
+        () =>
+          db
+            .query(
+              `DELETE FROM attachment_data WHERE rowid IN (SELECT d.rowid FROM attachment_data d
+               JOIN attachments a ON a.id = d.id WHERE ${ofAttachment} LIMIT 2)`,
+            )
+            .run(...args).changes,
+      )
+      .immediate();
+  }
+  const steps: [string, number][] = [
+    ["attachments", STEP_ROWS],
+    ["memory", STEP_ROWS],
+    ["messages", STEP_ROWS],
+  ];
+  for (const [table, rows] of steps) {
+    if (!hasTable(db, table)) continue;
     const step = db.query(
-      `DELETE FROM ${table} WHERE id IN (SELECT id FROM ${table} WHERE ${where} LIMIT ${STEP_ROWS})`,
+      `DELETE FROM ${table} WHERE id IN (SELECT id FROM ${table} WHERE ${where} LIMIT ${rows})`,
     );
     for (let removed = 1; removed > 0; ) {
       truncateWal(db);

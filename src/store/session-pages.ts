@@ -1,5 +1,6 @@
 import type { Database } from "bun:sqlite";
 import { CoreError } from "../protocol/errors.ts";
+import { Attachments } from "./attachments.ts";
 import { type SessionSummary, type StoredMessage, storedMessage, summaryOf } from "./conversations.ts";
 
 /** `sessions.list`'s page: newest first, and the cursor for the next page (null at the end). */
@@ -80,5 +81,15 @@ export function sessionMessages(
       n: limit + 1,
     }) as Parameters<typeof storedMessage>[0][];
   const page = rows.slice(0, limit).reverse();
-  return { session, messages: page.map(storedMessage), has_more: rows.length > limit };
+  const images = new Attachments(db).refsBySeq(
+    userId,
+    session.session_id,
+    page[0]?.seq ?? 0,
+    (page[page.length - 1]?.seq ?? -1) + 1,
+  );
+  return {
+    session,
+    messages: page.map((r) => storedMessage(r, images.get(r.seq))),
+    has_more: rows.length > limit,
+  };
 }

@@ -213,6 +213,22 @@ export class Store {
     }
   }
 
+  /** `sessions.attachment`: one of the user's images, its bytes as base64; an id the user has not is refused. */
+  attachment(userId: string, id: number): { id: number; mime: string; bytes: number; data: string } {
+    const found = this.guard(() => this.conversations.attachments.get(userId, id));
+    if (!found)
+      throw new CoreError("invalid_request", `params.id: no attachment ${id} for this user`, {
+        field: "id",
+        reason: "attachment_not_found",
+      });
+    return {
+      id: found.id,
+      mime: found.mime,
+      bytes: found.bytes,
+      data: Buffer.from(found.data).toString("base64"),
+    };
+  }
+
   mustFind(userId: string, sessionId: string): SessionSummary {
     const s = this.guard(() => this.conversations.session(userId, sessionId));
     if (!s) throw sessionNotFound(sessionId);

@@ -15,6 +15,8 @@ describe("config", () => {
       max_parse_errors: 2,
       max_steps: 8,
       max_parallel_chats: "auto",
+      max_images: 8,
+      max_image_pixels: 50_000_000,
     });
     expect(config.llama.startup_timeout_s).toBe(120);
     expect(config.llama.binary).toBeNull();

@@ -55,6 +55,11 @@ export interface StartOptions {
    * the llama model with `decoder` (96, 116).
    */
   embedding?: { flags: string[]; decoder?: boolean };
+  /**
+   * A vision server (100–109): `--mmproj` with images of a fixed 64 tokens (tiny-vision-mmproj),
+   * or `{patch: 16}` for tokens by size (the pixtral one, 109).
+   */
+  vision?: { patch?: number };
 }
 
 export interface Form {
@@ -92,6 +97,9 @@ const inProcess: Form = {
       ...(options.cacheRamMib !== undefined ? { cacheRamMib: options.cacheRamMib } : {}),
       ...(options.slotDir !== undefined ? { slotSavePath: `${options.slotDir}/` } : {}),
       ...inProcessEmbedding(options),
+      ...(options.vision
+        ? { vision: options.vision.patch ? { patch: options.vision.patch } : { tokensPerImage: 64 } }
+        : {}),
     });
     standIn.script(...(options.script ?? []));
     if (options.loading) standIn.model.loaded = false;
@@ -132,6 +140,7 @@ const subprocess: Form = {
     }
     if (options.cacheRamMib !== undefined) args.push("--cache-ram", String(options.cacheRamMib));
     if (options.slotDir !== undefined) args.push("--slot-save-path", options.slotDir);
+    if (options.vision) args.push("--mmproj", join(dir.path, "mmproj.gguf"));
     const proc = Bun.spawn([binary, ...args, "--port", String(port)], {
       env: {
         PATH: process.env.PATH ?? "",
@@ -139,6 +148,7 @@ const subprocess: Form = {
         FAKE_LLAMA_SCRIPT: scriptFile,
         FAKE_LLAMA_CHUNK_DELAY_MS: "0",
         FAKE_LLAMA_LOAD_MS: String(options.loadMs ?? (options.loading ? 400 : 0)),
+        ...(options.vision?.patch ? { FAKE_LLAMA_IMAGE_PATCH: String(options.vision.patch) } : {}),
       },
       stdout: "ignore",
       stderr: "pipe",

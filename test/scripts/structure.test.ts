@@ -18,6 +18,7 @@ const FLOOR: Record<string, number> = {
   client: 2,
   store: 3,
   documents: 3,
+  images: 3,
   rpc: 3,
   llama: 4,
   plan: 5,

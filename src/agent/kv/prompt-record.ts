@@ -25,6 +25,11 @@ export const PromptRecordSchema = z.object({
   /** The seq of the first history message sent. */
   cut: z.number().int().nonnegative(),
   notes: z.array(NoteRecordSchema),
+  /**
+   * The seq from which the history's images are sent (docs/protocol.md#images); those before it
+   * go as the text `[image]`. Moved like the cut, only when they no longer fit; absent: 0.
+   */
+  image_cut: z.number().int().nonnegative().optional(),
 });
 export type PromptRecord = z.infer<typeof PromptRecordSchema>;
 

@@ -43,8 +43,11 @@ export type TurnEnding =
       finishReason: string | null;
       reasoning: string;
     }
-  /** The chat's `response_format` cannot be used: refused, like a bad param. */
-  | { kind: "format_refused"; step: number; error: CoreError }
+  /**
+   * The request cannot be used: the chat's `response_format`, or its images (a model that reads
+   * none: `model_not_vision`, docs/protocol.md#images); refused, like a bad param.
+   */
+  | { kind: "refused"; step: number; error: CoreError }
   /** Later in the turn, its own messages no longer fit the slot even without history. */
   | { kind: "context_outgrown"; step: number; promptTokens: number | undefined; slot: number }
   | { kind: "max_steps"; step: number; limit: number }
@@ -109,7 +112,7 @@ function close(ctx: TurnContext, ending: TurnEnding): Closing {
         session: "keep",
         error: outputInvalid(ctx, ending),
       };
-    case "format_refused":
+    case "refused":
       return {
         terminal: { event: "loop_abort", step: ending.step, reason: "llm_error" },
         // Refused before the turn did anything: as it was; later (tools ran), resumable.

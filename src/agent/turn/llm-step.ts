@@ -1,4 +1,5 @@
 import { LlmError } from "../../llama/errors.ts";
+import { templatedPromptTokens } from "../../llama/prompt-tokens.ts";
 import type { CompletionResult } from "../../llama/stream-reply.ts";
 import type { ChatMessage } from "../../protocol/chat-message.ts";
 import { type CoreError, isCoreError } from "../../protocol/errors.ts";
@@ -9,6 +10,7 @@ import { estimateAll, estimateTokens } from "../context-budget.ts";
 import { watchedCompletion } from "../watched-completion.ts";
 import { type AnswerFormat, formatRefused, isFormatRefused } from "./answer-format.ts";
 import type { TurnContext } from "./context.ts";
+import { imageRefusal, refsOf, textOnly } from "./images.ts";
 import type { PromptLayout } from "./prompt-layout.ts";
 import { thinkFields } from "./think.ts";
 
@@ -59,27 +61,42 @@ export async function llmStep(ctx: TurnContext, setup: StepSetup, step: number):
   const { system, tools, contextSize, maxTokens, layout } = setup;
   const reserve = maxTokens ?? Math.min(1024, Math.floor(contextSize / 4));
   const turn = layout.turnMessages(session.state.turn);
-  let budget = contextSize - reserve - estimateTokens(system) - estimateAll(tools) - estimateAll(turn);
+  let budget =
+    contextSize -
+    reserve -
+    estimateTokens(system) -
+    estimateAll(tools) -
+    estimateAll(turn) -
+    layout.turnImageCost(turn);
   for (let attempt = 0; ; attempt++) {
     const kept = layout.history(session.history, Math.max(0, budget));
     const dropped = session.history.length - kept.length;
     if (dropped > 0)
       logger.debug(`trace=${ctx.traceId} step=${step} history trimmed: ${dropped} older messages left out`);
     const partial = { step, reasoning: "", content: "" };
+    const messages = [system, ...kept, ...turn];
+    const refs = refsOf(messages);
+    let textTokens: Promise<number | undefined> | undefined;
     try {
-      const reply = await watchedCompletion(setup.lease, request(ctx, setup, [system, ...kept, ...turn]), {
+      const body = { ...request(ctx, setup), messages: session.images.wire(messages) };
+      const reply = await watchedCompletion(setup.lease, body, {
         signal: deps.signal,
         onDelta: (delta) => {
           partial.content += delta;
           deps.emit("llm_chunk", { step, delta });
         },
-        onSent: () => setup.format?.prepare(),
+        onSent: () => {
+          setup.format?.prepare();
+          // While llama-server reads the prompt: what the same prompt is without its images.
+          if (refs.length > 0) textTokens = promptWithoutImages(ctx, setup, messages);
+        },
         onReasoning: (delta) => {
           partial.reasoning += delta;
           deps.emit("llm_reasoning", { step, delta });
         },
       });
       delete session.state.partial;
+      if (textTokens) countImages(ctx, refs, reply, await textTokens);
       return { kind: "reply", reply };
     } catch (err) {
       await keepPartial(ctx, partial);
@@ -89,6 +106,8 @@ export async function llmStep(ctx: TurnContext, setup: StepSetup, step: number):
       // The server died or wedged mid-request (the supervisor restarts it on the next chat).
       if (isCoreError(err)) return { kind: "failed", failure: err };
       if (!(err instanceof LlmError)) throw err;
+      const image = imageRefusal(err);
+      if (image) return { kind: "refused", error: image };
       if (err.kind !== "context_overflow") return { kind: "failed", failure: err };
       if (layout.kept === 0) return { kind: "overflow", error: err };
       budget = attempt < OVERFLOW_RETRIES ? Math.floor(layout.keptCost / 2) : 0;
@@ -123,11 +142,42 @@ function schemaRefused(err: unknown): err is LlmError {
   return err instanceof LlmError && err.status === 400 && /schema|grammar|parser/i.test(err.message);
 }
 
-/** The request body: the messages, the tools, and the agent's sampling settings that are set. */
-function request(ctx: TurnContext, setup: StepSetup, messages: ChatMessage[]) {
+/**
+ * The prompt's tokens without its images (llama/prompt-tokens.ts), asked while llama-server
+ * reads the prompt; undefined when it cannot be known (logged: usage then leaves the images out).
+ */
+function promptWithoutImages(
+  ctx: TurnContext,
+  setup: StepSetup,
+  messages: ChatMessage[],
+): Promise<number | undefined> {
+  const body = { ...request(ctx, setup), messages: textOnly(messages) };
+  return templatedPromptTokens(setup.lease, body, ctx.deps.signal).catch((err) => {
+    logger.info(`trace=${ctx.traceId} the prompt's image tokens are not known: ${(err as Error).message}`);
+    return undefined;
+  });
+}
+
+/**
+ * What the step's images added to its prompt (docs/protocol.md#images): its prompt tokens less
+ * the same prompt without them, into the turn's usage and, shared out, each image's count.
+ */
+function countImages(
+  ctx: TurnContext,
+  refs: ReturnType<typeof refsOf>,
+  reply: CompletionResult,
+  textTokens: number | undefined,
+): void {
+  const prompt = reply.usage?.prompt_tokens;
+  if (textTokens === undefined || typeof prompt !== "number" || prompt < textTokens) return;
+  ctx.usage.addImageTokens(prompt - textTokens);
+  ctx.session.images.counts(refs, prompt - textTokens);
+}
+
+/** The request body but its messages: the tools, and the agent's sampling settings that are set. */
+function request(ctx: TurnContext, setup: StepSetup) {
   const { agent } = ctx;
   return {
-    messages,
     ...(setup.tools.length > 0 ? { tools: setup.tools } : {}),
     ...thinkFields(setup.think),
     ...(setup.format ? { response_format: setup.format.request() } : {}),

@@ -1,18 +1,29 @@
 import type { ChatMessage } from "../../protocol/chat-message.ts";
 import type { MemoryHit } from "../../store/memory-store.ts";
-import { estimateTokens, trimInSteps } from "../context-budget.ts";
+import { estimateTokens, imagesFrom, trimInSteps } from "../context-budget.ts";
 import type { NoteRecord, PromptRecord } from "../kv/prompt-record.ts";
+import { withoutImages } from "./images.ts";
 import { memoryNotes, withNotes } from "./prompt.ts";
+
+/** What the layout asks of the turn's images: what a message's cost, and whether the model reads any. */
+export interface ImageCosts {
+  costOf(message: ChatMessage): number;
+  /** False: every image of the history goes as `[image]` (a model without a projector). */
+  vision: boolean;
+}
 
 /**
  * One turn's prompt laid out so its prefix is what the last turn left in the slot
  * (docs/agent.md#prompt-reuse): the system prompt, the history from the session's cut with the
  * notes each user message was sent with, then the turn's own messages, its user message carrying
  * this turn's new notes. The cut moves only when the history overflows, in a large step
- * (context-budget.ts).
+ * (context-budget.ts); before it does, the history's images go (older ones as `[image]`,
+ * docs/protocol.md#images), as sticky as the cut.
  */
 export class PromptLayout {
   private cutAt: number;
+  /** The first history message whose images are sent. */
+  private imageCut: number;
   /** Notes of earlier user messages, by seq. */
   private readonly notes: Map<number, NoteRecord>;
   /** This turn's notes, decided with its first request (later steps send the same). */
@@ -21,13 +32,19 @@ export class PromptLayout {
   kept = 0;
   keptCost = 0;
 
+  /** The record's image cut, kept as it was by a turn on a model that reads no images. */
+  private readonly recordImageCut: number | undefined;
+
   constructor(
     record: PromptRecord,
     private readonly hits: readonly MemoryHit[],
     /** The seq the turn's user message gets: the history's length. */
     private readonly userSeq: number,
+    private readonly images: ImageCosts = { costOf: () => 0, vision: true },
   ) {
     this.cutAt = Math.min(record.cut, userSeq);
+    this.recordImageCut = record.image_cut;
+    this.imageCut = images.vision ? Math.min(record.image_cut ?? 0, userSeq) : userSeq;
     // Notes of messages a rewrite replaced are gone with them.
     this.notes = new Map(record.notes.filter((n) => n.seq < userSeq).map((n) => [n.seq, n]));
   }
@@ -46,13 +63,26 @@ export class PromptLayout {
     return first ? [withNotes(first, this.own), ...rest] : [];
   }
 
-  /** The history within `budget` tokens, as sent; the cut follows it. */
+  /** What the turn's own messages' images cost (they are always sent). */
+  turnImageCost(turn: readonly ChatMessage[]): number {
+    return turn.reduce((n, m) => n + this.images.costOf(m), 0);
+  }
+
+  /** The history within `budget` tokens, as sent; the cut and the images' cut follow it. */
   history(history: readonly ChatMessage[], budget: number): ChatMessage[] {
-    const sent = (i: number) => withNotes(history[i] as ChatMessage, this.notes.get(i));
-    this.cutAt = trimInSteps(history, (i) => estimateTokens(sent(i)), this.cutAt, budget);
+    const text = (i: number) =>
+      estimateTokens(withNotes(withoutImages(history[i] as ChatMessage), this.notes.get(i)));
+    const image = (i: number) => this.images.costOf(history[i] as ChatMessage);
+    this.imageCut = imagesFrom(history, text, image, this.cutAt, Math.max(this.imageCut, 0), budget);
+    const cost = (i: number) => text(i) + (i >= this.imageCut ? image(i) : 0);
+    this.cutAt = trimInSteps(history, cost, this.cutAt, budget);
+    const sent = (i: number) => {
+      const m = history[i] as ChatMessage;
+      return withNotes(i >= this.imageCut ? m : withoutImages(m), this.notes.get(i));
+    };
     const out = history.slice(this.cutAt).map((_, k) => sent(this.cutAt + k));
     this.kept = out.length;
-    this.keptCost = out.reduce((n, m) => n + estimateTokens(m), 0);
+    this.keptCost = out.reduce((n, _, k) => n + cost(this.cutAt + k), 0);
     return out;
   }
 
@@ -63,6 +93,7 @@ export class PromptLayout {
   record(committed: boolean): PromptRecord {
     const notes = [...this.notes.values()].filter((n) => n.seq >= this.cutAt);
     if (committed && this.own) notes.push(this.own);
-    return { cut: this.cutAt, notes };
+    const imageCut = this.images.vision ? this.imageCut : this.recordImageCut;
+    return { cut: this.cutAt, notes, ...(imageCut ? { image_cut: imageCut } : {}) };
   }
 }

@@ -48,7 +48,7 @@ const noteId = (h: Hit) => `${h.doc.source}#${h.doc.id}`;
  */
 export function withNotes(message: ChatMessage, note: NoteRecord | undefined): ChatMessage {
   if (!note || message.role !== "user") return message;
-  return { role: "user", content: `${note.text}\n\n---\n\n${message.content}` };
+  return { ...message, content: `${note.text}\n\n---\n\n${message.content}` };
 }
 
 /**

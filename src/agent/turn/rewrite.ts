@@ -1,4 +1,5 @@
 import type { ChatParams } from "../../protocol/chat.ts";
+import type { AttachmentRef, ChatMessage } from "../../protocol/chat-message.ts";
 import { CoreError } from "../../protocol/errors.ts";
 import type { Store } from "../../store/store.ts";
 import type { SessionKey } from "./session.ts";
@@ -14,6 +15,8 @@ export interface Rewrite {
   replaceFromSeq: number;
   /** The user message the turn runs. */
   input: string;
+  /** The images it keeps from the message it replaces (docs/protocol.md#images). */
+  carried: AttachmentRef[];
 }
 
 const refuse = (field: string, message: string, data: Record<string, unknown> = {}) =>
@@ -32,6 +35,8 @@ export function checkRewriteParams(params: ChatParams): void {
     );
   if (params.regenerate && params.input !== "")
     throw refuse("input", "must be empty with regenerate (the session's last user message is run again)");
+  if (params.regenerate && params.images?.length)
+    throw refuse("images", "must be empty with regenerate (the last user message's images are sent again)");
   if (edit && params.input === "") throw refuse("input", "the edited user message must not be empty");
 }
 
@@ -50,7 +55,8 @@ export function planRewrite(params: ChatParams, store: Store, key: SessionKey): 
     const last = roles.findLast((m) => m.role === "user");
     if (!last) throw refuse("regenerate", "the session has no user message to answer again");
     const history = store.conversations.history(key.userId, key.sessionId);
-    return { replaceFromSeq: last.seq, input: (history[last.seq] as { content: string }).content };
+    const message = history[last.seq] as ChatMessage & { role: "user" };
+    return { replaceFromSeq: last.seq, input: message.content, carried: message.attachments ?? [] };
   }
   const seq = params.replace_from as number;
   const target = roles.find((m) => m.seq === seq);
@@ -64,7 +70,10 @@ export function planRewrite(params: ChatParams, store: Store, key: SessionKey): 
       },
     );
   }
-  return { replaceFromSeq: seq, input: params.input };
+  // An edit keeps the replaced message's images unless it brings its own.
+  const replaced = store.guard(() => store.conversations.history(key.userId, key.sessionId))[seq];
+  const carried = params.images?.length || replaced?.role !== "user" ? [] : (replaced.attachments ?? []);
+  return { replaceFromSeq: seq, input: params.input, carried };
 }
 
 /** A rewrite never waits behind another turn of its session: it is refused. */

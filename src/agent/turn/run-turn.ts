@@ -1,4 +1,5 @@
 import type { AgentConfig, Config } from "../../config/schema.ts";
+import { prepareImages } from "../../images/prepare.ts";
 import type { ChatParams, Warning } from "../../protocol/chat.ts";
 import { CoreError } from "../../protocol/errors.ts";
 import type { StartTicket } from "../../runtime/endpoint.ts";
@@ -39,6 +40,13 @@ export async function runTurn(params: ChatParams, deps: TurnDeps): Promise<TurnR
   const sessionId = params.session_id ?? deps.randomId(8, "abcdefghijklmnopqrstuvwxyz0123456789");
   const traceId = deps.randomId(16, "0123456789abcdef");
   checkRewriteParams(params);
+  // Every image checked before anything starts: a refusal costs no model load (docs/protocol.md#images).
+  const images = params.images?.length
+    ? await prepareImages(params.images, {
+        maxImages: config.app.max_images,
+        maxPixels: config.app.max_image_pixels,
+      })
+    : [];
   const rewriting = params.regenerate || params.replace_from !== undefined;
   const lockKey = `${params.user_id}/${sessionId}`;
   if (rewriting && deps.locks.held(lockKey)) throw turnInFlight(sessionId);
@@ -75,7 +83,8 @@ export async function runTurn(params: ChatParams, deps: TurnDeps): Promise<TurnR
       input: rewrite?.input ?? params.input,
       agent: agent.name,
       resume: params.resume,
-      ...(rewrite ? { replaceFromSeq: rewrite.replaceFromSeq } : {}),
+      ...(rewrite ? { replaceFromSeq: rewrite.replaceFromSeq, carried: rewrite.carried } : {}),
+      images,
     };
     const session = TurnSession.open(store, key, start, warnings, deps.now);
     const ctx: TurnContext = {

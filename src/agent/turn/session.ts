@@ -1,9 +1,11 @@
+import type { PreparedImage } from "../../images/prepare.ts";
 import type { Warning } from "../../protocol/chat.ts";
-import type { ChatMessage } from "../../protocol/chat-message.ts";
+import type { AttachmentRef, ChatMessage } from "../../protocol/chat-message.ts";
 import { type Checkpoint, CheckpointSchema } from "../../store/checkpoint.ts";
 import type { TurnMessage } from "../../store/conversations.ts";
 import type { Store } from "../../store/store.ts";
 import { logger } from "../../util/logger.ts";
+import { refsOf, TurnImages } from "./images.ts";
 
 /** The turn so far, as its checkpoint keeps it. */
 export type TurnState = Omit<Checkpoint, "version" | "updated_at">;
@@ -31,6 +33,10 @@ export class TurnSession {
     private readonly now: () => Date,
     /** The erase mark when the turn began: no write of it lands once its session is erased. */
     private readonly since: number,
+    /** The chat's new images, staged with the turn's first checkpoint (none for a resumed turn). */
+    private readonly newImages: readonly PreparedImage[],
+    /** The turn's images: their bytes, their costs (docs/protocol.md#images). */
+    readonly images: TurnImages,
   ) {}
 
   /** Loads the history and any checkpoint (one it cannot use is dropped, with a warning) and picks the state to run. */
@@ -51,9 +57,21 @@ export class TurnSession {
     const since = store.guard(() => store.conversations.erasureMark());
     const prior = store.guard(() => readCheckpoint(store, key, warnings));
     const state = initialState(prior, start, warnings);
+    const resumed = start.resume && prior !== undefined;
     let history = store.guard(() => store.conversations.history(key.userId, key.sessionId));
     if (state.replace_from_seq !== undefined) history = history.slice(0, state.replace_from_seq);
-    return new TurnSession(store, key, history, state, prior, now, since);
+    const images = new TurnImages(store, key.userId);
+    return new TurnSession(
+      store,
+      key,
+      history,
+      state,
+      prior,
+      now,
+      since,
+      resumed ? [] : (start.images ?? []),
+      images,
+    );
   }
 
   /** The turn's first checkpoint, before run_start: a database that refuses it fails the chat first. */
@@ -63,7 +81,27 @@ export class TurnSession {
     await this.store.write(() =>
       this.store.conversations.ensureSession(userId, sessionId, agent, user_input, this.now(), this.since),
     );
+    await this.stageImages();
     await this.save();
+  }
+
+  /**
+   * The chat's new images kept in the store, not yet tied to a message (the checkpoint names
+   * them), so a resumed turn still has them; any a set-aside checkpoint had staged go.
+   */
+  private async stageImages(): Promise<void> {
+    const { userId, sessionId } = this.key;
+    const attachments = this.store.conversations.attachments;
+    if (this.newImages.length > 0) {
+      const refs = await this.store.write(() =>
+        attachments.stage(userId, sessionId, this.newImages, this.now(), this.since),
+      );
+      for (const [i, r] of refs.entries()) this.images.hold(r.id, (this.newImages[i] as PreparedImage).data);
+      const opening = this.state.turn[0];
+      if (opening?.role === "user") opening.attachments = [...(opening.attachments ?? []), ...refs];
+    }
+    const keep = refsOf(this.state.turn).map((r) => r.id);
+    await this.store.write(() => attachments.dropStaged(userId, sessionId, keep));
   }
 
   /** After each LLM step and each tool result. */
@@ -84,14 +122,20 @@ export class TurnSession {
         ...(memoryText !== undefined ? { memoryText } : {}),
         at: this.now(),
         since: this.since,
+        imageTokens: this.images.measured,
       }),
     );
   }
 
   /** A refused turn changes nothing: the checkpoint goes back to how the turn found it. */
   async putBack(): Promise<void> {
-    if (this.prior) await this.write(stateOf(this.prior));
-    else
+    const { userId, sessionId } = this.key;
+    if (this.prior) {
+      const prior = stateOf(this.prior);
+      await this.write(prior);
+      const keep = refsOf(prior.turn).map((r) => r.id);
+      await this.store.write(() => this.store.conversations.attachments.dropStaged(userId, sessionId, keep));
+    } else
       await this.store.write(() =>
         this.store.conversations.clearCheckpoint(this.key.userId, this.key.sessionId),
       );
@@ -129,6 +173,10 @@ export interface TurnStart {
   resume: boolean;
   /** An edit or a regenerate: the session's messages from this seq on are replaced. */
   replaceFromSeq?: number;
+  /** The chat's images, checked (images/prepare.ts). */
+  images?: readonly PreparedImage[];
+  /** Images the turn's user message keeps from the one it replaces (a regenerate, an edit without new ones). */
+  carried?: readonly AttachmentRef[];
 }
 
 /** The session's checkpoint; one that does not parse (another version wrote it) is dropped with a warning. */
@@ -162,7 +210,13 @@ function initialState(checkpoint: Checkpoint | undefined, start: TurnStart, warn
     step: 0,
     parse_errors: 0,
     best_text: "",
-    turn: [{ role: "user" as const, content: start.input }],
+    turn: [
+      {
+        role: "user" as const,
+        content: start.input,
+        ...(start.carried?.length ? { attachments: [...start.carried] } : {}),
+      },
+    ],
     ...(start.replaceFromSeq !== undefined ? { replace_from_seq: start.replaceFromSeq } : {}),
   };
   if (start.resume) {

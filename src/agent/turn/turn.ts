@@ -10,11 +10,19 @@ import { type AgentTool, toOpenAiTools } from "../tool-registry.ts";
 import { type AnswerCheck, AnswerFormat, isFormatRefused } from "./answer-format.ts";
 import type { TurnContext } from "./context.ts";
 import { endTurn, type TurnEnding, type TurnResult } from "./ending.ts";
+import { notVision, refsOf } from "./images.ts";
 import { llmStep, type StepSetup } from "./llm-step.ts";
 import { recall } from "./memory.ts";
 import { repromptMessages, systemMessage } from "./prompt.ts";
 import { PromptLayout } from "./prompt-layout.ts";
 import { loadTools, pendingCalls, runCalls } from "./tools.ts";
+
+/**
+ * A turn that held this much image data asks for a collection once it is over: an idle core
+ * would otherwise keep a 20 MB image's garbage until something else allocates
+ * (docs/performance.md, "Images").
+ */
+const COLLECT_AFTER_IMAGE_BYTES = 4 * 1024 * 1024;
 
 /** Context size assumed when neither llama-server nor the config says. */
 const FALLBACK_CONTEXT = 4096;
@@ -68,6 +76,7 @@ export class Turn {
     } finally {
       if (this.reused && this.layout) this.reused.end(this.layout.record(committed), this.sent);
       this.lease?.release();
+      if (ctx.session.images.heldBytes() >= COLLECT_AFTER_IMAGE_BYTES) setTimeout(() => Bun.gc(true), 0);
     }
   }
 
@@ -86,13 +95,17 @@ export class Turn {
       this.lease = await deps.provider.acquire(deps.signal, (p) => deps.emit("warmup_progress", p), {
         prestarted: this.prestarted,
       });
-      return await this.steps(await this.setup(this.lease, hits));
+      const vision = (await this.lease.launch.props(deps.signal))?.modalities?.vision;
+      // Nothing is sent with images the model cannot read (docs/protocol.md#images).
+      if (vision === false && refsOf(ctx.session.state.turn).length > 0)
+        return { kind: "refused", step: ctx.session.state.step, error: notVision() };
+      return await this.steps(await this.setup(this.lease, hits, vision !== false));
     } catch (err) {
       return deps.signal.aborted ? { kind: "cancelled" } : { kind: "failed", error: err };
     }
   }
 
-  private async setup(lease: LlamaLease, hits: Hit[]): Promise<StepSetup> {
+  private async setup(lease: LlamaLease, hits: Hit[], vision: boolean): Promise<StepSetup> {
     const { agent, deps } = this.ctx;
     const contextSize =
       (await lease.launch.contextSize(deps.signal)) ??
@@ -100,11 +113,12 @@ export class Turn {
     const maxTokens = agent.max_tokens ?? deps.config.model.max_tokens ?? undefined;
     const key = { userId: this.ctx.params.user_id, sessionId: this.ctx.sessionId };
     this.reused = await deps.reuse?.begin(lease, key, deps.signal);
-    this.layout = new PromptLayout(
-      this.reused?.record ?? emptyRecord(),
-      hits,
-      this.ctx.session.history.length,
-    );
+    const { session } = this.ctx;
+    session.images.learn([...refsOf(session.history), ...refsOf(session.state.turn)]);
+    this.layout = new PromptLayout(this.reused?.record ?? emptyRecord(), hits, session.history.length, {
+      costOf: (m) => session.images.costOf(m),
+      vision,
+    });
     return {
       lease,
       system: systemMessage(agent),
@@ -144,7 +158,7 @@ export class Turn {
       if (answer.kind === "reply") ctx.usage.add(answer.reply);
       if (answer.kind === "failed") return { kind: "llm_error", step, failure: answer.failure };
       if (answer.kind === "overflow") return this.overflowed(step, answer.error, setup.contextSize);
-      if (answer.kind === "refused") return { kind: "format_refused", step, error: answer.error };
+      if (answer.kind === "refused") return { kind: "refused", step, error: answer.error };
       ctx.deps.emit("llm_done", { step });
       const ending = stepSetup.format
         ? await this.structured(step, answer.reply, stepSetup)
@@ -218,7 +232,7 @@ export class Turn {
     try {
       checked = await (setup.format as AnswerFormat).check(text, ctx.deps.signal);
     } catch (err) {
-      if (isFormatRefused(err)) return { kind: "format_refused", step, error: err };
+      if (isFormatRefused(err)) return { kind: "refused", step, error: err };
       throw err;
     }
     if (!checked.ok)

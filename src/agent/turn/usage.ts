@@ -35,6 +35,11 @@ export class TurnUsage {
     this.steps++;
   }
 
+  /** A step's images cost this many prompt tokens (docs/protocol.md#images). */
+  addImageTokens(n: number): void {
+    this.plus("image_tokens", n);
+  }
+
   total(): Usage {
     const out: Usage = Object.fromEntries(this.sums);
     if (this.ttft !== undefined) out.ttft_ms = round(this.ttft);

@@ -151,6 +151,39 @@ export const MIGRATIONS: readonly Migration[] = [
       END`,
     ],
   },
+  {
+    version: 5,
+    sql: [
+      // A user message's images (docs/protocol.md#images). `seq` is the message's; NULL while
+      // its turn is in flight (the checkpoint names the ids), so a turn that never commits leaves
+      // nothing a later one would show. `tokens`: what llama-server counted for the image once
+      // sent (the history's budget). AUTOINCREMENT: an id a host kept never comes back naming
+      // another image. The bytes live in a table of their own, in parts of about 1 MB: SQLite
+      // rewrites a whole row on UPDATE (giving an image its seq must not copy 20 MB), and builds
+      // a whole row in memory to write it (a part at a time, a 20 MB image costs 1 MB to keep,
+      // and a full disk's erase removes it a part a step).
+      `CREATE TABLE attachments (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        user_id TEXT NOT NULL,
+        session_id TEXT NOT NULL,
+        seq INTEGER,
+        mime TEXT NOT NULL,
+        bytes INTEGER NOT NULL,
+        tokens INTEGER,
+        created_at INTEGER NOT NULL,
+        FOREIGN KEY (user_id, session_id) REFERENCES sessions ON DELETE CASCADE
+      ) STRICT`,
+      `CREATE INDEX attachments_by_message ON attachments (user_id, session_id, seq)`,
+      `CREATE TABLE attachment_data (
+        rowid INTEGER PRIMARY KEY,
+        id INTEGER NOT NULL REFERENCES attachments ON DELETE CASCADE,
+        part INTEGER NOT NULL,
+        user_id TEXT NOT NULL,
+        data BLOB NOT NULL,
+        UNIQUE (id, part)
+      ) STRICT`,
+    ],
+  },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]?.version ?? 0;

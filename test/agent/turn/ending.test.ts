@@ -261,7 +261,7 @@ describe("endTurn: each ending emits at most one terminal event", () => {
     const error = new CoreError("invalid_request", "params.response_format: no", {
       field: "response_format",
     });
-    expect(await thrown(() => endTurn(t.ctx, { kind: "format_refused", step: 0, error }))).toBe(error);
+    expect(await thrown(() => endTurn(t.ctx, { kind: "refused", step: 0, error }))).toBe(error);
     expect(t.events).toEqual([{ event: "loop_abort", fields: { step: 0, reason: "llm_error" } }]);
     expect(t.hasCheckpoint()).toBe(false);
   });

@@ -82,6 +82,22 @@ describe("erasing for good", () => {
     for (let i = 0; i < 200; i++)
       chat(store, "alice", `s${i % 7}`, `ZEBRAFISH note ${i} ${"filler ".repeat(i % 30)}`);
     chat(store, "bob", "b", "bob keeps PELICAN");
+    // An image of hers whose bytes spell the marker (docs/protocol.md#images), over several parts.
+    const image = Buffer.alloc(2_500_000, "ZEBRAFISH-PIXELS ");
+    const [ref] = store.conversations.attachments.stage(
+      "alice",
+      "s0",
+      [{ mime: "image/png", data: image }],
+      new Date(),
+    );
+    store.conversations.commitTurn({
+      userId: "alice",
+      sessionId: "s0",
+      agent: "a",
+      messages: [{ role: "user", content: "look", attachments: [ref!] }],
+      at: new Date(),
+    });
+    expect(filesHolding(dir.path, "ZEBRAFISH-PIXELS").length).toBeGreaterThan(0);
     expect(filesHolding(dir.path, "ZEBRAFISH").length).toBeGreaterThan(1);
     expect((await store.deleteUser("alice")).deleted_sessions).toBe(8);
     expect(filesHolding(dir.path, "ZEBRAFISH")).toEqual([]);

@@ -1,0 +1,145 @@
+import { DataUrl } from "../../llama/data-url.ts";
+import type { LlmError } from "../../llama/errors.ts";
+import type { AttachmentRef, ChatMessage } from "../../protocol/chat-message.ts";
+import { CoreError } from "../../protocol/errors.ts";
+import type { Store } from "../../store/store.ts";
+
+/**
+ * A turn's images (docs/protocol.md#images): the bytes of its own (checked by `images/`,
+ * staged in the store) and of the history's, read from the store when a request carries them;
+ * what each costs in tokens, as llama-server counted it once (kept with the image) or guessed;
+ * and the user messages as llama-server takes them, each image an `image_url` part with a
+ * `data:` URL after the text (test/fixtures/llama-server/transcripts/101, 102), its bytes kept
+ * as bytes until the request is written (llama/data-url.ts).
+ */
+
+/** An image's tokens before llama-server has counted one: a common projector's 24×24 patches. */
+export const IMAGE_TOKENS_GUESS = 576;
+
+/** What an image sent as text says in its place. */
+export const IMAGE_PLACEHOLDER = "[image]";
+
+export class TurnImages {
+  /** Bytes in hand (the turn's own, and any read once), by attachment id. */
+  private readonly bytes = new Map<number, Uint8Array>();
+  /** Tokens per image as counted, by id: from the store, and this turn's counts. */
+  private readonly counted = new Map<number, number>();
+  /** What this turn's steps counted for images that had no count yet: kept at commit. */
+  readonly measured = new Map<number, number>();
+
+  constructor(
+    private readonly store: Store,
+    private readonly userId: string,
+  ) {}
+
+  /** Image bytes this turn holds (its own and those it read). */
+  heldBytes(): number {
+    let n = 0;
+    for (const b of this.bytes.values()) n += b.byteLength;
+    return n;
+  }
+
+  /** The bytes of images staged by this turn, so they are not read back. */
+  hold(id: number, data: Uint8Array): void {
+    this.bytes.set(id, data);
+  }
+
+  /** The counts the store keeps for these images, read once per turn. */
+  learn(refs: readonly AttachmentRef[]): void {
+    const unknown = refs.map((r) => r.id).filter((id) => !this.counted.has(id));
+    if (unknown.length === 0) return;
+    const known = this.store.guard(() => this.store.conversations.attachments.tokens(this.userId, unknown));
+    for (const [id, n] of known) this.counted.set(id, n);
+  }
+
+  /** An image's tokens: as counted, else the mean of those counted, else the guess. */
+  cost(ref: AttachmentRef): number {
+    const known = this.counted.get(ref.id);
+    if (known !== undefined) return known;
+    if (this.counted.size === 0) return IMAGE_TOKENS_GUESS;
+    let sum = 0;
+    for (const n of this.counted.values()) sum += n;
+    return Math.round(sum / this.counted.size);
+  }
+
+  /** What a message's images cost. */
+  costOf(message: ChatMessage): number {
+    return message.role === "user" ? (message.attachments ?? []).reduce((n, r) => n + this.cost(r), 0) : 0;
+  }
+
+  /** A step's images together cost `tokens`: each without a count gets its share. */
+  counts(refs: readonly AttachmentRef[], tokens: number): void {
+    if (refs.length === 0) return;
+    const each = Math.round(tokens / refs.length);
+    for (const r of refs) {
+      if (this.counted.has(r.id)) continue;
+      this.counted.set(r.id, each);
+      this.measured.set(r.id, each);
+    }
+  }
+
+  /** The messages as llama-server takes them: a user message's images as parts after its text. */
+  wire(messages: readonly ChatMessage[]): unknown[] {
+    return messages.map((m) => {
+      if (m.role !== "user" || !m.attachments?.length) return m;
+      const parts: unknown[] = m.content === "" ? [] : [{ type: "text", text: m.content }];
+      for (const ref of m.attachments)
+        parts.push({ type: "image_url", image_url: { url: new DataUrl(ref.mime, this.data(ref)) } });
+      return { role: "user", content: parts };
+    });
+  }
+
+  /** An image's bytes: in hand, else read from the store once for the turn. */
+  private data(ref: AttachmentRef): Uint8Array {
+    let data = this.bytes.get(ref.id);
+    if (!data) {
+      const found = this.store.guard(() => this.store.conversations.attachments.get(this.userId, ref.id));
+      if (!found) throw new Error(`attachment ${ref.id} is gone from the store`);
+      data = found.data;
+      this.bytes.set(ref.id, data);
+    }
+    return data;
+  }
+}
+
+/** Every image a list of messages carries, in order. */
+export function refsOf(messages: readonly ChatMessage[]): AttachmentRef[] {
+  return messages.flatMap((m) => (m.role === "user" ? (m.attachments ?? []) : []));
+}
+
+/** A message with its images sent as text (they no longer fit, or the model reads none). */
+export function withoutImages(message: ChatMessage): ChatMessage {
+  if (message.role !== "user" || !message.attachments?.length) return message;
+  const marks = message.attachments.map(() => IMAGE_PLACEHOLDER).join(" ");
+  return { role: "user", content: message.content === "" ? marks : `${message.content}\n\n${marks}` };
+}
+
+/** The chat's images, for a model whose llama-server reads none (its /props, 100 and 105). */
+export function notVision(): CoreError {
+  return new CoreError(
+    "invalid_request",
+    "params.images: this model reads no images (its llama-server has no vision projector); choose a vision model, or configure its mmproj",
+    { field: "images", reason: "model_not_vision" },
+  );
+}
+
+/** The messages with no image at all: the prompt they would be without them. */
+export function textOnly(messages: readonly ChatMessage[]): ChatMessage[] {
+  return messages.map((m) => (m.role === "user" && m.attachments ? { role: "user", content: m.content } : m));
+}
+
+/**
+ * llama-server's refusal of a request's images, as the chat's: a server without a projector
+ * (500 "image input is not supported", transcripts/105: the model was swapped under the
+ * /props read), or bytes its decoder cannot read past their header (400, 106b).
+ */
+export function imageRefusal(err: LlmError): CoreError | undefined {
+  if (err.status === 500 && /image input is not supported/i.test(err.message)) return notVision();
+  if (err.status === 400 && /failed to load image/i.test(err.message))
+    return new CoreError(
+      "invalid_request",
+      "params.images: llama-server could not decode an image (its header was readable, its pixels were not)",
+      { field: "images", problem: "damaged" },
+    );
+  return undefined;
+}

@@ -1,0 +1,134 @@
+/**
+ * An image's format and size from its bytes, never its name or declared type
+ * (docs/protocol.md#images): the formats llama-server decodes itself (PNG, JPEG, GIF, BMP);
+ * WebP and the rest it hands to an external ffmpeg that a user's machine may not have
+ * (test/fixtures/llama-server/transcripts/106d), so they are refused here with the reason.
+ * Width and height come from the header, before anything decodes the pixels, so a small file
+ * that declares a huge image (a decompression bomb) costs nothing to refuse. Pure.
+ */
+
+export type ImageFormat = "png" | "jpeg" | "gif" | "bmp";
+
+export const MIME_OF: Record<ImageFormat, string> = {
+  png: "image/png",
+  jpeg: "image/jpeg",
+  gif: "image/gif",
+  bmp: "image/bmp",
+};
+
+/** What the header says, or why the bytes are not an image the model can read. */
+export type ImageHeader =
+  | { ok: true; format: ImageFormat; width: number; height: number }
+  | { ok: false; kind: "unsupported" | "damaged"; problem: string };
+
+const PNG_SIGNATURE = [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a];
+
+export function readImageHeader(bytes: Uint8Array): ImageHeader {
+  if (startsWith(bytes, PNG_SIGNATURE)) return png(bytes);
+  if (bytes[0] === 0xff && bytes[1] === 0xd8 && bytes[2] === 0xff) return jpeg(bytes);
+  if (ascii(bytes, 0, 6) === "GIF87a" || ascii(bytes, 0, 6) === "GIF89a") return gif(bytes);
+  if (ascii(bytes, 0, 2) === "BM") return bmp(bytes);
+  if (ascii(bytes, 0, 4) === "RIFF" && ascii(bytes, 8, 4) === "WEBP")
+    return unsupported(
+      "a WebP image: llama-server reads WebP only through an external ffmpeg, which it may not have (send PNG or JPEG)",
+    );
+  return unsupported("not a PNG, JPEG, GIF or BMP image (the format is known by the bytes, not the name)");
+}
+
+const unsupported = (problem: string): ImageHeader => ({ ok: false, kind: "unsupported", problem });
+const damaged = (problem: string): ImageHeader => ({ ok: false, kind: "damaged", problem });
+const sized = (format: ImageFormat, width: number, height: number): ImageHeader =>
+  width > 0 && height > 0
+    ? { ok: true, format, width, height }
+    : damaged(`the ${format.toUpperCase()} header declares ${width}×${height} pixels`);
+
+/**
+ * PNG: the IHDR chunk first (width, height), then every chunk's length walked to IEND: a chunk
+ * that runs past the end, a missing IDAT or a missing IEND is a truncated or damaged file. The
+ * chunks' CRCs are not checked (llama-server's decoder does that on the bytes it decodes).
+ */
+function png(b: Uint8Array): ImageHeader {
+  if (b.length < 33 || ascii(b, 12, 4) !== "IHDR" || u32be(b, 8) !== 13)
+    return damaged("a PNG whose IHDR header is missing or cut short");
+  const width = u32be(b, 16);
+  const height = u32be(b, 20);
+  let at = 8;
+  let data = false;
+  for (;;) {
+    if (at + 12 > b.length) return damaged("a truncated PNG: it ends before its IEND chunk");
+    const length = u32be(b, at);
+    const type = ascii(b, at + 4, 4);
+    if (at + 12 + length > b.length) return damaged(`a truncated PNG: its ${type} chunk runs past the end`);
+    if (type === "IDAT") data = true;
+    if (type === "IEND") break;
+    at += 12 + length;
+  }
+  if (!data) return damaged("a PNG with no image data (no IDAT chunk)");
+  return sized("png", width, height);
+}
+
+/**
+ * JPEG: the markers walked from SOI to the first frame header (SOFn: width, height); the file
+ * ending, or the scan starting, before one is a damaged file. The entropy-coded data after the
+ * headers is not checked (cameras append trailers after EOI; llama-server's decoder reads it).
+ */
+function jpeg(b: Uint8Array): ImageHeader {
+  let at = 2;
+  while (at + 4 <= b.length) {
+    if (b[at] !== 0xff) return damaged(`a JPEG with a broken marker at byte ${at}`);
+    const marker = b[at + 1] as number;
+    if (marker === 0xff) {
+      at++; // fill byte
+      continue;
+    }
+    if (marker === 0x01 || (marker >= 0xd0 && marker <= 0xd7)) {
+      at += 2;
+      continue;
+    }
+    if (marker === 0xd9 || marker === 0xda) break;
+    const length = u16be(b, at + 2);
+    if (length < 2) return damaged(`a JPEG with a broken segment at byte ${at}`);
+    if (isFrameHeader(marker)) {
+      if (at + 9 > b.length) break;
+      return sized("jpeg", u16be(b, at + 7), u16be(b, at + 5));
+    }
+    at += 2 + length;
+  }
+  return damaged("a JPEG that ends (or starts its scan) before its frame header");
+}
+
+/** SOF0–SOF15 but DHT (C4), JPG (C8) and DAC (CC), which share the range. */
+const isFrameHeader = (m: number) => m >= 0xc0 && m <= 0xcf && m !== 0xc4 && m !== 0xc8 && m !== 0xcc;
+
+/** GIF: the logical screen's width and height (llama-server decodes the first frame). */
+function gif(b: Uint8Array): ImageHeader {
+  if (b.length < 14) return damaged("a GIF cut short before its first block");
+  return sized("gif", u16le(b, 6), u16le(b, 8));
+}
+
+/** BMP: the DIB header's size (core or info header), then the pixels' offset within the file. */
+function bmp(b: Uint8Array): ImageHeader {
+  if (b.length < 26) return damaged("a BMP whose header is cut short");
+  const dib = u32le(b, 14);
+  const pixelsAt = u32le(b, 10);
+  if (pixelsAt >= b.length) return damaged("a truncated BMP: its pixels start past the end of the file");
+  if (dib === 12) return sized("bmp", u16le(b, 18), u16le(b, 20));
+  if (dib < 40 || b.length < 26) return damaged(`a BMP with an unknown header (${dib} bytes)`);
+  // A negative height is a top-down image.
+  return sized("bmp", Math.abs(i32le(b, 18)), Math.abs(i32le(b, 22)));
+}
+
+function startsWith(b: Uint8Array, prefix: readonly number[]): boolean {
+  return prefix.every((v, i) => b[i] === v);
+}
+
+function ascii(b: Uint8Array, at: number, length: number): string {
+  if (at + length > b.length) return "";
+  return String.fromCharCode(...b.subarray(at, at + length));
+}
+
+const u16be = (b: Uint8Array, at: number) => ((b[at] as number) << 8) | (b[at + 1] as number);
+const u16le = (b: Uint8Array, at: number) => (b[at] as number) | ((b[at + 1] as number) << 8);
+const u32be = (b: Uint8Array, at: number) => u16be(b, at) * 0x10000 + u16be(b, at + 2);
+const u32le = (b: Uint8Array, at: number) => u16le(b, at) + u16le(b, at + 2) * 0x10000;
+const i32le = (b: Uint8Array, at: number) => u32le(b, at) | 0;

@@ -1,0 +1,33 @@
+import { FileTooLarge, NotRegularFile, readFileBytesAsync } from "../util/read-file.ts";
+import { MAX_IMAGE_BYTES } from "./limits.ts";
+import { imageRefused } from "./refusal.ts";
+
+/**
+ * An image given by `path`: read as `util/read-file.ts` reads what the user controls (a regular
+ * file only, opened without blocking, so a FIFO never hangs the core; links followed), its size
+ * checked by stat before a byte is read, the reads awaited. Every failure is a refusal naming
+ * `images[i]` and the path.
+ */
+export async function readImageFile(index: number, path: string): Promise<Uint8Array> {
+  try {
+    return await readFileBytesAsync(path, MAX_IMAGE_BYTES);
+  } catch (err) {
+    if (err instanceof FileTooLarge)
+      throw imageRefused(index, "too_large", `${path} is ${err.bytes} bytes, over ${MAX_IMAGE_BYTES}`);
+    if (err instanceof NotRegularFile)
+      throw imageRefused(index, "unreadable", `${path} is ${err.kind}, not a file`);
+    const code = (err as NodeJS.ErrnoException | undefined)?.code;
+    const reason = (code && OS_REASONS[code]) ?? (err instanceof Error ? err.message : String(err));
+    throw imageRefused(index, "unreadable", `${path} cannot be read: ${reason}`);
+  }
+}
+
+const OS_REASONS: Record<string, string> = {
+  ENOENT: "no such file",
+  ENOTDIR: "a folder on its path is not a folder",
+  EACCES: "permission denied",
+  EPERM: "permission denied",
+  ELOOP: "a loop of symbolic links",
+  ENAMETOOLONG: "the path is too long",
+  EISDIR: "a directory",
+};

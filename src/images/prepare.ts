@@ -1,0 +1,111 @@
+import { isAbsolute } from "node:path";
+import type { ImageInput } from "../protocol/image-input.ts";
+import { decodeBase64Strict } from "./base64.ts";
+import { type ImageFormat, MIME_OF, readImageHeader } from "./format.ts";
+import { readImageFile } from "./image-file.ts";
+import { MAX_IMAGE_BYTES } from "./limits.ts";
+import { imageRefused } from "./refusal.ts";
+
+/** A chat's image, checked and ready to send and store. */
+export interface PreparedImage {
+  format: ImageFormat;
+  /** From the bytes (the `mime` a host gave is not trusted). */
+  mime: string;
+  width: number;
+  height: number;
+  data: Uint8Array;
+}
+
+export interface ImageLimits {
+  /** `app.max_images`. */
+  maxImages: number;
+  /** `app.max_image_pixels`. */
+  maxPixels: number;
+}
+
+/**
+ * A scheme before a colon: `http:`, `file:`, `data:`… A single letter is a Windows drive
+ * (`C:\`), which only a `path` may start with.
+ */
+const URL_LIKE = /^\s*[A-Za-z][A-Za-z0-9+.-]+:/;
+
+/**
+ * The chat's images checked in order (docs/protocol.md#images), each read or decoded, its
+ * format and size from its header, before anything is sent: the first problem refuses the chat,
+ * naming `images[i]`. No URL is ever followed: llama-server would fetch an `http://` one itself
+ * (test/fixtures/llama-server/transcripts/107). The loop is given back between images and within
+ * a large base64 text, so validation never holds up a ping.
+ */
+export async function prepareImages(
+  inputs: readonly ImageInput[],
+  limits: ImageLimits,
+): Promise<PreparedImage[]> {
+  if (inputs.length > limits.maxImages) {
+    throw imageRefused(
+      limits.maxImages,
+      "too_many_images",
+      `${inputs.length} images, over app.max_images (${limits.maxImages})`,
+    );
+  }
+  const out: PreparedImage[] = [];
+  for (const [index, input] of inputs.entries()) {
+    if (index > 0) await new Promise((r) => setImmediate(r));
+    out.push(await prepareOne(index, input, limits));
+  }
+  return out;
+}
+
+async function prepareOne(index: number, input: ImageInput, limits: ImageLimits): Promise<PreparedImage> {
+  const bytes = await bytesOf(index, input);
+  if (bytes.length > MAX_IMAGE_BYTES)
+    throw imageRefused(index, "too_large", `${bytes.length} bytes, over ${MAX_IMAGE_BYTES}`);
+  const header = readImageHeader(bytes);
+  if (!header.ok)
+    throw imageRefused(
+      index,
+      header.kind === "unsupported" ? "unsupported_format" : "damaged",
+      header.problem,
+    );
+  const pixels = header.width * header.height;
+  if (pixels > limits.maxPixels) {
+    throw imageRefused(
+      index,
+      "too_many_pixels",
+      `${header.width}×${header.height} pixels (${pixels}), over app.max_image_pixels (${limits.maxPixels})`,
+    );
+  }
+  return {
+    format: header.format,
+    mime: MIME_OF[header.format],
+    width: header.width,
+    height: header.height,
+    data: bytes,
+  };
+}
+
+async function bytesOf(index: number, input: ImageInput): Promise<Uint8Array> {
+  const { data, path, mime } = input;
+  if ((data === undefined) === (path === undefined))
+    throw imageRefused(index, "unreadable", "give either data (base64) or path, exactly one");
+  if (mime !== undefined && !/^image\/[A-Za-z0-9.+-]+$/.test(mime))
+    throw imageRefused(index, "unsupported_format", `mime ${JSON.stringify(mime)} is not an image type`);
+  if (path !== undefined) {
+    if (URL_LIKE.test(path))
+      throw imageRefused(index, "url", "a URL is never followed: give a local file's path, or the data");
+    if (!isAbsolute(path)) throw imageRefused(index, "unreadable", `path must be absolute (${path})`);
+    return readImageFile(index, path);
+  }
+  const text = data as string;
+  if (URL_LIKE.test(text))
+    throw imageRefused(
+      index,
+      "url",
+      "data must be the image's base64 alone: a URL (http:, file:, data:) is never followed",
+    );
+  // Base64 of the largest image, so a huge text is refused before it is read through.
+  if (text.length > Math.ceil(MAX_IMAGE_BYTES / 3) * 4)
+    throw imageRefused(index, "too_large", `${text.length} base64 characters, over ${MAX_IMAGE_BYTES} bytes`);
+  const decoded = await decodeBase64Strict(text);
+  if (!decoded.ok) throw imageRefused(index, "bad_base64", `data is not base64: ${decoded.problem}`);
+  return decoded.bytes;
+}

@@ -1,0 +1,188 @@
+import { describe, expect, test } from "bun:test";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { b64, png, webp } from "../fixtures/images.ts";
+import { ChatHarness, type Msg } from "./harness.ts";
+
+// A chat's images (docs/protocol.md#images) through the real chat method against the stand-in
+// as a vision server (test/fixtures/llama-stand-in/vision.ts, transcripts 100–109): sent as
+// content parts, counted, stored with the message, resent, and refused where they cannot go.
+
+const AGENTS = { agents: [{ name: "a", system_prompt: "Be brief.", tools: [] }] };
+const vision = (nCtx = 8192) => ({ standIn: () => ({ vision: { tokensPerImage: 64 }, nCtx }) });
+
+type Json = Record<string, any>;
+const result = (m: Msg) => m.result as Json;
+/** The user message of the stand-in's `n`th request (its last user message). */
+const userParts = (h: ChatHarness, n: number) =>
+  h.llama.requests[n]!.body.messages.filter((m) => m.role === "user").map((m) => m.content as unknown);
+
+describe("a chat with images", () => {
+  test("sent as image_url parts after the text (101), counted in usage.image_tokens (103), kept with the message", async () => {
+    await using h = new ChatHarness(AGENTS, vision());
+    h.llama.script({ content: "A square." });
+    const image = png(8, 8);
+    const { terminal } = await h.chat(1, {
+      session_id: "s",
+      input: "What is this?",
+      images: [{ data: b64(image) }],
+    });
+    expect(terminal.type).toBe("result");
+    const [sent] = userParts(h, 0) as Json[][];
+    expect(sent).toEqual([
+      { type: "text", text: "What is this?" },
+      { type: "image_url", image_url: { url: `data:image/png;base64,${b64(image)}` } },
+    ]);
+    expect(result(terminal).usage.image_tokens).toBe(64);
+    h.send(2, "sessions.get", { session_id: "s" });
+    const page = result(await h.terminal(2));
+    const attachments = page.messages[0].attachments;
+    expect(attachments).toEqual([{ id: expect.any(Number), mime: "image/png", bytes: image.length }]);
+    h.send(3, "sessions.attachment", { id: attachments[0].id });
+    const got = result(await h.terminal(3));
+    expect(Buffer.from(got.data, "base64").equals(image)).toBe(true);
+    h.send(4, "sessions.attachment", { user_id: "mallory", id: attachments[0].id });
+    expect((await h.terminal(4)).data).toMatchObject({ reason: "attachment_not_found" });
+  });
+
+  test("a path is read by the core; the model sees the bytes, never the path", async () => {
+    await using h = new ChatHarness(AGENTS, vision());
+    h.llama.script({ content: "ok" });
+    const file = join(h.dir.path, "shot.png");
+    writeFileSync(file, png(4, 4));
+    const { terminal } = await h.chat(1, { input: "see", images: [{ path: file }] });
+    expect(terminal.type).toBe("result");
+    expect(JSON.stringify(h.llama.requests[0]!.body)).not.toContain(file);
+    expect(JSON.stringify(h.llama.requests[0]!.body)).toContain(b64(png(4, 4)));
+  });
+
+  test("a model whose server reads no images: model_not_vision, nothing sent, the session as it was (105)", async () => {
+    await using h = new ChatHarness(AGENTS, { standIn: () => ({}) });
+    const { terminal } = await h.chat(1, {
+      session_id: "s",
+      input: "look",
+      images: [{ data: b64(png(2, 2)) }],
+    });
+    expect(terminal.type).toBe("error");
+    expect(terminal.code).toBe("invalid_request");
+    expect(terminal.data).toMatchObject({ reason: "model_not_vision", field: "images" });
+    expect(h.llama.requests).toHaveLength(0);
+    expect(h.history("s")).toEqual([]);
+    expect(h.checkpoint("s")).toBeUndefined();
+  });
+
+  test("llama-server's own 'image input is not supported' is model_not_vision too, never internal_error (105)", async () => {
+    await using h = new ChatHarness(AGENTS, vision());
+    h.llama.script({
+      error: {
+        status: 500,
+        message:
+          "image input is not supported - hint: if this is unexpected, you may need to provide the mmproj",
+      },
+    });
+    const { terminal } = await h.chat(1, { input: "look", images: [{ data: b64(png(2, 2)) }] });
+    expect(terminal.data).toMatchObject({ reason: "model_not_vision" });
+  });
+
+  test("a bad image is refused before llama-server is asked for anything, naming images[i]", async () => {
+    await using h = new ChatHarness(AGENTS, vision());
+    for (const [i, images] of [
+      [1, [{ data: b64(png(2, 2)) }, { data: b64(webp()) }]],
+      [0, [{ data: "http://example.com/cat.png" }]],
+      [0, [{ path: "/dev/null/none.png" }]],
+    ] as const) {
+      const { terminal } = await h.chat(`c${i}${images.length}`, { input: "look", images });
+      expect(terminal.code).toBe("invalid_request");
+      expect(terminal.data).toMatchObject({ field: `images[${i}]` });
+    }
+    expect(h.llama.requests).toHaveLength(0);
+    expect(h.llama.model.remoteFetches).toBe(0);
+  });
+
+  test("a prompt whose image cannot fit: invalid_request with the token counts (104)", async () => {
+    await using h = new ChatHarness(AGENTS, vision(60));
+    const { terminal } = await h.chat(1, {
+      session_id: "s",
+      input: "look",
+      images: [{ data: b64(png(2, 2)) }],
+    });
+    expect(terminal.code).toBe("invalid_request");
+    expect(terminal.data).toMatchObject({ reason: "context_overflow", n_ctx: 60 });
+    expect((terminal.data as Json).n_prompt_tokens).toBeGreaterThan(64);
+    expect(h.history("s")).toEqual([]);
+  });
+
+  test("the next turn sends the image again, from the slot's cache (106f)", async () => {
+    await using h = new ChatHarness(AGENTS, vision());
+    h.llama.script({ content: "A square." }, { content: "Still a square." });
+    await h.chat(1, { session_id: "s", input: "What is this?", images: [{ data: b64(png(8, 8)) }] });
+    const { terminal } = await h.chat(2, { session_id: "s", input: "And now?" });
+    const [first] = userParts(h, 1) as Json[][];
+    expect(first?.[1]?.type).toBe("image_url");
+    const usage = result(terminal).usage;
+    expect(usage.image_tokens).toBe(64);
+    expect(usage.cached_tokens).toBeGreaterThanOrEqual(64);
+  });
+
+  test("regenerate and replace_from send the replaced message's images again; an edit with its own replaces them", async () => {
+    await using h = new ChatHarness(AGENTS, vision());
+    h.llama.script({ content: "one" }, { content: "two" }, { content: "three" }, { content: "four" });
+    await h.chat(1, { session_id: "s", input: "look", images: [{ data: b64(png(3, 3)) }] });
+    const id = (h.history("s")[0] as Json).attachments[0].id;
+    await h.chat(2, { session_id: "s", regenerate: true });
+    expect((userParts(h, 1)[0] as Json[])[1]!.image_url.url).toContain(b64(png(3, 3)));
+    expect((h.history("s")[0] as Json).attachments[0].id).toBe(id);
+    await h.chat(3, { session_id: "s", replace_from: 0, input: "look again" });
+    expect((userParts(h, 2)[0] as Json[])[1]!.image_url.url).toContain(b64(png(3, 3)));
+    await h.chat(4, {
+      session_id: "s",
+      replace_from: 0,
+      input: "this one",
+      images: [{ data: b64(png(5, 5)) }],
+    });
+    expect((userParts(h, 3)[0] as Json[])[1]!.image_url.url).toContain(b64(png(5, 5)));
+    h.send(5, "sessions.attachment", { id });
+    expect((await h.terminal(5)).type).toBe("error");
+    const { terminal } = await h.chat(6, {
+      session_id: "s",
+      regenerate: true,
+      images: [{ data: b64(png(1, 1)) }],
+    });
+    expect(terminal.data).toMatchObject({ field: "images" });
+  });
+
+  test("older images become [image] when the budget needs it; the turn's own are always sent", async () => {
+    // 64 tokens an image; a slot of 400: three images of history do not fit beside a fourth.
+    await using h = new ChatHarness(AGENTS, vision(400));
+    h.llama.script({ content: "a" }, { content: "b" }, { content: "c" }, { content: "d" });
+    for (let i = 0; i < 4; i++)
+      await h.chat(`t${i}`, { session_id: "s", input: `image ${i}`, images: [{ data: b64(png(i + 1, 1)) }] });
+    const last = h.llama.requests[3]!.body.messages.filter((m) => m.role === "user");
+    expect(last).toHaveLength(4);
+    expect(typeof last[0]!.content === "string" && last[0]!.content).toContain("[image]");
+    expect(Array.isArray(last[3]!.content)).toBe(true);
+    expect((h.history("s")[0] as Json).attachments).toHaveLength(1); // the store keeps it
+  });
+
+  test("a turn that failed mid-stream keeps its images: resume sends them again; a fresh turn drops them", async () => {
+    await using h = new ChatHarness(AGENTS, vision());
+    h.llama.script({ content: ["par", "tial"], crash_after_chunks: 3 }, { content: "done" });
+    const image = png(6, 6);
+    const broken = await h.chat(1, { session_id: "s", input: "look", images: [{ data: b64(image) }] });
+    expect(broken.terminal.type).toBe("error");
+    const staged = h.checkpoint("s")!.turn[0] as Json;
+    expect(staged.attachments).toHaveLength(1);
+    const { terminal } = await h.chat(2, { session_id: "s", resume: true });
+    expect(terminal.type).toBe("result");
+    expect((userParts(h, 1)[0] as Json[])[1]!.image_url.url).toContain(b64(image));
+    expect((h.history("s")[0] as Json).attachments).toEqual(staged.attachments);
+    // Interrupted again and set aside by a fresh turn: the staged image is erased.
+    h.llama.script({ content: ["a"], crash_after_chunks: 2 });
+    await h.chat(3, { session_id: "t", input: "look", images: [{ data: b64(png(7, 7)) }] });
+    const id = (h.checkpoint("t")!.turn[0] as Json).attachments[0].id;
+    h.llama.script({ content: "fresh" });
+    await h.chat(4, { session_id: "t", input: "never mind" });
+    h.send(5, "sessions.attachment", { id });
+    expect((await h.terminal(5)).data).toMatchObject({ reason: "attachment_not_found" });
+  });
+});

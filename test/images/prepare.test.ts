@@ -1,0 +1,175 @@
+import { describe, expect, test } from "bun:test";
+import { chmodSync, mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { readImageHeader } from "../../src/images/format.ts";
+import { MAX_IMAGE_BYTES } from "../../src/images/limits.ts";
+import { prepareImages } from "../../src/images/prepare.ts";
+import { CoreError } from "../../src/protocol/errors.ts";
+import { b64, bmp, gif, jpegHeader, png, webp } from "../fixtures/images.ts";
+import { tmpdir } from "../fixtures/tmpdir.ts";
+
+const limits = { maxImages: 8, maxPixels: 50_000_000 };
+
+async function refusal(promise: Promise<unknown>): Promise<CoreError> {
+  try {
+    await promise;
+  } catch (err) {
+    if (err instanceof CoreError) return err;
+    throw err;
+  }
+  throw new Error("expected a refusal");
+}
+
+describe("an image's header", () => {
+  test("PNG, JPEG, GIF and BMP: the format and size come from the bytes", () => {
+    expect(readImageHeader(png(64, 32))).toEqual({ ok: true, format: "png", width: 64, height: 32 });
+    expect(readImageHeader(jpegHeader(640, 480))).toEqual({
+      ok: true,
+      format: "jpeg",
+      width: 640,
+      height: 480,
+    });
+    expect(readImageHeader(gif(32, 16))).toEqual({ ok: true, format: "gif", width: 32, height: 16 });
+    expect(readImageHeader(bmp(5, 3))).toEqual({ ok: true, format: "bmp", width: 5, height: 3 });
+  });
+
+  test("a truncated PNG is damaged wherever it is cut (the chunks are walked to IEND)", () => {
+    const whole = png(16, 16);
+    for (const cut of [20, 40, whole.length - 12, whole.length - 1]) {
+      const header = readImageHeader(whole.subarray(0, cut));
+      expect(header.ok).toBe(false);
+      if (!header.ok) expect(header.kind).toBe("damaged");
+    }
+  });
+
+  test("a JPEG that ends before its frame header is damaged", () => {
+    const header = readImageHeader(jpegHeader(10, 10).subarray(0, 12));
+    expect(header).toMatchObject({ ok: false, kind: "damaged" });
+  });
+});
+
+describe("prepareImages", () => {
+  test("base64 and a path are read, the mime comes from the bytes", async () => {
+    using dir = tmpdir();
+    const file = join(dir.path, "photo.jpg"); // a PNG under a JPEG name
+    writeFileSync(file, png(8, 8));
+    const images = await prepareImages([{ data: b64(gif()), mime: "image/png" }, { path: file }], limits);
+    expect(images.map((i) => [i.mime, i.width, i.height])).toEqual([
+      ["image/gif", 1, 1],
+      ["image/png", 8, 8],
+    ]);
+    expect(Buffer.from(images[1]!.data).equals(png(8, 8))).toBe(true);
+  });
+
+  const cases: [string, () => unknown, string, RegExp][] = [
+    ["bad base64 (106)", () => ({ data: "not base64 at all!" }), "bad_base64", /not base64/],
+    ["base64 with a wrong length", () => ({ data: "iVBORw0KGgo" }), "bad_base64", /multiple of 4/],
+    [
+      "garbage bytes under an image mime (106b)",
+      () => ({ data: b64(Buffer.from("hello world, no image here")), mime: "image/png" }),
+      "unsupported_format",
+      /not a PNG, JPEG, GIF or BMP/,
+    ],
+    [
+      "WebP, which llama-server cannot read without ffmpeg (106d)",
+      () => ({ data: b64(webp()) }),
+      "unsupported_format",
+      /WebP.*ffmpeg/,
+    ],
+    ["a truncated PNG", () => ({ data: b64(png(16, 16).subarray(0, 50)) }), "damaged", /truncated PNG/],
+    [
+      "a PNG declaring 100,000 × 100,000 pixels (a bomb)",
+      () => ({ data: b64(png(1, 1, { declare: { width: 100_000, height: 100_000 } })) }),
+      "too_many_pixels",
+      /100000×100000/,
+    ],
+    ["an http: URL as data (107)", () => ({ data: "http://example.com/cat.png" }), "url", /never followed/],
+    [
+      "a data: URL as data",
+      () => ({ data: `data:image/png;base64,${b64(png(1, 1))}` }),
+      "url",
+      /never followed/,
+    ],
+    ["a file: URL as path (107b)", () => ({ path: "file:///etc/passwd" }), "url", /never followed/],
+    ["an https: URL as path", () => ({ path: "https://example.com/a.png" }), "url", /never followed/],
+    ["a relative path", () => ({ path: "cat.png" }), "unreadable", /absolute/],
+    ["neither data nor path", () => ({ mime: "image/png" }), "unreadable", /exactly one/],
+    ["both data and path", () => ({ data: b64(png(1, 1)), path: "/x.png" }), "unreadable", /exactly one/],
+    [
+      "a mime that is no image (106e)",
+      () => ({ data: b64(png(1, 1)), mime: "text/plain" }),
+      "unsupported_format",
+      /not an image type/,
+    ],
+  ];
+  for (const [name, input, reason, message] of cases) {
+    test(`refused: ${name}, naming images[1]`, async () => {
+      const err = await refusal(prepareImages([{ data: b64(png(2, 2)) }, input() as never], limits));
+      expect(err.code).toBe("invalid_request");
+      expect(err.data).toMatchObject({ field: "images[1]", problem: reason });
+      expect(err.message).toMatch(message);
+    });
+  }
+
+  test("more than app.max_images is refused before any is read", async () => {
+    const err = await refusal(
+      prepareImages(
+        Array.from({ length: 3 }, () => ({ path: "/nonexistent" })),
+        { ...limits, maxImages: 2 },
+      ),
+    );
+    expect(err.data).toMatchObject({ field: "images[2]", problem: "too_many_images" });
+    expect(err.message).toMatch(/app\.max_images \(2\)/);
+  });
+
+  test("app.max_image_pixels is the config's", async () => {
+    const err = await refusal(prepareImages([{ data: b64(png(20, 20)) }], { ...limits, maxPixels: 399 }));
+    expect(err.data).toMatchObject({ field: "images[0]", problem: "too_many_pixels" });
+    expect((await prepareImages([{ data: b64(png(20, 20)) }], { ...limits, maxPixels: 400 })).length).toBe(1);
+  });
+
+  test("over 20 MB: base64 refused by its length, a file by stat before it is read", async () => {
+    using dir = tmpdir();
+    const big = join(dir.path, "big.png");
+    writeFileSync(big, Buffer.alloc(MAX_IMAGE_BYTES + 1));
+    expect((await refusal(prepareImages([{ path: big }], limits))).data).toMatchObject({
+      problem: "too_large",
+    });
+    const text = "A".repeat(Math.ceil(MAX_IMAGE_BYTES / 3) * 4 + 4);
+    expect((await refusal(prepareImages([{ data: text }], limits))).data).toMatchObject({
+      problem: "too_large",
+    });
+  });
+
+  test("a FIFO, a directory, a missing file and an unreadable one are refused, and a FIFO never blocks", async () => {
+    using dir = tmpdir();
+    const fifo = join(dir.path, "pipe.png");
+    Bun.spawnSync(["mkfifo", fifo]);
+    const folder = join(dir.path, "folder.png");
+    mkdirSync(folder);
+    const locked = join(dir.path, "locked.png");
+    writeFileSync(locked, png(1, 1));
+    chmodSync(locked, 0);
+    const expectations: [string, RegExp][] = [
+      [fifo, /a FIFO/],
+      [folder, /a directory/],
+      [join(dir.path, "none.png"), /no such file/],
+    ];
+    if (process.getuid?.() !== 0) expectations.push([locked, /permission denied/]);
+    for (const [path, message] of expectations) {
+      const err = await refusal(prepareImages([{ path }], limits));
+      expect(err.data).toMatchObject({ field: "images[0]", problem: "unreadable" });
+      expect(err.message).toMatch(message);
+    }
+  });
+
+  test("a large base64 text is checked in slices: a ping's timer runs meanwhile", async () => {
+    // A PNG with 12 MB after its IEND: the whole text is checked, the PNG read up to IEND.
+    const bulk = b64(Buffer.concat([png(1, 1), Buffer.alloc(12 * 1024 * 1024)]));
+    let ticks = 0;
+    const timer = setInterval(() => ticks++, 0);
+    await prepareImages([{ data: bulk }], limits);
+    clearInterval(timer);
+    expect(ticks).toBeGreaterThan(0);
+  });
+});

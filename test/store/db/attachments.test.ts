@@ -1,0 +1,137 @@
+import { describe, expect, test } from "bun:test";
+import { readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import type { AttachmentRef } from "../../../src/protocol/chat-message.ts";
+import { Store } from "../../../src/store/store.ts";
+import { png } from "../../fixtures/images.ts";
+import { tmpdir } from "../../fixtures/tmpdir.ts";
+
+// A user message's images in the database (docs/protocol.md#images): staged with the turn,
+// tied to the message at its commit, shown by sessions.get, given by sessions.attachment to their
+// user only, replaced with an edit, and erased for good with their session or user.
+
+/** A PNG whose pixels spell `marker` over and over (stored uncompressed enough to find: the IDAT is raw bytes here). */
+function imageHolding(marker: string): Uint8Array {
+  const head = png(2, 2);
+  return Buffer.concat([head, Buffer.from(marker.repeat(64))]);
+}
+
+function filesHolding(dir: string, marker: string): string[] {
+  const found: string[] = [];
+  const walk = (d: string) => {
+    for (const e of readdirSync(d, { withFileTypes: true })) {
+      const p = join(d, e.name);
+      if (e.isDirectory()) walk(p);
+      else if (readFileSync(p).includes(Buffer.from(marker))) found.push(p.slice(dir.length + 1));
+    }
+  };
+  walk(dir);
+  return found;
+}
+
+async function turnWithImages(
+  store: Store,
+  u: string,
+  s: string,
+  text: string,
+  images: Uint8Array[],
+  replaceFromSeq?: number,
+  carried: AttachmentRef[] = [],
+) {
+  store.conversations.ensureSession(u, s, "a", text, new Date());
+  const staged = store.conversations.attachments.stage(
+    u,
+    s,
+    images.map((data) => ({ mime: "image/png", data })),
+    new Date(),
+  );
+  const attachments = [...carried, ...staged];
+  store.conversations.commitTurn({
+    userId: u,
+    sessionId: s,
+    agent: "a",
+    messages: [
+      { role: "user", content: text, ...(attachments.length ? { attachments } : {}) },
+      { role: "assistant", content: `seen ${text}` },
+    ],
+    ...(replaceFromSeq !== undefined ? { replaceFromSeq } : {}),
+    at: new Date(),
+    imageTokens: new Map(staged.map((r) => [r.id, 64])),
+  });
+  return attachments;
+}
+
+describe("attachments", () => {
+  test("sessions.get shows a message's images, sessions.attachment gives their bytes to their user only", async () => {
+    using dir = tmpdir();
+    const store = Store.open(dir.path);
+    const image = imageHolding("HEDGEHOG");
+    const [ref] = await turnWithImages(store, "alice", "s", "look", [image]);
+    const page = store.get("alice", "s", 10);
+    expect(page.messages[0]?.attachments).toEqual([
+      { id: ref!.id, mime: "image/png", bytes: image.byteLength },
+    ]);
+    expect(page.messages[1]?.attachments).toBeUndefined();
+    const got = store.attachment("alice", ref!.id);
+    expect(Buffer.from(got.data, "base64").equals(Buffer.from(image))).toBe(true);
+    expect(() => store.attachment("bob", ref!.id)).toThrow(/no attachment/);
+    // The history the model sees carries the refs, and the tokens it was counted at are kept.
+    const history = store.conversations.history("alice", "s");
+    expect(history[0]).toEqual({ role: "user", content: "look", attachments: [ref!] });
+    expect(store.conversations.attachments.tokens("alice", [ref!.id]).get(ref!.id)).toBe(64);
+    store.close();
+  });
+
+  test("an edit drops the replaced messages' images; a regenerate keeps the ones it carries", async () => {
+    using dir = tmpdir();
+    const store = Store.open(dir.path);
+    const [first] = await turnWithImages(store, "alice", "s", "one", [png(1, 1)]);
+    const [second] = await turnWithImages(store, "alice", "s", "two", [png(2, 2)]);
+    // Regenerate of seq 2: the same image carried, same id.
+    await turnWithImages(store, "alice", "s", "two", [], 2, [second!]);
+    expect(store.get("alice", "s", 10).messages[2]?.attachments?.map((a) => a.id)).toEqual([second!.id]);
+    // An edit of seq 0 with a new image: both older images go.
+    const [edited] = await turnWithImages(store, "alice", "s", "one again", [png(3, 3)], 0);
+    const page = store.get("alice", "s", 10);
+    expect(page.messages).toHaveLength(2);
+    expect(page.messages[0]?.attachments?.map((a) => a.id)).toEqual([edited!.id]);
+    expect(() => store.attachment("alice", first!.id)).toThrow();
+    expect(() => store.attachment("alice", second!.id)).toThrow();
+    store.close();
+  });
+
+  test("images staged by a turn that never commits are not shown, and go when the checkpoint goes", () => {
+    using dir = tmpdir();
+    const store = Store.open(dir.path);
+    store.conversations.ensureSession("alice", "s", "a", "x", new Date());
+    const [staged] = store.conversations.attachments.stage(
+      "alice",
+      "s",
+      [{ mime: "image/png", data: png(1, 1) }],
+      new Date(),
+    );
+    store.conversations.saveCheckpoint("alice", "s", "{}", new Date());
+    expect(store.conversations.history("alice", "s")).toEqual([]);
+    expect(store.attachment("alice", staged!.id).bytes).toBeGreaterThan(0);
+    store.conversations.clearCheckpoint("alice", "s");
+    expect(() => store.attachment("alice", staged!.id)).toThrow();
+    store.close();
+  });
+
+  test("users.delete and sessions.delete leave no byte of an image in any file under data_dir", async () => {
+    using dir = tmpdir();
+    const store = Store.open(dir.path);
+    for (let i = 0; i < 5; i++)
+      await turnWithImages(store, "alice", `s${i % 2}`, `turn ${i}`, [imageHolding("ZEBRAFISHPIXELS")]);
+    await turnWithImages(store, "alice", "gone", "x", [imageHolding("QUOKKAPIXELS")]);
+    await turnWithImages(store, "bob", "b", "bob's", [imageHolding("PELICANPIXELS")]);
+    expect(filesHolding(dir.path, "ZEBRAFISHPIXELS").length).toBeGreaterThan(0);
+    await store.deleteSession("alice", "gone");
+    expect(filesHolding(dir.path, "QUOKKAPIXELS")).toEqual([]);
+    await store.deleteUser("alice");
+    expect(filesHolding(dir.path, "ZEBRAFISHPIXELS")).toEqual([]);
+    expect(filesHolding(dir.path, "PELICANPIXELS").length).toBeGreaterThan(0);
+    store.close();
+    expect(filesHolding(dir.path, "ZEBRAFISHPIXELS")).toEqual([]);
+  });
+});
