@@ -35,6 +35,9 @@ export const ERROR_REASONS = [
   "model_not_found",
   "model_busy",
   "unsupported_format",
+  // documents.* (docs/protocol.md "Documents"): an unknown document; a user erased while an add ran.
+  "document_not_found",
+  "user_deleted",
 ] as const;
 export type ErrorReason = (typeof ERROR_REASONS)[number];
 

@@ -1,12 +1,18 @@
 import type { Database } from "bun:sqlite";
+import { basename, join } from "node:path";
+import type { Source } from "../protocol/sources.ts";
 import { anyOf, likePattern, words } from "./fts-query.ts";
 import { TermStats } from "./term-stats.ts";
 
-/** A remembered passage: a past turn (`session:<id>`) or a chunk of a file (`file:<path>`). */
+/**
+ * A remembered passage: a past turn (`session:<id>`), a chunk of a file (`file:<path>`) or of a
+ * document (`document:<id>`), and the citation a host is shown for it.
+ */
 export interface MemoryHit {
   doc: { id: string; text: string; source: string };
   /** Higher is better. */
   score: number;
+  cite: Source;
 }
 
 /** Folder files are split into chunks of about this many characters (at paragraph breaks). */
@@ -17,20 +23,45 @@ const CHUNK_CHARS = 1200;
  */
 const RANKED_MATCHES = 1000;
 
-/** The user's turns in other sessions, or chunks of this config's folders. */
-const OWN_OR_FOLDER = `((m.user_id = $u AND m.session_id != $skip)
+/**
+ * What a chat of user `$u` in session `$skip` may recall (docs/agent.md "Memory"), as the one
+ * SQL fragment over `memory m` that every recall filters through (FTS here, vectors alike): the
+ * user's turns in their other sessions; the user's library documents and this session's
+ * attachments, once their document row is committed (a document still being added, or one
+ * whose add failed, is never seen); the chunks of this config's folders (`$roots`, a JSON list).
+ * Never another session's attachments, never another user's rows. Its values: `scopeParams`.
+ */
+export const RECALL_SCOPE = `((m.user_id = $u AND m.document_id IS NULL AND m.session_id != $skip)
+  OR (m.user_id = $u AND m.document_id IN (SELECT d.document_id FROM documents d
+      WHERE d.user_id = $u AND d.session_id IN ('', $skip)))
   OR (m.user_id = '' AND m.root IN (SELECT value FROM json_each($roots))))`;
+
+/** The values `RECALL_SCOPE` names; `sessionId` undefined: no session (every turn, the library only). */
+export function scopeParams(
+  userId: string,
+  sessionId: string | undefined,
+  folders: readonly string[],
+): { u: string; skip: string; roots: string } {
+  return { u: userId, skip: sessionId ?? "", roots: JSON.stringify(folders) };
+}
 
 interface Row {
   id: number;
   source: string;
   text: string;
   score: number;
+  session_id: string;
+  seq: number | null;
+  root: string;
+  document_id: string | null;
+  chunk: number | null;
 }
 
+const ROW = "m.id, m.source, m.text, m.session_id, m.seq, m.root, m.document_id, m.chunk";
+
 /**
- * Memory (docs/agent.md): a user's past turns in their other sessions, plus chunks of the files in
- * `memory.folders`, ranked with FTS5's bm25() — the turns are written by the turn's own commit
+ * Memory (docs/agent.md): a user's past turns in their other sessions, their documents (the
+ * library, this session's attachments) and chunks of the files in `memory.folders`, ranked with FTS5's bm25() — the turns are written by the turn's own commit
  * (store/conversations.ts), the folders by `FolderIndex` (store/folder-index.ts) in the
  * background: a search finds what is indexed so far. Without FTS5, a LIKE match ranked by
  * words matched.
@@ -53,7 +84,30 @@ export class MemoryStore {
     const rows = this.fts
       ? this.ftsRows(userId, query, topK, skip)
       : this.likeRows(userId, query, topK, skip);
-    return rows.map((r) => ({ doc: { id: String(r.id), text: r.text, source: r.source }, score: r.score }));
+    return rows.map((r) => ({
+      doc: { id: String(r.id), text: r.text, source: r.source },
+      score: r.score,
+      cite: this.cite(userId, r),
+    }));
+  }
+
+  /** A hit's citation: the session's title, the document's name or the file's. */
+  private cite(userId: string, r: Row): Source {
+    const score = r.score;
+    if (r.document_id !== null) {
+      const doc = this.db
+        .query("SELECT name FROM documents WHERE user_id = ? AND document_id = ?")
+        .get(userId, r.document_id) as { name: string } | null;
+      return { kind: "document", id: r.document_id, name: doc?.name ?? "", chunk: r.chunk ?? 0, score };
+    }
+    if (r.source.startsWith("file:")) {
+      const path = join(r.root, r.source.slice("file:".length));
+      return { kind: "folder", id: path, name: basename(path), chunk: r.seq ?? 0, score };
+    }
+    const session = this.db
+      .query("SELECT title FROM sessions WHERE user_id = ? AND session_id = ?")
+      .get(userId, r.session_id) as { title: string } | null;
+    return { kind: "turn", id: r.session_id, name: session?.title ?? "", chunk: r.seq ?? 0, score };
   }
 
   private ftsRows(userId: string, query: string, topK: number, skip: string): Row[] {
@@ -61,13 +115,13 @@ export class MemoryStore {
     if (!match) return [];
     const rows = this.db
       .query(
-        `SELECT m.id, m.source, m.text, -bm25(memory_fts) AS score
+        `SELECT ${ROW}, -bm25(memory_fts) AS score
          FROM memory_fts JOIN memory m ON m.id = memory_fts.rowid
          WHERE memory_fts MATCH $q
-           AND ${OWN_OR_FOLDER}
+           AND ${RECALL_SCOPE}
          ORDER BY memory_fts.rowid DESC LIMIT $cap`,
       )
-      .all({ q: match, u: userId, skip, roots: JSON.stringify(this.folders), cap: RANKED_MATCHES }) as Row[];
+      .all({ q: match, ...scopeParams(userId, skip, this.folders), cap: RANKED_MATCHES }) as Row[];
     return rows.sort((a, b) => b.score - a.score || b.id - a.id).slice(0, topK);
   }
 
@@ -76,20 +130,15 @@ export class MemoryStore {
     const w = words(query).slice(0, 8);
     if (w.length === 0) return [];
     const hits = w.map((_, i) => `(m.text LIKE $w${i} ESCAPE '\\')`);
-    const params: Record<string, string | number> = {
-      u: userId,
-      skip,
-      roots: JSON.stringify(this.folders),
-      n: topK,
-    };
+    const params: Record<string, string | number> = { ...scopeParams(userId, skip, this.folders), n: topK };
     w.forEach((t, i) => {
       params[`w${i}`] = likePattern(t);
     });
     return this.db
       .query(
-        `SELECT m.id, m.source, m.text, (${hits.join(" + ")}) AS score FROM memory m
+        `SELECT ${ROW}, (${hits.join(" + ")}) AS score FROM memory m
          WHERE (${hits.join(" OR ")})
-           AND ${OWN_OR_FOLDER}
+           AND ${RECALL_SCOPE}
          ORDER BY score DESC, m.at DESC LIMIT $n`,
       )
       .all(params) as Row[];

@@ -5,7 +5,8 @@ import { logger } from "../util/logger.ts";
 import { Conversations, type SessionSummary } from "./conversations.ts";
 import { DB_FILE, type OpenOptions, openStore, storeError } from "./db/open.ts";
 import { DiskReserve } from "./disk-reserve.ts";
-import { eraseInSteps, eraseSession, eraseUser, truncateWal } from "./erase.ts";
+import { DocumentStore } from "./document-store.ts";
+import { eraseInSteps, eraseSession, eraseUser, settleErase, truncateWal } from "./erase.ts";
 import { type CopyOutcome, eraseFromCopies } from "./erase-copies.ts";
 import { ErasureWatch } from "./erasures.ts";
 import { type ExportFormat, exportSession } from "./export.ts";
@@ -45,6 +46,8 @@ export interface StoreReset {
 export class Store {
   readonly conversations: Conversations;
   readonly memory: MemoryStore;
+  /** Documents handed to the assistant (store/document-store.ts). */
+  readonly documents: DocumentStore;
   /** memory.folders, indexed in the background from the first open (store/folder-index.ts). */
   readonly folderIndex: FolderIndex;
   readonly leases: SessionLeases;
@@ -69,6 +72,7 @@ export class Store {
     this.fts = opened.fts;
     this.conversations = new Conversations(db);
     this.memory = new MemoryStore(db, opened.fts, options.folders ?? []);
+    this.documents = new DocumentStore(db);
     this.folderIndex = new FolderIndex(db, options.folders ?? [], options.folderIndex);
     this.leases = new SessionLeases(db);
     this.busyWaitMs = options.busyWaitMs ?? BUSY_WAIT_MS;
@@ -179,6 +183,13 @@ export class Store {
     this.conversations.forget(userId, sessionId);
     eraseImported(this.dataDir, userId, sessionId);
     return { deleted, copies: eraseFromCopies(this.dataDir, userId, sessionId) };
+  }
+
+  /** A document and its chunks erased for good (`documents.delete`); false when the user has none such. */
+  async deleteDocument(userId: string, documentId: string): Promise<boolean> {
+    const deleted = await this.write(() => this.documents.delete(userId, documentId));
+    if (deleted) this.guard(() => settleErase(this.db));
+    return deleted;
   }
 
   /** Everything of a user, erased for good the same way; `deleted_sessions` counts the live database's. */
