@@ -1,6 +1,7 @@
 import type { PromptReuse } from "../agent/kv/reuse.ts";
 import type { McpPool } from "../agent/mcp/pool.ts";
 import type { Config, LoadedConfig } from "../config/schema.ts";
+import type { EmbedChunks } from "../documents/add-document.ts";
 import type { PullDeps } from "../models/pull.ts";
 import type { LlamaProvider } from "../runtime/endpoint.ts";
 import type { ModelsApi } from "../runtime/models-api.ts";
@@ -60,4 +61,9 @@ export interface Services {
    * `{ create: false }` and gets undefined unless something has created it.
    */
   models?(options?: { create: boolean }): ModelsApi | undefined;
+  /**
+   * A document's chunks embedded after `documents.add` commits them (docs/agent.md
+   * "Documents"); absent while no embedding model is wired: documents are found by FTS alone.
+   */
+  embedChunks?: EmbedChunks;
 }
