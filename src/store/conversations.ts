@@ -2,6 +2,7 @@ import type { Database } from "bun:sqlite";
 import type { z } from "zod";
 import { type ChatMessage, type ToolCall, ToolCallSchema } from "../protocol/chat-message.ts";
 import type { SessionSummarySchema, StoredMessageSchema } from "../protocol/sessions.ts";
+import type { Source } from "../protocol/sources.ts";
 import type { Usage } from "../protocol/usage.ts";
 import { erasureMark, refuseIfErased } from "./erasures.ts";
 import { previewOf, titleOf } from "./title.ts";
@@ -12,6 +13,8 @@ export type TurnMessage = ChatMessage & {
   reasoning?: string;
   /** The step's token counts and timings (docs/agent.md#prompt-reuse), on assistant messages. */
   usage?: Usage;
+  /** An answer's citations: what memory recalled for its turn. */
+  sources?: Source[];
 };
 
 /** A message as `sessions.get` shows it. */
@@ -43,6 +46,8 @@ interface MessageRow {
   tool_call_id: string | null;
   usage: string | null;
   created_at: number;
+  /** JSON; absent where the query does not read it (the model's history). */
+  sources?: string | null;
 }
 
 interface SessionRow {
@@ -108,6 +113,7 @@ export function storedMessage(row: MessageRow): StoredMessage {
     ...(row.tool_call_id !== null ? { tool_call_id: row.tool_call_id } : {}),
     created_at: iso(row.created_at),
     ...(row.usage !== null ? { usage: JSON.parse(row.usage) as Usage } : {}),
+    ...(row.sources ? { sources: JSON.parse(row.sources) as Source[] } : {}),
   };
 }
 
@@ -269,11 +275,19 @@ export class Conversations {
           .query("SELECT COALESCE(MAX(seq), -1) AS seq FROM messages WHERE user_id = ? AND session_id = ?")
           .get(u, s) as { seq: number };
         const insert = db.query(
-          `INSERT INTO messages (user_id, session_id, seq, role, content, reasoning, tool_calls, tool_call_id, usage, created_at)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+          `INSERT INTO messages (user_id, session_id, seq, role, content, reasoning, tool_calls, tool_call_id, usage, created_at, sources)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
         );
         let seq = last.seq;
-        for (const m of turn.messages) insert.run(u, s, ++seq, ...messageColumns(m), at);
+        for (const m of turn.messages)
+          insert.run(
+            u,
+            s,
+            ++seq,
+            ...messageColumns(m),
+            at,
+            m.sources?.length ? JSON.stringify(m.sources) : null,
+          );
         const firstSeq = last.seq + 1;
         this.touch(u, s, turn, at);
         db.query("DELETE FROM checkpoints WHERE user_id = ? AND session_id = ?").run(u, s);

@@ -70,7 +70,7 @@ export function sessionMessages(
 ): MessagePage {
   const rows = db
     .query(
-      `SELECT seq, role, content, reasoning, tool_calls, tool_call_id, usage, created_at FROM messages
+      `SELECT seq, role, content, reasoning, tool_calls, tool_call_id, usage, created_at, sources FROM messages
        WHERE user_id = $u AND session_id = $s AND seq < $before ORDER BY seq DESC LIMIT $n`,
     )
     .all({
