@@ -42,6 +42,8 @@ export interface AddedDocument {
   bytes: number;
 }
 
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
 /** Chunks stored per write: each batch holds the event loop a few milliseconds. */
 export const STORE_BATCH = 64;
 
@@ -85,9 +87,12 @@ export async function addDocument(p: DocumentsAddParams, deps: AddDeps): Promise
     pending = true;
     for (let i = 0; i < read.chunks.length; i += STORE_BATCH) {
       const batch = read.chunks.slice(i, i + STORE_BATCH).map(storedChunk);
+      const t0 = performance.now();
       await store.write(() => store.documents.addChunks(doc, batch));
       progress.stored(i + batch.length, read.chunks.length);
-      await nextTurn();
+      // The lock left free at least as long as the batch held it: another core's writes (its
+      // chats' commits, its own adds) get in between, rather than wait out a whole book.
+      await sleep(Math.max(1, performance.now() - t0));
       signal.throwIfAborted();
     }
     const meta = {
