@@ -33,7 +33,10 @@ describe.skipIf(!onPosix)("documents through the compiled binary", () => {
     const md = join(dir.path, "notes.md");
     writeFileSync(md, "# Narwhals\n\nThe NARWHAL tusk is a tooth.\n");
     const pdf = join(dir.path, "guide.pdf");
-    writeFileSync(pdf, minimalPdf([["Cover"], ["A NARWHAL guide, page two"], ["KRILLWORD plankton, never recalled"]]));
+    writeFileSync(
+      pdf,
+      minimalPdf([["Cover"], ["A NARWHAL guide, page two"], ["KRILLWORD plankton, never recalled"]]),
+    );
     await using core = spawnCore({ cwd: dir.path, env: stack.env });
     expect(
       (await core.request({ id: "c0", method: "chat", params: { session_id: "s", input: "hi" } }, 30_000))
