@@ -250,12 +250,18 @@ export class Conversations {
       .immediate();
   }
 
-  /** Drops the checkpoint; a session left with no message and no checkpoint goes too. */
+  /**
+   * Drops the checkpoint; a session left with no message, no checkpoint and no attached document
+   * goes too (an attachment keeps it, so `sessions.delete` can still erase it).
+   */
   clearCheckpoint(userId: string, sessionId: string): void {
     this.db.transaction(() => {
       this.db.query("DELETE FROM checkpoints WHERE user_id = ? AND session_id = ?").run(userId, sessionId);
       this.db
-        .query("DELETE FROM sessions WHERE user_id = ? AND session_id = ? AND message_count = 0")
+        .query(
+          `DELETE FROM sessions WHERE user_id = ? AND session_id = ? AND message_count = 0
+           AND NOT EXISTS (SELECT 1 FROM documents d WHERE d.user_id = sessions.user_id AND d.session_id = sessions.session_id)`,
+        )
         .run(userId, sessionId);
     })();
   }

@@ -80,6 +80,18 @@ describe("documents in the store: scope, citations, erase", () => {
     store.close();
   });
 
+  test("a first turn that ends uncommitted keeps its session when a document is attached to it", async () => {
+    using dir = tmpdir();
+    const store = Store.open(dir.path);
+    store.conversations.ensureSession("ann", "new", "a", "hi", new Date());
+    addDoc(store, "att", "ann", "new", ["ATTACHED to a session with no message yet"]);
+    store.conversations.clearCheckpoint("ann", "new");
+    expect(store.mustFind("ann", "new").message_count).toBe(0);
+    await store.deleteSession("ann", "new");
+    expect(store.documents.list("ann")).toEqual([]);
+    store.close();
+  });
+
   test("chunks not yet committed are never recalled; discard removes them", () => {
     using dir = tmpdir();
     const store = Store.open(dir.path);
