@@ -76,23 +76,37 @@ export async function addDocument(p: DocumentsAddParams, deps: AddDeps): Promise
     await store.write(() => store.documents.sweep(at - ORPHAN_CHUNK_MS));
     const source =
       p.path !== undefined ? { path: p.path, name: p.name } : { text: p.text ?? "", name: p.name };
+    // Chunks are stored as they are made, a batch at a time between the reader's slices: the
+    // reading in between leaves the write lock free for another core, at no cost of its own.
+    const waiting: Chunk[] = [];
+    let stored = 0;
+    const storeBatch = async () => {
+      const batch = waiting.splice(0, STORE_BATCH).map(storedChunk);
+      pending = true;
+      await store.write(() => store.documents.addChunks(doc, batch));
+      stored += batch.length;
+    };
     const read = await readDocument(source, {
       readFile: deps.readFile,
       onProgress: (pr) => {
         signal.throwIfAborted();
         progress.read(pr);
       },
+      onChunks: async (chunks) => {
+        signal.throwIfAborted();
+        waiting.push(...chunks);
+        if (waiting.length >= STORE_BATCH) await storeBatch();
+        await nextTurn();
+      },
     });
     signal.throwIfAborted();
-    pending = true;
-    for (let i = 0; i < read.chunks.length; i += STORE_BATCH) {
-      const batch = read.chunks.slice(i, i + STORE_BATCH).map(storedChunk);
+    // The rest, with the lock left free between batches as long as a batch held it, so another
+    // core's writes (its chats' commits, its own adds) get in rather than wait out a whole book.
+    while (waiting.length > 0) {
       const t0 = performance.now();
-      await store.write(() => store.documents.addChunks(doc, batch));
-      progress.stored(i + batch.length, read.chunks.length);
-      // The lock left free at least as long as the batch held it: another core's writes (its
-      // chats' commits, its own adds) get in between, rather than wait out a whole book.
-      await sleep(Math.max(1, performance.now() - t0));
+      await storeBatch();
+      progress.stored(stored, read.chunks.length);
+      if (waiting.length > 0) await sleep(Math.max(1, performance.now() - t0));
       signal.throwIfAborted();
     }
     const meta = {
