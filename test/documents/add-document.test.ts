@@ -2,7 +2,9 @@ import { Database } from "bun:sqlite";
 import { describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import { type AddDeps, addDocument } from "../../src/documents/add-document.ts";
+import type { Chunk } from "../../src/documents/chunk.ts";
 import { BEAT_MS, IndexBeat, QUIET_MS, type Timers } from "../../src/documents/index-beat.ts";
+import { readDocument } from "../../src/documents/read-document.ts";
 import type { DocumentsAddParams, IndexProgress } from "../../src/protocol/documents.ts";
 import { Store } from "../../src/store/store.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
@@ -141,6 +143,31 @@ describe("addDocument", () => {
     a.close();
     b.close();
   }, 60_000);
+});
+
+describe("readDocument's onChunks", () => {
+  test("hands every chunk once, in order, while the text is still being read", async () => {
+    const text = manyParagraphs(300, "GNU");
+    let handedBeforeEnd = 0;
+    let ended = false;
+    const handed: Chunk[] = [];
+    const read = await readDocument(
+      { text },
+      {
+        readFile: async () => new Uint8Array(),
+        onChunks: async (chunks) => {
+          if (!ended) handedBeforeEnd += chunks.length;
+          handed.push(...chunks);
+        },
+        onProgress: (p) => {
+          if (p.phase === "indexing" && p.done === p.total) ended = true;
+        },
+      },
+    );
+    expect(handed).toEqual(read.chunks);
+    expect(handedBeforeEnd).toBeGreaterThan(0);
+    expect(handedBeforeEnd).toBeLessThan(read.chunks.length);
+  });
 });
 
 describe("IndexBeat", () => {
