@@ -5,6 +5,7 @@ import type { SessionSummarySchema, StoredMessageSchema } from "../protocol/sess
 import type { Source } from "../protocol/sources.ts";
 import type { Usage } from "../protocol/usage.ts";
 import { erasureMark, refuseIfErased } from "./erasures.ts";
+import { withoutName } from "./source-names.ts";
 import { previewOf, titleOf } from "./title.ts";
 
 /** A message as the store keeps it: what the model saw, plus what only the host sees. */
@@ -113,7 +114,6 @@ export function storedMessage(row: MessageRow): StoredMessage {
     ...(row.tool_call_id !== null ? { tool_call_id: row.tool_call_id } : {}),
     created_at: iso(row.created_at),
     ...(row.usage !== null ? { usage: JSON.parse(row.usage) as Usage } : {}),
-    ...(row.sources ? { sources: JSON.parse(row.sources) as Source[] } : {}),
   };
 }
 
@@ -292,7 +292,8 @@ export class Conversations {
             ++seq,
             ...messageColumns(m),
             at,
-            m.sources?.length ? JSON.stringify(m.sources) : null,
+            // Without names: erasing a cited session or document leaves no copy of its title here.
+            m.sources?.length ? JSON.stringify(withoutName(m.sources)) : null,
           );
         const firstSeq = last.seq + 1;
         this.touch(u, s, turn, at);

@@ -1,7 +1,8 @@
 import type { Database } from "bun:sqlite";
-import { basename, join } from "node:path";
+import { join } from "node:path";
 import type { Source } from "../protocol/sources.ts";
 import { anyOf, likePattern, words } from "./fts-query.ts";
+import { sourceName } from "./source-names.ts";
 import { TermStats } from "./term-stats.ts";
 
 /**
@@ -91,23 +92,20 @@ export class MemoryStore {
     }));
   }
 
-  /** A hit's citation: the session's title, the document's name or the file's. */
+  /** A hit's citation: the session's title, the document's name or the file's (store/source-names.ts). */
   private cite(userId: string, r: Row): Source {
-    const score = r.score;
-    if (r.document_id !== null) {
-      const doc = this.db
-        .query("SELECT name FROM documents WHERE user_id = ? AND document_id = ?")
-        .get(userId, r.document_id) as { name: string } | null;
-      return { kind: "document", id: r.document_id, name: doc?.name ?? "", chunk: r.chunk ?? 0, score };
-    }
-    if (r.source.startsWith("file:")) {
-      const path = join(r.root, r.source.slice("file:".length));
-      return { kind: "folder", id: path, name: basename(path), chunk: r.seq ?? 0, score };
-    }
-    const session = this.db
-      .query("SELECT title FROM sessions WHERE user_id = ? AND session_id = ?")
-      .get(userId, r.session_id) as { title: string } | null;
-    return { kind: "turn", id: r.session_id, name: session?.title ?? "", chunk: r.seq ?? 0, score };
+    const s: Omit<Source, "name"> =
+      r.document_id !== null
+        ? { kind: "document", id: r.document_id, chunk: r.chunk ?? 0, score: r.score }
+        : r.source.startsWith("file:")
+          ? {
+              kind: "folder",
+              id: join(r.root, r.source.slice("file:".length)),
+              chunk: r.seq ?? 0,
+              score: r.score,
+            }
+          : { kind: "turn", id: r.session_id, chunk: r.seq ?? 0, score: r.score };
+    return { ...s, name: sourceName(this.db, userId, s) };
   }
 
   private ftsRows(userId: string, query: string, topK: number, skip: string): Row[] {

@@ -1,6 +1,7 @@
 import type { Database } from "bun:sqlite";
 import { CoreError } from "../protocol/errors.ts";
 import { type SessionSummary, type StoredMessage, storedMessage, summaryOf } from "./conversations.ts";
+import { named } from "./source-names.ts";
 
 /** `sessions.list`'s page: newest first, and the cursor for the next page (null at the end). */
 export interface SessionPage {
@@ -80,5 +81,12 @@ export function sessionMessages(
       n: limit + 1,
     }) as Parameters<typeof storedMessage>[0][];
   const page = rows.slice(0, limit).reverse();
-  return { session, messages: page.map(storedMessage), has_more: rows.length > limit };
+  const names = new Map<string, string>();
+  const messages = page.map((row) => {
+    const m = storedMessage(row);
+    // An answer's sources, named as they are now (store/source-names.ts).
+    if (row.sources) m.sources = named(db, userId, JSON.parse(row.sources), names);
+    return m;
+  });
+  return { session, messages, has_more: rows.length > limit };
 }

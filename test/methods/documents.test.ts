@@ -255,6 +255,24 @@ describe("documents.add, list, delete and citations", () => {
     expect(holding(h.dataDir, "ERASEDWORD")).toEqual([]);
   }, 60_000);
 
+  test("a stored answer names its sources when shown: a cited session erased leaves no copy of its title", async () => {
+    await using h = new ChatHarness(plain);
+    h.llama.script({ content: ["noted"] }, { content: ["answer"] });
+    await h.chat("x", { input: "the KOALATITLE sleeps all day", session_id: "x" });
+    const y = await h.chat("y", { input: "why does it sleep all day", session_id: "y" });
+    expect((y.terminal as any).result.sources).toEqual([
+      expect.objectContaining({ kind: "turn", id: "x", name: "the KOALATITLE sleeps all day", chunk: 0 }),
+    ]);
+    const before = await call(h, "g1", "sessions.get", { session_id: "y" });
+    expect(before.result.messages.at(-1).sources[0].name).toBe("the KOALATITLE sleeps all day");
+    await call(h, "d", "sessions.delete", { session_id: "x" });
+    const after = await call(h, "g2", "sessions.get", { session_id: "y" });
+    expect(after.result.messages.at(-1).sources).toEqual([
+      expect.objectContaining({ kind: "turn", id: "x", name: "", chunk: 0 }),
+    ]);
+    expect(holding(h.dataDir, "KOALATITLE")).toEqual([]);
+  });
+
   test("sessions.delete erases its attachments, not the library", async () => {
     await using h = new ChatHarness(plain);
     h.llama.script({ content: ["ok"] });
