@@ -161,20 +161,26 @@ export class DocumentStore {
 
   /** A document and its chunks, in one transaction; false when the user has no such document. */
   delete(userId: string, documentId: string): boolean {
-    return this.db
-      .transaction(() => {
-        this.db.query("DELETE FROM memory WHERE user_id = ? AND document_id = ?").run(userId, documentId);
-        return (
-          this.db.query("DELETE FROM documents WHERE user_id = ? AND document_id = ?").run(userId, documentId)
-            .changes > 0
-        );
-      })
-      .immediate();
+    return this.db.transaction(() => deleteDocumentRows(this.db, userId, documentId)).immediate();
   }
 
   private refuseIfErased(doc: PendingDocument): void {
     if (erasedSince(this.db, doc.userId, doc.sessionId, doc.since)) throw documentErased(doc.sessionId);
   }
+}
+
+/**
+ * A document's row and chunks, in the caller's transaction (the live database, or a copy set
+ * aside: store/erase-copies.ts; one set aside before documents existed has none); whether it had one.
+ */
+export function deleteDocumentRows(db: Database, userId: string, documentId: string): boolean {
+  if (!db.query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'documents'").get())
+    return false;
+  db.query("DELETE FROM memory WHERE user_id = ? AND document_id = ?").run(userId, documentId);
+  return (
+    db.query("DELETE FROM documents WHERE user_id = ? AND document_id = ?").run(userId, documentId).changes >
+    0
+  );
 }
 
 const SELECT = "SELECT document_id, name, format, chunks, bytes, session_id, created_at FROM documents";

@@ -7,7 +7,7 @@ import { DB_FILE, type OpenOptions, openStore, storeError } from "./db/open.ts";
 import { DiskReserve } from "./disk-reserve.ts";
 import { DocumentStore } from "./document-store.ts";
 import { eraseInSteps, eraseSession, eraseUser, settleErase, truncateWal } from "./erase.ts";
-import { type CopyOutcome, eraseFromCopies } from "./erase-copies.ts";
+import { type CopyOutcome, eraseDocumentFromCopies, eraseFromCopies } from "./erase-copies.ts";
 import { ErasureWatch } from "./erasures.ts";
 import { type ExportFormat, exportSession } from "./export.ts";
 import { FolderIndex, type FolderIndexOptions } from "./folder-index.ts";
@@ -185,11 +185,16 @@ export class Store {
     return { deleted, copies: eraseFromCopies(this.dataDir, userId, sessionId) };
   }
 
-  /** A document and its chunks erased for good (`documents.delete`); false when the user has none such. */
+  /**
+   * A document and its chunks erased for good (`documents.delete`), here and in every database set
+   * aside; false when the user has none such.
+   */
   async deleteDocument(userId: string, documentId: string): Promise<boolean> {
     const deleted = await this.write(() => this.documents.delete(userId, documentId));
-    if (deleted) this.guard(() => settleErase(this.db));
-    return deleted;
+    if (!deleted) return false;
+    this.guard(() => settleErase(this.db));
+    eraseDocumentFromCopies(this.dataDir, userId, documentId);
+    return true;
   }
 
   /** Everything of a user, erased for good the same way; `deleted_sessions` counts the live database's. */

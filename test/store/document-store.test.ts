@@ -1,6 +1,6 @@
 import { Database } from "bun:sqlite";
 import { describe, expect, test } from "bun:test";
-import { readdirSync, readFileSync } from "node:fs";
+import { copyFileSync, existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { PendingDocument } from "../../src/store/document-store.ts";
 import { Store } from "../../src/store/store.ts";
@@ -121,6 +121,12 @@ describe("documents in the store: scope, citations, erase", () => {
         .sort(),
     ).toEqual(["att:s1", "gone:null", "lib:null"]);
     expect(store.documents.list("ann", "s1").map((d) => d.document_id)).toEqual(["att"]);
+    // A copy of the database as a reset would have set it aside: the delete reaches it too.
+    const aside = join(dir.path, "local-ai.db.corrupt-2026-01-01T00-00-00-000Z");
+    for (const suffix of ["", "-wal"])
+      if (existsSync(join(dir.path, `local-ai.db${suffix}`)))
+        copyFileSync(join(dir.path, `local-ai.db${suffix}`), `${aside}${suffix}`);
+    expect(holding(dir.path, "DELETEDWORD").length).toBeGreaterThan(1);
     expect(await store.deleteDocument("ann", "gone")).toBe(true);
     expect(await store.deleteDocument("ann", "gone")).toBe(false);
     expect(await store.deleteDocument("bob", "lib")).toBe(false);
