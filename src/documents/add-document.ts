@@ -4,7 +4,7 @@ import { documentErased, ORPHAN_CHUNK_MS, type PendingDocument } from "../store/
 import { type Store, sessionNotFound } from "../store/store.ts";
 import { titleOf } from "../store/title.ts";
 import { logger } from "../util/logger.ts";
-import type { Chunk } from "./chunk.ts";
+import { ChunkPipeline, STORE_BATCH } from "./chunk-pipeline.ts";
 import { readDocument } from "./read-document.ts";
 import { nextTurn } from "./turn.ts";
 
@@ -42,11 +42,6 @@ export interface AddedDocument {
   bytes: number;
 }
 
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
-
-/** Chunks stored per write: each batch holds the event loop a few milliseconds. */
-export const STORE_BATCH = 64;
-
 /**
  * `documents.add` (docs/agent.md "Documents"): the document read into chunks, the chunks stored
  * in batches unseen by recall, then the document's row committed (from then on it is found),
@@ -71,68 +66,43 @@ export async function addDocument(p: DocumentsAddParams, deps: AddDeps): Promise
   const unwatch = store.erasing.watch(p.user_id, sessionId, () => erased.abort(documentErased(sessionId)));
   const signal = AbortSignal.any([deps.signal, erased.signal]);
   const progress = new Scaled(deps.progress);
-  let pending = false;
+  let committed = false;
   try {
     await store.write(() => store.documents.sweep(at - ORPHAN_CHUNK_MS));
     const source =
       p.path !== undefined ? { path: p.path, name: p.name } : { text: p.text ?? "", name: p.name };
-    // Chunks are stored as they are made, a batch at a time between the reader's slices: the
-    // reading in between leaves the write lock free for another core, at no cost of its own.
-    const waiting: Chunk[] = [];
-    let stored = 0;
-    const storeBatch = async () => {
-      const batch = waiting.splice(0, STORE_BATCH).map(storedChunk);
-      pending = true;
-      await store.write(() => store.documents.addChunks(doc, batch));
-      stored += batch.length;
-    };
-    const read = await readDocument(source, {
-      readFile: deps.readFile,
-      onProgress: (pr) => {
-        signal.throwIfAborted();
-        progress.read(pr);
-      },
-      onChunks: async (chunks) => {
-        signal.throwIfAborted();
-        waiting.push(...chunks);
-        if (waiting.length >= STORE_BATCH) await storeBatch();
-        await nextTurn();
-      },
-    });
-    signal.throwIfAborted();
-    // The rest, with the lock left free between batches as long as a batch held it, so another
-    // core's writes (its chats' commits, its own adds) get in rather than wait out a whole book.
-    while (waiting.length > 0) {
-      const t0 = performance.now();
-      await storeBatch();
-      progress.stored(stored, read.chunks.length);
-      if (waiting.length > 0) await sleep(Math.max(1, performance.now() - t0));
-      signal.throwIfAborted();
+    // Chunks are stored as they are made, on the store's chunk thread while the rest is read.
+    const pipeline = new ChunkPipeline(store, doc, signal);
+    try {
+      const read = await readDocument(source, {
+        readFile: deps.readFile,
+        onProgress: (pr) => {
+          signal.throwIfAborted();
+          progress.read(pr);
+        },
+        onChunks: (chunks) => pipeline.add(chunks),
+      });
+      await pipeline.finish((stored) => progress.stored(stored, read.chunks.length));
+      const meta = {
+        name: p.name ?? (p.path !== undefined ? basename(p.path) : titleOf(p.text ?? "")),
+        format: read.format,
+        chunks: read.chunks.length,
+        bytes: read.bytes,
+      };
+      // Without embedding, the commit is the end: a cancel after it finds the add finished.
+      if (!deps.embedChunks && !deps.settle()) throw signal.reason;
+      if (!(await store.write(() => store.documents.commit(doc, meta)))) throw sessionNotFound(sessionId);
+      committed = true;
+      if (deps.embedChunks) await embed(doc, deps.embedChunks, deps, signal);
+      return { document_id: doc.documentId, ...meta };
+    } finally {
+      // No batch may land after the discard below.
+      await pipeline.settle();
+      if (pipeline.started && !committed) await discard(store, doc.documentId);
     }
-    const meta = {
-      name: p.name ?? (p.path !== undefined ? basename(p.path) : titleOf(p.text ?? "")),
-      format: read.format,
-      chunks: read.chunks.length,
-      bytes: read.bytes,
-    };
-    // Without embedding, the commit is the end: a cancel after it finds the add finished.
-    if (!deps.embedChunks && !deps.settle()) throw signal.reason;
-    if (!(await store.write(() => store.documents.commit(doc, meta)))) throw sessionNotFound(sessionId);
-    pending = false;
-    if (deps.embedChunks) await embed(doc, deps.embedChunks, deps, signal);
-    return { document_id: doc.documentId, ...meta };
   } finally {
     unwatch();
-    if (pending) await discard(store, doc.documentId);
   }
-}
-
-/** A chunk as memory keeps it: under its headings, so a search for a section's title finds it. */
-function storedChunk(c: Chunk): { index: number; text: string } {
-  return {
-    index: c.index,
-    text: c.heading_path.length > 0 ? `${c.heading_path.join(" › ")}\n${c.text}` : c.text,
-  };
 }
 
 /**

@@ -100,6 +100,10 @@ describe.skipIf(!onPosix)("documents through the compiled binary", () => {
     );
     await using a = spawnCore({ cwd: dir.path, env: stack.env });
     await using b = spawnCore({ cwd: dir.path, env: stack.env });
+    // Both open the database first, one after the other: two cores creating a fresh database at
+    // the same instant is another matter (its open can meet the other's migration).
+    expect((await a.request({ id: "l0", method: "documents.list", params: {} })).type).toBe("result");
+    expect((await b.request({ id: "l0", method: "documents.list", params: {} })).type).toBe("result");
     a.send({ id: "big", method: "documents.add", params: { path: pdf } });
     b.send({ id: "txt", method: "documents.add", params: { path: txt } });
     await a.waitFor((m) => m.some((x) => x.id === "big" && x.event === "index_progress"), 30_000);
