@@ -101,6 +101,25 @@ const TYPES: [name: string, expr: string, doc: string][] = [
     [`${name}Result`, `z.infer<typeof S.${name}ResultSchema>`, `The result of ${method}.`],
   ]),
   ["SessionSummary", "z.infer<typeof S.SessionSummarySchema>", "One session in `sessions.list`."],
+  ...(
+    [
+      ["DocumentsAdd", "`documents.add`"],
+      ["DocumentsList", "`documents.list`"],
+      ["DocumentsDelete", "`documents.delete`"],
+    ] as const
+  ).flatMap(([name, method]): [string, string, string][] => [
+    [`${name}Params`, `z.input<typeof D.${name}ParamsSchema>`, `What ${method} accepts.`],
+    [`${name}Result`, `z.infer<typeof D.${name}ResultSchema>`, `The result of ${method}.`],
+  ]),
+  [
+    "DocumentsAddEvent",
+    '{ id: __RequestId; type: "event"; event: "index_progress" } & z.infer<typeof D.IndexProgressSchema>',
+    "Progress of `documents.add`: its phase, done of total.",
+  ],
+  ["DocumentSummary", "z.infer<typeof D.DocumentSummarySchema>", "One document in `documents.list`."],
+  ["Source", "z.infer<typeof SourceSchema>", "A citation: where an answer came from."],
+  ["EmbedParams", "z.input<typeof EmbedParamsSchema>", "What `embed` accepts."],
+  ["EmbedResult", "z.infer<typeof EmbedResultSchema>", "The result of `embed`: one vector per input."],
   ["StoredMessage", "z.infer<typeof S.StoredMessageSchema>", "One message of `sessions.get`."],
   [
     "WarmupProgress",
@@ -120,6 +139,9 @@ import type { okResultSchema } from "./protocol/ping.ts";
 import type { PlanReportSchema } from "./protocol/plan.ts";
 import type { DownloadProgressFields, PullParamsSchema, PullResultSchema } from "./protocol/pull.ts";
 import type * as S from "./protocol/sessions.ts";
+import type * as D from "./protocol/documents.ts";
+import type { EmbedParamsSchema, EmbedResultSchema } from "./protocol/embed.ts";
+import type { SourceSchema } from "./protocol/sources.ts";
 import type { statusResultSchema } from "./protocol/status.ts";
 import type { WarmupParamsSchema, WarmupResultSchema } from "./protocol/warmup.ts";
 import type { WarmupProgressFields } from "./protocol/warmup-progress.ts";

@@ -49,6 +49,8 @@ function bundle(bunTarget: string, outfile: string): Promise<Bun.BuildOutput> {
     entrypoints: [
       join(import.meta.dir, "..", "src/index.ts"),
       join(import.meta.dir, "..", "src/agent/validator-worker.ts"),
+      // A document's chunks are written on one too (src/store/chunk-thread.ts).
+      join(import.meta.dir, "..", "src/store/chunk-worker.ts"),
     ],
     compile: {
       target: bunTarget as never,

@@ -7,6 +7,7 @@ import {
 import { Connection } from "./connection.ts";
 import { initializeCore, spawnCore } from "./core-launch.ts";
 import type { CoreProcess } from "./core-process.ts";
+import { DocumentsApi } from "./documents-api.ts";
 import { coreExitedError, LocalAiError } from "./errors.ts";
 import { stopGracefully } from "./graceful-stop.ts";
 import type { CallOptions, ExitInfo } from "./host-types.ts";
@@ -21,6 +22,8 @@ import type {
   ChatResult,
   CoreStatusResult,
   DoctorResult,
+  EmbedParams,
+  EmbedResult,
   GenericEvent,
   InitializeResult,
   ModelsResult,
@@ -75,6 +78,8 @@ export class LocalAiClient {
   readonly sessions: SessionsApi;
   /** `users.delete`: erase a user's data for good. */
   readonly users: UsersApi;
+  /** Documents the assistant can recall: add, list, delete (docs/protocol.md "Documents"). */
+  readonly documents: DocumentsApi;
 
   private state: State = "idle";
   private process: CoreProcess | undefined;
@@ -103,6 +108,9 @@ export class LocalAiClient {
       this.request<R>(method, params, callOptions);
     this.sessions = new SessionsApi(request);
     this.users = new UsersApi(request);
+    this.documents = new DocumentsApi(request, (method, params, callOptions) =>
+      this.connection.open(method, params, callOptions, { cancellable: true }),
+    );
     this.enter("idle");
   }
 
@@ -205,6 +213,14 @@ export class LocalAiClient {
    */
   pull(params: PullParams, options: CallOptions = {}): RequestStream<PullEvent, PullResult> {
     return this.connection.open<PullEvent, PullResult>("pull", params, options, { cancellable: true });
+  }
+
+  /**
+   * One vector per input string (docs/protocol.md#embed), on `model`, else memory.embedding_model,
+   * else the first configured embedding model.
+   */
+  embed(params: EmbedParams, options?: CallOptions): Promise<EmbedResult> {
+    return this.request("embed", params, options);
   }
 
   /**

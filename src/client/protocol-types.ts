@@ -31,7 +31,9 @@ export type ErrorReason =
   | "model_busy"
   | "unsupported_format"
   | "model_not_vision"
-  | "attachment_not_found";
+  | "attachment_not_found"
+  | "document_not_found"
+  | "user_deleted";
 
 /** What `chat` accepts: every field has a default on the core's side. */
 export type ChatParams = {
@@ -88,6 +90,9 @@ export type ChatResult = {
   dropped_events: number;
   model?: string | undefined;
   json?: unknown;
+  sources?:
+    | { kind: "turn" | "document" | "folder"; id: string; name: string; chunk: number; score: number }[]
+    | undefined;
 };
 
 /** A runtime notice attached to a chat result. */
@@ -132,7 +137,16 @@ export type ChatEvent =
       session_id: string;
     })
   | { id: RequestId; type: "event"; event: "memory_start" }
-  | ({ id: RequestId; type: "event"; event: "memory_done" } & { hits: number })
+  | ({ id: RequestId; type: "event"; event: "memory_done" } & {
+      hits: number;
+      sources: {
+        kind: "turn" | "document" | "folder";
+        id: string;
+        name: string;
+        chunk: number;
+        score: number;
+      }[];
+    })
   | ({ id: RequestId; type: "event"; event: "llm_start" } & { step: number })
   | ({ id: RequestId; type: "event"; event: "llm_chunk" } & { step: number; delta: string })
   | ({ id: RequestId; type: "event"; event: "llm_reasoning" } & { step: number; delta: string })
@@ -380,7 +394,7 @@ export type ModelsResult = {
   models: {
     path: string;
     files: string[];
-    source: "hf_cache" | "folder";
+    source: "folder" | "hf_cache";
     repo: string | null;
     commit: string | null;
     refs: string[];
@@ -587,6 +601,9 @@ export type SessionsGetResult = {
           image_tokens?: number | undefined;
         }
       | undefined;
+    sources?:
+      | { kind: "turn" | "document" | "folder"; id: string; name: string; chunk: number; score: number }[]
+      | undefined;
   }[];
   has_more: boolean;
 };
@@ -670,6 +687,84 @@ export type SessionSummary = {
   preview: string;
 };
 
+/** What `documents.add` accepts. */
+export type DocumentsAddParams = {
+  user_id?: string | undefined;
+  session_id?: string | undefined;
+  path?: string | undefined;
+  text?: string | undefined;
+  name?: string | undefined;
+};
+
+/** The result of `documents.add`. */
+export type DocumentsAddResult = {
+  document_id: string;
+  name: string;
+  format: "markdown" | "text" | "html" | "pdf";
+  chunks: number;
+  bytes: number;
+};
+
+/** What `documents.list` accepts. */
+export type DocumentsListParams = { user_id?: string | undefined; session_id?: string | undefined };
+
+/** The result of `documents.list`. */
+export type DocumentsListResult = {
+  documents: {
+    document_id: string;
+    name: string;
+    format: "markdown" | "text" | "html" | "pdf";
+    chunks: number;
+    bytes: number;
+    session_id: string | null;
+    created_at: string;
+  }[];
+};
+
+/** What `documents.delete` accepts. */
+export type DocumentsDeleteParams = { document_id: string; user_id?: string | undefined };
+
+/** The result of `documents.delete`. */
+export type DocumentsDeleteResult = { deleted: true };
+
+/** Progress of `documents.add`: its phase, done of total. */
+export type DocumentsAddEvent = { id: RequestId; type: "event"; event: "index_progress" } & {
+  phase: "embedding" | "reading" | "indexing";
+  done: number;
+  total: number;
+};
+
+/** One document in `documents.list`. */
+export type DocumentSummary = {
+  document_id: string;
+  name: string;
+  format: "markdown" | "text" | "html" | "pdf";
+  chunks: number;
+  bytes: number;
+  session_id: string | null;
+  created_at: string;
+};
+
+/** A citation: where an answer came from. */
+export type Source = {
+  kind: "turn" | "document" | "folder";
+  id: string;
+  name: string;
+  chunk: number;
+  score: number;
+};
+
+/** What `embed` accepts. */
+export type EmbedParams = { input: string | string[]; model?: string | undefined };
+
+/** The result of `embed`: one vector per input. */
+export type EmbedResult = {
+  model: string;
+  dimensions: number;
+  embeddings: number[][];
+  usage: { prompt_tokens: number };
+};
+
 /** One message of `sessions.get`. */
 export type StoredMessage = {
   seq: number;
@@ -691,6 +786,9 @@ export type StoredMessage = {
         tokens_per_s?: number | undefined;
         image_tokens?: number | undefined;
       }
+    | undefined;
+  sources?:
+    | { kind: "turn" | "document" | "folder"; id: string; name: string; chunk: number; score: number }[]
     | undefined;
 };
 

@@ -27,6 +27,8 @@ export class Chunker {
   private parts: string[] = [];
   private size = 0;
   private page: number | undefined;
+  /** How many chunks `fresh` has handed out. */
+  private handed = 0;
 
   constructor(private readonly target: number) {}
 
@@ -47,6 +49,13 @@ export class Chunker {
     if (this.size > 0 && this.size + 2 + block.text.length > this.target) this.flush();
     this.parts.push(block.text);
     this.size += (this.size > 0 ? 2 : 0) + block.text.length;
+  }
+
+  /** The chunks made since the last call (a caller storing them as they come). */
+  fresh(): Chunk[] {
+    const out = this.chunks.slice(this.handed);
+    this.handed = this.chunks.length;
+    return out;
   }
 
   /** The chunks, once every block is in. */

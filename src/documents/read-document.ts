@@ -23,6 +23,11 @@ export interface ReadOptions {
   onProgress?: (progress: IndexProgress) => void;
   /** CHUNK_TARGET_CHARS unless a test says otherwise. */
   target?: number;
+  /**
+   * Chunks as they are made, at the breaks between slices (instead of the loop's turn there), so
+   * the caller can store them while the rest is read; the result still has them all.
+   */
+  onChunks?: (chunks: Chunk[]) => Promise<void>;
 }
 
 export interface DocumentRead {
@@ -38,28 +43,43 @@ export interface DocumentRead {
 export async function readDocument(source: DocumentSource, opts: ReadOptions): Promise<DocumentRead> {
   const progress = opts.onProgress ?? (() => {});
   const chunker = new Chunker(opts.target ?? CHUNK_TARGET_CHARS);
+  const onChunks = opts.onChunks;
+  // A break between slices: the chunks made so far handed on, else a turn of the loop.
+  const pause = async (turn: boolean) => {
+    const fresh = onChunks ? chunker.fresh() : [];
+    if (onChunks && fresh.length > 0) await onChunks(fresh);
+    else if (turn) await nextTurn();
+  };
   let read: Omit<DocumentRead, "chunks">;
   if ("text" in source) {
-    read = await readText(source.text, undefined, source.name, chunker, progress);
+    read = await readText(source.text, undefined, source.name, chunker, progress, pause);
     read.bytes = Buffer.byteLength(source.text, "utf8");
   } else {
     const bytes = await opts.readFile(source.path);
     progress({ phase: "reading", done: bytes.byteLength, total: bytes.byteLength });
     const name = source.name ?? source.path;
     read = isPdf(bytes)
-      ? await readPdf(bytes, chunker, progress)
-      : await readBytes(bytes, name, chunker, progress);
+      ? await readPdf(bytes, chunker, progress, pause)
+      : await readBytes(bytes, name, chunker, progress, pause);
   }
   const chunks = chunker.finish();
   if (chunks.length === 0) throw documentProblem("no_text", "the document has no text to index");
+  await pause(false);
   return { ...read, chunks };
 }
 
 type Progress = (progress: IndexProgress) => void;
+type Pause = (turn: boolean) => Promise<void>;
 
-async function readBytes(bytes: Uint8Array, name: string, chunker: Chunker, progress: Progress) {
+async function readBytes(
+  bytes: Uint8Array,
+  name: string,
+  chunker: Chunker,
+  progress: Progress,
+  pause: Pause,
+) {
   const { text, encoding } = decodeText(bytes);
-  const read = await readText(text, encoding, name, chunker, progress);
+  const read = await readText(text, encoding, name, chunker, progress, pause);
   return { ...read, bytes: bytes.byteLength };
 }
 
@@ -69,22 +89,30 @@ async function readText(
   name: string | undefined,
   chunker: Chunker,
   progress: Progress,
+  pause: Pause,
 ): Promise<Omit<DocumentRead, "chunks">> {
   if (text.length > MAX_TEXT_CHARS) throw tooMuchText(text.length, MAX_TEXT_CHARS);
   const format = textFormat(text, name);
-  if (format === "html") await chunkHtml(text, chunker, progress);
+  if (format === "html") await chunkHtml(text, chunker, progress, pause);
   else
     await chunkAll(
       format === "markdown" ? markdownBlocks(text) : textBlocks(text),
       text.length,
       chunker,
       progress,
+      pause,
     );
   return { format, bytes: 0, ...(encoding ? { encoding } : {}) };
 }
 
 /** Blocks into the chunker, the loop given back after each slice of text. */
-async function chunkAll(blocks: Iterable<Block>, total: number, chunker: Chunker, progress: Progress) {
+async function chunkAll(
+  blocks: Iterable<Block>,
+  total: number,
+  chunker: Chunker,
+  progress: Progress,
+  pause: Pause,
+) {
   let done = 0;
   let slice = 0;
   for (const block of blocks) {
@@ -94,21 +122,21 @@ async function chunkAll(blocks: Iterable<Block>, total: number, chunker: Chunker
     if (slice < SLICE_CHARS) continue;
     slice = 0;
     progress({ phase: "indexing", done: Math.min(done, total), total });
-    await nextTurn();
+    await pause(true);
   }
   progress({ phase: "indexing", done: total, total });
 }
 
-async function chunkHtml(html: string, chunker: Chunker, progress: Progress) {
+async function chunkHtml(html: string, chunker: Chunker, progress: Progress, pause: Pause) {
   const scan = new HtmlBlocks(html);
   while (!scan.done) {
     for (const block of scan.step(SLICE_CHARS)) chunker.push(block);
     progress({ phase: "indexing", done: scan.position, total: html.length });
-    await nextTurn();
+    await pause(true);
   }
 }
 
-async function readPdf(bytes: Uint8Array, chunker: Chunker, progress: Progress) {
+async function readPdf(bytes: Uint8Array, chunker: Chunker, progress: Progress, pause: Pause) {
   let chars = 0;
   let pages = 0;
   for await (const { page, total, text } of pdfPages(bytes)) {
@@ -117,6 +145,8 @@ async function readPdf(bytes: Uint8Array, chunker: Chunker, progress: Progress) 
     for (const block of textBlocks(text)) chunker.push({ ...block, page } as Block);
     progress({ phase: "reading", done: page, total });
     pages = total;
+    // pdf.js's next page gives the loop back itself.
+    await pause(false);
   }
   progress({ phase: "indexing", done: chars, total: chars });
   return { format: "pdf" as const, bytes: bytes.byteLength, pages };

@@ -51,6 +51,9 @@ export const METHODS = [
   lazy("sessions.export", false, () => import("./sessions.ts").then((m) => m.sessionsExport)),
   lazy("sessions.attachment", false, () => import("./sessions.ts").then((m) => m.sessionsAttachment)),
   lazy("users.delete", false, () => import("./sessions.ts").then((m) => m.usersDelete)),
+  lazy("documents.add", true, () => import("./documents.ts").then((m) => m.documentsAdd)),
+  lazy("documents.list", false, () => import("./documents.ts").then((m) => m.documentsList)),
+  lazy("documents.delete", false, () => import("./documents.ts").then((m) => m.documentsDelete)),
 ] as const;
 
 /** Served only with LOCAL_AI_TEST_METHODS=1; not part of the protocol's schema. */

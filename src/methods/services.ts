@@ -1,6 +1,7 @@
 import type { PromptReuse } from "../agent/kv/reuse.ts";
 import type { McpPool } from "../agent/mcp/pool.ts";
 import type { Config, LoadedConfig } from "../config/schema.ts";
+import type { EmbedChunks } from "../documents/add-document.ts";
 import type { PullDeps } from "../models/pull.ts";
 import type { LlamaProvider } from "../runtime/endpoint.ts";
 import type { ModelsApi } from "../runtime/models-api.ts";
@@ -68,13 +69,10 @@ export interface Services {
    */
   memoryIndex?(options?: { create: boolean }): MemoryEmbedder | undefined;
   /**
-   * Embeds these memory rows now (a document's chunks once committed), reporting rows done of
-   * all; defined only when an embedding model is configured. A failure of the model leaves the
-   * rows to the background job and still resolves; a cancel rejects.
+   * Embeds these memory rows now (a document's chunks once `documents.add` has committed them,
+   * docs/agent.md "Documents"), reporting rows done of all; defined only when an embedding model
+   * is configured (else documents are found by FTS alone). A failure of the model leaves the rows
+   * to the background job and still resolves; a cancel rejects.
    */
-  readonly embedChunks?: (
-    memoryRowIds: number[],
-    onProgress: (done: number, total: number) => void,
-    signal: AbortSignal,
-  ) => Promise<void>;
+  readonly embedChunks?: EmbedChunks;
 }

@@ -26,6 +26,9 @@ export const CHAT_EVENT_NAMES = [
 ] as const;
 export type ChatEventName = (typeof CHAT_EVENT_NAMES)[number];
 
-/** Every event: the chat's include warmup's `warmup_progress`; a pull sends `download_progress`. */
-export const EVENT_NAMES = [...CHAT_EVENT_NAMES, "download_progress"] as const;
+/**
+ * Every event: the chat's include warmup's `warmup_progress`; a pull sends `download_progress`,
+ * `documents.add` `index_progress`.
+ */
+export const EVENT_NAMES = [...CHAT_EVENT_NAMES, "download_progress", "index_progress"] as const;
 export type EventName = (typeof EVENT_NAMES)[number];

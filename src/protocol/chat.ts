@@ -4,6 +4,7 @@ import { IMAGES_HARD_MAX, ImageInputSchema } from "./image-input.ts";
 import { ModelRefSchema } from "./model-state.ts";
 import { ResponseFormatSchema } from "./response-format.ts";
 import { SafeIdSchema } from "./safe-id.ts";
+import { SourceSchema } from "./sources.ts";
 import { ThinkSchema } from "./think.ts";
 import { UsageSchema } from "./usage.ts";
 import { WarmupProgressFields } from "./warmup-progress.ts";
@@ -103,6 +104,11 @@ export const ChatResultSchema = z.object({
   usage: UsageSchema,
   /** Events of this chat the writer dropped because the host read too slowly. */
   dropped_events: z.number().int().nonnegative(),
+  /**
+   * Where the answer came from: what memory recalled for the turn, as `memory_done` listed it
+   * (docs/protocol.md "Citations"); stored with the answer. Optional: cores before issue 29 leave it out.
+   */
+  sources: z.array(SourceSchema).optional(),
 });
 export type ChatResult = z.infer<typeof ChatResultSchema>;
 
@@ -112,7 +118,8 @@ const step = z.number().int().nonnegative();
 export const ChatEventFields = {
   run_start: z.object({ user_input: z.string(), trace_id: z.string(), session_id: z.string() }),
   memory_start: z.object({}),
-  memory_done: z.object({ hits: z.number().int().nonnegative() }),
+  /** `sources`: each recalled passage's citation (docs/protocol.md "Citations"), best first. */
+  memory_done: z.object({ hits: z.number().int().nonnegative(), sources: z.array(SourceSchema) }),
   llm_start: z.object({ step }),
   llm_chunk: z.object({ step, delta: z.string() }),
   /** The model's thinking as it streams (llama-server's `reasoning_content`), before its answer. */

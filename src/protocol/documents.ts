@@ -1,8 +1,9 @@
 import { z } from "zod";
+import { SafeIdSchema } from "./safe-id.ts";
 
 /**
- * The documents' wire pieces (docs/agent.md "Documents"); `documents.add`,
- * `documents.list` and `documents.delete` join them here when the methods come.
+ * The documents' wire pieces (docs/agent.md "Documents"): the format and `index_progress`, and
+ * the params and results of `documents.add`, `documents.list` and `documents.delete`.
  */
 
 /** What a document was read as: from its bytes, the name deciding only Markdown over text. */
@@ -23,3 +24,57 @@ export const IndexProgressSchema = z.object({
   total: z.number().int().nonnegative(),
 });
 export type IndexProgress = z.infer<typeof IndexProgressSchema>;
+
+const UserId = SafeIdSchema.default("default_user");
+
+/**
+ * `documents.add` (docs/protocol.md "Documents"): exactly one of `path` (a file the core reads)
+ * and `text`; with `session_id` (an existing session of the user) the document is that
+ * session's attachment, without it part of the user's library.
+ */
+export const DocumentsAddParamsSchema = z
+  .object({
+    user_id: UserId,
+    session_id: SafeIdSchema.optional(),
+    path: z.string().min(1).max(4096).optional(),
+    text: z.string().min(1).optional(),
+    /** Shown in lists and citations; omitted: the file's name, or the text's first words. */
+    name: z.string().min(1).max(500).optional(),
+  })
+  .superRefine((p, ctx) => {
+    if ((p.path === undefined) === (p.text === undefined))
+      ctx.addIssue({ code: "custom", path: ["path"], message: "give exactly one of path and text" });
+  });
+export type DocumentsAddParams = z.output<typeof DocumentsAddParamsSchema>;
+
+export const DocumentsAddResultSchema = z.object({
+  document_id: z.string(),
+  name: z.string(),
+  format: DocumentFormatSchema,
+  chunks: z.number().int().positive(),
+  /** The file's size, or the text's UTF-8 bytes. */
+  bytes: z.number().int().nonnegative(),
+});
+
+export const DocumentsAddEventFields = { index_progress: IndexProgressSchema } as const;
+
+export const DocumentSummarySchema = z.object({
+  document_id: z.string(),
+  name: z.string(),
+  format: DocumentFormatSchema,
+  chunks: z.number().int().nonnegative(),
+  bytes: z.number().int().nonnegative(),
+  /** The session it is attached to; null for the user's library. */
+  session_id: z.string().nullable(),
+  created_at: z.string(),
+});
+
+/** Without `session_id`: all of the user's documents; with it: that session's attachments. */
+export const DocumentsListParamsSchema = z.object({
+  user_id: UserId,
+  session_id: SafeIdSchema.optional(),
+});
+export const DocumentsListResultSchema = z.object({ documents: z.array(DocumentSummarySchema) });
+
+export const DocumentsDeleteParamsSchema = z.object({ user_id: UserId, document_id: SafeIdSchema });
+export const DocumentsDeleteResultSchema = z.object({ deleted: z.literal(true) });

@@ -37,6 +37,9 @@ export const ERROR_REASONS = [
   "unsupported_format",
   "model_not_vision",
   "attachment_not_found",
+  // documents.* (docs/protocol.md "Documents"): an unknown document; a user erased while an add ran.
+  "document_not_found",
+  "user_deleted",
 ] as const;
 export type ErrorReason = (typeof ERROR_REASONS)[number];
 

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { AttachmentRefSchema, ToolCallSchema } from "./chat-message.ts";
 import { SafeIdSchema } from "./safe-id.ts";
+import { SourceSchema } from "./sources.ts";
 import { UsageSchema } from "./usage.ts";
 
 /**
@@ -43,6 +44,8 @@ export const StoredMessageSchema = z.object({
   created_at: z.string(),
   /** The token counts and timings of the step that wrote it (assistant messages). */
   usage: UsageSchema.optional(),
+  /** An answer's citations: what memory recalled for its turn (docs/protocol.md "Citations"). */
+  sources: z.array(SourceSchema).optional(),
 });
 
 export const SessionsListParamsSchema = z.object({

@@ -7,9 +7,11 @@ import {
   ToolCallSchema,
 } from "../protocol/chat-message.ts";
 import type { SessionSummarySchema, StoredMessageSchema } from "../protocol/sessions.ts";
+import type { Source } from "../protocol/sources.ts";
 import type { Usage } from "../protocol/usage.ts";
 import { Attachments } from "./attachments.ts";
 import { erasureMark, refuseIfErased } from "./erasures.ts";
+import { withoutName } from "./source-names.ts";
 import { previewOf, titleOf } from "./title.ts";
 
 /** A message as the store keeps it: what the model saw, plus what only the host sees. */
@@ -18,6 +20,8 @@ export type TurnMessage = ChatMessage & {
   reasoning?: string;
   /** The step's token counts and timings (docs/agent.md#prompt-reuse), on assistant messages. */
   usage?: Usage;
+  /** An answer's citations: what memory recalled for its turn. */
+  sources?: Source[];
 };
 
 /** A message as `sessions.get` shows it. */
@@ -51,6 +55,8 @@ interface MessageRow {
   tool_call_id: string | null;
   usage: string | null;
   created_at: number;
+  /** JSON; absent where the query does not read it (the model's history). */
+  sources?: string | null;
 }
 
 interface SessionRow {
@@ -261,13 +267,20 @@ export class Conversations {
       .immediate();
   }
 
-  /** Drops the checkpoint (and the images it staged); a session left with no message and no checkpoint goes too. */
+  /**
+   * Drops the checkpoint (and the images it staged); a session left with no message, no
+   * checkpoint and no attached document goes too (a document keeps it, so `sessions.delete` can
+   * still erase it).
+   */
   clearCheckpoint(userId: string, sessionId: string): void {
     this.db.transaction(() => {
       this.db.query("DELETE FROM checkpoints WHERE user_id = ? AND session_id = ?").run(userId, sessionId);
       this.attachments.dropStaged(userId, sessionId, []);
       this.db
-        .query("DELETE FROM sessions WHERE user_id = ? AND session_id = ? AND message_count = 0")
+        .query(
+          `DELETE FROM sessions WHERE user_id = ? AND session_id = ? AND message_count = 0
+           AND NOT EXISTS (SELECT 1 FROM documents d WHERE d.user_id = sessions.user_id AND d.session_id = sessions.session_id)`,
+        )
         .run(userId, sessionId);
     })();
   }
@@ -287,11 +300,20 @@ export class Conversations {
           .query("SELECT COALESCE(MAX(seq), -1) AS seq FROM messages WHERE user_id = ? AND session_id = ?")
           .get(u, s) as { seq: number };
         const insert = db.query(
-          `INSERT INTO messages (user_id, session_id, seq, role, content, reasoning, tool_calls, tool_call_id, usage, created_at)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+          `INSERT INTO messages (user_id, session_id, seq, role, content, reasoning, tool_calls, tool_call_id, usage, created_at, sources)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
         );
         let seq = last.seq;
-        for (const m of turn.messages) insert.run(u, s, ++seq, ...messageColumns(m), at);
+        for (const m of turn.messages)
+          insert.run(
+            u,
+            s,
+            ++seq,
+            ...messageColumns(m),
+            at,
+            // Without names: erasing a cited session or document leaves no copy of its title here.
+            m.sources?.length ? JSON.stringify(withoutName(m.sources)) : null,
+          );
         const firstSeq = last.seq + 1;
         const images = opening?.role === "user" ? (opening.attachments ?? []) : [];
         if (images.length > 0 || turn.replaceFromSeq !== undefined)

@@ -3,6 +3,7 @@ import { closeSync, existsSync, fstatSync, openSync, readdirSync, rmSync, writeS
 import { join } from "node:path";
 import { logger } from "../util/logger.ts";
 import { ASIDE_INFIX, BUSY_TIMEOUT_MS, DB_FILE, integrityProblem } from "./db/open.ts";
+import { deleteDocumentRows } from "./document-store.ts";
 import { deleteRows, settleErase } from "./erase.ts";
 
 /** What an erase did with one database set aside after damage (docs/protocol.md, users.delete). */
@@ -31,9 +32,19 @@ export function setAsideCopies(dataDir: string): string[] {
  * scrub fails) cannot be made to forget only this user: it is overwritten and removed whole.
  */
 export function eraseFromCopies(dataDir: string, userId: string, sessionId?: string): CopyOutcome[] {
+  return eraseInCopies(dataDir, (db) => deleteRows(db, userId, sessionId));
+}
+
+/** One document of the user erased from every copy set aside, the same way (`documents.delete`). */
+export function eraseDocumentFromCopies(dataDir: string, userId: string, documentId: string): CopyOutcome[] {
+  return eraseInCopies(dataDir, (db) => (deleteDocumentRows(db, userId, documentId) ? 1 : 0));
+}
+
+/** `remove` run in each copy set aside (its count: `deleted_sessions`), else the copy removed whole. */
+function eraseInCopies(dataDir: string, remove: (db: Database) => number): CopyOutcome[] {
   return setAsideCopies(dataDir).map((path) => {
     try {
-      return { path, outcome: "scrubbed" as const, deleted_sessions: scrub(path, userId, sessionId) };
+      return { path, outcome: "scrubbed" as const, deleted_sessions: scrub(path, remove) };
     } catch (err) {
       const problem = (err as Error).message;
       logger.warn(
@@ -45,7 +56,7 @@ export function eraseFromCopies(dataDir: string, userId: string, sessionId?: str
   });
 }
 
-function scrub(path: string, userId: string, sessionId: string | undefined): number {
+function scrub(path: string, remove: (db: Database) => number): number {
   const db = new Database(path, { readwrite: true, create: false, strict: true });
   try {
     db.run(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`);
@@ -53,7 +64,7 @@ function scrub(path: string, userId: string, sessionId: string | undefined): num
     db.run("PRAGMA secure_delete = ON");
     const problem = integrityProblem(db);
     if (problem) throw new Error(problem);
-    const removed = db.transaction(() => deleteRows(db, userId, sessionId)).immediate();
+    const removed = db.transaction(() => remove(db)).immediate();
     settleErase(db);
     return removed;
   } finally {

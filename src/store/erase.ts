@@ -23,7 +23,7 @@ export function eraseSession(db: Database, userId: string, sessionId: string, at
   return removed > 0;
 }
 
-/** Every session, message, checkpoint and memory entry of the user; returns the sessions removed. */
+/** Every session, message, checkpoint, memory entry and document of the user; returns the sessions removed. */
 export function eraseUser(db: Database, userId: string, at: number): number {
   const removed = db
     .transaction(() => {
@@ -43,6 +43,10 @@ export function deleteRows(db: Database, userId: string, sessionId?: string): nu
   const where = sessionId === undefined ? "user_id = ?" : "user_id = ? AND session_id = ?";
   const args = sessionId === undefined ? [userId] : [userId, sessionId];
   db.query(`DELETE FROM memory WHERE ${where}`).run(...args);
+  // Their documents (a session's attachments; a user's all); a copy set aside before the
+  // documents table existed has none.
+  if (db.query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'documents'").get())
+    db.query(`DELETE FROM documents WHERE ${where}`).run(...args);
   db.query(`DELETE FROM session_leases WHERE ${where}`).run(...args);
   // Images (docs/protocol.md#images) go with their session too; by user here as every table
   // holding a user's data is. A copy set aside before they existed has no such table.

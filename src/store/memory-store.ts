@@ -1,14 +1,21 @@
 import type { Database } from "bun:sqlite";
+import { join } from "node:path";
+import type { Source } from "../protocol/sources.ts";
 import { anyOf, likePattern, words } from "./fts-query.ts";
 import { MemoryVectors, type QueryVector, type Scope } from "./memory-vectors.ts";
 import { fuseRanks } from "./rank-fusion.ts";
+import { sourceName } from "./source-names.ts";
 import { TermStats } from "./term-stats.ts";
 
-/** A remembered passage: a past turn (`session:<id>`) or a chunk of a file (`file:<path>`). */
+/**
+ * A remembered passage: a past turn (`session:<id>`), a chunk of a file (`file:<path>`) or of a
+ * document (`document:<id>`), and the citation a host is shown for it.
+ */
 export interface MemoryHit {
   doc: { id: string; text: string; source: string };
   /** Higher is better. */
   score: number;
+  cite: Source;
 }
 
 /** Folder files are split into chunks of about this many characters (at paragraph breaks). */
@@ -19,9 +26,27 @@ const CHUNK_CHARS = 1200;
  */
 const RANKED_MATCHES = 1000;
 
-/** The user's turns in other sessions, or chunks of this config's folders. */
-const OWN_OR_FOLDER = `((m.user_id = $u AND m.session_id != $skip)
+/**
+ * What a chat of user `$u` in session `$skip` may recall (docs/agent.md "Memory"), as the one
+ * SQL fragment over `memory m` that every recall filters through (FTS here, vectors alike): the
+ * user's turns in their other sessions; the user's library documents and this session's
+ * attachments, once their document row is committed (a document still being added, or one
+ * whose add failed, is never seen); the chunks of this config's folders (`$roots`, a JSON list).
+ * Never another session's attachments, never another user's rows. Its values: `scopeParams`.
+ */
+export const RECALL_SCOPE = `((m.user_id = $u AND m.document_id IS NULL AND m.session_id != $skip)
+  OR (m.user_id = $u AND m.document_id IN (SELECT d.document_id FROM documents d
+      WHERE d.user_id = $u AND d.session_id IN ('', $skip)))
   OR (m.user_id = '' AND m.root IN (SELECT value FROM json_each($roots))))`;
+
+/** The values `RECALL_SCOPE` names; `sessionId` undefined: no session (every turn, the library only). */
+export function scopeParams(
+  userId: string,
+  sessionId: string | undefined,
+  folders: readonly string[],
+): { u: string; skip: string; roots: string } {
+  return { u: userId, skip: sessionId ?? "", roots: JSON.stringify(folders) };
+}
 
 /**
  * With a query vector, how deep each list (words, meaning) goes into the fusion: deeper than
@@ -34,11 +59,18 @@ interface Row {
   source: string;
   text: string;
   score: number;
+  session_id: string;
+  seq: number | null;
+  root: string;
+  document_id: string | null;
+  chunk: number | null;
 }
 
+const ROW = "m.id, m.source, m.text, m.session_id, m.seq, m.root, m.document_id, m.chunk";
+
 /**
- * Memory (docs/agent.md): a user's past turns in their other sessions, plus chunks of the files in
- * `memory.folders`, ranked with FTS5's bm25() — the turns are written by the turn's own commit
+ * Memory (docs/agent.md): a user's past turns in their other sessions, their documents (the
+ * library, this session's attachments) and chunks of the files in `memory.folders`, ranked with FTS5's bm25() — the turns are written by the turn's own commit
  * (store/conversations.ts), the folders by `FolderIndex` (store/folder-index.ts) in the
  * background: a search finds what is indexed so far. Without FTS5, a LIKE match ranked by
  * words matched.
@@ -75,30 +107,50 @@ export class MemoryStore {
     const rows = this.fts
       ? this.ftsRows(userId, query, depth, skip)
       : this.likeRows(userId, query, depth, skip);
-    if (!vector) return rows.map(hitOf);
+    if (!vector) return rows.map((r) => this.hitOf(userId, r));
     const near = this.vectors.nearest(vector, this.scope(userId, skip), depth);
     const fused = fuseRanks([rows.map((r) => r.id), near.map((r) => r.id)]).slice(0, topK);
     const byId = new Map(rows.map((r) => [r.id, r]));
     const missing = fused.filter((f) => !byId.has(f.id)).map((f) => f.id);
     if (missing.length > 0) {
       const more = this.db
-        .query("SELECT id, source, text, 0 AS score FROM memory WHERE id IN (SELECT value FROM json_each(?))")
+        .query(`SELECT ${ROW}, 0 AS score FROM memory m WHERE m.id IN (SELECT value FROM json_each(?))`)
         .all(JSON.stringify(missing)) as Row[];
       for (const r of more) byId.set(r.id, r);
     }
     return fused.flatMap((f) => {
       const r = byId.get(f.id);
-      return r ? [hitOf({ ...r, score: f.score })] : [];
+      return r ? [this.hitOf(userId, { ...r, score: f.score })] : [];
     });
   }
 
   /** Recall's scope as the vector search filters by it: the same condition as the word search's. */
   private scope(userId: string, skip: string): Scope {
+    return { sql: RECALL_SCOPE, params: scopeParams(userId, skip, this.folders), owners: [userId, ""] };
+  }
+
+  private hitOf(userId: string, r: Row): MemoryHit {
     return {
-      sql: OWN_OR_FOLDER,
-      params: { u: userId, skip, roots: JSON.stringify(this.folders) },
-      owners: [userId, ""],
+      doc: { id: String(r.id), text: r.text, source: r.source },
+      score: r.score,
+      cite: this.cite(userId, r),
     };
+  }
+
+  /** A hit's citation: the session's title, the document's name or the file's (store/source-names.ts). */
+  private cite(userId: string, r: Row): Source {
+    const s: Omit<Source, "name"> =
+      r.document_id !== null
+        ? { kind: "document", id: r.document_id, chunk: r.chunk ?? 0, score: r.score }
+        : r.source.startsWith("file:")
+          ? {
+              kind: "folder",
+              id: join(r.root, r.source.slice("file:".length)),
+              chunk: r.seq ?? 0,
+              score: r.score,
+            }
+          : { kind: "turn", id: r.session_id, chunk: r.seq ?? 0, score: r.score };
+    return { ...s, name: sourceName(this.db, userId, s) };
   }
 
   private ftsRows(userId: string, query: string, topK: number, skip: string): Row[] {
@@ -106,13 +158,13 @@ export class MemoryStore {
     if (!match) return [];
     const rows = this.db
       .query(
-        `SELECT m.id, m.source, m.text, -bm25(memory_fts) AS score
+        `SELECT ${ROW}, -bm25(memory_fts) AS score
          FROM memory_fts JOIN memory m ON m.id = memory_fts.rowid
          WHERE memory_fts MATCH $q
-           AND ${OWN_OR_FOLDER}
+           AND ${RECALL_SCOPE}
          ORDER BY memory_fts.rowid DESC LIMIT $cap`,
       )
-      .all({ q: match, u: userId, skip, roots: JSON.stringify(this.folders), cap: RANKED_MATCHES }) as Row[];
+      .all({ q: match, ...scopeParams(userId, skip, this.folders), cap: RANKED_MATCHES }) as Row[];
     return rows.sort((a, b) => b.score - a.score || b.id - a.id).slice(0, topK);
   }
 
@@ -121,28 +173,19 @@ export class MemoryStore {
     const w = words(query).slice(0, 8);
     if (w.length === 0) return [];
     const hits = w.map((_, i) => `(m.text LIKE $w${i} ESCAPE '\\')`);
-    const params: Record<string, string | number> = {
-      u: userId,
-      skip,
-      roots: JSON.stringify(this.folders),
-      n: topK,
-    };
+    const params: Record<string, string | number> = { ...scopeParams(userId, skip, this.folders), n: topK };
     w.forEach((t, i) => {
       params[`w${i}`] = likePattern(t);
     });
     return this.db
       .query(
-        `SELECT m.id, m.source, m.text, (${hits.join(" + ")}) AS score FROM memory m
+        `SELECT ${ROW}, (${hits.join(" + ")}) AS score FROM memory m
          WHERE (${hits.join(" OR ")})
-           AND ${OWN_OR_FOLDER}
+           AND ${RECALL_SCOPE}
          ORDER BY score DESC, m.at DESC LIMIT $n`,
       )
       .all(params) as Row[];
   }
-}
-
-function hitOf(r: Row): MemoryHit {
-  return { doc: { id: String(r.id), text: r.text, source: r.source }, score: r.score };
 }
 
 /** Splits at blank lines into chunks near CHUNK_CHARS, so a hit quotes a passage, not a book. */

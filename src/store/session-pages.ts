@@ -2,6 +2,7 @@ import type { Database } from "bun:sqlite";
 import { CoreError } from "../protocol/errors.ts";
 import { Attachments } from "./attachments.ts";
 import { type SessionSummary, type StoredMessage, storedMessage, summaryOf } from "./conversations.ts";
+import { named } from "./source-names.ts";
 
 /** `sessions.list`'s page: newest first, and the cursor for the next page (null at the end). */
 export interface SessionPage {
@@ -71,7 +72,7 @@ export function sessionMessages(
 ): MessagePage {
   const rows = db
     .query(
-      `SELECT seq, role, content, reasoning, tool_calls, tool_call_id, usage, created_at FROM messages
+      `SELECT seq, role, content, reasoning, tool_calls, tool_call_id, usage, created_at, sources FROM messages
        WHERE user_id = $u AND session_id = $s AND seq < $before ORDER BY seq DESC LIMIT $n`,
     )
     .all({
@@ -87,9 +88,12 @@ export function sessionMessages(
     page[0]?.seq ?? 0,
     (page[page.length - 1]?.seq ?? -1) + 1,
   );
-  return {
-    session,
-    messages: page.map((r) => storedMessage(r, images.get(r.seq))),
-    has_more: rows.length > limit,
-  };
+  const names = new Map<string, string>();
+  const messages = page.map((row) => {
+    const m = storedMessage(row, images.get(row.seq));
+    // An answer's sources, named as they are now (store/source-names.ts).
+    if (row.sources) m.sources = named(db, userId, JSON.parse(row.sources), names);
+    return m;
+  });
+  return { session, messages, has_more: rows.length > limit };
 }

@@ -2,11 +2,13 @@ import type { Database } from "bun:sqlite";
 import { join } from "node:path";
 import { CoreError } from "../protocol/errors.ts";
 import { logger } from "../util/logger.ts";
+import { ChunkThread } from "./chunk-thread.ts";
 import { Conversations, type SessionSummary } from "./conversations.ts";
 import { DB_FILE, type OpenOptions, openStore, storeError } from "./db/open.ts";
 import { DiskReserve } from "./disk-reserve.ts";
-import { eraseInSteps, eraseSession, eraseUser, truncateWal } from "./erase.ts";
-import { type CopyOutcome, eraseFromCopies } from "./erase-copies.ts";
+import { DocumentStore, type PendingDocument } from "./document-store.ts";
+import { eraseInSteps, eraseSession, eraseUser, settleErase, truncateWal } from "./erase.ts";
+import { type CopyOutcome, eraseDocumentFromCopies, eraseFromCopies } from "./erase-copies.ts";
 import { ErasureWatch } from "./erasures.ts";
 import { type ExportFormat, exportSession } from "./export.ts";
 import { FolderIndex, type FolderIndexOptions } from "./folder-index.ts";
@@ -28,6 +30,8 @@ export interface StoreOptions extends OpenOptions {
   folderIndex?: FolderIndexOptions;
   /** Tests: the room kept for erasing on a full disk (RESERVE_BYTES). */
   reserveBytes?: number;
+  /** A document's chunks written on a thread of their own (store/chunk-thread.ts); default true. */
+  chunkThread?: boolean;
 }
 
 /** What a reset of the database left for the host to hear (the `store_reset` warning). */
@@ -45,6 +49,8 @@ export interface StoreReset {
 export class Store {
   readonly conversations: Conversations;
   readonly memory: MemoryStore;
+  /** Documents handed to the assistant (store/document-store.ts). */
+  readonly documents: DocumentStore;
   /** memory.folders, indexed in the background from the first open (store/folder-index.ts). */
   readonly folderIndex: FolderIndex;
   readonly leases: SessionLeases;
@@ -58,6 +64,8 @@ export class Store {
   private readonly now: () => Date;
   /** Room for erasing on a full disk (store/disk-reserve.ts). */
   private readonly reserve: DiskReserve;
+  /** Where documents' chunks are written (store/chunk-thread.ts); none: on this thread. */
+  private readonly chunkThread: ChunkThread | undefined;
 
   private constructor(
     private readonly db: Database,
@@ -69,11 +77,14 @@ export class Store {
     this.fts = opened.fts;
     this.conversations = new Conversations(db);
     this.memory = new MemoryStore(db, opened.fts, options.folders ?? []);
+    this.documents = new DocumentStore(db);
     this.folderIndex = new FolderIndex(db, options.folders ?? [], options.folderIndex);
     this.leases = new SessionLeases(db);
     this.busyWaitMs = options.busyWaitMs ?? BUSY_WAIT_MS;
     this.now = options.now ?? (() => new Date());
     this.reserve = new DiskReserve(join(dataDir, `${DB_FILE}.reserve`), options.reserveBytes);
+    this.chunkThread =
+      options.chunkThread === false ? undefined : new ChunkThread(this.path, this.busyWaitMs);
     if (opened.resetFrom) this.reset = { aside: opened.resetFrom, problem: opened.resetProblem ?? "" };
   }
 
@@ -115,6 +126,18 @@ export class Store {
         await new Promise((r) => setTimeout(r, wait));
       }
     }
+  }
+
+  /**
+   * One batch of a document's chunks (DocumentStore.addChunks), on the chunk thread when there
+   * is one; on this one, through `write`, with the lock then left free as long as the batch held
+   * it (another core's writes get in between).
+   */
+  async writeChunks(doc: PendingDocument, chunks: { index: number; text: string }[]): Promise<void> {
+    if (this.chunkThread) return this.chunkThread.write(doc, chunks);
+    const started = performance.now();
+    await this.write(() => this.documents.addChunks(doc, chunks));
+    await new Promise((r) => setTimeout(r, Math.max(1, performance.now() - started)));
   }
 
   /** Runs a read or a short write now; SQLite's failures become errors naming the file. */
@@ -181,6 +204,18 @@ export class Store {
     return { deleted, copies: eraseFromCopies(this.dataDir, userId, sessionId) };
   }
 
+  /**
+   * A document and its chunks erased for good (`documents.delete`), here and in every database set
+   * aside; false when the user has none such.
+   */
+  async deleteDocument(userId: string, documentId: string): Promise<boolean> {
+    const deleted = await this.write(() => this.documents.delete(userId, documentId));
+    if (!deleted) return false;
+    this.guard(() => settleErase(this.db));
+    eraseDocumentFromCopies(this.dataDir, userId, documentId);
+    return true;
+  }
+
   /** Everything of a user, erased for good the same way; `deleted_sessions` counts the live database's. */
   async deleteUser(userId: string): Promise<{ deleted_sessions: number; copies: CopyOutcome[] }> {
     this.erasing.erased(userId);
@@ -239,6 +274,7 @@ export class Store {
     if (this.closed) return;
     this.closed = true;
     this.folderIndex.stop();
+    this.chunkThread?.stop();
     try {
       truncateWal(this.db);
     } catch {}

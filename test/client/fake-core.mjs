@@ -55,6 +55,12 @@ rl.on("line", (line) => {
         },
       });
     case "echo":
+    case "documents.list":
+    case "documents.delete":
+    case "embed":
+      return out({ id, type: "result", result: { method, params } });
+    case "documents.add":
+      out({ id, type: "event", event: "index_progress", phase: "reading", done: 1, total: 2 });
       return out({ id, type: "result", result: { method, params } });
     case "garbage":
       process.stdout.write("this is not json {\n");

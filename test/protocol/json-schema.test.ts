@@ -56,8 +56,12 @@ describe("protocol JSON Schema", () => {
     ]) {
       expect(index.methods[name]?.result).toBeDefined();
     }
-    // A chat's events include warmup's warmup_progress (issue 11); a pull's download_progress.
-    expect(Object.keys(index.events)).toEqual([...Object.keys(ChatEventFields), "download_progress"]);
+    // A chat's events include warmup's warmup_progress (issue 11); a pull's download_progress; documents.add's index_progress.
+    expect(Object.keys(index.events)).toEqual([
+      ...Object.keys(ChatEventFields),
+      "download_progress",
+      "index_progress",
+    ]);
     expect(Object.keys(ChatEventFields).at(-1)).toBe("warmup_progress");
     expect(index.methods.chat.events).toHaveLength(Object.keys(ChatEventFields).length);
     expect(index.methods.warmup.events).toEqual([{ $ref: "#/$defs/WarmupProgressEvent" }]);

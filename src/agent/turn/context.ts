@@ -1,6 +1,7 @@
 import type { AgentConfig, Config } from "../../config/schema.ts";
 import type { ChatEvents, ChatParams, Warning } from "../../protocol/chat.ts";
 import type { RequestContext } from "../../protocol/method-table.ts";
+import type { Source } from "../../protocol/sources.ts";
 import type { LlamaProvider } from "../../runtime/endpoint.ts";
 import type { KeyedMutex } from "../../store/keyed-mutex.ts";
 import type { QueryVector } from "../../store/memory-vectors.ts";
@@ -55,4 +56,6 @@ export interface TurnContext {
   step: number;
   /** The steps' token counts and timings so far. */
   readonly usage: TurnUsage;
+  /** What memory recalled for this turn, cited in `memory_done`, the result and the stored answer. */
+  sources: Source[];
 }

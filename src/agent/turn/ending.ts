@@ -210,12 +210,13 @@ function contextFull(ctx: TurnContext, step: number, message: string): void {
 async function commit(ctx: TurnContext, closing: Closing & { session: "commit" }): Promise<TurnResult> {
   const { response, reasoning, json } = closing;
   const usage = ctx.usage.total();
-  // The turn's cost is stored with its answer (sessions.get shows it).
+  // The turn's cost and sources are stored with its answer (sessions.get shows them).
   const answer: TurnMessage = {
     role: "assistant",
     content: response,
     ...(reasoning !== "" ? { reasoning_content: reasoning } : {}),
     usage,
+    ...(ctx.sources.length > 0 ? { sources: ctx.sources } : {}),
   };
   ctx.session.state.turn.push(answer);
   await ctx.session.commit(memoryText(ctx, response));
@@ -227,6 +228,7 @@ async function commit(ctx: TurnContext, closing: Closing & { session: "commit" }
     trace_id: ctx.traceId,
     warnings: ctx.warnings,
     usage,
+    sources: ctx.sources,
   };
 }
 

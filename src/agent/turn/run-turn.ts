@@ -97,6 +97,7 @@ export async function runTurn(params: ChatParams, deps: TurnDeps): Promise<TurnR
       session,
       step: session.state.step,
       usage: new TurnUsage(),
+      sources: [],
     };
     return await new Turn(ctx, prestarted).run();
   } catch (err) {

@@ -87,7 +87,8 @@ export class Turn {
     try {
       deps.emit("memory_start", {});
       const hits = await recall(ctx);
-      deps.emit("memory_done", { hits: hits.length });
+      ctx.sources = hits.map((h) => h.cite);
+      deps.emit("memory_done", { hits: hits.length, sources: ctx.sources });
       this.tools = await loadTools(ctx);
       this.known = new Set(this.tools.map((t) => t.fn));
       deps.signal.throwIfAborted();

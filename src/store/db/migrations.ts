@@ -119,7 +119,31 @@ export const MIGRATIONS: readonly Migration[] = [
     ],
   },
   {
-    // 3 is documents' (issue 29).
+    version: 3,
+    sql: [
+      // Documents handed to the assistant (docs/agent.md "Documents"): session_id '' is the
+      // user's library, else that session's attachment. The text lives in `memory`, one row per
+      // chunk, so FTS (and vectors) cover it with no table of their own.
+      `CREATE TABLE documents (
+        document_id TEXT PRIMARY KEY,
+        user_id TEXT NOT NULL,
+        session_id TEXT NOT NULL DEFAULT '',
+        name TEXT NOT NULL,
+        format TEXT NOT NULL,
+        chunks INTEGER NOT NULL,
+        bytes INTEGER NOT NULL,
+        created_at INTEGER NOT NULL
+      ) STRICT, WITHOUT ROWID`,
+      `CREATE INDEX documents_by_user ON documents (user_id, session_id, created_at)`,
+      // A document's chunk: its document and number (NULL for turns and folder passages).
+      `ALTER TABLE memory ADD COLUMN document_id TEXT`,
+      `ALTER TABLE memory ADD COLUMN chunk INTEGER`,
+      `CREATE INDEX memory_by_document ON memory (document_id, chunk) WHERE document_id IS NOT NULL`,
+      // The passages an answer was given from (JSON, docs/protocol.md "Citations").
+      `ALTER TABLE messages ADD COLUMN sources TEXT`,
+    ],
+  },
+  {
     version: 4,
     sql: [
       // One vector per memory row (store/memory-vectors.ts), gone with its row (the cascade), so

@@ -45,6 +45,7 @@ async function turnAt(options: { settles?: boolean; aborted?: boolean } = {}) {
     session,
     step: 2,
     usage: new TurnUsage(),
+    sources: [],
   };
   return {
     dir: {

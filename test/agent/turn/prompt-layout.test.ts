@@ -8,7 +8,11 @@ import type { MemoryHit } from "../../../src/store/memory-store.ts";
 // with the user message they came with and stay there; a passage already in the prompt is not sent
 // again.
 
-const hit = (id: string, text: string): MemoryHit => ({ doc: { id, text, source: "session:old" }, score: 1 });
+const hit = (id: string, text: string): MemoryHit => ({
+  doc: { id, text, source: "session:old" },
+  score: 1,
+  cite: { kind: "turn", id: "old", name: "", chunk: 0, score: 1 },
+});
 const history = (turns: number): ChatMessage[] =>
   Array.from({ length: turns }, (_, i) => [
     { role: "user" as const, content: `question ${i}` },

@@ -1,0 +1,164 @@
+import { basename } from "node:path";
+import type { DocumentFormat, DocumentsAddParams, IndexProgress } from "../protocol/documents.ts";
+import { documentErased, ORPHAN_CHUNK_MS, type PendingDocument } from "../store/document-store.ts";
+import { type Store, sessionNotFound } from "../store/store.ts";
+import { titleOf } from "../store/title.ts";
+import { logger } from "../util/logger.ts";
+import { ChunkPipeline, STORE_BATCH } from "./chunk-pipeline.ts";
+import { readDocument } from "./read-document.ts";
+import { nextTurn } from "./turn.ts";
+
+/**
+ * The seam for vectors (docs/agent.md "Documents"): the memory rows of a committed document's
+ * chunks embedded, with progress; absent until an embedding model is wired. A failure leaves
+ * the document found by FTS alone.
+ */
+export type EmbedChunks = (
+  memoryRowIds: number[],
+  onProgress: (done: number, total: number) => void,
+  signal: AbortSignal,
+) => Promise<void>;
+
+export interface AddDeps {
+  store: Store;
+  /** A document's bytes (documents/document-file.ts). */
+  readFile: (path: string) => Promise<Uint8Array>;
+  embedChunks?: EmbedChunks;
+  /** The request's cancel. */
+  signal: AbortSignal;
+  /** Every step's progress (the method's `IndexBeat` sends the latest now and then). */
+  progress: (p: IndexProgress) => void;
+  /** The request's point of no return (RequestContext.settle): false when it was cancelled. */
+  settle: () => boolean;
+  now: () => number;
+  newId: () => string;
+}
+
+export interface AddedDocument {
+  document_id: string;
+  name: string;
+  format: DocumentFormat;
+  chunks: number;
+  bytes: number;
+}
+
+/**
+ * `documents.add` (docs/agent.md "Documents"): the document read into chunks, the chunks stored
+ * in batches unseen by recall, then the document's row committed (from then on it is found),
+ * then its chunks embedded when an embedding model is wired. A cancel or an error before the
+ * commit leaves nothing: the chunks stored so far are removed (and, should the core die first,
+ * swept by a later add, `ORPHAN_CHUNK_MS`). A `sessions.delete` or `users.delete` of its owner
+ * while it runs wins (store/erasures.ts): the add stops, and no write of it lands after the erase.
+ */
+export async function addDocument(p: DocumentsAddParams, deps: AddDeps): Promise<AddedDocument> {
+  const { store } = deps;
+  const sessionId = p.session_id ?? "";
+  if (p.session_id !== undefined) store.mustFind(p.user_id, p.session_id);
+  const at = deps.now();
+  const doc: PendingDocument = {
+    documentId: deps.newId(),
+    userId: p.user_id,
+    sessionId,
+    since: store.guard(() => store.conversations.erasureMark()),
+    at,
+  };
+  const erased = new AbortController();
+  const unwatch = store.erasing.watch(p.user_id, sessionId, () => erased.abort(documentErased(sessionId)));
+  const signal = AbortSignal.any([deps.signal, erased.signal]);
+  const progress = new Scaled(deps.progress);
+  let committed = false;
+  try {
+    await store.write(() => store.documents.sweep(at - ORPHAN_CHUNK_MS));
+    const source =
+      p.path !== undefined ? { path: p.path, name: p.name } : { text: p.text ?? "", name: p.name };
+    // Chunks are stored as they are made, on the store's chunk thread while the rest is read.
+    const pipeline = new ChunkPipeline(store, doc, signal);
+    try {
+      const read = await readDocument(source, {
+        readFile: deps.readFile,
+        onProgress: (pr) => {
+          signal.throwIfAborted();
+          progress.read(pr);
+        },
+        onChunks: (chunks) => pipeline.add(chunks),
+      });
+      await pipeline.finish((stored) => progress.stored(stored, read.chunks.length));
+      const meta = {
+        name: p.name ?? (p.path !== undefined ? basename(p.path) : titleOf(p.text ?? "")),
+        format: read.format,
+        chunks: read.chunks.length,
+        bytes: read.bytes,
+      };
+      // Without embedding, the commit is the end: a cancel after it finds the add finished.
+      if (!deps.embedChunks && !deps.settle()) throw signal.reason;
+      if (!(await store.write(() => store.documents.commit(doc, meta)))) throw sessionNotFound(sessionId);
+      committed = true;
+      if (deps.embedChunks) await embed(doc, deps.embedChunks, deps, signal);
+      return { document_id: doc.documentId, ...meta };
+    } finally {
+      // No batch may land after the discard below.
+      await pipeline.settle();
+      if (pipeline.started && !committed) await discard(store, doc.documentId);
+    }
+  } finally {
+    unwatch();
+  }
+}
+
+/**
+ * The committed document's chunks embedded. A cancel (or an erase) here takes the document out
+ * again, so a cancelled add leaves nothing; any other failure (the embedding model crashed) is
+ * logged, and the document stays, found by FTS until its vectors are filled in.
+ */
+async function embed(doc: PendingDocument, embedChunks: EmbedChunks, deps: AddDeps, signal: AbortSignal) {
+  const ids = deps.store.guard(() => deps.store.documents.chunkIds(doc.userId, doc.documentId));
+  try {
+    await embedChunks(ids, (done, total) => deps.progress({ phase: "embedding", done, total }), signal);
+    if (signal.aborted || !deps.settle()) throw signal.reason;
+  } catch (err) {
+    if (!signal.aborted) {
+      logger.warn(
+        `document ${doc.documentId}: embedding failed (${(err as Error).message}); it is found by text search until its vectors are filled in`,
+      );
+      return;
+    }
+    await deps.store.deleteDocument(doc.userId, doc.documentId);
+    throw signal.reason;
+  }
+}
+
+/** The rows of an add that never committed, removed a batch at a time; a failure is left to the sweep. */
+async function discard(store: Store, documentId: string): Promise<void> {
+  try {
+    while ((await store.write(() => store.documents.discard(documentId, STORE_BATCH * 4))) > 0)
+      await nextTurn();
+  } catch (err) {
+    logger.warn(
+      `document ${documentId}: its partial chunks are left for the next add to sweep (${(err as Error).message})`,
+    );
+  }
+}
+
+/**
+ * `indexing` counts characters twice, once chunked and once stored, so it only rises: the
+ * reader's characters as the first half, the chunks stored as the second.
+ */
+class Scaled {
+  private chars = 0;
+
+  constructor(private readonly send: (p: IndexProgress) => void) {}
+
+  read(p: IndexProgress): void {
+    if (p.phase !== "indexing") {
+      this.send(p);
+      return;
+    }
+    this.chars = p.total;
+    this.send({ phase: "indexing", done: p.done, total: p.total * 2 });
+  }
+
+  stored(done: number, total: number): void {
+    const t = Math.max(this.chars, total);
+    this.send({ phase: "indexing", done: t + Math.round((t * done) / total), total: t * 2 });
+  }
+}

@@ -1,0 +1,68 @@
+import { randomBytes } from "node:crypto";
+import { addDocument } from "../documents/add-document.ts";
+import { readDocumentFile } from "../documents/document-file.ts";
+import { IndexBeat } from "../documents/index-beat.ts";
+import {
+  DocumentsAddEventFields,
+  DocumentsAddParamsSchema,
+  DocumentsAddResultSchema,
+  DocumentsDeleteParamsSchema,
+  DocumentsDeleteResultSchema,
+  DocumentsListParamsSchema,
+  DocumentsListResultSchema,
+} from "../protocol/documents.ts";
+import { documentNotFound } from "../store/document-store.ts";
+import { defineMethod } from "./definition.ts";
+
+// Documents a user hands the assistant (docs/protocol.md "Documents"): a session's attachments
+// and the user's library, each method a thin call into documents/ and the store.
+
+/** Reads a document (a path or text), stores its chunks, commits it; progress while it runs. Cancellable. */
+export const documentsAdd = defineMethod({
+  name: "documents.add",
+  cancellable: true,
+  params: DocumentsAddParamsSchema,
+  result: () => DocumentsAddResultSchema,
+  events: () => DocumentsAddEventFields,
+  run: async (params, ctx, services) => {
+    const beat = new IndexBeat((p) => ctx.emit("index_progress", p));
+    try {
+      return await addDocument(params, {
+        store: services.store(),
+        readFile: readDocumentFile,
+        embedChunks: services.embedChunks,
+        signal: ctx.signal,
+        progress: (p) => beat.update(p),
+        settle: () => ctx.settle(),
+        now: Date.now,
+        newId: () => `doc-${randomBytes(8).toString("hex")}`,
+      });
+    } finally {
+      beat.stop();
+    }
+  },
+});
+
+/** The user's documents, newest first; with `session_id`, that session's attachments only. */
+export const documentsList = defineMethod({
+  name: "documents.list",
+  params: DocumentsListParamsSchema,
+  result: () => DocumentsListResultSchema,
+  run: (p, _ctx, services) => {
+    const store = services.store();
+    if (p.session_id !== undefined) store.mustFind(p.user_id, p.session_id);
+    return { documents: store.guard(() => store.documents.list(p.user_id, p.session_id)) };
+  },
+});
+
+/** A document and its chunks erased for good. */
+export const documentsDelete = defineMethod({
+  name: "documents.delete",
+  params: DocumentsDeleteParamsSchema,
+  result: () => DocumentsDeleteResultSchema,
+  run: async (p, _ctx, services) => {
+    if (!(await services.store().deleteDocument(p.user_id, p.document_id)))
+      throw documentNotFound(p.document_id);
+    return { deleted: true as const };
+  },
+});

@@ -1,0 +1,99 @@
+import { CoreError, type ErrorCode } from "../protocol/errors.ts";
+import { storeError } from "./db/open.ts";
+import type { PendingDocument } from "./document-store.ts";
+
+/**
+ * A document's chunks written on a thread of their own (`chunk-worker.ts`, docs/agent.md
+ * "Documents"): FTS5's tokenizing is most of what storing a document costs (a 300-page book:
+ * about half of what pdf.js takes to read it), and on its own thread it runs beside the
+ * reading instead of after it. The worker starts on the first document and is kept; one that
+ * stops fails what it had, and the next batch starts another.
+ */
+export interface ChunkAsk {
+  id: number;
+  path: string;
+  busyWaitMs: number;
+  doc: PendingDocument;
+  chunks: { index: number; text: string }[];
+}
+
+export type ChunkAnswer =
+  | { id: number; ok: true }
+  | {
+      id: number;
+      ok: false;
+      error: { name: string; message: string; code?: string; data?: Record<string, unknown> };
+    };
+
+/** The worker's entry, as validator-thread.ts finds its own (embedded in the executable, or beside this file). */
+function workerEntry(): string {
+  const embedded = Bun.main.startsWith("/$bunfs/") || /^[A-Za-z]:[\\/]~BUN[\\/]/.test(Bun.main);
+  return embedded ? "./store/chunk-worker.ts" : new URL("./chunk-worker.ts", import.meta.url).href;
+}
+
+export class ChunkThread {
+  private worker: Worker | undefined;
+  private readonly pending = new Map<number, { resolve: () => void; reject: (err: Error) => void }>();
+  private nextId = 1;
+
+  constructor(
+    private readonly path: string,
+    private readonly busyWaitMs: number,
+  ) {}
+
+  /** One batch, in its own transaction on the thread (DocumentStore.addChunks). */
+  write(doc: PendingDocument, chunks: { index: number; text: string }[]): Promise<void> {
+    const worker = this.start();
+    const id = this.nextId++;
+    return new Promise((resolve, reject) => {
+      this.pending.set(id, { resolve, reject });
+      worker.postMessage({
+        id,
+        path: this.path,
+        busyWaitMs: this.busyWaitMs,
+        doc,
+        chunks,
+      } satisfies ChunkAsk);
+    });
+  }
+
+  stop(): void {
+    this.worker?.terminate();
+    this.worker = undefined;
+    this.fail(new Error("the database was closed while a document was being stored"));
+  }
+
+  private start(): Worker {
+    if (this.worker) return this.worker;
+    const worker = new Worker(workerEntry());
+    // A worker left running never keeps the core alive.
+    worker.unref();
+    worker.onmessage = (event: MessageEvent<ChunkAnswer>) => {
+      const a = event.data;
+      const p = this.pending.get(a.id);
+      if (!p) return;
+      this.pending.delete(a.id);
+      if (a.ok) p.resolve();
+      else p.reject(this.errorOf(a.error));
+    };
+    worker.onerror = (event) => {
+      event.preventDefault();
+      if (this.worker === worker) this.worker = undefined;
+      worker.terminate();
+      this.fail(new Error(`the document writer's thread stopped: ${event.message}`));
+    };
+    this.worker = worker;
+    return worker;
+  }
+
+  private fail(err: Error): void {
+    for (const p of this.pending.values()) p.reject(err);
+    this.pending.clear();
+  }
+
+  /** The thread's error as the main loop's: a CoreError again, SQLite's named as the store names them. */
+  private errorOf(e: Extract<ChunkAnswer, { ok: false }>["error"]): Error {
+    if (e.name === "CoreError") return new CoreError(e.code as ErrorCode, e.message, e.data);
+    return storeError(Object.assign(new Error(e.message), { code: e.code }), this.path);
+  }
+}

@@ -1,0 +1,222 @@
+import type { Database } from "bun:sqlite";
+import type { z } from "zod";
+import type { DocumentFormat, DocumentSummarySchema } from "../protocol/documents.ts";
+import { CoreError } from "../protocol/errors.ts";
+import { erasedSince } from "./erasures.ts";
+
+/** A document being added: what its rows carry before and after it is committed. */
+export interface PendingDocument {
+  documentId: string;
+  userId: string;
+  /** '' for the user's library, else the session it is attached to. */
+  sessionId: string;
+  /** The erase mark when the add began (store/erasures.ts): refused if the owner was erased since. */
+  since: number;
+  at: number;
+}
+
+/** A document as `documents.list` shows it. */
+export type DocumentSummary = z.infer<typeof DocumentSummarySchema>;
+
+interface DocumentRow {
+  document_id: string;
+  name: string;
+  format: DocumentFormat;
+  chunks: number;
+  bytes: number;
+  session_id: string;
+  created_at: number;
+}
+
+/**
+ * A chunk row never committed (its add cancelled, failed, or its core killed) is swept after
+ * this long: longer than any add takes (the text is bounded, docs/agent.md "Documents"), so
+ * another core's add in progress is never touched. Recall never sees such rows
+ * (store/memory-store.ts `RECALL_SCOPE`), and erasing a user or session erases them too.
+ */
+export const ORPHAN_CHUNK_MS = 60 * 60 * 1000;
+
+/**
+ * Documents in the database (docs/agent.md "Documents"): a row in `documents` per document and
+ * a `memory` row per chunk. The chunks go in first, in batches (each its own short write, so
+ * the event loop is held only for one batch), unseen by recall until `commit` writes the
+ * document's row; every write checks that the owner (user, or the attached session) was not
+ * erased since the add began, so a delete wins over an add in flight.
+ */
+export class DocumentStore {
+  constructor(private readonly db: Database) {}
+
+  /** One batch of chunks, in its own transaction. */
+  addChunks(doc: PendingDocument, chunks: readonly { index: number; text: string }[]): void {
+    const insert = this.db.query(
+      `INSERT INTO memory (user_id, session_id, seq, source, root, text, at, document_id, chunk)
+       VALUES (?, ?, NULL, ?, '', ?, ?, ?, ?)`,
+    );
+    this.db
+      .transaction(() => {
+        this.refuseIfErased(doc);
+        for (const c of chunks)
+          insert.run(
+            doc.userId,
+            doc.sessionId,
+            `document:${doc.documentId}`,
+            c.text,
+            doc.at,
+            doc.documentId,
+            c.index,
+          );
+      })
+      .immediate();
+  }
+
+  /**
+   * The document's row: from now on recall finds its chunks. False when its session is gone
+   * (the caller answers `session_not_found`).
+   */
+  commit(
+    doc: PendingDocument,
+    meta: { name: string; format: DocumentFormat; chunks: number; bytes: number },
+  ): boolean {
+    return this.db
+      .transaction(() => {
+        this.refuseIfErased(doc);
+        if (doc.sessionId !== "") {
+          const session = this.db
+            .query("SELECT 1 FROM sessions WHERE user_id = ? AND session_id = ?")
+            .get(doc.userId, doc.sessionId);
+          if (!session) return false;
+        }
+        this.db
+          .query(
+            `INSERT INTO documents (document_id, user_id, session_id, name, format, chunks, bytes, created_at)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+          )
+          .run(
+            doc.documentId,
+            doc.userId,
+            doc.sessionId,
+            meta.name,
+            meta.format,
+            meta.chunks,
+            meta.bytes,
+            doc.at,
+          );
+        return true;
+      })
+      .immediate();
+  }
+
+  /** Up to `limit` chunk rows of a document never committed, removed; how many went. */
+  discard(documentId: string, limit: number): number {
+    return this.db
+      .transaction(
+        () =>
+          this.db
+            .query(
+              `DELETE FROM memory WHERE id IN (SELECT id FROM memory WHERE document_id = ? LIMIT ?)
+               AND NOT EXISTS (SELECT 1 FROM documents WHERE document_id = ?)`,
+            )
+            .run(documentId, limit, documentId).changes,
+      )
+      .immediate();
+  }
+
+  /** Chunk rows older than `before` whose document was never committed (ORPHAN_CHUNK_MS). */
+  sweep(before: number): number {
+    return this.db
+      .query(
+        `DELETE FROM memory WHERE document_id IS NOT NULL AND at < ?
+         AND document_id NOT IN (SELECT document_id FROM documents)`,
+      )
+      .run(before).changes;
+  }
+
+  /** The memory rows of a committed document's chunks, in chunk order (what embedding needs). */
+  chunkIds(userId: string, documentId: string): number[] {
+    return (
+      this.db
+        .query("SELECT id FROM memory WHERE user_id = ? AND document_id = ? ORDER BY chunk")
+        .all(userId, documentId) as { id: number }[]
+    ).map((r) => r.id);
+  }
+
+  /** The user's documents, newest first: a session's attachments, or (no session) all of them. */
+  list(userId: string, sessionId?: string): DocumentSummary[] {
+    const rows = (
+      sessionId === undefined
+        ? this.db.query(`${SELECT} WHERE user_id = ? ORDER BY created_at DESC, document_id`).all(userId)
+        : this.db
+            .query(`${SELECT} WHERE user_id = ? AND session_id = ? ORDER BY created_at DESC, document_id`)
+            .all(userId, sessionId)
+    ) as DocumentRow[];
+    return rows.map(summaryOf);
+  }
+
+  find(userId: string, documentId: string): DocumentSummary | undefined {
+    const row = this.db
+      .query(`${SELECT} WHERE user_id = ? AND document_id = ?`)
+      .get(userId, documentId) as DocumentRow | null;
+    return row ? summaryOf(row) : undefined;
+  }
+
+  /** A document and its chunks, in one transaction; false when the user has no such document. */
+  delete(userId: string, documentId: string): boolean {
+    return this.db.transaction(() => deleteDocumentRows(this.db, userId, documentId)).immediate();
+  }
+
+  private refuseIfErased(doc: PendingDocument): void {
+    if (erasedSince(this.db, doc.userId, doc.sessionId, doc.since)) throw documentErased(doc.sessionId);
+  }
+}
+
+/**
+ * A document's row and chunks, in the caller's transaction (the live database, or a copy set
+ * aside: store/erase-copies.ts; one set aside before documents existed has none); whether it had one.
+ */
+export function deleteDocumentRows(db: Database, userId: string, documentId: string): boolean {
+  if (!db.query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'documents'").get())
+    return false;
+  db.query("DELETE FROM memory WHERE user_id = ? AND document_id = ?").run(userId, documentId);
+  return (
+    db.query("DELETE FROM documents WHERE user_id = ? AND document_id = ?").run(userId, documentId).changes >
+    0
+  );
+}
+
+const SELECT = "SELECT document_id, name, format, chunks, bytes, session_id, created_at FROM documents";
+
+function summaryOf(row: DocumentRow): DocumentSummary {
+  return {
+    document_id: row.document_id,
+    name: row.name,
+    format: row.format,
+    chunks: row.chunks,
+    bytes: row.bytes,
+    session_id: row.session_id === "" ? null : row.session_id,
+    created_at: new Date(row.created_at).toISOString(),
+  };
+}
+
+/** An add's end when its owner was erased while it ran: nothing of the document was kept. */
+export function documentErased(sessionId: string): CoreError {
+  return sessionId === ""
+    ? new CoreError(
+        "cancelled",
+        "the user's data was deleted while the document was added; nothing of it was kept",
+        {
+          reason: "user_deleted",
+        },
+      )
+    : new CoreError(
+        "cancelled",
+        `session '${sessionId}' was deleted while the document was added; nothing of it was kept`,
+        { reason: "session_deleted", session_id: sessionId },
+      );
+}
+
+export function documentNotFound(documentId: string): CoreError {
+  return new CoreError("invalid_request", `params.document_id: no document '${documentId}' for this user`, {
+    field: "document_id",
+    reason: "document_not_found",
+  });
+}

@@ -1,0 +1,42 @@
+import { afterEach, describe, expect, test } from "bun:test";
+import { join } from "node:path";
+import { LocalAiClient } from "../../src/client/index.ts";
+
+// client.documents.* and client.embed against the scripted core: each sends its method with
+// the params as given; documents.add streams its index_progress, then resolves.
+const FAKE = join(import.meta.dir, "fake-core.mjs");
+const clients: LocalAiClient[] = [];
+afterEach(() => {
+  for (const c of clients.splice(0)) c.kill();
+});
+
+describe("client.documents and client.embed", () => {
+  test("each sends its method and params; add streams index_progress before its result", async () => {
+    const client = await LocalAiClient.start({
+      binary: process.execPath,
+      args: [FAKE],
+      env: { ...process.env },
+    });
+    clients.push(client);
+    const add = client.documents.add({ text: "hello", session_id: "s" });
+    const phases: string[] = [];
+    for await (const ev of add) phases.push(`${ev.event}:${ev.phase}:${ev.done}/${ev.total}`);
+    expect(phases).toEqual(["index_progress:reading:1/2"]);
+    expect((await add.result) as unknown).toEqual({
+      method: "documents.add",
+      params: { text: "hello", session_id: "s" },
+    });
+    expect((await client.documents.list({ session_id: "s" })) as unknown).toEqual({
+      method: "documents.list",
+      params: { session_id: "s" },
+    });
+    expect((await client.documents.delete({ document_id: "doc-1" })) as unknown).toEqual({
+      method: "documents.delete",
+      params: { document_id: "doc-1" },
+    });
+    expect((await client.embed({ input: ["a", "b"] })) as unknown).toEqual({
+      method: "embed",
+      params: { input: ["a", "b"] },
+    });
+  });
+});

@@ -1,0 +1,238 @@
+import { Database } from "bun:sqlite";
+import { describe, expect, test } from "bun:test";
+import { join } from "node:path";
+import { type AddDeps, addDocument } from "../../src/documents/add-document.ts";
+import type { Chunk } from "../../src/documents/chunk.ts";
+import { BEAT_MS, IndexBeat, QUIET_MS, type Timers } from "../../src/documents/index-beat.ts";
+import { readDocument } from "../../src/documents/read-document.ts";
+import type { DocumentsAddParams, IndexProgress } from "../../src/protocol/documents.ts";
+import { Store } from "../../src/store/store.ts";
+import { tmpdir } from "../fixtures/tmpdir.ts";
+
+let ids = 0;
+const deps = (store: Store, extra: Partial<AddDeps> = {}): AddDeps => ({
+  store,
+  readFile: async () => {
+    throw new Error("no files here");
+  },
+  signal: new AbortController().signal,
+  progress: () => {},
+  settle: () => true,
+  now: Date.now,
+  newId: () => `doc-${++ids}`,
+  ...extra,
+});
+const params = (text: string, more: Partial<DocumentsAddParams> = {}): DocumentsAddParams => ({
+  user_id: "ann",
+  text,
+  ...more,
+});
+const manyParagraphs = (n: number, word: string) =>
+  Array.from({ length: n }, (_, i) => `${word} paragraph ${i} ${"filler words here ".repeat(60)}`).join(
+    "\n\n",
+  );
+
+describe("addDocument", () => {
+  test("the embedding seam: called after the commit with the chunks' rows, its progress as `embedding`", async () => {
+    using dir = tmpdir();
+    const store = Store.open(dir.path);
+    const seen: IndexProgress[] = [];
+    let rows: number[] = [];
+    const added = await addDocument(
+      params("# Title\n\nfirst LEMUR part\n\n# Two\n\nsecond part"),
+      deps(store, {
+        progress: (p) => seen.push(p),
+        embedChunks: async (ids, onProgress) => {
+          // Committed by now: recall already finds it.
+          expect(store.memory.search("ann", "lemur", 3)).toHaveLength(1);
+          rows = ids;
+          onProgress(ids.length, ids.length);
+        },
+      }),
+    );
+    expect(added).toMatchObject({
+      name: "# Title first LEMUR part # Two second part",
+      format: "markdown",
+      chunks: 2,
+    });
+    expect(rows).toEqual(store.documents.chunkIds("ann", added.document_id));
+    expect(rows).toHaveLength(2);
+    expect(seen.at(-1)).toEqual({ phase: "embedding", done: 2, total: 2 });
+    // `indexing` only rises, and ends at its total.
+    const indexing = seen.filter((p) => p.phase === "indexing");
+    expect(indexing.map((p) => p.done)).toEqual([...indexing.map((p) => p.done)].sort((a, b) => a - b));
+    expect(indexing.at(-1)?.done).toBe(indexing.at(-1)?.total);
+    // A chunk is stored under its headings.
+    expect(store.memory.search("ann", "lemur", 1)[0]?.doc.text).toBe("Title\nfirst LEMUR part");
+    store.close();
+  });
+
+  test("an embedding model that crashes: the add succeeds and the document is found by text", async () => {
+    using dir = tmpdir();
+    const store = Store.open(dir.path);
+    const added = await addDocument(
+      params("the OCELOT text"),
+      deps(store, {
+        embedChunks: async () => {
+          throw new Error("embedding server died");
+        },
+      }),
+    );
+    expect(added.chunks).toBe(1);
+    expect(store.memory.search("ann", "ocelot", 3)).toHaveLength(1);
+    store.close();
+  });
+
+  test("a cancel while embedding takes the document out again", async () => {
+    using dir = tmpdir();
+    const store = Store.open(dir.path);
+    const cancel = new AbortController();
+    const adding = addDocument(
+      params("the TAPIR text"),
+      deps(store, {
+        signal: cancel.signal,
+        embedChunks: async (_ids, _p, signal) => {
+          cancel.abort(new Error("cancelled"));
+          signal.throwIfAborted();
+        },
+      }),
+    );
+    await expect(adding).rejects.toThrow("cancelled");
+    expect(store.documents.list("ann")).toEqual([]);
+    expect(store.memory.search("ann", "tapir", 3)).toEqual([]);
+    store.close();
+  });
+
+  test("a request cancelled before its commit commits nothing (settle refused)", async () => {
+    using dir = tmpdir();
+    const store = Store.open(dir.path);
+    const cancel = new AbortController();
+    cancel.abort(new Error("cancelled"));
+    await expect(
+      addDocument(params("late"), deps(store, { settle: () => false, signal: cancel.signal })),
+    ).rejects.toThrow();
+    expect(store.documents.list("ann")).toEqual([]);
+    store.close();
+  });
+
+  test("two stores on one data folder add at once while a third holds the write lock: both land whole", async () => {
+    using dir = tmpdir();
+    const a = Store.open(dir.path);
+    const b = Store.open(dir.path);
+    // A third connection holds the write lock a while, as another process's long write would:
+    // both adds wait for it off the loop (Store.write) rather than fail.
+    const other = new Database(join(dir.path, "local-ai.db"));
+    other.run("BEGIN IMMEDIATE");
+    const release = setTimeout(() => other.run("COMMIT"), 300);
+    const [x, y] = await Promise.all([
+      addDocument(params(manyParagraphs(600, "ALPHA")), deps(a)),
+      addDocument(params(manyParagraphs(600, "BETA")), deps(b)),
+    ]);
+    clearTimeout(release);
+    other.close();
+    expect(x.chunks).toBe(600);
+    expect(y.chunks).toBe(600);
+    for (const s of [a, b])
+      expect(
+        s.documents
+          .list("ann")
+          .map((d) => d.chunks)
+          .sort(),
+      ).toEqual([600, 600]);
+    expect(a.documents.chunkIds("ann", y.document_id)).toHaveLength(600);
+    a.close();
+    b.close();
+  }, 60_000);
+});
+
+describe("readDocument's onChunks", () => {
+  test("hands every chunk once, in order, while the text is still being read", async () => {
+    const text = manyParagraphs(300, "GNU");
+    let handedBeforeEnd = 0;
+    let ended = false;
+    const handed: Chunk[] = [];
+    const read = await readDocument(
+      { text },
+      {
+        readFile: async () => new Uint8Array(),
+        onChunks: async (chunks) => {
+          if (!ended) handedBeforeEnd += chunks.length;
+          handed.push(...chunks);
+        },
+        onProgress: (p) => {
+          if (p.phase === "indexing" && p.done === p.total) ended = true;
+        },
+      },
+    );
+    expect(handed).toEqual(read.chunks);
+    expect(handedBeforeEnd).toBeGreaterThan(0);
+    expect(handedBeforeEnd).toBeLessThan(read.chunks.length);
+  });
+});
+
+describe("IndexBeat", () => {
+  /** Timers run by hand. */
+  function fakeTimers() {
+    const pending: { at: number; every?: number; fn: () => void; live: boolean }[] = [];
+    let now = 0;
+    const timers: Timers = {
+      after: (ms, fn) => {
+        const t = { at: now + ms, fn, live: true };
+        pending.push(t);
+        return () => {
+          t.live = false;
+        };
+      },
+      every: (ms, fn) => {
+        const t = { at: now + ms, every: ms, fn, live: true };
+        pending.push(t);
+        return () => {
+          t.live = false;
+        };
+      },
+    };
+    const advance = (ms: number) => {
+      const end = now + ms;
+      for (;;) {
+        const next = pending.filter((t) => t.live && t.at <= end).sort((p, q) => p.at - q.at)[0];
+        if (!next) break;
+        now = next.at;
+        if (next.every) next.at += next.every;
+        else next.live = false;
+        next.fn();
+      }
+      now = end;
+    };
+    return { timers, advance };
+  }
+
+  test("quiet for 500 ms, then the latest every 250 ms until stopped", () => {
+    const { timers, advance } = fakeTimers();
+    const sent: IndexProgress[] = [];
+    const beat = new IndexBeat((p) => sent.push(p), timers);
+    beat.update({ phase: "reading", done: 1, total: 10 });
+    advance(QUIET_MS - 1);
+    expect(sent).toEqual([]);
+    advance(1);
+    expect(sent).toEqual([{ phase: "reading", done: 1, total: 10 }]);
+    beat.update({ phase: "indexing", done: 5, total: 10 });
+    advance(BEAT_MS);
+    expect(sent.at(-1)).toEqual({ phase: "indexing", done: 5, total: 10 });
+    advance(BEAT_MS * 4);
+    expect(sent).toHaveLength(6);
+    beat.stop();
+    advance(BEAT_MS * 4);
+    expect(sent).toHaveLength(6);
+  });
+
+  test("an add that ends within 500 ms sends nothing", () => {
+    const { timers, advance } = fakeTimers();
+    const sent: IndexProgress[] = [];
+    const beat = new IndexBeat((p) => sent.push(p), timers);
+    beat.update({ phase: "indexing", done: 1, total: 1 });
+    advance(QUIET_MS - 10);
+    beat.stop();
+    advance(QUIET_MS * 4);
+    expect(sent).toEqual([]);
+  });
+});

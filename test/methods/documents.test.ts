@@ -1,0 +1,289 @@
+import { Database } from "bun:sqlite";
+import { describe, expect, test } from "bun:test";
+import { execFileSync } from "node:child_process";
+import {
+  closeSync,
+  ftruncateSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
+import { join } from "node:path";
+import { ChatHarness, type Msg } from "../agent/harness.ts";
+import { minimalPdf } from "../fixtures/pdf-writer.ts";
+
+/** A request's terminal message; results are read loosely here (the client types check their shapes). */
+async function call(
+  h: ChatHarness,
+  id: string,
+  method: string,
+  params: Record<string, unknown>,
+): Promise<Msg & { result: any; data?: any; code?: string; message?: string }> {
+  h.send(id, method, params);
+  return (await h.terminal(id)) as Msg & { result: any };
+}
+
+const plain = { agents: [{ name: "plain" }], memory: { enabled: true, top_k: 5 } };
+
+/** Files under `dir` (recursively) holding `marker`. */
+function holding(dir: string, marker: string): string[] {
+  const found: string[] = [];
+  const walk = (d: string) => {
+    for (const e of readdirSync(d, { withFileTypes: true })) {
+      const p = join(d, e.name);
+      if (e.isDirectory()) walk(p);
+      else if (e.isFile() && readFileSync(p).includes(Buffer.from(marker))) found.push(p);
+    }
+  };
+  walk(dir);
+  return found;
+}
+
+/** Chunk rows in the database now, committed or not (read beside the core, as another process would). */
+function chunkRows(h: ChatHarness): number {
+  const db = new Database(join(h.dataDir, "local-ai.db"), { readonly: true });
+  try {
+    return (db.query("SELECT COUNT(*) AS n FROM memory WHERE document_id IS NOT NULL").get() as { n: number })
+      .n;
+  } finally {
+    db.close();
+  }
+}
+
+/** A Markdown text of `sections` sections, each a heading and a paragraph naming its number. */
+const bigMarkdown = (sections: number, marker: string) =>
+  Array.from(
+    { length: sections },
+    (_, i) => `# Part ${i}\n\n${marker} paragraph ${i} ${"lorem ipsum dolor sit amet ".repeat(40)}`,
+  ).join("\n\n");
+
+describe("documents.add, list, delete and citations", () => {
+  test("a library document and a session's PDF are recalled and cited; sessions.get shows the sources; delete forgets", async () => {
+    await using h = new ChatHarness(plain);
+    h.llama.script({ content: ["first"] }, { content: ["from the docs"] }, { content: ["other"] });
+    await h.chat("c0", { input: "hello there", session_id: "s1" });
+    const lib = await call(h, "a1", "documents.add", {
+      text: "# Zebras\n\nThe QUAGGA was a subspecies of zebra.",
+      name: "zebras.md",
+    });
+    expect(lib.result).toMatchObject({ name: "zebras.md", format: "markdown", chunks: 1 });
+    const pdfPath = join(h.dir.path, "manual.pdf");
+    writeFileSync(pdfPath, minimalPdf([["Intro page"], ["The QUAGGA manual page two"]]));
+    const att = await call(h, "a2", "documents.add", { path: pdfPath, session_id: "s1" });
+    expect(att.result).toMatchObject({ name: "manual.pdf", format: "pdf", chunks: 2 });
+
+    const all = await call(h, "l", "documents.list", {});
+    expect(all.result.documents.map((d: any) => [d.name, d.session_id]).sort()).toEqual([
+      ["manual.pdf", "s1"],
+      ["zebras.md", null],
+    ]);
+    const s1 = await call(h, "l1", "documents.list", { session_id: "s1" });
+    expect(s1.result.documents.map((d: any) => d.document_id)).toEqual([att.result.document_id]);
+
+    const chat = await h.chat("c1", { input: "tell me about the quagga", session_id: "s1" });
+    const done = chat.events.find((e) => e.event === "memory_done") as any;
+    const cited = (done.sources as any[]).map((s) => [s.kind, s.name, s.id, s.chunk]).sort();
+    expect(cited).toEqual([
+      ["document", "manual.pdf", att.result.document_id, 1],
+      ["document", "zebras.md", lib.result.document_id, 0],
+    ]);
+    expect((chat.terminal as any).result.sources).toEqual(done.sources);
+    // The model saw the passages.
+    expect(JSON.stringify(h.llama.requests.at(-1)?.body.messages)).toContain("QUAGGA manual page two");
+    const got = await call(h, "g", "sessions.get", { session_id: "s1" });
+    expect(got.result.messages.at(-1)).toMatchObject({ role: "assistant", sources: done.sources });
+    expect(got.result.messages.at(-2).sources).toBeUndefined();
+
+    // Another session sees the library only.
+    const other = await h.chat("c2", { input: "quagga again", session_id: "s2" });
+    const otherDone = other.events.find((e) => e.event === "memory_done") as any;
+    expect(otherDone.sources.filter((s: any) => s.kind === "document").map((s: any) => s.id)).toEqual([
+      lib.result.document_id,
+    ]);
+
+    expect((await call(h, "d", "documents.delete", { document_id: lib.result.document_id })).result).toEqual({
+      deleted: true,
+    });
+    const again = await call(h, "d2", "documents.delete", { document_id: lib.result.document_id });
+    expect(again).toMatchObject({
+      type: "error",
+      code: "invalid_request",
+      data: { reason: "document_not_found" },
+    });
+    expect(holding(h.dataDir, "subspecies of zebra")).toEqual([]);
+  });
+
+  test("bad params and bad files: the code and message a host sees", async () => {
+    await using h = new ChatHarness(plain);
+    const dir = h.dir.path;
+    const file = (name: string, bytes: Uint8Array | string) => {
+      writeFileSync(join(dir, name), bytes);
+      return join(dir, name);
+    };
+    const fifo = join(dir, "pipe");
+    execFileSync("mkfifo", [fifo]);
+    mkdirSync(join(dir, "folder"));
+    symlinkSync(join(dir, "loop-b"), join(dir, "loop-a"));
+    symlinkSync(join(dir, "loop-a"), join(dir, "loop-b"));
+    const huge = join(dir, "huge.txt");
+    const fd = openSync(huge, "w");
+    ftruncateSync(fd, 1024 ** 3); // sparse: nothing written
+    closeSync(fd);
+    const cases: [Record<string, unknown>, Record<string, unknown>, RegExp][] = [
+      [{}, { data: { field: "path" } }, /exactly one of path and text/],
+      [{ text: "x", path: "/x" }, { data: { field: "path" } }, /exactly one/],
+      [{ text: "x", session_id: "../up" }, { data: { field: "session_id" } }, /session_id/],
+      [{ text: "x", session_id: "nope" }, { data: { reason: "session_not_found" } }, /no session 'nope'/],
+      [
+        { path: file("bin.dat", new Uint8Array([0, 1, 2, 0, 0, 9, 0])) },
+        { data: { reason: "unsupported_format" } },
+        /not a format/,
+      ],
+      [
+        { path: file("enc.pdf", minimalPdf([["secret"]], { encrypt: true })) },
+        { data: { problem: "encrypted" } },
+        /password|encrypt/i,
+      ],
+      [
+        { path: file("scan.pdf", minimalPdf([["x"]], { imageOnly: true })) },
+        { data: { problem: "no_text" } },
+        /no text/,
+      ],
+      [
+        { path: file("cut.pdf", minimalPdf([["some text here"]]).slice(0, 120)) },
+        { data: { problem: "damaged" } },
+        /./,
+      ],
+      [{ path: huge }, { data: { problem: "too_large" } }, /1073741824 bytes/],
+      [{ path: fifo }, { data: { problem: "unreadable" } }, /not a file/],
+      [{ path: join(dir, "folder") }, { data: { problem: "unreadable" } }, /not a file/],
+      [{ path: join(dir, "loop-a") }, { data: { problem: "unreadable" } }, /loop of symbolic links/],
+      [{ path: join(dir, "missing.txt") }, { data: { problem: "unreadable" } }, /no such file/],
+      [{ text: "   \n\n  " }, { data: { problem: "no_text" } }, /no text/],
+    ];
+    for (const [i, [params, data, message]] of cases.entries()) {
+      const r = await call(h, `bad${i}`, "documents.add", params);
+      expect({ params, r }).toMatchObject({ params, r: { type: "error", code: "invalid_request", ...data } });
+      expect(r.message).toMatch(message);
+      expect(r.message).not.toContain("    at ");
+    }
+    // A failed add leaves nothing.
+    expect(chunkRows(h)).toBe(0);
+    expect((await call(h, "l", "documents.list", { session_id: "nope" })).data).toMatchObject({
+      reason: "session_not_found",
+    });
+    expect((await call(h, "d", "documents.delete", { document_id: "CON" })).data).toMatchObject({
+      field: "document_id",
+    });
+  });
+
+  test("Latin-1 and UTF-16 text, and megabytes of nested HTML, are read and found", async () => {
+    await using h = new ChatHarness(plain);
+    const dir = h.dir.path;
+    writeFileSync(join(dir, "latin.txt"), Buffer.from("Caf\xe9 cr\xe8me BRULEE notes", "latin1"));
+    writeFileSync(
+      join(dir, "utf16.txt"),
+      Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from("UTF sixteen PANGOLIN", "utf16le")]),
+    );
+    writeFileSync(
+      join(dir, "deep.html"),
+      `<html><body>${"<div>".repeat(300_000)}ARMADILLO deep${"</div>".repeat(300_000)}</body></html>`,
+    );
+    for (const [i, name, format] of [
+      [0, "latin.txt", "text"],
+      [1, "utf16.txt", "text"],
+      [2, "deep.html", "html"],
+    ] as const) {
+      const r = await call(h, `a${i}`, "documents.add", { path: join(dir, name) });
+      expect(r.result).toMatchObject({ name, format });
+    }
+    const store = h.services.store();
+    expect(store.memory.search("default_user", "crème brulee", 3)[0]?.doc.text).toContain("Café crème");
+    expect(store.memory.search("default_user", "pangolin", 3)).toHaveLength(1);
+    expect(store.memory.search("default_user", "armadillo", 3)[0]?.doc.text).toBe("ARMADILLO deep");
+  });
+
+  test("index_progress while a large document is added, and the loop keeps turning", async () => {
+    await using h = new ChatHarness(plain);
+    let turns = 0;
+    const tick = setInterval(() => turns++, 1);
+    const path = join(h.dir.path, "book.pdf");
+    writeFileSync(
+      path,
+      minimalPdf(
+        Array.from({ length: 1500 }, (_, i) => [`Page ${i} of the BOOK`, "lorem ipsum ".repeat(60)]),
+      ),
+    );
+    const r = await call(h, "a", "documents.add", { path });
+    clearInterval(tick);
+    expect(r.result.chunks).toBe(1500);
+    const events = h.events("a").map((e) => e as unknown as { phase: string; done: number; total: number });
+    expect(events.length).toBeGreaterThan(0);
+    for (const e of events) expect(e.done).toBeLessThanOrEqual(e.total);
+    expect(turns).toBeGreaterThan(20);
+  }, 60_000);
+
+  test("a cancel halfway leaves nothing indexed", async () => {
+    await using h = new ChatHarness(plain);
+    h.services.store();
+    h.send("a", "documents.add", { text: bigMarkdown(4000, "HALFWAY") });
+    while (chunkRows(h) === 0) await new Promise((r) => setTimeout(r, 1));
+    h.send("c", "cancel", { request_id: "a" });
+    expect(await h.terminal("a")).toMatchObject({ type: "error", code: "cancelled" });
+    expect(chunkRows(h)).toBe(0);
+    expect((await call(h, "l", "documents.list", {})).result.documents).toEqual([]);
+  }, 60_000);
+
+  test("users.delete during an add wins: the add ends cancelled and writes nothing back", async () => {
+    await using h = new ChatHarness(plain);
+    h.services.store();
+    h.send("a", "documents.add", { text: bigMarkdown(4000, "ERASEDWORD"), user_id: "ann" });
+    while (chunkRows(h) === 0) await new Promise((r) => setTimeout(r, 1));
+    const del = await call(h, "d", "users.delete", { user_id: "ann" });
+    expect(del.type).toBe("result");
+    expect(await h.terminal("a")).toMatchObject({
+      type: "error",
+      code: "cancelled",
+      data: { reason: "user_deleted" },
+    });
+    expect(chunkRows(h)).toBe(0);
+    expect((await call(h, "l", "documents.list", { user_id: "ann" })).result.documents).toEqual([]);
+    h.services.store().close();
+    expect(holding(h.dataDir, "ERASEDWORD")).toEqual([]);
+  }, 60_000);
+
+  test("a stored answer names its sources when shown: a cited session erased leaves no copy of its title", async () => {
+    await using h = new ChatHarness(plain);
+    h.llama.script({ content: ["noted"] }, { content: ["answer"] });
+    await h.chat("x", { input: "the KOALATITLE sleeps all day", session_id: "x" });
+    const y = await h.chat("y", { input: "why does it sleep all day", session_id: "y" });
+    expect((y.terminal as any).result.sources).toEqual([
+      expect.objectContaining({ kind: "turn", id: "x", name: "the KOALATITLE sleeps all day", chunk: 0 }),
+    ]);
+    const before = await call(h, "g1", "sessions.get", { session_id: "y" });
+    expect(before.result.messages.at(-1).sources[0].name).toBe("the KOALATITLE sleeps all day");
+    await call(h, "d", "sessions.delete", { session_id: "x" });
+    const after = await call(h, "g2", "sessions.get", { session_id: "y" });
+    expect(after.result.messages.at(-1).sources).toEqual([
+      expect.objectContaining({ kind: "turn", id: "x", name: "", chunk: 0 }),
+    ]);
+    expect(holding(h.dataDir, "KOALATITLE")).toEqual([]);
+  });
+
+  test("sessions.delete erases its attachments, not the library", async () => {
+    await using h = new ChatHarness(plain);
+    h.llama.script({ content: ["ok"] });
+    await h.chat("c", { input: "hi", session_id: "s" });
+    await call(h, "a1", "documents.add", { text: "ATTACHEDWORD text", session_id: "s" });
+    await call(h, "a2", "documents.add", { text: "LIBRARYWORD text" });
+    await call(h, "d", "sessions.delete", { session_id: "s" });
+    expect((await call(h, "l", "documents.list", {})).result.documents.map((d: any) => d.session_id)).toEqual(
+      [null],
+    );
+    expect(holding(h.dataDir, "ATTACHEDWORD")).toEqual([]);
+    expect(holding(h.dataDir, "LIBRARYWORD").length).toBeGreaterThan(0);
+  });
+});
