@@ -29,11 +29,13 @@ export async function watchedCompletion(
   for (let resent = false; ; resent = true) {
     const watch = watchProgress(lease, cancel);
     try {
-      return await streamCompletion(lease, request, {
+      const result = await streamCompletion(lease, request, {
         ...options,
         signal: watch.signal,
         onProgress: watch.touch,
       });
+      lease.launch.taskServed();
+      return result;
     } catch (err) {
       if (cancel.aborted) throw err;
       if (err instanceof ConnectionRefused && !resent && lease.reconnect) {

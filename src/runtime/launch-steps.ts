@@ -304,6 +304,20 @@ export async function launchOnce(req: SpawnRequest, wait: HealthWait): Promise<S
   return spawned;
 }
 
+/** How long after readiness llama-server has surely begun its task loop (see politeStopWait). */
+const POLITE_AFTER_READY_MS = 100;
+
+/**
+ * How long a stop waits before its polite stop (ms, 0: at once). llama-server begins its task
+ * loop a moment after /health turns 200, and that beginning undoes a polite stop that came first
+ * (server_queue::start_loop sets `running` again): the stop would then wait for the signal or the
+ * kill. So none in that first moment, unless the server has answered a task (a completion:
+ * launch.ts `taskServed`), which only a loop already running gives.
+ */
+export function politeStopWait(readyAt: number, servedTask: boolean, now: number): number {
+  return servedTask ? 0 : Math.max(0, POLITE_AFTER_READY_MS - (now - readyAt));
+}
+
 /**
  * The polite stop, then a kill after the grace period (a streaming llama-server ignores a polite
  * stop for up to its SSE ping interval, 30 s). A child that reads our stdin (`exitLine`: child

@@ -31,6 +31,13 @@ export interface LaunchView extends LlamaEndpoint {
   readonly thinking: boolean | undefined;
   /** Its one table of slot use. */
   readonly slots: SlotUse;
+  /** Whether its task loop has answered a task (a completion): see `taskServed`. */
+  readonly servedTask: boolean;
+  /**
+   * Told by whoever got an answer only llama-server's task loop gives (a completion, the
+   * watched request): its loop has begun, so a polite stop is heard at once (launch-steps.ts).
+   */
+  taskServed(): void;
   /** Its /props, read once (undefined while it cannot be read, or has no n_ctx). */
   props(signal: AbortSignal): Promise<LlamaProps | undefined>;
   /** Its context per slot (the props' n_ctx). */
@@ -61,6 +68,7 @@ export class Launch implements LaunchView {
   /** The read in flight: callers meanwhile share it. */
   private reading: Promise<LlamaProps | undefined> | undefined;
   private thinks: boolean | undefined;
+  private served = false;
 
   constructor(init: LaunchInit) {
     this.baseUrl = init.baseUrl;
@@ -72,6 +80,14 @@ export class Launch implements LaunchView {
       inUse: () => this.slots.leases,
       onSleep: () => this.slots.emptied(),
     });
+  }
+
+  get servedTask(): boolean {
+    return this.served;
+  }
+
+  taskServed(): void {
+    this.served = true;
   }
 
   get died(): AbortSignal {

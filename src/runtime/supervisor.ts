@@ -4,7 +4,7 @@ import { abortable } from "../util/abortable.ts";
 import { logger } from "../util/logger.ts";
 import { within } from "../util/within.ts";
 import type { AcquireOptions, LlamaLease, LlamaProvider, StartTicket } from "./endpoint.ts";
-import { type Exit, stopChild, TAIL_IN_ERRORS } from "./launch-steps.ts";
+import { type Exit, politeStopWait, stopChild, TAIL_IN_ERRORS } from "./launch-steps.ts";
 import { Launcher } from "./launcher.ts";
 import { leaseOn } from "./lease.ts";
 import { LogTail } from "./log-sink.ts";
@@ -27,8 +27,6 @@ import {
 const shuttingDown = () => cancelledError("llama-server is stopping: the core is shutting down");
 /** The look before a lease: a dead port says so at once; a slow answer is not a refusal. */
 const LISTEN_CHECK_MS = 1000;
-/** How long after readiness llama-server has surely begun its task loop (see halt). */
-const POLITE_AFTER_READY_MS = 100;
 /** How long a server that refused a connection may take to be seen exiting before it is failed. */
 const EXIT_NOTICE_MS = 2000;
 
@@ -383,10 +381,7 @@ export class Supervisor implements LlamaProvider {
    */
   private async halt(running: Running, why: string, untilReleased = false): Promise<void> {
     running.launch.end(cancelledError(`llama-server was stopped (${why})`));
-    // llama-server begins its task loop a moment after /health turns 200, and that beginning
-    // undoes a polite stop that came first (server_queue::start_loop sets `running` again): the
-    // stop would then wait for the signal or the kill. So no polite stop in that first moment.
-    const early = POLITE_AFTER_READY_MS - (Date.now() - running.readyAt);
+    const early = politeStopWait(running.readyAt, running.launch.servedTask, Date.now());
     if (early > 0) await Bun.sleep(early);
     try {
       const released = untilReleased ? running.released() : undefined;

@@ -1,6 +1,18 @@
 import { randomBytes } from "node:crypto";
-import { closeSync, constants, fsyncSync, mkdirSync, openSync, renameSync, rmSync, writeSync } from "node:fs";
+import {
+  closeSync,
+  constants,
+  fsync,
+  fsyncSync,
+  mkdirSync,
+  openSync,
+  renameSync,
+  rmSync,
+  writeSync,
+} from "node:fs";
+import { open as openAsync } from "node:fs/promises";
 import { dirname, join } from "node:path";
+import { promisify } from "node:util";
 import { openPrivateFile, PRIVATE_DIR_MODE } from "../util/private-fs.ts";
 
 /**
@@ -16,8 +28,16 @@ export function writeFileAtomic(path: string, data: string): void {
 
 /** A write whose bytes are in a temp file beside the target, not yet synced or in place. */
 export interface StagedWrite {
-  /** Syncs the temp file, renames it over the target, syncs the folder. Once; later calls do nothing. */
-  commit(): void;
+  /**
+   * Syncs the temp file (unless `flush` did), renames it over the target, syncs the folder
+   * (unless `folder: false`: the caller's `syncFolderAsync` then). Once; later calls do nothing.
+   */
+  commit(options?: { folder?: boolean }): void;
+  /**
+   * The slow half of `commit` off the event loop: the temp file's bytes synced on a worker
+   * thread, so the rename that follows, in the caller's own tick, is all that is left.
+   */
+  flush(): Promise<void>;
   /** Drops the temp file; the target stays as it was. */
   discard(): void;
 }
@@ -53,12 +73,18 @@ export function stageFileAtomic(path: string, data: string): StagedWrite {
     closeSync(f);
   };
   let settled = false;
+  let flushed = false;
   return {
-    commit() {
+    async flush() {
+      if (settled || flushed) return;
+      await fsyncAsync(handle);
+      flushed = true;
+    },
+    commit(options = {}) {
       if (settled) return;
       settled = true;
       try {
-        fsyncSync(handle);
+        if (!flushed) fsyncSync(handle);
         close();
         // The only step that touches the target: it is the old file until this succeeds.
         renameSync(tmp, path);
@@ -67,7 +93,7 @@ export function stageFileAtomic(path: string, data: string): StagedWrite {
         rmSync(tmp, { force: true });
         throw err;
       }
-      syncFolder(dir);
+      if (options.folder !== false) syncFolder(dir);
     },
     discard() {
       if (settled) return;
@@ -85,6 +111,22 @@ function syncFolder(dir: string): void {
       fsyncSync(dfd);
     } finally {
       closeSync(dfd);
+    }
+  } catch {
+    // Windows cannot open a folder for fsync; the rename is still atomic there.
+  }
+}
+
+const fsyncAsync = promisify(fsync);
+
+/** `syncFolder` off the event loop. */
+export async function syncFolderAsync(dir: string): Promise<void> {
+  try {
+    const handle = await openAsync(dir, "r");
+    try {
+      await handle.sync();
+    } finally {
+      await handle.close();
     }
   } catch {
     // Windows cannot open a folder for fsync; the rename is still atomic there.

@@ -78,6 +78,8 @@ describe("watchedCompletion and a server that is gone", () => {
     // onSent runs for a request that went out: the refused one never did (llama/stream-socket.ts).
     expect(sent).toBe(1);
     expect(live.requests).toHaveLength(1);
+    // An answer only its task loop gives: a polite stop is heard at once now (launch-steps.ts politeStopWait).
+    expect(lease.launch.servedTask).toBe(true);
   });
 
   test("refused again by the restarted one: reported and thrown, no third try", async () => {
@@ -86,6 +88,7 @@ describe("watchedCompletion and a server that is gone", () => {
     expect(err).toBeInstanceOf(ConnectionRefused);
     expect(calls.reconnects).toBe(1);
     expect(calls.failures).toHaveLength(1);
+    expect(lease.launch.servedTask).toBe(false);
   });
 
   test("a lease that cannot reconnect (a stand-in provider's) reports and throws as before", async () => {

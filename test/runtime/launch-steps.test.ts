@@ -4,6 +4,7 @@ import { StateLines } from "../../src/runtime/child-state.ts";
 import {
   type Exit,
   HARD_CAP_FACTOR,
+  politeStopWait,
   type Spawned,
   spawnServer,
   startupOverdue,
@@ -280,4 +281,13 @@ describe("addressSpaceGone", () => {
       expect(memoryReleased(2 ** 30)).toBe(false);
     },
   );
+});
+
+describe("politeStopWait", () => {
+  test("no polite stop in the first 100 ms after readiness, unless the server has answered a task", () => {
+    expect(politeStopWait(1_000, false, 1_030)).toBe(70);
+    expect(politeStopWait(1_000, false, 1_200)).toBe(0);
+    // A completion or a slot save answered: its task loop runs, a polite stop is heard at once.
+    expect(politeStopWait(1_000, true, 1_030)).toBe(0);
+  });
 });

@@ -2,7 +2,7 @@ import { createHash, randomBytes } from "node:crypto";
 import { chmodSync, lstatSync, readdirSync, renameSync, statSync, unlinkSync } from "node:fs";
 import { join } from "node:path";
 import { z } from "zod";
-import { writeJsonAtomic } from "../../store/atomic.ts";
+import { stageFileAtomic, syncFolderAsync, writeJsonAtomic } from "../../store/atomic.ts";
 import { logger } from "../../util/logger.ts";
 import { ensurePrivateDir, PRIVATE_FILE_MODE } from "../../util/private-fs.ts";
 import { readSmallFile } from "../../util/read-file.ts";
@@ -94,9 +94,11 @@ export class KvDisk {
 
   /**
    * A save llama-server finished under `temp`: moved into place, made owner-only, described,
-   * and the budget kept. False when it could not be (the temporary file is removed then).
+   * and the budget kept. False when it could not be, or when `wanted()` (asked after the
+   * sidecar's sync, right before the renames, in the same tick) says the session is gone: the
+   * temporary files are removed then. The syncs run off the event loop (a swap's stop waits on it).
    */
-  commit(temp: string, entry: KvEntry): boolean {
+  async commit(temp: string, entry: KvEntry, wanted: () => boolean = () => true): Promise<boolean> {
     const name = this.nameOf(entry.user_id, entry.session_id);
     const path = join(this.dir, temp);
     let described = false;
@@ -111,8 +113,21 @@ export class KvDisk {
         return false;
       }
       chmodSync(path, PRIVATE_FILE_MODE);
+      const sidecar = stageFileAtomic(this.sidecarOf(name), `${JSON.stringify(entry)}\n`);
+      try {
+        await sidecar.flush();
+      } catch (err) {
+        sidecar.discard();
+        throw err;
+      }
+      // Erased meanwhile (sessions.delete): nothing of it is put back.
+      if (!wanted()) {
+        sidecar.discard();
+        this.discard(temp);
+        return false;
+      }
       // Described first: a state file without its sidecar is never restored.
-      writeJsonAtomic(this.sidecarOf(name), entry);
+      sidecar.commit({ folder: false });
       described = true;
       renameSync(path, this.binOf(name));
     } catch (err) {
@@ -125,6 +140,7 @@ export class KvDisk {
     }
     this.use = undefined;
     this.keepBudget(name);
+    await syncFolderAsync(this.dir);
     return true;
   }
 

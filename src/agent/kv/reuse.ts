@@ -281,13 +281,15 @@ export class PromptReuse {
       launch.slots.saveFailed(slot, holder);
       return this.slotFailed(err, `saving session ${key.sessionId}'s KV state from slot ${slot}`);
     }
-    const keep = () => {
-      // Erased while it was being saved (sessions.delete, here or by another core): nothing of it stays.
-      const erased = launch.slots.holderOf(slot) !== holder && !this.records.has(holder);
-      if (erased || this.deps.stored?.(key.userId, key.sessionId) === false) return disk.discard(temp);
+    // Erased while it was being saved (sessions.delete, here or by another core): nothing of it stays.
+    const wanted = () =>
+      (launch.slots.holderOf(slot) === holder || this.records.has(holder)) &&
+      this.deps.stored?.(key.userId, key.sessionId) !== false;
+    const keep = async () => {
+      if (!wanted()) return disk.discard(temp);
       const record = this.records.get(holder) ?? emptyRecord();
       const entry = entryOf(key, fp, saved, record, noteSources(record), Date.now());
-      if (saved.n_saved === 0 || !disk.commit(temp, entry)) return disk.discard(temp);
+      if (saved.n_saved === 0 || !(await disk.commit(temp, entry, wanted))) return disk.discard(temp);
       logger.debug(
         `KV state of session ${key.sessionId} saved from slot ${slot}: ${saved.n_saved} tokens, ${saved.n_written} bytes, ${Math.round(performance.now() - t0)} ms`,
       );

@@ -13,8 +13,13 @@ import { TurnSession } from "./session.ts";
 import { Turn } from "./turn.ts";
 import { TurnUsage } from "./usage.ts";
 
-/** Longest a turn waits for the spawn before going on (a slow GPU probe must not hold run_start). */
-const SPAWN_WAIT_MS = 50;
+/**
+ * Longest a turn waits for the spawn before going on (a slow GPU probe, or a wait for memory,
+ * must not hold run_start). Long enough to cover a swap's eviction (a plan, a KV save, a stop:
+ * 30–60 ms here): the turn's own preparation, ~10 ms on the one thread, then runs while the new
+ * server loads instead of delaying the old one's stop (docs/performance.md "Several models").
+ */
+const SPAWN_WAIT_MS = 250;
 
 /** The chat's agent: by name, else the first; the chat method asks first, for the agent's model. */
 export function pickAgent(config: Config, name: string | undefined): AgentConfig {

@@ -38,10 +38,10 @@ function save(
 const files = (dir: string) => readdirSync(dir).sort();
 
 describe("KvDisk", () => {
-  test("a committed save: the state file and its sidecar, 0600, the temporary name gone", () => {
+  test("a committed save: the state file and its sidecar, 0600, the temporary name gone", async () => {
     using dir = tmpdir();
     const disk = new KvDisk(dir.path, 1_000_000);
-    expect(save(disk, "u", "s1", 1000, 1)).toBe(true);
+    expect(await save(disk, "u", "s1", 1000, 1)).toBe(true);
     const name = disk.nameOf("u", "s1");
     expect(name).toMatch(/^s-[0-9a-f]{32}$/);
     expect(files(dir.path)).toEqual([`${name}.bin`, `${name}.json`]);
@@ -58,15 +58,15 @@ describe("KvDisk", () => {
     expect(disk.usage().bytes).toBeGreaterThan(1000);
   });
 
-  test("the budget: the least recently used go first; one that alone is too big is not kept", () => {
+  test("the budget: the least recently used go first; one that alone is too big is not kept", async () => {
     using dir = tmpdir();
     const disk = new KvDisk(dir.path, 4200); // three sessions of 1000 bytes and a sidecar each
-    save(disk, "u", "old", 1000, 1);
-    save(disk, "u", "mid", 1000, 2);
-    save(disk, "u", "new", 1000, 3);
+    await save(disk, "u", "old", 1000, 1);
+    await save(disk, "u", "mid", 1000, 2);
+    await save(disk, "u", "new", 1000, 3);
     // Restored: the oldest is now the most recently used.
     disk.touch(disk.entry("u", "old")!);
-    save(disk, "u", "newest", 1000, 4);
+    await save(disk, "u", "newest", 1000, 4);
     const kept = ["old", "mid", "new", "newest"].filter((s) => disk.entry("u", s));
     expect(kept).not.toContain("mid");
     expect(kept).toContain("old");
@@ -74,27 +74,27 @@ describe("KvDisk", () => {
     expect(disk.usage().bytes).toBeLessThanOrEqual(4200);
   });
 
-  test("a state larger than the whole budget is not kept, and evicts nothing", () => {
+  test("a state larger than the whole budget is not kept, and evicts nothing", async () => {
     using dir = tmpdir();
     const disk = new KvDisk(dir.path, 4200);
-    save(disk, "u", "a", 1000, 1);
-    save(disk, "u", "b", 1000, 2);
-    expect(save(disk, "u", "huge", 10_000, 5)).toBe(false);
+    await save(disk, "u", "a", 1000, 1);
+    await save(disk, "u", "b", 1000, 2);
+    expect(await save(disk, "u", "huge", 10_000, 5)).toBe(false);
     expect(disk.entry("u", "huge")).toBeUndefined();
     expect(disk.entry("u", "a")).toBeDefined();
     expect(disk.entry("u", "b")).toBeDefined();
     expect(readdirSync(dir.path).some((f) => f.endsWith(".tmp"))).toBe(false);
   });
 
-  test("files in kv/ that are not ours count for nothing and are never removed", () => {
+  test("files in kv/ that are not ours count for nothing and are never removed", async () => {
     using dir = tmpdir();
     const disk = new KvDisk(dir.path, 4200);
     const foreign = ["notes.bin", "notes.json", "s-short.bin", "backup.tmp"];
     for (const f of foreign) writeFileSync(join(dir.path, f), "y".repeat(20_000));
     utimesSync(join(dir.path, "backup.tmp"), new Date(0), new Date(0));
     expect(disk.usage()).toEqual({ bytes: 0, files: 0 });
-    expect(save(disk, "u", "a", 1000, 1)).toBe(true);
-    expect(save(disk, "u", "b", 1000, 2)).toBe(true);
+    expect(await save(disk, "u", "a", 1000, 1)).toBe(true);
+    expect(await save(disk, "u", "b", 1000, 2)).toBe(true);
     expect(disk.entry("u", "a")).toBeDefined();
     expect(disk.usage().files).toBe(2);
     expect(disk.usage().bytes).toBeLessThan(4200);
@@ -103,32 +103,32 @@ describe("KvDisk", () => {
     for (const f of foreign) expect(existsSync(join(dir.path, f))).toBe(true);
   });
 
-  test("a state file of ours without a readable sidecar is the first to go", () => {
+  test("a state file of ours without a readable sidecar is the first to go", async () => {
     using dir = tmpdir();
     const disk = new KvDisk(dir.path, 4200);
     const orphan = `${disk.nameOf("u", "lost")}.bin`;
     writeFileSync(join(dir.path, orphan), "z".repeat(2500));
-    save(disk, "u", "a", 1000, 1);
-    save(disk, "u", "b", 1000, 2);
+    await save(disk, "u", "a", 1000, 1);
+    await save(disk, "u", "b", 1000, 2);
     expect(existsSync(join(dir.path, orphan))).toBe(false);
     expect(disk.entry("u", "a")).toBeDefined();
     expect(disk.entry("u", "b")).toBeDefined();
   });
 
-  test("a directory where a state file belongs: no state, left alone, nothing throws", () => {
+  test("a directory where a state file belongs: no state, left alone, nothing throws", async () => {
     using dir = tmpdir();
     const disk = new KvDisk(dir.path, 1_000_000);
     const name = disk.nameOf("u", "s");
     mkdirSync(join(dir.path, `${name}.bin`, "inside"), { recursive: true });
     expect(disk.hasState(name)).toBe(false);
     expect(() => disk.remove(name)).not.toThrow();
-    expect(save(disk, "u", "s", 100, 1)).toBe(false);
+    expect(await save(disk, "u", "s", 100, 1)).toBe(false);
     expect(() => disk.removeSession("u", "s")).not.toThrow();
     expect(existsSync(join(dir.path, `${name}.bin`, "inside"))).toBe(true);
     expect(readdirSync(dir.path).some((f) => f.endsWith(".tmp"))).toBe(false);
   });
 
-  test("a regular file where the folder belongs: every call is survived", () => {
+  test("a regular file where the folder belongs: every call is survived", async () => {
     using dir = tmpdir();
     const kv = join(dir.path, "kv");
     writeFileSync(kv, "not a folder");
@@ -144,7 +144,7 @@ describe("KvDisk", () => {
     );
     expect(() => disk.discard(disk.tempName(name))).not.toThrow();
     expect(() => disk.remove(name)).not.toThrow();
-    expect(disk.commit(disk.tempName(name), entry)).toBe(false);
+    expect(await disk.commit(disk.tempName(name), entry)).toBe(false);
     expect(() => disk.touch(entry)).not.toThrow();
     expect(() => disk.removeSession("u", "s")).not.toThrow();
     expect(() => disk.removeUser("u")).not.toThrow();
@@ -152,17 +152,17 @@ describe("KvDisk", () => {
     expect(disk.hasState(name)).toBe(false);
   });
 
-  test("an erased session takes its files and those of the user's sessions holding its passages", () => {
+  test("an erased session takes its files and those of the user's sessions holding its passages", async () => {
     using dir = tmpdir();
     const disk = new KvDisk(dir.path, 1_000_000);
     const quoting: PromptRecord = {
       cut: 0,
       notes: [{ seq: 0, text: "Notes: …", ids: ["session:gone#1"], sources: ["session:gone"] }],
     };
-    save(disk, "u", "gone", 100, 1);
-    save(disk, "u", "quotes-it", 100, 1, quoting);
-    save(disk, "u", "unrelated", 100, 1);
-    save(disk, "v", "gone", 100, 1);
+    await save(disk, "u", "gone", 100, 1);
+    await save(disk, "u", "quotes-it", 100, 1, quoting);
+    await save(disk, "u", "unrelated", 100, 1);
+    await save(disk, "v", "gone", 100, 1);
     disk.removeSession("u", "gone");
     expect(disk.entry("u", "gone")).toBeUndefined();
     expect(disk.entry("u", "quotes-it")).toBeUndefined();
@@ -187,18 +187,43 @@ describe("KvDisk", () => {
     expect(existsSync(fresh)).toBe(true);
   });
 
-  test("a commit that cannot be made (its temporary file gone) keeps what was there", () => {
+  test("a commit that cannot be made (its temporary file gone) keeps what was there", async () => {
     using dir = tmpdir();
     const disk = new KvDisk(dir.path, 1_000_000);
-    save(disk, "u", "s", 100, 1);
+    await save(disk, "u", "s", 100, 1);
     const before = disk.entry("u", "s");
     expect(
-      disk.commit(
+      await disk.commit(
         "s-missing.1-2.tmp",
         entryOf({ userId: "u", sessionId: "s" }, FP, { n_saved: 1, n_written: 1 }, emptyRecord(), [], 2),
       ),
     ).toBe(false);
     expect(disk.hasState(disk.nameOf("u", "s"))).toBe(true);
     expect(disk.entry("u", "s")?.bytes).toBe(before?.bytes as number);
+  });
+
+  test("a session erased while its sidecar syncs: nothing of it is put in place, no temporary file left", async () => {
+    using dir = tmpdir();
+    const disk = new KvDisk(dir.path, 1_000_000);
+    const name = disk.nameOf("u", "gone");
+    const temp = disk.tempName(name);
+    writeFileSync(join(disk.dir, temp), "x".repeat(100));
+    let asked = 0;
+    const entry = entryOf(
+      { userId: "u", sessionId: "gone" },
+      FP,
+      { n_saved: 10, n_written: 100 },
+      emptyRecord(),
+      [],
+      1,
+    );
+    // `wanted` is asked after the sync, right before the renames: the erase came meanwhile.
+    const kept = await disk.commit(temp, entry, () => {
+      asked++;
+      return false;
+    });
+    expect(kept).toBe(false);
+    expect(asked).toBe(1);
+    expect(files(dir.path)).toEqual([]);
   });
 });
