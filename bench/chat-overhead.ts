@@ -22,7 +22,7 @@
  * core and relay), and the core's CPU per reasoning piece is paired with its CPU per content
  * piece of the same round (docs/performance.md, "Reasoning pieces against content pieces").
  * BENCH_COLD_RUNS (default 8), BENCH_WARM_RUNS (8), BENCH_REASONING_RUNS (8), BENCH_MAX_TOKENS
- * (1000) size it (0 runs skips a part); LOCAL_AI_BENCH_CORE runs another build of the core. With
+ * (1000) size it (0 runs skips a part), BENCH_WARMUP_CHATS (1) the unrecorded chats before them; LOCAL_AI_BENCH_CORE runs another build of the core. With
  * no real server given it runs against the stand-in as a smoke run, and says so.
  */
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -32,7 +32,7 @@ import { ensureBinary } from "../test/fixtures/core-process.ts";
 import { writeFakeLlamaServer, writeFakeModel } from "../test/fixtures/llama-stand-in/binary.ts";
 import { THINK_TEMPLATE } from "../test/fixtures/recordings-dir.ts";
 import { type CoreChat, CoreProcess } from "./overhead/core.ts";
-import { childPids, cpuNs, selfCpuNs } from "./overhead/cpu-time.ts";
+import { childPids, cpuNs, cpuNsByThread, selfCpuNs } from "./overhead/cpu-time.ts";
 import { DirectServer } from "./overhead/direct.ts";
 import { median, rate, type StreamTiming, spread, ttft, ttftBeyondPrompt } from "./overhead/stream-timing.ts";
 
@@ -41,6 +41,12 @@ const WARM_RUNS = Number(process.env.BENCH_WARM_RUNS ?? 8);
 const REASONING_RUNS = Number(process.env.BENCH_REASONING_RUNS ?? 8);
 /** The thinking template the recordings used (91–91i). */
 const MAX_TOKENS = Number(process.env.BENCH_MAX_TOKENS ?? 1000);
+/**
+ * Unrecorded chats through the core and the relay before a warm comparison: the core's JIT
+ * compiles its turn's code over tens of chats (docs/performance.md, "Reasoning pieces against
+ * content pieces"), which a short run counts against the stream path.
+ */
+const WARMUP_CHATS = Math.max(1, Number(process.env.BENCH_WARMUP_CHATS ?? 1));
 /** A cold run needs only the first token; a short reply keeps it quick. */
 const COLD_MAX_TOKENS = 16;
 const SYSTEM = "You are a helpful assistant.";
@@ -172,19 +178,25 @@ interface Measured {
   core: number;
   llama: number;
   reader: number;
+  /** The core's (or the relay's) CPU by thread name, ns. */
+  threads: Map<string, number>;
 }
 
 async function measured(
   pids: { core?: number; llama: number },
   chat: () => Promise<StreamTiming>,
 ): Promise<Measured> {
+  const threadsBefore = pids.core ? cpuNsByThread(pids.core) : new Map<string, number>();
   const before = { core: pids.core ? cpuNs(pids.core) : 0, llama: cpuNs(pids.llama), self: selfCpuNs() };
   const t = await chat();
+  const threads = pids.core ? cpuNsByThread(pids.core) : new Map<string, number>();
+  for (const [name, ns] of threads) threads.set(name, ns - (threadsBefore.get(name) ?? 0));
   return {
     t,
     core: pids.core ? cpuNs(pids.core) - before.core : 0,
     llama: cpuNs(pids.llama) - before.llama,
     reader: selfCpuNs() - before.self,
+    threads,
   };
 }
 
@@ -249,10 +261,13 @@ async function openComparison(pieces: Pieces): Promise<Comparison> {
     throw err;
   }
   const coreLlama = childPids(proc.pid)[0] ?? Number.NaN;
-  // One unrecorded chat each: the first request after a load pays for things the others do not.
+  // Unrecorded chats first: the first request after a load pays for things the others do not,
+  // and the core's JIT keeps compiling its turn's code for tens of chats (WARMUP_CHATS).
   await server.chat(MESSAGES, 32, pieces.sse);
-  await proc.request("chat", { input: INPUT }, pieces.event);
-  await relay.request("chat", { input: INPUT }, pieces.event);
+  for (let i = 0; i < WARMUP_CHATS; i++) {
+    await proc.request("chat", { input: INPUT }, pieces.event);
+    await relay.request("chat", { input: INPUT }, pieces.event);
+  }
   const c: Comparison = { pieces, direct: [], through: [], relayed: [], sides: [], close };
   c.sides = [
     async () =>
@@ -360,8 +375,26 @@ function report(
       `  CPU µs per piece: core ${perPiece(throughM, "core")}; llama-server direct ${perPiece(directM, "llama")}, under the core ${perPiece(throughM, "llama")};\n` +
       `    this bench reading SSE ${perPiece(directM, "reader")}, reading the core's NDJSON ${perPiece(throughM, "reader")}\n` +
       `  CPU µs per piece, bare relay (fetch, SSE split, JSON.parse, a line per piece): ${perPiece(relayM, "core")}\n` +
-      `  core / relay CPU per piece, paired: ${spread(cpuRatio, 2)}; target ≤ 1.3: ${verdict(median(cpuRatio) <= 1.3)}\n`,
+      `  core / relay CPU per piece, paired: ${spread(cpuRatio, 2)}; target ≤ 1.3: ${verdict(median(cpuRatio) <= 1.3)}\n` +
+      `  CPU µs per piece by thread: core ${byThread(throughM)}\n    relay ${byThread(relayM)}\n`,
   );
+}
+
+/**
+ * Each thread's CPU per piece, median over the replies, busiest first: where the core's cost
+ * sits against the relay's (docs/performance.md, "Reasoning pieces against content pieces").
+ */
+function byThread(ms: Measured[]): string {
+  const names = new Set(ms.flatMap((m) => [...m.threads.keys()]));
+  const rows = [...names].map((name) => {
+    const per = ms.map((m) => (m.threads.get(name) ?? 0) / 1000 / Math.max(1, m.t.pieces));
+    return { name, median: median(per) };
+  });
+  return rows
+    .filter((r) => r.median >= 0.5)
+    .sort((a, b) => b.median - a.median)
+    .map((r) => `${r.name} ${r.median.toFixed(1)}`)
+    .join(", ");
 }
 
 try {
