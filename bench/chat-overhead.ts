@@ -43,8 +43,8 @@ const REASONING_RUNS = Number(process.env.BENCH_REASONING_RUNS ?? 8);
 const MAX_TOKENS = Number(process.env.BENCH_MAX_TOKENS ?? 1000);
 /**
  * Unrecorded chats through the core and the relay before a warm comparison: the core's JIT
- * compiles its turn's code over tens of chats (docs/performance.md, "Reasoning pieces against
- * content pieces"), which a short run counts against the stream path.
+ * still moves code up its tiers after tens of chats (docs/performance.md, "Reasoning pieces
+ * against content pieces"), which a short run counts against the stream path.
  */
 const WARMUP_CHATS = Math.max(1, Number(process.env.BENCH_WARMUP_CHATS ?? 1));
 /** A cold run needs only the first token; a short reply keeps it quick. */
@@ -262,7 +262,7 @@ async function openComparison(pieces: Pieces): Promise<Comparison> {
   }
   const coreLlama = childPids(proc.pid)[0] ?? Number.NaN;
   // Unrecorded chats first: the first request after a load pays for things the others do not,
-  // and the core's JIT keeps compiling its turn's code for tens of chats (WARMUP_CHATS).
+  // and the core's JIT keeps compiling for tens of chats (WARMUP_CHATS).
   await server.chat(MESSAGES, 32, pieces.sse);
   for (let i = 0; i < WARMUP_CHATS; i++) {
     await proc.request("chat", { input: INPUT }, pieces.event);
