@@ -18,8 +18,11 @@
  * Each warm comparison also runs the bare relay (overhead/relay.ts) against the direct server,
  * the three sides taking turns: the core's CPU per piece against the least a core must spend
  * (issue 31, docs/performance.md "Where a streamed piece's CPU goes").
+ * Content and reasoning run round by round in the same run (each with its own direct server,
+ * core and relay), and the core's CPU per reasoning piece is paired with its CPU per content
+ * piece of the same round (docs/performance.md, "Reasoning pieces against content pieces").
  * BENCH_COLD_RUNS (default 8), BENCH_WARM_RUNS (8), BENCH_REASONING_RUNS (8), BENCH_MAX_TOKENS
- * (1000) size it (0 runs skips a part); LOCAL_AI_BENCH_CORE runs another build of the core. With
+ * (1000) size it (0 runs skips a part), BENCH_WARMUP_CHATS (1) the unrecorded chats before them; LOCAL_AI_BENCH_CORE runs another build of the core. With
  * no real server given it runs against the stand-in as a smoke run, and says so.
  */
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -29,7 +32,7 @@ import { ensureBinary } from "../test/fixtures/core-process.ts";
 import { writeFakeLlamaServer, writeFakeModel } from "../test/fixtures/llama-stand-in/binary.ts";
 import { THINK_TEMPLATE } from "../test/fixtures/recordings-dir.ts";
 import { type CoreChat, CoreProcess } from "./overhead/core.ts";
-import { childPids, cpuNs, selfCpuNs } from "./overhead/cpu-time.ts";
+import { childPids, cpuNs, cpuNsByThread, selfCpuNs } from "./overhead/cpu-time.ts";
 import { DirectServer } from "./overhead/direct.ts";
 import { median, rate, type StreamTiming, spread, ttft, ttftBeyondPrompt } from "./overhead/stream-timing.ts";
 
@@ -38,6 +41,12 @@ const WARM_RUNS = Number(process.env.BENCH_WARM_RUNS ?? 8);
 const REASONING_RUNS = Number(process.env.BENCH_REASONING_RUNS ?? 8);
 /** The thinking template the recordings used (91–91i). */
 const MAX_TOKENS = Number(process.env.BENCH_MAX_TOKENS ?? 1000);
+/**
+ * Unrecorded chats through the core and the relay before a warm comparison: the core's JIT
+ * still moves code up its tiers after tens of chats (docs/performance.md, "Reasoning pieces
+ * against content pieces"), which a short run counts against the stream path.
+ */
+const WARMUP_CHATS = Math.max(1, Number(process.env.BENCH_WARMUP_CHATS ?? 1));
 /** A cold run needs only the first token; a short reply keeps it quick. */
 const COLD_MAX_TOKENS = 16;
 const SYSTEM = "You are a helpful assistant.";
@@ -169,19 +178,25 @@ interface Measured {
   core: number;
   llama: number;
   reader: number;
+  /** The core's (or the relay's) CPU by thread name, ns. */
+  threads: Map<string, number>;
 }
 
 async function measured(
   pids: { core?: number; llama: number },
   chat: () => Promise<StreamTiming>,
 ): Promise<Measured> {
+  const threadsBefore = pids.core ? cpuNsByThread(pids.core) : new Map<string, number>();
   const before = { core: pids.core ? cpuNs(pids.core) : 0, llama: cpuNs(pids.llama), self: selfCpuNs() };
   const t = await chat();
+  const threads = pids.core ? cpuNsByThread(pids.core) : new Map<string, number>();
+  for (const [name, ns] of threads) threads.set(name, ns - (threadsBefore.get(name) ?? 0));
   return {
     t,
     core: pids.core ? cpuNs(pids.core) - before.core : 0,
     llama: cpuNs(pids.llama) - before.llama,
     reader: selfCpuNs() - before.self,
+    threads,
   };
 }
 
@@ -215,53 +230,104 @@ function spawnRelay(server: DirectServer, pieces: Pieces): CoreProcess {
   return CoreProcess.spawnCommand(argv, work);
 }
 
-async function warm(pieces: Pieces, runs: number): Promise<void> {
+/** One warm comparison, set up: its three sides, what each measured so far, and its end. */
+interface Comparison {
+  pieces: Pieces;
+  direct: Measured[];
+  through: Measured[];
+  relayed: Measured[];
+  sides: (() => Promise<unknown>)[];
+  close(): Promise<void>;
+}
+
+/** The direct server, a warmed-up core and the relay for one kind of piece. */
+async function openComparison(pieces: Pieces): Promise<Comparison> {
   const { dir, config } = coreDir(`warm-${pieces.event}`, MAX_TOKENS, false, pieces.extraArgs);
   const argv = plannedArgv(config);
   const server = await DirectServer.start(target.server, argv);
   const proc = CoreProcess.spawn(core, dir, config);
   const relay = spawnRelay(server, pieces);
+  const close = async () => {
+    await Promise.race([relay.shutdown(), Bun.sleep(5_000)]);
+    await Promise.race([proc.shutdown(), Bun.sleep(30_000)]);
+    await server.stop();
+  };
   try {
     await proc.request("initialize", { protocol_versions: [1] });
     const up = await proc.request("warmup");
     if (up.terminal.type !== "result") throw new Error(`warmup failed: ${JSON.stringify(up.terminal)}`);
-    const coreLlama = childPids(proc.pid)[0] ?? Number.NaN;
-    // One unrecorded chat each: the first request after a load pays for things the others do not.
-    await server.chat(MESSAGES, 32, pieces.sse);
+  } catch (err) {
+    await close();
+    throw err;
+  }
+  const coreLlama = childPids(proc.pid)[0] ?? Number.NaN;
+  // Unrecorded chats first: the first request after a load pays for things the others do not,
+  // and the core's JIT keeps compiling for tens of chats (WARMUP_CHATS).
+  await server.chat(MESSAGES, 32, pieces.sse);
+  for (let i = 0; i < WARMUP_CHATS; i++) {
     await proc.request("chat", { input: INPUT }, pieces.event);
     await relay.request("chat", { input: INPUT }, pieces.event);
-    const direct: Measured[] = [];
-    const through: Measured[] = [];
-    const relayed: Measured[] = [];
-    const sides = [
-      async () =>
-        direct.push(
-          await measured({ llama: server.pid }, () => server.chat(MESSAGES, MAX_TOKENS, pieces.sse)),
-        ),
-      async () =>
-        through.push(
-          await measured({ core: proc.pid, llama: coreLlama }, async () => {
-            const chat = await proc.request("chat", { input: INPUT }, pieces.event);
-            const traceId = (chat.terminal.result as { trace_id?: string } | undefined)?.trace_id;
-            return { ...chat, promptMs: traceId ? await proc.promptMsOf(traceId) : undefined };
-          }),
-        ),
-      async () =>
-        relayed.push(
-          await measured({ core: relay.pid, llama: server.pid }, () =>
-            relay.request("chat", { input: INPUT }, pieces.event),
-          ),
-        ),
-    ];
-    // Each round starts with another side, so none always follows the same one.
-    for (let i = 0; i < runs; i++)
-      for (let k = 0; k < 3; k++) await (sides[(i + k) % 3] as () => Promise<unknown>)();
-    report(pieces, runs, direct, through, relayed);
-  } finally {
-    await Promise.race([relay.shutdown(), Bun.sleep(5_000)]);
-    await Promise.race([proc.shutdown(), Bun.sleep(30_000)]);
-    await server.stop();
   }
+  const c: Comparison = { pieces, direct: [], through: [], relayed: [], sides: [], close };
+  c.sides = [
+    async () =>
+      c.direct.push(
+        await measured({ llama: server.pid }, () => server.chat(MESSAGES, MAX_TOKENS, pieces.sse)),
+      ),
+    async () =>
+      c.through.push(
+        await measured({ core: proc.pid, llama: coreLlama }, async () => {
+          const chat = await proc.request("chat", { input: INPUT }, pieces.event);
+          const traceId = (chat.terminal.result as { trace_id?: string } | undefined)?.trace_id;
+          return { ...chat, promptMs: traceId ? await proc.promptMsOf(traceId) : undefined };
+        }),
+      ),
+    async () =>
+      c.relayed.push(
+        await measured({ core: relay.pid, llama: server.pid }, () =>
+          relay.request("chat", { input: INPUT }, pieces.event),
+        ),
+      ),
+  ];
+  return c;
+}
+
+/**
+ * The warm comparisons asked for, run round by round in the same run: a round is each
+ * comparison's three sides, each round starting with another side and, with both kinds, with
+ * the other kind, so content and reasoning see the same noise and their CPU per piece can be
+ * paired (the issue wants reasoning pieces to cost what content pieces cost).
+ */
+async function warm(parts: { pieces: Pieces; runs: number }[]): Promise<void> {
+  const open: { c: Comparison; runs: number }[] = [];
+  try {
+    for (const p of parts) if (p.runs > 0) open.push({ c: await openComparison(p.pieces), runs: p.runs });
+    const rounds = Math.max(0, ...open.map((o) => o.runs));
+    for (let i = 0; i < rounds; i++)
+      for (let j = 0; j < open.length; j++) {
+        const o = open[(i + j) % open.length] as { c: Comparison; runs: number };
+        if (i >= o.runs) continue;
+        for (let k = 0; k < 3; k++) await (o.c.sides[(i + k) % 3] as () => Promise<unknown>)();
+      }
+    for (const { c, runs } of open) report(c.pieces, runs, c.direct, c.through, c.relayed);
+    const [a, b] = open.map((o) => o.c);
+    if (a && b) reportKinds(a, b);
+  } finally {
+    for (const { c } of open) await c.close();
+  }
+}
+
+/** Reasoning against content, round by round: the core's CPU per piece and the relay's. */
+function reportKinds(content: Comparison, reasoning: Comparison): void {
+  const perPiece = (m: Measured) => m.core / Math.max(1, m.t.pieces);
+  const paired = (xs: Measured[], ys: Measured[]) =>
+    ys.slice(0, xs.length).map((y, i) => perPiece(y) / perPiece(xs[i] as Measured));
+  const core = paired(content.through, reasoning.through);
+  process.stdout.write(
+    `\nreasoning / content, CPU per piece, paired by round (median (min–max)):\n` +
+      `  core ${spread(core, 2)}; bare relay ${spread(paired(content.relayed, reasoning.relayed), 2)}; ` +
+      `target the same, within 10% (≤ 1.1): ${verdict(median(core) <= 1.1)}\n`,
+  );
 }
 
 function report(
@@ -309,8 +375,26 @@ function report(
       `  CPU µs per piece: core ${perPiece(throughM, "core")}; llama-server direct ${perPiece(directM, "llama")}, under the core ${perPiece(throughM, "llama")};\n` +
       `    this bench reading SSE ${perPiece(directM, "reader")}, reading the core's NDJSON ${perPiece(throughM, "reader")}\n` +
       `  CPU µs per piece, bare relay (fetch, SSE split, JSON.parse, a line per piece): ${perPiece(relayM, "core")}\n` +
-      `  core / relay CPU per piece, paired: ${spread(cpuRatio, 2)}; target ≤ 1.3: ${verdict(median(cpuRatio) <= 1.3)}\n`,
+      `  core / relay CPU per piece, paired: ${spread(cpuRatio, 2)}; target ≤ 1.3: ${verdict(median(cpuRatio) <= 1.3)}\n` +
+      `  CPU µs per piece by thread: core ${byThread(throughM)}\n    relay ${byThread(relayM)}\n`,
   );
+}
+
+/**
+ * Each thread's CPU per piece, median over the replies, busiest first: where the core's cost
+ * sits against the relay's (docs/performance.md, "Reasoning pieces against content pieces").
+ */
+function byThread(ms: Measured[]): string {
+  const names = new Set(ms.flatMap((m) => [...m.threads.keys()]));
+  const rows = [...names].map((name) => {
+    const per = ms.map((m) => (m.threads.get(name) ?? 0) / 1000 / Math.max(1, m.t.pieces));
+    return { name, median: median(per) };
+  });
+  return rows
+    .filter((r) => r.median >= 0.5)
+    .sort((a, b) => b.median - a.median)
+    .map((r) => `${r.name} ${r.median.toFixed(1)}`)
+    .join(", ");
 }
 
 try {
@@ -319,8 +403,10 @@ try {
     `${target.smoke ? "stand-in" : "llama-server"} ${target.server}\nmodel ${target.model}\nplanned argv: ${argv.join(" ")}\n`,
   );
   if (COLD_RUNS > 0) await cold(argv);
-  if (WARM_RUNS > 0) await warm(CONTENT, WARM_RUNS);
-  if (REASONING_RUNS > 0) await warm(REASONING, REASONING_RUNS);
+  await warm([
+    { pieces: CONTENT, runs: WARM_RUNS },
+    { pieces: REASONING, runs: REASONING_RUNS },
+  ]);
   if (target.smoke) process.stdout.write("\n(smoke run against the stand-in: not the target's numbers)\n");
 } finally {
   rmSync(work, { recursive: true, force: true });

@@ -23,6 +23,31 @@ export function cpuNs(pid: number): number {
   return total;
 }
 
+/**
+ * CPU time (ns) so far of each of a process's live threads, summed by thread name with trailing
+ * digits dropped (`/proc/<pid>/task/<tid>/comm`: Bun's JS thread carries the program's name, then
+ * `HTTP Client`, `mi-scavenger`, `JITWorker`, `HeapHelper`…). Empty elsewhere than Linux.
+ */
+export function cpuNsByThread(pid: number): Map<string, number> {
+  const byName = new Map<string, number>();
+  let tasks: string[];
+  try {
+    tasks = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return byName;
+  }
+  for (const tid of tasks) {
+    try {
+      const name = readFileSync(`/proc/${pid}/task/${tid}/comm`, "utf8").trim().replace(/\d+$/, "");
+      const ns = Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, "utf8").split(" ")[0]);
+      byName.set(name, (byName.get(name) ?? 0) + ns);
+    } catch {
+      // The thread ended between the listing and the read.
+    }
+  }
+  return byName;
+}
+
 /** This process's own CPU time in ns (every thread). */
 export function selfCpuNs(): number {
   const { user, system } = process.cpuUsage();

@@ -92,6 +92,31 @@ export function postStream(
 
 const lost = (message: string) => new LlmError("connection_lost", message);
 const LF = 10;
+/** The decoder's options, one object for every read. */
+const STREAM = { stream: true };
+/** Longer than any chunk a local server sends: a size above it is garbage, not a wait for 4 GiB. */
+const MAX_CHUNK = 0xffffffff;
+
+/**
+ * A chunk-size line's size, read from its hex digits up to the first other byte (`;` starts an
+ * extension, `\r` ends the line), or -1 when it has none or names more than MAX_CHUNK. Read from
+ * the bytes where they lie: a Buffer over each read's `.buffer` (which JSC makes on first asking)
+ * and a latin1 string for parseInt were a share of every read in the CPU profile
+ * (docs/performance.md, "Reasoning pieces against content pieces").
+ */
+export function chunkSize(b: Uint8Array, from: number, to: number): number {
+  let size = 0;
+  let i = from;
+  for (; i < to; i++) {
+    const c = b[i] as number;
+    // 0-9, A-F, a-f (`| 32` folds upper case onto lower)
+    const digit = c >= 48 && c <= 57 ? c - 48 : (c | 32) >= 97 && (c | 32) <= 102 ? (c | 32) - 87 : -1;
+    if (digit < 0) break;
+    size = size * 16 + digit;
+    if (size > MAX_CHUNK) return -1;
+  }
+  return i === from ? -1 : size;
+}
 
 /** One answer as it arrives: its head, then its body's text queued for `read`. */
 class Answer implements BodyReader {
@@ -158,7 +183,7 @@ class Answer implements BodyReader {
     while (i < b.length && !this.ended) {
       if (this.framing === "close" || (this.left > 0 && !this.afterChunk)) {
         const n = this.framing === "close" ? b.length - i : Math.min(this.left, b.length - i);
-        text += this.decoder.decode(b.subarray(i, i + n), { stream: true });
+        text += this.decoder.decode(b.subarray(i, i + n), STREAM);
         i += n;
         if (this.framing === "close") continue;
         this.left -= n;
@@ -175,9 +200,8 @@ class Answer implements BodyReader {
       }
       if (this.afterChunk) this.afterChunk = false;
       else {
-        // parseInt stops at ";" (an extension) and "\r"
-        this.left = Number.parseInt(Buffer.from(b.buffer, b.byteOffset + i, nl - i).toString("latin1"), 16);
-        if (Number.isNaN(this.left)) {
+        this.left = chunkSize(b, i, nl);
+        if (this.left < 0) {
           this.fail(lost("llama-server sent a malformed chunked body"));
           return;
         }

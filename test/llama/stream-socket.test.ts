@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { createServer, type Server, type Socket } from "node:net";
 import { ConnectionRefused, LlmError } from "../../src/llama/errors.ts";
-import { type BodyReader, postStream } from "../../src/llama/stream-socket.ts";
+import { type BodyReader, chunkSize, postStream } from "../../src/llama/stream-socket.ts";
 
 // The streamed completion's own HTTP/1.1 read (docs/performance.md, "Where a streamed piece's
 // CPU goes"): every framing, answers cut anywhere, error statuses, aborts, big requests.
@@ -113,6 +113,23 @@ describe("postStream", () => {
     expect((early as LlmError).kind).toBe("connection_lost");
   });
 
+  test("size lines in upper and lower case hex are read; one with no hex digits is a malformed body", async () => {
+    const pieces = ["data: one\n\n", `data: ${"x".repeat(250)}\n\n`];
+    const framed = pieces.map((p, i) => {
+      const hex = p.length.toString(16);
+      return `${i === 0 ? hex.toLowerCase() : hex.toUpperCase()}\r\n${p}\r\n`;
+    });
+    const s = await scripted([OK_CHUNKED, ...framed, "0\r\n\r\n"]);
+    const reader = await postStream({ baseUrl: s.baseUrl, apiKey: "k" }, "/p", "{}", never);
+    expect(await all(reader)).toBe(pieces.join(""));
+    server?.close();
+    const bad = await scripted([OK_CHUNKED, "zz\r\ndata: x\n\n\r\n"]);
+    const badReader = await postStream({ baseUrl: bad.baseUrl, apiKey: "k" }, "/p", "{}", never);
+    const err = await all(badReader).catch((e) => e);
+    expect((err as LlmError).kind).toBe("connection_lost");
+    expect((err as LlmError).message).toContain("malformed chunked body");
+  });
+
   test("nothing listening is ConnectionRefused", async () => {
     const s = await scripted([]);
     server?.close();
@@ -135,5 +152,29 @@ describe("postStream", () => {
     cancel.abort(reason);
     expect(await pending.catch((e) => e)).toBe(reason);
     await Promise.race([s.closed, Bun.sleep(1000).then(() => Promise.reject(new Error("still open")))]);
+  });
+});
+
+describe("chunkSize", () => {
+  const size = (line: string) => {
+    // Surrounded by other bytes, as in a read: only [from, to) is looked at.
+    const b = Buffer.from(`ab${line}\nff`, "latin1");
+    return chunkSize(b, 2, 2 + line.length + 1);
+  };
+
+  test("hex digits up to the first other byte: an extension or the CR ends them", () => {
+    expect(size("0\r")).toBe(0);
+    expect(size("1a3\r")).toBe(0x1a3);
+    expect(size("1A3\r")).toBe(0x1a3);
+    expect(size("fF;name=value\r")).toBe(255);
+    expect(size("ffffffff\r")).toBe(0xffffffff);
+  });
+
+  test("no digits, a non-hex first byte or a size over 4 GiB is -1", () => {
+    expect(size("\r")).toBe(-1);
+    expect(size("g1\r")).toBe(-1);
+    expect(size(";ext\r")).toBe(-1);
+    expect(size("100000000\r")).toBe(-1);
+    expect(size(`${"f".repeat(20)}\r`)).toBe(-1);
   });
 });
