@@ -40,6 +40,25 @@ export interface OpenOptions {
  * a database or fails `quick_check` is moved aside and a fresh one is made (`resetFrom`).
  */
 export function openStore(dataDir: string, options: OpenOptions = {}): OpenedStore {
+  // Two cores opening a fresh database at once (two app windows' first start): one creates and
+  // migrates it under a write lock for a moment, which the other's short busy timeout does not
+  // outlast. That one waits and tries again, bounded (OPEN_BUSY_WAIT_MS), rather than failing.
+  const deadline = Date.now() + OPEN_BUSY_WAIT_MS;
+  for (let wait = 10; ; wait = Math.min(wait * 2, 100)) {
+    try {
+      return openOnce(dataDir, options);
+    } catch (err) {
+      const busy = err instanceof CoreError && String(err.data?.problem ?? "").startsWith("SQLITE_BUSY");
+      if (!busy || Date.now() >= deadline) throw err;
+      Bun.sleepSync(wait);
+    }
+  }
+}
+
+/** How long an open waits for another process's lock (only at a database's first open, in practice). */
+export const OPEN_BUSY_WAIT_MS = 3000;
+
+function openOnce(dataDir: string, options: OpenOptions): OpenedStore {
   const now = options.now ?? (() => new Date());
   // Created owner-only when missing; a folder the user made keeps the mode they gave it.
   ensurePrivateTree(dataDir);

@@ -222,3 +222,35 @@ describe.skipIf(process.platform === "win32")("a database that is not ours", () 
     expect(statSync(join(real, DB_FILE)).mode & 0o777).toBe(0o600);
   });
 });
+
+describe("two cores at a database's first open", () => {
+  test("the second waits out the first's lock (its creation, its migration) instead of failing", async () => {
+    using dir = tmpdir();
+    const path = join(dir.path, DB_FILE);
+    // Another process holds the fresh file's write lock for a moment, as a core migrating it does.
+    const holder = Bun.spawn(
+      [
+        process.execPath,
+        "-e",
+        `const { Database } = require("bun:sqlite");
+         const db = new Database(${JSON.stringify(path)}, { create: true });
+         db.run("BEGIN EXCLUSIVE");
+         db.run("CREATE TABLE held (x)");
+         console.log("locked");
+         setTimeout(() => { db.run("ROLLBACK"); db.close(); }, 400);`,
+      ],
+      { stdout: "pipe", stderr: "inherit" },
+    );
+    const reader = holder.stdout.getReader();
+    const first = await reader.read();
+    expect(new TextDecoder().decode(first.value)).toContain("locked");
+    const t0 = Date.now();
+    const opened = openStore(dir.path);
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(200);
+    expect((opened.db.query("PRAGMA user_version").get() as { user_version: number }).user_version).toBe(
+      SCHEMA_VERSION,
+    );
+    opened.db.close();
+    await holder.exited;
+  });
+});
