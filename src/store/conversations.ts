@@ -1,16 +1,16 @@
 import type { Database } from "bun:sqlite";
-import type { z } from "zod";
-import {
-  type AttachmentRef,
-  type ChatMessage,
-  type ToolCall,
-  ToolCallSchema,
-} from "../protocol/chat-message.ts";
-import type { SessionSummarySchema, StoredMessageSchema } from "../protocol/sessions.ts";
+import type { ChatMessage } from "../protocol/chat-message.ts";
 import type { Source } from "../protocol/sources.ts";
 import type { Usage } from "../protocol/usage.ts";
 import { Attachments } from "./attachments.ts";
 import { erasureMark, refuseIfErased } from "./erasures.ts";
+import {
+  type MessageRow,
+  modelMessage,
+  type SessionRow,
+  type SessionSummary,
+  summaryOf,
+} from "./message-rows.ts";
 import { withoutName } from "./source-names.ts";
 import { previewOf, titleOf } from "./title.ts";
 
@@ -23,11 +23,6 @@ export type TurnMessage = ChatMessage & {
   /** An answer's citations: what memory recalled for its turn. */
   sources?: Source[];
 };
-
-/** A message as `sessions.get` shows it. */
-export type StoredMessage = z.infer<typeof StoredMessageSchema>;
-
-export type SessionSummary = z.infer<typeof SessionSummarySchema>;
 
 export interface CommitTurn {
   userId: string;
@@ -46,30 +41,6 @@ export interface CommitTurn {
   imageTokens?: ReadonlyMap<number, number>;
 }
 
-interface MessageRow {
-  seq: number;
-  role: ChatMessage["role"];
-  content: string | null;
-  reasoning: string | null;
-  tool_calls: string | null;
-  tool_call_id: string | null;
-  usage: string | null;
-  created_at: number;
-  /** JSON; absent where the query does not read it (the model's history). */
-  sources?: string | null;
-}
-
-interface SessionRow {
-  session_id: string;
-  title: string;
-  agent: string;
-  created_at: number;
-  updated_at: number;
-  message_count: number;
-  preview: string;
-}
-
-const iso = (ms: number) => new Date(ms).toISOString();
 /**
  * A session's new `updated_at`: now, or just after the user's latest when that is not earlier
  * (two turns in one millisecond, a clock set back), so "newest first" is the order they happened.
@@ -78,55 +49,6 @@ const LATER = `MAX($at, COALESCE((SELECT MAX(updated_at) FROM sessions WHERE use
 
 /** Sessions whose history is kept in memory (a few active chats). */
 const CACHED_HISTORIES = 16;
-
-export function summaryOf(row: SessionRow): SessionSummary {
-  return {
-    session_id: row.session_id,
-    title: row.title,
-    agent: row.agent,
-    created_at: iso(row.created_at),
-    updated_at: iso(row.updated_at),
-    message_count: row.message_count,
-    preview: row.preview,
-  };
-}
-
-/** The model's view of a stored message: reasoning and usage stay behind; a user message's images come along. */
-function modelMessage(row: MessageRow, attachments?: AttachmentRef[]): ChatMessage {
-  switch (row.role) {
-    case "assistant": {
-      const calls = parseToolCalls(row.tool_calls);
-      return { role: "assistant", content: row.content, ...(calls ? { tool_calls: calls } : {}) };
-    }
-    case "tool":
-      return { role: "tool", tool_call_id: row.tool_call_id ?? "", content: row.content ?? "" };
-    case "user":
-      return { role: "user", content: row.content ?? "", ...(attachments?.length ? { attachments } : {}) };
-    default:
-      return { role: row.role, content: row.content ?? "" };
-  }
-}
-
-function parseToolCalls(text: string | null): ToolCall[] | undefined {
-  if (!text) return undefined;
-  const parsed = ToolCallSchema.array().safeParse(JSON.parse(text));
-  return parsed.success && parsed.data.length > 0 ? parsed.data : undefined;
-}
-
-export function storedMessage(row: MessageRow, attachments?: AttachmentRef[]): StoredMessage {
-  const calls = parseToolCalls(row.tool_calls);
-  return {
-    seq: row.seq,
-    role: row.role,
-    content: row.content,
-    ...(attachments?.length ? { attachments } : {}),
-    ...(row.reasoning !== null ? { reasoning: row.reasoning } : {}),
-    ...(calls ? { tool_calls: calls } : {}),
-    ...(row.tool_call_id !== null ? { tool_call_id: row.tool_call_id } : {}),
-    created_at: iso(row.created_at),
-    ...(row.usage !== null ? { usage: JSON.parse(row.usage) as Usage } : {}),
-  };
-}
 
 /** The text a session's preview shows: the last message that has some. */
 function previewText(messages: readonly TurnMessage[]): string | undefined {

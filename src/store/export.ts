@@ -1,5 +1,5 @@
-import type { SessionSummary, StoredMessage } from "./conversations.ts";
 import { markdownText } from "./markdown-text.ts";
+import type { SessionSummary, StoredMessage } from "./message-rows.ts";
 
 /** `sessions.export`'s formats: a document for a person, or the data for a program. */
 export type ExportFormat = "markdown" | "json";

@@ -1,7 +1,7 @@
 import type { Database } from "bun:sqlite";
 import { CoreError } from "../protocol/errors.ts";
 import { Attachments } from "./attachments.ts";
-import { type SessionSummary, type StoredMessage, storedMessage, summaryOf } from "./conversations.ts";
+import { type SessionSummary, type StoredMessage, storedMessage, summaryOf } from "./message-rows.ts";
 import { named } from "./source-names.ts";
 
 /** `sessions.list`'s page: newest first, and the cursor for the next page (null at the end). */

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
-import type { SessionSummary, StoredMessage } from "../../src/store/conversations.ts";
 import { toMarkdown } from "../../src/store/export.ts";
+import type { SessionSummary, StoredMessage } from "../../src/store/message-rows.ts";
 
 const session: SessionSummary = {
   session_id: "s1",
