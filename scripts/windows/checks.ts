@@ -247,6 +247,14 @@ export function judgeSession(o: SessionObservation, facts: LinuxFacts): Check[] 
       { terminal: o.structured.terminal },
     ),
     check(
+      "session.document",
+      "documents.add of a Markdown text: its chunks stored by the chunk worker thread of the exe, then listed",
+      o.document.terminal?.result?.format === "markdown" &&
+        Number(o.document.terminal?.result?.chunks) >= 1 &&
+        (o.documents?.result?.documents as { name?: string }[] | undefined)?.[0]?.name === "notes.md",
+      { terminal: o.document.terminal, documents: o.documents },
+    ),
+    check(
       "session.mcp_tool",
       "the MCP test server (a Windows exe) ran the tool",
       o.mcpCalls.some((c) => parseJson(c)?.tool === "echo"),

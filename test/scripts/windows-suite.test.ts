@@ -106,6 +106,8 @@ function healthy(): Observation[] {
       },
       statusAfterCancel: result("status2", { llama }),
       structured: { terminal: result("json", { json: { os: "x", letters: 0 } }), events: [], ms: 100 },
+      document: { terminal: result("doc", { format: "markdown", chunks: 1 }), events: [], ms: 100 },
+      documents: result("docs", { documents: [{ name: "notes.md" }] }),
       shutdown: { terminal: result("bye", { status: "ok" }), resultMs: 300, exitMs: 350, exitCode: 0 },
       llamaPid: 464,
       llamaAliveAfterExit: false,

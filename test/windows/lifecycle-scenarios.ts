@@ -74,6 +74,17 @@ export async function session(plan: HostPlan): Promise<SessionObservation> {
     { id: "json", method: "chat", params: { input: "As JSON", response_format: STRUCTURED } },
     60_000,
   );
+  // The chunk thread of the compiled exe (a third entry point): a document stored and listed.
+  const document = await exchange(
+    core,
+    {
+      id: "doc",
+      method: "documents.add",
+      params: { text: "# Windows notes\n\nThe kettle is in the left cupboard.", name: "notes.md" },
+    },
+    60_000,
+  );
+  const documents = (await exchange(core, { id: "docs", method: "documents.list" })).terminal;
   const llamaPid = llamaPidOf(status);
   const s0 = performance.now();
   const bye = await exchange(core, { id: "bye", method: "shutdown" }, 30_000);
@@ -86,6 +97,8 @@ export async function session(plan: HostPlan): Promise<SessionObservation> {
     cancel: { answer, chat: slow, afterCancelMs },
     statusAfterCancel,
     structured,
+    document,
+    documents,
     shutdown: {
       terminal: bye.terminal,
       resultMs: bye.ms,

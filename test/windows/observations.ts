@@ -87,6 +87,9 @@ export interface SessionObservation {
   statusAfterCancel: Msg | null;
   /** A chat with a response_format: its answer checked on the validator's worker thread. */
   structured: Exchange;
+  /** documents.add of a Markdown text: its chunks written on the chunk worker thread. */
+  document: Exchange;
+  documents: Msg | null;
   shutdown: { terminal: Msg | null; resultMs: number; exitMs: number; exitCode: number | null };
   llamaPid: number | null;
   llamaAliveAfterExit: boolean | null;
