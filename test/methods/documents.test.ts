@@ -12,6 +12,7 @@ import {
   writeFileSync,
 } from "node:fs";
 import { join } from "node:path";
+import { deflateSync } from "node:zlib";
 import { ChatHarness, type Msg } from "../agent/harness.ts";
 import { minimalPdf } from "../fixtures/pdf-writer.ts";
 
@@ -158,6 +159,16 @@ describe("documents.add, list, delete and citations", () => {
         /./,
       ],
       [{ path: huge }, { data: { problem: "too_large" } }, /1073741824 bytes/],
+      // Bombs: a Flate stream of 80 MiB of spaces in ~80 KiB, and more pages than are read
+      // (5,000); each refused before the work it would take.
+      [{ path: file("flate-bomb.pdf", flateBomb()) }, { data: { problem: "too_large" } }, /./],
+      [
+        {
+          path: file("page-bomb.pdf", minimalPdf(Array.from({ length: 5001 }, () => ["p"]))),
+        },
+        { data: { problem: "too_large" } },
+        /5001 pages/,
+      ],
       [{ path: fifo }, { data: { problem: "unreadable" } }, /not a file/],
       [{ path: join(dir, "folder") }, { data: { problem: "unreadable" } }, /not a file/],
       [{ path: join(dir, "loop-a") }, { data: { problem: "unreadable" } }, /loop of symbolic links/],
@@ -287,3 +298,13 @@ describe("documents.add, list, delete and citations", () => {
     expect(holding(h.dataDir, "LIBRARYWORD").length).toBeGreaterThan(0);
   });
 });
+
+/** A PDF whose one stream inflates to 80 MiB (its text would be spaces), about 80 KiB on disk. */
+function flateBomb(): Buffer {
+  const head = "%PDF-1.4\n1 0 obj\n<< /Length 0 /Filter /FlateDecode >>\nstream\n";
+  return Buffer.concat([
+    Buffer.from(head, "latin1"),
+    deflateSync(Buffer.alloc(80 * 1024 * 1024, 0x20)),
+    Buffer.from("\nendstream\nendobj\n%%EOF\n"),
+  ]);
+}
