@@ -131,15 +131,19 @@ export function textOnly(messages: readonly ChatMessage[]): ChatMessage[] {
 /**
  * llama-server's refusal of a request's images, as the chat's: a server without a projector
  * (500 "image input is not supported", transcripts/105: the model was swapped under the
- * /props read), or bytes its decoder cannot read past their header (400, 106b).
+ * /props read), or bytes its decoder cannot read past their header (400, 106b). Its answer
+ * does not say which image: with one image in the chat's params it is `images[0]` (the
+ * history's were read before), else the list.
  */
-export function imageRefusal(err: LlmError): CoreError | undefined {
+export function imageRefusal(err: LlmError, chatImages: number): CoreError | undefined {
   if (err.status === 500 && /image input is not supported/i.test(err.message)) return notVision();
-  if (err.status === 400 && /failed to load image/i.test(err.message))
+  if (err.status === 400 && /failed to load image/i.test(err.message)) {
+    const field = chatImages === 1 ? "images[0]" : "images";
     return new CoreError(
       "invalid_request",
-      "params.images: llama-server could not decode an image (its header was readable, its pixels were not)",
-      { field: "images", problem: "damaged" },
+      `params.${field}: llama-server could not decode ${chatImages === 1 ? "the" : "an"} image (its header was readable, its pixels were not)`,
+      { field, problem: "damaged" },
     );
+  }
   return undefined;
 }

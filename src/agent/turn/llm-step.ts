@@ -106,7 +106,7 @@ export async function llmStep(ctx: TurnContext, setup: StepSetup, step: number):
       // The server died or wedged mid-request (the supervisor restarts it on the next chat).
       if (isCoreError(err)) return { kind: "failed", failure: err };
       if (!(err instanceof LlmError)) throw err;
-      const image = imageRefusal(err);
+      const image = imageRefusal(err, ctx.params.images?.length ?? 0);
       if (image) return { kind: "refused", error: image };
       if (err.kind !== "context_overflow") return { kind: "failed", failure: err };
       if (layout.kept === 0) return { kind: "overflow", error: err };
