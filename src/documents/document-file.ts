@@ -1,4 +1,4 @@
-import { FileTooLarge, NotRegularFile, readFileBytesAsync } from "../util/read-file.ts";
+import { FileTooLarge, NotRegularFile, readFailure, readFileBytesAsync } from "../util/read-file.ts";
 import { MAX_DOCUMENT_BYTES } from "./limits.ts";
 import { documentProblem } from "./refusal.ts";
 
@@ -16,15 +16,6 @@ export async function readDocumentFile(path: string): Promise<Uint8Array> {
   }
 }
 
-const OS_REASONS: Record<string, string> = {
-  ENOENT: "no such file",
-  ENOTDIR: "a folder on its path is not a folder",
-  EACCES: "permission denied",
-  EPERM: "permission denied",
-  ELOOP: "a loop of symbolic links",
-  ENAMETOOLONG: "the path is too long",
-};
-
 function refusalOf(path: string, err: unknown): Error {
   if (err instanceof FileTooLarge)
     return documentProblem(
@@ -33,7 +24,5 @@ function refusalOf(path: string, err: unknown): Error {
     );
   if (err instanceof NotRegularFile)
     return documentProblem("unreadable", `${path} is ${err.kind}, not a file`);
-  const code = (err as NodeJS.ErrnoException | undefined)?.code;
-  const reason = (code && OS_REASONS[code]) ?? (err instanceof Error ? err.message : String(err));
-  return documentProblem("unreadable", `${path} cannot be read: ${reason}`);
+  return documentProblem("unreadable", `${path} cannot be read: ${readFailure(err)}`);
 }

@@ -1,4 +1,4 @@
-import { FileTooLarge, NotRegularFile, readFileBytesAsync } from "../util/read-file.ts";
+import { FileTooLarge, NotRegularFile, readFailure, readFileBytesAsync } from "../util/read-file.ts";
 import { MAX_IMAGE_BYTES } from "./limits.ts";
 import { imageRefused } from "./refusal.ts";
 
@@ -16,18 +16,6 @@ export async function readImageFile(index: number, path: string): Promise<Uint8A
       throw imageRefused(index, "too_large", `${path} is ${err.bytes} bytes, over ${MAX_IMAGE_BYTES}`);
     if (err instanceof NotRegularFile)
       throw imageRefused(index, "unreadable", `${path} is ${err.kind}, not a file`);
-    const code = (err as NodeJS.ErrnoException | undefined)?.code;
-    const reason = (code && OS_REASONS[code]) ?? (err instanceof Error ? err.message : String(err));
-    throw imageRefused(index, "unreadable", `${path} cannot be read: ${reason}`);
+    throw imageRefused(index, "unreadable", `${path} cannot be read: ${readFailure(err)}`);
   }
 }
-
-const OS_REASONS: Record<string, string> = {
-  ENOENT: "no such file",
-  ENOTDIR: "a folder on its path is not a folder",
-  EACCES: "permission denied",
-  EPERM: "permission denied",
-  ELOOP: "a loop of symbolic links",
-  ENAMETOOLONG: "the path is too long",
-  EISDIR: "a directory",
-};

@@ -125,3 +125,19 @@ export function kindOf(stats: Stats): string {
   if (stats.isSymbolicLink()) return "a symbolic link";
   return "not a file";
 }
+
+const OS_REASONS: Record<string, string> = {
+  ENOENT: "no such file",
+  ENOTDIR: "a folder on its path is not a folder",
+  EACCES: "permission denied",
+  EPERM: "permission denied",
+  ELOOP: "a loop of symbolic links",
+  ENAMETOOLONG: "the path is too long",
+  EISDIR: "a directory",
+};
+
+/** Why a read of a file failed, in words a person acts on (the OS's code, else the message). */
+export function readFailure(err: unknown): string {
+  const code = (err as NodeJS.ErrnoException | undefined)?.code;
+  return (code && OS_REASONS[code]) ?? (err instanceof Error ? err.message : String(err));
+}
