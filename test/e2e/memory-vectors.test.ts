@@ -123,3 +123,47 @@ async function embeddedAll(core: ReturnType<typeof spawnCore>, total: number): P
     await Bun.sleep(100);
   }
 }
+
+describe.skipIf(process.platform === "win32")("a document with an embedding model (compiled core)", () => {
+  test("documents.add embeds its chunks before it answers; a question sharing no word with it cites it", async () => {
+    await using dir = tmpdir();
+    writeGguf(dir.path, "embed.gguf", bertModel());
+    const stack = writeStack(dir.path, {
+      script: [{ content: "the left cupboard" }],
+      extraYaml: [
+        "  embedding_model: embed",
+        "models:",
+        "  - {name: embed, path: ./embed.gguf, kind: embedding}",
+      ].join("\n"),
+    });
+    await using core = spawnCore({ cwd: dir.path, env: stack.env });
+    await core.request({ id: 0, method: "initialize" });
+    const added = await core.request(
+      {
+        id: 1,
+        method: "documents.add",
+        params: { text: "The kettle lives in the left cupboard.", name: "home.md" },
+      },
+      30_000,
+    );
+    expect(added.result).toMatchObject({ name: "home.md", chunks: 1 });
+    // Embedded by documents.add itself (Services.embedChunks), not left to the background job.
+    const db = new Database(join(stack.dataDir, "local-ai.db"), { readonly: true });
+    const vectors = db
+      .query(
+        "SELECT count(*) AS n FROM memory_vectors v JOIN memory m ON m.id = v.memory_id WHERE m.document_id = ?",
+      )
+      .get(added.result.document_id) as { n: number };
+    db.close();
+    expect(vectors.n).toBe(1);
+    const ask = await core.request(
+      { id: 2, method: "chat", params: { input: "where should I look for tea things", session_id: "s" } },
+      30_000,
+    );
+    expect(ask.result?.sources).toEqual([
+      expect.objectContaining({ kind: "document", id: added.result.document_id, name: "home.md", chunk: 0 }),
+    ]);
+    await core.request({ id: "bye", method: "shutdown" });
+    expect(await core.exited()).toBe(0);
+  }, 120_000);
+});
