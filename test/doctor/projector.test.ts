@@ -1,32 +1,11 @@
 import { describe, expect, test } from "bun:test";
-import { chmodSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
-import { type DoctorDeps, runDoctor } from "../../src/doctor/doctor.ts";
-import { defaultPlanDeps } from "../../src/models/local-plan-deps.ts";
-import { CoreServices } from "../../src/server/services.ts";
+import { runDoctor } from "../../src/doctor/doctor.ts";
 import { mmproj } from "../fixtures/gguf-mmproj.ts";
 import { tinyLlama, tinyLlamaQ8, writeGguf } from "../fixtures/gguf-writer.ts";
-import { cpuOnlyMachine } from "../fixtures/hardware.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
+import { checkById, coreWithConfig, doctorDeps } from "./helpers/config-core.ts";
 
 // doctor names a projector that cannot serve its model (recordings 105b–105d), not a chat.
-
-const deps: DoctorDeps = {
-  ...defaultPlanDeps,
-  probe: async () => cpuOnlyMachine(),
-  run: async () => ({ kind: "exit", code: 0, stdout: "", stderr: "version: 1 (b1)" }),
-};
-
-function setup(dir: string, yaml: string): CoreServices {
-  const bin = join(dir, "llama-server");
-  writeFileSync(bin, "#!/bin/sh\n");
-  chmodSync(bin, 0o755);
-  writeFileSync(join(dir, "config.yaml"), `llama:\n  binary: ./llama-server\n${yaml}`);
-  return new CoreServices({ configPath: "config.yaml", cwd: dir });
-}
-
-type Report = Awaited<ReturnType<typeof runDoctor>>;
-const byId = (r: Report, id: string) => r.checks.find((c) => c.id === id);
 
 describe("doctor's projector check (docs/doctor.md)", () => {
   test("a configured projector of another width (105b) fails naming it and both widths; the plan is skipped", async () => {
@@ -34,11 +13,11 @@ describe("doctor's projector check (docs/doctor.md)", () => {
     writeGguf(dir.path, "q8.gguf", tinyLlamaQ8());
     const proj = writeGguf(dir.path, "tiny-vision-mmproj.gguf", mmproj());
     const r = await runDoctor(
-      setup(dir.path, "model:\n  path: ./q8.gguf\n  mmproj: ./tiny-vision-mmproj.gguf\n"),
-      deps,
+      coreWithConfig(dir.path, "model:\n  path: ./q8.gguf\n  mmproj: ./tiny-vision-mmproj.gguf\n"),
+      doctorDeps,
     );
     expect(r.ok).toBe(false);
-    const check = byId(r, "projector")!;
+    const check = checkById(r, "projector")!;
     expect(check.status).toBe("fail");
     expect(check.message).toContain(proj);
     expect(check.message).toContain("projection width 64");
@@ -50,7 +29,7 @@ describe("doctor's projector check (docs/doctor.md)", () => {
       projector_width: 64,
       model_width: 128,
     });
-    expect(byId(r, "plan")).toMatchObject({ status: "skip" });
+    expect(checkById(r, "plan")).toMatchObject({ status: "skip" });
     // Its place: right after the model it serves.
     const ids = r.checks.map((c) => c.id);
     expect(ids.indexOf("projector")).toBe(ids.indexOf("model") + 1);
@@ -63,12 +42,12 @@ describe("doctor's projector check (docs/doctor.md)", () => {
     writeGguf(dir.path, "tiny-llama.gguf", tinyLlama());
     const yaml =
       "model:\n  path: ./m.gguf\n  mmproj: ./gone-mmproj.gguf\nmodels:\n  - name: v\n    path: ./v.gguf\n    mmproj: ./tiny-llama.gguf\n";
-    const r = await runDoctor(setup(dir.path, yaml), deps);
-    expect(byId(r, "projector")).toMatchObject({
+    const r = await runDoctor(coreWithConfig(dir.path, yaml), doctorDeps);
+    expect(checkById(r, "projector")).toMatchObject({
       status: "fail",
       data: { problem: "absent", model_width: 64 },
     });
-    const named = byId(r, "projector:v")!;
+    const named = checkById(r, "projector:v")!;
     expect(named).toMatchObject({ status: "fail", data: { problem: "not_projector", model: "v" } });
     expect(named.fix).toContain("models.0.mmproj");
   });
@@ -77,20 +56,20 @@ describe("doctor's projector check (docs/doctor.md)", () => {
     using dir = tmpdir();
     writeGguf(dir.path, "vision.gguf", tinyLlama());
     const proj = writeGguf(dir.path, "mmproj-vision-f16.gguf", mmproj());
-    const r = await runDoctor(setup(dir.path, "model:\n  path: ./vision.gguf\n"), deps);
-    expect(byId(r, "projector")).toMatchObject({
+    const r = await runDoctor(coreWithConfig(dir.path, "model:\n  path: ./vision.gguf\n"), doctorDeps);
+    expect(checkById(r, "projector")).toMatchObject({
       status: "ok",
       data: { path: proj, width: 64, source: "auto" },
     });
-    const argv = byId(r, "plan")!.data!.argv as string[];
+    const argv = checkById(r, "plan")!.data!.argv as string[];
     expect(argv[argv.indexOf("--mmproj") + 1]).toBe(proj);
   });
 
   test("a text model with nothing beside it has no projector line at all", async () => {
     using dir = tmpdir();
     writeGguf(dir.path, "m.gguf", tinyLlama());
-    const r = await runDoctor(setup(dir.path, "model:\n  path: ./m.gguf\n"), deps);
-    expect(byId(r, "projector")).toBeUndefined();
-    expect(byId(r, "plan")!.status).not.toBe("fail");
+    const r = await runDoctor(coreWithConfig(dir.path, "model:\n  path: ./m.gguf\n"), doctorDeps);
+    expect(checkById(r, "projector")).toBeUndefined();
+    expect(checkById(r, "plan")!.status).not.toBe("fail");
   });
 });

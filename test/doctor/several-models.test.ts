@@ -1,33 +1,12 @@
 import { describe, expect, test } from "bun:test";
-import { chmodSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
-import { type DoctorDeps, runDoctor } from "../../src/doctor/doctor.ts";
-import { defaultPlanDeps } from "../../src/models/local-plan-deps.ts";
+import { runDoctor } from "../../src/doctor/doctor.ts";
 import { pinnedPlansProblem, pinnedSetProblem } from "../../src/models/pinned-set.ts";
 import type { DevicePlan } from "../../src/protocol/plan.ts";
-import { CoreServices } from "../../src/server/services.ts";
 import { tinyLlama, writeGguf } from "../fixtures/gguf-writer.ts";
-import { cpuOnlyMachine } from "../fixtures/hardware.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
+import { checkById, coreWithConfig, doctorDeps } from "./helpers/config-core.ts";
 
 // doctor checks every configured model (docs/doctor.md "Several models").
-
-const deps: DoctorDeps = {
-  readModel: defaultPlanDeps.readModel,
-  probe: async () => cpuOnlyMachine(),
-  run: async () => ({ kind: "exit", code: 0, stdout: "", stderr: "version: 1 (b1)" }),
-};
-
-function setup(dir: string, yaml: string): CoreServices {
-  const bin = join(dir, "llama-server");
-  writeFileSync(bin, "#!/bin/sh\n");
-  chmodSync(bin, 0o755);
-  writeFileSync(join(dir, "config.yaml"), `llama:\n  binary: ./llama-server\n${yaml}`);
-  return new CoreServices({ configPath: "config.yaml", cwd: dir });
-}
-
-type Report = Awaited<ReturnType<typeof runDoctor>>;
-const byId = (r: Report, id: string) => r.checks.find((c) => c.id === id);
 
 // tinyLlama at 2048 tokens plans ~14 MB on the CPU: one fits 20 MB, two do not.
 const TWO_PINNED = `model:
@@ -51,11 +30,11 @@ describe("doctor over several models", () => {
     using dir = tmpdir();
     writeGguf(dir.path, "m.gguf", tinyLlama());
     writeGguf(dir.path, "q.gguf", tinyLlama());
-    const core = setup(
+    const core = coreWithConfig(
       dir.path,
       "model:\n  path: ./m.gguf\nmodels:\n  - name: q\n    path: ./q.gguf\n  - name: gone\n    path: ./gone.gguf\n",
     );
-    const r = await runDoctor(core, deps);
+    const r = await runDoctor(core, doctorDeps);
     expect(r.ok).toBe(false);
     expect(r.checks.map((c) => [c.id, c.status])).toEqual([
       ["config", "ok"],
@@ -70,60 +49,62 @@ describe("doctor over several models", () => {
       ["plan:q", "ok"],
       ["plan:gone", "skip"],
     ]);
-    const gone = byId(r, "model:gone")!;
+    const gone = checkById(r, "model:gone")!;
     expect(gone.message).toContain("gone.gguf");
     expect(gone.fix).toContain("models.1.path");
     expect(gone.data?.model).toBe("gone");
-    expect(byId(r, "model")!.data?.model).toBeUndefined();
+    expect(checkById(r, "model")!.data?.model).toBeUndefined();
   });
 
   test("an embedding entry is checked as a GGUF and for fit", async () => {
     using dir = tmpdir();
     writeGguf(dir.path, "m.gguf", tinyLlama());
     writeGguf(dir.path, "e.gguf", tinyLlama());
-    const core = setup(
+    const core = coreWithConfig(
       dir.path,
       "model:\n  path: ./m.gguf\nmodels:\n  - name: embed\n    path: ./e.gguf\n    kind: embedding\n",
     );
-    const r = await runDoctor(core, deps);
+    const r = await runDoctor(core, doctorDeps);
     expect(r.ok).toBe(true);
-    expect(byId(r, "model:embed")?.status).toBe("ok");
-    expect(byId(r, "plan:embed")?.message).toContain("embeddings (pooling mean), inputs of up to");
-    expect(byId(r, "plan:embed")?.data?.argv).toContain("--embeddings");
+    expect(checkById(r, "model:embed")?.status).toBe("ok");
+    expect(checkById(r, "plan:embed")?.message).toContain("embeddings (pooling mean), inputs of up to");
+    expect(checkById(r, "plan:embed")?.data?.argv).toContain("--embeddings");
   });
 
   test("a pinned pair over the hardware.ram_bytes budget fails one check naming both", async () => {
     using dir = tmpdir();
     for (const f of ["m.gguf", "a.gguf", "b.gguf"]) writeGguf(dir.path, f, tinyLlama());
-    const r = await runDoctor(setup(dir.path, TWO_PINNED), deps);
+    const r = await runDoctor(coreWithConfig(dir.path, TWO_PINNED), doctorDeps);
     expect(r.ok).toBe(false);
     expect(r.checks.filter((c) => c.status === "fail").map((c) => c.id)).toEqual(["pinned"]);
-    const pinned = byId(r, "pinned")!;
+    const pinned = checkById(r, "pinned")!;
     expect(pinned.message).toContain("a, b");
     expect(pinned.data).toMatchObject({
       models: ["a", "b"],
       devices: [{ device: "cpu", budget_bytes: 20_000_000 }],
     });
     // Each alone fits: the plans pass.
-    expect(byId(r, "plan:a")?.status).toBe("ok");
-    expect(byId(r, "plan:b")?.status).toBe("ok");
+    expect(checkById(r, "plan:a")?.status).toBe("ok");
+    expect(checkById(r, "plan:b")?.status).toBe("ok");
   });
 
   test("a pinned pair that fits passes; the runtime's pinnedSetProblem agrees with doctor", async () => {
     using dir = tmpdir();
     for (const f of ["m.gguf", "a.gguf", "b.gguf"]) writeGguf(dir.path, f, tinyLlama());
-    const fits = setup(dir.path, TWO_PINNED.replace("20000000", "40000000"));
-    expect(byId(await runDoctor(fits, deps), "pinned")?.status).toBe("ok");
-    expect(await pinnedSetProblem(fits.loadedConfig().config, deps)).toBeNull();
-    const over = setup(dir.path, TWO_PINNED);
-    expect(await pinnedSetProblem(over.loadedConfig().config, deps)).toMatchObject({ models: ["a", "b"] });
+    const fits = coreWithConfig(dir.path, TWO_PINNED.replace("20000000", "40000000"));
+    expect(checkById(await runDoctor(fits, doctorDeps), "pinned")?.status).toBe("ok");
+    expect(await pinnedSetProblem(fits.loadedConfig().config, doctorDeps)).toBeNull();
+    const over = coreWithConfig(dir.path, TWO_PINNED);
+    expect(await pinnedSetProblem(over.loadedConfig().config, doctorDeps)).toMatchObject({
+      models: ["a", "b"],
+    });
   });
 
   test("no pinned pair, no pinned check", async () => {
     using dir = tmpdir();
     writeGguf(dir.path, "m.gguf", tinyLlama());
-    const r = await runDoctor(setup(dir.path, "model:\n  path: ./m.gguf\n"), deps);
-    expect(byId(r, "pinned")).toBeUndefined();
+    const r = await runDoctor(coreWithConfig(dir.path, "model:\n  path: ./m.gguf\n"), doctorDeps);
+    expect(checkById(r, "pinned")).toBeUndefined();
   });
 });
 

@@ -1,7 +1,8 @@
 import { describe, expect, test } from "bun:test";
-import { readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { spawnCore } from "../fixtures/core-process.ts";
+import { filesHolding } from "../fixtures/files-holding.ts";
 import { minimalPdf } from "../fixtures/pdf-writer.ts";
 import { writeStack } from "../fixtures/stack.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
@@ -12,19 +13,6 @@ import { tmpdir } from "../fixtures/tmpdir.ts";
 const onPosix = process.platform !== "win32";
 
 /** Files under `dir` holding `marker`, but llama-server's own log (what the stand-in was sent). */
-function holding(dir: string, marker: string): string[] {
-  const found: string[] = [];
-  const walk = (d: string) => {
-    for (const e of readdirSync(d, { withFileTypes: true })) {
-      const p = join(d, e.name);
-      if (e.isDirectory()) walk(p);
-      else if (!p.includes(join(dir, "logs")) && readFileSync(p).includes(Buffer.from(marker)))
-        found.push(p.slice(dir.length + 1));
-    }
-  };
-  walk(dir);
-  return found;
-}
 
 describe.skipIf(!onPosix)("documents through the compiled binary", () => {
   test("library Markdown and a session's PDF: listed, cited by a chat, deleted with nothing readable left", async () => {
@@ -76,11 +64,11 @@ describe.skipIf(!onPosix)("documents through the compiled binary", () => {
     });
     // (The stand-in's answer quotes the recalled passages, which stay with the session; the
     // third page was never recalled, so the delete leaves it nowhere.)
-    expect(holding(stack.dataDir, "KRILLWORD")).toEqual([]);
+    expect(filesHolding(stack.dataDir, "KRILLWORD", "logs")).toEqual([]);
     const del = await core.request({ id: "d2", method: "users.delete", params: {} });
     expect(del.type).toBe("result");
-    expect(holding(stack.dataDir, "tusk is a tooth")).toEqual([]);
-    expect(holding(stack.dataDir, "NARWHAL")).toEqual([]);
+    expect(filesHolding(stack.dataDir, "tusk is a tooth", "logs")).toEqual([]);
+    expect(filesHolding(stack.dataDir, "NARWHAL", "logs")).toEqual([]);
     core.closeStdin();
     expect(await core.exited()).toBe(0);
   }, 60_000);

@@ -1,7 +1,8 @@
 import { describe, expect, test } from "bun:test";
-import { readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { spawnCore } from "../fixtures/core-process.ts";
+import { filesHolding } from "../fixtures/files-holding.ts";
 import { b64, png } from "../fixtures/images.ts";
 import { writeStack } from "../fixtures/stack.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
@@ -10,19 +11,6 @@ import { tmpdir } from "../fixtures/tmpdir.ts";
 // with `--mmproj` (by `llama.extra_args`: the projector's own config is another part of issue
 // 30), and without one: sent, counted, stored, fetched back, refused, erased.
 const onPosix = process.platform !== "win32";
-
-function holding(dir: string, marker: Buffer): string[] {
-  const found: string[] = [];
-  const walk = (d: string) => {
-    for (const e of readdirSync(d, { withFileTypes: true })) {
-      const p = join(d, e.name);
-      if (e.isDirectory()) walk(p);
-      else if (!p.includes(join(dir, "logs")) && readFileSync(p).includes(marker)) found.push(p);
-    }
-  };
-  walk(dir);
-  return found;
-}
 
 describe.skipIf(!onPosix)("images, through the compiled binary", () => {
   test("a chat with a path and base64: sent, counted, stored, given back; a FIFO and a URL refused; erased with the user", async () => {
@@ -86,9 +74,9 @@ describe.skipIf(!onPosix)("images, through the compiled binary", () => {
     // A ping is answered while nothing hangs on the FIFO.
     expect((await core.request({ id: 6, method: "ping" })).result).toEqual({ status: "ok" });
 
-    expect(holding(stack.dataDir, Buffer.from("OKAPIPIXELS")).length).toBeGreaterThan(0);
+    expect(filesHolding(stack.dataDir, Buffer.from("OKAPIPIXELS"), "logs").length).toBeGreaterThan(0);
     await core.request({ id: 7, method: "users.delete", params: {} });
-    expect(holding(stack.dataDir, Buffer.from("OKAPIPIXELS"))).toEqual([]);
+    expect(filesHolding(stack.dataDir, Buffer.from("OKAPIPIXELS"), "logs")).toEqual([]);
   });
 
   test("a model without a projector: model_not_vision, and the session stays empty", async () => {

@@ -1,7 +1,8 @@
 import { describe, expect, test } from "bun:test";
-import { cpSync, existsSync, readdirSync, readFileSync } from "node:fs";
+import { cpSync, existsSync } from "node:fs";
 import { join } from "node:path";
 import { spawnCore } from "../fixtures/core-process.ts";
+import { filesHolding } from "../fixtures/files-holding.ts";
 import { writeStack } from "../fixtures/stack.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
@@ -9,24 +10,6 @@ import { tmpdir } from "../fixtures/tmpdir.ts";
 // cores on one data folder, and SIGKILL of the core while turns commit.
 const V01 = join(import.meta.dir, "..", "fixtures", "data-v01", "users");
 const onPosix = process.platform !== "win32";
-
-/**
- * Files under `dir` holding `marker`, but llama-server's own log (data_dir/logs: what llama-server
- * printed, docs/supervisor.md).
- */
-function holding(dir: string, marker: string): string[] {
-  const found: string[] = [];
-  const walk = (d: string) => {
-    for (const e of readdirSync(d, { withFileTypes: true })) {
-      const p = join(d, e.name);
-      if (e.isDirectory()) walk(p);
-      else if (!p.includes(`${join(dir, "logs")}`) && readFileSync(p).includes(Buffer.from(marker)))
-        found.push(p.slice(dir.length + 1));
-    }
-  };
-  walk(dir);
-  return found;
-}
 
 describe.skipIf(!onPosix)("conversations in the database, through the compiled binary", () => {
   test("a data folder the 0.1 core wrote is imported once: histories, memory, an interrupted turn resumable", async () => {
@@ -99,8 +82,8 @@ describe.skipIf(!onPosix)("conversations in the database, through the compiled b
       expect(r.type).toBe("result");
     }
     await core.request({ id: "b", method: "chat", params: { user_id: "bob", input: "bob's own WOMBAT" } });
-    expect(holding(stack.dataDir, "MARMOSET").length).toBeGreaterThan(0);
-    expect(holding(stack.dataDir, "Porto").length).toBeGreaterThan(0);
+    expect(filesHolding(stack.dataDir, "MARMOSET", "logs").length).toBeGreaterThan(0);
+    expect(filesHolding(stack.dataDir, "Porto", "logs").length).toBeGreaterThan(0);
     // A copy of the database as a reset would have set it aside: the erase reaches it too.
     const aside = join(stack.dataDir, "local-ai.db.corrupt-2026-01-01T00-00-00-000Z");
     for (const suffix of ["", "-wal"])
@@ -109,12 +92,12 @@ describe.skipIf(!onPosix)("conversations in the database, through the compiled b
     const del = await core.request({ id: "d", method: "users.delete", params: { user_id: "ann" } });
     expect(del.result.deleted_sessions).toBe(8);
     expect(del.result.set_aside_copies).toEqual([{ path: aside, outcome: "scrubbed", deleted_sessions: 8 }]);
-    expect(holding(stack.dataDir, "MARMOSET")).toEqual([]);
-    expect(holding(stack.dataDir, "Porto")).toEqual([]);
-    expect(holding(stack.dataDir, "WOMBAT").length).toBeGreaterThan(0);
+    expect(filesHolding(stack.dataDir, "MARMOSET", "logs")).toEqual([]);
+    expect(filesHolding(stack.dataDir, "Porto", "logs")).toEqual([]);
+    expect(filesHolding(stack.dataDir, "WOMBAT", "logs").length).toBeGreaterThan(0);
     core.closeStdin();
     expect(await core.exited()).toBe(0);
-    expect(holding(stack.dataDir, "MARMOSET")).toEqual([]);
+    expect(filesHolding(stack.dataDir, "MARMOSET", "logs")).toEqual([]);
   }, 30_000);
 
   test("a delete from a second core wins over a turn streaming in the first: nothing of the session comes back", async () => {
@@ -143,7 +126,7 @@ describe.skipIf(!onPosix)("conversations in the database, through the compiled b
     b.closeStdin();
     expect(await a.exited()).toBe(0);
     expect(await b.exited()).toBe(0);
-    expect(holding(stack.dataDir, "GIBBON")).toEqual([]);
+    expect(filesHolding(stack.dataDir, "GIBBON", "logs")).toEqual([]);
   }, 60_000);
 
   test("two cores on one data folder: chats on one session from both never lose, duplicate or interleave a turn", async () => {

@@ -1,19 +1,11 @@
 import { Database } from "bun:sqlite";
 import { describe, expect, test } from "bun:test";
 import { execFileSync } from "node:child_process";
-import {
-  closeSync,
-  ftruncateSync,
-  mkdirSync,
-  openSync,
-  readdirSync,
-  readFileSync,
-  symlinkSync,
-  writeFileSync,
-} from "node:fs";
+import { closeSync, ftruncateSync, mkdirSync, openSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { deflateSync } from "node:zlib";
 import { ChatHarness, type Msg } from "../agent/harness.ts";
+import { filesHolding } from "../fixtures/files-holding.ts";
 import { minimalPdf } from "../fixtures/pdf-writer.ts";
 
 /** A request's terminal message; results are read loosely here (the client types check their shapes). */
@@ -30,18 +22,6 @@ async function call(
 const plain = { agents: [{ name: "plain" }], memory: { enabled: true, top_k: 5 } };
 
 /** Files under `dir` (recursively) holding `marker`. */
-function holding(dir: string, marker: string): string[] {
-  const found: string[] = [];
-  const walk = (d: string) => {
-    for (const e of readdirSync(d, { withFileTypes: true })) {
-      const p = join(d, e.name);
-      if (e.isDirectory()) walk(p);
-      else if (e.isFile() && readFileSync(p).includes(Buffer.from(marker))) found.push(p);
-    }
-  };
-  walk(dir);
-  return found;
-}
 
 /** Chunk rows in the database now, committed or not (read beside the core, as another process would). */
 function chunkRows(h: ChatHarness): number {
@@ -114,7 +94,7 @@ describe("documents.add, list, delete and citations", () => {
       code: "invalid_request",
       data: { reason: "document_not_found" },
     });
-    expect(holding(h.dataDir, "subspecies of zebra")).toEqual([]);
+    expect(filesHolding(h.dataDir, "subspecies of zebra")).toEqual([]);
   });
 
   test("bad params and bad files: the code and message a host sees", async () => {
@@ -263,7 +243,7 @@ describe("documents.add, list, delete and citations", () => {
     expect(chunkRows(h)).toBe(0);
     expect((await call(h, "l", "documents.list", { user_id: "ann" })).result.documents).toEqual([]);
     h.services.store().close();
-    expect(holding(h.dataDir, "ERASEDWORD")).toEqual([]);
+    expect(filesHolding(h.dataDir, "ERASEDWORD")).toEqual([]);
   }, 60_000);
 
   test("a stored answer names its sources when shown: a cited session erased leaves no copy of its title", async () => {
@@ -281,7 +261,7 @@ describe("documents.add, list, delete and citations", () => {
     expect(after.result.messages.at(-1).sources).toEqual([
       expect.objectContaining({ kind: "turn", id: "x", name: "", chunk: 0 }),
     ]);
-    expect(holding(h.dataDir, "KOALATITLE")).toEqual([]);
+    expect(filesHolding(h.dataDir, "KOALATITLE")).toEqual([]);
   });
 
   test("sessions.delete erases its attachments, not the library", async () => {
@@ -294,8 +274,8 @@ describe("documents.add, list, delete and citations", () => {
     expect((await call(h, "l", "documents.list", {})).result.documents.map((d: any) => d.session_id)).toEqual(
       [null],
     );
-    expect(holding(h.dataDir, "ATTACHEDWORD")).toEqual([]);
-    expect(holding(h.dataDir, "LIBRARYWORD").length).toBeGreaterThan(0);
+    expect(filesHolding(h.dataDir, "ATTACHEDWORD")).toEqual([]);
+    expect(filesHolding(h.dataDir, "LIBRARYWORD").length).toBeGreaterThan(0);
   });
 });
 

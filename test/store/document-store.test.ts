@@ -1,9 +1,10 @@
 import { Database } from "bun:sqlite";
 import { describe, expect, test } from "bun:test";
-import { copyFileSync, existsSync, readdirSync, readFileSync } from "node:fs";
+import { copyFileSync, existsSync } from "node:fs";
 import { join } from "node:path";
 import type { PendingDocument } from "../../src/store/document-store.ts";
 import { Store } from "../../src/store/store.ts";
+import { filesHolding } from "../fixtures/files-holding.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
 const turn = (store: Store, userId: string, sessionId: string, text: string) =>
@@ -39,9 +40,6 @@ function addDoc(
 }
 
 /** Files under `dir` holding `marker`. */
-function holding(dir: string, marker: string): string[] {
-  return readdirSync(dir).filter((n) => readFileSync(join(dir, n)).includes(Buffer.from(marker)));
-}
 
 const kinds = (store: Store, user: string, q: string, session?: string) =>
   store.memory
@@ -126,18 +124,18 @@ describe("documents in the store: scope, citations, erase", () => {
     for (const suffix of ["", "-wal"])
       if (existsSync(join(dir.path, `local-ai.db${suffix}`)))
         copyFileSync(join(dir.path, `local-ai.db${suffix}`), `${aside}${suffix}`);
-    expect(holding(dir.path, "DELETEDWORD").length).toBeGreaterThan(1);
+    expect(filesHolding(dir.path, "DELETEDWORD").length).toBeGreaterThan(1);
     expect(await store.deleteDocument("ann", "gone")).toBe(true);
     expect(await store.deleteDocument("ann", "gone")).toBe(false);
     expect(await store.deleteDocument("bob", "lib")).toBe(false);
-    expect(holding(dir.path, "DELETEDWORD")).toEqual([]);
+    expect(filesHolding(dir.path, "DELETEDWORD")).toEqual([]);
     await store.deleteSession("ann", "s1");
     expect(store.documents.list("ann").map((d) => d.document_id)).toEqual(["lib"]);
-    expect(holding(dir.path, "ATTACHWORD")).toEqual([]);
-    expect(holding(dir.path, "LIBRARYWORD").length).toBeGreaterThan(0);
+    expect(filesHolding(dir.path, "ATTACHWORD")).toEqual([]);
+    expect(filesHolding(dir.path, "LIBRARYWORD").length).toBeGreaterThan(0);
     await store.deleteUser("ann");
     expect(store.documents.list("ann")).toEqual([]);
-    expect(holding(dir.path, "LIBRARYWORD")).toEqual([]);
+    expect(filesHolding(dir.path, "LIBRARYWORD")).toEqual([]);
     store.close();
   });
 

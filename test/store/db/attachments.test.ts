@@ -1,8 +1,7 @@
 import { describe, expect, test } from "bun:test";
-import { readdirSync, readFileSync } from "node:fs";
-import { join } from "node:path";
 import type { AttachmentRef } from "../../../src/protocol/chat-message.ts";
 import { Store } from "../../../src/store/store.ts";
+import { filesHolding } from "../../fixtures/files-holding.ts";
 import { png } from "../../fixtures/images.ts";
 import { tmpdir } from "../../fixtures/tmpdir.ts";
 
@@ -14,19 +13,6 @@ import { tmpdir } from "../../fixtures/tmpdir.ts";
 function imageHolding(marker: string): Uint8Array {
   const head = png(2, 2);
   return Buffer.concat([head, Buffer.from(marker.repeat(64))]);
-}
-
-function filesHolding(dir: string, marker: string): string[] {
-  const found: string[] = [];
-  const walk = (d: string) => {
-    for (const e of readdirSync(d, { withFileTypes: true })) {
-      const p = join(d, e.name);
-      if (e.isDirectory()) walk(p);
-      else if (readFileSync(p).includes(Buffer.from(marker))) found.push(p.slice(dir.length + 1));
-    }
-  };
-  walk(dir);
-  return found;
 }
 
 async function turnWithImages(

@@ -5,7 +5,6 @@ import {
   existsSync,
   mkdirSync,
   openSync,
-  readdirSync,
   readFileSync,
   renameSync,
   statSync,
@@ -15,21 +14,8 @@ import {
 import { join } from "node:path";
 import { ERASURE_KEEP_MS } from "../../../src/store/erasures.ts";
 import { Store } from "../../../src/store/store.ts";
+import { filesHolding } from "../../fixtures/files-holding.ts";
 import { tmpdir } from "../../fixtures/tmpdir.ts";
-
-/** Every file under `dir` whose bytes hold `marker` (as UTF-8), relative paths. */
-function filesHolding(dir: string, marker: string): string[] {
-  const found: string[] = [];
-  const walk = (d: string) => {
-    for (const e of readdirSync(d, { withFileTypes: true })) {
-      const p = join(d, e.name);
-      if (e.isDirectory()) walk(p);
-      else if (readFileSync(p).includes(Buffer.from(marker))) found.push(p.slice(dir.length + 1));
-    }
-  };
-  walk(dir);
-  return found;
-}
 
 function chat(store: Store, u: string, s: string, text: string) {
   store.conversations.commitTurn({
