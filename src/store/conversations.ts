@@ -168,6 +168,24 @@ export class Conversations {
       .run({ u: userId, s: sessionId, title: titleOf(firstInput), agent, at: at.getTime() });
   }
 
+  /**
+   * A turn's first write, one transaction: `ensureSession`, and with `keepStaged` the images an
+   * earlier, unfinished turn staged and this one does not carry dropped.
+   */
+  openTurn(
+    key: { userId: string; sessionId: string },
+    agent: string,
+    firstInput: string,
+    at: Date,
+    since: number | undefined,
+    keepStaged?: readonly number[],
+  ): void {
+    this.db.transaction(() => {
+      this.ensureSession(key.userId, key.sessionId, agent, firstInput, at, since);
+      if (keepStaged) this.attachments.dropStaged(key.userId, key.sessionId, keepStaged);
+    })();
+  }
+
   checkpoint(userId: string, sessionId: string): string | undefined {
     const row = this.db
       .query("SELECT body FROM checkpoints WHERE user_id = ? AND session_id = ?")

@@ -76,32 +76,37 @@ export class TurnSession {
 
   /** The turn's first checkpoint, before run_start: a database that refuses it fails the chat first. */
   async stage(): Promise<void> {
-    const { userId, sessionId } = this.key;
     const { agent, user_input } = this.state;
+    const staging = this.newImages.length > 0;
+    // One write on a turn's way to its request, unless it stages images (that write needs the row).
+    const keep = staging ? undefined : this.carriedImages();
     await this.store.write(() =>
-      this.store.conversations.ensureSession(userId, sessionId, agent, user_input, this.now(), this.since),
+      this.store.conversations.openTurn(this.key, agent, user_input, this.now(), this.since, keep),
     );
-    await this.stageImages();
+    if (staging) await this.stageImages();
     await this.save();
   }
 
   /**
    * The chat's new images kept in the store, not yet tied to a message (the checkpoint names
-   * them), so a resumed turn still has them; any a set-aside checkpoint had staged go.
+   * them), so a resumed turn still has them.
    */
   private async stageImages(): Promise<void> {
     const { userId, sessionId } = this.key;
     const attachments = this.store.conversations.attachments;
-    if (this.newImages.length > 0) {
-      const refs = await this.store.write(() =>
-        attachments.stage(userId, sessionId, this.newImages, this.now(), this.since),
-      );
-      for (const [i, r] of refs.entries()) this.images.hold(r.id, (this.newImages[i] as PreparedImage).data);
-      const opening = this.state.turn[0];
-      if (opening?.role === "user") opening.attachments = [...(opening.attachments ?? []), ...refs];
-    }
-    const keep = refsOf(this.state.turn).map((r) => r.id);
-    await this.store.write(() => attachments.dropStaged(userId, sessionId, keep));
+    const refs = await this.store.write(() =>
+      attachments.stage(userId, sessionId, this.newImages, this.now(), this.since),
+    );
+    for (const [i, r] of refs.entries()) this.images.hold(r.id, (this.newImages[i] as PreparedImage).data);
+    const opening = this.state.turn[0];
+    if (opening?.role === "user") opening.attachments = [...(opening.attachments ?? []), ...refs];
+    // Any a set-aside checkpoint had staged and this turn does not carry go.
+    await this.store.write(() => attachments.dropStaged(userId, sessionId, this.carriedImages()));
+  }
+
+  /** The ids of the images this turn's messages carry. */
+  private carriedImages(): number[] {
+    return refsOf(this.state.turn).map((r) => r.id);
   }
 
   /** After each LLM step and each tool result. */
