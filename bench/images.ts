@@ -21,7 +21,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pickFreePort } from "../src/runtime/ports.ts";
 import { spawnCore } from "../test/fixtures/core-process.ts";
-import { png } from "../test/fixtures/images.ts";
+import { png, pngChunk } from "../test/fixtures/images.ts";
 
 const SERVER = process.env.LOCAL_AI_BENCH_LLAMA_SERVER ?? process.env.LOCAL_AI_TEST_LLAMA_SERVER;
 if (!SERVER) {
@@ -54,15 +54,11 @@ function largePng(bytes: number): Buffer {
   }
   const idat = deflateSync(raw, { level: 0 });
   const ihdrEnd = 8 + 25;
-  const chunk = (type: string, data: Buffer) => {
-    const head = Buffer.alloc(8);
-    head.writeUInt32BE(data.length, 0);
-    head.write(type, 4, "latin1");
-    const crc = Buffer.alloc(4);
-    crc.writeUInt32BE(Bun.hash.crc32(Buffer.concat([Buffer.from(type, "latin1"), data])) >>> 0, 0);
-    return Buffer.concat([head, data, crc]);
-  };
-  return Buffer.concat([base.subarray(0, ihdrEnd), chunk("IDAT", idat), chunk("IEND", Buffer.alloc(0))]);
+  return Buffer.concat([
+    base.subarray(0, ihdrEnd),
+    pngChunk("IDAT", idat),
+    pngChunk("IEND", Buffer.alloc(0)),
+  ]);
 }
 
 function config(dir: string): void {
