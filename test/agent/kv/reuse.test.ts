@@ -50,6 +50,15 @@ async function say(h: ChatHarness, session: string, input: string): Promise<Usag
   return usage(terminal);
 }
 
+/**
+ * A session's state file and its sidecar in place, nothing under a temporary name: the save's
+ * sidecar is synced off the event loop, so for a moment two temporary files are the folder's two.
+ */
+const pairInPlace = (h: ChatHarness) => {
+  const files = kvFiles(h);
+  return files.length === 2 && !files.some((f) => f.endsWith(".tmp"));
+};
+
 describe("prompt reuse with the stand-in", () => {
   test("a session keeps its slot: each of two sessions always names the same one (id_slot)", async () => {
     await using h = harness({ slots: 2 });
@@ -94,13 +103,13 @@ describe("prompt reuse with the stand-in", () => {
     expect(slotActions(h, "save") + slotActions(h, "restore")).toBe(0);
     expect(back.cached_tokens / back.prompt_tokens).toBeGreaterThan(0.6);
     // Once quiet, the holder is saved as ever.
-    expect(await waitFor(() => kvFiles(h).length === 2, { timeoutMs: 5000 })).toBe(true);
+    expect(await waitFor(() => pairInPlace(h), { timeoutMs: 5000 })).toBe(true);
   });
 
   test("saved once the server is quiet, owner-only; nothing left under a temporary name", async () => {
     await using h = harness();
     await say(h, "q", "a first question");
-    expect(await waitFor(() => kvFiles(h).length === 2, { timeoutMs: 5000 })).toBe(true);
+    expect(await waitFor(() => pairInPlace(h), { timeoutMs: 5000 })).toBe(true);
     expect(kvFiles(h).some((f) => f.endsWith(".tmp"))).toBe(false);
   });
 
@@ -111,7 +120,7 @@ describe("prompt reuse with the stand-in", () => {
     await reuse.saveBeforeUnload();
     // The server may stop now (scheduler.ts): the file is written, only the core's part is left.
     expect(kvFiles(h).filter((f) => f.endsWith(".tmp"))).toHaveLength(1);
-    expect(await waitFor(() => kvFiles(h).length === 2, { timeoutMs: 1000 })).toBe(true);
+    expect(await waitFor(() => pairInPlace(h), { timeoutMs: 1000 })).toBe(true);
     expect(kvFiles(h).some((f) => f.endsWith(".tmp"))).toBe(false);
     // Asked of llama-server once.
     expect(slotActions(h, "save")).toBe(1);
