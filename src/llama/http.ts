@@ -35,7 +35,10 @@ export type Target = Pick<LlamaEndpoint, "baseUrl"> & Partial<Pick<LlamaEndpoint
 export async function call(server: Target, path: string, o: CallOptions = {}): Promise<Response> {
   const timeout = o.timeoutMs === undefined ? undefined : AbortSignal.timeout(o.timeoutMs);
   const signal = timeout && o.signal ? AbortSignal.any([o.signal, timeout]) : (timeout ?? o.signal);
-  const headers: Record<string, string> = {};
+  // Never a kept-alive connection: llama-server's HTTP library looks at an idle one every 10 ms,
+  // and its stop waits for that look, so one left open delays its exit (and a swap) by up to
+  // 10 ms (docs/performance.md "The swap, fourth pass"). A loopback connect per call is ~0.1 ms.
+  const headers: Record<string, string> = { Connection: "close" };
   if (o.body !== undefined) headers["Content-Type"] = "application/json";
   if (server.apiKey !== undefined) headers.Authorization = `Bearer ${server.apiKey}`;
   try {
@@ -44,6 +47,7 @@ export async function call(server: Target, path: string, o: CallOptions = {}): P
       headers,
       body: o.body,
       signal,
+      keepalive: false,
     });
   } catch (err) {
     if (o.signal?.aborted) throw o.signal.reason;

@@ -25,3 +25,38 @@ describe("readiness and the key check", () => {
     expect(await healthStatus(t.baseUrl, 1000)).toBeNull();
   });
 });
+
+describe("no connection kept", () => {
+  // llama-server's HTTP library checks an idle kept-alive connection every 10 ms and its stop
+  // waits for that check: a call leaves none open (docs/performance.md "The swap, fourth pass").
+  test("a call asks to close its connection, and it is closed once answered", async () => {
+    const closed = Promise.withResolvers<void>();
+    let opened = 0;
+    let head = "";
+    const server = Bun.listen({
+      hostname: "127.0.0.1",
+      port: 0,
+      socket: {
+        open: () => {
+          opened += 1;
+        },
+        data: (s, bytes) => {
+          head += Buffer.from(bytes).toString("latin1");
+          if (!head.includes("\r\n\r\n")) return;
+          // Answers as a keep-alive server would: the connection stays open unless one side ends it.
+          s.write("HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: keep-alive\r\n\r\nok");
+        },
+        close: () => closed.resolve(),
+      },
+    });
+    try {
+      expect(await healthStatus(`http://127.0.0.1:${server.port}`, 1000)).toBe(200);
+      expect(head.toLowerCase()).toContain("connection: close\r\n");
+      const ended = await Promise.race([closed.promise.then(() => true), Bun.sleep(2000).then(() => false)]);
+      expect(ended).toBe(true);
+      expect(opened).toBe(1);
+    } finally {
+      server.stop(true);
+    }
+  });
+});
