@@ -1,4 +1,4 @@
-import type { LlamaProvider, StartTicket } from "./endpoint.ts";
+import type { AcquireOptions, LlamaProvider, StartTicket } from "./endpoint.ts";
 import type { DeviceBytes } from "./memory-fit.ts";
 import type { SupervisorSnapshot } from "./snapshot.ts";
 import type { StartProgress } from "./start-progress.ts";
@@ -9,6 +9,16 @@ import type { StartProgress } from "./start-progress.ts";
  */
 export interface ModelRuntime extends LlamaProvider {
   prestart(): StartTicket | undefined;
+  /**
+   * Starts its llama-server when needed and resolves once it is ready, taking no slot: the
+   * scheduler's load, which hands the server to the chat that asked for it, whose `acquire` then
+   * takes the lease (and makes the one listen check: docs/performance.md "The swap, fourth pass").
+   */
+  ready(
+    signal: AbortSignal,
+    onProgress?: (p: StartProgress) => void,
+    options?: AcquireOptions,
+  ): Promise<void>;
   snapshot(): SupervisorSnapshot;
   /**
    * The model's plan, made as if it were the only model loaded (docs/models.md "Several models": a model never

@@ -311,8 +311,7 @@ export class Scheduler {
       job.bytes = footprint.bytes;
       await admit(e.name, job, footprint, this.admission, signal, emit);
       job.started.resolve();
-      const lease = await runtime.acquire(signal, emit, { explicit: job.explicit });
-      lease.release();
+      await runtime.ready(signal, emit, { explicit: job.explicit });
       const live: Live = { runtime, bytes: footprint.bytes };
       if (!e.cell.swap(st, { kind: "loaded", live })) throw unloadedWhileWaiting(e.name);
       this.armIdle(e);

@@ -96,6 +96,11 @@ export class Supervisor implements LlamaProvider {
     }
   }
 
+  /** Started when needed and ready, no slot taken (model-runtime.ts `ready`). */
+  async ready(...[signal, onProgress, options]: Parameters<Supervisor["acquire"]>): Promise<void> {
+    await this.whenRunning(signal, onProgress, options?.explicit === true, options?.prestarted);
+  }
+
   /**
    * A slot on `running`, in line behind the callers before (its launch's table: one count per
    * server), then `usable`. False, the slot given back: it died or failed meanwhile.

@@ -85,6 +85,7 @@ export function makeModelRuntime(name: string, deps: RuntimeDeps): ModelRuntime 
   });
   return {
     acquire: (signal, onProgress, options) => supervisor.acquire(signal, onProgress, options),
+    ready: (signal, onProgress, options) => supervisor.ready(signal, onProgress, options),
     prestart: () => supervisor.prestart(),
     slots: () => supervisor.slots(),
     snapshot: () => supervisor.snapshot(),

@@ -92,3 +92,26 @@ describe.skipIf(process.platform === "win32")("prestart", () => {
     }
   });
 });
+
+describe.skipIf(process.platform === "win32")("ready", () => {
+  test("starts the server and resolves once it is ready, taking no slot; a lease after it is the first", async () => {
+    await using dir = tmpdir();
+    const { supervisor } = makeSupervisor(dir.path);
+    try {
+      const progress: StartProgress[] = [];
+      await supervisor.ready(never(), (p) => progress.push(p));
+      expect(supervisor.currentState()).toBe("ready");
+      expect(progress.at(-1)?.phase).toBe("ready");
+      expect(supervisor.snapshot().slots.busy).toBe(0);
+      const pid = supervisor.pid();
+      // Ready already: nothing started again.
+      await supervisor.ready(never());
+      const lease = await supervisor.acquire(never());
+      expect(supervisor.pid()).toBe(pid);
+      expect(supervisor.snapshot().slots.busy).toBe(1);
+      lease.release();
+    } finally {
+      await supervisor.stop();
+    }
+  });
+});

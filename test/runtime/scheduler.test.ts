@@ -47,6 +47,17 @@ describe("Scheduler: loads", () => {
     expect(state("a")).toBe("loaded");
   });
 
+  test("the load takes no slot of its own: the chat's lease is the only one handed out", async () => {
+    // A lease costs a listen check on the fresh server (supervisor.ts `usable`), on a swap's path.
+    const { fleet, scheduler } = setup({ a: { gib: 4 } });
+    const lease = await scheduler.acquire("a", signal());
+    expect(fleet.log).toEqual(["a.start"]);
+    expect(fleet.last("a").taken).toBe(1);
+    lease.release();
+    await scheduler.load("a");
+    expect(fleet.last("a").taken).toBe(1);
+  });
+
   test("a swap: the idle model's sessions are saved, then it stops, then the other starts", async () => {
     const { fleet, scheduler, state } = setup({ a: { gib: 6 }, b: { gib: 6 } });
     (await scheduler.acquire("a", signal())).release();

@@ -28,6 +28,8 @@ export class FakeRuntime implements ModelRuntime {
   up = false;
   stopped = false;
   leases = 0;
+  /** Every lease ever handed out. */
+  taken = 0;
   private readonly gate = Promise.withResolvers<void>();
   private readonly down = new AbortController();
   /** Its one server, for the leases to expose (its `died` is `down`). */
@@ -52,16 +54,20 @@ export class FakeRuntime implements ModelRuntime {
     return { bytes: this.spec.bytes ?? { gpu0: (this.spec.gib ?? 1) * GIB }, budget: this.budget };
   }
 
-  async acquire(signal: AbortSignal, onProgress?: (p: StartProgress) => void): Promise<LlamaLease> {
+  async ready(signal: AbortSignal, onProgress?: (p: StartProgress) => void): Promise<void> {
     if (this.stopped) throw cancelledError(`${this.name} stopped`);
-    if (!this.up) {
-      this.log.push(`${this.name}.start`);
-      onProgress?.({ phase: "loading", elapsed_ms: 0 });
-      if (this.spec.gated) await abortable(abortable(this.gate.promise, this.down.signal), signal);
-      if (this.spec.fail) throw this.spec.fail;
-      this.up = true;
-    }
+    if (this.up) return;
+    this.log.push(`${this.name}.start`);
+    onProgress?.({ phase: "loading", elapsed_ms: 0 });
+    if (this.spec.gated) await abortable(abortable(this.gate.promise, this.down.signal), signal);
+    if (this.spec.fail) throw this.spec.fail;
+    this.up = true;
+  }
+
+  async acquire(signal: AbortSignal, onProgress?: (p: StartProgress) => void): Promise<LlamaLease> {
+    await this.ready(signal, onProgress);
     this.leases += 1;
+    this.taken += 1;
     let released = false;
     return {
       baseUrl: `http://${this.name}`,
