@@ -29,6 +29,21 @@ export function isAlive(pid: number): boolean {
   }
 }
 
+/**
+ * Whether our own child `pid` still runs, from /proc alone (Linux: a zombie, or no entry, has
+ * exited); undefined where the OS has no /proc. A read of one small file, no round trip.
+ */
+export function childRunning(pid: number): boolean | undefined {
+  if (process.platform !== "linux") return undefined;
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const state = stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3);
+    return state !== "Z" && state !== "X" && state !== "x";
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === "ENOENT" ? false : undefined;
+  }
+}
+
 /** An exited child not yet reaped by its parent still answers kill(0); it is dead all the same. */
 function isZombie(pid: number): boolean {
   if (process.platform !== "linux") return false;

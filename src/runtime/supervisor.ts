@@ -1,9 +1,9 @@
-import { answersAtAll } from "../llama/health.ts";
 import { CoreError, cancelledError } from "../protocol/errors.ts";
 import { abortable } from "../util/abortable.ts";
 import { logger } from "../util/logger.ts";
 import { within } from "../util/within.ts";
 import type { AcquireOptions, LlamaLease, LlamaProvider, StartTicket } from "./endpoint.ts";
+import { goneUnseen } from "./gone-unseen.ts";
 import { type Exit, politeStopWait, stopChild, TAIL_IN_ERRORS } from "./launch-steps.ts";
 import { Launcher } from "./launcher.ts";
 import { leaseOn } from "./lease.ts";
@@ -25,8 +25,6 @@ import {
 } from "./supervisor-state.ts";
 
 const shuttingDown = () => cancelledError("llama-server is stopping: the core is shutting down");
-/** The look before a lease: a dead port says so at once; a slow answer is not a refusal. */
-const LISTEN_CHECK_MS = 1000;
 /** How long a server that refused a connection may take to be seen exiting before it is failed. */
 const EXIT_NOTICE_MS = 2000;
 
@@ -131,10 +129,9 @@ export class Supervisor implements LlamaProvider {
   ): Promise<boolean> {
     const s = this.state.get();
     if (running.launch.died.aborted || s.kind !== "ready" || s.running !== running) return false;
-    // A SIGKILL of a moment ago is learned on a later tick (the exit arrives on its own): the
-    // one cheap look that settles it (a refused connection) comes before the lease, so the
-    // chat restarts it now, with progress, rather than failing on a dead port.
-    if (!(await abortable(answersAtAll(running.port, LISTEN_CHECK_MS), signal))) {
+    // A SIGKILL of a moment ago is learned on a later tick: the one cheap look that settles it
+    // comes before the lease, so the chat restarts it now, with progress, not on a dead port.
+    if (await goneUnseen(running.child.pid, running.port, signal)) {
       await this.refused(running);
       return false;
     }

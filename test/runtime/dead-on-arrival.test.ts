@@ -1,31 +1,15 @@
 import { describe, expect, test } from "bun:test";
-import { readFileSync } from "node:fs";
 import { CoreError } from "../../src/protocol/errors.ts";
 import type { StartProgress } from "../../src/runtime/start-progress.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 import { chatStatus, makeSupervisor, pidAlive, rejection, waitFor } from "./helpers/harness.ts";
+import { killUnseen } from "./helpers/kill-unseen.ts";
 
 // Issue 19 item 3: llama-server killed a moment ago, its exit not yet seen (it arrives on a
 // later tick): the lease is not handed out on the dead port, and a lease whose request is
 // refused moves to the restarted server; both count as the crash it is, within the budget.
 
 const never = () => new AbortController().signal;
-
-/**
- * SIGKILLs `pid` and waits, without yielding to the event loop, until the kernel shows it dead
- * (a zombie): this process has had no tick in which to see the exit, as a core that reads a chat
- * line in that moment has not. Its port may still take connections a moment longer, while the
- * kernel releases the socket.
- */
-function killUnseen(pid: number): void {
-  process.kill(pid, "SIGKILL");
-  const deadline = Date.now() + 3000;
-  while (Date.now() < deadline) {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    if (stat.slice(stat.lastIndexOf(")") + 2).startsWith("Z")) return;
-  }
-  throw new Error(`pid ${pid} did not die`);
-}
 
 describe.skipIf(process.platform !== "linux")("a llama-server that died a moment ago", () => {
   test("acquire at once after its SIGKILL: restarted first (restarting progress), then the lease", async () => {
