@@ -30,9 +30,10 @@ export interface ModelRuntime extends LlamaProvider {
   /**
    * Called before `stop()` when the scheduler unloads the model: the KV state of its sessions
    * in slots is saved, so a later chat that brings it back re-processes nothing
-   * (docs/agent.md#prompt-reuse). Never throws for a failed save (it is logged there).
+   * (docs/agent.md#prompt-reuse). Resolves once llama-server has written the files; the core's
+   * own part of them waits for `stopped` (the stop's end). Never throws for a failed save.
    */
-  beforeUnload(): Promise<void>;
+  beforeUnload(stopped?: Promise<void>): Promise<void>;
   /**
    * Stops its llama-server. `untilReleased`: returns once the server has given its memory back,
    * which may be a few ms before its exit is reported (supervisor.ts `stop`): the scheduler's

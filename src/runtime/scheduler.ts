@@ -344,18 +344,20 @@ export class Scheduler {
     const runtime = s.kind === "loaded" ? s.live.runtime : s.job.runtime;
     const st: ModelState = { kind: "unloading", bytes: heldBy(s), runtime, done: done.promise };
     if (!e.cell.swap(s, st)) return Promise.resolve();
+    const stopped = Promise.withResolvers<void>();
     void (async () => {
       if (s.kind === "loading") {
         s.job.abort.abort(reason);
         await s.job.done.catch(() => {});
       } else if (save) {
         await runtime
-          ?.beforeUnload()
+          ?.beforeUnload(stopped.promise)
           .catch((err) => logUnexpected(`saving model ${e.name}'s sessions failed`, err));
       }
       await runtime
         ?.stop({ untilReleased: forRoom })
         .catch((err) => logUnexpected(`stopping model ${e.name} failed`, err));
+      stopped.resolve();
       e.cell.swap(st, { kind: "unloaded" });
       this.room.notify();
       done.resolve();

@@ -101,6 +101,6 @@ export function makeModelRuntime(name: string, deps: RuntimeDeps): ModelRuntime 
       }
       return { bytes, budget };
     },
-    beforeUnload: () => deps.reuse(name).saveBeforeUnload(),
+    beforeUnload: (stopped) => deps.reuse(name).saveBeforeUnload(stopped),
   };
 }

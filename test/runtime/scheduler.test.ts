@@ -58,6 +58,15 @@ describe("Scheduler: loads", () => {
     expect(fleet.last("a").taken).toBe(1);
   });
 
+  test("a swap: the save's own part on disk waits for the stop (it slowed the exit beside it)", async () => {
+    const { fleet, scheduler } = setup({ a: { gib: 6 }, b: { gib: 6 } });
+    (await scheduler.acquire("a", signal())).release();
+    const b = await scheduler.acquire("b", signal());
+    expect(fleet.log).toEqual(["a.start", "a.save", "a.stop", "b.start"]);
+    expect(fleet.last("a").keptAfterStop).toBe(true);
+    b.release();
+  });
+
   test("a swap: the idle model's sessions are saved, then it stops, then the other starts", async () => {
     const { fleet, scheduler, state } = setup({ a: { gib: 6 }, b: { gib: 6 } });
     (await scheduler.acquire("a", signal())).release();

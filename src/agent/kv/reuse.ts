@@ -160,11 +160,18 @@ export class PromptReuse {
    * Before the scheduler unloads this model's server (docs/supervisor.md "Scheduling several
    * models"): what changed is saved, within STOP_SAVE_MS; unlike `stop()`, reuse goes on.
    */
-  async saveBeforeUnload(): Promise<void> {
+  async saveBeforeUnload(stopped: Promise<unknown> = Promise.resolve()): Promise<void> {
     if (this.quiet) clearTimeout(this.quiet);
     const server = this.server;
     if (!server?.launch.awake) return;
-    await within(this.saveQuietly(server, true), STOP_SAVE_MS, undefined);
+    const later: Later = { keeps: [], closed: false };
+    await within(this.saveQuietly(server, later), STOP_SAVE_MS, undefined);
+    later.closed = true;
+    // The server is needed only until it has written the files. The core's part (the sidecars,
+    // their fsyncs, the budget) waits for `stopped`: run beside the exit, the fsyncs (which make
+    // the filesystem write the slot file out) slowed it by 5–10 ms (docs/performance.md "The
+    // swap, fourth pass"). Last in the chain, so a restore after a reload waits for it.
+    if (later.keeps.length > 0) void this.run(() => stopped.then(() => keepAll(later.keeps)));
   }
 
   /**
@@ -248,23 +255,23 @@ export class PromptReuse {
   }
 
   /** Saves off any turn's path: a failure is logged, never a rejection that could end the core. */
-  private saveQuietly(server: Server, soon = false): Promise<void> {
+  private saveQuietly(server: Server, later?: Later): Promise<void> {
     const why = (err: unknown) => (err as Error).message;
-    return this.saveDirty(server, soon).catch((err) => logger.warn(`saving KV state failed: ${why(err)}`));
+    return this.saveDirty(server, later).catch((err) => logger.warn(`saving KV state failed: ${why(err)}`));
   }
 
-  private async saveDirty(server: Server, soon = false): Promise<void> {
+  private async saveDirty(server: Server, later?: Later): Promise<void> {
     const fp = await server.fingerprint;
     const table = server.launch.slots;
     for (const { slot, holder } of table.dirty()) {
-      const work = this.run(() => this.save(server, slot, holder, fp, soon));
+      const work = this.run(() => this.save(server, slot, holder, fp, later));
       // A turn of this session that begins meanwhile sends its request once the save is done.
       table.working(slot, work);
       await work;
     }
   }
 
-  private async save(server: Server, slot: number, holder: string, fp: string | undefined, soon = false) {
+  private async save(server: Server, slot: number, holder: string, fp: string | undefined, later?: Later) {
     const { launch } = server;
     const disk = this.usableDisk();
     // Nothing can be kept past here: the slot's state is as good as saved.
@@ -294,11 +301,9 @@ export class PromptReuse {
         `KV state of session ${key.sessionId} saved from slot ${slot}: ${saved.n_saved} tokens, ${saved.n_written} bytes, ${Math.round(performance.now() - t0)} ms`,
       );
     };
-    if (!soon) return keep();
-    // Before an unload the server is needed only until it has written the file: the core's part
-    // (the sidecar and its fsyncs, ~20 ms, the budget) runs while it exits, next in the chain a
-    // restore waits on (docs/performance.md "Several models").
-    void this.run(() => new Promise((r) => setTimeout(r, 0)).then(keep));
+    // Before an unload: kept once the server has stopped (saveBeforeUnload).
+    if (later && !later.closed) later.keeps.push(keep);
+    else return keep();
   }
 
   /** The session's saved state if it is of this launch's shape; one that is not is dropped. */
@@ -374,4 +379,17 @@ function keyText(key: SessionKey): string {
 function keyOf(text: string): SessionKey {
   const at = text.indexOf("/");
   return { userId: text.slice(0, at), sessionId: text.slice(at + 1) };
+}
+
+/** The core's part of the saves before an unload, put off until the server has stopped. */
+interface Later {
+  keeps: (() => Promise<void>)[];
+  /** Set once saveBeforeUnload stopped waiting: a save that ends later keeps at once. */
+  closed: boolean;
+}
+
+async function keepAll(keeps: (() => Promise<void>)[]): Promise<void> {
+  for (const keep of keeps) {
+    await keep().catch((err) => logger.warn(`keeping KV state failed: ${(err as Error).message}`));
+  }
 }

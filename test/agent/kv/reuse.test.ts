@@ -126,6 +126,23 @@ describe("prompt reuse with the stand-in", () => {
     expect(slotActions(h, "save")).toBe(1);
   });
 
+  test("the save before an unload keeps its sidecar only once the server has stopped", async () => {
+    // Beside the exit, the sidecar's fsyncs slowed it by 5–10 ms (docs/performance.md "The swap,
+    // fourth pass"): the core's part waits for the stop the scheduler reports.
+    await using h = harness();
+    await say(h, "w", "a question before a later unload");
+    const reuse = h.services.promptReuse();
+    const stopped = Promise.withResolvers<void>();
+    await reuse.saveBeforeUnload(stopped.promise);
+    expect(slotActions(h, "save")).toBe(1);
+    await Bun.sleep(100);
+    expect(kvFiles(h).filter((f) => f.endsWith(".tmp"))).toHaveLength(1);
+    expect(pairInPlace(h)).toBe(false);
+    stopped.resolve();
+    expect(await waitFor(() => pairInPlace(h), { timeoutMs: 1000 })).toBe(true);
+    expect(kvFiles(h).some((f) => f.endsWith(".tmp"))).toBe(false);
+  });
+
   test("a file cut short: the restore fails, the prompt is processed, the file goes", async () => {
     await using h = harness({ standIn: { cacheRamMib: 0 } });
     await say(h, "a", "tell me about the sea and the waves");

@@ -28,6 +28,8 @@ export class FakeRuntime implements ModelRuntime {
   up = false;
   stopped = false;
   leases = 0;
+  /** Whether the save's own part came once the stop had been asked (beforeUnload's `stopped`). */
+  keptAfterStop: boolean | undefined;
   /** Every lease ever handed out. */
   taken = 0;
   private readonly gate = Promise.withResolvers<void>();
@@ -101,9 +103,13 @@ export class FakeRuntime implements ModelRuntime {
     } as unknown as SupervisorSnapshot;
   }
 
-  async beforeUnload(): Promise<void> {
+  async beforeUnload(stopped?: Promise<void>): Promise<void> {
     this.log.push(`${this.name}.save`);
     this.spec.onSave?.();
+    // What the real one keeps on disk once the server has stopped (reuse.ts saveBeforeUnload).
+    void stopped?.then(() => {
+      this.keptAfterStop = this.stopped;
+    });
   }
 
   /** Each stop's `untilReleased`, in order. */
