@@ -12,7 +12,7 @@ export interface ModelRuntime extends LlamaProvider {
   /**
    * Starts its llama-server when needed and resolves once it is ready, taking no slot: the
    * scheduler's load, which hands the server to the chat that asked for it, whose `acquire` then
-   * takes the lease (and makes the one listen check: docs/performance.md "The swap, fourth pass").
+   * takes the lease (and makes the one look before a lease: docs/performance.md "The swap, fourth pass").
    */
   ready(
     signal: AbortSignal,
