@@ -30,18 +30,36 @@ export function isAlive(pid: number): boolean {
 }
 
 /**
- * Whether our own child `pid` still runs, from /proc alone (Linux: a zombie, or no entry, has
- * exited); undefined where the OS has no /proc. A read of one small file, no round trip.
+ * Whether our own child `pid` still runs, from /proc alone; undefined where the OS has no /proc.
+ * Not running: no entry, a zombie, or on its way out, which a killed process is from the moment
+ * kill() returns though it may take milliseconds to become a zombie (while the kernel frees its
+ * memory, its port may still take connections): its leader exiting (`PF_EXITING` in stat's
+ * flags) or a SIGKILL pending (the kernel gives every thread of a process a fatal signal hits
+ * one). Two small reads, no round trip.
  */
 export function childRunning(pid: number): boolean | undefined {
   if (process.platform !== "linux") return undefined;
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    const state = stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3);
-    return state !== "Z" && state !== "X" && state !== "x";
+    // After comm's closing parenthesis: state, ppid, pgrp, session, tty_nr, tpgid, flags.
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    if (["Z", "X", "x"].includes(fields[0] ?? "")) return false;
+    if ((Number(fields[6]) & PF_EXITING) !== 0) return false;
+    return !sigkillPending(readFileSync(`/proc/${pid}/status`, "utf8"));
   } catch (err) {
     return (err as NodeJS.ErrnoException).code === "ENOENT" ? false : undefined;
   }
+}
+
+/** The kernel's flag on a task in do_exit (include/linux/sched.h). */
+const PF_EXITING = 0x4;
+
+/** Whether /proc/<pid>/status shows SIGKILL (9: bit 8 of the masks) pending, the thread's own or shared. */
+export function sigkillPending(status: string): boolean {
+  for (const m of status.matchAll(/^(?:SigPnd|ShdPnd):\s*([0-9a-f]+)$/gm)) {
+    if ((Number.parseInt((m[1] as string).slice(-3), 16) & 0x100) !== 0) return true;
+  }
+  return false;
 }
 
 /** An exited child not yet reaped by its parent still answers kill(0); it is dead all the same. */

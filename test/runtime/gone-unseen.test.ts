@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { goneUnseen } from "../../src/runtime/gone-unseen.ts";
-import { childRunning } from "../../src/runtime/proc-info.ts";
+import { childRunning, sigkillPending } from "../../src/runtime/proc-info.ts";
 import { killUnseen } from "./helpers/kill-unseen.ts";
 
 // The look before a lease (docs/supervisor.md, "A server that died a moment ago"): on Linux from
@@ -23,6 +23,37 @@ describe.skipIf(process.platform !== "linux")("childRunning and goneUnseen from 
       child.kill();
       await child.exited;
     }
+  });
+
+  test("gone from the moment kill() returns, before it is a zombie (its memory still being freed)", async () => {
+    // The state alone said "running" here in 19 of 20 tries: a killed process of ~200 MB takes
+    // milliseconds to become a zombie, and its port may take connections meanwhile.
+    for (let i = 0; i < 5; i++) {
+      const child = Bun.spawn([
+        process.execPath,
+        "-e",
+        "new Uint8Array(2e8).fill(1); setInterval(() => {}, 1000)",
+      ]);
+      try {
+        await Bun.sleep(200);
+        expect(childRunning(child.pid)).toBe(true);
+        process.kill(child.pid, "SIGKILL");
+        expect(childRunning(child.pid)).toBe(false);
+      } finally {
+        child.kill();
+        await child.exited;
+      }
+    }
+  });
+
+  test("a SIGKILL pending, the thread's own or shared, is read from status's masks", () => {
+    const status = (own: string, shared: string) =>
+      `State:\tS (sleeping)\nSigPnd:\t${own}\nShdPnd:\t${shared}\n`;
+    expect(sigkillPending(status("0000000000000000", "0000000000000000"))).toBe(false);
+    expect(sigkillPending(status("0000000000000100", "0000000000000000"))).toBe(true);
+    expect(sigkillPending(status("0000000000000000", "0000000000004100"))).toBe(true);
+    // SIGTERM (15: bit 14) and SIGUSR1 (10: bit 9) are not a kill.
+    expect(sigkillPending(status("0000000000004200", "0000000000000000"))).toBe(false);
   });
 
   test("a pid with no process at all is gone", () => {
