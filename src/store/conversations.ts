@@ -169,8 +169,9 @@ export class Conversations {
   }
 
   /**
-   * A turn's first write, one transaction: `ensureSession`, and with `keepStaged` the images an
-   * earlier, unfinished turn staged and this one does not carry dropped.
+   * A turn's first write, one transaction: `ensureSession`, with `keepStaged` the images an
+   * earlier, unfinished turn staged and this one does not carry dropped, and with `checkpoint`
+   * the turn's first checkpoint saved.
    */
   openTurn(
     key: { userId: string; sessionId: string },
@@ -179,10 +180,12 @@ export class Conversations {
     at: Date,
     since: number | undefined,
     keepStaged?: readonly number[],
+    checkpoint?: string,
   ): void {
     this.db.transaction(() => {
       this.ensureSession(key.userId, key.sessionId, agent, firstInput, at, since);
       if (keepStaged) this.attachments.dropStaged(key.userId, key.sessionId, keepStaged);
+      if (checkpoint !== undefined) this.saveCheckpoint(key.userId, key.sessionId, checkpoint, at, since);
     })();
   }
 

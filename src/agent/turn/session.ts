@@ -77,13 +77,20 @@ export class TurnSession {
   /** The turn's first checkpoint, before run_start: a database that refuses it fails the chat first. */
   async stage(): Promise<void> {
     const { agent, user_input } = this.state;
-    const staging = this.newImages.length > 0;
-    // One write on a turn's way to its request, unless it stages images (that write needs the row).
-    const keep = staging ? undefined : this.carriedImages();
-    await this.store.write(() =>
-      this.store.conversations.openTurn(this.key, agent, user_input, this.now(), this.since, keep),
-    );
-    if (staging) await this.stageImages();
+    const { conversations } = this.store;
+    if (this.newImages.length === 0) {
+      // One write on a turn's way to its request: the session row, stale staged images dropped
+      // and the first checkpoint in one transaction (docs/performance.md "The first token, again").
+      const body = this.checkpointText(this.state);
+      const keep = this.carriedImages();
+      await this.store.write(() =>
+        conversations.openTurn(this.key, agent, user_input, this.now(), this.since, keep, body),
+      );
+      return;
+    }
+    // Staging images needs the session's row first, and the checkpoint names what it staged.
+    await this.store.write(() => conversations.openTurn(this.key, agent, user_input, this.now(), this.since));
+    await this.stageImages();
     await this.save();
   }
 
@@ -148,17 +155,16 @@ export class TurnSession {
 
   /** A write waits (off the event loop) while another core holds the database's lock. */
   private write(state: TurnState): Promise<void> {
-    const body: Checkpoint = { version: 1, ...state, updated_at: this.now().toISOString() };
+    const body = this.checkpointText(state);
     const { userId, sessionId } = this.key;
     return this.store.write(() =>
-      this.store.conversations.saveCheckpoint(
-        userId,
-        sessionId,
-        JSON.stringify(body),
-        this.now(),
-        this.since,
-      ),
+      this.store.conversations.saveCheckpoint(userId, sessionId, body, this.now(), this.since),
     );
+  }
+
+  private checkpointText(state: TurnState): string {
+    const body: Checkpoint = { version: 1, ...state, updated_at: this.now().toISOString() };
+    return JSON.stringify(body);
   }
 }
 
