@@ -40,9 +40,8 @@ export function isAlive(pid: number): boolean {
 export function childRunning(pid: number): boolean | undefined {
   if (process.platform !== "linux") return undefined;
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    // After comm's closing parenthesis: state, ppid, pgrp, session, tty_nr, tpgid, flags.
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    // state, ppid, pgrp, session, tty_nr, tpgid, flags.
+    const fields = statFields(pid);
     if (["Z", "X", "x"].includes(fields[0] ?? "")) return false;
     if ((Number(fields[6]) & PF_EXITING) !== 0) return false;
     return !sigkillPending(readFileSync(`/proc/${pid}/status`, "utf8"));
@@ -62,12 +61,20 @@ export function sigkillPending(status: string): boolean {
   return false;
 }
 
+/**
+ * /proc/<pid>/stat's fields after comm (index 0 is the state, field 3 overall): comm, field 2,
+ * may hold spaces and parentheses, so they start after its last ')'. Throws as the read does.
+ */
+function statFields(pid: number): string[] {
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  return stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+}
+
 /** An exited child not yet reaped by its parent still answers kill(0); it is dead all the same. */
 function isZombie(pid: number): boolean {
   if (process.platform !== "linux") return false;
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    return stat.slice(stat.lastIndexOf(")") + 2).startsWith("Z");
+    return statFields(pid)[0] === "Z";
   } catch {
     return false;
   }
@@ -84,9 +91,7 @@ export function procIdentity(pid: number): ProcIdentity | null {
 }
 
 function linuxIdentity(pid: number): ProcIdentity | null {
-  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-  // Field 2 (comm) may hold spaces and parentheses; the fields after the last ')' are fixed.
-  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  const fields = statFields(pid);
   const startTime = fields[19]; // field 22 overall: start time in clock ticks since boot
   if (!startTime) return null;
   const argv = readFileSync(`/proc/${pid}/cmdline`, "utf8").replace(/\0+$/, "").split("\0");
@@ -156,8 +161,7 @@ function bootTimeMs(): number | null {
 export function workFingerprint(pid: number): string | null {
   if (process.platform !== "linux") return null;
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    const f = statFields(pid);
     // majflt (12), utime (14), stime (15) overall → indices 9, 11, 12 after the comm field.
     let io = "";
     try {
