@@ -13,7 +13,7 @@ import { type PlanConfig, planFor } from "../../src/plan/planner.ts";
 import { PlanSchema } from "../../src/protocol/plan.ts";
 import { bertModel } from "../fixtures/gguf-bert.ts";
 import { writeGguf } from "../fixtures/gguf-writer.ts";
-import { cpuOnlyMachine, GIB } from "../fixtures/hardware.ts";
+import { cpuOnlyMachine, testGpu } from "../fixtures/hardware.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
 // A model of kind embedding planned as one (docs/plan.md "Embedding models"): before, tiny-embed
@@ -31,17 +31,7 @@ const embeddingConfig = (over: Partial<PlanConfig["model"]> = {}): PlanConfig =>
 
 const gpuMachine = (gpus: number) =>
   cpuOnlyMachine({
-    gpus: Array.from({ length: gpus }, (_, index) => ({
-      index,
-      vendor: "nvidia" as const,
-      name: "Test GPU",
-      backend: "cuda" as const,
-      total_bytes: 8 * GIB,
-      free_bytes: 8 * GIB,
-      unified: false,
-      driver: "550",
-      compute_capability: "8.6",
-    })),
+    gpus: Array.from({ length: gpus }, (_, index) => testGpu(index)),
   });
 
 describe("planning a model of kind embedding", () => {

@@ -14,9 +14,8 @@ import {
   tinyLlama,
   writeGguf,
 } from "../fixtures/gguf-writer.ts";
+import { GIB, testGpu } from "../fixtures/hardware.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
-
-const GIB = 2 ** 30;
 
 function hw(
   ramGiB: number,
@@ -28,18 +27,7 @@ function hw(
     arch: "x64",
     cpu: { model: "Test CPU", logical: 16, physical: 8, flags: ["avx2"] },
     ram: { total_bytes: ramGiB * GIB, available_bytes: ramGiB * GIB * 0.9 },
-    gpus: gpus.map((g, i) => ({
-      index: i,
-      vendor: "nvidia",
-      name: "Test GPU",
-      backend: "cuda",
-      total_bytes: 8 * GIB,
-      free_bytes: 8 * GIB,
-      unified: false,
-      driver: "550",
-      compute_capability: "8.6",
-      ...g,
-    })),
+    gpus: gpus.map((g, i) => ({ ...testGpu(i), ...g })),
     probes: [],
     ...over,
   };

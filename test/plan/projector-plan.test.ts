@@ -10,31 +10,13 @@ import { renderPlan } from "../../src/plan/render.ts";
 import { summariseModel } from "../../src/plan/report.ts";
 import { mmproj, TINY_MMPROJ_PIXTRAL } from "../fixtures/gguf-mmproj.ts";
 import { tinyLlama, writeGguf } from "../fixtures/gguf-writer.ts";
+import { cpuOnlyMachine, GIB, testGpu } from "../fixtures/hardware.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
-const GIB = 2 ** 30;
-
-function hw(gpus: HardwareSnapshot["gpus"] = []): HardwareSnapshot {
-  return {
-    os: "linux",
-    arch: "x64",
-    cpu: { model: "Test CPU", logical: 8, physical: 4, flags: [] },
-    ram: { total_bytes: 16 * GIB, available_bytes: 12 * GIB },
-    gpus,
-    probes: [],
-  };
-}
-const GPU = {
-  index: 0,
-  vendor: "nvidia" as const,
-  name: "Test GPU",
-  backend: "cuda" as const,
-  total_bytes: 8 * GIB,
-  free_bytes: 8 * GIB,
-  unified: false,
-  driver: "550",
-  compute_capability: "8.6",
-};
+/** The machine the projector is planned on: 16 GiB, 12 of it free. */
+const hw = (gpus: HardwareSnapshot["gpus"] = []): HardwareSnapshot =>
+  cpuOnlyMachine({ ram: { total_bytes: 16 * GIB, available_bytes: 12 * GIB }, gpus });
+const GPU = testGpu();
 
 const config = (model: Record<string, unknown> = {}) =>
   ConfigSchema.parse({ model: { path: "/m/model.gguf", context: 2048, ...model } });

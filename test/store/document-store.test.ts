@@ -5,20 +5,8 @@ import { join } from "node:path";
 import type { PendingDocument } from "../../src/store/document-store.ts";
 import { Store } from "../../src/store/store.ts";
 import { filesHolding } from "../fixtures/files-holding.ts";
+import { commitNotedTurn as turn } from "../fixtures/noted-turn.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
-
-const turn = (store: Store, userId: string, sessionId: string, text: string) =>
-  store.conversations.commitTurn({
-    userId,
-    sessionId,
-    agent: "a",
-    messages: [
-      { role: "user", content: text },
-      { role: "assistant", content: "noted" },
-    ],
-    memoryText: `${text}\nnoted`,
-    at: new Date(),
-  });
 
 /** A document committed straight through the store: its chunks, then its row. */
 function addDoc(

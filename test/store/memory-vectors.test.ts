@@ -2,6 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { openStore } from "../../src/store/db/open.ts";
 import { MemoryVectors } from "../../src/store/memory-vectors.ts";
 import { Store } from "../../src/store/store.ts";
+import { commitNotedTurn } from "../fixtures/noted-turn.ts";
 import { normalize } from "../fixtures/synthetic-vectors.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
@@ -13,18 +14,9 @@ function toward(axis: number, lean = (axis + 1) % 8, by = 0.2): Float32Array {
   return normalize(v);
 }
 
+/** A noted turn, and its memory row's id. */
 function turn(store: Store, user: string, session: string, text: string): number {
-  store.conversations.commitTurn({
-    userId: user,
-    sessionId: session,
-    agent: "a",
-    messages: [
-      { role: "user", content: text },
-      { role: "assistant", content: "noted" },
-    ],
-    memoryText: `${text}\nnoted`,
-    at: new Date(),
-  });
+  commitNotedTurn(store, user, session, text);
   const rows = store.memory.search(user, text, 1);
   return Number(rows[0]?.doc.id);
 }

@@ -1,25 +1,14 @@
 import { describe, expect, test } from "bun:test";
 import { memoryBudgets, vramOverrideWarnings } from "../../../src/plan/decide/budgets.ts";
 import type { GpuInfo, HardwareSnapshot } from "../../../src/protocol/plan.ts";
-import { cpuOnlyMachine } from "../../fixtures/hardware.ts";
+import { cpuOnlyMachine, testGpu } from "../../fixtures/hardware.ts";
 
 const GIB = 2 ** 30;
 const MIB = 2 ** 20;
 const NO_OVERRIDES = { ram_bytes: null, vram_bytes: null };
 
 function gpu(over: Partial<GpuInfo>): GpuInfo {
-  return {
-    index: 0,
-    vendor: "nvidia",
-    name: "Test GPU",
-    backend: "cuda",
-    total_bytes: 8 * GIB,
-    free_bytes: 8 * GIB,
-    unified: false,
-    driver: null,
-    compute_capability: null,
-    ...over,
-  };
+  return { ...testGpu(), driver: null, compute_capability: null, ...over };
 }
 
 const machine = (over: Partial<HardwareSnapshot>) => cpuOnlyMachine(over);
