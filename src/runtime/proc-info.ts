@@ -35,16 +35,14 @@ export function isAlive(pid: number): boolean {
  * kill() returns though it may take milliseconds to become a zombie (while the kernel frees its
  * memory, its port may still take connections): its leader exiting (`PF_EXITING` in stat's
  * flags) or a SIGKILL pending (the kernel gives every thread of a process a fatal signal hits
- * one). Two small reads, no round trip.
+ * one). One small read, no round trip.
  */
 export function childRunning(pid: number): boolean | undefined {
   if (process.platform !== "linux") return undefined;
   try {
-    // state, ppid, pgrp, session, tty_nr, tpgid, flags.
     const fields = statFields(pid);
     if (["Z", "X", "x"].includes(fields[0] ?? "")) return false;
-    if ((Number(fields[6]) & PF_EXITING) !== 0) return false;
-    return !sigkillPending(readFileSync(`/proc/${pid}/status`, "utf8"));
+    return !exiting(fields);
   } catch (err) {
     return (err as NodeJS.ErrnoException).code === "ENOENT" ? false : undefined;
   }
@@ -53,12 +51,16 @@ export function childRunning(pid: number): boolean | undefined {
 /** The kernel's flag on a task in do_exit (include/linux/sched.h). */
 const PF_EXITING = 0x4;
 
-/** Whether /proc/<pid>/status shows SIGKILL (9: bit 8 of the masks) pending, the thread's own or shared. */
-export function sigkillPending(status: string): boolean {
-  for (const m of status.matchAll(/^(?:SigPnd|ShdPnd):\s*([0-9a-f]+)$/gm)) {
-    if ((Number.parseInt((m[1] as string).slice(-3), 16) & 0x100) !== 0) return true;
-  }
-  return false;
+/** SIGKILL (9) in a mask of signals: bit 8. */
+const SIGKILL_BIT = 0x100;
+
+/**
+ * Whether stat's fields (`statFields`) show the leader on its way out: `PF_EXITING` in its flags
+ * (field 9), or SIGKILL in its pending signals (field 31, the thread's own: a fatal signal puts
+ * SIGKILL there on every thread of the process, kernel/signal.c `complete_signal`).
+ */
+export function exiting(fields: readonly string[]): boolean {
+  return (Number(fields[6]) & PF_EXITING) !== 0 || (Number(fields[28]) & SIGKILL_BIT) !== 0;
 }
 
 /**
