@@ -169,24 +169,23 @@ export class Conversations {
   }
 
   /**
-   * A turn's first write, one transaction: `ensureSession`, with `keepStaged` the images an
-   * earlier, unfinished turn staged and this one does not carry dropped, and with `checkpoint`
-   * the turn's first checkpoint saved.
+   * A turn's first writes, in the caller's transaction: `ensureSession`, with `keepStaged` the
+   * images an earlier, unfinished turn staged and this one does not carry dropped, and with
+   * `checkpoint` the turn's first checkpoint saved. No look for an erase: the caller read the
+   * session in that same transaction, so none can have come between (the session lease's
+   * write, store/session-lease.ts `acquireWith`).
    */
   openTurn(
     key: { userId: string; sessionId: string },
     agent: string,
     firstInput: string,
     at: Date,
-    since: number | undefined,
     keepStaged?: readonly number[],
     checkpoint?: string,
   ): void {
-    this.db.transaction(() => {
-      this.ensureSession(key.userId, key.sessionId, agent, firstInput, at, since);
-      if (keepStaged) this.attachments.dropStaged(key.userId, key.sessionId, keepStaged);
-      if (checkpoint !== undefined) this.saveCheckpoint(key.userId, key.sessionId, checkpoint, at, since);
-    })();
+    this.ensureSession(key.userId, key.sessionId, agent, firstInput, at);
+    if (keepStaged) this.attachments.dropStaged(key.userId, key.sessionId, keepStaged);
+    if (checkpoint !== undefined) this.putCheckpoint(key.userId, key.sessionId, checkpoint, at);
   }
 
   checkpoint(userId: string, sessionId: string): string | undefined {
@@ -200,14 +199,18 @@ export class Conversations {
     this.db
       .transaction(() => {
         refuseIfErased(this.db, userId, sessionId, since);
-        this.db
-          .query(
-            `INSERT INTO checkpoints (user_id, session_id, body, updated_at) VALUES (?, ?, ?, ?)
-           ON CONFLICT (user_id, session_id) DO UPDATE SET body = excluded.body, updated_at = excluded.updated_at`,
-          )
-          .run(userId, sessionId, body, at.getTime());
+        this.putCheckpoint(userId, sessionId, body, at);
       })
       .immediate();
+  }
+
+  private putCheckpoint(userId: string, sessionId: string, body: string, at: Date): void {
+    this.db
+      .query(
+        `INSERT INTO checkpoints (user_id, session_id, body, updated_at) VALUES (?, ?, ?, ?)
+         ON CONFLICT (user_id, session_id) DO UPDATE SET body = excluded.body, updated_at = excluded.updated_at`,
+      )
+      .run(userId, sessionId, body, at.getTime());
   }
 
   /**

@@ -15,6 +15,12 @@ const POLL_MS = 50;
 /** How long the database's lock may stay busy before taking a lease fails (Store.write's wait). */
 export const LEASE_BUSY_WAIT_MS = 5000;
 
+/** A session's lease, and what the work run in the same transaction as its taking made. */
+export interface Leased<T> {
+  release: () => void;
+  value: T;
+}
+
 export interface LeaseOptions {
   now?: () => number;
   /** Whether a process is alive; `process.kill(pid, 0)` by default. */
@@ -55,24 +61,39 @@ export class SessionLeases {
     signal: AbortSignal,
     busyWaitMs = LEASE_BUSY_WAIT_MS,
   ): Promise<() => void> {
+    return (await this.acquireWith(userId, sessionId, signal, () => undefined, busyWaitMs)).release;
+  }
+
+  /**
+   * As `acquire`, and `within` runs in the transaction that takes the lease, once taken: a
+   * turn reads its session and writes its first checkpoint in the same write as its lease
+   * (docs/performance.md, "The session in one write"). What `within` throws undoes the lease
+   * with the rest, and is thrown as it is.
+   */
+  async acquireWith<T>(
+    userId: string,
+    sessionId: string,
+    signal: AbortSignal,
+    within: () => T,
+    busyWaitMs = LEASE_BUSY_WAIT_MS,
+  ): Promise<Leased<T>> {
     let busySince: number | undefined;
     for (;;) {
       signal.throwIfAborted();
-      const r = this.attempt(userId, sessionId);
-      if (r === true) break;
-      if (r === false) busySince = undefined;
-      else {
+      const r = this.attempt(userId, sessionId, within);
+      if (r instanceof Error) {
         busySince ??= Date.now();
         if (Date.now() - busySince >= busyWaitMs) throw r;
-      }
+      } else if (r) return { release: this.held(userId, sessionId), value: r.value };
+      else busySince = undefined;
       await abortable(new Promise((res) => setTimeout(res, POLL_MS)), signal);
     }
-    return this.held(userId, sessionId);
   }
 
-  /** The session's lease now, or undefined when a live holder has it. */
-  tryHold(userId: string, sessionId: string): (() => void) | undefined {
-    return this.tryTake(userId, sessionId) ? this.held(userId, sessionId) : undefined;
+  /** The session's lease now, with `within` run as `acquireWith` runs it; undefined when a live holder has it. */
+  tryHoldWith<T>(userId: string, sessionId: string, within: () => T): Leased<T> | undefined {
+    const r = this.take(userId, sessionId, within);
+    return r ? { release: this.held(userId, sessionId), value: r.value } : undefined;
   }
 
   /** The release of a lease just taken, which renews it until then. */
@@ -92,13 +113,14 @@ export class SessionLeases {
 
   /** Takes the session when it is free, or its holder is gone; false when held by a live one. */
   tryTake(userId: string, sessionId: string): boolean {
-    return this.attempt(userId, sessionId) === true;
+    const r = this.attempt(userId, sessionId, () => undefined);
+    return r !== false && !(r instanceof Error);
   }
 
-  /** Taken (true), held by a live holder (false), or the database's lock busy (the error). */
-  private attempt(userId: string, sessionId: string): boolean | Error {
+  /** Taken (with `within`'s value), held by a live holder (false), or the database's lock busy (the error). */
+  private attempt<T>(userId: string, sessionId: string, within: () => T): { value: T } | false | Error {
     try {
-      return this.take(userId, sessionId);
+      return this.take(userId, sessionId, within);
     } catch (err) {
       // Another process is writing: the next poll asks again.
       if (/^SQLITE_BUSY/.test((err as { code?: string }).code ?? "")) return err as Error;
@@ -106,9 +128,9 @@ export class SessionLeases {
     }
   }
 
-  private take(userId: string, sessionId: string): boolean {
+  private take<T>(userId: string, sessionId: string, within: () => T): { value: T } | false {
     return this.db
-      .transaction(() => {
+      .transaction((): { value: T } | false => {
         const held = this.db
           .query("SELECT owner, pid, expires_at FROM session_leases WHERE user_id = ? AND session_id = ?")
           .get(userId, sessionId) as { owner: string; pid: number; expires_at: number } | null;
@@ -120,7 +142,7 @@ export class SessionLeases {
              VALUES (?, ?, ?, ?, ?)`,
           )
           .run(userId, sessionId, this.owner, process.pid, now + LEASE_TTL_MS);
-        return true;
+        return { value: within() };
       })
       .immediate();
   }

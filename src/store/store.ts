@@ -15,7 +15,7 @@ import { FolderIndex, type FolderIndexOptions } from "./folder-index.ts";
 import { eraseImported, importV01 } from "./import-v01.ts";
 import { MemoryStore } from "./memory-store.ts";
 import type { SessionSummary } from "./message-rows.ts";
-import { SessionLeases } from "./session-lease.ts";
+import { type Leased, SessionLeases } from "./session-lease.ts";
 import { listSessions, type MessagePage, type SessionPage, sessionMessages } from "./session-pages.ts";
 import { type SearchHit, searchSessions } from "./session-search.ts";
 
@@ -150,10 +150,18 @@ export class Store {
     }
   }
 
-  /** Waits for the session's lease (store/session-lease.ts); a database locked too long fails naming the file. */
-  async lease(userId: string, sessionId: string, signal: AbortSignal): Promise<() => void> {
+  /**
+   * Waits for the session's lease, with `within` run in the same write (store/session-lease.ts
+   * `acquireWith`); a database locked too long fails naming the file.
+   */
+  async leaseWith<T>(
+    userId: string,
+    sessionId: string,
+    signal: AbortSignal,
+    within: () => T,
+  ): Promise<Leased<T>> {
     try {
-      return await this.leases.acquire(userId, sessionId, signal, this.busyWaitMs);
+      return await this.leases.acquireWith(userId, sessionId, signal, within, this.busyWaitMs);
     } catch (err) {
       throw storeError(err, this.path);
     }

@@ -72,26 +72,31 @@ export async function runTurn(params: ChatParams, deps: TurnDeps): Promise<TurnR
     unwatch = store.erasing.watch(params.user_id, sessionId, () => erased.abort(sessionErased(sessionId)));
     const turnSignal = AbortSignal.any([signal, erased.signal]);
     unlock = await deps.locks.lock(lockKey, turnSignal);
-    // Another core on the same data folder may be running a turn of this session: wait for it
-    // (a rewrite is refused instead: what it would replace may be changing).
-    unlease = rewriting
-      ? store.guard(() => store.leases.tryHold(params.user_id, sessionId))
-      : await store.lease(params.user_id, sessionId, turnSignal);
-    if (!unlease) throw turnInFlight(sessionId);
-    // Over `deps`, not a copy of it: a spread would run its lazy getters (the MCP pool).
-    const turnDeps: TurnDeps = Object.create(deps, { signal: { value: turnSignal, enumerable: true } });
     const warnings: Warning[] = [];
     const key = { userId: params.user_id, sessionId };
-    const rewrite = planRewrite(params, store, key);
-    const start = {
-      traceId,
-      input: rewrite?.input ?? params.input,
-      agent: agent.name,
-      resume: params.resume,
-      ...(rewrite ? { replaceFromSeq: rewrite.replaceFromSeq, carried: rewrite.carried } : {}),
-      images,
+    // The session is read and the turn's first checkpoint written in the write that takes the
+    // session's lease. Another core on the same data folder may be running a turn of it: this
+    // one waits for it (a rewrite is refused instead: what it would replace may be changing).
+    const begin = () => {
+      const rewrite = planRewrite(params, store, key);
+      const start = {
+        traceId,
+        input: rewrite?.input ?? params.input,
+        agent: agent.name,
+        resume: params.resume,
+        ...(rewrite ? { replaceFromSeq: rewrite.replaceFromSeq, carried: rewrite.carried } : {}),
+        images,
+      };
+      return TurnSession.begin(store, key, start, warnings, deps.now);
     };
-    const session = TurnSession.open(store, key, start, warnings, deps.now);
+    const leased = rewriting
+      ? store.guard(() => store.leases.tryHoldWith(params.user_id, sessionId, begin))
+      : await store.leaseWith(params.user_id, sessionId, turnSignal, begin);
+    if (!leased) throw turnInFlight(sessionId);
+    unlease = leased.release;
+    const session = leased.value;
+    // Over `deps`, not a copy of it: a spread would run its lazy getters (the MCP pool).
+    const turnDeps: TurnDeps = Object.create(deps, { signal: { value: turnSignal, enumerable: true } });
     const ctx: TurnContext = {
       params,
       deps: turnDeps,

@@ -39,8 +39,15 @@ export class TurnSession {
     readonly images: TurnImages,
   ) {}
 
-  /** Loads the history and any checkpoint (one it cannot use is dropped, with a warning) and picks the state to run. */
-  static open(
+  /**
+   * Loads the history and any checkpoint (one it cannot use is dropped, with a warning), picks
+   * the state to run and writes the turn's first checkpoint, before run_start: a database that
+   * refuses it fails the chat first. Run inside the session lease's transaction (run-turn.ts), so
+   * the lease, the reading and the checkpoint are one write on the turn's way to its request
+   * (docs/performance.md, "The session in one write"); nothing can change the session between
+   * the reading and the checkpoint, so no write here looks for an erase.
+   */
+  static begin(
     store: Store,
     key: SessionKey,
     start: TurnStart,
@@ -61,7 +68,7 @@ export class TurnSession {
     let history = store.guard(() => store.conversations.history(key.userId, key.sessionId));
     if (state.replace_from_seq !== undefined) history = history.slice(0, state.replace_from_seq);
     const images = new TurnImages(store, key.userId);
-    return new TurnSession(
+    const session = new TurnSession(
       store,
       key,
       history,
@@ -72,43 +79,33 @@ export class TurnSession {
       resumed ? [] : (start.images ?? []),
       images,
     );
+    session.stageIn();
+    return session;
   }
 
-  /** The turn's first checkpoint, before run_start: a database that refuses it fails the chat first. */
-  async stage(): Promise<void> {
+  private stageIn(): void {
     const { agent, user_input } = this.state;
     const { conversations } = this.store;
-    if (this.newImages.length === 0) {
-      // One write on a turn's way to its request: the session row, stale staged images dropped
-      // and the first checkpoint in one transaction (docs/performance.md "The first token, again").
-      const body = this.checkpointText(this.state);
-      const keep = this.carriedImages();
-      await this.store.write(() =>
-        conversations.openTurn(this.key, agent, user_input, this.now(), this.since, keep, body),
-      );
-      return;
-    }
-    // Staging images needs the session's row first, and the checkpoint names what it staged.
-    await this.store.write(() => conversations.openTurn(this.key, agent, user_input, this.now(), this.since));
-    await this.stageImages();
-    await this.save();
-  }
-
-  /**
-   * The chat's new images kept in the store, not yet tied to a message (the checkpoint names
-   * them), so a resumed turn still has them.
-   */
-  private async stageImages(): Promise<void> {
     const { userId, sessionId } = this.key;
-    const attachments = this.store.conversations.attachments;
-    const refs = await this.store.write(() =>
-      attachments.stage(userId, sessionId, this.newImages, this.now(), this.since),
-    );
-    for (const [i, r] of refs.entries()) this.images.hold(r.id, (this.newImages[i] as PreparedImage).data);
-    const opening = this.state.turn[0];
-    if (opening?.role === "user") opening.attachments = [...(opening.attachments ?? []), ...refs];
+    const at = this.now();
+    if (this.newImages.length > 0) {
+      // Staged images, kept not yet tied to a message (the checkpoint names them, so a resumed
+      // turn still has them), need the session's row first.
+      conversations.ensureSession(userId, sessionId, agent, user_input, at);
+      const refs = conversations.attachments.stage(userId, sessionId, this.newImages, at);
+      for (const [i, r] of refs.entries()) this.images.hold(r.id, (this.newImages[i] as PreparedImage).data);
+      const opening = this.state.turn[0];
+      if (opening?.role === "user") opening.attachments = [...(opening.attachments ?? []), ...refs];
+    }
     // Any a set-aside checkpoint had staged and this turn does not carry go.
-    await this.store.write(() => attachments.dropStaged(userId, sessionId, this.carriedImages()));
+    conversations.openTurn(
+      this.key,
+      agent,
+      user_input,
+      at,
+      this.carriedImages(),
+      this.checkpointText(this.state),
+    );
   }
 
   /** The ids of the images this turn's messages carry. */

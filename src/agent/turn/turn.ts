@@ -61,7 +61,6 @@ export class Turn {
 
   async run(): Promise<TurnResult> {
     const { ctx } = this;
-    await ctx.session.stage();
     ctx.deps.emit("run_start", {
       user_input: ctx.session.state.user_input,
       trace_id: ctx.traceId,

@@ -26,15 +26,10 @@ async function turnAt(options: { settles?: boolean; aborted?: boolean } = {}) {
   } as unknown as TurnDeps;
   const store = Store.open(dir.path);
   const key = { userId: "u", sessionId: "s" };
-  const session = TurnSession.open(
-    store,
-    key,
-    { traceId: "t1", input: "hi", agent: "a", resume: false },
-    [],
-    deps.now,
+  const { value: session, release } = await store.leaseWith("u", "s", AbortSignal.timeout(5000), () =>
+    TurnSession.begin(store, key, { traceId: "t1", input: "hi", agent: "a", resume: false }, [], deps.now),
   );
   session.state.best_text = "so far";
-  await session.stage();
   const ctx: TurnContext = {
     params: { user_id: "u", input: "hi", resume: false, approve_execution: false, regenerate: false },
     deps,
@@ -50,6 +45,7 @@ async function turnAt(options: { settles?: boolean; aborted?: boolean } = {}) {
   return {
     dir: {
       [Symbol.dispose]() {
+        release();
         store.close();
         dir[Symbol.dispose]();
       },

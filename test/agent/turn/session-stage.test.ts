@@ -1,60 +1,95 @@
-import { describe, expect, test } from "bun:test";
+import { Database } from "bun:sqlite";
+import { describe, expect, spyOn, test } from "bun:test";
 import { TurnSession } from "../../../src/agent/turn/session.ts";
 import { Store } from "../../../src/store/store.ts";
 import { tmpdir } from "../../fixtures/tmpdir.ts";
 
-// A turn's first checkpoint, before run_start (docs/agent.md, "L2 checkpoints"): without new
-// images it is one write with the session's row (docs/performance.md "The first token, again").
+// A turn's lease, its session's reading and its first checkpoint (before run_start: docs/agent.md,
+// "L2 checkpoints") are one write (docs/performance.md, "The session in one write").
 
-function staged(store: Store, sessionId: string): TurnSession {
-  return TurnSession.open(
-    store,
-    { userId: "u", sessionId },
-    { traceId: "t1", input: "hello there", agent: "a", resume: false },
-    [],
-    () => new Date(1_000),
-  );
+function begin(store: Store, sessionId: string): () => TurnSession {
+  return () =>
+    TurnSession.begin(
+      store,
+      { userId: "u", sessionId },
+      { traceId: "t1", input: "hello there", agent: "a", resume: false },
+      [],
+      () => new Date(1_000),
+    );
 }
 
-/** Counts the store's write transactions. */
-function countWrites(store: Store): () => number {
-  let writes = 0;
-  const write = store.write.bind(store);
-  store.write = <T>(work: () => T) => {
-    writes += 1;
-    return write(work);
-  };
-  return () => writes;
-}
-
-describe("a turn's stage", () => {
-  test("a text turn: the session's row and its checkpoint in one write", async () => {
+describe("a turn's first write", () => {
+  test("a text turn: the lease, the session's row and its checkpoint in one transaction", async () => {
     using dir = tmpdir("local-ai-stage-");
     const store = Store.open(dir.path);
+    const transactions = spyOn(Database.prototype, "transaction");
     try {
-      const writes = countWrites(store);
-      const session = staged(store, "s1");
-      await session.stage();
-      expect(writes()).toBe(1);
+      const { release, value: session } = await store.leaseWith(
+        "u",
+        "s1",
+        AbortSignal.timeout(5000),
+        begin(store, "s1"),
+      );
+      expect(transactions).toHaveBeenCalledTimes(1);
+      expect(session.state.user_input).toBe("hello there");
       expect(store.conversations.session("u", "s1")).toBeDefined();
       const checkpoint = JSON.parse(store.conversations.checkpoint("u", "s1") as string);
       expect(checkpoint).toMatchObject({ version: 1, user_input: "hello there" });
+      // Held until released: another core's store cannot take it.
+      const other = Store.open(dir.path);
+      try {
+        expect(other.leases.tryTake("u", "s1")).toBe(false);
+        release();
+        expect(other.leases.tryTake("u", "s1")).toBe(true);
+      } finally {
+        other.close();
+      }
     } finally {
+      transactions.mockRestore();
       store.close();
     }
   });
 
-  test("a session erased after the turn began: neither the row nor the checkpoint is written", async () => {
+  test("held by another core: nothing of the turn is read or written", async () => {
+    using dir = tmpdir("local-ai-stage-");
+    const store = Store.open(dir.path);
+    const other = Store.open(dir.path);
+    try {
+      expect(other.leases.tryTake("u", "s2")).toBe(true);
+      let ran = false;
+      const leased = store.leases.tryHoldWith("u", "s2", () => {
+        ran = true;
+        return begin(store, "s2")();
+      });
+      expect(leased).toBeUndefined();
+      expect(ran).toBe(false);
+      expect(store.conversations.session("u", "s2")).toBeUndefined();
+    } finally {
+      other.close();
+      store.close();
+    }
+  });
+
+  test("what fails after the checkpoint undoes it, the session's row and the lease", async () => {
     using dir = tmpdir("local-ai-stage-");
     const store = Store.open(dir.path);
     try {
-      // An earlier turn made the session, then it is erased while this one prepares.
-      await staged(store, "s2").stage();
-      const session = staged(store, "s2");
-      await store.deleteSession("u", "s2");
-      await expect(session.stage()).rejects.toMatchObject({ code: "cancelled" });
-      expect(store.conversations.session("u", "s2")).toBeUndefined();
-      expect(store.conversations.checkpoint("u", "s2")).toBeUndefined();
+      const failing = () => {
+        begin(store, "s3")();
+        throw new Error("refused after the stage");
+      };
+      await expect(store.leaseWith("u", "s3", AbortSignal.timeout(5000), failing)).rejects.toThrow(
+        "refused after the stage",
+      );
+      expect(store.conversations.session("u", "s3")).toBeUndefined();
+      expect(store.conversations.checkpoint("u", "s3")).toBeUndefined();
+      // Another core's store finds the session free (this one would take back its own row too).
+      const other = Store.open(dir.path);
+      try {
+        expect(other.leases.tryTake("u", "s3")).toBe(true);
+      } finally {
+        other.close();
+      }
     } finally {
       store.close();
     }
