@@ -173,7 +173,7 @@ export class Conversations {
    * images an earlier, unfinished turn staged and this one does not carry dropped, and with
    * `checkpoint` the turn's first checkpoint saved. No look for an erase: the caller read the
    * session in that same transaction, so none can have come between (the session lease's
-   * write, store/session-lease.ts `acquireWith`).
+   * write, store/session-lease.ts `acquire`).
    */
   openTurn(
     key: { userId: string; sessionId: string },

@@ -51,26 +51,14 @@ export class SessionLeases {
   }
 
   /**
-   * Waits until this process holds the session; resolves with the release. A live holder is
-   * waited for as long as it holds it; a database locked by another process only up to
-   * `busyWaitMs`, then the SQLite error is thrown (the caller names the file).
+   * Waits until this process holds the session, and runs `within` in the transaction that takes
+   * it: a turn reads its session and writes its first checkpoint in the same write as its lease
+   * (docs/performance.md, "The session in one write"). A live holder is waited for as long as it
+   * holds it; a database locked by another process only up to `busyWaitMs`, then the SQLite
+   * error is thrown (the caller names the file). What `within` throws undoes the lease with the
+   * rest, and is thrown as it is.
    */
-  async acquire(
-    userId: string,
-    sessionId: string,
-    signal: AbortSignal,
-    busyWaitMs = LEASE_BUSY_WAIT_MS,
-  ): Promise<() => void> {
-    return (await this.acquireWith(userId, sessionId, signal, () => undefined, busyWaitMs)).release;
-  }
-
-  /**
-   * As `acquire`, and `within` runs in the transaction that takes the lease, once taken: a
-   * turn reads its session and writes its first checkpoint in the same write as its lease
-   * (docs/performance.md, "The session in one write"). What `within` throws undoes the lease
-   * with the rest, and is thrown as it is.
-   */
-  async acquireWith<T>(
+  async acquire<T>(
     userId: string,
     sessionId: string,
     signal: AbortSignal,
@@ -90,8 +78,8 @@ export class SessionLeases {
     }
   }
 
-  /** The session's lease now, with `within` run as `acquireWith` runs it; undefined when a live holder has it. */
-  tryHoldWith<T>(userId: string, sessionId: string, within: () => T): Leased<T> | undefined {
+  /** The session's lease now, with `within` run as `acquire` runs it; undefined when a live holder has it. */
+  tryHold<T>(userId: string, sessionId: string, within: () => T): Leased<T> | undefined {
     const r = this.take(userId, sessionId, within);
     return r ? { release: this.held(userId, sessionId), value: r.value } : undefined;
   }

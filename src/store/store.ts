@@ -152,16 +152,16 @@ export class Store {
 
   /**
    * Waits for the session's lease, with `within` run in the same write (store/session-lease.ts
-   * `acquireWith`); a database locked too long fails naming the file.
+   * `acquire`); a database locked too long fails naming the file.
    */
-  async leaseWith<T>(
+  async lease<T>(
     userId: string,
     sessionId: string,
     signal: AbortSignal,
     within: () => T,
   ): Promise<Leased<T>> {
     try {
-      return await this.leases.acquireWith(userId, sessionId, signal, within, this.busyWaitMs);
+      return await this.leases.acquire(userId, sessionId, signal, within, this.busyWaitMs);
     } catch (err) {
       throw storeError(err, this.path);
     }

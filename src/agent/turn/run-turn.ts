@@ -90,8 +90,8 @@ export async function runTurn(params: ChatParams, deps: TurnDeps): Promise<TurnR
       return TurnSession.begin(store, key, start, warnings, deps.now);
     };
     const leased = rewriting
-      ? store.guard(() => store.leases.tryHoldWith(params.user_id, sessionId, begin))
-      : await store.leaseWith(params.user_id, sessionId, turnSignal, begin);
+      ? store.guard(() => store.leases.tryHold(params.user_id, sessionId, begin))
+      : await store.lease(params.user_id, sessionId, turnSignal, begin);
     if (!leased) throw turnInFlight(sessionId);
     unlease = leased.release;
     const session = leased.value;

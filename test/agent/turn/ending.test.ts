@@ -26,7 +26,7 @@ async function turnAt(options: { settles?: boolean; aborted?: boolean } = {}) {
   } as unknown as TurnDeps;
   const store = Store.open(dir.path);
   const key = { userId: "u", sessionId: "s" };
-  const { value: session, release } = await store.leaseWith("u", "s", AbortSignal.timeout(5000), () =>
+  const { value: session, release } = await store.lease("u", "s", AbortSignal.timeout(5000), () =>
     TurnSession.begin(store, key, { traceId: "t1", input: "hi", agent: "a", resume: false }, [], deps.now),
   );
   session.state.best_text = "so far";

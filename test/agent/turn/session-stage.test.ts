@@ -24,7 +24,7 @@ describe("a turn's first write", () => {
     const store = Store.open(dir.path);
     const transactions = spyOn(Database.prototype, "transaction");
     try {
-      const { release, value: session } = await store.leaseWith(
+      const { release, value: session } = await store.lease(
         "u",
         "s1",
         AbortSignal.timeout(5000),
@@ -57,7 +57,7 @@ describe("a turn's first write", () => {
     try {
       expect(other.leases.tryTake("u", "s2")).toBe(true);
       let ran = false;
-      const leased = store.leases.tryHoldWith("u", "s2", () => {
+      const leased = store.leases.tryHold("u", "s2", () => {
         ran = true;
         return begin(store, "s2")();
       });
@@ -78,7 +78,7 @@ describe("a turn's first write", () => {
         begin(store, "s3")();
         throw new Error("refused after the stage");
       };
-      await expect(store.leaseWith("u", "s3", AbortSignal.timeout(5000), failing)).rejects.toThrow(
+      await expect(store.lease("u", "s3", AbortSignal.timeout(5000), failing)).rejects.toThrow(
         "refused after the stage",
       );
       expect(store.conversations.session("u", "s3")).toBeUndefined();

@@ -8,18 +8,22 @@ import { tmpdir } from "../../fixtures/tmpdir.ts";
 
 const never = new AbortController().signal;
 
+/** A turn's lease on session `id` of user "u", with nothing run inside it; resolves with its release. */
+const lease = (store: Store, id: string, signal: AbortSignal) =>
+  store.lease("u", id, signal, () => undefined).then((l) => l.release);
+
 describe("two stores on one data folder", () => {
   test("a session's turn waits for the other holder, then runs; other sessions do not wait", async () => {
     using dir = tmpdir();
     const a = Store.open(dir.path);
     const b = Store.open(dir.path);
-    const releaseA = await a.leases.acquire("u", "s", never);
+    const releaseA = await lease(a, "s", never);
     let bHas = false;
-    const waiting = b.leases.acquire("u", "s", never).then((r) => {
+    const waiting = lease(b, "s", never).then((r) => {
       bHas = true;
       return r;
     });
-    const other = await b.leases.acquire("u", "t", never);
+    const other = await lease(b, "t", never);
     other();
     await Bun.sleep(150);
     expect(bHas).toBe(false);
@@ -81,9 +85,9 @@ describe("two stores on one data folder", () => {
     using dir = tmpdir();
     const a = Store.open(dir.path);
     const b = Store.open(dir.path);
-    const release = await a.leases.acquire("u", "s", never);
+    const release = await lease(a, "s", never);
     const ac = new AbortController();
-    const waiting = b.leases.acquire("u", "s", ac.signal);
+    const waiting = lease(b, "s", ac.signal);
     setTimeout(() => ac.abort(new Error("cancelled")), 60);
     await expect(waiting).rejects.toThrow("cancelled");
     release();
