@@ -65,6 +65,28 @@ export class SessionLeases {
     within: () => T,
     busyWaitMs = LEASE_BUSY_WAIT_MS,
   ): Promise<Leased<T>> {
+    return (await this.take(userId, sessionId, signal, within, busyWaitMs, true)) as Leased<T>;
+  }
+
+  /** As `acquire`, but undefined at once, nothing run, when a live holder has the session. */
+  tryHold<T>(
+    userId: string,
+    sessionId: string,
+    signal: AbortSignal,
+    within: () => T,
+    busyWaitMs = LEASE_BUSY_WAIT_MS,
+  ): Promise<Leased<T> | undefined> {
+    return this.take(userId, sessionId, signal, within, busyWaitMs, false);
+  }
+
+  private async take<T>(
+    userId: string,
+    sessionId: string,
+    signal: AbortSignal,
+    within: () => T,
+    busyWaitMs: number,
+    waitForHolder: boolean,
+  ): Promise<Leased<T> | undefined> {
     let busySince: number | undefined;
     for (;;) {
       signal.throwIfAborted();
@@ -73,15 +95,10 @@ export class SessionLeases {
         busySince ??= Date.now();
         if (Date.now() - busySince >= busyWaitMs) throw r;
       } else if (r) return { release: this.held(userId, sessionId), value: r.value };
+      else if (!waitForHolder) return undefined;
       else busySince = undefined;
       await abortable(new Promise((res) => setTimeout(res, POLL_MS)), signal);
     }
-  }
-
-  /** The session's lease now, with `within` run as `acquire` runs it; undefined when a live holder has it. */
-  tryHold<T>(userId: string, sessionId: string, within: () => T): Leased<T> | undefined {
-    const r = this.take(userId, sessionId, within);
-    return r ? { release: this.held(userId, sessionId), value: r.value } : undefined;
   }
 
   /** The release of a lease just taken, which renews it until then. */
@@ -108,7 +125,7 @@ export class SessionLeases {
   /** Taken (with `within`'s value), held by a live holder (false), or the database's lock busy (the error). */
   private attempt<T>(userId: string, sessionId: string, within: () => T): { value: T } | false | Error {
     try {
-      return this.take(userId, sessionId, within);
+      return this.takeNow(userId, sessionId, within);
     } catch (err) {
       // Another process is writing: the next poll asks again.
       if (/^SQLITE_BUSY/.test((err as { code?: string }).code ?? "")) return err as Error;
@@ -116,7 +133,7 @@ export class SessionLeases {
     }
   }
 
-  private take<T>(userId: string, sessionId: string, within: () => T): { value: T } | false {
+  private takeNow<T>(userId: string, sessionId: string, within: () => T): { value: T } | false {
     return this.db
       .transaction((): { value: T } | false => {
         const held = this.db

@@ -154,14 +154,24 @@ export class Store {
    * Waits for the session's lease, with `within` run in the same write (store/session-lease.ts
    * `acquire`); a database locked too long fails naming the file.
    */
-  async lease<T>(
+  lease<T>(userId: string, sessionId: string, signal: AbortSignal, within: () => T): Promise<Leased<T>> {
+    return this.named(this.leases.acquire(userId, sessionId, signal, within, this.busyWaitMs));
+  }
+
+  /** As `lease`, but undefined at once when another core's turn holds the session. */
+  tryLease<T>(
     userId: string,
     sessionId: string,
     signal: AbortSignal,
     within: () => T,
-  ): Promise<Leased<T>> {
+  ): Promise<Leased<T> | undefined> {
+    return this.named(this.leases.tryHold(userId, sessionId, signal, within, this.busyWaitMs));
+  }
+
+  /** SQLite's failures as errors naming the file. */
+  private async named<T>(work: Promise<T>): Promise<T> {
     try {
-      return await this.leases.acquire(userId, sessionId, signal, within, this.busyWaitMs);
+      return await work;
     } catch (err) {
       throw storeError(err, this.path);
     }

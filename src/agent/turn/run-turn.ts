@@ -90,7 +90,7 @@ export async function runTurn(params: ChatParams, deps: TurnDeps): Promise<TurnR
       return TurnSession.begin(store, key, start, warnings, deps.now);
     };
     const leased = rewriting
-      ? store.guard(() => store.leases.tryHold(params.user_id, sessionId, begin))
+      ? await store.tryLease(params.user_id, sessionId, turnSignal, begin)
       : await store.lease(params.user_id, sessionId, turnSignal, begin);
     if (!leased) throw turnInFlight(sessionId);
     unlease = leased.release;

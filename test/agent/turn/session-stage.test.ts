@@ -1,6 +1,8 @@
 import { Database } from "bun:sqlite";
 import { describe, expect, spyOn, test } from "bun:test";
+import { join } from "node:path";
 import { TurnSession } from "../../../src/agent/turn/session.ts";
+import { DB_FILE } from "../../../src/store/db/open.ts";
 import { Store } from "../../../src/store/store.ts";
 import { tmpdir } from "../../fixtures/tmpdir.ts";
 
@@ -57,13 +59,31 @@ describe("a turn's first write", () => {
     try {
       expect(other.leases.tryTake("u", "s2")).toBe(true);
       let ran = false;
-      const leased = store.leases.tryHold("u", "s2", () => {
+      const leased = await store.tryLease("u", "s2", AbortSignal.timeout(5000), () => {
         ran = true;
         return begin(store, "s2")();
       });
       expect(leased).toBeUndefined();
       expect(ran).toBe(false);
       expect(store.conversations.session("u", "s2")).toBeUndefined();
+    } finally {
+      other.close();
+      store.close();
+    }
+  });
+
+  test("a rewrite's lease waits out a database another core is writing, then runs", async () => {
+    using dir = tmpdir("local-ai-stage-");
+    const store = Store.open(dir.path);
+    // Another core's write in progress: the database's write lock held for 150 ms.
+    const other = new Database(join(dir.path, DB_FILE));
+    try {
+      other.run("BEGIN IMMEDIATE");
+      const released = Bun.sleep(150).then(() => other.run("COMMIT"));
+      const leased = await store.tryLease("u", "s4", AbortSignal.timeout(5000), begin(store, "s4"));
+      await released;
+      expect(leased?.value.state.user_input).toBe("hello there");
+      leased?.release();
     } finally {
       other.close();
       store.close();
