@@ -34,7 +34,15 @@ import { THINK_TEMPLATE } from "../test/fixtures/recordings-dir.ts";
 import { type CoreChat, CoreProcess } from "./overhead/core.ts";
 import { childPids, cpuNs, cpuNsByThread, selfCpuNs } from "./overhead/cpu-time.ts";
 import { DirectServer } from "./overhead/direct.ts";
-import { median, rate, type StreamTiming, spread, ttft, ttftBeyondPrompt } from "./overhead/stream-timing.ts";
+import {
+  median,
+  medianInterval,
+  rate,
+  type StreamTiming,
+  spread,
+  ttft,
+  ttftBeyondPrompt,
+} from "./overhead/stream-timing.ts";
 
 const COLD_RUNS = Number(process.env.BENCH_COLD_RUNS ?? 8);
 const WARM_RUNS = Number(process.env.BENCH_WARM_RUNS ?? 8);
@@ -364,6 +372,7 @@ function report(
       `  through the core:    first token ${spread(through.map(ttft), 2)} ms, rate ${spread(through.map(rate), 0)} ${pieces.event}/s\n` +
       `  rate core/direct, paired: ${spread(ratio, 3)}; target ≥ 0.95: ${verdict(median(ratio) >= 0.95)}\n` +
       `  first token core − direct, paired: ${spread(extra, 2)} ms; target ≤ +2 ms: ${verdict(median(extra) <= 2)}\n` +
+      `    95% interval of that median: ${medianInterval(extra)} ms\n` +
       `    the same less each side's llama-server prompt_ms (its own noise taken out): ${spread(extraBeyond, 2)} ms; ` +
       `llama-server prompt_ms direct ${spread(
         direct.map((d) => d.promptMs ?? Number.NaN),

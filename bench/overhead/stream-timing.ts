@@ -39,3 +39,26 @@ export function spread(xs: number[], digits = 1): string {
   const f = (x: number) => x.toFixed(digits);
   return `${f(median(s))} (${f(s[0] as number)}–${f(s.at(-1) as number)})`;
 }
+
+/**
+ * An interval of at least 95% for the median of `xs`, from their order statistics and nothing
+ * else (the count of values below the true median is binomial, n and ½): [x_j, x_(n+1−j)] with
+ * the largest rank j whose tail P(X ≤ j−1) is at most 2.5%, as "[low, high]" with `digits`
+ * decimals; "n/a" under 6 values, where no such interval exists. It says how far one run's median
+ * may sit from the box's: a target inside the interval is not settled by that run.
+ */
+export function medianInterval(xs: number[], digits = 2): string {
+  const s = xs.filter((x) => !Number.isNaN(x)).sort((a, b) => a - b);
+  const n = s.length;
+  let term = 0.5 ** n; // P(X = 0)
+  let tail = term; // P(X ≤ i)
+  let j = 0;
+  for (let i = 0; tail <= 0.025 && i < n; ) {
+    j = i + 1;
+    i++;
+    term = (term * (n - i + 1)) / i;
+    tail += term;
+  }
+  if (j === 0) return "n/a";
+  return `[${(s[j - 1] as number).toFixed(digits)}, ${(s[n - j] as number).toFixed(digits)}]`;
+}
