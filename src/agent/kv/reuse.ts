@@ -8,6 +8,7 @@ import { within } from "../../util/within.ts";
 import { launchFingerprint } from "./fingerprint.ts";
 import { entryOf, type KvDisk, type KvEntry } from "./kv-disk.ts";
 import { emptyRecord, noteSources, type PromptRecord } from "./prompt-record.ts";
+import { keyOf, keyText, type SessionKey } from "./session-key.ts";
 
 /**
  * Prompt reuse across turns (docs/agent.md#prompt-reuse): a session keeps a slot while active
@@ -49,11 +50,6 @@ export interface ReuseDeps {
   now?: () => number;
 }
 
-export interface SessionKey {
-  userId: string;
-  sessionId: string;
-}
-
 /** What a turn gets: its slot and its session's prompt record, and how it says it is over. */
 export interface ReusedTurn {
   slot: number | undefined;
@@ -61,6 +57,9 @@ export interface ReusedTurn {
   /** The turn is over (before its lease goes): the record it leaves, whether it sent a request. */
   end(record: PromptRecord, sent: boolean): void;
 }
+
+/** What a hand-over found on disk: a state to restore, none (null), or nothing looked for (undefined). */
+type Looked = KvEntry | null | undefined;
 
 /** One running server (its Launch: slot table, epoch, awake) and the fingerprint of its shape. */
 interface Server {
@@ -94,17 +93,23 @@ export class PromptReuse {
     const server = this.serverOf(lease);
     const fp = await server.fingerprint;
     const k = keyText(key);
-    const record = this.recordOf(key, fp);
     const table = server.launch.slots;
     const pick = table.take(k, this.now());
-    if (!pick) return { slot: undefined, record, end: (r) => this.remember(k, r) };
+    if (!pick) return { slot: undefined, record: this.recordOf(key, fp), end: (r) => this.remember(k, r) };
+    let looked: Looked;
     try {
       if (pick.holds) await table.workOn(pick.slot);
-      else await this.run(() => this.handOver(server, pick.slot, key, fp, pick.evict, signal));
+      else looked = await this.run(() => this.handOver(server, pick.slot, key, fp, pick.evict, signal));
     } catch (err) {
       table.abandon(pick.slot);
       throw err;
     }
+    // A hand-over that looked on disk read the sidecar the record would come from: once is
+    // enough on the turn's way to its request (docs/performance.md, "The session in one write").
+    const record =
+      looked === undefined
+        ? this.recordOf(key, fp)
+        : (this.records.get(k) ?? looked?.prompt ?? emptyRecord());
     return {
       slot: pick.slot,
       record,
@@ -131,7 +136,7 @@ export class PromptReuse {
     fp: string | undefined,
     evict: string | undefined,
     signal: AbortSignal,
-  ): Promise<void> {
+  ): Promise<Looked> {
     const k = keyText(key);
     const { epoch } = server.launch;
     const inRam = this.inRam.get(k) === epoch;
@@ -145,6 +150,7 @@ export class PromptReuse {
     // From now on the slot is this session's, whatever the restore makes of it.
     server.launch.slots.handTo(slot, k);
     if (entry) await this.restore(server, slot, key, entry, signal);
+    return entry;
   }
 
   /** At shutdown, before llama-server stops: what changed since the last save, within STOP_SAVE_MS. */
@@ -307,17 +313,18 @@ export class PromptReuse {
   }
 
   /** The session's saved state if it is of this launch's shape; one that is not is dropped. */
-  private restorable(key: SessionKey, fp: string | undefined): KvEntry | undefined {
+  private restorable(key: SessionKey, fp: string | undefined): Looked {
     if (fp === undefined || this.diskOff) return undefined;
     const disk = this.usableDisk();
-    const entry = disk?.entry(key.userId, key.sessionId);
-    if (!disk || !entry) return undefined;
+    if (!disk) return undefined;
+    const entry = disk.entry(key.userId, key.sessionId);
+    if (!entry) return null;
     const name = disk.nameOf(key.userId, key.sessionId);
     if (entry.fingerprint === fp && disk.hasState(name)) return entry;
     // Saved for another model, context, cache type or template (or its file is gone).
     logger.info(`session ${key.sessionId}'s saved KV state does not fit this launch: dropped`);
     disk.remove(name);
-    return undefined;
+    return null;
   }
 
   private async restore(
@@ -369,16 +376,6 @@ export class PromptReuse {
     }
     logger.warn(`${what} failed (the prompt is processed instead): ${(err as Error).message}`);
   }
-}
-
-function keyText(key: SessionKey): string {
-  return `${key.userId}/${key.sessionId}`;
-}
-
-/** user and session ids are safe ids: neither holds a "/". */
-function keyOf(text: string): SessionKey {
-  const at = text.indexOf("/");
-  return { userId: text.slice(0, at), sessionId: text.slice(at + 1) };
 }
 
 /** The core's part of the saves before an unload, put off until the server has stopped. */

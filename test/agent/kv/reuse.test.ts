@@ -1,6 +1,7 @@
-import { describe, expect, test } from "bun:test";
+import { describe, expect, spyOn, test } from "bun:test";
 import { mkdirSync, readdirSync, rmSync, truncateSync } from "node:fs";
 import { join } from "node:path";
+import { KvDisk } from "../../../src/agent/kv/kv-disk.ts";
 import type { SupervisorSnapshot } from "../../../src/runtime/snapshot.ts";
 import { Store } from "../../../src/store/store.ts";
 import { writeFakeModel } from "../../fixtures/llama-stand-in/binary.ts";
@@ -88,6 +89,25 @@ describe("prompt reuse with the stand-in", () => {
     expect(slotActions(h, "restore")).toBe(1);
     expect(back.cached_tokens / back.prompt_tokens).toBeGreaterThan(0.6);
     expect(kvFiles(h).filter((f) => f.endsWith(".bin"))).toHaveLength(2);
+  });
+
+  test("a session taking a slot looks for its saved state once, and its record is what it restored", async () => {
+    await using h = harness({ standIn: { cacheRamMib: 0 } });
+    await say(h, "a", "tell me about the sea and the waves");
+    const looks = spyOn(KvDisk.prototype, "entry");
+    try {
+      // b is new: nothing on disk, looked for once (docs/performance.md, "The session in one write").
+      await say(h, "b", "tell me about mountains and rivers");
+      expect(looks).toHaveBeenCalledTimes(1);
+      looks.mockClear();
+      // a comes back from its file: one look, and the prompt laid out as the restored state holds it.
+      const back = await say(h, "a", "and the moon?");
+      expect(looks).toHaveBeenCalledTimes(1);
+      expect(slotActions(h, "restore")).toBe(1);
+      expect(back.cached_tokens / back.prompt_tokens).toBeGreaterThan(0.6);
+    } finally {
+      looks.mockRestore();
+    }
   });
 
   test("with llama-server's RAM cache, the session giving way is left to it: nothing on the taking turn's path", async () => {
