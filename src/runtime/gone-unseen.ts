@@ -8,9 +8,10 @@ const LISTEN_CHECK_MS = 1000;
 /**
  * Whether a server we started is gone though its exit has not been seen (Bun reports an exit on
  * a later tick, so a SIGKILL of a moment ago is not known yet): the look before a lease
- * (docs/supervisor.md). On Linux /proc settles it without a round trip (a zombie or no entry);
- * elsewhere a connection to its port does (refused, or closed before any answer). A live process
- * that refuses its port is caught by the request itself (lease.reconnect).
+ * (docs/supervisor.md). On Linux /proc settles it without a round trip (no entry, a zombie, or
+ * on its way out: proc-info.ts `childRunning`); elsewhere a connection to its port does (refused,
+ * or closed before any answer). A live process that refuses its port is caught by the request
+ * itself (lease.reconnect).
  */
 export async function goneUnseen(pid: number, port: number, signal: AbortSignal): Promise<boolean> {
   const running = childRunning(pid);

@@ -104,15 +104,9 @@ export class PromptReuse {
       table.abandon(pick.slot);
       throw err;
     }
-    // A hand-over that looked on disk read the sidecar the record would come from: once is
-    // enough on the turn's way to its request (docs/performance.md, "The session in one write").
-    const record =
-      looked === undefined
-        ? this.recordOf(key, fp)
-        : (this.records.get(k) ?? looked?.prompt ?? emptyRecord());
     return {
       slot: pick.slot,
-      record,
+      record: this.recordOf(key, fp, looked),
       end: (r, sent) => {
         table.release(pick.slot, k, sent, this.now());
         this.remember(k, r);
@@ -224,11 +218,15 @@ export class PromptReuse {
     return server;
   }
 
-  /** The session's record: kept in memory, else beside its saved state (if that is of this launch's shape). */
-  private recordOf(key: SessionKey, fp: string | undefined): PromptRecord {
-    const k = keyText(key);
-    const known = this.records.get(k);
+  /**
+   * The session's record: kept in memory, else beside its saved state (if that is of this
+   * launch's shape). A hand-over that looked on disk (`looked`) read that sidecar already: once
+   * is enough on the turn's way to its request (docs/performance.md, "The session in one write").
+   */
+  private recordOf(key: SessionKey, fp: string | undefined, looked?: Looked): PromptRecord {
+    const known = this.records.get(keyText(key));
     if (known) return known;
+    if (looked !== undefined) return looked?.prompt ?? emptyRecord();
     const entry = fp === undefined ? undefined : this.deps.disk?.entry(key.userId, key.sessionId);
     return entry && entry.fingerprint === fp ? entry.prompt : emptyRecord();
   }

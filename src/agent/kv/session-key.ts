@@ -1,4 +1,4 @@
-/** A session as prompt reuse keys its slot, record and files. */
+/** Which session: a turn's, and prompt reuse's key for its slot, record and files. */
 export interface SessionKey {
   userId: string;
   sessionId: string;

@@ -2,7 +2,7 @@ import type { ChatParams } from "../../protocol/chat.ts";
 import type { AttachmentRef, ChatMessage } from "../../protocol/chat-message.ts";
 import { CoreError } from "../../protocol/errors.ts";
 import type { Store } from "../../store/store.ts";
-import type { SessionKey } from "./session.ts";
+import type { SessionKey } from "../kv/session-key.ts";
 
 /**
  * `regenerate` and `replace_from` (docs/protocol.md#conversations-sessions-and-usersdelete): a turn

@@ -5,16 +5,11 @@ import { type Checkpoint, CheckpointSchema } from "../../store/checkpoint.ts";
 import type { TurnMessage } from "../../store/conversations.ts";
 import type { Store } from "../../store/store.ts";
 import { logger } from "../../util/logger.ts";
+import type { SessionKey } from "../kv/session-key.ts";
 import { refsOf, TurnImages } from "./images.ts";
 
 /** The turn so far, as its checkpoint keeps it. */
 export type TurnState = Omit<Checkpoint, "version" | "updated_at">;
-
-/** Which session a turn belongs to. */
-export interface SessionKey {
-  userId: string;
-  sessionId: string;
-}
 
 /**
  * The session as one turn sees it: the history before the turn, the turn so far (the state
