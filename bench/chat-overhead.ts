@@ -37,6 +37,7 @@ import { DirectServer } from "./overhead/direct.ts";
 import {
   median,
   medianInterval,
+  ownPath,
   rate,
   type StreamTiming,
   spread,
@@ -287,7 +288,8 @@ async function openComparison(pieces: Pieces): Promise<Comparison> {
         await measured({ core: proc.pid, llama: coreLlama }, async () => {
           const chat = await proc.request("chat", { input: INPUT }, pieces.event);
           const traceId = (chat.terminal.result as { trace_id?: string } | undefined)?.trace_id;
-          return { ...chat, promptMs: traceId ? await proc.promptMsOf(traceId) : undefined };
+          const step = traceId ? await proc.stepOf(traceId, chat) : undefined;
+          return { ...chat, promptMs: step?.promptMs, own: step?.own };
         }),
       ),
     async () =>
@@ -373,6 +375,7 @@ function report(
       `  rate core/direct, paired: ${spread(ratio, 3)}; target ≥ 0.95: ${verdict(median(ratio) >= 0.95)}\n` +
       `  first token core − direct, paired: ${spread(extra, 2)} ms; target ≤ +2 ms: ${verdict(median(extra) <= 2)}\n` +
       `    95% interval of that median: ${medianInterval(extra)} ms\n` +
+      ownLines(direct, through) +
       `    the same less each side's llama-server prompt_ms (its own noise taken out): ${spread(extraBeyond, 2)} ms; ` +
       `llama-server prompt_ms direct ${spread(
         direct.map((d) => d.promptMs ?? Number.NaN),
@@ -386,6 +389,29 @@ function report(
       `  CPU µs per piece, bare relay (fetch, SSE split, JSON.parse, a line per piece): ${perPiece(relayM, "core")}\n` +
       `  core / relay CPU per piece, paired: ${spread(cpuRatio, 2)}; target ≤ 1.3: ${verdict(median(cpuRatio) <= 1.3)}\n` +
       `  CPU µs per piece by thread: core ${byThread(throughM)}\n    relay ${byThread(relayM)}\n`,
+  );
+}
+
+/**
+ * The first token split at the core's two times (its log's `at=`): what the core itself spends
+ * on it, whatever llama-server's own time did (on a busy VM that varies by more than the whole
+ * target), and llama-server's time from the request to the token on both sides.
+ */
+function ownLines(direct: StreamTiming[], through: StreamTiming[]): string {
+  const own = through.map(ownPath);
+  if (own.every(Number.isNaN)) return "";
+  const server = through.map((c) => ttft(c) - ownPath(c));
+  const paired = server.map((s, i) => s - ttft(direct[i] as StreamTiming));
+  return (
+    `    the core's own time on it (the line sent → the request written ${spread(
+      through.map((c) => c.own?.before ?? Number.NaN),
+      2,
+    )}, the token read → its line here ${spread(
+      through.map((c) => c.own?.after ?? Number.NaN),
+      2,
+    )}): ${spread(own, 2)} ms, 95% interval ${medianInterval(own)}; ≤ +2 ms: ${verdict(median(own) <= 2)}\n` +
+    `    llama-server, the request → the first token: direct ${spread(direct.map(ttft), 2)} (fetch's own send included), ` +
+    `under the core ${spread(server, 2)}; paired ${spread(paired, 2)} ms\n`
   );
 }
 

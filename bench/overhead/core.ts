@@ -3,6 +3,31 @@ import type { StreamTiming } from "./stream-timing.ts";
 
 type Msg = { id?: unknown; type?: string; event?: string; [k: string]: unknown };
 
+/** A first step as the core's info log told it: prompt_ms, and when (epoch ms) the request was written and its first token read. */
+interface LoggedStep {
+  promptMs?: number;
+  written?: number;
+  first?: number;
+}
+
+/**
+ * A chat's first step from the core's info log line (src/agent/turn/turn.ts `logStep`): its
+ * trace id, llama-server's prompt_ms and, from builds that log them (`at=`), when the request
+ * was written and its first token read; undefined for any other line.
+ */
+export function firstStepOf(line: string): (LoggedStep & { traceId: string }) | undefined {
+  const m = /trace=(\S+) step=0 .*timings=(\{[^}]*\})(?: at=(\{[^}]*\}))?/.exec(line);
+  if (!m) return undefined;
+  const timings = JSON.parse(m[2] as string) as { prompt_ms?: number };
+  const at = JSON.parse(m[3] ?? "{}") as { request_written?: number; first_token?: number };
+  return {
+    traceId: m[1] as string,
+    promptMs: timings.prompt_ms,
+    written: at.request_written,
+    first: at.first_token,
+  };
+}
+
 /** One request's messages as they arrived, each with its arrival time. */
 interface Pending {
   sent: number;
@@ -28,8 +53,8 @@ export class CoreProcess {
   private readonly stdin: FileSink;
   private nextId = 0;
 
-  /** llama-server's prompt_ms per trace id, from the core's info log (`trace=… timings={…}`). */
-  private readonly promptMs = new Map<string, number>();
+  /** A first step's line in the core's info log, per trace id (`trace=… timings={…} at={…}`). */
+  private readonly steps = new Map<string, LoggedStep>();
 
   constructor(private readonly proc: Subprocess<"pipe", "pipe", "pipe">) {
     this.stdin = proc.stdin;
@@ -77,9 +102,22 @@ export class CoreProcess {
   }
 
   /** llama-server's prompt time for the chat with this trace id, once its log line is read (≤ 200 ms). */
-  async promptMsOf(traceId: string): Promise<number | undefined> {
-    for (let i = 0; i < 40 && !this.promptMs.has(traceId); i++) await Bun.sleep(5);
-    return this.promptMs.get(traceId);
+  /**
+   * What the log said of a chat's first step, with the core's own time on its first token
+   * (`chat`'s sent and first, on this process's clock, against the log's epoch times).
+   */
+  async stepOf(
+    traceId: string,
+    chat?: StreamTiming,
+  ): Promise<(LoggedStep & Pick<StreamTiming, "own">) | undefined> {
+    for (let i = 0; i < 40 && !this.steps.has(traceId); i++) await Bun.sleep(5);
+    const step = this.steps.get(traceId);
+    if (!step || !chat || step.written === undefined || step.first === undefined) return step;
+    const epoch = (t: number) => performance.timeOrigin + t;
+    return {
+      ...step,
+      own: { before: step.written - epoch(chat.sent), after: epoch(chat.first) - step.first },
+    };
   }
 
   async shutdown(): Promise<number> {
@@ -117,11 +155,8 @@ export class CoreProcess {
       buffer += decoder.decode(bytes, { stream: true });
       let nl = buffer.indexOf("\n");
       while (nl !== -1) {
-        const m = /trace=(\S+) step=0 .*timings=(\{.*\})/.exec(buffer.slice(0, nl));
-        if (m) {
-          const ms = (JSON.parse(m[2] as string) as { prompt_ms?: number }).prompt_ms;
-          if (typeof ms === "number") this.promptMs.set(m[1] as string, ms);
-        }
+        const step = firstStepOf(buffer.slice(0, nl));
+        if (step) this.steps.set(step.traceId, step);
         buffer = buffer.slice(nl + 1);
         nl = buffer.indexOf("\n");
       }

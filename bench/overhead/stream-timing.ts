@@ -9,6 +9,13 @@ export interface StreamTiming {
   pieces: number;
   /** llama-server's own `timings.prompt_ms` for this reply, where it was seen. */
   promptMs?: number;
+  /**
+   * Through the core, where its log said when it wrote the request and read the first token
+   * (`at=`): the core's own time on the first token's way, ms. `before`: the request's line
+   * sent → the request written to llama-server; `after`: the first token read → the bench got
+   * its line.
+   */
+  own?: { before: number; after: number };
 }
 
 export const ttft = (t: StreamTiming): number => t.first - t.sent;
@@ -20,6 +27,9 @@ export const ttft = (t: StreamTiming): number => t.first - t.sent;
  */
 export const ttftBeyondPrompt = (t: StreamTiming): number =>
   t.promptMs === undefined ? Number.NaN : ttft(t) - t.promptMs;
+
+/** The core's own time on the first token (`own`), NaN where it is unknown. */
+export const ownPath = (t: StreamTiming): number => (t.own ? t.own.before + t.own.after : Number.NaN);
 
 /** Pieces per second between the first and the last one (the first one starts the clock). */
 export const rate = (t: StreamTiming): number =>

@@ -72,10 +72,13 @@ export async function streamCompletion(
 ): Promise<CompletionResult> {
   const { signal, onDelta, onProgress, onReasoning } = options;
   const sentAt = performance.now();
-  const reader = await openStream(endpoint, request, signal, options.onSent);
+  const result = emptyReply();
+  const reader = await openStream(endpoint, request, signal, () => {
+    result.writtenAt = performance.now();
+    options.onSent?.();
+  });
 
   const assembler = new ToolCallAssembler();
-  const result = emptyReply();
   let done = false;
   let streamError: LlmError | undefined;
   /** Deltas parsed from the current network read, handed on after the read is parsed. */
@@ -148,7 +151,7 @@ function openStream(
   endpoint: LlamaEndpoint,
   request: CompletionRequest,
   signal: AbortSignal,
-  onSent: (() => void) | undefined,
+  onSent: () => void,
 ): Promise<BodyReader> {
   // Images stay bytes until written (data-url.ts).
   const body = jsonBody({ ...request, stream: true, stream_options: { include_usage: true } });

@@ -45,6 +45,8 @@ export interface CompletionResult {
   finishReason: string | null;
   usage: Usage | undefined;
   timings: Timings | undefined;
+  /** `performance.now()` when the whole request was in the kernel (the connection's write). */
+  writtenAt?: number;
   /** `performance.now()` when the first token (content, reasoning or a tool call) arrived. */
   firstTokenAt?: number;
   /** From sending the request to the first token, ms (set once the stream ended). */

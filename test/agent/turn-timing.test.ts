@@ -1,7 +1,8 @@
-import { expect, test } from "bun:test";
+import { expect, spyOn, test } from "bun:test";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { streamCompletion } from "../../src/llama/completion.ts";
+import { logger } from "../../src/util/logger.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 import { ChatHarness, type Msg } from "./harness.ts";
 
@@ -124,4 +125,30 @@ test("a turn that began a start lets it reach the spawn before its own work, at 
   expect(terminal.type).toBe("result");
   expect(at.c2! - t0).toBeGreaterThanOrEqual(45);
   expect(at.c2! - t0).toBeLessThan(1000);
+});
+
+test("a step's log line says when its request was written and its first token read, on the epoch's clock", async () => {
+  // docs/performance.md, "The core's own path": a host (the bench) splits the first token
+  // into the core's time and llama-server's with these two times.
+  await using h = new ChatHarness({ agents: [{ name: "plain" }], memory: { enabled: false } });
+  h.llama.script({ content: ["one", " two"] });
+  const epoch = () => performance.timeOrigin + performance.now();
+  let firstChunk = 0;
+  h.onEmit = (m: Msg) => {
+    if (m.event === "llm_chunk" && firstChunk === 0) firstChunk = epoch();
+  };
+  const lines: string[] = [];
+  const info = spyOn(logger, "info").mockImplementation((line: string) => void lines.push(line));
+  const before = epoch();
+  try {
+    await h.chat("c", { input: "hi" });
+  } finally {
+    info.mockRestore();
+  }
+  const step = lines.find((l) => / step=0 finish=stop /.test(l));
+  const at = JSON.parse(/ at=(\{[^}]*\})/.exec(step ?? "")?.[1] ?? "{}");
+  expect(at.request_written).toBeGreaterThan(before);
+  expect(at.first_token).toBeGreaterThan(at.request_written);
+  // The token was read before its chunk went out to the host.
+  expect(firstChunk).toBeGreaterThanOrEqual(at.first_token);
 });

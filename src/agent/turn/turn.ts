@@ -259,11 +259,23 @@ export class Turn {
   }
 }
 
-/** A finished step in the log: how it ended, its counts and llama-server's timings. */
+/**
+ * A finished step in the log: how it ended, its counts, llama-server's timings, and `at`: when
+ * the request was written and its first token read, in ms since the epoch (sub-ms, comparable
+ * across processes), so a host can tell the core's own time on the first token from
+ * llama-server's (docs/performance.md, "The core's own path").
+ */
 function logStep(ctx: TurnContext, step: number, reply: CompletionResult): void {
   logger.info(
-    `trace=${ctx.traceId} step=${step} finish=${reply.finishReason} reasoning_tokens=${reply.reasoningTokens} usage=${JSON.stringify(reply.usage ?? {})} timings=${JSON.stringify(reply.timings ?? {})}`,
+    `trace=${ctx.traceId} step=${step} finish=${reply.finishReason} reasoning_tokens=${reply.reasoningTokens} usage=${JSON.stringify(reply.usage ?? {})} timings=${JSON.stringify(reply.timings ?? {})} at=${JSON.stringify(wireTimes(reply))}`,
   );
+}
+
+const epochMs = (t: number | undefined) =>
+  t === undefined ? undefined : Math.round((performance.timeOrigin + t) * 1000) / 1000;
+
+function wireTimes(reply: CompletionResult): { request_written?: number; first_token?: number } {
+  return { request_written: epochMs(reply.writtenAt), first_token: epochMs(reply.firstTokenAt) };
 }
 
 /** Whether a length stop was our own reply cap rather than the slot's context filling up. */
