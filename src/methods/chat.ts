@@ -1,5 +1,5 @@
 import { randomInt } from "node:crypto";
-import { pickAgent, runTurn } from "../agent/turn/run-turn.ts";
+import { pickAgent } from "../agent/turn/pick-agent.ts";
 import { chooseChatModel } from "../config/choose-model.ts";
 import { ChatEventFields, ChatParamsSchema, ChatResultSchema } from "../protocol/chat.ts";
 import { defineMethod } from "./definition.ts";
@@ -31,11 +31,20 @@ export const chat = defineMethod({
     const watch = several?.chatSignal(model, ctx.signal);
     // Memory's vectors (docs/agent.md, "Memory"): the query embedded for recall, the turn's row after it.
     const index = config.memory.enabled ? services.memoryIndex?.() : undefined;
+    const provider = several ? several.provider(model) : services.llama();
     try {
+      // A plain chat starts llama-server before the turn's modules load: on the first chat they
+      // are evaluated while it spawns, not before (docs/performance.md, "A cold chat's way to
+      // the spawn"). Images are checked first and a rewrite first refused or not: the turn
+      // begins the start for those.
+      const plain = !params.images?.length && !params.regenerate && params.replace_from === undefined;
+      const prestarted = plain ? (provider.prestart?.() ?? null) : undefined;
+      const { runTurn } = await import("../agent/turn/run-turn.ts");
       const result = await runTurn(params, {
         config,
         dataDir: config.app.data_dir,
-        provider: several ? several.provider(model) : services.llama(),
+        provider,
+        prestarted,
         // On first use: the MCP SDK costs a cold chat tens of ms, and an agent without tools never needs it.
         get pool() {
           return services.mcp();

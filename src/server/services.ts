@@ -22,10 +22,17 @@ export interface ServicesOptions {
 }
 
 /**
+ * When the turn's modules and the database are read ahead after `initialize`: after a chat sent
+ * at once has spawned llama-server (~20 ms after it on the project's VM), well before a person
+ * types one.
+ */
+const TURN_READ_AHEAD_MS = 100;
+
+/**
  * The composition root: the one place that creates the core's long-lived parts and hands
  * them down as plain values. The config loads on first need (so ping, initialize and shutdown
  * work without one); each service is created on first use, and `stop()` stops them once, in
- * the reverse order of their creation. Heavy modules (the supervisor and planner, the MCP
+ * the reverse order of their creation, the database last. Heavy modules (the supervisor and planner, the MCP
  * SDK, YAML) are required inside the getters so a bare start-up never loads them.
  */
 export class CoreServices implements Services {
@@ -40,7 +47,7 @@ export class CoreServices implements Services {
   private several: SeveralModels | undefined;
   /** Memory's embedder: undefined until asked, null when there is none (no embedding model). */
   private embedder: MemoryEmbedder | null | undefined;
-  private readonly stoppers: { name: string; stop: () => Promise<void> }[] = [];
+  private readonly stoppers: { name: string; stop: () => Promise<void>; last: boolean }[] = [];
   private stopping: Promise<void> | undefined;
   private prepared = false;
 
@@ -105,11 +112,17 @@ export class CoreServices implements Services {
     return this.provider;
   }
 
+  /**
+   * What a first chat needs, read ahead after `initialize` on idle turns of the event loop: first
+   * what its start needs before the spawn (the supervisor's modules, the model's plan), then, a
+   * moment later, the turn's modules and the database, which a chat sent at once loads itself
+   * after its spawn, while the model loads (docs/performance.md, "A cold chat's way to the spawn").
+   */
   prepareForChat(): void {
     if (this.prepared) return;
     this.prepared = true;
-    // After the answer that asked for it has gone out, on an idle turn of the event loop.
-    const timer = setTimeout(() => {
+    // After the answer that asked for it has gone out.
+    setTimeout(() => {
       void METHODS.find((m) => m.name === "chat")
         ?.load()
         .catch(() => {});
@@ -124,13 +137,16 @@ export class CoreServices implements Services {
       const { modelMemo } =
         require("../models/local-plan-deps.ts") as typeof import("../models/local-plan-deps.ts");
       modelMemo.read(config.model.path).catch(() => {});
-      // The database too (its first open creates the schema, or imports a 0.1 folder once):
-      // a failure here is the chat's to report.
+    }, 0).unref?.();
+    setTimeout(() => {
+      if (this.stopping) return;
+      void import("../agent/turn/run-turn.ts").catch(() => {});
+      // The database (its first open creates the schema, or imports a 0.1 folder once): a
+      // failure here is the chat's to report.
       try {
         this.store();
       } catch {}
-    }, 0);
-    timer.unref?.();
+    }, TURN_READ_AHEAD_MS).unref?.();
   }
 
   existingLlama(): LlamaProvider | undefined {
@@ -161,7 +177,8 @@ export class CoreServices implements Services {
       const { app, memory } = this.config();
       const { Store } = require("../store/store.ts") as typeof import("../store/store.ts");
       const store = Store.open(app.data_dir, { folders: memory.folders });
-      this.database = this.stopAtShutdown("store", store, async () => store.close());
+      // Closed last whenever it was opened: every other service may still ask it as it stops.
+      this.database = this.stopAtShutdown("store", store, async () => store.close(), { last: true });
       if (memory.enabled && memory.embedding_model !== null) {
         // Rows without vectors (folders, another model's) are embedded from the first open, not
         // from the first chat; off this call, which a sessions method may be waiting on.
@@ -207,8 +224,8 @@ export class CoreServices implements Services {
     const several = this.severalIfConfigured();
     if (several) return several.promptReuse(model ?? "default");
     if (!this.reuse) {
-      // The provider and the store first: services stop in reverse, so the last saves go before
-      // llama-server stops and while the store can still say the session is there to keep.
+      // The provider first: services stop in reverse, so the last saves go before llama-server
+      // stops (and the store, closed last, can still say the session is there to keep).
       const reuse = this.makeReuse(this.llama());
       this.reuse = this.stopAtShutdown("prompt reuse", reuse, () => reuse.stop());
     }
@@ -251,11 +268,8 @@ export class CoreServices implements Services {
 
   /** One server's prompt reuse (docs/agent.md#prompt-reuse), over the KV disk and the store. */
   private makeReuse(provider: LlamaProvider): PromptReuse {
-    try {
-      this.store();
-    } catch {
-      // No store: `stored` below answers false, and nothing is kept.
-    }
+    // The store is opened when first asked, not here: a cold chat makes this before it starts
+    // llama-server, and the open (~15 ms cold) need not come before the spawn.
     const { llama } = this.config();
     const { PromptReuse } = require("../agent/kv/reuse.ts") as typeof import("../agent/kv/reuse.ts");
     return new PromptReuse({
@@ -311,19 +325,30 @@ export class CoreServices implements Services {
   /** Stops every service once; safe to call from several shutdown paths at the same time. */
   stop(): Promise<void> {
     this.stopping ??= (async () => {
-      for (const { name, stop } of [...this.stoppers].reverse()) {
-        try {
-          await stop();
-        } catch (err) {
-          logUnexpected(`stopping ${name} failed`, err);
-        }
-      }
+      const order = [...this.stoppers].reverse();
+      for (const s of [...order.filter((s) => !s.last), ...order.filter((s) => s.last)]) await stopOne(s);
+      // One made by another's stop (the store, first asked by a last save) is stopped after them.
+      for (const s of this.stoppers.slice(order.length)) await stopOne(s);
     })();
     return this.stopping;
   }
 
-  private stopAtShutdown<T>(name: string, service: T, stop: () => Promise<void>): T {
-    this.stoppers.push({ name, stop });
+  /** Stopped at shutdown in the reverse order of creation; `last` ones after all the others. */
+  private stopAtShutdown<T>(
+    name: string,
+    service: T,
+    stop: () => Promise<void>,
+    o: { last?: boolean } = {},
+  ): T {
+    this.stoppers.push({ name, stop, last: o.last === true });
     return service;
+  }
+}
+
+async function stopOne({ name, stop }: { name: string; stop: () => Promise<void> }): Promise<void> {
+  try {
+    await stop();
+  } catch (err) {
+    logUnexpected(`stopping ${name} failed`, err);
   }
 }

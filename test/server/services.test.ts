@@ -48,6 +48,36 @@ describe("the composition root", () => {
     expect(stopped).toEqual(["llama", "mcp"]);
   });
 
+  test("the database is closed last, even opened after the prompt reuse that asks it as it stops", async () => {
+    // A first chat makes the prompt reuse before it starts llama-server and opens the database
+    // only after the spawn (docs/performance.md, "A cold chat's way to the spawn").
+    using dir = tmpdir();
+    writeFileSync(join(dir.path, "config.yaml"), `app:\n  data_dir: ${JSON.stringify(dir.path)}\n`);
+    const stopped: string[] = [];
+    const services = new CoreServices({
+      configPath: "config.yaml",
+      cwd: dir.path,
+      llama: () => stubLlama(1, stopped),
+    });
+    const reuse = services.promptReuse();
+    const stopReuse = reuse.stop.bind(reuse);
+    reuse.stop = async () => {
+      // The last saves ask whether each session is still there to keep.
+      stopped.push(`reuse (store open: ${!closed})`);
+      await stopReuse();
+    };
+    let closed = false;
+    const store = services.store();
+    const close = store.close.bind(store);
+    store.close = () => {
+      closed = true;
+      stopped.push("store");
+      close();
+    };
+    await services.stop();
+    expect(stopped).toEqual(["reuse (store open: true)", "llama", "store"]);
+  });
+
   test("without a config: parallelChats is one and config() names the problem", () => {
     using dir = tmpdir();
     const services = new CoreServices({ configPath: "none.yaml", cwd: dir.path });

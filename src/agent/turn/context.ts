@@ -2,7 +2,7 @@ import type { AgentConfig, Config } from "../../config/schema.ts";
 import type { ChatEvents, ChatParams, Warning } from "../../protocol/chat.ts";
 import type { RequestContext } from "../../protocol/method-table.ts";
 import type { Source } from "../../protocol/sources.ts";
-import type { LlamaProvider } from "../../runtime/endpoint.ts";
+import type { LlamaProvider, StartTicket } from "../../runtime/endpoint.ts";
 import type { KeyedMutex } from "../../store/keyed-mutex.ts";
 import type { QueryVector } from "../../store/memory-vectors.ts";
 import type { Store } from "../../store/store.ts";
@@ -17,6 +17,12 @@ export interface TurnDeps {
   /** Absolute data directory. */
   dataDir: string;
   provider: LlamaProvider;
+  /**
+   * The start the chat method began before it loaded the turn's modules (a cold chat's spawn
+   * first: docs/performance.md, "A cold chat's way to the spawn"), null when it asked and there
+   * was none to begin; absent, the turn asks.
+   */
+  prestarted?: StartTicket | null;
   pool: McpPool;
   locks: KeyedMutex;
   /** The conversation database (sessions, checkpoints, memory), opened on first need. */

@@ -1,13 +1,12 @@
-import type { AgentConfig, Config } from "../../config/schema.ts";
 import { prepareImages } from "../../images/prepare.ts";
 import type { ChatParams, Warning } from "../../protocol/chat.ts";
-import { CoreError } from "../../protocol/errors.ts";
 import type { StartTicket } from "../../runtime/endpoint.ts";
 import { dataDirError } from "../../store/data-dir-problem.ts";
 import { sessionErased } from "../../store/erasures.ts";
 import { within } from "../../util/within.ts";
 import type { TurnContext, TurnDeps } from "./context.ts";
 import type { TurnResult } from "./ending.ts";
+import { pickAgent } from "./pick-agent.ts";
 import { checkRewriteParams, planRewrite, turnInFlight } from "./rewrite.ts";
 import { TurnSession } from "./session.ts";
 import { Turn } from "./turn.ts";
@@ -20,23 +19,6 @@ import { TurnUsage } from "./usage.ts";
  * server loads instead of delaying the old one's stop (docs/performance.md "Several models").
  */
 const SPAWN_WAIT_MS = 250;
-
-/** The chat's agent: by name, else the first; the chat method asks first, for the agent's model. */
-export function pickAgent(config: Config, name: string | undefined): AgentConfig {
-  const agents = config.agents;
-  if (name === undefined) return agents[0] as AgentConfig;
-  const agent = agents.find((a) => a.name === name);
-  if (!agent) {
-    throw new CoreError(
-      "invalid_request",
-      `params.agent: no agent named '${name}' (known: ${agents.map((a) => a.name).join(", ")})`,
-      {
-        field: "agent",
-      },
-    );
-  }
-  return agent;
-}
 
 /** One agent turn (docs/agent.md). Returns the result without `dropped_events` (the method adds it). */
 export async function runTurn(params: ChatParams, deps: TurnDeps): Promise<TurnResult> {
@@ -59,7 +41,7 @@ export async function runTurn(params: ChatParams, deps: TurnDeps): Promise<TurnR
   // hears its progress once it asks for the server (after run_start, as the protocol orders).
   // The steps up to the spawn go first (on one thread, the turn's own work would otherwise
   // run between them); the turn's preparation then overlaps the load.
-  const prestarted = deps.provider.prestart?.();
+  const prestarted = startOf(deps);
   if (prestarted) await untilSpawned(prestarted);
   let unlock: (() => void) | undefined;
   let unlease: (() => void) | undefined;
@@ -118,6 +100,11 @@ export async function runTurn(params: ChatParams, deps: TurnDeps): Promise<TurnR
     unlease?.();
     unlock?.();
   }
+}
+
+/** The start the chat method began (null: there was none to begin), else the one begun now. */
+function startOf(deps: TurnDeps): StartTicket | undefined {
+  return deps.prestarted === undefined ? deps.provider.prestart?.() : (deps.prestarted ?? undefined);
 }
 
 async function untilSpawned(ticket: StartTicket): Promise<void> {
