@@ -101,10 +101,10 @@ export class CoreProcess {
     });
   }
 
-  /** llama-server's prompt time for the chat with this trace id, once its log line is read (≤ 200 ms). */
   /**
-   * What the log said of a chat's first step, with the core's own time on its first token
-   * (`chat`'s sent and first, on this process's clock, against the log's epoch times).
+   * What the log said of a chat's first step, once its line is read (≤ 200 ms), with the core's
+   * own time on its first token (`chat`'s sent and first, on this process's clock, against the
+   * log's epoch times).
    */
   async stepOf(
     traceId: string,

@@ -1,5 +1,6 @@
 import { randomInt } from "node:crypto";
 import { pickAgent } from "../agent/turn/pick-agent.ts";
+import { isRewrite } from "../agent/turn/rewrite.ts";
 import { chooseChatModel } from "../config/choose-model.ts";
 import { ChatEventFields, ChatParamsSchema, ChatResultSchema } from "../protocol/chat.ts";
 import { defineMethod } from "./definition.ts";
@@ -37,7 +38,7 @@ export const chat = defineMethod({
       // are evaluated while it spawns, not before (docs/performance.md, "A cold chat's way to
       // the spawn"). Images are checked first and a rewrite first refused or not: the turn
       // begins the start for those.
-      const plain = !params.images?.length && !params.regenerate && params.replace_from === undefined;
+      const plain = !params.images?.length && !isRewrite(params);
       const prestarted = plain ? (provider.prestart?.() ?? null) : undefined;
       const { runTurn } = await import("../agent/turn/run-turn.ts");
       const result = await runTurn(params, {

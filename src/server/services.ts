@@ -32,8 +32,9 @@ const TURN_READ_AHEAD_MS = 100;
  * The composition root: the one place that creates the core's long-lived parts and hands
  * them down as plain values. The config loads on first need (so ping, initialize and shutdown
  * work without one); each service is created on first use, and `stop()` stops them once, in
- * the reverse order of their creation, the database last. Heavy modules (the supervisor and planner, the MCP
- * SDK, YAML) are required inside the getters so a bare start-up never loads them.
+ * the reverse order of their creation, the database last. Heavy modules (the supervisor and
+ * planner, the MCP SDK, YAML) are required inside the getters so a bare start-up never loads
+ * them.
  */
 export class CoreServices implements Services {
   private loaded: LoadedConfig | undefined;
@@ -250,11 +251,6 @@ export class CoreServices implements Services {
       return undefined; // the request that asked reports the config itself
     }
     if (config.models.length === 0) return undefined;
-    try {
-      this.store();
-    } catch {
-      // No store: each model's reuse keeps nothing, as with one model.
-    }
     const { SeveralModels } = require("./several-models.ts") as typeof import("./several-models.ts");
     const { planInputs } = require("../plan/launch.ts") as typeof import("../plan/launch.ts");
     const several = new SeveralModels({

@@ -22,6 +22,11 @@ export interface Rewrite {
 const refuse = (field: string, message: string, data: Record<string, unknown> = {}) =>
   new CoreError("invalid_request", `params.${field}: ${message}`, { field, ...data });
 
+/** A chat that changes its session's last turn (`regenerate`, `replace_from`) rather than adding one. */
+export function isRewrite(params: ChatParams): boolean {
+  return params.regenerate === true || params.replace_from !== undefined;
+}
+
 export function checkRewriteParams(params: ChatParams): void {
   const edit = params.replace_from !== undefined;
   if (!params.regenerate && !edit) return;

@@ -7,7 +7,7 @@ import { within } from "../../util/within.ts";
 import type { TurnContext, TurnDeps } from "./context.ts";
 import type { TurnResult } from "./ending.ts";
 import { pickAgent } from "./pick-agent.ts";
-import { checkRewriteParams, planRewrite, turnInFlight } from "./rewrite.ts";
+import { checkRewriteParams, isRewrite, planRewrite, turnInFlight } from "./rewrite.ts";
 import { TurnSession } from "./session.ts";
 import { Turn } from "./turn.ts";
 import { TurnUsage } from "./usage.ts";
@@ -34,7 +34,7 @@ export async function runTurn(params: ChatParams, deps: TurnDeps): Promise<TurnR
         maxPixels: config.app.max_image_pixels,
       })
     : [];
-  const rewriting = params.regenerate || params.replace_from !== undefined;
+  const rewriting = isRewrite(params);
   const lockKey = `${params.user_id}/${sessionId}`;
   if (rewriting && deps.locks.held(lockKey)) throw turnInFlight(sessionId);
   // The model starts loading now, while the session, memory and tools are prepared; the turn
