@@ -6,7 +6,18 @@
  */
 import { join } from "node:path";
 
-const ALL = ["stdio", "plan", "supervisor", "chat", "client", "pull", "chat-overhead", "store", "reuse"];
+const ALL = [
+  "stdio",
+  "plan",
+  "supervisor",
+  "chat",
+  "client",
+  "pull",
+  "chat-overhead",
+  "store",
+  "session-row",
+  "reuse",
+];
 const chosen = process.argv.slice(2).filter((a) => !a.startsWith("-"));
 const names = chosen.length > 0 ? chosen : ALL;
 

@@ -173,7 +173,10 @@ export class Conversations {
    * images an earlier, unfinished turn staged and this one does not carry dropped, and with
    * `checkpoint` the turn's first checkpoint saved. No look for an erase: the caller read the
    * session in that same transaction, so none can have come between (the session lease's
-   * write, store/session-lease.ts `acquire`).
+   * write, store/session-lease.ts `acquire`). `hasRow`: that reading found the session's row
+   * (a message or a checkpoint of it), so no insert is tried: even one that does nothing cost a
+   * session's next turn 0.12 ms of its way to the request, cold (docs/performance.md, "The
+   * session's row not made twice").
    */
   openTurn(
     key: { userId: string; sessionId: string },
@@ -182,8 +185,9 @@ export class Conversations {
     at: Date,
     keepStaged?: readonly number[],
     checkpoint?: string,
+    hasRow = false,
   ): void {
-    this.ensureSession(key.userId, key.sessionId, agent, firstInput, at);
+    if (!hasRow) this.ensureSession(key.userId, key.sessionId, agent, firstInput, at);
     if (keepStaged) this.attachments.dropStaged(key.userId, key.sessionId, keepStaged);
     if (checkpoint !== undefined) this.putCheckpoint(key.userId, key.sessionId, checkpoint, at);
   }

@@ -61,6 +61,8 @@ export class TurnSession {
     const state = initialState(prior, start, warnings);
     const resumed = start.resume && prior !== undefined;
     let history = store.guard(() => store.conversations.history(key.userId, key.sessionId));
+    // A message or a checkpoint is there only with its session's row (their foreign keys).
+    const hasRow = prior !== undefined || history.length > 0;
     if (state.replace_from_seq !== undefined) history = history.slice(0, state.replace_from_seq);
     const images = new TurnImages(store, key.userId);
     const session = new TurnSession(
@@ -74,11 +76,11 @@ export class TurnSession {
       resumed ? [] : (start.images ?? []),
       images,
     );
-    session.stageIn();
+    session.stageIn(hasRow);
     return session;
   }
 
-  private stageIn(): void {
+  private stageIn(hasRow: boolean): void {
     const { agent, user_input } = this.state;
     const { conversations } = this.store;
     const { userId, sessionId } = this.key;
@@ -100,6 +102,7 @@ export class TurnSession {
       at,
       this.carriedImages(),
       this.checkpointText(this.state),
+      hasRow,
     );
   }
 

@@ -2,6 +2,7 @@ import { Database } from "bun:sqlite";
 import { describe, expect, spyOn, test } from "bun:test";
 import { join } from "node:path";
 import { TurnSession } from "../../../src/agent/turn/session.ts";
+import { Conversations } from "../../../src/store/conversations.ts";
 import { DB_FILE } from "../../../src/store/db/open.ts";
 import { Store } from "../../../src/store/store.ts";
 import { tmpdir } from "../../fixtures/tmpdir.ts";
@@ -48,6 +49,40 @@ describe("a turn's first write", () => {
       }
     } finally {
       transactions.mockRestore();
+      store.close();
+    }
+  });
+
+  test("a session's next turn does not try its row again: the reading found it", async () => {
+    using dir = tmpdir("local-ai-stage-");
+    const store = Store.open(dir.path);
+    const ensured = spyOn(Conversations.prototype, "ensureSession");
+    try {
+      const first = await store.lease("u", "s5", AbortSignal.timeout(5000), begin(store, "s5"));
+      expect(ensured).toHaveBeenCalledTimes(1);
+      first.value.state.turn.push({ role: "assistant", content: "hi" });
+      await first.value.commit(undefined);
+      first.release();
+      ensured.mockClear();
+      // A message of it is there, so its row is: the lease's write makes no insert.
+      const next = await store.lease("u", "s5", AbortSignal.timeout(5000), begin(store, "s5"));
+      expect(ensured).not.toHaveBeenCalled();
+      expect(JSON.parse(store.conversations.checkpoint("u", "s5") as string)).toMatchObject({
+        trace_id: "t1",
+        user_input: "hello there",
+      });
+      expect(store.conversations.session("u", "s5")?.title).toBe("hello there");
+      next.release();
+      // Only its checkpoint there (a turn interrupted before it answered): the row is known too.
+      const interrupted = await store.lease("u", "s6", AbortSignal.timeout(5000), begin(store, "s6"));
+      interrupted.release();
+      ensured.mockClear();
+      const resumed = await store.lease("u", "s6", AbortSignal.timeout(5000), begin(store, "s6"));
+      expect(ensured).not.toHaveBeenCalled();
+      expect(store.conversations.checkpoint("u", "s6")).toBeDefined();
+      resumed.release();
+    } finally {
+      ensured.mockRestore();
       store.close();
     }
   });
