@@ -175,7 +175,7 @@ export class Conversations {
    * session in that same transaction, so none can have come between (the session lease's
    * write, store/session-lease.ts `acquire`). `hasRow`: that reading found the session's row
    * (a message or a checkpoint of it), so no insert is tried: even one that does nothing cost a
-   * session's next turn 0.12 ms of its way to the request, cold (docs/performance.md, "The
+   * session's next turn 0.14 ms of its way to the request, cold (docs/performance.md, "The
    * session's row not made twice").
    */
   openTurn(
