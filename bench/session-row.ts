@@ -15,13 +15,13 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { TurnSession } from "../src/agent/turn/session.ts";
 import { Store } from "../src/store/store.ts";
+import { median } from "./overhead/stream-timing.ts";
 
 const args = process.argv.slice(2);
 const roundsAt = args.indexOf("--rounds");
 const ROUNDS = roundsAt >= 0 ? Math.max(4, Number(args[roundsAt + 1]) || 60) : 60;
 const PAUSE_MS = 100;
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
 const fmt = (x: number) => x.toFixed(3);
 
 const root = mkdtempSync(join(tmpdir(), "local-ai-bench-session-row-"));

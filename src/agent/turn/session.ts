@@ -85,10 +85,12 @@ export class TurnSession {
     const { conversations } = this.store;
     const { userId, sessionId } = this.key;
     const at = this.now();
+    let rowThere = hasRow;
     if (this.newImages.length > 0) {
       // Staged images, kept not yet tied to a message (the checkpoint names them, so a resumed
       // turn still has them), need the session's row first.
-      conversations.ensureSession(userId, sessionId, agent, user_input, at);
+      if (!rowThere) conversations.ensureSession(userId, sessionId, agent, user_input, at);
+      rowThere = true;
       const refs = conversations.attachments.stage(userId, sessionId, this.newImages, at);
       for (const [i, r] of refs.entries()) this.images.hold(r.id, (this.newImages[i] as PreparedImage).data);
       const opening = this.state.turn[0];
@@ -102,7 +104,7 @@ export class TurnSession {
       at,
       this.carriedImages(),
       this.checkpointText(this.state),
-      hasRow,
+      rowThere,
     );
   }
 
