@@ -96,6 +96,12 @@ const LF = 10;
 const STREAM = { stream: true };
 /** Longer than any chunk a local server sends: a size above it is garbage, not a wait for 4 GiB. */
 const MAX_CHUNK = 0xffffffff;
+/**
+ * What is held while waiting for a line's end or an error's whole body, so that an answer that
+ * never ends its head, a size line or an error body cannot grow the core's memory without bound.
+ * llama-server's head is ~200 bytes, its size lines a few, its error bodies under 1 KiB.
+ */
+export const ANSWER_LIMITS = { headBytes: 64 * 1024, lineBytes: 1024, errorChars: 64 * 1024 };
 
 /**
  * A chunk-size line's size, read from its hex digits up to the first other byte (`;` starts an
@@ -134,6 +140,8 @@ class Answer implements BodyReader {
   private afterChunk = false;
   private readonly queue: string[] = [];
   private queueHead = 0;
+  /** Characters of an error answer's body gathered so far. */
+  private errorChars = 0;
   private waiter: PromiseWithResolvers<string | undefined> | undefined;
   private ended = false;
   private failure: unknown;
@@ -194,6 +202,12 @@ class Answer implements BodyReader {
       }
       // chunked: the CRLF after a chunk's data, or the next chunk's size line
       const nl = b.indexOf(LF, i);
+      if ((nl < 0 ? b.length : nl) - i > ANSWER_LIMITS.lineBytes) {
+        this.fail(
+          lost(`llama-server sent a malformed chunked body (a line over ${ANSWER_LIMITS.lineBytes} bytes)`),
+        );
+        return;
+      }
       if (nl < 0) {
         this.carry = b.slice(i);
         break;
@@ -241,6 +255,10 @@ class Answer implements BodyReader {
   private readHead(b: Uint8Array): number {
     const buf = Buffer.from(b.buffer, b.byteOffset, b.length);
     const end = buf.indexOf("\r\n\r\n");
+    if (end < 0 && b.length > ANSWER_LIMITS.headBytes) {
+      this.fail(lost(`llama-server's answer has no end of its head within ${ANSWER_LIMITS.headBytes} bytes`));
+      return -1;
+    }
     if (end < 0) {
       this.carry = b.slice();
       return -1;
@@ -248,7 +266,11 @@ class Answer implements BodyReader {
     const lines = buf.toString("latin1", 0, end).split("\r\n");
     const status = /^HTTP\/1\.[01] (\d{3}) ?(.*)$/.exec(lines[0] as string);
     if (!status) {
-      this.fail(lost(`llama-server answered something that is not HTTP: ${lines[0]}`));
+      this.fail(
+        lost(
+          `llama-server answered something that is not HTTP: ${JSON.stringify((lines[0] as string).slice(0, 80))}`,
+        ),
+      );
       return -1;
     }
     this.status = Number(status[1]);
@@ -260,9 +282,13 @@ class Answer implements BodyReader {
     );
     const length = headers.get("content-length");
     if (/chunked/i.test(headers.get("transfer-encoding") ?? "")) this.framing = "chunked";
-    else if (length !== undefined)
-      [this.framing, this.left, this.ended] = ["length", Number(length), length === "0"];
-    else this.framing = "close";
+    else if (length === undefined) this.framing = "close";
+    else if (!/^\d{1,15}$/.test(length)) {
+      this.fail(
+        lost(`llama-server's answer has a malformed Content-Length: ${JSON.stringify(length.slice(0, 40))}`),
+      );
+      return -1;
+    } else [this.framing, this.left, this.ended] = ["length", Number(length), Number(length) === 0];
     if (this.status >= 200 && this.status < 300) this.head.resolve(this);
     return end + 4;
   }
@@ -270,8 +296,12 @@ class Answer implements BodyReader {
   /** Hands a read's text on; an error answer is gathered whole and thrown as its LlmError. */
   private deliver(text: string): void {
     if (this.status < 200 || this.status >= 300) {
-      this.queue.push(text);
-      if (this.ended) this.reject(statusError(this.status, this.reason, this.queue.join("")));
+      // An error's message is in its first characters; a body past the limit is not waited for.
+      const room = ANSWER_LIMITS.errorChars - this.errorChars;
+      this.queue.push(text.length > room ? text.slice(0, room) : text);
+      this.errorChars += Math.min(text.length, room);
+      if (this.ended || text.length >= room)
+        this.reject(statusError(this.status, this.reason, this.queue.join("")));
       return;
     }
     if (text !== "") {

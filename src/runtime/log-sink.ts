@@ -82,10 +82,15 @@ export class RotatingLog {
   }
 }
 
-/** Splits a byte stream into lines, decoding UTF-8 across chunk boundaries. */
+/**
+ * Splits a byte stream into lines, decoding UTF-8 across chunk boundaries. A line longer than
+ * `maxLineChars` is handed on in parts of that length as it comes: a child writing without a
+ * newline must not grow the core's memory (the log and the tail keep the parts like lines).
+ */
 export async function readLines(
   stream: ReadableStream<Uint8Array>,
   onLine: (line: string) => void,
+  maxLineChars = 64 * 1024,
 ): Promise<void> {
   const decoder = new TextDecoder();
   let pending = "";
@@ -95,12 +100,14 @@ export async function readLines(
       const { value, done } = await reader.read();
       if (done) break;
       pending += decoder.decode(value, { stream: true });
-      let nl = pending.indexOf("\n");
-      while (nl >= 0) {
-        onLine(pending.slice(0, nl).replace(/\r$/, ""));
-        pending = pending.slice(nl + 1);
-        nl = pending.indexOf("\n");
+      let start = 0;
+      for (let nl = pending.indexOf("\n"); nl >= 0; nl = pending.indexOf("\n", start)) {
+        onLine(pending.slice(start, nl).replace(/\r$/, ""));
+        start = nl + 1;
       }
+      for (; pending.length - start > maxLineChars; start += maxLineChars)
+        onLine(pending.slice(start, start + maxLineChars));
+      pending = pending.slice(start);
     }
   } catch {
     // The pipe broke with the process; what arrived is already handed on.

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { createServer, type Server, type Socket } from "node:net";
 import { ConnectionRefused, LlmError } from "../../src/llama/errors.ts";
-import { type BodyReader, chunkSize, postStream } from "../../src/llama/stream-socket.ts";
+import { ANSWER_LIMITS, type BodyReader, chunkSize, postStream } from "../../src/llama/stream-socket.ts";
 
 // The streamed completion's own HTTP/1.1 read (docs/performance.md, "Where a streamed piece's
 // CPU goes"): every framing, answers cut anywhere, error statuses, aborts, big requests.
@@ -152,6 +152,70 @@ describe("postStream", () => {
     cancel.abort(reason);
     expect(await pending.catch((e) => e)).toBe(reason);
     await Promise.race([s.closed, Bun.sleep(1000).then(() => Promise.reject(new Error("still open")))]);
+  });
+});
+
+describe("postStream's bounds: what would grow without end is refused at its limit", () => {
+  /** The answer's failure, or "nothing" when none came within 2 s (an unbounded wait). */
+  async function outcome(writes: string[], read = false): Promise<unknown> {
+    const s = await scripted(writes, { end: false, gapMs: 0 });
+    const answer = postStream({ baseUrl: s.baseUrl, apiKey: "k" }, "/p", "{}", never).then(
+      (r): Promise<unknown> | BodyReader => (read ? all(r) : r),
+    );
+    return Promise.race([answer.catch((e) => e), Bun.sleep(2000).then(() => "nothing")]);
+  }
+
+  test("a head that never ends", async () => {
+    const err = await outcome([
+      "HTTP/1.1 200 OK\r\n",
+      ...Array.from({ length: 20 }, () => `X-Pad: ${"p".repeat(8000)}\r\n`),
+    ]);
+    expect((err as LlmError).kind).toBe("connection_lost");
+    expect((err as LlmError).message).toContain(`head within ${ANSWER_LIMITS.headBytes} bytes`);
+  });
+
+  test("a chunk-size line that never ends, in one read or over many", async () => {
+    const oneRead = await outcome([`${OK_CHUNKED}a;${"e".repeat(4000)}`], true);
+    expect((oneRead as LlmError).message).toContain("malformed chunked body");
+    server?.close();
+    const manyReads = await outcome(
+      [OK_CHUNKED, "a;", ...Array.from({ length: 40 }, () => "e".repeat(100))],
+      true,
+    );
+    expect((manyReads as LlmError).message).toContain("malformed chunked body");
+  });
+
+  test("an error body is not waited for past its limit; its message is still read", async () => {
+    const json = JSON.stringify({ error: { code: 500, message: "out of memory", type: "server_error" } });
+    const pad = "x".repeat(ANSWER_LIMITS.errorChars);
+    const err = await outcome([
+      `HTTP/1.1 500 Internal Server Error\r\nContent-Length: 100000000\r\n\r\n`,
+      pad.slice(0, 20_000),
+      pad.slice(20_000),
+      pad,
+    ]);
+    expect((err as LlmError).kind).toBe("server_error");
+    expect((err as LlmError).status).toBe(500);
+    server?.close();
+    const s = await outcome([
+      `HTTP/1.1 500 Internal Server Error\r\nContent-Length: ${json.length}\r\n\r\n`,
+      json,
+    ]);
+    expect((s as LlmError).message).toContain("out of memory");
+  });
+
+  test("a Content-Length that is not a number is malformed; 00 is an empty body", async () => {
+    const err = await outcome(["HTTP/1.1 200 OK\r\nContent-Length: 12abc\r\n\r\nhello"]);
+    expect((err as LlmError).kind).toBe("connection_lost");
+    expect((err as LlmError).message).toContain("malformed Content-Length");
+    server?.close();
+    expect(await outcome(["HTTP/1.1 200 OK\r\nContent-Length: 00\r\n\r\n"], true)).toBe("");
+  });
+
+  test("something that is not HTTP is quoted short", async () => {
+    const err = await outcome([`SSH-2.0-${"z".repeat(500)}\r\n\r\n`]);
+    expect((err as LlmError).message).toContain("not HTTP");
+    expect((err as LlmError).message.length).toBeLessThan(160);
   });
 });
 

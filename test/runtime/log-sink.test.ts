@@ -60,4 +60,30 @@ describe("readLines", () => {
     await readLines(stream, (l) => lines.push(l));
     expect(lines).toEqual(["é one", "two", "three"]);
   });
+
+  test("a child writing without a newline is handed on in parts of the limit, not held whole", async () => {
+    const reads = Array.from({ length: 50 }, () => new TextEncoder().encode("x".repeat(1000)));
+    let held = 0;
+    const stream = new ReadableStream<Uint8Array>({
+      start(c) {
+        for (const r of reads) c.enqueue(r);
+        c.enqueue(new TextEncoder().encode("tail\nnext"));
+        c.close();
+      },
+    });
+    const lines: string[] = [];
+    await readLines(
+      stream,
+      (l) => {
+        held = Math.max(held, l.length);
+        lines.push(l);
+      },
+      4096,
+    );
+    expect(held).toBe(4096);
+    expect(lines.slice(0, 12).every((l) => l === "x".repeat(4096))).toBe(true);
+    expect(lines.join("")).toBe(`${"x".repeat(50_000)}tailnext`);
+    expect(lines.at(-2)).toBe(`${"x".repeat(50_000 - 12 * 4096)}tail`);
+    expect(lines.at(-1)).toBe("next");
+  });
 });
