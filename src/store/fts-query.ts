@@ -5,12 +5,22 @@
  * split the unicode61 tokenizer makes.
  */
 const MAX_TERMS = 32;
+const WORD = /[\p{L}\p{N}]+/gu;
 
+/**
+ * The first MAX_TERMS words, read one at a time: a chat's input may be megabytes, and lower-casing
+ * all of it and listing every word before keeping 32 held the loop for a quarter of a second.
+ * Each run is lower-cased and split again, since lower-casing may make a character that is not a
+ * letter (`İ` becomes `i` and a combining dot), as lower-casing the whole text first did.
+ */
 export function words(text: string): string[] {
   const seen = new Set<string>();
-  for (const t of text.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? []) {
-    if (t.length > 1) seen.add(t);
-    if (seen.size >= MAX_TERMS) break;
+  const runs = new RegExp(WORD);
+  for (let run = runs.exec(text); run !== null && seen.size < MAX_TERMS; run = runs.exec(text)) {
+    for (const t of run[0].toLowerCase().match(WORD) ?? []) {
+      if (t.length > 1) seen.add(t);
+      if (seen.size >= MAX_TERMS) break;
+    }
   }
   return [...seen];
 }

@@ -9,17 +9,31 @@ export const PREVIEW_CHARS = 120;
 /**
  * `text` on one line, cut at a word boundary near `max` characters with "…" when longer. A
  * word is cut only when no space falls in the last third of the allowance (one long word, a
- * URL). Never splits a surrogate pair.
+ * URL). Never splits a surrogate pair. Only a head of the text is looked at, grown until it
+ * holds more than `max` characters once its white space is folded: a chat's input or a
+ * document's text may be megabytes, and all of it was split into characters for a title.
  */
 export function cutNear(text: string, max: number): string {
-  const flat = text.replace(/\s+/g, " ").trim();
-  const chars = Array.from(flat);
-  if (chars.length <= max) return flat;
+  for (let window = 4 * (max + 1); ; window *= 2) {
+    // A window never ends between the two halves of a pair.
+    const end = window < text.length && isHighSurrogate(text.charCodeAt(window - 1)) ? window + 1 : window;
+    const whole = end >= text.length;
+    const folded = text.slice(0, end).replace(/\s+/g, " ").trimStart();
+    const flat = whole ? folded.trimEnd() : folded;
+    const chars = Array.from(flat);
+    if (chars.length > max) return cut(chars, max);
+    if (whole) return flat;
+  }
+}
+
+function cut(chars: string[], max: number): string {
   const head = chars.slice(0, max + 1).join("");
   const space = head.lastIndexOf(" ");
-  const cut = space >= Math.floor((max * 2) / 3) ? head.slice(0, space) : chars.slice(0, max).join("");
-  return `${cut.trimEnd()}…`;
+  const kept = space >= Math.floor((max * 2) / 3) ? head.slice(0, space) : chars.slice(0, max).join("");
+  return `${kept.trimEnd()}…`;
 }
+
+const isHighSurrogate = (c: number) => c >= 0xd800 && c <= 0xdbff;
 
 /** A session's title from its first user message, until the user renames it. */
 export function titleOf(firstUserMessage: string): string {

@@ -1,0 +1,48 @@
+import { afterEach, describe, expect, test } from "bun:test";
+import { allOf, anyOf, words } from "../../src/store/fts-query.ts";
+
+/** The split as docs/agent.md states it, on the whole text at once: the oracle. */
+function wholeText(text: string): string[] {
+  const seen = new Set<string>();
+  for (const t of text.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? []) {
+    if (t.length > 1) seen.add(t);
+    if (seen.size >= 32) break;
+  }
+  return [...seen];
+}
+
+const realLower = String.prototype.toLowerCase;
+afterEach(() => {
+  String.prototype.toLowerCase = realLower;
+});
+
+describe("words", () => {
+  test("the same words as the whole text lower-cased and split, in any script", () => {
+    const texts = [
+      "Hello, World! hello again",
+      "İstanbul'da ÇAY içtik; ΣΟΦΙΑ σοφός",
+      "a b c dd ee 12 3 x9 — 東京 の 天気 は？",
+      'NEAR(x y) "quoted" -minus col:filter *',
+      Array.from({ length: 100 }, (_, i) => `w${i}`).join(" "),
+      "",
+      "!!! ... ???",
+    ];
+    for (const t of texts) expect(words(t)).toEqual(wholeText(t));
+    expect(anyOf("Hello world")).toBe('"hello" OR "world"');
+    expect(allOf("Hello wor")).toBe('"hello" "wor"*');
+  });
+
+  test("megabytes of input: only what the 32 words need is lower-cased", () => {
+    let lowered = 0;
+    String.prototype.toLowerCase = function (this: string) {
+      lowered += this.length;
+      return realLower.call(this);
+    };
+    const text = Array.from({ length: 40 }, (_, i) => `Word${i}`).join(" ") + " tail".repeat(1_000_000);
+    const got = words(text);
+    String.prototype.toLowerCase = realLower;
+    expect(got).toHaveLength(32);
+    expect(got[0]).toBe("word0");
+    expect(lowered).toBeLessThan(1000);
+  });
+});

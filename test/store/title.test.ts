@@ -1,0 +1,61 @@
+import { afterEach, describe, expect, test } from "bun:test";
+import { cutNear, TITLE_CHARS, titleOf } from "../../src/store/title.ts";
+
+/** The rule as docs/protocol.md states it, on the whole text at once: the oracle. */
+function wholeText(text: string, max: number): string {
+  const flat = text.replace(/\s+/g, " ").trim();
+  const chars = Array.from(flat);
+  if (chars.length <= max) return flat;
+  const head = chars.slice(0, max + 1).join("");
+  const space = head.lastIndexOf(" ");
+  const cut = space >= Math.floor((max * 2) / 3) ? head.slice(0, space) : chars.slice(0, max).join("");
+  return `${cut.trimEnd()}…`;
+}
+
+const realFrom = Array.from;
+afterEach(() => {
+  Array.from = realFrom;
+});
+
+describe("cutNear", () => {
+  test("the same title as the rule on the whole text, around every window's edge", () => {
+    const pieces = ["a", "bc", " ", "\n\t ", "😀", "é", "longword".repeat(9), "  "];
+    let seed = 7;
+    const next = () => {
+      seed = (seed * 1103515245 + 12345) % 2 ** 31;
+      return seed;
+    };
+    for (let n = 0; n < 3000; n++) {
+      let text = "";
+      const parts = next() % 400;
+      for (let i = 0; i < parts; i++) text += pieces[next() % pieces.length];
+      for (const max of [1, 5, TITLE_CHARS, 120]) expect(cutNear(text, max)).toBe(wholeText(text, max));
+    }
+  });
+
+  test("trailing and leading white space, a window ending inside a pair, exactly max characters", () => {
+    const cases = [
+      `${"x".repeat(60)}    `,
+      `   ${"x".repeat(61)}`,
+      `${"😀".repeat(300)}`,
+      `${"a".repeat(243)}😀${"b".repeat(10)}`,
+      `${" ".repeat(10_000)}word`,
+      "",
+      "   ",
+    ];
+    for (const text of cases) expect(cutNear(text, TITLE_CHARS)).toBe(wholeText(text, TITLE_CHARS));
+  });
+
+  test("a title of megabytes of input looks at its head only", () => {
+    let biggest = 0;
+    Array.from = ((items: Iterable<unknown>) => {
+      const out = realFrom(items);
+      biggest = Math.max(biggest, out.length);
+      return out;
+    }) as typeof Array.from;
+    const title = titleOf(`Tell me about lighthouses ${"and the sea ".repeat(500_000)}`);
+    Array.from = realFrom;
+    expect(title).toBe(wholeText(`Tell me about lighthouses ${"and the sea ".repeat(20)}`, TITLE_CHARS));
+    expect(biggest).toBeLessThan(1000);
+  });
+});
