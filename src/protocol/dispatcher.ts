@@ -1,7 +1,7 @@
 import type { z } from "zod";
 import { logger, logUnexpected } from "../util/logger.ts";
 import { CoreError, type ErrorCode, isCoreError } from "./errors.ts";
-import { type ExactNumberId, exactIds, exactKey, mayBeInexact } from "./exact-id.ts";
+import { type ExactNumberId, exactIds, exactKey, needsExactIds } from "./exact-id.ts";
 import type { ErrorMessage, RequestId, ResultMessage } from "./messages.ts";
 import type {
   ActiveRequest,
@@ -190,10 +190,11 @@ export class Dispatcher {
       this.fail(id, "invalid_request", "field 'params' must be an object");
       return;
     }
-    // A number that may have lost digits is read again from the line (rare: never on the hot path).
-    const target = (params as { request_id?: unknown }).request_id;
+    // A number that may have lost digits, or is spelled as a double would not print it, is read
+    // again from the line (rare: never on the hot path).
+    const target = req.method === "cancel" ? (params as { request_id?: unknown }).request_id : undefined;
     let exactTarget: ExactNumberId | undefined;
-    if (mayBeInexact(id) || (req.method === "cancel" && mayBeInexact(target))) {
+    if (needsExactIds(text, id, target)) {
       const exact = exactIds(text);
       id = exact.id ?? id;
       if (typeof exact.requestId === "object") exactTarget = exact.requestId;

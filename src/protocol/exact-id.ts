@@ -1,7 +1,8 @@
 /**
  * Number ids a double cannot hold (docs/protocol.md, ids): JSON.parse turns
  * `18446744073709551616` into 18446744073709552000, so such an id is kept as the text the host
- * sent and written back verbatim (`JSON.rawJSON`). Ordinary ids never reach this file.
+ * sent and written back verbatim (`JSON.rawJSON`); so is one spelled otherwise than a double
+ * prints (`1.0`). Ordinary ids never reach the exact reading.
  */
 
 /** A number id kept as its JSON text; JSON.stringify writes `rawJSON` as it is. */
@@ -16,6 +17,20 @@ type Reviver = (this: object, key: string, value: unknown, context?: { source?: 
 /** Whether a parsed number may differ from its text: only safe integers are surely exact. */
 export function mayBeInexact(value: unknown): value is number {
   return typeof value === "number" && !Number.isSafeInteger(value);
+}
+
+/**
+ * An id or request_id written as a number JSON.stringify would not write (`1.0`, `1e2`, `-0`,
+ * `-1e-400`): its value is a safe integer, yet echoing the value would change the text a strict
+ * host compares. A cheap look at the line; a false alarm (a nested `"id": 1.5`) costs only the
+ * exact reading.
+ */
+const RESPELLED = /"(?:request_)?id"\s*:\s*(?:-?\d*[.eE]|-0(?![\d.eE]))/;
+
+/** Whether the line's number ids must be read again from its text (`exactIds`). */
+export function needsExactIds(line: string, id: unknown, cancelTarget: unknown): boolean {
+  if (mayBeInexact(id) || mayBeInexact(cancelTarget)) return true;
+  return (typeof id === "number" || typeof cancelTarget === "number") && RESPELLED.test(line);
 }
 
 /**
