@@ -6,6 +6,20 @@ import type { ToolCall } from "../protocol/chat-message.ts";
  */
 export const MAX_ARGUMENT_CHARS = 100_000;
 
+/**
+ * Deepest nesting of arrays and objects a call's arguments (or a `<tool_call>` body) may have.
+ * Bun's JSON.parse takes any depth but JSON.stringify throws past a few thousand levels, which
+ * would fail the `tool_start` event and every resume after it (docs/agent.md#tool-calls).
+ */
+export const MAX_ARGUMENT_DEPTH = 64;
+/** Problems listed to the model (and in the log, and `loop_abort`): the rest are counted. */
+export const MAX_LISTED_PROBLEMS = 5;
+/** Tool names listed in an "unknown tool" problem, and their characters at most. */
+const MAX_LISTED_TOOLS = 20;
+const MAX_TOOL_LIST_CHARS = 600;
+/** Longest single problem: a parser's message can quote what it read. */
+const MAX_PROBLEM_CHARS = 400;
+
 /** A call ready to run: the function name the model used and its parsed arguments. */
 export interface ParsedCall {
   id: string;
@@ -16,7 +30,15 @@ export interface ParsedCall {
 export type StepOutcome =
   | { kind: "final"; text: string }
   | { kind: "calls"; text: string; calls: ParsedCall[]; toolCalls: ToolCall[] }
-  | { kind: "malformed"; text: string; problems: string[]; toolCalls: ToolCall[] };
+  | {
+      kind: "malformed";
+      text: string;
+      /** What was wrong, at most MAX_LISTED_PROBLEMS of them and then "…and N more". */
+      problems: string[];
+      toolCalls: ToolCall[];
+      /** Native calls: each call's own problem (index for index), undefined for a usable one. */
+      callProblems: (string | undefined)[];
+    };
 
 const TAG = /<tool_call>([\s\S]*?)(?:<\/tool_call>|$)/g;
 
@@ -36,13 +58,19 @@ export function interpretStep(
   if (native.length > 0) {
     const problems: string[] = [];
     const calls: ParsedCall[] = [];
-    for (const tc of native) {
+    const callProblems = native.map((tc) => {
       const parsed = parseCall(tc.function.name, tc.function.arguments, known);
-      if (typeof parsed === "string") problems.push(parsed);
-      else calls.push({ id: tc.id, ...parsed });
+      if (typeof parsed !== "string") {
+        calls.push({ id: tc.id, ...parsed });
+        return undefined;
+      }
+      problems.push(parsed);
+      return parsed;
+    });
+    if (problems.length > 0) {
+      const toolCalls = native.map(withSafeArguments);
+      return { kind: "malformed", text: content, problems: listed(problems), toolCalls, callProblems };
     }
-    if (problems.length > 0)
-      return { kind: "malformed", text: content, problems, toolCalls: native.map(withSafeArguments) };
     return { kind: "calls", text: content, calls, toolCalls: native };
   }
 
@@ -60,10 +88,14 @@ export function interpretStep(
   const calls: ParsedCall[] = [];
   bodies.forEach((body, i) => {
     let obj: unknown;
+    if (nestingDepth(body) > MAX_ARGUMENT_DEPTH + 1) {
+      problems.push(`the text inside <tool_call> is nested deeper than ${MAX_ARGUMENT_DEPTH} levels`);
+      return;
+    }
     try {
       obj = JSON.parse(body);
     } catch (err) {
-      problems.push(`the text inside <tool_call> is not valid JSON (${(err as Error).message})`);
+      problems.push(capped(`the text inside <tool_call> is not valid JSON (${(err as Error).message})`));
       return;
     }
     if (typeof obj !== "object" || obj === null || typeof (obj as { name?: unknown }).name !== "string") {
@@ -81,7 +113,8 @@ export function interpretStep(
     type: "function",
     function: { name: c.name, arguments: JSON.stringify(c.args) },
   }));
-  if (problems.length > 0) return { kind: "malformed", text: outside, problems, toolCalls: [] };
+  if (problems.length > 0)
+    return { kind: "malformed", text: outside, problems: listed(problems), toolCalls: [], callProblems: [] };
   return { kind: "calls", text: outside, calls, toolCalls };
 }
 
@@ -91,23 +124,75 @@ function parseCall(
   known: ReadonlySet<string>,
 ): { name: string; args: Record<string, unknown> } | string {
   if (!known.has(name)) {
-    const list = [...known].join(", ") || "none";
     const shown = name.length > 80 ? `${name.slice(0, 80)}…` : name;
-    return `unknown tool '${shown}' (available: ${list})`;
+    return `unknown tool '${shown}' (available: ${toolList(known)})`;
   }
   if (args.length > MAX_ARGUMENT_CHARS) {
     return `the arguments for '${name}' are ${args.length} characters long, over the limit of ${MAX_ARGUMENT_CHARS}`;
+  }
+  if (nestingDepth(args) > MAX_ARGUMENT_DEPTH) {
+    return `the arguments for '${name}' are nested deeper than ${MAX_ARGUMENT_DEPTH} levels`;
   }
   let value: unknown;
   try {
     value = args.trim() === "" ? {} : JSON.parse(args);
   } catch (err) {
-    return `the arguments for '${name}' are not valid JSON (${(err as Error).message})`;
+    return capped(`the arguments for '${name}' are not valid JSON (${(err as Error).message})`);
   }
   if (typeof value !== "object" || value === null || Array.isArray(value)) {
     return `the arguments for '${name}' must be a JSON object`;
   }
   return { name, args: value as Record<string, unknown> };
+}
+
+/**
+ * The known tools as an "unknown tool" problem lists them: the first few, within a bound, so
+ * a step of many bad calls does not repeat a long list in each (docs/agent.md#tool-calls).
+ */
+function toolList(known: ReadonlySet<string>): string {
+  if (known.size === 0) return "none";
+  const shown: string[] = [];
+  let chars = 0;
+  for (const name of known) {
+    if (shown.length >= MAX_LISTED_TOOLS || chars + name.length > MAX_TOOL_LIST_CHARS) break;
+    shown.push(name);
+    chars += name.length + 2;
+  }
+  const rest = known.size - shown.length;
+  return rest > 0 ? `${shown.join(", ")}, …and ${rest} more` : shown.join(", ");
+}
+
+/** The first problems, then how many more: what a step reports stays bounded however many calls it made. */
+function listed(problems: string[]): string[] {
+  if (problems.length <= MAX_LISTED_PROBLEMS) return problems;
+  const more = problems.length - MAX_LISTED_PROBLEMS;
+  return [...problems.slice(0, MAX_LISTED_PROBLEMS), `…and ${more} more`];
+}
+
+const capped = (problem: string) =>
+  problem.length > MAX_PROBLEM_CHARS ? `${problem.slice(0, MAX_PROBLEM_CHARS)}…` : problem;
+
+/**
+ * How deep arrays and objects nest in a JSON text, read without recursion or parsing (brackets
+ * inside strings do not count); invalid JSON is the parser's to report.
+ */
+export function nestingDepth(text: string): number {
+  let depth = 0;
+  let deepest = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c)
+        i++; // backslash: the next character is escaped
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) inString = true;
+    else if (c === 0x5b || c === 0x7b) {
+      depth++;
+      if (depth > deepest) deepest = depth;
+    } else if (c === 0x5d || c === 0x7d) depth--;
+  }
+  return deepest;
 }
 
 function looksLikeKnownCall(text: string, known: ReadonlySet<string>): boolean {
@@ -117,13 +202,13 @@ function looksLikeKnownCall(text: string, known: ReadonlySet<string>): boolean {
 
 /**
  * A malformed call as it goes back to the model: arguments that are not a JSON object (or are
- * over the limit) become "{}", because llama-server's templates parse them and would fail the
+ * over a limit) become "{}", because llama-server's templates parse them and would fail the
  * whole request; the tool message beside it says what was wrong.
  */
 function withSafeArguments(tc: ToolCall): ToolCall {
   const args = tc.function.arguments;
   let ok = false;
-  if (args.length <= MAX_ARGUMENT_CHARS) {
+  if (args.length <= MAX_ARGUMENT_CHARS && nestingDepth(args) <= MAX_ARGUMENT_DEPTH) {
     try {
       const v = JSON.parse(args);
       ok = typeof v === "object" && v !== null && !Array.isArray(v);

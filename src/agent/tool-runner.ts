@@ -16,18 +16,32 @@ export interface ToolOutcome {
   ms: number;
 }
 
+/**
+ * A tool's text as the model, the checkpoint and the history get it: at most `limit` characters,
+ * and well-formed UTF-16. A lone surrogate (a cut through a pair, or one the server sent) would
+ * go out as `\ud83d`, which llama-server's JSON parser refuses, failing every later step of the
+ * session (docs/agent.md#mcp-servers).
+ */
 export function truncate(text: string, limit = TOOL_RESULT_LIMIT): string {
-  if (text.length <= limit) return text;
-  return `${text.slice(0, limit)}\n[… truncated: ${text.length - limit} more characters not shown]`;
+  if (text.length <= limit) return text.toWellFormed();
+  const head = cutAt(text, limit);
+  return `${head.toWellFormed()}\n[… truncated: ${text.length - head.length} more characters not shown]`;
 }
 
 export function preview(text: string): string {
   // Only the head matters; flattening megabytes of output to show 200 characters is waste.
-  const flat = text
-    .slice(0, PREVIEW_CHARS * 8)
+  const flat = cutAt(text, PREVIEW_CHARS * 8)
     .replace(/\s+/g, " ")
     .trim();
-  return flat.length <= PREVIEW_CHARS ? flat : `${flat.slice(0, PREVIEW_CHARS - 1)}…`;
+  const shown = flat.length <= PREVIEW_CHARS ? flat : `${cutAt(flat, PREVIEW_CHARS - 1)}…`;
+  return shown.toWellFormed();
+}
+
+/** The first `n` UTF-16 units of `text`, one fewer when the cut would split a surrogate pair. */
+function cutAt(text: string, n: number): string {
+  if (text.length <= n) return text;
+  const last = text.charCodeAt(n - 1);
+  return text.slice(0, last >= 0xd800 && last <= 0xdbff ? n - 1 : n);
 }
 
 /** What a call runs under, by name. */
@@ -82,7 +96,7 @@ export async function runTool(
     const message = isCoreError(err) || err instanceof Error ? err.message : String(err);
     return {
       status: "error",
-      content: `The tool could not be run: ${message}`,
+      content: `The tool could not be run: ${truncate(message)}`,
       preview: preview(message),
       retryable: true,
       ms: ms(),

@@ -52,23 +52,31 @@ export function withNotes(message: ChatMessage, note: NoteRecord | undefined): C
 }
 
 /**
- * What a malformed tool call leaves in the turn, telling the model what was wrong (`problems`):
- * a tool message per native call, or, for a call written in the text, the reply and a user
- * message asking for it again.
+ * What a malformed tool call leaves in the turn, telling the model what was wrong: a tool
+ * message per native call, each with its own call's problem (the whole list in each would grow
+ * with the square of the calls: docs/agent.md#tool-calls), or, for a call written in the text,
+ * the reply and a user message asking for it again. `problems` is the step's list, already
+ * bounded (tool-calls.ts).
  */
 export function repromptMessages(
-  malformed: { text: string; toolCalls: ToolCall[] },
+  malformed: { text: string; toolCalls: ToolCall[]; callProblems: (string | undefined)[] },
   content: string,
   problems: string,
 ): ChatMessage[] {
   if (malformed.toolCalls.length > 0) {
     return [
       { role: "assistant", content: malformed.text || null, tool_calls: malformed.toolCalls },
-      ...malformed.toolCalls.map((tc) => ({
-        role: "tool" as const,
-        tool_call_id: tc.id,
-        content: `Not run: the call was malformed (${problems}). Fix it and call again.`,
-      })),
+      ...malformed.toolCalls.map((tc, i) => {
+        const own = malformed.callProblems[i];
+        return {
+          role: "tool" as const,
+          tool_call_id: tc.id,
+          content:
+            own !== undefined
+              ? `Not run: the call was malformed (${own}). Fix it and call again.`
+              : "Not run: other calls of this step were malformed. Call it again with them fixed.",
+        };
+      }),
     ];
   }
   return [

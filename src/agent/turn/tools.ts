@@ -1,5 +1,6 @@
 import type { ToolCall } from "../../protocol/chat-message.ts";
 import { CoreError } from "../../protocol/errors.ts";
+import { logger } from "../../util/logger.ts";
 import { type AgentTool, resolveTools } from "../tool-registry.ts";
 import { runTool, type ToolOutcome } from "../tool-runner.ts";
 import type { TurnContext } from "./context.ts";
@@ -47,7 +48,19 @@ export function pendingCalls(state: TurnState): ToolCall[] | undefined {
   return msg.tool_calls.filter((tc) => !answered.has(tc.id));
 }
 
-/** Runs the calls one by one, each result added to the turn and checkpointed as it comes. */
+/**
+ * Calls run per step; a step asking for more gets the rest answered as not run. Real parallel
+ * calls are a handful; thousands are a runaway model, and each call run rewrites the checkpoint
+ * (the step's assistant message included), so the cap also bounds that cost to 64 rewrites a
+ * step (docs/agent.md#tool-calls).
+ */
+export const MAX_CALLS_PER_STEP = 64;
+
+/**
+ * Runs the calls one by one, each result added to the turn and checkpointed as it comes, with a
+ * turn of the event loop between them: a denied call or a failed server answers at once, and a
+ * run of those on microtasks alone would keep `ping` and `cancel` from being read.
+ */
 export async function runCalls(
   ctx: TurnContext,
   tools: readonly AgentTool[],
@@ -55,34 +68,64 @@ export async function runCalls(
   step: number,
 ): Promise<void> {
   const { deps, session } = ctx;
+  const beyond = overLimit(session.state);
   for (const tc of calls) {
-    const tool = tools.find((t) => t.fn === tc.function.name);
-    let args: Record<string, unknown> = {};
-    try {
-      args = JSON.parse(tc.function.arguments || "{}");
-    } catch {
-      // Checked when the call was made; an unreadable checkpoint entry runs with no arguments.
-    }
-    const display = tool?.display ?? tc.function.name;
-    deps.emit("tool_start", { step, tool: display, args });
-    const outcome = tool
-      ? await runTool(tool, args, {
-          pool: deps.pool,
-          approved: ctx.params.approve_execution,
-          signal: deps.signal,
-        })
-      : unavailable(display);
-    deps.emit("tool_done", {
-      step,
-      tool: display,
-      status: outcome.status,
-      preview: outcome.preview,
-      retryable: outcome.retryable,
-      ms: outcome.ms,
-    });
+    if (beyond.has(tc)) continue;
+    deps.signal.throwIfAborted();
+    const outcome = await runCall(ctx, tools, tc, step);
     session.state.turn.push({ role: "tool", tool_call_id: tc.id, content: outcome.content });
     await session.save();
+    await new Promise<void>((resolve) => setImmediate(resolve));
   }
+  const skipped = calls.filter((tc) => beyond.has(tc));
+  if (skipped.length === 0) return;
+  deps.signal.throwIfAborted();
+  logger.info(`trace=${ctx.traceId} step=${step} ${skipped.length} tool calls over the limit not run`);
+  const content = `Not run: a step may make at most ${MAX_CALLS_PER_STEP} tool calls. Call it again in a later step if it is still needed.`;
+  for (const tc of skipped) session.state.turn.push({ role: "tool", tool_call_id: tc.id, content });
+  await session.save();
+}
+
+/** The calls of the last assistant message past MAX_CALLS_PER_STEP (the objects pendingCalls returns). */
+function overLimit(state: TurnState): ReadonlySet<ToolCall> {
+  const msg = state.turn.findLast((m) => m.role === "assistant");
+  const all = msg?.role === "assistant" ? (msg.tool_calls ?? []) : [];
+  return new Set(all.slice(MAX_CALLS_PER_STEP));
+}
+
+/** One call: `tool_start`, the tool (or its refusal), `tool_done`. */
+async function runCall(
+  ctx: TurnContext,
+  tools: readonly AgentTool[],
+  tc: ToolCall,
+  step: number,
+): Promise<ToolOutcome> {
+  const { deps } = ctx;
+  const tool = tools.find((t) => t.fn === tc.function.name);
+  let args: Record<string, unknown> = {};
+  try {
+    args = JSON.parse(tc.function.arguments || "{}");
+  } catch {
+    // Checked when the call was made; an unreadable checkpoint entry runs with no arguments.
+  }
+  const display = tool?.display ?? tc.function.name;
+  deps.emit("tool_start", { step, tool: display, args });
+  const outcome = tool
+    ? await runTool(tool, args, {
+        pool: deps.pool,
+        approved: ctx.params.approve_execution,
+        signal: deps.signal,
+      })
+    : unavailable(display);
+  deps.emit("tool_done", {
+    step,
+    tool: display,
+    status: outcome.status,
+    preview: outcome.preview,
+    retryable: outcome.retryable,
+    ms: outcome.ms,
+  });
+  return outcome;
 }
 
 function unavailable(display: string): ToolOutcome {

@@ -1,3 +1,5 @@
+import { logger } from "../../util/logger.ts";
+
 /**
  * An event's NDJSON line made without an intermediate message object: the fields stringified,
  * then the envelope, which stays the same for every event of one kind of one request
@@ -13,12 +15,23 @@ export class EventLines {
   private lastEvent: string | undefined;
   private lastTail = "";
 
-  line(id: unknown, event: string, fields: object): string {
-    // Fields that name a key of the envelope are overwritten by it: rare, so those take the
-    // plain way, and the line stays what it was.
-    if ("id" in fields || "type" in fields || "event" in fields)
-      return `${JSON.stringify({ ...fields, id, type: "event", event })}\n`;
-    const body = JSON.stringify(fields);
+  /**
+   * The line, or undefined when the fields cannot be serialized (a value nested too deep for
+   * JSON.stringify, a cycle, a BigInt): that event is dropped, not the request with it
+   * (docs/protocol.md). One try around the stringify costs a streamed piece nothing.
+   */
+  line(id: unknown, event: string, fields: object): string | undefined {
+    let body: string;
+    try {
+      // Fields that name a key of the envelope are overwritten by it: rare, so those take the
+      // plain way, and the line stays what it was.
+      if ("id" in fields || "type" in fields || "event" in fields)
+        return `${JSON.stringify({ ...fields, id, type: "event", event })}\n`;
+      body = JSON.stringify(fields);
+    } catch (err) {
+      logger.warn(`EVENT_UNSERIALIZABLE event=${event} dropped: ${(err as Error).message}`);
+      return undefined;
+    }
     const tail = this.tail(id, event);
     return body === "{}" ? `{${tail}` : `${body.slice(0, -1)},${tail}`;
   }

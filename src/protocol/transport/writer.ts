@@ -77,7 +77,9 @@ export class Writer {
   eventOf(id: unknown, event: string, fields: object): boolean {
     if (this.broken) return true;
     if (this.queue.length >= this.options.queueSize) return this.drop(id, event);
-    this.enqueue(this.lines.line(id, event, fields));
+    const line = this.lines.line(id, event, fields);
+    // An event that cannot be serialized is dropped (logged there); the request goes on.
+    if (line !== undefined) this.enqueue(line);
     return true;
   }
 

@@ -34,7 +34,12 @@ describe("EventLines", () => {
     );
   });
 
-  test("unserializable fields throw to the emitter, as before", () => {
-    expect(() => new EventLines().line("c", "e", { n: 1n })).toThrow();
+  test("an event whose fields cannot be serialized is dropped, not thrown to the turn", () => {
+    const lines = new EventLines();
+    const deep = JSON.parse(`${"[".repeat(49_000)}${"]".repeat(49_000)}`);
+    expect(lines.line("c", "e", { n: 1n })).toBeUndefined();
+    expect(lines.line("c", "tool_start", { args: { a: deep } })).toBeUndefined();
+    expect(lines.line("c", "e", { id: "x", n: 1n })).toBeUndefined();
+    expect(lines.line("c", "e", { n: 1 })).toBe(plain("c", "e", { n: 1 }));
   });
 });

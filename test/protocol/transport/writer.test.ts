@@ -61,6 +61,17 @@ describe("Writer", () => {
     expect(lines.map((l) => l.n ?? "end")).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9, "end"]);
   });
 
+  test("an event that cannot be serialized is left out and the request's output goes on", async () => {
+    const s = fakeSink();
+    const w = new Writer(s.sink, { queueSize: 100 });
+    const deep = JSON.parse(`${"[".repeat(49_000)}${"]".repeat(49_000)}`);
+    expect(w.eventOf("c", "tool_start", { step: 0, args: { a: deep } })).toBe(true);
+    expect(w.eventOf("c", "tool_done", { step: 0 })).toBe(true);
+    await w.terminal(result("c"));
+    expect(await w.drain(1000)).toBe(true);
+    expect(s.lines().map((l) => l.event ?? l.type)).toEqual(["tool_done", "result"]);
+  });
+
   test("drops events when the queue is full while a slow reader holds the sink", async () => {
     const s = fakeSink();
     const w = new Writer(s.sink, { queueSize: 4 });
