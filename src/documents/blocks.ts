@@ -1,3 +1,5 @@
+import { SLICE_CHARS } from "./limits.ts";
+
 /**
  * A document read into blocks, the chunker's input (docs/agent.md "Documents"): headings and
  * paragraphs in order, each paragraph with the PDF page it is on. Markdown and plain text are
@@ -7,18 +9,36 @@ export type Block =
   | { kind: "heading"; level: number; text: string }
   | { kind: "paragraph"; text: string; page?: number };
 
-/** A paragraph this long is handed on as it is, so no one step holds the loop for long. */
-const MAX_PARAGRAPH_CHARS = 64 * 1024;
+/**
+ * A scan's output: blocks, and between them how far into the text it has got (a number), at
+ * least every SLICE_CHARS scanned, so the reader gives the loop back on characters scanned:
+ * blank lines and empty headings make no block (docs/agent.md "Off the main loop").
+ */
+export type Scanned = Block | number;
+
+/** A paragraph (and a line) this long is handed on as it is, so no one step holds the loop. */
+export const MAX_PARAGRAPH_CHARS = 64 * 1024;
 
 const ATX = /^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$/;
 const FENCE = /^ {0,3}(`{3,}|~{3,})/;
 const SETEXT = /^ {0,3}(=+|-+)[ \t]*$/;
 
+/** Markdown's blocks alone (see `markdownScan`). */
+export function* markdownBlocks(text: string): Generator<Block> {
+  for (const item of markdownScan(text)) if (typeof item !== "number") yield item;
+}
+
+/** Plain text's blocks alone (see `textScan`). */
+export function* textBlocks(text: string): Generator<Block> {
+  for (const item of textScan(text)) if (typeof item !== "number") yield item;
+}
+
 /**
  * Markdown's blocks: ATX and setext headings, paragraphs at blank lines, a fenced code block
- * kept whole (a `#` inside it is code, not a heading). The text keeps its own Markdown.
+ * kept whole up to MAX_PARAGRAPH_CHARS (a `#` inside it is code, not a heading), past that
+ * handed on in pieces. The text keeps its own Markdown.
  */
-export function* markdownBlocks(text: string): Generator<Block> {
+export function* markdownScan(text: string): Generator<Scanned> {
   let lines: string[] = [];
   let size = 0;
   let fence: string | undefined;
@@ -28,62 +48,104 @@ export function* markdownBlocks(text: string): Generator<Block> {
     size = 0;
     if (body) yield { kind: "paragraph", text: body };
   };
-  for (const line of eachLine(text)) {
+  const at = new LinePosition();
+  for (const line of eachLine(text, at)) {
     if (fence) {
       lines.push(line);
-      if (line.trimStart().startsWith(fence)) fence = undefined;
-      continue;
-    }
-    const opened = FENCE.exec(line)?.[1];
-    const atx = opened ? null : ATX.exec(line);
-    const setext = !opened && lines.length === 1 ? SETEXT.exec(line) : null;
-    if (atx) {
-      yield* flush();
-      const title = (atx[2] ?? "").trim();
-      if (title) yield { kind: "heading", level: (atx[1] as string).length, text: title };
-    } else if (setext) {
-      const title = (lines[0] as string).trim();
-      lines = [];
-      size = 0;
-      yield { kind: "heading", level: setext[1]?.startsWith("=") ? 1 : 2, text: title };
-    } else if (!opened && line.trim() === "") {
-      yield* flush();
-    } else {
-      if (opened) fence = opened;
-      lines.push(line);
       size += line.length + 1;
-      if (size > MAX_PARAGRAPH_CHARS && !fence) yield* flush();
+      if (line.trimStart().startsWith(fence)) fence = undefined;
+      else if (size > MAX_PARAGRAPH_CHARS) yield* flush();
+    } else {
+      const opened = FENCE.exec(line)?.[1];
+      const atx = opened ? null : ATX.exec(line);
+      const setext = !opened && lines.length === 1 ? SETEXT.exec(line) : null;
+      if (atx) {
+        yield* flush();
+        const title = (atx[2] ?? "").trim();
+        if (title) yield { kind: "heading", level: (atx[1] as string).length, text: title };
+      } else if (setext) {
+        const title = (lines[0] as string).trim();
+        lines = [];
+        size = 0;
+        yield { kind: "heading", level: setext[1]?.startsWith("=") ? 1 : 2, text: title };
+      } else if (!opened && line.trim() === "") {
+        yield* flush();
+      } else {
+        if (opened) fence = opened;
+        lines.push(line);
+        size += line.length + 1;
+        if (size > MAX_PARAGRAPH_CHARS && !fence) yield* flush();
+      }
     }
+    if (at.marked()) yield at.next;
   }
   yield* flush();
 }
 
 /** Plain text's blocks: paragraphs at blank lines, no headings. */
-export function* textBlocks(text: string): Generator<Block> {
+export function* textScan(text: string): Generator<Scanned> {
   let lines: string[] = [];
   let size = 0;
-  for (const line of eachLine(text)) {
+  const at = new LinePosition();
+  for (const line of eachLine(text, at)) {
     if (line.trim() !== "") {
       lines.push(line);
       size += line.length + 1;
-      if (size <= MAX_PARAGRAPH_CHARS) continue;
     }
-    const body = lines.join("\n").trim();
-    lines = [];
-    size = 0;
-    if (body) yield { kind: "paragraph", text: body };
+    if (line.trim() === "" || size > MAX_PARAGRAPH_CHARS) {
+      const body = lines.join("\n").trim();
+      lines = [];
+      size = 0;
+      if (body) yield { kind: "paragraph", text: body };
+    }
+    if (at.marked()) yield at.next;
   }
   const body = lines.join("\n").trim();
   if (body) yield { kind: "paragraph", text: body };
 }
 
-/** Lines without their ends (`\n`, `\r\n`, a lone `\r`), one at a time. */
-export function* eachLine(text: string): Generator<string> {
-  let start = 0;
-  const ends = /\r\n|\n|\r/g;
-  for (let m = ends.exec(text); m; m = ends.exec(text)) {
-    yield text.slice(start, m.index);
-    start = m.index + m[0].length;
+/** Where `eachLine` is: `next` is where the text after the line it last gave starts. */
+export class LinePosition {
+  next = 0;
+  private mark = SLICE_CHARS;
+
+  /** Whether another SLICE_CHARS have been scanned since it last said so. */
+  marked(): boolean {
+    if (this.next < this.mark) return false;
+    this.mark = this.next + SLICE_CHARS;
+    return true;
   }
-  if (start < text.length) yield text.slice(start);
+}
+
+/**
+ * Lines without their ends (`\n`, `\r\n`, a lone `\r`), one at a time; a line longer than
+ * MAX_PARAGRAPH_CHARS comes in pieces, cut at its last white space in the piece's second half,
+ * else at the limit (never inside a surrogate pair), so no one line holds the loop.
+ */
+export function* eachLine(text: string, at = new LinePosition()): Generator<string> {
+  const ends = /\r\n|\n|\r/g;
+  let start = 0;
+  while (start < text.length) {
+    ends.lastIndex = start;
+    const m = ends.exec(text);
+    const end = m ? m.index : text.length;
+    // One search to the line's end, then its pieces: never a search per piece.
+    while (end - start > MAX_PARAGRAPH_CHARS) {
+      const cut = cutLine(text, start, start + MAX_PARAGRAPH_CHARS);
+      at.next = cut;
+      yield text.slice(start, cut);
+      start = cut;
+    }
+    at.next = m ? end + m[0].length : end;
+    yield text.slice(start, end);
+    start = at.next;
+  }
+}
+
+/** Where to cut `text` between `start` and `limit`: see `eachLine`. */
+function cutLine(text: string, start: number, limit: number): number {
+  const half = start + (limit - start) / 2;
+  for (let i = limit; i > half; i--) if (/\s/.test(text[i - 1] as string)) return i;
+  const code = text.charCodeAt(limit - 1);
+  return code >= 0xd800 && code <= 0xdbff ? limit - 1 : limit;
 }

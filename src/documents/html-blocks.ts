@@ -1,4 +1,4 @@
-import type { Block } from "./blocks.ts";
+import { type Block, MAX_PARAGRAPH_CHARS } from "./blocks.ts";
 import { decodeEntities } from "./html-entities.ts";
 
 /**
@@ -7,7 +7,9 @@ import { decodeEntities } from "./html-entities.ts";
  * (Bun's HTMLRewriter, tried first, took minutes on 500,000 nested tags with end-tag handlers).
  * `h1`–`h6` are headings; other block tags and `<br>` end a paragraph; the content of script,
  * style, template, noscript, svg, head's title and comments is dropped; white space collapses.
- * `step` works through a slice at a time so the reader can give the loop back between slices.
+ * `step` works through a slice at a time so the reader can give the loop back between slices;
+ * text gathered past MAX_PARAGRAPH_CHARS is handed on as a paragraph then, cut at white space
+ * (docs/agent.md "Off the main loop"), so no block tag is needed to end one.
  */
 const BLOCK_TAGS = new Set(
   "p div br li ul ol dl dt dd tr td th table thead tbody tfoot caption section article aside header footer nav main blockquote pre figure figcaption hr form fieldset legend details summary address".split(
@@ -30,6 +32,10 @@ const TAG_NAME = /^<\/?([a-zA-Z][a-zA-Z0-9-]*)/;
 export class HtmlBlocks {
   private at = 0;
   private text: string[] = [];
+  /** Characters in `text`. */
+  private size = 0;
+  /** The next `<` at or after `at` (the length when none), found once, not once per slice. */
+  private lt = -1;
   private heading: number | undefined;
   private readonly out: Block[] = [];
 
@@ -47,13 +53,26 @@ export class HtmlBlocks {
   step(chars: number): Block[] {
     const until = Math.min(this.html.length, this.at + chars);
     while (this.at < until) {
-      const lt = this.html.indexOf("<", this.at);
-      const end = lt < 0 ? this.html.length : lt;
-      if (end > this.at) this.text.push(this.html.slice(this.at, end));
-      this.at = lt < 0 ? end : this.markup(lt);
+      if (this.lt < this.at) this.lt = at(this.html.indexOf("<", this.at), this.html.length);
+      const end = Math.min(this.lt, until);
+      if (end > this.at) this.gather(this.html.slice(this.at, end));
+      this.at = end < this.lt || end === this.html.length ? end : this.markup(end);
     }
     if (this.done) this.flush();
     return this.out.splice(0);
+  }
+
+  private gather(text: string): void {
+    this.text.push(text);
+    this.size += text.length;
+    while (this.size > MAX_PARAGRAPH_CHARS) {
+      const all = this.text.join("");
+      const cut = textCut(all, MAX_PARAGRAPH_CHARS);
+      this.text = [all.slice(0, cut)];
+      this.flush();
+      this.text = [all.slice(cut)];
+      this.size = all.length - cut;
+    }
   }
 
   /** The markup at `lt`; returns where the text after it starts. */
@@ -63,7 +82,7 @@ export class HtmlBlocks {
     if (h[lt + 1] === "!" || h[lt + 1] === "?") return after(h, ">", lt + 2);
     const name = TAG_NAME.exec(h.slice(lt, lt + 64))?.[1]?.toLowerCase();
     if (!name) {
-      this.text.push("<");
+      this.gather("<");
       return lt + 1;
     }
     const closing = h[lt + 1] === "/";
@@ -84,11 +103,28 @@ export class HtmlBlocks {
   private flush(): void {
     const text = decodeEntities(this.text.join("")).replace(/\s+/g, " ").trim();
     this.text = [];
+    this.size = 0;
     const level = this.heading;
     this.heading = undefined;
     if (!text) return;
     this.out.push(level === undefined ? { kind: "paragraph", text } : { kind: "heading", level, text });
   }
+}
+
+const at = (index: number, none: number) => (index < 0 ? none : index);
+
+/**
+ * Where to cut gathered text of over `max` characters: after its last white space in the second
+ * half of `max`, else at `max` but before a character reference that would straddle it
+ * (`&#x10FFFF;` is 10 long) and never inside a surrogate pair.
+ */
+function textCut(text: string, max: number): number {
+  for (let i = max; i > max / 2; i--) if (/\s/.test(text[i - 1] as string)) return i;
+  let cut = max;
+  const amp = text.lastIndexOf("&", cut - 1);
+  if (amp > cut - 10 && !text.slice(amp, cut).includes(";")) cut = amp;
+  const code = text.charCodeAt(cut - 1);
+  return code >= 0xd800 && code <= 0xdbff ? cut - 1 : cut;
 }
 
 /** Just past the next `token` from `from`, or the end. */

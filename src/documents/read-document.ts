@@ -1,5 +1,5 @@
 import type { DocumentFormat, IndexProgress, TextEncoding } from "../protocol/documents.ts";
-import { type Block, markdownBlocks, textBlocks } from "./blocks.ts";
+import { type Block, markdownScan, type Scanned, textScan } from "./blocks.ts";
 import { type Chunk, Chunker } from "./chunk.ts";
 import { decodeText } from "./decode.ts";
 import { isPdf, textFormat } from "./format.ts";
@@ -78,7 +78,7 @@ async function readBytes(
   progress: Progress,
   pause: Pause,
 ) {
-  const { text, encoding } = decodeText(bytes);
+  const { text, encoding } = await decodeText(bytes);
   const read = await readText(text, encoding, name, chunker, progress, pause);
   return { ...read, bytes: bytes.byteLength };
 }
@@ -96,7 +96,7 @@ async function readText(
   if (format === "html") await chunkHtml(text, chunker, progress, pause);
   else
     await chunkAll(
-      format === "markdown" ? markdownBlocks(text) : textBlocks(text),
+      format === "markdown" ? markdownScan(text) : textScan(text),
       text.length,
       chunker,
       progress,
@@ -105,23 +105,23 @@ async function readText(
   return { format, bytes: 0, ...(encoding ? { encoding } : {}) };
 }
 
-/** Blocks into the chunker, the loop given back after each slice of text. */
+/**
+ * Blocks into the chunker, the loop given back each time the scan says another slice of the
+ * text is behind it: characters scanned, not block text, since blank lines make no block.
+ */
 async function chunkAll(
-  blocks: Iterable<Block>,
+  scan: Iterable<Scanned>,
   total: number,
   chunker: Chunker,
   progress: Progress,
   pause: Pause,
 ) {
-  let done = 0;
-  let slice = 0;
-  for (const block of blocks) {
-    chunker.push(block);
-    done += block.text.length;
-    slice += block.text.length;
-    if (slice < SLICE_CHARS) continue;
-    slice = 0;
-    progress({ phase: "indexing", done: Math.min(done, total), total });
+  for (const item of scan) {
+    if (typeof item !== "number") {
+      chunker.push(item);
+      continue;
+    }
+    progress({ phase: "indexing", done: Math.min(item, total), total });
     await pause(true);
   }
   progress({ phase: "indexing", done: total, total });
@@ -142,7 +142,11 @@ async function readPdf(bytes: Uint8Array, chunker: Chunker, progress: Progress, 
   for await (const { page, total, text } of pdfPages(bytes)) {
     chars += text.length;
     if (chars > MAX_TEXT_CHARS) throw tooMuchText(chars, MAX_TEXT_CHARS);
-    for (const block of textBlocks(text)) chunker.push({ ...block, page } as Block);
+    // A page of megabytes gives the loop back as text does.
+    for (const item of textScan(text)) {
+      if (typeof item === "number") await pause(true);
+      else chunker.push({ ...item, page } as Block);
+    }
     progress({ phase: "reading", done: page, total });
     pages = total;
     // pdf.js's next page gives the loop back itself.

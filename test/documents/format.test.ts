@@ -29,37 +29,37 @@ describe("a document's format, from its bytes", () => {
 });
 
 describe("a text document's encoding", () => {
-  test("UTF-8 with or without a BOM", () => {
-    expect(decodeText(utf8("héllo"))).toEqual({ text: "héllo", encoding: "utf-8" });
-    expect(decodeText(new Uint8Array([0xef, 0xbb, 0xbf, ...utf8("héllo")]))).toEqual({
+  test("UTF-8 with or without a BOM", async () => {
+    expect(await decodeText(utf8("héllo"))).toEqual({ text: "héllo", encoding: "utf-8" });
+    expect(await decodeText(new Uint8Array([0xef, 0xbb, 0xbf, ...utf8("héllo")]))).toEqual({
       text: "héllo",
       encoding: "utf-8",
     });
   });
 
-  test("UTF-16 LE and BE by their BOM", () => {
+  test("UTF-16 LE and BE by their BOM", async () => {
     const le = Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from("naïve 日本", "utf16le")]);
-    expect(decodeText(le)).toEqual({ text: "naïve 日本", encoding: "utf-16le" });
+    expect(await decodeText(le)).toEqual({ text: "naïve 日本", encoding: "utf-16le" });
     const be = Buffer.from(le);
     be.swap16();
-    expect(decodeText(be)).toEqual({ text: "naïve 日本", encoding: "utf-16be" });
+    expect(await decodeText(be)).toEqual({ text: "naïve 日本", encoding: "utf-16be" });
   });
 
-  test("Latin-1 when the bytes are not valid UTF-8 (read as Windows-1252, as browsers do)", () => {
+  test("Latin-1 when the bytes are not valid UTF-8 (read as Windows-1252, as browsers do)", async () => {
     const bytes = Buffer.from([0x63, 0x61, 0x66, 0xe9, 0x20, 0x93, 0x71, 0x94]); // café “q”
-    expect(decodeText(bytes)).toEqual({ text: "café “q”", encoding: "latin-1" });
+    expect(await decodeText(bytes)).toEqual({ text: "café “q”", encoding: "latin-1" });
   });
 
-  test("binary data (NULs, control bytes) is unsupported_format", () => {
-    const nul = () => decodeText(new Uint8Array([0x41, 0x00, 0x42]));
-    expect(nul).toThrow(
+  test("binary data (NULs, control bytes) is unsupported_format", async () => {
+    const nul = decodeText(new Uint8Array([0x41, 0x00, 0x42]));
+    await expect(nul).rejects.toThrow(
       expect.objectContaining({ code: "invalid_request", data: { reason: "unsupported_format" } }),
     );
     const noise = new Uint8Array(4096).map((_, i) => (i * 7919) % 256 || 1);
-    expect(() => decodeText(noise)).toThrow(
+    await expect(decodeText(noise)).rejects.toThrow(
       expect.objectContaining({ data: { reason: "unsupported_format" } }),
     );
     // UTF-16 without a BOM is full of NULs: refused rather than guessed.
-    expect(() => decodeText(Buffer.from("abc", "utf16le"))).toThrow(/not a format/);
+    await expect(decodeText(Buffer.from("abc", "utf16le"))).rejects.toThrow(/not a format/);
   });
 });

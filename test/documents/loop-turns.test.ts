@@ -1,0 +1,139 @@
+import { afterEach, describe, expect, test } from "bun:test";
+import { eachLine, MAX_PARAGRAPH_CHARS } from "../../src/documents/blocks.ts";
+import { decodeText } from "../../src/documents/decode.ts";
+import { HtmlBlocks } from "../../src/documents/html-blocks.ts";
+import { SLICE_CHARS } from "../../src/documents/limits.ts";
+import { readDocument } from "../../src/documents/read-document.ts";
+
+/**
+ * Hostile documents against docs/agent.md "Off the main loop": the loop's turns are counted
+ * (deterministic), or the longest gap between its ticks is bounded generously (the defects this
+ * guards against held it for a second and more).
+ */
+const fromBytes = (bytes: Uint8Array, name = "doc") =>
+  readDocument({ path: name }, { readFile: async () => bytes });
+const utf8 = (s: string) => new TextEncoder().encode(s);
+
+/** Turns of the loop taken while `work` runs, and the longest gap between two of them. */
+async function loopDuring(work: () => Promise<unknown>): Promise<{ turns: number; gap: number }> {
+  let turns = 0;
+  let gap = 0;
+  let last = performance.now();
+  let running = true;
+  const tick = () => {
+    const now = performance.now();
+    gap = Math.max(gap, now - last);
+    last = now;
+    turns++;
+    if (running) setImmediate(tick);
+  };
+  setImmediate(tick);
+  await Promise.resolve()
+    .then(work)
+    .catch(() => {})
+    .finally(() => {
+      running = false;
+    });
+  gap = Math.max(gap, performance.now() - last);
+  return { turns, gap };
+}
+
+describe("text and Markdown give the loop back on characters scanned, not on block text", () => {
+  const n = 2 * 1024 * 1024;
+  const hostile: [string, string, string][] = [
+    ["blank lines", "\n".repeat(n), "a.txt"],
+    ["a heading, then blank lines", `# h\n${"\n".repeat(n)}`, "a.md"],
+    ["empty headings", `# t\n${"#\n".repeat(n / 2)}`, "a.md"],
+    ["a fence of short lines", `# t\n\`\`\`\n${"a\n".repeat(n / 2)}`, "a.md"],
+    ["one line with no white space", "a".repeat(n), "a.txt"],
+  ];
+  for (const [what, text, name] of hostile) {
+    test(what, async () => {
+      const { turns } = await loopDuring(() => fromBytes(utf8(text), name));
+      // A turn at least every two slices' worth of characters (the old reader took one or none).
+      expect(turns).toBeGreaterThan(text.length / SLICE_CHARS / 2);
+    });
+  }
+
+  test("a line over the paragraph limit comes in pieces, cut at white space, nothing lost", () => {
+    const words = "word ".repeat(40_000);
+    const pieces = [...eachLine(words)];
+    expect(pieces.length).toBeGreaterThan(2);
+    expect(pieces.every((p) => p.length <= MAX_PARAGRAPH_CHARS && p.endsWith(" "))).toBe(true);
+    expect(pieces.join("")).toBe(words);
+    const emoji = `x${"😀".repeat(50_000)}\nnext`;
+    const cut = [...eachLine(emoji)];
+    expect(cut.every((p) => !/[\ud800-\udbff]$/.test(p))).toBe(true);
+    expect(cut.join("")).toBe(emoji.replace("\n", ""));
+    expect(cut.at(-1)).toBe("next");
+  });
+});
+
+describe("HTML with no block tags", () => {
+  test("text gathered past the paragraph limit is handed on, never cut inside a reference", () => {
+    const html = `<p>${"&amp;".repeat(200_000)}`;
+    const scan = new HtmlBlocks(html);
+    const first = scan.step(SLICE_CHARS * 2);
+    expect(first.length).toBeGreaterThan(0);
+    const blocks = [...first];
+    while (!scan.done) blocks.push(...scan.step(SLICE_CHARS));
+    expect(blocks.every((b) => b.text.length <= MAX_PARAGRAPH_CHARS)).toBe(true);
+    expect(blocks.map((b) => b.text).join("")).toBe("&".repeat(200_000));
+    const words = new HtmlBlocks(`<p>${"word ".repeat(100_000)}`);
+    const paragraphs = words.step(html.length);
+    expect(paragraphs.length).toBeGreaterThan(5);
+    expect(paragraphs.every((b) => /^(word )*word$/.test(b.text))).toBe(true);
+  });
+
+  test("16 MB of references in one paragraph: the loop is never held for long", async () => {
+    const html = utf8(`<p>${"&amp;".repeat(3_200_000)}`);
+    const { gap } = await loopDuring(() => fromBytes(html));
+    expect(gap).toBeLessThan(200); // the old reader held it over a second
+  });
+});
+
+describe("decoding looks before it decodes, and stops at the text limit", () => {
+  const Original = globalThis.TextDecoder;
+  let decoded = 0;
+  afterEach(() => {
+    globalThis.TextDecoder = Original;
+  });
+  /** TextDecoder counting the bytes it is given. */
+  const counting = () => {
+    decoded = 0;
+    globalThis.TextDecoder = class extends Original {
+      override decode(...args: Parameters<TextDecoder["decode"]>): string {
+        decoded += args[0]?.byteLength ?? 0;
+        return super.decode(...args);
+      }
+    } as typeof TextDecoder;
+  };
+  const mib64 = 64 * 1024 * 1024 - 16;
+  const decode = (bytes: Uint8Array) => Promise.resolve().then(() => decodeText(bytes));
+
+  test("64 MiB of binary is refused before a byte is decoded", async () => {
+    counting();
+    const noise = new Uint8Array(64 * 1024).map((_, i) => (i * 7919) % 251);
+    const bytes = new Uint8Array(mib64);
+    for (let at = 0; at < mib64; at += noise.length) bytes.set(noise.subarray(0, mib64 - at), at);
+    await expect(decode(bytes)).rejects.toThrow(
+      expect.objectContaining({ data: { reason: "unsupported_format" } }),
+    );
+    expect(decoded).toBe(0);
+    await expect(decode(new Uint8Array(mib64).fill(1))).rejects.toThrow(/not a format/);
+    expect(decoded).toBe(0);
+  });
+
+  test("64 MiB of ASCII with a bad last byte: too large, decoded once and only in part", async () => {
+    const bytes = new Uint8Array(mib64).fill(0x61);
+    bytes[bytes.length - 1] = 0xe9;
+    counting();
+    const { turns } = await loopDuring(async () => {
+      await expect(decode(bytes)).rejects.toThrow(
+        expect.objectContaining({ data: { problem: "too_large" } }),
+      );
+    });
+    expect(decoded).toBeLessThan(20 * 1024 * 1024);
+    expect(turns).toBeGreaterThan(8);
+  });
+});
