@@ -32,13 +32,15 @@ const SETTLE_MS = 250;
 const RETRY_MS = { initial: 5_000, max: 300_000 };
 /** A text past this many characters is cut before it is sent (the model's own limit may cut it further). */
 const MAX_CHARS = 8_000;
-/** Times an input the server finds too long is shortened before the batch gives up. */
+/** Ids a document's rows are looked over in at a time (store/memory-vectors.ts `lackingIds`: ~3 ms). */
+const LOOK_IDS = 1_000;
+/** Times an input the server finds too long is shortened before its batch goes a row at a time (or, alone, is refused). */
 const SHORTEN_TRIES = 3;
 
 /**
  * Memory rows embedded off the turn's path (docs/agent.md, "Memory"): a job that embeds, in
  * batches and newest first, every `memory` row without a vector of the current embedding model
- * (turns, folder chunks, documents' chunks alike), writes the vectors through the store's write
+ * (turns, folder chunks, committed documents' chunks alike), writes the vectors through the store's write
  * (another core's lock waited for without blocking the loop), and yields the event loop between
  * batches. It runs after each turn (a short wait first), when the store opens, and after a
  * failure with back-off; a changed model re-embeds everything this way. Failures never reach a
@@ -107,15 +109,19 @@ export class MemoryEmbedder {
     const total = memoryRowIds.length;
     const fp = this.deps.fingerprint();
     const { store } = this.deps;
-    const lacking = store.guard(() => store.memory.vectors.lacking(fp, total, memoryRowIds)).reverse();
-    let done = total - lacking.length;
+    // The document just committed now counts in status's total.
+    this.counts = store.guard(() => store.memory.vectors.counts(fp));
+    const todo = await this.lackingOf(fp, memoryRowIds, signal);
+    let done = total - todo.length;
     onProgress(done, total);
     try {
-      for (let i = 0; i < lacking.length; i += this.batch) {
+      for (let i = 0; i < todo.length; i += this.batch) {
         signal.throwIfAborted();
-        const rows = lacking.slice(i, i + this.batch);
-        await this.embedRows(fp, rows, AbortSignal.any([signal, this.abort.signal]));
-        done += rows.length;
+        const ids = todo.slice(i, i + this.batch);
+        // Rows the background job embedded meanwhile are left out here.
+        const rows = store.guard(() => store.memory.vectors.lacking(fp, ids.length, ids)).reverse();
+        if (rows.length > 0) await this.embedRows(fp, rows, AbortSignal.any([signal, this.abort.signal]));
+        done += ids.length;
         onProgress(done, total);
       }
     } catch (err) {
@@ -126,6 +132,22 @@ export class MemoryEmbedder {
       );
       this.retryLater();
     }
+    if (!this.stopped) this.counts = store.guard(() => store.memory.vectors.counts(fp));
+  }
+
+  /**
+   * Which of `ids` lack a vector: ids only, the text read a batch at a time later (a document
+   * may be 13,000 chunks), looked over in slices with the event loop given back between.
+   */
+  private async lackingOf(fp: string, ids: number[], signal: AbortSignal): Promise<number[]> {
+    const { store } = this.deps;
+    const todo: number[] = [];
+    for (let i = 0; i < ids.length; i += LOOK_IDS) {
+      if (i > 0) await new Promise((r) => setImmediate(r));
+      signal.throwIfAborted();
+      todo.push(...store.guard(() => store.memory.vectors.lackingIds(fp, ids.slice(i, i + LOOK_IDS))));
+    }
+    return todo;
   }
 
   /** The query's vector for recall; undefined when the model fails (recall then uses words alone). */
@@ -158,10 +180,9 @@ export class MemoryEmbedder {
         if (this.stopped) return;
         const rows = store.guard(() => store.memory.vectors.lacking(fp, this.batch));
         if (rows.length === 0) break;
-        // No vectors came back: a failure, not a reason to ask again at once. (Rows erased
-        // meanwhile get none stored, and are not asked for again.)
-        if ((await this.embedRows(fp, rows, this.abort.signal)) === 0)
-          throw new Error(`no vectors came back for ${rows.length} rows`);
+        // Each row ends with a vector or refused, or this throws: the next look finds others.
+        // (Rows erased meanwhile get none stored, and are not asked for again.)
+        await this.embedRows(fp, rows, this.abort.signal);
         // The loop is given back between batches: a ping or a chat never waits for a backlog.
         await new Promise((r) => setImmediate(r));
       }
@@ -178,34 +199,70 @@ export class MemoryEmbedder {
   }
 
   /**
-   * One request for `rows` (an input the server finds too long shortened and sent again), then
-   * their vectors stored; the vectors that came back.
+   * Embeds `rows` and stores their vectors. An input the server finds too long is shortened and
+   * sent again; a batch that still fails so is sent a row at a time, and a row the model cannot
+   * take even alone and shortened is marked refused, so one row never holds up the others
+   * (docs/agent.md, "Memory that understands meaning"). Any other failure (the model down)
+   * throws, for the batch to be tried again later.
    */
-  private async embedRows(
-    fp: string,
-    rows: { id: number; text: string }[],
-    signal: AbortSignal,
-  ): Promise<number> {
-    const texts = rows.map((r) => r.text.slice(0, MAX_CHARS));
-    let vectors: number[][] | undefined;
-    for (let tries = 0; vectors === undefined; tries++) {
+  private async embedRows(fp: string, rows: { id: number; text: string }[], signal: AbortSignal) {
+    let vectors: number[][];
+    try {
+      vectors = await this.embedShortened(
+        rows.map((r) => r.text.slice(0, MAX_CHARS)),
+        signal,
+      );
+    } catch (err) {
+      if (tooLong(err) === undefined) throw err;
+      if (rows.length === 1) return this.refuse(fp, rows, (err as Error).message);
+      for (const row of rows) await this.embedRows(fp, [row], signal);
+      return;
+    }
+    const got = rows.map((r, i) => ({ id: r.id, text: r.text, vector: vectors[i] ?? [] }));
+    const { store } = this.deps;
+    const stored = await store.write(() =>
+      store.memory.vectors.put(
+        fp,
+        got.filter((r) => r.vector.length > 0),
+      ),
+    );
+    if (this.counts) {
+      const embedded = this.counts.embedded + stored;
+      this.counts = { embedded, total: Math.max(this.counts.total, embedded) };
+    }
+    const empty = got.filter((r) => r.vector.length === 0);
+    if (empty.length > 0) await this.refuse(fp, empty, "no vector came back");
+  }
+
+  /** One request, an input the server finds too long shortened by the ratio it gives and sent again. */
+  private async embedShortened(texts: string[], signal: AbortSignal): Promise<number[][]> {
+    for (let tries = 0; ; tries++) {
       try {
-        vectors = await this.deps.embed(texts, signal);
+        return await this.deps.embed(texts, signal);
       } catch (err) {
         const i = tooLong(err);
-        if (i === undefined || tries >= SHORTEN_TRIES) throw err;
-        texts[i.index] = (texts[i.index] as string).slice(
-          0,
-          Math.floor((texts[i.index] as string).length * i.ratio),
-        );
+        const text = i === undefined ? undefined : texts[i.index];
+        const cut = text?.slice(0, Math.floor(text.length * (i?.ratio ?? 0)));
+        // Cut to nothing, it would get a vector that means nothing: refused instead.
+        if (!cut || i === undefined || tries >= SHORTEN_TRIES) throw err;
+        texts[i.index] = cut;
       }
     }
-    const got = rows
-      .map((r, i) => ({ id: r.id, text: r.text, vector: vectors?.[i] ?? [] }))
-      .filter((r) => r.vector.length > 0);
-    const stored = await this.deps.store.write(() => this.deps.store.memory.vectors.put(fp, got));
-    if (this.counts) this.counts = { ...this.counts, embedded: this.counts.embedded + stored };
-    return got.length;
+  }
+
+  /** Rows the model cannot embed, marked so no run asks for them again. */
+  private async refuse(fp: string, rows: { id: number; text: string }[], why: string): Promise<void> {
+    const { store } = this.deps;
+    const marked = await store.write(() => store.memory.vectors.refuse(fp, rows));
+    if (marked > 0) {
+      logger.warn(
+        `memory: ${marked} row(s) left without a vector (${why}); recall finds them by words alone`,
+      );
+      if (this.counts) {
+        const total = Math.max(this.counts.total - marked, this.counts.embedded);
+        this.counts = { ...this.counts, total };
+      }
+    }
   }
 
   private retryLater(): void {
