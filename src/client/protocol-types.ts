@@ -33,7 +33,8 @@ export type ErrorReason =
   | "model_not_vision"
   | "attachment_not_found"
   | "document_not_found"
-  | "user_deleted";
+  | "user_deleted"
+  | "document_deleted";
 
 /** What `chat` accepts: every field has a default on the core's side. */
 export type ChatParams = {

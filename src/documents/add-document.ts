@@ -1,5 +1,6 @@
 import { basename } from "node:path";
 import type { DocumentFormat, DocumentsAddParams, IndexProgress } from "../protocol/documents.ts";
+import { CoreError } from "../protocol/errors.ts";
 import { documentErased, ORPHAN_CHUNK_MS, type PendingDocument } from "../store/document-store.ts";
 import { type Store, sessionNotFound } from "../store/store.ts";
 import { titleOf } from "../store/title.ts";
@@ -93,7 +94,11 @@ export async function addDocument(p: DocumentsAddParams, deps: AddDeps): Promise
       if (!deps.embedChunks && !deps.settle()) throw signal.reason;
       if (!(await store.write(() => store.documents.commit(doc, meta)))) throw sessionNotFound(sessionId);
       committed = true;
-      if (deps.embedChunks) await embed(doc, deps.embedChunks, deps, signal);
+      if (deps.embedChunks) {
+        await embed(doc, deps.embedChunks, deps, signal);
+        // A documents.delete while it was embedded: the add must not answer for what is gone.
+        if (!store.guard(() => store.documents.find(doc.userId, doc.documentId))) throw deletedMeanwhile(doc);
+      }
       return { document_id: doc.documentId, ...meta };
     } finally {
       // No batch may land after the discard below.
@@ -125,6 +130,13 @@ async function embed(doc: PendingDocument, embedChunks: EmbedChunks, deps: AddDe
     await deps.store.deleteDocument(doc.userId, doc.documentId);
     throw signal.reason;
   }
+}
+
+function deletedMeanwhile(doc: PendingDocument): CoreError {
+  return new CoreError("cancelled", `document '${doc.documentId}' was deleted while it was embedded`, {
+    reason: "document_deleted",
+    document_id: doc.documentId,
+  });
 }
 
 /** The rows of an add that never committed, removed a batch at a time; a failure is left to the sweep. */

@@ -37,9 +37,11 @@ export const ERROR_REASONS = [
   "unsupported_format",
   "model_not_vision",
   "attachment_not_found",
-  // documents.* (docs/protocol.md "Documents"): an unknown document; a user erased while an add ran.
+  // documents.* (docs/protocol.md "Documents"): an unknown document; a user erased while an add
+  // ran; the document itself deleted while it was embedded.
   "document_not_found",
   "user_deleted",
+  "document_deleted",
 ] as const;
 export type ErrorReason = (typeof ERROR_REASONS)[number];
 

@@ -103,6 +103,25 @@ describe("addDocument", () => {
     store.close();
   });
 
+  test("a documents.delete while it is embedded: the add answers cancelled, not a document that is gone", async () => {
+    using dir = tmpdir();
+    const store = Store.open(dir.path);
+    const adding = addDocument(
+      params("the KINKAJOU text"),
+      deps(store, {
+        newId: () => "doc-deleted-meanwhile",
+        embedChunks: async () => {
+          await store.deleteDocument("ann", "doc-deleted-meanwhile");
+        },
+      }),
+    );
+    const err = await adding.catch((e) => e);
+    expect(err).toMatchObject({ code: "cancelled", data: { reason: "document_deleted" } });
+    expect(store.documents.list("ann")).toEqual([]);
+    expect(store.memory.search("ann", "kinkajou", 3)).toEqual([]);
+    store.close();
+  });
+
   test("a request cancelled before its commit commits nothing (settle refused)", async () => {
     using dir = tmpdir();
     const store = Store.open(dir.path);
