@@ -51,6 +51,8 @@ function bundle(bunTarget: string, outfile: string): Promise<Bun.BuildOutput> {
       join(import.meta.dir, "..", "src/agent/validator-worker.ts"),
       // A document's chunks are written on one too (src/store/chunk-thread.ts).
       join(import.meta.dir, "..", "src/store/chunk-worker.ts"),
+      // And a PDF is read by pdf.js on one of its own (src/documents/pdf-pages.ts).
+      join(import.meta.dir, "..", "src/documents/pdf-worker.ts"),
     ],
     compile: {
       target: bunTarget as never,

@@ -1,15 +1,14 @@
-import { MAX_PDF_PAGES } from "./limits.ts";
-import { checkFlateStreams } from "./pdf-streams.ts";
+import { CoreError, type ErrorCode } from "../protocol/errors.ts";
 import { documentProblem } from "./refusal.ts";
 import { nextTurn } from "./turn.ts";
 
 /**
- * A PDF's text layer, page by page, through unpdf (pdf.js's serverless build: no worker, no
- * native code), loaded only when a PDF comes (docs/agent.md "Documents"). Before pdf.js reads
- * the file its Flate streams are measured (`pdf-streams.ts`); the page tree is checked against
- * MAX_PDF_PAGES before any page is read; the loop is given back between pages (pdf.js itself
- * yields within a page's content every 20 ms). pdf.js's own warnings are silenced: in
- * `serve-stdio` stdout is the protocol's alone.
+ * A PDF's pages as the main loop sees them (docs/agent.md "Documents"): pdf.js reads the file on
+ * a thread of its own (`pdf-worker.ts`, through `pdf-text.ts`), since it never gives its loop
+ * back within a page (a page of millions of operators holds it for seconds) and rebuilding a
+ * damaged file's cross-references is as long. A thread per document: pdf.js keeps fonts and
+ * caches per document, a PDF comes seldom, and ending the thread is the only way to stop pdf.js
+ * mid-page. It is ended as soon as the reader stops, read to the end, refused or cancelled.
  */
 export interface PdfPage {
   /** From 1. */
@@ -19,62 +18,78 @@ export interface PdfPage {
   text: string;
 }
 
+export interface PdfAsk {
+  bytes: Uint8Array;
+}
+
+export type PdfAnswer =
+  | ({ kind: "page" } & PdfPage)
+  | { kind: "done" }
+  | {
+      kind: "error";
+      error: { name: string; message: string; code?: string; data?: Record<string, unknown> };
+    };
+
+/** The worker's entry, as validator-thread.ts finds its own (embedded in the executable, or beside this file). */
+function workerEntry(): string {
+  const embedded = Bun.main.startsWith("/$bunfs/") || /^[A-Za-z]:[\\/]~BUN[\\/]/.test(Bun.main);
+  return embedded ? "./documents/pdf-worker.ts" : new URL("./pdf-worker.ts", import.meta.url).href;
+}
+
+/** PDF threads not yet ended (the tests' view of "the thread was ended"). */
+let live = 0;
+export const livePdfThreads = (): number => live;
+
 export async function* pdfPages(bytes: Uint8Array): AsyncGenerator<PdfPage> {
-  await checkFlateStreams(bytes);
-  // pdf.js itself, not unpdf's index: that one calls `import.meta.resolve`, which a CommonJS
-  // bundle (the compiled binary's) cannot parse, and the whole binary would fail to load.
-  const { getDocument } = await import("unpdf/pdfjs");
-  // pdf.js takes over (detaches) the buffer it is given: it gets a copy.
-  const doc = await getDocument({
-    data: new Uint8Array(bytes),
-    verbosity: 0,
-    useSystemFonts: false,
-    disableFontFace: true,
-  }).promise.catch((err: unknown) => {
-    throw refusalOf(err);
-  });
+  const answers: PdfAnswer[] = [];
+  let wake: (() => void) | undefined;
+  const hear = (answer: PdfAnswer) => {
+    answers.push(answer);
+    wake?.();
+  };
+  const worker = new Worker(workerEntry());
+  live++;
+  worker.addEventListener(
+    "close",
+    () => {
+      live--;
+      hear({ kind: "error", error: { name: "Error", message: "the PDF's thread stopped" } });
+    },
+    { once: true },
+  );
+  // A worker left running never keeps the core alive.
+  worker.unref();
+  worker.onmessage = (event: MessageEvent<PdfAnswer>) => hear(event.data);
+  worker.onerror = (event) => {
+    event.preventDefault();
+    hear({ kind: "error", error: { name: "Error", message: `the PDF's thread stopped: ${event.message}` } });
+  };
   try {
-    if (doc.numPages > MAX_PDF_PAGES)
-      throw documentProblem("too_large", `the PDF has ${doc.numPages} pages, over the ${MAX_PDF_PAGES} read`);
-    for (let page = 1; page <= doc.numPages; page++) {
-      const text = await pageText(doc, page).catch((err: unknown) => {
-        throw refusalOf(err);
-      });
-      yield { page, total: doc.numPages, text };
+    // The thread gets a copy (pdf.js takes over the buffer it reads), handed over, not cloned again.
+    const copy = new Uint8Array(bytes);
+    worker.postMessage({ bytes: copy } satisfies PdfAsk, [copy.buffer]);
+    for (;;) {
+      const answer = answers.shift();
+      if (!answer) {
+        await new Promise<void>((resolve) => {
+          wake = resolve;
+        });
+        wake = undefined;
+        continue;
+      }
+      if (answer.kind === "done") return;
+      if (answer.kind === "error") throw errorOf(answer.error);
+      yield { page: answer.page, total: answer.total, text: answer.text };
+      // Pages that came while this one was used wait a turn each: the loop is never held by a run.
       await nextTurn();
     }
   } finally {
-    await doc.loadingTask.destroy();
+    worker.terminate();
   }
 }
 
-type Doc = Awaited<ReturnType<typeof import("unpdf/pdfjs").getDocument>["promise"]>;
-
-async function pageText(doc: Doc, number: number): Promise<string> {
-  const page = await doc.getPage(number);
-  try {
-    const content = await page.getTextContent();
-    let text = "";
-    for (const item of content.items) {
-      if (!("str" in item)) continue;
-      text += item.str;
-      if (item.hasEOL) text += "\n";
-    }
-    return text;
-  } finally {
-    page.cleanup();
-  }
-}
-
-/** pdf.js's failures as the document's problem; a refusal of ours passes as it is. */
-function refusalOf(err: unknown): Error {
-  const name = (err as { name?: string } | undefined)?.name;
-  if (name === "CoreError") return err as Error;
-  if (name === "PasswordException")
-    return documentProblem(
-      "encrypted",
-      "the PDF is encrypted (it needs a password): nothing in it can be read",
-    );
-  const why = err instanceof Error ? err.message : String(err);
-  return documentProblem("damaged", `the PDF cannot be read (damaged or truncated?): ${why}`);
+/** The thread's refusal as a CoreError again; anything else (the thread died) as a damaged file. */
+function errorOf(e: Extract<PdfAnswer, { kind: "error" }>["error"]): Error {
+  if (e.name === "CoreError") return new CoreError(e.code as ErrorCode, e.message, e.data);
+  return documentProblem("damaged", `the PDF cannot be read: ${e.message}`);
 }

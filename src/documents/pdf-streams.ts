@@ -1,58 +1,173 @@
 import { constants, inflate } from "node:zlib";
 import { MAX_INFLATED_STREAM_BYTES, MAX_INFLATED_TOTAL_BYTES, MAX_PDF_STREAMS } from "./limits.ts";
+import { ascii85Decode, asciiHexDecode, type Decoded, lzwDecode, runLengthDecode } from "./pdf-decoders.ts";
 import { documentProblem } from "./refusal.ts";
 import { nextTurn } from "./turn.ts";
 
 /**
- * A PDF's Flate streams measured before pdf.js reads it (docs/agent.md "Documents"): pdf.js
- * inflates a stream into one growing buffer with no bound, so a few MiB of zeros deflated
- * (1,000 to 1) would take gigabytes. Each stream (images aside: text extraction never decodes
- * them) is inflated here once, on zlib's thread, capped at MAX_INFLATED_STREAM_BYTES, and all of
- * them at MAX_INFLATED_TOTAL_BYTES; over either, the file is refused. A stream that does not
- * inflate (encrypted, damaged) is left to pdf.js, which reports it. More than MAX_PDF_STREAMS
- * streams is refused too, and the loop is given back every 256 of them.
+ * A PDF's streams measured before pdf.js reads it (docs/agent.md "Documents"): pdf.js decodes a
+ * stream into one growing buffer with no bound, so a few MiB of zeros deflated (1,000 to 1), or
+ * an LZW stream repeating its longest code (over 2,000 to 1), would take gigabytes. Each stream
+ * (images aside: text extraction never decodes them) is run through its filter chain once, as
+ * pdf.js would: Flate on zlib's thread, LZW and RunLength by counting (`pdf-decoders.ts`), each
+ * step capped at MAX_INFLATED_STREAM_BYTES, and all of them at MAX_INFLATED_TOTAL_BYTES; over
+ * either, the file is refused. A filter measured nowhere (an image codec) ends the chain there;
+ * a stream that does not decode (encrypted, damaged) is left to pdf.js, which reports it. More
+ * than MAX_PDF_STREAMS streams is refused too. Runs on the PDF's thread (`pdf-worker.ts`).
  */
-export async function checkFlateStreams(bytes: Uint8Array): Promise<void> {
+export async function checkPdfStreams(bytes: Uint8Array): Promise<void> {
   const raw = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const text = raw.toString("latin1");
+  const pdf = { text, objects: undefined as Map<string, number> | undefined };
   let total = 0;
   let seen = 0;
+  let after = 0;
   for (let at = text.indexOf("stream", 0); at >= 0; at = text.indexOf("stream", at + 6)) {
     if (++seen > MAX_PDF_STREAMS)
       throw documentProblem("too_large", `the PDF has over ${MAX_PDF_STREAMS} streams`);
     if (seen % 256 === 0) await nextTurn();
-    const stream = flateStreamAt(text, at);
+    const stream = streamAt(pdf, at, after);
+    if (text[at - 1] !== "d") after = at + 6;
     if (!stream) continue;
-    const size = await inflatedSize(raw.subarray(stream.start, stream.end));
+    const size = await decodedSize(raw.subarray(stream.start, stream.end), stream);
     total += size === "too_large" ? Number.POSITIVE_INFINITY : size;
     if (total > MAX_INFLATED_TOTAL_BYTES)
-      throw documentProblem("too_large", "the PDF's streams inflate past what is read (a compression bomb?)");
+      throw documentProblem("too_large", "the PDF's streams decode past what is read (a compression bomb?)");
     at = stream.end;
+    after = stream.end;
   }
 }
 
-/** The data of a Flate, non-image stream whose keyword is at `at`, or undefined. */
-function flateStreamAt(text: string, at: number): { start: number; end: number } | undefined {
+/** The file as text, and where each object starts (`n g` to offset), indexed when first needed. */
+interface Pdf {
+  text: string;
+  objects: Map<string, number> | undefined;
+}
+
+interface Stream {
+  start: number;
+  end: number;
+  filters: string[];
+  earlyChange: number;
+}
+
+/** Filter names as pdf.js takes them, abbreviations too. */
+const FILTERS: Record<string, string> = {
+  FlateDecode: "Flate",
+  Fl: "Flate",
+  LZWDecode: "LZW",
+  LZW: "LZW",
+  RunLengthDecode: "RL",
+  RL: "RL",
+  ASCIIHexDecode: "AHx",
+  AHx: "AHx",
+  ASCII85Decode: "A85",
+  A85: "A85",
+};
+
+/** The data and filters of a non-image stream whose keyword is at `at`, or undefined. */
+function streamAt(pdf: Pdf, at: number, after: number): Stream | undefined {
+  const text = pdf.text;
   if (text[at - 1] === "d") return undefined; // "endstream"
   const eol = text.startsWith("\r\n", at + 6) ? 2 : text[at + 6] === "\n" || text[at + 6] === "\r" ? 1 : 0;
   if (eol === 0) return undefined;
-  // The stream's dictionary: what follows the last "obj" in the KiB before the keyword.
-  const before = text.slice(Math.max(0, at - 1024), at);
-  const dict = before.slice(Math.max(0, before.lastIndexOf("obj")));
-  if (!/\/FlateDecode\b/.test(dict) || /\/Subtype\s*\/Image\b/.test(dict)) return undefined;
+  // The stream's dictionary: what follows the last object header since the previous stream,
+  // however long (a dictionary padded past any window must not hide its /Filter).
+  const dict = text.slice(headerAt(text, after, at), at);
+  if (/\/Subtype\s*\/Image\b/.test(dict)) return undefined;
+  const filters = filterNames(pdf, dict);
+  if (filters.length === 0) return undefined;
   const start = at + 6 + eol;
-  const end = text.indexOf("endstream", start);
-  return end < 0 ? { start, end: text.length } : { start, end };
+  return { start, end: dataEnd(pdf, dict, start), filters, earlyChange: earlyChangeOf(dict) };
 }
 
-function inflatedSize(data: Uint8Array): Promise<number | "too_large"> {
+/** The last `n g obj` between `from` and `to` (found backwards: no regex over the whole span), else `from`. */
+function headerAt(text: string, from: number, to: number): number {
+  for (let o = text.lastIndexOf("obj", to); o >= from; o = text.lastIndexOf("obj", o - 1)) {
+    if (/\d\s+\d+\s+$/.test(text.slice(Math.max(from, o - 32), o))) return o;
+    if (o === 0) break;
+  }
+  return from;
+}
+
+/** /Filter as a name or an array of them, directly or by reference (`7 0 R`). */
+function filterNames(pdf: Pdf, dict: string): string[] {
+  const m = /\/Filter\s*(\[[^\]]*\]|\/[^\s/[\]<>()]+|\d+\s+\d+\s+R)/.exec(dict);
+  if (!m) return [];
+  const value = resolve(pdf, m[1] ?? "");
+  const items = value.startsWith("[") ? (value.match(/\/[^\s/[\]<>()]+|\d+\s+\d+\s+R/g) ?? []) : [value];
+  return items.map((item) => FILTERS[resolve(pdf, item).slice(1)] ?? "other");
+}
+
+/** An indirect reference's object (its first name or array), else the value itself. */
+function resolve(pdf: Pdf, value: string): string {
+  const ref = /^(\d+)\s+(\d+)\s+R$/.exec(value);
+  if (!ref) return value;
+  pdf.objects ??= objectIndex(pdf.text);
+  const at = pdf.objects.get(`${Number(ref[1])} ${Number(ref[2])}`);
+  if (at === undefined) return value;
+  const obj = /^obj\s*(\[[^\]]*\]|\/[^\s/[\]<>()]+|-?\d+)/.exec(pdf.text.slice(at, at + 4096));
+  return obj?.[1] ?? value;
+}
+
+/** Every `n g obj` header's offset (at its "obj"), the last of a number winning as in an update. */
+function objectIndex(text: string): Map<string, number> {
+  const index = new Map<string, number>();
+  for (let o = text.indexOf("obj"); o >= 0; o = text.indexOf("obj", o + 3)) {
+    const m = /(\d+)\s+(\d+)\s+$/.exec(text.slice(Math.max(0, o - 32), o));
+    if (m) index.set(`${Number(m[1])} ${Number(m[2])}`, o);
+  }
+  return index;
+}
+
+function earlyChangeOf(dict: string): number {
+  const m = /\/EarlyChange\s+(-?\d+)/.exec(dict);
+  return m ? Number(m[1]) : 1;
+}
+
+/** Where pdf.js ends the data: at /Length when "endstream" follows it there, else at the first "endstream". */
+function dataEnd(pdf: Pdf, dict: string, start: number): number {
+  const text = pdf.text;
+  const m = /\/Length\s+(\d+(?:\s+\d+\s+R)?)/.exec(dict);
+  const length = m ? Number(resolve(pdf, m[1] ?? "")) : Number.NaN;
+  if (Number.isSafeInteger(length) && start + length <= text.length) {
+    const rest = text.slice(start + length, start + length + 64).trimStart();
+    if (rest.startsWith("endstream")) return start + length;
+  }
+  const end = text.indexOf("endstream", start);
+  return end < 0 ? text.length : end;
+}
+
+/** What the chain decodes to, each step capped; an unmeasured filter ends it with what came before. */
+async function decodedSize(data: Uint8Array, stream: Stream): Promise<number | "too_large"> {
+  const cap = MAX_INFLATED_STREAM_BYTES;
+  let current = data;
+  let size = data.byteLength;
+  for (const [i, filter] of stream.filters.entries()) {
+    const keep = i < stream.filters.length - 1;
+    let step: Decoded | undefined;
+    if (filter === "Flate") step = await inflated(current);
+    else if (filter === "LZW") step = lzwDecode(current, stream.earlyChange, cap, keep);
+    else if (filter === "RL") step = runLengthDecode(current, cap, keep);
+    else if (filter === "AHx") step = { size: 0, bytes: asciiHexDecode(current) };
+    else if (filter === "A85") step = ascii85Decode(current, cap);
+    if (step === "too_large") return "too_large";
+    if (!step) return size;
+    size = step.bytes?.byteLength ?? step.size;
+    if (!step.bytes) return size;
+    current = step.bytes;
+  }
+  return size;
+}
+
+function inflated(data: Uint8Array): Promise<Decoded> {
   return new Promise((resolve) => {
     inflate(
       data,
       { maxOutputLength: MAX_INFLATED_STREAM_BYTES, finishFlush: constants.Z_SYNC_FLUSH },
       (err, out) => {
-        if (err) resolve(err instanceof RangeError ? "too_large" : 0);
-        else resolve(out.byteLength);
+        if (err) resolve(err instanceof RangeError ? "too_large" : { size: 0 });
+        else resolve({ size: out.byteLength, bytes: out });
       },
     );
   });

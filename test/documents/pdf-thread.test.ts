@@ -1,0 +1,109 @@
+import { describe, expect, test } from "bun:test";
+import { join } from "node:path";
+import { deflateSync } from "node:zlib";
+import { lzwDecode } from "../../src/documents/pdf-decoders.ts";
+import { livePdfThreads, pdfPages } from "../../src/documents/pdf-pages.ts";
+import { heavyPage, pdfOf } from "./pdf-raw.ts";
+
+/** Codes packed MSB first, their widths as pdf.js reads them (early change 1 unless said). */
+function packCodes(codes: number[], earlyChange = 1): Uint8Array {
+  const out: number[] = [];
+  let acc = 0;
+  let n = 0;
+  let width = 9;
+  let next = 258;
+  codes.forEach((code, i) => {
+    acc = (acc << width) | code;
+    n += width;
+    while (n >= 8) {
+      n -= 8;
+      out.push((acc >>> n) & 0xff);
+    }
+    acc &= (1 << n) - 1;
+    if (i > 0 || code >= 258) {
+      next++;
+      const k = next + earlyChange;
+      if ((k & (k - 1)) === 0) width = Math.min(Math.log2(k) + 1, 12);
+    }
+  });
+  if (n > 0) out.push((acc << (8 - n)) & 0xff);
+  return Uint8Array.from(out);
+}
+
+/** An LZW stream of spaces that grows its longest code, then repeats it: ~3,840 bytes a code. */
+function lzwBomb(repeats: number, earlyChange = 1): Uint8Array {
+  const codes = [32];
+  for (let k = 258; k <= 4095; k++) codes.push(k);
+  for (let i = 0; i < repeats; i++) codes.push(4095);
+  return packCodes(codes, earlyChange);
+}
+
+const problem = (p: string) => expect.objectContaining({ code: "invalid_request", data: { problem: p } });
+
+async function readAll(pdf: Uint8Array): Promise<string[]> {
+  const texts: string[] = [];
+  for await (const page of pdfPages(pdf)) texts.push(page.text);
+  return texts;
+}
+
+describe("a PDF's LZW streams are measured before pdf.js decodes them", () => {
+  test("LZW counted as pdf.js decodes it: a text's codes give its length and its bytes", () => {
+    // "TOBEORNOT" with a repeat, the textbook example: T O B E O R N O T 258 260 262
+    const codes = [84, 79, 66, 69, 79, 82, 78, 79, 84, 258, 260, 262, 257];
+    const data = packCodes(codes);
+    const built = lzwDecode(data, 1, 1024, true);
+    expect(built).toMatchObject({ size: 15 });
+    expect(Buffer.from((built as { bytes: Uint8Array }).bytes).toString("latin1")).toBe("TOBEORNOTTOBEOR");
+    expect(lzwDecode(data, 1, 1024, false)).toEqual({ size: 15 });
+    expect(lzwDecode(data, 1, 10, false)).toBe("too_large");
+  });
+
+  test("an LZW bomb (~600 MB from ~240 KB) is refused as too_large, alone, abbreviated or after Flate", async () => {
+    const bomb = lzwBomb(160_000);
+    for (const [dict, data] of [
+      ["/Filter /LZWDecode", bomb],
+      ["/Filter [/LZW]", bomb],
+      ["/Filter [/FlateDecode /LZWDecode]", deflateSync(bomb)],
+      ["/Filter /LZWDecode /DecodeParms << /EarlyChange 0 >>", lzwBomb(160_000, 0)],
+    ] as const) {
+      const before = process.memoryUsage().rss;
+      await expect(readAll(pdfOf([{ dict, data }]))).rejects.toThrow(problem("too_large"));
+      // Refused by counting: nothing near the 600 MB pdf.js would have built.
+      expect(process.memoryUsage().rss - before).toBeLessThan(200 * 1024 * 1024);
+    }
+  }, 60_000);
+
+  test("an LZW page of text is read", async () => {
+    const text = "BT /F1 12 Tf 72 700 Td (Hello) Tj ET";
+    const codes = [...Buffer.from(text, "latin1")].concat(257);
+    const pdf = pdfOf([{ dict: "/Filter /LZWDecode", data: packCodes(codes) }]);
+    expect(await readAll(pdf)).toEqual(["Hello"]);
+  });
+});
+
+describe("pdf.js runs on the PDF's thread", () => {
+  const light = (word: string) => ({ dict: "", data: Buffer.from(`BT /F1 12 Tf 72 700 Td (${word}) Tj ET`) });
+
+  test("the main loop keeps ticking while a heavy page is read", async () => {
+    // Run as the core runs (`bun run`, not under `bun test`, where pdf.js happens to yield):
+    // pdf.js on the main loop held it for seconds here.
+    const probe = Bun.spawn([process.execPath, join(import.meta.dir, "pdf-gap-probe.ts")], {
+      stdout: "pipe",
+      stderr: "inherit",
+    });
+    const out = await new Response(probe.stdout).text();
+    expect(await probe.exited).toBe(0);
+    const { worst, text } = JSON.parse(out) as { worst: number; text: string };
+    expect(text).toStartWith("abab");
+    expect(worst).toBeLessThan(200);
+  }, 60_000);
+
+  test("a reader that stops early ends the thread, even mid-page", async () => {
+    for await (const page of pdfPages(pdfOf([light("first"), heavyPage(), light("last")]))) {
+      expect(page.text).toBe("first");
+      break;
+    }
+    for (let i = 0; i < 200 && livePdfThreads() > 0; i++) await Bun.sleep(5);
+    expect(livePdfThreads()).toBe(0);
+  }, 60_000);
+});
