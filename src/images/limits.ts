@@ -3,7 +3,27 @@
  * pixels are the config's (`app.max_images`, `app.max_image_pixels`); these are fixed.
  */
 
+import { LLAMA_MAX_BODY_BYTES } from "../llama/data-url.ts";
+
 /** An image's bytes, as given or as read from its path (checked by stat before a byte is read). */
 export const MAX_IMAGE_BYTES = 20 * 1024 * 1024;
 /** Base64 characters checked between two turns of the event loop. */
 export const BASE64_SLICE_CHARS = 1024 * 1024;
+
+/**
+ * Room kept in a request's body for everything but the images (the prompt's text, tools, a
+ * schema): a context's text is a few MB at most.
+ */
+export const BODY_TEXT_RESERVE_BYTES = 4 * 1024 * 1024;
+
+/**
+ * What one request's images may take of its body, as base64 `data:` URLs: llama-server reads a
+ * body of at most 100 MiB and answers a larger one 413, so a chat's images together (about 72 MiB
+ * of image bytes) and the history's resent with them stay under it.
+ */
+export const IMAGE_BODY_BYTES = LLAMA_MAX_BODY_BYTES - BODY_TEXT_RESERVE_BYTES;
+
+/** What an image takes of a request's body: its base64, with its `data:` prefix and JSON part. */
+export function imageBodyBytes(image: { mime: string; bytes: number }): number {
+  return Math.ceil(image.bytes / 3) * 4 + image.mime.length + 64;
+}

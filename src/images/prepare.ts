@@ -3,7 +3,7 @@ import type { ImageInput } from "../protocol/image-input.ts";
 import { decodeBase64Strict } from "./base64.ts";
 import { type ImageFormat, MIME_OF, readImageHeader } from "./format.ts";
 import { readImageFile } from "./image-file.ts";
-import { MAX_IMAGE_BYTES } from "./limits.ts";
+import { IMAGE_BODY_BYTES, imageBodyBytes, MAX_IMAGE_BYTES } from "./limits.ts";
 import { imageRefused } from "./refusal.ts";
 
 /** A chat's image, checked and ready to send and store. */
@@ -21,6 +21,8 @@ export interface ImageLimits {
   maxImages: number;
   /** `app.max_image_pixels`. */
   maxPixels: number;
+  /** What the images together may take of the request's body (IMAGE_BODY_BYTES; lowered by tests). */
+  maxBodyBytes?: number;
 }
 
 /**
@@ -34,7 +36,9 @@ const URL_LIKE = /^\s*[A-Za-z][A-Za-z0-9+.-]+:/;
  * format and size from its header, before anything is sent: the first problem refuses the chat,
  * naming `images[i]`. No URL is ever followed: llama-server would fetch an `http://` one itself
  * (test/fixtures/llama-server/transcripts/107). The loop is given back between images and within
- * a large base64 text, so validation never holds up a ping.
+ * a large base64 text, so validation never holds up a ping. The images together must fit the
+ * body llama-server reads (limits.ts, IMAGE_BODY_BYTES): the one that crosses it is refused here,
+ * before anything is staged, never sent to hear llama-server's 413.
  */
 export async function prepareImages(
   inputs: readonly ImageInput[],
@@ -47,10 +51,20 @@ export async function prepareImages(
       `${inputs.length} images, over app.max_images (${limits.maxImages})`,
     );
   }
+  const budget = limits.maxBodyBytes ?? IMAGE_BODY_BYTES;
   const out: PreparedImage[] = [];
+  let body = 0;
   for (const [index, input] of inputs.entries()) {
     if (index > 0) await new Promise((r) => setImmediate(r));
-    out.push(await prepareOne(index, input, limits));
+    const image = await prepareOne(index, input, limits);
+    body += imageBodyBytes({ mime: image.mime, bytes: image.data.byteLength });
+    if (body > budget)
+      throw imageRefused(
+        index,
+        "too_large",
+        `with the images before it, ${body} bytes of base64, over the ${budget} a request to llama-server has for images (its body is at most 100 MiB: about ${Math.floor((budget * 3) / 4 / 2 ** 20)} MiB of images a chat): send fewer or smaller images`,
+      );
+    out.push(image);
   }
   return out;
 }

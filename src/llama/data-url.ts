@@ -1,3 +1,5 @@
+import { LlmError } from "./errors.ts";
+
 /**
  * An image's bytes where a request's JSON wants a `data:` URL (test/fixtures/llama-server/
  * transcripts/101): kept as bytes until the request is written, then encoded to base64 a piece
@@ -22,15 +24,22 @@ export interface PiecewiseBody {
   pieces(): Generator<Uint8Array>;
 }
 
+/**
+ * The largest request body llama-server reads: its cpp-httplib's CPPHTTPLIB_PAYLOAD_MAX_LENGTH
+ * (100 MiB; llama-server never raises it), a larger one answered 413 (docs/protocol.md#images).
+ */
+export const LLAMA_MAX_BODY_BYTES = 100 * 1024 * 1024;
+
 /** Bytes encoded per piece (a multiple of 3, so the pieces' base64 joins without padding). */
 const PIECE_BYTES = 3 * 256 * 1024;
 
 /**
  * `value` as JSON: a string when it holds no DataUrl, else a body in pieces: the text around each
- * one, and the URL itself encoded piece by piece. A placeholder with a random part stands in for
- * each while the rest is stringified (no text of the request can match it).
+ * one, and the URL itself encoded piece by piece; one over `maxBytes` is refused as llama-server's
+ * 413 is (errors.ts). A placeholder with a random part stands in for each while the rest is
+ * stringified (no text of the request can match it).
  */
-export function jsonBody(value: unknown): string | PiecewiseBody {
+export function jsonBody(value: unknown, maxBytes = LLAMA_MAX_BODY_BYTES): string | PiecewiseBody {
   const found: DataUrl[] = [];
   const nonce = crypto.randomUUID();
   const text = JSON.stringify(value, (_key, v) =>
@@ -55,6 +64,16 @@ export function jsonBody(value: unknown): string | PiecewiseBody {
   const byteLength =
     texts.reduce((n, t) => n + t.byteLength, 0) +
     urls.reduce((n, u) => n + base64Length(u.bytes.byteLength), 0);
+  // The chat's images are budgeted before they are staged (images/prepare.ts) and the history's
+  // resent within the rest (agent/turn/prompt-layout.ts): this refuses what still would not fit,
+  // as llama-server would, without sending 100 MB to hear it.
+  if (byteLength > maxBytes)
+    throw new LlmError(
+      "bad_response",
+      `the request with its images would be ${byteLength} bytes, over the ${maxBytes} llama-server reads`,
+      { status: 413, problem: "too_large" },
+      413,
+    );
   return {
     byteLength,
     *pieces() {

@@ -76,6 +76,17 @@ export function statusError(status: number, statusText: string, text: string): L
       type,
     );
   }
+  if (status === 413) {
+    // Its HTTP layer's body cap (data-url.ts, LLAMA_MAX_BODY_BYTES), which the turn's images
+    // are budgeted under: the turn refuses the images by name (agent/turn/images.ts).
+    return new LlmError(
+      "bad_response",
+      `llama-server refused the request as too large (HTTP 413: ${message})`,
+      { status, problem: "too_large" },
+      status,
+      type,
+    );
+  }
   const refused = status < 500 || PARSER_FAULT.test(message);
   return new LlmError(
     refused ? "bad_response" : "server_error",

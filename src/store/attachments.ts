@@ -28,39 +28,79 @@ interface RefRow {
 
 /**
  * A user message's images in the database (docs/protocol.md#images): staged when its turn
- * begins (`seq` NULL, the checkpoint names the ids), given the message's seq when the turn
- * commits, dropped with the messages an edit replaces, and erased with their session or user
+ * begins (`seq` NULL, the checkpoint names the ids once all are in), given the message's seq
+ * when the turn commits, dropped with the messages an edit replaces, and erased with their session or user
  * (foreign key, and `store/erase.ts` by user). Every read names the user: an id of another
  * user's image finds nothing.
  */
 export class Attachments {
   constructor(private readonly db: Database) {}
 
-  /** Keeps a turn's new images, not yet tied to a message; their refs in order. */
-  stage(
+  /**
+   * Keeps a turn's new images, not yet tied to a message; their refs in order. One part (about
+   * 1 MB) a transaction, through `write` (Store.write waits out another core's lock), with a turn
+   * of the event loop between: 8 images of 20 MB in one transaction held the loop 1.8 s
+   * (docs/protocol.md#images). All or nothing: on a failure (an erase of the session, a full
+   * disk) what it staged is erased before the error goes on. Run under the session's lease, so no
+   * other turn drops the rows before a checkpoint names them; a death in between leaves rows no
+   * checkpoint names, which the session's next turn drops (`dropStaged`).
+   */
+  async stage(
     userId: string,
     sessionId: string,
     images: readonly NewAttachment[],
     at: Date,
     since?: number,
-  ): AttachmentRef[] {
-    return this.db
+    write: <T>(work: () => T) => Promise<T> = async (work) => work(),
+  ): Promise<AttachmentRef[]> {
+    const refs: AttachmentRef[] = [];
+    try {
+      for (const image of images) {
+        const ref = { id: 0, mime: image.mime, bytes: image.data.byteLength };
+        for (let from = 0, part = 0; from < ref.bytes || part === 0; from += PART_BYTES, part++) {
+          if (refs.length > 0 || part > 0) await new Promise((r) => setImmediate(r));
+          const piece = image.data.subarray(from, from + PART_BYTES);
+          await write(() => this.stagePart(userId, sessionId, ref, part, piece, at, since));
+          if (part === 0) refs.push(ref);
+        }
+      }
+      return refs;
+    } catch (err) {
+      const ids = JSON.stringify(refs.map((r) => r.id));
+      await write(() =>
+        this.db
+          .query("DELETE FROM attachments WHERE user_id = ? AND id IN (SELECT value FROM json_each(?))")
+          .run(userId, ids),
+      ).catch(() => undefined);
+      throw err;
+    }
+  }
+
+  /** One part of an image in its own transaction; the first makes the image's row (its id into `ref`). */
+  private stagePart(
+    userId: string,
+    sessionId: string,
+    ref: AttachmentRef,
+    part: number,
+    data: Uint8Array,
+    at: Date,
+    since: number | undefined,
+  ): void {
+    this.db
       .transaction(() => {
         refuseIfErased(this.db, userId, sessionId, since);
-        const insert = this.db.query(
-          `INSERT INTO attachments (user_id, session_id, seq, mime, bytes, created_at)
-           VALUES (?, ?, NULL, ?, ?, ?) RETURNING id`,
-        );
-        const keep = this.db.query(
-          "INSERT INTO attachment_data (id, part, user_id, data) VALUES (?, ?, ?, ?)",
-        );
-        return images.map((image) => {
-          const bytes = image.data.byteLength;
-          const { id } = insert.get(userId, sessionId, image.mime, bytes, at.getTime()) as { id: number };
-          for (let at = 0, part = 0; at < bytes || part === 0; at += PART_BYTES, part++)
-            keep.run(id, part, userId, image.data.subarray(at, at + PART_BYTES));
-          return { id, mime: image.mime, bytes };
-        });
+        if (part === 0) {
+          const row = this.db
+            .query(
+              `INSERT INTO attachments (user_id, session_id, seq, mime, bytes, created_at)
+               VALUES (?, ?, NULL, ?, ?, ?) RETURNING id`,
+            )
+            .get(userId, sessionId, ref.mime, ref.bytes, at.getTime()) as { id: number };
+          ref.id = row.id;
+        }
+        this.db
+          .query("INSERT INTO attachment_data (id, part, user_id, data) VALUES (?, ?, ?, ?)")
+          .run(ref.id, part, userId, data);
       })
       .immediate();
   }

@@ -199,10 +199,19 @@ export class Conversations {
     return row?.body;
   }
 
-  saveCheckpoint(userId: string, sessionId: string, body: string, at: Date, since?: number): void {
+  /** With `keepStaged`, the staged images not named there are dropped in the same write (a turn's first checkpoint). */
+  saveCheckpoint(
+    userId: string,
+    sessionId: string,
+    body: string,
+    at: Date,
+    since?: number,
+    keepStaged?: readonly number[],
+  ): void {
     this.db
       .transaction(() => {
         refuseIfErased(this.db, userId, sessionId, since);
+        if (keepStaged) this.attachments.dropStaged(userId, sessionId, keepStaged);
         this.putCheckpoint(userId, sessionId, body, at);
       })
       .immediate();

@@ -84,6 +84,22 @@ describe("a chat with images", () => {
     expect(terminal.data).toMatchObject({ reason: "model_not_vision" });
   });
 
+  test("llama-server's 413 (a body over its 100 MiB) is invalid_request too_large, never internal_error", async () => {
+    await using h = new ChatHarness(AGENTS, vision());
+    h.llama.script({ error: { status: 413, message: "Payload Too Large" } });
+    const { terminal } = await h.chat(1, {
+      session_id: "s",
+      input: "look",
+      images: [{ data: b64(png(2, 2)) }],
+    });
+    expect(terminal).toMatchObject({
+      code: "invalid_request",
+      data: { field: "images[0]", problem: "too_large" },
+    });
+    expect(h.history("s")).toEqual([]);
+    expect(h.checkpoint("s")).toBeUndefined();
+  });
+
   test("a bad image is refused before llama-server is asked for anything, naming images[i]", async () => {
     await using h = new ChatHarness(AGENTS, vision());
     for (const [i, images] of [

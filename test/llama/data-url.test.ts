@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
-import { DataUrl, jsonBody, type PiecewiseBody } from "../../src/llama/data-url.ts";
+import { DataUrl, jsonBody, LLAMA_MAX_BODY_BYTES, type PiecewiseBody } from "../../src/llama/data-url.ts";
+import { LlmError } from "../../src/llama/errors.ts";
 
 // A request's images stay bytes until written (docs/performance.md, "Images"): the pieces
 // jsonBody writes are, joined, exactly the JSON of the same request with the data: URLs spelled out.
@@ -50,5 +51,20 @@ describe("jsonBody", () => {
       text: "\u0000not-the-nonce:0",
       image: "data:image/png;base64,CQ==",
     });
+  });
+
+  test("a body over what llama-server reads is refused before a byte is sent, as its 413 would be", () => {
+    const value = { image: new DataUrl("image/png", new Uint8Array(3000)) };
+    const exact = (jsonBody(value) as PiecewiseBody).byteLength;
+    expect((jsonBody(value, exact) as PiecewiseBody).byteLength).toBe(exact);
+    let thrown: unknown;
+    try {
+      jsonBody(value, exact - 1);
+    } catch (err) {
+      thrown = err;
+    }
+    expect(thrown).toBeInstanceOf(LlmError);
+    expect(thrown).toMatchObject({ status: 413, data: { status: 413, problem: "too_large" } });
+    expect(LLAMA_MAX_BODY_BYTES).toBe(100 * 1024 * 1024);
   });
 });

@@ -73,4 +73,14 @@ describe("bodies that are not llama-server's error JSON", () => {
     expect(err).toBeInstanceOf(LlmError);
     expect(err).toMatchObject({ kind: "bad_response", data: { status: 418 } });
   });
+
+  test("413 (cpp-httplib's 100 MiB body cap, an empty body) says the request was too large", () => {
+    const err = statusError(413, "Payload Too Large", "");
+    expect(err).toMatchObject({
+      kind: "bad_response",
+      status: 413,
+      data: { status: 413, problem: "too_large" },
+    });
+    expect(err.message).toBe("llama-server refused the request as too large (HTTP 413: Payload Too Large)");
+  });
 });

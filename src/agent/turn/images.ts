@@ -131,11 +131,21 @@ export function textOnly(messages: readonly ChatMessage[]): ChatMessage[] {
 /**
  * llama-server's refusal of a request's images, as the chat's: a server without a projector
  * (500 "image input is not supported", transcripts/105: the model was swapped under the
- * /props read), or bytes its decoder cannot read past their header (400, 106b). Its answer
+ * /props read), bytes its decoder cannot read past their header (400, 106b), or a body over
+ * what it reads (413; the core refuses one first, llama/data-url.ts). Its answer
  * does not say which image: with one image in the chat's params it is `images[0]` (the
  * history's were read before), else the list.
  */
 export function imageRefusal(err: LlmError, chatImages: number): CoreError | undefined {
+  if (err.status === 413) {
+    // Over the body llama-server reads (llama/data-url.ts), which the images are budgeted under.
+    const field = chatImages === 1 ? "images[0]" : "images";
+    return new CoreError(
+      "invalid_request",
+      `params.${field}: the request with the images is too large for llama-server (over its 100 MiB body): send fewer or smaller images`,
+      { field, problem: "too_large" },
+    );
+  }
   if (err.status === 500 && /image input is not supported/i.test(err.message)) return notVision();
   if (err.status === 400 && /failed to load image/i.test(err.message)) {
     const field = chatImages === 1 ? "images[0]" : "images";

@@ -1,3 +1,4 @@
+import { IMAGE_BODY_BYTES, imageBodyBytes } from "../../images/limits.ts";
 import type { ChatMessage } from "../../protocol/chat-message.ts";
 import type { MemoryHit } from "../../store/memory-store.ts";
 import { estimateTokens, imagesFrom, trimInSteps } from "../context-budget.ts";
@@ -10,6 +11,8 @@ export interface ImageCosts {
   costOf(message: ChatMessage): number;
   /** False: every image of the history goes as `[image]` (a model without a projector). */
   vision: boolean;
+  /** What a request's images may take of its body (IMAGE_BODY_BYTES; lowered by tests). */
+  bodyBytes?: number;
 }
 
 /**
@@ -18,7 +21,9 @@ export interface ImageCosts {
  * notes each user message was sent with, then the turn's own messages, its user message carrying
  * this turn's new notes. The cut moves only when the history overflows, in a large step
  * (context-budget.ts); before it does, the history's images go (older ones as `[image]`,
- * docs/protocol.md#images), as sticky as the cut.
+ * docs/protocol.md#images), as sticky as the cut. They go too where they and the turn's own
+ * would not fit the body llama-server reads (images/limits.ts): a conversation never grows a
+ * request it refuses.
  */
 export class PromptLayout {
   private cutAt: number;
@@ -28,6 +33,8 @@ export class PromptLayout {
   private readonly notes: Map<number, NoteRecord>;
   /** This turn's notes, decided with its first request (later steps send the same). */
   private own: NoteRecord | undefined | null = null;
+  /** What the turn's own images take of the request's body (they are always sent). */
+  private turnBytes = 0;
   /** History messages in the last request, and what they cost. */
   kept = 0;
   keptCost = 0;
@@ -59,6 +66,7 @@ export class PromptLayout {
       const sent = new Set([...this.notes.values()].filter((n) => n.seq >= this.cutAt).flatMap((n) => n.ids));
       this.own = memoryNotes(this.hits, this.userSeq, sent);
     }
+    this.turnBytes = bodyBytesOf(turn);
     const [first, ...rest] = turn;
     return first ? [withNotes(first, this.own), ...rest] : [];
   }
@@ -74,6 +82,11 @@ export class PromptLayout {
       estimateTokens(withNotes(withoutImages(history[i] as ChatMessage), this.notes.get(i)));
     const image = (i: number) => this.images.costOf(history[i] as ChatMessage);
     this.imageCut = imagesFrom(history, text, image, this.cutAt, Math.max(this.imageCut, 0), budget);
+    this.imageCut = bodyCut(
+      history,
+      this.imageCut,
+      (this.images.bodyBytes ?? IMAGE_BODY_BYTES) - this.turnBytes,
+    );
     const cost = (i: number) => text(i) + (i >= this.imageCut ? image(i) : 0);
     this.cutAt = trimInSteps(history, cost, this.cutAt, budget);
     const sent = (i: number) => {
@@ -96,4 +109,22 @@ export class PromptLayout {
     const imageCut = this.images.vision ? this.imageCut : this.recordImageCut;
     return { cut: this.cutAt, notes, ...(imageCut ? { image_cut: imageCut } : {}) };
   }
+}
+
+/** What a list of messages' images take of a request's body. */
+function bodyBytesOf(messages: readonly ChatMessage[]): number {
+  let n = 0;
+  for (const m of messages)
+    if (m.role === "user") for (const r of m.attachments ?? []) n += imageBodyBytes(r);
+  return n;
+}
+
+/** The first message from `imageCut` on whose images, with all the later ones', fit `room` bytes. */
+function bodyCut(history: readonly ChatMessage[], imageCut: number, room: number): number {
+  let used = 0;
+  for (let i = history.length - 1; i >= imageCut; i--) {
+    used += bodyBytesOf([history[i] as ChatMessage]);
+    if (used > room) return i + 1;
+  }
+  return imageCut;
 }

@@ -28,7 +28,7 @@ export class TurnSession {
     private readonly now: () => Date,
     /** The erase mark when the turn began: no write of it lands once its session is erased. */
     private readonly since: number,
-    /** The chat's new images, staged with the turn's first checkpoint (none for a resumed turn). */
+    /** The chat's new images, staged after the turn's first checkpoint (`stageImages`; none for a resumed turn). */
     private readonly newImages: readonly PreparedImage[],
     /** The turn's images: their bytes, their costs (docs/protocol.md#images). */
     readonly images: TurnImages,
@@ -82,30 +82,58 @@ export class TurnSession {
 
   private stageIn(hasRow: boolean): void {
     const { agent, user_input } = this.state;
-    const { conversations } = this.store;
-    const { userId, sessionId } = this.key;
-    const at = this.now();
-    let rowThere = hasRow;
     if (this.newImages.length > 0) {
-      // Staged images, kept not yet tied to a message (the checkpoint names them, so a resumed
-      // turn still has them), need the session's row first.
-      if (!rowThere) conversations.ensureSession(userId, sessionId, agent, user_input, at);
-      rowThere = true;
-      const refs = conversations.attachments.stage(userId, sessionId, this.newImages, at);
-      for (const [i, r] of refs.entries()) this.images.hold(r.id, (this.newImages[i] as PreparedImage).data);
-      const opening = this.state.turn[0];
-      if (opening?.role === "user") opening.attachments = [...(opening.attachments ?? []), ...refs];
+      // The checkpoint waits for the new images (`stageImages`): a death while they are staged
+      // leaves the session as the turn found it, never a checkpoint that has lost its images.
+      const { userId, sessionId } = this.key;
+      if (!hasRow) this.store.conversations.ensureSession(userId, sessionId, agent, user_input, this.now());
+      return;
     }
     // Any a set-aside checkpoint had staged and this turn does not carry go.
-    conversations.openTurn(
+    this.store.conversations.openTurn(
       this.key,
       agent,
       user_input,
-      at,
+      this.now(),
       this.carriedImages(),
       this.checkpointText(this.state),
-      rowThere,
+      hasRow,
     );
+  }
+
+  /**
+   * The chat's new images kept, not yet tied to a message, a part a transaction with the loop
+   * given back between (store/attachments.ts: in one write, 8 images of 20 MB held it 1.8 s),
+   * then the turn's first checkpoint, naming them all, in one write with the drop of what a
+   * set-aside checkpoint had staged and this turn does not carry; before run_start. Under the
+   * session's lease (its row is there: `stageIn`). A failure erases what was staged and puts the
+   * session back as the turn found it. The session, for the caller to go on with.
+   */
+  async stageImages(): Promise<this> {
+    if (this.newImages.length === 0) return this;
+    const { userId, sessionId } = this.key;
+    try {
+      const refs = await this.store.conversations.attachments.stage(
+        userId,
+        sessionId,
+        this.newImages,
+        this.now(),
+        this.since,
+        (work) => this.store.write(work),
+      );
+      for (const [i, r] of refs.entries()) this.images.hold(r.id, (this.newImages[i] as PreparedImage).data);
+      const opening = this.state.turn[0];
+      if (opening?.role === "user") opening.attachments = [...(opening.attachments ?? []), ...refs];
+      const body = this.checkpointText(this.state);
+      const keep = this.carriedImages();
+      await this.store.write(() =>
+        this.store.conversations.saveCheckpoint(userId, sessionId, body, this.now(), this.since, keep),
+      );
+      return this;
+    } catch (err) {
+      await this.putBack().catch(() => undefined);
+      throw err;
+    }
   }
 
   /** The ids of the images this turn's messages carry. */

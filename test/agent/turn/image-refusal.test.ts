@@ -24,4 +24,14 @@ describe("imageRefusal", () => {
     expect(imageRefusal(noVision, 1)?.data).toMatchObject({ reason: "model_not_vision" });
     expect(imageRefusal(new LlmError("bad_response", "something else", {}, 400), 1)).toBeUndefined();
   });
+
+  test("a body over what llama-server reads (413, or refused before sending) is too_large, naming the images", () => {
+    const tooLarge = new LlmError("bad_response", "too large", { status: 413, problem: "too_large" }, 413);
+    const err = imageRefusal(tooLarge, 1);
+    expect(err).toMatchObject({
+      code: "invalid_request",
+      data: { field: "images[0]", problem: "too_large" },
+    });
+    expect(imageRefusal(tooLarge, 6)?.data).toEqual({ field: "images", problem: "too_large" });
+  });
 });

@@ -2,6 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { imagesFrom } from "../../../src/agent/context-budget.ts";
 import { emptyRecord } from "../../../src/agent/kv/prompt-record.ts";
 import { PromptLayout } from "../../../src/agent/turn/prompt-layout.ts";
+import { imageBodyBytes } from "../../../src/images/limits.ts";
 import type { ChatMessage } from "../../../src/protocol/chat-message.ts";
 
 // docs/protocol.md#images: the history's images go as `[image]` before any text goes, oldest
@@ -55,6 +56,24 @@ describe("the history's images in the prompt", () => {
     const sent = next.history(longer, 10_000);
     expect(placeholders(sent)).toHaveLength(3);
     expect(imagesSent(sent)).toEqual(["look 3", "look 4"]);
+  });
+
+  test("past the request body llama-server reads, the oldest images go too, the turn's own always sent", () => {
+    // Four turns of 3 MB images would fit any token budget here; the body has room for the
+    // turn's own image and two more (docs/protocol.md#images).
+    const big = (m: ChatMessage): ChatMessage =>
+      m.role === "user" ? { ...m, attachments: m.attachments?.map((a) => ({ ...a, bytes: 3_000_000 })) } : m;
+    const h = history(4).map(big);
+    const each = imageBodyBytes({ mime: "image/png", bytes: 3_000_000 });
+    const layout = new PromptLayout(emptyRecord(), [], h.length, { ...costs(), bodyBytes: each * 3 + 10 });
+    const turn = [
+      big({ role: "user", content: "and this", attachments: [{ id: 99, mime: "image/png", bytes: 1 }] }),
+    ];
+    expect(layout.turnMessages(turn)[0]).toMatchObject({ attachments: [{ id: 99 }] });
+    const sent = layout.history(h, 1_000_000);
+    expect(placeholders(sent)).toEqual(["look 0\n\n[image]", "look 1\n\n[image]"]);
+    expect(imagesSent(sent)).toEqual(["look 2", "look 3"]);
+    expect(layout.record(true).image_cut).toBe(3);
   });
 
   test("a model that reads no images gets every one as [image], and the record keeps its point", () => {

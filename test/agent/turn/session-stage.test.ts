@@ -149,4 +149,50 @@ describe("a turn's first write", () => {
       store.close();
     }
   });
+
+  test("a turn bringing images: its checkpoint only once they are all staged, never one without them", async () => {
+    using dir = tmpdir("local-ai-stage-");
+    const store = Store.open(dir.path);
+    const image = { format: "png", mime: "image/png", width: 1, height: 1, data: new Uint8Array(3_000_000) };
+    const withImages = (sessionId: string) => () =>
+      TurnSession.begin(
+        store,
+        { userId: "u", sessionId },
+        { traceId: "t2", input: "look at this", agent: "a", resume: false, images: [image as never] },
+        [],
+        () => new Date(2_000),
+      );
+    // The store's writes during staging: the second one never ends (the core dies there).
+    const realWrite = store.write.bind(store);
+    let writes = 0;
+    const write = spyOn(store, "write").mockImplementation(((work: () => unknown) =>
+      ++writes === 2 ? new Promise(() => {}) : realWrite(work)) as typeof store.write);
+    try {
+      // A session with an interrupted turn: its checkpoint stays as it was.
+      const first = await store.lease("u", "s7", AbortSignal.timeout(5000), begin(store, "s7"));
+      first.release();
+      const before = store.conversations.checkpoint("u", "s7");
+      const leased = await store.lease("u", "s7", AbortSignal.timeout(5000), withImages("s7"));
+      void leased.value.stageImages();
+      await Bun.sleep(50);
+      expect(writes).toBe(2);
+      expect(store.conversations.checkpoint("u", "s7")).toBe(before as string);
+      // A new session: no checkpoint at all until the images are in.
+      writes = 0;
+      const fresh = await store.lease("u", "s8", AbortSignal.timeout(5000), withImages("s8"));
+      void fresh.value.stageImages();
+      await Bun.sleep(50);
+      expect(store.conversations.checkpoint("u", "s8")).toBeUndefined();
+      // Once staging ends, the checkpoint names the images.
+      write.mockRestore();
+      const done = await store.lease("u", "s9", AbortSignal.timeout(5000), withImages("s9"));
+      await done.value.stageImages();
+      const named = JSON.parse(store.conversations.checkpoint("u", "s9") as string);
+      expect(named.turn[0].attachments).toHaveLength(1);
+      done.release();
+    } finally {
+      write.mockRestore();
+      store.close();
+    }
+  });
 });

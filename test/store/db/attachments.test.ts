@@ -25,7 +25,7 @@ async function turnWithImages(
   carried: AttachmentRef[] = [],
 ) {
   store.conversations.ensureSession(u, s, "a", text, new Date());
-  const staged = store.conversations.attachments.stage(
+  const staged = await store.conversations.attachments.stage(
     u,
     s,
     images.map((data) => ({ mime: "image/png", data })),
@@ -86,11 +86,11 @@ describe("attachments", () => {
     store.close();
   });
 
-  test("images staged by a turn that never commits are not shown, and go when the checkpoint goes", () => {
+  test("images staged by a turn that never commits are not shown, and go when the checkpoint goes", async () => {
     using dir = tmpdir();
     const store = Store.open(dir.path);
     store.conversations.ensureSession("alice", "s", "a", "x", new Date());
-    const [staged] = store.conversations.attachments.stage(
+    const [staged] = await store.conversations.attachments.stage(
       "alice",
       "s",
       [{ mime: "image/png", data: png(1, 1) }],
@@ -119,5 +119,51 @@ describe("attachments", () => {
     expect(filesHolding(dir.path, "PELICANPIXELS").length).toBeGreaterThan(0);
     store.close();
     expect(filesHolding(dir.path, "ZEBRAFISHPIXELS")).toEqual([]);
+  });
+
+  test("a turn's images are staged a part a transaction, the event loop turning between", async () => {
+    using dir = tmpdir();
+    const store = Store.open(dir.path);
+    store.conversations.ensureSession("alice", "s", "a", "x", new Date());
+    // Three images of three parts: in one transaction, 8 of 20 MB held the loop 1.8 s.
+    const images = ["A", "B", "C"].map((c) => ({ mime: "image/png", data: Buffer.alloc(2_500_000, c) }));
+    let turns = 0;
+    let running = true;
+    const spin = () => {
+      if (!running) return;
+      turns++;
+      setImmediate(spin);
+    };
+    setImmediate(spin);
+    const refs = await store.conversations.attachments.stage("alice", "s", images, new Date());
+    running = false;
+    expect(turns).toBeGreaterThanOrEqual(8);
+    expect(refs.map((r) => store.attachment("alice", r.id).bytes)).toEqual([2_500_000, 2_500_000, 2_500_000]);
+    const back = store.conversations.attachments.get("alice", refs[1]!.id)!.data;
+    expect(Buffer.from(back).equals(images[1]!.data)).toBe(true);
+    store.close();
+  });
+
+  test("staging is all or nothing: a write that fails midway leaves none of the turn's images", async () => {
+    using dir = tmpdir();
+    const store = Store.open(dir.path);
+    store.conversations.ensureSession("alice", "s", "a", "x", new Date());
+    const images = ["A", "B"].map((c) => ({ mime: "image/png", data: Buffer.alloc(2_500_000, c) }));
+    let writes = 0;
+    const failing = async <T>(work: () => T): Promise<T> => {
+      if (++writes === 5) throw new Error("disk full");
+      return work();
+    };
+    const staging = store.conversations.attachments.stage(
+      "alice",
+      "s",
+      images,
+      new Date(),
+      undefined,
+      failing,
+    );
+    await expect(staging).rejects.toThrow("disk full");
+    for (let id = 1; id <= 4; id++) expect(() => store.attachment("alice", id)).toThrow();
+    store.close();
   });
 });

@@ -70,7 +70,7 @@ describe("erasing for good", () => {
     chat(store, "bob", "b", "bob keeps PELICAN");
     // An image of hers whose bytes spell the marker (docs/protocol.md#images), over several parts.
     const image = Buffer.alloc(2_500_000, "ZEBRAFISH-PIXELS ");
-    const [ref] = store.conversations.attachments.stage(
+    const [ref] = await store.conversations.attachments.stage(
       "alice",
       "s0",
       [{ mime: "image/png", data: image }],
