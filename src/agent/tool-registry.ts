@@ -51,19 +51,28 @@ export async function resolveTools(
         },
       );
     }
-    let listed: Awaited<ReturnType<McpPool["tools"]>>;
+    let listed: Awaited<ReturnType<McpPool["listing"]>>;
     try {
-      listed = await pool.tools(server, signal);
+      listed = await pool.listing(server, signal);
     } catch (err) {
       // One broken server costs its own tools, not the others'.
       if (signal.aborted) throw signal.reason;
       failures.push({ server, message: (err as Error).message });
       continue;
     }
-    for (const t of listed) {
+    // Tools it listed that are unfit to offer (tool-list.ts) cost a warning, not the chat.
+    if (listed.dropped) failures.push({ server, message: listed.dropped });
+    for (const t of listed.tools) {
       if (!patterns.some((p) => matches(p, server, t.name))) continue;
+      // `a` + `b__c` and `a__b` + `c` would be one function name: the first keeps it.
+      const fn = `${server}${FN_SEPARATOR}${t.name}`;
+      if (out.some((o) => o.fn === fn)) {
+        const message = `its tool '${t.name}' was left out: '${fn}' is already another server's tool`;
+        failures.push({ server, message });
+        continue;
+      }
       out.push({
-        fn: `${server}${FN_SEPARATOR}${t.name}`,
+        fn,
         display: `${server}.${t.name}`,
         server,
         tool: t.name,

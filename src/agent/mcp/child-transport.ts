@@ -1,10 +1,22 @@
 import { ReadBuffer, serializeMessage } from "@modelcontextprotocol/sdk/shared/stdio.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
+import { logger } from "../../util/logger.ts";
 import type { McpChild } from "./child.ts";
 
 /** How long output already in the pipe may still be read once the server exited. */
 const DRAIN_AFTER_EXIT_MS = 200;
+
+/**
+ * How much the core may hold for a server that does not read its stdin (docs/agent.md, MCP
+ * servers): bytes written but not yet taken by the pipe, and how long one write may wait.
+ */
+export interface SendLimits {
+  maxPendingBytes: number;
+  stallMs: number;
+}
+
+export const MAX_PENDING_BYTES = 1024 * 1024;
 
 /**
  * The SDK's Transport over a server the pool spawned itself (child.ts), framed as the SDK's
@@ -18,8 +30,14 @@ export class ChildTransport implements Transport {
   onmessage?: (message: JSONRPCMessage) => void;
   private readonly buffer = new ReadBuffer();
   private ended = false;
+  /** Bytes handed to the server's stdin whose flush has not settled. */
+  private pending = 0;
 
-  constructor(private readonly child: McpChild) {}
+  constructor(
+    private readonly child: McpChild,
+    private readonly name: string,
+    private readonly limits: SendLimits,
+  ) {}
 
   async start(): Promise<void> {
     const reading = this.read();
@@ -29,13 +47,43 @@ export class ChildTransport implements Transport {
     });
   }
 
+  /**
+   * A server that floods requests and stops reading its stdin would have the SDK's answers
+   * (and its state for each request) queue in memory for as long as the core runs: past
+   * maxPendingBytes, or a write stuck for stallMs, it is killed like a crashed server.
+   */
   async send(message: JSONRPCMessage): Promise<void> {
     if (this.ended) throw new Error("Not connected");
-    await this.child.write(serializeMessage(message));
+    const data = serializeMessage(message);
+    const bytes = Buffer.byteLength(data);
+    if (this.pending + bytes > this.limits.maxPendingBytes) {
+      const why = `it does not read its stdin (over ${this.limits.maxPendingBytes} bytes waiting)`;
+      this.kill(why);
+      throw new Error(`MCP server '${this.name}' was stopped: ${why}`);
+    }
+    this.pending += bytes;
+    const stall = setTimeout(
+      () => this.kill(`a write to its stdin waited over ${this.limits.stallMs} ms`),
+      this.limits.stallMs,
+    );
+    try {
+      await this.child.write(data);
+    } finally {
+      clearTimeout(stall);
+      this.pending -= bytes;
+    }
   }
 
   async close(): Promise<void> {
     await this.child.stop();
+    this.end();
+  }
+
+  /** SIGKILL now and the connection ends at once (its pending requests fail); logged. */
+  kill(why: string): void {
+    if (this.ended) return;
+    logger.warn(`MCP server '${this.name}' (pid ${this.child.pid}) killed: ${why}`);
+    this.child.kill();
     this.end();
   }
 

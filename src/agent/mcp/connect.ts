@@ -6,7 +6,8 @@ import { removeRecordFile, writeMcpRecord } from "../../runtime/pid-file.ts";
 import { logger } from "../../util/logger.ts";
 import { VERSION } from "../../version.ts";
 import { type McpChild, spawnMcpServer } from "./child.ts";
-import { ChildTransport } from "./child-transport.ts";
+import { ChildTransport, MAX_PENDING_BYTES } from "./child-transport.ts";
+import { vetTools } from "./tool-list.ts";
 
 export interface McpToolInfo {
   name: string;
@@ -18,8 +19,12 @@ export interface McpToolInfo {
 export interface Connection {
   client: Client;
   tools: McpToolInfo[];
+  /** Why some listed tools were left out (tool-list.ts), or null. */
+  dropped: string | null;
   /** Stops the server (stdin's end first, then signals) and removes its pid record. */
   close(): Promise<void>;
+  /** SIGKILL now; the connection closes at once (onClose), logged with `why`. */
+  kill(why: string): void;
 }
 
 /** A start never rejects: a failed one has killed what it spawned; `stopped` settles once that is gone. */
@@ -34,6 +39,8 @@ export interface StartOptions {
   signal: AbortSignal;
   /** The connection closed: the server exited, crashed or was stopped. */
   onClose: (conn: Connection) => void;
+  /** Bytes that may wait for the server's stdin before it is killed (child-transport.ts). */
+  maxPendingBytes?: number;
 }
 
 /**
@@ -59,7 +66,17 @@ export async function startServer(cfg: McpServerConfig, options: StartOptions): 
     : null;
   if (record) void child.exited.then(() => removeRecordFile(record));
   const client = new Client({ name: "local-ai", version: VERSION });
-  const conn: Connection = { client, tools: [], close: () => client.close() };
+  const transport = new ChildTransport(child, cfg.name, {
+    maxPendingBytes: options.maxPendingBytes ?? MAX_PENDING_BYTES,
+    stallMs: cfg.timeout_s * 1000,
+  });
+  const conn: Connection = {
+    client,
+    tools: [],
+    dropped: null,
+    close: () => client.close(),
+    kill: (why) => transport.kill(why),
+  };
   client.onclose = () => {
     logger.info(`MCP server '${cfg.name}' disconnected; it will be restarted on next use`);
     options.onClose(conn);
@@ -69,13 +86,12 @@ export async function startServer(cfg: McpServerConfig, options: StartOptions): 
   const killOnAbort = () => child.kill();
   options.signal.addEventListener("abort", killOnAbort, { once: true });
   try {
-    await client.connect(new ChildTransport(child), { signal: startTimeout, timeout: limitMs });
+    await client.connect(transport, { signal: startTimeout, timeout: limitMs });
     const listed = await client.listTools(undefined, { signal: startTimeout, timeout: limitMs });
-    conn.tools = listed.tools.map((t) => ({
-      name: t.name,
-      description: t.description ?? "",
-      inputSchema: (t.inputSchema as Record<string, unknown>) ?? { type: "object" },
-    }));
+    const vetted = vetTools(listed.tools);
+    conn.tools = vetted.tools;
+    conn.dropped = vetted.dropped;
+    if (vetted.dropped) logger.warn(`MCP server '${cfg.name}': ${vetted.dropped}`);
   } catch (err) {
     const stopped = stopFailed(cfg.name, child, client);
     if (record) removeRecordFile(record); // SIGKILLed: nothing left to reap

@@ -1,3 +1,4 @@
+import { ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
 import type { McpServerConfig } from "../../config/schema.ts";
 import { CoreError } from "../../protocol/errors.ts";
 import { abortable } from "../../util/abortable.ts";
@@ -28,6 +29,8 @@ export class McpPool {
     private readonly now: () => number = Date.now,
     /** Where servers' pid records go (none without). */
     private readonly dataDir?: string,
+    /** Bytes that may wait for a server's stdin before it is killed (tests set a small one). */
+    private readonly maxPendingBytes?: number,
   ) {
     for (const s of servers) this.cells.set(s.name, serverCell(s.name));
   }
@@ -37,7 +40,13 @@ export class McpPool {
   }
 
   async tools(server: string, signal: AbortSignal): Promise<McpToolInfo[]> {
-    return (await this.connection(server, signal)).tools;
+    return (await this.listing(server, signal)).tools;
+  }
+
+  /** Its tools, and why some it listed were left out (tool-list.ts), or null. */
+  async listing(server: string, signal: AbortSignal): Promise<Pick<Connection, "tools" | "dropped">> {
+    const conn = await this.connection(server, signal);
+    return { tools: conn.tools, dropped: conn.dropped };
   }
 
   async call(
@@ -48,10 +57,15 @@ export class McpPool {
   ): Promise<McpCallOutcome> {
     const cfg = this.requireConfig(server);
     const conn = await this.connection(server, signal);
-    const result = await conn.client.callTool({ name: tool, arguments: args }, undefined, {
-      signal,
-      timeout: cfg.timeout_s * 1000,
-    });
+    const result = await conn.client
+      .callTool({ name: tool, arguments: args }, undefined, { signal, timeout: cfg.timeout_s * 1000 })
+      .catch((err: unknown) => {
+        // A server that outlasted timeout_s is hung or still busy (flooding, say) despite the
+        // cancel the SDK sent: it is killed and started afresh on next use (docs/agent.md).
+        if (!signal.aborted && err instanceof McpError && err.code === ErrorCode.RequestTimeout)
+          conn.kill(`a call to '${tool}' outlasted timeout_s (${cfg.timeout_s} s)`);
+        throw err;
+      });
     const parts = Array.isArray(result.content) ? result.content : [];
     const text = parts
       .map((p: { type?: string; text?: string }) =>
@@ -108,6 +122,7 @@ export class McpPool {
       startServer(cfg, {
         dataDir: this.dataDir,
         signal: state.abort.signal,
+        maxPendingBytes: this.maxPendingBytes,
         onClose: (conn) => {
           const now = cell.get();
           if (now.kind === "ready" && now.conn === conn) cell.swap(now, { kind: "idle" });

@@ -1,0 +1,85 @@
+import type { McpToolInfo } from "./connect.ts";
+
+/**
+ * What a server's tools/list may put before the model (docs/agent.md, MCP servers). A name goes
+ * into the `<server>__<tool>` function name and the chat template as is, so it is the OpenAI
+ * function-name alphabet; the caps keep a hostile or huge list from filling every prompt.
+ */
+export const TOOL_NAME = /^[A-Za-z0-9_-]{1,64}$/;
+export const MAX_TOOLS_PER_SERVER = 128;
+export const MAX_DESCRIPTION_CHARS = 4096;
+export const MAX_SCHEMA_CHARS = 16_384;
+
+export interface VettedTools {
+  tools: McpToolInfo[];
+  /** Why some listed tools were left out, for the `tools_unavailable` warning; null when none were. */
+  dropped: string | null;
+}
+
+interface Listed {
+  name: unknown;
+  description?: unknown;
+  inputSchema?: unknown;
+}
+
+type Reason = "name" | "duplicate" | "schema" | "count";
+const REASON_TEXT: Record<Reason, string> = {
+  name: "named other than 1-64 letters, digits, _ or -",
+  duplicate: "listed twice",
+  schema: `with an input schema over ${MAX_SCHEMA_CHARS} characters`,
+  count: `past the first ${MAX_TOOLS_PER_SERVER}`,
+};
+const SAMPLES = 3;
+
+/** Keeps the tools fit to offer: valid unique names, bounded schemas, at most MAX_TOOLS_PER_SERVER. */
+export function vetTools(listed: readonly Listed[]): VettedTools {
+  const tools: McpToolInfo[] = [];
+  const seen = new Set<string>();
+  const dropped = new Map<Reason, string[]>();
+  const drop = (reason: Reason, name: unknown) => {
+    const names = dropped.get(reason) ?? [];
+    names.push(sample(name));
+    dropped.set(reason, names);
+  };
+  for (const t of listed) {
+    const name = t.name;
+    if (typeof name !== "string" || !TOOL_NAME.test(name)) drop("name", name);
+    else if (seen.has(name)) drop("duplicate", name);
+    else if (tools.length >= MAX_TOOLS_PER_SERVER) drop("count", name);
+    else {
+      const schema = isObject(t.inputSchema) ? t.inputSchema : { type: "object" };
+      if (JSON.stringify(schema).length > MAX_SCHEMA_CHARS) {
+        drop("schema", name);
+        continue;
+      }
+      seen.add(name);
+      const description = typeof t.description === "string" ? t.description : "";
+      tools.push({
+        name,
+        description: description.slice(0, MAX_DESCRIPTION_CHARS),
+        inputSchema: schema,
+      });
+    }
+  }
+  return { tools, dropped: describe(dropped, listed.length) };
+}
+
+function describe(dropped: Map<Reason, string[]>, total: number): string | null {
+  if (dropped.size === 0) return null;
+  const count = [...dropped.values()].reduce((n, names) => n + names.length, 0);
+  const parts = [...dropped].map(([reason, names]) => {
+    const shown = names.slice(0, SAMPLES).join(", ");
+    return `${names.length} ${REASON_TEXT[reason]} (${shown}${names.length > SAMPLES ? ", …" : ""})`;
+  });
+  return `${count} of the ${total} tools it listed were left out: ${parts.join("; ")}`;
+}
+
+/** A name for a message: quoted and escaped (it may hold anything), at most 40 characters of it. */
+function sample(name: unknown): string {
+  if (typeof name !== "string") return String(typeof name);
+  return JSON.stringify(name.length > 40 ? `${name.slice(0, 40)}…` : name);
+}
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}

@@ -1,0 +1,146 @@
+import { describe, expect, test } from "bun:test";
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
+import type { McpChild } from "../../src/agent/mcp/child.ts";
+import { ChildTransport } from "../../src/agent/mcp/child-transport.ts";
+import { McpPool } from "../../src/agent/mcp/pool.ts";
+import { MAX_DESCRIPTION_CHARS, MAX_TOOLS_PER_SERVER } from "../../src/agent/mcp/tool-list.ts";
+import { resolveTools } from "../../src/agent/tool-registry.ts";
+import { McpServerSchema } from "../../src/config/schema.ts";
+import { tmpdir } from "../fixtures/tmpdir.ts";
+import { waitFor } from "../fixtures/wait.ts";
+import { ChatHarness } from "./harness.ts";
+
+const HOSTILE = join(import.meta.dir, "..", "fixtures", "mcp-hostile-server.ts");
+const never = new AbortController().signal;
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+const pidsIn = (file: string) =>
+  existsSync(file) ? readFileSync(file, "utf8").split("\n").filter(Boolean).map(Number) : [];
+const hostile = (mode: string, pids: string, timeout_s = 30) =>
+  McpServerSchema.parse({
+    name: "h",
+    command: process.execPath,
+    args: [HOSTILE],
+    env: { MCP_HOSTILE_MODE: mode, MCP_HOSTILE_PIDS: pids },
+    timeout_s,
+  });
+
+describe("MCP servers that do not read their stdin", () => {
+  test("a server that floods requests and stops reading is killed once 64 KiB wait for it, and restarted on next use", async () => {
+    using scratch = tmpdir();
+    const pids = join(scratch.path, "pids");
+    // Without the cap this call waits timeout_s while the SDK's answers pile up in memory.
+    const pool = new McpPool([hostile("flood-requests", pids, 2)], Date.now, undefined, 64 * 1024);
+    try {
+      const err = await pool.call("h", "echo", {}, never).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(McpError);
+      expect((err as McpError).code).toBe(ErrorCode.ConnectionClosed);
+      const [first] = pidsIn(pids);
+      expect(await waitFor(() => !alive(first as number))).toBe(true);
+      expect((await pool.tools("h", never)).map((t) => t.name)).toEqual(["echo"]);
+      expect(pidsIn(pids)).toHaveLength(2);
+    } finally {
+      await pool.close();
+    }
+  }, 30_000);
+
+  test("a server whose call outlasted timeout_s (it floods but reads) is killed, not kept busy for the core's life", async () => {
+    using scratch = tmpdir();
+    const pids = join(scratch.path, "pids");
+    const pool = new McpPool([hostile("flood-requests-read", pids, 1)]);
+    try {
+      const err = await pool.call("h", "echo", {}, never).catch((e: unknown) => e);
+      expect((err as McpError).code).toBe(ErrorCode.RequestTimeout);
+      expect(await waitFor(() => !alive(pidsIn(pids)[0] as number), { timeoutMs: 3000 })).toBe(true);
+    } finally {
+      await pool.close();
+    }
+  }, 30_000);
+
+  test("a write to its stdin stuck past stallMs ends the connection and kills the server", async () => {
+    let killed = 0;
+    const child = {
+      pid: 1,
+      guarded: false,
+      stdout: new ReadableStream<Uint8Array>(),
+      stderr: new ReadableStream<Uint8Array>(),
+      exited: new Promise<void>(() => {}),
+      write: () => new Promise<void>(() => {}), // the pipe never drains
+      stop: async () => {},
+      kill: () => {
+        killed++;
+      },
+    } satisfies McpChild;
+    const transport = new ChildTransport(child, "t", { maxPendingBytes: 1 << 20, stallMs: 50 });
+    let closed = false;
+    transport.onclose = () => {
+      closed = true;
+    };
+    await transport.start();
+    void transport.send({ jsonrpc: "2.0", method: "notifications/initialized" });
+    expect(await waitFor(() => closed, { timeoutMs: 5000 })).toBe(true);
+    expect(killed).toBe(1);
+    await expect(transport.send({ jsonrpc: "2.0", method: "x" })).rejects.toThrow("Not connected");
+  });
+});
+
+type Result = { response: string; warnings: { code: string; message: string }[] };
+type SentTool = { function: { name: string; description: string } };
+
+describe("MCP tool lists that are unfit to offer", () => {
+  test("odd names, a duplicate and a huge schema are left out with a warning; a huge description is cut", async () => {
+    using scratch = tmpdir();
+    await using h = new ChatHarness({
+      agents: [{ name: "a", tools: ["h.*"] }],
+      mcp_servers: [
+        { ...hostile("odd-names", join(scratch.path, "pids")), env: { MCP_HOSTILE_MODE: "odd-names" } },
+      ],
+    });
+    h.llama.script({ content: ["fine"] });
+    const { terminal } = await h.chat("c", { input: "hi" });
+    const result = terminal.result as Result;
+    expect(result.response).toBe("fine");
+    expect(result.warnings.map((w) => w.code)).toEqual(["tools_unavailable"]);
+    expect(result.warnings[0]?.message).toContain("6 of the 8 tools it listed were left out");
+    expect(result.warnings[0]?.message.length).toBeLessThan(1000);
+    const tools = (h.llama.requests[0]?.body.tools ?? []) as SentTool[];
+    expect(tools.map((t) => t.function.name)).toEqual(["h__echo", "h__wordy"]);
+    expect(tools[1]?.function.description.length).toBe(MAX_DESCRIPTION_CHARS);
+    expect(JSON.stringify(h.llama.requests[0]?.body).length).toBeLessThan(20_000);
+  }, 30_000);
+
+  test("20 000 tools: the first 128 are offered, the chat answers, the rest cost a warning", async () => {
+    await using h = new ChatHarness({
+      agents: [{ name: "a", tools: ["h.*"] }],
+      mcp_servers: [
+        { name: "h", command: process.execPath, args: [HOSTILE], env: { MCP_HOSTILE_MODE: "many-tools" } },
+      ],
+    });
+    h.llama.script({ content: ["fine"] });
+    const { terminal } = await h.chat("c", { input: "hi" });
+    const result = terminal.result as Result;
+    expect(result.response).toBe("fine");
+    expect(result.warnings[0]?.message).toContain("19872 of the 20000 tools it listed were left out");
+    expect(h.llama.requests[0]?.body.tools).toHaveLength(MAX_TOOLS_PER_SERVER);
+  }, 30_000);
+
+  test("two servers whose tools make one function name: the first keeps it, the other is reported", async () => {
+    const tool = (name: string) => ({ name, description: "", inputSchema: { type: "object" } });
+    const listed: Record<string, ReturnType<typeof tool>[]> = { a: [tool("b__c")], a__b: [tool("c")] };
+    const pool = {
+      config: (name: string) => McpServerSchema.parse({ name, command: "x" }),
+      listing: async (server: string) => ({ tools: listed[server] ?? [], dropped: null }),
+    } as unknown as McpPool;
+    const { tools, failures } = await resolveTools(["a.*", "a__b.*"], pool, never);
+    expect(tools.map((t) => t.display)).toEqual(["a.b__c"]);
+    expect(failures).toEqual([{ server: "a__b", message: expect.stringContaining("'a__b__c'") }]);
+  });
+});
