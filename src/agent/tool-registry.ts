@@ -28,6 +28,13 @@ function matches(pattern: string, server: string, tool: string): boolean {
   return ps === server && (pt === "*" || pt === tool);
 }
 
+/** A server whose tools are not all offered: none (it failed), or some (`partial`: the rest are). */
+export interface ToolFailure {
+  server: string;
+  message: string;
+  partial?: boolean;
+}
+
 /**
  * Lists the tools an agent may use, starting the servers it names; a server that cannot start
  * (missing command, crash, startup_timeout_s) is reported in `failures`. A pattern naming a
@@ -37,9 +44,9 @@ export async function resolveTools(
   patterns: readonly string[],
   pool: McpPool,
   signal: AbortSignal,
-): Promise<{ tools: AgentTool[]; failures: { server: string; message: string }[] }> {
+): Promise<{ tools: AgentTool[]; failures: ToolFailure[] }> {
   const out: AgentTool[] = [];
-  const failures: { server: string; message: string }[] = [];
+  const failures: ToolFailure[] = [];
   for (const server of serversOf(patterns)) {
     const cfg = pool.config(server);
     if (!cfg) {
@@ -61,14 +68,14 @@ export async function resolveTools(
       continue;
     }
     // Tools it listed that are unfit to offer (tool-list.ts) cost a warning, not the chat.
-    if (listed.dropped) failures.push({ server, message: listed.dropped });
+    if (listed.dropped) failures.push({ server, message: listed.dropped, partial: true });
     for (const t of listed.tools) {
       if (!patterns.some((p) => matches(p, server, t.name))) continue;
       // `a` + `b__c` and `a__b` + `c` would be one function name: the first keeps it.
       const fn = `${server}${FN_SEPARATOR}${t.name}`;
       if (out.some((o) => o.fn === fn)) {
         const message = `its tool '${t.name}' was left out: '${fn}' is already another server's tool`;
-        failures.push({ server, message });
+        failures.push({ server, message, partial: true });
         continue;
       }
       out.push({

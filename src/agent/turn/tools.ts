@@ -18,7 +18,9 @@ export async function loadTools(ctx: TurnContext): Promise<AgentTool[]> {
     for (const f of failures) {
       warnings.push({
         code: "tools_unavailable",
-        message: `the tools of MCP server '${f.server}' could not be loaded, the turn ran without them: ${f.message}`,
+        message: f.partial
+          ? `some tools of MCP server '${f.server}' were left out, the turn ran with the rest: ${f.message}`
+          : `the tools of MCP server '${f.server}' could not be loaded, the turn ran without them: ${f.message}`,
       });
     }
     return tools;
