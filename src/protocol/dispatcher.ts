@@ -190,8 +190,7 @@ export class Dispatcher {
       this.fail(id, "invalid_request", "field 'params' must be an object");
       return;
     }
-    // A number that may have lost digits, or is spelled as a double would not print it, is read
-    // again from the line (rare: never on the hot path).
+    // A number that may have lost digits or is spelled otherwise is read again (rare: not the hot path).
     const target = req.method === "cancel" ? (params as { request_id?: unknown }).request_id : undefined;
     let exactTarget: ExactNumberId | undefined;
     if (needsExactIds(text, id, target)) {
