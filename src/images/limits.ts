@@ -3,12 +3,17 @@
  * pixels are the config's (`app.max_images`, `app.max_image_pixels`); these are fixed.
  */
 
-import { LLAMA_MAX_BODY_BYTES } from "../llama/data-url.ts";
-
 /** An image's bytes, as given or as read from its path (checked by stat before a byte is read). */
 export const MAX_IMAGE_BYTES = 20 * 1024 * 1024;
 /** Base64 characters checked between two turns of the event loop. */
 export const BASE64_SLICE_CHARS = 1024 * 1024;
+
+/**
+ * The largest request body llama-server reads: its cpp-httplib's CPPHTTPLIB_PAYLOAD_MAX_LENGTH
+ * (100 MiB; llama-server never raises it), a larger one answered 413 (docs/protocol.md#images).
+ * Here, below llama/, because the images are budgeted by it; llama/data-url.ts refuses by it.
+ */
+export const LLAMA_MAX_BODY_BYTES = 100 * 1024 * 1024;
 
 /**
  * Room kept in a request's body for everything but the images (the prompt's text, tools, a

@@ -1,3 +1,4 @@
+import { LLAMA_MAX_BODY_BYTES } from "../images/limits.ts";
 import { LlmError } from "./errors.ts";
 
 /**
@@ -24,11 +25,7 @@ export interface PiecewiseBody {
   pieces(): Generator<Uint8Array>;
 }
 
-/**
- * The largest request body llama-server reads: its cpp-httplib's CPPHTTPLIB_PAYLOAD_MAX_LENGTH
- * (100 MiB; llama-server never raises it), a larger one answered 413 (docs/protocol.md#images).
- */
-export const LLAMA_MAX_BODY_BYTES = 100 * 1024 * 1024;
+export { LLAMA_MAX_BODY_BYTES };
 
 /** Bytes encoded per piece (a multiple of 3, so the pieces' base64 joins without padding). */
 const PIECE_BYTES = 3 * 256 * 1024;

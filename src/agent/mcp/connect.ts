@@ -7,13 +7,7 @@ import { logger } from "../../util/logger.ts";
 import { VERSION } from "../../version.ts";
 import { type McpChild, spawnMcpServer } from "./child.ts";
 import { ChildTransport, MAX_PENDING_BYTES } from "./child-transport.ts";
-import { vetTools } from "./tool-list.ts";
-
-export interface McpToolInfo {
-  name: string;
-  description: string;
-  inputSchema: Record<string, unknown>;
-}
+import { type McpToolInfo, vetTools } from "./tool-list.ts";
 
 /** A server that answered initialize and tools/list. */
 export interface Connection {

@@ -3,8 +3,9 @@ import type { McpServerConfig } from "../../config/schema.ts";
 import { CoreError } from "../../protocol/errors.ts";
 import { abortable } from "../../util/abortable.ts";
 import type { StateCell } from "../../util/state-cell.ts";
-import { type Connection, type McpToolInfo, type StartOutcome, startServer } from "./connect.ts";
+import { type Connection, type StartOutcome, startServer } from "./connect.ts";
 import { type ServerState, serverCell } from "./server-state.ts";
+import type { McpToolInfo } from "./tool-list.ts";
 
 export interface McpCallOutcome {
   isError: boolean;

@@ -1,4 +1,8 @@
-import type { McpToolInfo } from "./connect.ts";
+export interface McpToolInfo {
+  name: string;
+  description: string;
+  inputSchema: Record<string, unknown>;
+}
 
 /**
  * What a server's tools/list may put before the model (docs/agent.md, MCP servers). A name goes
