@@ -52,6 +52,7 @@ export class Attachments {
     at: Date,
     since?: number,
     write: <T>(work: () => T) => Promise<T> = async (work) => work(),
+    signal?: AbortSignal,
   ): Promise<AttachmentRef[]> {
     const refs: AttachmentRef[] = [];
     try {
@@ -59,6 +60,8 @@ export class Attachments {
         const ref = { id: 0, mime: image.mime, bytes: image.data.byteLength };
         for (let from = 0, part = 0; from < ref.bytes || part === 0; from += PART_BYTES, part++) {
           if (refs.length > 0 || part > 0) await new Promise((r) => setImmediate(r));
+          // A cancel stops it between parts, what was staged erased below.
+          signal?.throwIfAborted();
           const piece = image.data.subarray(from, from + PART_BYTES);
           await write(() => this.stagePart(userId, sessionId, ref, part, piece, at, since));
           if (part === 0) refs.push(ref);

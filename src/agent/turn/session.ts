@@ -28,7 +28,7 @@ export class TurnSession {
     private readonly now: () => Date,
     /** The erase mark when the turn began: no write of it lands once its session is erased. */
     private readonly since: number,
-    /** The chat's new images, staged after the turn's first checkpoint (`stageImages`; none for a resumed turn). */
+    /** The chat's new images, staged before the turn's first checkpoint (`stageImages`; none for a resumed turn). */
     private readonly newImages: readonly PreparedImage[],
     /** The turn's images: their bytes, their costs (docs/protocol.md#images). */
     readonly images: TurnImages,
@@ -109,7 +109,7 @@ export class TurnSession {
    * session's lease (its row is there: `stageIn`). A failure erases what was staged and puts the
    * session back as the turn found it. The session, for the caller to go on with.
    */
-  async stageImages(): Promise<this> {
+  async stageImages(signal?: AbortSignal): Promise<this> {
     if (this.newImages.length === 0) return this;
     const { userId, sessionId } = this.key;
     try {
@@ -120,6 +120,7 @@ export class TurnSession {
         this.now(),
         this.since,
         (work) => this.store.write(work),
+        signal,
       );
       for (const [i, r] of refs.entries()) this.images.hold(r.id, (this.newImages[i] as PreparedImage).data);
       const opening = this.state.turn[0];

@@ -166,4 +166,31 @@ describe("attachments", () => {
     for (let id = 1; id <= 4; id++) expect(() => store.attachment("alice", id)).toThrow();
     store.close();
   });
+
+  test("a cancel while staging stops it between parts and leaves none of the turn's images", async () => {
+    using dir = tmpdir();
+    const store = Store.open(dir.path);
+    store.conversations.ensureSession("alice", "s", "a", "x", new Date());
+    const images = ["A", "B"].map((c) => ({ mime: "image/png", data: Buffer.alloc(2_500_000, c) }));
+    const cancel = new AbortController();
+    let writes = 0;
+    const counting = async <T>(work: () => T): Promise<T> => {
+      if (++writes === 2) cancel.abort(new Error("cancelled by the host"));
+      return work();
+    };
+    const staging = store.conversations.attachments.stage(
+      "alice",
+      "s",
+      images,
+      new Date(),
+      undefined,
+      counting,
+      cancel.signal,
+    );
+    await expect(staging).rejects.toThrow("cancelled by the host");
+    // Two parts written, then the delete of what was staged: nothing more.
+    expect(writes).toBe(3);
+    for (let id = 1; id <= 4; id++) expect(() => store.attachment("alice", id)).toThrow();
+    store.close();
+  });
 });
