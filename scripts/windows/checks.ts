@@ -255,6 +255,12 @@ export function judgeSession(o: SessionObservation, facts: LinuxFacts): Check[] 
       { terminal: o.document.terminal, documents: o.documents },
     ),
     check(
+      "session.pdf",
+      "documents.add of a PDF by its path: pdf.js on the PDF thread of the exe, a chunk a page",
+      o.pdf.terminal?.result?.format === "pdf" && Number(o.pdf.terminal?.result?.chunks) === 2,
+      { terminal: o.pdf.terminal },
+    ),
+    check(
       "session.mcp_tool",
       "the MCP test server (a Windows exe) ran the tool",
       o.mcpCalls.some((c) => parseJson(c)?.tool === "echo"),

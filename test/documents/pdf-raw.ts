@@ -1,8 +1,8 @@
 import { deflateSync } from "node:zlib";
 
 /** Raw PDFs for the PDF thread's tests (pdf-thread.test.ts, pdf-gap-probe.ts). */
-export /** A PDF whose pages' content streams are given raw, each with its own dictionary entries. */
-function pdfOf(pages: { dict: string; data: Uint8Array }[]): Uint8Array {
+/** A PDF whose pages' content streams are given raw, each with its own dictionary entries. */
+export function pdfOf(pages: { dict: string; data: Uint8Array }[]): Uint8Array {
   const parts: Buffer[] = [];
   const offsets: number[] = [];
   let size = 0;

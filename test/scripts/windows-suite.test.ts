@@ -108,6 +108,7 @@ function healthy(): Observation[] {
       structured: { terminal: result("json", { json: { os: "x", letters: 0 } }), events: [], ms: 100 },
       document: { terminal: result("doc", { format: "markdown", chunks: 1 }), events: [], ms: 100 },
       documents: result("docs", { documents: [{ name: "notes.md" }] }),
+      pdf: { terminal: result("pdf", { format: "pdf", chunks: 2 }), events: [], ms: 100 },
       shutdown: { terminal: result("bye", { status: "ok" }), resultMs: 300, exitMs: 350, exitCode: 0 },
       llamaPid: 464,
       llamaAliveAfterExit: false,

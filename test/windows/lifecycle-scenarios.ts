@@ -2,6 +2,7 @@ import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { windowsProcessIdentity } from "../../src/platform/windows/process.ts";
 import { spawnCore } from "../fixtures/core-process.ts";
+import { minimalPdf } from "../fixtures/pdf-writer.ts";
 import { type Core, exchange, goneWithin, llamaPidOf, runCommand, seenAlive } from "./host-tools.ts";
 import type {
   EofObservation,
@@ -85,6 +86,10 @@ export async function session(plan: HostPlan): Promise<SessionObservation> {
     60_000,
   );
   const documents = (await exchange(core, { id: "docs", method: "documents.list" })).terminal;
+  // The PDF thread of the compiled exe (a fourth entry point): pdf.js reads a file by its path.
+  const guide = join(plan.stackDir, "guide.pdf");
+  writeFileSync(guide, minimalPdf([["A WOMBAT guide"], ["page two"]]));
+  const pdf = await exchange(core, { id: "pdf", method: "documents.add", params: { path: guide } }, 60_000);
   const llamaPid = llamaPidOf(status);
   const s0 = performance.now();
   const bye = await exchange(core, { id: "bye", method: "shutdown" }, 30_000);
@@ -99,6 +104,7 @@ export async function session(plan: HostPlan): Promise<SessionObservation> {
     structured,
     document,
     documents,
+    pdf,
     shutdown: {
       terminal: bye.terminal,
       resultMs: bye.ms,

@@ -90,6 +90,8 @@ export interface SessionObservation {
   /** documents.add of a Markdown text: its chunks written on the chunk worker thread. */
   document: Exchange;
   documents: Msg | null;
+  /** documents.add of a PDF by path: pdf.js on the PDF thread (a fourth entry point of the exe). */
+  pdf: Exchange;
   shutdown: { terminal: Msg | null; resultMs: number; exitMs: number; exitCode: number | null };
   llamaPid: number | null;
   llamaAliveAfterExit: boolean | null;
