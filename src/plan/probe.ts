@@ -1,6 +1,7 @@
 import { readFile } from "node:fs/promises";
 import os from "node:os";
 import { windowsPhysicalMemory, windowsProcessorCores } from "../platform/windows/system.ts";
+import { allowedEnv } from "../util/child-allowlist.ts";
 import {
   appleGpuBudget,
   type GpuInfo,
@@ -57,7 +58,8 @@ export async function runWithTimeout(
       stdin: "ignore",
       stdout: "pipe",
       stderr: "pipe",
-      ...(env ? { env } : {}),
+      // Never the core's whole environment: a probe is a child too (util/child-allowlist.ts).
+      env: env ?? allowedEnv(process.env),
       // A probe (nvidia-smi, llama-server --version) must not flash a console window on Windows.
       windowsHide: true,
     });

@@ -1,95 +1,9 @@
-/**
- * What llama-server may see of the core's environment: enough to run, find its libraries and
- * its GPUs, and nothing else. The host's secrets (cloud keys, tokens) would otherwise sit in
- * /proc/<pid>/environ of a process that serves HTTP. LLAMA_ARG_* and LLAMA_API_KEY are not
- * listed on purpose: each LLAMA_ARG_* silently changes a flag, and the key is ours.
- * Keep docs/supervisor.md ("The child's environment") in step with these lists.
- */
-const NAMES = new Set([
-  // Running at all.
-  "PATH",
-  "HOME",
-  "USER",
-  "LOGNAME",
-  "TMPDIR",
-  "TMP",
-  "TEMP",
-  "LANG",
-  "LANGUAGE",
-  "TZ",
-  // Shared libraries (the CUDA/ROCm/oneAPI runtimes are often found this way). Not the
-  // injection variables (LD_PRELOAD, DYLD_INSERT_LIBRARIES).
-  "LD_LIBRARY_PATH",
-  "DYLD_LIBRARY_PATH",
-  "DYLD_FALLBACK_LIBRARY_PATH",
-  "DYLD_FRAMEWORK_PATH",
-  "DYLD_FALLBACK_FRAMEWORK_PATH",
-  // Where the Vulkan loader and Mesa look for driver manifests and caches.
-  "XDG_CONFIG_HOME",
-  "XDG_CONFIG_DIRS",
-  "XDG_DATA_HOME",
-  "XDG_DATA_DIRS",
-  "XDG_CACHE_HOME",
-  "XDG_RUNTIME_DIR",
-  "DRI_PRIME",
-  "GPU_DEVICE_ORDINAL",
-  // Windows: a process cannot load DLLs or find its profile without these.
-  "SYSTEMROOT",
-  "SYSTEMDRIVE",
-  "WINDIR",
-  "COMSPEC",
-  "PATHEXT",
-  "USERPROFILE",
-  "USERNAME",
-  "HOMEDRIVE",
-  "HOMEPATH",
-  "APPDATA",
-  "LOCALAPPDATA",
-  "PROGRAMDATA",
-  "PROGRAMFILES",
-  "PROGRAMFILES(X86)",
-  "PROGRAMW6432",
-  "COMMONPROGRAMFILES",
-  "NUMBER_OF_PROCESSORS",
-  "OS",
-]);
+import { allowedEnv } from "../util/child-allowlist.ts";
 
-const PREFIXES = [
-  "LC_",
-  "PROCESSOR_",
-  // GPU runtimes: NVIDIA, AMD, Vulkan, Intel, Apple.
-  "CUDA_",
-  "NVIDIA_",
-  "HIP_",
-  "ROCR_",
-  "ROCM_",
-  "HSA_",
-  "VK_",
-  "MESA_",
-  "SYCL_",
-  "ONEAPI_",
-  "ZE_",
-  "OCL_ICD_",
-  "MTL_",
-  "METAL_",
-  // Thread pools of the CPU backends.
-  "OMP_",
-  "GOMP_",
-  "KMP_",
-  "OPENBLAS_",
-  "MKL_",
-  // ggml's own switches.
-  "GGML_",
-];
-
-/** Whether llama-server gets the parent's variable `name`. Windows names are case-insensitive. */
-export function passesToChild(name: string, platform: NodeJS.Platform = process.platform): boolean {
-  const key = platform === "win32" ? name.toUpperCase() : name;
-  return NAMES.has(key) || PREFIXES.some((p) => key.startsWith(p));
-}
+export { passesToChild } from "../util/child-allowlist.ts";
 
 /**
- * The child's environment, built from the allowlist above plus the per-launch key. The key
+ * llama-server's environment: the allowlist (util/child-allowlist.ts) plus the per-launch key. The key
  * travels here, never on the command line (/proc/<pid>/cmdline is world-readable).
  */
 export function childEnv(
@@ -97,12 +11,7 @@ export function childEnv(
   apiKey: string,
   platform: NodeJS.Platform = process.platform,
 ): Record<string, string> {
-  const env: Record<string, string> = {};
-  for (const [key, value] of Object.entries(parent)) {
-    if (value !== undefined && passesToChild(key, platform)) env[key] = value;
-  }
-  env.LLAMA_API_KEY = apiKey;
-  return env;
+  return { ...allowedEnv(parent, platform), LLAMA_API_KEY: apiKey };
 }
 
 /** What a probe of the binary (`--help`, the child-mode check) runs with: the child's, no key. */
