@@ -1,5 +1,6 @@
 import { gguf } from "@huggingface/gguf";
 import { type GgufHeader, headerOfParsed } from "../plan/gguf-read.ts";
+import { GgufInvalid } from "../plan/gguf-scan.ts";
 import { type ModelInfo, modelInfo } from "../plan/model.ts";
 import { CoreError, isCoreError } from "../protocol/errors.ts";
 import type { ModelRef } from "../protocol/model-ref.ts";
@@ -115,7 +116,14 @@ async function readPartHeader(
       );
     throw missing("truncated", `${label}: the header could not be read to its end (${message})`, data);
   }
-  const { header, dataEnd } = headerOfParsed(parsed, url, size);
+  let read: ReturnType<typeof headerOfParsed>;
+  try {
+    read = headerOfParsed(parsed, url, size);
+  } catch (err) {
+    if (err instanceof GgufInvalid) throw missing("not_gguf", `${label}: not a GGUF: ${err.message}`, data);
+    throw err;
+  }
+  const { header, dataEnd } = read;
   if (size < dataEnd)
     throw missing(
       "truncated",

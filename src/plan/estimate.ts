@@ -87,8 +87,12 @@ export function computeBytes(
   flashAttn: boolean,
   ubatch = UBATCH,
 ): number {
-  const maxK = Math.max(0, ...model.layers.map((l) => l.k_per_token));
-  const maxV = Math.max(0, ...model.layers.map((l) => l.v_per_token));
+  let maxK = 0;
+  let maxV = 0;
+  for (const l of model.layers) {
+    maxK = Math.max(maxK, l.k_per_token);
+    maxV = Math.max(maxV, l.v_per_token);
+  }
   const ff = model.experts ? model.experts.ff * model.experts.used : model.n_ff;
   const activations =
     ubatch * 4 * (2 * model.n_embd + 2 * ff + model.n_head * model.head_dim_k + maxK + maxV);

@@ -67,7 +67,8 @@ export async function readGgufHeader(path: string): Promise<GgufHeader> {
       merged.metadata = one.metadata;
     }
     merged.size_bytes += one.size_bytes;
-    merged.tensors.push(...one.tensors);
+    // Not a spread: a million tensors' arguments overflow the stack.
+    for (const t of one.tensors) merged.tensors.push(t);
   }
   return merged;
 }
@@ -117,7 +118,14 @@ function readOpened(fd: number, size: number, path: string, label: string): Gguf
     throw problem("unreadable", label, `unreadable: ${(err as Error).message}`);
   }
 
-  const { header, dataEnd } = headerOfScan(scanned, path, size);
+  let read: ReturnType<typeof headerOfScan>;
+  try {
+    read = headerOfScan(scanned, path, size);
+  } catch (err) {
+    if (err instanceof GgufInvalid) throw problem("not_gguf", label, `not a valid GGUF: ${err.message}`);
+    throw err;
+  }
+  const { header, dataEnd } = read;
   if (size < dataEnd) throw problem("truncated", label, truncatedMessage(size, dataEnd));
   return header;
 }
@@ -157,14 +165,36 @@ export function headerOfParsed(
 }
 
 /**
+ * More layers than any model has (llama.cpp's own limit is 512): a header's `block_count`, or a
+ * tensor's `blk.N`, past it is not a model's. The planner works per layer, so 30 million of them
+ * held the core's loop for seconds and gigabytes before its stack gave out (docs/plan.md).
+ */
+export const MAX_LAYERS = 4096;
+
+/** Why the header cannot be a model's layers, or undefined. */
+function layerProblem(scanned: ScannedGguf): string | undefined {
+  for (const [key, value] of Object.entries(scanned.metadata))
+    if (key.endsWith(".block_count") && typeof value === "number" && !(value >= 0 && value <= MAX_LAYERS))
+      return `${key} is ${value}, over the ${MAX_LAYERS} layers a model may have`;
+  for (const t of scanned.tensorInfos) {
+    const m = /^blk\.(\d+)\./.exec(t.name);
+    if (m && Number(m[1]) >= MAX_LAYERS)
+      return `tensor ${t.name.slice(0, 80)} names layer ${m[1]}, over the ${MAX_LAYERS} layers a model may have`;
+  }
+  return undefined;
+}
+
+/**
  * The planner's view of one GGUF file (local or remote), and where its tensor data ends (a file
- * shorter than that was cut off).
+ * shorter than that was cut off). A header whose layers no model has is GgufInvalid.
  */
 function headerOfScan(
   scanned: ScannedGguf,
   path: string,
   size: number,
 ): { header: GgufHeader; dataEnd: number } {
+  const layers = layerProblem(scanned);
+  if (layers) throw new GgufInvalid(layers);
   const dataStart = scanned.tensorDataOffset;
   let end = dataStart;
   const tensors: TensorEntry[] = scanned.tensorInfos.map((t) => {

@@ -28,8 +28,10 @@ export class GgufInvalid extends Error {}
 
 /** Numeric arrays up to this length keep their values (per-layer head counts); longer ones are counted. */
 export const KEEP_ARRAY_MAX = 4096;
-const MAX_TENSORS = 1 << 20;
-const MAX_KV = 1 << 20;
+// Real models have a few thousand tensors and about a hundred keys; a million of either was read
+// on the loop for most of a second (docs/plan.md).
+const MAX_TENSORS = 1 << 16;
+const MAX_KV = 1 << 16;
 const MAX_DIMS = 8;
 const MAX_NESTING = 8;
 const DEFAULT_ALIGNMENT = 32;

@@ -31,7 +31,8 @@ export function hyperparams(md: Metadata, arch: string): Hyperparams {
     num(key) {
       const v = raw(key);
       if (typeof v === "number") return v;
-      if (Array.isArray(v) && v.length > 0) return Math.max(...v);
+      if (Array.isArray(v) && v.length > 0)
+        return v.reduce((a, b) => Math.max(a, b), Number.NEGATIVE_INFINITY);
       return undefined;
     },
     perLayer(key, il) {

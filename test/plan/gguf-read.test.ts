@@ -18,6 +18,34 @@ async function problemOf(path: string): Promise<{ code: string; problem: unknown
 }
 
 describe("readGgufHeader", () => {
+  test("layers no model has are not a GGUF: a huge block_count, a blk.N past the bound, a million tensors", async () => {
+    using dir = tmpdir();
+    const base = llama7b({ layers: 2 });
+    const huge = writeGguf(dir.path, "huge.gguf", {
+      ...base,
+      metadata: { ...base.metadata, "llama.block_count": { type: "u64", value: 30_000_000 } },
+    });
+    const named = writeGguf(dir.path, "named.gguf", {
+      ...base,
+      metadata: Object.fromEntries(Object.entries(base.metadata).filter(([k]) => k !== "llama.block_count")),
+      tensors: [...base.tensors, { name: "blk.4000000000.attn_q.weight", shape: [32, 32], type: 0 }],
+    });
+    for (const path of [huge, named]) {
+      const p = await problemOf(path);
+      expect(p).toMatchObject({ code: "model_missing", problem: "not_gguf" });
+      expect(p.message).toContain("over the 4096 layers");
+    }
+    // A tensor count past the bound, in a header that says so and nothing else.
+    const many = join(dir.path, "many.gguf");
+    const head = Buffer.alloc(24);
+    head.write("GGUF", 0, "latin1");
+    head.writeUInt32LE(3, 4);
+    head.writeBigUInt64LE(70_000n, 8);
+    head.writeBigUInt64LE(0n, 16);
+    writeFileSync(many, Buffer.concat([head, Buffer.alloc(4096)]));
+    expect(await problemOf(many)).toMatchObject({ code: "model_missing", problem: "not_gguf" });
+  });
+
   test("reads v3 and v2 headers of a 7B llama without reading tensor data", async () => {
     using dir = tmpdir();
     for (const version of [2, 3] as const) {
