@@ -55,7 +55,10 @@ export const documentsList = defineMethod({
   },
 });
 
-/** A document and its chunks erased for good. */
+/**
+ * A document and its chunks erased for good, and every saved KV state and prompt record whose
+ * memory notes quote it (docs/agent.md#prompt-reuse): the model reads it no more.
+ */
 export const documentsDelete = defineMethod({
   name: "documents.delete",
   params: DocumentsDeleteParamsSchema,
@@ -63,6 +66,7 @@ export const documentsDelete = defineMethod({
   run: async (p, _ctx, services) => {
     if (!(await services.store().deleteDocument(p.user_id, p.document_id)))
       throw documentNotFound(p.document_id);
+    services.forgetKvSource(p.user_id, `document:${p.document_id}`);
     return { deleted: true as const };
   },
 });

@@ -52,6 +52,8 @@ export interface Services {
   promptReuse(model?: string): PromptReuse;
   /** A session's (or, without one, a user's) saved KV state and prompt records erased with it. */
   forgetKv(userId: string, sessionId?: string): void;
+  /** What memory notes quote erased (`document:<id>`): every saved KV state and record holding a passage of it. */
+  forgetKvSource(userId: string, source: string): void;
   /** A pull's edges on this machine (its environment, the home folder), read when asked. */
   pullDeps(): PullDeps;
   /** The saved KV state on disk for `status`; null before the config is loaded, or with saving off. */

@@ -294,6 +294,12 @@ export class CoreServices implements Services {
     else disk?.removeSession(userId, sessionId);
   }
 
+  forgetKvSource(userId: string, source: string): void {
+    if (this.several?.forgetSource(userId, source)) return;
+    if (this.reuse) this.reuse.forgetSource(userId, source);
+    else this.disk()?.removeSource(userId, source);
+  }
+
   pullDeps(): PullDeps {
     // Required here, like the other services' modules: a bare start-up never loads it.
     const { machinePullDeps } = require("./pull-deps.ts") as typeof import("./pull-deps.ts");

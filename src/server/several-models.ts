@@ -126,6 +126,12 @@ export class SeveralModels implements ModelsApi {
     return this.reuses.size > 0;
   }
 
+  /** What memory notes quote erased from every model's reuse; false when none was made. */
+  forgetSource(userId: string, source: string): boolean {
+    for (const r of this.reuses.values()) r.forgetSource(userId, source);
+    return this.reuses.size > 0;
+  }
+
   /** A chat's signal that a forced unload of its model also aborts; `done()` when it ends. */
   chatSignal(model: ModelChoice, signal: AbortSignal): { signal: AbortSignal; done(): void } {
     const c = new AbortController();

@@ -47,12 +47,13 @@ export interface StagedWrite {
  * so a folder or disk that refuses them fails here; the syncs and the rename, the slow part,
  * wait for `commit()`. For a write whose durability may trail by a moment (a turn's first
  * checkpoint, committed once its request is on its way). Until committed, the target is the
- * old file, and a crash leaves a temp file that removeStaleTemps clears.
+ * old file, and a crash leaves the temp file: a caller whose folder is swept names it (`tempName`,
+ * a fresh name in the same folder) so that its sweep knows it (agent/kv/kv-disk.ts).
  */
-export function stageFileAtomic(path: string, data: string): StagedWrite {
+export function stageFileAtomic(path: string, data: string, tempName?: string): StagedWrite {
   const dir = dirname(path);
   mkdirSync(dir, { recursive: true, mode: PRIVATE_DIR_MODE });
-  const tmp = join(dir, `.${randomBytes(6).toString("hex")}.tmp`);
+  const tmp = join(dir, tempName ?? `.${randomBytes(6).toString("hex")}.tmp`);
   let fd: number | undefined;
   try {
     // A fresh name, created here and never through a link; the rename replaces a link at

@@ -2,7 +2,7 @@ import { createHash, randomBytes } from "node:crypto";
 import { chmodSync, lstatSync, readdirSync, renameSync, statSync, unlinkSync } from "node:fs";
 import { join } from "node:path";
 import { z } from "zod";
-import { stageFileAtomic, syncFolderAsync, writeJsonAtomic } from "../../store/atomic.ts";
+import { stageFileAtomic, syncFolderAsync } from "../../store/atomic.ts";
 import { logger } from "../../util/logger.ts";
 import { ensurePrivateDir, PRIVATE_FILE_MODE } from "../../util/private-fs.ts";
 import { readSmallFile } from "../../util/read-file.ts";
@@ -42,14 +42,22 @@ const SidecarSchema = z.object({
 });
 export type KvEntry = z.infer<typeof SidecarSchema>;
 
-/** A temporary file older than this has no save left waiting for it. */
+/**
+ * A temporary file older than this has no save left waiting for it. One whose writer (the pid in
+ * its name) is no longer a process goes at once: nothing will ever commit it, and it holds a
+ * session's tokens (or its prompt record) that a sessions.delete must not leave behind. A pid
+ * reused since, or a core of another machine sharing the folder, falls back to the age.
+ */
 const STALE_TEMP_MS = 10 * 60_000;
 
 /** Our names (`nameOf`, `tempName`): anything else in the folder is not ours to count or remove. */
 const OWN_FILE = /^(s-[0-9a-f]{32})\.(bin|json)$/;
 /** A sidecar is a few KiB (its prompt record's notes); one past this is not one of ours. */
 const SIDECAR_MAX_BYTES = 16 * 1024 * 1024;
-const OWN_TEMP = /^s-[0-9a-f]{32}\.\d+-[0-9a-f]{8}\.tmp$/;
+/** A state (`tempName`) or a sidecar (`.json.tmp`) before it is whole: its session's name, its writer's pid. */
+const OWN_TEMP = /^(s-[0-9a-f]{32})\.(\d+)-[0-9a-f]{8}(?:\.json)?\.tmp$/;
+/** A sidecar temp as cores before named ones left it (store/atomic.ts's random name): never a live one now. */
+const UNNAMED_TEMP = /^\.[0-9a-f]{12}\.tmp$/;
 
 export interface KvUse {
   bytes: number;
@@ -113,7 +121,7 @@ export class KvDisk {
         return false;
       }
       chmodSync(path, PRIVATE_FILE_MODE);
-      const sidecar = stageFileAtomic(this.sidecarOf(name), `${JSON.stringify(entry)}\n`);
+      const sidecar = this.stageSidecar(name, entry);
       try {
         await sidecar.flush();
       } catch (err) {
@@ -147,10 +155,8 @@ export class KvDisk {
   /** The saved state was restored: it is the most recently used. */
   touch(entry: KvEntry): void {
     try {
-      writeJsonAtomic(this.sidecarOf(this.nameOf(entry.user_id, entry.session_id)), {
-        ...entry,
-        used_at: this.now(),
-      });
+      const name = this.nameOf(entry.user_id, entry.session_id);
+      this.stageSidecar(name, { ...entry, used_at: this.now() }).commit();
     } catch {
       // Only its place in the eviction order is lost.
     }
@@ -169,21 +175,29 @@ export class KvDisk {
   }
 
   /**
-   * A session erased (`sessions.delete`): its files, and those of the user's other sessions
-   * whose saved tokens hold passages of it (memory notes), so nothing of it stays on disk.
+   * A session erased (`sessions.delete`): its files and temporary files, and those of the user's
+   * other sessions whose saved tokens hold passages of it (memory notes), so nothing of it stays
+   * on disk. A save of it under way finds its temporary file gone, or is not kept (`wanted`).
    */
   removeSession(userId: string, sessionId: string): void {
     const source = `session:${sessionId}`;
-    for (const { name, entry } of this.entries()) {
-      if (entry.user_id !== userId) continue;
-      if (entry.session_id === sessionId || entry.note_sources.includes(source)) this.remove(name);
-    }
-    this.remove(this.nameOf(userId, sessionId));
+    this.erase(
+      (e) => e.user_id === userId && (e.session_id === sessionId || e.note_sources.includes(source)),
+    );
+    this.erase(() => false, this.nameOf(userId, sessionId));
   }
 
   /** Every file of a user (`users.delete`). */
   removeUser(userId: string): void {
-    for (const { name, entry } of this.entries()) if (entry.user_id === userId) this.remove(name);
+    this.erase((e) => e.user_id === userId);
+  }
+
+  /**
+   * Something a note quoted is erased (`documents.delete`: `document:<id>`): every session of the
+   * user whose saved tokens hold a passage of it loses its files, so nothing of it stays on disk.
+   */
+  removeSource(userId: string, source: string): void {
+    this.erase((e) => e.user_id === userId && e.note_sources.includes(source));
   }
 
   /** What the saved states take now (`status`), counted once and kept up to date by this core. */
@@ -207,12 +221,40 @@ export class KvDisk {
   /** Removes what no save waits for any more: temporary files of saves that never finished. */
   sweep(): void {
     ensurePrivateDir(this.dir);
+    this.dropLeftovers();
+  }
+
+  /**
+   * The files of the sessions `matches` picks, and of `also`, temporary ones included, whatever
+   * their age; then what saves cut short left (a crash's temporary files carry no sidecar).
+   */
+  private erase(matches: (e: KvEntry) => boolean, also?: string): void {
+    const names = new Set(this.entries().flatMap(({ name, entry }) => (matches(entry) ? [name] : [])));
+    if (also) names.add(also);
+    for (const name of names) this.remove(name);
     for (const f of this.listing()) {
-      if (!OWN_TEMP.test(f)) continue;
+      const m = OWN_TEMP.exec(f);
+      if (m && names.has(m[1] as string)) dropFile(join(this.dir, f));
+    }
+    this.dropLeftovers();
+  }
+
+  /** Temporary files whose writer is gone or that are stale, and unnamed sidecar temps. */
+  private dropLeftovers(): void {
+    for (const f of this.listing()) {
+      const m = OWN_TEMP.exec(f);
+      if (!m && !UNNAMED_TEMP.test(f)) continue;
+      const path = join(this.dir, f);
       try {
-        if (this.now() - statSync(join(this.dir, f)).mtimeMs > STALE_TEMP_MS) dropFile(join(this.dir, f));
+        if (!m || !alive(Number(m[2])) || this.now() - statSync(path).mtimeMs > STALE_TEMP_MS) dropFile(path);
       } catch {}
     }
+  }
+
+  /** A sidecar written under a temporary name of ours (so a crash's leftover is known as ours). */
+  private stageSidecar(name: string, entry: KvEntry) {
+    const temp = `${name}.${process.pid}-${randomBytes(4).toString("hex")}.json.tmp`;
+    return stageFileAtomic(this.sidecarOf(name), `${JSON.stringify(entry)}\n`, temp);
   }
 
   /**
@@ -288,6 +330,17 @@ export class KvDisk {
 
   private sidecarOf(name: string): string {
     return join(this.dir, `${name}.json`);
+  }
+}
+
+/** Whether a process of this pid runs (one of another user's counts: EPERM). */
+function alive(pid: number): boolean {
+  if (pid === process.pid) return true;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as { code?: string }).code === "EPERM";
   }
 }
 

@@ -16,7 +16,7 @@ export const NoteRecordSchema = z.object({
   text: z.string(),
   /** The passages' ids, so a later turn does not send one again while it is still in the prompt. */
   ids: z.array(z.string()),
-  /** Where they came from (`session:<id>`, `file:<path>`): a deleted session takes them along. */
+  /** Where they came from (`session:<id>`, `file:<path>`, `document:<id>`): erasing one takes them along. */
   sources: z.array(z.string()),
 });
 export type NoteRecord = z.infer<typeof NoteRecordSchema>;
@@ -40,4 +40,19 @@ export function emptyRecord(): PromptRecord {
 /** The sources of the notes a record sends: what the KV state saved with it holds. */
 export function noteSources(record: PromptRecord): string[] {
   return [...new Set(record.notes.flatMap((n) => n.sources))];
+}
+
+/**
+ * `source` erased: the records under `prefix` (a user's) that send a note of it send it no more
+ * (their later turns' prompts differ from there on, which is the point). Their keys: the slots
+ * holding their tokens, which hold the passage, are never saved again.
+ */
+export function dropSource(records: Map<string, PromptRecord>, prefix: string, source: string): Set<string> {
+  const holding = new Set<string>();
+  for (const [k, r] of records) {
+    if (!k.startsWith(prefix) || !r.notes.some((n) => n.sources.includes(source))) continue;
+    holding.add(k);
+    records.set(k, { ...r, notes: r.notes.filter((n) => !n.sources.includes(source)) });
+  }
+  return holding;
 }

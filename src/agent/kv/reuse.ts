@@ -7,8 +7,10 @@ import { logger } from "../../util/logger.ts";
 import { within } from "../../util/within.ts";
 import { launchFingerprint } from "./fingerprint.ts";
 import { entryOf, type KvDisk, type KvEntry } from "./kv-disk.ts";
-import { emptyRecord, noteSources, type PromptRecord } from "./prompt-record.ts";
+import { keepAll, type Later } from "./later.ts";
+import { dropSource, emptyRecord, noteSources, type PromptRecord } from "./prompt-record.ts";
 import { keyOf, keyText, type SessionKey } from "./session-key.ts";
+import { UnderWay, type Work } from "./under-way.ts";
 
 /**
  * Prompt reuse across turns (docs/agent.md#prompt-reuse): a session keeps a slot while active
@@ -81,6 +83,7 @@ export class PromptReuse {
   private readonly quietMs: number;
   private stopped = false;
   private swept = false;
+  private readonly underWay = new UnderWay();
 
   constructor(private readonly deps: ReuseDeps) {
     this.now = deps.now ?? Date.now;
@@ -95,12 +98,14 @@ export class PromptReuse {
     const k = keyText(key);
     const table = server.launch.slots;
     const pick = table.take(k, this.now());
-    if (!pick) return { slot: undefined, record: this.recordOf(key, fp), end: (r) => this.remember(k, r) };
+    const turn = this.underWay.begin(k);
+    if (!pick) return { slot: undefined, record: this.recordOf(key, fp), end: (r) => this.ended(turn, r) };
     let looked: Looked;
     try {
       if (pick.holds) await table.workOn(pick.slot);
       else looked = await this.run(() => this.handOver(server, pick.slot, key, fp, pick.evict, signal));
     } catch (err) {
+      this.underWay.end(turn);
       table.abandon(pick.slot);
       throw err;
     }
@@ -109,10 +114,17 @@ export class PromptReuse {
       record: this.recordOf(key, fp, looked),
       end: (r, sent) => {
         table.release(pick.slot, k, sent, this.now());
-        this.remember(k, r);
+        this.ended(turn, r);
         this.whenQuiet();
       },
     };
+  }
+
+  /** A turn is over: its record kept, unless an erase came meanwhile (its prompt held what went). */
+  private ended(turn: Work, record: PromptRecord) {
+    if (!this.underWay.end(turn, record)) return this.remember(turn.holder, record);
+    this.records.delete(turn.holder);
+    this.server?.launch.slots.forget((h) => h === turn.holder);
   }
 
   /**
@@ -181,22 +193,25 @@ export class PromptReuse {
   forget(userId: string, sessionId?: string): void {
     const mine = (k: string) =>
       k.startsWith(`${userId}/`) && (sessionId === undefined || k === `${userId}/${sessionId}`);
-    const source = sessionId === undefined ? undefined : `session:${sessionId}`;
-    const holding = new Set<string>();
-    for (const k of this.inRam.keys()) if (mine(k)) this.inRam.delete(k);
-    for (const [k, r] of this.records) {
-      if (mine(k)) this.records.delete(k);
-      else if (source && k.startsWith(`${userId}/`) && r.notes.some((n) => n.sources.includes(source))) {
-        // Its slot's tokens hold the passage: never saved again; its record sends it no more.
-        holding.add(k);
-        this.records.set(k, { ...r, notes: r.notes.filter((n) => !n.sources.includes(source)) });
-      }
-    }
-    this.server?.launch.slots.forget((h) => mine(h) || holding.has(h));
-    const disk = this.deps.disk;
-    if (!disk) return;
-    if (sessionId === undefined) disk.removeUser(userId);
-    else disk.removeSession(userId, sessionId);
+    for (const k of this.records.keys()) if (mine(k)) this.records.delete(k);
+    this.erase(userId, mine, sessionId === undefined ? undefined : `session:${sessionId}`);
+    if (sessionId === undefined) this.deps.disk?.removeUser(userId);
+    else this.deps.disk?.removeSession(userId, sessionId);
+  }
+
+  /** What notes quote erased (`documents.delete`: `document:<id>`): as `forget` does for a session's. */
+  forgetSource(userId: string, source: string): void {
+    this.erase(userId, () => false, source);
+    this.deps.disk?.removeSource(userId, source);
+  }
+
+  /** The sessions `mine` picks, and the user's whose records quote `source`: out of every slot and save. */
+  private erase(userId: string, mine: (k: string) => boolean, source: string | undefined): void {
+    const holding = source ? dropSource(this.records, `${userId}/`, source) : new Set<string>();
+    const gone = (k: string) => mine(k) || holding.has(k);
+    for (const k of this.inRam.keys()) if (gone(k)) this.inRam.delete(k);
+    this.server?.launch.slots.forget(gone);
+    this.underWay.erase(gone, `${userId}/`, source);
   }
 
   /**
@@ -284,23 +299,30 @@ export class PromptReuse {
     const key = keyOf(holder);
     const temp = disk.tempName(disk.nameOf(key.userId, key.sessionId));
     const t0 = performance.now();
+    const job = this.underWay.begin(holder);
     let saved: SlotSaved;
     try {
       saved = await saveSlot(launch, slot, temp, AbortSignal.timeout(SLOT_FILE_TIMEOUT_MS));
     } catch (err) {
+      this.underWay.end(job);
       disk.discard(temp);
       launch.slots.saveFailed(slot, holder);
       return this.slotFailed(err, `saving session ${key.sessionId}'s KV state from slot ${slot}`);
     }
     // Erased while it was being saved (sessions.delete, here or by another core): nothing of it stays.
     const wanted = () =>
+      !job.erased &&
       (launch.slots.holderOf(slot) === holder || this.records.has(holder)) &&
       this.deps.stored?.(key.userId, key.sessionId) !== false;
     const keep = async () => {
-      if (!wanted()) return disk.discard(temp);
-      const record = this.records.get(holder) ?? emptyRecord();
-      const entry = entryOf(key, fp, saved, record, noteSources(record), Date.now());
-      if (saved.n_saved === 0 || !(await disk.commit(temp, entry, wanted))) return disk.discard(temp);
+      try {
+        if (!wanted()) return disk.discard(temp);
+        const record = this.records.get(holder) ?? emptyRecord();
+        const entry = entryOf(key, fp, saved, record, noteSources(record), Date.now());
+        if (saved.n_saved === 0 || !(await disk.commit(temp, entry, wanted))) return disk.discard(temp);
+      } finally {
+        this.underWay.end(job);
+      }
       logger.debug(
         `KV state of session ${key.sessionId} saved from slot ${slot}: ${saved.n_saved} tokens, ${saved.n_written} bytes, ${Math.round(performance.now() - t0)} ms`,
       );
@@ -373,18 +395,5 @@ export class PromptReuse {
       return;
     }
     logger.warn(`${what} failed (the prompt is processed instead): ${(err as Error).message}`);
-  }
-}
-
-/** The core's part of the saves before an unload, put off until the server has stopped. */
-interface Later {
-  keeps: (() => Promise<void>)[];
-  /** Set once saveBeforeUnload stopped waiting: a save that ends later keeps at once. */
-  closed: boolean;
-}
-
-async function keepAll(keeps: (() => Promise<void>)[]): Promise<void> {
-  for (const keep of keeps) {
-    await keep().catch((err) => logger.warn(`keeping KV state failed: ${(err as Error).message}`));
   }
 }

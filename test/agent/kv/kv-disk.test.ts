@@ -226,4 +226,76 @@ describe("KvDisk", () => {
     expect(asked).toBe(1);
     expect(files(dir.path)).toEqual([]);
   });
+
+  test("sessions.delete takes the session's temporary files too, whatever their age or writer", async () => {
+    using dir = tmpdir();
+    const disk = new KvDisk(dir.path, 1_000_000);
+    await save(disk, "u", "gone", 100, 1);
+    await save(disk, "u", "kept", 100, 1);
+    const name = disk.nameOf("u", "gone");
+    // What a core killed during a save leaves: the state and the sidecar under their temporary names.
+    const crashed = [`${name}.${process.pid}-0123abcd.tmp`, `${name}.${process.pid}-0123abcd.json.tmp`];
+    const live = disk.tempName(disk.nameOf("u", "kept"));
+    for (const f of [...crashed, live]) writeFileSync(join(dir.path, f), "the conversation");
+    disk.removeSession("u", "gone");
+    for (const f of crashed) expect(existsSync(join(dir.path, f))).toBe(false);
+    // Another session's save under way (this process writes it) is left for it.
+    expect(existsSync(join(dir.path, live))).toBe(true);
+    disk.removeUser("u");
+    expect(files(dir.path)).toEqual([]);
+  });
+
+  test("the sweep: a temporary file whose writer is gone goes at once, and a sidecar's unnamed leftover", () => {
+    using dir = tmpdir();
+    const disk = new KvDisk(dir.path, 1_000_000);
+    const name = disk.nameOf("u", "a");
+    // No process has this pid (Linux's largest is 4194304).
+    const dead = [`${name}.99999999-0123abcd.tmp`, `${name}.99999999-0123abcd.json.tmp`, ".0123456789ab.tmp"];
+    const mine = disk.tempName(name);
+    for (const f of [...dead, mine, "notes.tmp"]) writeFileSync(join(dir.path, f), "half");
+    disk.sweep();
+    expect(files(dir.path)).toEqual([mine, "notes.tmp"].sort());
+  });
+
+  test("a sidecar is written under a temporary name of ours, so a crash's leftover is known", async () => {
+    using dir = tmpdir();
+    const disk = new KvDisk(dir.path, 1_000_000);
+    const name = disk.nameOf("u", "s");
+    const temp = disk.tempName(name);
+    writeFileSync(join(disk.dir, temp), "x".repeat(100));
+    let during: string[] = [];
+    const entry = entryOf(
+      { userId: "u", sessionId: "s" },
+      FP,
+      { n_saved: 10, n_written: 100 },
+      emptyRecord(),
+      [],
+      1,
+    );
+    expect(
+      await disk.commit(temp, entry, () => {
+        during = files(dir.path);
+        return true;
+      }),
+    ).toBe(true);
+    expect(during.filter((f) => f !== temp)).toEqual([
+      expect.stringMatching(new RegExp(`^${name}\\.${process.pid}-[0-9a-f]{8}\\.json\\.tmp$`)),
+    ]);
+  });
+
+  test("an erased document takes the files of the user's sessions whose notes quote it, and no others", async () => {
+    using dir = tmpdir();
+    const disk = new KvDisk(dir.path, 1_000_000);
+    const quoting: PromptRecord = {
+      cut: 0,
+      notes: [{ seq: 0, text: "Notes: …", ids: ["document:doc-1#0"], sources: ["document:doc-1"] }],
+    };
+    await save(disk, "u", "quotes-it", 100, 1, quoting);
+    await save(disk, "u", "unrelated", 100, 1);
+    await save(disk, "v", "quotes-it", 100, 1, quoting);
+    disk.removeSource("u", "document:doc-1");
+    expect(disk.entry("u", "quotes-it")).toBeUndefined();
+    expect(disk.entry("u", "unrelated")).toBeDefined();
+    expect(disk.entry("v", "quotes-it")).toBeDefined();
+  });
 });

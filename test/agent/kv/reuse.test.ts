@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { KvDisk } from "../../../src/agent/kv/kv-disk.ts";
 import type { SupervisorSnapshot } from "../../../src/runtime/snapshot.ts";
 import { Store } from "../../../src/store/store.ts";
+import { filesHolding } from "../../fixtures/files-holding.ts";
 import { writeFakeModel } from "../../fixtures/llama-stand-in/binary.ts";
 import type { InProcessOptions } from "../../fixtures/llama-stand-in/in-process.ts";
 import { waitFor } from "../../fixtures/wait.ts";
@@ -242,4 +243,83 @@ describe("prompt reuse with the stand-in", () => {
     await Bun.sleep(2500);
     expect(kvFiles(h)).toEqual([]);
   });
+});
+
+describe("an erased document in other sessions' saved state", () => {
+  const MARK = "QUAGGA-7731";
+  /** The document's own words: in a prompt only as the memory note quoting it. */
+  const PASSAGE = "subspecies of zebra";
+  const withMemory = { config: { memory: { enabled: true, top_k: 5 } } };
+
+  /** A library document recalled into session z's prompt (a memory note), z's state saved quietly. */
+  async function recalled(h: ChatHarness, saved = true): Promise<string> {
+    // Scripted replies: the echo would put the note into the history, which is not what is tested.
+    h.llama.script({ content: ["ok"] });
+    h.send("add", "documents.add", { text: `# Zebras\n\nThe ${MARK} was a ${PASSAGE}.`, name: "z.md" });
+    const added = (await h.terminal("add")).result as { document_id: string };
+    await say(h, "z", `tell me about the ${MARK}`);
+    if (!saved) return added.document_id;
+    expect(await waitFor(() => pairInPlace(h), { timeoutMs: 5000 })).toBe(true);
+    // The setup holds: z's sidecar quotes the passage.
+    expect(filesHolding(join(h.dataDir, "kv"), PASSAGE).length).toBeGreaterThan(0);
+    return added.document_id;
+  }
+
+  test("documents.delete takes them: no file holds it, a quiet save does not bring it back, z's next prompt lacks it", async () => {
+    await using h = harness(withMemory);
+    const doc = await recalled(h);
+    h.send("d", "documents.delete", { document_id: doc });
+    expect((await h.terminal("d")).result).toEqual({ deleted: true });
+    expect(kvFiles(h)).toEqual([]);
+    await Bun.sleep(2500);
+    expect(filesHolding(join(h.dataDir, "kv"), PASSAGE)).toEqual([]);
+    await say(h, "z", "and what else?");
+    expect(JSON.stringify(h.llama.requests.at(-1)?.body.messages)).not.toContain(PASSAGE);
+    await Bun.sleep(2500);
+    expect(filesHolding(join(h.dataDir, "kv"), PASSAGE)).toEqual([]);
+  }, 20_000);
+
+  test("a save under way when the document goes is not kept", async () => {
+    await using h = harness({ ...withMemory, standIn: { cacheRamMib: 0 } });
+    // z's first save is the one under way: no sidecar of z names the document yet.
+    const doc = await recalled(h, false);
+    // b takes the only slot: z, changed, is saved first; the delete lands before it is kept.
+    const commit = KvDisk.prototype.commit;
+    let open = () => {};
+    const gate = new Promise<void>((r) => {
+      open = r;
+    });
+    const held = spyOn(KvDisk.prototype, "commit").mockImplementation(async function (this: KvDisk, ...a) {
+      await gate;
+      return commit.apply(this, a);
+    });
+    try {
+      const b = say(h, "b", "something else entirely");
+      expect(await waitFor(() => held.mock.calls.length > 0, { timeoutMs: 5000 })).toBe(true);
+      h.send("d", "documents.delete", { document_id: doc });
+      expect((await h.terminal("d")).result).toEqual({ deleted: true });
+      open();
+      await b;
+    } finally {
+      held.mockRestore();
+    }
+    await Bun.sleep(2500);
+    expect(filesHolding(join(h.dataDir, "kv"), PASSAGE)).toEqual([]);
+  }, 20_000);
+
+  test("a turn under way when the document goes keeps no record of it: not saved, not sent again", async () => {
+    await using h = harness(withMemory);
+    const doc = await recalled(h);
+    h.llama.script({ content: ["a", " slow", " reply"], chunk_delay_ms: 300 });
+    const asked = h.llama.requests.length;
+    const turn = h.chat(++id, { session_id: "z", input: "say more" });
+    expect(await waitFor(() => h.llama.requests.length > asked, { timeoutMs: 5000 })).toBe(true);
+    h.send("d", "documents.delete", { document_id: doc });
+    expect((await h.terminal("d")).result).toEqual({ deleted: true });
+    expect((await turn).terminal.type).toBe("result");
+    await Bun.sleep(2500);
+    expect(filesHolding(join(h.dataDir, "kv"), PASSAGE)).toEqual([]);
+    await say(h, "z", "and what else?");
+    expect(JSON.stringify(h.llama.requests.at(-1)?.body.messages)).not.toContain(PASSAGE);
+  }, 20_000);
 });
