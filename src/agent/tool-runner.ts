@@ -1,4 +1,5 @@
 import { isCoreError } from "../protocol/errors.ts";
+import { wholeCharCut } from "../util/text-cut.ts";
 import type { McpPool } from "./mcp/pool.ts";
 import type { AgentTool } from "./tool-registry.ts";
 
@@ -39,9 +40,7 @@ export function preview(text: string): string {
 
 /** The first `n` UTF-16 units of `text`, one fewer when the cut would split a surrogate pair. */
 function cutAt(text: string, n: number): string {
-  if (text.length <= n) return text;
-  const last = text.charCodeAt(n - 1);
-  return text.slice(0, last >= 0xd800 && last <= 0xdbff ? n - 1 : n);
+  return text.length <= n ? text : text.slice(0, wholeCharCut(text, n));
 }
 
 /** What a call runs under, by name. */

@@ -1,3 +1,4 @@
+import { workerEntry } from "../util/worker-entry.ts";
 import type { AnswerError } from "./json-validator.ts";
 
 /**
@@ -26,14 +27,8 @@ export type ValidatorAnswer =
   /** Past the time limit: the thread was ended. */
   | { id: number; kind: "timeout"; limitMs: number };
 
-/**
- * The worker's entry: in the compiled executable, its path among the embedded entry points
- * (relative to their common folder, src/: build.ts); run from source, the file beside this one.
- */
-function workerEntry(): string {
-  const embedded = Bun.main.startsWith("/$bunfs/") || /^[A-Za-z]:[\\/]~BUN[\\/]/.test(Bun.main);
-  return embedded ? "./agent/validator-worker.ts" : new URL("./validator-worker.ts", import.meta.url).href;
-}
+const workerFile = () =>
+  workerEntry("./agent/validator-worker.ts", new URL("./validator-worker.ts", import.meta.url));
 
 /** Longest a worker may take to start (load Ajv and the formats) before an ask fails. */
 const START_LIMIT_MS = 15_000;
@@ -74,7 +69,7 @@ class ValidatorThread {
 
   private start(): { worker: Worker; ready: Promise<void> } {
     if (this.worker && this.ready) return { worker: this.worker, ready: this.ready };
-    const worker = new Worker(workerEntry());
+    const worker = new Worker(workerFile());
     // A worker left running never keeps the core alive.
     worker.unref();
     this.worker = worker;

@@ -1,3 +1,4 @@
+import { afterLastSpace, wholeCharCut } from "../util/text-cut.ts";
 import { SLICE_CHARS } from "./limits.ts";
 
 /**
@@ -144,8 +145,6 @@ export function* eachLine(text: string, at = new LinePosition()): Generator<stri
 
 /** Where to cut `text` between `start` and `limit`: see `eachLine`. */
 function cutLine(text: string, start: number, limit: number): number {
-  const half = start + (limit - start) / 2;
-  for (let i = limit; i > half; i--) if (/\s/.test(text[i - 1] as string)) return i;
-  const code = text.charCodeAt(limit - 1);
-  return code >= 0xd800 && code <= 0xdbff ? limit - 1 : limit;
+  const space = afterLastSpace(text, limit, start + (limit - start) / 2);
+  return space >= 0 ? space : wholeCharCut(text, limit);
 }

@@ -1,3 +1,4 @@
+import { afterLastSpace, wholeCharCut } from "../util/text-cut.ts";
 import { type Block, MAX_PARAGRAPH_CHARS } from "./blocks.ts";
 import { decodeEntities } from "./html-entities.ts";
 
@@ -119,12 +120,12 @@ const at = (index: number, none: number) => (index < 0 ? none : index);
  * (`&#x10FFFF;` is 10 long) and never inside a surrogate pair.
  */
 function textCut(text: string, max: number): number {
-  for (let i = max; i > max / 2; i--) if (/\s/.test(text[i - 1] as string)) return i;
+  const space = afterLastSpace(text, max, max / 2);
+  if (space >= 0) return space;
   let cut = max;
   const amp = text.lastIndexOf("&", cut - 1);
   if (amp > cut - 10 && !text.slice(amp, cut).includes(";")) cut = amp;
-  const code = text.charCodeAt(cut - 1);
-  return code >= 0xd800 && code <= 0xdbff ? cut - 1 : cut;
+  return wholeCharCut(text, cut);
 }
 
 /** Just past the next `token` from `from`, or the end. */

@@ -1,4 +1,5 @@
 import { CoreError, type ErrorCode } from "../protocol/errors.ts";
+import { workerEntry } from "../util/worker-entry.ts";
 import { documentProblem } from "./refusal.ts";
 import { nextTurn } from "./turn.ts";
 
@@ -30,11 +31,8 @@ export type PdfAnswer =
       error: { name: string; message: string; code?: string; data?: Record<string, unknown> };
     };
 
-/** The worker's entry, as validator-thread.ts finds its own (embedded in the executable, or beside this file). */
-function workerEntry(): string {
-  const embedded = Bun.main.startsWith("/$bunfs/") || /^[A-Za-z]:[\\/]~BUN[\\/]/.test(Bun.main);
-  return embedded ? "./documents/pdf-worker.ts" : new URL("./pdf-worker.ts", import.meta.url).href;
-}
+const workerFile = () =>
+  workerEntry("./documents/pdf-worker.ts", new URL("./pdf-worker.ts", import.meta.url));
 
 /** PDF threads not yet ended (the tests' view of "the thread was ended"). */
 let live = 0;
@@ -47,7 +45,7 @@ export async function* pdfPages(bytes: Uint8Array): AsyncGenerator<PdfPage> {
     answers.push(answer);
     wake?.();
   };
-  const worker = new Worker(workerEntry());
+  const worker = new Worker(workerFile());
   live++;
   worker.addEventListener(
     "close",

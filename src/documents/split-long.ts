@@ -1,3 +1,4 @@
+import { wholeCharCut } from "../util/text-cut.ts";
 /**
  * A paragraph longer than a chunk, cut into pieces of at most `max` characters
  * (docs/agent.md "Documents"): after the last sentence end in the piece's second half, else at
@@ -30,8 +31,7 @@ function cutAt(text: string, max: number): number {
   if (sentence > half && sentence <= max) return sentence;
   const space = lastSpace(window, half);
   if (space > half) return space;
-  const code = text.charCodeAt(max - 1);
-  return code >= 0xd800 && code <= 0xdbff ? max - 1 : max;
+  return wholeCharCut(text, max);
 }
 
 function lastSpace(window: string, from: number): number {

@@ -1,4 +1,5 @@
 import { CoreError, type ErrorCode } from "../protocol/errors.ts";
+import { workerEntry } from "../util/worker-entry.ts";
 import { storeError } from "./db/open.ts";
 import type { PendingDocument } from "./document-store.ts";
 
@@ -25,11 +26,8 @@ export type ChunkAnswer =
       error: { name: string; message: string; code?: string; data?: Record<string, unknown> };
     };
 
-/** The worker's entry, as validator-thread.ts finds its own (embedded in the executable, or beside this file). */
-function workerEntry(): string {
-  const embedded = Bun.main.startsWith("/$bunfs/") || /^[A-Za-z]:[\\/]~BUN[\\/]/.test(Bun.main);
-  return embedded ? "./store/chunk-worker.ts" : new URL("./chunk-worker.ts", import.meta.url).href;
-}
+const workerFile = () =>
+  workerEntry("./store/chunk-worker.ts", new URL("./chunk-worker.ts", import.meta.url));
 
 export class ChunkThread {
   private worker: Worker | undefined;
@@ -65,7 +63,7 @@ export class ChunkThread {
 
   private start(): Worker {
     if (this.worker) return this.worker;
-    const worker = new Worker(workerEntry());
+    const worker = new Worker(workerFile());
     // A worker left running never keeps the core alive.
     worker.unref();
     worker.onmessage = (event: MessageEvent<ChunkAnswer>) => {

@@ -1,3 +1,4 @@
+import { wholeCharCut } from "../util/text-cut.ts";
 /**
  * How long a session's title may be before it is cut
  * (docs/protocol.md#conversations-sessions-and-usersdelete: "near 60 characters").
@@ -16,7 +17,7 @@ export const PREVIEW_CHARS = 120;
 export function cutNear(text: string, max: number): string {
   for (let window = 4 * (max + 1); ; window *= 2) {
     // A window never ends between the two halves of a pair.
-    const end = window < text.length && isHighSurrogate(text.charCodeAt(window - 1)) ? window + 1 : window;
+    const end = window < text.length ? wholeCharCut(text, window) : window;
     const whole = end >= text.length;
     const folded = text.slice(0, end).replace(/\s+/g, " ").trimStart();
     const flat = whole ? folded.trimEnd() : folded;
@@ -32,8 +33,6 @@ function cut(chars: string[], max: number): string {
   const kept = space >= Math.floor((max * 2) / 3) ? head.slice(0, space) : chars.slice(0, max).join("");
   return `${kept.trimEnd()}…`;
 }
-
-const isHighSurrogate = (c: number) => c >= 0xd800 && c <= 0xdbff;
 
 /** A session's title from its first user message, until the user renames it. */
 export function titleOf(firstUserMessage: string): string {

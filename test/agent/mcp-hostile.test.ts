@@ -8,20 +8,13 @@ import { McpPool } from "../../src/agent/mcp/pool.ts";
 import { MAX_DESCRIPTION_CHARS, MAX_TOOLS_PER_SERVER } from "../../src/agent/mcp/tool-list.ts";
 import { resolveTools } from "../../src/agent/tool-registry.ts";
 import { McpServerSchema } from "../../src/config/schema.ts";
+import { alive } from "../fixtures/stack.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 import { waitFor } from "../fixtures/wait.ts";
 import { ChatHarness } from "./harness.ts";
 
 const HOSTILE = join(import.meta.dir, "..", "fixtures", "mcp-hostile-server.ts");
 const never = new AbortController().signal;
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
 const pidsIn = (file: string) =>
   existsSync(file) ? readFileSync(file, "utf8").split("\n").filter(Boolean).map(Number) : [];
 const hostile = (mode: string, pids: string, timeout_s = 30) =>

@@ -7,7 +7,7 @@ import {
 } from "../../src/images/limits.ts";
 import { prepareImages } from "../../src/images/prepare.ts";
 import { LLAMA_MAX_BODY_BYTES } from "../../src/llama/data-url.ts";
-import { CoreError } from "../../src/protocol/errors.ts";
+import { coreErrorOfAsync } from "../fixtures/core-error.ts";
 import { b64, png } from "../fixtures/images.ts";
 
 // A chat's images together must fit the body llama-server reads (docs/protocol.md#images): its
@@ -16,15 +16,7 @@ import { b64, png } from "../fixtures/images.ts";
 
 const limits = { maxImages: 8, maxPixels: 50_000_000 };
 
-async function refusal(promise: Promise<unknown>): Promise<CoreError> {
-  try {
-    await promise;
-  } catch (err) {
-    if (err instanceof CoreError) return err;
-    throw err;
-  }
-  throw new Error("expected a refusal");
-}
+const refusal = coreErrorOfAsync;
 
 describe("the images' share of the request body", () => {
   test("the image that takes the images past the body's budget is refused by name, as too_large", async () => {

@@ -4,21 +4,13 @@ import { join } from "node:path";
 import { readImageHeader } from "../../src/images/format.ts";
 import { MAX_IMAGE_BYTES } from "../../src/images/limits.ts";
 import { prepareImages } from "../../src/images/prepare.ts";
-import { CoreError } from "../../src/protocol/errors.ts";
+import { coreErrorOfAsync } from "../fixtures/core-error.ts";
 import { b64, bmp, gif, jpegHeader, png, webp } from "../fixtures/images.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
 const limits = { maxImages: 8, maxPixels: 50_000_000 };
 
-async function refusal(promise: Promise<unknown>): Promise<CoreError> {
-  try {
-    await promise;
-  } catch (err) {
-    if (err instanceof CoreError) return err;
-    throw err;
-  }
-  throw new Error("expected a refusal");
-}
+const refusal = coreErrorOfAsync;
 
 describe("an image's header", () => {
   test("PNG, JPEG, GIF and BMP: the format and size come from the bytes", () => {

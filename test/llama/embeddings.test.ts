@@ -4,22 +4,12 @@ import { embed } from "../../src/llama/embeddings.ts";
 import { LlmError } from "../../src/llama/errors.ts";
 import { RECORDINGS } from "../contract/recordings.ts";
 import { readExchanges, readTranscript } from "../contract/transcript.ts";
-import type { EmbeddingServer } from "../fixtures/llama-stand-in/embeddings.ts";
+import { type EmbeddingServer, TINY_EMBED } from "../fixtures/llama-stand-in/embeddings.ts";
 import { LlamaStandIn } from "../fixtures/llama-stand-in/in-process.ts";
 import { tape } from "./tape.ts";
 
 // The embeddings client against the stand-in serving as tiny-embed.gguf does (111b, 119) and
 // against the recorded answers played back verbatim (tape.ts), each test naming its recording.
-
-/** tiny-embed.gguf under `--embeddings` (111b: n_embd 64, 512 positions; 119: n_ubatch 512). */
-const TINY_EMBED: EmbeddingServer = {
-  pooling: "mean",
-  reranking: false,
-  nEmbd: 64,
-  encoder: true,
-  ubatch: 512,
-  nCtxTrain: 512,
-};
 
 const failure = (p: Promise<unknown>) =>
   p.then(

@@ -5,23 +5,13 @@ import { CoreError } from "../../src/protocol/errors.ts";
 import type { PendingDocument } from "../../src/store/document-store.ts";
 import { MemoryEmbedder, type MemoryEmbedderDeps } from "../../src/store/memory-embedder.ts";
 import { Store } from "../../src/store/store.ts";
-import type { EmbeddingServer } from "../fixtures/llama-stand-in/embeddings.ts";
+import { TINY_EMBED } from "../fixtures/llama-stand-in/embeddings.ts";
 import { LlamaStandIn } from "../fixtures/llama-stand-in/in-process.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
 // The background embedder's limits (docs/agent.md, "Memory that understands meaning"): a row the
 // model cannot take never holds up the others, a document's chunks wait for its commit, status
 // never counts a row twice, and a document's text is read a batch at a time.
-
-/** tiny-embed.gguf under `--embeddings` (recordings 111b, 119: 512 positions, n_ubatch 512). */
-const TINY_EMBED: EmbeddingServer = {
-  pooling: "mean",
-  reranking: false,
-  nEmbd: 64,
-  encoder: true,
-  ubatch: 512,
-  nCtxTrain: 512,
-};
 
 let standIn: LlamaStandIn | undefined;
 afterEach(() => {

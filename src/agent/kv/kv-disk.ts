@@ -2,6 +2,7 @@ import { createHash, randomBytes } from "node:crypto";
 import { chmodSync, lstatSync, readdirSync, renameSync, statSync, unlinkSync } from "node:fs";
 import { join } from "node:path";
 import { z } from "zod";
+import { isAlive } from "../../runtime/proc-info.ts";
 import { stageFileAtomic, syncFolderAsync } from "../../store/atomic.ts";
 import { logger } from "../../util/logger.ts";
 import { ensurePrivateDir, PRIVATE_FILE_MODE } from "../../util/private-fs.ts";
@@ -333,16 +334,8 @@ export class KvDisk {
   }
 }
 
-/** Whether a process of this pid runs (one of another user's counts: EPERM). */
-function alive(pid: number): boolean {
-  if (pid === process.pid) return true;
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as { code?: string }).code === "EPERM";
-  }
-}
+/** Whether the writer of a temporary file runs: this core, or a live process (proc-info.ts). */
+const alive = (pid: number) => pid === process.pid || isAlive(pid);
 
 /**
  * Removes a file of ours, never throwing: a directory (or anything else) in its place is left
