@@ -22,7 +22,9 @@
  * core and relay), and the core's CPU per reasoning piece is paired with its CPU per content
  * piece of the same round (docs/performance.md, "Reasoning pieces against content pieces").
  * BENCH_COLD_RUNS (default 8), BENCH_WARM_RUNS (8), BENCH_REASONING_RUNS (8), BENCH_MAX_TOKENS
- * (1000) size it (0 runs skips a part), BENCH_WARMUP_CHATS (1) the unrecorded chats before them; LOCAL_AI_BENCH_CORE runs another build of the core. With
+ * (1000) size it (0 runs skips a part), BENCH_WARMUP_CHATS (1) the unrecorded chats before them,
+ * BENCH_GATHER_MS the core's app.stream_gather_ms (docs/performance.md, "Joined pieces");
+ * LOCAL_AI_BENCH_CORE runs another build of the core. With
  * no real server given it runs against the stand-in as a smoke run, and says so.
  */
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -41,6 +43,7 @@ import {
   rate,
   type StreamTiming,
   spread,
+  tokensOf,
   ttft,
   ttftBeyondPrompt,
 } from "./overhead/stream-timing.ts";
@@ -56,6 +59,8 @@ const MAX_TOKENS = Number(process.env.BENCH_MAX_TOKENS ?? 1000);
  * against content pieces"), which a short run counts against the stream path.
  */
 const WARMUP_CHATS = Math.max(1, Number(process.env.BENCH_WARMUP_CHATS ?? 1));
+/** The core's `app.stream_gather_ms` (BENCH_GATHER_MS); unset: its default. */
+const GATHER_MS = process.env.BENCH_GATHER_MS === undefined ? undefined : Number(process.env.BENCH_GATHER_MS);
 /** A cold run needs only the first token; a short reply keeps it quick. */
 const COLD_MAX_TOKENS = 16;
 const SYSTEM = "You are a helpful assistant.";
@@ -102,7 +107,7 @@ function coreDir(
   writeFileSync(
     config,
     [
-      `app: { data_dir: ${JSON.stringify(dir)} }`,
+      `app: { data_dir: ${JSON.stringify(dir)}${GATHER_MS === undefined ? "" : `, stream_gather_ms: ${GATHER_MS}`} }`,
       `llama: { binary: ${JSON.stringify(target.server)}, startup_timeout_s: 120, extra_args: ${JSON.stringify(extraArgs)} }`,
       `model: { path: ${JSON.stringify(target.model)}, max_tokens: ${maxTokens} }`,
       `memory: { enabled: ${memory} }`,
@@ -287,9 +292,13 @@ async function openComparison(pieces: Pieces): Promise<Comparison> {
       c.through.push(
         await measured({ core: proc.pid, llama: coreLlama }, async () => {
           const chat = await proc.request("chat", { input: INPUT }, pieces.event);
-          const traceId = (chat.terminal.result as { trace_id?: string } | undefined)?.trace_id;
-          const step = traceId ? await proc.stepOf(traceId, chat) : undefined;
-          return { ...chat, promptMs: step?.promptMs, own: step?.own };
+          const result = chat.terminal.result as
+            | { trace_id?: string; usage?: { completion_tokens?: number } }
+            | undefined;
+          const step = result?.trace_id ? await proc.stepOf(result.trace_id, chat) : undefined;
+          // A line may carry several tokens (docs/performance.md, "Joined pieces").
+          const tokens = result?.usage?.completion_tokens;
+          return { ...chat, promptMs: step?.promptMs, own: step?.own, tokens };
         }),
       ),
     async () =>
@@ -329,12 +338,12 @@ async function warm(parts: { pieces: Pieces; runs: number }[]): Promise<void> {
 
 /** Reasoning against content, round by round: the core's CPU per piece and the relay's. */
 function reportKinds(content: Comparison, reasoning: Comparison): void {
-  const perPiece = (m: Measured) => m.core / Math.max(1, m.t.pieces);
+  const perPiece = (m: Measured) => m.core / tokensOf(m.t);
   const paired = (xs: Measured[], ys: Measured[]) =>
     ys.slice(0, xs.length).map((y, i) => perPiece(y) / perPiece(xs[i] as Measured));
   const core = paired(content.through, reasoning.through);
   process.stdout.write(
-    `\nreasoning / content, CPU per piece, paired by round (median (min–max)):\n` +
+    `\nreasoning / content, CPU per token, paired by round (median (min–max)):\n` +
       `  core ${spread(core, 2)}; bare relay ${spread(paired(content.relayed, reasoning.relayed), 2)}; ` +
       `target the same, within 10% (≤ 1.1): ${verdict(median(core) <= 1.1)}\n`,
   );
@@ -354,11 +363,11 @@ function report(
   const extraBeyond = through.map(
     (c, i) => ttftBeyondPrompt(c) - ttftBeyondPrompt(direct[i] as StreamTiming),
   );
-  const cpuPerPiece = (m: Measured) => m.core / Math.max(1, m.t.pieces);
+  const cpuPerPiece = (m: Measured) => m.core / tokensOf(m.t);
   const cpuRatio = throughM.map((m, i) => cpuPerPiece(m) / cpuPerPiece(relayM[i] as Measured));
   const perPiece = (ms: Measured[], key: "core" | "llama" | "reader") =>
     spread(
-      ms.map((m) => m[key] / 1000 / Math.max(1, m.t.pieces)),
+      ms.map((m) => m[key] / 1000 / tokensOf(m.t)),
       1,
     );
   process.stdout.write(
@@ -369,9 +378,9 @@ function report(
       )}, core ${spread(
         through.map((c) => c.pieces),
         0,
-      )}\n` +
-      `  direct llama-server: first token ${spread(direct.map(ttft), 2)} ms, rate ${spread(direct.map(rate), 0)} tokens/s\n` +
-      `  through the core:    first token ${spread(through.map(ttft), 2)} ms, rate ${spread(through.map(rate), 0)} ${pieces.event}/s\n` +
+      )} (${pieces.event}, carrying ${spread(through.map(tokensOf), 0)} tokens)\n` +
+      `  direct llama-server: first token ${spread(direct.map(ttft), 2)} ms, rate ${spread(direct.map(rate), 0)} characters/s\n` +
+      `  through the core:    first token ${spread(through.map(ttft), 2)} ms, rate ${spread(through.map(rate), 0)} characters/s\n` +
       `  rate core/direct, paired: ${spread(ratio, 3)}; target ≥ 0.95: ${verdict(median(ratio) >= 0.95)}\n` +
       `  first token core − direct, paired: ${spread(extra, 2)} ms; target ≤ +2 ms: ${verdict(median(extra) <= 2)}\n` +
       `    95% interval of that median: ${medianInterval(extra)} ms\n` +
@@ -384,11 +393,11 @@ function report(
         through.map((c) => c.promptMs ?? Number.NaN),
         2,
       )}\n` +
-      `  CPU µs per piece: core ${perPiece(throughM, "core")}; llama-server direct ${perPiece(directM, "llama")}, under the core ${perPiece(throughM, "llama")};\n` +
+      `  CPU µs per token: core ${perPiece(throughM, "core")}; llama-server direct ${perPiece(directM, "llama")}, under the core ${perPiece(throughM, "llama")};\n` +
       `    this bench reading SSE ${perPiece(directM, "reader")}, reading the core's NDJSON ${perPiece(throughM, "reader")}\n` +
-      `  CPU µs per piece, bare relay (fetch, SSE split, JSON.parse, a line per piece): ${perPiece(relayM, "core")}\n` +
-      `  core / relay CPU per piece, paired: ${spread(cpuRatio, 2)}; target ≤ 1.3: ${verdict(median(cpuRatio) <= 1.3)}\n` +
-      `  CPU µs per piece by thread: core ${byThread(throughM)}\n    relay ${byThread(relayM)}\n`,
+      `  CPU µs per token, bare relay (fetch, SSE split, JSON.parse, a line per piece): ${perPiece(relayM, "core")}\n` +
+      `  core / relay CPU per token, paired: ${spread(cpuRatio, 2)}; target ≤ 1.3: ${verdict(median(cpuRatio) <= 1.3)}\n` +
+      `  CPU µs per token by thread: core ${byThread(throughM)}\n    relay ${byThread(relayM)}\n`,
   );
 }
 
@@ -422,7 +431,7 @@ function ownLines(direct: StreamTiming[], through: StreamTiming[]): string {
 function byThread(ms: Measured[]): string {
   const names = new Set(ms.flatMap((m) => [...m.threads.keys()]));
   const rows = [...names].map((name) => {
-    const per = ms.map((m) => (m.threads.get(name) ?? 0) / 1000 / Math.max(1, m.t.pieces));
+    const per = ms.map((m) => (m.threads.get(name) ?? 0) / 1000 / tokensOf(m.t));
     return { name, median: median(per) };
   });
   return rows

@@ -1,7 +1,9 @@
 /**
- * Chat streaming bench: added latency per llm_chunk from the stand-in's send to the moment
- * the writer hands the line to its sink (the last step before stdout), over a long scripted
- * stream; and whether a host that reads normally loses any events.
+ * Chat streaming bench: added latency per token from the stand-in's send to the moment the
+ * writer hands the line carrying it to its sink (the last step before stdout), over a long
+ * scripted stream; and whether a host that reads normally loses any events. Run with the
+ * default `app.stream_gather_ms` (a line may carry several tokens: docs/performance.md,
+ * "Joined pieces") and with 0 (a line per token).
  *
  *   ./node_modules/.bin/bun bench/chat.ts [tokens=3000] [delay_ms=1]
  */
@@ -22,11 +24,14 @@ function pct(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN;
 }
 
-async function run(label: string, sinkDelayMs: number): Promise<void> {
+async function run(label: string, sinkDelayMs: number, gatherMs?: number): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), "local-ai-bench-"));
   writeFileSync(
     join(dir, "config.yaml"),
-    JSON.stringify({ app: { data_dir: "./data" }, memory: { enabled: false } }),
+    JSON.stringify({
+      app: { data_dir: "./data", ...(gatherMs === undefined ? {} : { stream_gather_ms: gatherMs }) },
+      memory: { enabled: false },
+    }),
   );
   const llama = new LlamaStandIn();
   const services = new CoreServices({
@@ -34,7 +39,9 @@ async function run(label: string, sinkDelayMs: number): Promise<void> {
     cwd: dir,
     llama: () => new FakeProvider(llama, 1),
   });
+  /** When each token's line reached the sink, a token at a time. */
   const receivedAt: number[] = [];
+  let lines = 0;
   let result: Record<string, unknown> | undefined;
   let done!: () => void;
   const finished = new Promise<void>((r) => {
@@ -47,7 +54,10 @@ async function run(label: string, sinkDelayMs: number): Promise<void> {
         for (const line of data.split("\n")) {
           if (!line) continue;
           const msg = JSON.parse(line);
-          if (msg.event === "llm_chunk") receivedAt.push(now);
+          if (msg.event === "llm_chunk") {
+            lines++;
+            for (const _ of String(msg.delta).matchAll(/tok\d+ /g)) receivedAt.push(now);
+          }
           if (msg.type === "result" || msg.type === "error") {
             result = msg;
             done();
@@ -77,7 +87,7 @@ async function run(label: string, sinkDelayMs: number): Promise<void> {
     .sort((a, b) => a - b);
   const res = (result as { result?: { dropped_events?: number } } | undefined)?.result;
   process.stdout.write(
-    `${label}: tokens=${tokens} sent=${sent.length} llm_chunk received=${receivedAt.length} dropped_events=${res?.dropped_events ?? "n/a"} wall=${wall.toFixed(0)}ms\n` +
+    `${label}: tokens=${tokens} sent=${sent.length} tokens received=${receivedAt.length} in ${lines} llm_chunk dropped_events=${res?.dropped_events ?? "n/a"} wall=${wall.toFixed(0)}ms\n` +
       `  added latency SSE send -> writer sink: p50=${pct(added, 50).toFixed(3)}ms p99=${pct(added, 99).toFixed(3)}ms max=${(added.at(-1) ?? 0).toFixed(3)}ms\n` +
       `  fake's own send interval:            p50=${pct(gaps, 50).toFixed(3)}ms p99=${pct(gaps, 99).toFixed(3)}ms\n`,
   );
@@ -88,3 +98,5 @@ async function run(label: string, sinkDelayMs: number): Promise<void> {
 
 await run("fast host (sink returns at once)", 0);
 await run("normal host (1 ms per batch)", 1);
+await run("fast host, a line per token (stream_gather_ms 0)", 0, 0);
+await run("normal host, a line per token (stream_gather_ms 0)", 1, 0);

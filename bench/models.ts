@@ -117,6 +117,8 @@ async function coreChat(proc: CoreProcess, params: Record<string, unknown>): Pro
         first: c.pieces > 0 ? c.first : done,
         last: c.last,
         pieces: c.pieces,
+        chars: c.chars,
+        firstChars: c.firstChars,
         text: String(t.result?.text ?? ""),
         promptMs: usage.prompt_ms,
         promptTokens: usage.prompt_tokens,

@@ -88,7 +88,7 @@ export class CoreProcess {
         sent,
         piece,
         events: [],
-        timing: { sent, first: 0, last: 0, pieces: 0 },
+        timing: { sent, first: 0, last: 0, pieces: 0, chars: 0, firstChars: 0 },
         resolve: (terminal) => {
           const marks: Record<string, number> = {};
           for (const e of p.events) marks[e.name] ??= e.at - sent;
@@ -168,8 +168,10 @@ export class CoreProcess {
     if (!p) return;
     if (msg.type === "event") {
       if (msg.event === p.piece) {
-        if (p.timing.pieces === 0) p.timing.first = now;
+        const chars = typeof msg.delta === "string" ? msg.delta.length : 0;
+        if (p.timing.pieces === 0) [p.timing.first, p.timing.firstChars] = [now, chars];
         p.timing.last = now;
+        p.timing.chars += chars;
         if (p.timing.pieces++ > 0) return; // only the first chunk is a mark
       }
       p.events.push({ name: String(msg.event), at: now });

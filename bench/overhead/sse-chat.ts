@@ -28,7 +28,7 @@ export async function sseChat(
     keepalive: false,
   });
   if (!res.ok || !res.body) throw new Error(`llama-server answered ${res.status}: ${await res.text()}`);
-  const out: SseChat = { sent, first: 0, last: 0, pieces: 0, text: "" };
+  const out: SseChat = { sent, first: 0, last: 0, pieces: 0, chars: 0, firstChars: 0, text: "" };
   const decoder = new TextDecoder();
   let buffer = "";
   for await (const bytes of res.body) {
@@ -53,8 +53,9 @@ export async function sseChat(
       }
       const content = chunk.choices?.[0]?.delta?.[piece];
       if (typeof content !== "string" || content === "") continue;
-      if (out.pieces === 0) out.first = now;
+      if (out.pieces === 0) [out.first, out.firstChars] = [now, content.length];
       out.last = now;
+      out.chars += content.length;
       out.pieces++;
       out.text += content;
     }

@@ -7,6 +7,14 @@ export interface StreamTiming {
   last: number;
   /** Content pieces received. */
   pieces: number;
+  /** Characters of text they carried, and of the first one. */
+  chars: number;
+  firstChars: number;
+  /**
+   * Tokens they carried, where a piece may carry several (the core joins the deltas that arrive
+   * close together: docs/performance.md, "Joined pieces"); absent: one a piece.
+   */
+  tokens?: number;
   /** llama-server's own `timings.prompt_ms` for this reply, where it was seen. */
   promptMs?: number;
   /**
@@ -31,9 +39,15 @@ export const ttftBeyondPrompt = (t: StreamTiming): number =>
 /** The core's own time on the first token (`own`), NaN where it is unknown. */
 export const ownPath = (t: StreamTiming): number => (t.own ? t.own.before + t.own.after : Number.NaN);
 
-/** Pieces per second between the first and the last one (the first one starts the clock). */
+/**
+ * Characters of text per second between the first piece and the last (the first one starts the
+ * clock): the same measure whether a piece carries one token or several.
+ */
 export const rate = (t: StreamTiming): number =>
-  t.pieces > 1 && t.last > t.first ? ((t.pieces - 1) * 1000) / (t.last - t.first) : Number.NaN;
+  t.pieces > 1 && t.last > t.first ? ((t.chars - t.firstChars) * 1000) / (t.last - t.first) : Number.NaN;
+
+/** Tokens the pieces carried. */
+export const tokensOf = (t: StreamTiming): number => Math.max(1, t.tokens ?? t.pieces);
 
 export function median(xs: number[]): number {
   const s = xs.filter((x) => !Number.isNaN(x)).sort((a, b) => a - b);

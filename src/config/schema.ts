@@ -49,6 +49,11 @@ export const AppSchema = z
     max_images: positiveInt.max(64).default(8),
     /** An image's width × height, read from its header before anything decodes it (a bomb is refused). */
     max_image_pixels: positiveInt.default(50_000_000),
+    /**
+     * Text that streams within this many ms of the last `llm_chunk` (`llm_reasoning`) waits and
+     * goes in the next one; 0: an event per token (docs/protocol.md#chat, "Joined pieces").
+     */
+    stream_gather_ms: nonNegativeInt.max(100).default(2),
   })
   .prefault({});
 

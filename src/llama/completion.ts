@@ -59,6 +59,13 @@ export interface StreamOptions {
    * reasoning is only gathered into the result's `reasoning`.
    */
   onReasoning?: (delta: string) => void;
+  /**
+   * Once deltas are handed on, the answer is left unread for this many ms, and what came
+   * meanwhile goes on joined: one `onDelta` (one `onReasoning`) a read. A delta after a quiet
+   * spell goes at once; one behind it waits at most this long. 0 or absent: each delta on its
+   * own, as it arrives (docs/performance.md, "Joined pieces").
+   */
+  gatherMs?: number;
 }
 
 /**
@@ -71,6 +78,7 @@ export async function streamCompletion(
   options: StreamOptions,
 ): Promise<CompletionResult> {
   const { signal, onDelta, onProgress, onReasoning } = options;
+  const gatherMs = options.gatherMs ?? 0;
   const sentAt = performance.now();
   const result = emptyReply();
   const reader = await openStream(endpoint, request, signal, () => {
@@ -98,6 +106,10 @@ export async function streamCompletion(
       if (text === undefined) break;
       onProgress?.();
       parser.feed(text);
+      if (gatherMs > 0) {
+        if (!arrivalsEmpty(arrived)) reader.rest(gatherMs);
+        joinArrivals(arrived);
+      }
       // The queues are emptied once handed on, not replaced: no allocation per read.
       if (onReasoning && arrived.reasoning?.length) {
         const slicing = handOn(arrived.reasoning, onReasoning);
@@ -126,6 +138,15 @@ export async function streamCompletion(
   // Time to first token as the host sees it: from sending the request, HTTP included.
   if (result.firstTokenAt !== undefined) result.ttftMs = result.firstTokenAt - sentAt;
   return result;
+}
+
+const arrivalsEmpty = (a: Arrivals) => a.content.length === 0 && !a.reasoning?.length;
+
+/** Each queue's deltas as one. */
+function joinArrivals(arrived: Arrivals): void {
+  if (arrived.content.length > 1) arrived.content.splice(0, arrived.content.length, arrived.content.join(""));
+  const r = arrived.reasoning;
+  if (r && r.length > 1) r.splice(0, r.length, r.join(""));
 }
 
 /**

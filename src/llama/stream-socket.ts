@@ -16,6 +16,12 @@ import type { LlamaEndpoint } from "./http.ts";
 export interface BodyReader {
   /** The next piece; undefined once the body ended. Rejects when the connection fails or the signal aborts. */
   read(): Promise<string | undefined>;
+  /**
+   * Leaves what arrives in the kernel for `ms` (the socket is not read, so no wake per piece),
+   * then reads on: what came meanwhile is the next `read`'s, in one piece. A failure or an abort
+   * still ends the answer at once.
+   */
+  rest(ms: number): void;
   /** Closes the connection, which tells llama-server to stop the task (transcript 40). */
   close(): void;
 }
@@ -124,10 +130,13 @@ export function chunkSize(b: Uint8Array, from: number, to: number): number {
   return i === from ? -1 : size;
 }
 
+/** What an answer does with its connection. */
+type Connection = Pick<Bun.Socket<undefined>, "end" | "terminate" | "pause" | "resume">;
+
 /** One answer as it arrives: its head, then its body's text queued for `read`. */
 class Answer implements BodyReader {
   readonly head = Promise.withResolvers<BodyReader>();
-  private socket: { end(): void; terminate(): void } | undefined;
+  private socket: Connection | undefined;
   private readonly decoder = new TextDecoder();
   /** Bytes of a head, or of a chunk-size line, still incomplete. */
   private carry: Uint8Array | undefined;
@@ -143,6 +152,8 @@ class Answer implements BodyReader {
   /** Characters of an error answer's body gathered so far. */
   private errorChars = 0;
   private waiter: PromiseWithResolvers<string | undefined> | undefined;
+  /** The timer that ends a `rest`. */
+  private resting: Timer | undefined;
   private ended = false;
   private failure: unknown;
   private readonly onAbort = () => this.fail(this.signal.reason);
@@ -151,7 +162,7 @@ class Answer implements BodyReader {
     signal.addEventListener("abort", this.onAbort, { once: true });
   }
 
-  attach(socket: { end(): void; terminate(): void }): void {
+  attach(socket: Connection): void {
     this.socket = socket;
     if (this.failure !== undefined || this.ended) socket.terminate();
   }
@@ -166,6 +177,15 @@ class Answer implements BodyReader {
     if (this.ended) return Promise.resolve(undefined);
     this.waiter = Promise.withResolvers();
     return this.waiter.promise;
+  }
+
+  rest(ms: number): void {
+    if (this.resting !== undefined || this.ended || this.failure !== undefined || !this.socket) return;
+    this.socket.pause();
+    this.resting = setTimeout(() => {
+      this.resting = undefined;
+      this.socket?.resume();
+    }, ms);
   }
 
   close(): void {
@@ -318,6 +338,7 @@ class Answer implements BodyReader {
   }
 
   private done(): void {
+    clearTimeout(this.resting);
     this.signal.removeEventListener("abort", this.onAbort);
   }
 }

@@ -168,3 +168,21 @@ export class ChatHarness {
 export function names(events: Msg[]): string[] {
   return events.map((e) => e.event as string);
 }
+
+/**
+ * The events' names with each run of `llm_chunk` (or `llm_reasoning`) as one: how many a stream
+ * takes depends on how close its tokens came (docs/protocol.md#joined-pieces), their order does not.
+ */
+export function streamNames(events: Msg[]): string[] {
+  return names(events).filter(
+    (n, i, all) => !(n === all[i - 1] && (n === "llm_chunk" || n === "llm_reasoning")),
+  );
+}
+
+/** The text of a chat's `event` deltas, joined. */
+export function streamed(events: Msg[], event = "llm_chunk"): string {
+  return events
+    .filter((e) => e.event === event)
+    .map((e) => e.delta)
+    .join("");
+}

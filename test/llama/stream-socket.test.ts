@@ -1,45 +1,11 @@
 import { afterEach, describe, expect, test } from "bun:test";
-import { createServer, type Server, type Socket } from "node:net";
 import { ConnectionRefused, LlmError } from "../../src/llama/errors.ts";
 import { ANSWER_LIMITS, type BodyReader, chunkSize, postStream } from "../../src/llama/stream-socket.ts";
+import { closeScripted, scripted } from "./scripted-server.ts";
 
 // The streamed completion's own HTTP/1.1 read (docs/performance.md, "Where a streamed piece's
 // CPU goes"): every framing, answers cut anywhere, error statuses, aborts, big requests.
-let server: Server | undefined;
-afterEach(() => {
-  server?.close();
-  server = undefined;
-});
-
-/** A server that reads one whole request and answers with `writes` (latin1: one char a byte), one socket write each. */
-async function scripted(
-  writes: string[],
-  options: { end?: boolean; gapMs?: number } = {},
-): Promise<{ baseUrl: string; request: Promise<string>; closed: Promise<void> }> {
-  const request = Promise.withResolvers<string>();
-  const closed = Promise.withResolvers<void>();
-  server = createServer((socket: Socket) => {
-    let got = "";
-    socket.on("close", () => closed.resolve());
-    socket.on("error", () => {});
-    socket.on("data", async (d) => {
-      got += d.toString("latin1");
-      const headEnd = got.indexOf("\r\n\r\n");
-      const length = Number(/content-length: (\d+)/i.exec(got)?.[1] ?? 0);
-      if (headEnd < 0 || got.length < headEnd + 4 + length) return;
-      request.resolve(got);
-      for (const w of writes) {
-        if (socket.destroyed) return;
-        socket.write(Buffer.from(w, "latin1"));
-        await Bun.sleep(options.gapMs ?? 2);
-      }
-      if (options.end !== false) socket.end();
-    });
-  });
-  await new Promise<void>((r) => server?.listen(0, "127.0.0.1", r));
-  const port = (server.address() as { port: number }).port;
-  return { baseUrl: `http://127.0.0.1:${port}`, request: request.promise, closed: closed.promise };
-}
+afterEach(closeScripted);
 
 async function all(reader: BodyReader): Promise<string> {
   let text = "";
@@ -76,7 +42,7 @@ describe("postStream", () => {
     expect(asked).toContain("Authorization: Bearer k1\r\n");
     expect(asked).toContain("Content-Type: application/json\r\n");
     expect(asked.endsWith(big)).toBe(true);
-    server?.close();
+    closeScripted();
     const c = await scripted(["HTTP/1.0 200 OK\r\n\r\nto the ", "close"]);
     expect(await all(await postStream({ baseUrl: c.baseUrl, apiKey: "k" }, "/p", "{}", never))).toBe(
       "to the close",
@@ -107,7 +73,7 @@ describe("postStream", () => {
     const reader = await postStream({ baseUrl: s.baseUrl, apiKey: "k" }, "/p", "{}", never);
     const err = await all(reader).catch((e) => e);
     expect((err as LlmError).kind).toBe("connection_lost");
-    server?.close();
+    closeScripted();
     const h = await scripted(["HTTP/1.1 200 O"]);
     const early = await postStream({ baseUrl: h.baseUrl, apiKey: "k" }, "/p", "{}", never).catch((e) => e);
     expect((early as LlmError).kind).toBe("connection_lost");
@@ -122,7 +88,7 @@ describe("postStream", () => {
     const s = await scripted([OK_CHUNKED, ...framed, "0\r\n\r\n"]);
     const reader = await postStream({ baseUrl: s.baseUrl, apiKey: "k" }, "/p", "{}", never);
     expect(await all(reader)).toBe(pieces.join(""));
-    server?.close();
+    closeScripted();
     const bad = await scripted([OK_CHUNKED, "zz\r\ndata: x\n\n\r\n"]);
     const badReader = await postStream({ baseUrl: bad.baseUrl, apiKey: "k" }, "/p", "{}", never);
     const err = await all(badReader).catch((e) => e);
@@ -132,7 +98,7 @@ describe("postStream", () => {
 
   test("nothing listening is ConnectionRefused", async () => {
     const s = await scripted([]);
-    server?.close();
+    closeScripted();
     await Bun.sleep(10);
     const err = await postStream({ baseUrl: s.baseUrl, apiKey: "k" }, "/p", "{}", never).catch((e) => e);
     expect(err).toBeInstanceOf(ConnectionRefused);
@@ -177,7 +143,7 @@ describe("postStream's bounds: what would grow without end is refused at its lim
   test("a chunk-size line that never ends, in one read or over many", async () => {
     const oneRead = await outcome([`${OK_CHUNKED}a;${"e".repeat(4000)}`], true);
     expect((oneRead as LlmError).message).toContain("malformed chunked body");
-    server?.close();
+    closeScripted();
     const manyReads = await outcome(
       [OK_CHUNKED, "a;", ...Array.from({ length: 40 }, () => "e".repeat(100))],
       true,
@@ -196,7 +162,7 @@ describe("postStream's bounds: what would grow without end is refused at its lim
     ]);
     expect((err as LlmError).kind).toBe("server_error");
     expect((err as LlmError).status).toBe(500);
-    server?.close();
+    closeScripted();
     const s = await outcome([
       `HTTP/1.1 500 Internal Server Error\r\nContent-Length: ${json.length}\r\n\r\n`,
       json,
@@ -208,7 +174,7 @@ describe("postStream's bounds: what would grow without end is refused at its lim
     const err = await outcome(["HTTP/1.1 200 OK\r\nContent-Length: 12abc\r\n\r\nhello"]);
     expect((err as LlmError).kind).toBe("connection_lost");
     expect((err as LlmError).message).toContain("malformed Content-Length");
-    server?.close();
+    closeScripted();
     expect(await outcome(["HTTP/1.1 200 OK\r\nContent-Length: 00\r\n\r\n"], true)).toBe("");
   });
 

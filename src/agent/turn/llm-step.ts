@@ -81,6 +81,7 @@ export async function llmStep(ctx: TurnContext, setup: StepSetup, step: number):
       const body = { ...request(ctx, setup), messages: session.images.wire(messages) };
       const reply = await watchedCompletion(setup.lease, body, {
         signal: deps.signal,
+        gatherMs: deps.config.app.stream_gather_ms,
         onDelta: (delta) => {
           partial.content += delta;
           deps.emit("llm_chunk", { step, delta });
