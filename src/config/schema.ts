@@ -53,7 +53,7 @@ export const AppSchema = z
      * Text that streams within this many ms of the last `llm_chunk` (`llm_reasoning`) waits and
      * goes in the next one; 0: an event per token (docs/protocol.md#chat, "Joined pieces").
      */
-    stream_gather_ms: nonNegativeInt.max(100).default(2),
+    stream_gather_ms: nonNegativeInt.max(100).default(5),
   })
   .prefault({});
 

@@ -17,7 +17,7 @@ describe("config", () => {
       max_parallel_chats: "auto",
       max_images: 8,
       max_image_pixels: 50_000_000,
-      stream_gather_ms: 2,
+      stream_gather_ms: 5,
     });
     expect(config.llama.startup_timeout_s).toBe(120);
     expect(config.llama.binary).toBeNull();
