@@ -48,6 +48,10 @@ if (!BINARY || !MODEL) {
       expect(names).toContain("llm_start");
       expect(names.at(-1)).toBe("final");
       for (const w of chat.result.warnings) expect(["context_full", "empty_reply"]).toContain(w.code);
+      // However many tokens a line carries (docs/protocol.md#joined-pieces), the lines are the reply.
+      const chunks = core.messages.filter((m) => m.id === "c1" && m.event === "llm_chunk");
+      expect(chunks.map((m) => m.delta).join("")).toBe(chat.result.response);
+      expect(chunks.length).toBeLessThanOrEqual(chat.result.usage.completion_tokens);
 
       core.send({
         id: "c2",
