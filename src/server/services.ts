@@ -177,7 +177,11 @@ export class CoreServices implements Services {
     if (!this.database) {
       const { app, memory } = this.config();
       const { Store } = require("../store/store.ts") as typeof import("../store/store.ts");
-      const store = Store.open(app.data_dir, { folders: memory.folders });
+      const store = Store.open(app.data_dir, {
+        folders: memory.folders,
+        // A folder's passages are every user's: a file gone or changed leaves no saved state quoting it.
+        folderIndex: { onGone: (sources) => this.forgetKvSource(undefined, ...sources) },
+      });
       // Closed last whenever it was opened: every other service may still ask it as it stops.
       this.database = this.stopAtShutdown("store", store, async () => store.close(), { last: true });
       if (memory.enabled && memory.embedding_model !== null) {
@@ -294,10 +298,11 @@ export class CoreServices implements Services {
     else disk?.removeSession(userId, sessionId);
   }
 
-  forgetKvSource(userId: string, source: string): void {
-    if (this.several?.forgetSource(userId, source)) return;
-    if (this.reuse) this.reuse.forgetSource(userId, source);
-    else this.disk()?.removeSource(userId, source);
+  /** What memory notes quote erased, from the saved KV state of `userId` (every user's: undefined). */
+  forgetKvSource(userId: string | undefined, ...sources: string[]): void {
+    if (this.several?.forgetSource(userId, ...sources)) return;
+    if (this.reuse) this.reuse.forgetSource(userId, ...sources);
+    else this.disk()?.removeSource(userId, ...sources);
   }
 
   pullDeps(): PullDeps {

@@ -127,8 +127,8 @@ export class SeveralModels implements ModelsApi {
   }
 
   /** What memory notes quote erased from every model's reuse; false when none was made. */
-  forgetSource(userId: string, source: string): boolean {
-    for (const r of this.reuses.values()) r.forgetSource(userId, source);
+  forgetSource(userId: string | undefined, ...sources: string[]): boolean {
+    for (const r of this.reuses.values()) r.forgetSource(userId, ...sources);
     return this.reuses.size > 0;
   }
 

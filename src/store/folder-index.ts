@@ -37,6 +37,11 @@ export interface FolderIndexOptions {
   batchBytes?: number;
   /** Told after each batch is committed (tests count them). */
   onBatch?: (batch: { root: string; files: number; bytes: number }) => void;
+  /**
+   * Told the sources (`file:<path>`) whose passages a committed transaction dropped (the file
+   * gone) or replaced (it changed): what still quotes them elsewhere, a saved KV state, goes too.
+   */
+  onGone?: (sources: string[]) => void;
 }
 
 interface TextFile {
@@ -122,6 +127,9 @@ export class FolderIndex {
       const read = await Promise.all(batch.map((f) => this.readFile(f)));
       if (this.stopped) return;
       this.insert(root, read);
+      // A changed file's old passages are gone from the index; so must their quotes be.
+      const replaced = read.filter((r) => r.parts && known.has(r.file.path)).map((r) => r.file.path);
+      if (replaced.length > 0) this.gone(root, replaced);
       this.options.onBatch?.({
         root,
         files: batch.length,
@@ -150,6 +158,17 @@ export class FolderIndex {
         forget.run(path);
       }
     })();
+    this.gone(root, paths);
+  }
+
+  private gone(root: string, paths: string[]): void {
+    try {
+      this.options.onGone?.(paths.map((path) => `file:${relative(root, path)}`));
+    } catch (err) {
+      logger.warn(
+        `memory folder ${root}: what quoted a changed file could not be erased: ${(err as Error).message}`,
+      );
+    }
   }
 
   private insert(root: string, read: { file: TextFile; parts: string[] | undefined }[]): void {

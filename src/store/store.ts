@@ -27,7 +27,7 @@ export interface StoreOptions extends OpenOptions {
   folders?: readonly string[];
   /** Tests: how long a write waits for another process's lock (BUSY_WAIT_MS). */
   busyWaitMs?: number;
-  /** Tests: the folder index's reader and batch sizes (store/folder-index.ts). */
+  /** The folder index's reader and batch sizes (tests), and whom to tell of passages gone (store/folder-index.ts). */
   folderIndex?: FolderIndexOptions;
   /** Tests: the room kept for erasing on a full disk (RESERVE_BYTES). */
   reserveBytes?: number;

@@ -194,11 +194,15 @@ export class KvDisk {
   }
 
   /**
-   * Something a note quoted is erased (`documents.delete`: `document:<id>`): every session of the
+   * Something a note quoted is erased (`documents.delete`: `document:<id>`; a memory folder's
+   * file gone or changed: `file:<path>`, any user's, `userId` undefined): every session of the
    * user whose saved tokens hold a passage of it loses its files, so nothing of it stays on disk.
    */
-  removeSource(userId: string, source: string): void {
-    this.erase((e) => e.user_id === userId && e.note_sources.includes(source));
+  removeSource(userId: string | undefined, ...sources: string[]): void {
+    const erased = new Set(sources);
+    this.erase(
+      (e) => (userId === undefined || e.user_id === userId) && e.note_sources.some((s) => erased.has(s)),
+    );
   }
 
   /** What the saved states take now (`status`), counted once and kept up to date by this core. */

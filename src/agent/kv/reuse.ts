@@ -194,24 +194,24 @@ export class PromptReuse {
     const mine = (k: string) =>
       k.startsWith(`${userId}/`) && (sessionId === undefined || k === `${userId}/${sessionId}`);
     for (const k of this.records.keys()) if (mine(k)) this.records.delete(k);
-    this.erase(userId, mine, sessionId === undefined ? undefined : `session:${sessionId}`);
+    this.erase(`${userId}/`, mine, sessionId === undefined ? undefined : `session:${sessionId}`);
     if (sessionId === undefined) this.deps.disk?.removeUser(userId);
     else this.deps.disk?.removeSession(userId, sessionId);
   }
 
-  /** What notes quote erased (`documents.delete`: `document:<id>`): as `forget` does for a session's. */
-  forgetSource(userId: string, source: string): void {
-    this.erase(userId, () => false, source);
-    this.deps.disk?.removeSource(userId, source);
+  /** What notes quote erased (`document:<id>`; `file:<path>`, every user's: `userId` undefined), as `forget`. */
+  forgetSource(userId: string | undefined, ...sources: string[]): void {
+    for (const source of sources) this.erase(userId === undefined ? "" : `${userId}/`, () => false, source);
+    this.deps.disk?.removeSource(userId, ...sources);
   }
 
-  /** The sessions `mine` picks, and the user's whose records quote `source`: out of every slot and save. */
-  private erase(userId: string, mine: (k: string) => boolean, source: string | undefined): void {
-    const holding = source ? dropSource(this.records, `${userId}/`, source) : new Set<string>();
+  /** The sessions `mine` picks, and those under `prefix` whose records quote `source`: out of every slot and save. */
+  private erase(prefix: string, mine: (k: string) => boolean, source: string | undefined): void {
+    const holding = source ? dropSource(this.records, prefix, source) : new Set<string>();
     const gone = (k: string) => mine(k) || holding.has(k);
     for (const k of this.inRam.keys()) if (gone(k)) this.inRam.delete(k);
     this.server?.launch.slots.forget(gone);
-    this.underWay.erase(gone, `${userId}/`, source);
+    this.underWay.erase(gone, prefix, source);
   }
 
   /**

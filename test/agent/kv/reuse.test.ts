@@ -1,12 +1,14 @@
 import { describe, expect, spyOn, test } from "bun:test";
-import { mkdirSync, readdirSync, rmSync, truncateSync } from "node:fs";
+import { mkdirSync, readdirSync, rmSync, truncateSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { KvDisk } from "../../../src/agent/kv/kv-disk.ts";
 import type { SupervisorSnapshot } from "../../../src/runtime/snapshot.ts";
+import { CoreServices } from "../../../src/server/services.ts";
 import { Store } from "../../../src/store/store.ts";
 import { filesHolding } from "../../fixtures/files-holding.ts";
 import { writeFakeModel } from "../../fixtures/llama-stand-in/binary.ts";
 import type { InProcessOptions } from "../../fixtures/llama-stand-in/in-process.ts";
+import { tmpdir } from "../../fixtures/tmpdir.ts";
 import { waitFor } from "../../fixtures/wait.ts";
 import { ChatHarness, type Msg } from "../harness.ts";
 
@@ -321,5 +323,51 @@ describe("an erased document in other sessions' saved state", () => {
     expect(filesHolding(join(h.dataDir, "kv"), PASSAGE)).toEqual([]);
     await say(h, "z", "and what else?");
     expect(JSON.stringify(h.llama.requests.at(-1)?.body.messages)).not.toContain(PASSAGE);
+  }, 20_000);
+});
+
+describe("a memory folder's file gone or changed, in the saved state quoting it", () => {
+  const MARK = "OKAPI-5521";
+  /** The file's own words: in a prompt only as the memory note quoting it. */
+  const PASSAGE = "giraffe of the forest";
+
+  /**
+   * Session z recalls the folder's file (a memory note) and its state is saved quietly; then the
+   * core stops, `change` is made to the folder, and the next core opens the same data_dir, which
+   * indexes the folder again (store/folder-index.ts): what is left under data_dir/kv.
+   */
+  async function afterRestart(change: (file: string) => void): Promise<string[]> {
+    using notes = tmpdir("local-ai-notes-");
+    const file = join(notes.path, "okapi.md");
+    writeFileSync(file, `# Okapis\n\nThe ${MARK} is a ${PASSAGE}.\n`);
+    await using h = harness({ config: { memory: { enabled: true, top_k: 5, folders: [notes.path] } } });
+    h.llama.script({ content: ["ok"] });
+    await say(h, "z", `tell me about the ${MARK}`);
+    expect(JSON.stringify(h.llama.requests.at(-1)?.body.messages)).toContain(PASSAGE);
+    expect(await waitFor(() => pairInPlace(h), { timeoutMs: 5000 })).toBe(true);
+    expect(filesHolding(join(h.dataDir, "kv"), PASSAGE).length).toBeGreaterThan(0);
+    await h.services.stop();
+    change(file);
+    const next = new CoreServices({ configPath: join(h.dir.path, "config.yaml"), cwd: h.dir.path });
+    try {
+      await next.store().folderIndex.start();
+      return filesHolding(join(h.dataDir, "kv"), PASSAGE);
+    } finally {
+      await next.stop();
+    }
+  }
+
+  test("a file removed: no saved state quotes it once the next core has indexed the folder", async () => {
+    expect(await afterRestart((file) => rmSync(file))).toEqual([]);
+  }, 20_000);
+
+  test("a file whose passage was edited out: the same", async () => {
+    const edited = (file: string) =>
+      writeFileSync(file, "# Okapis\n\nNothing to see here, and longer now.\n");
+    expect(await afterRestart(edited)).toEqual([]);
+  }, 20_000);
+
+  test("a file unchanged: the saved state stays", async () => {
+    expect((await afterRestart(() => {})).length).toBeGreaterThan(0);
   }, 20_000);
 });
