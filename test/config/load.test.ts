@@ -78,6 +78,10 @@ describe("config", () => {
     const e3 = coreErrorOf(() => parseConfigText("agents:\n  - name: a\n  - name: a\n", "/c/config.yaml"));
     expect(e3.data!.key).toBe("agents");
     expect(e3.message).toContain("unique");
+    // A window past 100 ms would hold a model's text back visibly (docs/protocol.md#joined-pieces).
+    const e4 = coreErrorOf(() => parseConfigText("app:\n  stream_gather_ms: 250\n", "/c/config.yaml"));
+    expect(e4.data).toMatchObject({ key: "app.stream_gather_ms", line: 2 });
+    expect(parseConfigText("app:\n  stream_gather_ms: 0\n", "/c/c.yaml").config.app.stream_gather_ms).toBe(0);
   });
 
   test("unknown keys are warnings with their line, not errors", () => {
