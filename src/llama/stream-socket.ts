@@ -9,10 +9,11 @@ import type { LlamaEndpoint } from "./http.ts";
  * third of what the whole stream path spends (docs/performance.md, "Where a streamed piece's
  * CPU goes"). llama-server answers on 127.0.0.1 over plain HTTP/1.1 with a chunked body, so the
  * read is small: the status line and headers, then chunked, Content-Length or read-to-close
- * framing, each network read decoded to one piece of text. Every other call stays on `call`.
+ * framing, each network read decoded as it comes, and what came since the last `read` handed on as
+ * one piece of text. Every other call stays on `call`.
  */
 
-/** A streamed 2xx answer's body as text, one piece per network read. */
+/** A streamed 2xx answer's body as text: what arrived since the last read, as one piece. */
 export interface BodyReader {
   /** The next piece; undefined once the body ended. Rejects when the connection fails or the signal aborts. */
   read(): Promise<string | undefined>;
@@ -148,7 +149,6 @@ class Answer implements BodyReader {
   /** A chunk's data ended and its CRLF is still to be skipped. */
   private afterChunk = false;
   private readonly queue: string[] = [];
-  private queueHead = 0;
   /** Characters of an error answer's body gathered so far. */
   private errorChars = 0;
   private waiter: PromiseWithResolvers<string | undefined> | undefined;
@@ -168,9 +168,10 @@ class Answer implements BodyReader {
   }
 
   read(): Promise<string | undefined> {
-    if (this.queueHead < this.queue.length) {
-      const text = this.queue[this.queueHead++] as string;
-      if (this.queueHead === this.queue.length) this.queue.length = this.queueHead = 0;
+    if (this.queue.length > 0) {
+      // All that came while the reader was busy, as one piece: one parse and one line for it.
+      const text = this.queue.length === 1 ? (this.queue[0] as string) : this.queue.join("");
+      this.queue.length = 0;
       return Promise.resolve(text);
     }
     if (this.failure !== undefined) return Promise.reject(this.failure);

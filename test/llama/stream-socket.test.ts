@@ -68,6 +68,20 @@ describe("postStream", () => {
     expect((err as LlmError).status).toBe(400);
   });
 
+  test("what arrived over several network reads while nobody read is one piece; then the next", async () => {
+    const s = await scripted(
+      [OK_CHUNKED, "1\r\na\r\n", "1\r\nb\r\n", "1\r\nc\r\n", ...Array(12).fill(""), "1\r\nd\r\n0\r\n\r\n"],
+      {
+        gapMs: 10,
+      },
+    );
+    const reader = await postStream({ baseUrl: s.baseUrl, apiKey: "k" }, "/p", "{}", never);
+    await Bun.sleep(80); // c came at ~30 ms, d comes at ~160
+    expect(await reader.read()).toBe("abc");
+    expect(await reader.read()).toBe("d");
+    expect(await reader.read()).toBeUndefined();
+  });
+
   test("cut mid-chunk, or before the head, is connection_lost", async () => {
     const s = await scripted([`${OK_CHUNKED}20\r\ndata: partial`]);
     const reader = await postStream({ baseUrl: s.baseUrl, apiKey: "k" }, "/p", "{}", never);
