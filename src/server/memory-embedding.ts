@@ -31,6 +31,8 @@ export function memoryEmbedder(config: Config, store: Store, models: ModelsApi):
   // The in-memory index read in slices now, not all at once by the first recall.
   void store.memory.vectors.warm(fingerprintNow());
   void store.folderIndex.start().then(() => embedder.kick());
+  // And what a folder's later walk adds (a file written while the core runs).
+  store.folderIndex.onAdded(() => embedder.kick());
   return embedder;
 }
 

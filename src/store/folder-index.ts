@@ -1,10 +1,10 @@
 import type { Database } from "bun:sqlite";
-import type { Dirent } from "node:fs";
+import { type Dirent, type FSWatcher, watch } from "node:fs";
 import { readdir, stat } from "node:fs/promises";
 import { extname, join, relative } from "node:path";
 import { logger } from "../util/logger.ts";
 import { readSmallFileAsync } from "../util/read-file.ts";
-import { chunk } from "./memory-store.ts";
+import { chunk, type MemoryHit } from "./memory-store.ts";
 
 /**
  * The `memory.folders` index (docs/agent.md, "Memory"), built off the hot path: the folders are
@@ -15,6 +15,12 @@ import { chunk } from "./memory-store.ts";
  * folders hold; the main loop is held at most for one batch's insert. Incremental: a file is
  * read again only when its size or mtime changed; a file's rows and its record change in one
  * transaction, so an index cut short (the core stopped) is taken up where it was next time.
+ *
+ * While the core runs, each folder is watched (recursively): a change there walks that folder
+ * again WATCH_SETTLE_MS later, so a file removed or edited is forgotten (and what quoted it
+ * erased, `onGone`) within about a second. Watching is best-effort (a platform's watch limit, a
+ * folder that is not there yet), so a recall also checks each folder passage it found against
+ * its file as it is now (`current`): a passage whose file is gone or changed is never quoted.
  */
 
 /** Text files indexed from memory.folders; others are skipped. */
@@ -27,6 +33,12 @@ export const BATCH_FILES = 8;
 export const BATCH_BYTES = 256 * 1024;
 /** Files forgotten (gone from the folder) per transaction. */
 const FORGET_BATCH = 200;
+/**
+ * How long after a change in a watched folder it is walked again: the changes of that time (an
+ * editor's save is several) are taken in one walk, and a folder written to all the time is
+ * walked at most about once a second, not once per write.
+ */
+export const WATCH_SETTLE_MS = 1000;
 
 /** Reads a file's text, at most `maxBytes` (more is refused): the safe reader unless a test injects one. */
 export type FolderReader = (path: string, maxBytes: number) => Promise<string>;
@@ -37,11 +49,16 @@ export interface FolderIndexOptions {
   batchBytes?: number;
   /** Told after each batch is committed (tests count them). */
   onBatch?: (batch: { root: string; files: number; bytes: number }) => void;
+  /** Told as each walk of a folder begins (tests count them). */
+  onWalk?: (root: string) => void;
   /**
    * Told the sources (`file:<path>`) whose passages a committed transaction dropped (the file
    * gone) or replaced (it changed): what still quotes them elsewhere, a saved KV state, goes too.
    */
   onGone?: (sources: string[]) => void;
+  /** Whether the folders are watched while the core runs (on unless a test turns it off). */
+  watch?: boolean;
+  watchSettleMs?: number;
 }
 
 interface TextFile {
@@ -52,6 +69,15 @@ interface TextFile {
 
 export class FolderIndex {
   private run: Promise<void> | undefined;
+  /** The walk queued behind the current one (one at most: later changes join it). */
+  private queued: Promise<void> | undefined;
+  /** The folders that walk covers. */
+  private readonly dirty = new Set<string>();
+  private readonly watchers: FSWatcher[] = [];
+  /** The folders changed since the settle timer was set. */
+  private readonly changed = new Set<string>();
+  private settle: ReturnType<typeof setTimeout> | undefined;
+  private readonly added: (() => void)[] = [];
   private stopped = false;
   private readonly read: FolderReader;
   private readonly batchFiles: number;
@@ -67,10 +93,72 @@ export class FolderIndex {
     this.batchBytes = options.batchBytes ?? BATCH_BYTES;
   }
 
-  /** Begins the index once per process (memory is best-effort: errors are logged); resolves when it is done. */
+  /**
+   * Begins the index and the folders' watch once per process (memory is best-effort: errors are
+   * logged); resolves when the index and any walk queued behind it are done.
+   */
   start(): Promise<void> {
-    this.run ??= this.indexAll();
+    if (!this.run) {
+      this.run = this.indexAll(this.folders);
+      this.watchFolders();
+    }
     return this.run;
+  }
+
+  /**
+   * Walks `roots` again once the walk under way (if any) is done; a call while one is queued
+   * joins it. Resolves when that walk is done.
+   */
+  refresh(roots: readonly string[] = this.folders): Promise<void> {
+    if (this.stopped) return Promise.resolve();
+    if (!this.run) return this.start();
+    for (const r of roots) this.dirty.add(r);
+    if (!this.queued) {
+      const queued: Promise<void> = this.run.then(() => {
+        // From here a change is another walk's: this one may have read past it.
+        this.queued = undefined;
+        const next = [...this.dirty];
+        this.dirty.clear();
+        return this.stopped ? undefined : this.indexAll(next);
+      });
+      this.queued = queued;
+      this.run = queued;
+    }
+    return this.queued;
+  }
+
+  /**
+   * `hits` less the folder passages whose file is not as it was indexed (gone, or its size or
+   * modification time changed); finding one walks its folder again. A passage of a file that
+   * cannot be checked now is left out too: what is quoted is never older than the file.
+   */
+  async current(hits: MemoryHit[]): Promise<MemoryHit[]> {
+    const paths = [...new Set(hits.filter((h) => h.cite.kind === "folder").map((h) => h.cite.id))];
+    if (paths.length === 0) return hits;
+    const known = new Map(
+      (
+        this.db
+          .query(
+            "SELECT path, root, size, mtime_ms FROM memory_files WHERE path IN (SELECT value FROM json_each(?))",
+          )
+          .all(JSON.stringify(paths)) as { path: string; root: string; size: number; mtime_ms: number }[]
+      ).map((r) => [r.path, r]),
+    );
+    const stale = new Set<string>();
+    await Promise.all(
+      paths.map(async (path) => {
+        const k = known.get(path);
+        const st = await stat(path).catch(() => undefined);
+        const asIndexed = st?.isFile() && k && st.size === k.size && Math.round(st.mtimeMs) === k.mtime_ms;
+        if (!asIndexed) {
+          stale.add(path);
+          if (k) this.dirty.add(k.root);
+        }
+      }),
+    );
+    if (stale.size === 0) return hits;
+    void this.refresh([]);
+    return hits.filter((h) => h.cite.kind !== "folder" || !stale.has(h.cite.id));
   }
 
   /** Begins the index if it has not begun, and waits for it at most `maxMs`. */
@@ -83,26 +171,70 @@ export class FolderIndex {
     clearTimeout(timer);
   }
 
-  /** The database is closing: no batch touches it any more. */
-  stop(): void {
-    this.stopped = true;
+  /** `fn` is told after each walk that added passages (memory's embedder gives them vectors). */
+  onAdded(fn: () => void): void {
+    this.added.push(fn);
   }
 
-  private async indexAll(): Promise<void> {
+  /** The database is closing: no batch touches it any more, and the folders are no longer watched. */
+  stop(): void {
+    this.stopped = true;
+    clearTimeout(this.settle);
+    for (const w of this.watchers.splice(0)) w.close();
+  }
+
+  private watchFolders(): void {
+    if (this.options.watch === false) return;
     for (const root of this.folders) {
       try {
-        await this.indexFolder(root);
+        const w = watch(root, { recursive: true, persistent: false }, (_event, name) => {
+          if (worthAWalk(name)) this.folderChanged(root);
+        });
+        // A watch that fails later (the folder removed, a watch limit) is only no longer there.
+        w.on("error", (err) => {
+          logger.warn(`memory folder ${root} is no longer watched: ${err.message}`);
+          w.close();
+        });
+        this.watchers.push(w);
+      } catch (err) {
+        logger.warn(
+          `memory folder ${root} is not watched (a change is seen at a recall or the next start): ${(err as Error).message}`,
+        );
+      }
+    }
+  }
+
+  private folderChanged(root: string): void {
+    if (this.stopped) return;
+    this.changed.add(root);
+    if (this.settle) return;
+    this.settle = setTimeout(() => {
+      this.settle = undefined;
+      const roots = [...this.changed];
+      this.changed.clear();
+      void this.refresh(roots);
+    }, this.options.watchSettleMs ?? WATCH_SETTLE_MS);
+  }
+
+  private async indexAll(roots: readonly string[]): Promise<void> {
+    let added = false;
+    for (const root of roots) {
+      try {
+        added = (await this.indexFolder(root)) || added;
       } catch (err) {
         if (!this.stopped)
           logger.warn(`memory folder ${root} could not be indexed: ${(err as Error).message}`);
       }
       if (this.stopped) return;
     }
+    if (added) for (const fn of this.added) fn();
   }
 
-  private async indexFolder(root: string): Promise<void> {
+  /** Walks `root`; whether it added passages. */
+  private async indexFolder(root: string): Promise<boolean> {
+    this.options.onWalk?.(root);
     const files = await listTextFiles(root);
-    if (this.stopped) return;
+    if (this.stopped) return false;
     const known = new Map(
       (
         this.db.query("SELECT path, size, mtime_ms FROM memory_files WHERE root = ?").all(root) as {
@@ -122,11 +254,13 @@ export class FolderIndex {
       const k = known.get(f.path);
       return !k || k.size !== f.size || k.mtime_ms !== Math.round(f.mtimeMs);
     });
+    let added = false;
     for (const batch of batches(changed, this.batchFiles, this.batchBytes)) {
-      if (this.stopped) return;
+      if (this.stopped) return added;
       const read = await Promise.all(batch.map((f) => this.readFile(f)));
-      if (this.stopped) return;
+      if (this.stopped) return added;
       this.insert(root, read);
+      added ||= read.some((r) => r.parts && r.parts.length > 0);
       // A changed file's old passages are gone from the index; so must their quotes be.
       const replaced = read.filter((r) => r.parts && known.has(r.file.path)).map((r) => r.file.path);
       if (replaced.length > 0) this.gone(root, replaced);
@@ -137,6 +271,7 @@ export class FolderIndex {
       });
       await nextTurn();
     }
+    return added;
   }
 
   /** A file's chunks; undefined when it cannot be read now (it stays as indexed, tried again next start). */
@@ -208,6 +343,19 @@ export function* batches(files: TextFile[], maxFiles: number, maxBytes: number):
     bytes += f.size;
   }
   if (current.length > 0) yield current;
+}
+
+/**
+ * Whether a change the watch reports can matter to the index: not under a dot-name (a `.git`
+ * folder churns) and not a file of another kind (a name with another extension; a folder's
+ * name rarely has one, and a missed one is seen at a recall or the next start).
+ */
+export function worthAWalk(name: string | Buffer | null): boolean {
+  if (name === null) return true;
+  const parts = String(name).split(/[\\/]/);
+  if (parts.some((p) => p.startsWith("."))) return false;
+  const ext = extname(parts.at(-1) ?? "").toLowerCase();
+  return ext === "" || TEXT_EXTENSIONS.has(ext);
 }
 
 /** The event loop's next turn: pings and other requests waiting are answered first. */

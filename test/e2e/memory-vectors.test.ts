@@ -1,6 +1,6 @@
 import { Database } from "bun:sqlite";
 import { describe, expect, test } from "bun:test";
-import { utimesSync } from "node:fs";
+import { mkdirSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { spawnCore } from "../fixtures/core-process.ts";
 import { bertModel } from "../fixtures/gguf-bert.ts";
@@ -167,3 +167,32 @@ describe.skipIf(process.platform === "win32")("a document with an embedding mode
     expect(await core.exited()).toBe(0);
   }, 120_000);
 });
+
+describe.skipIf(process.platform === "win32")(
+  "a memory folder written to while the core runs (compiled core)",
+  () => {
+    test("a file added is indexed and embedded without a restart or a chat", async () => {
+      await using dir = tmpdir();
+      writeGguf(dir.path, "embed.gguf", bertModel());
+      const notes = join(dir.path, "notes");
+      mkdirSync(notes);
+      writeFileSync(join(notes, "first.md"), "The kettle lives in the left cupboard.");
+      const stack = writeStack(dir.path, {
+        extraYaml: [
+          "  embedding_model: embed",
+          `  folders: [${JSON.stringify(notes)}]`,
+          "models:",
+          "  - {name: embed, path: ./embed.gguf, kind: embedding}",
+        ].join("\n"),
+      });
+      await using core = spawnCore({ cwd: dir.path, env: stack.env });
+      await core.request({ id: 0, method: "initialize" });
+      expect(await embeddedAll(core, 1)).toEqual({ embedded: 1, total: 1, model: "embed" });
+      // The watch walks the folder again (store/folder-index.ts), and the embedder is told.
+      writeFileSync(join(notes, "second.md"), "The teapot sits on the top shelf.");
+      expect(await embeddedAll(core, 2)).toEqual({ embedded: 2, total: 2, model: "embed" });
+      await core.request({ id: "bye", method: "shutdown" });
+      expect(await core.exited()).toBe(0);
+    }, 120_000);
+  },
+);

@@ -28,7 +28,9 @@ export async function recall(ctx: TurnContext): Promise<MemoryHit[]> {
       queryVector(ctx, input),
       store.folderIndex.whenIndexed(RECALL_WAIT_MS),
     ]);
-    return store.memory.search(ctx.params.user_id, input, mem.top_k, ctx.sessionId, vector);
+    const hits = store.memory.search(ctx.params.user_id, input, mem.top_k, ctx.sessionId, vector);
+    // A folder's file removed or edited since it was indexed is not quoted as it was.
+    return await store.folderIndex.current(hits);
   } catch (err) {
     logger.warn(`trace=${ctx.traceId} memory search failed: ${(err as Error).message}`);
     return [];

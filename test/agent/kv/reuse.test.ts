@@ -371,3 +371,47 @@ describe("a memory folder's file gone or changed, in the saved state quoting it"
     expect((await afterRestart(() => {})).length).toBeGreaterThan(0);
   }, 20_000);
 });
+
+describe("a memory folder's file removed while the core runs", () => {
+  const MARK = "NUMBAT-7730";
+  const PASSAGE = "termite eater of the woodland";
+
+  /** The folder's one file, and a core recalling from the folder. */
+  function numbatCore(notes: string) {
+    const file = join(notes, "numbat.md");
+    writeFileSync(file, `# Numbats\n\nThe ${MARK} is a ${PASSAGE}.\n`);
+    return { file, h: harness({ config: { memory: { enabled: true, top_k: 5, folders: [notes] } } }) };
+  }
+
+  /** Session z recalls the file, and its state is saved quoting it. */
+  async function recalledAndSaved(h: ChatHarness) {
+    h.llama.script({ content: ["ok"] });
+    await say(h, "z", `tell me about the ${MARK}`);
+    expect(JSON.stringify(h.llama.requests.at(-1)?.body.messages)).toContain(PASSAGE);
+    expect(await waitFor(() => pairInPlace(h), { timeoutMs: 5000 })).toBe(true);
+    expect(filesHolding(join(h.dataDir, "kv"), PASSAGE).length).toBeGreaterThan(0);
+  }
+
+  test("the saved state quoting it is erased without a restart (the folder is watched)", async () => {
+    using notes = tmpdir("local-ai-notes-");
+    const core = numbatCore(notes.path);
+    await using h = core.h;
+    await recalledAndSaved(h);
+    rmSync(core.file);
+    expect(
+      await waitFor(() => filesHolding(join(h.dataDir, "kv"), PASSAGE).length === 0, { timeoutMs: 8000 }),
+    ).toBe(true);
+  }, 20_000);
+
+  test("a turn right after the removal does not quote it (the recall checks the file)", async () => {
+    using notes = tmpdir("local-ai-notes-");
+    const core = numbatCore(notes.path);
+    await using h = core.h;
+    await recalledAndSaved(h);
+    rmSync(core.file);
+    // Sooner than the watch's walk (a second after the change): only the recall's check stands.
+    h.llama.script({ content: ["ok"] });
+    await say(h, "y", `and the ${MARK} again?`);
+    expect(JSON.stringify(h.llama.requests.at(-1)?.body.messages)).not.toContain(PASSAGE);
+  }, 20_000);
+});

@@ -1,0 +1,159 @@
+import { describe, expect, test } from "bun:test";
+import { mkdirSync, rmSync, utimesSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { worthAWalk } from "../../src/store/folder-index.ts";
+import { Store } from "../../src/store/store.ts";
+import { tmpdir } from "../fixtures/tmpdir.ts";
+import { waitFor } from "../fixtures/wait.ts";
+
+// A memory folder changed while the core runs (docs/agent.md, "Memory"): the watch walks it
+// again, and a recall never quotes a file's passage that is no longer as it was indexed.
+
+function folderWith(dir: string, files: Record<string, string>): string {
+  const folder = join(dir, "notes");
+  mkdirSync(folder, { recursive: true });
+  for (const [name, text] of Object.entries(files)) {
+    mkdirSync(join(folder, name, ".."), { recursive: true });
+    writeFileSync(join(folder, name), text);
+  }
+  return folder;
+}
+
+const sources = (store: Store, word: string) => store.memory.search("u", word, 10).map((h) => h.doc.source);
+
+describe("a memory folder watched while the core runs", () => {
+  test("a file removed is forgotten, and what quoted it is told, without a restart", async () => {
+    using dir = tmpdir();
+    const folder = folderWith(dir.path, { "a.md": "the quokka ledger", "deep/b.md": "the quokka diary" });
+    const gone: string[] = [];
+    const store = Store.open(join(dir.path, "data"), {
+      folders: [folder],
+      folderIndex: { watchSettleMs: 30, onGone: (s) => gone.push(...s) },
+    });
+    try {
+      await store.folderIndex.start();
+      expect(sources(store, "quokka").sort()).toEqual(["file:a.md", "file:deep/b.md"]);
+      rmSync(join(folder, "deep/b.md"));
+      expect(await waitFor(() => sources(store, "quokka").length === 1, { timeoutMs: 5000 })).toBe(true);
+      expect(sources(store, "quokka")).toEqual(["file:a.md"]);
+      expect(gone).toEqual(["file:deep/b.md"]);
+    } finally {
+      store.close();
+    }
+  });
+
+  test("a file edited is read again and its old words forgotten; a new file is found", async () => {
+    using dir = tmpdir();
+    const folder = folderWith(dir.path, { "a.md": "the wombat secret" });
+    const store = Store.open(join(dir.path, "data"), {
+      folders: [folder],
+      folderIndex: { watchSettleMs: 30 },
+    });
+    try {
+      await store.folderIndex.start();
+      expect(sources(store, "wombat")).toEqual(["file:a.md"]);
+      writeFileSync(join(folder, "a.md"), "nothing left here now");
+      writeFileSync(join(folder, "c.txt"), "a new numbat note");
+      expect(
+        await waitFor(() => sources(store, "wombat").length === 0 && sources(store, "numbat").length === 1, {
+          timeoutMs: 5000,
+        }),
+      ).toBe(true);
+      expect(sources(store, "nothing")).toEqual(["file:a.md"]);
+    } finally {
+      store.close();
+    }
+  });
+
+  test("changes under a dot-folder or to another kind of file walk nothing", async () => {
+    using dir = tmpdir();
+    const folder = folderWith(dir.path, { "a.md": "the bilby note" });
+    let walks = 0;
+    const store = Store.open(join(dir.path, "data"), {
+      folders: [folder],
+      folderIndex: { watchSettleMs: 30, onWalk: () => walks++ },
+    });
+    try {
+      await store.folderIndex.start();
+      expect(walks).toBe(1);
+      mkdirSync(join(folder, ".git"));
+      writeFileSync(join(folder, ".git", "index.md"), "x");
+      writeFileSync(join(folder, "photo.png"), "x");
+      // Well past the settle time: a walk they caused would have begun.
+      await Bun.sleep(300);
+      expect(walks).toBe(1);
+      writeFileSync(join(folder, "d.md"), "the bandicoot note");
+      expect(await waitFor(() => sources(store, "bandicoot").length === 1, { timeoutMs: 5000 })).toBe(true);
+      expect(walks).toBe(2);
+    } finally {
+      store.close();
+    }
+  });
+
+  test("worthAWalk: dot-names and other kinds of file are not; text files, folders and unknown names are", () => {
+    expect(worthAWalk("a.md")).toBe(true);
+    expect(worthAWalk("deep/B.TXT")).toBe(true);
+    expect(worthAWalk("deep\\b.yaml")).toBe(true);
+    expect(worthAWalk("newfolder")).toBe(true);
+    expect(worthAWalk(null)).toBe(true);
+    expect(worthAWalk(".git/index")).toBe(false);
+    expect(worthAWalk("deep/.b.md")).toBe(false);
+    expect(worthAWalk("data/local-ai.db-wal")).toBe(false);
+    expect(worthAWalk("photo.png")).toBe(false);
+  });
+});
+
+describe("a recall checks its folder passages against the files as they are", () => {
+  /** A store whose folders are not watched: only the recall's check can see a change. */
+  async function unwatched(dir: string, files: Record<string, string>) {
+    const folder = folderWith(dir, files);
+    const store = Store.open(join(dir, "data"), { folders: [folder], folderIndex: { watch: false } });
+    await store.folderIndex.start();
+    return { folder, store };
+  }
+
+  test("a removed file's passage is left out, and its folder walked again", async () => {
+    using dir = tmpdir();
+    const { folder, store } = await unwatched(dir.path, { "a.md": "the dingo log", "b.md": "the dingo map" });
+    try {
+      rmSync(join(folder, "b.md"));
+      const hits = store.memory.search("u", "dingo", 10);
+      expect(hits.length).toBe(2);
+      const kept = await store.folderIndex.current(hits);
+      expect(kept.map((h) => h.doc.source)).toEqual(["file:a.md"]);
+      expect(await waitFor(() => sources(store, "dingo").length === 1, { timeoutMs: 5000 })).toBe(true);
+    } finally {
+      store.close();
+    }
+  });
+
+  test("a file changed in place (same size, new time) is left out until it is read again", async () => {
+    using dir = tmpdir();
+    const { folder, store } = await unwatched(dir.path, { "a.md": "the emu secret" });
+    try {
+      writeFileSync(join(folder, "a.md"), "the emu public");
+      utimesSync(join(folder, "a.md"), new Date(), new Date(Date.now() + 5000));
+      expect(await store.folderIndex.current(store.memory.search("u", "emu", 10))).toEqual([]);
+      expect(await waitFor(() => sources(store, "public").length === 1, { timeoutMs: 5000 })).toBe(true);
+      const now = store.memory.search("u", "emu", 10);
+      expect((await store.folderIndex.current(now)).map((h) => h.doc.text)).toEqual(["the emu public"]);
+    } finally {
+      store.close();
+    }
+  });
+
+  test("hits that are not a folder's pass untouched", async () => {
+    using dir = tmpdir();
+    const { store } = await unwatched(dir.path, {});
+    try {
+      const hit = {
+        doc: { id: "1", text: "t", source: "turn:s" },
+        score: 1,
+        cite: { kind: "turn" as const, id: "s", chunk: 0, score: 1, name: "s" },
+      };
+      expect(await store.folderIndex.current([hit])).toEqual([hit]);
+    } finally {
+      store.close();
+    }
+  });
+});
