@@ -1,6 +1,7 @@
-import { constants, inflate } from "node:zlib";
+import { brotliDecompress, constants, inflate } from "node:zlib";
 import { MAX_INFLATED_STREAM_BYTES, MAX_INFLATED_TOTAL_BYTES, MAX_PDF_STREAMS } from "./limits.ts";
 import { ascii85Decode, asciiHexDecode, type Decoded, lzwDecode, runLengthDecode } from "./pdf-decoders.ts";
+import { PdfLexer, type PdfValue } from "./pdf-dict.ts";
 import { documentProblem } from "./refusal.ts";
 import { nextTurn } from "./turn.ts";
 
@@ -48,7 +49,8 @@ interface Stream {
   start: number;
   end: number;
   filters: string[];
-  earlyChange: number;
+  /** Each filter's /EarlyChange (LZW's; 1 where none is given). */
+  earlyChange: number[];
 }
 
 /** Filter names as pdf.js takes them, abbreviations too. */
@@ -63,7 +65,11 @@ const FILTERS: Record<string, string> = {
   AHx: "AHx",
   ASCII85Decode: "A85",
   A85: "A85",
+  BrotliDecode: "Br",
 };
+
+/** How many object headers before a stream are tried for the one whose dictionary ends at it. */
+const HEADER_TRIES = 32;
 
 /** The data and filters of a non-image stream whose keyword is at `at`, or undefined. */
 function streamAt(pdf: Pdf, at: number, after: number): Stream | undefined {
@@ -71,43 +77,67 @@ function streamAt(pdf: Pdf, at: number, after: number): Stream | undefined {
   if (text[at - 1] === "d") return undefined; // "endstream"
   const eol = text.startsWith("\r\n", at + 6) ? 2 : text[at + 6] === "\n" || text[at + 6] === "\r" ? 1 : 0;
   if (eol === 0) return undefined;
-  // The stream's dictionary: what follows the last object header since the previous stream,
-  // however long (a dictionary padded past any window must not hide its /Filter).
-  const dict = text.slice(headerAt(text, after, at), at);
-  if (/\/Subtype\s*\/Image\b/.test(dict)) return undefined;
-  const filters = filterNames(pdf, dict);
+  const dict = dictBefore(text, after, at);
+  if (!dict) return undefined;
+  const subtype = dict.get("Subtype");
+  if (subtype?.kind === "name" && subtype.name === "Image") return undefined;
+  // pdf.js reads /F before /Filter and /DP before /DecodeParms (the abbreviations of inline images).
+  const filterValue = resolve(pdf, dict.get("F") ?? dict.get("Filter"));
+  const items = filterValue?.kind === "array" ? filterValue.items : filterValue ? [filterValue] : [];
+  const filters = items.map((item) => {
+    const v = resolve(pdf, item);
+    return v?.kind === "name" ? (FILTERS[v.name] ?? "other") : "other";
+  });
   if (filters.length === 0) return undefined;
+  const params = resolve(pdf, dict.get("DP") ?? dict.get("DecodeParms"));
+  const earlyChange = filters.map((_, i) => {
+    const p = params?.kind === "array" ? resolve(pdf, params.items[i]) : params;
+    const e = p?.kind === "dict" ? resolve(pdf, p.entries.get("EarlyChange")) : undefined;
+    return e?.kind === "number" ? e.value : 1;
+  });
   const start = at + 6 + eol;
-  return { start, end: dataEnd(pdf, dict, start), filters, earlyChange: earlyChangeOf(dict) };
+  const length = resolve(pdf, dict.get("Length"));
+  return { start, end: dataEnd(pdf, length, start), filters, earlyChange };
 }
 
-/** The last `n g obj` between `from` and `to` (found backwards: no regex over the whole span), else `from`. */
-function headerAt(text: string, from: number, to: number): number {
-  for (let o = text.lastIndexOf("obj", to); o >= from; o = text.lastIndexOf("obj", o - 1)) {
-    if (/\d\s+\d+\s+$/.test(text.slice(Math.max(from, o - 32), o))) return o;
+/**
+ * The stream's dictionary: read from the nearest object header (`n g obj`) since `after` whose
+ * dictionary ends just before the `stream` keyword at `at` (a header written inside a string of
+ * the dictionary does not), else from the nearest header alone. Found backwards: no regex over
+ * the whole span; a dictionary padded past any window still has its /Filter read.
+ */
+function dictBefore(text: string, after: number, at: number): Map<string, PdfValue> | undefined {
+  let nearest: Map<string, PdfValue> | undefined;
+  let tries = 0;
+  for (
+    let o = text.lastIndexOf("obj", at);
+    o >= after && tries < HEADER_TRIES;
+    o = text.lastIndexOf("obj", o - 1)
+  ) {
+    if (!/\d\s+\d+\s+$/.test(text.slice(Math.max(after, o - 32), o))) {
+      if (o === 0) break;
+      continue;
+    }
+    tries++;
+    const lexer = new PdfLexer(text, o + 3);
+    const dict = lexer.dict();
+    if (dict) {
+      lexer.skipWhite();
+      if (lexer.pos === at) return dict;
+      nearest ??= dict;
+    }
     if (o === 0) break;
   }
-  return from;
+  return nearest;
 }
 
-/** /Filter as a name or an array of them, directly or by reference (`7 0 R`). */
-function filterNames(pdf: Pdf, dict: string): string[] {
-  const m = /\/Filter\s*(\[[^\]]*\]|\/[^\s/[\]<>()]+|\d+\s+\d+\s+R)/.exec(dict);
-  if (!m) return [];
-  const value = resolve(pdf, m[1] ?? "");
-  const items = value.startsWith("[") ? (value.match(/\/[^\s/[\]<>()]+|\d+\s+\d+\s+R/g) ?? []) : [value];
-  return items.map((item) => FILTERS[resolve(pdf, item).slice(1)] ?? "other");
-}
-
-/** An indirect reference's object (its first name or array), else the value itself. */
-function resolve(pdf: Pdf, value: string): string {
-  const ref = /^(\d+)\s+(\d+)\s+R$/.exec(value);
-  if (!ref) return value;
+/** An indirect reference's object (the value after its header), else the value itself. */
+function resolve(pdf: Pdf, value: PdfValue | undefined): PdfValue | undefined {
+  if (value?.kind !== "ref") return value;
   pdf.objects ??= objectIndex(pdf.text);
-  const at = pdf.objects.get(`${Number(ref[1])} ${Number(ref[2])}`);
-  if (at === undefined) return value;
-  const obj = /^obj\s*(\[[^\]]*\]|\/[^\s/[\]<>()]+|-?\d+)/.exec(pdf.text.slice(at, at + 4096));
-  return obj?.[1] ?? value;
+  const at = pdf.objects.get(`${value.num} ${value.gen}`);
+  if (at === undefined) return undefined;
+  return new PdfLexer(pdf.text, at + 3).value();
 }
 
 /** Every `n g obj` header's offset (at its "obj"), the last of a number winning as in an update. */
@@ -120,19 +150,13 @@ function objectIndex(text: string): Map<string, number> {
   return index;
 }
 
-function earlyChangeOf(dict: string): number {
-  const m = /\/EarlyChange\s+(-?\d+)/.exec(dict);
-  return m ? Number(m[1]) : 1;
-}
-
 /** Where pdf.js ends the data: at /Length when "endstream" follows it there, else at the first "endstream". */
-function dataEnd(pdf: Pdf, dict: string, start: number): number {
+function dataEnd(pdf: Pdf, length: PdfValue | undefined, start: number): number {
   const text = pdf.text;
-  const m = /\/Length\s+(\d+(?:\s+\d+\s+R)?)/.exec(dict);
-  const length = m ? Number(resolve(pdf, m[1] ?? "")) : Number.NaN;
-  if (Number.isSafeInteger(length) && start + length <= text.length) {
-    const rest = text.slice(start + length, start + length + 64).trimStart();
-    if (rest.startsWith("endstream")) return start + length;
+  const n = length?.kind === "number" ? length.value : Number.NaN;
+  if (Number.isSafeInteger(n) && n >= 0 && start + n <= text.length) {
+    const rest = text.slice(start + n, start + n + 64).trimStart();
+    if (rest.startsWith("endstream")) return start + n;
   }
   const end = text.indexOf("endstream", start);
   return end < 0 ? text.length : end;
@@ -147,7 +171,8 @@ async function decodedSize(data: Uint8Array, stream: Stream): Promise<number | "
     const keep = i < stream.filters.length - 1;
     let step: Decoded | undefined;
     if (filter === "Flate") step = await inflated(current);
-    else if (filter === "LZW") step = lzwDecode(current, stream.earlyChange, cap, keep);
+    else if (filter === "Br") step = await unbrotlied(current);
+    else if (filter === "LZW") step = lzwDecode(current, stream.earlyChange[i] ?? 1, cap, keep);
     else if (filter === "RL") step = runLengthDecode(current, cap, keep);
     else if (filter === "AHx") step = { size: 0, bytes: asciiHexDecode(current) };
     else if (filter === "A85") step = ascii85Decode(current, cap);
@@ -158,6 +183,15 @@ async function decodedSize(data: Uint8Array, stream: Stream): Promise<number | "
     current = step.bytes;
   }
   return size;
+}
+
+function unbrotlied(data: Uint8Array): Promise<Decoded> {
+  return new Promise((resolve) => {
+    brotliDecompress(data, { maxOutputLength: MAX_INFLATED_STREAM_BYTES }, (err, out) => {
+      if (err) resolve(err instanceof RangeError ? "too_large" : { size: 0 });
+      else resolve({ size: out.byteLength, bytes: out });
+    });
+  });
 }
 
 function inflated(data: Uint8Array): Promise<Decoded> {

@@ -1,0 +1,139 @@
+/**
+ * A PDF dictionary read as pdf.js's lexer reads it (docs/agent.md "Documents"), for the stream
+ * pass (`pdf-streams.ts`): white space and comments skipped, literal strings (nested
+ * parentheses, backslash escapes) and hex strings stepped over, names with their `#xx` escapes
+ * decoded, nested dictionaries and arrays kept whole. Only the top level's entries are returned:
+ * a `/Filter` inside a string, a comment or a nested dictionary is not the stream's.
+ */
+export type PdfValue =
+  | { kind: "name"; name: string }
+  | { kind: "ref"; num: number; gen: number }
+  | { kind: "number"; value: number }
+  | { kind: "array"; items: PdfValue[] }
+  | { kind: "dict"; entries: Map<string, PdfValue> }
+  | { kind: "other" };
+
+const WHITE = new Set(["\0", "\t", "\n", "\f", "\r", " "]);
+const DELIMITERS = new Set(["(", ")", "<", ">", "[", "]", "{", "}", "/", "%"]);
+
+/** A reader over `text` from `pos`; every step moves forward, so a read is linear in what it covers. */
+export class PdfLexer {
+  constructor(
+    private readonly text: string,
+    public pos: number,
+  ) {}
+
+  /** Past white space and comments. */
+  skipWhite(): void {
+    const t = this.text;
+    while (this.pos < t.length) {
+      const c = t[this.pos] as string;
+      if (WHITE.has(c)) this.pos++;
+      else if (c === "%") {
+        while (this.pos < t.length && t[this.pos] !== "\n" && t[this.pos] !== "\r") this.pos++;
+      } else return;
+    }
+  }
+
+  /** The dictionary starting here (`<<`), or undefined when there is none or it does not close. */
+  dict(): Map<string, PdfValue> | undefined {
+    this.skipWhite();
+    if (!this.text.startsWith("<<", this.pos)) return undefined;
+    this.pos += 2;
+    const entries = new Map<string, PdfValue>();
+    for (;;) {
+      this.skipWhite();
+      if (this.pos >= this.text.length) return undefined;
+      if (this.text.startsWith(">>", this.pos)) {
+        this.pos += 2;
+        return entries;
+      }
+      if (this.text[this.pos] !== "/") return undefined;
+      const key = this.name();
+      const value = this.value();
+      if (value === undefined) return undefined;
+      // A key given twice: the last, as pdf.js's parser keeps it.
+      entries.set(key, value);
+    }
+  }
+
+  /** The value starting here, `n g R` read as one reference; undefined past the end or at a stray delimiter. */
+  value(): PdfValue | undefined {
+    this.skipWhite();
+    const t = this.text;
+    if (this.pos >= t.length) return undefined;
+    const c = t[this.pos];
+    if (c === "/") return { kind: "name", name: this.name() };
+    if (c === "(") return this.literalString() ? { kind: "other" } : undefined;
+    if (c === "<") {
+      if (t.startsWith("<<", this.pos)) {
+        const entries = this.dict();
+        return entries ? { kind: "dict", entries } : undefined;
+      }
+      const end = t.indexOf(">", this.pos);
+      if (end < 0) return undefined;
+      this.pos = end + 1;
+      return { kind: "other" };
+    }
+    if (c === "[") {
+      this.pos++;
+      const items: PdfValue[] = [];
+      for (;;) {
+        this.skipWhite();
+        if (this.pos >= t.length) return undefined;
+        if (t[this.pos] === "]") {
+          this.pos++;
+          return { kind: "array", items };
+        }
+        const item = this.value();
+        if (item === undefined) return undefined;
+        items.push(item);
+      }
+    }
+    if (DELIMITERS.has(c as string)) return undefined;
+    const word = this.regular();
+    const n = Number(word);
+    if (word === "" || !/^[+-]?(\d+\.?\d*|\.\d+)$/.test(word)) return { kind: "other" };
+    // `n g R`: looked ahead, and stepped back from when it is two numbers and no R.
+    const mark = this.pos;
+    if (/^\d+$/.test(word)) {
+      this.skipWhite();
+      const gen = this.regular();
+      if (/^\d+$/.test(gen)) {
+        this.skipWhite();
+        if (this.regular() === "R") return { kind: "ref", num: n, gen: Number(gen) };
+      }
+      this.pos = mark;
+    }
+    return { kind: "number", value: n };
+  }
+
+  /** A name from its slash, `#xx` escapes decoded. */
+  private name(): string {
+    this.pos++;
+    const raw = this.regular();
+    return raw.replace(/#([0-9a-fA-F]{2})/g, (_, h: string) => String.fromCharCode(Number.parseInt(h, 16)));
+  }
+
+  /** The run of regular characters here. */
+  private regular(): string {
+    const t = this.text;
+    const start = this.pos;
+    while (this.pos < t.length && !WHITE.has(t[this.pos] as string) && !DELIMITERS.has(t[this.pos] as string))
+      this.pos++;
+    return t.slice(start, this.pos);
+  }
+
+  /** Past a literal string; false when it does not close. */
+  private literalString(): boolean {
+    const t = this.text;
+    let depth = 0;
+    while (this.pos < t.length) {
+      const c = t[this.pos++];
+      if (c === "\\") this.pos++;
+      else if (c === "(") depth++;
+      else if (c === ")" && --depth === 0) return true;
+    }
+    return false;
+  }
+}
