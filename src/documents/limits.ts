@@ -13,6 +13,17 @@ export const MAX_PDF_PAGES = 5000;
 export const MAX_INFLATED_STREAM_BYTES = 64 * 1024 * 1024;
 /** The streams a PDF may hold (a book has thousands); each is looked at before pdf.js reads it. */
 export const MAX_PDF_STREAMS = 100_000;
+/**
+ * The longest buffer pdf.js may make on the PDF's thread (`pdf-alloc-cap.ts`): it doubles a
+ * stream's buffer as it decodes, so a stream the pass allows fits; anything past is refused.
+ */
+export const MAX_PDF_BUFFER_BYTES = 2 * MAX_INFLATED_STREAM_BYTES;
+/**
+ * How much the core's resident memory may grow while a PDF's thread runs (`pdf-pages.ts`): what
+ * no cap on a buffer sees (a decoder gathering small pieces: pdf.js's Brotli) ends the thread
+ * here. pdf.js reading a 64 MiB book's text stays far below it.
+ */
+export const MAX_PDF_THREAD_GROWTH_BYTES = 1024 * 1024 * 1024;
 /** What all of them together may inflate to. */
 export const MAX_INFLATED_TOTAL_BYTES = 512 * 1024 * 1024;
 /** The characters a chunk aims at; a paragraph longer than this is split at sentences or words. */

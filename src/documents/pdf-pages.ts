@@ -1,5 +1,6 @@
 import { CoreError, type ErrorCode } from "../protocol/errors.ts";
 import { workerEntry } from "../util/worker-entry.ts";
+import { MAX_PDF_THREAD_GROWTH_BYTES } from "./limits.ts";
 import { documentProblem } from "./refusal.ts";
 import { nextTurn } from "./turn.ts";
 
@@ -10,7 +11,18 @@ import { nextTurn } from "./turn.ts";
  * damaged file's cross-references is as long. A thread per document: pdf.js keeps fonts and
  * caches per document, a PDF comes seldom, and ending the thread is the only way to stop pdf.js
  * mid-page. It is ended as soon as the reader stops, read to the end, refused or cancelled.
+ * While it runs, the process's resident memory is looked at every MEMORY_LOOK_MS: grown past
+ * `memoryGrowth` (MAX_PDF_THREAD_GROWTH_BYTES) since the thread began, the thread is ended and
+ * the file refused as `too_large`, whatever in pdf.js took it (`pdf-alloc-cap.ts` bounds its
+ * buffers more tightly; this bounds the rest).
  */
+const MEMORY_LOOK_MS = 10;
+
+export interface PdfPagesOptions {
+  memoryGrowth?: number;
+  /** The process's resident bytes now (tests give their own). */
+  resident?: () => number;
+}
 export interface PdfPage {
   /** From 1. */
   page: number;
@@ -38,7 +50,7 @@ const workerFile = () =>
 let live = 0;
 export const livePdfThreads = (): number => live;
 
-export async function* pdfPages(bytes: Uint8Array): AsyncGenerator<PdfPage> {
+export async function* pdfPages(bytes: Uint8Array, options: PdfPagesOptions = {}): AsyncGenerator<PdfPage> {
   const answers: PdfAnswer[] = [];
   let wake: (() => void) | undefined;
   const hear = (answer: PdfAnswer) => {
@@ -62,6 +74,23 @@ export async function* pdfPages(bytes: Uint8Array): AsyncGenerator<PdfPage> {
     event.preventDefault();
     hear({ kind: "error", error: { name: "Error", message: `the PDF's thread stopped: ${event.message}` } });
   };
+  const resident = options.resident ?? (() => process.memoryUsage.rss());
+  const growth = options.memoryGrowth ?? MAX_PDF_THREAD_GROWTH_BYTES;
+  const base = resident();
+  const watch = setInterval(() => {
+    const grown = resident() - base;
+    if (grown <= growth) return;
+    clearInterval(watch);
+    worker.terminate();
+    const mib = (n: number) => Math.round(n / 1024 / 1024);
+    hear({
+      kind: "error",
+      error: tooMuchMemory(
+        `reading the PDF took ${mib(grown)} MiB, over the ${mib(growth)} MiB it may (a compression bomb?)`,
+      ),
+    });
+  }, MEMORY_LOOK_MS);
+  watch.unref?.();
   try {
     // The thread gets a copy (pdf.js takes over the buffer it reads), handed over, not cloned again.
     const copy = new Uint8Array(bytes);
@@ -82,8 +111,15 @@ export async function* pdfPages(bytes: Uint8Array): AsyncGenerator<PdfPage> {
       await nextTurn();
     }
   } finally {
+    clearInterval(watch);
     worker.terminate();
   }
+}
+
+/** A refusal as the thread would post it, so it reads as one of the thread's own. */
+function tooMuchMemory(message: string): Extract<PdfAnswer, { kind: "error" }>["error"] {
+  const e = documentProblem("too_large", message);
+  return { name: e.name, message: e.message, code: e.code, data: e.data as Record<string, unknown> };
 }
 
 /** The thread's refusal as a CoreError again; anything else (the thread died) as a damaged file. */

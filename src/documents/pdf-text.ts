@@ -1,4 +1,5 @@
-import { MAX_PDF_PAGES, MAX_TEXT_CHARS } from "./limits.ts";
+import { MAX_PDF_BUFFER_BYTES, MAX_PDF_PAGES, MAX_TEXT_CHARS } from "./limits.ts";
+import type { AllocationCap } from "./pdf-alloc-cap.ts";
 import type { PdfPage } from "./pdf-pages.ts";
 import { checkPdfStreams } from "./pdf-streams.ts";
 import { documentProblem, tooMuchText } from "./refusal.ts";
@@ -10,9 +11,12 @@ import { documentProblem, tooMuchText } from "./refusal.ts";
  * the file its streams are measured (`pdf-streams.ts`); the page tree is checked against
  * MAX_PDF_PAGES before any page is read; past MAX_TEXT_CHARS it stops (the reader refuses there
  * too), so the pages waiting for the main loop stay bounded. pdf.js's warnings are silenced.
+ * `cap` is the thread's bound on pdf.js's buffers (`pdf-alloc-cap.ts`): pdf.js may pass over a
+ * stream it could not decode and go on, so the cap, once met, refuses the file here.
  */
-export async function* readPdfText(bytes: Uint8Array): AsyncGenerator<PdfPage> {
+export async function* readPdfText(bytes: Uint8Array, cap: AllocationCap): AsyncGenerator<PdfPage> {
   await checkPdfStreams(bytes);
+  const refusalOf = (err: unknown) => (cap.met() ? overCap() : pdfProblem(err));
   // pdf.js itself, not unpdf's index: that one calls `import.meta.resolve`, which a CommonJS
   // bundle (the compiled binary's) cannot parse, and the whole binary would fail to load.
   const { getDocument } = await import("unpdf/pdfjs");
@@ -32,6 +36,7 @@ export async function* readPdfText(bytes: Uint8Array): AsyncGenerator<PdfPage> {
       const text = await pageText(doc, page).catch((err: unknown) => {
         throw refusalOf(err);
       });
+      if (cap.met()) throw overCap();
       chars += text.length;
       yield { page, total: doc.numPages, text };
       if (chars > MAX_TEXT_CHARS) throw tooMuchText(chars, MAX_TEXT_CHARS);
@@ -59,8 +64,15 @@ async function pageText(doc: Doc, number: number): Promise<string> {
   }
 }
 
+function overCap(): Error {
+  return documentProblem(
+    "too_large",
+    `a stream of the PDF decodes past ${MAX_PDF_BUFFER_BYTES / 1024 / 1024} MiB (a compression bomb?)`,
+  );
+}
+
 /** pdf.js's failures as the document's problem; a refusal of ours passes as it is. */
-function refusalOf(err: unknown): Error {
+function pdfProblem(err: unknown): Error {
   const name = (err as { name?: string } | undefined)?.name;
   if (name === "CoreError") return err as Error;
   if (name === "PasswordException")

@@ -1,3 +1,5 @@
+import { MAX_PDF_BUFFER_BYTES } from "./limits.ts";
+import { capPdfThread } from "./pdf-alloc-cap.ts";
 import type { PdfAnswer, PdfAsk } from "./pdf-pages.ts";
 import { readPdfText } from "./pdf-text.ts";
 
@@ -11,9 +13,12 @@ declare const self: {
   postMessage(message: PdfAnswer): void;
 };
 
+// Before pdf.js is loaded or runs: no buffer it makes on this thread passes the cap.
+const cap = capPdfThread(MAX_PDF_BUFFER_BYTES, globalThis);
+
 self.onmessage = async (event: MessageEvent<PdfAsk>) => {
   try {
-    for await (const page of readPdfText(event.data.bytes)) self.postMessage({ kind: "page", ...page });
+    for await (const page of readPdfText(event.data.bytes, cap)) self.postMessage({ kind: "page", ...page });
     self.postMessage({ kind: "done" });
   } catch (err) {
     const e = err as { name?: string; message?: string; code?: string; data?: Record<string, unknown> };

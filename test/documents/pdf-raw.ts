@@ -42,3 +42,48 @@ export const heavyPage = () => ({
   dict: "/Filter /FlateDecode",
   data: deflateSync(Buffer.from(`BT /F1 12 Tf 72 700 Td ${"(ab) Tj ".repeat(5_000_000)}ET`)),
 });
+
+/**
+ * A PDF whose page's content stream (object 6) is written inside another stream's data (object
+ * 5, ASCIIHex), where the cross-reference table points: the stream pass reads the file in order
+ * and steps over object 5's data, pdf.js goes where the table says.
+ */
+export function hiddenStream(data: Uint8Array, filter = "/FlateDecode"): Uint8Array {
+  const parts: Buffer[] = [];
+  const offsets: number[] = [];
+  let size = 0;
+  const put = (b: Buffer | string) => {
+    const buf = typeof b === "string" ? Buffer.from(b, "latin1") : b;
+    parts.push(buf);
+    size += buf.byteLength;
+  };
+  put("%PDF-1.4\n");
+  const objects: [number, string][] = [
+    [1, "<< /Type /Catalog /Pages 2 0 R >>"],
+    [2, "<< /Type /Pages /Kids [4 0 R] /Count 1 >>"],
+    [3, "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>"],
+    [
+      4,
+      "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 3 0 R >> >> /Contents 6 0 R >>",
+    ],
+  ];
+  for (const [n, body] of objects) {
+    offsets[n] = size;
+    put(`${n} 0 obj\n${body}\nendobj\n`);
+  }
+  const inner = Buffer.concat([
+    Buffer.from(`6 0 obj\n<< /Length ${data.byteLength} /Filter ${filter} >>\nstream\n`),
+    Buffer.from(data),
+    Buffer.from("\nendstream\nendobj\n"),
+  ]);
+  offsets[5] = size;
+  put(`5 0 obj\n<< /Length ${inner.byteLength} /Filter /ASCIIHexDecode >>\nstream\n`);
+  offsets[6] = size;
+  put(inner);
+  put("\nendstream\nendobj\n");
+  const xref = size;
+  let table = "xref\n0 7\n0000000000 65535 f \n";
+  for (let n = 1; n <= 6; n++) table += `${String(offsets[n]).padStart(10, "0")} 00000 n \n`;
+  put(`${table}trailer\n<< /Size 7 /Root 1 0 R >>\nstartxref\n${xref}\n%%EOF\n`);
+  return Buffer.concat(parts);
+}

@@ -1,6 +1,8 @@
 import { describe, expect, test } from "bun:test";
-import { writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { brotliCompressSync, constants } from "node:zlib";
+import { hiddenStream } from "../documents/pdf-raw.ts";
 import { spawnCore } from "../fixtures/core-process.ts";
 import { filesHolding } from "../fixtures/files-holding.ts";
 import { minimalPdf } from "../fixtures/pdf-writer.ts";
@@ -108,5 +110,38 @@ describe.skipIf(!onPosix)("documents through the compiled binary", () => {
     b.closeStdin();
     expect(await a.exited()).toBe(0);
     expect(await b.exited()).toBe(0);
+  }, 120_000);
+
+  test("a Brotli bomb hidden from the stream pass: too_large, the core's memory bounded, a ping answered", async () => {
+    await using dir = tmpdir();
+    const stack = writeStack(dir.path, { tools: [] });
+    const pdf = join(dir.path, "bomb.pdf");
+    // 1 GiB of NULs, ~190 KB compressed, inside another stream's data where only the
+    // cross-reference table leads (docs/agent.md "Documents": the memory watch bounds it).
+    const bomb = brotliCompressSync(Buffer.alloc(1024 * 1024 * 1024), {
+      params: { [constants.BROTLI_PARAM_QUALITY]: 1 },
+    });
+    writeFileSync(pdf, hiddenStream(bomb, "/BrotliDecode"));
+    await using core = spawnCore({ cwd: dir.path, env: stack.env });
+    await core.request({ id: "l0", method: "documents.list", params: {} });
+    core.send({ id: "bomb", method: "documents.add", params: { path: pdf } });
+    const ping = await core.request({ id: "p", method: "ping" });
+    expect(ping.result).toEqual({ status: "ok" });
+    await core.waitFor(() => core.terminal("bomb") !== undefined, 60_000);
+    expect(core.terminal("bomb")).toMatchObject({
+      type: "error",
+      code: "invalid_request",
+      data: { problem: "too_large" },
+    });
+    if (process.platform === "linux") {
+      // The core's highest resident memory: the 1 GiB bound and what the core held before it.
+      const status = readFileSync(`/proc/${core.proc.pid}/status`, "utf8");
+      const peakKiB = Number(/VmHWM:\s+(\d+)/.exec(status)?.[1]);
+      expect(peakKiB * 1024).toBeLessThan(1.5 * 1024 * 1024 * 1024);
+    }
+    const list = await core.request({ id: "l", method: "documents.list", params: {} });
+    expect(list.result.documents).toEqual([]);
+    core.closeStdin();
+    expect(await core.exited()).toBe(0);
   }, 120_000);
 });
