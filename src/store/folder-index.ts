@@ -16,11 +16,15 @@ import { chunk, type MemoryHit } from "./memory-store.ts";
  * read again only when its size or mtime changed; a file's rows and its record change in one
  * transaction, so an index cut short (the core stopped) is taken up where it was next time.
  *
- * While the core runs, each folder is watched (recursively): a change there walks that folder
- * again WATCH_SETTLE_MS later, so a file removed or edited is forgotten (and what quoted it
- * erased, `onGone`) within about a second. Watching is best-effort (a platform's watch limit, a
- * folder that is not there yet), so a recall also checks each folder passage it found against
- * its file as it is now (`current`): a passage whose file is gone or changed is never quoted.
+ * While the core runs, the directories a walk went through are watched, each on its own (not
+ * one recursive watch: that would take a watch per directory of the whole tree, however large,
+ * in one blocking call, out of the user's shared inotify budget), at most MAX_WATCHED_DIRS a
+ * folder: a change there walks that folder again WATCH_SETTLE_MS later, so a file removed or
+ * edited is forgotten (and what quoted it erased, `onGone`) within about a second, and a new
+ * directory is watched from that walk on. Watching is best-effort (directories past the cap, a
+ * platform's watch limit, a folder that is not there yet), so a recall also checks each folder
+ * passage it found against its file as it is now (`current`): a passage whose file is gone or
+ * changed is never quoted.
  */
 
 /** Text files indexed from memory.folders; others are skipped. */
@@ -39,6 +43,8 @@ const FORGET_BATCH = 200;
  * walked at most about once a second, not once per write.
  */
 export const WATCH_SETTLE_MS = 1000;
+/** Directories watched per folder (each is one inotify watch on Linux, from a budget the user's other programs share). */
+export const MAX_WATCHED_DIRS = 1000;
 
 /** Reads a file's text, at most `maxBytes` (more is refused): the safe reader unless a test injects one. */
 export type FolderReader = (path: string, maxBytes: number) => Promise<string>;
@@ -59,6 +65,7 @@ export interface FolderIndexOptions {
   /** Whether the folders are watched while the core runs (on unless a test turns it off). */
   watch?: boolean;
   watchSettleMs?: number;
+  maxWatchedDirs?: number;
 }
 
 interface TextFile {
@@ -73,7 +80,10 @@ export class FolderIndex {
   private queued: Promise<void> | undefined;
   /** The folders that walk covers. */
   private readonly dirty = new Set<string>();
-  private readonly watchers: FSWatcher[] = [];
+  /** Each watched directory's watch, by folder. */
+  private readonly watchers = new Map<string, Map<string, FSWatcher>>();
+  /** Folders whose watch was cut short (the cap, a platform's limit): said once. */
+  private readonly watchCut = new Set<string>();
   /** The folders changed since the settle timer was set. */
   private readonly changed = new Set<string>();
   private settle: ReturnType<typeof setTimeout> | undefined;
@@ -94,14 +104,11 @@ export class FolderIndex {
   }
 
   /**
-   * Begins the index and the folders' watch once per process (memory is best-effort: errors are
-   * logged); resolves when the index and any walk queued behind it are done.
+   * Begins the index once per process (memory is best-effort: errors are logged); each walk
+   * watches what it went through. Resolves when the index and any walk queued behind it are done.
    */
   start(): Promise<void> {
-    if (!this.run) {
-      this.run = this.indexAll(this.folders);
-      this.watchFolders();
-    }
+    this.run ??= this.indexAll(this.folders);
     return this.run;
   }
 
@@ -180,28 +187,49 @@ export class FolderIndex {
   stop(): void {
     this.stopped = true;
     clearTimeout(this.settle);
-    for (const w of this.watchers.splice(0)) w.close();
+    for (const watched of this.watchers.values()) for (const w of watched.values()) w.close();
+    this.watchers.clear();
   }
 
-  private watchFolders(): void {
-    if (this.options.watch === false) return;
-    for (const root of this.folders) {
+  /** Watches `dirs` (a walk's, the folder first) and no longer the folder's directories gone. */
+  private watchDirs(root: string, dirs: readonly string[]): void {
+    if (this.options.watch === false || this.stopped) return;
+    const watched = this.watchers.get(root) ?? new Map<string, FSWatcher>();
+    this.watchers.set(root, watched);
+    const present = new Set(dirs);
+    for (const [dir, w] of watched)
+      if (!present.has(dir)) {
+        w.close();
+        watched.delete(dir);
+      }
+    const cap = this.options.maxWatchedDirs ?? MAX_WATCHED_DIRS;
+    for (const dir of dirs) {
+      if (watched.has(dir)) continue;
+      if (watched.size >= cap) {
+        this.cutWatch(root, `only its first ${cap} directories are watched`);
+        return;
+      }
       try {
-        const w = watch(root, { recursive: true, persistent: false }, (_event, name) => {
+        const w = watch(dir, { persistent: false }, (_event, name) => {
           if (worthAWalk(name)) this.folderChanged(root);
         });
-        // A watch that fails later (the folder removed, a watch limit) is only no longer there.
-        w.on("error", (err) => {
-          logger.warn(`memory folder ${root} is no longer watched: ${err.message}`);
+        // A watch that fails later (its directory removed) is only no longer there.
+        w.on("error", () => {
           w.close();
+          watched.delete(dir);
         });
-        this.watchers.push(w);
+        watched.set(dir, w);
       } catch (err) {
-        logger.warn(
-          `memory folder ${root} is not watched (a change is seen at a recall or the next start): ${(err as Error).message}`,
-        );
+        this.cutWatch(root, `${dir} cannot be watched: ${(err as Error).message}`);
+        return;
       }
     }
+  }
+
+  private cutWatch(root: string, why: string): void {
+    if (this.watchCut.has(root)) return;
+    this.watchCut.add(root);
+    logger.warn(`memory folder ${root}: ${why}; a change elsewhere is seen at a recall or the next start`);
   }
 
   private folderChanged(root: string): void {
@@ -233,8 +261,9 @@ export class FolderIndex {
   /** Walks `root`; whether it added passages. */
   private async indexFolder(root: string): Promise<boolean> {
     this.options.onWalk?.(root);
-    const files = await listTextFiles(root);
+    const { files, dirs } = await listTextFiles(root);
     if (this.stopped) return false;
+    this.watchDirs(root, dirs);
     const known = new Map(
       (
         this.db.query("SELECT path, size, mtime_ms FROM memory_files WHERE root = ?").all(root) as {
@@ -363,9 +392,13 @@ function nextTurn(): Promise<void> {
   return new Promise((r) => setImmediate(r));
 }
 
-/** The folder's text files (dot-files and non-regular files skipped: a FIFO is never read). */
-async function listTextFiles(root: string): Promise<TextFile[]> {
+/**
+ * The folder's text files (dot-files and non-regular files skipped: a FIFO is never read), and
+ * the directories read for them, the folder first (links are not followed).
+ */
+async function listTextFiles(root: string): Promise<{ files: TextFile[]; dirs: string[] }> {
   const out: TextFile[] = [];
+  const dirs: string[] = [];
   const walk = async (dir: string): Promise<void> => {
     let entries: Dirent[];
     try {
@@ -374,6 +407,7 @@ async function listTextFiles(root: string): Promise<TextFile[]> {
       logger.warn(`memory folder ${dir} unreadable: ${(err as Error).message}`);
       return;
     }
+    dirs.push(dir);
     for (const e of entries) {
       if (e.name.startsWith(".") || out.length >= MAX_FOLDER_FILES) continue;
       const path = join(dir, e.name);
@@ -390,5 +424,5 @@ async function listTextFiles(root: string): Promise<TextFile[]> {
     }
   };
   await walk(root);
-  return out;
+  return { files: out, dirs };
 }

@@ -90,6 +90,49 @@ describe("a memory folder watched while the core runs", () => {
     }
   });
 
+  test("a directory made while the core runs is watched from the walk that finds it", async () => {
+    using dir = tmpdir();
+    const folder = folderWith(dir.path, { "a.md": "the potoroo note" });
+    const store = Store.open(join(dir.path, "data"), {
+      folders: [folder],
+      folderIndex: { watchSettleMs: 30 },
+    });
+    try {
+      await store.folderIndex.start();
+      mkdirSync(join(folder, "later", "deeper"), { recursive: true });
+      writeFileSync(join(folder, "later", "deeper", "b.md"), "the quoll note");
+      expect(await waitFor(() => sources(store, "quoll").length === 1, { timeoutMs: 5000 })).toBe(true);
+      // Only the new directory's own watch sees this one.
+      writeFileSync(join(folder, "later", "deeper", "b.md"), "the quoll moved away");
+      expect(await waitFor(() => sources(store, "moved").length === 1, { timeoutMs: 5000 })).toBe(true);
+    } finally {
+      store.close();
+    }
+  });
+
+  test("past the cap of watched directories, a change there waits for a recall or the next start", async () => {
+    using dir = tmpdir();
+    const folder = folderWith(dir.path, { "a/x.md": "the kowari note", "b/y.md": "the mulgara note" });
+    let walks = 0;
+    const store = Store.open(join(dir.path, "data"), {
+      folders: [folder],
+      // The folder itself and one directory under it.
+      folderIndex: { watchSettleMs: 30, maxWatchedDirs: 2, onWalk: () => walks++ },
+    });
+    try {
+      await store.folderIndex.start();
+      // One of a/ and b/ is watched (the walk's order is the file system's): a change in each,
+      // each given time for its walk, walks once.
+      writeFileSync(join(folder, "a", "z.md"), "the dunnart note");
+      await Bun.sleep(300);
+      writeFileSync(join(folder, "b", "z.md"), "the ningaui note");
+      await Bun.sleep(300);
+      expect(walks).toBe(2);
+    } finally {
+      store.close();
+    }
+  });
+
   test("worthAWalk: dot-names and other kinds of file are not; text files, folders and unknown names are", () => {
     expect(worthAWalk("a.md")).toBe(true);
     expect(worthAWalk("deep/B.TXT")).toBe(true);
