@@ -1,3 +1,4 @@
+import { resolve } from "node:path";
 import type { KvDisk } from "../agent/kv/kv-disk.ts";
 import type { PromptReuse } from "../agent/kv/reuse.ts";
 import type { McpPool } from "../agent/mcp/pool.ts";
@@ -180,7 +181,11 @@ export class CoreServices implements Services {
       const store = Store.open(app.data_dir, {
         folders: memory.folders,
         // A folder's passages are every user's: a file gone or changed leaves no saved state quoting it.
-        folderIndex: { onGone: (sources) => this.forgetKvSource(undefined, ...sources) },
+        folderIndex: {
+          onGone: (sources) => this.forgetKvSource(undefined, ...sources),
+          // A memory folder holding the app's own folder: its sessions' files and its config are not memory.
+          exclude: [app.data_dir, resolve(this.options.cwd, this.options.configPath)],
+        },
       });
       // Closed last whenever it was opened: every other service may still ask it as it stops.
       this.database = this.stopAtShutdown("store", store, async () => store.close(), { last: true });

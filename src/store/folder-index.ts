@@ -1,7 +1,7 @@
 import type { Database } from "bun:sqlite";
 import { type Dirent, type FSWatcher, watch } from "node:fs";
-import { readdir, stat } from "node:fs/promises";
-import { extname, join, relative } from "node:path";
+import { readdir, realpath, stat } from "node:fs/promises";
+import { extname, join, relative, resolve, sep } from "node:path";
 import { logger } from "../util/logger.ts";
 import { readSmallFileAsync } from "../util/read-file.ts";
 import { chunk, type MemoryHit } from "./memory-store.ts";
@@ -66,6 +66,12 @@ export interface FolderIndexOptions {
   watch?: boolean;
   watchSettleMs?: number;
   maxWatchedDirs?: number;
+  /**
+   * The core's own files and folders (data_dir, the config file), never indexed even when a
+   * memory folder holds them: their text is one user's sessions, or secrets, and a folder's
+   * passages are every user's.
+   */
+  exclude?: readonly string[];
 }
 
 interface TextFile {
@@ -261,7 +267,7 @@ export class FolderIndex {
   /** Walks `root`; whether it added passages. */
   private async indexFolder(root: string): Promise<boolean> {
     this.options.onWalk?.(root);
-    const { files, dirs } = await listTextFiles(root);
+    const { files, dirs } = await listTextFiles(root, this.options.exclude ?? []);
     if (this.stopped) return false;
     this.watchDirs(root, dirs);
     const known = new Map(
@@ -387,6 +393,24 @@ export function worthAWalk(name: string | Buffer | null): boolean {
   return ext === "" || TEXT_EXTENSIONS.has(ext);
 }
 
+/**
+ * Whether a path the walk meets under `root` is, or is under, one of `exclude`. Compared as real
+ * paths (the folder may be reached through a link, data_dir named another way), the walk's own
+ * paths made real from the folder's (it follows no link below it); without case on the systems
+ * whose file names usually have none.
+ */
+async function excludedBy(root: string, exclude: readonly string[]): Promise<(path: string) => boolean> {
+  const real = (p: string) => realpath(p).catch(() => resolve(p));
+  const fold = process.platform === "win32" || process.platform === "darwin";
+  const key = (p: string) => (fold ? p.toLowerCase() : p);
+  const rootReal = await real(root);
+  const out = (await Promise.all(exclude.map(real))).map(key);
+  return (path) => {
+    const p = key(join(rootReal, relative(root, path)));
+    return out.some((x) => p === x || p.startsWith(x.endsWith(sep) ? x : x + sep));
+  };
+}
+
 /** The event loop's next turn: pings and other requests waiting are answered first. */
 function nextTurn(): Promise<void> {
   return new Promise((r) => setImmediate(r));
@@ -396,9 +420,13 @@ function nextTurn(): Promise<void> {
  * The folder's text files (dot-files and non-regular files skipped: a FIFO is never read), and
  * the directories read for them, the folder first (links are not followed).
  */
-async function listTextFiles(root: string): Promise<{ files: TextFile[]; dirs: string[] }> {
+async function listTextFiles(
+  root: string,
+  exclude: readonly string[],
+): Promise<{ files: TextFile[]; dirs: string[] }> {
   const out: TextFile[] = [];
   const dirs: string[] = [];
+  const excluded = await excludedBy(root, exclude);
   const walk = async (dir: string): Promise<void> => {
     let entries: Dirent[];
     try {
@@ -411,6 +439,7 @@ async function listTextFiles(root: string): Promise<{ files: TextFile[]; dirs: s
     for (const e of entries) {
       if (e.name.startsWith(".") || out.length >= MAX_FOLDER_FILES) continue;
       const path = join(dir, e.name);
+      if (excluded(path)) continue;
       if (e.isDirectory()) await walk(path);
       else if (e.isFile() && TEXT_EXTENSIONS.has(extname(e.name).toLowerCase())) {
         try {

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { mkdirSync, rmSync, utimesSync, writeFileSync } from "node:fs";
+import { mkdirSync, rmSync, symlinkSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { worthAWalk } from "../../src/store/folder-index.ts";
 import { Store } from "../../src/store/store.ts";
@@ -197,6 +197,57 @@ describe("a recall checks its folder passages against the files as they are", ()
       expect(await store.folderIndex.current([hit])).toEqual([hit]);
     } finally {
       store.close();
+    }
+  });
+});
+
+describe("the core's own files in a memory folder", () => {
+  test("data_dir and the config file are never indexed, however the folder is reached", async () => {
+    using dir = tmpdir();
+    const app = folderWith(dir.path, {
+      "notes.md": "the platypus note",
+      "config.yaml": "llama:\n  api_key: SECRET-WALLABY\n",
+      "data/kv/s-1.json": '{"record": "another user\'s WOMBATWORD"}',
+      "data/export.md": "WOMBATWORD again",
+    });
+    const link = join(dir.path, "app-link");
+    // (A link to a folder needs a privilege on Windows.)
+    if (process.platform !== "win32") symlinkSync(app, link);
+    for (const folder of process.platform === "win32" ? [app] : [app, link]) {
+      const store = Store.open(join(dir.path, `store-${folder === app ? "a" : "b"}`), {
+        folders: [folder],
+        folderIndex: { watch: false, exclude: [join(app, "data"), join(app, "config.yaml")] },
+      });
+      try {
+        await store.folderIndex.start();
+        expect(sources(store, "platypus")).toEqual(["file:notes.md"]);
+        expect(sources(store, "WALLABY")).toEqual([]);
+        expect(sources(store, "WOMBATWORD")).toEqual([]);
+      } finally {
+        store.close();
+      }
+    }
+  });
+
+  test("files indexed before the exclusion are forgotten at the next walk, and what quoted them told", async () => {
+    using dir = tmpdir();
+    const app = folderWith(dir.path, { "data/kv/s-1.json": "the WOMBATWORD record" });
+    const data = join(dir.path, "store");
+    const first = Store.open(data, { folders: [app], folderIndex: { watch: false } });
+    await first.folderIndex.start();
+    expect(sources(first, "WOMBATWORD")).toEqual(["file:data/kv/s-1.json"]);
+    first.close();
+    const gone: string[] = [];
+    const next = Store.open(data, {
+      folders: [app],
+      folderIndex: { watch: false, exclude: [join(app, "data")], onGone: (s) => gone.push(...s) },
+    });
+    try {
+      await next.folderIndex.start();
+      expect(sources(next, "WOMBATWORD")).toEqual([]);
+      expect(gone).toEqual(["file:data/kv/s-1.json"]);
+    } finally {
+      next.close();
     }
   });
 });

@@ -415,3 +415,32 @@ describe("a memory folder's file removed while the core runs", () => {
     expect(JSON.stringify(h.llama.requests.at(-1)?.body.messages)).not.toContain(PASSAGE);
   }, 20_000);
 });
+
+describe("a memory folder holding the app's own folder", () => {
+  test("its saved KV files and its config are not memory: another user's chat recalls neither", async () => {
+    const SECRET = "OCELOT-4417";
+    const SAID = "the MARGAY-2290 is spotted";
+    await using h = harness({
+      config: {
+        agents: [{ name: "a", system_prompt: `Be brief. Never say ${SECRET}.` }],
+        memory: { enabled: true, top_k: 5, folders: ["."] },
+      },
+    });
+    writeFileSync(join(h.dir.path, "note.md"), "the serval note");
+    h.llama.script({ content: ["ok"] });
+    await say(h, "z", `remember that ${SAID}`);
+    expect(await waitFor(() => pairInPlace(h), { timeoutMs: 5000 })).toBe(true);
+    expect(filesHolding(join(h.dataDir, "kv"), "MARGAY-2290").length).toBeGreaterThan(0);
+    // A walk of the folder now, with the session's files in place.
+    await h.services.store().folderIndex.refresh();
+    const folderHits = (word: string) =>
+      h.services
+        .store()
+        .memory.search("someone-else", word, 10)
+        .filter((hit) => hit.cite.kind === "folder")
+        .map((hit) => hit.doc.source);
+    expect(folderHits("serval")).toEqual(["file:note.md"]);
+    expect(folderHits("MARGAY")).toEqual([]);
+    expect(folderHits("OCELOT")).toEqual([]);
+  }, 20_000);
+});
