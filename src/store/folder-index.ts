@@ -1,9 +1,10 @@
 import type { Database } from "bun:sqlite";
-import { type Dirent, type FSWatcher, watch } from "node:fs";
-import { readdir, realpath, stat } from "node:fs/promises";
-import { extname, join, relative, resolve, sep } from "node:path";
+import { stat } from "node:fs/promises";
+import { relative } from "node:path";
 import { logger } from "../util/logger.ts";
 import { readSmallFileAsync } from "../util/read-file.ts";
+import { listTextFiles, type TextFile } from "./folder-walk.ts";
+import { FolderWatch } from "./folder-watch.ts";
 import { chunk, type MemoryHit } from "./memory-store.ts";
 
 /**
@@ -16,35 +17,19 @@ import { chunk, type MemoryHit } from "./memory-store.ts";
  * read again only when its size or mtime changed; a file's rows and its record change in one
  * transaction, so an index cut short (the core stopped) is taken up where it was next time.
  *
- * While the core runs, the directories a walk went through are watched, each on its own (not
- * one recursive watch: that would take a watch per directory of the whole tree, however large,
- * in one blocking call, out of the user's shared inotify budget), at most MAX_WATCHED_DIRS a
- * folder: a change there walks that folder again WATCH_SETTLE_MS later, so a file removed or
- * edited is forgotten (and what quoted it erased, `onGone`) within about a second, and a new
- * directory is watched from that walk on. Watching is best-effort (directories past the cap, a
- * platform's watch limit, a folder that is not there yet), so a recall also checks each folder
- * passage it found against its file as it is now (`current`): a passage whose file is gone or
- * changed is never quoted.
+ * While the core runs, the directories a walk went through are watched (`folder-watch.ts`): a
+ * change there walks that folder again, so a file removed or edited is forgotten (and what
+ * quoted it erased, `onGone`) within about a second. Watching is best-effort, so a recall also
+ * checks each folder passage it found against its file as it is now (`current`): a passage whose
+ * file is gone or changed is never quoted. The walk itself is `folder-walk.ts`.
  */
 
-/** Text files indexed from memory.folders; others are skipped. */
-const TEXT_EXTENSIONS = new Set(".md .txt .markdown .rst .org .json .yaml .yml .csv".split(" "));
-export const MAX_FILE_BYTES = 1024 * 1024;
-export const MAX_FOLDER_FILES = 5000;
 /** A batch: at most this many files… */
 export const BATCH_FILES = 8;
 /** …and this many bytes of them, unless one file alone is bigger (up to MAX_FILE_BYTES). */
 export const BATCH_BYTES = 256 * 1024;
 /** Files forgotten (gone from the folder) per transaction. */
 const FORGET_BATCH = 200;
-/**
- * How long after a change in a watched folder it is walked again: the changes of that time (an
- * editor's save is several) are taken in one walk, and a folder written to all the time is
- * walked at most about once a second, not once per write.
- */
-export const WATCH_SETTLE_MS = 1000;
-/** Directories watched per folder (each is one inotify watch on Linux, from a budget the user's other programs share). */
-export const MAX_WATCHED_DIRS = 1000;
 
 /** Reads a file's text, at most `maxBytes` (more is refused): the safe reader unless a test injects one. */
 export type FolderReader = (path: string, maxBytes: number) => Promise<string>;
@@ -74,25 +59,13 @@ export interface FolderIndexOptions {
   exclude?: readonly string[];
 }
 
-interface TextFile {
-  path: string;
-  size: number;
-  mtimeMs: number;
-}
-
 export class FolderIndex {
   private run: Promise<void> | undefined;
   /** The walk queued behind the current one (one at most: later changes join it). */
   private queued: Promise<void> | undefined;
   /** The folders that walk covers. */
   private readonly dirty = new Set<string>();
-  /** Each watched directory's watch, by folder. */
-  private readonly watchers = new Map<string, Map<string, FSWatcher>>();
-  /** Folders whose watch was cut short (the cap, a platform's limit): said once. */
-  private readonly watchCut = new Set<string>();
-  /** The folders changed since the settle timer was set. */
-  private readonly changed = new Set<string>();
-  private settle: ReturnType<typeof setTimeout> | undefined;
+  private readonly watch: FolderWatch | undefined;
   private readonly added: (() => void)[] = [];
   private stopped = false;
   private readonly read: FolderReader;
@@ -107,6 +80,11 @@ export class FolderIndex {
     this.read = options.read ?? readSmallFileAsync;
     this.batchFiles = options.batchFiles ?? BATCH_FILES;
     this.batchBytes = options.batchBytes ?? BATCH_BYTES;
+    if (options.watch !== false)
+      this.watch = new FolderWatch((roots) => void this.refresh(roots), {
+        settleMs: options.watchSettleMs,
+        maxDirs: options.maxWatchedDirs,
+      });
   }
 
   /**
@@ -192,62 +170,7 @@ export class FolderIndex {
   /** The database is closing: no batch touches it any more, and the folders are no longer watched. */
   stop(): void {
     this.stopped = true;
-    clearTimeout(this.settle);
-    for (const watched of this.watchers.values()) for (const w of watched.values()) w.close();
-    this.watchers.clear();
-  }
-
-  /** Watches `dirs` (a walk's, the folder first) and no longer the folder's directories gone. */
-  private watchDirs(root: string, dirs: readonly string[]): void {
-    if (this.options.watch === false || this.stopped) return;
-    const watched = this.watchers.get(root) ?? new Map<string, FSWatcher>();
-    this.watchers.set(root, watched);
-    const present = new Set(dirs);
-    for (const [dir, w] of watched)
-      if (!present.has(dir)) {
-        w.close();
-        watched.delete(dir);
-      }
-    const cap = this.options.maxWatchedDirs ?? MAX_WATCHED_DIRS;
-    for (const dir of dirs) {
-      if (watched.has(dir)) continue;
-      if (watched.size >= cap) {
-        this.cutWatch(root, `only its first ${cap} directories are watched`);
-        return;
-      }
-      try {
-        const w = watch(dir, { persistent: false }, (_event, name) => {
-          if (worthAWalk(name)) this.folderChanged(root);
-        });
-        // A watch that fails later (its directory removed) is only no longer there.
-        w.on("error", () => {
-          w.close();
-          watched.delete(dir);
-        });
-        watched.set(dir, w);
-      } catch (err) {
-        this.cutWatch(root, `${dir} cannot be watched: ${(err as Error).message}`);
-        return;
-      }
-    }
-  }
-
-  private cutWatch(root: string, why: string): void {
-    if (this.watchCut.has(root)) return;
-    this.watchCut.add(root);
-    logger.warn(`memory folder ${root}: ${why}; a change elsewhere is seen at a recall or the next start`);
-  }
-
-  private folderChanged(root: string): void {
-    if (this.stopped) return;
-    this.changed.add(root);
-    if (this.settle) return;
-    this.settle = setTimeout(() => {
-      this.settle = undefined;
-      const roots = [...this.changed];
-      this.changed.clear();
-      void this.refresh(roots);
-    }, this.options.watchSettleMs ?? WATCH_SETTLE_MS);
+    this.watch?.stop();
   }
 
   private async indexAll(roots: readonly string[]): Promise<void> {
@@ -269,7 +192,7 @@ export class FolderIndex {
     this.options.onWalk?.(root);
     const { files, dirs } = await listTextFiles(root, this.options.exclude ?? []);
     if (this.stopped) return false;
-    this.watchDirs(root, dirs);
+    this.watch?.watch(root, dirs);
     const known = new Map(
       (
         this.db.query("SELECT path, size, mtime_ms FROM memory_files WHERE root = ?").all(root) as {
@@ -380,78 +303,7 @@ export function* batches(files: TextFile[], maxFiles: number, maxBytes: number):
   if (current.length > 0) yield current;
 }
 
-/**
- * Whether a change the watch reports can matter to the index: not under a dot-name (a `.git`
- * folder churns) and not a file of another kind (a name with another extension; a folder's
- * name rarely has one, and a missed one is seen at a recall or the next start).
- */
-export function worthAWalk(name: string | Buffer | null): boolean {
-  if (name === null) return true;
-  const parts = String(name).split(/[\\/]/);
-  if (parts.some((p) => p.startsWith("."))) return false;
-  const ext = extname(parts.at(-1) ?? "").toLowerCase();
-  return ext === "" || TEXT_EXTENSIONS.has(ext);
-}
-
-/**
- * Whether a path the walk meets under `root` is, or is under, one of `exclude`. Compared as real
- * paths (the folder may be reached through a link, data_dir named another way), the walk's own
- * paths made real from the folder's (it follows no link below it); without case on the systems
- * whose file names usually have none.
- */
-async function excludedBy(root: string, exclude: readonly string[]): Promise<(path: string) => boolean> {
-  const real = (p: string) => realpath(p).catch(() => resolve(p));
-  const fold = process.platform === "win32" || process.platform === "darwin";
-  const key = (p: string) => (fold ? p.toLowerCase() : p);
-  const rootReal = await real(root);
-  const out = (await Promise.all(exclude.map(real))).map(key);
-  return (path) => {
-    const p = key(join(rootReal, relative(root, path)));
-    return out.some((x) => p === x || p.startsWith(x.endsWith(sep) ? x : x + sep));
-  };
-}
-
 /** The event loop's next turn: pings and other requests waiting are answered first. */
 function nextTurn(): Promise<void> {
   return new Promise((r) => setImmediate(r));
-}
-
-/**
- * The folder's text files (dot-files and non-regular files skipped: a FIFO is never read), and
- * the directories read for them, the folder first (links are not followed).
- */
-async function listTextFiles(
-  root: string,
-  exclude: readonly string[],
-): Promise<{ files: TextFile[]; dirs: string[] }> {
-  const out: TextFile[] = [];
-  const dirs: string[] = [];
-  const excluded = await excludedBy(root, exclude);
-  const walk = async (dir: string): Promise<void> => {
-    let entries: Dirent[];
-    try {
-      entries = await readdir(dir, { withFileTypes: true });
-    } catch (err) {
-      logger.warn(`memory folder ${dir} unreadable: ${(err as Error).message}`);
-      return;
-    }
-    dirs.push(dir);
-    for (const e of entries) {
-      if (e.name.startsWith(".") || out.length >= MAX_FOLDER_FILES) continue;
-      const path = join(dir, e.name);
-      if (excluded(path)) continue;
-      if (e.isDirectory()) await walk(path);
-      else if (e.isFile() && TEXT_EXTENSIONS.has(extname(e.name).toLowerCase())) {
-        try {
-          const st = await stat(path);
-          if (st.isFile() && st.size <= MAX_FILE_BYTES)
-            out.push({ path, size: st.size, mtimeMs: st.mtimeMs });
-        } catch {
-          // Gone or unreadable: skipped; memory is best-effort.
-        }
-      }
-    }
-  };
-  await walk(root);
-  return { files: out, dirs };
 }

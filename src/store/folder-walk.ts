@@ -1,0 +1,88 @@
+import type { Dirent } from "node:fs";
+import { readdir, realpath, stat } from "node:fs/promises";
+import { extname, join, relative, resolve, sep } from "node:path";
+import { logger } from "../util/logger.ts";
+
+/** A `memory.folders` walk (docs/agent.md, "Memory"): which files it indexes, which changes matter. */
+
+/** Text files indexed from memory.folders; others are skipped. */
+const TEXT_EXTENSIONS = new Set(".md .txt .markdown .rst .org .json .yaml .yml .csv".split(" "));
+export const MAX_FILE_BYTES = 1024 * 1024;
+export const MAX_FOLDER_FILES = 5000;
+
+export interface TextFile {
+  path: string;
+  size: number;
+  mtimeMs: number;
+}
+
+/**
+ * The folder's text files (dot-files and non-regular files skipped: a FIFO is never read), and
+ * the directories read for them, the folder first (links are not followed).
+ */
+export async function listTextFiles(
+  root: string,
+  exclude: readonly string[],
+): Promise<{ files: TextFile[]; dirs: string[] }> {
+  const out: TextFile[] = [];
+  const dirs: string[] = [];
+  const excluded = await excludedBy(root, exclude);
+  const walk = async (dir: string): Promise<void> => {
+    let entries: Dirent[];
+    try {
+      entries = await readdir(dir, { withFileTypes: true });
+    } catch (err) {
+      logger.warn(`memory folder ${dir} unreadable: ${(err as Error).message}`);
+      return;
+    }
+    dirs.push(dir);
+    for (const e of entries) {
+      if (e.name.startsWith(".") || out.length >= MAX_FOLDER_FILES) continue;
+      const path = join(dir, e.name);
+      if (excluded(path)) continue;
+      if (e.isDirectory()) await walk(path);
+      else if (e.isFile() && TEXT_EXTENSIONS.has(extname(e.name).toLowerCase())) {
+        try {
+          const st = await stat(path);
+          if (st.isFile() && st.size <= MAX_FILE_BYTES)
+            out.push({ path, size: st.size, mtimeMs: st.mtimeMs });
+        } catch {
+          // Gone or unreadable: skipped; memory is best-effort.
+        }
+      }
+    }
+  };
+  await walk(root);
+  return { files: out, dirs };
+}
+
+/**
+ * Whether a change the watch reports can matter to the index: not under a dot-name (a `.git`
+ * folder churns) and not a file of another kind (a name with another extension; a folder's
+ * name rarely has one, and a missed one is seen at a recall or the next start).
+ */
+export function worthAWalk(name: string | Buffer | null): boolean {
+  if (name === null) return true;
+  const parts = String(name).split(/[\\/]/);
+  if (parts.some((p) => p.startsWith("."))) return false;
+  const ext = extname(parts.at(-1) ?? "").toLowerCase();
+  return ext === "" || TEXT_EXTENSIONS.has(ext);
+}
+
+/**
+ * Whether a path the walk meets under `root` is, or is under, one of `exclude`. Compared as real
+ * paths (the folder may be reached through a link, data_dir named another way), the walk's own
+ * paths made real from the folder's (it follows no link below it); without case on the systems
+ * whose file names usually have none.
+ */
+async function excludedBy(root: string, exclude: readonly string[]): Promise<(path: string) => boolean> {
+  const real = (p: string) => realpath(p).catch(() => resolve(p));
+  const fold = process.platform === "win32" || process.platform === "darwin";
+  const key = (p: string) => (fold ? p.toLowerCase() : p);
+  const rootReal = await real(root);
+  const out = (await Promise.all(exclude.map(real))).map(key);
+  return (path) => {
+    const p = key(join(rootReal, relative(root, path)));
+    return out.some((x) => p === x || p.startsWith(x.endsWith(sep) ? x : x + sep));
+  };
+}
