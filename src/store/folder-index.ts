@@ -3,6 +3,7 @@ import { stat } from "node:fs/promises";
 import { relative } from "node:path";
 import { logger } from "../util/logger.ts";
 import { readSmallFileAsync } from "../util/read-file.ts";
+import { settleErase } from "./erase.ts";
 import { listTextFiles, type TextFile } from "./folder-walk.ts";
 import { FolderWatch } from "./folder-watch.ts";
 import { chunk, type MemoryHit } from "./memory-store.ts";
@@ -254,8 +255,10 @@ export class FolderIndex {
     this.gone(root, paths);
   }
 
+  /** Passages dropped: their words out of the index and the log now (as an erase), and out of what quotes them. */
   private gone(root: string, paths: string[]): void {
     try {
+      settleErase(this.db);
       this.options.onGone?.(paths.map((path) => `file:${relative(root, path)}`));
     } catch (err) {
       logger.warn(

@@ -3,6 +3,7 @@ import { mkdirSync, rmSync, symlinkSync, utimesSync, writeFileSync } from "node:
 import { join } from "node:path";
 import { worthAWalk } from "../../src/store/folder-walk.ts";
 import { Store } from "../../src/store/store.ts";
+import { filesHolding } from "../fixtures/files-holding.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 import { waitFor } from "../fixtures/wait.ts";
 
@@ -248,6 +249,29 @@ describe("the core's own files in a memory folder", () => {
       expect(gone).toEqual(["file:data/kv/s-1.json"]);
     } finally {
       next.close();
+    }
+  });
+});
+
+describe("a folder file's passages dropped", () => {
+  test("removed or edited: its words are in no file of the data folder after the walk", async () => {
+    using dir = tmpdir();
+    const folder = folderWith(dir.path, { "a.md": "the GALAHWORD note", "b.md": "the CORELLAWORD note" });
+    const data = join(dir.path, "data");
+    const store = Store.open(data, { folders: [folder], folderIndex: { watch: false } });
+    try {
+      await store.folderIndex.start();
+      expect(sources(store, "GALAHWORD")).toEqual(["file:a.md"]);
+      expect(filesHolding(data, "GALAHWORD").length).toBeGreaterThan(0);
+      rmSync(join(folder, "a.md"));
+      writeFileSync(join(folder, "b.md"), "nothing of the parrot now");
+      await store.folderIndex.refresh();
+      expect(sources(store, "GALAHWORD")).toEqual([]);
+      // The database, its log and whatever else the store keeps, while it is still open.
+      expect(filesHolding(data, "GALAHWORD")).toEqual([]);
+      expect(filesHolding(data, "CORELLAWORD")).toEqual([]);
+    } finally {
+      store.close();
     }
   });
 });
