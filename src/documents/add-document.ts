@@ -77,6 +77,7 @@ export async function addDocument(p: DocumentsAddParams, deps: AddDeps): Promise
     try {
       const read = await readDocument(source, {
         readFile: deps.readFile,
+        signal,
         onProgress: (pr) => {
           signal.throwIfAborted();
           progress.read(pr);

@@ -1,4 +1,6 @@
 import { CoreError, type ErrorCode } from "../protocol/errors.ts";
+import { Semaphore } from "../util/semaphore.ts";
+import { within } from "../util/within.ts";
 import { workerEntry } from "../util/worker-entry.ts";
 import { MAX_PDF_THREAD_GROWTH_BYTES } from "./limits.ts";
 import { documentProblem } from "./refusal.ts";
@@ -17,8 +19,15 @@ import { nextTurn } from "./turn.ts";
  * buffers more tightly; this bounds the rest).
  */
 const MEMORY_LOOK_MS = 10;
+/** How long the next PDF waits for an ended thread to be gone (it is in milliseconds). */
+const THREAD_END_WAIT_MS = 1000;
 
 export interface PdfPagesOptions {
+  /**
+   * Ends the wait for the thread, or the thread itself mid-page, at once: the generator throws
+   * the signal's reason.
+   */
+  signal?: AbortSignal;
   memoryGrowth?: number;
   /** The process's resident bytes now (tests give their own). */
   resident?: () => number;
@@ -50,7 +59,29 @@ const workerFile = () =>
 let live = 0;
 export const livePdfThreads = (): number => live;
 
+/**
+ * One PDF read at a time, the others waiting in order: pdf.js holds a book's file and what it
+ * made of it (250–350 MiB for a 64 MiB one), so twenty dropped at once would hold gigabytes, and
+ * the memory watch measures one thread's growth, not twenty's together.
+ */
+const oneAtATime = new Semaphore(() => 1);
+const NEVER = new AbortController().signal;
+
 export async function* pdfPages(bytes: Uint8Array, options: PdfPagesOptions = {}): AsyncGenerator<PdfPage> {
+  const signal = options.signal ?? NEVER;
+  const release = await oneAtATime.acquire(signal);
+  try {
+    yield* readOnThread(bytes, signal, options);
+  } finally {
+    release();
+  }
+}
+
+async function* readOnThread(
+  bytes: Uint8Array,
+  signal: AbortSignal,
+  options: PdfPagesOptions,
+): AsyncGenerator<PdfPage> {
   const answers: PdfAnswer[] = [];
   let wake: (() => void) | undefined;
   const hear = (answer: PdfAnswer) => {
@@ -58,11 +89,18 @@ export async function* pdfPages(bytes: Uint8Array, options: PdfPagesOptions = {}
     wake?.();
   };
   const worker = new Worker(workerFile());
+  const aborted = () => {
+    worker.terminate();
+    wake?.();
+  };
+  signal.addEventListener("abort", aborted, { once: true });
   live++;
+  const closed = Promise.withResolvers<void>();
   worker.addEventListener(
     "close",
     () => {
       live--;
+      closed.resolve();
       hear({ kind: "error", error: { name: "Error", message: "the PDF's thread stopped" } });
     },
     { once: true },
@@ -96,6 +134,7 @@ export async function* pdfPages(bytes: Uint8Array, options: PdfPagesOptions = {}
     const copy = new Uint8Array(bytes);
     worker.postMessage({ bytes: copy } satisfies PdfAsk, [copy.buffer]);
     for (;;) {
+      signal.throwIfAborted();
       const answer = answers.shift();
       if (!answer) {
         await new Promise<void>((resolve) => {
@@ -111,8 +150,11 @@ export async function* pdfPages(bytes: Uint8Array, options: PdfPagesOptions = {}
       await nextTurn();
     }
   } finally {
+    signal.removeEventListener("abort", aborted);
     clearInterval(watch);
     worker.terminate();
+    // The next PDF's thread starts once this one is gone, its memory with it.
+    await within(closed.promise, THREAD_END_WAIT_MS, undefined);
   }
 }
 

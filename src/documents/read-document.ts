@@ -20,6 +20,8 @@ export type DocumentSource = { path: string; name?: string } | { text: string; n
 
 export interface ReadOptions {
   readFile: (path: string) => Promise<Uint8Array>;
+  /** Ends a PDF's read at once, waiting for its thread or mid-page (`pdf-pages.ts`). */
+  signal?: AbortSignal;
   onProgress?: (progress: IndexProgress) => void;
   /** CHUNK_TARGET_CHARS unless a test says otherwise. */
   target?: number;
@@ -59,7 +61,7 @@ export async function readDocument(source: DocumentSource, opts: ReadOptions): P
     progress({ phase: "reading", done: bytes.byteLength, total: bytes.byteLength });
     const name = source.name ?? source.path;
     read = isPdf(bytes)
-      ? await readPdf(bytes, chunker, progress, pause)
+      ? await readPdf(bytes, chunker, progress, pause, opts.signal)
       : await readBytes(bytes, name, chunker, progress, pause);
   }
   const chunks = chunker.finish();
@@ -136,10 +138,16 @@ async function chunkHtml(html: string, chunker: Chunker, progress: Progress, pau
   }
 }
 
-async function readPdf(bytes: Uint8Array, chunker: Chunker, progress: Progress, pause: Pause) {
+async function readPdf(
+  bytes: Uint8Array,
+  chunker: Chunker,
+  progress: Progress,
+  pause: Pause,
+  signal: AbortSignal | undefined,
+) {
   let chars = 0;
   let pages = 0;
-  for await (const { page, total, text } of pdfPages(bytes)) {
+  for await (const { page, total, text } of pdfPages(bytes, { signal })) {
     chars += text.length;
     if (chars > MAX_TEXT_CHARS) throw tooMuchText(chars, MAX_TEXT_CHARS);
     // A page of megabytes gives the loop back as text does.

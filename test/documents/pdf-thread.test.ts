@@ -107,3 +107,53 @@ describe("pdf.js runs on the PDF's thread", () => {
     expect(livePdfThreads()).toBe(0);
   }, 60_000);
 });
+
+describe("one PDF read at a time", () => {
+  const light = (word: string) => ({ dict: "", data: Buffer.from(`BT /F1 12 Tf 72 700 Td (${word}) Tj ET`) });
+  const texts = async (pdf: Uint8Array, signal?: AbortSignal) => {
+    const out: string[] = [];
+    for await (const page of pdfPages(pdf, { signal })) out.push(page.text);
+    return out;
+  };
+
+  test("reads asked together run one after the other, each whole", async () => {
+    let most = 0;
+    const sample = setInterval(() => {
+      most = Math.max(most, livePdfThreads());
+    }, 1);
+    try {
+      const all = await Promise.all(
+        ["one", "two", "three"].map((w) => texts(pdfOf([light(w), light(`${w}!`)]))),
+      );
+      expect(all).toEqual([
+        ["one", "one!"],
+        ["two", "two!"],
+        ["three", "three!"],
+      ]);
+    } finally {
+      clearInterval(sample);
+    }
+    expect(most).toBe(1);
+  }, 60_000);
+
+  test("a cancel ends a read mid-page at once, and one waiting for its turn without a thread", async () => {
+    const first = new AbortController();
+    const second = new AbortController();
+    const heavy = texts(pdfOf([heavyPage()]), first.signal);
+    const waiting = texts(pdfOf([light("never")]), second.signal);
+    await Bun.sleep(300);
+    expect(livePdfThreads()).toBe(1);
+    const reason = new Error("cancelled by the host");
+    const t0 = performance.now();
+    second.abort(reason);
+    await expect(waiting).rejects.toBe(reason);
+    first.abort(reason);
+    await expect(heavy).rejects.toBe(reason);
+    // pdf.js on that page takes seconds (the heavy page): the thread was ended, not waited for.
+    expect(performance.now() - t0).toBeLessThan(500);
+    for (let i = 0; i < 200 && livePdfThreads() > 0; i++) await Bun.sleep(5);
+    expect(livePdfThreads()).toBe(0);
+    // And the next read is not held by either.
+    expect(await texts(pdfOf([light("after")]))).toEqual(["after"]);
+  }, 60_000);
+});

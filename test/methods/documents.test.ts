@@ -4,7 +4,9 @@ import { execFileSync } from "node:child_process";
 import { closeSync, ftruncateSync, mkdirSync, openSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { deflateSync } from "node:zlib";
+import { livePdfThreads } from "../../src/documents/pdf-pages.ts";
 import { ChatHarness, type Msg } from "../agent/harness.ts";
+import { heavyPage, pdfOf } from "../documents/pdf-raw.ts";
 import { filesHolding } from "../fixtures/files-holding.ts";
 import { minimalPdf } from "../fixtures/pdf-writer.ts";
 
@@ -226,6 +228,30 @@ describe("documents.add, list, delete and citations", () => {
     expect(await h.terminal("a")).toMatchObject({ type: "error", code: "cancelled" });
     expect(chunkRows(h)).toBe(0);
     expect((await call(h, "l", "documents.list", {})).result.documents).toEqual([]);
+  }, 60_000);
+
+  test("PDFs added together are read one at a time; a cancel ends one mid-page at once, and one waiting its turn", async () => {
+    await using h = new ChatHarness(plain);
+    h.services.store();
+    // A page pdf.js works through for seconds (docs/agent.md "Documents": one PDF read at a time).
+    const heavy = join(h.dir.path, "heavy.pdf");
+    writeFileSync(heavy, pdfOf([heavyPage()]));
+    const light = join(h.dir.path, "light.pdf");
+    writeFileSync(light, minimalPdf([["a light page"]]));
+    h.send("a", "documents.add", { path: heavy });
+    // Once a's thread runs, b waits for its turn.
+    while (livePdfThreads() === 0) await Bun.sleep(1);
+    h.send("b", "documents.add", { path: light });
+    await Bun.sleep(200);
+    expect(livePdfThreads()).toBe(1);
+    expect(h.out.some((m) => m.id === "b" && m.type !== "event")).toBe(false);
+    const t0 = performance.now();
+    h.send("cb", "cancel", { request_id: "b" });
+    expect(await h.terminal("b")).toMatchObject({ type: "error", code: "cancelled" });
+    h.send("ca", "cancel", { request_id: "a" });
+    expect(await h.terminal("a")).toMatchObject({ type: "error", code: "cancelled" });
+    expect(performance.now() - t0).toBeLessThan(1000);
+    expect((await call(h, "c", "documents.add", { path: light })).result).toMatchObject({ format: "pdf" });
   }, 60_000);
 
   test("users.delete during an add wins: the add ends cancelled and writes nothing back", async () => {
