@@ -52,6 +52,8 @@ export interface FolderIndexOptions {
   watch?: boolean;
   watchSettleMs?: number;
   maxWatchedDirs?: number;
+  /** One recursive watch of each folder rather than one per directory (the platform's default unless a test says). */
+  watchRecursive?: boolean;
   /**
    * The core's own files and folders (data_dir, the config file), never indexed even when a
    * memory folder holds them: their text is one user's sessions, or secrets, and a folder's
@@ -85,6 +87,7 @@ export class FolderIndex {
       this.watch = new FolderWatch((roots) => void this.refresh(roots), {
         settleMs: options.watchSettleMs,
         maxDirs: options.maxWatchedDirs,
+        recursive: options.watchRecursive,
       });
   }
 

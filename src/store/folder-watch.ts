@@ -12,13 +12,16 @@ export const WATCH_SETTLE_MS = 1000;
 export const MAX_WATCHED_DIRS = 1000;
 
 /**
- * The `memory.folders` watch (docs/agent.md, "Memory"): the directories each walk went through,
- * each watched on its own, at most MAX_WATCHED_DIRS a folder. Not one recursive watch: that
- * takes a watch per directory of the whole tree, however large, in one call that holds the
- * main loop, out of an inotify budget the user's other programs share. A change that can matter
- * (`worthAWalk`) tells `onChange` the folder WATCH_SETTLE_MS later, with every other folder
- * changed meanwhile. Best-effort: past the cap or a platform's limit a folder's other directories
- * are not watched, and the log says so once.
+ * The `memory.folders` watch (docs/agent.md, "Memory"). On Linux, the directories each walk went
+ * through, each watched on its own, at most MAX_WATCHED_DIRS a folder: a recursive watch there
+ * takes an inotify watch per directory of the whole tree, however large, in one call that holds
+ * the main loop, out of a budget the user's other programs share. On Windows and macOS, one
+ * recursive watch of the folder, which the system gives as one handle (ReadDirectoryChangesW,
+ * FSEvents): a handle per directory there would keep the user from deleting or renaming a
+ * directory above a watched one while the core runs. A change that can matter (`worthAWalk`)
+ * tells `onChange` the folder WATCH_SETTLE_MS later, with every other folder changed meanwhile.
+ * Best-effort: past the cap or a platform's limit a folder's other directories are not watched,
+ * and the log says so once.
  */
 export class FolderWatch {
   /** Each watched directory's watch, by folder. */
@@ -32,7 +35,7 @@ export class FolderWatch {
 
   constructor(
     private readonly onChange: (roots: string[]) => void,
-    private readonly options: { settleMs?: number; maxDirs?: number } = {},
+    private readonly options: { settleMs?: number; maxDirs?: number; recursive?: boolean } = {},
   ) {}
 
   /** Watches `dirs` (a walk's, the folder first) and no longer the folder's directories gone. */
@@ -40,6 +43,10 @@ export class FolderWatch {
     if (this.stopped) return;
     const watched = this.watchers.get(root) ?? new Map<string, FSWatcher>();
     this.watchers.set(root, watched);
+    if (this.options.recursive ?? process.platform !== "linux") {
+      if (watched.size === 0 && dirs.includes(root)) this.watchOne(root, root, watched, true);
+      return;
+    }
     const present = new Set(dirs);
     for (const [dir, w] of watched)
       if (!present.has(dir)) {
@@ -53,20 +60,26 @@ export class FolderWatch {
         this.cutShort(root, `only its first ${cap} directories are watched`);
         return;
       }
-      try {
-        const w = watch(dir, { persistent: false }, (_event, name) => {
-          if (worthAWalk(name)) this.folderChanged(root);
-        });
-        // A watch that fails later (its directory removed) is only no longer there.
-        w.on("error", () => {
-          w.close();
-          watched.delete(dir);
-        });
-        watched.set(dir, w);
-      } catch (err) {
-        this.cutShort(root, `${dir} cannot be watched: ${(err as Error).message}`);
-        return;
-      }
+      if (!this.watchOne(root, dir, watched, false)) return;
+    }
+  }
+
+  /** Watches `dir` for `root`; false when it cannot be (said once). */
+  private watchOne(root: string, dir: string, watched: Map<string, FSWatcher>, recursive: boolean): boolean {
+    try {
+      const w = watch(dir, { persistent: false, recursive }, (_event, name) => {
+        if (worthAWalk(name)) this.folderChanged(root);
+      });
+      // A watch that fails later (its directory removed) is only no longer there.
+      w.on("error", () => {
+        w.close();
+        watched.delete(dir);
+      });
+      watched.set(dir, w);
+      return true;
+    } catch (err) {
+      this.cutShort(root, `${dir} cannot be watched: ${(err as Error).message}`);
+      return false;
     }
   }
 

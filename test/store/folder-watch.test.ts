@@ -22,95 +22,101 @@ function folderWith(dir: string, files: Record<string, string>): string {
 
 const sources = (store: Store, word: string) => store.memory.search("u", word, 10).map((h) => h.doc.source);
 
-describe("a memory folder watched while the core runs", () => {
-  test("a file removed is forgotten, and what quoted it is told, without a restart", async () => {
-    using dir = tmpdir();
-    const folder = folderWith(dir.path, { "a.md": "the quokka ledger", "deep/b.md": "the quokka diary" });
-    const gone: string[] = [];
-    const store = Store.open(join(dir.path, "data"), {
-      folders: [folder],
-      folderIndex: { watchSettleMs: 30, onGone: (s) => gone.push(...s) },
+for (const recursive of [false, true])
+  describe(`a memory folder watched while the core runs (${recursive ? "one recursive watch: Windows, macOS" : "a watch per directory: Linux"})`, () => {
+    test("a file removed is forgotten, and what quoted it is told, without a restart", async () => {
+      using dir = tmpdir();
+      const folder = folderWith(dir.path, { "a.md": "the quokka ledger", "deep/b.md": "the quokka diary" });
+      const gone: string[] = [];
+      const store = Store.open(join(dir.path, "data"), {
+        folders: [folder],
+        folderIndex: { watchSettleMs: 30, watchRecursive: recursive, onGone: (s) => gone.push(...s) },
+      });
+      try {
+        await store.folderIndex.start();
+        expect(sources(store, "quokka").sort()).toEqual(["file:a.md", "file:deep/b.md"]);
+        rmSync(join(folder, "deep/b.md"));
+        expect(await waitFor(() => sources(store, "quokka").length === 1, { timeoutMs: 5000 })).toBe(true);
+        expect(sources(store, "quokka")).toEqual(["file:a.md"]);
+        expect(gone).toEqual(["file:deep/b.md"]);
+      } finally {
+        store.close();
+      }
     });
-    try {
-      await store.folderIndex.start();
-      expect(sources(store, "quokka").sort()).toEqual(["file:a.md", "file:deep/b.md"]);
-      rmSync(join(folder, "deep/b.md"));
-      expect(await waitFor(() => sources(store, "quokka").length === 1, { timeoutMs: 5000 })).toBe(true);
-      expect(sources(store, "quokka")).toEqual(["file:a.md"]);
-      expect(gone).toEqual(["file:deep/b.md"]);
-    } finally {
-      store.close();
-    }
+
+    test("a file edited is read again and its old words forgotten; a new file is found", async () => {
+      using dir = tmpdir();
+      const folder = folderWith(dir.path, { "a.md": "the wombat secret" });
+      const store = Store.open(join(dir.path, "data"), {
+        folders: [folder],
+        folderIndex: { watchSettleMs: 30, watchRecursive: recursive },
+      });
+      try {
+        await store.folderIndex.start();
+        expect(sources(store, "wombat")).toEqual(["file:a.md"]);
+        writeFileSync(join(folder, "a.md"), "nothing left here now");
+        writeFileSync(join(folder, "c.txt"), "a new numbat note");
+        expect(
+          await waitFor(
+            () => sources(store, "wombat").length === 0 && sources(store, "numbat").length === 1,
+            {
+              timeoutMs: 5000,
+            },
+          ),
+        ).toBe(true);
+        expect(sources(store, "nothing")).toEqual(["file:a.md"]);
+      } finally {
+        store.close();
+      }
+    });
+
+    test("changes under a dot-folder or to another kind of file walk nothing", async () => {
+      using dir = tmpdir();
+      const folder = folderWith(dir.path, { "a.md": "the bilby note" });
+      let walks = 0;
+      const store = Store.open(join(dir.path, "data"), {
+        folders: [folder],
+        folderIndex: { watchSettleMs: 30, watchRecursive: recursive, onWalk: () => walks++ },
+      });
+      try {
+        await store.folderIndex.start();
+        expect(walks).toBe(1);
+        mkdirSync(join(folder, ".git"));
+        writeFileSync(join(folder, ".git", "index.md"), "x");
+        writeFileSync(join(folder, "photo.png"), "x");
+        // Well past the settle time: a walk they caused would have begun.
+        await Bun.sleep(300);
+        expect(walks).toBe(1);
+        writeFileSync(join(folder, "d.md"), "the bandicoot note");
+        expect(await waitFor(() => sources(store, "bandicoot").length === 1, { timeoutMs: 5000 })).toBe(true);
+        expect(walks).toBe(2);
+      } finally {
+        store.close();
+      }
+    });
+
+    test("a directory made while the core runs is watched from the walk that finds it", async () => {
+      using dir = tmpdir();
+      const folder = folderWith(dir.path, { "a.md": "the potoroo note" });
+      const store = Store.open(join(dir.path, "data"), {
+        folders: [folder],
+        folderIndex: { watchSettleMs: 30, watchRecursive: recursive },
+      });
+      try {
+        await store.folderIndex.start();
+        mkdirSync(join(folder, "later", "deeper"), { recursive: true });
+        writeFileSync(join(folder, "later", "deeper", "b.md"), "the quoll note");
+        expect(await waitFor(() => sources(store, "quoll").length === 1, { timeoutMs: 5000 })).toBe(true);
+        // Only the new directory's own watch sees this one.
+        writeFileSync(join(folder, "later", "deeper", "b.md"), "the quoll moved away");
+        expect(await waitFor(() => sources(store, "moved").length === 1, { timeoutMs: 5000 })).toBe(true);
+      } finally {
+        store.close();
+      }
+    });
   });
 
-  test("a file edited is read again and its old words forgotten; a new file is found", async () => {
-    using dir = tmpdir();
-    const folder = folderWith(dir.path, { "a.md": "the wombat secret" });
-    const store = Store.open(join(dir.path, "data"), {
-      folders: [folder],
-      folderIndex: { watchSettleMs: 30 },
-    });
-    try {
-      await store.folderIndex.start();
-      expect(sources(store, "wombat")).toEqual(["file:a.md"]);
-      writeFileSync(join(folder, "a.md"), "nothing left here now");
-      writeFileSync(join(folder, "c.txt"), "a new numbat note");
-      expect(
-        await waitFor(() => sources(store, "wombat").length === 0 && sources(store, "numbat").length === 1, {
-          timeoutMs: 5000,
-        }),
-      ).toBe(true);
-      expect(sources(store, "nothing")).toEqual(["file:a.md"]);
-    } finally {
-      store.close();
-    }
-  });
-
-  test("changes under a dot-folder or to another kind of file walk nothing", async () => {
-    using dir = tmpdir();
-    const folder = folderWith(dir.path, { "a.md": "the bilby note" });
-    let walks = 0;
-    const store = Store.open(join(dir.path, "data"), {
-      folders: [folder],
-      folderIndex: { watchSettleMs: 30, onWalk: () => walks++ },
-    });
-    try {
-      await store.folderIndex.start();
-      expect(walks).toBe(1);
-      mkdirSync(join(folder, ".git"));
-      writeFileSync(join(folder, ".git", "index.md"), "x");
-      writeFileSync(join(folder, "photo.png"), "x");
-      // Well past the settle time: a walk they caused would have begun.
-      await Bun.sleep(300);
-      expect(walks).toBe(1);
-      writeFileSync(join(folder, "d.md"), "the bandicoot note");
-      expect(await waitFor(() => sources(store, "bandicoot").length === 1, { timeoutMs: 5000 })).toBe(true);
-      expect(walks).toBe(2);
-    } finally {
-      store.close();
-    }
-  });
-
-  test("a directory made while the core runs is watched from the walk that finds it", async () => {
-    using dir = tmpdir();
-    const folder = folderWith(dir.path, { "a.md": "the potoroo note" });
-    const store = Store.open(join(dir.path, "data"), {
-      folders: [folder],
-      folderIndex: { watchSettleMs: 30 },
-    });
-    try {
-      await store.folderIndex.start();
-      mkdirSync(join(folder, "later", "deeper"), { recursive: true });
-      writeFileSync(join(folder, "later", "deeper", "b.md"), "the quoll note");
-      expect(await waitFor(() => sources(store, "quoll").length === 1, { timeoutMs: 5000 })).toBe(true);
-      // Only the new directory's own watch sees this one.
-      writeFileSync(join(folder, "later", "deeper", "b.md"), "the quoll moved away");
-      expect(await waitFor(() => sources(store, "moved").length === 1, { timeoutMs: 5000 })).toBe(true);
-    } finally {
-      store.close();
-    }
-  });
-
+describe("what the watch walks for, and its cap per directory (Linux)", () => {
   test("past the cap of watched directories, a change there waits for a recall or the next start", async () => {
     using dir = tmpdir();
     const folder = folderWith(dir.path, { "a/x.md": "the kowari note", "b/y.md": "the mulgara note" });
@@ -118,7 +124,7 @@ describe("a memory folder watched while the core runs", () => {
     const store = Store.open(join(dir.path, "data"), {
       folders: [folder],
       // The folder itself and one directory under it.
-      folderIndex: { watchSettleMs: 30, maxWatchedDirs: 2, onWalk: () => walks++ },
+      folderIndex: { watchSettleMs: 30, watchRecursive: false, maxWatchedDirs: 2, onWalk: () => walks++ },
     });
     try {
       await store.folderIndex.start();
