@@ -109,13 +109,16 @@ export class FolderIndex {
     if (!this.run) return this.start();
     for (const r of roots) this.dirty.add(r);
     if (!this.queued) {
-      const queued: Promise<void> = this.run.then(() => {
-        // From here a change is another walk's: this one may have read past it.
-        this.queued = undefined;
-        const next = [...this.dirty];
-        this.dirty.clear();
-        return this.stopped ? undefined : this.indexAll(next);
-      });
+      // After the walk under way, however it ended.
+      const queued: Promise<void> = this.run
+        .catch(() => {})
+        .then(() => {
+          // From here a change is another walk's: this one may have read past it.
+          this.queued = undefined;
+          const next = [...this.dirty];
+          this.dirty.clear();
+          return this.stopped ? undefined : this.indexAll(next);
+        });
       this.queued = queued;
       this.run = queued;
     }
@@ -188,7 +191,14 @@ export class FolderIndex {
       }
       if (this.stopped) return;
     }
-    if (added) for (const fn of this.added) fn();
+    if (!added) return;
+    for (const fn of this.added) {
+      try {
+        fn();
+      } catch (err) {
+        logger.warn(`memory folders: what was told of new passages failed: ${(err as Error).message}`);
+      }
+    }
   }
 
   /** Walks `root`; whether it added passages. */

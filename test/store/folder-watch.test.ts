@@ -281,3 +281,24 @@ describe("a folder file's passages dropped", () => {
     }
   });
 });
+
+describe("a walk whose listener fails", () => {
+  test("the next walks still run", async () => {
+    using dir = tmpdir();
+    const folder = folderWith(dir.path, { "a.md": "the tuan note" });
+    const store = Store.open(join(dir.path, "data"), { folders: [folder], folderIndex: { watch: false } });
+    try {
+      store.folderIndex.onAdded(() => {
+        throw new Error("the embedder is gone");
+      });
+      await store.folderIndex.start();
+      writeFileSync(join(folder, "b.md"), "the antechinus note");
+      await store.folderIndex.refresh();
+      writeFileSync(join(folder, "c.md"), "the phascogale note");
+      await store.folderIndex.refresh();
+      expect(sources(store, "phascogale")).toEqual(["file:c.md"]);
+    } finally {
+      store.close();
+    }
+  });
+});
