@@ -4,8 +4,10 @@ import { CoreError } from "../protocol/errors.ts";
 import { documentErased, ORPHAN_CHUNK_MS, type PendingDocument } from "../store/document-store.ts";
 import { type Store, sessionNotFound } from "../store/store.ts";
 import { titleOf } from "../store/title.ts";
+import { ByteBudget } from "../util/byte-budget.ts";
 import { logger } from "../util/logger.ts";
 import { ChunkPipeline, STORE_BATCH } from "./chunk-pipeline.ts";
+import { MAX_DOCUMENT_BYTES, MAX_READING_BYTES } from "./limits.ts";
 import { readDocument } from "./read-document.ts";
 import { nextTurn } from "./turn.ts";
 
@@ -24,6 +26,8 @@ export interface AddDeps {
   store: Store;
   /** A document's bytes (documents/document-file.ts). */
   readFile: (path: string) => Promise<Uint8Array>;
+  /** A document file's size before it is read (its place in the reading budget); 0 when unknown. */
+  sizeOf?: (path: string) => Promise<number>;
   embedChunks?: EmbedChunks;
   /** The request's cancel. */
   signal: AbortSignal;
@@ -51,6 +55,9 @@ export interface AddedDocument {
  * swept by a later add, `ORPHAN_CHUNK_MS`). A `sessions.delete` or `users.delete` of its owner
  * while it runs wins (store/erasures.ts): the add stops, and no write of it lands after the erase.
  */
+/** The documents read at once, by their sizes (MAX_READING_BYTES): the others wait their turn. */
+const reading = new ByteBudget(MAX_READING_BYTES);
+
 export async function addDocument(p: DocumentsAddParams, deps: AddDeps): Promise<AddedDocument> {
   const { store } = deps;
   const sessionId = p.session_id ?? "";
@@ -72,6 +79,10 @@ export async function addDocument(p: DocumentsAddParams, deps: AddDeps): Promise
     await store.write(() => store.documents.sweep(at - ORPHAN_CHUNK_MS));
     const source =
       p.path !== undefined ? { path: p.path, name: p.name } : { text: p.text ?? "", name: p.name };
+    const size =
+      p.path !== undefined ? ((await deps.sizeOf?.(p.path)) ?? 0) : Buffer.byteLength(p.text ?? "", "utf8");
+    // A file over the size limit is refused before a byte is read: it holds nothing.
+    const doneReading = await reading.acquire(size > MAX_DOCUMENT_BYTES ? 0 : size, signal);
     // Chunks are stored as they are made, on the store's chunk thread while the rest is read.
     const pipeline = new ChunkPipeline(store, doc, signal);
     try {
@@ -85,6 +96,7 @@ export async function addDocument(p: DocumentsAddParams, deps: AddDeps): Promise
         onChunks: (chunks) => pipeline.add(chunks),
       });
       await pipeline.finish((stored) => progress.stored(stored, read.chunks.length));
+      doneReading();
       const meta = {
         name: p.name ?? (p.path !== undefined ? basename(p.path) : titleOf(p.text ?? "")),
         format: read.format,
@@ -102,6 +114,7 @@ export async function addDocument(p: DocumentsAddParams, deps: AddDeps): Promise
       }
       return { document_id: doc.documentId, ...meta };
     } finally {
+      doneReading();
       // No batch may land after the discard below.
       await pipeline.settle();
       if (pipeline.started && !committed) await discard(store, doc.documentId);

@@ -1,3 +1,4 @@
+import { stat } from "node:fs/promises";
 import { FileTooLarge, NotRegularFile, readFailure, readFileBytesAsync } from "../util/read-file.ts";
 import { MAX_DOCUMENT_BYTES } from "./limits.ts";
 import { documentProblem } from "./refusal.ts";
@@ -14,6 +15,11 @@ export async function readDocumentFile(path: string): Promise<Uint8Array> {
   } catch (err) {
     throw refusalOf(path, err);
   }
+}
+
+/** The file's size as stat sees it, for a place in the reading budget; 0 when it cannot be seen (the read says why). */
+export async function documentFileSize(path: string): Promise<number> {
+  return (await stat(path).catch(() => undefined))?.size ?? 0;
 }
 
 function refusalOf(path: string, err: unknown): Error {

@@ -5,6 +5,12 @@
 
 /** A file's size, checked by stat before a byte is read. */
 export const MAX_DOCUMENT_BYTES = 64 * 1024 * 1024;
+/**
+ * What the documents read at once may come to, file sizes added (`add-document.ts`): reading holds
+ * a file's bytes, its text and its chunks, about three times its size, so twenty 64 MiB files
+ * added together would hold gigabytes. A file bigger than this alone is read when nothing else is.
+ */
+export const MAX_READING_BYTES = 256 * 1024 * 1024;
 /** The text a document may yield in all: ~13,000 chunks, a few thousand book pages. */
 export const MAX_TEXT_CHARS = 16 * 1024 * 1024;
 /** A PDF's pages, checked from its page tree before any page is read. */

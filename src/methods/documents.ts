@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { addDocument } from "../documents/add-document.ts";
-import { readDocumentFile } from "../documents/document-file.ts";
+import { documentFileSize, readDocumentFile } from "../documents/document-file.ts";
 import { IndexBeat } from "../documents/index-beat.ts";
 import {
   DocumentsAddEventFields,
@@ -30,6 +30,7 @@ export const documentsAdd = defineMethod({
       return await addDocument(params, {
         store: services.store(),
         readFile: readDocumentFile,
+        sizeOf: documentFileSize,
         embedChunks: services.embedChunks,
         signal: ctx.signal,
         progress: (p) => beat.update(p),

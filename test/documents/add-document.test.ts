@@ -255,3 +255,43 @@ describe("IndexBeat", () => {
     expect(sent).toEqual([]);
   });
 });
+
+describe("documents read at once, by their sizes (MAX_READING_BYTES)", () => {
+  test("a file that would pass the budget waits until room is made; a cancel while waiting leaves", async () => {
+    using dir = tmpdir();
+    const store = Store.open(dir.path);
+    const MiB = 1024 * 1024;
+    const read: string[] = [];
+    const mayEnd = Promise.withResolvers<void>();
+    // Four of 60 MiB fit the 256 MiB together (each held until `mayEnd`); a fifth of 40 waits.
+    const sizes: Record<string, number> = { "/a.md": 60, "/b.md": 60, "/c.md": 60, "/d.md": 60, "/e.md": 40 };
+    const fileDeps = (extra: Partial<AddDeps> = {}) =>
+      deps(store, {
+        sizeOf: async (path) => (sizes[path] ?? 0) * MiB,
+        readFile: async (path) => {
+          read.push(path);
+          if (path !== "/e.md") await mayEnd.promise;
+          return new TextEncoder().encode(`the file ${path} of WALLAROO words`);
+        },
+        ...extra,
+      });
+    const add = (path: string, extra?: Partial<AddDeps>) =>
+      addDocument(params("", { text: undefined, path }), fileDeps(extra));
+    const four = ["/a.md", "/b.md", "/c.md", "/d.md"].map((path) => add(path));
+    const cancel = new AbortController();
+    const fifth = add("/e.md", { signal: cancel.signal });
+    const sixth = add("/e.md");
+    await Bun.sleep(50);
+    expect(read.sort()).toEqual(["/a.md", "/b.md", "/c.md", "/d.md"]);
+    const reason = new Error("cancelled by the host");
+    cancel.abort(reason);
+    await expect(fifth).rejects.toBe(reason);
+    await Bun.sleep(20);
+    expect(read).not.toContain("/e.md");
+    mayEnd.resolve();
+    for (const added of await Promise.all(four)) expect(added.chunks).toBe(1);
+    expect((await sixth).chunks).toBe(1);
+    expect(read.filter((p) => p === "/e.md")).toHaveLength(1);
+    store.close();
+  });
+});
