@@ -8,12 +8,12 @@ import { worthAWalk } from "./folder-walk.ts";
  * walked at most about once a second, not once per write.
  */
 export const WATCH_SETTLE_MS = 1000;
-/** Directories watched per folder (each is one inotify watch on Linux, from a budget the user's other programs share). */
+/** Directories watched, all folders together (each is one inotify watch on Linux, from a budget the user's other programs share). */
 export const MAX_WATCHED_DIRS = 1000;
 
 /**
  * The `memory.folders` watch (docs/agent.md, "Memory"). On Linux, the directories each walk went
- * through, each watched on its own, at most MAX_WATCHED_DIRS a folder: a recursive watch there
+ * through, each watched on its own, at most MAX_WATCHED_DIRS in all: a recursive watch there
  * takes an inotify watch per directory of the whole tree, however large, in one call that holds
  * the main loop, out of a budget the user's other programs share. On Windows and macOS, one
  * recursive watch of the folder, which the system gives as one handle (ReadDirectoryChangesW,
@@ -54,13 +54,16 @@ export class FolderWatch {
         watched.delete(dir);
       }
     const cap = this.options.maxDirs ?? MAX_WATCHED_DIRS;
+    let total = 0;
+    for (const w of this.watchers.values()) total += w.size;
     for (const dir of dirs) {
       if (watched.has(dir)) continue;
-      if (watched.size >= cap) {
-        this.cutShort(root, `only its first ${cap} directories are watched`);
+      if (total >= cap) {
+        this.cutShort(root, `the ${cap} directories watched in all are reached`);
         return;
       }
       if (!this.watchOne(root, dir, watched, false)) return;
+      total++;
     }
   }
 

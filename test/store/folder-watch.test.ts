@@ -302,3 +302,37 @@ describe("a walk whose listener fails", () => {
     }
   });
 });
+
+describe("the cap on watched directories is for all folders together", () => {
+  test("a second folder past it is not watched; the first still is", async () => {
+    using dir = tmpdir();
+    const one = join(dir.path, "one");
+    const two = join(dir.path, "two");
+    mkdirSync(one);
+    mkdirSync(two);
+    writeFileSync(join(one, "a.md"), "the bettong note");
+    writeFileSync(join(two, "b.md"), "the bilby note");
+    const walked: string[] = [];
+    const store = Store.open(join(dir.path, "data"), {
+      folders: [one, two],
+      folderIndex: {
+        watchSettleMs: 30,
+        watchRecursive: false,
+        maxWatchedDirs: 1,
+        onWalk: (r) => walked.push(r),
+      },
+    });
+    try {
+      await store.folderIndex.start();
+      expect(walked).toEqual([one, two]);
+      writeFileSync(join(two, "c.md"), "the mala note");
+      await Bun.sleep(300);
+      expect(walked).toEqual([one, two]);
+      writeFileSync(join(one, "d.md"), "the boodie note");
+      expect(await waitFor(() => walked.length === 3, { timeoutMs: 5000 })).toBe(true);
+      expect(walked[2]).toBe(one);
+    } finally {
+      store.close();
+    }
+  });
+});
