@@ -47,6 +47,9 @@ export interface AddedDocument {
   bytes: number;
 }
 
+/** The documents read at once, by their sizes (MAX_READING_BYTES): the others wait their turn. */
+const reading = new ByteBudget(MAX_READING_BYTES);
+
 /**
  * `documents.add` (docs/agent.md "Documents"): the document read into chunks, the chunks stored
  * in batches unseen by recall, then the document's row committed (from then on it is found),
@@ -55,9 +58,6 @@ export interface AddedDocument {
  * swept by a later add, `ORPHAN_CHUNK_MS`). A `sessions.delete` or `users.delete` of its owner
  * while it runs wins (store/erasures.ts): the add stops, and no write of it lands after the erase.
  */
-/** The documents read at once, by their sizes (MAX_READING_BYTES): the others wait their turn. */
-const reading = new ByteBudget(MAX_READING_BYTES);
-
 export async function addDocument(p: DocumentsAddParams, deps: AddDeps): Promise<AddedDocument> {
   const { store } = deps;
   const sessionId = p.session_id ?? "";

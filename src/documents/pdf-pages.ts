@@ -115,18 +115,18 @@ async function* readOnThread(
   const resident = options.resident ?? (() => process.memoryUsage.rss());
   const growth = options.memoryGrowth ?? MAX_PDF_THREAD_GROWTH_BYTES;
   const base = resident();
+  let overMemory: Error | undefined;
   const watch = setInterval(() => {
     const grown = resident() - base;
     if (grown <= growth) return;
     clearInterval(watch);
     worker.terminate();
     const mib = (n: number) => Math.round(n / 1024 / 1024);
-    hear({
-      kind: "error",
-      error: tooMuchMemory(
-        `reading the PDF took ${mib(grown)} MiB, over the ${mib(growth)} MiB it may (a compression bomb?)`,
-      ),
-    });
+    overMemory = documentProblem(
+      "too_large",
+      `reading the PDF took ${mib(grown)} MiB, over the ${mib(growth)} MiB it may (a compression bomb?)`,
+    );
+    wake?.();
   }, MEMORY_LOOK_MS);
   watch.unref?.();
   try {
@@ -135,6 +135,7 @@ async function* readOnThread(
     worker.postMessage({ bytes: copy } satisfies PdfAsk, [copy.buffer]);
     for (;;) {
       signal.throwIfAborted();
+      if (overMemory) throw overMemory;
       const answer = answers.shift();
       if (!answer) {
         await new Promise<void>((resolve) => {
@@ -156,12 +157,6 @@ async function* readOnThread(
     // The next PDF's thread starts once this one is gone, its memory with it.
     await within(closed.promise, THREAD_END_WAIT_MS, undefined);
   }
-}
-
-/** A refusal as the thread would post it, so it reads as one of the thread's own. */
-function tooMuchMemory(message: string): Extract<PdfAnswer, { kind: "error" }>["error"] {
-  const e = documentProblem("too_large", message);
-  return { name: e.name, message: e.message, code: e.code, data: e.data as Record<string, unknown> };
 }
 
 /** The thread's refusal as a CoreError again; anything else (the thread died) as a damaged file. */

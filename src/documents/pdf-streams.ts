@@ -1,4 +1,4 @@
-import { brotliDecompress, constants, inflate } from "node:zlib";
+import { type BrotliOptions, brotliDecompress, constants, inflate, type ZlibOptions } from "node:zlib";
 import { MAX_INFLATED_STREAM_BYTES, MAX_INFLATED_TOTAL_BYTES, MAX_PDF_STREAMS } from "./limits.ts";
 import { ascii85Decode, asciiHexDecode, type Decoded, lzwDecode, runLengthDecode } from "./pdf-decoders.ts";
 import { PdfLexer, type PdfValue } from "./pdf-dict.ts";
@@ -109,15 +109,10 @@ function streamAt(pdf: Pdf, at: number, after: number): Stream | undefined {
 function dictBefore(text: string, after: number, at: number): Map<string, PdfValue> | undefined {
   let nearest: Map<string, PdfValue> | undefined;
   let tries = 0;
-  for (
-    let o = text.lastIndexOf("obj", at);
-    o >= after && tries < HEADER_TRIES;
-    o = text.lastIndexOf("obj", o - 1)
-  ) {
-    if (!/\d\s+\d+\s+$/.test(text.slice(Math.max(after, o - 32), o))) {
-      if (o === 0) break;
-      continue;
-    }
+  // The "obj" before `o` (none before the start of the file: lastIndexOf would find 0 again).
+  const previous = (o: number) => (o > 0 ? text.lastIndexOf("obj", o - 1) : -1);
+  for (let o = text.lastIndexOf("obj", at); o >= after && tries < HEADER_TRIES; o = previous(o)) {
+    if (!/\d\s+\d+\s+$/.test(text.slice(Math.max(after, o - 32), o))) continue;
     tries++;
     const lexer = new PdfLexer(text, o + 3);
     const dict = lexer.dict();
@@ -126,7 +121,6 @@ function dictBefore(text: string, after: number, at: number): Map<string, PdfVal
       if (lexer.pos === at) return dict;
       nearest ??= dict;
     }
-    if (o === 0) break;
   }
   return nearest;
 }
@@ -170,8 +164,8 @@ async function decodedSize(data: Uint8Array, stream: Stream): Promise<number | "
   for (const [i, filter] of stream.filters.entries()) {
     const keep = i < stream.filters.length - 1;
     let step: Decoded | undefined;
-    if (filter === "Flate") step = await inflated(current);
-    else if (filter === "Br") step = await unbrotlied(current);
+    if (filter === "Flate") step = await zlibStep(inflate, current, { finishFlush: constants.Z_SYNC_FLUSH });
+    else if (filter === "Br") step = await zlibStep(brotliDecompress as typeof inflate, current);
     else if (filter === "LZW") step = lzwDecode(current, stream.earlyChange[i] ?? 1, cap, keep);
     else if (filter === "RL") step = runLengthDecode(current, cap, keep);
     else if (filter === "AHx") step = { size: 0, bytes: asciiHexDecode(current) };
@@ -185,24 +179,16 @@ async function decodedSize(data: Uint8Array, stream: Stream): Promise<number | "
   return size;
 }
 
-function unbrotlied(data: Uint8Array): Promise<Decoded> {
+/** What a zlib decoder made, capped at MAX_INFLATED_STREAM_BYTES: past it "too_large"; data it refuses decodes to nothing. */
+function zlibStep(
+  decode: typeof inflate,
+  data: Uint8Array,
+  options: ZlibOptions | BrotliOptions = {},
+): Promise<Decoded> {
   return new Promise((resolve) => {
-    brotliDecompress(data, { maxOutputLength: MAX_INFLATED_STREAM_BYTES }, (err, out) => {
+    decode(data, { ...options, maxOutputLength: MAX_INFLATED_STREAM_BYTES }, (err, out) => {
       if (err) resolve(err instanceof RangeError ? "too_large" : { size: 0 });
       else resolve({ size: out.byteLength, bytes: out });
     });
-  });
-}
-
-function inflated(data: Uint8Array): Promise<Decoded> {
-  return new Promise((resolve) => {
-    inflate(
-      data,
-      { maxOutputLength: MAX_INFLATED_STREAM_BYTES, finishFlush: constants.Z_SYNC_FLUSH },
-      (err, out) => {
-        if (err) resolve(err instanceof RangeError ? "too_large" : { size: 0 });
-        else resolve({ size: out.byteLength, bytes: out });
-      },
-    );
   });
 }
