@@ -112,23 +112,12 @@ async function* readOnThread(
     event.preventDefault();
     hear({ kind: "error", error: { name: "Error", message: `the PDF's thread stopped: ${event.message}` } });
   };
-  const resident = options.resident ?? (() => process.memoryUsage.rss());
-  const growth = options.memoryGrowth ?? MAX_PDF_THREAD_GROWTH_BYTES;
-  const base = resident();
   let overMemory: Error | undefined;
-  const watch = setInterval(() => {
-    const grown = resident() - base;
-    if (grown <= growth) return;
-    clearInterval(watch);
+  const watch = watchMemory(options, (over) => {
     worker.terminate();
-    const mib = (n: number) => Math.round(n / 1024 / 1024);
-    overMemory = documentProblem(
-      "too_large",
-      `reading the PDF took ${mib(grown)} MiB, over the ${mib(growth)} MiB it may (a compression bomb?)`,
-    );
+    overMemory = over;
     wake?.();
-  }, MEMORY_LOOK_MS);
-  watch.unref?.();
+  });
   try {
     // The thread gets a copy (pdf.js takes over the buffer it reads), handed over, not cloned again.
     const copy = new Uint8Array(bytes);
@@ -157,6 +146,30 @@ async function* readOnThread(
     // The next PDF's thread starts once this one is gone, its memory with it.
     await within(closed.promise, THREAD_END_WAIT_MS, undefined);
   }
+}
+
+/** Tells `over` once, with the refusal, when the process has grown past the bound since now. */
+function watchMemory(
+  options: PdfPagesOptions,
+  over: (refusal: Error) => void,
+): ReturnType<typeof setInterval> {
+  const resident = options.resident ?? (() => process.memoryUsage.rss());
+  const growth = options.memoryGrowth ?? MAX_PDF_THREAD_GROWTH_BYTES;
+  const base = resident();
+  const watch = setInterval(() => {
+    const grown = resident() - base;
+    if (grown <= growth) return;
+    clearInterval(watch);
+    const mib = (n: number) => Math.round(n / 1024 / 1024);
+    over(
+      documentProblem(
+        "too_large",
+        `reading the PDF took ${mib(grown)} MiB, over the ${mib(growth)} MiB it may (a compression bomb?)`,
+      ),
+    );
+  }, MEMORY_LOOK_MS);
+  watch.unref?.();
+  return watch;
 }
 
 /** The thread's refusal as a CoreError again; anything else (the thread died) as a damaged file. */
