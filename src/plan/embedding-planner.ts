@@ -6,6 +6,7 @@ import { decideEmbedding, type EmbeddingLaunch } from "./decide/embedding.ts";
 import { placeEmbedding } from "./decide/embedding-devices.ts";
 import { decideFlashAttn } from "./decide/flash-attn.ts";
 import { idleSleepDecision } from "./decide/idle-sleep.ts";
+import { logPrivacyWarnings } from "./decide/log-privacy.ts";
 import { decideMemoryFlags } from "./decide/memory-flags.ts";
 import { extraArgsDecision } from "./decide/passthrough.ts";
 import { decideThreads } from "./decide/threads.ts";
@@ -40,7 +41,11 @@ export function planEmbedding(model: ModelInfo, rawHw: HardwareSnapshot, config:
   // The chat estimator's "architecture not known" does not hold for an encoder: its memory is
   // decideEmbedding's, checked against tiny-embed's log (recording 119).
   const known = e.causal ? model.warnings : model.warnings.filter((w) => !w.startsWith("architecture '"));
-  const warnings = [...known, ...vramOverrideWarnings(config.hardware, rawHw.gpus.length)];
+  const warnings = [
+    ...known,
+    ...vramOverrideWarnings(config.hardware, rawHw.gpus.length),
+    ...logPrivacyWarnings(llama.extra_args),
+  ];
   if (llama.rpc.length > 0)
     warnings.push("an embedding model runs on this machine: llama.rpc's workers are not used");
   const placed = placeEmbedding(model, e.memory, budgets, config.model.gpu_layers, rawHw.gpus.length);

@@ -10,6 +10,7 @@ import { fitter } from "./decide/fit.ts";
 import { decideFlashAttn } from "./decide/flash-attn.ts";
 import { idleSleepDecision } from "./decide/idle-sleep.ts";
 import { type CacheTypes, cacheRequests, decideCacheTypes } from "./decide/kv-cache.ts";
+import { logPrivacyWarnings } from "./decide/log-privacy.ts";
 import { decideMemoryFlags } from "./decide/memory-flags.ts";
 import { extraArgsDecision, jinjaDecision } from "./decide/passthrough.ts";
 import { imagesOf, placeProjector, withProjector } from "./decide/projector.ts";
@@ -77,7 +78,7 @@ function planChat(
   const rpc = rpcDevices(llama.rpc, workers);
   const budgets = withRpcDevices(local, rpc);
   const warnings = [...model.warnings, ...vramOverrideWarnings(config.hardware, rawHw.gpus.length)];
-  warnings.push(...rpc.warnings);
+  warnings.push(...rpc.warnings, ...logPrivacyWarnings(llama.extra_args));
 
   // Cache types first: the V type decides flash attention, and both shape the estimate.
   const cache = decideCacheTypes(model, cacheRequests(llama));

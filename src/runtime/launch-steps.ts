@@ -5,6 +5,7 @@ import { childEnv } from "./child-env.ts";
 import { CHILD_MODE_ENV, EXIT_LINE } from "./child-mode.ts";
 import { StateLines } from "./child-state.ts";
 import { classifyStartExit } from "./exit-reason.ts";
+import { LogRedactor } from "./log-redact.ts";
 import { LogTail, readLines } from "./log-sink.ts";
 import { removePidRecord, writePidRecord } from "./pid-file.ts";
 import { workFingerprint } from "./proc-info.ts";
@@ -118,17 +119,21 @@ export function spawnServer(req: SpawnRequest): Spawned | LaunchFailure {
     spawned,
     `--- ${new Date().toISOString()} start ${req.binary} ${argv.join(" ")} (pid ${child.pid})\n`,
   );
-  const onLine = (line: string) => {
+  // One redactor a stream: a quoted text's lines follow its message on the stream it came on.
+  const lineReader = (redactor: LogRedactor) => (raw: string) => {
     spawned.lastLine = Date.now();
     spawned.nudge?.();
     // State lines are progress, not log: the router, too, keeps them out of its log.
-    if (spawned.states.take(line)) return;
+    if (spawned.states.take(raw)) return;
+    const line = redactor.line(raw);
+    if (line === null) return;
     spawned.tail.push(line);
     req.onLine(line);
   };
-  spawned.drained = Promise.all([readLines(child.stdout, onLine), readLines(child.stderr, onLine)]).then(
-    () => {},
-  );
+  spawned.drained = Promise.all([
+    readLines(child.stdout, lineReader(new LogRedactor())),
+    readLines(child.stderr, lineReader(new LogRedactor())),
+  ]).then(() => {});
   recordChild(req.dataDir, spawned, req.instance);
   return spawned;
 }

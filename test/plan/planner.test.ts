@@ -220,6 +220,25 @@ describe("config overrides and errors", () => {
     expect(p.argv).toContain("--mlock");
     expect(p.argv[p.argv.indexOf("-t") + 1]).toBe("3");
     expect(p.argv.slice(-2)).toEqual(["--temp", "0.2"]);
+    expect(p.warnings.filter((w) => w.includes("extra_args"))).toEqual([]);
+  });
+
+  test("extra_args that make llama-server keep the conversation are warned of (plan/decide/log-privacy.ts)", async () => {
+    const m = await model("l7", llama7b);
+    const p = makePlan(
+      m,
+      CPU_ONLY,
+      config({ llama: { extra_args: ["-lv", "5", "--log-file", "/tmp/l.log"] } }),
+    );
+    expect(p.argv.slice(-4)).toEqual(["-lv", "5", "--log-file", "/tmp/l.log"]);
+    expect(p.warnings).toEqual(
+      expect.arrayContaining([
+        expect.stringContaining("llama.extra_args -lv: llama-server logs prompts and replies"),
+        expect.stringContaining(
+          "llama.extra_args --log-file: llama-server writes what it logs to /tmp/l.log",
+        ),
+      ]),
+    );
   });
 });
 

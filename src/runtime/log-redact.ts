@@ -1,0 +1,48 @@
+/**
+ * llama-server's log quotes the model's output in a few messages (b10587): a reply that does
+ * not match the chat format is written out whole (`common_chat_peg_parse: unparsed <format>
+ * output: <text>`, transcripts/quirks/90c; at debug verbosity also `full <format> output
+ * triggering error:` with the text on the lines after), and a JSON parse error quotes what it
+ * last read (`last read: '<text>'`, nlohmann's messages). What a model writes is the
+ * conversation: kept, it would outlive `sessions.delete`/`users.delete` in data_dir/logs and
+ * travel in a crash's `log_tail` to whichever chat is running, another user's included. So
+ * every line of llama-server's output passes through here before the tail or the file sees it,
+ * and those messages keep their shape without their text (docs/supervisor.md, "Logs").
+ *
+ * A message begins with llama-server's prefix (`M.SS.mmm.uuu L `, on by default since
+ * common_init); a quoted text's own newlines give lines without one, which are dropped until
+ * the next message begins. The flags that turn the prefix off or log more are the plan's
+ * warning (`plan/decide/log-privacy.ts`).
+ */
+
+/** The prefix every message of llama-server's own log begins with: time since start, level. */
+const MESSAGE_START = /^\d+\.\d{2}\.\d{3}\.\d{3} [IWED] /;
+/** `--log-colors on` wraps the prefix's parts in colour codes. */
+const COLOUR = /\u001b\[[0-9;]*m/g;
+/** A reply that did not parse, written out whole. */
+const UNPARSED = /^(.*?\bunparsed \S+ output: ).*$/s;
+/** Debug verbosity: the whole reply on the lines after this one. */
+const FULL_OUTPUT = /\bfull \S+ output triggering error:/;
+/** nlohmann's parse errors: the token it stopped in, up to the line's last quote. */
+const LAST_READ = /(last read: )'.*'/s;
+
+export const NOT_LOGGED = "[model output not logged]";
+
+/** One output stream's redactor: it remembers whether it is inside a quoted text. */
+export class LogRedactor {
+  private inQuote = false;
+
+  /** The line as it may be kept, or null when it belongs to a text no log may keep. */
+  line(line: string): string | null {
+    const starts = MESSAGE_START.test(line.includes("\u001b") ? line.replace(COLOUR, "") : line);
+    if (this.inQuote && !starts) return null;
+    this.inQuote = false;
+    const unparsed = UNPARSED.exec(line);
+    if (unparsed) {
+      this.inQuote = true;
+      return `${unparsed[1]}${NOT_LOGGED}`;
+    }
+    if (FULL_OUTPUT.test(line)) this.inQuote = true;
+    return LAST_READ.test(line) ? line.replace(LAST_READ, `$1${NOT_LOGGED}`) : line;
+  }
+}

@@ -1,0 +1,100 @@
+import { describe, expect, test } from "bun:test";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { LogRedactor, NOT_LOGGED } from "../../src/runtime/log-redact.ts";
+
+const QUIRKS = join(import.meta.dir, "../fixtures/llama-server/transcripts/quirks");
+const TRANSCRIPTS = join(import.meta.dir, "../fixtures/llama-server/transcripts");
+
+/** quirks/90c keeps each log line with its line number in the original log ("154:…"). */
+function recordedLines(): string[] {
+  return readFileSync(join(QUIRKS, "90c-server-log-unparsed-lines.txt"), "utf8")
+    .split("\n")
+    .filter((l) => l !== "")
+    .map((l) => l.replace(/^\d+:/, ""));
+}
+
+function through(lines: string[]): string[] {
+  const r = new LogRedactor();
+  return lines.map((l) => r.line(l)).filter((l): l is string => l !== null);
+}
+
+describe("LogRedactor", () => {
+  test("the recorded unparsed replies (quirks/90c) keep their shape without the model's text", () => {
+    const lines = recordedLines();
+    const unparsed = lines.filter((l) => l.includes("unparsed"));
+    expect(unparsed.length).toBeGreaterThan(5);
+    const out = through(lines);
+    expect(out).toHaveLength(lines.length);
+    for (const [i, line] of lines.entries()) {
+      const kept = out[i] as string;
+      if (!line.includes("unparsed")) {
+        expect(kept).toBe(line);
+        continue;
+      }
+      const [head, text] = line.split(/ output: /) as [string, string];
+      expect(kept).toBe(`${head} output: ${NOT_LOGGED}`);
+      expect(text.trim().length).toBeGreaterThan(0);
+      expect(kept).not.toContain(text.trim().slice(0, 12));
+    }
+  });
+
+  test("a reply with newlines: its later lines go until the next message begins", () => {
+    const out = through([
+      "0.04.631.360 W common_chat_peg_parse: unparsed peg-native output: Dear Dr Ames,",
+      "my account number is 4417-2231 and",
+      "0.04.000.000 is not a prefix without a level",
+      "",
+      "0.04.632.306 W srv    operator(): got exception: {}",
+      "0.04.632.400 I slot      release: id  0 | task 3 | stop processing",
+      "a line of a build's plain output",
+    ]);
+    expect(out).toEqual([
+      `0.04.631.360 W common_chat_peg_parse: unparsed peg-native output: ${NOT_LOGGED}`,
+      "0.04.632.306 W srv    operator(): got exception: {}",
+      "0.04.632.400 I slot      release: id  0 | task 3 | stop processing",
+      "a line of a build's plain output",
+    ]);
+  });
+
+  test("debug verbosity's whole reply between BEGIN and END is dropped", () => {
+    const out = through([
+      "0.01.000.000 D common_chat_peg_parse: full peg-native output triggering error:",
+      "=== BEGIN ===",
+      "the patient's name is Ada",
+      "=== END ===",
+      "0.01.000.100 I slot      release: id  0 | task 1",
+    ]);
+    expect(out).toEqual([
+      "0.01.000.000 D common_chat_peg_parse: full peg-native output triggering error:",
+      "0.01.000.100 I slot      release: id  0 | task 1",
+    ]);
+  });
+
+  test("a JSON parse error's 'last read' quote is cut to the line's last quote", () => {
+    const line = `0.02.000.000 W srv    operator(): got exception: {"error":{"code":500,"message":"Failed to parse tool call arguments as JSON: [json.exception.parse_error.101] parse error at line 1, column 20: syntax error while parsing value - invalid literal; last read: '{"pin": 4417'; expected '[', '{', or a literal","type":"server_error"}}`;
+    const [kept] = through([line]);
+    expect(kept).toContain(`last read: ${NOT_LOGGED}`);
+    expect(kept).not.toContain("4417");
+    expect(kept?.startsWith("0.02.000.000 W srv    operator(): got exception:")).toBe(true);
+  });
+
+  test("colour codes around the prefix (--log-colors on) still mark a message's start", () => {
+    const blue = "\u001b[34m";
+    const plain = "\u001b[0m";
+    const out = through([
+      `${blue}0.04.631.360${plain} \u001b[35mW common_chat_peg_parse: unparsed Content-only output: secret one`,
+      "secret two",
+      `${blue}0.04.631.500${plain} \u001b[32mI ${plain}slot      release: id  0`,
+    ]);
+    expect(out).toHaveLength(2);
+    expect(out.join("\n")).not.toContain("secret");
+  });
+
+  test("ordinary output passes as it is: a recorded start-up and a chat's log", () => {
+    const startup = readFileSync(join(TRANSCRIPTS, "startup-stderr.txt"), "utf8").split("\n");
+    expect(through(startup)).toEqual(startup);
+    const rpc = readFileSync(join(TRANSCRIPTS, "83-rpc-worker-dies.log"), "utf8").split("\n");
+    expect(through(rpc)).toEqual(rpc);
+  });
+});
