@@ -1,6 +1,8 @@
 import { closeSync, constants, existsSync, fstatSync, renameSync, rmSync, writeSync } from "node:fs";
 import { join } from "node:path";
+import { logger } from "../util/logger.ts";
 import { ensurePrivateDir, openPrivateFile } from "../util/private-fs.ts";
+import { redactEarlierLogs } from "./log-scrub.ts";
 
 /** The last lines of llama-server's output, bounded by count and by bytes per line. */
 export class LogTail {
@@ -43,6 +45,13 @@ export class RotatingLog {
   ) {
     this.path = join(dir, name);
     ensurePrivateDir(dir);
+    try {
+      redactEarlierLogs(dir);
+    } catch (err) {
+      logger.warn(
+        `could not put the earlier llama-server logs in ${dir} through the redactor: ${(err as Error).message}`,
+      );
+    }
   }
 
   write(text: string): void {

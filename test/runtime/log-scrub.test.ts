@@ -1,0 +1,67 @@
+import { describe, expect, test } from "bun:test";
+import {
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
+import { join } from "node:path";
+import { NOT_LOGGED } from "../../src/runtime/log-redact.ts";
+import { REDACTED_MARK, redactEarlierLogs } from "../../src/runtime/log-scrub.ts";
+import { RotatingLog } from "../../src/runtime/log-sink.ts";
+import { tmpdir } from "../fixtures/tmpdir.ts";
+
+// A core from before the redactor kept llama-server's lines as they came: a reply quoted in
+// them (quirks/90c's shape) outlived the user's erase. The first start that opens the logs
+// folder puts its files through the redactor once (docs/supervisor.md, "No conversation in the log").
+const OLD = [
+  "--- 2026-11-30T08:00:00.000Z start /bin/llama-server -m m.gguf (pid 7)",
+  "0.00.040.272 I srv  llama_server: listening on http://127.0.0.1:41739",
+  "0.04.631.360 W common_chat_peg_parse: unparsed peg-native output: Dear Dr Ames,",
+  "my account is ZQX-4417",
+  "--- 2026-11-30T08:01:00.000Z start /bin/llama-server -m m.gguf (pid 9)",
+  "0.00.010.000 I srv  llama_server: listening on http://127.0.0.1:41740",
+  "",
+].join("\n");
+
+describe("redactEarlierLogs", () => {
+  test("every llama-server log and rotation is redacted in place, once; other files are left alone", async () => {
+    await using dir = tmpdir();
+    const logs = join(dir.path, "logs");
+    mkdirSync(logs);
+    for (const name of ["llama-server.log", "llama-server.log.1", "llama-server-embed.log", "notes.txt"])
+      writeFileSync(join(logs, name), OLD, { mode: 0o600 });
+    new RotatingLog(logs, 1000, 3).close();
+    for (const name of ["llama-server.log", "llama-server.log.1", "llama-server-embed.log"]) {
+      const text = readFileSync(join(logs, name), "utf8");
+      expect(text).not.toContain("ZQX-4417");
+      expect(text).toContain(`unparsed peg-native output: ${NOT_LOGGED}`);
+      // The next launch's header and lines survive the quote before them.
+      expect(text).toContain("(pid 9)\n0.00.010.000 I srv  llama_server: listening");
+      expect(statSync(join(logs, name)).mode & 0o777).toBe(0o600);
+    }
+    expect(readFileSync(join(logs, "notes.txt"), "utf8")).toBe(OLD);
+    expect(existsSync(join(logs, REDACTED_MARK))).toBe(true);
+    // Once only: a folder already marked is not read again.
+    writeFileSync(join(logs, "llama-server.log.2"), OLD);
+    redactEarlierLogs(logs);
+    expect(readFileSync(join(logs, "llama-server.log.2"), "utf8")).toBe(OLD);
+  });
+
+  test.skipIf(process.platform === "win32")(
+    "a half-written copy from a crash is removed; a link is not followed",
+    async () => {
+      await using dir = tmpdir();
+      const target = join(dir.path, "theirs.log");
+      writeFileSync(target, OLD);
+      writeFileSync(join(dir.path, "llama-server.log.redacting"), OLD);
+      symlinkSync(target, join(dir.path, "llama-server.log"));
+      redactEarlierLogs(dir.path);
+      expect(readFileSync(target, "utf8")).toBe(OLD);
+      expect(readdirSync(dir.path).sort()).toEqual([REDACTED_MARK, "llama-server.log", "theirs.log"]);
+    },
+  );
+});
