@@ -50,4 +50,24 @@ describe.skipIf(!onPosix)("a model's reply quoted in llama-server's log", () => 
     expect(await core.exited()).toBe(0);
     expect(filesHolding(join(dir.path, "data"), SECRET)).toEqual([]);
   });
+
+  test("the core's own log, at info, names what happened without quoting the user or the model", async () => {
+    await using dir = tmpdir();
+    const stack = writeStack(dir.path, {
+      script: [
+        { tool_calls: [{ name: "t__echo", arguments: '{"text": QQW7781}' }] },
+        { tool_calls: [{ name: "t__no_such_QQW7781", arguments: "{}" }] },
+        { content: "done" },
+      ],
+      app: ["max_parse_errors: 5"],
+    });
+    await using core = spawnCore({ cwd: dir.path, env: { ...stack.env, LOCAL_AI_LOG_LEVEL: "info" } });
+    const r = await core.request({ id: 1, method: "chat", params: { input: "my code is QQW7781, echo it" } });
+    expect(r.result.response).toBe("done");
+    await core.request({ id: 2, method: "shutdown" });
+    expect(await core.exited()).toBe(0);
+    expect(core.stderr).toContain("malformed tool call (1)");
+    expect(core.stderr).toContain("malformed tool call (2)");
+    expect(core.stderr).not.toContain("QQW7781");
+  });
 });

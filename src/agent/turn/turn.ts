@@ -213,7 +213,9 @@ export class Turn {
     // A malformed call goes back to the model saying what was wrong.
     state.parse_errors++;
     const problems = outcome.problems.join("; ");
-    logger.info(`trace=${ctx.traceId} step=${step} malformed tool call (${state.parse_errors}): ${problems}`);
+    // The problems quote the model's text (a parser's "Unexpected identifier", a tool name): debug only.
+    logger.info(`trace=${ctx.traceId} step=${step} malformed tool call (${state.parse_errors})`);
+    logger.debug(`trace=${ctx.traceId} step=${step} malformed tool call: ${problems}`);
     state.turn.push(...repromptMessages(outcome, reply.content, problems));
     const limit = ctx.deps.config.app.max_parse_errors;
     if (state.parse_errors > limit)
