@@ -255,7 +255,9 @@ function outputInvalid(ctx: TurnContext, ending: TurnEnding & { kind: "output_in
   const cut = finishReason === "length" ? "; the answer was cut off by a limit (raise max_tokens)" : "";
   const first = errors[0];
   const why = first ? `${first.path || "the answer"}: ${first.message}` : "it does not match";
-  logger.info(`trace=${ctx.traceId} step=${ending.step} output invalid (${errors.length} errors): ${why}`);
+  // A path can be a key the model wrote: debug only, as for malformed tool calls.
+  logger.info(`trace=${ctx.traceId} step=${ending.step} output invalid (${errors.length} errors)`);
+  logger.debug(`trace=${ctx.traceId} step=${ending.step} output invalid: ${why}`);
   return new CoreError("output_invalid", `the answer does not match response_format: ${why}${cut}`, {
     text,
     errors,
