@@ -62,6 +62,24 @@ export function errorBody(text: string): ErrorBody | undefined {
 /** A 500 that llama-server's JSON parser raised: the request was malformed, the server is fine. */
 const PARSER_FAULT = /\[json\.exception\./;
 
+/**
+ * llama-server's 500 for a finished reply its chat parser cannot read ("The model produced output
+ * that does not match the expected peg-native format", transcripts/quirks/90, 90d: a body, or an
+ * error event closing a stream). The model slipped, the server is fine: `bad_response` with
+ * `problem: "unparsed_reply"`, which the turn answers like a malformed tool call.
+ */
+const UNPARSED_REPLY = /The model produced output that does not match the expected \S+ format/;
+
+/** The LlmError for llama-server's error message `message`, when it is an unparsed reply. */
+export function unparsedReply(message: string, status?: number): LlmError | undefined {
+  if (!UNPARSED_REPLY.test(message)) return undefined;
+  return new LlmError("bad_response", `llama-server: ${message}`, { problem: "unparsed_reply" }, status);
+}
+
+export function isUnparsedReply(err: LlmError): boolean {
+  return err.kind === "bad_response" && err.data.problem === "unparsed_reply";
+}
+
 /** The LlmError for an answer with an error status (its body read as text, bounded in the message). */
 export function statusError(status: number, statusText: string, text: string): LlmError {
   const body = errorBody(text);
@@ -87,6 +105,8 @@ export function statusError(status: number, statusText: string, text: string): L
       type,
     );
   }
+  const unparsed = unparsedReply(message, status);
+  if (unparsed) return unparsed;
   const refused = status < 500 || PARSER_FAULT.test(message);
   return new LlmError(
     refused ? "bad_response" : "server_error",

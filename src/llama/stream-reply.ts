@@ -1,5 +1,5 @@
 import type { ToolCall } from "../protocol/chat-message.ts";
-import { excerpt, LlmError } from "./errors.ts";
+import { excerpt, LlmError, unparsedReply } from "./errors.ts";
 import type { ToolCallAssembler, ToolCallDelta } from "./tool-call-deltas.ts";
 
 /**
@@ -108,8 +108,10 @@ export function applyEvent(
     timings?: Timings;
     error?: { message?: string };
   };
-  if (chunk.error)
-    return new LlmError("server_error", `llama-server: ${chunk.error.message ?? "error in stream"}`);
+  if (chunk.error) {
+    const message = chunk.error.message ?? "error in stream";
+    return unparsedReply(message) ?? new LlmError("server_error", `llama-server: ${message}`);
+  }
   if (chunk.usage) result.usage = chunk.usage;
   if (chunk.timings) result.timings = chunk.timings;
   const choice = chunk.choices?.[0];

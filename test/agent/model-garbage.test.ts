@@ -35,6 +35,35 @@ describe("chat: garbage on the wire from llama-server", () => {
     });
   }
 
+  test("a reply llama-server cannot parse (quirks/90d) is asked for again; the server is not blamed", async () => {
+    await using h = new ChatHarness();
+    h.llama.script({ unparsed: "<tool_call>\n<function=t__echo>\n</parameter>" }, { content: ["fine now"] });
+    const { terminal, events } = await h.chat(1, { input: "x", session_id: "u" });
+    expect(terminal.result).toMatchObject({ response: "fine now", warnings: [] });
+    expect(h.provider.failures).toEqual([]);
+    expect(names(events).filter((e) => e === "llm_done")).toHaveLength(2);
+    // What it streamed, then why it goes again.
+    const again = h.llama.requests[1]?.body.messages.slice(-2);
+    expect(again?.[0]).toMatchObject({ role: "assistant" });
+    expect(String(again?.[0]?.content)).toContain("<function=t__echo>");
+    expect(again?.[1]).toMatchObject({ role: "user" });
+    expect(String(again?.[1]?.content)).toContain("could not be read");
+  });
+
+  test("replies that never parse end at max_parse_errors with a result, not a restart", async () => {
+    await using h = new ChatHarness();
+    const bad = { unparsed: "<tool_call>broken" };
+    h.llama.script(bad, bad, bad, { content: ["never asked"] });
+    const { terminal, events } = await h.chat(1, { input: "x" });
+    expect(events.at(-1)).toMatchObject({ event: "loop_abort", reason: "max_parse_errors" });
+    expect(terminal.type).toBe("result");
+    expect((terminal.result as { warnings: { code: string }[] }).warnings.map((w) => w.code)).toEqual([
+      "max_parse_errors",
+    ]);
+    expect(h.llama.requests).toHaveLength(3);
+    expect(h.provider.failures).toEqual([]);
+  });
+
   test("invalid UTF-8 becomes U+FFFD and the answer arrives", async () => {
     await using h = new ChatHarness({ agents: [{ name: "plain" }] });
     const head = 'data: {"choices":[{"index":0,"delta":{"content":"caf';

@@ -20,14 +20,19 @@ describe.skipIf(!onPosix)("a model's reply quoted in llama-server's log", () => 
     const stack = writeStack(dir.path, {
       script: [
         { unparsed: `Dear Dr Ames,\nmy account is ${SECRET}\n\nregards, Ann` },
+        { content: "Written." },
         { content: "a b c d e f", crash_after_chunks: 2 },
       ],
       // No restart: Bob's chat gets the crash's error, with the log's last lines.
       llama: ["max_restarts: 0"],
     });
     await using core = spawnCore({ cwd: dir.path, env: stack.env });
+    // llama-server streams the reply, then fails the request (quirks/90d): Ann saw her text, and
+    // the model was asked again.
     const ann = await core.request({ id: 1, method: "chat", params: { user_id: "ann", input: "write it" } });
-    expect(ann.result.response).toContain(SECRET);
+    expect(ann.result.response).toBe("Written.");
+    const seen = core.messages.filter((m) => m.id === 1 && m.event === "llm_chunk").map((m) => m.delta);
+    expect(seen.join("")).toContain(SECRET);
     const log = join(dir.path, "data", "logs", "llama-server.log");
     const written = readFileSync(log, "utf8");
     expect(written).toContain(`unparsed peg-native output: ${NOT_LOGGED}`);

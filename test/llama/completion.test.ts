@@ -7,7 +7,7 @@ import {
 import { LlmError } from "../../src/llama/errors.ts";
 import { FORMS } from "../contract/forms.ts";
 import { CASES, filledContext, isChat, isStream, N_CTX, RECORDINGS, turnOf } from "../contract/recordings.ts";
-import { readTranscript, shape, type Transcript } from "../contract/transcript.ts";
+import { readExchanges, readTranscript, shape, type Transcript } from "../contract/transcript.ts";
 import { TAPE_KEY, tape } from "./tape.ts";
 
 // The streaming chat completion (src/llama/completion.ts) against the recorded answers of a
@@ -170,6 +170,19 @@ describe("the completion's failures", () => {
     using t = tape(sse('{"choices":[{"delta":{"content":"a"}}]}', '{"error":{"message":"boom"}}'));
     const err = await complete(t, { messages: [] });
     expect(err).toMatchObject({ kind: "server_error", message: "llama-server: boom" });
+  });
+
+  test("quirks/90d: a stream that ends in the unparsed reply's error event is unparsed_reply, after its deltas", async () => {
+    const [t] = readExchanges(RECORDINGS, "quirks/90d-unparsed-reply-stream.txt");
+    using recorded = tape(t!);
+    const content: string[] = [];
+    const err = await streamCompletion(recorded, requestOf(t!), {
+      signal: new AbortController().signal,
+      onDelta: (d) => content.push(d),
+    }).catch((e: unknown) => e);
+    expect(err).toMatchObject({ kind: "bad_response", data: { problem: "unparsed_reply" } });
+    expect((err as Error).message).toContain("does not match the expected peg-native format");
+    expect(content.join("")).toContain("capybara");
   });
 
   test("an event that is not JSON, or of another shape, is bad_response naming it", async () => {

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { LlmError, responseError, statusError } from "../../src/llama/errors.ts";
+import { isUnparsedReply, LlmError, responseError, statusError } from "../../src/llama/errors.ts";
 import { RECORDINGS } from "../contract/recordings.ts";
 import { readExchanges, readTranscript } from "../contract/transcript.ts";
 
@@ -30,6 +30,14 @@ describe("recorded error bodies", () => {
       expect(err.data).toEqual({ status: 500 });
       expect(err.message).toContain("[json.exception.");
     }
+  });
+
+  test("quirks/90: a finished reply llama-server cannot parse is the model's slip, not the server's: bad_response, unparsed_reply", () => {
+    const err = recorded("quirks/90-invalid-utf8-output-500-chat.txt");
+    expect(err).toMatchObject({ kind: "bad_response", status: 500 });
+    expect(err.data).toEqual({ problem: "unparsed_reply" });
+    expect(isUnparsedReply(err)).toBe(true);
+    expect(isUnparsedReply(recorded("20-err-malformed-json.txt"))).toBe(false);
   });
 
   test("21-err-missing-messages.txt, 21c, 21e: a 400 invalid_request_error is bad_response with the server's message", () => {

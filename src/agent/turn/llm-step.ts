@@ -1,4 +1,4 @@
-import { LlmError } from "../../llama/errors.ts";
+import { isUnparsedReply, LlmError } from "../../llama/errors.ts";
 import { templatedPromptTokens } from "../../llama/prompt-tokens.ts";
 import type { CompletionResult } from "../../llama/stream-reply.ts";
 import type { ChatMessage } from "../../protocol/chat-message.ts";
@@ -49,7 +49,9 @@ export type StepAnswer =
   | { kind: "overflow"; error: LlmError }
   /** The step's `response_format` cannot be used (our validator or llama-server's 400, 95d). */
   | { kind: "refused"; error: CoreError }
-  | { kind: "failed"; failure: LlmFailure };
+  | { kind: "failed"; failure: LlmFailure }
+  /** llama-server could not parse the finished reply (errors.ts `isUnparsedReply`): what it streamed. */
+  | { kind: "unparsed"; content: string; error: LlmError };
 
 /**
  * One LLM call with as much history as fits. An overflow is retried with less history
@@ -109,6 +111,7 @@ export async function llmStep(ctx: TurnContext, setup: StepSetup, step: number):
       if (!(err instanceof LlmError)) throw err;
       const image = imageRefusal(err, ctx.params.images?.length ?? 0);
       if (image) return { kind: "refused", error: image };
+      if (isUnparsedReply(err)) return { kind: "unparsed", content: partial.content, error: err };
       if (err.kind !== "context_overflow") return { kind: "failed", failure: err };
       if (layout.kept === 0) return { kind: "overflow", error: err };
       budget = attempt < OVERFLOW_RETRIES ? Math.floor(layout.keptCost / 2) : 0;

@@ -87,3 +87,18 @@ export function repromptMessages(
     },
   ];
 }
+
+/** Why an unparsed reply is written again, as max_parse_errors reports it. */
+export const UNREADABLE = "llama-server could not read the reply in this model's chat format";
+
+/** What an unparsed reply leaves in the turn: what was streamed of it, and a request to write it again. */
+export function unreadableMessages(content: string): ChatMessage[] {
+  return [
+    { role: "assistant", content },
+    {
+      role: "user",
+      content:
+        "Your reply could not be read: it does not follow this chat's format for answers and tool calls. Write it again, as plain text or as a tool call in the format you were given.",
+    },
+  ];
+}

@@ -1,5 +1,6 @@
 import type { LlmError } from "../../llama/errors.ts";
 import type { CompletionResult } from "../../llama/stream-reply.ts";
+import type { ChatMessage } from "../../protocol/chat-message.ts";
 import type { LlamaLease, StartTicket } from "../../runtime/endpoint.ts";
 import type { MemoryHit as Hit } from "../../store/memory-store.ts";
 import { logger } from "../../util/logger.ts";
@@ -13,7 +14,7 @@ import { endTurn, type TurnEnding, type TurnResult } from "./ending.ts";
 import { notVision, refsOf } from "./images.ts";
 import { llmStep, type StepSetup } from "./llm-step.ts";
 import { recall } from "./memory.ts";
-import { repromptMessages, systemMessage } from "./prompt.ts";
+import { repromptMessages, systemMessage, UNREADABLE, unreadableMessages } from "./prompt.ts";
 import { PromptLayout } from "./prompt-layout.ts";
 import { loadTools, pendingCalls, runCalls } from "./tools.ts";
 
@@ -160,9 +161,12 @@ export class Turn {
       if (answer.kind === "overflow") return this.overflowed(step, answer.error, setup.contextSize);
       if (answer.kind === "refused") return { kind: "refused", step, error: answer.error };
       ctx.deps.emit("llm_done", { step });
-      const ending = stepSetup.format
-        ? await this.structured(step, answer.reply, stepSetup)
-        : await this.judge(step, answer.reply, stepSetup);
+      const ending =
+        answer.kind === "unparsed"
+          ? await this.unparsed(step, answer.content)
+          : stepSetup.format
+            ? await this.structured(step, answer.reply, stepSetup)
+            : await this.judge(step, answer.reply, stepSetup);
       if (ending) return ending;
     }
   }
@@ -211,16 +215,42 @@ export class Turn {
       return undefined;
     }
     // A malformed call goes back to the model saying what was wrong.
-    state.parse_errors++;
     const problems = outcome.problems.join("; ");
+    return this.writeAgain(
+      step,
+      "malformed tool call",
+      repromptMessages(outcome, reply.content, problems),
+      problems,
+    );
+  }
+
+  /**
+   * llama-server could not read the finished reply (quirks/90d: the model slipped, often in a
+   * tool call's syntax): the model is asked again, counted with malformed tool calls.
+   */
+  private unparsed(step: number, content: string): Promise<TurnEnding | undefined> {
+    this.ctx.session.state.step = step + 1;
+    return this.writeAgain(step, "unparsed reply", unreadableMessages(content), UNREADABLE);
+  }
+
+  /** A reply the model must write again: counted against app.max_parse_errors, told why. */
+  private async writeAgain(
+    step: number,
+    what: string,
+    messages: ChatMessage[],
+    problems: string,
+  ): Promise<TurnEnding | undefined> {
+    const { ctx } = this;
+    const { state } = ctx.session;
+    state.parse_errors++;
     // The problems quote the model's text (a parser's "Unexpected identifier", a tool name): debug only.
-    logger.info(`trace=${ctx.traceId} step=${step} malformed tool call (${state.parse_errors})`);
-    logger.debug(`trace=${ctx.traceId} step=${step} malformed tool call: ${problems}`);
-    state.turn.push(...repromptMessages(outcome, reply.content, problems));
+    logger.info(`trace=${ctx.traceId} step=${step} ${what} (${state.parse_errors})`);
+    logger.debug(`trace=${ctx.traceId} step=${step} ${what}: ${problems}`);
+    state.turn.push(...messages);
     const limit = ctx.deps.config.app.max_parse_errors;
     if (state.parse_errors > limit)
       return { kind: "max_parse_errors", step, count: state.parse_errors, limit, problems };
-    await session.save();
+    await ctx.session.save();
     return undefined;
   }
 
