@@ -3,6 +3,7 @@ import { z } from "zod";
 import { propsThinking } from "./chat-template.ts";
 import { LlmError } from "./errors.ts";
 import { callJson, type LlamaEndpoint } from "./http.ts";
+import { templateMarkers } from "./special-text.ts";
 
 /**
  * GET /props (test/fixtures/llama-server/transcripts/04, 86, 91h): the server's settings as it
@@ -40,16 +41,22 @@ export const PropsSchema = z
     build_info: orNull(z.string()),
     /** The model file as llama-server opened it (an `hf:` path already resolved). */
     model_path: orNull(z.string()),
+    bos_token: orNull(z.string()),
+    eos_token: orNull(z.string()),
   })
-  .transform(({ default_generation_settings: settings, chat_template: template, ...rest }) => ({
-    /** The context of one slot (`-c` divided by the slots). */
-    n_ctx: settings?.n_ctx ?? null,
-    /** Whether the template lets the model think (chat-template.ts); null when /props says neither way. */
-    thinking: propsThinking(rest.chat_template_caps, template),
-    ...rest,
-    /** SHA-256 of the chat template in use, hex. */
-    chat_template_hash: template === null ? null : createHash("sha256").update(template).digest("hex"),
-  }));
+  .transform(
+    ({ default_generation_settings: settings, chat_template: template, bos_token, eos_token, ...rest }) => ({
+      /** The context of one slot (`-c` divided by the slots). */
+      n_ctx: settings?.n_ctx ?? null,
+      /** Whether the template lets the model think (chat-template.ts); null when /props says neither way. */
+      thinking: propsThinking(rest.chat_template_caps, template),
+      ...rest,
+      /** The markers text must not spell in a request (special-text.ts): the template's, BOS, EOS. */
+      markers: templateMarkers(template, bos_token, eos_token),
+      /** SHA-256 of the chat template in use, hex. */
+      chat_template_hash: template === null ? null : createHash("sha256").update(template).digest("hex"),
+    }),
+  );
 
 export type LlamaProps = z.output<typeof PropsSchema>;
 export type ChatTemplateCaps = z.output<typeof ChatTemplateCapsSchema>;

@@ -85,6 +85,7 @@ describe("a /props of another shape", () => {
       thinking: null,
       model_path: null,
       chat_template_hash: null,
+      markers: [],
     });
     expect(() => parseProps("props")).toThrow(LlmError);
   });

@@ -11,6 +11,7 @@ import { watchedCompletion } from "../watched-completion.ts";
 import { type AnswerFormat, formatRefused, isFormatRefused } from "./answer-format.ts";
 import type { TurnContext } from "./context.ts";
 import { imageRefusal, refsOf, textOnly } from "./images.ts";
+import { breakMarkers } from "./marker-break.ts";
 import type { PromptLayout } from "./prompt-layout.ts";
 import { thinkFields } from "./think.ts";
 
@@ -37,6 +38,8 @@ export interface StepSetup {
   layout: PromptLayout;
   /** The slot the session keeps (`id_slot`, agent/kv/); undefined: llama-server picks one. */
   slot: number | undefined;
+  /** The model's markers, broken wherever text not the core's spells them (marker-break.ts). */
+  markers?: readonly string[];
 }
 
 /** llama-server failed the request: died or wedged (a CoreError from the watchdog), or an LlmError. */
@@ -76,7 +79,7 @@ export async function llmStep(ctx: TurnContext, setup: StepSetup, step: number):
     if (dropped > 0)
       logger.debug(`trace=${ctx.traceId} step=${step} history trimmed: ${dropped} older messages left out`);
     const partial = { step, reasoning: "", content: "" };
-    const messages = [system, ...kept, ...turn];
+    const messages = breakMarkers([system, ...kept, ...turn], setup.markers ?? []);
     const refs = refsOf(messages);
     let textTokens: Promise<number | undefined> | undefined;
     try {

@@ -51,6 +51,10 @@ export function withNotes(message: ChatMessage, note: NoteRecord | undefined): C
   return { ...message, content: `${note.text}\n\n---\n\n${message.content}` };
 }
 
+/** How the core's own requests to write again begin (agent/turn/marker-break.ts leaves them whole). */
+export const TOOL_CALL_AGAIN = "Your tool call could not be used:";
+export const REPLY_AGAIN = "Your reply could not be read:";
+
 /**
  * What a malformed tool call leaves in the turn, telling the model what was wrong: a tool
  * message per native call, each with its own call's problem (the whole list in each would grow
@@ -83,7 +87,7 @@ export function repromptMessages(
     { role: "assistant", content },
     {
       role: "user",
-      content: `Your tool call could not be used: ${problems}. Write it again as <tool_call>{"name": "<tool>", "arguments": {...}}</tool_call> with valid JSON, or answer without tools.`,
+      content: `${TOOL_CALL_AGAIN} ${problems}. Write it again as <tool_call>{"name": "<tool>", "arguments": {...}}</tool_call> with valid JSON, or answer without tools.`,
     },
   ];
 }
@@ -97,8 +101,7 @@ export function unreadableMessages(content: string): ChatMessage[] {
     { role: "assistant", content },
     {
       role: "user",
-      content:
-        "Your reply could not be read: it does not follow this chat's format for answers and tool calls. Write it again, as plain text or as a tool call in the format you were given.",
+      content: `${REPLY_AGAIN} it does not follow this chat's format for answers and tool calls. Write it again, as plain text or as a tool call in the format you were given.`,
     },
   ];
 }

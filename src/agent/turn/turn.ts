@@ -1,4 +1,5 @@
 import type { LlmError } from "../../llama/errors.ts";
+import { breakDeep, markerBreaker } from "../../llama/special-text.ts";
 import type { CompletionResult } from "../../llama/stream-reply.ts";
 import type { ChatMessage } from "../../protocol/chat-message.ts";
 import type { LlamaLease, StartTicket } from "../../runtime/endpoint.ts";
@@ -96,17 +97,23 @@ export class Turn {
       this.lease = await deps.provider.acquire(deps.signal, (p) => deps.emit("warmup_progress", p), {
         prestarted: this.prestarted,
       });
-      const vision = (await this.lease.launch.props(deps.signal))?.modalities?.vision;
+      const props = await this.lease.launch.props(deps.signal);
+      const vision = props?.modalities?.vision;
       // Nothing is sent with images the model cannot read (docs/protocol.md#images).
       if (vision === false && refsOf(ctx.session.state.turn).length > 0)
         return { kind: "refused", step: ctx.session.state.step, error: notVision() };
-      return await this.steps(await this.setup(this.lease, hits, vision !== false));
+      return await this.steps(await this.setup(this.lease, hits, vision !== false, props?.markers ?? []));
     } catch (err) {
       return deps.signal.aborted ? { kind: "cancelled" } : { kind: "failed", error: err };
     }
   }
 
-  private async setup(lease: LlamaLease, hits: Hit[], vision: boolean): Promise<StepSetup> {
+  private async setup(
+    lease: LlamaLease,
+    hits: Hit[],
+    vision: boolean,
+    markers: string[],
+  ): Promise<StepSetup> {
     const { agent, deps } = this.ctx;
     const contextSize =
       (await lease.launch.contextSize(deps.signal)) ??
@@ -123,7 +130,9 @@ export class Turn {
     return {
       lease,
       system: systemMessage(agent),
-      tools: toOpenAiTools(this.tools),
+      // An MCP server's names and descriptions are not the core's words either.
+      tools: breakDeep(toOpenAiTools(this.tools), markerBreaker(markers)) as unknown[],
+      markers,
       contextSize,
       maxTokens,
       think: this.ctx.params.think ?? agent.think,

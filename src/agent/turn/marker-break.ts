@@ -1,0 +1,37 @@
+import { markerBreaker } from "../../llama/special-text.ts";
+import type { ChatMessage } from "../../protocol/chat-message.ts";
+import { REPLY_AGAIN, TOOL_CALL_AGAIN } from "./prompt.ts";
+
+/**
+ * A step's messages as sent: every marker of the model (llama/special-text.ts) in text the core
+ * did not write itself broken, so a document, a tool result, a model's earlier words or the input
+ * cannot open a turn of their own (docs/agent.md, "Special-token text"). Left whole: the
+ * system prompt (the host's), and the core's own requests to write a tool call again, which
+ * show the model the markers to use. The same every step, so the prompt's prefix stays the same.
+ */
+export function breakMarkers(messages: ChatMessage[], markers: readonly string[]): ChatMessage[] {
+  if (markers.length === 0) return messages;
+  const b = markerBreaker(markers);
+  return messages.map((m): ChatMessage => {
+    if (m.role === "system") return m;
+    if (m.role === "user") return ownRequest(m.content) ? m : { ...m, content: b(m.content) };
+    if (m.role === "tool") return { ...m, content: b(m.content) };
+    return {
+      ...m,
+      content: m.content === null ? null : b(m.content),
+      ...(m.reasoning_content !== undefined ? { reasoning_content: b(m.reasoning_content) } : {}),
+      ...(m.tool_calls
+        ? {
+            tool_calls: m.tool_calls.map((c) => ({
+              ...c,
+              function: { name: c.function.name, arguments: b(c.function.arguments) },
+            })),
+          }
+        : {}),
+    };
+  });
+}
+
+function ownRequest(content: string): boolean {
+  return content.startsWith(TOOL_CALL_AGAIN) || content.startsWith(REPLY_AGAIN);
+}
