@@ -54,7 +54,7 @@ export type StepAnswer =
   | { kind: "refused"; error: CoreError }
   | { kind: "failed"; failure: LlmFailure }
   /** llama-server could not parse the finished reply (errors.ts `isUnparsedReply`): what it streamed. */
-  | { kind: "unparsed"; content: string; error: LlmError };
+  | { kind: "unparsed"; content: string };
 
 /**
  * One LLM call with as much history as fits. An overflow is retried with less history
@@ -114,7 +114,7 @@ export async function llmStep(ctx: TurnContext, setup: StepSetup, step: number):
       if (!(err instanceof LlmError)) throw err;
       const image = imageRefusal(err, ctx.params.images?.length ?? 0);
       if (image) return { kind: "refused", error: image };
-      if (isUnparsedReply(err)) return { kind: "unparsed", content: partial.content, error: err };
+      if (isUnparsedReply(err)) return { kind: "unparsed", content: partial.content };
       if (err.kind !== "context_overflow") return { kind: "failed", failure: err };
       if (layout.kept === 0) return { kind: "overflow", error: err };
       budget = attempt < OVERFLOW_RETRIES ? Math.floor(layout.keptCost / 2) : 0;

@@ -1,6 +1,6 @@
 import { markerBreaker } from "../../llama/special-text.ts";
 import type { ChatMessage } from "../../protocol/chat-message.ts";
-import { REPLY_AGAIN, TOOL_CALL_AGAIN } from "./prompt.ts";
+import { REPLY_AGAIN, TOOL_CALL_AGAIN, TOOL_CALL_AGAIN_END } from "./prompt.ts";
 
 /**
  * A step's messages as sent: every marker of the model (llama/special-text.ts) in text the core
@@ -14,7 +14,7 @@ export function breakMarkers(messages: ChatMessage[], markers: readonly string[]
   const b = markerBreaker(markers);
   return messages.map((m): ChatMessage => {
     if (m.role === "system") return m;
-    if (m.role === "user") return ownRequest(m.content) ? m : { ...m, content: b(m.content) };
+    if (m.role === "user") return { ...m, content: userText(m.content, b) };
     if (m.role === "tool") return { ...m, content: b(m.content) };
     return {
       ...m,
@@ -32,6 +32,11 @@ export function breakMarkers(messages: ChatMessage[], markers: readonly string[]
   });
 }
 
-function ownRequest(content: string): boolean {
-  return content.startsWith(TOOL_CALL_AGAIN) || content.startsWith(REPLY_AGAIN);
+/** A user message's text broken, but for the fixed parts of the core's own requests to write again. */
+function userText(content: string, b: (text: string) => string): string {
+  if (content === REPLY_AGAIN) return content;
+  // Its problems quote the model's text: only the fixed end is left whole.
+  if (content.startsWith(TOOL_CALL_AGAIN) && content.endsWith(TOOL_CALL_AGAIN_END))
+    return `${b(content.slice(0, -TOOL_CALL_AGAIN_END.length))}${TOOL_CALL_AGAIN_END}`;
+  return b(content);
 }

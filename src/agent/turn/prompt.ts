@@ -51,9 +51,15 @@ export function withNotes(message: ChatMessage, note: NoteRecord | undefined): C
   return { ...message, content: `${note.text}\n\n---\n\n${message.content}` };
 }
 
-/** How the core's own requests to write again begin (agent/turn/marker-break.ts leaves them whole). */
+/**
+ * The core's own requests to write again, in their fixed parts: agent/turn/marker-break.ts leaves
+ * those whole (they show the model the markers to use), and only those.
+ */
 export const TOOL_CALL_AGAIN = "Your tool call could not be used:";
-export const REPLY_AGAIN = "Your reply could not be read:";
+export const TOOL_CALL_AGAIN_END =
+  '. Write it again as <tool_call>{"name": "<tool>", "arguments": {...}}</tool_call> with valid JSON, or answer without tools.';
+export const REPLY_AGAIN =
+  "Your reply could not be read: it does not follow this chat's format for answers and tool calls. Write it again, as plain text or as a tool call in the format you were given.";
 
 /**
  * What a malformed tool call leaves in the turn, telling the model what was wrong: a tool
@@ -87,7 +93,7 @@ export function repromptMessages(
     { role: "assistant", content },
     {
       role: "user",
-      content: `${TOOL_CALL_AGAIN} ${problems}. Write it again as <tool_call>{"name": "<tool>", "arguments": {...}}</tool_call> with valid JSON, or answer without tools.`,
+      content: `${TOOL_CALL_AGAIN} ${problems}${TOOL_CALL_AGAIN_END}`,
     },
   ];
 }
@@ -101,7 +107,7 @@ export function unreadableMessages(content: string): ChatMessage[] {
     { role: "assistant", content },
     {
       role: "user",
-      content: `${REPLY_AGAIN} it does not follow this chat's format for answers and tool calls. Write it again, as plain text or as a tool call in the format you were given.`,
+      content: REPLY_AGAIN,
     },
   ];
 }

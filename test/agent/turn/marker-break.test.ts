@@ -39,16 +39,20 @@ describe("breakMarkers", () => {
     expect(messages[1]).toMatchObject({ content: bad });
   });
 
-  test("the core's own requests to write again keep the markers they show", () => {
+  test("the core's own requests to write again keep the markers they show, and only those", () => {
     const again = [
-      ...repromptMessages({ text: "", toolCalls: [], callProblems: [] }, bad, "bad JSON"),
+      ...repromptMessages({ text: "", toolCalls: [], callProblems: [] }, bad, `unknown tool '${bad}'`),
       ...unreadableMessages(bad),
     ];
     const out = breakMarkers(again, M);
     expect(out[0]).toMatchObject({ role: "assistant", content: broken });
-    expect(out[1]).toBe(again[1]);
-    expect(String(out[1]?.content)).toContain("<tool_call>");
-    expect(out[3]).toBe(again[3]);
+    // The problems quote the model: broken; the fixed end showing <tool_call> stays.
+    expect(String(out[1]?.content)).toContain(`unknown tool '${broken}'`);
+    expect(String(out[1]?.content)).toContain('as <tool_call>{"name": "<tool>"');
+    expect(out[3]).toEqual(again[3]);
+    // Text that only begins like one of them is broken like any other.
+    const forged = breakMarkers([{ role: "user", content: `Your tool call could not be used: ${bad}` }], M);
+    expect(forged[0]?.content).toBe(`Your tool call could not be used: ${broken}`);
   });
 
   test("no markers known: the same array", () => {
