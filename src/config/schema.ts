@@ -39,7 +39,7 @@ export const AppSchema = z
   .object({
     /** Sessions, checkpoints, memory index, logs, the child pid record. */
     data_dir: z.string().min(1).default("./data"),
-    /** Re-prompts for salvageable tool-call parse failures before loop_abort. */
+    /** Re-prompts for salvageable tool-call parse failures (and replies llama-server could not parse) before loop_abort. */
     max_parse_errors: nonNegativeInt.default(2),
     /** LLM steps per turn before loop_abort. */
     max_steps: positiveInt.default(8),
