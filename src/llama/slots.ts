@@ -51,7 +51,19 @@ export function restoreSlot(
   return slotAction(server, id, "restore", SlotRestoredSchema, signal, filename);
 }
 
-type Action = "save" | "restore";
+/** The answer to an erase (93b): the slot and how many tokens it held. */
+export const SlotErasedSchema = z.object({ id_slot: count, n_erased: count });
+
+/**
+ * Empties slot `id`: its tokens and KV cache go, without passing through llama-server's RAM cache
+ * (93b). A busy slot is emptied once its task ends; a server without `--slot-save-path` answers
+ * 501, as for the other actions.
+ */
+export function eraseSlot(server: LlamaEndpoint, id: number, signal?: AbortSignal): Promise<unknown> {
+  return slotAction(server, id, "erase", SlotErasedSchema, signal, "");
+}
+
+type Action = "save" | "restore" | "erase";
 
 async function slotAction<T extends z.ZodType>(
   server: LlamaEndpoint,

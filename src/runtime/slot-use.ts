@@ -161,14 +161,17 @@ export class SlotUse {
     return this.held.length === 0 && this.slots.every((s) => !s.busy);
   }
 
-  /** A session erased: its slots no longer count as its (their tokens are never saved). */
-  forget(matches: (holder: string) => boolean): void {
-    for (const s of this.slots) {
+  /** A session erased: its slots no longer count as its (their tokens are never saved); those slots. */
+  forget(matches: (holder: string) => boolean): number[] {
+    const held: number[] = [];
+    this.slots.forEach((s, slot) => {
       if (s.holder !== undefined && matches(s.holder)) {
         s.holder = undefined;
         s.dirty = false;
+        held.push(slot);
       }
-    }
+    });
+    return held;
   }
 
   /** The server emptied every slot (an idle sleep): nothing is known to be in any of them. */

@@ -10,6 +10,7 @@ import { entryOf, type KvDisk, type KvEntry } from "./kv-disk.ts";
 import { keepAll, type Later } from "./later.ts";
 import { dropSource, emptyRecord, noteSources, type PromptRecord } from "./prompt-record.ts";
 import { keyOf, keyText, type SessionKey } from "./session-key.ts";
+import { clearSlots } from "./slot-clear.ts";
 import { UnderWay, type Work } from "./under-way.ts";
 
 /**
@@ -210,7 +211,7 @@ export class PromptReuse {
     const holding = source ? dropSource(this.records, prefix, source) : new Set<string>();
     const gone = (k: string) => mine(k) || holding.has(k);
     for (const k of this.inRam.keys()) if (gone(k)) this.inRam.delete(k);
-    this.server?.launch.slots.forget(gone);
+    if (this.server) clearSlots(this.server.launch, this.server.launch.slots.forget(gone));
     this.underWay.erase(gone, prefix, source);
   }
 

@@ -233,6 +233,20 @@ describe("prompt reuse with the stand-in", () => {
     expect(kvFiles(h)).toEqual([]);
   });
 
+  test("sessions.delete empties its slot in llama-server, so the next session's turn puts nothing of it in the RAM cache", async () => {
+    await using h = harness();
+    await say(h, "gone", "my code word is ORYX-5521");
+    const kv = h.llama.model.kv;
+    expect(kv.slots[0]?.tokens.join("")).toContain("ORYX-5521");
+    h.send("d", "sessions.delete", { session_id: "gone" });
+    expect((await h.terminal("d")).result).toMatchObject({ deleted: true });
+    // The erase (POST /slots/0?action=erase, 93b) lands off the delete's way.
+    expect(await waitFor(() => kv.slots[0]?.tokens.length === 0, { timeoutMs: 2000 })).toBe(true);
+    await say(h, "next", "something else entirely, at some length");
+    expect(kv.ram.flat().join("")).not.toContain("ORYX-5521");
+    expect(kv.slots[0]?.tokens.join("")).not.toContain("ORYX-5521");
+  });
+
   test("a session a second core erased is not saved by this one's quiet save", async () => {
     await using h = harness();
     await say(h, "gone", "remember this");

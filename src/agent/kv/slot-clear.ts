@@ -1,0 +1,25 @@
+import { eraseSlot } from "../../llama/slots.ts";
+import type { LaunchView } from "../../runtime/launch.ts";
+import { logger } from "../../util/logger.ts";
+
+/** How long an erase may take: a busy slot is emptied only once its task ends. */
+const ERASE_TIMEOUT_MS = 60_000;
+
+/**
+ * An erased session's slots emptied in llama-server too (docs/agent.md, "Prompt reuse"). Left
+ * holding its prompt, a slot hands it to llama-server's RAM cache when the next session's turn
+ * takes it (a prompt about to lose its slot is kept there, transcripts/94), after the erase. A
+ * turn that takes one of these slots waits for its erase (`working`); a failure (the server
+ * going, no slot folder: 501) is logged at debug, the slot being no one's either way.
+ */
+export function clearSlots(launch: LaunchView, slots: number[]): void {
+  if (launch.died.aborted) return;
+  for (const slot of slots) {
+    const erased = eraseSlot(launch, slot, AbortSignal.timeout(ERASE_TIMEOUT_MS)).then(
+      () => {},
+      (err: unknown) =>
+        logger.debug(`slot ${slot} was not emptied after an erase: ${(err as Error).message}`),
+    );
+    launch.slots.working(slot, erased);
+  }
+}
