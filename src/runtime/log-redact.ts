@@ -43,6 +43,6 @@ export class LogRedactor {
       return `${unparsed[1]}${NOT_LOGGED}`;
     }
     if (FULL_OUTPUT.test(line)) this.inQuote = true;
-    return LAST_READ.test(line) ? line.replace(LAST_READ, `$1${NOT_LOGGED}`) : line;
+    return line.replace(LAST_READ, `$1${NOT_LOGGED}`);
   }
 }
