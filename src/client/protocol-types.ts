@@ -34,7 +34,8 @@ export type ErrorReason =
   | "attachment_not_found"
   | "document_not_found"
   | "user_deleted"
-  | "document_deleted";
+  | "document_deleted"
+  | "not_well_formed";
 
 /** What `chat` accepts: every field has a default on the core's side. */
 export type ChatParams = {

@@ -1,5 +1,6 @@
 import { LLAMA_MAX_BODY_BYTES } from "../images/limits.ts";
 import { LlmError } from "./errors.ts";
+import { wellFormedValue } from "./well-formed.ts";
 
 /**
  * An image's bytes where a request's JSON wants a `data:` URL (test/fixtures/llama-server/
@@ -39,8 +40,9 @@ const PIECE_BYTES = 3 * 256 * 1024;
 export function jsonBody(value: unknown, maxBytes = LLAMA_MAX_BODY_BYTES): string | PiecewiseBody {
   const found: DataUrl[] = [];
   const nonce = crypto.randomUUID();
-  const text = JSON.stringify(value, (_key, v) =>
-    v instanceof DataUrl ? `\u0000${nonce}:${found.push(v) - 1}` : v,
+  // Strings made well-formed on the way (well-formed.ts).
+  const text = JSON.stringify(value, (key, v) =>
+    v instanceof DataUrl ? `\u0000${nonce}:${found.push(v) - 1}` : wellFormedValue(key, v),
   );
   if (found.length === 0) return text;
   // The text between the images, each with the quote and prefix (or quote) that joins it to them.

@@ -1,6 +1,7 @@
 import { EmbedError } from "./embed-error.ts";
 import { errorBody, LlmError, notJson, statusError } from "./errors.ts";
 import { answerText, call, type LlamaEndpoint } from "./http.ts";
+import { wellFormedJson } from "./well-formed.ts";
 
 /**
  * POST /v1/embeddings (recordings 112–116): a vector per input, in the inputs' order, as
@@ -52,7 +53,7 @@ async function batch(
   offset: number,
   o: EmbedOptions,
 ): Promise<Embedded> {
-  const body = JSON.stringify({
+  const body = wellFormedJson({
     input: inputs,
     encoding_format: "base64",
     ...(o.model ? { model: o.model } : {}),

@@ -1,5 +1,6 @@
 import { LlmError } from "./errors.ts";
 import { callJson, type LlamaEndpoint } from "./http.ts";
+import { wellFormedJson } from "./well-formed.ts";
 
 /**
  * How many tokens a chat request's prompt is without running it: POST /apply-template (the
@@ -14,13 +15,13 @@ export async function templatedPromptTokens(
   body: Record<string, unknown>,
   signal: AbortSignal,
 ): Promise<number> {
-  const templated = (await callJson(server, "/apply-template", { body: JSON.stringify(body), signal })) as {
+  const templated = (await callJson(server, "/apply-template", { body: wellFormedJson(body), signal })) as {
     prompt?: unknown;
   } | null;
   if (typeof templated?.prompt !== "string")
     throw new LlmError("bad_response", "llama-server's /apply-template has no prompt");
   const tokenized = (await callJson(server, "/tokenize", {
-    body: JSON.stringify({ content: templated.prompt, add_special: true }),
+    body: wellFormedJson({ content: templated.prompt, add_special: true }),
     signal,
   })) as { tokens?: unknown } | null;
   if (!Array.isArray(tokenized?.tokens))

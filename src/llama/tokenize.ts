@@ -1,5 +1,6 @@
 import { LlmError } from "./errors.ts";
 import { call, callJson, type LlamaEndpoint } from "./http.ts";
+import { wellFormedJson } from "./well-formed.ts";
 
 /**
  * POST /tokenize (test/fixtures/llama-server/transcripts/30, 30b): the model's tokens for a text.
@@ -13,7 +14,7 @@ export async function tokenize(
   content: string,
   signal?: AbortSignal,
 ): Promise<number[]> {
-  const body = (await callJson(server, "/tokenize", { body: JSON.stringify({ content }), signal })) as {
+  const body = (await callJson(server, "/tokenize", { body: wellFormedJson({ content }), signal })) as {
     tokens?: unknown;
   } | null;
   const tokens = body?.tokens;

@@ -1,4 +1,3 @@
-import type { z } from "zod";
 import { logger, logUnexpected } from "../util/logger.ts";
 import { CoreError, type ErrorCode, isCoreError } from "./errors.ts";
 import { type ExactNumberId, exactIds, exactKey, needsExactIds } from "./exact-id.ts";
@@ -11,6 +10,7 @@ import type {
   OutputPort,
   RequestContext,
 } from "./method-table.ts";
+import { checkedParams } from "./params-check.ts";
 
 /** How a request that started at once stands: already answered, or still working. */
 type Started =
@@ -338,14 +338,9 @@ export class Dispatcher {
       const cached = this.emptyParams.get(def.name);
       if (cached) return cached.value;
     }
-    const parsed = def.params.safeParse(params);
-    if (!parsed.success) {
-      throw new CoreError("invalid_request", describeParamsError(parsed.error), {
-        field: parsed.error.issues[0]?.path.join(".") || null,
-      });
-    }
-    if (empty) this.emptyParams.set(def.name, { value: Object.freeze(parsed.data) });
-    return parsed.data;
+    const data = checkedParams(def.params, params);
+    if (empty) this.emptyParams.set(def.name, { value: Object.freeze(data) });
+    return data;
   }
 
   private definition(method: MethodEntry): Promise<MethodHandler> {
@@ -390,11 +385,4 @@ function toErrorMessage(id: RequestId, err: unknown, signal: AbortSignal, method
     code: "internal_error" as const,
     message: `internal error in ${method}; see the core's log for details`,
   };
-}
-
-function describeParamsError(error: z.ZodError): string {
-  const issue = error.issues[0];
-  if (!issue) return "invalid params";
-  const field = issue.path.length ? `params.${issue.path.join(".")}` : "params";
-  return `${field}: ${issue.message}`;
 }

@@ -42,6 +42,8 @@ export const ERROR_REASONS = [
   "document_not_found",
   "user_deleted",
   "document_deleted",
+  // A string in params with a lone UTF-16 surrogate (docs/protocol.md "Text").
+  "not_well_formed",
 ] as const;
 export type ErrorReason = (typeof ERROR_REASONS)[number];
 

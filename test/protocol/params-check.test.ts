@@ -1,0 +1,61 @@
+import { describe, expect, test } from "bun:test";
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import { loneSurrogatePath } from "../../src/protocol/params-check.ts";
+import { writeStack } from "../fixtures/stack.ts";
+import { startHarness } from "../fixtures/stdio-harness.ts";
+import { tmpdir } from "../fixtures/tmpdir.ts";
+
+// Text in params must be text: a lone UTF-16 surrogate is refused naming its field, before
+// anything is stored or sent (llama-server would refuse the whole body: transcripts/20d).
+
+describe("loneSurrogatePath", () => {
+  test("finds the first string or key that is not well-formed, by its path", () => {
+    expect(loneSurrogatePath({ input: "hello \ud800 there" })).toEqual(["input"]);
+    expect(loneSurrogatePath({ input: ["fine", "\udbff"] })).toEqual(["input", 1]);
+    expect(loneSurrogatePath({ a: { "k\udc00": 1 } })).toEqual(["a", "k\udc00"]);
+    expect(loneSurrogatePath({ a: ["x", { b: "y" }], c: "z\ud800" })).toEqual(["c"]);
+  });
+
+  test("pairs, other text, numbers and nulls pass", () => {
+    expect(loneSurrogatePath({ s: "smile \ud83d\ude00", n: 1, z: null, l: [true, "\\ud800"] })).toBeNull();
+  });
+
+  test("nesting as deep as a line allows does not overflow the stack", () => {
+    let deep: unknown = "\ud800";
+    for (let i = 0; i < 200_000; i++) deep = [deep];
+    expect(loneSurrogatePath(deep)?.length).toBe(200_000);
+  });
+});
+
+describe("through the stdio loop", () => {
+  test("a chat, an embed and a rename with a lone surrogate: invalid_request naming the field; nothing stored", async () => {
+    await using dir = tmpdir();
+    const stack = writeStack(dir.path, { tools: [] });
+    const h = startHarness({ configPath: join(dir.path, "config.yaml"), cwd: dir.path });
+    const chat = await h.request({
+      id: 1,
+      method: "chat",
+      params: { session_id: "s1", input: "hello \ud800 there" },
+    });
+    expect(chat).toMatchObject({
+      type: "error",
+      code: "invalid_request",
+      data: { field: "input", reason: "not_well_formed" },
+    });
+    expect(chat.message).toContain("params.input");
+    const emb = await h.request({ id: 2, method: "embed", params: { input: ["fine", "\udbff"] } });
+    expect(emb).toMatchObject({ code: "invalid_request", data: { field: "input.1" } });
+    const title = await h.request({
+      id: 3,
+      method: "sessions.rename",
+      params: { session_id: "s1", title: "\udc00" },
+    });
+    expect(title).toMatchObject({ code: "invalid_request", data: { field: "title" } });
+    const list = await h.request({ id: 4, method: "sessions.list", params: {} });
+    expect(list.result.sessions).toEqual([]);
+    expect(existsSync(join(stack.dataDir, "llama-server.pid"))).toBe(false);
+    h.end();
+    await h.exit;
+  });
+});
