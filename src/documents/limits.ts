@@ -34,5 +34,7 @@ export const MAX_PDF_THREAD_GROWTH_BYTES = 1024 * 1024 * 1024;
 export const MAX_INFLATED_TOTAL_BYTES = 512 * 1024 * 1024;
 /** The characters a chunk aims at; a paragraph longer than this is split at sentences or words. */
 export const CHUNK_TARGET_CHARS = 1200;
+/** The most of a heading each chunk under it carries (chunk.ts): six levels stay under a chunk's size. */
+export const HEADING_CHARS = 160;
 /** Characters worked through between two turns of the event loop. */
 export const SLICE_CHARS = 64 * 1024;

@@ -1,6 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { markdownBlocks, textBlocks } from "../../src/documents/blocks.ts";
 import { Chunker } from "../../src/documents/chunk.ts";
+import { CHUNK_TARGET_CHARS, HEADING_CHARS } from "../../src/documents/limits.ts";
 import { splitLong } from "../../src/documents/split-long.ts";
 
 const chunk = (md: string, target = 100) => {
@@ -18,6 +19,25 @@ describe("chunking on structure", () => {
       [2, "para a1", ["A", "A.1"]],
       [3, "para b", ["B"]],
     ]);
+  });
+
+  test("a heading past HEADING_CHARS: carried cut, its whole text kept once as text (six 60k headings no longer multiply the store)", () => {
+    const long = (n: number) => Array.from({ length: 10_000 }, (_, i) => `w${n}x${i}`).join(" ");
+    const md = [1, 2, 3, 4, 5, 6].map((l) => `${"#".repeat(l)} ${long(l)}`).join("\n\n");
+    const body = Array.from({ length: 50 }, (_, i) => `paragraph ${i} ${"words ".repeat(150)}`).join("\n\n");
+    const chunks = chunk(`${md}\n\n${body}`, CHUNK_TARGET_CHARS);
+    for (const c of chunks) {
+      for (const h of c.heading_path) expect(h.length).toBeLessThanOrEqual(HEADING_CHARS + 1);
+    }
+    const last = chunks.at(-1)!;
+    expect(last.heading_path).toHaveLength(6);
+    expect(last.heading_path[5]!.endsWith("…")).toBe(true);
+    expect(last.heading_path[5]!.startsWith("w6x0 w6x1")).toBe(true);
+    // Each heading's words are all in the chunks' text, once.
+    const text = chunks.map((c) => c.text).join(" ");
+    for (const l of [1, 6]) expect(text.split(`w${l}x9999`).length - 1).toBe(1);
+    const stored = chunks.reduce((n, c) => n + c.text.length + c.heading_path.join(" › ").length, 0);
+    expect(stored).toBeLessThan(2 * (md.length + body.length));
   });
 
   test("setext headings, and a # inside a code fence is code", () => {
