@@ -34,6 +34,8 @@ export class StdioTransport implements OutputPort {
   private readonly limits: TransportLimits;
   /** Reading was stopped from this side: what is left of a line is not a line. */
   private stopped = false;
+  /** Ends a wait for the output's backlog (`listen`), when reading stops. */
+  private unpause: (() => void) | undefined;
 
   constructor(input: ReadableStream<Uint8Array>, sink: Sink, limits: TransportLimits) {
     this.limits = { ...limits };
@@ -56,6 +58,16 @@ export class StdioTransport implements OutputPort {
   async listen(onLine: (line: string) => void): Promise<void> {
     try {
       for (;;) {
+        const full = this.writer.backlogFull();
+        if (full) {
+          // The host reads none of the answers: no more requests until it does (writer.ts).
+          await new Promise<void>((resolve) => {
+            this.unpause = resolve;
+            void full.then(resolve);
+          });
+          this.unpause = undefined;
+          if (this.stopped) break;
+        }
         const { value, done } = await this.reader.read();
         if (done) break;
         this.deliver(this.splitter.push(value), onLine);
@@ -69,6 +81,7 @@ export class StdioTransport implements OutputPort {
   /** Ends listen(): no more input is read. */
   stopReading(): void {
     this.stopped = true;
+    this.unpause?.();
     this.reader.cancel().catch(() => {});
   }
 

@@ -37,6 +37,8 @@ export class Writer {
   private roomWaiters: (() => void)[] = [];
   private waiterHead = 0;
   private idleWaiters: (() => void)[] = [];
+  /** Readers waiting for the terminals' backlog to shrink (`backlogFull`). */
+  private backlogWaiters: (() => void)[] = [];
   private readonly lines = new EventLines();
 
   constructor(
@@ -118,6 +120,17 @@ export class Writer {
     });
   }
 
+  /**
+   * A promise while a queue's worth of results and errors wait for room (none read by the host
+   * for that long), resolved once fewer do; undefined when they do not. The transport reads no
+   * more requests meanwhile: each would add an answer waiting in memory (600,000 pings grew the
+   * core by 800 MB), so a host that writes without reading stdout is held back by its stdin pipe.
+   */
+  backlogFull(): Promise<void> | undefined {
+    if (this.broken || this.roomWaiters.length - this.waiterHead < this.options.queueSize) return undefined;
+    return new Promise<void>((resolve) => this.backlogWaiters.push(resolve));
+  }
+
   /** Resolves true once everything queued has reached the sink, false on timeout. */
   async drain(timeoutMs: number): Promise<boolean> {
     if (this.isIdle()) return true;
@@ -171,6 +184,7 @@ export class Writer {
   private markBroken(err: unknown): void {
     if (this.broken) return;
     this.broken = true;
+    this.wakeRoomWaiters();
     const detail = err instanceof Error ? (err.stack ?? err.message) : String(err);
     logger.error(`ERROR_STACKTRACE stdout is closed or broken; further output is discarded: ${detail}`);
   }
@@ -185,6 +199,11 @@ export class Writer {
     if (this.waiterHead === this.roomWaiters.length) {
       this.roomWaiters = [];
       this.waiterHead = 0;
+    }
+    if (this.backlogWaiters.length > 0 && this.backlogFull() === undefined) {
+      const readers = this.backlogWaiters;
+      this.backlogWaiters = [];
+      for (const r of readers) r();
     }
   }
 }

@@ -100,3 +100,68 @@ describe("StdioTransport: whole lines in, whole messages out", () => {
     stuck.transport.stopReading();
   });
 });
+
+describe("StdioTransport: a host that reads no answers", () => {
+  /** An input of endless ping lines, 10 a read, made only when the transport reads. */
+  function endlessPings() {
+    let reads = 0;
+    const stream = new ReadableStream<Uint8Array>(
+      {
+        // A read of a pipe waits for I/O: a pull answered at once would never let a timer run.
+        async pull(c) {
+          await new Promise((r) => setTimeout(r, 0));
+          reads++;
+          c.enqueue(enc.encode('{"id":1,"method":"ping"}\n'.repeat(10)));
+        },
+      },
+      { highWaterMark: 0 },
+    );
+    return { stream, reads: () => reads };
+  }
+  /** A sink that takes nothing until `open()`: a host not reading its stdout. */
+  function stuckSink() {
+    let release: (() => void) | undefined;
+    let open = false;
+    const sink: Sink = {
+      write: () => (open ? undefined : new Promise<void>((r) => (release = r))),
+    };
+    const openUp = () => {
+      open = true;
+      release?.();
+    };
+    return { sink, open: openUp };
+  }
+  const settle = () => new Promise((r) => setTimeout(r, 30));
+
+  test("it stops reading requests while a queue's worth of answers wait, and goes on once they are read", async () => {
+    const input = endlessPings();
+    const host = stuckSink();
+    const t = new StdioTransport(input.stream, host.sink, LIMITS);
+    let lines = 0;
+    const listening = t.listen(() => {
+      lines++;
+      void t.terminal({ id: lines, type: "result", result: { status: "ok" } });
+    });
+    await settle();
+    // A batch in the sink (at most a queue), a queue full, a queue's worth waiting, and the read
+    // that made it so.
+    expect(lines).toBeLessThanOrEqual(3 * LIMITS.queueSize + 10);
+    const stuckAt = input.reads();
+    await settle();
+    expect(input.reads()).toBe(stuckAt);
+    host.open();
+    await settle();
+    expect(input.reads()).toBeGreaterThan(stuckAt + 10);
+    t.stopReading();
+    await listening;
+  });
+
+  test("stopping while held back ends listen at once", async () => {
+    const input = endlessPings();
+    const t = new StdioTransport(input.stream, stuckSink().sink, LIMITS);
+    const listening = t.listen(() => void t.terminal({ id: 1, type: "result", result: {} }));
+    await settle();
+    t.stopReading();
+    expect(await Promise.race([listening.then(() => "ended"), settle().then(() => "still")])).toBe("ended");
+  });
+});
