@@ -2,6 +2,7 @@ import { z } from "zod";
 import { KV_CACHE_TYPE_NAMES } from "../protocol/kv-cache-types.ts";
 import { ThinkSchema } from "../protocol/think.ts";
 import { checkModelNames, DEFAULT_MODEL_NAME, ModelSchema, ModelsSchema } from "./model-schema.ts";
+import { noNulCharacters } from "./nul-check.ts";
 import { parseEndpoint } from "./rpc-endpoint.ts";
 
 /**
@@ -280,6 +281,7 @@ export const ConfigSchema = z
     stdio: section(StdioSchema),
   })
   .superRefine(checkModelNames)
+  .superRefine(noNulCharacters)
   .prefault({});
 
 export type Config = z.infer<typeof ConfigSchema>;

@@ -134,6 +134,8 @@ const OS_REASONS: Record<string, string> = {
   ELOOP: "a loop of symbolic links",
   ENAMETOOLONG: "the path is too long",
   EISDIR: "a directory",
+  // Node's own check of a path holding a NUL character (no file name can).
+  ERR_INVALID_ARG_VALUE: "the path holds a NUL character",
 };
 
 /** Why a read of a file failed, in words a person acts on (the OS's code, else the message). */

@@ -86,3 +86,22 @@ describe("a section whose keys are all commented out is all defaults (issue 10 i
     );
   });
 });
+
+describe("a NUL character in a config string is refused, naming its key", () => {
+  test.each([
+    ["app.data_dir", 'app:\n  data_dir: "./da\\0ta"\n'],
+    ["model.path", 'model:\n  path: "./m\\0.gguf"\n'],
+    ["mcp_servers.0.args.1", 'mcp_servers:\n  - { name: m, command: x, args: [a, "b\\0"] }\n'],
+    ["mcp_servers.0.env.K", 'mcp_servers:\n  - { name: m, command: x, env: { K: "v\\0" } }\n'],
+  ])("%s", (key, text) => {
+    const err = coreErrorOf(() => parseConfigText(text, "/c/config.yaml"));
+    expect(err).toMatchObject({ code: "config_invalid", data: { key } });
+    expect(err.message).toContain("NUL");
+  });
+
+  test("other control characters and unicode pass", () => {
+    expect(parseConfigText('app:\n  data_dir: "./d\\tä"\n', "/c/config.yaml").config.app.data_dir).toContain(
+      "ä",
+    );
+  });
+});

@@ -45,6 +45,10 @@ describe("a document read from a path", () => {
     await expect(readDocumentFile(join(dir.path, "gone"))).rejects.toThrow(
       refused("unreadable", /gone .*no such file/),
     );
+    // Not Node's "must be a string, Uint8Array, or URL without null bytes".
+    await expect(readDocumentFile(join(dir.path, "a\0.txt"))).rejects.toThrow(
+      refused("unreadable", /cannot be read: the path holds a NUL character$/),
+    );
   });
 
   test("a file over the limit is refused by its size before a byte is read (sparse: nothing written)", async () => {
