@@ -1,14 +1,15 @@
 import type { Config } from "../../config/schema.ts";
 import { SlotError } from "../../llama/errors.ts";
-import { restoreSlot, type SlotSaved, saveSlot } from "../../llama/slots.ts";
+import { restoreSlot } from "../../llama/slots.ts";
 import type { LlamaLease } from "../../runtime/endpoint.ts";
 import type { LaunchView } from "../../runtime/launch.ts";
 import { logger } from "../../util/logger.ts";
 import { within } from "../../util/within.ts";
 import { launchFingerprint } from "./fingerprint.ts";
-import { entryOf, type KvDisk, type KvEntry } from "./kv-disk.ts";
+import type { KvDisk, KvEntry } from "./kv-disk.ts";
 import { keepAll, type Later } from "./later.ts";
-import { dropSource, emptyRecord, noteSources, type PromptRecord } from "./prompt-record.ts";
+import { dropSource, emptyRecord, type PromptRecord } from "./prompt-record.ts";
+import { SLOT_FILE_TIMEOUT_MS, saveSlotState } from "./save-slot.ts";
 import { keyOf, keyText, type SessionKey } from "./session-key.ts";
 import { clearSlots } from "./slot-clear.ts";
 import { UnderWay, type Work } from "./under-way.ts";
@@ -38,8 +39,6 @@ import { UnderWay, type Work } from "./under-way.ts";
 const QUIET_MS = 2000;
 /** Shutdown waits this long for the last saves (the host gives the whole stop a few seconds: client/shutdown-timing.ts). */
 export const STOP_SAVE_MS = 2000;
-/** A save or a restore that takes longer is given up (the file stays as it was). */
-const SLOT_FILE_TIMEOUT_MS = 60_000;
 const RECORDS_KEPT = 512;
 
 export interface ReuseDeps {
@@ -298,39 +297,20 @@ export class PromptReuse {
     if (!launch.slots.beginSave(slot, holder)) return;
     if (!disk || fp === undefined || this.diskOff || launch.died.aborted) return;
     const key = keyOf(holder);
-    const temp = disk.tempName(disk.nameOf(key.userId, key.sessionId));
-    const t0 = performance.now();
-    const job = this.underWay.begin(holder);
-    let saved: SlotSaved;
-    try {
-      saved = await saveSlot(launch, slot, temp, AbortSignal.timeout(SLOT_FILE_TIMEOUT_MS));
-    } catch (err) {
-      this.underWay.end(job);
-      disk.discard(temp);
-      launch.slots.saveFailed(slot, holder);
-      return this.slotFailed(err, `saving session ${key.sessionId}'s KV state from slot ${slot}`);
-    }
-    // Erased while it was being saved (sessions.delete, here or by another core): nothing of it stays.
-    const wanted = () =>
-      !job.erased &&
-      (launch.slots.holderOf(slot) === holder || this.records.has(holder)) &&
-      this.deps.stored?.(key.userId, key.sessionId) !== false;
-    const keep = async () => {
-      try {
-        if (!wanted()) return disk.discard(temp);
-        const record = this.records.get(holder) ?? emptyRecord();
-        const entry = entryOf(key, fp, saved, record, noteSources(record), Date.now());
-        if (saved.n_saved === 0 || !(await disk.commit(temp, entry, wanted))) return disk.discard(temp);
-      } finally {
-        this.underWay.end(job);
-      }
-      logger.debug(
-        `KV state of session ${key.sessionId} saved from slot ${slot}: ${saved.n_saved} tokens, ${saved.n_written} bytes, ${Math.round(performance.now() - t0)} ms`,
-      );
-    };
-    // Before an unload: kept once the server has stopped (saveBeforeUnload).
-    if (later && !later.closed) later.keeps.push(keep);
-    else return keep();
+    await saveSlotState({
+      launch,
+      slot,
+      holder,
+      fingerprint: fp,
+      disk,
+      underWay: this.underWay,
+      later,
+      wanted: () =>
+        (launch.slots.holderOf(slot) === holder || this.records.has(holder)) &&
+        this.deps.stored?.(key.userId, key.sessionId) !== false,
+      record: () => this.records.get(holder) ?? emptyRecord(),
+      failed: (err, what) => this.slotFailed(err, what),
+    });
   }
 
   /** The session's saved state if it is of this launch's shape; one that is not is dropped. */

@@ -1,0 +1,73 @@
+import { type SlotSaved, saveSlot } from "../../llama/slots.ts";
+import type { LaunchView } from "../../runtime/launch.ts";
+import { logger } from "../../util/logger.ts";
+import { entryOf, type KvDisk } from "./kv-disk.ts";
+import type { Later } from "./later.ts";
+import { noteSources, type PromptRecord } from "./prompt-record.ts";
+import { keyOf } from "./session-key.ts";
+import type { UnderWay } from "./under-way.ts";
+
+/**
+ * One slot's state saved to disk for its session (docs/agent.md#prompt-reuse): llama-server
+ * writes it under a temporary name, the core describes it (the session's prompt record and the
+ * sources its notes quote) and renames both into place, unless the session was erased meanwhile,
+ * here or by another core. Prompt reuse (reuse.ts) decides when; this is how.
+ */
+
+/** A save or a restore that takes longer is given up (the file stays as it was). */
+export const SLOT_FILE_TIMEOUT_MS = 60_000;
+
+export interface SlotSave {
+  launch: LaunchView;
+  slot: number;
+  /** The session whose state the slot holds (its key text). */
+  holder: string;
+  fingerprint: string;
+  disk: KvDisk;
+  underWay: UnderWay;
+  /**
+   * Whether the holder's state is still to be kept (asked before the sidecar is written and again
+   * right before the renames): its session not erased, by this core or another.
+   */
+  wanted(): boolean;
+  /** The holder's prompt record, as the sidecar will describe it. */
+  record(): PromptRecord;
+  /** The save failed: logged, and a server without a slot folder asked no more. */
+  failed(err: unknown, what: string): void;
+  /** Before an unload: the core's part is kept once the server has stopped (reuse.ts `saveBeforeUnload`). */
+  later?: Later;
+}
+
+export async function saveSlotState(s: SlotSave): Promise<void> {
+  const { launch, slot, holder, disk } = s;
+  const key = keyOf(holder);
+  const temp = disk.tempName(disk.nameOf(key.userId, key.sessionId));
+  const t0 = performance.now();
+  const job = s.underWay.begin(holder);
+  let saved: SlotSaved;
+  try {
+    saved = await saveSlot(launch, slot, temp, AbortSignal.timeout(SLOT_FILE_TIMEOUT_MS));
+  } catch (err) {
+    s.underWay.end(job);
+    disk.discard(temp);
+    launch.slots.saveFailed(slot, holder);
+    return s.failed(err, `saving session ${key.sessionId}'s KV state from slot ${slot}`);
+  }
+  // Erased while it was being saved (sessions.delete, here or by another core): nothing of it stays.
+  const wanted = () => !job.erased && s.wanted();
+  const keep = async () => {
+    try {
+      if (!wanted()) return disk.discard(temp);
+      const record = s.record();
+      const entry = entryOf(key, s.fingerprint, saved, record, noteSources(record), Date.now());
+      if (saved.n_saved === 0 || !(await disk.commit(temp, entry, wanted))) return disk.discard(temp);
+    } finally {
+      s.underWay.end(job);
+    }
+    logger.debug(
+      `KV state of session ${key.sessionId} saved from slot ${slot}: ${saved.n_saved} tokens, ${saved.n_written} bytes, ${Math.round(performance.now() - t0)} ms`,
+    );
+  };
+  if (s.later && !s.later.closed) s.later.keeps.push(keep);
+  else return keep();
+}
