@@ -289,6 +289,14 @@ export class CoreServices implements Services {
           return false;
         }
       },
+      // What notes quote, erased by another core on the folder; a store that fails vouches for none.
+      gone: (u, quoted) => {
+        try {
+          return this.store().sourcesGone(u, quoted);
+        } catch {
+          return [...quoted.keys()];
+        }
+      },
     });
   }
 

@@ -15,6 +15,7 @@ import { FolderIndex, type FolderIndexOptions } from "./folder-index.ts";
 import { eraseImported, importV01 } from "./import-v01.ts";
 import { MemoryStore } from "./memory-store.ts";
 import type { SessionSummary } from "./message-rows.ts";
+import { goneSources } from "./quoted-sources.ts";
 import { type Leased, SessionLeases } from "./session-lease.ts";
 import { listSessions, type MessagePage, type SessionPage, sessionMessages } from "./session-pages.ts";
 import { type SearchHit, searchSessions } from "./session-search.ts";
@@ -221,6 +222,11 @@ export class Store {
     this.conversations.forget(userId, sessionId);
     eraseImported(this.dataDir, userId, sessionId);
     return { deleted, copies: eraseFromCopies(this.dataDir, userId, sessionId) };
+  }
+
+  /** Of the sources memory notes quote (with their passages' rows), those no longer stored (store/quoted-sources.ts). */
+  sourcesGone(userId: string, quoted: ReadonlyMap<string, readonly number[]>): string[] {
+    return this.guard(() => goneSources(this.db, userId, quoted));
   }
 
   /**

@@ -43,6 +43,24 @@ export function noteSources(record: PromptRecord): string[] {
 }
 
 /**
+ * The sources a record's notes quote, each with the memory rows (`memory.id`) of its passages
+ * (a note's ids are `<source>#<row>`, agent/turn/prompt.ts): what is asked of the database to
+ * know that none was erased since (store/quoted-sources.ts).
+ */
+export function quotedPassages(record: PromptRecord): Map<string, number[]> {
+  const quoted = new Map<string, number[]>();
+  for (const note of record.notes) {
+    for (const source of note.sources) if (!quoted.has(source)) quoted.set(source, []);
+    for (const id of note.ids) {
+      const at = id.lastIndexOf("#");
+      const row = Number(id.slice(at + 1));
+      if (at > 0 && Number.isSafeInteger(row)) quoted.get(id.slice(0, at))?.push(row);
+    }
+  }
+  return quoted;
+}
+
+/**
  * `source` erased: the records under `prefix` (a user's) that send a note of it send it no more
  * (their later turns' prompts differ from there on, which is the point). Their keys: the slots
  * holding their tokens, which hold the passage, are never saved again.

@@ -8,7 +8,7 @@ import { within } from "../../util/within.ts";
 import { launchFingerprint } from "./fingerprint.ts";
 import type { KvDisk, KvEntry } from "./kv-disk.ts";
 import { keepAll, type Later } from "./later.ts";
-import { dropSource, emptyRecord, type PromptRecord } from "./prompt-record.ts";
+import { dropSource, emptyRecord, type PromptRecord, quotedPassages } from "./prompt-record.ts";
 import { SLOT_FILE_TIMEOUT_MS, saveSlotState } from "./save-slot.ts";
 import { keyOf, keyText, type SessionKey } from "./session-key.ts";
 import { clearSlots } from "./slot-clear.ts";
@@ -49,6 +49,8 @@ export interface ReuseDeps {
   cacheRamBytes(): number | null;
   /** Whether the session is still in the database (another core may have erased it); none: yes. */
   stored?: (userId: string, sessionId: string) => boolean;
+  /** Of the sources a record's notes quote (with their passages' rows), those no longer stored; none: all are. */
+  gone?: (userId: string, quoted: ReadonlyMap<string, readonly number[]>) => string[];
   now?: () => number;
 }
 
@@ -97,6 +99,8 @@ export class PromptReuse {
     const fp = await server.fingerprint;
     const k = keyText(key);
     const table = server.launch.slots;
+    // Another core may have erased what its notes quote: then the slot holding them is no longer its.
+    this.quotable(key.userId, this.records.get(k) ?? emptyRecord());
     const pick = table.take(k, this.now());
     const turn = this.underWay.begin(k);
     if (!pick) return { slot: undefined, record: this.recordOf(key, fp), end: (r) => this.ended(turn, r) };
@@ -205,6 +209,17 @@ export class PromptReuse {
     this.deps.disk?.removeSource(userId, ...sources);
   }
 
+  /**
+   * Whether all the record's notes quote is still stored, asked when it is used or saved (another
+   * core's erase reaches only its own records): what is gone is forgotten as by `forgetSource`.
+   */
+  private quotable(userId: string, record: PromptRecord): boolean {
+    if (record.notes.length === 0 || !this.deps.gone) return true;
+    const gone = this.deps.gone(userId, quotedPassages(record));
+    if (gone.length > 0) this.forgetSource(userId, ...gone);
+    return gone.length === 0;
+  }
+
   /** The sessions `mine` picks, and those under `prefix` whose records quote `source`: out of every slot and save. */
   private erase(prefix: string, mine: (k: string) => boolean, source: string | undefined): void {
     const holding = source ? dropSource(this.records, prefix, source) : new Set<string>();
@@ -243,7 +258,9 @@ export class PromptReuse {
     if (known) return known;
     if (looked !== undefined) return looked?.prompt ?? emptyRecord();
     const entry = fp === undefined ? undefined : this.deps.disk?.entry(key.userId, key.sessionId);
-    return entry && entry.fingerprint === fp ? entry.prompt : emptyRecord();
+    return entry && entry.fingerprint === fp && this.quotable(key.userId, entry.prompt)
+      ? entry.prompt
+      : emptyRecord();
   }
 
   private remember(k: string, record: PromptRecord): void {
@@ -307,7 +324,8 @@ export class PromptReuse {
       later,
       wanted: () =>
         (launch.slots.holderOf(slot) === holder || this.records.has(holder)) &&
-        this.deps.stored?.(key.userId, key.sessionId) !== false,
+        this.deps.stored?.(key.userId, key.sessionId) !== false &&
+        this.quotable(key.userId, this.records.get(holder) ?? emptyRecord()),
       record: () => this.records.get(holder) ?? emptyRecord(),
       failed: (err, what) => this.slotFailed(err, what),
     });
@@ -321,9 +339,11 @@ export class PromptReuse {
     const entry = disk.entry(key.userId, key.sessionId);
     if (!entry) return null;
     const name = disk.nameOf(key.userId, key.sessionId);
-    if (entry.fingerprint === fp && disk.hasState(name)) return entry;
-    // Saved for another model, context, cache type or template (or its file is gone).
-    logger.info(`session ${key.sessionId}'s saved KV state does not fit this launch: dropped`);
+    const fits = entry.fingerprint === fp && disk.hasState(name);
+    // Its notes quote what another core erased (`quotable` dropped it), or saved for another
+    // model, context, cache type or template (or its file is gone).
+    if (fits && this.quotable(key.userId, entry.prompt)) return entry;
+    if (!fits) logger.info(`session ${key.sessionId}'s saved KV state does not fit this launch: dropped`);
     disk.remove(name);
     return null;
   }

@@ -1,0 +1,122 @@
+import { describe, expect, test } from "bun:test";
+import { mkdirSync, readdirSync } from "node:fs";
+import { join } from "node:path";
+import { KvDisk } from "../../../src/agent/kv/kv-disk.ts";
+import { Store } from "../../../src/store/store.ts";
+import { filesHolding } from "../../fixtures/files-holding.ts";
+import { writeFakeModel } from "../../fixtures/llama-stand-in/binary.ts";
+import { waitFor } from "../../fixtures/wait.ts";
+import { ChatHarness } from "../harness.ts";
+
+// Two cores on one data folder (docs/agent.md#prompt-reuse): what one erases (documents.delete,
+// sessions.delete) reaches only its own prompt records and the files on disk at that moment. The
+// other core's records, and a sidecar a core reads later, are checked against the database when
+// used and when saved: a note quoting a source that is gone is never sent or kept again.
+
+const MARK = "QUAGGA-7731";
+/** The source's own words: in a prompt only as the memory note quoting it. */
+const PASSAGE = "subspecies of zebra";
+const USER = "default_user";
+
+/** A core whose stand-in saves into `dataDir`/kv; `dataDir` given: another core's folder and model. */
+function core(shared?: { dataDir: string; modelPath: string }) {
+  return new ChatHarness(
+    {
+      agents: [{ name: "a", system_prompt: "Be brief." }],
+      memory: { enabled: true, top_k: 5 },
+      ...(shared ? { app: { data_dir: shared.dataDir, max_parse_errors: 2, max_steps: 8 } } : {}),
+    },
+    {
+      slots: 1,
+      standIn: (dir) => {
+        const kv = join(shared?.dataDir ?? join(dir, "data"), "kv");
+        mkdirSync(kv, { recursive: true });
+        return {
+          modelPath: shared?.modelPath ?? writeFakeModel(dir),
+          slotSavePath: `${kv}/`,
+          slots: 1,
+          unscripted: "echo",
+        };
+      },
+    },
+  );
+}
+
+let id = 0;
+async function say(h: ChatHarness, session: string, input: string): Promise<void> {
+  const { terminal } = await h.chat(++id, { session_id: session, input });
+  expect(terminal.type).toBe("result");
+}
+
+const kvDir = (h: ChatHarness) => join(h.dataDir, "kv");
+const lastPrompt = (h: ChatHarness) => JSON.stringify(h.llama.requests.at(-1)?.body.messages);
+const restores = (h: ChatHarness) => h.llama.log.filter((l) => l.includes("action = restore")).length;
+const nameOf = (session: string) => new KvDisk("", 0).nameOf(USER, session);
+/**
+ * The files under data_dir/kv holding the passage, but s0's own: a session erased by a bare
+ * store handle keeps its own files (a core's sessions.delete takes them); those quoting it are tested.
+ */
+const quoting = (h: ChatHarness) =>
+  filesHolding(kvDir(h), PASSAGE).filter((f) => !f.startsWith(nameOf("s0")));
+/** z's state and sidecar in place (quoting the passage), nothing under a temporary name. */
+const zSaved = (h: ChatHarness) =>
+  quoting(h).some((f) => f.startsWith(nameOf("z"))) && !readdirSync(kvDir(h)).some((f) => f.endsWith(".tmp"));
+
+/** The passage (a library document, or a turn of session `s0`) recalled into z's prompt, z's state saved quietly. */
+async function recalled(h: ChatHarness, kind: "document" | "session"): Promise<string> {
+  // Scripted replies: the echo would put the note into the history, which is not what is tested.
+  h.llama.script({ content: ["ok"] });
+  let source = "s0";
+  if (kind === "document") {
+    h.send("add", "documents.add", { text: `# Zebras\n\nThe ${MARK} was a ${PASSAGE}.`, name: "z.md" });
+    source = ((await h.terminal("add")).result as { document_id: string }).document_id;
+  } else {
+    await say(h, "s0", `the ${MARK} was a ${PASSAGE}`);
+    h.llama.script({ content: ["ok"] });
+  }
+  await say(h, "z", `tell me about the ${MARK}`);
+  expect(lastPrompt(h)).toContain(PASSAGE);
+  expect(await waitFor(() => zSaved(h), { timeoutMs: 5000 })).toBe(true);
+  return source;
+}
+
+/** The erase as a second core does it: the same folder's database, none of this core's prompt reuse. */
+async function eraseElsewhere(h: ChatHarness, kind: "document" | "session", source: string) {
+  const other = Store.open(h.dataDir);
+  try {
+    if (kind === "document") expect(await other.deleteDocument(USER, source)).toBe(true);
+    else expect((await other.deleteSession(USER, source)).deleted).toBe(true);
+  } finally {
+    other.close();
+  }
+}
+
+describe("a source erased by another core, in this core's prompt records", () => {
+  test("a document deleted through a second store: the next turn sends no note of it, and no file keeps it", async () => {
+    await using h = core();
+    const doc = await recalled(h, "document");
+    await eraseElsewhere(h, "document", doc);
+    await say(h, "z", "and what else?");
+    expect(lastPrompt(h)).not.toContain(PASSAGE);
+    const { kv } = h.llama.model;
+    expect(kv.slots[0]?.tokens.join("")).not.toContain(PASSAGE);
+    expect(kv.ram.flat().join("")).not.toContain(PASSAGE);
+    await Bun.sleep(2500);
+    expect(quoting(h)).toEqual([]);
+  }, 20_000);
+
+  for (const kind of ["document", "session"] as const) {
+    test(`a saved state quoting a ${kind} deleted since: a fresh core neither restores it nor sends the note`, async () => {
+      await using a = core();
+      const source = await recalled(a, kind);
+      await eraseElsewhere(a, kind, source);
+      // Core a never learns of the erase; b, a fresh core on the same folder and model, finds a's sidecar.
+      await using b = core({ dataDir: a.dataDir, modelPath: join(a.dir.path, "model.gguf") });
+      b.llama.script({ content: ["ok"] });
+      await say(b, "z", "and what else?");
+      expect(restores(b)).toBe(0);
+      expect(lastPrompt(b)).not.toContain(PASSAGE);
+      expect(quoting(a)).toEqual([]);
+    }, 20_000);
+  }
+});
