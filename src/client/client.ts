@@ -1,21 +1,11 @@
-import {
-  CLIENT_DEFAULTS,
-  type LocalAiClientOptions,
-  RESTART_DEFAULTS,
-  type ShutdownOptions,
-} from "./client-options.ts";
+import { CLIENT_DEFAULTS, type LocalAiClientOptions, type ShutdownOptions } from "./client-options.ts";
 import { Connection } from "./connection.ts";
-import { initializeCore, spawnCore } from "./core-launch.ts";
-import type { CoreProcess } from "./core-process.ts";
+import { CoreLifecycle } from "./core-lifecycle.ts";
 import { DocumentsApi } from "./documents-api.ts";
-import { coreExitedError, LocalAiError } from "./errors.ts";
-import { stopGracefully } from "./graceful-stop.ts";
-import type { CallOptions, ExitInfo } from "./host-types.ts";
+import type { CallOptions } from "./host-types.ts";
 import type { RequestId } from "./protocol-types.ts";
 import type { RequestStream } from "./request-stream.ts";
-import { Restarts } from "./restarts.ts";
 import { SessionsApi, UsersApi } from "./sessions-api.ts";
-import { DEFAULT_CORE_STOP_GRACE_MS, DEFAULT_SHUTDOWN_TIMEOUT_MS } from "./shutdown-timing.ts";
 import type {
   ChatEvent,
   ChatParams,
@@ -53,20 +43,13 @@ export interface StartedInfo {
 export type StartedLocalAiClient = LocalAiClient & StartedInfo;
 
 /**
- * idle → starting → ready; an unexpected exit: ready → restarting → starting (or → failed when
- * restarts are off or spent); shutdown()/close()/kill(): any → closed, for good.
- */
-type State = "idle" | "starting" | "ready" | "restarting" | "failed" | "closed";
-
-/**
  * A host's handle on one local-ai core: spawns `local-ai serve-stdio`, runs the initialize
  * handshake, and turns requests into promises and event streams. Every call ends: with its
  * result, a LocalAiError from the core, or a LocalAiError of the client's own (`core_exited`,
  * `timeout`, `protocol_error`, `client_closed`).
  *
- * This class is the core's lifecycle: when to launch (core-launch.ts: spawn, initialize), what
- * an exit means (a restart with back-off, restarts.ts), how to stop (graceful-stop.ts); the
- * requests themselves live in its Connection.
+ * This class is the public surface: the core's lifecycle (launch, exits, restarts, stopping)
+ * lives in its CoreLifecycle (core-lifecycle.ts), the requests themselves in its Connection.
  */
 export class LocalAiClient {
   /** The core's answer to initialize (refreshed on each restart). */
@@ -81,28 +64,18 @@ export class LocalAiClient {
   /** Documents the assistant can recall: add, list, delete (docs/protocol.md "Documents"). */
   readonly documents: DocumentsApi;
 
-  private state: State = "idle";
-  private process: CoreProcess | undefined;
-  /** Counts launches, so the exit of a replaced process is told from the current one's. */
-  private generation = 0;
-  private ready: Promise<void> | undefined;
-  private startedAt = 0;
-  /** Undefined when restarts are off. */
-  private readonly restarts: Restarts | undefined;
-  private readonly stopGraceMs: number;
   private readonly connection: Connection;
+  private readonly lifecycle: CoreLifecycle;
 
-  constructor(private readonly options: LocalAiClientOptions) {
-    const r = options.restart;
-    this.restarts = r ? new Restarts({ ...RESTART_DEFAULTS, ...(r === true ? {} : r) }) : undefined;
-    const grace = options.stopGraceMs;
-    this.stopGraceMs =
-      grace !== undefined && grace >= 0 && Number.isFinite(grace) ? grace : DEFAULT_CORE_STOP_GRACE_MS;
+  constructor(options: LocalAiClientOptions) {
     this.connection = new Connection({
       requestTimeoutMs: options.requestTimeoutMs ?? CLIENT_DEFAULTS.requestTimeoutMs,
       streamTimeoutMs: options.streamTimeoutMs,
       maxBufferedEvents: options.maxBufferedEvents ?? CLIENT_DEFAULTS.maxBufferedEvents,
       logger: options.logger,
+    });
+    this.lifecycle = new CoreLifecycle(options, this.connection, (info) => {
+      this.info = info;
     });
     const request = <R>(method: string, params: Record<string, unknown>, callOptions?: CallOptions) =>
       this.request<R>(method, params, callOptions);
@@ -111,7 +84,6 @@ export class LocalAiClient {
     this.documents = new DocumentsApi(request, (method, params, callOptions) =>
       this.connection.open(method, params, callOptions, { cancellable: true }),
     );
-    this.enter("idle");
   }
 
   /**
@@ -124,32 +96,16 @@ export class LocalAiClient {
 
   /** Spawns the core and runs initialize; resolves, with this client (now with `info`), once it answered. */
   start(): Promise<this & StartedInfo> {
-    return this.started().then(() => this as this & StartedInfo);
-  }
-
-  private started(): Promise<void> {
-    if (this.state === "closed") return Promise.reject(closedError());
-    if (!this.ready || this.state === "failed") {
-      this.restarts?.reset();
-      this.ready = this.launch().catch((err: unknown) => {
-        if (this.state !== "closed") this.enter("failed");
-        const error = err instanceof LocalAiError ? err : new LocalAiError("core_exited", String(err));
-        // Calls queued behind the start-up fail with its error.
-        this.connection.failAll(error);
-        throw error;
-      });
-      this.ready.catch(() => {});
-    }
-    return this.ready;
+    return this.lifecycle.started().then(() => this as this & StartedInfo);
   }
 
   /** The core's process id while it runs. */
   get pid(): number | undefined {
-    return this.process?.running ? this.process.pid : undefined;
+    return this.lifecycle.pid;
   }
 
   get running(): boolean {
-    return this.state === "ready";
+    return this.lifecycle.running;
   }
 
   /** Lines from the core that were not protocol messages, ignored. */
@@ -244,19 +200,8 @@ export class LocalAiClient {
    * MCP servers, then answers), then waits for the process to exit, and kills it past
    * `timeoutMs`, but never before the core could stop what it started (see ShutdownOptions).
    */
-  async shutdown(options: ShutdownOptions = {}): Promise<void> {
-    const timeoutMs = options.timeoutMs ?? DEFAULT_SHUTDOWN_TIMEOUT_MS;
-    const proc = this.process;
-    const wasRunning = this.state === "ready" && proc?.running;
-    this.enter("closed");
-    if (wasRunning && proc)
-      await stopGracefully(this.connection, proc, {
-        timeoutMs,
-        stopGraceMs: this.stopGraceMs,
-        logger: this.options.logger,
-      });
-    else proc?.kill("SIGKILL");
-    this.connection.failAll(closedError());
+  shutdown(options: ShutdownOptions = {}): Promise<void> {
+    return this.lifecycle.shutdown(options);
   }
 
   /** Like shutdown(), never rejecting: for app-quit paths. Same minimum wait as shutdown(). */
@@ -274,107 +219,6 @@ export class LocalAiClient {
    * stops it; prefer close() unless the host is itself being torn down.
    */
   kill(): void {
-    this.enter("closed");
-    this.process?.kill("SIGKILL");
-    this.connection.failAll(closedError());
+    this.lifecycle.kill();
   }
-
-  // ---- state -------------------------------------------------------------------------------
-
-  /** Every state change goes through here, so the connection's route always matches the state. */
-  private enter(state: State): void {
-    this.state = state;
-    switch (state) {
-      case "idle":
-        this.connection.refuse(
-          (method) =>
-            new LocalAiError("core_exited", "the core was not started (call start())", undefined, method),
-        );
-        return;
-      case "starting":
-      case "restarting":
-        // Calls made now wait for the core to be ready (within their own time limit).
-        this.connection.hold();
-        return;
-      case "ready":
-        if (this.process) this.connection.attach(this.process);
-        return;
-      case "failed":
-        this.connection.refuse(
-          (method) =>
-            new LocalAiError("core_exited", "the core has exited and is not restarting", undefined, method),
-        );
-        return;
-      case "closed":
-        this.connection.refuse((method) => closedError(method));
-    }
-  }
-
-  // ---- launching and restarting ------------------------------------------------------------
-
-  private async launch(): Promise<void> {
-    this.enter("starting");
-    const generation = ++this.generation;
-    const proc = spawnCore(this.options, this.connection, (info) => this.handleExit(generation, info));
-    this.process = proc;
-    this.startedAt = Date.now();
-    this.info = await initializeCore(this.options, this.connection, proc);
-    if (this.state !== "starting" || generation !== this.generation) {
-      throw new LocalAiError("core_exited", "the core exited during start-up");
-    }
-    this.enter("ready");
-  }
-
-  private handleExit(generation: number, info: ExitInfo): void {
-    if (generation !== this.generation) return;
-    const proc = this.process;
-    const expected = this.state === "closed";
-    this.options.onExit?.({ ...info, expected });
-    const error = coreExitedError(info);
-    // Requests written to this process can never be answered now.
-    this.connection.failAll(expected ? closedError() : error, (sentTo) => sentTo === proc);
-    if (expected) return;
-
-    if (this.state === "ready") this.restarts?.servedFor(Date.now() - this.startedAt);
-    // A core that dies during its own start-up is that launch's failure, handled by its caller.
-    if (this.state === "starting") return;
-    if (!this.restarts || this.restarts.spent) {
-      this.enter("failed");
-      this.connection.failAll(error);
-      return;
-    }
-    this.enter("restarting");
-    this.ready = this.restartLoop(this.restarts, error);
-    this.ready.catch(() => {});
-  }
-
-  /** Relaunches with a doubling delay until a launch succeeds or the attempts run out. */
-  private async restartLoop(restarts: Restarts, exitErr: LocalAiError): Promise<void> {
-    let lastError = exitErr;
-    while (!restarts.spent) {
-      const { attempt, delayMs } = restarts.next();
-      this.options.onRestart?.({ attempt, delayMs });
-      await delay(delayMs);
-      if (this.state !== "restarting") throw closedError();
-      try {
-        await this.launch();
-        return;
-      } catch (err) {
-        if ((this.state as State) === "closed") throw closedError();
-        this.enter("restarting");
-        if (err instanceof LocalAiError) lastError = err;
-      }
-    }
-    this.enter("failed");
-    this.connection.failAll(lastError);
-    throw lastError;
-  }
-}
-
-function closedError(method?: string): LocalAiError {
-  return new LocalAiError("client_closed", "the client was shut down", undefined, method);
-}
-
-function delay(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
 }

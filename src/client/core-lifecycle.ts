@@ -1,0 +1,196 @@
+import { type LocalAiClientOptions, RESTART_DEFAULTS, type ShutdownOptions } from "./client-options.ts";
+import type { Connection } from "./connection.ts";
+import { initializeCore, spawnCore } from "./core-launch.ts";
+import type { CoreProcess } from "./core-process.ts";
+import { coreExitedError, LocalAiError } from "./errors.ts";
+import { stopGracefully } from "./graceful-stop.ts";
+import type { ExitInfo } from "./host-types.ts";
+import { Restarts } from "./restarts.ts";
+import { DEFAULT_CORE_STOP_GRACE_MS, DEFAULT_SHUTDOWN_TIMEOUT_MS } from "./shutdown-timing.ts";
+import type { InitializeResult } from "./types.ts";
+
+/**
+ * idle → starting → ready; an unexpected exit: ready → restarting → starting (or → failed when
+ * restarts are off or spent); shutdown()/close()/kill(): any → closed, for good.
+ */
+type State = "idle" | "starting" | "ready" | "restarting" | "failed" | "closed";
+
+/**
+ * The core's lifecycle behind a LocalAiClient: when to launch (core-launch.ts: spawn,
+ * initialize), what an exit means (a restart with back-off, restarts.ts), how to stop
+ * (graceful-stop.ts). One state, changed only in enter(), which also tells the connection where
+ * new requests go.
+ */
+export class CoreLifecycle {
+  private state: State = "idle";
+  private process: CoreProcess | undefined;
+  /** Counts launches, so the exit of a replaced process is told from the current one's. */
+  private generation = 0;
+  private ready: Promise<void> | undefined;
+  private startedAt = 0;
+  /** Undefined when restarts are off. */
+  private readonly restarts: Restarts | undefined;
+  private readonly stopGraceMs: number;
+
+  constructor(
+    private readonly options: LocalAiClientOptions,
+    private readonly connection: Connection,
+    /** Hears the core's answer to initialize on each (re)start. */
+    private readonly onInfo: (info: InitializeResult) => void,
+  ) {
+    const r = options.restart;
+    this.restarts = r ? new Restarts({ ...RESTART_DEFAULTS, ...(r === true ? {} : r) }) : undefined;
+    const grace = options.stopGraceMs;
+    this.stopGraceMs =
+      grace !== undefined && grace >= 0 && Number.isFinite(grace) ? grace : DEFAULT_CORE_STOP_GRACE_MS;
+    this.enter("idle");
+  }
+
+  /** Resolves once a core is ready: launches one unless one is starting or running. */
+  started(): Promise<void> {
+    if (this.state === "closed") return Promise.reject(closedError());
+    if (!this.ready || this.state === "failed") {
+      this.restarts?.reset();
+      this.ready = this.launch().catch((err: unknown) => {
+        if (this.state !== "closed") this.enter("failed");
+        const error = err instanceof LocalAiError ? err : new LocalAiError("core_exited", String(err));
+        // Calls queued behind the start-up fail with its error.
+        this.connection.failAll(error);
+        throw error;
+      });
+      this.ready.catch(() => {});
+    }
+    return this.ready;
+  }
+
+  /** The core's process id while it runs. */
+  get pid(): number | undefined {
+    return this.process?.running ? this.process.pid : undefined;
+  }
+
+  get running(): boolean {
+    return this.state === "ready";
+  }
+
+  /** LocalAiClient.shutdown(). */
+  async shutdown(options: ShutdownOptions = {}): Promise<void> {
+    const timeoutMs = options.timeoutMs ?? DEFAULT_SHUTDOWN_TIMEOUT_MS;
+    const proc = this.process;
+    const wasRunning = this.state === "ready" && proc?.running;
+    this.enter("closed");
+    if (wasRunning && proc)
+      await stopGracefully(this.connection, proc, {
+        timeoutMs,
+        stopGraceMs: this.stopGraceMs,
+        logger: this.options.logger,
+      });
+    else proc?.kill("SIGKILL");
+    this.connection.failAll(closedError());
+  }
+
+  /** LocalAiClient.kill(). */
+  kill(): void {
+    this.enter("closed");
+    this.process?.kill("SIGKILL");
+    this.connection.failAll(closedError());
+  }
+
+  // ---- state -------------------------------------------------------------------------------
+
+  /** Every state change goes through here, so the connection's route always matches the state. */
+  private enter(state: State): void {
+    this.state = state;
+    switch (state) {
+      case "idle":
+        this.connection.refuse(
+          (method) =>
+            new LocalAiError("core_exited", "the core was not started (call start())", undefined, method),
+        );
+        return;
+      case "starting":
+      case "restarting":
+        // Calls made now wait for the core to be ready (within their own time limit).
+        this.connection.hold();
+        return;
+      case "ready":
+        if (this.process) this.connection.attach(this.process);
+        return;
+      case "failed":
+        this.connection.refuse(
+          (method) =>
+            new LocalAiError("core_exited", "the core has exited and is not restarting", undefined, method),
+        );
+        return;
+      case "closed":
+        this.connection.refuse((method) => closedError(method));
+    }
+  }
+
+  // ---- launching and restarting ------------------------------------------------------------
+
+  private async launch(): Promise<void> {
+    this.enter("starting");
+    const generation = ++this.generation;
+    const proc = spawnCore(this.options, this.connection, (info) => this.handleExit(generation, info));
+    this.process = proc;
+    this.startedAt = Date.now();
+    this.onInfo(await initializeCore(this.options, this.connection, proc));
+    if (this.state !== "starting" || generation !== this.generation) {
+      throw new LocalAiError("core_exited", "the core exited during start-up");
+    }
+    this.enter("ready");
+  }
+
+  private handleExit(generation: number, info: ExitInfo): void {
+    if (generation !== this.generation) return;
+    const proc = this.process;
+    const expected = this.state === "closed";
+    this.options.onExit?.({ ...info, expected });
+    const error = coreExitedError(info);
+    // Requests written to this process can never be answered now.
+    this.connection.failAll(expected ? closedError() : error, (sentTo) => sentTo === proc);
+    if (expected) return;
+
+    if (this.state === "ready") this.restarts?.servedFor(Date.now() - this.startedAt);
+    // A core that dies during its own start-up is that launch's failure, handled by its caller.
+    if (this.state === "starting") return;
+    if (!this.restarts || this.restarts.spent) {
+      this.enter("failed");
+      this.connection.failAll(error);
+      return;
+    }
+    this.enter("restarting");
+    this.ready = this.restartLoop(this.restarts, error);
+    this.ready.catch(() => {});
+  }
+
+  /** Relaunches with a doubling delay until a launch succeeds or the attempts run out. */
+  private async restartLoop(restarts: Restarts, exitErr: LocalAiError): Promise<void> {
+    let lastError = exitErr;
+    while (!restarts.spent) {
+      const { attempt, delayMs } = restarts.next();
+      this.options.onRestart?.({ attempt, delayMs });
+      await delay(delayMs);
+      if (this.state !== "restarting") throw closedError();
+      try {
+        await this.launch();
+        return;
+      } catch (err) {
+        if ((this.state as State) === "closed") throw closedError();
+        this.enter("restarting");
+        if (err instanceof LocalAiError) lastError = err;
+      }
+    }
+    this.enter("failed");
+    this.connection.failAll(lastError);
+    throw lastError;
+  }
+}
+
+export function closedError(method?: string): LocalAiError {
+  return new LocalAiError("client_closed", "the client was shut down", undefined, method);
+}
+
+function delay(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
