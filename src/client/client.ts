@@ -199,6 +199,7 @@ export class LocalAiClient {
    * Graceful stop: the shutdown request (the core cancels its chats, stops llama-server and its
    * MCP servers, then answers), then waits for the process to exit, and kills it past
    * `timeoutMs`, but never before the core could stop what it started (see ShutdownOptions).
+   * Called again while a stop is under way, it returns that stop's promise; after, it resolves.
    */
   shutdown(options: ShutdownOptions = {}): Promise<void> {
     return this.lifecycle.shutdown(options);

@@ -31,6 +31,8 @@ export class CoreLifecycle {
   /** Undefined when restarts are off. */
   private readonly restarts: Restarts | undefined;
   private readonly stopGraceMs: number;
+  /** The stop under way or done: shutdown() and close() called again share it. */
+  private stopping: Promise<void> | undefined;
 
   constructor(
     private readonly options: LocalAiClientOptions,
@@ -72,8 +74,16 @@ export class CoreLifecycle {
     return this.state === "ready";
   }
 
-  /** LocalAiClient.shutdown(). */
-  async shutdown(options: ShutdownOptions = {}): Promise<void> {
+  /**
+   * LocalAiClient.shutdown(). A second call while the first runs returns the same promise: it
+   * must not kill a core the first call is still letting stop (docs/bootstrap.md "Stopping").
+   */
+  shutdown(options: ShutdownOptions = {}): Promise<void> {
+    this.stopping ??= this.stop(options);
+    return this.stopping;
+  }
+
+  private async stop(options: ShutdownOptions): Promise<void> {
     const timeoutMs = options.timeoutMs ?? DEFAULT_SHUTDOWN_TIMEOUT_MS;
     const proc = this.process;
     const wasRunning = this.state === "ready" && proc?.running;

@@ -1,67 +1,20 @@
 import { afterEach, describe, expect, test } from "bun:test";
-import { existsSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import {
-  isLocalAiError,
-  LocalAiClient,
-  type LocalAiClientOptions,
-  LocalAiError,
-} from "../../src/client/index.ts";
+import { isLocalAiError, LocalAiClient, type LocalAiError } from "../../src/client/index.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
+import {
+  isAlive,
+  killFakes,
+  options,
+  pidWhenWritten,
+  rejection,
+  startFake,
+  track,
+} from "./fake-core-fixture.ts";
 
 // The client against a scripted stand-in core: the bad input the real core never produces.
-const FAKE = join(import.meta.dir, "fake-core.mjs");
-const clients: LocalAiClient[] = [];
-
-function options(
-  extra: Partial<LocalAiClientOptions> = {},
-  env: Record<string, string> = {},
-): LocalAiClientOptions {
-  return {
-    binary: process.execPath,
-    args: [FAKE],
-    env: { ...process.env, ...env },
-    ...extra,
-  };
-}
-
-async function startFake(extra: Partial<LocalAiClientOptions> = {}, env: Record<string, string> = {}) {
-  const client = await LocalAiClient.start(options(extra, env));
-  clients.push(client);
-  return client;
-}
-
-async function rejection(p: Promise<unknown>): Promise<LocalAiError> {
-  try {
-    await p;
-  } catch (err) {
-    expect(err).toBeInstanceOf(LocalAiError);
-    return err as LocalAiError;
-  }
-  throw new Error("expected a rejection");
-}
-
-async function pidWhenWritten(file: string): Promise<number> {
-  const until = Date.now() + 5000;
-  while (!existsSync(file)) {
-    if (Date.now() > until) throw new Error(`${file} was never written`);
-    await Bun.sleep(10);
-  }
-  return Number(readFileSync(file, "utf8"));
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-afterEach(() => {
-  for (const c of clients.splice(0)) c.kill();
-});
+afterEach(killFakes);
 
 describe("client against a fake core", () => {
   test("initialize runs on start and requests get their own results", async () => {
@@ -190,7 +143,7 @@ describe("client against a fake core", () => {
       ...options({ restart: { maxRestarts: 2, initialDelayMs: 50 } }),
       env,
     });
-    clients.push(client);
+    track(client);
     // Every relaunch dies at start-up from now on (the client passes this env object on each spawn).
     env.FAKE_CORE_DIE_AT_START = "1";
     await rejection(client.request("die"));

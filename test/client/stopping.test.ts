@@ -1,0 +1,39 @@
+import { afterEach, describe, expect, test } from "bun:test";
+import { join } from "node:path";
+import { tmpdir } from "../fixtures/tmpdir.ts";
+import { isAlive, killFakes, pidWhenWritten, startFake } from "./fake-core-fixture.ts";
+
+// How the client stops a core, against the fake core (fake-core.mjs).
+afterEach(killFakes);
+
+describe("stopping the core", () => {
+  test("a second close() while the first runs waits for it instead of killing the core", async () => {
+    // Electron's window-all-closed and before-quit may both close the client: the second call
+    // must not SIGKILL a core still stopping a child that ignores SIGTERM (docs/bootstrap.md).
+    await using dir = tmpdir();
+    const pidFile = join(dir.path, "child.pid");
+    const exits: { expected: boolean; code: number | null; signal: string | null }[] = [];
+    const warnings: string[] = [];
+    const client = await startFake(
+      { onExit: (i) => exits.push(i), logger: { warn: (m) => warnings.push(m) } },
+      { FAKE_CORE_CHILD_GRACE_MS: "1500", FAKE_CORE_CHILD_PID: pidFile },
+    );
+    const childPid = await pidWhenWritten(pidFile);
+    try {
+      const first = client.close({ timeoutMs: 100 });
+      await Bun.sleep(100);
+      const second = client.close({ timeoutMs: 100 });
+      await Promise.all([first, second]);
+      expect(exits).toEqual([expect.objectContaining({ expected: true, code: 0, signal: null })]);
+      expect(isAlive(childPid)).toBe(false);
+      expect(warnings).toEqual([]);
+      // Once it has stopped, further calls resolve at once.
+      const started = Date.now();
+      await client.shutdown();
+      await client.close();
+      expect(Date.now() - started).toBeLessThan(100);
+    } finally {
+      if (isAlive(childPid)) process.kill(childPid, "SIGKILL");
+    }
+  }, 20_000);
+});
