@@ -42,7 +42,11 @@ export interface LocalAiClientOptions {
   logger?: ClientLogger;
   /** Every line the core writes to stderr (its logs). */
   onStderr?: (line: string) => void;
-  /** The core process ended; `expected` is true after shutdown()/close()/kill(). */
+  /**
+   * The core process ended; `expected` is true after shutdown()/close()/kill(). Called once the
+   * calls it ended are settled. This and the other callbacks (and the logger) may throw: the
+   * client reports it to `logger.warn` and carries on.
+   */
   onExit?: (info: ExitInfo & { expected: boolean }) => void;
   /** A restart is scheduled after an unexpected exit. */
   onRestart?: (info: { attempt: number; delayMs: number }) => void;

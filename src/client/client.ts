@@ -2,6 +2,7 @@ import { CLIENT_DEFAULTS, type LocalAiClientOptions, type ShutdownOptions } from
 import { Connection } from "./connection.ts";
 import { CoreLifecycle } from "./core-lifecycle.ts";
 import { DocumentsApi } from "./documents-api.ts";
+import { guardHostCallbacks } from "./host-callbacks.ts";
 import type { CallOptions } from "./host-types.ts";
 import type { RequestId } from "./protocol-types.ts";
 import type { RequestStream } from "./request-stream.ts";
@@ -67,7 +68,9 @@ export class LocalAiClient {
   private readonly connection: Connection;
   private readonly lifecycle: CoreLifecycle;
 
-  constructor(options: LocalAiClientOptions) {
+  constructor(hostOptions: LocalAiClientOptions) {
+    // The host's callbacks never throw into the client (host-callbacks.ts).
+    const options = guardHostCallbacks(hostOptions);
     this.connection = new Connection({
       requestTimeoutMs: options.requestTimeoutMs ?? CLIENT_DEFAULTS.requestTimeoutMs,
       streamTimeoutMs: options.streamTimeoutMs,

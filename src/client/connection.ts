@@ -1,5 +1,6 @@
 import { isChatEventName } from "./chat-events.ts";
 import { coreExitedError, errorFromCore, LocalAiError, type LocalAiErrorCode } from "./errors.ts";
+import { guarded, guardedLogger } from "./host-callbacks.ts";
 import type { AbortSignalLike, CallOptions, ClientLogger, ExitInfo } from "./host-types.ts";
 import type { RequestId } from "./protocol-types.ts";
 import { RequestStream } from "./request-stream.ts";
@@ -76,8 +77,12 @@ export class Connection {
   private readonly pending = new Map<string, Pending>();
   private route: Route = { kind: "refuse", error: (method) => notConnected(method) };
   private malformed = 0;
+  /** The host's logger, which never throws (host-callbacks.ts). */
+  private readonly logger: ClientLogger;
 
-  constructor(private readonly options: ConnectionOptions) {}
+  constructor(private readonly options: ConnectionOptions) {
+    this.logger = guardedLogger(options.logger);
+  }
 
   /** Lines from the core that were not protocol messages, ignored. */
   get malformedLines(): number {
@@ -166,7 +171,8 @@ export class Connection {
       sentTo: undefined,
       timer: undefined,
       filterChatEvents: shape.filterChatEvents ?? false,
-      onOtherEvent: shape.onOtherEvent,
+      // A host's callback that throws must not break the routing of the core's lines.
+      onOtherEvent: guarded(this.logger, "onOtherEvent", shape.onOtherEvent),
       cleanup: () => {},
     };
     this.pending.set(id, entry);
@@ -335,9 +341,8 @@ export class Connection {
   }
 
   private log(level: "warn" | "debug", message: string): void {
-    const logger = this.options.logger;
-    if (level === "warn") logger?.warn(message);
-    else logger?.debug?.(message);
+    if (level === "warn") this.logger.warn(message);
+    else this.logger.debug?.(message);
   }
 }
 

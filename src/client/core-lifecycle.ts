@@ -155,23 +155,31 @@ export class CoreLifecycle {
     if (generation !== this.generation) return;
     const proc = this.process;
     const expected = this.state === "closed";
-    this.options.onExit?.({ ...info, expected });
     const error = coreExitedError(info);
     // Requests written to this process can never be answered now.
     this.connection.failAll(expected ? closedError() : error, (sentTo) => sentTo === proc);
-    if (expected) return;
+    const restarts = expected ? undefined : this.afterUnexpectedExit(error);
+    // The host hears of it once the client's own bookkeeping is done.
+    this.options.onExit?.({ ...info, expected });
+    // (unless onExit closed the client)
+    if (restarts && this.state === "restarting") {
+      this.ready = this.restartLoop(restarts, error);
+      this.ready.catch(() => {});
+    }
+  }
 
+  /** The state after an exit nobody asked for; the restarts to run, when one is due. */
+  private afterUnexpectedExit(error: LocalAiError): Restarts | undefined {
     if (this.state === "ready") this.restarts?.servedFor(Date.now() - this.startedAt);
     // A core that dies during its own start-up is that launch's failure, handled by its caller.
-    if (this.state === "starting") return;
+    if (this.state === "starting") return undefined;
     if (!this.restarts || this.restarts.spent) {
       this.enter("failed");
       this.connection.failAll(error);
-      return;
+      return undefined;
     }
     this.enter("restarting");
-    this.ready = this.restartLoop(this.restarts, error);
-    this.ready.catch(() => {});
+    return this.restarts;
   }
 
   /** Relaunches with a doubling delay until a launch succeeds or the attempts run out. */
