@@ -1,7 +1,6 @@
 import { CLIENT_DEFAULTS, type LocalAiClientOptions } from "./client-options.ts";
 import type { Connection } from "./connection.ts";
-import { CoreProcess } from "./core-process.ts";
-import type { ExitInfo } from "./host-types.ts";
+import { CoreProcess, type CoreProcessHandlers } from "./core-process.ts";
 import type { InitializeResult } from "./types.ts";
 
 /**
@@ -10,11 +9,11 @@ import type { InitializeResult } from "./types.ts";
  * lifecycle (client.ts) decides when to launch and what an exit means.
  */
 
-/** Spawns the core; `onExit` hears of this process's end, once. */
+/** Spawns the core; `ends.onExit` hears of this process's end, once. */
 export function spawnCore(
   options: LocalAiClientOptions,
   connection: Connection,
-  onExit: (info: ExitInfo) => void,
+  ends: Pick<CoreProcessHandlers, "onExit" | "onOutputClosed">,
 ): CoreProcess {
   return new CoreProcess(
     {
@@ -30,7 +29,7 @@ export function spawnCore(
       onLine: (line) => connection.receive(line),
       onOversizeLine: (bytes) => connection.oversizeLine(bytes),
       onStderrLine: (line) => options.onStderr?.(line),
-      onExit,
+      ...ends,
     },
   );
 }

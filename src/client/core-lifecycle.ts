@@ -2,11 +2,15 @@ import { type LocalAiClientOptions, RESTART_DEFAULTS, type ShutdownOptions } fro
 import type { Connection } from "./connection.ts";
 import { initializeCore, spawnCore } from "./core-launch.ts";
 import type { CoreProcess } from "./core-process.ts";
-import { coreExitedError, LocalAiError } from "./errors.ts";
+import { coreExitedError, coreOutputClosedError, LocalAiError } from "./errors.ts";
 import { stopGracefully } from "./graceful-stop.ts";
 import type { ExitInfo } from "./host-types.ts";
 import { Restarts } from "./restarts.ts";
-import { DEFAULT_CORE_STOP_GRACE_MS, DEFAULT_SHUTDOWN_TIMEOUT_MS } from "./shutdown-timing.ts";
+import {
+  DEFAULT_CORE_STOP_GRACE_MS,
+  DEFAULT_SHUTDOWN_TIMEOUT_MS,
+  minShutdownWaitMs,
+} from "./shutdown-timing.ts";
 import type { InitializeResult } from "./types.ts";
 
 /**
@@ -141,7 +145,10 @@ export class CoreLifecycle {
   private async launch(): Promise<void> {
     this.enter("starting");
     const generation = ++this.generation;
-    const proc = spawnCore(this.options, this.connection, (info) => this.handleExit(generation, info));
+    const proc = spawnCore(this.options, this.connection, {
+      onExit: (info) => this.handleExit(generation, info),
+      onOutputClosed: () => this.handleMuteCore(generation, proc),
+    });
     this.process = proc;
     this.startedAt = Date.now();
     this.onInfo(await initializeCore(this.options, this.connection, proc));
@@ -165,6 +172,28 @@ export class CoreLifecycle {
     if (restarts && this.state === "restarting") {
       this.ready = this.restartLoop(restarts, error);
       this.ready.catch(() => {});
+    }
+  }
+
+  /**
+   * The core closed its stdout but runs on: it can no longer answer. What was sent to it fails
+   * now, and it is stopped; its exit then restarts it (or not) as any exit does.
+   */
+  private handleMuteCore(generation: number, proc: CoreProcess): void {
+    if (generation !== this.generation || this.state === "closed" || !proc.running) return;
+    const error = coreOutputClosedError(proc.stderrTail);
+    this.connection.failAll(error, (sentTo) => sentTo === proc);
+    this.options.logger?.warn("the core closed its stdout while running; stopping it");
+    // Never killed before it could stop llama-server (docs/bootstrap.md "Stopping").
+    proc.stop(minShutdownWaitMs(this.stopGraceMs));
+    // A failed start-up is its launch's business (initialize just failed); otherwise new calls
+    // wait for the restart, or fail at once when none will come.
+    if (this.state !== "ready") return;
+    this.restarts?.servedFor(Date.now() - this.startedAt);
+    if (this.restarts && !this.restarts.spent) this.enter("restarting");
+    else {
+      this.enter("failed");
+      this.connection.failAll(error);
     }
   }
 

@@ -13,6 +13,8 @@ export interface CoreProcessHandlers {
   onOversizeLine(bytes: number): void;
   onStderrLine(line: string): void;
   onExit(info: ExitInfo): void;
+  /** Its stdout closed while it runs on: it can no longer answer anything. */
+  onOutputClosed(): void;
 }
 
 export interface CoreProcessOptions {
@@ -27,10 +29,15 @@ export interface CoreProcessOptions {
 
 /** How long to wait for stdout to finish after the exit event before giving up on it. */
 const CLOSE_GRACE_MS = 1000;
+/**
+ * How long stdout may be closed before the exit event is due: a process that exits closes it
+ * first, and its exit event follows within milliseconds. Past this the process runs on mute.
+ */
+const OUTPUT_CLOSED_CHECK_MS = 500;
 
 export class CoreProcess {
   private readonly child: ChildProcess;
-  private readonly stderrTail: string[] = [];
+  private readonly stderrLines: string[] = [];
   private exited: ExitInfo | undefined;
   private exitWaiters: ((info: ExitInfo) => void)[] = [];
 
@@ -64,6 +71,11 @@ export class CoreProcess {
     return this.exited === undefined;
   }
 
+  /** The last lines of its stderr, for error reports. */
+  get stderrTail(): string[] {
+    return [...this.stderrLines];
+  }
+
   /** Writes one protocol line; false when stdin is already gone. */
   write(line: string): boolean {
     const stdin = this.child.stdin;
@@ -79,6 +91,19 @@ export class CoreProcess {
 
   kill(signal: NodeJS.Signals = "SIGKILL"): void {
     if (this.running) this.child.kill(signal);
+  }
+
+  /**
+   * Stops a core that can no longer be asked to: closes its stdin (the core treats end of input
+   * as a shutdown), sends `signal` if given, and kills it if it still runs after `graceMs`.
+   */
+  stop(graceMs: number, signal?: NodeJS.Signals): void {
+    if (!this.running) return;
+    this.endInput();
+    if (signal) this.kill(signal);
+    const timer = setTimeout(() => this.kill("SIGKILL"), graceMs);
+    // The host may exit meanwhile: the client's exit hook kills the core then.
+    timer.unref?.();
   }
 
   /** Resolves with the exit info once the process has ended (at once when it has). */
@@ -116,7 +141,7 @@ export class CoreProcess {
       this.exited = {
         code: exitSeen?.code ?? null,
         signal: exitSeen?.signal ?? null,
-        stderrTail: [...this.stderrTail],
+        stderrTail: [...this.stderrLines],
         ...extra,
       };
       this.handlers.onExit(this.exited);
@@ -125,6 +150,7 @@ export class CoreProcess {
     child.stdout?.on("close", () => {
       stdoutClosed = true;
       if (exitSeen) finish();
+      else setTimeout(() => !exitSeen && this.handlers.onOutputClosed(), OUTPUT_CLOSED_CHECK_MS).unref?.();
     });
     child.on("exit", (code, signal) => {
       exitSeen = { code, signal };
@@ -140,8 +166,8 @@ export class CoreProcess {
   }
 
   private stderrLine(line: string): void {
-    this.stderrTail.push(line);
-    if (this.stderrTail.length > this.options.stderrTailLines) this.stderrTail.shift();
+    this.stderrLines.push(line);
+    if (this.stderrLines.length > this.options.stderrTailLines) this.stderrLines.shift();
     this.handlers.onStderrLine(line);
   }
 }

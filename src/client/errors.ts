@@ -73,3 +73,12 @@ export function coreExitedError(info: ExitInfo): LocalAiError {
     stderr_tail: info.stderrTail,
   });
 }
+
+/** The `core_exited` error of a core that closed its stdout and runs on: it cannot answer now. */
+export function coreOutputClosedError(stderrTail: string[]): LocalAiError {
+  return new LocalAiError("core_exited", "the local-ai core closed its stdout and can no longer answer", {
+    exit_code: null,
+    signal: null,
+    stderr_tail: stderrTail,
+  });
+}

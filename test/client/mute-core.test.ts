@@ -1,0 +1,72 @@
+import { afterEach, describe, expect, test } from "bun:test";
+import { type ExitInfo, LocalAiClient } from "../../src/client/index.ts";
+import { FakeChild } from "./fake-child.ts";
+import { killFakes, rejection, track } from "./fake-core-fixture.ts";
+
+// A core that closes its stdout but runs on can never answer again (fake-child.ts `mute()`).
+afterEach(killFakes);
+
+type Exit = ExitInfo & { expected: boolean };
+
+describe("a core whose stdout closes while it runs", () => {
+  test("fails what was sent to it at once, is stopped by end of input, and restarts", async () => {
+    const exits: Exit[] = [];
+    const children: FakeChild[] = [];
+    const client = track(
+      await LocalAiClient.start({
+        binary: "local-ai",
+        restart: { initialDelayMs: 50 },
+        onExit: (i) => exits.push(i),
+        spawn: () => {
+          const child = new FakeChild((req, c) => {
+            if (req.method === "echo") c.send({ id: req.id, type: "result", result: req.params });
+          });
+          children.push(child);
+          return child;
+        },
+      }),
+    );
+    const chat = client.chat({ input: "hang" });
+    const pending = client.request("hang", {}, { timeoutMs: 0 });
+    const started = Date.now();
+    children[0]?.stderr.write("fake child: going mute\n");
+    children[0]?.mute();
+    const err = await rejection(pending);
+    expect(err.code).toBe("core_exited");
+    expect(err.message).toContain("closed its stdout");
+    expect(err.data?.stderr_tail).toEqual(["fake child: going mute"]);
+    expect((await rejection(chat.result)).code).toBe("core_exited");
+    expect(Date.now() - started).toBeLessThan(2000);
+    // Stopped the way the real core stops by itself: end of input.
+    expect(children[0]?.stdinEnded).toBe(true);
+    expect(await client.request("echo", { again: true })).toEqual({ again: true });
+    expect(children).toHaveLength(2);
+    expect(exits).toEqual([expect.objectContaining({ expected: false, code: 0, signal: null })]);
+  });
+
+  test("one that ignores end of input is killed after the stop grace; without restarts calls fail", async () => {
+    const exits: Exit[] = [];
+    const child = new FakeChild();
+    child.exitOnEof = false;
+    const client = track(
+      await LocalAiClient.start({
+        binary: "local-ai",
+        stopGraceMs: 0,
+        onExit: (i) => exits.push(i),
+        spawn: child.spawn,
+      }),
+    );
+    const pending = client.request("hang", {}, { timeoutMs: 0 });
+    const started = Date.now();
+    child.mute();
+    expect((await rejection(pending)).code).toBe("core_exited");
+    expect(client.running).toBe(false);
+    expect((await rejection(client.ping())).code).toBe("core_exited");
+    expect(child.signals).toEqual([]);
+    // stopGraceMs + CORE_STOP_MARGIN_MS (5 s) after it was found mute.
+    while (exits.length === 0 && Date.now() - started < 10_000) await Bun.sleep(50);
+    expect(child.signals).toEqual(["SIGKILL"]);
+    expect(exits).toEqual([expect.objectContaining({ expected: false, signal: "SIGKILL" })]);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(5000);
+  }, 20_000);
+});
