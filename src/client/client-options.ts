@@ -26,7 +26,10 @@ export interface LocalAiClientOptions {
   env?: Environment;
   /** Params of the initialize handshake run on every (re)start. */
   initialize?: InitializeParams;
-  /** Time limit of calls other than streams (chat, warmup, stream()); default 60 s. 0 = none. */
+  /**
+   * Time limit of calls other than streams (chat, warmup, stream()); default 60 s. 0 = none.
+   * Also how long the core may leave its stdin undrained before it is taken for hung.
+   */
   requestTimeoutMs?: number;
   /** Time limit of streams (chat, warmup, stream()); default none. */
   streamTimeoutMs?: number;

@@ -47,7 +47,7 @@ export type StartedLocalAiClient = LocalAiClient & StartedInfo;
  * A host's handle on one local-ai core: spawns `local-ai serve-stdio`, runs the initialize
  * handshake, and turns requests into promises and event streams. Every call ends: with its
  * result, a LocalAiError from the core, or a LocalAiError of the client's own (`core_exited`,
- * `timeout`, `protocol_error`, `client_closed`).
+ * `timeout`, `protocol_error`, `client_closed`, `core_backlog`).
  *
  * This class is the public surface: the core's lifecycle (launch, exits, restarts, stopping)
  * lives in its CoreLifecycle (core-lifecycle.ts), the requests themselves in its Connection.

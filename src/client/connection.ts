@@ -1,4 +1,5 @@
 import { isChatEventName } from "./chat-events.ts";
+import { MAX_QUEUED_INPUT_BYTES, type WriteResult } from "./core-process.ts";
 import { coreExitedError, errorFromCore, LocalAiError, type LocalAiErrorCode } from "./errors.ts";
 import { guarded, guardedLogger } from "./host-callbacks.ts";
 import type { AbortSignalLike, CallOptions, ClientLogger, ExitInfo } from "./host-types.ts";
@@ -21,8 +22,8 @@ export const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /** Where requests are written: one running core (a CoreProcess). */
 export interface Transport {
-  /** Writes one protocol line; false when the process's input is already gone. */
-  write(line: string): boolean;
+  /** Writes one protocol line, unless its input is gone or too much already waits in it. */
+  write(line: string): WriteResult;
   /** How the process ended; undefined while it runs. */
   readonly exitInfo: ExitInfo | undefined;
 }
@@ -200,7 +201,14 @@ export class Connection {
    */
   private writeTo(transport: Transport, id: string, entry: Pending): void {
     entry.sentTo = transport;
-    if (transport.write(JSON.stringify({ id, method: entry.method, params: entry.params }))) return;
+    const written = transport.write(JSON.stringify({ id, method: entry.method, params: entry.params }));
+    if (written.kind === "written") return;
+    if (written.kind === "backlog") {
+      const data = { queued_bytes: written.queuedBytes, limit_bytes: MAX_QUEUED_INPUT_BYTES };
+      const message = `the core is not reading its input: ${written.queuedBytes} bytes of requests wait for it`;
+      this.settle(id, { error: new LocalAiError("core_backlog", message, data, entry.method) });
+      return;
+    }
     const info = transport.exitInfo;
     if (info) this.settle(id, { error: coreExitedError(info) });
   }

@@ -13,7 +13,7 @@ import type { InitializeResult } from "./types.ts";
 export function spawnCore(
   options: LocalAiClientOptions,
   connection: Connection,
-  ends: Pick<CoreProcessHandlers, "onExit" | "onOutputClosed">,
+  ends: Pick<CoreProcessHandlers, "onExit" | "onOutputClosed" | "onInputStalled">,
 ): CoreProcess {
   return new CoreProcess(
     {
@@ -23,6 +23,8 @@ export function spawnCore(
       env: options.env,
       maxLineBytes: options.maxLineBytes ?? CLIENT_DEFAULTS.maxLineBytes,
       stderrTailLines: options.stderrTailLines ?? CLIENT_DEFAULTS.stderrTailLines,
+      // A core that leaves its input unread as long as a call may wait is hung.
+      inputStallMs: options.requestTimeoutMs ?? CLIENT_DEFAULTS.requestTimeoutMs,
       spawn: options.spawn,
     },
     {

@@ -2,7 +2,7 @@ import { type LocalAiClientOptions, RESTART_DEFAULTS, type ShutdownOptions } fro
 import type { Connection } from "./connection.ts";
 import { initializeCore, spawnCore } from "./core-launch.ts";
 import type { CoreProcess } from "./core-process.ts";
-import { coreExitedError, coreOutputClosedError, LocalAiError } from "./errors.ts";
+import { coreExitedError, coreInputStalledError, coreOutputClosedError, LocalAiError } from "./errors.ts";
 import { stopGracefully } from "./graceful-stop.ts";
 import type { ExitInfo } from "./host-types.ts";
 import { Restarts } from "./restarts.ts";
@@ -147,7 +147,13 @@ export class CoreLifecycle {
     const generation = ++this.generation;
     const proc = spawnCore(this.options, this.connection, {
       onExit: (info) => this.handleExit(generation, info),
-      onOutputClosed: () => this.handleMuteCore(generation, proc),
+      onOutputClosed: () => {
+        this.handleBrokenCore(generation, proc, coreOutputClosedError(proc.stderrTail));
+      },
+      onInputStalled: (ms, bytes) => {
+        // It reads nothing, not even end of input: SIGTERM stops the core as a shutdown does.
+        this.handleBrokenCore(generation, proc, coreInputStalledError(ms, bytes, proc.stderrTail), "SIGTERM");
+      },
     });
     this.process = proc;
     this.startedAt = Date.now();
@@ -176,16 +182,21 @@ export class CoreLifecycle {
   }
 
   /**
-   * The core closed its stdout but runs on: it can no longer answer. What was sent to it fails
-   * now, and it is stopped; its exit then restarts it (or not) as any exit does.
+   * The core runs but can no longer serve: it closed its stdout, or reads nothing of its stdin.
+   * What was sent to it fails now with `error`, and it is stopped; its exit then restarts it (or
+   * not) as any exit does.
    */
-  private handleMuteCore(generation: number, proc: CoreProcess): void {
+  private handleBrokenCore(
+    generation: number,
+    proc: CoreProcess,
+    error: LocalAiError,
+    signal?: NodeJS.Signals,
+  ): void {
     if (generation !== this.generation || this.state === "closed" || !proc.running) return;
-    const error = coreOutputClosedError(proc.stderrTail);
     this.connection.failAll(error, (sentTo) => sentTo === proc);
-    this.options.logger?.warn("the core closed its stdout while running; stopping it");
+    this.options.logger?.warn(`${error.message}; stopping it`);
     // Never killed before it could stop llama-server (docs/bootstrap.md "Stopping").
-    proc.stop(minShutdownWaitMs(this.stopGraceMs));
+    proc.stop(minShutdownWaitMs(this.stopGraceMs), signal);
     // A failed start-up is its launch's business (initialize just failed); otherwise new calls
     // wait for the restart, or fail at once when none will come.
     if (this.state !== "ready") return;

@@ -15,7 +15,23 @@ export interface CoreProcessHandlers {
   onExit(info: ExitInfo): void;
   /** Its stdout closed while it runs on: it can no longer answer anything. */
   onOutputClosed(): void;
+  /** Its stdin has not drained for `inputStallMs`: it reads nothing, so it is hung. */
+  onInputStalled(stalledMs: number, queuedBytes: number): void;
 }
+
+/** What became of a line handed to write(). */
+export type WriteResult =
+  | { kind: "written" }
+  /** The process's input is already gone. */
+  | { kind: "closed" }
+  /** Not written: MAX_QUEUED_INPUT_BYTES already wait for the core to read them. */
+  | { kind: "backlog"; queuedBytes: number };
+
+/**
+ * The most bytes of requests kept waiting for a core that does not read them; past it new
+ * requests are refused (`core_backlog`) rather than held in the host's memory.
+ */
+export const MAX_QUEUED_INPUT_BYTES = 64 * 1024 * 1024;
 
 export interface CoreProcessOptions {
   command: string;
@@ -24,6 +40,8 @@ export interface CoreProcessOptions {
   env?: Environment;
   maxLineBytes: number;
   stderrTailLines: number;
+  /** How long stdin may stay undrained before the core is taken for hung; 0 = never. */
+  inputStallMs: number;
   spawn?: SpawnFunction;
 }
 
@@ -40,6 +58,8 @@ export class CoreProcess {
   private readonly stderrLines: string[] = [];
   private exited: ExitInfo | undefined;
   private exitWaiters: ((info: ExitInfo) => void)[] = [];
+  /** Set while stdin holds data the core has not read: fires onInputStalled. */
+  private stallTimer: ReturnType<typeof setTimeout> | undefined;
 
   constructor(
     private readonly options: CoreProcessOptions,
@@ -76,12 +96,31 @@ export class CoreProcess {
     return [...this.stderrLines];
   }
 
-  /** Writes one protocol line; false when stdin is already gone. */
-  write(line: string): boolean {
+  /** Writes one protocol line, unless stdin is gone or too much already waits in it. */
+  write(line: string): WriteResult {
     const stdin = this.child.stdin;
-    if (!this.running || !stdin || stdin.destroyed || !stdin.writable) return false;
-    stdin.write(`${line}\n`);
-    return true;
+    if (!this.running || !stdin || stdin.destroyed || !stdin.writable) return { kind: "closed" };
+    if (stdin.writableLength >= MAX_QUEUED_INPUT_BYTES)
+      return { kind: "backlog", queuedBytes: stdin.writableLength };
+    if (!stdin.write(`${line}\n`)) this.watchDrain();
+    return { kind: "written" };
+  }
+
+  /** Stdin is full: the core must drain it within inputStallMs, or it is taken for hung. */
+  private watchDrain(): void {
+    const stdin = this.child.stdin;
+    const ms = this.options.inputStallMs;
+    if (this.stallTimer || !stdin || !(ms > 0)) return;
+    const drained = () => {
+      clearTimeout(this.stallTimer);
+      this.stallTimer = undefined;
+    };
+    stdin.once("drain", drained);
+    this.stallTimer = setTimeout(() => {
+      stdin.off("drain", drained);
+      if (this.running && stdin.writableLength > 0) this.handlers.onInputStalled(ms, stdin.writableLength);
+    }, ms);
+    this.stallTimer.unref?.();
   }
 
   /** Closes stdin: the core treats end of input as a shutdown. */

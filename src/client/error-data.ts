@@ -84,4 +84,6 @@ export interface ErrorDataByCode {
   timeout: Open;
   protocol_error: Open;
   client_closed: Open;
+  /** The client's own: the request was not sent, the core's input holding this many bytes. */
+  core_backlog: { queued_bytes: number; limit_bytes: number } & Open;
 }

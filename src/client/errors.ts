@@ -8,8 +8,16 @@ import type { ErrorCode } from "./protocol-types.ts";
  * - `timeout`: the call's time limit passed before its terminal message
  * - `protocol_error`: the core answered this call with a message that breaks the protocol
  * - `client_closed`: the client was shut down or closed before the call could finish
+ * - `core_backlog`: the core is not reading its input and 64 MiB of requests wait for it; the
+ *   call was not sent (core-process.ts MAX_QUEUED_INPUT_BYTES)
  */
-export const CLIENT_ERROR_CODES = ["core_exited", "timeout", "protocol_error", "client_closed"] as const;
+export const CLIENT_ERROR_CODES = [
+  "core_exited",
+  "timeout",
+  "protocol_error",
+  "client_closed",
+  "core_backlog",
+] as const;
 export type ClientErrorCode = (typeof CLIENT_ERROR_CODES)[number];
 
 export type LocalAiErrorCode = ErrorCode | ClientErrorCode;
@@ -81,4 +89,17 @@ export function coreOutputClosedError(stderrTail: string[]): LocalAiError {
     signal: null,
     stderr_tail: stderrTail,
   });
+}
+
+/** The `core_exited` error of a core that left its input unread too long: it is taken for hung. */
+export function coreInputStalledError(
+  stalledMs: number,
+  queuedBytes: number,
+  stderrTail: string[],
+): LocalAiError {
+  return new LocalAiError(
+    "core_exited",
+    `the local-ai core read none of its input for ${stalledMs} ms (${queuedBytes} bytes waiting) and is taken for hung`,
+    { exit_code: null, signal: null, stderr_tail: stderrTail },
+  );
 }

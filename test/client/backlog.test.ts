@@ -1,0 +1,55 @@
+import { afterEach, describe, expect, test } from "bun:test";
+import { LocalAiClient } from "../../src/client/index.ts";
+import { FakeChild } from "./fake-child.ts";
+import { killFakes, rejection, track } from "./fake-core-fixture.ts";
+
+// A core that stops reading its stdin (hung, or stopped by a debugger): fake-child.ts `reading`.
+afterEach(killFakes);
+
+const MiB = 1024 * 1024;
+
+describe("a core that stops reading its input", () => {
+  test("past 64 MiB queued, new requests are refused at once with core_backlog", async () => {
+    const child = new FakeChild();
+    // requestTimeoutMs 0: no stall detection, so only the bound stops the queue.
+    const client = track(
+      await LocalAiClient.start({ binary: "local-ai", requestTimeoutMs: 0, spawn: child.spawn }),
+    );
+    child.reading = false;
+    const big = "x".repeat(MiB);
+    const codes: string[] = [];
+    for (let i = 0; i < 80; i++) {
+      codes.push((await rejection(client.request("embed", { input: [big] }, { timeoutMs: 1 }))).code);
+    }
+    expect(codes.slice(0, 64)).toEqual(Array(64).fill("timeout"));
+    expect(codes.slice(64)).toEqual(Array(16).fill("core_backlog"));
+    expect(child.stdin.writableLength).toBeLessThan(66 * MiB);
+    const err = await rejection(client.ping());
+    expect(err.code).toBe("core_backlog");
+    expect(err.data).toEqual({ queued_bytes: child.stdin.writableLength, limit_bytes: 64 * MiB });
+  });
+
+  test("a core whose input stays undrained for the request time limit is taken for hung", async () => {
+    const warnings: string[] = [];
+    const child = new FakeChild();
+    const client = track(
+      await LocalAiClient.start({
+        binary: "local-ai",
+        requestTimeoutMs: 300,
+        logger: { warn: (m) => warnings.push(m) },
+        spawn: child.spawn,
+      }),
+    );
+    child.reading = false;
+    const chat = client.chat({ input: "x".repeat(MiB) }, { timeoutMs: 0 });
+    const started = Date.now();
+    const err = await rejection(chat.result);
+    expect(err.code).toBe("core_exited");
+    expect(err.message).toContain("read none of its input for 300 ms");
+    expect(Date.now() - started).toBeLessThan(2000);
+    expect(client.running).toBe(false);
+    // It is stopped as a shutdown would stop it: SIGTERM, and SIGKILL only after the stop grace.
+    expect(child.signals).toEqual(["SIGTERM"]);
+    expect(warnings.some((w) => w.includes("taken for hung; stopping it"))).toBe(true);
+  });
+});
