@@ -37,6 +37,11 @@ export class CoreLifecycle {
   private readonly stopGraceMs: number;
   /** The stop under way or done: shutdown() and close() called again share it. */
   private stopping: Promise<void> | undefined;
+  /**
+   * The last resort while a core runs: the host's process exiting kills it, so that a core
+   * ignoring end of input does not outlive its host (docs/bootstrap.md "Stopping").
+   */
+  private readonly killOnHostExit = () => this.process?.kill("SIGKILL");
 
   constructor(
     private readonly options: LocalAiClientOptions,
@@ -156,6 +161,9 @@ export class CoreLifecycle {
       },
     });
     this.process = proc;
+    // One hook per client: a relaunch finds it in place.
+    process.off("exit", this.killOnHostExit);
+    process.on("exit", this.killOnHostExit);
     this.startedAt = Date.now();
     this.onInfo(await initializeCore(this.options, this.connection, proc));
     if (this.state !== "starting" || generation !== this.generation) {
@@ -166,6 +174,8 @@ export class CoreLifecycle {
 
   private handleExit(generation: number, info: ExitInfo): void {
     if (generation !== this.generation) return;
+    // No core of this client runs now, until the next launch hooks again.
+    process.off("exit", this.killOnHostExit);
     const proc = this.process;
     const expected = this.state === "closed";
     const error = coreExitedError(info);

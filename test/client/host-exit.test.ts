@@ -1,0 +1,23 @@
+import { afterEach, describe, expect, test } from "bun:test";
+import { LocalAiClient } from "../../src/client/index.ts";
+import { FakeChild } from "./fake-child.ts";
+import { killFakes, track } from "./fake-core-fixture.ts";
+
+// The host's process exiting while its core runs (fake-child.ts, ignoring end of input).
+afterEach(killFakes);
+
+describe("the host process exiting", () => {
+  test("kills a core still running, through one exit hook per client, removed once it ended", async () => {
+    const before = process.listeners("exit");
+    const child = new FakeChild();
+    child.exitOnEof = false;
+    const client = track(await LocalAiClient.start({ binary: "local-ai", spawn: child.spawn }));
+    const added = process.listeners("exit").filter((l) => !before.includes(l));
+    expect(added).toHaveLength(1);
+    // What Node does on process.exit(): call the exit listeners.
+    (added[0] as () => void)();
+    expect(child.signals).toEqual(["SIGKILL"]);
+    await client.close();
+    expect(process.listeners("exit")).toEqual(before);
+  });
+});
