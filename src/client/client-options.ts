@@ -46,7 +46,8 @@ export interface LocalAiClientOptions {
   /** Every line the core writes to stderr (its logs). */
   onStderr?: (line: string) => void;
   /**
-   * The core process ended; `expected` is true after shutdown()/close()/kill(). Called once the
+   * The core process ended; `expected` is true after shutdown()/close()/kill(), and for a core
+   * the client killed itself because its initialize failed. Called once the
    * calls it ended are settled. This and the other callbacks (and the logger) may throw: the
    * client reports it to `logger.warn` and carries on.
    */

@@ -50,7 +50,7 @@ export async function initializeCore(
       options.requestTimeoutMs ?? CLIENT_DEFAULTS.requestTimeoutMs,
     );
   } catch (err) {
-    proc.kill("SIGKILL");
+    proc.retire();
     throw err;
   }
 }

@@ -2,7 +2,13 @@ import { type LocalAiClientOptions, RESTART_DEFAULTS, type ShutdownOptions } fro
 import type { Connection } from "./connection.ts";
 import { initializeCore, spawnCore } from "./core-launch.ts";
 import type { CoreProcess } from "./core-process.ts";
-import { coreExitedError, coreInputStalledError, coreOutputClosedError, LocalAiError } from "./errors.ts";
+import {
+  coreExitedError,
+  coreInputStalledError,
+  coreOutputClosedError,
+  isLocalAiError,
+  LocalAiError,
+} from "./errors.ts";
 import { stopGracefully } from "./graceful-stop.ts";
 import type { ExitInfo } from "./host-types.ts";
 import { Restarts } from "./restarts.ts";
@@ -42,6 +48,8 @@ export class CoreLifecycle {
    * ignoring end of input does not outlive its host (docs/bootstrap.md "Stopping").
    */
   private readonly killOnHostExit = () => this.process?.kill("SIGKILL");
+  /** Why the last core stopped serving: calls refused once restarts are spent carry it. */
+  private lastExit: LocalAiError | undefined;
 
   constructor(
     private readonly options: LocalAiClientOptions,
@@ -63,8 +71,9 @@ export class CoreLifecycle {
     if (!this.ready || this.state === "failed") {
       this.restarts?.reset();
       this.ready = this.launch().catch((err: unknown) => {
-        if (this.state !== "closed") this.enter("failed");
         const error = err instanceof LocalAiError ? err : new LocalAiError("core_exited", String(err));
+        this.lastExit = error;
+        if (this.state !== "closed") this.enter("failed");
         // Calls queued behind the start-up fail with its error.
         this.connection.failAll(error);
         throw error;
@@ -135,14 +144,19 @@ export class CoreLifecycle {
         if (this.process) this.connection.attach(this.process);
         return;
       case "failed":
-        this.connection.refuse(
-          (method) =>
-            new LocalAiError("core_exited", "the core has exited and is not restarting", undefined, method),
-        );
+        this.connection.refuse((method) => this.notRestartingError(method));
         return;
       case "closed":
         this.connection.refuse((method) => closedError(method));
     }
+  }
+
+  /** What calls get once no core runs nor will: the last exit's error, data included. */
+  private notRestartingError(method: string): LocalAiError {
+    const last = this.lastExit;
+    const why = last ? `: ${last.message}` : "";
+    const data = last && isLocalAiError(last, "core_exited") ? last.data : undefined;
+    return new LocalAiError("core_exited", `the core has exited and is not restarting${why}`, data, method);
   }
 
   // ---- launching and restarting ------------------------------------------------------------
@@ -177,13 +191,15 @@ export class CoreLifecycle {
     // No core of this client runs now, until the next launch hooks again.
     process.off("exit", this.killOnHostExit);
     const proc = this.process;
-    const expected = this.state === "closed";
+    const closing = this.state === "closed";
     const error = coreExitedError(info);
+    this.lastExit = error;
     // Requests written to this process can never be answered now.
-    this.connection.failAll(expected ? closedError() : error, (sentTo) => sentTo === proc);
-    const restarts = expected ? undefined : this.afterUnexpectedExit(error);
-    // The host hears of it once the client's own bookkeeping is done.
-    this.options.onExit?.({ ...info, expected });
+    this.connection.failAll(closing ? closedError() : error, (sentTo) => sentTo === proc);
+    const restarts = closing ? undefined : this.afterUnexpectedExit(error);
+    // The host hears of it once the client's own bookkeeping is done. A core the client killed
+    // itself (its initialize failed) ended as expected.
+    this.options.onExit?.({ ...info, expected: closing || proc?.retired === true });
     // (unless onExit closed the client)
     if (restarts && this.state === "restarting") {
       this.ready = this.restartLoop(restarts, error);
@@ -203,6 +219,7 @@ export class CoreLifecycle {
     signal?: NodeJS.Signals,
   ): void {
     if (generation !== this.generation || this.state === "closed" || !proc.running) return;
+    this.lastExit = error;
     this.connection.failAll(error, (sentTo) => sentTo === proc);
     this.options.logger?.warn(`${error.message}; stopping it`);
     // Never killed before it could stop llama-server (docs/bootstrap.md "Stopping").
@@ -247,6 +264,7 @@ export class CoreLifecycle {
         if ((this.state as State) === "closed") throw closedError();
         this.enter("restarting");
         if (err instanceof LocalAiError) lastError = err;
+        this.lastExit = lastError;
       }
     }
     this.enter("failed");

@@ -57,6 +57,8 @@ export class CoreProcess {
   private readonly child: ChildProcess;
   private readonly stderrLines: string[] = [];
   private exited: ExitInfo | undefined;
+  /** Set by retire(). */
+  retired = false;
   private exitWaiters: ((info: ExitInfo) => void)[] = [];
   /** Set while stdin holds data the core has not read: fires onInputStalled. */
   private stallTimer: ReturnType<typeof setTimeout> | undefined;
@@ -126,6 +128,12 @@ export class CoreProcess {
   /** Closes stdin: the core treats end of input as a shutdown. */
   endInput(): void {
     this.child.stdin?.end();
+  }
+
+  /** The client gave up on it (its initialize failed) and killed it: its exit is expected. */
+  retire(): void {
+    this.retired = true;
+    this.kill("SIGKILL");
   }
 
   kill(signal: NodeJS.Signals = "SIGKILL"): void {

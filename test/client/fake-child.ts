@@ -28,6 +28,8 @@ export class FakeChild extends EventEmitter {
   exited = false;
   /** Set false to stop reading stdin: writes stay queued on the client's side. */
   reading = true;
+  /** Set to answer initialize with this error code instead of a result. */
+  initError: string | undefined;
   /** Exit (code 0) on end of input, as the real core does. */
   exitOnEof = true;
   private partial = "";
@@ -84,7 +86,9 @@ export class FakeChild extends EventEmitter {
     this.partial = lines.pop() ?? "";
     for (const line of lines) {
       const req = JSON.parse(line) as FakeRequest;
-      if (req.method === "initialize") this.send({ id: req.id, type: "result", result: INIT_RESULT });
+      if (req.method === "initialize" && this.initError)
+        this.send({ id: req.id, type: "error", code: this.initError, message: "initialize refused" });
+      else if (req.method === "initialize") this.send({ id: req.id, type: "result", result: INIT_RESULT });
       else {
         this.requests.push(req);
         this.onRequest(req, this);

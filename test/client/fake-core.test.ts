@@ -95,8 +95,12 @@ describe("client against a fake core", () => {
       expect(err.data?.stderr_tail).toContain("fake core: dying on request");
     }
     expect(exits).toHaveLength(1);
-    // Without restart, later calls fail at once instead of hanging.
-    expect((await rejection(client.ping())).code).toBe("core_exited");
+    // Without restart, later calls fail at once instead of hanging, and say why.
+    const late = await rejection(client.ping());
+    expect(late.code).toBe("core_exited");
+    expect(late.message).toContain("exited with code 3");
+    expect(late.data?.exit_code).toBe(3);
+    expect(late.data?.stderr_tail).toContain("fake core: dying on request");
     expect(client.running).toBe(false);
   });
 
@@ -151,7 +155,10 @@ describe("client against a fake core", () => {
     expect(err.code).toBe("core_exited");
     expect(err.data?.exit_code).toBe(7);
     expect(readFileSync(launches, "utf8").trim().split("\n")).toHaveLength(3);
-    expect((await rejection(client.ping())).code).toBe("core_exited");
+    const late = await rejection(client.ping());
+    expect(late.code).toBe("core_exited");
+    expect(late.data?.exit_code).toBe(7);
+    expect(late.data?.stderr_tail).toEqual(["fake core: refusing to start"]);
   });
 
   test("a binary that cannot be spawned rejects start with core_exited", async () => {

@@ -21,3 +21,21 @@ describe("the host process exiting", () => {
     expect(process.listeners("exit")).toEqual(before);
   });
 });
+
+describe("a core whose initialize fails", () => {
+  test("is killed by the client, and onExit calls that exit expected", async () => {
+    const exits: { expected: boolean; signal: string | null }[] = [];
+    const child = new FakeChild();
+    child.initError = "invalid_request";
+    const err = await LocalAiClient.start({
+      binary: "local-ai",
+      spawn: child.spawn,
+      onExit: (i) => exits.push(i),
+    })
+      .then(() => undefined)
+      .catch((e: Error) => e);
+    expect((err as { code?: string } | undefined)?.code).toBe("invalid_request");
+    while (exits.length === 0) await Bun.sleep(5);
+    expect(exits).toEqual([expect.objectContaining({ expected: true, signal: "SIGKILL" })]);
+  });
+});
