@@ -2,10 +2,10 @@ import { cancelledError } from "../protocol/errors.ts";
 import { abortable } from "../util/abortable.ts";
 import { logUnexpected } from "../util/logger.ts";
 import type { StateCell } from "../util/state-cell.ts";
-import { type AdmissionDeps, admit } from "./admission.ts";
 import type { AcquireOptions, StartTicket } from "./endpoint.ts";
 import type { DeviceBytes, HeldModel } from "./memory-fit.ts";
 import { type ModelLease, modelLease } from "./model-lease.ts";
+import { joinLoad, type LoadDeps, startLoad } from "./model-load.ts";
 import {
   type ModelRuntime,
   realTimers,
@@ -13,9 +13,9 @@ import {
   type SchedulerProgress,
   type Timers,
 } from "./model-runtime.ts";
-import { heldBy, type Live, type LoadJob, type ModelState, modelCell } from "./model-state.ts";
+import { heldBy, type Live, type ModelState, modelCell } from "./model-state.ts";
 import { Room } from "./room.ts";
-import { modelBusy, notLoaded, schedulerClosed, unloadedWhileWaiting } from "./scheduler-errors.ts";
+import { modelBusy, notLoaded, schedulerClosed } from "./scheduler-errors.ts";
 import { memoryRows, modelRow, type SchedulerSnapshot } from "./scheduler-snapshot.ts";
 
 /** One model the scheduler knows: its state and what is asked of it. */
@@ -46,17 +46,24 @@ export class Scheduler {
   /** Each device's budget as the latest plan saw it. */
   private readonly budget: Record<string, number> = {};
   private closing: Promise<void> | undefined;
-  private readonly admission: AdmissionDeps;
+  private readonly loads: LoadDeps<Entry>;
 
   constructor(private readonly options: SchedulerOptions) {
     this.timers = options.timers ?? realTimers;
     this.room = new Room(this.timers);
-    this.admission = {
-      timers: this.timers,
+    this.loads = {
+      runtime: (name) => options.runtime(name),
+      ...(options.beforeLoad ? { beforeLoad: options.beforeLoad } : {}),
+      admission: {
+        timers: this.timers,
+        room: this.room,
+        loadWaitMs: () => options.settings().loadWaitMs,
+        held: (except) => this.held(except),
+        evict: (models) => this.evict(models),
+      },
       room: this.room,
-      loadWaitMs: () => options.settings().loadWaitMs,
-      held: (except) => this.held(except),
-      evict: (models) => this.evict(models),
+      budget: this.budget,
+      loaded: (e) => this.armIdle(e),
     };
   }
 
@@ -96,7 +103,7 @@ export class Scheduler {
     const s = e?.cell.get();
     if (!e || s?.kind !== "unloaded") return undefined;
     try {
-      return { spawned: this.startLoad(e, s).started.promise };
+      return { spawned: startLoad(e, s, this.loads).started.promise };
     } catch {
       return undefined; // an unknown name: the chat's acquire hears why
     }
@@ -250,81 +257,8 @@ export class Scheduler {
         await abortable(s.done, signal);
         continue;
       }
-      const job = s.kind === "loading" ? s.job : this.startLoad(e, s);
-      return await this.join(job, signal, onProgress, explicit);
-    }
-  }
-
-  /** Waits on a shared load; the last caller to leave before it was admitted ends it. */
-  private async join(
-    job: LoadJob,
-    signal: AbortSignal,
-    onProgress: Progress,
-    explicit: boolean,
-  ): Promise<Live> {
-    if (explicit) job.explicit = true;
-    if (onProgress) job.listeners.add(onProgress);
-    job.waiting += 1;
-    try {
-      return await abortable(job.done, signal);
-    } finally {
-      if (onProgress) job.listeners.delete(onProgress);
-      job.waiting -= 1;
-      if (job.waiting === 0 && !job.explicit && !job.admitted)
-        job.abort.abort(cancelledError("no request waits for it"));
-    }
-  }
-
-  /** unloaded | failed → loading: the runtime is made now, so an unknown name fails its caller alone. */
-  private startLoad(e: Entry, from: Extract<ModelState, { kind: "unloaded" | "failed" }>): LoadJob {
-    const runtime = this.options.runtime(e.name);
-    const done = Promise.withResolvers<Live>();
-    done.promise.catch(() => {}); // its callers hear it
-    const job: LoadJob = {
-      abort: new AbortController(),
-      done: done.promise,
-      listeners: new Set(),
-      waiting: 0,
-      explicit: false,
-      runtime,
-      admitted: false,
-      started: Promise.withResolvers<void>(),
-    };
-    const st = { kind: "loading" as const, job };
-    e.cell.swap(from, st);
-    this.runLoad(e, st).then(done.resolve, done.reject);
-    return job;
-  }
-
-  /** A load's work: the plan's bytes, admission (room made or waited for), the start, ready. */
-  private async runLoad(e: Entry, st: Extract<ModelState, { kind: "loading" }>): Promise<Live> {
-    const { job } = st;
-    const runtime = job.runtime as NonNullable<LoadJob["runtime"]>;
-    const signal = job.abort.signal;
-    const emit = (p: SchedulerProgress) => {
-      for (const l of job.listeners) l(p);
-    };
-    try {
-      if (this.options.beforeLoad) await abortable(this.options.beforeLoad(), signal);
-      const footprint = await abortable(runtime.plannedBytes(), signal);
-      Object.assign(this.budget, footprint.budget);
-      job.bytes = footprint.bytes;
-      await admit(e.name, job, footprint, this.admission, signal, emit);
-      job.started.resolve();
-      await runtime.ready(signal, emit, { explicit: job.explicit });
-      const live: Live = { runtime, bytes: footprint.bytes };
-      if (!e.cell.swap(st, { kind: "loaded", live })) throw unloadedWhileWaiting(e.name);
-      this.armIdle(e);
-      return live;
-    } catch (err) {
-      job.started.resolve();
-      // Still this load's to end (stop() or an unload took it over otherwise, and stops the runtime).
-      if (e.cell.get() === st) {
-        e.cell.swap(st, signal.aborted ? { kind: "unloaded" } : { kind: "failed", error: err });
-        await runtime.stop().catch((stopErr) => logUnexpected(`stopping model ${e.name} failed`, stopErr));
-        this.room.notify();
-      }
-      throw err;
+      const job = s.kind === "loading" ? s.job : startLoad(e, s, this.loads);
+      return await joinLoad(job, signal, onProgress, explicit);
     }
   }
 

@@ -1,0 +1,109 @@
+import { cancelledError } from "../protocol/errors.ts";
+import { abortable } from "../util/abortable.ts";
+import { logUnexpected } from "../util/logger.ts";
+import type { StateCell } from "../util/state-cell.ts";
+import { type AdmissionDeps, admit } from "./admission.ts";
+import type { ModelRuntime, SchedulerProgress } from "./model-runtime.ts";
+import type { Live, LoadJob, ModelState } from "./model-state.ts";
+import type { Room } from "./room.ts";
+import { unloadedWhileWaiting } from "./scheduler-errors.ts";
+
+/** The model a load is for, as the scheduler keeps it (scheduler.ts). */
+export interface LoadTarget {
+  name: string;
+  cell: StateCell<ModelState>;
+}
+
+/** What a load asks of the scheduler. */
+export interface LoadDeps<T extends LoadTarget = LoadTarget> {
+  /** Makes the model's runtime; throws for a name it does not know. */
+  runtime(model: string): ModelRuntime;
+  beforeLoad?: () => Promise<void>;
+  admission: AdmissionDeps;
+  room: Room;
+  /** Each device's budget as the latest plan saw it: a load's plan updates it. */
+  budget: Record<string, number>;
+  /** The load ended `loaded` (its idle timer is armed). */
+  loaded(t: T): void;
+}
+
+/** unloaded | failed → loading: the runtime is made now, so an unknown name fails its caller alone. */
+export function startLoad<T extends LoadTarget>(
+  t: T,
+  from: Extract<ModelState, { kind: "unloaded" | "failed" }>,
+  deps: LoadDeps<T>,
+): LoadJob {
+  const runtime = deps.runtime(t.name);
+  const done = Promise.withResolvers<Live>();
+  done.promise.catch(() => {}); // its callers hear it
+  const job: LoadJob = {
+    abort: new AbortController(),
+    done: done.promise,
+    listeners: new Set(),
+    waiting: 0,
+    explicit: false,
+    runtime,
+    admitted: false,
+    started: Promise.withResolvers<void>(),
+  };
+  const st = { kind: "loading" as const, job };
+  t.cell.swap(from, st);
+  runLoad(t, st, deps).then(done.resolve, done.reject);
+  return job;
+}
+
+/** Waits on a shared load; the last caller to leave before it was admitted ends it. */
+export async function joinLoad(
+  job: LoadJob,
+  signal: AbortSignal,
+  onProgress: ((p: SchedulerProgress) => void) | undefined,
+  explicit: boolean,
+): Promise<Live> {
+  if (explicit) job.explicit = true;
+  if (onProgress) job.listeners.add(onProgress);
+  job.waiting += 1;
+  try {
+    return await abortable(job.done, signal);
+  } finally {
+    if (onProgress) job.listeners.delete(onProgress);
+    job.waiting -= 1;
+    if (job.waiting === 0 && !job.explicit && !job.admitted)
+      job.abort.abort(cancelledError("no request waits for it"));
+  }
+}
+
+/** A load's work: the plan's bytes, admission (room made or waited for), the start, ready. */
+async function runLoad<T extends LoadTarget>(
+  t: T,
+  st: Extract<ModelState, { kind: "loading" }>,
+  deps: LoadDeps<T>,
+): Promise<Live> {
+  const { job } = st;
+  const runtime = job.runtime as NonNullable<LoadJob["runtime"]>;
+  const signal = job.abort.signal;
+  const emit = (p: SchedulerProgress) => {
+    for (const l of job.listeners) l(p);
+  };
+  try {
+    if (deps.beforeLoad) await abortable(deps.beforeLoad(), signal);
+    const footprint = await abortable(runtime.plannedBytes(), signal);
+    Object.assign(deps.budget, footprint.budget);
+    job.bytes = footprint.bytes;
+    await admit(t.name, job, footprint, deps.admission, signal, emit);
+    job.started.resolve();
+    await runtime.ready(signal, emit, { explicit: job.explicit });
+    const live: Live = { runtime, bytes: footprint.bytes };
+    if (!t.cell.swap(st, { kind: "loaded", live })) throw unloadedWhileWaiting(t.name);
+    deps.loaded(t);
+    return live;
+  } catch (err) {
+    job.started.resolve();
+    // Still this load's to end (stop() or an unload took it over otherwise, and stops the runtime).
+    if (t.cell.get() === st) {
+      t.cell.swap(st, signal.aborted ? { kind: "unloaded" } : { kind: "failed", error: err });
+      await runtime.stop().catch((stopErr) => logUnexpected(`stopping model ${t.name} failed`, stopErr));
+      deps.room.notify();
+    }
+    throw err;
+  }
+}
