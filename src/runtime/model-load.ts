@@ -27,13 +27,16 @@ export interface LoadDeps<T extends LoadTarget = LoadTarget> {
   loaded(t: T): void;
 }
 
-/** unloaded | failed → loading: the runtime is made now, so an unknown name fails its caller alone. */
+/**
+ * unloaded | failed → loading: the runtime is made now, so an unknown name fails its caller alone;
+ * a dead server's, kept in `failed`, is started again (its restart budget applies).
+ */
 export function startLoad<T extends LoadTarget>(
   t: T,
   from: Extract<ModelState, { kind: "unloaded" | "failed" }>,
   deps: LoadDeps<T>,
 ): LoadJob {
-  const runtime = deps.runtime(t.name);
+  const runtime = from.kind === "failed" && from.runtime ? from.runtime : deps.runtime(t.name);
   const done = Promise.withResolvers<Live>();
   done.promise.catch(() => {}); // its callers hear it
   const job: LoadJob = {
@@ -43,6 +46,7 @@ export function startLoad<T extends LoadTarget>(
     waiting: 0,
     explicit: false,
     runtime,
+    restart: from.kind === "failed" && from.runtime === runtime,
     admitted: false,
     started: Promise.withResolvers<void>(),
   };
@@ -91,17 +95,25 @@ async function runLoad<T extends LoadTarget>(
     job.bytes = footprint.bytes;
     await admit(t.name, job, footprint, deps.admission, signal, emit);
     job.started.resolve();
-    await runtime.ready(signal, emit, { explicit: job.explicit });
+    const died = await runtime.ready(signal, emit, { explicit: job.explicit });
     const live: Live = { runtime, bytes: footprint.bytes };
     if (!t.cell.swap(st, { kind: "loaded", live })) throw unloadedWhileWaiting(t.name);
+    // Its server's death frees its memory once no lease is out (scheduler.ts `settle`): waiters decide again.
+    died?.addEventListener("abort", () => deps.room.notify(), { once: true });
     deps.loaded(t);
     return live;
   } catch (err) {
     job.started.resolve();
     // Still this load's to end (stop() or an unload took it over otherwise, and stops the runtime).
     if (t.cell.get() === st) {
-      t.cell.swap(st, signal.aborted ? { kind: "unloaded" } : { kind: "failed", error: err });
-      await runtime.stop().catch((stopErr) => logUnexpected(`stopping model ${t.name} failed`, stopErr));
+      // A dead server's restart that failed (its budget spent, say) keeps its runtime for the next try.
+      const keep = job.restart && !signal.aborted;
+      t.cell.swap(
+        st,
+        signal.aborted ? { kind: "unloaded" } : { kind: "failed", error: err, ...(keep ? { runtime } : {}) },
+      );
+      if (!keep)
+        await runtime.stop().catch((stopErr) => logUnexpected(`stopping model ${t.name} failed`, stopErr));
       deps.room.notify();
     }
     throw err;

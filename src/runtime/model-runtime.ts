@@ -13,12 +13,13 @@ export interface ModelRuntime extends LlamaProvider {
    * Starts its llama-server when needed and resolves once it is ready, taking no slot: the
    * scheduler's load, which hands the server to the chat that asked for it, whose `acquire` then
    * takes the lease (and makes the one look before a lease: docs/performance.md "The swap, fourth pass").
+   * Resolves with a signal that aborts as that server ends (a crash, a stop), when it has one.
    */
   ready(
     signal: AbortSignal,
     onProgress?: (p: StartProgress) => void,
     options?: AcquireOptions,
-  ): Promise<void>;
+  ): Promise<AbortSignal | undefined>;
   snapshot(): SupervisorSnapshot;
   /**
    * The model's plan, made as if it were the only model loaded (docs/models.md "Several models": a model never

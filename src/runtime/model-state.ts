@@ -19,6 +19,8 @@ export interface LoadJob {
   explicit: boolean;
   /** Its runtime and planned bytes once made, and whether it was admitted (then its bytes count as held). */
   runtime?: ModelRuntime;
+  /** Its runtime is a dead server's, kept (see `failed`): a failure keeps it again rather than stop it. */
+  restart: boolean;
   bytes?: DeviceBytes;
   admitted: boolean;
   /** Settles once it was admitted (its start begins then) or ended: a prestart's ticket. */
@@ -29,7 +31,7 @@ export interface LoadJob {
  * A model's one state in the scheduler (docs/supervisor.md "Scheduling several models").
  * unloaded → loading (an acquire or a load) → loaded → unloading → unloaded; a load that fails
  * → failed, which the next acquire loads again; loading → unloading when stop() or a forced
- * unload ends it. A state object is replaced on every transition, so a job that lost a race
+ * unload ends it; loaded → failed when its llama-server died and no lease is out to restart it. A state object is replaced on every transition, so a job that lost a race
  * finds out by identity (util/state-cell.ts).
  */
 export type ModelState =
@@ -46,14 +48,18 @@ export type ModelState =
       runtime: ModelRuntime | undefined;
       done: Promise<void>;
     }
-  | { kind: "failed"; error: unknown };
+  /**
+   * `runtime`: a loaded model's whose llama-server died, kept stopped (not closed) so that the
+   * next load starts that same supervisor again, within its restart budget. It holds no memory.
+   */
+  | { kind: "failed"; error: unknown; runtime?: ModelRuntime };
 
 export type ModelStateKind = ModelState["kind"];
 
 const TRANSITIONS: Transitions<ModelStateKind> = {
   unloaded: ["loading"],
   loading: ["loaded", "failed", "unloaded", "unloading"],
-  loaded: ["unloading"],
+  loaded: ["unloading", "failed"],
   unloading: ["unloaded"],
   failed: ["loading", "unloaded"],
 };

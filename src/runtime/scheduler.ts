@@ -1,4 +1,4 @@
-import { cancelledError } from "../protocol/errors.ts";
+import { CoreError, cancelledError } from "../protocol/errors.ts";
 import { abortable } from "../util/abortable.ts";
 import { logUnexpected } from "../util/logger.ts";
 import type { StateCell } from "../util/state-cell.ts";
@@ -24,6 +24,8 @@ interface Entry {
   cell: StateCell<ModelState>;
   /** Chats holding a lease on it or waiting for one: busy while above 0. */
   users: number;
+  /** Those in its runtime's acquire or holding its lease: a server that dies under them is theirs to restart. */
+  leases: number;
   lastUsedAt: number | null;
   /** `models.load`'s pin, over the config's. */
   pin: boolean | undefined;
@@ -84,8 +86,17 @@ export class Scheduler {
     this.use(entry, 1);
     try {
       const live = await this.ready(entry, signal, onProgress, false);
-      const lease = await live.runtime.acquire(signal, onProgress, options);
-      return modelLease(model, lease, () => this.use(entry, -1));
+      entry.leases += 1;
+      try {
+        const lease = await live.runtime.acquire(signal, onProgress, options);
+        return modelLease(model, lease, () => {
+          entry.leases -= 1;
+          this.use(entry, -1);
+        });
+      } catch (err) {
+        entry.leases -= 1;
+        throw err;
+      }
     } catch (err) {
       this.use(entry, -1);
       throw err;
@@ -151,6 +162,8 @@ export class Scheduler {
         // The core's prompt reuse saved every session as it stopped, before this (services.ts).
         if (s.kind === "loaded" || s.kind === "loading")
           return this.beginUnload(e, s, schedulerClosed(), false);
+        // A dead server's runtime, kept for its restart, is closed.
+        if (s.kind === "failed") return s.runtime?.stop().catch(() => {}) ?? Promise.resolve();
         return Promise.resolve();
       });
       await Promise.all(stops);
@@ -166,7 +179,7 @@ export class Scheduler {
       const e = this.entries.get(name);
       return modelRow({
         name,
-        state: e?.cell.get() ?? { kind: "unloaded" },
+        state: e ? this.settle(e) : { kind: "unloaded" },
         pinned: e ? this.pinned(e) : this.configuredPin(name) === true,
         chats: e?.users ?? 0,
         lastUsedAt: e?.lastUsedAt ?? null,
@@ -178,7 +191,8 @@ export class Scheduler {
 
   /** The model's runtime once loaded, for the methods that ask it directly (slots, snapshot). */
   loaded(model: string): Live | undefined {
-    const s = this.entries.get(model)?.cell.get();
+    const e = this.entries.get(model);
+    const s = e && this.settle(e);
     return s?.kind === "loaded" ? s.live : undefined;
   }
 
@@ -203,7 +217,15 @@ export class Scheduler {
   private entry(name: string): Entry {
     let e = this.entries.get(name);
     if (!e) {
-      e = { name, cell: modelCell(name), users: 0, lastUsedAt: null, pin: undefined, idleTimer: undefined };
+      e = {
+        name,
+        cell: modelCell(name),
+        users: 0,
+        leases: 0,
+        lastUsedAt: null,
+        pin: undefined,
+        idleTimer: undefined,
+      };
       this.entries.set(name, e);
     }
     return e;
@@ -247,11 +269,31 @@ export class Scheduler {
     }, ms);
   }
 
+  /**
+   * A loaded model whose llama-server died and is not restarting (no lease is out, whose
+   * reconnect would restart it) becomes `failed` here, as any reader looks: it holds no memory
+   * any more, and its runtime is kept for the next load to start again (model-state.ts).
+   */
+  private settle(e: Entry): ModelState {
+    const s = e.cell.get();
+    if (s.kind !== "loaded" || e.leases > 0) return s;
+    const snap = s.live.runtime.snapshot();
+    if (snap.state !== "stopped") return s;
+    const failed: ModelState = {
+      kind: "failed",
+      error: snap.lastError ?? new CoreError("internal_error", `model "${e.name}"'s llama-server stopped`),
+      runtime: s.live.runtime,
+    };
+    e.cell.swap(s, failed);
+    this.timers.clearTimeout(e.idleTimer);
+    return failed;
+  }
+
   /** The model loaded: at once, after an unload in progress, or by a load (begun or joined). */
   private async ready(e: Entry, signal: AbortSignal, onProgress: Progress, explicit: boolean): Promise<Live> {
     for (;;) {
       if (this.closing) throw schedulerClosed();
-      const s = e.cell.get();
+      const s = this.settle(e);
       if (s.kind === "loaded") return s.live;
       if (s.kind === "unloading") {
         await abortable(s.done, signal);
@@ -314,7 +356,7 @@ export class Scheduler {
   private held(except: string): HeldModel[] {
     const out: HeldModel[] = [];
     for (const e of this.entries.values()) {
-      const s = e.cell.get();
+      const s = this.settle(e);
       const bytes: DeviceBytes | undefined = heldBy(s);
       if (e.name === except || !bytes) continue;
       out.push({

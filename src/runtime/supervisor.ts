@@ -94,9 +94,15 @@ export class Supervisor implements LlamaProvider {
     }
   }
 
-  /** Started when needed and ready, no slot taken (model-runtime.ts `ready`). */
-  async ready(...[signal, onProgress, options]: Parameters<Supervisor["acquire"]>): Promise<void> {
-    await this.whenRunning(signal, onProgress, options?.explicit === true, options?.prestarted);
+  /** Started when needed and ready, no slot taken; the signal aborts as that server ends (model-runtime.ts `ready`). */
+  async ready(...[signal, onProgress, options]: Parameters<Supervisor["acquire"]>): Promise<AbortSignal> {
+    const running = await this.whenRunning(
+      signal,
+      onProgress,
+      options?.explicit === true,
+      options?.prestarted,
+    );
+    return running.launch.died;
   }
 
   /**

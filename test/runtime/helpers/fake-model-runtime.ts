@@ -19,6 +19,8 @@ export interface FakeSpec {
   fail?: Error;
   /** Its plan fails with this. */
   planFails?: Error;
+  /** A restart after `crash()` fails with this (a spent restart budget). */
+  restartFails?: Error;
   /** Called as its sessions are saved before an unload (what the save can see then). */
   onSave?: () => void;
 }
@@ -27,6 +29,10 @@ export interface FakeSpec {
 export class FakeRuntime implements ModelRuntime {
   up = false;
   stopped = false;
+  /** Its server died behind the scheduler's back (`crash()`): stopped, not closed; a start restarts it. */
+  dead = false;
+  /** The current server's end, as `ready` hands it out. */
+  private died = new AbortController();
   leases = 0;
   /** Whether the save's own part came once the stop had been asked (beforeUnload's `stopped`). */
   keptAfterStop: boolean | undefined;
@@ -56,14 +62,25 @@ export class FakeRuntime implements ModelRuntime {
     return { bytes: this.spec.bytes ?? { gpu0: (this.spec.gib ?? 1) * GIB }, budget: this.budget };
   }
 
-  async ready(signal: AbortSignal, onProgress?: (p: StartProgress) => void): Promise<void> {
+  async ready(signal: AbortSignal, onProgress?: (p: StartProgress) => void): Promise<AbortSignal> {
     if (this.stopped) throw cancelledError(`${this.name} stopped`);
-    if (this.up) return;
-    this.log.push(`${this.name}.start`);
+    if (this.up) return this.died.signal;
+    this.log.push(this.dead ? `${this.name}.restart` : `${this.name}.start`);
+    if (this.dead && this.spec.restartFails) throw this.spec.restartFails;
+    this.dead = false;
+    this.died = new AbortController();
     onProgress?.({ phase: "loading", elapsed_ms: 0 });
     if (this.spec.gated) await abortable(abortable(this.gate.promise, this.down.signal), signal);
     if (this.spec.fail) throw this.spec.fail;
     this.up = true;
+    return this.died.signal;
+  }
+
+  /** Its server dies, as a SIGKILL behind the core's back: stopped, and its end signalled. */
+  crash(): void {
+    this.up = false;
+    this.dead = true;
+    this.died.abort(new Error(`${this.name} crashed`));
   }
 
   async acquire(signal: AbortSignal, onProgress?: (p: StartProgress) => void): Promise<LlamaLease> {
@@ -95,7 +112,7 @@ export class FakeRuntime implements ModelRuntime {
   }
 
   snapshot(): SupervisorSnapshot {
-    const state = this.stopped ? "stopped" : this.up ? "ready" : "starting";
+    const state = this.stopped || this.dead ? "stopped" : this.up ? "ready" : "starting";
     return {
       state,
       pid: this.pid,

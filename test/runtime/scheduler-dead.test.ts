@@ -1,0 +1,93 @@
+import { describe, expect, test } from "bun:test";
+import { CoreError } from "../../src/protocol/errors.ts";
+import { Scheduler } from "../../src/runtime/scheduler.ts";
+import { FakeFleet, type FakeSpec, signal } from "./helpers/fake-model-runtime.ts";
+import { FakeTimers, settle } from "./helpers/fake-timers.ts";
+import { rejection } from "./helpers/harness.ts";
+
+// A loaded model whose llama-server died behind the core's back (a SIGKILL) with no lease out
+// (model-state.ts `failed` with its runtime kept; docs/supervisor.md "Scheduling several models").
+
+function setup(specs: Record<string, FakeSpec>, pinned: string[] = []) {
+  const fleet = new FakeFleet(specs);
+  const timers = new FakeTimers();
+  const scheduler = new Scheduler({
+    runtime: fleet.runtime,
+    settings: () => ({ loadWaitMs: 120_000, idleUnloadMs: 0 }),
+    configured: () => Object.keys(specs).map((name) => ({ name, pinned: pinned.includes(name) })),
+    cancelChats: () => {},
+    timers,
+  });
+  const row = (name: string) => scheduler.snapshot().models.find((m) => m.name === name);
+  const planned = () => scheduler.snapshot().memory.find((m) => m.device === "gpu0")?.planned_bytes;
+  return { fleet, timers, scheduler, row, planned };
+}
+
+describe("Scheduler: a model whose server died", () => {
+  test("holds no memory: another model loads beside the dead pinned one at once", async () => {
+    const { fleet, scheduler, row, planned } = setup({ a: { gib: 6 }, b: { gib: 6 } }, ["a"]);
+    await scheduler.load("a");
+    fleet.last("a").crash();
+    expect(row("a")?.state).toBe("failed");
+    expect(row("a")?.memory_bytes).toBeNull();
+    expect(planned()).toBe(0);
+    const b = await scheduler.acquire("b", signal());
+    expect(row("b")?.state).toBe("loaded");
+    b.release();
+  });
+
+  test("a load waiting for room goes ahead when the holder's server dies", async () => {
+    const { fleet, scheduler, row } = setup({ a: { gib: 6 }, b: { gib: 6 } }, ["a"]);
+    await scheduler.load("a");
+    const b = scheduler.acquire("b", signal());
+    await settle();
+    expect(row("b")?.state).toBe("loading");
+    fleet.last("a").crash();
+    (await b).release();
+    expect(row("b")?.state).toBe("loaded");
+  });
+
+  test("models.load starts it again, the same runtime (its restart budget), and answers once it is up", async () => {
+    const { fleet, scheduler, row } = setup({ a: { gib: 6 } }, ["a"]);
+    await scheduler.load("a");
+    fleet.last("a").crash();
+    const r = await scheduler.load("a");
+    expect(r.state).toBe("loaded");
+    expect(fleet.last("a").up).toBe(true);
+    expect(fleet.made.get("a")?.length).toBe(1);
+    expect(fleet.log).toEqual(["a.start", "a.restart"]);
+    expect(row("a")?.state).toBe("loaded");
+  });
+
+  test("a chat restarts it; a failed restart keeps the runtime for the next try", async () => {
+    const spent = new CoreError("internal_error", "not restarting it");
+    const { fleet, scheduler, row } = setup({ a: { gib: 6, restartFails: spent } });
+    (await scheduler.acquire("a", signal())).release();
+    fleet.last("a").crash();
+    expect(await rejection(scheduler.acquire("a", signal()))).toBe(spent);
+    expect(row("a")?.state).toBe("failed");
+    expect(fleet.last("a").stopped).toBe(false);
+    delete fleet.spec("a").restartFails;
+    (await scheduler.acquire("a", signal())).release();
+    expect(row("a")?.state).toBe("loaded");
+    expect(fleet.made.get("a")?.length).toBe(1);
+  });
+
+  test("under a lease it stays loaded (the lease's reconnect restarts it); released, it is failed", async () => {
+    const { fleet, scheduler, row } = setup({ a: { gib: 6 } });
+    const lease = await scheduler.acquire("a", signal());
+    fleet.last("a").crash();
+    expect(row("a")?.state).toBe("loaded");
+    lease.release();
+    expect(row("a")?.state).toBe("failed");
+  });
+
+  test("shutdown closes a dead server's kept runtime", async () => {
+    const { fleet, scheduler } = setup({ a: { gib: 6 } });
+    await scheduler.load("a");
+    fleet.last("a").crash();
+    scheduler.snapshot();
+    await scheduler.stop();
+    expect(fleet.last("a").stopped).toBe(true);
+  });
+});
