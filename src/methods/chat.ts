@@ -28,11 +28,12 @@ export const chat = defineMethod({
     const config = services.config();
     const model = chooseChatModel(config, params.model, pickAgent(config, params.agent));
     const several = model.name === "default" ? services.models?.() : modelsApi(services, model.name);
-    // A forced models.unload ends the chats on its model `cancelled` (docs/protocol.md#modelsunload).
-    const watch = several?.chatSignal(model, ctx.signal);
     // Memory's vectors (docs/agent.md, "Memory"): the query embedded for recall, the turn's row after it.
     const index = config.memory.enabled ? services.memoryIndex?.() : undefined;
     const provider = several ? several.provider(model) : services.llama();
+    // The chat is its model's user from here, before anything yields: an unload right after it is
+    // refused model_busy, a forced one ends it `cancelled` (docs/protocol.md#modelsunload).
+    const watch = several?.chatSignal(model, ctx.signal);
     try {
       // A plain chat starts llama-server before the turn's modules load: on the first chat they
       // are evaluated while it spawns, not before (docs/performance.md, "A cold chat's way to

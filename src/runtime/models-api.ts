@@ -15,7 +15,8 @@ import type { LlamaProvider } from "./endpoint.ts";
 export interface ModelsApi {
   /**
    * A chat's (or an embed's) signal on this model: aborted `cancelled` also when a forced unload
-   * ends it (docs/protocol.md#modelsunload). Call `done()` once the chat has ended.
+   * ends it (docs/protocol.md#modelsunload). The chat counts as the model's user from this call
+   * (an unload without force is refused); call `done()` once the chat has ended, whatever way.
    */
   chatSignal(model: ModelChoice, signal: AbortSignal): { signal: AbortSignal; done(): void };
   /** The provider a chat on this model leases slots from (its load begun or joined on acquire). */

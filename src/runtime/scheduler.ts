@@ -24,6 +24,8 @@ interface Entry {
   cell: StateCell<ModelState>;
   /** Chats holding a lease on it or waiting for one: busy while above 0. */
   users: number;
+  /** Chats (and embeds) on it from their request to their end (`claim`): busy while above 0 too. */
+  claims: number;
   /** Those in its runtime's acquire or holding its lease: a server that dies under them is theirs to restart. */
   leases: number;
   lastUsedAt: number | null;
@@ -120,6 +122,22 @@ export class Scheduler {
     }
   }
 
+  /**
+   * A chat (or embed) on `model` from its request on, taken before anything that can yield: it
+   * counts as the model's user while its turn prepares, before its acquire, so an unload (no
+   * force) is refused and no swap picks the model meanwhile. The returned release is idempotent.
+   */
+  claim(model: string): () => void {
+    const entry = this.entry(model);
+    this.use(entry, 1, "claims");
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      this.use(entry, -1, "claims");
+    };
+  }
+
   /** `models.load`: loads `model` with no chat waiting, pinned when asked. */
   async load(
     model: string,
@@ -145,8 +163,8 @@ export class Scheduler {
       throw notLoaded(model, entry !== undefined || this.configuredPin(model) !== undefined);
     }
     if (s.kind === "unloading") return s.done;
-    if (entry.users > 0) {
-      if (!opts.force) throw modelBusy(model, entry.users);
+    if (busy(entry)) {
+      if (!opts.force) throw modelBusy(model, chats(entry));
       this.options.cancelChats(model);
     }
     return this.beginUnload(entry, s, cancelledError(`model "${model}" was unloaded`), true);
@@ -181,7 +199,7 @@ export class Scheduler {
         name,
         state: e ? this.settle(e) : { kind: "unloaded" },
         pinned: e ? this.pinned(e) : this.configuredPin(name) === true,
-        chats: e?.users ?? 0,
+        chats: e ? chats(e) : 0,
         lastUsedAt: e?.lastUsedAt ?? null,
       });
     });
@@ -221,6 +239,7 @@ export class Scheduler {
         name,
         cell: modelCell(name),
         users: 0,
+        claims: 0,
         leases: 0,
         lastUsedAt: null,
         pin: undefined,
@@ -240,14 +259,14 @@ export class Scheduler {
   }
 
   /** A chat begins (+1) or ends (-1) on the model: it is used now; idle again, memory may be free. */
-  private use(e: Entry, delta: 1 | -1): void {
-    e.users += delta;
+  private use(e: Entry, delta: 1 | -1, count: "users" | "claims" = "users"): void {
+    e[count] += delta;
     e.lastUsedAt = this.timers.now();
     if (delta > 0) {
       this.timers.clearTimeout(e.idleTimer);
       return;
     }
-    if (e.users > 0) return;
+    if (busy(e)) return;
     const s = e.cell.get();
     // A name asked for once that never loaded (a path, a typo) is not kept for status.
     if (s.kind === "unloaded" && this.configuredPin(e.name) === undefined) this.entries.delete(e.name);
@@ -260,9 +279,9 @@ export class Scheduler {
     this.timers.clearTimeout(e.idleTimer);
     const ms = this.options.settings().idleUnloadMs;
     const s = e.cell.get();
-    if (ms <= 0 || s.kind !== "loaded" || e.users > 0 || this.pinned(e)) return;
+    if (ms <= 0 || s.kind !== "loaded" || busy(e) || this.pinned(e)) return;
     e.idleTimer = this.timers.setTimeout(() => {
-      if (e.cell.get() !== s || e.users > 0 || this.pinned(e) || this.closing) return;
+      if (e.cell.get() !== s || busy(e) || this.pinned(e) || this.closing) return;
       this.beginUnload(e, s, cancelledError(`model "${e.name}" was idle`), true).catch((err) =>
         logUnexpected(`unloading idle model ${e.name} failed`, err),
       );
@@ -362,7 +381,7 @@ export class Scheduler {
       out.push({
         name: e.name,
         bytes,
-        busy: e.users > 0 || s.kind !== "loaded",
+        busy: busy(e) || s.kind !== "loaded",
         pinned: this.pinned(e),
         lastUsedAt: e.lastUsedAt ?? 0,
       });
@@ -370,3 +389,9 @@ export class Scheduler {
     return out;
   }
 }
+
+/** Whether a chat holds, waits for or has asked for the model. */
+const busy = (e: Entry) => e.users > 0 || e.claims > 0;
+
+/** The chats on it: each claimed chat also acquires within its claim, so the larger count is theirs. */
+const chats = (e: Entry) => Math.max(e.users, e.claims);

@@ -132,13 +132,24 @@ export class SeveralModels implements ModelsApi {
     return this.reuses.size > 0;
   }
 
-  /** A chat's signal that a forced unload of its model also aborts; `done()` when it ends. */
+  /**
+   * A chat's signal that a forced unload of its model also aborts; `done()` when it ends. The
+   * chat counts as its model's user from here (the scheduler's `claim`): an unload sent right
+   * after it is refused `model_busy` (docs/protocol.md#modelsunload).
+   */
   chatSignal(model: ModelChoice, signal: AbortSignal): { signal: AbortSignal; done(): void } {
     const c = new AbortController();
     const set = this.chats.get(model.name) ?? new Set();
     set.add(c);
     this.chats.set(model.name, set);
-    return { signal: AbortSignal.any([signal, c.signal]), done: () => set.delete(c) };
+    const release = this.scheduler.claim(model.name);
+    return {
+      signal: AbortSignal.any([signal, c.signal]),
+      done: () => {
+        set.delete(c);
+        release();
+      },
+    };
   }
 
   async load(

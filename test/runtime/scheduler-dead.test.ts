@@ -1,31 +1,16 @@
 import { describe, expect, test } from "bun:test";
 import { CoreError } from "../../src/protocol/errors.ts";
-import { Scheduler } from "../../src/runtime/scheduler.ts";
-import { FakeFleet, type FakeSpec, signal } from "./helpers/fake-model-runtime.ts";
-import { FakeTimers, settle } from "./helpers/fake-timers.ts";
+import { signal } from "./helpers/fake-model-runtime.ts";
+import { settle } from "./helpers/fake-timers.ts";
 import { rejection } from "./helpers/harness.ts";
+import { schedulerOver } from "./helpers/scheduler-setup.ts";
 
 // A loaded model whose llama-server died behind the core's back (a SIGKILL) with no lease out
 // (model-state.ts `failed` with its runtime kept; docs/supervisor.md "Scheduling several models").
 
-function setup(specs: Record<string, FakeSpec>, pinned: string[] = []) {
-  const fleet = new FakeFleet(specs);
-  const timers = new FakeTimers();
-  const scheduler = new Scheduler({
-    runtime: fleet.runtime,
-    settings: () => ({ loadWaitMs: 120_000, idleUnloadMs: 0 }),
-    configured: () => Object.keys(specs).map((name) => ({ name, pinned: pinned.includes(name) })),
-    cancelChats: () => {},
-    timers,
-  });
-  const row = (name: string) => scheduler.snapshot().models.find((m) => m.name === name);
-  const planned = () => scheduler.snapshot().memory.find((m) => m.device === "gpu0")?.planned_bytes;
-  return { fleet, timers, scheduler, row, planned };
-}
-
 describe("Scheduler: a model whose server died", () => {
   test("holds no memory: another model loads beside the dead pinned one at once", async () => {
-    const { fleet, scheduler, row, planned } = setup({ a: { gib: 6 }, b: { gib: 6 } }, ["a"]);
+    const { fleet, scheduler, row, planned } = schedulerOver({ a: { gib: 6 }, b: { gib: 6 } }, ["a"]);
     await scheduler.load("a");
     fleet.last("a").crash();
     expect(row("a")?.state).toBe("failed");
@@ -37,7 +22,7 @@ describe("Scheduler: a model whose server died", () => {
   });
 
   test("a load waiting for room goes ahead when the holder's server dies", async () => {
-    const { fleet, scheduler, row } = setup({ a: { gib: 6 }, b: { gib: 6 } }, ["a"]);
+    const { fleet, scheduler, row } = schedulerOver({ a: { gib: 6 }, b: { gib: 6 } }, ["a"]);
     await scheduler.load("a");
     const b = scheduler.acquire("b", signal());
     await settle();
@@ -48,7 +33,7 @@ describe("Scheduler: a model whose server died", () => {
   });
 
   test("models.load starts it again, the same runtime (its restart budget), and answers once it is up", async () => {
-    const { fleet, scheduler, row } = setup({ a: { gib: 6 } }, ["a"]);
+    const { fleet, scheduler, row } = schedulerOver({ a: { gib: 6 } }, ["a"]);
     await scheduler.load("a");
     fleet.last("a").crash();
     const r = await scheduler.load("a");
@@ -61,7 +46,7 @@ describe("Scheduler: a model whose server died", () => {
 
   test("a chat restarts it; a failed restart keeps the runtime for the next try", async () => {
     const spent = new CoreError("internal_error", "not restarting it");
-    const { fleet, scheduler, row } = setup({ a: { gib: 6, restartFails: spent } });
+    const { fleet, scheduler, row } = schedulerOver({ a: { gib: 6, restartFails: spent } });
     (await scheduler.acquire("a", signal())).release();
     fleet.last("a").crash();
     expect(await rejection(scheduler.acquire("a", signal()))).toBe(spent);
@@ -74,7 +59,7 @@ describe("Scheduler: a model whose server died", () => {
   });
 
   test("under a lease it stays loaded (the lease's reconnect restarts it); released, it is failed", async () => {
-    const { fleet, scheduler, row } = setup({ a: { gib: 6 } });
+    const { fleet, scheduler, row } = schedulerOver({ a: { gib: 6 } });
     const lease = await scheduler.acquire("a", signal());
     fleet.last("a").crash();
     expect(row("a")?.state).toBe("loaded");
@@ -83,7 +68,7 @@ describe("Scheduler: a model whose server died", () => {
   });
 
   test("shutdown closes a dead server's kept runtime", async () => {
-    const { fleet, scheduler } = setup({ a: { gib: 6 } });
+    const { fleet, scheduler } = schedulerOver({ a: { gib: 6 } });
     await scheduler.load("a");
     fleet.last("a").crash();
     scheduler.snapshot();

@@ -74,4 +74,20 @@ describe("SeveralModels", () => {
     await stopping;
     expect(fleet.log).toEqual(["a.start", "a.stop"]);
   });
+
+  test("a chat's signal makes it its model's user at once: unload is refused until it ends; force aborts it", async () => {
+    const { several } = setup(null);
+    const a = { kind: "path", name: "a" } as const;
+    await several.load(a, { pin: undefined, signal: signal(), onProgress: () => {} });
+    const watch = several.chatSignal(a, signal());
+    const err = await rejection(several.unload(a, { force: false }));
+    expect(err.data).toMatchObject({ reason: "model_busy", model: "a" });
+    watch.done();
+    expect(await several.unload(a, { force: false })).toEqual({ model: "a", unloaded: true });
+    await several.load(a, { pin: undefined, signal: signal(), onProgress: () => {} });
+    const forced = several.chatSignal(a, signal());
+    expect(await several.unload(a, { force: true })).toEqual({ model: "a", unloaded: true });
+    expect(forced.signal.aborted).toBe(true);
+    forced.done();
+  });
 });

@@ -1,0 +1,58 @@
+import { describe, expect, test } from "bun:test";
+import { signal } from "./helpers/fake-model-runtime.ts";
+import { rejection } from "./helpers/harness.ts";
+import { schedulerOver } from "./helpers/scheduler-setup.ts";
+
+// A chat counts as its model's user from its request (scheduler.ts `claim`), before its turn's
+// preparation reaches the acquire (docs/protocol.md#modelsunload).
+
+describe("Scheduler: a chat's claim", () => {
+  test("an unload without force is refused model_busy while a chat is claimed; after its end it goes", async () => {
+    const { scheduler, row } = schedulerOver({ a: { gib: 2 } });
+    await scheduler.load("a");
+    const release = scheduler.claim("a");
+    const err = await rejection(scheduler.unload("a"));
+    expect(err.code).toBe("invalid_request");
+    expect(err.data).toMatchObject({ reason: "model_busy", model: "a", chats: 1 });
+    expect(row("a")?.chats).toBe(1);
+    // Its acquire within the claim is the same chat, counted once.
+    const lease = await scheduler.acquire("a", signal());
+    expect(row("a")?.chats).toBe(1);
+    lease.release();
+    release();
+    release();
+    expect(row("a")?.chats).toBe(0);
+    await scheduler.unload("a");
+    expect(row("a")?.state).toBe("unloaded");
+  });
+
+  test("force cancels the claimed chats and unloads", async () => {
+    const { scheduler, row, cancelled } = schedulerOver({ a: { gib: 2 } });
+    await scheduler.load("a");
+    const release = scheduler.claim("a");
+    await scheduler.unload("a", { force: true });
+    expect(cancelled).toEqual(["a"]);
+    expect(row("a")?.state).toBe("unloaded");
+    release();
+  });
+
+  test("a claimed model is never unloaded to make room", async () => {
+    const { scheduler, row } = schedulerOver({ a: { gib: 6 }, b: { gib: 6 } });
+    await scheduler.load("a");
+    const release = scheduler.claim("a");
+    const b = scheduler.acquire("b", signal());
+    await Bun.sleep(0);
+    expect(row("a")?.state).toBe("loaded");
+    expect(row("b")?.state).toBe("loading");
+    release();
+    (await b).release();
+    expect(row("a")?.state).toBe("unloaded");
+  });
+
+  test("a claim on a path never loaded leaves no row once released", () => {
+    const { scheduler } = schedulerOver({ a: { gib: 2 } });
+    const release = scheduler.claim("/m/x.gguf");
+    release();
+    expect(scheduler.snapshot().models.map((m) => m.name)).toEqual(["a"]);
+  });
+});
