@@ -1,3 +1,5 @@
+import { realpathSync } from "node:fs";
+import { resolve } from "node:path";
 import { CoreError } from "../protocol/errors.ts";
 import { HF_PREFIX, parseHfModelPath } from "../protocol/model-ref.ts";
 import { type ConfiguredModel, configuredModels } from "./model-entry.ts";
@@ -6,13 +8,31 @@ import type { Config } from "./schema.ts";
 
 /**
  * Which model a request runs on (docs/models.md, "Several models"; docs/protocol.md#chat and
- * #embed). Pure: whether a path is a GGUF the `models` listing shows is the caller's question.
+ * #embed). A path is made one spelling per file (`canonicalPath`); whether it is a GGUF the
+ * `models` listing shows is the caller's question. `asGiven`: the request's own spelling where
+ * it differs from `name` (a configured model's path, a relative path), which results show.
  */
 export type ModelChoice =
-  /** A configured model, by its name. */
-  | { kind: "configured"; name: string; model: ConfiguredModel }
-  /** A GGUF by its path or `hf:` reference, as the request gave it. */
-  | { kind: "path"; name: string };
+  /** A configured model, by its name (or its path). */
+  | { kind: "configured"; name: string; model: ConfiguredModel; asGiven?: string }
+  /** A GGUF by its path (absolute, through symlinks) or `hf:` reference. */
+  | { kind: "path"; name: string; asGiven?: string };
+
+/** The model a result names: as the request gave it (docs/protocol.md#chat). */
+export const shownName = (choice: ModelChoice): string => choice.asGiven ?? choice.name;
+
+/**
+ * One spelling per file: a path resolved against the core's working folder (what llama-server,
+ * its child, resolves a relative one against), through symlinks where the file exists.
+ */
+export function canonicalPath(path: string): string {
+  const abs = resolve(path);
+  try {
+    return realpathSync(abs);
+  } catch {
+    return abs;
+  }
+}
 
 /** A chat's model: the param, else the agent's, else `default`. */
 export function chooseChatModel(
@@ -55,9 +75,10 @@ export function chooseEmbedModel(config: Config, param: string | undefined): Mod
 
 /**
  * Any model by a request's reference (`models.load`, `models.unload`): a name of the config's, of
- * either kind, or a path or `hf:` reference; anything else is an unknown name.
+ * either kind, or a path or `hf:` reference; anything else is an unknown name. A path to a
+ * configured model's file is that model (one llama-server per file, however it is spelled).
  */
-export function findModel(config: Config, ref: string): ModelChoice {
+export function findModel(config: Config, ref: string, canonical = canonicalPath): ModelChoice {
   const models = configuredModels(config);
   const model = models.find((m) => m.name === ref);
   if (model) return { kind: "configured", name: ref, model };
@@ -65,7 +86,13 @@ export function findModel(config: Config, ref: string): ModelChoice {
     checkHfRef(ref);
     return { kind: "path", name: ref };
   }
-  if (looksLikePath(ref)) return { kind: "path", name: ref };
+  if (looksLikePath(ref)) {
+    const path = canonical(ref);
+    const same = models.find((m) => !m.path.startsWith(HF_PREFIX) && canonical(m.path) === path);
+    const asGiven = { asGiven: ref };
+    if (same) return { kind: "configured", name: same.name, model: same, ...asGiven };
+    return { kind: "path", name: path, ...(path === ref ? {} : asGiven) };
+  }
   const available = models.map((m) => m.name);
   throw new CoreError(
     "invalid_request",

@@ -1,7 +1,7 @@
 import { randomInt } from "node:crypto";
 import { pickAgent } from "../agent/turn/pick-agent.ts";
 import { isRewrite } from "../agent/turn/rewrite.ts";
-import { chooseChatModel } from "../config/choose-model.ts";
+import { chooseChatModel, shownName } from "../config/choose-model.ts";
 import { ChatEventFields, ChatParamsSchema, ChatResultSchema } from "../protocol/chat.ts";
 import { defineMethod } from "./definition.ts";
 import { modelsApi } from "./models-api.ts";
@@ -63,7 +63,7 @@ export const chat = defineMethod({
         randomId,
         now: () => new Date(),
       });
-      return { ...result, model: model.name, dropped_events: ctx.droppedEvents };
+      return { ...result, model: shownName(model), dropped_events: ctx.droppedEvents };
     } finally {
       watch?.done();
       // After the result: the job waits a moment, so the result goes out before any embedding.

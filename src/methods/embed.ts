@@ -1,4 +1,4 @@
-import { chooseEmbedModel } from "../config/choose-model.ts";
+import { chooseEmbedModel, shownName } from "../config/choose-model.ts";
 import { EmbedParamsSchema, EmbedResultSchema } from "../protocol/embed.ts";
 import { defineMethod } from "./definition.ts";
 import { modelsApi } from "./models-api.ts";
@@ -16,6 +16,6 @@ export const embed = defineMethod({
     const model = chooseEmbedModel(services.config(), params.model);
     const input = typeof params.input === "string" ? [params.input] : params.input;
     const out = await modelsApi(services, model.name).embed(model, input, ctx.signal);
-    return { model: model.name, ...out };
+    return { model: shownName(model), ...out };
   },
 });

@@ -1,5 +1,5 @@
 import type { PromptReuse } from "../agent/kv/reuse.ts";
-import type { ModelChoice } from "../config/choose-model.ts";
+import { type ModelChoice, shownName } from "../config/choose-model.ts";
 import { configuredModels } from "../config/model-entry.ts";
 import type { Config } from "../config/schema.ts";
 import { EmbedError } from "../llama/embed-error.ts";
@@ -161,14 +161,15 @@ export class SeveralModels implements ModelsApi {
       signal: options.signal,
       onProgress: (p) => options.onProgress(p as WarmupProgress),
     });
-    return { model: r.model, state: "ready", memory_bytes: r.memory_bytes };
+    return { model: shownName(model), state: "ready", memory_bytes: r.memory_bytes };
   }
 
   async unload(model: ModelChoice, options: { force: boolean }): Promise<ModelsUnloadResult> {
     const s = this.scheduler.snapshot().models.find((m) => m.name === model.name)?.state;
-    if (s === undefined || s === "unloaded" || s === "failed") return { model: model.name, unloaded: false };
+    if (s === undefined || s === "unloaded" || s === "failed")
+      return { model: shownName(model), unloaded: false };
     await this.scheduler.unload(model.name, { force: options.force });
-    return { model: model.name, unloaded: true };
+    return { model: shownName(model), unloaded: true };
   }
 
   async embed(model: ModelChoice, input: string[], signal: AbortSignal): Promise<Omit<EmbedResult, "model">> {

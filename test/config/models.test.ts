@@ -167,9 +167,15 @@ describe("choosing a model", () => {
     expect(chooseChatModel(config, "default", writer).name).toBe("default");
   });
 
-  test("a path or hf: reference is taken as given", () => {
-    for (const ref of ["/m/other.gguf", "models/x.gguf", "other.GGUF", "C:\\m\\x.gguf", "hf:org/name:Q8_0"])
+  test("a path or hf: reference: an absolute path or a reference as given, a relative one made absolute", () => {
+    for (const ref of ["/m/other.gguf", "hf:org/name:Q8_0"])
       expect(chooseChatModel(config, ref, writer)).toEqual({ kind: "path", name: ref });
+    for (const ref of ["models/x.gguf", "other.GGUF"])
+      expect(chooseChatModel(config, ref, writer)).toEqual({
+        kind: "path",
+        name: join(process.cwd(), ref),
+        asGiven: ref,
+      });
   });
 
   test("an unknown name → invalid_request, model_not_found, with the names", () => {

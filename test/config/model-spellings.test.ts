@@ -1,0 +1,44 @@
+import { describe, expect, test } from "bun:test";
+import { mkdirSync, symlinkSync, writeFileSync } from "node:fs";
+import { join, relative } from "node:path";
+import { chooseChatModel, findModel, shownName } from "../../src/config/choose-model.ts";
+import { parseConfigText } from "../../src/config/load.ts";
+import { tmpdir } from "../fixtures/tmpdir.ts";
+
+// One GGUF, one llama-server, however a request spells its path (docs/models.md "Several models").
+
+function stack(dir: string) {
+  for (const f of ["model.gguf", "second.gguf", "other.gguf"]) writeFileSync(join(dir, f), "GGUF");
+  mkdirSync(join(dir, "sub"));
+  symlinkSync(join(dir, "second.gguf"), join(dir, "sub", "link.gguf"));
+  const text = "model:\n  path: ./model.gguf\nmodels:\n  - {name: second, path: ./second.gguf}\n";
+  return parseConfigText(text, join(dir, "config.yaml")).config;
+}
+
+describe("a model by path", () => {
+  test("a configured model's file, however spelled, is that model; the result shows the request's spelling", () => {
+    using dir = tmpdir();
+    const config = stack(dir.path);
+    const spellings = [
+      join(dir.path, "second.gguf"),
+      join(dir.path, "x", "..", "second.gguf"),
+      relative(process.cwd(), join(dir.path, "second.gguf")),
+      join(dir.path, "sub", "link.gguf"),
+    ];
+    for (const ref of spellings) {
+      const choice = findModel(config, ref);
+      expect(choice).toMatchObject({ kind: "configured", name: "second" });
+      expect(shownName(choice)).toBe(ref);
+    }
+    expect(chooseChatModel(config, join(dir.path, "model.gguf"), undefined).name).toBe("default");
+  });
+
+  test("two spellings of one unconfigured file are one model", () => {
+    using dir = tmpdir();
+    const config = stack(dir.path);
+    const a = findModel(config, join(dir.path, "other.gguf"));
+    const b = findModel(config, relative(process.cwd(), join(dir.path, "sub", "..", "other.gguf")));
+    expect(a.kind).toBe("path");
+    expect(b.name).toBe(a.name);
+  });
+});
