@@ -96,13 +96,8 @@ export class Supervisor implements LlamaProvider {
 
   /** Started when needed and ready, no slot taken; the signal aborts as that server ends (model-runtime.ts `ready`). */
   async ready(...[signal, onProgress, options]: Parameters<Supervisor["acquire"]>): Promise<AbortSignal> {
-    const running = await this.whenRunning(
-      signal,
-      onProgress,
-      options?.explicit === true,
-      options?.prestarted,
-    );
-    return running.launch.died;
+    const explicit = options?.explicit === true;
+    return (await this.whenRunning(signal, onProgress, explicit, options?.prestarted)).launch.died;
   }
 
   /**
