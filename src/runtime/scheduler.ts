@@ -1,7 +1,6 @@
-import { CoreError, cancelledError } from "../protocol/errors.ts";
+import { cancelledError } from "../protocol/errors.ts";
 import { abortable } from "../util/abortable.ts";
 import { logUnexpected } from "../util/logger.ts";
-import type { StateCell } from "../util/state-cell.ts";
 import type { AcquireOptions, StartTicket } from "./endpoint.ts";
 import type { DeviceBytes, HeldModel } from "./memory-fit.ts";
 import { type ModelLease, modelLease } from "./model-lease.ts";
@@ -13,26 +12,11 @@ import {
   type SchedulerProgress,
   type Timers,
 } from "./model-runtime.ts";
-import { heldBy, type Live, type ModelState, modelCell } from "./model-state.ts";
+import { heldBy, type Live, type ModelState } from "./model-state.ts";
 import { Room } from "./room.ts";
+import { busy, chats, type Entry, newEntry, settleDead } from "./scheduler-entry.ts";
 import { modelBusy, notLoaded, schedulerClosed } from "./scheduler-errors.ts";
 import { memoryRows, modelRow, type SchedulerSnapshot } from "./scheduler-snapshot.ts";
-
-/** One model the scheduler knows: its state and what is asked of it. */
-interface Entry {
-  name: string;
-  cell: StateCell<ModelState>;
-  /** Chats holding a lease on it or waiting for one: busy while above 0. */
-  users: number;
-  /** Chats (and embeds) on it from their request to their end (`claim`): busy while above 0 too. */
-  claims: number;
-  /** Those in its runtime's acquire or holding its lease: a server that dies under them is theirs to restart. */
-  leases: number;
-  lastUsedAt: number | null;
-  /** `models.load`'s pin, over the config's. */
-  pin: boolean | undefined;
-  idleTimer: unknown;
-}
 
 type Progress = ((p: SchedulerProgress) => void) | undefined;
 const never = new AbortController().signal;
@@ -146,7 +130,13 @@ export class Scheduler {
     if (this.closing) throw schedulerClosed();
     const entry = this.entry(model);
     if (opts.pin !== undefined) entry.pin = opts.pin;
-    const live = await this.ready(entry, opts.signal ?? never, opts.onProgress, true);
+    let live: Live;
+    try {
+      live = await this.ready(entry, opts.signal ?? never, opts.onProgress, true);
+    } catch (err) {
+      this.forget(entry);
+      throw err;
+    }
     this.armIdle(entry);
     return { model, state: "loaded", memory_bytes: Object.values(live.bytes).reduce((a, b) => a + b, 0) };
   }
@@ -154,13 +144,20 @@ export class Scheduler {
   /**
    * `models.unload`: stops `model`'s llama-server after saving its sessions' KV state. Refused
    * (`model_busy`) while a chat runs on it or waits for it, unless `force`: then those chats
-   * end `cancelled`. An unknown model, or one not loaded, is an `invalid_request`.
+   * end `cancelled`. A failed model is cleared (`unloaded`; a path's row goes). An unknown
+   * model, or one not loaded, is an `invalid_request`.
    */
   async unload(model: string, opts: { force?: boolean } = {}): Promise<void> {
     const entry = this.entries.get(model);
-    const s = entry?.cell.get();
-    if (!entry || !s || s.kind === "unloaded" || s.kind === "failed") {
+    const s = entry && settleDead(entry, this.timers);
+    if (!entry || !s || s.kind === "unloaded") {
       throw notLoaded(model, entry !== undefined || this.configuredPin(model) !== undefined);
+    }
+    if (s.kind === "failed") {
+      entry.cell.swap(s, { kind: "unloaded" });
+      await s.runtime?.stop().catch((err) => logUnexpected(`stopping model ${model} failed`, err));
+      this.forget(entry);
+      return;
     }
     if (s.kind === "unloading") return s.done;
     if (busy(entry)) {
@@ -192,12 +189,17 @@ export class Scheduler {
 
   /** What `status` shows: every configured model and any other known, and memory per device. */
   snapshot(): SchedulerSnapshot {
+    // Dead servers seen as failed first; a path's failed row, with no chat on it, goes then.
+    for (const e of [...this.entries.values()]) {
+      settleDead(e, this.timers);
+      this.forget(e);
+    }
     const names = new Set([...this.options.configured().map((m) => m.name), ...this.entries.keys()]);
     const models = [...names].map((name) => {
       const e = this.entries.get(name);
       return modelRow({
         name,
-        state: e ? this.settle(e) : { kind: "unloaded" },
+        state: e?.cell.get() ?? { kind: "unloaded" },
         pinned: e ? this.pinned(e) : this.configuredPin(name) === true,
         chats: e ? chats(e) : 0,
         lastUsedAt: e?.lastUsedAt ?? null,
@@ -210,7 +212,7 @@ export class Scheduler {
   /** The model's runtime once loaded, for the methods that ask it directly (slots, snapshot). */
   loaded(model: string): Live | undefined {
     const e = this.entries.get(model);
-    const s = e && this.settle(e);
+    const s = e && settleDead(e, this.timers);
     return s?.kind === "loaded" ? s.live : undefined;
   }
 
@@ -235,16 +237,7 @@ export class Scheduler {
   private entry(name: string): Entry {
     let e = this.entries.get(name);
     if (!e) {
-      e = {
-        name,
-        cell: modelCell(name),
-        users: 0,
-        claims: 0,
-        leases: 0,
-        lastUsedAt: null,
-        pin: undefined,
-        idleTimer: undefined,
-      };
+      e = newEntry(name);
       this.entries.set(name, e);
     }
     return e;
@@ -267,11 +260,23 @@ export class Scheduler {
       return;
     }
     if (busy(e)) return;
-    const s = e.cell.get();
-    // A name asked for once that never loaded (a path, a typo) is not kept for status.
-    if (s.kind === "unloaded" && this.configuredPin(e.name) === undefined) this.entries.delete(e.name);
+    this.forget(e);
     this.armIdle(e);
     this.room.notify();
+  }
+
+  /**
+   * A path (never a configured name) that no chat uses and that runs nothing, unloaded or failed,
+   * is not kept for status: failed references would otherwise pile up (a dead server's kept
+   * runtime is closed with it).
+   */
+  private forget(e: Entry): void {
+    const s = e.cell.get();
+    if (busy(e) || this.configuredPin(e.name) !== undefined) return;
+    if (s.kind !== "unloaded" && s.kind !== "failed") return;
+    if (this.entries.get(e.name) === e) this.entries.delete(e.name);
+    if (s.kind === "failed")
+      s.runtime?.stop().catch((err) => logUnexpected(`stopping model ${e.name} failed`, err));
   }
 
   /** `llama.idle_unload_s`: an idle, unpinned loaded model is stopped after that long unused. */
@@ -288,31 +293,11 @@ export class Scheduler {
     }, ms);
   }
 
-  /**
-   * A loaded model whose llama-server died and is not restarting (no lease is out, whose
-   * reconnect would restart it) becomes `failed` here, as any reader looks: it holds no memory
-   * any more, and its runtime is kept for the next load to start again (model-state.ts).
-   */
-  private settle(e: Entry): ModelState {
-    const s = e.cell.get();
-    if (s.kind !== "loaded" || e.leases > 0) return s;
-    const snap = s.live.runtime.snapshot();
-    if (snap.state !== "stopped") return s;
-    const failed: ModelState = {
-      kind: "failed",
-      error: snap.lastError ?? new CoreError("internal_error", `model "${e.name}"'s llama-server stopped`),
-      runtime: s.live.runtime,
-    };
-    e.cell.swap(s, failed);
-    this.timers.clearTimeout(e.idleTimer);
-    return failed;
-  }
-
   /** The model loaded: at once, after an unload in progress, or by a load (begun or joined). */
   private async ready(e: Entry, signal: AbortSignal, onProgress: Progress, explicit: boolean): Promise<Live> {
     for (;;) {
       if (this.closing) throw schedulerClosed();
-      const s = this.settle(e);
+      const s = settleDead(e, this.timers);
       if (s.kind === "loaded") return s.live;
       if (s.kind === "unloading") {
         await abortable(s.done, signal);
@@ -375,7 +360,7 @@ export class Scheduler {
   private held(except: string): HeldModel[] {
     const out: HeldModel[] = [];
     for (const e of this.entries.values()) {
-      const s = this.settle(e);
+      const s = settleDead(e, this.timers);
       const bytes: DeviceBytes | undefined = heldBy(s);
       if (e.name === except || !bytes) continue;
       out.push({
@@ -389,9 +374,3 @@ export class Scheduler {
     return out;
   }
 }
-
-/** Whether a chat holds, waits for or has asked for the model. */
-const busy = (e: Entry) => e.users > 0 || e.claims > 0;
-
-/** The chats on it: each claimed chat also acquires within its claim, so the larger count is theirs. */
-const chats = (e: Entry) => Math.max(e.users, e.claims);

@@ -166,10 +166,10 @@ export class SeveralModels implements ModelsApi {
 
   async unload(model: ModelChoice, options: { force: boolean }): Promise<ModelsUnloadResult> {
     const s = this.scheduler.snapshot().models.find((m) => m.name === model.name)?.state;
-    if (s === undefined || s === "unloaded" || s === "failed")
-      return { model: shownName(model), unloaded: false };
+    if (s === undefined || s === "unloaded") return { model: shownName(model), unloaded: false };
+    // A failed model is cleared (a path's row goes); it ran nothing to stop.
     await this.scheduler.unload(model.name, { force: options.force });
-    return { model: shownName(model), unloaded: true };
+    return { model: shownName(model), unloaded: s !== "failed" };
   }
 
   async embed(model: ModelChoice, input: string[], signal: AbortSignal): Promise<Omit<EmbedResult, "model">> {

@@ -1,0 +1,59 @@
+import { CoreError } from "../protocol/errors.ts";
+import type { StateCell } from "../util/state-cell.ts";
+import type { Timers } from "./model-runtime.ts";
+import { type ModelState, modelCell } from "./model-state.ts";
+
+/** One model the scheduler knows: its state and what is asked of it. */
+export interface Entry {
+  name: string;
+  cell: StateCell<ModelState>;
+  /** Chats holding a lease on it or waiting for one: busy while above 0. */
+  users: number;
+  /** Chats (and embeds) on it from their request to their end (`claim`): busy while above 0 too. */
+  claims: number;
+  /** Those in its runtime's acquire or holding its lease: a server that dies under them is theirs to restart. */
+  leases: number;
+  lastUsedAt: number | null;
+  /** `models.load`'s pin, over the config's. */
+  pin: boolean | undefined;
+  idleTimer: unknown;
+}
+
+export function newEntry(name: string): Entry {
+  return {
+    name,
+    cell: modelCell(name),
+    users: 0,
+    claims: 0,
+    leases: 0,
+    lastUsedAt: null,
+    pin: undefined,
+    idleTimer: undefined,
+  };
+}
+
+/** Whether a chat holds, waits for or has asked for the model. */
+export const busy = (e: Entry) => e.users > 0 || e.claims > 0;
+
+/** The chats on it: each claimed chat also acquires within its claim, so the larger count is theirs. */
+export const chats = (e: Entry) => Math.max(e.users, e.claims);
+
+/**
+ * A loaded model whose llama-server died and is not restarting (no lease is out, whose
+ * reconnect would restart it) becomes `failed` here, as any reader looks: it holds no memory
+ * any more, and its runtime is kept for the next load to start again (model-state.ts).
+ */
+export function settleDead(e: Entry, timers: Timers): ModelState {
+  const s = e.cell.get();
+  if (s.kind !== "loaded" || e.leases > 0) return s;
+  const snap = s.live.runtime.snapshot();
+  if (snap.state !== "stopped") return s;
+  const failed: ModelState = {
+    kind: "failed",
+    error: snap.lastError ?? new CoreError("internal_error", `model "${e.name}"'s llama-server stopped`),
+    runtime: s.live.runtime,
+  };
+  e.cell.swap(s, failed);
+  timers.clearTimeout(e.idleTimer);
+  return failed;
+}
