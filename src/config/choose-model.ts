@@ -93,8 +93,13 @@ export function findModel(config: Config, ref: string, canonical = canonicalPath
     if (same) return { kind: "configured", name: same.name, model: same, ...asGiven };
     return { kind: "path", name: path, ...(path === ref ? {} : asGiven) };
   }
-  const available = models.map((m) => m.name);
-  throw new CoreError(
+  throw modelNotFound(config, ref);
+}
+
+/** A name that is neither configured nor a path: `model_not_found` with the names there are. */
+export function modelNotFound(config: Config, ref: string): CoreError {
+  const available = configuredModels(config).map((m) => m.name);
+  return new CoreError(
     "invalid_request",
     `model: no model named '${ref}'; configured: ${available.join(", ")} (or give a GGUF's path or hf: reference)`,
     { field: "model", reason: "model_not_found", available },
@@ -102,7 +107,7 @@ export function findModel(config: Config, ref: string, canonical = canonicalPath
 }
 
 /** A path says so by a folder separator or the GGUF extension; a bare word is a name. */
-function looksLikePath(ref: string): boolean {
+export function looksLikePath(ref: string): boolean {
   return ref.includes("/") || ref.includes("\\") || ref.toLowerCase().endsWith(".gguf");
 }
 

@@ -1,4 +1,5 @@
 import { resolve } from "node:path";
+import { looksLikePath, modelNotFound } from "../config/choose-model.ts";
 import { configForModel } from "../config/model-entry.ts";
 import type { Config, LoadedConfig } from "../config/schema.ts";
 import type { PlanDeps } from "../plan/launch.ts";
@@ -41,6 +42,9 @@ export async function planReportWithHub(
   }
   const model = options.model;
   const named = model === undefined ? loaded.config : configForModel(loaded.config, model);
+  // A bare word that names no model is unknown, as for a chat (docs/models.md "Choosing"), not a file.
+  if (!named && model && !model.startsWith(HF_PREFIX) && !looksLikePath(model))
+    throw modelNotFound(loaded.config, model);
   const config: Config = named ?? {
     ...loaded.config,
     model: {

@@ -196,7 +196,7 @@ describe("the models listing names configured files and marks loaded ones", () =
 });
 
 describe("plan {model}", () => {
-  test("a configured name plans that entry with its own keys; a path as before", async () => {
+  test("a configured name plans that entry with its own keys; a path as before; an unknown name is model_not_found", async () => {
     using d = tmpdir();
     writeGguf(d.path, "main.gguf", tinyLlama());
     writeGguf(d.path, "second.gguf", tinyLlama());
@@ -207,11 +207,19 @@ describe("plan {model}", () => {
     const h = startHarness({ cwd: d.path });
     const named = await h.request({ id: 1, method: "plan", params: { model: "second" } }, 20_000);
     const byPath = await h.request({ id: 2, method: "plan", params: { model: "./main.gguf" } }, 20_000);
+    // A bare word that names no model: model_not_found with the names, as chat answers it.
+    const unknown = await h.request({ id: 3, method: "plan", params: { model: "nope" } }, 20_000);
     h.end();
     await h.exit;
     expect(named.result.model.path).toBe(join(d.path, "second.gguf"));
     expect(named.result.plan.argv.join(" ")).toContain("--second-only");
     expect(byPath.result.model.path).toBe(join(d.path, "main.gguf"));
     expect(byPath.result.plan.argv.join(" ")).not.toContain("--second-only");
+    expect(unknown.code).toBe("invalid_request");
+    expect(unknown.data).toEqual({
+      field: "model",
+      reason: "model_not_found",
+      available: ["default", "second"],
+    });
   });
 });
