@@ -174,8 +174,9 @@ export class SeveralModels implements ModelsApi {
 
   async embed(model: ModelChoice, input: string[], signal: AbortSignal): Promise<Omit<EmbedResult, "model">> {
     const watch = this.chatSignal(model, signal);
-    const lease = await this.scheduler.acquire(model.name, watch.signal);
+    let lease: Awaited<ReturnType<Scheduler["acquire"]>> | undefined;
     try {
+      lease = await this.scheduler.acquire(model.name, watch.signal);
       const out = await embed(lease, input, { signal: watch.signal });
       return {
         dimensions: out.embeddings[0]?.length ?? 1,
@@ -185,7 +186,8 @@ export class SeveralModels implements ModelsApi {
     } catch (err) {
       throw err instanceof EmbedError ? embedRefusal(err) : err;
     } finally {
-      lease.release();
+      // A failed load too ends the embed's claim on its model.
+      lease?.release();
       watch.done();
     }
   }

@@ -90,4 +90,12 @@ describe("SeveralModels", () => {
     expect(forced.signal.aborted).toBe(true);
     forced.done();
   });
+
+  test("an embed whose model fails to load ends its claim: the model is not left busy", async () => {
+    const { fleet, several } = setup(null);
+    fleet.spec("a").fail = new Error("it does not start");
+    const a = { kind: "path", name: "a" } as const;
+    await rejection(several.embed(a, ["x"], signal()));
+    expect(several.scheduler.snapshot().models.find((m) => m.name === "a")?.chats).toBe(0);
+  });
 });
