@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { wholeCharCut } from "../util/text-cut.ts";
 
 /**
  * A model on the hub as users write it: `org/name`, `org/name:Q4_K_M` (a quantization, matched
@@ -36,10 +37,18 @@ export const RepoFileSchema = z
   .string()
   .max(1000)
   .refine((s) => s.toLowerCase().endsWith(".gguf"), "the file must be a .gguf")
-  .refine(
-    (s) => !s.split("/").some((seg) => seg === "" || seg === "." || seg === ".."),
-    "the file path must stay inside the repo",
+  .refine(staysInRepo, "the file path must stay inside the repo (no '..', backslash or control character)");
+
+/**
+ * A file path the cache can hold under the repo's snapshot: what the hub's listing may not name
+ * either (docs/models.md, `bad_listing`); on Windows a backslash ends a folder.
+ */
+function staysInRepo(path: string): boolean {
+  return (
+    !path.split("/").some((seg) => seg === "" || seg === "." || seg === "..") &&
+    !/[\\\x00-\x1f\x7f]/.test(path)
   );
+}
 
 /**
  * A branch, tag or commit: it becomes a file under refs/ in the cache, so no '..' segment, no
@@ -61,18 +70,25 @@ export function parseModelRef(text: string, revision = "main"): ModelRef {
   const colon = text.indexOf(":");
   const repo = colon === -1 ? text : text.slice(0, colon);
   const rest = colon === -1 ? "" : text.slice(colon + 1);
+  // A message quotes at most the start of what it was given (a 100,000-character reference
+  // made a 100 KB error line).
+  const shown = JSON.stringify(text.length > 120 ? `${text.slice(0, wholeCharCut(text, 120))}…` : text);
   const checked = RepoIdSchema.safeParse(repo);
-  if (!checked.success) throw new Error(`"${text}": ${checked.error.issues[0]?.message ?? "not a hub repo"}`);
+  if (!checked.success) throw new Error(`${shown}: ${checked.error.issues[0]?.message ?? "not a hub repo"}`);
   if (colon !== -1 && rest === "")
-    throw new Error(`"${text}": nothing after ':' (write a quantization such as Q4_K_M, or a file)`);
+    throw new Error(`${shown}: nothing after ':' (write a quantization such as Q4_K_M, or a file)`);
   if (rest === "") return { repo, revision };
   if (rest.toLowerCase().endsWith(".gguf")) {
-    if (rest.split("/").some((seg) => seg === "" || seg === "." || seg === ".."))
-      throw new Error(`"${text}": the file path must stay inside the repo`);
+    if (!staysInRepo(rest))
+      throw new Error(
+        `${shown}: the file path must stay inside the repo (no '..', backslash or control character)`,
+      );
     return { repo, file: rest, revision };
   }
   if (!/^[A-Za-z0-9_.-]+$/.test(rest))
-    throw new Error(`"${text}": "${rest}" is neither a quantization nor a .gguf file`);
+    throw new Error(
+      `${shown}: ${JSON.stringify(rest.slice(0, 64))} is neither a quantization nor a .gguf file`,
+    );
   return { repo, quant: rest, revision };
 }
 

@@ -25,3 +25,22 @@ describe("model references", () => {
     expect(() => parseModelRef("org/m:Q4 K")).toThrow("neither");
   });
 });
+
+describe("hostile references", () => {
+  test("a backslash or control character in the file part is refused: a path that must stay inside the repo", () => {
+    for (const ref of ["o/r:..\\..\\x.gguf", "o/r:a\\b.gguf", "o/r:a\u0001.gguf"])
+      expect(() => parseModelRef(ref)).toThrow(/must stay inside the repo/);
+  });
+
+  test("a message quotes at most the reference's first 120 characters", () => {
+    let message = "";
+    try {
+      parseModelRef(`owner/${"a".repeat(100_000)}`);
+    } catch (err) {
+      message = (err as Error).message;
+    }
+    expect(message.length).toBeGreaterThan(0);
+    expect(message.length).toBeLessThan(300);
+    expect(message).toContain("…");
+  });
+});
