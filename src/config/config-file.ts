@@ -1,5 +1,5 @@
 import { CoreError } from "../protocol/errors.ts";
-import { FileTooLarge, NotRegularFile, readSmallFile } from "../util/read-file.ts";
+import { FileTooLarge, NotRegularFile, readFailure, readSmallFile } from "../util/read-file.ts";
 
 /** Largest config file read (1 MiB): a real one is a few KiB; this bounds what a mistake costs. */
 export const CONFIG_MAX_BYTES = 1024 * 1024;
@@ -16,7 +16,7 @@ export function readConfigFile(file: string): string {
           : `${file} is not a regular file (${err.kind})`
         : err instanceof FileTooLarge
           ? `${file} is ${err.bytes} bytes, over the limit of ${CONFIG_MAX_BYTES} bytes for a config file`
-          : `cannot read ${file}: ${(err as Error).message}`;
+          : `cannot read ${file}: ${readFailure(err)}`;
     throw new CoreError("config_invalid", message, { file, line: null, key: null });
   }
 }

@@ -1,4 +1,4 @@
-import { existsSync } from "node:fs";
+import { existsSync, statSync } from "node:fs";
 import { dirname, isAbsolute, resolve } from "node:path";
 import { isMap, LineCounter, parseDocument } from "yaml";
 import type { z } from "zod";
@@ -17,7 +17,9 @@ export const DEFAULT_CONFIG_FILE = "config.yaml";
  */
 export function loadConfig(path: string, cwd: string = process.cwd()): LoadedConfig {
   const file = resolve(cwd, path);
-  if (!existsSync(file)) {
+  // Only a path that names nothing is missing: a loop of links, a folder not searchable… are
+  // the file's problem, named by the read (config-file.ts).
+  if (!existsSync(file) && statCode(file) === "ENOENT") {
     throw new CoreError("config_missing", `no config file at ${file}`, { file });
   }
   return parseConfigText(readConfigFile(file), file);
@@ -30,7 +32,9 @@ export function parseConfigText(text: string, file: string): LoadedConfig {
   const yamlError = doc.errors[0];
   if (yamlError) {
     const line = yamlError.linePos?.[0]?.line ?? lineOf(lineCounter, yamlError.pos[0]);
-    const reason = yamlError.message.split("\n")[0];
+    const said = yamlError.message.split("\n")[0] ?? "";
+    // The parser's own recursion ran out: say what the file did, not what the runtime felt.
+    const reason = /call stack/i.test(said) ? "nested too deeply to read" : said;
     throw new CoreError("config_invalid", `${file}:${line}: YAML syntax error: ${reason}`, {
       file,
       line,
@@ -194,4 +198,13 @@ function resolvePaths(config: Config, dir: string): Config {
     })),
     memory: { ...config.memory, folders: config.memory.folders.map((f) => abs(dir, f)) },
   };
+}
+
+function statCode(file: string): string | undefined {
+  try {
+    statSync(file);
+    return undefined;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code;
+  }
 }

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { writeFileSync } from "node:fs";
+import { symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { CONFIG_MAX_BYTES } from "../../src/config/config-file.ts";
 import { loadConfig, parseConfigText } from "../../src/config/load.ts";
@@ -112,6 +112,26 @@ describe("config files that are not regular files (issue 10 item 12)", () => {
     expect(r.code).toBe("config_invalid");
     expect(r.message).toContain("/dev/zero");
     expect(r.message).toContain("not a regular file");
+  });
+
+  test("YAML nested deeper than the parser can follow is config_invalid saying so", () => {
+    const text = `a: ${"[".repeat(20_000)}1${"]".repeat(20_000)}\n`;
+    const err = coreErrorOf(() => parseConfigText(text, "/c/config.yaml"));
+    expect(err).toMatchObject({ code: "config_invalid", data: { line: 1 } });
+    expect(err.message).toContain("nested too deeply to read");
+  });
+
+  test("a loop of symbolic links is config_invalid saying so; a link to nothing is config_missing", () => {
+    using dir = tmpdir();
+    const a = join(dir.path, "a.yaml");
+    symlinkSync(join(dir.path, "b.yaml"), a);
+    symlinkSync(a, join(dir.path, "b.yaml"));
+    const loop = coreErrorOf(() => loadConfig(a));
+    expect(loop).toMatchObject({ code: "config_invalid", data: { file: a } });
+    expect(loop.message).toContain("a loop of symbolic links");
+    const dangling = join(dir.path, "c.yaml");
+    symlinkSync(join(dir.path, "nothing.yaml"), dangling);
+    expect(coreErrorOf(() => loadConfig(dangling)).code).toBe("config_missing");
   });
 
   test("a regular file over the size cap is config_invalid naming the size and the cap", () => {
