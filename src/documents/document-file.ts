@@ -1,4 +1,5 @@
 import { stat } from "node:fs/promises";
+import { isAbsolute } from "node:path";
 import { FileTooLarge, NotRegularFile, readFailure, readFileBytesAsync } from "../util/read-file.ts";
 import { MAX_DOCUMENT_BYTES } from "./limits.ts";
 import { documentProblem } from "./refusal.ts";
@@ -10,6 +11,9 @@ import { documentProblem } from "./refusal.ts";
  * byte is read. Every failure is `invalid_request` naming the path.
  */
 export async function readDocumentFile(path: string): Promise<Uint8Array> {
+  // As an image's path (images/prepare.ts): relative to what would be the core's own folder,
+  // which a host does not choose.
+  if (!isAbsolute(path)) throw documentProblem("unreadable", `path must be absolute (${path})`);
   try {
     return await readFileBytesAsync(path, MAX_DOCUMENT_BYTES);
   } catch (err) {

@@ -45,6 +45,8 @@ describe("a document read from a path", () => {
     await expect(readDocumentFile(join(dir.path, "gone"))).rejects.toThrow(
       refused("unreadable", /gone .*no such file/),
     );
+    // Relative to nothing the host chose: refused as an image's is.
+    await expect(readDocumentFile("notes.md")).rejects.toThrow(refused("unreadable", /path must be absolute/));
     // Not Node's "must be a string, Uint8Array, or URL without null bytes".
     await expect(readDocumentFile(join(dir.path, "a\0.txt"))).rejects.toThrow(
       refused("unreadable", /cannot be read: the path holds a NUL character$/),
