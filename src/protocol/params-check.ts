@@ -65,5 +65,8 @@ function describeParamsError(error: z.ZodError): string {
   const issue = error.issues[0];
   if (!issue) return "invalid params";
   const field = issue.path.length ? `params.${issue.path.join(".")}` : "params";
+  // zod says "Invalid input: expected string, received undefined" of a field left out.
+  if (issue.code === "invalid_type" && /received undefined$/.test(issue.message))
+    return `${field}: required (${issue.expected})`;
   return `${field}: ${issue.message}`;
 }

@@ -1,7 +1,9 @@
 import { describe, expect, test } from "bun:test";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { loneSurrogatePath } from "../../src/protocol/params-check.ts";
+import { z } from "zod";
+import { checkedParams, loneSurrogatePath } from "../../src/protocol/params-check.ts";
+import { coreErrorOf } from "../fixtures/core-error.ts";
 import { writeStack } from "../fixtures/stack.ts";
 import { startHarness } from "../fixtures/stdio-harness.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
@@ -25,6 +27,18 @@ describe("loneSurrogatePath", () => {
     let deep: unknown = "\ud800";
     for (let i = 0; i < 200_000; i++) deep = [deep];
     expect(loneSurrogatePath(deep)?.length).toBe(200_000);
+  });
+});
+
+describe("checkedParams", () => {
+  test("a field left out is 'required', not zod's 'received undefined'", () => {
+    const schema = z.object({ model: z.string(), n: z.number().optional() });
+    const err = coreErrorOf(() => checkedParams(schema, {}));
+    expect(err).toMatchObject({ code: "invalid_request", data: { field: "model" } });
+    expect(err.message).toBe("params.model: required (string)");
+    expect(coreErrorOf(() => checkedParams(schema, { model: 1 })).message).toContain(
+      "expected string, received number",
+    );
   });
 });
 
