@@ -46,7 +46,9 @@ describe("a document read from a path", () => {
       refused("unreadable", /gone .*no such file/),
     );
     // Relative to nothing the host chose: refused as an image's is.
-    await expect(readDocumentFile("notes.md")).rejects.toThrow(refused("unreadable", /path must be absolute/));
+    await expect(readDocumentFile("notes.md")).rejects.toThrow(
+      refused("unreadable", /path must be absolute/),
+    );
     // Not Node's "must be a string, Uint8Array, or URL without null bytes".
     await expect(readDocumentFile(join(dir.path, "a\0.txt"))).rejects.toThrow(
       refused("unreadable", /cannot be read: the path holds a NUL character$/),
