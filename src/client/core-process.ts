@@ -60,6 +60,8 @@ export class CoreProcess {
   /** Set by retire(). */
   retired = false;
   private exitWaiters: ((info: ExitInfo) => void)[] = [];
+  /** Of what write() queued, in writableLength's units: with it, what the core has read since. */
+  private queuedUnits = 0;
   /** Set while stdin holds data the core has not read: fires onInputStalled. */
   private stallTimer: ReturnType<typeof setTimeout> | undefined;
 
@@ -104,24 +106,42 @@ export class CoreProcess {
     if (!this.running || !stdin || stdin.destroyed || !stdin.writable) return { kind: "closed" };
     if (stdin.writableLength >= MAX_QUEUED_INPUT_BYTES)
       return { kind: "backlog", queuedBytes: stdin.writableLength };
-    if (!stdin.write(`${line}\n`)) this.watchDrain();
+    const before = stdin.writableLength;
+    const flowing = stdin.write(`${line}\n`);
+    this.queuedUnits += stdin.writableLength - before;
+    if (!flowing) this.watchDrain();
     return { kind: "written" };
   }
 
-  /** Stdin is full: the core must drain it within inputStallMs, or it is taken for hung. */
+  /**
+   * Stdin is full: the core must read some of it within each inputStallMs, or it is taken for
+   * hung. Progress, not emptiness: a busy core reading a burst slowly is not hung.
+   */
   private watchDrain(): void {
     const stdin = this.child.stdin;
     const ms = this.options.inputStallMs;
     if (this.stallTimer || !stdin || !(ms > 0)) return;
+    // What the core has read of what was queued, in the units writableLength counts.
+    const taken = () => this.queuedUnits - stdin.writableLength;
+    let seen = taken();
     const drained = () => {
       clearTimeout(this.stallTimer);
       this.stallTimer = undefined;
     };
     stdin.once("drain", drained);
-    this.stallTimer = setTimeout(() => {
+    const check = () => {
+      this.stallTimer = undefined;
+      if (!this.running || stdin.writableLength === 0) return void stdin.off("drain", drained);
+      if (taken() > seen) {
+        seen = taken();
+        this.stallTimer = setTimeout(check, ms);
+        this.stallTimer.unref?.();
+        return;
+      }
       stdin.off("drain", drained);
-      if (this.running && stdin.writableLength > 0) this.handlers.onInputStalled(ms, stdin.writableLength);
-    }, ms);
+      this.handlers.onInputStalled(ms, stdin.writableLength);
+    };
+    this.stallTimer = setTimeout(check, ms);
     this.stallTimer.unref?.();
   }
 

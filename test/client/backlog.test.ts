@@ -52,4 +52,22 @@ describe("a core that stops reading its input", () => {
     expect(child.signals).toEqual(["SIGTERM"]);
     expect(warnings.some((w) => w.includes("taken for hung; stopping it"))).toBe(true);
   });
+
+  test("a core that reads its input slowly, but reads, is not taken for hung", async () => {
+    const child = new FakeChild();
+    const client = track(
+      await LocalAiClient.start({ binary: "local-ai", requestTimeoutMs: 300, spawn: child.spawn }),
+    );
+    child.readDelayMs = 40;
+    const line = "x".repeat(100 * 1024);
+    // 30 lines read 40 ms apart: stdin stays full for over a second, four times the limit.
+    const calls = Array.from({ length: 30 }, () =>
+      rejection(client.request("embed", { input: [line] }, { timeoutMs: 0 })),
+    );
+    await new Promise((r) => setTimeout(r, 1600));
+    expect(child.signals).toEqual([]);
+    expect(client.running).toBe(true);
+    expect(child.bytesRead).toBeGreaterThan(29 * line.length);
+    void calls;
+  });
 });

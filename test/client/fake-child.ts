@@ -28,6 +28,8 @@ export class FakeChild extends EventEmitter {
   exited = false;
   /** Set false to stop reading stdin: writes stay queued on the client's side. */
   reading = true;
+  /** How long it takes over each write it reads (a busy core reading slowly). */
+  readDelayMs = 0;
   /** Set to answer initialize with this error code instead of a result. */
   initError: string | undefined;
   /** Exit (code 0) on end of input, as the real core does. */
@@ -40,9 +42,13 @@ export class FakeChild extends EventEmitter {
       // One write at a time: while not reading, the callback is never called, so the rest queue.
       write: (chunk: Buffer, _enc, done) => {
         if (!this.reading) return;
-        this.bytesRead += chunk.length;
-        this.take(String(chunk));
-        done();
+        const read = () => {
+          this.bytesRead += chunk.length;
+          this.take(String(chunk));
+          done();
+        };
+        if (this.readDelayMs > 0) setTimeout(read, this.readDelayMs);
+        else read();
       },
       final: (done) => {
         this.stdinEnded = true;
