@@ -112,6 +112,9 @@ export class CoreLifecycle {
         stopGraceMs: this.stopGraceMs,
         logger: this.options.logger,
       });
+    // A core being stopped because it could not answer (its stdout closed, its stdin unread) is
+    // let finish its stop, llama-server's included: its own timer kills it after the grace.
+    else if (proc?.running && proc.stopping) await proc.waitForExit();
     else proc?.kill("SIGKILL");
     this.connection.failAll(closedError());
   }

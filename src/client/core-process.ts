@@ -60,6 +60,8 @@ export class CoreProcess {
   /** Set by retire(). */
   retired = false;
   private exitWaiters: ((info: ExitInfo) => void)[] = [];
+  /** stop() has begun: it ends by itself, killed at the latest after its grace. */
+  stopping = false;
   /** Of what write() queued, in writableLength's units: with it, what the core has read since. */
   private queuedUnits = 0;
   /** Set while stdin holds data the core has not read: fires onInputStalled. */
@@ -166,6 +168,7 @@ export class CoreProcess {
    */
   stop(graceMs: number, signal?: NodeJS.Signals): void {
     if (!this.running) return;
+    this.stopping = true;
     this.endInput();
     if (signal) this.kill(signal);
     const timer = setTimeout(() => this.kill("SIGKILL"), graceMs);

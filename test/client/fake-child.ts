@@ -34,6 +34,8 @@ export class FakeChild extends EventEmitter {
   initError: string | undefined;
   /** Exit (code 0) on end of input, as the real core does. */
   exitOnEof = true;
+  /** How long that exit takes (stopping llama-server first, as the real core does). */
+  eofExitDelayMs = 0;
   private partial = "";
 
   constructor(private readonly onRequest: (req: FakeRequest, child: FakeChild) => void = () => {}) {
@@ -53,7 +55,7 @@ export class FakeChild extends EventEmitter {
       final: (done) => {
         this.stdinEnded = true;
         done();
-        if (this.exitOnEof) this.exit(0, null);
+        if (this.exitOnEof) setTimeout(() => this.exit(0, null), this.eofExitDelayMs);
       },
     });
     this.stdin.on("error", () => {});

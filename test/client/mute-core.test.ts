@@ -69,4 +69,18 @@ describe("a core whose stdout closes while it runs", () => {
     expect(exits).toEqual([expect.objectContaining({ expected: false, signal: "SIGKILL" })]);
     expect(Date.now() - started).toBeGreaterThanOrEqual(5000);
   }, 20_000);
+
+  test("a shutdown() while it stops lets that stop finish: no SIGKILL before its own exit", async () => {
+    const child = new FakeChild();
+    child.eofExitDelayMs = 800;
+    const client = track(await LocalAiClient.start({ binary: "local-ai", spawn: child.spawn }));
+    child.mute();
+    // The client sees the closed stdout (500 ms), then closes the core's stdin; it exits 800 ms later.
+    await new Promise((r) => setTimeout(r, 700));
+    expect(child.stdinEnded).toBe(true);
+    expect(child.exited).toBe(false);
+    await client.shutdown();
+    expect(child.exited).toBe(true);
+    expect(child.signals).toEqual([]);
+  });
 });
