@@ -366,7 +366,9 @@ export class Scheduler {
       out.push({
         name: e.name,
         bytes,
-        busy: busy(e) || s.kind !== "loaded",
+        // A chat's claim alone does not keep it (only `unload` honours claims): a chat claimed on
+        // it may be waiting for its session, held by a chat that needs this room (a cycle).
+        busy: e.users > 0 || s.kind !== "loaded",
         pinned: this.pinned(e),
         lastUsedAt: e.lastUsedAt ?? 0,
       });

@@ -36,16 +36,23 @@ describe("Scheduler: a chat's claim", () => {
     release();
   });
 
-  test("a claimed model is never unloaded to make room", async () => {
+  test("a claim alone does not keep a model from being unloaded to make room; a chat in its acquire does", async () => {
+    // The claimed chat may be waiting for its session, which the chat needing the room holds.
     const { scheduler, row } = schedulerOver({ a: { gib: 6 }, b: { gib: 6 } });
     await scheduler.load("a");
     const release = scheduler.claim("a");
-    const b = scheduler.acquire("b", signal());
+    const b = await scheduler.acquire("b", signal());
+    expect(row("a")?.state).toBe("unloaded");
+    expect(row("b")?.state).toBe("loaded");
+    b.release();
+    release();
+    const held = await scheduler.acquire("a", signal());
+    const b2 = scheduler.acquire("b", signal());
     await Bun.sleep(0);
     expect(row("a")?.state).toBe("loaded");
     expect(row("b")?.state).toBe("loading");
-    release();
-    (await b).release();
+    held.release();
+    (await b2).release();
     expect(row("a")?.state).toBe("unloaded");
   });
 
