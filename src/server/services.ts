@@ -289,12 +289,13 @@ export class CoreServices implements Services {
           return false;
         }
       },
-      // What notes quote, erased by another core on the folder; a store that fails vouches for none.
+      // What notes quote, erased by another core on the folder. A store that fails vouches for
+      // none, and erases none: the record is neither used nor saved, the others are kept.
       gone: (u, quoted) => {
         try {
           return this.store().sourcesGone(u, quoted);
         } catch {
-          return [...quoted.keys()];
+          return null;
         }
       },
     });

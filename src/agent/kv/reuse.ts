@@ -49,8 +49,8 @@ export interface ReuseDeps {
   cacheRamBytes(): number | null;
   /** Whether the session is still in the database (another core may have erased it); none: yes. */
   stored?: (userId: string, sessionId: string) => boolean;
-  /** Of the sources a record's notes quote (with their passages' rows), those no longer stored; none: all are. */
-  gone?: (userId: string, quoted: ReadonlyMap<string, readonly number[]>) => string[];
+  /** Of the sources a record's notes quote (with their passages' rows), those no longer stored; null: cannot tell. */
+  gone?: (userId: string, quoted: ReadonlyMap<string, readonly number[]>) => string[] | null;
   now?: () => number;
 }
 
@@ -209,13 +209,12 @@ export class PromptReuse {
     this.deps.disk?.removeSource(userId, ...sources);
   }
 
-  /**
-   * Whether all the record's notes quote is still stored, asked when it is used or saved (another
-   * core's erase reaches only its own records): what is gone is forgotten as by `forgetSource`.
-   */
+  /** Whether all the record's notes quote is still stored (another core's erase reaches only its own
+   *  records): what is gone is forgotten as by `forgetSource`; a store that cannot tell: not used. */
   private quotable(userId: string, record: PromptRecord): boolean {
     if (record.notes.length === 0 || !this.deps.gone) return true;
     const gone = this.deps.gone(userId, quotedPassages(record));
+    if (gone === null) return false;
     if (gone.length > 0) this.forgetSource(userId, ...gone);
     return gone.length === 0;
   }

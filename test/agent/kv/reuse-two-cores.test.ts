@@ -119,4 +119,21 @@ describe("a source erased by another core, in this core's prompt records", () =>
       expect(quoting(a)).toEqual([]);
     }, 20_000);
   }
+
+  test("a store that cannot answer the check: the record is neither used nor saved, and nothing is erased", async () => {
+    await using h = core();
+    await recalled(h, "document");
+    const store = h.services.store();
+    const check = store.sourcesGone.bind(store);
+    store.sourcesGone = () => {
+      throw new Error("database is locked");
+    };
+    try {
+      await say(h, "z", "and what else?");
+      // The saved state and the records of the user's sessions are kept for when the store answers.
+      expect(quoting(h).some((f) => f.startsWith(nameOf("z")))).toBe(true);
+    } finally {
+      store.sourcesGone = check;
+    }
+  }, 20_000);
 });
