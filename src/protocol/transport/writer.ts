@@ -200,7 +200,8 @@ export class Writer {
       this.roomWaiters = [];
       this.waiterHead = 0;
     }
-    if (this.backlogWaiters.length > 0 && this.backlogFull() === undefined) {
+    const waiting = this.roomWaiters.length - this.waiterHead;
+    if (this.backlogWaiters.length > 0 && (this.broken || waiting < this.options.queueSize)) {
       const readers = this.backlogWaiters;
       this.backlogWaiters = [];
       for (const r of readers) r();
