@@ -169,7 +169,7 @@ describe("chat: response_format", () => {
     const bad: [unknown, string, RegExp][] = [
       [{ type: "text" }, "response_format.type", /json_schema/],
       [{ type: "xml", schema: {} }, "response_format.type", /json_schema/],
-      [{ type: "json_schema" }, "response_format.schema", /expected record/],
+      [{ type: "json_schema" }, "response_format.schema", /required \(record\)/],
       [{ type: "json_schema", schema: [1, 2] }, "response_format.schema", /expected record/],
       [{ type: "json_schema", schema: true }, "response_format.schema", /expected record/],
       [{ type: "json_schema", schema: "{}" }, "response_format.schema", /expected record/],
