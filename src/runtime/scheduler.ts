@@ -266,17 +266,15 @@ export class Scheduler {
   }
 
   /**
-   * A path (never a configured name) that no chat uses and that runs nothing, unloaded or failed,
-   * is not kept for status: failed references would otherwise pile up (a dead server's kept
-   * runtime is closed with it).
+   * A path (never a configured name) that no chat uses and that runs nothing, unloaded or failed
+   * to load, is not kept for status: failed references would otherwise pile up. One whose server
+   * died keeps its runtime, and so its restart budget, until `models.unload` clears it.
    */
   private forget(e: Entry): void {
     const s = e.cell.get();
     if (busy(e) || this.configuredPin(e.name) !== undefined) return;
-    if (s.kind !== "unloaded" && s.kind !== "failed") return;
+    if (s.kind !== "unloaded" && (s.kind !== "failed" || s.runtime)) return;
     if (this.entries.get(e.name) === e) this.entries.delete(e.name);
-    if (s.kind === "failed")
-      s.runtime?.stop().catch((err) => logUnexpected(`stopping model ${e.name} failed`, err));
   }
 
   /** `llama.idle_unload_s`: an idle, unpinned loaded model is stopped after that long unused. */

@@ -75,4 +75,17 @@ describe("Scheduler: a model whose server died", () => {
     await scheduler.stop();
     expect(fleet.last("a").stopped).toBe(true);
   });
+
+  test("a path model's dead server keeps its row and runtime (its restart budget) through status, until unloaded", async () => {
+    const { fleet, scheduler, row } = schedulerOver({ "/m/x.gguf": { gib: 2 } }, [], ["/m/x.gguf"]);
+    (await scheduler.acquire("/m/x.gguf", signal())).release();
+    fleet.last("/m/x.gguf").crash();
+    expect(row("/m/x.gguf")?.state).toBe("failed");
+    expect(row("/m/x.gguf")?.state).toBe("failed");
+    (await scheduler.acquire("/m/x.gguf", signal())).release();
+    expect(fleet.made.get("/m/x.gguf")?.length).toBe(1);
+    fleet.last("/m/x.gguf").crash();
+    await scheduler.unload("/m/x.gguf");
+    expect(row("/m/x.gguf")).toBeUndefined();
+  });
 });

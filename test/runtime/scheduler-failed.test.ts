@@ -23,11 +23,13 @@ describe("Scheduler: failed models", () => {
     expect(names(scheduler)).toEqual(["a"]);
   });
 
-  test("a path whose server died is dropped once no chat holds it, its runtime closed", async () => {
+  test("a path whose server died stays, failed, until unloaded: then it goes, its runtime closed", async () => {
     const { fleet, scheduler } = schedulerOver({ "/m/y.gguf": { gib: 2 } }, [], ["/m/y.gguf"]);
     await scheduler.load("/m/y.gguf");
     fleet.last("/m/y.gguf").crash();
     scheduler.snapshot();
+    expect(names(scheduler)).toEqual(["/m/y.gguf"]);
+    await scheduler.unload("/m/y.gguf");
     expect(names(scheduler)).toEqual([]);
     expect(fleet.last("/m/y.gguf").stopped).toBe(true);
   });
