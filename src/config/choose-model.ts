@@ -63,6 +63,17 @@ export function chooseEmbedModel(config: Config, param: string | undefined): Mod
     );
   }
   const choice = findModel(config, name);
+  // A path not configured has no kind, and would be planned and started as a chat model, which
+  // llama-server then refuses to embed with (a whole model loaded for a refusal).
+  // (A config without `models` serves no other model at all: models-api.ts says so.)
+  if (choice.kind === "path" && config.models.length > 0) {
+    const embedders = config.models.filter((m) => m.kind === "embedding").map((m) => m.name);
+    throw new CoreError(
+      "invalid_request",
+      `model: '${name}' is not a configured model; embed needs a models entry of kind embedding${embedders.length ? ` (${embedders.join(", ")})` : ""}`,
+      { field: "model", reason: "model_not_found", available: embedders },
+    );
+  }
   if (choice.kind === "configured" && choice.model.kind !== "embedding") {
     throw new CoreError(
       "invalid_request",

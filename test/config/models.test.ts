@@ -213,7 +213,15 @@ describe("choosing a model", () => {
         undefined,
       ).name,
     ).toBe("e2");
-    expect(chooseEmbedModel(two, "/m/e.gguf")).toEqual({ kind: "path", name: "/m/e.gguf" });
+    // A path not configured has no kind: refused before anything loads (it would run as a chat model).
+    const byPath = coreErrorOf(() => chooseEmbedModel(two, "/m/e.gguf"));
+    expect(byPath).toMatchObject({
+      code: "invalid_request",
+      data: { field: "model", available: ["e1", "e2"] },
+    });
+    expect(byPath.message).toContain("not a configured model");
+    // The file of a configured embedding model, by its path, is that model.
+    expect(chooseEmbedModel(two, "/c/e2.gguf").name).toBe("e2");
   });
 
   test("embed: none configured, or a chat model → invalid_request naming model", () => {
