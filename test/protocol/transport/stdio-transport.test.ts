@@ -1,6 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { StdioTransport, type TransportLimits } from "../../../src/protocol/transport/stdio-transport.ts";
 import type { Sink } from "../../../src/protocol/transport/writer.ts";
+import { waitFor } from "../../fixtures/wait.ts";
 
 const LIMITS: TransportLimits = { maxLineBytes: 64, queueSize: 16, drainTimeoutMs: 1000 };
 const enc = new TextEncoder();
@@ -142,15 +143,19 @@ describe("StdioTransport: a host that reads no answers", () => {
       lines++;
       void t.terminal({ id: lines, type: "result", result: { status: "ok" } });
     });
-    await settle();
+    // Reading stops once the answers' backlog is full: wait for a quiet spell (a loaded machine
+    // takes a while to get there; without the hold it never comes, and 3 s pass).
+    let stuckAt = -1;
+    for (let i = 0; i < 100 && stuckAt !== input.reads(); i++) {
+      stuckAt = input.reads();
+      await settle();
+    }
+    expect(input.reads()).toBe(stuckAt);
     // A batch in the sink (at most a queue), a queue full, a queue's worth waiting, and the read
     // that made it so.
     expect(lines).toBeLessThanOrEqual(3 * LIMITS.queueSize + 10);
-    const stuckAt = input.reads();
-    await settle();
-    expect(input.reads()).toBe(stuckAt);
     host.open();
-    await settle();
+    await waitFor(() => input.reads() > stuckAt + 10, { timeoutMs: 5000 });
     expect(input.reads()).toBeGreaterThan(stuckAt + 10);
     t.stopReading();
     await listening;
