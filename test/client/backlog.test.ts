@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { LocalAiClient } from "../../src/client/index.ts";
+import { waitFor } from "../fixtures/wait.ts";
 import { FakeChild } from "./fake-child.ts";
 import { killFakes, rejection, track } from "./fake-core-fixture.ts";
 
@@ -56,18 +57,17 @@ describe("a core that stops reading its input", () => {
   test("a core that reads its input slowly, but reads, is not taken for hung", async () => {
     const child = new FakeChild();
     const client = track(
-      await LocalAiClient.start({ binary: "local-ai", requestTimeoutMs: 300, spawn: child.spawn }),
+      await LocalAiClient.start({ binary: "local-ai", requestTimeoutMs: 500, spawn: child.spawn }),
     );
     child.readDelayMs = 40;
     const line = "x".repeat(100 * 1024);
-    // 30 lines read 40 ms apart: stdin stays full for over a second, four times the limit.
+    // 30 lines read 40 ms apart: stdin stays full for over a second, twice the limit and more.
     const calls = Array.from({ length: 30 }, () =>
       rejection(client.request("embed", { input: [line] }, { timeoutMs: 0 })),
     );
-    await new Promise((r) => setTimeout(r, 1600));
+    expect(await waitFor(() => child.bytesRead >= 30 * line.length, { timeoutMs: 15_000 })).toBe(true);
     expect(child.signals).toEqual([]);
     expect(client.running).toBe(true);
-    expect(child.bytesRead).toBeGreaterThan(29 * line.length);
     void calls;
   });
 });

@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { type ExitInfo, LocalAiClient } from "../../src/client/index.ts";
+import { waitFor } from "../fixtures/wait.ts";
 import { FakeChild } from "./fake-child.ts";
 import { killFakes, rejection, track } from "./fake-core-fixture.ts";
 
@@ -75,9 +76,8 @@ describe("a core whose stdout closes while it runs", () => {
     child.eofExitDelayMs = 800;
     const client = track(await LocalAiClient.start({ binary: "local-ai", spawn: child.spawn }));
     child.mute();
-    // The client sees the closed stdout (500 ms), then closes the core's stdin; it exits 800 ms later.
-    await new Promise((r) => setTimeout(r, 700));
-    expect(child.stdinEnded).toBe(true);
+    // The client sees the closed stdout (after 500 ms), then closes the core's stdin; it exits 800 ms later.
+    expect(await waitFor(() => child.stdinEnded, { timeoutMs: 5000 })).toBe(true);
     expect(child.exited).toBe(false);
     await client.shutdown();
     expect(child.exited).toBe(true);

@@ -155,7 +155,7 @@ describe("StdioTransport: a host that reads no answers", () => {
     // that made it so.
     expect(lines).toBeLessThanOrEqual(3 * LIMITS.queueSize + 10);
     host.open();
-    await waitFor(() => input.reads() > stuckAt + 10, { timeoutMs: 5000 });
+    expect(await waitFor(() => input.reads() > stuckAt + 10, { timeoutMs: 5000 })).toBe(true);
     expect(input.reads()).toBeGreaterThan(stuckAt + 10);
     t.stopReading();
     await listening;
