@@ -1,4 +1,4 @@
-import { existsSync, statSync } from "node:fs";
+import { statSync } from "node:fs";
 import { dirname, isAbsolute, resolve } from "node:path";
 import { isMap, LineCounter, parseDocument } from "yaml";
 import type { z } from "zod";
@@ -19,7 +19,7 @@ export function loadConfig(path: string, cwd: string = process.cwd()): LoadedCon
   const file = resolve(cwd, path);
   // Only a path that names nothing is missing: a loop of links, a folder not searchable… are
   // the file's problem, named by the read (config-file.ts).
-  if (!existsSync(file) && statCode(file) === "ENOENT") {
+  if (statCode(file) === "ENOENT") {
     throw new CoreError("config_missing", `no config file at ${file}`, { file });
   }
   return parseConfigText(readConfigFile(file), file);

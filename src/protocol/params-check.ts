@@ -1,4 +1,5 @@
 import type { z } from "zod";
+import { firstStringPath } from "../util/string-path.ts";
 import { CoreError } from "./errors.ts";
 
 /**
@@ -28,37 +29,7 @@ export function checkedParams(schema: z.ZodType, params: object): unknown {
 
 /** The path to the first string (or key) in `value` that is not well-formed, else null. */
 export function loneSurrogatePath(value: unknown): (string | number)[] | null {
-  // A stack, not recursion, and each node naming its parent, not a copy of its path: params may
-  // nest as deep as the line allows.
-  const stack: Node[] = [{ value, parent: undefined, key: "" }];
-  for (let top = stack.pop(); top; top = stack.pop()) {
-    const v = top.value;
-    if (typeof v === "string") {
-      if (!v.isWellFormed()) return pathOf(top);
-    } else if (Array.isArray(v)) {
-      for (let i = v.length - 1; i >= 0; i--) stack.push({ value: v[i], parent: top, key: i });
-    } else if (v !== null && typeof v === "object") {
-      const entries = Object.entries(v);
-      for (let i = entries.length - 1; i >= 0; i--) {
-        const [k, inner] = entries[i] as [string, unknown];
-        if (!k.isWellFormed()) return [...pathOf(top), k];
-        stack.push({ value: inner, parent: top, key: k });
-      }
-    }
-  }
-  return null;
-}
-
-interface Node {
-  value: unknown;
-  parent: Node | undefined;
-  key: string | number;
-}
-
-function pathOf(node: Node): (string | number)[] {
-  const path: (string | number)[] = [];
-  for (let n: Node | undefined = node; n?.parent; n = n.parent) path.push(n.key);
-  return path.reverse();
+  return firstStringPath(value, (text) => !text.isWellFormed(), { keys: true });
 }
 
 function describeParamsError(error: z.ZodError): string {

@@ -127,8 +127,13 @@ export class Writer {
    * core by 800 MB), so a host that writes without reading stdout is held back by its stdin pipe.
    */
   backlogFull(): Promise<void> | undefined {
-    if (this.broken || this.roomWaiters.length - this.waiterHead < this.options.queueSize) return undefined;
+    if (!this.backlogged) return undefined;
     return new Promise<void>((resolve) => this.backlogWaiters.push(resolve));
+  }
+
+  /** A queue's worth of terminals wait for room, and output still goes somewhere. */
+  private get backlogged(): boolean {
+    return !this.broken && this.roomWaiters.length - this.waiterHead >= this.options.queueSize;
   }
 
   /** Resolves true once everything queued has reached the sink, false on timeout. */
@@ -200,8 +205,7 @@ export class Writer {
       this.roomWaiters = [];
       this.waiterHead = 0;
     }
-    const waiting = this.roomWaiters.length - this.waiterHead;
-    if (this.backlogWaiters.length > 0 && (this.broken || waiting < this.options.queueSize)) {
+    if (this.backlogWaiters.length > 0 && !this.backlogged) {
       const readers = this.backlogWaiters;
       this.backlogWaiters = [];
       for (const r of readers) r();
