@@ -1,6 +1,6 @@
 import { LLAMA_MAX_BODY_BYTES } from "../images/limits.ts";
 import { LlmError } from "./errors.ts";
-import { wellFormedValue } from "./well-formed.ts";
+import { wellFormedJson } from "./well-formed.ts";
 
 /**
  * An image's bytes where a request's JSON wants a `data:` URL (test/fixtures/llama-server/
@@ -14,7 +14,18 @@ export class DataUrl {
     readonly mime: string,
     readonly bytes: Uint8Array,
   ) {}
+
+  /** In `jsonBody`'s text a placeholder it puts the URL at; written anywhere else, the URL itself. */
+  toJSON(): string {
+    if (!writing) return `data:${this.mime};base64,${Buffer.from(this.bytes).toString("base64")}`;
+    let index = writing.found.get(this);
+    if (index === undefined) writing.found.set(this, (index = writing.found.size));
+    return `\u0000${writing.nonce}:${index}`;
+  }
 }
+
+/** The images of the body `jsonBody` is stringifying (JSON.stringify runs to its end: one at a time). */
+let writing: { found: Map<DataUrl, number>; nonce: string } | undefined;
 
 /**
  * A request body written in pieces: its length first (Content-Length), then the pieces, made
@@ -38,13 +49,17 @@ const PIECE_BYTES = 3 * 256 * 1024;
  * stringified (no text of the request can match it).
  */
 export function jsonBody(value: unknown, maxBytes = LLAMA_MAX_BODY_BYTES): string | PiecewiseBody {
-  const found: DataUrl[] = [];
-  const nonce = crypto.randomUUID();
-  // Strings made well-formed on the way (well-formed.ts).
-  const text = JSON.stringify(value, (key, v) =>
-    v instanceof DataUrl ? `\u0000${nonce}:${found.push(v) - 1}` : wellFormedValue(key, v),
-  );
-  if (found.length === 0) return text;
+  writing = { found: new Map(), nonce: crypto.randomUUID() };
+  const { found: byUrl, nonce } = writing;
+  let text: string;
+  try {
+    // Strings made well-formed (well-formed.ts); a plain stringify when they are, as a chat's body is.
+    text = wellFormedJson(value);
+  } finally {
+    writing = undefined;
+  }
+  if (byUrl.size === 0) return text;
+  const found = [...byUrl.keys()];
   // The text between the images, each with the quote and prefix (or quote) that joins it to them.
   const texts: Buffer[] = [];
   const urls: DataUrl[] = [];

@@ -12,9 +12,18 @@ export function wellFormedJson(value: unknown): string {
   return LONE_ESCAPE.test(text) ? JSON.stringify(value, wellFormedValue) : text;
 }
 
-/** A JSON.stringify replacer: strings made well-formed, everything else as it is. */
+/**
+ * A JSON.stringify replacer: strings made well-formed, and an object's keys too (a replacer sees
+ * values only, and an MCP server's tool schema can name a property with a lone surrogate).
+ */
 export function wellFormedValue(_key: string, value: unknown): unknown {
-  return typeof value === "string" ? value.toWellFormed() : value;
+  if (typeof value === "string") return value.toWellFormed();
+  if (value === null || typeof value !== "object" || Array.isArray(value)) return value;
+  const keys = Object.keys(value);
+  if (keys.every((key) => key.isWellFormed())) return value;
+  const fixed: Record<string, unknown> = {};
+  for (const key of keys) fixed[key.toWellFormed()] = (value as Record<string, unknown>)[key];
+  return fixed;
 }
 
 const LONE_ESCAPE = /\\ud[89a-f]/;

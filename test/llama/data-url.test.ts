@@ -53,6 +53,22 @@ describe("jsonBody", () => {
     });
   });
 
+  test("one image twice, beside a lone surrogate (made well-formed) and a tool schema's odd key", () => {
+    const image = new DataUrl("image/png", new Uint8Array([7, 8]));
+    const value = { a: image, b: ["x\ud800", image], tools: { ["k\udc00"]: 1 } };
+    expect(JSON.parse(joined(jsonBody(value)))).toEqual({
+      a: "data:image/png;base64,Bwg=",
+      b: ["x\ufffd", "data:image/png;base64,Bwg="],
+      tools: { "k\ufffd": 1 },
+    });
+  });
+
+  test("an image written by anything but jsonBody is its data: URL, not its bytes as an object", () => {
+    expect(JSON.stringify({ u: new DataUrl("image/gif", new Uint8Array([1])) })).toBe(
+      '{"u":"data:image/gif;base64,AQ=="}',
+    );
+  });
+
   test("a body over what llama-server reads is refused before a byte is sent, as its 413 would be", () => {
     const value = { image: new DataUrl("image/png", new Uint8Array(3000)) };
     const exact = (jsonBody(value) as PiecewiseBody).byteLength;

@@ -25,6 +25,18 @@ describe("wellFormedJson", () => {
     const fine = { t: "smile \ud83d\ude00, and a backslash: \\ud800" };
     expect(wellFormedJson(fine)).toBe(JSON.stringify(fine));
   });
+
+  test("an object's keys too: a tool schema's property named with a lone surrogate", () => {
+    const schema = {
+      type: "object",
+      properties: { ["x\udc00"]: { type: "string", description: "y\ud800" } },
+    };
+    const sent = wellFormedJson({ tools: [{ function: { parameters: schema } }] });
+    expect(sent).not.toMatch(/\\ud[89a-f]/);
+    expect(JSON.parse(sent).tools[0].function.parameters.properties).toEqual({
+      "x\ufffd": { type: "string", description: "y\ufffd" },
+    });
+  });
 });
 
 describe("requests with a lone surrogate reach the stand-in well-formed (20d)", () => {
