@@ -1,5 +1,6 @@
 import type { Database } from "bun:sqlite";
 import { logger } from "../util/logger.ts";
+import { BUSY_TIMEOUT_MS } from "./db/open.ts";
 import { recordErasure } from "./erasures.ts";
 
 /**
@@ -7,10 +8,11 @@ import { recordErasure } from "./erasures.ts";
  * `secure_delete` zeroes the freed parts of the database's pages and FTS5's `secure-delete` takes
  * the words out of its index at once; what is left is the write-ahead log, which still holds the
  * pages as they were until a checkpoint copies them back and truncates it. Another process reading
- * at that moment can stop the truncation; it is tried again a few times, and the next erase or
- * close finishes it.
+ * at that moment can stop the truncation; it is tried again a few times, then every
+ * SCRUB_RETRY_MS until it is done (and at the next open, for a core that died owing it).
  */
 const TRUNCATE_TRIES = 5;
+export const SCRUB_RETRY_MS = 500;
 
 export function eraseSession(db: Database, userId: string, sessionId: string, at: number): boolean {
   const removed = db
@@ -131,15 +133,63 @@ export function settleErase(db: Database): void {
   truncateWal(db);
 }
 
-/** Copies the log into the database and empties it; false when a reader kept it from finishing. */
+/** Copies the log into the database and empties it; false when a reader kept it from finishing (then retried). */
 export function truncateWal(db: Database): boolean {
   for (let i = 0; i < TRUNCATE_TRIES; i++) {
-    const r = db.query("PRAGMA wal_checkpoint(TRUNCATE)").get() as { busy: number } | null;
-    if (r && r.busy === 0) return true;
+    if (checkpointed(db)) return true;
     Bun.sleepSync(20);
   }
   logger.warn(
-    "the database's write-ahead log could not be emptied after a delete (another process reads it); the next delete or shutdown does",
+    `the database's write-ahead log could not be emptied after a delete (another process reads it); tried again every ${SCRUB_RETRY_MS} ms, and by the next core to open it`,
   );
+  oweScrub(db);
   return false;
+}
+
+/**
+ * One try, without waiting on a reader: at open (a core that died after an erase, or with a
+ * retry owed, left the log as it was) and for the retries; a reader in the way leaves it owed.
+ */
+export function scrubWal(db: Database): boolean {
+  db.run("PRAGMA busy_timeout = 0");
+  try {
+    if (checkpointed(db)) return true;
+  } finally {
+    db.run(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`);
+  }
+  oweScrub(db);
+  return false;
+}
+
+/** Stops the retries (the database is closing: its close empties the log itself). */
+export function forgetScrub(db: Database): void {
+  clearInterval(owed.get(db));
+  owed.delete(db);
+}
+
+function checkpointed(db: Database): boolean {
+  const r = db.query("PRAGMA wal_checkpoint(TRUNCATE)").get() as { busy: number } | null;
+  const done = r !== null && r.busy === 0;
+  if (done && owed.has(db)) {
+    forgetScrub(db);
+    logger.info("the database's write-ahead log is emptied");
+  }
+  return done;
+}
+
+/** Databases whose log still holds what a delete took out of them: retried on a timer. */
+const owed = new Map<Database, Timer>();
+
+function oweScrub(db: Database): void {
+  if (owed.has(db)) return;
+  const timer = setInterval(() => {
+    try {
+      scrubWal(db);
+    } catch (err) {
+      // Closed: nothing left to retry on. Anything else (a disk error) is tried again.
+      if (err instanceof RangeError) forgetScrub(db);
+    }
+  }, SCRUB_RETRY_MS);
+  timer.unref?.();
+  owed.set(db, timer);
 }

@@ -7,7 +7,15 @@ import { Conversations } from "./conversations.ts";
 import { DB_FILE, type OpenOptions, openStore, storeError } from "./db/open.ts";
 import { DiskReserve } from "./disk-reserve.ts";
 import { DocumentStore, type PendingDocument } from "./document-store.ts";
-import { eraseInSteps, eraseSession, eraseUser, settleErase, truncateWal } from "./erase.ts";
+import {
+  eraseInSteps,
+  eraseSession,
+  eraseUser,
+  forgetScrub,
+  scrubWal,
+  settleErase,
+  truncateWal,
+} from "./erase.ts";
 import { type CopyOutcome, eraseDocumentFromCopies, eraseFromCopies } from "./erase-copies.ts";
 import { ErasureWatch } from "./erasures.ts";
 import { type ExportFormat, exportSession } from "./export.ts";
@@ -94,6 +102,8 @@ export class Store {
     const opened = openStore(dataDir, options);
     const store = new Store(opened.db, dataDir, opened, options);
     store.reserve.ensure();
+    // A core that died after an erase (or owing its log's scrub) left the log as it was.
+    scrubWal(opened.db);
     try {
       importV01(opened.db, dataDir, (options.now ?? (() => new Date()))());
     } catch (err) {
@@ -303,6 +313,7 @@ export class Store {
     try {
       truncateWal(this.db);
     } catch {}
+    forgetScrub(this.db);
     this.db.close(false);
   }
 }

@@ -12,10 +12,12 @@ import {
   writeSync,
 } from "node:fs";
 import { join } from "node:path";
+import { SCRUB_RETRY_MS } from "../../../src/store/erase.ts";
 import { ERASURE_KEEP_MS } from "../../../src/store/erasures.ts";
 import { Store } from "../../../src/store/store.ts";
 import { filesHolding } from "../../fixtures/files-holding.ts";
 import { tmpdir } from "../../fixtures/tmpdir.ts";
+import { waitFor } from "../../fixtures/wait.ts";
 
 function chat(store: Store, u: string, s: string, text: string) {
   store.conversations.commitTurn({
@@ -262,5 +264,47 @@ describe("erasing reaches the databases set aside", () => {
     expect(filesHolding(dir.path, "ZEBRAFISH")).toEqual([]);
     expect((await store.deleteUser("alice")).copies).toEqual([]);
     store.close();
+  });
+});
+
+/** A session to delete, and another process's long read (another core's export, a sqlite3 shell) holding its snapshot. */
+function readerInTheWay(dataDir: string): { store: Store; reader: Database } {
+  const store = Store.open(dataDir);
+  for (let i = 0; i < 40; i++) chat(store, "alice", "gone", `MARMOSET ${i}`);
+  const reader = new Database(join(dataDir, "local-ai.db"));
+  reader.run("BEGIN");
+  reader.query("SELECT count(*) FROM messages").get();
+  return { store, reader };
+}
+
+describe("the log scrubbed when a reader stood in the way (docs/protocol.md#conversations-sessions-and-usersdelete)", () => {
+  test("a reader holding a snapshot during the delete: the log is emptied once it lets go, with no call", async () => {
+    using dir = tmpdir();
+    const { store, reader } = readerInTheWay(dir.path);
+    expect((await store.deleteSession("alice", "gone")).deleted).toBe(true);
+    expect(filesHolding(dir.path, "MARMOSET")).toEqual(["local-ai.db-wal"]);
+    reader.run("COMMIT");
+    expect(
+      await waitFor(() => filesHolding(dir.path, "MARMOSET").length === 0, { timeoutMs: SCRUB_RETRY_MS * 6 }),
+    ).toBe(true);
+    reader.close(false);
+    store.close();
+  });
+
+  test("a core that died owing the scrub: the next open empties the log", async () => {
+    using dir = tmpdir();
+    const { store, reader } = readerInTheWay(dir.path);
+    await store.deleteSession("alice", "gone");
+    // The core and the reader die now: the files are as they are left (copied as they lie).
+    using copy = tmpdir();
+    for (const f of ["local-ai.db", "local-ai.db-wal"])
+      writeFileSync(join(copy.path, f), readFileSync(join(dir.path, f)));
+    reader.close(false);
+    store.close();
+    expect(filesHolding(copy.path, "MARMOSET")).toEqual(["local-ai.db-wal"]);
+    const next = Store.open(copy.path);
+    expect(filesHolding(copy.path, "MARMOSET")).toEqual([]);
+    expect(next.list("alice", 10).sessions).toEqual([]);
+    next.close();
   });
 });
