@@ -103,7 +103,11 @@ export class Store {
     const store = new Store(opened.db, dataDir, opened, options);
     store.reserve.ensure();
     // A core that died after an erase (or owing its log's scrub) left the log as it was.
-    scrubWal(opened.db);
+    try {
+      scrubWal(opened.db);
+    } catch (err) {
+      logger.warn(`the database's write-ahead log could not be emptied at open: ${(err as Error).message}`);
+    }
     try {
       importV01(opened.db, dataDir, (options.now ?? (() => new Date()))());
     } catch (err) {
