@@ -18,8 +18,8 @@ export class DataUrl {
   /** In `jsonBody`'s text a placeholder it puts the URL at; written anywhere else, the URL itself. */
   toJSON(): string {
     if (!writing) return `data:${this.mime};base64,${Buffer.from(this.bytes).toString("base64")}`;
-    let index = writing.found.get(this);
-    if (index === undefined) writing.found.set(this, (index = writing.found.size));
+    const index = writing.found.get(this) ?? writing.found.size;
+    writing.found.set(this, index);
     return `\u0000${writing.nonce}:${index}`;
   }
 }

@@ -55,7 +55,7 @@ describe("jsonBody", () => {
 
   test("one image twice, beside a lone surrogate (made well-formed) and a tool schema's odd key", () => {
     const image = new DataUrl("image/png", new Uint8Array([7, 8]));
-    const value = { a: image, b: ["x\ud800", image], tools: { ["k\udc00"]: 1 } };
+    const value = { a: image, b: ["x\ud800", image], tools: { "k\udc00": 1 } };
     expect(JSON.parse(joined(jsonBody(value)))).toEqual({
       a: "data:image/png;base64,Bwg=",
       b: ["x\ufffd", "data:image/png;base64,Bwg="],

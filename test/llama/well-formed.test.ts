@@ -29,7 +29,7 @@ describe("wellFormedJson", () => {
   test("an object's keys too: a tool schema's property named with a lone surrogate", () => {
     const schema = {
       type: "object",
-      properties: { ["x\udc00"]: { type: "string", description: "y\ud800" } },
+      properties: { "x\udc00": { type: "string", description: "y\ud800" } },
     };
     const sent = wellFormedJson({ tools: [{ function: { parameters: schema } }] });
     expect(sent).not.toMatch(/\\ud[89a-f]/);
