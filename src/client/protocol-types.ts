@@ -35,7 +35,8 @@ export type ErrorReason =
   | "document_not_found"
   | "user_deleted"
   | "document_deleted"
-  | "not_well_formed";
+  | "not_well_formed"
+  | "nothing_to_resume";
 
 /** What `chat` accepts: every field has a default on the core's side. */
 export type ChatParams = {

@@ -44,6 +44,8 @@ export const ERROR_REASONS = [
   "document_deleted",
   // A string in params with a lone UTF-16 surrogate (docs/protocol.md "Text").
   "not_well_formed",
+  // `resume: true`, no input, and no interrupted turn to resume.
+  "nothing_to_resume",
 ] as const;
 export type ErrorReason = (typeof ERROR_REASONS)[number];
 

@@ -214,6 +214,29 @@ describe("chat: failures and disk", () => {
     expect(events.find((e) => e.event === "llm_start")).toMatchObject({ step: 1 });
   });
 
+  test("resume with nothing interrupted: no input is nothing_to_resume and writes nothing; an input runs, warned", async () => {
+    await using h = new ChatHarness({ agents: [{ name: "plain" }] });
+    h.llama.script({ content: ["done"] }, { content: ["new turn"] });
+    await h.chat("a", { input: "a finished turn", session_id: "fin" });
+    // The host saw no result (a crash) and asks to resume: the turn had finished.
+    const again = await h.chat("r", { session_id: "fin", resume: true });
+    expect(again.terminal).toMatchObject({
+      type: "error",
+      code: "invalid_request",
+      data: { field: "resume", reason: "nothing_to_resume" },
+    });
+    expect(h.history("fin").map((m) => m.content)).toEqual(["a finished turn", "done"]);
+    const never = await h.chat("n", { session_id: "never", resume: true });
+    expect(never.terminal).toMatchObject({ type: "error", data: { reason: "nothing_to_resume" } });
+    expect(h.history("never")).toEqual([]);
+    expect(h.llama.requests).toHaveLength(1);
+    const withInput = await h.chat("i", { session_id: "fin", resume: true, input: "more" });
+    expect(
+      (withInput.terminal.result as { warnings: { code: string }[] }).warnings.map((w) => w.code),
+    ).toEqual(["nothing_to_resume"]);
+    expect(h.history("fin")).toHaveLength(4);
+  });
+
   test("a corrupt database is moved aside, a fresh one used, and the chat says store_reset", async () => {
     await using h = new ChatHarness({ agents: [{ name: "plain" }] });
     mkdirSync(h.dataDir, { recursive: true });

@@ -1,6 +1,7 @@
 import type { PreparedImage } from "../../images/prepare.ts";
 import type { Warning } from "../../protocol/chat.ts";
 import type { AttachmentRef, ChatMessage } from "../../protocol/chat-message.ts";
+import { CoreError } from "../../protocol/errors.ts";
 import { type Checkpoint, CheckpointSchema } from "../../store/checkpoint.ts";
 import type { TurnMessage } from "../../store/conversations.ts";
 import type { Store } from "../../store/store.ts";
@@ -261,6 +262,14 @@ function initialState(checkpoint: Checkpoint | undefined, start: TurnStart, warn
       logger.info(`trace=${start.traceId} resuming turn ${checkpoint.trace_id} at step ${checkpoint.step}`);
       return { ...stateOf(checkpoint), trace_id: start.traceId };
     }
+    // A host recovering from a crash asks to resume a turn that had finished: with no input
+    // there is nothing to run, and a blank user message would be a turn nobody asked for.
+    if (start.input === "" && !start.images?.length)
+      throw new CoreError(
+        "invalid_request",
+        "params.resume: the session has no interrupted turn to resume (its last turn finished, or it has none); read it with sessions.get",
+        { field: "resume", reason: "nothing_to_resume" },
+      );
     warnings.push({
       code: "nothing_to_resume",
       message: "resume was asked but the session has no interrupted turn; ran the input as a new turn",
