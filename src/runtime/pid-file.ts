@@ -176,7 +176,8 @@ export async function reapLeftover(dataDir: string, options: ReapOptions): Promi
   );
   const outcomes = settled.filter((o): o is ReapOutcome => o !== null);
   for (const o of outcomes) {
-    if (["stopped", "gone", "not_ours"].includes(o.action)) rmSync(o.file, { force: true });
+    // An unreadable record names no process to stop, then or ever: kept, it is met at every start.
+    if (["stopped", "gone", "not_ours", "unreadable"].includes(o.action)) rmSync(o.file, { force: true });
     const what = `leftover ${o.kind} ${"pid" in o ? o.pid : "?"}`;
     if (o.action === "unexplained")
       logger.warn(`${what} left running and its record kept (${o.file}): ${o.reason}`);
@@ -221,9 +222,8 @@ async function reapFile(
 function readRecord(file: string): PidRecord | null {
   try {
     const r = JSON.parse(readFileSync(file, "utf8")) as PidRecord;
-    if (typeof r.pid !== "number" || typeof r.start_time !== "string" || typeof r.cmdline !== "string")
-      return null;
-    if (!r.owner || typeof r.owner.pid !== "number") return null;
+    if (!isPid(r.pid) || typeof r.start_time !== "string" || typeof r.cmdline !== "string") return null;
+    if (!r.owner || !isPid(r.owner.pid)) return null;
     if (r.binary !== undefined && typeof r.binary !== "string") return null;
     if (r.argv !== undefined && !(Array.isArray(r.argv) && r.argv.every((a) => typeof a === "string")))
       return null;
@@ -231,6 +231,14 @@ function readRecord(file: string): PidRecord | null {
   } catch {
     return null;
   }
+}
+
+/**
+ * A process's own pid: 0 and negative numbers name process groups to kill(2) (-1: every process
+ * the user may signal), 1 is init; none of them is a child a core launched.
+ */
+function isPid(n: unknown): n is number {
+  return Number.isSafeInteger(n) && (n as number) > 1;
 }
 
 function ownerAlive(r: PidRecord, deps: Deps): boolean {

@@ -139,4 +139,33 @@ describe.skipIf(process.platform !== "linux")("reaping a llama-server left by a 
       unrelated.kill("SIGKILL");
     }
   });
+
+  test("a record that names no process of its own (not JSON, pid 0, -1 or 1, owner 0) is removed, nothing signalled", async () => {
+    await using dir = tmpdir();
+    const data = join(dir.path, "data");
+    mkdirSync(join(data, "run"), { recursive: true });
+    const base = {
+      start_time: "1",
+      cmdline: "x",
+      port: 8080,
+      owner: { pid: await deadPid(), start_time: null },
+      written_at: new Date().toISOString(),
+    };
+    const records = [
+      "{ not json",
+      JSON.stringify({ ...base, pid: 0 }),
+      JSON.stringify({ ...base, pid: -1 }),
+      JSON.stringify({ ...base, pid: 1 }),
+      JSON.stringify({ ...base, pid: 4242.5 }),
+      JSON.stringify({ ...base, pid: 999_999, owner: { pid: 0, start_time: null } }),
+    ];
+    const files = records.map((text, i) => {
+      const file = join(data, "run", `llama-server-${900_000 + i}.json`);
+      writeFileSync(file, text);
+      return file;
+    });
+    const outcomes = await reapLeftover(data, configured(dir.path));
+    expect(outcomes.map((o) => o.action)).toEqual(records.map(() => "unreadable"));
+    expect(files.filter((f) => existsSync(f))).toEqual([]);
+  });
 });
