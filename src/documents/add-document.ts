@@ -1,7 +1,7 @@
 import { basename } from "node:path";
 import type { DocumentFormat, DocumentsAddParams, IndexProgress } from "../protocol/documents.ts";
 import { CoreError } from "../protocol/errors.ts";
-import { documentErased, ORPHAN_CHUNK_MS, type PendingDocument } from "../store/document-store.ts";
+import { documentErased, type PendingDocument } from "../store/document-store.ts";
 import { type Store, sessionNotFound } from "../store/store.ts";
 import { titleOf } from "../store/title.ts";
 import { ByteBudget } from "../util/byte-budget.ts";
@@ -55,7 +55,7 @@ const reading = new ByteBudget(MAX_READING_BYTES);
  * in batches unseen by recall, then the document's row committed (from then on it is found),
  * then its chunks embedded when an embedding model is wired. A cancel or an error before the
  * commit leaves nothing: the chunks stored so far are removed (and, should the core die first,
- * swept by a later add, `ORPHAN_CHUNK_MS`). A `sessions.delete` or `users.delete` of its owner
+ * swept in the background once an hour old: store/orphan-sweep.ts). A `sessions.delete` or `users.delete` of its owner
  * while it runs wins (store/erasures.ts): the add stops, and no write of it lands after the erase.
  */
 export async function addDocument(p: DocumentsAddParams, deps: AddDeps): Promise<AddedDocument> {
@@ -76,7 +76,6 @@ export async function addDocument(p: DocumentsAddParams, deps: AddDeps): Promise
   const progress = new Scaled(deps.progress);
   let committed = false;
   try {
-    await store.write(() => store.documents.sweep(at - ORPHAN_CHUNK_MS));
     const source =
       p.path !== undefined ? { path: p.path, name: p.name } : { text: p.text ?? "", name: p.name };
     const size =
@@ -117,7 +116,7 @@ export async function addDocument(p: DocumentsAddParams, deps: AddDeps): Promise
       doneReading();
       // No batch may land after the discard below.
       await pipeline.settle();
-      if (pipeline.started && !committed) await discard(store, doc.documentId);
+      if (pipeline.started && !committed) await discard(store, doc);
     }
   } finally {
     unwatch();
@@ -154,13 +153,14 @@ function deletedMeanwhile(doc: PendingDocument): CoreError {
 }
 
 /** The rows of an add that never committed, removed a batch at a time; a failure is left to the sweep. */
-async function discard(store: Store, documentId: string): Promise<void> {
+async function discard(store: Store, doc: PendingDocument): Promise<void> {
   try {
-    while ((await store.write(() => store.documents.discard(documentId, STORE_BATCH * 4))) > 0)
+    while ((await store.write(() => store.documents.discard(doc.documentId, STORE_BATCH * 4))) > 0)
       await nextTurn();
   } catch (err) {
+    store.orphans.expect(doc.at);
     logger.warn(
-      `document ${documentId}: its partial chunks are left for the next add to sweep (${(err as Error).message})`,
+      `document ${doc.documentId}: its partial chunks are left to the sweep of unfinished adds (${(err as Error).message})`,
     );
   }
 }

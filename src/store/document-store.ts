@@ -30,9 +30,10 @@ interface DocumentRow {
 
 /**
  * A chunk row never committed (its add cancelled, failed, or its core killed) is swept after
- * this long: longer than any add takes (the text is bounded, docs/agent.md "Documents"), so
- * another core's add in progress is never touched. Recall never sees such rows
- * (store/memory-store.ts `RECALL_SCOPE`), and erasing a user or session erases them too.
+ * this long (store/orphan-sweep.ts): longer than any add takes (the text is bounded,
+ * docs/agent.md "Documents"), so an add in progress in another core sharing the data folder is
+ * never touched. Recall never sees such rows (store/memory-store.ts `RECALL_SCOPE`), and erasing
+ * a user or session erases them too.
  */
 export const ORPHAN_CHUNK_MS = 60 * 60 * 1000;
 
@@ -121,14 +122,23 @@ export class DocumentStore {
       .immediate();
   }
 
-  /** Chunk rows older than `before` whose document was never committed (ORPHAN_CHUNK_MS). */
-  sweep(before: number): number {
-    return this.db
-      .query(
-        `DELETE FROM memory WHERE document_id IS NOT NULL AND at < ?
-         AND document_id NOT IN (SELECT document_id FROM documents)`,
-      )
-      .run(before).changes;
+  /**
+   * Every document with chunk rows but no `documents` row (an add in progress, or one a killed
+   * core left) and when its add began. One index seek per document (the chunks' rows share
+   * `document_id`), so it costs nothing like a scan of the chunks (store/orphan-sweep.ts).
+   */
+  uncommitted(): { documentId: string; at: number }[] {
+    const next = this.db.query(
+      "SELECT document_id, at FROM memory WHERE document_id IS NOT NULL AND document_id > ? ORDER BY document_id LIMIT 1",
+    );
+    const committed = this.db.query("SELECT 1 FROM documents WHERE document_id = ?");
+    const found: { documentId: string; at: number }[] = [];
+    for (let after = ""; ; ) {
+      const row = next.get(after) as { document_id: string; at: number } | null;
+      if (!row) return found;
+      after = row.document_id;
+      if (!committed.get(after)) found.push({ documentId: after, at: row.at });
+    }
   }
 
   /** The memory rows of a committed document's chunks, in chunk order (what embedding needs). */

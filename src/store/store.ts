@@ -23,6 +23,7 @@ import { FolderIndex, type FolderIndexOptions } from "./folder-index.ts";
 import { eraseImported, importV01 } from "./import-v01.ts";
 import { MemoryStore } from "./memory-store.ts";
 import type { SessionSummary } from "./message-rows.ts";
+import { FIRST_SWEEP_MS, OrphanSweep } from "./orphan-sweep.ts";
 import { goneSources } from "./quoted-sources.ts";
 import { type Leased, SessionLeases } from "./session-lease.ts";
 import { listSessions, type MessagePage, type SessionPage, sessionMessages } from "./session-pages.ts";
@@ -42,6 +43,8 @@ export interface StoreOptions extends OpenOptions {
   reserveBytes?: number;
   /** A document's chunks written on a thread of their own (store/chunk-thread.ts); default true. */
   chunkThread?: boolean;
+  /** Tests: when the first sweep of a killed add's chunks runs after the open (FIRST_SWEEP_MS). */
+  firstSweepMs?: number;
 }
 
 /** What a reset of the database left for the host to hear (the `store_reset` warning). */
@@ -64,6 +67,8 @@ export class Store {
   /** memory.folders, indexed in the background from the first open (store/folder-index.ts). */
   readonly folderIndex: FolderIndex;
   readonly leases: SessionLeases;
+  /** The chunks of adds a killed core left, erased in the background (store/orphan-sweep.ts). */
+  readonly orphans: OrphanSweep;
   readonly fts: boolean;
   readonly path: string;
   /** This process's turns, stopped when their session is erased (store/erasures.ts). */
@@ -90,6 +95,12 @@ export class Store {
     this.documents = new DocumentStore(db);
     this.folderIndex = new FolderIndex(db, options.folders ?? [], options.folderIndex);
     this.leases = new SessionLeases(db);
+    this.orphans = new OrphanSweep({
+      documents: this.documents,
+      write: (work) => this.write(work),
+      settle: () => this.guard(() => settleErase(db)),
+      now: () => this.now().getTime(),
+    });
     this.busyWaitMs = options.busyWaitMs ?? BUSY_WAIT_MS;
     this.now = options.now ?? (() => new Date());
     this.reserve = new DiskReserve(join(dataDir, `${DB_FILE}.reserve`), options.reserveBytes);
@@ -117,6 +128,7 @@ export class Store {
     if (!opened.fts) logger.warn("this SQLite has no FTS5: search and memory use a plain LIKE match");
     // Off the hot path from the first open, so a first chat finds as much indexed as can be.
     void store.folderIndex.start();
+    store.orphans.schedule(options.firstSweepMs ?? FIRST_SWEEP_MS);
     return store;
   }
 
@@ -313,6 +325,7 @@ export class Store {
     if (this.closed) return;
     this.closed = true;
     this.folderIndex.stop();
+    this.orphans.stop();
     this.chunkThread?.stop();
     try {
       truncateWal(this.db);

@@ -86,10 +86,10 @@ describe("documents in the store: scope, citations, erase", () => {
     expect(store.memory.search("ann", "gnu", 5)).toEqual([]);
     expect(store.documents.list("ann")).toEqual([]);
     expect(store.documents.discard("p", 100)).toBe(1);
-    // The sweep takes what a killed core left, once old enough.
+    // What the sweep looks at (store/orphan-sweep.ts): uncommitted documents and when they began.
     store.documents.addChunks(doc, [{ index: 0, text: "orphan" }]);
-    expect(store.documents.sweep(doc.at - 1)).toBe(0);
-    expect(store.documents.sweep(doc.at + 1)).toBe(1);
+    addDoc(store, "c", "ann", "", ["committed"]);
+    expect(store.documents.uncommitted()).toEqual([{ documentId: "p", at: doc.at }]);
     store.close();
   });
 
