@@ -44,6 +44,28 @@ describe.skipIf(!onPosix)("a data_dir the core cannot write", () => {
     expect(await core.exited()).toBe(0);
   }, 30_000);
 
+  test("app.data_dir itself a file: sessions.list and sessions.get name it as chat does", async () => {
+    await using dir = tmpdir();
+    const stack = stackWithDataDir(dir.path, "./data");
+    const dataDir = join(dir.path, "data");
+    writeFileSync(dataDir, "i am a file");
+    await using core = spawnCore({ cwd: dir.path, env: stack.env });
+    for (const [id, method, params] of [
+      [1, "sessions.list", {}],
+      [2, "sessions.get", { session_id: "s" }],
+    ] as const) {
+      const answer = await core.request({ id, method, params });
+      expect(answer).toMatchObject({
+        type: "error",
+        code: "internal_error",
+        data: { key: "app.data_dir", path: dataDir },
+      });
+      expect(answer.message).toContain(`${dataDir} is a file, not a folder`);
+    }
+    await core.request({ id: 9, method: "shutdown" });
+    expect(await core.exited()).toBe(0);
+  }, 30_000);
+
   // root writes anywhere: only an unprivileged user meets a read-only folder.
   test.skipIf(asRoot)(
     "a read-only folder: permission denied, with the path",

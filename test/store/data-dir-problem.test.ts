@@ -3,6 +3,7 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { isCoreError } from "../../src/protocol/errors.ts";
 import { dataDirError, fileInTheWay, fsProblemText } from "../../src/store/data-dir-problem.ts";
+import { Store } from "../../src/store/store.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
 const errno = (code: string, path: string, syscall = "mkdir") =>
@@ -47,3 +48,33 @@ describe("dataDirError (issue 10 item 17)", () => {
     expect(fileInTheWay(join(dir.path, "d", "missing"))).toBeUndefined();
   });
 });
+
+describe("a damaged data folder, as the store's every user meets it (hl4 corrupt.mjs)", () => {
+  test("app.data_dir itself a file: the open names it as a chat does, not a raw EEXIST", () => {
+    using dir = tmpdir();
+    const dataDir = join(dir.path, "data");
+    writeFileSync(dataDir, "i am a file");
+    const err = catching(() => Store.open(dataDir));
+    expect(isCoreError(err)).toBe(true);
+    expect(err).toMatchObject({ code: "internal_error", data: { key: "app.data_dir", path: dataDir } });
+    expect((err as Error).message).toContain(`${dataDir} is a file, not a folder`);
+  });
+
+  test("local-ai.db a folder: said so, not SQLite's 'cannot open'", () => {
+    using dir = tmpdir();
+    mkdirSync(join(dir.path, "local-ai.db"), { recursive: true });
+    const err = catching(() => Store.open(dir.path));
+    expect(isCoreError(err)).toBe(true);
+    expect(err).toMatchObject({ code: "internal_error", data: { key: "app.data_dir", problem: "EISDIR" } });
+    expect((err as Error).message).toContain(`${join(dir.path, "local-ai.db")} is a folder, not a file`);
+  });
+});
+
+function catching(work: () => unknown): unknown {
+  try {
+    work();
+  } catch (err) {
+    return err;
+  }
+  return undefined;
+}

@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { CoreError } from "../../protocol/errors.ts";
 import { logger } from "../../util/logger.ts";
 import { ensurePrivateTree, writePrivateFile } from "../../util/private-fs.ts";
+import { dataDirError } from "../data-dir-problem.ts";
 import { MIGRATIONS, SCHEMA_VERSION } from "./migrations.ts";
 import { claimDatabaseFile, refuseForeign, stampOwnership } from "./ownership.ts";
 
@@ -60,8 +61,13 @@ export const OPEN_BUSY_WAIT_MS = 3000;
 
 function openOnce(dataDir: string, options: OpenOptions): OpenedStore {
   const now = options.now ?? (() => new Date());
-  // Created owner-only when missing; a folder the user made keeps the mode they gave it.
-  ensurePrivateTree(dataDir);
+  // Created owner-only when missing; a folder the user made keeps the mode they gave it. One
+  // that cannot be (a file in its place) is named, for every method that needs the store.
+  try {
+    ensurePrivateTree(dataDir);
+  } catch (err) {
+    throw dataDirError(err, dataDir) ?? err;
+  }
   const path = join(dataDir, DB_FILE);
   let problem: string | undefined;
   try {

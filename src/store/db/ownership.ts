@@ -1,5 +1,5 @@
 import type { Database } from "bun:sqlite";
-import { closeSync, constants } from "node:fs";
+import { closeSync, constants, lstatSync } from "node:fs";
 import { CoreError } from "../../protocol/errors.ts";
 import { openPrivateFile, refuseLink } from "../../util/private-fs.ts";
 
@@ -17,8 +17,8 @@ export const APPLICATION_ID = 0x4c414931;
 const OUR_TABLES = ["meta", "sessions", "messages"];
 
 /**
- * Refuses a database whose file, WAL or shared-memory file is a link, and creates a missing
- * one owner-only (so its WAL and shared memory, which take its mode, are owner-only too).
+ * Refuses a database whose file, WAL or shared-memory file is a link or a folder, and creates a
+ * missing one owner-only (so its WAL and shared memory, which take its mode, are owner-only too).
  */
 export function claimDatabaseFile(path: string): void {
   try {
@@ -26,7 +26,10 @@ export function claimDatabaseFile(path: string): void {
     closeSync(openPrivateFile(path, constants.O_RDWR | constants.O_CREAT | constants.O_EXCL));
   } catch (err) {
     const e = err as NodeJS.ErrnoException;
-    if (e.code === "EEXIST") return;
+    if (e.code === "EEXIST") {
+      refuseFolder(path);
+      return;
+    }
     if (e.code !== "ELOOP") throw err;
     throw new CoreError(
       "internal_error",
@@ -34,6 +37,16 @@ export function claimDatabaseFile(path: string): void {
       { key: "app.data_dir", path, file: e.path ?? path, problem: "ELOOP" },
     );
   }
+}
+
+/** SQLite would only say SQLITE_CANTOPEN for a folder where the database file belongs. */
+function refuseFolder(path: string): void {
+  if (!lstatSync(path).isDirectory()) return;
+  throw new CoreError(
+    "internal_error",
+    `the database path ${path} is a folder, not a file: move that folder out of the way (a fresh database is made there) or set app.data_dir to another folder`,
+    { key: "app.data_dir", path, file: path, problem: "EISDIR" },
+  );
 }
 
 /**
