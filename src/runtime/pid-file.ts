@@ -1,5 +1,5 @@
-import { readdirSync, readFileSync, realpathSync, renameSync, rmSync } from "node:fs";
-import { basename, isAbsolute, join } from "node:path";
+import { readdirSync, readFileSync, realpathSync, renameSync, rmSync, unlinkSync } from "node:fs";
+import { basename, dirname, isAbsolute, join } from "node:path";
 import { logger } from "../util/logger.ts";
 import { ensurePrivateTree, writePrivateFile } from "../util/private-fs.ts";
 import { judgeLeftover } from "./leftover-verdict.ts";
@@ -70,7 +70,7 @@ export function writePidRecord(
 export function removePidRecord(dataDir: string, instance?: string, pid?: number): void {
   const file = pidFilePath(dataDir, process.pid, instance);
   if (pid !== undefined && recordedPid(file) !== pid) return;
-  rmSync(file, { force: true });
+  removeRecordFile(file);
 }
 
 function recordedPid(file: string): number | undefined {
@@ -96,8 +96,23 @@ export function writeMcpRecord(dataDir: string, child: Launched & { name: string
   }
 }
 
+/**
+ * A record removed; one already gone is fine. Never throws: a stop goes on whatever is in
+ * run/'s place, and the warning names it (Bun's `rmSync` with `force` reports a file where a
+ * folder belongs as EFAULT, so the unlink's own code is read instead).
+ */
 export function removeRecordFile(file: string): void {
-  rmSync(file, { force: true });
+  try {
+    unlinkSync(file);
+  } catch (err) {
+    const e = err as NodeJS.ErrnoException;
+    if (e.code === "ENOENT") return;
+    const why =
+      e.code === "ENOTDIR"
+        ? `a file stands on the path of its folder ${dirname(file)}; remove that file so the core can keep its process records there`
+        : e.message;
+    logger.warn(`the process record ${file} could not be removed: ${why}`);
+  }
 }
 
 /** Written atomically (temp file + rename), so a crash mid-write leaves the old or the new one. */

@@ -1,12 +1,37 @@
-import { describe, expect, test } from "bun:test";
-import { chmodSync, existsSync, mkdirSync, readdirSync, statSync, symlinkSync } from "node:fs";
+import { describe, expect, spyOn, test } from "bun:test";
+import { chmodSync, existsSync, mkdirSync, readdirSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { pidFilePath, removePidRecord, writeMcpRecord, writePidRecord } from "../../src/runtime/pid-file.ts";
+import {
+  pidFilePath,
+  removePidRecord,
+  removeRecordFile,
+  writeMcpRecord,
+  writePidRecord,
+} from "../../src/runtime/pid-file.ts";
+import { logger } from "../../src/util/logger.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
 const child = { pid: process.pid, binary: "/bin/true", argv: [] as string[] };
 
 describe.skipIf(process.platform !== "linux")("pid records and links", () => {
+  test("run/ a file: a record's removal at a stop warns naming the folder, never throws a raw errno", () => {
+    using dir = tmpdir();
+    writeFileSync(join(dir.path, "run"), "x");
+    const lines: string[] = [];
+    const warn = spyOn(logger, "warn").mockImplementation((line: string) => void lines.push(line));
+    try {
+      expect(() => removePidRecord(dir.path)).not.toThrow();
+      expect(() => removeRecordFile(join(dir.path, "run", "mcp", "1-2.json"))).not.toThrow();
+      // A record already gone is no news.
+      removeRecordFile(join(dir.path, "missing.json"));
+    } finally {
+      warn.mockRestore();
+    }
+    expect(lines).toHaveLength(2);
+    expect(lines[0]).toContain(`${pidFilePath(dir.path)} could not be removed: a file stands on the path`);
+    expect(lines.join("\n")).not.toContain("EFAULT");
+  });
+
   test("a run folder planted as a link to an outside folder: nothing written there, its mode kept", () => {
     using dir = tmpdir();
     const outside = join(dir.path, "outside");
