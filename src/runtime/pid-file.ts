@@ -192,7 +192,7 @@ export async function reapLeftover(dataDir: string, options: ReapOptions): Promi
   const outcomes = settled.filter((o): o is ReapOutcome => o !== null);
   for (const o of outcomes) {
     // An unreadable record names no process to stop, then or ever: kept, it is met at every start.
-    if (["stopped", "gone", "not_ours", "unreadable"].includes(o.action)) rmSync(o.file, { force: true });
+    if (["stopped", "gone", "not_ours", "unreadable"].includes(o.action)) removeRecordFile(o.file);
     const what = `leftover ${o.kind} ${"pid" in o ? o.pid : "?"}`;
     if (o.action === "unexplained")
       logger.warn(`${what} left running and its record kept (${o.file}): ${o.reason}`);
