@@ -31,7 +31,9 @@ describe("MCP servers that do not read their stdin", () => {
     using scratch = tmpdir();
     const pids = join(scratch.path, "pids");
     // Without the cap this call waits timeout_s while the SDK's answers pile up in memory.
-    const pool = new McpPool([hostile("flood-requests", pids, 2)], Date.now, undefined, 64 * 1024);
+    const pool = new McpPool([hostile("flood-requests", pids, 2)], Date.now, undefined, {
+      maxPendingBytes: 64 * 1024,
+    });
     try {
       const err = await pool.call("h", "echo", {}, never).catch((e: unknown) => e);
       expect(err).toBeInstanceOf(McpError);
@@ -48,7 +50,9 @@ describe("MCP servers that do not read their stdin", () => {
   test("a server whose call outlasted timeout_s (it floods but reads) is killed, not kept busy for the core's life", async () => {
     using scratch = tmpdir();
     const pids = join(scratch.path, "pids");
-    const pool = new McpPool([hostile("flood-requests-read", pids, 1)]);
+    // The budget on what it sends unasked would stop it first (mcp-unasked.test.ts): out of the way here.
+    const unasked = { burstBytes: 2 ** 40, bytesPerSecond: 2 ** 40 };
+    const pool = new McpPool([hostile("flood-requests-read", pids, 1)], Date.now, undefined, { unasked });
     try {
       const err = await pool.call("h", "echo", {}, never).catch((e: unknown) => e);
       expect((err as McpError).code).toBe(ErrorCode.RequestTimeout);

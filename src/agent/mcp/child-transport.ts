@@ -1,8 +1,10 @@
-import { ReadBuffer, serializeMessage } from "@modelcontextprotocol/sdk/shared/stdio.js";
+import { deserializeMessage, serializeMessage } from "@modelcontextprotocol/sdk/shared/stdio.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import { logger } from "../../util/logger.ts";
 import type { McpChild } from "./child.ts";
+import { LineReader } from "./line-reader.ts";
+import { UNASKED_LIMITS, UnaskedBudget, type UnaskedLimits } from "./unasked-budget.ts";
 
 /** How long output already in the pipe may still be read once the server exited. */
 const DRAIN_AFTER_EXIT_MS = 200;
@@ -14,21 +16,27 @@ const DRAIN_AFTER_EXIT_MS = 200;
 export interface SendLimits {
   maxPendingBytes: number;
   stallMs: number;
+  /** What it may send that no call asked for (unasked-budget.ts); UNASKED_LIMITS without. */
+  unasked?: UnaskedLimits;
 }
 
 export const MAX_PENDING_BYTES = 1024 * 1024;
 
 /**
  * The SDK's Transport over a server the pool spawned itself (child.ts), framed as the SDK's
- * StdioClientTransport frames it (its ReadBuffer: one JSON-RPC message a line). That transport
+ * StdioClientTransport frames it (one JSON-RPC message a line: line-reader.ts). That transport
  * spawns on its own and could not hand the guard (guard.ts) its socket. The connection ends
- * when the server exits, not when stdout ends: a child of its own may hold stdout open.
+ * when the server exits, not when stdout ends: a child of its own may hold stdout open. What
+ * the server sends beyond answers to the core's requests is held to a budget (unasked-budget.ts).
  */
 export class ChildTransport implements Transport {
   onclose?: () => void;
   onerror?: (error: Error) => void;
   onmessage?: (message: JSONRPCMessage) => void;
-  private readonly buffer = new ReadBuffer();
+  private readonly lines = new LineReader();
+  private readonly budget: UnaskedBudget;
+  /** The core's requests not yet answered (a cancelled call's too): their answers were asked for. */
+  private readonly awaited = new Set<string | number>();
   private ended = false;
   /** Bytes handed to the server's stdin whose flush has not settled. */
   private pending = 0;
@@ -37,7 +45,9 @@ export class ChildTransport implements Transport {
     private readonly child: McpChild,
     private readonly name: string,
     private readonly limits: SendLimits,
-  ) {}
+  ) {
+    this.budget = new UnaskedBudget(limits.unasked ?? UNASKED_LIMITS);
+  }
 
   async start(): Promise<void> {
     const reading = this.read();
@@ -61,6 +71,7 @@ export class ChildTransport implements Transport {
       this.kill(why);
       throw new Error(`MCP server '${this.name}' was stopped: ${why}`);
     }
+    if ("method" in message && "id" in message) this.awaited.add(message.id);
     this.pending += bytes;
     const stall = setTimeout(
       () => this.kill(`a write to its stdin waited over ${this.limits.stallMs} ms`),
@@ -90,34 +101,51 @@ export class ChildTransport implements Transport {
   private async read(): Promise<void> {
     try {
       for await (const chunk of this.child.stdout) {
-        this.buffer.append(Buffer.from(chunk));
-        this.deliver();
+        for (const line of this.lines.push(chunk)) {
+          if (this.ended) return;
+          this.deliver(line);
+        }
+        if (this.ended) return;
+        // With no answer awaited, a line still arriving can only be unasked: refused before it ends.
+        if (this.awaited.size === 0 && !this.budget.room(this.lines.pending)) this.overspent();
       }
     } catch (err) {
-      // Over the buffer's limit, or a broken pipe: this connection is done.
+      // Over the line's limit, or a broken pipe: this connection is done.
       this.onerror?.(err as Error);
       void this.close();
     }
   }
 
-  private deliver(): void {
-    for (;;) {
-      let message: JSONRPCMessage | null;
-      try {
-        message = this.buffer.readMessage();
-      } catch (err) {
-        this.onerror?.(err as Error); // one bad line, skipped
-        continue;
-      }
-      if (message === null) return;
-      if (!this.ended) this.onmessage?.(message);
+  private deliver(line: Buffer): void {
+    const text = line.toString();
+    let message: JSONRPCMessage | undefined;
+    try {
+      // An empty line (or a lone \r) is no message, but is charged like one.
+      message = text.length <= 1 && text.trim() === "" ? undefined : deserializeMessage(text);
+    } catch (err) {
+      this.onerror?.(err as Error); // one bad line, skipped (and charged below)
     }
+    const asked = message !== undefined && isAnswer(message) && this.awaited.delete(message.id);
+    if (!asked && !this.budget.take(line.length)) this.overspent();
+    else if (message) this.onmessage?.(message);
+  }
+
+  private overspent(): void {
+    const { burstBytes, bytesPerSecond } = this.budget.limits;
+    this.kill(
+      `it sent more than any call asked for (notifications, its own requests, answers to none): over ${burstBytes} bytes at once or ${bytesPerSecond} bytes a second`,
+    );
   }
 
   private end(): void {
     if (this.ended) return;
     this.ended = true;
-    this.buffer.clear();
+    this.lines.clear();
     this.onclose?.();
   }
+}
+
+/** An answer to a request (a result or an error), as opposed to a request or a notification. */
+function isAnswer(m: JSONRPCMessage): m is JSONRPCMessage & { id: string | number } {
+  return !("method" in m) && "id" in m && (typeof m.id === "string" || typeof m.id === "number");
 }

@@ -8,6 +8,7 @@ import { VERSION } from "../../version.ts";
 import { type McpChild, spawnMcpServer } from "./child.ts";
 import { ChildTransport, MAX_PENDING_BYTES } from "./child-transport.ts";
 import { type McpToolInfo, vetTools } from "./tool-list.ts";
+import type { UnaskedLimits } from "./unasked-budget.ts";
 
 /** A server that answered initialize and tools/list. */
 export interface Connection {
@@ -35,6 +36,8 @@ export interface StartOptions {
   onClose: (conn: Connection) => void;
   /** Bytes that may wait for the server's stdin before it is killed (child-transport.ts). */
   maxPendingBytes?: number;
+  /** What it may send that no call asked for before it is killed (unasked-budget.ts). */
+  unasked?: UnaskedLimits;
 }
 
 /**
@@ -63,6 +66,7 @@ export async function startServer(cfg: McpServerConfig, options: StartOptions): 
   const transport = new ChildTransport(child, cfg.name, {
     maxPendingBytes: options.maxPendingBytes ?? MAX_PENDING_BYTES,
     stallMs: cfg.timeout_s * 1000,
+    unasked: options.unasked,
   });
   const conn: Connection = {
     client,

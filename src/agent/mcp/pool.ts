@@ -3,7 +3,7 @@ import type { McpServerConfig } from "../../config/schema.ts";
 import { CoreError } from "../../protocol/errors.ts";
 import { abortable } from "../../util/abortable.ts";
 import type { StateCell } from "../../util/state-cell.ts";
-import { type Connection, type StartOutcome, startServer } from "./connect.ts";
+import { type Connection, type StartOptions, type StartOutcome, startServer } from "./connect.ts";
 import { type ServerState, serverCell } from "./server-state.ts";
 import type { McpToolInfo } from "./tool-list.ts";
 
@@ -30,8 +30,8 @@ export class McpPool {
     private readonly now: () => number = Date.now,
     /** Where servers' pid records go (none without). */
     private readonly dataDir?: string,
-    /** Bytes that may wait for a server's stdin before it is killed (tests set a small one). */
-    private readonly maxPendingBytes?: number,
+    /** What a server may make the core hold or read before it is killed (tests set small ones). */
+    private readonly limits: Pick<StartOptions, "maxPendingBytes" | "unasked"> = {},
   ) {
     for (const s of servers) this.cells.set(s.name, serverCell(s.name));
   }
@@ -123,7 +123,7 @@ export class McpPool {
       startServer(cfg, {
         dataDir: this.dataDir,
         signal: state.abort.signal,
-        maxPendingBytes: this.maxPendingBytes,
+        ...this.limits,
         onClose: (conn) => {
           const now = cell.get();
           if (now.kind === "ready" && now.conn === conn) cell.swap(now, { kind: "idle" });

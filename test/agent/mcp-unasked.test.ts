@@ -1,0 +1,132 @@
+import { describe, expect, test } from "bun:test";
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { ErrorCode, type McpError } from "@modelcontextprotocol/sdk/types.js";
+import { LineReader, MAX_LINE_BYTES } from "../../src/agent/mcp/line-reader.ts";
+import { McpPool } from "../../src/agent/mcp/pool.ts";
+import { MIN_MESSAGE_COST, UnaskedBudget } from "../../src/agent/mcp/unasked-budget.ts";
+import { McpServerSchema } from "../../src/config/schema.ts";
+import { alive } from "../fixtures/stack.ts";
+import { tmpdir } from "../fixtures/tmpdir.ts";
+import { waitFor } from "../fixtures/wait.ts";
+
+const HOSTILE = join(import.meta.dir, "..", "fixtures", "mcp-hostile-server.ts");
+const never = new AbortController().signal;
+const pidsIn = (file: string) =>
+  existsSync(file) ? readFileSync(file, "utf8").split("\n").filter(Boolean).map(Number) : [];
+const hostile = (mode: string, pids: string, timeout_s = 20) =>
+  McpServerSchema.parse({
+    name: "h",
+    command: process.execPath,
+    args: [HOSTILE],
+    env: { MCP_HOSTILE_MODE: mode, MCP_HOSTILE_PIDS: pids },
+    timeout_s,
+  });
+
+/** The longest the event loop went without running a 10 ms timer, from now until `stop()`. */
+function loopLag(): { stop(): number } {
+  let last = performance.now();
+  let worst = 0;
+  const timer = setInterval(() => {
+    const t = performance.now();
+    worst = Math.max(worst, t - last);
+    last = t;
+  }, 10);
+  return {
+    stop: () => {
+      clearInterval(timer);
+      return worst;
+    },
+  };
+}
+
+describe("MCP servers that send what no call asked for", () => {
+  test("an idle server flooding 1 MB notifications is killed within a bound, the loop stays free, the next use starts it again", async () => {
+    using scratch = tmpdir();
+    const pids = join(scratch.path, "pids");
+    const pool = new McpPool([hostile("idle-flood", pids)]);
+    try {
+      expect((await pool.tools("h", never)).map((t) => t.name)).toEqual(["echo"]);
+      const lag = loopLag();
+      const [first] = pidsIn(pids);
+      // Without the budget it floods for as long as it runs.
+      expect(await waitFor(() => !alive(first as number), { timeoutMs: 5000 })).toBe(true);
+      expect(lag.stop()).toBeLessThan(250);
+      expect((await pool.tools("h", never)).map((t) => t.name)).toEqual(["echo"]);
+      expect(pidsIn(pids)).toHaveLength(2);
+    } finally {
+      await pool.close();
+    }
+  }, 30_000);
+
+  test("a server flooding progress notifications during a call is killed at once, not after timeout_s", async () => {
+    using scratch = tmpdir();
+    const pids = join(scratch.path, "pids");
+    const pool = new McpPool([hostile("call-flood", pids, 20)]);
+    try {
+      const started = Date.now();
+      const err = await pool.call("h", "echo", {}, never).catch((e: unknown) => e);
+      expect((err as McpError).code).toBe(ErrorCode.ConnectionClosed);
+      expect(Date.now() - started).toBeLessThan(10_000);
+      expect(await waitFor(() => !alive(pidsIn(pids)[0] as number), { timeoutMs: 3000 })).toBe(true);
+    } finally {
+      await pool.close();
+    }
+  }, 30_000);
+
+  test("a cancelled call's server that goes on flooding is killed", async () => {
+    using scratch = tmpdir();
+    const pids = join(scratch.path, "pids");
+    const pool = new McpPool([hostile("cancel-flood", pids, 20)]);
+    try {
+      await pool.tools("h", never);
+      const abort = new AbortController();
+      setTimeout(() => abort.abort(new Error("cancelled")), 50);
+      // A cancelled call does not kill its server (docs/agent.md); its flood after the cancel does.
+      await pool.call("h", "echo", {}, abort.signal).catch(() => {});
+      expect(await waitFor(() => !alive(pidsIn(pids)[0] as number), { timeoutMs: 5000 })).toBe(true);
+    } finally {
+      await pool.close();
+    }
+  }, 30_000);
+
+  test("a server that reports progress 50 times a second and answers with 10 MB is left alone", async () => {
+    using scratch = tmpdir();
+    const pids = join(scratch.path, "pids");
+    const pool = new McpPool([hostile("polite", pids)]);
+    try {
+      for (let i = 0; i < 2; i++) {
+        const out = await pool.call("h", "echo", {}, never);
+        expect(out.text.length).toBe(10_000_000);
+      }
+      expect(pidsIn(pids)).toHaveLength(1);
+    } finally {
+      await pool.close();
+    }
+  }, 30_000);
+});
+
+describe("the unasked budget and the line reader", () => {
+  test("the budget refills at its rate up to its burst, and each message costs at least MIN_MESSAGE_COST", () => {
+    let t = 0;
+    const budget = new UnaskedBudget({ burstBytes: 10_000, bytesPerSecond: 1000 }, () => t);
+    expect(budget.take(9000)).toBe(true);
+    expect(budget.room(1000)).toBe(true);
+    expect(budget.take(1)).toBe(true); // costs MIN_MESSAGE_COST
+    expect(budget.room(1000 - MIN_MESSAGE_COST + 1)).toBe(false);
+    t = 60_000; // a minute refills no more than the burst
+    expect(budget.room(10_000)).toBe(true);
+    expect(budget.take(10_001)).toBe(false);
+  });
+
+  test("lines are joined across chunks; a line past MAX_LINE_BYTES throws", () => {
+    const r = new LineReader();
+    const enc = (s: string) => new TextEncoder().encode(s);
+    expect(r.push(enc('{"a":'))).toEqual([]);
+    expect(r.pending).toBe(5);
+    expect(r.push(enc('1}\n{"b":2}\n{"c"')).map(String)).toEqual(['{"a":1}', '{"b":2}']);
+    expect(r.pending).toBe(4);
+    r.clear();
+    expect(() => r.push(new Uint8Array(MAX_LINE_BYTES + 1))).toThrow("longer than");
+  });
+});
