@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
 import { ChatHarness, type Msg, names } from "./harness.ts";
 
 // docs/protocol.md#chat: a reply that fills its slot's context ends with a result and a
@@ -160,11 +161,38 @@ describe("chat: a prompt that cannot fit", () => {
     });
     expect(terminal.message).toContain("8292");
     expect(terminal.message).toContain("8192");
+    expect(terminal.message).toContain("shorten the input");
     expect(events.at(-1)).toMatchObject({ event: "loop_abort", reason: "context_overflow", step: 0 });
     expect(h.history("big")).toEqual([]);
     expect(h.checkpoint("big")).toBeUndefined();
     // The refused turn leaves no empty session behind for the host's list.
     expect(h.services.store().list("default_user", 10).sessions).toEqual([]);
+  });
+
+  test("refused for the agent's tools: the error says so, names their tokens and server, and does not blame the input", async () => {
+    const many = {
+      name: "h",
+      command: process.execPath,
+      args: [join(import.meta.dir, "..", "fixtures", "mcp-hostile-server.ts")],
+      env: { MCP_HOSTILE_MODE: "many-tools", NTOOLS: "128" },
+    };
+    await using h = new ChatHarness(
+      { agents: [{ name: "toolful", tools: ["h.*"] }], mcp_servers: [many] },
+      { standIn: () => ({ nCtx: 2048 }) },
+    );
+    const { terminal, events } = await h.chat(1, { input: "go", session_id: "tools" });
+    expect(terminal).toMatchObject({
+      type: "error",
+      code: "invalid_request",
+      data: { reason: "context_overflow" },
+    });
+    const message = String(terminal.message);
+    expect(message).not.toContain("shorten the input");
+    expect(message).toMatch(
+      /the 128 tools of agent 'toolful' take about \d+ of them \(by server: 'h' 128 tools, about \d+ tokens\)/,
+    );
+    expect(message).toContain("tools: patterns");
+    expect(events.at(-1)).toMatchObject({ event: "loop_abort", reason: "context_overflow" });
   });
 
   test("is tried with less and then no history before it is refused; the history stays as it was", async () => {

@@ -7,6 +7,7 @@ import type { AnswerError } from "../json-validator.ts";
 import type { TurnContext } from "./context.ts";
 import type { LlmFailure } from "./llm-step.ts";
 import { memoryText } from "./memory.ts";
+import { heaviest, type ToolsCost } from "./tools-cost.ts";
 
 /** What a turn returns: the chat's result less what the method adds, which the turn does not know: the events dropped, the model it chose. */
 export type TurnResult = Omit<ChatResult, "dropped_events" | "model">;
@@ -52,8 +53,17 @@ export type TurnEnding =
   | { kind: "context_outgrown"; step: number; promptTokens: number | undefined; slot: number }
   | { kind: "max_steps"; step: number; limit: number }
   | { kind: "max_parse_errors"; step: number; count: number; limit: number; problems: string }
-  /** The user's input alone does not fit the slot: refused, the session left as it was. */
-  | { kind: "context_overflow"; step: number; promptTokens: number | undefined; slot: number }
+  /**
+   * The user's input alone does not fit the slot: refused, the session left as it was. `tools`:
+   * the agent's tool definitions are why (the rest fits without them).
+   */
+  | {
+      kind: "context_overflow";
+      step: number;
+      promptTokens: number | undefined;
+      slot: number;
+      tools?: ToolsCost;
+    }
   | { kind: "llm_error"; step: number; failure: LlmFailure }
   /** The chat's signal aborted: at the step being worked on, or a cancel that won the finish. */
   | { kind: "cancelled" }
@@ -141,7 +151,7 @@ function close(ctx: TurnContext, ending: TurnEnding): Closing {
         session: "put_back",
         error: new CoreError(
           "invalid_request",
-          `the prompt does not fit the model's context even without the session's history: ${tokens(ending.promptTokens)}, a slot holds ${ending.slot}; shorten the input, or raise model.context or lower llama.parallel`,
+          `the prompt does not fit the model's context even without the session's history: ${tokens(ending.promptTokens)}, a slot holds ${ending.slot}; ${overflowAdvice(ctx, ending.tools)}`,
           {
             reason: "context_overflow",
             n_prompt_tokens: ending.promptTokens ?? null,
@@ -264,6 +274,12 @@ function outputInvalid(ctx: TurnContext, ending: TurnEnding & { kind: "output_in
     finish_reason: finishReason,
     trace_id: ctx.traceId,
   });
+}
+
+/** What to do about a prompt that does not fit: the tools when they are why, else the input. */
+function overflowAdvice(ctx: TurnContext, tools: ToolsCost | undefined): string {
+  if (!tools) return "shorten the input, or raise model.context or lower llama.parallel";
+  return `the definitions of the ${tools.count} tools of agent '${ctx.agent.name}' take about ${tools.tokens} of them (by server: ${heaviest(tools)}); give the agent fewer tools (its tools: patterns, say 'server.tool' in place of 'server.*'), or raise model.context or lower llama.parallel`;
 }
 
 function tokens(promptTokens: number | undefined): string {

@@ -18,6 +18,7 @@ import { recall } from "./memory.ts";
 import { repromptMessages, systemMessage, UNREADABLE, unreadableMessages } from "./prompt.ts";
 import { PromptLayout } from "./prompt-layout.ts";
 import { loadTools, pendingCalls, runCalls } from "./tools.ts";
+import { overflowingTools } from "./tools-cost.ts";
 
 /**
  * A turn that held this much image data asks for a collection once it is over: an idle core
@@ -167,7 +168,7 @@ export class Turn {
       const answer = await llmStep(ctx, stepSetup, step);
       if (answer.kind === "reply") ctx.usage.add(answer.reply);
       if (answer.kind === "failed") return { kind: "llm_error", step, failure: answer.failure };
-      if (answer.kind === "overflow") return this.overflowed(step, answer.error, setup.contextSize);
+      if (answer.kind === "overflow") return this.overflowed(step, answer.error, stepSetup);
       if (answer.kind === "refused") return { kind: "refused", step, error: answer.error };
       ctx.deps.emit("llm_done", { step });
       const ending =
@@ -289,12 +290,15 @@ export class Turn {
    * user's input that does not fit: refused. Later it is the turn's own tool results or
    * re-prompts: the turn ends like a full reply.
    */
-  private overflowed(step: number, err: LlmError, contextSize: number): TurnEnding {
+  private overflowed(step: number, err: LlmError, setup: StepSetup): TurnEnding {
     const { n_prompt_tokens, n_ctx } = err.data;
     const promptTokens = typeof n_prompt_tokens === "number" ? n_prompt_tokens : undefined;
-    const slot = typeof n_ctx === "number" ? n_ctx : contextSize;
-    if (this.ctx.session.state.turn.length <= 1)
-      return { kind: "context_overflow", step, promptTokens, slot };
+    const slot = typeof n_ctx === "number" ? n_ctx : setup.contextSize;
+    if (this.ctx.session.state.turn.length <= 1) {
+      // An input of a word refused for the tools' definitions must say so, not "shorten the input".
+      const tools = overflowingTools(setup, this.ctx.session.state.turn, this.tools, promptTokens, slot);
+      return { kind: "context_overflow", step, promptTokens, slot, tools };
+    }
     this.ctx.deps.emit("llm_done", { step });
     return { kind: "context_outgrown", step, promptTokens, slot };
   }
