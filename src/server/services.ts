@@ -188,7 +188,7 @@ export class CoreServices implements Services {
         },
       });
       // Closed last whenever it was opened: every other service may still ask it as it stops.
-      this.database = this.stopAtShutdown("store", store, async () => store.close(), { last: true });
+      this.database = this.stopAtShutdown("store", store, () => store.stop(), { last: true });
       if (memory.enabled && memory.embedding_model !== null) {
         // Rows without vectors (folders, another model's) are embedded from the first open, not
         // from the first chat; off this call, which a sessions method may be waiting on.

@@ -2,24 +2,29 @@ import { CoreError, type ErrorCode } from "../protocol/errors.ts";
 import { workerEntry } from "../util/worker-entry.ts";
 import { storeError } from "./db/open.ts";
 import type { PendingDocument } from "./document-store.ts";
+import type { EraseResult, EraseWork } from "./erase-work.ts";
 
 /**
- * A document's chunks written on a thread of their own (`chunk-worker.ts`, docs/agent.md
- * "Documents"): FTS5's tokenizing is most of what storing a document costs (a 300-page book:
- * about half of what pdf.js takes to read it), and on its own thread it runs beside the
- * reading instead of after it. The worker starts on the first document and is kept; one that
- * stops fails what it had, and the next batch starts another.
+ * The store's worker thread (`chunk-worker.ts`), with a connection of its own, for the writes
+ * too slow for the main loop. A document's chunks (docs/agent.md "Documents"): FTS5's tokenizing
+ * is most of what storing a document costs (a 300-page book: about half of what pdf.js takes to
+ * read it), and on its own thread it runs beside the reading instead of after it. Erases
+ * (store/erase-work.ts): FTS5's `secure-delete` makes them cost seconds. The worker starts on the
+ * first ask and is kept; one that stops fails what it had, and the next ask starts another.
  */
+export type ThreadWork =
+  | { kind: "chunks"; doc: PendingDocument; chunks: { index: number; text: string }[] }
+  | { kind: "erase"; work: EraseWork };
+
 export interface ChunkAsk {
   id: number;
   path: string;
   busyWaitMs: number;
-  doc: PendingDocument;
-  chunks: { index: number; text: string }[];
+  work: ThreadWork;
 }
 
 export type ChunkAnswer =
-  | { id: number; ok: true }
+  | { id: number; ok: true; value?: EraseResult }
   | {
       id: number;
       ok: false;
@@ -31,7 +36,10 @@ const workerFile = () =>
 
 export class ChunkThread {
   private worker: Worker | undefined;
-  private readonly pending = new Map<number, { resolve: () => void; reject: (err: Error) => void }>();
+  private readonly pending = new Map<
+    number,
+    { resolve: (value: EraseResult | undefined) => void; reject: (err: Error) => void }
+  >();
   private nextId = 1;
 
   constructor(
@@ -40,25 +48,28 @@ export class ChunkThread {
   ) {}
 
   /** One batch, in its own transaction on the thread (DocumentStore.addChunks). */
-  write(doc: PendingDocument, chunks: { index: number; text: string }[]): Promise<void> {
-    const worker = this.start();
-    const id = this.nextId++;
-    return new Promise((resolve, reject) => {
-      this.pending.set(id, { resolve, reject });
-      worker.postMessage({
-        id,
-        path: this.path,
-        busyWaitMs: this.busyWaitMs,
-        doc,
-        chunks,
-      } satisfies ChunkAsk);
-    });
+  async write(doc: PendingDocument, chunks: { index: number; text: string }[]): Promise<void> {
+    await this.ask({ kind: "chunks", doc, chunks });
+  }
+
+  /** One erase, its transactions on the thread (Store's deletes); what it answers. */
+  async erase(work: EraseWork): Promise<EraseResult> {
+    return (await this.ask({ kind: "erase", work })) as EraseResult;
   }
 
   stop(): void {
     this.worker?.terminate();
     this.worker = undefined;
-    this.fail(new Error("the database was closed while a document was being stored"));
+    this.fail(new Error("the database was closed while the store's thread was writing"));
+  }
+
+  private ask(work: ThreadWork): Promise<EraseResult | undefined> {
+    const worker = this.start();
+    const id = this.nextId++;
+    return new Promise((resolve, reject) => {
+      this.pending.set(id, { resolve, reject });
+      worker.postMessage({ id, path: this.path, busyWaitMs: this.busyWaitMs, work } satisfies ChunkAsk);
+    });
   }
 
   private start(): Worker {
@@ -71,14 +82,14 @@ export class ChunkThread {
       const p = this.pending.get(a.id);
       if (!p) return;
       this.pending.delete(a.id);
-      if (a.ok) p.resolve();
+      if (a.ok) p.resolve(a.value);
       else p.reject(this.errorOf(a.error));
     };
     worker.onerror = (event) => {
       event.preventDefault();
       if (this.worker === worker) this.worker = undefined;
       worker.terminate();
-      this.fail(new Error(`the document writer's thread stopped: ${event.message}`));
+      this.fail(new Error(`the store's thread stopped: ${event.message}`));
     };
     this.worker = worker;
     return worker;

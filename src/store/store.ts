@@ -7,16 +7,9 @@ import { Conversations } from "./conversations.ts";
 import { DB_FILE, type OpenOptions, openStore, storeError } from "./db/open.ts";
 import { DiskReserve } from "./disk-reserve.ts";
 import { DocumentStore, type PendingDocument } from "./document-store.ts";
-import {
-  eraseInSteps,
-  eraseSession,
-  eraseUser,
-  forgetScrub,
-  scrubWal,
-  settleErase,
-  truncateWal,
-} from "./erase.ts";
-import { type CopyOutcome, eraseDocumentFromCopies, eraseFromCopies } from "./erase-copies.ts";
+import { forgetScrub, scrubWal, settleErase, truncateWal } from "./erase.ts";
+import type { CopyOutcome } from "./erase-copies.ts";
+import { type EraseResult, type EraseWork, runErase } from "./erase-work.ts";
 import { ErasureWatch } from "./erasures.ts";
 import { type ExportFormat, exportSession } from "./export.ts";
 import { FolderIndex, type FolderIndexOptions } from "./folder-index.ts";
@@ -41,7 +34,7 @@ export interface StoreOptions extends OpenOptions {
   folderIndex?: FolderIndexOptions;
   /** Tests: the room kept for erasing on a full disk (RESERVE_BYTES). */
   reserveBytes?: number;
-  /** A document's chunks written on a thread of their own (store/chunk-thread.ts); default true. */
+  /** Chunks and erases written on the store's thread (store/chunk-thread.ts); default true (false: on this one). */
   chunkThread?: boolean;
   /** Tests: when the first sweep of a killed add's chunks runs after the open (FIRST_SWEEP_MS). */
   firstSweepMs?: number;
@@ -79,8 +72,10 @@ export class Store {
   private readonly now: () => Date;
   /** Room for erasing on a full disk (store/disk-reserve.ts). */
   private readonly reserve: DiskReserve;
-  /** Where documents' chunks are written (store/chunk-thread.ts); none: on this thread. */
+  /** Where documents' chunks are written and erases run (store/chunk-thread.ts); none: on this thread. */
   private readonly chunkThread: ChunkThread | undefined;
+  /** This core's erases, one after another; its other writes wait for them (`afterErases`). */
+  private erases: Promise<unknown> | undefined;
 
   private constructor(
     private readonly db: Database,
@@ -141,9 +136,20 @@ export class Store {
 
   /**
    * Runs a write; while another process holds the write lock it is tried again, without
-   * blocking the event loop, for up to BUSY_WAIT_MS; then a CoreError naming the file.
+   * blocking the event loop, for up to BUSY_WAIT_MS; then a CoreError naming the file. It waits
+   * first for this core's own erase, which holds the write lock far longer than that.
    */
   async write<T>(work: () => T): Promise<T> {
+    await this.afterErases();
+    return this.writeNow(work);
+  }
+
+  /** Resolves once no erase of this core is running (a new one may start after). */
+  async afterErases(): Promise<void> {
+    while (this.erases) await this.erases;
+  }
+
+  private async writeNow<T>(work: () => T): Promise<T> {
     const deadline = Date.now() + this.busyWaitMs;
     for (let wait = 5; ; wait = Math.min(wait * 2, 100)) {
       try {
@@ -182,7 +188,9 @@ export class Store {
    * `acquire`); a database locked too long fails naming the file.
    */
   lease<T>(userId: string, sessionId: string, signal: AbortSignal, within: () => T): Promise<Leased<T>> {
-    return this.named(this.leases.acquire(userId, sessionId, signal, within, this.busyWaitMs));
+    return this.named(
+      this.afterErases().then(() => this.leases.acquire(userId, sessionId, signal, within, this.busyWaitMs)),
+    );
   }
 
   /** As `lease`, but undefined at once when another core's turn holds the session. */
@@ -192,7 +200,9 @@ export class Store {
     signal: AbortSignal,
     within: () => T,
   ): Promise<Leased<T> | undefined> {
-    return this.named(this.leases.tryHold(userId, sessionId, signal, within, this.busyWaitMs));
+    return this.named(
+      this.afterErases().then(() => this.leases.tryHold(userId, sessionId, signal, within, this.busyWaitMs)),
+    );
   }
 
   /** SQLite's failures as errors naming the file. */
@@ -232,7 +242,9 @@ export class Store {
 
   /**
    * A session's messages, checkpoint and memory, erased for good, here, in its 0.1 files and in
-   * every database set aside; `deleted` false when the live database had none.
+   * every database set aside; `deleted` false when the live database had none. The erase runs on
+   * the store's thread, one transaction: a core killed midway leaves the session as it was (the
+   * host, answered nothing, asks again).
    */
   async deleteSession(
     userId: string,
@@ -241,13 +253,12 @@ export class Store {
     // A turn of it in flight here stops now; one in another core is refused at its next write.
     this.erasing.erased(userId, sessionId);
     const at = this.now().getTime();
-    const deleted = await this.erase(
-      () => eraseSession(this.db, userId, sessionId, at),
-      () => eraseInSteps(this.db, userId, sessionId, at) > 0,
-    );
-    this.conversations.forget(userId, sessionId);
-    eraseImported(this.dataDir, userId, sessionId);
-    return { deleted, copies: eraseFromCopies(this.dataDir, userId, sessionId) };
+    return this.exclusive(async () => {
+      const deleted = (await this.erase({ kind: "session", userId, sessionId, at, steps: false })) > 0;
+      this.conversations.forget(userId, sessionId);
+      eraseImported(this.dataDir, userId, sessionId);
+      return { deleted, copies: await this.eraseCopies(userId, { sessionId }) };
+    });
   }
 
   /** Of the sources memory notes quote (with their passages' rows), those no longer stored (store/quoted-sources.ts). */
@@ -260,43 +271,71 @@ export class Store {
    * aside; false when the user has none such.
    */
   async deleteDocument(userId: string, documentId: string): Promise<boolean> {
-    const deleted = await this.write(() => this.documents.delete(userId, documentId));
-    if (!deleted) return false;
-    this.guard(() => settleErase(this.db));
-    eraseDocumentFromCopies(this.dataDir, userId, documentId);
-    return true;
+    return this.exclusive(async () => {
+      if (!(await this.offLoop({ kind: "document", userId, documentId }))) return false;
+      await this.eraseCopies(userId, { documentId });
+      return true;
+    });
   }
 
   /** Everything of a user, erased for good the same way; `deleted_sessions` counts the live database's. */
   async deleteUser(userId: string): Promise<{ deleted_sessions: number; copies: CopyOutcome[] }> {
     this.erasing.erased(userId);
     const at = this.now().getTime();
-    const deleted_sessions = await this.erase(
-      () => eraseUser(this.db, userId, at),
-      () => eraseInSteps(this.db, userId, undefined, at),
-    );
-    this.conversations.forget(userId);
-    eraseImported(this.dataDir, userId);
-    return { deleted_sessions, copies: eraseFromCopies(this.dataDir, userId) };
+    return this.exclusive(async () => {
+      const deleted_sessions = await this.erase({ kind: "user", userId, at, steps: false });
+      this.conversations.forget(userId);
+      eraseImported(this.dataDir, userId);
+      return { deleted_sessions, copies: await this.eraseCopies(userId, {}) };
+    });
+  }
+
+  /** `run` once this core's earlier erases are done; this core's writes wait for it meanwhile. */
+  private exclusive<T>(run: () => Promise<T>): Promise<T> {
+    const before = this.erases;
+    const done = (async () => {
+      if (before) await before;
+      return run();
+    })();
+    const mark: Promise<unknown> = done.catch(() => {});
+    this.erases = mark;
+    void mark.then(() => {
+      if (this.erases === mark) this.erases = undefined;
+    });
+    return done;
   }
 
   /**
    * An erase in one transaction; on a full disk, the reserve's room freed and the erase done in
    * small steps (store/erase.ts), the reserve put back once the log is empty again.
    */
-  private async erase<T>(whole: () => T, inSteps: () => T): Promise<T> {
+  private async erase(work: Extract<EraseWork, { steps: boolean }>): Promise<number> {
     try {
-      return await this.write(whole);
+      return (await this.offLoop(work)) as number;
     } catch (err) {
       if (!String((err as CoreError).data?.problem ?? "").startsWith("SQLITE_FULL")) throw err;
       logger.warn(`the disk is full: erasing with the reserve ${this.reserve.path} freed, in small steps`);
       this.reserve.release();
       try {
-        return await this.write(inSteps);
+        return (await this.offLoop({ ...work, steps: true })) as number;
       } finally {
         this.reserve.ensure();
       }
     }
+  }
+
+  /** The same rows erased in the databases set aside (store/erase-copies.ts: a `quick_check` each). */
+  private async eraseCopies(
+    userId: string,
+    of: { sessionId?: string; documentId?: string },
+  ): Promise<CopyOutcome[]> {
+    return (await this.offLoop({ kind: "copies", dataDir: this.dataDir, userId, ...of })) as CopyOutcome[];
+  }
+
+  /** An erase on the store's thread (the main loop keeps answering), or here without one. */
+  private offLoop(work: EraseWork): Promise<EraseResult> {
+    if (this.chunkThread) return this.chunkThread.erase(work);
+    return this.writeNow(() => runErase(this.db, work));
   }
 
   /** `sessions.attachment`: one of the user's images, its bytes as base64; an id the user has not is refused. */
@@ -319,6 +358,12 @@ export class Store {
     const s = this.guard(() => this.conversations.session(userId, sessionId));
     if (!s) throw sessionNotFound(sessionId);
     return s;
+  }
+
+  /** At shutdown: an erase under way finishes first (the user asked for it), then the close. */
+  async stop(): Promise<void> {
+    await this.afterErases();
+    this.close();
   }
 
   close(): void {

@@ -1,0 +1,39 @@
+import type { Database } from "bun:sqlite";
+import { deleteDocumentRows } from "./document-store.ts";
+import { eraseInSteps, eraseSession, eraseUser, settleErase } from "./erase.ts";
+import { type CopyOutcome, eraseDocumentFromCopies, eraseFromCopies } from "./erase-copies.ts";
+
+/**
+ * One erase as plain data, so it can run on the store's thread (store/chunk-thread.ts) as well as
+ * on the main one: with FTS5's `secure-delete` an erase costs seconds per few hundred messages,
+ * which the main loop must not wait out (ping, cancel, shutdown answer at once).
+ * `steps`: the full-disk way (store/erase.ts `eraseInSteps`).
+ */
+export type EraseWork =
+  | { kind: "session"; userId: string; sessionId: string; at: number; steps: boolean }
+  | { kind: "user"; userId: string; at: number; steps: boolean }
+  | { kind: "document"; userId: string; documentId: string }
+  | { kind: "copies"; dataDir: string; userId: string; sessionId?: string; documentId?: string };
+
+/** What each kind answers: sessions (or documents) removed; for `copies`, each copy's outcome. */
+export type EraseResult = number | CopyOutcome[];
+
+export function runErase(db: Database, work: EraseWork): EraseResult {
+  switch (work.kind) {
+    case "session":
+      if (work.steps) return eraseInSteps(db, work.userId, work.sessionId, work.at);
+      return eraseSession(db, work.userId, work.sessionId, work.at) ? 1 : 0;
+    case "user":
+      if (work.steps) return eraseInSteps(db, work.userId, undefined, work.at);
+      return eraseUser(db, work.userId, work.at);
+    case "document": {
+      const removed = db.transaction(() => deleteDocumentRows(db, work.userId, work.documentId)).immediate();
+      if (removed) settleErase(db);
+      return removed ? 1 : 0;
+    }
+    case "copies":
+      return work.documentId === undefined
+        ? eraseFromCopies(work.dataDir, work.userId, work.sessionId)
+        : eraseDocumentFromCopies(work.dataDir, work.userId, work.documentId);
+  }
+}

@@ -1,0 +1,82 @@
+import { describe, expect, test } from "bun:test";
+import { Store } from "../../../src/store/store.ts";
+import { filesHolding } from "../../fixtures/files-holding.ts";
+import { tmpdir } from "../../fixtures/tmpdir.ts";
+
+/**
+ * An erase runs on the store's thread (store/erase-work.ts): FTS5's `secure-delete` makes one of
+ * a few hundred long messages cost seconds, which the main loop must not wait out.
+ */
+const TURNS = Number(process.env.ERASE_TURNS ?? 40);
+
+function words(seed: number, n: number): string {
+  // Many distinct terms: what FTS5's secure-delete pays for, per term, per row.
+  let out = "";
+  for (let i = 0; i < n; i++) out += `w${((seed * 7919 + i * 104729) % 50000).toString(36)} `;
+  return out;
+}
+
+function chat(store: Store, u: string, s: string, text: string) {
+  store.conversations.commitTurn({
+    userId: u,
+    sessionId: s,
+    agent: "a",
+    messages: [
+      { role: "user", content: text },
+      { role: "assistant", content: `about ${text}` },
+    ],
+    memoryText: text,
+    at: new Date(),
+  });
+}
+
+/** The longest the main loop went without running a 5 ms timer while `work` ran (begun from a timer's turn). */
+async function longestStall<T>(
+  work: () => Promise<T>,
+): Promise<{ value: T; stallMs: number; tookMs: number }> {
+  let last = performance.now();
+  let stallMs = 0;
+  const timer = setInterval(() => {
+    const now = performance.now();
+    stallMs = Math.max(stallMs, now - last);
+    last = now;
+  }, 5);
+  await new Promise((r) => setTimeout(r, 20));
+  const started = performance.now();
+  try {
+    const value = await work();
+    stallMs = Math.max(stallMs, performance.now() - last);
+    return { value, stallMs, tookMs: performance.now() - started };
+  } finally {
+    clearInterval(timer);
+  }
+}
+
+describe("an erase off the main loop", () => {
+  test("sessions.delete of a long session: the loop keeps turning, a write of this core waits for it, nothing is left on disk", async () => {
+    using dir = tmpdir();
+    // A short busy wait: a write that did not wait for the erase would fail with SQLITE_BUSY.
+    const store = Store.open(dir.path, { busyWaitMs: 200 });
+    for (let i = 0; i < TURNS; i++) chat(store, "alice", "big", `PANGOLIN ${i} ${words(i, 700)}`);
+    chat(store, "alice", "keep", "kept");
+    const { value, stallMs, tookMs } = await longestStall(() =>
+      Promise.all([
+        store.deleteSession("alice", "big"),
+        // Once the erase holds the write lock on its thread.
+        Bun.sleep(300).then(() =>
+          store.write(() => chat(store, "alice", "keep", "written during the erase")),
+        ),
+      ]),
+    );
+    expect(value[0].deleted).toBe(true);
+    // The erase was long enough to matter, and the loop never waited on it.
+    expect(tookMs).toBeGreaterThan(500);
+    expect(stallMs).toBeLessThan(250);
+    expect(store.get("alice", "keep", 10).messages.map((m) => m.content)).toContain(
+      "written during the erase",
+    );
+    expect(store.list("alice", 10).sessions.map((s) => s.session_id)).toEqual(["keep"]);
+    expect(filesHolding(dir.path, "PANGOLIN")).toEqual([]);
+    await store.stop();
+  }, 30_000);
+});
