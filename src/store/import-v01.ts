@@ -45,6 +45,8 @@ export interface ImportReport {
 /** Imports `dataDir/users` unless done already; returns undefined when there was nothing to do. */
 export function importV01(db: Database, dataDir: string, now: Date): ImportReport | undefined {
   const users = join(dataDir, "users");
+  // Read first: a database imported before takes no write lock at open (another core may hold it).
+  if (db.query("SELECT 1 FROM meta WHERE key = ?").get(MARKER)) return undefined;
   const report = db
     .transaction((): ImportReport | undefined => {
       if (db.query("SELECT 1 FROM meta WHERE key = ?").get(MARKER)) return undefined;

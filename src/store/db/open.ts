@@ -6,7 +6,7 @@ import { logger } from "../../util/logger.ts";
 import { ensurePrivateTree, writePrivateFile } from "../../util/private-fs.ts";
 import { dataDirError } from "../data-dir-problem.ts";
 import { MIGRATIONS, SCHEMA_VERSION } from "./migrations.ts";
-import { claimDatabaseFile, refuseForeign, stampOwnership } from "./ownership.ts";
+import { claimDatabaseFile, isStamped, refuseForeign, stampOwnership } from "./ownership.ts";
 
 /** The database's file name under app.data_dir. */
 export const DB_FILE = "local-ai.db";
@@ -178,7 +178,24 @@ function hasFts5(db: Database): boolean {
   }
 }
 
+/**
+ * The schema brought up to date, in one write; a database already current is only read, so a
+ * core opening it while another holds the write lock (a long erase) does not wait on it.
+ */
 function migrate(db: Database, fts: boolean): void {
+  if (!current(db, fts)) upgrade(db, fts);
+  if (fts && !ftsSecureDeleteSet(db)) enableFtsSecureDelete(db);
+}
+
+/** Nothing for `upgrade` to write: ours, the latest schema, its FTS5 indexes as this SQLite can have them. */
+function current(db: Database, fts: boolean): boolean {
+  const version = (db.query("PRAGMA user_version").get() as { user_version: number }).user_version;
+  if (version !== SCHEMA_VERSION || !isStamped(db)) return false;
+  const indexed = db.query("SELECT value FROM meta WHERE key = 'fts'").get() as { value: string } | null;
+  return fts === (indexed?.value === "1");
+}
+
+function upgrade(db: Database, fts: boolean): void {
   db.transaction(() => {
     const version = (db.query("PRAGMA user_version").get() as { user_version: number }).user_version;
     stampOwnership(db);
@@ -200,7 +217,20 @@ function migrate(db: Database, fts: boolean): void {
       db.run("UPDATE meta SET value = '0' WHERE key = 'fts'");
     }
   }).immediate();
-  if (fts) enableFtsSecureDelete(db);
+}
+
+/** FTS5's `secure-delete` already on in both indexes (it is kept in the database). */
+function ftsSecureDeleteSet(db: Database): boolean {
+  try {
+    return ["messages_fts", "memory_fts"].every((t) => {
+      const row = db.query(`SELECT v FROM ${t}_config WHERE k = 'secure-delete'`).get() as {
+        v: number;
+      } | null;
+      return Number(row?.v) === 1;
+    });
+  } catch {
+    return false; // no such table yet: set it, or learn this SQLite lacks it
+  }
 }
 
 const FTS_TRIGGERS = ["messages_fts_insert", "messages_fts_delete", "memory_fts_insert", "memory_fts_delete"];

@@ -79,4 +79,27 @@ describe("an erase off the main loop", () => {
     expect(filesHolding(dir.path, "PANGOLIN")).toEqual([]);
     await store.stop();
   }, 30_000);
+
+  test("a second core opening the folder during the erase lists its sessions at once (an open of a current database writes nothing)", async () => {
+    using dir = tmpdir();
+    const store = Store.open(dir.path);
+    for (let i = 0; i < TURNS; i++) chat(store, "alice", "big", `PANGOLIN ${i} ${words(i, 700)}`);
+    chat(store, "alice", "keep", "kept");
+    const erasing = store.deleteSession("alice", "big");
+    await Bun.sleep(300);
+    const started = performance.now();
+    const second = Store.open(dir.path);
+    const opened = performance.now() - started;
+    expect(opened).toBeLessThan(1000);
+    // Its snapshot is from before the erase's commit: both sessions are still there.
+    expect(
+      second
+        .list("alice", 10)
+        .sessions.map((s) => s.session_id)
+        .sort(),
+    ).toEqual(["big", "keep"]);
+    second.close();
+    expect((await erasing).deleted).toBe(true);
+    await store.stop();
+  }, 30_000);
 });
