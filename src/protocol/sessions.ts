@@ -69,9 +69,12 @@ export const SessionsGetParamsSchema = z.object({
 });
 export const SessionsGetResultSchema = z.object({
   session: SessionSummarySchema,
-  /** Oldest first: the newest `limit` messages before `before_seq`. */
+  /**
+   * Oldest first: the newest messages before `before_seq`, at most `limit` and at most 8 MiB of
+   * JSON past the first (a bigger message comes alone), so a page shorter than `limit` is normal.
+   */
   messages: z.array(StoredMessageSchema),
-  /** Older messages exist: ask again with `before_seq` = the first seq here. */
+  /** Older messages exist (a short page too): ask again with `before_seq` = the first seq here. */
   has_more: z.boolean(),
 });
 

@@ -63,37 +63,65 @@ export function listSessions(db: Database, userId: string, limit: number, before
   };
 }
 
+/**
+ * The most a `sessions.get` page's messages take as JSON. The typed client reads lines of up to
+ * 16 MiB (client-options.ts `maxLineBytes`) and a line over it is lost whole, so a page stops
+ * before the message that would take it past this, well under that; a message bigger than this
+ * alone (at most about `stdio.max_line_bytes`, 8 MiB by default: no input line is longer, and
+ * tool results are cut far shorter) still goes out, as a page of its own.
+ */
+export const PAGE_BYTES = 8 * 1024 * 1024;
+
+/**
+ * The newest messages before `beforeSeq`, oldest first: at most `limit` of them and, past the
+ * first, no more than `budget` bytes of JSON, so a short page with `has_more` is normal. Rows
+ * are read one at a time, newest first, so a page never holds much more than its budget.
+ */
 export function sessionMessages(
   db: Database,
   session: SessionSummary,
   userId: string,
   limit: number,
   beforeSeq?: number,
+  budget = PAGE_BYTES,
 ): MessagePage {
   const rows = db
     .query(
       `SELECT seq, role, content, reasoning, tool_calls, tool_call_id, usage, created_at, sources FROM messages
        WHERE user_id = $u AND session_id = $s AND seq < $before ORDER BY seq DESC LIMIT $n`,
     )
-    .all({
+    .iterate({
       u: userId,
       s: session.session_id,
       before: beforeSeq ?? Number.MAX_SAFE_INTEGER,
       n: limit + 1,
-    }) as Parameters<typeof storedMessage>[0][];
-  const page = rows.slice(0, limit).reverse();
-  const images = new Attachments(db).refsBySeq(
-    userId,
-    session.session_id,
-    page[0]?.seq ?? 0,
-    (page[page.length - 1]?.seq ?? -1) + 1,
-  );
+    }) as IterableIterator<Parameters<typeof storedMessage>[0]>;
+  const attachments = new Attachments(db);
   const names = new Map<string, string>();
-  const messages = page.map((row) => {
-    const m = storedMessage(row, images.get(row.seq));
+  const messages: StoredMessage[] = [];
+  let bytes = 0;
+  let hasMore = false;
+  for (const row of rows) {
+    if (messages.length === limit) {
+      hasMore = true;
+      break;
+    }
+    const m = storedMessage(
+      row,
+      attachments.refsBySeq(userId, session.session_id, row.seq, row.seq + 1).get(row.seq),
+    );
     // An answer's sources, named as they are now (store/source-names.ts).
     if (row.sources) m.sources = named(db, userId, JSON.parse(row.sources), names);
-    return m;
-  });
-  return { session, messages, has_more: rows.length > limit };
+    // Measured as written: JSON escapes can make a message several times its text.
+    const size = Buffer.byteLength(JSON.stringify(m)) + 1;
+    if (messages.length > 0 && bytes + size > budget) {
+      hasMore = true;
+      break;
+    }
+    messages.push(m);
+    bytes += size;
+  }
+  // Stops the statement: a page that ended early leaves rows unread.
+  rows.return?.();
+  return { session, messages: messages.reverse(), has_more: hasMore };
 }
