@@ -36,7 +36,9 @@ export type ErrorReason =
   | "user_deleted"
   | "document_deleted"
   | "not_well_formed"
-  | "nothing_to_resume";
+  | "nothing_to_resume"
+  | "export_too_large"
+  | "path_unwritable";
 
 /** What `chat` accepts: every field has a default on the core's side. */
 export type ChatParams = {
@@ -656,10 +658,16 @@ export type SessionsExportParams = {
   session_id: string;
   format: "json" | "markdown";
   user_id?: string | undefined;
+  path?: string | undefined;
 };
 
 /** The result of `sessions.export`. */
-export type SessionsExportResult = { format: "json" | "markdown"; content: string };
+export type SessionsExportResult = {
+  format: "json" | "markdown";
+  content?: string | undefined;
+  path?: string | undefined;
+  bytes?: number | undefined;
+};
 
 /** What `sessions.attachment` accepts. */
 export type SessionsAttachmentParams = { id: number; user_id?: string | undefined };

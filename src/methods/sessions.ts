@@ -16,6 +16,7 @@ import {
   UsersDeleteParamsSchema,
   UsersDeleteResultSchema,
 } from "../protocol/sessions.ts";
+import { exportInline, exportToFile } from "../store/export-file.ts";
 import { defineMethod } from "./definition.ts";
 
 // The host's view of its conversations (docs/protocol.md "Conversations"): each a thin call into
@@ -67,14 +68,16 @@ export const sessionsSearch = defineMethod({
   run: (p, _ctx, services) => ({ hits: services.store().search(p.user_id, p.query, p.limit) }),
 });
 
+/** Inline up to 8 MiB, else to a file the host names (store/export-file.ts). */
 export const sessionsExport = defineMethod({
   name: "sessions.export",
   params: SessionsExportParamsSchema,
   result: () => SessionsExportResultSchema,
-  run: (p, _ctx, services) => ({
-    format: p.format,
-    content: services.store().export(p.user_id, p.session_id, p.format),
-  }),
+  run: async (p, _ctx, services) => {
+    const pieces = services.store().exportPieces(p.user_id, p.session_id, p.format);
+    if (p.path === undefined) return { format: p.format, content: await exportInline(pieces) };
+    return { format: p.format, path: p.path, bytes: await exportToFile(p.path, pieces) };
+  },
 });
 
 /** One image of the user's messages with its bytes (docs/protocol.md#images); another user's id finds nothing. */

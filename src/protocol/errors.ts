@@ -46,6 +46,9 @@ export const ERROR_REASONS = [
   "not_well_formed",
   // `resume: true`, no input, and no interrupted turn to resume.
   "nothing_to_resume",
+  // sessions.export: over what one answer carries (name a `path`); a `path` that cannot be written.
+  "export_too_large",
+  "path_unwritable",
 ] as const;
 export type ErrorReason = (typeof ERROR_REASONS)[number];
 

@@ -1,3 +1,4 @@
+import { isAbsolute } from "node:path";
 import { z } from "zod";
 import { AttachmentRefSchema, ToolCallSchema } from "./chat-message.ts";
 import { SafeIdSchema } from "./safe-id.ts";
@@ -120,10 +121,26 @@ export const SessionsExportParamsSchema = z.object({
   user_id: UserId,
   session_id: SafeIdSchema,
   format: z.enum(["markdown", "json"]),
+  /**
+   * Write the export to this file (absolute; its folder must exist) instead of answering it:
+   * owner-only, replaced atomically. Needed for an export over 8 MiB, which no answer carries.
+   */
+  path: z
+    .string()
+    .min(1)
+    .max(4096)
+    .refine((p) => isAbsolute(p), "must be an absolute path")
+    .refine((p) => !p.includes("\0"), "must not contain a NUL character")
+    .optional(),
 });
 export const SessionsExportResultSchema = z.object({
   format: z.enum(["markdown", "json"]),
-  content: z.string(),
+  /** The export, when no `path` was given. */
+  content: z.string().optional(),
+  /** Where it was written, with `path`. */
+  path: z.string().optional(),
+  /** Its size in bytes, with `path`. */
+  bytes: z.number().int().nonnegative().optional(),
 });
 
 export const SessionsAttachmentParamsSchema = z.object({

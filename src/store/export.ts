@@ -9,9 +9,8 @@ export function exportSession(
   session: SessionSummary,
   messages: readonly StoredMessage[],
 ): string {
-  return format === "json"
-    ? `${JSON.stringify({ session, messages }, null, 2)}\n`
-    : toMarkdown(session, messages);
+  const parts = exportParts(format, session);
+  return `${parts.head}${parts.messages(messages, true)}${parts.tail(messages.length > 0)}`;
 }
 
 const ROLE_HEADINGS: Record<StoredMessage["role"], string> = {
@@ -27,22 +26,54 @@ const ROLE_HEADINGS: Record<StoredMessage["role"], string> = {
  * message text and reasoning escaped so that none can forge a heading or swallow what follows.
  */
 export function toMarkdown(session: SessionSummary, messages: readonly StoredMessage[]): string {
-  const out = [
-    `# ${oneLine(session.title) || session.session_id}`,
-    "",
-    `Session \`${session.session_id}\` · agent ${session.agent || "?"} · started ${session.created_at}`,
-  ];
-  for (const m of messages) {
-    out.push("", `## ${ROLE_HEADINGS[m.role]} · ${m.created_at}`, "");
-    if (m.reasoning)
-      out.push("<details><summary>Thinking</summary>", "", markdownText(m.reasoning), "", "</details>", "");
-    if (m.role === "tool") out.push(fenced(m.content ?? ""));
-    else if (m.content) out.push(markdownText(m.content));
-    for (const call of m.tool_calls ?? []) {
-      out.push("", `Tool call \`${call.function.name}\`:`, "", fenced(call.function.arguments, "json"));
-    }
+  const parts = exportParts("markdown", session);
+  return `${parts.head}${parts.messages(messages, true)}${parts.tail(messages.length > 0)}`;
+}
+
+/**
+ * An export in pieces, so a big session is written a slice of messages at a time:
+ * `head + messages(slice 1, true) + messages(slice 2, false) + … + tail(any)` is the whole
+ * export, byte for byte what `exportSession` gives.
+ */
+export interface ExportParts {
+  head: string;
+  messages(slice: readonly StoredMessage[], first: boolean): string;
+  tail(any: boolean): string;
+}
+
+export function exportParts(format: ExportFormat, session: SessionSummary): ExportParts {
+  if (format === "json") {
+    // JSON.stringify(…, null, 2)'s layout, nested by hand: JSON text has no raw newline inside a
+    // string, so indenting after each newline indents lines only.
+    const nest = (value: unknown, pad: string) => JSON.stringify(value, null, 2).replaceAll("\n", `\n${pad}`);
+    return {
+      head: `{\n  "session": ${nest(session, "  ")},\n  "messages": [`,
+      messages: (slice, first) =>
+        slice.map((m, i) => `${first && i === 0 ? "" : ","}\n    ${nest(m, "    ")}`).join(""),
+      tail: (any) => (any ? "\n  ]\n}\n" : "]\n}\n"),
+    };
   }
-  return `${out.join("\n")}\n`;
+  return {
+    head: [
+      `# ${oneLine(session.title) || session.session_id}`,
+      "",
+      `Session \`${session.session_id}\` · agent ${session.agent || "?"} · started ${session.created_at}`,
+    ].join("\n"),
+    messages: (slice) => slice.map((m) => `\n${markdownMessage(m).join("\n")}`).join(""),
+    tail: () => "\n",
+  };
+}
+
+function markdownMessage(m: StoredMessage): string[] {
+  const out = ["", `## ${ROLE_HEADINGS[m.role]} · ${m.created_at}`, ""];
+  if (m.reasoning)
+    out.push("<details><summary>Thinking</summary>", "", markdownText(m.reasoning), "", "</details>", "");
+  if (m.role === "tool") out.push(fenced(m.content ?? ""));
+  else if (m.content) out.push(markdownText(m.content));
+  for (const call of m.tool_calls ?? []) {
+    out.push("", `Tool call \`${call.function.name}\`:`, "", fenced(call.function.arguments, "json"));
+  }
+  return out;
 }
 
 function fenced(text: string, lang = ""): string {

@@ -74,8 +74,7 @@ export const PAGE_BYTES = 8 * 1024 * 1024;
 
 /**
  * The newest messages before `beforeSeq`, oldest first: at most `limit` of them and, past the
- * first, no more than `budget` bytes of JSON, so a short page with `has_more` is normal. Rows
- * are read one at a time, newest first, so a page never holds much more than its budget.
+ * first, no more than `budget` bytes of JSON, so a short page with `has_more` is normal.
  */
 export function sessionMessages(
   db: Database,
@@ -85,37 +84,63 @@ export function sessionMessages(
   beforeSeq?: number,
   budget = PAGE_BYTES,
 ): MessagePage {
+  const { messages, more } = readPage(db, session, userId, "older", beforeSeq ?? Number.MAX_SAFE_INTEGER, {
+    limit,
+    budget,
+  });
+  return { session, messages: messages.reverse(), has_more: more };
+}
+
+/** The oldest messages from `fromSeq` on, oldest first, as `sessionMessages` bounds them: an export's slice. */
+export function messagesFrom(
+  db: Database,
+  session: SessionSummary,
+  userId: string,
+  fromSeq: number,
+  budget: number,
+): { messages: StoredMessage[]; more: boolean } {
+  return readPage(db, session, userId, "newer", fromSeq, { limit: Number.MAX_SAFE_INTEGER - 1, budget });
+}
+
+/**
+ * Rows read one at a time (seq below `seq` going back, or from `seq` on), each measured as the
+ * JSON it is written as, so a page never holds much more than its budget.
+ */
+function readPage(
+  db: Database,
+  session: SessionSummary,
+  userId: string,
+  way: "older" | "newer",
+  seq: number,
+  bound: { limit: number; budget: number },
+): { messages: StoredMessage[]; more: boolean } {
   const rows = db
     .query(
       `SELECT seq, role, content, reasoning, tool_calls, tool_call_id, usage, created_at, sources FROM messages
-       WHERE user_id = $u AND session_id = $s AND seq < $before ORDER BY seq DESC LIMIT $n`,
+       WHERE user_id = $u AND session_id = $s AND ${way === "older" ? "seq < $seq ORDER BY seq DESC" : "seq >= $seq ORDER BY seq"}
+       LIMIT $n`,
     )
-    .iterate({
-      u: userId,
-      s: session.session_id,
-      before: beforeSeq ?? Number.MAX_SAFE_INTEGER,
-      n: limit + 1,
-    }) as IterableIterator<Parameters<typeof storedMessage>[0]>;
+    .iterate({ u: userId, s: session.session_id, seq, n: bound.limit + 1 }) as IterableIterator<
+    Parameters<typeof storedMessage>[0]
+  >;
   const attachments = new Attachments(db);
   const names = new Map<string, string>();
   const messages: StoredMessage[] = [];
   let bytes = 0;
-  let hasMore = false;
+  let more = false;
   for (const row of rows) {
-    if (messages.length === limit) {
-      hasMore = true;
+    if (messages.length === bound.limit) {
+      more = true;
       break;
     }
-    const m = storedMessage(
-      row,
-      attachments.refsBySeq(userId, session.session_id, row.seq, row.seq + 1).get(row.seq),
-    );
+    const images = attachments.refsBySeq(userId, session.session_id, row.seq, row.seq + 1);
+    const m = storedMessage(row, images.get(row.seq));
     // An answer's sources, named as they are now (store/source-names.ts).
     if (row.sources) m.sources = named(db, userId, JSON.parse(row.sources), names);
     // Measured as written: JSON escapes can make a message several times its text.
     const size = Buffer.byteLength(JSON.stringify(m)) + 1;
-    if (messages.length > 0 && bytes + size > budget) {
-      hasMore = true;
+    if (messages.length > 0 && bytes + size > bound.budget) {
+      more = true;
       break;
     }
     messages.push(m);
@@ -123,5 +148,5 @@ export function sessionMessages(
   }
   // Stops the statement: a page that ended early leaves rows unread.
   rows.return?.();
-  return { session, messages: messages.reverse(), has_more: hasMore };
+  return { messages, more };
 }

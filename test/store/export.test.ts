@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { toMarkdown } from "../../src/store/export.ts";
+import { exportParts, exportSession, toMarkdown } from "../../src/store/export.ts";
 import type { SessionSummary, StoredMessage } from "../../src/store/message-rows.ts";
 
 const session: SessionSummary = {
@@ -54,5 +54,25 @@ describe("sessions.export markdown", () => {
     const m: StoredMessage = { ...msg(0, "assistant", "answer"), reasoning: "step\n</details>\n## User" };
     const md = toMarkdown(session, [m]);
     expect(md).toContain("step\n\\</details>\n\\## User\n\n</details>");
+  });
+});
+
+describe("sessions.export in slices", () => {
+  test("the pieces of any split are the whole export byte for byte, JSON as JSON.stringify lays it out", () => {
+    const all = [msg(0, "user", 'a "quote"\nand a line'), msg(1, "assistant", "b"), msg(2, "tool", "c")];
+    for (const format of ["json", "markdown"] as const) {
+      const whole = exportSession(format, session, all);
+      if (format === "json") expect(whole).toBe(`${JSON.stringify({ session, messages: all }, null, 2)}\n`);
+      else expect(whole).toBe(toMarkdown(session, all));
+      const parts = exportParts(format, session);
+      const sliced = `${parts.head}${parts.messages(all.slice(0, 1), true)}${parts.messages(all.slice(1), false)}${parts.tail(true)}`;
+      expect(sliced).toBe(whole);
+      const none = `${parts.head}${parts.tail(false)}`;
+      expect(none).toBe(
+        format === "json"
+          ? `${JSON.stringify({ session, messages: [] }, null, 2)}\n`
+          : toMarkdown(session, []),
+      );
+    }
   });
 });

@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import type { TurnMessage } from "../../../src/store/conversations.ts";
+import { exportInline } from "../../../src/store/export-file.ts";
 import { Store } from "../../../src/store/store.ts";
 import { tmpdir } from "../../fixtures/tmpdir.ts";
 
@@ -205,15 +206,15 @@ describe("conversations in the database", () => {
     store.close();
   });
 
-  test("export as markdown and json", () => {
+  test("export as markdown and json", async () => {
     using dir = tmpdir();
     const store = Store.open(dir.path);
     turn(store, "u", "s", "show me ``` fences", "```js\nx\n```");
-    const md = store.export("u", "s", "markdown");
+    const md = await exportInline(store.exportPieces("u", "s", "markdown"));
     expect(md).toContain("# show me ``` fences");
     expect(md).toContain("## User · ");
     expect(md).toContain("```js\nx\n```");
-    const json = JSON.parse(store.export("u", "s", "json"));
+    const json = JSON.parse(await exportInline(store.exportPieces("u", "s", "json")));
     expect(json.session.session_id).toBe("s");
     expect(json.messages.map((m: { role: string }) => m.role)).toEqual(["user", "assistant"]);
     store.close();

@@ -1,0 +1,73 @@
+import { randomBytes } from "node:crypto";
+import { close, constants, fsync, renameSync, rmSync, write } from "node:fs";
+import { basename, dirname, join } from "node:path";
+import { promisify } from "node:util";
+import { CoreError } from "../protocol/errors.ts";
+import { openPrivateFile } from "../util/private-fs.ts";
+import { syncFolderAsync } from "./atomic.ts";
+import { fsProblemText } from "./data-dir-problem.ts";
+
+const writeAsync = promisify(write);
+const fsyncAsync = promisify(fsync);
+const closeAsync = promisify(close);
+
+/**
+ * The most `sessions.export` answers inline, counted as the JSON string it is written as: with
+ * the envelope, well under the 16 MiB line the typed client reads. A bigger export is refused
+ * (`data.reason: "export_too_large"`) for one written to a file the host names.
+ */
+export const EXPORT_INLINE_BYTES = 8 * 1024 * 1024;
+
+/** An export's text gathered for the answer, refused as soon as it passes EXPORT_INLINE_BYTES. */
+export async function exportInline(pieces: AsyncIterable<string>): Promise<string> {
+  const parts: string[] = [];
+  let bytes = 0;
+  for await (const piece of pieces) {
+    // As written inside the answer's line: quotes, backslashes, newlines and control characters escaped.
+    bytes += Buffer.byteLength(JSON.stringify(piece)) - 2;
+    if (bytes > EXPORT_INLINE_BYTES)
+      throw new CoreError(
+        "invalid_request",
+        `params.path: the export is over ${EXPORT_INLINE_BYTES} bytes, more than one answer carries; name an absolute path to write it to`,
+        { field: "path", reason: "export_too_large", limit_bytes: EXPORT_INLINE_BYTES },
+      );
+    parts.push(piece);
+  }
+  return parts.join("");
+}
+
+/**
+ * An export written to `path` as the core writes its own files: owner-only (0600), never through
+ * a link, into a fresh temp file beside it, synced and renamed over it, so `path` holds the old
+ * file or the whole export, never a part. The pieces are written as they come, a slice of the
+ * session at a time with the loop free between them. Its size in bytes.
+ */
+export async function exportToFile(path: string, pieces: AsyncIterable<string>): Promise<number> {
+  const tmp = join(dirname(path), `.${basename(path)}.${randomBytes(6).toString("hex")}.tmp`);
+  let fd: number | undefined;
+  let bytes = 0;
+  try {
+    fd = openPrivateFile(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL);
+    for await (const piece of pieces) {
+      const buf = Buffer.from(piece);
+      for (let at = 0; at < buf.length; ) at += (await writeAsync(fd, buf, at)).bytesWritten;
+      bytes += buf.length;
+    }
+    await fsyncAsync(fd);
+    await closeAsync(fd);
+    fd = undefined;
+    renameSync(tmp, path);
+  } catch (err) {
+    if (fd !== undefined) await closeAsync(fd).catch(() => {});
+    rmSync(tmp, { force: true });
+    if (err instanceof CoreError) throw err;
+    const code = (err as { code?: string }).code;
+    throw new CoreError("invalid_request", `params.path: ${path} cannot be written: ${fsProblemText(code)}`, {
+      field: "path",
+      reason: "path_unwritable",
+      problem: code ?? "unknown",
+    });
+  }
+  await syncFolderAsync(dirname(path));
+  return bytes;
+}

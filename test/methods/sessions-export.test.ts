@@ -1,0 +1,52 @@
+import { expect, test } from "bun:test";
+import { readFileSync, statSync } from "node:fs";
+import { join } from "node:path";
+import { ChatHarness, type Msg } from "../agent/harness.ts";
+
+async function call(h: ChatHarness, id: string, method: string, params: Record<string, unknown>) {
+  h.send(id, method, params);
+  return (await h.terminal(id)) as Msg & { result: any; data: any };
+}
+
+test("an export over 8 MiB is refused inline, and written whole, owner-only, to the path the host names", async () => {
+  await using h = new ChatHarness({ agents: [{ name: "plain" }], memory: { enabled: false } });
+  // Three 3 MiB pastes: each a legal input, together more than one answer may carry.
+  const store = h.services.store();
+  for (let i = 0; i < 3; i++)
+    store.conversations.commitTurn({
+      userId: "default_user",
+      sessionId: "big",
+      agent: "plain",
+      messages: [
+        { role: "user", content: `${i}"`.repeat(1536 * 1024) },
+        { role: "assistant", content: `answer ${i}` },
+      ],
+      at: new Date(),
+    });
+  const inline = await call(h, "i", "sessions.export", { session_id: "big", format: "json" });
+  expect(inline).toMatchObject({
+    type: "error",
+    code: "invalid_request",
+    data: { field: "path", reason: "export_too_large" },
+  });
+  const path = join(h.dataDir, "..", "big.json");
+  const written = await call(h, "f", "sessions.export", { session_id: "big", format: "json", path });
+  expect(written.result).toEqual({ format: "json", path, bytes: statSync(path).size });
+  expect(statSync(path).mode & 0o777).toBe(0o600);
+  const parsed = JSON.parse(readFileSync(path, "utf8"));
+  expect(parsed.messages.map((m: { seq: number }) => m.seq)).toEqual([0, 1, 2, 3, 4, 5]);
+  expect(parsed.messages[4].content).toBe(`2"`.repeat(1536 * 1024));
+  const md = await call(h, "m", "sessions.export", { session_id: "big", format: "markdown", path });
+  expect(md.result.bytes).toBe(statSync(path).size);
+  expect(readFileSync(path, "utf8")).toContain("## Assistant · ");
+
+  const relative = await call(h, "r", "sessions.export", {
+    session_id: "big",
+    format: "json",
+    path: "x.json",
+  });
+  expect(relative).toMatchObject({ code: "invalid_request", data: { field: "path" } });
+  const nowhere = join(h.dataDir, "no", "such", "x.json");
+  const missing = await call(h, "n", "sessions.export", { session_id: "big", format: "json", path: nowhere });
+  expect(missing).toMatchObject({ code: "invalid_request", data: { field: "path", problem: "ENOENT" } });
+});
