@@ -37,7 +37,10 @@ export interface LocalAiClientOptions {
   restart?: boolean | RestartOptions;
   /** Events held for a stream nobody reads, before new ones are dropped (default 10 000). */
   maxBufferedEvents?: number;
-  /** Longest line accepted from the core (default 16 MiB). */
+  /**
+   * Longest line accepted from the core (default 16 MiB). A longer one is dropped and the call it
+   * answers fails at once with `protocol_error` (`data.line_bytes`).
+   */
   maxLineBytes?: number;
   /** Lines of the core's stderr kept for error reports (default 50). */
   stderrTailLines?: number;

@@ -295,9 +295,24 @@ export class Connection {
     this.deliver(key, entry, msg, line);
   }
 
-  /** A line of the core's stdout longer than maxLineBytes, skipped. */
-  oversizeLine(bytes: number): void {
-    this.reportMalformed(`a ${bytes}-byte line exceeds maxLineBytes`);
+  /**
+   * A line of the core's stdout longer than maxLineBytes, skipped. Its start (`head`) names the
+   * request it belonged to (the core writes `{"id":…` first): that call fails now with
+   * `protocol_error` saying so, rather than waiting out its time limit for an answer already lost.
+   */
+  oversizeLine(bytes: number, head = "", maxLineBytes?: number): void {
+    const limit = maxLineBytes === undefined ? "maxLineBytes" : `maxLineBytes (${maxLineBytes})`;
+    this.reportMalformed(`a ${bytes}-byte line exceeds ${limit}`);
+    const key = idOfLine(head);
+    const entry = key === undefined ? undefined : this.pending.get(key);
+    if (key === undefined || !entry) return;
+    const message = `the core's ${entry.method} answer was a ${bytes}-byte line, over this client's ${limit}, and was dropped; raise maxLineBytes or ask for less`;
+    this.settle(key, {
+      error: new LocalAiError("protocol_error", message, { line_bytes: bytes }, entry.method),
+    });
+    // A lost event of a stream still running: don't leave the core working for nobody.
+    if (entry.cancellable && entry.sentTo !== undefined && this.route.kind === "send")
+      this.cancelRemote(key).catch(() => {});
   }
 
   /** Hands a message to the pending call it answers. */
@@ -360,6 +375,18 @@ function notConnected(method: string): LocalAiError {
 
 function callError(code: LocalAiErrorCode, message: string, method: string): LocalAiError {
   return new LocalAiError(code, message, undefined, method);
+}
+
+/** The id a line's start carries as the core writes it (`{"id":7,` or `{"id":"x",`), as pending keys are. */
+function idOfLine(head: string): string | undefined {
+  const m = /^\{"id":(-?\d[\d.eE+-]*|"(?:[^"\\]|\\.)*")[,}]/.exec(head);
+  if (!m) return undefined;
+  try {
+    const id = JSON.parse(m[1]!) as unknown;
+    return typeof id === "string" || typeof id === "number" ? String(id) : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 function isObject(v: unknown): v is Record<string, unknown> {

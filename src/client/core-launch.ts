@@ -29,7 +29,8 @@ export function spawnCore(
     },
     {
       onLine: (line) => connection.receive(line),
-      onOversizeLine: (bytes) => connection.oversizeLine(bytes),
+      onOversizeLine: (bytes, head) =>
+        connection.oversizeLine(bytes, head, options.maxLineBytes ?? CLIENT_DEFAULTS.maxLineBytes),
       onStderrLine: (line) => options.onStderr?.(line),
       ...ends,
     },

@@ -10,7 +10,8 @@ import type { Environment, ExitInfo, SpawnFunction } from "./host-types.ts";
 
 export interface CoreProcessHandlers {
   onLine(line: string): void;
-  onOversizeLine(bytes: number): void;
+  /** A line over maxLineBytes, dropped: its size and its first bytes (its id). */
+  onOversizeLine(bytes: number, head: string): void;
   onStderrLine(line: string): void;
   onExit(info: ExitInfo): void;
   /** Its stdout closed while it runs on: it can no longer answer anything. */
@@ -192,7 +193,7 @@ export class CoreProcess {
     const deliver = (frames: ReturnType<LineSplitter["push"]>) => {
       for (const frame of frames) {
         if (frame.kind === "line") this.handlers.onLine(frame.text);
-        else this.handlers.onOversizeLine(frame.bytes);
+        else this.handlers.onOversizeLine(frame.bytes, frame.head);
       }
     };
     child.stdout?.on("data", (chunk: Buffer) => deliver(splitter.push(chunk)));

@@ -67,6 +67,9 @@ rl.on("line", (line) => {
       process.stdout.write("[1,2,3]\n");
       process.stdout.write('{"no":"type"}\n');
       return out({ id, type: "result", result: { survived: true } });
+    case "huge_result":
+      // A result line of params.bytes and more: over a small maxLineBytes.
+      return out({ id, type: "result", result: { text: "x".repeat(params.bytes) } });
     case "broken_error":
       return out({ id, type: "error" });
     case "broken_result":

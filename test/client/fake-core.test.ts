@@ -45,6 +45,21 @@ describe("client against a fake core", () => {
     expect((await rejection(other)).code).toBe("client_closed");
   });
 
+  test("an answer over maxLineBytes fails its call at once with protocol_error, not a timeout", async () => {
+    const warnings: string[] = [];
+    const client = await startFake({ maxLineBytes: 4096, logger: { warn: (m) => warnings.push(m) } });
+    const started = Date.now();
+    const err = await rejection(client.request("huge_result", { bytes: 10_000 }, { timeoutMs: 20_000 }));
+    expect(Date.now() - started).toBeLessThan(5000);
+    expect(err.code).toBe("protocol_error");
+    expect(err.method).toBe("huge_result");
+    expect(err.message).toContain("over this client's maxLineBytes (4096)");
+    expect((err.data as { line_bytes: number }).line_bytes).toBeGreaterThan(10_000);
+    expect(warnings.some((w) => w.includes("exceeds maxLineBytes (4096)"))).toBe(true);
+    // The connection goes on.
+    expect(await client.request("echo", { ok: 1 })).toEqual({ method: "echo", params: { ok: 1 } });
+  });
+
   test("protocol errors carry the core's code and data", async () => {
     const client = await startFake();
     const err = await rejection(client.request("nope", { x: 1 }));

@@ -8,7 +8,13 @@
  * leading byte order mark is dropped; a line of JSON whitespace (space, tab, CR) is blank and
  * skipped. Bytes that are not UTF-8 decode to U+FFFD.
  */
-export type Frame = { kind: "line"; text: string } | { kind: "oversize"; bytes: number };
+export type Frame = { kind: "line"; text: string } | { kind: "oversize"; bytes: number; head: string };
+
+/**
+ * How much of a too-long line is kept, decoded, with its size: enough for the `{"id":…` a reader
+ * needs to tell whose line it lost (the client fails that call at once, not at its time limit).
+ */
+export const OVERSIZE_HEAD_BYTES = 256;
 
 const LF = 0x0a;
 const CR = 0x0d;
@@ -20,6 +26,8 @@ export class LineSplitter {
   private pendingBytes = 0;
   /** Bytes of a too-long line seen so far; the rest of it is skipped up to its newline. */
   private discarding = 0;
+  /** The start of the line being discarded (OVERSIZE_HEAD_BYTES at most). */
+  private discardHead = "";
   /** The last byte taken was CR: a discarded line's count leaves out its `\r\n`'s CR. */
   private lastWasCR = false;
   // ignoreBOM keeps a mark in the text, so every line drops its own, not only a read's first.
@@ -76,7 +84,11 @@ export class LineSplitter {
       if (line.length * 3 > this.maxLineBytes) {
         byteLengths ??= lineLengths(block);
         if (byteLengths[i]! > this.maxLineBytes) {
-          frames.push({ kind: "oversize", bytes: byteLengths[i]! });
+          frames.push({
+            kind: "oversize",
+            bytes: byteLengths[i]!,
+            head: this.head([Buffer.from(line.slice(0, OVERSIZE_HEAD_BYTES))]),
+          });
           continue;
         }
       }
@@ -95,6 +107,7 @@ export class LineSplitter {
     // One byte past the limit may be held: it can be the CR of a `\r\n`, which does not count.
     if (this.pendingBytes + bytes.length > this.maxLineBytes + 1) {
       // Drop what is held so memory stays bounded by the limit, and skip to the newline.
+      this.discardHead = this.head([...this.parts, bytes]);
       this.discarding = this.pendingBytes + bytes.length;
       this.parts = [];
       this.pendingBytes = 0;
@@ -105,12 +118,27 @@ export class LineSplitter {
     this.pendingBytes += bytes.length;
   }
 
+  /** The first OVERSIZE_HEAD_BYTES of these parts, decoded (a character cut at the end is U+FFFD). */
+  private head(parts: readonly Uint8Array[]): string {
+    const out = new Uint8Array(OVERSIZE_HEAD_BYTES);
+    let n = 0;
+    for (const p of parts) {
+      if (n === out.length) break;
+      const take = p.subarray(0, out.length - n);
+      out.set(take, n);
+      n += take.length;
+    }
+    return new TextDecoder().decode(out.subarray(0, n));
+  }
+
   private finishLine(): Frame | null {
     if (this.discarding > 0) {
       const bytes = this.discarding - (this.lastWasCR ? 1 : 0);
+      const head = this.discardHead;
       this.discarding = 0;
+      this.discardHead = "";
       this.lastWasCR = false;
-      return { kind: "oversize", bytes };
+      return { kind: "oversize", bytes, head };
     }
     let line: Uint8Array;
     if (this.parts.length === 1) line = this.parts[0]!;
@@ -127,7 +155,7 @@ export class LineSplitter {
     this.lastWasCR = false;
     let len = line.length;
     if (len > 0 && line[len - 1] === CR) len--;
-    if (len > this.maxLineBytes) return { kind: "oversize", bytes: len };
+    if (len > this.maxLineBytes) return { kind: "oversize", bytes: len, head: this.head([line]) };
     return textFrame(this.decoder.decode(line.subarray(0, len)));
   }
 }

@@ -53,11 +53,11 @@ describe("LineSplitter", () => {
 });
 
 /** Frames of `bytes` fed in one push, then split in two at every position, then byte by byte. */
-function everySplit(max: number, bytes: Uint8Array): { how: string; frames: string[] }[] {
+function everySplit(max: number, bytes: Uint8Array, show = texts): { how: string; frames: string[] }[] {
   const run = (how: string, chunks: Uint8Array[]) => {
     const s = new LineSplitter(max);
     const frames = chunks.flatMap((c) => s.push(c));
-    return { how, frames: texts([...frames, ...s.end()]) };
+    return { how, frames: show([...frames, ...s.end()]) };
   };
   const out = [run("one push", [bytes])];
   for (let i = 1; i < bytes.length; i++)
@@ -71,8 +71,8 @@ function everySplit(max: number, bytes: Uint8Array): { how: string; frames: stri
   return out;
 }
 
-function expectSameEverySplit(max: number, bytes: Uint8Array, expected: string[]): void {
-  for (const { how, frames } of everySplit(max, bytes))
+function expectSameEverySplit(max: number, bytes: Uint8Array, expected: string[], show = texts): void {
+  for (const { how, frames } of everySplit(max, bytes, show))
     expect({ how, frames }).toEqual({ how, frames: expected });
 }
 
@@ -119,4 +119,18 @@ describe("LineSplitter: the verdict depends on the line, not on how it was read 
     // A truncated multi-byte character at the end of the line is bad bytes too.
     expectSameEverySplit(16, concat('{"a":"', [0xe2, 0x82], '"}\n'), ['{"a":"\uFFFD"}']);
   });
+});
+
+test("an oversize frame keeps the line's first 256 bytes (its id), however the line was read", () => {
+  const line = `{"id":"call-7","type":"result","result":{"content":"${"é".repeat(200)}"}}`;
+  const withHead = (frames: Frame[]) =>
+    frames.map((f) => (f.kind === "line" ? f.text : `<oversize ${f.bytes}> ${f.head}`));
+  const head = new TextDecoder().decode(enc.encode(line).subarray(0, 256));
+  expect(head.startsWith('{"id":"call-7","type":"result"')).toBe(true);
+  expectSameEverySplit(
+    300,
+    concat(line, "\r\n", "{}\n"),
+    [`<oversize ${enc.encode(line).length}> ${head}`, "{}"],
+    withHead,
+  );
 });
