@@ -79,10 +79,24 @@ export const SessionsGetResultSchema = z.object({
   has_more: z.boolean(),
 });
 
+/** What a title may not hold (SessionsRenameParamsSchema). */
+const TITLE_REFUSED = /[\p{Cc}\u2028\u2029\u202a-\u202e\u2066-\u2069]/u;
 export const SessionsRenameParamsSchema = z.object({
   user_id: UserId,
   session_id: SafeIdSchema,
-  title: z.string().min(1).max(500),
+  /**
+   * One line as a list shows it: no control characters (NUL, tabs, newlines…), no line or
+   * paragraph separators and no bidirectional overrides or isolates (U+202A-E, U+2066-9), which
+   * would reorder the text after it on the host's screen; spaces of any kind are fine.
+   */
+  title: z
+    .string()
+    .min(1)
+    .max(500)
+    .refine(
+      (t) => !TITLE_REFUSED.test(t),
+      "must be one line of text: no control characters, line breaks or bidirectional overrides",
+    ),
 });
 export const SessionsRenameResultSchema = z.object({ session: SessionSummarySchema });
 

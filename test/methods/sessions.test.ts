@@ -67,26 +67,36 @@ describe("sessions.* and users.delete over the protocol", () => {
 
   test("bad params name their field; an unknown session is session_not_found", async () => {
     await using h = new ChatHarness({ agents: [{ name: "plain" }] });
-    for (const [method, params, field] of [
-      ["sessions.list", { limit: 0 }, "limit"],
-      ["sessions.list", { limit: -3 }, "limit"],
-      ["sessions.list", { limit: 10_000_000 }, "limit"],
-      ["sessions.list", { before: "garbage" }, "before"],
-      ["sessions.get", { session_id: "../x" }, "session_id"],
-      ["sessions.get", {}, "session_id"],
-      ["sessions.rename", { session_id: "s", title: "" }, "title"],
-      ["sessions.search", { query: "" }, "query"],
-      ["sessions.export", { session_id: "s", format: "pdf" }, "format"],
-      ["users.delete", { user_id: "CON" }, "user_id"],
-    ] as const) {
-      const r = await call(h, `${method}${field}`, method, params);
+    for (const [i, [method, params, field]] of (
+      [
+        ["sessions.list", { limit: 0 }, "limit"],
+        ["sessions.list", { limit: -3 }, "limit"],
+        ["sessions.list", { limit: 10_000_000 }, "limit"],
+        ["sessions.list", { before: "garbage" }, "before"],
+        ["sessions.get", { session_id: "../x" }, "session_id"],
+        ["sessions.get", {}, "session_id"],
+        ["sessions.rename", { session_id: "s", title: "" }, "title"],
+        ["sessions.rename", { session_id: "s", title: "a\u0000b" }, "title"],
+        ["sessions.rename", { session_id: "s", title: "line\nbreak" }, "title"],
+        ["sessions.rename", { session_id: "s", title: "\u202Egnp.exe" }, "title"],
+        ["sessions.search", { query: "" }, "query"],
+        ["sessions.export", { session_id: "s", format: "pdf" }, "format"],
+        ["users.delete", { user_id: "CON" }, "user_id"],
+      ] as const
+    ).entries()) {
+      // An id of its own: the harness finds an answer by id, and one field is tried several ways.
+      const r = await call(h, `${method}${field}${i}`, method, params);
       expect({ method, field, r }).toMatchObject({
         method,
         field,
         r: { type: "error", code: "invalid_request" },
       });
       expect(r.message).toContain(field);
+      expect((r as { data?: { field?: string } }).data?.field).toBe(field);
     }
+    // Spaces of any kind and emoji sequences (a zero-width joiner) are text: past validation here.
+    const spaced = await call(h, "sp", "sessions.rename", { session_id: "s", title: "a\u00a0b 👩‍👩‍👧" });
+    expect(spaced.data).toMatchObject({ reason: "session_not_found" });
     for (const method of ["sessions.get", "sessions.rename", "sessions.delete", "sessions.export"]) {
       const r = await call(h, `nf-${method}`, method, { session_id: "nope", title: "t", format: "json" });
       expect(r).toMatchObject({

@@ -69,7 +69,7 @@ export function planRewrite(params: ChatParams, store: Store, key: SessionKey): 
     const users = roles.filter((m) => m.role === "user").map((m) => m.seq);
     throw refuse(
       "replace_from",
-      `seq ${seq} is not a user message of this session (its user messages: ${users.join(", ") || "none"})`,
+      `seq ${seq} is not a user message of this session (its user messages: ${seqList(users)})`,
       {
         seq,
       },
@@ -87,4 +87,14 @@ export function turnInFlight(sessionId: string): CoreError {
     "session_id",
     `a turn of session '${sessionId}' is in flight; wait for its result, or cancel it, then ask again`,
   );
+}
+
+/**
+ * A session's user-message seqs for an error line: all of a few, else the first and last five
+ * with the count, so a session of thousands of turns does not make a message of kilobytes.
+ */
+export function seqList(seqs: readonly number[]): string {
+  if (seqs.length === 0) return "none";
+  if (seqs.length <= 12) return seqs.join(", ");
+  return `${seqs.slice(0, 5).join(", ")}, …, ${seqs.slice(-5).join(", ")} (${seqs.length} in all)`;
 }
