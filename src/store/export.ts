@@ -1,5 +1,7 @@
+import type { Database } from "bun:sqlite";
 import { markdownText } from "./markdown-text.ts";
 import type { SessionSummary, StoredMessage } from "./message-rows.ts";
+import { messagesFrom } from "./session-pages.ts";
 
 /** `sessions.export`'s formats: a document for a person, or the data for a program. */
 export type ExportFormat = "markdown" | "json";
@@ -39,6 +41,40 @@ export interface ExportParts {
   head: string;
   messages(slice: readonly StoredMessage[], first: boolean): string;
   tail(any: boolean): string;
+}
+
+/** An export's slice: small enough that building its text keeps the loop free (tens of ms). */
+const EXPORT_SLICE_BYTES = 1024 * 1024;
+
+/**
+ * A session's export in pieces, a slice of about EXPORT_SLICE_BYTES of messages at a time with
+ * the loop free between slices, so neither the whole session nor its text is ever held at once
+ * (store/export-file.ts writes or gathers them). `find` throws once the session is gone: a
+ * session deleted meanwhile fails it. `read` runs a read on the store's connection.
+ */
+export async function* slicedExport(
+  format: ExportFormat,
+  userId: string,
+  find: () => SessionSummary,
+  read: <T>(work: (db: Database) => T) => T,
+): AsyncGenerator<string> {
+  const session = find();
+  const parts = exportParts(format, session);
+  yield parts.head;
+  let from = 0;
+  let any = false;
+  for (let more = true; more; ) {
+    const slice = read((db) => messagesFrom(db, session, userId, from, EXPORT_SLICE_BYTES));
+    more = slice.more;
+    const last = slice.messages[slice.messages.length - 1];
+    if (!last) break;
+    yield parts.messages(slice.messages, !any);
+    any = true;
+    from = last.seq + 1;
+    await new Promise((r) => setImmediate(r));
+  }
+  find();
+  yield parts.tail(any);
 }
 
 export function exportParts(format: ExportFormat, session: SessionSummary): ExportParts {

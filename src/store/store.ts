@@ -11,7 +11,7 @@ import { forgetScrub, scrubWal, settleErase, truncateWal } from "./erase.ts";
 import type { CopyOutcome } from "./erase-copies.ts";
 import { type EraseResult, type EraseWork, runErase } from "./erase-work.ts";
 import { ErasureWatch } from "./erasures.ts";
-import { type ExportFormat, exportParts } from "./export.ts";
+import { type ExportFormat, slicedExport } from "./export.ts";
 import { FolderIndex, type FolderIndexOptions } from "./folder-index.ts";
 import { eraseImported, importV01 } from "./import-v01.ts";
 import { MemoryStore } from "./memory-store.ts";
@@ -19,13 +19,7 @@ import type { SessionSummary } from "./message-rows.ts";
 import { FIRST_SWEEP_MS, OrphanSweep } from "./orphan-sweep.ts";
 import { goneSources } from "./quoted-sources.ts";
 import { type Leased, SessionLeases } from "./session-lease.ts";
-import {
-  listSessions,
-  type MessagePage,
-  messagesFrom,
-  type SessionPage,
-  sessionMessages,
-} from "./session-pages.ts";
+import { listSessions, type MessagePage, type SessionPage, sessionMessages } from "./session-pages.ts";
 import { type SearchHit, searchSessions } from "./session-search.ts";
 
 /** How long a write keeps trying while another process holds the database's write lock. */
@@ -58,8 +52,6 @@ export interface StoreReset {
  * memory, leases. Opened on first need (never on the start-up path), closed at shutdown with the
  * write-ahead log folded back in.
  */
-/** An export's slice: small enough that building its text keeps the loop free (tens of ms). */
-const EXPORT_SLICE_BYTES = 1024 * 1024;
 
 export class Store {
   readonly conversations: Conversations;
@@ -243,29 +235,14 @@ export class Store {
     return this.guard(() => searchSessions(this.db, this.fts, userId, query, limit));
   }
 
-  /**
-   * A session's export in pieces, a slice of about EXPORT_SLICE_BYTES of messages at a time with
-   * the loop free between slices, so neither the whole session nor its text is ever held at once
-   * (store/export-file.ts writes or gathers them). A session deleted meanwhile fails it.
-   */
-  async *exportPieces(userId: string, sessionId: string, format: ExportFormat): AsyncGenerator<string> {
-    const session = this.mustFind(userId, sessionId);
-    const parts = exportParts(format, session);
-    yield parts.head;
-    let from = 0;
-    let any = false;
-    for (let more = true; more; ) {
-      const slice = this.guard(() => messagesFrom(this.db, session, userId, from, EXPORT_SLICE_BYTES));
-      more = slice.more;
-      const last = slice.messages[slice.messages.length - 1];
-      if (!last) break;
-      yield parts.messages(slice.messages, !any);
-      any = true;
-      from = last.seq + 1;
-      await new Promise((r) => setImmediate(r));
-    }
-    this.mustFind(userId, sessionId);
-    yield parts.tail(any);
+  /** A session's export in pieces, a slice at a time with the loop free between (store/export.ts `slicedExport`). */
+  exportPieces(userId: string, sessionId: string, format: ExportFormat): AsyncGenerator<string> {
+    return slicedExport(
+      format,
+      userId,
+      () => this.mustFind(userId, sessionId),
+      (read) => this.guard(() => read(this.db)),
+    );
   }
 
   /**
