@@ -106,8 +106,9 @@ export class PromptReuse {
     if (!pick) return { slot: undefined, record: this.recordOf(key, fp), end: (r) => this.ended(turn, r) };
     let looked: Looked;
     try {
-      if (pick.holds) await table.workOn(pick.slot);
-      else looked = await this.run(() => this.handOver(server, pick.slot, key, fp, pick.evict, signal));
+      await table.workOn(pick.slot); // an erase emptying it (clearSlots), whoever held it
+      if (!pick.holds)
+        looked = await this.run(() => this.handOver(server, pick.slot, key, fp, pick.evict, signal));
     } catch (err) {
       this.underWay.end(turn);
       table.abandon(pick.slot);

@@ -19,7 +19,7 @@ const PASSAGE = "subspecies of zebra";
 const USER = "default_user";
 
 /** A core whose stand-in saves into `dataDir`/kv; `dataDir` given: another core's folder and model. */
-function core(shared?: { dataDir: string; modelPath: string }) {
+function core(shared?: { dataDir: string; modelPath: string }, eraseDelayMs = 0) {
   return new ChatHarness(
     {
       agents: [{ name: "a", system_prompt: "Be brief." }],
@@ -36,6 +36,7 @@ function core(shared?: { dataDir: string; modelPath: string }) {
           slotSavePath: `${kv}/`,
           slots: 1,
           unscripted: "echo",
+          ...(eraseDelayMs ? { slotFiles: { eraseDelayMs } } : {}),
         };
       },
     },
@@ -103,6 +104,17 @@ describe("a source erased by another core, in this core's prompt records", () =>
     expect(kv.ram.flat().join("")).not.toContain(PASSAGE);
     await Bun.sleep(2500);
     expect(quoting(h)).toEqual([]);
+  }, 20_000);
+
+  test("the slot's erase answering late: the next turn waits for it, so no cache keeps the note", async () => {
+    // A slot is emptied only once its task ends; a turn sent before the erase lands would hand the
+    // slot's prompt, note and all, to llama-server's RAM cache (transcripts/94).
+    await using h = core(undefined, 300);
+    const doc = await recalled(h, "document");
+    await eraseElsewhere(h, "document", doc);
+    await say(h, "z", "and what else?");
+    expect(lastPrompt(h)).not.toContain(PASSAGE);
+    expect(h.llama.model.kv.ram.flat().join("")).not.toContain(PASSAGE);
   }, 20_000);
 
   for (const kind of ["document", "session"] as const) {
