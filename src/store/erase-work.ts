@@ -1,4 +1,5 @@
 import type { Database } from "bun:sqlite";
+import { type CommitTurn, Conversations } from "./conversations.ts";
 import { deleteDocumentRows } from "./document-store.ts";
 import { eraseInSteps, eraseSession, eraseUser, settleErase } from "./erase.ts";
 import { type CopyOutcome, eraseDocumentFromCopies, eraseFromCopies } from "./erase-copies.ts";
@@ -6,16 +7,18 @@ import { type CopyOutcome, eraseDocumentFromCopies, eraseFromCopies } from "./er
 /**
  * One erase as plain data, so it can run on the store's thread (store/chunk-thread.ts) as well as
  * on the main one: with FTS5's `secure-delete` an erase costs seconds per few hundred messages,
- * which the main loop must not wait out (ping, cancel, shutdown answer at once).
+ * which the main loop must not wait out (ping, cancel, shutdown answer at once). An edit's commit
+ * (`replace_from`, `regenerate`) is one too: it erases the tail it replaces.
  * `steps`: the full-disk way (store/erase.ts `eraseInSteps`).
  */
 export type EraseWork =
   | { kind: "session"; userId: string; sessionId: string; at: number; steps: boolean }
   | { kind: "user"; userId: string; at: number; steps: boolean }
   | { kind: "document"; userId: string; documentId: string }
-  | { kind: "copies"; dataDir: string; userId: string; sessionId?: string; documentId?: string };
+  | { kind: "copies"; dataDir: string; userId: string; sessionId?: string; documentId?: string }
+  | { kind: "commit"; turn: CommitTurn };
 
-/** What each kind answers: sessions (or documents) removed; for `copies`, each copy's outcome. */
+/** What each kind answers: sessions (or documents) removed; for `copies`, each copy's outcome; a commit's first seq. */
 export type EraseResult = number | CopyOutcome[];
 
 export function runErase(db: Database, work: EraseWork): EraseResult {
@@ -31,6 +34,8 @@ export function runErase(db: Database, work: EraseWork): EraseResult {
       if (removed) settleErase(db);
       return removed ? 1 : 0;
     }
+    case "commit":
+      return new Conversations(db).commitTurn(work.turn);
     case "copies":
       return work.documentId === undefined
         ? eraseFromCopies(work.dataDir, work.userId, work.sessionId)

@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { CoreError } from "../protocol/errors.ts";
 import { logger } from "../util/logger.ts";
 import { ChunkThread } from "./chunk-thread.ts";
-import { Conversations } from "./conversations.ts";
+import { type CommitTurn, Conversations } from "./conversations.ts";
 import { DB_FILE, type OpenOptions, openStore, storeError } from "./db/open.ts";
 import { DiskReserve } from "./disk-reserve.ts";
 import { DocumentStore, type PendingDocument } from "./document-store.ts";
@@ -337,9 +337,16 @@ export class Store {
     return (await this.offLoop({ kind: "copies", dataDir: this.dataDir, userId, ...of })) as CopyOutcome[];
   }
 
+  /** An edit's commit (it erases the tail it replaces: store/erase-work.ts), off the loop as an erase is. */
+  commitEdit(turn: CommitTurn): Promise<number> {
+    return this.exclusive(() => this.offLoop({ kind: "commit", turn })) as Promise<number>;
+  }
+
   /** An erase on the store's thread (the main loop keeps answering), or here without one. */
   private offLoop(work: EraseWork): Promise<EraseResult> {
     if (this.chunkThread) return this.chunkThread.erase(work);
+    // Here, a commit goes through the cached conversations: the connection's own writes leave no trace in data_version.
+    if (work.kind === "commit") return this.writeNow(() => this.conversations.commitTurn(work.turn));
     return this.writeNow(() => runErase(this.db, work));
   }
 

@@ -151,19 +151,21 @@ export class TurnSession {
   /** The turn is done: its messages (and memory entry) appended, its checkpoint gone, in one transaction. */
   async commit(memoryText: string | undefined): Promise<void> {
     const { userId, sessionId } = this.key;
-    await this.store.write(() =>
-      this.store.conversations.commitTurn({
-        userId,
-        sessionId,
-        agent: this.state.agent,
-        messages: this.state.turn.map(toStored),
-        ...(this.state.replace_from_seq !== undefined ? { replaceFromSeq: this.state.replace_from_seq } : {}),
-        ...(memoryText !== undefined ? { memoryText } : {}),
-        at: this.now(),
-        since: this.since,
-        imageTokens: this.images.measured,
-      }),
-    );
+    const edit = this.state.replace_from_seq;
+    const turn = {
+      userId,
+      sessionId,
+      agent: this.state.agent,
+      messages: this.state.turn.map(toStored),
+      ...(edit !== undefined ? { replaceFromSeq: edit } : {}),
+      ...(memoryText !== undefined ? { memoryText } : {}),
+      at: this.now(),
+      since: this.since,
+      imageTokens: this.images.measured,
+    };
+    // An edit erases the tail it replaces: at FTS5's secure-delete cost, off the loop (docs/agent.md "The store").
+    if (edit !== undefined) await this.store.commitEdit(turn);
+    else await this.store.write(() => this.store.conversations.commitTurn(turn));
   }
 
   /** A refused turn changes nothing: the checkpoint goes back to how the turn found it. */

@@ -102,4 +102,33 @@ describe("an erase off the main loop", () => {
     expect((await erasing).deleted).toBe(true);
     await store.stop();
   }, 30_000);
+
+  test("an edit at the start of a long session (its tail erased): the loop keeps turning, the history and the index are the new ones", async () => {
+    using dir = tmpdir();
+    const store = Store.open(dir.path);
+    for (let i = 0; i < TURNS; i++) chat(store, "alice", "big", `PANGOLIN ${i} ${words(i, 700)}`);
+    // Read once, so the main connection's cached history is the old one.
+    expect(store.conversations.history("alice", "big")).toHaveLength(TURNS * 2);
+    const { stallMs, tookMs } = await longestStall(() =>
+      store.commitEdit({
+        userId: "alice",
+        sessionId: "big",
+        agent: "a",
+        messages: [
+          { role: "user", content: "edited question" },
+          { role: "assistant", content: "new answer" },
+        ],
+        replaceFromSeq: 0,
+        at: new Date(),
+      }),
+    );
+    expect(tookMs).toBeGreaterThan(500);
+    expect(stallMs).toBeLessThan(250);
+    expect(store.conversations.history("alice", "big").map((m) => m.content)).toEqual([
+      "edited question",
+      "new answer",
+    ]);
+    expect(store.search("alice", "PANGOLIN", 5)).toEqual([]);
+    await store.stop();
+  }, 30_000);
 });
