@@ -131,4 +131,28 @@ describe("an erase off the main loop", () => {
     expect(store.search("alice", "PANGOLIN", 5)).toEqual([]);
     await store.stop();
   }, 30_000);
+
+  test("an edit of a session deleted since its turn began is refused from the store's thread as on the loop (session_deleted)", async () => {
+    using dir = tmpdir();
+    const store = Store.open(dir.path);
+    chat(store, "alice", "s", "first");
+    const since = store.conversations.erasureMark();
+    await store.deleteSession("alice", "s");
+    const edit = store.commitEdit({
+      userId: "alice",
+      sessionId: "s",
+      agent: "a",
+      messages: [{ role: "user", content: "late" }],
+      replaceFromSeq: 0,
+      at: new Date(),
+      since,
+    });
+    const refused = (await edit.then(
+      () => undefined,
+      (err: unknown) => err,
+    )) as { code?: string; data?: { reason?: string } } | undefined;
+    expect([refused?.code, refused?.data?.reason]).toEqual(["cancelled", "session_deleted"]);
+    expect(store.list("alice", 10).sessions).toEqual([]);
+    await store.stop();
+  });
 });
