@@ -67,6 +67,8 @@ describe("MCP servers that send what no call asked for", () => {
       const started = Date.now();
       const err = await pool.call("h", "echo", {}, never).catch((e: unknown) => e);
       expect((err as McpError).code).toBe(ErrorCode.ConnectionClosed);
+      // The call's result says why, not only "Connection closed".
+      expect((err as McpError).message).toContain("was stopped: it sent more than any call asked for");
       expect(Date.now() - started).toBeLessThan(10_000);
       expect(await waitFor(() => !alive(pidsIn(pids)[0] as number), { timeoutMs: 3000 })).toBe(true);
     } finally {

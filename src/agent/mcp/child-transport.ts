@@ -38,6 +38,8 @@ export class ChildTransport implements Transport {
   /** The core's requests not yet answered (a cancelled call's too): their answers were asked for. */
   private readonly awaited = new Set<string | number>();
   private ended = false;
+  /** Why the core killed it, if it did: what a call it ends is told (pool.ts). */
+  stoppedFor: string | undefined;
   /** Bytes handed to the server's stdin whose flush has not settled. */
   private pending = 0;
 
@@ -93,6 +95,7 @@ export class ChildTransport implements Transport {
   /** SIGKILL now and the connection ends at once (its pending requests fail); logged. */
   kill(why: string): void {
     if (this.ended) return;
+    this.stoppedFor = why;
     logger.warn(`MCP server '${this.name}' (pid ${this.child.pid}) killed: ${why}`);
     this.child.kill();
     this.end();

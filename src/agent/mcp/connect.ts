@@ -20,6 +20,8 @@ export interface Connection {
   close(): Promise<void>;
   /** SIGKILL now; the connection closes at once (onClose), logged with `why`. */
   kill(why: string): void;
+  /** The `why` of the kill that ended it, if the core killed it. */
+  stoppedFor(): string | undefined;
 }
 
 /** A start never rejects: a failed one has killed what it spawned; `stopped` settles once that is gone. */
@@ -74,6 +76,7 @@ export async function startServer(cfg: McpServerConfig, options: StartOptions): 
     dropped: null,
     close: () => client.close(),
     kill: (why) => transport.kill(why),
+    stoppedFor: () => transport.stoppedFor,
   };
   client.onclose = () => {
     logger.info(`MCP server '${cfg.name}' disconnected; it will be restarted on next use`);

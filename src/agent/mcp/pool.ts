@@ -65,6 +65,10 @@ export class McpPool {
         // cancel the SDK sent: it is killed and started afresh on next use (docs/agent.md).
         if (!signal.aborted && err instanceof McpError && err.code === ErrorCode.RequestTimeout)
           conn.kill(`a call to '${tool}' outlasted timeout_s (${cfg.timeout_s} s)`);
+        // Killed by the core (a flood, a stdin that stopped draining): the call's result says why.
+        const why = conn.stoppedFor();
+        if (why && err instanceof McpError && err.code === ErrorCode.ConnectionClosed)
+          throw new McpError(err.code, `MCP server '${server}' was stopped: ${why}`);
         throw err;
       });
     const parts = Array.isArray(result.content) ? result.content : [];
