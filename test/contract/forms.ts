@@ -184,19 +184,19 @@ const subprocess: Form = {
 export const FORMS: Form[] = process.platform === "win32" ? [inProcess] : [inProcess, subprocess];
 
 /**
- * One stand-in per test in `form`: `start` it, `call` it with its key; it is stopped after each
- * test (inside a describe).
+ * Stand-ins per test in `form`: `start` one (or several), `call` it with its key; every one a test
+ * started is stopped after it (inside a describe): a subprocess left running outlives the suite.
  */
 export function perTest(form: Form) {
-  let running: RunningStandIn | undefined;
+  const running: RunningStandIn[] = [];
   afterEach(async () => {
-    await running?.stop();
-    running = undefined;
+    await Promise.all(running.splice(0).map((s) => s.stop()));
   });
   return {
     start: async (options: StartOptions = {}) => {
-      running = await form.start(options);
-      return running;
+      const started = await form.start(options);
+      running.push(started);
+      return started;
     },
     call: (s: RunningStandIn, path: string, init: RequestInit = {}) =>
       fetch(`${s.baseUrl}${path}`, {
