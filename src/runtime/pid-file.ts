@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync, realpathSync, renameSync, rmSync, unlinkSync } from "node:fs";
+import { readdirSync, readFileSync, realpathSync, renameSync, unlinkSync } from "node:fs";
 import { basename, dirname, isAbsolute, join } from "node:path";
 import { logger } from "../util/logger.ts";
 import { ensurePrivateTree, writePrivateFile } from "../util/private-fs.ts";

@@ -1,6 +1,6 @@
 import type { Database } from "bun:sqlite";
 import { type CommitTurn, Conversations } from "./conversations.ts";
-import { deleteDocumentRows } from "./document-store.ts";
+import { DocumentStore } from "./document-store.ts";
 import { eraseInSteps, eraseSession, eraseUser, settleErase } from "./erase.ts";
 import { type CopyOutcome, eraseDocumentFromCopies, eraseFromCopies } from "./erase-copies.ts";
 
@@ -30,7 +30,7 @@ export function runErase(db: Database, work: EraseWork): EraseResult {
       if (work.steps) return eraseInSteps(db, work.userId, undefined, work.at);
       return eraseUser(db, work.userId, work.at);
     case "document": {
-      const removed = db.transaction(() => deleteDocumentRows(db, work.userId, work.documentId)).immediate();
+      const removed = new DocumentStore(db).delete(work.userId, work.documentId);
       if (removed) settleErase(db);
       return removed ? 1 : 0;
     }

@@ -28,8 +28,7 @@ const ROLE_HEADINGS: Record<StoredMessage["role"], string> = {
  * message text and reasoning escaped so that none can forge a heading or swallow what follows.
  */
 export function toMarkdown(session: SessionSummary, messages: readonly StoredMessage[]): string {
-  const parts = exportParts("markdown", session);
-  return `${parts.head}${parts.messages(messages, true)}${parts.tail(messages.length > 0)}`;
+  return exportSession("markdown", session, messages);
 }
 
 /**

@@ -1,4 +1,5 @@
 import type { Database } from "bun:sqlite";
+import type { AttachmentRef } from "../protocol/chat-message.ts";
 import { CoreError } from "../protocol/errors.ts";
 import { Attachments } from "./attachments.ts";
 import { type SessionSummary, type StoredMessage, storedMessage, summaryOf } from "./message-rows.ts";
@@ -123,7 +124,7 @@ function readPage(
     .iterate({ u: userId, s: session.session_id, seq, n: bound.limit + 1 }) as IterableIterator<
     Parameters<typeof storedMessage>[0]
   >;
-  const attachments = new Attachments(db);
+  const images = imagesBySeq(new Attachments(db), userId, session.session_id, way);
   const names = new Map<string, string>();
   const messages: StoredMessage[] = [];
   let bytes = 0;
@@ -133,8 +134,7 @@ function readPage(
       more = true;
       break;
     }
-    const images = attachments.refsBySeq(userId, session.session_id, row.seq, row.seq + 1);
-    const m = storedMessage(row, images.get(row.seq));
+    const m = storedMessage(row, images(row.seq));
     // An answer's sources, named as they are now (store/source-names.ts).
     if (row.sources) m.sources = named(db, userId, JSON.parse(row.sources), names);
     // Measured as written: JSON escapes can make a message several times its text.
@@ -149,4 +149,27 @@ function readPage(
   // Stops the statement: a page that ended early leaves rows unread.
   rows.return?.();
   return { messages, more };
+}
+
+/** Seqs whose images one query fetches: rows are read one at a time, their images not. */
+const IMAGE_WINDOW = 256;
+
+/** A message's images by its seq, fetched a window of seqs at a time in the direction read. */
+function imagesBySeq(
+  attachments: Attachments,
+  userId: string,
+  sessionId: string,
+  way: "older" | "newer",
+): (seq: number) => AttachmentRef[] | undefined {
+  let from = 0;
+  let to = 0;
+  let refs = new Map<number, AttachmentRef[]>();
+  return (seq) => {
+    if (seq < from || seq >= to) {
+      from = way === "older" ? Math.max(0, seq - IMAGE_WINDOW + 1) : seq;
+      to = from + IMAGE_WINDOW;
+      refs = attachments.refsBySeq(userId, sessionId, from, to);
+    }
+    return refs.get(seq);
+  };
 }

@@ -52,7 +52,6 @@ export interface StoreReset {
  * memory, leases. Opened on first need (never on the start-up path), closed at shutdown with the
  * write-ahead log folded back in.
  */
-
 export class Store {
   readonly conversations: Conversations;
   readonly memory: MemoryStore;

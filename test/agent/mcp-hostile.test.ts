@@ -1,5 +1,4 @@
 import { describe, expect, test } from "bun:test";
-import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
 import type { McpChild } from "../../src/agent/mcp/child.ts";
@@ -8,23 +7,14 @@ import { McpPool } from "../../src/agent/mcp/pool.ts";
 import { MAX_DESCRIPTION_CHARS, MAX_TOOLS_PER_SERVER } from "../../src/agent/mcp/tool-list.ts";
 import { resolveTools } from "../../src/agent/tool-registry.ts";
 import { McpServerSchema } from "../../src/config/schema.ts";
+import { HOSTILE_SERVER, hostileServer, pidsIn } from "../fixtures/mcp-hostile.ts";
 import { alive } from "../fixtures/stack.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 import { waitFor } from "../fixtures/wait.ts";
 import { ChatHarness } from "./harness.ts";
 
-const HOSTILE = join(import.meta.dir, "..", "fixtures", "mcp-hostile-server.ts");
 const never = new AbortController().signal;
-const pidsIn = (file: string) =>
-  existsSync(file) ? readFileSync(file, "utf8").split("\n").filter(Boolean).map(Number) : [];
-const hostile = (mode: string, pids: string, timeout_s = 30) =>
-  McpServerSchema.parse({
-    name: "h",
-    command: process.execPath,
-    args: [HOSTILE],
-    env: { MCP_HOSTILE_MODE: mode, MCP_HOSTILE_PIDS: pids },
-    timeout_s,
-  });
+const hostile = (mode: string, pids: string, timeout_s = 30) => hostileServer(mode, pids, timeout_s);
 
 describe("MCP servers that do not read their stdin", () => {
   test("a server that floods requests and stops reading is killed once 64 KiB wait for it, and restarted on next use", async () => {
@@ -119,7 +109,12 @@ describe("MCP tool lists that are unfit to offer", () => {
     await using h = new ChatHarness({
       agents: [{ name: "a", tools: ["h.*"] }],
       mcp_servers: [
-        { name: "h", command: process.execPath, args: [HOSTILE], env: { MCP_HOSTILE_MODE: "many-tools" } },
+        {
+          name: "h",
+          command: process.execPath,
+          args: [HOSTILE_SERVER],
+          env: { MCP_HOSTILE_MODE: "many-tools" },
+        },
       ],
     });
     h.llama.script({ content: ["fine"] });

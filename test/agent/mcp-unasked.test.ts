@@ -1,44 +1,17 @@
 import { describe, expect, test } from "bun:test";
-import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { ErrorCode, type McpError } from "@modelcontextprotocol/sdk/types.js";
 import { LineReader, MAX_LINE_BYTES } from "../../src/agent/mcp/line-reader.ts";
 import { McpPool } from "../../src/agent/mcp/pool.ts";
 import { MIN_MESSAGE_COST, UnaskedBudget } from "../../src/agent/mcp/unasked-budget.ts";
-import { McpServerSchema } from "../../src/config/schema.ts";
+import { loopLag } from "../fixtures/loop-lag.ts";
+import { hostileServer, pidsIn } from "../fixtures/mcp-hostile.ts";
 import { alive } from "../fixtures/stack.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 import { waitFor } from "../fixtures/wait.ts";
 
-const HOSTILE = join(import.meta.dir, "..", "fixtures", "mcp-hostile-server.ts");
 const never = new AbortController().signal;
-const pidsIn = (file: string) =>
-  existsSync(file) ? readFileSync(file, "utf8").split("\n").filter(Boolean).map(Number) : [];
-const hostile = (mode: string, pids: string, timeout_s = 20) =>
-  McpServerSchema.parse({
-    name: "h",
-    command: process.execPath,
-    args: [HOSTILE],
-    env: { MCP_HOSTILE_MODE: mode, MCP_HOSTILE_PIDS: pids },
-    timeout_s,
-  });
-
-/** The longest the event loop went without running a 10 ms timer, from now until `stop()`. */
-function loopLag(): { stop(): number } {
-  let last = performance.now();
-  let worst = 0;
-  const timer = setInterval(() => {
-    const t = performance.now();
-    worst = Math.max(worst, t - last);
-    last = t;
-  }, 10);
-  return {
-    stop: () => {
-      clearInterval(timer);
-      return worst;
-    },
-  };
-}
+const hostile = (mode: string, pids: string, timeout_s = 20) => hostileServer(mode, pids, timeout_s);
 
 describe("MCP servers that send what no call asked for", () => {
   test("an idle server flooding 1 MB notifications is killed within a bound, the loop stays free, the next use starts it again", async () => {

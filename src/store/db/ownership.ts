@@ -73,14 +73,14 @@ export function refuseForeign(db: Database, path: string): void {
   );
 }
 
-/** Marks the database as local-ai's, once (a fresh one, or one an earlier version made). */
 /** Whether the database already carries our application_id (nothing for stampOwnership to write). */
 export function isStamped(db: Database): boolean {
   return pragma(db, "application_id") === APPLICATION_ID;
 }
 
+/** Marks the database as local-ai's, once (a fresh one, or one an earlier version made). */
 export function stampOwnership(db: Database): void {
-  if (pragma(db, "application_id") !== APPLICATION_ID) db.run(`PRAGMA application_id = ${APPLICATION_ID}`);
+  if (!isStamped(db)) db.run(`PRAGMA application_id = ${APPLICATION_ID}`);
 }
 
 function pragma(db: Database, name: "application_id" | "user_version"): number {

@@ -1,6 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { Store } from "../../../src/store/store.ts";
 import { filesHolding } from "../../fixtures/files-holding.ts";
+import { loopLag } from "../../fixtures/loop-lag.ts";
 import { tmpdir } from "../../fixtures/tmpdir.ts";
 
 /**
@@ -34,21 +35,14 @@ function chat(store: Store, u: string, s: string, text: string) {
 async function longestStall<T>(
   work: () => Promise<T>,
 ): Promise<{ value: T; stallMs: number; tookMs: number }> {
-  let last = performance.now();
-  let stallMs = 0;
-  const timer = setInterval(() => {
-    const now = performance.now();
-    stallMs = Math.max(stallMs, now - last);
-    last = now;
-  }, 5);
   await new Promise((r) => setTimeout(r, 20));
+  const lag = loopLag(5);
   const started = performance.now();
   try {
     const value = await work();
-    stallMs = Math.max(stallMs, performance.now() - last);
-    return { value, stallMs, tookMs: performance.now() - started };
+    return { value, stallMs: lag.stop(), tookMs: performance.now() - started };
   } finally {
-    clearInterval(timer);
+    lag.stop();
   }
 }
 
