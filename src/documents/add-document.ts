@@ -152,11 +152,18 @@ function deletedMeanwhile(doc: PendingDocument): CoreError {
   });
 }
 
-/** The rows of an add that never committed, removed a batch at a time; a failure is left to the sweep. */
+/**
+ * The rows of an add that never committed, removed a batch at a time, then the log emptied so
+ * their text is in no file either; a failure is left to the sweep.
+ */
 async function discard(store: Store, doc: PendingDocument): Promise<void> {
   try {
-    while ((await store.write(() => store.documents.discard(doc.documentId, STORE_BATCH * 4))) > 0)
-      await nextTurn();
+    let removed = 0;
+    for (let n = 1; n > 0; removed += n) {
+      n = await store.write(() => store.documents.discard(doc.documentId, STORE_BATCH * 4));
+      if (n > 0) await nextTurn();
+    }
+    if (removed > 0) store.guard(() => store.documents.settleDiscard());
   } catch (err) {
     store.orphans.expect(doc.at);
     logger.warn(
