@@ -1,4 +1,5 @@
 import type { Database } from "bun:sqlite";
+import { createHmac } from "node:crypto";
 import { CoreError } from "../protocol/errors.ts";
 
 /**
@@ -11,6 +12,10 @@ import { CoreError } from "../protocol/errors.ts";
  *
  * The rows are kept ERASURE_KEEP_MS, long past any turn, then pruned with the next erase; a
  * turn older than the rows pruned is refused as if its session were erased (it cannot be told).
+ *
+ * A row names its user and session by a keyed hash (`idKey`), never as the host gave them: a
+ * user id may be an email address, and `users.delete` leaves nothing of the user readable on disk
+ * (docs/agent.md "The store"), while a row outlives the erase by a day, or until the next erase.
  */
 export const ERASURE_KEEP_MS = 24 * 60 * 60 * 1000;
 
@@ -22,11 +27,31 @@ export function erasureMark(db: Database): number {
   return row?.seq ?? 0;
 }
 
+/** Each database's key for `idKey` (meta `erasure_key`, random, made by migration 6). */
+const keys = new WeakMap<Database, string>();
+
+/**
+ * A user id, or a user's session id, as `erasures` keeps it: HMAC-SHA256 under the database's own
+ * key, 128 bits. Someone with the file can test a guess, but reads no id from it.
+ */
+function idKey(db: Database, userId: string, sessionId?: string): string {
+  let key = keys.get(db);
+  if (key === undefined) {
+    const row = db.query("SELECT value FROM meta WHERE key = 'erasure_key'").get() as {
+      value: string;
+    } | null;
+    key = row?.value ?? "";
+    keys.set(db, key);
+  }
+  const id = sessionId === undefined ? `u\0${userId}` : `s\0${userId}\0${sessionId}`;
+  return createHmac("sha256", key).update(id).digest("hex").slice(0, 32);
+}
+
 /** Called inside the erase's transaction: the erase recorded, rows past their keep pruned. */
 export function recordErasure(db: Database, userId: string, sessionId: string | undefined, at: number): void {
   db.query("INSERT INTO erasures (user_id, session_id, at) VALUES (?, ?, ?)").run(
-    userId,
-    sessionId ?? "",
+    idKey(db, userId),
+    sessionId === undefined ? "" : idKey(db, userId, sessionId),
     at,
   );
   const old = db.query("SELECT MAX(id) AS id FROM erasures WHERE at < ?").get(at - ERASURE_KEEP_MS) as {
@@ -47,7 +72,7 @@ export function erasedSince(db: Database, userId: string, sessionId: string, mar
   if (pruned && Number(pruned.value) > mark) return true;
   const hit = db
     .query("SELECT 1 FROM erasures WHERE user_id = ? AND session_id IN ('', ?) AND id > ? LIMIT 1")
-    .get(userId, sessionId, mark);
+    .get(idKey(db, userId), idKey(db, userId, sessionId), mark);
   return hit !== null;
 }
 

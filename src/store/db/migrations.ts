@@ -208,6 +208,19 @@ export const MIGRATIONS: readonly Migration[] = [
       ) STRICT`,
     ],
   },
+  {
+    version: 6,
+    sql: [
+      // `erasures` names a user and a session by a keyed hash (store/erasures.ts), never the id a
+      // host chose (an email address may be one): its key, random per database. The rows an
+      // earlier version wrote hold the ids as given: pruned, the turns begun before them refused
+      // as the pruning after a day does.
+      `INSERT OR IGNORE INTO meta (key, value) VALUES ('erasure_key', lower(hex(randomblob(32))))`,
+      `INSERT OR REPLACE INTO meta (key, value)
+        SELECT 'erasures_pruned_through', CAST(id AS TEXT) FROM erasures ORDER BY id DESC LIMIT 1`,
+      `DELETE FROM erasures`,
+    ],
+  },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]?.version ?? 0;

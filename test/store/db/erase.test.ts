@@ -154,16 +154,17 @@ function thrown(work: () => unknown): unknown {
   return undefined;
 }
 
-describe("a delete wins over a turn begun before it", () => {
-  const turn = (u: string, s: string, since: number) => ({
-    userId: u,
-    sessionId: s,
-    agent: "a",
-    messages: [{ role: "user" as const, content: "late SECRET" }],
-    at: new Date(),
-    since,
-  });
+/** A turn of `u` in `s` begun at erase mark `since`. */
+const turn = (u: string, s: string, since: number) => ({
+  userId: u,
+  sessionId: s,
+  agent: "a",
+  messages: [{ role: "user" as const, content: "late SECRET" }],
+  at: new Date(),
+  since,
+});
 
+describe("a delete wins over a turn begun before it", () => {
   test("a turn's writes are refused after its session or user was erased; a turn begun after is not", async () => {
     using dir = tmpdir();
     const store = Store.open(dir.path);
@@ -198,12 +199,60 @@ describe("a delete wins over a turn begun before it", () => {
     const recent = store.conversations.erasureMark();
     await store.deleteSession("ann", "y");
     const db = new Database(join(dir.path, "local-ai.db"), { readonly: true });
-    expect(db.query("SELECT session_id FROM erasures").all()).toEqual([{ session_id: "y" }]);
+    expect(db.query("SELECT COUNT(*) AS n FROM erasures").get()).toEqual({ n: 1 });
     db.close();
     expect(thrown(() => store.conversations.commitTurn(turn("ann", "z", ancient)))).toMatchObject({
       code: "cancelled",
     });
     store.conversations.commitTurn(turn("ann", "z", recent));
+    store.close();
+  });
+});
+
+describe("what an erase keeps of the ids", () => {
+  // A user id may be an email address (its alphabet allows one); the erase's own record must not
+  // keep it readable for a day after users.delete (store/erasures.ts).
+  test("users.delete and sessions.delete leave the user's and the session's ids in no file", async () => {
+    using dir = tmpdir();
+    const store = Store.open(dir.path);
+    const user = "ann.UIDMARK@example.com";
+    chat(store, user, "SIDMARK-one", "hello");
+    chat(store, user, "kept", "hello");
+    chat(store, "bob", "b", "hi");
+    const mark = store.conversations.erasureMark();
+    await store.deleteSession(user, "SIDMARK-one");
+    expect(filesHolding(dir.path, "SIDMARK")).toEqual([]);
+    await store.deleteUser(user);
+    expect(filesHolding(dir.path, "UIDMARK")).toEqual([]);
+    // Still recorded: a turn of either begun before is refused, bob's is not.
+    const refused = { code: "cancelled", data: { reason: "session_deleted" } };
+    expect(thrown(() => store.conversations.commitTurn(turn(user, "SIDMARK-one", mark)))).toMatchObject(
+      refused,
+    );
+    expect(thrown(() => store.conversations.commitTurn(turn(user, "other", mark)))).toMatchObject(refused);
+    store.conversations.commitTurn(turn("bob", "b", mark));
+    store.close();
+    expect(filesHolding(dir.path, "UIDMARK")).toEqual([]);
+  });
+
+  test("rows an earlier version wrote with the ids as given are pruned at open, their turns refused", async () => {
+    using dir = tmpdir();
+    Store.open(dir.path).close();
+    const db = new Database(join(dir.path, "local-ai.db"));
+    db.run("PRAGMA secure_delete = ON");
+    db.run("INSERT INTO erasures (user_id, session_id, at) VALUES ('OLDUIDMARK@example.com', '', 1)");
+    db.run("DELETE FROM meta WHERE key = 'erasure_key'");
+    db.run("PRAGMA user_version = 5");
+    db.close();
+    expect(filesHolding(dir.path, "OLDUIDMARK").length).toBeGreaterThan(0);
+    const store = Store.open(dir.path);
+    expect(filesHolding(dir.path, "OLDUIDMARK")).toEqual([]);
+    expect(
+      thrown(() => store.conversations.commitTurn(turn("OLDUIDMARK@example.com", "s", 0))),
+    ).toMatchObject({
+      code: "cancelled",
+    });
+    store.conversations.commitTurn(turn("OLDUIDMARK@example.com", "s", store.conversations.erasureMark()));
     store.close();
   });
 });
