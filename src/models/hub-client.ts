@@ -10,9 +10,10 @@ import { refusedEntry } from "./listed-entry.ts";
  *                                                    X-Linked-Etag, X-Linked-Size), then the
  *                                                    bytes, from an offset with `Range`
  *
- * The token goes only to the hub's own host: a redirect to another host (the LFS storage) is
- * followed without it, as huggingface_hub does. Nothing here logs or formats a header, so the
- * token cannot end up in a message.
+ * The token goes only to the hub's own origin (its scheme, host and port): a redirect to another
+ * host (the LFS storage), a listing page the hub's `Link` names elsewhere, or the hub's host over
+ * plain http is asked without it, as huggingface_hub does for other hosts. Nothing here logs or
+ * formats a header, so the token cannot end up in a message.
  */
 
 /** A file of a repo as the tree listing gives it. */
@@ -147,14 +148,12 @@ export class HubClient {
     inspect?: (linked: Linked) => void,
   ): Promise<OpenedFile> {
     let url = `${this.options.endpoint}/${repo}/resolve/${commit}/${file.split("/").map(encodeURIComponent).join("/")}`;
-    const hubHost = new URL(this.options.endpoint).host;
     const headers: Record<string, string> = { "accept-encoding": "identity" };
     if (start > 0) headers.range = `bytes=${start}-`;
     let linked: Linked = { commit: null, etag: null, size: null };
     let redirected = 0;
     for (let hop = 0; hop <= MAX_REDIRECTS; hop++) {
-      const withToken = new URL(url).host === hubHost;
-      const res = await this.request(url, signal, headers, withToken);
+      const res = await this.request(url, signal, headers);
       if (hop === 0) {
         linked = linkedOf(res.headers);
         try {
@@ -192,7 +191,7 @@ export class HubClient {
     const timeout = AbortSignal.timeout(ms);
     const both = signal ? AbortSignal.any([signal, timeout]) : timeout;
     try {
-      const res = await this.request(url, both, { accept: "application/json" }, true);
+      const res = await this.request(url, both, { accept: "application/json" });
       if (!res.ok) throw await hubError(res, url);
       return await read(res);
     } catch (err) {
@@ -206,10 +205,10 @@ export class HubClient {
     url: string,
     signal: AbortSignal | undefined,
     headers: Record<string, string>,
-    withToken: boolean,
   ): Promise<Response> {
     const all: Record<string, string> = { "user-agent": "local-ai", ...headers };
-    if (withToken && this.options.token) all.authorization = `Bearer ${this.options.token}`;
+    const toHub = new URL(url).origin === new URL(this.options.endpoint).origin;
+    if (toHub && this.options.token) all.authorization = `Bearer ${this.options.token}`;
     try {
       return await this.fetch(url, { headers: all, redirect: "manual", ...(signal ? { signal } : {}) });
     } catch (err) {

@@ -1,0 +1,56 @@
+import { describe, expect, test } from "bun:test";
+import { HubClient } from "../../src/models/hub-client.ts";
+
+// The token goes to the hub's own origin only (src/models/hub-client.ts): not to a listing page
+// the hub's `Link` header puts on another host, nor over plain http after a redirect that keeps
+// the host but drops TLS, where anyone on the path reads it.
+const HUB = "https://hub.example";
+const COMMIT = "a".repeat(40);
+
+/** A fetch answering from `answers` by URL, recording each request's authorization header. */
+function recordingFetch(answers: Record<string, () => Response>) {
+  const seen: { url: string; authorization: string | null }[] = [];
+  const fake = (async (input: string | URL | Request, init?: RequestInit) => {
+    const url = String(input);
+    seen.push({ url, authorization: new Headers(init?.headers).get("authorization") });
+    const answer = answers[url];
+    return answer ? answer() : new Response("not here", { status: 404 });
+  }) as typeof fetch;
+  return { fake, seen };
+}
+
+describe("the hub token's destinations", () => {
+  test("a listing's next page on another host is asked without the token", async () => {
+    const first = `${HUB}/api/models/org/m/tree/${COMMIT}?recursive=true`;
+    const next = "https://elsewhere.example/page2";
+    const { fake, seen } = recordingFetch({
+      [first]: () => Response.json([], { headers: { link: `<${next}>; rel="next"` } }),
+      [next]: () => Response.json([]),
+    });
+    await new HubClient({ endpoint: HUB, token: "hf_secret", fetch: fake }).listFiles("org/m", COMMIT);
+    expect(seen).toEqual([
+      { url: first, authorization: "Bearer hf_secret" },
+      { url: next, authorization: null },
+    ]);
+  });
+
+  test("a redirect to the hub's host over plain http is followed without the token", async () => {
+    const resolve = `${HUB}/org/m/resolve/${COMMIT}/m.gguf`;
+    const plain = "http://hub.example/org/m/resolve/m.gguf";
+    const { fake, seen } = recordingFetch({
+      [resolve]: () => new Response(null, { status: 302, headers: { location: plain } }),
+      [plain]: () => new Response("bytes"),
+    });
+    const opened = await new HubClient({ endpoint: HUB, token: "hf_secret", fetch: fake }).open(
+      "org/m",
+      COMMIT,
+      "m.gguf",
+      0,
+    );
+    await opened.response.body?.cancel();
+    expect(seen).toEqual([
+      { url: resolve, authorization: "Bearer hf_secret" },
+      { url: plain, authorization: null },
+    ]);
+  });
+});
