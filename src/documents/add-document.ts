@@ -2,14 +2,14 @@ import { basename } from "node:path";
 import type { DocumentFormat, DocumentsAddParams, IndexProgress } from "../protocol/documents.ts";
 import { CoreError } from "../protocol/errors.ts";
 import { documentErased, type PendingDocument } from "../store/document-store.ts";
+import { discardPaced } from "../store/orphan-sweep.ts";
 import { type Store, sessionNotFound } from "../store/store.ts";
 import { titleOf } from "../store/title.ts";
 import { ByteBudget } from "../util/byte-budget.ts";
 import { logger } from "../util/logger.ts";
-import { ChunkPipeline, STORE_BATCH } from "./chunk-pipeline.ts";
+import { ChunkPipeline } from "./chunk-pipeline.ts";
 import { MAX_DOCUMENT_BYTES, MAX_READING_BYTES } from "./limits.ts";
 import { readDocument } from "./read-document.ts";
-import { nextTurn } from "./turn.ts";
 
 /**
  * The seam for vectors (docs/agent.md "Documents"): the memory rows of a committed document's
@@ -153,17 +153,13 @@ function deletedMeanwhile(doc: PendingDocument): CoreError {
 }
 
 /**
- * The rows of an add that never committed, removed a batch at a time, then the log emptied so
- * their text is in no file either; a failure is left to the sweep.
+ * The rows of an add that never committed, removed a batch at a time off the loop, then the log
+ * emptied so their text is in no file either (store/orphan-sweep.ts `discardPaced`); a failure is
+ * left to the sweep.
  */
 async function discard(store: Store, doc: PendingDocument): Promise<void> {
   try {
-    let removed = 0;
-    for (let n = 1; n > 0; removed += n) {
-      n = await store.write(() => store.documents.discard(doc.documentId, STORE_BATCH * 4));
-      if (n > 0) await nextTurn();
-    }
-    if (removed > 0) store.guard(() => store.documents.settleDiscard());
+    await discardPaced((id, rows, before) => store.discardBatch(id, rows, before), doc.documentId);
   } catch (err) {
     store.orphans.expect(doc.at);
     logger.warn(

@@ -2,7 +2,6 @@ import type { Database } from "bun:sqlite";
 import type { z } from "zod";
 import type { DocumentFormat, DocumentSummarySchema } from "../protocol/documents.ts";
 import { CoreError } from "../protocol/errors.ts";
-import { settleErase } from "./erase.ts";
 import { erasedSince } from "./erasures.ts";
 
 /** A document being added: what its rows carry before and after it is committed. */
@@ -121,16 +120,6 @@ export class DocumentStore {
             .run(documentId, limit, documentId).changes,
       )
       .immediate();
-  }
-
-  /**
-   * After `discard` removed rows: the log emptied as after an erase (store/erase.ts). The rows'
-   * text is still in the log's earlier frames, and in the database's pages an automatic
-   * checkpoint copied back, until then: a cancelled or refused add must leave no copy of the
-   * document in any file (docs/agent.md "Documents").
-   */
-  settleDiscard(): void {
-    settleErase(this.db);
   }
 
   /**

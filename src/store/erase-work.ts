@@ -9,14 +9,17 @@ import { type CopyOutcome, eraseDocumentFromCopies, eraseFromCopies } from "./er
  * on the main one: with FTS5's `secure-delete` an erase costs seconds per few hundred messages,
  * which the main loop must not wait out (ping, cancel, shutdown answer at once). An edit's commit
  * (`replace_from`, `regenerate`) is one too: it erases the tail it replaces.
- * `steps`: the full-disk way (store/erase.ts `eraseInSteps`).
+ * `steps`: the full-disk way (store/erase.ts `eraseInSteps`). `discard`: one batch of the chunk
+ * rows of an add that never committed (store/orphan-sweep.ts `discardPaced`), the log emptied
+ * after the last (`removedBefore`: what the batches before it removed).
  */
 export type EraseWork =
   | { kind: "session"; userId: string; sessionId: string; at: number; steps: boolean }
   | { kind: "user"; userId: string; at: number; steps: boolean }
   | { kind: "document"; userId: string; documentId: string }
   | { kind: "copies"; dataDir: string; userId: string; sessionId?: string; documentId?: string }
-  | { kind: "commit"; turn: CommitTurn };
+  | { kind: "commit"; turn: CommitTurn }
+  | { kind: "discard"; documentId: string; rows: number; removedBefore: number };
 
 /** What each kind answers: sessions (or documents) removed; for `copies`, each copy's outcome; a commit's first seq. */
 export type EraseResult = number | CopyOutcome[];
@@ -36,6 +39,11 @@ export function runErase(db: Database, work: EraseWork): EraseResult {
     }
     case "commit":
       return new Conversations(db).commitTurn(work.turn);
+    case "discard": {
+      const n = new DocumentStore(db).discard(work.documentId, work.rows);
+      if (n < work.rows && work.removedBefore + n > 0) settleErase(db);
+      return n;
+    }
     case "copies":
       return work.documentId === undefined
         ? eraseFromCopies(work.dataDir, work.userId, work.sessionId)

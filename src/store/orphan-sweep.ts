@@ -4,20 +4,43 @@ import { type DocumentStore, ORPHAN_CHUNK_MS } from "./document-store.ts";
 /** How long after the store opens the first pass runs: off a first chat's path. */
 export const FIRST_SWEEP_MS = 5000;
 /**
- * Chunk rows erased per transaction. FTS5's secure-delete makes each row cost about a third of
- * a millisecond here, so a batch holds the loop (and the write lock) for ~10 ms.
+ * Chunk rows erased per transaction. FTS5's secure-delete makes each row cost from a third of a
+ * millisecond to several here (by how many distinct words it holds: 1.5 KB of varied prose, ~4),
+ * so a batch holds the store's thread (and the write lock) for ~10–150 ms.
  */
 export const SWEEP_ROWS = 32;
 /** A pass that failed (the database locked past the wait, a full disk) is tried again this much later. */
 const RETRY_MS = 60_000;
 
+/** One batch of an add's rows erased, the log emptied after the last (Store.discardBatch); how many. */
+export type DiscardBatch = (documentId: string, rows: number, removedBefore: number) => Promise<number>;
+
 export interface SweepDeps {
   documents: DocumentStore;
-  /** Store.write: a write, retried while another process holds the lock. */
-  write: <T>(work: () => T) => Promise<T>;
-  /** The erase settled (store/erase.ts `settleErase`): the log emptied, so no copy of the text is left in it. */
-  settle: () => void;
+  discard: DiscardBatch;
   now: () => number;
+}
+
+/**
+ * The chunk rows of an add that never committed, erased a batch at a time (on the store's thread
+ * where there is one: FTS5's secure-delete costs milliseconds a row), the lock left free between
+ * batches as long as each held it, so the core's other writes and another core's get in; the log
+ * emptied after the last, so the text is in no file. How many rows.
+ */
+export async function discardPaced(
+  discard: DiscardBatch,
+  documentId: string,
+  stopped: () => boolean = () => false,
+): Promise<number> {
+  let removed = 0;
+  while (!stopped()) {
+    const started = performance.now();
+    const n = await discard(documentId, SWEEP_ROWS, removed);
+    removed += n;
+    if (n < SWEEP_ROWS) break;
+    await new Promise((r) => setTimeout(r, Math.max(1, performance.now() - started)));
+  }
+  return removed;
 }
 
 /**
@@ -77,9 +100,8 @@ export class OrphanSweep {
           this.expect(doc.at);
           continue;
         }
-        removed += await this.erase(doc.documentId);
+        removed += await discardPaced(this.deps.discard, doc.documentId, () => this.stopped);
       }
-      if (removed > 0 && !this.stopped) this.deps.settle();
     } catch (err) {
       if (this.stopped) return removed;
       logger.warn(
@@ -89,20 +111,6 @@ export class OrphanSweep {
       return removed;
     }
     if (removed > 0) logger.info(`swept ${removed} chunk rows of document adds that never finished`);
-    return removed;
-  }
-
-  /** One orphaned document's rows, a batch at a time (DocumentStore.discard). */
-  private async erase(documentId: string): Promise<number> {
-    let removed = 0;
-    while (!this.stopped) {
-      const started = performance.now();
-      const n = await this.deps.write(() => this.deps.documents.discard(documentId, SWEEP_ROWS));
-      removed += n;
-      if (n < SWEEP_ROWS) break;
-      // As long as the batch held the loop and the lock, both are left free.
-      await new Promise((r) => setTimeout(r, Math.max(1, performance.now() - started)));
-    }
     return removed;
   }
 }

@@ -7,8 +7,9 @@ import { type CommitTurn, Conversations } from "./conversations.ts";
 import { DB_FILE, type OpenOptions, openStore, storeError } from "./db/open.ts";
 import { DiskReserve } from "./disk-reserve.ts";
 import { DocumentStore, type PendingDocument } from "./document-store.ts";
-import { forgetScrub, scrubWal, settleErase, truncateWal } from "./erase.ts";
+import { forgetScrub, scrubWal, truncateWal } from "./erase.ts";
 import type { CopyOutcome } from "./erase-copies.ts";
+import { EraseQueue } from "./erase-queue.ts";
 import { type EraseResult, type EraseWork, runErase } from "./erase-work.ts";
 import { ErasureWatch } from "./erasures.ts";
 import { type ExportFormat, slicedExport } from "./export.ts";
@@ -75,7 +76,7 @@ export class Store {
   /** Where documents' chunks are written and erases run (store/chunk-thread.ts); none: on this thread. */
   private readonly chunkThread: ChunkThread | undefined;
   /** This core's erases, one after another; its other writes wait for them (`afterErases`). */
-  private erases: Promise<unknown> | undefined;
+  private readonly erases = new EraseQueue();
 
   private constructor(
     private readonly db: Database,
@@ -92,8 +93,7 @@ export class Store {
     this.leases = new SessionLeases(db);
     this.orphans = new OrphanSweep({
       documents: this.documents,
-      write: (work) => this.write(work),
-      settle: () => this.guard(() => settleErase(db)),
+      discard: (documentId, rows, removedBefore) => this.discardBatch(documentId, rows, removedBefore),
       now: () => this.now().getTime(),
     });
     this.busyWaitMs = options.busyWaitMs ?? BUSY_WAIT_MS;
@@ -145,8 +145,8 @@ export class Store {
   }
 
   /** Resolves once no erase of this core is running (a new one may start after). */
-  async afterErases(): Promise<void> {
-    while (this.erases) await this.erases;
+  afterErases(): Promise<void> {
+    return this.erases.idle();
   }
 
   private async writeNow<T>(work: () => T): Promise<T> {
@@ -257,7 +257,7 @@ export class Store {
     // A turn of it in flight here stops now; one in another core is refused at its next write.
     this.erasing.erased(userId, sessionId);
     const at = this.now().getTime();
-    return this.exclusive(async () => {
+    return this.erases.add(async () => {
       const deleted = (await this.erase({ kind: "session", userId, sessionId, at, steps: false })) > 0;
       this.conversations.forget(userId, sessionId);
       eraseImported(this.dataDir, userId, sessionId);
@@ -275,7 +275,7 @@ export class Store {
    * aside; false when the user has none such.
    */
   async deleteDocument(userId: string, documentId: string): Promise<boolean> {
-    return this.exclusive(async () => {
+    return this.erases.add(async () => {
       if (!(await this.offLoop({ kind: "document", userId, documentId }))) return false;
       await this.eraseCopies(userId, { documentId });
       return true;
@@ -286,27 +286,12 @@ export class Store {
   async deleteUser(userId: string): Promise<{ deleted_sessions: number; copies: CopyOutcome[] }> {
     this.erasing.erased(userId);
     const at = this.now().getTime();
-    return this.exclusive(async () => {
+    return this.erases.add(async () => {
       const deleted_sessions = await this.erase({ kind: "user", userId, at, steps: false });
       this.conversations.forget(userId);
       eraseImported(this.dataDir, userId);
       return { deleted_sessions, copies: await this.eraseCopies(userId, {}) };
     });
-  }
-
-  /** `run` once this core's earlier erases are done; this core's writes wait for it meanwhile. */
-  private exclusive<T>(run: () => Promise<T>): Promise<T> {
-    const before = this.erases;
-    const done = (async () => {
-      if (before) await before;
-      return run();
-    })();
-    const mark: Promise<unknown> = done.catch(() => {});
-    this.erases = mark;
-    void mark.then(() => {
-      if (this.erases === mark) this.erases = undefined;
-    });
-    return done;
   }
 
   /**
@@ -338,7 +323,12 @@ export class Store {
 
   /** An edit's commit (it erases the tail it replaces: store/erase-work.ts), off the loop as an erase is. */
   commitEdit(turn: CommitTurn): Promise<number> {
-    return this.exclusive(() => this.offLoop({ kind: "commit", turn })) as Promise<number>;
+    return this.erases.add(() => this.offLoop({ kind: "commit", turn })) as Promise<number>;
+  }
+
+  /** One batch of an unfinished add's chunk rows erased on the store's thread (store/orphan-sweep.ts `discardPaced`). */
+  discardBatch(documentId: string, rows: number, removedBefore: number): Promise<number> {
+    return this.offLoop({ kind: "discard", documentId, rows, removedBefore }) as Promise<number>;
   }
 
   /** An erase on the store's thread (the main loop keeps answering), or here without one. */
