@@ -4,9 +4,10 @@
  * `too_long`, one input has more tokens than the server takes in one batch or one slot
  * (recording 114: refused, never truncated; `data.index` names it); `empty_input`, no inputs at
  * all (115: llama-server's own answer is a 500, so it is never sent); `not_supported`, the
- * server was started without `--embeddings` (110: 501).
+ * server was started without `--embeddings` (110: 501); `not_finite`, the model gave an input a
+ * vector holding NaN or infinity (`data.index` names it: the model cannot embed that text).
  */
-export type EmbedErrorKind = "too_long" | "empty_input" | "not_supported";
+export type EmbedErrorKind = "too_long" | "empty_input" | "not_supported" | "not_finite";
 
 export interface EmbedErrorData {
   /** The input's place in the caller's list. */

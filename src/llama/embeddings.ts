@@ -37,6 +37,13 @@ export async function embed(
   const out: Embedded = { embeddings: [], promptTokens: 0 };
   for (let at = 0; at < inputs.length; at += size) {
     const part = await batch(server, inputs.slice(at, at + size), at, o);
+    // One width for the whole answer: `embed` gives one `dimensions` for every vector.
+    const width = out.embeddings[0]?.length;
+    if (width !== undefined && part.embeddings[0]?.length !== width)
+      throw new LlmError(
+        "bad_response",
+        `llama-server's /v1/embeddings answer has vectors of ${part.embeddings[0]?.length} numbers after ${width}`,
+      );
     out.embeddings.push(...part.embeddings);
     out.promptTokens += part.promptTokens;
   }
@@ -60,7 +67,7 @@ async function batch(
   });
   const res = await call(server, "/v1/embeddings", { body, signal: o.signal });
   const text = await answerText(res, "/v1/embeddings", o.signal);
-  if (res.ok) return parseAnswer(text, inputs.length);
+  if (res.ok) return parseAnswer(text, inputs.length, offset);
   const tooLong = tokensOver(text);
   if (tooLong && inputs.length === 1)
     throw new EmbedError(
@@ -101,8 +108,13 @@ function tokensOver(text: string): { n_tokens: number; max_tokens: number } | un
   return m ? { n_tokens: Number(m[1]), max_tokens: Number(m[2]) } : undefined;
 }
 
-/** `{data: [{index, embedding}], usage}`: each input's vector in its place, base64 or numbers. */
-function parseAnswer(text: string, count: number): Embedded {
+/**
+ * `{data: [{index, embedding}], usage}`: each input's vector in its place, base64 or numbers.
+ * A vector holding NaN or an infinity (base64 float32 can carry them; JSON numbers cannot) is
+ * `not_finite`, naming its input: on the wire it would be `null`, and in memory's index a score
+ * that sorts nowhere (docs/protocol.md#embed).
+ */
+function parseAnswer(text: string, count: number, offset: number): Embedded {
   let body: { data?: unknown; usage?: { prompt_tokens?: unknown } };
   try {
     body = JSON.parse(text);
@@ -122,10 +134,20 @@ function parseAnswer(text: string, count: number): Embedded {
     width ??= vector.length;
     if (vector.length === 0 || vector.length !== width)
       throw bad("has a vector that is not a list of numbers of the model's width");
+    if (!vector.every(Number.isFinite))
+      throw new EmbedError(
+        "not_finite",
+        `input ${offset + i} came back from the embedding model as a vector holding NaN or infinity: the model cannot embed it`,
+        { index: offset + i },
+      );
     embeddings[i] = vector;
   }
+  // A count the result can carry (a whole number, never negative), else none.
   const tokens = body.usage?.prompt_tokens;
-  return { embeddings, promptTokens: typeof tokens === "number" ? tokens : 0 };
+  return {
+    embeddings,
+    promptTokens: Number.isSafeInteger(tokens) && (tokens as number) >= 0 ? (tokens as number) : 0,
+  };
 }
 
 /** An `embedding` as numbers: base64 is little-endian float32 (112b). */

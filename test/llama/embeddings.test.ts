@@ -132,4 +132,50 @@ describe("embed against the recorded answers", () => {
     using t = tape(readTranscript(RECORDINGS, "112c-embed-v1-embeddings-string.txt"));
     expect(await failure(embed(t, ["a", "b"]))).toMatchObject({ kind: "bad_response" });
   });
+
+  // A model's arithmetic gone wrong (a fp16 overflow) gives NaN or infinity; base64 float32 carries
+  // them where JSON numbers cannot, and `embed`'s result would show them as null.
+  test("a vector holding NaN or infinity is not_finite, naming its input in any batch", async () => {
+    const b64 = (xs: number[]) => Buffer.from(new Float32Array(xs).buffer).toString("base64");
+    const answer = (vectors: number[][]) => ({
+      status: 200,
+      headers: {},
+      body: JSON.stringify({
+        data: vectors.map((v, index) => ({ index, embedding: b64(v) })),
+        usage: { prompt_tokens: 2 },
+      }),
+    });
+    for (const bad of [Number.NaN, Number.POSITIVE_INFINITY]) {
+      using t = tape(
+        answer([
+          [1, 0],
+          [0, 1],
+        ]),
+        answer([[bad, 0]]),
+      );
+      const err = await failure(embed(t, ["a", "b", "c"], { perRequest: 2 }));
+      expect(err).toBeInstanceOf(EmbedError);
+      expect(err).toMatchObject({ kind: "not_finite", data: { index: 2 } });
+      expect((err as Error).message).toStartWith("input 2 ");
+    }
+  });
+
+  test("vectors of another width in a later batch, or a token count no result can carry, are not passed on", async () => {
+    const answer = (vectors: number[][], tokens: unknown) => ({
+      status: 200,
+      headers: {},
+      body: JSON.stringify({
+        data: vectors.map((embedding, index) => ({ index, embedding })),
+        usage: { prompt_tokens: tokens },
+      }),
+    });
+    using widths = tape(answer([[1, 0]], 1), answer([[1, 0, 0]], 1));
+    expect(await failure(embed(widths, ["a", "b"], { perRequest: 1 }))).toMatchObject({
+      kind: "bad_response",
+    });
+    for (const tokens of [-5, 1.5, "7"]) {
+      using t = tape(answer([[1, 0]], tokens));
+      expect((await embed(t, ["a"])).promptTokens).toBe(0);
+    }
+  });
 });
