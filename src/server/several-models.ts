@@ -2,7 +2,6 @@ import type { PromptReuse } from "../agent/kv/reuse.ts";
 import { type ModelChoice, shownName } from "../config/choose-model.ts";
 import { configuredModels } from "../config/model-entry.ts";
 import type { Config } from "../config/schema.ts";
-import { EmbedError } from "../llama/embed-error.ts";
 import { embed } from "../llama/embeddings.ts";
 import { type PinnedSetProblem, pinnedSetMessage, pinnedSetProblem } from "../models/pinned-set.ts";
 import type { EmbedResult } from "../protocol/embed.ts";
@@ -16,6 +15,7 @@ import type { ModelRuntime } from "../runtime/model-runtime.ts";
 import type { ModelsApi } from "../runtime/models-api.ts";
 import { Scheduler } from "../runtime/scheduler.ts";
 import { logUnexpected } from "../util/logger.ts";
+import { embedFailure } from "./embed-failure.ts";
 import { ModelProvider } from "./model-provider.ts";
 import { makeModelRuntime, planDepsBeside, type RuntimeDeps } from "./model-runtime.ts";
 import { statusOf } from "./several-models-status.ts";
@@ -184,7 +184,7 @@ export class SeveralModels implements ModelsApi {
         usage: { prompt_tokens: out.promptTokens },
       };
     } catch (err) {
-      throw err instanceof EmbedError ? embedRefusal(err) : err;
+      throw embedFailure(err, watch.signal);
     } finally {
       // A failed load too ends the embed's claim on its model.
       lease?.release();
@@ -208,14 +208,6 @@ export class SeveralModels implements ModelsApi {
       await reuse.stop().catch((err) => logUnexpected(`saving model ${name}'s sessions failed`, err));
     await this.scheduler.stop();
   }
-}
-
-/** An input the server refuses, named by its place (docs/protocol.md#embed; recording 114). */
-function embedRefusal(err: EmbedError): CoreError {
-  if (err.kind === "not_supported")
-    return new CoreError("invalid_request", `model: ${err.message}`, { field: "model" });
-  const field = err.data.index === undefined ? "input" : `input.${err.data.index}`;
-  return new CoreError("invalid_request", `${field}: ${err.message}`, { field, ...err.data });
 }
 
 /** The pinned set over the budget, as doctor words it (src/models/pinned-set.ts). */

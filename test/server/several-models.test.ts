@@ -98,4 +98,36 @@ describe("SeveralModels", () => {
     await rejection(several.embed(a, ["x"], signal()));
     expect(several.scheduler.snapshot().models.find((m) => m.name === "a")?.chats).toBe(0);
   });
+
+  test("an embedding server that fails says so: internal_error with its reason, not 'see the core's log'; an input it cannot embed is named", async () => {
+    // A model named by its address: the fake runtime's lease points there.
+    const answers = [
+      new Response('{"error":{"code":500,"message":"out of memory","type":"server_error"}}', { status: 500 }),
+      new Response(
+        JSON.stringify({
+          data: [
+            { index: 0, embedding: Buffer.from(new Float32Array([Number.NaN, 0]).buffer).toString("base64") },
+          ],
+        }),
+      ),
+    ];
+    using server = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => answers.shift() as Response });
+    const name = `127.0.0.1:${server.port}`;
+    const fleet = new FakeFleet({ [name]: { gib: 1 } });
+    const several = new SeveralModels({
+      config: () => config,
+      reuse: () => ({}) as PromptReuse,
+      plan: () => Promise.reject(new Error("the fakes plan themselves")),
+      pinnedProblem: async () => null,
+      runtime: fleet.runtime,
+    });
+    const model = { kind: "path", name } as const;
+    const failed = await rejection(several.embed(model, ["x"], signal()));
+    expect(failed.code).toBe("internal_error");
+    expect(failed.message).toContain("HTTP 500: out of memory");
+    expect(failed.data).toMatchObject({ reason: "server_error" });
+    const nan = await rejection(several.embed(model, ["x"], signal()));
+    expect(nan.code).toBe("invalid_request");
+    expect(nan.data).toMatchObject({ field: "input.0", index: 0 });
+  });
 });
