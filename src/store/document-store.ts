@@ -2,6 +2,7 @@ import type { Database } from "bun:sqlite";
 import type { z } from "zod";
 import type { DocumentFormat, DocumentSummarySchema } from "../protocol/documents.ts";
 import { CoreError } from "../protocol/errors.ts";
+import { forgettingRows } from "./db/fts-forget.ts";
 import { erasedSince } from "./erasures.ts";
 
 /** A document being added: what its rows carry before and after it is committed. */
@@ -186,7 +187,12 @@ export class DocumentStore {
 export function deleteDocumentRows(db: Database, userId: string, documentId: string): boolean {
   if (!db.query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'documents'").get())
     return false;
-  db.query("DELETE FROM memory WHERE user_id = ? AND document_id = ?").run(userId, documentId);
+  const rows = db.query("SELECT COUNT(*) AS n FROM memory WHERE document_id = ?").get(documentId) as {
+    n: number;
+  };
+  forgettingRows(db, rows.n, () =>
+    db.query("DELETE FROM memory WHERE user_id = ? AND document_id = ?").run(userId, documentId),
+  );
   return (
     db.query("DELETE FROM documents WHERE user_id = ? AND document_id = ?").run(userId, documentId).changes >
     0

@@ -1,5 +1,6 @@
 import type { Database } from "bun:sqlite";
 import { logger } from "../util/logger.ts";
+import { forgettingRows } from "./db/fts-forget.ts";
 import { BUSY_TIMEOUT_MS } from "./db/open.ts";
 import { recordErasure } from "./erasures.ts";
 
@@ -44,6 +45,15 @@ export function eraseUser(db: Database, userId: string, at: number): number {
 export function deleteRows(db: Database, userId: string, sessionId?: string): number {
   const where = sessionId === undefined ? "user_id = ?" : "user_id = ? AND session_id = ?";
   const args = sessionId === undefined ? [userId] : [userId, sessionId];
+  const rows = db
+    .query(
+      `SELECT (SELECT COUNT(*) FROM messages WHERE ${where}) + (SELECT COUNT(*) FROM memory WHERE ${where}) AS n`,
+    )
+    .get(...args, ...args) as { n: number };
+  return forgettingRows(db, rows.n, () => deleteRowsOf(db, where, args));
+}
+
+function deleteRowsOf(db: Database, where: string, args: string[]): number {
   db.query(`DELETE FROM memory WHERE ${where}`).run(...args);
   // Their documents (a session's attachments; a user's all); a copy set aside before the
   // documents table existed has none.

@@ -5,6 +5,7 @@ import { CoreError } from "../../protocol/errors.ts";
 import { logger } from "../../util/logger.ts";
 import { ensurePrivateTree, writePrivateFile } from "../../util/private-fs.ts";
 import { dataDirError } from "../data-dir-problem.ts";
+import { ftsSecureDeleteSet } from "./fts-forget.ts";
 import { MIGRATIONS, SCHEMA_VERSION } from "./migrations.ts";
 import { claimDatabaseFile, isStamped, refuseForeign, stampOwnership } from "./ownership.ts";
 
@@ -217,20 +218,6 @@ function upgrade(db: Database, fts: boolean): void {
       db.run("UPDATE meta SET value = '0' WHERE key = 'fts'");
     }
   }).immediate();
-}
-
-/** FTS5's `secure-delete` already on in both indexes (it is kept in the database). */
-function ftsSecureDeleteSet(db: Database): boolean {
-  try {
-    return ["messages_fts", "memory_fts"].every((t) => {
-      const row = db.query(`SELECT v FROM ${t}_config WHERE k = 'secure-delete'`).get() as {
-        v: number;
-      } | null;
-      return Number(row?.v) === 1;
-    });
-  } catch {
-    return false; // no such table yet: set it, or learn this SQLite lacks it
-  }
 }
 
 const FTS_TRIGGERS = ["messages_fts_insert", "messages_fts_delete", "memory_fts_insert", "memory_fts_delete"];

@@ -1,7 +1,9 @@
 import { describe, expect, test } from "bun:test";
+import { BULK_SHARE } from "../../../src/store/db/fts-forget.ts";
 import { Store } from "../../../src/store/store.ts";
 import { filesHolding } from "../../fixtures/files-holding.ts";
 import { loopLag } from "../../fixtures/loop-lag.ts";
+import { commitNotedTurn } from "../../fixtures/noted-turn.ts";
 import { tmpdir } from "../../fixtures/tmpdir.ts";
 
 /**
@@ -9,6 +11,8 @@ import { tmpdir } from "../../fixtures/tmpdir.ts";
  * a few hundred long messages cost seconds, which the main loop must not wait out.
  */
 const TURNS = Number(process.env.ERASE_TURNS ?? 40);
+/** The session's rows (3 a turn) under BULK_SHARE of the index. */
+const FILLER_ROWS = Math.ceil((TURNS * 3) / BULK_SHARE) + 1000;
 
 function words(seed: number, n: number): string {
   // Many distinct terms: what FTS5's secure-delete pays for, per term, per row.
@@ -17,18 +21,19 @@ function words(seed: number, n: number): string {
   return out;
 }
 
-function chat(store: Store, u: string, s: string, text: string) {
-  store.conversations.commitTurn({
-    userId: u,
-    sessionId: s,
-    agent: "a",
-    messages: [
-      { role: "user", content: text },
-      { role: "assistant", content: `about ${text}` },
-    ],
-    memoryText: text,
-    at: new Date(),
-  });
+/**
+ * Small rows of another user, so that the erase below is under BULK_SHARE of the index and goes
+ * row by row through FTS5's secure-delete, as an erase of one session in a big database does
+ * (store/db/fts-forget.ts).
+ */
+function bigIndex(store: Store, rows: number): void {
+  const doc = { documentId: "filler", userId: "bob", sessionId: "", since: 0, at: Date.now() };
+  for (let i = 0; i < rows; i += 1000)
+    store.documents.addChunks(
+      doc,
+      Array.from({ length: Math.min(1000, rows - i) }, (_, k) => ({ index: i + k, text: `filler ${k % 7}` })),
+    );
+  store.documents.commit(doc, { name: "filler.txt", format: "text", chunks: rows, bytes: rows });
 }
 
 /** The longest the main loop went without running a 5 ms timer while `work` ran (begun from a timer's turn). */
@@ -46,19 +51,23 @@ async function longestStall<T>(
   }
 }
 
+const aboutTurn = (store: Store, u: string, s: string, text: string) =>
+  commitNotedTurn(store, u, s, text, `about ${text}`);
+
 describe("an erase off the main loop", () => {
   test("sessions.delete of a long session: the loop keeps turning, a write of this core waits for it, nothing is left on disk", async () => {
     using dir = tmpdir();
     // A short busy wait: a write that did not wait for the erase would fail with SQLITE_BUSY.
     const store = Store.open(dir.path, { busyWaitMs: 200 });
-    for (let i = 0; i < TURNS; i++) chat(store, "alice", "big", `PANGOLIN ${i} ${words(i, 700)}`);
-    chat(store, "alice", "keep", "kept");
+    bigIndex(store, FILLER_ROWS);
+    for (let i = 0; i < TURNS; i++) aboutTurn(store, "alice", "big", `PANGOLIN ${i} ${words(i, 700)}`);
+    aboutTurn(store, "alice", "keep", "kept");
     const { value, stallMs, tookMs } = await longestStall(() =>
       Promise.all([
         store.deleteSession("alice", "big"),
         // Once the erase holds the write lock on its thread.
         Bun.sleep(300).then(() =>
-          store.write(() => chat(store, "alice", "keep", "written during the erase")),
+          store.write(() => aboutTurn(store, "alice", "keep", "written during the erase")),
         ),
       ]),
     );
@@ -77,8 +86,9 @@ describe("an erase off the main loop", () => {
   test("a second core opening the folder during the erase lists its sessions at once (an open of a current database writes nothing)", async () => {
     using dir = tmpdir();
     const store = Store.open(dir.path);
-    for (let i = 0; i < TURNS; i++) chat(store, "alice", "big", `PANGOLIN ${i} ${words(i, 700)}`);
-    chat(store, "alice", "keep", "kept");
+    bigIndex(store, FILLER_ROWS);
+    for (let i = 0; i < TURNS; i++) aboutTurn(store, "alice", "big", `PANGOLIN ${i} ${words(i, 700)}`);
+    aboutTurn(store, "alice", "keep", "kept");
     const erasing = store.deleteSession("alice", "big");
     await Bun.sleep(300);
     const started = performance.now();
@@ -100,7 +110,7 @@ describe("an erase off the main loop", () => {
   test("an edit at the start of a long session (its tail erased): the loop keeps turning, the history and the index are the new ones", async () => {
     using dir = tmpdir();
     const store = Store.open(dir.path);
-    for (let i = 0; i < TURNS; i++) chat(store, "alice", "big", `PANGOLIN ${i} ${words(i, 700)}`);
+    for (let i = 0; i < TURNS; i++) aboutTurn(store, "alice", "big", `PANGOLIN ${i} ${words(i, 700)}`);
     // Read once, so the main connection's cached history is the old one.
     expect(store.conversations.history("alice", "big")).toHaveLength(TURNS * 2);
     const { stallMs, tookMs } = await longestStall(() =>
@@ -129,7 +139,7 @@ describe("an erase off the main loop", () => {
   test("an edit of a session deleted since its turn began is refused from the store's thread as on the loop (session_deleted)", async () => {
     using dir = tmpdir();
     const store = Store.open(dir.path);
-    chat(store, "alice", "s", "first");
+    aboutTurn(store, "alice", "s", "first");
     const since = store.conversations.erasureMark();
     await store.deleteSession("alice", "s");
     const edit = store.commitEdit({

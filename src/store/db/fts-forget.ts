@@ -1,0 +1,59 @@
+import type { Database } from "bun:sqlite";
+
+const FTS_TABLES = ["messages_fts", "memory_fts"] as const;
+
+/**
+ * An erase of at least this share of the indexed rows has FTS5 forget the words by merging each
+ * index into one segment ('optimize') instead of its secure-delete. Measured on this 2-core box
+ * (docs/agent.md "The store"): secure-delete ~10 ms a message of ~300 distinct words in an index
+ * of 10,000 messages and 5,000 memory rows; 'optimize' of that whole index ~0.03 ms a row. The
+ * break-even is near 1/300; the margin keeps small erases of a big index on the row-by-row way.
+ */
+export const BULK_SHARE = 1 / 200;
+/** Fewer rows than this always go row by row. */
+export const BULK_MIN_ROWS = 32;
+
+/**
+ * `remove` (rows of `messages` and `memory`, in the caller's transaction), with FTS5 made to
+ * forget the removed rows' words the cheaper way: its secure-delete row by row, or, for an erase
+ * of `rows` at least BULK_SHARE of the indexed rows, a plain delete and then every segment merged
+ * into one without them (the old segments' pages freed, which `secure_delete` zeroes). Either way
+ * no deleted word is left in the index: a user's erase of years of chats took minutes row by row
+ * (8.4 s for 1,000 messages here), holding the write lock all along.
+ */
+export function forgettingRows<T>(db: Database, rows: number, remove: () => T): T {
+  if (rows < BULK_MIN_ROWS || !ftsSecureDeleteSet(db)) return remove();
+  if (rows < indexedRows(db) * BULK_SHARE) return remove();
+  setSecureDelete(db, 0);
+  const out = remove();
+  for (const t of FTS_TABLES) db.run(`INSERT INTO ${t}(${t}) VALUES ('optimize')`);
+  setSecureDelete(db, 1);
+  return out;
+}
+
+/** FTS5's `secure-delete` on in both indexes (it is kept in the database); false without them. */
+export function ftsSecureDeleteSet(db: Database): boolean {
+  try {
+    return FTS_TABLES.every((t) => {
+      const row = db.query(`SELECT v FROM ${t}_config WHERE k = 'secure-delete'`).get() as {
+        v: number;
+      } | null;
+      return Number(row?.v) === 1;
+    });
+  } catch {
+    return false; // no such table: a SQLite without FTS5, or a copy set aside before it
+  }
+}
+
+function setSecureDelete(db: Database, on: 0 | 1): void {
+  for (const t of FTS_TABLES) db.run(`INSERT INTO ${t}(${t}, rank) VALUES ('secure-delete', ${on})`);
+}
+
+function indexedRows(db: Database): number {
+  const row = db
+    .query("SELECT (SELECT COUNT(*) FROM messages) + (SELECT COUNT(*) FROM memory) AS n")
+    .get() as {
+    n: number;
+  };
+  return row.n;
+}

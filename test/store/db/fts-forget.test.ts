@@ -1,0 +1,90 @@
+import type { Database } from "bun:sqlite";
+import { describe, expect, test } from "bun:test";
+import { BULK_MIN_ROWS, BULK_SHARE, ftsSecureDeleteSet } from "../../../src/store/db/fts-forget.ts";
+import { Store } from "../../../src/store/store.ts";
+import { filesHolding } from "../../fixtures/files-holding.ts";
+import { commitNotedTurn } from "../../fixtures/noted-turn.ts";
+import { tmpdir } from "../../fixtures/tmpdir.ts";
+
+/** How FTS5 forgets an erase's words (store/db/fts-forget.ts): row by row, or by merging the index. */
+
+/** The statements `db.run` is given from now on (the merge is one of them). */
+function recordRuns(db: Database): string[] {
+  const runs: string[] = [];
+  const run = db.run.bind(db);
+  db.run = ((sql: string, ...rest: never[]) => {
+    runs.push(sql);
+    return run(sql, ...rest);
+  }) as typeof db.run;
+  return runs;
+}
+
+const dbOf = (store: Store) => (store as unknown as { db: Database }).db;
+const merged = (runs: string[]) => runs.some((sql) => sql.includes("'optimize'"));
+
+function indexIntact(db: Database): void {
+  for (const t of ["messages_fts", "memory_fts"]) db.run(`INSERT INTO ${t}(${t}) VALUES ('integrity-check')`);
+}
+
+const aboutTurn = (store: Store, u: string, s: string, text: string) =>
+  commitNotedTurn(store, u, s, text, `about ${text}`);
+
+describe("an erase's words forgotten (store/db/fts-forget.ts)", () => {
+  test("users.delete of most of the index merges it: no word left in any file, the rest still found, secure-delete on again", async () => {
+    using dir = tmpdir();
+    const store = Store.open(dir.path, { chunkThread: false });
+    for (let i = 0; i < 30; i++) aboutTurn(store, "ann", `s${i % 3}`, `AARDVARK${i} burrows at night ${i}`);
+    aboutTurn(store, "bob", "b", "the okapi stays");
+    const runs = recordRuns(dbOf(store));
+    expect((await store.deleteUser("ann")).deleted_sessions).toBe(3);
+    expect(merged(runs)).toBe(true);
+    expect(ftsSecureDeleteSet(dbOf(store))).toBe(true);
+    indexIntact(dbOf(store));
+    expect(store.search("bob", "okapi", 5).map((h) => h.session_id)).toEqual(["b", "b"]);
+    expect(store.search("ann", "burrows", 5)).toEqual([]);
+    store.close();
+    expect(filesHolding(dir.path, "AARDVARK")).toEqual([]);
+    expect(filesHolding(dir.path, "aardvark")).toEqual([]);
+  });
+
+  test("a session small beside the index goes row by row (no merge of the whole index)", async () => {
+    using dir = tmpdir();
+    const store = Store.open(dir.path, { chunkThread: false });
+    const other = Math.ceil((2 * BULK_MIN_ROWS) / BULK_SHARE);
+    const doc = { documentId: "d", userId: "bob", sessionId: "", since: 0, at: Date.now() };
+    for (let i = 0; i < other; i += 1000)
+      store.documents.addChunks(
+        doc,
+        Array.from({ length: Math.min(1000, other - i) }, (_, k) => ({ index: i + k, text: `filler ${k}` })),
+      );
+    store.documents.commit(doc, { name: "d.txt", format: "text", chunks: other, bytes: other });
+    // 11 turns: 33 rows, at least BULK_MIN_ROWS, under BULK_SHARE of the index.
+    for (let i = 0; i < 11; i++) aboutTurn(store, "ann", "s", `PANGOLIN${i} walks`);
+    const runs = recordRuns(dbOf(store));
+    expect((await store.deleteSession("ann", "s")).deleted).toBe(true);
+    expect(merged(runs)).toBe(false);
+    indexIntact(dbOf(store));
+    store.close();
+    expect(filesHolding(dir.path, "PANGOLIN")).toEqual([]);
+  }, 30_000);
+
+  test("documents.delete of a big document merges the index too, and leaves no word of it", async () => {
+    using dir = tmpdir();
+    const store = Store.open(dir.path, { chunkThread: false });
+    aboutTurn(store, "ann", "s", "the quokka smiles");
+    const doc = { documentId: "book", userId: "ann", sessionId: "", since: 0, at: Date.now() };
+    store.documents.addChunks(
+      doc,
+      Array.from({ length: 200 }, (_, k) => ({ index: k, text: `chapter ${k} of the NARWHAL${k} saga` })),
+    );
+    store.documents.commit(doc, { name: "book.txt", format: "text", chunks: 200, bytes: 1 });
+    const runs = recordRuns(dbOf(store));
+    expect(await store.deleteDocument("ann", "book")).toBe(true);
+    expect(merged(runs)).toBe(true);
+    indexIntact(dbOf(store));
+    expect(store.search("ann", "quokka", 5)).toHaveLength(2);
+    store.close();
+    expect(filesHolding(dir.path, "NARWHAL")).toEqual([]);
+    expect(filesHolding(dir.path, "narwhal")).toEqual([]);
+  });
+});
