@@ -26,7 +26,8 @@ const NEVER = new AbortController().signal;
  */
 class InFlight implements RequestContext {
   readonly controller: AbortController | undefined;
-  done: Promise<void> = Promise.resolve();
+  /** Resolves once its terminal is handed to the writer (`answered`), read by the host or not. */
+  decided: Promise<void> = Promise.resolve();
   /** Its outcome is decided; a cancel arriving now finds it finished. */
   settled = false;
   /**
@@ -242,7 +243,8 @@ export class Dispatcher {
   /**
    * Cancels every active chat-like request, lets short ones (ping, doctor…) finish, and waits
    * until each has answered. Shutdown requests are not waited for: they are the ones waiting
-   * on this (two in one read must not wait on each other).
+   * on this (two in one read must not wait on each other). Answered is handed to the writer:
+   * the host's reading is the bounded drain's affair (docs/protocol.md "Drain on exit").
    */
   async stopAll(): Promise<void> {
     this.shuttingDown = true;
@@ -251,14 +253,18 @@ export class Dispatcher {
     for (const a of this.active.all()) {
       if (a.method.name === "shutdown") continue;
       a.abort(reason);
-      waiting.push(a.done);
+      waiting.push(a.decided);
     }
     await Promise.all(waiting);
   }
 
-  /** Resolves once no request is active. */
+  /** Resolves once every request has answered (its terminal handed to the writer). */
   async settled(): Promise<void> {
-    while (this.active.size > 0) await Promise.all(this.active.all().map((a) => a.done));
+    for (;;) {
+      const open = this.active.all().filter((a) => !a.answered);
+      if (open.length === 0) return;
+      await Promise.all(open.map((a) => a.decided));
+    }
   }
 
   private start(id: RequestId, method: MethodEntry, params: object, exactTarget?: ExactNumberId): void {
@@ -278,7 +284,7 @@ export class Dispatcher {
     }
     // Registered before the method's module loads, so duplicates and cancels see it at once.
     this.active.set(id, request);
-    request.done = this.run(request, params, started);
+    request.decided = this.run(request, params, started);
   }
 
   private startNow(request: InFlight, def: MethodHandler, params: object): Started {
@@ -318,14 +324,20 @@ export class Dispatcher {
     }
     request.settled = true;
     request.answered = true;
+    // The id stays taken until the writer has the line.
+    void this.handOver(request, message).then(() => this.active.delete(request.id));
+  }
+
+  /** Queues a request's terminal message; resolves once the writer has taken its line. */
+  private async handOver(request: InFlight, message: ResultMessage | ErrorMessage): Promise<void> {
     try {
       await this.out.terminal(message);
     } catch (err) {
       // The result could not be serialized (e.g. a BigInt); the id still gets its one answer.
-      logUnexpected(`method ${method.name} produced an unserializable result`, err);
-      await this.out.terminal(toErrorMessage(request.id, new Error("unserializable"), signal, method.name));
+      logUnexpected(`method ${request.method.name} produced an unserializable result`, err);
+      const error = new Error("unserializable");
+      await this.out.terminal(toErrorMessage(request.id, error, request.signal, request.method.name));
     }
-    this.active.delete(request.id);
   }
 
   /**

@@ -1,6 +1,8 @@
 import { describe, expect, test } from "bun:test";
-import { spawnCore } from "../fixtures/core-process.ts";
-import { alive, writeStack } from "../fixtures/stack.ts";
+import { constants, openSync } from "node:fs";
+import { join } from "node:path";
+import { ensureBinary, spawnCore } from "../fixtures/core-process.ts";
+import { alive, waitUntil, writeStack } from "../fixtures/stack.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
 // docs/supervisor.md: no llama-server outlives the core, however the core stops (kill -9 is covered
@@ -58,4 +60,37 @@ describe.skipIf(process.platform === "win32")("llama-server never outlives the c
     expect(core.terminal("late2")).toMatchObject({ type: "result" });
     expect(core.terminal("bye")).toMatchObject({ type: "result" });
   });
+
+  test("SIGTERM while the host reads no output and thousands of answers wait: exit 0, llama-server gone", async () => {
+    await using dir = tmpdir();
+    const stack = writeStack(dir.path, { tools: [] });
+    // stdout a FIFO this test holds open and never reads: a frozen host. The stop used to wait
+    // for every answer to be written, so the core and its llama-server ran on (docs/protocol.md).
+    const fifo = join(dir.path, "stdout.fifo");
+    expect(Bun.spawnSync(["mkfifo", fifo]).exitCode).toBe(0);
+    const proc = Bun.spawn([ensureBinary(), "serve-stdio"], {
+      cwd: dir.path,
+      stdin: "pipe",
+      stdout: openSync(fifo, constants.O_RDWR),
+      stderr: "ignore",
+      env: { ...process.env, ...stack.env },
+    });
+    try {
+      proc.stdin.write('{"id":"w","method":"warmup"}\n');
+      proc.stdin.write(Array.from({ length: 20_000 }, (_, i) => `{"id":${i},"method":"ping"}\n`).join(""));
+      proc.stdin.flush();
+      expect(await waitUntil(() => stack.recordedServers().length === 1, 15_000)).toBe(true);
+      const [server] = stack.recordedServers();
+      await Bun.sleep(500);
+      const t0 = Date.now();
+      proc.kill("SIGTERM");
+      const code = await Promise.race([proc.exited, Bun.sleep(10_000).then(() => "still running")]);
+      expect(code).toBe(0);
+      // The drain's limit (2 s) and the stand-in's stop, not a wait for the host.
+      expect(Date.now() - t0).toBeLessThan(8000);
+      expect(alive(server!)).toBe(false);
+    } finally {
+      proc.kill("SIGKILL");
+    }
+  }, 40_000);
 });
