@@ -67,12 +67,14 @@ export class LocalAiClient {
 
   private readonly connection: Connection;
   private readonly lifecycle: CoreLifecycle;
+  private readonly requestTimeoutMs: number;
 
   constructor(hostOptions: LocalAiClientOptions) {
     // The host's callbacks never throw into the client (host-callbacks.ts).
     const options = guardHostCallbacks(hostOptions);
+    this.requestTimeoutMs = options.requestTimeoutMs ?? CLIENT_DEFAULTS.requestTimeoutMs;
     this.connection = new Connection({
-      requestTimeoutMs: options.requestTimeoutMs ?? CLIENT_DEFAULTS.requestTimeoutMs,
+      requestTimeoutMs: this.requestTimeoutMs,
       streamTimeoutMs: options.streamTimeoutMs,
       maxBufferedEvents: options.maxBufferedEvents ?? CLIENT_DEFAULTS.maxBufferedEvents,
       logger: options.logger,
@@ -176,10 +178,15 @@ export class LocalAiClient {
 
   /**
    * One vector per input string (docs/protocol.md#embed), on `model`, else memory.embedding_model,
-   * else the first configured embedding model.
+   * else the first configured embedding model. Timed like a short call; an abort or the time
+   * limit also cancels it on the core's side, so a batch nobody waits for is not embedded.
    */
-  embed(params: EmbedParams, options?: CallOptions): Promise<EmbedResult> {
-    return this.request("embed", params, options);
+  embed(params: EmbedParams, options: CallOptions = {}): Promise<EmbedResult> {
+    const timed = { ...options, timeoutMs: options.timeoutMs ?? this.requestTimeoutMs };
+    return this.connection.open<never, EmbedResult>("embed", params, timed, {
+      cancellable: true,
+      maxBuffered: 0,
+    }).result;
   }
 
   /**

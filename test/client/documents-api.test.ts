@@ -10,14 +10,19 @@ afterEach(() => {
   for (const c of clients.splice(0)) c.kill();
 });
 
+async function startClient(): Promise<LocalAiClient> {
+  const client = await LocalAiClient.start({
+    binary: process.execPath,
+    args: [FAKE],
+    env: { ...process.env },
+  });
+  clients.push(client);
+  return client;
+}
+
 describe("client.documents and client.embed", () => {
   test("each sends its method and params; add streams index_progress before its result", async () => {
-    const client = await LocalAiClient.start({
-      binary: process.execPath,
-      args: [FAKE],
-      env: { ...process.env },
-    });
-    clients.push(client);
+    const client = await startClient();
     const add = client.documents.add({ text: "hello", session_id: "s" });
     const phases: string[] = [];
     for await (const ev of add) phases.push(`${ev.event}:${ev.phase}:${ev.done}/${ev.total}`);
@@ -38,5 +43,21 @@ describe("client.documents and client.embed", () => {
       method: "embed",
       params: { input: ["a", "b"] },
     });
+  });
+
+  test("an embed aborted by the host or past its time limit is cancelled on the core's side too", async () => {
+    const client = await startClient();
+    const hanging = async () => ((await client.request("hanging")) as { ids: string[] }).ids;
+    const controller = new AbortController();
+    const aborted = client.embed({ input: "hang" }, { signal: controller.signal }).catch((e) => e);
+    expect(await hanging()).toHaveLength(1);
+    controller.abort();
+    expect((await aborted).code).toBe("cancelled");
+    expect(await hanging()).toEqual([]);
+    // Past its time limit (a short call's: requestTimeoutMs, or timeoutMs): rejected, and cancelled there.
+    const late = await client.embed({ input: "hang" }, { timeoutMs: 100 }).catch((e) => e);
+    expect(late.code).toBe("timeout");
+    await Bun.sleep(100);
+    expect(await hanging()).toEqual([]);
   });
 });

@@ -54,10 +54,15 @@ rl.on("line", (line) => {
           },
         },
       });
+    case "embed":
+      // An embed that runs until cancelled, as a big batch does.
+      if (params.input === "hang") return void hanging.set(id, method);
+      return out({ id, type: "result", result: { method, params } });
+    case "hanging":
+      return out({ id, type: "result", result: { ids: [...hanging.keys()] } });
     case "echo":
     case "documents.list":
     case "documents.delete":
-    case "embed":
       return out({ id, type: "result", result: { method, params } });
     case "documents.add":
       out({ id, type: "event", event: "index_progress", phase: "reading", done: 1, total: 2 });
