@@ -1,6 +1,7 @@
 import { logger, logUnexpected } from "../util/logger.ts";
+import { ActiveTable } from "./active-table.ts";
 import { CoreError, type ErrorCode, isCoreError } from "./errors.ts";
-import { type ExactNumberId, exactIds, exactKey, needsExactIds } from "./exact-id.ts";
+import { type ExactNumberId, exactIds, needsExactIds } from "./exact-id.ts";
 import type { ErrorMessage, RequestId, ResultMessage } from "./messages.ts";
 import type {
   ActiveRequest,
@@ -92,46 +93,12 @@ class InFlight implements RequestContext {
 }
 
 /**
- * Active requests by id; "1" and 1 are different ids, so strings and numbers keep apart. A
- * number id a double cannot hold is kept by its digits (docs/protocol.md, ids).
- */
-class ActiveTable {
-  private readonly byString = new Map<string, InFlight>();
-  private readonly byNumber = new Map<number, InFlight>();
-  private readonly byDigits = new Map<string, InFlight>();
-
-  get size(): number {
-    return this.byString.size + this.byNumber.size + this.byDigits.size;
-  }
-  get(id: RequestId): InFlight | undefined {
-    if (typeof id === "string") return this.byString.get(id);
-    const key = typeof id === "number" ? { value: id } : exactKey(id);
-    return "value" in key ? this.byNumber.get(key.value) : this.byDigits.get(key.digits);
-  }
-  set(id: RequestId, r: InFlight): void {
-    if (typeof id === "string") return void this.byString.set(id, r);
-    const key = typeof id === "number" ? { value: id } : exactKey(id);
-    if ("value" in key) this.byNumber.set(key.value, r);
-    else this.byDigits.set(key.digits, r);
-  }
-  delete(id: RequestId): void {
-    if (typeof id === "string") return void this.byString.delete(id);
-    const key = typeof id === "number" ? { value: id } : exactKey(id);
-    if ("value" in key) this.byNumber.delete(key.value);
-    else this.byDigits.delete(key.digits);
-  }
-  all(): InFlight[] {
-    return [...this.byString.values(), ...this.byNumber.values(), ...this.byDigits.values()];
-  }
-}
-
-/**
  * Owns in-flight work: parses each line into a request, runs its handler concurrently, and
  * guarantees exactly one terminal message per usable id. Cancellable requests (chats) get
  * their own AbortController; `cancel` and shutdown abort them.
  */
 export class Dispatcher {
-  private readonly active = new ActiveTable();
+  private readonly active = new ActiveTable<InFlight>();
   private shuttingDown = false;
   /** One load per method, shared by every request that arrives while it is loading. */
   private readonly loading = new Map<string, Promise<MethodHandler>>();

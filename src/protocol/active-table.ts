@@ -1,0 +1,36 @@
+import { exactKey } from "./exact-id.ts";
+import type { RequestId } from "./messages.ts";
+
+/**
+ * Active requests by id; "1" and 1 are different ids, so strings and numbers keep apart. A
+ * number id a double cannot hold is kept by its digits (docs/protocol.md, ids).
+ */
+export class ActiveTable<T> {
+  private readonly byString = new Map<string, T>();
+  private readonly byNumber = new Map<number, T>();
+  private readonly byDigits = new Map<string, T>();
+
+  get size(): number {
+    return this.byString.size + this.byNumber.size + this.byDigits.size;
+  }
+  get(id: RequestId): T | undefined {
+    if (typeof id === "string") return this.byString.get(id);
+    const key = typeof id === "number" ? { value: id } : exactKey(id);
+    return "value" in key ? this.byNumber.get(key.value) : this.byDigits.get(key.digits);
+  }
+  set(id: RequestId, r: T): void {
+    if (typeof id === "string") return void this.byString.set(id, r);
+    const key = typeof id === "number" ? { value: id } : exactKey(id);
+    if ("value" in key) this.byNumber.set(key.value, r);
+    else this.byDigits.set(key.digits, r);
+  }
+  delete(id: RequestId): void {
+    if (typeof id === "string") return void this.byString.delete(id);
+    const key = typeof id === "number" ? { value: id } : exactKey(id);
+    if ("value" in key) this.byNumber.delete(key.value);
+    else this.byDigits.delete(key.digits);
+  }
+  all(): T[] {
+    return [...this.byString.values(), ...this.byNumber.values(), ...this.byDigits.values()];
+  }
+}
