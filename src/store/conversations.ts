@@ -3,6 +3,7 @@ import type { ChatMessage } from "../protocol/chat-message.ts";
 import type { Source } from "../protocol/sources.ts";
 import type { Usage } from "../protocol/usage.ts";
 import { Attachments } from "./attachments.ts";
+import { forgettingRows } from "./db/fts-forget.ts";
 import { erasureMark, refuseIfErased } from "./erasures.ts";
 import {
   type MessageRow,
@@ -299,13 +300,16 @@ export class Conversations {
     return r.changes > 0;
   }
 
+  /** An edit's tail erased; a long one has FTS5 forget it by a merge of the index (store/db/fts-forget.ts). */
   private dropFrom(userId: string, sessionId: string, seq: number): void {
-    this.db
-      .query("DELETE FROM messages WHERE user_id = ? AND session_id = ? AND seq >= ?")
-      .run(userId, sessionId, seq);
-    this.db
-      .query("DELETE FROM memory WHERE user_id = ? AND session_id = ? AND seq >= ?")
-      .run(userId, sessionId, seq);
+    const tail = "WHERE user_id = ? AND session_id = ? AND seq >= ?";
+    const rows = this.db
+      .query(`SELECT (SELECT COUNT(*) FROM messages ${tail}) + (SELECT COUNT(*) FROM memory ${tail}) AS n`)
+      .get(userId, sessionId, seq, userId, sessionId, seq) as { n: number };
+    forgettingRows(this.db, rows.n, () => {
+      this.db.query(`DELETE FROM messages ${tail}`).run(userId, sessionId, seq);
+      this.db.query(`DELETE FROM memory ${tail}`).run(userId, sessionId, seq);
+    });
   }
 
   /** The session's counters, preview and agent after a turn. */

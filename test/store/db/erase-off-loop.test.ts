@@ -110,6 +110,7 @@ describe("an erase off the main loop", () => {
   test("an edit at the start of a long session (its tail erased): the loop keeps turning, the history and the index are the new ones", async () => {
     using dir = tmpdir();
     const store = Store.open(dir.path);
+    bigIndex(store, FILLER_ROWS);
     for (let i = 0; i < TURNS; i++) aboutTurn(store, "alice", "big", `PANGOLIN ${i} ${words(i, 700)}`);
     // Read once, so the main connection's cached history is the old one.
     expect(store.conversations.history("alice", "big")).toHaveLength(TURNS * 2);

@@ -87,4 +87,30 @@ describe("an erase's words forgotten (store/db/fts-forget.ts)", () => {
     expect(filesHolding(dir.path, "NARWHAL")).toEqual([]);
     expect(filesHolding(dir.path, "narwhal")).toEqual([]);
   });
+
+  test("an edit at the start of a long session merges the index for its tail: none of the tail in any file", () => {
+    using dir = tmpdir();
+    const store = Store.open(dir.path, { chunkThread: false });
+    for (let i = 0; i < 30; i++) aboutTurn(store, "ann", "s", `WOMBAT${i} digs`);
+    aboutTurn(store, "bob", "b", "the okapi stays");
+    const runs = recordRuns(dbOf(store));
+    store.conversations.commitTurn({
+      userId: "ann",
+      sessionId: "s",
+      agent: "a",
+      messages: [
+        { role: "user", content: "edited" },
+        { role: "assistant", content: "anew" },
+      ],
+      replaceFromSeq: 0,
+      at: new Date(),
+    });
+    expect(merged(runs)).toBe(true);
+    expect(ftsSecureDeleteSet(dbOf(store))).toBe(true);
+    indexIntact(dbOf(store));
+    expect(store.search("ann", "anew", 5)).toHaveLength(1);
+    store.close();
+    expect(filesHolding(dir.path, "WOMBAT")).toEqual([]);
+    expect(filesHolding(dir.path, "wombat")).toEqual([]);
+  });
 });
