@@ -4,6 +4,7 @@ import { relative } from "node:path";
 import { logger } from "../util/logger.ts";
 import { readSmallFileAsync } from "../util/read-file.ts";
 import { settleErase } from "./erase.ts";
+import { onDisk } from "./folder-names.ts";
 import { listTextFiles, type TextFile } from "./folder-walk.ts";
 import { FolderWatch } from "./folder-watch.ts";
 import { chunk, type MemoryHit } from "./memory-store.ts";
@@ -32,8 +33,11 @@ export const BATCH_BYTES = 256 * 1024;
 /** Files forgotten (gone from the folder) per transaction. */
 const FORGET_BATCH = 200;
 
-/** Reads a file's text, at most `maxBytes` (more is refused): the safe reader unless a test injects one. */
-export type FolderReader = (path: string, maxBytes: number) => Promise<string>;
+/**
+ * Reads a file's text, at most `maxBytes` (more is refused): the safe reader unless a test
+ * injects one. A path whose name is not UTF-8 comes as its bytes (`folder-names.ts`).
+ */
+export type FolderReader = (path: string | Buffer, maxBytes: number) => Promise<string>;
 
 export interface FolderIndexOptions {
   read?: FolderReader;
@@ -146,7 +150,7 @@ export class FolderIndex {
     await Promise.all(
       paths.map(async (path) => {
         const k = known.get(path);
-        const st = await stat(path).catch(() => undefined);
+        const st = await stat(k ? onDisk(k.root, path) : path).catch(() => undefined);
         const asIndexed = st?.isFile() && k && st.size === k.size && Math.round(st.mtimeMs) === k.mtime_ms;
         if (!asIndexed) {
           stale.add(path);
@@ -229,7 +233,7 @@ export class FolderIndex {
     let added = false;
     for (const batch of batches(changed, this.batchFiles, this.batchBytes)) {
       if (this.stopped) return added;
-      const read = await Promise.all(batch.map((f) => this.readFile(f)));
+      const read = await Promise.all(batch.map((f) => this.readFile(root, f)));
       if (this.stopped) return added;
       this.insert(root, read);
       added ||= read.some((r) => r.parts && r.parts.length > 0);
@@ -247,10 +251,13 @@ export class FolderIndex {
   }
 
   /** A file's chunks; undefined when it cannot be read now (it stays as indexed, tried again next start). */
-  private async readFile(file: TextFile): Promise<{ file: TextFile; parts: string[] | undefined }> {
+  private async readFile(
+    root: string,
+    file: TextFile,
+  ): Promise<{ file: TextFile; parts: string[] | undefined }> {
     try {
       // Its size at the walk is the most read: a file grown since waits for the next start.
-      return { file, parts: chunk(await this.read(file.path, file.size)) };
+      return { file, parts: chunk(await this.read(onDisk(root, file.path), file.size)) };
     } catch {
       return { file, parts: undefined };
     }

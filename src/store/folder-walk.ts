@@ -1,7 +1,7 @@
-import type { Dirent } from "node:fs";
-import { readdir, realpath, stat } from "node:fs/promises";
+import { realpath, stat } from "node:fs/promises";
 import { extname, join, relative, resolve, sep } from "node:path";
 import { logger } from "../util/logger.ts";
+import { type Entry, entriesOf, onDisk, readable } from "./folder-names.ts";
 
 /** A `memory.folders` walk (docs/agent.md, "Memory"): which files it indexes, which changes matter. */
 
@@ -11,6 +11,7 @@ export const MAX_FILE_BYTES = 1024 * 1024;
 export const MAX_FOLDER_FILES = 5000;
 
 export interface TextFile {
+  /** Its path, the name below the folder as `folder-names.ts` keys it. */
   path: string;
   size: number;
   mtimeMs: number;
@@ -18,7 +19,8 @@ export interface TextFile {
 
 /**
  * The folder's text files (dot-files and non-regular files skipped: a FIFO is never read), and
- * the directories read for them, the folder first (links are not followed).
+ * the directories read for them, the folder first (links are not followed). Paths are keys
+ * (`folder-names.ts`): a name that is not UTF-8 is walked and indexed as any other.
  */
 export async function listTextFiles(
   root: string,
@@ -28,11 +30,11 @@ export async function listTextFiles(
   const dirs: string[] = [];
   const excluded = await excludedBy(root, exclude);
   const walk = async (dir: string): Promise<void> => {
-    let entries: Dirent[];
+    let entries: Entry[];
     try {
-      entries = await readdir(dir, { withFileTypes: true });
+      entries = await entriesOf(root, dir);
     } catch (err) {
-      logger.warn(`memory folder ${dir} unreadable: ${(err as Error).message}`);
+      logger.warn(`memory folder ${readable(dir)} unreadable: ${(err as Error).message}`);
       return;
     }
     dirs.push(dir);
@@ -40,10 +42,10 @@ export async function listTextFiles(
       if (e.name.startsWith(".") || out.length >= MAX_FOLDER_FILES) continue;
       const path = join(dir, e.name);
       if (excluded(path)) continue;
-      if (e.isDirectory()) await walk(path);
-      else if (e.isFile() && TEXT_EXTENSIONS.has(extname(e.name).toLowerCase())) {
+      if (e.isDirectory) await walk(path);
+      else if (e.isFile && TEXT_EXTENSIONS.has(extname(e.name).toLowerCase())) {
         try {
-          const st = await stat(path);
+          const st = await stat(onDisk(root, path));
           if (st.isFile() && st.size <= MAX_FILE_BYTES)
             out.push({ path, size: st.size, mtimeMs: st.mtimeMs });
         } catch {
@@ -82,7 +84,8 @@ async function excludedBy(root: string, exclude: readonly string[]): Promise<(pa
   const rootReal = await real(root);
   const out = (await Promise.all(exclude.map(real))).map(key);
   return (path) => {
-    const p = key(join(rootReal, relative(root, path)));
+    // A name that is not UTF-8 as it reads (U+FFFD for its bytes): under an excluded folder still.
+    const p = key(join(rootReal, readable(relative(root, path))));
     return out.some((x) => p === x || p.startsWith(x.endsWith(sep) ? x : x + sep));
   };
 }

@@ -1,5 +1,6 @@
 import { type FSWatcher, watch } from "node:fs";
 import { logger } from "../util/logger.ts";
+import { onDisk } from "./folder-names.ts";
 import { worthAWalk } from "./folder-walk.ts";
 
 /**
@@ -70,7 +71,7 @@ export class FolderWatch {
   /** Watches `dir` for `root`; false when it cannot be (said once). */
   private watchOne(root: string, dir: string, watched: Map<string, FSWatcher>, recursive: boolean): boolean {
     try {
-      const w = watch(dir, { persistent: false, recursive }, (_event, name) => {
+      const w = watch(onDisk(root, dir), { persistent: false, recursive }, (_event, name) => {
         if (worthAWalk(name)) this.folderChanged(root);
       });
       // A watch that fails later (its directory removed) is only no longer there.

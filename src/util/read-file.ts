@@ -75,20 +75,22 @@ export function readSmallFile(path: string, maxBytes: number): string {
  * The same read off the event loop (many files, as `memory.folders` has): the same checks
  * (stat, a non-blocking open, fstat), the reads awaited. NotRegularFile, FileTooLarge or the OS error.
  */
-export async function readSmallFileAsync(path: string, maxBytes: number): Promise<string> {
+export async function readSmallFileAsync(path: string | Buffer, maxBytes: number): Promise<string> {
   const bytes = await readFileBytesAsync(path, maxBytes);
   return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("utf8");
 }
 
 /**
  * A file's bytes off the event loop, with the same checks; a file over `maxBytes` by its first
- * stat is refused before it is even opened (a document of 1 GB costs nothing to refuse).
+ * stat is refused before it is even opened (a document of 1 GB costs nothing to refuse). `at`
+ * may be bytes (a `memory.folders` name that is not UTF-8: store/folder-names.ts); errors name it as text.
  */
-export async function readFileBytesAsync(path: string, maxBytes: number): Promise<Uint8Array> {
-  const first = await stat(path);
+export async function readFileBytesAsync(at: string | Buffer, maxBytes: number): Promise<Uint8Array> {
+  const path = String(at);
+  const first = await stat(at);
   refuseIrregular(path, first);
   if (first.size > maxBytes) throw new FileTooLarge(path, first.size, maxBytes);
-  const handle = await open(path, constants.O_RDONLY | NONBLOCK);
+  const handle = await open(at, constants.O_RDONLY | NONBLOCK);
   try {
     const stats = await handle.stat();
     refuseIrregular(path, stats);

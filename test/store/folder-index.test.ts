@@ -122,7 +122,7 @@ describe("the memory.folders index", () => {
       folders: [folder],
       folderIndex: {
         read: async (path) => {
-          read.push(path);
+          read.push(String(path));
           return readFileSync(path, "utf8");
         },
       },
