@@ -7,6 +7,7 @@ import { isCoreError } from "../protocol/errors.ts";
 import { checkWorkers } from "../rpc/check.ts";
 import { binaryCheck, type Check, hardwareCheck, mcpChecks, skipped } from "./checks.ts";
 import { dataDirCheck } from "./data-dir-check.ts";
+import { memoryFoldersCheck } from "./folders-check.ts";
 import { modelChecks, readConfiguredModels } from "./model-checks.ts";
 import { rpcChecksFrom } from "./rpc-checks.ts";
 import { storeCheck } from "./store-check.ts";
@@ -54,7 +55,7 @@ export async function runDoctor(
   }
   const config: Config = loaded.config;
   const rpc = config.llama.rpc;
-  const [binary, reads, hardware, workers] = await Promise.all([
+  const [binary, reads, hardware, workers, folders] = await Promise.all([
     binaryCheck(config, deps.run),
     readConfiguredModels(
       config,
@@ -64,6 +65,7 @@ export async function runDoctor(
     deps.probe(),
     // Asked once: each worker's check and the plan (which counts the workers that answered).
     rpc.length > 0 ? (deps.workers ?? checkWorkers)(rpc) : Promise.resolve([]),
+    memoryFoldersCheck(config, loaded.file),
   ]);
   // Every configured model, each planned as if alone (docs/doctor.md, "Several models").
   const models = modelChecks(reads, hardware, workers);
@@ -74,6 +76,7 @@ export async function runDoctor(
     hardwareCheck(hardware),
     dataDirCheck(config),
     storeCheck(config),
+    ...folders,
     ...mcpChecks(config),
     ...rpcChecksFrom(config, workers),
     ...models.plans,

@@ -5,7 +5,7 @@ import { logger } from "../util/logger.ts";
 import { readSmallFileAsync } from "../util/read-file.ts";
 import { settleErase } from "./erase.ts";
 import { onDisk } from "./folder-names.ts";
-import { listTextFiles, type TextFile } from "./folder-walk.ts";
+import { listTextFiles, MAX_FOLDER_FILES, type TextFile } from "./folder-walk.ts";
 import { FolderWatch } from "./folder-watch.ts";
 import { chunk, type MemoryHit } from "./memory-store.ts";
 
@@ -43,6 +43,8 @@ export interface FolderIndexOptions {
   read?: FolderReader;
   batchFiles?: number;
   batchBytes?: number;
+  /** The most files indexed of a folder (MAX_FOLDER_FILES unless a test says). */
+  maxFiles?: number;
   /** Told after each batch is committed (tests count them). */
   onBatch?: (batch: { root: string; files: number; bytes: number }) => void;
   /** Told as each walk of a folder begins (tests count them). */
@@ -75,6 +77,8 @@ export class FolderIndex {
   private readonly watch: FolderWatch | undefined;
   private readonly added: (() => void)[] = [];
   private stopped = false;
+  /** Folders found with more files than are indexed: said once. */
+  private readonly full = new Set<string>();
   private readonly read: FolderReader;
   private readonly batchFiles: number;
   private readonly batchBytes: number;
@@ -208,8 +212,10 @@ export class FolderIndex {
   /** Walks `root`; whether it added passages. */
   private async indexFolder(root: string): Promise<boolean> {
     this.options.onWalk?.(root);
-    const { files, dirs } = await listTextFiles(root, this.options.exclude ?? []);
+    const most = this.options.maxFiles ?? MAX_FOLDER_FILES;
+    const { files, dirs, full } = await listTextFiles(root, this.options.exclude ?? [], most);
     if (this.stopped) return false;
+    if (full) this.tooMany(root, most);
     this.watch?.watch(root, dirs);
     const known = new Map(
       (
@@ -248,6 +254,15 @@ export class FolderIndex {
       await nextTurn();
     }
     return added;
+  }
+
+  /** A folder past the cap is logged once (`doctor` says so too, its check `memory_folders`). */
+  private tooMany(root: string, most: number): void {
+    if (this.full.has(root)) return;
+    this.full.add(root);
+    logger.warn(
+      `memory folder ${root} holds more than ${most} text files: only ${most} of them are indexed; name its subfolders in memory.folders instead`,
+    );
   }
 
   /** A file's chunks; undefined when it cannot be read now (it stays as indexed, tried again next start). */

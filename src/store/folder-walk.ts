@@ -18,16 +18,19 @@ export interface TextFile {
 }
 
 /**
- * The folder's text files (dot-files and non-regular files skipped: a FIFO is never read), and
- * the directories read for them, the folder first (links are not followed). Paths are keys
- * (`folder-names.ts`): a name that is not UTF-8 is walked and indexed as any other.
+ * The folder's text files (dot-files and non-regular files skipped: a FIFO is never read), at
+ * most `maxFiles` (`full` when more were left out), and the directories read for them, the
+ * folder first (links are not followed). Paths are keys (`folder-names.ts`): a name that is not
+ * UTF-8 is walked and indexed as any other.
  */
 export async function listTextFiles(
   root: string,
   exclude: readonly string[],
-): Promise<{ files: TextFile[]; dirs: string[] }> {
+  maxFiles = MAX_FOLDER_FILES,
+): Promise<{ files: TextFile[]; dirs: string[]; full: boolean }> {
   const out: TextFile[] = [];
   const dirs: string[] = [];
+  let full = false;
   const excluded = await excludedBy(root, exclude);
   const walk = async (dir: string): Promise<void> => {
     let entries: Entry[];
@@ -39,11 +42,15 @@ export async function listTextFiles(
     }
     dirs.push(dir);
     for (const e of entries) {
-      if (e.name.startsWith(".") || out.length >= MAX_FOLDER_FILES) continue;
+      if (e.name.startsWith(".") || full) continue;
       const path = join(dir, e.name);
       if (excluded(path)) continue;
       if (e.isDirectory) await walk(path);
       else if (e.isFile && TEXT_EXTENSIONS.has(extname(e.name).toLowerCase())) {
+        if (out.length >= maxFiles) {
+          full = true;
+          continue;
+        }
         try {
           const st = await stat(onDisk(root, path));
           if (st.isFile() && st.size <= MAX_FILE_BYTES)
@@ -55,7 +62,7 @@ export async function listTextFiles(
     }
   };
   await walk(root);
-  return { files: out, dirs };
+  return { files: out, dirs, full };
 }
 
 /**

@@ -1,8 +1,9 @@
-import { describe, expect, test } from "bun:test";
+import { describe, expect, spyOn, test } from "bun:test";
 import { mkdirSync, readFileSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { batches } from "../../src/store/folder-index.ts";
 import { Store } from "../../src/store/store.ts";
+import { logger } from "../../src/util/logger.ts";
 import { FileTooLarge, NotRegularFile, readSmallFileAsync } from "../../src/util/read-file.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
@@ -155,4 +156,43 @@ describe("the memory.folders index", () => {
       expect(await readSmallFileAsync(file, 200)).toBe("x".repeat(200));
     },
   );
+});
+
+/** A folder of `count` files walked twice under a cap of 3: what was found, and the warnings logged. */
+async function walkedUnderACapOf3(count: number): Promise<{ found: number; lines: string[]; notes: string }> {
+  using dir = tmpdir();
+  const notes = join(dir.path, "notes");
+  mkdirSync(notes);
+  for (let i = 0; i < count; i++) writeFileSync(join(notes, `n${i}.md`), `note ${i}`);
+  const lines: string[] = [];
+  const warn = spyOn(logger, "warn").mockImplementation((line: string) => void lines.push(line));
+  try {
+    const store = Store.open(join(dir.path, "data"), {
+      folders: [notes],
+      folderIndex: { watch: false, maxFiles: 3 },
+    });
+    await store.folderIndex.start();
+    await store.folderIndex.refresh();
+    const found = store.memory.search("u", "note", 10).length;
+    store.close();
+    return { found, lines, notes };
+  } finally {
+    warn.mockRestore();
+  }
+}
+
+describe("a folder over the cap of files", () => {
+  test("is logged once, however often it is walked", async () => {
+    const { found, lines, notes } = await walkedUnderACapOf3(5);
+    expect(found).toBe(3);
+    expect(lines).toEqual([
+      `memory folder ${notes} holds more than 3 text files: only 3 of them are indexed; name its subfolders in memory.folders instead`,
+    ]);
+  });
+
+  test("a folder at the cap exactly is not over it", async () => {
+    const { found, lines } = await walkedUnderACapOf3(3);
+    expect(found).toBe(3);
+    expect(lines).toEqual([]);
+  });
 });

@@ -1,0 +1,62 @@
+import type { Config } from "../config/schema.ts";
+import { listTextFiles, MAX_FOLDER_FILES } from "../store/folder-walk.ts";
+import type { Check } from "./checks.ts";
+
+/**
+ * `memory_folders` (docs/doctor.md): each of `memory.folders` walked as the core's index walks
+ * it (store/folder-walk.ts: the same files, the core's own left out), reading no file. Warns
+ * about a folder that cannot be read and one with more text files than the index takes (the
+ * core logs that once, on stderr, where a host may not look). No check without folders.
+ */
+export async function memoryFoldersCheck(
+  config: Config,
+  configFile: string | null,
+  maxFiles = MAX_FOLDER_FILES,
+): Promise<Check[]> {
+  const folders = config.memory.folders;
+  if (folders.length === 0) return [];
+  const exclude = [config.app.data_dir, ...(configFile ? [configFile] : [])];
+  const walked = await Promise.all(
+    folders.map(async (path) => {
+      const { files, dirs, full } = await listTextFiles(path, exclude, maxFiles);
+      return { path, files: files.length, full, readable: dirs.includes(path) };
+    }),
+  );
+  const unreadable = walked.filter((f) => !f.readable).map((f) => f.path);
+  const full = walked.filter((f) => f.full).map((f) => f.path);
+  const data = { folders: walked, max_files: maxFiles };
+  const problems = [
+    ...(unreadable.length > 0 ? [`cannot be read: ${unreadable.join(", ")}`] : []),
+    ...(full.length > 0
+      ? [`more than ${maxFiles} text files (only ${maxFiles} of each are indexed): ${full.join(", ")}`]
+      : []),
+  ];
+  if (problems.length === 0) {
+    const total = walked.reduce((n, f) => n + f.files, 0);
+    return [
+      {
+        id: "memory_folders",
+        status: "ok",
+        message: `${folders.length} memory folder(s), ${total} text file(s) to index`,
+        data,
+      },
+    ];
+  }
+  const fixes = [
+    ...(unreadable.length > 0
+      ? ["check that the folder exists and can be read, or remove it from memory.folders"]
+      : []),
+    ...(full.length > 0
+      ? ["name its subfolders in memory.folders instead: each has the cap of its own"]
+      : []),
+  ];
+  return [
+    {
+      id: "memory_folders",
+      status: "warn",
+      message: `memory folders: ${problems.join("; ")}`,
+      fix: fixes.join("; "),
+      data,
+    },
+  ];
+}
