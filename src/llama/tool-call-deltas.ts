@@ -11,7 +11,23 @@ export interface ToolCallDelta {
   function?: { name?: string; arguments?: string };
 }
 
-/** Joins streamed tool-call fragments by `index`: the first carries id and name, the rest argument text. */
+/**
+ * Longest id a call keeps. llama-server makes 32-character ids; a model that writes its own (some
+ * chat formats carry them in the model's text) can write any, and each is stored twice (the call
+ * and its result) and sent back every step.
+ */
+export const MAX_TOOL_CALL_ID_CHARS = 64;
+
+/** Printable ASCII without spaces: an id as llama-server and OpenAI make them. */
+const USABLE_ID = new RegExp(`^[\\x21-\\x7e]{1,${MAX_TOOL_CALL_ID_CHARS}}$`);
+
+/**
+ * Joins streamed tool-call fragments by `index`: the first carries id and name, the rest argument
+ * text. Each call of a step leaves with an id of its own: a resume tells the calls already
+ * answered by their ids, so two calls sharing one would leave the second never run
+ * (docs/agent.md#tool-calls). An id missing, repeated, over MAX_TOOL_CALL_ID_CHARS or not
+ * printable ASCII becomes `call_<n>`, one not taken in the step.
+ */
 export class ToolCallAssembler {
   private readonly byIndex = new Map<number, { id: string; name: string; args: string }>();
 
@@ -28,12 +44,22 @@ export class ToolCallAssembler {
   }
 
   calls(): ToolCall[] {
-    return [...this.byIndex.entries()]
-      .sort(([a], [b]) => a - b)
-      .map(([index, c]) => ({
-        id: c.id || `call_${index}`,
-        type: "function" as const,
-        function: { name: c.name, arguments: c.args },
-      }));
+    const ordered = [...this.byIndex.entries()].sort(([a], [b]) => a - b).map(([, c]) => c);
+    const kept = new Set<string>();
+    const keep = ordered.map((c) => {
+      const ok = USABLE_ID.test(c.id) && !kept.has(c.id);
+      if (ok) kept.add(c.id);
+      return ok;
+    });
+    let next = 0;
+    return ordered.map((c, i) => {
+      let id = c.id;
+      if (!keep[i]) {
+        do id = `call_${next++}`;
+        while (kept.has(id));
+        kept.add(id);
+      }
+      return { id, type: "function" as const, function: { name: c.name, arguments: c.args } };
+    });
   }
 }

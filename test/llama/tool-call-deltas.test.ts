@@ -16,3 +16,14 @@ describe("ToolCallAssembler", () => {
     ]);
   });
 });
+
+describe("ToolCallAssembler ids", () => {
+  test("each call of a step has its own id: a usable one kept, the rest call_<n> not taken", () => {
+    const a = new ToolCallAssembler();
+    const ids = ["call_0", "call_0", undefined, "x".repeat(65), "two words", "ok"];
+    ids.forEach((id, index) => {
+      a.push({ index, ...(id === undefined ? {} : { id }), function: { name: "t", arguments: "{}" } });
+    });
+    expect(a.calls().map((c) => c.id)).toEqual(["call_0", "call_1", "call_2", "call_3", "call_4", "ok"]);
+  });
+});
