@@ -15,6 +15,15 @@ import { ToolCallAssembler } from "./tool-call-deltas.ts";
 
 const BURST_SLICE = 64;
 
+/**
+ * Most characters one event may hold while it is still arriving (its line, or its `data:` lines
+ * before the blank line that ends it). llama-server's events are a token's delta or the
+ * finish's timings, a few hundred bytes; one past this is a broken server, ended as bad_response
+ * when it gets there rather than held in memory until the connection closes (docs/agent.md,
+ * "How a turn ends").
+ */
+export const MAX_EVENT_CHARS = 8 * 1024 * 1024;
+
 export interface CompletionRequest {
   messages: unknown[];
   tools?: unknown[];
@@ -97,6 +106,15 @@ export async function streamCompletion(
       const outcome = applyEvent(ev.data, result, assembler, arrived);
       if (outcome === "done") done = true;
       else if (outcome) streamError = outcome;
+    },
+    maxBufferSize: MAX_EVENT_CHARS,
+    onError(err) {
+      // The parser's other complaints (a field SSE does not know) are lines it skips, as before.
+      if (err.type !== "max-buffer-size-exceeded" || streamError) return;
+      streamError = new LlmError(
+        "bad_response",
+        `llama-server sent an event over ${MAX_EVENT_CHARS} characters without its end`,
+      );
     },
   });
 

@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { MAX_ARGUMENT_CHARS } from "../../src/agent/tool-calls.ts";
+import { MAX_EVENT_CHARS } from "../../src/llama/completion.ts";
 import { ChatHarness, names } from "./harness.ts";
 
 const delta = (d: Record<string, unknown>, finish: string | null = null) =>
@@ -129,4 +130,34 @@ describe("chat: garbage tool calls and empty replies from the model", () => {
     expect(events.at(-1)).toMatchObject({ event: "final", response: "" });
     expect(h.llama.requests).toHaveLength(1);
   });
+});
+
+describe("chat: an SSE event with no end", () => {
+  const over = MAX_EVENT_CHARS + 1024;
+  const cases: [string, string][] = [
+    ["a line with no newline", `data: ${"x".repeat(over)}`],
+    [
+      "data lines with no blank line after them",
+      `data: ${"x".repeat(1000)}\n`.repeat(Math.ceil(over / 1000)),
+    ],
+  ];
+  for (const [what, tail] of cases) {
+    test(`${what}: bad_response once it passes the limit, not held while the server goes quiet`, async () => {
+      // Without the bound the event was kept growing until the connection closed: here the
+      // server keeps it open, so only the watchdog (5 s) ended the chat, blaming the server.
+      await using h = new ChatHarness({ agents: [{ name: "plain" }] }, { requestTimeoutMs: 5_000 });
+      h.llama.script({ raw: [delta({ content: "hi" }), tail], hang: true });
+      const started = performance.now();
+      const { terminal } = await h.chat(1, { input: "x", session_id: "e" });
+      expect(terminal).toMatchObject({
+        type: "error",
+        code: "internal_error",
+        data: { reason: "bad_response" },
+      });
+      expect(String(terminal.message)).toContain(`over ${MAX_EVENT_CHARS} characters`);
+      expect(performance.now() - started).toBeLessThan(4_000);
+      expect(h.provider.failures).toEqual([]);
+      expect(h.checkpoint("e")?.partial).toMatchObject({ content: "hi" });
+    });
+  }
 });
