@@ -51,6 +51,16 @@ describe("usage", () => {
     const odd = new TurnUsage();
     odd.add({ usage: { prompt_tokens: -1, completion_tokens: Number.NaN }, timings: undefined });
     expect(odd.total()).toEqual({});
+    // What JSON can carry but no server measures: never a null (Infinity) or a fractional count.
+    const huge = new TurnUsage();
+    huge.add({
+      usage: { prompt_tokens: 1e308, completion_tokens: 1.5 },
+      timings: { prompt_ms: 1e308, cache_n: 2 ** 60, predicted_n: 5, predicted_ms: 1e-320 },
+    });
+    huge.add({ usage: { prompt_tokens: 1e308 }, timings: { prompt_ms: 1e308 } });
+    const total = huge.total();
+    expect(JSON.parse(JSON.stringify(total))).toEqual(total);
+    expect(total).toEqual({ completion_tokens: 5 });
   });
 
   test("a two-step chat's result carries the sum, and sessions.get shows it on the answer", async () => {

@@ -18,14 +18,14 @@ export class TurnUsage {
   add(reply: Pick<CompletionResult, "usage" | "timings" | "ttftMs">): void {
     const u = reply.usage ?? {};
     const t = reply.timings ?? {};
-    const cached = num(t.cache_n) ?? num(details(u.prompt_tokens_details).cached_tokens);
-    const prompt = num(u.prompt_tokens) ?? sum(num(t.cache_n), num(t.prompt_n));
+    const cached = count(t.cache_n) ?? count(details(u.prompt_tokens_details).cached_tokens);
+    const prompt = count(u.prompt_tokens) ?? sum(count(t.cache_n), count(t.prompt_n));
     this.plus("prompt_tokens", prompt);
     this.plus("cached_tokens", cached);
-    this.plus("completion_tokens", num(u.completion_tokens) ?? num(t.predicted_n));
-    this.plus("reasoning_tokens", num(details(u.completion_tokens_details).reasoning_tokens));
+    this.plus("completion_tokens", count(u.completion_tokens) ?? count(t.predicted_n));
+    this.plus("reasoning_tokens", count(details(u.completion_tokens_details).reasoning_tokens));
     this.plus("prompt_ms", num(t.prompt_ms));
-    const n = num(t.predicted_n);
+    const n = count(t.predicted_n);
     const ms = num(t.predicted_ms);
     if (n !== undefined && ms !== undefined) {
       this.predictedN += n;
@@ -45,6 +45,10 @@ export class TurnUsage {
     if (this.ttft !== undefined) out.ttft_ms = round(this.ttft);
     if (this.predictedMs > 0) out.tokens_per_s = round((this.predictedN * 1000) / this.predictedMs);
     if (out.prompt_ms !== undefined) out.prompt_ms = round(out.prompt_ms);
+    // A rate over a denormal time is infinite, and JSON writes that as null, which no field of
+    // the protocol's usage allows: such a field stays out, as one no step reported.
+    for (const [key, value] of Object.entries(out))
+      if (!Number.isFinite(value)) delete out[key as keyof Usage];
     return out;
   }
 
@@ -53,8 +57,15 @@ export class TurnUsage {
   }
 }
 
+/**
+ * A time as llama-server reports it, or undefined for what no server measures: negative, not a
+ * number, or past 2^53 (1e308 ms summed or scaled by 100 to round is infinite, written as null).
+ */
 const num = (v: unknown): number | undefined =>
-  typeof v === "number" && Number.isFinite(v) && v >= 0 ? v : undefined;
+  typeof v === "number" && v >= 0 && v <= Number.MAX_SAFE_INTEGER ? v : undefined;
+/** A token count: a whole number within a double's exact integers, else undefined. */
+const count = (v: unknown): number | undefined =>
+  Number.isSafeInteger(v) && (v as number) >= 0 ? (v as number) : undefined;
 const details = (v: unknown): Record<string, unknown> =>
   typeof v === "object" && v !== null ? (v as Record<string, unknown>) : {};
 const sum = (a: number | undefined, b: number | undefined) =>
