@@ -91,7 +91,7 @@ export function applyEvent(
   if (data === "[DONE]") return "done";
   let parsed: unknown;
   try {
-    parsed = JSON.parse(data);
+    parsed = JSON.parse(data, ESCAPED_SURROGATE.test(data) ? wellFormedString : undefined);
   } catch {
     return new LlmError("bad_response", `llama-server sent an event that is not JSON: ${excerpt(data)}`);
   }
@@ -134,6 +134,16 @@ export function applyEvent(
   if (choice.finish_reason) result.finishReason = choice.finish_reason;
   return undefined;
 }
+
+/**
+ * A surrogate written as a JSON escape, the only way one reaches a parsed string (the decoder
+ * makes invalid UTF-8 U+FFFD). llama-server writes text as UTF-8, so this is rare and cheap to
+ * look for; a lone one is made U+FFFD, as the decoder would, so the host's events, the result and
+ * what is stored are the same well-formed text (docs/protocol.md "Text").
+ */
+const ESCAPED_SURROGATE = /\\u[dD][89a-fA-F]/;
+const wellFormedString = (_key: string, value: unknown) =>
+  typeof value === "string" ? value.toWellFormed() : value;
 
 const isObject = (v: unknown): v is Record<string, unknown> =>
   typeof v === "object" && v !== null && !Array.isArray(v);

@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { MAX_ARGUMENT_CHARS } from "../../src/agent/tool-calls.ts";
 import { MAX_EVENT_CHARS } from "../../src/llama/completion.ts";
-import { ChatHarness, names } from "./harness.ts";
+import { ChatHarness, names, streamed } from "./harness.ts";
 
 const delta = (d: Record<string, unknown>, finish: string | null = null) =>
   `data: ${JSON.stringify({ choices: [{ index: 0, delta: d, finish_reason: finish }] })}\n\n`;
@@ -75,6 +75,30 @@ describe("chat: garbage on the wire from llama-server", () => {
     const response = (terminal.result as { response: string }).response;
     expect(response.startsWith("caf")).toBe(true);
     expect(response).toContain("\uFFFD");
+  });
+});
+
+describe("chat: lone surrogates in what the model streams", () => {
+  test("become U+FFFD in the events, the result, the tool call and what is stored: the same text each time", async () => {
+    await using h = new ChatHarness();
+    // JSON escapes, as a server could write them; a pair stays a pair.
+    const odd = String.raw`a\ud800b\uDC00c\ud83d\ude00`;
+    const tool = delta(
+      { tool_calls: [{ index: 0, id: "k", function: { name: "t__echo", arguments: '{"text":"@"}' } }] },
+      "tool_calls",
+    );
+    const text = delta({ reasoning_content: "@" }) + delta({ content: "@" });
+    const raw = (events: string) => [events.replaceAll("@", odd), delta({}, "stop"), "data: [DONE]\n\n"];
+    h.llama.script({ raw: raw(tool) }, { raw: raw(text) });
+    const { terminal, events } = await h.chat(1, { input: "x", session_id: "s" });
+    const expected = "a\ufffdb\ufffdc\u{1f600}";
+    expect(terminal.result).toMatchObject({ response: expected, reasoning: expected });
+    expect(streamed(events)).toBe(expected);
+    expect(streamed(events, "llm_reasoning")).toBe(expected);
+    expect(events.find((e) => e.event === "tool_start")).toMatchObject({ args: { text: expected } });
+    const stored = h.history("s");
+    expect(stored.at(-1)).toMatchObject({ role: "assistant", content: expected });
+    expect(JSON.stringify(stored).includes("\\ud800")).toBe(false);
   });
 });
 
