@@ -32,7 +32,13 @@ export function setAsideCopies(dataDir: string): string[] {
  * scrub fails) cannot be made to forget only this user: it is overwritten and removed whole.
  */
 export function eraseFromCopies(dataDir: string, userId: string, sessionId?: string): CopyOutcome[] {
-  return eraseInCopies(dataDir, (db) => deleteRows(db, userId, sessionId));
+  return eraseInCopies(dataDir, (db) => {
+    // A copy an earlier version set aside keeps erased ids as given (before migration 6); no
+    // turn ever checks a copy's record, so it goes whole.
+    if (db.query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'erasures'").get())
+      db.run("DELETE FROM erasures");
+    return deleteRows(db, userId, sessionId);
+  });
 }
 
 /** One document of the user erased from every copy set aside, the same way (`documents.delete`). */

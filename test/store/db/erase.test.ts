@@ -301,6 +301,24 @@ describe("erasing reaches the databases set aside", () => {
     copy.close();
   });
 
+  test("a copy an earlier version set aside keeps no erased id as given", async () => {
+    using dir = tmpdir();
+    const user = "ann.UIDMARK@example.com";
+    Store.open(dir.path).close();
+    const path = join(dir.path, "local-ai.db");
+    // Its record as an earlier version wrote it (before migration 6): the ids as the host gave them.
+    const db = new Database(path);
+    db.run("INSERT INTO erasures (user_id, session_id, at) VALUES (?, 'SIDMARK', 1)", [user]);
+    db.close();
+    renameSync(path, `${path}.corrupt-2026-01-01T00-00-00-000Z`);
+    const store = Store.open(dir.path);
+    await store.deleteSession(user, "SIDMARK");
+    await store.deleteUser(user);
+    store.close();
+    expect(filesHolding(dir.path, "UIDMARK")).toEqual([]);
+    expect(filesHolding(dir.path, "SIDMARK")).toEqual([]);
+  });
+
   test("a damaged copy, which cannot be scrubbed, is removed whole and said so", async () => {
     using dir = tmpdir();
     setAside(dir.path, true);
