@@ -57,11 +57,28 @@ export function recordErasure(db: Database, userId: string, sessionId: string | 
   const old = db.query("SELECT MAX(id) AS id FROM erasures WHERE at < ?").get(at - ERASURE_KEEP_MS) as {
     id: number | null;
   };
-  if (old.id === null) return;
-  db.query("DELETE FROM erasures WHERE id <= ?").run(old.id);
-  db.query("INSERT OR REPLACE INTO meta (key, value) VALUES ('erasures_pruned_through', ?)").run(
-    String(old.id),
-  );
+  if (old.id !== null) prune(db, old.id);
+  // Rows a core of a version before migration 6, running on the same folder, wrote with the ids
+  // as given: pruned too, with the same rule for the turns begun before them.
+  const plain = db.query(`SELECT MAX(id) AS id FROM erasures WHERE ${NOT_HASHED}`).get() as {
+    id: number | null;
+  };
+  if (plain.id !== null) {
+    db.query(`DELETE FROM erasures WHERE ${NOT_HASHED}`).run();
+    prune(db, plain.id);
+  }
+}
+
+/** A row whose user is not a key of `idKey` (32 hex digits): written by a core before migration 6. */
+const NOT_HASHED = "(length(user_id) <> 32 OR user_id GLOB '*[^0-9a-f]*')";
+
+/** Rows through `id` dropped; a turn begun before them is refused from then on, as it cannot be told. */
+function prune(db: Database, id: number): void {
+  db.query("DELETE FROM erasures WHERE id <= ?").run(id);
+  db.query(
+    `INSERT INTO meta (key, value) VALUES ('erasures_pruned_through', ?)
+     ON CONFLICT (key) DO UPDATE SET value = MAX(CAST(value AS INTEGER), CAST(excluded.value AS INTEGER))`,
+  ).run(String(id));
 }
 
 /** Whether the session (or its user) was erased after `mark`; called inside the writing transaction. */
@@ -70,9 +87,13 @@ export function erasedSince(db: Database, userId: string, sessionId: string, mar
     value: string;
   } | null;
   if (pruned && Number(pruned.value) > mark) return true;
+  // The ids as given too: a core of a version before migration 6 on the same folder records them so.
   const hit = db
-    .query("SELECT 1 FROM erasures WHERE user_id = ? AND session_id IN ('', ?) AND id > ? LIMIT 1")
-    .get(idKey(db, userId), idKey(db, userId, sessionId), mark);
+    .query(
+      `SELECT 1 FROM erasures WHERE id > ? AND
+         ((user_id = ? AND session_id IN ('', ?)) OR (user_id = ? AND session_id IN ('', ?))) LIMIT 1`,
+    )
+    .get(mark, idKey(db, userId), idKey(db, userId, sessionId), userId, sessionId);
   return hit !== null;
 }
 

@@ -255,6 +255,34 @@ describe("what an erase keeps of the ids", () => {
     store.conversations.commitTurn(turn("OLDUIDMARK@example.com", "s", store.conversations.erasureMark()));
     store.close();
   });
+
+  test("an earlier version's core on the same folder: its record is seen, then pruned at the next erase", async () => {
+    using dir = tmpdir();
+    const store = Store.open(dir.path);
+    const mark = store.conversations.erasureMark();
+    // What a core before migration 6, running beside this one, records for its sessions.delete.
+    const other = new Database(join(dir.path, "local-ai.db"));
+    other.run("PRAGMA secure_delete = ON");
+    other.run("INSERT INTO erasures (user_id, session_id, at) VALUES ('PLAINMARK@example.com', 'gone', ?)", [
+      Date.now(),
+    ]);
+    other.close();
+    const refused = { code: "cancelled", data: { reason: "session_deleted" } };
+    expect(
+      thrown(() => store.conversations.commitTurn(turn("PLAINMARK@example.com", "gone", mark))),
+    ).toMatchObject(refused);
+    store.conversations.commitTurn(turn("PLAINMARK@example.com", "kept", mark));
+    // This core's own erase (kept as a keyed hash) prunes the plain record.
+    await store.deleteSession("PLAINMARK@example.com", "kept");
+    store.close();
+    expect(filesHolding(dir.path, "PLAINMARK")).toEqual([]);
+    // Pruned, a turn of "gone" begun before it is still refused.
+    const again = Store.open(dir.path);
+    expect(
+      thrown(() => again.conversations.commitTurn(turn("PLAINMARK@example.com", "gone", mark))),
+    ).toMatchObject(refused);
+    again.close();
+  });
 });
 
 describe("erasing reaches the databases set aside", () => {
