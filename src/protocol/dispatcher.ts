@@ -111,10 +111,6 @@ export class Dispatcher {
     readonly onShutdownRequest: () => Promise<void>,
   ) {}
 
-  get activeCount(): number {
-    return this.active.size;
-  }
-
   /**
    * What is in flight, oldest first, as read-only copies: requests already answered (their
    * line waiting in the writer) are not. `asking` is listed too when it is answered at once and

@@ -187,11 +187,14 @@ export class DocumentStore {
 export function deleteDocumentRows(db: Database, userId: string, documentId: string): boolean {
   if (!db.query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'documents'").get())
     return false;
-  const rows = db.query("SELECT COUNT(*) AS n FROM memory WHERE document_id = ?").get(documentId) as {
-    n: number;
-  };
-  forgettingRows(db, rows.n, () =>
-    db.query("DELETE FROM memory WHERE user_id = ? AND document_id = ?").run(userId, documentId),
+  const rows = db
+    .query("SELECT COUNT(*) AS n FROM memory WHERE user_id = ? AND document_id = ?")
+    .get(userId, documentId) as { n: number };
+  forgettingRows(
+    db,
+    rows.n,
+    () => db.query("DELETE FROM memory WHERE user_id = ? AND document_id = ?").run(userId, documentId),
+    ["memory_fts"],
   );
   return (
     db.query("DELETE FROM documents WHERE user_id = ? AND document_id = ?").run(userId, documentId).changes >

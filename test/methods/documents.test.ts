@@ -258,7 +258,7 @@ describe("documents.add, list, delete and citations", () => {
     const worst = lag.stop();
     expect(chunkRows(h)).toBe(0);
     // On the loop, 256 such rows a transaction held it ~230 ms here (off it: ~13).
-    expect(worst).toBeLessThan(100);
+    expect(worst).toBeLessThan(150);
     expect(filesHolding(h.dataDir, "VARIED")).toEqual([]);
   }, 60_000);
 

@@ -1,6 +1,9 @@
 import type { Database } from "bun:sqlite";
+import { statfsSync } from "node:fs";
+import { dirname } from "node:path";
 
-const FTS_TABLES = ["messages_fts", "memory_fts"] as const;
+export const FTS_TABLES = ["messages_fts", "memory_fts"] as const;
+export type FtsTable = (typeof FTS_TABLES)[number];
 
 /**
  * An erase of at least this share of the indexed rows has FTS5 forget the words by merging each
@@ -19,16 +22,45 @@ export const BULK_MIN_ROWS = 32;
  * of `rows` at least BULK_SHARE of the indexed rows, a plain delete and then every segment merged
  * into one without them (the old segments' pages freed, which `secure_delete` zeroes). Either way
  * no deleted word is left in the index: a user's erase of years of chats took minutes row by row
- * (8.4 s for 1,000 messages here), holding the write lock all along.
+ * (8.6 s for 1,000 messages here), holding the write lock all along.
  */
-export function forgettingRows<T>(db: Database, rows: number, remove: () => T): T {
+export function forgettingRows<T>(
+  db: Database,
+  rows: number,
+  remove: () => T,
+  touched: readonly FtsTable[] = FTS_TABLES,
+  room: (db: Database) => boolean = roomToMerge,
+): T {
   if (rows < BULK_MIN_ROWS || !ftsSecureDeleteSet(db)) return remove();
-  if (rows < indexedRows(db) * BULK_SHARE) return remove();
+  if (rows < indexedRows(db) * BULK_SHARE || !room(db)) return remove();
   setSecureDelete(db, 0);
   const out = remove();
-  for (const t of FTS_TABLES) db.run(`INSERT INTO ${t}(${t}) VALUES ('optimize')`);
+  for (const t of touched) db.run(`INSERT INTO ${t}(${t}) VALUES ('optimize')`);
   setSecureDelete(db, 1);
   return out;
+}
+
+/**
+ * The merge writes each index anew into the log: room for twice the database on its disk, else
+ * row by row (whose log grows with the rows erased only), so a nearly full disk does not make an
+ * erase fail that row by row would finish. A disk the OS will not measure: row by row.
+ */
+function roomToMerge(db: Database): boolean {
+  try {
+    const file = (db.query("PRAGMA database_list").all() as { name: string; file: string }[]).find(
+      (d) => d.name === "main",
+    )?.file;
+    if (!file) return false;
+    const size = db
+      .query("SELECT page_count * page_size AS n FROM pragma_page_count(), pragma_page_size()")
+      .get() as {
+      n: number;
+    };
+    const disk = statfsSync(dirname(file));
+    return disk.bavail * disk.bsize > 2 * size.n;
+  } catch {
+    return false;
+  }
 }
 
 /** FTS5's `secure-delete` on in both indexes (it is kept in the database); false without them. */

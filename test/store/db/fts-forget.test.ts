@@ -1,6 +1,12 @@
 import type { Database } from "bun:sqlite";
 import { describe, expect, test } from "bun:test";
-import { BULK_MIN_ROWS, BULK_SHARE, ftsSecureDeleteSet } from "../../../src/store/db/fts-forget.ts";
+import {
+  BULK_MIN_ROWS,
+  BULK_SHARE,
+  FTS_TABLES,
+  forgettingRows,
+  ftsSecureDeleteSet,
+} from "../../../src/store/db/fts-forget.ts";
 import { Store } from "../../../src/store/store.ts";
 import { filesHolding } from "../../fixtures/files-holding.ts";
 import { commitNotedTurn } from "../../fixtures/noted-turn.ts";
@@ -80,7 +86,10 @@ describe("an erase's words forgotten (store/db/fts-forget.ts)", () => {
     store.documents.commit(doc, { name: "book.txt", format: "text", chunks: 200, bytes: 1 });
     const runs = recordRuns(dbOf(store));
     expect(await store.deleteDocument("ann", "book")).toBe(true);
-    expect(merged(runs)).toBe(true);
+    // Only the index it touched: a document's chunks are memory rows.
+    expect(runs.filter((sql) => sql.includes("'optimize'"))).toEqual([
+      "INSERT INTO memory_fts(memory_fts) VALUES ('optimize')",
+    ]);
     indexIntact(dbOf(store));
     expect(store.search("ann", "quokka", 5)).toHaveLength(2);
     store.close();
@@ -112,5 +121,32 @@ describe("an erase's words forgotten (store/db/fts-forget.ts)", () => {
     store.close();
     expect(filesHolding(dir.path, "WOMBAT")).toEqual([]);
     expect(filesHolding(dir.path, "wombat")).toEqual([]);
+  });
+
+  test("without room on the disk for the merge, or with a failure midway, it goes as before", () => {
+    using dir = tmpdir();
+    const store = Store.open(dir.path, { chunkThread: false });
+    for (let i = 0; i < 20; i++) aboutTurn(store, "ann", "s", `IBEX${i} climbs`);
+    const db = dbOf(store);
+    const runs = recordRuns(db);
+    const remove = () => db.query("DELETE FROM memory WHERE user_id = 'ann' AND seq < 10").run().changes;
+    // No room: row by row.
+    expect(db.transaction(() => forgettingRows(db, 1000, remove, FTS_TABLES, () => false))()).toBe(5);
+    expect(merged(runs)).toBe(false);
+    // A failure after secure-delete was turned off: the transaction rolls back, and with it the switch.
+    const failing = () => {
+      remove();
+      throw new Error("midway");
+    };
+    expect(() => db.transaction(() => forgettingRows(db, 1000, failing, FTS_TABLES, () => true))()).toThrow(
+      "midway",
+    );
+    expect(ftsSecureDeleteSet(db)).toBe(true);
+    db.run("DELETE FROM memory WHERE user_id = 'ann'");
+    db.run("DELETE FROM sessions WHERE user_id = 'ann'");
+    indexIntact(db);
+    store.close();
+    expect(filesHolding(dir.path, "IBEX")).toEqual([]);
+    expect(filesHolding(dir.path, "ibex")).toEqual([]);
   });
 });
