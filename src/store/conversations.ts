@@ -3,7 +3,7 @@ import type { ChatMessage } from "../protocol/chat-message.ts";
 import type { Source } from "../protocol/sources.ts";
 import type { Usage } from "../protocol/usage.ts";
 import { Attachments } from "./attachments.ts";
-import { forgettingRows } from "./db/fts-forget.ts";
+import { forgettingRows, indexedRows } from "./db/fts-forget.ts";
 import { erasureMark, refuseIfErased } from "./erasures.ts";
 import {
   type MessageRow,
@@ -303,10 +303,7 @@ export class Conversations {
   /** An edit's tail erased; a long one has FTS5 forget it by a merge of the index (store/db/fts-forget.ts). */
   private dropFrom(userId: string, sessionId: string, seq: number): void {
     const tail = "WHERE user_id = ? AND session_id = ? AND seq >= ?";
-    const rows = this.db
-      .query(`SELECT (SELECT COUNT(*) FROM messages ${tail}) + (SELECT COUNT(*) FROM memory ${tail}) AS n`)
-      .get(userId, sessionId, seq, userId, sessionId, seq) as { n: number };
-    forgettingRows(this.db, rows.n, () => {
+    forgettingRows(this.db, indexedRows(this.db, tail, userId, sessionId, seq), () => {
       this.db.query(`DELETE FROM messages ${tail}`).run(userId, sessionId, seq);
       this.db.query(`DELETE FROM memory ${tail}`).run(userId, sessionId, seq);
     });

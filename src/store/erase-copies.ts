@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { logger } from "../util/logger.ts";
 import { ASIDE_INFIX, BUSY_TIMEOUT_MS, DB_FILE, integrityProblem } from "./db/open.ts";
 import { deleteDocumentRows } from "./document-store.ts";
-import { deleteRows, settleErase } from "./erase.ts";
+import { deleteRows, hasTable, settleErase } from "./erase.ts";
 
 /** What an erase did with one database set aside after damage (docs/protocol.md, users.delete). */
 export type CopyOutcome =
@@ -35,8 +35,7 @@ export function eraseFromCopies(dataDir: string, userId: string, sessionId?: str
   return eraseInCopies(dataDir, (db) => {
     // A copy an earlier version set aside keeps erased ids as given (before migration 6); no
     // turn ever checks a copy's record, so it goes whole.
-    if (db.query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'erasures'").get())
-      db.run("DELETE FROM erasures");
+    if (hasTable(db, "erasures")) db.run("DELETE FROM erasures");
     return deleteRows(db, userId, sessionId);
   });
 }

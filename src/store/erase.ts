@@ -1,6 +1,6 @@
 import type { Database } from "bun:sqlite";
 import { logger } from "../util/logger.ts";
-import { forgettingRows } from "./db/fts-forget.ts";
+import { forgettingRows, indexedRows } from "./db/fts-forget.ts";
 import { BUSY_TIMEOUT_MS } from "./db/open.ts";
 import { recordErasure } from "./erasures.ts";
 
@@ -45,12 +45,7 @@ export function eraseUser(db: Database, userId: string, at: number): number {
 export function deleteRows(db: Database, userId: string, sessionId?: string): number {
   const where = sessionId === undefined ? "user_id = ?" : "user_id = ? AND session_id = ?";
   const args = sessionId === undefined ? [userId] : [userId, sessionId];
-  const rows = db
-    .query(
-      `SELECT (SELECT COUNT(*) FROM messages WHERE ${where}) + (SELECT COUNT(*) FROM memory WHERE ${where}) AS n`,
-    )
-    .get(...args, ...args) as { n: number };
-  return forgettingRows(db, rows.n, () => deleteRowsOf(db, where, args));
+  return forgettingRows(db, indexedRows(db, `WHERE ${where}`, ...args), () => deleteRowsOf(db, where, args));
 }
 
 function deleteRowsOf(db: Database, where: string, args: string[]): number {
@@ -71,7 +66,7 @@ function deleteRowsOf(db: Database, where: string, args: string[]): number {
   return db.query(`DELETE FROM sessions WHERE ${where}`).run(...args).changes;
 }
 
-function hasTable(db: Database, name: string): boolean {
+export function hasTable(db: Database, name: string): boolean {
   return db.query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(name) !== null;
 }
 

@@ -63,10 +63,7 @@ export function recordErasure(db: Database, userId: string, sessionId: string | 
   const plain = db.query(`SELECT MAX(id) AS id FROM erasures WHERE ${NOT_HASHED}`).get() as {
     id: number | null;
   };
-  if (plain.id !== null) {
-    db.query(`DELETE FROM erasures WHERE ${NOT_HASHED}`).run();
-    prune(db, plain.id);
-  }
+  if (plain.id !== null) prune(db, plain.id);
 }
 
 /** A row whose user is not a key of `idKey` (32 hex digits): written by a core before migration 6. */

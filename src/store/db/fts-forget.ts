@@ -32,7 +32,7 @@ export function forgettingRows<T>(
   room: (db: Database) => boolean = roomToMerge,
 ): T {
   if (rows < BULK_MIN_ROWS || !ftsSecureDeleteSet(db)) return remove();
-  if (rows < indexedRows(db) * BULK_SHARE || !room(db)) return remove();
+  if (rows < indexedRows(db, "") * BULK_SHARE || !room(db)) return remove();
   setSecureDelete(db, 0);
   const out = remove();
   for (const t of touched) db.run(`INSERT INTO ${t}(${t}) VALUES ('optimize')`);
@@ -81,11 +81,10 @@ function setSecureDelete(db: Database, on: 0 | 1): void {
   for (const t of FTS_TABLES) db.run(`INSERT INTO ${t}(${t}, rank) VALUES ('secure-delete', ${on})`);
 }
 
-function indexedRows(db: Database): number {
+/** Rows of the indexed tables (`messages`, `memory`) a `WHERE` clause picks (`""`: all), for `forgettingRows`. */
+export function indexedRows(db: Database, where: string, ...args: (string | number)[]): number {
   const row = db
-    .query("SELECT (SELECT COUNT(*) FROM messages) + (SELECT COUNT(*) FROM memory) AS n")
-    .get() as {
-    n: number;
-  };
+    .query(`SELECT (SELECT COUNT(*) FROM messages ${where}) + (SELECT COUNT(*) FROM memory ${where}) AS n`)
+    .get(...args, ...args) as { n: number };
   return row.n;
 }
