@@ -6,13 +6,13 @@ import { watchProgress } from "../runtime/watchdog.ts";
 
 /**
  * As streamCompletion's, less the watchdog's progress: `signal` is the chat's cancel, `onSent`
- * runs again when the request is resent, and a byte of reasoning is progress like a byte of content.
+ * runs again when the request is resent, and an event of reasoning is progress like one of content.
  */
 export type WatchedOptions = Omit<StreamOptions, "onProgress">;
 
 /**
  * One completion on a lease, with the server's health judged here and in the watchdog, never
- * by the turn: the request aborts on cancel, on the server's death, or when no byte arrives
+ * by the turn: the request aborts on cancel, on the server's death, or when no SSE event arrives
  * for request_timeout_s (the watchdog reports the wedge); a connection lost or a server error
  * is reported here, so the supervisor restarts the server on the next chat. A connection
  * refused is a server that died before its exit was seen: it reached no server, so once the

@@ -54,7 +54,13 @@ export interface StreamOptions {
   signal: AbortSignal;
   /** Each content delta as it arrives. */
   onDelta: (delta: string) => void;
-  /** Called whenever bytes arrive, so a watchdog can tell a slow server from a wedged one. */
+  /**
+   * Called after a network read that dispatched at least one SSE event (once for the read), so a
+   * watchdog can tell a slow server from a wedged one. Bytes that make no event are not
+   * progress: llama-server sends an SSE ping (`:\n\n`) every 30 s of silence from its HTTP
+   * thread, wedged task loop or not (test/fixtures/llama-server/transcripts/67). One event
+   * arriving over many reads (a large delta) counts when it ends.
+   */
   onProgress?: () => void;
   /**
    * Called once the whole request has been handed to the kernel, before the answer arrives:
@@ -100,8 +106,10 @@ export async function streamCompletion(
   let streamError: LlmError | undefined;
   /** Deltas parsed from the current network read, handed on after the read is parsed. */
   const arrived: Arrivals = { content: [], reasoning: onReasoning ? [] : undefined };
+  let evented = false; // an event was dispatched in this read: a flag, no call per event
   const parser = createParser({
     onEvent(ev: EventSourceMessage) {
+      evented = true;
       if (done || streamError) return;
       const outcome = applyEvent(ev.data, result, assembler, arrived);
       if (outcome === "done") done = true;
@@ -122,8 +130,9 @@ export async function streamCompletion(
     while (!done && !streamError) {
       const text = await reader.read();
       if (text === undefined) break;
-      onProgress?.();
       parser.feed(text);
+      if (evented) onProgress?.();
+      evented = false;
       if (gatherMs > 0) {
         if (!arrivalsEmpty(arrived)) reader.rest(gatherMs);
         joinArrivals(arrived);
@@ -193,6 +202,13 @@ function openStream(
   onSent: () => void,
 ): Promise<BodyReader> {
   // Images stay bytes until written (data-url.ts).
-  const body = jsonBody({ ...request, stream: true, stream_options: { include_usage: true } });
+  // `return_progress`: an event per batch while the prompt is read (transcripts/98), the only
+  // progress the watchdog sees before the first token (StreamOptions.onProgress).
+  const body = jsonBody({
+    ...request,
+    stream: true,
+    stream_options: { include_usage: true },
+    return_progress: true,
+  });
   return postStream(endpoint, "/v1/chat/completions", body, signal, onSent);
 }

@@ -19,7 +19,7 @@ export interface LlamaLease extends LlamaEndpoint {
    */
   died: AbortSignal;
   /**
-   * llama.request_timeout_s in ms: a request that makes no progress (no byte) for this long
+   * llama.request_timeout_s in ms: a request that makes no progress (no SSE event: llama/completion.ts onProgress) for this long
    * means the server is wedged; report it with reportFailure. `watchProgress` does both.
    */
   requestTimeoutMs: number;

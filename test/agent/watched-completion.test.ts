@@ -122,3 +122,51 @@ describe("watchedCompletion and a server that is gone", () => {
     expect(live.requests).toHaveLength(1);
   });
 });
+
+// A byte is not progress: llama-server sends an SSE ping (`:\n\n`) every 30 s of silence
+// (recording 67) from its HTTP thread, so a server whose task loop is wedged pings forever, and
+// so can a hostile one. Progress is an event (docs/agent.md, "How a turn ends").
+describe("watchedCompletion and a server that only pings", () => {
+  const wedgedLease = (live: LlamaStandIn, requestTimeoutMs: number) => {
+    const failures: string[] = [];
+    const lease: LlamaLease = {
+      baseUrl: live.baseUrl,
+      apiKey: live.apiKey,
+      died: never(),
+      launch: new Launch({ baseUrl: live.baseUrl, apiKey: live.apiKey, slots: 1 }),
+      requestTimeoutMs,
+      release: () => {},
+      reportFailure: (reason) => void failures.push(reason),
+    };
+    return { lease, failures };
+  };
+
+  for (const [name, turn] of [
+    ["after some content", { content: "one two", hang: true, ping_ms: 30 }],
+    ["before any token", { hang: true, ping_ms: 30 }],
+  ] as const) {
+    test(`pings ${name} are not progress: the wedge is seen after request_timeout_s`, async () => {
+      standIn = new LlamaStandIn().script(turn);
+      const { lease, failures } = wedgedLease(standIn, 300);
+      const cancel = new AbortController();
+      const started = performance.now();
+      const outcome = await Promise.race([
+        failure(watchedCompletion(lease, REQUEST, { signal: cancel.signal, onDelta: () => {} })),
+        Bun.sleep(3000).then(() => "still waiting"),
+      ]);
+      cancel.abort();
+      expect(outcome).not.toBe("still waiting");
+      expect((outcome as Error).message).toContain("no progress for");
+      expect(failures).toHaveLength(1);
+      expect(performance.now() - started).toBeLessThan(2000);
+    });
+  }
+
+  test("events slower than the limit in all, each within it, finish", async () => {
+    standIn = new LlamaStandIn().script({ content: "a b c d", chunk_delay_ms: 100 });
+    const { lease, failures } = wedgedLease(standIn, 300);
+    const reply = await complete(lease);
+    expect(reply.content).toBe("a b c d");
+    expect(failures).toEqual([]);
+  });
+});

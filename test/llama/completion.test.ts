@@ -218,3 +218,45 @@ describe("the completion's failures", () => {
     expect(thrown).toBe(reason);
   });
 });
+
+describe("progress while the prompt is read (transcripts/98)", () => {
+  test("98-return-progress-stream.txt: asked for; its events are progress, not content nor the first token", async () => {
+    const t = readTranscript(RECORDINGS, "98-return-progress-stream.txt");
+    using recorded = tape(t);
+    let progress = 0;
+    const deltas: string[] = [];
+    const r = await streamCompletion(recorded, requestOf(t), {
+      signal: new AbortController().signal,
+      onDelta: (d) => deltas.push(d),
+      onProgress: () => progress++,
+    });
+    expect(r.content).toBe(deltas.join(""));
+    expect(r.content.length).toBeGreaterThan(0);
+    expect(r.finishReason).toBe("length");
+    expect(progress).toBeGreaterThanOrEqual(1);
+    expect(JSON.parse(recorded.asked[0]?.body ?? "{}")).toMatchObject({ return_progress: true });
+  });
+
+  test("the stand-in sends them as 98 shows: as the slot starts and once the prompt is read", async () => {
+    const standIn = await FORMS[0]?.start({ open: true, nCtx: N_CTX, script: [{ content: "a b" }] });
+    if (!standIn) throw new Error("no stand-in form");
+    try {
+      const res = await fetch(`${standIn.baseUrl}/v1/chat/completions`, {
+        method: "POST",
+        body: JSON.stringify({
+          messages: [{ role: "user", content: "x y z" }],
+          stream: true,
+          return_progress: true,
+        }),
+      });
+      const events = (await res.text()).split("\n\n").filter((e) => e.startsWith("data: {"));
+      const progress = events.map((e) => JSON.parse(e.slice(6)).prompt_progress).filter(Boolean);
+      expect(progress).toHaveLength(2);
+      expect(progress[0]).toMatchObject({ cache: 0, processed: 0 });
+      expect(progress[1].processed).toBe(progress[1].total);
+      expect(JSON.parse(events[2]?.slice(6) ?? "{}").prompt_progress).toBeUndefined();
+    } finally {
+      standIn.stop();
+    }
+  });
+});
