@@ -6,7 +6,8 @@ import type { Check } from "./checks.ts";
  * `memory_folders` (docs/doctor.md): each of `memory.folders` walked as the core's index walks
  * it (store/folder-walk.ts: the same files, the core's own left out), reading no file. Warns
  * about a folder that cannot be read and one with more text files than the index takes (the
- * core logs that once, on stderr, where a host may not look). No check without folders.
+ * core logs that once, on stderr, where a host may not look); counts the text files the index
+ * skips (over 1 MiB; the core logs each once). No check without folders.
  */
 export async function memoryFoldersCheck(
   config: Config,
@@ -18,8 +19,8 @@ export async function memoryFoldersCheck(
   const exclude = [config.app.data_dir, ...(configFile ? [configFile] : [])];
   const walked = await Promise.all(
     folders.map(async (path) => {
-      const { files, dirs, full } = await listTextFiles(path, exclude, maxFiles);
-      return { path, files: files.length, full, readable: dirs.includes(path) };
+      const { files, dirs, full, skipped } = await listTextFiles(path, exclude, maxFiles);
+      return { path, files: files.length, full, readable: dirs.includes(path), skipped: skipped.length };
     }),
   );
   const unreadable = walked.filter((f) => !f.readable).map((f) => f.path);
@@ -33,11 +34,14 @@ export async function memoryFoldersCheck(
   ];
   if (problems.length === 0) {
     const total = walked.reduce((n, f) => n + f.files, 0);
+    const skipped = walked.reduce((n, f) => n + f.skipped, 0);
+    // Skipped by rule (over 1 MiB), not a fault to fix: counted, not warned about.
+    const also = skipped > 0 ? `, ${skipped} skipped (over 1 MiB, or no size to be read)` : "";
     return [
       {
         id: "memory_folders",
         status: "ok",
-        message: `${folders.length} memory folder(s), ${total} text file(s) to index`,
+        message: `${folders.length} memory folder(s), ${total} text file(s) to index${also}`,
         data,
       },
     ];

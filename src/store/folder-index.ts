@@ -4,7 +4,7 @@ import { relative } from "node:path";
 import { logger } from "../util/logger.ts";
 import { readSmallFileAsync } from "../util/read-file.ts";
 import { settleErase } from "./erase.ts";
-import { onDisk } from "./folder-names.ts";
+import { onDisk, readable } from "./folder-names.ts";
 import { listTextFiles, MAX_FOLDER_FILES, type TextFile } from "./folder-walk.ts";
 import { FolderWatch } from "./folder-watch.ts";
 import { chunk, type MemoryHit } from "./memory-store.ts";
@@ -79,6 +79,8 @@ export class FolderIndex {
   private stopped = false;
   /** Folders found with more files than are indexed: said once. */
   private readonly full = new Set<string>();
+  /** Files skipped or unreadable, told once a process each (by name: never their text). */
+  private readonly told = new Set<string>();
   private readonly read: FolderReader;
   private readonly batchFiles: number;
   private readonly batchBytes: number;
@@ -213,9 +215,11 @@ export class FolderIndex {
   private async indexFolder(root: string): Promise<boolean> {
     this.options.onWalk?.(root);
     const most = this.options.maxFiles ?? MAX_FOLDER_FILES;
-    const { files, dirs, full } = await listTextFiles(root, this.options.exclude ?? [], most);
+    const { files, dirs, full, skipped } = await listTextFiles(root, this.options.exclude ?? [], most);
     if (this.stopped) return false;
     if (full) this.tooMany(root, most);
+    for (const s of skipped)
+      this.tell(root, s.path, s.reason === "too_large" ? "over 1 MiB" : "its size cannot be read");
     this.watch?.watch(root, dirs);
     const known = new Map(
       (
@@ -265,6 +269,17 @@ export class FolderIndex {
     );
   }
 
+  /**
+   * A skipped file said once a process, at info: its name below the folder (the host's own file
+   * names, as the folder's are logged; never its text, docs/supervisor.md "No conversation in the
+   * log"). doctor's `memory_folders` counts them too.
+   */
+  private tell(root: string, path: string, why: string): void {
+    if (this.told.has(path)) return;
+    this.told.add(path);
+    logger.info(`memory folder ${root}: ${readable(relative(root, path))} is not indexed: ${why}`);
+  }
+
   /** A file's chunks; undefined when it cannot be read now (it stays as indexed, tried again next start). */
   private async readFile(
     root: string,
@@ -273,7 +288,8 @@ export class FolderIndex {
     try {
       // Its size at the walk is the most read: a file grown since waits for the next start.
       return { file, parts: chunk(await this.read(onDisk(root, file.path), file.size)) };
-    } catch {
+    } catch (err) {
+      this.tell(root, file.path, `it cannot be read now (${(err as Error).message})`);
       return { file, parts: undefined };
     }
   }

@@ -10,6 +10,12 @@ const TEXT_EXTENSIONS = new Set(".md .txt .markdown .rst .org .json .yaml .yml .
 export const MAX_FILE_BYTES = 1024 * 1024;
 export const MAX_FOLDER_FILES = 5000;
 
+/** A text file the index does not take: over MAX_FILE_BYTES, or its size could not be read. */
+export interface SkippedFile {
+  path: string;
+  reason: "too_large" | "unreadable";
+}
+
 export interface TextFile {
   /** Its path, the name below the folder as `folder-names.ts` keys it. */
   path: string;
@@ -19,16 +25,21 @@ export interface TextFile {
 
 /**
  * The folder's text files (dot-files and non-regular files skipped: a FIFO is never read), at
- * most `maxFiles` (`full` when more were left out), and the directories read for them, the
- * folder first (links are not followed). Paths are keys (`folder-names.ts`): a name that is not
+ * most `maxFiles` (`full` when a file the index would take was left out: one it skips does not
+ * fill it), the text files skipped (over MAX_FILE_BYTES, or no size to be had; at most
+ * `maxFiles` named), and the directories read for them, the folder first (links are not followed). Paths are keys (`folder-names.ts`): a name that is not
  * UTF-8 is walked and indexed as any other.
  */
 export async function listTextFiles(
   root: string,
   exclude: readonly string[],
   maxFiles = MAX_FOLDER_FILES,
-): Promise<{ files: TextFile[]; dirs: string[]; full: boolean }> {
+): Promise<{ files: TextFile[]; dirs: string[]; full: boolean; skipped: SkippedFile[] }> {
   const out: TextFile[] = [];
+  const skipped: SkippedFile[] = [];
+  const skip = (path: string, reason: SkippedFile["reason"]) => {
+    if (skipped.length < maxFiles) skipped.push({ path, reason });
+  };
   const dirs: string[] = [];
   let full = false;
   const excluded = await excludedBy(root, exclude);
@@ -47,22 +58,22 @@ export async function listTextFiles(
       if (excluded(path)) continue;
       if (e.isDirectory) await walk(path);
       else if (e.isFile && TEXT_EXTENSIONS.has(extname(e.name).toLowerCase())) {
-        if (out.length >= maxFiles) {
-          full = true;
+        let st: Awaited<ReturnType<typeof stat>>;
+        try {
+          st = await stat(onDisk(root, path));
+        } catch {
+          skip(path, "unreadable"); // gone or unreadable: memory is best-effort
           continue;
         }
-        try {
-          const st = await stat(onDisk(root, path));
-          if (st.isFile() && st.size <= MAX_FILE_BYTES)
-            out.push({ path, size: st.size, mtimeMs: st.mtimeMs });
-        } catch {
-          // Gone or unreadable: skipped; memory is best-effort.
-        }
+        if (!st.isFile()) continue;
+        if (st.size > MAX_FILE_BYTES) skip(path, "too_large");
+        else if (out.length >= maxFiles) full = true;
+        else out.push({ path, size: st.size, mtimeMs: st.mtimeMs });
       }
     }
   };
   await walk(root);
-  return { files: out, dirs, full };
+  return { files: out, dirs, full, skipped };
 }
 
 /**

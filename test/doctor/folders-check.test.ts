@@ -40,9 +40,9 @@ describe("doctor's memory_folders", () => {
     expect(check?.fix).toContain("subfolders");
     expect(check?.data).toEqual({
       folders: [
-        { path: small, files: 2, full: false, readable: true },
-        { path: big, files: 3, full: true, readable: true },
-        { path: gone, files: 0, full: false, readable: false },
+        { path: small, files: 2, full: false, readable: true, skipped: 0 },
+        { path: big, files: 3, full: true, readable: true, skipped: 0 },
+        { path: gone, files: 0, full: false, readable: false, skipped: 0 },
       ],
       max_files: 3,
     });
@@ -59,7 +59,10 @@ describe("doctor's memory_folders", () => {
         id: "memory_folders",
         status: "ok",
         message: "1 memory folder(s), 1 text file(s) to index",
-        data: { folders: [{ path: dir.path, files: 1, full: false, readable: true }], max_files: 3 },
+        data: {
+          folders: [{ path: dir.path, files: 1, full: false, readable: true, skipped: 0 }],
+          max_files: 3,
+        },
       },
     ]);
     const none = config(dir.path, []).loadedConfig();
