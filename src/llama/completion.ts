@@ -4,7 +4,7 @@ import { LlmError } from "./errors.ts";
 import type { LlamaEndpoint } from "./http.ts";
 import { type Arrivals, applyEvent, type CompletionResult, emptyReply } from "./stream-reply.ts";
 import { type BodyReader, postStream } from "./stream-socket.ts";
-import { ToolCallAssembler } from "./tool-call-deltas.ts";
+import { MAX_STREAMED_CALLS, ToolCallAssembler } from "./tool-call-deltas.ts";
 
 /**
  * The streaming chat completion (test/fixtures/llama-server/transcripts/11–17): `data: <json>\n\n`
@@ -23,6 +23,16 @@ const BURST_SLICE = 64;
  * "How a turn ends").
  */
 export const MAX_EVENT_CHARS = 8 * 1024 * 1024;
+
+/**
+ * The most characters one token's text can stream as: llama-server generates at most its slot's
+ * context in tokens, so a step's reply (content, reasoning and tool-call arguments) is bounded by
+ * the context times this. The longest tokens of the vocabularies llama.cpp tests with
+ * (models/ggml-vocab-*.gguf: gpt-neox and mpt 512 spaces, starcoder and refact 256, gpt-2 and
+ * deepseek-llm 128, Llama's SentencePiece 16) are 512 characters; doubled for the escaping a
+ * token's text gets in a tool call's JSON arguments (a newline written `\n`).
+ */
+export const CHARS_PER_TOKEN = 1024;
 
 export interface CompletionRequest {
   messages: unknown[];
@@ -81,6 +91,12 @@ export interface StreamOptions {
    * own, as it arrives (docs/performance.md, "Joined pieces").
    */
   gatherMs?: number;
+  /**
+   * Most characters of content, reasoning and tool-call arguments together the reply may stream
+   * (the context times CHARS_PER_TOKEN): past it the server is broken or hostile, and the request
+   * ends as bad_response (what had arrived is the caller's, as for any failure).
+   */
+  maxChars?: number;
 }
 
 /**
@@ -92,7 +108,7 @@ export async function streamCompletion(
   request: CompletionRequest,
   options: StreamOptions,
 ): Promise<CompletionResult> {
-  const { signal, onDelta, onProgress, onReasoning } = options;
+  const { signal, onDelta, onProgress, onReasoning, maxChars } = options;
   const gatherMs = options.gatherMs ?? 0;
   const sentAt = performance.now();
   const result = emptyReply();
@@ -118,11 +134,7 @@ export async function streamCompletion(
     maxBufferSize: MAX_EVENT_CHARS,
     onError(err) {
       // The parser's other complaints (a field SSE does not know) are lines it skips, as before.
-      if (err.type !== "max-buffer-size-exceeded" || streamError) return;
-      streamError = new LlmError(
-        "bad_response",
-        `llama-server sent an event over ${MAX_EVENT_CHARS} characters without its end`,
-      );
+      if (err.type === "max-buffer-size-exceeded") streamError ??= eventTooLong();
     },
   });
 
@@ -133,6 +145,7 @@ export async function streamCompletion(
       parser.feed(text);
       if (evented) onProgress?.();
       evented = false;
+      streamError ??= overBound(result, assembler, maxChars);
       if (gatherMs > 0) {
         if (!arrivalsEmpty(arrived)) reader.rest(gatherMs);
         joinArrivals(arrived);
@@ -165,6 +178,35 @@ export async function streamCompletion(
   // Time to first token as the host sees it: from sending the request, HTTP included.
   if (result.firstTokenAt !== undefined) result.ttftMs = result.firstTokenAt - sentAt;
   return result;
+}
+
+const eventTooLong = () =>
+  new LlmError(
+    "bad_response",
+    `llama-server sent an event over ${MAX_EVENT_CHARS} characters without its end`,
+  );
+
+/**
+ * A reply past what the step can hold (StreamOptions.maxChars, MAX_STREAMED_CALLS): a running
+ * total, looked at once a read, never per token.
+ */
+function overBound(
+  result: CompletionResult,
+  assembler: ToolCallAssembler,
+  maxChars: number | undefined,
+): LlmError | undefined {
+  if (assembler.tooMany)
+    return new LlmError(
+      "bad_response",
+      `llama-server streamed more than ${MAX_STREAMED_CALLS} tool calls in one reply`,
+    );
+  if (maxChars === undefined) return undefined;
+  const chars = result.content.length + result.reasoning.length + assembler.chars;
+  if (chars <= maxChars) return undefined;
+  return new LlmError(
+    "bad_response",
+    `llama-server streamed more than ${maxChars} characters in one reply (${CHARS_PER_TOKEN} a token of its context: more than it can generate)`,
+  );
 }
 
 const arrivalsEmpty = (a: Arrivals) => a.content.length === 0 && !a.reasoning?.length;

@@ -18,6 +18,13 @@ export interface ToolCallDelta {
  */
 export const MAX_TOOL_CALL_ID_CHARS = 64;
 
+/**
+ * Most tool calls one reply's stream assembles: a step runs 64 (docs/agent.md, MAX_CALLS_PER_STEP)
+ * and answers the rest as not run, each stored; past this many it is a runaway or hostile server,
+ * and the reply ends as bad_response (completion.ts), nothing past it assembled.
+ */
+export const MAX_STREAMED_CALLS = 256;
+
 /** Printable ASCII without spaces: an id as llama-server and OpenAI make them. */
 const USABLE_ID = new RegExp(`^[\\x21-\\x7e]{1,${MAX_TOOL_CALL_ID_CHARS}}$`);
 
@@ -30,17 +37,33 @@ const USABLE_ID = new RegExp(`^[\\x21-\\x7e]{1,${MAX_TOOL_CALL_ID_CHARS}}$`);
  */
 export class ToolCallAssembler {
   private readonly byIndex = new Map<number, { id: string; name: string; args: string }>();
+  /** Characters of names and arguments so far (completion.ts bounds the reply by them). */
+  chars = 0;
+  /** A call past MAX_STREAMED_CALLS was begun (and not kept). */
+  tooMany = false;
 
   push(delta: ToolCallDelta): void {
     const index = typeof delta.index === "number" ? delta.index : 0;
     let call = this.byIndex.get(index);
     if (!call) {
+      if (this.byIndex.size >= MAX_STREAMED_CALLS) {
+        this.tooMany = true;
+        return;
+      }
       call = { id: "", name: "", args: "" };
       this.byIndex.set(index, call);
     }
     if (typeof delta.id === "string" && delta.id) call.id = delta.id;
-    if (delta.function?.name) call.name += delta.function.name;
-    if (delta.function?.arguments) call.args += delta.function.arguments;
+    const name = delta.function?.name;
+    if (name) {
+      call.name += name;
+      this.chars += name.length;
+    }
+    const args = delta.function?.arguments;
+    if (args) {
+      call.args += args;
+      this.chars += args.length;
+    }
   }
 
   calls(): ToolCall[] {

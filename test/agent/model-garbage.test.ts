@@ -185,3 +185,21 @@ describe("chat: an SSE event with no end", () => {
     });
   }
 });
+
+describe("chat: a reply longer than the context can hold", () => {
+  test("bad_response naming the bound, the server not blamed, the partial kept", async () => {
+    await using h = new ChatHarness({ agents: [{ name: "plain" }] });
+    // The stand-in's context is at most 8192 tokens: 1024 characters a token is under 8.4 M.
+    const piece = delta({ content: "y".repeat(8000) });
+    h.llama.script({ raw: Array.from({ length: 1100 }, () => piece), hang: true });
+    const { terminal } = await h.chat(1, { input: "x", session_id: "long" });
+    expect(terminal).toMatchObject({
+      type: "error",
+      code: "internal_error",
+      data: { reason: "bad_response" },
+    });
+    expect(String(terminal.message)).toMatch(/more than \d+ characters in one reply/);
+    expect(h.provider.failures).toEqual([]);
+    expect(h.checkpoint("long")?.partial?.content.length).toBeGreaterThan(0);
+  });
+});

@@ -1,3 +1,4 @@
+import { CHARS_PER_TOKEN } from "../../llama/completion.ts";
 import { isUnparsedReply, LlmError } from "../../llama/errors.ts";
 import { templatedPromptTokens } from "../../llama/prompt-tokens.ts";
 import type { CompletionResult } from "../../llama/stream-reply.ts";
@@ -87,6 +88,7 @@ export async function llmStep(ctx: TurnContext, setup: StepSetup, step: number):
       const reply = await watchedCompletion(setup.lease, body, {
         signal: deps.signal,
         gatherMs: deps.config.app.stream_gather_ms,
+        maxChars: contextSize * CHARS_PER_TOKEN,
         onDelta: (delta) => {
           partial.content += delta;
           deps.emit("llm_chunk", { step, delta });
