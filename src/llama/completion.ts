@@ -4,7 +4,7 @@ import { LlmError } from "./errors.ts";
 import type { LlamaEndpoint } from "./http.ts";
 import { type Arrivals, applyEvent, type CompletionResult, emptyReply } from "./stream-reply.ts";
 import { type BodyReader, postStream } from "./stream-socket.ts";
-import { MAX_STREAMED_CALLS, ToolCallAssembler } from "./tool-call-deltas.ts";
+import { ToolCallAssembler } from "./tool-call-deltas.ts";
 
 /**
  * The streaming chat completion (test/fixtures/llama-server/transcripts/11–17): `data: <json>\n\n`
@@ -65,11 +65,12 @@ export interface StreamOptions {
   /** Each content delta as it arrives. */
   onDelta: (delta: string) => void;
   /**
-   * Called after a network read that dispatched at least one SSE event (once for the read), so a
-   * watchdog can tell a slow server from a wedged one. Bytes that make no event are not
-   * progress: llama-server sends an SSE ping (`:\n\n`) every 30 s of silence from its HTTP
-   * thread, wedged task loop or not (test/fixtures/llama-server/transcripts/67). One event
-   * arriving over many reads (a large delta) counts when it ends.
+   * Called once for a network read, so a watchdog can tell a slow server from a wedged one: any
+   * read before the first token, after it only a read that dispatched an SSE event. llama-server
+   * sends an SSE ping (`:\n\n`) every 30 s of silence from its HTTP thread, wedged task loop or
+   * not (test/fixtures/llama-server/transcripts/67): while the prompt is read that is all a slow
+   * machine shows for minutes, once tokens come it is no progress. One event arriving over many
+   * reads (a large delta) counts when it ends.
    */
   onProgress?: () => void;
   /**
@@ -143,7 +144,9 @@ export async function streamCompletion(
       const text = await reader.read();
       if (text === undefined) break;
       parser.feed(text);
-      if (evented) onProgress?.();
+      // Before the first token any byte counts (the prompt's read may outlast the limit, pings
+      // alone show the server alive: docs/agent.md "Progress"); after it, an event.
+      if (evented || result.firstTokenAt === undefined) onProgress?.();
       evented = false;
       streamError ??= overBound(result, assembler, maxChars);
       if (gatherMs > 0) {
@@ -186,20 +189,12 @@ const eventTooLong = () =>
     `llama-server sent an event over ${MAX_EVENT_CHARS} characters without its end`,
   );
 
-/**
- * A reply past what the step can hold (StreamOptions.maxChars, MAX_STREAMED_CALLS): a running
- * total, looked at once a read, never per token.
- */
+/** A reply past what the step can hold (StreamOptions.maxChars): a running total, looked at once a read, never per token. */
 function overBound(
   result: CompletionResult,
   assembler: ToolCallAssembler,
   maxChars: number | undefined,
 ): LlmError | undefined {
-  if (assembler.tooMany)
-    return new LlmError(
-      "bad_response",
-      `llama-server streamed more than ${MAX_STREAMED_CALLS} tool calls in one reply`,
-    );
   if (maxChars === undefined) return undefined;
   const chars = result.content.length + result.reasoning.length + assembler.chars;
   if (chars <= maxChars) return undefined;
@@ -244,13 +239,6 @@ function openStream(
   onSent: () => void,
 ): Promise<BodyReader> {
   // Images stay bytes until written (data-url.ts).
-  // `return_progress`: an event per batch while the prompt is read (transcripts/98), the only
-  // progress the watchdog sees before the first token (StreamOptions.onProgress).
-  const body = jsonBody({
-    ...request,
-    stream: true,
-    stream_options: { include_usage: true },
-    return_progress: true,
-  });
+  const body = jsonBody({ ...request, stream: true, stream_options: { include_usage: true } });
   return postStream(endpoint, "/v1/chat/completions", body, signal, onSent);
 }

@@ -1,4 +1,5 @@
 import type { ToolCall } from "../protocol/chat-message.ts";
+import { logger } from "../util/logger.ts";
 
 /**
  * One streamed fragment of a tool call (test/fixtures/llama-server/transcripts/14, 16:
@@ -20,8 +21,9 @@ export const MAX_TOOL_CALL_ID_CHARS = 64;
 
 /**
  * Most tool calls one reply's stream assembles: a step runs 64 (docs/agent.md, MAX_CALLS_PER_STEP)
- * and answers the rest as not run, each stored; past this many it is a runaway or hostile server,
- * and the reply ends as bad_response (completion.ts), nothing past it assembled.
+ * and answers the rest as not run, each stored; a runaway model (or a hostile server) could
+ * stream any number within its context, so those past this many are dropped, not assembled nor
+ * stored (the reply and the step go on with the first ones; logged).
  */
 export const MAX_STREAMED_CALLS = 256;
 
@@ -39,15 +41,15 @@ export class ToolCallAssembler {
   private readonly byIndex = new Map<number, { id: string; name: string; args: string }>();
   /** Characters of names and arguments so far (completion.ts bounds the reply by them). */
   chars = 0;
-  /** A call past MAX_STREAMED_CALLS was begun (and not kept). */
-  tooMany = false;
+  /** Deltas of calls past MAX_STREAMED_CALLS, dropped. */
+  dropped = 0;
 
   push(delta: ToolCallDelta): void {
     const index = typeof delta.index === "number" ? delta.index : 0;
     let call = this.byIndex.get(index);
     if (!call) {
       if (this.byIndex.size >= MAX_STREAMED_CALLS) {
-        this.tooMany = true;
+        this.dropped++;
         return;
       }
       call = { id: "", name: "", args: "" };
@@ -67,6 +69,10 @@ export class ToolCallAssembler {
   }
 
   calls(): ToolCall[] {
+    if (this.dropped > 0)
+      logger.warn(
+        `llama-server streamed more than ${MAX_STREAMED_CALLS} tool calls in one reply: the first ${MAX_STREAMED_CALLS} kept, ${this.dropped} deltas of the others dropped`,
+      );
     const ordered = [...this.byIndex.entries()].sort(([a], [b]) => a - b).map(([, c]) => c);
     const kept = new Set<string>();
     const keep = ordered.map((c) => {
