@@ -16,8 +16,12 @@ export class RequestStream<E, R> implements AsyncIterable<E> {
   droppedEvents = 0;
 
   private readonly buffer: E[] = [];
-  private waiter: ((step: IteratorResult<E>) => void) | undefined;
-  private waiterFail: ((err: unknown) => void) | undefined;
+  /**
+   * Reads waiting for an event, oldest first: a host may call next() again before the last one
+   * settled, or run two loops over one stream; each read gets the next event or the end.
+   */
+  private readonly waiters: { resolve: (step: IteratorResult<E>) => void; reject: (err: unknown) => void }[] =
+    [];
   private ended: { error?: LocalAiError } | undefined;
   private detached = false;
   private resolveResult!: (value: R) => void;
@@ -54,10 +58,9 @@ export class RequestStream<E, R> implements AsyncIterable<E> {
   /** @internal Called by the client for each event of this request. */
   pushEvent(event: E): void {
     if (this.ended || this.detached) return;
-    if (this.waiter) {
-      const w = this.waiter;
-      this.clearWaiter();
-      w({ value: event, done: false });
+    const waiter = this.waiters.shift();
+    if (waiter) {
+      waiter.resolve({ value: event, done: false });
       return;
     }
     if (this.buffer.length >= this.maxBuffered) {
@@ -77,7 +80,11 @@ export class RequestStream<E, R> implements AsyncIterable<E> {
       this.ended = {};
       this.resolveResult(outcome.result);
     }
-    if (this.waiter && this.buffer.length === 0) this.finishWaiter();
+    // Reads wait only on an empty buffer: each of them ends now.
+    for (const waiter of this.waiters.splice(0)) {
+      if (this.ended.error) waiter.reject(this.ended.error);
+      else waiter.resolve({ value: undefined, done: true });
+    }
   }
 
   [Symbol.asyncIterator](): AsyncIterator<E> {
@@ -101,22 +108,6 @@ export class RequestStream<E, R> implements AsyncIterable<E> {
         : Promise.resolve({ value: undefined, done: true });
     }
     if (this.detached) return Promise.resolve({ value: undefined, done: true });
-    return new Promise((resolve, reject) => {
-      this.waiter = resolve;
-      this.waiterFail = reject;
-    });
-  }
-
-  private finishWaiter(): void {
-    const resolve = this.waiter!;
-    const reject = this.waiterFail!;
-    this.clearWaiter();
-    if (this.ended?.error) reject(this.ended.error);
-    else resolve({ value: undefined, done: true });
-  }
-
-  private clearWaiter(): void {
-    this.waiter = undefined;
-    this.waiterFail = undefined;
+    return new Promise((resolve, reject) => this.waiters.push({ resolve, reject }));
   }
 }

@@ -65,6 +65,36 @@ describe("RequestStream", () => {
     expect(cancels).toBe(1);
   });
 
+  test("reads made before the last one settled each get an event or the end, never hang", async () => {
+    // next() called twice without awaiting (as Promise.race with a timer does), then two loops
+    // over one stream (a UI and a logger): the first read was once overwritten and never settled.
+    const s = stream();
+    const it = s[Symbol.asyncIterator]();
+    const first = it.next();
+    const second = it.next();
+    const third = it.next();
+    s.pushEvent(1);
+    s.pushEvent(2);
+    s.settle({ result: "ok" });
+    expect(await Promise.all([first, second, third])).toEqual([
+      { value: 1, done: false },
+      { value: 2, done: false },
+      { value: undefined, done: true },
+    ]);
+
+    const shared = stream();
+    const loops = Promise.all([collect(shared), collect(shared)]);
+    for (let i = 0; i < 4; i++) {
+      shared.pushEvent(i);
+      await Bun.sleep(1); // part of the test: each loop reads again between events
+    }
+    const err = new LocalAiError("cancelled", "stop");
+    shared.settle({ error: err });
+    const [a, b] = await loops;
+    expect([...a.events, ...b.events].sort()).toEqual([0, 1, 2, 3]);
+    expect([a.error, b.error]).toEqual([err, err]);
+  });
+
   test("a rejected result nobody awaits is not an unhandled rejection", async () => {
     let unhandled = 0;
     const onUnhandled = () => unhandled++;
