@@ -6,6 +6,7 @@ import type { AbortSignalLike, CallOptions, ClientLogger, ExitInfo } from "./hos
 import type { RequestId } from "./protocol-types.ts";
 import { RequestStream } from "./request-stream.ts";
 import type { CancelResult, GenericEvent } from "./types.ts";
+import { clip, idOfLine, isObject } from "./wire-lines.ts";
 
 /**
  * The request/answer half of the client, as the MCP SDK's `Protocol` is to its `Client`: it
@@ -375,24 +376,4 @@ function notConnected(method: string): LocalAiError {
 
 function callError(code: LocalAiErrorCode, message: string, method: string): LocalAiError {
   return new LocalAiError(code, message, undefined, method);
-}
-
-/** The id a line's start carries as the core writes it (`{"id":7,` or `{"id":"x",`), as pending keys are. */
-function idOfLine(head: string): string | undefined {
-  const m = /^\{"id":(-?\d[\d.eE+-]*|"(?:[^"\\]|\\.)*")[,}]/.exec(head);
-  if (!m) return undefined;
-  try {
-    const id = JSON.parse(m[1]!) as unknown;
-    return typeof id === "string" || typeof id === "number" ? String(id) : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-function isObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === "object" && v !== null && !Array.isArray(v);
-}
-
-function clip(line: string): string {
-  return line.length > 200 ? `${line.slice(0, 200)}…` : line;
 }
