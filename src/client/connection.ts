@@ -121,6 +121,12 @@ export class Connection {
       stream.settle({ error: this.route.error(method) });
       return stream;
     }
+    // Aborted before it was made: nothing is sent, as fetch() does. Sent, a sessions.delete would
+    // still delete (a short call's abort only ends the wait), a chat or warmup start llama-server.
+    if (options.signal?.aborted) {
+      stream.settle({ error: callError("cancelled", "the request was aborted before it was sent", method) });
+      return stream;
+    }
     const timeoutMs =
       options.timeoutMs ?? (shape.cancellable ? this.options.streamTimeoutMs : this.options.requestTimeoutMs);
     const entry = this.track(id, stream, method, params, timeoutMs, shape);
@@ -188,10 +194,6 @@ export class Connection {
   private watchSignal(id: string, entry: Pending, signal: AbortSignalLike | undefined): void {
     if (!signal) return;
     const onAbort = () => this.abort(id);
-    if (signal.aborted) {
-      queueMicrotask(onAbort);
-      return;
-    }
     signal.addEventListener("abort", onAbort, { once: true });
     entry.cleanup = () => signal.removeEventListener("abort", onAbort);
   }
