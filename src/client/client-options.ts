@@ -51,8 +51,8 @@ export interface LocalAiClientOptions {
   /**
    * The core process ended; `expected` is true after shutdown()/close()/kill(), and for a core
    * the client killed itself because its initialize failed. Called once the
-   * calls it ended are settled. This and the other callbacks (and the logger) may throw: the
-   * client reports it to `logger.warn` and carries on.
+   * calls it ended are settled. This and the other callbacks (and the logger) may throw, or
+   * reject when async: the client reports it to `logger.warn` and carries on.
    */
   onExit?: (info: ExitInfo & { expected: boolean }) => void;
   /** A restart is scheduled after an unexpected exit. */

@@ -25,12 +25,12 @@ export function guardedLogger(logger: ClientLogger | undefined): ClientLogger {
   return {
     warn(message) {
       try {
-        logger?.warn(message);
+        dropRejection(logger?.warn(message));
       } catch {}
     },
     debug(message) {
       try {
-        logger?.debug?.(message);
+        dropRejection(logger?.debug?.(message));
       } catch {}
     },
   };
@@ -43,11 +43,25 @@ export function guarded<A extends unknown[]>(
   fn: ((...args: A) => void) | undefined,
 ): ((...args: A) => void) | undefined {
   if (!fn) return undefined;
+  const report = (err: unknown) =>
+    logger.warn(`the host's ${name} callback threw: ${err instanceof Error ? err.message : String(err)}`);
   return (...args: A) => {
     try {
-      fn(...args);
+      // An async callback (`onExit: async (info) => …`) rejects instead of throwing: reported the
+      // same, not left an unhandled rejection, which ends a Node host by default.
+      const returned: unknown = fn(...args);
+      if (isThenable(returned)) returned.then(undefined, report);
     } catch (err) {
-      logger.warn(`the host's ${name} callback threw: ${err instanceof Error ? err.message : String(err)}`);
+      report(err);
     }
   };
+}
+
+/** An async logger's rejection is dropped as its throw is. */
+function dropRejection(returned: unknown): void {
+  if (isThenable(returned)) returned.then(undefined, () => {});
+}
+
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return typeof (value as PromiseLike<unknown> | undefined)?.then === "function";
 }
