@@ -231,10 +231,13 @@ export class Connection {
     const entry = this.pending.get(id);
     if (!entry) return;
     if (entry.cancellable && entry.sentTo !== undefined) {
-      // The core answers the chat with `cancelled` once it has stopped it.
-      this.cancelRemote(id).catch((err) =>
-        this.log("warn", `cancel of ${id} failed: ${(err as Error).message}`),
-      );
+      // The core answers the chat with `cancelled` once it has stopped it. A cancel it does not
+      // answer either (a core that reads but is stuck) must still end the wait the host aborted.
+      this.cancelRemote(id).catch((err) => {
+        const why = `the core did not confirm its cancel: ${(err as Error).message}`;
+        this.log("warn", `cancel of ${id} failed: ${(err as Error).message}`);
+        this.settle(id, { error: callError("cancelled", `the request was aborted; ${why}`, entry.method) });
+      });
       return;
     }
     this.settle(id, { error: callError("cancelled", "the request was aborted", entry.method) });

@@ -38,4 +38,28 @@ describe("a host's misuse", () => {
     expect(await client.ping()).toEqual({ status: "ok" });
     expect(child.requests.map((r) => r.method)).toEqual(["ping"]);
   });
+
+  test("an abort ends the wait even when the core never answers its cancel", async () => {
+    // A core that reads its input but is stuck answers neither the chat nor the cancel; the
+    // abort's cancel timed out into a log line and the chat stayed pending for good.
+    const child = new FakeChild(() => {});
+    const warned: string[] = [];
+    const client = track(
+      await LocalAiClient.start({
+        binary: "local-ai",
+        spawn: child.spawn,
+        requestTimeoutMs: 200,
+        logger: { warn: (m) => warned.push(m) },
+      }),
+    );
+    const controller = new AbortController();
+    const chat = client.chat({ input: "hi" }, { signal: controller.signal });
+    await Bun.sleep(20); // part of the test: the chat is written before the abort
+    controller.abort();
+    const err = await rejection(chat.result);
+    expect(err.code).toBe("cancelled");
+    expect(err.message).toContain("did not confirm its cancel");
+    expect(child.requests.map((r) => r.method)).toEqual(["chat", "cancel"]);
+    expect(warned).toEqual([`cancel of ${chat.id} failed: cancel got no answer within 200 ms`]);
+  });
 });
