@@ -21,8 +21,21 @@ const HOST = `import {
   resolveCoreBinary,
   type AbortSignalLike,
   type AnyLocalAiError,
+  type SessionSummary,
+  type SessionsGetResult,
+  type StoredMessage,
+  type UsersDeleteResult,
   type WarmupEvent,
 } from "@local-ai/client";
+
+// A host's own functions over conversations name their types (they were not exported).
+export const titles = (list: SessionSummary[]): string[] => list.map((s) => s.title);
+export const texts = (messages: StoredMessage[]): string[] => messages.map((m) => m.content ?? "");
+export async function transcript(client: LocalAiClient, id: string): Promise<string[]> {
+  const got: SessionsGetResult = await client.sessions.get({ session_id: id });
+  const erased: UsersDeleteResult = await client.users.delete({});
+  return [...texts(got.messages), String(Object.keys(erased).length)];
+}
 
 export async function host(signal: AbortSignalLike): Promise<string[]> {
   const out: string[] = [];
