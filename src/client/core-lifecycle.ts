@@ -10,6 +10,7 @@ import {
   LocalAiError,
 } from "./errors.ts";
 import { stopGracefully } from "./graceful-stop.ts";
+import { killOnHostExit, spareOnHostExit } from "./host-exit.ts";
 import type { ExitInfo } from "./host-types.ts";
 import { Restarts } from "./restarts.ts";
 import {
@@ -47,7 +48,7 @@ export class CoreLifecycle {
    * The last resort while a core runs: the host's process exiting kills it, so that a core
    * ignoring end of input does not outlive its host (docs/bootstrap.md "Stopping").
    */
-  private readonly killOnHostExit = () => this.process?.kill("SIGKILL");
+  private readonly killCore = () => this.process?.kill("SIGKILL");
   /** Why the last core stopped serving: calls refused once restarts are spent carry it. */
   private lastExit: LocalAiError | undefined;
 
@@ -178,9 +179,8 @@ export class CoreLifecycle {
       },
     });
     this.process = proc;
-    // One hook per client: a relaunch finds it in place.
-    process.off("exit", this.killOnHostExit);
-    process.on("exit", this.killOnHostExit);
+    // One entry per client in one shared hook (host-exit.ts): a relaunch finds it in place.
+    killOnHostExit(this.killCore);
     this.startedAt = Date.now();
     this.onInfo(await initializeCore(this.options, this.connection, proc));
     if (this.state !== "starting" || generation !== this.generation) {
@@ -192,7 +192,7 @@ export class CoreLifecycle {
   private handleExit(generation: number, info: ExitInfo): void {
     if (generation !== this.generation) return;
     // No core of this client runs now, until the next launch hooks again.
-    process.off("exit", this.killOnHostExit);
+    spareOnHostExit(this.killCore);
     const proc = this.process;
     const closing = this.state === "closed";
     const error = coreExitedError(info);

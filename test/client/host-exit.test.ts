@@ -7,7 +7,7 @@ import { killFakes, track } from "./fake-core-fixture.ts";
 afterEach(killFakes);
 
 describe("the host process exiting", () => {
-  test("kills a core still running, through one exit hook per client, removed once it ended", async () => {
+  test("kills a core still running, through one exit hook, removed once it ended", async () => {
     const before = process.listeners("exit");
     const child = new FakeChild();
     child.exitOnEof = false;
@@ -18,6 +18,27 @@ describe("the host process exiting", () => {
     (added[0] as () => void)();
     expect(child.signals).toEqual(["SIGKILL"]);
     await client.close();
+    expect(process.listeners("exit")).toEqual(before);
+  });
+
+  // Node warns of a leak past ten listeners of one event: a host holding many clients must not.
+  test("one exit hook for every client: twelve cores, one listener, each core killed", async () => {
+    const before = process.listeners("exit");
+    const children = Array.from({ length: 12 }, () => {
+      const child = new FakeChild();
+      child.exitOnEof = false;
+      return child;
+    });
+    const clients = await Promise.all(
+      children.map(async (child) =>
+        track(await LocalAiClient.start({ binary: "local-ai", spawn: child.spawn })),
+      ),
+    );
+    const added = process.listeners("exit").filter((l) => !before.includes(l));
+    expect(added).toHaveLength(1);
+    (added[0] as () => void)();
+    for (const child of children) expect(child.signals).toEqual(["SIGKILL"]);
+    await Promise.all(clients.map((c) => c.close()));
     expect(process.listeners("exit")).toEqual(before);
   });
 });
