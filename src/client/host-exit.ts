@@ -5,7 +5,8 @@
  */
 const kills = new Set<() => void>();
 
-const onHostExit = () => {
+/** The one listener (exported for tests: other clients of the process may have added it already). */
+export const onHostExit = (): void => {
   for (const kill of kills) {
     try {
       kill();
