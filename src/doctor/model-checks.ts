@@ -5,7 +5,7 @@ import type { Config } from "../config/schema.ts";
 import { pinnedPlansProblem, pinnedSetMessage } from "../models/pinned-set.ts";
 import { cacheTypesFor } from "../plan/decide/kv-cache.ts";
 import type { HardwareSnapshot } from "../plan/hardware.ts";
-import type { ModelInfo } from "../plan/model.ts";
+import { type ModelInfo, notAModel } from "../plan/model.ts";
 import { type DevicePlan, type Plan, planFor } from "../plan/planner.ts";
 import type { ProjectorChoice } from "../plan/projector.ts";
 import { formatBytes } from "../plan/render.ts";
@@ -56,7 +56,7 @@ export function readConfiguredModels(
       );
       const pathKey = i === 0 ? "model.path" : `models.${i - 1}.path`;
       const read: ModelRead = { name: m.name, kind: m.kind, pin: m.pin, config: own, pathKey, result };
-      if (!("model" in result) || m.kind !== "chat" || !findProjector) return read;
+      if (!("model" in result) || m.kind !== "chat" || !findProjector || notAModel(result.model)) return read;
       const projector: ProjectorRead = await findProjector(own.model.mmproj, result.model).then(
         (choice) => ({ choice }),
         (error: unknown) => ({ error }),
@@ -153,6 +153,17 @@ function modelCheck(result: ModelResult, pathKey: string): Check {
     };
   }
   const m = result.model;
+  const refused = notAModel(m);
+  if (refused) {
+    const mmprojKey = pathKey.replace(/path$/, "mmproj");
+    return {
+      id: "model",
+      status: "fail",
+      message: refused,
+      fix: `set ${mmprojKey} to this file and ${pathKey} to the model it serves`,
+      data: { code: "model_plan_error", path: m.path, architecture: m.architecture },
+    };
+  }
   const summary = `${basename(m.path)}: ${m.architecture}, ${m.file_type}, ${m.n_layer} layers, trained context ${m.context_train}, ${formatBytes(m.size_bytes)}${m.files.length > 1 ? `, ${m.files.length} shards` : ""}`;
   if (!m.known_architecture) {
     return {
@@ -188,6 +199,7 @@ function planCheck(
   projector: ProjectorRead | undefined,
 ): { check: Check; devices: DevicePlan[] | null } {
   if (!model) return { check: skipped("plan", "the model could not be read"), devices: null };
+  if (notAModel(model)) return { check: skipped("plan", "the file is not a model"), devices: null };
   // One cause, one failure: a projector that cannot serve the model is its own check's.
   if (projector && "error" in projector)
     return { check: skipped("plan", "the projector cannot serve the model"), devices: null };

@@ -5,7 +5,7 @@ import { configForModel, configuredModels } from "../config/model-entry.ts";
 import type { Config, LoadedConfig } from "../config/schema.ts";
 import { type GgufHeader, readGgufHeader } from "../plan/gguf-read.ts";
 import type { HardwareSnapshot } from "../plan/hardware.ts";
-import { type ModelInfo, modelInfo } from "../plan/model.ts";
+import { type ModelInfo, modelInfo, notAModel } from "../plan/model.ts";
 import type { ProjectorChoice } from "../plan/projector.ts";
 import { isCoreError } from "../protocol/errors.ts";
 import { HF_PREFIX, parseHfModelPath } from "../protocol/model-ref.ts";
@@ -70,6 +70,7 @@ export async function listModels(input: ListInput, deps: Partial<ListDeps> = {})
     const path = c.parts[0]!;
     const as = named.find((m) => m.path !== null && sameFile(m.path, path));
     const entry = await judge(c, readHeader, () => hardware!, input.config, configured, as?.mmproj ?? "auto");
+    if (entry === null) continue;
     entries.push({ ...entry, name: as?.name ?? null, loaded: loaded.some((p) => sameFile(p, path)) });
   }
   return { models: sortModels(entries), cache_dir: input.cacheDir, folders };
@@ -92,7 +93,7 @@ export function sortModels(entries: ModelEntry[]): ModelEntry[] {
   });
 }
 
-/** An entry as the file alone says it; `name` and `loaded` are the config's and the runtime's. */
+/** An entry as the file alone says it (null: not a model); `name` and `loaded` are the config's and the runtime's. */
 async function judge(
   c: Candidate,
   readHeader: (path: string) => Promise<GgufHeader>,
@@ -101,7 +102,7 @@ async function judge(
   configured: string | null,
   /** Its `mmproj` setting (a file's own is `auto`): whether it reads images. */
   mmproj: string,
-): Promise<Omit<ModelEntry, "name" | "loaded">> {
+): Promise<Omit<ModelEntry, "name" | "loaded"> | null> {
   const base = {
     path: c.parts[0]!,
     files: c.parts,
@@ -138,6 +139,8 @@ async function judge(
     return unreadable(problem, err.message);
   }
   const model = modelInfo(header);
+  // A projector named otherwise than mmproj-* is one all the same: not a model (plan/model.ts).
+  if (notAModel(model)) return null;
   const projector = await projectorOf(mmproj, model);
   const fit = fitVerdict(model, await hardware(), config, projector);
   return {

@@ -172,3 +172,14 @@ export function modelInfo(h: GgufHeader): ModelInfo {
     warnings,
   };
 }
+
+/**
+ * Why llama-server cannot load this GGUF as its model, or null. A multimodal projector
+ * (`general.architecture` clip) is one whatever the file is called (second-state's
+ * `llava-v1.5-7b-mmproj-model-f16.gguf`): llama-server refuses it as `-m`, "CLIP cannot be used
+ * as main model, use it with --mmproj instead" (docs/models.md "The projector").
+ */
+export function notAModel(model: Pick<ModelInfo, "path" | "architecture">): string | null {
+  if (model.architecture !== "clip") return null;
+  return `${model.path} is a multimodal projector (general.architecture clip), not a model: llama-server loads it only beside one, as --mmproj`;
+}

@@ -1,3 +1,4 @@
+import { CoreError } from "../protocol/errors.ts";
 import type { Decision, DevicePlan, Plan } from "../protocol/plan.ts";
 import type { WorkerReport } from "../rpc/client.ts";
 import { memoryBudgets, vramOverrideWarnings } from "./decide/budgets.ts";
@@ -21,7 +22,7 @@ import { decideThreads } from "./decide/threads.ts";
 import { planEmbedding } from "./embedding-planner.ts";
 import { applyOverrides, type HardwareSnapshot } from "./hardware.ts";
 import type { LaunchPlan } from "./launch-plan.ts";
-import type { ModelInfo } from "./model.ts";
+import { type ModelInfo, notAModel } from "./model.ts";
 import type { PlanConfig, Planned } from "./plan-config.ts";
 import type { ProjectorChoice } from "./projector.ts";
 import { reportOf } from "./report-of.ts";
@@ -58,6 +59,9 @@ export function planFor(
   /** The vision projector found for the model (models/find-projector.ts); absent: none looked for. */
   projector: ProjectorChoice = { kind: "none", reason: "no projector was looked for" },
 ): Planned {
+  const refused = notAModel(model);
+  if (refused)
+    throw new CoreError("model_plan_error", refused, { path: model.path, architecture: model.architecture });
   // An embedding model is planned by its own composer: no chat context, no KV cache to size.
   if (config.model_kind === "embedding") return planEmbedding(model, rawHw, config);
   return planChat(model, rawHw, config, workers, templateFile, projector);
