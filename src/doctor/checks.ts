@@ -1,5 +1,6 @@
 import { accessSync, constants, readdirSync, statSync } from "node:fs";
 import { dirname } from "node:path";
+import { cwdProblem } from "../agent/mcp/child.ts";
 import type { Config } from "../config/schema.ts";
 import type { HardwareSnapshot } from "../plan/hardware.ts";
 import type { RunResult } from "../plan/probe.ts";
@@ -143,6 +144,15 @@ export function mcpChecks(config: Config): Check[] {
         ok = false;
       }
     }
+    const badCwd = ok && s.cwd !== undefined ? cwdProblem(s.cwd) : null;
+    if (badCwd)
+      return {
+        id: `mcp:${s.name}`,
+        status: "fail" as const,
+        message: `${s.name}: ${badCwd}`,
+        fix: `create it or correct mcp_servers[${s.name}].cwd`,
+        data: { command: resolved, cwd: s.cwd },
+      };
     return ok
       ? {
           id: `mcp:${s.name}`,

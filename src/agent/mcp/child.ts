@@ -1,4 +1,4 @@
-import { closeSync, existsSync } from "node:fs";
+import { closeSync, existsSync, statSync } from "node:fs";
 import { isAbsolute, resolve } from "node:path";
 import { spawnArgv } from "../../platform/windows-command.ts";
 import { guardAvailable, guardedArgv } from "./guard.ts";
@@ -41,6 +41,8 @@ export const TERM_GRACE_MS = 2000;
  * spawn does, for a command that cannot be run.
  */
 export function spawnMcpServer(launch: ServerLaunch, guard = guardAvailable()): McpChild {
+  const badCwd = launch.cwd === undefined ? null : cwdProblem(launch.cwd);
+  if (badCwd) throw new Error(badCwd);
   if (guard) {
     // The shell would only say so on stderr and exit 127: name the problem as spawn does.
     const problem = commandProblem(launch);
@@ -112,4 +114,17 @@ function commandProblem(launch: ServerLaunch): string | null {
   return existsSync(path)
     ? `EACCES: permission denied, '${command}'`
     : `ENOENT: no such file or directory, '${command}'`;
+}
+
+/**
+ * Why `cwd` cannot be a server's working folder, or null. Checked before the spawn, whose
+ * ENOENT for a missing cwd names the program it ran instead (the guard's /bin/sh).
+ */
+export function cwdProblem(cwd: string): string | null {
+  try {
+    return statSync(cwd).isDirectory() ? null : `its cwd ${cwd} is not a folder`;
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    return code === "ENOENT" ? `its cwd ${cwd} does not exist` : `its cwd ${cwd} cannot be used (${code})`;
+  }
 }
