@@ -1,9 +1,11 @@
 import { statSync } from "node:fs";
+import { homedir } from "node:os";
 import { dirname, isAbsolute, resolve } from "node:path";
 import { isMap, LineCounter, parseDocument } from "yaml";
 import type { z } from "zod";
 import { CoreError } from "../protocol/errors.ts";
 import { HF_PREFIX } from "../protocol/model-ref.ts";
+import { expandHome } from "../util/home-path.ts";
 import { readConfigFile } from "./config-file.ts";
 import { type Config, ConfigSchema, type LoadedConfig } from "./schema.ts";
 import { unknownKeys } from "./unknown-keys.ts";
@@ -157,8 +159,10 @@ function lineOfPath(
   return undefined;
 }
 
+/** A path of the config: `~/` the home folder, else relative to the config's folder (docs/bootstrap.md). */
 function abs(dir: string, p: string): string {
-  return isAbsolute(p) ? p : resolve(dir, p);
+  const path = expandHome(p, homedir());
+  return isAbsolute(path) ? path : resolve(dir, path);
 }
 
 /** Commands with a slash are paths relative to the config; bare names are looked up on PATH. */

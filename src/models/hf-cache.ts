@@ -1,4 +1,5 @@
 import { join } from "node:path";
+import { expandHome } from "../util/home-path.ts";
 
 /**
  * The Hugging Face hub cache layout that Python's huggingface_hub and the JS hub client share
@@ -13,21 +14,27 @@ import { join } from "node:path";
 
 export type Env = Record<string, string | undefined>;
 
-/** `$HF_HUB_CACHE`, else `$HF_HOME/hub`, else `$XDG_CACHE_HOME/huggingface/hub`, else `~/.cache/huggingface/hub`. */
+/**
+ * `$HF_HUB_CACHE`, else `$HF_HOME/hub`, else `$XDG_CACHE_HOME/huggingface/hub`, else
+ * `~/.cache/huggingface/hub`; a leading `~` in each is the home folder, as huggingface_hub reads them.
+ */
 export function hubCacheDir(env: Env, home: string): string {
-  if (env.HF_HUB_CACHE) return env.HF_HUB_CACHE;
+  if (env.HF_HUB_CACHE) return expandHome(env.HF_HUB_CACHE, home);
   return join(hfHome(env, home), "hub");
 }
 
 /** `$HF_HOME`, else `$XDG_CACHE_HOME/huggingface`, else `~/.cache/huggingface`. */
 export function hfHome(env: Env, home: string): string {
-  if (env.HF_HOME) return env.HF_HOME;
-  return join(env.XDG_CACHE_HOME || join(home, ".cache"), "huggingface");
+  if (env.HF_HOME) return expandHome(env.HF_HOME, home);
+  return join(
+    env.XDG_CACHE_HOME ? expandHome(env.XDG_CACHE_HOME, home) : join(home, ".cache"),
+    "huggingface",
+  );
 }
 
 /** Where a saved token lives: `$HF_TOKEN_PATH`, else `<HF_HOME>/token`. `$HF_TOKEN` wins over the file. */
 export function tokenFile(env: Env, home: string): string {
-  return env.HF_TOKEN_PATH || join(hfHome(env, home), "token");
+  return env.HF_TOKEN_PATH ? expandHome(env.HF_TOKEN_PATH, home) : join(hfHome(env, home), "token");
 }
 
 /** `HF_HUB_OFFLINE=1` (or true/yes/on): never touch the network. */

@@ -55,6 +55,11 @@ export function openRegularFile(path: string): { fd: number; size: number } {
 
 /** A small file's text (a ref, a token, a lock), read whole: NotRegularFile, FileTooLarge or the OS error. */
 export function readSmallFile(path: string, maxBytes: number): string {
+  return readSmallFileBytes(path, maxBytes).toString("utf8");
+}
+
+/** As readSmallFile, the bytes as they are (a caller that decodes them itself). */
+export function readSmallFileBytes(path: string, maxBytes: number): Buffer {
   const { fd, size } = openRegularFile(path);
   try {
     if (size > maxBytes) throw new FileTooLarge(path, size, maxBytes);
@@ -65,7 +70,7 @@ export function readSmallFile(path: string, maxBytes: number): string {
       n = readSync(fd, buffer, length, buffer.length - length, null);
     }
     if (length > maxBytes) throw new FileTooLarge(path, length, maxBytes);
-    return buffer.toString("utf8", 0, length);
+    return buffer.subarray(0, length);
   } finally {
     closeSync(fd);
   }
