@@ -26,9 +26,13 @@ export function isGgufPath(path: string): boolean {
   return path.toLowerCase().endsWith(".gguf");
 }
 
-/** Multimodal projectors ship beside the model as `mmproj-*.gguf`: never the model itself. */
+/**
+ * Multimodal projectors ship beside the model with `mmproj` in their name, first
+ * (`mmproj-F16.gguf`) or as a word of it (second-state's `llava-v1.5-7b-mmproj-model-f16.gguf`):
+ * never the model itself, so `:F16` never picks one as the model.
+ */
 export function isProjector(path: string): boolean {
-  return (path.split("/").at(-1) ?? path).toLowerCase().startsWith("mmproj");
+  return /^mmproj|[-._]mmproj([-._]|$)/i.test(path.split("/").at(-1) ?? path);
 }
 
 /** The repo's GGUFs, split parts gathered under their first part; sorted by that path. */

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { groupGgufs, matchesQuant, pickGguf } from "../../src/models/pick-gguf.ts";
+import { groupGgufs, isProjector, matchesQuant, pickGguf } from "../../src/models/pick-gguf.ts";
 
 describe("which GGUF a ref means", () => {
   test("a quant matches as its own token, case-insensitively", () => {
@@ -80,5 +80,21 @@ describe("which GGUF a ref means", () => {
     });
     expect(pickGguf(repo, {}).kind).toBe("many");
     expect(pickGguf(["README.md"], {})).toEqual({ kind: "none", available: [] });
+  });
+
+  // second-state's llava repos name the projector `<model>-mmproj-model-f16.gguf`: `:F16` is
+  // the model's F16 (docs/models.md "The projector"); a name starting with mmproj is one as before,
+  // a longer word holding it further in ("my-mmprojection") is not.
+  test("a projector with mmproj as a word of its name is never the model", () => {
+    const llava = ["llava-v1.5-7b-Q4_K_M.gguf", "llava-v1.5-7b-mmproj-model-f16.gguf"];
+    expect(pickGguf(llava, { quant: "F16" }).kind).toBe("none");
+    expect(pickGguf([...llava, "llava-v1.5-7b-f16.gguf"], { quant: "F16" })).toMatchObject({
+      kind: "one",
+      group: { first: "llava-v1.5-7b-f16.gguf" },
+    });
+    expect(isProjector("sub/llava-v1.5-7b-mmproj-model-f16.gguf")).toBe(true);
+    expect(isProjector("mmproj-F16.gguf")).toBe(true);
+    expect(isProjector("mmprojection-7b.gguf")).toBe(true);
+    expect(isProjector("my-mmprojection-7b.gguf")).toBe(false);
   });
 });
