@@ -1,6 +1,7 @@
 import type { Database } from "bun:sqlite";
 import { randomBytes } from "node:crypto";
 import { abortable } from "../util/abortable.ts";
+import { logger } from "../util/logger.ts";
 
 /**
  * One turn at a time per session across processes (two app windows, an app and a CLI on one
@@ -110,9 +111,19 @@ export class SessionLeases {
       if (released) return;
       released = true;
       clearInterval(renew);
-      this.db
-        .query("DELETE FROM session_leases WHERE user_id = ? AND session_id = ? AND owner = ?")
-        .run(userId, sessionId, this.owner);
+      // Never thrown: a full or read-only disk, or another process's lock, refuses this DELETE
+      // too, and its throw would hide the turn's own error and skip the release of the session's
+      // lock in this process (its every later chat waiting forever). A row left behind is this
+      // holder's, taken again by its next turn at once, and by another process once it expires.
+      try {
+        this.db
+          .query("DELETE FROM session_leases WHERE user_id = ? AND session_id = ? AND owner = ?")
+          .run(userId, sessionId, this.owner);
+      } catch (err) {
+        logger.warn(
+          `the lease of session ${sessionId} was not released (it expires): ${(err as Error).message}`,
+        );
+      }
     };
   }
 

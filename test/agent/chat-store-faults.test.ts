@@ -72,3 +72,33 @@ describe("chat: the database refuses a write", () => {
     expect(h.history("s")).toHaveLength(2);
   }, 20_000);
 });
+
+describe("chat: the database refuses the turn's last writes", () => {
+  // Seen on a real full tmpfs through the compiled core: the commit failed, then so did the
+  // lease's release (a DELETE needs room in the log too); its throw replaced the named error
+  // with "see the core's log" and skipped the session lock's release, so every later chat of
+  // the session waited forever (the core had to be restarted). Read-only stands in for full
+  // here: both refuse the commit and the release alike.
+  test("a write refused mid-stream: the error names the database; the session serves again once writable", async () => {
+    await using h = new ChatHarness({ agents: [{ name: "plain" }] });
+    h.llama.script({ content: ["kept"] });
+    await h.chat("1", { input: "first", session_id: "s" });
+    h.llama.script({ content: Array(40).fill(" word"), chunk_delay_ms: 10 });
+    h.send("2", "chat", { input: "second", session_id: "s" });
+    await h.waitFor((m) => m.id === "2" && m.event === "llm_chunk");
+    dbOf(h).run("PRAGMA query_only = 1");
+    const terminal = await h.terminal("2");
+    dbOf(h).run("PRAGMA query_only = 0");
+    expect(terminal).toMatchObject({
+      type: "error",
+      code: "internal_error",
+      data: { path: join(h.dataDir, DB_FILE), problem: expect.stringMatching(/^SQLITE_READONLY/) },
+    });
+    expect(h.history("s")).toHaveLength(2);
+    h.llama.script({ content: ["again"] });
+    h.send("3", "chat", { input: "third", session_id: "s" });
+    const next = await Promise.race([h.terminal("3"), Bun.sleep(5000).then(() => undefined)]);
+    expect(next?.type).toBe("result");
+    expect(h.history("s")).toHaveLength(4);
+  }, 20_000);
+});
