@@ -2,7 +2,6 @@ import { basename } from "node:path";
 import type { DocumentFormat, DocumentsAddParams, IndexProgress } from "../protocol/documents.ts";
 import { CoreError } from "../protocol/errors.ts";
 import { documentErased, type PendingDocument } from "../store/document-store.ts";
-import { discardPaced } from "../store/orphan-sweep.ts";
 import { type Store, sessionNotFound } from "../store/store.ts";
 import { titleOf } from "../store/title.ts";
 import { ByteBudget } from "../util/byte-budget.ts";
@@ -154,12 +153,12 @@ function deletedMeanwhile(doc: PendingDocument): CoreError {
 
 /**
  * The rows of an add that never committed, removed a batch at a time off the loop, then the log
- * emptied so their text is in no file either (store/orphan-sweep.ts `discardPaced`); a failure is
- * left to the sweep.
+ * emptied so their text is in no file either (Store.discardAdd; on a full disk, which the add may
+ * have filled itself, with the reserve's room); a failure is left to the sweep.
  */
 async function discard(store: Store, doc: PendingDocument): Promise<void> {
   try {
-    await discardPaced((id, rows, before) => store.discardBatch(id, rows, before), doc.documentId);
+    await store.discardAdd(doc.documentId);
   } catch (err) {
     store.orphans.expect(doc.at);
     logger.warn(

@@ -46,4 +46,24 @@ export class DiskReserve {
   release(): void {
     rmSync(this.path, { force: true });
   }
+
+  /**
+   * An erase (`steps` false); on a full disk (SQLITE_FULL) the same again in small steps, with
+   * the reserve's room freed, put back once it is over.
+   */
+  async orInSteps<T>(erase: (steps: boolean) => Promise<T>): Promise<T> {
+    try {
+      return await erase(false);
+    } catch (err) {
+      if (!String((err as { data?: { problem?: unknown } }).data?.problem ?? "").startsWith("SQLITE_FULL"))
+        throw err;
+      logger.warn(`the disk is full: erasing with the reserve ${this.path} freed, in small steps`);
+      this.release();
+      try {
+        return await erase(true);
+      } finally {
+        this.ensure();
+      }
+    }
+  }
 }

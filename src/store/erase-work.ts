@@ -1,7 +1,7 @@
 import type { Database } from "bun:sqlite";
 import { type CommitTurn, Conversations } from "./conversations.ts";
 import { DocumentStore } from "./document-store.ts";
-import { eraseInSteps, eraseSession, eraseUser, settleErase } from "./erase.ts";
+import { eraseInSteps, eraseSession, eraseUser, settleErase, truncateWal } from "./erase.ts";
 import { type CopyOutcome, eraseDocumentFromCopies, eraseFromCopies } from "./erase-copies.ts";
 
 /**
@@ -9,7 +9,7 @@ import { type CopyOutcome, eraseDocumentFromCopies, eraseFromCopies } from "./er
  * on the main one: with FTS5's `secure-delete` an erase costs seconds per few hundred messages,
  * which the main loop must not wait out (ping, cancel, shutdown answer at once). An edit's commit
  * (`replace_from`, `regenerate`) is one too: it erases the tail it replaces.
- * `steps`: the full-disk way (store/erase.ts `eraseInSteps`). `discard`: one batch of the chunk
+ * `steps`: the full-disk way (store/erase.ts `eraseInSteps`; a discard's batch likewise). `discard`: one batch of the chunk
  * rows of an add that never committed (store/orphan-sweep.ts `discardPaced`), the log emptied
  * after the last (`removedBefore`: what the batches before it removed).
  */
@@ -19,7 +19,7 @@ export type EraseWork =
   | { kind: "document"; userId: string; documentId: string }
   | { kind: "copies"; dataDir: string; userId: string; sessionId?: string; documentId?: string }
   | { kind: "commit"; turn: CommitTurn }
-  | { kind: "discard"; documentId: string; rows: number; removedBefore: number };
+  | { kind: "discard"; documentId: string; rows: number; removedBefore: number; steps: boolean };
 
 /** What each kind answers: sessions (or documents) removed; for `copies`, each copy's outcome; a commit's first seq. */
 export type EraseResult = number | CopyOutcome[];
@@ -40,8 +40,10 @@ export function runErase(db: Database, work: EraseWork): EraseResult {
     case "commit":
       return new Conversations(db).commitTurn(work.turn);
     case "discard": {
+      // On a full disk the log is emptied around each batch, as eraseInSteps does.
+      if (work.steps) truncateWal(db);
       const n = new DocumentStore(db).discard(work.documentId, work.rows);
-      if (n < work.rows && work.removedBefore + n > 0) settleErase(db);
+      if (work.steps || (n < work.rows && work.removedBefore + n > 0)) settleErase(db);
       return n;
     }
     case "copies":

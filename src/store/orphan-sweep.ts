@@ -12,12 +12,13 @@ export const SWEEP_ROWS = 32;
 /** A pass that failed (the database locked past the wait, a full disk) is tried again this much later. */
 const RETRY_MS = 60_000;
 
-/** One batch of an add's rows erased, the log emptied after the last (Store.discardBatch); how many. */
+/** One batch of an add's rows erased, the log emptied after the last; how many. */
 export type DiscardBatch = (documentId: string, rows: number, removedBefore: number) => Promise<number>;
 
 export interface SweepDeps {
   documents: DocumentStore;
-  discard: DiscardBatch;
+  /** All of an unfinished add's rows erased (Store.discardAdd: `discardPaced`); how many. */
+  discard: (documentId: string, stopped: () => boolean) => Promise<number>;
   now: () => number;
 }
 
@@ -100,7 +101,7 @@ export class OrphanSweep {
           this.expect(doc.at);
           continue;
         }
-        removed += await discardPaced(this.deps.discard, doc.documentId, () => this.stopped);
+        removed += await this.deps.discard(doc.documentId, () => this.stopped);
       }
     } catch (err) {
       if (this.stopped) return removed;

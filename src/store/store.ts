@@ -17,7 +17,7 @@ import { FolderIndex, type FolderIndexOptions } from "./folder-index.ts";
 import { eraseImported, importV01 } from "./import-v01.ts";
 import { MemoryStore } from "./memory-store.ts";
 import type { SessionSummary } from "./message-rows.ts";
-import { FIRST_SWEEP_MS, OrphanSweep } from "./orphan-sweep.ts";
+import { discardPaced, FIRST_SWEEP_MS, OrphanSweep } from "./orphan-sweep.ts";
 import { goneSources } from "./quoted-sources.ts";
 import { type Leased, SessionLeases } from "./session-lease.ts";
 import { listSessions, type MessagePage, type SessionPage, sessionMessages } from "./session-pages.ts";
@@ -93,7 +93,7 @@ export class Store {
     this.leases = new SessionLeases(db);
     this.orphans = new OrphanSweep({
       documents: this.documents,
-      discard: (documentId, rows, removedBefore) => this.discardBatch(documentId, rows, removedBefore),
+      discard: (documentId, stopped) => this.discardAdd(documentId, stopped),
       now: () => this.now().getTime(),
     });
     this.busyWaitMs = options.busyWaitMs ?? BUSY_WAIT_MS;
@@ -298,19 +298,8 @@ export class Store {
    * An erase in one transaction; on a full disk, the reserve's room freed and the erase done in
    * small steps (store/erase.ts), the reserve put back once the log is empty again.
    */
-  private async erase(work: Extract<EraseWork, { steps: boolean }>): Promise<number> {
-    try {
-      return (await this.offLoop(work)) as number;
-    } catch (err) {
-      if (!String((err as CoreError).data?.problem ?? "").startsWith("SQLITE_FULL")) throw err;
-      logger.warn(`the disk is full: erasing with the reserve ${this.reserve.path} freed, in small steps`);
-      this.reserve.release();
-      try {
-        return (await this.offLoop({ ...work, steps: true })) as number;
-      } finally {
-        this.reserve.ensure();
-      }
-    }
+  private erase(work: Extract<EraseWork, { steps: boolean }>): Promise<number> {
+    return this.reserve.orInSteps((steps) => this.offLoop({ ...work, steps }) as Promise<number>);
   }
 
   /** The same rows erased in the databases set aside (store/erase-copies.ts: a `quick_check` each). */
@@ -326,9 +315,20 @@ export class Store {
     return this.erases.add(() => this.offLoop({ kind: "commit", turn })) as Promise<number>;
   }
 
-  /** One batch of an unfinished add's chunk rows erased on the store's thread (store/orphan-sweep.ts `discardPaced`). */
-  discardBatch(documentId: string, rows: number, removedBefore: number): Promise<number> {
-    return this.offLoop({ kind: "discard", documentId, rows, removedBefore }) as Promise<number>;
+  /**
+   * An unfinished add's chunk rows erased a batch at a time on the store's thread
+   * (store/orphan-sweep.ts `discardPaced`); on a full disk, which such an add may have filled
+   * itself, as an erase is: with the reserve's room, the log emptied around each batch.
+   */
+  discardAdd(documentId: string, stopped?: () => boolean): Promise<number> {
+    return this.reserve.orInSteps((steps) =>
+      discardPaced(
+        (id, rows, removedBefore) =>
+          this.offLoop({ kind: "discard", documentId: id, rows, removedBefore, steps }) as Promise<number>,
+        documentId,
+        stopped,
+      ),
+    );
   }
 
   /** An erase on the store's thread (the main loop keeps answering), or here without one. */

@@ -1,36 +1,15 @@
 import { afterAll, describe, expect, test } from "bun:test";
-import { spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import { join } from "node:path";
 import { Store } from "../../../src/store/store.ts";
-import { tmpdir } from "../../fixtures/tmpdir.ts";
+import { fillDisk, smallDisk } from "../../fixtures/full-disk.ts";
 
 // Erasing on a full disk (docs/agent.md, The store): a real full file system, a tmpfs of a few
 // MB, which needs root to mount; where it cannot be mounted the test says so and is skipped.
 
-const holder = tmpdir();
-const mount = join(holder.path, "fs");
-fs.mkdirSync(mount);
-const mounted =
-  process.platform === "linux" &&
-  spawnSync("mount", ["-t", "tmpfs", "-o", "size=6m,mode=0700", "tmpfs", mount]).status === 0;
-if (!mounted) console.warn("erase-full-disk: skipped, a tmpfs cannot be mounted here (needs root on Linux)");
-afterAll(() => {
-  if (mounted && spawnSync("umount", [mount]).status !== 0) spawnSync("umount", ["-l", mount]);
-  holder[Symbol.dispose]();
-});
-
-/** Writes zeros until the file system refuses another byte. */
-function fillDisk(path: string): void {
-  const fd = fs.openSync(path, "w");
-  for (const n of [65536, 4096, 1]) {
-    const chunk = Buffer.alloc(n);
-    try {
-      for (;;) fs.writeSync(fd, chunk);
-    } catch {}
-  }
-  fs.closeSync(fd);
-}
+const disk = smallDisk("6m", "erase-full-disk");
+const { path: mount, mounted } = disk;
+afterAll(() => disk.dispose());
 
 const holding = (dir: string, marker: string) =>
   fs.readdirSync(dir).filter((f) => fs.readFileSync(join(dir, f)).includes(Buffer.from(marker)));
