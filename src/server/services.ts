@@ -175,6 +175,8 @@ export class CoreServices implements Services {
   }
 
   store(): Store {
+    const lost = this.database?.lost();
+    if (lost) this.dropStore(lost);
     if (!this.database) {
       const { app, memory } = this.config();
       const { Store } = require("../store/store.ts") as typeof import("../store/store.ts");
@@ -196,6 +198,25 @@ export class CoreServices implements Services {
       }
     }
     return this.database;
+  }
+
+  /**
+   * The database was removed or replaced under this core (the data folder deleted, a file put in
+   * its place): the store is closed and the call that noticed opens one at the path, as a start
+   * would, or names why it cannot (docs/agent.md, The store). Its embedder goes with it.
+   */
+  private dropStore(problem: string): void {
+    const old = this.database as Store;
+    const embedder = this.embedder;
+    this.database = undefined;
+    this.embedder = undefined;
+    logger.warn(
+      `the database ${old.path} was removed or replaced while the core ran (${problem}): closed; a new one is opened at its path`,
+    );
+    void (async () => {
+      await embedder?.stop();
+      await old.stop();
+    })().catch((err) => logUnexpected("closing the removed database failed", err));
   }
 
   memoryIndex(options?: { create: boolean }): MemoryEmbedder | undefined {

@@ -5,6 +5,7 @@ import { logger } from "../util/logger.ts";
 import { ChunkThread } from "./chunk-thread.ts";
 import { type CommitTurn, Conversations } from "./conversations.ts";
 import { DB_FILE, type OpenOptions, openStore, storeError } from "./db/open.ts";
+import { DbIdentity } from "./db-identity.ts";
 import { DiskReserve } from "./disk-reserve.ts";
 import { DocumentStore, type PendingDocument } from "./document-store.ts";
 import { forgetScrub, scrubWal, truncateWal } from "./erase.ts";
@@ -77,6 +78,8 @@ export class Store {
   private readonly chunkThread: ChunkThread | undefined;
   /** This core's erases, one after another; its other writes wait for them (`afterErases`). */
   private readonly erases = new EraseQueue();
+  /** The file opened: one removed or replaced meanwhile is noticed (`lost`). */
+  private readonly file: DbIdentity;
 
   private constructor(
     private readonly db: Database,
@@ -85,6 +88,7 @@ export class Store {
     options: StoreOptions,
   ) {
     this.path = opened.path;
+    this.file = new DbIdentity(opened.path);
     this.fts = opened.fts;
     this.conversations = new Conversations(db);
     this.memory = new MemoryStore(db, opened.fts, options.folders ?? []);
@@ -359,6 +363,11 @@ export class Store {
     const s = this.guard(() => this.conversations.session(userId, sessionId));
     if (!s) throw sessionNotFound(sessionId);
     return s;
+  }
+
+  /** Why the database file at the path is no longer the one this store has open (db-identity.ts), or undefined. */
+  lost(): string | undefined {
+    return this.closed ? undefined : this.file.lost();
   }
 
   /** At shutdown: an erase under way finishes first (the user asked for it), then the close. */

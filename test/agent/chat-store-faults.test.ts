@@ -1,5 +1,6 @@
 import { Database } from "bun:sqlite";
 import { describe, expect, test } from "bun:test";
+import { rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { DB_FILE } from "../../src/store/db/open.ts";
 import { ChatHarness } from "./harness.ts";
@@ -101,4 +102,49 @@ describe("chat: the database refuses the turn's last writes", () => {
     expect(next?.type).toBe("result");
     expect(h.history("s")).toHaveLength(4);
   }, 20_000);
+});
+
+describe("chat: the data folder removed or replaced while the core runs", () => {
+  // Seen through the compiled core: SQLite kept writing to the file it had open, so after
+  // `rm -rf` of the data folder (or a file put in its place) every chat still answered ok into
+  // no file, lost at the next start, and sessions.list still showed the removed sessions.
+  test("removed: the next request opens a new database at the path, and what it commits is there", async () => {
+    await using h = new ChatHarness({ agents: [{ name: "plain" }] });
+    h.llama.script({ content: ["kept"] });
+    await h.chat("1", { input: "first", session_id: "s" });
+    rmSync(h.dataDir, { recursive: true, force: true });
+    h.llama.script({ content: ["anew"] });
+    expect((await h.chat("2", { input: "second", session_id: "s" })).terminal.type).toBe("result");
+    expect(h.history("s")).toEqual([
+      { role: "user", content: "second" },
+      { role: "assistant", content: "anew" },
+    ]);
+    const onDisk = new Database(join(h.dataDir, DB_FILE), { readonly: true });
+    try {
+      expect(onDisk.query("SELECT COUNT(*) AS n FROM messages").get()).toEqual({ n: 2 });
+    } finally {
+      onDisk.close();
+    }
+  });
+
+  test("a file in its place: the chat names the folder and the problem, as at a start", async () => {
+    await using h = new ChatHarness({ agents: [{ name: "plain" }] });
+    h.llama.script({ content: ["kept"] });
+    await h.chat("1", { input: "first", session_id: "s" });
+    rmSync(h.dataDir, { recursive: true, force: true });
+    writeFileSync(h.dataDir, "a file now");
+    const { terminal } = await h.chat("2", { input: "second", session_id: "s" });
+    expect(terminal).toMatchObject({
+      type: "error",
+      code: "internal_error",
+      data: { key: "app.data_dir", path: h.dataDir },
+    });
+    expect(terminal.message).toContain(`${h.dataDir} is a file, not a folder`);
+    h.send("3", "sessions.list", {});
+    expect(await h.terminal("3")).toMatchObject({
+      type: "error",
+      data: { key: "app.data_dir", path: h.dataDir },
+    });
+    rmSync(h.dataDir);
+  });
 });
