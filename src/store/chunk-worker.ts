@@ -42,6 +42,14 @@ self.onmessage = (event: MessageEvent<ChunkAsk>) => {
     self.postMessage({ id: ask.id, ok: true });
   } catch (err) {
     const e = err as { name?: string; message?: string; code?: string; data?: Record<string, unknown> };
+    // SQLite opens a file it cannot write then read-only, and the connection stays so: dropped,
+    // the next ask opens another, which writes once the file can be written again (else every
+    // erase and add failed until a restart; docs/agent.md, The store, "Errors").
+    if (/^SQLITE_READONLY/.test(e.code ?? "")) {
+      db?.close(false);
+      db = undefined;
+      docs = undefined;
+    }
     const answer: ChunkAnswer = {
       id: ask.id,
       ok: false,
