@@ -1,7 +1,8 @@
 import { Database } from "bun:sqlite";
-import { existsSync, readFileSync } from "node:fs";
+import { accessSync, constants, existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Config } from "../config/schema.ts";
+import { fsProblemText } from "../store/data-dir-problem.ts";
 import { DB_FILE, damagedMarker, integrityProblem } from "../store/db/open.ts";
 import type { Check } from "./checks.ts";
 
@@ -44,6 +45,16 @@ export function storeCheck(config: Config, hasFts5 = sqliteHasFts5()): Check {
       message: `the database ${path} met damage (${why}); it is set aside at the core's next start and a fresh one made`,
       fix: "restart the core; the damaged file is kept as local-ai.db.corrupt-<time>",
       data,
+    };
+  }
+  const locked = unwritable(path);
+  if (locked) {
+    return {
+      id: "store",
+      status: "fail",
+      message: `the database file ${locked.file} cannot be written: ${fsProblemText(locked.problem)}; chats, documents.add and deletes fail until it can`,
+      fix: "make it writable by the user the core runs as (its mode or owner, chattr -i, a read-write mount)",
+      data: { ...data, file: locked.file, problem: locked.problem },
     };
   }
   let db: Database | undefined;
@@ -91,4 +102,20 @@ function resetOrOk(
     };
   }
   return { id: "store", status, message: `${path} is healthy; ${fts}`, data };
+}
+
+/**
+ * The first of the database's files (its log and the log's index too, when there) this user
+ * cannot write: the quick_check reads, and a read-only file passed it while every write failed.
+ */
+function unwritable(path: string): { file: string; problem: string } | undefined {
+  for (const file of [path, `${path}-wal`, `${path}-shm`]) {
+    try {
+      accessSync(file, constants.W_OK);
+    } catch (err) {
+      const problem = (err as NodeJS.ErrnoException).code ?? "EIO";
+      if (problem !== "ENOENT") return { file, problem };
+    }
+  }
+  return undefined;
 }

@@ -1,6 +1,7 @@
 import { Database } from "bun:sqlite";
 import { describe, expect, test } from "bun:test";
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { chmodSync, existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { ConfigSchema } from "../../src/config/schema.ts";
 import { storeCheck } from "../../src/doctor/store-check.ts";
@@ -65,4 +66,27 @@ describe("doctor: the conversation database", () => {
     db.close();
     expect(existsSync(`${path}.damaged`)).toBe(false);
   });
+
+  // Seen through the compiled core: local-ai.db made read-only (chattr +i, a mode) while it ran;
+  // every write failed, and doctor said nothing (the quick_check only reads).
+  test.skipIf(process.platform === "win32")(
+    "a database file that cannot be written fails the check, naming it",
+    () => {
+      using dir = tmpdir();
+      Store.open(dir.path).close();
+      const path = join(dir.path, DB_FILE);
+      // Root writes whatever a file's mode says: an immutable file is read-only even to it.
+      const root = process.getuid?.() === 0;
+      if (root && spawnSync("chattr", ["+i", path]).status !== 0) return;
+      if (!root) chmodSync(path, 0o400);
+      try {
+        const c = storeCheck(configAt(dir.path));
+        expect(c).toMatchObject({ status: "fail", data: { file: path, problem: root ? "EPERM" : "EACCES" } });
+        expect(c.message).toContain(`${path} cannot be written`);
+      } finally {
+        if (root) spawnSync("chattr", ["-i", path]);
+        else chmodSync(path, 0o600);
+      }
+    },
+  );
 });
