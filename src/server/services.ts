@@ -175,8 +175,8 @@ export class CoreServices implements Services {
   }
 
   store(): Store {
-    const lost = this.database?.lost();
-    if (lost) this.dropStore(lost);
+    const stale = this.database?.stale();
+    if (stale) this.dropStore(stale);
     if (!this.database) {
       const { app, memory } = this.config();
       const { Store } = require("../store/store.ts") as typeof import("../store/store.ts");
@@ -202,8 +202,9 @@ export class CoreServices implements Services {
 
   /**
    * The database was removed or replaced under this core (the data folder deleted, a file put in
-   * its place): the store is closed and the call that noticed opens one at the path, as a start
-   * would, or names why it cannot (docs/agent.md, The store). Its embedder goes with it.
+   * its place), or was opened read-only and can be written now: the store is closed and the call
+   * that noticed opens one at the path, as a start would, or names why it cannot (docs/agent.md,
+   * The store). Its embedder goes with it.
    */
   private dropStore(problem: string): void {
     const old = this.database as Store;
@@ -211,7 +212,7 @@ export class CoreServices implements Services {
     this.database = undefined;
     this.embedder = undefined;
     logger.warn(
-      `the database ${old.path} was removed or replaced while the core ran (${problem}): closed; a new one is opened at its path`,
+      `the database ${old.path} was ${problem} while the core ran: closed; it is opened again at its path`,
     );
     void (async () => {
       await embedder?.stop();

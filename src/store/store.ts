@@ -78,7 +78,7 @@ export class Store {
   private readonly chunkThread: ChunkThread | undefined;
   /** This core's erases, one after another; its other writes wait for them (`afterErases`). */
   private readonly erases = new EraseQueue();
-  /** The file opened: one removed or replaced meanwhile is noticed (`lost`). */
+  /** The file opened: one removed or replaced meanwhile is noticed (`stale`). */
   private readonly file: DbIdentity;
 
   private constructor(
@@ -365,9 +365,9 @@ export class Store {
     return s;
   }
 
-  /** Why the database file at the path is no longer the one this store has open (db-identity.ts), or undefined. */
-  lost(): string | undefined {
-    return this.closed ? undefined : this.file.lost();
+  /** Why this store should give way to a new one at its path (db-identity.ts: removed, replaced, writable again), or undefined. */
+  stale(): string | undefined {
+    return this.closed ? undefined : this.file.stale();
   }
 
   /** At shutdown: an erase under way finishes first (the user asked for it), then the close. */

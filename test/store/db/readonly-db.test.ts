@@ -2,6 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { spawnSync } from "node:child_process";
 import { join } from "node:path";
 import { Store } from "../../../src/store/store.ts";
+import { ChatHarness } from "../../agent/harness.ts";
 import { filesHolding } from "../../fixtures/files-holding.ts";
 import { tmpdir } from "../../fixtures/tmpdir.ts";
 
@@ -19,7 +20,7 @@ const canChattr =
   spawnSync("chattr", ["+i", join(probe.path, "f")]).status === 0 &&
   spawnSync("chattr", ["-i", join(probe.path, "f")]).status === 0;
 probe[Symbol.dispose]();
-if (!canChattr) console.warn("readonly-thread: skipped, chattr +i cannot be set here (needs root on Linux)");
+if (!canChattr) console.warn("readonly-db: skipped, chattr +i cannot be set here (needs root on Linux)");
 
 const chattr = (flag: string, files: string[]) => {
   for (const f of files) expect(spawnSync("chattr", [flag, f]).status).toBe(0);
@@ -56,5 +57,29 @@ describe("the store's thread after the database was read-only for a while", () =
       spawnSync("chattr", ["-i", ...files]);
       store.close();
     }
+  });
+});
+
+describe("a core started while the database was read-only", () => {
+  // Seen through the compiled core: SQLite opened the file read-only for good, so every chat
+  // failed with SQLITE_READONLY until a restart, though the file was writable again.
+  test.skipIf(!canChattr)("chats again once the file can be written, without a restart", async () => {
+    await using h = new ChatHarness({ agents: [{ name: "plain" }] });
+    Store.open(h.dataDir).close();
+    const db = join(h.dataDir, "local-ai.db");
+    chattr("+i", [db]);
+    try {
+      h.llama.script({ content: ["refused"] });
+      const { terminal } = await h.chat("1", { input: "first", session_id: "s" });
+      expect(terminal).toMatchObject({
+        type: "error",
+        data: { problem: expect.stringMatching(/^SQLITE_READONLY/) },
+      });
+    } finally {
+      chattr("-i", [db]);
+    }
+    h.llama.script({ content: ["kept"] });
+    expect((await h.chat("2", { input: "second", session_id: "s" })).terminal.type).toBe("result");
+    expect(h.history("s")).toHaveLength(2);
   });
 });
