@@ -29,7 +29,7 @@ export class DbIdentity {
     } catch (err) {
       return `removed (${(err as NodeJS.ErrnoException).code ?? "unreadable"})`;
     }
-    return this.readOnly && writable(this.path) ? "writable again (it was opened read-only)" : undefined;
+    return this.readOnly && writable(this.path) ? "made writable (it was opened read-only)" : undefined;
   }
 }
 
