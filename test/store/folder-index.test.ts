@@ -196,3 +196,32 @@ describe("a folder over the cap of files", () => {
     expect(lines).toEqual([]);
   });
 });
+
+describe("a walk the database refused", () => {
+  // Seen through the compiled core on a full tmpfs: the walk failed once, nothing walked the
+  // folder again until a file in it changed or the core restarted (288 of 3,000 files indexed
+  // after the disk had room again). Read-only stands in for full: both refuse the batch.
+  test("is tried again later, and the folder is indexed once the database takes writes", async () => {
+    using dir = tmpdir();
+    const folder = notes(dir.path, 20, 500);
+    const store = Store.open(join(dir.path, "data"), {
+      folders: [folder],
+      folderIndex: { watch: false, retryMs: 200 },
+    });
+    const db = (store as unknown as { db: import("bun:sqlite").Database }).db;
+    const files = () => (db.query("SELECT COUNT(*) AS n FROM memory_files").get() as { n: number }).n;
+    const warn = spyOn(logger, "warn").mockImplementation(() => {});
+    try {
+      db.run("PRAGMA query_only = 1");
+      await store.folderIndex.start();
+      db.run("PRAGMA query_only = 0");
+      expect(files()).toBe(0);
+      expect(warn.mock.calls.some(([m]) => String(m).includes("could not be indexed"))).toBe(true);
+      for (let i = 0; i < 50 && files() < 20; i++) await Bun.sleep(50);
+      expect(files()).toBe(20);
+    } finally {
+      warn.mockRestore();
+      store.close();
+    }
+  });
+});
