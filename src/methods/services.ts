@@ -50,8 +50,11 @@ export interface Services {
    * with the llama provider. With several models, each model's own (default: `default`'s).
    */
   promptReuse(model?: string): PromptReuse;
-  /** A session's (or, without one, a user's) saved KV state and prompt records erased with it. */
-  forgetKv(userId: string, sessionId?: string): void;
+  /**
+   * A session's (or, without one, a user's) saved KV state and prompt records erased with it;
+   * the files of `data_dir/kv` an erase could not remove and that are still there.
+   */
+  forgetKv(userId: string, sessionId?: string): string[];
   /** What memory notes quote erased (`document:<id>`): every saved KV state and record holding a passage of it. */
   forgetKvSource(userId: string, source: string): void;
   /** A pull's edges on this machine (its environment, the home folder), read when asked. */

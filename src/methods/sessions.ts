@@ -1,3 +1,4 @@
+import { CoreError } from "../protocol/errors.ts";
 import {
   SessionsAttachmentParamsSchema,
   SessionsAttachmentResultSchema,
@@ -18,6 +19,7 @@ import {
 } from "../protocol/sessions.ts";
 import { exportInline, exportToFile } from "../store/export-file.ts";
 import { defineMethod } from "./definition.ts";
+import type { Services } from "./services.ts";
 
 // The host's view of its conversations (docs/protocol.md "Conversations"): each a thin call into
 // the store, which validates nothing the params schema did not.
@@ -54,9 +56,15 @@ export const sessionsDelete = defineMethod({
   result: () => SessionsDeleteResultSchema,
   run: async (p, _ctx, services) => {
     const store = services.store();
-    store.mustFind(p.user_id, p.session_id);
+    try {
+      store.mustFind(p.user_id, p.session_id);
+    } catch (err) {
+      // A delete sent again after one that could not remove its saved KV state: tried again.
+      kvErased(services.forgetKv(p.user_id, p.session_id));
+      throw err;
+    }
     const { copies } = await store.deleteSession(p.user_id, p.session_id);
-    services.forgetKv(p.user_id, p.session_id);
+    kvErased(services.forgetKv(p.user_id, p.session_id));
     return { deleted: true as const, set_aside_copies: copies };
   },
 });
@@ -95,7 +103,22 @@ export const usersDelete = defineMethod({
   result: () => UsersDeleteResultSchema,
   run: async (p, _ctx, services) => {
     const { deleted_sessions, copies } = await services.store().deleteUser(p.user_id);
-    services.forgetKv(p.user_id);
+    kvErased(services.forgetKv(p.user_id));
     return { deleted_sessions, set_aside_copies: copies };
   },
 });
+
+/**
+ * An erase never answers ok while a saved KV state of it stays on disk (docs/protocol.md,
+ * `users.delete`): a file that could not be removed fails the delete, naming it; sending the
+ * delete again tries again. Seen with data_dir/kv not writable: `deleted: true`, the session's
+ * tokens still readable there, and never tried again.
+ */
+function kvErased(left: ReturnType<Services["forgetKv"]>): void {
+  if (left.length === 0) return;
+  throw new CoreError(
+    "internal_error",
+    `the rows are erased, but ${left.length} saved KV state file(s) could not be removed (${left[0]}; see the core's log for why); send the delete again once they can be`,
+    { key: "app.data_dir", file: left[0], files: left },
+  );
+}

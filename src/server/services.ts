@@ -323,15 +323,13 @@ export class CoreServices implements Services {
     });
   }
 
-  forgetKv(userId: string, sessionId?: string): void {
-    if (this.several?.forget(userId, sessionId)) return;
-    if (this.reuse) {
-      this.reuse.forget(userId, sessionId);
-      return;
-    }
-    const disk = this.disk();
-    if (sessionId === undefined) disk?.removeUser(userId);
-    else disk?.removeSession(userId, sessionId);
+  forgetKv(userId: string, sessionId?: string): string[] {
+    if (this.several?.forget(userId, sessionId)) {
+      // Each model's prompt reuse erases over the one KV folder (this.disk()).
+    } else if (this.reuse) this.reuse.forget(userId, sessionId);
+    else if (sessionId === undefined) this.disk()?.removeUser(userId);
+    else this.disk()?.removeSession(userId, sessionId);
+    return this.kvDisk?.unremoved() ?? [];
   }
 
   /** What memory notes quote erased, from the saved KV state of `userId` (every user's: undefined). */

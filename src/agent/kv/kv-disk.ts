@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from "node:crypto";
-import { chmodSync, lstatSync, readdirSync, renameSync, statSync, unlinkSync } from "node:fs";
+import { chmodSync, existsSync, lstatSync, readdirSync, renameSync, statSync, unlinkSync } from "node:fs";
 import { join } from "node:path";
 import { z } from "zod";
 import { isAlive } from "../../runtime/proc-info.ts";
@@ -67,6 +67,8 @@ export interface KvUse {
 
 export class KvDisk {
   private use: KvUse | undefined;
+  /** Files of ours a removal failed on (EACCES, EBUSY…): an erase that leaves one says so (`unremoved`). */
+  private readonly stuck = new Set<string>();
 
   constructor(
     readonly dir: string,
@@ -165,13 +167,13 @@ export class KvDisk {
 
   /** Drops what llama-server left under a temporary name (a save that failed or was not kept). */
   discard(temp: string): void {
-    dropFile(join(this.dir, temp));
+    this.drop(join(this.dir, temp));
   }
 
   /** Drops a session's files (a restore that failed, another fingerprint, the session deleted). */
   remove(name: string): void {
-    dropFile(this.binOf(name));
-    dropFile(this.sidecarOf(name));
+    this.drop(this.binOf(name));
+    this.drop(this.sidecarOf(name));
     this.use = undefined;
   }
 
@@ -203,6 +205,21 @@ export class KvDisk {
     this.erase(
       (e) => (userId === undefined || e.user_id === userId) && e.note_sources.some((s) => erased.has(s)),
     );
+  }
+
+  /**
+   * The files of ours that a removal failed on and that are still there: a session's saved state
+   * an erase could not take (the folder not writable, the file held open on Windows), which
+   * `sessions.delete` and `users.delete` must not answer ok over (docs/agent.md#prompt-reuse).
+   */
+  unremoved(): string[] {
+    for (const path of this.stuck) if (!existsSync(path)) this.stuck.delete(path);
+    return [...this.stuck];
+  }
+
+  private drop(path: string): void {
+    if (dropFile(path)) this.stuck.delete(path);
+    else this.stuck.add(path);
   }
 
   /** What the saved states take now (`status`), counted once and kept up to date by this core. */
@@ -239,7 +256,7 @@ export class KvDisk {
     for (const name of names) this.remove(name);
     for (const f of this.listing()) {
       const m = OWN_TEMP.exec(f);
-      if (m && names.has(m[1] as string)) dropFile(join(this.dir, f));
+      if (m && names.has(m[1] as string)) this.drop(join(this.dir, f));
     }
     this.dropLeftovers();
   }
@@ -343,20 +360,23 @@ const alive = (pid: number) => pid === process.pid || isAlive(pid);
 
 /**
  * Removes a file of ours, never throwing: a directory (or anything else) in its place is left
- * where it is, and said once; a folder that is not one (ENOTDIR) has nothing to remove.
+ * where it is, and said once; a folder that is not one (ENOTDIR) has nothing to remove. False
+ * when the file is still there.
  */
-function dropFile(path: string): void {
+function dropFile(path: string): boolean {
   try {
     if (lstatSync(path).isDirectory()) {
       logger.warn(`${path} is a directory where a KV state file belongs: left as it is`);
-      return;
+      return true;
     }
     unlinkSync(path);
   } catch (err) {
     const code = (err as { code?: string }).code;
-    if (code !== "ENOENT" && code !== "ENOTDIR")
-      logger.warn(`${path} could not be removed: ${(err as Error).message}`);
+    if (code === "ENOENT" || code === "ENOTDIR") return true;
+    logger.warn(`${path} could not be removed: ${(err as Error).message}`);
+    return false;
   }
+  return true;
 }
 
 /** A session's saved state as the disk will describe it. */

@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { Store } from "../../../src/store/store.ts";
 import { ChatHarness } from "../../agent/harness.ts";
 import { filesHolding } from "../../fixtures/files-holding.ts";
+import { canMakeImmutable } from "../../fixtures/full-disk.ts";
 import { tmpdir } from "../../fixtures/tmpdir.ts";
 
 // A database that could not be written for a while (docs/agent.md, The store: "Errors"): the
@@ -13,14 +14,7 @@ import { tmpdir } from "../../fixtures/tmpdir.ts";
 // through the compiled core: sessions.delete refused for good). An immutable file (chattr +i)
 // is read-only even to root; where chattr cannot set it (not root, a file system without it)
 // the test says so and is skipped.
-const probe = tmpdir();
-const canChattr =
-  process.platform === "linux" &&
-  spawnSync("touch", [join(probe.path, "f")]).status === 0 &&
-  spawnSync("chattr", ["+i", join(probe.path, "f")]).status === 0 &&
-  spawnSync("chattr", ["-i", join(probe.path, "f")]).status === 0;
-probe[Symbol.dispose]();
-if (!canChattr) console.warn("readonly-db: skipped, chattr +i cannot be set here (needs root on Linux)");
+const canChattr = canMakeImmutable("readonly-db");
 
 const chattr = (flag: string, files: string[]) => {
   for (const f of files) expect(spawnSync("chattr", [flag, f]).status).toBe(0);
