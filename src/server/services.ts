@@ -324,12 +324,19 @@ export class CoreServices implements Services {
   }
 
   forgetKv(userId: string, sessionId?: string): string[] {
-    if (this.several?.forget(userId, sessionId)) {
-      // Each model's prompt reuse erases over the one KV folder (this.disk()).
-    } else if (this.reuse) this.reuse.forget(userId, sessionId);
-    else if (sessionId === undefined) this.disk()?.removeUser(userId);
-    else this.disk()?.removeSession(userId, sessionId);
-    return this.kvDisk?.unremoved() ?? [];
+    const erase = () => {
+      // With several models, each one's prompt reuse erases over the one KV folder (this.disk()).
+      if (this.several?.forget(userId, sessionId)) return;
+      if (this.reuse) this.reuse.forget(userId, sessionId);
+      else if (sessionId === undefined) this.disk()?.removeUser(userId);
+      else this.disk()?.removeSession(userId, sessionId);
+    };
+    const disk = this.disk();
+    if (!disk) {
+      erase();
+      return [];
+    }
+    return disk.unremovedBy(erase);
   }
 
   /** What memory notes quote erased, from the saved KV state of `userId` (every user's: undefined). */

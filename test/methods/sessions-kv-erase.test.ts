@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { KvDisk } from "../../src/agent/kv/kv-disk.ts";
 import { ChatHarness, type Msg } from "../agent/harness.ts";
 import { canMakeImmutable } from "../fixtures/full-disk.ts";
+import { tmpdir } from "../fixtures/tmpdir.ts";
 
 // An erase never answers ok while a saved KV state of it stays on disk (docs/protocol.md,
 // `users.delete`; docs/agent.md#prompt-reuse). Seen through the compiled core with data_dir/kv
@@ -13,7 +14,6 @@ import { canMakeImmutable } from "../fixtures/full-disk.ts";
 // immutable file (chattr +i) cannot be removed even by root; where chattr cannot set it the test
 // says so and is skipped.
 const canChattr = canMakeImmutable("sessions-kv-erase");
-console.warn("sessions-kv-erase: skipped, chattr +i cannot be set here (needs root on Linux)");
 
 describe("a delete whose saved KV state cannot be removed", () => {
   test.skipIf(!canChattr)("fails naming the file; sent again once it can be, it removes it", async () => {
@@ -40,5 +40,23 @@ describe("a delete whose saved KV state cannot be removed", () => {
     const again = await call("3", "sessions.delete", { session_id: "s" });
     expect(again).toMatchObject({ type: "error", data: { reason: "session_not_found" } });
     expect(existsSync(bin)).toBe(false);
+  });
+
+  // A file of another session stuck meanwhile is not this erase's to report (docs/agent.md#prompt-reuse).
+  test.skipIf(!canChattr)("names only the erase's own files", () => {
+    using dir = tmpdir();
+    const kv = new KvDisk(dir.path, 1 << 30);
+    const fileOf = (session: string) => join(dir.path, `${kv.nameOf("u", session)}.bin`);
+    for (const s of ["a", "b"]) writeFileSync(fileOf(s), `tokens of ${s}`);
+    expect(spawnSync("chattr", ["+i", fileOf("a"), fileOf("b")]).status).toBe(0);
+    try {
+      expect(kv.unremovedBy(() => kv.removeSession("u", "a"))).toEqual([fileOf("a")]);
+      expect(kv.unremovedBy(() => kv.removeSession("u", "b"))).toEqual([fileOf("b")]);
+      expect(kv.unremovedBy(() => {})).toEqual([]);
+    } finally {
+      spawnSync("chattr", ["-i", fileOf("a"), fileOf("b")]);
+    }
+    expect(kv.unremovedBy(() => kv.removeSession("u", "a"))).toEqual([]);
+    expect(existsSync(fileOf("a"))).toBe(false);
   });
 });

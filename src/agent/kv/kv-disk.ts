@@ -67,8 +67,8 @@ export interface KvUse {
 
 export class KvDisk {
   private use: KvUse | undefined;
-  /** Files of ours a removal failed on (EACCES, EBUSY…): an erase that leaves one says so (`unremoved`). */
-  private readonly stuck = new Set<string>();
+  /** Files a removal failed on (EACCES, EBUSY…) while an erase runs (`unremovedBy`). */
+  private failing: Set<string> | undefined;
 
   constructor(
     readonly dir: string,
@@ -208,18 +208,25 @@ export class KvDisk {
   }
 
   /**
-   * The files of ours that a removal failed on and that are still there: a session's saved state
-   * an erase could not take (the folder not writable, the file held open on Windows), which
-   * `sessions.delete` and `users.delete` must not answer ok over (docs/agent.md#prompt-reuse).
+   * Runs `erase` (synchronous: the removals of a session's or a user's files) and returns those
+   * of its files a removal failed on that are still there: a saved state the erase could not take
+   * (the folder not writable, the file held open on Windows), which `sessions.delete` and
+   * `users.delete` must not answer ok over (docs/agent.md#prompt-reuse). Another session's file
+   * stuck meanwhile is not this erase's.
    */
-  unremoved(): string[] {
-    for (const path of this.stuck) if (!existsSync(path)) this.stuck.delete(path);
-    return [...this.stuck];
+  unremovedBy(erase: () => void): string[] {
+    const failing = new Set<string>();
+    this.failing = failing;
+    try {
+      erase();
+    } finally {
+      this.failing = undefined;
+    }
+    return [...failing].filter((path) => existsSync(path));
   }
 
   private drop(path: string): void {
-    if (dropFile(path)) this.stuck.delete(path);
-    else this.stuck.add(path);
+    if (!dropFile(path)) this.failing?.add(path);
   }
 
   /** What the saved states take now (`status`), counted once and kept up to date by this core. */
