@@ -114,8 +114,18 @@ export class KvDisk {
     const path = join(this.dir, temp);
     let described = false;
     try {
+      const size = statSync(path).size;
+      // llama-server answers the bytes it meant to write (llama_state_seq_save_file's file.tell())
+      // and checks no flush: on a full disk the file is shorter, and would be restored as whole.
+      if (size !== entry.bytes) {
+        logger.warn(
+          `the KV state of session ${entry.session_id} is ${size} bytes on disk, llama-server wrote ${entry.bytes} (a full disk cuts it short): not kept`,
+        );
+        this.discard(temp);
+        return false;
+      }
       // One state over the whole budget would evict every other and then itself: not kept.
-      const bytes = statSync(path).size + JSON.stringify(entry).length;
+      const bytes = size + JSON.stringify(entry).length;
       if (bytes > this.budgetBytes) {
         logger.info(
           `the KV state of session ${entry.session_id} (${bytes} bytes) is over llama.kv_disk_bytes (${this.budgetBytes}): not kept`,

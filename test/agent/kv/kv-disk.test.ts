@@ -202,6 +202,27 @@ describe("KvDisk", () => {
     expect(disk.entry("u", "s")?.bytes).toBe(before?.bytes as number);
   });
 
+  // llama-server answers n_written from file.tell() and checks no flush: a full disk leaves the
+  // file shorter than it says (docs/agent.md#prompt-reuse, "Faults").
+  test("a state file shorter than llama-server's n_written is not kept, what was there stays", async () => {
+    using dir = tmpdir();
+    const disk = new KvDisk(dir.path, 1_000_000);
+    await save(disk, "u", "s", 100, 1);
+    const temp = disk.tempName(disk.nameOf("u", "s"));
+    writeFileSync(join(disk.dir, temp), "x".repeat(60));
+    const entry = entryOf(
+      { userId: "u", sessionId: "s" },
+      FP,
+      { n_saved: 10, n_written: 100 },
+      emptyRecord(),
+      [],
+      2,
+    );
+    expect(await disk.commit(temp, entry)).toBe(false);
+    expect(existsSync(join(disk.dir, temp))).toBe(false);
+    expect(disk.entry("u", "s")?.saved_at).toBe(1);
+  });
+
   test("a session erased while its sidecar syncs: nothing of it is put in place, no temporary file left", async () => {
     using dir = tmpdir();
     const disk = new KvDisk(dir.path, 1_000_000);
