@@ -176,7 +176,7 @@ export class CoreServices implements Services {
 
   store(): Store {
     const stale = this.database?.stale();
-    if (stale) this.dropStore(stale);
+    if (stale) this.dropStore(this.database as Store, stale);
     if (!this.database) {
       const { app, memory } = this.config();
       const { Store } = require("../store/store.ts") as typeof import("../store/store.ts");
@@ -206,8 +206,7 @@ export class CoreServices implements Services {
    * that noticed opens one at the path, as a start would, or names why it cannot (docs/agent.md,
    * The store). Its embedder goes with it.
    */
-  private dropStore(problem: string): void {
-    const old = this.database as Store;
+  private dropStore(old: Store, problem: string): void {
     const embedder = this.embedder;
     this.database = undefined;
     this.embedder = undefined;
@@ -332,11 +331,9 @@ export class CoreServices implements Services {
       else this.disk()?.removeSession(userId, sessionId);
     };
     const disk = this.disk();
-    if (!disk) {
-      erase();
-      return [];
-    }
-    return disk.unremovedBy(erase);
+    if (disk) return disk.unremovedBy(erase);
+    erase();
+    return [];
   }
 
   /** What memory notes quote erased, from the saved KV state of `userId` (every user's: undefined). */

@@ -1,13 +1,14 @@
 import { createHash, randomBytes } from "node:crypto";
 import { chmodSync, existsSync, lstatSync, readdirSync, renameSync, statSync, unlinkSync } from "node:fs";
 import { join } from "node:path";
-import { z } from "zod";
 import { isAlive } from "../../runtime/proc-info.ts";
 import { stageFileAtomic, syncFolderAsync } from "../../store/atomic.ts";
 import { logger } from "../../util/logger.ts";
 import { ensurePrivateDir, PRIVATE_FILE_MODE } from "../../util/private-fs.ts";
 import { readSmallFile } from "../../util/read-file.ts";
-import { type PromptRecord, PromptRecordSchema } from "./prompt-record.ts";
+import { type KvEntry, SidecarSchema } from "./kv-entry.ts";
+
+export type { KvEntry };
 
 /**
  * The sessions' saved KV state under data_dir/kv (docs/agent.md#prompt-reuse), one pair of files
@@ -27,21 +28,6 @@ import { type PromptRecord, PromptRecordSchema } from "./prompt-record.ts";
  * this core names them count against the budget or are ever removed, and only files are
  * removed (a directory in their place is left, and the session's state is not kept).
  */
-
-const SidecarSchema = z.object({
-  version: z.literal(1),
-  user_id: z.string(),
-  session_id: z.string(),
-  fingerprint: z.string(),
-  tokens: z.number().int().nonnegative(),
-  bytes: z.number().int().nonnegative(),
-  saved_at: z.number(),
-  used_at: z.number(),
-  prompt: PromptRecordSchema,
-  /** Sessions and files the saved tokens hold passages of (its memory notes). */
-  note_sources: z.array(z.string()),
-});
-export type KvEntry = z.infer<typeof SidecarSchema>;
 
 /**
  * A temporary file older than this has no save left waiting for it. One whose writer (the pid in
@@ -394,27 +380,4 @@ function dropFile(path: string): boolean {
     return false;
   }
   return true;
-}
-
-/** A session's saved state as the disk will describe it. */
-export function entryOf(
-  key: { userId: string; sessionId: string },
-  fingerprint: string,
-  saved: { n_saved: number; n_written: number },
-  prompt: PromptRecord,
-  sources: string[],
-  now: number,
-): KvEntry {
-  return {
-    version: 1,
-    user_id: key.userId,
-    session_id: key.sessionId,
-    fingerprint,
-    tokens: saved.n_saved,
-    bytes: saved.n_written,
-    saved_at: now,
-    used_at: now,
-    prompt,
-    note_sources: sources,
-  };
 }

@@ -1,7 +1,8 @@
 import { type SlotSaved, saveSlot } from "../../llama/slots.ts";
 import type { LaunchView } from "../../runtime/launch.ts";
 import { logger } from "../../util/logger.ts";
-import { entryOf, type KvDisk } from "./kv-disk.ts";
+import type { KvDisk } from "./kv-disk.ts";
+import { entryOf } from "./kv-entry.ts";
 import type { Later } from "./later.ts";
 import { noteSources, type PromptRecord } from "./prompt-record.ts";
 import { keyOf } from "./session-key.ts";

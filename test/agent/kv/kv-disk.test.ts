@@ -1,7 +1,8 @@
 import { describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync, readdirSync, statSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { entryOf, KvDisk } from "../../../src/agent/kv/kv-disk.ts";
+import { KvDisk } from "../../../src/agent/kv/kv-disk.ts";
+import { entryOf } from "../../../src/agent/kv/kv-entry.ts";
 import { emptyRecord, type PromptRecord } from "../../../src/agent/kv/prompt-record.ts";
 import { tmpdir } from "../../fixtures/tmpdir.ts";
 
