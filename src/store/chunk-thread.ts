@@ -41,6 +41,8 @@ export class ChunkThread {
     { resolve: (value: EraseResult | undefined) => void; reject: (err: Error) => void }
   >();
   private nextId = 1;
+  /** Closed with its store: a request that still holds the store is refused, no worker started. */
+  private stopped = false;
 
   constructor(
     private readonly path: string,
@@ -58,12 +60,16 @@ export class ChunkThread {
   }
 
   stop(): void {
+    this.stopped = true;
     this.worker?.terminate();
     this.worker = undefined;
-    this.fail(new Error("the database was closed while the store's thread was writing"));
+    this.fail(this.closedError());
   }
 
   private ask(work: ThreadWork): Promise<EraseResult | undefined> {
+    // A store the core dropped (services.ts dropStore) may still be held by a request under way:
+    // a worker started for it would write through a closed store and never be stopped.
+    if (this.stopped) return Promise.reject(this.closedError());
     const worker = this.start();
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
@@ -98,6 +104,15 @@ export class ChunkThread {
   private fail(err: Error): void {
     for (const p of this.pending.values()) p.reject(err);
     this.pending.clear();
+  }
+
+  /** Named, not "see the core's log": the host may send the request again (docs/agent.md, The store). */
+  private closedError(): CoreError {
+    return new CoreError(
+      "internal_error",
+      `the database ${this.path} was closed while this request ran (removed, replaced or opened again); send it again`,
+      { key: "app.data_dir", path: this.path },
+    );
   }
 
   /** The thread's error as the main loop's: a CoreError again, SQLite's named as the store names them. */
