@@ -11,14 +11,15 @@ import { watchProgress } from "../runtime/watchdog.ts";
 export type WatchedOptions = Omit<StreamOptions, "onProgress">;
 
 /**
- * One completion on a lease, with the server's health judged here and in the watchdog, never
- * by the turn: the request aborts on cancel, on the server's death, or when no SSE event arrives
- * for request_timeout_s (the watchdog reports the wedge); a connection lost or a server error
- * is reported here, so the supervisor restarts the server on the next chat. A connection
- * refused is a server that died before its exit was seen: it reached no server, so once the
- * lease has moved to the restarted one (within the restart budget) it is sent again, once. A
- * reply that is garbage, or a prompt that does not fit, says nothing about the server and is not
- * reported. Errors are thrown as they came; what they mean for the turn is the turn's to decide.
+ * One completion on a lease, with the server's health judged here and in the watchdog, never by
+ * the turn: the request aborts on cancel, on the server's death, or when no progress arrives for
+ * request_timeout_s (a byte before the first token, an SSE event after it; the watchdog reports
+ * the wedge); a connection lost or a server error is reported here, so the supervisor restarts the
+ * server on the next chat. A connection refused is a server that died before its exit was seen: it
+ * reached no server, so once the lease has moved to the restarted one (within the restart budget)
+ * it is sent again, once. A reply that is garbage, or a prompt that does not fit, says nothing
+ * about the server and is not reported. Errors are thrown as they came; what they mean for the
+ * turn is the turn's to decide.
  */
 export async function watchedCompletion(
   lease: LlamaLease,

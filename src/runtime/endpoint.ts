@@ -19,8 +19,9 @@ export interface LlamaLease extends LlamaEndpoint {
    */
   died: AbortSignal;
   /**
-   * llama.request_timeout_s in ms: a request that makes no progress (no SSE event: llama/completion.ts onProgress) for this long
-   * means the server is wedged; report it with reportFailure. `watchProgress` does both.
+   * llama.request_timeout_s in ms: a request that makes no progress for this long (no byte
+   * before the first token, no SSE event after it: llama/completion.ts onProgress) means the
+   * server is wedged; report it with reportFailure. `watchProgress` does both.
    */
   requestTimeoutMs: number;
   /**

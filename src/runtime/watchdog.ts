@@ -5,8 +5,8 @@ import type { LlamaLease } from "./endpoint.ts";
  * For a request on a lease: a signal that aborts when the chat is cancelled, when the server
  * dies, or when no progress was seen for lease.requestTimeoutMs (a wedged server that still
  * answers /health). A wedge is reported to the supervisor, which restarts the server.
- * Call `touch()` when an event arrives (a read that dispatched one: llama/completion.ts
- * onProgress; bytes alone are not progress) and `dispose()` when done.
+ * Call `touch()` on progress (llama/completion.ts onProgress: any read before the first
+ * token, pings included; after it a read that dispatched an SSE event) and `dispose()` when done.
  */
 export function watchProgress(
   lease: LlamaLease,
