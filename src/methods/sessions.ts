@@ -60,7 +60,9 @@ export const sessionsDelete = defineMethod({
       store.mustFind(p.user_id, p.session_id);
     } catch (err) {
       // A delete sent again after one that could not remove its saved KV state: tried again.
-      kvErased(services.forgetKv(p.user_id, p.session_id));
+      // Only then: a store that cannot answer says nothing of the session's rows.
+      if ((err as CoreError).data?.reason === "session_not_found")
+        kvErased(services.forgetKv(p.user_id, p.session_id));
       throw err;
     }
     const { copies } = await store.deleteSession(p.user_id, p.session_id);

@@ -1,6 +1,6 @@
 import { CoreError, type ErrorCode } from "../protocol/errors.ts";
 import { workerEntry } from "../util/worker-entry.ts";
-import { storeError } from "./db/open.ts";
+import { storeClosed, storeError } from "./db/open.ts";
 import type { PendingDocument } from "./document-store.ts";
 import type { EraseResult, EraseWork } from "./erase-work.ts";
 
@@ -63,13 +63,13 @@ export class ChunkThread {
     this.stopped = true;
     this.worker?.terminate();
     this.worker = undefined;
-    this.fail(this.closedError());
+    this.fail(storeClosed(this.path));
   }
 
   private ask(work: ThreadWork): Promise<EraseResult | undefined> {
     // A store the core dropped (services.ts dropStore) may still be held by a request under way:
     // a worker started for it would write through a closed store and never be stopped.
-    if (this.stopped) return Promise.reject(this.closedError());
+    if (this.stopped) return Promise.reject(storeClosed(this.path));
     const worker = this.start();
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
@@ -104,15 +104,6 @@ export class ChunkThread {
   private fail(err: Error): void {
     for (const p of this.pending.values()) p.reject(err);
     this.pending.clear();
-  }
-
-  /** Named, not "see the core's log": the host may send the request again (docs/agent.md, The store). */
-  private closedError(): CoreError {
-    return new CoreError(
-      "internal_error",
-      `the database ${this.path} was closed while this request ran (removed, replaced or opened again); send it again`,
-      { key: "app.data_dir", path: this.path },
-    );
   }
 
   /** The thread's error as the main loop's: a CoreError again, SQLite's named as the store names them. */

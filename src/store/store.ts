@@ -160,7 +160,7 @@ export class Store {
         return work();
       } catch (err) {
         const busy = /^SQLITE_BUSY/.test((err as { code?: string }).code ?? "");
-        if (!busy || Date.now() >= deadline) throw storeError(err, this.path);
+        if (!busy || Date.now() >= deadline) throw storeError(err, this.path, this.closed);
         await new Promise((r) => setTimeout(r, wait));
       }
     }
@@ -183,7 +183,7 @@ export class Store {
     try {
       return work();
     } catch (err) {
-      throw storeError(err, this.path);
+      throw storeError(err, this.path, this.closed);
     }
   }
 
@@ -214,7 +214,7 @@ export class Store {
     try {
       return await work;
     } catch (err) {
-      throw storeError(err, this.path);
+      throw storeError(err, this.path, this.closed);
     }
   }
 

@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { writeFileSync } from "node:fs";
 import { homedir } from "node:os";
-import { join } from "node:path";
+import { join, sep } from "node:path";
 import { loadConfig, parseConfigText } from "../../src/config/load.ts";
 import { hubCacheDir, tokenFile } from "../../src/models/hf-cache.ts";
 import { expandHome } from "../../src/util/home-path.ts";
@@ -51,6 +51,8 @@ describe("~ in paths", () => {
     expect(expandHome("~/m/a.gguf", "/home/u")).toBe("/home/u/m/a.gguf");
     expect(expandHome("~bob/a", "/home/u")).toBe("~bob/a");
     expect(expandHome("a/~/b", "/home/u")).toBe("a/~/b");
+    // On POSIX a backslash is part of a file name (Python's posixpath.expanduser leaves it too).
+    if (sep === "/") expect(expandHome("~\\x", "/home/u")).toBe("~\\x");
   });
 
   test("the config's paths: ~/ is the home folder, not a folder named ~ beside the config", () => {

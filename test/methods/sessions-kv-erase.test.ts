@@ -3,6 +3,9 @@ import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { KvDisk } from "../../src/agent/kv/kv-disk.ts";
+import type { Services } from "../../src/methods/services.ts";
+import { sessionsDelete } from "../../src/methods/sessions.ts";
+import { CoreError } from "../../src/protocol/errors.ts";
 import { ChatHarness, type Msg } from "../agent/harness.ts";
 import { canMakeImmutable } from "../fixtures/full-disk.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
@@ -58,5 +61,31 @@ describe("a delete whose saved KV state cannot be removed", () => {
     }
     expect(kv.unremovedBy(() => kv.removeSession("u", "a"))).toEqual([]);
     expect(existsSync(fileOf("a"))).toBe(false);
+  });
+
+  // Only a session the store says is not there has its KV state tried again: a store that cannot
+  // answer (locked, its folder gone) says nothing of the session, whose saved state stays.
+  test("a store failure on the delete leaves the KV state alone", async () => {
+    const forgotten: string[] = [];
+    const failing = new CoreError("internal_error", "the database is locked", { key: "app.data_dir" });
+    const services = {
+      store: () => ({
+        mustFind: () => {
+          throw failing;
+        },
+      }),
+      forgetKv: (user: string, session?: string) => {
+        forgotten.push(`${user}/${session}`);
+        return [];
+      },
+    } as unknown as Services;
+    let thrown: unknown;
+    try {
+      await sessionsDelete.run({ user_id: "u", session_id: "s" } as never, {} as never, services);
+    } catch (err) {
+      thrown = err;
+    }
+    expect(thrown).toBe(failing);
+    expect(forgotten).toEqual([]);
   });
 });

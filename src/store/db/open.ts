@@ -263,9 +263,23 @@ function moveDatabaseAside(path: string, now: Date): string {
   return aside;
 }
 
+/**
+ * A store closed under a request still holding it (services.ts dropStore: the database removed,
+ * replaced or writable again): named, not "see the core's log", since the host may send it again
+ * (docs/agent.md, "Removed while the core runs").
+ */
+export function storeClosed(path: string): CoreError {
+  return new CoreError(
+    "internal_error",
+    `the database ${path} was closed while this request ran (removed, replaced or opened again); send it again`,
+    { key: "app.data_dir", path },
+  );
+}
+
 /** SQLite's failures in words a person acts on, naming the file. */
-export function storeError(err: unknown, path: string): Error {
+export function storeError(err: unknown, path: string, closed = false): Error {
   if (err instanceof CoreError) return err;
+  if (closed) return storeClosed(path);
   const code = (err as { code?: string }).code ?? "";
   if (/^SQLITE_(CORRUPT|NOTADB)/.test(code)) {
     markDamaged(path, (err as Error).message);

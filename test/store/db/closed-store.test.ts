@@ -38,4 +38,30 @@ describe("a closed store's thread", () => {
       again.close();
     }
   });
+
+  // A turn in flight when its data folder went: its commit and reads met "Cannot use a closed
+  // database", an unnamed internal_error with a stack in the log (a reviewer's rm -rf mid-chat).
+  test("a read or a write on the loop after the close is named too", async () => {
+    await using dir = tmpdir();
+    const store = Store.open(dir.path);
+    store.close();
+    const named = (err: unknown) => {
+      expect(err).toMatchObject({ code: "internal_error", data: { key: "app.data_dir" } });
+      expect((err as Error).message).toContain("was closed while this request ran");
+    };
+    let read: unknown;
+    try {
+      store.list("u", 10);
+    } catch (err) {
+      read = err;
+    }
+    named(read);
+    let written: unknown;
+    try {
+      await store.write(() => store.conversations.clearCheckpoint("u", "s"));
+    } catch (err) {
+      written = err;
+    }
+    named(written);
+  });
 });
