@@ -12,6 +12,9 @@ import { PRIVATE_FILE_MODE } from "../util/private-fs.ts";
 export const RESERVE_BYTES = 4 * 2 ** 20;
 
 export class DiskReserve {
+  /** Erases going in steps now: the reserve is put back after the last (an add's discard may run beside an erase). */
+  private stepping = 0;
+
   constructor(
     readonly path: string,
     private readonly bytes = RESERVE_BYTES,
@@ -58,11 +61,12 @@ export class DiskReserve {
       if (!String((err as { data?: { problem?: unknown } }).data?.problem ?? "").startsWith("SQLITE_FULL"))
         throw err;
       logger.warn(`the disk is full: erasing with the reserve ${this.path} freed, in small steps`);
+      this.stepping++;
       this.release();
       try {
         return await erase(true);
       } finally {
-        this.ensure();
+        if (--this.stepping === 0) this.ensure();
       }
     }
   }

@@ -1,0 +1,52 @@
+import { describe, expect, test } from "bun:test";
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import { DiskReserve } from "../../src/store/disk-reserve.ts";
+import { tmpdir } from "../fixtures/tmpdir.ts";
+
+// The reserve's room is for erasing on a full disk (docs/agent.md, The store): an erase and an
+// unfinished add's discard (store.ts discardAdd) may both go in steps at once, and the first to
+// finish must not put the reserve back while the other still needs the room.
+const full = () => Object.assign(new Error("database or disk is full"), { data: { problem: "SQLITE_FULL" } });
+
+describe("DiskReserve.orInSteps", () => {
+  test("two erases in steps at once: the reserve comes back after the last", async () => {
+    using dir = tmpdir();
+    const reserve = new DiskReserve(join(dir.path, "reserve"), 4096);
+    expect(reserve.ensure()).toBe(true);
+    let finishSecond = () => {};
+    const secondRuns = new Promise<void>((r) => {
+      finishSecond = r;
+    });
+    const inSteps = (wait: Promise<void>) =>
+      reserve.orInSteps(async (steps) => {
+        if (!steps) throw full();
+        await wait;
+        return "erased";
+      });
+    const second = inSteps(secondRuns);
+    expect(await inSteps(Promise.resolve())).toBe("erased");
+    expect(existsSync(reserve.path)).toBe(false);
+    finishSecond();
+    expect(await second).toBe("erased");
+    expect(existsSync(reserve.path)).toBe(true);
+  });
+
+  test("an erase that fits is not in steps; another failure passes through", async () => {
+    using dir = tmpdir();
+    const reserve = new DiskReserve(join(dir.path, "reserve"), 4096);
+    reserve.ensure();
+    expect(await reserve.orInSteps(async (steps) => steps)).toBe(false);
+    const other = new Error("locked");
+    let thrown: unknown;
+    try {
+      await reserve.orInSteps(async () => {
+        throw other;
+      });
+    } catch (err) {
+      thrown = err;
+    }
+    expect(thrown).toBe(other);
+    expect(existsSync(reserve.path)).toBe(true);
+  });
+});
