@@ -134,8 +134,8 @@ async function judge(
   } catch (err) {
     if (!isCoreError(err)) throw err;
     const problem = (err.data?.problem as ModelEntry["problem"]) ?? "unreadable";
-    const dangling = problem === "absent" && c.parts.find(isDanglingLink);
-    if (dangling) return unreadable("broken_link", `${dangling}: the cache's link points at a missing blob`);
+    const broken = problem === "absent" ? brokenLinkOf(c.parts) : undefined;
+    if (broken) return unreadable("broken_link", broken);
     return unreadable(problem, err.message);
   }
   const model = modelInfo(header);
@@ -311,21 +311,23 @@ function sizeOf(path: string): number {
   }
 }
 
-function isDanglingLink(path: string): boolean {
-  try {
-    return lstatSync(path).isSymbolicLink() && !exists(path);
-  } catch {
-    return false;
+/** The first part that is a link leading nowhere, and why: a missing blob, or links that lead in a circle. */
+function brokenLinkOf(parts: readonly string[]): string | undefined {
+  for (const path of parts) {
+    let link = false;
+    try {
+      link = lstatSync(path).isSymbolicLink();
+    } catch {}
+    if (!link) continue;
+    try {
+      statSync(path);
+    } catch (err) {
+      return (err as NodeJS.ErrnoException).code === "ELOOP"
+        ? `${path}: the cache's link leads in a circle (a symbolic-link loop)`
+        : `${path}: the cache's link points at a missing blob`;
+    }
   }
-}
-
-function exists(path: string): boolean {
-  try {
-    statSync(path);
-    return true;
-  } catch {
-    return false;
-  }
+  return undefined;
 }
 
 /** Where `models` reads the config: the file, or the defaults when there is none (the cache is listed either way). */

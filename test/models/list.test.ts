@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { mkdirSync, symlinkSync, writeFileSync } from "node:fs";
+import { mkdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { defaultConfig, loadConfig } from "../../src/config/load.ts";
 import { listModels, listModelsFor, sortModels } from "../../src/models/list.ts";
@@ -11,6 +11,27 @@ import { tmpdir } from "../fixtures/tmpdir.ts";
 import { layRepo, tinyModel } from "./cache-layout.ts";
 
 const probe = async () => cpuOnlyMachine({ ram: { total_bytes: 8 * GIB, available_bytes: 2 * GIB } });
+
+// A snapshot link that leads back to itself (a hostile or damaged cache): named as a loop, not as
+// a missing blob (a helper's note, sixth hostile look).
+describe("models: a cache link that leads in a circle", () => {
+  test("is broken_link saying it is a loop", async () => {
+    using dir = tmpdir();
+    const cache = join(dir.path, "cache");
+    const { snapshot } = layRepo(cache, "org/m", { "m-Q4_K_M.gguf": tinyModel(), "m-F16.gguf": null });
+    const looped = join(snapshot, "m-F16.gguf");
+    rmSync(looped, { force: true });
+    symlinkSync(join(snapshot, "m-BF16.gguf"), looped);
+    symlinkSync(looped, join(snapshot, "m-BF16.gguf"));
+    const result = await listModels(
+      { config: defaultConfig(dir.path).config, configDir: dir.path, cacheDir: cache },
+      { probe },
+    );
+    const loop = result.models.find((m) => m.file === "m-F16.gguf");
+    expect(loop).toMatchObject({ problem: "broken_link" });
+    expect(loop?.verdict).toContain("leads in a circle");
+  });
+});
 
 describe("models: every GGUF local-ai can see", () => {
   test("the cache and the config's folders, split models once, projectors left out, bad files with their reason", async () => {
