@@ -94,6 +94,8 @@ export class RequestStream<E, R> implements AsyncIterable<E> {
       return: async () => {
         this.detached = true;
         this.buffer.length = 0;
+        // Other reads of the stream (a second loop) end with it, not when the request settles.
+        for (const waiter of this.waiters.splice(0)) waiter.resolve({ value: undefined, done: true });
         return { value: undefined, done: true };
       },
     };

@@ -95,6 +95,15 @@ describe("RequestStream", () => {
     expect([a.error, b.error]).toEqual([err, err]);
   });
 
+  test("leaving one loop early ends the other reads waiting on the stream at once", async () => {
+    const s = stream();
+    const it = s[Symbol.asyncIterator]();
+    const waiting = it.next();
+    await it.return?.();
+    const outcome = await Promise.race([waiting, Bun.sleep(200).then(() => "still waiting")]);
+    expect(outcome).toEqual({ value: undefined, done: true });
+  });
+
   test("a rejected result nobody awaits is not an unhandled rejection", async () => {
     let unhandled = 0;
     const onUnhandled = () => unhandled++;
