@@ -167,6 +167,20 @@ describe("a chat with images", () => {
     expect(terminal.data).toMatchObject({ field: "images" });
   });
 
+  test("an edit with images: [] takes the replaced message's images away, erased", async () => {
+    await using h = new ChatHarness(AGENTS, vision());
+    h.llama.script({ content: "one" }, { content: "two" });
+    await h.chat(1, { session_id: "s", input: "look", images: [{ data: b64(png(3, 3)) }] });
+    const id = (h.history("s")[0] as Json).attachments[0].id;
+    await h.chat(2, { session_id: "s", replace_from: 0, input: "never mind the photo", images: [] });
+    const sent = h.llama.requests[1]!.body.messages.filter((m) => m.role === "user");
+    expect(sent).toHaveLength(1);
+    expect(sent[0]!.content).toBe("never mind the photo");
+    expect((h.history("s")[0] as Json).attachments ?? []).toHaveLength(0);
+    h.send(3, "sessions.attachment", { id });
+    expect((await h.terminal(3)).type).toBe("error");
+  });
+
   test("older images become [image] when the budget needs it; the turn's own are always sent", async () => {
     // 64 tokens an image; a slot of 400: three images of history do not fit beside a fourth.
     await using h = new ChatHarness(AGENTS, vision(400));

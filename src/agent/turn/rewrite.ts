@@ -75,9 +75,11 @@ export function planRewrite(params: ChatParams, store: Store, key: SessionKey): 
       },
     );
   }
-  // An edit keeps the replaced message's images unless it brings its own.
+  // An edit keeps the replaced message's images when it says nothing of images; a list, even an
+  // empty one, replaces them, so a user can take back a photo attached by mistake.
   const replaced = store.guard(() => store.conversations.history(key.userId, key.sessionId))[seq];
-  const carried = params.images?.length || replaced?.role !== "user" ? [] : (replaced.attachments ?? []);
+  const carried =
+    params.images !== undefined || replaced?.role !== "user" ? [] : (replaced.attachments ?? []);
   return { replaceFromSeq: seq, input: params.input, carried };
 }
 
