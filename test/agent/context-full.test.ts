@@ -215,6 +215,33 @@ describe("chat: a prompt that cannot fit", () => {
     expect(h.checkpoint("hist") !== undefined).toBe(false);
   });
 
+  test("a refused turn leaves the prompt as it was: the next turn sends the whole history again", async () => {
+    // Its retries left out the history; that was its own input's doing, not the history's
+    // (seen with the real llama-server: every later turn lost the conversation).
+    await using h = new ChatHarness({ agents: [{ name: "plain" }] });
+    for (let i = 1; i <= 4; i++) {
+      h.llama.script({ content: [`a${i}`] });
+      await h.chat(i, { input: `q${i}`, session_id: "kept" });
+    }
+    // All of it, half of it, none of it: each refused.
+    for (let i = 0; i < 3; i++) h.llama.script({ overflow: true });
+    const { terminal } = await h.chat(5, { input: "a long paste", session_id: "kept" });
+    expect(terminal).toMatchObject({
+      type: "error",
+      code: "invalid_request",
+      data: { reason: "context_overflow" },
+    });
+    const refused = h.llama.requests.length;
+    expect(h.llama.requests.at(-1)?.body.messages.length).toBe(2);
+    h.llama.script({ content: ["a6"] });
+    const next = await h.chat(6, { input: "q6", session_id: "kept" });
+    expect(next.terminal.type).toBe("result");
+    const sent = h.llama.requests[refused]?.body.messages as { content: string }[];
+    // The system prompt, the four turns, the new input.
+    expect(sent.length).toBe(10);
+    expect(sent[1]?.content).toContain("q1");
+  });
+
   test("an interrupted turn's checkpoint survives a refused new turn", async () => {
     await using h = new ChatHarness({ agents: [{ name: "plain" }] });
     const checkpoint = {

@@ -70,16 +70,29 @@ export class Turn {
       session_id: ctx.sessionId,
     });
     let committed = false;
+    let ending: TurnEnding | undefined;
     try {
+      ending = await this.play();
       // Ended while the lease is held: the next chat waiting for the slot comes after this one.
-      const result = await endTurn(ctx, await this.play());
+      const result = await endTurn(ctx, ending);
       committed = true;
       return result;
     } finally {
-      if (this.reused && this.layout) this.reused.end(this.layout.record(committed), this.sent);
+      if (this.reused && this.layout) this.reused.end(this.recordLeft(ending, committed), this.sent);
       this.lease?.release();
       if (ctx.session.images.heldBytes() >= COLLECT_AFTER_IMAGE_BYTES) setTimeout(() => Bun.gc(true), 0);
     }
+  }
+
+  /**
+   * The prompt record the turn leaves. A refused one (its own input does not fit, or its
+   * images or format cannot be used) leaves the session as it was (ending.ts), its record too:
+   * its retries without history said nothing of the history, and keeping their cut would send
+   * every later turn without the conversation before it.
+   */
+  private recordLeft(ending: TurnEnding | undefined, committed: boolean) {
+    const refused = ending?.kind === "context_overflow" || ending?.kind === "refused";
+    return refused && this.reused ? this.reused.record : (this.layout as PromptLayout).record(committed);
   }
 
   /** From memory recall to the last step: how the turn ends, a cancel or a failure included. */
