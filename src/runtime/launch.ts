@@ -31,6 +31,8 @@ export interface LaunchView extends LlamaEndpoint {
   readonly thinking: boolean | undefined;
   /** Its one table of slot use. */
   readonly slots: SlotUse;
+  /** The vision projector it was launched with (`--mmproj`); null: none, or not planned here. */
+  readonly projector: string | null;
   /** Whether its task loop has answered a task (a completion): see `taskServed`. */
   readonly servedTask: boolean;
   /**
@@ -51,6 +53,8 @@ export interface LaunchInit extends LlamaEndpoint {
   sleep?: Omit<SleepWatchOptions, "inUse" | "onSleep">;
   /** Its `died` controller when another owns it (a stand-in in a test); else its own. */
   died?: AbortController;
+  /** The plan's `--mmproj` path. */
+  projector?: string | null;
 }
 
 /** How long a first read of /props may take. */
@@ -62,6 +66,7 @@ export class Launch implements LaunchView {
   readonly baseUrl: string;
   readonly apiKey: string;
   readonly slots: SlotUse;
+  readonly projector: string | null;
   private readonly sleep: SleepWatch;
   private readonly ended: AbortController;
   private known: LlamaProps | undefined;
@@ -75,6 +80,7 @@ export class Launch implements LaunchView {
     this.apiKey = init.apiKey;
     this.ended = init.died ?? new AbortController();
     this.slots = new SlotUse(init.slots);
+    this.projector = init.projector ?? null;
     this.sleep = new SleepWatch({
       ...(init.sleep ?? { idleMs: 0, isAsleep: async () => null, rouse: async () => {} }),
       inUse: () => this.slots.leases,

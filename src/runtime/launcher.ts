@@ -158,6 +158,7 @@ export class Launcher {
     const launch = new Launch({
       ...endpoint,
       slots: plan.slots,
+      projector: plan.mmproj?.path ?? null,
       sleep: {
         idleMs: plan.idle_sleep_s * 1000,
         pushed: states.speaks,

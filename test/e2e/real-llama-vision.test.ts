@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { copyFileSync, existsSync, unlinkSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, readFileSync, unlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { spawnCore } from "../fixtures/core-process.ts";
 import { b64, png } from "../fixtures/images.ts";
@@ -106,6 +106,57 @@ if (!BINARY) {
       const list = await core.request({ id: 2, method: "sessions.list", params: {} });
       expect(list.result.sessions).toEqual([]);
       await core.request({ id: 3, method: "shutdown" }, 30_000);
+    }, 400_000);
+
+    test("a session's saved slot is not restored under another projector (model.mmproj): its images are read again", async () => {
+      // The slot holds the embeddings the first projector made; llama-server matches the image by
+      // its bytes alone, so a restore under the second answered from them (agent/kv/fingerprint.ts).
+      await using dir = tmpdir();
+      const other = join(dir.path, "mmproj-other.gguf");
+      const bytes = readFileSync(MMPROJ);
+      bytes.fill(0, bytes.length - 40_000); // the same projector's shape, other weights
+      writeFileSync(other, bytes);
+      const write = (projector: string) =>
+        writeFileSync(
+          join(dir.path, "config.yaml"),
+          [
+            `llama: { binary: ${JSON.stringify(BINARY)}, startup_timeout_s: 120, parallel: 1 }`,
+            `model: { path: ${JSON.stringify(MODEL)}, context: 2048, max_tokens: 8, mmproj: ${JSON.stringify(projector)} }`,
+            "agents: [{ name: assistant, system_prompt: You describe images., tools: [] }]",
+            "memory: { enabled: false }",
+          ].join("\n"),
+        );
+      const image = { data: b64(png(32, 32)) };
+      write(MMPROJ);
+      {
+        await using core = spawnCore({ cwd: dir.path });
+        const first = await core.request(
+          { id: 1, method: "chat", params: { session_id: "p", input: "look", images: [image] } },
+          180_000,
+        );
+        expect(first.type).toBe("result");
+        await core.request({ id: 2, method: "shutdown" }, 30_000); // saves the slot
+      }
+      {
+        // Under the same projector it is restored, the image with it.
+        await using core = spawnCore({ cwd: dir.path });
+        const same = await core.request(
+          { id: 5, method: "chat", params: { session_id: "p", input: "same" } },
+          180_000,
+        );
+        expect(same.result.usage.cached_tokens).toBeGreaterThan(64);
+        await core.request({ id: 6, method: "shutdown" }, 30_000);
+      }
+      write(other);
+      await using core = spawnCore({ cwd: dir.path });
+      const again = await core.request(
+        { id: 3, method: "chat", params: { session_id: "p", input: "again" } },
+        180_000,
+      );
+      expect(again.type).toBe("result");
+      expect(again.result.usage.image_tokens).toBe(64);
+      expect(again.result.usage.cached_tokens).toBe(0);
+      await core.request({ id: 4, method: "shutdown" }, 30_000);
     }, 400_000);
 
     test("the same model without its projector: model_not_vision from its /props, nothing sent", async () => {

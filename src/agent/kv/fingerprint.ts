@@ -10,8 +10,11 @@ import type { LlamaProps } from "../../llama/props.ts";
  * everything that shapes the cache: the model file (its path, size, modification time and inode: a
  * file replaced in place is another model), the context per slot, the KV cache types and flash
  * attention (the V layout), the chat template (the same words render to other tokens under another
- * one), llama-server's build (its file format), and the flags passed through as they are. A file
- * whose fingerprint no longer matches is dropped.
+ * one), llama-server's build (its file format), and the flags passed through as they are; and the
+ * vision projector (`--mmproj`), identified as the model is: a saved slot holds the embeddings it
+ * made of each image, which llama-server matches to the next prompt's image by its bytes alone,
+ * so another projector would answer from images it never saw. A file whose fingerprint no longer
+ * matches is dropped.
  */
 export interface FingerprintParts {
   model: ModelIdentity;
@@ -22,6 +25,8 @@ export interface FingerprintParts {
   chatTemplateHash: string | null;
   build: string | null;
   extraArgs: readonly string[];
+  /** Absent without one, so a text model's fingerprint is what it was before projectors counted. */
+  projector?: ModelIdentity;
 }
 
 export interface ModelIdentity {
@@ -45,11 +50,20 @@ export function modelIdentity(path: string): ModelIdentity | undefined {
   }
 }
 
-/** The fingerprint of the launch llama-server's /props describes, with the config it was planned from. */
-export function launchFingerprint(props: LlamaProps, llama: Config["llama"]): string | undefined {
+/**
+ * The fingerprint of the launch llama-server's /props describes, with the config it was planned
+ * from and the projector it was launched with (none: null).
+ */
+export function launchFingerprint(
+  props: LlamaProps,
+  llama: Config["llama"],
+  projectorPath: string | null = null,
+): string | undefined {
   if (props.model_path === null || props.n_ctx === null) return undefined;
   const model = modelIdentity(props.model_path);
   if (!model) return undefined;
+  const projector = projectorPath === null ? undefined : modelIdentity(projectorPath);
+  if (projectorPath !== null && !projector) return undefined;
   return fingerprint({
     model,
     contextPerSlot: props.n_ctx,
@@ -59,5 +73,6 @@ export function launchFingerprint(props: LlamaProps, llama: Config["llama"]): st
     chatTemplateHash: props.chat_template_hash,
     build: props.build_info,
     extraArgs: llama.extra_args,
+    ...(projector ? { projector } : {}),
   });
 }
