@@ -129,20 +129,34 @@ describe("the stand-in's prompt cache and slot files (transcripts 92–94b)", ()
         }
       });
 
-      test("93c: a cut-short file is refused like another shape's, and clears the slot", async () => {
+      /** A saved slot file changed by `change`, then restored: the answer, or none (the server died). */
+      async function restoreChanged(change: (bytes: Buffer) => Buffer): Promise<{ status: number } | null> {
         using dir = tmpdir();
         const s = await form.start({ slots: 1, slotDir: dir.path });
         try {
           await chat(s, "turn1.json");
           await post(s, "/slots/0?action=save", body("slot-save.json"));
           const file = join(dir.path, "sess-a.bin");
-          const bytes = readFileSync(file);
-          Bun.write(file, bytes.subarray(0, Math.floor(bytes.length / 2)));
-          const r = await post(s, "/slots/0?action=restore", body("slot-save.json"));
-          expect(r.status).toBe(400);
+          await Bun.write(file, change(readFileSync(file)));
+          return await post(s, "/slots/0?action=restore", body("slot-save.json")).catch(() => null);
         } finally {
           await s.stop();
         }
+      }
+
+      test("93c: a cut-short file is refused like another shape's, and clears the slot", async () => {
+        const r = await restoreChanged((bytes) => bytes.subarray(0, Math.floor(bytes.length / 2)));
+        expect(r?.status).toBe(400);
+      });
+
+      test("93f: a file claiming more cells than a slot holds gets no answer: the server dies restoring it", async () => {
+        // 93f set the high bit of the real file's cell count.
+        const r = await restoreChanged((bytes) =>
+          Buffer.from(
+            bytes.toString("utf8").replace(/"cells":(\d+)/, (_, n) => `"cells":${2 ** 31 + Number(n)}`),
+          ),
+        );
+        expect(r).toBeNull();
       });
 
       test("94, 94b: the RAM cache brings back a conversation another took the slot from; --cache-ram 0 does not", async () => {

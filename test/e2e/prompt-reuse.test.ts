@@ -167,6 +167,35 @@ describe.skipIf(!onPosix)("prompt reuse through the compiled binary", () => {
     expect(after.cached_tokens).toBeGreaterThan(0);
   }, 60_000);
 
+  test("a saved file whose restore kills llama-server (93f) is dropped: one crash, not one every turn", async () => {
+    // A flipped bit in the file's cell count: llama-server reserves that many cells before it
+    // reads them and is ended by the OOM killer. Kept, the file did that at each of the session's
+    // turns, and three of them spent the restart budget of every session.
+    await using dir = tmpdir();
+    const stack = writeStack(dir.path, { tools: [] });
+    const chat = chatIn("s1");
+    {
+      await using core = spawnCore({ cwd: dir.path, env: stack.env });
+      await chat(core, "Tell me about the sea and the waves and the tides.");
+      await core.request({ id: "stop", method: "shutdown" });
+      expect(await core.exited(10_000)).toBe(0);
+    }
+    const bin = join(stack.dataDir, "kv", kvFiles(stack.dataDir).find((f) => f.endsWith(".bin")) as string);
+    const text = readFileSync(bin, "utf8");
+    writeFileSync(bin, text.replace(/"cells":\d+/, '"cells":2147483671').slice(0, text.length));
+    await using core = spawnCore({ cwd: dir.path, env: stack.env });
+    // The turn that met it may fail with the server; none after it does.
+    await core.request(
+      { id: "hit", method: "chat", params: { session_id: "s1", input: "And the moon?" } },
+      30_000,
+    );
+    expect(slotRestores(stack.dataDir)).toBe(1);
+    for (const input of ["And the stars?", "And the tides?", "And the wind?", "And the rain?"])
+      await chat(core, input);
+    await chatIn("s2")(core, "Another session.");
+    expect(slotRestores(stack.dataDir)).toBe(1);
+  }, 60_000);
+
   test("two cores on one data folder and KV folder: each turn is served, the second core restores the first's save", async () => {
     await using dir = tmpdir();
     const stack = writeStack(dir.path, { tools: [], extraYaml: "  top_k: 0" });

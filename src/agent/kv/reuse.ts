@@ -368,8 +368,8 @@ export class PromptReuse {
       );
     } catch (err) {
       if (signal.aborted) throw signal.reason;
-      // llama-server cleared the slot (93b); the file is of no use.
-      if (err instanceof SlotError && err.kind === "restore_failed") disk.remove(name);
+      // Refused (93b), or it killed the server or did not end (93f): never asked for again.
+      if (!(err instanceof SlotError && err.kind === "not_supported")) disk.remove(name);
       this.slotFailed(err, `restoring session ${key.sessionId}'s KV state into slot ${slot}`);
     }
   }
