@@ -33,6 +33,8 @@ export interface LaunchView extends LlamaEndpoint {
   readonly slots: SlotUse;
   /** The vision projector it was launched with (`--mmproj`); null: none, or not planned here. */
   readonly projector: string | null;
+  /** The extra_args it was launched with (`llama.extra_args`, then its models entry's); null: not planned here. */
+  readonly extraArgs: readonly string[] | null;
   /** Whether its task loop has answered a task (a completion): see `taskServed`. */
   readonly servedTask: boolean;
   /**
@@ -55,6 +57,8 @@ export interface LaunchInit extends LlamaEndpoint {
   died?: AbortController;
   /** The plan's `--mmproj` path. */
   projector?: string | null;
+  /** The plan's extra_args. */
+  extraArgs?: readonly string[];
 }
 
 /** How long a first read of /props may take. */
@@ -67,6 +71,7 @@ export class Launch implements LaunchView {
   readonly apiKey: string;
   readonly slots: SlotUse;
   readonly projector: string | null;
+  readonly extraArgs: readonly string[] | null;
   private readonly sleep: SleepWatch;
   private readonly ended: AbortController;
   private known: LlamaProps | undefined;
@@ -81,6 +86,7 @@ export class Launch implements LaunchView {
     this.ended = init.died ?? new AbortController();
     this.slots = new SlotUse(init.slots);
     this.projector = init.projector ?? null;
+    this.extraArgs = init.extraArgs ?? null;
     this.sleep = new SleepWatch({
       ...(init.sleep ?? { idleMs: 0, isAsleep: async () => null, rouse: async () => {} }),
       inUse: () => this.slots.leases,

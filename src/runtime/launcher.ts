@@ -159,6 +159,7 @@ export class Launcher {
       ...endpoint,
       slots: plan.slots,
       projector: plan.mmproj?.path ?? null,
+      extraArgs: plan.extra_args,
       sleep: {
         idleMs: plan.idle_sleep_s * 1000,
         pushed: states.speaks,

@@ -2,7 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { copyFileSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { spawnCore } from "../fixtures/core-process.ts";
-import { slotRestores } from "../fixtures/several-models.ts";
+import { copySecondModel, slotRestores } from "../fixtures/several-models.ts";
 import { waitUntil, writeStack } from "../fixtures/stack.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
@@ -132,6 +132,39 @@ describe.skipIf(!onPosix)("prompt reuse through the compiled binary", () => {
     await turn("And the stars?");
     expect(slotRestores(stack.dataDir)).toBe(0);
     expect(sidecar(stack.dataDir)?.fingerprint).not.toBe(second);
+  }, 60_000);
+
+  test("a models entry's own extra_args changed: its session's file is dropped, as for llama.extra_args", async () => {
+    // Seen with the real server: `--rope-freq-base` in an entry's extra_args changed between two
+    // cores, and the slot computed under the old one was restored (agent/kv/fingerprint.ts).
+    await using dir = tmpdir();
+    const entry = (args: string) =>
+      `  - {name: second, path: ./second.gguf, context: 1024, extra_args: [${args}]}`;
+    const stack = writeStack(dir.path, {
+      tools: [],
+      extraYaml: ["  top_k: 0", "models:", entry("")].join("\n"),
+    });
+    copySecondModel(dir.path);
+    const config = join(dir.path, "config.yaml");
+    const turn = async (input: string) => {
+      await using core = spawnCore({ cwd: dir.path, env: stack.env });
+      const r = await core.request(
+        { id: input, method: "chat", params: { session_id: "s", model: "second", input } },
+        30_000,
+      );
+      expect(r.type).toBe("result");
+      await core.request({ id: "stop", method: "shutdown" });
+      await core.exited(10_000);
+      return r.result.usage as Usage;
+    };
+    await turn("Tell me about the sea and the waves and the tides.");
+    // Unchanged, it is restored.
+    expect((await turn("And the moon?")).cached_tokens).toBeGreaterThan(0);
+    writeFileSync(
+      config,
+      readFileSync(config, "utf8").replace(entry(""), entry('"--rope-freq-base", "20000"')),
+    );
+    expect((await turn("And the stars?")).cached_tokens).toBe(0);
   }, 60_000);
 
   test("llama-server killed mid-save: the last whole file stays and is restored by the restart", async () => {

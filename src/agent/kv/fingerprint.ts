@@ -10,7 +10,8 @@ import type { LlamaProps } from "../../llama/props.ts";
  * everything that shapes the cache: the model file (its path, size, modification time and inode: a
  * file replaced in place is another model), the context per slot, the KV cache types and flash
  * attention (the V layout), the chat template (the same words render to other tokens under another
- * one), llama-server's build (its file format), and the flags passed through as they are; and the
+ * one), llama-server's build (its file format), and the flags passed through as they are (a models
+ * entry's too: `--rope-freq-base` or a `--lora` there changes what every cached K holds); and the
  * vision projector (`--mmproj`), identified as the model is: a saved slot holds the embeddings it
  * made of each image, which llama-server matches to the next prompt's image by its bytes alone,
  * so another projector would answer from images it never saw. A file whose fingerprint no longer
@@ -51,19 +52,25 @@ export function modelIdentity(path: string): ModelIdentity | undefined {
 }
 
 /**
- * The fingerprint of the launch llama-server's /props describes, with the config it was planned
- * from and the projector it was launched with (none: null).
+ * What a launch was started with beyond its /props: its projector (null: none) and its
+ * extra_args, a models entry's after `llama.extra_args` (null: not planned here, the config's).
  */
+export interface LaunchArgs {
+  projector: string | null;
+  extraArgs: readonly string[] | null;
+}
+
+/** The fingerprint of the launch llama-server's /props describes, with the config it was planned from. */
 export function launchFingerprint(
   props: LlamaProps,
   llama: Config["llama"],
-  projectorPath: string | null = null,
+  launch: LaunchArgs = { projector: null, extraArgs: null },
 ): string | undefined {
   if (props.model_path === null || props.n_ctx === null) return undefined;
   const model = modelIdentity(props.model_path);
   if (!model) return undefined;
-  const projector = projectorPath === null ? undefined : modelIdentity(projectorPath);
-  if (projectorPath !== null && !projector) return undefined;
+  const projector = launch.projector === null ? undefined : modelIdentity(launch.projector);
+  if (launch.projector !== null && !projector) return undefined;
   return fingerprint({
     model,
     contextPerSlot: props.n_ctx,
@@ -72,7 +79,7 @@ export function launchFingerprint(
     flashAttn: llama.flash_attn,
     chatTemplateHash: props.chat_template_hash,
     build: props.build_info,
-    extraArgs: llama.extra_args,
+    extraArgs: launch.extraArgs ?? llama.extra_args,
     ...(projector ? { projector } : {}),
   });
 }

@@ -242,7 +242,7 @@ export class PromptReuse {
       launch,
       fingerprint: launch
         .props(AbortSignal.timeout(5000))
-        .then((p) => (p ? launchFingerprint(p, this.deps.llama, launch.projector) : undefined)),
+        .then((p) => (p ? launchFingerprint(p, this.deps.llama, launch) : undefined)),
     };
     this.server = server;
     return server;

@@ -13,6 +13,7 @@ import { tmpdir } from "../../fixtures/tmpdir.ts";
 // projector's embeddings, the image counted as cached (cached_tokens covering its 64 tokens).
 
 const llama = ConfigSchema.parse({}).llama;
+const launched = (projector: string | null, extraArgs: string[] | null = null) => ({ projector, extraArgs });
 
 function setup(dir: string) {
   const model = join(dir, "model.gguf");
@@ -33,21 +34,32 @@ describe("launchFingerprint", () => {
   test("another projector, or the same one replaced in place, is another fingerprint", async () => {
     await using dir = tmpdir();
     const { props, a, b } = setup(dir.path);
-    const withA = launchFingerprint(props, llama, a);
+    const withA = launchFingerprint(props, llama, launched(a));
     expect(withA).toBeDefined();
-    expect(launchFingerprint(props, llama, a)).toBe(withA);
-    expect(launchFingerprint(props, llama, b)).not.toBe(withA);
-    expect(launchFingerprint(props, llama, null)).not.toBe(withA);
+    expect(launchFingerprint(props, llama, launched(a))).toBe(withA);
+    expect(launchFingerprint(props, llama, launched(b))).not.toBe(withA);
+    expect(launchFingerprint(props, llama, launched(null))).not.toBe(withA);
     // A new file at the same path (a projector updated where it was): another inode.
     rmSync(a);
     copyFileSync(b, a);
-    expect(launchFingerprint(props, llama, a)).not.toBe(withA);
+    expect(launchFingerprint(props, llama, launched(a))).not.toBe(withA);
   });
 
   test("without a projector the fingerprint is what it was; one that cannot be read gives none", async () => {
     await using dir = tmpdir();
     const { props } = setup(dir.path);
-    expect(launchFingerprint(props, llama, null)).toBe(launchFingerprint(props, llama));
-    expect(launchFingerprint(props, llama, join(dir.path, "gone.gguf"))).toBeUndefined();
+    expect(launchFingerprint(props, llama, launched(null))).toBe(launchFingerprint(props, llama));
+    expect(launchFingerprint(props, llama, launched(join(dir.path, "gone.gguf")))).toBeUndefined();
+  });
+
+  test("a models entry's own extra_args count as llama.extra_args do", async () => {
+    // Seen with the real server: an entry's --rope-freq-base changed between two cores, and the
+    // session's slot, computed under the old one, was restored (llama.extra_args' change was not).
+    await using dir = tmpdir();
+    const { props } = setup(dir.path);
+    const plain = launchFingerprint(props, llama, launched(null, []));
+    expect(launchFingerprint(props, llama, launched(null, ["--rope-freq-base", "20000"]))).not.toBe(plain);
+    // Planned with none, or not planned here (the config's): what it was.
+    expect(plain).toBe(launchFingerprint(props, llama));
   });
 });
