@@ -125,6 +125,9 @@ describe("a chat with images", () => {
     expect(terminal.code).toBe("invalid_request");
     expect(terminal.data).toMatchObject({ reason: "context_overflow", n_ctx: 60 });
     expect((terminal.data as Json).n_prompt_tokens).toBeGreaterThan(64);
+    // The advice names the image, not only the input (a 1 × 4000 image took ~1,440 tokens of
+    // the real pixtral projector under --image-max-tokens 128: docs/plan.md).
+    expect(String(terminal.message)).toContain("its image takes part of it");
     expect(h.history("s")).toEqual([]);
   });
 

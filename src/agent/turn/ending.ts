@@ -5,6 +5,7 @@ import type { TurnMessage } from "../../store/conversations.ts";
 import { logger } from "../../util/logger.ts";
 import type { AnswerError } from "../json-validator.ts";
 import type { TurnContext } from "./context.ts";
+import { refsOf } from "./images.ts";
 import type { LlmFailure } from "./llm-step.ts";
 import { memoryText } from "./memory.ts";
 import { heaviest, type ToolsCost } from "./tools-cost.ts";
@@ -278,6 +279,9 @@ function outputInvalid(ctx: TurnContext, ending: TurnEnding & { kind: "output_in
 
 /** What to do about a prompt that does not fit: the tools when they are why, else the input. */
 function overflowAdvice(ctx: TurnContext, tools: ToolsCost | undefined): string {
+  const images = refsOf(ctx.session.state.turn).length;
+  if (!tools && images > 0)
+    return `${images === 1 ? "its image takes" : `its ${images} images take`} part of it (a long, thin image can take many times llama-server's --image-max-tokens: docs/plan.md); send fewer, smaller or squarer images, shorten the input, or raise model.context or lower llama.parallel`;
   if (!tools) return "shorten the input, or raise model.context or lower llama.parallel";
   return `the definitions of the ${tools.count} tools of agent '${ctx.agent.name}' take about ${tools.tokens} of them (by server: ${heaviest(tools)}); give the agent fewer tools (its tools: patterns, say 'server.tool' in place of 'server.*'), or raise model.context or lower llama.parallel`;
 }
