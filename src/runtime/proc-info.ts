@@ -80,8 +80,8 @@ function killPending(pid: number): boolean {
  * /proc/<pid>/stat's fields after comm (index 0 is the state, field 3 overall): comm, field 2,
  * may hold spaces and parentheses, so they start after its last ')'. Throws as the read does.
  */
-function statFields(pid: number): string[] {
-  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+function statFields(pid: number, path = `/proc/${pid}/stat`): string[] {
+  const stat = readFileSync(path, "utf8");
   return stat.slice(stat.lastIndexOf(")") + 2).split(" ");
 }
 
@@ -169,14 +169,18 @@ function bootTimeMs(): number | null {
 }
 
 /**
- * A fingerprint of how much work a loading process has done (CPU time, major page faults,
- * bytes read): when it changes, the load is making progress even if the log is quiet.
+ * A fingerprint of how much work a loading process has done (its main thread's CPU time, major
+ * page faults, bytes read): when it changes, the load is making progress even if the log is
+ * quiet. The main thread's CPU only: llama-server loads there while its HTTP threads answer the
+ * start-up's own /health polls, whose CPU made a load stuck on a frozen RPC worker look alive
+ * until the 10 × timeout cap (docs/supervisor.md "Start-up timeout").
  * Linux only; elsewhere null, and log lines are the only progress signal.
  */
 export function workFingerprint(pid: number): string | null {
   if (process.platform !== "linux") return null;
   try {
     const f = statFields(pid);
+    const main = statFields(pid, `/proc/${pid}/task/${pid}/stat`);
     // majflt (12), utime (14), stime (15) overall → indices 9, 11, 12 after the comm field.
     let io = "";
     try {
@@ -184,7 +188,7 @@ export function workFingerprint(pid: number): string | null {
     } catch {
       // /proc/<pid>/io may be unreadable under some hardening; CPU and faults still tell.
     }
-    return `${f[9]}:${f[11]}:${f[12]}:${io}`;
+    return `${f[9]}:${main[11]}:${main[12]}:${io}`;
   } catch {
     return null;
   }
