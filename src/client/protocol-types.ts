@@ -342,6 +342,7 @@ export type PlanResult = {
         | "wrong_version"
         | "malformed"
         | "no_memory"
+        | "same_worker"
         | "unchecked"
         | null;
       version: string | null;

@@ -2,6 +2,7 @@ import type { Config, RpcWorkerConfig } from "../config/schema.ts";
 import type { PlanDeps } from "../plan/launch.ts";
 import { checkWorkers } from "../rpc/check.ts";
 import type { WorkerReport } from "../rpc/client.ts";
+import { sameWorkers } from "../rpc/same-worker.ts";
 import { versionOutliers } from "../rpc/versions.ts";
 import { versionText } from "../rpc/wire.ts";
 import { describeWorker } from "../rpc/workers.ts";
@@ -23,12 +24,18 @@ export function rpcChecksFrom(config: Config, reports: readonly WorkerReport[]):
   const workers = config.llama.rpc;
   if (workers.length === 0) return [];
   const outliers = versionOutliers(reports);
-  return workers.map((w, i) => workerCheck(w, reports[i], outliers.get(w.endpoint)));
+  const same = sameWorkers(reports);
+  return workers.map((w, i) => workerCheck(w, reports[i], outliers.get(w.endpoint), same.get(w.endpoint)));
 }
 
 const MIB = 1024 * 1024;
 
-function workerCheck(w: RpcWorkerConfig, r: WorkerReport | undefined, outlier: string | undefined): Check {
+function workerCheck(
+  w: RpcWorkerConfig,
+  r: WorkerReport | undefined,
+  outlier: string | undefined,
+  twin: string | undefined,
+): Check {
   const id = `rpc:${w.endpoint}`;
   if (!r)
     return { id, status: "fail", message: `${w.endpoint}: not checked`, data: { endpoint: w.endpoint } };
@@ -43,6 +50,15 @@ function workerCheck(w: RpcWorkerConfig, r: WorkerReport | undefined, outlier: s
     };
   }
   const data = { endpoint: w.endpoint, version, devices: r.devices, memory_bytes: w.memory_bytes, ms: r.ms };
+  if (twin) {
+    return {
+      id,
+      status: "fail",
+      message: `${w.endpoint}: ${twin}`,
+      fix: "list each worker once in llama.rpc (one name or address per machine and port)",
+      data: { ...data, failure: "same_worker", address: r.address },
+    };
+  }
   if (outlier) {
     return {
       id,

@@ -142,6 +142,8 @@ export const WORKER_LEFT_OUT = [
   ...RPC_WORKER_FAILURES,
   /** It answered, but has no memory to spend once the margin is kept free. */
   "no_memory",
+  /** Another entry of llama.rpc reaches the same worker (src/rpc/same-worker.ts). */
+  "same_worker",
   /** Not asked (a plan made without querying the workers). */
   "unchecked",
 ] as const;

@@ -25,6 +25,8 @@ export type WorkerReport =
       version: RpcVersion;
       devices: DeviceMemory[];
       ms: number;
+      /** The address the query reached (`ip:port`): one worker listed under two names shares it. */
+      address?: string;
       /** Not asked now: the running llama-server holds it; this is its last answer. */
       in_use?: true;
     }
@@ -48,6 +50,7 @@ export function queryWorker(target: Endpoint, request: QueryRequest = {}): Promi
   return new Promise((resolve) => {
     let settled = false;
     let connected = false;
+    let address: string | undefined;
     const socket: Socket = connect({ host: target.host, port: target.port });
     const finish = (outcome: { answer: { version: RpcVersion; devices: DeviceMemory[] } } | WireFailure) => {
       if (settled) return;
@@ -56,7 +59,13 @@ export function queryWorker(target: Endpoint, request: QueryRequest = {}): Promi
       socket.destroy();
       const ms = Math.round(performance.now() - t0);
       if ("answer" in outcome) {
-        resolve({ endpoint: target.endpoint, ok: true, ...outcome.answer, ms });
+        resolve({
+          endpoint: target.endpoint,
+          ok: true,
+          ...outcome.answer,
+          ms,
+          ...(address ? { address } : {}),
+        });
       } else {
         resolve({
           endpoint: target.endpoint,
@@ -81,6 +90,7 @@ export function queryWorker(target: Endpoint, request: QueryRequest = {}): Promi
     socket.setNoDelay(true);
     socket.on("connect", () => {
       connected = true;
+      address = addressOf(socket);
       socket.write(query.first());
     });
     socket.on("data", (chunk: Buffer) => {
@@ -94,6 +104,13 @@ export function queryWorker(target: Endpoint, request: QueryRequest = {}): Promi
     );
     socket.on("close", () => finish(query.closed()));
   });
+}
+
+/** `ip:port` of the peer, an IPv4-mapped IPv6 address as IPv4; undefined if the socket has none. */
+function addressOf(socket: Socket): string | undefined {
+  const ip = socket.remoteAddress?.replace(/^::ffff:(?=\d+\.)/, "");
+  if (!ip || socket.remotePort === undefined) return undefined;
+  return ip.includes(":") ? `[${ip}]:${socket.remotePort}` : `${ip}:${socket.remotePort}`;
 }
 
 function versionOf(f: WireFailure): { version?: RpcVersion } {

@@ -22,6 +22,15 @@ async function one(options: WorkerOptions) {
 }
 
 describe("doctor: RPC workers", () => {
+  test("one worker listed under two names: the second fails, naming the first (llama-server would wait on it forever)", async () => {
+    await using w = await new RpcWorkerStandIn().start();
+    const [a, b] = await rpcChecks(configOf([`localhost:${w.port}`, w.endpoint]), deps);
+    expect(a).toMatchObject({ status: "ok" });
+    expect(b).toMatchObject({ id: `rpc:${w.endpoint}`, status: "fail", data: { failure: "same_worker" } });
+    expect(b!.message).toContain(`the same worker as localhost:${w.port}`);
+    expect(b!.fix).toContain("once");
+  });
+
   test("no llama.rpc, no worker checks", async () => {
     expect(await rpcChecks(configOf([]), deps)).toEqual([]);
   });

@@ -21,6 +21,8 @@ describe("queryWorker over TCP", () => {
       version: { major: 5, minor: 1, patch: 0 },
       devices: [{ free_bytes: RECORDED_DEVICE_BYTES, total_bytes: RECORDED_DEVICE_BYTES }],
     });
+    // The address it was reached at: what tells one worker listed under two names.
+    expect(r).toMatchObject({ address: w.endpoint });
     // The worker is free again for the next client (llama-server) once the query is done.
     expect((await queryWorker(at(w.endpoint))).ok).toBe(true);
   });

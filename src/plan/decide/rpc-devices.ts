@@ -2,6 +2,7 @@ import type { RpcWorkerConfig } from "../../config/schema.ts";
 import { CoreError, isCoreError } from "../../protocol/errors.ts";
 import type { Decision, WorkerPlan } from "../../protocol/plan.ts";
 import type { WorkerReport } from "../../rpc/client.ts";
+import { sameWorkers } from "../../rpc/same-worker.ts";
 import { versionOutliers } from "../../rpc/versions.ts";
 import { versionText } from "../../rpc/wire.ts";
 import { describeWorker } from "../../rpc/workers.ts";
@@ -39,6 +40,7 @@ function workerMargin(total: number): number {
 export function rpcDevices(config: readonly RpcWorkerConfig[], reports: readonly WorkerReport[]): RpcDevices {
   const byEndpoint = new Map(reports.map((r) => [r.endpoint, r]));
   const outliers = versionOutliers(reports);
+  const same = sameWorkers(reports);
   const out: RpcDevices = { budgets: [], used: [], workers: [], warnings: [] };
   for (const w of config) {
     const r = byEndpoint.get(w.endpoint);
@@ -61,6 +63,11 @@ export function rpcDevices(config: readonly RpcWorkerConfig[], reports: readonly
     }
     if (!r.ok) {
       leave(r.failure, r.message);
+      continue;
+    }
+    const twin = same.get(w.endpoint);
+    if (twin) {
+      leave("same_worker", twin);
       continue;
     }
     const outlier = outliers.get(w.endpoint);

@@ -50,6 +50,18 @@ describe("rpcDevices", () => {
     expect(rpc.warnings).toEqual(["RPC worker b:1 left out: did not answer"]);
   });
 
+  test("a worker reached under two names is used once: the second is left out as same_worker, naming the first", () => {
+    const at = (r: WorkerReport, address: string): WorkerReport => ({ ...r, address }) as WorkerReport;
+    const rpc = rpcDevices(workers("box:1", "10.0.0.5:1", "c:1"), [
+      at(up("box:1", 8 * GIB), "10.0.0.5:1"),
+      at(up("10.0.0.5:1", 8 * GIB), "10.0.0.5:1"),
+      at(up("c:1", 8 * GIB), "10.0.0.6:1"),
+    ]);
+    expect(rpc.used).toEqual(["box:1", "c:1"]);
+    expect(rpc.workers[1]).toMatchObject({ status: "left_out", left_out: "same_worker" });
+    expect(rpc.workers[1]!.reason).toContain("the same worker as box:1 (both reach 10.0.0.5:1)");
+  });
+
   test("the small margin is 512 MiB; memory_bytes is the budget as given, spread by what each device reports", () => {
     const small = rpcDevices(workers("a:1"), [up("a:1", GIB)]);
     expect(small.budgets[0]).toMatchObject({ margin: 512 * MIB, budget: 512 * MIB });
