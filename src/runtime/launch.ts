@@ -35,6 +35,8 @@ export interface LaunchView extends LlamaEndpoint {
   readonly projector: string | null;
   /** The extra_args it was launched with (`llama.extra_args`, then its models entry's); null: not planned here. */
   readonly extraArgs: readonly string[] | null;
+  /** The RPC workers it was started with (`--rpc`), for the errors of a stall. */
+  readonly rpcWorkers: readonly string[];
   /** Whether its task loop has answered a task (a completion): see `taskServed`. */
   readonly servedTask: boolean;
   /**
@@ -53,6 +55,8 @@ export interface LaunchInit extends LlamaEndpoint {
   slots: number;
   /** Its idle sleep, as launched; none: it never sleeps. */
   sleep?: Omit<SleepWatchOptions, "inUse" | "onSleep">;
+  /** The RPC workers passed to `--rpc`; none when absent. */
+  rpcWorkers?: readonly string[];
   /** Its `died` controller when another owns it (a stand-in in a test); else its own. */
   died?: AbortController;
   /** The plan's `--mmproj` path. */
@@ -72,6 +76,7 @@ export class Launch implements LaunchView {
   readonly slots: SlotUse;
   readonly projector: string | null;
   readonly extraArgs: readonly string[] | null;
+  readonly rpcWorkers: readonly string[];
   private readonly sleep: SleepWatch;
   private readonly ended: AbortController;
   private known: LlamaProps | undefined;
@@ -83,6 +88,7 @@ export class Launch implements LaunchView {
   constructor(init: LaunchInit) {
     this.baseUrl = init.baseUrl;
     this.apiKey = init.apiKey;
+    this.rpcWorkers = init.rpcWorkers ?? [];
     this.ended = init.died ?? new AbortController();
     this.slots = new SlotUse(init.slots);
     this.projector = init.projector ?? null;

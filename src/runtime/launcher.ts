@@ -82,7 +82,7 @@ export class Launcher {
         return this.toRunning(outcome, plan);
       }
       last = outcome.error;
-      if (!outcome.retryPort) throw outcome.error;
+      if (!outcome.retryPort) throw this.rpc.stalledStart(outcome.error);
       logger.warn(`${outcome.error.message}; choosing another port`);
     }
     throw last as CoreError;
@@ -160,6 +160,7 @@ export class Launcher {
       slots: plan.slots,
       projector: plan.mmproj?.path ?? null,
       extraArgs: plan.extra_args,
+      rpcWorkers: plan.rpc_workers,
       sleep: {
         idleMs: plan.idle_sleep_s * 1000,
         pushed: states.speaks,

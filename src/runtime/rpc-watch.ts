@@ -110,6 +110,19 @@ export class RpcWatch {
     );
   }
 
+  /**
+   * A start that stalled (startupOverdue's "did not become ready") while llama-server had
+   * workers: the error names them, since a frozen one stalls the load without a word. Any
+   * other failure, or a launch without workers, passes unchanged.
+   */
+  stalledStart(err: CoreError): CoreError {
+    if (this.endpoints.length === 0 || !err.message.startsWith(NOT_READY)) return err;
+    return new CoreError(err.code, `${err.message}${frozenWorkerNote(this.endpoints)}`, {
+      ...err.data,
+      rpc_workers: [...this.endpoints],
+    });
+  }
+
   /** An exit of the ready server: the named error when it was the RPC abort, else null. */
   crashError(how: string, data: Record<string, unknown>, tail: readonly string[]): CoreError | null {
     if (this.identified) return withData(this.identified, data);
@@ -138,6 +151,20 @@ export class RpcWatch {
       { rpc_workers_lost: lost, rpc_workers: [...this.endpoints] },
     );
   }
+}
+
+/** How startupOverdue's errors begin (launch-steps.ts). */
+const NOT_READY = "llama-server did not become ready:";
+
+/**
+ * What a stall says when llama-server had RPC workers: a worker that stopped without closing
+ * its connection (a frozen process, a machine asleep, a pulled cable) is waited on forever by
+ * llama-server, which names no worker (docs/distributed.md "While it runs").
+ */
+export function frozenWorkerNote(endpoints: readonly string[]): string {
+  if (endpoints.length === 0) return "";
+  const which = `RPC worker${endpoints.length > 1 ? "s" : ""} ${endpoints.join(", ")}`;
+  return `; it was using ${which}: a worker that stops without closing its connection (frozen, its machine asleep or cut off) stalls llama-server like this; the next start checks them and plans without one that does not answer`;
 }
 
 function withData(err: CoreError, data: Record<string, unknown>): CoreError {

@@ -1,5 +1,6 @@
 import { CoreError } from "../protocol/errors.ts";
 import type { LlamaLease } from "./endpoint.ts";
+import { frozenWorkerNote } from "./rpc-watch.ts";
 
 /**
  * For a request on a lease: a signal that aborts when the chat is cancelled, when the server
@@ -31,7 +32,8 @@ export function watchProgress(
     }
     timer = undefined;
     const reason = `no progress for ${Math.round(limit / 1000)} s (llama.request_timeout_s)`;
-    wedge.abort(new CoreError("internal_error", `llama-server stopped responding: ${reason}`));
+    const note = frozenWorkerNote(lease.launch.rpcWorkers);
+    wedge.abort(new CoreError("internal_error", `llama-server stopped responding: ${reason}${note}`));
     lease.reportFailure(reason);
   };
   timer = setTimeout(check, limit);

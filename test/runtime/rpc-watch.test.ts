@@ -139,3 +139,29 @@ describe("classifyStartExit: RPC workers at start-up", () => {
     expect(r.code).toBe("model_missing");
   });
 });
+
+// A frozen worker (SIGSTOP, a machine asleep) keeps its connection open and never answers:
+// llama-server waits on it without a word, so a start or a request that stalls names the
+// workers it had (seen with the real llama-server and ggml-rpc-server).
+describe("a stall while llama-server has RPC workers", () => {
+  test("a start that made no progress names the workers of the launch", async () => {
+    const { startupOverdue } = await import("../../src/runtime/launch-steps.ts");
+    const { w } = watch({});
+    const late = startupOverdue({ t0: 0, port: 1, tail: { last: () => [] } as never }, 5000, 0, true, 1000)!;
+    w.begin(["127.0.0.1:50152", "127.0.0.1:50153"]);
+    const named = w.stalledStart(late);
+    expect(named.message).toStartWith(late.message);
+    expect(named.message).toContain("RPC workers 127.0.0.1:50152, 127.0.0.1:50153");
+    expect(named.data).toMatchObject({ rpc_workers: ["127.0.0.1:50152", "127.0.0.1:50153"] });
+    w.begin([]);
+    expect(w.stalledStart(late)).toBe(late);
+  });
+
+  test("another start failure passes unchanged", () => {
+    const { w } = watch({});
+    w.begin(["127.0.0.1:50152"]);
+    const other = classifyStartExit(["failed to open GGUF file"], 1, null);
+    const err = { code: other.code, message: other.message } as CoreError;
+    expect(w.stalledStart(err)).toBe(err);
+  });
+});

@@ -33,6 +33,22 @@ describe("watchProgress", () => {
     watch.dispose();
   });
 
+  test("a wedge on a server with RPC workers names them: a frozen worker stalls it without a word", async () => {
+    const l = lease(30);
+    const launch = new Launch({
+      baseUrl: "http://127.0.0.1:1",
+      apiKey: "k",
+      slots: 1,
+      rpcWorkers: ["box:50052"],
+    });
+    const watch = watchProgress({ ...l, launch }, new AbortController().signal);
+    await new Promise((r) => watch.signal.addEventListener("abort", r));
+    expect((watch.signal.reason as Error).message).toStartWith(
+      "llama-server stopped responding: no progress for 0 s (llama.request_timeout_s); it was using RPC worker box:50052",
+    );
+    watch.dispose();
+  });
+
   // A limit well over the touches' spacing: a loaded machine's 30 ms sleep may take 100.
   test("progress more often than the limit keeps it alive; the limit counts from the last touch", async () => {
     const l = lease(400);
