@@ -82,7 +82,7 @@ export class Launcher {
         return this.toRunning(outcome, plan);
       }
       last = outcome.error;
-      if (!outcome.retryPort) throw this.rpc.stalledStart(outcome.error);
+      if (!outcome.retryPort) throw await this.rpc.startFailure(outcome.error);
       logger.warn(`${outcome.error.message}; choosing another port`);
     }
     throw last as CoreError;

@@ -111,16 +111,36 @@ export class RpcWatch {
   }
 
   /**
-   * A start that stalled (startupOverdue's "did not become ready") while llama-server had
-   * workers: the error names them, since a frozen one stalls the load without a word. Any
-   * other failure, or a launch without workers, passes unchanged.
+   * A failed start while llama-server had workers. One that stalled (startupOverdue's "did not
+   * become ready") names them, since a frozen one stalls the load without a word. One that
+   * crashed (an exit, internal_error) names the workers that no longer accept connections:
+   * killed mid-load, the real build died of SIGSEGV with no RPC line in its log. Any other
+   * failure, or a launch without workers, passes unchanged.
    */
-  stalledStart(err: CoreError): CoreError {
-    if (this.endpoints.length === 0 || !err.message.startsWith(NOT_READY)) return err;
-    return new CoreError(err.code, `${err.message}${frozenWorkerNote(this.endpoints)}`, {
-      ...err.data,
-      rpc_workers: [...this.endpoints],
-    });
+  async startFailure(err: CoreError): Promise<CoreError> {
+    if (this.endpoints.length === 0) return err;
+    if (err.message.startsWith(NOT_READY)) {
+      return new CoreError(err.code, `${err.message}${frozenWorkerNote(this.endpoints)}`, {
+        ...err.data,
+        rpc_workers: [...this.endpoints],
+      });
+    }
+    const exited = err.data !== undefined && ("signal" in err.data || "exit_code" in err.data);
+    if (err.code !== "internal_error" || !exited) return err;
+    const lost = await this.unreachable();
+    if (lost.length === 0) return err;
+    for (const e of lost) this.book.lost(e, "stopped accepting connections while llama-server started on it");
+    return new CoreError(
+      err.code,
+      `${err.message}; RPC worker ${lost.join(", ")} stopped accepting connections during the start, the likely cause; the next start plans without ${lost.length === 1 ? "it" : "them"}`,
+      { ...err.data, rpc_workers_lost: lost, rpc_workers: [...this.endpoints] },
+    );
+  }
+
+  /** The launch's workers that no longer accept a connection. */
+  private async unreachable(): Promise<string[]> {
+    const up = await Promise.all(this.endpoints.map((e) => this.accepts(e, IDENTIFY_TIMEOUT_MS)));
+    return this.endpoints.filter((_, i) => !up[i]);
   }
 
   /** An exit of the ready server: the named error when it was the RPC abort, else null. */
@@ -136,8 +156,7 @@ export class RpcWatch {
   }
 
   private async identify(): Promise<CoreError> {
-    const up = await Promise.all(this.endpoints.map((e) => this.accepts(e, IDENTIFY_TIMEOUT_MS)));
-    const lost = this.endpoints.filter((_, i) => !up[i]);
+    const lost = await this.unreachable();
     for (const e of lost)
       this.book.lost(e, "stopped answering while llama-server used it; llama-server aborted");
     logger.error(`llama-server lost RPC worker(s): ${lost.join(", ") || "(all accept connections again)"}`);

@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import type { CoreError } from "../../src/protocol/errors.ts";
+import { type CoreError, CoreError as CoreErrorClass } from "../../src/protocol/errors.ts";
 import { rpcWorkerSnapshot, WorkerBook } from "../../src/rpc/workers.ts";
 import { classifyStartExit } from "../../src/runtime/exit-reason.ts";
 import { RpcWatch } from "../../src/runtime/rpc-watch.ts";
@@ -149,19 +149,49 @@ describe("a stall while llama-server has RPC workers", () => {
     const { w } = watch({});
     const late = startupOverdue({ t0: 0, port: 1, tail: { last: () => [] } as never }, 5000, 0, true, 1000)!;
     w.begin(["127.0.0.1:50152", "127.0.0.1:50153"]);
-    const named = w.stalledStart(late);
+    const named = await w.startFailure(late);
     expect(named.message).toStartWith(late.message);
     expect(named.message).toContain("RPC workers 127.0.0.1:50152, 127.0.0.1:50153");
     expect(named.data).toMatchObject({ rpc_workers: ["127.0.0.1:50152", "127.0.0.1:50153"] });
     w.begin([]);
-    expect(w.stalledStart(late)).toBe(late);
+    expect(await w.startFailure(late)).toBe(late);
   });
 
-  test("another start failure passes unchanged", () => {
+  test("another start failure passes unchanged", async () => {
     const { w } = watch({});
     w.begin(["127.0.0.1:50152"]);
     const other = classifyStartExit(["failed to open GGUF file"], 1, null);
     const err = { code: other.code, message: other.message } as CoreError;
-    expect(w.stalledStart(err)).toBe(err);
+    expect(await w.startFailure(err)).toBe(err);
+  });
+});
+
+// A worker killed while llama-server loads onto it: the real b-build crashed (SIGSEGV) with no
+// RPC line in its log, and the start's error named no worker.
+describe("a start that crashed while llama-server had RPC workers", () => {
+  const crash = () => {
+    const why = classifyStartExit(["load_model: loading model"], null, "SIGSEGV");
+    return new CoreErrorClass(why.code, why.message, { exit_code: null, signal: "SIGSEGV" });
+  };
+
+  test("names the worker that no longer accepts connections, and the book has it lost", async () => {
+    const { w, book } = watch({ "127.0.0.1:50152": true, "127.0.0.1:50153": false });
+    w.begin(["127.0.0.1:50152", "127.0.0.1:50153"]);
+    const err = await w.startFailure(crash());
+    expect(err.message).toStartWith(crash().message);
+    expect(err.message).toContain(
+      "RPC worker 127.0.0.1:50153 stopped accepting connections during the start",
+    );
+    expect(err.data).toMatchObject({ signal: "SIGSEGV", rpc_workers_lost: ["127.0.0.1:50153"] });
+    expect(rpcWorkerSnapshot(["127.0.0.1:50153"], book)[0]!.state).toBe("lost");
+  });
+
+  test("all workers still there, or none: the error as it was", async () => {
+    const { w } = watch({ "127.0.0.1:50152": true });
+    w.begin(["127.0.0.1:50152"]);
+    const err = crash();
+    expect(await w.startFailure(err)).toBe(err);
+    w.begin([]);
+    expect(await w.startFailure(err)).toBe(err);
   });
 });
