@@ -343,6 +343,7 @@ export type PlanResult = {
         | "malformed"
         | "no_memory"
         | "same_worker"
+        | "too_many_devices"
         | "unchecked"
         | null;
       version: string | null;

@@ -79,7 +79,7 @@ function planChat(
   const hw = applyOverrides(rawHw, config.hardware);
   const local = memoryBudgets(hw, config.hardware);
   // RPC workers' devices join the GPUs, in front, as llama-server orders them.
-  const rpc = rpcDevices(llama.rpc, workers);
+  const rpc = rpcDevices(llama.rpc, workers, local.gpus.length);
   const budgets = withRpcDevices(local, rpc);
   const warnings = [...model.warnings, ...vramOverrideWarnings(config.hardware, rawHw.gpus.length)];
   warnings.push(...rpc.warnings, ...logPrivacyWarnings(llama.extra_args));

@@ -144,6 +144,8 @@ export const WORKER_LEFT_OUT = [
   "no_memory",
   /** Another entry of llama.rpc reaches the same worker (src/rpc/same-worker.ts). */
   "same_worker",
+  /** Its devices would make more than the 15 llama-server's --tensor-split takes. */
+  "too_many_devices",
   /** Not asked (a plan made without querying the workers). */
   "unchecked",
 ] as const;

@@ -37,7 +37,18 @@ function workerMargin(total: number): number {
   return Math.max(512 * MIB, Math.floor(total * 0.1));
 }
 
-export function rpcDevices(config: readonly RpcWorkerConfig[], reports: readonly WorkerReport[]): RpcDevices {
+/**
+ * The most offload devices `--tensor-split` may list: llama-server refuses a list of
+ * llama_max_devices() (16) shares or more ("got 16 input configs, but system only has 16
+ * devices", common/arg.cpp's `>=`), so every start failed past it.
+ */
+export const MAX_SPLIT_DEVICES = 15;
+
+export function rpcDevices(
+  config: readonly RpcWorkerConfig[],
+  reports: readonly WorkerReport[],
+  localGpus = 0,
+): RpcDevices {
   const byEndpoint = new Map(reports.map((r) => [r.endpoint, r]));
   const outliers = versionOutliers(reports);
   const same = sameWorkers(reports);
@@ -76,6 +87,14 @@ export function rpcDevices(config: readonly RpcWorkerConfig[], reports: readonly
       continue;
     }
     const devices = deviceBudgets(w, r, out.budgets.length);
+    const room = MAX_SPLIT_DEVICES - localGpus - out.budgets.length;
+    if (devices.length > room) {
+      leave(
+        "too_many_devices",
+        `its ${devices.length} device${devices.length === 1 ? "" : "s"} would make more than the ${MAX_SPLIT_DEVICES} devices llama-server's --tensor-split takes (${out.budgets.length} of the workers before it and ${localGpus} local GPU${localGpus === 1 ? "" : "s"} already)`,
+      );
+      continue;
+    }
     if (devices.every((d) => d.budget <= 0)) {
       const free = r.devices.reduce((a, d) => a + d.free_bytes, 0);
       leave("no_memory", `only ${mib(free)} free, within the ${mib(devices[0]?.margin ?? 0)} kept free`);

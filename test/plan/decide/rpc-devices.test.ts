@@ -62,6 +62,32 @@ describe("rpcDevices", () => {
     expect(rpc.workers[1]!.reason).toContain("the same worker as box:1 (both reach 10.0.0.5:1)");
   });
 
+  test("no more offload devices than --tensor-split takes: llama-server refuses 16 shares (llama_max_devices() 16, '>=')", () => {
+    const names = Array.from({ length: 17 }, (_, i) => `w${i}:1`);
+    const rpc = rpcDevices(
+      workers(...names),
+      names.map((n) => up(n, 8 * GIB)),
+    );
+    expect(rpc.used).toHaveLength(15);
+    expect(rpc.workers.slice(15).map((w) => w.left_out)).toEqual(["too_many_devices", "too_many_devices"]);
+    expect(rpc.workers[15]!.reason).toContain("more than the 15 devices");
+    // Local GPUs come after the workers in the split and take their places first.
+    expect(
+      rpcDevices(
+        workers(...names),
+        names.map((n) => up(n, 8 * GIB)),
+        2,
+      ).used,
+    ).toHaveLength(13);
+    // A worker whose devices do not all fit is left out whole; a smaller one after it still fits.
+    const big = rpcDevices(workers("a:1", "b:1", "c:1"), [
+      up("a:1", ...Array(10).fill(GIB * 8)),
+      up("b:1", ...Array(6).fill(GIB * 8)),
+      up("c:1", GIB * 8),
+    ]);
+    expect(big.used).toEqual(["a:1", "c:1"]);
+  });
+
   test("the small margin is 512 MiB; memory_bytes is the budget as given, spread by what each device reports", () => {
     const small = rpcDevices(workers("a:1"), [up("a:1", GIB)]);
     expect(small.budgets[0]).toMatchObject({ margin: 512 * MIB, budget: 512 * MIB });
