@@ -20,6 +20,12 @@ const DEVICE_COUNT_REPLY_BYTES = 4;
 const DEVICE_MEMORY_REPLY_BYTES = 16;
 /** llama.cpp's device limit; a worker claiming more is not telling the truth. */
 export const MAX_DEVICES = 16;
+/**
+ * More memory than any one device has (1 PiB; a large server's RAM is a few TiB): a worker
+ * reporting it (2^64 - 1 from garbage) would be handed every layer, and past 2^53 the number
+ * is not even exact.
+ */
+export const MAX_DEVICE_BYTES = 2 ** 50;
 
 export interface RpcVersion {
   major: number;
@@ -245,8 +251,18 @@ export class WorkerQuery {
         return this.next({ ask: "memory", device: 0 });
       }
       case "memory": {
-        const free = Number(p.getBigUint64(0, true));
-        const total = Number(p.getBigUint64(8, true));
+        const [freeBig, totalBig] = [p.getBigUint64(0, true), p.getBigUint64(8, true)];
+        const free = Number(freeBig);
+        const total = Number(totalBig);
+        if (Math.max(free, total) > MAX_DEVICE_BYTES) {
+          return this.finish({
+            fail: {
+              kind: "malformed",
+              message: `reported ${freeBig > totalBig ? freeBig : totalBig} bytes of memory on device ${this.devices.length}, more than any device has (not an RPC worker, or garbage)`,
+              ...(this.version ? { version: this.version } : {}),
+            },
+          });
+        }
         this.devices.push({ free_bytes: Math.min(free, total), total_bytes: total });
         if (this.devices.length < this.count)
           return this.next({ ask: "memory", device: this.devices.length });

@@ -96,6 +96,19 @@ describe("WorkerQuery against hostile or foreign answers", () => {
     });
   });
 
+  test("memory no machine has (2^64 - 1 bytes, past 2^53 where a number is exact) is malformed, not a budget", () => {
+    const q = new WorkerQuery();
+    q.push(helloReply());
+    q.push(countReply(1));
+    expect(q.push(memReply(2n ** 64n - 1n, 2n ** 64n - 1n))).toMatchObject({
+      fail: { kind: "malformed", message: expect.stringContaining("device 0"), version: { major: 5 } },
+    });
+    const ok = new WorkerQuery();
+    ok.push(helloReply());
+    ok.push(countReply(1));
+    expect(ok.push(memReply(2n ** 44n, 2n ** 44n))).toHaveProperty("done"); // 16 TiB: a big server's RAM
+  });
+
   test("a huge size field fails at once, before any payload is kept", () => {
     const step = run([...u64(2n ** 63n), 1, 2, 3]);
     expect(step).toMatchObject({ fail: { kind: "malformed" } });
