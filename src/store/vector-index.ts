@@ -38,7 +38,7 @@ export class SignIndex {
   private bits: Int32Array;
   private count = 0;
   private readonly at = new Map<number, number>();
-  private readonly ownerCodes = new Map<string, number>();
+  private readonly ownerCodes = new OwnerCodes();
   /** Scratch for one scan's distances, grown with the index. */
   private distances: Uint16Array;
 
@@ -57,6 +57,11 @@ export class SignIndex {
     return this.count;
   }
 
+  /** Owners holding at least one entry (interned ids are forgotten with their last entry). */
+  get ownersKnown(): number {
+    return this.ownerCodes.size;
+  }
+
   has(id: number): boolean {
     return this.at.has(id);
   }
@@ -70,14 +75,15 @@ export class SignIndex {
   put(id: number, owner: string, bits: Int32Array): void {
     if (bits.length !== this.words)
       throw new Error(`sign bits of ${bits.length} words; this index has ${this.words}`);
+    const code = this.ownerCodes.take(owner);
     let slot = this.at.get(id);
     if (slot === undefined) {
       if (this.count === this.ids.length) this.grow();
       slot = this.count++;
       this.at.set(id, slot);
       this.ids[slot] = id;
-    }
-    this.owners[slot] = this.ownerCode(owner);
+    } else this.ownerCodes.release(this.owners[slot] as number);
+    this.owners[slot] = code;
     this.bits.set(bits, slot * this.words);
   }
 
@@ -86,6 +92,7 @@ export class SignIndex {
     const slot = this.at.get(id);
     if (slot === undefined) return;
     this.at.delete(id);
+    this.ownerCodes.release(this.owners[slot] as number);
     const last = --this.count;
     if (slot !== last) {
       const lastId = this.ids[last] as number;
@@ -139,22 +146,13 @@ export class SignIndex {
 
   /** A flag per owner code: 1 where the scan looks (every owner when `owners` is undefined). */
   private allowedCodes(owners: readonly string[] | undefined): Uint8Array {
-    const codes = new Uint8Array(this.ownerCodes.size + 1);
+    const codes = new Uint8Array(this.ownerCodes.span + 1);
     if (!owners) codes.fill(1);
     for (const o of owners ?? []) {
-      const c = this.ownerCodes.get(o);
+      const c = this.ownerCodes.codeOf(o);
       if (c !== undefined) codes[c] = 1;
     }
     return codes;
-  }
-
-  private ownerCode(owner: string): number {
-    let code = this.ownerCodes.get(owner);
-    if (code === undefined) {
-      code = this.ownerCodes.size;
-      this.ownerCodes.set(owner, code);
-    }
-    return code;
   }
 
   private grow(): void {
@@ -169,6 +167,55 @@ export class SignIndex {
     this.owners = owners;
     this.bits = bits;
     this.distances = new Uint16Array(capacity);
+  }
+}
+
+/**
+ * Owners interned as small codes, each with its count of entries. A core runs for days while
+ * users come and go: an owner whose last entry is removed (users.delete's rows, through the
+ * deletion log) is forgotten and its code given to the next new owner, so neither the table
+ * nor a scan's flags grow with every user id ever seen, and an erased user's id is not kept.
+ */
+class OwnerCodes {
+  private readonly byOwner = new Map<string, number>();
+  private readonly names: (string | undefined)[] = [];
+  private readonly uses: number[] = [];
+  private readonly free: number[] = [];
+
+  get size(): number {
+    return this.byOwner.size;
+  }
+
+  /** One past the highest code handed out: a scan's flags cover them all. */
+  get span(): number {
+    return this.names.length;
+  }
+
+  codeOf(owner: string): number | undefined {
+    return this.byOwner.get(owner);
+  }
+
+  /** The owner's code, counting one more entry of it. */
+  take(owner: string): number {
+    let code = this.byOwner.get(owner);
+    if (code === undefined) {
+      code = this.free.pop() ?? this.names.length;
+      this.byOwner.set(owner, code);
+      this.names[code] = owner;
+      this.uses[code] = 0;
+    }
+    this.uses[code] = (this.uses[code] as number) + 1;
+    return code;
+  }
+
+  /** One entry of the code's owner gone; the owner with it once none is left. */
+  release(code: number): void {
+    const left = (this.uses[code] as number) - 1;
+    this.uses[code] = left;
+    if (left > 0) return;
+    this.byOwner.delete(this.names[code] as string);
+    this.names[code] = undefined;
+    this.free.push(code);
   }
 }
 

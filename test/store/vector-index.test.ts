@@ -49,6 +49,25 @@ describe("SignIndex", () => {
     expect(index.nearest(vec(10), 2)).toEqual([2, 3]);
   });
 
+  test("an owner whose entries are all removed is forgotten, its code reused without widening another's scope", () => {
+    // A core runs for days while users come and go (users.delete removes their rows through the
+    // deletion log): the interned owners must not keep every user id ever seen (docs/agent.md "Memory").
+    const index = new SignIndex(64, 4);
+    for (let i = 0; i < 1000; i++) index.put(i, `user-${i}`, vec(i % 64));
+    expect(index.ownersKnown).toBe(1000);
+    for (let i = 0; i < 1000; i++) index.remove(i);
+    expect(index.ownersKnown).toBe(0);
+    index.put(1, "a", vec(0));
+    index.put(2, "b", vec(0));
+    index.put(2, "c", vec(1)); // a replaced entry's old owner goes too
+    expect(index.ownersKnown).toBe(2);
+    index.put(3, "d", vec(0)); // takes b's freed code
+    expect(index.nearest(vec(0), 5, ["b"])).toEqual([]);
+    expect(index.nearest(vec(0), 5, ["d"])).toEqual([3]);
+    expect(index.nearest(vec(0), 5, ["a", "c"])).toEqual([1, 2]);
+    expect(index.nearest(vec(0), 5)).toEqual([1, 3, 2]);
+  });
+
   test("a bits array of another width is refused", () => {
     expect(() => new SignIndex(64).put(1, "a", new Int32Array(3))).toThrow("3 words");
   });
