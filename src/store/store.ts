@@ -251,8 +251,8 @@ export class Store {
   /**
    * A session's messages, checkpoint and memory, erased for good, here, in its 0.1 files and in
    * every database set aside; `deleted` false when the live database had none. The erase runs on
-   * the store's thread, one transaction: a core killed midway leaves the session as it was (the
-   * host, answered nothing, asks again).
+   * the store's thread, one transaction, after the copies and 0.1 files: a delete sent again
+   * (the core killed midway) finds the session only while its live rows are there (docs/agent.md).
    */
   async deleteSession(
     userId: string,
@@ -262,10 +262,11 @@ export class Store {
     this.erasing.erased(userId, sessionId);
     const at = this.now().getTime();
     return this.erases.add(async () => {
+      eraseImported(this.dataDir, userId, sessionId);
+      const copies = await this.eraseCopies(userId, { sessionId });
       const deleted = (await this.erase({ kind: "session", userId, sessionId, at, steps: false })) > 0;
       this.conversations.forget(userId, sessionId);
-      eraseImported(this.dataDir, userId, sessionId);
-      return { deleted, copies: await this.eraseCopies(userId, { sessionId }) };
+      return { deleted, copies };
     });
   }
 
@@ -274,15 +275,12 @@ export class Store {
     return this.guard(() => goneSources(this.db, userId, quoted));
   }
 
-  /**
-   * A document and its chunks erased for good (`documents.delete`), here and in every database set
-   * aside; false when the user has none such.
-   */
+  /** A document erased for good (`documents.delete`), the copies first as deleteSession's; false when none. */
   async deleteDocument(userId: string, documentId: string): Promise<boolean> {
     return this.erases.add(async () => {
-      if (!(await this.offLoop({ kind: "document", userId, documentId }))) return false;
+      if (!this.guard(() => this.documents.find(userId, documentId))) return false;
       await this.eraseCopies(userId, { documentId });
-      return true;
+      return ((await this.offLoop({ kind: "document", userId, documentId })) as number) > 0;
     });
   }
 
