@@ -1,4 +1,5 @@
 import type { Config } from "../config/schema.ts";
+import { sweepExportTemps } from "../store/export-temps.ts";
 import { logger } from "../util/logger.ts";
 import { findLlamaServer } from "./find-binary.ts";
 import { llamaPrograms, reapLeftover } from "./pid-file.ts";
@@ -22,5 +23,11 @@ export async function reapAtStartup(config: Config): Promise<void> {
     });
   } catch (err) {
     logger.warn(`checking for leftover processes failed: ${(err as Error).message}`);
+  }
+  // And the temp file of an export a killed core left in the host's folder (store/export-temps.ts).
+  try {
+    sweepExportTemps(config.app.data_dir);
+  } catch (err) {
+    logger.warn(`removing unfinished exports' temp files failed: ${(err as Error).message}`);
   }
 }

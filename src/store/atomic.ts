@@ -105,7 +105,8 @@ export function stageFileAtomic(path: string, data: string, tempName?: string): 
   };
 }
 
-function syncFolder(dir: string): void {
+/** Also a file's bytes (store/export-temps.ts): an open for reading and its fsync. */
+export function syncFolder(dir: string): void {
   try {
     const dfd = openSync(dir, "r");
     try {

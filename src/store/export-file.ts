@@ -6,6 +6,7 @@ import { CoreError } from "../protocol/errors.ts";
 import { openPrivateFile } from "../util/private-fs.ts";
 import { syncFolderAsync } from "./atomic.ts";
 import { fsProblemText } from "./data-dir-problem.ts";
+import { noteExportTemp } from "./export-temps.ts";
 
 const writeAsync = promisify(write);
 const fsyncAsync = promisify(fsync);
@@ -40,13 +41,21 @@ export async function exportInline(pieces: AsyncIterable<string>): Promise<strin
  * An export written to `path` as the core writes its own files: owner-only (0600), never through
  * a link, into a fresh temp file beside it, synced and renamed over it, so `path` holds the old
  * file or the whole export, never a part. The pieces are written as they come, a slice of the
- * session at a time with the loop free between them. Its size in bytes.
+ * session at a time with the loop free between them. Its size in bytes. The temp file is noted
+ * under `dataDir` while it exists, so one a killed core left is removed at the next start
+ * (store/export-temps.ts).
  */
-export async function exportToFile(path: string, pieces: AsyncIterable<string>): Promise<number> {
+export async function exportToFile(
+  path: string,
+  pieces: AsyncIterable<string>,
+  dataDir: string,
+): Promise<number> {
   const tmp = join(dirname(path), `.${basename(path)}.${randomBytes(6).toString("hex")}.tmp`);
   let fd: number | undefined;
   let bytes = 0;
+  let noted: (() => void) | undefined;
   try {
+    noted = noteExportTemp(dataDir, tmp);
     fd = openPrivateFile(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL);
     for await (const piece of pieces) {
       const buf = Buffer.from(piece);
@@ -57,9 +66,11 @@ export async function exportToFile(path: string, pieces: AsyncIterable<string>):
     await closeAsync(fd);
     fd = undefined;
     renameSync(tmp, path);
+    noted();
   } catch (err) {
     if (fd !== undefined) await closeAsync(fd).catch(() => {});
     rmSync(tmp, { force: true });
+    noted?.();
     if (err instanceof CoreError) throw err;
     const code = (err as { code?: string }).code;
     throw new CoreError("invalid_request", `params.path: ${path} cannot be written: ${fsProblemText(code)}`, {

@@ -28,7 +28,8 @@ export interface LeaseOptions {
   alive?: (pid: number) => boolean;
 }
 
-function processAlive(pid: number): boolean {
+/** Whether a process with this pid is there (also store/export-temps.ts's dead writers). */
+export function processAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;

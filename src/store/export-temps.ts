@@ -1,0 +1,65 @@
+import { randomBytes } from "node:crypto";
+import { lstatSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { basename, join } from "node:path";
+import { logger } from "../util/logger.ts";
+import { ensurePrivateTree, writePrivateFile } from "../util/private-fs.ts";
+import { syncFolder } from "./atomic.ts";
+import { processAlive } from "./session-lease.ts";
+
+/**
+ * An export to a path (`sessions.export`, store/export-file.ts) writes a temp file beside it in
+ * the host's folder: a core killed mid-write (SIGKILL, a power cut) leaves it there, a hidden
+ * part of the conversation nothing would ever remove. So each export under way is noted under
+ * data_dir/run/exports (`<pid>-<hex>.json`: the temp file's path), and the next start removes
+ * what a dead core's notes name (docs/protocol.md, sessions.export).
+ */
+const NOTE = /^(\d+)-[0-9a-f]{12}\.json$/;
+/** Only a name exportToFile gives its temp files is ever removed: `.<target>.<12 hex>.tmp`. */
+const TEMP = /^\..+\.[0-9a-f]{12}\.tmp$/;
+
+const notesDir = (dataDir: string) => join(dataDir, "run", "exports");
+/** This process's notes of exports under way: never swept (an export may come before the sweep). */
+const live = new Set<string>();
+
+/** The note of an export under way, synced before the temp file exists; returns its removal. */
+export function noteExportTemp(dataDir: string, tmp: string): () => void {
+  const dir = ensurePrivateTree(dataDir, "run", "exports");
+  const note = join(dir, `${process.pid}-${randomBytes(6).toString("hex")}.json`);
+  live.add(note);
+  writePrivateFile(note, `${JSON.stringify({ tmp })}\n`);
+  syncFolder(note);
+  syncFolder(dir);
+  return () => {
+    rmSync(note, { force: true });
+    live.delete(note);
+  };
+}
+
+/** At start-up: the temp files of exports a dead core left, and their notes, removed. */
+export function sweepExportTemps(dataDir: string): void {
+  let names: string[];
+  try {
+    names = readdirSync(notesDir(dataDir));
+  } catch {
+    return;
+  }
+  for (const name of names) {
+    const m = NOTE.exec(name);
+    const note = join(notesDir(dataDir), name);
+    if (!m || live.has(note) || (Number(m[1]) !== process.pid && processAlive(Number(m[1])))) continue;
+    try {
+      const { tmp } = JSON.parse(readFileSync(note, "utf8")) as { tmp: unknown };
+      if (
+        typeof tmp === "string" &&
+        TEMP.test(basename(tmp)) &&
+        lstatSync(tmp, { throwIfNoEntry: false })?.isFile()
+      ) {
+        rmSync(tmp, { force: true });
+        logger.info(`removed the temp file of an export a stopped core left unfinished: ${tmp}`);
+      }
+    } catch (err) {
+      logger.warn(`an unfinished export's note ${note} could not be acted on: ${(err as Error).message}`);
+    }
+    rmSync(note, { force: true });
+  }
+}
