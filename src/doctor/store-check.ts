@@ -60,6 +60,16 @@ export function storeCheck(config: Config, hasFts5 = sqliteHasFts5()): Check {
   let db: Database | undefined;
   try {
     db = new Database(path, { readonly: true });
+    // No table at all: a core stopped during its first open (killed, a power cut) left the file
+    // begun; the next open makes the schema in it as in a new one (store/db/open.ts).
+    if (!db.query("SELECT 1 FROM sqlite_schema LIMIT 1").get()) {
+      return {
+        id: "store",
+        status,
+        message: `the database ${path} is begun but not made yet (a core stopped during its first open); the next start makes it; ${fts}`,
+        data,
+      };
+    }
     const problem = integrityProblem(db);
     if (problem) {
       return {

@@ -20,6 +20,26 @@ describe("doctor: the conversation database", () => {
     expect(existsSync(data)).toBe(false);
   });
 
+  // A core killed during its first open (SIGKILL, a power cut) leaves local-ai.db with WAL set in
+  // its header and no table yet, or empty; the next start makes the schema as for a new file.
+  // doctor said "fail: cannot be read: no such table: meta" and told the user to move it aside
+  // (seen killing the compiled core at random moments).
+  test("begun by a core killed in its first open: ok, not a failure; the next start makes it", async () => {
+    using dir = tmpdir();
+    const path = join(dir.path, DB_FILE);
+    const begun = new Database(path, { create: true });
+    begun.run("PRAGMA journal_mode = WAL");
+    begun.close();
+    for (const left of ["its header alone", "an empty file"]) {
+      if (left === "an empty file") writeFileSync(path, "");
+      const c = storeCheck(configAt(dir.path));
+      expect([left, c.status]).toEqual([left, "ok"]);
+      expect(c.message).toContain("not made yet");
+    }
+    Store.open(dir.path).close();
+    expect(storeCheck(configAt(dir.path)).message).toContain("is healthy");
+  });
+
   test("healthy, then reset after random bytes over its header, then marked damaged", () => {
     using dir = tmpdir();
     Store.open(dir.path).close();
