@@ -6,6 +6,7 @@ import { MemoryVectors, type QueryVector, type Scope } from "./memory-vectors.ts
 import { fuseRanks } from "./rank-fusion.ts";
 import { sourceName } from "./source-names.ts";
 import { TermStats } from "./term-stats.ts";
+import { ownerKey } from "./vector-index.ts";
 
 /**
  * A remembered passage: a past turn (`session:<id>`), a chunk of a file (`file:<path>`) or of a
@@ -126,7 +127,12 @@ export class MemoryStore {
 
   /** Recall's scope as the vector search filters by it: the same condition as the word search's. */
   private scope(userId: string, skip: string): Scope {
-    return { sql: RECALL_SCOPE, params: scopeParams(userId, skip, this.folders), owners: [userId, ""] };
+    return {
+      sql: RECALL_SCOPE,
+      params: scopeParams(userId, skip, this.folders),
+      owners: [userId, ""],
+      skipOwner: skip ? ownerKey(userId, skip) : undefined,
+    };
   }
 
   private hitOf(userId: string, r: Row): MemoryHit {

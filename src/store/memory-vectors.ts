@@ -1,6 +1,6 @@
 import type { Database } from "bun:sqlite";
 import { logger } from "../util/logger.ts";
-import { dot, SignIndex, signBits, wordsFor } from "./vector-index.ts";
+import { dot, ownerKey, SignIndex, signBits, wordsFor } from "./vector-index.ts";
 
 /** A query's vector and the embedding model (its fingerprint) that made it. */
 export interface QueryVector {
@@ -29,6 +29,11 @@ export interface Scope {
    * scan skips others before the SQL filter decides.
    */
   owners: readonly string[];
+  /**
+   * The owner (`ownerKey(user, session)`: the chat's own session's turns) the scope leaves out,
+   * skipped by the scan too, so one long conversation's own turns never fill its candidates.
+   */
+  skipOwner?: string;
 }
 
 /**
@@ -222,7 +227,7 @@ export class MemoryVectors {
     );
     let rows: { id: number; vector: Uint8Array }[] = [];
     for (let n = Math.max(candidates, k); ; n *= 4) {
-      const ids = index.nearest(bits, n, scope.owners);
+      const ids = index.nearest(bits, n, scope.owners, scope.skipOwner);
       rows = exact.all({
         ...scope.params,
         ids: JSON.stringify(ids),
@@ -308,7 +313,8 @@ export class MemoryVectors {
     if (!index || limit <= 0) return false;
     const added = this.db
       .query(
-        `SELECT v.id, v.memory_id, v.bits, m.user_id FROM memory_vectors v JOIN memory m ON m.id = v.memory_id
+        `SELECT v.id, v.memory_id, v.bits, m.user_id, m.session_id, m.document_id IS NULL AS turn
+         FROM memory_vectors v JOIN memory m ON m.id = v.memory_id
          WHERE v.fingerprint = $fp AND v.id > $last AND v.dimensions = $dims ORDER BY v.id LIMIT $limit`,
       )
       .all({ fp: fingerprint, last: this.lastId, dims: dimensions, limit }) as {
@@ -316,10 +322,13 @@ export class MemoryVectors {
       memory_id: number;
       bits: Uint8Array;
       user_id: string;
+      session_id: string | null;
+      turn: number;
     }[];
     const words = wordsFor(dimensions);
     for (const row of added) {
-      index.put(row.memory_id, row.user_id, wordsOf(row.bits, words));
+      const owner = ownerKey(row.user_id, row.turn ? (row.session_id ?? "") : "");
+      index.put(row.memory_id, owner, wordsOf(row.bits, words));
       this.lastId = row.id;
     }
     return added.length === limit;

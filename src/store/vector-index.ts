@@ -29,10 +29,22 @@ const BITS16 = (() => {
   return t;
 })();
 
+/** Between a key and its part in an owner (`ownerKey`): NUL, which no id may hold. */
+const PART = "\u0000";
+
+/**
+ * An entry's owner: its key (a user), or a part of the key (a user's session), so that a scan
+ * of a key can leave one part out without widening: one long conversation's own turns would
+ * otherwise fill every candidate list of its recall.
+ */
+export function ownerKey(key: string, part?: string): string {
+  return part ? `${key}${PART}${part}` : key;
+}
+
 export class SignIndex {
   readonly words: number;
   private ids: Float64Array;
-  /** An interned key per entry (the row's user): a scan may be limited to some keys. */
+  /** An interned owner per entry (`ownerKey`): a scan may be limited to some owners. */
   private owners: Int32Array;
   /** Int32, not Uint32: a word over 2^31 read from a Uint32Array is a heap number, several times slower. */
   private bits: Int32Array;
@@ -105,11 +117,12 @@ export class SignIndex {
 
   /**
    * The ids of the `n` entries nearest `query` by Hamming distance (ties broken by position),
-   * among those whose owner is one of `owners` (all when undefined); nearest first.
+   * among those whose owner is one of `owners` (all when undefined), less those of the owner
+   * `skip`; nearest first.
    */
-  nearest(query: Int32Array, n: number, owners?: readonly string[]): number[] {
+  nearest(query: Int32Array, n: number, owners?: readonly string[], skip?: string): number[] {
     if (n <= 0 || this.count === 0) return [];
-    const allowed = this.allowedCodes(owners);
+    const allowed = this.allowedCodes(owners, skip);
     const { words, bits, count } = this;
     const dist = this.distances;
     const histogram = new Uint32Array(words * 32 + 2);
@@ -144,14 +157,22 @@ export class SignIndex {
     return picked.slice(0, n).map((slot) => this.ids[slot] as number);
   }
 
-  /** A flag per owner code: 1 where the scan looks (every owner when `owners` is undefined). */
-  private allowedCodes(owners: readonly string[] | undefined): Uint8Array {
+  /**
+   * A flag per owner code: 1 where the scan looks. An owner is a key or a key's part
+   * (`ownerKey`): `owners` names keys, and each takes its parts too; every owner when undefined.
+   */
+  private allowedCodes(owners: readonly string[] | undefined, skip: string | undefined): Uint8Array {
     const codes = new Uint8Array(this.ownerCodes.span + 1);
     if (!owners) codes.fill(1);
-    for (const o of owners ?? []) {
-      const c = this.ownerCodes.codeOf(o);
-      if (c !== undefined) codes[c] = 1;
+    else {
+      const keys = new Set(owners);
+      for (let code = 0; code < this.ownerCodes.span; code++) {
+        const key = this.ownerCodes.keyAt(code);
+        if (key !== undefined && keys.has(key)) codes[code] = 1;
+      }
     }
+    const skipped = skip === undefined ? undefined : this.ownerCodes.codeOf(skip);
+    if (skipped !== undefined) codes[skipped] = 0;
     return codes;
   }
 
@@ -179,6 +200,7 @@ export class SignIndex {
 class OwnerCodes {
   private readonly byOwner = new Map<string, number>();
   private readonly names: (string | undefined)[] = [];
+  private readonly keys: (string | undefined)[] = [];
   private readonly uses: number[] = [];
   private readonly free: number[] = [];
 
@@ -195,6 +217,11 @@ class OwnerCodes {
     return this.byOwner.get(owner);
   }
 
+  /** The key of the code's owner (`ownerKey`'s first part), or undefined for a free code. */
+  keyAt(code: number): string | undefined {
+    return this.keys[code];
+  }
+
   /** The owner's code, counting one more entry of it. */
   take(owner: string): number {
     let code = this.byOwner.get(owner);
@@ -202,6 +229,8 @@ class OwnerCodes {
       code = this.free.pop() ?? this.names.length;
       this.byOwner.set(owner, code);
       this.names[code] = owner;
+      const cut = owner.indexOf(PART);
+      this.keys[code] = cut < 0 ? owner : owner.slice(0, cut);
       this.uses[code] = 0;
     }
     this.uses[code] = (this.uses[code] as number) + 1;
@@ -215,6 +244,7 @@ class OwnerCodes {
     if (left > 0) return;
     this.byOwner.delete(this.names[code] as string);
     this.names[code] = undefined;
+    this.keys[code] = undefined;
     this.free.push(code);
   }
 }

@@ -2,6 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { openStore } from "../../src/store/db/open.ts";
 import { MemoryVectors } from "../../src/store/memory-vectors.ts";
 import { Store } from "../../src/store/store.ts";
+import { ownerKey } from "../../src/store/vector-index.ts";
 import { commitNotedTurn } from "../fixtures/noted-turn.ts";
 import { normalize } from "../fixtures/synthetic-vectors.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
@@ -158,6 +159,33 @@ describe("a scope that leaves few candidates", () => {
     );
     expect(vectors.nearest(q, scope, 1, 1)).toEqual([]);
     expect(vectors.nearest(q, scope, 1).map((r) => r.id)).toEqual([far]);
+    db.close(false);
+  });
+
+  test("the chat's own session is left out by the scan itself: a long conversation needs no widening", () => {
+    // One long chat is the common case: every nearest row is its own, which recall leaves out.
+    using dir = tmpdir();
+    const { db } = openStore(dir.path);
+    const insert = db.query(
+      "INSERT INTO memory (user_id, session_id, source, text, at) VALUES ('ann', ?, 'x', 'note', 0) RETURNING id",
+    );
+    const vectors = new MemoryVectors(db);
+    const own = Array.from({ length: 80 }, () => (insert.get("now") as { id: number }).id);
+    const far = (insert.get("old") as { id: number }).id;
+    vectors.put("m1", [
+      ...own.map((id) => ({ id, vector: toward(3) })),
+      { id: far, vector: toward(3, 6, 0.9) },
+    ]);
+    const scope = {
+      sql: "m.session_id != $skip",
+      params: { skip: "now" },
+      owners: ["ann", ""],
+      skipOwner: ownerKey("ann", "now"),
+    };
+    // One candidate, no widening: 80 nearer rows of the skipped session are past the widest (64).
+    expect(vectors.nearest({ fingerprint: "m1", vector: toward(3) }, scope, 1, 1).map((r) => r.id)).toEqual([
+      far,
+    ]);
     db.close(false);
   });
 });

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { dot, SignIndex, signBits } from "../../src/store/vector-index.ts";
+import { dot, ownerKey, SignIndex, signBits } from "../../src/store/vector-index.ts";
 import { exactTop, SyntheticVectors } from "../fixtures/synthetic-vectors.ts";
 
 describe("signBits", () => {
@@ -66,6 +66,18 @@ describe("SignIndex", () => {
     expect(index.nearest(vec(0), 5, ["d"])).toEqual([3]);
     expect(index.nearest(vec(0), 5, ["a", "c"])).toEqual([1, 2]);
     expect(index.nearest(vec(0), 5)).toEqual([1, 3, 2]);
+  });
+
+  test("an owner may be a key's part: a scan of the key takes its parts, and leaves out the one skipped", () => {
+    const index = new SignIndex(64, 4);
+    index.put(1, ownerKey("ann", "s1"), vec(0, 1, 2));
+    index.put(2, ownerKey("ann", "s2"), vec(0, 1));
+    index.put(3, ownerKey("ann"), vec(0));
+    index.put(4, ownerKey("bob", "s1"), vec(0, 1, 2));
+    expect(index.nearest(vec(0, 1, 2), 5, ["ann"])).toEqual([1, 2, 3]);
+    expect(index.nearest(vec(0, 1, 2), 5, ["ann"], ownerKey("ann", "s1"))).toEqual([2, 3]);
+    expect(index.nearest(vec(0, 1, 2), 5, ["bob"], ownerKey("ann", "s1"))).toEqual([4]);
+    expect(index.nearest(vec(0, 1, 2), 5, undefined, ownerKey("bob", "s1"))).toEqual([1, 2, 3]);
   });
 
   test("a bits array of another width is refused", () => {
