@@ -11,9 +11,14 @@ import type { Services } from "./services.ts";
 export function modelsApi(services: Services, model: string): ModelsApi {
   const api = services.models?.();
   if (api) return api;
-  throw new CoreError(
-    "invalid_request",
-    `model: this config has no \`models\` entries, so it serves the model section ('default') alone; add one for '${model}'`,
-    { field: "model", reason: "model_not_found", available: [DEFAULT_MODEL_NAME] },
-  );
+  // `default` itself is there, but loaded and stopped as the one model: by warmup or a chat.
+  const advice =
+    model === DEFAULT_MODEL_NAME
+      ? "its one model ('default') is started by `warmup` or a chat and stopped at shutdown; models.load and models.unload need `models` entries"
+      : `so it serves the model section ('default') alone; add one for '${model}'`;
+  throw new CoreError("invalid_request", `model: this config has no \`models\` entries; ${advice}`, {
+    field: "model",
+    reason: "model_not_found",
+    available: [DEFAULT_MODEL_NAME],
+  });
 }

@@ -141,6 +141,7 @@ describe("a core without models entries serves the model section alone", () => {
       [2, "models.load", { model: "/m/other.gguf" }],
       [3, "embed", { input: ["a"], model: "/m/vec.gguf" }],
       [4, "chat", { input: "hi", model: "/m/other.gguf" }],
+      [5, "models.load", { model: "default" }],
     ] as const) {
       const res = await h.request({ id, method, params }, 20_000);
       expect(res).toMatchObject({
@@ -150,6 +151,9 @@ describe("a core without models entries serves the model section alone", () => {
       });
       // What is missing is a `models` entry in this config, not a feature of the core.
       expect(res.message).toContain("no `models` entries");
+      // `default` is there: the advice is how it is started, not to add it.
+      if (id === 5) expect(res.message).toContain("started by `warmup` or a chat");
+      else expect(res.message).toContain("add one for");
     }
     h.end();
     await h.exit;
