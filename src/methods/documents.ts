@@ -13,6 +13,7 @@ import {
 } from "../protocol/documents.ts";
 import { documentNotFound } from "../store/document-store.ts";
 import { defineMethod } from "./definition.ts";
+import { kvErased } from "./kv-erased.ts";
 
 // Documents a user hands the assistant (docs/protocol.md "Documents"): a session's attachments
 // and the user's library, each method a thin call into documents/ and the store.
@@ -58,16 +59,21 @@ export const documentsList = defineMethod({
 
 /**
  * A document and its chunks erased for good, and every saved KV state and prompt record whose
- * memory notes quote it (docs/agent.md#prompt-reuse): the model reads it no more.
+ * memory notes quote it (docs/agent.md#prompt-reuse): the model reads it no more. A state that
+ * could not be removed fails the delete naming it, and a delete sent again tries it again, as
+ * `sessions.delete` does (kv-erased.ts).
  */
 export const documentsDelete = defineMethod({
   name: "documents.delete",
   params: DocumentsDeleteParamsSchema,
   result: () => DocumentsDeleteResultSchema,
   run: async (p, _ctx, services) => {
-    if (!(await services.store().deleteDocument(p.user_id, p.document_id)))
+    const source = `document:${p.document_id}`;
+    if (!(await services.store().deleteDocument(p.user_id, p.document_id))) {
+      kvErased(services.forgetKvSource(p.user_id, source));
       throw documentNotFound(p.document_id);
-    services.forgetKvSource(p.user_id, `document:${p.document_id}`);
+    }
+    kvErased(services.forgetKvSource(p.user_id, source));
     return { deleted: true as const };
   },
 });

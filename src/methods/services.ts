@@ -56,7 +56,7 @@ export interface Services {
    */
   forgetKv(userId: string, sessionId?: string): string[];
   /** What memory notes quote erased (`document:<id>`): every saved KV state and record holding a passage of it. */
-  forgetKvSource(userId: string, source: string): void;
+  forgetKvSource(userId: string, source: string): string[];
   /** A pull's edges on this machine (its environment, the home folder), read when asked. */
   pullDeps(): PullDeps;
   /** The saved KV state on disk for `status`; null before the config is loaded, or with saving off. */

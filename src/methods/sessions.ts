@@ -1,4 +1,4 @@
-import { CoreError } from "../protocol/errors.ts";
+import type { CoreError } from "../protocol/errors.ts";
 import {
   SessionsAttachmentParamsSchema,
   SessionsAttachmentResultSchema,
@@ -19,6 +19,7 @@ import {
 } from "../protocol/sessions.ts";
 import { exportInline, exportToFile } from "../store/export-file.ts";
 import { defineMethod } from "./definition.ts";
+import { kvErased } from "./kv-erased.ts";
 import type { Services } from "./services.ts";
 
 // The host's view of its conversations (docs/protocol.md "Conversations"): each a thin call into
@@ -110,18 +111,3 @@ export const usersDelete = defineMethod({
     return { deleted_sessions, set_aside_copies: copies };
   },
 });
-
-/**
- * An erase never answers ok while a saved KV state of it stays on disk (docs/protocol.md,
- * `users.delete`): a file that could not be removed fails the delete, naming it; sending the
- * delete again tries again. Seen with data_dir/kv not writable: `deleted: true`, the session's
- * tokens still readable there, and never tried again.
- */
-function kvErased(left: ReturnType<Services["forgetKv"]>): void {
-  if (left.length === 0) return;
-  throw new CoreError(
-    "internal_error",
-    `the rows are erased, but ${left.length} saved KV state file(s) could not be removed (${left[0]}; see the core's log for why); send the delete again once they can be`,
-    { key: "app.data_dir", file: left[0], files: left },
-  );
-}

@@ -13,6 +13,7 @@ import type { MemoryEmbedder } from "../store/memory-embedder.ts";
 import type { Store } from "../store/store.ts";
 import { logger, logUnexpected, setLogLevel } from "../util/logger.ts";
 import type { SeveralModels } from "./several-models.ts";
+import { ShutdownOrder } from "./shutdown-order.ts";
 
 export interface ServicesOptions {
   /** As given on the command line (default config.yaml), resolved against cwd. */
@@ -49,8 +50,7 @@ export class CoreServices implements Services {
   private several: SeveralModels | undefined;
   /** Memory's embedder: undefined until asked, null when there is none (no embedding model). */
   private embedder: MemoryEmbedder | null | undefined;
-  private readonly stoppers: { name: string; stop: () => Promise<void>; last: boolean }[] = [];
-  private stopping: Promise<void> | undefined;
+  private readonly shutdown = new ShutdownOrder();
   private prepared = false;
 
   constructor(private readonly options: ServicesOptions) {}
@@ -109,7 +109,7 @@ export class CoreServices implements Services {
         this.options.llama ??
         (require("../runtime/provider.ts") as typeof import("../runtime/provider.ts")).createSupervisor;
       const provider = make(config);
-      this.provider = this.stopAtShutdown("llama", provider, () => provider.stop());
+      this.provider = this.shutdown.add("llama", provider, () => provider.stop());
     }
     return this.provider;
   }
@@ -141,7 +141,7 @@ export class CoreServices implements Services {
       modelMemo.read(config.model.path).catch(() => {});
     }, 0).unref?.();
     setTimeout(() => {
-      if (this.stopping) return;
+      if (this.shutdown.begun) return;
       void import("../agent/turn/run-turn.ts").catch(() => {});
       // The database (its first open creates the schema, or imports a 0.1 folder once): a
       // failure here is the chat's to report.
@@ -164,7 +164,7 @@ export class CoreServices implements Services {
       const { McpPool } = require("../agent/mcp/pool.ts") as typeof import("../agent/mcp/pool.ts");
       const config = this.config();
       const pool = new McpPool(config.mcp_servers, Date.now, config.app.data_dir);
-      this.pool = this.stopAtShutdown("mcp", pool, () => pool.close());
+      this.pool = this.shutdown.add("mcp", pool, () => pool.close());
     }
     return this.pool;
   }
@@ -190,7 +190,7 @@ export class CoreServices implements Services {
         },
       });
       // Closed last whenever it was opened: every other service may still ask it as it stops.
-      this.database = this.stopAtShutdown("store", store, () => store.stop(), { last: true });
+      this.database = this.shutdown.add("store", store, () => store.stop(), { last: true });
       if (memory.enabled && memory.embedding_model !== null) {
         // Rows without vectors (folders, another model's) are embedded from the first open, not
         // from the first chat; off this call, which a sessions method may be waiting on.
@@ -220,7 +220,7 @@ export class CoreServices implements Services {
   }
 
   memoryIndex(options?: { create: boolean }): MemoryEmbedder | undefined {
-    if (options?.create === false || this.embedder !== undefined || this.stopping)
+    if (options?.create === false || this.embedder !== undefined || this.shutdown.begun)
       return this.embedder ?? undefined;
     this.embedder = null;
     try {
@@ -231,7 +231,7 @@ export class CoreServices implements Services {
       const store = this.store();
       const { memoryEmbedder } = require("./memory-embedding.ts") as typeof import("./memory-embedding.ts");
       const made = memoryEmbedder(config, store, models);
-      if (made) this.embedder = this.stopAtShutdown("memory embedder", made, () => made.stop());
+      if (made) this.embedder = this.shutdown.add("memory embedder", made, () => made.stop());
     } catch (err) {
       // No config or no store: the request that needs them reports it; asked again next time.
       this.embedder = undefined;
@@ -258,7 +258,7 @@ export class CoreServices implements Services {
       // The provider first: services stop in reverse, so the last saves go before llama-server
       // stops (and the store, closed last, can still say the session is there to keep).
       const reuse = this.makeReuse(this.llama());
-      this.reuse = this.stopAtShutdown("prompt reuse", reuse, () => reuse.stop());
+      this.reuse = this.shutdown.add("prompt reuse", reuse, () => reuse.stop());
     }
     return this.reuse;
   }
@@ -288,7 +288,7 @@ export class CoreServices implements Services {
       reuse: (_model, provider) => this.makeReuse(provider),
       plan: (config, deps) => planInputs(config, deps),
     });
-    this.several = this.stopAtShutdown("models", several, () => several.stop());
+    this.several = this.shutdown.add("models", several, () => several.stop());
     return several;
   }
 
@@ -323,24 +323,30 @@ export class CoreServices implements Services {
   }
 
   forgetKv(userId: string, sessionId?: string): string[] {
-    const erase = () => {
+    return this.unremovedBy(() => {
       // With several models, each one's prompt reuse erases over the one KV folder (this.disk()).
       if (this.several?.forget(userId, sessionId)) return;
       if (this.reuse) this.reuse.forget(userId, sessionId);
       else if (sessionId === undefined) this.disk()?.removeUser(userId);
       else this.disk()?.removeSession(userId, sessionId);
-    };
+    });
+  }
+
+  /** What memory notes quote erased, from the saved KV state of `userId` (every user's: undefined). */
+  forgetKvSource(userId: string | undefined, ...sources: string[]): string[] {
+    return this.unremovedBy(() => {
+      if (this.several?.forgetSource(userId, ...sources)) return;
+      if (this.reuse) this.reuse.forgetSource(userId, ...sources);
+      else this.disk()?.removeSource(userId, ...sources);
+    });
+  }
+
+  /** The files of data_dir/kv an erase could not remove (KvDisk.unremovedBy). */
+  private unremovedBy(erase: () => void): string[] {
     const disk = this.disk();
     if (disk) return disk.unremovedBy(erase);
     erase();
     return [];
-  }
-
-  /** What memory notes quote erased, from the saved KV state of `userId` (every user's: undefined). */
-  forgetKvSource(userId: string | undefined, ...sources: string[]): void {
-    if (this.several?.forgetSource(userId, ...sources)) return;
-    if (this.reuse) this.reuse.forgetSource(userId, ...sources);
-    else this.disk()?.removeSource(userId, ...sources);
   }
 
   pullDeps(): PullDeps {
@@ -369,31 +375,6 @@ export class CoreServices implements Services {
 
   /** Stops every service once; safe to call from several shutdown paths at the same time. */
   stop(): Promise<void> {
-    this.stopping ??= (async () => {
-      const order = [...this.stoppers].reverse();
-      for (const s of [...order.filter((s) => !s.last), ...order.filter((s) => s.last)]) await stopOne(s);
-      // One made by another's stop (the store, first asked by a last save) is stopped after them.
-      for (const s of this.stoppers.slice(order.length)) await stopOne(s);
-    })();
-    return this.stopping;
-  }
-
-  /** Stopped at shutdown in the reverse order of creation; `last` ones after all the others. */
-  private stopAtShutdown<T>(
-    name: string,
-    service: T,
-    stop: () => Promise<void>,
-    o: { last?: boolean } = {},
-  ): T {
-    this.stoppers.push({ name, stop, last: o.last === true });
-    return service;
-  }
-}
-
-async function stopOne({ name, stop }: { name: string; stop: () => Promise<void> }): Promise<void> {
-  try {
-    await stop();
-  } catch (err) {
-    logUnexpected(`stopping ${name} failed`, err);
+    return this.shutdown.stop();
   }
 }

@@ -169,7 +169,8 @@ export class KvDisk {
   /** Drops a session's files (a restore that failed, another fingerprint, the session deleted). */
   remove(name: string): void {
     this.drop(this.binOf(name));
-    this.drop(this.sidecarOf(name));
+    // A state that stays keeps its sidecar: a delete sent again finds it by what its notes quote.
+    if (!existsSync(this.binOf(name))) this.drop(this.sidecarOf(name));
     this.use = undefined;
   }
 
