@@ -70,7 +70,9 @@ function scrub(path: string, remove: (db: Database) => number): number {
     const problem = integrityProblem(db);
     if (problem) throw new Error(problem);
     const removed = db.transaction(() => remove(db)).immediate();
-    settleErase(db);
+    // Without its pages rewritten the copy may keep the rows' bytes (erase.ts rewritePages):
+    // then it cannot be scrubbed, and goes whole like a damaged one.
+    if (!settleErase(db, true)) throw new Error("its pages could not be rewritten after the delete");
     return removed;
   } finally {
     db.close(false);

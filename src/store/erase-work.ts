@@ -34,7 +34,7 @@ export function runErase(db: Database, work: EraseWork): EraseResult {
       return eraseUser(db, work.userId, work.at);
     case "document": {
       const removed = new DocumentStore(db).delete(work.userId, work.documentId);
-      if (removed) settleErase(db);
+      if (removed) settleErase(db, true);
       return removed ? 1 : 0;
     }
     case "commit":

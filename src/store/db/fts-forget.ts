@@ -45,7 +45,7 @@ export function forgettingRows<T>(
  * row by row (whose log grows with the rows erased only), so a nearly full disk does not make an
  * erase fail that row by row would finish. A disk the OS will not measure: row by row.
  */
-function roomToMerge(db: Database): boolean {
+export function roomToMerge(db: Database): boolean {
   try {
     const file = (db.query("PRAGMA database_list").all() as { name: string; file: string }[]).find(
       (d) => d.name === "main",
