@@ -9,13 +9,17 @@
  * 50 messages in an index of 10,000 (75 rows of 15,000: at BULK_SHARE, merged); the same in an
  * index of 20,000 (under it: row by row on both sides, which should cost the same).
  *
- *   bun bench/erase.ts [--pairs N]     (N pairs a case, 3 by default; ~2 minutes)
+ * Then the rewrite of every page an explicit erase ends with (store/erase.ts rewritePages, VACUUM):
+ * one session of 50 messages erased from 10,000 messages plus 0, 100 and 500 MB of another user's
+ * images, with and without the rewrite (absolute ms: it grows with the whole database).
+ *
+ *   bun bench/erase.ts [--pairs N]     (N pairs a case, 3 by default; ~3 minutes)
  */
 import { Database } from "bun:sqlite";
 import { copyFileSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { eraseSession, eraseUser } from "../src/store/erase.ts";
+import { deleteRows, eraseSession, eraseUser, settleErase } from "../src/store/erase.ts";
 import { recordErasure } from "../src/store/erasures.ts";
 import { Store } from "../src/store/store.ts";
 import { median } from "./overhead/stream-timing.ts";
@@ -108,6 +112,48 @@ try {
       `${c.name}: baseline ${b.toFixed(0)} ms, current ${n.toFixed(0)} ms, current/baseline ${(n / b).toFixed(3)} (medians of ${PAIRS} pairs)`,
     );
   }
+  rewriteCost(template(mkdtempSync(join(root, "t-")), 200));
 } finally {
   rmSync(root, { recursive: true, force: true });
+}
+
+/** `mb` MB of images of bob's session s0 added to the database, in parts of 1 MB as the store keeps them. */
+function addImages(file: string, mb: number): void {
+  const db = new Database(file);
+  db.transaction(() => {
+    const { id } = db
+      .query(`INSERT INTO attachments (user_id, session_id, mime, bytes, created_at)
+              VALUES ('bob', 's0', 'image/png', ?, 0) RETURNING id`)
+      .get(mb * 2 ** 20) as { id: number };
+    const part = db.query("INSERT INTO attachment_data (id, part, user_id, data) VALUES (?, ?, 'bob', ?)");
+    for (let i = 0; i < mb; i++) part.run(id, i, crypto.getRandomValues(new Uint8Array(2 ** 20)));
+  })();
+  db.close();
+}
+
+function rewriteCost(file: string): void {
+  // Each size adds to the one before: 0, then 100, then 500 MB in all.
+  for (const [added, mb] of [
+    [0, 0],
+    [100, 100],
+    [500, 400],
+  ] as const) {
+    if (mb > 0) addImages(file, mb);
+    const sides = { without: [] as number[], with: [] as number[] };
+    for (let p = 0; p < PAIRS; p++) {
+      sides.with.push(timed(file, root, (db) => eraseSession(db, "ann", "s1", Date.now())));
+      sides.without.push(
+        timed(file, root, (db) => {
+          db.transaction(() => {
+            recordErasure(db, "ann", "s1", Date.now());
+            deleteRows(db, "ann", "s1");
+          }).immediate();
+          settleErase(db);
+        }),
+      );
+    }
+    console.log(
+      `sessions.delete, 50 of 10,000 messages and ${added} MB of images: without the rewrite ${median(sides.without).toFixed(0)} ms, with it ${median(sides.with).toFixed(0)} ms (medians of ${PAIRS})`,
+    );
+  }
 }
