@@ -3,6 +3,7 @@ import type { z } from "zod";
 import type { DocumentFormat, DocumentSummarySchema } from "../protocol/documents.ts";
 import { CoreError } from "../protocol/errors.ts";
 import { forgettingRows } from "./db/fts-forget.ts";
+import { oweRewrite } from "./erase.ts";
 import { erasedSince } from "./erasures.ts";
 
 /** A document being added: what its rows carry before and after it is committed. */
@@ -172,7 +173,14 @@ export class DocumentStore {
 
   /** A document and its chunks, in one transaction; false when the user has no such document. */
   delete(userId: string, documentId: string): boolean {
-    return this.db.transaction(() => deleteDocumentRows(this.db, userId, documentId)).immediate();
+    return this.db
+      .transaction(() => {
+        const removed = deleteDocumentRows(this.db, userId, documentId);
+        // The pages' rewrite (store/erase.ts) owed until the erase's settle does it.
+        if (removed) oweRewrite(this.db);
+        return removed;
+      })
+      .immediate();
   }
 
   private refuseIfErased(doc: PendingDocument): void {

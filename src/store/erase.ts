@@ -19,6 +19,7 @@ export function eraseSession(db: Database, userId: string, sessionId: string, at
   const removed = db
     .transaction(() => {
       recordErasure(db, userId, sessionId, at);
+      oweRewrite(db);
       return deleteRows(db, userId, sessionId);
     })
     .immediate();
@@ -31,6 +32,7 @@ export function eraseUser(db: Database, userId: string, at: number): number {
   const removed = db
     .transaction(() => {
       recordErasure(db, userId, undefined, at);
+      oweRewrite(db);
       return deleteRows(db, userId);
     })
     .immediate();
@@ -86,7 +88,11 @@ export function eraseInSteps(
   at: number,
 ): number {
   truncateWal(db);
-  db.transaction(() => recordErasure(db, userId, sessionId, at)).immediate();
+  // No room to rewrite the pages here: owed to the next erase or open with room (rewritePages).
+  db.transaction(() => {
+    recordErasure(db, userId, sessionId, at);
+    oweRewrite(db);
+  }).immediate();
   const where = sessionId === undefined ? "user_id = ?" : "user_id = ? AND session_id = ?";
   const args = sessionId === undefined ? [userId] : [userId, sessionId];
   // An image's bytes are kept in parts of 1 MB: two a step, well under the 4 MiB reserve.
@@ -141,8 +147,25 @@ export function settleErase(db: Database, rewrite = false): boolean {
   }
   // After the merge: its own writes move the index's cells as the deletes moved the rows'.
   const rewritten = !rewrite || rewritePages(db);
+  if (rewrite && rewritten) db.run("DELETE FROM meta WHERE key = 'rewrite_owed'");
   truncateWal(db);
   return rewritten;
+}
+
+/**
+ * Marks, in the erase's own transaction, that the pages still need their rewrite: a core killed
+ * between the erase's commit and its VACUUM, a full disk's erase (eraseInSteps) or one without
+ * room for the copy leave it owed, and the next explicit erase or open with room does it.
+ */
+export function oweRewrite(db: Database): void {
+  db.run("INSERT OR REPLACE INTO meta (key, value) VALUES ('rewrite_owed', '1')");
+}
+
+/** At open: a rewrite an erase owes (oweRewrite), then the log's scrub (scrubWal). */
+export function settleOwed(db: Database): void {
+  if (db.query("SELECT 1 FROM meta WHERE key = 'rewrite_owed'").get() !== null && rewritePages(db))
+    db.run("DELETE FROM meta WHERE key = 'rewrite_owed'");
+  scrubWal(db);
 }
 
 /**
@@ -153,13 +176,14 @@ export function settleErase(db: Database, rewrite = false): boolean {
  * anew from the live rows (all tables keep their rowids: each has an INTEGER PRIMARY KEY, which
  * FTS5's external content relies on). Its copy goes to the OS's temp folder (holding only what
  * the erase kept) and the log takes the whole database until truncateWal empties it, hence the
- * same room as the index merge needs; without it the erase stands and the rewrite is skipped.
+ * same room as the index merge needs; without it the erase stands and the rewrite stays owed
+ * (oweRewrite).
  * Cost: ~10 ms a MB here, the whole database (bench/erase.ts).
  */
 function rewritePages(db: Database): boolean {
   if (!roomToMerge(db)) {
     logger.warn(
-      "not enough free disk for a copy of the database after a delete: its pages were not rewritten, so bytes of the deleted rows may stay in unused parts of pages still in use",
+      "not enough free disk for a copy of the database after a delete: its pages are not rewritten yet (bytes of the deleted rows may stay in unused parts of pages still in use); the next delete or start with room does it",
     );
     return false;
   }

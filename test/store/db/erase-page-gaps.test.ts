@@ -1,5 +1,7 @@
+import { Database } from "bun:sqlite";
 import { expect, test } from "bun:test";
 import { join } from "node:path";
+import { eraseInSteps } from "../../../src/store/erase.ts";
 import { Store } from "../../../src/store/store.ts";
 import { filesHolding } from "../../fixtures/files-holding.ts";
 import { commitNotedTurn } from "../../fixtures/noted-turn.ts";
@@ -11,15 +13,20 @@ import { tmpdir } from "../../fixtures/tmpdir.ts";
 // not reach. Both layouts below left such bytes (found by the seventh hostile look) with Bun's
 // SQLite 3.54 before the erase rewrote the database.
 
-test("sessions.delete leaves no erased message in a live page's unused space", async () => {
-  using dir = tmpdir();
-  const filled = Store.open(dir.path, { chunkThread: false, firstSweepMs: 1e9 });
+/** 379 turns of ann's session pre1 marked QZXCP2, then 50 of another user's, in a closed store. */
+function prefill(dataDir: string): void {
+  const filled = Store.open(dataDir, { chunkThread: false, firstSweepMs: 1e9 });
   for (let i = 0; i < 379; i++) {
     const words = "words and more words ".repeat(i % 20);
     commitNotedTurn(filled, "ann", "pre1", `QZXCP2 prefilled ${i} ${words}`, `answer QZXCP2 ${i}`);
   }
   for (let i = 0; i < 50; i++) commitNotedTurn(filled, "keep", "k1", `keep row ${i}`);
   filled.close();
+}
+
+test("sessions.delete leaves no erased message in a live page's unused space", async () => {
+  using dir = tmpdir();
+  prefill(dir.path);
   const store = Store.open(dir.path, { chunkThread: false, firstSweepMs: 1e9 });
   try {
     await store.deleteSession("ann", "pre1");
@@ -52,4 +59,29 @@ test("users.delete leaves no trace of the user's id among interleaved users", as
   } finally {
     store.close();
   }
+});
+
+test("an erase that could not rewrite the pages leaves it owed to the next open", async () => {
+  using dir = tmpdir();
+  const file = join(dir.path, "local-ai.db");
+  Store.open(dir.path, { chunkThread: false, firstSweepMs: 1e9 }).close();
+  prefill(dir.path);
+  // The full-disk way (no room for a copy) deletes a few rows at a time and rewrites nothing.
+  const db = new Database(file, { strict: true });
+  db.run("PRAGMA secure_delete = ON");
+  db.run("PRAGMA foreign_keys = ON");
+  eraseInSteps(db, "ann", "pre1", Date.now());
+  expect(db.query("SELECT value FROM meta WHERE key = 'rewrite_owed'").get()).toEqual({ value: "1" });
+  db.close();
+  // Here (SQLite 3.54) the steps left one message in a page's gap (page 39) for the open to clear.
+  const store = Store.open(dir.path, { chunkThread: false, firstSweepMs: 1e9 });
+  try {
+    expect(pagesWithMarkerInGaps(file, "QZXCP2")).toEqual([]);
+    expect(filesHolding(dir.path, "QZXCP2")).toEqual([]);
+  } finally {
+    store.close();
+  }
+  const after = new Database(file, { readonly: true });
+  expect(after.query("SELECT 1 FROM meta WHERE key = 'rewrite_owed'").get()).toBeNull();
+  after.close();
 });
