@@ -1,7 +1,7 @@
 import type { Database } from "bun:sqlite";
 import { type CommitTurn, Conversations } from "./conversations.ts";
 import { DocumentStore } from "./document-store.ts";
-import { eraseInSteps, eraseSession, eraseUser, settleErase, truncateWal } from "./erase.ts";
+import { eraseInSteps, eraseSession, eraseUser, settleErase, settleOwed, truncateWal } from "./erase.ts";
 import { type CopyOutcome, eraseDocumentFromCopies, eraseFromCopies } from "./erase-copies.ts";
 
 /**
@@ -11,7 +11,8 @@ import { type CopyOutcome, eraseDocumentFromCopies, eraseFromCopies } from "./er
  * (`replace_from`, `regenerate`) is one too: it erases the tail it replaces.
  * `steps`: the full-disk way (store/erase.ts `eraseInSteps`; a discard's batch likewise). `discard`: one batch of the chunk
  * rows of an add that never committed (store/orphan-sweep.ts `discardPaced`), the log emptied
- * after the last (`removedBefore`: what the batches before it removed).
+ * after the last (`removedBefore`: what the batches before it removed). `owed`: the pages' rewrite
+ * an earlier erase could not do (store/erase.ts `oweRewrite`), asked at open.
  */
 export type EraseWork =
   | { kind: "session"; userId: string; sessionId: string; at: number; steps: boolean }
@@ -19,7 +20,8 @@ export type EraseWork =
   | { kind: "document"; userId: string; documentId: string }
   | { kind: "copies"; dataDir: string; userId: string; sessionId?: string; documentId?: string }
   | { kind: "commit"; turn: CommitTurn }
-  | { kind: "discard"; documentId: string; rows: number; removedBefore: number; steps: boolean };
+  | { kind: "discard"; documentId: string; rows: number; removedBefore: number; steps: boolean }
+  | { kind: "owed" };
 
 /** What each kind answers: sessions (or documents) removed; for `copies`, each copy's outcome; a commit's first seq. */
 export type EraseResult = number | CopyOutcome[];
@@ -46,6 +48,9 @@ export function runErase(db: Database, work: EraseWork): EraseResult {
       if (work.steps || (n < work.rows && work.removedBefore + n > 0)) settleErase(db);
       return n;
     }
+    case "owed":
+      // A rewrite an erase owes (store/erase.ts oweRewrite), done at open: seconds on a big database.
+      return settleOwed(db) ? 1 : 0;
     case "copies":
       return work.documentId === undefined
         ? eraseFromCopies(work.dataDir, work.userId, work.sessionId)

@@ -161,11 +161,18 @@ export function oweRewrite(db: Database): void {
   db.run("INSERT OR REPLACE INTO meta (key, value) VALUES ('rewrite_owed', '1')");
 }
 
-/** At open: a rewrite an erase owes (oweRewrite), then the log's scrub (scrubWal). */
-export function settleOwed(db: Database): void {
-  if (db.query("SELECT 1 FROM meta WHERE key = 'rewrite_owed'").get() !== null && rewritePages(db))
-    db.run("DELETE FROM meta WHERE key = 'rewrite_owed'");
-  scrubWal(db);
+/** Whether an erase owes its pages' rewrite (oweRewrite). */
+export function rewriteOwed(db: Database): boolean {
+  return db.query("SELECT 1 FROM meta WHERE key = 'rewrite_owed'").get() !== null;
+}
+
+/** A rewrite an erase owes (oweRewrite), then the log emptied; false while it stays owed. */
+export function settleOwed(db: Database): boolean {
+  if (!rewriteOwed(db)) return true;
+  const done = rewritePages(db);
+  if (done) db.run("DELETE FROM meta WHERE key = 'rewrite_owed'");
+  truncateWal(db);
+  return done;
 }
 
 /**

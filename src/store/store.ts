@@ -8,7 +8,7 @@ import { DB_FILE, type OpenOptions, openStore, storeError } from "./db/open.ts";
 import { DbIdentity } from "./db-identity.ts";
 import { DiskReserve } from "./disk-reserve.ts";
 import { DocumentStore, type PendingDocument } from "./document-store.ts";
-import { forgetScrub, settleOwed, truncateWal } from "./erase.ts";
+import { forgetScrub, rewriteOwed, scrubWal, truncateWal } from "./erase.ts";
 import type { CopyOutcome } from "./erase-copies.ts";
 import { EraseQueue } from "./erase-queue.ts";
 import { type EraseResult, type EraseWork, runErase } from "./erase-work.ts";
@@ -112,9 +112,12 @@ export class Store {
     const opened = openStore(dataDir, options);
     const store = new Store(opened.db, dataDir, opened, options);
     store.reserve.ensure();
-    // A core that died after an erase (or owing its log's scrub, or the pages' rewrite) left the log as it was.
+    // A core that died after an erase (or owing its log's scrub) left the log as it was; a rewrite
+    // of the pages an erase owes runs as an erase does, off this loop (seconds on a big database).
     try {
-      settleOwed(opened.db);
+      scrubWal(opened.db);
+      if (rewriteOwed(opened.db))
+        void store.erases.add(() => store.offLoop({ kind: "owed" })).catch(() => {});
     } catch (err) {
       logger.warn(`the database's write-ahead log could not be emptied at open: ${(err as Error).message}`);
     }
