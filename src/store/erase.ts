@@ -16,28 +16,35 @@ const TRUNCATE_TRIES = 5;
 export const SCRUB_RETRY_MS = 500;
 
 export function eraseSession(db: Database, userId: string, sessionId: string, at: number): boolean {
-  const removed = db
-    .transaction(() => {
-      recordErasure(db, userId, sessionId, at);
-      oweRewrite(db);
-      return deleteRows(db, userId, sessionId);
-    })
-    .immediate();
-  settleErase(db, true);
-  return removed > 0;
+  return eraseRows(db, userId, sessionId, at) > 0;
 }
 
 /** Every session, message, checkpoint, memory entry and document of the user; returns the sessions removed. */
 export function eraseUser(db: Database, userId: string, at: number): number {
+  return eraseRows(db, userId, undefined, at);
+}
+
+/**
+ * The erase in one transaction, then settled. A rewrite of the pages is owed only when a row
+ * went (a `users.delete` of a user with nothing, which hosts send to be sure, moves no cell and
+ * would otherwise rewrite the whole database), and is done now with one owed from before.
+ */
+function eraseRows(db: Database, userId: string, sessionId: string | undefined, at: number): number {
   const removed = db
     .transaction(() => {
-      recordErasure(db, userId, undefined, at);
-      oweRewrite(db);
-      return deleteRows(db, userId);
+      recordErasure(db, userId, sessionId, at);
+      const before = changesSoFar(db);
+      const sessions = deleteRows(db, userId, sessionId);
+      if (changesSoFar(db) > before) oweRewrite(db);
+      return sessions;
     })
     .immediate();
-  settleErase(db, true);
+  settleErase(db, rewriteOwed(db));
   return removed;
+}
+
+function changesSoFar(db: Database): number {
+  return (db.query("SELECT total_changes() AS n").get() as { n: number }).n;
 }
 
 /**

@@ -87,3 +87,25 @@ test("an erase that could not rewrite the pages leaves it owed to the next open"
   expect(after.query("SELECT 1 FROM meta WHERE key = 'rewrite_owed'").get()).toBeNull();
   after.close();
 });
+
+test("an erase that removes nothing rewrites nothing: a users.delete of a user with nothing is cheap", async () => {
+  using dir = tmpdir();
+  prefill(dir.path);
+  // Free pages made without an erase's rewrite: a VACUUM would leave none.
+  const db = new Database(join(dir.path, "local-ai.db"), { strict: true });
+  db.run("DELETE FROM memory WHERE user_id = 'keep'");
+  const freePages = () =>
+    (db.query("PRAGMA freelist_count").get() as { freelist_count: number }).freelist_count;
+  const free = freePages();
+  expect(free).toBeGreaterThan(0);
+  const store = Store.open(dir.path, { chunkThread: false, firstSweepMs: 1e9 });
+  try {
+    expect((await store.deleteUser("nobody")).deleted_sessions).toBe(0);
+    expect(freePages()).toBe(free);
+    await store.deleteUser("keep");
+    expect(freePages()).toBe(0);
+  } finally {
+    store.close();
+    db.close();
+  }
+});
