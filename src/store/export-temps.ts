@@ -21,14 +21,26 @@ const notesDir = (dataDir: string) => join(dataDir, "run", "exports");
 /** This process's notes of exports under way: never swept (an export may come before the sweep). */
 const live = new Set<string>();
 
-/** The note of an export under way, synced before the temp file exists; returns its removal. */
+/**
+ * The note of an export under way, synced before the temp file exists; returns its removal. A
+ * note that cannot be written (data_dir full or not writable) does not fail an export to a path
+ * elsewhere: it goes on unnoted, as before notes existed, and says so in the log.
+ */
 export function noteExportTemp(dataDir: string, tmp: string): () => void {
-  const dir = ensurePrivateTree(dataDir, "run", "exports");
-  const note = join(dir, `${process.pid}-${randomBytes(6).toString("hex")}.json`);
-  live.add(note);
-  writePrivateFile(note, `${JSON.stringify({ tmp })}\n`);
-  syncFolder(note);
-  syncFolder(dir);
+  let note: string;
+  try {
+    const dir = ensurePrivateTree(dataDir, "run", "exports");
+    note = join(dir, `${process.pid}-${randomBytes(6).toString("hex")}.json`);
+    live.add(note);
+    writePrivateFile(note, `${JSON.stringify({ tmp })}\n`);
+    syncFolder(note);
+    syncFolder(dir);
+  } catch (err) {
+    logger.warn(
+      `an export's temp file ${tmp} is not noted under data_dir (${(err as Error).message}): a core killed during it would leave it`,
+    );
+    return () => {};
+  }
   return () => {
     rmSync(note, { force: true });
     live.delete(note);
