@@ -201,14 +201,28 @@ function rewritePages(db: Database): boolean {
     );
     return false;
   }
-  try {
-    db.run("VACUUM");
-    return true;
-  } catch (err) {
-    logger.warn(`the database's pages could not be rewritten after a delete: ${(err as Error).message}`);
-    return false;
+  // Another connection's write (this core's lease renewals and releases, another core on the
+  // folder) is waited out as the erase's own transaction is (chunk-worker.ts): at the short busy
+  // wait an erase runs with, a VACUUM meeting one failed and left the rewrite owed.
+  const deadline = Date.now() + REWRITE_BUSY_WAIT_MS;
+  for (let wait = 5; ; wait = Math.min(wait * 2, 100)) {
+    try {
+      db.run("VACUUM");
+      return true;
+    } catch (err) {
+      const busy = /^SQLITE_BUSY/.test((err as { code?: string }).code ?? "");
+      if (busy && Date.now() < deadline) {
+        Bun.sleepSync(wait);
+        continue;
+      }
+      logger.warn(`the database's pages could not be rewritten after a delete: ${(err as Error).message}`);
+      return false;
+    }
   }
 }
+
+/** How long an erase's page rewrite waits out another connection's write lock. */
+const REWRITE_BUSY_WAIT_MS = 5000;
 
 /** Copies the log into the database and empties it; false when a reader kept it from finishing (then retried). */
 export function truncateWal(db: Database): boolean {
