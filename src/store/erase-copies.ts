@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { logger } from "../util/logger.ts";
 import { ASIDE_INFIX, BUSY_TIMEOUT_MS, DB_FILE, integrityProblem } from "./db/open.ts";
 import { deleteDocumentRows } from "./document-store.ts";
-import { deleteRows, hasTable, settleErase } from "./erase.ts";
+import { changesSoFar, deleteRows, hasTable, settleErase } from "./erase.ts";
 
 /** What an erase did with one database set aside after damage (docs/protocol.md, users.delete). */
 export type CopyOutcome =
@@ -69,10 +69,14 @@ function scrub(path: string, remove: (db: Database) => number): number {
     db.run("PRAGMA secure_delete = ON");
     const problem = integrityProblem(db);
     if (problem) throw new Error(problem);
+    const before = changesSoFar(db);
     const removed = db.transaction(() => remove(db)).immediate();
     // Without its pages rewritten the copy may keep the rows' bytes (erase.ts rewritePages):
-    // then it cannot be scrubbed, and goes whole like a damaged one.
-    if (!settleErase(db, true)) throw new Error("its pages could not be rewritten after the delete");
+    // then it cannot be scrubbed, and goes whole like a damaged one. A copy the erase took
+    // nothing from is not rewritten (as the live database, erase.ts eraseRows): every delete
+    // rewrote every copy, and one without room went whole though it held nothing erased.
+    const rewrite = changesSoFar(db) > before;
+    if (!settleErase(db, rewrite)) throw new Error("its pages could not be rewritten after the delete");
     return removed;
   } finally {
     db.close(false);

@@ -43,7 +43,8 @@ function eraseRows(db: Database, userId: string, sessionId: string | undefined, 
   return removed;
 }
 
-function changesSoFar(db: Database): number {
+/** The rows this connection has changed since it opened (triggers' and cascades' included). */
+export function changesSoFar(db: Database): number {
   return (db.query("SELECT total_changes() AS n").get() as { n: number }).n;
 }
 

@@ -1,0 +1,32 @@
+import { describe, expect, test } from "bun:test";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { eraseFromCopies } from "../../../src/store/erase-copies.ts";
+import { Store } from "../../../src/store/store.ts";
+import { commitNotedTurn as chat } from "../../fixtures/noted-turn.ts";
+import { tmpdir } from "../../fixtures/tmpdir.ts";
+
+// A copy set aside after damage is scrubbed of what a delete erases, then its pages rewritten
+// (store/erase.ts rewritePages). A copy the delete took nothing from was rewritten too, on every
+// delete of anyone; and where the rewrite could not run (no room for it) such a copy was removed
+// whole, though it held nothing of what was erased.
+describe("a copy set aside that holds nothing of an erase", () => {
+  test("is not rewritten: its bytes stay as they were", async () => {
+    await using dir = tmpdir();
+    const store = Store.open(dir.path);
+    for (let i = 0; i < 50; i++) chat(store, "alice", "s", `ZEBRAFISH ${i} `.repeat(20));
+    store.close();
+    const copy = join(dir.path, "local-ai.db.corrupt-2026-01-01T00-00-00-000Z");
+    Bun.spawnSync(["cp", join(dir.path, "local-ai.db"), copy]);
+    eraseFromCopies(dir.path, "bob");
+    const before = readFileSync(copy);
+    const outcomes = eraseFromCopies(dir.path, "bob");
+    expect(outcomes.map((o) => o.outcome)).toEqual(["scrubbed"]);
+    expect(Buffer.compare(readFileSync(copy), before)).toBe(0);
+    // One that does hold the erased session is still scrubbed and rewritten.
+    expect(eraseFromCopies(dir.path, "alice", "s")).toEqual([
+      { path: copy, outcome: "scrubbed", deleted_sessions: 1 },
+    ]);
+    expect(readFileSync(copy).includes("ZEBRAFISH")).toBe(false);
+  });
+});
