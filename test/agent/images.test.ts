@@ -168,6 +168,8 @@ describe("a chat with images", () => {
       images: [{ data: b64(png(1, 1)) }],
     });
     expect(terminal.data).toMatchObject({ field: "images" });
+    const empty = await h.chat(8, { session_id: "s", regenerate: true, images: [] });
+    expect(empty.terminal.data).toMatchObject({ field: "images" });
   });
 
   test("an edit with images: [] takes the replaced message's images away, erased", async () => {

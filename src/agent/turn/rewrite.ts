@@ -40,7 +40,8 @@ export function checkRewriteParams(params: ChatParams): void {
     );
   if (params.regenerate && params.input !== "")
     throw refuse("input", "must be empty with regenerate (the session's last user message is run again)");
-  if (params.regenerate && params.images?.length)
+  // Any images key, even empty: on an edit `[]` takes images away, so here it would seem to.
+  if (params.regenerate && params.images !== undefined)
     throw refuse("images", "must be empty with regenerate (the last user message's images are sent again)");
   if (edit && params.input === "") throw refuse("input", "the edited user message must not be empty");
 }
