@@ -1,5 +1,6 @@
 import type { Database } from "bun:sqlite";
 import type { AttachmentRef } from "../protocol/chat-message.ts";
+import { oweRewrite } from "./erase.ts";
 import { refuseIfErased } from "./erasures.ts";
 
 /** An image's bytes are kept in parts of this size (a multiple of 3, so parts encode to base64 apart). */
@@ -132,13 +133,17 @@ export class Attachments {
     fromSeq?: number,
   ): void {
     const ids = JSON.stringify(refs.map((r) => r.id));
-    if (fromSeq !== undefined)
-      this.db
+    if (fromSeq !== undefined) {
+      const dropped = this.db
         .query(
           `DELETE FROM attachments WHERE user_id = ? AND session_id = ? AND seq >= ?
            AND id NOT IN (SELECT value FROM json_each(?))`,
         )
-        .run(userId, sessionId, fromSeq, ids);
+        .run(userId, sessionId, fromSeq, ids).changes;
+      // An image an edit takes away (a photo attached by mistake) is erased as a delete's are: the
+      // pages rewritten after the commit (store/erase-work.ts), so none of its bytes stays.
+      if (dropped > 0) oweRewrite(this.db);
+    }
     const set = this.db.query(
       "UPDATE attachments SET seq = ?, tokens = COALESCE(?, tokens) WHERE user_id = ? AND session_id = ? AND id = ?",
     );

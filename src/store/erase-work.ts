@@ -1,7 +1,15 @@
 import type { Database } from "bun:sqlite";
 import { type CommitTurn, Conversations } from "./conversations.ts";
 import { DocumentStore } from "./document-store.ts";
-import { eraseInSteps, eraseSession, eraseUser, settleErase, settleOwed, truncateWal } from "./erase.ts";
+import {
+  eraseInSteps,
+  eraseSession,
+  eraseUser,
+  rewriteOwed,
+  settleErase,
+  settleOwed,
+  truncateWal,
+} from "./erase.ts";
 import { type CopyOutcome, eraseDocumentFromCopies, eraseFromCopies } from "./erase-copies.ts";
 
 /**
@@ -39,8 +47,12 @@ export function runErase(db: Database, work: EraseWork): EraseResult {
       if (removed) settleErase(db, true);
       return removed ? 1 : 0;
     }
-    case "commit":
-      return new Conversations(db).commitTurn(work.turn);
+    case "commit": {
+      const first = new Conversations(db).commitTurn(work.turn);
+      // An edit that took images away owes their pages' rewrite (store/attachments.ts `settle`).
+      if (rewriteOwed(db)) settleErase(db, true);
+      return first;
+    }
     case "discard": {
       // On a full disk the log is emptied around each batch, as eraseInSteps does.
       if (work.steps) truncateWal(db);

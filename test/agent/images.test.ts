@@ -1,7 +1,8 @@
+import { Database } from "bun:sqlite";
 import { describe, expect, test } from "bun:test";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { b64, png, webp } from "../fixtures/images.ts";
+import { b64, png, pngChunk, webp } from "../fixtures/images.ts";
 import { ChatHarness, type Msg } from "./harness.ts";
 
 // A chat's images (docs/protocol.md#images) through the real chat method against the stand-in
@@ -175,7 +176,14 @@ describe("a chat with images", () => {
   test("an edit with images: [] takes the replaced message's images away, erased", async () => {
     await using h = new ChatHarness(AGENTS, vision());
     h.llama.script({ content: "one" }, { content: "two" });
-    await h.chat(1, { session_id: "s", input: "look", images: [{ data: b64(png(3, 3)) }] });
+    // 256 KiB of its own (a chunk before IEND): its pages are freed when it goes, unless rewritten.
+    const small = png(3, 3);
+    const photo = Buffer.concat([
+      small.subarray(0, small.length - 12),
+      pngChunk("teXt", Buffer.alloc(256 * 1024, 0x51)),
+      small.subarray(small.length - 12),
+    ]);
+    await h.chat(1, { session_id: "s", input: "look", images: [{ data: b64(photo) }] });
     const id = (h.history("s")[0] as Json).attachments[0].id;
     await h.chat(2, { session_id: "s", replace_from: 0, input: "never mind the photo", images: [] });
     const sent = h.llama.requests[1]!.body.messages.filter((m) => m.role === "user");
@@ -184,6 +192,14 @@ describe("a chat with images", () => {
     expect((h.history("s")[0] as Json).attachments ?? []).toHaveLength(0);
     h.send(3, "sessions.attachment", { id });
     expect((await h.terminal(3)).type).toBe("error");
+    // Erased as a delete's images are: the pages rewritten after the commit (docs/agent.md "Privacy").
+    const db = new Database(join(h.dataDir, "local-ai.db"), { readonly: true });
+    try {
+      expect(db.query("SELECT 1 FROM meta WHERE key = 'rewrite_owed'").get()).toBeNull();
+      expect(db.query("PRAGMA freelist_count").get()).toEqual({ freelist_count: 0 });
+    } finally {
+      db.close();
+    }
   });
 
   test("older images become [image] when the budget needs it; the turn's own are always sent", async () => {
