@@ -15,7 +15,8 @@ export type WatchedOptions = Omit<StreamOptions, "onProgress">;
  * the turn: the request aborts on cancel, on the server's death, or when no progress arrives for
  * request_timeout_s (a byte before the first token, an SSE event after it; the watchdog reports
  * the wedge); a connection lost or a server error is reported here, so the supervisor restarts the
- * server on the next chat. A connection refused is a server that died before its exit was seen: it
+ * server on the next chat, a lost one after a short wait for the server's death to be heard (it
+ * names why better: DEATH_GRACE_MS). A connection refused is a server that died before its exit was seen: it
  * reached no server, so once the lease has moved to the restarted one (within the restart budget)
  * it is sent again, once. A reply that is garbage, or a prompt that does not fit, says nothing
  * about the server and is not reported. Errors are thrown as they came; what they mean for the
@@ -44,12 +45,34 @@ export async function watchedCompletion(
         await lease.reconnect(cancel);
         continue;
       }
+      if (err instanceof LlmError && err.kind === "connection_lost") {
+        // The process's exit (or the RPC watch's line) tells why better than the socket did.
+        const why = await deathReason(lease.died, cancel, DEATH_GRACE_MS);
+        if (why !== undefined) throw why;
+      }
       if (err instanceof LlmError && serverFailed(err)) lease.reportFailure(err.message);
-      throw err;
+      throw cancel.aborted ? cancel.reason : err;
     } finally {
       watch.dispose();
     }
   }
+}
+
+/**
+ * How long a lost connection waits for the server's death to be heard. A server that aborts (an
+ * RPC worker gone, llama.cpp's GGML_ABORT) closes its sockets as it exits, and the reset can reach
+ * the request a few ms before the exit does: the crash error names the cause (the lost worker,
+ * the exit code, the log tail) where the socket says only "reset". Paid only on a lost connection.
+ */
+export const DEATH_GRACE_MS = 500;
+
+/** `died`'s reason once it aborts within `ms`; undefined when it does not, or on cancel. */
+async function deathReason(died: AbortSignal, cancel: AbortSignal, ms: number): Promise<unknown> {
+  if (!died.aborted && !cancel.aborted) {
+    const stop = AbortSignal.any([died, cancel, AbortSignal.timeout(ms)]);
+    await new Promise((resolve) => stop.addEventListener("abort", resolve, { once: true }));
+  }
+  return died.aborted && !cancel.aborted ? died.reason : undefined;
 }
 
 function serverFailed(err: LlmError): boolean {

@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, test } from "bun:test";
-import { watchedCompletion } from "../../src/agent/watched-completion.ts";
+import { DEATH_GRACE_MS, watchedCompletion } from "../../src/agent/watched-completion.ts";
 import { ConnectionRefused, LlmError } from "../../src/llama/errors.ts";
+import { CoreError } from "../../src/protocol/errors.ts";
 import type { LlamaLease } from "../../src/runtime/endpoint.ts";
 import { Launch } from "../../src/runtime/launch.ts";
 import { pickFreePort } from "../../src/runtime/ports.ts";
@@ -120,6 +121,63 @@ describe("watchedCompletion and a server that is gone", () => {
     expect(err).not.toBeInstanceOf(ConnectionRefused);
     expect(calls).toEqual({ reconnects: 0, failures: 1 });
     expect(live.requests).toHaveLength(1);
+  });
+});
+
+// The real RPC test (docs/distributed.md): llama-server aborting on a lost worker closes its
+// sockets as it exits, and the reset reached the chat's request before the exit did 1 run in 3
+// once the backtrace's ~0.9 s was gone; the error must still name the worker.
+describe("watchedCompletion and a connection cut by the server's death", () => {
+  const cutLease = (died: AbortSignal) => {
+    const live = new LlamaStandIn().script({ content: "one two three four", crash_after_chunks: 2 });
+    standIn = live;
+    const failures: string[] = [];
+    const lease: LlamaLease = {
+      baseUrl: live.baseUrl,
+      apiKey: live.apiKey,
+      died,
+      launch: new Launch({ baseUrl: live.baseUrl, apiKey: live.apiKey, slots: 1 }),
+      requestTimeoutMs: 5000,
+      release: () => {},
+      reportFailure: (reason) => void failures.push(reason),
+    };
+    return { lease, failures };
+  };
+
+  test("the death heard just after the reset: its reason is thrown, not the reset", async () => {
+    const died = new AbortController();
+    const { lease, failures } = cutLease(died.signal);
+    const named = new CoreError(
+      "internal_error",
+      "llama-server aborted: RPC worker 10.0.0.2:50052 stopped answering",
+    );
+    const pending = failure(complete(lease));
+    await Bun.sleep(100);
+    died.abort(named);
+    expect(await pending).toBe(named);
+    // The supervisor heard the death itself: no second report that would name the reset.
+    expect(failures).toEqual([]);
+  });
+
+  test("no death within the grace: the lost connection is reported and thrown", async () => {
+    const { lease, failures } = cutLease(never());
+    const started = performance.now();
+    const err = await failure(complete(lease));
+    expect((err as LlmError).kind).toBe("connection_lost");
+    expect(failures).toHaveLength(1);
+    expect(performance.now() - started).toBeGreaterThanOrEqual(DEATH_GRACE_MS - 5);
+  });
+
+  test("cancel during the grace ends the wait at once, as cancelled", async () => {
+    const { lease } = cutLease(never());
+    const cancel = new AbortController();
+    const pending = failure(watchedCompletion(lease, REQUEST, { signal: cancel.signal, onDelta: () => {} }));
+    await Bun.sleep(150);
+    const t0 = performance.now();
+    cancel.abort(new CoreError("cancelled", "the request was cancelled"));
+    const err = await pending;
+    expect((err as CoreError).code).toBe("cancelled");
+    expect(performance.now() - t0).toBeLessThan(100);
   });
 });
 
