@@ -155,6 +155,18 @@ export class RpcWatch {
     );
   }
 
+  /**
+   * The crash's error once the lost worker is named: llama-server exits ms after its abort line
+   * (GGML_NO_BACKTRACE, child-env.ts), before the connections are tried, so an identification
+   * under way is waited for (bounded by IDENTIFY_TIMEOUT_MS); else `err` as it is.
+   */
+  async named(err: CoreError): Promise<CoreError> {
+    const pending = this.identifying;
+    if (!pending || this.identified) return err;
+    const found = await Promise.race([pending, Bun.sleep(IDENTIFY_TIMEOUT_MS + 100).then(() => undefined)]);
+    return found ? withData(found, err.data ?? {}) : err;
+  }
+
   private async identify(): Promise<CoreError> {
     const lost = await this.unreachable();
     for (const e of lost)

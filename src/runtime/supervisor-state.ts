@@ -65,10 +65,11 @@ export type StateOf<K extends StateKind> = Extract<SupervisorState, { kind: K }>
 /**
  * The transitions that exist. stopped → starting (an acquire), starting → ready | stopped (a
  * failed start), ready → stopping (a reported failure) | stopped (a crash), stopping → stopped,
- * and from every live state → closing (stop()), closing → closed, which is terminal.
+ * stopped → stopped (a crash's error named once its lost RPC worker is found, rpc-watch.ts), and
+ * from every live state → closing (stop()), closing → closed, which is terminal.
  */
 const TRANSITIONS: Transitions<StateKind> = {
-  stopped: ["starting", "closing"],
+  stopped: ["starting", "stopped", "closing"],
   starting: ["ready", "stopped", "closing"],
   ready: ["stopping", "stopped", "closing"],
   stopping: ["stopped", "closing"],

@@ -154,12 +154,9 @@ export class Supervisor implements LlamaProvider {
    * one still there after EXIT_NOTICE_MS is failed and stopped instead.
    */
   private async refused(running: Running): Promise<void> {
-    const exited = await within(
-      running.child.exited.then(() => true),
-      EXIT_NOTICE_MS,
-      false,
-    );
-    if (!exited) this.reportFailure(running, "it refused connections on its own port");
+    const seen = running.child.exited.then(() => true);
+    if (!(await within(seen, EXIT_NOTICE_MS, false)))
+      this.reportFailure(running, "it refused connections on its own port");
   }
 
   /**
@@ -374,8 +371,13 @@ export class Supervisor implements LlamaProvider {
     const err =
       this.rpc.crashError(how, data, this.tail.last(TAIL_IN_ERRORS)) ??
       new CoreError("internal_error", `llama-server crashed (${how})`, data);
-    this.state.swap(s, { kind: "stopped", restartFor: err, lastError: err });
-    running.launch.end(err);
+    const stopped: StateOf<"stopped"> = { kind: "stopped", restartFor: err, lastError: err };
+    this.state.swap(s, stopped);
+    void this.rpc.named(err).then((named) => {
+      if (named !== err && this.state.get() === stopped)
+        this.state.swap(stopped, { kind: "stopped", restartFor: named, lastError: named });
+      running.launch.end(named);
+    });
   }
 
   /**

@@ -1,10 +1,12 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { join } from "node:path";
+import { watchedCompletion } from "../../src/agent/watched-completion.ts";
 import { ConfigSchema } from "../../src/config/schema.ts";
 import { defaultPlanDeps } from "../../src/models/local-plan-deps.ts";
 import { type LaunchPlan, planLaunch } from "../../src/plan/launch.ts";
 import { CoreError } from "../../src/protocol/errors.ts";
 import { rpcWorkerSnapshot } from "../../src/rpc/workers.ts";
+import type { LlamaLease } from "../../src/runtime/endpoint.ts";
 import { Supervisor } from "../../src/runtime/supervisor.ts";
 import { cpuOnlyMachine } from "../fixtures/hardware.ts";
 import { fakeLlamaKnobs, writeFakeLlamaServer, writeFakeModel } from "../fixtures/llama-stand-in/binary.ts";
@@ -88,6 +90,19 @@ async function chat(lease: { baseUrl: string; apiKey: string; died: AbortSignal 
   });
 }
 
+/**
+ * A turn's request (agent/watched-completion.ts) and how it ended: the stand-in exits 15 ms after
+ * its abort line, as the real build does, so the socket's reset can come before the exit and
+ * the finding of the lost worker; the error must still name it.
+ */
+function turnRequest(lease: LlamaLease): Promise<unknown> {
+  const request = { messages: [{ role: "user", content: "hi" }], max_tokens: 4 };
+  return watchedCompletion(lease, request, { signal: new AbortController().signal, onDelta: () => {} }).then(
+    () => "answered",
+    (e: unknown) => e,
+  );
+}
+
 describe("supervisor with RPC workers", () => {
   test("starts with --rpc on the workers that answer; llama-server lists them as RPC devices; status says in use", async () => {
     using dir = tmpdir();
@@ -114,10 +129,7 @@ describe("supervisor with RPC workers", () => {
     const { supervisor, plans } = setup(dir.path, [a.endpoint, b.endpoint]);
     const lease = await supervisor.acquire(new AbortController().signal);
     await b.kill();
-    const failed = await chat(lease).then(
-      (r) => `answered ${r.status}`,
-      (e) => e,
-    );
+    const failed = await turnRequest(lease);
     expect(failed).toBeInstanceOf(CoreError);
     expect((failed as CoreError).message).toContain(`RPC worker ${b.endpoint} stopped answering`);
     expect((failed as CoreError).data).toMatchObject({ rpc_workers_lost: [b.endpoint] });
@@ -238,7 +250,7 @@ describe("supervisor with RPC workers", () => {
     const lease = await supervisor.acquire(new AbortController().signal);
     await a.kill();
     await Bun.sleep(50);
-    const failed = await chat(lease).catch((e) => e);
+    const failed = await turnRequest(lease);
     expect(failed).toBeInstanceOf(CoreError);
     expect((failed as CoreError).message).toContain(`RPC worker ${a.endpoint} stopped answering`);
     lease.release();

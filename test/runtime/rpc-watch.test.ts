@@ -43,6 +43,35 @@ describe("RpcWatch on the recorded logs", () => {
     expect(err?.data).toMatchObject({ signal: "SIGABRT" });
   });
 
+  // Without the backtrace (GGML_NO_BACKTRACE) the real build exits ~15 ms after its abort line,
+  // before the workers' connections are tried: the crash's error waits for the finding.
+  test("83: an exit while the lost worker is being found: named() waits for the finding", async () => {
+    const book = new WorkerBook();
+    let answer: (up: boolean) => void = () => {};
+    const w = new RpcWatch({
+      onLost: () => {},
+      book,
+      accepts: (e) => (e.endsWith(":50153") ? new Promise((r) => (answer = r)) : Promise.resolve(true)),
+    });
+    w.begin(["127.0.0.1:50152", "127.0.0.1:50153"]);
+    for (const l of lines("83-rpc-worker-dies.log")) w.line(l);
+    const provisional = w.crashError("killed by SIGABRT", { signal: "SIGABRT" }, []);
+    expect(provisional?.message).toContain("one of its RPC workers");
+    const named = w.named(provisional!);
+    await Bun.sleep(20);
+    answer(false);
+    const err = await named;
+    expect(err.message).toContain("RPC worker 127.0.0.1:50153 stopped answering");
+    expect(err.data).toMatchObject({ signal: "SIGABRT", rpc_workers_lost: ["127.0.0.1:50153"] });
+  });
+
+  test("named(): nothing being found, the error is returned as it is", async () => {
+    const { w } = watch({});
+    w.begin(["a:1"]);
+    const plain = new CoreErrorClass("internal_error", "llama-server crashed (exit code 1)");
+    expect(await w.named(plain)).toBe(plain);
+  });
+
   test("a crash without the signature is not an RPC error", () => {
     const { w } = watch({});
     w.begin(["a:1"]);

@@ -10,6 +10,8 @@ const KINDS: StateKind[] = ["stopped", "starting", "ready", "stopping", "closing
 
 const VALID: [StateKind, StateKind][] = [
   ["stopped", "starting"],
+  // A crash's error named once its lost RPC worker is found (rpc-watch.ts named).
+  ["stopped", "stopped"],
   ["stopped", "closing"],
   ["starting", "ready"],
   ["starting", "stopped"],
