@@ -2,6 +2,7 @@ import { type CompletionRequest, type StreamOptions, streamCompletion } from "..
 import { ConnectionRefused, LlmError } from "../llama/errors.ts";
 import type { CompletionResult } from "../llama/stream-reply.ts";
 import type { LlamaLease } from "../runtime/endpoint.ts";
+import { IDENTIFY_TIMEOUT_MS } from "../runtime/rpc-watch.ts";
 import { watchProgress } from "../runtime/watchdog.ts";
 
 /**
@@ -47,7 +48,8 @@ export async function watchedCompletion(
       }
       if (err instanceof LlmError && err.kind === "connection_lost") {
         // The process's exit (or the RPC watch's line) tells why better than the socket did.
-        const why = await deathReason(lease.died, cancel, DEATH_GRACE_MS);
+        const grace = DEATH_GRACE_MS + (lease.launch.rpcWorkers.length > 0 ? IDENTIFY_TIMEOUT_MS : 0);
+        const why = await deathReason(lease.died, cancel, grace);
         if (why !== undefined) throw why;
       }
       if (err instanceof LlmError && serverFailed(err)) lease.reportFailure(err.message);
@@ -62,7 +64,8 @@ export async function watchedCompletion(
  * How long a lost connection waits for the server's death to be heard. A server that aborts (an
  * RPC worker gone, llama.cpp's GGML_ABORT) closes its sockets as it exits, and the reset can reach
  * the request a few ms before the exit does: the crash error names the cause (the lost worker,
- * the exit code, the log tail) where the socket says only "reset". Paid only on a lost connection.
+ * the exit code, the log tail) where the socket says only "reset". Paid only on a lost connection;
+ * with RPC workers, plus the time finding the lost one may take (runtime/rpc-watch.ts).
  */
 export const DEATH_GRACE_MS = 500;
 

@@ -5,13 +5,16 @@ export { passesToChild } from "../util/child-allowlist.ts";
 /**
  * llama-server's environment: the allowlist (util/child-allowlist.ts) plus the per-launch key. The key
  * travels here, never on the command line (/proc/<pid>/cmdline is world-readable).
+ * `GGML_NO_BACKTRACE`: on an abort ggml attaches gdb (where installed) and writes its backtrace,
+ * some thirty lines, into the log after the abort's own message, so the log tail a host is shown
+ * held the debugger's frames instead of the reason (docs/supervisor.md "The child's environment").
  */
 export function childEnv(
   parent: Record<string, string | undefined>,
   apiKey: string,
   platform: NodeJS.Platform = process.platform,
 ): Record<string, string> {
-  return { ...allowedEnv(parent, platform), LLAMA_API_KEY: apiKey };
+  return { ...allowedEnv(parent, platform), GGML_NO_BACKTRACE: "1", LLAMA_API_KEY: apiKey };
 }
 
 /** What a probe of the binary (`--help`, the child-mode check) runs with: the child's, no key. */

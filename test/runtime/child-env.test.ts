@@ -23,7 +23,12 @@ describe("childEnv", () => {
       },
       "new",
     );
-    expect(env).toEqual({ PATH: "/bin", CUDA_VISIBLE_DEVICES: "0", LLAMA_API_KEY: "new" });
+    expect(env).toEqual({
+      PATH: "/bin",
+      CUDA_VISIBLE_DEVICES: "0",
+      GGML_NO_BACKTRACE: "1",
+      LLAMA_API_KEY: "new",
+    });
   });
 
   test("passes only what llama-server needs: secrets and unknown variables stay behind", () => {
@@ -99,6 +104,7 @@ describe("childEnv", () => {
         "OMP_NUM_THREADS",
         "GGML_CUDA_ENABLE_UNIFIED_MEMORY",
         "GGML_METAL_PATH_RESOURCES",
+        "GGML_NO_BACKTRACE",
         "LLAMA_API_KEY",
       ].sort(),
     );
@@ -126,7 +132,11 @@ describe("childEnv", () => {
     };
     const win = childEnv(parent, "key", "win32");
     expect(Object.keys(win).sort()).toEqual(
-      [...Object.keys(parent).filter((k) => !/^(llama_|github_)/i.test(k)), "LLAMA_API_KEY"].sort(),
+      [
+        ...Object.keys(parent).filter((k) => !/^(llama_|github_)/i.test(k)),
+        "GGML_NO_BACKTRACE",
+        "LLAMA_API_KEY",
+      ].sort(),
     );
     expect(win.LLAMA_API_KEY).toBe("key");
     // On Linux `Path` is not PATH, and CUDA reads only CUDA_*: lower-case names do nothing there.

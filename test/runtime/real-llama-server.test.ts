@@ -1,6 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
+import { watchedCompletion } from "../../src/agent/watched-completion.ts";
 import type { Endpoint } from "../../src/config/rpc-endpoint.ts";
 import { ConfigSchema } from "../../src/config/schema.ts";
 import { defaultPlanDeps } from "../../src/models/local-plan-deps.ts";
@@ -169,13 +170,18 @@ if (!BINARY || !MODEL || !RPC_SERVER) {
 
         b.proc.kill("SIGKILL");
         await b.proc.exited;
-        const failed = await chat(lease).then(
-          (r) => `answered ${r.status}`,
+        // The turn's own request path: the abort closes the sockets a few ms before its exit is
+        // seen (GGML_NO_BACKTRACE, runtime/child-env.ts), and the chat still gets the named error,
+        // not a bare dropped connection (agent/watched-completion.ts DEATH_GRACE_MS).
+        const failed = await watchedCompletion(
+          lease,
+          { messages: [{ role: "user", content: "hi" }], max_tokens: 4 },
+          { signal: new AbortController().signal, onDelta: () => {} },
+        ).then(
+          () => "answered",
           (e: unknown) => e,
         );
         lease.release();
-        // The abort's line comes before the process dies (it prints a backtrace first): the
-        // chat's request ends with the named error, not a bare dropped connection.
         expect(failed).toBeInstanceOf(CoreError);
         expect((failed as CoreError).message).toContain(`RPC worker ${b.endpoint} stopped answering`);
         expect(await waitFor(() => supervisor.currentState() === "stopped", { timeoutMs: 30_000 })).toBe(
