@@ -80,8 +80,12 @@ function killPending(pid: number): boolean {
  * /proc/<pid>/stat's fields after comm (index 0 is the state, field 3 overall): comm, field 2,
  * may hold spaces and parentheses, so they start after its last ')'. Throws as the read does.
  */
-function statFields(pid: number, path = `/proc/${pid}/stat`): string[] {
-  const stat = readFileSync(path, "utf8");
+function statFields(pid: number): string[] {
+  return fieldsOf(readFileSync(`/proc/${pid}/stat`, "utf8"));
+}
+
+/** A stat line's fields after `comm` (which may hold spaces and parentheses). */
+function fieldsOf(stat: string): string[] {
   return stat.slice(stat.lastIndexOf(")") + 2).split(" ");
 }
 
@@ -173,23 +177,33 @@ function bootTimeMs(): number | null {
  * page faults, bytes read): when it changes, the load is making progress even if the log is
  * quiet. The main thread's CPU only: llama-server loads there while its HTTP threads answer the
  * start-up's own /health polls, whose CPU made a load stuck on a frozen RPC worker look alive
- * until the 10 × timeout cap (docs/supervisor.md "Start-up timeout").
- * Linux only; elsewhere null, and log lines are the only progress signal.
+ * until the 10 × timeout cap (docs/supervisor.md "Start-up timeout"); the whole process's where
+ * the thread's stat cannot be read. Linux only; elsewhere null, and log lines are the only progress signal.
  */
-export function workFingerprint(pid: number): string | null {
+export function workFingerprint(pid: number, read: (path: string) => string = readText): string | null {
   if (process.platform !== "linux") return null;
   try {
-    const f = statFields(pid);
-    const main = statFields(pid, `/proc/${pid}/task/${pid}/stat`);
-    // majflt (12), utime (14), stime (15) overall → indices 9, 11, 12 after the comm field.
+    const f = fieldsOf(read(`/proc/${pid}/stat`));
+    // majflt (12), utime (14), stime (15) → indices 9, 11, 12 after the comm field.
+    let cpu: string;
+    try {
+      const main = fieldsOf(read(`/proc/${pid}/task/${pid}/stat`));
+      cpu = `${main[11]}:${main[12]}`;
+    } catch {
+      // No per-thread stat (a hardened or partial /proc): the process's CPU, polls and all,
+      // still tells a working load from a dead one, as it did before the main thread was read.
+      cpu = `all ${f[11]}:${f[12]}`;
+    }
     let io = "";
     try {
-      io = readFileSync(`/proc/${pid}/io`, "utf8").match(/rchar: (\d+)/)?.[1] ?? "";
+      io = read(`/proc/${pid}/io`).match(/rchar: (\d+)/)?.[1] ?? "";
     } catch {
       // /proc/<pid>/io may be unreadable under some hardening; CPU and faults still tell.
     }
-    return `${f[9]}:${main[11]}:${main[12]}:${io}`;
+    return `${f[9]}:${cpu}:${io}`;
   } catch {
     return null;
   }
 }
+
+const readText = (path: string) => readFileSync(path, "utf8");

@@ -47,4 +47,23 @@ describe.skipIf(!onLinux)("workFingerprint", () => {
       await proc.exited;
     }
   }, 10_000);
+
+  test("no per-thread stat: the whole process's CPU is the sign, not none at all", () => {
+    const stat = (utime: number) =>
+      `4242 (llama (server)) S 1 4242 4242 0 -1 4194560 900 0 7 0 ${utime} 20 0 0 20 0 9 0 100 0 0`;
+    let utime = 100;
+    const read = (path: string) => {
+      if (path.includes("/task/")) throw new Error("EACCES");
+      if (path.endsWith("/io")) return "rchar: 5\n";
+      return stat(utime);
+    };
+    const a = workFingerprint(4242, read);
+    utime = 150;
+    const b = workFingerprint(4242, read);
+    expect(a).not.toBeNull();
+    expect(b).not.toBeNull();
+    expect(b).not.toBe(a);
+    // Unchanged counters are no progress.
+    expect(workFingerprint(4242, read)).toBe(b);
+  });
 });
