@@ -1,5 +1,6 @@
 import { readFile } from "node:fs/promises";
 import os from "node:os";
+import { killTree } from "../platform/process-tree.ts";
 import { windowsPhysicalMemory, windowsProcessorCores } from "../platform/windows/system.ts";
 import { allowedEnv } from "../util/child-allowlist.ts";
 import {
@@ -69,7 +70,9 @@ export async function runWithTimeout(
   let timer: ReturnType<typeof setTimeout> | undefined;
   const timedOut = new Promise<"timeout">((resolve) => {
     timer = setTimeout(() => {
-      proc.kill("SIGKILL");
+      // What it started too: a wrapper script's llama-server would outlive it (process-tree.ts).
+      if (process.platform === "win32") proc.kill("SIGKILL");
+      else killTree(proc.pid);
       resolve("timeout");
     }, timeoutMs);
   });
