@@ -3,6 +3,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { runWithTimeout } from "../../src/plan/probe.ts";
 import { descendantsOf, type ProcReader } from "../../src/platform/process-tree.ts";
+import { alive } from "../fixtures/stack.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 import { waitFor } from "../fixtures/wait.ts";
 
@@ -34,15 +35,6 @@ describe("descendantsOf", () => {
     ).toEqual([6]);
   });
 });
-
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
 
 // docs/doctor.md: a probe (`llama-server --version`, `--help`) that does not answer in time is
 // killed with what it started. A wrapper script that runs the binary without `exec` left it
