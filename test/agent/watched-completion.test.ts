@@ -1,7 +1,8 @@
 import { afterEach, describe, expect, test } from "bun:test";
-import { DEATH_GRACE_MS, watchedCompletion } from "../../src/agent/watched-completion.ts";
+import { watchedCompletion } from "../../src/agent/watched-completion.ts";
 import { ConnectionRefused, LlmError } from "../../src/llama/errors.ts";
 import { CoreError } from "../../src/protocol/errors.ts";
+import { DEATH_GRACE_MS } from "../../src/runtime/death-reason.ts";
 import type { LlamaLease } from "../../src/runtime/endpoint.ts";
 import { Launch } from "../../src/runtime/launch.ts";
 import { pickFreePort } from "../../src/runtime/ports.ts";

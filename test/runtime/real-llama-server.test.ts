@@ -172,7 +172,7 @@ if (!BINARY || !MODEL || !RPC_SERVER) {
         await b.proc.exited;
         // The turn's own request path: the abort closes the sockets a few ms before its exit is
         // seen (GGML_NO_BACKTRACE, runtime/child-env.ts), and the chat still gets the named error,
-        // not a bare dropped connection (agent/watched-completion.ts DEATH_GRACE_MS).
+        // not a bare dropped connection (runtime/death-reason.ts DEATH_GRACE_MS).
         const failed = await watchedCompletion(
           lease,
           { messages: [{ role: "user", content: "hi" }], max_tokens: 4 },
