@@ -1,6 +1,5 @@
 import type { Config } from "../../config/schema.ts";
 import { SlotError } from "../../llama/errors.ts";
-import { restoreSlot } from "../../llama/slots.ts";
 import type { LlamaLease } from "../../runtime/endpoint.ts";
 import type { LaunchView } from "../../runtime/launch.ts";
 import { logger } from "../../util/logger.ts";
@@ -9,7 +8,8 @@ import { launchFingerprint } from "./fingerprint.ts";
 import type { KvDisk, KvEntry } from "./kv-disk.ts";
 import { keepAll, type Later } from "./later.ts";
 import { dropSource, emptyRecord, type PromptRecord, quotedPassages } from "./prompt-record.ts";
-import { SLOT_FILE_TIMEOUT_MS, saveSlotState } from "./save-slot.ts";
+import { restoreSlotState } from "./restore-state.ts";
+import { saveSlotState } from "./save-slot.ts";
 import { keyOf, keyText, type SessionKey } from "./session-key.ts";
 import { clearSlots } from "./slot-clear.ts";
 import { UnderWay, type Work } from "./under-way.ts";
@@ -160,7 +160,11 @@ export class PromptReuse {
     }
     // From now on the slot is this session's, whatever the restore makes of it.
     server.launch.slots.handTo(slot, k);
-    if (entry) await this.restore(server, slot, key, entry, signal);
+    const disk = this.deps.disk;
+    if (entry && disk) {
+      const failed = (err: unknown, what: string) => this.slotFailed(err, what);
+      await restoreSlotState({ launch: server.launch, slot, entry, disk, signal, failed });
+    }
     return entry;
   }
 
@@ -346,32 +350,6 @@ export class PromptReuse {
     if (!fits) logger.info(`session ${key.sessionId}'s saved KV state does not fit this launch: dropped`);
     disk.remove(name);
     return null;
-  }
-
-  private async restore(
-    server: Server,
-    slot: number,
-    key: SessionKey,
-    entry: KvEntry,
-    signal: AbortSignal,
-  ): Promise<void> {
-    const disk = this.usableDisk();
-    if (!disk) return;
-    const name = disk.nameOf(key.userId, key.sessionId);
-    const t0 = performance.now();
-    try {
-      const timeout = AbortSignal.timeout(SLOT_FILE_TIMEOUT_MS);
-      const r = await restoreSlot(server.launch, slot, `${name}.bin`, AbortSignal.any([signal, timeout]));
-      disk.touch(entry);
-      logger.debug(
-        `KV state of session ${key.sessionId} restored into slot ${slot}: ${r.n_restored} tokens, ${Math.round(performance.now() - t0)} ms`,
-      );
-    } catch (err) {
-      if (signal.aborted) throw signal.reason;
-      // Refused (93b), or it killed the server or did not end (93f): never asked for again.
-      if (!(err instanceof SlotError && err.kind === "not_supported")) disk.remove(name);
-      this.slotFailed(err, `restoring session ${key.sessionId}'s KV state into slot ${slot}`);
-    }
   }
 
   /** The folder, once per core, before its first use: what saves cut short left is removed. */

@@ -1,0 +1,43 @@
+import { SlotError } from "../../llama/errors.ts";
+import { restoreSlot } from "../../llama/slots.ts";
+import type { LaunchView } from "../../runtime/launch.ts";
+import { logger } from "../../util/logger.ts";
+import type { KvDisk, KvEntry } from "./kv-disk.ts";
+import { SLOT_FILE_TIMEOUT_MS } from "./save-slot.ts";
+
+/**
+ * One session's saved state restored into a slot before its turn (docs/agent.md#prompt-reuse).
+ * Prompt reuse (reuse.ts) decides when; this is how, and what a failure leaves: it is logged and
+ * the turn processes its prompt, which is what it would have done without a file.
+ */
+
+export interface SlotRestore {
+  launch: LaunchView;
+  slot: number;
+  entry: KvEntry;
+  disk: KvDisk;
+  /** The turn's: its abort is thrown, whatever the restore made of the slot. */
+  signal: AbortSignal;
+  /** The restore failed: logged, and a server without a slot folder asked no more. */
+  failed(err: unknown, what: string): void;
+}
+
+export async function restoreSlotState(r: SlotRestore): Promise<void> {
+  const { launch, slot, entry, disk, signal } = r;
+  const session = entry.session_id;
+  const name = disk.nameOf(entry.user_id, session);
+  const t0 = performance.now();
+  try {
+    const timeout = AbortSignal.timeout(SLOT_FILE_TIMEOUT_MS);
+    const restored = await restoreSlot(launch, slot, `${name}.bin`, AbortSignal.any([signal, timeout]));
+    disk.touch(entry);
+    logger.debug(
+      `KV state of session ${session} restored into slot ${slot}: ${restored.n_restored} tokens, ${Math.round(performance.now() - t0)} ms`,
+    );
+  } catch (err) {
+    if (signal.aborted) throw signal.reason;
+    // Refused (93b), or it killed the server or did not end (93f): never asked for again.
+    if (!(err instanceof SlotError && err.kind === "not_supported")) disk.remove(name);
+    r.failed(err, `restoring session ${session}'s KV state into slot ${slot}`);
+  }
+}
