@@ -29,9 +29,12 @@ export interface LlamaLease extends LlamaEndpoint {
    * though its exit may not have been seen yet. Counts it as the crash it is and resolves once
    * the lease points at a server that serves (`baseUrl`, `apiKey` and `died` follow it),
    * restarted within the restart budget; rejects as `acquire` does (over budget, a failed
-   * start, `signal`). Optional: a stand-in provider in a test may not have one.
+   * start, `signal`). Also for a server that died before the lease's first request (`died`
+   * aborted: a KV restore that killed it, 93f). `onProgress` hears the restart as `acquire`'s
+   * does; a request sent again, its step begun, passes none. Optional: a stand-in provider in a
+   * test may not have one.
    */
-  reconnect?(signal: AbortSignal): Promise<void>;
+  reconnect?(signal: AbortSignal, onProgress?: (p: StartProgress) => void): Promise<void>;
   /**
    * The server the lease is on (runtime/launch.ts), read-only: its id and epoch, props, idle
    * sleep and slot use. It follows a `reconnect`.

@@ -88,7 +88,7 @@ export class Supervisor implements LlamaProvider {
         return leaseOn(running, {
           requestTimeoutMs: this.options.settings().requestTimeoutMs,
           reportFailure: (on, reason) => this.reportFailure(on, reason),
-          successor: (old, abort) => this.successor(old, abort),
+          successor: (old, abort, progress) => this.successor(old, abort, progress),
         });
       // It died (or failed) while we waited for a slot or looked: start again.
     }
@@ -160,15 +160,15 @@ export class Supervisor implements LlamaProvider {
   }
 
   /**
-   * A lease's request was refused (lease.reconnect): the crash it is, then a server that serves
-   * for the lease to move to, restarted within the budget. Silent: the chat has begun its step.
+   * A lease's request was refused, or its server died before it sent one (lease.reconnect): the
+   * crash it is, then a server that serves for the lease to move to, restarted within the budget.
    */
-  private async successor(old: Running, signal: AbortSignal): Promise<Running> {
+  private async successor(old: Running, signal: AbortSignal, onProgress?: (p: StartProgress) => void) {
     if (!old.launch.died.aborted) await this.refused(old);
     for (;;) {
       signal.throwIfAborted();
-      const running = await this.whenRunning(signal, undefined, false);
-      if (await this.admitted(running, signal)) return running;
+      const running = await this.whenRunning(signal, onProgress, false);
+      if (await this.admitted(running, signal, onProgress)) return running;
     }
   }
 

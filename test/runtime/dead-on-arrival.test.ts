@@ -53,6 +53,23 @@ describe.skipIf(process.platform !== "linux")("a llama-server that died a moment
     }
   });
 
+  test("reconnect with a listener (a server dead before the lease's first request): the restart is heard as at acquire", async () => {
+    await using dir = tmpdir();
+    const { supervisor } = makeSupervisor(dir.path);
+    try {
+      const lease = await supervisor.acquire(never());
+      killUnseen(supervisor.pid() as number);
+      const heard: StartProgress[] = [];
+      await lease.reconnect?.(never(), (p) => heard.push(p));
+      expect(heard.map((p) => p.phase)).toContain("restarting");
+      expect(heard.at(-1)?.phase).toBe("ready");
+      expect(await chatStatus(lease)).toBe(200);
+      lease.release();
+    } finally {
+      await supervisor.stop();
+    }
+  });
+
   test("reconnect with the restart budget spent: the over-budget error, nothing started", async () => {
     await using dir = tmpdir();
     const { supervisor } = makeSupervisor(dir.path, { settings: { maxRestarts: 0 } });
