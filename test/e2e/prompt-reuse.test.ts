@@ -42,6 +42,26 @@ const chatIn = (session: string) => {
   };
 };
 
+/**
+ * A session's state saved by one core, then a flipped bit in its file's cell count (transcripts/93f):
+ * the stand-in, asked to restore it, dies as the real one is ended by the OOM killer.
+ */
+async function savedWith93f(
+  cwd: string,
+  stack: ReturnType<typeof writeStack>,
+  chat: ReturnType<typeof chatIn>,
+) {
+  {
+    await using core = spawnCore({ cwd, env: stack.env });
+    await chat(core, "Tell me about the sea and the waves and the tides.");
+    await core.request({ id: "stop", method: "shutdown" });
+    expect(await core.exited(10_000)).toBe(0);
+  }
+  const bin = join(stack.dataDir, "kv", kvFiles(stack.dataDir).find((f) => f.endsWith(".bin")) as string);
+  const text = readFileSync(bin, "utf8");
+  writeFileSync(bin, text.replace(/"cells":\d+/, '"cells":2147483671').slice(0, text.length));
+}
+
 describe.skipIf(!onPosix)("prompt reuse through the compiled binary", () => {
   test("turns reuse the prefix; a new core restores the saved state; sessions.delete takes the files", async () => {
     await using dir = tmpdir();
@@ -200,33 +220,44 @@ describe.skipIf(!onPosix)("prompt reuse through the compiled binary", () => {
     expect(after.cached_tokens).toBeGreaterThan(0);
   }, 60_000);
 
-  test("a saved file whose restore kills llama-server (93f) is dropped: one crash, not one every turn", async () => {
+  test("a saved file whose restore kills llama-server (93f): the turn goes on on the restarted server, the file dropped", async () => {
     // A flipped bit in the file's cell count: llama-server reserves that many cells before it
     // reads them and is ended by the OOM killer. Kept, the file did that at each of the session's
-    // turns, and three of them spent the restart budget of every session.
+    // turns, and three of them spent the restart budget of every session. The turn that met it
+    // has sent nothing yet: it waits for the restart (with progress) and processes its prompt.
     await using dir = tmpdir();
     const stack = writeStack(dir.path, { tools: [] });
     const chat = chatIn("s1");
-    {
-      await using core = spawnCore({ cwd: dir.path, env: stack.env });
-      await chat(core, "Tell me about the sea and the waves and the tides.");
-      await core.request({ id: "stop", method: "shutdown" });
-      expect(await core.exited(10_000)).toBe(0);
-    }
-    const bin = join(stack.dataDir, "kv", kvFiles(stack.dataDir).find((f) => f.endsWith(".bin")) as string);
-    const text = readFileSync(bin, "utf8");
-    writeFileSync(bin, text.replace(/"cells":\d+/, '"cells":2147483671').slice(0, text.length));
+    await savedWith93f(dir.path, stack, chat);
     await using core = spawnCore({ cwd: dir.path, env: stack.env });
-    // The turn that met it may fail with the server; none after it does.
-    await core.request(
-      { id: "hit", method: "chat", params: { session_id: "s1", input: "And the moon?" } },
-      30_000,
-    );
+    const hit = await chat(core, "And the moon?");
+    expect(hit.cached_tokens).toBe(0);
     expect(slotRestores(stack.dataDir)).toBe(1);
+    expect(kvFiles(stack.dataDir).filter((f) => f.endsWith(".bin"))).toEqual([]);
+    const status = (await core.request({ id: "status", method: "status" })).result.llama;
+    expect(status.restarts.used).toBe(1);
+    const phases = core.messages.filter((m) => m.id === "s1-2" && m.event === "warmup_progress");
+    expect(phases.map((m) => m.phase)).toContain("restarting");
     for (const input of ["And the stars?", "And the tides?", "And the wind?", "And the rain?"])
       await chat(core, input);
     await chatIn("s2")(core, "Another session.");
     expect(slotRestores(stack.dataDir)).toBe(1);
+  }, 60_000);
+
+  test("a restore that kills llama-server with the restart budget spent: the turn fails as a failed start does, the file dropped", async () => {
+    await using dir = tmpdir();
+    const stack = writeStack(dir.path, { tools: [], llama: ["max_restarts: 0"] });
+    await savedWith93f(dir.path, stack, chatIn("s1"));
+    await using core = spawnCore({ cwd: dir.path, env: stack.env });
+    const hit = await core.request(
+      { id: "hit", method: "chat", params: { session_id: "s1", input: "And the moon?" } },
+      30_000,
+    );
+    expect(hit.type).toBe("error");
+    // The error of a start refused over the budget, as the next chat would have met.
+    expect(hit.message).toContain("not restarting");
+    expect(slotRestores(stack.dataDir)).toBe(1);
+    expect(kvFiles(stack.dataDir).filter((f) => f.endsWith(".bin"))).toEqual([]);
   }, 60_000);
 
   test("two cores on one data folder and KV folder: each turn is served, the second core restores the first's save", async () => {

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { spawnCore } from "../fixtures/core-process.ts";
 import { copySecondModel, modelRows, slotRestores } from "../fixtures/several-models.ts";
@@ -43,16 +43,20 @@ function onlyOneFits(
   return stack;
 }
 
+/** A chat on `core` that must end with a result: its usage. */
+const chatOn =
+  (core: ReturnType<typeof spawnCore>) => async (id: string, params: Record<string, unknown>) => {
+    const r = await core.request({ id, method: "chat", params }, 30_000);
+    expect(r.type).toBe("result");
+    return r.result.usage as { prompt_tokens: number; cached_tokens: number };
+  };
+
 describe.skipIf(process.platform === "win32")("two models where one fits (compiled core)", () => {
   test("a swap unloads the idle model after saving its KV state; a chat back on it restores it", async () => {
     await using dir = tmpdir();
     const stack = onlyOneFits(dir.path);
     await using core = spawnCore({ cwd: dir.path, env: stack.env });
-    const chat = async (id: string, params: Record<string, unknown>) => {
-      const r = await core.request({ id, method: "chat", params }, 30_000);
-      expect(r.type).toBe("result");
-      return r.result.usage as { prompt_tokens: number; cached_tokens: number };
-    };
+    const chat = chatOn(core);
     const first = await chat("a1", {
       session_id: "s1",
       input: "Tell me about the sea and the waves and the tides.",
@@ -75,6 +79,30 @@ describe.skipIf(process.platform === "win32")("two models where one fits (compil
     const now = await modelRows(core);
     expect(now.default.state).toBe("ready");
     expect(now.second.state).toBe("unloaded");
+  }, 60_000);
+
+  test("a chat back on the swapped-out model whose restore kills its server (93f): restarted, the chat served", async () => {
+    await using dir = tmpdir();
+    const stack = onlyOneFits(dir.path);
+    await using core = spawnCore({ cwd: dir.path, env: stack.env });
+    const chat = chatOn(core);
+    await chat("a1", { session_id: "s1", input: "Tell me about the sea and the waves and the tides." });
+    await chat("b1", { session_id: "s2", input: "hello", model: "second" });
+    // s1's state, saved by the swap, with a flipped bit in its cell count (transcripts/93f).
+    const kv = join(stack.dataDir, "kv");
+    const bin = join(kv, readdirSync(kv).find((f) => f.endsWith(".bin")) as string);
+    const text = readFileSync(bin, "utf8");
+    writeFileSync(bin, text.replace(/"cells":\d+/, '"cells":2147483671').slice(0, text.length));
+
+    const back = await chat("a2", { session_id: "s1", input: "And the moon?" });
+    expect(back.cached_tokens).toBe(0);
+    expect(slotRestores(stack.dataDir)).toBe(1);
+    expect(existsSync(bin)).toBe(false);
+    // Loaded again for the chat, then, once the restore killed it, restarted (once).
+    const phases = core.messages.filter((m) => m.id === "a2" && m.event === "warmup_progress");
+    expect(phases.map((m) => m.phase)).toContain("restarting");
+    expect(core.stderr.split("llama-server crashed").length - 1).toBe(1);
+    expect((await modelRows(core)).default.state).toBe("ready");
   }, 60_000);
 
   test("a model that cannot get room while the other is busy waits for memory, then is served", async () => {

@@ -1,5 +1,6 @@
-import { SlotError } from "../../llama/errors.ts";
+import { LlmError, SlotError } from "../../llama/errors.ts";
 import { restoreSlot } from "../../llama/slots.ts";
+import { DEATH_GRACE_MS, deathReason } from "../../runtime/death-reason.ts";
 import type { LaunchView } from "../../runtime/launch.ts";
 import { logger } from "../../util/logger.ts";
 import type { KvDisk, KvEntry } from "./kv-disk.ts";
@@ -39,5 +40,10 @@ export async function restoreSlotState(r: SlotRestore): Promise<void> {
     // Refused (93b), or it killed the server or did not end (93f): never asked for again.
     if (!(err instanceof SlotError && err.kind === "not_supported")) disk.remove(name);
     r.failed(err, `restoring session ${session}'s KV state into slot ${slot}`);
+    // A server killed by the restore resets the connection a moment before its exit is heard:
+    // the turn looks at `launch.died` next, to go on on a restarted server (turn.ts).
+    if (err instanceof LlmError && err.kind === "connection_lost")
+      await deathReason(launch.died, signal, DEATH_GRACE_MS);
+    signal.throwIfAborted();
   }
 }

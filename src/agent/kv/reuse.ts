@@ -60,6 +60,8 @@ export interface ReusedTurn {
   record: PromptRecord;
   /** The turn is over (before its lease goes): the record it leaves, whether it sent a request. */
   end(record: PromptRecord, sent: boolean): void;
+  /** Void, nothing sent: its server died first (a restore that killed it, 93f). No record is kept. */
+  abandon(): void;
 }
 
 /** What a hand-over found on disk: a state to restore, none (null), or nothing looked for (undefined). */
@@ -103,15 +105,19 @@ export class PromptReuse {
     this.quotable(key.userId, this.records.get(k) ?? emptyRecord());
     const pick = table.take(k, this.now());
     const turn = this.underWay.begin(k);
-    if (!pick) return { slot: undefined, record: this.recordOf(key, fp), end: (r) => this.ended(turn, r) };
+    const abandon = () => {
+      this.underWay.end(turn);
+      if (pick) table.abandon(pick.slot);
+    };
+    if (!pick)
+      return { slot: undefined, record: this.recordOf(key, fp), end: (r) => this.ended(turn, r), abandon };
     let looked: Looked;
     try {
       await table.workOn(pick.slot); // an erase emptying it (clearSlots), whoever held it
       if (!pick.holds)
         looked = await this.run(() => this.handOver(server, pick.slot, key, fp, pick.evict, signal));
     } catch (err) {
-      this.underWay.end(turn);
-      table.abandon(pick.slot);
+      abandon();
       throw err;
     }
     return {
@@ -122,6 +128,7 @@ export class PromptReuse {
         this.ended(turn, r);
         this.whenQuiet();
       },
+      abandon,
     };
   }
 

@@ -19,6 +19,7 @@ import { repromptMessages, systemMessage, UNREADABLE, unreadableMessages } from 
 import { PromptLayout } from "./prompt-layout.ts";
 import { loadTools, pendingCalls, runCalls } from "./tools.ts";
 import { overflowingTools } from "./tools-cost.ts";
+import { turnSlot } from "./turn-slot.ts";
 
 /**
  * A turn that held this much image data asks for a collection once it is over: an idle core
@@ -134,7 +135,8 @@ export class Turn {
       (typeof deps.config.model.context === "number" ? deps.config.model.context : FALLBACK_CONTEXT);
     const maxTokens = agent.max_tokens ?? deps.config.model.max_tokens ?? undefined;
     const key = { userId: this.ctx.params.user_id, sessionId: this.ctx.sessionId };
-    this.reused = await deps.reuse?.begin(lease, key, deps.signal);
+    // Its server dead before the first request (93f): restarted, heard as at acquire.
+    this.reused = await turnSlot(deps.reuse, lease, key, deps.signal, (p) => deps.emit("warmup_progress", p));
     const { session } = this.ctx;
     session.images.learn([...refsOf(session.history), ...refsOf(session.state.turn)]);
     this.layout = new PromptLayout(this.reused?.record ?? emptyRecord(), hits, session.history.length, {
