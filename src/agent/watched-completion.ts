@@ -10,13 +10,14 @@ import { watchProgress } from "../runtime/watchdog.ts";
  * As streamCompletion's, less the watchdog's progress: `signal` is the chat's cancel, `onSent`
  * runs again when the request is resent, and an event of reasoning is progress like one of content.
  */
-export type WatchedOptions = Omit<StreamOptions, "onProgress">;
+export type WatchedOptions = Omit<StreamOptions, "onProgress" | "onAlive">;
 
 /**
  * One completion on a lease, with the server's health judged here and in the watchdog, never by
  * the turn: the request aborts on cancel, on the server's death, or when no progress arrives for
- * request_timeout_s (a byte before the first token, an SSE event after it; the watchdog reports
- * the wedge); a connection lost or a server error is reported here, so the supervisor restarts the
+ * request_timeout_s (an SSE event: a token, or a batch of the prompt read; before the first token
+ * a ping too, but for at most EVENTLESS_CAP × request_timeout_s after the last event; the watchdog
+ * reports the wedge); a connection lost or a server error is reported here, so the supervisor restarts the
  * server on the next chat, a lost one after a short wait for the server's death to be heard (it
  * names why better: runtime/death-reason.ts; with RPC workers, plus the time finding the lost one
  * may take: rpc-watch.ts). A connection refused is a server that died before its exit was seen: it
@@ -38,6 +39,7 @@ export async function watchedCompletion(
         ...options,
         signal: watch.signal,
         onProgress: watch.touch,
+        onAlive: watch.alive,
       });
       lease.launch.taskServed();
       return result;

@@ -11,6 +11,10 @@ import { ToolCallAssembler } from "./tool-call-deltas.ts";
  * events, a first delta with the role, one per token, a chunk with `finish_reason` and `timings`,
  * then (asked for with `include_usage`) one with `usage` and no choices, and `data: [DONE]`. An
  * overflow is answered before any event (22b); an error may also come as an event mid-stream.
+ * Asked for with `return_progress`, the prompt's read comes first as role deltas with
+ * `prompt_progress`, one as the slot starts and one a batch (98, 98b): no content, no usage, no
+ * timings (unless `timings_per_token`, 98c, not asked), so the event's usual checks pass them as
+ * no token, with no test of their own; they show the read moving (StreamOptions.onProgress).
  */
 
 const BURST_SLICE = 64;
@@ -65,14 +69,20 @@ export interface StreamOptions {
   /** Each content delta as it arrives. */
   onDelta: (delta: string) => void;
   /**
-   * Called once for a network read, so a watchdog can tell a slow server from a wedged one: any
-   * read before the first token, after it only a read that dispatched an SSE event. llama-server
-   * sends an SSE ping (`:\n\n`) every 30 s of silence from its HTTP thread, wedged task loop or
-   * not (test/fixtures/llama-server/transcripts/67): while the prompt is read that is all a slow
-   * machine shows for minutes, once tokens come it is no progress. One event arriving over many
-   * reads (a large delta) counts when it ends.
+   * Called once for a network read that dispatched an SSE event, so a watchdog can tell a slow
+   * server from a wedged one: a token, or while the prompt is read a progress event (one a
+   * batch, transcripts/98b). One event arriving over many reads (a large delta) counts when it
+   * ends.
    */
   onProgress?: () => void;
+  /**
+   * Called once for a read before the first token that dispatched no event: llama-server sends
+   * an SSE ping (`:\n\n`) every 30 s of silence from its HTTP thread, wedged task loop or not
+   * (test/fixtures/llama-server/transcripts/67). While the prompt is read a batch (or an image)
+   * can take minutes on a slow machine with only pings to show: alive, not progress. After the
+   * first token a ping is nothing.
+   */
+  onAlive?: () => void;
   /**
    * Called once the whole request has been handed to the kernel, before the answer arrives:
    * work that need not delay the request runs while llama-server reads the prompt. What it
@@ -109,7 +119,7 @@ export async function streamCompletion(
   request: CompletionRequest,
   options: StreamOptions,
 ): Promise<CompletionResult> {
-  const { signal, onDelta, onProgress, onReasoning, maxChars } = options;
+  const { signal, onDelta, onProgress, onAlive, onReasoning, maxChars } = options;
   const gatherMs = options.gatherMs ?? 0;
   const sentAt = performance.now();
   const result = emptyReply();
@@ -144,9 +154,10 @@ export async function streamCompletion(
       const text = await reader.read();
       if (text === undefined) break;
       parser.feed(text);
-      // Before the first token any byte counts (the prompt's read may outlast the limit, pings
-      // alone show the server alive: docs/agent.md "Progress"); after it, an event.
-      if (evented || result.firstTokenAt === undefined) onProgress?.();
+      // An event is progress; before the first token a ping says the server is alive (a batch
+      // of the prompt may outlast the limit: docs/agent.md "Progress"). One test a read.
+      if (evented) onProgress?.();
+      else if (result.firstTokenAt === undefined) onAlive?.();
       evented = false;
       streamError ??= overBound(result, assembler, maxChars);
       if (gatherMs > 0) {
@@ -229,6 +240,17 @@ function handOn(batch: string[], to: (delta: string) => void, from = 0): Promise
 }
 
 /**
+ * What every streamed request asks for besides its own: the usage chunk at the end (12), and the
+ * prompt's progress as events while it is read (`return_progress`, 98b), so a task loop wedged
+ * mid-prompt is told from a slow one (docs/agent.md "Progress").
+ */
+export const STREAM_FIELDS = {
+  stream: true,
+  stream_options: { include_usage: true },
+  return_progress: true,
+} as const;
+
+/**
  * POSTs the streaming request over its own socket (stream-socket.ts); a refused connection or
  * an error status becomes an LlmError.
  */
@@ -239,6 +261,6 @@ function openStream(
   onSent: () => void,
 ): Promise<BodyReader> {
   // Images stay bytes until written (data-url.ts).
-  const body = jsonBody({ ...request, stream: true, stream_options: { include_usage: true } });
+  const body = jsonBody({ ...request, ...STREAM_FIELDS });
   return postStream(endpoint, "/v1/chat/completions", body, signal, onSent);
 }

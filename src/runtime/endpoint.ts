@@ -19,9 +19,10 @@ export interface LlamaLease extends LlamaEndpoint {
    */
   died: AbortSignal;
   /**
-   * llama.request_timeout_s in ms: a request that makes no progress for this long (no byte
-   * before the first token, no SSE event after it: llama/completion.ts onProgress) means the
-   * server is wedged; report it with reportFailure. `watchProgress` does both.
+   * llama.request_timeout_s in ms: a request that makes no progress for this long (no SSE event;
+   * before the first token no byte, or only pings for EVENTLESS_CAP times this: llama/completion.ts
+   * onProgress, onAlive) means the server is wedged; report it with reportFailure.
+   * `watchProgress` does both.
    */
   requestTimeoutMs: number;
   /**

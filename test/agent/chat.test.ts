@@ -11,20 +11,23 @@ const calls = (h: ChatHarness) =>
         .map((l) => JSON.parse(l) as { tool: string })
     : [];
 
+/** The events of a turn that answers without tools, its chunks counted once. */
+const PLAIN_ANSWER = [
+  "run_start",
+  "memory_start",
+  "memory_done",
+  "llm_start",
+  "llm_chunk",
+  "llm_done",
+  "final",
+];
+
 describe("chat: answers and tools", () => {
   test("plain answer streams chunks and ends with a result", async () => {
     await using h = new ChatHarness({ agents: [{ name: "plain", system_prompt: "Be brief." }] });
     h.llama.script({ content: ["Hel", "lo", " there"] });
     const { terminal, events } = await h.chat("c1", { input: "hi", session_id: "s1" });
-    expect(streamNames(events)).toEqual([
-      "run_start",
-      "memory_start",
-      "memory_done",
-      "llm_start",
-      "llm_chunk",
-      "llm_done",
-      "final",
-    ]);
+    expect(streamNames(events)).toEqual(PLAIN_ANSWER);
     // Deltas that come close together may be joined (docs/protocol.md#joined-pieces).
     expect(streamed(events)).toBe("Hello there");
     expect(events[0]).toMatchObject({ user_input: "hi", session_id: "s1" });
@@ -45,6 +48,23 @@ describe("chat: answers and tools", () => {
       { role: "assistant", content: "Hello there" },
     ]);
     expect(h.checkpoint("s1")).toBeUndefined();
+  });
+
+  // The request asks return_progress (docs/agent.md "Progress"): while the prompt is read the
+  // server sends role deltas with prompt_progress and no content (transcripts/98b). They are no
+  // piece of the answer and no first token: the host sees the content's chunks alone, and
+  // ttft_ms counts to the first token, past the batches.
+  test("the prompt's progress events reach the host as nothing: no llm_chunk, not the first token", async () => {
+    await using h = new ChatHarness({ agents: [{ name: "plain", system_prompt: "Be brief." }] });
+    h.llama.script({ content: ["Hel", "lo", " there"], prompt_batches: 3, batch_ms: 100 });
+    const { terminal, events } = await h.chat("c1", { input: "hi", session_id: "s1" });
+    expect(h.llama.requests[0]?.body).toMatchObject({ return_progress: true });
+    expect(streamNames(events)).toEqual(PLAIN_ANSWER);
+    const chunks = events.filter((e) => e.event === "llm_chunk").map((e) => e.delta as string);
+    expect(chunks.every((d) => d.length > 0)).toBe(true);
+    expect(chunks.join("")).toBe("Hello there");
+    const usage = (terminal.result as { usage: { ttft_ms: number } }).usage;
+    expect(usage.ttft_ms).toBeGreaterThanOrEqual(3 * 100 - 5);
   });
 
   test("default session id is 8 characters of a-z0-9 and history carries into the next turn", async () => {

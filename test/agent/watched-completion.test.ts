@@ -6,6 +6,7 @@ import { DEATH_GRACE_MS } from "../../src/runtime/death-reason.ts";
 import type { LlamaLease } from "../../src/runtime/endpoint.ts";
 import { Launch } from "../../src/runtime/launch.ts";
 import { pickFreePort } from "../../src/runtime/ports.ts";
+import { EVENTLESS_CAP } from "../../src/runtime/watchdog.ts";
 import { LlamaStandIn } from "../fixtures/llama-stand-in/in-process.ts";
 
 // Issue 19 item 3: a request refused by a llama-server that died a moment ago reached no server,
@@ -184,7 +185,9 @@ describe("watchedCompletion and a connection cut by the server's death", () => {
 
 // A byte is not progress: llama-server sends an SSE ping (`:\n\n`) every 30 s of silence
 // (recording 67) from its HTTP thread, so a server whose task loop is wedged pings forever, and
-// so can a hostile one. Progress is an event (docs/agent.md, "How a turn ends").
+// so can a hostile one. Progress is an event: a token, or while the prompt is read a batch's
+// progress event (return_progress, 98b); before the first token a ping keeps the request alive,
+// for at most EVENTLESS_CAP × request_timeout_s after the last event (docs/agent.md, "Progress").
 describe("watchedCompletion and a server that only pings", () => {
   const wedgedLease = (live: LlamaStandIn, requestTimeoutMs: number) => {
     const failures: string[] = [];
@@ -216,19 +219,64 @@ describe("watchedCompletion and a server that only pings", () => {
     expect(performance.now() - started).toBeLessThan(2000);
   });
 
-  // Before the first token a ping is all a slow machine reading a long prompt shows (a batch can
-  // outlast request_timeout_s): it keeps the request alive, as it always did.
-  test("pings before the first token are progress: the request waits on", async () => {
-    standIn = new LlamaStandIn().script({ hang: true, ping_ms: 30 });
-    const { lease, failures } = wedgedLease(standIn, 300);
+  /** The request against `standIn`, or "still waiting" after `ms`; then cancelled. */
+  const outcomeWithin = async (lease: LlamaLease, ms: number) => {
     const cancel = new AbortController();
     const outcome = await Promise.race([
       failure(watchedCompletion(lease, REQUEST, { signal: cancel.signal, onDelta: () => {} })),
-      Bun.sleep(1200).then(() => "still waiting"),
+      Bun.sleep(ms).then(() => "still waiting"),
     ]);
     cancel.abort();
-    expect(outcome).toBe("still waiting");
+    return outcome;
+  };
+
+  // A GPU that stopped answering in a batch of the prompt: the HTTP thread pings on, the
+  // progress events stop. Before, any byte before the first token was progress: forever.
+  test("wedged mid-prompt (progress events, then only pings): a wedge once no event came for the cap since the last, not before", async () => {
+    // Events as the slot starts and after two batches of 300 ms each; then the loop is stuck.
+    const script = { content: "a b", prompt_batches: 4, batch_ms: 300, wedge_after_progress: 3, ping_ms: 30 };
+    standIn = new LlamaStandIn().script(script);
+    const { lease, failures } = wedgedLease(standIn, 150);
+    const started = performance.now();
+    const outcome = await outcomeWithin(lease, 8000);
+    expect(outcome).not.toBe("still waiting");
+    expect((outcome as Error).message).toContain(
+      `only its keep-alive pings (${EVENTLESS_CAP} × llama.request_timeout_s)`,
+    );
+    expect(performance.now() - started).toBeGreaterThanOrEqual(2 * 300 + EVENTLESS_CAP * 150 - 5);
+    expect(failures).toHaveLength(1);
+    // The request asked for the events that show the read moving.
+    expect(standIn.requests[0]?.body).toMatchObject({ return_progress: true });
+  }, 15_000);
+
+  // No event at all, pings alone (a build older than return_progress, or a hostile server):
+  // alive up to the cap, then a wedge.
+  test("pings alone before any event: waited on up to the cap, then a wedge", async () => {
+    standIn = new LlamaStandIn().script({ content: "a b", wedge_after_progress: 0, ping_ms: 30 });
+    const { lease, failures } = wedgedLease(standIn, 150);
+    const started = performance.now();
+    const outcome = await outcomeWithin(lease, 6000);
+    expect((outcome as Error).message).toContain("only its keep-alive pings");
+    expect(performance.now() - started).toBeGreaterThanOrEqual(EVENTLESS_CAP * 150 - 5);
+    expect(failures).toHaveLength(1);
+  }, 15_000);
+
+  // A slow machine: a batch of the prompt (or an image's encoding) outlasts request_timeout_s,
+  // with only pings meanwhile. Within the cap it is waited on, progress events or not.
+  test("a batch of the prompt slower than request_timeout_s, pings meanwhile: the reply comes", async () => {
+    standIn = new LlamaStandIn().script({ content: "a b", prompt_batches: 2, batch_ms: 500, ping_ms: 30 });
+    const { lease, failures } = wedgedLease(standIn, 150);
+    const reply = await complete(lease);
+    expect(reply.content).toBe("a b");
     expect(failures).toEqual([]);
+  });
+
+  test("no byte at all for request_timeout_s (the slot never started) is a wedge then, as before", async () => {
+    standIn = new LlamaStandIn().script({ hang: true });
+    const { lease, failures } = wedgedLease(standIn, 150);
+    const outcome = await outcomeWithin(lease, 3000);
+    expect((outcome as Error).message).toContain("no progress for 0 s (llama.request_timeout_s)");
+    expect(failures).toHaveLength(1);
   });
 
   test("events slower than the limit in all, each within it, finish", async () => {

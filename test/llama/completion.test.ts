@@ -2,12 +2,14 @@ import { describe, expect, test } from "bun:test";
 import {
   type CompletionRequest,
   type CompletionResult,
+  STREAM_FIELDS,
   streamCompletion,
 } from "../../src/llama/completion.ts";
 import { LlmError } from "../../src/llama/errors.ts";
 import { FORMS } from "../contract/forms.ts";
 import { CASES, filledContext, isChat, isStream, N_CTX, RECORDINGS, turnOf } from "../contract/recordings.ts";
-import { readExchanges, readTranscript, shape, type Transcript } from "../contract/transcript.ts";
+import { readExchanges, readTranscript, shape, sseEvents, type Transcript } from "../contract/transcript.ts";
+import type { Turn } from "../fixtures/llama-stand-in/script.ts";
 import { TAPE_KEY, tape } from "./tape.ts";
 
 // The streaming chat completion (src/llama/completion.ts) against the recorded answers of a
@@ -219,8 +221,29 @@ describe("the completion's failures", () => {
   });
 });
 
-describe("progress while the prompt is read (transcripts/98)", () => {
-  test("98-return-progress-stream.txt: its events are progress, not content nor the first token; the core does not ask for them", async () => {
+/** A streamed body's events, parsed, [DONE] left out. */
+const eventsOf = (body: string): Json[] =>
+  sseEvents(body)
+    .filter((e) => e !== "[DONE]")
+    .map((e) => JSON.parse(e) as Json);
+
+/** What the stand-in streams for `turn` to a user who `said`, asked as the core asks. */
+async function standInEvents(turn: Turn, said: string): Promise<Json[]> {
+  const standIn = await FORMS[0]?.start({ open: true, nCtx: N_CTX, script: [turn] });
+  if (!standIn) throw new Error("no stand-in form");
+  try {
+    const res = await fetch(`${standIn.baseUrl}/v1/chat/completions`, {
+      method: "POST",
+      body: JSON.stringify({ messages: [{ role: "user", content: said }], ...STREAM_FIELDS }),
+    });
+    return eventsOf(await res.text());
+  } finally {
+    standIn.stop();
+  }
+}
+
+describe("progress while the prompt is read (transcripts/98, 98b, 98c)", () => {
+  test("98-return-progress-stream.txt: its events are progress, not content nor the first token; the core asks for them", async () => {
     const t = readTranscript(RECORDINGS, "98-return-progress-stream.txt");
     using recorded = tape(t);
     let progress = 0;
@@ -234,29 +257,75 @@ describe("progress while the prompt is read (transcripts/98)", () => {
     expect(r.content.length).toBeGreaterThan(0);
     expect(r.finishReason).toBe("length");
     expect(progress).toBeGreaterThanOrEqual(1);
-    expect(JSON.parse(recorded.asked[0]?.body ?? "{}")).not.toHaveProperty("return_progress");
+    expect(JSON.parse(recorded.asked[0]?.body ?? "{}")).toMatchObject({
+      stream: true,
+      stream_options: { include_usage: true },
+      return_progress: true,
+    });
+  });
+
+  // 98b: a prompt read in 30 batches, as the core asks now. The 31 progress events carry no
+  // content, timings nor usage: no delta handed on, no first token, the final chunks' numbers kept.
+  test("98b-return-progress-long-prompt.txt: the deltas and the numbers are the tokens' and the final chunks' alone", async () => {
+    const [cold, again] = readExchanges(RECORDINGS, "98b-return-progress-long-prompt.txt");
+    for (const t of [cold, again]) {
+      if (!t) throw new Error("98b holds two exchanges");
+      const events = eventsOf(t.body);
+      const progress = events.filter((e) => e.prompt_progress);
+      expect(progress.length).toBeGreaterThanOrEqual(2);
+      using recorded = tape(t);
+      const deltas: string[] = [];
+      const r = await streamCompletion(recorded, requestOf(t), {
+        signal: new AbortController().signal,
+        onDelta: (d) => deltas.push(d),
+      });
+      const tokens = events.flatMap((e) => e.choices?.[0]?.delta?.content ?? []);
+      expect(deltas).toEqual(tokens);
+      expect(deltas.every((d) => d.length > 0)).toBe(true);
+      expect(r.content).toBe(tokens.join(""));
+      const last = events.at(-1) as Json;
+      expect(r.usage).toEqual(last.usage);
+      expect(r.timings).toEqual(last.timings);
+      expect(r.finishReason).toBe("length");
+      expect(r.ttftMs).toBeGreaterThanOrEqual(0);
+    }
+  });
+
+  // 98c: asked with timings_per_token (the core does not), the progress events carry the
+  // prompt's timings so far; the final chunk's are the reply's.
+  test("98c-return-progress-timings-per-token.txt: the timings kept are the last chunk's, not a progress event's", async () => {
+    const t = readTranscript(RECORDINGS, "98c-return-progress-timings-per-token.txt");
+    const events = eventsOf(t.body);
+    expect(events.find((e) => e.prompt_progress)?.timings).toBeDefined();
+    using recorded = tape(t);
+    const r = await streamCompletion(recorded, requestOf(t), {
+      signal: new AbortController().signal,
+      onDelta: () => {},
+    });
+    expect(r.timings).toEqual((events.at(-1) as Json).timings);
+  });
+
+  test("the stand-in asked with prompt_batches sends them as 98b shows: one as the slot starts, one a batch, then the first token", async () => {
+    const t = readExchanges(RECORDINGS, "98b-return-progress-long-prompt.txt")[0] as Transcript;
+    const recorded = eventsOf(t.body);
+    const events = await standInEvents({ content: "a b", prompt_batches: 3 }, "one two three four five six");
+    const progress = events.filter((e) => e.prompt_progress);
+    expect(progress).toHaveLength(4);
+    expect(shape(progress)).toEqual(shape(recorded.filter((e) => e.prompt_progress)));
+    const processed = progress.map((e) => e.prompt_progress.processed);
+    expect(processed).toEqual([...processed].sort((a, b) => a - b));
+    expect(processed.at(-1)).toBe(progress[0]?.prompt_progress.total);
+    // The plain role delta, then the tokens, as after 98b's last progress event.
+    expect(shape(events[4])).toEqual(shape(recorded.find((e) => !e.prompt_progress)));
+    expect(events[5]?.choices[0].delta.content).toBe("a");
   });
 
   test("the stand-in sends them as 98 shows: as the slot starts and once the prompt is read", async () => {
-    const standIn = await FORMS[0]?.start({ open: true, nCtx: N_CTX, script: [{ content: "a b" }] });
-    if (!standIn) throw new Error("no stand-in form");
-    try {
-      const res = await fetch(`${standIn.baseUrl}/v1/chat/completions`, {
-        method: "POST",
-        body: JSON.stringify({
-          messages: [{ role: "user", content: "x y z" }],
-          stream: true,
-          return_progress: true,
-        }),
-      });
-      const events = (await res.text()).split("\n\n").filter((e) => e.startsWith("data: {"));
-      const progress = events.map((e) => JSON.parse(e.slice(6)).prompt_progress).filter(Boolean);
-      expect(progress).toHaveLength(2);
-      expect(progress[0]).toMatchObject({ cache: 0, processed: 0 });
-      expect(progress[1].processed).toBe(progress[1].total);
-      expect(JSON.parse(events[2]?.slice(6) ?? "{}").prompt_progress).toBeUndefined();
-    } finally {
-      standIn.stop();
-    }
+    const events = await standInEvents({ content: "a b" }, "x y z");
+    const progress = events.map((e) => e.prompt_progress).filter(Boolean);
+    expect(progress).toHaveLength(2);
+    expect(progress[0]).toMatchObject({ cache: 0, processed: 0 });
+    expect(progress[1].processed).toBe(progress[1].total);
+    expect(events[2]?.prompt_progress).toBeUndefined();
   });
 });

@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { watchedCompletion } from "../../src/agent/watched-completion.ts";
 import type { Endpoint } from "../../src/config/rpc-endpoint.ts";
 import { ConfigSchema } from "../../src/config/schema.ts";
+import { STREAM_FIELDS } from "../../src/llama/completion.ts";
 import { defaultPlanDeps } from "../../src/models/local-plan-deps.ts";
 import { type LaunchPlan, planLaunch } from "../../src/plan/launch.ts";
 import { CoreError } from "../../src/protocol/errors.ts";
@@ -52,6 +53,53 @@ if (!BINARY || !MODEL) {
         await supervisor.stop();
       }
       expect(() => process.kill(pid, 0)).toThrow();
+    }, 120_000);
+
+    // Every streamed request asks return_progress (docs/agent.md "Progress is an event"): this
+    // build takes the field and sends a progress event as the slot starts and one a batch
+    // (transcripts/98b), and the core's own request reads them as no piece of the reply.
+    test("return_progress: the real server sends the prompt's progress events; the reply's deltas are the tokens alone", async () => {
+      await using dir = tmpdir();
+      const supervisor = new Supervisor({
+        findBinary: () => ({ path: BINARY }),
+        plan: async () => testPlan(MODEL, { extra_args: ["-b", "64", "-ub", "64"] }),
+        dataDir: () => join(dir.path, "data"),
+        settings: () => ({ ...SETTINGS, startupTimeoutMs: 60_000, stopGraceMs: 3000 }),
+        reap: false,
+      });
+      const lease = await supervisor.acquire(new AbortController().signal);
+      const words = "a slow machine reads a long prompt batch by batch".split(" ");
+      const long = Array.from({ length: 300 }, (_, i) => words[i % words.length]).join(" ");
+      const messages = [{ role: "user", content: long }];
+      try {
+        const res = await fetch(`${lease.baseUrl}/v1/chat/completions`, {
+          method: "POST",
+          headers: { Authorization: `Bearer ${lease.apiKey}`, "Content-Type": "application/json" },
+          body: JSON.stringify({ messages, max_tokens: 4, ...STREAM_FIELDS }),
+        });
+        expect(res.status).toBe(200);
+        const progress = (await res.text())
+          .split("\n\n")
+          .filter((e) => e.startsWith("data: {"))
+          .map((e) => JSON.parse(e.slice("data: ".length)).prompt_progress)
+          .filter(Boolean);
+        // 0 as the slot starts, then one a batch of 64 (the prompt is read anew: no cache).
+        expect(progress.length).toBeGreaterThanOrEqual(3);
+        expect(progress.at(-1).processed).toBe(progress.at(-1).total);
+        const deltas: string[] = [];
+        const reply = await watchedCompletion(
+          lease,
+          { messages: [{ role: "user", content: `${long} again` }], max_tokens: 4 },
+          { signal: new AbortController().signal, onDelta: (d) => deltas.push(d) },
+        );
+        expect(deltas.every((d) => d.length > 0)).toBe(true);
+        expect(deltas.join("")).toBe(reply.content);
+        expect(reply.ttftMs).toBeGreaterThan(0);
+        expect(reply.timings?.predicted_n).toBeGreaterThan(0);
+      } finally {
+        lease.release();
+        await supervisor.stop();
+      }
     }, 120_000);
 
     test("llama.mmap false and llama.mlock true start in the flags this build takes", async () => {

@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import type { LlamaLease } from "../../src/runtime/endpoint.ts";
 import { Launch } from "../../src/runtime/launch.ts";
-import { watchProgress } from "../../src/runtime/watchdog.ts";
+import { EVENTLESS_CAP, watchProgress } from "../../src/runtime/watchdog.ts";
 
 // The watchdog keeps progress as a timestamp and one timer that re-arms for the rest
 // (docs/performance.md, "Where a streamed piece's CPU goes"): what it promises must not move.
@@ -62,6 +62,28 @@ describe("watchProgress", () => {
     await new Promise((r) => watch.signal.addEventListener("abort", r));
     expect(performance.now() - lastTouch).toBeGreaterThanOrEqual(395);
     expect(l.failures).toHaveLength(1);
+    watch.dispose();
+  });
+
+  // Pings before the first token (alive) keep a request up to the cap after its last event
+  // (touch): a batch of the prompt may outlast the limit, a wedged task loop pings forever.
+  test("bytes without an event keep it alive, for EVENTLESS_CAP × the limit after the last event", async () => {
+    const l = lease(300);
+    const watch = watchProgress(l, new AbortController().signal);
+    const pings = setInterval(watch.alive, 30);
+    await Bun.sleep(600);
+    expect(watch.signal.aborted).toBe(false);
+    watch.touch();
+    const lastEvent = performance.now();
+    await new Promise((r) => watch.signal.addEventListener("abort", r));
+    clearInterval(pings);
+    expect(performance.now() - lastEvent).toBeGreaterThanOrEqual(EVENTLESS_CAP * 300 - 5);
+    expect((watch.signal.reason as Error).message).toBe(
+      `llama-server stopped responding: no progress for 3 s, only its keep-alive pings (${EVENTLESS_CAP} × llama.request_timeout_s)`,
+    );
+    expect(l.failures).toEqual([
+      `no progress for 3 s, only its keep-alive pings (${EVENTLESS_CAP} × llama.request_timeout_s)`,
+    ]);
     watch.dispose();
   });
 
