@@ -1,4 +1,5 @@
 import { readdirSync, readFileSync } from "node:fs";
+import { statFieldsOf } from "./proc-stat.ts";
 
 /**
  * The processes a child started, found by their parent pids, so that a probe that is killed
@@ -63,11 +64,10 @@ const linuxProc: ProcReader = {
   },
 };
 
-/** The ppid in /proc/<pid>/stat (the field after the state, past `comm`'s closing paren). */
+/** The ppid in /proc/<pid>/stat (the field after the state). */
 function parentOf(pid: string): number | null {
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+    const ppid = Number(statFieldsOf(readFileSync(`/proc/${pid}/stat`, "utf8"))[1]);
     return Number.isInteger(ppid) ? ppid : null;
   } catch {
     return null; // gone meanwhile

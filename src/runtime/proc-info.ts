@@ -1,4 +1,5 @@
 import { readFileSync, readlinkSync } from "node:fs";
+import { statFieldsOf } from "../platform/proc-stat.ts";
 import { windowsPidAlive, windowsProcessIdentity } from "../platform/windows/process.ts";
 
 /**
@@ -76,17 +77,9 @@ function killPending(pid: number): boolean {
   return mask !== undefined && (Number.parseInt(mask.slice(-8), 16) & SIGKILL_BIT) !== 0;
 }
 
-/**
- * /proc/<pid>/stat's fields after comm (index 0 is the state, field 3 overall): comm, field 2,
- * may hold spaces and parentheses, so they start after its last ')'. Throws as the read does.
- */
+/** /proc/<pid>/stat's fields after comm (platform/proc-stat.ts). Throws as the read does. */
 function statFields(pid: number): string[] {
-  return fieldsOf(readFileSync(`/proc/${pid}/stat`, "utf8"));
-}
-
-/** A stat line's fields after `comm` (which may hold spaces and parentheses). */
-function fieldsOf(stat: string): string[] {
-  return stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return statFieldsOf(readFileSync(`/proc/${pid}/stat`, "utf8"));
 }
 
 /** An exited child not yet reaped by its parent still answers kill(0); it is dead all the same. */
@@ -183,11 +176,11 @@ function bootTimeMs(): number | null {
 export function workFingerprint(pid: number, read: (path: string) => string = readText): string | null {
   if (process.platform !== "linux") return null;
   try {
-    const f = fieldsOf(read(`/proc/${pid}/stat`));
+    const f = statFieldsOf(read(`/proc/${pid}/stat`));
     // majflt (12), utime (14), stime (15) → indices 9, 11, 12 after the comm field.
     let cpu: string;
     try {
-      const main = fieldsOf(read(`/proc/${pid}/task/${pid}/stat`));
+      const main = statFieldsOf(read(`/proc/${pid}/task/${pid}/stat`));
       cpu = `${main[11]}:${main[12]}`;
     } catch {
       // No per-thread stat (a hardened or partial /proc): the process's CPU, polls and all,
