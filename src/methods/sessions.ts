@@ -20,7 +20,6 @@ import {
 import { exportInline, exportToFile } from "../store/export-file.ts";
 import { defineMethod } from "./definition.ts";
 import { kvErased } from "./kv-erased.ts";
-import type { Services } from "./services.ts";
 
 // The host's view of its conversations (docs/protocol.md "Conversations"): each a thin call into
 // the store, which validates nothing the params schema did not.
