@@ -1,9 +1,8 @@
 import { type CompletionRequest, type StreamOptions, streamCompletion } from "../llama/completion.ts";
 import { ConnectionRefused, LlmError } from "../llama/errors.ts";
 import type { CompletionResult } from "../llama/stream-reply.ts";
-import { DEATH_GRACE_MS, deathReason } from "../runtime/death-reason.ts";
+import { deathGraceMs, deathReason } from "../runtime/death-reason.ts";
 import type { LlamaLease } from "../runtime/endpoint.ts";
-import { IDENTIFY_TIMEOUT_MS } from "../runtime/rpc-watch.ts";
 import { watchProgress } from "../runtime/watchdog.ts";
 
 /**
@@ -52,8 +51,7 @@ export async function watchedCompletion(
       }
       if (err instanceof LlmError && err.kind === "connection_lost") {
         // The process's exit (or the RPC watch's line) tells why better than the socket did.
-        const grace = DEATH_GRACE_MS + (lease.launch.rpcWorkers.length > 0 ? IDENTIFY_TIMEOUT_MS : 0);
-        const why = await deathReason(lease.died, cancel, grace);
+        const why = await deathReason(lease.died, cancel, deathGraceMs(lease.launch));
         if (why !== undefined) throw why;
       }
       if (err instanceof LlmError && serverFailed(err)) lease.reportFailure(err.message);

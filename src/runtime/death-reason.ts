@@ -1,3 +1,5 @@
+import { IDENTIFY_TIMEOUT_MS } from "./rpc-watch.ts";
+
 /**
  * How long a lost connection waits for llama-server's death to be heard. A server that dies (an
  * abort, an RPC worker gone, the OOM killer) closes its sockets as it exits, and the reset can
@@ -6,6 +8,14 @@
  * can tell a dead server from a dropped connection. Paid only on a lost connection.
  */
 export const DEATH_GRACE_MS = 500;
+
+/**
+ * The wait for `launch`: with RPC workers its death is heard only once the lost worker has been
+ * looked for (RpcWatch.named, up to IDENTIFY_TIMEOUT_MS), so every waiter allows for that.
+ */
+export function deathGraceMs(launch: { readonly rpcWorkers: readonly string[] }): number {
+  return DEATH_GRACE_MS + (launch.rpcWorkers.length > 0 ? IDENTIFY_TIMEOUT_MS : 0);
+}
 
 /** `died`'s reason once it aborts within `ms`; undefined when it does not, or on cancel. */
 export async function deathReason(died: AbortSignal, cancel: AbortSignal, ms: number): Promise<unknown> {

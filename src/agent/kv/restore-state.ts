@@ -1,6 +1,6 @@
 import { LlmError, SlotError } from "../../llama/errors.ts";
 import { restoreSlot } from "../../llama/slots.ts";
-import { DEATH_GRACE_MS, deathReason } from "../../runtime/death-reason.ts";
+import { deathGraceMs, deathReason } from "../../runtime/death-reason.ts";
 import type { LaunchView } from "../../runtime/launch.ts";
 import { logger } from "../../util/logger.ts";
 import type { KvDisk, KvEntry } from "./kv-disk.ts";
@@ -43,7 +43,7 @@ export async function restoreSlotState(r: SlotRestore): Promise<void> {
     // A server killed by the restore resets the connection a moment before its exit is heard:
     // the turn looks at `launch.died` next, to go on on a restarted server (turn.ts).
     if (err instanceof LlmError && err.kind === "connection_lost")
-      await deathReason(launch.died, signal, DEATH_GRACE_MS);
+      await deathReason(launch.died, signal, deathGraceMs(launch));
     signal.throwIfAborted();
   }
 }

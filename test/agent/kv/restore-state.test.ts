@@ -1,0 +1,69 @@
+import { afterEach, describe, expect, test } from "bun:test";
+import type { KvDisk, KvEntry } from "../../../src/agent/kv/kv-disk.ts";
+import { restoreSlotState } from "../../../src/agent/kv/restore-state.ts";
+import { DEATH_GRACE_MS, deathGraceMs } from "../../../src/runtime/death-reason.ts";
+import { Launch } from "../../../src/runtime/launch.ts";
+import { IDENTIFY_TIMEOUT_MS } from "../../../src/runtime/rpc-watch.ts";
+
+// A restore that kills llama-server (recording 93f) resets its connection a moment before the
+// exit is heard; the restore waits for the death so the turn can go on on a restarted server
+// (docs/agent.md, "Prompt reuse"). With RPC workers the death is heard only after the lost worker
+// was looked for (docs/distributed.md), so the wait is the same as a watched request's.
+let server: { stop(closeActive?: boolean): void } | undefined;
+afterEach(() => {
+  server?.stop(true);
+  server = undefined;
+});
+
+/** A llama-server that dies on the restore: the request is read, the socket closed unanswered. */
+function dyingServer(): string {
+  const listener = Bun.listen({
+    hostname: "127.0.0.1",
+    port: 0,
+    socket: { data: (socket) => void socket.end() },
+  });
+  server = listener;
+  return `http://127.0.0.1:${listener.port}`;
+}
+
+const entry = { user_id: "u", session_id: "s" } as KvEntry;
+const disk = { nameOf: () => "u-s", touch: () => {}, remove: () => {} } as unknown as KvDisk;
+
+async function restoreOn(rpcWorkers: string[], deathAfterMs: number) {
+  const died = new AbortController();
+  const launch = new Launch({ baseUrl: dyingServer(), apiKey: "k", slots: 1, rpcWorkers, died });
+  const failures: unknown[] = [];
+  const started = performance.now();
+  setTimeout(() => died.abort(new Error("llama-server exited")), deathAfterMs);
+  await restoreSlotState({
+    launch,
+    slot: 0,
+    entry,
+    disk,
+    signal: new AbortController().signal,
+    failed: (err) => void failures.push(err),
+  });
+  return { heard: launch.died.aborted, failures, ms: performance.now() - started };
+}
+
+describe("a restore that kills llama-server", () => {
+  test("the grace allows for finding a lost RPC worker", () => {
+    expect(deathGraceMs({ rpcWorkers: [] })).toBe(DEATH_GRACE_MS);
+    expect(deathGraceMs({ rpcWorkers: ["10.0.0.2:50052"] })).toBe(DEATH_GRACE_MS + IDENTIFY_TIMEOUT_MS);
+  });
+
+  test("with an RPC worker, a death heard after 0.5 s is still waited for", async () => {
+    const after = DEATH_GRACE_MS + IDENTIFY_TIMEOUT_MS / 2;
+    const { heard, failures, ms } = await restoreOn(["10.0.0.2:50052"], after);
+    expect(failures).toHaveLength(1);
+    expect(heard).toBe(true);
+    expect(ms).toBeGreaterThanOrEqual(after - 5);
+  });
+
+  test("without workers the wait ends at DEATH_GRACE_MS", async () => {
+    const { heard, ms } = await restoreOn([], DEATH_GRACE_MS + 400);
+    expect(heard).toBe(false);
+    expect(ms).toBeGreaterThanOrEqual(DEATH_GRACE_MS - 5);
+    expect(ms).toBeLessThan(DEATH_GRACE_MS + 350);
+  });
+});
