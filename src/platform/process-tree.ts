@@ -2,30 +2,47 @@ import { readdirSync, readFileSync } from "node:fs";
 import { statFieldsOf } from "./proc-stat.ts";
 
 /**
- * The processes a child started, found by their parent pids, so that a probe that is killed
+ * The processes a child started, found by their parent pids, so that a child that is killed
  * does not leave its own children behind: `llama.binary` may be a wrapper script that runs
  * llama-server without `exec`, and SIGKILL of the script orphans what it started (a hung
- * `--version` under it ran on). Linux only (`/proc`); elsewhere none are found and only the
- * child itself is killed. A process started after the look escapes it.
+ * `--version` under it ran on); an MCP server may start a process in a session of its own
+ * (agent/mcp/escaped.ts). Linux only (`/proc`); elsewhere none are found and only the child
+ * itself is killed. A process started after the look escapes it.
  */
-export function descendantsOf(pid: number, proc: ProcReader = linuxProc): number[] {
-  const children = new Map<number, number[]>();
-  for (const [child, parent] of proc.parents()) {
-    const list = children.get(parent);
-    if (list) list.push(child);
-    else children.set(parent, [child]);
+
+/** One process as /proc/<pid>/stat gives it: its start time tells it from a later one of its pid. */
+export interface ProcEntry {
+  pid: number;
+  ppid: number;
+  pgid: number;
+  /** Clock ticks after boot (field 22): a reused pid has a later one. */
+  start: string;
+}
+
+/** Every process as the OS lists it now, and one process's start time. */
+export interface ProcReader {
+  list(): Iterable<ProcEntry>;
+  startOf(pid: number): string | null;
+}
+
+export function descendantsOf(pid: number, proc: ProcReader = linuxProc): ProcEntry[] {
+  const children = new Map<number, ProcEntry[]>();
+  for (const entry of proc.list()) {
+    const list = children.get(entry.ppid);
+    if (list) list.push(entry);
+    else children.set(entry.ppid, [entry]);
   }
-  const found: number[] = [];
+  const found: ProcEntry[] = [];
   const queue = [pid];
   // The tree is walked breadth first and each pid taken once: a cycle in what /proc said
   // between reads cannot loop.
   const seen = new Set(queue);
   while (queue.length > 0) {
     for (const c of children.get(queue.shift() as number) ?? []) {
-      if (seen.has(c)) continue;
-      seen.add(c);
+      if (seen.has(c.pid)) continue;
+      seen.add(c.pid);
       found.push(c);
-      queue.push(c);
+      queue.push(c.pid);
     }
   }
   return found;
@@ -33,22 +50,34 @@ export function descendantsOf(pid: number, proc: ProcReader = linuxProc): number
 
 /** Kills a child and every process under it (SIGKILL), each that is gone already skipped. */
 export function killTree(pid: number, proc: ProcReader = linuxProc): void {
-  for (const p of [pid, ...descendantsOf(pid, proc)]) {
-    try {
-      process.kill(p, "SIGKILL");
-    } catch {
-      // Gone meanwhile.
-    }
+  for (const p of [pid, ...descendantsOf(pid, proc).map((e) => e.pid)]) sendSignal(p, "SIGKILL");
+}
+
+/**
+ * Sends `sig` to each of `entries` that is still the process that was seen (its pid not reused
+ * since: the same start time); returns how many were sent it.
+ */
+export function signalSame(
+  entries: readonly ProcEntry[],
+  sig: NodeJS.Signals,
+  proc: ProcReader = linuxProc,
+): number {
+  let sent = 0;
+  for (const e of entries) if (proc.startOf(e.pid) === e.start && sendSignal(e.pid, sig)) sent++;
+  return sent;
+}
+
+function sendSignal(pid: number, sig: NodeJS.Signals): boolean {
+  try {
+    process.kill(pid, sig);
+    return true;
+  } catch {
+    return false; // gone meanwhile
   }
 }
 
-/** Every process's pid and parent pid, as the OS lists them now. */
-export interface ProcReader {
-  parents(): Iterable<[number, number]>;
-}
-
-const linuxProc: ProcReader = {
-  *parents() {
+export const linuxProc: ProcReader = {
+  *list() {
     if (process.platform !== "linux") return;
     let names: string[];
     try {
@@ -58,18 +87,23 @@ const linuxProc: ProcReader = {
     }
     for (const name of names) {
       if (!/^\d+$/.test(name)) continue;
-      const parent = parentOf(name);
-      if (parent !== null) yield [Number(name), parent];
+      const entry = entryOf(Number(name));
+      if (entry) yield entry;
     }
   },
+  startOf: (pid) => (process.platform === "linux" ? (entryOf(pid)?.start ?? null) : null),
 };
 
-/** The ppid in /proc/<pid>/stat (the field after the state). */
-function parentOf(pid: string): number | null {
+/** Fields 4 (ppid), 5 (pgrp) and 22 (starttime) of /proc/<pid>/stat; null when it is gone. */
+function entryOf(pid: number): ProcEntry | null {
   try {
-    const ppid = Number(statFieldsOf(readFileSync(`/proc/${pid}/stat`, "utf8"))[1]);
-    return Number.isInteger(ppid) ? ppid : null;
+    const f = statFieldsOf(readFileSync(`/proc/${pid}/stat`, "utf8"));
+    const ppid = Number(f[1]);
+    const pgid = Number(f[2]);
+    const start = f[19];
+    if (!Number.isInteger(ppid) || !Number.isInteger(pgid) || !start) return null;
+    return { pid, ppid, pgid, start };
   } catch {
-    return null; // gone meanwhile
+    return null;
   }
 }

@@ -92,6 +92,31 @@ describe.skipIf(process.platform === "win32")("MCP servers die with the core", (
     await closeAndTime({}, (ms) => expect(ms).toBeLessThan(EOF_GRACE_MS));
   }, 30_000);
 
+  // docs/agent.md, "The guard": a child that left the group (setsid) is found while the server
+  // lives and ended after it; before, it ran on after a clean shutdown.
+  test.skipIf(process.platform !== "linux")(
+    "a clean stop ends a child the server started in a session of its own, though it ignores SIGTERM",
+    async () => {
+      using dir = tmpdir();
+      const file = join(dir.path, "a.detached");
+      const pool = new McpPool([McpServerSchema.parse(server(dir.path, "a", { MCP_TEST_DETACHED: file }))]);
+      await pool.tools("a", never);
+      const [detached] = pidsIn(file) as [number];
+      const { server: pid, grandchild } = pidsOf(dir.path, "a");
+      try {
+        expect(isAlive(detached)).toBe(true);
+        const sid = (p: number) =>
+          Number(readFileSync(`/proc/${p}/stat`, "utf8").split(") ")[1]!.split(" ")[3]);
+        expect(sid(detached)).toBe(detached);
+        await pool.close();
+        expect(isAlive(detached)).toBe(false);
+      } finally {
+        killQuietly(pid, grandchild, detached);
+      }
+    },
+    30_000,
+  );
+
   test("a server that crashes takes its own child along, and the next use starts it again", async () => {
     using dir = tmpdir();
     const pool = new McpPool([McpServerSchema.parse(server(dir.path, "a"))]);

@@ -2,12 +2,17 @@ import { describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { runWithTimeout } from "../../src/plan/probe.ts";
-import { descendantsOf, type ProcReader } from "../../src/platform/process-tree.ts";
+import { descendantsOf, type ProcReader, signalSame } from "../../src/platform/process-tree.ts";
 import { alive } from "../fixtures/stack.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 import { waitFor } from "../fixtures/wait.ts";
 
-const table = (pairs: [number, number][]): ProcReader => ({ parents: () => pairs });
+/** A process table of [pid, ppid] (each its own group, started at tick 100). */
+const table = (pairs: [number, number][]): ProcReader => ({
+  list: () => pairs.map(([pid, ppid]) => ({ pid, ppid, pgid: pid, start: "100" })),
+  startOf: (pid) => (pairs.some(([p]) => p === pid) ? "100" : null),
+});
+const pids = (proc: ProcReader, pid: number) => descendantsOf(pid, proc).map((e) => e.pid);
 
 describe("descendantsOf", () => {
   test("children and grandchildren, not siblings or the parent", () => {
@@ -19,20 +24,34 @@ describe("descendantsOf", () => {
       [20, 1],
       [21, 20],
     ]);
-    expect(descendantsOf(10, proc).sort()).toEqual([11, 12, 13]);
-    expect(descendantsOf(13, proc)).toEqual([]);
+    expect(pids(proc, 10).sort()).toEqual([11, 12, 13]);
+    expect(pids(proc, 13)).toEqual([]);
   });
 
   test("a cycle in what was read ends the walk", () => {
     expect(
-      descendantsOf(
-        5,
+      pids(
         table([
           [6, 5],
           [5, 6],
         ]),
+        5,
       ),
     ).toEqual([6]);
+  });
+});
+
+describe.skipIf(process.platform !== "linux")("signalSame", () => {
+  test("signals a process still the one seen, not one whose pid came back with a later start", async () => {
+    const child = Bun.spawn(["sleep", "30"]);
+    const [seen] = descendantsOf(process.pid).filter((e) => e.pid === child.pid);
+    expect(seen?.ppid).toBe(process.pid);
+    // The same pid started later: not the process that was seen, so it is left alone.
+    expect(signalSame([{ ...seen!, start: String(Number(seen!.start) - 1) }], "SIGKILL")).toBe(0);
+    expect(child.exitCode).toBeNull();
+    expect(signalSame([seen!], "SIGKILL")).toBe(1);
+    expect(await child.exited).toBe(137);
+    expect(signalSame([seen!], "SIGKILL")).toBe(0);
   });
 });
 

@@ -1,6 +1,8 @@
 import { closeSync, existsSync, statSync } from "node:fs";
 import { isAbsolute, resolve } from "node:path";
+import { signalSame } from "../../platform/process-tree.ts";
 import { spawnArgv } from "../../platform/windows-command.ts";
+import { endEscaped, escapedFrom } from "./escaped.ts";
 import { guardAvailable, guardedArgv } from "./guard.ts";
 
 /** What the config says to run. */
@@ -24,10 +26,11 @@ export interface McpChild {
   readonly exited: Promise<void>;
   /**
    * The clean stop: stdin's end (servers exit on EOF), SIGTERM after EOF_GRACE_MS, SIGKILL after
-   * TERM_GRACE_MS more; guarded, the signals go to its process group. Resolves once it exited.
+   * TERM_GRACE_MS more; guarded, the signals go to its process group, and what it started outside
+   * that group is ended after it (escaped.ts). Resolves once it exited and those were ended.
    */
   stop(): Promise<void>;
-  /** At once: SIGKILL to it (guarded: its group, the guard included). */
+  /** At once: SIGKILL to it (guarded: its group, the guard included, and what left the group). */
   kill(): void;
 }
 
@@ -93,14 +96,21 @@ export function spawnMcpServer(launch: ServerLaunch, guard = guardAvailable()): 
       await proc.stdin.flush();
     },
     stop: async () => {
+      // Looked for now: once the server has gone, what it started is init's and cannot be found.
+      const escaped = guard && !gone ? escapedFrom(proc.pid) : [];
       endStdin();
       const term = setTimeout(() => signal("SIGTERM"), EOF_GRACE_MS);
       const kill = setTimeout(() => signal("SIGKILL"), EOF_GRACE_MS + TERM_GRACE_MS);
       await exited;
       clearTimeout(term);
       clearTimeout(kill);
+      await endEscaped(escaped);
     },
-    kill: () => signal("SIGKILL"),
+    kill: () => {
+      const escaped = guard && !gone ? escapedFrom(proc.pid) : [];
+      signal("SIGKILL");
+      signalSame(escaped, "SIGKILL");
+    },
   };
 }
 
