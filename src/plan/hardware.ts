@@ -56,8 +56,14 @@ export function parseCpuinfo(text: string): {
 /**
  * `nvidia-smi --query-gpu=index,name,memory.total,memory.free,driver_version,compute_cap
  * --format=csv,noheader,nounits` → GPUs (memory in MiB). Null when any line is not that shape.
+ * A GPU whose memory nvidia-smi cannot report (`[N/A]`: DGX Spark's GB10 and other parts that
+ * share the system's memory, as NVIDIA documents) is a unified one, its memory `ram`'s: the plan
+ * budgets it as it does Apple Silicon (docs/plan.md, "Budgets"). Without `ram`, 0 bytes.
  */
-export function parseNvidiaSmi(text: string): GpuInfo[] | null {
+export function parseNvidiaSmi(
+  text: string,
+  ram: { total_bytes: number; available_bytes: number | null } | null = null,
+): GpuInfo[] | null {
   const lines = text
     .split(/\r?\n/)
     .map((l) => l.trim())
@@ -68,22 +74,39 @@ export function parseNvidiaSmi(text: string): GpuInfo[] | null {
     const f = line.split(",").map((s) => s.trim());
     if (f.length < 5) return null;
     const [index, name, total, free, driver, cc] = f;
-    const t = Number(total);
-    const fr = Number(free);
-    if (!/^\d+$/.test(index!) || !Number.isFinite(t) || !Number.isFinite(fr) || t <= 0) return null;
+    if (!/^\d+$/.test(index!)) return null;
+    const memory = gpuMemory(total!, free!, ram);
+    if (!memory) return null;
     gpus.push({
       index: Number(index),
       vendor: "nvidia",
       name: name!,
       backend: "cuda",
-      total_bytes: t * MIB,
-      free_bytes: Math.min(fr, t) * MIB,
-      unified: false,
+      ...memory,
       driver: driver || null,
-      compute_capability: cc && cc !== "[N/A]" ? cc : null,
+      compute_capability: cc && !notAvailable(cc) ? cc : null,
     });
   }
   return gpus;
+}
+
+/** nvidia-smi's words for a field this GPU does not report. */
+const notAvailable = (field: string) => /^\[?(N\/A|Not Supported)\]?$/i.test(field);
+
+function gpuMemory(
+  total: string,
+  free: string,
+  ram: { total_bytes: number; available_bytes: number | null } | null,
+): Pick<GpuInfo, "total_bytes" | "free_bytes" | "unified"> | null {
+  if (notAvailable(total)) {
+    const t = ram?.total_bytes ?? 0;
+    return { total_bytes: t, free_bytes: ram?.available_bytes ?? Math.floor(t / 2), unified: true };
+  }
+  const t = Number(total);
+  // A total without a free figure: the whole of it, the budget's margin still taken.
+  const fr = notAvailable(free) ? t : Number(free);
+  if (!Number.isFinite(t) || !Number.isFinite(fr) || t <= 0) return null;
+  return { total_bytes: t * MIB, free_bytes: Math.min(Math.max(fr, 0), t) * MIB, unified: false };
 }
 
 /** `rocm-smi --showmeminfo vram --showproductname --showdriverversion --json` → GPUs. */

@@ -187,8 +187,10 @@ async function probeRam(
   };
 }
 
+/** `ram`: the RAM reading, which a unified GPU's memory is (hardware.ts parseNvidiaSmi). */
 async function probeNvidia(
   env: ProbeEnv,
+  ram: Promise<HardwareSnapshot["ram"]>,
 ): Promise<{ value: GpuInfo[]; report: Omit<ProbeReport, "id" | "ms"> }> {
   const r = await env.run(
     "nvidia-smi",
@@ -199,7 +201,7 @@ async function probeNvidia(
     PROBE_TIMEOUT_MS,
   );
   if (r.kind !== "exit" || r.code !== 0) return { value: [], report: describeRun("nvidia-smi", r) };
-  const gpus = parseNvidiaSmi(r.stdout);
+  const gpus = parseNvidiaSmi(r.stdout, await ram);
   if (!gpus) {
     return {
       value: [],
@@ -209,9 +211,15 @@ async function probeNvidia(
       },
     };
   }
+  const unified = gpus.filter((g) => g.unified).length;
+  const shared =
+    unified > 0 ? `; ${unified} with no memory of its own reported (unified: the system's RAM)` : "";
   return {
     value: gpus,
-    report: { status: "ok", message: `${gpus.length} GPU(s), driver ${gpus[0]?.driver ?? "unknown"}` },
+    report: {
+      status: "ok",
+      message: `${gpus.length} GPU(s), driver ${gpus[0]?.driver ?? "unknown"}${shared}`,
+    },
   };
 }
 
@@ -269,13 +277,17 @@ async function probeApple(
 
 /** Runs every probe at once; resolves within about PROBE_TIMEOUT_MS whatever the tools do. */
 export async function probeHardware(env: ProbeEnv = realProbeEnv): Promise<HardwareSnapshot> {
+  const ramProbe = timed(env, "ram", () => probeRam(env));
+  const ramReading = ramProbe.then(
+    (r) => r.value ?? { total_bytes: env.totalmem(), available_bytes: env.freemem() },
+  );
   const [cpu, ram, nvidia, rocm] = await Promise.all([
     timed(env, "cpu", () => probeCpu(env)),
-    timed(env, "ram", () => probeRam(env)),
-    timed(env, "nvidia-smi", () => probeNvidia(env)),
+    ramProbe,
+    timed(env, "nvidia-smi", () => probeNvidia(env, ramReading)),
     timed(env, "rocm-smi", () => probeRocm(env)),
   ]);
-  const ramValue = ram.value ?? { total_bytes: env.totalmem(), available_bytes: env.freemem() };
+  const ramValue = await ramReading;
   const apple = await timed(env, "metal", () => probeApple(env, ramValue.total_bytes));
   const gpus = [...(nvidia.value ?? []), ...(rocm.value ?? []), ...(apple.value ?? [])];
   return {

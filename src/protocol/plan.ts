@@ -35,7 +35,7 @@ export const GpuInfoSchema = z.strictObject({
   backend: z.enum(["cuda", "rocm", "metal"]),
   total_bytes: bytes,
   free_bytes: bytes,
-  /** Apple Silicon: the GPU draws on system RAM. */
+  /** The GPU draws on system RAM (Apple Silicon; an NVIDIA GB10, whose nvidia-smi reports no memory). */
   unified: z.boolean(),
   driver: z.string().nullable(),
   compute_capability: z.string().nullable(),

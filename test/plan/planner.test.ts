@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { ConfigSchema } from "../../src/config/schema.ts";
 import { readGgufHeader } from "../../src/plan/gguf-read.ts";
-import type { GpuInfo, HardwareSnapshot } from "../../src/plan/hardware.ts";
+import { type GpuInfo, type HardwareSnapshot, parseNvidiaSmi } from "../../src/plan/hardware.ts";
 import { type ModelInfo, modelInfo } from "../../src/plan/model.ts";
 import { makePlan } from "../../src/plan/planner.ts";
 import { coreErrorOf } from "../fixtures/core-error.ts";
@@ -126,6 +126,22 @@ describe("planner on fake machines", () => {
     const cpu = p.devices.find((d) => d.id === "cpu")!;
     const gpu = p.devices.find((d) => d.id === "gpu0")!;
     expect(gpu.unified).toBe(true);
+    expect(cpu.free_after_bytes).toBe(cpu.budget_bytes - cpu.usage.total - gpu.usage.total);
+  });
+
+  // docs/plan.md, "Budgets": nvidia-smi reports no memory for a GB10 (DGX Spark); its GPU uses
+  // the system's, so it is planned as Apple Silicon is, not skipped for a CPU-only launch.
+  test("a GB10 (no memory of its own reported): the model whole on its GPU, counted against RAM", async () => {
+    const m = await model("l7", llama7b);
+    const ram = { total_bytes: 128 * GIB, available_bytes: 120 * GIB };
+    const gpus = parseNvidiaSmi("0, NVIDIA GB10, [N/A], [N/A], 580.95.05, 12.1", ram)!;
+    const p = makePlan(m, { ...hw(128), ram, gpus }, config());
+    expect(p.gpu_layers_all).toBe(true);
+    expect(p.argv.join(" ")).toContain(`-ngl ${m.n_layer + 1}`);
+    const cpu = p.devices.find((d) => d.id === "cpu")!;
+    const gpu = p.devices.find((d) => d.id === "gpu0")!;
+    expect(gpu).toMatchObject({ unified: true, name: "NVIDIA GB10" });
+    expect(gpu.budget_bytes).toBeLessThanOrEqual(cpu.budget_bytes);
     expect(cpu.free_after_bytes).toBe(cpu.budget_bytes - cpu.usage.total - gpu.usage.total);
   });
 

@@ -61,6 +61,26 @@ describe("parsers", () => {
     ).toBeNull();
     expect(parseNvidiaSmi("\u0000\u0001garbage, x, y, z, w")).toBeNull();
   });
+  // NVIDIA's DGX Spark known issues: nvidia-smi reports no memory for the GB10, whose GPU shares
+  // the system's memory ("0, NVIDIA GB10, [N/A], [N/A]"). It was "not a GPU list": no GPU at all.
+  test("nvidia-smi with no memory of its own ([N/A], a GB10): a unified GPU with the RAM's figures", () => {
+    const ram = { total_bytes: 128 * GIB, available_bytes: 120 * GIB };
+    const [gb10] = parseNvidiaSmi("0, NVIDIA GB10, [N/A], [N/A], 580.95.05, 12.1\n", ram)!;
+    expect(gb10).toMatchObject({
+      name: "NVIDIA GB10",
+      unified: true,
+      total_bytes: 128 * GIB,
+      free_bytes: 120 * GIB,
+      compute_capability: "12.1",
+    });
+    // A free figure alone missing: the total, not a refusal.
+    expect(parseNvidiaSmi("0, X, 8192, [N/A], 550, [N/A]\n")?.[0]).toMatchObject({
+      unified: false,
+      free_bytes: 8192 * 2 ** 20,
+      compute_capability: null,
+    });
+    expect(parseNvidiaSmi("0, X, [N/A], 12, 550, 8.9\n")?.[0]?.total_bytes).toBe(0);
+  });
   test("rocm-smi JSON", () => {
     const g = parseRocmSmi(
       JSON.stringify({
@@ -120,6 +140,24 @@ describe("probeHardware", () => {
       }),
     );
     expect(nv.gpus[0]).toMatchObject({ backend: "cuda", free_bytes: 8000 * 2 ** 20 });
+    const gb10 = await probeHardware(
+      fakeEnv({
+        tools: {
+          "nvidia-smi": {
+            kind: "exit",
+            code: 0,
+            stdout: "0, NVIDIA GB10, [N/A], [N/A], 580, 12.1\n",
+            stderr: "",
+          },
+        },
+      }),
+    );
+    expect(gb10.gpus[0]).toMatchObject({
+      unified: true,
+      total_bytes: gb10.ram.total_bytes,
+      free_bytes: gb10.ram.available_bytes!,
+    });
+    expect(gb10.probes.find((p) => p.id === "nvidia-smi")?.message).toContain("unified");
     const mac = await probeHardware(
       fakeEnv({
         platform: "darwin",
