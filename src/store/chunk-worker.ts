@@ -1,6 +1,7 @@
 import { Database } from "bun:sqlite";
 import type { ChunkAnswer, ChunkAsk } from "./chunk-thread.ts";
 import { BUSY_TIMEOUT_MS } from "./db/open.ts";
+import { useMemoryForTemp } from "./db/temp-dir.ts";
 import { DocumentStore, type PendingDocument } from "./document-store.ts";
 import { type EraseResult, type EraseWork, runErase } from "./erase-work.ts";
 
@@ -32,6 +33,7 @@ self.onmessage = (event: MessageEvent<ChunkAsk>) => {
       db.run("PRAGMA synchronous = NORMAL");
       db.run("PRAGMA foreign_keys = ON");
       db.run("PRAGMA secure_delete = ON");
+      useMemoryForTemp(db);
       docs = new DocumentStore(db);
     }
     if (ask.work.kind === "erase") {

@@ -3,6 +3,7 @@ import { closeSync, existsSync, fstatSync, openSync, readdirSync, rmSync, writeS
 import { join } from "node:path";
 import { logger } from "../util/logger.ts";
 import { ASIDE_INFIX, BUSY_TIMEOUT_MS, DB_FILE, integrityProblem } from "./db/open.ts";
+import { useMemoryForTemp } from "./db/temp-dir.ts";
 import { deleteDocumentRows } from "./document-store.ts";
 import { changesSoFar, deleteRows, hasTable, settleErase } from "./erase.ts";
 
@@ -67,6 +68,7 @@ function scrub(path: string, remove: (db: Database) => number): number {
     db.run(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`);
     db.run("PRAGMA foreign_keys = ON");
     db.run("PRAGMA secure_delete = ON");
+    useMemoryForTemp(db);
     const problem = integrityProblem(db);
     if (problem) throw new Error(problem);
     const before = changesSoFar(db);

@@ -2,6 +2,7 @@ import type { Database } from "bun:sqlite";
 import { logger } from "../util/logger.ts";
 import { forgettingRows, indexedRows, roomToMerge } from "./db/fts-forget.ts";
 import { BUSY_TIMEOUT_MS } from "./db/open.ts";
+import { withTempFiles } from "./db/temp-dir.ts";
 import { recordErasure } from "./erasures.ts";
 
 /**
@@ -189,10 +190,10 @@ export function settleOwed(db: Database): boolean {
  * before its own row was deleted leaves a copy that `secure_delete` (freed cells and freed pages
  * only) never reaches: erased text, or an erased user's id in an index. VACUUM writes every page
  * anew from the live rows (all tables keep their rowids: each has an INTEGER PRIMARY KEY, which
- * FTS5's external content relies on). Its copy goes to the OS's temp folder (holding only what
- * the erase kept) and the log takes the whole database until truncateWal empties it, hence the
- * same room as the index merge needs; without it the erase stands and the rewrite stays owed
- * (oweRewrite).
+ * FTS5's external content relies on). Its copy (only what the erase kept) is a temporary file in
+ * the data folder (store/db/temp-dir.ts) and the log takes the whole database until truncateWal
+ * empties it: twice the database on one disk, the room the index merge needs; without it the
+ * erase stands and the rewrite stays owed (oweRewrite).
  * Cost: ~10 ms a MB here, the whole database (bench/erase.ts).
  */
 function rewritePages(db: Database): boolean {
@@ -208,7 +209,7 @@ function rewritePages(db: Database): boolean {
   const deadline = Date.now() + REWRITE_BUSY_WAIT_MS;
   for (let wait = 5; ; wait = Math.min(wait * 2, 100)) {
     try {
-      db.run("VACUUM");
+      withTempFiles(db, () => db.run("VACUUM"));
       return true;
     } catch (err) {
       const busy = /^SQLITE_BUSY/.test((err as { code?: string }).code ?? "");

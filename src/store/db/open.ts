@@ -8,6 +8,7 @@ import { dataDirError } from "../data-dir-problem.ts";
 import { ftsSecureDeleteSet } from "./fts-forget.ts";
 import { MIGRATIONS, SCHEMA_VERSION } from "./migrations.ts";
 import { claimDatabaseFile, isStamped, refuseForeign, stampOwnership } from "./ownership.ts";
+import { keepTempFilesBeside, useMemoryForTemp } from "./temp-dir.ts";
 
 /** The database's file name under app.data_dir. */
 export const DB_FILE = "local-ai.db";
@@ -112,6 +113,8 @@ function connect(path: string): Database {
   db.run("PRAGMA synchronous = NORMAL");
   db.run("PRAGMA foreign_keys = ON");
   db.run("PRAGMA secure_delete = ON");
+  keepTempFilesBeside(db, path);
+  useMemoryForTemp(db);
   return db;
 }
 
