@@ -60,10 +60,7 @@ export function parseCpuinfo(text: string): {
  * share the system's memory, as NVIDIA documents) is a unified one, its memory `ram`'s: the plan
  * budgets it as it does Apple Silicon (docs/plan.md, "Budgets"). Without `ram`, 0 bytes.
  */
-export function parseNvidiaSmi(
-  text: string,
-  ram: { total_bytes: number; available_bytes: number | null } | null = null,
-): GpuInfo[] | null {
+export function parseNvidiaSmi(text: string, ram: HardwareSnapshot["ram"] | null = null): GpuInfo[] | null {
   const lines = text
     .split(/\r?\n/)
     .map((l) => l.trim())
@@ -96,7 +93,7 @@ const notAvailable = (field: string) => /^\[?(N\/A|Not Supported)\]?$/i.test(fie
 function gpuMemory(
   total: string,
   free: string,
-  ram: { total_bytes: number; available_bytes: number | null } | null,
+  ram: HardwareSnapshot["ram"] | null,
 ): Pick<GpuInfo, "total_bytes" | "free_bytes" | "unified"> | null {
   if (notAvailable(total)) {
     const t = ram?.total_bytes ?? 0;

@@ -78,6 +78,8 @@ export function spawnMcpServer(launch: ServerLaunch, guard = guardAvailable()): 
       // Already gone.
     }
   };
+  // Looked for while the server lives: once it has gone, what it started is init's and cannot be found.
+  const lookForEscaped = () => (guard && !gone ? escapedFrom(proc.pid) : []);
   const endStdin = () => {
     try {
       proc.stdin.end();
@@ -96,8 +98,7 @@ export function spawnMcpServer(launch: ServerLaunch, guard = guardAvailable()): 
       await proc.stdin.flush();
     },
     stop: async () => {
-      // Looked for now: once the server has gone, what it started is init's and cannot be found.
-      const escaped = guard && !gone ? escapedFrom(proc.pid) : [];
+      const escaped = lookForEscaped();
       endStdin();
       const term = setTimeout(() => signal("SIGTERM"), EOF_GRACE_MS);
       const kill = setTimeout(() => signal("SIGKILL"), EOF_GRACE_MS + TERM_GRACE_MS);
@@ -107,7 +108,7 @@ export function spawnMcpServer(launch: ServerLaunch, guard = guardAvailable()): 
       await endEscaped(escaped);
     },
     kill: () => {
-      const escaped = guard && !gone ? escapedFrom(proc.pid) : [];
+      const escaped = lookForEscaped();
       signal("SIGKILL");
       signalSame(escaped, "SIGKILL");
     },
