@@ -282,16 +282,18 @@ export type PlanResult = {
     ram: { total_bytes: number; available_bytes: number | null };
     gpus: {
       index: number;
-      vendor: "nvidia" | "amd" | "apple";
+      vendor: "nvidia" | "amd" | "apple" | "intel" | "other";
       name: string;
-      backend: "cuda" | "rocm" | "metal";
+      backend: "other" | "cuda" | "rocm" | "metal" | "vulkan" | "sycl" | "opencl" | "musa" | "cann";
       total_bytes: number;
       free_bytes: number;
       unified: boolean;
       driver: string | null;
       compute_capability: string | null;
+      device?: string | undefined;
     }[];
     probes: { id: string; status: "error" | "ok" | "absent" | "timeout"; message: string; ms: number }[];
+    gpus_unused?: string[] | undefined;
   };
   plan: {
     model_path: string;

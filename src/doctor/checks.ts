@@ -1,6 +1,7 @@
 import { accessSync, constants, readdirSync, statSync } from "node:fs";
 import { dirname } from "node:path";
 import { cwdProblem } from "../agent/mcp/child.ts";
+import { findLlamaServer } from "../config/find-binary.ts";
 import type { Config } from "../config/schema.ts";
 import type { HardwareSnapshot } from "../plan/hardware.ts";
 import type { RunResult } from "../plan/probe.ts";
@@ -8,7 +9,6 @@ import { formatBytes } from "../plan/render.ts";
 import { resolvedCommand } from "../platform/windows-command.ts";
 import type { DoctorCheck } from "../protocol/doctor.ts";
 import { childModeOf } from "../runtime/child-mode.ts";
-import { findLlamaServer } from "../runtime/find-binary.ts";
 import { childModeNote } from "./child-mode-note.ts";
 import { missingLlamaServerFix } from "./llama-server-source.ts";
 
@@ -113,22 +113,40 @@ function backendsBeside(binary: string): Set<string> {
 export function hardwareCheck(hw: HardwareSnapshot): Check {
   const gpus = hw.gpus.map(
     (g) =>
-      `${g.name} (${g.backend}, ${formatBytes(g.free_bytes)} free of ${formatBytes(g.total_bytes)}${g.driver ? `, driver ${g.driver}` : ""})`,
+      `${g.name} (${g.device ? `${g.device}, ` : ""}${g.backend}, ${formatBytes(g.free_bytes)} free of ${formatBytes(g.total_bytes)}${g.driver ? `, driver ${g.driver}` : ""})`,
   );
   const cores = `${hw.cpu.physical ?? "?"} cores/${hw.cpu.logical} threads`;
   const ram = `${formatBytes(hw.ram.available_bytes ?? 0)} of ${formatBytes(hw.ram.total_bytes)} RAM available`;
   const problems = hw.probes.filter((p) => p.status === "timeout" || p.status === "error");
+  const unused = hw.gpus_unused ?? [];
   const message = `${hw.cpu.model ?? "CPU"} ${cores}${hw.cpu.flags.length ? ` [${hw.cpu.flags.join(" ")}]` : ""}; ${ram}; ${gpus.length ? gpus.join("; ") : "no GPU"}`;
-  if (problems.length > 0) {
-    return {
-      id: "hardware",
-      status: "warn",
-      message: `${message}; ${problems.map((p) => `${p.id}: ${p.message}`).join("; ")}`,
-      fix: "a GPU driver that hangs or misbehaves: check the driver installation (the plan treats that GPU as absent)",
-      data: { probes: hw.probes },
-    };
-  }
-  return { id: "hardware", status: "ok", message, data: { probes: hw.probes } };
+  const data = { probes: hw.probes };
+  if (problems.length === 0 && unused.length === 0) return { id: "hardware", status: "ok", message, data };
+  return {
+    id: "hardware",
+    status: "warn",
+    message: [message, ...problems.map((p) => `${p.id}: ${p.message}`), ...unused].join("; "),
+    fix: hardwareFix(problems, unused),
+    data,
+  };
+}
+
+/** What to do about a probe that failed, or a GPU the configured llama-server cannot use. */
+function hardwareFix(problems: readonly { id: string }[], unused: readonly string[]): string {
+  const fixes: string[] = [];
+  if (unused.length > 0)
+    fixes.push(
+      "put a llama-server build for that GPU beside local-ai, or point llama.binary at one (CUDA or Vulkan for NVIDIA, ROCm or Vulkan for AMD, SYCL or Vulkan for Intel)",
+    );
+  if (problems.some((p) => p.id !== "llama-server"))
+    fixes.push(
+      "a GPU driver that hangs or misbehaves: check the driver installation (the plan treats that GPU as absent)",
+    );
+  if (problems.some((p) => p.id === "llama-server"))
+    fixes.push(
+      "llama-server could not list its devices (a build older than --list-devices, or a GPU backend that hangs as it starts): the plan goes by the vendor tools' GPUs",
+    );
+  return fixes.join("; ");
 }
 
 export function mcpChecks(config: Config): Check[] {

@@ -1,3 +1,4 @@
+import { llamaServerOf } from "../config/find-binary.ts";
 import type { Config, LoadedConfig } from "../config/schema.ts";
 import { defaultPlanDeps } from "../models/local-plan-deps.ts";
 import type { PlanDeps } from "../plan/launch.ts";
@@ -62,7 +63,7 @@ export async function runDoctor(
       (path) => deps.readModel(path),
       deps.findProjector ? (setting, model) => deps.findProjector!(setting, model) : undefined,
     ),
-    deps.probe(),
+    deps.probe(llamaServerOf(config)),
     // Asked once: each worker's check and the plan (which counts the workers that answered).
     rpc.length > 0 ? (deps.workers ?? checkWorkers)(rpc) : Promise.resolve([]),
     memoryFoldersCheck(config, loaded.file),

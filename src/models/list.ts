@@ -1,6 +1,7 @@
 import { lstatSync, readdirSync, realpathSync, statSync } from "node:fs";
 import { homedir } from "node:os";
 import { dirname, join, resolve } from "node:path";
+import { llamaServerOf } from "../config/find-binary.ts";
 import { configForModel, configuredModels } from "../config/model-entry.ts";
 import type { Config, LoadedConfig } from "../config/schema.ts";
 import { type GgufHeader, readGgufHeader } from "../plan/gguf-read.ts";
@@ -35,7 +36,8 @@ export interface ListInput {
 }
 
 export interface ListDeps {
-  probe(): Promise<HardwareSnapshot>;
+  /** `binary`: the configured llama-server, asked for its devices (plan/probe.ts). */
+  probe(binary?: string): Promise<HardwareSnapshot>;
   readHeader(path: string): Promise<GgufHeader>;
 }
 
@@ -66,7 +68,7 @@ export async function listModels(input: ListInput, deps: Partial<ListDeps> = {})
   let hardware: Promise<HardwareSnapshot> | undefined;
   const entries: ModelEntry[] = [];
   for (const c of candidates) {
-    hardware ??= (deps.probe ?? defaultProbe)();
+    hardware ??= (deps.probe ?? defaultProbe)(llamaServerOf(input.config));
     const path = c.parts[0]!;
     const as = named.find((m) => m.path !== null && sameFile(m.path, path));
     const entry = await judge(c, readHeader, () => hardware!, input.config, configured, as?.mmproj ?? "auto");
@@ -76,9 +78,9 @@ export async function listModels(input: ListInput, deps: Partial<ListDeps> = {})
   return { models: sortModels(entries), cache_dir: input.cacheDir, folders };
 }
 
-async function defaultProbe(): Promise<HardwareSnapshot> {
+async function defaultProbe(binary?: string): Promise<HardwareSnapshot> {
   const { probeHardware } = await import("../plan/probe.ts");
-  return probeHardware();
+  return probeHardware(undefined, binary);
 }
 
 /** Fitting first, largest first (more parameters or a finer quantization, and it still fits); then what does not fit, nearest to fitting first; then unreadable files. */

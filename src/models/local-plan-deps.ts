@@ -16,7 +16,7 @@ import { resolveModelPath } from "./resolve.ts";
 export const modelMemo = new ModelMemo((path) => resolveModelPath(path));
 
 export const defaultPlanDeps: PlanDeps = {
-  probe: () => probeHardware(),
+  probe: (binary) => probeHardware(undefined, binary),
   readModel: (path) => modelMemo.read(path),
   workers: (workers) => checkWorkers(workers),
   findProjector: (setting, model) => findProjector(setting, model),

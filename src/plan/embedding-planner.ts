@@ -1,6 +1,6 @@
 import type { ChatTemplateReport, Decision } from "../protocol/plan.ts";
 import { flags } from "./argv.ts";
-import { memoryBudgets, vramOverrideWarnings } from "./decide/budgets.ts";
+import { hardwareWarnings, memoryBudgets } from "./decide/budgets.ts";
 import { devicePlans } from "./decide/devices.ts";
 import { decideEmbedding, type EmbeddingLaunch } from "./decide/embedding.ts";
 import { placeEmbedding } from "./decide/embedding-devices.ts";
@@ -43,7 +43,7 @@ export function planEmbedding(model: ModelInfo, rawHw: HardwareSnapshot, config:
   const known = e.causal ? model.warnings : model.warnings.filter((w) => !w.startsWith("architecture '"));
   const warnings = [
     ...known,
-    ...vramOverrideWarnings(config.hardware, rawHw.gpus.length),
+    ...hardwareWarnings(config.hardware, rawHw),
     ...logPrivacyWarnings(llama.extra_args),
   ];
   if (llama.rpc.length > 0)

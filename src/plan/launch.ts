@@ -1,5 +1,6 @@
 import { resolve } from "node:path";
 import { readConfigFile } from "../config/config-file.ts";
+import { llamaServerOf } from "../config/find-binary.ts";
 import type { ModelConfig } from "../config/model-entry.ts";
 import type { Config, RpcWorkerConfig } from "../config/schema.ts";
 import { checkWorkers } from "../rpc/check.ts";
@@ -18,7 +19,8 @@ export type { LaunchPlan } from "./launch-plan.ts";
  * resolved from the cache, are `defaultPlanDeps` (src/models/local-plan-deps.ts).
  */
 export interface PlanDeps {
-  probe(): Promise<HardwareSnapshot>;
+  /** The machine, with the llama-server that will run on it asked for its devices when given. */
+  probe(binary?: string): Promise<HardwareSnapshot>;
   readModel(path: string): Promise<ModelInfo>;
   /** Asks `llama.rpc`'s workers what they have; the real query when absent. */
   workers?(workers: readonly RpcWorkerConfig[]): Promise<WorkerReport[]>;
@@ -45,7 +47,7 @@ export async function planInputs(config: ModelConfig, deps: PlanDeps): Promise<P
   // Workers are asked at every plan, so every start plans on the workers that answer now.
   const [model, hardware, workers] = await Promise.all([
     deps.readModel(config.model.path),
-    deps.probe(),
+    deps.probe(llamaServerOf(config)),
     rpc.length > 0 ? (deps.workers ?? checkWorkers)(rpc) : Promise.resolve([]),
   ]);
   const template = templateFile(config, deps);

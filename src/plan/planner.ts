@@ -1,7 +1,7 @@
 import { CoreError } from "../protocol/errors.ts";
 import type { Decision, DevicePlan, Plan } from "../protocol/plan.ts";
 import type { WorkerReport } from "../rpc/client.ts";
-import { memoryBudgets, vramOverrideWarnings } from "./decide/budgets.ts";
+import { hardwareWarnings, memoryBudgets } from "./decide/budgets.ts";
 import { decideCacheRam } from "./decide/cache-ram.ts";
 import { chatTemplateReport, type TemplateFile } from "./decide/chat-template.ts";
 import { decideContextAndLayers } from "./decide/context-and-layers.ts";
@@ -81,7 +81,7 @@ function planChat(
   // RPC workers' devices join the GPUs, in front, as llama-server orders them.
   const rpc = rpcDevices(llama.rpc, workers, local.gpus.length);
   const budgets = withRpcDevices(local, rpc);
-  const warnings = [...model.warnings, ...vramOverrideWarnings(config.hardware, rawHw.gpus.length)];
+  const warnings = [...model.warnings, ...hardwareWarnings(config.hardware, rawHw)];
   warnings.push(...rpc.warnings, ...logPrivacyWarnings(llama.extra_args));
 
   // Cache types first: the V type decides flash attention, and both shape the estimate.

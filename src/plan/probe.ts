@@ -13,6 +13,7 @@ import {
   parseNvidiaSmi,
   parseRocmSmi,
 } from "./hardware.ts";
+import { type ListedDevice, parseListDevices, reconcileGpus } from "./listed-devices.ts";
 
 /**
  * The hardware probes: each runs with a timeout and fails soft (a missing tool, a hung driver or
@@ -21,6 +22,8 @@ import {
  */
 
 export const PROBE_TIMEOUT_MS = 2000;
+/** `llama-server --list-devices` starts each GPU backend (a CUDA context per device): more time. */
+export const LIST_DEVICES_TIMEOUT_MS = 5000;
 
 export type RunResult =
   | { kind: "exit"; code: number; stdout: string; stderr: string }
@@ -275,27 +278,72 @@ async function probeApple(
   };
 }
 
-/** Runs every probe at once; resolves within about PROBE_TIMEOUT_MS whatever the tools do. */
-export async function probeHardware(env: ProbeEnv = realProbeEnv): Promise<HardwareSnapshot> {
+/** The binary's own device list (listed-devices.ts); null value when it gave none. */
+async function probeListed(
+  env: ProbeEnv,
+  binary: string,
+): Promise<{ value: ListedDevice[] | null; report: Omit<ProbeReport, "id" | "ms"> }> {
+  const r = await env.run(binary, ["--list-devices"], LIST_DEVICES_TIMEOUT_MS);
+  if (r.kind !== "exit" || r.code !== 0) {
+    const failed = describeRun("llama-server --list-devices", r);
+    return {
+      value: null,
+      report: { ...failed, message: `${failed.message}; the vendor tools' GPUs are planned` },
+    };
+  }
+  const listed = parseListDevices(r.stdout);
+  if (listed) return { value: listed, report: { status: "ok", message: "" } };
+  return {
+    value: null,
+    report: {
+      status: "error",
+      message: "llama-server --list-devices printed no device list; the vendor tools' GPUs are planned",
+    },
+  };
+}
+
+/**
+ * Runs every probe at once; resolves within about PROBE_TIMEOUT_MS whatever the tools do (the
+ * binary's device list, LIST_DEVICES_TIMEOUT_MS). `binary`: the llama-server that will run, asked
+ * which devices it can use (docs/plan.md "Which GPUs"); absent, the vendor tools alone decide.
+ */
+export async function probeHardware(
+  env: ProbeEnv = realProbeEnv,
+  binary?: string,
+): Promise<HardwareSnapshot> {
   const ramProbe = timed(env, "ram", () => probeRam(env));
   const ramReading = ramProbe.then(
     (r) => r.value ?? { total_bytes: env.totalmem(), available_bytes: env.freemem() },
   );
-  const [cpu, ram, nvidia, rocm] = await Promise.all([
+  const [cpu, ram, nvidia, rocm, listed] = await Promise.all([
     timed(env, "cpu", () => probeCpu(env)),
     ramProbe,
     timed(env, "nvidia-smi", () => probeNvidia(env, ramReading)),
     timed(env, "rocm-smi", () => probeRocm(env)),
+    binary === undefined ? null : timed(env, "llama-server", () => probeListed(env, binary)),
   ]);
   const ramValue = await ramReading;
   const apple = await timed(env, "metal", () => probeApple(env, ramValue.total_bytes));
-  const gpus = [...(nvidia.value ?? []), ...(rocm.value ?? []), ...(apple.value ?? [])];
-  return {
+  const found = [...(nvidia.value ?? []), ...(rocm.value ?? []), ...(apple.value ?? [])].map((g, i) => ({
+    ...g,
+    index: i,
+  }));
+  const probes = [cpu.report, ram.report, nvidia.report, rocm.report, apple.report];
+  const snapshot: HardwareSnapshot = {
     os: env.platform,
     arch: env.arch,
     cpu: cpu.value ?? { model: null, logical: Math.max(1, env.cpus().length), physical: null, flags: [] },
     ram: ramValue,
-    gpus: gpus.map((g, i) => ({ ...g, index: i })),
-    probes: [cpu.report, ram.report, nvidia.report, rocm.report, apple.report],
+    gpus: found,
+    probes,
+  };
+  if (!listed) return snapshot;
+  if (!listed.value) return { ...snapshot, probes: [...probes, listed.report] };
+  const { gpus, unused, message } = reconcileGpus(found, listed.value, ramValue, binary!);
+  return {
+    ...snapshot,
+    gpus,
+    ...(unused.length > 0 ? { gpus_unused: unused } : {}),
+    probes: [...probes, { ...listed.report, message }],
   };
 }

@@ -25,20 +25,36 @@ const count = z.number().int().nonnegative();
 
 // ---- hardware --------------------------------------------------------------------------------
 
-export const GpuVendorSchema = z.enum(["nvidia", "amd", "apple"]);
+export const GpuVendorSchema = z.enum(["nvidia", "amd", "apple", "intel", "other"]);
 export type GpuVendor = z.infer<typeof GpuVendorSchema>;
+
+/** The llama-server backend that drives the GPU (its device names: CUDA0, ROCm0, MTL0, Vulkan0…). */
+export const GpuBackendSchema = z.enum([
+  "cuda",
+  "rocm",
+  "metal",
+  "vulkan",
+  "sycl",
+  "opencl",
+  "musa",
+  "cann",
+  "other",
+]);
+export type GpuBackend = z.infer<typeof GpuBackendSchema>;
 
 export const GpuInfoSchema = z.strictObject({
   index: count,
   vendor: GpuVendorSchema,
   name: z.string(),
-  backend: z.enum(["cuda", "rocm", "metal"]),
+  backend: GpuBackendSchema,
   total_bytes: bytes,
   free_bytes: bytes,
   /** The GPU draws on system RAM (Apple Silicon; an NVIDIA GB10, whose nvidia-smi reports no memory). */
   unified: z.boolean(),
   driver: z.string().nullable(),
   compute_capability: z.string().nullable(),
+  /** llama-server's name for it (`--list-devices`); absent when the binary was not asked. */
+  device: z.string().optional(),
 });
 export type GpuInfo = z.infer<typeof GpuInfoSchema>;
 
@@ -64,6 +80,8 @@ export const HardwareSnapshotSchema = z.strictObject({
   }),
   ram: z.strictObject({ total_bytes: bytes, available_bytes: bytes.nullable() }),
   gpus: z.array(GpuInfoSchema),
+  /** GPUs a vendor tool found that llama-server will not use, and why (docs/plan.md "Which GPUs"). */
+  gpus_unused: z.array(z.string()).optional(),
   probes: z.array(ProbeReportSchema),
 });
 export type HardwareSnapshot = z.infer<typeof HardwareSnapshotSchema>;

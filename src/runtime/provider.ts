@@ -1,7 +1,7 @@
+import { findLlamaServer } from "../config/find-binary.ts";
 import type { Config } from "../config/schema.ts";
 import { defaultPlanDeps } from "../models/local-plan-deps.ts";
 import { type LaunchPlan, planLaunch } from "../plan/launch.ts";
-import { findLlamaServer } from "./find-binary.ts";
 import { Supervisor } from "./supervisor.ts";
 
 /** One model of several (docs/supervisor.md "Scheduling several models"): its files' name and plan. */

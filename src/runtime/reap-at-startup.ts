@@ -1,7 +1,7 @@
+import { findLlamaServer } from "../config/find-binary.ts";
 import type { Config } from "../config/schema.ts";
 import { sweepExportTemps } from "../store/export-temps.ts";
 import { logger } from "../util/logger.ts";
-import { findLlamaServer } from "./find-binary.ts";
 import { llamaPrograms, reapLeftover } from "./pid-file.ts";
 
 /**

@@ -67,7 +67,10 @@ export function addBack(hw: HardwareSnapshot, held: readonly DeviceBytes[]): Har
 
 /** The core's plan edges, the machine probed as if `held` were not loaded (see `addBack`). */
 export function planDepsBeside(held: () => readonly DeviceBytes[]): PlanDeps {
-  return { ...defaultPlanDeps, probe: async () => addBack(await defaultPlanDeps.probe(), held()) };
+  return {
+    ...defaultPlanDeps,
+    probe: async (binary) => addBack(await defaultPlanDeps.probe(binary), held()),
+  };
 }
 
 export function makeModelRuntime(name: string, deps: RuntimeDeps): ModelRuntime {

@@ -41,6 +41,28 @@ function setup(dir: string, yaml: string): CoreServices {
 const byId = (r: Awaited<ReturnType<typeof runDoctor>>, id: string) => r.checks.find((c) => c.id === id)!;
 
 describe("doctor", () => {
+  // docs/plan.md "Which GPUs": the probe is handed the configured llama-server to ask.
+  test("a GPU the configured llama-server cannot use is a warning that names a build that can", async () => {
+    using dir = tmpdir();
+    const binary = script(dir.path, "llama-server", FAKE_VERSION);
+    writeGguf(dir.path, "m.gguf", llama7b());
+    const asked: (string | undefined)[] = [];
+    const unused = "NVIDIA GeForce RTX 4090 is not used: llama-server lists no GPU device";
+    const r = await runDoctor(
+      setup(dir.path, "llama:\n  binary: ./llama-server\nmodel:\n  path: ./m.gguf\n"),
+      {
+        ...deps(),
+        probe: async (b) => {
+          asked.push(b);
+          return { ...HW, gpus_unused: [unused] };
+        },
+      },
+    );
+    expect(asked).toEqual([binary]);
+    expect(byId(r, "hardware")).toMatchObject({ status: "warn", message: expect.stringContaining(unused) });
+    expect(byId(r, "hardware").fix).toContain("CUDA or Vulkan for NVIDIA");
+  });
+
   test("a healthy setup passes every check and reports the version", async () => {
     using dir = tmpdir();
     script(dir.path, "llama-server", FAKE_VERSION);

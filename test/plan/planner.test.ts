@@ -2,6 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { ConfigSchema } from "../../src/config/schema.ts";
 import { readGgufHeader } from "../../src/plan/gguf-read.ts";
 import { type GpuInfo, type HardwareSnapshot, parseNvidiaSmi } from "../../src/plan/hardware.ts";
+import { reconcileGpus } from "../../src/plan/listed-devices.ts";
 import { type ModelInfo, modelInfo } from "../../src/plan/model.ts";
 import { makePlan } from "../../src/plan/planner.ts";
 import { coreErrorOf } from "../fixtures/core-error.ts";
@@ -143,6 +144,39 @@ describe("planner on fake machines", () => {
     expect(gpu).toMatchObject({ unified: true, name: "NVIDIA GB10" });
     expect(gpu.budget_bytes).toBeLessThanOrEqual(cpu.budget_bytes);
     expect(cpu.free_after_bytes).toBe(cpu.budget_bytes - cpu.usage.total - gpu.usage.total);
+  });
+
+  // docs/plan.md, "Which GPUs": the snapshots as probeHardware makes them from llama-server's
+  // --list-devices (test/plan/probe.test.ts).
+  test("a Vulkan build's AMD card no vendor tool saw: the model on it", async () => {
+    const m = await model("l7", llama7b);
+    const listed = reconcileGpus(
+      [],
+      [
+        {
+          name: "Vulkan0",
+          description: "AMD Radeon RX 7800 XT",
+          total_bytes: 16 * GIB,
+          free_bytes: 15 * GIB,
+        },
+      ],
+      hw(32).ram,
+      "llama-server",
+    );
+    const p = makePlan(m, hw(32, [], { gpus: listed.gpus }), config());
+    expect(p.gpu_layers_all).toBe(true);
+    expect(p.devices.find((d) => d.id === "gpu0")).toMatchObject({
+      name: "AMD Radeon RX 7800 XT",
+      unified: false,
+    });
+  });
+
+  test("a CPU build beside an NVIDIA GPU: a CPU plan that says which GPU goes unused", async () => {
+    const m = await model("l7", llama7b);
+    const listed = reconcileGpus(hw(32, [{ name: "RTX 4090" }]).gpus, [], hw(32).ram, "/opt/llama-server");
+    const p = makePlan(m, hw(32, [], { gpus: listed.gpus, gpus_unused: listed.unused }), config());
+    expect(p.argv.join(" ")).toContain("-ngl 0");
+    expect(p.warnings).toContainEqual(expect.stringContaining("RTX 4090 is not used"));
   });
 
   test("deepseek2 (MLA, MoE) plans on CPU", async () => {

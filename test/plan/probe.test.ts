@@ -171,6 +171,91 @@ describe("probeHardware", () => {
   });
 });
 
+describe("probeHardware with the llama-server that will run (docs/plan.md, Which GPUs)", () => {
+  const BINARY = "/opt/app/llama-server";
+  const smi = {
+    kind: "exit",
+    code: 0,
+    stdout: "0, NVIDIA GeForce RTX 4090, 24564, 23000, 550, 8.9\n",
+    stderr: "",
+  } as const;
+  const listing = (lines: string) =>
+    ({ kind: "exit", code: 0, stdout: `Available devices:\n${lines}\n`, stderr: "" }) as const;
+
+  test("it is asked --list-devices, and a Vulkan build's AMD card no vendor tool saw is planned", async () => {
+    const asked: string[][] = [];
+    const h = await probeHardware(
+      fakeEnv({
+        run: async (cmd, args) => {
+          asked.push([cmd, ...args]);
+          return cmd === BINARY
+            ? listing("  Vulkan0: AMD Radeon RX 7800 XT (RADV NAVI32) (16368 MiB, 15000 MiB free)")
+            : { kind: "absent" };
+        },
+      }),
+      BINARY,
+    );
+    expect(asked).toContainEqual([BINARY, "--list-devices"]);
+    expect(h.gpus).toEqual([
+      expect.objectContaining({
+        index: 0,
+        vendor: "amd",
+        backend: "vulkan",
+        device: "Vulkan0",
+        unified: false,
+      }),
+    ]);
+    expect(h.probes.find((p) => p.id === "llama-server")).toMatchObject({ status: "ok" });
+    expect(h.probes.find((p) => p.id === "llama-server")!.message).toContain("Vulkan0");
+  });
+
+  test("a CPU build beside an NVIDIA GPU: no GPU planned, and why", async () => {
+    const h = await probeHardware(
+      fakeEnv({ tools: { "nvidia-smi": smi, [BINARY]: listing("  (none)") } }),
+      BINARY,
+    );
+    expect(h.gpus).toEqual([]);
+    expect(h.gpus_unused).toEqual([expect.stringContaining("NVIDIA GeForce RTX 4090 is not used")]);
+  });
+
+  test("a CUDA build: nvidia-smi's GPU, with llama-server's name for it", async () => {
+    const h = await probeHardware(
+      fakeEnv({
+        tools: {
+          "nvidia-smi": smi,
+          [BINARY]: listing("  CUDA0: NVIDIA GeForce RTX 4090 (24080 MiB, 23500 MiB free)"),
+        },
+      }),
+      BINARY,
+    );
+    expect(h.gpus).toEqual([expect.objectContaining({ backend: "cuda", device: "CUDA0", driver: "550" })]);
+    // nvidia-smi's figures are the ones kept.
+    expect(h.gpus[0]!.free_bytes).toBe(23000 * 2 ** 20);
+    expect(h.gpus_unused).toBeUndefined();
+  });
+
+  test("a binary that hangs, fails or prints no list: the vendor tools' GPUs, and the probe says so", async () => {
+    for (const answer of [
+      { kind: "timeout" },
+      { kind: "exit", code: 1, stdout: "", stderr: "error: invalid argument: --list-devices" },
+      { kind: "exit", code: 0, stdout: "something else\n", stderr: "" },
+    ] as RunResult[]) {
+      const h = await probeHardware(fakeEnv({ tools: { "nvidia-smi": smi, [BINARY]: answer } }), BINARY);
+      expect(h.gpus).toEqual([expect.objectContaining({ name: "NVIDIA GeForce RTX 4090", backend: "cuda" })]);
+      expect(h.gpus[0]!.device).toBeUndefined();
+      const report = h.probes.find((p) => p.id === "llama-server")!;
+      expect(report.status).not.toBe("ok");
+      expect(report.message).toContain("the vendor tools' GPUs are planned");
+    }
+  });
+
+  test("without a binary nothing is asked of one", async () => {
+    const h = await probeHardware(fakeEnv({ tools: { "nvidia-smi": smi } }));
+    expect(h.probes.map((p) => p.id)).not.toContain("llama-server");
+    expect(h.gpus).toHaveLength(1);
+  });
+});
+
 describe("runWithTimeout (real processes)", () => {
   test("kills a command that hangs and says timeout", async () => {
     using dir = tmpdir();

@@ -71,9 +71,13 @@ export function memoryBudgets(hw: HardwareSnapshot, overrides: Overrides): Budge
   };
 }
 
-/** A VRAM budget with no GPU to apply it to is ignored, and the plan says so. */
-export function vramOverrideWarnings(overrides: Overrides, detectedGpus: number): string[] {
-  return overrides.vram_bytes !== null && overrides.vram_bytes > 0 && detectedGpus === 0
-    ? ["hardware.vram_bytes is set but no GPU was detected: it is ignored"]
-    : [];
+/**
+ * What the plan says of the GPUs: a GPU a vendor tool found that llama-server will not use
+ * (plan/listed-devices.ts), and a VRAM budget with no GPU to apply it to, which is ignored.
+ */
+export function hardwareWarnings(overrides: Overrides, hw: HardwareSnapshot): string[] {
+  const unused = hw.gpus_unused ?? [];
+  return overrides.vram_bytes !== null && overrides.vram_bytes > 0 && hw.gpus.length === 0
+    ? [...unused, "hardware.vram_bytes is set but no GPU was detected: it is ignored"]
+    : unused;
 }

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { memoryBudgets, vramOverrideWarnings } from "../../../src/plan/decide/budgets.ts";
+import { hardwareWarnings, memoryBudgets } from "../../../src/plan/decide/budgets.ts";
 import type { GpuInfo, HardwareSnapshot } from "../../../src/protocol/plan.ts";
 import { cpuOnlyMachine, testGpu } from "../../fixtures/hardware.ts";
 
@@ -79,13 +79,23 @@ describe("memoryBudgets", () => {
   });
 });
 
-describe("vramOverrideWarnings", () => {
+describe("hardwareWarnings", () => {
+  const none = machine({});
+  const one = machine({ gpus: [gpu({})] });
   test("a VRAM budget with no GPU detected is ignored, saying so", () => {
-    expect(vramOverrideWarnings({ ram_bytes: null, vram_bytes: 4 * GIB }, 0)).toEqual([
+    expect(hardwareWarnings({ ram_bytes: null, vram_bytes: 4 * GIB }, none)).toEqual([
       "hardware.vram_bytes is set but no GPU was detected: it is ignored",
     ]);
-    expect(vramOverrideWarnings({ ram_bytes: null, vram_bytes: 0 }, 0)).toEqual([]);
-    expect(vramOverrideWarnings({ ram_bytes: null, vram_bytes: 4 * GIB }, 1)).toEqual([]);
-    expect(vramOverrideWarnings(NO_OVERRIDES, 0)).toEqual([]);
+    expect(hardwareWarnings({ ram_bytes: null, vram_bytes: 0 }, none)).toEqual([]);
+    expect(hardwareWarnings({ ram_bytes: null, vram_bytes: 4 * GIB }, one)).toEqual([]);
+    expect(hardwareWarnings(NO_OVERRIDES, none)).toEqual([]);
+  });
+  test("a GPU llama-server will not use is said first (listed-devices.ts)", () => {
+    const unused = machine({ gpus_unused: ["RTX is not used: no GPU backend"] });
+    expect(hardwareWarnings({ ram_bytes: null, vram_bytes: 4 * GIB }, unused)).toEqual([
+      "RTX is not used: no GPU backend",
+      "hardware.vram_bytes is set but no GPU was detected: it is ignored",
+    ]);
+    expect(hardwareWarnings(NO_OVERRIDES, unused)).toEqual(["RTX is not used: no GPU backend"]);
   });
 });

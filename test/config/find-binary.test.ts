@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
+import { type FindBinaryEnv, findLlamaServer } from "../../src/config/find-binary.ts";
 import { ConfigSchema } from "../../src/config/schema.ts";
-import { type FindBinaryEnv, findLlamaServer } from "../../src/runtime/find-binary.ts";
 
 const env = (files: string[], over: Partial<FindBinaryEnv> = {}): FindBinaryEnv => ({
   execPath: "/opt/app/local-ai",

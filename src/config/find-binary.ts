@@ -50,3 +50,9 @@ export function findLlamaServer(
   }
   return { tried };
 }
+
+/** The llama-server that will run, when there is one (none found is the launch's to report). */
+export function llamaServerOf(config: Pick<Config, "llama">, env?: FindBinaryEnv): string | undefined {
+  const found = findLlamaServer(config, env);
+  return "path" in found ? found.path : undefined;
+}
