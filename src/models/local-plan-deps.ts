@@ -1,6 +1,7 @@
 import type { PlanDeps } from "../plan/launch.ts";
 import { ModelMemo } from "../plan/model-memo.ts";
 import { probeHardware } from "../plan/probe.ts";
+import { ProbeAhead } from "../plan/probe-ahead.ts";
 import { checkWorkers } from "../rpc/check.ts";
 import { findProjector } from "./find-projector.ts";
 import { resolveModelPath } from "./resolve.ts";
@@ -15,8 +16,11 @@ import { resolveModelPath } from "./resolve.ts";
 /** The process's memo: every start, restart and wake plans again, `initialize` reads ahead. */
 export const modelMemo = new ModelMemo((path) => resolveModelPath(path));
 
+/** The process's probe made ahead: `initialize` starts it, the first plan takes it. */
+export const probeAhead = new ProbeAhead((binary) => probeHardware(undefined, binary));
+
 export const defaultPlanDeps: PlanDeps = {
-  probe: (binary) => probeHardware(undefined, binary),
+  probe: (binary) => probeAhead.take(binary),
   readModel: (path) => modelMemo.read(path),
   workers: (workers) => checkWorkers(workers),
   findProjector: (setting, model) => findProjector(setting, model),

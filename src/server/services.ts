@@ -136,9 +136,12 @@ export class CoreServices implements Services {
         return; // the chat reports it
       }
       require("../runtime/provider.ts");
-      const { modelMemo } =
+      const { modelMemo, probeAhead } =
         require("../models/local-plan-deps.ts") as typeof import("../models/local-plan-deps.ts");
       modelMemo.read(config.model.path).catch(() => {});
+      const { llamaServerOf } =
+        require("../config/find-binary.ts") as typeof import("../config/find-binary.ts");
+      probeAhead.start(llamaServerOf(config));
     }, 0).unref?.();
     setTimeout(() => {
       if (this.shutdown.begun) return;

@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
-import { writeFileSync } from "node:fs";
+import { chmodSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { modelMemo } from "../../src/models/local-plan-deps.ts";
+import { defaultPlanDeps, modelMemo } from "../../src/models/local-plan-deps.ts";
 import type { LlamaProvider } from "../../src/runtime/endpoint.ts";
 import { CoreServices } from "../../src/server/services.ts";
 import { llama7b, writeGguf } from "../fixtures/gguf-writer.ts";
@@ -102,6 +102,33 @@ describe("the composition root", () => {
     expect(info.n_layer).toBe(32);
     expect(modelMemo.parses).toBe(before + 1);
     expect(services.existingLlama()).toBeUndefined();
+    await services.stop();
+  });
+
+  // docs/performance.md, "The binary's device list, probed ahead".
+  test("prepareForChat asks llama-server for its devices ahead; the plan takes that answer", async () => {
+    using dir = tmpdir();
+    const asked = join(dir.path, "asked");
+    const binary = join(dir.path, "llama-server");
+    writeFileSync(binary, `#!/bin/sh\necho "$@" >> "${asked}"\nprintf 'Available devices:\\n  (none)\\n'\n`);
+    chmodSync(binary, 0o755);
+    writeFileSync(join(dir.path, "config.yaml"), `llama:\n  binary: ${JSON.stringify(binary)}\n`);
+    const services = new CoreServices({ configPath: "config.yaml", cwd: dir.path });
+    services.prepareForChat();
+    const lines = () => {
+      try {
+        return readFileSync(asked, "utf8").trim().split("\n");
+      } catch {
+        return [];
+      }
+    };
+    expect(await waitFor(() => lines().length > 0, { timeoutMs: 5000 })).toBe(true);
+    const hw = await defaultPlanDeps.probe(binary);
+    expect(hw.probes.find((p) => p.id === "llama-server")?.message).toBe("llama-server lists no GPU device");
+    expect(lines()).toEqual(["--list-devices"]);
+    // Taken once: the next plan asks again.
+    await defaultPlanDeps.probe(binary);
+    expect(lines()).toEqual(["--list-devices", "--list-devices"]);
     await services.stop();
   });
 });
