@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, test } from "bun:test";
-import { writeFileSync } from "node:fs";
+import { renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import {
   type ErrorDataByCode,
@@ -46,6 +46,15 @@ function expectData<C extends LocalAiErrorCode>(err: LocalAiError, code: C, spec
   return data as ErrorDataByCode[C];
 }
 
+/**
+ * The config replaced whole: the core reads it ahead after initialize (services.ts), and a read
+ * between a plain write's truncation and its bytes finds an empty file, a valid config it keeps.
+ */
+function writeConfig(dir: string, text: string): void {
+  writeFileSync(join(dir, "config.yaml.new"), text);
+  renameSync(join(dir, "config.yaml.new"), join(dir, "config.yaml"));
+}
+
 const clients: LocalAiClient[] = [];
 afterEach(() => {
   for (const c of clients.splice(0)) c.kill();
@@ -72,7 +81,7 @@ describe("error data from the compiled core fits ErrorDataByCode", () => {
     const c = await client(dir.path);
     expectData(await failure(c.plan()), "config_missing", shape({ file: "string" }));
 
-    writeFileSync(join(dir.path, "config.yaml"), "app:\n  max_steps: 0\n");
+    writeConfig(dir.path, "app:\n  max_steps: 0\n");
     const schema = expectData(
       await failure(c.plan()),
       "config_invalid",
@@ -80,14 +89,14 @@ describe("error data from the compiled core fits ErrorDataByCode", () => {
     );
     expect(schema.issues?.[0]).toEqual({ key: "app.max_steps", message: expect.any(String) });
 
-    writeFileSync(join(dir.path, "config.yaml"), "app: [\n");
+    writeConfig(dir.path, "app: [\n");
     expectData(
       await failure(c.plan()),
       "config_invalid",
       shape({ file: "string", line: "number|null", key: "string|null" }),
     );
 
-    writeFileSync(join(dir.path, "config.yaml"), "model:\n  path: ./none.gguf\n");
+    writeConfig(dir.path, "model:\n  path: ./none.gguf\n");
     const missing = expectData(
       await failure(c.plan()),
       "model_missing",
