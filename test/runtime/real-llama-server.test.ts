@@ -7,6 +7,8 @@ import { ConfigSchema } from "../../src/config/schema.ts";
 import { STREAM_FIELDS } from "../../src/llama/completion.ts";
 import { defaultPlanDeps } from "../../src/models/local-plan-deps.ts";
 import { type LaunchPlan, planLaunch } from "../../src/plan/launch.ts";
+import { parseListDevices } from "../../src/plan/listed-devices.ts";
+import { probeHardware, runWithTimeout } from "../../src/plan/probe.ts";
 import { CoreError } from "../../src/protocol/errors.ts";
 import { acceptsConnections, queryWorker } from "../../src/rpc/client.ts";
 import { rpcWorkerSnapshot } from "../../src/rpc/workers.ts";
@@ -152,6 +154,21 @@ if (!BINARY || !MODEL) {
       const log = readFileSync(join(dir.path, "data", "logs", "llama-server.log"), "utf8");
       expect(log).toContain("exit command received");
     }, 120_000);
+
+    // docs/plan.md "Which GPUs": the listing as this build prints it, whatever its backends.
+    test("--list-devices: the build's own listing reads as a device list, and the probe plans its devices", async () => {
+      const r = await runWithTimeout(BINARY, ["--list-devices"], 30_000);
+      expect(r.kind).toBe("exit");
+      if (r.kind !== "exit") return;
+      expect(r.code).toBe(0);
+      const listed = parseListDevices(r.stdout);
+      expect(listed).not.toBeNull();
+      const lines = r.stdout.split("\n").filter((l) => /^\s+\S+: .* MiB free\)$/.test(l));
+      expect(listed!.map((d) => d.name)).toEqual(lines.map((l) => l.trim().split(":")[0]!));
+      const hw = await probeHardware(undefined, BINARY);
+      expect(hw.probes.find((p) => p.id === "llama-server")?.status).toBe("ok");
+      for (const g of hw.gpus) expect(listed!.map((d) => d.name)).toContain(g.device!);
+    }, 60_000);
 
     test("a missing model → model_missing", async () => {
       await using dir = tmpdir();
