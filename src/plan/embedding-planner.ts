@@ -48,7 +48,14 @@ export function planEmbedding(model: ModelInfo, rawHw: HardwareSnapshot, config:
   ];
   if (llama.rpc.length > 0)
     warnings.push("an embedding model runs on this machine: llama.rpc's workers are not used");
-  const placed = placeEmbedding(model, e.memory, budgets, config.model.gpu_layers, rawHw.gpus.length);
+  const placed = placeEmbedding(
+    model,
+    e.memory,
+    budgets,
+    config.model.gpu_layers,
+    rawHw.gpus.length,
+    rawHw.gpus_unused,
+  );
   const threads = decideThreads(llama.threads, hw.cpu);
   const flashAttn = decideFlashAttn(llama.flash_attn, "f16");
   const memory = decideMemoryFlags(llama);

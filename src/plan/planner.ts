@@ -102,6 +102,7 @@ function planChat(
       fit,
       gpuBudgets: vision.budgets.gpus.map((g) => g.budget),
       detectedGpus: rawHw.gpus.length + rpc.budgets.length,
+      gpusUnused: rawHw.gpus_unused,
       slots: slots.value,
     }),
   );

@@ -177,6 +177,15 @@ describe("planner on fake machines", () => {
     const p = makePlan(m, hw(32, [], { gpus: listed.gpus, gpus_unused: listed.unused }), config());
     expect(p.argv.join(" ")).toContain("-ngl 0");
     expect(p.warnings).toContainEqual(expect.stringContaining("RTX 4090 is not used"));
+    // Layers asked for: the error names the reason, as the warning does.
+    const asked = coreErrorOf(() =>
+      makePlan(
+        m,
+        hw(32, [], { gpus: listed.gpus, gpus_unused: listed.unused }),
+        config({ model: { gpu_layers: 99 } }),
+      ),
+    );
+    expect(asked.message).toContain("RTX 4090 is not used");
   });
 
   test("deepseek2 (MLA, MoE) plans on CPU", async () => {

@@ -14,6 +14,8 @@ export interface PlacementInput {
   gpuBudgets: number[];
   /** GPUs the probes found, usable or not (for the error when layers are asked of none). */
   detectedGpus: number;
+  /** The snapshot's `gpus_unused`, for the error of layers asked for with no GPU to hold them. */
+  gpusUnused?: readonly string[];
   slots: number;
 }
 
@@ -35,7 +37,7 @@ export function decideContextAndLayers(p: PlacementInput): Placement {
   const train = p.model.context_train;
   const gpus = p.gpuBudgets.length;
   const capped = capContext(p.requested.context, train);
-  const explicitNgl = explicitGpuLayers(p.requested.gpu_layers, maxNgl, gpus, p.detectedGpus);
+  const explicitNgl = explicitGpuLayers(p.requested.gpu_layers, maxNgl, gpus, p.detectedGpus, p.gpusUnused);
   const chosen = chooseContext(
     {
       fit: p.fit,

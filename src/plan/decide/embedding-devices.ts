@@ -31,9 +31,10 @@ export function placeEmbedding(
   budgets: Budgets,
   requested: Config["model"]["gpu_layers"],
   detectedGpus: number,
+  gpusUnused: readonly string[] = [],
 ): EmbeddingPlacement {
   const all = model.n_layer + 1;
-  const explicit = explicitGpuLayers(requested, all, budgets.gpus.length, detectedGpus);
+  const explicit = explicitGpuLayers(requested, all, budgets.gpus.length, detectedGpus, gpusUnused);
   const whole = split(model, memory, all);
   const fitsGpu = budgets.gpus.length > 0 && whole.gpu.total <= budgets.gpus[0]!.budget;
   const ngl = explicit ?? (fitsGpu ? all : 0);

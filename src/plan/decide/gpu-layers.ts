@@ -15,13 +15,17 @@ export function explicitGpuLayers(
   maxNgl: number,
   usableGpus: number,
   detectedGpus: number,
+  /** Why GPUs a vendor tool found are not planned (plan/listed-devices.ts): the error says it. */
+  unused: readonly string[] = [],
 ): number | null {
   if (typeof requested !== "number") return null;
   const ngl = Math.min(requested, maxNgl);
   if (ngl > 0 && usableGpus === 0) {
     throw new CoreError(
       "model_plan_error",
-      `model.gpu_layers is ${ngl} but no GPU with free memory was found (set it to auto or 0)`,
+      unused.length > 0
+        ? `model.gpu_layers is ${ngl} but llama-server cannot use this machine's GPU: ${unused.join("; ")} (set it to auto or 0)`
+        : `model.gpu_layers is ${ngl} but no GPU with free memory was found (set it to auto or 0)`,
       { key: "model.gpu_layers", gpus: detectedGpus },
     );
   }

@@ -17,6 +17,16 @@ describe("explicitGpuLayers", () => {
     expect(e.data).toEqual({ key: "model.gpu_layers", gpus: 1 });
     expect(e.message).toContain("model.gpu_layers is 10");
   });
+
+  // docs/plan.md "Which GPUs": a CPU build beside a GPU; the error says why, not "no GPU".
+  test("with a GPU llama-server cannot use, the error says why", () => {
+    const unused = "RTX 4090 is not used: llama-server lists no GPU device";
+    const e = coreErrorOf(() => explicitGpuLayers(10, 33, 0, 0, [unused]));
+    expect(e.code).toBe("model_plan_error");
+    expect(e.message).toBe(
+      `model.gpu_layers is 10 but llama-server cannot use this machine's GPU: ${unused} (set it to auto or 0)`,
+    );
+  });
 });
 
 describe("mostGpuLayers", () => {
