@@ -83,7 +83,6 @@ function planChat(
   const budgets = withRpcDevices(local, rpc);
   const warnings = [...model.warnings, ...hardwareWarnings(config.hardware, rawHw)];
   warnings.push(...rpc.warnings, ...logPrivacyWarnings(llama.extra_args));
-
   // Cache types first: the V type decides flash attention, and both shape the estimate.
   const cache = decideCacheTypes(model, cacheRequests(llama));
   const flashAttn = decideFlashAttn(llama.flash_attn, cache.value.v);
