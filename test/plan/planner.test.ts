@@ -177,6 +177,9 @@ describe("planner on fake machines", () => {
     const p = makePlan(m, hw(32, [], { gpus: listed.gpus, gpus_unused: listed.unused }), config());
     expect(p.argv.join(" ")).toContain("-ngl 0");
     expect(p.warnings).toContainEqual(expect.stringContaining("RTX 4090 is not used"));
+    expect(p.decisions.find((d) => d.name === "gpu_layers")?.reason).toStartWith(
+      "no GPU this llama-server can use",
+    );
     // Layers asked for: the error names the reason, as the warning does.
     const asked = coreErrorOf(() =>
       makePlan(

@@ -53,7 +53,7 @@ export function decideContextAndLayers(p: PlacementInput): Placement {
   );
   return {
     context: decideContext(chosen, train, p.slots, capped.ctx !== null),
-    gpuLayers: decideGpuLayers(chosen.ngl, p.model.n_layer, gpus, explicitNgl !== null),
+    gpuLayers: decideGpuLayers(chosen.ngl, p.model.n_layer, gpus, explicitNgl !== null, p.gpusUnused),
     trial: chosen.trial,
     warnings: [...capped.warnings, ...chosen.warnings],
   };

@@ -6,7 +6,7 @@ import type { Budgets } from "./budgets.ts";
 import type { Decided } from "./decided.ts";
 import type { EmbeddingMemory } from "./embedding.ts";
 import { gib } from "./fit.ts";
-import { decideGpuLayers, explicitGpuLayers } from "./gpu-layers.ts";
+import { decideGpuLayers, explicitGpuLayers, noGpuReason } from "./gpu-layers.ts";
 
 /**
  * Where an embedding model's bytes go (docs/plan.md "Embedding models"): it is small and its
@@ -44,7 +44,7 @@ export function placeEmbedding(
   const gpus = budgets.gpus.map((_, k) => (k === 0 && ngl > 0 ? gpu : zero));
   return {
     estimate: { cpu, gpus, kv_cells_per_slot: 0, total: memory.total },
-    gpuLayers: decision(ngl, model.n_layer, budgets.gpus.length, explicit !== null),
+    gpuLayers: decision(ngl, model.n_layer, budgets.gpus.length, explicit !== null, gpusUnused),
     tensorSplit: ngl > 0 && budgets.gpus.length > 1 ? budgets.gpus.map((_, k) => (k === 0 ? 1 : 0)) : null,
   };
 }
@@ -78,11 +78,17 @@ function check(device: string, needed: number, budget: number, model: ModelInfo)
 }
 
 /** `-ngl` as the chat planner reports it (gpu-layers.ts), with the embedding model's reason. */
-function decision(ngl: number, nLayer: number, usableGpus: number, explicit: boolean) {
-  const d = decideGpuLayers(ngl, nLayer, usableGpus, explicit);
+function decision(
+  ngl: number,
+  nLayer: number,
+  usableGpus: number,
+  explicit: boolean,
+  unused: readonly string[],
+) {
+  const d = decideGpuLayers(ngl, nLayer, usableGpus, explicit, unused);
   const reason =
     usableGpus === 0
-      ? "no GPU with free memory: the embedding model runs on the CPU"
+      ? `${noGpuReason(unused)}: the embedding model runs on the CPU`
       : explicit
         ? `model.gpu_layers: ${ngl}`
         : d.value.all

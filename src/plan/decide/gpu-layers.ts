@@ -48,11 +48,19 @@ export function mostGpuLayers(
   return 0;
 }
 
+/** Why nothing is offloaded: no free memory, or (`unused`) GPUs the configured llama-server cannot use. */
+export function noGpuReason(unused: readonly string[] = []): string {
+  return unused.length > 0
+    ? "no GPU this llama-server can use (the warnings say why)"
+    : "no GPU with free memory";
+}
+
 export function decideGpuLayers(
   ngl: number,
   nLayer: number,
   usableGpus: number,
   explicit: boolean,
+  unused: readonly string[] = [],
 ): Decided<{ layers: number; all: boolean }> {
   const all = ngl >= nLayer + 1;
   return {
@@ -64,7 +72,7 @@ export function decideGpuLayers(
       flags: flags.gpuLayers(ngl),
       reason:
         usableGpus === 0
-          ? "no GPU with free memory: everything runs on the CPU"
+          ? `${noGpuReason(unused)}: everything runs on the CPU`
           : all
             ? `all ${nLayer} layers and the output head fit on the GPU`
             : ngl === 0

@@ -53,6 +53,10 @@ describe("mostGpuLayers", () => {
 describe("decideGpuLayers", () => {
   test("the reason says where the layers went", () => {
     expect(decideGpuLayers(0, 32, 0, false).decision.reason).toContain("no GPU with free memory");
+    // A GPU the configured llama-server cannot use (docs/plan.md "Which GPUs"): not "no free memory".
+    expect(decideGpuLayers(0, 32, 0, false, ["RTX is not used"]).decision.reason).toBe(
+      "no GPU this llama-server can use (the warnings say why): everything runs on the CPU",
+    );
     const all = decideGpuLayers(33, 32, 1, false);
     expect(all.value).toEqual({ layers: 33, all: true });
     expect(all.decision).toMatchObject({
