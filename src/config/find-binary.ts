@@ -1,6 +1,6 @@
 import { existsSync, statSync } from "node:fs";
 import { delimiter, dirname, join } from "node:path";
-import type { Config } from "../config/schema.ts";
+import type { Config } from "./schema.ts";
 
 /**
  * Where llama-server is: the configured path, else next to this executable, else on PATH

@@ -4,7 +4,7 @@ import { cwdProblem } from "../agent/mcp/child.ts";
 import { findLlamaServer } from "../config/find-binary.ts";
 import type { Config } from "../config/schema.ts";
 import type { HardwareSnapshot } from "../plan/hardware.ts";
-import type { RunResult } from "../plan/probe.ts";
+import { LIST_DEVICES_PROBE, type RunResult } from "../plan/probe.ts";
 import { formatBytes } from "../plan/render.ts";
 import { resolvedCommand } from "../platform/windows-command.ts";
 import type { DoctorCheck } from "../protocol/doctor.ts";
@@ -138,11 +138,11 @@ function hardwareFix(problems: readonly { id: string }[], unused: readonly strin
     fixes.push(
       "put a llama-server build for that GPU beside local-ai, or point llama.binary at one (CUDA or Vulkan for NVIDIA, ROCm or Vulkan for AMD, SYCL or Vulkan for Intel)",
     );
-  if (problems.some((p) => p.id !== "llama-server"))
+  if (problems.some((p) => p.id !== LIST_DEVICES_PROBE))
     fixes.push(
       "a GPU driver that hangs or misbehaves: check the driver installation (the plan treats that GPU as absent)",
     );
-  if (problems.some((p) => p.id === "llama-server"))
+  if (problems.some((p) => p.id === LIST_DEVICES_PROBE))
     fixes.push(
       "llama-server could not list its devices (a build older than --list-devices, or a GPU backend that hangs as it starts): the plan goes by the vendor tools' GPUs",
     );

@@ -24,6 +24,8 @@ import { type ListedDevice, parseListDevices, reconcileGpus } from "./listed-dev
 export const PROBE_TIMEOUT_MS = 2000;
 /** `llama-server --list-devices` starts each GPU backend (a CUDA context per device): more time. */
 export const LIST_DEVICES_TIMEOUT_MS = 5000;
+/** The id of the binary's own device list among the probe reports (doctor tells it apart). */
+export const LIST_DEVICES_PROBE = "llama-server";
 
 export type RunResult =
   | { kind: "exit"; code: number; stdout: string; stderr: string }
@@ -320,7 +322,7 @@ export async function probeHardware(
     ramProbe,
     timed(env, "nvidia-smi", () => probeNvidia(env, ramReading)),
     timed(env, "rocm-smi", () => probeRocm(env)),
-    binary === undefined ? null : timed(env, "llama-server", () => probeListed(env, binary)),
+    binary === undefined ? null : timed(env, LIST_DEVICES_PROBE, () => probeListed(env, binary)),
   ]);
   const ramValue = await ramReading;
   const apple = await timed(env, "metal", () => probeApple(env, ramValue.total_bytes));

@@ -85,7 +85,8 @@ function decision(
   explicit: boolean,
   unused: readonly string[],
 ) {
-  const d = decideGpuLayers(ngl, nLayer, usableGpus, explicit, unused);
+  // Its reason is replaced below: the chat model's words are not asked for.
+  const d = decideGpuLayers(ngl, nLayer, usableGpus, explicit);
   const reason =
     usableGpus === 0
       ? `${noGpuReason(unused)}: the embedding model runs on the CPU`
