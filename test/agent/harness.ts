@@ -139,8 +139,8 @@ export class ChatHarness {
     }
   }
 
-  terminal(id: string | number): Promise<Msg> {
-    return this.waitFor((m) => m.id === id && m.type !== "event");
+  terminal(id: string | number, timeoutMs?: number): Promise<Msg> {
+    return this.waitFor((m) => m.id === id && m.type !== "event", timeoutMs);
   }
 
   events(id: string | number): Msg[] {
