@@ -123,8 +123,10 @@ export class CoreServices implements Services {
   prepareForChat(): void {
     if (this.prepared) return;
     this.prepared = true;
-    // After the answer that asked for it has gone out.
-    setTimeout(() => {
+    // After the answer that asked for it has gone out, and (an immediate, not a timer) most often
+    // before a chat sent at once is read: its plan then takes this probe rather than waiting for
+    // its own. When the chat comes first, ProbeAhead has this start join the chat's probe.
+    setImmediate(() => {
       void METHODS.find((m) => m.name === "chat")
         ?.load()
         .catch(() => {});
@@ -142,7 +144,7 @@ export class CoreServices implements Services {
       const { llamaServerOf } =
         require("../config/find-binary.ts") as typeof import("../config/find-binary.ts");
       probeAhead.start(llamaServerOf(config));
-    }, 0).unref?.();
+    }).unref?.();
     setTimeout(() => {
       if (this.shutdown.begun) return;
       void import("../agent/turn/run-turn.ts").catch(() => {});

@@ -34,6 +34,7 @@ describe("ProbeAhead (docs/performance.md, A cold chat's way to the spawn)", () 
     ahead.start("/a");
     now = AHEAD_MS;
     expect(nth(await ahead.take("/a"))).toBe("2");
+    now = 2 * AHEAD_MS;
     ahead.start("/a");
     expect(nth(await ahead.take("/b"))).toBe("4");
     expect(calls).toEqual(["/a", "/a", "/a", "/b"]);
@@ -45,5 +46,23 @@ describe("ProbeAhead (docs/performance.md, A cold chat's way to the spawn)", () 
     ahead.start(undefined);
     expect(nth(await ahead.take(undefined))).toBe("2");
     expect(calls).toHaveLength(2);
+  });
+
+  test("a plan before the read-ahead: the read-ahead finds that probe under way and starts none", async () => {
+    let now = 0;
+    const { calls, probe } = counting();
+    const ahead = new ProbeAhead(probe, () => now);
+    const first = ahead.take("/bin/llama-server");
+    now = 10;
+    ahead.start("/bin/llama-server");
+    expect(nth(await first)).toBe("1");
+    expect(calls).toHaveLength(1);
+    // Taken already: the next plan probes afresh, and so does a read-ahead once AHEAD_MS has passed.
+    expect(nth(await ahead.take("/bin/llama-server"))).toBe("2");
+    now = 10 + AHEAD_MS;
+    ahead.start("/bin/llama-server");
+    expect(calls).toHaveLength(3);
+    ahead.start("/bin/other");
+    expect(calls).toEqual(["/bin/llama-server", "/bin/llama-server", "/bin/llama-server", "/bin/other"]);
   });
 });
