@@ -30,7 +30,7 @@ export function configuredModels(config: Config): ConfiguredModel[] {
  * One model's config: `model_kind` (absent: chat) tells the planner to plan an embedding model as
  * one (src/plan/embedding-planner.ts); a config with it is still a `Config` to everything else.
  */
-export type ModelConfig = Config & { model_kind?: ModelKind };
+export type ModelConfig = Config & { model_kind?: ModelKind; gpu_out_of_memory?: number };
 
 /** The config a single-model planner would get for `name`; undefined when no model has that name. */
 export function configForModel(config: Config, name: string): ModelConfig | undefined {

@@ -35,7 +35,7 @@ const NO_TEMPLATE: ChatTemplateReport = {
 export function planEmbedding(model: ModelInfo, rawHw: HardwareSnapshot, config: PlanConfig): Planned {
   const { llama } = config;
   const hw = applyOverrides(rawHw, config.hardware);
-  const budgets = memoryBudgets(hw, config.hardware);
+  const budgets = memoryBudgets(hw, config.hardware, config.gpu_out_of_memory);
   const context = config.model.context;
   const e = decideEmbedding({ model, ...(typeof context === "number" ? { maxInputTokens: context } : {}) });
   // The chat estimator's "architecture not known" does not hold for an encoder: its memory is
@@ -43,7 +43,7 @@ export function planEmbedding(model: ModelInfo, rawHw: HardwareSnapshot, config:
   const known = e.causal ? model.warnings : model.warnings.filter((w) => !w.startsWith("architecture '"));
   const warnings = [
     ...known,
-    ...hardwareWarnings(config.hardware, rawHw),
+    ...hardwareWarnings(config.hardware, rawHw, config.gpu_out_of_memory),
     ...logPrivacyWarnings(llama.extra_args),
   ];
   if (llama.rpc.length > 0)

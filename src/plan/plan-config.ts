@@ -9,6 +9,11 @@ export type PlanConfig = Pick<Config, "model" | "llama" | "hardware"> & {
   app: Pick<Config["app"], "max_parallel_chats" | "data_dir">;
   /** The model's kind, from its `models` entry (configForModel); absent: chat. */
   model_kind?: ModelKind;
+  /**
+   * Starts of this model that ran out of memory with layers on a GPU (runtime/launcher.ts): each
+   * keeps more of every GPU free (decide/budgets.ts `outOfMemoryMargin`). Absent: none.
+   */
+  gpu_out_of_memory?: number;
 };
 
 /** The launch, and the report that explains it (its argv rendered from the launch). */

@@ -77,11 +77,11 @@ function planChat(
 ): Planned {
   const { llama } = config;
   const hw = applyOverrides(rawHw, config.hardware);
-  const local = memoryBudgets(hw, config.hardware);
+  const local = memoryBudgets(hw, config.hardware, config.gpu_out_of_memory);
   // RPC workers' devices join the GPUs, in front, as llama-server orders them.
   const rpc = rpcDevices(llama.rpc, workers, local.gpus.length);
   const budgets = withRpcDevices(local, rpc);
-  const warnings = [...model.warnings, ...hardwareWarnings(config.hardware, rawHw)];
+  const warnings = [...model.warnings, ...hardwareWarnings(config.hardware, rawHw, config.gpu_out_of_memory)];
   warnings.push(...rpc.warnings, ...logPrivacyWarnings(llama.extra_args));
   // Cache types first: the V type decides flash attention, and both shape the estimate.
   const cache = decideCacheTypes(model, cacheRequests(llama));

@@ -10,6 +10,8 @@ export interface StartFailure {
   message: string;
   /** The port was taken: choose another and try again. */
   retryPort: boolean;
+  /** It ran out of memory allocating the model, its cache or its buffers (launcher.ts plans again keeping more of the GPU free). */
+  outOfMemory?: boolean;
 }
 
 interface Rule {
@@ -17,6 +19,7 @@ interface Rule {
   code: ErrorCode;
   message: (m: RegExpMatchArray) => string;
   retryPort?: boolean;
+  outOfMemory?: boolean;
 }
 
 // Order matters: the most specific cause first (a missing file also logs "failed to load model").
@@ -74,8 +77,18 @@ const RULES: Rule[] = [
       "an RPC worker stopped answering while llama-server loaded the model (Remote RPC server crashed or returned malformed response); the next start plans without any that is gone",
   },
   {
+    // A GPU's own allocation (ggml-cuda and its HIP build: `cudaMalloc failed`; the model's
+    // `unable to allocate CUDA0 buffer`; ggml-vulkan's OutOfDeviceMemory; ggml-metal's buffer).
     pattern:
-      /out of memory|failed to allocate|unable to allocate|cudaMalloc failed|ErrorOutOfDeviceMemory|not enough memory|failed to create context with model|insufficient memory/i,
+      /cudaMalloc failed|unable to allocate (CUDA|ROCm|Vulkan|MTL|Metal|SYCL|MUSA|CANN)\w* buffer|ErrorOutOfDeviceMemory|OutOfDeviceMemory|ggml_metal\w*: error: failed to allocate buffer/i,
+    code: "model_plan_error",
+    message: () =>
+      "llama-server ran out of GPU memory loading the model; try a smaller context or fewer GPU layers",
+    outOfMemory: true,
+  },
+  {
+    pattern:
+      /out of memory|failed to allocate|unable to allocate|not enough memory|failed to create context with model|insufficient memory/i,
     code: "model_plan_error",
     message: () =>
       "llama-server ran out of memory loading the model; try a smaller context or fewer GPU layers",
@@ -106,7 +119,13 @@ export function classifyStartExit(
   for (const rule of RULES) {
     for (const line of logTail) {
       const m = line.match(rule.pattern);
-      if (m) return { code: rule.code, message: rule.message(m), retryPort: rule.retryPort ?? false };
+      if (m)
+        return {
+          code: rule.code,
+          message: rule.message(m),
+          retryPort: rule.retryPort ?? false,
+          ...(rule.outOfMemory ? { outOfMemory: true } : {}),
+        };
     }
   }
   const how = signal ? `was killed by ${signal}` : `exited with code ${exitCode}`;

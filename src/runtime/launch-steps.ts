@@ -23,10 +23,14 @@ export const TAIL_IN_ERRORS = 20;
 
 export type Exit = { code: number | null; signal: string | null };
 
-/** A launch step's failure; `retryPort` when another port may succeed (bind race, port taken). */
+/**
+ * A launch step's failure; `retryPort` when another port may succeed (bind race, port taken),
+ * `outOfMemory` when it ran out of memory loading (the launcher may plan again with less on the GPU).
+ */
 export interface LaunchFailure {
   error: CoreError;
   retryPort: boolean;
+  outOfMemory?: boolean;
 }
 
 /** A spawned child, from spawn until it is ready or given up. */
@@ -253,6 +257,7 @@ async function exitFailure(s: Spawned, exit: Exit): Promise<LaunchFailure> {
       log_tail: s.tail.last(TAIL_IN_ERRORS),
     }),
     retryPort: why.retryPort,
+    ...(why.outOfMemory ? { outOfMemory: true } : {}),
   };
 }
 

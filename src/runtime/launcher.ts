@@ -23,16 +23,25 @@ import { bunSpawner } from "./spawn.ts";
 import type { SupervisorOptions } from "./supervisor-options.ts";
 import type { Running, StateOf } from "./supervisor-state.ts";
 
+/** Plans again after running out of GPU memory at most this often per supervisor (decide/budgets.ts `outOfMemoryMargin` each time). */
+const MAX_OUT_OF_MEMORY = 3;
+
 /**
  * A start's work, from `starting` to a server that serves: leftovers of dead cores reaped
  * (once per process), the binary found, the plan made and rendered to argv in the flags the
  * binary takes, then launches (launch-steps.ts) until one is ready, another port only after a
- * bind failure. The supervisor owns the state; this owns what a start leaves behind: the last
- * plan (slots and status read it) and the rotating log.
+ * bind failure, another plan with more of the GPU kept free only after running out of its
+ * memory. The supervisor owns the state; this owns what a start leaves behind: the last plan
+ * (slots and status read it) and the rotating log.
  */
 export class Launcher {
   /** The plan of the last start. */
   plan: LaunchPlan | undefined;
+  /**
+   * Starts that ran out of memory with layers on a GPU: each plan after keeps more of it free
+   * (PlanHint), for as long as this supervisor lives. At most MAX_OUT_OF_MEMORY, then the error.
+   */
+  private outOfMemory = 0;
   private reaped: Promise<unknown> | undefined;
   private log: RotatingLog | undefined;
 
@@ -51,15 +60,16 @@ export class Launcher {
       await this.reaped;
     }
     starting.abort.signal.throwIfAborted();
-    const { request, plan } = await this.prepare(starting);
+    let { request, plan } = await this.prepare(starting);
     // The beat stamps each event with the time since this start began.
     const emit = (p: Unstamped) => starting.progress.report(p);
     const attempts = this.options.maxBindAttempts ?? 5;
     const pickPort = this.options.pickPort ?? pickFreePort;
     let last: CoreError | undefined;
+    let tries = 0;
     for (let attempt = 1; attempt <= attempts; attempt++) {
       // The first attempt's `starting` went out before the reap and the plan.
-      if (attempt > 1) emit({ phase: "starting", attempt });
+      if (++tries > 1) emit({ phase: "starting", attempt: tries });
       const outcome = await launchOnce(
         { ...request, port: await pickPort(), apiKey: randomApiKey() },
         {
@@ -82,6 +92,24 @@ export class Launcher {
         return this.toRunning(outcome, plan);
       }
       last = outcome.error;
+      // Not with RPC workers: the GPU's margin is not theirs, so the plan would not change.
+      const local = plan.gpu_layers > 0 && plan.rpc_workers.length === 0;
+      if (outcome.outOfMemory && local && this.outOfMemory < MAX_OUT_OF_MEMORY) {
+        // The estimate missed what the GPU holds beyond the buffers it names: plan again with
+        // more of it kept free, on the same ports' budget (docs/supervisor.md, "Out of GPU
+        // memory at start-up"). A plan that does not change (layers and context set in the
+        // config) would only run out again.
+        this.outOfMemory++;
+        logger.warn(
+          `${outcome.error.message} (${plan.gpu_layers} layers on the GPU); planning again with more of the GPU kept free`,
+        );
+        const before = plan;
+        ({ request, plan } = await this.prepare(starting));
+        if (plan.gpu_layers === before.gpu_layers && plan.context_per_slot === before.context_per_slot)
+          throw outcome.error;
+        attempt--;
+        continue;
+      }
       if (!outcome.retryPort) throw await this.rpc.startFailure(outcome.error);
       logger.warn(`${outcome.error.message}; choosing another port`);
     }
@@ -107,7 +135,7 @@ export class Launcher {
       );
     }
     // Every start, whoever planned it: llama-server refuses a --slot-save-path it cannot use.
-    const plan = withSlotFolder(await this.options.plan());
+    const plan = withSlotFolder(await this.options.plan({ outOfMemory: this.outOfMemory }));
     this.plan = plan;
     this.rpc.begin(plan.rpc_workers);
     const dataDir = this.options.dataDir();

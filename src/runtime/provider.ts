@@ -3,13 +3,14 @@ import type { Config } from "../config/schema.ts";
 import { defaultPlanDeps } from "../models/local-plan-deps.ts";
 import { type LaunchPlan, planLaunch } from "../plan/launch.ts";
 import { Supervisor } from "./supervisor.ts";
+import type { PlanHint } from "./supervisor-options.ts";
 
 /** One model of several (docs/supervisor.md "Scheduling several models"): its files' name and plan. */
 export interface SupervisorFor {
   /** Suffixes its log and pid record (supervisor-options.ts); absent: the model section's names. */
   instance?: string;
   /** Its launch plan; absent: the config's model planned on this machine. */
-  plan?: () => Promise<LaunchPlan>;
+  plan?: (hint: PlanHint) => Promise<LaunchPlan>;
 }
 
 /**
@@ -20,7 +21,7 @@ export function createSupervisor(config: () => Config, model: SupervisorFor = {}
   const llama = () => config().llama;
   return new Supervisor({
     findBinary: () => findLlamaServer(config()),
-    plan: model.plan ?? (() => planLaunch(config(), defaultPlanDeps)),
+    plan: model.plan ?? ((hint) => planLaunch(withHint(config(), hint), defaultPlanDeps)),
     dataDir: () => config().app.data_dir,
     ...(model.instance ? { instance: model.instance } : {}),
     settings: () => {
@@ -45,4 +46,9 @@ export function createSupervisor(config: () => Config, model: SupervisorFor = {}
       }
     },
   });
+}
+
+/** The config a start plans with: its model's, and how often starting it ran out of GPU memory. */
+export function withHint<C extends Config>(config: C, hint: PlanHint): C & { gpu_out_of_memory?: number } {
+  return hint.outOfMemory > 0 ? { ...config, gpu_out_of_memory: hint.outOfMemory } : config;
 }

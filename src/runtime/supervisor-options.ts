@@ -2,6 +2,11 @@ import type { LaunchPlan } from "../plan/launch-plan.ts";
 import type { LoadModeProbe } from "./load-mode.ts";
 import type { Spawner } from "./spawn.ts";
 
+/** What a start tells the plan it asks for. */
+export interface PlanHint {
+  outOfMemory: number;
+}
+
 /** Timings and limits, from config.yaml's `llama` section (read at each start). */
 export interface SupervisorSettings {
   startupTimeoutMs: number;
@@ -18,8 +23,12 @@ export interface SupervisorSettings {
 export interface SupervisorOptions {
   /** Where llama-server is; `tried` becomes binary_missing's data. */
   findBinary: () => { path: string } | { tried: string[] };
-  /** The planner's launch plan; its argv is rendered at each spawn. */
-  plan: () => Promise<LaunchPlan>;
+  /**
+   * The planner's launch plan; its argv is rendered at each spawn. `hint.outOfMemory`: starts of
+   * this supervisor that ran out of memory with layers on a GPU (launcher.ts), for the plan to keep
+   * more of it free (PlanConfig.gpu_out_of_memory).
+   */
+  plan: (hint: PlanHint) => Promise<LaunchPlan>;
   dataDir: () => string;
   /**
    * Which model this supervisor serves when the core runs several (docs/supervisor.md "Scheduling

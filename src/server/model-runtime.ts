@@ -9,7 +9,7 @@ import type { LaunchPlan, PlanDeps } from "../plan/launch.ts";
 import type { DevicePlan } from "../protocol/plan.ts";
 import type { DeviceBytes } from "../runtime/memory-fit.ts";
 import type { ModelFootprint, ModelRuntime } from "../runtime/model-runtime.ts";
-import { createSupervisor } from "../runtime/provider.ts";
+import { createSupervisor, withHint } from "../runtime/provider.ts";
 
 /**
  * One model's runtime, made by the scheduler's factory (docs/supervisor.md "Scheduling several
@@ -80,10 +80,12 @@ export function makeModelRuntime(name: string, deps: RuntimeDeps): ModelRuntime 
   let planned: LaunchPlan | undefined;
   const supervisor = createSupervisor(config, {
     instance: instanceOf(deps.config(), name),
-    plan: async () => {
+    plan: async (hint) => {
       const launch = planned;
       planned = undefined;
-      return launch ?? (await deps.plan(config(), planDeps)).launch;
+      // After a start that ran out of GPU memory, the scheduler's plan is not the one to launch.
+      if (launch && hint.outOfMemory === 0) return launch;
+      return (await deps.plan(withHint(config(), hint), planDeps)).launch;
     },
   });
   return {

@@ -90,6 +90,22 @@ describe("planner on fake machines", () => {
     expect(gpu.usage.total).toBeLessThanOrEqual(gpu.budget_bytes);
   });
 
+  test("8 GB GPU, after a start that ran out of its memory: more of it kept free, and the plan says why", async () => {
+    const m = await model("l7", llama7b);
+    const first = makePlan(m, GPU_8, config());
+    const after = makePlan(m, GPU_8, { ...config(), gpu_out_of_memory: 2 });
+    const gpu = (p: typeof first) => p.devices.find((d) => d.id === "gpu0")!;
+    expect(gpu(after).margin_bytes).toBe(gpu(first).margin_bytes + 2 * Math.floor(0.8 * GIB));
+    expect(gpu(after).usage.total).toBeLessThan(gpu(first).usage.total);
+    expect(after.gpu_layers * 1e6 + after.context_per_slot).toBeLessThan(
+      first.gpu_layers * 1e6 + first.context_per_slot,
+    );
+    expect(after.warnings.join("\n")).toContain(
+      "ran out of memory starting this model with layers on the GPU (2 times)",
+    );
+    expect(first.warnings.join("\n")).not.toContain("ran out of memory");
+  });
+
   test("8 GB GPU: an 8x7B MoE is split, most of it on the CPU, context kept modest", async () => {
     const m = await model("moe", mixtral8x7b);
     const p = makePlan(m, GPU_8, config());

@@ -22,6 +22,23 @@ describe("classifyStartExit", () => {
       "model_plan_error",
     );
     expect(c("error: invalid argument: --bogus-flag").message).toContain("--bogus-flag");
+    // A GPU's own allocation (ggml-cuda.cu's and llama-model.cpp's format strings) is told from
+    // the RAM's: only it makes the launcher plan again with more of the GPU kept free.
+    const gpu = [
+      "E ggml_backend_cuda_buffer_type_alloc_buffer: allocating 4403.49 MiB on device 0: cudaMalloc failed: out of memory",
+      "E llama_model_load: error loading model: unable to allocate CUDA0 buffer",
+      "E ggml_vk_create_buffer: vk::Device::allocateMemory: ErrorOutOfDeviceMemory",
+      "E ggml_metal_buffer_init: error: failed to allocate buffer, size =  4403.49 MiB",
+    ];
+    for (const line of gpu) {
+      expect(c(line)).toMatchObject({ code: "model_plan_error", outOfMemory: true });
+      expect(c(line).message).toContain("out of GPU memory");
+    }
+    const ram = c(
+      "E ggml_backend_cpu_buffer_type_alloc_buffer: failed to allocate buffer of size 68719476736",
+    );
+    expect(ram.code).toBe("model_plan_error");
+    expect(ram.outOfMemory).toBeUndefined();
     expect(classifyStartExit(["garbage"], null, "SIGSEGV")).toMatchObject({ code: "internal_error" });
     expect(classifyStartExit(["garbage"], null, "SIGSEGV").message).toContain("killed by SIGSEGV");
   });

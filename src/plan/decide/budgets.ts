@@ -44,14 +44,29 @@ export interface Budgets {
 
 type Overrides = Config["hardware"];
 
-/** Budgets from a snapshot the overrides were already applied to (`applyOverrides`). */
-export function memoryBudgets(hw: HardwareSnapshot, overrides: Overrides): Budgets {
+/**
+ * What a start that ran out of memory with layers on a GPU adds to each GPU's margin, per such
+ * start (runtime/launcher.ts plans again with it): the part of a GPU's memory the estimate does not
+ * see (the CUDA context, cuBLAS, the driver's own) is not calibrated on real GPUs yet
+ * (docs/plan.md "Budgets and margins").
+ */
+export function outOfMemoryMargin(gpuTotal: number, starts: number): number {
+  return starts * Math.max(512 * MIB, Math.floor(gpuTotal * 0.1));
+}
+
+/**
+ * Budgets from a snapshot the overrides were already applied to (`applyOverrides`); `outOfMemory`:
+ * starts of this model that ran out of memory with layers on a GPU (PlanConfig.gpu_out_of_memory).
+ */
+export function memoryBudgets(hw: HardwareSnapshot, overrides: Overrides, outOfMemory = 0): Budgets {
   const total = hw.ram.total_bytes;
   const available = hw.ram.available_bytes ?? Math.floor(total / 2);
   const ramMargin = overrides.ram_bytes !== null ? 0 : Math.max(512 * MIB, Math.floor(total * 0.1));
   const ramBudget = Math.max(0, available - ramMargin);
   const gpus = hw.gpus.map((g, i): GpuBudget => {
-    const margin = overrides.vram_bytes !== null ? 0 : Math.max(512 * MIB, Math.floor(g.total_bytes * 0.05));
+    const margin =
+      (overrides.vram_bytes !== null ? 0 : Math.max(512 * MIB, Math.floor(g.total_bytes * 0.05))) +
+      outOfMemoryMargin(g.total_bytes, outOfMemory);
     let budget = Math.max(0, g.free_bytes - margin);
     // Unified memory: the GPU can never take more than what RAM has free.
     if (g.unified) budget = Math.min(budget, ramBudget);
@@ -75,9 +90,15 @@ export function memoryBudgets(hw: HardwareSnapshot, overrides: Overrides): Budge
  * What the plan says of the GPUs: a GPU a vendor tool found that llama-server will not use
  * (plan/listed-devices.ts), and a VRAM budget with no GPU to apply it to, which is ignored.
  */
-export function hardwareWarnings(overrides: Overrides, hw: HardwareSnapshot): string[] {
-  const unused = hw.gpus_unused ?? [];
-  return overrides.vram_bytes !== null && overrides.vram_bytes > 0 && hw.gpus.length === 0
-    ? [...unused, "hardware.vram_bytes is set but no GPU was detected: it is ignored"]
-    : unused;
+export function hardwareWarnings(overrides: Overrides, hw: HardwareSnapshot, outOfMemory = 0): string[] {
+  const warnings = [...(hw.gpus_unused ?? [])];
+  if (overrides.vram_bytes !== null && overrides.vram_bytes > 0 && hw.gpus.length === 0)
+    warnings.push("hardware.vram_bytes is set but no GPU was detected: it is ignored");
+  if (outOfMemory > 0 && hw.gpus.length > 0)
+    warnings.push(
+      `llama-server ran out of memory starting this model with layers on the GPU (${outOfMemory === 1 ? "once" : `${outOfMemory} times`}): this plan keeps ${hw.gpus
+        .map((g) => `${Math.round(outOfMemoryMargin(g.total_bytes, outOfMemory) / MIB)} MiB`)
+        .join(", ")} more of ${hw.gpus.length === 1 ? "the GPU" : "each GPU"} free`,
+    );
+  return warnings;
 }

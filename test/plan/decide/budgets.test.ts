@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { hardwareWarnings, memoryBudgets } from "../../../src/plan/decide/budgets.ts";
+import { hardwareWarnings, memoryBudgets, outOfMemoryMargin } from "../../../src/plan/decide/budgets.ts";
 import type { GpuInfo, HardwareSnapshot } from "../../../src/protocol/plan.ts";
 import { cpuOnlyMachine, testGpu } from "../../fixtures/hardware.ts";
 
@@ -97,5 +97,31 @@ describe("hardwareWarnings", () => {
       "hardware.vram_bytes is set but no GPU was detected: it is ignored",
     ]);
     expect(hardwareWarnings(NO_OVERRIDES, unused)).toEqual(["RTX is not used: no GPU backend"]);
+  });
+});
+
+describe("after starts that ran out of GPU memory (runtime/launcher.ts)", () => {
+  const card = (total: number, free: number) =>
+    machine({
+      ram: { total_bytes: 32 * GIB, available_bytes: 28 * GIB },
+      gpus: [gpu({ total_bytes: total, free_bytes: free })],
+    });
+  test("each such start keeps another max(512 MiB, 10% of the GPU) free, on top of the margin", () => {
+    expect(outOfMemoryMargin(4 * GIB, 1)).toBe(512 * MIB);
+    expect(outOfMemoryMargin(24 * GIB, 2)).toBe(2 * Math.floor(2.4 * GIB));
+    expect(outOfMemoryMargin(24 * GIB, 0)).toBe(0);
+    const small = card(4 * GIB, 3900 * MIB);
+    expect(memoryBudgets(small, NO_OVERRIDES).gpus[0]?.budget).toBe(3900 * MIB - 512 * MIB);
+    expect(memoryBudgets(small, NO_OVERRIDES, 1).gpus[0]?.budget).toBe(3900 * MIB - 1024 * MIB);
+    expect(memoryBudgets(small, NO_OVERRIDES, 1).ram).toEqual(memoryBudgets(small, NO_OVERRIDES).ram);
+    // A budget from the config has no margin of its own, but gets this one.
+    const given = { ram_bytes: null, vram_bytes: 3 * GIB };
+    expect(memoryBudgets(small, given, 2).gpus[0]?.margin).toBe(1024 * MIB);
+  });
+  test("the plan says so, with what it keeps free", () => {
+    expect(hardwareWarnings(NO_OVERRIDES, card(8 * GIB, 7 * GIB), 1)).toEqual([
+      "llama-server ran out of memory starting this model with layers on the GPU (once): this plan keeps 819 MiB more of the GPU free",
+    ]);
+    expect(hardwareWarnings(NO_OVERRIDES, machine({}), 1)).toEqual([]);
   });
 });
