@@ -1,6 +1,7 @@
-import { Database } from "bun:sqlite";
+import type { Database } from "bun:sqlite";
 import type { ChunkAnswer, ChunkAsk } from "./chunk-thread.ts";
 import { BUSY_TIMEOUT_MS } from "./db/open.ts";
+import { StatementDatabase } from "./db/statements.ts";
 import { useMemoryForTemp } from "./db/temp-dir.ts";
 import { DocumentStore, type PendingDocument } from "./document-store.ts";
 import { type EraseResult, type EraseWork, runErase } from "./erase-work.ts";
@@ -28,7 +29,7 @@ self.onmessage = (event: MessageEvent<ChunkAsk>) => {
   const ask = event.data;
   try {
     if (!db || !docs) {
-      db = new Database(ask.path, { readwrite: true, create: false, strict: true });
+      db = new StatementDatabase(ask.path, { readwrite: true, create: false, strict: true });
       db.run(`PRAGMA busy_timeout = ${ask.busyWaitMs}`);
       db.run("PRAGMA synchronous = NORMAL");
       db.run("PRAGMA foreign_keys = ON");

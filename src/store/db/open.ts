@@ -1,4 +1,4 @@
-import { Database } from "bun:sqlite";
+import type { Database } from "bun:sqlite";
 import { existsSync, readFileSync, renameSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { CoreError } from "../../protocol/errors.ts";
@@ -8,6 +8,7 @@ import { dataDirError } from "../data-dir-problem.ts";
 import { ftsSecureDeleteSet } from "./fts-forget.ts";
 import { MIGRATIONS, SCHEMA_VERSION } from "./migrations.ts";
 import { claimDatabaseFile, isStamped, refuseForeign, stampOwnership } from "./ownership.ts";
+import { StatementDatabase } from "./statements.ts";
 import { keepTempFilesBeside, useMemoryForTemp } from "./temp-dir.ts";
 
 /** The database's file name under app.data_dir. */
@@ -100,7 +101,7 @@ function openOnce(dataDir: string, options: OpenOptions): OpenedStore {
 
 function connect(path: string): Database {
   claimDatabaseFile(path);
-  const db = new Database(path, { create: true, readwrite: true, strict: true });
+  const db = new StatementDatabase(path, { create: true, readwrite: true, strict: true });
   db.run(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`);
   try {
     // Before any pragma below writes to it: another program's database is left as it is.
