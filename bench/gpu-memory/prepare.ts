@@ -19,10 +19,10 @@ import { modelInfo } from "../../src/plan/model.ts";
 import { makePlan } from "../../src/plan/planner.ts";
 import type { HardwareSnapshot } from "../../src/protocol/plan.ts";
 import { encodeGguf, llama8b, writeGguf } from "../../test/fixtures/gguf-writer.ts";
+import { cpuOnlyMachine, testGpu } from "../../test/fixtures/hardware.ts";
 import { testTokenizer, writeLlamaTestModel } from "../../test/fixtures/llama-test-model.ts";
 
 const MIB = 2 ** 20;
-const GIB = 2 ** 30;
 
 /** name, total and free MiB as nvidia-smi would report an idle card of the kind. */
 const CARDS: Record<string, [string, number, number]> = {
@@ -49,29 +49,11 @@ const RUNS: Run[] = [
   { name: "h200-test-model", card: "h200", model: "test-model" },
 ];
 
+/** The tests' 32 GiB machine with one card of the table, as the device list names it. */
 function machine(card: keyof typeof CARDS): HardwareSnapshot {
   const [name, total, free] = CARDS[card]!;
-  return {
-    os: "linux",
-    arch: "x64",
-    cpu: { model: "gpu check", logical: 16, physical: 8, flags: [] },
-    ram: { total_bytes: 32 * GIB, available_bytes: 28 * GIB },
-    gpus: [
-      {
-        index: 0,
-        vendor: "nvidia",
-        name,
-        backend: "cuda",
-        total_bytes: total * MIB,
-        free_bytes: free * MIB,
-        unified: false,
-        driver: "580",
-        compute_capability: "9.0",
-        device: "CUDA0",
-      },
-    ],
-    probes: [],
-  };
+  const gpu = { ...testGpu(0), name, total_bytes: total * MIB, free_bytes: free * MIB, device: "CUDA0" };
+  return cpuOnlyMachine({ gpus: [gpu] });
 }
 
 /** Llama-3.1-8B's shape with a tokenizer llama-server loads: the tests' vocabulary, padded to 128,256. */

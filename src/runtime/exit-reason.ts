@@ -124,7 +124,7 @@ export function classifyStartExit(
           code: rule.code,
           message: rule.message(m),
           retryPort: rule.retryPort ?? false,
-          ...(rule.outOfMemory ? { outOfMemory: true } : {}),
+          outOfMemory: rule.outOfMemory,
         };
     }
   }

@@ -257,7 +257,7 @@ async function exitFailure(s: Spawned, exit: Exit): Promise<LaunchFailure> {
       log_tail: s.tail.last(TAIL_IN_ERRORS),
     }),
     retryPort: why.retryPort,
-    ...(why.outOfMemory ? { outOfMemory: true } : {}),
+    outOfMemory: why.outOfMemory,
   };
 }
 

@@ -9,7 +9,13 @@ import { logger } from "../util/logger.ts";
 import { randomApiKey } from "./child-env.ts";
 import { knownChildMode, rememberChildMode } from "./child-mode.ts";
 import { Launch } from "./launch.ts";
-import { launchOnce, type Spawned, type SpawnRequest, stopChild } from "./launch-steps.ts";
+import {
+  type LaunchFailure,
+  launchOnce,
+  type Spawned,
+  type SpawnRequest,
+  stopChild,
+} from "./launch-steps.ts";
 import { loadFraction } from "./load-fraction.ts";
 import { dialectFor } from "./load-mode.ts";
 import { type LogTail, RotatingLog } from "./log-sink.ts";
@@ -22,6 +28,12 @@ import { withSlotFolder } from "./slot-folder.ts";
 import { bunSpawner } from "./spawn.ts";
 import type { SupervisorOptions } from "./supervisor-options.ts";
 import type { Running, StateOf } from "./supervisor-state.ts";
+
+/** What every launch of a start shares: the spawn request but its port and key, and the plan. */
+interface Prepared {
+  request: Omit<SpawnRequest, "port" | "apiKey">;
+  plan: LaunchPlan;
+}
 
 /** Plans again after running out of GPU memory at most this often per supervisor (decide/budgets.ts `outOfMemoryMargin` each time). */
 const MAX_OUT_OF_MEMORY = 3;
@@ -65,11 +77,10 @@ export class Launcher {
     const emit = (p: Unstamped) => starting.progress.report(p);
     const attempts = this.options.maxBindAttempts ?? 5;
     const pickPort = this.options.pickPort ?? pickFreePort;
-    let last: CoreError | undefined;
-    let tries = 0;
-    for (let attempt = 1; attempt <= attempts; attempt++) {
+    let binds = 0;
+    for (let attempt = 1; ; attempt++) {
       // The first attempt's `starting` went out before the reap and the plan.
-      if (++tries > 1) emit({ phase: "starting", attempt: tries });
+      if (attempt > 1) emit({ phase: "starting", attempt });
       const outcome = await launchOnce(
         { ...request, port: await pickPort(), apiKey: randomApiKey() },
         {
@@ -91,29 +102,40 @@ export class Launcher {
         emit({ phase: "ready" });
         return this.toRunning(outcome, plan);
       }
-      last = outcome.error;
-      // Not with RPC workers: the GPU's margin is not theirs, so the plan would not change.
-      const local = plan.gpu_layers > 0 && plan.rpc_workers.length === 0;
-      if (outcome.outOfMemory && local && this.outOfMemory < MAX_OUT_OF_MEMORY) {
-        // The estimate missed what the GPU holds beyond the buffers it names: plan again with
-        // more of it kept free, on the same ports' budget (docs/supervisor.md, "Out of GPU
-        // memory at start-up"). A plan that does not change (layers and context set in the
-        // config) would only run out again.
-        this.outOfMemory++;
-        logger.warn(
-          `${outcome.error.message} (${plan.gpu_layers} layers on the GPU); planning again with more of the GPU kept free`,
-        );
-        const before = plan;
-        ({ request, plan } = await this.prepare(starting));
-        if (plan.gpu_layers === before.gpu_layers && plan.context_per_slot === before.context_per_slot)
-          throw outcome.error;
-        attempt--;
+      const again = await this.replanned(outcome, plan, starting);
+      if (again) {
+        ({ request, plan } = again);
         continue;
       }
       if (!outcome.retryPort) throw await this.rpc.startFailure(outcome.error);
       logger.warn(`${outcome.error.message}; choosing another port`);
+      if (++binds >= attempts) throw outcome.error;
     }
-    throw last as CoreError;
+  }
+
+  /**
+   * After a launch that ran out of GPU memory, the plan made again with more of the GPU kept
+   * free (docs/supervisor.md, "Out of GPU memory at start-up"): the estimate missed what the GPU
+   * holds beyond the buffers it names. Undefined when it is not to be tried again: another
+   * failure, no layers on a GPU, RPC workers (the GPU's margin is not theirs, so the plan would
+   * not change), or MAX_OUT_OF_MEMORY reached. A plan that comes out the same (layers and context
+   * set in the config) would only run out again: its error is thrown.
+   */
+  private async replanned(
+    outcome: LaunchFailure,
+    plan: LaunchPlan,
+    starting: StateOf<"starting">,
+  ): Promise<Prepared | undefined> {
+    const onGpu = plan.gpu_layers > 0 && plan.rpc_workers.length === 0;
+    if (!outcome.outOfMemory || !onGpu || this.outOfMemory >= MAX_OUT_OF_MEMORY) return undefined;
+    this.outOfMemory++;
+    logger.warn(
+      `${outcome.error.message} (${plan.gpu_layers} layers on the GPU); planning again with more of the GPU kept free`,
+    );
+    const again = await this.prepare(starting);
+    if (again.plan.gpu_layers === plan.gpu_layers && again.plan.context_per_slot === plan.context_per_slot)
+      throw outcome.error;
+    return again;
   }
 
   /** Closes the log (the core is shutting down). */
@@ -122,9 +144,7 @@ export class Launcher {
   }
 
   /** The binary, the plan and the spawn request every launch of this start shares. */
-  private async prepare(
-    starting: StateOf<"starting">,
-  ): Promise<{ request: Omit<SpawnRequest, "port" | "apiKey">; plan: LaunchPlan }> {
+  private async prepare(starting: StateOf<"starting">): Promise<Prepared> {
     const settings = this.options.settings();
     const found = this.options.findBinary();
     if (!("path" in found)) {

@@ -1,6 +1,6 @@
 import { Database, type SQLQueryBindings, type Statement } from "bun:sqlite";
 
-/** More than the statements the core's code holds (a few hundred distinct texts), so none is compiled twice. */
+/** More than the statements the core's code holds (about 120 `query` calls), so none is compiled twice. */
 const KEPT = 1024;
 
 /**
