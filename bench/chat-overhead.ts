@@ -24,6 +24,8 @@
  * BENCH_COLD_RUNS (default 8), BENCH_WARM_RUNS (8), BENCH_REASONING_RUNS (8), BENCH_MAX_TOKENS
  * (1000) size it (0 runs skips a part), BENCH_WARMUP_CHATS (1) the unrecorded chats before them,
  * BENCH_GATHER_MS the core's app.stream_gather_ms (docs/performance.md, "Joined pieces");
+ * BENCH_SETTLE_MS (10) how long every process must have been quiet before a warm side starts
+ * (0: back to back, as before; docs/performance.md, "The side before");
  * LOCAL_AI_BENCH_CORE runs another build of the core. With
  * no real server given it runs against the stand-in as a smoke run, and says so.
  */
@@ -36,6 +38,7 @@ import { THINK_TEMPLATE } from "../test/fixtures/recordings-dir.ts";
 import { type CoreChat, CoreProcess } from "./overhead/core.ts";
 import { childPids, cpuNs, cpuNsByThread, selfCpuNs } from "./overhead/cpu-time.ts";
 import { DirectServer } from "./overhead/direct.ts";
+import { settle } from "./overhead/settle.ts";
 import {
   median,
   medianInterval,
@@ -61,6 +64,13 @@ const MAX_TOKENS = Number(process.env.BENCH_MAX_TOKENS ?? 1000);
 const WARMUP_CHATS = Math.max(1, Number(process.env.BENCH_WARMUP_CHATS ?? 1));
 /** The core's `app.stream_gather_ms` (BENCH_GATHER_MS); unset: its default. */
 const GATHER_MS = process.env.BENCH_GATHER_MS === undefined ? undefined : Number(process.env.BENCH_GATHER_MS);
+/** A warm side starts once the bench's processes have all been quiet this long (BENCH_SETTLE_MS). */
+const SETTLE = {
+  quietMs: Number(process.env.BENCH_SETTLE_MS ?? 10),
+  maxMs: 250,
+  slackNs: 200_000,
+  stepMs: 2,
+};
 /** A cold run needs only the first token; a short reply keeps it quick. */
 const COLD_MAX_TOKENS = 16;
 const SYSTEM = "You are a helpful assistant.";
@@ -251,6 +261,8 @@ interface Comparison {
   through: Measured[];
   relayed: Measured[];
   sides: (() => Promise<unknown>)[];
+  /** Every process of this comparison: the direct server, the core and its llama-server, the relay. */
+  pids: number[];
   close(): Promise<void>;
 }
 
@@ -282,7 +294,15 @@ async function openComparison(pieces: Pieces): Promise<Comparison> {
     await proc.request("chat", { input: INPUT }, pieces.event);
     await relay.request("chat", { input: INPUT }, pieces.event);
   }
-  const c: Comparison = { pieces, direct: [], through: [], relayed: [], sides: [], close };
+  const c: Comparison = {
+    pieces,
+    direct: [],
+    through: [],
+    relayed: [],
+    sides: [],
+    pids: [server.pid, proc.pid, coreLlama, relay.pid],
+    close,
+  };
   c.sides = [
     async () =>
       c.direct.push(
@@ -322,12 +342,23 @@ async function warm(parts: { pieces: Pieces; runs: number }[]): Promise<void> {
   try {
     for (const p of parts) if (p.runs > 0) open.push({ c: await openComparison(p.pieces), runs: p.runs });
     const rounds = Math.max(0, ...open.map((o) => o.runs));
+    const pids = () => open.flatMap((o) => o.c.pids).filter(Number.isFinite);
+    const settled: number[] = [];
     for (let i = 0; i < rounds; i++)
       for (let j = 0; j < open.length; j++) {
         const o = open[(i + j) % open.length] as { c: Comparison; runs: number };
         if (i >= o.runs) continue;
-        for (let k = 0; k < 3; k++) await (o.c.sides[(i + k) % 3] as () => Promise<unknown>)();
+        for (let k = 0; k < 3; k++) {
+          settled.push(await settle(pids(), SETTLE));
+          await (o.c.sides[(i + k) % 3] as () => Promise<unknown>)();
+        }
       }
+    if (SETTLE.quietMs > 0 && settled.length > 0)
+      process.stdout.write(
+        `\neach warm side began once the bench's processes had been quiet ${SETTLE.quietMs} ms ` +
+          `(BENCH_SETTLE_MS; waited ${spread(settled, 1)} ms, at most ${SETTLE.maxMs})\n`,
+      );
+    else process.stdout.write("\nwarm sides back to back (BENCH_SETTLE_MS=0)\n");
     for (const { c, runs } of open) report(c.pieces, runs, c.direct, c.through, c.relayed);
     const [a, b] = open.map((o) => o.c);
     if (a && b) reportKinds(a, b);
