@@ -2,6 +2,7 @@ import { createParser, type EventSourceMessage } from "eventsource-parser";
 import { jsonBody } from "./data-url.ts";
 import { LlmError } from "./errors.ts";
 import type { LlamaEndpoint } from "./http.ts";
+import type { SpareConnection } from "./spare-connection.ts";
 import { type Arrivals, applyEvent, type CompletionResult, emptyReply } from "./stream-reply.ts";
 import { type BodyReader, postStream } from "./stream-socket.ts";
 import { ToolCallAssembler } from "./tool-call-deltas.ts";
@@ -89,6 +90,8 @@ export interface StreamOptions {
    * throws ends the request and is thrown as it is. A connection that fails first never calls it.
    */
   onSent?: () => void;
+  /** A connection opened ahead to the same server, used for this request when it can be (spare-connection.ts). */
+  spare?: SpareConnection;
   /**
    * Each reasoning delta as it arrives (thinking models,
    * test/fixtures/llama-server/transcripts/91), before the content of the same read; absent,
@@ -123,7 +126,7 @@ export async function streamCompletion(
   const gatherMs = options.gatherMs ?? 0;
   const sentAt = performance.now();
   const result = emptyReply();
-  const reader = await openStream(endpoint, request, signal, () => {
+  const reader = await openStream(endpoint, request, options, () => {
     result.writtenAt = performance.now();
     options.onSent?.();
   });
@@ -257,10 +260,10 @@ export const STREAM_FIELDS = {
 function openStream(
   endpoint: LlamaEndpoint,
   request: CompletionRequest,
-  signal: AbortSignal,
+  options: StreamOptions,
   onSent: () => void,
 ): Promise<BodyReader> {
   // Images stay bytes until written (data-url.ts).
   const body = jsonBody({ ...request, ...STREAM_FIELDS });
-  return postStream(endpoint, "/v1/chat/completions", body, signal, onSent);
+  return postStream(endpoint, "/v1/chat/completions", body, options.signal, onSent, options.spare);
 }

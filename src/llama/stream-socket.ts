@@ -1,6 +1,7 @@
 import type { PiecewiseBody } from "./data-url.ts";
 import { ConnectionRefused, LlmError, statusError } from "./errors.ts";
 import type { LlamaEndpoint } from "./http.ts";
+import type { SocketHandlers, SpareConnection } from "./spare-connection.ts";
 
 /**
  * The streamed completion's own HTTP/1.1 read, over a socket on the event loop. `fetch` hands
@@ -33,7 +34,8 @@ export interface BodyReader {
  * ConnectionRefused, the signal's reason is thrown as it is. `onSent` runs once the whole
  * request has been handed to the kernel (the socket is on this thread, unlike fetch's, so
  * work meant to overlap llama-server's reading of the prompt must wait for that); what it
- * throws ends the request and is thrown as it is.
+ * throws ends the request and is thrown as it is. `spare`, a connection opened ahead to the same
+ * server (spare-connection.ts), is used in place of a new one when it can be.
  */
 export function postStream(
   server: LlamaEndpoint,
@@ -41,6 +43,7 @@ export function postStream(
   body: string | PiecewiseBody,
   signal: AbortSignal,
   onSent?: () => void,
+  spare?: SpareConnection,
 ): Promise<BodyReader> {
   const url = new URL(server.baseUrl);
   const head = (length: number) =>
@@ -75,25 +78,26 @@ export function postStream(
       answer.fail(err);
     }
   };
-  Bun.connect({
-    hostname: url.hostname,
-    port: Number(url.port || 80),
-    socket: {
-      open: (s) => {
-        answer.attach(s);
-        // The pieces go as written, not held back for the next (Nagle's wait on a small last piece).
-        s.setNoDelay(true);
-        send(s);
-      },
-      drain: send,
-      data: (_s, bytes) => answer.bytes(bytes),
-      close: () => answer.closed(),
-      error: (_s, err) => answer.fail(lost(`could not read llama-server's answer: ${err.message}`)),
+  const handlers: SocketHandlers = {
+    open: (s) => {
+      answer.attach(s);
+      // The pieces go as written, not held back for the next (Nagle's wait on a small last piece).
+      s.setNoDelay(true);
+      send(s);
     },
-  }).catch((err: NodeJS.ErrnoException) => {
-    const why = `could not reach llama-server: ${err.message}`;
-    answer.fail(err.code === "ECONNREFUSED" ? new ConnectionRefused(why) : lost(why));
-  });
+    drain: send,
+    data: (_s, bytes) => answer.bytes(bytes),
+    close: () => answer.closed(),
+    error: (_s, err) => answer.fail(lost(`could not read llama-server's answer: ${err.message}`)),
+  };
+  const connect = () =>
+    Bun.connect({ hostname: url.hostname, port: Number(url.port || 80), socket: handlers }).catch(
+      (err: NodeJS.ErrnoException) => {
+        const why = `could not reach llama-server: ${err.message}`;
+        answer.fail(err.code === "ECONNREFUSED" ? new ConnectionRefused(why) : lost(why));
+      },
+    );
+  if (!spare?.take(server, handlers, connect)) void connect();
   return answer.head.promise;
 }
 

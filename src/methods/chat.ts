@@ -2,6 +2,7 @@ import { randomInt } from "node:crypto";
 import { pickAgent } from "../agent/turn/pick-agent.ts";
 import { isRewrite } from "../agent/turn/rewrite.ts";
 import { chooseChatModel, shownName } from "../config/choose-model.ts";
+import { SpareConnection } from "../llama/spare-connection.ts";
 import { ChatEventFields, ChatParamsSchema, ChatResultSchema } from "../protocol/chat.ts";
 import { defineMethod } from "./definition.ts";
 import { modelsApi } from "./models-api.ts";
@@ -34,6 +35,10 @@ export const chat = defineMethod({
     // The chat is its model's user from here, before anything yields: an unload right after it is
     // refused model_busy, a forced one ends it `cancelled` (docs/protocol.md#modelsunload).
     const watch = several?.chatSignal(model, ctx.signal);
+    // Its first request's connection, opened now to a server that serves: the connect is made
+    // while the turn takes its session and slot (docs/performance.md, "The connection opened ahead").
+    const serving = provider.servingNow?.();
+    const spare = serving ? new SpareConnection(serving) : undefined;
     try {
       // A plain chat starts llama-server before the turn's modules load: on the first chat they
       // are evaluated while it spawns, not before (docs/performance.md, "A cold chat's way to
@@ -47,6 +52,7 @@ export const chat = defineMethod({
         dataDir: config.app.data_dir,
         provider,
         prestarted,
+        spare,
         // On first use: the MCP SDK costs a cold chat tens of ms, and an agent without tools never needs it.
         get pool() {
           return services.mcp();
@@ -65,6 +71,7 @@ export const chat = defineMethod({
       });
       return { ...result, model: shownName(model), dropped_events: ctx.droppedEvents };
     } finally {
+      spare?.close();
       watch?.done();
       // After the result: the job waits a moment, so the result goes out before any embedding.
       index?.kick();

@@ -83,6 +83,12 @@ export interface LlamaProvider {
    * was begun (already up, starting, or a restart, which keeps its back-off on acquire's path).
    */
   prestart?(): StartTicket | undefined;
+  /**
+   * The serving llama-server's address and key when one is ready now (no start, no wait, no
+   * slot): a chat opens its first request's connection to it on arrival
+   * (llama/spare-connection.ts). Undefined otherwise, or where a provider has none to tell.
+   */
+  servingNow?(): LlamaEndpoint | undefined;
   /** Parallel slots of the planned server: how many chats run at once. */
   slots(): number;
   /**

@@ -1,3 +1,4 @@
+import type { LlamaEndpoint } from "../llama/http.ts";
 import { CoreError, cancelledError } from "../protocol/errors.ts";
 import { abortable } from "../util/abortable.ts";
 import { logger } from "../util/logger.ts";
@@ -172,6 +173,11 @@ export class Supervisor implements LlamaProvider {
     }
   }
 
+  servingNow(): LlamaEndpoint | undefined {
+    const s = this.state.get();
+    return s.kind === "ready" && !s.running.launch.died.aborted ? s.running.launch : undefined;
+  }
+
   prestart(): StartTicket | undefined {
     const s = this.state.get();
     if (s.kind !== "stopped" || s.restartFor !== undefined) return undefined;
@@ -325,14 +331,8 @@ export class Supervisor implements LlamaProvider {
     const s = this.state.get();
     if (s.kind !== "ready" || s.running !== running) return;
     logger.warn(`llama-server failed a request (${reason}); restarting it`);
-    const err = new CoreError(
-      "internal_error",
-      `llama-server stopped serving (${reason}); it will be restarted`,
-      {
-        log_tail: this.tail.last(TAIL_IN_ERRORS),
-      },
-    );
-    this.failRunning(s, err);
+    const why = `llama-server stopped serving (${reason}); it will be restarted`;
+    this.failRunning(s, new CoreError("internal_error", why, { log_tail: this.tail.last(TAIL_IN_ERRORS) }));
   }
 
   /** The ready server lost an RPC worker (rpc-watch.ts): leases get the named error; restart. */

@@ -36,6 +36,10 @@ export class ModelProvider implements LlamaProvider {
     return this.scheduler.loaded(this.model)?.runtime.prestart() ?? this.scheduler.prestart(this.model);
   }
 
+  servingNow() {
+    return this.scheduler.loaded(this.model)?.runtime.servingNow?.();
+  }
+
   slots(): number {
     return this.scheduler.runtimeOf(this.model)?.slots() ?? this.fallbackSlots();
   }

@@ -1,4 +1,5 @@
 import type { AgentConfig, Config } from "../../config/schema.ts";
+import type { SpareConnection } from "../../llama/spare-connection.ts";
 import type { ChatEvents, ChatParams, Warning } from "../../protocol/chat.ts";
 import type { RequestContext } from "../../protocol/method-table.ts";
 import type { Source } from "../../protocol/sources.ts";
@@ -23,6 +24,8 @@ export interface TurnDeps {
    * was none to begin; absent, the turn asks.
    */
   prestarted?: StartTicket | null;
+  /** A connection opened to the serving llama-server as the chat arrived, for its first request (llama/spare-connection.ts). */
+  spare?: SpareConnection;
   pool: McpPool;
   locks: KeyedMutex;
   /** The conversation database (sessions, checkpoints, memory), opened on first need. */

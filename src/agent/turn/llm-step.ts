@@ -89,6 +89,7 @@ export async function llmStep(ctx: TurnContext, setup: StepSetup, step: number):
         signal: deps.signal,
         gatherMs: deps.config.app.stream_gather_ms,
         maxChars: contextSize * CHARS_PER_TOKEN,
+        spare: deps.spare,
         onDelta: (delta) => {
           partial.content += delta;
           deps.emit("llm_chunk", { step, delta });

@@ -1,0 +1,86 @@
+import { afterEach, expect, test } from "bun:test";
+import { createConnection } from "node:net";
+import { closeTcpServers, tcpServer } from "../fixtures/tcp-server.ts";
+import { ChatHarness } from "./harness.ts";
+
+// A chat opens its first request's connection as it arrives, to the server that serves then
+// (docs/performance.md, "The connection opened ahead"): the connect is made before the turn takes
+// its lease, and the request then goes over it; a turn that ends before its request closes it.
+
+afterEach(closeTcpServers);
+
+interface Seen {
+  acceptedAt: number;
+  firstByteAt?: number;
+  closed: Promise<void>;
+}
+
+/** A TCP proxy in front of the stand-in that notes when each connection came and first spoke. */
+async function proxy(target: string): Promise<{ baseUrl: string; seen: Seen[] }> {
+  const port = Number(new URL(target).port);
+  const seen: Seen[] = [];
+  const { baseUrl } = await tcpServer((client) => {
+    const closed = Promise.withResolvers<void>();
+    const s: Seen = { acceptedAt: performance.now(), closed: closed.promise };
+    seen.push(s);
+    const upstream = createConnection({ host: "127.0.0.1", port });
+    client.on("data", (d) => {
+      s.firstByteAt ??= performance.now();
+      upstream.write(d);
+    });
+    upstream.on("data", (d) => client.write(d));
+    client.on("close", () => {
+      upstream.destroy();
+      closed.resolve();
+    });
+    upstream.on("close", () => client.end());
+    client.on("error", () => {});
+    upstream.on("error", () => {});
+  });
+  return { baseUrl, seen };
+}
+
+test("the first request goes over a connection opened before the turn had its lease", async () => {
+  await using h = new ChatHarness({ mcp_servers: [], agents: [{ name: "assistant", system_prompt: "S" }] });
+  const p = await proxy(h.llama.baseUrl);
+  h.provider.via = p.baseUrl;
+  // The lease comes 50 ms after it is asked for: a connection made ahead has been accepted by then.
+  h.provider.holdMs = 50;
+  h.llama.script({ content: ["one", " two"] });
+  const { terminal } = await h.chat(1, { input: "hi" });
+  expect(terminal.type).toBe("result");
+  expect(p.seen.length).toBe(1);
+  const [conn] = p.seen as [Seen];
+  const leased = h.provider.leasedAt[0] as number;
+  expect(conn.acceptedAt).toBeLessThan(leased);
+  expect(conn.firstByteAt as number).toBeGreaterThan(leased);
+});
+
+test("a server that is not serving yet: the request connects after the lease, as before", async () => {
+  await using h = new ChatHarness({ mcp_servers: [], agents: [{ name: "assistant", system_prompt: "S" }] });
+  const p = await proxy(h.llama.baseUrl);
+  h.provider.via = p.baseUrl;
+  h.provider.servingNow = () => undefined;
+  h.llama.script({ content: "ok" });
+  expect((await h.chat(1, { input: "hi" })).terminal.type).toBe("result");
+  expect(p.seen.length).toBe(1);
+  expect((p.seen[0] as Seen).acceptedAt).toBeGreaterThan(h.provider.leasedAt[0] as number);
+});
+
+test("a turn that ends before its request closes the connection it opened", async () => {
+  await using h = new ChatHarness({ mcp_servers: [], agents: [{ name: "assistant", system_prompt: "S" }] });
+  const p = await proxy(h.llama.baseUrl);
+  h.provider.via = p.baseUrl;
+  h.provider.acquire = () => Promise.reject(new Error("no slot in this test"));
+  const { terminal } = await h.chat(1, { input: "hi" });
+  expect(terminal.type).toBe("error");
+  const ended = performance.now();
+  // The connect may still be under way as the chat ends: it is closed as soon as it opens.
+  while (p.seen.length === 0 && performance.now() - ended < 2000) await Bun.sleep(2);
+  expect(p.seen.length).toBe(1);
+  const [conn] = p.seen as [Seen];
+  await conn.closed;
+  // Well within the spare's own 1 s expiry: closed as the chat ended.
+  expect(performance.now() - ended).toBeLessThan(500);
+  expect(conn.firstByteAt).toBeUndefined();
+});
