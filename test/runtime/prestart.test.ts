@@ -114,4 +114,23 @@ describe.skipIf(process.platform === "win32")("ready", () => {
       await supervisor.stop();
     }
   });
+
+  test("servingNow names only a ready server, with its lease's address and key (a chat's connection opened ahead)", async () => {
+    await using dir = tmpdir();
+    const { supervisor } = makeSupervisor(dir.path, { env: { FAKE_LLAMA_LOAD_MS: "200" } });
+    try {
+      expect(supervisor.servingNow()).toBeUndefined();
+      const ticket = supervisor.prestart();
+      expect(ticket).toBeDefined();
+      expect(supervisor.servingNow()).toBeUndefined(); // starting
+      const lease = await supervisor.acquire(never());
+      expect(supervisor.servingNow()).toEqual(
+        expect.objectContaining({ baseUrl: lease.baseUrl, apiKey: lease.apiKey }),
+      );
+      lease.release();
+    } finally {
+      await supervisor.stop();
+    }
+    expect(supervisor.servingNow()).toBeUndefined();
+  });
 });

@@ -61,6 +61,15 @@ describe("SeveralModels", () => {
     expect(checks()).toBe(1);
   });
 
+  test("a model's provider names its server only once that model serves (a chat's connection opened ahead)", async () => {
+    const { several } = setup(null);
+    const a = several.provider({ kind: "path", name: "a" });
+    expect(a.servingNow?.()).toBeUndefined();
+    (await a.acquire(signal())).release();
+    expect(a.servingNow?.()).toEqual({ baseUrl: "http://a", apiKey: "key" });
+    expect(several.provider({ kind: "path", name: "b" }).servingNow?.()).toBeUndefined();
+  });
+
   test("a load while shutting down is refused cancelled, and starts nothing", async () => {
     const { fleet, several } = setup(null);
     (await several.provider({ kind: "path", name: "a" }).acquire(signal())).release();

@@ -107,6 +107,10 @@ export class FakeRuntime implements ModelRuntime {
     return undefined;
   }
 
+  servingNow() {
+    return this.up ? { baseUrl: `http://${this.name}`, apiKey: "key" } : undefined;
+  }
+
   slots(): number {
     return 2;
   }
