@@ -21,7 +21,9 @@ type Connect = (options: Bun.TCPSocketConnectOptions<undefined>) => Promise<Bun.
  * connection opened ahead"). llama-server closes every streamed answer's connection, so a
  * connection is used once. It is only ever taken by a request to the same launch (its port and
  * its per-launch key), before anything was written on it; one that is refused, closed or not
- * taken within SPARE_MS is dropped, and the request connects as it always did.
+ * taken within SPARE_MS is dropped, and the request connects as it always did. Until then it
+ * holds one of llama-server's HTTP threads (it accepted it), so a launch opens one only for a
+ * slot that is free for it (runtime/launch.ts `connectAhead`).
  */
 export class SpareConnection {
   private socket: Bun.Socket<undefined> | undefined;
@@ -31,6 +33,8 @@ export class SpareConnection {
 
   constructor(
     private readonly endpoint: LlamaEndpoint,
+    /** Runs once, when a request takes it or it is dropped: the launch counts its spares (runtime/launch.ts). */
+    private onDone: () => void = () => {},
     connect: Connect = Bun.connect,
   ) {
     const url = new URL(endpoint.baseUrl);
@@ -64,6 +68,7 @@ export class SpareConnection {
     if (this.taker || this.gone || !same) return false;
     clearTimeout(this.timer);
     this.taker = { handlers, fresh };
+    this.done();
     if (this.socket) handlers.open(this.socket);
     return true;
   }
@@ -73,6 +78,7 @@ export class SpareConnection {
     clearTimeout(this.timer);
     if (this.taker || this.gone) return;
     this.gone = true;
+    this.done();
     this.socket?.end();
   }
 
@@ -82,6 +88,13 @@ export class SpareConnection {
     const taker = this.taker;
     if (this.gone) return;
     this.gone = true;
+    this.done();
     if (taker && !this.socket) taker.fresh();
+  }
+
+  private done(): void {
+    const onDone = this.onDone;
+    this.onDone = () => {};
+    onDone();
   }
 }

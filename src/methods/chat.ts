@@ -2,7 +2,6 @@ import { randomInt } from "node:crypto";
 import { pickAgent } from "../agent/turn/pick-agent.ts";
 import { isRewrite } from "../agent/turn/rewrite.ts";
 import { chooseChatModel, shownName } from "../config/choose-model.ts";
-import { SpareConnection } from "../llama/spare-connection.ts";
 import { ChatEventFields, ChatParamsSchema, ChatResultSchema } from "../protocol/chat.ts";
 import { defineMethod } from "./definition.ts";
 import { modelsApi } from "./models-api.ts";
@@ -37,8 +36,7 @@ export const chat = defineMethod({
     const watch = several?.chatSignal(model, ctx.signal);
     // Its first request's connection, opened now to a server that serves: the connect is made
     // while the turn takes its session and slot (docs/performance.md, "The connection opened ahead").
-    const serving = provider.servingNow?.();
-    const spare = serving ? new SpareConnection(serving) : undefined;
+    const spare = provider.connectAhead?.();
     try {
       // A plain chat starts llama-server before the turn's modules load: on the first chat they
       // are evaluated while it spawns, not before (docs/performance.md, "A cold chat's way to

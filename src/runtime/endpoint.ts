@@ -1,4 +1,5 @@
 import type { LlamaEndpoint } from "../llama/http.ts";
+import type { SpareConnection } from "../llama/spare-connection.ts";
 import type { LaunchView } from "./launch.ts";
 import type { SupervisorSnapshot } from "./snapshot.ts";
 import type { StartProgress } from "./start-progress.ts";
@@ -84,11 +85,11 @@ export interface LlamaProvider {
    */
   prestart?(): StartTicket | undefined;
   /**
-   * The serving llama-server's address and key when one is ready now (no start, no wait, no
-   * slot): a chat opens its first request's connection to it on arrival
-   * (llama/spare-connection.ts). Undefined otherwise, or where a provider has none to tell.
+   * A connection opened now to the serving llama-server for a chat's first request, when one is
+   * ready and awake with a slot free for it (runtime/launch.ts `connectAhead`); no start, no
+   * wait, no slot taken. Undefined otherwise, or where a provider has none.
    */
-  servingNow?(): LlamaEndpoint | undefined;
+  connectAhead?(): SpareConnection | undefined;
   /** Parallel slots of the planned server: how many chats run at once. */
   slots(): number;
   /**

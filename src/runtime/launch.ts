@@ -1,5 +1,6 @@
 import type { LlamaEndpoint } from "../llama/http.ts";
 import { type LlamaProps, readProps } from "../llama/props.ts";
+import { SpareConnection } from "../llama/spare-connection.ts";
 import { abortable } from "../util/abortable.ts";
 import { type SleepPhase, SleepWatch, type SleepWatchOptions } from "./idle-sleep.ts";
 import type { ProgressListener } from "./progress-beat.ts";
@@ -84,6 +85,8 @@ export class Launch implements LaunchView {
   private reading: Promise<LlamaProps | undefined> | undefined;
   private thinks: boolean | undefined;
   private served = false;
+  /** Connections opened ahead, neither taken nor dropped yet. */
+  private spares = 0;
 
   constructor(init: LaunchInit) {
     this.baseUrl = init.baseUrl;
@@ -98,6 +101,20 @@ export class Launch implements LaunchView {
       inUse: () => this.slots.leases,
       onSleep: () => this.slots.emptied(),
     });
+  }
+
+  /**
+   * A connection opened now for a chat's first request (llama/spare-connection.ts), when it
+   * could take a slot at once: awake, and a slot free with no one in line, the spares already
+   * open counted as taken. An idle connection holds one of llama-server's HTTP threads
+   * (`--threads-http`, by default the slots and four more; past them one thread each), so the spares
+   * waiting never outnumber the free slots: a burst of chats opens one, not one each.
+   */
+  connectAhead(): SpareConnection | undefined {
+    if (!this.awake || this.slots.leases + this.slots.waiting + this.spares >= this.slots.total)
+      return undefined;
+    this.spares++;
+    return new SpareConnection(this, () => this.spares--);
   }
 
   get servedTask(): boolean {

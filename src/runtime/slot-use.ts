@@ -47,6 +47,11 @@ export class SlotUse {
     }));
   }
 
+  /** Its slots, as planned (`-np`). */
+  get total(): number {
+    return this.slots.length;
+  }
+
   /** Leases on this server now. */
   get leases(): number {
     return this.held.length;

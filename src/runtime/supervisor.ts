@@ -1,4 +1,4 @@
-import type { LlamaEndpoint } from "../llama/http.ts";
+import type { SpareConnection } from "../llama/spare-connection.ts";
 import { CoreError, cancelledError } from "../protocol/errors.ts";
 import { abortable } from "../util/abortable.ts";
 import { logger } from "../util/logger.ts";
@@ -173,9 +173,9 @@ export class Supervisor implements LlamaProvider {
     }
   }
 
-  servingNow(): LlamaEndpoint | undefined {
+  connectAhead(): SpareConnection | undefined {
     const s = this.state.get();
-    return s.kind === "ready" && !s.running.launch.died.aborted ? s.running.launch : undefined;
+    return s.kind === "ready" ? s.running.launch.connectAhead() : undefined;
   }
 
   prestart(): StartTicket | undefined {

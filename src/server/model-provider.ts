@@ -36,8 +36,8 @@ export class ModelProvider implements LlamaProvider {
     return this.scheduler.loaded(this.model)?.runtime.prestart() ?? this.scheduler.prestart(this.model);
   }
 
-  servingNow() {
-    return this.scheduler.loaded(this.model)?.runtime.servingNow?.();
+  connectAhead() {
+    return this.scheduler.loaded(this.model)?.runtime.connectAhead?.();
   }
 
   slots(): number {

@@ -92,7 +92,7 @@ export function makeModelRuntime(name: string, deps: RuntimeDeps): ModelRuntime 
     acquire: (signal, onProgress, options) => supervisor.acquire(signal, onProgress, options),
     ready: (signal, onProgress, options) => supervisor.ready(signal, onProgress, options),
     prestart: () => supervisor.prestart(),
-    servingNow: () => supervisor.servingNow(),
+    connectAhead: () => supervisor.connectAhead(),
     slots: () => supervisor.slots(),
     snapshot: () => supervisor.snapshot(),
     stop: (options) => supervisor.stop(options),

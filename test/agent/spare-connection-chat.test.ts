@@ -60,7 +60,7 @@ test("a server that is not serving yet: the request connects after the lease, as
   await using h = new ChatHarness({ mcp_servers: [], agents: [{ name: "assistant", system_prompt: "S" }] });
   const p = await proxy(h.llama.baseUrl);
   h.provider.via = p.baseUrl;
-  h.provider.servingNow = () => undefined;
+  h.provider.connectAhead = () => undefined;
   h.llama.script({ content: "ok" });
   expect((await h.chat(1, { input: "hi" })).terminal.type).toBe("result");
   expect(p.seen.length).toBe(1);

@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { Launch } from "../../src/runtime/launch.ts";
+import { closeTcpServers, tcpServer } from "../fixtures/tcp-server.ts";
 
 // One running llama-server as one object (docs/supervisor.md "A launch"): its identity, its
 // idle sleep over its one slot table, and its end.
@@ -121,4 +122,38 @@ describe("Launch", () => {
     expect(await launch.contextSize(never())).toBe(4096);
     expect(requests).toBe(1);
   });
+
+  test("connectAhead: no more spares waiting than free slots; one taken or dropped frees its place; none asleep or ended", async () => {
+    const { baseUrl } = await tcpServer(() => {});
+    const launch = new Launch({ baseUrl, apiKey: "k", slots: 2 });
+    const a = launch.connectAhead();
+    const b = launch.connectAhead();
+    expect(a).toBeDefined();
+    expect(b).toBeDefined();
+    expect(launch.connectAhead()).toBeUndefined();
+    a?.close();
+    const c = launch.connectAhead();
+    expect(c).toBeDefined();
+    // Taken by a request (its lease now holds the slot): its place is the lease's.
+    await launch.admit(never());
+    expect(b?.take(launch, handlers(), () => {})).toBe(true);
+    expect(launch.connectAhead()).toBeUndefined();
+    launch.leave();
+    const d = launch.connectAhead();
+    expect(d).toBeDefined();
+    for (const s of [c, d]) s?.close();
+    launch.end(new Error("gone"));
+    expect(launch.connectAhead()).toBeUndefined();
+    const { launch: sleeping } = sleepy();
+    sleeping.heard("sleeping");
+    expect(sleeping.connectAhead()).toBeUndefined();
+    sleeping.end();
+    closeTcpServers();
+  });
 });
+
+/** Handlers that ignore everything: the test only counts places. */
+function handlers() {
+  const nothing = () => {};
+  return { open: nothing, drain: nothing, data: nothing, close: nothing, error: nothing };
+}

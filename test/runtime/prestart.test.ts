@@ -115,22 +115,24 @@ describe.skipIf(process.platform === "win32")("ready", () => {
     }
   });
 
-  test("servingNow names only a ready server, with its lease's address and key (a chat's connection opened ahead)", async () => {
+  test("connectAhead opens a connection only to a ready server with a slot free (a chat's first request's)", async () => {
     await using dir = tmpdir();
     const { supervisor } = makeSupervisor(dir.path, { env: { FAKE_LLAMA_LOAD_MS: "200" } });
     try {
-      expect(supervisor.servingNow()).toBeUndefined();
-      const ticket = supervisor.prestart();
-      expect(ticket).toBeDefined();
-      expect(supervisor.servingNow()).toBeUndefined(); // starting
+      expect(supervisor.connectAhead()).toBeUndefined();
+      expect(supervisor.prestart()).toBeDefined();
+      expect(supervisor.connectAhead()).toBeUndefined(); // starting
       const lease = await supervisor.acquire(never());
-      expect(supervisor.servingNow()).toEqual(
-        expect.objectContaining({ baseUrl: lease.baseUrl, apiKey: lease.apiKey }),
-      );
+      expect(supervisor.connectAhead()).toBeUndefined(); // its one slot is leased
       lease.release();
+      const spare = supervisor.connectAhead();
+      expect(spare).toBeDefined();
+      expect(supervisor.connectAhead()).toBeUndefined(); // the free slot has its spare
+      spare?.close();
+      supervisor.connectAhead()?.close();
     } finally {
       await supervisor.stop();
     }
-    expect(supervisor.servingNow()).toBeUndefined();
+    expect(supervisor.connectAhead()).toBeUndefined();
   });
 });

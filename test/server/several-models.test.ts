@@ -61,13 +61,13 @@ describe("SeveralModels", () => {
     expect(checks()).toBe(1);
   });
 
-  test("a model's provider names its server only once that model serves (a chat's connection opened ahead)", async () => {
+  test("a model's provider opens a connection ahead only to that model's server, once it serves", async () => {
     const { several } = setup(null);
     const a = several.provider({ kind: "path", name: "a" });
-    expect(a.servingNow?.()).toBeUndefined();
+    expect(a.connectAhead?.()).toBeUndefined();
     (await a.acquire(signal())).release();
-    expect(a.servingNow?.()).toEqual({ baseUrl: "http://a", apiKey: "key" });
-    expect(several.provider({ kind: "path", name: "b" }).servingNow?.()).toBeUndefined();
+    expect(a.connectAhead?.() as unknown).toBe("spare of a");
+    expect(several.provider({ kind: "path", name: "b" }).connectAhead?.()).toBeUndefined();
   });
 
   test("a load while shutting down is refused cancelled, and starts nothing", async () => {

@@ -1,3 +1,4 @@
+import type { SpareConnection } from "../../../src/llama/spare-connection.ts";
 import { cancelledError } from "../../../src/protocol/errors.ts";
 import type { LlamaLease } from "../../../src/runtime/endpoint.ts";
 import { Launch } from "../../../src/runtime/launch.ts";
@@ -107,8 +108,9 @@ export class FakeRuntime implements ModelRuntime {
     return undefined;
   }
 
-  servingNow() {
-    return this.up ? { baseUrl: `http://${this.name}`, apiKey: "key" } : undefined;
+  /** A token in place of a connection (its host name does not resolve): which runtime was asked, and when. */
+  connectAhead(): SpareConnection | undefined {
+    return this.up ? (`spare of ${this.name}` as unknown as SpareConnection) : undefined;
   }
 
   slots(): number {
