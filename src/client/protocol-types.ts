@@ -456,6 +456,8 @@ export type CoreStatusResult = {
     uptime_ms: number | null;
     idle_sleep_s: number | null;
     cache_ram_bytes: number | null;
+    gpu_layers: number | null;
+    gpu_out_of_memory: number;
     restarts: {
       used: number;
       max: number | null;

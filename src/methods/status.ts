@@ -86,6 +86,8 @@ export function describeLlama(
     uptime_ms: serving ? Math.max(0, now - (snap.startedAt as number)) : null,
     idle_sleep_s: snap?.idleSleepMs != null ? Math.round(snap.idleSleepMs / 1000) : null,
     cache_ram_bytes: snap?.cacheRamBytes ?? null,
+    gpu_layers: snap?.gpuLayers ?? null,
+    gpu_out_of_memory: snap?.outOfMemoryStarts ?? 0,
     restarts: {
       used,
       max,

@@ -18,8 +18,35 @@ export const StatusParamsSchema = z.object({}).loose();
 export const statusResultSchema = once(() => {
   const count = z.number().int().nonnegative();
   const bytes = count.nullable();
+  const llama = llamaStatusSchema();
+  return z
+    .strictObject({
+      llama,
+      core: z.strictObject({
+        pid: z.number().int().positive(),
+        /** Resident memory of the core itself, as the runtime reports it (every OS). */
+        rss_bytes: bytes,
+        uptime_ms: count,
+      }),
+      /**
+       * Conversations' KV state saved under data_dir/kv (docs/agent.md#prompt-reuse): the bytes and
+       * state files there, and `llama.kv_disk_bytes`. All null before the config is loaded (status
+       * never loads it) or when saving is off (`kv_disk_bytes` 0).
+       */
+      kv_disk: z.strictObject({ used_bytes: bytes, files: count.nullable(), budget_bytes: bytes }),
+      /** One per configured RPC worker; empty when none is configured. */
+      rpc_workers: z.array(rpcWorkerStatusSchema()),
+      /** Requests in flight (chats, pulls, warmups…), oldest first; this status request excluded. */
+      requests: requestsSchema(),
+    })
+    .extend({ ...severalModelsStatusFields(), memory_index: memoryIndexSchema() });
+});
+/** The `llama` part: the model section's server, and each model's in `models`. */
+function llamaStatusSchema() {
+  const count = z.number().int().nonnegative();
+  const bytes = count.nullable();
   const iso = z.string();
-  const llama = z.strictObject({
+  return z.strictObject({
     /**
      * - `stopped`: not running: never started (the first chat or warmup starts it), or stopped
      *   at shutdown.
@@ -62,6 +89,14 @@ export const statusResultSchema = once(() => {
      * `rss_bytes` at start-up, filled as conversations leave their slots; null before a plan.
      */
     cache_ram_bytes: bytes,
+    /** The last plan's layers on a GPU (`-ngl`, 0 on the CPU); null before a plan. */
+    gpu_layers: count.nullable(),
+    /**
+     * Starts of this server that ran out of GPU memory and were planned again with more of the
+     * GPU kept free (docs/supervisor.md, "Out of GPU memory at start-up"); `gpu_layers` is then
+     * the replanned count.
+     */
+    gpu_out_of_memory: count,
     restarts: z.strictObject({
       /** Automatic restarts within the window ending now. */
       used: count,
@@ -73,28 +108,8 @@ export const statusResultSchema = once(() => {
       next_automatic_try_at: iso.nullable(),
     }),
   });
-  return z
-    .strictObject({
-      llama,
-      core: z.strictObject({
-        pid: z.number().int().positive(),
-        /** Resident memory of the core itself, as the runtime reports it (every OS). */
-        rss_bytes: bytes,
-        uptime_ms: count,
-      }),
-      /**
-       * Conversations' KV state saved under data_dir/kv (docs/agent.md#prompt-reuse): the bytes and
-       * state files there, and `llama.kv_disk_bytes`. All null before the config is loaded (status
-       * never loads it) or when saving is off (`kv_disk_bytes` 0).
-       */
-      kv_disk: z.strictObject({ used_bytes: bytes, files: count.nullable(), budget_bytes: bytes }),
-      /** One per configured RPC worker; empty when none is configured. */
-      rpc_workers: z.array(rpcWorkerStatusSchema()),
-      /** Requests in flight (chats, pulls, warmups…), oldest first; this status request excluded. */
-      requests: requestsSchema(),
-    })
-    .extend({ ...severalModelsStatusFields(), memory_index: memoryIndexSchema() });
-});
+}
+
 /**
  * Memory's vectors (docs/agent.md, "Memory"): memory rows (turns, folder and document chunks)
  * with a vector of `model` (`memory.embedding_model`) out of all, as the background embedder last

@@ -138,6 +138,11 @@ export class Launcher {
     return again;
   }
 
+  /** Starts that ran out of GPU memory and were planned again (status says so). */
+  get outOfMemoryStarts(): number {
+    return this.outOfMemory;
+  }
+
   /** Closes the log (the core is shutting down). */
   close(): void {
     this.log?.close();

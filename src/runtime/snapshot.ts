@@ -43,6 +43,10 @@ export interface SupervisorSnapshot {
   };
   /** The last plan's RAM prompt cache (`--cache-ram`), in bytes; null before any launch. */
   cacheRamBytes: number | null;
+  /** The last plan's layers on a GPU (`-ngl`); null before any launch. */
+  gpuLayers: number | null;
+  /** Starts that ran out of GPU memory and were planned again with more of it kept free (launcher.ts). */
+  outOfMemoryStarts: number;
 }
 
 /**
@@ -51,10 +55,11 @@ export interface SupervisorSnapshot {
  */
 export function snapshotOf(
   s: SupervisorState,
-  plan: LaunchPlan | undefined,
+  launched: { plan: LaunchPlan | undefined; outOfMemoryStarts: number },
   slots: SupervisorSnapshot["slots"],
   restarts: SupervisorSnapshot["restarts"],
 ): SupervisorSnapshot {
+  const { plan } = launched;
   const running = serving(s);
   const stopped = s.kind === "stopped" ? s : undefined;
   return {
@@ -78,5 +83,7 @@ export function snapshotOf(
       vision: plan ? plan.mmproj != null : null,
     },
     cacheRamBytes: plan ? plan.cache_ram_mib * 1024 * 1024 : null,
+    gpuLayers: plan?.gpu_layers ?? null,
+    outOfMemoryStarts: launched.outOfMemoryStarts,
   };
 }

@@ -69,7 +69,7 @@ export class Supervisor implements LlamaProvider {
     // The serving launch's one table of slot use (launch.ts); none is serving: none in use.
     const use = serving(s)?.launch.slots;
     const slots = { busy: use?.leases ?? 0, waiting: use?.waiting ?? 0, total: this.slots() };
-    return snapshotOf(s, this.launcher.plan, slots, this.restarts.report(s));
+    return snapshotOf(s, this.launcher, slots, this.restarts.report(s));
   }
 
   async acquire(

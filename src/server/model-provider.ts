@@ -67,5 +67,7 @@ function stoppedSnapshot(slots: number): SupervisorSnapshot {
     idleSleepMs: null,
     model: { path: null, name: null, bytes: null, contextPerSlot: null, thinking: null, vision: null },
     cacheRamBytes: null,
+    gpuLayers: null,
+    outOfMemoryStarts: 0,
   };
 }

@@ -32,6 +32,8 @@ function snap(over: Partial<SupervisorSnapshot> = {}): SupervisorSnapshot {
       vision: false,
     },
     cacheRamBytes: 64 * 2 ** 20,
+    gpuLayers: 0,
+    outOfMemoryStarts: 0,
     ...over,
   };
 }
@@ -104,7 +106,19 @@ describe("what status says of llama-server, from the supervisor's snapshot", () 
       uptime_ms: 60_000,
       idle_sleep_s: 300,
       cache_ram_bytes: 64 * 2 ** 20,
+      gpu_layers: 0,
+      gpu_out_of_memory: 0,
       restarts: { used: 1, max: 3, left: 2, window_s: 300, next_automatic_try_at: null },
+    });
+  });
+
+  test("after starts that ran out of GPU memory: how many, and the layers the replanned start has", () => {
+    const s = describeLlama(snap({ gpuLayers: 18, outOfMemoryStarts: 2 }), NOW, () => null);
+    expect(s.gpu_layers).toBe(18);
+    expect(s.gpu_out_of_memory).toBe(2);
+    expect(describeLlama(undefined, NOW, () => null)).toMatchObject({
+      gpu_layers: null,
+      gpu_out_of_memory: 0,
     });
   });
 

@@ -54,6 +54,8 @@ describe.skipIf(process.platform === "win32")(
           progress.filter((p) => p.phase === "starting").map((p) => (p as { attempt?: number }).attempt),
         ).toEqual([1, 2, 3]);
         expect(progress.at(-1)?.phase).toBe("ready");
+        // status says so: two starts ran out, and the server runs with the replanned layers.
+        expect(supervisor.snapshot()).toMatchObject({ outOfMemoryStarts: 2, gpuLayers: 13 });
       } finally {
         lease.release();
         await supervisor.stop();
