@@ -1,6 +1,6 @@
 import { resolve } from "node:path";
 import { looksLikePath, modelNotFound } from "../config/choose-model.ts";
-import { configForModel } from "../config/model-entry.ts";
+import { configForModel, type ModelConfig } from "../config/model-entry.ts";
 import type { Config, LoadedConfig } from "../config/schema.ts";
 import type { PlanDeps } from "../plan/launch.ts";
 import { buildPlanReport } from "../plan/report.ts";
@@ -17,6 +17,12 @@ import { pinnedSetMessage, pinnedSetProblem } from "./pinned-set.ts";
 export interface PlanConfigSource {
   loadedConfig(): LoadedConfig;
   defaultConfig(): LoadedConfig;
+  /**
+   * Starts of a configured model's server (`default`: the model section's) that ran out of GPU
+   * memory in this core (status's `gpu_out_of_memory`): its next start keeps that much more of
+   * the GPU free, and so does its plan. Absent (the CLI's): none.
+   */
+  outOfMemoryStarts?(model: string): number;
 }
 
 /**
@@ -56,7 +62,9 @@ export async function planReportWithHub(
   };
   if (!named && model?.startsWith(HF_PREFIX)) parseModelOption(model);
   const planDeps = deps.plan ?? defaultPlanDeps;
-  const report = await buildPlanReport(config, planDepsWithHub(planDeps, env, deps));
+  const ranOut = named ? (source.outOfMemoryStarts?.(model ?? "default") ?? 0) : 0;
+  const planned: ModelConfig = ranOut > 0 ? { ...config, gpu_out_of_memory: ranOut } : config;
+  const report = await buildPlanReport(planned, planDepsWithHub(planDeps, env, deps));
   // Pinned models are read offline: one not pulled is its own plan's error, not this warning's.
   const problem = named ? await pinnedSetProblem(loaded.config, planDeps) : null;
   if (!problem) return report;

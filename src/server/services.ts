@@ -76,6 +76,15 @@ export class CoreServices implements Services {
     return defaultConfig(this.options.cwd);
   }
 
+  outOfMemoryStarts(model: string): number {
+    const provider = this.several
+      ? this.several.provider({ kind: "path", name: model })
+      : model === "default"
+        ? this.provider
+        : undefined;
+    return provider?.snapshot?.().outOfMemoryStarts ?? 0;
+  }
+
   /** Runs `listener` once the config is loaded (at once if it already is). */
   onConfig(listener: (config: Config) => void): void {
     if (this.loaded) listener(this.loaded.config);

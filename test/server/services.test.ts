@@ -78,6 +78,19 @@ describe("the composition root", () => {
     expect(stopped).toEqual(["reuse (store open: true)", "llama", "store"]);
   });
 
+  test("outOfMemoryStarts: the model section's server's count once it exists, none for another name", async () => {
+    using dir = tmpdir();
+    writeFileSync(join(dir.path, "config.yaml"), "llama:\n  parallel: 1\n");
+    const stopped: string[] = [];
+    const provider = { ...stubLlama(1, stopped), snapshot: () => ({ outOfMemoryStarts: 2 }) as never };
+    const services = new CoreServices({ configPath: "config.yaml", cwd: dir.path, llama: () => provider });
+    expect(services.outOfMemoryStarts("default")).toBe(0); // no server yet
+    services.llama();
+    expect(services.outOfMemoryStarts("default")).toBe(2);
+    expect(services.outOfMemoryStarts("other")).toBe(0);
+    await services.stop();
+  });
+
   test("without a config: parallelChats is one and config() names the problem", () => {
     using dir = tmpdir();
     const services = new CoreServices({ configPath: "none.yaml", cwd: dir.path });
