@@ -42,7 +42,9 @@ export async function settle(
     if (t - windowStart >= options.quietMs || t - start >= options.maxMs) return t - start;
     await clock.sleep(options.stepMs);
     const cpu = clock.cpu(pids);
-    if (cpu - windowCpu > options.slackNs) {
+    // A thread or process that ended takes its CPU out of the sum: that is a change too, and the
+    // window starts again from the lower sum, or the next work would hide under what left.
+    if (cpu - windowCpu > options.slackNs || cpu < windowCpu) {
       windowStart = clock.now();
       windowCpu = cpu;
     }

@@ -92,9 +92,9 @@ function llamaStatusSchema() {
     /** The last plan's layers on a GPU (`-ngl`, 0 on the CPU); null before a plan. */
     gpu_layers: count.nullable(),
     /**
-     * Starts of this server that ran out of GPU memory and were planned again with more of the
-     * GPU kept free (docs/supervisor.md, "Out of GPU memory at start-up"); `gpu_layers` is then
-     * the replanned count.
+     * Starts of this server that ran out of GPU memory with layers on it, each later plan keeping
+     * more of the GPU free (docs/supervisor.md, "Out of GPU memory at start-up"); `gpu_layers` is
+     * then the replanned count.
      */
     gpu_out_of_memory: count,
     restarts: z.strictObject({

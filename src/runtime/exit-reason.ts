@@ -79,8 +79,10 @@ const RULES: Rule[] = [
   {
     // A GPU's own allocation (ggml-cuda and its HIP build: `cudaMalloc failed`; the model's
     // `unable to allocate CUDA0 buffer`; ggml-vulkan's OutOfDeviceMemory; ggml-metal's buffer).
+    // Not a `CUDA_Host` (`Vulkan_Host`…) buffer: pinned host RAM, the CPU's layers without mmap,
+    // whose failure is the RAM's (fewer layers on the GPU would need more of it).
     pattern:
-      /cudaMalloc failed|unable to allocate (CUDA|ROCm|Vulkan|MTL|Metal|SYCL|MUSA|CANN)\w* buffer|ErrorOutOfDeviceMemory|OutOfDeviceMemory|ggml_metal\w*: error: failed to allocate buffer/i,
+      /cudaMalloc failed|unable to allocate (CUDA|ROCm|Vulkan|MTL|Metal|SYCL|MUSA|CANN)(?!\w*_Host)\w* buffer|ErrorOutOfDeviceMemory|OutOfDeviceMemory|ggml_metal\w*: error: failed to allocate buffer/i,
     code: "model_plan_error",
     message: () =>
       "llama-server ran out of GPU memory loading the model; try a smaller context or fewer GPU layers",

@@ -108,7 +108,7 @@ export class Launch implements LaunchView {
    * could take a slot at once: awake, and a slot free with no one in line, the spares already
    * open counted as taken. An idle connection holds one of llama-server's HTTP threads
    * (`--threads-http`, by default the slots and four more; past them one thread each), so the spares
-   * waiting never outnumber the free slots: a burst of chats opens one, not one each.
+   * waiting never outnumber the free slots: a burst of chats opens one per free slot, not one each.
    */
   connectAhead(): SpareConnection | undefined {
     if (!this.awake || this.slots.leases + this.slots.waiting + this.spares >= this.slots.total)

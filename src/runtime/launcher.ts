@@ -104,6 +104,8 @@ export class Launcher {
       }
       const again = await this.replanned(outcome, plan, starting);
       if (again) {
+        // The replan probed the machine again (seconds at worst): a stop meanwhile spawns nothing.
+        starting.abort.signal.throwIfAborted();
         ({ request, plan } = again);
         continue;
       }

@@ -46,6 +46,20 @@ describe("settle (bench/overhead/settle.ts)", () => {
     expect(waited).toBeLessThan(250 + options.stepMs + 1);
   });
 
+  test("a thread that ended (the sum drops) starts the window again from the lower sum", async () => {
+    // 50 ms of CPU leaves the sum at 4 ms (a thread ended); then one core's worth until 16 ms,
+    // less than what left, which must not hide under it.
+    let t = 0;
+    const clock: SettleClock = {
+      cpu: () => (t < 4 ? 50_000_000 : (Math.min(t, 16) - 4) * 1_000_000),
+      now: () => t,
+      sleep: async (ms) => {
+        t += ms;
+      },
+    };
+    expect(await settle([1], options, clock)).toBeGreaterThanOrEqual(16 + 10);
+  });
+
   test("quietMs 0 does not wait", async () => {
     const clock = fakeClock(() => 1_000_000);
     expect(await settle([1], { ...options, quietMs: 0 }, clock)).toBe(0);

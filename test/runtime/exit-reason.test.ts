@@ -39,6 +39,15 @@ describe("classifyStartExit", () => {
     );
     expect(ram.code).toBe("model_plan_error");
     expect(ram.outOfMemory).toBeUndefined();
+    // Pinned host buffers (the CPU's layers with mmap off) are RAM, whatever backend names them.
+    for (const host of ["CUDA_Host", "Vulkan_Host", "ROCm_Host"]) {
+      const pinned = c(`E llama_model_load: error loading model: unable to allocate ${host} buffer`);
+      expect(pinned.outOfMemory).toBeUndefined();
+      expect(pinned.message).toContain("ran out of memory");
+    }
+    expect(
+      c("E llama_model_load: error loading model: unable to allocate CUDA_Split buffer").outOfMemory,
+    ).toBe(true);
     expect(classifyStartExit(["garbage"], null, "SIGSEGV")).toMatchObject({ code: "internal_error" });
     expect(classifyStartExit(["garbage"], null, "SIGSEGV").message).toContain("killed by SIGSEGV");
   });

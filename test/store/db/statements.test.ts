@@ -46,4 +46,22 @@ describe("StatementDatabase (store/db/statements.ts)", () => {
       expect(openUnder(dir.path)).toEqual([]);
     },
   );
+
+  test.skipIf(process.platform !== "linux")(
+    "past the bound the oldest are finalized as they go: a close still leaves nothing open",
+    () => {
+      using dir = tmpdir();
+      const db = new StatementDatabase(join(dir.path, "s.db"), {
+        create: true,
+        readwrite: true,
+        strict: true,
+      });
+      db.run("CREATE TABLE t (a INTEGER)");
+      const held = [];
+      for (let i = 0; i < 1030; i++) held.push(db.query(`SELECT a FROM t WHERE a = ${i}`));
+      expect(held[1029]?.all()).toEqual([]);
+      db.close(false);
+      expect(openUnder(dir.path)).toEqual([]);
+    },
+  );
 });
