@@ -130,6 +130,21 @@ describe("SpareConnection", () => {
     await expect(post(ep, new SpareConnection(ep))).rejects.toBeInstanceOf(ConnectionRefused);
   });
 
+  test("the server died after it opened, its close not yet heard when taken: ConnectionRefused, as a fresh connect says", async () => {
+    // Sent again on the restarted server (agent/watched-completion.ts), not failed as a death mid-answer.
+    const srv = await server();
+    const ep = { baseUrl: srv.baseUrl, apiKey: "k" };
+    const spare = new SpareConnection(ep);
+    await until(() => srv.conns.length === 1);
+    await Bun.sleep(10);
+    closeTcpServers();
+    srv.conns[0]?.socket.resetAndDestroy();
+    // The reset is in the kernel; nothing yields to the event loop before the request takes it.
+    for (const t = performance.now(); performance.now() - t < 20; );
+    await expect(post(ep, spare)).rejects.toBeInstanceOf(ConnectionRefused);
+    await expect(post(ep)).rejects.toBeInstanceOf(ConnectionRefused);
+  });
+
   test("a chat cancelled before its request: close() drops the connection at once", async () => {
     const srv = await server();
     const spare = new SpareConnection({ baseUrl: srv.baseUrl, apiKey: "k" });
