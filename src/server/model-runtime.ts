@@ -23,6 +23,12 @@ export interface RuntimeDeps {
   heldByOthers(model: string): DeviceBytes[];
   /** The model's prompt reuse, which outlives its runtimes (a model unloaded comes back). */
   reuse(model: string): PromptReuse;
+  /**
+   * Starts of each model that ran out of GPU memory, kept across its runtimes (a model unloaded
+   * and loaded again is a new one): its next plan, the scheduler's included, keeps that much
+   * more of the GPU free rather than running out once more. Absent: this runtime's own only.
+   */
+  outOfMemory?: Map<string, number>;
   /** Plans a model (the chat planner, or the embedding one for a model of kind embedding). */
   plan(
     config: ModelConfig,
@@ -76,6 +82,8 @@ export function planDepsBeside(held: () => readonly DeviceBytes[]): PlanDeps {
 export function makeModelRuntime(name: string, deps: RuntimeDeps): ModelRuntime {
   const config = () => modelConfig(deps.config(), name);
   const planDeps = planDepsBeside(() => deps.heldByOthers(name));
+  // Its runtimes before this one ran out so often; this one's own are the supervisor's hint.
+  const before = deps.outOfMemory?.get(name) ?? 0;
   // The plan made for the scheduler's decision is the first launch's; a restart plans anew.
   let planned: LaunchPlan | undefined;
   const supervisor = createSupervisor(config, {
@@ -85,7 +93,9 @@ export function makeModelRuntime(name: string, deps: RuntimeDeps): ModelRuntime 
       planned = undefined;
       // After a start that ran out of GPU memory, the scheduler's plan is not the one to launch.
       if (launch && hint.outOfMemory === 0) return launch;
-      return (await deps.plan(withHint(config(), hint), planDeps)).launch;
+      const outOfMemory = before + hint.outOfMemory;
+      if (hint.outOfMemory > 0) deps.outOfMemory?.set(name, outOfMemory);
+      return (await deps.plan(withHint(config(), { outOfMemory }), planDeps)).launch;
     },
   });
   return {
@@ -97,7 +107,7 @@ export function makeModelRuntime(name: string, deps: RuntimeDeps): ModelRuntime 
     snapshot: () => supervisor.snapshot(),
     stop: (options) => supervisor.stop(options),
     plannedBytes: async (): Promise<ModelFootprint> => {
-      const { plan, launch } = await deps.plan(config(), planDeps);
+      const { plan, launch } = await deps.plan(withHint(config(), { outOfMemory: before }), planDeps);
       planned = launch;
       const bytes: Record<string, number> = {};
       const budget: Record<string, number> = {};

@@ -77,12 +77,8 @@ export class CoreServices implements Services {
   }
 
   outOfMemoryStarts(model: string): number {
-    const provider = this.several
-      ? this.several.provider({ kind: "path", name: model })
-      : model === "default"
-        ? this.provider
-        : undefined;
-    return provider?.snapshot?.().outOfMemoryStarts ?? 0;
+    if (this.several) return this.several.outOfMemoryStarts(model);
+    return model === "default" ? (this.provider?.snapshot?.().outOfMemoryStarts ?? 0) : 0;
   }
 
   /** Runs `listener` once the config is loaded (at once if it already is). */

@@ -44,6 +44,8 @@ export class SeveralModels implements ModelsApi {
   readonly scheduler: Scheduler;
   private readonly providers = new Map<string, ModelProvider>();
   private readonly reuses = new Map<string, PromptReuse>();
+  /** Each model's starts that ran out of GPU memory, across its loads (model-runtime.ts). */
+  private readonly outOfMemory = new Map<string, number>();
   /** The chats (and embeds) on each model, so a forced unload ends them `cancelled`. */
   private readonly chats = new Map<string, Set<AbortController>>();
 
@@ -61,6 +63,7 @@ export class SeveralModels implements ModelsApi {
             heldByOthers: (m) => this.scheduler.heldByOthers(m),
             reuse: (m) => this.promptReuse(m),
             plan: deps.plan,
+            outOfMemory: this.outOfMemory,
           })),
       beforeLoad: () => this.checkPinned(),
       settings: () => ({
@@ -72,6 +75,11 @@ export class SeveralModels implements ModelsApi {
         for (const c of this.chats.get(model) ?? []) c.abort(cancelledError(`model "${model}" was unloaded`));
       },
     });
+  }
+
+  /** A model's starts that ran out of GPU memory, over all its loads in this core. */
+  outOfMemoryStarts(model: string): number {
+    return this.outOfMemory.get(model) ?? 0;
   }
 
   /**

@@ -34,19 +34,23 @@ describe.skipIf(process.platform === "win32")("a model of several that runs out 
       models: [{ name: "big", path: model }],
     });
     const asked: (number | undefined)[] = [];
-    const runtime = makeModelRuntime("big", {
-      config: () => config,
-      heldByOthers: () => [],
-      reuse: () => ({}) as PromptReuse,
-      plan: async (c: ModelConfig) => {
-        asked.push(c.gpu_out_of_memory);
-        const layers = 33 - 10 * (c.gpu_out_of_memory ?? 0);
-        return {
-          plan: { devices: [] },
-          launch: testPlan(model, { gpu_layers: layers, slot_save_path: null }),
-        };
-      },
-    });
+    const outOfMemory = new Map<string, number>();
+    const make = () =>
+      makeModelRuntime("big", {
+        config: () => config,
+        heldByOthers: () => [],
+        reuse: () => ({}) as PromptReuse,
+        outOfMemory,
+        plan: async (c: ModelConfig) => {
+          asked.push(c.gpu_out_of_memory);
+          const layers = 33 - 10 * (c.gpu_out_of_memory ?? 0);
+          return {
+            plan: { devices: [] },
+            launch: testPlan(model, { gpu_layers: layers, slot_save_path: null }),
+          };
+        },
+      });
+    const runtime = make();
     await runtime.plannedBytes();
     const lease = await runtime.acquire(new AbortController().signal);
     try {
@@ -56,6 +60,20 @@ describe.skipIf(process.platform === "win32")("a model of several that runs out 
     } finally {
       lease.release();
       await runtime.stop();
+    }
+    // Unloaded and loaded again (a new runtime): planned with the margin from the start, the
+    // scheduler's figures included, and launched once, without running out again.
+    expect(outOfMemory.get("big")).toBe(1);
+    asked.length = 0;
+    const again = make();
+    await again.plannedBytes();
+    const second = await again.acquire(new AbortController().signal);
+    try {
+      expect(asked).toEqual([1]);
+      expect(again.snapshot?.().outOfMemoryStarts).toBe(0);
+    } finally {
+      second.release();
+      await again.stop();
     }
   });
 });
