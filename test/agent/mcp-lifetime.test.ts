@@ -38,16 +38,24 @@ const pidsOf = (dir: string, name: string) => ({
   grandchild: pidsIn(join(dir, `${name}.grandchild`))[0] as number,
 });
 
+/** A process holding a pool of `servers`, once it says they are up: the core as a SIGKILL finds it. */
+async function holding(servers: ReturnType<typeof server>[]) {
+  const holder = Bun.spawn([process.execPath, HOLDER, JSON.stringify(servers)], {
+    stdout: "pipe",
+    env: process.env,
+  });
+  const { value } = await holder.stdout.getReader().read();
+  expect(new TextDecoder().decode(value)).toBe("ready\n");
+  return holder;
+}
+
 describe.skipIf(process.platform === "win32")("MCP servers die with the core", () => {
   test("SIGKILL of the process that holds the pool: a server ignoring EOF and SIGTERM, its own child and a second server are gone within 5 s", async () => {
     using dir = tmpdir();
-    const servers = [server(dir.path, "a", { MCP_TEST_MODE: "stubborn" }), server(dir.path, "b")];
-    const holder = Bun.spawn([process.execPath, HOLDER, JSON.stringify(servers)], {
-      stdout: "pipe",
-      env: process.env,
-    });
-    const { value } = await holder.stdout.getReader().read();
-    expect(new TextDecoder().decode(value)).toBe("ready\n");
+    const holder = await holding([
+      server(dir.path, "a", { MCP_TEST_MODE: "stubborn" }),
+      server(dir.path, "b"),
+    ]);
     const a = pidsOf(dir.path, "a");
     const b = pidsOf(dir.path, "b");
     const pids = [a.server, a.grandchild, b.server, b.grandchild];
@@ -62,6 +70,31 @@ describe.skipIf(process.platform === "win32")("MCP servers die with the core", (
       killQuietly(...pids);
     }
   }, 30_000);
+
+  // docs/agent.md, "The guard": the watcher notes what the server started outside its group
+  // while the server lives (the core's death is its stdin's end too), and ends it with the group.
+  test.skipIf(process.platform !== "linux")(
+    "SIGKILL of the holder: a child the server started in a session of its own, ignoring SIGTERM, is gone within 5 s too",
+    async () => {
+      using dir = tmpdir();
+      const file = join(dir.path, "a.detached");
+      const holder = await holding([
+        server(dir.path, "a", { MCP_TEST_MODE: "stubborn", MCP_TEST_DETACHED: file }),
+      ]);
+      const a = pidsOf(dir.path, "a");
+      const [detached] = pidsIn(file) as [number];
+      const pids = [a.server, a.grandchild, detached];
+      try {
+        expect(pids.every((p) => p > 0 && isAlive(p))).toBe(true);
+        holder.kill("SIGKILL");
+        await holder.exited;
+        expect(await waitFor(() => !pids.some(isAlive), { timeoutMs: 5000 })).toBe(true);
+      } finally {
+        killQuietly(...pids);
+      }
+    },
+    30_000,
+  );
 
   /** Starts one server in a pool, closes the pool; how long close() took. */
   async function closeAndTime(env: Record<string, string>, check: (closeMs: number) => void) {

@@ -12,6 +12,10 @@ import { existsSync } from "node:fs";
  * 0.5 s to exit on stdin's end, sends SIGTERM to the group, waits up to 2 s for the server, gives
  * the rest of the group 0.2 s, and sends SIGKILL to the group, itself included. A timer caps all
  * of that at 3 s, since each `sleep` of the polling is a fork that a loaded machine makes slow.
+ * On Linux, first, while the server lives (the core's death is its stdin's end too), the watcher
+ * walks /proc from the server's pid by parent pid and notes each descendant outside the group
+ * (a browser launched with setsid) with its start time; those get the group's SIGTERM and SIGKILL
+ * (`esc`), each only while its start time is the one noted (a pid reused since is not theirs).
  * The watcher ignores SIGTERM (it must live to send the SIGKILL) and lets go of the protocol
  * pipes at once, so their ends are the server's alone. A shell costs a few milliseconds and no
  * memory to speak of; a guard in the core's own binary would cost a Bun runtime per server.
@@ -20,11 +24,27 @@ const GUARD_SCRIPT = `(
 trap '' TERM HUP INT
 exec </dev/null >/dev/null 2>&1
 while read -r _ <&3; do :; done
-(sleep 3; kill -KILL 0) &
+out=
+if [ -r /proc/$$/stat ] && kill -0 $$; then
+  tree=" $$ "; grew=1; n=0
+  while [ -n "$grew" ] && [ $n -lt 8 ]; do
+    grew=; n=$((n+1))
+    for d in /proc/[0-9]*; do
+      p=\${d#/proc/}
+      case "$tree" in *" $p "*) continue;; esac
+      read -r l <"$d/stat" || continue
+      set -f; set -- \${l##*) }; set +f
+      case "$tree" in *" $2 "*) tree="$tree$p "; grew=1; [ "$3" = "$$" ] || out="$out $p:\${20}";; esac
+    done
+  done
+fi
+esc() { s=$1; for e in $out; do read -r l <"/proc/\${e%%:*}/stat" || continue; set -f; set -- \${l##*) }; set +f; [ "\${20}" = "\${e#*:}" ] && kill -$s "\${e%%:*}"; done; }
+(sleep 3; esc KILL; kill -KILL 0) &
 n=0; while [ $n -lt 5 ] && kill -0 $$; do sleep 0.1; n=$((n+1)); done
-kill -TERM 0
+kill -TERM 0; esc TERM
 n=0; while [ $n -lt 20 ] && kill -0 $$; do sleep 0.1; n=$((n+1)); done
 sleep 0.2
+esc KILL
 kill -KILL 0
 ) &
 exec 3<&-
