@@ -294,6 +294,7 @@ export type PlanResult = {
     }[];
     probes: { id: string; status: "error" | "ok" | "absent" | "timeout"; message: string; ms: number }[];
     gpus_unused?: string[] | undefined;
+    devices_left_out?: string[] | undefined;
   };
   plan: {
     model_path: string;
@@ -361,6 +362,7 @@ export type PlanResult = {
         | "threads"
         | "flash_attn"
         | "mmap"
+        | "devices"
         | "rpc"
         | "cache_ram"
         | "context"

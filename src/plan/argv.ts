@@ -27,6 +27,7 @@ export const flags = {
   gpuLayers: (n: number) => ["-ngl", String(n)],
   rpc: (workers: readonly string[]) => (workers.length > 0 ? ["--rpc", workers.join(",")] : []),
   tensorSplit: (shares: readonly number[] | null) => (shares ? ["--tensor-split", shares.join(",")] : []),
+  devices: (names: readonly string[] | null | undefined) => (names ? ["--device", names.join(",")] : []),
   threads: (n: number) => ["-t", String(n)],
   flashAttn: (mode: LaunchPlan["flash_attn"]) => ["-fa", mode],
   cacheTypes: (k: string, v: string) => ["--cache-type-k", k, "--cache-type-v", v],
@@ -66,6 +67,7 @@ export function renderArgv(plan: LaunchPlan, dialect: ArgvDialect): string[] {
       ? [...flags.embeddings(plan.embedding.pooling), ...flags.batch(plan.embedding.batch)]
       : []),
     ...flags.gpuLayers(plan.gpu_layers),
+    ...flags.devices(plan.devices),
     ...flags.rpc(plan.rpc_workers),
     ...flags.tensorSplit(plan.tensor_split),
     ...flags.threads(plan.threads),

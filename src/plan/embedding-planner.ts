@@ -8,6 +8,7 @@ import { decideFlashAttn } from "./decide/flash-attn.ts";
 import { idleSleepDecision } from "./decide/idle-sleep.ts";
 import { logPrivacyWarnings } from "./decide/log-privacy.ts";
 import { decideMemoryFlags } from "./decide/memory-flags.ts";
+import { decideOffloadDevices } from "./decide/offload-devices.ts";
 import { extraArgsDecision } from "./decide/passthrough.ts";
 import { decideThreads } from "./decide/threads.ts";
 import { applyOverrides, type HardwareSnapshot } from "./hardware.ts";
@@ -56,6 +57,7 @@ export function planEmbedding(model: ModelInfo, rawHw: HardwareSnapshot, config:
     rawHw.gpus.length,
     rawHw.gpus_unused,
   );
+  const offload = decideOffloadDevices(hw, placed.gpuLayers.value.layers, 0);
   const threads = decideThreads(llama.threads, hw.cpu);
   const flashAttn = decideFlashAttn(llama.flash_attn, "f16");
   const memory = decideMemoryFlags(llama);
@@ -67,6 +69,7 @@ export function planEmbedding(model: ModelInfo, rawHw: HardwareSnapshot, config:
     context_per_slot: e.batch,
     max_tokens: null,
     gpu_layers: placed.gpuLayers.value.layers,
+    devices: offload.value,
     rpc_workers: [],
     tensor_split: placed.tensorSplit,
     threads: threads.value,
@@ -88,6 +91,7 @@ export function planEmbedding(model: ModelInfo, rawHw: HardwareSnapshot, config:
   const decisions: Decision[] = [
     ...shapeDecisions(e),
     placed.gpuLayers.decision,
+    ...(offload.decision ? [offload.decision] : []),
     ...(placed.tensorSplit ? [tensorSplitDecision(placed.tensorSplit)] : []),
     threads.decision,
     flashAttn.decision,

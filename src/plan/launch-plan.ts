@@ -26,6 +26,12 @@ export interface LaunchPlan {
   rpc_workers: string[];
   /** `--tensor-split`: layers per device in llama-server's order; null leaves the split to llama-server. */
   tensor_split: number[] | null;
+  /**
+   * `--device`: the only devices llama-server may offload to, the planned GPUs by their listed
+   * names, where it lists one the plan leaves out (decide/offload-devices.ts); absent or null,
+   * llama-server's own choice.
+   */
+  devices?: string[] | null;
   /** `-t` */
   threads: number;
   /** `-fa` */

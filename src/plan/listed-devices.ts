@@ -98,6 +98,8 @@ export interface Reconciled {
   gpus: GpuInfo[];
   /** Why each GPU a vendor tool found is not planned, for the plan's warnings. */
   unused: string[];
+  /** Listed devices the plan leaves out (no vendor tool vouches for them, one vouches for another). */
+  left: string[];
   /** The probe report's line. */
   message: string;
 }
@@ -150,7 +152,7 @@ export function reconcileGpus(
     (left.length > 0
       ? `; left to llama-server, no vendor tool vouches for ${left.map((d) => `${d.name} ${d.description}`).join(", ")}`
       : "");
-  return { gpus, unused, message };
+  return { gpus, unused, left: left.map((d) => d.name), message };
 }
 
 /** Each listed device's vendor-tool GPU: same vendor, the same name first, then in order. */

@@ -13,6 +13,7 @@ import { idleSleepDecision } from "./decide/idle-sleep.ts";
 import { type CacheTypes, cacheRequests, decideCacheTypes } from "./decide/kv-cache.ts";
 import { logPrivacyWarnings } from "./decide/log-privacy.ts";
 import { decideMemoryFlags } from "./decide/memory-flags.ts";
+import { decideOffloadDevices } from "./decide/offload-devices.ts";
 import { extraArgsDecision, jinjaDecision } from "./decide/passthrough.ts";
 import { imagesOf, placeProjector, withProjector } from "./decide/projector.ts";
 import { explainingLeftOut, rpcDevices, rpcPlacement, withRpcDevices } from "./decide/rpc-devices.ts";
@@ -88,11 +89,7 @@ function planChat(
   const flashAttn = decideFlashAttn(llama.flash_attn, cache.value.v);
   // The projector's bytes are taken from where it is held before the text model is fitted.
   const vision = placeProjector(projector, budgets, flashAttn.value !== "off");
-  const fit = fitter(model, vision.budgets, {
-    cacheK: cache.value.k,
-    cacheV: cache.value.v,
-    flashAttn: flashAttn.value !== "off",
-  });
+  const fit = fitter(model, vision.budgets, fitOptions(cache.value, flashAttn.value));
   const slots = decideSlots(config);
   const placed = explainingLeftOut(rpc, () =>
     decideContextAndLayers({
@@ -108,6 +105,7 @@ function planChat(
   const images = imagesOf(projector, vision.placement, placed.context.value, model.n_embd);
   warnings.push(...vision.warnings, ...placed.warnings, ...images.warnings);
   const told = rpcPlacement(rpc, budgets, placed, model.n_layer, local.gpus.length, llama.rpc.length > 0);
+  const offload = decideOffloadDevices(hw, placed.gpuLayers.value.layers, rpc.used.length);
   const threads = decideThreads(llama.threads, hw.cpu);
   const memory = decideMemoryFlags(llama);
   const template = chatTemplateReport(model.chat_template, llama.extra_args, templateFile);
@@ -118,6 +116,7 @@ function planChat(
     slots: slots.value,
     context: placed.context.value,
     gpuLayers: placed.gpuLayers.value.layers,
+    devices: offload.value,
     rpcWorkers: rpc.used,
     tensorSplit: told.tensorSplit,
     threads: threads.value,
@@ -134,6 +133,7 @@ function planChat(
       slots.decision,
       told.context,
       told.gpuLayers,
+      ...(offload.decision ? [offload.decision] : []),
       ...told.flags,
       threads.decision,
       flashAttn.decision,
@@ -159,11 +159,17 @@ function inArgvOrder(llama: PlanConfig["llama"], planned: Decision[], reuse: Reu
   return [...planned, jinjaDecision(), ...tail, ...(extra ? [extra] : [])];
 }
 
+/** What the estimate takes of the cache and attention decisions. */
+function fitOptions(cache: CacheTypes, flashAttn: LaunchPlan["flash_attn"]) {
+  return { cacheK: cache.k, cacheV: cache.v, flashAttn: flashAttn !== "off" };
+}
+
 /** The values decided for a launch, by name. */
 interface Chosen {
   slots: number;
   context: number;
   gpuLayers: number;
+  devices: string[] | null;
   rpcWorkers: string[];
   tensorSplit: number[] | null;
   threads: number;
@@ -185,6 +191,7 @@ function launchOf(model: ModelInfo, config: PlanConfig, c: Chosen): LaunchPlan {
     context_per_slot: c.context,
     max_tokens: config.model.max_tokens,
     gpu_layers: c.gpuLayers,
+    devices: c.devices,
     rpc_workers: c.rpcWorkers,
     tensor_split: c.tensorSplit,
     threads: c.threads,

@@ -341,11 +341,12 @@ export async function probeHardware(
   };
   if (!listed) return snapshot;
   if (!listed.value) return { ...snapshot, probes: [...probes, listed.report] };
-  const { gpus, unused, message } = reconcileGpus(found, listed.value, ramValue, binary!);
+  const { gpus, unused, left, message } = reconcileGpus(found, listed.value, ramValue, binary!);
   return {
     ...snapshot,
     gpus,
     ...(unused.length > 0 ? { gpus_unused: unused } : {}),
+    ...(left.length > 0 ? { devices_left_out: left } : {}),
     probes: [...probes, { ...listed.report, message }],
   };
 }

@@ -82,6 +82,11 @@ export const HardwareSnapshotSchema = z.strictObject({
   gpus: z.array(GpuInfoSchema),
   /** GPUs a vendor tool found that llama-server will not use, and why (docs/plan.md "Which GPUs"). */
   gpus_unused: z.array(z.string()).optional(),
+  /**
+   * Devices llama-server lists that the plan leaves out (no vendor tool vouches for them while one
+   * vouches for another GPU): a plan with layers on a GPU then names its own with `--device`.
+   */
+  devices_left_out: z.array(z.string()).optional(),
   probes: z.array(ProbeReportSchema),
 });
 export type HardwareSnapshot = z.infer<typeof HardwareSnapshotSchema>;
@@ -191,6 +196,7 @@ export const DECISION_NAMES = [
   "context",
   "embedding",
   "gpu_layers",
+  "devices",
   "rpc",
   "tensor_split",
   "threads",

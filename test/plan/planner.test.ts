@@ -207,6 +207,40 @@ describe("planner on fake machines", () => {
     expect(asked.message).toContain("RTX 4090 is not used");
   });
 
+  test("a second discrete card no tool vouches for beside a vouched one: --device names the planned GPU only", async () => {
+    const m = await model("l7", llama7b);
+    const nvidia = hw(32, [
+      { name: "NVIDIA GeForce RTX 4090", vendor: "nvidia", total_bytes: 24 * GIB, free_bytes: 23 * GIB },
+    ]);
+    const listed = reconcileGpus(
+      nvidia.gpus,
+      [
+        {
+          name: "Vulkan0",
+          description: "AMD Radeon RX 7800 XT",
+          total_bytes: 16 * GIB,
+          free_bytes: 15 * GIB,
+        },
+        {
+          name: "Vulkan1",
+          description: "NVIDIA GeForce RTX 4090",
+          total_bytes: 24 * GIB,
+          free_bytes: 23 * GIB,
+        },
+      ],
+      hw(32).ram,
+      "llama-server",
+    );
+    expect(listed.left).toEqual(["Vulkan0"]);
+    const snapshot = hw(32, [], { gpus: listed.gpus, devices_left_out: listed.left });
+    const p = makePlan(m, snapshot, config());
+    expect(p.argv.join(" ")).toContain("--device Vulkan1");
+    expect(p.decisions.find((d) => d.name === "devices")?.reason).toContain("Vulkan0");
+    // On the CPU, or with nothing left out, llama-server's own choice stands.
+    expect(makePlan(m, snapshot, config({ model: { gpu_layers: 0 } })).argv).not.toContain("--device");
+    expect(makePlan(m, hw(32, [], { gpus: listed.gpus }), config()).argv).not.toContain("--device");
+  });
+
   test("deepseek2 (MLA, MoE) plans on CPU", async () => {
     const m = await model("ds", deepseek2);
     const p = makePlan(m, CPU_ONLY, config());
