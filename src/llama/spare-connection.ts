@@ -31,12 +31,27 @@ export class SpareConnection {
   private gone = false;
   private readonly timer: ReturnType<typeof setTimeout>;
 
+  private onDone: () => void;
+  private readonly alive: () => boolean;
+
   constructor(
     private readonly endpoint: LlamaEndpoint,
-    /** Runs once, when a request takes it or it is dropped: the launch counts its spares (runtime/launch.ts). */
-    private onDone: () => void = () => {},
-    connect: Connect = Bun.connect,
+    options: {
+      /** Runs once, when a request takes it or it is dropped: the launch counts its spares (runtime/launch.ts). */
+      onDone?: () => void;
+      /**
+       * Whether the server still runs, asked as a request takes it: one that died after the
+       * connection opened may not have had its close heard yet, and the request would then be
+       * written to it and fail as a death mid-answer, where a fresh connect is refused and sent
+       * again on the restarted server (agent/watched-completion.ts).
+       */
+      alive?: () => boolean;
+      connect?: Connect;
+    } = {},
   ) {
+    this.onDone = options.onDone ?? (() => {});
+    this.alive = options.alive ?? (() => true);
+    const connect = options.connect ?? Bun.connect;
     const url = new URL(endpoint.baseUrl);
     this.timer = setTimeout(() => this.close(), SPARE_MS);
     this.timer.unref?.();
@@ -61,11 +76,16 @@ export class SpareConnection {
   /**
    * Gives the connection to a request to `endpoint`: true once `handlers` have it (`open` runs
    * now, or when it opens); false, and nothing changes, when it is another server's, gone or
-   * taken. Should it fail before it opens, `fresh` (the request's own connect) runs instead.
+   * taken, and false (it is dropped) when its server no longer runs. Should it fail before it
+   * opens, `fresh` (the request's own connect) runs instead.
    */
   take(endpoint: LlamaEndpoint, handlers: SocketHandlers, fresh: () => void): boolean {
     const same = endpoint.baseUrl === this.endpoint.baseUrl && endpoint.apiKey === this.endpoint.apiKey;
     if (this.taker || this.gone || !same) return false;
+    if (!this.alive()) {
+      this.close();
+      return false;
+    }
     clearTimeout(this.timer);
     this.taker = { handlers, fresh };
     this.done();

@@ -97,35 +97,12 @@ export function postStream(
         answer.fail(err.code === "ECONNREFUSED" ? new ConnectionRefused(why) : lost(why));
       },
     );
-  if (!spare?.take(server, overSpare(handlers, answer), connect)) void connect();
+  if (!spare?.take(server, handlers, connect)) void connect();
   return answer.head.promise;
 }
 
 const lost = (message: string) => new LlmError("connection_lost", message);
 
-/**
- * The handlers for a connection opened ahead (spare-connection.ts): one that ends before any byte
- * of the answer came was to a server that died while it waited (its close not yet heard when the
- * request took it); a live llama-server answers every request. That is a request that reached no
- * server, ConnectionRefused as a fresh connect would have said, so it is sent again, once, on the
- * restarted server (agent/watched-completion.ts), not failed as a death mid-answer.
- */
-function overSpare(handlers: SocketHandlers, answer: Answer): SocketHandlers {
-  let answered = false;
-  const gone = () =>
-    answer.fail(
-      new ConnectionRefused("llama-server closed the connection opened ahead before answering: it is gone"),
-    );
-  return {
-    ...handlers,
-    data: (s, bytes) => {
-      answered = true;
-      handlers.data(s, bytes);
-    },
-    close: () => (answered ? handlers.close() : gone()),
-    error: (s, err) => (answered ? handlers.error(s, err) : gone()),
-  };
-}
 const LF = 10;
 /** The decoder's options, one object for every read. */
 const STREAM = { stream: true };

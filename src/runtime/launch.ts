@@ -110,11 +110,11 @@ export class Launch implements LaunchView {
    * (`--threads-http`, by default the slots and four more; past them one thread each), so the spares
    * waiting never outnumber the free slots: a burst of chats opens one per free slot, not one each.
    */
-  connectAhead(): SpareConnection | undefined {
+  connectAhead(alive?: () => boolean): SpareConnection | undefined {
     if (!this.awake || this.slots.leases + this.slots.waiting + this.spares >= this.slots.total)
       return undefined;
     this.spares++;
-    return new SpareConnection(this, () => this.spares--);
+    return new SpareConnection(this, { onDone: () => this.spares--, ...(alive ? { alive } : {}) });
   }
 
   get servedTask(): boolean {

@@ -11,6 +11,7 @@ import { leaseOn } from "./lease.ts";
 import { LogTail } from "./log-sink.ts";
 import { removePidRecord } from "./pid-file.ts";
 import { Prestart } from "./prestart.ts";
+import { childRunning } from "./proc-info.ts";
 import { ProgressBeat } from "./progress-beat.ts";
 import { RestartPolicy } from "./restart-policy.ts";
 import { RpcWatch } from "./rpc-watch.ts";
@@ -173,9 +174,11 @@ export class Supervisor implements LlamaProvider {
     }
   }
 
+  /** A chat's first connection ahead (launch.ts), taken only while /proc says the server runs. */
   connectAhead(): SpareConnection | undefined {
     const s = this.state.get();
-    return s.kind === "ready" ? s.running.launch.connectAhead() : undefined;
+    if (s.kind !== "ready") return undefined;
+    return s.running.launch.connectAhead(() => childRunning(s.running.child.pid) !== false);
   }
 
   prestart(): StartTicket | undefined {
@@ -339,10 +342,8 @@ export class Supervisor implements LlamaProvider {
   private failReady(err: CoreError): void {
     const s = this.state.get();
     if (s.kind !== "ready") return;
-    this.failRunning(
-      s,
-      new CoreError(err.code, err.message, { ...err.data, log_tail: this.tail.last(TAIL_IN_ERRORS) }),
-    );
+    const data = { ...err.data, log_tail: this.tail.last(TAIL_IN_ERRORS) };
+    this.failRunning(s, new CoreError(err.code, err.message, data));
   }
 
   /** ready → stopping → stopped, the next start a restart for `err`, which leases see at once. */
@@ -380,10 +381,7 @@ export class Supervisor implements LlamaProvider {
     });
   }
 
-  /**
-   * Stops a server that served (or was about to): leases see `died`; the exit line where it is
-   * our child, SIGTERM, SIGKILL after the grace (launch-steps.ts stopChild).
-   */
+  /** Stops a server that served (or was about to): leases see `died`; then launch-steps.ts stopChild. */
   private async halt(running: Running, why: string, untilReleased = false): Promise<void> {
     running.launch.end(cancelledError(`llama-server was stopped (${why})`));
     const early = politeStopWait(running.readyAt, running.launch.servedTask, Date.now());

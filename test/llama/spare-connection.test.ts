@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { createServer, type Socket } from "node:net";
-import { ConnectionRefused } from "../../src/llama/errors.ts";
+import { ConnectionRefused, LlmError } from "../../src/llama/errors.ts";
 import { SPARE_MS, SpareConnection } from "../../src/llama/spare-connection.ts";
 import { type BodyReader, postStream } from "../../src/llama/stream-socket.ts";
 import { closeTcpServers, tcpServer } from "../fixtures/tcp-server.ts";
@@ -130,19 +130,36 @@ describe("SpareConnection", () => {
     await expect(post(ep, new SpareConnection(ep))).rejects.toBeInstanceOf(ConnectionRefused);
   });
 
-  test("the server died after it opened, its close not yet heard when taken: ConnectionRefused, as a fresh connect says", async () => {
-    // Sent again on the restarted server (agent/watched-completion.ts), not failed as a death mid-answer.
+  test("its server gone (as /proc says) when a request would take it: dropped, and the fresh connect is refused", async () => {
+    // Its close may not be heard yet: written to, it would fail as a death mid-answer rather
+    // than be sent again on the restarted server (agent/watched-completion.ts).
     const srv = await server();
     const ep = { baseUrl: srv.baseUrl, apiKey: "k" };
-    const spare = new SpareConnection(ep);
+    let running = true;
+    const spare = new SpareConnection(ep, { alive: () => running });
     await until(() => srv.conns.length === 1);
-    await Bun.sleep(10);
     closeTcpServers();
     srv.conns[0]?.socket.resetAndDestroy();
-    // The reset is in the kernel; nothing yields to the event loop before the request takes it.
+    running = false;
+    // The reset is in the kernel; nothing yields to the event loop before the request asks.
     for (const t = performance.now(); performance.now() - t < 20; );
     await expect(post(ep, spare)).rejects.toBeInstanceOf(ConnectionRefused);
-    await expect(post(ep)).rejects.toBeInstanceOf(ConnectionRefused);
+  });
+
+  test("a server that dies on the request itself, over a spare: connection_lost, its death, not a refusal", async () => {
+    // A refusal is sent again on a restarted server; a request that kills llama-server would
+    // kill that one too.
+    const { baseUrl } = await tcpServer((socket) => {
+      socket.on("error", () => {});
+      socket.on("data", () => socket.resetAndDestroy());
+    });
+    const ep = { baseUrl, apiKey: "k" };
+    const spare = new SpareConnection(ep);
+    await Bun.sleep(20);
+    const err = await post(ep, spare).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(LlmError);
+    expect(err).not.toBeInstanceOf(ConnectionRefused);
+    expect((err as LlmError).kind).toBe("connection_lost");
   });
 
   test("a chat cancelled before its request: close() drops the connection at once", async () => {
