@@ -36,7 +36,7 @@ interface Prepared {
 }
 
 /** Plans again after running out of GPU memory at most this often per supervisor (decide/budgets.ts `outOfMemoryMargin` each time). */
-const MAX_OUT_OF_MEMORY = 3;
+export const MAX_OUT_OF_MEMORY = 3;
 
 /**
  * A start's work, from `starting` to a server that serves: leftovers of dead cores reaped

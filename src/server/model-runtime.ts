@@ -7,6 +7,7 @@ import { defaultPlanDeps } from "../models/local-plan-deps.ts";
 import type { HardwareSnapshot } from "../plan/hardware.ts";
 import type { LaunchPlan, PlanDeps } from "../plan/launch.ts";
 import type { DevicePlan } from "../protocol/plan.ts";
+import { MAX_OUT_OF_MEMORY } from "../runtime/launcher.ts";
 import type { DeviceBytes } from "../runtime/memory-fit.ts";
 import type { ModelFootprint, ModelRuntime } from "../runtime/model-runtime.ts";
 import { createSupervisor, withHint } from "../runtime/provider.ts";
@@ -93,7 +94,9 @@ export function makeModelRuntime(name: string, deps: RuntimeDeps): ModelRuntime 
       planned = undefined;
       // After a start that ran out of GPU memory, the scheduler's plan is not the one to launch.
       if (launch && hint.outOfMemory === 0) return launch;
-      const outOfMemory = before + hint.outOfMemory;
+      // At most MAX_OUT_OF_MEMORY margins over all its loads: a cause that has gone since (another
+      // program's GPU memory) must not leave the model on ever fewer layers for the core's life.
+      const outOfMemory = Math.min(before + hint.outOfMemory, MAX_OUT_OF_MEMORY);
       if (hint.outOfMemory > 0) deps.outOfMemory?.set(name, outOfMemory);
       return (await deps.plan(withHint(config(), { outOfMemory }), planDeps)).launch;
     },
@@ -104,7 +107,12 @@ export function makeModelRuntime(name: string, deps: RuntimeDeps): ModelRuntime 
     prestart: () => supervisor.prestart(),
     connectAhead: () => supervisor.connectAhead(),
     slots: () => supervisor.slots(),
-    snapshot: () => supervisor.snapshot(),
+    // Its loads before this one count too: the margin the plan keeps is theirs and its own.
+    snapshot: () => {
+      const snap = supervisor.snapshot();
+      const outOfMemoryStarts = Math.min(before + snap.outOfMemoryStarts, MAX_OUT_OF_MEMORY);
+      return { ...snap, outOfMemoryStarts };
+    },
     stop: (options) => supervisor.stop(options),
     plannedBytes: async (): Promise<ModelFootprint> => {
       const { plan, launch } = await deps.plan(withHint(config(), { outOfMemory: before }), planDeps);
