@@ -13,9 +13,11 @@ import { existsSync } from "node:fs";
  * the rest of the group 0.2 s, and sends SIGKILL to the group, itself included. A timer caps all
  * of that at 3 s, since each `sleep` of the polling is a fork that a loaded machine makes slow.
  * On Linux, first, while the server lives (the core's death is its stdin's end too), the watcher
- * walks /proc from the server's pid by parent pid and notes each descendant outside the group
- * (a browser launched with setsid) with its start time; those get the group's SIGTERM and SIGKILL
- * (`esc`), each only while its start time is the one noted (a pid reused since is not theirs).
+ * walks the server's descendants through /proc/<pid>/task/<tid>/children (only its tree is read, at
+ * most 256) and notes each outside the group (a browser launched with setsid) with its start
+ * time; those get the group's SIGTERM and SIGKILL (`esc`), each only while its start time is the
+ * one noted (a pid reused since is not theirs). Only simple commands carry a redirection that
+ * may fail (a process gone meanwhile): a shell may exit on a compound command's.
  * The watcher ignores SIGTERM (it must live to send the SIGKILL) and lets go of the protocol
  * pipes at once, so their ends are the server's alone. A shell costs a few milliseconds and no
  * memory to speak of; a guard in the core's own binary would cost a Bun runtime per server.
@@ -25,26 +27,33 @@ trap '' TERM HUP INT
 exec </dev/null >/dev/null 2>&1
 while read -r _ <&3; do :; done
 out=
-if [ -r /proc/$$/stat ] && kill -0 $$; then
-  tree=" $$ "; grew=1; n=0
-  while [ -n "$grew" ] && [ $n -lt 8 ]; do
-    grew=; n=$((n+1))
-    for d in /proc/[0-9]*; do
-      p=\${d#/proc/}
-      case "$tree" in *" $p "*) continue;; esac
-      read -r l <"$d/stat" || continue
-      set -f; set -- \${l##*) }; set +f
-      case "$tree" in *" $2 "*) tree="$tree$p "; grew=1; [ "$3" = "$$" ] || out="$out $p:\${20}";; esac
+if [ -r /proc/$$/task/$$/children ] && kill -0 $$; then
+  todo=$$; seen=" $$ "; n=0
+  while [ -n "$todo" ]; do
+    next=
+    for p in $todo; do
+      for c in /proc/$p/task/*/children; do
+        k=; read -r k <"$c"
+        for q in $k; do
+          case "$seen" in *" $q "*) continue;; esac
+          n=$((n+1)); [ $n -le 256 ] || continue
+          seen="$seen$q "; next="$next $q"
+          l=; read -r l <"/proc/$q/stat" || continue
+          set -f; set -- \${l##*) }; set +f
+          [ "$3" = "$$" ] || out="$out $q:\${20}"
+        done
+      done
     done
+    todo=$next
   done
 fi
-esc() { s=$1; for e in $out; do read -r l <"/proc/\${e%%:*}/stat" || continue; set -f; set -- \${l##*) }; set +f; [ "\${20}" = "\${e#*:}" ] && kill -$s "\${e%%:*}"; done; }
-(sleep 3; esc KILL; kill -KILL 0) &
+esc() { for e in $out; do l=; read -r l <"/proc/\${e%%:*}/stat" || continue; set -f; set -- \${l##*) }; set +f; [ "\${20}" = "\${e#*:}" ] && kill -$s "\${e%%:*}"; done; }
+(sleep 3; s=KILL; esc; kill -KILL 0) &
 n=0; while [ $n -lt 5 ] && kill -0 $$; do sleep 0.1; n=$((n+1)); done
-kill -TERM 0; esc TERM
+kill -TERM 0; s=TERM; esc
 n=0; while [ $n -lt 20 ] && kill -0 $$; do sleep 0.1; n=$((n+1)); done
 sleep 0.2
-esc KILL
+s=KILL; esc
 kill -KILL 0
 ) &
 exec 3<&-
