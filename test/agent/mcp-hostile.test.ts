@@ -65,6 +65,7 @@ describe("MCP servers that do not read their stdin", () => {
       kill: () => {
         killed++;
       },
+      noteEscaped: () => {},
     } satisfies McpChild;
     const transport = new ChildTransport(child, "t", { maxPendingBytes: 1 << 20, stallMs: 50 });
     let closed = false;

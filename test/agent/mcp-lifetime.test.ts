@@ -2,7 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { getDefaultEnvironment } from "@modelcontextprotocol/sdk/client/stdio.js";
-import { EOF_GRACE_MS, spawnMcpServer, TERM_GRACE_MS } from "../../src/agent/mcp/child.ts";
+import { EOF_GRACE_MS, NOTE_EVERY_MS, spawnMcpServer, TERM_GRACE_MS } from "../../src/agent/mcp/child.ts";
 import { McpPool } from "../../src/agent/mcp/pool.ts";
 import { McpServerSchema } from "../../src/config/schema.ts";
 import { isAlive } from "../../src/runtime/proc-info.ts";
@@ -91,6 +91,37 @@ describe.skipIf(process.platform === "win32")("MCP servers die with the core", (
         expect(await waitFor(() => !pids.some(isAlive), { timeoutMs: 5000 })).toBe(true);
       } finally {
         killQuietly(...pids);
+      }
+    },
+    30_000,
+  );
+
+  // The core tells the guard what it saw outside the group (child.ts noteEscaped): a server that
+  // exits by itself leaves a detached child the guard can no longer find as its own, and the
+  // guard ends it from what it was told.
+  test.skipIf(process.platform !== "linux")(
+    "a server that exits by itself: the detached child the core noted is ended by the guard",
+    async () => {
+      using dir = tmpdir();
+      const file = join(dir.path, "detached");
+      const child = spawnMcpServer({
+        command: "/bin/sh",
+        args: ["-c", `sleep 0.2; setsid sleep 1000 & echo $! > ${file}; read x; exit 0`],
+        env: getDefaultEnvironment(),
+      });
+      // Asked at once (nothing to see yet), then again within the second: that look comes later.
+      child.noteEscaped();
+      expect(await waitFor(() => existsSync(file) && readFileSync(file, "utf8").endsWith("\n"))).toBe(true);
+      const detached = Number(readFileSync(file, "utf8"));
+      try {
+        expect(isAlive(detached)).toBe(true);
+        child.noteEscaped();
+        await Bun.sleep(NOTE_EVERY_MS + 300);
+        await child.write("bye\n");
+        await child.exited;
+        expect(await waitFor(() => !isAlive(detached), { timeoutMs: 3000 })).toBe(true);
+      } finally {
+        killQuietly(detached);
       }
     },
     30_000,

@@ -1,6 +1,6 @@
-import { closeSync, existsSync, statSync } from "node:fs";
+import { closeSync, existsSync, statSync, writeSync } from "node:fs";
 import { isAbsolute, resolve } from "node:path";
-import { signalSame } from "../../platform/process-tree.ts";
+import { type ProcEntry, signalSame } from "../../platform/process-tree.ts";
 import { spawnArgv } from "../../platform/windows-command.ts";
 import { endEscaped, escapedFrom } from "./escaped.ts";
 import { guardAvailable, guardedArgv } from "./guard.ts";
@@ -32,7 +32,16 @@ export interface McpChild {
   stop(): Promise<void>;
   /** At once: SIGKILL to it (guarded: its group, the guard included, and what left the group). */
   kill(): void;
+  /**
+   * Guarded, on Linux: tells the guard what the server has started outside its group so far
+   * (escaped.ts), so that the guard can end it should the core die outright, even when the
+   * server exits at stdin's end before the guard's own look. At most once a NOTE_EVERY_MS.
+   */
+  noteEscaped(): void;
 }
+
+/** How often `noteEscaped` looks (it reads /proc): after a tool call, not after each of a burst. */
+export const NOTE_EVERY_MS = 1000;
 
 export const EOF_GRACE_MS = 2000;
 export const TERM_GRACE_MS = 2000;
@@ -80,6 +89,7 @@ export function spawnMcpServer(launch: ServerLaunch, guard = guardAvailable()): 
   };
   // Looked for while the server lives: once it has gone, what it started is init's and cannot be found.
   const lookForEscaped = () => (guard && !gone ? escapedFrom(proc.pid) : []);
+  const noteEscaped = escapeNotes(watch, lookForEscaped);
   const endStdin = () => {
     try {
       proc.stdin.end();
@@ -107,12 +117,50 @@ export function spawnMcpServer(launch: ServerLaunch, guard = guardAvailable()): 
       clearTimeout(kill);
       await endEscaped(escaped);
     },
+    noteEscaped,
     kill: () => {
       const escaped = lookForEscaped();
       signal("SIGKILL");
       signalSame(escaped, "SIGKILL");
     },
   };
+}
+
+/**
+ * A guarded server's `noteEscaped`: each new process `look` finds outside its group, written to
+ * the guard's socket as `pid:start`, at most once a NOTE_EVERY_MS (one asked for sooner runs then).
+ * `look` finds nothing once the
+ * server has gone, when the socket is closed (its fd number may be another file's by then).
+ */
+function escapeNotes(watch: unknown, look: () => ProcEntry[]): () => void {
+  if (typeof watch !== "number") return () => {};
+  const told = new Set<string>();
+  let lookedAt = Number.NEGATIVE_INFINITY;
+  let later: ReturnType<typeof setTimeout> | undefined;
+  const note = () => {
+    const wait = lookedAt + NOTE_EVERY_MS - Date.now();
+    // Asked again too soon (a call right after the start): looked at once the second is up.
+    if (wait > 0) {
+      later ??= setTimeout(() => {
+        later = undefined;
+        note();
+      }, wait);
+      later.unref?.();
+      return;
+    }
+    lookedAt = Date.now();
+    for (const e of look()) {
+      const line = `${e.pid}:${e.start}`;
+      if (told.has(line)) continue;
+      told.add(line);
+      try {
+        writeSync(watch, `${line}\n`);
+      } catch {
+        // The guard is gone (it reads until the core closes its end): nothing to tell.
+      }
+    }
+  };
+  return note;
 }
 
 /** Why `launch.command` cannot be run (the words spawn uses), or null. */

@@ -22,6 +22,8 @@ export interface Connection {
   kill(why: string): void;
   /** The `why` of the kill that ended it, if the core killed it. */
   stoppedFor(): string | undefined;
+  /** Tells the guard what the server started outside its group (child.ts `noteEscaped`). */
+  noteEscaped(): void;
 }
 
 /** A start never rejects: a failed one has killed what it spawned; `stopped` settles once that is gone. */
@@ -77,6 +79,7 @@ export async function startServer(cfg: McpServerConfig, options: StartOptions): 
     close: () => client.close(),
     kill: (why) => transport.kill(why),
     stoppedFor: () => transport.stoppedFor,
+    noteEscaped: () => child.noteEscaped(),
   };
   client.onclose = () => {
     logger.info(`MCP server '${cfg.name}' disconnected; it will be restarted on next use`);
@@ -100,6 +103,8 @@ export async function startServer(cfg: McpServerConfig, options: StartOptions): 
   } finally {
     options.signal.removeEventListener("abort", killOnAbort);
   }
+  // What it started with itself (a browser at start-up) is noted now, the rest after its calls.
+  child.noteEscaped();
   logger.info(`MCP server '${cfg.name}' started with ${conn.tools.length} tools`);
   return { ok: true, conn };
 }

@@ -12,7 +12,9 @@ import { existsSync } from "node:fs";
  * 0.5 s to exit on stdin's end, sends SIGTERM to the group, waits up to 2 s for the server, gives
  * the rest of the group 0.2 s, and sends SIGKILL to the group, itself included. A timer caps all
  * of that at 3 s, since each `sleep` of the polling is a fork that a loaded machine makes slow.
- * On Linux, first, while the server lives (the core's death is its stdin's end too), the watcher
+ * The core writes `pid:start` lines to fd 3 for what it saw the server start outside its group
+ * (child.ts `noteEscaped`); the watcher keeps them (digits and colons only) until the EOF.
+ * On Linux, then, while the server lives (the core's death is its stdin's end too), the watcher
  * walks the server's descendants through /proc/<pid>/task/<tid>/children (only its tree is read, at
  * most 256) and notes each outside the group (a browser launched with setsid) with its start
  * time; those get the group's SIGTERM and SIGKILL (`esc`), each only while its start time is the
@@ -25,8 +27,8 @@ import { existsSync } from "node:fs";
 const GUARD_SCRIPT = `(
 trap '' TERM HUP INT
 exec </dev/null >/dev/null 2>&1
-while read -r _ <&3; do :; done
 out=
+while read -r e <&3; do case "$e" in *[!0-9:]*|"") ;; *) out="$out $e";; esac; done
 if [ -r /proc/$$/task/$$/children ] && kill -0 $$; then
   todo=$$; seen=" $$ "; n=0
   while [ -n "$todo" ]; do

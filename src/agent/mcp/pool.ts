@@ -70,7 +70,9 @@ export class McpPool {
         if (why && err instanceof McpError && err.code === ErrorCode.ConnectionClosed)
           throw new McpError(err.code, `MCP server '${server}' was stopped: ${why}`);
         throw err;
-      });
+      })
+      // A call may have launched something outside the server's group (a browser): the guard hears of it.
+      .finally(() => conn.noteEscaped());
     const parts = Array.isArray(result.content) ? result.content : [];
     const text = parts
       .map((p: { type?: string; text?: string }) =>
