@@ -4,7 +4,8 @@ import { writeStack } from "../fixtures/stack.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
 // Joined pieces through the compiled binary (docs/protocol.md#joined-pieces): the stand-in
-// streams 200 word tokens 1 ms apart, faster than the default 5 ms window.
+// streams 200 word tokens 1 ms apart, faster than the default 5 ms window, with 50 ms after the
+// first (a core descheduled for a millisecond under load would otherwise read two at once).
 const onPosix = process.platform !== "win32";
 const WORDS = Array.from({ length: 200 }, (_, i) => `w${i} `);
 
@@ -13,7 +14,7 @@ async function chunksOf(app: string[]): Promise<{ deltas: string[]; response: st
   const stack = writeStack(dir.path, {
     tools: [],
     app,
-    script: [{ content: WORDS, chunk_delay_ms: 1 }],
+    script: [{ content: WORDS, chunk_delay_ms: 1, first_gap_ms: 50 }],
   });
   await using core = spawnCore({ cwd: dir.path, env: stack.env });
   const r = await core.request({ id: 1, method: "chat", params: { input: "go" } }, 30_000);
