@@ -501,6 +501,8 @@ export type CoreStatusResult = {
         pinned: boolean;
         vision: boolean | null;
         memory_bytes: number | null;
+        gpu_layers: number | null;
+        gpu_out_of_memory: number;
         rss_bytes: number | null;
         slots: { busy: number; waiting: number; total: number | null };
         last_used_at: string | null;

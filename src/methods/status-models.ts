@@ -30,6 +30,8 @@ export function modelsStatus(
     pinned: false,
     vision: visionOf(services),
     memory_bytes: null,
+    gpu_layers: llama.gpu_layers,
+    gpu_out_of_memory: llama.gpu_out_of_memory,
     rss_bytes: llama.rss_bytes,
     slots: llama.slots,
     // The one supervisor keeps no time of its last use.
@@ -45,6 +47,8 @@ export function modelsStatus(
       pinned: m.pin,
       vision: null,
       memory_bytes: null,
+      gpu_layers: null,
+      gpu_out_of_memory: 0,
       rss_bytes: null,
       slots: { busy: 0, waiting: 0, total: null },
       last_used_at: null,

@@ -30,6 +30,13 @@ export function modelStatusSchema() {
     vision: z.boolean().nullable(),
     /** What its plan holds of the memory budget; null while unloaded or before a plan. */
     memory_bytes: bytes,
+    /** Its last plan's layers on a GPU (`-ngl`); null before a plan. */
+    gpu_layers: count.nullable(),
+    /**
+     * Its starts that ran out of GPU memory in this core, over all its loads (at most 3 counted),
+     * each later plan keeping more of the GPU free (docs/supervisor.md).
+     */
+    gpu_out_of_memory: count,
     rss_bytes: bytes,
     slots: z.strictObject({ busy: count, waiting: count, total: count.nullable() }),
     last_used_at: z.string().nullable(),

@@ -14,6 +14,7 @@ import type { SupervisorSnapshot } from "../runtime/snapshot.ts";
 export function statusOf(
   scheduler: Scheduler,
   configured: readonly ConfiguredModel[],
+  outOfMemory: (model: string) => number = () => 0,
 ): { models: ModelStatus[]; memory: MemoryStatus[] } {
   const snap = scheduler.snapshot();
   const models = snap.models.map((row): ModelStatus => {
@@ -29,6 +30,9 @@ export function statusOf(
       // What its last plan launched (a projector: docs/models.md "The projector"); unknown before one.
       vision: sup?.model.vision ?? null,
       memory_bytes: row.memory_bytes,
+      gpu_layers: sup?.gpuLayers ?? null,
+      // Over its loads: the runtime counts its own and those before (model-runtime.ts).
+      gpu_out_of_memory: sup?.outOfMemoryStarts ?? outOfMemory(row.name),
       rss_bytes: row.pid === null ? null : residentBytes(row.pid),
       slots: row.slots ?? { busy: 0, waiting: 0, total: null },
       last_used_at: row.last_used_at === null ? null : new Date(row.last_used_at).toISOString(),

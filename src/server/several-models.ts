@@ -201,7 +201,7 @@ export class SeveralModels implements ModelsApi {
   }
 
   status(): { models: ModelStatus[]; memory: MemoryStatus[] } {
-    return statusOf(this.scheduler, configuredModels(this.deps.config()));
+    return statusOf(this.scheduler, configuredModels(this.deps.config()), (m) => this.outOfMemoryStarts(m));
   }
 
   loadedPaths(): string[] {

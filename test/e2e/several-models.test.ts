@@ -35,6 +35,7 @@ describe.skipIf(process.platform === "win32")("several models (compiled core)", 
     expect(new Set(pids).size).toBe(2);
     for (const pid of pids) expect(alive(pid)).toBe(true);
     expect(rows.second.memory_bytes).toBeGreaterThan(0);
+    expect(rows.second).toMatchObject({ gpu_layers: expect.any(Number), gpu_out_of_memory: 0 });
     expect(status.memory.length).toBeGreaterThan(0);
     // Each model's own pid record and log under data_dir.
     expect(readdirSync(join(stack.dataDir, "run")).filter((f) => f.startsWith("llama-server-"))).toHaveLength(

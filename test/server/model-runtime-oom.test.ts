@@ -107,6 +107,11 @@ describe.skipIf(process.platform === "win32")("a model of several that runs out 
       (await big.acquire(never())).release();
       expect(f.asked).toEqual([undefined, 1, 1]);
       expect(several.outOfMemoryStarts("big")).toBe(1);
+      // status's row says so, loaded (its layers) and unloaded (the count it will plan with).
+      const row = () => several.status().models.find((m) => m.name === "big");
+      expect(row()).toMatchObject({ gpu_layers: 23, gpu_out_of_memory: 1 });
+      await several.scheduler.unload("big");
+      expect(row()).toMatchObject({ gpu_layers: null, gpu_out_of_memory: 1 });
     } finally {
       await several.stop();
     }
