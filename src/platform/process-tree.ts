@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { statFieldsOf } from "./proc-stat.ts";
 
 /**
@@ -74,6 +74,50 @@ function sendSignal(pid: number, sig: NodeJS.Signals): boolean {
   } catch {
     return false; // gone meanwhile
   }
+}
+
+/**
+ * `descendantsOf` through the kernel's own lists (/proc/<pid>/task/<tid>/children): only the tree
+ * is read, not every process (listing /proc costs ~14 µs a process, 45 ms at 3,000); at most
+ * `max` of them. Null off Linux, or where the kernel keeps no such lists (CONFIG_PROC_CHILDREN)
+ * or the process is gone.
+ */
+export function descendantsByChildren(pid: number, max = 256): ProcEntry[] | null {
+  if (process.platform !== "linux" || !existsSync(`/proc/${pid}/task/${pid}/children`)) return null;
+  const found: ProcEntry[] = [];
+  const seen = new Set([pid]);
+  const queue = [pid];
+  while (queue.length > 0 && found.length < max) {
+    for (const child of childrenOf(queue.shift() as number)) {
+      if (seen.has(child) || found.length >= max) continue;
+      seen.add(child);
+      const entry = entryOf(child);
+      if (!entry) continue; // gone meanwhile
+      found.push(entry);
+      queue.push(child);
+    }
+  }
+  return found;
+}
+
+/** The pids every thread of `pid` started, from its tasks' `children` files; none once it is gone. */
+function childrenOf(pid: number): number[] {
+  let tids: string[];
+  try {
+    tids = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return [];
+  }
+  const pids: number[] = [];
+  for (const tid of tids) {
+    try {
+      for (const word of readFileSync(`/proc/${pid}/task/${tid}/children`, "utf8").split(" "))
+        if (/^\d+$/.test(word)) pids.push(Number(word));
+    } catch {
+      // The thread ended between the listing and the read.
+    }
+  }
+  return pids;
 }
 
 export const linuxProc: ProcReader = {

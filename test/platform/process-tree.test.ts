@@ -2,7 +2,12 @@ import { describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { runWithTimeout } from "../../src/plan/probe.ts";
-import { descendantsOf, type ProcReader, signalSame } from "../../src/platform/process-tree.ts";
+import {
+  descendantsByChildren,
+  descendantsOf,
+  type ProcReader,
+  signalSame,
+} from "../../src/platform/process-tree.ts";
 import { alive } from "../fixtures/stack.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 import { waitFor } from "../fixtures/wait.ts";
@@ -38,6 +43,28 @@ describe("descendantsOf", () => {
         5,
       ),
     ).toEqual([6]);
+  });
+});
+
+describe.skipIf(process.platform !== "linux")("descendantsByChildren", () => {
+  test("the same tree as a listing of every process, read through the kernel's children lists", async () => {
+    // A shell with a child and a grandchild (one in a session of its own), the shell waiting.
+    const proc = Bun.spawn(["/bin/sh", "-c", "sh -c 'setsid sleep 30 & sleep 30' & wait"], {
+      stdio: ["ignore", "ignore", "ignore"],
+    });
+    try {
+      expect(await waitFor(() => descendantsOf(proc.pid).length >= 3)).toBe(true);
+      const byList = descendantsOf(proc.pid)
+        .map((e) => e.pid)
+        .sort();
+      const byChildren = descendantsByChildren(proc.pid);
+      expect(byChildren?.map((e) => e.pid).sort()).toEqual(byList);
+      expect(descendantsByChildren(proc.pid, 1)).toHaveLength(1);
+    } finally {
+      for (const e of descendantsOf(proc.pid)) process.kill(e.pid, "SIGKILL");
+      proc.kill("SIGKILL");
+    }
+    expect(descendantsByChildren(2 ** 22 + 1)).toBeNull();
   });
 });
 

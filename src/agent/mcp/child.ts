@@ -42,6 +42,8 @@ export interface McpChild {
 
 /** How often `noteEscaped` looks (it reads /proc): after a tool call, not after each of a burst. */
 export const NOTE_EVERY_MS = 1000;
+/** What may wait for the guard's socket: far more lines than a server starts outside its group. */
+const MAX_UNSENT = 64 * 1024;
 
 export const EOF_GRACE_MS = 2000;
 export const TERM_GRACE_MS = 2000;
@@ -89,7 +91,7 @@ export function spawnMcpServer(launch: ServerLaunch, guard = guardAvailable()): 
   };
   // Looked for while the server lives: once it has gone, what it started is init's and cannot be found.
   const lookForEscaped = () => (guard && !gone ? escapedFrom(proc.pid) : []);
-  const noteEscaped = escapeNotes(watch, lookForEscaped);
+  const noteEscaped = escapeNotes(watch, lookForEscaped, () => gone);
   const endStdin = () => {
     try {
       proc.stdin.end();
@@ -129,16 +131,19 @@ export function spawnMcpServer(launch: ServerLaunch, guard = guardAvailable()): 
 /**
  * A guarded server's `noteEscaped`: each new process `look` finds outside its group, written to
  * the guard's socket as `pid:start`, at most once a NOTE_EVERY_MS (one asked for sooner runs then).
- * `look` finds nothing once the
- * server has gone, when the socket is closed (its fd number may be another file's by then).
+ * Nothing is written once the server has gone (`gone`): its socket is closed then, and the fd
+ * number may be another file's.
  */
-function escapeNotes(watch: unknown, look: () => ProcEntry[]): () => void {
+function escapeNotes(watch: unknown, look: () => ProcEntry[], gone: () => boolean): () => void {
   if (typeof watch !== "number") return () => {};
   const told = new Set<string>();
   let lookedAt = Number.NEGATIVE_INFINITY;
   let later: ReturnType<typeof setTimeout> | undefined;
+  // What the socket did not take yet (its end is non-blocking): sent first next time, so that
+  // no line is lost or cut in two.
+  let unsent = "";
   const note = () => {
-    const wait = lookedAt + NOTE_EVERY_MS - Date.now();
+    const wait = lookedAt + NOTE_EVERY_MS - performance.now();
     // Asked again too soon (a call right after the start): looked at once the second is up.
     if (wait > 0) {
       later ??= setTimeout(() => {
@@ -148,16 +153,20 @@ function escapeNotes(watch: unknown, look: () => ProcEntry[]): () => void {
       later.unref?.();
       return;
     }
-    lookedAt = Date.now();
+    // Gone: the socket is closed, and its fd number may be another file's by now.
+    if (gone()) return;
+    lookedAt = performance.now();
     for (const e of look()) {
       const line = `${e.pid}:${e.start}`;
-      if (told.has(line)) continue;
+      if (told.has(line) || unsent.length > MAX_UNSENT) continue;
       told.add(line);
-      try {
-        writeSync(watch, `${line}\n`);
-      } catch {
-        // The guard is gone (it reads until the core closes its end): nothing to tell.
-      }
+      unsent += `${line}\n`;
+    }
+    if (unsent === "") return;
+    try {
+      unsent = unsent.slice(writeSync(watch, unsent));
+    } catch {
+      // Full for now (EAGAIN: kept for the next look) or the guard is gone (EPIPE: nothing to tell).
     }
   };
   return note;

@@ -1,4 +1,5 @@
 import {
+  descendantsByChildren,
   descendantsOf,
   linuxProc,
   type ProcEntry,
@@ -16,9 +17,15 @@ import {
  */
 export const ESCAPED_GRACE_MS = 200;
 
-/** The server's descendants outside its group (the guard made the server its group's leader). */
+/**
+ * The server's descendants outside its group (the guard made the server its group's leader):
+ * through the kernel's children lists where it keeps them (only the server's tree is read: the
+ * core looks after each tool call), else from a listing of every process.
+ */
 export function escapedFrom(serverPid: number, proc: ProcReader = linuxProc): ProcEntry[] {
-  return descendantsOf(serverPid, proc).filter((e) => e.pgid !== serverPid);
+  const tree =
+    (proc === linuxProc ? descendantsByChildren(serverPid) : null) ?? descendantsOf(serverPid, proc);
+  return tree.filter((e) => e.pgid !== serverPid);
 }
 
 /** Ends what `escapedFrom` found; resolves at once when nothing of it is left. */
