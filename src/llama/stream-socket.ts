@@ -102,7 +102,6 @@ export function postStream(
 }
 
 const lost = (message: string) => new LlmError("connection_lost", message);
-
 const LF = 10;
 /** The decoder's options, one object for every read. */
 const STREAM = { stream: true };

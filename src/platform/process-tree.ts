@@ -25,7 +25,14 @@ export interface ProcReader {
   startOf(pid: number): string | null;
 }
 
+/**
+ * What `pid` started, and what those started, breadth first. On Linux through the kernel's own
+ * children lists where it keeps them (only the tree is read: `descendantsByChildren`), else from
+ * a listing of every process.
+ */
 export function descendantsOf(pid: number, proc: ProcReader = linuxProc): ProcEntry[] {
+  const tree = proc === linuxProc ? descendantsByChildren(pid, Number.POSITIVE_INFINITY) : null;
+  if (tree) return tree;
   const children = new Map<number, ProcEntry[]>();
   for (const entry of proc.list()) {
     const list = children.get(entry.ppid);

@@ -83,8 +83,11 @@ export function planDepsBeside(held: () => readonly DeviceBytes[]): PlanDeps {
 export function makeModelRuntime(name: string, deps: RuntimeDeps): ModelRuntime {
   const config = () => modelConfig(deps.config(), name);
   const planDeps = planDepsBeside(() => deps.heldByOthers(name));
-  // Its runtimes before this one ran out so often; this one's own are the supervisor's hint.
+  // Its runtimes before this one ran out so often; this one's own are the supervisor's hint. At
+  // most MAX_OUT_OF_MEMORY margins over all its loads: a cause that has gone since (another
+  // program's GPU memory) must not leave the model on ever fewer layers for the core's life.
   const before = deps.outOfMemory?.get(name) ?? 0;
+  const counted = (own: number) => Math.min(before + own, MAX_OUT_OF_MEMORY);
   // The plan made for the scheduler's decision is the first launch's; a restart plans anew.
   let planned: LaunchPlan | undefined;
   const supervisor = createSupervisor(config, {
@@ -94,9 +97,7 @@ export function makeModelRuntime(name: string, deps: RuntimeDeps): ModelRuntime 
       planned = undefined;
       // After a start that ran out of GPU memory, the scheduler's plan is not the one to launch.
       if (launch && hint.outOfMemory === 0) return launch;
-      // At most MAX_OUT_OF_MEMORY margins over all its loads: a cause that has gone since (another
-      // program's GPU memory) must not leave the model on ever fewer layers for the core's life.
-      const outOfMemory = Math.min(before + hint.outOfMemory, MAX_OUT_OF_MEMORY);
+      const outOfMemory = counted(hint.outOfMemory);
       if (hint.outOfMemory > 0) deps.outOfMemory?.set(name, outOfMemory);
       return (await deps.plan(withHint(config(), { outOfMemory }), planDeps)).launch;
     },
@@ -110,8 +111,7 @@ export function makeModelRuntime(name: string, deps: RuntimeDeps): ModelRuntime 
     // Its loads before this one count too: the margin the plan keeps is theirs and its own.
     snapshot: () => {
       const snap = supervisor.snapshot();
-      const outOfMemoryStarts = Math.min(before + snap.outOfMemoryStarts, MAX_OUT_OF_MEMORY);
-      return { ...snap, outOfMemoryStarts };
+      return { ...snap, outOfMemoryStarts: counted(snap.outOfMemoryStarts) };
     },
     stop: (options) => supervisor.stop(options),
     plannedBytes: async (): Promise<ModelFootprint> => {

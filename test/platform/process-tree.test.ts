@@ -5,6 +5,7 @@ import { runWithTimeout } from "../../src/plan/probe.ts";
 import {
   descendantsByChildren,
   descendantsOf,
+  linuxProc,
   type ProcReader,
   signalSame,
 } from "../../src/platform/process-tree.ts";
@@ -54,7 +55,9 @@ describe.skipIf(process.platform !== "linux")("descendantsByChildren", () => {
     });
     try {
       expect(await waitFor(() => descendantsOf(proc.pid).length >= 3)).toBe(true);
-      const byList = descendantsOf(proc.pid)
+      // A reader that is not linuxProc itself: descendantsOf then walks a listing of every process.
+      const listing: ProcReader = { list: () => linuxProc.list(), startOf: (p) => linuxProc.startOf(p) };
+      const byList = descendantsOf(proc.pid, listing)
         .map((e) => e.pid)
         .sort();
       const byChildren = descendantsByChildren(proc.pid);

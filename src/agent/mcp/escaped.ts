@@ -1,5 +1,4 @@
 import {
-  descendantsByChildren,
   descendantsOf,
   linuxProc,
   type ProcEntry,
@@ -18,14 +17,11 @@ import {
 export const ESCAPED_GRACE_MS = 200;
 
 /**
- * The server's descendants outside its group (the guard made the server its group's leader):
- * through the kernel's children lists where it keeps them (only the server's tree is read: the
- * core looks after each tool call), else from a listing of every process.
+ * The server's descendants outside its group (the guard made the server its group's leader); the
+ * core looks after each tool call, so only the server's tree is read (process-tree.ts).
  */
 export function escapedFrom(serverPid: number, proc: ProcReader = linuxProc): ProcEntry[] {
-  const tree =
-    (proc === linuxProc ? descendantsByChildren(serverPid) : null) ?? descendantsOf(serverPid, proc);
-  return tree.filter((e) => e.pgid !== serverPid);
+  return descendantsOf(serverPid, proc).filter((e) => e.pgid !== serverPid);
 }
 
 /** Ends what `escapedFrom` found; resolves at once when nothing of it is left. */
