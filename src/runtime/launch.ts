@@ -64,10 +64,14 @@ export interface LaunchInit extends LlamaEndpoint {
   projector?: string | null;
   /** The plan's extra_args. */
   extraArgs?: readonly string[];
+  /** Whether its process still runs, as /proc says (proc-info.ts); none: taken as running. */
+  running?: () => boolean;
 }
 
 /** How long a first read of /props may take. */
 const PROPS_TIMEOUT_MS = 5000;
+/** A look at the process this recent, made after a spare opened, stands for the spare's own. */
+const SEEN_RUNNING_MS = 5;
 let launchCount = 0;
 
 export class Launch implements LaunchView {
@@ -87,6 +91,9 @@ export class Launch implements LaunchView {
   private served = false;
   /** Connections opened ahead, neither taken nor dropped yet. */
   private spares = 0;
+  private readonly running: () => boolean;
+  /** When the process was last seen running, just before a lease (`noteRunning`). */
+  private runningSeenAt = Number.NEGATIVE_INFINITY;
 
   constructor(init: LaunchInit) {
     this.baseUrl = init.baseUrl;
@@ -96,6 +103,7 @@ export class Launch implements LaunchView {
     this.slots = new SlotUse(init.slots);
     this.projector = init.projector ?? null;
     this.extraArgs = init.extraArgs ?? null;
+    this.running = init.running ?? (() => true);
     this.sleep = new SleepWatch({
       ...(init.sleep ?? { idleMs: 0, isAsleep: async () => null, rouse: async () => {} }),
       inUse: () => this.slots.leases,
@@ -110,11 +118,23 @@ export class Launch implements LaunchView {
    * (`--threads-http`, by default the slots and four more; past them one thread each), so the spares
    * waiting never outnumber the free slots: a burst of chats opens one per free slot, not one each.
    */
-  connectAhead(alive?: () => boolean): SpareConnection | undefined {
+  connectAhead(): SpareConnection | undefined {
     if (!this.awake || this.slots.leases + this.slots.waiting + this.spares >= this.slots.total)
       return undefined;
     this.spares++;
-    return new SpareConnection(this, { onDone: () => this.spares--, ...(alive ? { alive } : {}) });
+    const opened = performance.now();
+    const seen = () =>
+      this.runningSeenAt >= opened && performance.now() - this.runningSeenAt < SEEN_RUNNING_MS;
+    return new SpareConnection(this, { onDone: () => this.spares--, alive: () => seen() || this.running() });
+  }
+
+  /**
+   * Its process seen running by the look before a lease (supervisor.ts `usable`). A spare taken
+   * within SEEN_RUNNING_MS after, and opened before, needs no look of its own: the two would read
+   * /proc a fraction of a millisecond apart on the chat's way to its request.
+   */
+  noteRunning(): void {
+    this.runningSeenAt = performance.now();
   }
 
   get servedTask(): boolean {

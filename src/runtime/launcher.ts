@@ -21,6 +21,7 @@ import { dialectFor } from "./load-mode.ts";
 import { type LogTail, RotatingLog } from "./log-sink.ts";
 import { llamaPrograms, reapLeftover, removePidRecord } from "./pid-file.ts";
 import { pickFreePort } from "./ports.ts";
+import { childRunning } from "./proc-info.ts";
 import { memoryReleased, modelIntake } from "./proc-memory.ts";
 import type { Unstamped } from "./progress-beat.ts";
 import type { RpcWatch } from "./rpc-watch.ts";
@@ -216,6 +217,7 @@ export class Launcher {
       projector: plan.mmproj?.path ?? null,
       extraArgs: plan.extra_args,
       rpcWorkers: plan.rpc_workers,
+      running: () => childRunning(pid) !== false,
       sleep: {
         idleMs: plan.idle_sleep_s * 1000,
         pushed: states.speaks,

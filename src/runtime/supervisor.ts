@@ -11,7 +11,6 @@ import { leaseOn } from "./lease.ts";
 import { LogTail } from "./log-sink.ts";
 import { removePidRecord } from "./pid-file.ts";
 import { Prestart } from "./prestart.ts";
-import { childRunning } from "./proc-info.ts";
 import { ProgressBeat } from "./progress-beat.ts";
 import { RestartPolicy } from "./restart-policy.ts";
 import { RpcWatch } from "./rpc-watch.ts";
@@ -138,6 +137,7 @@ export class Supervisor implements LlamaProvider {
       await this.refused(running);
       return false;
     }
+    running.launch.noteRunning();
     try {
       // Asleep (llama.idle_sleep_s): wait for the model to reload, with progress.
       await running.launch.wake(signal, onProgress);
@@ -177,8 +177,7 @@ export class Supervisor implements LlamaProvider {
   /** A chat's first connection ahead (launch.ts), taken only while /proc says the server runs. */
   connectAhead(): SpareConnection | undefined {
     const s = this.state.get();
-    if (s.kind !== "ready") return undefined;
-    return s.running.launch.connectAhead(() => childRunning(s.running.child.pid) !== false);
+    return s.kind === "ready" ? s.running.launch.connectAhead() : undefined;
   }
 
   prestart(): StartTicket | undefined {

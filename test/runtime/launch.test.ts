@@ -150,6 +150,43 @@ describe("Launch", () => {
     sleeping.end();
     closeTcpServers();
   });
+
+  test("a spare asks whether its server runs as it is taken, unless the lease's look just did, after it opened", async () => {
+    const { baseUrl } = await tcpServer(() => {});
+    let asked = 0;
+    let runs = true;
+    const launch = new Launch({
+      baseUrl,
+      apiKey: "k",
+      slots: 1,
+      running: () => {
+        asked++;
+        return runs;
+      },
+    });
+    const take = () => launch.connectAhead()?.take(launch, handlers(), () => {});
+    expect(take()).toBe(true);
+    expect(asked).toBe(1);
+    // The lease's look (supervisor.ts `usable`) came after the spare opened: no second look.
+    const spare = launch.connectAhead();
+    launch.noteRunning();
+    expect(spare?.take(launch, handlers(), () => {})).toBe(true);
+    expect(asked).toBe(1);
+    // A look made before the spare opened says nothing of it.
+    expect(take()).toBe(true);
+    expect(asked).toBe(2);
+    // Nor does one older than a few milliseconds.
+    const late = launch.connectAhead();
+    launch.noteRunning();
+    await Bun.sleep(20);
+    expect(late?.take(launch, handlers(), () => {})).toBe(true);
+    expect(asked).toBe(3);
+    runs = false;
+    expect(take()).toBe(false);
+    expect(asked).toBe(4);
+    launch.end(new Error("gone"));
+    closeTcpServers();
+  });
 });
 
 /** Handlers that ignore everything: the test only counts places. */
