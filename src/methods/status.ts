@@ -27,9 +27,14 @@ export const status = defineMethod({
   run: (_params, ctx, services) => {
     const now = Date.now();
     const llama = llamaStatus(services, now);
+    const models = modelsStatus(services, llama);
+    // The llama object speaks of `default`: unloaded among several, its count of starts that ran
+    // out of GPU memory lives on in its row (several-models-status.ts), and its next load plans with it.
+    const main = models.models.find((m) => m.name === "default");
+    if (main) llama.gpu_out_of_memory = Math.max(llama.gpu_out_of_memory, main.gpu_out_of_memory);
     return {
       llama,
-      ...modelsStatus(services, llama),
+      ...models,
       core: {
         pid: process.pid,
         rss_bytes: coreResidentBytes(),

@@ -265,6 +265,19 @@ describe("the status method", () => {
     expect(result.llama.state).toBe("stopped");
   });
 
+  test("with several models and `default` unloaded, the llama object's out-of-memory count is its row's", async () => {
+    const row = { name: "default", gpu_out_of_memory: 2 };
+    const several = { status: () => ({ models: [row], memory: [] }) };
+    const result = await run(
+      { existingLlama: () => undefined, models: () => several as never } as Partial<Services>,
+      ctx("s", []),
+    );
+    expect((result as { llama: { state: string; gpu_out_of_memory: number } }).llama).toMatchObject({
+      state: "stopped",
+      gpu_out_of_memory: 2,
+    });
+  });
+
   test("the model section's vision is its last plan's: true with a projector, null before any plan", async () => {
     const withSnap = (model: Partial<SupervisorSnapshot["model"]> | null) =>
       ({
