@@ -1,5 +1,5 @@
 import { resolve } from "node:path";
-import { looksLikePath, modelNotFound } from "../config/choose-model.ts";
+import { findModel, looksLikePath, modelNotFound } from "../config/choose-model.ts";
 import { configForModel, type ModelConfig } from "../config/model-entry.ts";
 import type { Config, LoadedConfig } from "../config/schema.ts";
 import type { PlanDeps } from "../plan/launch.ts";
@@ -62,7 +62,8 @@ export async function planReportWithHub(
   };
   if (!named && model?.startsWith(HF_PREFIX)) parseModelOption(model);
   const planDeps = deps.plan ?? defaultPlanDeps;
-  const ranOut = named ? (source.outOfMemoryStarts?.(model ?? "default") ?? 0) : 0;
+  const ranOut =
+    source.outOfMemoryStarts?.(named ? (model ?? "default") : loadedAs(loaded.config, config)) ?? 0;
   const planned: ModelConfig = ranOut > 0 ? { ...config, gpu_out_of_memory: ranOut } : config;
   const report = await buildPlanReport(planned, planDepsWithHub(planDeps, env, deps));
   // Pinned models are read offline: one not pulled is its own plan's error, not this warning's.
@@ -70,6 +71,18 @@ export async function planReportWithHub(
   if (!problem) return report;
   const warnings = [...report.plan.warnings, pinnedSetMessage(problem)];
   return { ...report, plan: { ...report.plan, warnings } };
+}
+
+/**
+ * The name a chat would load a model given by path under (config/choose-model.ts `findModel`):
+ * a configured model's when it is that file, else its path made one spelling, or its `hf:` reference.
+ */
+function loadedAs(configured: Config, planned: Config): string {
+  try {
+    return findModel(configured, planned.model.path).name;
+  } catch {
+    return planned.model.path;
+  }
 }
 
 /** A malformed `hf:` model given to plan is the request's fault: invalid_request naming it. */
