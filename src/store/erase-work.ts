@@ -1,5 +1,6 @@
 import type { Database } from "bun:sqlite";
 import { type CommitTurn, Conversations } from "./conversations.ts";
+import { forgetStaleKeys } from "./db/fts-forget.ts";
 import { DocumentStore } from "./document-store.ts";
 import {
   eraseInSteps,
@@ -57,7 +58,9 @@ export function runErase(db: Database, work: EraseWork): EraseResult {
       // On a full disk the log is emptied around each batch, as eraseInSteps does.
       if (work.steps) truncateWal(db);
       const n = new DocumentStore(db).discard(work.documentId, work.rows);
-      if (work.steps || (n < work.rows && work.removedBefore + n > 0)) settleErase(db);
+      const last = n < work.rows && work.removedBefore + n > 0;
+      if (last) forgetStaleKeys(db, ["memory_fts"]);
+      if (work.steps || last) settleErase(db);
       return n;
     }
     case "owed":

@@ -31,13 +31,57 @@ export function forgettingRows<T>(
   touched: readonly FtsTable[] = FTS_TABLES,
   room: (db: Database) => boolean = roomToMerge,
 ): T {
-  if (rows < BULK_MIN_ROWS || !ftsSecureDeleteSet(db)) return remove();
-  if (rows < indexedRows(db, "") * BULK_SHARE || !room(db)) return remove();
+  if (!ftsSecureDeleteSet(db)) return remove();
+  if (rows < BULK_MIN_ROWS || rows < indexedRows(db, "") * BULK_SHARE || !room(db)) {
+    const out = remove();
+    forgetStaleKeys(db, touched, room);
+    return out;
+  }
   setSecureDelete(db, 0);
   const out = remove();
-  for (const t of touched) db.run(`INSERT INTO ${t}(${t}) VALUES ('optimize')`);
+  for (const t of touched) merge(db, t);
   setSecureDelete(db, 1);
   return out;
+}
+
+/**
+ * After rows went by secure-delete: it leaves each index page's key (the page's first word, or
+ * the start of it) in the `%_idx` table, so an index with a key that was an erased word is merged,
+ * which writes the keys anew (docs/agent.md "The store"). Not on a disk without room for the merge.
+ */
+export function forgetStaleKeys(
+  db: Database,
+  touched: readonly FtsTable[] = FTS_TABLES,
+  room: (db: Database) => boolean = roomToMerge,
+): void {
+  if (!ftsSecureDeleteSet(db)) return;
+  for (const t of touched) if (staleIndexKeys(db, t).length > 0 && room(db)) merge(db, t);
+}
+
+/** Every segment of `table`'s index merged into one, without the words deleted from it. */
+function merge(db: Database, table: FtsTable): void {
+  db.run(`INSERT INTO ${table}(${table}) VALUES ('optimize')`);
+}
+
+/**
+ * The keys of `table`'s index pages (its `%_idx` rows: a page's first word, or as much of it as
+ * tells it from the page before, after a byte naming the index) that begin no word the index
+ * still holds: left by a secure-delete of the word that began the page. One range look a page.
+ */
+export function staleIndexKeys(db: Database, table: FtsTable): string[] {
+  const vocab = `temp.${table}_words`;
+  db.run(`CREATE VIRTUAL TABLE IF NOT EXISTS ${vocab} USING fts5vocab(main, ${table}, 'row')`);
+  try {
+    const keys = db
+      .query(`SELECT CAST(term AS TEXT) AS key FROM ${table}_idx WHERE length(term) > 1`)
+      .all() as {
+      key: string;
+    }[];
+    const begins = db.query(`SELECT 1 FROM ${vocab} WHERE term >= ? AND term < ? LIMIT 1`);
+    return keys.map((k) => k.key.slice(1)).filter((p) => !begins.get(p, `${p}\u{10FFFF}`));
+  } finally {
+    db.run(`DROP TABLE IF EXISTS ${vocab}`);
+  }
 }
 
 /**

@@ -6,6 +6,7 @@ import {
   FTS_TABLES,
   forgettingRows,
   ftsSecureDeleteSet,
+  staleIndexKeys,
 } from "../../../src/store/db/fts-forget.ts";
 import { Store } from "../../../src/store/store.ts";
 import { filesHolding } from "../../fixtures/files-holding.ts";
@@ -23,6 +24,18 @@ function recordRuns(db: Database): string[] {
     return run(sql, ...rest);
   }) as typeof db.run;
   return runs;
+}
+
+/** Sixty words of 4–9 letters a call, the same from the same seed: an index of many pages. */
+function fillerText(seed: number): () => string {
+  let state = seed;
+  const next = () => {
+    state = (state * 1103515245 + 12345) & 0x7fffffff;
+    return state;
+  };
+  const letter = () => "abcdefghijklmnoprstuvw"[(next() >> 8) % 22];
+  return () =>
+    Array.from({ length: 60 }, () => Array.from({ length: 4 + (next() % 6) }, letter).join("")).join(" ");
 }
 
 const dbOf = (store: Store) => (store as unknown as { db: Database }).db;
@@ -122,6 +135,58 @@ describe("an erase's words forgotten (store/db/fts-forget.ts)", () => {
     expect(filesHolding(dir.path, "WOMBAT")).toEqual([]);
     expect(filesHolding(dir.path, "wombat")).toEqual([]);
   });
+
+  test("a small erase row by row leaves no page key of the index that was an erased word (FTS5's %_idx)", async () => {
+    using dir = tmpdir();
+    const store = Store.open(dir.path, { chunkThread: false });
+    const filler = fillerText(42);
+    const plain = (u: string, s: string, text: string) => aboutTurn(store, u, s, text);
+    for (let i = 0; i < 3000; i++) plain("bob", `b${i % 20}`, filler());
+    // 30 rows (under BULK_MIN_ROWS): secure-delete, row by row. 600 words each: some begin pages.
+    for (let m = 0; m < 10; m++)
+      plain("ann", "private", Array.from({ length: 600 }, (_, k) => `qzann${m * 600 + k}`).join(" "));
+    for (let i = 0; i < 1000; i++) plain("bob", `b${i % 20}`, filler());
+    const keys = () =>
+      dbOf(store)
+        .query("SELECT CAST(term AS TEXT) AS t FROM messages_fts_idx WHERE CAST(term AS TEXT) LIKE '%qzann%'")
+        .all();
+    expect(keys().length).toBeGreaterThan(0);
+    const runs = recordRuns(dbOf(store));
+    expect((await store.deleteSession("ann", "private")).deleted).toBe(true);
+    expect(merged(runs)).toBe(true);
+    expect(keys()).toEqual([]);
+    expect(staleIndexKeys(dbOf(store), "messages_fts")).toEqual([]);
+    indexIntact(dbOf(store));
+    store.close();
+    expect(filesHolding(dir.path, "qzann")).toEqual([]);
+  }, 60_000);
+
+  test("an add cancelled after its chunks were written leaves no page key that was its word either", async () => {
+    using dir = tmpdir();
+    const store = Store.open(dir.path, { chunkThread: false });
+    const filler = fillerText(7);
+    const add = async (user: string, id: string, texts: string[], commit = true) => {
+      const doc = { documentId: id, userId: user, sessionId: "", since: 0, at: Date.now() };
+      await store.writeChunks(
+        doc,
+        texts.map((text, index) => ({ index, text })),
+      );
+      if (commit) store.documents.commit(doc, { name: id, format: "text", chunks: texts.length, bytes: 1 });
+    };
+    await add("bob", "b1", Array.from({ length: 3000 }, filler));
+    const words = (m: number) => Array.from({ length: 600 }, (_, k) => `qzcancel${m * 600 + k}`).join(" ");
+    await add(
+      "ann",
+      "cancelled",
+      Array.from({ length: 10 }, (_, m) => words(m)),
+      false,
+    );
+    await add("bob", "b2", Array.from({ length: 1000 }, filler));
+    expect(await store.discardAdd("cancelled")).toBe(10);
+    expect(staleIndexKeys(dbOf(store), "memory_fts")).toEqual([]);
+    store.close();
+    expect(filesHolding(dir.path, "qzcancel")).toEqual([]);
+  }, 60_000);
 
   test("without room on the disk for the merge, or with a failure midway, it goes as before", () => {
     using dir = tmpdir();
