@@ -12,6 +12,7 @@ import { KeyedMutex } from "../store/keyed-mutex.ts";
 import type { MemoryEmbedder } from "../store/memory-embedder.ts";
 import type { Store } from "../store/store.ts";
 import { logger, logUnexpected, setLogLevel } from "../util/logger.ts";
+import { KvFolderErase } from "./kv-folder-erase.ts";
 import type { SeveralModels } from "./several-models.ts";
 import { ShutdownOrder } from "./shutdown-order.ts";
 
@@ -47,6 +48,11 @@ export class CoreServices implements Services {
   private database: Store | undefined;
   private reuse: PromptReuse | undefined;
   private kvDisk: KvDisk | null | undefined;
+  /** Erases of saved KV state, over the folder as it lies (kv-folder-erase.ts). */
+  private readonly kvErase = new KvFolderErase(
+    () => this.kvDir(),
+    () => this.disk(),
+  );
   private several: SeveralModels | undefined;
   /** Memory's embedder: undefined until asked, null when there is none (no embedding model). */
   private embedder: MemoryEmbedder | null | undefined;
@@ -333,30 +339,20 @@ export class CoreServices implements Services {
   }
 
   forgetKv(userId: string, sessionId?: string): string[] {
-    return this.unremovedBy(() => {
+    return this.kvErase.run((disk) => {
       // With several models, each one's prompt reuse erases over the one KV folder (this.disk()).
-      if (this.several?.forget(userId, sessionId)) return;
-      if (this.reuse) this.reuse.forget(userId, sessionId);
-      else if (sessionId === undefined) this.disk()?.removeUser(userId);
-      else this.disk()?.removeSession(userId, sessionId);
+      if (!this.several?.forget(userId, sessionId)) this.reuse?.forget(userId, sessionId);
+      if (sessionId === undefined) disk?.removeUser(userId);
+      else disk?.removeSession(userId, sessionId);
     });
   }
 
   /** What memory notes quote erased, from the saved KV state of `userId` (every user's: undefined). */
   forgetKvSource(userId: string | undefined, ...sources: string[]): string[] {
-    return this.unremovedBy(() => {
-      if (this.several?.forgetSource(userId, ...sources)) return;
-      if (this.reuse) this.reuse.forgetSource(userId, ...sources);
-      else this.disk()?.removeSource(userId, ...sources);
+    return this.kvErase.run((disk) => {
+      if (!this.several?.forgetSource(userId, ...sources)) this.reuse?.forgetSource(userId, ...sources);
+      disk?.removeSource(userId, ...sources);
     });
-  }
-
-  /** The files of data_dir/kv an erase could not remove (KvDisk.unremovedBy). */
-  private unremovedBy(erase: () => void): string[] {
-    const disk = this.disk();
-    if (disk) return disk.unremovedBy(erase);
-    erase();
-    return [];
   }
 
   pullDeps(): PullDeps {
@@ -374,13 +370,17 @@ export class CoreServices implements Services {
   /** The KV state folder (data_dir/kv), null when `llama.kv_disk_bytes` is 0. */
   private disk(): KvDisk | null {
     if (this.kvDisk === undefined) {
-      const { llama, app } = this.config();
+      const { llama } = this.config();
       const { KvDisk } = require("../agent/kv/kv-disk.ts") as typeof import("../agent/kv/kv-disk.ts");
-      const { kvDirOf } =
-        require("../plan/decide/slot-save.ts") as typeof import("../plan/decide/slot-save.ts");
-      this.kvDisk = llama.kv_disk_bytes > 0 ? new KvDisk(kvDirOf(app.data_dir), llama.kv_disk_bytes) : null;
+      this.kvDisk = llama.kv_disk_bytes > 0 ? new KvDisk(this.kvDir(), llama.kv_disk_bytes) : null;
     }
     return this.kvDisk;
+  }
+
+  private kvDir(): string {
+    const { kvDirOf } =
+      require("../plan/decide/slot-save.ts") as typeof import("../plan/decide/slot-save.ts");
+    return kvDirOf(this.config().app.data_dir);
   }
 
   /** Stops every service once; safe to call from several shutdown paths at the same time. */
