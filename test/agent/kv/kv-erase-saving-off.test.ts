@@ -54,13 +54,7 @@ for (const method of ["sessions.delete", "users.delete"] as const) {
 }
 
 test("with saving off and no KV folder at all, an erase answers and makes none", async () => {
-  await using h = new ChatHarness({
-    agents: [{ name: "plain" }],
-    memory: { enabled: false },
-    llama: { kv_disk_bytes: 0 },
-  });
-  h.llama.script({ content: ["ok"] });
-  await h.chat("1", { input: "hello", session_id: "s" });
+  await using h = await savingOff();
   h.send("2", "sessions.delete", { session_id: "s" });
   expect(((await h.terminal("2")) as Msg).type).toBe("result");
   expect(readdirSync(h.dataDir)).not.toContain("kv");
