@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { CoreError } from "../../src/protocol/errors.ts";
 import { pickFreePort } from "../../src/runtime/ports.ts";
@@ -110,6 +110,20 @@ describe.skipIf(process.platform === "win32")("supervisor against the stand-in",
       await supervisor.stop();
     });
   }
+
+  test("a model file gone since the plan, the exit's last log lines lost → model_missing from the file itself", async () => {
+    // A real llama-server logs through a thread of its own: on a busy machine its exit can come
+    // before "failed to open GGUF file" is written (1 start in 20 under load, b10587).
+    await using dir = tmpdir();
+    const h = makeSupervisor(dir.path, {
+      env: { FAKE_LLAMA_LOG_LOST_AT_EXIT: "1" },
+    });
+    rmSync(h.model);
+    const err = await rejection(h.supervisor.acquire(never()));
+    expect(err.code).toBe("model_missing");
+    expect(err.message).toContain(h.model);
+    await h.supervisor.stop();
+  });
 
   test("the stand-in's own model check: a file that is not a GGUF → model_missing", async () => {
     await using dir = tmpdir();
