@@ -158,7 +158,7 @@ export class Dispatcher {
     const target = req.method === "cancel" ? (params as { request_id?: unknown }).request_id : undefined;
     let exactTarget: ExactNumberId | undefined;
     if (needsExactIds(text, id, target)) {
-      const exact = exactIds(text);
+      const exact = exactIds(text, req);
       id = exact.id ?? id;
       if (typeof exact.requestId === "object") exactTarget = exact.requestId;
     }

@@ -12,8 +12,6 @@ export interface ExactNumberId {
 
 const json = JSON as typeof JSON & { rawJSON(text: string): ExactNumberId };
 
-type Reviver = (this: object, key: string, value: unknown, context?: { source?: string }) => unknown;
-
 /** Whether a parsed number may differ from its text: only safe integers are surely exact. */
 export function mayBeInexact(value: unknown): value is number {
   return typeof value === "number" && !Number.isSafeInteger(value);
@@ -34,28 +32,89 @@ export function needsExactIds(line: string, id: unknown, cancelTarget: unknown):
 }
 
 /**
- * A request's number ids as written: `id`, and cancel's `params.request_id`. The line is parsed
- * again with a reviver, which sees each value's source text; its holder tells the two apart.
+ * A request's number ids as written: `id`, and cancel's `params.request_id`, from the parsed
+ * line's values and their source text (`numberSources`).
  */
-export function exactIds(line: string): { id?: RequestIdText; requestId?: RequestIdText } {
-  const sources = new Map<object, Map<string, string>>();
-  const reviver: Reviver = function (key, value, context) {
-    if ((key === "id" || key === "request_id") && typeof value === "number" && context?.source) {
-      const seen = sources.get(this) ?? new Map<string, string>();
-      seen.set(key, context.source);
-      sources.set(this, seen);
-    }
-    return value;
-  };
-  const root = JSON.parse(line, reviver as Parameters<typeof JSON.parse>[1]) as Record<string, unknown>;
-  const params = root.params;
+export function exactIds(
+  line: string,
+  parsed: Record<string, unknown>,
+): { id?: RequestIdText; requestId?: RequestIdText } {
+  const sources = numberSources(line);
+  const params = parsed.params;
   return {
-    id: exact(root.id, sources.get(root)?.get("id")),
+    id: exact(parsed.id, sources.id),
     requestId:
       typeof params === "object" && params !== null
-        ? exact((params as Record<string, unknown>).request_id, sources.get(params)?.get("request_id"))
+        ? exact((params as Record<string, unknown>).request_id, sources.requestId)
         : undefined,
   };
+}
+
+/** A JSON number's token, read where it starts (sticky). */
+const NUMBER = /-?\d[\d.eE+-]*/y;
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+const COLON = 0x3a;
+const OPEN_OBJECT = 0x7b;
+const OPEN_ARRAY = 0x5b;
+const CLOSE_OBJECT = 0x7d;
+const CLOSE_ARRAY = 0x5d;
+
+/**
+ * The source text of the top-level `id` and of `params.request_id` when they are numbers, read
+ * from a line JSON.parse took (so well formed), in one pass with a depth counter: no recursion,
+ * whatever the nesting (a reviver's parse recursed and threw at ~5,000 levels, which ended the
+ * read loop; docs/protocol.md, ids). As JSON.parse, the last of a repeated key counts.
+ */
+export function numberSources(line: string): { id?: string; requestId?: string } {
+  const out: { id?: string; requestId?: string } = {};
+  let depth = 0;
+  /** The depth of the top-level `params` object while inside it, else -1. */
+  let paramsDepth = -1;
+  let paramsNext = false;
+  for (let i = 0; i < line.length; ) {
+    const c = line.charCodeAt(i);
+    if (c === QUOTE) {
+      const start = i;
+      for (i++; i < line.length; i++) {
+        const d = line.charCodeAt(i);
+        if (d === BACKSLASH) i++;
+        else if (d === QUOTE) break;
+      }
+      i++;
+      const colon = skipSpace(line, i);
+      const keyed = line.charCodeAt(colon) === COLON && (depth === 1 || depth === paramsDepth);
+      if (!keyed) continue;
+      const key = JSON.parse(line.slice(start, i)) as string;
+      const value = skipSpace(line, colon + 1);
+      if (depth === 1 && key === "id") out.id = numberAt(line, value);
+      else if (depth === 1 && key === "params") {
+        out.requestId = undefined;
+        paramsNext = line.charCodeAt(value) === OPEN_OBJECT;
+      } else if (depth === paramsDepth && key === "request_id") out.requestId = numberAt(line, value);
+      i = value;
+    } else if (c === OPEN_OBJECT || c === OPEN_ARRAY) {
+      depth++;
+      if (paramsNext) paramsDepth = depth;
+      paramsNext = false;
+      i++;
+    } else {
+      if ((c === CLOSE_OBJECT || c === CLOSE_ARRAY) && depth-- === paramsDepth) paramsDepth = -1;
+      i++;
+    }
+  }
+  return out;
+}
+
+function skipSpace(line: string, i: number): number {
+  while (i < line.length && " \t\n\r".includes(line.charAt(i))) i++;
+  return i;
+}
+
+/** The number token at `i`, or undefined when the value there is not a number. */
+function numberAt(line: string, i: number): string | undefined {
+  NUMBER.lastIndex = i;
+  return NUMBER.exec(line)?.[0];
 }
 
 /** A number id, or its text when the number lost digits of it. */

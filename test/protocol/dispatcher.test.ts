@@ -125,6 +125,17 @@ describe("dispatcher over the in-process loop", () => {
     await h.exit;
   });
 
+  test("a deeply nested line whose ids must be read exactly is answered, and the core reads on", async () => {
+    const h = startHarness();
+    const deep = `${"[".repeat(20_000)}${"]".repeat(20_000)}`;
+    h.sendRaw(`{"id":1.5,"method":"ping","params":{"a":${deep}}}\n{"id":2,"method":"ping"}\n`);
+    await h.waitFor((ms) => ms.some((m) => m.id === 2));
+    expect(h.lines[0]).toBe(`{"id":1.5,"type":"result","result":{"status":"ok"}}`);
+    expect(h.messages.find((m) => m.id === 2)?.type).toBe("result");
+    h.end();
+    await h.exit;
+  });
+
   test("a second request reusing an active id is rejected; the first is untouched", async () => {
     const h = startHarness();
     h.send({ id: "x", method: "test.sleep", params: { ms: 200 } });

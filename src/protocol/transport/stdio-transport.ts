@@ -107,9 +107,28 @@ export class StdioTransport implements OutputPort {
     return this.writer.terminal(msg);
   }
 
+  /**
+   * One line to the dispatcher. A throw out of it is a defect of ours, not the host's: the line
+   * is answered `internal_error` and the next one read (it would otherwise end the read loop, and
+   * the core with it, over one line).
+   */
+  private handled(text: string, onLine: (line: string) => void): void {
+    try {
+      onLine(text);
+    } catch (err) {
+      logUnexpected("a request line could not be handled", err);
+      void this.writer.terminal({
+        id: null,
+        type: "error",
+        code: "internal_error",
+        message: "the core could not handle this request line; it goes on with the next",
+      });
+    }
+  }
+
   private deliver(frames: Frame[], onLine: (line: string) => void): void {
     for (const frame of frames) {
-      if (frame.kind === "line") onLine(frame.text);
+      if (frame.kind === "line") this.handled(frame.text, onLine);
       else
         void this.writer.terminal({
           id: null,

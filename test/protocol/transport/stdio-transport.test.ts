@@ -7,7 +7,7 @@ const LIMITS: TransportLimits = { maxLineBytes: 64, queueSize: 16, drainTimeoutM
 const enc = new TextEncoder();
 
 /** A transport over an input the test feeds, writing into `written`. */
-function transportOver(sink?: Sink, limits: TransportLimits = LIMITS) {
+function transportOver(sink?: Sink, limits: TransportLimits = LIMITS, handle?: (line: string) => void) {
   let input!: ReadableStreamDefaultController<Uint8Array>;
   const stream = new ReadableStream<Uint8Array>({
     start(c) {
@@ -18,7 +18,10 @@ function transportOver(sink?: Sink, limits: TransportLimits = LIMITS) {
   const recorder: Sink = { write: (data) => void written.push(data) };
   const transport = new StdioTransport(stream, sink ?? recorder, limits);
   const lines: string[] = [];
-  const listening = transport.listen((line) => lines.push(line));
+  const listening = transport.listen((line) => {
+    handle?.(line);
+    lines.push(line);
+  });
   const feed = (text: string) => input.enqueue(enc.encode(text));
   const messages = () =>
     written
@@ -54,6 +57,20 @@ describe("StdioTransport: whole lines in, whole messages out", () => {
         code: "invalid_request",
         message: "request line of 100 bytes exceeds the limit of 64 bytes",
       },
+    ]);
+  });
+
+  test("a line whose handling throws is answered internal_error, and the lines after it still arrive", async () => {
+    const t = transportOver(undefined, LIMITS, (line) => {
+      if (line === "boom") throw new RangeError("Maximum call stack size exceeded");
+    });
+    t.feed('boom\n{"id":2}\n');
+    t.end();
+    await t.listening;
+    await t.transport.drain();
+    expect(t.lines).toEqual(['{"id":2}']);
+    expect(t.messages()).toEqual([
+      expect.objectContaining({ id: null, type: "error", code: "internal_error" }),
     ]);
   });
 
