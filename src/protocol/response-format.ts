@@ -35,7 +35,13 @@ const isNode = (v: unknown): v is Node => typeof v === "object" && v !== null &&
 
 /** Why a JSON Schema cannot be used, or undefined when it can. */
 export function schemaProblem(schema: Node): string | undefined {
-  const text = JSON.stringify(schema);
+  let text: string;
+  try {
+    text = JSON.stringify(schema);
+  } catch {
+    // JSON.stringify recurses: nesting past the stack (~100,000 levels) throws, far past the bound.
+    return `the schema nests deeper than ${MAX_SCHEMA_DEPTH} levels`;
+  }
   if (text.length > MAX_SCHEMA_CHARS)
     return `the schema is ${text.length} characters of JSON; at most ${MAX_SCHEMA_CHARS} are taken`;
   const pointers = new Map<Node, string>();

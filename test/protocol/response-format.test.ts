@@ -32,6 +32,9 @@ describe("response_format: what the params alone refuse", () => {
     let deep: Record<string, unknown> = {};
     for (let i = 0; i < 5000; i++) deep = { items: deep };
     expect(schemaProblem(deep)).toContain("deeper than 64");
+    // Past the stack's depth JSON.stringify itself throws (a hostile review: internal_error).
+    for (let i = 0; i < 200_000; i++) deep = { items: deep };
+    expect(schemaProblem(deep)).toContain("deeper than 64");
   });
 
   test("dangling and remote $refs are left to the validator and llama-server", () => {
