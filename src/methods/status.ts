@@ -1,4 +1,4 @@
-import type { ActiveRequest } from "../protocol/method-table.ts";
+import { type ActiveRequest, LISTED_REQUESTS } from "../protocol/method-table.ts";
 import {
   type CoreStatusResult,
   type LlamaState,
@@ -137,6 +137,7 @@ function stateOf(snap: SupervisorSnapshot): LlamaState {
 function requestsInFlight(active: ActiveRequest[], self: ActiveRequest["id"], now: number) {
   return active
     .filter((r) => r.id !== self)
+    .slice(0, LISTED_REQUESTS)
     .map((r) => ({
       // An id kept as its text (a number beyond a double) is written as that number: the wire's type.
       id: r.id as string | number,

@@ -27,6 +27,26 @@ export class ActiveTable<T> {
     if ("value" in key) this.byNumber.delete(key.value);
     else this.byDigits.delete(key.digits);
   }
+  /**
+   * Up to `limit` entries `keep` picks, oldest first by `since`: each map keeps arrival order, so
+   * this reads at most `limit` picked entries of each (status in a burst of thousands of requests
+   * listed them all each time: quadratic, a hostile review).
+   */
+  oldest(limit: number, keep: (r: T) => boolean, since: (r: T) => number): T[] {
+    const picked: T[] = [];
+    for (const map of [this.byString, this.byNumber, this.byDigits]) {
+      let n = 0;
+      for (const r of map.values()) {
+        if (n >= limit) break;
+        if (keep(r)) {
+          picked.push(r);
+          n++;
+        }
+      }
+    }
+    return picked.sort((a, b) => since(a) - since(b)).slice(0, limit);
+  }
+
   all(): T[] {
     return [...this.byString.values(), ...this.byNumber.values(), ...this.byDigits.values()];
   }

@@ -3,13 +3,14 @@ import { ActiveTable } from "./active-table.ts";
 import { CoreError, type ErrorCode, isCoreError } from "./errors.ts";
 import { type ExactNumberId, exactIds, needsExactIds } from "./exact-id.ts";
 import type { ErrorMessage, RequestId, ResultMessage } from "./messages.ts";
-import type {
-  ActiveRequest,
-  MethodEntry,
-  MethodHandler,
-  MethodTable,
-  OutputPort,
-  RequestContext,
+import {
+  type ActiveRequest,
+  LISTED_REQUESTS,
+  type MethodEntry,
+  type MethodHandler,
+  type MethodTable,
+  type OutputPort,
+  type RequestContext,
 } from "./method-table.ts";
 import { checkedParams } from "./params-check.ts";
 
@@ -114,10 +115,15 @@ export class Dispatcher {
   /**
    * What is in flight, oldest first, as read-only copies: requests already answered (their
    * line waiting in the writer) are not. `asking` is listed too when it is answered at once and
-   * so never entered the table (a loaded plain-value method).
+   * so never entered the table (a loaded plain-value method). At most the `limit` + 1 oldest
+   * besides `asking` (its caller leaves itself out).
    */
-  activeRequests(asking?: InFlight): ActiveRequest[] {
-    const all = this.active.all().filter((r) => !r.answered);
+  activeRequests(asking?: InFlight, limit = LISTED_REQUESTS): ActiveRequest[] {
+    const all = this.active.oldest(
+      limit + 1,
+      (r) => !r.answered,
+      (r) => r.since,
+    );
     if (asking && !all.includes(asking)) all.push(asking);
     return all
       .map((r) => ({ id: r.id, method: r.method.name, since: r.since }))

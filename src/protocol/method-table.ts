@@ -76,3 +76,6 @@ export interface OutputPort {
   /** Queues a terminal, waiting for room; throws when the message cannot be serialized. */
   terminal(msg: ResultMessage | ErrorMessage): Promise<void>;
 }
+
+/** The requests in flight `status` lists at most: the oldest (docs/protocol.md#status). */
+export const LISTED_REQUESTS = 256;

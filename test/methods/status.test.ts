@@ -4,7 +4,7 @@ import { methodTable } from "../../src/methods/index.ts";
 import type { Services } from "../../src/methods/services.ts";
 import { describeLlama } from "../../src/methods/status.ts";
 import { CoreError } from "../../src/protocol/errors.ts";
-import type { RequestContext } from "../../src/protocol/method-table.ts";
+import { LISTED_REQUESTS, type RequestContext } from "../../src/protocol/method-table.ts";
 import { statusResultSchema } from "../../src/protocol/status.ts";
 import type { LlamaProvider } from "../../src/runtime/endpoint.ts";
 import type { SupervisorSnapshot } from "../../src/runtime/snapshot.ts";
@@ -256,6 +256,13 @@ describe("the status method", () => {
       ["127.0.0.1:1", "unchecked"],
       ["127.0.0.1:2", "unchecked"],
     ]);
+  });
+
+  test("lists at most the oldest LISTED_REQUESTS in flight", async () => {
+    const active = Array.from({ length: 1000 }, (_, i) => ({ id: i, method: "chat", since: NOW + i }));
+    const result = statusResultSchema().parse(await run({ existingLlama: () => undefined }, ctx(0, active)));
+    expect(result.requests.length).toBe(LISTED_REQUESTS);
+    expect(result.requests[0]?.id).toBe(1);
   });
 
   test("a provider without a snapshot (a test stand-in) reads as stopped", async () => {
