@@ -20,6 +20,14 @@ export interface WriterOptions {
 }
 
 /**
+ * Characters of answers held for a host that does not read them (queued, waiting for room, or in
+ * the sink not yet taken) past which no more requests are read (`backlogFull`): counting messages
+ * alone let a few big answers (an 8 MiB page of `sessions.get`, a 27 MB attachment) grow the
+ * core by gigabytes before reading paused (a hostile review: 50 unread requests, +1.5 GB).
+ */
+export const MAX_HELD_CHARS = 64 * 1024 * 1024;
+
+/**
  * The one background writer of docs/protocol.md#output-buffering-the-writer: a bounded FIFO drained
  * in order, one sink write per drained batch. Events are best-effort (dropped when the queue is
  * full); results and errors wait for room. A broken sink is logged once and output is discarded
@@ -40,6 +48,8 @@ export class Writer {
   /** Readers waiting for the terminals' backlog to shrink (`backlogFull`). */
   private backlogWaiters: (() => void)[] = [];
   private readonly lines = new EventLines();
+  /** Characters of the lines queued, waiting for room or in the sink's hands (MAX_HELD_CHARS). */
+  private held = 0;
 
   constructor(
     private readonly sink: Sink,
@@ -111,9 +121,11 @@ export class Writer {
       this.enqueue(line);
       return Promise.resolve();
     }
+    this.held += line.length;
     return new Promise<void>((resolve) => {
       // The waker enqueues the line itself, so waiters keep their order and none re-checks.
       this.roomWaiters.push(() => {
+        this.held -= line.length;
         if (!this.broken) this.enqueue(line);
         resolve();
       });
@@ -131,9 +143,10 @@ export class Writer {
     return new Promise<void>((resolve) => this.backlogWaiters.push(resolve));
   }
 
-  /** A queue's worth of terminals wait for room, and output still goes somewhere. */
+  /** A queue's worth of terminals wait for room, or MAX_HELD_CHARS of lines, and output still goes somewhere. */
   private get backlogged(): boolean {
-    return !this.broken && this.roomWaiters.length - this.waiterHead >= this.options.queueSize;
+    if (this.broken) return false;
+    return this.roomWaiters.length - this.waiterHead >= this.options.queueSize || this.held >= MAX_HELD_CHARS;
   }
 
   /** Resolves true once everything queued has reached the sink, false on timeout. */
@@ -149,6 +162,7 @@ export class Writer {
 
   private enqueue(line: string): void {
     this.queue.push(line);
+    this.held += line.length;
     if (this.writing) return; // the running pump takes it with its next batch
     if (this.queue.length >= this.options.queueSize) {
       // Full while the sink is free: hand the batch over now rather than make callers wait.
@@ -177,9 +191,14 @@ export class Writer {
       } catch (err) {
         this.markBroken(err);
       }
+      this.held -= batch.length;
+      this.wakeRoomWaiters();
     }
     this.writing = false;
-    if (this.broken) this.queue = [];
+    if (this.broken) {
+      this.queue = [];
+      this.held = 0;
+    }
     this.wakeRoomWaiters();
     const idle = this.idleWaiters;
     this.idleWaiters = [];

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import type { OutboundMessage } from "../../../src/protocol/messages.ts";
-import { type Sink, Writer } from "../../../src/protocol/transport/writer.ts";
+import { MAX_HELD_CHARS, type Sink, Writer } from "../../../src/protocol/transport/writer.ts";
 import { waitFor } from "../../fixtures/wait.ts";
 
 /** A sink that records each batch and can be held (a stalled reader) or broken. */
@@ -128,5 +128,32 @@ describe("Writer", () => {
     const started = Date.now();
     expect(await w.drain(50)).toBe(false);
     expect(Date.now() - started).toBeLessThan(2000);
+  });
+
+  test("answers the host leaves unread hold back its requests by their size, not only their count", async () => {
+    const s = fakeSink();
+    s.stall();
+    const w = new Writer(s.sink, { queueSize: 1024 });
+    const page = (id: string): OutboundMessage => ({
+      id,
+      type: "result",
+      result: { text: "x".repeat(8 * 2 ** 20) },
+    });
+    // Eight answers of 8 MiB: far under the queue's 1,024 messages, at the characters' bound.
+    expect(8 * 8 * 2 ** 20).toBe(MAX_HELD_CHARS);
+    for (let i = 0; i < 7; i++) void w.terminal(page(`p${i}`));
+    expect(w.backlogFull()).toBeUndefined();
+    void w.terminal(page("p7"));
+    const full = w.backlogFull();
+    expect(full).toBeInstanceOf(Promise);
+    let read = false;
+    void full?.then(() => {
+      read = true;
+    });
+    await tick();
+    expect(read).toBe(false);
+    // The host reads: what it took no longer counts, and requests are read again.
+    s.resume();
+    await waitFor(() => read);
   });
 });
