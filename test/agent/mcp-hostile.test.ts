@@ -3,6 +3,7 @@ import { join } from "node:path";
 import { ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
 import type { McpChild } from "../../src/agent/mcp/child.ts";
 import { ChildTransport } from "../../src/agent/mcp/child-transport.ts";
+import { MAX_VALUES } from "../../src/agent/mcp/line-shape.ts";
 import { McpPool } from "../../src/agent/mcp/pool.ts";
 import { MAX_DESCRIPTION_CHARS, MAX_TOOLS_PER_SERVER } from "../../src/agent/mcp/tool-list.ts";
 import { resolveTools } from "../../src/agent/tool-registry.ts";
@@ -47,6 +48,19 @@ describe("MCP servers that do not read their stdin", () => {
       const err = await pool.call("h", "echo", {}, never).catch((e: unknown) => e);
       expect((err as McpError).code).toBe(ErrorCode.RequestTimeout);
       expect(await waitFor(() => !alive(pidsIn(pids)[0] as number), { timeoutMs: 3000 })).toBe(true);
+    } finally {
+      await pool.close();
+    }
+  }, 30_000);
+
+  test("an answer of 300,000 parts fails its call unparsed; the server serves the next", async () => {
+    using scratch = tmpdir();
+    const pool = new McpPool([hostile("many-parts", join(scratch.path, "pids"))], Date.now);
+    try {
+      const err = await pool.call("h", "echo", {}, never).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(McpError);
+      expect((err as McpError).message).toContain(`at most ${MAX_VALUES} are read`);
+      expect((await pool.tools("h", never)).map((t) => t.name)).toEqual(["echo"]);
     } finally {
       await pool.close();
     }

@@ -1,9 +1,10 @@
 import { deserializeMessage, serializeMessage } from "@modelcontextprotocol/sdk/shared/stdio.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
-import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
+import { ErrorCode, type JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import { logger } from "../../util/logger.ts";
 import type { McpChild } from "./child.ts";
 import { LineReader } from "./line-reader.ts";
+import { LOOK_FROM_CHARS, lineShape, MAX_VALUES } from "./line-shape.ts";
 import { UNASKED_LIMITS, UnaskedBudget, type UnaskedLimits } from "./unasked-budget.ts";
 
 /** How long output already in the pipe may still be read once the server exited. */
@@ -124,7 +125,10 @@ export class ChildTransport implements Transport {
     let message: JSONRPCMessage | undefined;
     try {
       // An empty line (or a lone \r) is no message, but is charged like one.
-      message = text.length <= 1 && text.trim() === "" ? undefined : deserializeMessage(text);
+      message =
+        text.length <= 1 && text.trim() === ""
+          ? undefined
+          : (tooManyValues(text) ?? deserializeMessage(text));
     } catch (err) {
       this.onerror?.(err as Error); // one bad line, skipped (and charged below)
     }
@@ -151,4 +155,18 @@ export class ChildTransport implements Transport {
 /** An answer to a request (a result or an error), as opposed to a request or a notification. */
 function isAnswer(m: JSONRPCMessage): m is JSONRPCMessage & { id: string | number } {
   return !("method" in m) && "id" in m && (typeof m.id === "string" || typeof m.id === "number");
+}
+
+/**
+ * A long line holding more values than MAX_VALUES, answered for it without its parse
+ * (line-shape.ts): an error answer to its id, which its call then fails with; one with no id is
+ * thrown (skipped as a bad line). Undefined: the line is parsed as it is.
+ */
+function tooManyValues(text: string): JSONRPCMessage | undefined {
+  if (text.length <= LOOK_FROM_CHARS) return undefined;
+  const shape = lineShape(text);
+  if (shape.values <= MAX_VALUES) return undefined;
+  const message = `the server's message holds about ${shape.values} JSON values; at most ${MAX_VALUES} are read in a message over ${LOOK_FROM_CHARS} characters`;
+  if (shape.id === undefined) throw new Error(message);
+  return { jsonrpc: "2.0", id: shape.id, error: { code: ErrorCode.InternalError, message } };
 }
