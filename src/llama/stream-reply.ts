@@ -1,4 +1,5 @@
 import type { ToolCall } from "../protocol/chat-message.ts";
+import { jsonShape, LOOK_FROM_CHARS } from "../util/json-shape.ts";
 import { excerpt, LlmError, unparsedReply } from "./errors.ts";
 import type { ToolCallAssembler, ToolCallDelta } from "./tool-call-deltas.ts";
 
@@ -89,6 +90,12 @@ export function applyEvent(
   arrived: Arrivals,
 ): "done" | LlmError | undefined {
   if (data === "[DONE]") return "done";
+  // A token's delta is a few values however long: one of many values is no event of llama-server's.
+  if (data.length > LOOK_FROM_CHARS && jsonShape(data).values > MAX_EVENT_VALUES)
+    return new LlmError(
+      "bad_response",
+      `llama-server sent an event of over ${MAX_EVENT_VALUES} JSON values: ${excerpt(data)}`,
+    );
   let parsed: unknown;
   try {
     parsed = JSON.parse(data, ESCAPED_SURROGATE.test(data) ? wellFormedString : undefined);
@@ -141,6 +148,8 @@ export function applyEvent(
  * look for; a lone one is made U+FFFD, as the decoder would, so the host's events, the result and
  * what is stored are the same well-formed text (docs/protocol.md "Text").
  */
+/** Values an event of llama-server's over LOOK_FROM_CHARS may hold (util/json-shape.ts). */
+const MAX_EVENT_VALUES = 10_000;
 const ESCAPED_SURROGATE = /\\u[dD][89a-fA-F]/;
 const wellFormedString = (_key: string, value: unknown) =>
   typeof value === "string" ? value.toWellFormed() : value;

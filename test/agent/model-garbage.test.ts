@@ -186,6 +186,24 @@ describe("chat: an SSE event with no end", () => {
   }
 });
 
+describe("chat: an event of many values", () => {
+  test("bad_response before it is parsed; a long delta of one string is read as ever", async () => {
+    // A hostile review: one 8 MiB event of 700,000 keys held the main loop 0.47 s in JSON.parse.
+    await using h = new ChatHarness({ agents: [{ name: "plain" }] });
+    const keys = Object.fromEntries(Array.from({ length: 200_000 }, (_, i) => [`k${i}`, 0]));
+    h.llama.script({
+      raw: [delta({ content: "hi" }), `data: ${JSON.stringify({ choices: [], ...keys })}\n\n`],
+      hang: true,
+    });
+    const { terminal } = await h.chat(1, { input: "x" });
+    expect(terminal).toMatchObject({ type: "error", data: { reason: "bad_response" } });
+    expect(String(terminal.message)).toContain("JSON values");
+    h.llama.script({ content: ["z".repeat(1536 * 1024)] });
+    const long = await h.chat(2, { input: "y" });
+    expect((long.terminal.result as { response: string }).response).toHaveLength(1536 * 1024);
+  });
+});
+
 describe("chat: a reply longer than the context can hold", () => {
   test("bad_response naming the bound, the server not blamed, the partial kept", async () => {
     await using h = new ChatHarness({ agents: [{ name: "plain" }] });

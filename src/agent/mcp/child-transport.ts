@@ -1,10 +1,10 @@
 import { deserializeMessage, serializeMessage } from "@modelcontextprotocol/sdk/shared/stdio.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { ErrorCode, type JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
+import { jsonShape, LOOK_FROM_CHARS, MAX_VALUES } from "../../util/json-shape.ts";
 import { logger } from "../../util/logger.ts";
 import type { McpChild } from "./child.ts";
 import { LineReader } from "./line-reader.ts";
-import { LOOK_FROM_CHARS, lineShape, MAX_VALUES } from "./line-shape.ts";
 import { UNASKED_LIMITS, UnaskedBudget, type UnaskedLimits } from "./unasked-budget.ts";
 
 /** How long output already in the pipe may still be read once the server exited. */
@@ -159,12 +159,12 @@ function isAnswer(m: JSONRPCMessage): m is JSONRPCMessage & { id: string | numbe
 
 /**
  * A long line holding more values than MAX_VALUES, answered for it without its parse
- * (line-shape.ts): an error answer to its id, which its call then fails with; one with no id is
+ * (util/json-shape.ts): an error answer to its id, which its call then fails with; one with no id is
  * thrown (skipped as a bad line). Undefined: the line is parsed as it is.
  */
 function tooManyValues(text: string): JSONRPCMessage | undefined {
   if (text.length <= LOOK_FROM_CHARS) return undefined;
-  const shape = lineShape(text);
+  const shape = jsonShape(text);
   if (shape.values <= MAX_VALUES) return undefined;
   const message = `the server's message holds about ${shape.values} JSON values; at most ${MAX_VALUES} are read in a message over ${LOOK_FROM_CHARS} characters`;
   if (shape.id === undefined) throw new Error(message);

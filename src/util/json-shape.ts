@@ -1,27 +1,27 @@
 /**
- * How many JSON values a server's line holds, and its top-level `id`, read in one pass without
- * parsing it: a line over LOOK_FROM_CHARS is parsed only when it holds at most MAX_VALUES values.
- * JSON.parse and the MCP SDK's schemas ran on the main loop for 0.5–1.6 s over an answer of
- * 645,000 empty parts or a million keys (a hostile review), where one 16 MB text took 39 ms: a
- * line's cost grows with its values, not its bytes (docs/agent.md "MCP tools").
+ * How many JSON values a text holds, and its top-level `id`, read in one pass without parsing
+ * it. A long line or event is parsed only when it holds at most a bound of values: JSON.parse
+ * (and a schema over the result) costs with the values, not the bytes: an MCP answer of 645,000
+ * empty parts held the main loop 0.5 s, a million keys 1.6 s, an 8 MiB llama-server event of
+ * 700,000 keys 0.47 s, where one 16 MB string took 39 ms (a hostile review).
  */
 
-/** Lines shorter than this are parsed as they are (their values cost less than a look). */
+/** Texts shorter than this are parsed as they are (their values cost less than a look). */
 export const LOOK_FROM_CHARS = 1024 * 1024;
-/** Values a line over LOOK_FROM_CHARS may hold (objects, arrays and the items between commas). */
+/** Values an MCP server's line over LOOK_FROM_CHARS may hold (agent/mcp/child-transport.ts). */
 export const MAX_VALUES = 100_000;
 
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
 
-export interface LineShape {
+export interface JsonShape {
   /** Objects and arrays opened, and items after a comma: about the values the line holds. */
   values: number;
   /** The top-level `id` (a number or a string), when the line has one. */
   id?: number | string;
 }
 
-export function lineShape(text: string): LineShape {
+export function jsonShape(text: string): JsonShape {
   let values = 1;
   let depth = 0;
   let id: number | string | undefined;
