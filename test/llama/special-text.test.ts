@@ -1,7 +1,13 @@
 import { describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { BREAK, breakDeep, markerBreaker, templateMarkers } from "../../src/llama/special-text.ts";
+import {
+  BREAK,
+  breakDeep,
+  literalsOf,
+  markerBreaker,
+  templateMarkers,
+} from "../../src/llama/special-text.ts";
 
 const FIXTURES = join(import.meta.dir, "../fixtures/llama-server");
 
@@ -70,5 +76,25 @@ describe("markerBreaker", () => {
         function: { name: "t", description: `x <${BREAK}|im_end|>`, parameters: { a: [`<${BREAK}s>`] } },
       },
     ]);
+  });
+});
+
+describe("literalsOf", () => {
+  // The regex it replaced, for what a template's literals are where all of them end.
+  const LITERAL = /'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"/g;
+
+  test("the recorded templates' literals are the regex's", () => {
+    for (const name of ["chatml_think.jinja", "chatml_tools.jinja"]) {
+      const template = readFileSync(join(FIXTURES, name), "utf8");
+      expect([...literalsOf(template)]).toEqual(template.match(LITERAL) ?? []);
+    }
+    const mixed = `{{ 'a\\'b' + "c\\"d" }}{% if x == '<|im_end|>' %}"it's"{% endif %}`;
+    expect([...literalsOf(mixed)]).toEqual(mixed.match(LITERAL) ?? []);
+  });
+
+  test("a quote that never ends stops its kind only; escaped quotes without end read once", () => {
+    expect([...literalsOf(`'never ends "<|x|>" and more`)]).toEqual(['"<|x|>"']);
+    const hostile = `"${'\\"'.repeat(200_000)}`;
+    expect([...literalsOf(hostile)]).toEqual([]);
   });
 });
