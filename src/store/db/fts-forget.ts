@@ -47,15 +47,20 @@ export function forgettingRows<T>(
 /**
  * After rows went by secure-delete: it leaves each index page's key (the page's first word, or
  * the start of it) in the `%_idx` table, so an index with a key that was an erased word is merged,
- * which writes the keys anew (docs/agent.md "The store"). Not on a disk without room for the merge.
+ * which writes the keys anew; an index already of one segment, which a merge leaves as it is, is
+ * rebuilt from its rows (docs/agent.md "The store"). Not on a disk without room for either.
  */
 export function forgetStaleKeys(
   db: Database,
   touched: readonly FtsTable[] = FTS_TABLES,
   room: (db: Database) => boolean = roomToMerge,
 ): void {
-  if (!ftsSecureDeleteSet(db)) return;
-  for (const t of touched) if (staleIndexKeys(db, t).length > 0 && room(db)) merge(db, t);
+  if (!ftsSecureDeleteSet(db) || !room(db)) return;
+  for (const t of touched) {
+    if (staleIndexKeys(db, t).length === 0) continue;
+    merge(db, t);
+    if (staleIndexKeys(db, t).length > 0) db.run(`INSERT INTO ${t}(${t}) VALUES ('rebuild')`);
+  }
 }
 
 /** Every segment of `table`'s index merged into one, without the words deleted from it. */
@@ -64,21 +69,23 @@ function merge(db: Database, table: FtsTable): void {
 }
 
 /**
- * The keys of `table`'s index pages (its `%_idx` rows: a page's first word, or as much of it as
- * tells it from the page before, after a byte naming the index) that begin no word the index
- * still holds: left by a secure-delete of the word that began the page. One range look a page.
+ * The keys of `table`'s index pages (its `%_idx` rows: a page's first word, or as many bytes of it
+ * as tell it from the page before, after a byte naming the index) that begin no word the index
+ * still holds: left by a secure-delete of the word that began the page. Compared as bytes (a key
+ * may end inside a character), one range look a page, in SQLite.
  */
-export function staleIndexKeys(db: Database, table: FtsTable): string[] {
+export function staleIndexKeys(db: Database, table: FtsTable): Uint8Array[] {
   const vocab = `temp.${table}_words`;
   db.run(`CREATE VIRTUAL TABLE IF NOT EXISTS ${vocab} USING fts5vocab(main, ${table}, 'row')`);
   try {
-    const keys = db
-      .query(`SELECT CAST(term AS TEXT) AS key FROM ${table}_idx WHERE length(term) > 1`)
-      .all() as {
-      key: string;
-    }[];
-    const begins = db.query(`SELECT 1 FROM ${vocab} WHERE term >= ? AND term < ? LIMIT 1`);
-    return keys.map((k) => k.key.slice(1)).filter((p) => !begins.get(p, `${p}\u{10FFFF}`));
+    const rows = db
+      .query(
+        `SELECT key FROM (SELECT substr(term, 2) AS key FROM ${table}_idx WHERE length(term) > 1)
+         WHERE NOT EXISTS (SELECT 1 FROM ${vocab}
+           WHERE term >= CAST(key AS TEXT) AND term < CAST(key || x'ff' AS TEXT))`,
+      )
+      .all() as { key: Uint8Array }[];
+    return rows.map((r) => r.key);
   } finally {
     db.run(`DROP TABLE IF EXISTS ${vocab}`);
   }

@@ -141,24 +141,58 @@ describe("an erase's words forgotten (store/db/fts-forget.ts)", () => {
     const store = Store.open(dir.path, { chunkThread: false });
     const filler = fillerText(42);
     const plain = (u: string, s: string, text: string) => aboutTurn(store, u, s, text);
+    const secret = (who: string, m: number) =>
+      Array.from({ length: 600 }, (_, k) => `qz${who}${m * 600 + k}`).join(" ");
     for (let i = 0; i < 3000; i++) plain("bob", `b${i % 20}`, filler());
-    // 30 rows (under BULK_MIN_ROWS): secure-delete, row by row. 600 words each: some begin pages.
-    for (let m = 0; m < 10; m++)
-      plain("ann", "private", Array.from({ length: 600 }, (_, k) => `qzann${m * 600 + k}`).join(" "));
+    // 30 rows each (under BULK_MIN_ROWS): secure-delete, row by row. 600 words each: some begin pages.
+    for (let m = 0; m < 10; m++) plain("ann", "private", secret("ann", m));
+    for (let m = 0; m < 10; m++) plain("dan", "private", secret("dan", m));
     for (let i = 0; i < 1000; i++) plain("bob", `b${i % 20}`, filler());
-    const keys = () =>
+    const keys = (who: string) =>
       dbOf(store)
-        .query("SELECT CAST(term AS TEXT) AS t FROM messages_fts_idx WHERE CAST(term AS TEXT) LIKE '%qzann%'")
+        .query(
+          `SELECT CAST(term AS TEXT) AS t FROM messages_fts_idx WHERE CAST(term AS TEXT) LIKE '%qz${who}%'`,
+        )
         .all();
-    expect(keys().length).toBeGreaterThan(0);
+    expect(keys("ann").length).toBeGreaterThan(0);
+    expect(keys("dan").length).toBeGreaterThan(0);
     const runs = recordRuns(dbOf(store));
     expect((await store.deleteSession("ann", "private")).deleted).toBe(true);
     expect(merged(runs)).toBe(true);
-    expect(keys()).toEqual([]);
+    expect(keys("ann")).toEqual([]);
+    // The index is one segment now, which a merge leaves as it is: dan's erase rebuilds it.
+    expect(dbOf(store).query("SELECT count(DISTINCT segid) AS n FROM messages_fts_idx").get()).toEqual({
+      n: 1,
+    });
+    expect((await store.deleteSession("dan", "private")).deleted).toBe(true);
+    expect(keys("dan")).toEqual([]);
     expect(staleIndexKeys(dbOf(store), "messages_fts")).toEqual([]);
     indexIntact(dbOf(store));
     store.close();
     expect(filesHolding(dir.path, "qzann")).toEqual([]);
+    expect(filesHolding(dir.path, "qzdan")).toEqual([]);
+  }, 60_000);
+
+  test("page keys cut inside a character are not taken for erased words (nothing erased, nothing stale)", () => {
+    using dir = tmpdir();
+    const store = Store.open(dir.path, { chunkThread: false });
+    let state = 11;
+    const next = () => {
+      state = (state * 1103515245 + 12345) & 0x7fffffff;
+      return state;
+    };
+    const letter = () => "абвгдежзиклмнопрстуфхцчшщыэюя"[(next() >> 8) % 29];
+    const text = () =>
+      Array.from({ length: 60 }, () => Array.from({ length: 3 + (next() % 6) }, letter).join("")).join(" ");
+    for (let i = 0; i < 1500; i++) aboutTurn(store, "ivan", `s${i % 10}`, text());
+    const multiByteCut = dbOf(store)
+      .query(
+        "SELECT count(*) AS n FROM messages_fts_idx WHERE CAST(term AS TEXT) LIKE '%' || char(65533) || '%'",
+      )
+      .get() as { n: number };
+    expect(multiByteCut.n).toBeGreaterThan(0);
+    expect(staleIndexKeys(dbOf(store), "messages_fts")).toEqual([]);
+    store.close();
   }, 60_000);
 
   test("an add cancelled after its chunks were written leaves no page key that was its word either", async () => {
