@@ -19,26 +19,40 @@ export interface JsonShape {
   values: number;
   /** The top-level `id` (a number or a string), when the line has one. */
   id?: number | string;
+  /** A top-level `method` key: a request or a notification, not an answer. */
+  method?: true;
 }
 
 export function jsonShape(text: string): JsonShape {
   let values = 1;
   let depth = 0;
   let id: number | string | undefined;
+  let method = false;
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
     if (c === QUOTE) {
       const start = i;
       for (i++; i < text.length && text.charCodeAt(i) !== QUOTE; i++)
         if (text.charCodeAt(i) === BACKSLASH) i++;
-      if (depth === 1 && text.slice(start, i + 1) === '"id"') id = idAfter(text, i + 1) ?? id;
+      if (depth !== 1) continue;
+      const length = i + 1 - start;
+      if (length === 4 && text.startsWith('"id"', start)) id = idAfter(text, i + 1) ?? id;
+      else if (length === 8 && text.startsWith('"method"', start) && keyAt(text, i + 1)) method = true;
     } else if (c === 0x7b || c === 0x5b) {
       depth++;
       values++;
     } else if (c === 0x7d || c === 0x5d) depth--;
     else if (c === 0x2c) values++;
   }
-  return id === undefined ? { values } : { values, id };
+  return { values, ...(id === undefined ? {} : { id }), ...(method ? { method: true as const } : {}) };
+}
+
+const COLON_AHEAD = /\s*:/y;
+
+/** Whether the string that ends at `i` is a key (a colon follows it). */
+function keyAt(text: string, i: number): boolean {
+  COLON_AHEAD.lastIndex = i;
+  return COLON_AHEAD.test(text);
 }
 
 /** The value after a key that ends at `i` (`: 5`, `: "a"`), when it is a number or a short string. */

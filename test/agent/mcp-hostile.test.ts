@@ -66,6 +66,47 @@ describe("MCP servers that do not read their stdin", () => {
     }
   }, 30_000);
 
+  test("a request of the server's own of many values is skipped, not taken for the answer to our call of its id", async () => {
+    let push!: (bytes: Uint8Array) => void;
+    const stdout = new ReadableStream<Uint8Array>({
+      start(c) {
+        push = (bytes) => c.enqueue(bytes);
+      },
+    });
+    const child = {
+      pid: 1,
+      guarded: false,
+      stdout,
+      stderr: new ReadableStream(),
+      write: async () => {},
+      exited: new Promise<void>(() => {}),
+      stop: async () => {},
+      kill: () => {},
+      noteEscaped: () => {},
+    } as unknown as McpChild;
+    const transport = new ChildTransport(child, "t", { maxPendingBytes: 1 << 20, stallMs: 5000 });
+    const got: unknown[] = [];
+    transport.onmessage = (m) => void got.push(m);
+    transport.onerror = () => {};
+    await transport.start();
+    await transport.send({
+      jsonrpc: "2.0",
+      id: 0,
+      method: "tools/call",
+      params: { name: "x", arguments: {} },
+    });
+    const line = (o: unknown) => push(new TextEncoder().encode(`${JSON.stringify(o)}\n`));
+    line({
+      jsonrpc: "2.0",
+      id: 0,
+      method: "sampling/createMessage",
+      params: { messages: Array(600_000).fill(0) },
+    });
+    line({ jsonrpc: "2.0", id: 0, result: { content: [] } });
+    await waitFor(() => got.length > 0);
+    expect(got).toEqual([{ jsonrpc: "2.0", id: 0, result: { content: [] } }]);
+  });
+
   test("a write to its stdin stuck past stallMs ends the connection and kills the server", async () => {
     let killed = 0;
     const child = {

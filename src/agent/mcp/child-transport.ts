@@ -159,14 +159,15 @@ function isAnswer(m: JSONRPCMessage): m is JSONRPCMessage & { id: string | numbe
 
 /**
  * A long line holding more values than MAX_VALUES, answered for it without its parse
- * (util/json-shape.ts): an error answer to its id, which its call then fails with; one with no id is
- * thrown (skipped as a bad line). Undefined: the line is parsed as it is.
+ * (util/json-shape.ts): an error answer to its id, which its call then fails with; one with no id,
+ * or a request or notification of the server's own, is thrown (skipped as a bad line). Undefined: the line is parsed as it is.
  */
 function tooManyValues(text: string): JSONRPCMessage | undefined {
   if (text.length <= LOOK_FROM_CHARS) return undefined;
   const shape = jsonShape(text);
   if (shape.values <= MAX_VALUES) return undefined;
   const message = `the server's message holds about ${shape.values} JSON values; at most ${MAX_VALUES} are read in a message over ${LOOK_FROM_CHARS} characters`;
-  if (shape.id === undefined) throw new Error(message);
+  // A request of the server's own (ids of both sides start at 0) is no answer to a call of ours.
+  if (shape.id === undefined || shape.method) throw new Error(message);
   return { jsonrpc: "2.0", id: shape.id, error: { code: ErrorCode.InternalError, message } };
 }
