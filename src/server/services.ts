@@ -12,7 +12,7 @@ import { KeyedMutex } from "../store/keyed-mutex.ts";
 import type { MemoryEmbedder } from "../store/memory-embedder.ts";
 import type { Store } from "../store/store.ts";
 import { logger, logUnexpected, setLogLevel } from "../util/logger.ts";
-import { KvFolderErase } from "./kv-folder-erase.ts";
+import { KvErase } from "./kv-erase.ts";
 import type { SeveralModels } from "./several-models.ts";
 import { ShutdownOrder } from "./shutdown-order.ts";
 
@@ -48,11 +48,13 @@ export class CoreServices implements Services {
   private database: Store | undefined;
   private reuse: PromptReuse | undefined;
   private kvDisk: KvDisk | null | undefined;
-  /** Erases of saved KV state, over the folder as it lies (kv-folder-erase.ts). */
-  private readonly kvErase = new KvFolderErase(
-    () => this.kvDir(),
-    () => this.disk(),
-  );
+  /** Erases of saved KV state, over the folder as it lies (kv-erase.ts). */
+  private readonly kvErase = new KvErase({
+    dir: () => this.kvDir(),
+    budgeted: () => this.disk(),
+    reuse: () => this.reuse,
+    several: () => this.several,
+  });
   private several: SeveralModels | undefined;
   /** Memory's embedder: undefined until asked, null when there is none (no embedding model). */
   private embedder: MemoryEmbedder | null | undefined;
@@ -339,20 +341,12 @@ export class CoreServices implements Services {
   }
 
   forgetKv(userId: string, sessionId?: string): string[] {
-    return this.kvErase.run((disk) => {
-      // With several models, each one's prompt reuse erases over the one KV folder (this.disk()).
-      if (!this.several?.forget(userId, sessionId)) this.reuse?.forget(userId, sessionId);
-      if (sessionId === undefined) disk?.removeUser(userId);
-      else disk?.removeSession(userId, sessionId);
-    });
+    return this.kvErase.forget(userId, sessionId);
   }
 
   /** What memory notes quote erased, from the saved KV state of `userId` (every user's: undefined). */
   forgetKvSource(userId: string | undefined, ...sources: string[]): string[] {
-    return this.kvErase.run((disk) => {
-      if (!this.several?.forgetSource(userId, ...sources)) this.reuse?.forgetSource(userId, ...sources);
-      disk?.removeSource(userId, ...sources);
-    });
+    return this.kvErase.forgetSource(userId, ...sources);
   }
 
   pullDeps(): PullDeps {

@@ -3,11 +3,13 @@ import { existsSync, mkdirSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { KvDisk } from "../../../src/agent/kv/kv-disk.ts";
 import { entryOf } from "../../../src/agent/kv/kv-entry.ts";
+import type { PromptReuse } from "../../../src/agent/kv/reuse.ts";
+import { KvErase } from "../../../src/server/kv-erase.ts";
 import { ChatHarness, type Msg } from "../harness.ts";
 
 // Saving turned off (`llama.kv_disk_bytes: 0`) after a run that saved: no prompt reuse looks
 // after data_dir/kv any more, yet an erase takes what it holds of the erased session or user
-// (server/kv-folder-erase.ts; docs/agent.md#prompt-reuse). Found by a hostile review: the deletes
+// (server/kv-erase.ts; docs/agent.md#prompt-reuse). Found by a hostile review: the deletes
 // answered ok and left the session's tokens and notes on disk.
 
 /** A committed state and its sidecar, as a run with saving on leaves them; their paths. */
@@ -58,4 +60,44 @@ test("with saving off and no KV folder at all, an erase answers and makes none",
   h.send("2", "sessions.delete", { session_id: "s" });
   expect(((await h.terminal("2")) as Msg).type).toBe("result");
   expect(readdirSync(h.dataDir)).not.toContain("kv");
+});
+
+test("with saving off, a KV folder made after the first erase (another core's) is erased by the next", async () => {
+  await using h = await savingOff();
+  h.send("2", "sessions.delete", { session_id: "s" });
+  expect(((await h.terminal("2")) as Msg).type).toBe("result");
+  await h.chat("3", { input: "again", session_id: "s" });
+  const files = await savedByAnEarlierRun(h.dataDir, "default_user", "s");
+  h.send("4", "sessions.delete", { session_id: "s" });
+  expect(((await h.terminal("4")) as Msg).type).toBe("result");
+  expect(files.filter((f) => existsSync(f))).toEqual([]);
+});
+
+test("with saving on, the prompt reuse's erase is the folder's only pass", () => {
+  const passes: string[] = [];
+  const disk = {
+    removeSession: () => passes.push("folder"),
+    unremovedBy: (erase: () => void) => {
+      erase();
+      return [];
+    },
+  } as unknown as KvDisk;
+  const reuse = { forget: () => passes.push("reuse") } as unknown as PromptReuse;
+  const erase = new KvErase({
+    dir: () => "/nowhere",
+    budgeted: () => disk,
+    reuse: () => reuse,
+    several: () => undefined,
+  });
+  expect(erase.forget("u", "s")).toEqual([]);
+  expect(passes).toEqual(["reuse"]);
+  // No reuse made yet: the folder's own pass.
+  const early = new KvErase({
+    dir: () => "/nowhere",
+    budgeted: () => disk,
+    reuse: () => undefined,
+    several: () => undefined,
+  });
+  early.forget("u", "s");
+  expect(passes).toEqual(["reuse", "folder"]);
 });

@@ -1,0 +1,89 @@
+import { existsSync } from "node:fs";
+import type { KvDisk } from "../agent/kv/kv-disk.ts";
+import type { PromptReuse } from "../agent/kv/reuse.ts";
+
+/** Where the erases of saved KV state look: the prompt reuses and the folder. */
+export interface KvEraseDeps {
+  /** The folder (data_dir/kv). */
+  dir(): string;
+  /** The budgeted folder prompt reuse saves into; null with saving off. */
+  budgeted(): KvDisk | null;
+  /** The one model's prompt reuse, once made. */
+  reuse(): PromptReuse | undefined;
+  /** Several models' prompt reuses: an erase over each, false when none was made (undefined: one model). */
+  several():
+    | {
+        forget(userId: string, sessionId?: string): boolean;
+        forgetSource(userId: string | undefined, ...sources: string[]): boolean;
+      }
+    | undefined;
+}
+
+/**
+ * Erases of saved KV state (`sessions.delete`, `users.delete`, `documents.delete`, a memory folder's
+ * file gone): the prompt reuse's own erase (its records, its slots, its files), and data_dir/kv
+ * as it lies on disk when no reuse went over it: none made yet, or saving off
+ * (`llama.kv_disk_bytes` 0), when a run with saving on may have left files there, which an erase
+ * takes all the same (docs/agent.md#prompt-reuse). Each returns the files it could not remove.
+ */
+export class KvErase {
+  private unbudgeted: KvDisk | undefined;
+
+  constructor(private readonly deps: KvEraseDeps) {}
+
+  forget(userId: string, sessionId?: string): string[] {
+    return this.run((disk) => {
+      const several = this.deps.several();
+      if (
+        this.reused(
+          several ? several.forget(userId, sessionId) : this.one((r) => r.forget(userId, sessionId)),
+        )
+      )
+        return;
+      if (sessionId === undefined) disk?.removeUser(userId);
+      else disk?.removeSession(userId, sessionId);
+    });
+  }
+
+  /** What memory notes quote erased, from the saved KV state of `userId` (every user's: undefined). */
+  forgetSource(userId: string | undefined, ...sources: string[]): string[] {
+    return this.run((disk) => {
+      const several = this.deps.several();
+      const erased = several
+        ? several.forgetSource(userId, ...sources)
+        : this.one((r) => r.forgetSource(userId, ...sources));
+      if (!this.reused(erased)) disk?.removeSource(userId, ...sources);
+    });
+  }
+
+  /** The one model's reuse's erase; false when none is made. */
+  private one(erase: (r: PromptReuse) => void): boolean {
+    const reuse = this.deps.reuse();
+    if (reuse) erase(reuse);
+    return reuse !== undefined;
+  }
+
+  /** A reuse's erase went over the folder (saving on): it needs no pass of its own. */
+  private reused(erased: boolean): boolean {
+    return erased && this.deps.budgeted() !== null;
+  }
+
+  /** Runs `erase` over the folder (none: it does not exist); the files it could not remove (KvDisk.unremovedBy). */
+  private run(erase: (disk?: KvDisk) => void): string[] {
+    const disk = this.folder();
+    if (disk) return disk.unremovedBy(() => erase(disk));
+    erase();
+    return [];
+  }
+
+  /** The budgeted folder, else the folder as it is now (another core may make it any time). */
+  private folder(): KvDisk | undefined {
+    const budgeted = this.deps.budgeted();
+    if (budgeted) return budgeted;
+    const dir = this.deps.dir();
+    if (!existsSync(dir)) return undefined;
+    const { KvDisk } = require("../agent/kv/kv-disk.ts") as typeof import("../agent/kv/kv-disk.ts");
+    this.unbudgeted ??= new KvDisk(dir, 0);
+    return this.unbudgeted;
+  }
+}
