@@ -142,14 +142,15 @@ export function applyEvent(
   return undefined;
 }
 
+/** Values an event of llama-server's over LOOK_FROM_CHARS may hold (util/json-shape.ts). */
+const MAX_EVENT_VALUES = 10_000;
+
 /**
  * A surrogate written as a JSON escape, the only way one reaches a parsed string (the decoder
  * makes invalid UTF-8 U+FFFD). llama-server writes text as UTF-8, so this is rare and cheap to
  * look for; a lone one is made U+FFFD, as the decoder would, so the host's events, the result and
  * what is stored are the same well-formed text (docs/protocol.md "Text").
  */
-/** Values an event of llama-server's over LOOK_FROM_CHARS may hold (util/json-shape.ts). */
-const MAX_EVENT_VALUES = 10_000;
 const ESCAPED_SURROGATE = /\\u[dD][89a-fA-F]/;
 const wellFormedString = (_key: string, value: unknown) =>
   typeof value === "string" ? value.toWellFormed() : value;

@@ -25,10 +25,17 @@ export function mayBeInexact(value: unknown): value is number {
  */
 const RESPELLED = /"(?:request_)?id"\s*:\s*(?:-?\d*[.eE]|-0(?![\d.eE]))/;
 
+/**
+ * A key spelled with an escape (`"\u0069d"` is `"id"`), which RESPELLED cannot see: the line is
+ * read exactly (a false alarm costs one pass). Bounded repeats: linear over the line.
+ */
+const ESCAPED_KEY = /"[^"\\]{0,24}\\u[0-9a-fA-F]{4}[^"]{0,48}"\s*:/;
+
 /** Whether the line's number ids must be read again from its text (`exactIds`). */
 export function needsExactIds(line: string, id: unknown, cancelTarget: unknown): boolean {
   if (mayBeInexact(id) || mayBeInexact(cancelTarget)) return true;
-  return (typeof id === "number" || typeof cancelTarget === "number") && RESPELLED.test(line);
+  if (typeof id !== "number" && typeof cancelTarget !== "number") return false;
+  return RESPELLED.test(line) || ESCAPED_KEY.test(line);
 }
 
 /**

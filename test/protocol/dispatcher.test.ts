@@ -112,12 +112,13 @@ describe("dispatcher over the in-process loop", () => {
     const h = startHarness();
     h.sendRaw(`{"id":1.0,"method":"ping"}\n{"id" : 1e2 ,"method":"ping"}\n{"id":-0,"method":"ping"}\n`);
     h.sendRaw(`{"method":"ping","params":{},"id":-1E-400}\n{"id":3,"method":"ping"}\n`);
+    h.sendRaw(`{"\\u0069d":4.0,"method":"ping"}\n`);
     h.sendRaw(`{"id":7.0,"method":"test.sleep","params":{"ms":3000}}\n`);
     h.sendRaw(`{"id":"k","method":"cancel","params":{"request_id":7}}\n`);
     await h.waitFor(
-      (ms) => ms.filter((m) => m.type === "result").length >= 6 && ms.some((m) => m.type === "error"),
+      (ms) => ms.filter((m) => m.type === "result").length >= 7 && ms.some((m) => m.type === "error"),
     );
-    for (const sent of ["1.0", "1e2", "-0", "-1E-400", "3"])
+    for (const sent of ["1.0", "1e2", "-0", "-1E-400", "3", "4.0"])
       expect(h.lines).toContain(`{"id":${sent},"type":"result","result":{"status":"ok"}}`);
     expect(h.messages.find((m) => m.id === "k")?.result).toEqual({ cancelled: true });
     expect(h.lines.some((l) => l.startsWith(`{"id":7.0,"type":"error","code":"cancelled"`))).toBe(true);
