@@ -257,7 +257,7 @@ function modelGone(argv: readonly string[]): StartFailure | undefined {
   if (path === undefined || existsSync(path)) return undefined;
   return {
     code: "model_missing",
-    message: `model file cannot be opened: ${path} (No such file or directory)`,
+    message: `model file cannot be opened: ${path} (not found, or out of this user's reach)`,
     retryPort: false,
   };
 }
