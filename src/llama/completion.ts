@@ -137,11 +137,15 @@ export async function streamCompletion(
   /** Deltas parsed from the current network read, handed on after the read is parsed. */
   const arrived: Arrivals = { content: [], reasoning: onReasoning ? [] : undefined };
   let evented = false; // an event was dispatched in this read: a flag, no call per event
+  /** Events that added no text: bounded by the tokens a context holds (`tooManyEvents`). */
+  let empty = 0;
   const parser = createParser({
     onEvent(ev: EventSourceMessage) {
       evented = true;
       if (done || streamError) return;
+      const before = replyChars(result, assembler);
       const outcome = applyEvent(ev.data, result, assembler, arrived);
+      if (replyChars(result, assembler) === before) empty++;
       if (outcome === "done") done = true;
       else if (outcome) streamError = outcome;
     },
@@ -162,7 +166,7 @@ export async function streamCompletion(
       if (evented) onProgress?.();
       else if (result.firstTokenAt === undefined) onAlive?.();
       evented = false;
-      streamError ??= overBound(result, assembler, maxChars);
+      streamError ??= overBound(result, assembler, maxChars) ?? tooManyEvents(empty, maxChars);
       if (gatherMs > 0) {
         if (!arrivalsEmpty(arrived)) reader.rest(gatherMs);
         joinArrivals(arrived);
@@ -209,12 +213,30 @@ function overBound(
   assembler: ToolCallAssembler,
   maxChars: number | undefined,
 ): LlmError | undefined {
-  if (maxChars === undefined) return undefined;
-  const chars = result.content.length + result.reasoning.length + assembler.chars;
-  if (chars <= maxChars) return undefined;
+  if (maxChars === undefined || replyChars(result, assembler) <= maxChars) return undefined;
   return new LlmError(
     "bad_response",
     `llama-server streamed more than ${maxChars} characters in one reply (${CHARS_PER_TOKEN} a token of its context: more than it can generate)`,
+  );
+}
+
+/** Characters of content, reasoning and tool-call arguments the reply holds so far. */
+const replyChars = (result: CompletionResult, assembler: ToolCallAssembler) =>
+  result.content.length + result.reasoning.length + assembler.chars;
+
+/**
+ * More events without text than the step's reply can hold: llama-server sends one for a token
+ * that shows none (at most its context of tokens), one a batch of the prompt read, and a few at
+ * the end; events with text are bounded by `overBound`. A server that streams empty deltas
+ * forever is broken: the watchdog takes each event for progress, so this bound ends it.
+ */
+function tooManyEvents(empty: number, maxChars: number | undefined): LlmError | undefined {
+  if (maxChars === undefined) return undefined;
+  const most = 2 * (maxChars / CHARS_PER_TOKEN) + 64;
+  if (empty <= most) return undefined;
+  return new LlmError(
+    "bad_response",
+    `llama-server sent more than ${most} events without text in one reply (twice its context: more than it can generate)`,
   );
 }
 

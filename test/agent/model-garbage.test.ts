@@ -204,6 +204,19 @@ describe("chat: an event of many values", () => {
   });
 });
 
+describe("chat: empty deltas without end", () => {
+  test("bad_response once more events came than the context can generate; the server not blamed", async () => {
+    // Each event is progress to the watchdog: without the bound this chat never ended.
+    await using h = new ChatHarness({ agents: [{ name: "plain" }] });
+    const empty = delta({ content: "" }).repeat(20_000);
+    h.llama.script({ raw: [delta({ content: "hi" }), empty], hang: true });
+    const { terminal } = await h.chat(1, { input: "x", session_id: "e" });
+    expect(terminal).toMatchObject({ type: "error", data: { reason: "bad_response" } });
+    expect(String(terminal.message)).toContain("events without text in one reply");
+    expect(h.provider.failures).toEqual([]);
+  });
+});
+
 describe("chat: a reply longer than the context can hold", () => {
   test("bad_response naming the bound, the server not blamed, the partial kept", async () => {
     await using h = new ChatHarness({ agents: [{ name: "plain" }] });
