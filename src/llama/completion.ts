@@ -192,6 +192,16 @@ export async function streamCompletion(
   }
   if (streamError) throw streamError;
   if (signal.aborted) throw signal.reason;
+  return finished(result, assembler, done, sentAt);
+}
+
+/** The reply once its stream ended: one that ended before its finish is a lost connection. */
+function finished(
+  result: CompletionResult,
+  assembler: ToolCallAssembler,
+  done: boolean,
+  sentAt: number,
+): CompletionResult {
   if (!done && result.finishReason === null) {
     throw new LlmError("connection_lost", "llama-server closed the stream before the reply finished");
   }
