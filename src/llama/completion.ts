@@ -137,15 +137,13 @@ export async function streamCompletion(
   /** Deltas parsed from the current network read, handed on after the read is parsed. */
   const arrived: Arrivals = { content: [], reasoning: onReasoning ? [] : undefined };
   let evented = false; // an event was dispatched in this read: a flag, no call per event
-  /** Events that added no text: bounded by the tokens a context holds (`tooManyEvents`). */
-  let empty = 0;
+  let events = 0;
   const parser = createParser({
     onEvent(ev: EventSourceMessage) {
       evented = true;
+      events++;
       if (done || streamError) return;
-      const before = replyChars(result, assembler);
       const outcome = applyEvent(ev.data, result, assembler, arrived);
-      if (replyChars(result, assembler) === before) empty++;
       if (outcome === "done") done = true;
       else if (outcome) streamError = outcome;
     },
@@ -166,7 +164,8 @@ export async function streamCompletion(
       if (evented) onProgress?.();
       else if (result.firstTokenAt === undefined) onAlive?.();
       evented = false;
-      streamError ??= overBound(result, assembler, maxChars) ?? tooManyEvents(empty, maxChars);
+      streamError ??=
+        overBound(result, assembler, maxChars) ?? tooManyEvents(events, result, assembler, maxChars);
       if (gatherMs > 0) {
         if (!arrivalsEmpty(arrived)) reader.rest(gatherMs);
         joinArrivals(arrived);
@@ -238,12 +237,19 @@ const replyChars = (result: CompletionResult, assembler: ToolCallAssembler) =>
  * More events without text than the step's reply can hold: llama-server sends one for a token
  * that shows none (at most its context of tokens), one a batch of the prompt read, and a few at
  * the end; events with text are bounded by `overBound`. A server that streams empty deltas
- * forever is broken: the watchdog takes each event for progress, so this bound ends it.
+ * forever is broken: the watchdog takes each event for progress, so this bound ends it. Each
+ * event with text added a character at least, so the events past the reply's characters are
+ * empty ones: counted once a read, nothing a token.
  */
-function tooManyEvents(empty: number, maxChars: number | undefined): LlmError | undefined {
+function tooManyEvents(
+  events: number,
+  result: CompletionResult,
+  assembler: ToolCallAssembler,
+  maxChars: number | undefined,
+): LlmError | undefined {
   if (maxChars === undefined) return undefined;
   const most = 2 * (maxChars / CHARS_PER_TOKEN) + 64;
-  if (empty <= most) return undefined;
+  if (events - replyChars(result, assembler) <= most) return undefined;
   return new LlmError(
     "bad_response",
     `llama-server sent more than ${most} events without text in one reply (twice its context: more than it can generate)`,

@@ -1,3 +1,5 @@
+import { quotedEnd } from "../util/quoted.ts";
+
 /**
  * llama-server (b10587) tokenizes a chat's rendered prompt with special tokens parsed, message
  * contents included, and takes no per-request switch for it: text that spells one of the model's
@@ -35,8 +37,7 @@ export function* literalsOf(template: string): Generator<string> {
   for (let i = 0; i < template.length; i++) {
     const quote = template[i] as string;
     if ((quote !== "'" && quote !== '"') || unended.includes(quote)) continue;
-    let end = i + 1;
-    for (; end < template.length && template[end] !== quote; end++) if (template[end] === "\\") end++;
+    const end = quotedEnd(template, i, quote.charCodeAt(0));
     if (end >= template.length) {
       unended += quote;
       continue;

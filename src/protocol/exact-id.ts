@@ -1,3 +1,5 @@
+import { quotedEnd } from "../util/quoted.ts";
+
 /**
  * Number ids a double cannot hold (docs/protocol.md, ids): JSON.parse turns
  * `18446744073709551616` into 18446744073709552000, so such an id is kept as the text the host
@@ -60,7 +62,6 @@ export function exactIds(
 /** A JSON number's token, read where it starts (sticky). */
 const NUMBER = /-?\d[\d.eE+-]*/y;
 const QUOTE = 0x22;
-const BACKSLASH = 0x5c;
 const COLON = 0x3a;
 const OPEN_OBJECT = 0x7b;
 const OPEN_ARRAY = 0x5b;
@@ -83,12 +84,7 @@ export function numberSources(line: string): { id?: string; requestId?: string }
     const c = line.charCodeAt(i);
     if (c === QUOTE) {
       const start = i;
-      for (i++; i < line.length; i++) {
-        const d = line.charCodeAt(i);
-        if (d === BACKSLASH) i++;
-        else if (d === QUOTE) break;
-      }
-      i++;
+      i = quotedEnd(line, i) + 1;
       const colon = skipSpace(line, i);
       const keyed = line.charCodeAt(colon) === COLON && (depth === 1 || depth === paramsDepth);
       if (!keyed) continue;

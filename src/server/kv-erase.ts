@@ -1,6 +1,7 @@
 import { existsSync } from "node:fs";
 import type { KvDisk } from "../agent/kv/kv-disk.ts";
 import type { PromptReuse } from "../agent/kv/reuse.ts";
+import type { SeveralModels } from "./several-models.ts";
 
 /** Where the erases of saved KV state look: the prompt reuses and the folder. */
 export interface KvEraseDeps {
@@ -11,12 +12,7 @@ export interface KvEraseDeps {
   /** The one model's prompt reuse, once made. */
   reuse(): PromptReuse | undefined;
   /** Several models' prompt reuses: an erase over each, false when none was made (undefined: one model). */
-  several():
-    | {
-        forget(userId: string, sessionId?: string): boolean;
-        forgetSource(userId: string | undefined, ...sources: string[]): boolean;
-      }
-    | undefined;
+  several(): Pick<SeveralModels, "forget" | "forgetSource"> | undefined;
 }
 
 /**

@@ -1,3 +1,5 @@
+import { quotedEnd } from "./quoted.ts";
+
 /**
  * How many JSON values a text holds, and its top-level `id`, read in one pass without parsing
  * it. A long line or event is parsed only when it holds at most a bound of values: JSON.parse
@@ -12,7 +14,6 @@ export const LOOK_FROM_CHARS = 1024 * 1024;
 export const MAX_VALUES = 100_000;
 
 const QUOTE = 0x22;
-const BACKSLASH = 0x5c;
 
 export interface JsonShape {
   /** Objects and arrays opened, and items after a comma: about the values the line holds. */
@@ -32,8 +33,7 @@ export function jsonShape(text: string): JsonShape {
     const c = text.charCodeAt(i);
     if (c === QUOTE) {
       const start = i;
-      for (i++; i < text.length && text.charCodeAt(i) !== QUOTE; i++)
-        if (text.charCodeAt(i) === BACKSLASH) i++;
+      i = quotedEnd(text, i);
       if (depth !== 1) continue;
       const length = i + 1 - start;
       if (length === 4 && text.startsWith('"id"', start)) id = idAfter(text, i + 1) ?? id;
@@ -48,6 +48,8 @@ export function jsonShape(text: string): JsonShape {
 }
 
 const COLON_AHEAD = /\s*:/y;
+/** A key's value when it is a number or a short string (sticky). */
+const ID_AHEAD = /\s*:\s*(-?\d[\d.eE+-]*|"(?:[^"\\]|\\.){0,256}")/y;
 
 /** Whether the string that ends at `i` is a key (a colon follows it). */
 function keyAt(text: string, i: number): boolean {
@@ -57,9 +59,8 @@ function keyAt(text: string, i: number): boolean {
 
 /** The value after a key that ends at `i` (`: 5`, `: "a"`), when it is a number or a short string. */
 function idAfter(text: string, i: number): number | string | undefined {
-  const m = /\s*:\s*(-?\d[\d.eE+-]*|"(?:[^"\\]|\\.){0,256}")/y;
-  m.lastIndex = i;
-  const token = m.exec(text)?.[1];
+  ID_AHEAD.lastIndex = i;
+  const token = ID_AHEAD.exec(text)?.[1];
   if (token === undefined) return undefined;
   try {
     return JSON.parse(token) as number | string;

@@ -34,7 +34,7 @@ export function forgettingRows<T>(
   if (!ftsSecureDeleteSet(db)) return remove();
   if (rows < BULK_MIN_ROWS || rows < indexedRows(db, "") * BULK_SHARE || !room(db)) {
     const out = remove();
-    forgetStaleKeys(db, touched, room);
+    mergeStale(db, touched, room);
     return out;
   }
   setSecureDelete(db, 0);
@@ -55,7 +55,12 @@ export function forgetStaleKeys(
   touched: readonly FtsTable[] = FTS_TABLES,
   room: (db: Database) => boolean = roomToMerge,
 ): void {
-  if (!ftsSecureDeleteSet(db) || !room(db)) return;
+  if (ftsSecureDeleteSet(db)) mergeStale(db, touched, room);
+}
+
+/** `forgetStaleKeys` once secure-delete is known to be on. */
+function mergeStale(db: Database, touched: readonly FtsTable[], room: (db: Database) => boolean): void {
+  if (!room(db)) return;
   for (const t of touched) {
     if (staleIndexKeys(db, t).length === 0) continue;
     merge(db, t);
