@@ -70,6 +70,8 @@ export interface ErrorDataByCode {
     trace_id?: string;
   } & Open;
   cancelled: Open;
+  /** More requests in flight than the core holds: nothing was done; send it again later. */
+  too_many_requests: { limit: number } & Open;
   /** Unexpected, or llama-server failing during a chat (`reason`, docs/agent.md). */
   internal_error: { reason?: ErrorReason; trace_id?: string } & LlamaServerEnd & Open;
   /** The client's own: the core process ended or could not start. */

@@ -16,6 +16,7 @@ export type ErrorCode =
   | "invalid_json"
   | "output_invalid"
   | "cancelled"
+  | "too_many_requests"
   | "internal_error";
 
 /** What an error's `data.reason` may say. */
@@ -445,6 +446,7 @@ export type CoreStatusResult = {
         | "invalid_json"
         | "output_invalid"
         | "cancelled"
+        | "too_many_requests"
         | "internal_error";
       message: string;
     } | null;

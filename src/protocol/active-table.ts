@@ -10,6 +10,11 @@ export class ActiveTable<T> {
   private readonly byNumber = new Map<number, T>();
   private readonly byDigits = new Map<string, T>();
 
+  /** How many entries it holds, every kind of id together. */
+  get size(): number {
+    return this.byString.size + this.byNumber.size + this.byDigits.size;
+  }
+
   get(id: RequestId): T | undefined {
     if (typeof id === "string") return this.byString.get(id);
     const key = typeof id === "number" ? { value: id } : exactKey(id);

@@ -6,11 +6,13 @@ import type { ErrorMessage, RequestId, ResultMessage } from "./messages.ts";
 import {
   type ActiveRequest,
   LISTED_REQUESTS,
+  MAX_IN_FLIGHT,
   type MethodEntry,
   type MethodHandler,
   type MethodTable,
   type OutputPort,
   type RequestContext,
+  UNBOUNDED_METHODS,
 } from "./method-table.ts";
 import { checkedParams } from "./params-check.ts";
 
@@ -179,6 +181,11 @@ export class Dispatcher {
     }
     if (this.shuttingDown && method.name !== "shutdown") {
       this.fail(id, "cancelled", "the core is shutting down");
+      return;
+    }
+    if (this.active.size >= MAX_IN_FLIGHT && !UNBOUNDED_METHODS.has(method.name)) {
+      const message = `the core has ${MAX_IN_FLIGHT} requests in flight; try again when some have ended`;
+      this.fail(id, "too_many_requests", message, { limit: MAX_IN_FLIGHT });
       return;
     }
     // Intake closes with the shutdown request itself, not when its handler first runs (after

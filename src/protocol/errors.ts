@@ -14,6 +14,8 @@ export const ERROR_CODES = [
   "invalid_json",
   "output_invalid",
   "cancelled",
+  // More requests in flight than the core holds (MAX_IN_FLIGHT): nothing was done; retry later.
+  "too_many_requests",
   "internal_error",
 ] as const;
 export type ErrorCode = (typeof ERROR_CODES)[number];

@@ -77,5 +77,21 @@ export interface OutputPort {
   terminal(msg: ResultMessage | ErrorMessage): Promise<void>;
 }
 
+/**
+ * The requests the core holds in flight at most; past it a new one is refused at once with
+ * `too_many_requests` (docs/protocol.md#errors), except the ones that answer at once and must
+ * always be answered (UNBOUNDED_METHODS). 40,000 chats in one write held ~345 MB and delayed a
+ * ping 2 s; at this bound they hold ~30 MB.
+ */
+export const MAX_IN_FLIGHT = 4096;
+/** Answered at once and never refused for load: the host's controls. */
+export const UNBOUNDED_METHODS: ReadonlySet<string> = new Set([
+  "initialize",
+  "ping",
+  "cancel",
+  "status",
+  "shutdown",
+]);
+
 /** The requests in flight `status` lists at most: the oldest (docs/protocol.md#status). */
 export const LISTED_REQUESTS = 256;

@@ -7,6 +7,7 @@ import {
   LocalAiError,
   type LocalAiErrorCode,
 } from "../../src/client/index.ts";
+import { MAX_IN_FLIGHT } from "../../src/protocol/method-table.ts";
 import { writeFakeModel } from "../fixtures/llama-stand-in/binary.ts";
 import { writeStack } from "../fixtures/stack.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
@@ -165,6 +166,28 @@ describe("error data from the compiled core fits ErrorDataByCode", () => {
     expect(invalid.text).toBe('{"name":');
     expect(invalid.finish_reason).toBe("length");
     expect(invalid.errors[0]).toEqual({ path: "", message: expect.stringContaining("not valid JSON") });
+  }, 30_000);
+
+  test("too_many_requests: the limit, once MAX_IN_FLIGHT requests are in flight", async () => {
+    await using dir = tmpdir();
+    const c = await LocalAiClient.start({
+      binary: hostBinary(),
+      cwd: dir.path,
+      env: { ...process.env, LOCAL_AI_TEST_METHODS: "1" },
+    });
+    clients.push(c);
+    const held = Array.from({ length: MAX_IN_FLIGHT }, () =>
+      c.request("test.sleep", { ms: 60_000 }).catch((e: unknown) => e),
+    );
+    const over = expectData(
+      await failure(c.request("test.sleep", { ms: 1 })),
+      "too_many_requests",
+      shape({ limit: "number" }),
+    );
+    expect(over.limit).toBe(MAX_IN_FLIGHT);
+    expect(await c.ping()).toEqual({ status: "ok" });
+    c.kill();
+    await Promise.all(held);
   }, 30_000);
 
   test("core_exited, the client's own: exit code, signal, stderr tail, spawn error", async () => {

@@ -1,4 +1,5 @@
 import { describe, expect, test } from "bun:test";
+import { MAX_IN_FLIGHT } from "../../src/protocol/method-table.ts";
 import { startHarness } from "../fixtures/stdio-harness.ts";
 
 const terminals = (ms: Record<string, any>[], id: unknown) =>
@@ -88,6 +89,33 @@ describe("dispatcher over the in-process loop", () => {
     h.end();
     await h.exit;
   });
+
+  test("past MAX_IN_FLIGHT a request is refused at once with too_many_requests; the controls still answer", async () => {
+    const h = startHarness();
+    let lines = "";
+    for (let i = 0; i < MAX_IN_FLIGHT; i++)
+      lines += `{"id":${i},"method":"test.sleep","params":{"ms":60000}}\n`;
+    h.sendRaw(`${lines}{"id":"over","method":"test.sleep","params":{"ms":1}}\n{"id":"p","method":"ping"}\n`);
+    await h.waitFor((ms) => terminals(ms, "over").length === 1 && terminals(ms, "p").length === 1);
+    expect(terminals(h.messages, "over")[0]).toMatchObject({
+      type: "error",
+      code: "too_many_requests",
+      data: { limit: MAX_IN_FLIGHT },
+    });
+    expect(terminals(h.messages, "p")[0]).toMatchObject({ type: "result" });
+    const status = await h.request({ id: "s", method: "status" });
+    expect(status.result.requests.length).toBeGreaterThan(0);
+    // One ends: there is room for one more.
+    expect((await h.request({ id: "c", method: "cancel", params: { request_id: 0 } })).result.cancelled).toBe(
+      true,
+    );
+    await h.waitFor((ms) => terminals(ms, 0).length === 1);
+    h.send({ id: "again", method: "test.sleep", params: { ms: 1 } });
+    await h.waitFor((ms) => terminals(ms, "again").length === 1);
+    expect(terminals(h.messages, "again")[0]).toMatchObject({ type: "result" });
+    expect((await h.request({ id: "bye", method: "shutdown" })).type).toBe("result");
+    expect(await h.exit).toBe(0);
+  }, 30000);
 
   test("a number id beyond 2^53 comes back as the same JSON text, and cancel names it exactly", async () => {
     const h = startHarness();
