@@ -140,8 +140,12 @@ export class KvDisk {
     } catch (err) {
       logger.warn(`the KV state of session ${entry.session_id} could not be kept: ${(err as Error).message}`);
       this.discard(temp);
-      // The sidecar now describes a state that is not there: the old file is of no use either.
-      if (described) dropFile(this.sidecarOf(name));
+      // The sidecar now describes a state that is not there, and the old file goes with it: never
+      // restored without a sidecar, it would also be one `removeUser` (which reads sidecars) misses.
+      if (described) {
+        dropFile(this.sidecarOf(name));
+        dropFile(this.binOf(name));
+      }
       this.use = undefined;
       return false;
     }
@@ -255,8 +259,12 @@ export class KvDisk {
    * their age; then what saves cut short left (a crash's temporary files carry no sidecar).
    */
   private erase(matches: (e: KvEntry) => boolean, also?: string): void {
-    const names = new Set(this.entries().flatMap(({ name, entry }) => (matches(entry) ? [name] : [])));
+    const described = this.entries();
+    const names = new Set(described.flatMap(({ name, entry }) => (matches(entry) ? [name] : [])));
     if (also) names.add(also);
+    // Whose a state without a readable sidecar is cannot be told, and none is ever restored:
+    // each erase takes them, so none holds what a `users.delete` meant to erase.
+    for (const name of this.orphans(described)) names.add(name);
     for (const name of names) this.remove(name);
     for (const f of this.listing()) {
       const m = OWN_TEMP.exec(f);
@@ -289,11 +297,7 @@ export class KvDisk {
    */
   private keepBudget(keep: string): void {
     const described = this.entries();
-    const known = new Set(described.map((e) => e.name));
-    const orphans = this.listing().flatMap((f) => {
-      const m = OWN_FILE.exec(f);
-      return m?.[2] === "bin" && !known.has(m[1] as string) ? [{ name: m[1] as string, usedAt: -1 }] : [];
-    });
+    const orphans = this.orphans(described).map((name) => ({ name, usedAt: -1 }));
     const all = [...orphans, ...described.map((e) => ({ name: e.name, usedAt: e.entry.used_at }))].sort(
       (a, b) => a.usedAt - b.usedAt,
     );
@@ -305,6 +309,15 @@ export class KvDisk {
       this.remove(name);
     }
     if (total > this.budgetBytes) this.remove(keep);
+  }
+
+  /** Names of our state files with no readable sidecar (`described`: the readable ones). */
+  private orphans(described: { name: string }[]): string[] {
+    const known = new Set(described.map((e) => e.name));
+    return this.listing().flatMap((f) => {
+      const m = OWN_FILE.exec(f);
+      return m?.[2] === "bin" && !known.has(m[1] as string) ? [m[1] as string] : [];
+    });
   }
 
   private sizeOf(name: string): number {

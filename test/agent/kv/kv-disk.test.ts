@@ -1,6 +1,10 @@
-import { describe, expect, test } from "bun:test";
+import { describe, expect, spyOn, test } from "bun:test";
+import * as fs from "node:fs";
 import { existsSync, mkdirSync, readdirSync, statSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+
+const realRename = fs.renameSync;
+
 import { KvDisk } from "../../../src/agent/kv/kv-disk.ts";
 import { entryOf } from "../../../src/agent/kv/kv-entry.ts";
 import { emptyRecord, type PromptRecord } from "../../../src/agent/kv/prompt-record.ts";
@@ -205,6 +209,39 @@ describe("KvDisk", () => {
 
   // llama-server answers n_written from file.tell() and checks no flush: a full disk leaves the
   // file shorter than it says (docs/agent.md#prompt-reuse, "Faults").
+  test("a rename into place refused (a state file held open on Windows): the old state goes with its sidecar", async () => {
+    using dir = tmpdir();
+    const disk = new KvDisk(dir.path, 1_000_000);
+    expect(await save(disk, "u", "s1", 1000, 1)).toBe(true);
+    const rename = spyOn(fs, "renameSync").mockImplementation((from, to) => {
+      if (String(to).endsWith(".bin"))
+        throw Object.assign(new Error("EBUSY: resource busy"), { code: "EBUSY" });
+      return realRename(from, to);
+    });
+    try {
+      expect(await save(disk, "u", "s1", 2000, 2)).toBe(false);
+    } finally {
+      rename.mockRestore();
+    }
+    // The old state lost its sidecar with the failed commit: nothing could restore it, and
+    // `users.delete`, which finds a user's files by their sidecars, could miss it. It goes too.
+    expect(files(dir.path)).toEqual([]);
+  });
+
+  test("an erase takes every state file whose sidecar cannot be read: whose it is cannot be told", async () => {
+    using dir = tmpdir();
+    const disk = new KvDisk(dir.path, 1_000_000);
+    expect(await save(disk, "other", "kept", 1000, 1)).toBe(true);
+    const bare = disk.nameOf("u", "bare");
+    const garbled = disk.nameOf("u", "garbled");
+    writeFileSync(join(dir.path, `${bare}.bin`), "z".repeat(100));
+    writeFileSync(join(dir.path, `${garbled}.bin`), "z".repeat(100));
+    writeFileSync(join(dir.path, `${garbled}.json`), "{not json");
+    disk.removeUser("u");
+    const kept = disk.nameOf("other", "kept");
+    expect(files(dir.path)).toEqual([`${kept}.bin`, `${kept}.json`]);
+  });
+
   test("a state file shorter than llama-server's n_written is not kept, what was there stays", async () => {
     using dir = tmpdir();
     const disk = new KvDisk(dir.path, 1_000_000);
