@@ -71,7 +71,9 @@ export class Scheduler {
     const entry = this.entry(model);
     this.use(entry, 1);
     try {
-      const live = await this.ready(entry, signal, onProgress, false);
+      // A warmup's (explicit) load is the host's own, as models.load's: it restarts a dead server
+      // whatever the restart budget, and its cancel ends the wait, not the load.
+      const live = await this.ready(entry, signal, onProgress, options?.explicit === true);
       entry.leases += 1;
       try {
         const lease = await live.runtime.acquire(signal, onProgress, options);

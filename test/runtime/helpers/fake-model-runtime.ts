@@ -1,6 +1,6 @@
 import type { SpareConnection } from "../../../src/llama/spare-connection.ts";
 import { cancelledError } from "../../../src/protocol/errors.ts";
-import type { LlamaLease } from "../../../src/runtime/endpoint.ts";
+import type { AcquireOptions, LlamaLease } from "../../../src/runtime/endpoint.ts";
 import { Launch } from "../../../src/runtime/launch.ts";
 import type { DeviceBytes } from "../../../src/runtime/memory-fit.ts";
 import type { ModelFootprint, ModelRuntime, StopOptions } from "../../../src/runtime/model-runtime.ts";
@@ -20,7 +20,7 @@ export interface FakeSpec {
   fail?: Error;
   /** Its plan fails with this. */
   planFails?: Error;
-  /** A restart after `crash()` fails with this (a spent restart budget). */
+  /** A restart after `crash()` fails with this (a spent restart budget), unless the host asked (explicit). */
   restartFails?: Error;
   /** Called as its sessions are saved before an unload (what the save can see then). */
   onSave?: () => void;
@@ -63,11 +63,16 @@ export class FakeRuntime implements ModelRuntime {
     return { bytes: this.spec.bytes ?? { gpu0: (this.spec.gib ?? 1) * GIB }, budget: this.budget };
   }
 
-  async ready(signal: AbortSignal, onProgress?: (p: StartProgress) => void): Promise<AbortSignal> {
+  async ready(
+    signal: AbortSignal,
+    onProgress?: (p: StartProgress) => void,
+    options?: AcquireOptions,
+  ): Promise<AbortSignal> {
     if (this.stopped) throw cancelledError(`${this.name} stopped`);
     if (this.up) return this.died.signal;
     this.log.push(this.dead ? `${this.name}.restart` : `${this.name}.start`);
-    if (this.dead && this.spec.restartFails) throw this.spec.restartFails;
+    // As the real restart policy: a start the host asked for (warmup, models.load) is not counted.
+    if (this.dead && this.spec.restartFails && options?.explicit !== true) throw this.spec.restartFails;
     this.dead = false;
     this.died = new AbortController();
     onProgress?.({ phase: "loading", elapsed_ms: 0 });
@@ -84,8 +89,12 @@ export class FakeRuntime implements ModelRuntime {
     this.died.abort(new Error(`${this.name} crashed`));
   }
 
-  async acquire(signal: AbortSignal, onProgress?: (p: StartProgress) => void): Promise<LlamaLease> {
-    await this.ready(signal, onProgress);
+  async acquire(
+    signal: AbortSignal,
+    onProgress?: (p: StartProgress) => void,
+    options?: AcquireOptions,
+  ): Promise<LlamaLease> {
+    await this.ready(signal, onProgress, options);
     this.leases += 1;
     this.taken += 1;
     let released = false;

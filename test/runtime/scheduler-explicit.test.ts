@@ -1,0 +1,37 @@
+import { describe, expect, test } from "bun:test";
+import { CoreError } from "../../src/protocol/errors.ts";
+import { signal } from "./helpers/fake-model-runtime.ts";
+import { settle } from "./helpers/fake-timers.ts";
+import { rejection } from "./helpers/harness.ts";
+import { schedulerOver } from "./helpers/scheduler-setup.ts";
+
+// A start the host asked for (`warmup`, through the default model's provider when the core runs
+// several models): as with one model, it restarts at once whatever the restart budget, and a
+// cancel stops its wait, not the load (docs/protocol.md#warmup).
+
+describe("Scheduler: an explicit acquire (warmup)", () => {
+  test("restarts a model whose server died at once, even with the restart budget spent", async () => {
+    const spent = new CoreError("internal_error", "not restarting it; a warmup tries again at once");
+    const { fleet, scheduler, row } = schedulerOver({ a: { gib: 6, restartFails: spent } });
+    (await scheduler.acquire("a", signal())).release();
+    fleet.last("a").crash();
+    (await scheduler.acquire("a", signal(), undefined, { explicit: true })).release();
+    expect(row("a")?.state).toBe("loaded");
+    expect(fleet.log).toEqual(["a.start", "a.restart"]);
+  });
+
+  test("cancelled while it waits for memory: the wait stops, the load goes on", async () => {
+    const { scheduler, row } = schedulerOver({ a: { gib: 6 }, b: { gib: 6 } });
+    const a = await scheduler.acquire("a", signal());
+    const ctl = new AbortController();
+    const warm = rejection(scheduler.acquire("b", ctl.signal, undefined, { explicit: true }));
+    await settle();
+    ctl.abort(new CoreError("cancelled", "cancelled by the host"));
+    expect((await warm).code).toBe("cancelled");
+    await settle();
+    expect(row("b")?.state).toBe("loading");
+    a.release();
+    await settle();
+    expect(row("b")?.state).toBe("loaded");
+  });
+});
