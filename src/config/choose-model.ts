@@ -95,6 +95,10 @@ export function findModel(config: Config, ref: string, canonical = canonicalPath
   if (model) return { kind: "configured", name: ref, model };
   if (ref.startsWith(HF_PREFIX)) {
     checkHfRef(ref);
+    // A configured model's own reference is that model: a second server of the same file would
+    // take its memory twice.
+    const same = models.find((m) => m.path === ref);
+    if (same) return { kind: "configured", name: same.name, model: same, asGiven: ref };
     return { kind: "path", name: ref };
   }
   if (looksLikePath(ref)) {

@@ -41,4 +41,14 @@ describe("a model by path", () => {
     expect(a.kind).toBe("path");
     expect(b.name).toBe(a.name);
   });
+
+  test("a configured model's hf: reference, as configured, is that model: one llama-server, not two", () => {
+    const text =
+      "model:\n  path: /m/model.gguf\nmodels:\n  - {name: qwen, path: 'hf:Qwen/Qwen3-8B-GGUF:Q4_K_M'}\n";
+    const config = parseConfigText(text, "/m/config.yaml").config;
+    const choice = findModel(config, "hf:Qwen/Qwen3-8B-GGUF:Q4_K_M");
+    expect(choice).toMatchObject({ kind: "configured", name: "qwen" });
+    expect(shownName(choice)).toBe("hf:Qwen/Qwen3-8B-GGUF:Q4_K_M");
+    expect(findModel(config, "hf:Qwen/Qwen3-8B-GGUF:Q8_0")).toMatchObject({ kind: "path" });
+  });
 });
