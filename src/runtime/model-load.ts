@@ -71,9 +71,18 @@ export async function joinLoad(
   } finally {
     if (onProgress) job.listeners.delete(onProgress);
     job.waiting -= 1;
-    if (job.waiting === 0 && !job.explicit && !job.admitted)
-      job.abort.abort(cancelledError("no request waits for it"));
+    dropIfUnwanted(job);
   }
+}
+
+/**
+ * Ends a load nobody waits for any more, before it was admitted: not one a `models.load` (or a
+ * warmup) asked for. Also the scheduler's when the last chat on the model ends without having
+ * joined the load its arrival began (scheduler.ts `prestart`).
+ */
+export function dropIfUnwanted(job: LoadJob): void {
+  if (job.waiting === 0 && !job.explicit && !job.admitted)
+    job.abort.abort(cancelledError("no request waits for it"));
 }
 
 /** A load's work: the plan's bytes, admission (room made or waited for), the start, ready. */

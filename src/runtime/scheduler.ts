@@ -4,7 +4,7 @@ import { logUnexpected } from "../util/logger.ts";
 import type { AcquireOptions, StartTicket } from "./endpoint.ts";
 import type { DeviceBytes, HeldModel } from "./memory-fit.ts";
 import { type ModelLease, modelLease } from "./model-lease.ts";
-import { joinLoad, type LoadDeps, startLoad } from "./model-load.ts";
+import { dropIfUnwanted, joinLoad, type LoadDeps, startLoad } from "./model-load.ts";
 import {
   type ModelRuntime,
   realTimers,
@@ -262,6 +262,10 @@ export class Scheduler {
       return;
     }
     if (busy(e)) return;
+    // The last chat ended before it joined the load its arrival began (it failed or was cancelled
+    // while its turn prepared): a load still waiting for room is dropped, as when its waiters leave.
+    const s = e.cell.get();
+    if (s.kind === "loading") dropIfUnwanted(s.job);
     this.forget(e);
     this.armIdle(e);
     this.room.notify();

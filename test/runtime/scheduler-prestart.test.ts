@@ -50,4 +50,33 @@ describe("Scheduler: prestart", () => {
     expect(scheduler.prestart("a")).toBeUndefined();
     expect(fleet.made.get("a")?.length).toBe(1);
   });
+
+  test("a chat that ends before it asks drops the load it began while that still waits for room", async () => {
+    // Its chat cancelled while the turn prepared (a session lock, say): nobody waits for the load,
+    // which would otherwise wait out load_wait_s, then unload the busy model once idle, for nobody.
+    const { fleet, scheduler, state } = setup({ a: { gib: 6 }, b: { gib: 6 } });
+    const a = await scheduler.acquire("a", signal());
+    const release = scheduler.claim("b");
+    scheduler.prestart("b");
+    await settle();
+    expect(state("b")).toBe("loading");
+    release();
+    await settle();
+    expect(state("b")).toBe("unloaded");
+    a.release();
+    await settle();
+    expect(state("a")).toBe("loaded");
+    // b's runtime, made for the plan, is closed; it never started, and a was never unloaded.
+    expect(fleet.log).toEqual(["a.start", "b.stop"]);
+  });
+
+  test("one admitted goes on: the model stays loaded, as a supervisor's prestart leaves its server started", async () => {
+    const { fleet, scheduler, state } = setup({ a: { gib: 2 }, b: { gib: 2, gated: true } });
+    const release = scheduler.claim("b");
+    await scheduler.prestart("b")?.spawned;
+    release();
+    fleet.last("b").open();
+    await settle();
+    expect(state("b")).toBe("loaded");
+  });
 });
