@@ -156,6 +156,7 @@ export class Scheduler {
       throw notLoaded(model, entry !== undefined || this.configuredPin(model) !== undefined);
     }
     if (s.kind === "failed") {
+      entry.pin = undefined;
       entry.cell.swap(s, { kind: "unloaded" });
       await s.runtime?.stop().catch((err) => logUnexpected(`stopping model ${model} failed`, err));
       this.forget(entry);
@@ -166,6 +167,9 @@ export class Scheduler {
       if (!opts.force) throw modelBusy(model, chats(entry));
       this.options.cancelChats(model);
     }
+    // The host let it go: a pin models.load gave ends here (the config's applies again), or the
+    // next chat's load would bring it back pinned, never to be unloaded for room.
+    entry.pin = undefined;
     return this.beginUnload(entry, s, cancelledError(`model "${model}" was unloaded`), true);
   }
 

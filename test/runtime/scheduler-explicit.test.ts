@@ -35,3 +35,28 @@ describe("Scheduler: an explicit acquire (warmup)", () => {
     expect(row("b")?.state).toBe("loaded");
   });
 });
+
+describe("Scheduler: models.load's pin", () => {
+  test("holds until models.unload of the model; the next load is unpinned, as the config says", async () => {
+    const { scheduler, row } = schedulerOver({ a: { gib: 6 }, b: { gib: 6 } });
+    await scheduler.load("a", { pin: true });
+    expect(row("a")?.pinned).toBe(true);
+    await scheduler.unload("a");
+    expect(row("a")).toMatchObject({ state: "unloaded", pinned: false });
+    (await scheduler.acquire("a", signal())).release();
+    expect(row("a")?.pinned).toBe(false);
+    // Unpinned, it makes room for another model.
+    (await scheduler.acquire("b", signal())).release();
+    expect(row("a")?.state).toBe("unloaded");
+    expect(row("b")?.state).toBe("loaded");
+  });
+
+  test("an unload refused while a chat holds the model keeps the pin", async () => {
+    const { scheduler, row } = schedulerOver({ a: { gib: 2 } });
+    await scheduler.load("a", { pin: true });
+    const lease = await scheduler.acquire("a", signal());
+    expect((await rejection(scheduler.unload("a"))).data?.reason).toBe("model_busy");
+    expect(row("a")?.pinned).toBe(true);
+    lease.release();
+  });
+});
