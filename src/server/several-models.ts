@@ -85,7 +85,7 @@ export class SeveralModels implements ModelsApi {
   /**
    * Before a load: pinned models are never unloaded to make room, so a pinned set that alone
    * exceeds the budget could never be loaded together; every load is refused `model_plan_error`
-   * naming them until the config changes (docs/models.md "Several models").
+   * naming them, checked again at each load until it passes (docs/models.md "Several models").
    */
   private checkPinned(): Promise<void> {
     const config = this.deps.config();
@@ -102,6 +102,11 @@ export class SeveralModels implements ModelsApi {
         if (problem) throw pinnedSetRefused(problem);
       });
       this.pinnedCheck = { config, done };
+      // Only a pass is kept: the budget is what the devices had free then, and memory another
+      // program held for a moment must not refuse every load for the core's life.
+      done.catch(() => {
+        if (this.pinnedCheck?.done === done) this.pinnedCheck = undefined;
+      });
     }
     return this.pinnedCheck.done;
   }

@@ -49,8 +49,24 @@ describe("SeveralModels", () => {
     const again = await rejection(several.scheduler.load("a"));
     expect(again.code).toBe("model_plan_error");
     expect(fleet.log.filter((l) => l.endsWith(".start"))).toEqual([]);
-    // Checked once for the config, not per load.
-    expect(checks()).toBe(1);
+    // A refusal is not kept: the budget was the memory free then, so each load checks again.
+    expect(checks()).toBe(2);
+  });
+
+  test("a pinned set over the budget only for a while (memory another program held): a later load checks again and goes ahead", async () => {
+    const fleet = new FakeFleet({ default: { gib: 1 }, a: { gib: 4 }, b: { gib: 4 } });
+    const answers: (PinnedSetProblem | null)[] = [overBudget, null];
+    const several = new SeveralModels({
+      config: () => config,
+      reuse: () => ({}) as PromptReuse,
+      plan: () => Promise.reject(new Error("the fakes plan themselves")),
+      pinnedProblem: async () => answers.shift() ?? null,
+      runtime: fleet.runtime,
+    });
+    expect((await rejection(several.scheduler.load("a"))).code).toBe("model_plan_error");
+    await several.scheduler.load("a");
+    expect(fleet.log.filter((l) => l.endsWith(".start"))).toEqual(["a.start"]);
+    expect(several.scheduler.snapshot().models.find((m) => m.name === "a")?.state).toBe("loaded");
   });
 
   test("a pinned set that fits: loads go ahead, checked once", async () => {
