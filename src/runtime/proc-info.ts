@@ -1,6 +1,7 @@
 import { readFileSync, readlinkSync } from "node:fs";
 import { statFieldsOf } from "../platform/proc-stat.ts";
 import { windowsPidAlive, windowsProcessIdentity } from "../platform/windows/process.ts";
+import { allowedEnv } from "../util/child-allowlist.ts";
 
 /**
  * What identifies a process beyond its pid (pids are reused): when it started and how it was
@@ -117,8 +118,10 @@ function linuxIdentity(pid: number): ProcIdentity | null {
 }
 
 function psIdentity(pid: number): ProcIdentity | null {
-  const lstart = Bun.spawnSync(["ps", "-o", "lstart=", "-p", String(pid)]);
-  const command = Bun.spawnSync(["ps", "-o", "command=", "-p", String(pid)]);
+  // A probe is a child too: never the core's whole environment (util/child-allowlist.ts).
+  const env = allowedEnv(process.env);
+  const lstart = Bun.spawnSync(["ps", "-o", "lstart=", "-p", String(pid)], { env });
+  const command = Bun.spawnSync(["ps", "-o", "command=", "-p", String(pid)], { env });
   const start = lstart.stdout.toString().trim();
   if (lstart.exitCode !== 0 || !start) return null;
   return { start_time: start, cmdline: command.stdout.toString().trim() };

@@ -1,4 +1,5 @@
 import type { FileSink, Subprocess } from "bun";
+import { allowedEnv } from "../util/child-allowlist.ts";
 
 /**
  * The one place that starts and kills llama-server processes. The supervisor takes a
@@ -60,8 +61,10 @@ export const bunSpawner: Spawner = (req) => {
     let ok = false;
     try {
       ok =
-        Bun.spawnSync(["taskkill", "/PID", String(proc.pid), "/T", "/F"], { windowsHide: true }).exitCode ===
-        0;
+        Bun.spawnSync(["taskkill", "/PID", String(proc.pid), "/T", "/F"], {
+          windowsHide: true,
+          env: allowedEnv(process.env),
+        }).exitCode === 0;
     } catch {}
     if (!ok) proc.kill();
   };

@@ -172,3 +172,25 @@ describe.skipIf(process.platform === "win32")("llama-server's environment, throu
     }
   });
 });
+
+describe("every process the core starts gets a chosen environment", () => {
+  test("each Bun.spawn / Bun.spawnSync in src/ names its env (a probe is a child too)", () => {
+    const src = join(import.meta.dir, "../../src");
+    const missing: string[] = [];
+    for (const file of new Bun.Glob("**/*.ts").scanSync(src)) {
+      const text = readFileSync(join(src, file), "utf8");
+      for (const m of text.matchAll(/Bun\.spawn(?:Sync)?\(/g)) {
+        // The call's text up to its closing parenthesis.
+        let depth = 0;
+        let end = m.index + m[0].length - 1;
+        for (; end < text.length; end++) {
+          if (text[end] === "(") depth++;
+          else if (text[end] === ")" && --depth === 0) break;
+        }
+        if (!/\benv\b/.test(text.slice(m.index, end)))
+          missing.push(`${file}:${text.slice(0, m.index).split("\n").length}`);
+      }
+    }
+    expect(missing).toEqual([]);
+  });
+});
