@@ -10,14 +10,18 @@ export function isPdf(bytes: Uint8Array): boolean {
   return head.toString("latin1").trimStart().startsWith("%PDF-");
 }
 
-/** The tags that, opening the text, make it HTML. */
+/**
+ * The tags that, opening the text, make it HTML: a page's own, its head's (a saved fragment often
+ * opens with its styles or scripts) and the common block tags.
+ */
 const HTML_START =
-  /^<(?:!doctype\s+html|html|head|body|meta|title|div|p|h[1-6]|article|section|table|ul|ol)[\s/>]/i;
+  /^<(?:!doctype\s+html|html|head|body|meta|title|link|base|style|script|noscript|div|p|h[1-6]|article|section|header|footer|nav|main|aside|table|ul|ol)[\s/>]/i;
 /** A Markdown heading line (ATX): `#` to `######`, then a space. */
 const MD_HEADING = /^ {0,3}#{1,6}[ \t]+\S/m;
 
 /**
- * HTML when the text opens (past white space and comments) with a doctype or a common tag;
+ * HTML when the text opens (past white space, comments and an XML declaration: XHTML, an EPUB's
+ * pages) with a doctype or a common tag;
  * Markdown when the name ends `.md`/`.markdown` or a line is a Markdown heading; else text.
  */
 export function textFormat(text: string, name?: string): Exclude<DocumentFormat, "pdf"> {
@@ -26,12 +30,14 @@ export function textFormat(text: string, name?: string): Exclude<DocumentFormat,
   return MD_HEADING.test(text.slice(0, 256 * 1024)) ? "markdown" : "text";
 }
 
+/** Past comments and processing instructions (`<?xml …?>`), which say nothing of the format. */
 function skipLeadingComments(head: string): string {
   let rest = head.trimStart();
-  while (rest.startsWith("<!--")) {
-    const end = rest.indexOf("-->");
+  for (;;) {
+    const close = rest.startsWith("<!--") ? "-->" : rest.startsWith("<?") ? "?>" : undefined;
+    if (close === undefined) return rest;
+    const end = rest.indexOf(close, 2);
     if (end < 0) return rest;
-    rest = rest.slice(end + 3).trimStart();
+    rest = rest.slice(end + close.length).trimStart();
   }
-  return rest;
 }

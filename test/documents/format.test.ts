@@ -1,6 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { decodeText } from "../../src/documents/decode.ts";
 import { isPdf, textFormat } from "../../src/documents/format.ts";
+import { readDocument } from "../../src/documents/read-document.ts";
 import { minimalPdf } from "../fixtures/pdf-writer.ts";
 
 const utf8 = (s: string) => new TextEncoder().encode(s);
@@ -17,6 +18,18 @@ describe("a document's format, from its bytes", () => {
     expect(textFormat("  <!-- generated -->\n<html lang=en>", "a.md")).toBe("html");
     expect(textFormat("<p>one</p>")).toBe("html");
     expect(textFormat("a < b and <c> is not a tag we know")).toBe("text");
+  });
+
+  test("XHTML past its XML declaration, and a page that opens with its styles or scripts, is HTML: its markup never indexed", async () => {
+    const xhtml = `<?xml version="1.0" encoding="UTF-8"?>\n<!DOCTYPE html PUBLIC "-//W3C//DTD XHTML 1.1//EN" "x.dtd">\n<html xmlns="http://www.w3.org/1999/xhtml"><head><script>var k = "SCRIPTWORD";</script></head><body><p>Body words</p></body></html>`;
+    expect(textFormat(xhtml)).toBe("html");
+    expect(textFormat("<style>p { color: red }</style><div>hi</div>")).toBe("html");
+    expect(textFormat("<script>track()</script><p>hi</p>")).toBe("html");
+    expect(textFormat('<link rel="stylesheet" href="a.css"><header>hi</header>')).toBe("html");
+    const read = await readDocument({ text: xhtml }, { readFile: async () => new Uint8Array() });
+    expect(read.chunks.map((c) => c.text)).toEqual(["Body words"]);
+    // A declaration that never closes leaves the text as it was.
+    expect(textFormat("<? not closed <p>x")).toBe("text");
   });
 
   test("Markdown by its name or by a heading; otherwise plain text", () => {
