@@ -38,8 +38,9 @@ export interface LocalAiClientOptions {
   /** Events held for a stream nobody reads, before new ones are dropped (default 10 000). */
   maxBufferedEvents?: number;
   /**
-   * Longest line accepted from the core (default 16 MiB). A longer one is dropped and the call it
-   * answers fails at once with `protocol_error` (`data.line_bytes`).
+   * Longest line accepted from the core (default 32 MiB: a `sessions.attachment` answer of the
+   * largest image a chat takes, 20 MB, is 28 MB of base64). A longer one is dropped and the call
+   * it answers fails at once with `protocol_error` (`data.line_bytes`).
    */
   maxLineBytes?: number;
   /** Lines of the core's stderr kept for error reports (default 50). */
@@ -84,7 +85,7 @@ export interface ShutdownOptions {
 export const CLIENT_DEFAULTS = {
   requestTimeoutMs: 60_000,
   maxBufferedEvents: 10_000,
-  maxLineBytes: 16 * 1024 * 1024,
+  maxLineBytes: 32 * 1024 * 1024,
   stderrTailLines: 50,
 };
 

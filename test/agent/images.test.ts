@@ -2,6 +2,8 @@ import { Database } from "bun:sqlite";
 import { describe, expect, test } from "bun:test";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { CLIENT_DEFAULTS } from "../../src/client/client-options.ts";
+import { MAX_IMAGE_BYTES } from "../../src/images/limits.ts";
 import { b64, png, pngChunk, webp } from "../fixtures/images.ts";
 import { ChatHarness, type Msg } from "./harness.ts";
 
@@ -56,6 +58,31 @@ describe("a chat with images", () => {
     expect(JSON.stringify(h.llama.requests[0]!.body)).not.toContain(file);
     expect(JSON.stringify(h.llama.requests[0]!.body)).toContain(b64(png(4, 4)));
   });
+
+  test("the largest image a chat takes is read back whole by the typed client (its answer line fits maxLineBytes)", async () => {
+    await using h = new ChatHarness(AGENTS, vision());
+    h.llama.script({ content: "ok" });
+    const small = png(2, 2);
+    const filler = MAX_IMAGE_BYTES - small.length - 12;
+    const big = Buffer.concat([
+      small.subarray(0, small.length - 12),
+      pngChunk("teXt", Buffer.alloc(filler, 0x41)),
+      small.subarray(small.length - 12),
+    ]);
+    expect(big.length).toBe(MAX_IMAGE_BYTES);
+    const file = join(h.dir.path, "photo.png");
+    writeFileSync(file, big);
+    const { terminal } = await h.chat(1, { session_id: "s", input: "see", images: [{ path: file }] });
+    expect(terminal.type).toBe("result");
+    const id = (h.history("s")[0] as Json).attachments[0].id;
+    h.send(2, "sessions.attachment", { id });
+    const answer = await h.terminal(2);
+    expect(result(answer).bytes).toBe(MAX_IMAGE_BYTES);
+    // As the writer puts it on stdout: one line, its newline included.
+    expect(Buffer.byteLength(`${JSON.stringify(answer)}\n`)).toBeLessThanOrEqual(
+      CLIENT_DEFAULTS.maxLineBytes,
+    );
+  }, 60_000);
 
   test("a model whose server reads no images: model_not_vision, nothing sent, the session as it was (105)", async () => {
     await using h = new ChatHarness(AGENTS, { standIn: () => ({}) });
