@@ -6,6 +6,7 @@ import { type Store, sessionNotFound } from "../store/store.ts";
 import { titleOf } from "../store/title.ts";
 import { ByteBudget } from "../util/byte-budget.ts";
 import { logger } from "../util/logger.ts";
+import type { Chunk } from "./chunk.ts";
 import { ChunkPipeline } from "./chunk-pipeline.ts";
 import { MAX_DOCUMENT_BYTES, MAX_READING_BYTES } from "./limits.ts";
 import { readDocument } from "./read-document.ts";
@@ -96,7 +97,7 @@ export async function addDocument(p: DocumentsAddParams, deps: AddDeps): Promise
       await pipeline.finish((stored) => progress.stored(stored, read.chunks.length));
       doneReading();
       const meta = {
-        name: p.name ?? (p.path !== undefined ? basename(p.path) : titleOf(p.text ?? "")),
+        name: p.name ?? defaultName(p, read),
         format: read.format,
         chunks: read.chunks.length,
         bytes: read.bytes,
@@ -142,6 +143,17 @@ async function embed(doc: PendingDocument, embedChunks: EmbedChunks, deps: AddDe
     await deps.store.deleteDocument(doc.userId, doc.documentId);
     throw signal.reason;
   }
+}
+
+/**
+ * A document's name when the host gave none: the file's, else the text's first words; HTML's from
+ * its text (its first chunk, under its headings), never its markup.
+ */
+function defaultName(p: DocumentsAddParams, read: { format: DocumentFormat; chunks: Chunk[] }): string {
+  if (p.path !== undefined) return basename(p.path);
+  const first = read.chunks[0];
+  if (read.format === "html" && first) return titleOf([...first.heading_path, first.text].join(" "));
+  return titleOf(p.text ?? "");
 }
 
 function deletedMeanwhile(doc: PendingDocument): CoreError {

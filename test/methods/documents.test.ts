@@ -322,6 +322,14 @@ describe("documents.add, list, delete and citations", () => {
     expect(filesHolding(h.dataDir, "KOALATITLE")).toEqual([]);
   });
 
+  test("HTML handed in as text, with no name, is named by its text, never its markup", async () => {
+    await using h = new ChatHarness(plain);
+    const page =
+      "<!DOCTYPE html><html><head><title>Q3</title><style>p { color: red }</style></head><body><h1>Quarterly report</h1><p>Revenue rose.</p></body></html>";
+    const r = await call(h, "a", "documents.add", { text: page });
+    expect(r.result).toMatchObject({ format: "html", name: "Quarterly report Revenue rose." });
+  });
+
   test("sessions.delete erases its attachments, not the library", async () => {
     await using h = new ChatHarness(plain);
     h.llama.script({ content: ["ok"] });
