@@ -5,6 +5,12 @@
 
 /** An image's bytes, as given or as read from its path (checked by stat before a byte is read). */
 export const MAX_IMAGE_BYTES = 20 * 1024 * 1024;
+/**
+ * What the chats' own images may hold in memory together, from their reading until their turns
+ * end (images/held.ts): a request of a few hundred bytes naming eight 20 MB files by `path` reads
+ * 160 MB, so a burst of them must queue rather than grow the core without end.
+ */
+export const MAX_HELD_IMAGE_BYTES = 256 * 1024 * 1024;
 /** Base64 characters checked between two turns of the event loop. */
 export const BASE64_SLICE_CHARS = 1024 * 1024;
 

@@ -3,7 +3,8 @@ import { describe, expect, test } from "bun:test";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { CLIENT_DEFAULTS } from "../../src/client/client-options.ts";
-import { MAX_IMAGE_BYTES } from "../../src/images/limits.ts";
+import { heldImages } from "../../src/images/held.ts";
+import { MAX_HELD_IMAGE_BYTES, MAX_IMAGE_BYTES } from "../../src/images/limits.ts";
 import { b64, png, pngChunk, webp } from "../fixtures/images.ts";
 import { ChatHarness, type Msg } from "./harness.ts";
 
@@ -83,6 +84,25 @@ describe("a chat with images", () => {
       CLIENT_DEFAULTS.maxLineBytes,
     );
   }, 60_000);
+
+  test("a chat whose images do not fit beside those held waits before run_start, cancellable; it runs once room is made", async () => {
+    await using h = new ChatHarness(AGENTS, vision());
+    h.llama.script({ content: "ok" });
+    const file = join(h.dir.path, "shot.png");
+    writeFileSync(file, png(4, 4));
+    // Another chat's images hold all the room.
+    const release = await heldImages.acquire(MAX_HELD_IMAGE_BYTES, new AbortController().signal);
+    h.send(1, "chat", { input: "see", images: [{ path: file }] });
+    h.send(2, "chat", { input: "see too", images: [{ path: file }] });
+    await Bun.sleep(100);
+    expect(h.events(1)).toEqual([]);
+    h.send(3, "cancel", { request_id: 2 });
+    expect((await h.terminal(2)).code).toBe("cancelled");
+    release();
+    expect((await h.terminal(1)).type).toBe("result");
+    expect(h.events(1)[0]?.event).toBe("run_start");
+    expect(heldImages.inUse).toBe(0);
+  });
 
   test("a model whose server reads no images: model_not_vision, nothing sent, the session as it was (105)", async () => {
     await using h = new ChatHarness(AGENTS, { standIn: () => ({}) });

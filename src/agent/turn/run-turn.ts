@@ -1,3 +1,4 @@
+import { holdImages } from "../../images/held.ts";
 import { prepareImages } from "../../images/prepare.ts";
 import type { ChatParams, Warning } from "../../protocol/chat.ts";
 import type { StartTicket } from "../../runtime/endpoint.ts";
@@ -22,6 +23,18 @@ const SPAWN_WAIT_MS = 250;
 
 /** One agent turn (docs/agent.md). Returns the result without `dropped_events` (the method adds it). */
 export async function runTurn(params: ChatParams, deps: TurnDeps): Promise<TurnResult> {
+  // Its images hold their room in memory until the turn ends: chats with many wait their turn.
+  const release = params.images?.length
+    ? await holdImages(params.images, deps.config.app.max_images, deps.signal)
+    : undefined;
+  try {
+    return await runHeldTurn(params, deps);
+  } finally {
+    release?.();
+  }
+}
+
+async function runHeldTurn(params: ChatParams, deps: TurnDeps): Promise<TurnResult> {
   const { config, signal } = deps;
   const agent = pickAgent(config, params.agent);
   const sessionId = params.session_id ?? deps.randomId(8, "abcdefghijklmnopqrstuvwxyz0123456789");
