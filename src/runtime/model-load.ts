@@ -25,6 +25,8 @@ export interface LoadDeps<T extends LoadTarget = LoadTarget> {
   budget: Record<string, number>;
   /** The load ended `loaded` (its idle timer is armed). */
   loaded(t: T): void;
+  /** Other models' loads admitted and still starting: their memory is held but not yet taken. */
+  underWay(except: string): { name: string; done: Promise<unknown> }[];
 }
 
 /**
@@ -85,6 +87,32 @@ export function dropIfUnwanted(job: LoadJob): void {
     job.abort.abort(cancelledError("no request waits for it"));
 }
 
+/**
+ * A plan made while another model's admitted load is starting would see that model's memory free
+ * on the device (not yet taken) and add it back as held by others: counted twice, the budget is
+ * too large and two models that do not fit together are both let in (a helper's hostile review).
+ * So a load plans once those loads have ended, loaded or not; it hears `waiting_for_memory`.
+ */
+async function afterLoadsUnderWay(
+  name: string,
+  deps: LoadDeps,
+  signal: AbortSignal,
+  emit: (p: SchedulerProgress) => void,
+): Promise<void> {
+  if (deps.underWay(name).length === 0) return;
+  // The load's callers join it right after it begins, in the same turn: they hear the first report.
+  await Promise.resolve();
+  const t0 = deps.admission.timers.now();
+  for (let loads = deps.underWay(name); loads.length > 0; loads = deps.underWay(name)) {
+    const holders = loads.map((l) => l.name);
+    const report = () =>
+      emit({ phase: "waiting_for_memory", holders, elapsed_ms: deps.admission.timers.now() - t0 });
+    report();
+    // A load's end, loaded or failed, notifies the room; the look again each second is a backstop.
+    await deps.room.wait(1_000, signal, report);
+  }
+}
+
 /** A load's work: the plan's bytes, admission (room made or waited for), the start, ready. */
 async function runLoad<T extends LoadTarget>(
   t: T,
@@ -99,6 +127,7 @@ async function runLoad<T extends LoadTarget>(
   };
   try {
     if (deps.beforeLoad) await abortable(deps.beforeLoad(), signal);
+    await afterLoadsUnderWay(t.name, deps, signal, emit);
     const footprint = await abortable(runtime.plannedBytes(), signal);
     Object.assign(deps.budget, footprint.budget);
     job.bytes = footprint.bytes;
@@ -110,6 +139,8 @@ async function runLoad<T extends LoadTarget>(
     // Its server's death frees its memory once no lease is out (scheduler.ts `settle`): waiters decide again.
     died?.addEventListener("abort", () => deps.room.notify(), { once: true });
     deps.loaded(t);
+    // Loads that waited for this one to take its memory plan now (`afterLoadsUnderWay`).
+    deps.room.notify();
     return live;
   } catch (err) {
     job.started.resolve();

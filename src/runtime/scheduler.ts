@@ -52,6 +52,7 @@ export class Scheduler {
       room: this.room,
       budget: this.budget,
       loaded: (e) => this.armIdle(e),
+      underWay: (except) => this.underWay(except),
     };
   }
 
@@ -238,6 +239,16 @@ export class Scheduler {
    */
   heldByOthers(model: string): DeviceBytes[] {
     return this.held(model).map((h) => h.bytes);
+  }
+
+  private underWay(except: string): { name: string; done: Promise<unknown> }[] {
+    const out: { name: string; done: Promise<unknown> }[] = [];
+    for (const e of this.entries.values()) {
+      const s = e.cell.get();
+      if (e.name !== except && s.kind === "loading" && s.job.admitted)
+        out.push({ name: e.name, done: s.job.done });
+    }
+    return out;
   }
 
   private entry(name: string): Entry {

@@ -39,6 +39,8 @@ export class FakeRuntime implements ModelRuntime {
   keptAfterStop: boolean | undefined;
   /** Every lease ever handed out. */
   taken = 0;
+  /** Its plans made (`plannedBytes`). */
+  plans = 0;
   private readonly gate = Promise.withResolvers<void>();
   private readonly down = new AbortController();
   /** Its one server, for the leases to expose (its `died` is `down`). */
@@ -59,6 +61,7 @@ export class FakeRuntime implements ModelRuntime {
   }
 
   async plannedBytes(): Promise<ModelFootprint> {
+    this.plans++;
     if (this.spec.planFails) throw this.spec.planFails;
     return { bytes: this.spec.bytes ?? { gpu0: (this.spec.gib ?? 1) * GIB }, budget: this.budget };
   }
