@@ -202,7 +202,7 @@ export class LocalAiClient {
    * active chat. Resolves with whether the core caught it in flight.
    */
   cancel(requestId?: RequestId, options?: CallOptions): Promise<boolean> {
-    return this.connection.cancelRemote(requestId, options);
+    return this.connection.cancel(requestId, options);
   }
 
   /**

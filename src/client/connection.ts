@@ -144,6 +144,13 @@ export class Connection {
     return stream.result;
   }
 
+  /** LocalAiClient.cancel(): a pending call of ours is cancelled as its stream's cancel() does. */
+  cancel(requestId: RequestId | undefined, options: CallOptions = {}): Promise<boolean> {
+    if (typeof requestId === "string" && this.pending.has(requestId))
+      return this.cancelFor(requestId, options);
+    return this.cancelRemote(requestId, options);
+  }
+
   /** Asks the core to cancel request `id`; resolves with whether it caught it in flight. */
   async cancelRemote(requestId: RequestId | undefined, options: CallOptions = {}): Promise<boolean> {
     const params = requestId === undefined ? {} : { request_id: requestId };
@@ -216,7 +223,7 @@ export class Connection {
     if (info) this.settle(id, { error: coreExitedError(info) });
   }
 
-  private async cancelFor(id: string): Promise<boolean> {
+  private async cancelFor(id: string, options: CallOptions = {}): Promise<boolean> {
     const entry = this.pending.get(id);
     if (!entry) return false;
     if (entry.sentTo === undefined) {
@@ -224,22 +231,30 @@ export class Connection {
       this.settle(id, { error: callError("cancelled", "the request was cancelled", entry.method) });
       return true;
     }
-    return this.cancelRemote(id);
+    return this.cancelSent(id, entry, "cancelled", options);
+  }
+
+  /**
+   * The core answers the call with `cancelled` once it has stopped it. A cancel it does not
+   * answer either (a core that reads but is stuck) must still end the wait: chats have no
+   * time limit by default. The cancel's own failure is still the caller's to see.
+   */
+  private cancelSent(id: string, entry: Pending, how: string, options: CallOptions = {}): Promise<boolean> {
+    const asked = this.cancelRemote(id, options);
+    asked.catch((err) => {
+      if (this.pending.get(id) !== entry) return;
+      const why = `the core did not confirm its cancel: ${(err as Error).message}`;
+      this.log("warn", `cancel of ${id} failed: ${(err as Error).message}`);
+      this.settle(id, { error: callError("cancelled", `the request was ${how}; ${why}`, entry.method) });
+    });
+    return asked;
   }
 
   private abort(id: string): void {
     const entry = this.pending.get(id);
     if (!entry) return;
-    if (entry.cancellable && entry.sentTo !== undefined) {
-      // The core answers the chat with `cancelled` once it has stopped it. A cancel it does not
-      // answer either (a core that reads but is stuck) must still end the wait the host aborted.
-      this.cancelRemote(id).catch((err) => {
-        const why = `the core did not confirm its cancel: ${(err as Error).message}`;
-        this.log("warn", `cancel of ${id} failed: ${(err as Error).message}`);
-        this.settle(id, { error: callError("cancelled", `the request was aborted; ${why}`, entry.method) });
-      });
-      return;
-    }
+    if (entry.cancellable && entry.sentTo !== undefined)
+      return void this.cancelSent(id, entry, "aborted").catch(() => {});
     this.settle(id, { error: callError("cancelled", "the request was aborted", entry.method) });
   }
 

@@ -62,4 +62,22 @@ describe("a host's misuse", () => {
     expect(child.requests.map((r) => r.method)).toEqual(["chat", "cancel"]);
     expect(warned).toEqual([`cancel of ${chat.id} failed: cancel got no answer within 200 ms`]);
   });
+
+  test("chat.cancel() and client.cancel(id) end a chat whose core never answers the cancel", async () => {
+    // The abort's path ended such a chat; cancel() itself rejected with timeout and left the
+    // chat (no stream time limit by default) pending for good.
+    const child = new FakeChild(() => {});
+    const client = track(
+      await LocalAiClient.start({ binary: "local-ai", spawn: child.spawn, requestTimeoutMs: 200 }),
+    );
+    const chats = [client.chat({ input: "a" }), client.chat({ input: "b" })];
+    await Bun.sleep(20); // part of the test: both chats are written before the cancels
+    const cancels = [chats[0]!.cancel(), client.cancel(chats[1]!.id)];
+    for (const chat of chats) {
+      const err = await rejection(chat.result);
+      expect(err.code).toBe("cancelled");
+      expect(err.message).toContain("did not confirm its cancel");
+    }
+    for (const cancel of cancels) expect((await rejection(cancel)).code).toBe("timeout");
+  });
 });
