@@ -51,6 +51,11 @@ export class CoreLifecycle {
   private readonly killCore = () => this.process?.kill("SIGKILL");
   /** Why the last core stopped serving: calls refused once restarts are spent carry it. */
   private lastExit: LocalAiError | undefined;
+  /**
+   * Ends the restart delay under way at once: a closed client must not hold the host's process
+   * open for the rest of a back-off (up to maxDelayMs).
+   */
+  private endDelay: (() => void) | undefined;
 
   constructor(
     private readonly options: LocalAiClientOptions,
@@ -152,6 +157,7 @@ export class CoreLifecycle {
         return;
       case "closed":
         this.connection.refuse((method) => closedError(method));
+        this.endDelay?.();
     }
   }
 
@@ -258,7 +264,7 @@ export class CoreLifecycle {
     while (!restarts.spent) {
       const { attempt, delayMs } = restarts.next();
       this.options.onRestart?.({ attempt, delayMs });
-      await delay(delayMs);
+      await this.delay(delayMs);
       if (this.state !== "restarting") throw closedError();
       try {
         await this.launch();
@@ -274,12 +280,21 @@ export class CoreLifecycle {
     this.connection.failAll(lastError);
     throw lastError;
   }
+
+  private delay(ms: number): Promise<void> {
+    // onRestart, just called, may have closed the client.
+    if (this.state !== "restarting") return Promise.resolve();
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => this.endDelay?.(), ms);
+      this.endDelay = () => {
+        clearTimeout(timer);
+        this.endDelay = undefined;
+        resolve();
+      };
+    });
+  }
 }
 
 export function closedError(method?: string): LocalAiError {
   return new LocalAiError("client_closed", "the client was shut down", undefined, method);
-}
-
-function delay(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
 }

@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, test } from "bun:test";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 import { isAlive, killFakes, pidWhenWritten, startFake } from "./fake-core-fixture.ts";
@@ -35,5 +36,30 @@ describe("stopping the core", () => {
     } finally {
       if (isAlive(childPid)) process.kill(childPid, "SIGKILL");
     }
+  }, 20_000);
+
+  test("close() during a restart's back-off leaves no timer holding the host's process open", async () => {
+    // The host closes the client as it quits: its process must end then, not when the pending
+    // restart delay (up to maxDelayMs) runs out.
+    await using dir = tmpdir();
+    const host = join(dir.path, "host.ts");
+    writeFileSync(
+      host,
+      `import { LocalAiClient } from ${JSON.stringify(join(import.meta.dir, "../../src/client/index.ts"))};
+import { FakeChild } from ${JSON.stringify(join(import.meta.dir, "fake-child.ts"))};
+const child = new FakeChild();
+const client = await LocalAiClient.start({
+  binary: "local-ai",
+  spawn: child.spawn,
+  restart: { initialDelayMs: 8000 },
+  onRestart: () => setTimeout(() => void client.close().then(() => console.log("closed")), 100),
+});
+child.exit(1, null);
+`,
+    );
+    const started = Date.now();
+    const run = Bun.spawnSync([process.execPath, host], { stdout: "pipe", stderr: "pipe", timeout: 15_000 });
+    expect(run.stdout.toString() + run.stderr.toString()).toBe("closed\n");
+    expect(Date.now() - started).toBeLessThan(4000);
   }, 20_000);
 });
