@@ -1,12 +1,12 @@
 import { isChatEventName } from "./chat-events.ts";
 import { MAX_QUEUED_INPUT_BYTES, type WriteResult } from "./core-process.ts";
-import { coreExitedError, errorFromCore, LocalAiError, type LocalAiErrorCode } from "./errors.ts";
+import { callError, coreExitedError, errorFromCore, LocalAiError, type LocalAiErrorCode } from "./errors.ts";
 import { guarded, guardedLogger } from "./host-callbacks.ts";
 import type { AbortSignalLike, CallOptions, ClientLogger, ExitInfo } from "./host-types.ts";
 import type { RequestId } from "./protocol-types.ts";
 import { RequestStream } from "./request-stream.ts";
 import type { CancelResult, GenericEvent } from "./types.ts";
-import { clip, idOfLine, isObject } from "./wire-lines.ts";
+import { clip, idOfLine, isObject, requestLine } from "./wire-lines.ts";
 
 /**
  * The request/answer half of the client, as the MCP SDK's `Protocol` is to its `Client`: it
@@ -63,7 +63,7 @@ type Outcome = { result: unknown } | { error: LocalAiError };
 interface Pending {
   stream: RequestStream<unknown, unknown>;
   method: string;
-  params: unknown;
+  line: string;
   cancellable: boolean;
   /** The core the request was written to; undefined while it waits for one. */
   sentTo: Transport | undefined;
@@ -123,13 +123,16 @@ export class Connection {
     }
     // Aborted before it was made: nothing is sent, as fetch() does. Sent, a sessions.delete would
     // still delete (a short call's abort only ends the wait), a chat or warmup start llama-server.
-    if (options.signal?.aborted) {
-      stream.settle({ error: callError("cancelled", "the request was aborted before it was sent", method) });
+    const line = options.signal?.aborted
+      ? callError("cancelled", "the request was aborted before it was sent", method)
+      : requestLine(id, method, params);
+    if (typeof line !== "string") {
+      stream.settle({ error: line });
       return stream;
     }
     const timeoutMs =
       options.timeoutMs ?? (shape.cancellable ? this.options.streamTimeoutMs : this.options.requestTimeoutMs);
-    const entry = this.track(id, stream, method, params, timeoutMs, shape);
+    const entry = this.track(id, stream, method, line, timeoutMs, shape);
     this.watchSignal(id, entry, options.signal);
     if (this.route.kind === "send") this.writeTo(this.route.transport, id, entry);
     return stream;
@@ -139,7 +142,9 @@ export class Connection {
   sendNow<R>(transport: Transport, method: string, params: unknown, timeoutMs: number): Promise<R> {
     const id = String(this.nextId++);
     const stream = new RequestStream<never, R>(id, method, 0, async () => false);
-    const entry = this.track(id, stream, method, params, timeoutMs, { cancellable: false });
+    const line = requestLine(id, method, params);
+    if (typeof line !== "string") return Promise.reject(line);
+    const entry = this.track(id, stream, method, line, timeoutMs, { cancellable: false });
     this.writeTo(transport, id, entry);
     return stream.result;
   }
@@ -173,7 +178,7 @@ export class Connection {
     id: string,
     stream: RequestStream<E, R>,
     method: string,
-    params: unknown,
+    line: string,
     timeoutMs: number | undefined,
     shape: CallShape,
   ): Pending {
@@ -181,7 +186,7 @@ export class Connection {
       // The table holds calls of every type; each is settled with what its own method answers.
       stream: stream as unknown as RequestStream<unknown, unknown>,
       method,
-      params,
+      line,
       cancellable: shape.cancellable,
       sentTo: undefined,
       timer: undefined,
@@ -211,7 +216,7 @@ export class Connection {
    */
   private writeTo(transport: Transport, id: string, entry: Pending): void {
     entry.sentTo = transport;
-    const written = transport.write(JSON.stringify({ id, method: entry.method, params: entry.params }));
+    const written = transport.write(entry.line);
     if (written.kind === "written") return;
     if (written.kind === "backlog") {
       const data = { queued_bytes: written.queuedBytes, limit_bytes: MAX_QUEUED_INPUT_BYTES };
@@ -392,8 +397,4 @@ export class Connection {
 
 function notConnected(method: string): LocalAiError {
   return callError("core_exited", "no core is attached to this connection", method);
-}
-
-function callError(code: LocalAiErrorCode, message: string, method: string): LocalAiError {
-  return new LocalAiError(code, message, undefined, method);
 }

@@ -67,6 +67,11 @@ export function errorFromCore(
   return new LocalAiError(code, message, data as LocalAiErrorData | undefined, method);
 }
 
+/** An error of the client's own making for a call of `method`, without data. */
+export function callError(code: LocalAiErrorCode, message: string, method: string): LocalAiError {
+  return new LocalAiError(code, message, undefined, method);
+}
+
 /** The `core_exited` error of a core that ended (or never started), with why in `data`. */
 export function coreExitedError(info: ExitInfo): LocalAiError {
   const how = info.spawnError

@@ -1,7 +1,25 @@
+import { callError, type LocalAiError } from "./errors.ts";
+
 /**
- * Small readers of the core's stdout lines for the connection (connection.ts): the id a line
- * carries, and a line clipped for a log message.
+ * Small readers and writers of protocol lines for the connection (connection.ts): the request
+ * line itself, the id a line of the core's carries, and a line clipped for a log message.
  */
+
+/**
+ * The line a request is written as, or why it cannot be: params JSON cannot carry (a cycle, a
+ * BigInt, a toJSON that throws) fail that call alone with invalid_request, never the code writing it.
+ */
+export function requestLine(id: string, method: string, params: unknown): string | LocalAiError {
+  try {
+    return JSON.stringify({ id, method, params });
+  } catch (err) {
+    return callError(
+      "invalid_request",
+      `${method} params cannot be sent as JSON: ${(err as Error).message}`,
+      method,
+    );
+  }
+}
 
 /** The id a line's start carries as the core writes it (`{"id":7,` or `{"id":"x",`), as pending keys are. */
 export function idOfLine(head: string): string | undefined {

@@ -80,4 +80,28 @@ describe("a host's misuse", () => {
     }
     for (const cancel of cancels) expect((await rejection(cancel)).code).toBe("timeout");
   });
+
+  test("params JSON cannot carry fail their own call with invalid_request, never the start", async () => {
+    // A cycle in a call made while the core started threw out of the connection's attach():
+    // start() rejected with core_exited and the spawned core was left running, unkilled.
+    const child = new FakeChild((req, c) => c.send({ id: req.id, type: "result", result: { status: "ok" } }));
+    const client = track(new LocalAiClient({ binary: "local-ai", spawn: child.spawn }));
+    const starting = client.start();
+    const cyclic: Record<string, unknown> = {};
+    cyclic.self = cyclic;
+    const held = client.request("sessions.rename", { title: cyclic });
+    await starting;
+    const calls = [
+      held,
+      client.request("echo", { n: 10n }),
+      client.chat({ input: "hi", cyclic } as never).result,
+    ];
+    for (const call of calls) {
+      const err = await rejection(call);
+      expect(err.code).toBe("invalid_request");
+      expect(err.message).toContain("cannot be sent as JSON");
+    }
+    expect(await client.ping()).toEqual({ status: "ok" });
+    expect(child.requests.map((r) => r.method)).toEqual(["ping"]);
+  });
 });
