@@ -13,7 +13,7 @@ import type { InitializeResult } from "./types.ts";
 export function spawnCore(
   options: LocalAiClientOptions,
   connection: Connection,
-  ends: Pick<CoreProcessHandlers, "onExit" | "onOutputClosed" | "onInputStalled">,
+  ends: Pick<CoreProcessHandlers, "onExit" | "onOutputClosed" | "onInputClosed" | "onInputStalled">,
 ): CoreProcess {
   return new CoreProcess(
     {

@@ -4,6 +4,7 @@ import { initializeCore, spawnCore } from "./core-launch.ts";
 import type { CoreProcess } from "./core-process.ts";
 import {
   coreExitedError,
+  coreInputClosedError,
   coreInputStalledError,
   coreOutputClosedError,
   isLocalAiError,
@@ -178,6 +179,10 @@ export class CoreLifecycle {
       onExit: (info) => this.handleExit(generation, info),
       onOutputClosed: () => {
         this.handleBrokenCore(generation, proc, coreOutputClosedError(proc.stderrTail));
+      },
+      onInputClosed: () => {
+        // It reads no end of input now: SIGTERM stops the core as a shutdown does.
+        this.handleBrokenCore(generation, proc, coreInputClosedError(proc.stderrTail), "SIGTERM");
       },
       onInputStalled: (ms, bytes) => {
         // It reads nothing, not even end of input: SIGTERM stops the core as a shutdown does.

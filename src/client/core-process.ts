@@ -16,6 +16,8 @@ export interface CoreProcessHandlers {
   onExit(info: ExitInfo): void;
   /** Its stdout closed while it runs on: it can no longer answer anything. */
   onOutputClosed(): void;
+  /** Its stdin closed while it runs on: it can no longer be asked anything. */
+  onInputClosed(): void;
   /** Its stdin has not drained for `inputStallMs`: it reads nothing, so it is hung. */
   onInputStalled(stalledMs: number, queuedBytes: number): void;
 }
@@ -203,7 +205,12 @@ export class CoreProcess {
     });
     child.stderr?.on("error", () => {});
     // A core that died leaves a broken pipe: writes fail with EPIPE, which is reported by exit.
-    child.stdin?.on("error", () => {});
+    // One that closed its stdin and runs on gets no exit: Node then takes every write as
+    // unsendable, and what was written would wait for good. Told apart as a closed stdout is.
+    child.stdin?.on("error", () => {
+      const check = () => !exitSeen && !this.stopping && this.handlers.onInputClosed();
+      if (!exitSeen) setTimeout(check, OUTPUT_CLOSED_CHECK_MS).unref?.();
+    });
 
     const finish = (extra: Partial<ExitInfo> = {}) => {
       if (this.exited) return;

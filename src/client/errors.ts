@@ -96,6 +96,19 @@ export function coreOutputClosedError(stderrTail: string[]): LocalAiError {
   });
 }
 
+/** The `core_exited` error of a core that closed its stdin and runs on: it cannot be asked now. */
+export function coreInputClosedError(stderrTail: string[]): LocalAiError {
+  return new LocalAiError(
+    "core_exited",
+    "the local-ai core closed its stdin and can no longer be asked anything",
+    {
+      exit_code: null,
+      signal: null,
+      stderr_tail: stderrTail,
+    },
+  );
+}
+
 /** The `core_exited` error of a core that left its input unread too long: it is taken for hung. */
 export function coreInputStalledError(
   stalledMs: number,

@@ -28,6 +28,8 @@ export class FakeChild extends EventEmitter {
   exited = false;
   /** Set false to stop reading stdin: writes stay queued on the client's side. */
   reading = true;
+  /** Set by closeInput(): the next write fails with EPIPE, as Node reports a closed pipe. */
+  inputClosed = false;
   /** How long it takes over each write it reads (a busy core reading slowly). */
   readDelayMs = 0;
   /** Set to answer initialize with this error code instead of a result. */
@@ -43,6 +45,7 @@ export class FakeChild extends EventEmitter {
     this.stdin = new Writable({
       // One write at a time: while not reading, the callback is never called, so the rest queue.
       write: (chunk: Buffer, _enc, done) => {
+        if (this.inputClosed) return done(Object.assign(new Error("write EPIPE"), { code: "EPIPE" }));
         if (!this.reading) return;
         const read = () => {
           this.bytesRead += chunk.length;
@@ -73,6 +76,11 @@ export class FakeChild extends EventEmitter {
   /** Closes its stdout and runs on. */
   mute(): void {
     this.stdout.end();
+  }
+
+  /** Closes its stdin and runs on: what is written to it next fails with EPIPE. */
+  closeInput(): void {
+    this.inputClosed = true;
   }
 
   kill(signal = "SIGTERM"): boolean {

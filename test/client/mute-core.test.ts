@@ -84,3 +84,23 @@ describe("a core whose stdout closes while it runs", () => {
     expect(child.signals).toEqual([]);
   });
 });
+
+describe("a core whose stdin closes while it runs", () => {
+  test("fails what was sent to it at once and is stopped, rather than leaving calls waiting", async () => {
+    // Node reports the closed pipe as an EPIPE on the next write and then takes every later
+    // write as unsendable: a chat (no time limit by default) written then waited for good.
+    const child = new FakeChild();
+    const client = track(await LocalAiClient.start({ binary: "local-ai", spawn: child.spawn }));
+    child.stderr.write("fake child: closing stdin\n");
+    child.closeInput();
+    const started = Date.now();
+    const err = await rejection(client.chat({ input: "hi" }).result);
+    expect(err.code).toBe("core_exited");
+    expect(err.message).toContain("closed its stdin");
+    expect(err.data?.stderr_tail).toEqual(["fake child: closing stdin"]);
+    expect((await rejection(client.chat({ input: "again" }).result)).code).toBe("core_exited");
+    expect(Date.now() - started).toBeLessThan(2000);
+    // It reads no end of input now: SIGTERM stops it as a shutdown would.
+    expect(child.signals).toEqual(["SIGTERM"]);
+  });
+});
