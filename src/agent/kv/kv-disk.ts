@@ -262,10 +262,13 @@ export class KvDisk {
     const described = this.entries();
     const names = new Set(described.flatMap(({ name, entry }) => (matches(entry) ? [name] : [])));
     if (also) names.add(also);
-    // Whose a state without a readable sidecar is cannot be told, and none is ever restored:
-    // each erase takes them, so none holds what a `users.delete` meant to erase.
-    for (const name of this.orphans(described)) names.add(name);
     for (const name of names) this.remove(name);
+    // A state without a readable sidecar is never restored and whose it is cannot be told: each
+    // erase takes it, quietly (one that stays may be any session's, not this erase's to fail).
+    for (const name of this.orphans(described)) {
+      if (names.has(name) || !dropFile(this.binOf(name))) continue;
+      dropFile(this.sidecarOf(name));
+    }
     for (const f of this.listing()) {
       const m = OWN_TEMP.exec(f);
       if (m && names.has(m[1] as string)) this.drop(join(this.dir, f));
