@@ -3,8 +3,17 @@ import { pickAgent } from "../agent/turn/pick-agent.ts";
 import { isRewrite } from "../agent/turn/rewrite.ts";
 import { chooseChatModel, shownName } from "../config/choose-model.ts";
 import { ChatEventFields, ChatParamsSchema, ChatResultSchema } from "../protocol/chat.ts";
+import { logger } from "../util/logger.ts";
 import { defineMethod } from "./definition.ts";
 import { modelsApi } from "./models-api.ts";
+
+/** A file the edit's erase could not remove: the chat's answer stands (it is committed), the log says so. */
+function keptEditedKv(left: string[] | undefined): void {
+  if (left?.length)
+    logger.warn(
+      `an edit's replaced messages stay in ${left.length} saved KV state file(s) that could not be removed (${left[0]}); the session's next delete takes them`,
+    );
+}
 
 function randomId(length: number, alphabet: string): string {
   let s = "";
@@ -67,6 +76,9 @@ export const chat = defineMethod({
         randomId,
         now: () => new Date(),
       });
+      // The tail the edit erased is in the saved KV state too (docs/agent.md#prompt-reuse): the
+      // session's own state from before it, and other sessions' that quote it in memory notes.
+      if (isRewrite(params)) keptEditedKv(services.forgetEditedKv?.(params.user_id, result.session_id));
       return { ...result, model: shownName(model), dropped_events: ctx.droppedEvents };
     } finally {
       spare?.close();

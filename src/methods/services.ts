@@ -57,6 +57,11 @@ export interface Services {
   forgetKv(userId: string, sessionId?: string): string[];
   /** What memory notes quote erased (`document:<id>`): every saved KV state and record holding a passage of it. */
   forgetKvSource(userId: string, source: string): string[];
+  /**
+   * An edit's or a regenerate's erase of its session's tail, in the saved KV state: the session's
+   * own state saved before it and what quotes the session; the files that could not be removed.
+   */
+  forgetEditedKv?(userId: string, sessionId: string): string[];
   /** A pull's edges on this machine (its environment, the home folder), read when asked. */
   pullDeps(): PullDeps;
   /** The saved KV state on disk for `status`; null before the config is loaded, or with saving off. */

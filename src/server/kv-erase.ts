@@ -52,6 +52,24 @@ export class KvErase {
     });
   }
 
+  /**
+   * An edit (`replace_from`, `regenerate`) erased its session's tail: the state the session saved
+   * before it holds that tail's tokens (its slot now holds the edited prompt, kept and saved
+   * again), and other sessions' records, slots and files quoting the session (memory notes, their
+   * text in the sidecars) may hold the erased passages. Those go as for a `documents.delete`,
+   * every note of the session with them (their rows are not told apart: a later turn of those
+   * sessions processes its prompt again, no more).
+   */
+  forgetEdited(userId: string, sessionId: string): string[] {
+    const source = `session:${sessionId}`;
+    return this.run((disk) => {
+      const several = this.deps.several();
+      if (several) several.forgetSource(userId, source);
+      else this.one((r) => r.forgetSource(userId, source));
+      disk?.removeSession(userId, sessionId);
+    });
+  }
+
   /** The one model's reuse's erase; false when none is made. */
   private one(erase: (r: PromptReuse) => void): boolean {
     const reuse = this.deps.reuse();

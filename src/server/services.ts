@@ -349,6 +349,11 @@ export class CoreServices implements Services {
     return this.kvErase.forgetSource(userId, ...sources);
   }
 
+  /** The saved KV state an edit's erase of its session's tail reaches (kv-erase.ts `forgetEdited`). */
+  forgetEditedKv(userId: string, sessionId: string): string[] {
+    return this.kvErase.forgetEdited(userId, sessionId);
+  }
+
   pullDeps(): PullDeps {
     // Required here, like the other services' modules: a bare start-up never loads it.
     const { machinePullDeps } = require("./pull-deps.ts") as typeof import("./pull-deps.ts");

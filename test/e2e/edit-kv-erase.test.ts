@@ -1,0 +1,57 @@
+import { describe, expect, test } from "bun:test";
+import { join } from "node:path";
+import { spawnCore } from "../fixtures/core-process.ts";
+import { filesHolding } from "../fixtures/files-holding.ts";
+import { waitUntil, writeStack } from "../fixtures/stack.ts";
+import { tmpdir } from "../fixtures/tmpdir.ts";
+
+// An edit (`replace_from`) or a regenerate erases the tail it replaces (docs/agent.md "The
+// store"); the saved KV state (docs/agent.md#prompt-reuse) holds that tail too: the session's own
+// state saved before the edit, and other sessions' states whose memory notes quote it (their
+// sidecars even hold the notes' text). A hostile review found both left in data_dir/kv for good
+// when another session took the one slot before the edited one was saved again. The stand-in's
+// state files hold the tokens as text, so the words are found by their bytes.
+const onPosix = process.platform !== "win32";
+
+describe.skipIf(!onPosix)("an edit's erase reaches the saved KV state", () => {
+  test("the session's own state and the states quoting it hold nothing of the replaced tail", async () => {
+    await using dir = tmpdir();
+    const ok = { content: "noted." };
+    const stack = writeStack(dir.path, {
+      tools: [],
+      script: [ok, ok, ok, { content: "the answer is QMREGENKV" }, ok, ok, ok, ok, ok, ok],
+    });
+    const kv = join(stack.dataDir, "kv");
+    await using core = spawnCore({ cwd: dir.path, env: stack.env });
+    let id = 0;
+    const chat = async (params: Record<string, unknown>) => {
+      const r = await core.request({ id: ++id, method: "chat", params }, 30_000);
+      expect(r.type).toBe("result");
+    };
+    const saved = (word: string) => waitUntil(() => filesHolding(kv, word).length > 0, 10_000);
+
+    // The session's own state, saved once the server is quiet, then its message edited and the
+    // one slot taken by another session before the edited one is saved again.
+    await chat({ session_id: "a", input: "my secret QMEDITKV here" });
+    expect(await saved("QMEDITKV")).toBe(true);
+    await chat({ session_id: "a", input: "nothing here", replace_from: 0 });
+    await chat({ session_id: "b", input: "something else" });
+
+    // A regenerated answer, likewise.
+    await chat({ session_id: "r", input: "tell me" });
+    expect(await saved("QMREGENKV")).toBe(true);
+    await chat({ session_id: "r", regenerate: true });
+    await chat({ session_id: "b", input: "and more" });
+
+    // Another session's notes quote the session (memory); then its message is edited.
+    await chat({ session_id: "c", input: "the QMNOTEKV codeword is kept" });
+    await chat({ session_id: "d", input: "what is the codeword kept" });
+    expect(await saved("QMNOTEKV")).toBe(true);
+    await chat({ session_id: "c", input: "plain words", replace_from: 0 });
+
+    for (const word of ["QMEDITKV", "QMREGENKV", "QMNOTEKV"]) expect(filesHolding(kv, word)).toEqual([]);
+    await core.request({ id: "stop", method: "shutdown" });
+    expect(await core.exited(10_000)).toBe(0);
+    for (const word of ["QMEDITKV", "QMREGENKV", "QMNOTEKV"]) expect(filesHolding(kv, word)).toEqual([]);
+  }, 60_000);
+});
