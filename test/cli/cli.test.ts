@@ -129,6 +129,19 @@ describe("--json failures print a JSON error on stdout (issue 10 item 18)", () =
     expect(r.stderr).toContain("config_missing");
   });
 
+  test("models: a config named with --config that is not there is config_missing; none named lists the cache", async () => {
+    using dir = tmpdir();
+    const missing = await cli(["models", "--json", "--config", "nope.yaml"], { cwd: dir.path });
+    expect(missing.code).toBe(1);
+    expect(JSON.parse(missing.stdout).error).toMatchObject({
+      code: "config_missing",
+      data: { file: join(dir.path, "nope.yaml") },
+    });
+    const plain = await cli(["models", "--json"], { cwd: dir.path, env: { HF_HOME: join(dir.path, "hf") } });
+    expect(plain.code).toBe(0);
+    expect(JSON.parse(plain.stdout).models).toEqual([]);
+  });
+
   test("plan --json with an invalid config names the key", async () => {
     using dir = tmpdir();
     writeFileSync(join(dir.path, "config.yaml"), "app: { max_steps: -1 }\n");
