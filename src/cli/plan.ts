@@ -1,6 +1,7 @@
 import { defineCommand } from "citty";
 import { planReportWithHub } from "../models/plan-with-hub.ts";
 import { renderPlan } from "../plan/render.ts";
+import { CoreError } from "../protocol/errors.ts";
 import { CoreServices } from "../server/services.ts";
 import { configArg, jsonArg } from "./args.ts";
 import { colorFor } from "./output.ts";
@@ -18,6 +19,15 @@ export default defineCommand({
     },
   },
   run: async ({ args }) => {
+    // As the method's params refuse it: an empty value would be read as the working folder.
+    if (args.model === "")
+      throw new CoreError(
+        "invalid_request",
+        "--model is empty: give a configured name, a .gguf path or hf:org/name",
+        {
+          field: "model",
+        },
+      );
     const services = new CoreServices({ configPath: args.config, cwd: process.cwd() });
     const report = await planReportWithHub(services, { model: args.model, base: process.cwd() });
     process.stdout.write(

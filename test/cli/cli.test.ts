@@ -142,6 +142,13 @@ describe("--json failures print a JSON error on stdout (issue 10 item 18)", () =
     expect(JSON.parse(plain.stdout).models).toEqual([]);
   });
 
+  test("plan --model '' is invalid_request naming the model, not a plan of the working folder", async () => {
+    using dir = tmpdir();
+    const r = await cli(["plan", "--json", "--model", ""], { cwd: dir.path });
+    expect(r.code).toBe(1);
+    expect(JSON.parse(r.stdout).error).toMatchObject({ code: "invalid_request", data: { field: "model" } });
+  });
+
   test("plan --json with an invalid config names the key", async () => {
     using dir = tmpdir();
     writeFileSync(join(dir.path, "config.yaml"), "app: { max_steps: -1 }\n");
