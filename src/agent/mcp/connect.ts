@@ -1,5 +1,6 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { getDefaultEnvironment } from "@modelcontextprotocol/sdk/client/stdio.js";
+import type { jsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/types.js";
 import type { McpServerConfig } from "../../config/schema.ts";
 import { CoreError } from "../../protocol/errors.ts";
 import { removeRecordFile, writeMcpRecord } from "../../runtime/pid-file.ts";
@@ -9,6 +10,18 @@ import { type McpChild, spawnMcpServer } from "./child.ts";
 import { ChildTransport, MAX_PENDING_BYTES } from "./child-transport.ts";
 import { type McpToolInfo, vetTools } from "./tool-list.ts";
 import type { UnaskedLimits } from "./unasked-budget.ts";
+
+/**
+ * What the SDK checks a tool's structured result against its `outputSchema` with: nothing. The
+ * schema is the server's, and the core offers it to no model (a result reaches the model as
+ * text): left to the SDK's default (Ajv), every listing compiled each tool's schema on the main
+ * loop, one that cannot compile (a remote $ref) failed the whole server, and a backtracking
+ * `pattern` held the loop about 0.5 s for each string of a result checked against it (a hostile
+ * review), with no ping or cancel read meanwhile.
+ */
+const UNCHECKED: jsonSchemaValidator = {
+  getValidator: () => (input) => ({ valid: true, data: input as never, errorMessage: undefined }),
+};
 
 /** A server that answered initialize and tools/list. */
 export interface Connection {
@@ -66,7 +79,7 @@ export async function startServer(cfg: McpServerConfig, options: StartOptions): 
     ? writeMcpRecord(options.dataDir, { pid: child.pid, name: cfg.name, binary: cfg.command, argv: cfg.args })
     : null;
   if (record) void child.exited.then(() => removeRecordFile(record));
-  const client = new Client({ name: "local-ai", version: VERSION });
+  const client = new Client({ name: "local-ai", version: VERSION }, { jsonSchemaValidator: UNCHECKED });
   const transport = new ChildTransport(child, cfg.name, {
     maxPendingBytes: options.maxPendingBytes ?? MAX_PENDING_BYTES,
     stallMs: cfg.timeout_s * 1000,
