@@ -32,6 +32,22 @@ describe("MCP servers that send what no call asked for", () => {
     }
   }, 30_000);
 
+  test("a server writing to stderr without end is killed like a flood of notifications, not read for its life", async () => {
+    using scratch = tmpdir();
+    const pids = join(scratch.path, "pids");
+    const pool = new McpPool([hostile("stderr-flood", pids)]);
+    try {
+      expect((await pool.tools("h", never)).map((t) => t.name)).toEqual(["echo"]);
+      const [first] = pidsIn(pids);
+      // Unbudgeted, reading it took most of a CPU for as long as it ran (a hostile review).
+      expect(await waitFor(() => !alive(first as number), { timeoutMs: 5000 })).toBe(true);
+      expect((await pool.tools("h", never)).map((t) => t.name)).toEqual(["echo"]);
+      expect(pidsIn(pids)).toHaveLength(2);
+    } finally {
+      await pool.close();
+    }
+  }, 30_000);
+
   test("a server flooding progress notifications during a call is killed at once, not after timeout_s", async () => {
     using scratch = tmpdir();
     const pids = join(scratch.path, "pids");

@@ -9,7 +9,7 @@ import { VERSION } from "../../version.ts";
 import { type McpChild, spawnMcpServer } from "./child.ts";
 import { ChildTransport, MAX_PENDING_BYTES } from "./child-transport.ts";
 import { type McpToolInfo, vetTools } from "./tool-list.ts";
-import type { UnaskedLimits } from "./unasked-budget.ts";
+import { UNASKED_LIMITS, UnaskedBudget, type UnaskedLimits } from "./unasked-budget.ts";
 
 /**
  * What the SDK checks a tool's structured result against its `outputSchema` with: nothing. The
@@ -74,7 +74,6 @@ export async function startServer(cfg: McpServerConfig, options: StartOptions): 
   } catch (err) {
     return { ok: false, error: startError(cfg, err, false), stopped: Promise.resolve() };
   }
-  void logStderr(cfg.name, child.stderr);
   const record = options.dataDir
     ? writeMcpRecord(options.dataDir, { pid: child.pid, name: cfg.name, binary: cfg.command, argv: cfg.args })
     : null;
@@ -85,6 +84,9 @@ export async function startServer(cfg: McpServerConfig, options: StartOptions): 
     stallMs: cfg.timeout_s * 1000,
     unasked: options.unasked,
   });
+  void logStderr(cfg.name, child.stderr, new UnaskedBudget(options.unasked ?? UNASKED_LIMITS), (why) =>
+    transport.kill(why),
+  );
   const conn: Connection = {
     client,
     tools: [],
@@ -150,11 +152,29 @@ function stopFailed(name: string, child: McpChild, client: Client): Promise<void
   return Promise.all([child.exited, client.close().catch(() => {})]).then(() => {});
 }
 
-/** Logs what a server writes to stderr; reading it also keeps the pipe from filling up. */
-async function logStderr(name: string, stream: ReadableStream<Uint8Array>): Promise<void> {
+/**
+ * Logs what a server writes to stderr; reading it also keeps the pipe from filling up. Reading
+ * is the core's work on its main loop, as stdout's notifications are: held to the same budget
+ * (unasked-budget.ts), each chunk charged, a server that writes more is killed (`kill`) and read
+ * no more, so that one writing without end does not take a CPU for as long as it runs.
+ */
+async function logStderr(
+  name: string,
+  stream: ReadableStream<Uint8Array>,
+  budget: UnaskedBudget,
+  kill: (why: string) => void,
+): Promise<void> {
   const decoder = new TextDecoder();
   try {
-    for await (const chunk of stream) logger.debug(`[mcp ${name}] ${decoder.decode(chunk).trimEnd()}`);
+    for await (const chunk of stream) {
+      if (!budget.take(chunk.length)) {
+        const { burstBytes, bytesPerSecond } = budget.limits;
+        return kill(
+          `it wrote to stderr over ${burstBytes} bytes at once or ${bytesPerSecond} bytes a second`,
+        );
+      }
+      logger.debug(`[mcp ${name}] ${decoder.decode(chunk, { stream: true }).trimEnd()}`);
+    }
   } catch {
     // A broken pipe ends the log, nothing else.
   }
