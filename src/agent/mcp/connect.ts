@@ -1,6 +1,7 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { getDefaultEnvironment } from "@modelcontextprotocol/sdk/client/stdio.js";
 import type { jsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/types.js";
+import { z } from "zod";
 import type { McpServerConfig } from "../../config/schema.ts";
 import { CoreError } from "../../protocol/errors.ts";
 import { removeRecordFile, writeMcpRecord } from "../../runtime/pid-file.ts";
@@ -17,11 +18,19 @@ import { UNASKED_LIMITS, UnaskedBudget, type UnaskedLimits } from "./unasked-bud
  * text): left to the SDK's default (Ajv), every listing compiled each tool's schema on the main
  * loop, one that cannot compile (a remote $ref) failed the whole server, and a backtracking
  * `pattern` held the loop about 0.5 s for each string of a result checked against it (a hostile
- * review), with no ping or cancel read meanwhile.
+ * review), with no ping or cancel read meanwhile. The listing (LISTED) no longer goes through
+ * the SDK's listTools, which is what compiled them; this keeps any later use of it from doing so.
  */
 const UNCHECKED: jsonSchemaValidator = {
   getValidator: () => (input) => ({ valid: true, data: input as never, errorMessage: undefined }),
 };
+
+/**
+ * A tools/list result as the core reads it: each tool is vetted on its own (tool-list.ts), so
+ * that one the SDK's ListToolsResultSchema refuses (a number for a name, an input schema that is
+ * not an object's, a null description) costs its own place, not every tool of its server.
+ */
+const LISTED = z.looseObject({ tools: z.array(z.unknown()) });
 
 /** A server that answered initialize and tools/list. */
 export interface Connection {
@@ -106,7 +115,10 @@ export async function startServer(cfg: McpServerConfig, options: StartOptions): 
   options.signal.addEventListener("abort", killOnAbort, { once: true });
   try {
     await client.connect(transport, { signal: startTimeout, timeout: limitMs });
-    const listed = await client.listTools(undefined, { signal: startTimeout, timeout: limitMs });
+    const listed = await client.request({ method: "tools/list" }, LISTED, {
+      signal: startTimeout,
+      timeout: limitMs,
+    });
     const vetted = vetTools(listed.tools);
     conn.tools = vetted.tools;
     conn.dropped = vetted.dropped;

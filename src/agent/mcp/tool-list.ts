@@ -26,17 +26,19 @@ interface Listed {
   inputSchema?: unknown;
 }
 
-type Reason = "name" | "duplicate" | "schema" | "count";
+type Reason = "object" | "name" | "duplicate" | "shape" | "schema" | "count";
 const REASON_TEXT: Record<Reason, string> = {
+  object: "that are not objects",
   name: "named other than 1-64 letters, digits, _ or -",
   duplicate: "listed twice",
+  shape: "with an input schema that is not an object's",
   schema: `with an input schema over ${MAX_SCHEMA_CHARS} characters`,
   count: `past the first ${MAX_TOOLS_PER_SERVER}`,
 };
 const SAMPLES = 3;
 
 /** Keeps the tools fit to offer: valid unique names, bounded schemas, at most MAX_TOOLS_PER_SERVER. */
-export function vetTools(listed: readonly Listed[]): VettedTools {
+export function vetTools(listed: readonly unknown[]): VettedTools {
   const tools: McpToolInfo[] = [];
   const seen = new Set<string>();
   const dropped = new Map<Reason, string[]>();
@@ -45,13 +47,24 @@ export function vetTools(listed: readonly Listed[]): VettedTools {
     names.push(sample(name));
     dropped.set(reason, names);
   };
-  for (const t of listed) {
+  for (const item of listed) {
+    // Unchecked by the SDK (connect.ts): anything, a tool or not.
+    if (!isObject(item)) {
+      drop("object", item);
+      continue;
+    }
+    const t = item as unknown as Listed;
     const name = t.name;
     if (typeof name !== "string" || !TOOL_NAME.test(name)) drop("name", name);
     else if (seen.has(name)) drop("duplicate", name);
     else if (tools.length >= MAX_TOOLS_PER_SERVER) drop("count", name);
     else {
-      const schema = isObject(t.inputSchema) ? t.inputSchema : { type: "object" };
+      const schema = t.inputSchema === undefined ? { type: "object" } : t.inputSchema;
+      // The model's arguments must be an object (tool-calls.ts): a schema for anything else cannot be met.
+      if (!isObject(schema) || (schema.type !== undefined && schema.type !== "object")) {
+        drop("shape", name);
+        continue;
+      }
       if (JSON.stringify(schema).length > MAX_SCHEMA_CHARS) {
         drop("schema", name);
         continue;
