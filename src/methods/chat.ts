@@ -78,7 +78,8 @@ export const chat = defineMethod({
       });
       // The tail the edit erased is in the saved KV state too (docs/agent.md#prompt-reuse): the
       // session's own state from before it, and other sessions' that quote it in memory notes.
-      if (isRewrite(params)) keptEditedKv(services.forgetEditedKv?.(params.user_id, result.session_id));
+      if (isRewrite(params))
+        keptEditedKv(services.forgetEditedKv?.(params.user_id, result.session_id, model.name));
       return { ...result, model: shownName(model), dropped_events: ctx.droppedEvents };
     } finally {
       spare?.close();

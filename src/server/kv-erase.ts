@@ -12,7 +12,7 @@ export interface KvEraseDeps {
   /** The one model's prompt reuse, once made. */
   reuse(): PromptReuse | undefined;
   /** Several models' prompt reuses: an erase over each, false when none was made (undefined: one model). */
-  several(): Pick<SeveralModels, "forget" | "forgetSource"> | undefined;
+  several(): Pick<SeveralModels, "forget" | "forgetSource" | "forgetEdited"> | undefined;
 }
 
 /**
@@ -58,13 +58,14 @@ export class KvErase {
    * again), and other sessions' records, slots and files quoting the session (memory notes, their
    * text in the sidecars) may hold the erased passages. Those go as for a `documents.delete`,
    * every note of the session with them (their rows are not told apart: a later turn of those
-   * sessions processes its prompt again, no more).
+   * sessions processes its prompt again, no more). With several models, the session's slots and
+   * records on models other than `model`, the one the edit ran on, hold the tail too.
    */
-  forgetEdited(userId: string, sessionId: string): string[] {
+  forgetEdited(userId: string, sessionId: string, model: string): string[] {
     const source = `session:${sessionId}`;
     return this.run((disk) => {
       const several = this.deps.several();
-      if (several) several.forgetSource(userId, source);
+      if (several) several.forgetEdited(userId, sessionId, model);
       else this.one((r) => r.forgetSource(userId, source));
       disk?.removeSession(userId, sessionId);
     });

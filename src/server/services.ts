@@ -350,8 +350,8 @@ export class CoreServices implements Services {
   }
 
   /** The saved KV state an edit's erase of its session's tail reaches (kv-erase.ts `forgetEdited`). */
-  forgetEditedKv(userId: string, sessionId: string): string[] {
-    return this.kvErase.forgetEdited(userId, sessionId);
+  forgetEditedKv(userId: string, sessionId: string, model: string): string[] {
+    return this.kvErase.forgetEdited(userId, sessionId, model);
   }
 
   pullDeps(): PullDeps {

@@ -139,6 +139,20 @@ export class SeveralModels implements ModelsApi {
     return this.reuses.size > 0;
   }
 
+  /**
+   * An edit on `model` replaced its session's tail: that model's slot holds the edited prompt and
+   * stays; any other model's slot or record of the session still holds the replaced tail, and
+   * would save it over the edited state, so the session goes from those as for a delete. What
+   * quotes the session goes everywhere (kv-erase.ts `forgetEdited`).
+   */
+  forgetEdited(userId: string, sessionId: string, model: string): boolean {
+    for (const [name, r] of this.reuses) {
+      if (name === model) r.forgetSource(userId, `session:${sessionId}`);
+      else r.forget(userId, sessionId);
+    }
+    return this.reuses.size > 0;
+  }
+
   /** What memory notes quote erased from every model's reuse; false when none was made. */
   forgetSource(userId: string | undefined, ...sources: string[]): boolean {
     for (const r of this.reuses.values()) r.forgetSource(userId, ...sources);

@@ -1,4 +1,5 @@
 import { describe, expect, test } from "bun:test";
+import { copyFileSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { spawnCore } from "../fixtures/core-process.ts";
 import { filesHolding } from "../fixtures/files-holding.ts";
@@ -13,6 +14,15 @@ import { tmpdir } from "../fixtures/tmpdir.ts";
 // state files hold the tokens as text, so the words are found by their bytes.
 const onPosix = process.platform !== "win32";
 
+/** A chat that must end with a result, each under a new id. */
+function chatsOf(core: Pick<ReturnType<typeof spawnCore>, "request">) {
+  let id = 0;
+  return async (params: Record<string, unknown>) => {
+    const r = await core.request({ id: ++id, method: "chat", params }, 30_000);
+    expect(r.type).toBe("result");
+  };
+}
+
 describe.skipIf(!onPosix)("an edit's erase reaches the saved KV state", () => {
   test("the session's own state and the states quoting it hold nothing of the replaced tail", async () => {
     await using dir = tmpdir();
@@ -23,11 +33,7 @@ describe.skipIf(!onPosix)("an edit's erase reaches the saved KV state", () => {
     });
     const kv = join(stack.dataDir, "kv");
     await using core = spawnCore({ cwd: dir.path, env: stack.env });
-    let id = 0;
-    const chat = async (params: Record<string, unknown>) => {
-      const r = await core.request({ id: ++id, method: "chat", params }, 30_000);
-      expect(r.type).toBe("result");
-    };
+    const chat = chatsOf(core);
     const saved = (word: string) => waitUntil(() => filesHolding(kv, word).length > 0, 10_000);
 
     // The session's own state, saved once the server is quiet, then its message edited and the
@@ -53,5 +59,32 @@ describe.skipIf(!onPosix)("an edit's erase reaches the saved KV state", () => {
     await core.request({ id: "stop", method: "shutdown" });
     expect(await core.exited(10_000)).toBe(0);
     for (const word of ["QMEDITKV", "QMREGENKV", "QMNOTEKV"]) expect(filesHolding(kv, word)).toEqual([]);
+  }, 60_000);
+  test("several models: the session's pre-edit state in another model's slot is not saved after the edit", async () => {
+    // The session last ran on `second`, whose slot still holds it unsaved; the edit runs on the
+    // default model, whose slot is saved once it is quiet. Another chat keeps `second` busy past
+    // that, so its own quiet save comes last: the session's pre-edit slot, replaced tail and
+    // all, would be saved over the edited state, back in data_dir/kv for good.
+    await using dir = tmpdir();
+    const ok = { content: "noted." };
+    const stack = writeStack(dir.path, {
+      tools: [],
+      script: [ok, ok, ok, ok],
+      parallel: 2,
+      extraYaml: "models:\n  - {name: second, path: ./second.gguf, context: 1024}\n",
+    });
+    const first = readdirSync(dir.path).find((f) => f.endsWith(".gguf")) as string;
+    copyFileSync(join(dir.path, first), join(dir.path, "second.gguf"));
+    const kv = join(stack.dataDir, "kv");
+    await using core = spawnCore({ cwd: dir.path, env: stack.env });
+    const chat = chatsOf(core);
+    await chat({ session_id: "a", input: "my secret QMOTHERKV here", model: "second" });
+    await chat({ session_id: "a", input: "nothing here", replace_from: 0 });
+    await chat({ session_id: "c", input: "something else", model: "second" });
+    // Both models' quiet saves (2 s after each one's last chat).
+    await Bun.sleep(4_500);
+    await core.request({ id: "stop", method: "shutdown" });
+    expect(await core.exited(10_000)).toBe(0);
+    expect(filesHolding(kv, "QMOTHERKV")).toEqual([]);
   }, 60_000);
 });
