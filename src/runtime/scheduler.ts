@@ -96,7 +96,8 @@ export class Scheduler {
    * A chat's load begun on its arrival, so the turn prepares while the model loads, as with one
    * model (run-turn.ts; docs/performance.md "Several models"): an unloaded model's load, which
    * the chat's acquire joins. Like a supervisor's prestart, a chat that fails before it asks
-   * leaves the model loading; one that gives up while joined ends it as any caller does.
+   * leaves the model loading once its load was admitted; one still deciding or waiting for room
+   * is dropped when the model's last chat ends (`use`), as when a joined caller gives up.
    */
   prestart(model: string): StartTicket | undefined {
     const e = this.closing ? undefined : this.entry(model);
