@@ -2,7 +2,8 @@ import { describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { THINK_TEMPLATE as THINK_TEMPLATE_FILE } from "../fixtures/recordings-dir.ts";
 import { FORMS, perTest, type RunningStandIn } from "./forms.ts";
-import { sseEvents } from "./transcript.ts";
+import { RECORDINGS } from "./recordings.ts";
+import { readExchanges, sseEvents } from "./transcript.ts";
 
 // The stand-in's thinking and structured output, in both forms, each test naming the transcript of
 // test/fixtures/llama-server/transcripts it follows (its README: "Reasoning", "Structured output").
@@ -119,6 +120,21 @@ for (const form of FORMS) {
       const s = await start();
       const body = (await (await chat(s, { response_format: { type: "json_object" } })).json()) as Json;
       expect(JSON.parse(body.choices[0].message.content)).toEqual({});
+    });
+
+    test("a tool whose schema the converter refuses fails the request and /apply-template alike (transcript 95e)", async () => {
+      const s = await start({ script: [{ content: "kept for the next request" }] });
+      for (const ex of readExchanges(RECORDINGS, "95e-tool-schema-remote-ref.txt")) {
+        const res = await call(s, ex.path, {
+          method: "POST",
+          headers: { "Content-Type": "application/json" },
+          body: ex.requestBody,
+        });
+        expect(`${ex.path} ${res.status}`).toBe(`${ex.path} ${ex.status}`);
+        expect(await res.json()).toEqual(JSON.parse(ex.body));
+      }
+      const next = (await (await chat(s, {})).json()) as Json;
+      expect(next.choices[0].message.content).toBe("kept for the next request");
     });
 
     test("a schema with a dangling $ref is a 400 naming it, before any generation (transcript 95d)", async () => {

@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { isAlive } from "../../src/runtime/proc-info.ts";
 import { spawnCore } from "../fixtures/core-process.ts";
 import { realServerTestModel } from "../fixtures/llama-test-model.ts";
+import { HOSTILE_SERVER } from "../fixtures/mcp-hostile.ts";
 import { RECORDINGS } from "../fixtures/recordings-dir.ts";
 import { writeSlowLoadingModel } from "../fixtures/slow-loading-model.ts";
 import { alive, waitUntil } from "../fixtures/stack.ts";
@@ -75,6 +76,30 @@ if (!BINARY || !MODEL) {
       expect(await core.exited(30_000)).toBe(0);
       for (const pid of servers) expect(alive(pid)).toBe(false);
     }, 400_000);
+
+    test("a tool it cannot offer (a $ref to another document, transcripts/95e) is left out with tools_unavailable; the chat is answered", async () => {
+      await using dir = tmpdir();
+      const hostile = { MCP_HOSTILE_MODE: "remote-ref-input" };
+      const config = {
+        app: { data_dir: "./data" },
+        llama: { binary: BINARY, startup_timeout_s: 120, parallel: 1 },
+        model: { path: MODEL, context: 1024, max_tokens: 4 },
+        agents: [{ name: "assistant", system_prompt: "Be brief.", tools: ["h.*"] }],
+        memory: { enabled: false },
+        mcp_servers: [{ name: "h", command: process.execPath, args: [HOSTILE_SERVER], env: hostile }],
+      };
+      writeFileSync(join(dir.path, "config.yaml"), JSON.stringify(config));
+      await using core = spawnCore({ cwd: dir.path });
+      const r = await core.request({ id: "1", method: "chat", params: { input: "hello" } }, 120_000);
+      expect(r.type).toBe("result");
+      const warned = (r.result.warnings as { code: string; message: string }[]).find(
+        (w) => w.code === "tools_unavailable",
+      );
+      expect(warned?.message).toContain("remote");
+      expect(warned?.message).toContain("Unsupported ref");
+      await core.request({ id: "x", method: "shutdown" }, 30_000);
+      expect(await core.exited()).toBe(0);
+    }, 240_000);
 
     test("status through a start, and one idle sleep and wake (llama.idle_sleep_s: 2) with waking progress", async () => {
       await using dir = tmpdir();

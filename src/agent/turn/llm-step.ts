@@ -15,6 +15,7 @@ import { imageRefusal, refsOf, textOnly } from "./images.ts";
 import { breakMarkers } from "./marker-break.ts";
 import type { PromptLayout } from "./prompt-layout.ts";
 import { thinkFields } from "./think.ts";
+import { dropRefusedTools, schemaRefused } from "./tool-refusals.ts";
 
 const OVERFLOW_RETRIES = 2;
 
@@ -112,6 +113,9 @@ export async function llmStep(ctx: TurnContext, setup: StepSetup, step: number):
       if (deps.signal.aborted) throw deps.signal.reason;
       if (isFormatRefused(err)) return { kind: "refused", error: err };
       if (setup.format && schemaRefused(err)) return { kind: "refused", error: formatRefused(err.message) };
+      // A tool whose schema llama-server cannot convert fails every request that offers it (95e):
+      // found, left out with a warning, and the step sent again without it.
+      if (schemaRefused(err) && (await withoutRefusedTools(ctx, setup))) continue;
       // The server died or wedged mid-request (the supervisor restarts it on the next chat).
       if (isCoreError(err)) return { kind: "failed", failure: err };
       if (!(err instanceof LlmError)) throw err;
@@ -144,12 +148,22 @@ async function keepPartial(
   }
 }
 
-/**
- * llama-server's 400 for a schema its grammar converter cannot take
- * (test/fixtures/llama-server/transcripts/95d).
- */
-function schemaRefused(err: unknown): err is LlmError {
-  return err instanceof LlmError && err.status === 400 && /schema|grammar|parser/i.test(err.message);
+/** The step's tools without those llama-server refuses (tool-refusals.ts); false when none was. */
+async function withoutRefusedTools(ctx: TurnContext, setup: StepSetup): Promise<boolean> {
+  if (setup.tools.length === 0) return false;
+  const { lease } = setup;
+  const extra: Record<string, unknown> = { ...thinkFields(setup.think) };
+  try {
+    return (
+      (await dropRefusedTools(lease, lease.launch, setup.tools, extra, ctx.warnings, ctx.deps.signal)) > 0
+    );
+  } catch (err) {
+    if (ctx.deps.signal.aborted) throw ctx.deps.signal.reason;
+    logger.warn(
+      `trace=${ctx.traceId} the tools llama-server refuses could not be found: ${(err as Error).message}`,
+    );
+    return false;
+  }
 }
 
 /**

@@ -17,6 +17,7 @@ import { llmStep, type StepSetup } from "./llm-step.ts";
 import { recall } from "./memory.ts";
 import { repromptMessages, systemMessage, UNREADABLE, unreadableMessages } from "./prompt.ts";
 import { PromptLayout } from "./prompt-layout.ts";
+import { dropKnownRefused } from "./tool-refusals.ts";
 import { loadTools, pendingCalls, runCalls } from "./tools.ts";
 import { overflowingTools } from "./tools-cost.ts";
 import { turnSlot } from "./turn-slot.ts";
@@ -143,11 +144,13 @@ export class Turn {
       costOf: (m) => session.images.costOf(m),
       vision,
     });
+    // An MCP server's names and descriptions are not the core's words either.
+    const tools = breakDeep(toOpenAiTools(this.tools), markerBreaker(markers)) as unknown[];
+    dropKnownRefused(lease.launch, tools, this.ctx.warnings);
     return {
       lease,
       system: systemMessage(agent),
-      // An MCP server's names and descriptions are not the core's words either.
-      tools: breakDeep(toOpenAiTools(this.tools), markerBreaker(markers)) as unknown[],
+      tools,
       markers,
       contextSize,
       maxTokens,

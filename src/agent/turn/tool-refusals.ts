@@ -1,0 +1,82 @@
+import { LlmError } from "../../llama/errors.ts";
+import { callJson, type LlamaEndpoint } from "../../llama/http.ts";
+import { wellFormedJson } from "../../llama/well-formed.ts";
+import type { Warning } from "../../protocol/chat.ts";
+
+/**
+ * Tools llama-server cannot offer (docs/agent.md, "MCP servers"): an input schema its grammar
+ * converter refuses (a `$ref` to another document, say) fails the whole request with a 400, every
+ * step of every turn of the agent (test/fixtures/llama-server/transcripts/95e). Such a tool is
+ * found by asking `/apply-template` (which refuses the same body alike, and runs nothing) about
+ * halves of the list, and left out with a `tools_unavailable` warning; what a server refused is
+ * kept for that server's life, so later turns leave the tool out without a failed request.
+ */
+const refusedBy = new WeakMap<object, Map<string, string>>();
+
+/** llama-server's 400 for a schema its grammar converter cannot take (95d, 95e). */
+export function schemaRefused(err: unknown): err is LlmError {
+  return err instanceof LlmError && err.status === 400 && /schema|grammar|parser/i.test(err.message);
+}
+
+const keyOf = (tool: unknown) => JSON.stringify(tool);
+const nameOf = (tool: unknown) =>
+  String((tool as { function?: { name?: unknown } } | null)?.function?.name ?? "(unnamed)");
+
+function warning(tool: unknown, reason: string): Warning {
+  return {
+    code: "tools_unavailable",
+    message: `the tool ${nameOf(tool)} was left out, the turn ran without it: llama-server cannot use its input schema (${reason.split("\n").pop()})`,
+  };
+}
+
+/** Takes out of `tools` (in place) those `server` already refused; a warning for each. */
+export function dropKnownRefused(server: object, tools: unknown[], warnings: Warning[]): void {
+  const refused = refusedBy.get(server);
+  if (!refused) return;
+  for (let i = tools.length - 1; i >= 0; i--) {
+    const reason = refused.get(keyOf(tools[i]));
+    if (reason === undefined) continue;
+    warnings.push(warning(tools[i], reason));
+    tools.splice(i, 1);
+  }
+}
+
+/**
+ * After a 400 of the converter: finds which of `tools` the server refuses, takes them out (in
+ * place) with a warning each, and returns how many. 0: no tool alone is refused (the 400 was
+ * something else). At most about two probes per refused tool per halving of the list.
+ */
+export async function dropRefusedTools(
+  endpoint: LlamaEndpoint,
+  /** The server's one start (a lease's `launch`): what it refused is kept for its life. */
+  server: object,
+  tools: unknown[],
+  extra: Record<string, unknown>,
+  warnings: Warning[],
+  signal: AbortSignal,
+): Promise<number> {
+  const refused = refusedBy.get(server) ?? new Map<string, string>();
+  refusedBy.set(server, refused);
+  const probe = async (set: unknown[]): Promise<string | null> => {
+    const body = { ...extra, messages: [{ role: "user", content: "." }], tools: set };
+    try {
+      await callJson(endpoint, "/apply-template", { body: wellFormedJson(body), signal });
+      return null;
+    } catch (err) {
+      if (schemaRefused(err)) return err.message;
+      throw err;
+    }
+  };
+  const search = async (set: unknown[]): Promise<void> => {
+    const reason = await probe(set);
+    if (reason === null) return;
+    if (set.length === 1) return void refused.set(keyOf(set[0]), reason);
+    const half = Math.ceil(set.length / 2);
+    await search(set.slice(0, half));
+    await search(set.slice(half));
+  };
+  await search([...tools]);
+  const before = tools.length;
+  dropKnownRefused(server, tools, warnings);
+  return before - tools.length;
+}

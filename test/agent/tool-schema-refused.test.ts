@@ -1,0 +1,47 @@
+import { describe, expect, test } from "bun:test";
+import { join } from "node:path";
+import { hostileServer } from "../fixtures/mcp-hostile.ts";
+import { tmpdir } from "../fixtures/tmpdir.ts";
+import { ChatHarness } from "./harness.ts";
+
+// A tool whose input schema llama-server's grammar converter refuses (a $ref to another document)
+// fails every request that offers it, the whole request and /apply-template alike
+// (test/fixtures/llama-server/transcripts/95e). The turn finds it, leaves it out with a
+// tools_unavailable warning and sends the step again; later turns leave it out at once.
+
+type Json = Record<string, any>;
+const toolNames = (body: Json) => ((body.tools ?? []) as Json[]).map((t) => t.function.name as string);
+
+describe("a tool llama-server cannot offer", () => {
+  test("is left out with a warning, the step sent again; the next turn leaves it out without a failed request", async () => {
+    using scratch = tmpdir();
+    await using h = new ChatHarness({
+      agents: [{ name: "a", system_prompt: "Be brief.", tools: ["h.*"] }],
+      mcp_servers: [hostileServer("remote-ref-input", join(scratch.path, "pids"), 20)],
+    });
+    h.llama.script({ content: "first" }, { content: "second" });
+    const first = await h.chat(1, { session_id: "s", input: "go" });
+    expect(first.terminal.type).toBe("result");
+    expect((first.terminal.result as Json).response).toBe("first");
+    const warnings = (first.terminal.result as Json).warnings as Json[];
+    expect(warnings).toContainEqual({
+      code: "tools_unavailable",
+      message: expect.stringContaining("remote"),
+    });
+    expect(warnings.find((w) => w.code === "tools_unavailable")?.message).toContain("Unsupported ref");
+    const [refused, sent] = h.llama.requests.map((r) => toolNames(r.body as Json));
+    expect(refused).toHaveLength(2);
+    expect(sent).toHaveLength(1);
+    expect(sent?.[0]).not.toContain("remote");
+
+    const before = h.llama.requests.length;
+    const second = await h.chat(2, { session_id: "s", input: "again" });
+    expect((second.terminal.result as Json).response).toBe("second");
+    expect((second.terminal.result as Json).warnings).toContainEqual({
+      code: "tools_unavailable",
+      message: expect.stringContaining("remote"),
+    });
+    expect(h.llama.requests.length - before).toBe(1);
+    expect(toolNames(h.llama.requests.at(-1)?.body as Json)).toHaveLength(1);
+  }, 60_000);
+});
