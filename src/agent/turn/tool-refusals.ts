@@ -44,7 +44,8 @@ export function dropKnownRefused(server: object, tools: unknown[], warnings: War
 /**
  * After a 400 of the converter: finds which of `tools` the server refuses, takes them out (in
  * place) with a warning each, and returns how many. 0: no tool alone is refused (the 400 was
- * something else). At most about two probes per refused tool per halving of the list.
+ * something else, or the server refuses the same body without tools). At most one probe without
+ * tools, then about two per refused tool per halving of the list.
  */
 export async function dropRefusedTools(
   endpoint: LlamaEndpoint,
@@ -58,7 +59,11 @@ export async function dropRefusedTools(
   const refused = refusedBy.get(server) ?? new Map<string, string>();
   refusedBy.set(server, refused);
   const probe = async (set: unknown[]): Promise<string | null> => {
-    const body = { ...extra, messages: [{ role: "user", content: "." }], tools: set };
+    const body = {
+      ...extra,
+      messages: [{ role: "user", content: "." }],
+      ...(set.length > 0 ? { tools: set } : {}),
+    };
     try {
       await callJson(endpoint, "/apply-template", { body: wellFormedJson(body), signal });
       return null;
@@ -75,6 +80,9 @@ export async function dropRefusedTools(
     await search(set.slice(0, half));
     await search(set.slice(half));
   };
+  // The converter runs for every request (common/chat.cpp): refused without tools too, the 400
+  // is not theirs, and blaming each would keep them all out of the server's later turns.
+  if ((await probe([])) !== null) return 0;
   await search([...tools]);
   const before = tools.length;
   dropKnownRefused(server, tools, warnings);

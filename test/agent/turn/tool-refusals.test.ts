@@ -1,0 +1,53 @@
+import { describe, expect, test } from "bun:test";
+import { dropKnownRefused, dropRefusedTools } from "../../../src/agent/turn/tool-refusals.ts";
+import type { Warning } from "../../../src/protocol/chat.ts";
+
+// The search for the tools llama-server refuses (tool-refusals.ts), against a server that answers
+// /apply-template as `judge` says: a 400 of the grammar converter, as the real one's (95e), or a
+// prompt.
+
+type Body = { tools?: { function: { name: string; parameters: unknown } }[] };
+const REFUSED = "Unable to generate parser for this template. Automatic parser generation failed: ";
+
+function server(judge: (body: Body) => string | null) {
+  const probes: Body[] = [];
+  const http = Bun.serve({
+    port: 0,
+    async fetch(req) {
+      const body = (await req.json()) as Body;
+      probes.push(body);
+      const why = judge(body);
+      if (why === null) return Response.json({ prompt: "p" });
+      return Response.json({ error: { code: 400, message: REFUSED + why } }, { status: 400 });
+    },
+  });
+  return {
+    endpoint: { baseUrl: `http://127.0.0.1:${http.port}`, apiKey: "key" },
+    probes,
+    [Symbol.dispose]: () => http.stop(true),
+  };
+}
+
+const tool = (name: string, parameters: unknown = { type: "object" }) => ({
+  type: "function",
+  function: { name, parameters },
+});
+const never = new AbortController().signal;
+
+describe("the tools llama-server refuses", () => {
+  test("a server that refuses every request, tools or none, has no tool blamed nor kept as refused", async () => {
+    // The autoparser runs for every request (common/chat.cpp): a template it cannot analyse, or a
+    // think field that upsets it, is refused alike without tools. Blaming each tool kept them all
+    // out of every later turn of that server, those that would have worked included.
+    using s = server(() => "JSON schema conversion failed:\nsomething not about tools");
+    const launch = {};
+    const tools = [tool("a"), tool("b")];
+    const warnings: Warning[] = [];
+    expect(await dropRefusedTools(s.endpoint, launch, tools, {}, warnings, never)).toBe(0);
+    expect(tools).toHaveLength(2);
+    expect(warnings).toEqual([]);
+    const later = [tool("a"), tool("b")];
+    dropKnownRefused(launch, later, warnings);
+    expect(later).toHaveLength(2);
+  });
+});
