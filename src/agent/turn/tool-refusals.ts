@@ -22,28 +22,45 @@ const keyOf = (tool: unknown) => JSON.stringify(tool);
 const nameOf = (tool: unknown) =>
   String((tool as { function?: { name?: unknown } } | null)?.function?.name ?? "(unnamed)");
 
-function warning(tool: unknown, reason: string): Warning {
+/** Names shown in the warning; the rest counted. */
+const SAMPLES = 3;
+/** What the warning quotes of llama-server's reason: the real one quotes the whole schema (95d). */
+const REASON_CHARS = 200;
+
+/**
+ * One warning for the tools left out, a few named and the first one's reason cut: the real
+ * server's reason for a ref that leads nowhere quotes the whole schema (up to MAX_SCHEMA_CHARS of
+ * an MCP server's), and a warning per tool would put 128 of them into every result.
+ */
+function warning(left: { tool: unknown; reason: string }[]): Warning {
+  const names = left.slice(0, SAMPLES).map((l) => nameOf(l.tool));
+  const more = left.length > SAMPLES ? ", …" : "";
+  const last = (left[0]?.reason ?? "").split("\n").pop() ?? "";
+  const reason = last.length > REASON_CHARS ? `${last.slice(0, REASON_CHARS)}…` : last;
+  const count = left.length === 1 ? "the tool" : `${left.length} tools`;
   return {
     code: "tools_unavailable",
-    message: `the tool ${nameOf(tool)} was left out, the turn ran without it: llama-server cannot use its input schema (${reason.split("\n").pop()})`,
+    message: `${count} ${names.join(", ")}${more} left out, the turn ran without them: llama-server cannot use their input schemas (${reason})`,
   };
 }
 
-/** Takes out of `tools` (in place) those `server` already refused; a warning for each. */
+/** Takes out of `tools` (in place) those `server` already refused; one warning for them all. */
 export function dropKnownRefused(server: object, tools: unknown[], warnings: Warning[]): void {
   const refused = refusedBy.get(server);
   if (!refused) return;
+  const left: { tool: unknown; reason: string }[] = [];
   for (let i = tools.length - 1; i >= 0; i--) {
     const reason = refused.get(keyOf(tools[i]));
     if (reason === undefined) continue;
-    warnings.push(warning(tools[i], reason));
+    left.unshift({ tool: tools[i], reason });
     tools.splice(i, 1);
   }
+  if (left.length > 0) warnings.push(warning(left));
 }
 
 /**
  * After a 400 of the converter: finds which of `tools` the server refuses, takes them out (in
- * place) with a warning each, and returns how many. 0: no tool alone is refused (the 400 was
+ * place) with a warning, and returns how many. 0: no tool alone is refused (the 400 was
  * something else, or the server refuses the same body without tools). At most one probe without
  * tools, then about two per refused tool per halving of the list.
  */

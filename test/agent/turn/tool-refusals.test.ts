@@ -51,3 +51,28 @@ describe("the tools llama-server refuses", () => {
     expect(later).toHaveLength(2);
   });
 });
+
+describe("the warning for refused tools", () => {
+  test("is one per turn, a few names and the reason cut, though the server's reason quotes each whole schema", async () => {
+    // The real converter's reason for a ref that leads nowhere quotes the whole schema (up to
+    // 16 384 characters from an MCP server, tool-list.ts): one warning per tool, uncut, put up to
+    // 128 such schemas of a hostile server into every result of the agent.
+    using s = server((body) => {
+      const bad = (body.tools ?? []).find((t) => t.function.name.startsWith("bad"));
+      return bad
+        ? `JSON schema conversion failed:\nError resolving ref: not in ${JSON.stringify(bad.function.parameters)}`
+        : null;
+    });
+    const big = { type: "object", properties: { q: { $ref: "#/$defs/x" } }, description: "x".repeat(16_000) };
+    const tools = [tool("good"), ...Array.from({ length: 6 }, (_, i) => tool(`bad${i}`, big))];
+    const warnings: Warning[] = [];
+    expect(await dropRefusedTools(s.endpoint, {}, tools, {}, warnings, never)).toBe(6);
+    expect(tools.map((t) => t.function.name)).toEqual(["good"]);
+    expect(warnings).toHaveLength(1);
+    const message = warnings[0]?.message ?? "";
+    expect(message).toContain("6 tools");
+    expect(message).toContain("bad0");
+    expect(message).toContain("Error resolving ref");
+    expect(message.length).toBeLessThan(1000);
+  });
+});
