@@ -1,6 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import { manyToolsServer } from "../fixtures/mcp-hostile.ts";
 import { ChatHarness, type Msg, names } from "./harness.ts";
 
 // docs/protocol.md#chat: a reply that fills its slot's context ends with a result and a
@@ -170,14 +171,8 @@ describe("chat: a prompt that cannot fit", () => {
   });
 
   test("refused for the agent's tools: the error says so, names their tokens and server, and does not blame the input", async () => {
-    const many = {
-      name: "h",
-      command: process.execPath,
-      args: [join(import.meta.dir, "..", "fixtures", "mcp-hostile-server.ts")],
-      env: { MCP_HOSTILE_MODE: "many-tools", NTOOLS: "128" },
-    };
     await using h = new ChatHarness(
-      { agents: [{ name: "toolful", tools: ["h.*"] }], mcp_servers: [many] },
+      { agents: [{ name: "toolful", tools: ["h.*"] }], mcp_servers: [manyToolsServer("h", 128)] },
       { standIn: () => ({ nCtx: 2048 }) },
     );
     const { terminal, events } = await h.chat(1, { input: "go", session_id: "tools" });

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { join } from "node:path";
-import { hostileServer } from "../fixtures/mcp-hostile.ts";
+import { hostileServer, manyToolsServer } from "../fixtures/mcp-hostile.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 import { ChatHarness } from "./harness.ts";
 
@@ -43,5 +43,29 @@ describe("a tool llama-server cannot offer", () => {
     });
     expect(h.llama.requests.length - before).toBe(1);
     expect(toolNames(h.llama.requests.at(-1)?.body as Json)).toHaveLength(1);
+  }, 60_000);
+});
+
+describe("a tool llama-server cannot offer, then a prompt the other tools overflow", () => {
+  test("the error shares the tools' tokens among the servers of the tools sent, not of those left out", async () => {
+    // The request's tools, less those left out, were read against the agent's tools by
+    // position (tools-cost.ts): each tool after the one left out was counted to the server
+    // before it, here one of g's 128 to h.
+    using scratch = tmpdir();
+    await using h = new ChatHarness(
+      {
+        agents: [{ name: "a", tools: ["h.*", "g.*"] }],
+        mcp_servers: [
+          hostileServer("remote-ref-input", join(scratch.path, "pids"), 20),
+          manyToolsServer("g", 128),
+        ],
+      },
+      { standIn: () => ({ nCtx: 2048 }) },
+    );
+    const { terminal } = await h.chat(1, { session_id: "s", input: "go" });
+    expect(terminal).toMatchObject({ type: "error", data: { reason: "context_overflow" } });
+    const message = String(terminal.message);
+    expect(message).toContain("the 129 tools");
+    expect(message).toMatch(/'g' 128 tools, about \d+ tokens; 'h' 1 tools/);
   }, 60_000);
 });

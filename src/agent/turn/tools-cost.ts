@@ -18,7 +18,8 @@ export interface ToolsCost {
  * fits without them. Their tokens are the prompt's less the rest, shared among the servers by
  * the size of their definitions. Undefined when there are none, when the rest does not fit
  * either (then it is the input), or when the prompt's size is not known. `sent` is the
- * request's `tools`, in the order of `tools`.
+ * request's `tools`, each told to its server by its function name: not by its place, since those
+ * llama-server refused are left out of it (tool-refusals.ts) and stay in `tools`.
  */
 export function toolsOverflow(
   sent: readonly unknown[],
@@ -32,9 +33,11 @@ export function toolsOverflow(
   if (taken <= 0) return undefined;
   const sizes = sent.map((t) => estimateTokens(t));
   const all = sizes.reduce((a, b) => a + b, 0);
+  const serverOf = new Map(tools.map((t) => [t.fn, t.server]));
   const byServer = new Map<string, { server: string; count: number; tokens: number }>();
   sizes.forEach((size, i) => {
-    const server = tools[i]?.server ?? "?";
+    const name = (sent[i] as { function?: { name?: unknown } } | null)?.function?.name;
+    const server = serverOf.get(String(name)) ?? "?";
     const entry = byServer.get(server) ?? { server, count: 0, tokens: 0 };
     entry.count++;
     entry.tokens += size;

@@ -4,7 +4,8 @@ import { heaviest, toolsOverflow } from "../../../src/agent/turn/tools-cost.ts";
 
 const tool = (server: string, description = "") =>
   ({ server, fn: `${server}__t`, description }) as unknown as AgentTool;
-const sent = (tools: AgentTool[]) => tools.map((t) => ({ type: "function", function: t }));
+const sent = (tools: AgentTool[]) =>
+  tools.map((t) => ({ type: "function", function: { name: t.fn, description: t.description } }));
 
 describe("the tools' share of a prompt that does not fit", () => {
   const tools = [tool("small"), tool("big", "d".repeat(4000)), tool("big", "d".repeat(4000))];
