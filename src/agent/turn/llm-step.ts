@@ -115,7 +115,10 @@ export async function llmStep(ctx: TurnContext, setup: StepSetup, step: number):
       if (setup.format && schemaRefused(err)) return { kind: "refused", error: formatRefused(err.message) };
       // A tool whose schema llama-server cannot convert fails every request that offers it (95e):
       // found, left out with a warning, and the step sent again without it.
-      if (schemaRefused(err) && (await withoutRefusedTools(ctx, setup))) continue;
+      if (schemaRefused(err) && (await withoutRefusedTools(ctx, setup))) {
+        attempt--; // not one of the overflow's retries
+        continue;
+      }
       // The server died or wedged mid-request (the supervisor restarts it on the next chat).
       if (isCoreError(err)) return { kind: "failed", failure: err };
       if (!(err instanceof LlmError)) throw err;

@@ -22,6 +22,8 @@ const keyOf = (tool: unknown) => JSON.stringify(tool);
 const nameOf = (tool: unknown) =>
   String((tool as { function?: { name?: unknown } } | null)?.function?.name ?? "(unnamed)");
 
+/** How long one /apply-template probe may take. */
+const PROBE_TIMEOUT_MS = 10_000;
 /** Names shown in the warning; the rest counted. */
 const SAMPLES = 3;
 /** What the warning quotes of llama-server's reason: the real one quotes the whole schema (95d). */
@@ -82,7 +84,9 @@ export async function dropRefusedTools(
       ...(set.length > 0 ? { tools: set } : {}),
     };
     try {
-      await callJson(endpoint, "/apply-template", { body: wellFormedJson(body), signal });
+      // A probe runs nothing (~20 ms): one that hangs is a server that hangs, and the step fails.
+      const within = AbortSignal.any([signal, AbortSignal.timeout(PROBE_TIMEOUT_MS)]);
+      await callJson(endpoint, "/apply-template", { body: wellFormedJson(body), signal: within });
       return null;
     } catch (err) {
       if (schemaRefused(err)) return err.message;
