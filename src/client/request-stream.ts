@@ -49,10 +49,16 @@ export class RequestStream<E, R> implements AsyncIterable<E> {
     return this.ended !== undefined;
   }
 
-  /** Asks the core to cancel this request; resolves with whether the core caught it in flight. */
+  /**
+   * Asks the core to cancel this request; resolves with whether the core caught it in flight.
+   * Never rejects: a host calls it as it aborts a fetch, without awaiting it, and a cancel the
+   * core never answers (or a core that exits meanwhile) would otherwise be an unhandled rejection,
+   * which ends a Node host. Such a cancel resolves false; the request itself still ends (its
+   * `cancelled` says the core did not confirm). `client.cancel(id)` is a call, and rejects.
+   */
   cancel(): Promise<boolean> {
     if (this.ended) return Promise.resolve(false);
-    return this.onCancel();
+    return this.onCancel().catch(() => false);
   }
 
   /** @internal Called by the client for each event of this request. */
