@@ -49,14 +49,18 @@ export async function rejection(p: Promise<unknown>): Promise<LocalAiError> {
 
 export async function pidWhenWritten(file: string): Promise<number> {
   const until = Date.now() + 5000;
-  while (!existsSync(file)) {
+  // Read until it holds a pid: a file seen between its creation and its write is empty, and
+  // Number("") is 0, which process.kill takes for the whole process group (this test runner's).
+  for (;;) {
+    const pid = existsSync(file) ? Number(readFileSync(file, "utf8")) : 0;
+    if (Number.isInteger(pid) && pid > 0) return pid;
     if (Date.now() > until) throw new Error(`${file} was never written`);
     await Bun.sleep(10);
   }
-  return Number(readFileSync(file, "utf8"));
 }
 
 export function isAlive(pid: number): boolean {
+  if (!Number.isInteger(pid) || pid <= 0) throw new Error(`not a process id: ${pid}`);
   try {
     process.kill(pid, 0);
     return true;
