@@ -29,6 +29,11 @@ export interface ModelRuntime extends LlamaProvider {
    */
   plannedBytes(): Promise<ModelFootprint>;
   /**
+   * What the plan of its server running now holds per device, once one was made: after a start
+   * that ran out of GPU memory the replan's (fewer GPU bytes, more RAM), not the plan admitted.
+   */
+  heldBytes?(): DeviceBytes | undefined;
+  /**
    * Called before `stop()` when the scheduler unloads the model: the KV state of its sessions
    * in slots is saved, so a later chat that brings it back re-processes nothing
    * (docs/agent.md#prompt-reuse). Resolves once llama-server has written the files; the core's

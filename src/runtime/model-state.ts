@@ -68,10 +68,13 @@ export function modelCell(name: string): StateCell<ModelState> {
   return new StateCell(`model ${name}`, TRANSITIONS, { kind: "unloaded" });
 }
 
-/** What a state holds of the memory budget: a load once admitted, a loaded model, one still stopping. */
+/**
+ * What a state holds of the memory budget: a load once admitted, a loaded model, one still
+ * stopping. A server planned again since (ran out of GPU memory at start) holds its replan's.
+ */
 export function heldBy(s: ModelState): DeviceBytes | undefined {
-  if (s.kind === "loaded") return s.live.bytes;
+  if (s.kind === "loaded") return s.live.runtime.heldBytes?.() ?? s.live.bytes;
   if (s.kind === "unloading") return s.bytes;
-  if (s.kind === "loading" && s.job.admitted) return s.job.bytes;
+  if (s.kind === "loading" && s.job.admitted) return s.job.runtime?.heldBytes?.() ?? s.job.bytes;
   return undefined;
 }

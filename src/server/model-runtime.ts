@@ -90,6 +90,9 @@ export function makeModelRuntime(name: string, deps: RuntimeDeps): ModelRuntime 
   const counted = (own: number) => Math.min(before + own, MAX_OUT_OF_MEMORY);
   // The plan made for the scheduler's decision is the first launch's; a restart plans anew.
   let planned: LaunchPlan | undefined;
+  // What the plan of the server running now holds per device: a replan after a start that ran out
+  // of GPU memory holds fewer GPU bytes (and more RAM) than the plan the scheduler admitted.
+  let held: DeviceBytes | undefined;
   const supervisor = createSupervisor(config, {
     instance: instanceOf(deps.config(), name),
     plan: async (hint) => {
@@ -99,7 +102,9 @@ export function makeModelRuntime(name: string, deps: RuntimeDeps): ModelRuntime 
       if (launch && hint.outOfMemory === 0) return launch;
       const outOfMemory = counted(hint.outOfMemory);
       if (hint.outOfMemory > 0) deps.outOfMemory?.set(name, outOfMemory);
-      return (await deps.plan(withHint(config(), { outOfMemory }), planDeps)).launch;
+      const made = await deps.plan(withHint(config(), { outOfMemory }), planDeps);
+      held = footprintOf(made.plan.devices).bytes;
+      return made.launch;
     },
   });
   return {
@@ -117,14 +122,22 @@ export function makeModelRuntime(name: string, deps: RuntimeDeps): ModelRuntime 
     plannedBytes: async (): Promise<ModelFootprint> => {
       const { plan, launch } = await deps.plan(withHint(config(), { outOfMemory: before }), planDeps);
       planned = launch;
-      const bytes: Record<string, number> = {};
-      const budget: Record<string, number> = {};
-      for (const d of plan.devices) {
-        if (d.usage.total > 0) bytes[d.id] = d.usage.total;
-        budget[d.id] = d.budget_bytes;
-      }
-      return { bytes, budget };
+      const footprint = footprintOf(plan.devices);
+      held = footprint.bytes;
+      return footprint;
     },
+    heldBytes: () => held,
     beforeUnload: (stopped) => deps.reuse(name).saveBeforeUnload(stopped),
   };
+}
+
+/** A plan's bytes per device (its `usage.total`) and each device's budget. */
+function footprintOf(devices: readonly DevicePlan[]): ModelFootprint {
+  const bytes: Record<string, number> = {};
+  const budget: Record<string, number> = {};
+  for (const d of devices) {
+    if (d.usage.total > 0) bytes[d.id] = d.usage.total;
+    budget[d.id] = d.budget_bytes;
+  }
+  return { bytes, budget };
 }

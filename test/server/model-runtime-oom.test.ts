@@ -4,6 +4,7 @@ import { join } from "node:path";
 import type { PromptReuse } from "../../src/agent/kv/reuse.ts";
 import type { ModelConfig } from "../../src/config/model-entry.ts";
 import { ConfigSchema } from "../../src/config/schema.ts";
+import type { DevicePlan } from "../../src/protocol/plan.ts";
 import { makeModelRuntime } from "../../src/server/model-runtime.ts";
 import { SeveralModels } from "../../src/server/several-models.ts";
 import { writeFakeLlamaServer, writeFakeModel } from "../fixtures/llama-stand-in/binary.ts";
@@ -40,7 +41,11 @@ function fixture(dir: string, failAboveNgl: number, argvLog?: string) {
   const plan = async (c: ModelConfig) => {
     asked.push(c.gpu_out_of_memory);
     const layers = 33 - 10 * (c.gpu_out_of_memory ?? 0);
-    return { plan: { devices: [] }, launch: testPlan(model, { gpu_layers: layers, slot_save_path: null }) };
+    // A MiB of the GPU a layer, so that what a plan holds tells the plans apart.
+    const devices = [
+      { id: "gpu0", usage: { total: layers * MIB }, budget_bytes: 100 * MIB },
+    ] as unknown as DevicePlan[];
+    return { plan: { devices }, launch: testPlan(model, { gpu_layers: layers, slot_save_path: null }) };
   };
   const runtime = (outOfMemory: Map<string, number>) =>
     makeModelRuntime("big", {
@@ -54,6 +59,7 @@ function fixture(dir: string, failAboveNgl: number, argvLog?: string) {
 }
 
 const never = () => new AbortController().signal;
+const MIB = 1024 ** 2;
 
 describe.skipIf(process.platform === "win32")("a model of several that runs out of GPU memory", () => {
   test("is planned again with gpu_out_of_memory, not relaunched on the scheduler's plan; loaded again, with the margin from the start", async () => {
@@ -62,10 +68,12 @@ describe.skipIf(process.platform === "win32")("a model of several that runs out 
     const f = fixture(dir.path, 25, argvLog);
     const outOfMemory = new Map<string, number>();
     const runtime = f.runtime(outOfMemory);
-    await runtime.plannedBytes();
+    expect((await runtime.plannedBytes()).bytes).toEqual({ gpu0: 33 * MIB });
     const lease = await runtime.acquire(never());
     try {
       expect(f.asked).toEqual([undefined, 1]);
+      // The server running holds what its replan said, not the plan the scheduler admitted.
+      expect(runtime.heldBytes?.()).toEqual({ gpu0: 23 * MIB });
       const argv = readFileSync(argvLog, "utf8").split("\n");
       expect(argv[argv.indexOf("-ngl") + 1]).toBe("23");
     } finally {
@@ -101,14 +109,16 @@ describe.skipIf(process.platform === "win32")("a model of several that runs out 
     });
     const big = several.provider({ kind: "path", name: "big" });
     try {
+      const row = () => several.status().models.find((m) => m.name === "big");
       (await big.acquire(never())).release();
       expect(f.asked).toEqual([undefined, 1]);
+      // It holds what its replan holds (23 layers), not the 33 its load was admitted with.
+      expect(row()?.memory_bytes).toBe(23 * MIB);
       await several.scheduler.unload("big");
       (await big.acquire(never())).release();
       expect(f.asked).toEqual([undefined, 1, 1]);
       expect(several.outOfMemoryStarts("big")).toBe(1);
       // status's row says so, loaded (its layers) and unloaded (the count it will plan with).
-      const row = () => several.status().models.find((m) => m.name === "big");
       expect(row()).toMatchObject({ gpu_layers: 23, gpu_out_of_memory: 1 });
       await several.scheduler.unload("big");
       expect(row()).toMatchObject({ gpu_layers: null, gpu_out_of_memory: 1 });
