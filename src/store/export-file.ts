@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
-import { close, constants, fsync, renameSync, rmSync, write } from "node:fs";
-import { basename, dirname, join } from "node:path";
+import { close, constants, fsync, realpathSync, renameSync, rmSync, write } from "node:fs";
+import { basename, dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
 import { promisify } from "node:util";
 import { CoreError } from "../protocol/errors.ts";
 import { openPrivateFile } from "../util/private-fs.ts";
@@ -55,6 +55,7 @@ export async function exportToFile(
   let bytes = 0;
   let noted: (() => void) | undefined;
   try {
+    refuseDataDir(path, dataDir);
     noted = noteExportTemp(dataDir, tmp);
     fd = openPrivateFile(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL);
     for await (const piece of pieces) {
@@ -81,4 +82,27 @@ export async function exportToFile(
   }
   await syncFolderAsync(dirname(path));
   return bytes;
+}
+
+/**
+ * A path in the core's own folder is refused before anything is written: the rename would
+ * replace the live database (or its log) with the export, and every user's conversations would
+ * be gone at the next read. Folders are compared resolved, so a link to data_dir is caught too.
+ */
+function refuseDataDir(path: string, dataDir: string): void {
+  let data: string;
+  try {
+    data = realpathSync.native(resolve(dataDir));
+  } catch {
+    // No data folder yet: nothing of the core's can be replaced.
+    return;
+  }
+  // A folder that is missing fails here as the write would (ENOENT).
+  const inside = relative(data, realpathSync.native(dirname(path)));
+  if (inside === ".." || inside.startsWith(`..${sep}`) || isAbsolute(inside)) return;
+  throw new CoreError(
+    "invalid_request",
+    `params.path: ${path} is inside app.data_dir (${dataDir}), the core's own files; name a path outside it`,
+    { field: "path", reason: "path_unwritable", problem: "EPERM" },
+  );
 }

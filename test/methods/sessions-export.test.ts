@@ -1,5 +1,5 @@
 import { expect, test } from "bun:test";
-import { readFileSync, statSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, statSync, symlinkSync } from "node:fs";
 import { join } from "node:path";
 import { ChatHarness, type Msg } from "../agent/harness.ts";
 
@@ -49,4 +49,44 @@ test("an export over 8 MiB is refused inline, and written whole, owner-only, to 
   const nowhere = join(h.dataDir, "no", "such", "x.json");
   const missing = await call(h, "n", "sessions.export", { session_id: "big", format: "json", path: nowhere });
   expect(missing).toMatchObject({ code: "invalid_request", data: { field: "path", problem: "ENOENT" } });
+});
+
+test("an export is refused a path into app.data_dir: it would replace the database (every user's sessions lost)", async () => {
+  await using h = new ChatHarness({ agents: [{ name: "plain" }], memory: { enabled: false } });
+  h.services.store().conversations.commitTurn({
+    userId: "default_user",
+    sessionId: "kept",
+    agent: "plain",
+    messages: [
+      { role: "user", content: "hello" },
+      { role: "assistant", content: "hi" },
+    ],
+    at: new Date(),
+  });
+  const db = readFileSync(join(h.dataDir, "local-ai.db"));
+  // Named straight, through a link to the folder, and one folder down.
+  const link = join(h.dataDir, "..", "link-to-data");
+  symlinkSync(h.dataDir, link);
+  mkdirSync(join(h.dataDir, "run"), { recursive: true });
+  const paths = [
+    join(h.dataDir, "local-ai.db"),
+    join(h.dataDir, "local-ai.db-wal"),
+    join(link, "local-ai.db"),
+    join(h.dataDir, "run", "x.json"),
+  ];
+  for (const [i, path] of paths.entries()) {
+    const r = await call(h, `e${i}`, "sessions.export", { session_id: "kept", format: "json", path });
+    expect(r).toMatchObject({
+      code: "invalid_request",
+      data: { field: "path", reason: "path_unwritable", problem: "EPERM" },
+    });
+  }
+  expect(readFileSync(join(h.dataDir, "local-ai.db")).equals(db)).toBe(true);
+  expect(existsSync(join(h.dataDir, "run", "x.json"))).toBe(false);
+  const list = await call(h, "l", "sessions.list", {});
+  expect(list.result.sessions.map((s: { session_id: string }) => s.session_id)).toEqual(["kept"]);
+  // Beside the folder is fine: only the core's own tree is refused.
+  const beside = join(h.dataDir, "..", "data-export.json");
+  const ok = await call(h, "ok", "sessions.export", { session_id: "kept", format: "json", path: beside });
+  expect(ok.result.bytes).toBe(statSync(beside).size);
 });
