@@ -6,9 +6,15 @@ import { wholeCharCut } from "../util/text-cut.ts";
 export const TITLE_CHARS = 60;
 /** How long the `preview` of a session in `sessions.list` may be. */
 export const PREVIEW_CHARS = 120;
+/**
+ * Folded to one space with white space: control characters (NUL, escape, NEL…) and bidi
+ * overrides and isolates, which `sessions.rename` refuses in a title since a host's list shows
+ * it on one line and an override reorders what follows. A chat's first message is any text.
+ */
+const FOLDED = /[\s\p{Cc}\u202a-\u202e\u2066-\u2069]+/gu;
 
 /**
- * `text` on one line, cut at a word boundary near `max` characters with "…" when longer. A
+ * `text` on one line (FOLDED), cut at a word boundary near `max` characters with "…" when longer. A
  * word is cut only when no space falls in the last third of the allowance (one long word, a
  * URL). Never splits a surrogate pair. Only a head of the text is looked at, grown until it
  * holds more than `max` characters once its white space is folded: a chat's input or a
@@ -19,7 +25,7 @@ export function cutNear(text: string, max: number): string {
     // A window never ends between the two halves of a pair.
     const end = window < text.length ? wholeCharCut(text, window) : window;
     const whole = end >= text.length;
-    const folded = text.slice(0, end).replace(/\s+/g, " ").trimStart();
+    const folded = text.slice(0, end).replace(FOLDED, " ").trimStart();
     const flat = whole ? folded.trimEnd() : folded;
     const chars = Array.from(flat);
     if (chars.length > max) return cut(chars, max);

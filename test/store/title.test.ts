@@ -1,9 +1,10 @@
 import { afterEach, describe, expect, test } from "bun:test";
-import { cutNear, TITLE_CHARS, titleOf } from "../../src/store/title.ts";
+import { SessionsRenameParamsSchema } from "../../src/protocol/sessions.ts";
+import { cutNear, PREVIEW_CHARS, previewOf, TITLE_CHARS, titleOf } from "../../src/store/title.ts";
 
 /** The rule as docs/protocol.md states it, on the whole text at once: the oracle. */
 function wholeText(text: string, max: number): string {
-  const flat = text.replace(/\s+/g, " ").trim();
+  const flat = text.replace(/[\s\p{Cc}\u202a-\u202e\u2066-\u2069]+/gu, " ").trim();
   const chars = Array.from(flat);
   if (chars.length <= max) return flat;
   const head = chars.slice(0, max + 1).join("");
@@ -19,7 +20,7 @@ afterEach(() => {
 
 describe("cutNear", () => {
   test("the same title as the rule on the whole text, around every window's edge", () => {
-    const pieces = ["a", "bc", " ", "\n\t ", "😀", "é", "longword".repeat(9), "  "];
+    const pieces = ["a", "bc", " ", "\n\t ", "😀", "é", "longword".repeat(9), "  ", "\u202e", "\0\x1b"];
     let seed = 7;
     const next = () => {
       seed = (seed * 1103515245 + 12345) % 2 ** 31;
@@ -58,4 +59,14 @@ describe("cutNear", () => {
     expect(title).toBe(wholeText(`Tell me about lighthouses ${"and the sea ".repeat(20)}`, TITLE_CHARS));
     expect(biggest).toBeLessThan(1000);
   });
+});
+
+test("a title or preview made from a chat's text is what sessions.rename would take: no control character or bidi override", () => {
+  // A first message's U+202E reversed what follows the title in a host's list, a NUL or an
+  // escape reached the host's terminal: sessions.rename refuses them for that very reason.
+  const text = "fix\u202egnp.exe\0 the \x1b[31mred\x1b[0m text\u2066 \x85now\u0007";
+  const title = titleOf(text);
+  expect(title).toBe("fix gnp.exe the [31mred [0m text now");
+  expect(SessionsRenameParamsSchema.safeParse({ session_id: "s", title }).success).toBe(true);
+  expect(previewOf(`\u202d${"word ".repeat(40)}`)).toBe(cutNear("word ".repeat(40), PREVIEW_CHARS));
 });
