@@ -48,8 +48,8 @@ const EXPORT_SLICE_BYTES = 1024 * 1024;
 /**
  * A session's export in pieces, a slice of about EXPORT_SLICE_BYTES of messages at a time with
  * the loop free between slices, so neither the whole session nor its text is ever held at once
- * (store/export-file.ts writes or gathers them). `find` throws once the session is gone: a
- * session deleted meanwhile fails it. `read` runs a read on the store's connection.
+ * (store/export-file.ts writes or gathers them). `find`, called again before each later slice
+ * and at the end, throws once the session is gone: a session deleted meanwhile fails it. `read` runs a read on the store's connection.
  */
 export async function* slicedExport(
   format: ExportFormat,
@@ -63,6 +63,7 @@ export async function* slicedExport(
   let from = 0;
   let any = false;
   for (let more = true; more; ) {
+    if (any) find();
     const slice = read((db) => messagesFrom(db, session, userId, from, EXPORT_SLICE_BYTES));
     more = slice.more;
     const last = slice.messages[slice.messages.length - 1];

@@ -12,7 +12,7 @@ import { forgetScrub, rewriteOwed, scrubWal, truncateWal } from "./erase.ts";
 import type { CopyOutcome } from "./erase-copies.ts";
 import { EraseQueue } from "./erase-queue.ts";
 import { type EraseResult, type EraseWork, runErase } from "./erase-work.ts";
-import { ErasureWatch } from "./erasures.ts";
+import { ErasureWatch, erasedSince } from "./erasures.ts";
 import { type ExportFormat, slicedExport } from "./export.ts";
 import { FolderIndex, type FolderIndexOptions } from "./folder-index.ts";
 import { eraseImported, importV01 } from "./import-v01.ts";
@@ -243,12 +243,13 @@ export class Store {
 
   /** A session's export in pieces, a slice at a time with the loop free between (store/export.ts `slicedExport`). */
   exportPieces(userId: string, sessionId: string, format: ExportFormat): AsyncGenerator<string> {
-    return slicedExport(
-      format,
-      userId,
-      () => this.mustFind(userId, sessionId),
-      (read) => this.guard(() => read(this.db)),
-    );
+    // Found again before each slice: a delete since this call fails it, though a chat made the session again.
+    const mark = this.guard(() => this.conversations.erasureMark());
+    const find = () => {
+      if (this.guard(() => erasedSince(this.db, userId, sessionId, mark))) throw sessionNotFound(sessionId);
+      return this.mustFind(userId, sessionId);
+    };
+    return slicedExport(format, userId, find, (read) => this.guard(() => read(this.db)));
   }
 
   /**

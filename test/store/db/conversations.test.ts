@@ -220,6 +220,32 @@ describe("conversations in the database", () => {
     store.close();
   });
 
+  test("a delete during an export fails it, even when a chat has made the session again since", async () => {
+    using dir = tmpdir();
+    const store = Store.open(dir.path);
+    // Over one slice (about 1 MiB of messages), so the export yields between reads.
+    for (let i = 0; i < 4; i++) turn(store, "u", "s", `erased ${i} ${"x".repeat(600_000)}`, "ok");
+    const pieces = store.exportPieces("u", "s", "json")[Symbol.asyncIterator]();
+    await pieces.next();
+    await pieces.next();
+    await store.deleteSession("u", "s");
+    turn(store, "u", "s", "a new conversation", "fresh");
+    const rest = (async () => {
+      for (let r = await pieces.next(); !r.done; r = await pieces.next());
+    })();
+    await expect(rest).rejects.toMatchObject({ data: { reason: "session_not_found" } });
+    // Unrelated erases do not fail an export.
+    turn(store, "u", "other", "keep", "me");
+    turn(store, "u", "gone", "bye", "bye");
+    const json = store.exportPieces("u", "other", "json");
+    await json.next();
+    await store.deleteSession("u", "gone");
+    let text = "";
+    for await (const piece of json) text += piece;
+    expect(text).toContain('"keep"');
+    store.close();
+  });
+
   test("big, odd text survives: 64 KiB, quotes, newlines, lone surrogates", () => {
     using dir = tmpdir();
     const store = Store.open(dir.path);
