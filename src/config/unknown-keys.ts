@@ -10,7 +10,9 @@ export function unknownKeys(schema: z.ZodType, value: unknown, path: string[] = 
   if (def.type === "object" && def.shape && isPlainObject(value)) {
     const out: string[] = [];
     for (const [key, child] of Object.entries(value)) {
-      const childSchema = def.shape[key];
+      // Own keys only: `toString:` or `__proto__:` in the file would otherwise find Object's
+      // prototype members as schemas and crash the loader instead of being an unknown key.
+      const childSchema = Object.hasOwn(def.shape, key) ? def.shape[key] : undefined;
       if (!childSchema) out.push([...path, key].join("."));
       else out.push(...unknownKeys(childSchema, child, [...path, key]));
     }

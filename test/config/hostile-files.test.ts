@@ -153,3 +153,18 @@ describe("config files that are not regular files (issue 10 item 12)", () => {
     expect(loadConfig(file).config.app.max_steps).toBe(5);
   });
 });
+
+describe("keys named like Object's own members", () => {
+  test("`toString`, `constructor`, `__proto__` at any level are unknown keys, never a crash", () => {
+    const text =
+      "toString: 1\n__proto__: { polluted: 1 }\nllama:\n  constructor: 2\nmodel:\n  hasOwnProperty: 3\n";
+    const { warnings } = parseConfigText(text, "/c/config.yaml");
+    expect(warnings).toEqual([
+      "/c/config.yaml:1: unknown key 'toString' is ignored",
+      "/c/config.yaml:2: unknown key '__proto__' is ignored",
+      "/c/config.yaml:4: unknown key 'llama.constructor' is ignored",
+      "/c/config.yaml:6: unknown key 'model.hasOwnProperty' is ignored",
+    ]);
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+  });
+});
