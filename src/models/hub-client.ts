@@ -1,3 +1,4 @@
+import { readCapped } from "./capped-body.ts";
 import { refusedEntry } from "./listed-entry.ts";
 
 /**
@@ -82,6 +83,10 @@ export interface HubClientOptions {
 
 const API_TIMEOUT_MS = 30_000;
 
+/** The most JSON one call, or all of a listing's pages together, may bring (a real listing is far less). */
+const MAX_JSON_BYTES = 64 * 1024 * 1024;
+const MAX_PAGES = 1000;
+
 /** What the resolve step said about the file, from the hub's headers before the redirect. */
 export interface Linked {
   commit: string | null;
@@ -108,7 +113,9 @@ export class HubClient {
   async commitOf(repo: string, revision: string, signal?: AbortSignal): Promise<string> {
     const url = `${this.options.endpoint}/api/models/${repo}/revision/${encodeURIComponent(revision)}`;
     return this.api(url, signal, async (res) => {
-      const body = (await readJson(res, url)) as { sha?: unknown };
+      const body = (await readJson(res, url, "the hub's answer for the revision", MAX_JSON_BYTES)).value as {
+        sha?: unknown;
+      };
       if (typeof body.sha !== "string" || !/^[0-9a-f]{40}$/.test(body.sha))
         throw new HubBadAnswer(url, "the hub's answer for the revision has no commit sha");
       return body.sha;
@@ -119,10 +126,21 @@ export class HubClient {
   async listFiles(repo: string, commit: string, signal?: AbortSignal): Promise<HubFile[]> {
     let url: string | null = `${this.options.endpoint}/api/models/${repo}/tree/${commit}?recursive=true`;
     const files: HubFile[] = [];
-    for (let page = 0; url && page < 1000; page++) {
+    const seen = new Set<string>();
+    let budget = MAX_JSON_BYTES;
+    for (let page = 0; url; page++) {
       const here: string = url;
+      // A listing cut short would be taken for the whole repo (a split model missing parts):
+      // pages that loop or never stop are refused instead.
+      if (seen.has(here))
+        throw new HubBadAnswer(here, "the hub's file listing links back to a page it already gave");
+      if (page === MAX_PAGES)
+        throw new HubBadAnswer(here, `the hub's file listing has more than ${MAX_PAGES} pages`);
+      seen.add(here);
       url = await this.api(here, signal, async (res) => {
-        const items = await readJson(res, here);
+        const read = await readJson(res, here, "the hub's file listing", budget);
+        budget -= read.bytes;
+        const items = read.value;
         if (!Array.isArray(items)) throw new HubBadAnswer(here, "the hub's file listing is not a list");
         for (const item of items) {
           const file = toHubFile(item, here);
@@ -256,9 +274,22 @@ export function nextLink(header: string | null, base: string): string | null {
   return null;
 }
 
-async function readJson(res: Response, url: string): Promise<unknown> {
+/** The body as JSON, refused past `max` bytes (what `what` names is too large), and how many bytes it had. */
+async function readJson(
+  res: Response,
+  url: string,
+  what: string,
+  max: number,
+): Promise<{ value: unknown; bytes: number }> {
+  let read: Awaited<ReturnType<typeof readCapped>>;
   try {
-    return await res.json();
+    read = await readCapped(res, max);
+  } catch {
+    throw new HubBadAnswer(url, "the hub's answer is not JSON");
+  }
+  if (read.over) throw new HubBadAnswer(url, `${what} is larger than ${MAX_JSON_BYTES / 1024 / 1024} MiB`);
+  try {
+    return { value: JSON.parse(new TextDecoder().decode(read.bytes)), bytes: read.bytes.byteLength };
   } catch {
     throw new HubBadAnswer(url, "the hub's answer is not JSON");
   }
@@ -268,7 +299,8 @@ async function hubError(res: Response, url: string): Promise<HubError> {
   let message = res.headers.get("x-error-message");
   if (!message) {
     try {
-      const text = (await res.text()).slice(0, 2000);
+      // The start of the body is enough to quote: one that never ends is not read to its end.
+      const text = new TextDecoder().decode((await readCapped(res, 2000)).bytes);
       const parsed = JSON.parse(text) as { error?: unknown };
       if (typeof parsed.error === "string") message = parsed.error;
     } catch {
