@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { CoreError } from "../protocol/errors.ts";
+import { readCapped } from "./capped-body.ts";
 import { type Env, hubEndpoint, isOffline } from "./hf-cache.ts";
 import { readToken, UnusableToken } from "./hub-token.ts";
 import { refusedEntry } from "./listed-entry.ts";
@@ -100,6 +101,9 @@ export function resolveUrl(endpoint: string, repo: string, revision: string, fil
 
 const MAX_PAGES = 100;
 
+/** The most all of a listing's pages together may bring: far more than a real repo's listing. */
+const MAX_LISTING_BYTES = 64 * 1024 * 1024;
+
 /** Every file of `repo` at `revision` on the hub. */
 export async function listRepoFiles(
   access: HubAccess,
@@ -108,13 +112,25 @@ export async function listRepoFiles(
   signal?: AbortSignal,
 ): Promise<HubFile[]> {
   const files: HubFile[] = [];
+  const seen = new Set<string>();
+  let budget = MAX_LISTING_BYTES;
   let url: string | null = treeUrl(access.endpoint, repo, revision);
-  for (let page = 0; url && page < MAX_PAGES; page++) {
+  for (let page = 0; url; page++) {
+    // A listing cut short or repeated would be taken for the repo's files: refused instead.
+    const why = seen.has(url)
+      ? "links back to a page it already gave"
+      : page === MAX_PAGES
+        ? `has more than ${MAX_PAGES} pages`
+        : null;
+    if (why) throw hubError("hub_error", `${repo}: the hub's file listing ${why}`, { repo });
+    seen.add(url);
     const res = await hubFetch(access, url, { repo }, { signal });
-    let body: unknown;
     try {
-      body = await res.json();
-      files.push(...parseTreeListing(body));
+      const read = await readCapped(res, budget);
+      if (read.over)
+        throw new Error(`the hub's file listing is larger than ${MAX_LISTING_BYTES / 1024 / 1024} MiB`);
+      budget -= read.bytes.byteLength;
+      files.push(...parseTreeListing(JSON.parse(new TextDecoder().decode(read.bytes))));
     } catch (err) {
       throw hubError("hub_error", `${repo}: ${(err as Error).message}`, { repo });
     }

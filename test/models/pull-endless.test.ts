@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { join } from "node:path";
+import { hubAccess, listRepoFiles } from "../../src/models/hub-listing.ts";
 import { type PullDeps, pullModel } from "../../src/models/pull.ts";
 import type { CoreError } from "../../src/protocol/errors.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
@@ -97,6 +98,32 @@ describe("a hub answer that never ends is read only so far", () => {
   test("listing pages that link back to themselves are refused, not taken as a listing", async () => {
     const r = await pullFrom("page-loop", 8000);
     expect(r.error?.data).toMatchObject({ cause: "hub_error" });
+    expect(r.error?.message).toContain("the hub's file listing links back to a page it already gave");
+  });
+});
+
+describe("the listing a plan reads of a model not pulled yet is bounded the same way", () => {
+  async function listFrom(mode: Mode) {
+    using dir = tmpdir("local-ai-endless-");
+    const access = { ...hubAccess({ HF_ENDPOINT: hostileHub(mode) }, dir.path), timeoutMs: 8000 };
+    const t0 = performance.now();
+    const error = await listRepoFiles(access, "org/evil", "main").then(
+      () => undefined,
+      (err: CoreError) => err,
+    );
+    return { ms: performance.now() - t0, error };
+  }
+
+  test("a listing page without end is refused as too large, at once", async () => {
+    const r = await listFrom("listing");
+    expect(r.error?.data).toMatchObject({ problem: "hub_error", repo: "org/evil" });
+    expect(r.error?.message).toContain("the hub's file listing is larger than 64 MiB");
+    expect(r.ms).toBeLessThan(4000);
+  });
+
+  test("pages that link back to themselves are refused, not read a hundred times and taken", async () => {
+    const r = await listFrom("page-loop");
+    expect(r.error?.data).toMatchObject({ problem: "hub_error" });
     expect(r.error?.message).toContain("the hub's file listing links back to a page it already gave");
   });
 });
