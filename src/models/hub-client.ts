@@ -224,6 +224,11 @@ export class HubClient {
     signal: AbortSignal | undefined,
     headers: Record<string, string>,
   ): Promise<Response> {
+    // Bun's fetch reads file: URLs: a redirect or a Location to file:///proc/self/fd/0 would
+    // have the core read its own stdin (the protocol) or copy a local file in as a model.
+    const protocol = new URL(url).protocol;
+    if (protocol !== "http:" && protocol !== "https:")
+      throw new HubBadAnswer(url, `the hub pointed to a ${protocol} URL; only http and https are asked`);
     const all: Record<string, string> = { "user-agent": "local-ai", ...headers };
     const toHub = new URL(url).origin === new URL(this.options.endpoint).origin;
     if (toHub && this.options.token) all.authorization = `Bearer ${this.options.token}`;

@@ -186,6 +186,14 @@ export async function hubFetch(
   const hubOrigin = new URL(access.endpoint).origin;
   let current = url;
   for (let hop = 0; hop <= MAX_REDIRECTS; hop++) {
+    // Bun's fetch reads file: URLs: a Location or a next page there would read a local file.
+    const protocol = new URL(current).protocol;
+    if (protocol !== "http:" && protocol !== "https:")
+      throw hubError(
+        "hub_error",
+        `${label}: the hub pointed to a ${protocol} URL; only http and https are asked`,
+        what,
+      );
     const sameOrigin = new URL(current).origin === hubOrigin;
     const headers: Record<string, string> = { ...init.headers };
     if (access.token && sameOrigin) headers.Authorization = `Bearer ${access.token}`;
