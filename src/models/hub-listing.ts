@@ -2,6 +2,7 @@ import { z } from "zod";
 import { CoreError } from "../protocol/errors.ts";
 import { readCapped } from "./capped-body.ts";
 import { type Env, hubEndpoint, isOffline } from "./hf-cache.ts";
+import { nextLink } from "./hub-client.ts";
 import { readToken, UnusableToken } from "./hub-token.ts";
 import { refusedEntry } from "./listed-entry.ts";
 
@@ -78,15 +79,6 @@ export function parseTreeListing(body: unknown): HubFile[] {
 }
 
 /** The `rel="next"` URL of a `Link` header, if any. */
-export function nextPage(link: string | null): string | null {
-  if (!link) return null;
-  for (const part of link.split(",")) {
-    const m = /<([^>]+)>\s*;\s*rel="?next"?/.exec(part);
-    if (m) return m[1]!;
-  }
-  return null;
-}
-
 function encodePath(path: string): string {
   return path.split("/").map(encodeURIComponent).join("/");
 }
@@ -131,10 +123,12 @@ export async function listRepoFiles(
         throw new Error(`the hub's file listing is larger than ${MAX_LISTING_BYTES / 1024 / 1024} MiB`);
       budget -= read.bytes.byteLength;
       files.push(...parseTreeListing(JSON.parse(new TextDecoder().decode(read.bytes))));
+      // Resolved against the page that gave it (a relative link is a link too); one that is no
+      // URL at all is the hub's error, as a page that is not JSON.
+      url = nextLink(res.headers.get("link"), url);
     } catch (err) {
       throw hubError("hub_error", `${repo}: ${(err as Error).message}`, { repo });
     }
-    url = nextPage(res.headers.get("link"));
   }
   return files;
 }

@@ -3,8 +3,9 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { defaultConfig, loadConfig } from "../../src/config/load.ts";
 import { fitVerdict } from "../../src/models/fit-verdict.ts";
+import { nextLink } from "../../src/models/hub-client.ts";
 import { readRemoteModel } from "../../src/models/hub-header.ts";
-import { hubAccess, listRepoFiles, nextPage, parseTreeListing } from "../../src/models/hub-listing.ts";
+import { hubAccess, listRepoFiles, parseTreeListing } from "../../src/models/hub-listing.ts";
 import { defaultPlanDeps } from "../../src/models/local-plan-deps.ts";
 import { planReportWithHub } from "../../src/models/plan-with-hub.ts";
 import { CoreError } from "../../src/protocol/errors.ts";
@@ -82,8 +83,10 @@ describe("the hub's file listing", () => {
       { path: "sub/m.gguf", size: 5e9, sha256: "ab".repeat(32) },
     ]);
     expect(() => parseTreeListing({ error: "nope" })).toThrow("not a list of files");
-    expect(nextPage('<https://h/api?cursor=2>; rel="next"')).toBe("https://h/api?cursor=2");
-    expect(nextPage(null)).toBeNull();
+    expect(nextLink('<https://h/api?cursor=2>; rel="next"', "https://h/api")).toBe("https://h/api?cursor=2");
+    // A relative link is resolved against the page that gave it (it threw a TypeError before).
+    expect(nextLink('</api?cursor=3>; rel="next"', "https://h/api?cursor=2")).toBe("https://h/api?cursor=3");
+    expect(nextLink(null, "https://h/api")).toBeNull();
   });
 
   test("an entry that would leave the repo, or an LFS oid that is not a sha256, is refused naming it (issue 19 item 5)", async () => {

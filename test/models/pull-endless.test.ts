@@ -34,7 +34,7 @@ function endless(head: string, piece: string): ReadableStream<Uint8Array> {
   });
 }
 
-type Mode = "error-page" | "listing" | "page-loop";
+type Mode = "error-page" | "listing" | "page-loop" | "relative-next";
 const servers: { stop(force: boolean): unknown }[] = [];
 afterEach(() => {
   for (const s of servers.splice(0)) s.stop(true);
@@ -52,6 +52,12 @@ function hostileHub(mode: Mode) {
         });
       if (path.includes("/tree/") && mode === "page-loop")
         return Response.json([ENTRY], { headers: { link: `<${req.url}>; rel="next"` } });
+      if (path.includes("/tree/") && mode === "relative-next") {
+        // A relative next link, as RFC 8288 allows: resolved against the page that gave it.
+        if (new URL(req.url).searchParams.get("cursor") === "2")
+          return Response.json([{ ...ENTRY, path: "second.gguf" }]);
+        return Response.json([ENTRY], { headers: { link: `<${path}?recursive=true&cursor=2>; rel="next"` } });
+      }
       if (path.includes("/tree/")) return Response.json([ENTRY]);
       return new Response(endless("<html>", "<p>Service Unavailable</p>"), { status: 503 });
     },
@@ -119,6 +125,13 @@ describe("the listing a plan reads of a model not pulled yet is bounded the same
     expect(r.error?.data).toMatchObject({ problem: "hub_error", repo: "org/evil" });
     expect(r.error?.message).toContain("the hub's file listing is larger than 64 MiB");
     expect(r.ms).toBeLessThan(4000);
+  });
+
+  test("a relative next link is followed from the page that gave it", async () => {
+    using dir = tmpdir("local-ai-endless-");
+    const access = hubAccess({ HF_ENDPOINT: hostileHub("relative-next") }, dir.path);
+    const files = await listRepoFiles(access, "org/evil", "main");
+    expect(files.map((f) => f.path)).toEqual([ENTRY.path, "second.gguf"]);
   });
 
   test("pages that link back to themselves are refused, not read a hundred times and taken", async () => {
