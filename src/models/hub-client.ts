@@ -1,4 +1,4 @@
-import { readCapped } from "./capped-body.ts";
+import { readCapped } from "../util/capped-body.ts";
 import { refusedEntry } from "./listed-entry.ts";
 
 /**

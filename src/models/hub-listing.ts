@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { CoreError } from "../protocol/errors.ts";
-import { readCapped } from "./capped-body.ts";
+import { readCapped } from "../util/capped-body.ts";
 import { type Env, hubEndpoint, isOffline } from "./hf-cache.ts";
 import { nextLink } from "./hub-client.ts";
 import { readToken, UnusableToken } from "./hub-token.ts";

@@ -1,8 +1,6 @@
 import { readFile } from "node:fs/promises";
 import os from "node:os";
-import { killTree } from "../platform/process-tree.ts";
 import { windowsPhysicalMemory, windowsProcessorCores } from "../platform/windows/system.ts";
-import { allowedEnv } from "../util/child-allowlist.ts";
 import {
   appleGpuBudget,
   type GpuInfo,
@@ -14,6 +12,9 @@ import {
   parseRocmSmi,
 } from "./hardware.ts";
 import { type ListedDevice, parseListDevices, reconcileGpus } from "./listed-devices.ts";
+import { type RunResult, runWithTimeout } from "./run-probe.ts";
+
+export { type RunResult, runWithTimeout };
 
 /**
  * The hardware probes: each runs with a timeout and fails soft (a missing tool, a hung driver or
@@ -26,12 +27,6 @@ export const PROBE_TIMEOUT_MS = 2000;
 export const LIST_DEVICES_TIMEOUT_MS = 5000;
 /** The id of the binary's own device list among the probe reports (doctor tells it apart). */
 export const LIST_DEVICES_PROBE = "llama-server";
-
-export type RunResult =
-  | { kind: "exit"; code: number; stdout: string; stderr: string }
-  | { kind: "absent" }
-  | { kind: "timeout" }
-  | { kind: "error"; message: string };
 
 export interface ProbeEnv {
   platform: string;
@@ -47,56 +42,6 @@ export interface ProbeEnv {
     processorCores(): { cores: number; logical: number } | null;
     physicalMemory(): { total_bytes: number; available_bytes: number } | null;
   };
-}
-
-/** Runs a command, killing it (and resolving `timeout`) if it outlives `timeoutMs`. */
-export async function runWithTimeout(
-  cmd: string,
-  args: string[],
-  timeoutMs: number,
-  env?: Record<string, string>,
-): Promise<RunResult> {
-  const exe = cmd.includes("/") || cmd.includes("\\") ? cmd : Bun.which(cmd);
-  if (!exe) return { kind: "absent" };
-  let proc: ReturnType<typeof Bun.spawn>;
-  try {
-    proc = Bun.spawn([exe, ...args], {
-      stdin: "ignore",
-      stdout: "pipe",
-      stderr: "pipe",
-      // Never the core's whole environment: a probe is a child too (util/child-allowlist.ts).
-      env: env ?? allowedEnv(process.env),
-      // A probe (nvidia-smi, llama-server --version) must not flash a console window on Windows.
-      windowsHide: true,
-    });
-  } catch (err) {
-    return { kind: "error", message: (err as Error).message };
-  }
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const timedOut = new Promise<"timeout">((resolve) => {
-    timer = setTimeout(() => {
-      // What it started too: a wrapper script's llama-server would outlive it (process-tree.ts).
-      if (process.platform === "win32") proc.kill("SIGKILL");
-      else killTree(proc.pid);
-      resolve("timeout");
-    }, timeoutMs);
-  });
-  const finished = (async () => {
-    const [stdout, stderr, code] = await Promise.all([
-      new Response(proc.stdout as ReadableStream).text(),
-      new Response(proc.stderr as ReadableStream).text(),
-      proc.exited,
-    ]);
-    return { kind: "exit" as const, code, stdout, stderr };
-  })();
-  try {
-    const winner = await Promise.race([finished, timedOut]);
-    return winner === "timeout" ? { kind: "timeout" } : winner;
-  } catch (err) {
-    return { kind: "error", message: (err as Error).message };
-  } finally {
-    clearTimeout(timer);
-  }
 }
 
 export const realProbeEnv: ProbeEnv = {

@@ -1,0 +1,106 @@
+import { killTree } from "../platform/process-tree.ts";
+import { allowedEnv } from "../util/child-allowlist.ts";
+import { within } from "../util/within.ts";
+
+export type RunResult =
+  | { kind: "exit"; code: number; stdout: string; stderr: string }
+  | { kind: "absent" }
+  | { kind: "timeout" }
+  | { kind: "error"; message: string };
+
+/** What a probe may write to each of its pipes; past it, it is ended (a tool run wild). */
+export const MAX_PROBE_OUTPUT_BYTES = 4 * 1024 * 1024;
+/**
+ * How long a probe's pipes may stay open after it exited: a child it started (a daemon, a
+ * wrapper's leftover) may hold them for good, and its answer is what came by then.
+ */
+export const PIPES_AFTER_EXIT_MS = 250;
+
+/**
+ * Runs a command, killing it (and resolving `timeout`) if it outlives `timeoutMs`. Its output is
+ * held to MAX_PROBE_OUTPUT_BYTES a pipe, and its exit is its answer even when something it
+ * started keeps its pipes open.
+ */
+export async function runWithTimeout(
+  cmd: string,
+  args: string[],
+  timeoutMs: number,
+  env?: Record<string, string>,
+): Promise<RunResult> {
+  const exe = cmd.includes("/") || cmd.includes("\\") ? cmd : Bun.which(cmd);
+  if (!exe) return { kind: "absent" };
+  let proc: ReturnType<typeof Bun.spawn>;
+  try {
+    proc = Bun.spawn([exe, ...args], {
+      stdin: "ignore",
+      stdout: "pipe",
+      stderr: "pipe",
+      // Never the core's whole environment: a probe is a child too (util/child-allowlist.ts).
+      env: env ?? allowedEnv(process.env),
+      // A probe (nvidia-smi, llama-server --version) must not flash a console window on Windows.
+      windowsHide: true,
+    });
+  } catch (err) {
+    return { kind: "error", message: (err as Error).message };
+  }
+  // What it started too: a wrapper script's llama-server would outlive it (process-tree.ts).
+  const kill = () => (process.platform === "win32" ? proc.kill("SIGKILL") : killTree(proc.pid));
+  const out = collect(proc.stdout as ReadableStream<Uint8Array>, kill);
+  const err = collect(proc.stderr as ReadableStream<Uint8Array>, kill);
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timedOut = new Promise<"timeout">((resolve) => {
+    timer = setTimeout(() => {
+      kill();
+      resolve("timeout");
+    }, timeoutMs);
+  });
+  const finished = (async (): Promise<RunResult> => {
+    const code = await proc.exited;
+    await within(Promise.all([out.done, err.done]), PIPES_AFTER_EXIT_MS, undefined);
+    if (out.over || err.over)
+      return { kind: "error", message: `it wrote more than ${MAX_PROBE_OUTPUT_BYTES} bytes` };
+    return { kind: "exit", code, stdout: out.text(), stderr: err.text() };
+  })();
+  try {
+    const winner = await Promise.race([finished, timedOut]);
+    return winner === "timeout" ? { kind: "timeout" } : winner;
+  } catch (e) {
+    return { kind: "error", message: (e as Error).message };
+  } finally {
+    clearTimeout(timer);
+    out.stop();
+    err.stop();
+  }
+}
+
+/** A pipe read as it comes, up to MAX_PROBE_OUTPUT_BYTES (`kill` past it); `stop` leaves it. */
+function collect(stream: ReadableStream<Uint8Array>, kill: () => void) {
+  const reader = stream.getReader();
+  const chunks: Uint8Array[] = [];
+  const state = { size: 0, over: false };
+  const done = (async () => {
+    try {
+      for (;;) {
+        const { done: end, value } = await reader.read();
+        if (end) return;
+        if (state.size + value.byteLength > MAX_PROBE_OUTPUT_BYTES) {
+          state.over = true;
+          kill();
+          return;
+        }
+        chunks.push(value);
+        state.size += value.byteLength;
+      }
+    } catch {
+      // A pipe that breaks ends what it says.
+    }
+  })();
+  return {
+    done,
+    get over() {
+      return state.over;
+    },
+    text: () => new TextDecoder().decode(Buffer.concat(chunks, state.size)),
+    stop: () => void reader.cancel().catch(() => {}),
+  };
+}

@@ -1,0 +1,42 @@
+import { describe, expect, test } from "bun:test";
+import { chmodSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { MAX_PROBE_OUTPUT_BYTES, runWithTimeout } from "../../src/plan/run-probe.ts";
+import { tmpdir } from "../fixtures/tmpdir.ts";
+
+// A probe's output and its end (plan/run-probe.ts): a tool that writes without end is stopped
+// with bounded memory, and one that exits leaving a child on its pipes answers by its exit.
+const onPosix = process.platform !== "win32";
+
+function script(dir: string, name: string, body: string): string {
+  const path = join(dir, name);
+  writeFileSync(path, `#!/bin/sh\n${body}\n`);
+  chmodSync(path, 0o755);
+  return path;
+}
+
+describe.skipIf(!onPosix)("a probe's run", () => {
+  test("one that writes without end is ended past MAX_PROBE_OUTPUT_BYTES, not read until its timeout", async () => {
+    using dir = tmpdir();
+    const t0 = performance.now();
+    const r = await runWithTimeout(script(dir.path, "flood", "exec yes"), [], 20_000);
+    expect(r).toEqual({ kind: "error", message: `it wrote more than ${MAX_PROBE_OUTPUT_BYTES} bytes` });
+    expect(performance.now() - t0).toBeLessThan(10_000);
+  });
+
+  test("one that exits with a child holding its pipes answers by its exit, at once", async () => {
+    using dir = tmpdir();
+    const pidFile = join(dir.path, "child.pid");
+    const path = script(dir.path, "leaves-child", `echo ready\nsleep 30 &\necho $! > '${pidFile}'\nexit 0`);
+    const t0 = performance.now();
+    const r = await runWithTimeout(path, [], 10_000);
+    const ms = performance.now() - t0;
+    const child = Number(readFileSync(pidFile, "utf8"));
+    try {
+      expect(r).toEqual({ kind: "exit", code: 0, stdout: "ready\n", stderr: "" });
+      expect(ms).toBeLessThan(5000);
+    } finally {
+      if (Number.isInteger(child) && child > 0) process.kill(child, "SIGKILL");
+    }
+  });
+});
