@@ -69,3 +69,21 @@ describe("a tool llama-server cannot offer, then a prompt the other tools overfl
     expect(message).toMatch(/'g' 128 tools, about \d+ tokens; 'h' 1 tools/);
   }, 60_000);
 });
+
+describe("a tool llama-server cannot offer, named by the model all the same", () => {
+  test("is not run: the call is answered as a tool not available", async () => {
+    using scratch = tmpdir();
+    await using h = new ChatHarness({
+      agents: [{ name: "a", system_prompt: "Be brief.", tools: ["h.*"] }],
+      mcp_servers: [hostileServer("remote-ref-input", join(scratch.path, "pids"), 20)],
+    });
+    h.llama.script(
+      { tool_calls: [{ name: "h__remote", arguments: { a: "x" }, id: "call1" }] },
+      { content: "done" },
+    );
+    const { terminal, events } = await h.chat(1, { session_id: "s", input: "go" });
+    expect((terminal.result as Json).response).toBe("done");
+    const done = events.find((e) => e.event === "tool_done");
+    expect(done).toMatchObject({ tool: "h__remote", status: "error", preview: "tool not available" });
+  }, 60_000);
+});

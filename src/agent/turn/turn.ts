@@ -160,6 +160,13 @@ export class Turn {
     };
   }
 
+  /** The tools a call may run: those the turn offers, not those llama-server refused (tool-refusals.ts). */
+  private offered(setup: StepSetup): AgentTool[] {
+    if (setup.tools.length === this.tools.length) return this.tools;
+    const names = new Set(setup.tools.map((t) => (t as { function?: { name?: unknown } }).function?.name));
+    return this.tools.filter((t) => names.has(t.fn));
+  }
+
   /** What this step sends: the turn's setup, or (the answer of a `response_format` chat) constrained, without tools. */
   private stepSetup(setup: StepSetup): StepSetup {
     if (!this.format || (setup.tools.length > 0 && !this.answering)) return setup;
@@ -173,7 +180,7 @@ export class Turn {
       const calls = pendingCalls(state);
       if (calls) {
         ctx.step = Math.max(0, state.step - 1);
-        await runCalls(ctx, this.tools, calls, state.step - 1);
+        await runCalls(ctx, this.offered(setup), calls, state.step - 1);
       }
       if (state.step >= this.maxSteps)
         return { kind: "max_steps", step: Math.max(0, state.step - 1), limit: this.maxSteps };
