@@ -1,7 +1,8 @@
-import { describe, expect, test } from "bun:test";
+import { describe, expect, spyOn, test } from "bun:test";
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { CoreError } from "../../src/protocol/errors.ts";
+import { logger } from "../../src/util/logger.ts";
 import { waitFor } from "../fixtures/wait.ts";
 import { ChatHarness, names } from "./harness.ts";
 
@@ -289,5 +290,29 @@ describe("chat: failures and disk", () => {
     expect(messages.at(-1)?.role).toBe("user");
     expect(messages.at(-1)?.content).toContain("Pancake");
     expect(String(messages.at(-1)?.content).endsWith("what is my capybara called?")).toBe(true);
+  });
+});
+
+describe("an unreadable checkpoint", () => {
+  test("is dropped with a warning that quotes none of its text, in the result and in the log", async () => {
+    await using h = new ChatHarness();
+    const c = h.services.store().conversations;
+    c.ensureSession("default_user", "bad", "assistant", "hi", new Date());
+    // Not JSON: the parser's message would quote the token it stopped at.
+    c.saveCheckpoint("default_user", "bad", `{"turn": secretword123}`, new Date());
+    const lines: string[] = [];
+    const warn = spyOn(logger, "warn").mockImplementation((line: string) => void lines.push(line));
+    try {
+      h.llama.script({ content: "fresh" });
+      const { terminal } = await h.chat(1, { session_id: "bad", input: "again", resume: true });
+      expect(terminal.type).toBe("result");
+      const warnings = (terminal.result as { warnings: { code: string; message: string }[] }).warnings;
+      expect(warnings.map((w) => w.code)).toContain("checkpoint_reset");
+      expect(JSON.stringify(warnings)).not.toContain("secretword123");
+      expect(lines.some((l) => l.includes("checkpoint of session bad"))).toBe(true);
+      expect(lines.join("\n")).not.toContain("secretword123");
+    } finally {
+      warn.mockRestore();
+    }
   });
 });

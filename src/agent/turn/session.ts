@@ -229,8 +229,10 @@ function readCheckpoint(store: Store, key: SessionKey, warnings: Warning[]): Che
     if (parsed.success) return parsed.data;
     const issue = parsed.error.issues[0];
     problem = `unexpected shape at '${issue?.path.join(".") ?? ""}': ${issue?.message ?? "invalid"}`;
-  } catch (err) {
-    problem = `not valid JSON (${(err as Error).message})`;
+  } catch {
+    // Not the parser's message: it quotes a token of the text, which may be the user's words,
+    // and this line goes to the log (docs/supervisor.md "No conversation in the log").
+    problem = "not valid JSON";
   }
   logger.warn(`the checkpoint of session ${key.sessionId} was unreadable (${problem}); dropped`);
   warnings.push({
