@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { close, constants, fsync, realpathSync, renameSync, rmSync, write } from "node:fs";
+import { close, constants, fsync, realpathSync, renameSync, rmSync, statSync, write } from "node:fs";
 import { basename, dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
 import { promisify } from "node:util";
 import { CoreError } from "../protocol/errors.ts";
@@ -92,17 +92,33 @@ export async function exportToFile(
 function refuseDataDir(path: string, dataDir: string): void {
   let data: string;
   try {
-    data = realpathSync.native(resolve(dataDir));
+    data = realFolder(dataDir);
   } catch {
     // No data folder yet: nothing of the core's can be replaced.
     return;
   }
   // A folder that is missing fails here as the write would (ENOENT).
-  const inside = relative(data, realpathSync.native(dirname(path)));
+  const inside = relative(data, realFolder(dirname(path)));
   if (inside === ".." || inside.startsWith(`..${sep}`) || isAbsolute(inside)) return;
   throw new CoreError(
     "invalid_request",
     `params.path: ${path} is inside app.data_dir (${dataDir}), the core's own files; name a path outside it`,
     { field: "path", reason: "path_unwritable", problem: "EPERM" },
   );
+}
+
+/**
+ * A folder as the OS resolves it (links, junctions, its case on disk). Windows drives outside the
+ * Mount Manager (ImDisk RAM disks, WinFsp mounts: rclone, sshfs-win) fail the native call with
+ * EISDIR on every folder: a folder that is there is then compared as written, so an export to
+ * such a drive is not refused and a data_dir on one still protected.
+ */
+function realFolder(folder: string): string {
+  try {
+    return realpathSync.native(resolve(folder));
+  } catch (err) {
+    // Missing, not a folder, not reachable: that error (ENOENT…), as the write would meet.
+    if (!statSync(folder).isDirectory()) throw err;
+    return resolve(folder);
+  }
 }
