@@ -86,7 +86,7 @@ export const sessionsExport = defineMethod({
   run: async (p, _ctx, services) => {
     const pieces = services.store().exportPieces(p.user_id, p.session_id, p.format);
     if (p.path === undefined) return { format: p.format, content: await exportInline(pieces) };
-    const bytes = await exportToFile(p.path, pieces, services.config().app.data_dir);
+    const bytes = await exportToFile(p.path, pieces, services.config().app.data_dir, pieces.confirm);
     return { format: p.format, path: p.path, bytes };
   },
 });

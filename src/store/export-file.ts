@@ -43,12 +43,13 @@ export async function exportInline(pieces: AsyncIterable<string>): Promise<strin
  * file or the whole export, never a part. The pieces are written as they come, a slice of the
  * session at a time with the loop free between them. Its size in bytes. The temp file is noted
  * under `dataDir` while it exists, so one a killed core left is removed at the next start
- * (store/export-temps.ts).
+ * (store/export-temps.ts). `confirm` runs right before the rename and may throw to leave no file.
  */
 export async function exportToFile(
   path: string,
   pieces: AsyncIterable<string>,
   dataDir: string,
+  confirm: () => unknown = () => {},
 ): Promise<number> {
   const tmp = join(dirname(path), `.${basename(path)}.${randomBytes(6).toString("hex")}.tmp`);
   let fd: number | undefined;
@@ -66,6 +67,8 @@ export async function exportToFile(
     await fsyncAsync(fd);
     await closeAsync(fd);
     fd = undefined;
+    // Nothing awaited from here to the rename: a delete of the session cannot come in between.
+    confirm();
     renameSync(tmp, path);
     noted();
   } catch (err) {

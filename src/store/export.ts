@@ -42,6 +42,13 @@ export interface ExportParts {
   tail(any: boolean): string;
 }
 
+/**
+ * An export's pieces, and `confirm`, which throws (`session_not_found`) once the session was
+ * deleted since they were asked for: a file export calls it right before its rename, after the
+ * last await, so a delete that came while the tail was written or synced leaves no file.
+ */
+export type ExportPieces = AsyncGenerator<string> & { confirm: () => unknown };
+
 /** An export's slice: small enough that building its text keeps the loop free (tens of ms). */
 const EXPORT_SLICE_BYTES = 1024 * 1024;
 
@@ -51,7 +58,16 @@ const EXPORT_SLICE_BYTES = 1024 * 1024;
  * (store/export-file.ts writes or gathers them). `find`, called again before each later slice
  * and at the end, throws once the session is gone: a session deleted meanwhile fails it. `read` runs a read on the store's connection.
  */
-export async function* slicedExport(
+export function slicedExport(
+  format: ExportFormat,
+  userId: string,
+  find: () => SessionSummary,
+  read: <T>(work: (db: Database) => T) => T,
+): ExportPieces {
+  return Object.assign(slices(format, userId, find, read), { confirm: find });
+}
+
+async function* slices(
   format: ExportFormat,
   userId: string,
   find: () => SessionSummary,

@@ -13,7 +13,7 @@ import type { CopyOutcome } from "./erase-copies.ts";
 import { EraseQueue } from "./erase-queue.ts";
 import { type EraseResult, type EraseWork, runErase } from "./erase-work.ts";
 import { ErasureWatch, erasedSince } from "./erasures.ts";
-import { type ExportFormat, slicedExport } from "./export.ts";
+import { type ExportFormat, type ExportPieces, slicedExport } from "./export.ts";
 import { FolderIndex, type FolderIndexOptions } from "./folder-index.ts";
 import { eraseImported, importV01 } from "./import-v01.ts";
 import { MemoryStore } from "./memory-store.ts";
@@ -241,9 +241,9 @@ export class Store {
     return this.guard(() => searchSessions(this.db, this.fts, userId, query, limit));
   }
 
-  /** A session's export in pieces, a slice at a time with the loop free between (store/export.ts `slicedExport`). */
-  exportPieces(userId: string, sessionId: string, format: ExportFormat): AsyncGenerator<string> {
-    // Found again before each slice: a delete since this call fails it, though a chat made the session again.
+  /** A session's export in pieces (store/export.ts `slicedExport`); `confirm` throws once it was deleted since. */
+  exportPieces(userId: string, sessionId: string, format: ExportFormat): ExportPieces {
+    // Found again before each slice and by `confirm`: a delete since this call fails it, though a chat made it again.
     const mark = this.guard(() => this.conversations.erasureMark());
     const find = () => {
       if (this.guard(() => erasedSince(this.db, userId, sessionId, mark))) throw sessionNotFound(sessionId);

@@ -1,6 +1,8 @@
 import { describe, expect, test } from "bun:test";
+import { existsSync, mkdirSync, readdirSync } from "node:fs";
+import { join } from "node:path";
 import type { TurnMessage } from "../../../src/store/conversations.ts";
-import { exportInline } from "../../../src/store/export-file.ts";
+import { exportInline, exportToFile } from "../../../src/store/export-file.ts";
 import { Store } from "../../../src/store/store.ts";
 import { tmpdir } from "../../fixtures/tmpdir.ts";
 
@@ -243,6 +245,28 @@ describe("conversations in the database", () => {
     let text = "";
     for await (const piece of json) text += piece;
     expect(text).toContain('"keep"');
+    store.close();
+  });
+
+  test("a delete that lands after the export's last piece, while it is written and synced, leaves no file", async () => {
+    using dir = tmpdir();
+    const store = Store.open(join(dir.path, "data"));
+    turn(store, "u", "s", "private", "words");
+    const pieces = store.exportPieces("u", "s", "markdown");
+    // The delete comes once every piece was handed over: the tail's write and the fsync await.
+    async function* thenDeleted(): AsyncGenerator<string> {
+      yield* pieces;
+      await store.deleteSession("u", "s");
+    }
+    const out = join(dir.path, "out");
+    mkdirSync(out);
+    const path = join(out, "s.md");
+    const err = await exportToFile(path, thenDeleted(), join(dir.path, "data"), pieces.confirm).catch(
+      (e) => e,
+    );
+    expect(err).toMatchObject({ data: { reason: "session_not_found" } });
+    expect(existsSync(path)).toBe(false);
+    expect(readdirSync(out)).toEqual([]);
     store.close();
   });
 
