@@ -92,6 +92,12 @@ export async function resolveTools(
   return { tools: out, failures };
 }
 
+/** A `tools` entry's function name (toOpenAiTools' shape); undefined for anything else. */
+export function toolNameOf(tool: unknown): string | undefined {
+  const name = (tool as { function?: { name?: unknown } } | null)?.function?.name;
+  return typeof name === "string" ? name : undefined;
+}
+
 /** The `tools` array of the chat request. */
 export function toOpenAiTools(tools: readonly AgentTool[]): unknown[] {
   return tools.map((t) => ({

@@ -78,7 +78,6 @@ export function parseTreeListing(body: unknown): HubFile[] {
   }));
 }
 
-/** The `rel="next"` URL of a `Link` header, if any. */
 function encodePath(path: string): string {
   return path.split("/").map(encodeURIComponent).join("/");
 }

@@ -1,6 +1,5 @@
 import { describe, expect, test } from "bun:test";
 import { existsSync, readFileSync } from "node:fs";
-import { join } from "node:path";
 import { manyToolsServer } from "../fixtures/mcp-hostile.ts";
 import { ChatHarness, type Msg, names } from "./harness.ts";
 

@@ -11,14 +11,16 @@ import { ChatHarness } from "./harness.ts";
 
 type Json = Record<string, any>;
 const toolNames = (body: Json) => ((body.tools ?? []) as Json[]).map((t) => t.function.name as string);
+/** An agent whose one MCP server lists `echo` and `remote`, whose input schema llama-server refuses. */
+const refusingAgent = (scratch: string) => ({
+  agents: [{ name: "a", system_prompt: "Be brief.", tools: ["h.*"] }],
+  mcp_servers: [hostileServer("remote-ref-input", join(scratch, "pids"), 20)],
+});
 
 describe("a tool llama-server cannot offer", () => {
   test("is left out with a warning, the step sent again; the next turn leaves it out without a failed request", async () => {
     using scratch = tmpdir();
-    await using h = new ChatHarness({
-      agents: [{ name: "a", system_prompt: "Be brief.", tools: ["h.*"] }],
-      mcp_servers: [hostileServer("remote-ref-input", join(scratch.path, "pids"), 20)],
-    });
+    await using h = new ChatHarness(refusingAgent(scratch.path));
     h.llama.script({ content: "first" }, { content: "second" });
     const first = await h.chat(1, { session_id: "s", input: "go" });
     expect(first.terminal.type).toBe("result");
@@ -73,10 +75,7 @@ describe("a tool llama-server cannot offer, then a prompt the other tools overfl
 describe("a tool llama-server cannot offer, named by the model all the same", () => {
   test("is not run: the call is answered as a tool not available", async () => {
     using scratch = tmpdir();
-    await using h = new ChatHarness({
-      agents: [{ name: "a", system_prompt: "Be brief.", tools: ["h.*"] }],
-      mcp_servers: [hostileServer("remote-ref-input", join(scratch.path, "pids"), 20)],
-    });
+    await using h = new ChatHarness(refusingAgent(scratch.path));
     h.llama.script(
       { tool_calls: [{ name: "h__remote", arguments: { a: "x" }, id: "call1" }] },
       { content: "done" },

@@ -2,6 +2,7 @@ import { LlmError } from "../../llama/errors.ts";
 import { callJson, type LlamaEndpoint } from "../../llama/http.ts";
 import { wellFormedJson } from "../../llama/well-formed.ts";
 import type { Warning } from "../../protocol/chat.ts";
+import { toolNameOf } from "../tool-registry.ts";
 
 /**
  * Tools llama-server cannot offer (docs/agent.md, "MCP servers"): an input schema its grammar
@@ -19,8 +20,7 @@ export function schemaRefused(err: unknown): err is LlmError {
 }
 
 const keyOf = (tool: unknown) => JSON.stringify(tool);
-const nameOf = (tool: unknown) =>
-  String((tool as { function?: { name?: unknown } } | null)?.function?.name ?? "(unnamed)");
+const nameOf = (tool: unknown) => toolNameOf(tool) ?? "(unnamed)";
 
 /** How long one /apply-template probe may take. */
 const PROBE_TIMEOUT_MS = 10_000;

@@ -1,6 +1,6 @@
 import type { TurnMessage } from "../../store/conversations.ts";
 import { estimateAll, estimateTokens } from "../context-budget.ts";
-import type { AgentTool } from "../tool-registry.ts";
+import { type AgentTool, toolNameOf } from "../tool-registry.ts";
 import type { StepSetup } from "./llm-step.ts";
 
 /** What the agent's tool definitions take of a prompt that did not fit, when they are why. */
@@ -36,8 +36,7 @@ export function toolsOverflow(
   const serverOf = new Map(tools.map((t) => [t.fn, t.server]));
   const byServer = new Map<string, { server: string; count: number; tokens: number }>();
   sizes.forEach((size, i) => {
-    const name = (sent[i] as { function?: { name?: unknown } } | null)?.function?.name;
-    const server = serverOf.get(String(name)) ?? "?";
+    const server = serverOf.get(toolNameOf(sent[i]) ?? "") ?? "?";
     const entry = byServer.get(server) ?? { server, count: 0, tokens: 0 };
     entry.count++;
     entry.tokens += size;

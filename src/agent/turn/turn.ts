@@ -8,7 +8,7 @@ import { logger } from "../../util/logger.ts";
 import { emptyRecord } from "../kv/prompt-record.ts";
 import type { ReusedTurn } from "../kv/reuse.ts";
 import { interpretStep } from "../tool-calls.ts";
-import { type AgentTool, toOpenAiTools } from "../tool-registry.ts";
+import { type AgentTool, toOpenAiTools, toolNameOf } from "../tool-registry.ts";
 import { type AnswerCheck, AnswerFormat, isFormatRefused } from "./answer-format.ts";
 import type { TurnContext } from "./context.ts";
 import { endTurn, type TurnEnding, type TurnResult } from "./ending.ts";
@@ -163,7 +163,7 @@ export class Turn {
   /** The tools a call may run: those the turn offers, not those llama-server refused (tool-refusals.ts). */
   private offered(setup: StepSetup): AgentTool[] {
     if (setup.tools.length === this.tools.length) return this.tools;
-    const names = new Set(setup.tools.map((t) => (t as { function?: { name?: unknown } }).function?.name));
+    const names = new Set(setup.tools.map(toolNameOf));
     return this.tools.filter((t) => names.has(t.fn));
   }
 
