@@ -44,7 +44,13 @@ export async function runWithTimeout(
     return { kind: "error", message: (err as Error).message };
   }
   // What it started too: a wrapper script's llama-server would outlive it (process-tree.ts).
-  const kill = () => (process.platform === "win32" ? proc.kill("SIGKILL") : killTree(proc.pid));
+  // Not once it exited: its pid is reaped and may be another process's by then (a child left on
+  // its pipes can still overflow them, or the timeout fire, in the wait after the exit).
+  const kill = () => {
+    if (proc.exitCode !== null || proc.signalCode !== null) return;
+    if (process.platform === "win32") proc.kill("SIGKILL");
+    else killTree(proc.pid);
+  };
   const out = collect(proc.stdout as ReadableStream<Uint8Array>, kill);
   const err = collect(proc.stderr as ReadableStream<Uint8Array>, kill);
   let timer: ReturnType<typeof setTimeout> | undefined;

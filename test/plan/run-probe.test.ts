@@ -39,4 +39,28 @@ describe.skipIf(!onPosix)("a probe's run", () => {
       if (Number.isInteger(child) && child > 0) process.kill(child, "SIGKILL");
     }
   });
+
+  test("a child that floods the pipes after the probe exited sends no signal to the probe's reaped pid", async () => {
+    using dir = tmpdir();
+    const pidFile = join(dir.path, "probe.pid");
+    // The probe exits at once; what it left writes past the bound within the wait after the exit.
+    const path = script(
+      dir.path,
+      "leaves-flood",
+      `echo $$ > '${pidFile}'\n(sleep 0.05; head -c ${MAX_PROBE_OUTPUT_BYTES + 65536} /dev/zero) &\nexit 0`,
+    );
+    const signalled: number[] = [];
+    const kill = process.kill;
+    process.kill = ((pid: number, sig?: string | number) => {
+      signalled.push(pid);
+      return kill.call(process, pid, sig);
+    }) as typeof process.kill;
+    try {
+      const r = await runWithTimeout(path, [], 10_000);
+      expect(r).toEqual({ kind: "error", message: `it wrote more than ${MAX_PROBE_OUTPUT_BYTES} bytes` });
+    } finally {
+      process.kill = kill;
+    }
+    expect(signalled).not.toContain(Number(readFileSync(pidFile, "utf8")));
+  });
 });
