@@ -17,6 +17,7 @@ import {
   UsersDeleteParamsSchema,
   UsersDeleteResultSchema,
 } from "../protocol/sessions.ts";
+import { attachmentOf } from "../store/attachment-of.ts";
 import { exportInline, exportToFile } from "../store/export-file.ts";
 import { defineMethod } from "./definition.ts";
 import { kvErased } from "./kv-erased.ts";
@@ -75,7 +76,7 @@ export const sessionsSearch = defineMethod({
   name: "sessions.search",
   params: SessionsSearchParamsSchema,
   result: () => SessionsSearchResultSchema,
-  run: (p, _ctx, services) => ({ hits: services.store().search(p.user_id, p.query, p.limit) }),
+  run: async (p, _ctx, services) => ({ hits: await services.store().search(p.user_id, p.query, p.limit) }),
 });
 
 /** Inline up to 8 MiB, else to a file the host names (store/export-file.ts). */
@@ -96,7 +97,7 @@ export const sessionsAttachment = defineMethod({
   name: "sessions.attachment",
   params: SessionsAttachmentParamsSchema,
   result: () => SessionsAttachmentResultSchema,
-  run: (p, _ctx, services) => services.store().attachment(p.user_id, p.id),
+  run: (p, _ctx, services) => attachmentOf(services.store(), p.user_id, p.id),
 });
 
 /** Everything of the user, erased for good; a user with nothing is not an error. */

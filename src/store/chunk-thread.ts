@@ -3,6 +3,7 @@ import { workerEntry } from "../util/worker-entry.ts";
 import { storeClosed, storeError } from "./db/open.ts";
 import type { PendingDocument } from "./document-store.ts";
 import type { EraseResult, EraseWork } from "./erase-work.ts";
+import type { SearchHit } from "./session-search.ts";
 
 /**
  * The store's worker thread (`chunk-worker.ts`), with a connection of its own, for the writes
@@ -14,7 +15,8 @@ import type { EraseResult, EraseWork } from "./erase-work.ts";
  */
 export type ThreadWork =
   | { kind: "chunks"; doc: PendingDocument; chunks: { index: number; text: string }[] }
-  | { kind: "erase"; work: EraseWork };
+  | { kind: "erase"; work: EraseWork }
+  | { kind: "search"; fts: boolean; userId: string; query: string; limit: number };
 
 export interface ChunkAsk {
   id: number;
@@ -24,7 +26,7 @@ export interface ChunkAsk {
 }
 
 export type ChunkAnswer =
-  | { id: number; ok: true; value?: EraseResult }
+  | { id: number; ok: true; value?: EraseResult | SearchHit[] }
   | {
       id: number;
       ok: false;
@@ -38,15 +40,20 @@ export class ChunkThread {
   private worker: Worker | undefined;
   private readonly pending = new Map<
     number,
-    { resolve: (value: EraseResult | undefined) => void; reject: (err: Error) => void }
+    { resolve: (value: EraseResult | SearchHit[] | undefined) => void; reject: (err: Error) => void }
   >();
   private nextId = 1;
   /** Closed with its store: a request that still holds the store is refused, no worker started. */
   private stopped = false;
 
+  /** Set while a thread with an idle limit has nothing to do: it stops when this fires. */
+  private idle: ReturnType<typeof setTimeout> | undefined;
+
+  /** `idleStopMs`: a thread asked seldom (the searches') stops after so long with nothing to do. */
   constructor(
     private readonly path: string,
     private readonly busyWaitMs: number,
+    private readonly idleStopMs?: number,
   ) {}
 
   /** One batch, in its own transaction on the thread (DocumentStore.addChunks). */
@@ -59,17 +66,29 @@ export class ChunkThread {
     return (await this.ask({ kind: "erase", work })) as EraseResult;
   }
 
+  /** `sessions.search` (store/session-search.ts) on the thread's connection: a search's scan never holds the main loop. */
+  async search(fts: boolean, userId: string, query: string, limit: number): Promise<SearchHit[]> {
+    return (await this.ask({ kind: "search", fts, userId, query, limit })) as SearchHit[];
+  }
+
+  /** Whether a worker runs now (tests: the idle stop). */
+  get running(): boolean {
+    return this.worker !== undefined;
+  }
+
   stop(): void {
     this.stopped = true;
+    clearTimeout(this.idle);
     this.worker?.terminate();
     this.worker = undefined;
     this.fail(storeClosed(this.path));
   }
 
-  private ask(work: ThreadWork): Promise<EraseResult | undefined> {
+  private ask(work: ThreadWork): Promise<EraseResult | SearchHit[] | undefined> {
     // A store the core dropped (services.ts dropStore) may still be held by a request under way:
     // a worker started for it would write through a closed store and never be stopped.
     if (this.stopped) return Promise.reject(storeClosed(this.path));
+    clearTimeout(this.idle);
     const worker = this.start();
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
@@ -90,6 +109,7 @@ export class ChunkThread {
       this.pending.delete(a.id);
       if (a.ok) p.resolve(a.value);
       else p.reject(this.errorOf(a.error));
+      if (this.pending.size === 0 && this.idleStopMs !== undefined) this.stopWhenIdle(worker);
     };
     worker.onerror = (event) => {
       event.preventDefault();
@@ -99,6 +119,15 @@ export class ChunkThread {
     };
     this.worker = worker;
     return worker;
+  }
+
+  private stopWhenIdle(worker: Worker): void {
+    this.idle = setTimeout(() => {
+      if (this.worker !== worker || this.pending.size > 0) return;
+      this.worker = undefined;
+      worker.terminate();
+    }, this.idleStopMs);
+    this.idle.unref();
   }
 
   private fail(err: Error): void {

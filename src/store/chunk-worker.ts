@@ -5,13 +5,15 @@ import { StatementDatabase } from "./db/statements.ts";
 import { useMemoryForTemp } from "./db/temp-dir.ts";
 import { DocumentStore, type PendingDocument } from "./document-store.ts";
 import { type EraseResult, type EraseWork, runErase } from "./erase-work.ts";
+import { searchSessions } from "./session-search.ts";
 
 /**
  * The store's thread (store/chunk-thread.ts): a connection of its own to the database, each
  * batch of a document's chunks inserted (FTS5 tokenizes here, beside the main loop's PDF
  * reading; a long run of batches pauses now and then so another core's writes get in), and
- * erases run whole (store/erase-work.ts), one at a time in the order asked. Waiting for another
- * process's lock blocks this thread only. Built as an entry point of its own (scripts/compile.ts).
+ * erases run whole (store/erase-work.ts), one at a time in the order asked. A second thread of
+ * the same code answers `sessions.search` (Store.search), so no search waits behind an erase.
+ * Waiting for another process's lock blocks this thread only. Built as an entry point of its own (scripts/compile.ts).
  */
 declare const self: {
   onmessage: ((event: MessageEvent<ChunkAsk>) => void) | null;
@@ -36,6 +38,11 @@ self.onmessage = (event: MessageEvent<ChunkAsk>) => {
       db.run("PRAGMA secure_delete = ON");
       useMemoryForTemp(db);
       docs = new DocumentStore(db);
+    }
+    if (ask.work.kind === "search") {
+      const { fts, userId, query, limit } = ask.work;
+      self.postMessage({ id: ask.id, ok: true, value: searchSessions(db, fts, userId, query, limit) });
+      return;
     }
     if (ask.work.kind === "erase") {
       self.postMessage({ id: ask.id, ok: true, value: erase(db, ask.work.work, ask.busyWaitMs) });

@@ -24,6 +24,8 @@ import { type Leased, SessionLeases } from "./session-lease.ts";
 import { listSessions, type MessagePage, type SessionPage, sessionMessages } from "./session-pages.ts";
 import { type SearchHit, searchSessions } from "./session-search.ts";
 
+/** How long the search thread waits for the next search before it stops (its memory back). */
+const SEARCH_IDLE_MS = 30_000;
 /** How long a write keeps trying while another process holds the database's write lock. */
 export const BUSY_WAIT_MS = 5000;
 
@@ -76,6 +78,8 @@ export class Store {
   private readonly reserve: DiskReserve;
   /** Where documents' chunks are written and erases run (store/chunk-thread.ts); none: on this thread. */
   private readonly chunkThread: ChunkThread | undefined;
+  /** Where `sessions.search` runs, stopped after 30 s unasked; none (tests): on this thread. */
+  private readonly searchThread: ChunkThread | undefined;
   /** This core's erases, one after another; its other writes wait for them (`afterErases`). */
   private readonly erases = new EraseQueue();
   /** The file opened: one removed or replaced meanwhile is noticed (`stale`). */
@@ -103,8 +107,9 @@ export class Store {
     this.busyWaitMs = options.busyWaitMs ?? BUSY_WAIT_MS;
     this.now = options.now ?? (() => new Date());
     this.reserve = new DiskReserve(join(dataDir, `${DB_FILE}.reserve`), options.reserveBytes);
-    this.chunkThread =
-      options.chunkThread === false ? undefined : new ChunkThread(this.path, this.busyWaitMs);
+    const thread = options.chunkThread !== false;
+    this.chunkThread = thread ? new ChunkThread(this.path, this.busyWaitMs) : undefined;
+    this.searchThread = thread ? new ChunkThread(this.path, this.busyWaitMs, SEARCH_IDLE_MS) : undefined;
     if (opened.resetFrom) this.reset = { aside: opened.resetFrom, problem: opened.resetProblem ?? "" };
   }
 
@@ -237,7 +242,12 @@ export class Store {
     return this.mustFind(userId, sessionId);
   }
 
-  search(userId: string, query: string, limit: number): SearchHit[] {
+  /**
+   * Off the main loop: the full-text index holds no user, so a search scans every match of its
+   * words, other users' too, before it has this user's (docs/performance.md).
+   */
+  async search(userId: string, query: string, limit: number): Promise<SearchHit[]> {
+    if (this.searchThread) return this.searchThread.search(this.fts, userId, query, limit);
     return this.guard(() => searchSessions(this.db, this.fts, userId, query, limit));
   }
 
@@ -345,22 +355,6 @@ export class Store {
     return this.writeNow(() => runErase(this.db, work));
   }
 
-  /** `sessions.attachment`: one of the user's images, its bytes as base64; an id the user has not is refused. */
-  attachment(userId: string, id: number): { id: number; mime: string; bytes: number; data: string } {
-    const found = this.guard(() => this.conversations.attachments.get(userId, id));
-    if (!found)
-      throw new CoreError("invalid_request", `params.id: no attachment ${id} for this user`, {
-        field: "id",
-        reason: "attachment_not_found",
-      });
-    return {
-      id: found.id,
-      mime: found.mime,
-      bytes: found.bytes,
-      data: Buffer.from(found.data).toString("base64"),
-    };
-  }
-
   mustFind(userId: string, sessionId: string): SessionSummary {
     const s = this.guard(() => this.conversations.session(userId, sessionId));
     if (!s) throw sessionNotFound(sessionId);
@@ -384,6 +378,7 @@ export class Store {
     this.folderIndex.stop();
     this.orphans.stop();
     this.chunkThread?.stop();
+    this.searchThread?.stop();
     try {
       truncateWal(this.db);
     } catch {}

@@ -83,6 +83,12 @@ describe.skipIf(!onPosix)("conversations in the database, through the compiled b
     }
     await core.request({ id: "b", method: "chat", params: { user_id: "bob", input: "bob's own WOMBAT" } });
     expect(filesHolding(stack.dataDir, "MARMOSET").length).toBeGreaterThan(0);
+    // sessions.search runs on a thread of its own (docs/agent.md, The store): the compiled
+    // binary starts it, and it finds ann's words for ann only.
+    const search = (user_id: string, query: string) =>
+      core.request({ id: `q-${user_id}-${query}`, method: "sessions.search", params: { user_id, query } });
+    expect((await search("ann", "marmoset")).result.hits.length).toBeGreaterThanOrEqual(6);
+    expect((await search("bob", "marmoset")).result.hits).toEqual([]);
     expect(filesHolding(stack.dataDir, "Porto").length).toBeGreaterThan(0);
     // A copy of the database as a reset would have set it aside: the erase reaches it too.
     const aside = join(stack.dataDir, "local-ai.db.corrupt-2026-01-01T00-00-00-000Z");
@@ -95,6 +101,8 @@ describe.skipIf(!onPosix)("conversations in the database, through the compiled b
     expect(filesHolding(stack.dataDir, "MARMOSET")).toEqual([]);
     expect(filesHolding(stack.dataDir, "Porto")).toEqual([]);
     expect(filesHolding(stack.dataDir, "WOMBAT").length).toBeGreaterThan(0);
+    expect((await search("ann", "marmoset")).result.hits).toEqual([]);
+    expect((await search("bob", "wombat")).result.hits.length).toBeGreaterThan(0);
     core.closeStdin();
     expect(await core.exited()).toBe(0);
     expect(filesHolding(stack.dataDir, "MARMOSET")).toEqual([]);

@@ -1,8 +1,11 @@
 import { expect, test } from "bun:test";
+import { join } from "node:path";
+import { ChunkThread } from "../../src/store/chunk-thread.ts";
+import { DB_FILE } from "../../src/store/db/open.ts";
 import { Store } from "../../src/store/store.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
-test("a snippet is looked for in the first 32K characters of a hit's message only, never the whole of it", () => {
+test("a snippet is looked for in the first 32K characters of a hit's message only, never the whole of it", async () => {
   using dir = tmpdir();
   const store = Store.open(dir.path);
   const MiB = 1024 * 1024;
@@ -18,7 +21,7 @@ test("a snippet is looked for in the first 32K characters of a hit's message onl
     ],
     at: new Date(),
   });
-  const hits = store.search("u", "needle", 10);
+  const hits = await store.search("u", "needle", 10);
   const bySeq = new Map(hits.map((h) => [h.seq, h.snippet]));
   expect(bySeq.get(1)).toStartWith("a **needle** early on and x x");
   // The match 1 MB in is found by the index but not looked for: the message's start, unmarked.
@@ -26,4 +29,44 @@ test("a snippet is looked for in the first 32K characters of a hit's message onl
   expect(bySeq.get(0)).not.toContain("**");
   for (const s of bySeq.values()) expect(s.length).toBeLessThanOrEqual(110);
   store.close();
+});
+
+function said(store: Store, text: string): void {
+  store.conversations.commitTurn({
+    userId: "u",
+    sessionId: "s",
+    agent: "plain",
+    messages: [{ role: "user", content: text }],
+    at: new Date(),
+  });
+}
+
+test("a search runs on the store's thread: the main loop turns before it answers", async () => {
+  using dir = tmpdir();
+  const store = Store.open(dir.path);
+  said(store, "where is the lighthouse");
+  let turned = false;
+  setImmediate(() => {
+    turned = true;
+  });
+  // On this thread the search would answer in a microtask, before any turn of the loop.
+  expect((await store.search("u", "lighthouse", 5)).map((h) => h.seq)).toEqual([0]);
+  expect(turned).toBe(true);
+  store.close();
+  await expect(store.search("u", "lighthouse", 5)).rejects.toThrow();
+});
+
+test("the search thread stops when idle and the next search starts another", async () => {
+  using dir = tmpdir();
+  const store = Store.open(dir.path);
+  said(store, "a quiet harbour");
+  store.close();
+  const thread = new ChunkThread(join(dir.path, DB_FILE), 100, 20);
+  expect((await thread.search(true, "u", "harbour", 5)).map((h) => h.session_id)).toEqual(["s"]);
+  expect(thread.running).toBe(true);
+  await Bun.sleep(80);
+  expect(thread.running).toBe(false);
+  expect((await thread.search(true, "u", "quiet", 5)).map((h) => h.session_id)).toEqual(["s"]);
+  expect(await thread.search(true, "someone else", "quiet", 5)).toEqual([]);
+  thread.stop();
 });

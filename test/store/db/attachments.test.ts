@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import type { AttachmentRef } from "../../../src/protocol/chat-message.ts";
+import { attachmentOf } from "../../../src/store/attachment-of.ts";
 import { Store } from "../../../src/store/store.ts";
 import { filesHolding } from "../../fixtures/files-holding.ts";
 import { png } from "../../fixtures/images.ts";
@@ -58,9 +59,9 @@ describe("attachments", () => {
       { id: ref!.id, mime: "image/png", bytes: image.byteLength },
     ]);
     expect(page.messages[1]?.attachments).toBeUndefined();
-    const got = store.attachment("alice", ref!.id);
+    const got = attachmentOf(store, "alice", ref!.id);
     expect(Buffer.from(got.data, "base64").equals(Buffer.from(image))).toBe(true);
-    expect(() => store.attachment("bob", ref!.id)).toThrow(/no attachment/);
+    expect(() => attachmentOf(store, "bob", ref!.id)).toThrow(/no attachment/);
     // The history the model sees carries the refs, and the tokens it was counted at are kept.
     const history = store.conversations.history("alice", "s");
     expect(history[0]).toEqual({ role: "user", content: "look", attachments: [ref!] });
@@ -81,8 +82,8 @@ describe("attachments", () => {
     const page = store.get("alice", "s", 10);
     expect(page.messages).toHaveLength(2);
     expect(page.messages[0]?.attachments?.map((a) => a.id)).toEqual([edited!.id]);
-    expect(() => store.attachment("alice", first!.id)).toThrow();
-    expect(() => store.attachment("alice", second!.id)).toThrow();
+    expect(() => attachmentOf(store, "alice", first!.id)).toThrow();
+    expect(() => attachmentOf(store, "alice", second!.id)).toThrow();
     store.close();
   });
 
@@ -98,9 +99,9 @@ describe("attachments", () => {
     );
     store.conversations.saveCheckpoint("alice", "s", "{}", new Date());
     expect(store.conversations.history("alice", "s")).toEqual([]);
-    expect(store.attachment("alice", staged!.id).bytes).toBeGreaterThan(0);
+    expect(attachmentOf(store, "alice", staged!.id).bytes).toBeGreaterThan(0);
     store.conversations.clearCheckpoint("alice", "s");
-    expect(() => store.attachment("alice", staged!.id)).toThrow();
+    expect(() => attachmentOf(store, "alice", staged!.id)).toThrow();
     store.close();
   });
 
@@ -138,7 +139,9 @@ describe("attachments", () => {
     const refs = await store.conversations.attachments.stage("alice", "s", images, new Date());
     running = false;
     expect(turns).toBeGreaterThanOrEqual(8);
-    expect(refs.map((r) => store.attachment("alice", r.id).bytes)).toEqual([2_500_000, 2_500_000, 2_500_000]);
+    expect(refs.map((r) => attachmentOf(store, "alice", r.id).bytes)).toEqual([
+      2_500_000, 2_500_000, 2_500_000,
+    ]);
     const back = store.conversations.attachments.get("alice", refs[1]!.id)!.data;
     expect(Buffer.from(back).equals(images[1]!.data)).toBe(true);
     store.close();
@@ -163,7 +166,7 @@ describe("attachments", () => {
       failing,
     );
     await expect(staging).rejects.toThrow("disk full");
-    for (let id = 1; id <= 4; id++) expect(() => store.attachment("alice", id)).toThrow();
+    for (let id = 1; id <= 4; id++) expect(() => attachmentOf(store, "alice", id)).toThrow();
     store.close();
   });
 
@@ -190,7 +193,7 @@ describe("attachments", () => {
     await expect(staging).rejects.toThrow("cancelled by the host");
     // Two parts written, then the delete of what was staged: nothing more.
     expect(writes).toBe(3);
-    for (let id = 1; id <= 4; id++) expect(() => store.attachment("alice", id)).toThrow();
+    for (let id = 1; id <= 4; id++) expect(() => attachmentOf(store, "alice", id)).toThrow();
     store.close();
   });
 });

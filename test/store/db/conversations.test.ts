@@ -175,13 +175,13 @@ describe("conversations in the database", () => {
     store.close();
   });
 
-  test("search finds the user's messages with a snippet; query syntax in the input is only words", () => {
+  test("search finds the user's messages with a snippet; query syntax in the input is only words", async () => {
     using dir = tmpdir();
     const store = Store.open(dir.path);
     turn(store, "u", "a", "how do I bake sourdough bread", "feed the starter first");
     turn(store, "u", "b", "bread or rice?", "rice");
     turn(store, "v", "c", "sourdough bread", "mine");
-    const hits = store.search("u", "sourdough bre", 10);
+    const hits = await store.search("u", "sourdough bre", 10);
     expect(hits).toEqual([
       {
         session_id: "a",
@@ -198,13 +198,8 @@ describe("conversations in the database", () => {
       "'; DROP TABLE messages; --",
       "\u{d800}",
     ])
-      expect(() => store.search("u", hostile, 5)).not.toThrow();
-    expect(
-      store
-        .search("u", "bread", 10)
-        .map((h) => h.session_id)
-        .sort(),
-    ).toEqual(["a", "b"]);
+      expect(await store.search("u", hostile, 5)).toBeArray();
+    expect((await store.search("u", "bread", 10)).map((h) => h.session_id).sort()).toEqual(["a", "b"]);
     store.close();
   });
 

@@ -133,7 +133,7 @@ describe("an erase off the main loop", () => {
       "edited question",
       "new answer",
     ]);
-    expect(store.search("alice", "PANGOLIN", 5)).toEqual([]);
+    expect(await store.search("alice", "PANGOLIN", 5)).toEqual([]);
     await store.stop();
   }, 30_000);
 

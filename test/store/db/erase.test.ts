@@ -91,7 +91,7 @@ describe("erasing for good", () => {
     expect(filesHolding(dir.path, "ZEBRAFISH")).toEqual([]);
     expect(store.list("alice", 10).sessions).toEqual([]);
     expect(store.memory.search("alice", "ZEBRAFISH", 5)).toEqual([]);
-    expect(store.search("bob", "PELICAN", 5)).toHaveLength(2); // the question and the answer
+    expect(await store.search("bob", "PELICAN", 5)).toHaveLength(2); // the question and the answer
     store.close();
     expect(filesHolding(dir.path, "ZEBRAFISH")).toEqual([]);
   });
@@ -130,7 +130,7 @@ describe("erasing for good", () => {
     expect((await store.deleteSession("alice", "old")).deleted).toBe(true);
     expect((await store.deleteSession("alice", "never")).deleted).toBe(false);
     expect(filesHolding(dir.path, "QUOKKA")).toEqual([]);
-    expect(store.search("alice", "OCELOT", 5)).toHaveLength(2);
+    expect(await store.search("alice", "OCELOT", 5)).toHaveLength(2);
     // the kept-aside memory file keeps the other session's entry
     const aside = JSON.parse(
       readFileSync(join(dir.path, "imported-0.1", "users", "alice", "memory", "turns.json"), "utf8"),

@@ -59,8 +59,8 @@ describe("an erase's words forgotten (store/db/fts-forget.ts)", () => {
     expect(merged(runs)).toBe(true);
     expect(ftsSecureDeleteSet(dbOf(store))).toBe(true);
     indexIntact(dbOf(store));
-    expect(store.search("bob", "okapi", 5).map((h) => h.session_id)).toEqual(["b", "b"]);
-    expect(store.search("ann", "burrows", 5)).toEqual([]);
+    expect((await store.search("bob", "okapi", 5)).map((h) => h.session_id)).toEqual(["b", "b"]);
+    expect(await store.search("ann", "burrows", 5)).toEqual([]);
     store.close();
     expect(filesHolding(dir.path, "AARDVARK")).toEqual([]);
     expect(filesHolding(dir.path, "aardvark")).toEqual([]);
@@ -104,13 +104,13 @@ describe("an erase's words forgotten (store/db/fts-forget.ts)", () => {
       "INSERT INTO memory_fts(memory_fts) VALUES ('optimize')",
     ]);
     indexIntact(dbOf(store));
-    expect(store.search("ann", "quokka", 5)).toHaveLength(2);
+    expect(await store.search("ann", "quokka", 5)).toHaveLength(2);
     store.close();
     expect(filesHolding(dir.path, "NARWHAL")).toEqual([]);
     expect(filesHolding(dir.path, "narwhal")).toEqual([]);
   });
 
-  test("an edit at the start of a long session merges the index for its tail: none of the tail in any file", () => {
+  test("an edit at the start of a long session merges the index for its tail: none of the tail in any file", async () => {
     using dir = tmpdir();
     const store = Store.open(dir.path, { chunkThread: false });
     for (let i = 0; i < 30; i++) aboutTurn(store, "ann", "s", `WOMBAT${i} digs`);
@@ -130,7 +130,7 @@ describe("an erase's words forgotten (store/db/fts-forget.ts)", () => {
     expect(merged(runs)).toBe(true);
     expect(ftsSecureDeleteSet(dbOf(store))).toBe(true);
     indexIntact(dbOf(store));
-    expect(store.search("ann", "anew", 5)).toHaveLength(1);
+    expect(await store.search("ann", "anew", 5)).toHaveLength(1);
     store.close();
     expect(filesHolding(dir.path, "WOMBAT")).toEqual([]);
     expect(filesHolding(dir.path, "wombat")).toEqual([]);

@@ -117,7 +117,7 @@ describe("the database file", () => {
     expect(readdirSync(dir.path)).toEqual([DB_FILE]);
   });
 
-  test("without FTS5 the schema is made without its indexes, and they are built once FTS5 is there", () => {
+  test("without FTS5 the schema is made without its indexes, and they are built once FTS5 is there", async () => {
     using dir = tmpdir();
     const plain = Store.open(dir.path, { withoutFts: true });
     expect(plain.fts).toBe(false);
@@ -132,11 +132,11 @@ describe("the database file", () => {
       memoryText: "where is the lighthouse\non the cliff",
       at: new Date(),
     });
-    expect(plain.search("u", "lighthouse", 5).map((h) => h.seq)).toEqual([0]);
+    expect((await plain.search("u", "lighthouse", 5)).map((h) => h.seq)).toEqual([0]);
     plain.close();
     const full = Store.open(dir.path);
     expect(full.fts).toBe(true);
-    expect(full.search("u", "lighthouse", 5).map((h) => h.seq)).toEqual([0]);
+    expect((await full.search("u", "lighthouse", 5)).map((h) => h.seq)).toEqual([0]);
     expect(full.memory.search("u", "lighthouse", 3).map((h) => h.doc.source)).toEqual(["session:s"]);
     full.close();
   });
