@@ -39,7 +39,8 @@ export type ErrorReason =
   | "not_well_formed"
   | "nothing_to_resume"
   | "export_too_large"
-  | "path_unwritable";
+  | "path_unwritable"
+  | "session_edited";
 
 /** What `chat` accepts: every field has a default on the core's side. */
 export type ChatParams = {

@@ -79,16 +79,26 @@ export const sessionsSearch = defineMethod({
   run: async (p, _ctx, services) => ({ hits: await services.store().search(p.user_id, p.query, p.limit) }),
 });
 
+/** How many times an export starts over after an edit of its session under it. */
+const EXPORT_ATTEMPTS = 3;
+
 /** Inline up to 8 MiB, else to a file the host names (store/export-file.ts). */
 export const sessionsExport = defineMethod({
   name: "sessions.export",
   params: SessionsExportParamsSchema,
   result: () => SessionsExportResultSchema,
   run: async (p, _ctx, services) => {
-    const pieces = services.store().exportPieces(p.user_id, p.session_id, p.format);
-    if (p.path === undefined) return { format: p.format, content: await exportInline(pieces) };
-    const bytes = await exportToFile(p.path, pieces, services.config().app.data_dir, pieces.confirm);
-    return { format: p.format, path: p.path, bytes };
+    // An edit committed under the export replaced rows it had given: it starts again, a few times.
+    for (let attempt = 1; ; attempt++) {
+      const pieces = services.store().exportPieces(p.user_id, p.session_id, p.format);
+      try {
+        if (p.path === undefined) return { format: p.format, content: await exportInline(pieces) };
+        const bytes = await exportToFile(p.path, pieces, services.config().app.data_dir, pieces.confirm);
+        return { format: p.format, path: p.path, bytes };
+      } catch (err) {
+        if ((err as CoreError).data?.reason !== "session_edited" || attempt === EXPORT_ATTEMPTS) throw err;
+      }
+    }
   },
 });
 

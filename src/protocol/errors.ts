@@ -51,6 +51,8 @@ export const ERROR_REASONS = [
   // sessions.export: over what one answer carries (name a `path`); a `path` that cannot be written.
   "export_too_large",
   "path_unwritable",
+  // sessions.export: an edit replaced what it had read, three starts running.
+  "session_edited",
 ] as const;
 export type ErrorReason = (typeof ERROR_REASONS)[number];
 

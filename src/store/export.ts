@@ -1,4 +1,5 @@
 import type { Database } from "bun:sqlite";
+import { CoreError } from "../protocol/errors.ts";
 import { markdownText } from "./markdown-text.ts";
 import type { SessionSummary, StoredMessage } from "./message-rows.ts";
 import { messagesFrom } from "./session-pages.ts";
@@ -78,9 +79,19 @@ async function* slices(
   yield parts.head;
   let from = 0;
   let any = false;
+  let given: RowMark | undefined;
   for (let more = true; more; ) {
     if (any) find();
-    const slice = read((db) => messagesFrom(db, session, userId, from, EXPORT_SLICE_BYTES));
+    const slice = read((db) => {
+      // An edit (replace_from, regenerate) committed since the last slice replaced rows already
+      // given: what follows would be another conversation's tail.
+      if (given && !sameRow(rowMark(db, userId, session.session_id, given.seq), given))
+        throw sessionEdited(session.session_id);
+      const read = messagesFrom(db, session, userId, from, EXPORT_SLICE_BYTES);
+      const last = read.messages[read.messages.length - 1];
+      if (last) given = rowMark(db, userId, session.session_id, last.seq);
+      return read;
+    });
     more = slice.more;
     const last = slice.messages[slice.messages.length - 1];
     if (!last) break;
@@ -91,6 +102,33 @@ async function* slices(
   }
   find();
   yield parts.tail(any);
+}
+
+/** Which row a seq holds: a row an edit put in its place has another id or time. */
+interface RowMark {
+  seq: number;
+  id: number;
+  created_at: number;
+}
+
+function rowMark(db: Database, userId: string, sessionId: string, seq: number): RowMark | undefined {
+  const row = db
+    .query("SELECT id, created_at FROM messages WHERE user_id = ? AND session_id = ? AND seq = ?")
+    .get(userId, sessionId, seq) as { id: number; created_at: number } | null;
+  return row ? { seq, ...row } : undefined;
+}
+
+function sameRow(now: RowMark | undefined, then: RowMark): boolean {
+  return now !== undefined && now.id === then.id && now.created_at === then.created_at;
+}
+
+/** Thrown by an export whose session was edited under it; `sessions.export` starts it again. */
+export function sessionEdited(sessionId: string): CoreError {
+  return new CoreError(
+    "internal_error",
+    `session '${sessionId}' was edited while it was exported, again and again; send the export again`,
+    { reason: "session_edited" },
+  );
 }
 
 export function exportParts(format: ExportFormat, session: SessionSummary): ExportParts {

@@ -90,3 +90,50 @@ test("an export is refused a path into app.data_dir: it would replace the databa
   const ok = await call(h, "ok", "sessions.export", { session_id: "kept", format: "json", path: beside });
   expect(ok.result.bytes).toBe(statSync(beside).size);
 });
+
+test("an edit committed under an export starts it again: the answer is one conversation, never two tails", async () => {
+  await using h = new ChatHarness({ agents: [{ name: "plain" }], memory: { enabled: false } });
+  const store = h.services.store();
+  const commit = (content: string, replaceFromSeq?: number) =>
+    store.conversations.commitTurn({
+      userId: "default_user",
+      sessionId: "s",
+      agent: "plain",
+      messages: [
+        { role: "user", content },
+        { role: "assistant", content: "answer" },
+      ],
+      at: new Date(),
+      ...(replaceFromSeq !== undefined ? { replaceFromSeq } : {}),
+    });
+  // Over one slice (about 1 MiB of messages), so the export yields between reads.
+  for (let i = 0; i < 4; i++) commit(`OLD-${i} ${"x".repeat(600_000)}`);
+  // The edit lands after each of the first `edits` attempts has handed out its second piece.
+  let attempts = 0;
+  let edits = 1;
+  const exportPieces = store.exportPieces.bind(store);
+  store.exportPieces = (u, s, f) => {
+    const pieces = exportPieces(u, s, f);
+    if (++attempts > edits) return pieces;
+    const next = pieces.next.bind(pieces);
+    let given = 0;
+    pieces.next = async () => {
+      const r = await next();
+      // Over a slice itself, so the export it starts again reads twice too.
+      if (++given === 2) commit(`NEW-${attempts} ${"x".repeat(1_200_000)}`, 0);
+      return r;
+    };
+    return pieces;
+  };
+  const once = await call(h, "e", "sessions.export", { session_id: "s", format: "json" });
+  expect(attempts).toBe(2);
+  const messages = JSON.parse(once.result.content).messages as { seq: number; content: string }[];
+  expect(messages.map((m) => m.content.slice(0, 6))).toEqual(["NEW-1 ", "answer"]);
+
+  for (let i = 0; i < 4; i++) commit(`OLD-${i} ${"x".repeat(600_000)}`);
+  attempts = 0;
+  edits = 3;
+  const never = await call(h, "n", "sessions.export", { session_id: "s", format: "json" });
+  expect(attempts).toBe(3);
+  expect(never).toMatchObject({ type: "error", code: "internal_error", data: { reason: "session_edited" } });
+});

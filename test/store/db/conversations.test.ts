@@ -243,6 +243,33 @@ describe("conversations in the database", () => {
     store.close();
   });
 
+  test("an edit under an export that replaces rows it gave fails it (session_edited); a turn appended does not", async () => {
+    using dir = tmpdir();
+    const store = Store.open(dir.path);
+    // Over one slice (about 1 MiB of messages), so the export yields between reads.
+    for (let i = 0; i < 4; i++) turn(store, "u", "s", `before ${i} ${"x".repeat(600_000)}`, `old ${i}`);
+    const edited = store.exportPieces("u", "s", "json")[Symbol.asyncIterator]();
+    await edited.next();
+    await edited.next();
+    turn(store, "u", "s", "edited from the start", "new answer", { replaceFromSeq: 0 });
+    const rest = (async () => {
+      for (let r = await edited.next(); !r.done; r = await edited.next());
+    })();
+    await expect(rest).rejects.toMatchObject({ code: "internal_error", data: { reason: "session_edited" } });
+
+    for (let i = 0; i < 3; i++) turn(store, "u", "s", `more ${i} ${"y".repeat(600_000)}`, `later ${i}`);
+    const appended = store.exportPieces("u", "s", "json");
+    let text = "";
+    for await (const piece of appended) {
+      if (text === "") turn(store, "u", "s", "appended meanwhile", "fine");
+      text += piece;
+    }
+    const seqs = JSON.parse(text).messages.map((m: { seq: number }) => m.seq);
+    expect(seqs).toEqual([...seqs.keys()]);
+    expect(text).toContain("edited from the start");
+    store.close();
+  });
+
   test("a delete that lands after the export's last piece, while it is written and synced, leaves no file", async () => {
     using dir = tmpdir();
     const store = Store.open(join(dir.path, "data"));
