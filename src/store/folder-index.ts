@@ -1,11 +1,11 @@
 import type { Database } from "bun:sqlite";
 import { stat } from "node:fs/promises";
-import { relative } from "node:path";
+import { join, relative } from "node:path";
 import { logger } from "../util/logger.ts";
 import { readSmallFileAsync } from "../util/read-file.ts";
 import { settleErase } from "./erase.ts";
 import { onDisk, readable } from "./folder-names.ts";
-import { listTextFiles, MAX_FOLDER_FILES, type TextFile } from "./folder-walk.ts";
+import { foldersWithin, listTextFiles, MAX_FOLDER_FILES, type TextFile } from "./folder-walk.ts";
 import { FolderWatch } from "./folder-watch.ts";
 import { chunk, type MemoryHit } from "./memory-store.ts";
 
@@ -91,6 +91,8 @@ export class FolderIndex {
   private readonly full = new Set<string>();
   /** Files skipped or unreadable, told once a process each (by name: never their text). */
   private readonly told = new Set<string>();
+  /** Folders whose passages without a record were looked for (`unrecorded`): once a process. */
+  private readonly swept = new Set<string>();
   private readonly read: FolderReader;
   private readonly batchFiles: number;
   private readonly batchBytes: number;
@@ -230,7 +232,8 @@ export class FolderIndex {
   private async indexFolder(root: string): Promise<boolean> {
     this.options.onWalk?.(root);
     const most = this.options.maxFiles ?? MAX_FOLDER_FILES;
-    const { files, dirs, full, skipped } = await listTextFiles(root, this.options.exclude ?? [], most);
+    const exclude = [...(this.options.exclude ?? []), ...(await foldersWithin(root, this.folders))];
+    const { files, dirs, full, skipped } = await listTextFiles(root, exclude, most);
     if (this.stopped) return false;
     if (full) this.tooMany(root, most);
     for (const s of skipped)
@@ -246,7 +249,7 @@ export class FolderIndex {
       ).map((r) => [r.path, r]),
     );
     const present = new Set(files.map((f) => f.path));
-    const gone = [...known.keys()].filter((p) => !present.has(p));
+    const gone = [...known.keys(), ...this.unrecorded(root, known)].filter((p) => !present.has(p));
     for (let i = 0; i < gone.length && !this.stopped; i += FORGET_BATCH) {
       this.forget(root, gone.slice(i, i + FORGET_BATCH));
       await nextTurn();
@@ -309,13 +312,28 @@ export class FolderIndex {
     }
   }
 
+  /**
+   * At a folder's first walk in this process, the files it has passages of but no record: an
+   * earlier version walked a folder inside it too, and the inner folder's record replaced its
+   * own. They are forgotten with the files gone, unless the walk finds them again.
+   */
+  private unrecorded(root: string, known: ReadonlyMap<string, unknown>): string[] {
+    if (this.swept.has(root)) return [];
+    this.swept.add(root);
+    const sources = this.db
+      .query("SELECT DISTINCT source FROM memory WHERE user_id = '' AND root = ?")
+      .all(root) as { source: string }[];
+    return sources.map((r) => join(root, r.source.slice("file:".length))).filter((p) => !known.has(p));
+  }
+
   private forget(root: string, paths: string[]): void {
     this.db.transaction(() => {
       const drop = this.db.query("DELETE FROM memory WHERE user_id = '' AND root = ? AND source = ?");
-      const forget = this.db.query("DELETE FROM memory_files WHERE path = ?");
+      // Another folder's record of the same path (see `unrecorded`) is that folder's to keep.
+      const forget = this.db.query("DELETE FROM memory_files WHERE path = ? AND root = ?");
       for (const path of paths) {
         drop.run(root, `file:${relative(root, path)}`);
-        forget.run(path);
+        forget.run(path, root);
       }
     })();
     this.gone(root, paths);

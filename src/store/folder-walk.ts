@@ -96,9 +96,6 @@ export function worthAWalk(name: string | Buffer | null): boolean {
  * whose file names usually have none.
  */
 async function excludedBy(root: string, exclude: readonly string[]): Promise<(path: string) => boolean> {
-  const real = (p: string) => realpath(p).catch(() => resolve(p));
-  const fold = process.platform === "win32" || process.platform === "darwin";
-  const key = (p: string) => (fold ? p.toLowerCase() : p);
   const rootReal = await real(root);
   const out = (await Promise.all(exclude.map(real))).map(key);
   return (path) => {
@@ -107,3 +104,21 @@ async function excludedBy(root: string, exclude: readonly string[]): Promise<(pa
     return out.some((x) => p === x || p.startsWith(x.endsWith(sep) ? x : x + sep));
   };
 }
+
+/**
+ * The other `folders` inside `root`, compared as real paths as `exclude` is: its walk leaves them
+ * to their own walks, so a file is indexed once, under the folder nearest it. Walked by both, a
+ * file had passages under each and one record (`memory_files` is keyed by path), the last
+ * folder's: removed, its passages under the other folder stayed in the database for good.
+ */
+export async function foldersWithin(root: string, folders: readonly string[]): Promise<string[]> {
+  const rootReal = key(await real(root));
+  const under = rootReal.endsWith(sep) ? rootReal : rootReal + sep;
+  const reals = await Promise.all(folders.map(real));
+  return folders.filter((_, i) => key(reals[i] as string).startsWith(under));
+}
+
+const real = (p: string) => realpath(p).catch(() => resolve(p));
+/** Paths without case on the systems whose file names usually have none. */
+const key = (p: string) =>
+  process.platform === "win32" || process.platform === "darwin" ? p.toLowerCase() : p;
