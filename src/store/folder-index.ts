@@ -2,10 +2,15 @@ import type { Database } from "bun:sqlite";
 import { stat } from "node:fs/promises";
 import { join, relative } from "node:path";
 import { logger } from "../util/logger.ts";
-import { readSmallFileAsync } from "../util/read-file.ts";
 import { settleErase } from "./erase.ts";
 import { onDisk, readable } from "./folder-names.ts";
-import { foldersWithin, listTextFiles, MAX_FOLDER_FILES, type TextFile } from "./folder-walk.ts";
+import {
+  foldersWithin,
+  listTextFiles,
+  MAX_FOLDER_FILES,
+  readFolderFile,
+  type TextFile,
+} from "./folder-walk.ts";
 import { FolderWatch } from "./folder-watch.ts";
 import { chunk, type MemoryHit } from "./memory-store.ts";
 
@@ -33,10 +38,7 @@ export const BATCH_BYTES = 256 * 1024;
 /** Files forgotten (gone from the folder) per transaction. */
 const FORGET_BATCH = 200;
 
-/**
- * Reads a file's text, at most `maxBytes` (more is refused): the safe reader unless a test
- * injects one. A path whose name is not UTF-8 comes as its bytes (`folder-names.ts`).
- */
+/** A file's text, at most `maxBytes` (`readFolderFile` unless a test says); a name not UTF-8 as bytes (`folder-names.ts`). */
 export type FolderReader = (path: string | Buffer, maxBytes: number) => Promise<string>;
 
 export interface FolderIndexOptions {
@@ -102,7 +104,7 @@ export class FolderIndex {
     private readonly folders: readonly string[],
     private readonly options: FolderIndexOptions = {},
   ) {
-    this.read = options.read ?? readSmallFileAsync;
+    this.read = options.read ?? readFolderFile;
     this.batchFiles = options.batchFiles ?? BATCH_FILES;
     this.batchBytes = options.batchBytes ?? BATCH_BYTES;
     if (options.watch !== false)

@@ -1,6 +1,7 @@
 import { realpath, stat } from "node:fs/promises";
 import { extname, join, relative, resolve, sep } from "node:path";
 import { logger } from "../util/logger.ts";
+import { readSmallFileAsync } from "../util/read-file.ts";
 import { type Entry, entriesOf, onDisk, readable } from "./folder-names.ts";
 
 /** A `memory.folders` walk (docs/agent.md, "Memory"): which files it indexes, which changes matter. */
@@ -74,6 +75,15 @@ export async function listTextFiles(
   };
   await walk(root);
   return { files: out, dirs, full, skipped };
+}
+
+/**
+ * A listed file's text, at most `maxBytes`: the safe reader, a link not followed (the walk follows
+ * none), so a file swapped for a link after the walk listed it is refused, not read from wherever
+ * it points (outside the folder, into every user's memory).
+ */
+export function readFolderFile(path: string | Buffer, maxBytes: number): Promise<string> {
+  return readSmallFileAsync(path, maxBytes, { follow: false });
 }
 
 /**

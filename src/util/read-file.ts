@@ -1,5 +1,5 @@
 import { closeSync, constants, fstatSync, openSync, readSync, type Stats, statSync } from "node:fs";
-import { open, stat } from "node:fs/promises";
+import { lstat, open, stat } from "node:fs/promises";
 
 /**
  * Reads of files the user or another program controls (the config, a model, the Hugging Face
@@ -35,6 +35,12 @@ export class FileTooLarge extends Error {
 }
 
 const NONBLOCK = constants.O_NONBLOCK ?? 0;
+const NOFOLLOW = constants.O_NOFOLLOW ?? 0;
+
+export interface ReadOptions {
+  /** Whether a link (the path's last part) is followed; on unless said (a `memory.folders` file: not). */
+  follow?: boolean;
+}
 
 /**
  * A regular file opened for reading, never blocking; the caller closes `fd`. Throws
@@ -80,8 +86,12 @@ export function readSmallFileBytes(path: string, maxBytes: number): Buffer {
  * The same read off the event loop (many files, as `memory.folders` has): the same checks
  * (stat, a non-blocking open, fstat), the reads awaited. NotRegularFile, FileTooLarge or the OS error.
  */
-export async function readSmallFileAsync(path: string | Buffer, maxBytes: number): Promise<string> {
-  const bytes = await readFileBytesAsync(path, maxBytes);
+export async function readSmallFileAsync(
+  path: string | Buffer,
+  maxBytes: number,
+  options?: ReadOptions,
+): Promise<string> {
+  const bytes = await readFileBytesAsync(path, maxBytes, options);
   return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("utf8");
 }
 
@@ -90,12 +100,18 @@ export async function readSmallFileAsync(path: string | Buffer, maxBytes: number
  * stat is refused before it is even opened (a document of 1 GB costs nothing to refuse). `at`
  * may be bytes (a `memory.folders` name that is not UTF-8: store/folder-names.ts); errors name it as text.
  */
-export async function readFileBytesAsync(at: string | Buffer, maxBytes: number): Promise<Uint8Array> {
+export async function readFileBytesAsync(
+  at: string | Buffer,
+  maxBytes: number,
+  options: ReadOptions = {},
+): Promise<Uint8Array> {
   const path = String(at);
-  const first = await stat(at);
+  const follow = options.follow ?? true;
+  const first = await (follow ? stat(at) : lstat(at));
   refuseIrregular(path, first);
   if (first.size > maxBytes) throw new FileTooLarge(path, first.size, maxBytes);
-  const handle = await open(at, constants.O_RDONLY | NONBLOCK);
+  // Not following: a link swapped in after the lstat fails the open (ELOOP) rather than being read.
+  const handle = await open(at, constants.O_RDONLY | NONBLOCK | (follow ? 0 : NOFOLLOW));
   try {
     const stats = await handle.stat();
     refuseIrregular(path, stats);
