@@ -1,4 +1,5 @@
 import type { ConsolaInstance } from "consola";
+import { logLine } from "./log-line.ts";
 
 /**
  * The process-wide logger: consola writing to stderr only (in serve-stdio mode stdout carries
@@ -83,7 +84,7 @@ function guardedStderr(): NodeJS.WriteStream {
 function at(name: Exclude<LogLevelName, "silent">) {
   return (message: string, ...args: unknown[]): void => {
     if (LEVELS[name] > level || stderrBroken) return;
-    consola()[name](message, ...args);
+    consola()[name](logLine(message), ...args);
   };
 }
 
