@@ -3,7 +3,7 @@ import type { DocumentFormat, DocumentsAddParams, IndexProgress } from "../proto
 import { CoreError } from "../protocol/errors.ts";
 import { documentErased, type PendingDocument } from "../store/document-store.ts";
 import { type Store, sessionNotFound } from "../store/store.ts";
-import { titleOf } from "../store/title.ts";
+import { oneLine, titleOf } from "../store/title.ts";
 import { ByteBudget } from "../util/byte-budget.ts";
 import { logger } from "../util/logger.ts";
 import type { Chunk } from "./chunk.ts";
@@ -97,7 +97,7 @@ export async function addDocument(p: DocumentsAddParams, deps: AddDeps): Promise
       await pipeline.finish((stored) => progress.stored(stored, read.chunks.length));
       doneReading();
       const meta = {
-        name: p.name ?? defaultName(p, read),
+        name: nameOf(p, read),
         format: read.format,
         chunks: read.chunks.length,
         bytes: read.bytes,
@@ -146,11 +146,14 @@ async function embed(doc: PendingDocument, embedChunks: EmbedChunks, deps: AddDe
 }
 
 /**
- * A document's name when the host gave none: the file's, else the text's first words; HTML's from
- * its text (its first chunk, under its headings), never its markup.
+ * A document's name: the host's, else the file's, else the text's first words (HTML's from its
+ * text, its first chunk under its headings, never its markup).
  */
-function defaultName(p: DocumentsAddParams, read: { format: DocumentFormat; chunks: Chunk[] }): string {
-  if (p.path !== undefined) return basename(p.path);
+function nameOf(p: DocumentsAddParams, read: { format: DocumentFormat; chunks: Chunk[] }): string {
+  // On one line: a host shows it in lists and citations, and a file's name may hold a line break
+  // or an override that reorders what follows it.
+  const given = oneLine(p.name ?? (p.path !== undefined ? basename(p.path) : ""));
+  if (given.trim() !== "") return given;
   const first = read.chunks[0];
   if (read.format === "html" && first) return titleOf([...first.heading_path, first.text].join(" "));
   return titleOf(p.text ?? "");

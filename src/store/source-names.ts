@@ -2,6 +2,7 @@ import type { Database } from "bun:sqlite";
 import { basename } from "node:path";
 import type { Source } from "../protocol/sources.ts";
 import { readable } from "./folder-names.ts";
+import { oneLine } from "./title.ts";
 
 /**
  * A citation's `name`, looked up when it is shown (docs/protocol.md "Citations"): the session's
@@ -11,7 +12,7 @@ import { readable } from "./folder-names.ts";
  */
 export function sourceName(db: Database, userId: string, s: Pick<Source, "kind" | "id">): string {
   // A name that is not UTF-8 reads with U+FFFD for its bytes; the id keeps them (folder-names.ts).
-  if (s.kind === "folder") return readable(basename(s.id));
+  if (s.kind === "folder") return oneLine(readable(basename(s.id)));
   const row =
     s.kind === "document"
       ? db.query("SELECT name FROM documents WHERE user_id = ? AND document_id = ?").get(userId, s.id)

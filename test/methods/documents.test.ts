@@ -113,6 +113,28 @@ describe("documents.add, list, delete and citations", () => {
     expect(filesHolding(h.dataDir, "subspecies of zebra")).toEqual([]);
   });
 
+  test("a document's name, given or the file's, is kept on one line: line breaks, controls and overrides folded", async () => {
+    await using h = new ChatHarness(plain);
+    const given = await call(h, "g", "documents.add", {
+      text: "The ibis wades.",
+      name: "birds\r\n\u001b[31m\u2067.md",
+    });
+    expect(given.result.name).toBe("birds [31m .md");
+    const path = join(h.dir.path, "trip\nnotes\u202e.txt");
+    writeFileSync(path, "The heron waits.");
+    const file = await call(h, "f", "documents.add", { path });
+    expect(file.result.name).toBe("trip notes .txt");
+    // A name of nothing else is the text's first words instead.
+    const blank = await call(h, "b", "documents.add", { text: "The stork returns.", name: "\n\u0000" });
+    expect(blank.result.name).toBe("The stork returns.");
+    const listed = await call(h, "l", "documents.list", {});
+    expect(listed.result.documents.map((d: any) => d.name).sort()).toEqual([
+      "The stork returns.",
+      "birds [31m .md",
+      "trip notes .txt",
+    ]);
+  });
+
   test("bad params and bad files: the code and message a host sees", async () => {
     await using h = new ChatHarness(plain);
     const dir = h.dir.path;

@@ -51,6 +51,20 @@ describe.if(process.platform === "linux")("a file named with bytes that are not 
     store.close();
   });
 
+  test("a name with a line break or a bidi override is cited on one line", async () => {
+    using dir = tmpdir();
+    const notes = join(dir.path, "notes");
+    mkdirSync(notes);
+    writeFileSync(join(notes, "plans\n[cited] \u202egpj.md"), "The gondola sails at dusk.");
+    const store = Store.open(join(dir.path, "data"), { folders: [notes], folderIndex: { watch: false } });
+    await store.folderIndex.start();
+    const [hit] = store.memory.search("u", "gondola", 5);
+    expect(hit?.cite).toMatchObject({ kind: "folder", name: "plans [cited]  gpj.md" });
+    // The id keeps the name as it is: the file is still found by it.
+    expect(hit?.cite.id).toBe(join(notes, "plans\n[cited] \u202egpj.md"));
+    store.close();
+  });
+
   test("one under data_dir is still never indexed", async () => {
     using dir = tmpdir();
     const data = join(dir.path, "data");
