@@ -180,10 +180,16 @@ async function fetchRest(
       hash.stop();
       hash = newHash(t, hooks, 0);
     }
-    await writeBody(
-      { response, path: t.incomplete, size: t.size, hash, progress: hooks.progress, stall, where },
-      start,
-    );
+    try {
+      await writeBody(
+        { response, path: t.incomplete, size: t.size, hash, progress: hooks.progress, stall, where },
+        start,
+      );
+    } catch (err) {
+      // The caller stops only the hash it handed in: a fresh one made for a restart is ours.
+      hash.stop();
+      throw err;
+    }
     return { hash };
   } finally {
     stall.stop();

@@ -96,6 +96,17 @@ async function pull(
   }
 }
 
+/** How many of this process's descriptors are open on `path` (Linux: /proc/self/fd). */
+function descriptorsOpenOn(path: string): number {
+  return readdirSync("/proc/self/fd").filter((fd) => {
+    try {
+      return readlinkSync(`/proc/self/fd/${fd}`) === path;
+    } catch {
+      return false;
+    }
+  }).length;
+}
+
 const storageGets = (hub: HubStandIn) => hub.requests.filter((r) => r.server === "storage");
 
 /** Nothing half-written under a final name: no blob, no snapshot entry for the file. */
@@ -302,6 +313,22 @@ describe("resume and verify", () => {
     expect(r.result!.warnings).toEqual(r.notes);
     expect(storageGets(hub)[0]!.range).toBe(`bytes=${MB}-`);
   });
+
+  test.skipIf(process.platform !== "linux")(
+    "a restart from byte 0 that then breaks leaves no hash worker reading the partial",
+    async () => {
+      const { cache, deps } = await setup({ ignoreRange: true, cut: { after: MB / 2 } });
+      const partial = incompletePath(cache, "org/model-GGUF", sha256(MODEL));
+      await Bun.write(partial, MODEL.subarray(0, MB));
+      const r = await pull({ repo: "org/model-GGUF", quant: "Q4_K_M" }, deps);
+      expect(r.error?.data?.cause).toBe("connection_lost");
+      expect(r.notes.join()).toContain("ignored the Range request");
+      // The restart's fresh hash had its own worker; one left running keeps the file open and
+      // wakes every 2 ms for the life of the core, one more per failed retry.
+      await Bun.sleep(300);
+      expect(descriptorsOpenOn(partial)).toBe(0);
+    },
+  );
 
   test("a partial whose bytes are wrong fails the checksum on resume, and is deleted", async () => {
     const { hub, cache, deps } = await setup();
