@@ -141,7 +141,7 @@ export async function pullModel(req: PullRequest, deps: PullDeps, hooks: PullHoo
     try {
       const sha256 = await obtainBlob(hub, t, reporter, deps, { ...hooks, note });
       const pointer = snapshotPath(cacheDir, req.repo, commit, t.file);
-      if (cacheWrite(() => linkSnapshot(t.blob, pointer, deps.symlink), t, pointer) === "copy")
+      if ((await cacheWrite(() => linkSnapshot(t.blob, pointer, deps.symlink), t, pointer)) === "copy")
         note(`${t.file}: this folder does not allow links, so the snapshot holds a copy of the blob`);
       reporter.update(t.size);
       reporter.finish();
@@ -152,7 +152,7 @@ export async function pullModel(req: PullRequest, deps: PullDeps, hooks: PullHoo
   }
   if (req.revision !== commit) {
     const ref = refPath(cacheDir, req.repo, req.revision);
-    cacheWrite(() => writeRef(ref, commit), { repo: req.repo, file: undefined }, ref);
+    await cacheWrite(() => writeRef(ref, commit), { repo: req.repo, file: undefined }, ref);
   }
   return {
     repo: req.repo,
@@ -179,9 +179,13 @@ function tokenFor(deps: PullDeps, where: PullWhere): string | undefined {
 }
 
 /** A write into the cache after the download (link, ref): an OS error names the path. */
-function cacheWrite<T>(write: () => T, where: { repo: string; file: string | undefined }, path: string): T {
+async function cacheWrite<T>(
+  write: () => T | Promise<T>,
+  where: { repo: string; file: string | undefined },
+  path: string,
+): Promise<T> {
   try {
-    return write();
+    return await write();
   } catch (err) {
     throw writeFailure(err, { repo: where.repo, file: where.file }, path);
   }

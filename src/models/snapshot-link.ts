@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
-import { copyFileSync, mkdirSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { mkdirSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { copyFile } from "node:fs/promises";
 import { dirname, join, relative } from "node:path";
 
 /**
@@ -14,13 +15,14 @@ const defaultSymlink: MakeSymlink = (target, path) => symlinkSync(target, path);
 /**
  * `snapshots/<commit>/<file>` → the blob, as a relative link (the cache folder can move). Where
  * links cannot be made (Windows without developer mode, some network drives) the blob is
- * copied instead, as huggingface_hub does. Returns how it was made.
+ * copied instead, as huggingface_hub does: off the event loop, since a model is gigabytes and
+ * the core must keep answering meanwhile. Returns how it was made.
  */
-export function linkSnapshot(
+export async function linkSnapshot(
   blob: string,
   pointer: string,
   symlink: MakeSymlink = defaultSymlink,
-): "link" | "copy" {
+): Promise<"link" | "copy"> {
   mkdirSync(dirname(pointer), { recursive: true });
   const temp = join(dirname(pointer), `.${randomBytes(6).toString("hex")}.tmp`);
   try {
@@ -32,7 +34,7 @@ export function linkSnapshot(
     if (!linksUnsupported(err)) throw err;
   }
   try {
-    copyFileSync(blob, temp);
+    await copyFile(blob, temp);
     renameSync(temp, pointer);
     return "copy";
   } catch (err) {

@@ -269,6 +269,36 @@ describe("pull into the Hugging Face cache", () => {
     expect(statSync(r.result!.path).size).toBe(MB);
     expect(r.result!.warnings.join()).toContain("does not allow links");
   });
+
+  test("the copy made where links fail does not hold up the core (ping, cancel, other requests)", async () => {
+    const { cache, deps } = await setup();
+    // A blob in place is taken by its name: 48 MiB there make a copy that takes a while.
+    const blob = blobPath(cache, "org/model-GGUF", sha256(MODEL));
+    mkdirSync(join(blob, ".."), { recursive: true });
+    writeFileSync(blob, new Uint8Array(48 * MB).fill(7));
+    let ticks = 0;
+    let copying = false;
+    const beat = setInterval(() => {
+      if (copying) ticks++;
+    }, 1);
+    let began = 0;
+    const noLinks = () => {
+      // The copy starts right after this.
+      copying = true;
+      began = performance.now();
+      throw Object.assign(new Error("EPERM"), { code: "EPERM" });
+    };
+    const r = await pull({ repo: "org/model-GGUF", quant: "Q4_K_M" }, { ...deps, symlink: noLinks });
+    copying = false;
+    const took = performance.now() - began;
+    clearInterval(beat);
+    expect(r.error).toBeUndefined();
+    expect(statSync(r.result!.path).size).toBe(48 * MB);
+    // A synchronous copy of a model (gigabytes on Windows without developer mode, where links
+    // fail) leaves every request unanswered until it ends: not one beat in the meantime. (A
+    // file system that clones the file at once proves nothing either way.)
+    if (took >= 10) expect(ticks).toBeGreaterThan(0);
+  });
 });
 
 describe("resume and verify", () => {
