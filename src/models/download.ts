@@ -57,6 +57,8 @@ export async function downloadBlob(hub: HubClient, t: BlobTarget, hooks: Downloa
       hash = fetched.hash;
     }
     const digests = await finishHash(hash, t, hooks, where);
+    // Checked: the last event is the finished download's, as a pull with nothing to check ends.
+    hooks.progress.set("download", t.size);
     const got = t.expected.kind === "sha256" ? digests.sha256 : (digests.gitSha1 ?? "");
     if (got !== t.expected.value.toLowerCase()) {
       rmSync(t.incomplete, { force: true });
@@ -126,6 +128,9 @@ async function finishHash(
   hooks: DownloadHooks,
   where: PullWhere,
 ): Promise<Digests> {
+  // What is left to hash (a resumed partial read back, or all of one already whole) is shown
+  // as the check phase: seconds to minutes for gigabytes, which must not look like a hang.
+  hooks.progress.start("check", hash.position(), () => hash.position());
   const stop = () => hash.stop();
   hooks.signal.addEventListener("abort", stop, { once: true });
   try {
@@ -139,6 +144,7 @@ async function finishHash(
     );
   } finally {
     hooks.signal.removeEventListener("abort", stop);
+    hooks.progress.unfollow(hash.position());
   }
 }
 

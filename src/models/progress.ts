@@ -87,16 +87,21 @@ export class ProgressReporter {
     this.update(done);
   }
 
-  /** The phase changes (check → download) or the count restarts: the rate starts over. */
+  /**
+   * The phase changes (wait → download) or the count restarts: the rate starts over. The check
+   * (the hash catching up after the download) counts hashed bytes, not a transfer: it leaves
+   * the download's rate as it was, for the last event once the check is over.
+   */
   set(phase: ProgressPhase, done: number): void {
-    if (phase !== this.phase || done < this.done) this.meter.reset();
+    const check = phase === "check" || this.phase === "check";
+    if (!check && (phase !== this.phase || done < this.done)) this.meter.reset();
     this.phase = phase;
     this.update(done);
   }
 
   update(done: number): void {
     this.done = done;
-    this.meter.sample(this.now(), done);
+    if (this.phase !== "check") this.meter.sample(this.now(), done);
   }
 
   /** Emits the final state (unless an event went out just now with the same count) and stops the beat. */

@@ -360,6 +360,18 @@ describe("resume and verify", () => {
     },
   );
 
+  test("verifying a partial is shown as the check phase, from its first moment", async () => {
+    const { cache, deps } = await setup();
+    // A core killed after the last byte but before the rename: nothing to fetch, all to hash
+    // (gigabytes: seconds to minutes without an event, a host would take the pull for hung).
+    const partial = incompletePath(cache, "org/model-GGUF", sha256(MODEL));
+    await Bun.write(partial, MODEL);
+    const r = await pull({ repo: "org/model-GGUF", quant: "Q4_K_M" }, deps);
+    expect(r.error).toBeUndefined();
+    expect(r.events[0]).toMatchObject({ phase: "check", total: MODEL.length, bytes_per_s: 0 });
+    expect(r.events.at(-1)).toMatchObject({ phase: "download", bytes_done: MODEL.length });
+  });
+
   test("a partial whose bytes are wrong fails the checksum on resume, and is deleted", async () => {
     const { hub, cache, deps } = await setup();
     const partial = incompletePath(cache, "org/model-GGUF", sha256(MODEL));
