@@ -48,6 +48,7 @@ export interface PullDeps {
   fetch?: typeof fetch;
   freeSpace?: FreeSpaceProbe;
   symlink?: MakeSymlink;
+  hardlink?: MakeSymlink;
   stallMs?: number;
   /** How often a pull waiting on another writer looks again. */
   pollMs?: number;
@@ -141,7 +142,7 @@ export async function pullModel(req: PullRequest, deps: PullDeps, hooks: PullHoo
     try {
       const sha256 = await obtainBlob(hub, t, reporter, deps, { ...hooks, note });
       const pointer = snapshotPath(cacheDir, req.repo, commit, t.file);
-      if ((await cacheWrite(() => linkSnapshot(t.blob, pointer, deps.symlink), t, pointer)) === "copy")
+      if ((await cacheWrite(() => linkSnapshot(t.blob, pointer, deps), t, pointer)) === "copy")
         note(`${t.file}: this folder does not allow links, so the snapshot holds a copy of the blob`);
       reporter.update(t.size);
       reporter.finish();

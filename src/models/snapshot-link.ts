@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { mkdirSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { linkSync, mkdirSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { copyFile } from "node:fs/promises";
 import { dirname, join, relative } from "node:path";
 
@@ -10,28 +10,43 @@ import { dirname, join, relative } from "node:path";
 
 export type MakeSymlink = (target: string, path: string) => void;
 
+/** The two ways of naming the blob without copying it; tests replace them. */
+export interface LinkMakers {
+  symlink?: MakeSymlink | undefined;
+  hardlink?: MakeSymlink | undefined;
+}
+
 const defaultSymlink: MakeSymlink = (target, path) => symlinkSync(target, path);
+const defaultHardlink: MakeSymlink = (target, path) => linkSync(target, path);
 
 /**
  * `snapshots/<commit>/<file>` → the blob, as a relative link (the cache folder can move). Where
- * links cannot be made (Windows without developer mode, some network drives) the blob is
- * copied instead, as huggingface_hub does: off the event loop, since a model is gigabytes and
- * the core must keep answering meanwhile. Returns how it was made.
+ * symbolic links cannot be made (Windows without developer mode) a hard link names the same
+ * bytes, which NTFS allows anyone: a copy would take the model's size twice, past what the
+ * space check counted. Only where neither works (FAT, some network drives) is the blob copied,
+ * as huggingface_hub does: off the event loop, since a model is gigabytes and the core must
+ * keep answering meanwhile. Returns how it was made.
  */
 export async function linkSnapshot(
   blob: string,
   pointer: string,
-  symlink: MakeSymlink = defaultSymlink,
-): Promise<"link" | "copy"> {
+  links: LinkMakers = {},
+): Promise<"link" | "hardlink" | "copy"> {
   mkdirSync(dirname(pointer), { recursive: true });
   const temp = join(dirname(pointer), `.${randomBytes(6).toString("hex")}.tmp`);
-  try {
-    symlink(relative(dirname(pointer), blob), temp);
-    renameSync(temp, pointer);
-    return "link";
-  } catch (err) {
-    rmSync(temp, { force: true });
-    if (!linksUnsupported(err)) throw err;
+  const ways: ["link" | "hardlink", () => void][] = [
+    ["link", () => (links.symlink ?? defaultSymlink)(relative(dirname(pointer), blob), temp)],
+    ["hardlink", () => (links.hardlink ?? defaultHardlink)(blob, temp)],
+  ];
+  for (const [how, make] of ways) {
+    try {
+      make();
+      renameSync(temp, pointer);
+      return how;
+    } catch (err) {
+      rmSync(temp, { force: true });
+      if (!linksUnsupported(err)) throw err;
+    }
   }
   try {
     await copyFile(blob, temp);
