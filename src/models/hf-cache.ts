@@ -47,6 +47,22 @@ export function hubEndpoint(env: Env): string {
   return (env.HF_ENDPOINT || "https://huggingface.co").replace(/\/+$/, "");
 }
 
+/**
+ * The endpoint as a message may show it: a user and password written into HF_ENDPOINT (a
+ * mirror behind basic auth) are a secret, never echoed to a host, a log or a bug report.
+ */
+export function shownEndpoint(endpoint: string): string {
+  try {
+    const url = new URL(endpoint);
+    if (!url.username && !url.password) return endpoint;
+    url.username = "";
+    url.password = "";
+    return url.toString().replace(/\/+$/, "");
+  } catch {
+    return endpoint.replace(/\/\/[^/@]*@/, "//");
+  }
+}
+
 /** `org/name` → `models--org--name`. */
 export function repoFolderName(repo: string): string {
   return `models--${repo.split("/").join("--")}`;

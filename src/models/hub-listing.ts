@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { CoreError } from "../protocol/errors.ts";
 import { readCapped } from "../util/capped-body.ts";
-import { type Env, hubEndpoint, isOffline } from "./hf-cache.ts";
+import { type Env, hubEndpoint, isOffline, shownEndpoint } from "./hf-cache.ts";
 import { nextLink } from "./hub-client.ts";
 import { readToken, UnusableToken } from "./hub-token.ts";
 import { refusedEntry } from "./listed-entry.ts";
@@ -155,7 +155,7 @@ export function unreachable(access: HubAccess, label: string, what: object, err:
         : String(err);
   return hubError(
     "hub_unreachable",
-    `${label}: the hub at ${access.endpoint} could not be reached (${why})`,
+    `${label}: the hub at ${shownEndpoint(access.endpoint)} could not be reached (${why})`,
     {
       ...what,
     },

@@ -300,6 +300,18 @@ describe("will it fit, from the hub's header alone", () => {
       judged(parseModelRef("org/m:Q4_K_M"), config, { HF_ENDPOINT: url }, { home: dir.path }),
     );
     expect(down.data).toMatchObject({ problem: "hub_unreachable" });
+    // A mirror's user and password in HF_ENDPOINT are never said back.
+    const secret = await failure(
+      judged(
+        parseModelRef("org/m:Q4_K_M"),
+        config,
+        { HF_ENDPOINT: url.replace("//", "//mirror-user:s3cret-pass@") },
+        { home: dir.path },
+      ),
+    );
+    expect(secret.data).toMatchObject({ problem: "hub_unreachable" });
+    expect(secret.message).toContain(`the hub at ${url} could not`);
+    expect(JSON.stringify({ m: secret.message, d: secret.data })).not.toMatch(/s3cret|mirror-user/);
 
     let calls = 0;
     const spy = (async () => {
