@@ -1,9 +1,16 @@
 import type { Database } from "bun:sqlite";
 import { stat } from "node:fs/promises";
-import { join, relative } from "node:path";
+import { relative } from "node:path";
 import { logger } from "../util/logger.ts";
 import { settleErase } from "./erase.ts";
 import { onDisk, readable } from "./folder-names.ts";
+import {
+  dropFiles,
+  filesWithoutRecord,
+  insertPassages,
+  recordedFiles,
+  unlistedRoots,
+} from "./folder-rows.ts";
 import {
   foldersWithin,
   listTextFiles,
@@ -120,7 +127,7 @@ export class FolderIndex {
    * watches what it went through. Resolves when the index and any walk queued behind it are done.
    */
   start(): Promise<void> {
-    this.run ??= this.indexAll(this.folders);
+    this.run ??= this.forgetUnlisted().then(() => this.indexAll(this.folders));
     return this.run;
   }
 
@@ -241,15 +248,7 @@ export class FolderIndex {
     for (const s of skipped)
       this.tell(root, s.path, s.reason === "too_large" ? "over 1 MiB" : "its size cannot be read");
     this.watch?.watch(root, dirs);
-    const known = new Map(
-      (
-        this.db.query("SELECT path, size, mtime_ms FROM memory_files WHERE root = ?").all(root) as {
-          path: string;
-          size: number;
-          mtime_ms: number;
-        }[]
-      ).map((r) => [r.path, r]),
-    );
+    const known = recordedFiles(this.db, root);
     const present = new Set(files.map((f) => f.path));
     const gone = [...known.keys(), ...this.unrecorded(root, known)].filter((p) => !present.has(p));
     for (let i = 0; i < gone.length && !this.stopped; i += FORGET_BATCH) {
@@ -265,7 +264,7 @@ export class FolderIndex {
       if (this.stopped) return added;
       const read = await Promise.all(batch.map((f) => this.readFile(root, f)));
       if (this.stopped) return added;
-      this.insert(root, read);
+      insertPassages(this.db, root, read);
       added ||= read.some((r) => r.parts && r.parts.length > 0);
       // A changed file's old passages are gone from the index; so must their quotes be.
       const replaced = read.filter((r) => r.parts && known.has(r.file.path)).map((r) => r.file.path);
@@ -315,6 +314,23 @@ export class FolderIndex {
   }
 
   /**
+   * The passages of folders memory.folders no longer names, forgotten as files gone are: a
+   * folder taken out of the config is never recalled again, and its text must not stay in the
+   * database for good either. Once a process, before the first walk.
+   */
+  private async forgetUnlisted(): Promise<void> {
+    for (const root of unlistedRoots(this.db, this.folders)) {
+      const known = recordedFiles(this.db, root);
+      const paths = [...known.keys(), ...this.unrecorded(root, known)];
+      for (let i = 0; i < paths.length && !this.stopped; i += FORGET_BATCH) {
+        this.forget(root, paths.slice(i, i + FORGET_BATCH));
+        await nextTurn();
+      }
+      logger.info(`memory folder ${root} is no longer in memory.folders: its passages are forgotten`);
+    }
+  }
+
+  /**
    * At a folder's first walk in this process, the files it has passages of but no record: an
    * earlier version walked a folder inside it too, and the inner folder's record replaced its
    * own. They are forgotten with the files gone, unless the walk finds them again.
@@ -322,22 +338,11 @@ export class FolderIndex {
   private unrecorded(root: string, known: ReadonlyMap<string, unknown>): string[] {
     if (this.swept.has(root)) return [];
     this.swept.add(root);
-    const sources = this.db
-      .query("SELECT DISTINCT source FROM memory WHERE user_id = '' AND root = ?")
-      .all(root) as { source: string }[];
-    return sources.map((r) => join(root, r.source.slice("file:".length))).filter((p) => !known.has(p));
+    return filesWithoutRecord(this.db, root, known);
   }
 
   private forget(root: string, paths: string[]): void {
-    this.db.transaction(() => {
-      const drop = this.db.query("DELETE FROM memory WHERE user_id = '' AND root = ? AND source = ?");
-      // Another folder's record of the same path (see `unrecorded`) is that folder's to keep.
-      const forget = this.db.query("DELETE FROM memory_files WHERE path = ? AND root = ?");
-      for (const path of paths) {
-        drop.run(root, `file:${relative(root, path)}`);
-        forget.run(path, root);
-      }
-    })();
+    dropFiles(this.db, root, paths);
     this.gone(root, paths);
   }
 
@@ -351,28 +356,6 @@ export class FolderIndex {
         `memory folder ${root}: what quoted a changed file could not be erased: ${(err as Error).message}`,
       );
     }
-  }
-
-  private insert(root: string, read: { file: TextFile; parts: string[] | undefined }[]): void {
-    this.db.transaction(() => {
-      const drop = this.db.query("DELETE FROM memory WHERE user_id = '' AND root = ? AND source = ?");
-      const add = this.db.query(
-        "INSERT INTO memory (user_id, session_id, seq, source, root, text, at) VALUES ('', '', ?, ?, ?, ?, ?)",
-      );
-      const remember = this.db.query(
-        "INSERT OR REPLACE INTO memory_files (path, root, size, mtime_ms) VALUES (?, ?, ?, ?)",
-      );
-      for (const { file, parts } of read) {
-        if (!parts) continue;
-        const source = `file:${relative(root, file.path)}`;
-        const at = Math.round(file.mtimeMs);
-        drop.run(root, source);
-        parts.forEach((text, i) => {
-          add.run(i, source, root, text, at);
-        });
-        remember.run(file.path, root, file.size, at);
-      }
-    })();
   }
 }
 

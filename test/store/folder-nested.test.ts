@@ -1,3 +1,4 @@
+import { Database } from "bun:sqlite";
 import { expect, test } from "bun:test";
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -37,14 +38,23 @@ test("passages an earlier version kept under the outer folder are forgotten at t
   mkdirSync(inner, { recursive: true });
   writeFileSync(join(inner, "plan.md"), "zebracorn secret plan");
   const data = join(dir.path, "data");
-  // The outer folder alone first (its passages and record of the file), then both, inner last:
-  // the record the inner folder writes is the file's only one, as before the fix.
-  let store = Store.open(data, { folders: [outer], folderIndex: { watch: false } });
+  // Indexed as it is now (under the inner folder only), then what an earlier version's walk of
+  // the outer folder added: its own copy of the passages, with no record of its own (the file's
+  // one record, memory_files being keyed by path, is the inner folder's).
+  let store = Store.open(data, { folders: [outer, inner], folderIndex: { watch: false } });
   await store.folderIndex.start();
   store.close();
-  store = Store.open(data, { folders: [inner], folderIndex: { watch: false } });
-  await store.folderIndex.start();
-  store.close();
+  const db = new Database(join(data, "local-ai.db"));
+  db.run(
+    `INSERT INTO memory (user_id, session_id, seq, source, root, text, at)
+     SELECT user_id, session_id, seq, 'file:work/plan.md', ?, text, at FROM memory WHERE user_id = '' AND root = ?`,
+    [outer, inner],
+  );
+  expect(db.query("SELECT root FROM memory WHERE user_id = '' ORDER BY root").all()).toEqual([
+    { root: outer },
+    { root: inner },
+  ]);
+  db.close();
   store = Store.open(data, { folders: [outer, inner], folderIndex: { watch: false } });
   await store.folderIndex.start();
   expect(store.memory.search("u", "zebracorn", 5).map((h) => h.cite.id)).toEqual([join(inner, "plan.md")]);
@@ -53,4 +63,33 @@ test("passages an earlier version kept under the outer folder are forgotten at t
   expect(store.memory.search("u", "zebracorn", 5)).toEqual([]);
   store.close();
   expect(filesHolding(data, "zebracorn")).toEqual([]);
+});
+
+test("a folder taken out of memory.folders is forgotten at the next start: no passage, nothing readable on disk", async () => {
+  using dir = tmpdir();
+  const kept = join(dir.path, "kept");
+  const dropped = join(dir.path, "dropped");
+  mkdirSync(kept);
+  mkdirSync(dropped);
+  writeFileSync(join(kept, "a.md"), "okapi field notes");
+  writeFileSync(join(dropped, "b.md"), "narwhal private diary");
+  const data = join(dir.path, "data");
+  let store = Store.open(data, { folders: [kept, dropped], folderIndex: { watch: false } });
+  await store.folderIndex.start();
+  expect(store.memory.search("u", "narwhal", 5).map((h) => h.cite.id)).toEqual([join(dropped, "b.md")]);
+  store.close();
+  expect(filesHolding(data, "narwhal").length).toBeGreaterThan(0);
+  const gone: string[] = [];
+  store = Store.open(data, {
+    folders: [kept],
+    folderIndex: { watch: false, onGone: (s) => gone.push(...s) },
+  });
+  await store.folderIndex.start();
+  expect(store.memory.search("u", "narwhal", 5)).toEqual([]);
+  expect(store.memory.search("u", "okapi", 5).map((h) => h.cite.id)).toEqual([join(kept, "a.md")]);
+  // What quoted it (a saved KV state) is told to go too.
+  expect(gone).toEqual(["file:b.md"]);
+  store.close();
+  expect(filesHolding(data, "narwhal")).toEqual([]);
+  expect(filesHolding(data, "okapi").length).toBeGreaterThan(0);
 });
