@@ -269,6 +269,10 @@ export class FolderIndex {
       // A changed file's old passages are gone from the index; so must their quotes be.
       const replaced = read.filter((r) => r.parts && known.has(r.file.path)).map((r) => r.file.path);
       if (replaced.length > 0) this.gone(root, replaced);
+      // A changed file that cannot be read now: its old text is no longer the file's, and is never
+      // quoted (`current`), so it is not kept either; the next walk that can read it indexes it.
+      const unreadable = read.filter((r) => !r.parts && known.has(r.file.path)).map((r) => r.file.path);
+      if (unreadable.length > 0) this.forget(root, unreadable);
       this.options.onBatch?.({
         root,
         files: batch.length,

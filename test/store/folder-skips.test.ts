@@ -6,6 +6,7 @@ import { CoreServices } from "../../src/server/services.ts";
 import { listTextFiles, MAX_FILE_BYTES } from "../../src/store/folder-walk.ts";
 import { Store } from "../../src/store/store.ts";
 import { logger } from "../../src/util/logger.ts";
+import { filesHolding } from "../fixtures/files-holding.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
 // memory.folders skips a file over 1 MiB and one it cannot read (docs/agent.md "Memory"): each is
@@ -71,6 +72,38 @@ describe("files a memory folder skips", () => {
     expect(lines.filter((l) => l.includes("locked.md"))).toHaveLength(1);
     expect(lines.find((l) => l.includes("big-a.md"))).toContain("over 1 MiB");
     expect(lines.join("\n")).not.toContain(SECRET);
+  });
+
+  test("a file changed and then unreadable keeps none of its old text: forgotten until it can be read", async () => {
+    using dir = tmpdir();
+    const notes = join(dir.path, "notes");
+    mkdirSync(notes);
+    const file = join(notes, "diary.md");
+    writeFileSync(file, "the axolotl secret");
+    let locked = false;
+    const store = Store.open(join(dir.path, "data"), {
+      folders: [notes],
+      folderIndex: {
+        watch: false,
+        read: async (path, max) => {
+          if (locked) throw new Error("EACCES: permission denied");
+          return (await Bun.file(String(path)).text()).slice(0, max);
+        },
+      },
+    });
+    await store.folderIndex.start();
+    expect(store.memory.search("u", "axolotl", 5)).toHaveLength(1);
+    writeFileSync(file, "the axolotl secret, and more of it");
+    locked = true;
+    await store.folderIndex.refresh([notes]);
+    expect(store.memory.search("u", "axolotl", 5)).toEqual([]);
+    store.close();
+    expect(filesHolding(join(dir.path, "data"), "axolotl")).toEqual([]);
+    locked = false;
+    const again = Store.open(join(dir.path, "data"), { folders: [notes], folderIndex: { watch: false } });
+    await again.folderIndex.start();
+    expect(again.memory.search("u", "axolotl", 5)).toHaveLength(1);
+    again.close();
   });
 
   test("doctor counts them", async () => {
