@@ -19,6 +19,7 @@ import {
 } from "../protocol/sessions.ts";
 import { attachmentOf } from "../store/attachment-of.ts";
 import { exportInline, exportToFile } from "../store/export-file.ts";
+import { sessionNotFound } from "../store/store.ts";
 import { defineMethod } from "./definition.ts";
 import { kvErased } from "./kv-erased.ts";
 
@@ -57,17 +58,20 @@ export const sessionsDelete = defineMethod({
   result: () => SessionsDeleteResultSchema,
   run: async (p, _ctx, services) => {
     const store = services.store();
+    let live = true;
     try {
       store.mustFind(p.user_id, p.session_id);
     } catch (err) {
-      // A delete sent again after one that could not remove its saved KV state: tried again.
-      // Only then: a store that cannot answer says nothing of the session's rows.
-      if ((err as CoreError).data?.reason === "session_not_found")
-        kvErased(services.forgetKv(p.user_id, p.session_id));
-      throw err;
+      // A store that cannot answer says nothing of the session's rows: nothing is erased.
+      if ((err as CoreError).data?.reason !== "session_not_found") throw err;
+      live = false;
     }
-    const { copies } = await store.deleteSession(p.user_id, p.session_id);
+    // Not in the live database, it is erased still: a database set aside after damage may hold
+    // it (the host knew it before the reset), and a delete sent again after one that could not
+    // remove its saved KV state tries that again. The answer stays session_not_found.
+    const { deleted, copies } = await store.deleteSession(p.user_id, p.session_id);
     kvErased(services.forgetKv(p.user_id, p.session_id));
+    if (!live && !deleted) throw sessionNotFound(p.session_id, copies);
     return { deleted: true as const, set_aside_copies: copies };
   },
 });

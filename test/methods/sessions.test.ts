@@ -1,6 +1,10 @@
+import { Database } from "bun:sqlite";
 import { describe, expect, test } from "bun:test";
+import { renameSync } from "node:fs";
+import { basename, join } from "node:path";
 import { Store } from "../../src/store/store.ts";
 import { ChatHarness, type Msg } from "../agent/harness.ts";
+import { filesHolding } from "../fixtures/files-holding.ts";
 
 /** A request's terminal message; results are read loosely here (the client types check their shapes). */
 async function call(
@@ -110,6 +114,33 @@ describe("sessions.* and users.delete over the protocol", () => {
       deleted_sessions: 0,
       set_aside_copies: [],
     });
+  });
+
+  test("sessions.delete of a session only a database set aside holds erases it there, and answers session_not_found", async () => {
+    await using h = new ChatHarness({ agents: [{ name: "plain" }] });
+    h.llama.script({ content: ["noted"] }, { content: ["kept"] });
+    await h.chat("a", { input: "the NARWHAL plan", session_id: "gone" });
+    await h.chat("b", { input: "the OKAPI plan", session_id: "kept" });
+    // The database as a reset after damage sets it aside, then the live one without the session.
+    const copy = join(h.dataDir, "local-ai.db.corrupt-2026-01-01T00-00-00-000Z");
+    const before = join(h.dir.path, "before.db");
+    const db = new Database(join(h.dataDir, "local-ai.db"));
+    db.run("VACUUM INTO ?", [before]);
+    db.close();
+    await h.services.store().deleteSession("default_user", "gone");
+    renameSync(before, copy);
+    expect(filesHolding(h.dataDir, "NARWHAL")).toEqual([basename(copy)]);
+    const r = await call(h, "d", "sessions.delete", { session_id: "gone" });
+    expect(r).toMatchObject({
+      type: "error",
+      code: "invalid_request",
+      data: {
+        reason: "session_not_found",
+        set_aside_copies: [{ path: copy, outcome: "scrubbed", deleted_sessions: 1 }],
+      },
+    });
+    expect(filesHolding(h.dataDir, "NARWHAL")).toEqual([]);
+    expect(filesHolding(h.dataDir, "OKAPI").length).toBeGreaterThan(0);
   });
 
   test("sessions.delete and users.delete take the sessions away from list and search", async () => {
