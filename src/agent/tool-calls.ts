@@ -124,7 +124,7 @@ function parseCall(
   known: ReadonlySet<string>,
 ): { name: string; args: Record<string, unknown> } | string {
   if (!known.has(name)) {
-    const shown = name.length > 80 ? `${name.slice(0, 80)}…` : name;
+    const shown = (name.length > 80 ? `${name.slice(0, 80)}…` : name).toWellFormed();
     return `unknown tool '${shown}' (available: ${toolList(known)})`;
   }
   if (args.length > MAX_ARGUMENT_CHARS) {
@@ -135,14 +135,30 @@ function parseCall(
   }
   let value: unknown;
   try {
-    value = args.trim() === "" ? {} : JSON.parse(args);
+    value = args.trim() === "" ? {} : JSON.parse(args, unreadable);
   } catch (err) {
+    if (err instanceof UnreadableArguments) return `the arguments for '${name}' ${err.message}`;
     return capped(`the arguments for '${name}' are not valid JSON (${(err as Error).message})`);
   }
   if (typeof value !== "object" || value === null || Array.isArray(value)) {
     return `the arguments for '${name}' must be a JSON object`;
   }
   return { name, args: value as Record<string, unknown> };
+}
+
+class UnreadableArguments extends Error {}
+
+/**
+ * A JSON.parse reviver refusing what Bun's parser takes but llama-server's (nlohmann) refuses: a
+ * lone surrogate escape (`"\ud800"`) and a number past a double (`1e400`). Such a call, sent back
+ * in the history, fails every later request of the turn with a 500 quoting the arguments.
+ */
+function unreadable(key: string, value: unknown): unknown {
+  if (typeof value === "number" && !Number.isFinite(value))
+    throw new UnreadableArguments("hold a number too large for a double");
+  if ((typeof value === "string" && !value.isWellFormed()) || !key.isWellFormed())
+    throw new UnreadableArguments("hold a lone UTF-16 surrogate escape (half of a \\uD83D\\uDE00 pair)");
+  return value;
 }
 
 /**
@@ -210,7 +226,7 @@ function withSafeArguments(tc: ToolCall): ToolCall {
   let ok = false;
   if (args.length <= MAX_ARGUMENT_CHARS && nestingDepth(args) <= MAX_ARGUMENT_DEPTH) {
     try {
-      const v = JSON.parse(args);
+      const v = JSON.parse(args, unreadable);
       ok = typeof v === "object" && v !== null && !Array.isArray(v);
     } catch {
       ok = false;
