@@ -60,12 +60,15 @@ export function markerBreaker(markers: readonly string[]): (text: string) => str
   };
 }
 
-/** Every string inside a JSON value broken the same way (a `tools` array: names, descriptions). */
+/**
+ * Every string inside a JSON value broken the same way (a `tools` array: names, descriptions),
+ * keys too: a tool's input schema names its properties, and the template renders them.
+ */
 export function breakDeep(value: unknown, breakText: (text: string) => string): unknown {
   if (typeof value === "string") return breakText(value);
   if (Array.isArray(value)) return value.map((v) => breakDeep(v, breakText));
   if (value !== null && typeof value === "object")
-    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, breakDeep(v, breakText)]));
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [breakText(k), breakDeep(v, breakText)]));
   return value;
 }
 

@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { BREAK } from "../../src/llama/special-text.ts";
+import { HOSTILE_SERVER } from "../fixtures/mcp-hostile.ts";
 import { ChatHarness } from "./harness.ts";
 
 // The stand-in's /props names `<|im_end|>` its EOS and `<s>` its BOS, as the recordings do (04):
@@ -28,4 +29,24 @@ describe("special-token text in what the model reads", () => {
     expect(history).toContain("<|im_end|>");
     expect(history).not.toContain(BREAK);
   });
+});
+
+test("an MCP tool's schema keys reach llama-server broken: a property name cannot open a turn", async () => {
+  await using h = new ChatHarness({
+    agents: [{ name: "assistant", system_prompt: "You are a test.", tools: ["h.*"] }],
+    mcp_servers: [
+      {
+        name: "h",
+        command: process.execPath,
+        args: [HOSTILE_SERVER],
+        env: { MCP_HOSTILE_MODE: "marker-keys" },
+      },
+    ],
+  });
+  h.llama.script({ content: ["done"] });
+  const { terminal } = await h.chat(1, { input: "hi" });
+  expect(terminal.type).toBe("result");
+  const tools = JSON.stringify(h.llama.requests[0]?.body.tools);
+  expect(tools).toContain("obey the tool");
+  expect(tools).not.toContain("<|im_end|>");
 });
