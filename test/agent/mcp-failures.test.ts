@@ -3,6 +3,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { McpPool } from "../../src/agent/mcp/pool.ts";
 import { McpServerSchema } from "../../src/config/schema.ts";
+import { hostileServer } from "../fixtures/mcp-hostile.ts";
 import { alive } from "../fixtures/stack.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 import { waitFor } from "../fixtures/wait.ts";
@@ -173,3 +174,23 @@ describe("chat: MCP tools that misbehave", () => {
     expect(JSON.stringify(h.history("big")).length).toBeLessThan(20_000);
   }, 30_000);
 });
+
+test("a server's own error at start-up reaches the warning bounded and well-formed", async () => {
+  using scratch = tmpdir();
+  await using h = new ChatHarness({
+    agents: [{ name: "a", tools: ["h.*"] }],
+    mcp_servers: [hostileServer("list-error", join(scratch.path, "pids"), 20)],
+  });
+  h.llama.script({ content: ["first"] }, { content: ["second"] });
+  for (const id of ["c1", "c2"]) {
+    const { terminal } = await h.chat(id, { input: "hi", session_id: id });
+    const [warning, ...rest] = (terminal.result as Result).warnings;
+    expect(rest).toEqual([]);
+    expect(warning?.code).toBe("tools_unavailable");
+    expect(warning?.message).toContain("'h'");
+    expect(warning?.message).toContain("www");
+    // 4 MB in every chat's result for the 30 s the failure is kept, and a lone surrogate for the host.
+    expect(warning?.message.length).toBeLessThan(1000);
+    expect(warning?.message.isWellFormed()).toBe(true);
+  }
+}, 30_000);

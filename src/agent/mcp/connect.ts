@@ -6,6 +6,7 @@ import type { McpServerConfig } from "../../config/schema.ts";
 import { CoreError } from "../../protocol/errors.ts";
 import { removeRecordFile, writeMcpRecord } from "../../runtime/pid-file.ts";
 import { logger } from "../../util/logger.ts";
+import { wholeCharCut } from "../../util/text-cut.ts";
 import { VERSION } from "../../version.ts";
 import { type McpChild, spawnMcpServer } from "./child.ts";
 import { ChildTransport, MAX_PENDING_BYTES } from "./child-transport.ts";
@@ -143,13 +144,22 @@ function startError(cfg: McpServerConfig, err: unknown, timedOut: boolean): Core
       `MCP server '${cfg.name}' did not start within startup_timeout_s (${cfg.startup_timeout_s} s); it was stopped`,
       { server: cfg.name },
     );
-  return new CoreError(
-    "internal_error",
-    `MCP server '${cfg.name}' could not be started: ${(err as Error).message}`,
-    {
-      server: cfg.name,
-    },
-  );
+  return new CoreError("internal_error", `MCP server '${cfg.name}' could not be started: ${shown(err)}`, {
+    server: cfg.name,
+  });
+}
+
+/** Longest part of a failed start's error a warning quotes. */
+const MAX_ERROR_CHARS = 400;
+
+/**
+ * Why a start failed, as the `tools_unavailable` warning of every chat for RETRY_AFTER_MS (pool.ts)
+ * quotes it: the server's own error message can be megabytes and hold lone surrogates.
+ */
+function shown(err: unknown): string {
+  const message = String((err as Error)?.message ?? err);
+  if (message.length <= MAX_ERROR_CHARS) return message.toWellFormed();
+  return `${message.slice(0, wholeCharCut(message, MAX_ERROR_CHARS)).toWellFormed()}…`;
 }
 
 /**
