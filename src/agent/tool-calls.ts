@@ -1,4 +1,6 @@
+import { MAX_STREAMED_CALLS } from "../llama/tool-call-deltas.ts";
 import type { ToolCall } from "../protocol/chat-message.ts";
+import { logger } from "../util/logger.ts";
 
 /**
  * Longest arguments a call may carry. Longer ones are a malformed call (a runaway model, not a
@@ -74,7 +76,7 @@ export function interpretStep(
     return { kind: "calls", text: content, calls, toolCalls: native };
   }
 
-  const tagged = [...content.matchAll(TAG)].map((m) => (m[1] ?? "").trim());
+  const tagged = taggedBodies(content);
   const outside = content.replace(TAG, "").trim();
   let bodies = tagged;
   if (bodies.length === 0) {
@@ -116,6 +118,25 @@ export function interpretStep(
   if (problems.length > 0)
     return { kind: "malformed", text: outside, problems: listed(problems), toolCalls: [], callProblems: [] };
   return { kind: "calls", text: outside, calls, toolCalls };
+}
+
+/**
+ * The `<tool_call>` bodies of the text, the first MAX_STREAMED_CALLS of them: as for native calls
+ * (tool-call-deltas.ts), a reply of thousands is a runaway model, and each kept call would be a
+ * tool message stored and sent back (docs/agent.md#tool-calls).
+ */
+function taggedBodies(content: string): string[] {
+  const bodies: string[] = [];
+  let more = 0;
+  for (const m of content.matchAll(TAG)) {
+    if (bodies.length < MAX_STREAMED_CALLS) bodies.push((m[1] ?? "").trim());
+    else more++;
+  }
+  if (more > 0)
+    logger.warn(
+      `the model wrote more than ${MAX_STREAMED_CALLS} <tool_call>s in one reply: the first ${MAX_STREAMED_CALLS} kept, ${more} dropped`,
+    );
+  return bodies;
 }
 
 function parseCall(

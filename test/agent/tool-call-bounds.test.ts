@@ -4,6 +4,7 @@ import { interpretStep, MAX_ARGUMENT_DEPTH, nestingDepth } from "../../src/agent
 import type { AgentTool } from "../../src/agent/tool-registry.ts";
 import { preview, runTool, TOOL_RESULT_LIMIT, truncate } from "../../src/agent/tool-runner.ts";
 import { repromptMessages } from "../../src/agent/turn/prompt.ts";
+import { MAX_STREAMED_CALLS } from "../../src/llama/tool-call-deltas.ts";
 import type { ToolCall } from "../../src/protocol/chat-message.ts";
 
 // What a model's (or a tool's) output can make a turn carry stays bounded per call
@@ -120,4 +121,14 @@ describe("tool text put into the turn", () => {
   test("a lone surrogate a server sent is replaced", () => {
     expect(truncate("x\ud83dy")).toBe("x\ufffdy");
   });
+});
+
+test("a reply of thousands of <tool_call>s keeps the first 256, as native calls do", () => {
+  const text = `<tool_call>{"name":"t__echo","arguments":{"text":"a"}}</tool_call>`.repeat(5000);
+  const out = interpretStep(text, [], known, 0);
+  if (out.kind !== "calls") throw new Error(out.kind);
+  // Each kept call is a tool message stored in the session and sent back every later step.
+  expect(out.calls).toHaveLength(MAX_STREAMED_CALLS);
+  expect(out.toolCalls).toHaveLength(MAX_STREAMED_CALLS);
+  expect(out.text).toBe("");
 });
