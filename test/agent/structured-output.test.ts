@@ -98,6 +98,20 @@ describe("chat: response_format", () => {
     expect(events.find((e) => e.event === "final")).toMatchObject({ step: 2 });
   });
 
+  test("with tools: a free answer on the last allowed step is still asked for under the schema", async () => {
+    await using h = new ChatHarness({ app: { data_dir: "./data", max_parse_errors: 2, max_steps: 2 } });
+    h.llama.script(
+      { tool_calls: [{ name: "t__echo", arguments: { text: "Ada" } }] },
+      { content: "The name is Ada, 36 years old." },
+      { content: '{"name":"Ada","age":36}' },
+    );
+    const { terminal, events } = await h.chat("t1", { input: "look it up", response_format: asPerson });
+    // Not loop_abort max_steps with the free text as the response and no json.
+    expect(terminal.result).toMatchObject({ json: { name: "Ada", age: 36 }, warnings: [] });
+    expect(events.find((e) => e.event === "final")).toMatchObject({ step: 2 });
+    expect(h.llama.requests).toHaveLength(3);
+  });
+
   test("with think: reasoning first, then the constrained answer (91i)", async () => {
     await using h = new ChatHarness(plain);
     h.llama.script({ reasoning: "A person has a name.", content: '{"name":"Bo","age":5}' });

@@ -182,7 +182,9 @@ export class Turn {
         ctx.step = Math.max(0, state.step - 1);
         await runCalls(ctx, this.offered(setup), calls, state.step - 1);
       }
-      if (state.step >= this.maxSteps)
+      // The answer to the schema asks again for an answer the model gave on an allowed step: the
+      // limit does not take it (with max_steps 1 no chat with tools had its `json`).
+      if (state.step >= this.maxSteps && !this.answering)
         return { kind: "max_steps", step: Math.max(0, state.step - 1), limit: this.maxSteps };
 
       const step = state.step;
