@@ -46,3 +46,14 @@ export class LogRedactor {
     return line.replace(LAST_READ, `$1${NOT_LOGGED}`);
   }
 }
+
+/**
+ * One message of llama-server's (a request's error, as the supervisor logs why it restarts it)
+ * without the text it quotes: the same messages as `LogRedactor.line`, on text that is not a log
+ * line (a 500's body quoting what its parser last read of the request).
+ */
+export function withoutQuotes(message: string): string {
+  const unparsed = UNPARSED.exec(message);
+  if (unparsed) return `${unparsed[1]}${NOT_LOGGED}`;
+  return message.replace(LAST_READ, `$1${NOT_LOGGED}`);
+}

@@ -8,6 +8,7 @@ import { goneUnseen } from "./gone-unseen.ts";
 import { type Exit, politeStopWait, stopChild, TAIL_IN_ERRORS } from "./launch-steps.ts";
 import { Launcher } from "./launcher.ts";
 import { leaseOn } from "./lease.ts";
+import { withoutQuotes } from "./log-redact.ts";
 import { LogTail } from "./log-sink.ts";
 import { removePidRecord } from "./pid-file.ts";
 import { Prestart } from "./prestart.ts";
@@ -332,7 +333,8 @@ export class Supervisor implements LlamaProvider {
   private reportFailure(running: Running, reason: string): void {
     const s = this.state.get();
     if (s.kind !== "ready" || s.running !== running) return;
-    logger.warn(`llama-server failed a request (${reason}); restarting it`);
+    // The reason may be llama-server's answer, which can quote the request (the conversation).
+    logger.warn(`llama-server failed a request (${withoutQuotes(reason)}); restarting it`);
     const why = `llama-server stopped serving (${reason}); it will be restarted`;
     this.failRunning(s, new CoreError("internal_error", why, { log_tail: this.tail.last(TAIL_IN_ERRORS) }));
   }

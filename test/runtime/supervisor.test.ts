@@ -1,10 +1,12 @@
-import { describe, expect, test } from "bun:test";
+import { describe, expect, spyOn, test } from "bun:test";
 import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { CoreError } from "../../src/protocol/errors.ts";
+import { NOT_LOGGED } from "../../src/runtime/log-redact.ts";
 import { pickFreePort } from "../../src/runtime/ports.ts";
 import type { StartProgress } from "../../src/runtime/start-progress.ts";
 import { watchProgress } from "../../src/runtime/watchdog.ts";
+import { logger } from "../../src/util/logger.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 import { chatBody, makeSupervisor, pidAlive, rejection, waitFor } from "./helpers/harness.ts";
 
@@ -264,6 +266,26 @@ describe.skipIf(process.platform === "win32")("supervisor against the stand-in",
     const err = await rejection(supervisor.acquire(never()));
     expect(err.code).toBe("internal_error");
     expect(err.message).toContain("not restarting");
+    await supervisor.stop();
+  });
+
+  test("the log's line of why it restarts quotes none of the request llama-server's answer quoted", async () => {
+    await using dir = tmpdir();
+    const { supervisor } = makeSupervisor(dir.path);
+    const lease = await supervisor.acquire(never());
+    const lines: string[] = [];
+    const warn = spyOn(logger, "warn").mockImplementation((line: string) => void lines.push(line));
+    try {
+      lease.reportFailure(
+        "llama-server answered HTTP 500: [json.exception.parse_error.101] parse error; last read: '\"the AARDVARK secret'",
+      );
+    } finally {
+      warn.mockRestore();
+    }
+    const line = lines.find((l) => l.includes("failed a request"));
+    expect(line).toContain(`last read: ${NOT_LOGGED}`);
+    expect(line).not.toContain("AARDVARK");
+    lease.release();
     await supervisor.stop();
   });
 
