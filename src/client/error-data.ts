@@ -60,12 +60,14 @@ export interface ErrorDataByCode {
   invalid_json: Open;
   /**
    * A `response_format` chat whose answer is not JSON matching the schema (it fails closed):
-   * what the model wrote, each problem (a JSON pointer into the answer, "" for the whole, and
-   * what is wrong), and llama-server's finish reason (`length`: a limit cut it off).
+   * what the model wrote, its first 20 problems (a JSON pointer into the answer, "" for the
+   * whole, cut at 200 characters, and what is wrong) and how many there were, and llama-server's
+   * finish reason (`length`: a limit cut it off).
    */
   output_invalid: {
     text: string;
     errors: { path: string; message: string }[];
+    errors_total: number;
     finish_reason: string | null;
     trace_id?: string;
   } & Open;

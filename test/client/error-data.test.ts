@@ -161,7 +161,13 @@ describe("error data from the compiled core fits ErrorDataByCode", () => {
     const invalid = expectData(
       await failure(c.chat({ input: "a person", response_format: { type: "json_schema", schema } }).result),
       "output_invalid",
-      shape({ text: "string", errors: "array", finish_reason: "string|null", "trace_id?": "string" }),
+      shape({
+        text: "string",
+        errors: "array",
+        errors_total: "number",
+        finish_reason: "string|null",
+        "trace_id?": "string",
+      }),
     );
     expect(invalid.text).toBe('{"name":');
     expect(invalid.finish_reason).toBe("length");

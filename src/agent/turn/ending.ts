@@ -271,10 +271,20 @@ function outputInvalid(ctx: TurnContext, ending: TurnEnding & { kind: "output_in
   logger.debug(`trace=${ctx.traceId} step=${ending.step} output invalid: ${why}`);
   return new CoreError("output_invalid", `the answer does not match response_format: ${why}${cut}`, {
     text,
-    errors,
+    // An answer of thousands of failing items is as many errors: the first few say what is wrong.
+    errors: errors.slice(0, SHOWN_ANSWER_ERRORS).map((e) => ({ ...e, path: cutPath(e.path) })),
+    errors_total: errors.length,
     finish_reason: finishReason,
     trace_id: ctx.traceId,
   });
+}
+
+/** How many of an answer's errors `output_invalid` lists (`errors_total` counts them all). */
+const SHOWN_ANSWER_ERRORS = 20;
+
+/** A path is the model's keys: one may be as long as the answer. */
+function cutPath(path: string): string {
+  return path.length > 200 ? `${path.slice(0, 200).toWellFormed()}…` : path;
 }
 
 /** What to do about a prompt that does not fit: the tools when they are why, else the input. */

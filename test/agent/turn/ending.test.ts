@@ -244,12 +244,37 @@ describe("endTurn: each ending emits at most one terminal event", () => {
     );
     expect(err).toMatchObject({
       code: "output_invalid",
-      data: { text: '{"name', errors, finish_reason: "length", trace_id: "t1" },
+      data: { text: '{"name', errors, errors_total: 1, finish_reason: "length", trace_id: "t1" },
     });
     expect((err as Error).message).toContain("cut off by a limit");
     expect(t.events).toEqual([{ event: "loop_abort", fields: { step: 2, reason: "output_invalid" } }]);
     expect(t.history()).toBeUndefined();
     expect(t.hasCheckpoint()).toBe(true);
+  });
+
+  test("output_invalid lists the first 20 of an answer's errors, paths cut, and counts them all", async () => {
+    const t = await turnAt();
+    using _ = t.dir;
+    const errors = Array.from({ length: 5000 }, (_, i) => ({
+      path: `/${"k".repeat(i === 0 ? 10_000 : 3)}${i}`,
+      message: "must be number",
+    }));
+    const err = (await thrown(() =>
+      endTurn(t.ctx, {
+        kind: "output_invalid",
+        step: 1,
+        text: "[]",
+        errors,
+        finishReason: "stop",
+        reasoning: "",
+      }),
+    )) as CoreError;
+    const data = err.data as { errors: { path: string; message: string }[]; errors_total: number };
+    expect(data.errors_total).toBe(5000);
+    expect(data.errors).toHaveLength(20);
+    expect(data.errors[0]?.path).toHaveLength(201);
+    expect(data.errors[1]).toEqual({ path: "/kkk1", message: "must be number" });
+    expect(JSON.stringify(err.data).length).toBeLessThan(2000);
   });
 
   test("format_refused before the turn did anything: invalid_request naming response_format, the session as it was", async () => {
