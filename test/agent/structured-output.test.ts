@@ -112,6 +112,22 @@ describe("chat: response_format", () => {
     expect(h.llama.requests).toHaveLength(3);
   });
 
+  test("with tools: a turn that stops at its step limit while calling tools fails closed, never a result without json", async () => {
+    await using h = new ChatHarness({ app: { data_dir: "./data", max_parse_errors: 2, max_steps: 2 } });
+    h.llama.script(
+      { tool_calls: [{ name: "t__echo", arguments: { text: "Ada" } }] },
+      { tool_calls: [{ name: "t__echo", arguments: { text: "again" } }] },
+    );
+    const { terminal, events } = await h.chat("t2", { input: "look it up", response_format: asPerson });
+    expect(terminal).toMatchObject({
+      type: "error",
+      code: "output_invalid",
+      data: { errors: [{ path: "", message: expect.stringContaining("step limit") }], finish_reason: null },
+    });
+    expect(events.find((e) => e.event === "loop_abort")).toMatchObject({ reason: "output_invalid" });
+    expect(events.some((e) => e.event === "final")).toBe(false);
+  });
+
   test("with think: reasoning first, then the constrained answer (91i)", async () => {
     await using h = new ChatHarness(plain);
     h.llama.script({ reasoning: "A person has a name.", content: '{"name":"Bo","age":5}' });

@@ -103,6 +103,30 @@ export async function endTurn(ctx: TurnContext, ending: TurnEnding): Promise<Tur
 
 /** What an ending means: its terminal event, its warnings, and what becomes of the turn. */
 function close(ctx: TurnContext, ending: TurnEnding): Closing {
+  const closing = closeAs(ctx, ending);
+  // A `response_format` chat's result carries `json`: a limit or a full context that ended the
+  // turn before an answer under the schema fails closed rather than answering free text.
+  if (closing.session !== "commit" || closing.json || !ctx.params.response_format) return closing;
+  const step = closing.terminal.step;
+  const why =
+    ending.kind === "max_steps" || ending.kind === "max_parse_errors"
+      ? `the turn stopped at ${ending.kind === "max_steps" ? "its step limit" : "its limit of malformed tool calls"} before the model answered under the schema`
+      : "the model's context filled before it answered under the schema";
+  return {
+    terminal: { event: "loop_abort", step, reason: "output_invalid" },
+    session: "keep",
+    error: outputInvalid(ctx, {
+      kind: "output_invalid",
+      step,
+      text: closing.response,
+      errors: [{ path: "", message: why }],
+      finishReason: null,
+      reasoning: closing.reasoning,
+    }),
+  };
+}
+
+function closeAs(ctx: TurnContext, ending: TurnEnding): Closing {
   const warn = (code: WarningCode, message: string) => ctx.warnings.push({ code, message });
   switch (ending.kind) {
     case "answered":
