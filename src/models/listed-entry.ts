@@ -25,6 +25,26 @@ function unsafePathReason(path: string): string | null {
   return null;
 }
 
+/** A Windows device name, with or without an extension (`NUL.gguf` opens the device). */
+const DEVICE_NAME = /^(con|prn|aux|nul|com[1-9¹²³]|lpt[1-9¹²³])(\..*)?$/i;
+
+/**
+ * Why a path to be stored cannot be a file name on this system, or null: on Windows a reserved
+ * character (`:` would write an NTFS stream), a device name, a trailing dot or space; anywhere a
+ * segment over 255 bytes. Asked of the files a pull will store, before their download (the
+ * snapshot's link failed only after it, gigabytes later).
+ */
+export function unstorableName(path: string, platform: NodeJS.Platform = process.platform): string | null {
+  for (const segment of path.split("/")) {
+    if (Buffer.byteLength(segment) > 255) return "has a name longer than 255 bytes";
+    if (platform !== "win32") continue;
+    if (/[<>:"|?*]/.test(segment)) return 'has a character Windows file names cannot hold (< > : " | ? *)';
+    if (DEVICE_NAME.test(segment)) return "is a Windows device name";
+    if (/[. ]$/.test(segment)) return "ends with a dot or a space, which Windows drops";
+  }
+  return null;
+}
+
 function isSha256(oid: string): boolean {
   return SHA256.test(oid);
 }

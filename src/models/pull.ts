@@ -20,6 +20,7 @@ import {
 } from "./hf-cache.ts";
 import { HubClient, type HubFile } from "./hub-client.ts";
 import { readToken, UnusableToken } from "./hub-token.ts";
+import { unstorableName } from "./listed-entry.ts";
 import { pickFiles, pickProjector } from "./pick-file.ts";
 import { isProjector } from "./pick-gguf.ts";
 import { ProgressReporter } from "./progress.ts";
@@ -49,6 +50,8 @@ export interface PullDeps {
   freeSpace?: FreeSpaceProbe;
   symlink?: MakeSymlink;
   hardlink?: MakeSymlink;
+  /** Tests: the system whose file names a stored file must be (process.platform). */
+  platform?: NodeJS.Platform;
   stallMs?: number;
   /** How often a pull waiting on another writer looks again. */
   pollMs?: number;
@@ -121,6 +124,16 @@ export async function pullModel(req: PullRequest, deps: PullDeps, hooks: PullHoo
   // A vision model's projector comes with it, so `mmproj: auto` finds it in the same snapshot.
   const projector = model.some((f) => isProjector(f.path)) ? null : pickProjector(listing);
   const parts = projector ? [...model, projector] : model;
+  for (const f of parts) {
+    const why = unstorableName(f.path, deps.platform);
+    if (why)
+      throw pullError(
+        { ...where, file: f.path },
+        "bad_listing",
+        `the hub's file listing names ${JSON.stringify(f.path)}, which ${why} on this system; nothing was downloaded`,
+        { entry: f.path },
+      );
+  }
   prepareCache(cacheDir, req.repo, where);
   const targets = parts.map((f) => blobTarget(cacheDir, req.repo, commit, f));
   checkSpace(targets, cacheDir, deps.freeSpace ?? statfsFree, where);

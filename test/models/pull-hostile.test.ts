@@ -3,6 +3,7 @@ import { createHash } from "node:crypto";
 import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { blobPath, repoPaths } from "../../src/models/hf-cache.ts";
+import { unstorableName } from "../../src/models/listed-entry.ts";
 import { type PullDeps, type PullOutcome, pullModel } from "../../src/models/pull.ts";
 import type { CoreError } from "../../src/protocol/errors.ts";
 import type { DownloadProgress } from "../../src/protocol/pull.ts";
@@ -101,6 +102,27 @@ describe("a hostile listing is refused before anything is written (issue 19 item
       expect(r.error?.message).toContain(`names ${JSON.stringify(path)}, which ${why}`);
       expect(hub.requests.filter((q) => q.path.includes("/resolve/"))).toEqual([]);
     }
+  });
+
+  test("a file name this system cannot store is refused before its download, not after", async () => {
+    const cases: [string, NodeJS.Platform, string][] = [
+      ["sub:stream/m-Q4_K_M.gguf", "win32", "has a character Windows file names cannot hold"],
+      ["NUL.d/m-Q4_K_M.gguf", "win32", "is a Windows device name"],
+      ["com1/m-Q4_K_M.gguf", "win32", "is a Windows device name"],
+      ["sub./m-Q4_K_M.gguf", "win32", "ends with a dot or a space"],
+      [`${"é".repeat(130)}/m-Q4_K_M.gguf`, "linux", "has a name longer than 255 bytes"],
+    ];
+    for (const [path, platform, why] of cases) {
+      const { hub, deps } = await hubWith((e) => ({ ...e, path }));
+      const r = await pull({ ...deps, platform });
+      expect(r.error?.data).toMatchObject({ cause: "bad_listing", entry: path });
+      expect(r.error?.message).toContain(`names ${JSON.stringify(path)}, which ${why}`);
+      expect(hub.requests.filter((q) => q.path.includes("/resolve/"))).toEqual([]);
+    }
+    // Names Windows refuses are fine elsewhere; plain ones everywhere.
+    expect(unstorableName("sub:x./NUL.gguf", "linux")).toBeNull();
+    expect(unstorableName("unsloth/Qwen3-8B-Q4_K_M.gguf", "win32")).toBeNull();
+    expect(unstorableName("console.gguf", "win32")).toBeNull();
   });
 
   test("an lfs.oid with '..' would link any local file as the model, unchecked: refused", async () => {
