@@ -323,14 +323,28 @@ export class FolderIndex {
    * database for good either. Once a process, before the first walk.
    */
   private async forgetUnlisted(): Promise<void> {
-    for (const root of unlistedRoots(this.db, this.folders)) {
-      const known = recordedFiles(this.db, root);
-      const paths = [...known.keys(), ...this.unrecorded(root, known)];
-      for (let i = 0; i < paths.length && !this.stopped; i += FORGET_BATCH) {
-        this.forget(root, paths.slice(i, i + FORGET_BATCH));
-        await nextTurn();
+    try {
+      for (const root of unlistedRoots(this.db, this.folders)) {
+        const known = recordedFiles(this.db, root);
+        // All of it, each try (not `unrecorded`'s once a process: a failed try must not end it).
+        const paths = [...known.keys(), ...filesWithoutRecord(this.db, root, known)];
+        for (let i = 0; i < paths.length && !this.stopped; i += FORGET_BATCH) {
+          this.forget(root, paths.slice(i, i + FORGET_BATCH));
+          await nextTurn();
+        }
+        if (this.stopped) return;
+        logger.info(`memory folder ${root} is no longer in memory.folders: its passages are forgotten`);
       }
-      logger.info(`memory folder ${root} is no longer in memory.folders: its passages are forgotten`);
+    } catch (err) {
+      // A lock held past its wait, a full disk: the walk of the listed folders goes on (a failure
+      // here failed start() for good: no folder indexed, every recall's wait refused), and the
+      // forgetting is tried again as a failed walk is.
+      if (this.stopped) return;
+      const retryMs = this.options.retryMs ?? RETRY_MS;
+      logger.warn(
+        `memory folders no longer in memory.folders could not be forgotten: ${(err as Error).message}; tried again in ${Math.round(retryMs / 1000)} s`,
+      );
+      setTimeout(() => void this.forgetUnlisted(), retryMs).unref?.();
     }
   }
 

@@ -93,3 +93,37 @@ test("a folder taken out of memory.folders is forgotten at the next start: no pa
   expect(filesHolding(data, "narwhal")).toEqual([]);
   expect(filesHolding(data, "okapi").length).toBeGreaterThan(0);
 });
+
+test("a lock held while an unlisted folder is forgotten fails neither the index nor recall: tried again", async () => {
+  using dir = tmpdir();
+  const kept = join(dir.path, "kept");
+  const dropped = join(dir.path, "dropped");
+  mkdirSync(kept);
+  mkdirSync(dropped);
+  writeFileSync(join(kept, "a.md"), "okapi field notes");
+  writeFileSync(join(dropped, "b.md"), "narwhal private diary");
+  const data = join(dir.path, "data");
+  let store = Store.open(data, { folders: [dropped], folderIndex: { watch: false } });
+  await store.folderIndex.start();
+  store.close();
+  // Another process (a second core, a sqlite3 shell) writing as this one starts.
+  const other = new Database(join(data, "local-ai.db"));
+  other.run("BEGIN IMMEDIATE");
+  store = Store.open(data, { folders: [kept], folderIndex: { watch: false, retryMs: 50 } });
+  // It failed start() for good: the listed folder never walked, every recall's wait refused.
+  await store.folderIndex.start();
+  other.run("COMMIT");
+  other.close();
+  await store.folderIndex.whenIndexed(1000);
+  await store.folderIndex.refresh();
+  expect(store.memory.search("u", "okapi", 5).map((h) => h.cite.id)).toEqual([join(kept, "a.md")]);
+  // The forgetting tried again once the lock is gone (recall never reads an unlisted folder: its rows are counted).
+  const look = new Database(join(data, "local-ai.db"), { readonly: true });
+  const rows = () =>
+    (look.query("SELECT COUNT(*) AS n FROM memory WHERE root = ?").get(dropped) as { n: number }).n;
+  for (let i = 0; i < 100 && rows() > 0; i++) await Bun.sleep(20);
+  expect(rows()).toBe(0);
+  look.close();
+  store.close();
+  expect(filesHolding(data, "narwhal")).toEqual([]);
+});
