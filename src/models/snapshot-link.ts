@@ -42,6 +42,9 @@ export async function linkSnapshot(
     try {
       make();
       renameSync(temp, pointer);
+      // A hard link renamed onto a name of the same file (a pull again): POSIX rename() does
+      // nothing and the temp stays, a hidden name keeping the model on disk once the blob goes.
+      rmSync(temp, { force: true });
       return how;
     } catch (err) {
       rmSync(temp, { force: true });

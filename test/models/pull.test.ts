@@ -10,7 +10,7 @@ import {
   statSync,
   writeFileSync,
 } from "node:fs";
-import { join } from "node:path";
+import { basename, join } from "node:path";
 import { blobPath, incompletePath, refPath, snapshotPath } from "../../src/models/hf-cache.ts";
 import { type PullDeps, type PullOutcome, type PullRequest, pullModel } from "../../src/models/pull.ts";
 import { writeFailure } from "../../src/models/pull-errors.ts";
@@ -285,6 +285,22 @@ describe("pull into the Hugging Face cache", () => {
     const blob = blobPath(cache, "org/model-GGUF", r.result!.sha256);
     expect(statSync(r.result!.path).ino).toBe(statSync(blob).ino);
     expect(r.result!.warnings).toEqual([]);
+  });
+
+  test("a hard-linked snapshot pulled again leaves no second name of the blob beside it", async () => {
+    const { cache, deps } = await setup();
+    const noLinks = () => {
+      throw Object.assign(new Error("EPERM"), { code: "EPERM" });
+    };
+    const req = { repo: "org/model-GGUF", quant: "Q8_0" };
+    const first = await pull(req, { ...deps, symlink: noLinks });
+    const again = await pull(req, { ...deps, symlink: noLinks });
+    expect(again.error).toBeUndefined();
+    // POSIX rename() of a name onto another name of the same file does nothing: the temp link
+    // stayed, a hidden name that kept the model's bytes on disk once the blob was removed.
+    const blob = blobPath(cache, "org/model-GGUF", first.result!.sha256);
+    expect(readdirSync(join(again.result!.path, ".."))).toEqual([basename(again.result!.path)]);
+    expect(statSync(blob).nlink).toBe(2);
   });
 
   test("the copy made where links fail does not hold up the core (ping, cancel, other requests)", async () => {
