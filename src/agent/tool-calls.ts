@@ -95,9 +95,12 @@ export function interpretStep(
       return;
     }
     try {
-      obj = JSON.parse(body);
+      // The reviver here too: parsed plainly, 1e400 became Infinity, then null once stringified,
+      // and the call ran with null where the model had written a number.
+      obj = JSON.parse(body, unreadable);
     } catch (err) {
-      problems.push(capped(`the text inside <tool_call> is not valid JSON (${(err as Error).message})`));
+      if (err instanceof UnreadableArguments) problems.push(`the text inside <tool_call> ${err.message}`);
+      else problems.push(capped(`the text inside <tool_call> is not valid JSON (${(err as Error).message})`));
       return;
     }
     if (typeof obj !== "object" || obj === null || typeof (obj as { name?: unknown }).name !== "string") {

@@ -33,6 +33,18 @@ describe("arguments llama-server cannot read back", () => {
     });
   }
 
+  test("a number past a double in a <tool_call> written in the text is malformed, not run with null", () => {
+    const out = interpretStep(
+      '<tool_call>{"name":"t__echo","arguments":{"n":1e400}}</tool_call>',
+      [],
+      known,
+      0,
+    );
+    expect(out.kind).toBe("malformed");
+    if (out.kind !== "malformed") return;
+    expect(out.problems[0]).toContain("too large for a double");
+  });
+
   test("a surrogate pair written as escapes is a call", () => {
     const out = interpretStep("", [call('{"text":"\\ud83d\\ude00"}')], known, 0);
     expect(out).toMatchObject({ kind: "calls", calls: [{ args: { text: "😀" } }] });
