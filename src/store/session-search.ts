@@ -55,10 +55,15 @@ function ftsSearch(db: Database, userId: string, query: string, limit: number): 
      FROM messages m JOIN sessions s ON s.user_id = m.user_id AND s.session_id = m.session_id WHERE m.id = ?`,
   );
   const w = words(query);
-  return best.map((b) => {
-    const { content, ...rest } = hit.get(b.id) as Omit<SearchHit, "snippet"> & { content: string };
-    return { ...rest, snippet: markedSnippet(content, w) };
-  });
+  const hits: SearchHit[] = [];
+  for (const b of best) {
+    // Erased since the ranking read it (an erase commits on the store's other thread): left out.
+    const row = hit.get(b.id) as (Omit<SearchHit, "snippet"> & { content: string }) | null;
+    if (!row) continue;
+    const { content, ...rest } = row;
+    hits.push({ ...rest, snippet: markedSnippet(content, w) });
+  }
+  return hits;
 }
 
 function likeSearch(db: Database, userId: string, query: string, limit: number): SearchHit[] {

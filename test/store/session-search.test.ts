@@ -1,7 +1,9 @@
+import { Database } from "bun:sqlite";
 import { expect, test } from "bun:test";
 import { join } from "node:path";
 import { ChunkThread } from "../../src/store/chunk-thread.ts";
 import { DB_FILE } from "../../src/store/db/open.ts";
+import { searchSessions } from "../../src/store/session-search.ts";
 import { Store } from "../../src/store/store.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
@@ -69,4 +71,19 @@ test("the search thread stops when idle and the next search starts another", asy
   expect((await thread.search(true, "u", "quiet", 5)).map((h) => h.session_id)).toEqual(["s"]);
   expect(await thread.search(true, "someone else", "quiet", 5)).toEqual([]);
   thread.stop();
+});
+
+test("a hit erased between the ranking and its row's read (an erase on the store's other thread) is left out", async () => {
+  using dir = tmpdir();
+  const store = Store.open(dir.path, { chunkThread: false });
+  said(store, "the lighthouse keeper");
+  store.close();
+  const db = new Database(join(dir.path, DB_FILE));
+  // The row's read finds nothing, as after an erase committed in between.
+  const erasedMeanwhile = {
+    query: (sql: string) => (sql.includes("WHERE m.id = ?") ? { get: () => null } : db.query(sql)),
+  } as unknown as Database;
+  expect(searchSessions(db, true, "u", "lighthouse", 5)).toHaveLength(1);
+  expect(searchSessions(erasedMeanwhile, true, "u", "lighthouse", 5)).toEqual([]);
+  db.close();
 });
