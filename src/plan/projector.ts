@@ -14,7 +14,7 @@ export interface ProjectorInfo {
   name: string | null;
   /** `clip.projector_type` (`mlp`, `pixtral`, `qwen2vl_merger`…). */
   projector_type: string;
-  /** `clip.vision.projection_dim`: the width of what it hands the text model. */
+  /** The width of what it hands the text model (its output tensor, else `clip.vision.projection_dim`). */
   width: number;
   /** The weight type holding most of its bytes (F16 preferred when several match). */
   file_type: string;
@@ -80,11 +80,11 @@ export function projectorInfo(
     const v = md[key];
     return typeof v === "number" ? v : undefined;
   };
-  const width = num("clip.vision.projection_dim");
-  if (width === undefined || width <= 0)
-    return { problem: "no_width", detail: "its header has no clip.vision.projection_dim" };
   const type = md["clip.projector_type"];
   const projectorType = typeof type === "string" ? type : "mlp";
+  const width = outputWidth(projectorType, header.tensors) ?? num("clip.vision.projection_dim");
+  if (width === undefined || width <= 0)
+    return { problem: "no_width", detail: "its header has no clip.vision.projection_dim" };
   const encoder = {
     embd: num("clip.vision.embedding_length") ?? width,
     ff: num("clip.vision.feed_forward_length") ?? 4 * width,
@@ -111,6 +111,24 @@ export function projectorInfo(
     encoder,
     tokens: imageTokens(projectorType, encoder),
   };
+}
+
+/**
+ * The tensor whose shape is the width libmtmd checks against the text model (llama.cpp
+ * tools/mtmd/clip.cpp `clip_n_mmproj_embd`), for the types whose legacy converters wrote
+ * something else in `clip.vision.projection_dim`: llava-surgery's wrote CLIP's own (768 for
+ * LLaVA 1.5, whose text model is 4096 wide), MiniCPM-V's 0. Read as llama-server reads it,
+ * those projectors are used rather than refused as another model's.
+ */
+const OUTPUT_TENSOR: Record<string, { name: string; dim: 0 | 1 }> = {
+  mlp: { name: "mm.2.weight", dim: 1 },
+  minicpmv: { name: "resampler.proj.weight", dim: 0 },
+};
+
+function outputWidth(type: string, tensors: GgufHeader["tensors"]): number | undefined {
+  const out = OUTPUT_TENSOR[type];
+  const width = out && tensors.find((t) => t.name === out.name)?.shape[out.dim];
+  return width !== undefined && width > 0 ? width : undefined;
 }
 
 function imageTokens(type: string, enc: ProjectorInfo["encoder"]): ImageTokens {

@@ -57,6 +57,29 @@ describe("mmproj: a path (recordings 105b–105d: llama-server would exit)", () 
     });
   });
 
+  test("the width is the one llama-server checks, the output tensor's, not a legacy converter's projection_dim", async () => {
+    // llava-surgery's converter wrote CLIP's own projection_dim (768 for LLaVA 1.5, whose text
+    // model is 4096 wide) and MiniCPM-V's writes 0; libmtmd compares the text model with the
+    // projector's last tensor (clip.cpp clip_n_mmproj_embd), so both run under llama-server.
+    using dir = tmpdir();
+    const model = await modelIn(dir.path);
+    const llava = mmproj({ extra: { "clip.vision.projection_dim": { type: "u32", value: 24 } } });
+    const legacy = writeGguf(dir.path, "mmproj-llava.gguf", llava);
+    expect(await findProjector(legacy, model)).toMatchObject({ kind: "found", info: { width: 64 } });
+    const resampler = mmproj({
+      projector: "minicpmv",
+      extra: { "clip.vision.projection_dim": { type: "u32", value: 0 } },
+    });
+    resampler.tensors = resampler.tensors.filter((t) => !t.name.startsWith("mm."));
+    resampler.tensors.push({ name: "resampler.proj.weight", shape: [64, 64], type: F32 });
+    const minicpm = writeGguf(dir.path, "mmproj-minicpmv.gguf", resampler);
+    expect(await findProjector(minicpm, model)).toMatchObject({ kind: "found", info: { width: 64 } });
+    // And the tensor still tells a projector of another model apart (105b).
+    const wide = await modelIn(dir.path, tinyLlamaQ8(), "wide.gguf");
+    const err = await coreErrorOf(findProjector(legacy, wide));
+    expect(err.data).toMatchObject({ problem: "width_mismatch", projector_width: 64, model_width: 128 });
+  });
+
   test("a missing file (105c) and a text model (105d) → model_plan_error naming the projector", async () => {
     using dir = tmpdir();
     const model = await modelIn(dir.path);
