@@ -7,21 +7,34 @@ import { MAX_HELD_IMAGE_BYTES, MAX_IMAGE_BYTES } from "./limits.ts";
 /** The chats' images held in memory at once, by their sizes: the others wait their turn. */
 export const heldImages = new ByteBudget(MAX_HELD_IMAGE_BYTES);
 
+/** A chat's room: its release, and what each image may take of it when read (`room[i]`). */
+export interface HeldRoom {
+  release: Release;
+  room: readonly number[];
+}
+
 /**
  * Holds room for a chat's images before they are read, released when its turn ends
  * (docs/protocol.md#images): what each will take, a file by its size on disk and base64 by its
  * length, each at most MAX_IMAGE_BYTES. All at once, so two chats never each hold part of what
  * they need and wait on the other. More images than `maxImages` hold nothing: they are refused.
+ * A file is then read up to its room only (images/prepare.ts): one that grew while its chat
+ * waited would otherwise hold megabytes on a room of bytes, and a burst of them grow the core
+ * past MAX_HELD_IMAGE_BYTES.
  */
 export async function holdImages(
   inputs: readonly ImageInput[],
   maxImages: number,
   signal: AbortSignal,
-): Promise<Release> {
-  if (inputs.length > maxImages) return () => {};
-  let bytes = 0;
-  for (const input of inputs) bytes += Math.min(await expectedBytes(input), MAX_IMAGE_BYTES);
-  return heldImages.acquire(bytes, signal);
+): Promise<HeldRoom> {
+  if (inputs.length > maxImages) return { release: () => {}, room: [] };
+  const room: number[] = [];
+  for (const input of inputs) room.push(Math.min(await expectedBytes(input), MAX_IMAGE_BYTES));
+  const release = await heldImages.acquire(
+    room.reduce((a, b) => a + b, 0),
+    signal,
+  );
+  return { release, room };
 }
 
 async function expectedBytes(input: ImageInput): Promise<number> {

@@ -23,6 +23,8 @@ export interface ImageLimits {
   maxPixels: number;
   /** What the images together may take of the request's body (IMAGE_BODY_BYTES; lowered by tests). */
   maxBodyBytes?: number;
+  /** The room held for each image (images/held.ts `holdImages`): a file is read up to its own. */
+  room?: readonly number[];
 }
 
 /**
@@ -70,7 +72,7 @@ export async function prepareImages(
 }
 
 async function prepareOne(index: number, input: ImageInput, limits: ImageLimits): Promise<PreparedImage> {
-  const bytes = await bytesOf(index, input);
+  const bytes = await bytesOf(index, input, limits.room?.[index]);
   if (bytes.length > MAX_IMAGE_BYTES)
     throw imageRefused(index, "too_large", `${bytes.length} bytes, over ${MAX_IMAGE_BYTES}`);
   const header = readImageHeader(bytes);
@@ -97,7 +99,7 @@ async function prepareOne(index: number, input: ImageInput, limits: ImageLimits)
   };
 }
 
-async function bytesOf(index: number, input: ImageInput): Promise<Uint8Array> {
+async function bytesOf(index: number, input: ImageInput, room: number | undefined): Promise<Uint8Array> {
   const { data, path, mime } = input;
   if ((data === undefined) === (path === undefined))
     throw imageRefused(index, "unreadable", "give either data (base64) or path, exactly one");
@@ -107,7 +109,7 @@ async function bytesOf(index: number, input: ImageInput): Promise<Uint8Array> {
     if (URL_LIKE.test(path))
       throw imageRefused(index, "url", "a URL is never followed: give a local file's path, or the data");
     if (!isAbsolute(path)) throw imageRefused(index, "unreadable", `path must be absolute (${path})`);
-    return readImageFile(index, path);
+    return readImageFile(index, path, room);
   }
   const text = data as string;
   if (URL_LIKE.test(text))

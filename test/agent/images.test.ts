@@ -104,6 +104,28 @@ describe("a chat with images", () => {
     expect(heldImages.inUse).toBe(0);
   });
 
+  test("a file that grows while its chat waits for room is refused, never read past the room it holds", async () => {
+    await using h = new ChatHarness(AGENTS, vision());
+    h.llama.script({ content: "ok" });
+    const file = join(h.dir.path, "being-saved.png");
+    const small = png(2, 2);
+    writeFileSync(file, small);
+    // The room is taken by the file's size at the request; it waits behind another chat's images.
+    const release = await heldImages.acquire(MAX_HELD_IMAGE_BYTES, new AbortController().signal);
+    h.send(1, "chat", { input: "see", images: [{ path: file }] });
+    await Bun.sleep(100);
+    // Meanwhile the file becomes 8 MB: read, it would hold 8 MB on a room of a few dozen bytes.
+    const tail = small.length - 12;
+    const big = pngChunk("teXt", Buffer.alloc(8 * 2 ** 20, 0x41));
+    writeFileSync(file, Buffer.concat([small.subarray(0, tail), big, small.subarray(tail)]));
+    release();
+    const answer = await h.terminal(1);
+    expect(answer.code).toBe("invalid_request");
+    expect(answer.data).toMatchObject({ field: "images[0]", problem: "unreadable" });
+    expect(h.llama.requests.length).toBe(0);
+    expect(heldImages.inUse).toBe(0);
+  });
+
   test("a model whose server reads no images: model_not_vision, nothing sent, the session as it was (105)", async () => {
     await using h = new ChatHarness(AGENTS, { standIn: () => ({}) });
     const { terminal } = await h.chat(1, {

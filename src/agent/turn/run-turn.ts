@@ -24,29 +24,27 @@ const SPAWN_WAIT_MS = 250;
 /** One agent turn (docs/agent.md). Returns the result without `dropped_events` (the method adds it). */
 export async function runTurn(params: ChatParams, deps: TurnDeps): Promise<TurnResult> {
   // Its images hold their room in memory until the turn ends: chats with many wait their turn.
-  const release = params.images?.length
+  const held = params.images?.length
     ? await holdImages(params.images, deps.config.app.max_images, deps.signal)
     : undefined;
   try {
-    return await runHeldTurn(params, deps);
+    return await runHeldTurn(params, deps, held?.room);
   } finally {
-    release?.();
+    held?.release();
   }
 }
 
-async function runHeldTurn(params: ChatParams, deps: TurnDeps): Promise<TurnResult> {
+async function runHeldTurn(
+  params: ChatParams,
+  deps: TurnDeps,
+  room: readonly number[] | undefined,
+): Promise<TurnResult> {
   const { config, signal } = deps;
   const agent = pickAgent(config, params.agent);
   const sessionId = params.session_id ?? deps.randomId(8, "abcdefghijklmnopqrstuvwxyz0123456789");
   const traceId = deps.randomId(16, "0123456789abcdef");
   checkRewriteParams(params);
-  // Every image checked before anything starts: a refusal costs no model load (docs/protocol.md#images).
-  const images = params.images?.length
-    ? await prepareImages(params.images, {
-        maxImages: config.app.max_images,
-        maxPixels: config.app.max_image_pixels,
-      })
-    : [];
+  const images = await imagesOf(params, config, room);
   const rewriting = isRewrite(params);
   const lockKey = `${params.user_id}/${sessionId}`;
   if (rewriting && deps.locks.held(lockKey)) throw turnInFlight(sessionId);
@@ -113,6 +111,16 @@ async function runHeldTurn(params: ChatParams, deps: TurnDeps): Promise<TurnResu
     unlease?.();
     unlock?.();
   }
+}
+
+/** Every image checked before anything starts: a refusal costs no model load (docs/protocol.md#images). */
+function imagesOf(params: ChatParams, config: TurnDeps["config"], room: readonly number[] | undefined) {
+  if (!params.images?.length) return Promise.resolve([]);
+  return prepareImages(params.images, {
+    maxImages: config.app.max_images,
+    maxPixels: config.app.max_image_pixels,
+    ...(room ? { room } : {}),
+  });
 }
 
 /** The start the chat method began (null: there was none to begin), else the one begun now. */
