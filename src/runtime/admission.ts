@@ -17,6 +17,8 @@ export interface AdmissionDeps {
    * no other decision counts it as a candidate), then resolves once they have stopped.
    */
   evict: (models: readonly string[]) => Promise<void>;
+  /** Loads admitted so far: a plan made across an admission is made again (model-load.ts). */
+  admissions: { count: number };
 }
 
 /**
@@ -42,6 +44,7 @@ export async function admit(
     if (d.kind === "never") throw neverFits(model, d.devices);
     if (d.kind === "fits" || d.kind === "evict") {
       job.admitted = true;
+      deps.admissions.count += 1;
       if (d.kind === "evict") await deps.evict(d.models);
       return;
     }

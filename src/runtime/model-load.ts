@@ -3,7 +3,7 @@ import { abortable } from "../util/abortable.ts";
 import { logUnexpected } from "../util/logger.ts";
 import type { StateCell } from "../util/state-cell.ts";
 import { type AdmissionDeps, admit } from "./admission.ts";
-import type { ModelRuntime, SchedulerProgress } from "./model-runtime.ts";
+import type { ModelFootprint, ModelRuntime, SchedulerProgress } from "./model-runtime.ts";
 import type { Live, LoadJob, ModelState } from "./model-state.ts";
 import type { Room } from "./room.ts";
 import { unloadedWhileWaiting } from "./scheduler-errors.ts";
@@ -113,6 +113,26 @@ async function afterLoadsUnderWay(
   }
 }
 
+/**
+ * The model's plan, made with no admitted load of another model under way. One admitted while it
+ * was being made (loads not yet admitted plan side by side) may have been free on the device when
+ * the plan read it and then added back as held: counted twice, so the plan is made again.
+ */
+async function planAlone(
+  name: string,
+  runtime: ModelRuntime,
+  deps: LoadDeps,
+  signal: AbortSignal,
+  emit: (p: SchedulerProgress) => void,
+): Promise<ModelFootprint> {
+  for (;;) {
+    await afterLoadsUnderWay(name, deps, signal, emit);
+    const before = deps.admission.admissions.count;
+    const footprint = await abortable(runtime.plannedBytes(), signal);
+    if (deps.admission.admissions.count === before) return footprint;
+  }
+}
+
 /** A load's work: the plan's bytes, admission (room made or waited for), the start, ready. */
 async function runLoad<T extends LoadTarget>(
   t: T,
@@ -127,8 +147,7 @@ async function runLoad<T extends LoadTarget>(
   };
   try {
     if (deps.beforeLoad) await abortable(deps.beforeLoad(), signal);
-    await afterLoadsUnderWay(t.name, deps, signal, emit);
-    const footprint = await abortable(runtime.plannedBytes(), signal);
+    const footprint = await planAlone(t.name, runtime, deps, signal, emit);
     Object.assign(deps.budget, footprint.budget);
     job.bytes = footprint.bytes;
     await admit(t.name, job, footprint, deps.admission, signal, emit);

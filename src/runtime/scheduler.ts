@@ -48,6 +48,7 @@ export class Scheduler {
         loadWaitMs: () => options.settings().loadWaitMs,
         held: (except) => this.held(except),
         evict: (models) => this.evict(models),
+        admissions: { count: 0 },
       },
       room: this.room,
       budget: this.budget,
