@@ -176,9 +176,10 @@ export class Scheduler {
     return this.beginUnload(entry, s, cancelledError(`model "${model}" was unloaded`), true);
   }
 
-  /** Shutdown: every model stopped, loads in progress ended; later loads are refused. */
-  stop(): Promise<void> {
+  /** Shutdown: every model stopped, loads under way ended; loads refused from `before` (the last saves) on. */
+  stop(before?: () => Promise<unknown>): Promise<void> {
     this.closing ??= (async () => {
+      await before?.();
       const stops = [...this.entries.values()].map((e) => {
         this.timers.clearTimeout(e.idleTimer);
         const s = e.cell.get();

@@ -229,11 +229,17 @@ export class SeveralModels implements ModelsApi {
     return paths.filter((p): p is string => typeof p === "string");
   }
 
-  /** Shutdown: each model's sessions saved while its server still runs, then every server stopped. */
-  async stop(): Promise<void> {
-    for (const [name, reuse] of this.reuses)
-      await reuse.stop().catch((err) => logUnexpected(`saving model ${name}'s sessions failed`, err));
-    await this.scheduler.stop();
+  /**
+   * Shutdown: each model's sessions saved while its server still runs, then every server stopped.
+   * The saves run side by side (one server each): one after another, each up to STOP_SAVE_MS,
+   * a few models outlast what a host waits for the answer (client/shutdown-timing.ts) and it
+   * kills the core before the servers are stopped. Loads are refused from the start, saves included.
+   */
+  stop(): Promise<void> {
+    const saves = [...this.reuses].map(([name, reuse]) =>
+      reuse.stop().catch((err) => logUnexpected(`saving model ${name}'s sessions failed`, err)),
+    );
+    return this.scheduler.stop(() => Promise.all(saves));
   }
 }
 

@@ -100,6 +100,40 @@ describe("SeveralModels", () => {
     expect(fleet.log).toEqual(["a.start", "a.stop"]);
   });
 
+  test("shutdown saves every model's sessions at once, refusing loads meanwhile, then stops the servers: its time is one save's, not one per model", async () => {
+    const fleet = new FakeFleet({ a: { gib: 4 }, b: { gib: 4 } });
+    const saves: string[] = [];
+    const gate = Promise.withResolvers<void>();
+    const several = new SeveralModels({
+      config: () => config,
+      // Each save may take its STOP_SAVE_MS (a slow disk, a busy server): here until the gate opens.
+      reuse: (model) =>
+        ({
+          stop: async () => {
+            saves.push(model);
+            await gate.promise;
+          },
+        }) as unknown as PromptReuse,
+      plan: () => Promise.reject(new Error("the fakes plan themselves")),
+      pinnedProblem: async () => null,
+      runtime: fleet.runtime,
+    });
+    for (const name of ["a", "b"]) {
+      (await several.provider({ kind: "path", name }).acquire(signal())).release();
+      several.promptReuse(name);
+    }
+    const stopping = several.stop();
+    await Bun.sleep(10);
+    expect(saves).toEqual(["a", "b"]);
+    // Loads are refused while the saves run: a server started now would only be stopped again.
+    const late = await rejection(several.provider({ kind: "path", name: "default" }).acquire(signal()));
+    expect(late.code).toBe("cancelled");
+    expect(fleet.log).toEqual(["a.start", "b.start"]);
+    gate.resolve();
+    await stopping;
+    expect(fleet.log.slice(2).sort()).toEqual(["a.stop", "b.stop"]);
+  });
+
   test("a chat's signal makes it its model's user at once: unload is refused until it ends; force aborts it", async () => {
     const { several } = setup(null);
     const a = { kind: "path", name: "a" } as const;
