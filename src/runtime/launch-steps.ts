@@ -284,23 +284,27 @@ async function exitFailure(s: Spawned, exit: Exit): Promise<LaunchFailure> {
  * key (an --api-key in extra_args would lock us out of every chat).
  */
 export async function verifyOwnKey(
-  s: Pick<Spawned, "baseUrl" | "apiKey" | "port" | "tail" | "exit">,
+  s: Pick<Spawned, "baseUrl" | "apiKey" | "port" | "tail" | "exit" | "argv">,
 ): Promise<LaunchFailure | null> {
   const [anonymous, keyCheck] = await Promise.all([
     modelsStatus({ baseUrl: s.baseUrl }, 5000),
     modelsStatus({ baseUrl: s.baseUrl, apiKey: s.apiKey }, 5000),
   ]);
   await Bun.sleep(0);
-  if (s.exit || (anonymous !== 401 && anonymous !== null)) {
+  // Our key refused by a child given no key of its own (it takes ours from its environment alone):
+  // another program with a key answers, such as another core's llama-server that took the port
+  // between our pick and our child's bind, which has not failed yet.
+  const taken = keyCheck === 401 && !s.argv.some((a) => /^--api-key(-file)?(=|$)/.test(a));
+  if (s.exit || taken || (anonymous !== 401 && anonymous !== null)) {
     // Something else answers here (our child lost the bind race and exited, or is exiting).
-    const taken = new CoreError(
+    const inUse = new CoreError(
       "internal_error",
       `another program answers on 127.0.0.1:${s.port} (port in use)`,
       {
         log_tail: s.tail.last(TAIL_IN_ERRORS),
       },
     );
-    return { error: taken, retryPort: true };
+    return { error: inUse, retryPort: true };
   }
   if (keyCheck === 401) {
     return {
