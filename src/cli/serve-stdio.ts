@@ -21,6 +21,16 @@ export default defineCommand({
       input: Bun.stdin.stream(),
       sink: stdoutSink(),
       testMethods: process.env.LOCAL_AI_TEST_METHODS === "1",
+      onFault: (handler) => {
+        const rejected = (reason: unknown) => handler(reason, false);
+        const thrown = (err: unknown) => handler(err, true);
+        process.on("unhandledRejection", rejected);
+        process.on("uncaughtException", thrown);
+        return () => {
+          process.off("unhandledRejection", rejected);
+          process.off("uncaughtException", thrown);
+        };
+      },
       onSignal: (handler) => {
         const signals = ["SIGINT", "SIGTERM", "SIGHUP"] as const;
         const listeners = signals.map((s) => {

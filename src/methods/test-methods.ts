@@ -64,9 +64,17 @@ export const flood = defineMethod({
 
 export const fail = defineMethod({
   name: "test.fail",
-  params: z.object({ kind: z.enum(["unexpected", "core"]).default("unexpected") }),
+  params: z.object({
+    kind: z.enum(["unexpected", "core", "stray_rejection", "stray_throw"]).default("unexpected"),
+  }),
   result: () => z.never(),
   run: async (params) => {
+    // A fault no code hears, beside this request's own error (server/stdio-server.ts onFault).
+    if (params.kind === "stray_rejection") void Promise.reject(new Error("a stray rejection"));
+    if (params.kind === "stray_throw")
+      setTimeout(() => {
+        throw new Error("a stray throw");
+      }, 0);
     if (params.kind === "core")
       throw new CoreError("model_plan_error", "a planned failure", { needed: 2, available: 1 });
     throw new Error("secret internal detail that must not reach stdout");

@@ -3,7 +3,7 @@ import { methodTable } from "../methods/index.ts";
 import { Dispatcher } from "../protocol/dispatcher.ts";
 import { StdioTransport } from "../protocol/transport/stdio-transport.ts";
 import type { Sink } from "../protocol/transport/writer.ts";
-import { logger } from "../util/logger.ts";
+import { logger, logUnexpected } from "../util/logger.ts";
 import { CoreServices } from "./services.ts";
 
 export interface StdioServerOptions {
@@ -13,6 +13,11 @@ export interface StdioServerOptions {
   sink: Sink;
   /** Registers the process signals that trigger shutdown; returns an unregister function. */
   onSignal?: (handler: (signal: string) => void) => () => void;
+  /**
+   * Where a fault no code caught is heard (the process's `unhandledRejection` and
+   * `uncaughtException`): `fatal` for a throw, which stops the core in order, its children first.
+   */
+  onFault?: (handler: (err: unknown, fatal: boolean) => void) => () => void;
   testMethods?: boolean;
 }
 
@@ -69,12 +74,24 @@ export async function runStdioServer(options: StdioServerOptions): Promise<numbe
   const dispatcher = new Dispatcher(methods, transport, () => stop("shutdown request"));
 
   const unregister = options.onSignal?.((signal) => void stop(`signal ${signal}`));
+  // Without a listener either fault ends the process at once, leaving llama-server and the MCP
+  // servers running and every chat in flight unanswered. A promise rejected with no one to hear
+  // it is logged and the core serves on; a throw no code caught may have left any state half
+  // done, so the core stops as on a signal and exits 1.
+  let faulted = false;
+  const unfault = options.onFault?.((err, fatal) => {
+    logUnexpected(fatal ? "uncaught exception; stopping" : "a promise rejected with no handler", err);
+    if (!fatal) return;
+    faulted = true;
+    void stop("an uncaught exception");
+  });
   await transport.listen((line) => dispatcher.handleLine(line));
   await stop("end of input");
   // The shutdown requests themselves answer once the rest has stopped.
   await dispatcher.settled();
   await transport.drain();
   unregister?.();
+  unfault?.();
   clearTimeout(preload);
-  return 0;
+  return faulted ? 1 : 0;
 }

@@ -41,6 +41,35 @@ describe.skipIf(process.platform === "win32")("llama-server never outlives the c
     });
   }
 
+  test("a fault no code hears: a stray rejection is logged and the core serves on; a stray throw stops it in order, exit 1", async () => {
+    await using dir = tmpdir();
+    const stack = writeStack(dir.path, {
+      script: [{ content: "a b c d e f g h i j k l m n o p", chunk_delay_ms: 200 }],
+      // A server that outlives its core unless the core stops it (no child mode, SIGTERM ignored).
+      knobs: { FAKE_LLAMA_IGNORE_SIGTERM: "1", FAKE_LLAMA_NO_CHILD_MODE: "1" },
+    });
+    await using core = spawnCore({ cwd: dir.path, env: stack.env });
+    core.send({ id: "chat", method: "chat", params: { input: "go" } });
+    await core.waitFor((ms) => ms.some((m) => m.id === "chat" && m.event === "llm_chunk"));
+    const [server] = stack.recordedServers();
+    expect(alive(server!)).toBe(true);
+    const stray = await core.request({ id: "r", method: "test.fail", params: { kind: "stray_rejection" } });
+    expect(stray.type).toBe("error");
+    expect((await core.request({ id: "p", method: "ping" })).type).toBe("result");
+    expect(alive(server!)).toBe(true);
+    expect(core.stderr).toContain("a promise rejected with no handler");
+
+    core.send({ id: "t", method: "test.fail", params: { kind: "stray_throw" } });
+    expect(await core.exited(15_000)).toBe(1);
+    expect(alive(server!)).toBe(false);
+    expect(stack.recordedServers()).toEqual([]);
+    // Every request answered, the chat cancelled, and no trace on stdout.
+    expect(core.terminal("chat")).toMatchObject({ type: "error", code: "cancelled" });
+    expect(core.terminal("t")).toMatchObject({ type: "error" });
+    for (const line of core.rawLines) expect(() => JSON.parse(line)).not.toThrow();
+    expect(core.stderr).toContain("uncaught exception; stopping");
+  }, 30_000);
+
   test("requests that arrive while the core shuts down are answered cancelled", async () => {
     await using dir = tmpdir();
     const stack = writeStack(dir.path, {
