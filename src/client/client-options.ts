@@ -33,7 +33,10 @@ export interface LocalAiClientOptions {
   requestTimeoutMs?: number;
   /** Time limit of streams (chat, warmup, stream()); default none. */
   streamTimeoutMs?: number;
-  /** Restart the core with back-off when it exits unexpectedly; off by default. */
+  /**
+   * Restart the core with back-off when it exits unexpectedly; off by default. Fields left
+   * `undefined` keep their defaults (RESTART_DEFAULTS).
+   */
   restart?: boolean | RestartOptions;
   /** Events held for a stream nobody reads, before new ones are dropped (default 10 000). */
   maxBufferedEvents?: number;

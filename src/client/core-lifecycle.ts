@@ -1,4 +1,4 @@
-import { type LocalAiClientOptions, RESTART_DEFAULTS, type ShutdownOptions } from "./client-options.ts";
+import type { LocalAiClientOptions, ShutdownOptions } from "./client-options.ts";
 import type { Connection } from "./connection.ts";
 import { initializeCore, spawnCore } from "./core-launch.ts";
 import type { CoreProcess } from "./core-process.ts";
@@ -13,7 +13,7 @@ import {
 import { stopGracefully } from "./graceful-stop.ts";
 import { killOnHostExit, spareOnHostExit } from "./host-exit.ts";
 import type { ExitInfo } from "./host-types.ts";
-import { Restarts } from "./restarts.ts";
+import { Restarts, restartOptions } from "./restarts.ts";
 import {
   DEFAULT_CORE_STOP_GRACE_MS,
   DEFAULT_SHUTDOWN_TIMEOUT_MS,
@@ -65,7 +65,7 @@ export class CoreLifecycle {
     private readonly onInfo: (info: InitializeResult) => void,
   ) {
     const r = options.restart;
-    this.restarts = r ? new Restarts({ ...RESTART_DEFAULTS, ...(r === true ? {} : r) }) : undefined;
+    this.restarts = r ? new Restarts(restartOptions(r)) : undefined;
     const grace = options.stopGraceMs;
     this.stopGraceMs =
       grace !== undefined && grace >= 0 && Number.isFinite(grace) ? grace : DEFAULT_CORE_STOP_GRACE_MS;

@@ -1,5 +1,21 @@
 import { backoffDelayMs } from "../util/backoff.ts";
-import type { RestartOptions } from "./client-options.ts";
+import { RESTART_DEFAULTS, type RestartOptions } from "./client-options.ts";
+
+/**
+ * The host's restart options over the defaults. A field left `undefined` (as
+ * `{ maxRestarts: settings.maxRestarts }` writes an unset one) or not a number keeps its default:
+ * spread as it is, it made `maxRestarts` never spent and the delay NaN, a restart every
+ * millisecond for good.
+ */
+export function restartOptions(given: boolean | RestartOptions): Required<RestartOptions> {
+  const options = { ...RESTART_DEFAULTS };
+  if (given === true || given === false) return options;
+  for (const key of Object.keys(options) as (keyof RestartOptions)[]) {
+    const value = given[key];
+    if (typeof value === "number" && !Number.isNaN(value)) options[key] = value;
+  }
+  return options;
+}
 
 /**
  * Restarts of a core that exited unexpectedly, with back-off (the same doubling as the

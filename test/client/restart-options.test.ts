@@ -1,0 +1,48 @@
+import { afterEach, describe, expect, test } from "bun:test";
+import { LocalAiClient, type RestartOptions } from "../../src/client/index.ts";
+import { FakeChild } from "./fake-child.ts";
+import { killFakes, rejection, track } from "./fake-core-fixture.ts";
+
+// Restart options a host fills from its own settings, some unset.
+afterEach(killFakes);
+
+/** A client whose first core serves and whose every relaunch dies at start-up. */
+async function crashLooping(restart: RestartOptions) {
+  const children: FakeChild[] = [];
+  const restarts: { attempt: number; delayMs: number }[] = [];
+  const spawn = () => {
+    const child = new FakeChild();
+    if (children.length > 0) setImmediate(() => child.exit(1, null));
+    children.push(child);
+    return child;
+  };
+  const client = track(
+    await LocalAiClient.start({ binary: "local-ai", spawn, restart, onRestart: (r) => restarts.push(r) }),
+  );
+  children[0]?.exit(1, null);
+  return { client, children, restarts };
+}
+
+describe("restart options", () => {
+  test("a field given as undefined keeps its default: a bounded count and a real delay", async () => {
+    const unset = {
+      maxRestarts: undefined,
+      initialDelayMs: undefined,
+      maxDelayMs: undefined,
+      resetAfterMs: undefined,
+    };
+    const { children, restarts } = await crashLooping(unset);
+    await Bun.sleep(300);
+    // Before: maxRestarts undefined was never spent and the delay NaN, a relaunch every ms.
+    expect(restarts).toEqual([{ attempt: 1, delayMs: 500 }]);
+    expect(children).toHaveLength(1);
+  });
+
+  test("maxRestarts undefined stops after the default three", async () => {
+    const { client, children } = await crashLooping({ maxRestarts: undefined, initialDelayMs: 10 });
+    const err = await rejection(client.request("echo", {}, { timeoutMs: 5000 }));
+    expect(err.code).toBe("core_exited");
+    await Bun.sleep(200);
+    expect(children).toHaveLength(4);
+  });
+});
