@@ -6,7 +6,7 @@ import type { AbortSignalLike, CallOptions, ClientLogger, ExitInfo } from "./hos
 import type { RequestId } from "./protocol-types.ts";
 import { RequestStream } from "./request-stream.ts";
 import type { CancelResult, GenericEvent } from "./types.ts";
-import { clip, idOfLine, isObject, requestLine } from "./wire-lines.ts";
+import { asText, clip, idOfLine, isObject, requestLine } from "./wire-lines.ts";
 
 /**
  * The request/answer half of the client, as the MCP SDK's `Protocol` is to its `Client`: it
@@ -305,7 +305,7 @@ export class Connection {
       return;
     }
     if (msg.type === "error" && msg.id === null) {
-      this.log("warn", `core reported an error for no request: ${String(msg.code)}: ${String(msg.message)}`);
+      this.log("warn", `core reported an error for no request: ${asText(msg.code)}: ${asText(msg.message)}`);
       return;
     }
     const key = typeof msg.id === "string" || typeof msg.id === "number" ? String(msg.id) : undefined;

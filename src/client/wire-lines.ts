@@ -37,6 +37,15 @@ export function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === "object" && v !== null && !Array.isArray(v);
 }
 
+/**
+ * A parsed JSON value as text for a log message. String() throws on an object whose toString is
+ * not a function (`{"toString":1}`), and a throw while routing the core's stdout is an uncaught
+ * exception in the host; JSON.stringify of what JSON.parse made never throws.
+ */
+export function asText(value: unknown): string {
+  return typeof value === "string" ? value : String(JSON.stringify(value));
+}
+
 export function clip(line: string): string {
   return line.length > 200 ? `${line.slice(0, 200)}…` : line;
 }
