@@ -1,4 +1,5 @@
 import { type ChildProcess, spawn as nodeSpawn, type SpawnOptions } from "node:child_process";
+import { EventEmitter } from "node:events";
 import { LineSplitter } from "../protocol/transport/framing.ts";
 import type { Environment, ExitInfo, SpawnFunction } from "./host-types.ts";
 
@@ -78,12 +79,14 @@ export class CoreProcess {
     // free of @types/node for hosts that type-check without it).
     const spawn = (options.spawn ?? nodeSpawn) as (c: string, a: string[], o: SpawnOptions) => ChildProcess;
     // windowsHide: a GUI host must not flash a console window for the core.
-    this.child = spawn(options.command, options.args, {
-      cwd: options.cwd,
-      env: options.env,
-      stdio: ["pipe", "pipe", "pipe"],
-      windowsHide: true,
-    });
+    this.child = spawnOrFail(() =>
+      spawn(options.command, options.args, {
+        cwd: options.cwd,
+        env: options.env,
+        stdio: ["pipe", "pipe", "pipe"],
+        windowsHide: true,
+      }),
+    );
     this.wire();
   }
 
@@ -247,5 +250,22 @@ export class CoreProcess {
     this.stderrLines.push(line);
     if (this.stderrLines.length > this.options.stderrTailLines) this.stderrLines.shift();
     this.handlers.onStderrLine(line);
+  }
+}
+
+/**
+ * Node throws some spawn failures (ENOTDIR, ENAMETOOLONG; on Windows EFTYPE for a file that is
+ * no executable, EINVAL for a .cmd) instead of emitting them, as it does ENOENT and EACCES. They
+ * become the same `error` event of a process that never started, so the core_exited a host gets
+ * has its spawn_error either way, and the exit is reported like any other.
+ */
+function spawnOrFail(spawn: () => ChildProcess): ChildProcess {
+  try {
+    return spawn();
+  } catch (err) {
+    const child = Object.assign(new EventEmitter(), { pid: undefined, kill: () => false });
+    // After wire() listens, as Node emits its own spawn errors on the next tick.
+    process.nextTick(() => child.emit("error", err));
+    return child as unknown as ChildProcess;
   }
 }

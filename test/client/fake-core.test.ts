@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, test } from "bun:test";
-import { readFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { isLocalAiError, LocalAiClient, type LocalAiError } from "../../src/client/index.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
@@ -180,6 +180,24 @@ describe("client against a fake core", () => {
     const err = await rejection(LocalAiClient.start({ binary: "/nonexistent/local-ai" }));
     expect(err.code).toBe("core_exited");
     expect(String(err.data?.spawn_error)).toContain("ENOENT");
+  });
+
+  test("a spawn that throws (ENOTDIR) rejects start as any spawn failure does, with spawn_error", async () => {
+    // Node and Bun throw this one from spawn() instead of emitting it, as they do ENOENT.
+    await using dir = tmpdir();
+    const file = join(dir.path, "not-a-folder");
+    writeFileSync(file, "");
+    const exits: { expected: boolean }[] = [];
+    const listeners = process.listenerCount("exit");
+    const err = await rejection(
+      LocalAiClient.start({ binary: join(file, "local-ai"), onExit: (i) => exits.push(i) }),
+    );
+    expect(err.code).toBe("core_exited");
+    expect(err.message).toContain("could not be started");
+    expect(String(err.data?.spawn_error)).toContain("ENOTDIR");
+    expect(err.data?.stderr_tail).toEqual([]);
+    expect(exits).toHaveLength(1);
+    expect(process.listenerCount("exit")).toBe(listeners);
   });
 
   test("a core that dies at start-up rejects start and shows why", async () => {
