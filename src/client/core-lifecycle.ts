@@ -109,7 +109,10 @@ export class CoreLifecycle {
   }
 
   private async stop(options: ShutdownOptions): Promise<void> {
-    const timeoutMs = options.timeoutMs ?? DEFAULT_SHUTDOWN_TIMEOUT_MS;
+    // NaN (Number() of an unset setting) made every deadline NaN: no timer on the shutdown
+    // request, so a core that never answered it was waited for for good.
+    const given = options.timeoutMs;
+    const timeoutMs = given === undefined || Number.isNaN(given) ? DEFAULT_SHUTDOWN_TIMEOUT_MS : given;
     const proc = this.process;
     const wasRunning = this.state === "ready" && proc?.running;
     this.enter("closed");

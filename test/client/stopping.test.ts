@@ -1,8 +1,10 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { LocalAiClient } from "../../src/client/index.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
-import { isAlive, killFakes, pidWhenWritten, startFake } from "./fake-core-fixture.ts";
+import { FakeChild } from "./fake-child.ts";
+import { isAlive, killFakes, pidWhenWritten, startFake, track } from "./fake-core-fixture.ts";
 
 // How the client stops a core, against the fake core (fake-core.mjs).
 afterEach(killFakes);
@@ -61,5 +63,30 @@ child.exit(1, null);
     const run = Bun.spawnSync([process.execPath, host], { stdout: "pipe", stderr: "pipe", timeout: 15_000 });
     expect(run.stdout.toString() + run.stderr.toString()).toBe("closed\n");
     expect(Date.now() - started).toBeLessThan(4000);
+  }, 20_000);
+
+  test("close({ timeoutMs: NaN }) still kills a core that never answers, after the default wait", async () => {
+    // NaN (a timeout read from a setting with Number()) made the shutdown request's wait
+    // unbounded: an app quitting on a hung core never finished quitting.
+    const child = new FakeChild();
+    child.exitOnEof = false;
+    const exits: { expected: boolean; signal: string | null }[] = [];
+    const client = track(
+      await LocalAiClient.start({
+        binary: "local-ai",
+        spawn: child.spawn,
+        stopGraceMs: 0,
+        onExit: (i) => exits.push(i),
+      }),
+    );
+    const started = Date.now();
+    const how = await Promise.race([
+      client.close({ timeoutMs: Number.NaN }).then(() => "closed"),
+      Bun.sleep(9000).then(() => "hung"),
+    ]);
+    expect(how).toBe("closed");
+    // Not sooner than the default 5 s either: the core may still be stopping llama-server.
+    expect(Date.now() - started).toBeGreaterThanOrEqual(4900);
+    expect(exits).toEqual([expect.objectContaining({ expected: true, signal: "SIGKILL" })]);
   }, 20_000);
 });
