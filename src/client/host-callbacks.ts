@@ -43,8 +43,7 @@ export function guarded<A extends unknown[]>(
   fn: ((...args: A) => void) | undefined,
 ): ((...args: A) => void) | undefined {
   if (!fn) return undefined;
-  const report = (err: unknown) =>
-    logger.warn(`the host's ${name} callback threw: ${err instanceof Error ? err.message : String(err)}`);
+  const report = (err: unknown) => logger.warn(`the host's ${name} callback threw: ${describe(err)}`);
   return (...args: A) => {
     try {
       // An async callback (`onExit: async (info) => …`) rejects instead of throwing: reported the
@@ -64,4 +63,16 @@ function dropRejection(returned: unknown): void {
 
 function isThenable(value: unknown): value is PromiseLike<unknown> {
   return typeof (value as PromiseLike<unknown> | undefined)?.then === "function";
+}
+
+/**
+ * What was thrown, as text. String() itself throws on a null-prototype object: raised while
+ * reporting, it escaped as the very uncaught exception (or unhandled rejection) guarded() stops.
+ */
+function describe(err: unknown): string {
+  try {
+    return err instanceof Error ? err.message : String(err);
+  } catch {
+    return Object.prototype.toString.call(err);
+  }
 }

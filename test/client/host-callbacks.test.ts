@@ -93,4 +93,26 @@ describe("host callbacks that throw", () => {
     });
     expect(unhandled).toEqual([]);
   });
+
+  test("a throw or rejection with no string form is reported, not thrown again", async () => {
+    // String() of a null-prototype object throws a TypeError; raised while reporting the host's
+    // own throw, it escaped from the core's stderr listener, and from a rejection handler.
+    const warned: string[] = [];
+    const uncaught = await escaping("uncaughtException", async () => {
+      const client = await startFake({
+        onStderr: () => {
+          throw Object.create(null);
+        },
+        logger: { warn: (m) => warned.push(m) },
+      });
+      expect((await rejection(client.request("die"))).code).toBe("core_exited");
+    });
+    const unhandled = await escaping("unhandledRejection", async () => {
+      const client = await startFake({ onExit: () => Promise.reject(Object.create(null)) });
+      expect((await rejection(client.request("die"))).code).toBe("core_exited");
+      await Bun.sleep(50);
+    });
+    expect([uncaught, unhandled]).toEqual([[], []]);
+    expect(warned).toContain("the host's onStderr callback threw: [object Object]");
+  });
 });
