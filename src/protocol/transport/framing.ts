@@ -20,9 +20,17 @@ const LF = 0x0a;
 const CR = 0x0d;
 const BOM = 0xfeff;
 const BLANK = /^[ \t\r]*$/;
+const EMPTY = new Uint8Array(0);
+/** A line buffer up to this size is kept for the next line; a bigger one is let go. */
+const KEPT_BUFFER_BYTES = 64 * 1024;
 
 export class LineSplitter {
-  private parts: Uint8Array[] = [];
+  /**
+   * The line begun so far, in `pending[0..pendingBytes)`. One buffer grown by doubling, not a
+   * copy per chunk: a writer trickling a line a byte per read made each byte an array of its
+   * own (about 240 bytes each in Node), a maxLineBytes line some 8 GB of the reader's memory.
+   */
+  private pending = EMPTY;
   private pendingBytes = 0;
   /** Bytes of a too-long line seen so far; the rest of it is skipped up to its newline. */
   private discarding = 0;
@@ -107,15 +115,33 @@ export class LineSplitter {
     // One byte past the limit may be held: it can be the CR of a `\r\n`, which does not count.
     if (this.pendingBytes + bytes.length > this.maxLineBytes + 1) {
       // Drop what is held so memory stays bounded by the limit, and skip to the newline.
-      this.discardHead = this.head([...this.parts, bytes]);
+      this.discardHead = this.head([this.held(), bytes]);
       this.discarding = this.pendingBytes + bytes.length;
-      this.parts = [];
-      this.pendingBytes = 0;
+      this.release();
       return;
     }
-    // Copy: the caller may reuse its buffer after push() returns.
-    this.parts.push(bytes.slice());
-    this.pendingBytes += bytes.length;
+    const needed = this.pendingBytes + bytes.length;
+    if (needed > this.pending.length) {
+      const grown = new Uint8Array(
+        Math.min(Math.max(needed, this.pending.length * 2, 256), this.maxLineBytes + 1),
+      );
+      grown.set(this.held());
+      this.pending = grown;
+    }
+    // Copied: the caller may reuse its buffer after push() returns.
+    this.pending.set(bytes, this.pendingBytes);
+    this.pendingBytes = needed;
+  }
+
+  /** The bytes of the line begun so far (a view, valid until the next take or release). */
+  private held(): Uint8Array {
+    return this.pending.subarray(0, this.pendingBytes);
+  }
+
+  /** Forgets the line begun; a big buffer goes with it, so a long line's room is not kept for good. */
+  private release(): void {
+    this.pendingBytes = 0;
+    if (this.pending.length > KEPT_BUFFER_BYTES) this.pending = EMPTY;
   }
 
   /** The first OVERSIZE_HEAD_BYTES of these parts, decoded (a character cut at the end is U+FFFD). */
@@ -140,23 +166,17 @@ export class LineSplitter {
       this.lastWasCR = false;
       return { kind: "oversize", bytes, head };
     }
-    let line: Uint8Array;
-    if (this.parts.length === 1) line = this.parts[0]!;
-    else {
-      line = new Uint8Array(this.pendingBytes);
-      let o = 0;
-      for (const p of this.parts) {
-        line.set(p, o);
-        o += p.length;
-      }
-    }
-    this.parts = [];
-    this.pendingBytes = 0;
+    const line = this.held();
     this.lastWasCR = false;
     let len = line.length;
     if (len > 0 && line[len - 1] === CR) len--;
-    if (len > this.maxLineBytes) return { kind: "oversize", bytes: len, head: this.head([line]) };
-    return textFrame(this.decoder.decode(line.subarray(0, len)));
+    // Decoded (or its head taken) before release(): `line` is a view of the buffer.
+    const frame =
+      len > this.maxLineBytes
+        ? ({ kind: "oversize", bytes: len, head: this.head([line]) } as const)
+        : textFrame(this.decoder.decode(line.subarray(0, len)));
+    this.release();
+    return frame;
   }
 }
 

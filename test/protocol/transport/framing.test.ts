@@ -1,3 +1,4 @@
+import { heapStats } from "bun:jsc";
 import { describe, expect, test } from "bun:test";
 import { type Frame, LineSplitter } from "../../../src/protocol/transport/framing.ts";
 
@@ -49,6 +50,24 @@ describe("LineSplitter", () => {
     s.push(buf);
     buf.fill(0x41);
     expect(texts(s.push(enc.encode("\n")))).toEqual(["abc"]);
+  });
+
+  test("a line trickled a byte per read is held in one buffer, not an array per byte", () => {
+    // A copy per chunk cost about 240 bytes per byte in Node: a core trickling a 32 MiB line
+    // (the client's maxLineBytes) would hold some 8 GB of its host's memory.
+    const s = new LineSplitter(1 << 20);
+    const arrays = () => {
+      Bun.gc(true);
+      return heapStats().objectTypeCounts.Uint8Array ?? 0;
+    };
+    const before = arrays();
+    const x = enc.encode("x");
+    for (let i = 0; i < 50_000; i++) expect(s.push(x)).toEqual([]);
+    expect(arrays() - before).toBeLessThan(100);
+    expect(texts(s.push(enc.encode("\n")))).toEqual(["x".repeat(50_000)]);
+    // The next line starts afresh, also across reads.
+    expect(s.push(enc.encode('{"a"'))).toEqual([]);
+    expect(texts(s.push(enc.encode(":1}\n")))).toEqual(['{"a":1}']);
   });
 });
 
