@@ -31,12 +31,14 @@ const DEVICE_NAME = /^(con|prn|aux|nul|com[1-9¹²³]|lpt[1-9¹²³])(\..*)?$/i;
 /**
  * Why a path to be stored cannot be a file name on this system, or null: on Windows a reserved
  * character (`:` would write an NTFS stream), a device name, a trailing dot or space; anywhere a
- * segment over 255 bytes. Asked of the files a pull will store, before their download (the
+ * segment longer than the file system holds (255 UTF-16 units on Windows, 255 bytes elsewhere). Asked of the files a pull will store, before their download (the
  * snapshot's link failed only after it, gigabytes later).
  */
 export function unstorableName(path: string, platform: NodeJS.Platform = process.platform): string | null {
   for (const segment of path.split("/")) {
-    if (Buffer.byteLength(segment) > 255) return "has a name longer than 255 bytes";
+    // NTFS counts UTF-16 units; ext4, APFS and the others bytes of UTF-8.
+    if (platform === "win32" ? segment.length > 255 : Buffer.byteLength(segment) > 255)
+      return "has a name longer than 255 characters";
     if (platform !== "win32") continue;
     if (/[<>:"|?*]/.test(segment)) return 'has a character Windows file names cannot hold (< > : " | ? *)';
     if (DEVICE_NAME.test(segment)) return "is a Windows device name";

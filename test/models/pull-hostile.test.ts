@@ -110,7 +110,8 @@ describe("a hostile listing is refused before anything is written (issue 19 item
       ["NUL.d/m-Q4_K_M.gguf", "win32", "is a Windows device name"],
       ["com1/m-Q4_K_M.gguf", "win32", "is a Windows device name"],
       ["sub./m-Q4_K_M.gguf", "win32", "ends with a dot or a space"],
-      [`${"é".repeat(130)}/m-Q4_K_M.gguf`, "linux", "has a name longer than 255 bytes"],
+      [`${"é".repeat(130)}/m-Q4_K_M.gguf`, "linux", "has a name longer than 255 characters"],
+      [`${"é".repeat(256)}/m-Q4_K_M.gguf`, "win32", "has a name longer than 255 characters"],
     ];
     for (const [path, platform, why] of cases) {
       const { hub, deps } = await hubWith((e) => ({ ...e, path }));
@@ -123,6 +124,8 @@ describe("a hostile listing is refused before anything is written (issue 19 item
     expect(unstorableName("sub:x./NUL.gguf", "linux")).toBeNull();
     expect(unstorableName("unsloth/Qwen3-8B-Q4_K_M.gguf", "win32")).toBeNull();
     expect(unstorableName("console.gguf", "win32")).toBeNull();
+    // 130 characters of two bytes each: too long for ext4, not for NTFS.
+    expect(unstorableName(`${"é".repeat(130)}.gguf`, "win32")).toBeNull();
   });
 
   test("an lfs.oid with '..' would link any local file as the model, unchecked: refused", async () => {
