@@ -65,7 +65,7 @@ export const flood = defineMethod({
 export const fail = defineMethod({
   name: "test.fail",
   params: z.object({
-    kind: z.enum(["unexpected", "core", "stray_rejection", "stray_throw"]).default("unexpected"),
+    kind: z.enum(["unexpected", "core", "stray_rejection", "stray_throw", "opaque"]).default("unexpected"),
   }),
   result: () => z.never(),
   run: async (params) => {
@@ -75,6 +75,8 @@ export const fail = defineMethod({
       setTimeout(() => {
         throw new Error("a stray throw");
       }, 0);
+    // A value with no string form (String() throws on it): still answered internal_error.
+    if (params.kind === "opaque") throw Object.create(null);
     if (params.kind === "core")
       throw new CoreError("model_plan_error", "a planned failure", { needed: 2, available: 1 });
     throw new Error("secret internal detail that must not reach stdout");

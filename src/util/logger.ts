@@ -105,8 +105,22 @@ export function setLogLevel(configLevel: string | undefined): void {
   if (instance) instance.level = next;
 }
 
-/** Logs an unexpected error with its stack, to stderr only. */
+/**
+ * Logs an unexpected error with its stack, to stderr only. Never throws: it is what the
+ * dispatcher's catch and the core's fault listener call, and String() throws on a value with no
+ * string form (a null-prototype object, `{"toString":1}`), which left a request unanswered or,
+ * from the uncaughtException listener, ended the core at once with its children running.
+ */
 export function logUnexpected(tag: string, err: unknown): void {
-  const detail = err instanceof Error ? (err.stack ?? err.message) : String(err);
-  logger.error(`${tag}: ${detail}`);
+  logger.error(`${tag}: ${describeThrown(err)}`);
+}
+
+/** What was thrown, as text, whatever it is. */
+export function describeThrown(err: unknown): string {
+  try {
+    const detail = err instanceof Error ? (err.stack ?? err.message) : err;
+    return typeof detail === "string" ? detail : String(detail);
+  } catch {
+    return Object.prototype.toString.call(err);
+  }
 }

@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { MAX_IN_FLIGHT } from "../../src/protocol/method-table.ts";
+import { runStdioServer } from "../../src/server/stdio-server.ts";
 import { startHarness } from "../fixtures/stdio-harness.ts";
 
 const terminals = (ms: Record<string, any>[], id: unknown) =>
@@ -221,6 +222,35 @@ describe("dispatcher over the in-process loop", () => {
     expect(planned).toMatchObject({ code: "model_plan_error", data: { needed: 2, available: 1 } });
     h.end();
     await h.exit;
+  });
+
+  test("a failure thrown as a value with no string form is still answered internal_error", async () => {
+    const h = startHarness();
+    // String() throws on it: the log of it threw in turn and the request was never answered.
+    const r = await h.request({ id: 1, method: "test.fail", params: { kind: "opaque" } });
+    expect(r).toMatchObject({ type: "error", code: "internal_error" });
+    expect((await h.request({ id: 2, method: "ping" })).type).toBe("result");
+    h.end();
+    expect(await h.exit).toBe(0);
+  });
+
+  test("a fault no code caught, thrown as a value with no string form, still stops the core in order", async () => {
+    let fault: ((err: unknown, fatal: boolean) => void) | undefined;
+    const exit = runStdioServer({
+      configPath: "config.yaml",
+      cwd: "/nonexistent-local-ai-test",
+      input: new ReadableStream<Uint8Array>(),
+      sink: { write() {} },
+      onFault: (h) => {
+        fault = h;
+        return () => {};
+      },
+    });
+    // Thrown from the uncaughtException listener, a second throw ends the process at once (exit
+    // 7), llama-server and the MCP servers left running: the listener must never throw.
+    expect(() => fault?.(Object.create(null), false)).not.toThrow();
+    expect(() => fault?.(Object.create(null), true)).not.toThrow();
+    expect(await exit).toBe(1);
   });
 
   test("shutdown cancels in-flight work first: their errors come before its result", async () => {
