@@ -289,7 +289,8 @@ function outputInvalid(ctx: TurnContext, ending: TurnEnding & { kind: "output_in
   const { text, errors, finishReason } = ending;
   const cut = finishReason === "length" ? "; the answer was cut off by a limit (raise max_tokens)" : "";
   const first = errors[0];
-  const why = first ? `${first.path || "the answer"}: ${first.message}` : "it does not match";
+  // Its path cut as in `data.errors`: uncut, one key as long as the answer made the message as long.
+  const why = first ? `${cutPath(first.path) || "the answer"}: ${first.message}` : "it does not match";
   // A path can be a key the model wrote: debug only, as for malformed tool calls.
   logger.info(`trace=${ctx.traceId} step=${ending.step} output invalid (${errors.length} errors)`);
   logger.debug(`trace=${ctx.traceId} step=${ending.step} output invalid: ${why}`);

@@ -275,6 +275,8 @@ describe("endTurn: each ending emits at most one terminal event", () => {
     expect(data.errors[0]?.path).toHaveLength(201);
     expect(data.errors[1]).toEqual({ path: "/kkk1", message: "must be number" });
     expect(JSON.stringify(err.data).length).toBeLessThan(2000);
+    // The message quotes the first error's path: cut too, not the 10 000 characters of the key.
+    expect(err.message.length).toBeLessThan(400);
   });
 
   test("format_refused before the turn did anything: invalid_request naming response_format, the session as it was", async () => {
