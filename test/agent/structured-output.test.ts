@@ -112,20 +112,35 @@ describe("chat: response_format", () => {
     expect(h.llama.requests).toHaveLength(3);
   });
 
-  test("with tools: a turn that stops at its step limit while calling tools fails closed, never a result without json", async () => {
+  test("with tools: a turn at its step limit while still calling tools is asked its answer under the schema", async () => {
     await using h = new ChatHarness({ app: { data_dir: "./data", max_parse_errors: 2, max_steps: 2 } });
     h.llama.script(
       { tool_calls: [{ name: "t__echo", arguments: { text: "Ada" } }] },
       { tool_calls: [{ name: "t__echo", arguments: { text: "again" } }] },
+      { content: '{"name":"Ada","age":36}' },
     );
-    const { terminal, events } = await h.chat("t2", { input: "look it up", response_format: asPerson });
-    expect(terminal).toMatchObject({
-      type: "error",
-      code: "output_invalid",
-      data: { errors: [{ path: "", message: expect.stringContaining("step limit") }], finish_reason: null },
+    const { terminal } = await h.chat("t2", { input: "look it up", response_format: asPerson });
+    expect(terminal.result).toMatchObject({
+      json: { name: "Ada", age: 36 },
+      warnings: [{ code: "max_steps", message: expect.stringContaining("step limit of 2") }],
     });
+    const last = h.llama.requests.at(-1)?.body;
+    expect(last?.response_format).toBeDefined();
+    expect(last?.tools ?? []).toEqual([]);
+  });
+
+  test("with tools: past max_parse_errors too; an answer that then does not match fails closed", async () => {
+    await using h = new ChatHarness({ app: { data_dir: "./data", max_parse_errors: 1, max_steps: 8 } });
+    h.llama.script(
+      { tool_calls: [{ name: "t__missing", arguments: {} }] },
+      { tool_calls: [{ name: "t__missing", arguments: {} }] },
+      { content: '{"name":"Ada"}' },
+    );
+    const { terminal, events } = await h.chat("t3", { input: "look it up", response_format: asPerson });
+    expect(terminal).toMatchObject({ type: "error", code: "output_invalid" });
     expect(events.find((e) => e.event === "loop_abort")).toMatchObject({ reason: "output_invalid" });
-    expect(events.some((e) => e.event === "final")).toBe(false);
+    expect(h.llama.requests).toHaveLength(3);
+    expect(h.llama.requests.at(-1)?.body.response_format).toBeDefined();
   });
 
   test("with think: reasoning first, then the constrained answer (91i)", async () => {

@@ -184,8 +184,11 @@ export class Turn {
       }
       // The answer to the schema asks again for an answer the model gave on an allowed step: the
       // limit does not take it (with max_steps 1 no chat with tools had its `json`).
-      if (state.step >= this.maxSteps && !this.answering)
-        return { kind: "max_steps", step: Math.max(0, state.step - 1), limit: this.maxSteps };
+      if (state.step >= this.maxSteps && !this.answering) {
+        if (!this.format)
+          return { kind: "max_steps", step: Math.max(0, state.step - 1), limit: this.maxSteps };
+        this.answerNow("max_steps", `reached the step limit of ${this.maxSteps} steps`);
+      }
 
       const step = state.step;
       ctx.step = step;
@@ -285,10 +288,28 @@ export class Turn {
     logger.debug(`trace=${ctx.traceId} step=${step} ${what}: ${problems}`);
     state.turn.push(...messages);
     const limit = ctx.deps.config.app.max_parse_errors;
-    if (state.parse_errors > limit)
+    if (state.parse_errors > limit && (!this.format || this.answering))
       return { kind: "max_parse_errors", step, count: state.parse_errors, limit, problems };
+    if (state.parse_errors > limit)
+      this.answerNow(
+        "max_parse_errors",
+        `${state.parse_errors} malformed tool calls (limit ${limit} re-prompts)`,
+      );
     await ctx.session.save();
     return undefined;
+  }
+
+  /**
+   * A `response_format` chat at a limit of its tool calls: its answer is asked for under the
+   * schema now, without tools (a result carries `json`; stopping here left a turn no resume could
+   * finish), and the result's warning says which limit ended the tool calls.
+   */
+  private answerNow(code: "max_steps" | "max_parse_errors", what: string): void {
+    this.answering = true;
+    this.ctx.warnings.push({
+      code,
+      message: `${what}: the tools stopped there and the answer was asked for`,
+    });
   }
 
   /** A constrained step's answer: the value when it matches the schema, else `output_invalid` (fails closed). */
