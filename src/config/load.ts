@@ -132,6 +132,8 @@ function describeReceived(value: unknown): string {
   if (value === null) return "null";
   if (Array.isArray(value)) return "a list";
   if (typeof value === "object") return "a mapping";
+  // JSON has no Infinity or NaN (`.inf`, `1e400`, `.nan`): it would say "number null".
+  if (typeof value === "number" && !Number.isFinite(value)) return `number ${value}`;
   return `${typeof value} ${JSON.stringify(value)}`;
 }
 

@@ -95,7 +95,8 @@ function rpcEntry(
   if (memory !== null && !(Number.isSafeInteger(memory) && (memory as number) > 0)) {
     return {
       path: ["memory_bytes"],
-      why: `expected a whole number of bytes above 0, got ${JSON.stringify(memory)}`,
+      // String(), not JSON: `.inf` is Infinity, which JSON writes as null.
+      why: `expected a whole number of bytes above 0, got ${typeof memory === "number" ? memory : JSON.stringify(memory)}`,
     };
   }
   return { raw: fields.endpoint, memory: memory as number | null };

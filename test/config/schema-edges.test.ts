@@ -105,3 +105,31 @@ describe("a NUL character in a config string is refused, naming its key", () => 
     );
   });
 });
+
+describe("numbers YAML reads as not finite are named as they are", () => {
+  test.each([
+    [".inf", "Infinity"],
+    ["-.inf", "-Infinity"],
+    [".nan", "NaN"],
+    ["1e400", "Infinity"],
+  ])("startup_timeout_s: %s says 'got number %s', not 'number null'", (text, shown) => {
+    const err = coreErrorOf(() =>
+      parseConfigText(`llama:\n  startup_timeout_s: ${text}\n`, "/c/config.yaml"),
+    );
+    expect(err.data!.key).toBe("llama.startup_timeout_s");
+    expect(err.message).toContain(`got number ${shown}`);
+    expect(err.message).not.toContain("null");
+  });
+
+  test("a union key (model.context: .inf) says so too", () => {
+    const err = coreErrorOf(() => parseConfigText("model:\n  context: .inf\n", "/c/config.yaml"));
+    expect(err.message).toContain("got number Infinity");
+  });
+});
+
+test("llama.rpc memory_bytes: .inf says Infinity, not null", () => {
+  const text = "llama:\n  rpc:\n    - { endpoint: 'h:1', memory_bytes: .inf }\n";
+  const err = coreErrorOf(() => parseConfigText(text, "/c/config.yaml"));
+  expect(err.data!.key).toBe("llama.rpc.0.memory_bytes");
+  expect(err.message).toContain("got Infinity");
+});
