@@ -113,11 +113,24 @@ function configCheck(source: DoctorConfig): { check: Check; loaded: LoadedConfig
     };
   } catch (err) {
     if (!isCoreError(err)) throw err;
-    const fix =
-      err.code === "config_missing"
-        ? "create a config.yaml (see config.example.yaml) or pass --config FILE"
-        : "correct the key named in the message";
     const data = { code: err.code, ...err.data };
-    return { check: { id: "config", status: "fail", message: err.message, fix, data }, loaded: null };
+    return {
+      check: { id: "config", status: "fail", message: err.message, fix: configFix(err), data },
+      loaded: null,
+    };
   }
+}
+
+/**
+ * What to do about a config that cannot be used. Only a schema problem names a key: a YAML
+ * syntax error names a line, and a file that is a folder, too big or unreadable names neither,
+ * where "the key named in the message" sent the reader looking for one that is not there.
+ */
+function configFix(err: { code: string; data?: unknown }): string {
+  if (err.code === "config_missing")
+    return "create a config.yaml (see config.example.yaml) or pass --config FILE";
+  const where = (err.data ?? {}) as { key?: unknown; line?: unknown };
+  if (typeof where.key === "string") return "correct the key named in the message";
+  if (typeof where.line === "number") return "correct the file at the line named in the message";
+  return "point --config at a readable YAML file of at most 1 MiB (the message says what this one is)";
 }

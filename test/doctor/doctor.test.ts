@@ -228,6 +228,18 @@ describe("doctor", () => {
     expect(DoctorResultSchema.parse(r)).toEqual(r);
   });
 
+  test("the config fix names a key only when the message does", async () => {
+    using dir = tmpdir();
+    const fixOf = async (yaml: string) => byId(await runDoctor(setup(dir.path, yaml), deps()), "config").fix;
+    expect(await fixOf("llama:\n  parallel: many\n")).toBe("correct the key named in the message");
+    // A YAML syntax error has a line and no key.
+    expect(await fixOf("app:\n  max_steps: [1\n")).toContain("at the line named in the message");
+    // A folder given as the config has neither.
+    const folder = await runDoctor(new CoreServices({ configPath: ".", cwd: dir.path }), deps());
+    expect(byId(folder, "config").message).toContain("is a directory");
+    expect(byId(folder, "config").fix).not.toContain("key");
+  });
+
   test("the data_dir check probes without creating: missing folders are fine under a writable one", async () => {
     using dir = tmpdir();
     script(dir.path, "llama-server", FAKE_VERSION);
