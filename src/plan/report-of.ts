@@ -8,6 +8,7 @@ import type {
 } from "../protocol/plan.ts";
 import { PLAN_DIALECT, renderArgv } from "./argv.ts";
 import type { LaunchPlan } from "./launch-plan.ts";
+import { shownArgs } from "./secret-args.ts";
 
 /** The plan report: the launch's values, how each was decided, and the argv they render to. */
 export function reportOf(
@@ -41,7 +42,8 @@ export function reportOf(
     devices,
     workers,
     decisions,
-    argv: renderArgv(launch, PLAN_DIALECT),
+    // Shown, never spawned: a key or token in extra_args is masked (secret-args.ts).
+    argv: shownArgs(renderArgv(launch, PLAN_DIALECT)),
     chat_template: placed.template,
     embedding: launch.embedding ?? null,
     vision: placed.projector != null,

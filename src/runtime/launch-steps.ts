@@ -1,5 +1,6 @@
 import { existsSync } from "node:fs";
 import { healthStatus, modelsStatus } from "../llama/health.ts";
+import { shownArgs } from "../plan/secret-args.ts";
 import { CoreError, cancelledError } from "../protocol/errors.ts";
 import { logger } from "../util/logger.ts";
 import { childEnv } from "./child-env.ts";
@@ -122,7 +123,7 @@ export function spawnServer(req: SpawnRequest): Spawned | LaunchFailure {
   };
   req.onSpawn?.(
     spawned,
-    `--- ${new Date().toISOString()} start ${req.binary} ${argv.join(" ")} (pid ${child.pid})\n`,
+    `--- ${new Date().toISOString()} start ${req.binary} ${shownArgs(argv).join(" ")} (pid ${child.pid})\n`,
   );
   // One redactor a stream: a quoted text's lines follow its message on the stream it came on.
   const lineReader = (redactor: LogRedactor) => (raw: string) => {

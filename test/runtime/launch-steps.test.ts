@@ -303,3 +303,41 @@ describe("politeStopWait", () => {
     expect(politeStopWait(1_000, true, 1_030)).toBe(0);
   });
 });
+
+describe("the log file's start line", () => {
+  test("masks a key or token written in llama.extra_args; the child still gets it (plan/secret-args.ts)", () => {
+    using dir = tmpdir();
+    const empty = () => new ReadableStream<Uint8Array>({ start: (c) => c.close() });
+    let header = "";
+    let given: readonly string[] = [];
+    const spawned = spawnServer({
+      binary: "/nonexistent/llama-server",
+      argv: ["--hf-token", "hf_SECRET", "--api-key=sk-SECRET"],
+      port: 1,
+      apiKey: KEY,
+      env: {},
+      spawner: (req) => {
+        given = req.argv;
+        return {
+          pid: 2 ** 30,
+          stdout: empty(),
+          stderr: empty(),
+          exited: new Promise(() => {}),
+          politeSignal: true,
+          writeLine: () => false,
+          terminate: () => {},
+          kill: () => {},
+        };
+      },
+      dataDir: dir.path,
+      onLine: () => {},
+      onSpawn: (_s, h) => {
+        header = h;
+      },
+    });
+    if ("error" in spawned) throw spawned.error;
+    expect(header).toContain("--hf-token *** --api-key=***");
+    expect(header).not.toContain("SECRET");
+    expect(given).toContain("hf_SECRET");
+  });
+});

@@ -1,5 +1,6 @@
 import type { Decision } from "../../protocol/plan.ts";
 import { flags } from "../argv.ts";
+import { shownArgs } from "../secret-args.ts";
 
 /** `--jinja`, always: tool calling needs the model's own chat template to render tools. */
 export function jinjaDecision(): Decision {
@@ -15,11 +16,12 @@ export function jinjaDecision(): Decision {
 /** `llama.extra_args`, passed through after every planned flag (so they win); none: no line. */
 export function extraArgsDecision(extraArgs: readonly string[]): Decision | null {
   if (extraArgs.length === 0) return null;
+  const shown = shownArgs(extraArgs);
   return {
     name: "extra_args",
-    value: extraArgs.join(" "),
+    value: shown.join(" "),
     source: "config",
-    flags: [...extraArgs],
+    flags: shown,
     reason: "llama.extra_args, passed through last (they win over planned flags)",
   };
 }

@@ -1,0 +1,47 @@
+import { describe, expect, test } from "bun:test";
+import { ConfigSchema } from "../../src/config/schema.ts";
+import { PLAN_DIALECT, renderArgv } from "../../src/plan/argv.ts";
+import { readGgufHeader } from "../../src/plan/gguf-read.ts";
+import { modelInfo } from "../../src/plan/model.ts";
+import { planFor } from "../../src/plan/planner.ts";
+import { MASKED, shownArgs } from "../../src/plan/secret-args.ts";
+import { tinyLlama, writeGguf } from "../fixtures/gguf-writer.ts";
+import { cpuOnlyMachine } from "../fixtures/hardware.ts";
+import { tmpdir } from "../fixtures/tmpdir.ts";
+
+/**
+ * A Hugging Face token or an API key written in llama.extra_args reaches llama-server, but never
+ * the plan report (`plan`, doctor's plan checks, the protocol's `plan`), which people paste into
+ * issues: it printed `--hf-token hf_…` in the decision and in argv.
+ */
+const SECRETS = ["--hf-token", "hf_TOKEN1", "-hft", "hf_TOKEN2", "--api-key=sk-KEY3", "--api-key", "sk-KEY4"];
+
+describe("secret values in llama.extra_args", () => {
+  test("shownArgs masks each form and leaves everything else as written", () => {
+    expect(shownArgs([...SECRETS, "--temp", "0.2", "--api-key-file", "/k"])).toEqual([
+      "--hf-token",
+      MASKED,
+      "-hft",
+      MASKED,
+      `--api-key=${MASKED}`,
+      "--api-key",
+      MASKED,
+      "--temp",
+      "0.2",
+      "--api-key-file",
+      "/k",
+    ]);
+  });
+
+  test("the plan report never holds them; the launch llama-server gets still does", async () => {
+    using dir = tmpdir();
+    const model = modelInfo(await readGgufHeader(writeGguf(dir.path, "m.gguf", tinyLlama())));
+    const config = ConfigSchema.parse({ llama: { extra_args: [...SECRETS, "--temp", "0.2"] } });
+    const { launch, plan } = planFor(model, cpuOnlyMachine(), config);
+    const report = JSON.stringify(plan);
+    for (const secret of ["hf_TOKEN1", "hf_TOKEN2", "sk-KEY3", "sk-KEY4"])
+      expect(report).not.toContain(secret);
+    expect(plan.argv.slice(-2)).toEqual(["--temp", "0.2"]);
+    expect(renderArgv(launch, PLAN_DIALECT)).toEqual(expect.arrayContaining(SECRETS));
+  });
+});
