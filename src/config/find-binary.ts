@@ -1,4 +1,4 @@
-import { existsSync, statSync } from "node:fs";
+import { accessSync, constants, existsSync, statSync } from "node:fs";
 import { delimiter, dirname, join } from "node:path";
 import type { Config } from "./schema.ts";
 
@@ -11,6 +11,8 @@ export interface FindBinaryEnv {
   platform: string;
   pathEnv: string | undefined;
   isFile(path: string): boolean;
+  /** Whether this user may run it; absent: every file may be. */
+  isExecutable?(path: string): boolean;
 }
 
 const realEnv = (): FindBinaryEnv => ({
@@ -20,6 +22,15 @@ const realEnv = (): FindBinaryEnv => ({
   isFile: (p) => {
     try {
       return existsSync(p) && statSync(p).isFile();
+    } catch {
+      return false;
+    }
+  },
+  isExecutable: (p) => {
+    if (process.platform === "win32") return true;
+    try {
+      accessSync(p, constants.X_OK);
+      return (statSync(p).mode & 0o111) !== 0;
     } catch {
       return false;
     }
@@ -38,6 +49,10 @@ export function findLlamaServer(
   // PATH often names a folder twice (or the executable's own): each place is looked at once.
   const seen = new Set<string>();
   const tried: string[] = [];
+  // As a shell's PATH search: a file without the execute bit is passed over, so a stray copy
+  // (an unzipped download) does not hide a working one further on. Found nowhere else, it is
+  // still the answer, for doctor to say `chmod +x` rather than "not found".
+  let notExecutable: string | undefined;
   for (const dir of dirs) {
     for (const name of names) {
       const candidate = join(dir, name);
@@ -45,10 +60,12 @@ export function findLlamaServer(
       if (seen.has(key)) continue;
       seen.add(key);
       tried.push(candidate);
-      if (env.isFile(candidate)) return { path: candidate };
+      if (!env.isFile(candidate)) continue;
+      if (env.isExecutable?.(candidate) ?? true) return { path: candidate };
+      notExecutable ??= candidate;
     }
   }
-  return { tried };
+  return notExecutable === undefined ? { tried } : { path: notExecutable };
 }
 
 /** The llama-server that will run, when there is one (none found is the launch's to report). */
