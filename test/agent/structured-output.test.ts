@@ -143,6 +143,32 @@ describe("chat: response_format", () => {
     expect(h.llama.requests.at(-1)?.body.response_format).toBeDefined();
   });
 
+  test("without tools every step is constrained: max_steps still bounds unparsed replies, no 'tools stopped' warning", async () => {
+    await using h = new ChatHarness({
+      ...plain,
+      app: { data_dir: "./data", max_parse_errors: 5, max_steps: 2 },
+    });
+    const bad = { unparsed: "<tool_call>broken" };
+    h.llama.script(bad, bad, bad, bad, bad, bad, { content: '{"name":"Ada","age":36}' });
+    const { terminal } = await h.chat("n1", { input: "a person", response_format: asPerson });
+    // It asked the model past its step limit (6 requests), warning that tools it never had stopped.
+    expect(h.llama.requests).toHaveLength(2);
+    expect(terminal).toMatchObject({ type: "error", code: "output_invalid" });
+    expect(String(terminal.message)).not.toContain("tools stopped");
+  });
+
+  test("without tools: max_parse_errors ends the turn at its limit, with no extra constrained step", async () => {
+    await using h = new ChatHarness({
+      ...plain,
+      app: { data_dir: "./data", max_parse_errors: 1, max_steps: 8 },
+    });
+    const bad = { unparsed: "<tool_call>broken" };
+    h.llama.script(bad, bad, { content: '{"name":"Ada","age":36}' });
+    const { terminal } = await h.chat("n2", { input: "a person", response_format: asPerson });
+    expect(h.llama.requests).toHaveLength(2);
+    expect(terminal).toMatchObject({ type: "error", code: "output_invalid" });
+  });
+
   test("with think: reasoning first, then the constrained answer (91i)", async () => {
     await using h = new ChatHarness(plain);
     h.llama.script({ reasoning: "A person has a name.", content: '{"name":"Bo","age":5}' });

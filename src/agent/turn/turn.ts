@@ -54,6 +54,11 @@ export class Turn {
    * once the model answers, the answer is asked for again, constrained and without tools.
    */
   private answering = false;
+  /**
+   * A format with tools: the steps before the answer run free, so a limit can end them and ask
+   * for the answer. Without tools every step is the constrained one, and the limits end it.
+   */
+  private freeSteps = false;
 
   constructor(
     private readonly ctx: TurnContext,
@@ -176,6 +181,7 @@ export class Turn {
   private async steps(setup: StepSetup): Promise<TurnEnding> {
     const { ctx } = this;
     const { state } = ctx.session;
+    this.freeSteps = this.format !== undefined && setup.tools.length > 0;
     for (;;) {
       const calls = pendingCalls(state);
       if (calls) {
@@ -185,7 +191,7 @@ export class Turn {
       // The answer to the schema asks again for an answer the model gave on an allowed step: the
       // limit does not take it (with max_steps 1 no chat with tools had its `json`).
       if (state.step >= this.maxSteps && !this.answering) {
-        if (!this.format)
+        if (!this.freeSteps)
           return { kind: "max_steps", step: Math.max(0, state.step - 1), limit: this.maxSteps };
         this.answerNow("max_steps", `reached the step limit of ${this.maxSteps} steps`);
       }
@@ -288,7 +294,7 @@ export class Turn {
     logger.debug(`trace=${ctx.traceId} step=${step} ${what}: ${problems}`);
     state.turn.push(...messages);
     const limit = ctx.deps.config.app.max_parse_errors;
-    if (state.parse_errors > limit && (!this.format || this.answering))
+    if (state.parse_errors > limit && (!this.freeSteps || this.answering))
       return { kind: "max_parse_errors", step, count: state.parse_errors, limit, problems };
     if (state.parse_errors > limit)
       this.answerNow(
