@@ -5,7 +5,15 @@
  * line show them masked: those are pasted into issues and kept on disk, and the token is a
  * credential of the user's account.
  */
-const SECRET_FLAGS = new Set(["--api-key", "--hf-token", "-hft"]);
+const SECRET_FLAGS = new Set(["--api-key", "--hf-token", "-hft", "--mcp-servers-json"]);
+
+/**
+ * A flag as llama-server reads it: it turns `_` into `-` in a `--` flag (common/arg.cpp), so
+ * `--api_key` is `--api-key`. `--mcp-servers-json` is inline MCP server definitions, whose
+ * headers and env carry their tokens.
+ */
+const isSecret = (flag: string): boolean =>
+  SECRET_FLAGS.has(flag.startsWith("--") ? flag.replaceAll("_", "-") : flag);
 
 export const MASKED = "***";
 
@@ -13,8 +21,8 @@ export const MASKED = "***";
 export function shownArgs(args: readonly string[]): string[] {
   return args.map((arg, i) => {
     const prev = args[i - 1];
-    if (prev !== undefined && SECRET_FLAGS.has(prev)) return MASKED;
+    if (prev !== undefined && isSecret(prev)) return MASKED;
     const eq = arg.indexOf("=");
-    return eq > 0 && SECRET_FLAGS.has(arg.slice(0, eq)) ? `${arg.slice(0, eq)}=${MASKED}` : arg;
+    return eq > 0 && isSecret(arg.slice(0, eq)) ? `${arg.slice(0, eq)}=${MASKED}` : arg;
   });
 }

@@ -33,6 +33,16 @@ describe("secret values in llama.extra_args", () => {
     ]);
   });
 
+  test("llama-server's other spellings and secret-bearing flags are masked too", () => {
+    // common/arg.cpp (b10587) turns '_' into '-' in a '--' flag, so --api_key is --api-key;
+    // --mcp-servers-json is inline MCP server definitions, their headers and env tokens included.
+    const mcp = '{"mcpServers":{"gh":{"url":"https://x","headers":{"Authorization":"Bearer ghp_SECRET5"}}}}';
+    const args = ["--api_key", "sk-KEY6", "--hf_token", "hf_TOKEN7", "--mcp-servers-json", mcp];
+    const shown = shownArgs(args).join(" ");
+    for (const secret of ["sk-KEY6", "hf_TOKEN7", "ghp_SECRET5"]) expect(shown).not.toContain(secret);
+    expect(shownArgs(["--mcp_servers_json", mcp])).toEqual(["--mcp_servers_json", MASKED]);
+  });
+
   test("the plan report never holds them; the launch llama-server gets still does", async () => {
     using dir = tmpdir();
     const model = modelInfo(await readGgufHeader(writeGguf(dir.path, "m.gguf", tinyLlama())));
