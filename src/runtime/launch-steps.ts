@@ -295,7 +295,8 @@ export async function verifyOwnKey(
   // Our key refused by a child given no key of its own (it takes ours from its environment alone):
   // another program with a key answers, such as another core's llama-server that took the port
   // between our pick and our child's bind, which has not failed yet.
-  const taken = keyCheck === 401 && !s.argv.some((a) => /^--api-key(-file)?(=|$)/.test(a));
+  // llama-server reads `_` as `-` in a `--` flag: `--api_key` is a key of its own too.
+  const taken = keyCheck === 401 && !s.argv.some((a) => /^--api[-_]key([-_]file)?(=|$)/.test(a));
   if (s.exit || taken || (anonymous !== 401 && anonymous !== null)) {
     // Something else answers here (our child lost the bind race and exited, or is exiting).
     const inUse = new CoreError(

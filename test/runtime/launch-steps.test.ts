@@ -93,6 +93,15 @@ describe("verifyOwnKey", () => {
     expect(failure?.error.message).toContain("remove --api-key");
   });
 
+  test("--api_key (llama-server reads it as --api-key) is our own key's refusal too, not a port in use", async () => {
+    using server = stub((path) => (path === "/v1/models" ? 401 : 200));
+    const { spawned } = fakeSpawned(server.port as number);
+    spawned.argv = ["-m", "/m.gguf", "--api_key", "mine", "--host", "127.0.0.1"];
+    const failure = await verifyOwnKey(spawned);
+    expect(failure?.retryPort).toBe(false);
+    expect(failure?.error.message).toContain("remove --api-key");
+  });
+
   test("another llama-server on the port (another core's, its own key) while ours has no --api-key → port in use, try another port", async () => {
     // It took the port between our pick and our child's bind; our child, still starting, has not
     // failed its bind yet. Ours takes the key from its environment alone: it cannot refuse it.
