@@ -18,12 +18,16 @@ const NO_PREFIX = new Set(["--no-log-prefix", "--no-log-timestamps"]);
 const KEPT =
   "which the core's erase methods (sessions.delete, users.delete) cannot reach; for debugging only";
 
-/** The flag and its value, whether written `--flag value` or `--flag=value`. */
+/**
+ * The flag and its value, whether written `--flag value` or `--flag=value`; a `--` flag as
+ * llama-server reads it, which turns `_` into `-` (common/arg.cpp: `--log_file` is `--log-file`).
+ */
 function flagsOf(args: readonly string[]): { name: string; value: string | undefined }[] {
+  const read = (flag: string) => (flag.startsWith("--") ? flag.replaceAll("_", "-") : flag);
   return args.map((arg, i) => {
     const eq = arg.indexOf("=");
-    if (arg.startsWith("--") && eq > 0) return { name: arg.slice(0, eq), value: arg.slice(eq + 1) };
-    return { name: arg, value: args[i + 1] };
+    if (arg.startsWith("--") && eq > 0) return { name: read(arg.slice(0, eq)), value: arg.slice(eq + 1) };
+    return { name: read(arg), value: args[i + 1] };
   });
 }
 

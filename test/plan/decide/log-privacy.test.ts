@@ -30,4 +30,17 @@ describe("logPrivacyWarnings", () => {
     ]);
     expect(logPrivacyWarnings(["--log-prefix", "--log-timestamps"])).toEqual([]);
   });
+
+  test("the spellings with `_` llama-server reads as `-` (common/arg.cpp) warn the same", () => {
+    expect(logPrivacyWarnings(["--log_file", "/l"])).toEqual([expect.stringContaining("to /l itself")]);
+    expect(logPrivacyWarnings(["--log_prompts_dir", "/p"])).toEqual([
+      expect.stringContaining("to /p itself"),
+    ]);
+    expect(logPrivacyWarnings(["--log_verbosity", "5"])).toEqual([
+      expect.stringContaining("logs prompts and replies"),
+    ]);
+    expect(logPrivacyWarnings(["--no_log_prefix"])).toEqual([
+      expect.stringContaining("without llama-server's message prefix"),
+    ]);
+  });
 });
