@@ -1,11 +1,11 @@
 import { createHash, randomBytes } from "node:crypto";
-import { chmodSync, existsSync, lstatSync, readdirSync, renameSync, statSync, unlinkSync } from "node:fs";
+import { chmodSync, existsSync, lstatSync, readdirSync, renameSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { isAlive } from "../../runtime/proc-info.ts";
 import { stageFileAtomic, syncFolderAsync } from "../../store/atomic.ts";
 import { logger } from "../../util/logger.ts";
 import { ensurePrivateDir, PRIVATE_FILE_MODE } from "../../util/private-fs.ts";
 import { readSmallFile } from "../../util/read-file.ts";
+import { alive, dropFile } from "./drop-file.ts";
 import { type KvEntry, SidecarSchema } from "./kv-entry.ts";
 
 export type { KvEntry };
@@ -373,28 +373,4 @@ export class KvDisk {
   private sidecarOf(name: string): string {
     return join(this.dir, `${name}.json`);
   }
-}
-
-/** Whether the writer of a temporary file runs: this core, or a live process (proc-info.ts). */
-const alive = (pid: number) => pid === process.pid || isAlive(pid);
-
-/**
- * Removes a file of ours, never throwing: a directory (or anything else) in its place is left
- * where it is, and said once; a folder that is not one (ENOTDIR) has nothing to remove. False
- * when the file is still there.
- */
-function dropFile(path: string): boolean {
-  try {
-    if (lstatSync(path).isDirectory()) {
-      logger.warn(`${path} is a directory where a KV state file belongs: left as it is`);
-      return true;
-    }
-    unlinkSync(path);
-  } catch (err) {
-    const code = (err as { code?: string }).code;
-    if (code === "ENOENT" || code === "ENOTDIR") return true;
-    logger.warn(`${path} could not be removed: ${(err as Error).message}`);
-    return false;
-  }
-  return true;
 }
