@@ -155,10 +155,16 @@ export class KvDisk {
     return true;
   }
 
-  /** The saved state was restored: it is the most recently used. */
+  /**
+   * The saved state was restored: it is the most recently used. Only while the sidecar is still
+   * the one the restore read: erased meanwhile (documents.delete), it is not written back with
+   * the notes it quotes; saved again by another core, the newer one's sources are kept.
+   */
   touch(entry: KvEntry): void {
     try {
       const name = this.nameOf(entry.user_id, entry.session_id);
+      const now = this.readSidecar(name);
+      if (!now || !sameSave(now, entry)) return;
       this.stageSidecar(name, { ...entry, used_at: this.now() }).commit();
     } catch {
       // Only its place in the eviction order is lost.
@@ -373,4 +379,9 @@ export class KvDisk {
   private sidecarOf(name: string): string {
     return join(this.dir, `${name}.json`);
   }
+}
+
+/** Whether two sidecars describe the same save (`used_at` aside). */
+function sameSave(a: KvEntry, b: KvEntry): boolean {
+  return JSON.stringify({ ...a, used_at: 0 }) === JSON.stringify({ ...b, used_at: 0 });
 }

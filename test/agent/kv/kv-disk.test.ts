@@ -357,4 +357,37 @@ describe("KvDisk", () => {
     expect(disk.entry("u", "unrelated")).toBeDefined();
     expect(disk.entry("v", "quotes-it")).toBeDefined();
   });
+
+  // A restore reads the sidecar, waits for llama-server (seconds for a big state), then touches it.
+  test("a restore's touch does not write back the sidecar of a state erased while it was restored", async () => {
+    using dir = tmpdir();
+    const disk = new KvDisk(dir.path, 1_000_000);
+    const quoting: PromptRecord = {
+      cut: 0,
+      notes: [{ seq: 0, text: "Notes: QUAGGA-7731", ids: ["document:doc-1#0"], sources: ["document:doc-1"] }],
+    };
+    await save(disk, "u", "z", 100, 1, quoting);
+    const restored = disk.entry("u", "z")!;
+    disk.removeSource("u", "document:doc-1");
+    expect(files(dir.path)).toEqual([]);
+    disk.touch(restored);
+    expect(files(dir.path)).toEqual([]);
+  });
+
+  test("a restore's touch does not describe a newer state (another core's save) with the one it read", async () => {
+    using dir = tmpdir();
+    const disk = new KvDisk(dir.path, 1_000_000);
+    await save(disk, "u", "z", 100, 1);
+    const restored = disk.entry("u", "z")!;
+    const quoting: PromptRecord = {
+      cut: 0,
+      notes: [{ seq: 0, text: "Notes: …", ids: ["document:doc-1#0"], sources: ["document:doc-1"] }],
+    };
+    await save(disk, "u", "z", 200, 2, quoting);
+    disk.touch(restored);
+    // The newer state holds the document: its sidecar must still say so, or documents.delete misses it.
+    expect(disk.entry("u", "z")).toMatchObject({ bytes: 200, note_sources: ["document:doc-1"] });
+    disk.removeSource("u", "document:doc-1");
+    expect(files(dir.path)).toEqual([]);
+  });
 });
