@@ -132,11 +132,20 @@ export class PromptReuse {
     };
   }
 
-  /** A turn is over: its record kept, unless an erase came meanwhile (its prompt held what went). */
+  /**
+   * A turn is over: its record kept, unless an erase came meanwhile (its prompt held what went).
+   * Then its slot is emptied in llama-server too: an erase of a source only this turn recalled
+   * did not know the slot held it, and the next session taking it would pass it to the RAM cache.
+   */
   private ended(turn: Work, record: PromptRecord) {
     if (!this.underWay.end(turn, record)) return this.remember(turn.holder, record);
     this.records.delete(turn.holder);
-    this.server?.launch.slots.forget((h) => h === turn.holder);
+    const launch = this.server?.launch;
+    if (launch)
+      clearSlots(
+        launch,
+        launch.slots.forget((h) => h === turn.holder),
+      );
   }
 
   /**

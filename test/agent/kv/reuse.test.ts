@@ -338,6 +338,26 @@ describe("an erased document in other sessions' saved state", () => {
     await say(h, "z", "and what else?");
     expect(JSON.stringify(h.llama.requests.at(-1)?.body.messages)).not.toContain(PASSAGE);
   }, 20_000);
+
+  test("a turn that first recalls the document when it goes: its slot is emptied in llama-server once the turn ends", async () => {
+    await using h = harness(withMemory);
+    h.send("add", "documents.add", { text: `# Zebras\n\nThe ${MARK} was a ${PASSAGE}.`, name: "z.md" });
+    const doc = ((await h.terminal("add")).result as { document_id: string }).document_id;
+    // z has no record yet: only this turn's prompt quotes the document.
+    h.llama.script({ content: ["a", " slow", " reply"], chunk_delay_ms: 300 });
+    const turn = h.chat(++id, { session_id: "z", input: `tell me about the ${MARK}` });
+    expect(await waitFor(() => h.llama.requests.length > 0, { timeoutMs: 5000 })).toBe(true);
+    expect(JSON.stringify(h.llama.requests.at(-1)?.body.messages)).toContain(PASSAGE);
+    h.send("d", "documents.delete", { document_id: doc });
+    expect((await h.terminal("d")).result).toEqual({ deleted: true });
+    expect((await turn).terminal.type).toBe("result");
+    const kv = h.llama.model.kv;
+    expect(await waitFor(() => !kv.slots[0]?.tokens.join("").includes(PASSAGE), { timeoutMs: 2000 })).toBe(
+      true,
+    );
+    await say(h, "next", "something else entirely, at some length");
+    expect(kv.ram.flat().join("")).not.toContain(PASSAGE);
+  }, 20_000);
 });
 
 describe("a memory folder's file gone or changed, in the saved state quoting it", () => {
