@@ -52,6 +52,10 @@ describe.skipIf(process.platform === "win32")("llama-server never outlives the c
     core.send({ id: "chat", method: "chat", params: { input: "go" } });
     await core.waitFor((ms) => ms.some((m) => m.id === "chat" && m.event === "llm_chunk"));
     const [server] = stack.recordedServers();
+    // A run that fails must not leave the server behind (it outlives its core by design here).
+    await using _ = {
+      [Symbol.asyncDispose]: async () => void (alive(server!) && process.kill(server!, "SIGKILL")),
+    };
     expect(alive(server!)).toBe(true);
     const stray = await core.request({ id: "r", method: "test.fail", params: { kind: "stray_rejection" } });
     expect(stray.type).toBe("error");
