@@ -101,6 +101,30 @@ describe.skipIf(!onPosix)("prompt reuse through the compiled binary", () => {
     }
   }, 60_000);
 
+  test("llama.kv_disk_bytes 0: nothing saved, yet sessions.delete empties the session's slot (slot actions need a slot folder, 93e)", async () => {
+    await using dir = tmpdir();
+    const stack = writeStack(dir.path, {
+      tools: [],
+      llama: ["kv_disk_bytes: 0"],
+      script: [{ content: "noted" }],
+    });
+    await using core = spawnCore({ cwd: dir.path, env: { ...stack.env, LOCAL_AI_LOG_LEVEL: "debug" } });
+    const chat = await core.request({
+      id: "c",
+      method: "chat",
+      params: { session_id: "gone", input: "a secret" },
+    });
+    expect(chat.type).toBe("result");
+    const del = await core.request({ id: "d", method: "sessions.delete", params: { session_id: "gone" } });
+    expect(del.result).toMatchObject({ deleted: true });
+    await Bun.sleep(500);
+    expect((await core.request({ id: "s", method: "shutdown" })).type).toBe("result");
+    expect(await core.exited()).toBe(0);
+    // Without the folder llama-server answered the erase 501 and the slot kept the session's tokens.
+    expect(core.stderr).not.toContain("was not emptied");
+    expect(kvFiles(stack.dataDir)).toEqual([]);
+  }, 30_000);
+
   test("a turn right before shutdown is saved by the shutdown, and the next core restores it", async () => {
     await using dir = tmpdir();
     const stack = writeStack(dir.path, { tools: [], extraYaml: "  top_k: 0" });

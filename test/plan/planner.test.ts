@@ -378,13 +378,16 @@ describe("prompt reuse in the plan (docs/agent.md#prompt-reuse)", () => {
     expect(p.devices.find((d) => d.id === "cpu")!.usage.cache_ram).toBeGreaterThan(0);
   });
 
-  test("the slot files' folder is data_dir/kv, and none with llama.kv_disk_bytes 0", async () => {
+  test("the slot files' folder is data_dir/kv, with llama.kv_disk_bytes 0 too (a slot's erase needs it, 93e)", async () => {
     const m = await model("l7", llama7b);
     const on = makePlan(m, CPU_ONLY, config({ app: { data_dir: "/d" } }));
     expect(on.argv.join(" ")).toContain("--slot-save-path /d/kv");
     const off = makePlan(m, CPU_ONLY, config({ app: { data_dir: "/d" }, llama: { kv_disk_bytes: 0 } }));
-    expect(off.argv).not.toContain("--slot-save-path");
-    expect(off.decisions.find((d) => d.name === "slot_save")).toMatchObject({ value: null, flags: [] });
+    expect(off.argv.join(" ")).toContain("--slot-save-path /d/kv");
+    expect(off.decisions.find((d) => d.name === "slot_save")).toMatchObject({
+      value: "/d/kv",
+      reason: expect.stringContaining("a deleted session's slot can be emptied"),
+    });
     // extra_args still win: they come after.
     const mine = makePlan(m, CPU_ONLY, config({ llama: { extra_args: ["--cache-ram", "64"] } }));
     expect(mine.argv.slice(-2)).toEqual(["--cache-ram", "64"]);
