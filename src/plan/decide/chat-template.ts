@@ -8,12 +8,18 @@ import type { ChatTemplateReport } from "../../protocol/plan.ts";
  * is read by the caller (launch.ts).
  */
 
-/** The last value of `name` in the args (`--flag value` or `--flag=value`). */
+/**
+ * The last value of `name` in the args (`--flag value` or `--flag=value`), its `_` spelling too:
+ * llama-server reads `--chat_template_file` as `--chat-template-file` (common/arg.cpp).
+ */
 function lastValue(args: readonly string[], name: string): string | undefined {
   let found: string | undefined;
-  args.forEach((arg, i) => {
-    if (arg === name && i + 1 < args.length) found = args[i + 1];
-    else if (arg.startsWith(`${name}=`)) found = arg.slice(name.length + 1);
+  args.forEach((raw, i) => {
+    const eq = raw.indexOf("=");
+    const flag = (eq > 0 ? raw.slice(0, eq) : raw).replaceAll("_", "-");
+    if (flag !== name) return;
+    if (eq > 0) found = raw.slice(eq + 1);
+    else if (i + 1 < args.length) found = args[i + 1];
   });
   return found;
 }

@@ -46,6 +46,16 @@ describe("the chat template's thinking, for the plan", () => {
     expect(unread.reason).toContain("no such file");
   });
 
+  test("the `_` spellings llama-server reads as `-` (common/arg.cpp) name the template too", () => {
+    expect(chatTemplateReport(CHATML, ["--chat_template", "<think>"])).toMatchObject({
+      source: "inline",
+      thinking: true,
+    });
+    expect(
+      chatTemplateReport(CHATML, ["--chat_template_file", "t.jinja"], { path: "t.jinja", text: QWEN3ISH }),
+    ).toMatchObject({ source: "file", thinking: true });
+  });
+
   test("planInputs reads the file extra_args name (relative to the core's folder); the report and launch carry it", async () => {
     using dir = tmpdir();
     writeGguf(dir.path, "m.gguf", llama7b({ extra: { "tokenizer.chat_template": CHATML } }));
