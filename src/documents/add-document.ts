@@ -3,9 +3,10 @@ import type { DocumentFormat, DocumentsAddParams, IndexProgress } from "../proto
 import { CoreError } from "../protocol/errors.ts";
 import { documentErased, type PendingDocument } from "../store/document-store.ts";
 import { type Store, sessionNotFound } from "../store/store.ts";
-import { oneLine, titleOf } from "../store/title.ts";
+import { titleOf } from "../store/title.ts";
 import { ByteBudget } from "../util/byte-budget.ts";
 import { logger } from "../util/logger.ts";
+import { oneLine } from "../util/one-line.ts";
 import type { Chunk } from "./chunk.ts";
 import { ChunkPipeline } from "./chunk-pipeline.ts";
 import { MAX_DOCUMENT_BYTES, MAX_READING_BYTES } from "./limits.ts";

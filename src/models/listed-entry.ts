@@ -31,8 +31,9 @@ const DEVICE_NAME = /^(con|prn|aux|nul|com[1-9¹²³]|lpt[1-9¹²³])(\..*)?$/i;
 /**
  * Why a path to be stored cannot be a file name on this system, or null: on Windows a reserved
  * character (`:` would write an NTFS stream), a device name, a trailing dot or space; anywhere a
- * segment longer than the file system holds (255 UTF-16 units on Windows, 255 bytes elsewhere). Asked of the files a pull will store, before their download (the
- * snapshot's link failed only after it, gigabytes later).
+ * segment longer than the file system holds (255 UTF-16 units on Windows, 255 bytes elsewhere).
+ * Asked of the files a pull will store, before their download (the snapshot's link failed only
+ * after it, gigabytes later).
  */
 export function unstorableName(path: string, platform: NodeJS.Platform = process.platform): string | null {
   for (const segment of path.split("/")) {

@@ -52,6 +52,16 @@ export const flags = {
   batch: (tokens: number) => ["-b", String(tokens), "-ub", String(tokens)],
 };
 
+/**
+ * A command-line word's flag as llama-server reads it: a `--` flag before any `=`, its `_` as `-`
+ * (common/arg.cpp: `--api_key` is `--api-key`); any other word as it is.
+ */
+export function llamaFlagName(arg: string): string {
+  if (!arg.startsWith("--")) return arg;
+  const eq = arg.indexOf("=");
+  return (eq > 0 ? arg.slice(0, eq) : arg).replaceAll("_", "-");
+}
+
 /** Whether the weights are held other than llama-server's default (mmap, unlocked): a flag whose spelling the dialect decides. */
 export function memoryFlagged(m: Pick<LaunchPlan, "mmap" | "mlock">): boolean {
   return !m.mmap || m.mlock;

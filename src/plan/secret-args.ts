@@ -1,3 +1,5 @@
+import { llamaFlagName } from "./argv.ts";
+
 /**
  * llama-server flags whose value is a secret: a key its HTTP API demands, and the Hugging Face
  * token it downloads with. Written in `llama.extra_args`, they go to llama-server as given, but
@@ -8,12 +10,10 @@
 const SECRET_FLAGS = new Set(["--api-key", "--hf-token", "-hft", "--mcp-servers-json"]);
 
 /**
- * A flag as llama-server reads it: it turns `_` into `-` in a `--` flag (common/arg.cpp), so
- * `--api_key` is `--api-key`. `--mcp-servers-json` is inline MCP server definitions, whose
- * headers and env carry their tokens.
+ * A flag as llama-server reads it (`--api_key` is `--api-key`: argv.ts `llamaFlagName`).
+ * `--mcp-servers-json` is inline MCP server definitions, whose headers and env carry their tokens.
  */
-const isSecret = (flag: string): boolean =>
-  SECRET_FLAGS.has(flag.startsWith("--") ? flag.replaceAll("_", "-") : flag);
+const isSecret = (flag: string): boolean => SECRET_FLAGS.has(llamaFlagName(flag));
 
 export const MASKED = "***";
 
@@ -21,8 +21,8 @@ export const MASKED = "***";
 export function shownArgs(args: readonly string[]): string[] {
   return args.map((arg, i) => {
     const prev = args[i - 1];
-    if (prev !== undefined && isSecret(prev)) return MASKED;
+    if (prev !== undefined && !prev.includes("=") && isSecret(prev)) return MASKED;
     const eq = arg.indexOf("=");
-    return eq > 0 && isSecret(arg.slice(0, eq)) ? `${arg.slice(0, eq)}=${MASKED}` : arg;
+    return eq > 0 && isSecret(arg) ? `${arg.slice(0, eq)}=${MASKED}` : arg;
   });
 }

@@ -1,5 +1,6 @@
 import { isAbsolute } from "node:path";
 import { z } from "zod";
+import { isOneLine } from "../util/one-line.ts";
 import { AttachmentRefSchema, ToolCallSchema } from "./chat-message.ts";
 import { SafeIdSchema } from "./safe-id.ts";
 import { SourceSchema } from "./sources.ts";
@@ -79,8 +80,6 @@ export const SessionsGetResultSchema = z.object({
   has_more: z.boolean(),
 });
 
-/** What a title may not hold (SessionsRenameParamsSchema). */
-const TITLE_REFUSED = /[\p{Cc}\u2028\u2029\u202a-\u202e\u2066-\u2069]/u;
 export const SessionsRenameParamsSchema = z.object({
   user_id: UserId,
   session_id: SafeIdSchema,
@@ -94,7 +93,7 @@ export const SessionsRenameParamsSchema = z.object({
     .min(1)
     .max(500)
     .refine(
-      (t) => !TITLE_REFUSED.test(t),
+      (t) => isOneLine(t),
       "must be one line of text: no control characters, line breaks or bidirectional overrides",
     ),
 });

@@ -1,5 +1,6 @@
 import { existsSync } from "node:fs";
 import { healthStatus, modelsStatus } from "../llama/health.ts";
+import { llamaFlagName } from "../plan/argv.ts";
 import { shownArgs } from "../plan/secret-args.ts";
 import { CoreError, cancelledError } from "../protocol/errors.ts";
 import { logger } from "../util/logger.ts";
@@ -295,8 +296,9 @@ export async function verifyOwnKey(
   // Our key refused by a child given no key of its own (it takes ours from its environment alone):
   // another program with a key answers, such as another core's llama-server that took the port
   // between our pick and our child's bind, which has not failed yet.
-  // llama-server reads `_` as `-` in a `--` flag: `--api_key` is a key of its own too.
-  const taken = keyCheck === 401 && !s.argv.some((a) => /^--api[-_]key([-_]file)?(=|$)/.test(a));
+  // `--api_key` is a key of its own too (argv.ts `llamaFlagName`).
+  const ownKey = (a: string) => ["--api-key", "--api-key-file"].includes(llamaFlagName(a));
+  const taken = keyCheck === 401 && !s.argv.some(ownKey);
   if (s.exit || taken || (anonymous !== 401 && anonymous !== null)) {
     // Something else answers here (our child lost the bind race and exited, or is exiting).
     const inUse = new CoreError(

@@ -13,7 +13,8 @@ import { searchSessions } from "./session-search.ts";
  * reading; a long run of batches pauses now and then so another core's writes get in), and
  * erases run whole (store/erase-work.ts), one at a time in the order asked. A second thread of
  * the same code answers `sessions.search` (Store.search), so no search waits behind an erase.
- * Waiting for another process's lock blocks this thread only. Built as an entry point of its own (scripts/compile.ts).
+ * Waiting for another process's lock blocks this thread only. Built as an entry point of its own
+ * (scripts/compile.ts).
  */
 declare const self: {
   onmessage: ((event: MessageEvent<ChunkAsk>) => void) | null;

@@ -57,7 +57,8 @@ const EXPORT_SLICE_BYTES = 1024 * 1024;
  * A session's export in pieces, a slice of about EXPORT_SLICE_BYTES of messages at a time with
  * the loop free between slices, so neither the whole session nor its text is ever held at once
  * (store/export-file.ts writes or gathers them). `find`, called again before each later slice
- * and at the end, throws once the session is gone: a session deleted meanwhile fails it. `read` runs a read on the store's connection.
+ * and at the end, throws once the session is gone: a session deleted meanwhile fails it. `read`
+ * runs a read on the store's connection.
  */
 export function slicedExport(
   format: ExportFormat,
@@ -87,10 +88,10 @@ async function* slices(
       // given: what follows would be another conversation's tail.
       if (given && !sameRow(rowMark(db, userId, session.session_id, given.seq), given))
         throw sessionEdited(session.session_id);
-      const read = messagesFrom(db, session, userId, from, EXPORT_SLICE_BYTES);
-      const last = read.messages[read.messages.length - 1];
+      const page = messagesFrom(db, session, userId, from, EXPORT_SLICE_BYTES);
+      const last = page.messages[page.messages.length - 1];
       if (last) given = rowMark(db, userId, session.session_id, last.seq);
-      return read;
+      return page;
     });
     more = slice.more;
     const last = slice.messages[slice.messages.length - 1];

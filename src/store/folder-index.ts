@@ -251,10 +251,7 @@ export class FolderIndex {
     const known = recordedFiles(this.db, root);
     const present = new Set(files.map((f) => f.path));
     const gone = [...known.keys(), ...this.unrecorded(root, known)].filter((p) => !present.has(p));
-    for (let i = 0; i < gone.length && !this.stopped; i += FORGET_BATCH) {
-      this.forget(root, gone.slice(i, i + FORGET_BATCH));
-      await nextTurn();
-    }
+    await this.forgetAll(root, gone);
     const changed = files.filter((f) => {
       const k = known.get(f.path);
       return !k || k.size !== f.size || k.mtime_ms !== Math.round(f.mtimeMs);
@@ -327,11 +324,7 @@ export class FolderIndex {
       for (const root of unlistedRoots(this.db, this.folders)) {
         const known = recordedFiles(this.db, root);
         // All of it, each try (not `unrecorded`'s once a process: a failed try must not end it).
-        const paths = [...known.keys(), ...filesWithoutRecord(this.db, root, known)];
-        for (let i = 0; i < paths.length && !this.stopped; i += FORGET_BATCH) {
-          this.forget(root, paths.slice(i, i + FORGET_BATCH));
-          await nextTurn();
-        }
+        await this.forgetAll(root, [...known.keys(), ...filesWithoutRecord(this.db, root, known)]);
         if (this.stopped) return;
         logger.info(`memory folder ${root} is no longer in memory.folders: its passages are forgotten`);
       }
@@ -357,6 +350,14 @@ export class FolderIndex {
     if (this.swept.has(root)) return [];
     this.swept.add(root);
     return filesWithoutRecord(this.db, root, known);
+  }
+
+  /** `paths` forgotten FORGET_BATCH a transaction, the loop free between (a big folder's thousands). */
+  private async forgetAll(root: string, paths: string[]): Promise<void> {
+    for (let i = 0; i < paths.length && !this.stopped; i += FORGET_BATCH) {
+      this.forget(root, paths.slice(i, i + FORGET_BATCH));
+      await nextTurn();
+    }
   }
 
   private forget(root: string, paths: string[]): void {

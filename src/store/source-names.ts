@@ -1,8 +1,8 @@
 import type { Database } from "bun:sqlite";
 import { basename } from "node:path";
 import type { Source } from "../protocol/sources.ts";
+import { oneLine } from "../util/one-line.ts";
 import { readable } from "./folder-names.ts";
-import { oneLine } from "./title.ts";
 
 /**
  * A citation's `name`, looked up when it is shown (docs/protocol.md "Citations"): the session's

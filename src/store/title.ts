@@ -40,17 +40,6 @@ function cut(chars: string[], max: number): string {
   return `${kept.trimEnd()}…`;
 }
 
-/** Line breaks, control characters and bidi overrides: what a name shown on one line may not hold. */
-const NOT_ONE_LINE = /[\p{Cc}\u2028\u2029\u202a-\u202e\u2066-\u2069]+/gu;
-
-/**
- * A name as a host shows it, on one line (a document's, a folder file's in a citation): each run
- * of NOT_ONE_LINE made one space, the rest as it was.
- */
-export function oneLine(name: string): string {
-  return name.replace(NOT_ONE_LINE, " ");
-}
-
 /** A session's title from its first user message, until the user renames it. */
 export function titleOf(firstUserMessage: string): string {
   return cutNear(firstUserMessage, TITLE_CHARS);

@@ -6,7 +6,7 @@ import type { McpServerConfig } from "../../config/schema.ts";
 import { CoreError } from "../../protocol/errors.ts";
 import { removeRecordFile, writeMcpRecord } from "../../runtime/pid-file.ts";
 import { logger } from "../../util/logger.ts";
-import { wholeCharCut } from "../../util/text-cut.ts";
+import { cutText } from "../../util/text-cut.ts";
 import { VERSION } from "../../version.ts";
 import { type McpChild, spawnMcpServer } from "./child.ts";
 import { ChildTransport, MAX_PENDING_BYTES } from "./child-transport.ts";
@@ -157,9 +157,7 @@ const MAX_ERROR_CHARS = 400;
  * quotes it: the server's own error message can be megabytes and hold lone surrogates.
  */
 function shown(err: unknown): string {
-  const message = String((err as Error)?.message ?? err);
-  if (message.length <= MAX_ERROR_CHARS) return message.toWellFormed();
-  return `${message.slice(0, wholeCharCut(message, MAX_ERROR_CHARS)).toWellFormed()}…`;
+  return cutText(String((err as Error)?.message ?? err), MAX_ERROR_CHARS).toWellFormed();
 }
 
 /**

@@ -3,6 +3,7 @@ import type { ChatResult, LoopAbortReason, WarningCode } from "../../protocol/ch
 import { CoreError } from "../../protocol/errors.ts";
 import type { TurnMessage } from "../../store/conversations.ts";
 import { logger } from "../../util/logger.ts";
+import { cutText } from "../../util/text-cut.ts";
 import type { AnswerError } from "../json-validator.ts";
 import type { TurnContext } from "./context.ts";
 import { refsOf } from "./images.ts";
@@ -309,7 +310,7 @@ const SHOWN_ANSWER_ERRORS = 20;
 
 /** A path is the model's keys: one may be as long as the answer. */
 function cutPath(path: string): string {
-  return path.length > 200 ? `${path.slice(0, 200).toWellFormed()}…` : path;
+  return cutText(path, 200).toWellFormed();
 }
 
 /** What to do about a prompt that does not fit: the tools when they are why, else the input. */

@@ -2,6 +2,7 @@ import { LlmError } from "../../llama/errors.ts";
 import { callJson, type LlamaEndpoint } from "../../llama/http.ts";
 import { wellFormedJson } from "../../llama/well-formed.ts";
 import type { Warning } from "../../protocol/chat.ts";
+import { cutText } from "../../util/text-cut.ts";
 import { toolNameOf } from "../tool-registry.ts";
 
 /**
@@ -38,7 +39,7 @@ function warning(left: { tool: unknown; reason: string }[]): Warning {
   const names = left.slice(0, SAMPLES).map((l) => nameOf(l.tool));
   const more = left.length > SAMPLES ? ", …" : "";
   const last = (left[0]?.reason ?? "").split("\n").pop() ?? "";
-  const reason = last.length > REASON_CHARS ? `${last.slice(0, REASON_CHARS)}…` : last;
+  const reason = cutText(last, REASON_CHARS);
   const count = left.length === 1 ? "the tool" : `${left.length} tools`;
   return {
     code: "tools_unavailable",

@@ -1,5 +1,6 @@
 import { templateThinks } from "../../llama/chat-template.ts";
 import type { ChatTemplateReport } from "../../protocol/plan.ts";
+import { llamaFlagName } from "../argv.ts";
 
 /**
  * The chat template llama-server will apply and whether it lets the model think
@@ -9,15 +10,14 @@ import type { ChatTemplateReport } from "../../protocol/plan.ts";
  */
 
 /**
- * The last value of `name` in the args (`--flag value` or `--flag=value`), its `_` spelling too:
- * llama-server reads `--chat_template_file` as `--chat-template-file` (common/arg.cpp).
+ * The last value of `name` in the args (`--flag value` or `--flag=value`), its `_` spelling too
+ * (argv.ts `llamaFlagName`: llama-server reads `--chat_template_file` as `--chat-template-file`).
  */
 function lastValue(args: readonly string[], name: string): string | undefined {
   let found: string | undefined;
   args.forEach((raw, i) => {
+    if (llamaFlagName(raw) !== name) return;
     const eq = raw.indexOf("=");
-    const flag = (eq > 0 ? raw.slice(0, eq) : raw).replaceAll("_", "-");
-    if (flag !== name) return;
     if (eq > 0) found = raw.slice(eq + 1);
     else if (i + 1 < args.length) found = args[i + 1];
   });

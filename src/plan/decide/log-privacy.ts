@@ -1,3 +1,5 @@
+import { llamaFlagName } from "../argv.ts";
+
 /**
  * llama-server flags in `llama.extra_args` that put the conversation where the core cannot
  * take it out: its log at debug verbosity (every token, each request's slot), a log or prompt
@@ -19,15 +21,14 @@ const KEPT =
   "which the core's erase methods (sessions.delete, users.delete) cannot reach; for debugging only";
 
 /**
- * The flag and its value, whether written `--flag value` or `--flag=value`; a `--` flag as
- * llama-server reads it, which turns `_` into `-` (common/arg.cpp: `--log_file` is `--log-file`).
+ * The flag and its value, whether written `--flag value` or `--flag=value`; the flag as
+ * llama-server reads it (`--log_file` is `--log-file`: argv.ts `llamaFlagName`).
  */
 function flagsOf(args: readonly string[]): { name: string; value: string | undefined }[] {
-  const read = (flag: string) => (flag.startsWith("--") ? flag.replaceAll("_", "-") : flag);
   return args.map((arg, i) => {
     const eq = arg.indexOf("=");
-    if (arg.startsWith("--") && eq > 0) return { name: read(arg.slice(0, eq)), value: arg.slice(eq + 1) };
-    return { name: read(arg), value: args[i + 1] };
+    const value = arg.startsWith("--") && eq > 0 ? arg.slice(eq + 1) : args[i + 1];
+    return { name: llamaFlagName(arg), value };
   });
 }
 
