@@ -1,28 +1,89 @@
 import { llamaFlagName } from "./argv.ts";
 
 /**
- * llama-server flags whose value is a secret: a key its HTTP API demands, and the Hugging Face
- * token it downloads with. Written in `llama.extra_args`, they go to llama-server as given, but
- * the plan report (`plan`, `doctor`'s plan checks, the protocol's `plan`) and the log file's start
- * line show them masked: those are pasted into issues and kept on disk, and the token is a
- * credential of the user's account.
+ * llama-server flags whose value is a secret: a key its HTTP API demands, the Hugging Face token it
+ * downloads with, and inline MCP server definitions (their headers and env carry tokens). Written
+ * in `llama.extra_args`, the plan report (`plan`, `doctor`'s plan checks, the protocol's `plan`)
+ * and the log file's start line show them masked: those are pasted into issues and kept on disk.
  */
 const SECRET_FLAGS = new Set(["--api-key", "--hf-token", "-hft", "--mcp-servers-json"]);
 
+/** Flags whose value is a URL, which may carry a user:password or a token in its query. */
+const URL_FLAGS = new Set(["--model-url", "-mu", "--mmproj-url", "-mmu"]);
+
 /**
- * A flag as llama-server reads it (`--api_key` is `--api-key`: argv.ts `llamaFlagName`).
- * `--mcp-servers-json` is inline MCP server definitions, whose headers and env carry their tokens.
+ * The environment variable llama-server reads each secret flag from (common/arg.cpp `set_env`,
+ * b10587). These go to the child there, not on its command line: `/proc/<pid>/cmdline` is readable
+ * by every local user, and the pid record keeps argv on disk. `--api-key` is not among them: it
+ * would replace the launch's own key (docs/supervisor.md), and its launch is refused.
  */
-const isSecret = (flag: string): boolean => SECRET_FLAGS.has(llamaFlagName(flag));
+const ENV_OF: Record<string, string> = {
+  "--hf-token": "HF_TOKEN",
+  "-hft": "HF_TOKEN",
+  "--mcp-servers-json": "LLAMA_ARG_MCP_SERVERS_JSON",
+  "--model-url": "LLAMA_ARG_MODEL_URL",
+  "-mu": "LLAMA_ARG_MODEL_URL",
+  "--mmproj-url": "LLAMA_ARG_MMPROJ_URL",
+  "-mmu": "LLAMA_ARG_MMPROJ_URL",
+};
+
+/** A flag as llama-server reads it (`--api_key` is `--api-key`: argv.ts `llamaFlagName`), `=value` cut. */
+const nameOf = (arg: string): string => {
+  const eq = arg.indexOf("=");
+  return llamaFlagName(eq > 0 ? arg.slice(0, eq) : arg);
+};
 
 export const MASKED = "***";
+
+/** A URL with its user:password and query masked; one that does not parse, masked whole. */
+function shownUrl(value: string): string {
+  if (!URL.canParse(value)) return MASKED;
+  const url = new URL(value);
+  if (url.username !== "" || url.password !== "") {
+    url.username = MASKED;
+    url.password = "";
+  }
+  if (url.search !== "") url.search = `?${MASKED}`;
+  return url.toString();
+}
+
+/** How the value of `flag` may be shown, or undefined for a flag whose value is not masked. */
+function shownValue(flag: string, value: string): string | undefined {
+  const name = nameOf(flag);
+  if (SECRET_FLAGS.has(name)) return MASKED;
+  if (URL_FLAGS.has(name)) return shownUrl(value);
+  return undefined;
+}
 
 /** `args` as they may be shown: the value of each secret flag, separate or after `=`, masked. */
 export function shownArgs(args: readonly string[]): string[] {
   return args.map((arg, i) => {
     const prev = args[i - 1];
-    if (prev !== undefined && !prev.includes("=") && isSecret(prev)) return MASKED;
+    if (prev !== undefined && !prev.includes("=")) {
+      const shown = shownValue(prev, arg);
+      if (shown !== undefined) return shown;
+    }
     const eq = arg.indexOf("=");
-    return eq > 0 && isSecret(arg) ? `${arg.slice(0, eq)}=${MASKED}` : arg;
+    if (eq <= 0) return arg;
+    const shown = shownValue(arg, arg.slice(eq + 1));
+    return shown === undefined ? arg : `${arg.slice(0, eq)}=${shown}`;
   });
+}
+
+/**
+ * `args` split for a launch: the secret flags llama-server also reads from its environment taken
+ * out, their values in `env` (the last one given wins, as on llama-server's command line).
+ */
+export function secretsByEnv(args: readonly string[]): { argv: string[]; env: Record<string, string> } {
+  const argv: string[] = [];
+  const env: Record<string, string> = {};
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i] as string;
+    const name = ENV_OF[nameOf(arg)];
+    const eq = arg.indexOf("=");
+    if (name !== undefined && eq > 0) env[name] = arg.slice(eq + 1);
+    else if (name !== undefined && i + 1 < args.length) env[name] = args[++i] as string;
+    else argv.push(arg);
+  }
+  return { argv, env };
 }

@@ -1,7 +1,7 @@
 import { existsSync } from "node:fs";
 import { healthStatus, modelsStatus } from "../llama/health.ts";
 import { llamaFlagName } from "../plan/argv.ts";
-import { shownArgs } from "../plan/secret-args.ts";
+import { secretsByEnv, shownArgs } from "../plan/secret-args.ts";
 import { CoreError, cancelledError } from "../protocol/errors.ts";
 import { logger } from "../util/logger.ts";
 import { childEnv } from "./child-env.ts";
@@ -85,10 +85,14 @@ export interface SpawnRequest {
   onSpawn?: (spawned: Spawned, header: string) => void;
 }
 
-/** Step 1: spawn on 127.0.0.1:port with the key in the child's environment; record its pid. */
+/**
+ * Step 1: spawn on 127.0.0.1:port with the key, and any secret of extra_args llama-server reads
+ * from there, in the child's environment (plan/secret-args.ts); record its pid.
+ */
 export function spawnServer(req: SpawnRequest): Spawned | LaunchFailure {
-  const argv = [...req.argv, "--host", "127.0.0.1", "--port", String(req.port)];
-  const env = { ...childEnv(req.env, req.apiKey), ...(req.childMode ? CHILD_MODE_ENV : {}) };
+  const given = [...req.argv, "--host", "127.0.0.1", "--port", String(req.port)];
+  const { argv, env: secrets } = secretsByEnv(given);
+  const env = { ...childEnv(req.env, req.apiKey), ...secrets, ...(req.childMode ? CHILD_MODE_ENV : {}) };
   let child: ChildProcess;
   try {
     child = req.spawner({ path: req.binary, argv, env, stdinPipe: req.childMode === true });
@@ -124,7 +128,7 @@ export function spawnServer(req: SpawnRequest): Spawned | LaunchFailure {
   };
   req.onSpawn?.(
     spawned,
-    `--- ${new Date().toISOString()} start ${req.binary} ${shownArgs(argv).join(" ")} (pid ${child.pid})\n`,
+    `--- ${new Date().toISOString()} start ${req.binary} ${shownArgs(given).join(" ")} (pid ${child.pid})\n`,
   );
   // One redactor a stream: a quoted text's lines follow its message on the stream it came on.
   const lineReader = (redactor: LogRedactor) => (raw: string) => {

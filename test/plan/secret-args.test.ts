@@ -4,7 +4,7 @@ import { PLAN_DIALECT, renderArgv } from "../../src/plan/argv.ts";
 import { readGgufHeader } from "../../src/plan/gguf-read.ts";
 import { modelInfo } from "../../src/plan/model.ts";
 import { planFor } from "../../src/plan/planner.ts";
-import { MASKED, shownArgs } from "../../src/plan/secret-args.ts";
+import { MASKED, secretsByEnv, shownArgs } from "../../src/plan/secret-args.ts";
 import { tinyLlama, writeGguf } from "../fixtures/gguf-writer.ts";
 import { cpuOnlyMachine } from "../fixtures/hardware.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
@@ -53,5 +53,45 @@ describe("secret values in llama.extra_args", () => {
       expect(report).not.toContain(secret);
     expect(plan.argv.slice(-2)).toEqual(["--temp", "0.2"]);
     expect(renderArgv(launch, PLAN_DIALECT)).toEqual(expect.arrayContaining(SECRETS));
+  });
+
+  test("a URL's user:password and query are masked, the rest shown; one that does not parse, whole", () => {
+    const args = [
+      "--model-url",
+      "https://me:pw@hf.example/m.gguf?token=T1",
+      "-mmu=https://hf.example/p.gguf",
+    ];
+    expect(shownArgs([...args, "--mmproj-url", "not a url"])).toEqual([
+      "--model-url",
+      `https://${MASKED}@hf.example/m.gguf?${MASKED}`,
+      "-mmu=https://hf.example/p.gguf",
+      "--mmproj-url",
+      MASKED,
+    ]);
+  });
+
+  test("secretsByEnv takes out what llama-server reads from its environment (common/arg.cpp set_env)", () => {
+    const mcp = '{"mcpServers":{}}';
+    const { argv, env } = secretsByEnv([
+      "--hf-token",
+      "hf_A",
+      "--temp",
+      "0.2",
+      "-hft=hf_B",
+      "--mcp_servers_json",
+      mcp,
+      "-mu",
+      "https://u:p@h/m.gguf",
+      "--api-key",
+      "sk-C",
+      "--hf-token",
+    ]);
+    // The last token given wins, as on the command line; --api-key stays (it would replace the launch's key).
+    expect(env).toEqual({
+      HF_TOKEN: "hf_B",
+      LLAMA_ARG_MCP_SERVERS_JSON: mcp,
+      LLAMA_ARG_MODEL_URL: "https://u:p@h/m.gguf",
+    });
+    expect(argv).toEqual(["--temp", "0.2", "--api-key", "sk-C", "--hf-token"]);
   });
 });

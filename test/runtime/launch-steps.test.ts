@@ -1,4 +1,5 @@
 import { describe, expect, test } from "bun:test";
+import { readdirSync, readFileSync } from "node:fs";
 import { CoreError } from "../../src/protocol/errors.ts";
 import { StateLines } from "../../src/runtime/child-state.ts";
 import {
@@ -313,10 +314,30 @@ describe("politeStopWait", () => {
   });
 });
 
+/** A spawner that hands out a child that never speaks nor exits, telling `seen` what it was asked. */
+function silentSpawner(
+  pid: number,
+  seen: (req: { argv: readonly string[]; env: Record<string, string> }) => void,
+) {
+  const empty = () => new ReadableStream<Uint8Array>({ start: (c) => c.close() });
+  return (req: { argv: readonly string[]; env: Record<string, string> }) => {
+    seen(req);
+    return {
+      pid,
+      stdout: empty(),
+      stderr: empty(),
+      exited: new Promise<Exit>(() => {}),
+      politeSignal: true,
+      writeLine: () => false,
+      terminate: () => {},
+      kill: () => {},
+    };
+  };
+}
+
 describe("the log file's start line", () => {
   test("masks a key or token written in llama.extra_args; the child still gets it (plan/secret-args.ts)", () => {
     using dir = tmpdir();
-    const empty = () => new ReadableStream<Uint8Array>({ start: (c) => c.close() });
     let header = "";
     let given: readonly string[] = [];
     const spawned = spawnServer({
@@ -325,19 +346,9 @@ describe("the log file's start line", () => {
       port: 1,
       apiKey: KEY,
       env: {},
-      spawner: (req) => {
+      spawner: silentSpawner(2 ** 30, (req) => {
         given = req.argv;
-        return {
-          pid: 2 ** 30,
-          stdout: empty(),
-          stderr: empty(),
-          exited: new Promise(() => {}),
-          politeSignal: true,
-          writeLine: () => false,
-          terminate: () => {},
-          kill: () => {},
-        };
-      },
+      }),
       dataDir: dir.path,
       onLine: () => {},
       onSpawn: (_s, h) => {
@@ -347,6 +358,39 @@ describe("the log file's start line", () => {
     if ("error" in spawned) throw spawned.error;
     expect(header).toContain("--hf-token *** --api-key=***");
     expect(header).not.toContain("SECRET");
-    expect(given).toContain("hf_SECRET");
+    expect(given).toContain("--api-key=sk-SECRET");
+  });
+
+  test("a token of extra_args goes in the child's environment, not its command line or the pid record", () => {
+    using dir = tmpdir();
+    let seen: { argv: readonly string[]; env: Record<string, string> } = { argv: [], env: {} };
+    const spawned = spawnServer({
+      binary: "/nonexistent/llama-server",
+      argv: ["-m", "/m.gguf", "--hf-token", "hf_SECRET", "--model-url", "https://u:pw_SECRET@h/m.gguf"],
+      port: 1,
+      apiKey: KEY,
+      env: { HF_TOKEN: "hf_PARENT" },
+      // A live pid: the record is written only for one.
+      spawner: silentSpawner(process.pid, (req) => {
+        seen = req;
+      }),
+      dataDir: dir.path,
+      onLine: () => {},
+    });
+    if ("error" in spawned) throw spawned.error;
+    expect(seen.argv).toEqual(["-m", "/m.gguf", "--host", "127.0.0.1", "--port", "1"]);
+    expect(seen.env.HF_TOKEN).toBe("hf_SECRET");
+    expect(seen.env.LLAMA_ARG_MODEL_URL).toBe("https://u:pw_SECRET@h/m.gguf");
+    expect(seen.env.LLAMA_API_KEY).toBe(KEY);
+    const records = readdirSync(dir.path, { recursive: true }).map(String);
+    const onDisk = records.map((f) => {
+      try {
+        return readFileSync(`${dir.path}/${f}`, "utf8");
+      } catch {
+        return "";
+      }
+    });
+    expect(onDisk.join("\n")).toContain("/m.gguf");
+    expect(onDisk.join("\n")).not.toContain("SECRET");
   });
 });
