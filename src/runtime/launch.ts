@@ -2,6 +2,7 @@ import type { LlamaEndpoint } from "../llama/http.ts";
 import { type LlamaProps, readProps } from "../llama/props.ts";
 import { SpareConnection } from "../llama/spare-connection.ts";
 import { abortable } from "../util/abortable.ts";
+import type { FileIdentity } from "../util/file-identity.ts";
 import { type SleepPhase, SleepWatch, type SleepWatchOptions } from "./idle-sleep.ts";
 import type { ProgressListener } from "./progress-beat.ts";
 import { SlotUse } from "./slot-use.ts";
@@ -14,6 +15,12 @@ import { SlotUse } from "./slot-use.ts";
  * table of slot use (slot-use.ts), which the supervisor's lease, the sleep watch and prompt reuse
  * all read. A lease exposes it as a `LaunchView`; only the supervisor counts leases on and ends it.
  */
+
+/** The model's and projector's files as they were just before the spawn (undefined: unreadable then, or none). */
+export interface LaunchFiles {
+  model: FileIdentity | undefined;
+  projector: FileIdentity | undefined;
+}
 
 /** What a lease's holder may read of its server (prompt reuse asks its slot table). */
 export interface LaunchView extends LlamaEndpoint {
@@ -36,6 +43,8 @@ export interface LaunchView extends LlamaEndpoint {
   readonly projector: string | null;
   /** The extra_args it was launched with (`llama.extra_args`, then its models entry's); null: not planned here. */
   readonly extraArgs: readonly string[] | null;
+  /** Its model files as they were at its start (agent/kv/fingerprint.ts); null: not started here. */
+  readonly files: LaunchFiles | null;
   /** The RPC workers it was started with (`--rpc`), for the errors of a stall. */
   readonly rpcWorkers: readonly string[];
   /** Whether its task loop has answered a task (a completion): see `taskServed`. */
@@ -64,6 +73,8 @@ export interface LaunchInit extends LlamaEndpoint {
   projector?: string | null;
   /** The plan's extra_args. */
   extraArgs?: readonly string[];
+  /** Its model files as read before the spawn. */
+  files?: LaunchFiles;
   /** Whether its process still runs, as /proc says (proc-info.ts); none: taken as running. */
   running?: () => boolean;
 }
@@ -81,6 +92,7 @@ export class Launch implements LaunchView {
   readonly slots: SlotUse;
   readonly projector: string | null;
   readonly extraArgs: readonly string[] | null;
+  readonly files: LaunchFiles | null;
   readonly rpcWorkers: readonly string[];
   private readonly sleep: SleepWatch;
   private readonly ended: AbortController;
@@ -103,6 +115,7 @@ export class Launch implements LaunchView {
     this.slots = new SlotUse(init.slots);
     this.projector = init.projector ?? null;
     this.extraArgs = init.extraArgs ?? null;
+    this.files = init.files ?? null;
     this.running = init.running ?? (() => true);
     this.sleep = new SleepWatch({
       ...(init.sleep ?? { idleMs: 0, isAsleep: async () => null, rouse: async () => {} }),

@@ -5,10 +5,11 @@ import { awaitModel } from "../llama/tokenize.ts";
 import { renderArgv } from "../plan/argv.ts";
 import type { LaunchPlan } from "../plan/launch-plan.ts";
 import { CoreError } from "../protocol/errors.ts";
+import { fileIdentity } from "../util/file-identity.ts";
 import { logger } from "../util/logger.ts";
 import { randomApiKey } from "./child-env.ts";
 import { knownChildMode, rememberChildMode } from "./child-mode.ts";
-import { Launch } from "./launch.ts";
+import { Launch, type LaunchFiles } from "./launch.ts";
 import {
   type LaunchFailure,
   launchOnce,
@@ -82,6 +83,11 @@ export class Launcher {
     for (let attempt = 1; ; attempt++) {
       // The first attempt's `starting` went out before the reap and the plan.
       if (attempt > 1) emit({ phase: "starting", attempt });
+      // Read before llama-server opens them: a file replaced after is not what it loaded.
+      const files = {
+        model: fileIdentity(plan.model_path),
+        projector: plan.mmproj ? fileIdentity(plan.mmproj.path) : undefined,
+      };
       const outcome = await launchOnce(
         { ...request, port: await pickPort(), apiKey: randomApiKey() },
         {
@@ -101,7 +107,7 @@ export class Launcher {
           throw skipped;
         }
         emit({ phase: "ready" });
-        return this.toRunning(outcome, plan);
+        return this.toRunning(outcome, plan, files);
       }
       const again = await this.replanned(outcome, plan, starting);
       if (again) {
@@ -207,7 +213,7 @@ export class Launcher {
    * A ready launch as leases see it (launch.ts), with its idle-sleep watch (idle-sleep.ts): told
    * by the state lines where the child prints them, else learned from /props.
    */
-  private toRunning(spawned: Spawned, plan: LaunchPlan): Running {
+  private toRunning(spawned: Spawned, plan: LaunchPlan, files: LaunchFiles): Running {
     const endpoint = { baseUrl: spawned.baseUrl, apiKey: spawned.apiKey };
     const { states } = spawned;
     const pid = spawned.child.pid;
@@ -216,6 +222,7 @@ export class Launcher {
       slots: plan.slots,
       projector: plan.mmproj?.path ?? null,
       extraArgs: plan.extra_args,
+      files,
       rpcWorkers: plan.rpc_workers,
       running: () => childRunning(pid) !== false,
       sleep: {

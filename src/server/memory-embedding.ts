@@ -1,10 +1,10 @@
 import { createHash } from "node:crypto";
-import { modelIdentity } from "../agent/kv/fingerprint.ts";
 import { chooseEmbedModel } from "../config/choose-model.ts";
 import type { Config } from "../config/schema.ts";
 import type { ModelsApi } from "../runtime/models-api.ts";
 import { MemoryEmbedder } from "../store/memory-embedder.ts";
 import type { Store } from "../store/store.ts";
+import { fileIdentity } from "../util/file-identity.ts";
 
 /**
  * Memory's embedding model wired to the store (docs/agent.md, "Memory"): made by the composition
@@ -42,6 +42,6 @@ export function memoryEmbedder(config: Config, store: Store, models: ModelsApi):
  * is another model) and the flags it runs with (a `--pooling` there changes every vector).
  */
 export function embeddingFingerprint(path: string, extraArgs: readonly string[]): string {
-  const model = modelIdentity(path) ?? { path };
+  const model = fileIdentity(path) ?? { path };
   return createHash("sha256").update(JSON.stringify({ model, extraArgs })).digest("hex").slice(0, 32);
 }

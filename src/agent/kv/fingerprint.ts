@@ -1,7 +1,9 @@
 import { createHash } from "node:crypto";
-import { statSync } from "node:fs";
 import type { Config } from "../../config/schema.ts";
 import type { LlamaProps } from "../../llama/props.ts";
+import type { LaunchFiles, LaunchView } from "../../runtime/launch.ts";
+import { type FileIdentity, fileIdentity, sameFile } from "../../util/file-identity.ts";
+import { logger } from "../../util/logger.ts";
 
 /**
  * What a saved slot is valid for. The file names no model: a model of the same shape restores
@@ -15,10 +17,12 @@ import type { LlamaProps } from "../../llama/props.ts";
  * vision projector (`--mmproj`), identified as the model is: a saved slot holds the embeddings it
  * made of each image, which llama-server matches to the next prompt's image by its bytes alone,
  * so another projector would answer from images it never saw. A file whose fingerprint no longer
- * matches is dropped.
+ * matches is dropped. The model and projector are identified as they were when llama-server was
+ * started, not when the first chat came: a file replaced in between holds other weights than
+ * the cache was computed with.
  */
 export interface FingerprintParts {
-  model: ModelIdentity;
+  model: FileIdentity;
   contextPerSlot: number;
   cacheTypeK: string;
   cacheTypeV: string;
@@ -27,28 +31,11 @@ export interface FingerprintParts {
   build: string | null;
   extraArgs: readonly string[];
   /** Absent without one, so a text model's fingerprint is what it was before projectors counted. */
-  projector?: ModelIdentity;
-}
-
-export interface ModelIdentity {
-  path: string;
-  size: number;
-  mtimeMs: number;
-  ino: number;
+  projector?: FileIdentity;
 }
 
 export function fingerprint(parts: FingerprintParts): string {
   return createHash("sha256").update(JSON.stringify(parts)).digest("hex").slice(0, 32);
-}
-
-/** The model file as it is now; undefined when it cannot be read (nothing is saved then). */
-export function modelIdentity(path: string): ModelIdentity | undefined {
-  try {
-    const st = statSync(path);
-    return { path, size: st.size, mtimeMs: Math.floor(st.mtimeMs), ino: st.ino };
-  } catch {
-    return undefined;
-  }
 }
 
 /**
@@ -58,6 +45,8 @@ export function modelIdentity(path: string): ModelIdentity | undefined {
 export interface LaunchArgs {
   projector: string | null;
   extraArgs: readonly string[] | null;
+  /** Its files as they were at its start; none: not started here (then as they are now). */
+  files?: LaunchFiles | null;
 }
 
 /** The fingerprint of the launch llama-server's /props describes, with the config it was planned from. */
@@ -67,9 +56,14 @@ export function launchFingerprint(
   launch: LaunchArgs = { projector: null, extraArgs: null },
 ): string | undefined {
   if (props.model_path === null || props.n_ctx === null) return undefined;
-  const model = modelIdentity(props.model_path);
+  const files = launch.files ?? null;
+  const model = files ? files.model : fileIdentity(props.model_path);
   if (!model) return undefined;
-  const projector = launch.projector === null ? undefined : modelIdentity(launch.projector);
+  const projector = files
+    ? files.projector
+    : launch.projector === null
+      ? undefined
+      : fileIdentity(launch.projector);
   if (launch.projector !== null && !projector) return undefined;
   return fingerprint({
     model,
@@ -82,4 +76,42 @@ export function launchFingerprint(
     extraArgs: launch.extraArgs ?? llama.extra_args,
     ...(projector ? { projector } : {}),
   });
+}
+
+/**
+ * Whether the model and projector are still the files llama-server was started with. One replaced
+ * since (a pull updating it) leaves what the server computes unknown: it runs the old weights
+ * until it re-reads the file, as it does on waking from an idle sleep.
+ */
+export function filesUnchanged(launch: Pick<LaunchView, "files">): boolean {
+  const { files } = launch;
+  if (!files) return true;
+  const same = (then: FileIdentity | undefined) =>
+    then === undefined || sameFile(then, fileIdentity(then.path));
+  return same(files.model) && same(files.projector);
+}
+
+/**
+ * A launch's fingerprint as each save or restore asks it: its /props read once, and none while its
+ * model files differ from those it was started with (then nothing is saved or restored until a
+ * new launch; said once).
+ */
+export function launchFingerprinter(
+  launch: LaunchView,
+  llama: Config["llama"],
+): () => Promise<string | undefined> {
+  const once = launch
+    .props(AbortSignal.timeout(5000))
+    .then((p) => (p ? launchFingerprint(p, llama, launch) : undefined));
+  let said = false;
+  return async () => {
+    const fp = await once;
+    if (fp === undefined || filesUnchanged(launch)) return fp;
+    if (!said)
+      logger.warn(
+        "the model file changed since llama-server loaded it: KV state is neither saved nor restored until it starts again",
+      );
+    said = true;
+    return undefined;
+  };
 }

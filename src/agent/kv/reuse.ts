@@ -4,7 +4,7 @@ import type { LlamaLease } from "../../runtime/endpoint.ts";
 import type { LaunchView } from "../../runtime/launch.ts";
 import { logger } from "../../util/logger.ts";
 import { within } from "../../util/within.ts";
-import { launchFingerprint } from "./fingerprint.ts";
+import { launchFingerprinter } from "./fingerprint.ts";
 import type { KvDisk, KvEntry } from "./kv-disk.ts";
 import { keepAll, type Later } from "./later.ts";
 import { dropSource, emptyRecord, type PromptRecord, quotedPassages } from "./prompt-record.ts";
@@ -70,7 +70,8 @@ type Looked = KvEntry | null | undefined;
 /** One running server (its Launch: slot table, epoch, awake) and the fingerprint of its shape. */
 interface Server {
   launch: LaunchView;
-  fingerprint: Promise<string | undefined>;
+  /** Asked at each save and restore: none while its model files are not those it loaded. */
+  fingerprint: () => Promise<string | undefined>;
 }
 
 export class PromptReuse {
@@ -98,7 +99,7 @@ export class PromptReuse {
   /** Before a turn's first request: its slot (its state restored into it when needed) and its record. */
   async begin(lease: LlamaLease, key: SessionKey, signal: AbortSignal): Promise<ReusedTurn> {
     const server = this.serverOf(lease);
-    const fp = await server.fingerprint;
+    const fp = await server.fingerprint();
     const k = keyText(key);
     const table = server.launch.slots;
     // Another core may have erased what its notes quote: then the slot holding them is no longer its.
@@ -260,9 +261,7 @@ export class PromptReuse {
     this.diskOff = undefined;
     const server: Server = {
       launch,
-      fingerprint: launch
-        .props(AbortSignal.timeout(5000))
-        .then((p) => (p ? launchFingerprint(p, this.deps.llama, launch) : undefined)),
+      fingerprint: launchFingerprinter(launch, this.deps.llama),
     };
     this.server = server;
     return server;
@@ -317,7 +316,7 @@ export class PromptReuse {
   }
 
   private async saveDirty(server: Server, later?: Later): Promise<void> {
-    const fp = await server.fingerprint;
+    const fp = await server.fingerprint();
     const table = server.launch.slots;
     for (const { slot, holder } of table.dirty()) {
       const work = this.run(() => this.save(server, slot, holder, fp, later));

@@ -1,9 +1,10 @@
 import { describe, expect, test } from "bun:test";
-import { copyFileSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { launchFingerprint } from "../../../src/agent/kv/fingerprint.ts";
+import { filesUnchanged, launchFingerprint } from "../../../src/agent/kv/fingerprint.ts";
 import { ConfigSchema } from "../../../src/config/schema.ts";
 import { parseProps } from "../../../src/llama/props.ts";
+import { fileIdentity } from "../../../src/util/file-identity.ts";
 import { tmpdir } from "../../fixtures/tmpdir.ts";
 
 // What a saved slot is valid for (docs/agent.md#prompt-reuse). A slot holds the embeddings its
@@ -61,5 +62,23 @@ describe("launchFingerprint", () => {
     expect(launchFingerprint(props, llama, launched(null, ["--rope-freq-base", "20000"]))).not.toBe(plain);
     // Planned with none, or not planned here (the config's): what it was.
     expect(plain).toBe(launchFingerprint(props, llama));
+  });
+
+  test("a launch's model is the file it was started with, and a file replaced since is seen", async () => {
+    await using dir = tmpdir();
+    const { props } = setup(dir.path);
+    const model = props.model_path as string;
+    const files = { model: fileIdentity(model), projector: undefined };
+    const atStart = launchFingerprint(props, llama, { ...launched(null), files });
+    expect(atStart).toBe(launchFingerprint(props, llama));
+    expect(filesUnchanged({ files })).toBe(true);
+    // A pull puts the new file in place by a rename: another inode, the old one still open.
+    writeFileSync(`${model}.new`, "model");
+    renameSync(`${model}.new`, model);
+    // What the server computes with is still the file it read: the fingerprint stays that file's.
+    expect(launchFingerprint(props, llama, { ...launched(null), files })).toBe(atStart);
+    expect(launchFingerprint(props, llama)).not.toBe(atStart);
+    expect(filesUnchanged({ files })).toBe(false);
+    expect(filesUnchanged({ files: null })).toBe(true);
   });
 });

@@ -1,5 +1,13 @@
 import { describe, expect, spyOn, test } from "bun:test";
-import { mkdirSync, readdirSync, rmSync, truncateSync, writeFileSync } from "node:fs";
+import {
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  truncateSync,
+  writeFileSync,
+} from "node:fs";
 import { join } from "node:path";
 import { KvDisk } from "../../../src/agent/kv/kv-disk.ts";
 import type { SupervisorSnapshot } from "../../../src/runtime/snapshot.ts";
@@ -245,6 +253,31 @@ describe("prompt reuse with the stand-in", () => {
     await say(h, "next", "something else entirely, at some length");
     expect(kv.ram.flat().join("")).not.toContain("ORYX-5521");
     expect(kv.slots[0]?.tokens.join("")).not.toContain("ORYX-5521");
+  });
+
+  /** A pull updating the model where it is (a rename: another inode), while llama-server runs on the old. */
+  const replaceModel = (h: ChatHarness) => {
+    const model = h.llama.model.options.modelPath;
+    writeFileSync(`${model}.new`, readFileSync(model));
+    renameSync(`${model}.new`, model);
+  };
+
+  test("a model file replaced after llama-server loaded it, before any chat: nothing is saved as the new file's", async () => {
+    await using h = harness();
+    replaceModel(h);
+    await say(h, "a", "tell me about the sea");
+    await Bun.sleep(2500);
+    expect(kvFiles(h)).toEqual([]);
+  });
+
+  test("a model file replaced after a save: the state is not restored (the server may have re-read it)", async () => {
+    await using h = harness({ standIn: { cacheRamMib: 0 } });
+    await say(h, "a", "tell me about the sea and the waves");
+    expect(await waitFor(() => pairInPlace(h), { timeoutMs: 5000 })).toBe(true);
+    replaceModel(h);
+    await say(h, "b", "tell me about mountains");
+    await say(h, "a", "and the moon?");
+    expect(slotActions(h, "restore")).toBe(0);
   });
 
   test("a session a second core erased is not saved by this one's quiet save", async () => {

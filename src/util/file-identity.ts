@@ -1,0 +1,30 @@
+import { statSync } from "node:fs";
+
+/** A file as the file system knows it: a file replaced in place (a new inode, size or time) is another. */
+export interface FileIdentity {
+  path: string;
+  size: number;
+  mtimeMs: number;
+  ino: number;
+}
+
+/** The file at `path` as it is now; undefined when it cannot be read. */
+export function fileIdentity(path: string): FileIdentity | undefined {
+  try {
+    const st = statSync(path);
+    return { path, size: st.size, mtimeMs: Math.floor(st.mtimeMs), ino: st.ino };
+  } catch {
+    return undefined;
+  }
+}
+
+/** Whether `now` is still the file `then` was. */
+export function sameFile(then: FileIdentity, now: FileIdentity | undefined): boolean {
+  return (
+    now !== undefined &&
+    now.path === then.path &&
+    now.size === then.size &&
+    now.mtimeMs === then.mtimeMs &&
+    now.ino === then.ino
+  );
+}
