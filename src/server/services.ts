@@ -182,7 +182,7 @@ export class CoreServices implements Services {
       const { McpPool } = require("../agent/mcp/pool.ts") as typeof import("../agent/mcp/pool.ts");
       const config = this.config();
       const pool = new McpPool(config.mcp_servers, Date.now, config.app.data_dir);
-      this.pool = this.shutdown.add("mcp", pool, () => pool.close());
+      this.pool = this.shutdown.add("mcp", pool, () => pool.close(), { beside: true });
     }
     return this.pool;
   }

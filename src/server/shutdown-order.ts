@@ -1,11 +1,20 @@
 import { logUnexpected } from "../util/logger.ts";
 
+interface Stopper {
+  name: string;
+  stop: () => Promise<void>;
+  last: boolean;
+  beside: boolean;
+}
+
 /**
  * The services a core made, stopped once at shutdown in the reverse order of their making,
- * `last` ones after all the others (the store, which a last save still writes to).
+ * `last` ones after all the others (the store, which a last save still writes to); `beside` ones
+ * from the start, at the same time as the rest (MCP servers, which need none of them: in line,
+ * a hung one's 4 s came on top of the KV save and llama-server's grace, past the client's wait).
  */
 export class ShutdownOrder {
-  private readonly stoppers: { name: string; stop: () => Promise<void>; last: boolean }[] = [];
+  private readonly stoppers: Stopper[] = [];
   private stopping: Promise<void> | undefined;
 
   /** Whether shutdown has begun: nothing new should be made then. */
@@ -14,8 +23,13 @@ export class ShutdownOrder {
   }
 
   /** `service`, to be stopped by `stop` at shutdown. */
-  add<T>(name: string, service: T, stop: () => Promise<void>, o: { last?: boolean } = {}): T {
-    this.stoppers.push({ name, stop, last: o.last === true });
+  add<T>(
+    name: string,
+    service: T,
+    stop: () => Promise<void>,
+    o: { last?: boolean; beside?: boolean } = {},
+  ): T {
+    this.stoppers.push({ name, stop, last: o.last === true, beside: o.beside === true });
     return service;
   }
 
@@ -23,7 +37,11 @@ export class ShutdownOrder {
   stop(): Promise<void> {
     this.stopping ??= (async () => {
       const order = [...this.stoppers].reverse();
-      for (const s of [...order.filter((s) => !s.last), ...order.filter((s) => s.last)]) await stopOne(s);
+      const beside = Promise.all(order.filter((s) => s.beside).map(stopOne));
+      const inLine = order.filter((s) => !s.beside);
+      for (const s of inLine.filter((s) => !s.last)) await stopOne(s);
+      await beside;
+      for (const s of inLine.filter((s) => s.last)) await stopOne(s);
       // One made by another's stop (the store, first asked by a last save) is stopped after them.
       for (const s of this.stoppers.slice(order.length)) await stopOne(s);
     })();
@@ -31,7 +49,7 @@ export class ShutdownOrder {
   }
 }
 
-async function stopOne({ name, stop }: { name: string; stop: () => Promise<void> }): Promise<void> {
+async function stopOne({ name, stop }: Pick<Stopper, "name" | "stop">): Promise<void> {
   try {
     await stop();
   } catch (err) {
