@@ -1,4 +1,5 @@
 import type { Database } from "bun:sqlite";
+import { erasedSince } from "./erasures.ts";
 import { allOf, likePattern, words } from "./fts-query.ts";
 
 /** One `sessions.search` hit: the message, its session's title, the matched words in `**`. */
@@ -108,4 +109,17 @@ export function markedSnippet(text: string, found: readonly string[]): string {
 
 function escapeRegExp(s: string): string {
   return s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+}
+
+/**
+ * `hits` less those of a session erased since `mark`: the search thread reads a snapshot, and its
+ * answer can come after a `sessions.delete` or `users.delete` sent later has answered.
+ */
+export function notErasedSince(db: Database, userId: string, hits: SearchHit[], mark: number): SearchHit[] {
+  const gone = new Map<string, boolean>();
+  return hits.filter((h) => {
+    const erased = gone.get(h.session_id) ?? erasedSince(db, userId, h.session_id, mark);
+    gone.set(h.session_id, erased);
+    return !erased;
+  });
 }

@@ -22,7 +22,7 @@ import { discardPaced, FIRST_SWEEP_MS, OrphanSweep } from "./orphan-sweep.ts";
 import { goneSources } from "./quoted-sources.ts";
 import { type Leased, SessionLeases } from "./session-lease.ts";
 import { listSessions, type MessagePage, type SessionPage, sessionMessages } from "./session-pages.ts";
-import { type SearchHit, searchSessions } from "./session-search.ts";
+import { notErasedSince, type SearchHit, searchSessions } from "./session-search.ts";
 
 /** How long the search thread waits for the next search before it stops (its memory back). */
 const SEARCH_IDLE_MS = 30_000;
@@ -247,8 +247,10 @@ export class Store {
    * words, other users' too, before it has this user's (docs/performance.md).
    */
   async search(userId: string, query: string, limit: number): Promise<SearchHit[]> {
-    if (this.searchThread) return this.searchThread.search(this.fts, userId, query, limit);
-    return this.guard(() => searchSessions(this.db, this.fts, userId, query, limit));
+    if (!this.searchThread) return this.guard(() => searchSessions(this.db, this.fts, userId, query, limit));
+    const mark = this.guard(() => this.conversations.erasureMark());
+    const hits = await this.searchThread.search(this.fts, userId, query, limit);
+    return this.guard(() => notErasedSince(this.db, userId, hits, mark));
   }
 
   /** A session's export in pieces (store/export.ts `slicedExport`); `confirm` throws once it was deleted since. */

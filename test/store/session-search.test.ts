@@ -87,3 +87,32 @@ test("a hit erased between the ranking and its row's read (an erase on the store
   expect(searchSessions(erasedMeanwhile, true, "u", "lighthouse", 5)).toEqual([]);
   db.close();
 });
+
+test("a search answered from the thread's snapshot after a delete has answered holds nothing of the deleted", async () => {
+  using dir = tmpdir();
+  const store = Store.open(dir.path);
+  said(store, "the lighthouse keeper");
+  store.conversations.commitTurn({
+    userId: "u",
+    sessionId: "kept",
+    agent: "plain",
+    messages: [{ role: "user", content: "another lighthouse" }],
+    at: new Date(),
+  });
+  // The thread's answer held back until the delete has answered, as under load.
+  const thread = (store as unknown as { searchThread: ChunkThread }).searchThread;
+  const read = thread.search.bind(thread);
+  const [done, held] = [Promise.withResolvers<void>(), Promise.withResolvers<void>()];
+  thread.search = async (...args) => {
+    const hits = await read(...args);
+    done.resolve();
+    await held.promise;
+    return hits;
+  };
+  const searching = store.search("u", "lighthouse", 5);
+  await done.promise;
+  expect((await store.deleteSession("u", "s")).deleted).toBe(true);
+  held.resolve();
+  expect((await searching).map((h) => h.session_id)).toEqual(["kept"]);
+  store.close();
+});
