@@ -139,11 +139,13 @@ export class SlotUse {
 
   /**
    * A save of `holder`'s state from the slot begins: true (and the slot counts as saved) when the
-   * slot still holds it and it changed; false: nothing to save.
+   * slot still holds it and it changed; false: nothing to save. Only the turn that took the slot
+   * (`evicting`, before its own request) saves it while busy: a quiet save that came to it after a
+   * turn of its session took it would save a state mid-turn, which no record describes.
    */
-  beginSave(slot: number, holder: string): boolean {
+  beginSave(slot: number, holder: string, evicting = false): boolean {
     const s = this.slots[slot];
-    if (!s || s.holder !== holder || !s.dirty) return false;
+    if (!s || s.holder !== holder || !s.dirty || (s.busy && !evicting)) return false;
     s.dirty = false;
     return true;
   }

@@ -77,6 +77,20 @@ describe("SlotUse (slot affinity, docs/agent.md#prompt-reuse)", () => {
     expect(t.holderOf(a.slot)).toBe("u/c");
   });
 
+  test("a slot a turn of its own session has taken is not saved quietly; the taker saves the one it evicts", () => {
+    const t = new SlotUse(1);
+    const a = t.take("u/a", 1)!;
+    t.release(a.slot, "u/a", true, 1);
+    // The quiet save listed it, then a's next turn took it before that save came to it.
+    expect(t.dirty()).toEqual([{ slot: a.slot, holder: "u/a" }]);
+    expect(t.take("u/a", 2)).toMatchObject({ holds: true });
+    expect(t.beginSave(a.slot, "u/a")).toBe(false);
+    t.release(a.slot, "u/a", true, 3);
+    const b = t.take("u/b", 4)!;
+    expect(b.evict).toBe("u/a");
+    expect(t.beginSave(b.slot, "u/a", true)).toBe(true);
+  });
+
   test("an abandoned take frees the slot; work on a slot is tracked until it settles", async () => {
     const t = new SlotUse(1);
     const a = t.take("u/a", 1)!;

@@ -172,7 +172,7 @@ export class PromptReuse {
     const entry = inRam ? undefined : this.restorable(key, fp);
     const ramCache = (this.deps.cacheRamBytes() ?? 0) > 0;
     if (evict) {
-      if (entry || !ramCache) await this.save(server, slot, evict, fp);
+      if (entry || !ramCache) await this.save(server, slot, evict, fp, { evicting: true });
       else this.inRam.set(evict, epoch);
     }
     // From now on the slot is this session's, whatever the restore makes of it.
@@ -319,18 +319,24 @@ export class PromptReuse {
     const fp = await server.fingerprint();
     const table = server.launch.slots;
     for (const { slot, holder } of table.dirty()) {
-      const work = this.run(() => this.save(server, slot, holder, fp, later));
+      const work = this.run(() => this.save(server, slot, holder, fp, { later }));
       // A turn of this session that begins meanwhile sends its request once the save is done.
       table.working(slot, work);
       await work;
     }
   }
 
-  private async save(server: Server, slot: number, holder: string, fp: string | undefined, later?: Later) {
+  private async save(
+    server: Server,
+    slot: number,
+    holder: string,
+    fp: string | undefined,
+    o: { later?: Later | undefined; evicting?: boolean },
+  ) {
     const { launch } = server;
     const disk = this.usableDisk();
     // Nothing can be kept past here: the slot's state is as good as saved.
-    if (!launch.slots.beginSave(slot, holder)) return;
+    if (!launch.slots.beginSave(slot, holder, o.evicting)) return;
     if (!disk || fp === undefined || this.diskOff || launch.died.aborted) return;
     const key = keyOf(holder);
     await saveSlotState({
@@ -340,7 +346,7 @@ export class PromptReuse {
       fingerprint: fp,
       disk,
       underWay: this.underWay,
-      later,
+      later: o.later,
       wanted: () =>
         (launch.slots.holderOf(slot) === holder || this.records.has(holder)) &&
         this.deps.stored?.(key.userId, key.sessionId) !== false &&
