@@ -14,8 +14,8 @@ const URL_FLAGS = new Set(["--model-url", "-mu", "--mmproj-url", "-mmu"]);
 /**
  * The environment variable llama-server reads each secret flag from (common/arg.cpp `set_env`,
  * b10587). These go to the child there, not on its command line: `/proc/<pid>/cmdline` is readable
- * by every local user, and the pid record keeps argv on disk. `--api-key` is not among them: it
- * would replace the launch's own key (docs/supervisor.md), and its launch is refused.
+ * by every local user, and the pid record keeps argv on disk. `--api-key` is not among them: its
+ * launch is refused before it runs (`ownKeyFlag`).
  */
 const ENV_OF: Record<string, string> = {
   "--hf-token": "HF_TOKEN",
@@ -86,4 +86,12 @@ export function secretsByEnv(args: readonly string[]): { argv: string[]; env: Re
     else argv.push(arg);
   }
   return { argv, env };
+}
+
+/**
+ * A flag of `args` that gives llama-server an API key of its own (`--api-key`, `--api-key-file`,
+ * any spelling it reads): it would refuse the launch's key, and every chat with it. Undefined: none.
+ */
+export function ownKeyFlag(args: readonly string[]): string | undefined {
+  return args.find((a) => ["--api-key", "--api-key-file"].includes(nameOf(a)));
 }

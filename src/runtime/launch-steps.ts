@@ -1,7 +1,6 @@
 import { existsSync } from "node:fs";
 import { healthStatus, modelsStatus } from "../llama/health.ts";
-import { llamaFlagName } from "../plan/argv.ts";
-import { secretsByEnv, shownArgs } from "../plan/secret-args.ts";
+import { ownKeyFlag, secretsByEnv, shownArgs } from "../plan/secret-args.ts";
 import { CoreError, cancelledError } from "../protocol/errors.ts";
 import { logger } from "../util/logger.ts";
 import { childEnv } from "./child-env.ts";
@@ -90,6 +89,12 @@ export interface SpawnRequest {
  * from there, in the child's environment (plan/secret-args.ts); record its pid.
  */
 export function spawnServer(req: SpawnRequest): Spawned | LaunchFailure {
+  // Refused before it runs: its key would be on the command line, and ours refused after the load.
+  const ownKey = ownKeyFlag(req.argv);
+  if (ownKey !== undefined) {
+    const message = `llama.extra_args gives llama-server an API key of its own (${ownKey.split("=")[0]}), which would refuse the core's: remove it`;
+    return { error: new CoreError("config_invalid", message), retryPort: false };
+  }
   const given = [...req.argv, "--host", "127.0.0.1", "--port", String(req.port)];
   const { argv, env: secrets } = secretsByEnv(given);
   const env = { ...childEnv(req.env, req.apiKey), ...secrets, ...(req.childMode ? CHILD_MODE_ENV : {}) };
@@ -287,7 +292,7 @@ async function exitFailure(s: Spawned, exit: Exit): Promise<LaunchFailure> {
 /**
  * Step 3: /health is public, so it cannot tell our child from another program on the port: a
  * protected route must refuse no key and accept ours. This also proves the child took our
- * key (an --api-key in extra_args would lock us out of every chat).
+ * key.
  */
 export async function verifyOwnKey(
   s: Pick<Spawned, "baseUrl" | "apiKey" | "port" | "tail" | "exit" | "argv">,
@@ -297,13 +302,10 @@ export async function verifyOwnKey(
     modelsStatus({ baseUrl: s.baseUrl, apiKey: s.apiKey }, 5000),
   ]);
   await Bun.sleep(0);
-  // Our key refused by a child given no key of its own (it takes ours from its environment alone):
-  // another program with a key answers, such as another core's llama-server that took the port
-  // between our pick and our child's bind, which has not failed yet.
-  // `--api_key` is a key of its own too (argv.ts `llamaFlagName`).
-  const ownKey = (a: string) => ["--api-key", "--api-key-file"].includes(llamaFlagName(a));
-  const taken = keyCheck === 401 && !s.argv.some(ownKey);
-  if (s.exit || taken || (anonymous !== 401 && anonymous !== null)) {
+  // Our key refused by a child given no key of its own (it takes ours from its environment alone;
+  // one in extra_args is refused before the spawn): another program with a key answers, such as
+  // another core's llama-server that took the port between our pick and our child's bind.
+  if (s.exit || keyCheck === 401 || (anonymous !== 401 && anonymous !== null)) {
     // Something else answers here (our child lost the bind race and exited, or is exiting).
     const inUse = new CoreError(
       "internal_error",
@@ -313,16 +315,6 @@ export async function verifyOwnKey(
       },
     );
     return { error: inUse, retryPort: true };
-  }
-  if (keyCheck === 401) {
-    return {
-      error: new CoreError(
-        "internal_error",
-        "llama-server refused this launch's API key; remove --api-key/--api-key-file from llama.extra_args",
-        { log_tail: s.tail.last(TAIL_IN_ERRORS) },
-      ),
-      retryPort: false,
-    };
   }
   if (keyCheck !== 200)
     logger.warn(`llama-server answered ${keyCheck ?? "nothing"} to GET /v1/models after ready`);

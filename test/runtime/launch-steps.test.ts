@@ -85,24 +85,6 @@ describe("verifyOwnKey", () => {
     expect(failure?.error.message).toContain("port in use");
   });
 
-  test("a server that refuses our key too (--api-key in extra_args) → a clear error, same port pointless", async () => {
-    using server = stub((path) => (path === "/v1/models" ? 401 : 200));
-    const { spawned } = fakeSpawned(server.port as number);
-    spawned.argv = ["-m", "/m.gguf", "--api-key", "mine", "--host", "127.0.0.1"];
-    const failure = await verifyOwnKey(spawned);
-    expect(failure?.retryPort).toBe(false);
-    expect(failure?.error.message).toContain("remove --api-key");
-  });
-
-  test("--api_key (llama-server reads it as --api-key) is our own key's refusal too, not a port in use", async () => {
-    using server = stub((path) => (path === "/v1/models" ? 401 : 200));
-    const { spawned } = fakeSpawned(server.port as number);
-    spawned.argv = ["-m", "/m.gguf", "--api_key", "mine", "--host", "127.0.0.1"];
-    const failure = await verifyOwnKey(spawned);
-    expect(failure?.retryPort).toBe(false);
-    expect(failure?.error.message).toContain("remove --api-key");
-  });
-
   test("another llama-server on the port (another core's, its own key) while ours has no --api-key → port in use, try another port", async () => {
     // It took the port between our pick and our child's bind; our child, still starting, has not
     // failed its bind yet. Ours takes the key from its environment alone: it cannot refuse it.
@@ -336,13 +318,13 @@ function silentSpawner(
 }
 
 describe("the log file's start line", () => {
-  test("masks a key or token written in llama.extra_args; the child still gets it (plan/secret-args.ts)", () => {
+  test("masks a token written in llama.extra_args (plan/secret-args.ts)", () => {
     using dir = tmpdir();
     let header = "";
     let given: readonly string[] = [];
     const spawned = spawnServer({
       binary: "/nonexistent/llama-server",
-      argv: ["--hf-token", "hf_SECRET", "--api-key=sk-SECRET"],
+      argv: ["--hf-token", "hf_SECRET", "--mcp-servers-json={}", "--temp", "0.2"],
       port: 1,
       apiKey: KEY,
       env: {},
@@ -356,9 +338,33 @@ describe("the log file's start line", () => {
       },
     });
     if ("error" in spawned) throw spawned.error;
-    expect(header).toContain("--hf-token *** --api-key=***");
+    expect(header).toContain("--hf-token *** --mcp-servers-json=*** --temp 0.2");
     expect(header).not.toContain("SECRET");
-    expect(given).toContain("--api-key=sk-SECRET");
+    expect(given).toContain("--temp");
+  });
+
+  test("an API key of llama-server's own in extra_args is refused before anything runs, in any spelling", () => {
+    for (const flag of [["--api-key", "mine"], ["--api_key=mine"], ["--api-key-file", "/k"]]) {
+      let spawned = false;
+      const failure = spawnServer({
+        binary: "/nonexistent/llama-server",
+        argv: ["-m", "/m.gguf", ...flag],
+        port: 1,
+        apiKey: KEY,
+        env: {},
+        spawner: silentSpawner(2 ** 30, () => {
+          spawned = true;
+        }),
+        dataDir: "/nonexistent",
+        onLine: () => {},
+      });
+      expect(spawned).toBe(false);
+      if (!("error" in failure)) throw new Error("spawned");
+      expect(failure.retryPort).toBe(false);
+      expect(failure.error.code).toBe("config_invalid");
+      expect(failure.error.message).toContain("remove it");
+      expect(failure.error.message).not.toContain("mine");
+    }
   });
 
   test("a token of extra_args goes in the child's environment, not its command line or the pid record", () => {

@@ -209,14 +209,16 @@ describe.skipIf(process.platform === "win32")("supervisor against the stand-in",
     expect(attempts).toEqual([1, 2, 3]);
   });
 
-  test("an --api-key in extra_args locks us out: clear error, no process left", async () => {
+  test("an --api-key in extra_args would lock us out: refused before it runs, no process left", async () => {
     await using dir = tmpdir();
     const { supervisor, dataDir } = makeSupervisor(dir.path, { extraArgs: ["--api-key", "someone-elses"] });
     const err = await rejection(supervisor.acquire(never()));
-    expect(err.code).toBe("internal_error");
+    expect(err.code).toBe("config_invalid");
     expect(err.message).toContain("API key");
+    expect(err.message).not.toContain("someone-elses");
     expect(supervisor.pid()).toBeUndefined();
-    expect(readdirSync(join(dataDir, "run")).filter((n) => n.endsWith(".json"))).toEqual([]);
+    // Nothing was spawned: no pid record, not even its folder.
+    expect(existsSync(join(dataDir, "run"))).toBe(false);
   });
 
   test("a crash mid-request aborts the lease's died signal; the next acquire restarts", async () => {
