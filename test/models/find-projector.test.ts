@@ -66,12 +66,14 @@ describe("mmproj: a path (recordings 105b–105d: llama-server would exit)", () 
     const llava = mmproj({ extra: { "clip.vision.projection_dim": { type: "u32", value: 24 } } });
     const legacy = writeGguf(dir.path, "mmproj-llava.gguf", llava);
     expect(await findProjector(legacy, model)).toMatchObject({ kind: "found", info: { width: 64 } });
+    // MiniCPM-V's converter names its type `resampler` (minicpmv-convert-image-encoder-to-gguf.py);
+    // the width is the projection's first dimension (its ne[0]).
     const resampler = mmproj({
-      projector: "minicpmv",
+      projector: "resampler",
       extra: { "clip.vision.projection_dim": { type: "u32", value: 0 } },
     });
     resampler.tensors = resampler.tensors.filter((t) => !t.name.startsWith("mm."));
-    resampler.tensors.push({ name: "resampler.proj.weight", shape: [64, 64], type: F32 });
+    resampler.tensors.push({ name: "resampler.proj.weight", shape: [64, 48], type: F32 });
     const minicpm = writeGguf(dir.path, "mmproj-minicpmv.gguf", resampler);
     expect(await findProjector(minicpm, model)).toMatchObject({ kind: "found", info: { width: 64 } });
     // And the tensor still tells a projector of another model apart (105b).
