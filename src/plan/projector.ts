@@ -117,13 +117,16 @@ export function projectorInfo(
  * The tensor whose shape is the width libmtmd checks against the text model (llama.cpp
  * tools/mtmd/clip.cpp `clip_n_mmproj_embd`), for the types whose legacy converters wrote
  * something else in `clip.vision.projection_dim`: llava-surgery's wrote CLIP's own (768 for
- * LLaVA 1.5, whose text model is 4096 wide), MiniCPM-V's 0. Read as llama-server reads it,
+ * LLaVA 1.5, whose text model is 4096 wide; MobileVLM's the same), MiniCPM-V's 0. Read as llama-server reads it,
  * those projectors are used rather than refused as another model's. Keyed by the type as the
  * file names it: MiniCPM-V's converter writes `resampler` (clip-impl.h's name for it).
  */
 const OUTPUT_TENSOR: Record<string, { name: string; dim: 0 | 1 }> = {
   mlp: { name: "mm.2.weight", dim: 1 },
   resampler: { name: "resampler.proj.weight", dim: 0 },
+  // MobileVLM's, from the same legacy converter as LLaVA's (convert_image_encoder_to_gguf.py).
+  ldp: { name: "mm.model.mb_block.1.block.2.1.bias", dim: 0 },
+  ldpv2: { name: "mm.model.peg.0.bias", dim: 0 },
 };
 
 function outputWidth(type: string, tensors: GgufHeader["tensors"]): number | undefined {

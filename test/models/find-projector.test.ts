@@ -76,6 +76,20 @@ describe("mmproj: a path (recordings 105b–105d: llama-server would exit)", () 
     resampler.tensors.push({ name: "resampler.proj.weight", shape: [64, 48], type: F32 });
     const minicpm = writeGguf(dir.path, "mmproj-minicpmv.gguf", resampler);
     expect(await findProjector(minicpm, model)).toMatchObject({ kind: "found", info: { width: 64 } });
+    // MobileVLM's (ldp, ldpv2: the last bias of their blocks, clip.cpp clip_n_mmproj_embd).
+    for (const [type, tensor] of [
+      ["ldp", "mm.model.mb_block.1.block.2.1.bias"],
+      ["ldpv2", "mm.model.peg.0.bias"],
+    ] as const) {
+      const spec = mmproj({
+        projector: type,
+        extra: { "clip.vision.projection_dim": { type: "u32", value: 24 } },
+      });
+      spec.tensors = spec.tensors.filter((t) => !t.name.startsWith("mm."));
+      spec.tensors.push({ name: tensor, shape: [64], type: F32 });
+      const file = writeGguf(dir.path, `mmproj-${type}.gguf`, spec);
+      expect(await findProjector(file, model)).toMatchObject({ kind: "found", info: { width: 64 } });
+    }
     // And the tensor still tells a projector of another model apart (105b).
     const wide = await modelIn(dir.path, tinyLlamaQ8(), "wide.gguf");
     const err = await coreErrorOf(findProjector(legacy, wide));
