@@ -2,7 +2,7 @@ import type { LlamaEndpoint } from "../llama/http.ts";
 import { type LlamaProps, readProps } from "../llama/props.ts";
 import { SpareConnection } from "../llama/spare-connection.ts";
 import { abortable } from "../util/abortable.ts";
-import type { FileIdentity } from "../util/file-identity.ts";
+import { type FileIdentity, fileIdentity, sameFile } from "../util/file-identity.ts";
 import { type SleepPhase, SleepWatch, type SleepWatchOptions } from "./idle-sleep.ts";
 import type { ProgressListener } from "./progress-beat.ts";
 import { SlotUse } from "./slot-use.ts";
@@ -20,6 +20,18 @@ import { SlotUse } from "./slot-use.ts";
 export interface LaunchFiles {
   model: FileIdentity | undefined;
   projector: FileIdentity | undefined;
+}
+
+/**
+ * Whether the model and projector are still the files the server was started with (true when not
+ * known). One replaced since (a pull updating it in place) leaves what it computes unknown: it
+ * runs the old weights until it re-reads the file, as it does on waking from an idle sleep.
+ */
+export function filesUnchanged(files: LaunchFiles | null): boolean {
+  if (!files) return true;
+  const same = (then: FileIdentity | undefined) =>
+    then === undefined || sameFile(then, fileIdentity(then.path));
+  return same(files.model) && same(files.projector);
 }
 
 /** What a lease's holder may read of its server (prompt reuse asks its slot table). */

@@ -5,6 +5,7 @@ import type { ModelsUnloadResult } from "../protocol/models-unload.ts";
 import type { MemoryStatus, ModelStatus } from "../protocol/status.ts";
 import type { WarmupProgress } from "../protocol/warmup-progress.ts";
 import type { LlamaProvider } from "./endpoint.ts";
+import type { LaunchView } from "./launch.ts";
 
 /**
  * What the methods ask of several models (docs/models.md, "Several models"): one llama-server per
@@ -31,8 +32,13 @@ export interface ModelsApi {
   ): Promise<ModelsLoadResult>;
   /** Stops it; throws `invalid_request` (`data.reason: "model_busy"`) while chats use it, unless `force`. */
   unload(model: ModelChoice, options: { force: boolean }): Promise<ModelsUnloadResult>;
-  /** One vector per string, in order; loads the model first. */
-  embed(model: ModelChoice, input: string[], signal: AbortSignal): Promise<Omit<EmbedResult, "model">>;
+  /** One vector per string, in order; loads the model first. `onLaunch`: the server that makes them. */
+  embed(
+    model: ModelChoice,
+    input: string[],
+    signal: AbortSignal,
+    onLaunch?: (launch: LaunchView) => void,
+  ): Promise<Omit<EmbedResult, "model">>;
   /** Every configured model and any loaded by path, and the memory budget per device: no I/O. */
   status(): { models: ModelStatus[]; memory: MemoryStatus[] };
   /** The GGUF paths its llama-servers serve now (the `models` listing's `loaded`). */

@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
-import { chooseEmbedModel } from "../config/choose-model.ts";
+import { chooseEmbedModel, type ModelChoice } from "../config/choose-model.ts";
 import type { Config } from "../config/schema.ts";
+import { filesUnchanged, type LaunchFiles } from "../runtime/launch.ts";
 import type { ModelsApi } from "../runtime/models-api.ts";
 import { MemoryEmbedder } from "../store/memory-embedder.ts";
 import type { Store } from "../store/store.ts";
@@ -23,7 +24,7 @@ export function memoryEmbedder(config: Config, store: Store, models: ModelsApi):
     store,
     model: name,
     fingerprint: fingerprintNow,
-    embed: async (texts, signal) => (await models.embed(choice, texts, signal)).embeddings,
+    embed: (texts, signal) => embedWith(models, choice, texts, signal),
   });
   // Rows left without a vector (the folders indexed at the first open, another model's vectors,
   // a failure last time) are embedded once the core is up; the folders once they are read.
@@ -44,4 +45,25 @@ export function memoryEmbedder(config: Config, store: Store, models: ModelsApi):
 export function embeddingFingerprint(path: string, extraArgs: readonly string[]): string {
   const model = fileIdentity(path) ?? { path };
   return createHash("sha256").update(JSON.stringify({ model, extraArgs })).digest("hex").slice(0, 32);
+}
+
+/**
+ * Vectors from the embedding model's server, refused when its model file is no longer the one
+ * it was started with: they would be kept under the new file's identity (`embeddingFingerprint`
+ * reads the file as it is now) though made by the old weights. The server is unloaded then, so
+ * the next try loads the new file; meanwhile recall uses words alone.
+ */
+export async function embedWith(
+  models: ModelsApi,
+  choice: ModelChoice,
+  texts: string[],
+  signal: AbortSignal,
+): Promise<number[][]> {
+  let files: LaunchFiles | null = null;
+  const out = await models.embed(choice, texts, signal, (launch) => {
+    files = launch.files;
+  });
+  if (filesUnchanged(files)) return out.embeddings;
+  await models.unload(choice, { force: false }).catch(() => {});
+  throw new Error("the embedding model's file changed since its server loaded it; it is loaded again");
 }

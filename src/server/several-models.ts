@@ -10,6 +10,7 @@ import type { ModelsLoadResult } from "../protocol/models-load.ts";
 import type { ModelsUnloadResult } from "../protocol/models-unload.ts";
 import type { MemoryStatus, ModelStatus } from "../protocol/status.ts";
 import type { WarmupProgress } from "../protocol/warmup-progress.ts";
+import type { LaunchView } from "../runtime/launch.ts";
 import type { DeviceBytes } from "../runtime/memory-fit.ts";
 import type { ModelRuntime } from "../runtime/model-runtime.ts";
 import type { ModelsApi } from "../runtime/models-api.ts";
@@ -199,11 +200,17 @@ export class SeveralModels implements ModelsApi {
     return { model: shownName(model), unloaded: s !== "failed" };
   }
 
-  async embed(model: ModelChoice, input: string[], signal: AbortSignal): Promise<Omit<EmbedResult, "model">> {
+  async embed(
+    model: ModelChoice,
+    input: string[],
+    signal: AbortSignal,
+    onLaunch?: (launch: LaunchView) => void,
+  ): Promise<Omit<EmbedResult, "model">> {
     const watch = this.chatSignal(model, signal);
     let lease: Awaited<ReturnType<Scheduler["acquire"]>> | undefined;
     try {
       lease = await this.scheduler.acquire(model.name, watch.signal);
+      onLaunch?.(lease.launch);
       const out = await embed(lease, input, { signal: watch.signal });
       return {
         dimensions: out.embeddings[0]?.length ?? 1,

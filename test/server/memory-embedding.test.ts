@@ -1,7 +1,11 @@
 import { describe, expect, test } from "bun:test";
 import { renameSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { embeddingFingerprint } from "../../src/server/memory-embedding.ts";
+import type { ModelChoice } from "../../src/config/choose-model.ts";
+import type { LaunchView } from "../../src/runtime/launch.ts";
+import type { ModelsApi } from "../../src/runtime/models-api.ts";
+import { embeddingFingerprint, embedWith } from "../../src/server/memory-embedding.ts";
+import { fileIdentity } from "../../src/util/file-identity.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
 describe("the embedding model's fingerprint", () => {
@@ -23,5 +27,42 @@ describe("the embedding model's fingerprint", () => {
     expect(embeddingFingerprint(path, [])).not.toBe(touched);
     // A path that cannot be read (an hf: reference not yet resolved) is keyed by the path itself.
     expect(embeddingFingerprint("hf:org/model", [])).toBe(embeddingFingerprint("hf:org/model", []));
+  });
+});
+
+describe("vectors from a server whose model file was replaced since it started", () => {
+  test("are refused and the model unloaded, so none is kept under the new file's identity", async () => {
+    using dir = tmpdir();
+    const path = join(dir.path, "embed.gguf");
+    writeFileSync(path, "GGUF one");
+    // The server as the launcher made it: the file read just before its spawn.
+    const launch = { files: { model: fileIdentity(path), projector: undefined } } as unknown as LaunchView;
+    const unloaded: string[] = [];
+    const models = {
+      embed: async (
+        _m: ModelChoice,
+        input: string[],
+        _s: AbortSignal,
+        onLaunch?: (l: LaunchView) => void,
+      ) => {
+        onLaunch?.(launch);
+        return { dimensions: 2, embeddings: input.map(() => [1, 0]), usage: { prompt_tokens: 1 } };
+      },
+      unload: async (m: ModelChoice) => {
+        unloaded.push(m.name);
+        return { model: m.name, unloaded: true };
+      },
+    } as unknown as ModelsApi;
+    const choice = { name: "embedder" } as ModelChoice;
+    const signal = new AbortController().signal;
+    expect(await embedWith(models, choice, ["a"], signal)).toEqual([[1, 0]]);
+    expect(unloaded).toEqual([]);
+    // A pull put a new file in place (a rename): the server still runs the old weights.
+    writeFileSync(`${path}.new`, "GGUF two");
+    renameSync(`${path}.new`, path);
+    await expect(embedWith(models, choice, ["a"], signal)).rejects.toThrow(
+      "changed since its server loaded it",
+    );
+    expect(unloaded).toEqual(["embedder"]);
   });
 });

@@ -1,8 +1,8 @@
 import { createHash } from "node:crypto";
 import type { Config } from "../../config/schema.ts";
 import type { LlamaProps } from "../../llama/props.ts";
-import type { LaunchFiles, LaunchView } from "../../runtime/launch.ts";
-import { type FileIdentity, fileIdentity, sameFile } from "../../util/file-identity.ts";
+import { filesUnchanged, type LaunchFiles, type LaunchView } from "../../runtime/launch.ts";
+import { type FileIdentity, fileIdentity } from "../../util/file-identity.ts";
 import { logger } from "../../util/logger.ts";
 
 /**
@@ -79,19 +79,6 @@ export function launchFingerprint(
 }
 
 /**
- * Whether the model and projector are still the files llama-server was started with. One replaced
- * since (a pull updating it) leaves what the server computes unknown: it runs the old weights
- * until it re-reads the file, as it does on waking from an idle sleep.
- */
-export function filesUnchanged(launch: Pick<LaunchView, "files">): boolean {
-  const { files } = launch;
-  if (!files) return true;
-  const same = (then: FileIdentity | undefined) =>
-    then === undefined || sameFile(then, fileIdentity(then.path));
-  return same(files.model) && same(files.projector);
-}
-
-/**
  * A launch's fingerprint as each save or restore asks it: its /props read once, and none while its
  * model files differ from those it was started with (then nothing is saved or restored until a
  * new launch; said once).
@@ -106,7 +93,7 @@ export function launchFingerprinter(
   let said = false;
   return async () => {
     const fp = await once;
-    if (fp === undefined || filesUnchanged(launch)) return fp;
+    if (fp === undefined || filesUnchanged(launch.files)) return fp;
     if (!said)
       logger.warn(
         "the model file changed since llama-server loaded it: KV state is neither saved nor restored until it starts again",

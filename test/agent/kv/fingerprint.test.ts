@@ -1,9 +1,10 @@
 import { describe, expect, test } from "bun:test";
 import { copyFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { filesUnchanged, launchFingerprint } from "../../../src/agent/kv/fingerprint.ts";
+import { launchFingerprint } from "../../../src/agent/kv/fingerprint.ts";
 import { ConfigSchema } from "../../../src/config/schema.ts";
 import { parseProps } from "../../../src/llama/props.ts";
+import { filesUnchanged } from "../../../src/runtime/launch.ts";
 import { fileIdentity } from "../../../src/util/file-identity.ts";
 import { tmpdir } from "../../fixtures/tmpdir.ts";
 
@@ -71,14 +72,14 @@ describe("launchFingerprint", () => {
     const files = { model: fileIdentity(model), projector: undefined };
     const atStart = launchFingerprint(props, llama, { ...launched(null), files });
     expect(atStart).toBe(launchFingerprint(props, llama));
-    expect(filesUnchanged({ files })).toBe(true);
+    expect(filesUnchanged(files)).toBe(true);
     // A pull puts the new file in place by a rename: another inode, the old one still open.
     writeFileSync(`${model}.new`, "model");
     renameSync(`${model}.new`, model);
     // What the server computes with is still the file it read: the fingerprint stays that file's.
     expect(launchFingerprint(props, llama, { ...launched(null), files })).toBe(atStart);
     expect(launchFingerprint(props, llama)).not.toBe(atStart);
-    expect(filesUnchanged({ files })).toBe(false);
-    expect(filesUnchanged({ files: null })).toBe(true);
+    expect(filesUnchanged(files)).toBe(false);
+    expect(filesUnchanged(null)).toBe(true);
   });
 });
