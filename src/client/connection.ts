@@ -1,6 +1,16 @@
 import { isChatEventName } from "./chat-events.ts";
-import { MAX_QUEUED_INPUT_BYTES, type WriteResult } from "./core-process.ts";
-import { callError, coreExitedError, errorFromCore, LocalAiError, type LocalAiErrorCode } from "./errors.ts";
+import type { WriteResult } from "./core-process.ts";
+import {
+  callError,
+  coreBacklogError,
+  coreExitedError,
+  errorFromCore,
+  LocalAiError,
+  type LocalAiErrorCode,
+  notConnectedError,
+  oversizeAnswerError,
+  timeoutError,
+} from "./errors.ts";
 import { guarded, guardedLogger } from "./host-callbacks.ts";
 import type { AbortSignalLike, CallOptions, ClientLogger, ExitInfo } from "./host-types.ts";
 import type { RequestId } from "./protocol-types.ts";
@@ -77,7 +87,7 @@ interface Pending {
 export class Connection {
   private nextId = 1;
   private readonly pending = new Map<string, Pending>();
-  private route: Route = { kind: "refuse", error: (method) => notConnected(method) };
+  private route: Route = { kind: "refuse", error: (method) => notConnectedError(method) };
   private malformed = 0;
   /** The host's logger, which never throws (host-callbacks.ts). */
   private readonly logger: ClientLogger;
@@ -218,14 +228,10 @@ export class Connection {
     entry.sentTo = transport;
     const written = transport.write(entry.line);
     if (written.kind === "written") return;
-    if (written.kind === "backlog") {
-      const data = { queued_bytes: written.queuedBytes, limit_bytes: MAX_QUEUED_INPUT_BYTES };
-      const message = `the core is not reading its input: ${written.queuedBytes} bytes of requests wait for it`;
-      this.settle(id, { error: new LocalAiError("core_backlog", message, data, entry.method) });
-      return;
-    }
     const info = transport.exitInfo;
-    if (info) this.settle(id, { error: coreExitedError(info) });
+    if (written.kind === "backlog")
+      this.settle(id, { error: coreBacklogError(written.queuedBytes, entry.method) });
+    else if (info) this.settle(id, { error: coreExitedError(info) });
   }
 
   private async cancelFor(id: string, options: CallOptions = {}): Promise<boolean> {
@@ -266,14 +272,7 @@ export class Connection {
   private timeOut(id: string, timeoutMs: number): void {
     const entry = this.pending.get(id);
     if (!entry) return;
-    this.settle(id, {
-      error: new LocalAiError(
-        "timeout",
-        `${entry.method} got no answer within ${timeoutMs} ms`,
-        { timeout_ms: timeoutMs },
-        entry.method,
-      ),
-    });
+    this.settle(id, { error: timeoutError(entry.method, timeoutMs) });
     // Don't leave the core generating for nobody.
     if (entry.cancellable && entry.sentTo !== undefined && this.route.kind === "send") {
       this.cancelRemote(id).catch(() => {});
@@ -332,10 +331,7 @@ export class Connection {
     const key = idOfLine(head);
     const entry = key === undefined ? undefined : this.pending.get(key);
     if (key === undefined || !entry) return;
-    const message = `the core's ${entry.method} answer was a ${bytes}-byte line, over this client's ${limit}, and was dropped; raise maxLineBytes or ask for less`;
-    this.settle(key, {
-      error: new LocalAiError("protocol_error", message, { line_bytes: bytes }, entry.method),
-    });
+    this.settle(key, { error: oversizeAnswerError(entry.method, bytes, limit) });
     // A lost event of a stream still running: don't leave the core working for nobody.
     if (entry.cancellable && entry.sentTo !== undefined && this.route.kind === "send")
       this.cancelRemote(key).catch(() => {});
@@ -393,8 +389,4 @@ export class Connection {
     if (level === "warn") this.logger.warn(message);
     else this.logger.debug?.(message);
   }
-}
-
-function notConnected(method: string): LocalAiError {
-  return callError("core_exited", "no core is attached to this connection", method);
 }

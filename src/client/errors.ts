@@ -1,3 +1,4 @@
+import { MAX_QUEUED_INPUT_BYTES } from "./core-process.ts";
 import type { ErrorDataByCode } from "./error-data.ts";
 import type { ExitInfo } from "./host-types.ts";
 import type { ErrorCode } from "./protocol-types.ts";
@@ -70,6 +71,30 @@ export function errorFromCore(
 /** An error of the client's own making for a call of `method`, without data. */
 export function callError(code: LocalAiErrorCode, message: string, method: string): LocalAiError {
   return new LocalAiError(code, message, undefined, method);
+}
+
+/** A call of `method` that got no terminal message within its `timeoutMs`. */
+export function timeoutError(method: string, timeoutMs: number): LocalAiError {
+  const message = `${method} got no answer within ${timeoutMs} ms`;
+  return new LocalAiError("timeout", message, { timeout_ms: timeoutMs }, method);
+}
+
+/** A call not sent: MAX_QUEUED_INPUT_BYTES already wait for the core to read them. */
+export function coreBacklogError(queuedBytes: number, method: string): LocalAiError {
+  const data = { queued_bytes: queuedBytes, limit_bytes: MAX_QUEUED_INPUT_BYTES };
+  const message = `the core is not reading its input: ${queuedBytes} bytes of requests wait for it`;
+  return new LocalAiError("core_backlog", message, data, method);
+}
+
+/** The answer to a call of `method` came as a line over the client's `limit`, and was dropped. */
+export function oversizeAnswerError(method: string, bytes: number, limit: string): LocalAiError {
+  const message = `the core's ${method} answer was a ${bytes}-byte line, over this client's ${limit}, and was dropped; raise maxLineBytes or ask for less`;
+  return new LocalAiError("protocol_error", message, { line_bytes: bytes }, method);
+}
+
+/** A call made before the lifecycle gave the connection a route. */
+export function notConnectedError(method: string): LocalAiError {
+  return callError("core_exited", "no core is attached to this connection", method);
 }
 
 /** The `core_exited` error of a core that ended (or never started), with why in `data`. */
