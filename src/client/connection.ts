@@ -173,7 +173,11 @@ export class Connection {
       cancellable: false,
       maxBuffered: 0,
     });
-    return (await call.result).cancelled;
+    const result: unknown = await call.result;
+    const cancelled = isObject(result) ? result.cancelled : undefined;
+    if (typeof cancelled === "boolean") return cancelled;
+    // A hostile core's `null` made `.cancelled` a TypeError: no code, no method for the host.
+    throw this.brokenMessage("cancel", `cancel result without a boolean cancelled: ${clip(asText(result))}`);
   }
 
   /** Ends the pending calls `which` selects (all by default) with `error`, each under its own method. */
@@ -373,11 +377,14 @@ export class Connection {
   }
 
   private protocolError(id: string, entry: Pending, detail: string): void {
+    this.settle(id, { error: this.brokenMessage(entry.method, detail) });
+  }
+
+  /** The `protocol_error` of a call of `method`; the broken message is counted and logged. */
+  private brokenMessage(method: string, detail: string): LocalAiError {
     this.malformed++;
     this.log("warn", `protocol error from the core: ${detail}`);
-    this.settle(id, {
-      error: callError("protocol_error", `the core sent a broken message: ${detail}`, entry.method),
-    });
+    return callError("protocol_error", `the core sent a broken message: ${detail}`, method);
   }
 
   private reportMalformed(detail: string): void {
