@@ -214,14 +214,20 @@ export class CoreLifecycle {
     // Requests written to this process can never be answered now.
     this.connection.failAll(closing ? closedError() : error, (sentTo) => sentTo === proc);
     const restarts = closing ? undefined : this.afterUnexpectedExit(error);
+    // The restart is what start() joins before the host hears of the exit: a start() from onExit
+    // got the first start's promise, long resolved, while no core ran. It begins after onExit.
+    let begin: (() => void) | undefined;
+    if (restarts) {
+      const onExitDone = new Promise<void>((resolve) => {
+        begin = resolve;
+      });
+      this.ready = onExitDone.then(() => this.restartLoop(restarts, error));
+      this.ready.catch(() => {});
+    }
     // The host hears of it once the client's own bookkeeping is done. A core the client killed
     // itself (its initialize failed) ended as expected.
     this.options.onExit?.({ ...info, expected: closing || proc?.retired === true });
-    // (unless onExit closed the client)
-    if (restarts && this.state === "restarting") {
-      this.ready = this.restartLoop(restarts, error);
-      this.ready.catch(() => {});
-    }
+    begin?.();
   }
 
   /**
@@ -270,6 +276,8 @@ export class CoreLifecycle {
   private async restartLoop(restarts: Restarts, exitErr: LocalAiError): Promise<void> {
     let lastError = exitErr;
     while (!restarts.spent) {
+      // onExit, or onRestart before a retry, may have closed the client.
+      if (this.state !== "restarting") throw closedError();
       const { attempt, delayMs } = restarts.next();
       this.options.onRestart?.({ attempt, delayMs });
       await this.delay(delayMs);
