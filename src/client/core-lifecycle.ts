@@ -46,10 +46,18 @@ export class CoreLifecycle {
   /** The stop under way or done: shutdown() and close() called again share it. */
   private stopping: Promise<void> | undefined;
   /**
-   * The last resort while a core runs: the host's process exiting kills it, so that a core
-   * ignoring end of input does not outlive its host (docs/bootstrap.md "Stopping").
+   * Every core this client spawned whose exit it has not seen: a replaced one may still be
+   * stopping (its stdout closed) when start() launches the next.
    */
-  private readonly killCore = () => this.process?.kill("SIGKILL");
+  private readonly live = new Set<CoreProcess>();
+  /**
+   * The last resort while a core runs: the host's process exiting kills it, so that a core
+   * ignoring end of input does not outlive its host (docs/bootstrap.md "Stopping"). All of
+   * them: holding only the newest orphaned one still stopping.
+   */
+  private readonly killCores = () => {
+    for (const proc of this.live) proc.kill("SIGKILL");
+  };
   /** Why the last core stopped serving: calls refused once restarts are spent carry it. */
   private lastExit: LocalAiError | undefined;
   /**
@@ -132,7 +140,7 @@ export class CoreLifecycle {
   /** LocalAiClient.kill(). */
   kill(): void {
     this.enter("closed");
-    this.process?.kill("SIGKILL");
+    this.killCores();
     this.connection.failAll(closedError());
   }
 
@@ -179,7 +187,10 @@ export class CoreLifecycle {
     this.enter("starting");
     const generation = ++this.generation;
     const proc = spawnCore(this.options, this.connection, {
-      onExit: (info) => this.handleExit(generation, info),
+      onExit: (info) => {
+        this.forget(proc);
+        this.handleExit(generation, info);
+      },
       onOutputClosed: () => {
         this.handleBrokenCore(generation, proc, coreOutputClosedError(proc.stderrTail));
       },
@@ -193,8 +204,9 @@ export class CoreLifecycle {
       },
     });
     this.process = proc;
+    this.live.add(proc);
     // One entry per client in one shared hook (host-exit.ts): a relaunch finds it in place.
-    killOnHostExit(this.killCore);
+    killOnHostExit(this.killCores);
     this.startedAt = Date.now();
     this.onInfo(await initializeCore(this.options, this.connection, proc));
     if (this.state !== "starting" || generation !== this.generation) {
@@ -203,10 +215,14 @@ export class CoreLifecycle {
     this.enter("ready");
   }
 
+  /** `proc` has exited: once none of this client's cores runs, the host's exit hook lets it go. */
+  private forget(proc: CoreProcess): void {
+    this.live.delete(proc);
+    if (this.live.size === 0) spareOnHostExit(this.killCores);
+  }
+
   private handleExit(generation: number, info: ExitInfo): void {
     if (generation !== this.generation) return;
-    // No core of this client runs now, until the next launch hooks again.
-    spareOnHostExit(this.killCore);
     const proc = this.process;
     const closing = this.state === "closed";
     const error = coreExitedError(info);

@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { onHostExit } from "../../src/client/host-exit.ts";
 import { LocalAiClient } from "../../src/client/index.ts";
+import { waitFor } from "../fixtures/wait.ts";
 import { FakeChild } from "./fake-child.ts";
 import { killFakes, track } from "./fake-core-fixture.ts";
 
@@ -41,6 +42,31 @@ describe("the host process exiting", () => {
     onHostExit();
     for (const child of children) expect(child.signals).toEqual(["SIGKILL"]);
     await Promise.all(clients.map((c) => c.close()));
+    expect(process.listeners("exit")).toEqual(before);
+  });
+});
+
+describe("a core still stopping when the next one starts", () => {
+  test("is killed by the host's exit too, until it has exited", async () => {
+    const before = process.listeners("exit");
+    const children: FakeChild[] = [];
+    const spawn = () => {
+      const child = new FakeChild();
+      child.exitOnEof = false;
+      children.push(child);
+      return child;
+    };
+    // A long stop grace: the mute core stays stopping for the whole test.
+    const client = track(await LocalAiClient.start({ binary: "local-ai", spawn, stopGraceMs: 60_000 }));
+    children[0]?.mute();
+    expect(await waitFor(() => children[0]?.stdinEnded === true, { timeoutMs: 5000 })).toBe(true);
+    expect(client.running).toBe(false);
+    await client.start();
+    expect(children).toHaveLength(2);
+    // The hook held only the newest core: the one still stopping outlived a host that exited.
+    onHostExit();
+    expect(children.map((c) => c.signals)).toEqual([["SIGKILL"], ["SIGKILL"]]);
+    expect(await waitFor(() => process.listeners("exit").length === before.length)).toBe(true);
     expect(process.listeners("exit")).toEqual(before);
   });
 });
