@@ -225,11 +225,16 @@ export class CoreLifecycle {
     if (generation !== this.generation) return;
     const proc = this.process;
     const closing = this.state === "closed";
+    // A core the client killed itself (its initialize failed) ended as expected. Its launch has
+    // failed already: taken for a crash, its exit restarted a first start() that had failed, or
+    // began a second restart loop in the back-off of a restart's failed launch.
+    const expected = closing || proc?.retired === true;
     const error = coreExitedError(info);
-    this.lastExit = error;
+    // Why its initialize failed stays the reason, not the kill that followed.
+    if (!expected) this.lastExit = error;
     // Requests written to this process can never be answered now.
     this.connection.failAll(closing ? closedError() : error, (sentTo) => sentTo === proc);
-    const restarts = closing ? undefined : this.afterUnexpectedExit(error);
+    const restarts = expected ? undefined : this.afterUnexpectedExit(error);
     // The restart is what start() joins before the host hears of the exit: a start() from onExit
     // got the first start's promise, long resolved, while no core ran. It begins after onExit.
     let begin: (() => void) | undefined;
@@ -240,9 +245,8 @@ export class CoreLifecycle {
       this.ready = onExitDone.then(() => this.restartLoop(restarts, error));
       this.ready.catch(() => {});
     }
-    // The host hears of it once the client's own bookkeeping is done. A core the client killed
-    // itself (its initialize failed) ended as expected.
-    this.options.onExit?.({ ...info, expected: closing || proc?.retired === true });
+    // The host hears of it once the client's own bookkeeping is done.
+    this.options.onExit?.({ ...info, expected });
     begin?.();
   }
 

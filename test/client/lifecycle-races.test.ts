@@ -2,7 +2,7 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { LocalAiClient, type LocalAiClientOptions } from "../../src/client/index.ts";
 import { waitFor } from "../fixtures/wait.ts";
 import { FakeChild } from "./fake-child.ts";
-import { killFakes, track } from "./fake-core-fixture.ts";
+import { killFakes, rejection, track } from "./fake-core-fixture.ts";
 
 // A host calling back into the client while the core's lifecycle is between states
 // (fake-child.ts stands in for the core, one child per spawn).
@@ -41,5 +41,59 @@ describe("start() from a host callback", () => {
     expect(client.running).toBe(true);
     expect(await client.request("echo", { after: "restart" })).toEqual({ after: "restart" });
     expect(children).toHaveLength(2);
+  });
+});
+
+describe("the exit of a core whose initialize failed", () => {
+  test("does not restart a first start() that failed, even with restart on", async () => {
+    const children: FakeChild[] = [];
+    const restarts: unknown[] = [];
+    const client = track(
+      new LocalAiClient({
+        binary: "local-ai",
+        restart: { initialDelayMs: 20 },
+        onRestart: (r) => restarts.push(r),
+        spawn: () => {
+          const child = new FakeChild();
+          child.initError = "invalid_request";
+          children.push(child);
+          return child;
+        },
+      }),
+    );
+    expect((await rejection(client.start())).code).toBe("invalid_request");
+    // The killed core's exit came after the start had failed, and was taken for a crash.
+    await Bun.sleep(300);
+    expect(restarts).toEqual([]);
+    expect(children).toHaveLength(1);
+    // What the host is told is why the start failed, not that the client killed it.
+    const err = await rejection(client.ping());
+    expect(err.message).toContain("initialize refused");
+  });
+
+  test("during a restart's back-off does not begin a second restart loop", async () => {
+    const children: FakeChild[] = [];
+    const restarts: { attempt: number }[] = [];
+    const client = track(
+      await LocalAiClient.start({
+        binary: "local-ai",
+        restart: { maxRestarts: 3, initialDelayMs: 50 },
+        onRestart: (r) => restarts.push(r),
+        spawn: () => {
+          const child = new FakeChild();
+          // Every relaunch is refused at initialize.
+          if (children.length > 0) child.initError = "invalid_request";
+          children.push(child);
+          return child;
+        },
+      }),
+    );
+    children[0]?.exit(1, null);
+    expect(await waitFor(() => client.running === false && restarts.length === 3, { timeoutMs: 5000 })).toBe(
+      true,
+    );
+    await Bun.sleep(800);
+    expect(restarts.map((r) => r.attempt)).toEqual([1, 2, 3]);
+    expect(children).toHaveLength(4);
   });
 });
