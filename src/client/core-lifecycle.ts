@@ -234,17 +234,11 @@ export class CoreLifecycle {
     if (!expected) this.lastExit = error;
     // Requests written to this process can never be answered now.
     this.connection.failAll(closing ? closedError() : error, (sentTo) => sentTo === proc);
-    const restarts = expected ? undefined : this.afterUnexpectedExit(error);
+    const restarts = expected ? undefined : this.stopServing(error);
     // The restart is what start() joins before the host hears of the exit: a start() from onExit
     // got the first start's promise, long resolved, while no core ran. It begins after onExit.
     let begin: (() => void) | undefined;
-    if (restarts) {
-      const onExitDone = new Promise<void>((resolve) => {
-        begin = resolve;
-      });
-      this.ready = onExitDone.then(() => this.restartLoop(restarts, error));
-      this.ready.catch(() => {});
-    }
+    if (restarts) this.scheduleRestart(restarts, error, new Promise<void>((resolve) => (begin = resolve)));
     // The host hears of it once the client's own bookkeeping is done.
     this.options.onExit?.({ ...info, expected });
     begin?.();
@@ -252,8 +246,8 @@ export class CoreLifecycle {
 
   /**
    * The core runs but can no longer serve: it closed its stdout, or reads nothing of its stdin.
-   * What was sent to it fails now with `error`, and it is stopped; its exit then restarts it (or
-   * not) as any exit does.
+   * What was sent to it fails now with `error`, and it is stopped; a restart, when one is due,
+   * follows its exit.
    */
   private handleBrokenCore(
     generation: number,
@@ -267,22 +261,21 @@ export class CoreLifecycle {
     this.options.logger?.warn(`${error.message}; stopping it`);
     // Never killed before it could stop llama-server (docs/bootstrap.md "Stopping").
     proc.stop(minShutdownWaitMs(this.stopGraceMs), signal);
-    // A failed start-up is its launch's business (initialize just failed); otherwise new calls
-    // wait for the restart, or fail at once when none will come.
-    if (this.state !== "ready") return;
-    this.restarts?.servedFor(Date.now() - this.startedAt);
-    if (this.restarts && !this.restarts.spent) this.enter("restarting");
-    else {
-      this.enter("failed");
-      this.connection.failAll(error);
-    }
+    // The restart is scheduled now, so that a start() while it stops joins it (it got the first
+    // start's promise, long resolved); it launches once this core has exited, never beside it.
+    const restarts = this.stopServing(error);
+    if (restarts) this.scheduleRestart(restarts, error, proc.waitForExit());
   }
 
-  /** The state after an exit nobody asked for; the restarts to run, when one is due. */
-  private afterUnexpectedExit(error: LocalAiError): Restarts | undefined {
-    if (this.state === "ready") this.restarts?.servedFor(Date.now() - this.startedAt);
-    // A core that dies during its own start-up is that launch's failure, handled by its caller.
-    if (this.state === "starting") return undefined;
+  /**
+   * The serving core is gone or going, and nobody asked: new calls wait for a restart, or fail
+   * at once when none will come. The restarts to run, when one is due.
+   */
+  private stopServing(error: LocalAiError): Restarts | undefined {
+    // One that ends during its start-up is its launch's failure, handled by its caller; while
+    // restarting, the restart under way owns what comes; failed, nothing is left to stop.
+    if (this.state !== "ready") return undefined;
+    this.restarts?.servedFor(Date.now() - this.startedAt);
     if (!this.restarts || this.restarts.spent) {
       this.enter("failed");
       this.connection.failAll(error);
@@ -290,6 +283,12 @@ export class CoreLifecycle {
     }
     this.enter("restarting");
     return this.restarts;
+  }
+
+  /** The restart, begun once `after` settles: until it ends, start() resolves with it. */
+  private scheduleRestart(restarts: Restarts, error: LocalAiError, after: Promise<unknown>): void {
+    this.ready = after.then(() => this.restartLoop(restarts, error));
+    this.ready.catch(() => {});
   }
 
   /** Relaunches with a doubling delay until a launch succeeds or the attempts run out. */

@@ -44,6 +44,23 @@ describe("start() from a host callback", () => {
   });
 });
 
+describe("start() while a core that fell mute stops", () => {
+  test("joins the restart that follows its exit, rather than resolving at once", async () => {
+    const { children, spawn } = echoChildren();
+    const client = track(
+      await LocalAiClient.start({ binary: "local-ai", spawn, restart: { initialDelayMs: 50 } }),
+    );
+    // It stops 800 ms after end of input, as a core stopping llama-server does.
+    if (children[0]) children[0].eofExitDelayMs = 800;
+    children[0]?.mute();
+    expect(await waitFor(() => children[0]?.stdinEnded === true, { timeoutMs: 5000 })).toBe(true);
+    // It resolved with the first start's promise while the mute core still stopped.
+    await client.start();
+    expect(children).toHaveLength(2);
+    expect(client.running).toBe(true);
+  });
+});
+
 describe("the exit of a core whose initialize failed", () => {
   test("does not restart a first start() that failed, even with restart on", async () => {
     const children: FakeChild[] = [];
