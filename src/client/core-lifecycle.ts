@@ -209,6 +209,10 @@ export class CoreLifecycle {
     killOnHostExit(this.killCores);
     this.startedAt = Date.now();
     this.onInfo(await initializeCore(this.options, this.connection, proc));
+    // Its exit may come before its answer (with its stdout's end, read after the exit event):
+    // handled then as a start-up's, it would have left the client ready on a dead core.
+    const exit = proc.exitInfo;
+    if (exit) throw coreExitedError(exit);
     if (this.state !== "starting" || generation !== this.generation) {
       throw new LocalAiError("core_exited", "the core exited during start-up");
     }

@@ -114,3 +114,26 @@ describe("the exit of a core whose initialize failed", () => {
     expect(children).toHaveLength(4);
   });
 });
+
+describe("a core that exits as it answers initialize", () => {
+  test("fails the start, rather than leaving the client running on a dead core", async () => {
+    // Its exit is seen first and its answer comes with its stdout's end: the exit was handled
+    // (in start-up: the launch's business) before the launch went on to call the core ready.
+    class AnswerThenExit extends FakeChild {
+      override send(msg: Record<string, unknown>): void {
+        if (this.exited) return;
+        this.exited = true;
+        this.emit("exit", 3, null);
+        super.send(msg);
+        this.stdout.end();
+        this.stderr.end();
+      }
+    }
+    const child = new AnswerThenExit();
+    const client = track(new LocalAiClient({ binary: "local-ai", spawn: child.spawn }));
+    const err = await rejection(client.start());
+    expect(err.code).toBe("core_exited");
+    expect(err.data?.exit_code).toBe(3);
+    expect(client.running).toBe(false);
+  });
+});
