@@ -92,6 +92,25 @@ export const CLIENT_DEFAULTS = {
   stderrTailLines: 50,
 };
 
+/** `value` when it is a number, else `fallback`: NaN (Number() of an unset setting) included. */
+export function numberOr(value: unknown, fallback: number): number {
+  return typeof value === "number" && !Number.isNaN(value) ? value : fallback;
+}
+
+/**
+ * The sizes the client bounds its memory by, each left out or not a number taking its default.
+ * Given NaN, the stderr tail and the events held for a stream grew without bound, and the
+ * line buffer was sized NaN: the next line split across reads threw in the stdout listener.
+ */
+export function withSizeDefaults(options: LocalAiClientOptions): LocalAiClientOptions {
+  return {
+    ...options,
+    maxBufferedEvents: numberOr(options.maxBufferedEvents, CLIENT_DEFAULTS.maxBufferedEvents),
+    maxLineBytes: numberOr(options.maxLineBytes, CLIENT_DEFAULTS.maxLineBytes),
+    stderrTailLines: numberOr(options.stderrTailLines, CLIENT_DEFAULTS.stderrTailLines),
+  };
+}
+
 export const RESTART_DEFAULTS: Required<RestartOptions> = {
   maxRestarts: 3,
   initialDelayMs: 500,

@@ -1,4 +1,9 @@
-import { CLIENT_DEFAULTS, type LocalAiClientOptions, type ShutdownOptions } from "./client-options.ts";
+import {
+  CLIENT_DEFAULTS,
+  type LocalAiClientOptions,
+  type ShutdownOptions,
+  withSizeDefaults,
+} from "./client-options.ts";
 import { Connection } from "./connection.ts";
 import { CoreLifecycle } from "./core-lifecycle.ts";
 import { DocumentsApi } from "./documents-api.ts";
@@ -71,7 +76,7 @@ export class LocalAiClient {
 
   constructor(hostOptions: LocalAiClientOptions) {
     // The host's callbacks never throw into the client (host-callbacks.ts).
-    const options = guardHostCallbacks(hostOptions);
+    const options = withSizeDefaults(guardHostCallbacks(hostOptions));
     this.requestTimeoutMs = options.requestTimeoutMs ?? CLIENT_DEFAULTS.requestTimeoutMs;
     this.connection = new Connection({
       requestTimeoutMs: this.requestTimeoutMs,

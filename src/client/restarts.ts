@@ -1,5 +1,5 @@
 import { backoffDelayMs } from "../util/backoff.ts";
-import { RESTART_DEFAULTS, type RestartOptions } from "./client-options.ts";
+import { numberOr, RESTART_DEFAULTS, type RestartOptions } from "./client-options.ts";
 
 /**
  * The host's restart options over the defaults. A field left `undefined` (as
@@ -11,8 +11,7 @@ export function restartOptions(given: boolean | RestartOptions): Required<Restar
   const options = { ...RESTART_DEFAULTS };
   if (given === true || given === false) return options;
   for (const key of Object.keys(options) as (keyof RestartOptions)[]) {
-    const value = given[key];
-    if (typeof value === "number" && !Number.isNaN(value)) options[key] = value;
+    options[key] = numberOr(given[key], options[key]);
   }
   return options;
 }

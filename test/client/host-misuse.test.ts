@@ -111,3 +111,39 @@ describe("a host's misuse", () => {
     expect(child.requests.map((r) => r.method)).toEqual(["ping"]);
   });
 });
+
+describe("numeric options given as NaN (Number() of an unset setting)", () => {
+  test("maxLineBytes, stderrTailLines and maxBufferedEvents keep their defaults", async () => {
+    const child = new FakeChild((req, c) => {
+      if (req.method === "flood") {
+        for (let i = 0; i < 10_005; i++) c.send({ id: req.id, type: "event", event: "tick", n: i });
+        c.send({ id: req.id, type: "result", result: {} });
+      } else if (req.method === "split") {
+        // One line in two writes: the line's buffer was sized by the limit, NaN, and the
+        // second part threw a RangeError in the stdout listener, uncaught in the host.
+        c.stdout.write(`{"id":"${req.id}","type":"result",`);
+        setTimeout(() => c.stdout.write('"result":{"whole":true}}\n'), 10);
+      }
+    });
+    const client = track(
+      await LocalAiClient.start({
+        binary: "local-ai",
+        spawn: child.spawn,
+        maxLineBytes: Number.NaN,
+        stderrTailLines: Number.NaN,
+        maxBufferedEvents: Number.NaN,
+      }),
+    );
+    expect(await client.request("split")).toEqual({ whole: true });
+    // Unread events were held without bound.
+    const flood = client.stream("flood");
+    await flood.result;
+    expect(flood.droppedEvents).toBe(5);
+    // The stderr tail, copied into every core_exited, grew with every log line.
+    for (let i = 0; i < 60; i++) child.stderr.write(`line ${i}\n`);
+    const pending = client.request("never", {}, { timeoutMs: 0 });
+    await Bun.sleep(20);
+    child.exit(1, null);
+    expect((await rejection(pending)).data?.stderr_tail).toHaveLength(50);
+  });
+});
