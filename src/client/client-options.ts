@@ -93,18 +93,20 @@ export const CLIENT_DEFAULTS = {
 };
 
 /** `value` when it is a number, else `fallback`: NaN (Number() of an unset setting) included. */
-export function numberOr(value: unknown, fallback: number): number {
+export function numberOr<F extends number | undefined>(value: unknown, fallback: F): number | F {
   return typeof value === "number" && !Number.isNaN(value) ? value : fallback;
 }
 
 /**
- * The sizes the client bounds its memory by, each left out or not a number taking its default.
- * Given NaN, the stderr tail and the events held for a stream grew without bound, and the
- * line buffer was sized NaN: the next line split across reads threw in the stdout listener.
+ * The sizes the client bounds its memory by, and its time limit, each left out or not a number
+ * taking its default. Given NaN, the stderr tail and the events held for a stream grew without
+ * bound, the line buffer was sized NaN (the next line split across reads threw in the stdout
+ * listener), and calls to a core that never answered, initialize included, waited for good.
  */
-export function withSizeDefaults(options: LocalAiClientOptions): LocalAiClientOptions {
+export function withNumberDefaults(options: LocalAiClientOptions): LocalAiClientOptions {
   return {
     ...options,
+    requestTimeoutMs: numberOr(options.requestTimeoutMs, CLIENT_DEFAULTS.requestTimeoutMs),
     maxBufferedEvents: numberOr(options.maxBufferedEvents, CLIENT_DEFAULTS.maxBufferedEvents),
     maxLineBytes: numberOr(options.maxLineBytes, CLIENT_DEFAULTS.maxLineBytes),
     stderrTailLines: numberOr(options.stderrTailLines, CLIENT_DEFAULTS.stderrTailLines),

@@ -1,8 +1,9 @@
 import {
   CLIENT_DEFAULTS,
   type LocalAiClientOptions,
+  numberOr,
   type ShutdownOptions,
-  withSizeDefaults,
+  withNumberDefaults,
 } from "./client-options.ts";
 import { Connection } from "./connection.ts";
 import { CoreLifecycle } from "./core-lifecycle.ts";
@@ -76,7 +77,7 @@ export class LocalAiClient {
 
   constructor(hostOptions: LocalAiClientOptions) {
     // The host's callbacks never throw into the client (host-callbacks.ts).
-    const options = withSizeDefaults(guardHostCallbacks(hostOptions));
+    const options = withNumberDefaults(guardHostCallbacks(hostOptions));
     this.requestTimeoutMs = options.requestTimeoutMs ?? CLIENT_DEFAULTS.requestTimeoutMs;
     this.connection = new Connection({
       requestTimeoutMs: this.requestTimeoutMs,
@@ -187,7 +188,7 @@ export class LocalAiClient {
    * limit also cancels it on the core's side, so a batch nobody waits for is not embedded.
    */
   embed(params: EmbedParams, options: CallOptions = {}): Promise<EmbedResult> {
-    const timed = { ...options, timeoutMs: options.timeoutMs ?? this.requestTimeoutMs };
+    const timed = { ...options, timeoutMs: numberOr(options.timeoutMs, this.requestTimeoutMs) };
     return this.connection.open<never, EmbedResult>("embed", params, timed, {
       cancellable: true,
       maxBuffered: 0,

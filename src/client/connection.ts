@@ -1,4 +1,5 @@
 import { isChatEventName } from "./chat-events.ts";
+import { numberOr } from "./client-options.ts";
 import type { WriteResult } from "./core-process.ts";
 import {
   callError,
@@ -140,8 +141,8 @@ export class Connection {
       stream.settle({ error: line });
       return stream;
     }
-    const timeoutMs =
-      options.timeoutMs ?? (shape.cancellable ? this.options.streamTimeoutMs : this.options.requestTimeoutMs);
+    const byDefault = shape.cancellable ? this.options.streamTimeoutMs : this.options.requestTimeoutMs;
+    const timeoutMs = numberOr(options.timeoutMs, byDefault);
     const entry = this.track(id, stream, method, line, timeoutMs, shape);
     this.watchSignal(id, entry, options.signal);
     if (this.route.kind === "send") this.writeTo(this.route.transport, id, entry);

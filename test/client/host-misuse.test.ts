@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, test } from "bun:test";
+import { afterEach, describe, expect, jest, test } from "bun:test";
 import { LocalAiClient } from "../../src/client/index.ts";
 import { FakeChild } from "./fake-child.ts";
 import { killFakes, rejection, track } from "./fake-core-fixture.ts";
@@ -145,5 +145,33 @@ describe("numeric options given as NaN (Number() of an unset setting)", () => {
     await Bun.sleep(20);
     child.exit(1, null);
     expect((await rejection(pending)).data?.stderr_tail).toHaveLength(50);
+  });
+});
+
+describe("a time limit given as NaN", () => {
+  test("requestTimeoutMs or a call's timeoutMs NaN is the default limit, not none", async () => {
+    // With no limit, a call to a core that never answers (initialize included) waited for good.
+    const child = new FakeChild();
+    const client = track(
+      await LocalAiClient.start({ binary: "local-ai", spawn: child.spawn, requestTimeoutMs: Number.NaN }),
+    );
+    const outcomes: string[] = [];
+    const note = (call: Promise<unknown>) =>
+      call.then(
+        () => outcomes.push("answered"),
+        (err: { code?: string; data?: { timeout_ms?: number } }) =>
+          outcomes.push(`${err.code} ${err.data?.timeout_ms}`),
+      );
+    jest.useFakeTimers();
+    try {
+      note(client.request("never"));
+      note(client.request("never", {}, { timeoutMs: Number.NaN }));
+      note(client.embed({ input: "x" }, { timeoutMs: Number.NaN }));
+      jest.advanceTimersByTime(60_000);
+    } finally {
+      jest.useRealTimers();
+    }
+    await Bun.sleep(20);
+    expect(outcomes).toEqual(["timeout 60000", "timeout 60000", "timeout 60000"]);
   });
 });
