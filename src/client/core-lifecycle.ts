@@ -133,7 +133,12 @@ export class CoreLifecycle {
     // A core being stopped because it could not answer (its stdout closed, its stdin unread) is
     // let finish its stop, llama-server's included: its own timer kills it after the grace.
     else if (proc?.running && proc.stopping) await proc.waitForExit();
-    else proc?.kill("SIGKILL");
+    // One still starting has nothing of llama-server's to stop yet: killed, and waited for, so
+    // that the stop is over when shutdown() resolves (a host may then remove its data folder).
+    else if (proc?.running) {
+      proc.kill("SIGKILL");
+      await proc.waitForExit();
+    }
     this.connection.failAll(closedError());
   }
 

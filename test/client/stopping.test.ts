@@ -90,3 +90,21 @@ child.exit(1, null);
     expect(exits).toEqual([expect.objectContaining({ expected: true, signal: "SIGKILL" })]);
   }, 20_000);
 });
+
+describe("stopping a core that is still starting", () => {
+  test("shutdown() resolves once the core it killed has exited, not before", async () => {
+    // A host that deletes the data folder or starts another client once shutdown() resolved
+    // raced a core still running.
+    const child = new FakeChild();
+    child.readDelayMs = 200;
+    const exits: { expected: boolean; signal: string | null }[] = [];
+    const client = track(
+      new LocalAiClient({ binary: "local-ai", spawn: child.spawn, onExit: (i) => exits.push(i) }),
+    );
+    const started = client.start().catch((e: { code?: string }) => e.code);
+    await client.shutdown();
+    expect(exits).toEqual([expect.objectContaining({ expected: true, signal: "SIGKILL" })]);
+    expect(client.pid).toBeUndefined();
+    expect(await started).toBe("client_closed");
+  });
+});
