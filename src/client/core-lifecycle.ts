@@ -265,6 +265,8 @@ export class CoreLifecycle {
     signal?: NodeJS.Signals,
   ): void {
     if (generation !== this.generation || this.state === "closed" || !proc.running) return;
+    // Once: a hung core's stdout closing as it stops is no second failure, nor a new reason.
+    if (proc.stopping) return;
     this.lastExit = error;
     this.connection.failAll(error, (sentTo) => sentTo === proc);
     this.options.logger?.warn(`${error.message}; stopping it`);

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, test } from "bun:test";
-import { type ExitInfo, LocalAiClient } from "../../src/client/index.ts";
+import { type ExitInfo, LocalAiClient, type LocalAiClientOptions } from "../../src/client/index.ts";
 import { waitFor } from "../fixtures/wait.ts";
 import { FakeChild } from "./fake-child.ts";
 import { killFakes, rejection, track } from "./fake-core-fixture.ts";
@@ -8,6 +8,14 @@ import { killFakes, rejection, track } from "./fake-core-fixture.ts";
 afterEach(killFakes);
 
 type Exit = ExitInfo & { expected: boolean };
+
+/** A client on a FakeChild that ignores end of input, as a core stuck stopping llama-server does. */
+async function startIgnoringEof(extra: Partial<LocalAiClientOptions>) {
+  const child = new FakeChild();
+  child.exitOnEof = false;
+  const client = track(await LocalAiClient.start({ binary: "local-ai", spawn: child.spawn, ...extra }));
+  return { child, client };
+}
 
 describe("a core whose stdout closes while it runs", () => {
   test("fails what was sent to it at once, is stopped by end of input, and restarts", async () => {
@@ -47,16 +55,7 @@ describe("a core whose stdout closes while it runs", () => {
 
   test("one that ignores end of input is killed after the stop grace; without restarts calls fail", async () => {
     const exits: Exit[] = [];
-    const child = new FakeChild();
-    child.exitOnEof = false;
-    const client = track(
-      await LocalAiClient.start({
-        binary: "local-ai",
-        stopGraceMs: 0,
-        onExit: (i) => exits.push(i),
-        spawn: child.spawn,
-      }),
-    );
+    const { child, client } = await startIgnoringEof({ stopGraceMs: 0, onExit: (i) => exits.push(i) });
     const pending = client.request("hang", {}, { timeoutMs: 0 });
     const started = Date.now();
     child.mute();
@@ -102,5 +101,24 @@ describe("a core whose stdin closes while it runs", () => {
     expect(Date.now() - started).toBeLessThan(2000);
     // It reads no end of input now: SIGTERM stops it as a shutdown would.
     expect(child.signals).toEqual(["SIGTERM"]);
+  });
+});
+
+describe("a core found hung that then closes its stdout too", () => {
+  test("is stopped once, and what calls are told stays why it was first stopped", async () => {
+    const warnings: string[] = [];
+    const { child, client } = await startIgnoringEof({
+      requestTimeoutMs: 300,
+      logger: { warn: (m) => warnings.push(m) },
+    });
+    child.reading = false;
+    const chat = client.chat({ input: "x".repeat(1024 * 1024) }, { timeoutMs: 0 });
+    expect((await rejection(chat.result)).message).toContain("read none of its input");
+    // Its stdout closing as it stops was taken for a second failure: stopped again, and
+    // calls told it had closed its stdout.
+    child.mute();
+    await Bun.sleep(700);
+    expect(warnings.filter((w) => w.endsWith("stopping it"))).toHaveLength(1);
+    expect((await rejection(client.ping())).message).toContain("read none of its input");
   });
 });
