@@ -190,6 +190,8 @@ export class CoreLifecycle {
 
   private async launch(): Promise<void> {
     this.enter("starting");
+    // Awaited only when there is one: a start's spawn stays in the call that asked for it.
+    if (this.process?.running) await this.previousStopped(this.process);
     const generation = ++this.generation;
     const proc = spawnCore(this.options, this.connection, {
       onExit: (info) => {
@@ -222,6 +224,17 @@ export class CoreLifecycle {
       throw new LocalAiError("core_exited", "the core exited during start-up");
     }
     this.enter("ready");
+  }
+
+  /**
+   * A core still stopping (found mute or hung, up to its grace and 5 s) ends before the next is
+   * spawned: two cores never share the data folder, and its exit is heard as this client's.
+   */
+  private async previousStopped(previous: CoreProcess): Promise<void> {
+    if (!previous.stopping) previous.stop(minShutdownWaitMs(this.stopGraceMs));
+    await previous.waitForExit();
+    // shutdown() or kill() meanwhile: nothing is launched.
+    if (this.state !== "starting") throw closedError();
   }
 
   /** `proc` has exited: once none of this client's cores runs, the host's exit hook lets it go. */
