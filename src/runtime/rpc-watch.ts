@@ -67,7 +67,11 @@ export class RpcWatch {
     const version = VERSION_MISMATCH.exec(text);
     if (version) this.pendingVersion = version[1] as string;
     const refused = HANDSHAKE_FAILED.exec(text) ?? (this.pendingVersion ? FAILED_CONNECT.exec(text) : null);
-    if (refused) this.book.refuseVersion(refused[1] as string, this.pendingVersion);
+    if (refused) {
+      this.book.refuseVersion(refused[1] as string, this.pendingVersion);
+      // The mismatch is the next worker's only: one unreachable after it was not refused.
+      this.pendingVersion = null;
+    }
     if (RPC_ABORT.test(text) && !this.identifying) {
       const generation = this.generation;
       this.identifying = this.identify();
@@ -90,7 +94,8 @@ export class RpcWatch {
       const v = VERSION_MISMATCH.exec(l);
       if (v) version = v[1] as string;
       const m = FAILED_CONNECT.exec(l);
-      if (m && this.endpoints.includes(m[1] as string)) {
+      if (!m) continue;
+      if (this.endpoints.includes(m[1] as string)) {
         skipped.set(
           m[1] as string,
           version
@@ -98,6 +103,8 @@ export class RpcWatch {
             : "it could not connect",
         );
       }
+      // A mismatch line comes just before its worker's `Failed to connect`, and is that one's only.
+      version = null;
     }
     if (skipped.size === 0) return null;
     for (const e of skipped.keys())

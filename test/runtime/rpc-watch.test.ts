@@ -114,6 +114,24 @@ describe("RpcWatch on the recorded logs", () => {
     expect(book.refusal("b:1")).toBe("7.0.0");
   });
 
+  // b10587 logs the mismatch, then the same `Failed to connect` an unreachable worker gets: the
+  // version belongs to the next such line only, not to every worker skipped after it.
+  test("a refused version names only the worker it was logged for, not one unreachable after it", () => {
+    const { w, book } = watch({});
+    w.begin(["a:1", "b:1"]);
+    const tail = [
+      "0.00.005 E RPC server version mismatch: 4.0.0",
+      "0.00.006 E Failed to connect to a:1",
+      "0.00.007 E Failed to connect to b:1",
+    ];
+    for (const l of tail) w.line(l);
+    expect(book.refusal("a:1")).toBe("4.0.0");
+    expect(book.refusal("b:1")).toBeUndefined();
+    const err = w.afterReady(tail);
+    expect(err?.message).toContain("a:1 (it speaks RPC protocol v4.0.0, which this llama-server refuses)");
+    expect(err?.message).toContain("b:1 (it could not connect)");
+  });
+
   test("with no workers, lines are not even looked at", () => {
     const { w, lost } = watch({});
     w.begin([]);
