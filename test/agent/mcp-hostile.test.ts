@@ -8,6 +8,7 @@ import { MAX_DESCRIPTION_CHARS, MAX_TOOLS_PER_SERVER } from "../../src/agent/mcp
 import { resolveTools } from "../../src/agent/tool-registry.ts";
 import { McpServerSchema } from "../../src/config/schema.ts";
 import { MAX_VALUES } from "../../src/util/json-shape.ts";
+import { loopLag } from "../fixtures/loop-lag.ts";
 import { HOSTILE_SERVER, hostileServer, pidsIn } from "../fixtures/mcp-hostile.ts";
 import { alive } from "../fixtures/stack.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
@@ -61,6 +62,23 @@ describe("MCP servers that do not read their stdin", () => {
       expect(err).toBeInstanceOf(McpError);
       expect((err as McpError).message).toContain(`at most ${MAX_VALUES} are read`);
       expect((await pool.tools("h", never)).map((t) => t.name)).toEqual(["echo"]);
+    } finally {
+      await pool.close();
+    }
+  }, 30_000);
+
+  // Each part the SDK's schema refused cost a union's worth of issues: 1.5 s of the main loop
+  // and a 560 MB error message, from a line too short to be counted first.
+  test("a result of 450,000 parts that are no content is read without holding the main loop", async () => {
+    using scratch = tmpdir();
+    const pool = new McpPool([hostile("bad-parts", join(scratch.path, "pids"))], Date.now);
+    try {
+      await pool.tools("h", never);
+      const lag = loopLag();
+      const out = await pool.call("h", "echo", {}, never);
+      expect(lag.stop()).toBeLessThan(400);
+      expect(out.isError).toBe(false);
+      expect(out.text.startsWith("ok\n[content]\n")).toBe(true);
     } finally {
       await pool.close();
     }

@@ -3,14 +3,10 @@ import type { McpServerConfig } from "../../config/schema.ts";
 import { CoreError } from "../../protocol/errors.ts";
 import { abortable } from "../../util/abortable.ts";
 import type { StateCell } from "../../util/state-cell.ts";
+import { CALLED, callOutcome, type McpCallOutcome } from "./call-result.ts";
 import { type Connection, type StartOptions, type StartOutcome, startServer } from "./connect.ts";
 import { type ServerState, serverCell } from "./server-state.ts";
 import type { McpToolInfo } from "./tool-list.ts";
-
-export interface McpCallOutcome {
-  isError: boolean;
-  text: string;
-}
 
 /** How long a server that failed to start is left alone before a chat tries it again. */
 export const RETRY_AFTER_MS = 30_000;
@@ -59,7 +55,11 @@ export class McpPool {
     const cfg = this.requireConfig(server);
     const conn = await this.connection(server, signal);
     const result = await conn.client
-      .callTool({ name: tool, arguments: args }, undefined, { signal, timeout: cfg.timeout_s * 1000 })
+      // Not callTool: its schema is the SDK's whole-result one (call-result.ts).
+      .request({ method: "tools/call", params: { name: tool, arguments: args } }, CALLED, {
+        signal,
+        timeout: cfg.timeout_s * 1000,
+      })
       .catch((err: unknown) => {
         // A server that outlasted timeout_s is hung or still busy (flooding, say) despite the
         // cancel the SDK sent: it is killed and started afresh on next use (docs/agent.md).
@@ -73,15 +73,7 @@ export class McpPool {
       })
       // A call may have launched something outside the server's group (a browser): the guard hears of it.
       .finally(() => conn.noteEscaped());
-    const parts = Array.isArray(result.content) ? result.content : [];
-    const text = parts
-      .map((p: { type?: string; text?: string }) =>
-        p.type === "text" ? (p.text ?? "") : `[${p.type ?? "content"}]`,
-      )
-      .join("\n");
-    const structured =
-      text === "" && result.structuredContent ? JSON.stringify(result.structuredContent) : "";
-    return { isError: result.isError === true, text: text || structured };
+    return callOutcome(result);
   }
 
   /** Every server to `closed`: starts are killed, running servers stopped; resolves once all are gone. */

@@ -1,0 +1,42 @@
+import { z } from "zod";
+
+/**
+ * A tools/call result as the core reads it. The SDK's CallToolResultSchema refused a part it does
+ * not know with a union's worth of issues each: 450,000 such parts, in a line under 1 MiB and so
+ * not counted first (util/json-shape.ts), held the main loop over a second and made a 560 MB error
+ * message (a hostile review). So the parts are read here, each on its own, and one that is no
+ * content is shown as a placeholder, as an image is.
+ */
+export const CALLED = z.looseObject({
+  content: z.array(z.unknown()).optional(),
+  isError: z.unknown().optional(),
+  structuredContent: z.unknown().optional(),
+});
+
+export type Called = z.infer<typeof CALLED>;
+
+export interface McpCallOutcome {
+  isError: boolean;
+  text: string;
+}
+
+/** A part's kind as shown in its place: the server's word only when it looks like one. */
+const KIND = /^[a-z_]{1,32}$/;
+
+function partText(part: unknown): string {
+  if (typeof part !== "object" || part === null) return "[content]";
+  const { type, text } = part as { type?: unknown; text?: unknown };
+  if (type === "text" && typeof text === "string") return text;
+  return `[${typeof type === "string" && KIND.test(type) ? type : "content"}]`;
+}
+
+/** The text the model reads: the text parts, a placeholder for each other part, else the structured content. */
+export function callOutcome(result: Called): McpCallOutcome {
+  const text = (result.content ?? []).map(partText).join("\n");
+  const structured = result.structuredContent;
+  const shown =
+    text === "" && typeof structured === "object" && structured !== null && !Array.isArray(structured)
+      ? JSON.stringify(structured)
+      : "";
+  return { isError: result.isError === true, text: text || shown };
+}
