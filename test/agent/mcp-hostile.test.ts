@@ -7,6 +7,7 @@ import { McpPool } from "../../src/agent/mcp/pool.ts";
 import { MAX_DESCRIPTION_CHARS, MAX_TOOLS_PER_SERVER } from "../../src/agent/mcp/tool-list.ts";
 import { resolveTools } from "../../src/agent/tool-registry.ts";
 import { McpServerSchema } from "../../src/config/schema.ts";
+import { MAX_JSON_DEPTH } from "../../src/util/json-depth.ts";
 import { MAX_VALUES } from "../../src/util/json-shape.ts";
 import { loopLag } from "../fixtures/loop-lag.ts";
 import { HOSTILE_SERVER, hostileServer, pidsIn } from "../fixtures/mcp-hostile.ts";
@@ -79,6 +80,25 @@ describe("MCP servers that do not read their stdin", () => {
       expect(lag.stop()).toBeLessThan(400);
       expect(out.isError).toBe(false);
       expect(out.text.startsWith("ok\n[content]\n")).toBe(true);
+    } finally {
+      await pool.close();
+    }
+  }, 30_000);
+
+  // JSON.stringify recurses: each RangeError it threw on them held the main loop 0.6 s.
+  test("an input schema or a structured result nested 60,000 deep costs its place, not the main loop", async () => {
+    using scratch = tmpdir();
+    const pool = new McpPool([hostile("deep", join(scratch.path, "pids"))], Date.now);
+    try {
+      let lag = loopLag();
+      const listing = await pool.listing("h", never);
+      expect(lag.stop()).toBeLessThan(300);
+      expect(listing.tools.map((t) => t.name)).toEqual(["echo"]);
+      expect(listing.dropped).toContain(`nested over ${MAX_JSON_DEPTH} levels ("deep")`);
+      lag = loopLag();
+      const out = await pool.call("h", "echo", {}, never);
+      expect(lag.stop()).toBeLessThan(300);
+      expect(out.text).toBe(`[structured content nested over ${MAX_JSON_DEPTH} levels]`);
     } finally {
       await pool.close();
     }

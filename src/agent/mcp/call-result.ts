@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { MAX_JSON_DEPTH, nestedDeeperThan } from "../../util/json-depth.ts";
 
 /**
  * A tools/call result as the core reads it. The SDK's CallToolResultSchema refused a part it does
@@ -36,7 +37,13 @@ export function callOutcome(result: Called): McpCallOutcome {
   const structured = result.structuredContent;
   const shown =
     text === "" && typeof structured === "object" && structured !== null && !Array.isArray(structured)
-      ? JSON.stringify(structured)
+      ? structuredText(structured)
       : "";
   return { isError: result.isError === true, text: text || shown };
+}
+
+/** Checked first: JSON.stringify would throw on it, after holding the main loop (util/json-depth.ts). */
+function structuredText(structured: object): string {
+  if (nestedDeeperThan(structured)) return `[structured content nested over ${MAX_JSON_DEPTH} levels]`;
+  return JSON.stringify(structured);
 }

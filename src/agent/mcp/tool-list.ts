@@ -1,3 +1,5 @@
+import { MAX_JSON_DEPTH, nestedDeeperThan } from "../../util/json-depth.ts";
+
 export interface McpToolInfo {
   name: string;
   description: string;
@@ -26,12 +28,13 @@ interface Listed {
   inputSchema?: unknown;
 }
 
-type Reason = "object" | "name" | "duplicate" | "shape" | "schema" | "count";
+type Reason = "object" | "name" | "duplicate" | "shape" | "deep" | "schema" | "count";
 const REASON_TEXT: Record<Reason, string> = {
   object: "that are not objects",
   name: "named other than 1-64 letters, digits, _ or -",
   duplicate: "listed twice",
   shape: "with an input schema that is not an object's",
+  deep: `with an input schema nested over ${MAX_JSON_DEPTH} levels`,
   schema: `with an input schema over ${MAX_SCHEMA_CHARS} characters`,
   count: `past the first ${MAX_TOOLS_PER_SERVER}`,
 };
@@ -63,6 +66,11 @@ export function vetTools(listed: readonly unknown[]): VettedTools {
       // The model's arguments must be an object (tool-calls.ts): a schema for anything else cannot be met.
       if (!isObject(schema) || (schema.type !== undefined && schema.type !== "object")) {
         drop("shape", name);
+        continue;
+      }
+      // Before the stringify, which would throw on it and fail the whole list.
+      if (nestedDeeperThan(schema)) {
+        drop("deep", name);
         continue;
       }
       if (JSON.stringify(schema).length > MAX_SCHEMA_CHARS) {
