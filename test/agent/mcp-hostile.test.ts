@@ -19,6 +19,25 @@ import { ChatHarness } from "./harness.ts";
 const never = new AbortController().signal;
 const hostile = (mode: string, pids: string, timeout_s = 30) => hostileServer(mode, pids, timeout_s);
 
+/** A pool of one hostile server in `mode`, closed after `use`. */
+async function withHostile(mode: string, use: (pool: McpPool) => Promise<void>): Promise<void> {
+  using scratch = tmpdir();
+  const pool = new McpPool([hostile(mode, join(scratch.path, "pids"))], Date.now);
+  try {
+    await use(pool);
+  } finally {
+    await pool.close();
+  }
+}
+
+/** What `work` gives, the main loop never held 400 ms meanwhile (a ping would have waited). */
+async function unheld<T>(work: () => Promise<T>): Promise<T> {
+  const lag = loopLag();
+  const out = await work();
+  expect(lag.stop()).toBeLessThan(400);
+  return out;
+}
+
 describe("MCP servers that do not read their stdin", () => {
   test("a server that floods requests and stops reading is killed once 64 KiB wait for it, and restarted on next use", async () => {
     using scratch = tmpdir();
@@ -71,37 +90,31 @@ describe("MCP servers that do not read their stdin", () => {
   // Each part the SDK's schema refused cost a union's worth of issues: 1.5 s of the main loop
   // and a 560 MB error message, from a line too short to be counted first.
   test("a result of 450,000 parts that are no content is read without holding the main loop", async () => {
-    using scratch = tmpdir();
-    const pool = new McpPool([hostile("bad-parts", join(scratch.path, "pids"))], Date.now);
-    try {
+    await withHostile("bad-parts", async (pool) => {
       await pool.tools("h", never);
-      const lag = loopLag();
-      const out = await pool.call("h", "echo", {}, never);
-      expect(lag.stop()).toBeLessThan(400);
+      const out = await unheld(() => pool.call("h", "echo", {}, never));
       expect(out.isError).toBe(false);
       expect(out.text.startsWith("ok\n[content]\n")).toBe(true);
-    } finally {
-      await pool.close();
-    }
+    });
+  }, 30_000);
+
+  // The SDK's schema made each an issue: about 1 s of the main loop and an 88 MB message, every start.
+  test("an initialize answer of 450,000 icons that are no icons starts, without holding the main loop", async () => {
+    await withHostile("icons", async (pool) => {
+      const tools = await unheld(() => pool.tools("h", never));
+      expect(tools.map((t) => t.name)).toEqual(["echo"]);
+    });
   }, 30_000);
 
   // JSON.stringify recurses: each RangeError it threw on them held the main loop 0.6 s.
   test("an input schema or a structured result nested 60,000 deep costs its place, not the main loop", async () => {
-    using scratch = tmpdir();
-    const pool = new McpPool([hostile("deep", join(scratch.path, "pids"))], Date.now);
-    try {
-      let lag = loopLag();
-      const listing = await pool.listing("h", never);
-      expect(lag.stop()).toBeLessThan(300);
+    await withHostile("deep", async (pool) => {
+      const listing = await unheld(() => pool.listing("h", never));
       expect(listing.tools.map((t) => t.name)).toEqual(["echo"]);
       expect(listing.dropped).toContain(`nested over ${MAX_JSON_DEPTH} levels ("deep")`);
-      lag = loopLag();
-      const out = await pool.call("h", "echo", {}, never);
-      expect(lag.stop()).toBeLessThan(300);
+      const out = await unheld(() => pool.call("h", "echo", {}, never));
       expect(out.text).toBe(`[structured content nested over ${MAX_JSON_DEPTH} levels]`);
-    } finally {
-      await pool.close();
-    }
+    });
   }, 30_000);
 
   test("a request of the server's own of many values is skipped, not taken for the answer to our call of its id", async () => {

@@ -4,6 +4,7 @@ import { ErrorCode, type JSONRPCMessage } from "@modelcontextprotocol/sdk/types.
 import { jsonShape, LOOK_FROM_CHARS, MAX_VALUES } from "../../util/json-shape.ts";
 import { logger } from "../../util/logger.ts";
 import type { McpChild } from "./child.ts";
+import { initializeEssentials } from "./initialize-answer.ts";
 import { LineReader } from "./line-reader.ts";
 import { UNASKED_LIMITS, UnaskedBudget, type UnaskedLimits } from "./unasked-budget.ts";
 
@@ -43,6 +44,8 @@ export class ChildTransport implements Transport {
   stoppedFor: string | undefined;
   /** Bytes handed to the server's stdin whose flush has not settled. */
   private pending = 0;
+  /** The id of the core's `initialize`: its answer is cut first (initialize-answer.ts). */
+  private initializeId: string | number | undefined;
 
   constructor(
     private readonly child: McpChild,
@@ -74,7 +77,10 @@ export class ChildTransport implements Transport {
       this.kill(why);
       throw new Error(`MCP server '${this.name}' was stopped: ${why}`);
     }
-    if ("method" in message && "id" in message) this.awaited.add(message.id);
+    if ("method" in message && "id" in message) {
+      this.awaited.add(message.id);
+      if (message.method === "initialize") this.initializeId = message.id;
+    }
     this.pending += bytes;
     const stall = setTimeout(
       () => this.kill(`a write to its stdin waited over ${this.limits.stallMs} ms`),
@@ -134,7 +140,7 @@ export class ChildTransport implements Transport {
     }
     const asked = message !== undefined && isAnswer(message) && this.awaited.delete(message.id);
     if (!asked && !this.budget.take(line.length)) this.overspent();
-    else if (message) this.onmessage?.(message);
+    else if (message) this.onmessage?.(asked ? essentials(message, this.initializeId) : message);
   }
 
   private overspent(): void {
@@ -150,6 +156,12 @@ export class ChildTransport implements Transport {
     this.lines.clear();
     this.onclose?.();
   }
+}
+
+/** The answer to `initialize` cut to what is read of it; any other message as it is. */
+function essentials(m: JSONRPCMessage, initializeId: string | number | undefined): JSONRPCMessage {
+  if (initializeId === undefined || !("result" in m) || m.id !== initializeId) return m;
+  return { ...m, result: initializeEssentials(m.result) } as JSONRPCMessage;
 }
 
 /** An answer to a request (a result or an error), as opposed to a request or a notification. */
