@@ -120,4 +120,20 @@ describe("the unasked budget and the line reader", () => {
     r.clear();
     expect(() => r.push(new Uint8Array(MAX_LINE_BYTES + 1))).toThrow("longer than");
   });
+
+  // A server writing a byte at a time: each chunk kept as it came cost ~175 bytes of heap, so
+  // 2 MB of a line held about 300 MB (a 16 MiB line, about 1 GB).
+  test("a line dripped a byte a chunk holds about its bytes, not a chunk's worth each", () => {
+    const r = new LineReader();
+    Bun.gc(true);
+    const before = process.memoryUsage().heapUsed;
+    // As a pipe's read hands them: each byte a view of a buffer of its own.
+    for (let i = 0; i < 2_000_000; i++) r.push(new Uint8Array(128).subarray(0, 1).fill(97));
+    Bun.gc(true);
+    expect(process.memoryUsage().heapUsed - before).toBeLessThan(32 * 1024 * 1024);
+    expect(r.pending).toBe(2_000_000);
+    const [line] = r.push(new TextEncoder().encode("b\n"));
+    expect(line?.length).toBe(2_000_001);
+    expect(line?.at(-1)).toBe(98);
+  });
 });
