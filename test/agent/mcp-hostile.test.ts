@@ -3,6 +3,7 @@ import { join } from "node:path";
 import { ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
 import type { McpChild } from "../../src/agent/mcp/child.ts";
 import { ChildTransport } from "../../src/agent/mcp/child-transport.ts";
+import { MAX_LINE_BYTES } from "../../src/agent/mcp/line-reader.ts";
 import { McpPool } from "../../src/agent/mcp/pool.ts";
 import { MAX_DESCRIPTION_CHARS, MAX_TOOLS_PER_SERVER } from "../../src/agent/mcp/tool-list.ts";
 import { resolveTools } from "../../src/agent/tool-registry.ts";
@@ -103,6 +104,17 @@ describe("MCP servers that do not read their stdin", () => {
     await withHostile("icons", async (pool) => {
       const tools = await unheld(() => pool.tools("h", never));
       expect(tools.map((t) => t.name)).toEqual(["echo"]);
+    });
+  }, 30_000);
+
+  test("an answer over the 16 MiB line limit fails its call saying so, and the server is killed", async () => {
+    await withHostile("huge-line", async (pool) => {
+      await pool.tools("h", never);
+      const err = await pool.call("h", "echo", {}, never).catch((e: unknown) => e);
+      expect((err as McpError).message).toContain(
+        `MCP server 'h' was stopped: reading its stdout failed: a line longer than ${MAX_LINE_BYTES} bytes`,
+      );
+      expect((await pool.tools("h", never)).map((t) => t.name)).toEqual(["echo"]);
     });
   }, 30_000);
 

@@ -120,9 +120,10 @@ export class ChildTransport implements Transport {
         if (this.awaited.size === 0 && !this.budget.room(this.lines.pending)) this.overspent();
       }
     } catch (err) {
-      // Over the line's limit, or a broken pipe: this connection is done.
-      this.onerror?.(err as Error);
-      void this.close();
+      // Over the line's limit, or a broken pipe: this connection is done, killed like any server
+      // the core gives up on, so that the log and a call in flight say why (a plain close said
+      // only "Connection closed", and waited for a busy server's stop).
+      this.kill(`reading its stdout failed: ${(err as Error).message}`);
     }
   }
 
