@@ -118,6 +118,15 @@ describe("MCP servers that do not read their stdin", () => {
     });
   }, 30_000);
 
+  test("a server killed during its start says why in the start's error", async () => {
+    await withHostile("huge-init", async (pool) => {
+      const err = await pool.tools("h", never).catch((e: unknown) => e);
+      expect((err as Error).message).toContain(
+        `MCP server 'h' could not be started: it was stopped: reading its stdout failed: a line longer than ${MAX_LINE_BYTES} bytes`,
+      );
+    });
+  }, 30_000);
+
   // JSON.stringify recurses: each RangeError it threw on them held the main loop 0.6 s.
   test("an input schema or a structured result nested 60,000 deep costs its place, not the main loop", async () => {
     await withHostile("deep", async (pool) => {

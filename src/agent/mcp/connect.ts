@@ -127,7 +127,9 @@ export async function startServer(cfg: McpServerConfig, options: StartOptions): 
   } catch (err) {
     const stopped = stopFailed(cfg.name, child, client);
     if (record) removeRecordFile(record); // SIGKILLed: nothing left to reap
-    return { ok: false, error: startError(cfg, err, startTimeout.aborted), stopped };
+    // Killed by the core (a flood, a line over the limit): the SDK's error says only "Connection closed".
+    const why = transport.stoppedFor ? new Error(`it was stopped: ${transport.stoppedFor}`) : err;
+    return { ok: false, error: startError(cfg, why, startTimeout.aborted), stopped };
   } finally {
     options.signal.removeEventListener("abort", killOnAbort);
   }
