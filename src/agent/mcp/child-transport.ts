@@ -141,7 +141,7 @@ export class ChildTransport implements Transport {
     }
     const asked = message !== undefined && isAnswer(message) && this.awaited.delete(message.id);
     if (!asked && !this.budget.take(line.length)) this.overspent();
-    else if (message) this.onmessage?.(asked ? essentials(message, this.initializeId) : message);
+    else if (message) this.onmessage?.(essentials(message, this.initializeId));
   }
 
   private overspent(): void {
@@ -159,9 +159,13 @@ export class ChildTransport implements Transport {
   }
 }
 
-/** The answer to `initialize` cut to what is read of it; any other message as it is. */
+/**
+ * The answer to `initialize` cut to what is read of it; any other message as it is. Its id is
+ * compared as the SDK matches answers to requests, by Number(): `"0"`, `" 0"` and `""` answer
+ * request 0 too.
+ */
 function essentials(m: JSONRPCMessage, initializeId: string | number | undefined): JSONRPCMessage {
-  if (initializeId === undefined || !("result" in m) || m.id !== initializeId) return m;
+  if (initializeId === undefined || !("result" in m) || Number(m.id) !== Number(initializeId)) return m;
   return { ...m, result: initializeEssentials(m.result) } as JSONRPCMessage;
 }
 
