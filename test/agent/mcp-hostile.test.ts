@@ -108,6 +108,29 @@ describe("MCP servers that do not read their stdin", () => {
       });
     }, 30_000);
 
+  test("a server that closed its stdin is killed at the first write that fails, and started afresh", async () => {
+    using scratch = tmpdir();
+    const pids = join(scratch.path, "pids");
+    const pool = new McpPool([hostile("close-stdin", pids, 20)], Date.now);
+    try {
+      await pool.tools("h", never);
+      // It closes its stdin just after its answer to tools/list.
+      await Bun.sleep(300);
+      const err = await pool.call("h", "echo", {}, never).catch((e: unknown) => e);
+      expect((err as Error).message).toContain("MCP server 'h' was stopped: its stdin is closed (EPIPE");
+      expect(await waitFor(() => !alive(pidsIn(pids)[0] as number))).toBe(true);
+      expect((await pool.tools("h", never)).map((t) => t.name)).toEqual(["echo"]);
+      expect(pidsIn(pids)).toHaveLength(2);
+      await Bun.sleep(300);
+      // A message the pipe cannot take at once: its EPIPE was a rejection no code handled, and
+      // the call waited out timeout_s.
+      const big = await pool.call("h", "echo", { a: "x".repeat(200_000) }, never).catch((e: unknown) => e);
+      expect((big as Error).message).toContain("its stdin is closed (EPIPE");
+    } finally {
+      await pool.close();
+    }
+  }, 30_000);
+
   test("an answer over the 16 MiB line limit fails its call saying so, and the server is killed", async () => {
     await withHostile("huge-line", async (pool) => {
       await pool.tools("h", never);

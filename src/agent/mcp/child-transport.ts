@@ -88,6 +88,13 @@ export class ChildTransport implements Transport {
     );
     try {
       await this.child.write(data);
+    } catch (err) {
+      if (this.ended) throw err;
+      // Its stdin closed while it lives on (EPIPE): nothing reaches it again, and it would be
+      // kept, failing every call, for the core's life; killed, it is started afresh on next use.
+      const why = `its stdin is closed (${(err as Error).message})`;
+      this.kill(why);
+      throw new Error(`MCP server '${this.name}' was stopped: ${why}`);
     } finally {
       clearTimeout(stall);
       this.pending -= bytes;

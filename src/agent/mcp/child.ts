@@ -106,7 +106,9 @@ export function spawnMcpServer(launch: ServerLaunch, guard = guardAvailable()): 
     stderr: proc.stderr,
     exited,
     write: async (data) => {
-      proc.stdin.write(data);
+      // A write the pipe cannot take at once returns a promise: its EPIPE, unawaited, was a
+      // rejection no code handled, and the message was taken for sent.
+      await proc.stdin.write(data);
       await proc.stdin.flush();
     },
     stop: async () => {
