@@ -252,8 +252,9 @@ export class CoreLifecycle {
     // began a second restart loop in the back-off of a restart's failed launch.
     const expected = closing || proc?.retired === true;
     const error = coreExitedError(info);
-    // Why its initialize failed stays the reason, not the kill that followed.
-    if (!expected) this.lastExit = error;
+    // Why its initialize failed, or why it was stopped (mute, hung), stays the reason, not the
+    // exit that followed.
+    if (!expected && !proc?.stopping) this.lastExit = error;
     // Requests written to this process can never be answered now.
     this.connection.failAll(closing ? closedError() : error, (sentTo) => sentTo === proc);
     const restarts = expected ? undefined : this.stopServing(error);

@@ -122,3 +122,20 @@ describe("a core found hung that then closes its stdout too", () => {
     expect((await rejection(client.ping())).message).toContain("read none of its input");
   });
 });
+
+describe("a core stopped for falling mute, once it has exited", () => {
+  test("calls are still told why it was stopped, not only how it exited", async () => {
+    // Its exit after the stop the client asked for replaced the reason: calls refused then said
+    // only "exited with code 0", the reason the 87471a7 fix meant to keep.
+    const exits: Exit[] = [];
+    const child = new FakeChild();
+    const client = track(
+      await LocalAiClient.start({ binary: "local-ai", spawn: child.spawn, onExit: (i) => exits.push(i) }),
+    );
+    child.mute();
+    expect(await waitFor(() => exits.length > 0, { timeoutMs: 5000 })).toBe(true);
+    const err = await rejection(client.ping());
+    expect(err.code).toBe("core_exited");
+    expect(err.message).toContain("closed its stdout");
+  });
+});
