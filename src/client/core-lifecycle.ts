@@ -139,6 +139,8 @@ export class CoreLifecycle {
       proc.kill("SIGKILL");
       await proc.waitForExit();
     }
+    // An earlier core still stopping (found mute or hung, then start() again) is over too.
+    await Promise.all([...this.live].map((p) => p.waitForExit()));
     this.connection.failAll(closedError());
   }
 

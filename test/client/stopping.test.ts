@@ -3,6 +3,7 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { LocalAiClient } from "../../src/client/index.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
+import { waitFor } from "../fixtures/wait.ts";
 import { FakeChild } from "./fake-child.ts";
 import { isAlive, killFakes, pidWhenWritten, startFake, track } from "./fake-core-fixture.ts";
 
@@ -107,4 +108,27 @@ describe("stopping a core that is still starting", () => {
     expect(client.pid).toBeUndefined();
     expect(await started).toBe("client_closed");
   });
+});
+
+describe("stopping a client whose previous core is still stopping", () => {
+  test("shutdown() resolves once that earlier core has exited too", async () => {
+    // A core found mute is let finish its stop; start() meanwhile launches the next. shutdown()
+    // stopped only the newest and resolved while the earlier one ran on (a host may then remove
+    // the data folder under it, or start another client on it).
+    const children: FakeChild[] = [];
+    const spawn = () => {
+      // Each answers shutdown; the first, found mute, takes 1.5 s to exit after end of input.
+      const child = new FakeChild((req, c) => c.send({ id: req.id, type: "result", result: {} }));
+      child.eofExitDelayMs = children.length === 0 ? 1500 : 0;
+      children.push(child);
+      return child;
+    };
+    const client = track(await LocalAiClient.start({ binary: "local-ai", spawn }));
+    children[0]?.mute();
+    expect(await waitFor(() => children[0]?.stdinEnded === true, { timeoutMs: 5000 })).toBe(true);
+    await client.start();
+    expect(children).toHaveLength(2);
+    await client.shutdown();
+    expect(children.map((c) => c.exited)).toEqual([true, true]);
+  }, 15_000);
 });
