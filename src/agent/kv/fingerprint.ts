@@ -57,7 +57,10 @@ export function launchFingerprint(
 ): string | undefined {
   if (props.model_path === null || props.n_ctx === null) return undefined;
   const files = launch.files ?? null;
-  const model = files ? files.model : fileIdentity(props.model_path);
+  // The file it reports loading: one named in extra_args (`-m`, `-hf`) is not the planned file
+  // read before the spawn, and is read now, as without a launch.
+  const started = files?.model?.path === props.model_path;
+  const model = files && started ? files.model : fileIdentity(props.model_path);
   if (!model) return undefined;
   const projector = files
     ? files.projector

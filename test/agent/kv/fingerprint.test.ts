@@ -82,4 +82,20 @@ describe("launchFingerprint", () => {
     expect(filesUnchanged(files)).toBe(false);
     expect(filesUnchanged(null)).toBe(true);
   });
+
+  test("a model extra_args load instead of the planned one (-m) is the file the fingerprint follows", async () => {
+    await using dir = tmpdir();
+    const { props: planned } = setup(dir.path);
+    const other = join(dir.path, "other.gguf");
+    writeFileSync(other, "other weights");
+    // llama-server reports the file it loaded; the launcher read the planned one before the spawn.
+    const props = { ...planned, model_path: other };
+    const args = launched(null, ["-m", other]);
+    const start = () => ({ model: fileIdentity(planned.model_path as string), projector: undefined });
+    const before = launchFingerprint(props, llama, { ...args, files: start() });
+    // The loaded file updated in place, then a new start: its old states must not be restored.
+    writeFileSync(`${other}.new`, "other weights, updated");
+    renameSync(`${other}.new`, other);
+    expect(launchFingerprint(props, llama, { ...args, files: start() })).not.toBe(before);
+  });
 });
