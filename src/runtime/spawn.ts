@@ -78,8 +78,10 @@ export const bunSpawner: Spawner = (req) => {
     writeLine: (line) => {
       if (!stdin || proc.exitCode !== null || proc.signalCode !== null) return false;
       try {
-        stdin.write(`${line}\n`);
-        stdin.flush();
+        // What the pipe cannot take at once comes back as a promise: its EPIPE (the child gone
+        // meanwhile) is answered here, never an unhandled rejection.
+        for (const pending of [stdin.write(`${line}\n`), stdin.flush()])
+          if (pending instanceof Promise) pending.catch(() => {});
         return true;
       } catch {
         return false; // gone meanwhile
