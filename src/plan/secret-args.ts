@@ -14,10 +14,12 @@ const URL_FLAGS = new Set(["--model-url", "-mu", "--mmproj-url", "-mmu"]);
 /**
  * The environment variable llama-server reads each secret flag from (common/arg.cpp `set_env`,
  * b10587). These go to the child there, not on its command line: `/proc/<pid>/cmdline` is readable
- * by every local user, and the pid record keeps argv on disk. `--api-key` is not among them: its
- * launch is refused before it runs (`ownKeyFlag`).
+ * by every local user, and the pid record keeps argv on disk. A key of `--api-key` joins the
+ * launch's own in `LLAMA_API_KEY`, which llama-server reads as a list and accepts beside the
+ * flag's (transcripts/76b): the caller puts the launch's key first.
  */
 const ENV_OF: Record<string, string> = {
+  "--api-key": "LLAMA_API_KEY",
   "--hf-token": "HF_TOKEN",
   "-hft": "HF_TOKEN",
   "--mcp-servers-json": "LLAMA_ARG_MCP_SERVERS_JSON",
@@ -86,12 +88,4 @@ export function secretsByEnv(args: readonly string[]): { argv: string[]; env: Re
     else argv.push(arg);
   }
   return { argv, env };
-}
-
-/**
- * A flag of `args` that gives llama-server an API key of its own (`--api-key`, `--api-key-file`,
- * any spelling it reads): it would refuse the launch's key, and every chat with it. Undefined: none.
- */
-export function ownKeyFlag(args: readonly string[]): string | undefined {
-  return args.find((a) => ["--api-key", "--api-key-file"].includes(nameOf(a)));
 }

@@ -1,6 +1,6 @@
 import { existsSync } from "node:fs";
 import { healthStatus, modelsStatus } from "../llama/health.ts";
-import { ownKeyFlag, secretsByEnv, shownArgs } from "../plan/secret-args.ts";
+import { secretsByEnv, shownArgs } from "../plan/secret-args.ts";
 import { CoreError, cancelledError } from "../protocol/errors.ts";
 import { logger } from "../util/logger.ts";
 import { childEnv } from "./child-env.ts";
@@ -89,15 +89,16 @@ export interface SpawnRequest {
  * from there, in the child's environment (plan/secret-args.ts); record its pid.
  */
 export function spawnServer(req: SpawnRequest): Spawned | LaunchFailure {
-  // Refused before it runs: its key would be on the command line, and ours refused after the load.
-  const ownKey = ownKeyFlag(req.argv);
-  if (ownKey !== undefined) {
-    const message = `llama.extra_args gives llama-server an API key of its own (${ownKey.split("=")[0]}), which would refuse the core's: remove it`;
-    return { error: new CoreError("config_invalid", message), retryPort: false };
-  }
   const given = [...req.argv, "--host", "127.0.0.1", "--port", String(req.port)];
   const { argv, env: secrets } = secretsByEnv(given);
-  const env = { ...childEnv(req.env, req.apiKey), ...secrets, ...(req.childMode ? CHILD_MODE_ENV : {}) };
+  // A key of extra_args' own is accepted beside ours (transcripts/76b).
+  const apiKey = secrets.LLAMA_API_KEY === undefined ? req.apiKey : `${req.apiKey},${secrets.LLAMA_API_KEY}`;
+  const env = {
+    ...childEnv(req.env, apiKey),
+    ...secrets,
+    LLAMA_API_KEY: apiKey,
+    ...(req.childMode ? CHILD_MODE_ENV : {}),
+  };
   let child: ChildProcess;
   try {
     child = req.spawner({ path: req.binary, argv, env, stdinPipe: req.childMode === true });
@@ -302,9 +303,9 @@ export async function verifyOwnKey(
     modelsStatus({ baseUrl: s.baseUrl, apiKey: s.apiKey }, 5000),
   ]);
   await Bun.sleep(0);
-  // Our key refused by a child given no key of its own (it takes ours from its environment alone;
-  // one in extra_args is refused before the spawn): another program with a key answers, such as
-  // another core's llama-server that took the port between our pick and our child's bind.
+  // Our key refused: our child accepts it whatever keys extra_args add (transcripts/76b), so
+  // another program with a key answers, such as another core's llama-server that took the port
+  // between our pick and our child's bind.
   if (s.exit || keyCheck === 401 || (anonymous !== 401 && anonymous !== null)) {
     // Something else answers here (our child lost the bind race and exited, or is exiting).
     const inUse = new CoreError(

@@ -86,12 +86,13 @@ describe("secret values in llama.extra_args", () => {
       "sk-C",
       "--hf-token",
     ]);
-    // The last token given wins, as on the command line; --api-key stays (it would replace the launch's key).
+    // The last token given wins, as on the command line; the caller puts the launch's key before --api-key's.
     expect(env).toEqual({
       HF_TOKEN: "hf_B",
       LLAMA_ARG_MCP_SERVERS_JSON: mcp,
       LLAMA_ARG_MODEL_URL: "https://u:p@h/m.gguf",
+      LLAMA_API_KEY: "sk-C",
     });
-    expect(argv).toEqual(["--temp", "0.2", "--api-key", "sk-C", "--hf-token"]);
+    expect(argv).toEqual(["--temp", "0.2", "--hf-token"]);
   });
 });

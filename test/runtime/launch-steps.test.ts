@@ -343,27 +343,27 @@ describe("the log file's start line", () => {
     expect(given).toContain("--temp");
   });
 
-  test("an API key of llama-server's own in extra_args is refused before anything runs, in any spelling", () => {
-    for (const flag of [["--api-key", "mine"], ["--api_key=mine"], ["--api-key-file", "/k"]]) {
-      let spawned = false;
-      const failure = spawnServer({
+  test("an API key of extra_args' own joins the launch's in LLAMA_API_KEY, off the command line (76b)", () => {
+    using dir = tmpdir();
+    for (const flag of [["--api-key", "mine"], ["--api_key=mine"]]) {
+      let seen: { argv: readonly string[]; env: Record<string, string> } = { argv: [], env: {} };
+      const spawned = spawnServer({
         binary: "/nonexistent/llama-server",
         argv: ["-m", "/m.gguf", ...flag],
         port: 1,
         apiKey: KEY,
-        env: {},
-        spawner: silentSpawner(2 ** 30, () => {
-          spawned = true;
+        env: { LLAMA_API_KEY: "inherited" },
+        spawner: silentSpawner(2 ** 30, (req) => {
+          seen = req;
         }),
-        dataDir: "/nonexistent",
+        dataDir: dir.path,
         onLine: () => {},
       });
-      expect(spawned).toBe(false);
-      if (!("error" in failure)) throw new Error("spawned");
-      expect(failure.retryPort).toBe(false);
-      expect(failure.error.code).toBe("config_invalid");
-      expect(failure.error.message).toContain("remove it");
-      expect(failure.error.message).not.toContain("mine");
+      if ("error" in spawned) throw spawned.error;
+      expect(seen.env.LLAMA_API_KEY).toBe(`${KEY},mine`);
+      expect(seen.argv.join(" ")).not.toContain("mine");
+      // The core asks with its own key.
+      expect(spawned.apiKey).toBe(KEY);
     }
   });
 

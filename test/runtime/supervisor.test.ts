@@ -209,16 +209,21 @@ describe.skipIf(process.platform === "win32")("supervisor against the stand-in",
     expect(attempts).toEqual([1, 2, 3]);
   });
 
-  test("an --api-key in extra_args would lock us out: refused before it runs, no process left", async () => {
+  test("an --api-key in extra_args is accepted beside ours (76b), and never on the command line", async () => {
     await using dir = tmpdir();
-    const { supervisor, dataDir } = makeSupervisor(dir.path, { extraArgs: ["--api-key", "someone-elses"] });
-    const err = await rejection(supervisor.acquire(never()));
-    expect(err.code).toBe("config_invalid");
-    expect(err.message).toContain("API key");
-    expect(err.message).not.toContain("someone-elses");
-    expect(supervisor.pid()).toBeUndefined();
-    // Nothing was spawned: no pid record, not even its folder.
-    expect(existsSync(join(dataDir, "run"))).toBe(false);
+    const { supervisor } = makeSupervisor(dir.path, { extraArgs: ["--api-key", "someone-elses"] });
+    const lease = await supervisor.acquire(never());
+    try {
+      const pid = supervisor.pid() as number;
+      expect(readFileSync(`/proc/${pid}/cmdline`, "utf8")).not.toContain("someone-elses");
+      // The stand-in takes every key, as llama-server does: the user's works too.
+      const models = await fetch(`${lease.baseUrl}/v1/models`, {
+        headers: { Authorization: "Bearer someone-elses" },
+      });
+      expect(models.status).toBe(200);
+    } finally {
+      lease.release();
+    }
   });
 
   test("a crash mid-request aborts the lease's died signal; the next acquire restarts", async () => {
