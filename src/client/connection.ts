@@ -16,6 +16,7 @@ import { guarded, guardedLogger } from "./host-callbacks.ts";
 import type { AbortSignalLike, CallOptions, ClientLogger, ExitInfo } from "./host-types.ts";
 import type { RequestId } from "./protocol-types.ts";
 import { RequestStream } from "./request-stream.ts";
+import { MAX_TIMER_MS } from "./timer-limit.ts";
 import type { CancelResult, GenericEvent } from "./types.ts";
 import { asText, clip, idOfLine, isObject, requestLine } from "./wire-lines.ts";
 
@@ -28,9 +29,6 @@ import { asText, clip, idOfLine, isObject, requestLine } from "./wire-lines.ts";
  * where new requests go: to a running core (`attach`), into the table to wait (`hold`), or
  * nowhere (`refuse`).
  */
-
-/** The longest delay setTimeout honours; Node fires a longer one at once. */
-export const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /** Where requests are written: one running core (a CoreProcess). */
 export interface Transport {

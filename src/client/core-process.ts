@@ -2,6 +2,7 @@ import { type ChildProcess, spawn as nodeSpawn, type SpawnOptions } from "node:c
 import { EventEmitter } from "node:events";
 import { LineSplitter } from "../protocol/transport/framing.ts";
 import type { Environment, ExitInfo, SpawnFunction } from "./host-types.ts";
+import { MAX_TIMER_MS, timerMs } from "./timer-limit.ts";
 
 /**
  * The edge that owns one core child process: it spawns it, frames its stdout into lines,
@@ -128,7 +129,9 @@ export class CoreProcess {
   private watchDrain(): void {
     const stdin = this.child.stdin;
     const ms = this.options.inputStallMs;
-    if (this.stallTimer || !stdin || !(ms > 0)) return;
+    // 0, or more than a timer holds (Infinity for "no limit"), checks nothing: such a timer fired
+    // at once and took a core that had not read a burst within 1 ms for hung.
+    if (this.stallTimer || !stdin || !(ms > 0) || ms > MAX_TIMER_MS) return;
     // What the core has read of what was queued, in the units writableLength counts.
     const taken = () => this.queuedUnits - stdin.writableLength;
     let seen = taken();
@@ -177,7 +180,7 @@ export class CoreProcess {
     this.stopping = true;
     this.endInput();
     if (signal) this.kill(signal);
-    const timer = setTimeout(() => this.kill("SIGKILL"), graceMs);
+    const timer = setTimeout(() => this.kill("SIGKILL"), timerMs(graceMs));
     // The host may exit meanwhile: the client's exit hook kills the core then.
     timer.unref?.();
   }

@@ -70,4 +70,23 @@ describe("a core that stops reading its input", () => {
     expect(client.running).toBe(true);
     void calls;
   });
+
+  test("requestTimeoutMs Infinity (no limit) checks no stall, rather than one that fires at once", async () => {
+    const child = new FakeChild();
+    const client = track(
+      await LocalAiClient.start({
+        binary: "local-ai",
+        requestTimeoutMs: Number.POSITIVE_INFINITY,
+        spawn: child.spawn,
+      }),
+    );
+    child.reading = false;
+    const chat = client.chat({ input: "x".repeat(MiB) }, { timeoutMs: 0 });
+    chat.result.catch(() => {});
+    // A timer of Infinity fires after 1 ms: the core was taken for hung and stopped at once.
+    await Bun.sleep(300);
+    expect(child.signals).toEqual([]);
+    expect(client.running).toBe(true);
+    child.reading = true;
+  });
 });

@@ -70,6 +70,16 @@ describe("a core whose stdout closes while it runs", () => {
     expect(Date.now() - started).toBeGreaterThanOrEqual(5000);
   }, 20_000);
 
+  test("a stop grace past what a timer holds is the longest wait, not a SIGKILL at once", async () => {
+    const { child, client } = await startIgnoringEof({ stopGraceMs: 1e12 });
+    child.mute();
+    expect(await waitFor(() => child.stdinEnded, { timeoutMs: 5000 })).toBe(true);
+    await Bun.sleep(200);
+    // Killed at once, its llama-server (outside child mode) would have outlived it.
+    expect(child.signals).toEqual([]);
+    client.kill();
+  });
+
   test("a shutdown() while it stops lets that stop finish: no SIGKILL before its own exit", async () => {
     const child = new FakeChild();
     child.eofExitDelayMs = 800;
