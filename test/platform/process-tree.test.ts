@@ -6,6 +6,7 @@ import {
   descendantsByChildren,
   descendantsOf,
   linuxProc,
+  MAX_DESCENDANTS,
   type ProcReader,
   signalSame,
 } from "../../src/platform/process-tree.ts";
@@ -32,6 +33,13 @@ describe("descendantsOf", () => {
     ]);
     expect(pids(proc, 10).sort()).toEqual([11, 12, 13]);
     expect(pids(proc, 13)).toEqual([]);
+  });
+
+  test("a tree past MAX_DESCENDANTS is read up to it: a server forking without end holds no look for long", () => {
+    const pairs: [number, number][] = Array.from({ length: MAX_DESCENDANTS + 500 }, (_, i) => [1000 + i, 10]);
+    const found = pids(table(pairs), 10);
+    expect(found).toHaveLength(MAX_DESCENDANTS);
+    expect(found[0]).toBe(1000);
   });
 
   test("a cycle in what was read ends the walk", () => {
