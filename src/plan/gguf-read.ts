@@ -171,11 +171,26 @@ export function headerOfParsed(
  */
 export const MAX_LAYERS = 4096;
 
-/** Why the header cannot be a model's layers, or undefined. */
+/**
+ * The shape keys the planner counts with (model.ts, model-attention.ts). llama.cpp reads them as
+ * unsigned integers, so a float NaN or Infinity, or a negative number, is no model's: a NaN width
+ * made every byte of the plan NaN, which compares as fitting anywhere and was held as nothing in
+ * the budget of several models (docs/plan.md).
+ */
+const COUNT_KEY =
+  /\.(context_length|embedding_length|(expert_)?feed_forward_length|expert_(used_)?count|vocab_size|rope\.dimension_count|attention\.(head_count(_kv)?|key_length(_mla)?|value_length|kv_lora_rank|sliding_window))$/;
+
+const isCount = (v: unknown) => typeof v !== "number" || (Number.isFinite(v) && v >= 0);
+
+/** Why the header cannot be a model's layers or shape, or undefined. */
 function layerProblem(scanned: ScannedGguf): string | undefined {
-  for (const [key, value] of Object.entries(scanned.metadata))
+  for (const [key, value] of Object.entries(scanned.metadata)) {
     if (key.endsWith(".block_count") && typeof value === "number" && !(value >= 0 && value <= MAX_LAYERS))
       return `${key} is ${value}, over the ${MAX_LAYERS} layers a model may have`;
+    const counts = Array.isArray(value) ? value : [value];
+    if (COUNT_KEY.test(key) && !counts.every(isCount))
+      return `${key} is ${counts.find((v) => !isCount(v))}, not a count a model can have`;
+  }
   for (const t of scanned.tensorInfos) {
     const m = /^blk\.(\d+)\./.exec(t.name);
     if (m && Number(m[1]) >= MAX_LAYERS)

@@ -4,7 +4,15 @@ import { join } from "node:path";
 import { readGgufHeader, shardPaths } from "../../src/plan/gguf-read.ts";
 import { modelInfo } from "../../src/plan/model.ts";
 import { CoreError } from "../../src/protocol/errors.ts";
-import { deepseek2, denseModel, gemma3, llama7b, mixtral8x7b, writeGguf } from "../fixtures/gguf-writer.ts";
+import {
+  deepseek2,
+  denseModel,
+  type GgufValue,
+  gemma3,
+  llama7b,
+  mixtral8x7b,
+  writeGguf,
+} from "../fixtures/gguf-writer.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
 async function problemOf(path: string): Promise<{ code: string; problem: unknown; message: string }> {
@@ -44,6 +52,33 @@ describe("readGgufHeader", () => {
     head.writeBigUInt64LE(0n, 16);
     writeFileSync(many, Buffer.concat([head, Buffer.alloc(4096)]));
     expect(await problemOf(many)).toMatchObject({ code: "model_missing", problem: "not_gguf" });
+  });
+
+  test("a shape count that is NaN, infinite or negative is not a GGUF: its plan's bytes were NaN, which fit anywhere", async () => {
+    using dir = tmpdir();
+    const cases: [string, GgufValue, string][] = [
+      ["llama.embedding_length", { type: "f32", value: Number.NaN }, "NaN"],
+      ["llama.feed_forward_length", { type: "f32", value: Number.POSITIVE_INFINITY }, "Infinity"],
+      ["llama.attention.head_count_kv", { type: "i32", value: -1 }, "-1"],
+      ["llama.attention.head_count", { type: "arr_f32", value: [32, Number.NaN] }, "NaN"],
+    ];
+    for (const [i, [key, value, shown]] of cases.entries()) {
+      const base = llama7b({ layers: 2 });
+      const path = writeGguf(dir.path, `bad${i}.gguf`, {
+        ...base,
+        metadata: { ...base.metadata, [key]: value },
+      });
+      const p = await problemOf(path);
+      expect(p).toMatchObject({ code: "model_missing", problem: "not_gguf" });
+      expect(p.message).toContain(`${key} is ${shown}, not a count a model can have`);
+    }
+    // Per-layer arrays of counts are read as they are.
+    const base = llama7b({ layers: 2 });
+    const perLayer = writeGguf(dir.path, "per-layer.gguf", {
+      ...base,
+      metadata: { ...base.metadata, "llama.attention.head_count_kv": { type: "arr_i32", value: [32, 8] } },
+    });
+    expect(modelInfo(await readGgufHeader(perLayer)).n_layer).toBe(2);
   });
 
   test("reads v3 and v2 headers of a 7B llama without reading tensor data", async () => {
