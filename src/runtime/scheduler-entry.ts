@@ -57,3 +57,17 @@ export function settleDead(e: Entry, timers: Timers): ModelState {
   timers.clearTimeout(e.idleTimer);
   return failed;
 }
+
+/** Loads admitted and still starting, but `except`'s: their memory is held but not yet taken. */
+export function loadsUnderWay(
+  entries: Iterable<Entry>,
+  except: string,
+): { name: string; done: Promise<unknown> }[] {
+  const out: { name: string; done: Promise<unknown> }[] = [];
+  for (const e of entries) {
+    const s = e.cell.get();
+    if (e.name !== except && s.kind === "loading" && s.job.admitted)
+      out.push({ name: e.name, done: s.job.done });
+  }
+  return out;
+}

@@ -14,7 +14,7 @@ import {
 } from "./model-runtime.ts";
 import { heldBy, type Live, type ModelState } from "./model-state.ts";
 import { Room } from "./room.ts";
-import { busy, chats, type Entry, newEntry, settleDead } from "./scheduler-entry.ts";
+import { busy, chats, type Entry, loadsUnderWay, newEntry, settleDead } from "./scheduler-entry.ts";
 import { modelBusy, notLoaded, schedulerClosed } from "./scheduler-errors.ts";
 import { memoryRows, modelRow, type SchedulerSnapshot } from "./scheduler-snapshot.ts";
 
@@ -53,7 +53,7 @@ export class Scheduler {
       room: this.room,
       budget: this.budget,
       loaded: (e) => this.armIdle(e),
-      underWay: (except) => this.underWay(except),
+      underWay: (except) => loadsUnderWay(this.entries.values(), except),
     };
   }
 
@@ -134,11 +134,16 @@ export class Scheduler {
   ): Promise<{ model: string; state: "loaded"; memory_bytes: number }> {
     if (this.closing) throw schedulerClosed();
     const entry = this.entry(model);
+    const before = entry.pin;
     if (opts.pin !== undefined) entry.pin = opts.pin;
     let live: Live;
     try {
       live = await this.ready(entry, opts.signal ?? never, opts.onProgress, true);
     } catch (err) {
+      // A load that failed pins nothing; a cancelled one goes on (loading, or done), pinned as
+      // asked. An unload meanwhile has cleared the pin itself.
+      const now = entry.cell.get().kind;
+      if ((now === "failed" || now === "unloaded") && entry.pin === opts.pin) entry.pin = before;
       this.forget(entry);
       throw err;
     }
@@ -242,16 +247,6 @@ export class Scheduler {
    */
   heldByOthers(model: string): DeviceBytes[] {
     return this.held(model).map((h) => h.bytes);
-  }
-
-  private underWay(except: string): { name: string; done: Promise<unknown> }[] {
-    const out: { name: string; done: Promise<unknown> }[] = [];
-    for (const e of this.entries.values()) {
-      const s = e.cell.get();
-      if (e.name !== except && s.kind === "loading" && s.job.admitted)
-        out.push({ name: e.name, done: s.job.done });
-    }
-    return out;
   }
 
   private entry(name: string): Entry {

@@ -282,6 +282,22 @@ describe("Scheduler: unload", () => {
     expect(state("a")).toBe("loaded");
   });
 
+  test("a models.load with pin that fails pins nothing: the model's next load by a chat can be unloaded for room", async () => {
+    const { timers, scheduler } = setup({ a: { gib: 6 }, b: { gib: 6 } }, { loadWaitMs: 1000 });
+    const chatOnB = await scheduler.acquire("b", signal());
+    const load = rejection(scheduler.load("a", { pin: true }));
+    await timers.advance(1000);
+    expect((await load).code).toBe("model_plan_error");
+    const row = () => scheduler.snapshot().models.find((m) => m.name === "a");
+    expect(row()?.pinned).toBe(false);
+    chatOnB.release();
+    (await scheduler.acquire("a", signal())).release();
+    expect(row()?.pinned).toBe(false);
+    // b's chat makes room by unloading a, as for any model the host never pinned.
+    (await scheduler.acquire("b", signal())).release();
+    expect(row()?.state).toBe("unloaded");
+  });
+
   test("models.load loads with no chat, pins, and reports the planned bytes", async () => {
     const { fleet, scheduler, state } = setup({ a: { gib: 2 } });
     expect(await scheduler.load("a", { pin: true })).toEqual({
