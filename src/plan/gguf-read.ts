@@ -179,6 +179,12 @@ export const MAX_LAYERS = 4096;
  */
 const COUNT_KEY =
   /\.(context_length|embedding_length|(expert_)?feed_forward_length|expert_(used_)?count|vocab_size|rope\.dimension_count|attention\.(head_count(_kv)?|key_length(_mla)?|value_length|kv_lora_rank|sliding_window))$/;
+/**
+ * A projector's (projector.ts): a NaN merge made its image tokens, its compute buffer, the
+ * plan's bytes and `--cache-ram` NaN, an argument llama-server refuses.
+ */
+const PROJECTOR_COUNT_KEY =
+  /^clip\.vision\.(image_size|patch_size|spatial_merge_size|projection_dim|projector\.scale_factor)$/;
 
 const isCount = (v: unknown) => typeof v !== "number" || (Number.isFinite(v) && v >= 0);
 
@@ -188,7 +194,7 @@ function layerProblem(scanned: ScannedGguf): string | undefined {
     if (key.endsWith(".block_count") && typeof value === "number" && !(value >= 0 && value <= MAX_LAYERS))
       return `${key} is ${value}, over the ${MAX_LAYERS} layers a model may have`;
     const counts = Array.isArray(value) ? value : [value];
-    if (COUNT_KEY.test(key) && !counts.every(isCount))
+    if ((COUNT_KEY.test(key) || PROJECTOR_COUNT_KEY.test(key)) && !counts.every(isCount))
       return `${key} is ${counts.find((v) => !isCount(v))}, not a count a model can have`;
   }
   for (const t of scanned.tensorInfos) {

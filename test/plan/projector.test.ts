@@ -4,8 +4,9 @@ import { join } from "node:path";
 import { decideImageTokens, projectorComputeBytes } from "../../src/plan/decide/projector.ts";
 import { readGgufHeader } from "../../src/plan/gguf-read.ts";
 import { type ProjectorInfo, projectorInfo, widthProblem } from "../../src/plan/projector.ts";
+import type { CoreError } from "../../src/protocol/errors.ts";
 import { mmproj, TINY_MMPROJ_PIXTRAL } from "../fixtures/gguf-mmproj.ts";
-import { tinyLlama, writeGguf } from "../fixtures/gguf-writer.ts";
+import { type GgufValue, tinyLlama, writeGguf } from "../fixtures/gguf-writer.ts";
 import { REAL_MODELS_DIR, realModelsSkip } from "../fixtures/shared.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
@@ -49,6 +50,31 @@ describe('a projector\'s header (docs/models.md "The projector")', () => {
     spec.tensors = spec.tensors.filter((t) => t.name !== "mm.2.weight");
     const noWidth = projectorInfo(await readGgufHeader(writeGguf(dir.path, "w.gguf", spec)));
     expect(noWidth).toMatchObject({ problem: "no_width" });
+  });
+});
+
+describe("a projector's counts", () => {
+  test("NaN, infinite or negative is not a GGUF: a NaN merge made the plan's bytes and --cache-ram NaN", async () => {
+    using dir = tmpdir();
+    const cases: [string, GgufValue][] = [
+      ["clip.vision.spatial_merge_size", { type: "f32", value: Number.NaN }],
+      ["clip.vision.projector.scale_factor", { type: "f32", value: Number.NaN }],
+      ["clip.vision.image_size", { type: "f32", value: Number.POSITIVE_INFINITY }],
+      ["clip.vision.patch_size", { type: "i32", value: -3 }],
+    ];
+    for (const [i, [key, value]] of cases.entries()) {
+      const path = writeGguf(
+        dir.path,
+        `p${i}.gguf`,
+        mmproj({ ...TINY_MMPROJ_PIXTRAL, extra: { [key]: value } }),
+      );
+      const err = await readGgufHeader(path).then(
+        () => undefined,
+        (e: unknown) => e as CoreError,
+      );
+      expect(err).toMatchObject({ code: "model_missing", data: { problem: "not_gguf" } });
+      expect(err?.message).toContain(`${key} is `);
+    }
   });
 });
 
