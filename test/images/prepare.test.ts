@@ -91,6 +91,12 @@ describe("prepareImages", () => {
       "too_many_pixels",
       /100000×100000/,
     ],
+    [
+      "a PNG declaring 1 × 1 whose data inflates to 4,000 × 4,000 (a bomb stb_image inflates whole)",
+      () => ({ data: b64(png(4000, 4000, { declare: { width: 1, height: 1 } })) }),
+      "damaged",
+      /inflates past the 1×1 pixels its header declares/,
+    ],
     ["an http: URL as data (107)", () => ({ data: "http://example.com/cat.png" }), "url", /never followed/],
     [
       "a data: URL as data",

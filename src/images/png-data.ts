@@ -1,0 +1,78 @@
+import { createInflate } from "node:zlib";
+
+/**
+ * Whether a PNG's image data inflates past what its header's size holds: a small file whose
+ * IHDR says 1×1 and whose IDAT inflates to gigabytes passes the header's pixel check, and
+ * llama-server's decoder (stb_image) inflates the whole stream into a buffer it doubles, up to
+ * 4 GiB, before it finds the pixels do not match (docs/protocol.md#images). The stream is
+ * inflated here off the loop, counted and thrown away, and stopped once past the bound. Only an
+ * overrun is this check's to refuse: a stream Node's zlib rejects where stb_image may not (a
+ * wrong checksum, Apple's CgBI) is left to llama-server's own decoder.
+ */
+
+const IDAT = 0x49444154;
+const IEND = 0x49454e44;
+
+/** Samples a pixel holds by IHDR's colour type: grey, RGB, palette, grey+alpha, RGBA. */
+const CHANNELS: Record<number, number> = { 0: 1, 2: 3, 3: 1, 4: 2, 6: 4 };
+
+/**
+ * The most a `width`×`height` PNG's data may inflate to: each row's bytes and its filter byte,
+ * doubled for Adam7 interlacing's seven passes (each pass's rows carry their own filter byte and
+ * rounding) and a margin, so no real image comes near it while a bomb's ratio of thousands does.
+ */
+export function pngDataBound(bytes: Uint8Array, width: number, height: number): number {
+  const depth = bytes[24] ?? 16;
+  const channels = CHANNELS[bytes[25] ?? 6] ?? 4;
+  const row = Math.ceil((width * channels * Math.max(depth, 1)) / 8) + 1;
+  return 2 * row * height + 64 * 1024;
+}
+
+/**
+ * The IDAT chunks' data, joined (the header walk, format.ts, already found them whole). Walked
+ * twice, sizing then copying, with no view per chunk: 20 MB of one-byte chunks is 1.5 million.
+ */
+function idatOf(b: Uint8Array): Buffer {
+  const view = new DataView(b.buffer, b.byteOffset, b.byteLength);
+  const walk = (each: (at: number, length: number) => void) => {
+    for (let at = 8; at + 12 <= b.length; ) {
+      const length = view.getUint32(at);
+      const type = view.getUint32(at + 4);
+      if (type === IEND) break;
+      if (type === IDAT) each(at + 8, Math.min(length, b.length - at - 8));
+      at += 12 + length;
+    }
+  };
+  let total = 0;
+  walk((_, length) => {
+    total += length;
+  });
+  const out = Buffer.allocUnsafe(total);
+  let filled = 0;
+  walk((at, length) => {
+    // A view costs more than a few bytes' copy.
+    if (length > 64) out.set(b.subarray(at, at + length), filled);
+    else for (let i = 0; i < length; i++) out[filled + i] = b[at + i] as number;
+    filled += length;
+  });
+  return out;
+}
+
+/** True when the data inflates past `bound` bytes. */
+export function pngDataOverruns(bytes: Uint8Array, bound: number): Promise<boolean> {
+  const { promise, resolve } = Promise.withResolvers<boolean>();
+  const inflate = createInflate();
+  let out = 0;
+  const finish = (overrun: boolean) => {
+    resolve(overrun);
+    inflate.destroy();
+  };
+  inflate.on("data", (chunk: Buffer) => {
+    out += chunk.length;
+    if (out > bound) finish(true);
+  });
+  inflate.on("error", () => finish(false));
+  inflate.on("end", () => finish(false));
+  inflate.end(idatOf(bytes));
+  return promise;
+}
