@@ -19,7 +19,7 @@ import {
 } from "../protocol/sessions.ts";
 import { attachmentOf } from "../store/attachment-of.ts";
 import { exportInline, exportToFile } from "../store/export-file.ts";
-import { sessionNotFound } from "../store/store.ts";
+import { sessionNotFound } from "../store/session-not-found.ts";
 import { defineMethod } from "./definition.ts";
 import { kvErased } from "./kv-erased.ts";
 

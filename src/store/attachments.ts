@@ -71,11 +71,12 @@ export class Attachments {
       return refs;
     } catch (err) {
       const ids = JSON.stringify(refs.map((r) => r.id));
-      await write(() =>
-        this.db
+      await write(() => {
+        const { changes } = this.db
           .query("DELETE FROM attachments WHERE user_id = ? AND id IN (SELECT value FROM json_each(?))")
-          .run(userId, ids),
-      ).catch(() => undefined);
+          .run(userId, ids);
+        if (changes > 0) oweRewrite(this.db);
+      }).catch(() => undefined);
       throw err;
     }
   }
@@ -109,14 +110,19 @@ export class Attachments {
       .immediate();
   }
 
-  /** Staged images of the session that no turn names any more (a checkpoint set aside), erased. */
+  /**
+   * Staged images of the session that no turn names any more (a checkpoint set aside, a refused
+   * turn), erased: their pages' rewrite owed as for an edit's (`settle`). Until it is done (the
+   * store's `settleOwed`), the log still holds the bytes written while they were staged.
+   */
   dropStaged(userId: string, sessionId: string, keep: readonly number[]): void {
-    this.db
+    const { changes } = this.db
       .query(
         `DELETE FROM attachments WHERE user_id = ? AND session_id = ? AND seq IS NULL
          AND id NOT IN (SELECT value FROM json_each(?))`,
       )
       .run(userId, sessionId, JSON.stringify(keep));
+    if (changes > 0) oweRewrite(this.db);
   }
 
   /**

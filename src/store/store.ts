@@ -1,6 +1,5 @@
 import type { Database } from "bun:sqlite";
 import { join } from "node:path";
-import { CoreError } from "../protocol/errors.ts";
 import { logger } from "../util/logger.ts";
 import { ChunkThread } from "./chunk-thread.ts";
 import { type CommitTurn, Conversations } from "./conversations.ts";
@@ -21,6 +20,7 @@ import type { SessionSummary } from "./message-rows.ts";
 import { discardPaced, FIRST_SWEEP_MS, OrphanSweep } from "./orphan-sweep.ts";
 import { goneSources } from "./quoted-sources.ts";
 import { type Leased, SessionLeases } from "./session-lease.ts";
+import { sessionNotFound } from "./session-not-found.ts";
 import { listSessions, type MessagePage, type SessionPage, sessionMessages } from "./session-pages.ts";
 import { notErasedSince, type SearchHit, searchSessions } from "./session-search.ts";
 
@@ -328,6 +328,14 @@ export class Store {
     return (await this.offLoop({ kind: "copies", dataDir: this.dataDir, userId, ...of })) as CopyOutcome[];
   }
 
+  /**
+   * The pages' rewrite a write owes (a refused turn's staged images dropped: attachments.ts), done
+   * now, off the loop as an erase is; nothing when none is owed.
+   */
+  settleOwed(): Promise<unknown> {
+    return this.erases.add(() => this.offLoop({ kind: "owed" }));
+  }
+
   /** An edit's commit (it erases the tail it replaces: store/erase-work.ts), off the loop as an erase is. */
   commitEdit(turn: CommitTurn): Promise<number> {
     return this.erases.add(() => this.offLoop({ kind: "commit", turn })) as Promise<number>;
@@ -387,13 +395,4 @@ export class Store {
     forgetScrub(this.db);
     this.db.close(false);
   }
-}
-
-/** `copies`: what a delete of it did with the databases set aside, when any was there. */
-export function sessionNotFound(sessionId: string, copies: readonly CopyOutcome[] = []): CoreError {
-  return new CoreError("invalid_request", `params.session_id: no session '${sessionId}' for this user`, {
-    field: "session_id",
-    reason: "session_not_found",
-    ...(copies.length > 0 ? { set_aside_copies: copies } : {}),
-  });
 }

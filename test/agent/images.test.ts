@@ -1,6 +1,6 @@
 import { Database } from "bun:sqlite";
 import { describe, expect, test } from "bun:test";
-import { writeFileSync } from "node:fs";
+import { readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { CLIENT_DEFAULTS } from "../../src/client/client-options.ts";
 import { heldImages } from "../../src/images/held.ts";
@@ -139,6 +139,31 @@ describe("a chat with images", () => {
     expect(h.llama.requests).toHaveLength(0);
     expect(h.history("s")).toEqual([]);
     expect(h.checkpoint("s")).toBeUndefined();
+  });
+
+  test("a photo refused for a model that reads none leaves none of its bytes under data_dir (the log included)", async () => {
+    await using h = new ChatHarness(AGENTS, { standIn: () => ({}) });
+    const marker = "PRIVATE-PHOTO-BYTES-";
+    const small = png(2, 2);
+    const text = Buffer.from(marker.repeat(Math.ceil((2.5 * 1024 * 1024) / marker.length)));
+    const photo = Buffer.concat([
+      small.subarray(0, small.length - 12),
+      pngChunk("teXt", text),
+      small.subarray(small.length - 12),
+    ]);
+    const { terminal } = await h.chat(1, { session_id: "s", input: "look", images: [{ data: b64(photo) }] });
+    expect(terminal.data).toMatchObject({ reason: "model_not_vision" });
+    const holding = readdirSync(h.dataDir).filter((f) => {
+      const path = join(h.dataDir, f);
+      return statSync(path).isFile() && readFileSync(path).includes(marker);
+    });
+    expect(holding).toEqual([]);
+    const db = new Database(join(h.dataDir, "local-ai.db"), { readonly: true });
+    try {
+      expect(db.query("SELECT 1 FROM meta WHERE key = 'rewrite_owed'").get()).toBeNull();
+    } finally {
+      db.close();
+    }
   });
 
   test("llama-server's own 'image input is not supported' is model_not_vision too, never internal_error (105)", async () => {

@@ -168,7 +168,11 @@ export class TurnSession {
     else await this.store.write(() => this.store.conversations.commitTurn(turn));
   }
 
-  /** A refused turn changes nothing: the checkpoint goes back to how the turn found it. */
+  /**
+   * A refused turn changes nothing: the checkpoint goes back to how the turn found it, and the
+   * images it staged are erased as an edit's are (pages rewritten, the log emptied): a photo
+   * sent to a model that reads none stayed whole in the database's log.
+   */
   async putBack(): Promise<void> {
     const { userId, sessionId } = this.key;
     if (this.prior) {
@@ -180,6 +184,8 @@ export class TurnSession {
       await this.store.write(() =>
         this.store.conversations.clearCheckpoint(this.key.userId, this.key.sessionId),
       );
+    // One that cannot run now stays owed (the next erase or open does it): the refusal still goes.
+    if (this.newImages.length > 0) await this.store.settleOwed().catch(() => undefined);
   }
 
   /** A write waits (off the event loop) while another core holds the database's lock. */
