@@ -1,7 +1,8 @@
 import { z } from "zod";
 import { afterLastSpace, wholeCharCut } from "../util/text-cut.ts";
 import type { Block } from "./blocks.ts";
-import { HEADING_CHARS } from "./limits.ts";
+import { HEADING_CHARS, MAX_DOCUMENT_CHUNKS } from "./limits.ts";
+import { documentProblem } from "./refusal.ts";
 import { splitLong } from "./split-long.ts";
 
 /**
@@ -21,7 +22,8 @@ export type Chunk = z.infer<typeof ChunkSchema>;
  * Blocks in, chunks out, one block at a time (pure; the reader gives the loop back between
  * slices): a heading starts a new chunk and changes the heading path; paragraphs join a chunk
  * while it stays within `target` characters; a new page starts a new chunk; a paragraph over
- * `target` becomes chunks of its own (`split-long.ts`).
+ * `target` becomes chunks of its own (`split-long.ts`). One chunk past `max` refuses the
+ * document (`too_large`), as it is made: before it is stored.
  */
 export class Chunker {
   private readonly chunks: Chunk[] = [];
@@ -32,7 +34,10 @@ export class Chunker {
   /** How many chunks `fresh` has handed out. */
   private handed = 0;
 
-  constructor(private readonly target: number) {}
+  constructor(
+    private readonly target: number,
+    private readonly max = MAX_DOCUMENT_CHUNKS,
+  ) {}
 
   push(block: Block): void {
     if (block.kind === "heading") {
@@ -75,6 +80,11 @@ export class Chunker {
   }
 
   private emit(text: string): void {
+    if (this.chunks.length >= this.max)
+      throw documentProblem(
+        "too_large",
+        `the document makes over ${this.max} chunks (its sections are many and small)`,
+      );
     const chunk: Chunk = {
       index: this.chunks.length,
       text,

@@ -38,3 +38,9 @@ export const CHUNK_TARGET_CHARS = 1200;
 export const HEADING_CHARS = 160;
 /** Characters worked through between two turns of the event loop. */
 export const SLICE_CHARS = 64 * 1024;
+/**
+ * The chunks a document may yield: a heading starts one, so 16 Mi characters of one-word
+ * sections made 2.8 million (half a GiB held while read, a row, an index entry and a vector
+ * each). About four books' worth of full chunks: sections of ~300 characters fill the text limit.
+ */
+export const MAX_DOCUMENT_CHUNKS = 50_000;

@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { deflateSync } from "node:zlib";
+import { MAX_DOCUMENT_CHUNKS } from "../../src/documents/limits.ts";
 import { readDocument } from "../../src/documents/read-document.ts";
 import type { IndexProgress } from "../../src/protocol/documents.ts";
 import { minimalPdf } from "../fixtures/pdf-writer.ts";
@@ -75,6 +76,31 @@ describe("reading a document", () => {
     await expect(fromBytes(new TextEncoder().encode("<html><script>x()</script></html>"))).rejects.toThrow(
       problem("no_text"),
     );
+  });
+});
+
+describe("a document's chunks are bounded", () => {
+  // Every heading starts a chunk: 16 Mi characters of "# a\nb\n" were 2.8 million chunks
+  // (536 MB held while read, a row and a vector each), where the text limit means ~13,000.
+  test("a document of tiny sections is refused by its chunk count, before it is all stored", async () => {
+    const section = "# a\nb\n";
+    const handed: number[] = [];
+    const read = readDocument(
+      { text: section.repeat(MAX_DOCUMENT_CHUNKS + 1), name: "n.md" },
+      {
+        readFile: async () => new Uint8Array(),
+        onChunks: async (chunks) => {
+          handed.push(chunks.length);
+        },
+      },
+    );
+    await expect(read).rejects.toThrow(problem("too_large"));
+    expect(handed.reduce((a, b) => a + b, 0)).toBeLessThanOrEqual(MAX_DOCUMENT_CHUNKS);
+    const most = await readDocument(
+      { text: section.repeat(MAX_DOCUMENT_CHUNKS), name: "n.md" },
+      { readFile: async () => new Uint8Array() },
+    );
+    expect(most.chunks.length).toBe(MAX_DOCUMENT_CHUNKS);
   });
 });
 
