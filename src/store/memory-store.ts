@@ -1,6 +1,7 @@
 import type { Database } from "bun:sqlite";
 import { join } from "node:path";
 import type { Source } from "../protocol/sources.ts";
+import { wholeCharCut } from "../util/text-cut.ts";
 import { anyOf, likePattern, words } from "./fts-query.ts";
 import { MemoryVectors, type QueryVector, type Scope } from "./memory-vectors.ts";
 import { fuseRanks } from "./rank-fusion.ts";
@@ -207,8 +208,10 @@ export function chunk(text: string): string[] {
     }
     current = current ? `${current}\n\n${p}` : p;
     while (current.length > CHUNK_CHARS * 2) {
-      out.push(current.slice(0, CHUNK_CHARS));
-      current = current.slice(CHUNK_CHARS);
+      // Never between a surrogate pair's halves: each would be stored as U+FFFD.
+      const cut = wholeCharCut(current, CHUNK_CHARS);
+      out.push(current.slice(0, cut));
+      current = current.slice(cut);
     }
   }
   if (current) out.push(current);

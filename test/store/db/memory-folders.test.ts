@@ -66,4 +66,13 @@ describe("memory.folders in the index", () => {
     expect(parts).toHaveLength(2);
     expect(parts[1]).toContain("c");
   });
+
+  test("chunk never cuts a long paragraph inside a surrogate pair", () => {
+    // Cut between its halves, an emoji was stored as two U+FFFD, one in each passage.
+    const text = `${"x".repeat(1199)}😀${"y".repeat(3000)}`;
+    const parts = chunk(text);
+    expect(parts.length).toBeGreaterThan(1);
+    for (const p of parts) expect(p.isWellFormed()).toBe(true);
+    expect(parts.join("")).toBe(text);
+  });
 });
