@@ -148,8 +148,9 @@ async function embed(doc: PendingDocument, embedChunks: EmbedChunks, deps: AddDe
 }
 
 /**
- * A document's name: the host's, else the file's, else the text's first words (HTML's from its
- * text, its first chunk under its headings, never its markup).
+ * A document's name: the host's, else the file's, else the text's first words (HTML's, and a
+ * file's, from its first chunk under its headings, never its markup). Never '': a citation shows
+ * that for a document erased (docs/protocol.md "Citations").
  */
 function nameOf(p: DocumentsAddParams, read: { format: DocumentFormat; chunks: Chunk[] }): string {
   // On one line: a host shows it in lists and citations, and a file's name may hold a line break
@@ -157,8 +158,9 @@ function nameOf(p: DocumentsAddParams, read: { format: DocumentFormat; chunks: C
   const given = oneLine(p.name ?? (p.path !== undefined ? basename(p.path) : ""));
   if (given.trim() !== "") return given;
   const first = read.chunks[0];
-  if (read.format === "html" && first) return titleOf([...first.heading_path, first.text].join(" "));
-  return titleOf(p.text ?? "");
+  if (p.text !== undefined && read.format !== "html") return titleOf(p.text);
+  // A file whose name is all blanks or control characters has only its text to be named by.
+  return first ? titleOf([...first.heading_path, first.text].join(" ")) : "";
 }
 
 function deletedMeanwhile(doc: PendingDocument): CoreError {

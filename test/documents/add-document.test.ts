@@ -122,6 +122,25 @@ describe("addDocument", () => {
     store.close();
   });
 
+  test("a file whose name is only blanks or control characters is named by its first words, never ''", async () => {
+    // '' is what a citation of an erased document shows (docs/protocol.md "Citations").
+    using dir = tmpdir();
+    const store = Store.open(dir.path);
+    for (const [path, name] of [
+      ["/home/ann/ ", undefined],
+      ["/home/ann/\u0001\n", undefined],
+      ["/home/ann/notes.md", "\u0007\t"],
+    ] as const) {
+      const added = await addDocument(
+        { user_id: "ann", path, ...(name ? { name } : {}) },
+        deps(store, { readFile: async () => new TextEncoder().encode("Heron migration notes\n\nmore") }),
+      );
+      expect(added.name).toBe("Heron migration notes more");
+      expect(store.documents.find("ann", added.document_id)?.name).toBe("Heron migration notes more");
+    }
+    store.close();
+  });
+
   test("a request cancelled before its commit commits nothing (settle refused)", async () => {
     using dir = tmpdir();
     const store = Store.open(dir.path);
