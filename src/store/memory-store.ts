@@ -5,7 +5,7 @@ import { wholeCharCut } from "../util/text-cut.ts";
 import { anyOf, likePattern, words } from "./fts-query.ts";
 import { MemoryVectors, type QueryVector, type Scope } from "./memory-vectors.ts";
 import { fuseRanks } from "./rank-fusion.ts";
-import { sourceName } from "./source-names.ts";
+import { named, sourceName, withoutName } from "./source-names.ts";
 import { TermStats } from "./term-stats.ts";
 import { ownerKey } from "./vector-index.ts";
 
@@ -124,6 +124,15 @@ export class MemoryStore {
       const r = byId.get(f.id);
       return r ? [this.hitOf(userId, { ...r, score: f.score })] : [];
     });
+  }
+
+  /**
+   * Citations named as they are now (store/source-names.ts): a chat's result is sent after its
+   * recall, and a session or document erased in between is shown with `""`, as `sessions.get`
+   * shows it, not with the title or name it had.
+   */
+  named(userId: string, sources: readonly Source[]): Source[] {
+    return named(this.db, userId, withoutName(sources), new Map());
   }
 
   /** Recall's scope as the vector search filters by it: the same condition as the word search's. */

@@ -344,6 +344,28 @@ describe("documents.add, list, delete and citations", () => {
     expect(filesHolding(h.dataDir, "KOALATITLE")).toEqual([]);
   });
 
+  test("a chat's result names its sources as they are then: a document deleted meanwhile leaves no copy of its name", async () => {
+    await using h = new ChatHarness(plain);
+    const doc = await call(h, "a", "documents.add", {
+      text: "The HERONDOC flies south.",
+      name: "heron-secrets.md",
+    });
+    // The reply is slow: the delete answers while it streams, before the chat's result.
+    h.llama.script({ content: ["they", " fly", " south", " in", " winter"], chunk_delay_ms: 60 });
+    h.onEmit = (m) => {
+      if (m.event === "memory_done") h.send("d", "documents.delete", { document_id: doc.result.document_id });
+    };
+    const chat = await h.chat("c", { input: "where does the HERONDOC fly", session_id: "s" });
+    const done = chat.events.find((e) => e.event === "memory_done") as any;
+    expect(done.sources).toEqual([expect.objectContaining({ kind: "document", name: "heron-secrets.md" })]);
+    const deleted = h.out.findIndex((m) => m.id === "d" && m.type === "result");
+    expect(deleted).toBeGreaterThanOrEqual(0);
+    expect(deleted).toBeLessThan(h.out.indexOf(chat.terminal));
+    expect((chat.terminal as any).result.sources).toEqual([
+      expect.objectContaining({ kind: "document", id: doc.result.document_id, name: "" }),
+    ]);
+  });
+
   test("HTML handed in as text, with no name, is named by its text, never its markup", async () => {
     await using h = new ChatHarness(plain);
     const page =

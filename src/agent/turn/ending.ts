@@ -1,6 +1,7 @@
 import { LlmError } from "../../llama/errors.ts";
 import type { ChatResult, LoopAbortReason, WarningCode } from "../../protocol/chat.ts";
 import { CoreError } from "../../protocol/errors.ts";
+import type { Source } from "../../protocol/sources.ts";
 import type { TurnMessage } from "../../store/conversations.ts";
 import { logger } from "../../util/logger.ts";
 import { cutText } from "../../util/text-cut.ts";
@@ -264,8 +265,22 @@ async function commit(ctx: TurnContext, closing: Closing & { session: "commit" }
     trace_id: ctx.traceId,
     warnings: ctx.warnings,
     usage,
-    sources: ctx.sources,
+    sources: namedNow(ctx),
   };
+}
+
+/**
+ * The turn's sources named as they are as its result goes out: a cited document or session
+ * erased since its recall (a delete answered meanwhile) is sent with `""`, never its old name.
+ */
+function namedNow(ctx: TurnContext): Source[] {
+  if (ctx.sources.length === 0) return [];
+  try {
+    return ctx.deps.store().memory.named(ctx.params.user_id, ctx.sources);
+  } catch {
+    // The store unreadable now: no name is vouched for.
+    return ctx.sources.map((s) => ({ ...s, name: "" }));
+  }
 }
 
 /** What ended a reply that was only thinking. */
