@@ -85,7 +85,7 @@ export async function addDocument(p: DocumentsAddParams, deps: AddDeps): Promise
     // A file over the size limit is refused before a byte is read: it holds nothing.
     const doneReading = await reading.acquire(size > MAX_DOCUMENT_BYTES ? 0 : size, signal);
     // Chunks are stored as they are made, on the store's chunk thread while the rest is read.
-    const pipeline = new ChunkPipeline(store, doc, signal);
+    const pipeline = new ChunkPipeline(store, doc, signal, deps.now);
     try {
       const read = await readDocument(source, {
         readFile: deps.readFile,

@@ -30,6 +30,7 @@ export class ChunkPipeline {
     private readonly store: Store,
     private readonly doc: PendingDocument,
     private readonly signal: AbortSignal,
+    private readonly now: () => number = Date.now,
   ) {}
 
   /** The reader's newest chunks; full batches go out, and the loop gets a turn. */
@@ -62,6 +63,10 @@ export class ChunkPipeline {
 
   private send(): void {
     const batch = this.waiting.splice(0, STORE_BATCH).map(storedChunk);
+    // The rows are dated from the first one stored, not from the request: the sweep of a killed
+    // core's adds (store/orphan-sweep.ts) judges an add by its rows' age, and an add may wait
+    // its turn (the reading budget, the PDF thread) past ORPHAN_CHUNK_MS before it stores any.
+    if (!this.started) this.doc.at = this.now();
     this.started = true;
     this.outstanding++;
     const written = this.store.writeChunks(this.doc, batch).then(

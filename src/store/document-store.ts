@@ -14,6 +14,7 @@ export interface PendingDocument {
   sessionId: string;
   /** The erase mark when the add began (store/erasures.ts): refused if the owner was erased since. */
   since: number;
+  /** When its first chunk was stored (documents/chunk-pipeline.ts; until then, when the add began): its rows' time. */
   at: number;
 }
 

@@ -6,6 +6,7 @@ import type { Chunk } from "../../src/documents/chunk.ts";
 import { BEAT_MS, IndexBeat, QUIET_MS, type Timers } from "../../src/documents/index-beat.ts";
 import { readDocument } from "../../src/documents/read-document.ts";
 import type { DocumentsAddParams, IndexProgress } from "../../src/protocol/documents.ts";
+import { ORPHAN_CHUNK_MS } from "../../src/store/document-store.ts";
 import { Store } from "../../src/store/store.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
@@ -138,6 +139,33 @@ describe("addDocument", () => {
       expect(added.name).toBe("Heron migration notes more");
       expect(store.documents.find("ann", added.document_id)?.name).toBe("Heron migration notes more");
     }
+    store.close();
+  });
+
+  test("an add that waited its turn over an hour is not swept as a killed core's while it stores", async () => {
+    // Adds wait for the reading budget and PDFs for the PDF thread: a host adding a library at
+    // once can leave one waiting past ORPHAN_CHUNK_MS. Its rows were dated from its request, so
+    // the sweep took them for a dead core's and erased them under it, and it committed without them.
+    using dir = tmpdir();
+    const store = Store.open(dir.path, { firstSweepMs: 1e9 });
+    let first = true;
+    const now = () => {
+      if (!first) return Date.now();
+      first = false;
+      return Date.now() - 2 * ORPHAN_CHUNK_MS;
+    };
+    let sweep: Promise<number> | undefined;
+    const added = await addDocument(
+      params(manyParagraphs(800, "heron")),
+      deps(store, {
+        now,
+        progress: (p) => {
+          if (p.phase === "indexing" && p.done >= p.total / 4) sweep ??= store.orphans.run();
+        },
+      }),
+    );
+    expect(await sweep).toBe(0);
+    expect(store.documents.chunkIds("ann", added.document_id)).toHaveLength(added.chunks);
     store.close();
   });
 
