@@ -176,12 +176,19 @@ export class MemoryEmbedder {
         this.failures = 0;
         return;
       }
-      for (;;) {
+      // Each look goes on below the rows the pass has had: from the newest again, it stepped over
+      // every row embedded so far, on this loop (90 ms a batch once 90,000 rows had vectors).
+      for (let below: number | undefined; ; ) {
         if (this.stopped) return;
-        const rows = store.guard(() => store.memory.vectors.lacking(fp, this.batch));
-        if (rows.length === 0) break;
-        // Each row ends with a vector or refused, or this throws: the next look finds others.
-        // (Rows erased meanwhile get none stored, and are not asked for again.)
+        const rows = store.guard(() => store.memory.vectors.lacking(fp, this.batch, undefined, below));
+        if (rows.length === 0) {
+          if (below === undefined) break;
+          // Rows added while the pass went down (an erased row's id taken again) are above it.
+          below = undefined;
+          continue;
+        }
+        below = rows.at(-1)?.id;
+        // Each row ends with a vector or refused, or this throws. (Rows erased meanwhile get none stored.)
         await this.embedRows(fp, rows, this.abort.signal);
         // The loop is given back between batches: a ping or a chat never waits for a backlog.
         await new Promise((r) => setImmediate(r));

@@ -145,18 +145,27 @@ export class MemoryVectors {
 
   /**
    * Rows without a vector (or a refusal) of `fingerprint`, newest first: of `ids` when given,
-   * else of all. A document's chunks count only once it is committed: its add embeds them then
-   * (Services.embedChunks), and a pending add's rows may yet be discarded.
+   * else of all (below the id `below`, when given). A document's chunks count only once it is
+   * committed: its add embeds them then (Services.embedChunks), and a pending add's rows may yet
+   * be discarded.
    */
-  lacking(fingerprint: string, limit: number, ids?: readonly number[]): { id: number; text: string }[] {
+  lacking(
+    fingerprint: string,
+    limit: number,
+    ids?: readonly number[],
+    below = Number.MAX_SAFE_INTEGER,
+  ): { id: number; text: string }[] {
     // Given ids drive the join (CROSS JOIN), else SQLite reads every row to test the list.
     const from = ids ? "json_each($ids) c CROSS JOIN memory m ON m.id = c.value" : "memory m";
     return this.db
-      .query(`SELECT m.id, m.text FROM ${from} WHERE ${LACKING} ORDER BY m.id DESC LIMIT $n`)
+      .query(
+        `SELECT m.id, m.text FROM ${from} WHERE m.id < $below AND ${LACKING} ORDER BY m.id DESC LIMIT $n`,
+      )
       .all({
         fp: fingerprint,
         refused: refusedBy(fingerprint),
         n: limit,
+        below,
         ...(ids ? { ids: JSON.stringify(ids) } : {}),
       }) as {
       id: number;

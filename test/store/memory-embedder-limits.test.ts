@@ -1,4 +1,6 @@
+import { Database } from "bun:sqlite";
 import { afterEach, describe, expect, test } from "bun:test";
+import { join } from "node:path";
 import { EmbedError } from "../../src/llama/embed-error.ts";
 import { embed } from "../../src/llama/embeddings.ts";
 import { CoreError } from "../../src/protocol/errors.ts";
@@ -227,3 +229,53 @@ function textIn(value: unknown): number {
   if (value && typeof value === "object") return textIn(Object.values(value));
   return 0;
 }
+
+describe("a backlog below many rows already embedded", () => {
+  // Newest first, each batch's look began at the top again and stepped over every row embedded
+  // so far: on the main loop, ~1 ms a thousand rows (90 ms a batch once 90,000 had vectors), so
+  // a model change's re-embedding of a large memory held pings longer and longer, N²/batch in all.
+  test("each batch's look goes on below the last, not from the newest row again", async () => {
+    using dir = tmpdir();
+    const store = Store.open(dir.path, { chunkThread: false });
+    const db = new Database(join(dir.path, "local-ai.db"));
+    db.run("PRAGMA busy_timeout = 5000");
+    const insert = db.query(
+      "INSERT INTO memory (user_id, session_id, seq, source, root, text, at) VALUES ('ann', 's', ?, 'session:s', '', ?, 0)",
+    );
+    db.transaction(() => {
+      for (let i = 0; i < 80_120; i++) insert.run(i, `old row ${i}`);
+    })();
+    // All but the 120 oldest rows already have a vector of the model.
+    db.run(
+      `INSERT INTO memory_vectors (memory_id, fingerprint, dimensions, vector, bits)
+       SELECT id, 'm1', 1, x'0000803f', x'00000000' FROM memory WHERE seq >= 120`,
+    );
+    db.close();
+    const vectors = store.memory.vectors;
+    const lacking = vectors.lacking.bind(vectors);
+    const took: number[] = [];
+    vectors.lacking = (...args: Parameters<typeof lacking>) => {
+      const t = performance.now();
+      const rows = lacking(...args);
+      took.push(performance.now() - t);
+      return rows;
+    };
+    const job = new MemoryEmbedder({
+      store,
+      model: "embed",
+      fingerprint: () => "m1",
+      embed: async (texts) => texts.map(() => [1, 0, 0]),
+      batch: 4,
+      settleMs: 1,
+    });
+    await job.run();
+    expect(job.progress()).toMatchObject({ embedded: 80_120, total: 80_120 });
+    // The first look steps over the rows embedded once; the 30 after it, over nothing again.
+    const [first = 0, ...later] = took;
+    later.sort((a, b) => a - b);
+    expect(later.length).toBeGreaterThanOrEqual(30);
+    expect(later[Math.floor(later.length / 2)] ?? 0).toBeLessThan(first / 5);
+    await job.stop();
+    store.close();
+  }, 60_000);
+});
