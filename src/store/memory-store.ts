@@ -135,6 +135,26 @@ export class MemoryStore {
     return named(this.db, userId, withoutName(sources), new Map());
   }
 
+  /**
+   * `hits` less those no longer stored as they were recalled (their row erased: a document or
+   * session deleted, a folder file changed; or the row's id taken by another since).
+   */
+  stillStored(hits: readonly MemoryHit[]): MemoryHit[] {
+    if (hits.length === 0) return [];
+    const rows = this.db
+      .query("SELECT id, source, text FROM memory WHERE id IN (SELECT value FROM json_each(?))")
+      .all(JSON.stringify(hits.map((h) => Number(h.doc.id)))) as {
+      id: number;
+      source: string;
+      text: string;
+    }[];
+    const stored = new Map(rows.map((r) => [String(r.id), r]));
+    return hits.filter((h) => {
+      const r = stored.get(h.doc.id);
+      return r !== undefined && r.source === h.doc.source && r.text === h.doc.text;
+    });
+  }
+
   /** Recall's scope as the vector search filters by it: the same condition as the word search's. */
   private scope(userId: string, skip: string): Scope {
     return {

@@ -366,6 +366,34 @@ describe("documents.add, list, delete and citations", () => {
     ]);
   });
 
+  test("a document deleted while a chat waits for the slot is not sent to the model, nor cited", async () => {
+    await using h = new ChatHarness(plain);
+    const doc = await call(h, "a", "documents.add", {
+      text: "The HERONDOC nests in reeds.",
+      name: "herons.md",
+    });
+    // Chat "one" holds the only slot for a while; "two" has recalled the document and waits.
+    h.llama.script(
+      { content: ["a", " b", " c", " d", " e", " f"], chunk_delay_ms: 80 },
+      { content: ["fine"] },
+    );
+    h.onEmit = (m) => {
+      if (m.id === "two" && m.event === "memory_done")
+        h.send("d", "documents.delete", { document_id: doc.result.document_id });
+    };
+    h.send("one", "chat", { input: "hello there", session_id: "s1" });
+    const two = await h.chat("two", { input: "where does the HERONDOC nest", session_id: "s2" });
+    await h.terminal("one");
+    expect((await h.terminal("d")).result).toEqual({ deleted: true });
+    const deleted = h.out.findIndex((m) => m.id === "d" && m.type === "result");
+    expect(deleted).toBeLessThan(h.out.findIndex((m) => m.id === "two" && m.event === "llm_start"));
+    const done = two.events.find((e) => e.event === "memory_done") as any;
+    expect(done.sources.map((s: any) => s.id)).toEqual([doc.result.document_id]);
+    // Its prompt went out after the delete answered: without the erased text.
+    expect(JSON.stringify(h.llama.requests.at(-1)?.body.messages)).not.toContain("nests in reeds");
+    expect((two.terminal as any).result.sources).toEqual([]);
+  });
+
   test("HTML handed in as text, with no name, is named by its text, never its markup", async () => {
     await using h = new ChatHarness(plain);
     const page =

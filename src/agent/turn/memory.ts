@@ -37,6 +37,23 @@ export async function recall(ctx: TurnContext): Promise<MemoryHit[]> {
   }
 }
 
+/**
+ * The recalled passages still stored as the prompt is built: a turn may wait minutes after its
+ * recall (another chat's slot, a model's start), and a delete answered meanwhile must not have
+ * its text sent after it. None when the store cannot say.
+ */
+export function stillStored(ctx: TurnContext, hits: MemoryHit[]): MemoryHit[] {
+  if (hits.length === 0) return hits;
+  try {
+    return ctx.deps.store().memory.stillStored(hits);
+  } catch (err) {
+    logger.warn(
+      `trace=${ctx.traceId} memory: recalled passages could not be checked: ${(err as Error).message}`,
+    );
+    return [];
+  }
+}
+
 /** The input's vector, when an embedding model answers in time; undefined otherwise (words alone). */
 async function queryVector(ctx: TurnContext, input: string): Promise<QueryVector | undefined> {
   const embed = ctx.deps.embedQuery;

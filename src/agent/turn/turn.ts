@@ -14,7 +14,7 @@ import type { TurnContext } from "./context.ts";
 import { endTurn, type TurnEnding, type TurnResult } from "./ending.ts";
 import { notVision, refsOf } from "./images.ts";
 import { llmStep, type StepSetup } from "./llm-step.ts";
-import { recall } from "./memory.ts";
+import { recall, stillStored } from "./memory.ts";
 import { repromptMessages, systemMessage, UNREADABLE, unreadableMessages } from "./prompt.ts";
 import { PromptLayout } from "./prompt-layout.ts";
 import { dropKnownRefused } from "./tool-refusals.ts";
@@ -145,7 +145,10 @@ export class Turn {
     this.reused = await turnSlot(deps.reuse, lease, key, deps.signal, (p) => deps.emit("warmup_progress", p));
     const { session } = this.ctx;
     session.images.learn([...refsOf(session.history), ...refsOf(session.state.turn)]);
-    this.layout = new PromptLayout(this.reused?.record ?? emptyRecord(), hits, session.history.length, {
+    // What was erased while the turn waited is neither sent nor cited.
+    const kept = stillStored(this.ctx, hits);
+    if (kept.length < hits.length) this.ctx.sources = kept.map((h) => h.cite);
+    this.layout = new PromptLayout(this.reused?.record ?? emptyRecord(), kept, session.history.length, {
       costOf: (m) => session.images.costOf(m),
       vision,
     });
