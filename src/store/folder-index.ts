@@ -2,6 +2,7 @@ import type { Database } from "bun:sqlite";
 import { stat } from "node:fs/promises";
 import { relative } from "node:path";
 import { logger } from "../util/logger.ts";
+import { whileBusy } from "./busy-retry.ts";
 import { settleErase } from "./erase.ts";
 import { onDisk, readable } from "./folder-names.ts";
 import {
@@ -12,6 +13,7 @@ import {
   unlistedRoots,
 } from "./folder-rows.ts";
 import {
+  batches,
   foldersWithin,
   listTextFiles,
   MAX_FOLDER_FILES,
@@ -77,6 +79,8 @@ export interface FolderIndexOptions {
   exclude?: readonly string[];
   /** How long after a failed walk its folder is walked again (RETRY_MS unless a test says). */
   retryMs?: number;
+  /** How long a batch waits for a write lock held elsewhere (the store's wait). */
+  busyWaitMs?: number;
 }
 
 /**
@@ -261,7 +265,7 @@ export class FolderIndex {
       if (this.stopped) return added;
       const read = await Promise.all(batch.map((f) => this.readFile(root, f)));
       if (this.stopped) return added;
-      insertPassages(this.db, root, read);
+      await this.write(() => insertPassages(this.db, root, read));
       added ||= read.some((r) => r.parts && r.parts.length > 0);
       // A changed file's old passages are gone from the index; so must their quotes be.
       const replaced = read.filter((r) => r.parts && known.has(r.file.path)).map((r) => r.file.path);
@@ -269,7 +273,7 @@ export class FolderIndex {
       // A changed file that cannot be read now: its old text is no longer the file's, and is never
       // quoted (`current`), so it is not kept either; the next walk that can read it indexes it.
       const unreadable = read.filter((r) => !r.parts && known.has(r.file.path)).map((r) => r.file.path);
-      if (unreadable.length > 0) this.forget(root, unreadable);
+      if (unreadable.length > 0) await this.forget(root, unreadable);
       this.options.onBatch?.({
         root,
         files: batch.length,
@@ -355,14 +359,19 @@ export class FolderIndex {
   /** `paths` forgotten FORGET_BATCH a transaction, the loop free between (a big folder's thousands). */
   private async forgetAll(root: string, paths: string[]): Promise<void> {
     for (let i = 0; i < paths.length && !this.stopped; i += FORGET_BATCH) {
-      this.forget(root, paths.slice(i, i + FORGET_BATCH));
+      await this.forget(root, paths.slice(i, i + FORGET_BATCH));
       await nextTurn();
     }
   }
 
-  private forget(root: string, paths: string[]): void {
-    dropFiles(this.db, root, paths);
+  private async forget(root: string, paths: string[]): Promise<void> {
+    await this.write(() => dropFiles(this.db, root, paths));
     this.gone(root, paths);
+  }
+
+  /** A write of the index, waiting (off the loop) for a lock another core or the chunk thread holds. */
+  private write(work: () => void): Promise<void> {
+    return whileBusy(work, this.options.busyWaitMs ?? 0);
   }
 
   /** Passages dropped: their words out of the index and the log now (as an erase), and out of what quotes them. */
@@ -376,22 +385,6 @@ export class FolderIndex {
       );
     }
   }
-}
-
-/** Consecutive runs of at most `maxFiles` files and `maxBytes` bytes (a bigger file alone). */
-export function* batches(files: TextFile[], maxFiles: number, maxBytes: number): Generator<TextFile[]> {
-  let current: TextFile[] = [];
-  let bytes = 0;
-  for (const f of files) {
-    if (current.length > 0 && (current.length >= maxFiles || bytes + f.size > maxBytes)) {
-      yield current;
-      current = [];
-      bytes = 0;
-    }
-    current.push(f);
-    bytes += f.size;
-  }
-  if (current.length > 0) yield current;
 }
 
 /** The event loop's next turn: pings and other requests waiting are answered first. */

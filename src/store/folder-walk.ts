@@ -132,3 +132,19 @@ const real = (p: string) => realpath(p).catch(() => resolve(p));
 /** Paths without case on the systems whose file names usually have none. */
 const key = (p: string) =>
   process.platform === "win32" || process.platform === "darwin" ? p.toLowerCase() : p;
+
+/** Consecutive runs of at most `maxFiles` files and `maxBytes` bytes (a bigger file alone). */
+export function* batches(files: TextFile[], maxFiles: number, maxBytes: number): Generator<TextFile[]> {
+  let current: TextFile[] = [];
+  let bytes = 0;
+  for (const f of files) {
+    if (current.length > 0 && (current.length >= maxFiles || bytes + f.size > maxBytes)) {
+      yield current;
+      current = [];
+      bytes = 0;
+    }
+    current.push(f);
+    bytes += f.size;
+  }
+  if (current.length > 0) yield current;
+}

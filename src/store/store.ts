@@ -1,6 +1,7 @@
 import type { Database } from "bun:sqlite";
 import { join } from "node:path";
 import { logger } from "../util/logger.ts";
+import { whileBusy } from "./busy-retry.ts";
 import { ChunkThread } from "./chunk-thread.ts";
 import { type CommitTurn, Conversations } from "./conversations.ts";
 import { DB_FILE, type OpenOptions, openStore, storeError } from "./db/open.ts";
@@ -97,14 +98,15 @@ export class Store {
     this.conversations = new Conversations(db);
     this.memory = new MemoryStore(db, opened.fts, options.folders ?? []);
     this.documents = new DocumentStore(db);
-    this.folderIndex = new FolderIndex(db, options.folders ?? [], options.folderIndex);
+    const busyWaitMs = options.busyWaitMs ?? BUSY_WAIT_MS;
+    this.folderIndex = new FolderIndex(db, options.folders ?? [], { busyWaitMs, ...options.folderIndex });
     this.leases = new SessionLeases(db);
     this.orphans = new OrphanSweep({
       documents: this.documents,
       discard: (documentId, stopped) => this.discardAdd(documentId, stopped),
       now: () => this.now().getTime(),
     });
-    this.busyWaitMs = options.busyWaitMs ?? BUSY_WAIT_MS;
+    this.busyWaitMs = busyWaitMs;
     this.now = options.now ?? (() => new Date());
     this.reserve = new DiskReserve(join(dataDir, `${DB_FILE}.reserve`), options.reserveBytes);
     const thread = options.chunkThread !== false;
@@ -162,15 +164,10 @@ export class Store {
   }
 
   private async writeNow<T>(work: () => T): Promise<T> {
-    const deadline = Date.now() + this.busyWaitMs;
-    for (let wait = 5; ; wait = Math.min(wait * 2, 100)) {
-      try {
-        return work();
-      } catch (err) {
-        const busy = /^SQLITE_BUSY/.test((err as { code?: string }).code ?? "");
-        if (!busy || Date.now() >= deadline) throw storeError(err, this.path, this.closed);
-        await new Promise((r) => setTimeout(r, wait));
-      }
+    try {
+      return await whileBusy(work, this.busyWaitMs);
+    } catch (err) {
+      throw storeError(err, this.path, this.closed);
     }
   }
 

@@ -1,7 +1,8 @@
+import { Database } from "bun:sqlite";
 import { describe, expect, spyOn, test } from "bun:test";
 import { mkdirSync, readFileSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { batches } from "../../src/store/folder-index.ts";
+import { batches } from "../../src/store/folder-walk.ts";
 import { Store } from "../../src/store/store.ts";
 import { logger } from "../../src/util/logger.ts";
 import { FileTooLarge, NotRegularFile, readSmallFileAsync } from "../../src/util/read-file.ts";
@@ -221,6 +222,33 @@ describe("a walk the database refused", () => {
       expect(files()).toBe(20);
     } finally {
       warn.mockRestore();
+      store.close();
+    }
+  });
+});
+
+describe("the memory.folders index and a write lock held elsewhere", () => {
+  // Its batches went straight to the connection, whose busy wait is 20 ms: another core's commit,
+  // or this core's own chunk thread storing a document, failed the walk, which waited a minute.
+  test("a batch waits for the lock as the store's writes do, and the walk goes on", async () => {
+    using dir = tmpdir();
+    const folder = notes(dir.path, 3, 200);
+    const store = Store.open(join(dir.path, "data"), { folders: [folder], folderIndex: { watch: false } });
+    store.memory.search("u", "warm", 1);
+    const other = new Database(join(dir.path, "data", "local-ai.db"));
+    other.run("BEGIN IMMEDIATE");
+    const released = Bun.sleep(300).then(() => other.run("COMMIT"));
+    const warn = spyOn(logger, "warn");
+    try {
+      await store.folderIndex.start();
+      await released;
+      expect(
+        warn.mock.calls.map((c) => String(c[0])).filter((m) => m.includes("could not be indexed")),
+      ).toEqual([]);
+      expect(store.memory.search("u", "word2", 3).map((h) => h.doc.source)).toEqual(["file:n2.md"]);
+    } finally {
+      warn.mockRestore();
+      other.close();
       store.close();
     }
   });

@@ -109,7 +109,8 @@ test("a lock held while an unlisted folder is forgotten fails neither the index 
   // Another process (a second core, a sqlite3 shell) writing as this one starts.
   const other = new Database(join(data, "local-ai.db"));
   other.run("BEGIN IMMEDIATE");
-  store = Store.open(data, { folders: [kept], folderIndex: { watch: false, retryMs: 50 } });
+  // Held past the store's wait for a lock (shortened here).
+  store = Store.open(data, { folders: [kept], busyWaitMs: 100, folderIndex: { watch: false, retryMs: 50 } });
   // It failed start() for good: the listed folder never walked, every recall's wait refused.
   await store.folderIndex.start();
   other.run("COMMIT");
