@@ -1,6 +1,7 @@
 import type { AgentConfig } from "../../config/schema.ts";
 import type { ChatMessage, ToolCall } from "../../protocol/chat-message.ts";
 import type { MemoryHit as Hit } from "../../store/memory-store.ts";
+import { cutText } from "../../util/text-cut.ts";
 import type { NoteRecord } from "../kv/prompt-record.ts";
 
 /** Longest memory passage put into the prompt. */
@@ -26,16 +27,22 @@ export function memoryNotes(
 ): NoteRecord | undefined {
   const fresh = hits.filter((h) => !sent.has(noteId(h)));
   if (fresh.length === 0) return undefined;
-  const lines = fresh.map(
-    (h) =>
-      `- (${h.doc.source}) ${h.doc.text.length > MEMORY_SNIPPET_CHARS ? `${h.doc.text.slice(0, MEMORY_SNIPPET_CHARS)}…` : h.doc.text}`,
-  );
+  const lines = fresh.map((h) => `- (${h.doc.source}) ${passage(h.doc.text)}`);
   return {
     seq,
     text: `Notes from memory that may be relevant (use them only if they help):\n${lines.join("\n")}`,
     ids: fresh.map(noteId),
     sources: [...new Set(fresh.map((h) => h.doc.source))],
   };
+}
+
+/**
+ * A passage as a note: cut to MEMORY_SNIPPET_CHARS, its own lines indented, so that its text (a
+ * document's, anyone's) never starts a line: at the start of one it read to the model as a note
+ * of another source, or, after a rule, as the end of the notes and the user's own words.
+ */
+function passage(text: string): string {
+  return cutText(text, MEMORY_SNIPPET_CHARS).replace(/\r\n|\r|\n/g, "\n  ");
 }
 
 /** A passage's identity across turns. */
