@@ -1,7 +1,8 @@
 import { realpath, stat } from "node:fs/promises";
 import { extname, join, relative, resolve, sep } from "node:path";
+import { decodeText } from "../documents/decode.ts";
 import { logger } from "../util/logger.ts";
-import { readSmallFileAsync } from "../util/read-file.ts";
+import { readFileBytesAsync } from "../util/read-file.ts";
 import { type Entry, entriesOf, onDisk, readable } from "./folder-names.ts";
 
 /** A `memory.folders` walk (docs/agent.md, "Memory"): which files it indexes, which changes matter. */
@@ -80,10 +81,16 @@ export async function listTextFiles(
 /**
  * A listed file's text, at most `maxBytes`: the safe reader, a link not followed (the walk follows
  * none), so a file swapped for a link after the walk listed it is refused, not read from wherever
- * it points (outside the folder, into every user's memory).
+ * it points (outside the folder, into every user's memory). Decoded as a document's text is
+ * (documents/decode.ts: UTF-16 by its mark, UTF-8, else Latin-1; binary data refused): read as
+ * UTF-8 whatever it held, a UTF-16 note had a NUL between its letters and no word was found.
  */
-export function readFolderFile(path: string | Buffer, maxBytes: number): Promise<string> {
-  return readSmallFileAsync(path, maxBytes, { follow: false });
+export async function readFolderFile(path: string | Buffer, maxBytes: number): Promise<string> {
+  const bytes = await readFileBytesAsync(path, maxBytes, { follow: false });
+  // Its refusal names documents.add; here the file is only left out (folder-index.ts logs why).
+  const decoded = await decodeText(bytes).catch(() => undefined);
+  if (!decoded) throw new Error("its bytes are binary data, not text");
+  return decoded.text;
 }
 
 /**

@@ -119,3 +119,38 @@ describe("files a memory folder skips", () => {
     expect(check?.message).toContain("2 skipped");
   });
 });
+
+describe("a memory folder's files decoded as documents' are", () => {
+  // Read as UTF-8 whatever they held: a UTF-16 note (Windows' "Unicode") became a NUL between
+  // every letter, found by none of its words; a Latin-1 one lost its accented letters to U+FFFD;
+  // binary data went into every user's memory and prompts as replacement characters and NULs.
+  test("UTF-16 and Latin-1 notes are found by their words; binary data is not indexed", async () => {
+    using dir = tmpdir();
+    const notes = join(dir.path, "notes");
+    mkdirSync(notes);
+    writeFileSync(
+      join(notes, "wide.txt"),
+      Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from("heron migration", "utf16le")]),
+    );
+    writeFileSync(join(notes, "old.txt"), Buffer.from("une crème brûlée", "latin1"));
+    writeFileSync(
+      join(notes, "data.csv"),
+      Buffer.from([0x50, 0x4b, 0x03, 0x04, 0, 0, 0x14, 0, 0x08, 0x61, 0x62]),
+    );
+    const store = Store.open(join(dir.path, "data"), { folders: [notes], folderIndex: { watch: false } });
+    const info = spyOn(logger, "info");
+    try {
+      await store.folderIndex.start();
+      expect(store.memory.search("u", "heron", 3).map((h) => h.doc.source)).toEqual(["file:wide.txt"]);
+      expect(store.memory.search("u", "crème", 3).map((h) => h.doc.text)).toEqual(["une crème brûlée"]);
+      const rows = store.memory.search("u", "pk", 3).concat(store.memory.search("u", "ab", 3));
+      expect(rows.map((h) => h.doc.source)).not.toContain("file:data.csv");
+      expect(
+        info.mock.calls.map((c) => String(c[0])).some((m) => m.includes("data.csv is not indexed")),
+      ).toBe(true);
+    } finally {
+      info.mockRestore();
+      store.close();
+    }
+  });
+});
