@@ -296,7 +296,7 @@ async function exitFailure(s: Spawned, exit: Exit): Promise<LaunchFailure> {
  * key.
  */
 export async function verifyOwnKey(
-  s: Pick<Spawned, "baseUrl" | "apiKey" | "port" | "tail" | "exit" | "argv">,
+  s: Pick<Spawned, "baseUrl" | "apiKey" | "port" | "tail" | "exit">,
 ): Promise<LaunchFailure | null> {
   const [anonymous, keyCheck] = await Promise.all([
     modelsStatus({ baseUrl: s.baseUrl }, 5000),

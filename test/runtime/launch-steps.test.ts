@@ -85,12 +85,11 @@ describe("verifyOwnKey", () => {
     expect(failure?.error.message).toContain("port in use");
   });
 
-  test("another llama-server on the port (another core's, its own key) while ours has no --api-key → port in use, try another port", async () => {
+  test("another llama-server on the port (another core's, its own key) → port in use, try another port", async () => {
     // It took the port between our pick and our child's bind; our child, still starting, has not
-    // failed its bind yet. Ours takes the key from its environment alone: it cannot refuse it.
+    // failed its bind yet. Ours accepts our key whatever keys extra_args add (76b): it cannot refuse it.
     using server = stub((path) => (path === "/v1/models" ? 401 : 200));
     const { spawned } = fakeSpawned(server.port as number);
-    spawned.argv = ["-m", "/m.gguf", "--host", "127.0.0.1"];
     const failure = await verifyOwnKey(spawned);
     expect(failure?.retryPort).toBe(true);
     expect(failure?.error.message).toContain("port in use");
