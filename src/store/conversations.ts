@@ -129,13 +129,6 @@ export class Conversations {
     }
   }
 
-  /** The seq of each message of a session that the model sees, in order, with its role. */
-  roles(userId: string, sessionId: string): { seq: number; role: ChatMessage["role"] }[] {
-    return this.db
-      .query("SELECT seq, role FROM messages WHERE user_id = ? AND session_id = ? ORDER BY seq")
-      .all(userId, sessionId) as { seq: number; role: ChatMessage["role"] }[];
-  }
-
   session(userId: string, sessionId: string): SessionSummary | undefined {
     const row = this.db
       .query(

@@ -69,6 +69,16 @@ export const REPLY_AGAIN =
   "Your reply could not be read: it does not follow this chat's format for answers and tool calls. Write it again, as plain text or as a tool call in the format you were given.";
 
 /**
+ * A user message the core wrote (a request to write again), not the user: it is stored with its
+ * turn, but it opens no turn, so `regenerate` and `replace_from` never take it for the user's.
+ */
+export function isWriteAgain(content: string): boolean {
+  return (
+    content === REPLY_AGAIN || (content.startsWith(TOOL_CALL_AGAIN) && content.endsWith(TOOL_CALL_AGAIN_END))
+  );
+}
+
+/**
  * What a malformed tool call leaves in the turn, telling the model what was wrong: a tool
  * message per native call, each with its own call's problem (the whole list in each would grow
  * with the square of the calls: docs/agent.md#tool-calls), or, for a call written in the text,

@@ -3,6 +3,7 @@ import type { AttachmentRef, ChatMessage } from "../../protocol/chat-message.ts"
 import { CoreError } from "../../protocol/errors.ts";
 import type { Store } from "../../store/store.ts";
 import type { SessionKey } from "../kv/session-key.ts";
+import { isWriteAgain } from "./prompt.ts";
 
 /**
  * `regenerate` and `replace_from` (docs/protocol.md#conversations-sessions-and-usersdelete): a turn
@@ -56,18 +57,18 @@ export function planRewrite(params: ChatParams, store: Store, key: SessionKey): 
       reason: "session_not_found",
     });
   }
-  const roles = store.guard(() => store.conversations.roles(key.userId, key.sessionId));
+  // The user's own messages: a request to write again, though a user message, is the core's.
+  const history = store.guard(() => store.conversations.history(key.userId, key.sessionId));
+  const users = history.flatMap((m, seq) => (m.role === "user" && !isWriteAgain(m.content) ? [seq] : []));
   if (params.regenerate) {
-    const last = roles.findLast((m) => m.role === "user");
-    if (!last) throw refuse("regenerate", "the session has no user message to answer again");
-    const history = store.conversations.history(key.userId, key.sessionId);
-    const message = history[last.seq] as ChatMessage & { role: "user" };
-    return { replaceFromSeq: last.seq, input: message.content, carried: message.attachments ?? [] };
+    const last = users.at(-1);
+    if (last === undefined) throw refuse("regenerate", "the session has no user message to answer again");
+    const message = history[last] as ChatMessage & { role: "user" };
+    return { replaceFromSeq: last, input: message.content, carried: message.attachments ?? [] };
   }
   const seq = params.replace_from as number;
-  const target = roles.find((m) => m.seq === seq);
-  if (target?.role !== "user") {
-    const users = roles.filter((m) => m.role === "user").map((m) => m.seq);
+  const replaced = users.includes(seq) ? (history[seq] as ChatMessage & { role: "user" }) : undefined;
+  if (!replaced) {
     throw refuse(
       "replace_from",
       `seq ${seq} is not a user message of this session (its user messages: ${seqList(users)})`,
@@ -78,9 +79,7 @@ export function planRewrite(params: ChatParams, store: Store, key: SessionKey): 
   }
   // An edit keeps the replaced message's images when it says nothing of images; a list, even an
   // empty one, replaces them, so a user can take back a photo attached by mistake.
-  const replaced = store.guard(() => store.conversations.history(key.userId, key.sessionId))[seq];
-  const carried =
-    params.images !== undefined || replaced?.role !== "user" ? [] : (replaced.attachments ?? []);
+  const carried = params.images !== undefined ? [] : (replaced.attachments ?? []);
   return { replaceFromSeq: seq, input: params.input, carried };
 }
 
