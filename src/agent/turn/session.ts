@@ -6,6 +6,7 @@ import { type Checkpoint, CheckpointSchema } from "../../store/checkpoint.ts";
 import type { TurnMessage } from "../../store/conversations.ts";
 import type { Store } from "../../store/store.ts";
 import { logger } from "../../util/logger.ts";
+import { cutText } from "../../util/text-cut.ts";
 import type { SessionKey } from "../kv/session-key.ts";
 import { refsOf, TurnImages } from "./images.ts";
 
@@ -289,7 +290,8 @@ function initialState(checkpoint: Checkpoint | undefined, start: TurnStart, warn
   if (checkpoint) {
     warnings.push({
       code: "checkpoint_discarded",
-      message: `an interrupted turn ("${checkpoint.user_input.slice(0, 60)}") was discarded because this chat did not ask to resume it`,
+      // Cut between characters: half an emoji is a lone surrogate, a line a strict host cannot parse.
+      message: `an interrupted turn ("${cutText(checkpoint.user_input, 60)}") was discarded because this chat did not ask to resume it`,
     });
   }
   return fresh;
