@@ -1,4 +1,5 @@
 import type { Database } from "bun:sqlite";
+import { wholeCharCut } from "../util/text-cut.ts";
 import { erasedSince } from "./erasures.ts";
 import { allOf, likePattern, words } from "./fts-query.ts";
 
@@ -94,14 +95,15 @@ function likeSearch(db: Database, userId: string, query: string, limit: number):
  */
 export function markedSnippet(text: string, found: readonly string[]): string {
   const cut = text.length > SNIPPET_SCAN_CHARS;
-  const flat = (cut ? text.slice(0, SNIPPET_SCAN_CHARS) : text).replace(/\s+/g, " ");
+  // Each cut between characters: half an emoji is a lone surrogate, no text (docs/protocol.md "Text").
+  const flat = (cut ? text.slice(0, wholeCharCut(text, SNIPPET_SCAN_CHARS)) : text).replace(/\s+/g, " ");
   const pattern = new RegExp(
     `(?<![\\p{L}\\p{N}])(${found.map(escapeRegExp).join("|")})[\\p{L}\\p{N}]*`,
     "giu",
   );
   const first = found.length > 0 ? flat.search(pattern) : -1;
-  const from = first < 0 ? 0 : Math.max(0, first - SNIPPET_CHARS / 2);
-  const to = Math.min(flat.length, from + SNIPPET_CHARS);
+  const from = first < 0 ? 0 : wholeCharCut(flat, Math.max(0, first - SNIPPET_CHARS / 2));
+  const to = wholeCharCut(flat, Math.min(flat.length, from + SNIPPET_CHARS));
   const window =
     found.length > 0 ? flat.slice(from, to).replace(pattern, (m) => `**${m}**`) : flat.slice(from, to);
   return `${from > 0 ? "…" : ""}${window}${to < flat.length || cut ? "…" : ""}`;

@@ -3,7 +3,7 @@ import { expect, test } from "bun:test";
 import { join } from "node:path";
 import { ChunkThread } from "../../src/store/chunk-thread.ts";
 import { DB_FILE } from "../../src/store/db/open.ts";
-import { searchSessions } from "../../src/store/session-search.ts";
+import { markedSnippet, searchSessions } from "../../src/store/session-search.ts";
 import { Store } from "../../src/store/store.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
@@ -115,4 +115,17 @@ test("a search answered from the thread's snapshot after a delete has answered h
   held.resolve();
   expect((await searching).map((h) => h.session_id)).toEqual(["kept"]);
   store.close();
+});
+
+test("a snippet is cut between characters: no half of an emoji at either end", () => {
+  const emoji = "😀".repeat(60);
+  const snippet = markedSnippet(`${emoji} needle ${emoji}`, ["needle"]);
+  expect(snippet).toContain("**needle**");
+  // A lone surrogate is no text: a host's strict JSON parser refuses the whole result line.
+  expect(snippet.isWellFormed()).toBe(true);
+  // The scan's own bound (32K characters) falling inside a pair, the word near it.
+  for (const pad of [40, 41]) {
+    const text = `${"x".repeat(32 * 1024 - pad)} needle ${"😀".repeat(100)}`;
+    expect(markedSnippet(text, ["needle"]).isWellFormed()).toBe(true);
+  }
 });
