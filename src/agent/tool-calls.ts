@@ -1,6 +1,7 @@
 import { MAX_STREAMED_CALLS } from "../llama/tool-call-deltas.ts";
 import type { ToolCall } from "../protocol/chat-message.ts";
 import { logger } from "../util/logger.ts";
+import { cutText } from "../util/text-cut.ts";
 
 /**
  * Longest arguments a call may carry. Longer ones are a malformed call (a runaway model, not a
@@ -209,8 +210,12 @@ function listed(problems: string[]): string[] {
   return [...problems.slice(0, MAX_LISTED_PROBLEMS), `…and ${more} more`];
 }
 
-const capped = (problem: string) =>
-  problem.length > MAX_PROBLEM_CHARS ? `${problem.slice(0, MAX_PROBLEM_CHARS)}…` : problem;
+/**
+ * A parser's problem, bounded and made text: the parser quotes the token it stopped at, half an
+ * emoji when it was one (`Unrecognized token '\ud83d'`), and the problem is stored with the turn
+ * and shown in warnings, where a lone surrogate makes a line a strict JSON parser refuses.
+ */
+const capped = (problem: string) => cutText(problem, MAX_PROBLEM_CHARS).toWellFormed();
 
 /**
  * How deep arrays and objects nest in a JSON text, read without recursion or parsing (brackets

@@ -66,6 +66,17 @@ describe("arguments llama-server cannot read back", () => {
     if (out.kind !== "malformed") throw new Error(out.kind);
     expect(out.problems.every((p) => p.isWellFormed())).toBe(true);
   });
+
+  // Bun's parser quotes the token it stopped at, half of it when that is an emoji.
+  test("arguments broken at an emoji are told well-formed, in the text or native", () => {
+    const native = interpretStep("", [call('{"text": 😀}')], known, 0);
+    const text = interpretStep('<tool_call>{"name": 😀}</tool_call>', [], known, 0);
+    for (const out of [native, text]) {
+      if (out.kind !== "malformed") throw new Error(out.kind);
+      expect(out.problems[0]).toContain("not valid JSON");
+      expect(out.problems.every((p) => p.isWellFormed())).toBe(true);
+    }
+  });
 });
 
 test("a turn whose model writes a lone surrogate escape in its arguments sends llama-server nothing it refuses", async () => {
