@@ -13,7 +13,12 @@ export function parseAnswer(text: string): ParsedAnswer {
   try {
     value = JSON.parse(text);
   } catch (err) {
-    const why = text.trim() === "" ? "the answer is empty" : `not valid JSON (${(err as Error).message})`;
+    // Well-formed: the parser quotes the token it stopped at, half of it when that is an emoji,
+    // and this goes to the host in output_invalid's message, which a strict parser then refuses.
+    const why =
+      text.trim() === ""
+        ? "the answer is empty"
+        : `not valid JSON (${(err as Error).message.toWellFormed()})`;
     return { ok: false, errors: [{ path: "", message: why }] };
   }
   const errors = nonFiniteNumbers(value);

@@ -2,6 +2,13 @@ import { describe, expect, test } from "bun:test";
 import { parseAnswer } from "../../src/agent/answer-json.ts";
 
 describe("parseAnswer (a structured answer's JSON)", () => {
+  test("an answer broken at an emoji is told as text: no half of the emoji in the message", () => {
+    const out = parseAnswer('{"mood": 😀}');
+    if (out.ok) throw new Error("parsed");
+    expect(out.errors[0]?.message).toContain("not valid JSON");
+    expect(out.errors[0]?.message.isWellFormed()).toBe(true);
+  });
+
   test("a value, or why not", () => {
     expect(parseAnswer('{"n": 1.5e300}')).toEqual({ ok: true, value: { n: 1.5e300 } });
     expect(parseAnswer("  ")).toEqual({ ok: false, errors: [{ path: "", message: "the answer is empty" }] });
