@@ -299,6 +299,12 @@ export class Conversations {
     forgettingRows(this.db, indexedRows(this.db, tail, userId, sessionId, seq), () => {
       this.db.query(`DELETE FROM messages ${tail}`).run(userId, sessionId, seq);
       this.db.query(`DELETE FROM memory ${tail}`).run(userId, sessionId, seq);
+      // A 0.1 entry names its session but no turn (seq NULL, store/import-v01.ts): an edit from
+      // the first message replaces every turn, so it goes too.
+      if (seq === 0)
+        this.db
+          .query("DELETE FROM memory WHERE user_id = ? AND session_id = ? AND seq IS NULL AND source = ?")
+          .run(userId, sessionId, `session:${sessionId}`);
     });
   }
 
