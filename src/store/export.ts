@@ -162,7 +162,7 @@ function markdownMessage(m: StoredMessage): string[] {
   if (m.role === "tool") out.push(fenced(m.content ?? ""));
   else if (m.content) out.push(markdownText(m.content));
   for (const call of m.tool_calls ?? []) {
-    out.push("", `Tool call \`${call.function.name}\`:`, "", fenced(call.function.arguments, "json"));
+    out.push("", `Tool call ${codeSpan(call.function.name)}:`, "", fenced(call.function.arguments, "json"));
   }
   return out;
 }
@@ -171,6 +171,17 @@ function fenced(text: string, lang = ""): string {
   const longest = Math.max(2, ...Array.from(text.matchAll(/`+/g), (m) => m[0].length));
   const fence = "`".repeat(longest + 1);
   return `${fence}${lang}\n${text}\n${fence}`;
+}
+
+/**
+ * A tool call's name, which the model wrote (any text, a malformed call's too), as inline code on
+ * one line: a newline in it would start a line of its own, a forged heading among them.
+ */
+function codeSpan(text: string): string {
+  const flat = text.replace(/[\s\p{Cc}]+/gu, " ");
+  const tick = "`".repeat(Math.max(0, ...Array.from(flat.matchAll(/`+/g), (m) => m[0].length)) + 1);
+  const pad = flat.startsWith("`") || flat.endsWith("`") ? " " : "";
+  return `${tick}${pad}${flat}${pad}${tick}`;
 }
 
 function oneLine(text: string): string {
