@@ -1,8 +1,9 @@
 import { randomInt } from "node:crypto";
 import { pickAgent } from "../agent/turn/pick-agent.ts";
-import { isRewrite } from "../agent/turn/rewrite.ts";
+import { isRewrite, takePlace } from "../agent/turn/rewrite.ts";
 import { chooseChatModel, shownName } from "../config/choose-model.ts";
 import { ChatEventFields, ChatParamsSchema, ChatResultSchema } from "../protocol/chat.ts";
+import type { Place } from "../store/keyed-mutex.ts";
 import { logger } from "../util/logger.ts";
 import { defineMethod } from "./definition.ts";
 import { modelsApi } from "./models-api.ts";
@@ -46,11 +47,15 @@ export const chat = defineMethod({
     // Its first request's connection, opened now to a server that serves: the connect is made
     // while the turn takes its session and slot (docs/performance.md, "The connection opened ahead").
     const spare = provider.connectAhead?.();
+    let place: Place | undefined;
     try {
       // A plain chat starts llama-server before the turn's modules load: on the first chat they
       // are evaluated while it spawns, not before (docs/performance.md, "A cold chat's way to
       // the spawn"). Images are checked first and a rewrite first refused or not: the turn
       // begins the start for those.
+      // In the session's line first, as the chat arrives: what follows may wait (the modules, the spawn).
+      if (params.session_id !== undefined)
+        place = takePlace(params, services.sessionLocks(), watch?.signal ?? ctx.signal, params.session_id);
       const plain = !params.images?.length && !isRewrite(params);
       const prestarted = plain ? (provider.prestart?.() ?? null) : undefined;
       const { runTurn } = await import("../agent/turn/run-turn.ts");
@@ -65,6 +70,7 @@ export const chat = defineMethod({
           return services.mcp();
         },
         locks: services.sessionLocks(),
+        ...(place ? { place } : {}),
         store: () => services.store(),
         reuse: services.promptReuse(model.name),
         ...(index
@@ -82,6 +88,8 @@ export const chat = defineMethod({
         keptEditedKv(services.forgetEditedKv?.(params.user_id, result.session_id, model.name));
       return { ...result, model: shownName(model), dropped_events: ctx.droppedEvents };
     } finally {
+      // The turn gave the session back; one that ended before it ran leaves the line here.
+      place?.leave();
       spare?.close();
       watch?.done();
       // After the result: the job waits a moment, so the result goes out before any embedding.

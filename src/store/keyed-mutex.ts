@@ -28,6 +28,29 @@ export class KeyedMutex {
     }
   }
 
+  /**
+   * A place in `key`'s line taken now and waited on later (`granted`): a caller with work to do
+   * first keeps its turn. `stop` ends the wait with a reason; `leave` gives the place up, or the
+   * key once granted, so a caller that ends before it waited can always call it (again too).
+   */
+  place(key: string, signal: AbortSignal): Place {
+    const left = new AbortController();
+    const granted = this.lock(key, AbortSignal.any([signal, left.signal]));
+    // Awaited by its caller, or left: a wait ended first is no unhandled rejection.
+    granted.catch(() => {});
+    return {
+      granted,
+      stop: (reason) => left.abort(reason),
+      leave: () => {
+        left.abort();
+        granted.then(
+          (unlock) => unlock(),
+          () => {},
+        );
+      },
+    };
+  }
+
   /** Whether someone holds (or waits for) `key` now. */
   held(key: string): boolean {
     return this.locks.has(key);
@@ -41,4 +64,11 @@ export class KeyedMutex {
   private forgetIfIdle(key: string, lock: Semaphore): void {
     if (lock.idle && this.locks.get(key) === lock) this.locks.delete(key);
   }
+}
+
+/** A place in a KeyedMutex's line (`KeyedMutex.place`). */
+export interface Place {
+  granted: Promise<() => void>;
+  stop(reason: unknown): void;
+  leave(): void;
 }

@@ -4,7 +4,7 @@ import type { ChatEvents, ChatParams, Warning } from "../../protocol/chat.ts";
 import type { RequestContext } from "../../protocol/method-table.ts";
 import type { Source } from "../../protocol/sources.ts";
 import type { LlamaProvider, StartTicket } from "../../runtime/endpoint.ts";
-import type { KeyedMutex } from "../../store/keyed-mutex.ts";
+import type { KeyedMutex, Place } from "../../store/keyed-mutex.ts";
 import type { QueryVector } from "../../store/memory-vectors.ts";
 import type { Store } from "../../store/store.ts";
 import type { PromptReuse } from "../kv/reuse.ts";
@@ -28,6 +28,8 @@ export interface TurnDeps {
   spare?: SpareConnection;
   pool: McpPool;
   locks: KeyedMutex;
+  /** The chat's place in its session's line, taken as it arrived (rewrite.ts `takePlace`); absent, the turn takes it. */
+  place?: Place;
   /** The conversation database (sessions, checkpoints, memory), opened on first need. */
   store(): Store;
   /**

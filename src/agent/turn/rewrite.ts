@@ -1,6 +1,7 @@
 import type { ChatParams } from "../../protocol/chat.ts";
 import type { AttachmentRef, ChatMessage } from "../../protocol/chat-message.ts";
 import { CoreError } from "../../protocol/errors.ts";
+import type { KeyedMutex, Place } from "../../store/keyed-mutex.ts";
 import type { Store } from "../../store/store.ts";
 import type { SessionKey } from "../kv/session-key.ts";
 import { isWriteAgain } from "./prompt.ts";
@@ -81,6 +82,23 @@ export function planRewrite(params: ChatParams, store: Store, key: SessionKey): 
   // empty one, replaces them, so a user can take back a photo attached by mistake.
   const carried = params.images !== undefined ? [] : (replaced.attachments ?? []);
   return { replaceFromSeq: seq, input: params.input, carried };
+}
+
+/**
+ * The chat's place in its session's line, taken as it arrives (docs/agent.md, chats on one
+ * session): a chat sent after it, which may wait for nothing first (the server already starting),
+ * then runs after it, not before. A rewrite of a session with a turn in flight is refused here.
+ */
+export function takePlace(
+  params: ChatParams,
+  locks: KeyedMutex,
+  signal: AbortSignal,
+  sessionId: string,
+): Place {
+  checkRewriteParams(params);
+  const key = `${params.user_id}/${sessionId}`;
+  if (isRewrite(params) && locks.held(key)) throw turnInFlight(sessionId);
+  return locks.place(key, signal);
 }
 
 /** A rewrite never waits behind another turn of its session: it is refused. */

@@ -4,11 +4,13 @@ import type { ChatParams, Warning } from "../../protocol/chat.ts";
 import type { StartTicket } from "../../runtime/endpoint.ts";
 import { dataDirError } from "../../store/data-dir-problem.ts";
 import { sessionErased } from "../../store/erasures.ts";
+import type { Place } from "../../store/keyed-mutex.ts";
+import type { Store } from "../../store/store.ts";
 import { within } from "../../util/within.ts";
 import type { TurnContext, TurnDeps } from "./context.ts";
 import type { TurnResult } from "./ending.ts";
 import { pickAgent } from "./pick-agent.ts";
-import { checkRewriteParams, isRewrite, planRewrite, turnInFlight } from "./rewrite.ts";
+import { checkRewriteParams, isRewrite, planRewrite, takePlace, turnInFlight } from "./rewrite.ts";
 import { TurnSession } from "./session.ts";
 import { Turn } from "./turn.ts";
 import { TurnUsage } from "./usage.ts";
@@ -46,25 +48,24 @@ async function runHeldTurn(
   checkRewriteParams(params);
   const images = await imagesOf(params, config, room);
   const rewriting = isRewrite(params);
-  const lockKey = `${params.user_id}/${sessionId}`;
-  if (rewriting && deps.locks.held(lockKey)) throw turnInFlight(sessionId);
-  // The model starts loading now, while the session, memory and tools are prepared; the turn
-  // hears its progress once it asks for the server (after run_start, as the protocol orders).
-  // The steps up to the spawn go first (on one thread, the turn's own work would otherwise
-  // run between them); the turn's preparation then overlaps the load.
-  const prestarted = startOf(deps);
-  if (prestarted) await untilSpawned(prestarted);
+  // Taken as the chat arrived when it named its session; else now (a new session's random id).
+  const place = deps.place ?? takePlace(params, deps.locks, signal, sessionId);
   let unlock: (() => void) | undefined;
   let unlease: (() => void) | undefined;
   let unwatch: (() => void) | undefined;
   try {
+    // The model starts loading now, while the session, memory and tools are prepared; the turn
+    // hears its progress once it asks for the server (after run_start, as the protocol orders).
+    // The steps up to the spawn go first (on one thread, the turn's own work would otherwise
+    // run between them); the turn's preparation then overlaps the load. In the session's line
+    // meanwhile: a chat sent after this one, which waits for no spawn, runs after it.
+    const prestarted = startOf(deps);
+    if (prestarted) await untilSpawned(prestarted);
     const store = deps.store();
-    // A delete of the session wins, from the moment the chat waits for it: the turn stops at
-    // once and ends with the delete's reason (its writes are refused too, store/erasures.ts).
-    const erased = new AbortController();
-    unwatch = store.erasing.watch(params.user_id, sessionId, () => erased.abort(sessionErased(sessionId)));
+    const erased = watchErase(store, params.user_id, sessionId, place);
+    unwatch = erased.unwatch;
     const turnSignal = AbortSignal.any([signal, erased.signal]);
-    unlock = await deps.locks.lock(lockKey, turnSignal);
+    unlock = await place.granted;
     const warnings: Warning[] = [];
     const key = { userId: params.user_id, sessionId };
     // The session is read and the turn's first checkpoint written in the write that takes the
@@ -109,8 +110,23 @@ async function runHeldTurn(
   } finally {
     unwatch?.();
     unlease?.();
-    unlock?.();
+    if (unlock) unlock();
+    else place.leave();
   }
+}
+
+/**
+ * A delete of the session wins, from the moment the chat waits for it: the turn stops at once,
+ * waiting in the session's line or not, and ends with the delete's reason (its writes are
+ * refused too, store/erasures.ts).
+ */
+function watchErase(store: Store, userId: string, sessionId: string, place: Place) {
+  const erased = new AbortController();
+  const unwatch = store.erasing.watch(userId, sessionId, () => {
+    erased.abort(sessionErased(sessionId));
+    place.stop(erased.signal.reason);
+  });
+  return { signal: erased.signal, unwatch };
 }
 
 /** Every image checked before anything starts: a refusal costs no model load (docs/protocol.md#images). */
