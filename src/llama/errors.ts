@@ -1,3 +1,5 @@
+import { wholeCharCut } from "../util/text-cut.ts";
+
 /**
  * llama-server's failures, named so a caller can react (retry with less, restart it, give up).
  * Error bodies are `{"error": {"code", "message", "type", …}}` in either key order
@@ -83,7 +85,10 @@ export function isUnparsedReply(err: LlmError): boolean {
 /** The LlmError for an answer with an error status (its body read as text, bounded in the message). */
 export function statusError(status: number, statusText: string, text: string): LlmError {
   const body = errorBody(text);
-  const message = body?.message ?? (text.slice(0, 300) || statusText);
+  // Text, as the chat's error carries it to the host: cut between characters, and an escaped
+  // lone surrogate in the body's JSON made U+FFFD (docs/protocol.md "Text").
+  const stated = typeof body?.message === "string" ? body.message.toWellFormed() : undefined;
+  const message = stated ?? (text.slice(0, wholeCharCut(text, 300)) || statusText);
   const type = body?.type;
   if (type === "exceed_context_size_error") {
     return new LlmError(

@@ -82,6 +82,16 @@ describe("bodies that are not llama-server's error JSON", () => {
     expect(err).toMatchObject({ kind: "bad_response", data: { status: 418 } });
   });
 
+  // The message reaches the host in the chat's error: half an emoji there makes a line a strict
+  // JSON parser refuses whole.
+  test("the message is text: a body cut inside an emoji, or an escaped lone surrogate, leaves no half", () => {
+    const page = statusError(502, "Bad Gateway", `${"x".repeat(299)}😀 proxy down`);
+    expect(page.message.isWellFormed()).toBe(true);
+    expect(page.message).toContain("x".repeat(299));
+    const escaped = statusError(500, "", '{"error":{"code":500,"message":"bad \\ud83d here"}}');
+    expect(escaped.message).toBe("llama-server answered HTTP 500: bad \ufffd here");
+  });
+
   test("413 (cpp-httplib's 100 MiB body cap, an empty body) says the request was too large", () => {
     const err = statusError(413, "Payload Too Large", "");
     expect(err).toMatchObject({
