@@ -52,7 +52,9 @@ export function checkRewriteParams(params: ChatParams): void {
 export function planRewrite(params: ChatParams, store: Store, key: SessionKey): Rewrite | undefined {
   if (!params.regenerate && params.replace_from === undefined) return undefined;
   const session = store.guard(() => store.conversations.session(key.userId, key.sessionId));
-  if (!session || session.message_count === 0) {
+  // A session with only an interrupted turn is one (sessions.list and .get show it): no user
+  // message of it is refused below, not named unknown, which a host would drop from its list.
+  if (!session) {
     throw new CoreError("invalid_request", `params.session_id: no session '${key.sessionId}' for this user`, {
       field: "session_id",
       reason: "session_not_found",
