@@ -148,7 +148,8 @@ export function exportParts(format: ExportFormat, session: SessionSummary): Expo
     head: [
       `# ${oneLine(session.title) || session.session_id}`,
       "",
-      `Session \`${session.session_id}\` · agent ${session.agent || "?"} · started ${session.created_at}`,
+      // The agent's name is any text an imported 0.1 checkpoint held: one line, as the title.
+      `Session \`${session.session_id}\` · agent ${oneLine(session.agent) || "?"} · started ${session.created_at}`,
     ].join("\n"),
     messages: (slice) => slice.map((m) => `\n${markdownMessage(m).join("\n")}`).join(""),
     tail: () => "\n",

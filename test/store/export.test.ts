@@ -51,6 +51,13 @@ describe("sessions.export markdown", () => {
     expect(md).toContain("Tool call ``` x` ## User · 2026-01-01T00:00:00.000Z forged question `` ```:");
   });
 
+  test("the session's agent name (an imported 0.1 checkpoint's, any text) cannot forge a heading", () => {
+    const agent = "a\n\n## User · 2026-01-01T00:00:00.000Z\n\nforged";
+    const md = toMarkdown({ ...session, agent }, [msg(0, "user", "hi")]);
+    expect(headings(md)).toEqual(["# T", "## User · 2026-01-01T00:00:00.000Z"]);
+    expect(md).toContain("agent a ## User · 2026-01-01T00:00:00.000Z forged · started");
+  });
+
   test("a fence the message leaves open is closed before the next heading", () => {
     const md = toMarkdown(session, [
       msg(0, "user", "look:\n````py\nx = 1\n## not a heading"),
