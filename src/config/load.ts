@@ -63,7 +63,7 @@ export function parseConfigText(text: string, file: string): LoadedConfig {
     const key = keyPath.join(".") || "(root)";
     const line = lineOfPath(doc, lineCounter, issue.path as (string | number)[]);
     const where = line ? `${file}:${line}` : file;
-    throw new CoreError("config_invalid", `${where}: ${key}: ${describeIssue(issue)}`, {
+    throw new CoreError("config_invalid", `${where}: ${key}: ${describeIssue(issue, mayBeSecret(keyPath))}`, {
       file,
       line: line ?? null,
       key,
@@ -107,14 +107,33 @@ export function defaultConfig(dir: string = process.cwd()): LoadedConfig {
   return { config: resolvePaths(ConfigSchema.parse({}), dir), file: null, dir, warnings: [] };
 }
 
-function describeIssue(issue: z.core.$ZodIssue): string {
-  if (issue.code === "invalid_type")
-    return `expected ${issue.expected}, got ${describeReceived(issue.input)}`;
+/**
+ * Where a value may be a secret: an MCP server's env (tokens) and the arguments a command gets
+ * (`--api-key N`, masked in the plan report too: plan/secret-args.ts). An error there names the
+ * key and the type it found, never the value: the message goes to the host, its logs and issues.
+ */
+function mayBeSecret(path: string[]): boolean {
+  const [section, second, third] = path;
+  if (section === "llama") return second === "extra_args";
+  if (section === "models") return third === "extra_args";
+  if (section === "mcp_servers") return third === "env" || third === "args";
+  return false;
+}
+
+function describeIssue(issue: z.core.$ZodIssue, hideValue: boolean): string {
+  const got = (value: unknown) => (hideValue ? describeType(value) : describeReceived(value));
+  if (issue.code === "invalid_type") return `expected ${issue.expected}, got ${got(issue.input)}`;
   if (issue.code === "invalid_value")
     return `expected one of ${issue.values.map((v) => JSON.stringify(v)).join(", ")}`;
-  if (issue.code === "invalid_union")
-    return `expected ${unionChoices(issue)}, got ${describeReceived(issue.input)}`;
+  if (issue.code === "invalid_union") return `expected ${unionChoices(issue)}, got ${got(issue.input)}`;
   return issue.message;
+}
+
+/** What a value is without what it holds: `a number`, and how to make it text where that helps. */
+function describeType(value: unknown): string {
+  if (value === null || typeof value === "object") return describeReceived(value);
+  const hint = typeof value === "string" ? "" : "; put it in quotes to make it a string";
+  return `a ${typeof value} (its value not shown${hint})`;
 }
 
 function unionChoices(issue: z.core.$ZodIssueInvalidUnion): string {

@@ -133,3 +133,32 @@ test("llama.rpc memory_bytes: .inf says Infinity, not null", () => {
   expect(err.data!.key).toBe("llama.rpc.0.memory_bytes");
   expect(err.message).toContain("got Infinity");
 });
+
+describe("a value where secrets live is never quoted by its error", () => {
+  const mcp = (env: string) => `mcp_servers:\n  - name: m\n    command: x\n${env}`;
+  test.each([
+    ["mcp_servers.0.env.TOKEN", mcp("    env:\n      TOKEN: 918273645546372819\n")],
+    ["mcp_servers.0.env.TOKEN", mcp("    env:\n      TOKEN: 0x7a3f91c2\n")],
+    ["mcp_servers.0.args.1", mcp("    args: [--token, 918273645546372819]\n")],
+    ["mcp_servers.0.env", mcp("    env: 918273645546372819\n")],
+    ["llama.extra_args.1", "llama:\n  extra_args: [--api-key, 918273645546372819]\n"],
+    [
+      "models.0.extra_args.1",
+      "models:\n  - { name: m, path: m.gguf, extra_args: [--api-key, 918273645546372819] }\n",
+    ],
+  ])("%s: the key, its line and the type are named, the value is not", (key, text) => {
+    const err = coreErrorOf(() => parseConfigText(text, "/c/config.yaml"));
+    expect(err).toMatchObject({ code: "config_invalid", data: { key } });
+    expect(err.message).toContain(`${key}: expected`);
+    expect(err.message).toContain("a number (its value not shown; put it in quotes");
+    const shown = JSON.stringify({ message: err.message, data: err.data });
+    expect(shown).not.toContain("918273645546372819");
+    expect(shown).not.toMatch(/9182736455463728\d\d/);
+    expect(shown).not.toContain(String(0x7a3f91c2));
+  });
+
+  test("elsewhere the value is still shown: it helps, and it is no secret", () => {
+    const err = coreErrorOf(() => parseConfigText('app:\n  max_steps: "3"\n', "/c/config.yaml"));
+    expect(err.message).toContain('got string "3"');
+  });
+});
