@@ -126,6 +126,8 @@ function describeIssue(issue: z.core.$ZodIssue, hideValue: boolean): string {
   if (issue.code === "invalid_value")
     return `expected one of ${issue.values.map((v) => JSON.stringify(v)).join(", ")}`;
   if (issue.code === "invalid_union") return `expected ${unionChoices(issue)}, got ${got(issue.input)}`;
+  // A mapping's key refused (an env name): zod's own words are "Invalid key in record".
+  if (issue.code === "invalid_key") return issue.issues[0]?.message ?? issue.message;
   return issue.message;
 }
 

@@ -207,6 +207,14 @@ export const AgentSchema = z.object({
   think: ThinkSchema.optional(),
 });
 
+/**
+ * An environment variable's name: no environment holds an empty one, or one with `=` (`A=B: x`
+ * set A to "B=x") or NUL (spawn threw, and the server did not start, at the first chat).
+ */
+const envName = z
+  .string()
+  .regex(/^[^=\0]+$/, "an environment variable's name is not empty and holds no '=' or NUL character");
+
 export const McpServerSchema = z.object({
   name: z
     .string()
@@ -214,7 +222,7 @@ export const McpServerSchema = z.object({
     .regex(/^[A-Za-z0-9_-]+$/, "letters, digits, _ and - only"),
   command: z.string().min(1),
   args: z.array(z.string()).default([]),
-  env: z.record(z.string(), z.string()).default({}),
+  env: z.record(envName, z.string()).default({}),
   cwd: z.string().min(1).optional(),
   /** Per tool call. */
   timeout_s: seconds.positive().default(60),

@@ -162,3 +162,22 @@ describe("a value where secrets live is never quoted by its error", () => {
     expect(err.message).toContain('got string "3"');
   });
 });
+
+describe("an MCP server's env names are names an environment can hold", () => {
+  const env = (name: string) =>
+    `mcp_servers:\n  - name: m\n    command: x\n    env:\n      GOOD: "1"\n      ${JSON.stringify(name)}: hf_secret_value\n`;
+  test.each([["A=B"], [""], ["TO\u0000K"], ["=x"]])("%j is refused, naming the key and its line", (name) => {
+    const err = coreErrorOf(() => parseConfigText(env(name), "/c/config.yaml"));
+    expect(err).toMatchObject({
+      code: "config_invalid",
+      data: { key: `mcp_servers.0.env.${name}`, line: 6 },
+    });
+    expect(err.message).toContain("an environment variable's name is not empty and holds no '=' or NUL");
+    expect(err.message).not.toContain("hf_secret_value");
+  });
+
+  test("names with dots, dashes, lower case and unicode pass as they are", () => {
+    const { config } = parseConfigText(env("my.var-é"), "/c/config.yaml");
+    expect(config.mcp_servers[0]!.env).toEqual({ GOOD: "1", "my.var-é": "hf_secret_value" });
+  });
+});
