@@ -10,6 +10,7 @@ import { readConfigFile } from "./config-file.ts";
 import { type Config, ConfigSchema, type LoadedConfig } from "./schema.ts";
 import { unknownKeys } from "./unknown-keys.ts";
 import { aliasProblem, MAX_ALIAS_NODES } from "./yaml-aliases.ts";
+import { duplicateKeyOffset, KeyIndex } from "./yaml-keys.ts";
 
 export const DEFAULT_CONFIG_FILE = "config.yaml";
 
@@ -30,8 +31,14 @@ export function loadConfig(path: string, cwd: string = process.cwd()): LoadedCon
 /** The pure part of loadConfig: text in, resolved config out. */
 export function parseConfigText(text: string, file: string): LoadedConfig {
   const lineCounter = new LineCounter();
-  const doc = parseDocument(text, { lineCounter, prettyErrors: false, uniqueKeys: true });
-  const yamlError = doc.errors[0];
+  // Repeated keys are found below, in one pass (yaml-keys.ts): the library's check is square.
+  const doc = parseDocument(text, { lineCounter, prettyErrors: false, uniqueKeys: false });
+  const duplicate = doc.errors.length === 0 ? duplicateKeyOffset(doc.contents) : null;
+  const yamlError =
+    doc.errors[0] ??
+    (duplicate === null
+      ? undefined
+      : { message: "Map keys must be unique", pos: [duplicate], linePos: undefined });
   if (yamlError) {
     const line = yamlError.linePos?.[0]?.line ?? lineOf(lineCounter, yamlError.pos[0]);
     const said = yamlError.message.split("\n")[0] ?? "";
@@ -57,11 +64,12 @@ export function parseConfigText(text: string, file: string): LoadedConfig {
   }
 
   const parsed = ConfigSchema.safeParse(raw, { reportInput: true });
+  const keys = new KeyIndex();
   if (!parsed.success) {
     const issue = parsed.error.issues[0] as z.core.$ZodIssue;
     const keyPath = issue.path.map(String);
     const key = keyPath.join(".") || "(root)";
-    const line = lineOfPath(doc, lineCounter, issue.path as (string | number)[]);
+    const line = lineOfPath(doc, keys, lineCounter, issue.path as (string | number)[]);
     const where = line ? `${file}:${line}` : file;
     throw new CoreError("config_invalid", `${where}: ${key}: ${describeIssue(issue, mayBeSecret(keyPath))}`, {
       file,
@@ -72,7 +80,7 @@ export function parseConfigText(text: string, file: string): LoadedConfig {
   }
 
   const warnings = unknownKeys(ConfigSchema, raw).map((key) => {
-    const line = lineOfPath(doc, lineCounter, key.split("."));
+    const line = lineOfPath(doc, keys, lineCounter, key.split("."));
     return `${line ? `${file}:${line}` : file}: unknown key '${key}' is ignored`;
   });
   const dir = dirname(file);
@@ -165,16 +173,19 @@ function lineOf(counter: LineCounter, offset: number | undefined): number | unde
 /** The line of the deepest node along `path` that exists in the document. */
 function lineOfPath(
   doc: ReturnType<typeof parseDocument>,
+  keys: KeyIndex,
   counter: LineCounter,
   path: (string | number)[],
 ): number | undefined {
   for (let n = path.length; n > 0; n--) {
-    const node = doc.getIn(path.slice(0, n), true) as { range?: [number, number, number] } | undefined;
+    const node = keys.nodeAt(doc.contents, path.slice(0, n)) as
+      | { range?: [number, number, number] }
+      | undefined;
     if (node && typeof node === "object" && node.range) return lineOf(counter, node.range[0]);
     // The node may be a scalar-less key (e.g. `max_steps:` with no value): find the pair's key.
-    const parent = n > 1 ? doc.getIn(path.slice(0, n - 1), true) : doc.contents;
+    const parent = keys.nodeAt(doc.contents, path.slice(0, n - 1));
     if (isMap(parent)) {
-      const pair = parent.items.find((p) => (p.key as { value?: unknown })?.value === path[n - 1]);
+      const pair = keys.pair(parent, path[n - 1]);
       const keyRange = (pair?.key as { range?: [number, number, number] } | undefined)?.range;
       if (keyRange) return lineOf(counter, keyRange[0]);
     }

@@ -168,3 +168,47 @@ describe("keys named like Object's own members", () => {
     expect(({} as Record<string, unknown>).polluted).toBeUndefined();
   });
 });
+
+describe("a config of many keys, under the size cap", () => {
+  // 40,000 keys of one mapping, about 400 KB: the yaml library's duplicate check and key
+  // lookups are square in them (tens of seconds on the event loop, a minute at 60,000).
+  const keys = (n: number, indent = "") =>
+    Array.from({ length: n }, (_, i) => `${indent}key${i}: 1\n`).join("");
+
+  test("unknown keys at the top and in a section are each named with their line, in a moment", () => {
+    const text = `${keys(40_000)}app:\n${keys(40_000, "  ")}`;
+    expect(text.length).toBeLessThan(CONFIG_MAX_BYTES);
+    const t0 = performance.now();
+    const { warnings } = parseConfigText(text, "/c/config.yaml");
+    expect(performance.now() - t0).toBeLessThan(3000);
+    expect(warnings).toHaveLength(80_000);
+    expect(warnings[39_999]).toBe("/c/config.yaml:40000: unknown key 'key39999' is ignored");
+    expect(warnings[79_999]).toBe("/c/config.yaml:80001: unknown key 'app.key39999' is ignored");
+  });
+
+  test("a key repeated after them is still config_invalid naming its line, in a moment", () => {
+    const t0 = performance.now();
+    const err = coreErrorOf(() =>
+      parseConfigText(`app:\n${keys(40_000, "  ")}  key7: 2\n`, "/c/config.yaml"),
+    );
+    expect(performance.now() - t0).toBeLessThan(3000);
+    expect(err).toMatchObject({ code: "config_invalid", data: { line: 40_002, key: null } });
+    expect(err.message).toBe("/c/config.yaml:40002: YAML syntax error: Map keys must be unique");
+  });
+
+  test("repeats the library refused are refused still: flow, nested, in a list, null and number keys", () => {
+    for (const [text, line] of [
+      ["app: {max_steps: 1, max_steps: 2}\n", 1],
+      ["agents:\n  - name: a\n    tools: []\n    name: b\n", 4],
+      ["1: a\n1.0: b\n", 2],
+      ["? {a: 1, a: 2}\n: x\n", 1],
+    ] as const) {
+      const err = coreErrorOf(() => parseConfigText(text, "/c/config.yaml"));
+      expect(err.message).toBe(`/c/config.yaml:${line}: YAML syntax error: Map keys must be unique`);
+    }
+    // Not repeats: a number and a string, as the library reads them.
+    expect(parseConfigText('1: a\n"1": b\n', "/c/config.yaml").warnings).toEqual([
+      "/c/config.yaml:2: unknown key '1' is ignored",
+    ]);
+  });
+});

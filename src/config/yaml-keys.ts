@@ -1,0 +1,71 @@
+import { isCollection, isMap, isPair, isScalar, isSeq, type Pair, type YAMLMap } from "yaml";
+
+/**
+ * Keys of a parsed config found in one pass per mapping. The yaml library compares each key
+ * with every key before it (its `uniqueKeys`) and looks a key up by walking its mapping
+ * (`getIn`): both square in the keys of one mapping, so a config of 60,000 keys (600 KB, under
+ * the size cap) held the core for about a minute before it could answer a ping.
+ */
+
+/** A node as these walks read it. */
+interface Ranged {
+  range?: [number, number, number] | null;
+}
+
+/**
+ * The offset of the first key that repeats one before it in the same mapping, or null: the
+ * library's `uniqueKeys` rule (scalars by value, other keys by identity), with a set.
+ */
+export function duplicateKeyOffset(contents: unknown): number | null {
+  const stack: unknown[] = [contents];
+  for (let node = stack.pop(); node !== undefined; node = stack.pop()) {
+    if (isPair(node)) {
+      stack.push(node.value, node.key);
+      continue;
+    }
+    if (!isCollection(node)) continue;
+    if (isMap(node)) {
+      const seen = new Set<unknown>();
+      for (const pair of node.items) {
+        const key = isScalar(pair.key) ? pair.key.value : pair.key;
+        // The library's === never finds NaN equal to itself; a set would.
+        if (seen.has(key) && !Number.isNaN(key)) return (pair.key as Ranged | null)?.range?.[0] ?? 0;
+        seen.add(key);
+      }
+    }
+    for (let i = node.items.length - 1; i >= 0; i--) stack.push(node.items[i]);
+  }
+  return null;
+}
+
+/** Looks nodes up by path as `doc.getIn(path, true)` does, each mapping indexed once. */
+export class KeyIndex {
+  private readonly maps = new WeakMap<YAMLMap, Map<unknown, Pair>>();
+
+  /** The pair of `map` whose key is `key` (a scalar key by its value). */
+  pair(map: YAMLMap, key: unknown): Pair | undefined {
+    let index = this.maps.get(map);
+    if (!index) {
+      index = new Map();
+      for (const p of map.items) {
+        const k = isScalar(p.key) ? p.key.value : p.key;
+        if (!index.has(k)) index.set(k, p);
+      }
+      this.maps.set(map, index);
+    }
+    return index.get(key);
+  }
+
+  /** The node at `path` under `root`, or undefined: a list's item by its index, digits or number. */
+  nodeAt(root: unknown, path: readonly (string | number)[]): unknown {
+    let node = root;
+    for (const key of path) {
+      if (isMap(node)) node = this.pair(node, key)?.value;
+      else if (isSeq(node)) {
+        const i = typeof key === "string" && key !== "" ? Number(key) : key;
+        node = typeof i === "number" && Number.isInteger(i) && i >= 0 ? node.items[i] : undefined;
+      } else return undefined;
+    }
+    return node;
+  }
+}
