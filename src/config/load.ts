@@ -15,6 +15,13 @@ import { duplicateKeyOffset, KeyIndex } from "./yaml-keys.ts";
 export const DEFAULT_CONFIG_FILE = "config.yaml";
 
 /**
+ * Unknown keys named one by one; the rest are counted in one more warning. Each is a log line
+ * at start-up and a part of doctor's answer, twice: 116,000 of them (a 1 MiB file) made that
+ * answer a line of 17 MB, and past the 32 MiB the client reads once the path is 90 characters.
+ */
+export const MAX_KEY_WARNINGS = 20;
+
+/**
  * Reads, validates and resolves config.yaml. Throws CoreError `config_missing` when there is
  * no file, `config_invalid` (with file, line and key) when it cannot be used.
  */
@@ -79,10 +86,13 @@ export function parseConfigText(text: string, file: string): LoadedConfig {
     });
   }
 
-  const warnings = unknownKeys(ConfigSchema, raw).map((key) => {
+  const unknown = unknownKeys(ConfigSchema, raw);
+  const warnings = unknown.slice(0, MAX_KEY_WARNINGS).map((key) => {
     const line = lineOfPath(doc, keys, lineCounter, key.split("."));
     return `${line ? `${file}:${line}` : file}: unknown key '${key}' is ignored`;
   });
+  if (unknown.length > MAX_KEY_WARNINGS)
+    warnings.push(`${file}: ${unknown.length - MAX_KEY_WARNINGS} more unknown keys are ignored`);
   const dir = dirname(file);
   return { config: resolvePaths(parsed.data, dir), file, dir, warnings };
 }
