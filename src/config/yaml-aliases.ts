@@ -7,6 +7,13 @@ import { isAlias, isCollection, isPair, isScalar } from "yaml";
  */
 export const MAX_ALIAS_NODES = 10_000;
 
+/**
+ * Anchors a config may set. The yaml library resolves each alias by walking every anchor and
+ * alias before it, so 90,000 anchors and 10,000 aliases (700 KB) held the loader 6 s; a real
+ * config sets a few.
+ */
+export const MAX_ANCHORS = 1000;
+
 export interface AliasProblem {
   /** Offset of the offending alias in the text. */
   offset: number;
@@ -31,6 +38,7 @@ export function aliasProblem(contents: unknown): AliasProblem | null {
   /** Expanded size of every finished node; a node being walked is absent (its aliases are cycles). */
   const sizes = new Map<unknown, number>();
   let copied = 0;
+  let anchored = 0;
   let problem: AliasProblem | null = null;
 
   const size = (node: unknown): number => {
@@ -57,7 +65,14 @@ export function aliasProblem(contents: unknown): AliasProblem | null {
       return n;
     }
     const anchor = (node as YamlNode).anchor;
-    if (anchor) anchors.set(anchor, node);
+    if (anchor) {
+      anchors.set(anchor, node);
+      if (++anchored > MAX_ANCHORS) {
+        const offset = (node as YamlNode).range?.[0] ?? 0;
+        problem = { offset, message: `more than ${MAX_ANCHORS} anchors (&${anchor}); a config needs a few` };
+        return 0;
+      }
+    }
     let n = 1;
     if (isPair(node)) n = size(node.key) + size(node.value);
     else if (isCollection(node)) for (const item of node.items) n += size(item);

@@ -77,6 +77,19 @@ describe("YAML that fails while converting (issue 10 item 11)", () => {
     expect(err.message).not.toContain("\n");
   });
 
+  test("anchors by the ten thousand are config_invalid with a line, quickly; a thousand still load", () => {
+    const config = (anchors: number, aliases: number) =>
+      `x: [${Array.from({ length: anchors }, (_, i) => `&${i.toString(36)} 1`).join(",")}]\n` +
+      `y: [${Array.from({ length: aliases }, () => "*0").join(",")}]\n`;
+    // The library walks every anchor before an alias to resolve it: 6 s here, on the event loop.
+    const t0 = performance.now();
+    const err = coreErrorOf(() => parseConfigText(config(90_000, 9_990), "/c/config.yaml"));
+    expect(performance.now() - t0).toBeLessThan(2000);
+    expect(err).toMatchObject({ code: "config_invalid", data: { line: 1, key: null } });
+    expect(err.message).toBe("/c/config.yaml:1: more than 1000 anchors (&rs); a config needs a few");
+    expect(parseConfigText(config(1000, 9000), "/c/config.yaml").warnings).toHaveLength(2);
+  });
+
   test("an alias that refers to its own node is config_invalid", () => {
     const err = coreErrorOf(() => parseConfigText("app: &a { x: *a }\n", "/c/config.yaml"));
     expect(err).toMatchObject({ code: "config_invalid", data: { line: 1 } });
