@@ -151,7 +151,7 @@ function describeIssue(issue: z.core.$ZodIssue, hideValue: boolean): string {
 
 /** What a value is without what it holds: `a number`, and how to make it text where that helps. */
 function describeType(value: unknown): string {
-  if (value === null || typeof value === "object") return describeReceived(value);
+  if (value === null || value === undefined || typeof value === "object") return describeReceived(value);
   const hint = typeof value === "string" ? "" : "; put it in quotes to make it a string";
   return `a ${typeof value} (its value not shown${hint})`;
 }
@@ -168,6 +168,8 @@ function unionChoices(issue: z.core.$ZodIssueInvalidUnion): string {
 }
 
 function describeReceived(value: unknown): string {
+  // A required key left out (`command:` not written): zod's input is undefined.
+  if (value === undefined) return "nothing (the key is missing)";
   if (value === null) return "null";
   if (Array.isArray(value)) return "a list";
   if (typeof value === "object") return "a mapping";

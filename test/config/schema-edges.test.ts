@@ -181,3 +181,17 @@ describe("an MCP server's env names are names an environment can hold", () => {
     expect(config.mcp_servers[0]!.env).toEqual({ GOOD: "1", "my.var-é": "hf_secret_value" });
   });
 });
+
+test("a required key left out is named as missing, not as 'undefined undefined'", () => {
+  const leftOut: Record<string, string> = {
+    "mcp_servers.0.name": "mcp_servers:\n  - command: x\n",
+    "mcp_servers.0.command": "mcp_servers:\n  - name: a\n",
+    "agents.0.name": "agents:\n  - system_prompt: x\n",
+    "models.0.path": "models:\n  - name: b\n",
+  };
+  for (const [key, text] of Object.entries(leftOut)) {
+    const err = coreErrorOf(() => parseConfigText(text, "/c/config.yaml"));
+    expect(err).toMatchObject({ code: "config_invalid", data: { key, line: 2 } });
+    expect(err.message).toBe(`/c/config.yaml:2: ${key}: expected string, got nothing (the key is missing)`);
+  }
+});
