@@ -15,9 +15,10 @@ import { duplicateKeyOffset, KeyIndex } from "./yaml-keys.ts";
 export const DEFAULT_CONFIG_FILE = "config.yaml";
 
 /**
- * Unknown keys named one by one; the rest are counted in one more warning. Each is a log line
- * at start-up and a part of doctor's answer, twice: 116,000 of them (a 1 MiB file) made that
- * answer a line of 17 MB, and past the 32 MiB the client reads once the path is 90 characters.
+ * Unknown keys named one by one (the rest are counted in one more warning), and schema issues
+ * listed in config_invalid's `data.issues`. An unknown key is a log line at start-up and part
+ * of doctor's answer, twice: 116,000 of them (a 1 MiB file) made that answer a line of 17 MB,
+ * past the 32 MiB the client reads once the path is 90 characters.
  */
 export const MAX_KEY_WARNINGS = 20;
 
@@ -82,7 +83,11 @@ export function parseConfigText(text: string, file: string): LoadedConfig {
       file,
       line: line ?? null,
       key,
-      issues: parsed.error.issues.map((i) => ({ key: i.path.join("."), message: i.message })),
+      // The first few: every request that needs the config answers this error, and 200,000
+      // empty mcp_servers entries (1 MiB) made it a line of 39 MB, past what the client reads.
+      issues: parsed.error.issues
+        .slice(0, MAX_KEY_WARNINGS)
+        .map((i) => ({ key: i.path.join("."), message: i.message })),
     });
   }
 

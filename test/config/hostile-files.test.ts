@@ -252,3 +252,17 @@ describe("unknown keys by the thousand", () => {
     expect(JSON.stringify(report).length).toBeLessThan(64 * 1024);
   });
 });
+
+test("a schema error of 200,000 issues lists the first 20: every request answers it", () => {
+  const text = `mcp_servers:\n${"- {}\n".repeat(200_000)}`;
+  expect(text.length).toBeLessThan(CONFIG_MAX_BYTES);
+  const err = coreErrorOf(() => parseConfigText(text, "/c/config.yaml"));
+  expect(err.message).toBe(
+    "/c/config.yaml:2: mcp_servers.0.name: expected string, got nothing (the key is missing)",
+  );
+  const issues = (err.data as { issues: { key: string }[] }).issues;
+  expect(issues).toHaveLength(20);
+  expect(issues.slice(0, 2).map((i) => i.key)).toEqual(["mcp_servers.0.name", "mcp_servers.0.command"]);
+  // 39 MB before, past the 32 MiB line the client reads.
+  expect(JSON.stringify(err.data).length).toBeLessThan(64 * 1024);
+});
