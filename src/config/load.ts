@@ -6,6 +6,7 @@ import type { z } from "zod";
 import { CoreError } from "../protocol/errors.ts";
 import { HF_PREFIX } from "../protocol/model-ref.ts";
 import { expandHome } from "../util/home-path.ts";
+import { cutText } from "../util/text-cut.ts";
 import { readConfigFile } from "./config-file.ts";
 import { type Config, ConfigSchema, type LoadedConfig } from "./schema.ts";
 import { unknownKeys } from "./unknown-keys.ts";
@@ -21,6 +22,18 @@ export const DEFAULT_CONFIG_FILE = "config.yaml";
  * past the 32 MiB the client reads once the path is 90 characters.
  */
 export const MAX_KEY_WARNINGS = 20;
+
+/**
+ * A key or an issue as a message shows it: each long word (a value it quotes) cut, and the
+ * whole. Every request that needs the config answers its error, and a value of 500 KB
+ * (`agents: [{name: a, model: xxx…}]`) was quoted whole, in the message and in `data`: a 1 MB
+ * line for each.
+ */
+const shown = (text: string): string =>
+  cutText(
+    text.replace(/\S{121,}/g, (word) => cutText(word, 120)),
+    1000,
+  );
 
 /**
  * Reads, validates and resolves config.yaml. Throws CoreError `config_missing` when there is
@@ -76,10 +89,11 @@ export function parseConfigText(text: string, file: string): LoadedConfig {
   if (!parsed.success) {
     const issue = parsed.error.issues[0] as z.core.$ZodIssue;
     const keyPath = issue.path.map(String);
-    const key = keyPath.join(".") || "(root)";
+    const key = shown(keyPath.join(".") || "(root)");
     const line = lineOfPath(doc, keys, lineCounter, issue.path as (string | number)[]);
     const where = line ? `${file}:${line}` : file;
-    throw new CoreError("config_invalid", `${where}: ${key}: ${describeIssue(issue, mayBeSecret(keyPath))}`, {
+    const said = shown(describeIssue(issue, mayBeSecret(keyPath)));
+    throw new CoreError("config_invalid", `${where}: ${key}: ${said}`, {
       file,
       line: line ?? null,
       key,
@@ -87,14 +101,14 @@ export function parseConfigText(text: string, file: string): LoadedConfig {
       // empty mcp_servers entries (1 MiB) made it a line of 39 MB, past what the client reads.
       issues: parsed.error.issues
         .slice(0, MAX_KEY_WARNINGS)
-        .map((i) => ({ key: i.path.join("."), message: i.message })),
+        .map((i) => ({ key: shown(i.path.join(".")), message: shown(i.message) })),
     });
   }
 
   const unknown = unknownKeys(ConfigSchema, raw);
   const warnings = unknown.slice(0, MAX_KEY_WARNINGS).map((key) => {
     const line = lineOfPath(doc, keys, lineCounter, key.split("."));
-    return `${line ? `${file}:${line}` : file}: unknown key '${key}' is ignored`;
+    return `${line ? `${file}:${line}` : file}: unknown key '${shown(key)}' is ignored`;
   });
   if (unknown.length > MAX_KEY_WARNINGS)
     warnings.push(`${file}: ${unknown.length - MAX_KEY_WARNINGS} more unknown keys are ignored`);

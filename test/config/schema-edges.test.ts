@@ -195,3 +195,27 @@ test("a required key left out is named as missing, not as 'undefined undefined'"
     expect(err.message).toBe(`/c/config.yaml:2: ${key}: expected string, got nothing (the key is missing)`);
   }
 });
+
+describe("a long value or key is shown by its start: every request answers the config's error", () => {
+  const big = "x".repeat(500_000);
+  test.each([
+    ["agents.0.model", `agents:\n  - {name: a, model: ${big}}\n`, "no model named 'xxx"],
+    ["llama.rpc.0", `llama:\n  rpc: ["${big}"]\n`, "is not host:port"],
+    ["app.max_steps", `app:\n  max_steps: "${"a ".repeat(200_000)}"\n`, 'got string "a a a'],
+  ])("%s", (key, text, says) => {
+    const err = coreErrorOf(() => parseConfigText(text, "/c/config.yaml"));
+    expect(err).toMatchObject({ code: "config_invalid", data: { key, line: 2 } });
+    expect(err.message).toStartWith(`/c/config.yaml:2: ${key}: `);
+    expect(err.message).toContain(says);
+    expect(err.message.length).toBeLessThan(1100);
+    expect(JSON.stringify(err.data).length).toBeLessThan(2500);
+  });
+
+  test("an env name of 500 KB is named by its start, in the message and in data", () => {
+    const text = `mcp_servers:\n  - {name: a, command: x, env: {"${big}=": y}}\n`;
+    const err = coreErrorOf(() => parseConfigText(text, "/c/config.yaml"));
+    expect(err.message).toStartWith(`/c/config.yaml:2: mcp_servers.0.env.${"x".repeat(80)}`);
+    expect(err.message).toContain("an environment variable's name is not empty");
+    expect(JSON.stringify({ m: err.message, d: err.data }).length).toBeLessThan(2500);
+  });
+});
