@@ -2,6 +2,7 @@ import { resolve } from "node:path";
 import type { KvDisk } from "../agent/kv/kv-disk.ts";
 import type { PromptReuse } from "../agent/kv/reuse.ts";
 import type { McpPool } from "../agent/mcp/pool.ts";
+import { RefusalMemo } from "../config/refusal-memo.ts";
 import type { Config, LoadedConfig } from "../config/schema.ts";
 import { METHODS } from "../methods/index.ts";
 import type { Services } from "../methods/services.ts";
@@ -60,13 +61,15 @@ export class CoreServices implements Services {
   private embedder: MemoryEmbedder | null | undefined;
   private readonly shutdown = new ShutdownOrder();
   private prepared = false;
+  private readonly refusal = new RefusalMemo();
 
   constructor(private readonly options: ServicesOptions) {}
 
   loadedConfig(): LoadedConfig {
     if (!this.loaded) {
       const { loadConfig } = require("../config/load.ts") as typeof import("../config/load.ts");
-      const loaded = loadConfig(this.options.configPath, this.options.cwd);
+      const file = resolve(this.options.cwd, this.options.configPath);
+      const loaded = this.refusal.run(file, () => loadConfig(this.options.configPath, this.options.cwd));
       for (const w of loaded.warnings) logger.warn(w);
       setLogLevel(loaded.config.logging.level);
       this.loaded = loaded;

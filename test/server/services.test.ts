@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { defaultPlanDeps, modelMemo } from "../../src/models/local-plan-deps.ts";
 import type { LlamaProvider } from "../../src/runtime/endpoint.ts";
 import { CoreServices } from "../../src/server/services.ts";
+import { coreErrorOf } from "../fixtures/core-error.ts";
 import { llama7b, writeGguf } from "../fixtures/gguf-writer.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 import { waitFor } from "../fixtures/wait.ts";
@@ -145,4 +146,20 @@ describe("the composition root", () => {
     expect(lines()).toEqual(["--list-devices", "--list-devices"]);
     await services.stop();
   });
+});
+
+test("a refused config is read again only once it changed: a large one held the loop at each request", () => {
+  using dir = tmpdir();
+  const file = join(dir.path, "config.yaml");
+  // Some 300 KB of empty lists parse in about a second; the schema then refuses max_steps: 0.
+  writeFileSync(file, `x: [${"[],".repeat(100_000)}[]]\napp:\n  max_steps: 0\n`);
+  const services = new CoreServices({ configPath: "config.yaml", cwd: dir.path });
+  const first = coreErrorOf(() => services.config());
+  expect(first).toMatchObject({ code: "config_invalid", data: { key: "app.max_steps" } });
+  const t0 = performance.now();
+  for (let i = 0; i < 3; i++) expect(coreErrorOf(() => services.config())).toBe(first);
+  expect(performance.now() - t0).toBeLessThan(300);
+  // Corrected in place to the same size, it is read again and loads.
+  writeFileSync(file, `x: [${"[],".repeat(100_000)}[]]\napp:\n  max_steps: 7\n`);
+  expect(services.config().app.max_steps).toBe(7);
 });
