@@ -170,7 +170,12 @@ export const LlamaSchema = z
     mlock: z.boolean().default(false),
     /** Rotating log of llama-server's output under data_dir/logs. */
     log_max_bytes: positiveInt.default(5 * 1024 * 1024),
-    log_files: positiveInt.default(3),
+    /**
+     * Each rotation renames every file down the line, one existence check per number on the
+     * event loop: 10,000,000 took 39 s a rotation, and with a small log_max_bytes rotations come
+     * every few lines.
+     */
+    log_files: positiveInt.max(100, "at most 100 (each rotation renames every file)").default(3),
     /** llama.cpp RPC workers whose memory the plan may use (see RpcWorkersSchema). */
     rpc: RpcWorkersSchema.default([]),
     /**

@@ -219,3 +219,12 @@ describe("a long value or key is shown by its start: every request answers the c
     expect(JSON.stringify({ m: err.message, d: err.data }).length).toBeLessThan(2500);
   });
 });
+
+test("llama.log_files is at most 100: each rotation renames every file, on the event loop", () => {
+  const err = coreErrorOf(() => parseConfigText("llama:\n  log_files: 10000000\n", "/c/config.yaml"));
+  expect(err).toMatchObject({ code: "config_invalid", data: { key: "llama.log_files", line: 2 } });
+  expect(err.message).toBe(
+    "/c/config.yaml:2: llama.log_files: at most 100 (each rotation renames every file)",
+  );
+  expect(parseConfigText("llama:\n  log_files: 100\n", "/c/config.yaml").config.llama.log_files).toBe(100);
+});

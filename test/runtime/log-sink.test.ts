@@ -88,3 +88,13 @@ describe("readLines", () => {
     expect(lines.at(-1)).toBe("next");
   });
 });
+
+test("a rotation with the most files the config allows (100) is quick", async () => {
+  await using dir = tmpdir();
+  const log = new RotatingLog(dir.path, 10, 100);
+  const t0 = performance.now();
+  for (let i = 0; i < 200; i++) log.write("0123456789abcdef\n");
+  log.close();
+  expect(performance.now() - t0).toBeLessThan(1000);
+  expect(readdirSync(dir.path)).toHaveLength(101);
+});
