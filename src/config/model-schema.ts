@@ -45,7 +45,7 @@ export const ModelKeysSchema = z.object({
    * The vision projector (docs/models.md "The projector"): a GGUF path, `auto` (an `mmproj*.gguf`
    * in the model's hub snapshot, else the only one beside the model file), or `none`.
    */
-  mmproj: z.string().min(1).default("auto"),
+  mmproj: modelPath.default("auto"),
 });
 export type ModelKeys = z.infer<typeof ModelKeysSchema>;
 

@@ -27,7 +27,9 @@ import { resolveModelPath, snapshotFiles } from "./resolve.ts";
 export async function findProjector(setting: string, model: ModelInfo): Promise<ProjectorChoice> {
   if (setting === "none") return { kind: "none", reason: "mmproj: none" };
   // An `hf:org/name:mmproj-F16.gguf` is a file of the cache, found as a model path is.
-  const path = setting.startsWith(HF_PREFIX) ? resolveModelPath(setting) : setting;
+  const path = setting.startsWith(HF_PREFIX)
+    ? resolveModelPath(setting, process.env, undefined, "model.mmproj")
+    : setting;
   if (setting !== "auto") return { kind: "found", source: "config", info: await configured(path, model) };
   return auto(model);
 }

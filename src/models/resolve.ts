@@ -101,13 +101,19 @@ export function resolveCached(ref: ModelRef, cacheDir: string): CacheResolution 
  * CoreError `model_missing` naming the `local-ai pull` command that fetches it (`config_invalid`
  * when several cached files match and the ref must name one).
  */
-export function resolveModelPath(path: string, env: Env = process.env, home = env.HOME || homedir()): string {
+export function resolveModelPath(
+  path: string,
+  env: Env = process.env,
+  home = env.HOME || homedir(),
+  /** The config key that holds `path`, for a refusal to name (a projector's is model.mmproj). */
+  key = "model.path",
+): string {
   if (!path.startsWith(HF_PREFIX)) return path;
   let ref: ModelRef;
   try {
     ref = parseHfModelPath(path)!;
   } catch (err) {
-    throw new CoreError("config_invalid", `model.path: ${(err as Error).message}`, { key: "model.path" });
+    throw new CoreError("config_invalid", `${key}: ${(err as Error).message}`, { key });
   }
   const cacheDir = hubCacheDir(env, home);
   const found = resolveCached(ref, cacheDir);
@@ -116,8 +122,8 @@ export function resolveModelPath(path: string, env: Env = process.env, home = en
     const hint = `${HF_PREFIX}${ref.repo}:${found.matches[0]}`;
     throw new CoreError(
       "config_invalid",
-      `model.path ${path}: ${found.matches.length} cached files match: ${found.matches.join(", ")}; name one, as in ${hint}`,
-      { key: "model.path", matches: found.matches },
+      `${key} ${path}: ${found.matches.length} cached files match: ${found.matches.join(", ")}; name one, as in ${hint}`,
+      { key, matches: found.matches },
     );
   }
   throw notDownloaded(path, ref, found, cacheDir);

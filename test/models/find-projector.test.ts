@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { mkdirSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { defaultConfig, loadConfig } from "../../src/config/load.ts";
+import { defaultConfig, loadConfig, parseConfigText } from "../../src/config/load.ts";
 import { findProjector } from "../../src/models/find-projector.ts";
 import { fitVerdictFor } from "../../src/models/fit-verdict.ts";
 import { snapshotRootOf } from "../../src/models/hf-cache.ts";
@@ -11,7 +11,7 @@ import { readGgufHeader } from "../../src/plan/gguf-read.ts";
 import { type ModelInfo, modelInfo } from "../../src/plan/model.ts";
 import { CoreError } from "../../src/protocol/errors.ts";
 import { mmproj } from "../fixtures/gguf-mmproj.ts";
-import { tinyLlama, tinyLlamaQ8, writeGguf } from "../fixtures/gguf-writer.ts";
+import { type GgufSpec, tinyLlama, tinyLlamaQ8, writeGguf } from "../fixtures/gguf-writer.ts";
 import { cpuOnlyMachine } from "../fixtures/hardware.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 import { layRepo } from "./cache-layout.ts";
@@ -25,6 +25,25 @@ async function coreErrorOf(p: Promise<unknown>): Promise<CoreError> {
   );
   if (err instanceof CoreError) return err;
   throw new Error(`expected a CoreError, got ${String(err)}`);
+}
+
+/** Runs `fn` with HF_HUB_CACHE at `cache`, as the core reads it, then puts it back. */
+async function inCache<T>(cache: string, fn: () => Promise<T>): Promise<T> {
+  const before = process.env.HF_HUB_CACHE;
+  process.env.HF_HUB_CACHE = cache;
+  try {
+    return await fn();
+  } finally {
+    if (before === undefined) delete process.env.HF_HUB_CACHE;
+    else process.env.HF_HUB_CACHE = before;
+  }
+}
+
+/** `files` laid out as `repo` in a cache under `dir`, and the header of its `modelFile`. */
+async function repoInCache(dir: string, repo: string, files: Record<string, GgufSpec>, modelFile: string) {
+  const cache = join(dir, "cache");
+  const { snapshot } = layRepo(cache, repo, files);
+  return { cache, snapshot, model: modelInfo(await readGgufHeader(join(snapshot, modelFile))) };
 }
 
 async function modelIn(dir: string, spec = tinyLlama(), name = "model.gguf"): Promise<ModelInfo> {
@@ -234,25 +253,14 @@ test("a FIFO named like a projector beside the model is passed over at once, nev
 
 test("mmproj: hf:org/name:file names a projector in the cache, as model.path would", async () => {
   using dir = tmpdir();
-  const cache = join(dir.path, "cache");
-  const { snapshot } = layRepo(cache, "org/vision-GGUF", {
-    "vision.gguf": tinyLlama(),
-    "mmproj-F16.gguf": mmproj(),
+  const files = { "vision.gguf": tinyLlama(), "mmproj-F16.gguf": mmproj() };
+  const { cache, snapshot, model } = await repoInCache(dir.path, "org/vision-GGUF", files, "vision.gguf");
+  const found = await inCache(cache, () => findProjector("hf:org/vision-GGUF:mmproj-F16.gguf", model));
+  expect(found).toMatchObject({
+    kind: "found",
+    source: "config",
+    info: { path: join(snapshot, "mmproj-F16.gguf") },
   });
-  const model = modelInfo(await readGgufHeader(join(snapshot, "vision.gguf")));
-  const before = process.env.HF_HUB_CACHE;
-  process.env.HF_HUB_CACHE = cache;
-  try {
-    const found = await findProjector("hf:org/vision-GGUF:mmproj-F16.gguf", model);
-    expect(found).toMatchObject({
-      kind: "found",
-      source: "config",
-      info: { path: join(snapshot, "mmproj-F16.gguf") },
-    });
-  } finally {
-    if (before === undefined) delete process.env.HF_HUB_CACHE;
-    else process.env.HF_HUB_CACHE = before;
-  }
 });
 
 test("plan --model another file: that file's own projector (auto), not the configured model's", async () => {
@@ -292,4 +300,34 @@ test("a pulled file's verdict looks for its own projector, and counts its memory
   const withProjector = await fitVerdictFor(config, other, deps);
   expect(withProjector.fits).toBe(true);
   expect(withProjector.needed_bytes!).toBeGreaterThan(alone.needed_bytes!);
+});
+
+test("mmproj: hf:org/name matching several cached files names model.mmproj, not model.path", async () => {
+  using dir = tmpdir();
+  const files = { "a/m-Q4_K_M.gguf": tinyLlama(), "b/m-Q4_K_M.gguf": tinyLlama() };
+  const { cache, model } = await repoInCache(dir.path, "org/m", files, "a/m-Q4_K_M.gguf");
+  const err = await inCache(cache, () => coreErrorOf(findProjector("hf:org/m:Q4_K_M", model)));
+  expect(err.code).toBe("config_invalid");
+  expect(err.data).toMatchObject({ key: "model.mmproj" });
+  expect(err.message).toStartWith("model.mmproj hf:org/m:Q4_K_M: 2 cached files match");
+});
+
+test("a malformed hf: mmproj is config_invalid at load, naming its key and line", () => {
+  for (const [text, key, line] of [
+    ['model:\n  mmproj: "hf:not a repo"\n', "model.mmproj", 2],
+    ['models:\n  - name: b\n    path: x.gguf\n    mmproj: "hf:org/m:../x.gguf"\n', "models.0.mmproj", 4],
+  ] as const) {
+    const err = (() => {
+      try {
+        parseConfigText(text, "/c/config.yaml");
+      } catch (e) {
+        return e as CoreError;
+      }
+      throw new Error("loaded");
+    })();
+    expect(err).toMatchObject({ code: "config_invalid", data: { key, line } });
+  }
+  expect(
+    parseConfigText("model:\n  mmproj: hf:org/m:mmproj-F16.gguf\n", "/c/config.yaml").config.model.mmproj,
+  ).toBe("hf:org/m:mmproj-F16.gguf");
 });
