@@ -350,8 +350,10 @@ describe("documents.add, list, delete and citations", () => {
       text: "The HERONDOC flies south.",
       name: "heron-secrets.md",
     });
-    // The reply is slow: the delete answers while it streams, before the chat's result.
-    h.llama.script({ content: ["they", " fly", " south", " in", " winter"], chunk_delay_ms: 60 });
+    // The reply is slow: the delete answers while it streams, before the chat's result (its erase
+    // rewrites the database's pages on the store's thread: 60 ms a piece was too little beside a
+    // full parallel suite).
+    h.llama.script({ content: ["they", " fly", " south", " in", " winter"], chunk_delay_ms: 250 });
     h.onEmit = (m) => {
       if (m.event === "memory_done") h.send("d", "documents.delete", { document_id: doc.result.document_id });
     };
