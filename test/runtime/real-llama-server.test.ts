@@ -57,6 +57,34 @@ if (!BINARY || !MODEL) {
       expect(() => process.kill(pid, 0)).toThrow();
     }, 120_000);
 
+    test("extra_args' --api-key and --hf-token reach it by its environment: both keys work, neither is on its command line (76b)", async () => {
+      await using dir = tmpdir();
+      const extra = ["--api-key", "user-key-76b", "--hf-token", "hf_NOT_ON_CMDLINE"];
+      const supervisor = new Supervisor({
+        findBinary: () => ({ path: BINARY }),
+        plan: async () => testPlan(MODEL, { extra_args: extra }),
+        dataDir: () => join(dir.path, "data"),
+        settings: () => ({ ...SETTINGS, startupTimeoutMs: 60_000, stopGraceMs: 3000 }),
+        reap: false,
+      });
+      const lease = await supervisor.acquire(new AbortController().signal);
+      try {
+        const cmdline = readFileSync(`/proc/${supervisor.pid()}/cmdline`, "utf8");
+        expect(cmdline).not.toContain("user-key-76b");
+        expect(cmdline).not.toContain("hf_NOT_ON_CMDLINE");
+        for (const key of [lease.apiKey, "user-key-76b"]) {
+          const res = await fetch(`${lease.baseUrl}/v1/models`, {
+            headers: { Authorization: `Bearer ${key}` },
+          });
+          expect(res.status).toBe(200);
+        }
+        expect((await fetch(`${lease.baseUrl}/v1/models`)).status).toBe(401);
+      } finally {
+        lease.release();
+        await supervisor.stop();
+      }
+    }, 120_000);
+
     // Every streamed request asks return_progress (docs/agent.md "Progress is an event"): this
     // build takes the field and sends a progress event as the slot starts and one a batch
     // (transcripts/98b), and the core's own request reads them as no piece of the reply.
