@@ -138,7 +138,8 @@ export class Dispatcher {
     try {
       value = JSON.parse(text);
     } catch (err) {
-      this.fail(null, "invalid_json", `not valid JSON: ${(err as Error).message}`);
+      // The parser quotes the token it stopped at, half an emoji when it was one: made text.
+      this.fail(null, "invalid_json", `not valid JSON: ${(err as Error).message.toWellFormed()}`);
       return;
     }
     if (typeof value !== "object" || value === null || Array.isArray(value)) {

@@ -48,6 +48,19 @@ describe("dispatcher over the in-process loop", () => {
     await h.exit;
   });
 
+  test("a line broken at an emoji gets an invalid_json message that is whole text, no lone surrogate", async () => {
+    const h = startHarness();
+    // Bun's parser quotes the token it stopped at: half the emoji ('\ud83d'), which a strict
+    // JSON parser on the host (serde_json, Swift) refuses, and with it the whole error line.
+    h.sendRaw('{"id":1,\u{1F600}}\n');
+    await h.request({ id: "after", method: "ping" });
+    const err = h.messages.find((m) => m.id === null);
+    expect(err).toMatchObject({ code: "invalid_json" });
+    expect(String(err?.message).isWellFormed()).toBe(true);
+    h.end();
+    await h.exit;
+  });
+
   test("bad input gets the right code and the loop keeps going", async () => {
     const h = startHarness();
     h.sendRaw("not json\n");
