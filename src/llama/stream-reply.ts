@@ -113,10 +113,13 @@ export function applyEvent(
     choices?: ChunkChoice[];
     usage?: Usage;
     timings?: Timings;
-    error?: { message?: string };
+    error?: { message?: unknown };
   };
   if (chunk.error) {
-    const message = chunk.error.message ?? "error in stream";
+    const given = chunk.error.message;
+    // Not text (a server's or a proxy's own shape): the event itself, cut, says what it was.
+    const message =
+      typeof given === "string" ? given : given === undefined ? "error in stream" : excerpt(data);
     return unparsedReply(message) ?? new LlmError("server_error", `llama-server: ${message}`);
   }
   if (chunk.usage) result.usage = chunk.usage;

@@ -174,6 +174,14 @@ describe("the completion's failures", () => {
     expect(err).toMatchObject({ kind: "server_error", message: "llama-server: boom" });
   });
 
+  test("an error event whose message is not text is shown by its event, not as [object Object]", async () => {
+    using t = tape(sse('{"choices":[{"delta":{"content":"a"}}]}', '{"error":{"message":{"detail":"boom"}}}'));
+    const err = await complete(t, { messages: [] });
+    expect(err).toMatchObject({ kind: "server_error" });
+    expect((err as Error).message).not.toContain("[object Object]");
+    expect((err as Error).message).toContain("boom");
+  });
+
   test("quirks/90d: a stream that ends in the unparsed reply's error event is unparsed_reply, after its deltas", async () => {
     const [t] = readExchanges(RECORDINGS, "quirks/90d-unparsed-reply-stream.txt");
     using recorded = tape(t!);
