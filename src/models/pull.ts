@@ -246,11 +246,19 @@ function prepareCache(cacheDir: string, repo: string, where: PullWhere): void {
   }
 }
 
+/**
+ * The bytes a `.incomplete` holds; 0 when there is none. In one look: another pull may rename it
+ * into place between an exists and a stat, which then threw ENOENT as an unexpected error.
+ */
+export function partialSize(path: string): number {
+  return statSync(path, { throwIfNoEntry: false })?.size ?? 0;
+}
+
 /** Fails before any byte is fetched when what is left to download, plus a margin, does not fit. */
 function checkSpace(targets: BlobTarget[], cacheDir: string, probe: FreeSpaceProbe, where: PullWhere): void {
   const remaining = targets.reduce((sum, t) => {
     if (existsSync(t.blob)) return sum;
-    const partial = existsSync(t.incomplete) ? Math.min(statSync(t.incomplete).size, t.size) : 0;
+    const partial = Math.min(partialSize(t.incomplete), t.size);
     return sum + t.size - partial;
   }, 0);
   if (remaining === 0) return;
@@ -290,7 +298,7 @@ async function obtainBlob(
       throw writeFailure(err, { repo: t.repo, file: t.file }, lockPath);
     }
     if ("busy" in lock) {
-      const partial = existsSync(t.incomplete) ? statSync(t.incomplete).size : 0;
+      const partial = partialSize(t.incomplete);
       if (!watch) reporter.start("wait", partial);
       else reporter.set("wait", partial);
       watch ??= new LockWatch(lockPath, t.incomplete, deps.lockQuietMs ?? LOCK_QUIET_MS);
