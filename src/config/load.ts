@@ -62,7 +62,12 @@ export function parseConfigText(text: string, file: string): LoadedConfig {
       : { message: "Map keys must be unique", pos: [duplicate], linePos: undefined });
   if (yamlError) {
     const line = yamlError.linePos?.[0]?.line ?? lineOf(lineCounter, yamlError.pos[0]);
-    const said = yamlError.message.split("\n")[0] ?? "";
+    // The parser quotes a block scalar's header line whole (`key: |value`): a value, maybe a
+    // token, written where the header goes. Its line is named; its text is not.
+    const said = (yamlError.message.split("\n")[0] ?? "").replace(
+      /^(Block scalar header includes extra characters):.*$/,
+      "$1",
+    );
     // The parser's own recursion ran out: say what the file did, not what the runtime felt.
     const reason = /call stack/i.test(said) ? "nested too deeply to read" : said;
     throw new CoreError("config_invalid", `${file}:${line}: YAML syntax error: ${reason}`, {

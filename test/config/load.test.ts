@@ -53,6 +53,18 @@ describe("config", () => {
     expect(config.memory.folders).toEqual(["/home/u/app/notes"]);
   });
 
+  test("a value written where a block scalar's header goes is not quoted in the syntax error", () => {
+    // The parser's message quotes the header's line whole: `key: |value`, maybe a token.
+    const err = coreErrorOf(() =>
+      parseConfigText("llama:\n  extra_args: |sk-SECRET-VALUE\n    x\n", "/c/config.yaml"),
+    );
+    expect(err.code).toBe("config_invalid");
+    expect(err.message).toBe(
+      "/c/config.yaml:2: YAML syntax error: Block scalar header includes extra characters",
+    );
+    expect(JSON.stringify(err.data)).not.toContain("SECRET");
+  });
+
   test("a YAML syntax error names the file and the line", () => {
     const err = coreErrorOf(() =>
       parseConfigText("app:\n  max_steps: 3\nmodel: [\n  x: 1\n", "/c/config.yaml"),
