@@ -13,6 +13,7 @@ import {
 import { join } from "node:path";
 import { z } from "zod";
 import { ChatMessageSchema } from "../protocol/chat-message.ts";
+import { SafeIdSchema } from "../protocol/safe-id.ts";
 import { logger } from "../util/logger.ts";
 import { ensurePrivateDir, PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from "../util/private-fs.ts";
 import { openRegularFile } from "../util/read-file.ts";
@@ -30,10 +31,13 @@ export const IMPORTED_DIR = "imported-0.1";
 const MARKER = "import_v01";
 
 const HistorySchema = z.object({ version: z.literal(1), messages: z.array(ChatMessageSchema) });
-const TurnSchema = z.object({ id: z.string(), session_id: z.string(), text: z.string(), at: z.string() });
+const TurnSchema = z.object({ id: z.string(), session_id: SafeIdSchema, text: z.string(), at: z.string() });
 const TurnsSchema = z.object({ version: z.literal(1), turns: z.array(z.unknown()) });
-/** What the 0.1 core accepted as a user or session folder (protocol/chat.ts SafeIdSchema). */
-const SAFE_ID = /^(?!\.)[A-Za-z0-9@+._-]{1,128}$/;
+/**
+ * A user or session folder the protocol can name (protocol/safe-id.ts): one it cannot (a Windows
+ * device name, which 0.1 let through) would be imported as rows no method could read or erase.
+ */
+const isSafeId = (name: string): boolean => SafeIdSchema.safeParse(name).success;
 
 export interface ImportReport {
   sessions: number;
@@ -68,7 +72,7 @@ export function importV01(db: Database, dataDir: string, now: Date): ImportRepor
 function safeEntries(dir: string): string[] {
   try {
     return readdirSync(dir, { withFileTypes: true })
-      .filter((e) => e.isDirectory() && SAFE_ID.test(e.name))
+      .filter((e) => e.isDirectory() && isSafeId(e.name))
       .map((e) => e.name);
   } catch {
     return [];

@@ -8,6 +8,28 @@ import { SessionStore } from "../../fixtures/store-v01/session-store.ts";
 import { tmpdir } from "../../fixtures/tmpdir.ts";
 
 describe("import of the 0.1 layout", () => {
+  test("a user or session the protocol cannot name (a Windows device name) is not imported: it could never be read or erased", () => {
+    using dir = tmpdir();
+    new SessionStore(dir.path, "ann", "trip").saveHistory([{ role: "user", content: "plan a trip" }]);
+    new SessionStore(dir.path, "ann", "nul").saveHistory([{ role: "user", content: "a device's session" }]);
+    new SessionStore(dir.path, "con", "s").saveHistory([{ role: "user", content: "a device's user" }]);
+    const mem = MemoryIndex.forUser(dir.path, "ann").load();
+    mem.addTurn({
+      id: "x",
+      session_id: "aux",
+      text: "cited by a device's name",
+      at: "2026-11-30T10:00:00.000Z",
+    });
+    const store = Store.open(dir.path);
+    try {
+      expect(store.list("ann", 10).sessions.map((s) => s.session_id)).toEqual(["trip"]);
+      expect(store.list("con", 10).sessions).toEqual([]);
+      expect(store.memory.search("ann", "device", 3, "other")).toEqual([]);
+    } finally {
+      store.close();
+    }
+  });
+
   test("a folder written by the 0.1 store: histories, an interrupted turn, memory; kept aside; once", () => {
     using dir = tmpdir();
     // Written by the 0.1 code itself, not by hand.
