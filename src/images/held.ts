@@ -1,11 +1,15 @@
 import { stat } from "node:fs/promises";
 import type { ImageInput } from "../protocol/image-input.ts";
+import { abortable } from "../util/abortable.ts";
 import { ByteBudget } from "../util/byte-budget.ts";
 import type { Release } from "../util/semaphore.ts";
 import { MAX_HELD_IMAGE_BYTES, MAX_IMAGE_BYTES } from "./limits.ts";
 
 /** The chats' images held in memory at once, by their sizes: the others wait their turn. */
 export const heldImages = new ByteBudget(MAX_HELD_IMAGE_BYTES);
+
+/** The last chat's sizing: the next enters `heldImages`' line after it (`holdImages`). */
+let entered: Promise<unknown> = Promise.resolve();
 
 /** A chat's room: its release, and what each image may take of it when read (`room[i]`). */
 export interface HeldRoom {
@@ -28,8 +32,17 @@ export async function holdImages(
   signal: AbortSignal,
 ): Promise<HeldRoom> {
   if (inputs.length > maxImages) return { release: () => {}, room: [] };
-  const room: number[] = [];
-  for (const input of inputs) room.push(Math.min(await expectedBytes(input), MAX_IMAGE_BYTES));
+  // Into the line in the order called, whatever each one's stat takes: a chat holds its
+  // session's place before this (methods/chat.ts), so a later chat of the session that got room
+  // first while waiting for that place would hold the earlier one's room from it for good.
+  // A chat cancelled meanwhile (its stat stuck on a slow disk) leaves that line at once too.
+  const sized = Promise.all(inputs.map(expectedBytes));
+  const inTurn = abortable(
+    entered.then(() => sized),
+    signal,
+  );
+  entered = inTurn.catch(() => {});
+  const room = (await inTurn).map((bytes) => Math.min(bytes, MAX_IMAGE_BYTES));
   const release = await heldImages.acquire(
     room.reduce((a, b) => a + b, 0),
     signal,
