@@ -1,7 +1,7 @@
 import { MAX_STREAMED_CALLS } from "../llama/tool-call-deltas.ts";
 import type { ToolCall } from "../protocol/chat-message.ts";
 import { logger } from "../util/logger.ts";
-import { cutText } from "../util/text-cut.ts";
+import { cutText, wholeCharCut } from "../util/text-cut.ts";
 
 /**
  * Longest arguments a call may carry. Longer ones are a malformed call (a runaway model, not a
@@ -261,6 +261,7 @@ function withSafeArguments(tc: ToolCall): ToolCall {
       ok = false;
     }
   }
-  const name = tc.function.name.length > 200 ? tc.function.name.slice(0, 200) : tc.function.name;
+  // Cut between characters: half an emoji is a lone surrogate, which llama-server's parser refuses.
+  const name = tc.function.name.slice(0, wholeCharCut(tc.function.name, 200));
   return { ...tc, function: { name, arguments: ok ? args : "{}" } };
 }

@@ -47,6 +47,16 @@ describe("many malformed calls in one step", () => {
     expect(second?.content).toContain("unknown tool 'nope'");
   });
 
+  // The call goes back to the model in the next request and is stored with the turn: half an
+  // emoji is a lone surrogate, which llama-server's JSON parser (and a strict host's) refuses.
+  test("a malformed call's long name is cut between characters", () => {
+    const out = interpretStep("", [call(0, `${"n".repeat(199)}😀tail`, "{}")], known, 0);
+    if (out.kind !== "malformed") throw new Error(out.kind);
+    const name = out.toolCalls[0]?.function.name ?? "";
+    expect(name.length).toBeLessThanOrEqual(200);
+    expect(wellFormed(name)).toBe(true);
+  });
+
   test("an unknown tool's problem lists a bounded part of the known tools", () => {
     const many = new Set(Array.from({ length: 500 }, (_, i) => `server_${i}__tool_with_a_long_name_${i}`));
     const out = interpretStep("", [call(0, "nope", "{}")], many, 0);
