@@ -1,6 +1,7 @@
 import { expect, test } from "bun:test";
 import { join } from "node:path";
 import { McpPool } from "../../src/agent/mcp/pool.ts";
+import { MAX_DESCRIPTION_CHARS, vetTools } from "../../src/agent/mcp/tool-list.ts";
 import { hostileServer } from "../fixtures/mcp-hostile.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
@@ -23,3 +24,12 @@ test("tools the SDK's schema would refuse cost their own places, not their serve
     await pool.close();
   }
 }, 60_000);
+
+// The description goes to llama-server in every request's tools: half an emoji at the cut is a
+// lone surrogate, which its JSON parser refuses, failing every chat that offers the tool.
+test("a long tool description is cut between characters", () => {
+  const description = `${"d".repeat(MAX_DESCRIPTION_CHARS - 1)}😀 and more`;
+  const { tools } = vetTools([{ name: "wordy", description }]);
+  expect(tools[0]?.description.length).toBeLessThanOrEqual(MAX_DESCRIPTION_CHARS);
+  expect(tools[0]?.description.isWellFormed()).toBe(true);
+});

@@ -1,4 +1,5 @@
 import { MAX_JSON_DEPTH, nestedDeeperThan } from "../../util/json-depth.ts";
+import { wholeCharCut } from "../../util/text-cut.ts";
 
 export interface McpToolInfo {
   name: string;
@@ -81,7 +82,8 @@ export function vetTools(listed: readonly unknown[]): VettedTools {
       const description = typeof t.description === "string" ? t.description : "";
       tools.push({
         name,
-        description: description.slice(0, MAX_DESCRIPTION_CHARS),
+        // Between characters: half an emoji is a lone surrogate, which llama-server's parser refuses.
+        description: description.slice(0, wholeCharCut(description, MAX_DESCRIPTION_CHARS)),
         inputSchema: schema,
       });
     }
