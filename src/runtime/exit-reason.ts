@@ -1,4 +1,5 @@
 import type { ErrorCode } from "../protocol/errors.ts";
+import { wholeCharCut } from "../util/text-cut.ts";
 
 /**
  * Why llama-server exited during start-up, read from its own log lines (recorded in
@@ -131,10 +132,14 @@ export function classifyStartExit(
     }
   }
   const how = signal ? `was killed by ${signal}` : `exited with code ${exitCode}`;
-  const lastError = [...logTail].reverse().find((l) => /\bE\s|error/i.test(l));
+  const lastError = [...logTail]
+    .reverse()
+    .find((l) => /\bE\s|error/i.test(l))
+    ?.trim();
   return {
     code: "internal_error",
-    message: `llama-server ${how} during start-up${lastError ? `: ${lastError.trim().slice(0, 300)}` : ""}`,
+    // Cut between characters: the host's parser refuses a line with half an emoji (a path's).
+    message: `llama-server ${how} during start-up${lastError ? `: ${lastError.slice(0, wholeCharCut(lastError, 300))}` : ""}`,
     retryPort: false,
   };
 }

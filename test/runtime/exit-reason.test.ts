@@ -52,6 +52,15 @@ describe("classifyStartExit", () => {
     expect(classifyStartExit(["garbage"], null, "SIGSEGV").message).toContain("killed by SIGSEGV");
   });
 
+  // The line goes to the host in the start's error: half an emoji (a model path's) is a lone
+  // surrogate, which makes the error line one a strict JSON parser refuses whole.
+  test("the last error line quoted is cut between characters", () => {
+    const line = `E main: error: ${"p".repeat(284)}😀.gguf`;
+    const { message } = classifyStartExit([line], 1, null);
+    expect(message).toContain("pppp");
+    expect(message.isWellFormed()).toBe(true);
+  });
+
   const cases: [string, string, RegExp][] = [
     ["70-missing-model-path.txt", "model_missing", /cannot be opened/],
     ["71-corrupt-gguf-truncated-half.txt", "model_missing", /truncated/],
