@@ -9,6 +9,7 @@ import { formatBytes } from "../plan/render.ts";
 import { resolvedCommand } from "../platform/windows-command.ts";
 import type { DoctorCheck } from "../protocol/doctor.ts";
 import { childModeOf } from "../runtime/child-mode.ts";
+import { wholeCharCut } from "../util/text-cut.ts";
 import { childModeNote } from "./child-mode-note.ts";
 import { missingLlamaServerFix } from "./llama-server-source.ts";
 
@@ -79,7 +80,8 @@ export async function binaryCheck(
       status: "fail",
       message: `${path} --version exited ${r.code} without a llama-server version`,
       fix: "check that llama.binary points at llama-server, not another program",
-      data: { path, output: text.trim().slice(0, 300) },
+      // Cut between characters: half an emoji makes the report a line a strict parser refuses.
+      data: { path, output: text.trim().slice(0, wholeCharCut(text.trim(), 300)) },
     };
   }
   for (const m of text.matchAll(/load_backend: loaded (\S+) backend/g)) backends.add(m[1]!);

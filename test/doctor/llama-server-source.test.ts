@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
-import { dirname } from "node:path";
+import { chmodSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
 import { parseConfigText } from "../../src/config/load.ts";
 import { binaryCheck } from "../../src/doctor/checks.ts";
 import {
@@ -46,5 +47,23 @@ describe("where llama-server comes from", () => {
     );
     expect(check.status).toBe("fail");
     expect(check.fix).toBe(missingLlamaServerFix(process.platform, process.arch, dirname(process.execPath)));
+  });
+  // doctor's report is JSON a host reads: half an emoji in it is a lone surrogate, a line a
+  // strict JSON parser refuses whole.
+  test("a binary that prints no version has its output quoted cut between characters", async () => {
+    await using dir = tmpdir();
+    const binary = join(dir.path, "not-llama");
+    writeFileSync(binary, "");
+    chmodSync(binary, 0o755);
+    const { config } = parseConfigText(`llama:\n  binary: ${binary}\n`, `${dir.path}/config.yaml`);
+    const stdout = `${"o".repeat(299)}😀 and more`;
+    const check = await binaryCheck(
+      config,
+      async () => ({ kind: "exit", code: 1, stdout, stderr: "" }) as never,
+    );
+    expect(check.status).toBe("fail");
+    const output = String((check.data as { output?: string }).output);
+    expect(output).toStartWith("ooo");
+    expect(output.isWellFormed()).toBe(true);
   });
 });
