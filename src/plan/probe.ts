@@ -1,6 +1,7 @@
 import { readFile } from "node:fs/promises";
 import os from "node:os";
 import { windowsPhysicalMemory, windowsProcessorCores } from "../platform/windows/system.ts";
+import { wholeCharCut } from "../util/text-cut.ts";
 import {
   appleGpuBudget,
   type GpuInfo,
@@ -84,7 +85,9 @@ function describeRun(tool: string, r: RunResult): Omit<ProbeReport, "id" | "ms">
   if (r.kind === "timeout")
     return { status: "timeout", message: `${tool} did not answer within ${PROBE_TIMEOUT_MS} ms` };
   if (r.kind === "error") return { status: "error", message: `${tool} failed to start: ${r.message}` };
-  const tail = (r.stderr || r.stdout).trim().split("\n").slice(-1)[0]?.slice(0, 200) ?? "";
+  const last = (r.stderr || r.stdout).trim().split("\n").slice(-1)[0] ?? "";
+  // Cut between characters: half an emoji makes the host's line one a strict parser refuses.
+  const tail = last.slice(0, wholeCharCut(last, 200));
   return { status: "error", message: `${tool} exited ${r.code}${tail ? `: ${tail}` : ""}` };
 }
 

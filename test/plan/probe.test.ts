@@ -131,6 +131,17 @@ describe("probeHardware", () => {
     expect(junk.probes.find((p) => p.id === "nvidia-smi")).toMatchObject({ status: "error" });
     expect(junk.gpus).toEqual([]);
   });
+  // The probe's message reaches the host (status, doctor): half an emoji at the cut is a lone
+  // surrogate, a line a strict JSON parser refuses whole.
+  test("a failed tool's last line is quoted cut between characters", async () => {
+    const stderr = `${"e".repeat(199)}😀 GPU`;
+    const h = await probeHardware(
+      fakeEnv({ tools: { "nvidia-smi": { kind: "exit", code: 9, stdout: "", stderr } } }),
+    );
+    const message = h.probes.find((p) => p.id === "nvidia-smi")?.message ?? "";
+    expect(message).toContain("eeee");
+    expect(message.isWellFormed()).toBe(true);
+  });
   test("NVIDIA GPUs and Apple Silicon become GPUs", async () => {
     const nv = await probeHardware(
       fakeEnv({
