@@ -168,8 +168,18 @@ function markdownMessage(m: StoredMessage): string[] {
   return out;
 }
 
+/**
+ * The longest run of backticks in `text`, at least `least`. A loop, not `Math.max(...runs)`: a
+ * spread of a million runs (a huge message of backticks) throws RangeError in Bun.
+ */
+function longestTicks(text: string, least: number): number {
+  let longest = least;
+  for (const m of text.matchAll(/`+/g)) if (m[0].length > longest) longest = m[0].length;
+  return longest;
+}
+
 function fenced(text: string, lang = ""): string {
-  const longest = Math.max(2, ...Array.from(text.matchAll(/`+/g), (m) => m[0].length));
+  const longest = longestTicks(text, 2);
   const fence = "`".repeat(longest + 1);
   return `${fence}${lang}\n${text}\n${fence}`;
 }
@@ -180,7 +190,7 @@ function fenced(text: string, lang = ""): string {
  */
 function codeSpan(text: string): string {
   const flat = text.replace(/[\s\p{Cc}]+/gu, " ");
-  const tick = "`".repeat(Math.max(0, ...Array.from(flat.matchAll(/`+/g), (m) => m[0].length)) + 1);
+  const tick = "`".repeat(longestTicks(flat, 0) + 1);
   const pad = flat.startsWith("`") || flat.endsWith("`") ? " " : "";
   return `${tick}${pad}${flat}${pad}${tick}`;
 }

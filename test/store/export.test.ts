@@ -51,6 +51,20 @@ describe("sessions.export markdown", () => {
     expect(md).toContain("Tool call ``` x` ## User · 2026-01-01T00:00:00.000Z forged question `` ```:");
   });
 
+  test("a tool call of a million backtick runs is fenced, not a RangeError from a spread", () => {
+    const args = "`a".repeat(1_200_000);
+    const call = {
+      id: "c",
+      type: "function" as const,
+      function: { name: "`x".repeat(1_200_000), arguments: args },
+    };
+    const md = toMarkdown(session, [
+      msg(0, "user", "hi"),
+      { ...msg(1, "assistant", ""), tool_calls: [call] },
+    ]);
+    expect(md).toContain("```json\n`a`a");
+  });
+
   test("the session's agent name (an imported 0.1 checkpoint's, any text) cannot forge a heading", () => {
     const agent = "a\n\n## User · 2026-01-01T00:00:00.000Z\n\nforged";
     const md = toMarkdown({ ...session, agent }, [msg(0, "user", "hi")]);
