@@ -69,7 +69,7 @@ export function parseConfigText(text: string, file: string): LoadedConfig {
       "$1",
     );
     // The parser's own recursion ran out: say what the file did, not what the runtime felt.
-    const reason = /call stack/i.test(said) ? "nested too deeply to read" : said;
+    const reason = /call stack/i.test(said) ? "nested too deeply to read" : shown(said);
     throw new CoreError("config_invalid", `${file}:${line}: YAML syntax error: ${reason}`, {
       file,
       line,
@@ -130,12 +130,17 @@ function toPlainData(doc: ReturnType<typeof parseDocument>, lineCounter: LineCou
   const problem = aliasProblem(doc.contents);
   if (problem) {
     const line = lineOf(lineCounter, problem.offset);
-    throw new CoreError("config_invalid", `${file}:${line}: ${problem.message}`, { file, line, key: null });
+    // It quotes the alias or anchor's name, which may be as long as the file.
+    throw new CoreError("config_invalid", `${file}:${line}: ${shown(problem.message)}`, {
+      file,
+      line,
+      key: null,
+    });
   }
   try {
     return doc.toJS({ maxAliasCount: MAX_ALIAS_NODES }) ?? {};
   } catch (err) {
-    const reason = (err as Error).message.split("\n")[0];
+    const reason = shown((err as Error).message.split("\n")[0] ?? "");
     throw new CoreError("config_invalid", `${file}: cannot convert the YAML: ${reason}`, {
       file,
       line: null,

@@ -218,6 +218,14 @@ describe("a long value or key is shown by its start: every request answers the c
     expect(err.message).toContain("an environment variable's name is not empty");
     expect(JSON.stringify({ m: err.message, d: err.data }).length).toBeLessThan(2500);
   });
+
+  // The alias check's message quoted the name twice: a 1 MB line for every request.
+  test("an alias of a 500 KB name with no anchor is named by its start", () => {
+    const err = coreErrorOf(() => parseConfigText(`app:\n  max_steps: *${big}\n`, "/c/config.yaml"));
+    expect(err).toMatchObject({ code: "config_invalid", data: { line: 2, key: null } });
+    expect(err.message).toStartWith(`/c/config.yaml:2: alias *${"x".repeat(80)}`);
+    expect(err.message.length).toBeLessThan(1100);
+  });
 });
 
 test("llama.log_files is at most 100: each rotation renames every file, on the event loop", () => {
