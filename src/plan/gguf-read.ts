@@ -191,9 +191,12 @@ const isCount = (v: unknown) => typeof v !== "number" || (Number.isFinite(v) && 
 /** Why the header cannot be a model's layers or shape, or undefined. */
 function layerProblem(scanned: ScannedGguf): string | undefined {
   for (const [key, value] of Object.entries(scanned.metadata)) {
-    if (key.endsWith(".block_count") && typeof value === "number" && !(value >= 0 && value <= MAX_LAYERS))
-      return `${key} is ${value}, over the ${MAX_LAYERS} layers a model may have`;
     const counts = Array.isArray(value) ? value : [value];
+    // An array too: the planner takes its largest entry (model-metadata.ts), so [NaN] or
+    // [10000000] passed and made the plan NaN, or held the loop for seconds.
+    const layers = counts.find((v) => typeof v === "number" && !(v >= 0 && v <= MAX_LAYERS));
+    if (key.endsWith(".block_count") && layers !== undefined)
+      return `${key} is ${layers}, not a count within the ${MAX_LAYERS} layers a model may have`;
     if ((COUNT_KEY.test(key) || PROJECTOR_COUNT_KEY.test(key)) && !counts.every(isCount))
       return `${key} is ${counts.find((v) => !isCount(v))}, not a count a model can have`;
   }

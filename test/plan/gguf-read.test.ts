@@ -41,7 +41,18 @@ describe("readGgufHeader", () => {
     for (const path of [huge, named]) {
       const p = await problemOf(path);
       expect(p).toMatchObject({ code: "model_missing", problem: "not_gguf" });
-      expect(p.message).toContain("over the 4096 layers");
+      expect(p.message).toContain("4096 layers");
+    }
+    // As an array, whose largest entry the planner takes: [NaN] made the plan NaN, and 10
+    // million layers held the loop some 10 s.
+    for (const [i, value] of [[2, Number.NaN], [2, 10_000_000], [-5]].entries()) {
+      const path = writeGguf(dir.path, `array${i}.gguf`, {
+        ...base,
+        metadata: { ...base.metadata, "llama.block_count": { type: "arr_f32", value } },
+      });
+      const p = await problemOf(path);
+      expect(p).toMatchObject({ code: "model_missing", problem: "not_gguf" });
+      expect(p.message).toContain("llama.block_count is ");
     }
     // A tensor count past the bound, in a header that says so and nothing else.
     const many = join(dir.path, "many.gguf");
