@@ -1,4 +1,5 @@
 import { statSync } from "node:fs";
+import { CoreError } from "../protocol/errors.ts";
 
 /**
  * A config load's last refusal, kept with the file it refused. The core tries the file again at
@@ -21,10 +22,22 @@ export class RefusalMemo {
       return load();
     } catch (err) {
       // Only a file that stayed put while it was read is remembered (a missing one costs a stat).
-      if (before !== undefined && identity(file) === before) this.refused = { file: before, err };
+      if (before !== undefined && ofTheText(err) && identity(file) === before)
+        this.refused = { file: before, err };
       throw err;
     }
   }
+}
+
+/**
+ * A refusal the file's text earned: it names a line or a key. A failed read names neither, and
+ * may be the process's or the moment's (too many open files, EIO, a scanner's lock on Windows):
+ * kept, it refused a sound file until someone touched it. Such a read fails fast anyway.
+ */
+function ofTheText(err: unknown): boolean {
+  if (!(err instanceof CoreError)) return false;
+  const data = err.data as { line?: unknown; key?: unknown } | undefined;
+  return (data?.line ?? null) !== null || (data?.key ?? null) !== null;
 }
 
 /** The file as the file system knows it now, links followed; undefined when there is none. */
