@@ -81,19 +81,26 @@ describe("MCP servers that send what no call asked for", () => {
     }
   }, 30_000);
 
-  test("a server that reports progress 50 times a second and answers with 10 MB is left alone", async () => {
+  /** Two calls to one server in `mode`, each answered with `bytes` of text, and no restart. */
+  async function leftAlone(mode: string, bytes: number): Promise<void> {
     using scratch = tmpdir();
     const pids = join(scratch.path, "pids");
-    const pool = new McpPool([hostile("polite", pids)]);
+    const pool = new McpPool([hostile(mode, pids)]);
     try {
-      for (let i = 0; i < 2; i++) {
-        const out = await pool.call("h", "echo", {}, never);
-        expect(out.text.length).toBe(10_000_000);
-      }
+      for (let i = 0; i < 2; i++) expect((await pool.call("h", "echo", {}, never)).text.length).toBe(bytes);
       expect(pidsIn(pids)).toHaveLength(1);
     } finally {
       await pool.close();
     }
+  }
+
+  test("a server that reports progress 50 times a second and answers with 10 MB is left alone", async () => {
+    await leftAlone("polite", 10_000_000);
+  }, 30_000);
+
+  // The SDK matches an answer by Number(id): one whose id came as text was charged as unasked.
+  test("answers whose ids come as text are asked for: a 6 MB result is no flood", async () => {
+    await leftAlone("string-ids", 6_000_000);
   }, 30_000);
 });
 

@@ -38,7 +38,11 @@ export class ChildTransport implements Transport {
   private readonly lines = new LineReader();
   private readonly budget: UnaskedBudget;
   /** The core's requests not yet answered (a cancelled call's too): their answers were asked for. */
-  private readonly awaited = new Set<string | number>();
+  /**
+   * Kept as the SDK matches an answer to its request, by Number(id): an answer whose id came as
+   * text (`"3"`) was charged as unasked, and a 6 MB result so got its server killed as a flood.
+   */
+  private readonly awaited = new Set<number>();
   private ended = false;
   /** Why the core killed it, if it did: what a call it ends is told (pool.ts). */
   stoppedFor: string | undefined;
@@ -78,7 +82,7 @@ export class ChildTransport implements Transport {
       throw new Error(`MCP server '${this.name}' was stopped: ${why}`);
     }
     if ("method" in message && "id" in message) {
-      this.awaited.add(message.id);
+      this.awaited.add(Number(message.id));
       if (message.method === "initialize") this.initializeId = message.id;
     }
     this.pending += bytes;
@@ -146,7 +150,7 @@ export class ChildTransport implements Transport {
     } catch (err) {
       this.onerror?.(err as Error); // one bad line, skipped (and charged below)
     }
-    const asked = message !== undefined && isAnswer(message) && this.awaited.delete(message.id);
+    const asked = message !== undefined && isAnswer(message) && this.awaited.delete(Number(message.id));
     if (!asked && !this.budget.take(line.length)) this.overspent();
     else if (message) this.onmessage?.(essentials(message, this.initializeId));
   }
