@@ -36,6 +36,20 @@ const shown = (text: string): string =>
   );
 
 /**
+ * A key path as an error shows it. An MCP server's env name holding '=' is cut after it: what
+ * follows is most likely a value (`TOKEN=sk-…:` written for `TOKEN: sk-…`), and env values are
+ * never quoted (mayBeSecret).
+ */
+function shownPath(path: readonly string[]): string {
+  const [section, , third, name] = path;
+  const cut = section === "mcp_servers" && third === "env" && name?.includes("=");
+  const shownName = cut ? `${name?.slice(0, name.indexOf("="))}=…` : undefined;
+  return shown(
+    (shownName === undefined ? path : [...path.slice(0, 3), shownName, ...path.slice(4)]).join("."),
+  );
+}
+
+/**
  * Reads, validates and resolves config.yaml. Throws CoreError `config_missing` when there is
  * no file, `config_invalid` (with file, line and key) when it cannot be used.
  */
@@ -94,7 +108,7 @@ export function parseConfigText(text: string, file: string): LoadedConfig {
   if (!parsed.success) {
     const issue = parsed.error.issues[0] as z.core.$ZodIssue;
     const keyPath = issue.path.map(String);
-    const key = shown(keyPath.join(".") || "(root)");
+    const key = shownPath(keyPath) || "(root)";
     const line = lineOfPath(doc, keys, lineCounter, issue.path as (string | number)[]);
     const where = line ? `${file}:${line}` : file;
     const said = shown(describeIssue(issue, mayBeSecret(keyPath)));
@@ -106,7 +120,7 @@ export function parseConfigText(text: string, file: string): LoadedConfig {
       // empty mcp_servers entries (1 MiB) made it a line of 39 MB, past what the client reads.
       issues: parsed.error.issues
         .slice(0, MAX_KEY_WARNINGS)
-        .map((i) => ({ key: shown(i.path.join(".")), message: shown(i.message) })),
+        .map((i) => ({ key: shownPath(i.path.map(String)), message: shown(i.message) })),
     });
   }
 

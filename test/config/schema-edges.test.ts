@@ -170,7 +170,8 @@ describe("an MCP server's env names are names an environment can hold", () => {
     const err = coreErrorOf(() => parseConfigText(env(name), "/c/config.yaml"));
     expect(err).toMatchObject({
       code: "config_invalid",
-      data: { key: `mcp_servers.0.env.${name}`, line: 6 },
+      // Cut after an '=': what follows may be a value (the test at the end of this file).
+      data: { key: `mcp_servers.0.env.${name.replace(/=.*/s, "=…")}`, line: 6 },
     });
     expect(err.message).toContain("an environment variable's name is not empty and holds no '=' or NUL");
     expect(err.message).not.toContain("hf_secret_value");
@@ -235,4 +236,13 @@ test("llama.log_files is at most 100: each rotation renames every file, on the e
     "/c/config.yaml:2: llama.log_files: at most 100 (each rotation renames every file)",
   );
   expect(parseConfigText("llama:\n  log_files: 100\n", "/c/config.yaml").config.llama.log_files).toBe(100);
+});
+
+// `TOKEN=sk-…:` written for `TOKEN: sk-…`: the name's '=' refused, its value was quoted as the key.
+test("an env name holding '=' is shown up to it: what follows is most likely its value", () => {
+  const text = 'mcp_servers:\n  - name: a\n    command: x\n    env:\n      TOKEN=sk-live-123: ""\n';
+  const err = coreErrorOf(() => parseConfigText(text, "/c/config.yaml"));
+  expect(err).toMatchObject({ code: "config_invalid", data: { key: "mcp_servers.0.env.TOKEN=…", line: 5 } });
+  expect(err.message).toStartWith("/c/config.yaml:5: mcp_servers.0.env.TOKEN=…: ");
+  expect(JSON.stringify({ m: err.message, d: err.data })).not.toContain("sk-live");
 });
