@@ -1,4 +1,5 @@
 import type { ChatMessage } from "../protocol/chat-message.ts";
+import { isWriteAgain } from "./write-again.ts";
 
 /**
  * Token estimates without a tokenizer: about 4 characters per token for English-like text,
@@ -54,11 +55,16 @@ export function trimInSteps(
   return history.length;
 }
 
-/** Where each turn of the history starts (a user message; the first message in any case). */
+/**
+ * Where each turn of the history starts (a user message; the first message in any case). The
+ * core's own request to write again is a user message inside a turn: a cut there sent the model
+ * the request without the question it was about.
+ */
 function turnStarts(history: readonly ChatMessage[]): number[] {
   const starts: number[] = [];
   history.forEach((m, i) => {
-    if (i === 0 || m.role === "user") starts.push(i);
+    const core = typeof m.content === "string" && isWriteAgain(m.content);
+    if (i === 0 || (m.role === "user" && !core)) starts.push(i);
   });
   return starts;
 }

@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
-import { estimateTokens, KEEP_AFTER_TRIM, trimInSteps } from "../../src/agent/context-budget.ts";
+import { estimateAll, estimateTokens, KEEP_AFTER_TRIM, trimInSteps } from "../../src/agent/context-budget.ts";
+import { REPLY_AGAIN } from "../../src/agent/write-again.ts";
 import type { ChatMessage } from "../../src/protocol/chat-message.ts";
 
 const turn = (n: number, size: number): ChatMessage[] => [
@@ -55,6 +56,25 @@ describe("trimInSteps (docs/agent.md#history-trimming: in large steps)", () => {
     expect(trimInSteps(h, costOf(h), 5, 1_000_000)).toBe(8);
     expect(trimInSteps(h, costOf(h), 40, 1_000_000)).toBe(h.length);
     expect(trimInSteps(h, costOf(h), 0, 0)).toBe(h.length);
+  });
+
+  test("the core's request to write again opens no turn: a cut never sends it without its question", () => {
+    // Each turn: the question, a reply that could not be read, the core's request, the answer.
+    const again = (n: number): ChatMessage[] => [
+      { role: "user", content: `q${n} ${"x".repeat(400)}` },
+      { role: "assistant", content: `garbled ${"y".repeat(400)}` },
+      { role: "user", content: REPLY_AGAIN },
+      { role: "assistant", content: `a${n}` },
+    ];
+    const h = Array.from({ length: 10 }, (_, i) => again(i + 1)).flat();
+    const budget = estimateAll(again(1)) * 8;
+    for (const cut of [0, 2, 6]) {
+      const from = trimInSteps(h, costOf(h), cut, budget);
+      expect(from % 4).toBe(0);
+      expect(h[from]?.content).not.toBe(REPLY_AGAIN);
+    }
+    // A cut left at the request (the history was rewritten since) moves to the next question.
+    expect(trimInSteps(h, costOf(h), 2, 1_000_000)).toBe(4);
   });
 
   test("the cost of a message as sent counts (a user message with its memory notes)", () => {

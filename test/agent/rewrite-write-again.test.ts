@@ -1,5 +1,5 @@
 import { expect, test } from "bun:test";
-import { REPLY_AGAIN } from "../../src/agent/turn/prompt.ts";
+import { REPLY_AGAIN } from "../../src/agent/write-again.ts";
 import { ChatHarness } from "./harness.ts";
 
 // A turn the model had to write again keeps the core's request for it as a user message: that

@@ -1,6 +1,6 @@
 import { markerBreaker } from "../../llama/special-text.ts";
 import type { ChatMessage } from "../../protocol/chat-message.ts";
-import { REPLY_AGAIN, TOOL_CALL_AGAIN, TOOL_CALL_AGAIN_END } from "./prompt.ts";
+import { REPLY_AGAIN, TOOL_CALL_AGAIN, TOOL_CALL_AGAIN_END } from "../write-again.ts";
 
 /**
  * A step's messages as sent: every marker of the model (llama/special-text.ts) in text the core

@@ -3,6 +3,7 @@ import type { ChatMessage, ToolCall } from "../../protocol/chat-message.ts";
 import type { MemoryHit as Hit } from "../../store/memory-store.ts";
 import { cutText } from "../../util/text-cut.ts";
 import type { NoteRecord } from "../kv/prompt-record.ts";
+import { REPLY_AGAIN, TOOL_CALL_AGAIN, TOOL_CALL_AGAIN_END } from "../write-again.ts";
 
 /** Longest memory passage put into the prompt. */
 const MEMORY_SNIPPET_CHARS = 600;
@@ -56,26 +57,6 @@ const noteId = (h: Hit) => `${h.doc.source}#${h.doc.id}`;
 export function withNotes(message: ChatMessage, note: NoteRecord | undefined): ChatMessage {
   if (!note || message.role !== "user") return message;
   return { ...message, content: `${note.text}\n\n---\n\n${message.content}` };
-}
-
-/**
- * The core's own requests to write again, in their fixed parts: agent/turn/marker-break.ts leaves
- * those whole (they show the model the markers to use), and only those.
- */
-export const TOOL_CALL_AGAIN = "Your tool call could not be used:";
-export const TOOL_CALL_AGAIN_END =
-  '. Write it again as <tool_call>{"name": "<tool>", "arguments": {...}}</tool_call> with valid JSON, or answer without tools.';
-export const REPLY_AGAIN =
-  "Your reply could not be read: it does not follow this chat's format for answers and tool calls. Write it again, as plain text or as a tool call in the format you were given.";
-
-/**
- * A user message the core wrote (a request to write again), not the user: it is stored with its
- * turn, but it opens no turn, so `regenerate` and `replace_from` never take it for the user's.
- */
-export function isWriteAgain(content: string): boolean {
-  return (
-    content === REPLY_AGAIN || (content.startsWith(TOOL_CALL_AGAIN) && content.endsWith(TOOL_CALL_AGAIN_END))
-  );
 }
 
 /**

@@ -4,7 +4,7 @@ import { CoreError } from "../../protocol/errors.ts";
 import type { KeyedMutex, Place } from "../../store/keyed-mutex.ts";
 import type { Store } from "../../store/store.ts";
 import type { SessionKey } from "../kv/session-key.ts";
-import { isWriteAgain } from "./prompt.ts";
+import { isWriteAgain } from "../write-again.ts";
 
 /**
  * `regenerate` and `replace_from` (docs/protocol.md#conversations-sessions-and-usersdelete): a turn
