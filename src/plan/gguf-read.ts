@@ -3,6 +3,7 @@ import { basename, dirname, join } from "node:path";
 import type { gguf } from "@huggingface/gguf";
 import { CoreError } from "../protocol/errors.ts";
 import { NotRegularFile, openRegularFile } from "../util/read-file.ts";
+import { cutText } from "../util/text-cut.ts";
 import { tensorBytes } from "./ggml-types.ts";
 import { GgufInvalid, GgufTruncated, KEEP_ARRAY_MAX, type ScannedGguf, scanGguf } from "./gguf-scan.ts";
 
@@ -188,6 +189,9 @@ const PROJECTOR_COUNT_KEY =
 
 const isCount = (v: unknown) => typeof v !== "number" || (Number.isFinite(v) && v >= 0);
 
+/** A key or tensor name as a problem quotes it: the file's text, cut between characters. */
+const quoted = (text: string): string => cutText(text, 80);
+
 /** Why the header cannot be a model's layers or shape, or undefined. */
 function layerProblem(scanned: ScannedGguf): string | undefined {
   for (const [key, value] of Object.entries(scanned.metadata)) {
@@ -196,14 +200,14 @@ function layerProblem(scanned: ScannedGguf): string | undefined {
     // [10000000] passed and made the plan NaN, or held the loop for seconds.
     const layers = counts.find((v) => typeof v === "number" && !(v >= 0 && v <= MAX_LAYERS));
     if (key.endsWith(".block_count") && layers !== undefined)
-      return `${key} is ${layers}, not a count within the ${MAX_LAYERS} layers a model may have`;
+      return `${quoted(key)} is ${layers}, not a count within the ${MAX_LAYERS} layers a model may have`;
     if ((COUNT_KEY.test(key) || PROJECTOR_COUNT_KEY.test(key)) && !counts.every(isCount))
-      return `${key} is ${counts.find((v) => !isCount(v))}, not a count a model can have`;
+      return `${quoted(key)} is ${counts.find((v) => !isCount(v))}, not a count a model can have`;
   }
   for (const t of scanned.tensorInfos) {
     const m = /^blk\.(\d+)\./.exec(t.name);
     if (m && Number(m[1]) >= MAX_LAYERS)
-      return `tensor ${t.name.slice(0, 80)} names layer ${m[1]}, over the ${MAX_LAYERS} layers a model may have`;
+      return `tensor ${quoted(t.name)} names layer ${quoted(m[1] as string)}, over the ${MAX_LAYERS} layers a model may have`;
   }
   return undefined;
 }

@@ -26,6 +26,29 @@ async function problemOf(path: string): Promise<{ code: string; problem: unknown
 }
 
 describe("readGgufHeader", () => {
+  test("a tensor name or key quoted in the problem is cut between characters, never inside an emoji", async () => {
+    using dir = tmpdir();
+    const base = llama7b({ layers: 2 });
+    // The 80th character is the first half of an emoji: a cut there made the error a line with a
+    // lone surrogate, which a strict JSON parser on the host refuses.
+    const name = `blk.5000.${"a".repeat(70)}\u{1F600}.weight`;
+    const path = writeGguf(dir.path, "emoji.gguf", {
+      ...base,
+      tensors: [...base.tensors, { name, shape: [32, 32], type: 0 }],
+    });
+    const p = await problemOf(path);
+    expect(p).toMatchObject({ code: "model_missing", problem: "not_gguf" });
+    expect(p.message.isWellFormed()).toBe(true);
+    const key = `${"k".repeat(200)}\u{1F600}.block_count`;
+    const keyed = writeGguf(dir.path, "key.gguf", {
+      ...base,
+      metadata: { ...base.metadata, [key]: { type: "u64", value: 30_000_000 } },
+    });
+    const k = await problemOf(keyed);
+    expect(k.message.isWellFormed()).toBe(true);
+    expect(k.message.length).toBeLessThan(400);
+  });
+
   test("layers no model has are not a GGUF: a huge block_count, a blk.N past the bound, a million tensors", async () => {
     using dir = tmpdir();
     const base = llama7b({ layers: 2 });
