@@ -1,3 +1,4 @@
+import { MAX_TIMER_MS } from "../util/timer-limit.ts";
 import { isChatEventName } from "./chat-events.ts";
 import { numberOr } from "./client-options.ts";
 import type { WriteResult } from "./core-process.ts";
@@ -16,7 +17,6 @@ import { guarded, guardedLogger } from "./host-callbacks.ts";
 import type { AbortSignalLike, CallOptions, ClientLogger, ExitInfo } from "./host-types.ts";
 import type { RequestId } from "./protocol-types.ts";
 import { RequestStream } from "./request-stream.ts";
-import { MAX_TIMER_MS } from "./timer-limit.ts";
 import type { CancelResult, GenericEvent } from "./types.ts";
 import { asText, clip, idOfLine, isObject, requestLine } from "./wire-lines.ts";
 

@@ -1,8 +1,8 @@
 import { type ChildProcess, spawn as nodeSpawn, type SpawnOptions } from "node:child_process";
 import { EventEmitter } from "node:events";
 import { LineSplitter } from "../protocol/transport/framing.ts";
+import { MAX_TIMER_MS, timerMs } from "../util/timer-limit.ts";
 import type { Environment, ExitInfo, SpawnFunction } from "./host-types.ts";
-import { MAX_TIMER_MS, timerMs } from "./timer-limit.ts";
 
 /**
  * The edge that owns one core child process: it spawns it, frames its stdout into lines,

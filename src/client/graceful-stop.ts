@@ -1,8 +1,8 @@
+import { MAX_TIMER_MS } from "../util/timer-limit.ts";
 import type { Connection } from "./connection.ts";
 import type { CoreProcess } from "./core-process.ts";
 import type { ClientLogger } from "./host-types.ts";
 import { shutdownKillAt } from "./shutdown-timing.ts";
-import { MAX_TIMER_MS } from "./timer-limit.ts";
 import type { StatusResult } from "./types.ts";
 
 /**

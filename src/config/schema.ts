@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { KV_CACHE_TYPE_NAMES } from "../protocol/kv-cache-types.ts";
 import { ThinkSchema } from "../protocol/think.ts";
+import { MAX_TIMER_MS } from "../util/timer-limit.ts";
 import { checkModelNames, DEFAULT_MODEL_NAME, ModelSchema, ModelsSchema } from "./model-schema.ts";
 import { noNulCharacters } from "./nul-check.ts";
 import { parseEndpoint } from "./rpc-endpoint.ts";
@@ -15,17 +16,15 @@ const positiveInt = z.number().int().positive();
 const nonNegativeInt = z.number().int().nonnegative();
 const auto = z.literal("auto");
 
-/** The longest delay setTimeout honours (2^31 - 1 ms, about 24.8 days); a longer one fires at once. */
-export const TIMER_MAX_MS = 2 ** 31 - 1;
-const TIMER_MAX_S = Math.floor(TIMER_MAX_MS / 1000);
+const TIMER_MAX_S = Math.floor(MAX_TIMER_MS / 1000);
 /** A duration in seconds, bounded so that it stays a valid timer once turned into ms. */
 const seconds = z
   .number()
   .max(TIMER_MAX_S, `at most ${TIMER_MAX_S} s (about 24 days, the longest a timer can wait)`);
 /** A duration in ms, bounded likewise. */
 const millis = nonNegativeInt.max(
-  TIMER_MAX_MS,
-  `at most ${TIMER_MAX_MS} ms (about 24 days, the longest a timer can wait)`,
+  MAX_TIMER_MS,
+  `at most ${MAX_TIMER_MS} ms (about 24 days, the longest a timer can wait)`,
 );
 
 /**

@@ -1,5 +1,4 @@
-/** The longest delay a timer holds (setTimeout's 32-bit signed ms): a longer one fires at once. */
-const LONGEST_TIMER_MS = 2 ** 31 - 1;
+import { MAX_TIMER_MS } from "./timer-limit.ts";
 
 /**
  * The delay before restart number `attempt` (1-based): `initialMs` doubled per attempt, capped
@@ -8,5 +7,5 @@ const LONGEST_TIMER_MS = 2 ** 31 - 1;
  * the same way. Plain TypeScript: the client bundle must not need Bun.
  */
 export function backoffDelayMs(attempt: number, initialMs: number, maxMs: number): number {
-  return Math.min(initialMs * 2 ** Math.max(0, attempt - 1), maxMs, LONGEST_TIMER_MS);
+  return Math.min(initialMs * 2 ** Math.max(0, attempt - 1), maxMs, MAX_TIMER_MS);
 }
