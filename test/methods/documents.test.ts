@@ -350,12 +350,12 @@ describe("documents.add, list, delete and citations", () => {
       text: "The HERONDOC flies south.",
       name: "heron-secrets.md",
     });
-    // The reply is slow: the delete answers while it streams, before the chat's result (its erase
-    // rewrites the database's pages on the store's thread: 60 ms a piece was too little beside a
-    // full parallel suite).
-    h.llama.script({ content: ["they", " fly", " south", " in", " winter"], chunk_delay_ms: 250 });
-    h.onEmit = (m) => {
-      if (m.event === "memory_done") h.send("d", "documents.delete", { document_id: doc.result.document_id });
+    // The delete is sent once the prompt has reached the model, and the reply waits for its
+    // answer: the document is erased while the turn runs, whatever the machine's load.
+    h.llama.script({ content: ["they", " fly", " south"] });
+    h.llama.beforeChat = async () => {
+      h.send("d", "documents.delete", { document_id: doc.result.document_id });
+      await h.terminal("d");
     };
     const chat = await h.chat("c", { input: "where does the HERONDOC fly", session_id: "s" });
     const done = chat.events.find((e) => e.event === "memory_done") as any;
@@ -363,6 +363,7 @@ describe("documents.add, list, delete and citations", () => {
     const deleted = h.out.findIndex((m) => m.id === "d" && m.type === "result");
     expect(deleted).toBeGreaterThanOrEqual(0);
     expect(deleted).toBeLessThan(h.out.indexOf(chat.terminal));
+    expect(JSON.stringify(h.llama.requests[0]?.body.messages)).toContain("flies south");
     expect((chat.terminal as any).result.sources).toEqual([
       expect.objectContaining({ kind: "document", id: doc.result.document_id, name: "" }),
     ]);
