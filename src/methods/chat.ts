@@ -47,6 +47,16 @@ export const chat = defineMethod({
     // Its first request's connection, opened now to a server that serves: the connect is made
     // while the turn takes its session and slot (docs/performance.md, "The connection opened ahead").
     const spare = provider.connectAhead?.();
+    // A delete of the named session answered from its arrival on stops the chat wherever it
+    // waits (its images' room, the modules, the spawn, its line), not only once the turn has
+    // begun: it would otherwise write the session back (docs/agent.md, The store).
+    const erased =
+      params.session_id === undefined
+        ? undefined
+        : services.erasing.signal(params.user_id, params.session_id);
+    const signal = erased
+      ? AbortSignal.any([watch?.signal ?? ctx.signal, erased.signal])
+      : (watch?.signal ?? ctx.signal);
     let place: Place | undefined;
     try {
       // A plain chat starts llama-server before the turn's modules load: on the first chat they
@@ -55,7 +65,7 @@ export const chat = defineMethod({
       // begins the start for those.
       // In the session's line first, as the chat arrives: what follows may wait (the modules, the spawn).
       if (params.session_id !== undefined)
-        place = takePlace(params, services.sessionLocks(), watch?.signal ?? ctx.signal, params.session_id);
+        place = takePlace(params, services.sessionLocks(), signal, params.session_id);
       const plain = !params.images?.length && !isRewrite(params);
       const prestarted = plain ? (provider.prestart?.() ?? null) : undefined;
       const { runTurn } = await import("../agent/turn/run-turn.ts");
@@ -72,12 +82,13 @@ export const chat = defineMethod({
         locks: services.sessionLocks(),
         ...(place ? { place } : {}),
         store: () => services.store(),
+        erasing: services.erasing,
         reuse: services.promptReuse(model.name),
         ...(index
           ? { embedQuery: (text: string, signal: AbortSignal) => index.queryVector(text, signal) }
           : {}),
         emit: (event, fields) => ctx.emit(event, fields),
-        signal: watch?.signal ?? ctx.signal,
+        signal,
         settle: () => ctx.settle(),
         randomId,
         now: () => new Date(),
@@ -90,6 +101,7 @@ export const chat = defineMethod({
     } finally {
       // The turn gave the session back; one that ended before it ran leaves the line here.
       place?.leave();
+      erased?.unwatch();
       spare?.close();
       watch?.done();
       // After the result: the job waits a moment, so the result goes out before any embedding.

@@ -5,6 +5,7 @@ import type { EmbedChunks } from "../documents/add-document.ts";
 import type { PullDeps } from "../models/pull.ts";
 import type { LlamaProvider } from "../runtime/endpoint.ts";
 import type { ModelsApi } from "../runtime/models-api.ts";
+import type { ErasureWatch } from "../store/erasures.ts";
 import type { KeyedMutex } from "../store/keyed-mutex.ts";
 import type { MemoryEmbedder } from "../store/memory-embedder.ts";
 import type { Store } from "../store/store.ts";
@@ -42,9 +43,10 @@ export interface Services {
   mcp(): McpPool;
   /** One lock per user/session, so two chats never write the same session at once. */
   sessionLocks(): KeyedMutex;
-  /** Each user's memory index, built on first need. */
   /** The conversation database, opened on first need. */
   store(): Store;
+  /** This process's turns, stopped when their session is erased; watched before the database opens. */
+  readonly erasing: ErasureWatch;
   /**
    * Slots kept per session, prompt records, KV state on disk (docs/agent.md#prompt-reuse); made
    * with the llama provider. With several models, each model's own (default: `default`'s).

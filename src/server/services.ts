@@ -9,6 +9,7 @@ import type { Services } from "../methods/services.ts";
 import type { PullDeps } from "../models/pull.ts";
 import type { LlamaProvider } from "../runtime/endpoint.ts";
 import type { ModelsApi } from "../runtime/models-api.ts";
+import { ErasureWatch } from "../store/erasures.ts";
 import { KeyedMutex } from "../store/keyed-mutex.ts";
 import type { MemoryEmbedder } from "../store/memory-embedder.ts";
 import type { Store } from "../store/store.ts";
@@ -60,6 +61,7 @@ export class CoreServices implements Services {
   /** Memory's embedder: undefined until asked, null when there is none (no embedding model). */
   private embedder: MemoryEmbedder | null | undefined;
   private readonly shutdown = new ShutdownOrder();
+  readonly erasing = new ErasureWatch();
   private prepared = false;
   private readonly refusal = new RefusalMemo();
 
@@ -203,6 +205,7 @@ export class CoreServices implements Services {
       const { Store } = require("../store/store.ts") as typeof import("../store/store.ts");
       const store = Store.open(app.data_dir, {
         folders: memory.folders,
+        erasing: this.erasing,
         // A folder's passages are every user's: a file gone or changed leaves no saved state quoting it.
         folderIndex: {
           onGone: (sources) => this.forgetKvSource(undefined, ...sources),

@@ -119,7 +119,11 @@ interface Watcher {
   onErase: () => void;
 }
 
-/** The turns of this process, stopped when their session or user is erased. */
+/**
+ * The turns of this process, stopped when their session or user is erased. One per process
+ * (server/services.ts), not per opened database: a chat watches from its arrival, before the
+ * database is opened, and a database reopened under the core keeps the watchers.
+ */
 export class ErasureWatch {
   private readonly watchers = new Set<Watcher>();
 
@@ -128,6 +132,13 @@ export class ErasureWatch {
     const w = { userId, sessionId, onErase };
     this.watchers.add(w);
     return () => this.watchers.delete(w);
+  }
+
+  /** A signal aborted, with the delete's reason, when the session or its user is erased. */
+  signal(userId: string, sessionId: string): { signal: AbortSignal; unwatch: () => void } {
+    const erased = new AbortController();
+    const unwatch = this.watch(userId, sessionId, () => erased.abort(sessionErased(sessionId)));
+    return { signal: erased.signal, unwatch };
   }
 
   erased(userId: string, sessionId?: string): void {

@@ -43,6 +43,8 @@ export interface StoreOptions extends OpenOptions {
   chunkThread?: boolean;
   /** Tests: when the first sweep of a killed add's chunks runs after the open (FIRST_SWEEP_MS). */
   firstSweepMs?: number;
+  /** The process's turns to stop on an erase (the core's one, server/services.ts); default: the store's own. */
+  erasing?: ErasureWatch;
 }
 
 /** What a reset of the database left for the host to hear (the `store_reset` warning). */
@@ -70,7 +72,7 @@ export class Store {
   readonly fts: boolean;
   readonly path: string;
   /** This process's turns, stopped when their session is erased (store/erasures.ts). */
-  readonly erasing = new ErasureWatch();
+  readonly erasing: ErasureWatch;
   private reset: StoreReset | undefined;
   private closed = false;
   private readonly busyWaitMs: number;
@@ -93,6 +95,7 @@ export class Store {
     options: StoreOptions,
   ) {
     this.path = opened.path;
+    this.erasing = options.erasing ?? new ErasureWatch();
     this.file = new DbIdentity(opened.path);
     this.fts = opened.fts;
     this.conversations = new Conversations(db);

@@ -284,6 +284,23 @@ describe("a delete wins over a turn in flight", () => {
     expect(await h.terminal("3")).toMatchObject({ code: "cancelled", data: { reason: "session_deleted" } });
   });
 
+  test("a delete answered while the chat waits for llama-server's spawn stops it: the session is not made again", async () => {
+    await using h = new ChatHarness({ agents: [{ name: "plain" }] });
+    h.llama.script({ content: ["first"] }, { content: ["late SECRET reply"] });
+    await h.chat("1", { input: "one", session_id: "s" });
+    // A cold start: the turn lets the spawn go first (up to 250 ms) before it opens the database.
+    let spawn = () => {};
+    h.provider.nextPrestart = { spawned: new Promise<void>((r) => (spawn = r)) };
+    h.send("2", "chat", { input: "two SECRET", session_id: "s" });
+    await Bun.sleep(20);
+    expect((await call(h, "d", "sessions.delete", { session_id: "s" })).result).toMatchObject({
+      deleted: true,
+    });
+    spawn();
+    await expectGone(h);
+    expect(h.llama.requests).toHaveLength(1);
+  });
+
   test("users.delete stops the user's turns the same way", async () => {
     await using h = new ChatHarness({ agents: [{ name: "plain" }] });
     await streaming(h, "ann");

@@ -4,6 +4,7 @@ import type { ChatEvents, ChatParams, Warning } from "../../protocol/chat.ts";
 import type { RequestContext } from "../../protocol/method-table.ts";
 import type { Source } from "../../protocol/sources.ts";
 import type { LlamaProvider, StartTicket } from "../../runtime/endpoint.ts";
+import type { ErasureWatch } from "../../store/erasures.ts";
 import type { KeyedMutex, Place } from "../../store/keyed-mutex.ts";
 import type { QueryVector } from "../../store/memory-vectors.ts";
 import type { Store } from "../../store/store.ts";
@@ -32,6 +33,8 @@ export interface TurnDeps {
   place?: Place;
   /** The conversation database (sessions, checkpoints, memory), opened on first need. */
   store(): Store;
+  /** The process's erase watch (store/erasures.ts): a turn of a session it named itself watches here. */
+  erasing: ErasureWatch;
   /**
    * Slots kept per session, prompt records, KV state on disk (docs/agent.md#prompt-reuse); absent:
    * none of it.

@@ -3,9 +3,6 @@ import { prepareImages } from "../../images/prepare.ts";
 import type { ChatParams, Warning } from "../../protocol/chat.ts";
 import type { StartTicket } from "../../runtime/endpoint.ts";
 import { dataDirError } from "../../store/data-dir-problem.ts";
-import { sessionErased } from "../../store/erasures.ts";
-import type { Place } from "../../store/keyed-mutex.ts";
-import type { Store } from "../../store/store.ts";
 import { within } from "../../util/within.ts";
 import type { TurnContext, TurnDeps } from "./context.ts";
 import type { TurnResult } from "./ending.ts";
@@ -48,11 +45,13 @@ async function runHeldTurn(
   checkRewriteParams(params);
   const images = await imagesOf(params, config, room);
   const rewriting = isRewrite(params);
-  // Taken as the chat arrived when it named its session; else now (a new session's random id).
-  const place = deps.place ?? takePlace(params, deps.locks, signal, sessionId);
+  // A session the host named is watched, and its place in line taken, from the chat's arrival
+  // (methods/chat.ts: a delete aborts `deps.signal`); one named here, from now.
+  const erased = params.session_id === undefined ? deps.erasing.signal(params.user_id, sessionId) : undefined;
+  const turnSignal = erased ? AbortSignal.any([signal, erased.signal]) : signal;
+  const place = deps.place ?? takePlace(params, deps.locks, turnSignal, sessionId);
   let unlock: (() => void) | undefined;
   let unlease: (() => void) | undefined;
-  let unwatch: (() => void) | undefined;
   try {
     // The model starts loading now, while the session, memory and tools are prepared; the turn
     // hears its progress once it asks for the server (after run_start, as the protocol orders).
@@ -62,9 +61,6 @@ async function runHeldTurn(
     const prestarted = startOf(deps);
     if (prestarted) await untilSpawned(prestarted);
     const store = deps.store();
-    const erased = watchErase(store, params.user_id, sessionId, place);
-    unwatch = erased.unwatch;
-    const turnSignal = AbortSignal.any([signal, erased.signal]);
     unlock = await place.granted;
     const warnings: Warning[] = [];
     const key = { userId: params.user_id, sessionId };
@@ -108,25 +104,11 @@ async function runHeldTurn(
     // A folder the core cannot write is the host's to fix: name it, not "see the log".
     throw dataDirError(err, deps.dataDir) ?? err;
   } finally {
-    unwatch?.();
+    erased?.unwatch();
     unlease?.();
     if (unlock) unlock();
     else place.leave();
   }
-}
-
-/**
- * A delete of the session wins, from the moment the chat waits for it: the turn stops at once,
- * waiting in the session's line or not, and ends with the delete's reason (its writes are
- * refused too, store/erasures.ts).
- */
-function watchErase(store: Store, userId: string, sessionId: string, place: Place) {
-  const erased = new AbortController();
-  const unwatch = store.erasing.watch(userId, sessionId, () => {
-    erased.abort(sessionErased(sessionId));
-    place.stop(erased.signal.reason);
-  });
-  return { signal: erased.signal, unwatch };
 }
 
 /** Every image checked before anything starts: a refusal costs no model load (docs/protocol.md#images). */
