@@ -291,8 +291,11 @@ describe("a delete wins over a turn in flight", () => {
     // A cold start: the turn lets the spawn go first (up to 250 ms) before it opens the database.
     let spawn = () => {};
     h.provider.nextPrestart = { spawned: new Promise<void>((r) => (spawn = r)) };
+    const { promise: asked, resolve } = Promise.withResolvers<void>();
+    const prestart = h.provider.prestart.bind(h.provider);
+    h.provider.prestart = () => (resolve(), prestart());
     h.send("2", "chat", { input: "two SECRET", session_id: "s" });
-    await Bun.sleep(20);
+    await asked;
     expect((await call(h, "d", "sessions.delete", { session_id: "s" })).result).toMatchObject({
       deleted: true,
     });
