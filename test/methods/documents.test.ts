@@ -369,6 +369,33 @@ describe("documents.add, list, delete and citations", () => {
     ]);
   });
 
+  test("a document deleted while the turn's tool runs is not sent again in its next step", async () => {
+    await using h = new ChatHarness({ memory: { enabled: true, top_k: 5 } });
+    const doc = await call(h, "a", "documents.add", {
+      text: "The HERONDOC dives for fish.",
+      name: "herons.md",
+    });
+    h.llama.script({ tool_calls: [{ name: "t__echo", arguments: { text: "ping" } }] }, { content: ["done"] });
+    // Erased once the first step's prompt has gone out: the tool's step follows the delete.
+    let asked = 0;
+    h.llama.beforeChat = async () => {
+      if (asked++ > 0) return;
+      h.send("d", "documents.delete", { document_id: doc.result.document_id });
+      await h.terminal("d");
+    };
+    const chat = await h.chat("c", { input: "what does the HERONDOC do", session_id: "s" });
+    expect((chat.terminal as any).result.response).toBe("done");
+    const sent = h.llama.requests.map((r) => JSON.stringify(r.body.messages));
+    expect(sent).toHaveLength(2);
+    expect(sent[0]).toContain("dives for fish");
+    expect(sent[1]).toContain("ping");
+    expect(sent[1]).not.toContain("dives for fish");
+    // An earlier step read it: cited, without its name.
+    expect((chat.terminal as any).result.sources).toEqual([
+      expect.objectContaining({ kind: "document", id: doc.result.document_id, name: "" }),
+    ]);
+  });
+
   test("a document deleted while a chat waits for the slot is not sent to the model, nor cited", async () => {
     await using h = new ChatHarness(plain);
     const doc = await call(h, "a", "documents.add", {

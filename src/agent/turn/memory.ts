@@ -3,6 +3,7 @@ import type { QueryVector } from "../../store/memory-vectors.ts";
 import { logger } from "../../util/logger.ts";
 import { within } from "../../util/within.ts";
 import type { TurnContext } from "./context.ts";
+import type { PromptLayout } from "./prompt-layout.ts";
 
 /**
  * How long a turn waits for the `memory.folders` index still being built before it recalls
@@ -52,6 +53,18 @@ export function stillStored(ctx: TurnContext, hits: MemoryHit[]): MemoryHit[] {
     );
     return [];
   }
+}
+
+/**
+ * Before each later step of a turn: passages erased since the last request (a `documents.delete`
+ * answered while a tool ran) are not sent again. The turn's notes are laid out anew without them;
+ * the slot then reuses its prompt up to the turn's own message only. They stay among the sources
+ * (an earlier step read them), named as the result is sent: an erased one without its name.
+ */
+export function dropErased(ctx: TurnContext, layout: PromptLayout): void {
+  const hits = layout.recalled;
+  const kept = stillStored(ctx, [...hits]);
+  if (kept.length < hits.length) layout.recall(kept);
 }
 
 /** The input's vector, when an embedding model answers in time; undefined otherwise (words alone). */

@@ -44,7 +44,7 @@ export class PromptLayout {
 
   constructor(
     record: PromptRecord,
-    private readonly hits: readonly MemoryHit[],
+    private hits: readonly MemoryHit[],
     /** The seq the turn's user message gets: the history's length. */
     private readonly userSeq: number,
     private readonly images: ImageCosts = { costOf: () => 0, vision: true },
@@ -58,6 +58,17 @@ export class PromptLayout {
 
   get cut(): number {
     return this.cutAt;
+  }
+
+  /** The passages recalled for this turn's own notes. */
+  get recalled(): readonly MemoryHit[] {
+    return this.hits;
+  }
+
+  /** The turn's own notes laid out again from `kept` alone (the others erased since they were sent). */
+  recall(kept: readonly MemoryHit[]): void {
+    this.hits = kept;
+    this.own = null;
   }
 
   /** The turn's own messages as sent. */

@@ -14,7 +14,7 @@ import type { TurnContext } from "./context.ts";
 import { endTurn, type TurnEnding, type TurnResult } from "./ending.ts";
 import { notVision, refsOf } from "./images.ts";
 import { llmStep, type StepSetup } from "./llm-step.ts";
-import { recall, stillStored } from "./memory.ts";
+import { dropErased, recall, stillStored } from "./memory.ts";
 import { repromptMessages, systemMessage, UNREADABLE, unreadableMessages } from "./prompt.ts";
 import { PromptLayout } from "./prompt-layout.ts";
 import { dropKnownRefused } from "./tool-refusals.ts";
@@ -202,6 +202,7 @@ export class Turn {
       const step = state.step;
       ctx.step = step;
       ctx.deps.emit("llm_start", { step });
+      if (this.sent) dropErased(ctx, setup.layout);
       const stepSetup = this.stepSetup(setup);
       this.sent = true;
       const answer = await llmStep(ctx, stepSetup, step);
