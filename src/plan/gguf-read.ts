@@ -187,7 +187,15 @@ const COUNT_KEY =
 const PROJECTOR_COUNT_KEY =
   /^clip\.vision\.(image_size|patch_size|spatial_merge_size|projection_dim|projector\.scale_factor)$/;
 
-const isCount = (v: unknown) => typeof v !== "number" || (Number.isFinite(v) && v >= 0);
+/**
+ * llama.cpp reads these as 32-bit unsigned integers: a larger one (an f32 of 2^40, a u64) is no
+ * model's, and made the plan's bytes Infinity.
+ */
+const MAX_COUNT = 2 ** 32 - 1;
+const isCount = (v: unknown) =>
+  typeof v === "bigint"
+    ? v >= 0n && v <= BigInt(MAX_COUNT)
+    : typeof v !== "number" || (v >= 0 && v <= MAX_COUNT);
 
 /** A key or tensor name as a problem quotes it: the file's text, cut between characters. */
 const quoted = (text: string): string => cutText(text, 80);

@@ -88,13 +88,16 @@ describe("readGgufHeader", () => {
     expect(await problemOf(many)).toMatchObject({ code: "model_missing", problem: "not_gguf" });
   });
 
-  test("a shape count that is NaN, infinite or negative is not a GGUF: its plan's bytes were NaN, which fit anywhere", async () => {
+  test("a shape count that is NaN, infinite, negative or past 32 bits is not a GGUF: its plan's bytes were NaN, which fit anywhere", async () => {
     using dir = tmpdir();
     const cases: [string, GgufValue, string][] = [
       ["llama.embedding_length", { type: "f32", value: Number.NaN }, "NaN"],
       ["llama.feed_forward_length", { type: "f32", value: Number.POSITIVE_INFINITY }, "Infinity"],
       ["llama.attention.head_count_kv", { type: "i32", value: -1 }, "-1"],
       ["llama.attention.head_count", { type: "arr_f32", value: [32, Number.NaN] }, "NaN"],
+      // llama.cpp reads them as 32-bit unsigned: a larger one made the plan Infinity.
+      ["llama.context_length", { type: "f32", value: 2 ** 40 }, "1099511627776"],
+      ["llama.vocab_size", { type: "u64", value: 2 ** 32 }, "4294967296"],
     ];
     for (const [i, [key, value, shown]] of cases.entries()) {
       const base = llama7b({ layers: 2 });
