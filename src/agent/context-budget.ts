@@ -63,8 +63,7 @@ export function trimInSteps(
 function turnStarts(history: readonly ChatMessage[]): number[] {
   const starts: number[] = [];
   history.forEach((m, i) => {
-    const core = typeof m.content === "string" && isWriteAgain(m.content);
-    if (i === 0 || (m.role === "user" && !core)) starts.push(i);
+    if (i === 0 || (m.role === "user" && !isWriteAgain(m))) starts.push(i);
   });
   return starts;
 }

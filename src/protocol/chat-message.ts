@@ -29,6 +29,11 @@ export const ChatMessageSchema = z.discriminatedUnion("role", [
     content: z.string(),
     /** Its images, in order; sent after its text as `image_url` parts (llama/ never sees this field). */
     attachments: z.array(AttachmentRefSchema).optional(),
+    /**
+     * The core wrote it, not the user: a request to write again (agent/write-again.ts). Sent to
+     * the model as a user message, without this field; `sessions.*` do not show it.
+     */
+    by_core: z.literal(true).optional(),
   }),
   z.object({
     role: z.literal("assistant"),

@@ -51,11 +51,11 @@ const LATER = `MAX($at, COALESCE((SELECT MAX(updated_at) FROM sessions WHERE use
 /** Sessions whose history is kept in memory (a few active chats). */
 const CACHED_HISTORIES = 16;
 
-/** The text a session's preview shows: the last message that has some. */
+/** The text a session's preview shows: the last message that has some (not the core's own). */
 function previewText(messages: readonly TurnMessage[]): string | undefined {
   for (let i = messages.length - 1; i >= 0; i--) {
     const m = messages[i] as TurnMessage;
-    if ((m.role === "assistant" || m.role === "user") && m.content) return m.content;
+    if ((m.role === "assistant" || (m.role === "user" && !m.by_core)) && m.content) return m.content;
   }
   return undefined;
 }
@@ -88,7 +88,7 @@ export class Conversations {
     if (cached && cached.version === version) return cached.messages.slice();
     const rows = this.db
       .query(
-        `SELECT seq, role, content, reasoning, tool_calls, tool_call_id, usage, created_at FROM messages
+        `SELECT seq, role, content, reasoning, tool_calls, tool_call_id, usage, created_at, by_core FROM messages
          WHERE user_id = ? AND session_id = ? ORDER BY seq`,
       )
       .all(userId, sessionId) as MessageRow[];
@@ -253,8 +253,8 @@ export class Conversations {
           .query("SELECT COALESCE(MAX(seq), -1) AS seq FROM messages WHERE user_id = ? AND session_id = ?")
           .get(u, s) as { seq: number };
         const insert = db.query(
-          `INSERT INTO messages (user_id, session_id, seq, role, content, reasoning, tool_calls, tool_call_id, usage, created_at, sources)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+          `INSERT INTO messages (user_id, session_id, seq, role, content, reasoning, tool_calls, tool_call_id, usage, by_core, created_at, sources)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
         );
         let seq = last.seq;
         for (const m of turn.messages)
@@ -314,7 +314,7 @@ export class Conversations {
     this.db
       .query(
         `UPDATE sessions SET agent = $agent, updated_at = ${LATER},
-           message_count = (SELECT COUNT(*) FROM messages WHERE user_id = $u AND session_id = $s),
+           message_count = (SELECT COUNT(*) FROM messages WHERE user_id = $u AND session_id = $s AND by_core = 0),
            preview = COALESCE($preview, preview),
            title = CASE WHEN renamed = 0 AND $title IS NOT NULL THEN $title ELSE title END
          WHERE user_id = $u AND session_id = $s`,
@@ -334,7 +334,7 @@ export class Conversations {
     if (turn.replaceFromSeq === undefined) return null;
     const firstUser = this.db
       .query(
-        "SELECT content FROM messages WHERE user_id = ? AND session_id = ? AND role = 'user' ORDER BY seq LIMIT 1",
+        "SELECT content FROM messages WHERE user_id = ? AND session_id = ? AND role = 'user' AND by_core = 0 ORDER BY seq LIMIT 1",
       )
       .get(turn.userId, turn.sessionId) as { content: string | null } | null;
     return titleOf(firstUser?.content ?? "");
@@ -343,7 +343,7 @@ export class Conversations {
 
 /** A message as a row would hold it (for the cache; seq and time do not matter there). */
 function rowOf(m: TurnMessage): MessageRow {
-  const [role, content, reasoning, toolCalls, toolCallId, usage] = messageColumns(m);
+  const [role, content, reasoning, toolCalls, toolCallId, usage, byCore] = messageColumns(m);
   return {
     seq: 0,
     role: role as ChatMessage["role"],
@@ -352,13 +352,14 @@ function rowOf(m: TurnMessage): MessageRow {
     tool_calls: toolCalls,
     tool_call_id: toolCallId,
     usage,
+    by_core: byCore,
     created_at: 0,
   };
 }
 
 function messageColumns(
   m: TurnMessage,
-): [string, string | null, string | null, string | null, string | null, string | null] {
+): [string, string | null, string | null, string | null, string | null, string | null, number] {
   const calls = m.role === "assistant" && m.tool_calls?.length ? JSON.stringify(m.tool_calls) : null;
   return [
     m.role,
@@ -367,5 +368,7 @@ function messageColumns(
     calls,
     m.role === "tool" ? m.tool_call_id : null,
     m.usage ? JSON.stringify(m.usage) : null,
+    // The core's request to write again: sessions.* leave it out (agent/write-again.ts).
+    m.role === "user" && m.by_core ? 1 : 0,
   ];
 }

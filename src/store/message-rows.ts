@@ -24,6 +24,8 @@ export interface MessageRow {
   tool_call_id: string | null;
   usage: string | null;
   created_at: number;
+  /** 1: the core wrote it (a request to write again, agent/write-again.ts); sessions.* never read those. */
+  by_core?: number;
   /** JSON; absent where the query does not read it (the model's history). */
   sources?: string | null;
 }
@@ -61,7 +63,12 @@ export function modelMessage(row: MessageRow, attachments?: AttachmentRef[]): Ch
     case "tool":
       return { role: "tool", tool_call_id: row.tool_call_id ?? "", content: row.content ?? "" };
     case "user":
-      return { role: "user", content: row.content ?? "", ...(attachments?.length ? { attachments } : {}) };
+      return {
+        role: "user",
+        content: row.content ?? "",
+        ...(attachments?.length ? { attachments } : {}),
+        ...(row.by_core ? { by_core: true as const } : {}),
+      };
     default:
       return { role: row.role, content: row.content ?? "" };
   }

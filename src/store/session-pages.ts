@@ -105,7 +105,9 @@ export function messagesFrom(
 
 /**
  * Rows read one at a time (seq below `seq` going back, or from `seq` on), each measured as the
- * JSON it is written as, so a page never holds much more than its budget.
+ * JSON it is written as, so a page never holds much more than its budget. The core's own requests
+ * to write again are not read (agent/write-again.ts): they are not the user's words, so a page's
+ * seqs may skip.
  */
 function readPage(
   db: Database,
@@ -118,7 +120,7 @@ function readPage(
   const rows = db
     .query(
       `SELECT seq, role, content, reasoning, tool_calls, tool_call_id, usage, created_at, sources FROM messages
-       WHERE user_id = $u AND session_id = $s AND ${way === "older" ? "seq < $seq ORDER BY seq DESC" : "seq >= $seq ORDER BY seq"}
+       WHERE user_id = $u AND session_id = $s AND by_core = 0 AND ${way === "older" ? "seq < $seq ORDER BY seq DESC" : "seq >= $seq ORDER BY seq"}
        LIMIT $n`,
     )
     .iterate({ u: userId, s: session.session_id, seq, n: bound.limit + 1 }) as IterableIterator<

@@ -27,8 +27,8 @@ export const SNIPPET_SCAN_CHARS = 32 * 1024;
 const RANKED_MATCHES = 500;
 
 /**
- * Full-text search over one user's messages (their own words and the answers; tool traffic
- * is not searched), best first by bm25. Without FTS5, a LIKE match of every word, newest first.
+ * Full-text search over one user's messages (their own words and the answers; tool traffic and
+ * the core's requests to write again are not searched), best first by bm25. Without FTS5, a LIKE match of every word, newest first.
  */
 export function searchSessions(
   db: Database,
@@ -47,7 +47,7 @@ function ftsSearch(db: Database, userId: string, query: string, limit: number): 
     .query(
       `SELECT messages_fts.rowid AS id, bm25(messages_fts) AS score
        FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid
-       WHERE messages_fts MATCH $q AND m.user_id = $u
+       WHERE messages_fts MATCH $q AND m.user_id = $u AND m.by_core = 0
        ORDER BY messages_fts.rowid DESC LIMIT $cap`,
     )
     .all({ q: match, u: userId, cap: RANKED_MATCHES }) as { id: number; score: number }[];
@@ -79,7 +79,7 @@ function likeSearch(db: Database, userId: string, query: string, limit: number):
     .query(
       `SELECT m.session_id, m.seq, s.title, substr(m.content, 1, ${SNIPPET_SCAN_CHARS + 1}) AS content
        FROM messages m JOIN sessions s ON s.user_id = m.user_id AND s.session_id = m.session_id
-       WHERE m.user_id = $u AND m.role IN ('user', 'assistant')
+       WHERE m.user_id = $u AND m.role IN ('user', 'assistant') AND m.by_core = 0
          AND ${w.map((_, i) => `m.content LIKE $w${i} ESCAPE '\\'`).join(" AND ")}
        ORDER BY m.created_at DESC, m.seq DESC LIMIT $n`,
     )

@@ -63,7 +63,7 @@ describe("trimInSteps (docs/agent.md#history-trimming: in large steps)", () => {
     const again = (n: number): ChatMessage[] => [
       { role: "user", content: `q${n} ${"x".repeat(400)}` },
       { role: "assistant", content: `garbled ${"y".repeat(400)}` },
-      { role: "user", content: REPLY_AGAIN },
+      { role: "user", content: REPLY_AGAIN, by_core: true },
       { role: "assistant", content: `a${n}` },
     ];
     const h = Array.from({ length: 10 }, (_, i) => again(i + 1)).flat();
@@ -75,6 +75,17 @@ describe("trimInSteps (docs/agent.md#history-trimming: in large steps)", () => {
     }
     // A cut left at the request (the history was rewritten since) moves to the next question.
     expect(trimInSteps(h, costOf(h), 2, 1_000_000)).toBe(4);
+  });
+
+  test("a user's own message with the text of the core's request opens a turn like any other", () => {
+    const h: ChatMessage[] = [
+      { role: "user", content: `q ${"x".repeat(400)}` },
+      { role: "assistant", content: `a ${"y".repeat(400)}` },
+      { role: "user", content: REPLY_AGAIN },
+      { role: "assistant", content: "a2" },
+    ];
+    expect(trimInSteps(h, costOf(h), 2, 1_000_000)).toBe(2);
+    expect(trimInSteps(h, costOf(h), 0, 2 * estimateAll(h.slice(2)) + 2)).toBe(2);
   });
 
   test("the cost of a message as sent counts (a user message with its memory notes)", () => {

@@ -1,20 +1,21 @@
 import { markerBreaker } from "../../llama/special-text.ts";
 import type { ChatMessage } from "../../protocol/chat-message.ts";
-import { REPLY_AGAIN, TOOL_CALL_AGAIN, TOOL_CALL_AGAIN_END } from "../write-again.ts";
+import { TOOL_CALL_AGAIN_END } from "../write-again.ts";
 
 /**
  * A step's messages as sent: every marker of the model (llama/special-text.ts) in text the core
  * did not write itself broken, so a document, a tool result, a model's earlier words or the input
  * cannot open a turn of their own (docs/agent.md, "Special-token text"). Left whole: the
- * system prompt (the host's), and the core's own requests to write a tool call again, which
- * show the model the markers to use. The same every step, so the prompt's prefix stays the same.
+ * system prompt (the host's), and the core's own requests to write a tool call again (marked
+ * `by_core`, never told by their text), which show the model the markers to use. The same every
+ * step, so the prompt's prefix stays the same. The `by_core` mark itself is not sent.
  */
 export function breakMarkers(messages: ChatMessage[], markers: readonly string[]): ChatMessage[] {
-  if (markers.length === 0) return messages;
-  const b = markerBreaker(markers);
+  if (markers.length === 0 && !messages.some((m) => m.role === "user" && m.by_core)) return messages;
+  const b = markers.length === 0 ? (text: string) => text : markerBreaker(markers);
   return messages.map((m): ChatMessage => {
     if (m.role === "system") return m;
-    if (m.role === "user") return { ...m, content: userText(m.content, b) };
+    if (m.role === "user") return userSent(m, b);
     if (m.role === "tool") return { ...m, content: b(m.content) };
     return {
       ...m,
@@ -32,11 +33,14 @@ export function breakMarkers(messages: ChatMessage[], markers: readonly string[]
   });
 }
 
-/** A user message's text broken, but for the fixed parts of the core's own requests to write again. */
-function userText(content: string, b: (text: string) => string): string {
-  if (content === REPLY_AGAIN) return content;
-  // Its problems quote the model's text: only the fixed end is left whole.
-  if (content.startsWith(TOOL_CALL_AGAIN) && content.endsWith(TOOL_CALL_AGAIN_END))
-    return `${b(content.slice(0, -TOOL_CALL_AGAIN_END.length))}${TOOL_CALL_AGAIN_END}`;
-  return b(content);
+/**
+ * A user message as sent: its text broken, but for the core's own requests: a reply's is all the
+ * core's text; a tool call's quotes the model's text, so only its fixed end stays whole.
+ */
+function userSent(m: ChatMessage & { role: "user" }, b: (text: string) => string): ChatMessage {
+  const { by_core: core, ...message } = m;
+  if (!core) return { ...message, content: b(m.content) };
+  if (!m.content.endsWith(TOOL_CALL_AGAIN_END)) return message;
+  const head = m.content.slice(0, -TOOL_CALL_AGAIN_END.length);
+  return { ...message, content: `${b(head)}${TOOL_CALL_AGAIN_END}` };
 }

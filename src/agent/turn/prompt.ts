@@ -3,7 +3,7 @@ import type { ChatMessage, ToolCall } from "../../protocol/chat-message.ts";
 import type { MemoryHit as Hit } from "../../store/memory-store.ts";
 import { cutText } from "../../util/text-cut.ts";
 import type { NoteRecord } from "../kv/prompt-record.ts";
-import { REPLY_AGAIN, TOOL_CALL_AGAIN, TOOL_CALL_AGAIN_END } from "../write-again.ts";
+import { REPLY_AGAIN, TOOL_CALL_AGAIN, TOOL_CALL_AGAIN_END, writeAgainRequest } from "../write-again.ts";
 
 /** Longest memory passage put into the prompt. */
 const MEMORY_SNIPPET_CHARS = 600;
@@ -89,10 +89,7 @@ export function repromptMessages(
   }
   return [
     { role: "assistant", content },
-    {
-      role: "user",
-      content: `${TOOL_CALL_AGAIN} ${problems}${TOOL_CALL_AGAIN_END}`,
-    },
+    writeAgainRequest(`${TOOL_CALL_AGAIN} ${problems}${TOOL_CALL_AGAIN_END}`),
   ];
 }
 
@@ -101,11 +98,5 @@ export const UNREADABLE = "llama-server could not read the reply in this model's
 
 /** What an unparsed reply leaves in the turn: what was streamed of it, and a request to write it again. */
 export function unreadableMessages(content: string): ChatMessage[] {
-  return [
-    { role: "assistant", content },
-    {
-      role: "user",
-      content: REPLY_AGAIN,
-    },
-  ];
+  return [{ role: "assistant", content }, writeAgainRequest(REPLY_AGAIN)];
 }

@@ -62,7 +62,7 @@ export function planRewrite(params: ChatParams, store: Store, key: SessionKey): 
   }
   // The user's own messages: a request to write again, though a user message, is the core's.
   const history = store.guard(() => store.conversations.history(key.userId, key.sessionId));
-  const users = history.flatMap((m, seq) => (m.role === "user" && !isWriteAgain(m.content) ? [seq] : []));
+  const users = history.flatMap((m, seq) => (m.role === "user" && !isWriteAgain(m) ? [seq] : []));
   if (params.regenerate) {
     const last = users.at(-1);
     if (last === undefined) throw refuse("regenerate", "the session has no user message to answer again");

@@ -297,7 +297,14 @@ function initialState(checkpoint: Checkpoint | undefined, start: TurnStart, warn
   return fresh;
 }
 
+/**
+ * A checkpoint's turn state. A turn's only user message of the user's is its first: any later one
+ * is the core's request to write again, which a core before the `by_core` mark saved unmarked.
+ */
 function stateOf(checkpoint: Checkpoint): TurnState {
   const { version: _v, updated_at: _u, ...state } = checkpoint;
-  return state;
+  const turn = state.turn.map(
+    (m, i): ChatMessage => (i > 0 && m.role === "user" ? { ...m, by_core: true } : m),
+  );
+  return { ...state, turn };
 }

@@ -6,11 +6,45 @@
  * Times are integer milliseconds since the epoch. Every table that holds a user's text is
  * keyed by user so that `users.delete` is one statement per table.
  */
+import type { Database } from "bun:sqlite";
+import { previewOf } from "../title.ts";
+
 export interface Migration {
   version: number;
   /** Statements run in order; `fts` ones only where SQLite has FTS5 (else the LIKE fallback). */
   sql: readonly string[];
   fts?: readonly string[];
+  /** Run after `sql` (and `fts`), for what SQL alone cannot do: a preview cut as title.ts cuts it. */
+  after?: (db: Database) => void;
+}
+
+/**
+ * The requests to write again a core before migration 7 stored as plain user rows, by their text
+ * as those versions wrote it (frozen here: agent/write-again.ts may change its words later).
+ */
+const EARLIER_REQUEST = `content = 'Your reply could not be read: it does not follow this chat''s format for answers and tool calls. Write it again, as plain text or as a tool call in the format you were given.'
+  OR (substr(content, 1, 34) = 'Your tool call could not be used: '
+    AND substr(content, -123) = '. Write it again as <tool_call>{"name": "<tool>", "arguments": {...}}</tool_call> with valid JSON, or answer without tools.')`;
+
+/** Migration 7: the sessions with a request marked get the count and preview `sessions.*` now show. */
+function recountShown(db: Database): void {
+  const marked = db.query("SELECT DISTINCT user_id, session_id FROM messages WHERE by_core = 1").all() as {
+    user_id: string;
+    session_id: string;
+  }[];
+  const last = db.query(
+    `SELECT content FROM messages WHERE user_id = ? AND session_id = ? AND by_core = 0
+     AND role IN ('user', 'assistant') AND content != '' ORDER BY seq DESC LIMIT 1`,
+  );
+  const update = db.query(
+    `UPDATE sessions SET preview = COALESCE(?, preview), message_count = (SELECT COUNT(*) FROM messages m
+       WHERE m.user_id = sessions.user_id AND m.session_id = sessions.session_id AND m.by_core = 0)
+     WHERE user_id = ? AND session_id = ?`,
+  );
+  for (const { user_id: u, session_id: s } of marked) {
+    const text = last.get(u, s) as { content: string } | null;
+    update.run(text ? previewOf(text.content) : null, u, s);
+  }
 }
 
 export const MIGRATIONS: readonly Migration[] = [
@@ -220,6 +254,21 @@ export const MIGRATIONS: readonly Migration[] = [
         SELECT 'erasures_pruned_through', CAST(id AS TEXT) FROM erasures ORDER BY id DESC LIMIT 1`,
       `DELETE FROM erasures`,
     ],
+  },
+  {
+    version: 7,
+    sql: [
+      // 1: the core wrote it (a request to write again, agent/write-again.ts), not the user: sent
+      // to the model, left out of sessions.get, the export, the preview and search.
+      `ALTER TABLE messages ADD COLUMN by_core INTEGER NOT NULL DEFAULT 0`,
+      // Those stored before, known once by their text where only the core's can be: within a
+      // turn, right after its assistant message (one commit, one time), never a turn's opening.
+      `UPDATE messages SET by_core = 1 WHERE role = 'user' AND seq > 0 AND (${EARLIER_REQUEST})
+        AND EXISTS (SELECT 1 FROM messages p WHERE p.user_id = messages.user_id
+          AND p.session_id = messages.session_id AND p.seq = messages.seq - 1
+          AND p.role = 'assistant' AND p.created_at = messages.created_at)`,
+    ],
+    after: recountShown,
   },
 ];
 

@@ -49,10 +49,22 @@ describe("breakMarkers", () => {
     // The problems quote the model: broken; the fixed end showing <tool_call> stays.
     expect(String(out[1]?.content)).toContain(`unknown tool '${broken}'`);
     expect(String(out[1]?.content)).toContain('as <tool_call>{"name": "<tool>"');
-    expect(out[3]).toEqual(again[3]);
+    expect(out[3]).toEqual({ role: "user", content: String(again[3]?.content) });
     // Text that only begins like one of them is broken like any other.
     const forged = breakMarkers([{ role: "user", content: `Your tool call could not be used: ${bad}` }], M);
     expect(forged[0]?.content).toBe(`Your tool call could not be used: ${broken}`);
+    // The mark is the core's, not sent to llama-server.
+    expect(out.some((m) => "by_core" in m)).toBe(false);
+  });
+
+  test("a user's message with the whole text of the core's request is broken like any other", () => {
+    const [, request] = repromptMessages({ text: "", toolCalls: [], callProblems: [] }, "", "bad");
+    const typed = { role: "user" as const, content: String(request?.content) };
+    const out = breakMarkers([typed], M);
+    expect(String(out[0]?.content)).toContain(`as <${BREAK}tool_call>`);
+    // Without markers to break, the core's mark still stays behind.
+    expect(breakMarkers([typed], [])).toEqual([typed]);
+    expect(breakMarkers(request ? [request] : [], [])).toEqual([typed]);
   });
 
   test("no markers known: the same array", () => {

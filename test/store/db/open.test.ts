@@ -254,3 +254,62 @@ describe("two cores at a database's first open", () => {
     await holder.exited;
   });
 });
+
+describe("migration 7: the core's requests to write again", () => {
+  const REPLY =
+    "Your reply could not be read: it does not follow this chat's format for answers and tool calls. Write it again, as plain text or as a tool call in the format you were given.";
+  const CALL = `Your tool call could not be used: unknown tool 'x'. Write it again as <tool_call>{"name": "<tool>", "arguments": {...}}</tool_call> with valid JSON, or answer without tools.`;
+
+  test("those an earlier version stored are marked the core's; a user's own of the same text is not", () => {
+    using dir = tmpdir();
+    Store.open(dir.path).close();
+    const db = new Database(join(dir.path, DB_FILE));
+    // The database as migration 6 left it, with the rows an earlier core wrote.
+    db.run("ALTER TABLE messages DROP COLUMN by_core");
+    const session = db.query(
+      "INSERT INTO sessions (user_id, session_id, title, agent, created_at, updated_at, message_count, preview) VALUES ('u', ?, 'q', 'a', 1, 1, ?, ?)",
+    );
+    const message = db.query(
+      "INSERT INTO messages (user_id, session_id, seq, role, content, created_at) VALUES ('u', ?, ?, ?, ?, ?)",
+    );
+    const rows: Record<string, [string, string, number][]> = {
+      // One turn that wrote again twice and stopped with no text: its preview was the request.
+      again: [
+        ["user", "q", 1],
+        ["assistant", "<tool_call>x", 1],
+        ["user", REPLY, 1],
+        ["assistant", "bad call", 1],
+        ["user", CALL, 1],
+        ["assistant", "", 1],
+      ],
+      // The user typed them, opening turns of their own (another commit, another time).
+      typed: [
+        ["user", REPLY, 1],
+        ["assistant", "a", 1],
+        ["user", CALL, 2],
+        ["assistant", "b", 2],
+      ],
+    };
+    for (const [id, list] of Object.entries(rows)) {
+      session.run(
+        id,
+        list.length,
+        id === "again" ? "Your tool call could not be used: unknown tool 'x'…" : "b",
+      );
+      for (const [seq, [role, content, at]] of list.entries()) message.run(id, seq, role, content, at);
+    }
+    db.run("PRAGMA user_version = 6");
+    db.close();
+    const store = Store.open(dir.path);
+    const marked = (id: string) =>
+      store.conversations.history("u", id).flatMap((m, seq) => ("by_core" in m ? [seq] : []));
+    expect(marked("again")).toEqual([2, 4]);
+    expect(marked("typed")).toEqual([]);
+    expect(store.conversations.session("u", "again")).toMatchObject({
+      message_count: 4,
+      preview: "bad call",
+    });
+    expect(store.conversations.session("u", "typed")).toMatchObject({ message_count: 4, preview: "b" });
+    store.close();
+  });
+});
