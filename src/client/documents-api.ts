@@ -39,7 +39,10 @@ export class DocumentsApi {
     return this.open("documents.add", params, options);
   }
 
-  /** The user's documents, newest first; with `session_id`, that session's attachments only. */
+  /**
+   * A page of the user's documents, newest first (50 unless `limit` says, up to 500); pass the
+   * result's `next` as `before` for the next page. With `session_id`, that session's attachments only.
+   */
   list(params: DocumentsListParams = {}, options?: CallOptions): Promise<DocumentsListResult> {
     return this.request("documents.list", params, options);
   }

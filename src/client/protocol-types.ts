@@ -730,7 +730,12 @@ export type DocumentsAddResult = {
 };
 
 /** What `documents.list` accepts. */
-export type DocumentsListParams = { user_id?: string | undefined; session_id?: string | undefined };
+export type DocumentsListParams = {
+  user_id?: string | undefined;
+  session_id?: string | undefined;
+  limit?: number | undefined;
+  before?: string | undefined;
+};
 
 /** The result of `documents.list`. */
 export type DocumentsListResult = {
@@ -743,6 +748,7 @@ export type DocumentsListResult = {
     session_id: string | null;
     created_at: string;
   }[];
+  next: string | null;
 };
 
 /** What `documents.delete` accepts. */

@@ -45,7 +45,7 @@ export const documentsAdd = defineMethod({
   },
 });
 
-/** The user's documents, newest first; with `session_id`, that session's attachments only. */
+/** The user's documents, newest first, a page at a time; with `session_id`, that session's attachments only. */
 export const documentsList = defineMethod({
   name: "documents.list",
   params: DocumentsListParamsSchema,
@@ -53,7 +53,8 @@ export const documentsList = defineMethod({
   run: (p, _ctx, services) => {
     const store = services.store();
     if (p.session_id !== undefined) store.mustFind(p.user_id, p.session_id);
-    return { documents: store.guard(() => store.documents.list(p.user_id, p.session_id)) };
+    const ask = { sessionId: p.session_id, limit: p.limit, before: p.before };
+    return store.guard(() => store.documents.list(p.user_id, ask));
   },
 });
 

@@ -1,8 +1,16 @@
 import type { Database } from "bun:sqlite";
-import type { z } from "zod";
-import type { DocumentFormat, DocumentSummarySchema } from "../protocol/documents.ts";
+import type { DocumentFormat } from "../protocol/documents.ts";
 import { CoreError } from "../protocol/errors.ts";
 import { forgettingRows } from "./db/fts-forget.ts";
+import {
+  DOCUMENT_COLUMNS,
+  type DocumentPage,
+  type DocumentPageAsk,
+  type DocumentRow,
+  type DocumentSummary,
+  documentSummary,
+  listDocuments,
+} from "./document-pages.ts";
 import { oweRewrite } from "./erase.ts";
 import { erasedSince } from "./erasures.ts";
 
@@ -16,19 +24,6 @@ export interface PendingDocument {
   since: number;
   /** When its first chunk was stored (documents/chunk-pipeline.ts; until then, when the add began): its rows' time. */
   at: number;
-}
-
-/** A document as `documents.list` shows it. */
-export type DocumentSummary = z.infer<typeof DocumentSummarySchema>;
-
-interface DocumentRow {
-  document_id: string;
-  name: string;
-  format: DocumentFormat;
-  chunks: number;
-  bytes: number;
-  session_id: string;
-  created_at: number;
 }
 
 /**
@@ -153,23 +148,16 @@ export class DocumentStore {
     ).map((r) => r.id);
   }
 
-  /** The user's documents, newest first: a session's attachments, or (no session) all of them. */
-  list(userId: string, sessionId?: string): DocumentSummary[] {
-    const rows = (
-      sessionId === undefined
-        ? this.db.query(`${SELECT} WHERE user_id = ? ORDER BY created_at DESC, document_id`).all(userId)
-        : this.db
-            .query(`${SELECT} WHERE user_id = ? AND session_id = ? ORDER BY created_at DESC, document_id`)
-            .all(userId, sessionId)
-    ) as DocumentRow[];
-    return rows.map(summaryOf);
+  /** A page of the user's documents, newest first: a session's attachments, or all of them. */
+  list(userId: string, ask: DocumentPageAsk): DocumentPage {
+    return listDocuments(this.db, userId, ask);
   }
 
   find(userId: string, documentId: string): DocumentSummary | undefined {
     const row = this.db
-      .query(`${SELECT} WHERE user_id = ? AND document_id = ?`)
+      .query(`SELECT ${DOCUMENT_COLUMNS} FROM documents WHERE user_id = ? AND document_id = ?`)
       .get(userId, documentId) as DocumentRow | null;
-    return row ? summaryOf(row) : undefined;
+    return row ? documentSummary(row) : undefined;
   }
 
   /** A document and its chunks, in one transaction; false when the user has no such document. */
@@ -209,20 +197,6 @@ export function deleteDocumentRows(db: Database, userId: string, documentId: str
     db.query("DELETE FROM documents WHERE user_id = ? AND document_id = ?").run(userId, documentId).changes >
     0
   );
-}
-
-const SELECT = "SELECT document_id, name, format, chunks, bytes, session_id, created_at FROM documents";
-
-function summaryOf(row: DocumentRow): DocumentSummary {
-  return {
-    document_id: row.document_id,
-    name: row.name,
-    format: row.format,
-    chunks: row.chunks,
-    bytes: row.bytes,
-    session_id: row.session_id === "" ? null : row.session_id,
-    created_at: new Date(row.created_at).toISOString(),
-  };
 }
 
 /** An add's end when its owner was erased while it ran: nothing of the document was kept. */

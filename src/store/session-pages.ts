@@ -1,8 +1,8 @@
 import type { Database } from "bun:sqlite";
 import type { AttachmentRef } from "../protocol/chat-message.ts";
-import { CoreError } from "../protocol/errors.ts";
 import { Attachments } from "./attachments.ts";
 import { type SessionSummary, type StoredMessage, storedMessage, summaryOf } from "./message-rows.ts";
+import { decodeCursor, encodeCursor, FIRST_PAGE } from "./page-cursor.ts";
 import { named } from "./source-names.ts";
 
 /** `sessions.list`'s page: newest first, and the cursor for the next page (null at the end). */
@@ -18,33 +18,8 @@ export interface MessagePage {
   has_more: boolean;
 }
 
-/**
- * A `before` cursor is where the last page ended (its updated_at and session id), opaque to the
- * host. It names no user: a cursor from another user's listing only sets a point in time in
- * this user's own sessions.
- */
-export function encodeCursor(updatedAt: number, sessionId: string): string {
-  return Buffer.from(JSON.stringify([updatedAt, sessionId])).toString("base64url");
-}
-
-export function decodeCursor(cursor: string): [number, string] {
-  try {
-    const value = JSON.parse(Buffer.from(cursor, "base64url").toString("utf8")) as unknown;
-    if (
-      Array.isArray(value) &&
-      value.length === 2 &&
-      Number.isSafeInteger(value[0]) &&
-      typeof value[1] === "string"
-    )
-      return [value[0] as number, value[1] as string];
-  } catch {}
-  throw new CoreError("invalid_request", "params.before: not a cursor from sessions.list's `next`", {
-    field: "before",
-  });
-}
-
 export function listSessions(db: Database, userId: string, limit: number, before?: string): SessionPage {
-  const [at, id] = before !== undefined ? decodeCursor(before) : [Number.MAX_SAFE_INTEGER, ""];
+  const [at, id] = before !== undefined ? decodeCursor(before, "sessions.list") : FIRST_PAGE;
   const rows = db
     .query(
       `SELECT session_id, title, agent, created_at, updated_at, message_count, preview FROM sessions
@@ -53,9 +28,7 @@ export function listSessions(db: Database, userId: string, limit: number, before
               WHERE c.user_id = sessions.user_id AND c.session_id = sessions.session_id))
        ORDER BY updated_at DESC, session_id DESC LIMIT $n`,
     )
-    .all({ u: userId, at, id: before !== undefined ? id : "\u{10FFFF}", n: limit + 1 }) as Parameters<
-    typeof summaryOf
-  >[0][];
+    .all({ u: userId, at, id, n: limit + 1 }) as Parameters<typeof summaryOf>[0][];
   const page = rows.slice(0, limit);
   const last = page[page.length - 1];
   return {
@@ -66,7 +39,7 @@ export function listSessions(db: Database, userId: string, limit: number, before
 
 /**
  * The most a `sessions.get` page's messages take as JSON. The typed client reads lines of up to
- * 16 MiB (client-options.ts `maxLineBytes`) and a line over it is lost whole, so a page stops
+ * 32 MiB (client-options.ts `maxLineBytes`) and a line over it is lost whole, so a page stops
  * before the message that would take it past this, well under that; a message bigger than this
  * alone (at most about `stdio.max_line_bytes`, 8 MiB by default: no input line is longer, and
  * tool results are cut far shorter) still goes out, as a page of its own.

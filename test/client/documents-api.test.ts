@@ -35,6 +35,11 @@ describe("client.documents and client.embed", () => {
       method: "documents.list",
       params: { session_id: "s" },
     });
+    // A page at a time, as sessions.list: the cursor of one page asks for the next.
+    expect((await client.documents.list({ limit: 2, before: "cursor" })) as unknown).toEqual({
+      method: "documents.list",
+      params: { limit: 2, before: "cursor" },
+    });
     expect((await client.documents.delete({ document_id: "doc-1" })) as unknown).toEqual({
       method: "documents.delete",
       params: { document_id: "doc-1" },

@@ -99,7 +99,7 @@ describe("addDocument", () => {
       }),
     );
     await expect(adding).rejects.toThrow("cancelled");
-    expect(store.documents.list("ann")).toEqual([]);
+    expect(store.documents.list("ann", { limit: 500 }).documents).toEqual([]);
     expect(store.memory.search("ann", "tapir", 3)).toEqual([]);
     store.close();
   });
@@ -118,7 +118,7 @@ describe("addDocument", () => {
     );
     const err = await adding.catch((e) => e);
     expect(err).toMatchObject({ code: "cancelled", data: { reason: "document_deleted" } });
-    expect(store.documents.list("ann")).toEqual([]);
+    expect(store.documents.list("ann", { limit: 500 }).documents).toEqual([]);
     expect(store.memory.search("ann", "kinkajou", 3)).toEqual([]);
     store.close();
   });
@@ -177,7 +177,7 @@ describe("addDocument", () => {
     await expect(
       addDocument(params("late"), deps(store, { settle: () => false, signal: cancel.signal })),
     ).rejects.toThrow();
-    expect(store.documents.list("ann")).toEqual([]);
+    expect(store.documents.list("ann", { limit: 500 }).documents).toEqual([]);
     store.close();
   });
 
@@ -201,8 +201,8 @@ describe("addDocument", () => {
     for (const s of [a, b])
       expect(
         s.documents
-          .list("ann")
-          .map((d) => d.chunks)
+          .list("ann", { limit: 500 })
+          .documents.map((d) => d.chunks)
           .sort(),
       ).toEqual([600, 600]);
     expect(a.documents.chunkIds("ann", y.document_id)).toHaveLength(600);

@@ -432,6 +432,35 @@ describe("documents.add, list, delete and citations", () => {
     expect(r.result).toMatchObject({ format: "html", name: "Quarterly report Revenue rose." });
   });
 
+  test("documents.list pages as sessions.list does: limit, before and next; no params answers the first 50", async () => {
+    await using h = new ChatHarness(plain);
+    const ids: string[] = [];
+    for (let i = 0; i < 53; i++)
+      ids.push(
+        (await call(h, `a${i}`, "documents.add", { text: `note ${i}`, name: `n${i}` })).result.document_id,
+      );
+    const first = (await call(h, "l", "documents.list", {})).result;
+    expect(first.documents).toHaveLength(50);
+    expect(typeof first.next).toBe("string");
+    const rest = (await call(h, "l2", "documents.list", { before: first.next })).result;
+    expect(rest).toMatchObject({ next: null });
+    const seen = [...first.documents, ...rest.documents].map((d: any) => d.document_id);
+    expect(seen.sort()).toEqual(ids.sort());
+    const two = (await call(h, "l3", "documents.list", { limit: 2 })).result;
+    expect(two.documents.map((d: any) => d.document_id)).toEqual(
+      first.documents.slice(0, 2).map((d: any) => d.document_id),
+    );
+    for (const [params, field] of [
+      [{ limit: 0 }, "limit"],
+      [{ limit: 501 }, "limit"],
+      [{ before: "not-a-cursor" }, "before"],
+      [{ before: "x".repeat(201) }, "before"],
+    ] as const) {
+      const r = await call(h, `bad-${field}-${JSON.stringify(params).length}`, "documents.list", params);
+      expect({ params, r }).toMatchObject({ params, r: { code: "invalid_request", data: { field } } });
+    }
+  });
+
   test("sessions.delete erases its attachments, not the library", async () => {
     await using h = new ChatHarness(plain);
     h.llama.script({ content: ["ok"] });

@@ -2,6 +2,7 @@ import { Database } from "bun:sqlite";
 import { describe, expect, test } from "bun:test";
 import { copyFileSync, existsSync } from "node:fs";
 import { join } from "node:path";
+import { documentPageSql } from "../../src/store/document-pages.ts";
 import type { PendingDocument } from "../../src/store/document-store.ts";
 import { Store } from "../../src/store/store.ts";
 import { filesHolding } from "../fixtures/files-holding.ts";
@@ -15,8 +16,9 @@ function addDoc(
   userId: string,
   sessionId: string,
   texts: string[],
+  at = Date.now(),
 ): PendingDocument {
-  const doc = { documentId: id, userId, sessionId, since: store.conversations.erasureMark(), at: Date.now() };
+  const doc = { documentId: id, userId, sessionId, since: store.conversations.erasureMark(), at };
   store.documents.addChunks(
     doc,
     texts.map((text, index) => ({ index, text })),
@@ -27,7 +29,20 @@ function addDoc(
   return doc;
 }
 
-/** Files under `dir` holding `marker`. */
+/** The ids of a user's documents (or a session's attachments) on the first page. */
+const listed = (store: Store, user: string, sessionId?: string) =>
+  store.documents.list(user, { sessionId, limit: 500 }).documents;
+
+/** Every page of a listing: the ids page by page. */
+function pages(store: Store, user: string, limit: number, budget?: number): string[][] {
+  const seen: string[][] = [];
+  for (let before: string | undefined; ; ) {
+    const page = store.documents.list(user, { limit, before, budget });
+    seen.push(page.documents.map((d) => d.document_id));
+    if (page.next === null) return seen;
+    before = page.next;
+  }
+}
 
 const kinds = (store: Store, user: string, q: string, session?: string) =>
   store.memory
@@ -74,7 +89,7 @@ describe("documents in the store: scope, citations, erase", () => {
     store.conversations.clearCheckpoint("ann", "new");
     expect(store.mustFind("ann", "new").message_count).toBe(0);
     await store.deleteSession("ann", "new");
-    expect(store.documents.list("ann")).toEqual([]);
+    expect(listed(store, "ann")).toEqual([]);
     store.close();
   });
 
@@ -84,7 +99,7 @@ describe("documents in the store: scope, citations, erase", () => {
     const doc = { documentId: "p", userId: "ann", sessionId: "", since: 0, at: Date.now() };
     store.documents.addChunks(doc, [{ index: 0, text: "pending GNU text" }]);
     expect(store.memory.search("ann", "gnu", 5)).toEqual([]);
-    expect(store.documents.list("ann")).toEqual([]);
+    expect(listed(store, "ann")).toEqual([]);
     expect(store.documents.discard("p", 100)).toBe(1);
     // What the sweep looks at (store/orphan-sweep.ts): uncommitted documents and when they began.
     store.documents.addChunks(doc, [{ index: 0, text: "orphan" }]);
@@ -101,12 +116,11 @@ describe("documents in the store: scope, citations, erase", () => {
     addDoc(store, "att", "ann", "s1", ["ATTACHWORD two"]);
     addDoc(store, "gone", "ann", "", ["DELETEDWORD three"]);
     expect(
-      store.documents
-        .list("ann")
+      listed(store, "ann")
         .map((d) => `${d.document_id}:${d.session_id}`)
         .sort(),
     ).toEqual(["att:s1", "gone:null", "lib:null"]);
-    expect(store.documents.list("ann", "s1").map((d) => d.document_id)).toEqual(["att"]);
+    expect(listed(store, "ann", "s1").map((d) => d.document_id)).toEqual(["att"]);
     // A copy of the database as a reset would have set it aside: the delete reaches it too.
     const aside = join(dir.path, "local-ai.db.corrupt-2026-01-01T00-00-00-000Z");
     for (const suffix of ["", "-wal"])
@@ -118,11 +132,11 @@ describe("documents in the store: scope, citations, erase", () => {
     expect(await store.deleteDocument("bob", "lib")).toBe(false);
     expect(filesHolding(dir.path, "DELETEDWORD")).toEqual([]);
     await store.deleteSession("ann", "s1");
-    expect(store.documents.list("ann").map((d) => d.document_id)).toEqual(["lib"]);
+    expect(listed(store, "ann").map((d) => d.document_id)).toEqual(["lib"]);
     expect(filesHolding(dir.path, "ATTACHWORD")).toEqual([]);
     expect(filesHolding(dir.path, "LIBRARYWORD").length).toBeGreaterThan(0);
     await store.deleteUser("ann");
-    expect(store.documents.list("ann")).toEqual([]);
+    expect(listed(store, "ann")).toEqual([]);
     expect(filesHolding(dir.path, "LIBRARYWORD")).toEqual([]);
     store.close();
   });
@@ -155,5 +169,100 @@ describe("documents in the store: scope, citations, erase", () => {
     raw.close();
     a.close();
     b.close();
+  });
+
+  test("documents.list pages newest first; its cursor holds when documents are added or deleted between pages", async () => {
+    using dir = tmpdir();
+    const store = Store.open(dir.path);
+    turn(store, "ann", "s1", "hi");
+    // Two share a time: the id orders them.
+    for (const [id, at] of [
+      ["a", 1],
+      ["b", 2],
+      ["c", 3],
+      ["d", 3],
+      ["e", 5],
+    ] as const)
+      addDoc(store, id, "ann", id === "c" ? "s1" : "", [`text of ${id}`], at * 1000);
+    addDoc(store, "bobs", "bob", "", ["bob's"], 4000);
+    expect(pages(store, "ann", 2)).toEqual([["e", "d"], ["c", "b"], ["a"]]);
+    expect(pages(store, "ann", 5)).toEqual([["e", "d", "c", "b", "a"]]);
+    // One added (newer, or older than the page shown) and one of the next page deleted between
+    // pages: no document shown twice, none skipped but the one deleted.
+    const page = (before?: string) => store.documents.list("ann", { limit: 2, before });
+    const p1 = page();
+    addDoc(store, "new", "ann", "", ["new"], 9000);
+    addDoc(store, "old", "ann", "", ["old"], 500);
+    expect(await store.deleteDocument("ann", "b")).toBe(true);
+    const p2 = page(p1.next ?? "");
+    const p3 = page(p2.next ?? "");
+    expect([p1, p2, p3].map((p) => p.documents.map((d) => d.document_id))).toEqual([
+      ["e", "d"],
+      ["c", "a"],
+      ["old"],
+    ]);
+    expect(p3.next).toBeNull();
+    // A session's attachments page the same way.
+    const s1 = store.documents.list("ann", { sessionId: "s1", limit: 1 });
+    expect([s1.documents.map((d) => d.document_id), s1.next]).toEqual([["c"], null]);
+    expect(() => store.documents.list("ann", { limit: 2, before: "not-a-cursor" })).toThrow(
+      /params.before: not a cursor from documents.list's `next`/,
+    );
+    store.close();
+  });
+
+  test("a documents.list page stops at its byte budget, one document at least", () => {
+    using dir = tmpdir();
+    const store = Store.open(dir.path);
+    for (let i = 0; i < 6; i++) addDoc(store, `d${i}`, "ann", "", [`text ${i}`], 1000 + i);
+    const size = Buffer.byteLength(JSON.stringify(listed(store, "ann")[0])) + 1;
+    expect(pages(store, "ann", 500, 2 * size)).toEqual([
+      ["d5", "d4"],
+      ["d3", "d2"],
+      ["d1", "d0"],
+    ]);
+    expect(pages(store, "ann", 500, 1)).toEqual([["d5"], ["d4"], ["d3"], ["d2"], ["d1"], ["d0"]]);
+    store.close();
+  });
+
+  test("a page of a library of 20,000 documents is read by index: no scan or sort of the whole library", () => {
+    using dir = tmpdir();
+    const store = Store.open(dir.path);
+    turn(store, "ann", "s1", "hi");
+    // Rows straight into the table, in one transaction: the store's own adds take a transaction each.
+    const raw = new Database(join(dir.path, "local-ai.db"));
+    const insert = raw.query(
+      `INSERT INTO documents (document_id, user_id, session_id, name, format, chunks, bytes, created_at)
+       VALUES (?, 'ann', ?, ?, 'text', 1, 1, ?)`,
+    );
+    raw.transaction(() => {
+      for (let i = 0; i < 20_000; i++)
+        insert.run(
+          `doc-${String(i).padStart(5, "0")}`,
+          i % 10 === 0 ? "s1" : "",
+          `name ${i}`,
+          1000 + (i >> 1),
+        );
+    })();
+    for (const sessionId of [undefined, "s1"]) {
+      const plan = raw
+        .query(`EXPLAIN QUERY PLAN ${documentPageSql(sessionId !== undefined)}`)
+        .all({ $u: "ann", $s: "s1", $at: 5000, $id: "doc-09999", $n: 51 }) as { detail: string }[];
+      const details = plan.map((r) => r.detail).join("; ");
+      expect(details).toMatch(/SEARCH documents USING (COVERING )?INDEX/);
+      expect(details).not.toMatch(/TEMP B-TREE|SCAN/);
+    }
+    raw.close();
+    const first = store.documents.list("ann", { limit: 50 });
+    expect(first.documents.map((d) => d.document_id).slice(0, 3)).toEqual([
+      "doc-19999",
+      "doc-19998",
+      "doc-19997",
+    ]);
+    const all = pages(store, "ann", 500).flat();
+    expect(all.length).toBe(20_000);
+    expect(new Set(all).size).toBe(20_000);
+    expect(listed(store, "ann", "s1").length).toBe(500);
+    store.close();
   });
 });

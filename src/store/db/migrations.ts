@@ -270,6 +270,15 @@ export const MIGRATIONS: readonly Migration[] = [
     ],
     after: recountShown,
   },
+  {
+    version: 8,
+    sql: [
+      // `documents.list` of the whole library, a page at a time, newest first (store/
+      // document-pages.ts): a range of this index, where `documents_by_user` (by session first)
+      // had every document of the user read and sorted for each page.
+      `CREATE INDEX IF NOT EXISTS documents_by_time ON documents (user_id, created_at, document_id)`,
+    ],
+  },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]?.version ?? 0;

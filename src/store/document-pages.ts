@@ -1,0 +1,94 @@
+import type { Database } from "bun:sqlite";
+import type { z } from "zod";
+import type { DocumentFormat, DocumentSummarySchema } from "../protocol/documents.ts";
+import { decodeCursor, encodeCursor, FIRST_PAGE } from "./page-cursor.ts";
+import { PAGE_BYTES } from "./session-pages.ts";
+
+/** A document as `documents.list` shows it. */
+export type DocumentSummary = z.infer<typeof DocumentSummarySchema>;
+
+/** `documents.list`'s page: newest first, and the cursor for the next page (null at the end). */
+export interface DocumentPage {
+  documents: DocumentSummary[];
+  next: string | null;
+}
+
+/** Which page: a session's attachments (else the whole library), at most `limit`, after `before`. */
+export interface DocumentPageAsk {
+  sessionId?: string | undefined;
+  limit: number;
+  before?: string | undefined;
+  /** The most bytes of JSON a page takes past its first document (PAGE_BYTES; tests use less). */
+  budget?: number | undefined;
+}
+
+export interface DocumentRow {
+  document_id: string;
+  name: string;
+  format: DocumentFormat;
+  chunks: number;
+  bytes: number;
+  session_id: string;
+  created_at: number;
+}
+
+export const DOCUMENT_COLUMNS = "document_id, name, format, chunks, bytes, session_id, created_at";
+
+/**
+ * A page's rows, newest first, after the cursor's (time, id). Each a range of an index
+ * (`documents_by_time` for the library, `documents_by_user` for a session; an index of a
+ * WITHOUT ROWID table ends with its key, `document_id`), so a page reads its own rows and never
+ * sorts or scans the rest of a library of any size.
+ */
+export function documentPageSql(inSession: boolean): string {
+  return `SELECT ${DOCUMENT_COLUMNS} FROM documents
+    WHERE user_id = $u ${inSession ? "AND session_id = $s" : ""} AND (created_at, document_id) < ($at, $id)
+    ORDER BY created_at DESC, document_id DESC LIMIT $n`;
+}
+
+/**
+ * The user's documents, newest first (a session's attachments, or all of them): at most `limit`
+ * and, past the first, no more than the budget's bytes of JSON, so a short page with `next` is
+ * normal. Rows are read one at a time, each measured as written.
+ */
+export function listDocuments(db: Database, userId: string, ask: DocumentPageAsk): DocumentPage {
+  const [at, id] = ask.before !== undefined ? decodeCursor(ask.before, "documents.list") : FIRST_PAGE;
+  const budget = ask.budget ?? PAGE_BYTES;
+  const rows = db.query(documentPageSql(ask.sessionId !== undefined)).iterate({
+    u: userId,
+    ...(ask.sessionId !== undefined ? { s: ask.sessionId } : {}),
+    at,
+    id,
+    n: ask.limit + 1,
+  }) as IterableIterator<DocumentRow>;
+  const documents: DocumentSummary[] = [];
+  let last: DocumentRow | undefined;
+  let bytes = 0;
+  let more = false;
+  for (const row of rows) {
+    const doc = documentSummary(row);
+    const size = Buffer.byteLength(JSON.stringify(doc)) + 1;
+    if (documents.length === ask.limit || (documents.length > 0 && bytes + size > budget)) {
+      more = true;
+      break;
+    }
+    documents.push(doc);
+    bytes += size;
+    last = row;
+  }
+  // Stops the statement: a page that ended early leaves rows unread.
+  rows.return?.();
+  return { documents, next: more && last ? encodeCursor(last.created_at, last.document_id) : null };
+}
+
+export function documentSummary(row: DocumentRow): DocumentSummary {
+  return {
+    document_id: row.document_id,
+    name: row.name,
+    format: row.format,
+    chunks: row.chunks,
+    bytes: row.bytes,
+    session_id: row.session_id === "" ? null : row.session_id,
+    created_at: new Date(row.created_at).toISOString(),
+  };
+}
