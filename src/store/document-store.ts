@@ -121,22 +121,30 @@ export class DocumentStore {
   }
 
   /**
-   * Every document with chunk rows but no `documents` row (an add in progress, or one a killed
-   * core left) and when its add began. One index seek per document (the chunks' rows share
-   * `document_id`), so it costs nothing like a scan of the chunks (store/orphan-sweep.ts).
+   * The documents with chunk rows but no `documents` row (an add in progress, or one a killed
+   * core left) and when each add began, among the next `most` documents after `after`; `last`,
+   * the last one read (where the next slice starts), null at the end. One index seek per
+   * document (the chunks' rows share `document_id`), so it costs nothing like a scan of the
+   * chunks, and a slice at a time, so a library of any size never holds the loop for all of it
+   * (store/orphan-sweep.ts).
    */
-  uncommitted(): { documentId: string; at: number }[] {
+  uncommitted(
+    after: string,
+    most: number,
+  ): { found: { documentId: string; at: number }[]; last: string | null } {
     const next = this.db.query(
       "SELECT document_id, at FROM memory WHERE document_id IS NOT NULL AND document_id > ? ORDER BY document_id LIMIT 1",
     );
     const committed = this.db.query("SELECT 1 FROM documents WHERE document_id = ?");
     const found: { documentId: string; at: number }[] = [];
-    for (let after = ""; ; ) {
-      const row = next.get(after) as { document_id: string; at: number } | null;
-      if (!row) return found;
-      after = row.document_id;
-      if (!committed.get(after)) found.push({ documentId: after, at: row.at });
+    let last = after;
+    for (let read = 0; read < most; read++) {
+      const row = next.get(last) as { document_id: string; at: number } | null;
+      if (!row) return { found, last: null };
+      last = row.document_id;
+      if (!committed.get(last)) found.push({ documentId: last, at: row.at });
     }
+    return { found, last };
   }
 
   /** The memory rows of a committed document's chunks, in chunk order (what embedding needs). */

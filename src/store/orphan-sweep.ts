@@ -9,6 +9,8 @@ export const FIRST_SWEEP_MS = 5000;
  * so a batch holds the store's thread (and the write lock) for ~10–150 ms.
  */
 export const SWEEP_ROWS = 32;
+/** Documents a pass looks at between turns of the loop (two index seeks each, ~1.5 ms for 256). */
+export const SWEEP_DOCS = 256;
 /** A pass that failed (the database locked past the wait, a full disk) is tried again this much later. */
 const RETRY_MS = 60_000;
 
@@ -96,12 +98,18 @@ export class OrphanSweep {
     let removed = 0;
     try {
       const before = this.deps.now() - ORPHAN_CHUNK_MS;
-      for (const doc of this.deps.documents.uncommitted()) {
-        if (doc.at > before) {
-          this.expect(doc.at);
-          continue;
+      for (let after: string | null = ""; after !== null && !this.stopped; ) {
+        const slice = this.deps.documents.uncommitted(after, SWEEP_DOCS);
+        for (const doc of slice.found) {
+          if (doc.at > before) {
+            this.expect(doc.at);
+            continue;
+          }
+          removed += await this.deps.discard(doc.documentId, () => this.stopped);
         }
-        removed += await this.deps.discard(doc.documentId, () => this.stopped);
+        after = slice.last;
+        // The loop turns between slices: a library of 20,000 documents took ~110 ms in one go.
+        if (after !== null) await new Promise((r) => setImmediate(r));
       }
     } catch (err) {
       if (this.stopped) return removed;

@@ -104,7 +104,10 @@ describe("documents in the store: scope, citations, erase", () => {
     // What the sweep looks at (store/orphan-sweep.ts): uncommitted documents and when they began.
     store.documents.addChunks(doc, [{ index: 0, text: "orphan" }]);
     addDoc(store, "c", "ann", "", ["committed"]);
-    expect(store.documents.uncommitted()).toEqual([{ documentId: "p", at: doc.at }]);
+    expect(store.documents.uncommitted("", 10)).toEqual({
+      found: [{ documentId: "p", at: doc.at }],
+      last: null,
+    });
     store.close();
   });
 

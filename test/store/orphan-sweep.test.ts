@@ -1,5 +1,8 @@
+import { Database } from "bun:sqlite";
 import { describe, expect, test } from "bun:test";
+import { join } from "node:path";
 import type { PendingDocument } from "../../src/store/document-store.ts";
+import { SWEEP_DOCS } from "../../src/store/orphan-sweep.ts";
 import { Store } from "../../src/store/store.ts";
 import { filesHolding } from "../fixtures/files-holding.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
@@ -89,6 +92,39 @@ describe("the sweep of a killed add's chunks (store/orphan-sweep.ts)", () => {
     while (chunkRows(store, "young") > 0 && Date.now() - began < 3000)
       await new Promise((r) => setTimeout(r, 20));
     expect(chunkRows(store, "young")).toBe(0);
+    store.close();
+  });
+
+  test("a pass reads the documents a slice at a time: a library of thousands is never scanned in one go on the loop", async () => {
+    using dir = tmpdir();
+    const store = Store.open(dir.path, { chunkThread: false, firstSweepMs: 60_000 });
+    // Committed documents (a row and a chunk each) straight into the tables, then one killed add behind them.
+    const raw = new Database(join(dir.path, "local-ai.db"));
+    const doc = raw.query(
+      `INSERT INTO documents (document_id, user_id, session_id, name, format, chunks, bytes, created_at)
+       VALUES (?, 'ann', '', 'n', 'text', 1, 1, 1)`,
+    );
+    const chunk = raw.query(
+      `INSERT INTO memory (user_id, session_id, seq, source, root, text, at, document_id, chunk)
+       VALUES ('ann', '', NULL, ?, '', 'x', 1, ?, 0)`,
+    );
+    raw.transaction(() => {
+      for (let i = 0; i < 2 * SWEEP_DOCS + 5; i++) {
+        const id = `doc-${String(i).padStart(5, "0")}`;
+        doc.run(id);
+        chunk.run(`document:${id}`, id);
+      }
+    })();
+    raw.close();
+    uncommitted(store, "zz-killed", Date.now() - 2 * HOUR, 3, "LASTWORD");
+    const first = store.documents.uncommitted("", SWEEP_DOCS);
+    expect(first).toEqual({ found: [], last: `doc-${String(SWEEP_DOCS - 1).padStart(5, "0")}` });
+    expect(store.documents.uncommitted("doc-00510", SWEEP_DOCS)).toMatchObject({
+      found: [{ documentId: "zz-killed" }],
+      last: null,
+    });
+    expect(await store.orphans.run()).toBe(3);
+    expect(chunkRows(store, "zz-killed")).toBe(0);
     store.close();
   });
 });
