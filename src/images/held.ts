@@ -3,6 +3,7 @@ import type { ImageInput } from "../protocol/image-input.ts";
 import { abortable } from "../util/abortable.ts";
 import { ByteBudget } from "../util/byte-budget.ts";
 import type { Release } from "../util/semaphore.ts";
+import { within } from "../util/within.ts";
 import { MAX_HELD_IMAGE_BYTES, MAX_IMAGE_BYTES } from "./limits.ts";
 
 /** The chats' images held in memory at once, by their sizes: the others wait their turn. */
@@ -10,6 +11,18 @@ export const heldImages = new ByteBudget(MAX_HELD_IMAGE_BYTES);
 
 /** The last chat's sizing: the next enters `heldImages`' line after it (`holdImages`). */
 let entered: Promise<unknown> = Promise.resolve();
+
+/**
+ * How long the line waits for an image file's size: a stat on a dead network mount can hang for
+ * minutes, and every image chat after it would wait as long.
+ */
+export const STAT_WAIT_MS = 2000;
+
+/** Tests: the stat and its wait. */
+export interface SizeOptions {
+  stat?: (path: string) => Promise<{ size: number }>;
+  statWaitMs?: number;
+}
 
 /** A chat's room: its release, and what each image may take of it when read (`room[i]`). */
 export interface HeldRoom {
@@ -30,13 +43,14 @@ export async function holdImages(
   inputs: readonly ImageInput[],
   maxImages: number,
   signal: AbortSignal,
+  options: SizeOptions = {},
 ): Promise<HeldRoom> {
   if (inputs.length > maxImages) return { release: () => {}, room: [] };
   // Into the line in the order called, whatever each one's stat takes: a chat holds its
   // session's place before this (methods/chat.ts), so a later chat of the session that got room
   // first while waiting for that place would hold the earlier one's room from it for good.
   // A chat cancelled meanwhile (its stat stuck on a slow disk) leaves that line at once too.
-  const sized = Promise.all(inputs.map(expectedBytes));
+  const sized = Promise.all(inputs.map((input) => expectedBytes(input, options)));
   const inTurn = abortable(
     entered.then(() => sized),
     signal,
@@ -50,13 +64,14 @@ export async function holdImages(
   return { release, room };
 }
 
-async function expectedBytes(input: ImageInput): Promise<number> {
+async function expectedBytes(input: ImageInput, o: SizeOptions): Promise<number> {
   if (typeof input.data === "string") return Math.floor((input.data.length * 3) / 4);
   if (typeof input.path !== "string") return 0;
-  try {
-    return (await stat(input.path)).size;
-  } catch {
-    // The reading refuses it, naming the image.
-    return 0;
-  }
+  // A failure: the reading refuses it, naming the image. No answer in time: the most an image may
+  // take, so the chats behind go on; its own read then waits for the file alone.
+  const size = (o.stat ?? stat)(input.path).then(
+    (s) => s.size,
+    () => 0,
+  );
+  return within(size, o.statWaitMs ?? STAT_WAIT_MS, MAX_IMAGE_BYTES);
 }
