@@ -190,6 +190,10 @@ export class MemoryEmbedder {
         below = rows.at(-1)?.id;
         // Each row ends with a vector or refused, or this throws. (Rows erased meanwhile get none stored.)
         await this.embedRows(fp, rows, this.abort.signal);
+        // Caught up as counted: the look below would read every older row to find none (a chat's
+        // one new row cost a pass over the whole table). Counted again to be sure: a row erased
+        // meanwhile leaves the count ahead; then the pass goes on from the newest.
+        if (this.caughtUp(fp)) break;
         // The loop is given back between batches: a ping or a chat never waits for a backlog.
         await new Promise((r) => setImmediate(r));
       }
@@ -203,6 +207,14 @@ export class MemoryEmbedder {
       );
       this.retryLater();
     }
+  }
+
+  /** Whether every row has its vector (or refusal), as counted now; the counts kept. */
+  private caughtUp(fp: string): boolean {
+    const { store } = this.deps;
+    if (!this.counts || this.counts.embedded < this.counts.total) return false;
+    this.counts = store.guard(() => store.memory.vectors.counts(fp));
+    return this.counts.embedded >= this.counts.total;
   }
 
   /**
