@@ -12,7 +12,7 @@ import {
 } from "node:fs";
 import { join } from "node:path";
 import { z } from "zod";
-import { ChatMessageSchema } from "../protocol/chat-message.ts";
+import { type ChatMessage, ChatMessageSchema } from "../protocol/chat-message.ts";
 import { SafeIdSchema } from "../protocol/safe-id.ts";
 import { logger } from "../util/logger.ts";
 import { ensurePrivateDir, PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from "../util/private-fs.ts";
@@ -20,6 +20,7 @@ import { openRegularFile } from "../util/read-file.ts";
 import { writeFileAtomic } from "./atomic.ts";
 import { CheckpointSchema } from "./checkpoint.ts";
 import { Conversations } from "./conversations.ts";
+import { wasWriteAgain } from "./earlier-requests.ts";
 
 /**
  * The 0.1 layout (one folder per session under `users/`,
@@ -154,9 +155,21 @@ function importHistory(
     const history = HistorySchema.parse(readJson(path));
     if (history.messages.length === 0) return;
     const at = statSync(path).mtime;
-    conv.commitTurn({ userId: user, sessionId: session, agent: "", messages: history.messages, at });
+    const messages = history.messages.map((m, i) =>
+      isRequest(history.messages, i) ? { ...m, by_core: true as const } : m,
+    );
+    conv.commitTurn({ userId: user, sessionId: session, agent: "", messages, at });
     r.sessions++;
   });
+}
+
+/**
+ * 0.1 kept its requests to write again as plain user messages (store/earlier-requests.ts): one
+ * right after an assistant message, with their words, is the core's.
+ */
+function isRequest(messages: readonly ChatMessage[], i: number): boolean {
+  const m = messages[i] as ChatMessage;
+  return m.role === "user" && messages[i - 1]?.role === "assistant" && wasWriteAgain(m.content);
 }
 
 function importCheckpoint(

@@ -7,6 +7,7 @@
  * keyed by user so that `users.delete` is one statement per table.
  */
 import type { Database } from "bun:sqlite";
+import { WAS_WRITE_AGAIN_SQL } from "../earlier-requests.ts";
 import { previewOf } from "../title.ts";
 
 export interface Migration {
@@ -17,14 +18,6 @@ export interface Migration {
   /** Run after `sql` (and `fts`), for what SQL alone cannot do: a preview cut as title.ts cuts it. */
   after?: (db: Database) => void;
 }
-
-/**
- * The requests to write again a core before migration 7 stored as plain user rows, by their text
- * as those versions wrote it (frozen here: agent/write-again.ts may change its words later).
- */
-const EARLIER_REQUEST = `content = 'Your reply could not be read: it does not follow this chat''s format for answers and tool calls. Write it again, as plain text or as a tool call in the format you were given.'
-  OR (substr(content, 1, 34) = 'Your tool call could not be used: '
-    AND substr(content, -123) = '. Write it again as <tool_call>{"name": "<tool>", "arguments": {...}}</tool_call> with valid JSON, or answer without tools.')`;
 
 /** Migration 7: the sessions with a request marked get the count and preview `sessions.*` now show. */
 function recountShown(db: Database): void {
@@ -263,7 +256,7 @@ export const MIGRATIONS: readonly Migration[] = [
       `ALTER TABLE messages ADD COLUMN by_core INTEGER NOT NULL DEFAULT 0`,
       // Those stored before, known once by their text where only the core's can be: within a
       // turn, right after its assistant message (one commit, one time), never a turn's opening.
-      `UPDATE messages SET by_core = 1 WHERE role = 'user' AND seq > 0 AND (${EARLIER_REQUEST})
+      `UPDATE messages SET by_core = 1 WHERE role = 'user' AND seq > 0 AND ${WAS_WRITE_AGAIN_SQL}
         AND EXISTS (SELECT 1 FROM messages p WHERE p.user_id = messages.user_id
           AND p.session_id = messages.session_id AND p.seq = messages.seq - 1
           AND p.role = 'assistant' AND p.created_at = messages.created_at)`,

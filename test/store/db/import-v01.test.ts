@@ -30,6 +30,34 @@ describe("import of the 0.1 layout", () => {
     }
   });
 
+  // 0.1 sent the model a request to write a broken tool call again as a user message and kept it
+  // in the history: imported as the user's, it was shown as the user's words and taken by
+  // `regenerate` as the message to answer again (docs/protocol.md, the core's requests).
+  test("0.1's requests to write again are imported as the core's, not the user's", () => {
+    using dir = tmpdir();
+    const again =
+      'Your tool call could not be used: unknown tool nope. Write it again as <tool_call>{"name": "<tool>", "arguments": {...}}</tool_call> with valid JSON, or answer without tools.';
+    new SessionStore(dir.path, "ann", "s").saveHistory([
+      { role: "user", content: "look it up" },
+      { role: "assistant", content: "<tool_call>nope</tool_call>" },
+      { role: "user", content: again },
+      { role: "assistant", content: "it is 4" },
+    ]);
+    const store = Store.open(dir.path);
+    try {
+      const history = store.conversations.history("ann", "s");
+      expect(history.map((m) => (m.role === "user" ? (m.by_core ?? false) : m.role))).toEqual([
+        false,
+        "assistant",
+        true,
+        "assistant",
+      ]);
+      expect(store.list("ann", 10).sessions[0]).toMatchObject({ message_count: 3 });
+    } finally {
+      store.close();
+    }
+  });
+
   test("a folder written by the 0.1 store: histories, an interrupted turn, memory; kept aside; once", () => {
     using dir = tmpdir();
     // Written by the 0.1 code itself, not by hand.
