@@ -17,14 +17,19 @@ export class ModelProvider implements LlamaProvider {
     private readonly fallbackSlots: () => number,
   ) {}
 
-  acquire(
+  /** Whether it ever gave a lease: only then can the model's prompt reuse hold records (several-models.ts). */
+  served = false;
+
+  async acquire(
     signal: AbortSignal,
     onProgress?: (p: StartProgress) => void,
     options?: AcquireOptions,
   ): Promise<LlamaLease> {
     // The scheduler's progress adds `waiting_for_memory`, which warmup_progress carries too.
     const progress = onProgress as ((p: unknown) => void) | undefined;
-    return this.scheduler.acquire(this.model, signal, progress, options);
+    const lease = await this.scheduler.acquire(this.model, signal, progress, options);
+    this.served = true;
+    return lease;
   }
 
   /**

@@ -78,6 +78,11 @@ export class SeveralModels implements ModelsApi {
     });
   }
 
+  /** Models with bookkeeping here: a provider, a prompt reuse or a chat set (tests count it). */
+  get kept(): number {
+    return new Set([...this.providers.keys(), ...this.reuses.keys(), ...this.chats.keys()]).size;
+  }
+
   /** A model's starts that ran out of GPU memory, over all its loads in this core. */
   outOfMemoryStarts(model: string): number {
     return this.outOfMemory.get(model) ?? 0;
@@ -176,8 +181,32 @@ export class SeveralModels implements ModelsApi {
       done: () => {
         set.delete(c);
         release();
+        this.forgetUnused();
       },
     };
+  }
+
+  /**
+   * A path (never a configured name) that no chat uses, that runs no server and whose provider
+   * never gave a lease (so its prompt reuse holds no record) is forgotten: its provider, reuse
+   * and chat set. A host naming ever new
+   * paths (missing files, refused ones) would otherwise grow the core for its life; a path that
+   * served keeps its reuse, whose records outlive its unloads (docs/models.md "Several models").
+   */
+  private forgetUnused(): void {
+    let configured: Set<string>;
+    try {
+      configured = new Set(configuredModels(this.deps.config()).map((m) => m.name));
+    } catch {
+      return; // a config that cannot be read now: the next chat's end looks again
+    }
+    for (const name of new Set([...this.providers.keys(), ...this.reuses.keys(), ...this.chats.keys()])) {
+      if (configured.has(name) || (this.chats.get(name)?.size ?? 0) > 0) continue;
+      if (this.scheduler.runtimeOf(name) || this.providers.get(name)?.served) continue;
+      this.providers.delete(name);
+      this.reuses.delete(name);
+      this.chats.delete(name);
+    }
   }
 
   async load(
@@ -227,6 +256,8 @@ export class SeveralModels implements ModelsApi {
   }
 
   status(): { models: ModelStatus[]; memory: MemoryStatus[] } {
+    // A path whose last chat ended while its load went on, and which has stopped since.
+    this.forgetUnused();
     return statusOf(this.scheduler, configuredModels(this.deps.config()), (m) => this.outOfMemoryStarts(m));
   }
 

@@ -158,6 +158,55 @@ describe("SeveralModels", () => {
     expect(several.scheduler.snapshot().models.find((m) => m.name === "a")?.chats).toBe(0);
   });
 
+  test("a chat on a path that fails to load leaves nothing behind: 1,000 distinct paths keep no provider, reuse or chat set", async () => {
+    const { several } = setup(null);
+    const before = several.kept;
+    for (let i = 0; i < 1000; i++) {
+      // A path the fleet cannot make (a missing file, a refused one): the chat's way through it.
+      const model = { kind: "path", name: `/nowhere/${i}.gguf` } as const;
+      const provider = several.provider(model);
+      const watch = several.chatSignal(model, signal());
+      several.promptReuse(model.name);
+      await rejection(provider.acquire(watch.signal));
+      watch.done();
+    }
+    const embeds = Array.from(
+      { length: 50 },
+      (_, i) => ({ kind: "path", name: `/nowhere/e${i}.gguf` }) as const,
+    );
+    for (const model of embeds) await rejection(several.embed(model, ["x"], signal()));
+    expect(several.kept).toBe(before);
+    expect(several.scheduler.snapshot().models.map((m) => m.name)).toEqual(["default", "a", "b"]);
+  });
+
+  test("a path that served keeps its prompt reuse (its records), and a configured model keeps its own, used or not", async () => {
+    const fleet = new FakeFleet({ default: { gib: 1 }, "/m/c.gguf": { gib: 1 } });
+    const made: string[] = [];
+    const several = new SeveralModels({
+      config: () => config,
+      reuse: (model) => {
+        made.push(model);
+        return {} as PromptReuse;
+      },
+      plan: () => Promise.reject(new Error("the fakes plan themselves")),
+      pinnedProblem: async () => null,
+      runtime: fleet.runtime,
+    });
+    for (const name of ["/m/c.gguf", "a"]) {
+      const model = { kind: "path", name } as const;
+      const watch = several.chatSignal(model, signal());
+      several.promptReuse(name);
+      if (name === "/m/c.gguf") (await several.provider(model).acquire(watch.signal)).release();
+      watch.done();
+    }
+    await several.unload({ kind: "path", name: "/m/c.gguf" }, { force: false });
+    several.status();
+    // Asked again: the same objects, not new ones.
+    several.promptReuse("/m/c.gguf");
+    several.promptReuse("a");
+    expect(made).toEqual(["/m/c.gguf", "a"]);
+  });
+
   test("an embedding server that fails says so: internal_error with its reason, not 'see the core's log'; an input it cannot embed is named", async () => {
     // A model named by its address: the fake runtime's lease points there.
     const answers = [
