@@ -22,6 +22,14 @@ export type Validate = (value: unknown) => AnswerError[];
 /** Compiled schemas kept by their JSON text: a host usually asks for the same few again and again. */
 const KEPT = 32;
 const compiled = new Map<string, { schema: object; validate: ValidateFunction }>();
+/**
+ * Compiles an instance makes before a fresh one takes over. Ajv keeps something of every schema
+ * it compiled for the instance's life, `removeSchema` or not: the values its generated code
+ * refers to (the schema, the validator, each pattern) and a refused schema's cache entry. A
+ * host naming ever new schemas grew the validator's thread without bound (a helper's review).
+ */
+const COMPILES_PER_INSTANCE = 256;
+let compiles = 0;
 let ajv: AjvClass | undefined;
 
 function instance(): AjvClass {
@@ -44,6 +52,19 @@ function instance(): AjvClass {
   addFormats(ajv);
   linearFormats(ajv);
   return ajv;
+}
+
+/**
+ * What the Ajv instance now in use holds for the schemas it compiled: its cache's entries and the
+ * values its generated code refers to (each schema, validator, pattern). Tests count it.
+ */
+export function ajvHeld(): number {
+  const inner = ajv as unknown as {
+    _cache: Map<unknown, unknown>;
+    scope: { _values: Record<string, Set<unknown>> };
+  };
+  if (!inner) return 0;
+  return inner._cache.size + Object.values(inner.scope._values).reduce((n, v) => n + v.size, 0);
 }
 
 /**
@@ -82,6 +103,13 @@ export function compileSchema(schema: Record<string, unknown>): Validate {
   if (entry) {
     compiled.delete(key);
   } else {
+    if (compiles >= COMPILES_PER_INSTANCE) {
+      // The kept validators are the old instance's: they go with it, compiled again when asked.
+      ajv = undefined;
+      compiles = 0;
+      compiled.clear();
+    }
+    compiles += 1;
     const copy = JSON.parse(key) as Record<string, unknown>;
     if (copy.$id === undefined) copy.$id = SELF_ID;
     entry = { schema: copy, validate: instance().compile(copy) };

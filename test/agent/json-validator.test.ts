@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { compileSchema } from "../../src/agent/json-validator.ts";
+import { ajvHeld, compileSchema } from "../../src/agent/json-validator.ts";
 
 describe("compileSchema (the structured answer's validator)", () => {
   test("errors name the place in the answer and what is wrong; all of them, not the first", () => {
@@ -41,6 +41,16 @@ describe("compileSchema (the structured answer's validator)", () => {
   test("many different schemas: the old ones are let go, each still validates when asked again", () => {
     for (let i = 0; i < 100; i++) expect(compileSchema({ const: i })(i)).toEqual([]);
     expect(compileSchema({ const: 0 })(1)).toHaveLength(1);
+  });
+
+  test("a host naming ever new schemas, compiled or refused, leaves Ajv holding a bounded number of them", () => {
+    for (let i = 0; i < 1000; i++) {
+      compileSchema({ type: "object", properties: { [`k${i}`]: { type: "string", pattern: `^a${i}$` } } });
+      expect(() => compileSchema({ properties: { a: { $ref: `#/nowhere${i}` } } })).toThrow(/can't resolve/);
+    }
+    // About six values per schema while the instance lives: a few hundred schemas' worth, not 2,000.
+    expect(ajvHeld()).toBeLessThan(2000);
+    expect(compileSchema({ type: "string", pattern: "^a5$" })("a5")).toEqual([]);
   });
 
   test("a schema refers to itself with $ref: # through items or properties (docs/protocol.md)", () => {
