@@ -229,6 +229,44 @@ describe("MCP servers that do not read their stdin", () => {
     expect(killed).toBe(1);
     await expect(transport.send({ jsonrpc: "2.0", method: "x" })).rejects.toThrow("Not connected");
   });
+
+  test("1,000 cancelled calls a server never answers (as MCP asks) leave a bounded number of ids awaited", async () => {
+    const child = {
+      pid: 1,
+      guarded: false,
+      stdout: new ReadableStream<Uint8Array>(),
+      stderr: new ReadableStream<Uint8Array>(),
+      write: async () => {},
+      exited: new Promise<void>(() => {}),
+      stop: async () => {},
+      kill: () => {},
+      noteEscaped: () => {},
+    } satisfies McpChild;
+    const transport = new ChildTransport(child, "t", { maxPendingBytes: 1 << 20, stallMs: 5000 });
+    await transport.start();
+    for (let id = 0; id < 1000; id++) {
+      await transport.send({
+        jsonrpc: "2.0",
+        id,
+        method: "tools/call",
+        params: { name: "x", arguments: {} },
+      });
+      await transport.send({
+        jsonrpc: "2.0",
+        method: "notifications/cancelled",
+        params: { requestId: id, reason: "the chat was cancelled" },
+      });
+    }
+    expect(transport.awaiting).toBeLessThanOrEqual(64);
+    // A call still running is awaited whatever was cancelled before it.
+    await transport.send({
+      jsonrpc: "2.0",
+      id: 1000,
+      method: "tools/call",
+      params: { name: "x", arguments: {} },
+    });
+    expect(transport.awaiting).toBeGreaterThan(0);
+  });
 });
 
 type Result = { response: string; warnings: { code: string; message: string }[] };

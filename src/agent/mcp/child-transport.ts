@@ -8,6 +8,9 @@ import { initializeEssentials } from "./initialize-answer.ts";
 import { LineReader } from "./line-reader.ts";
 import { UNASKED_LIMITS, UnaskedBudget, type UnaskedLimits } from "./unasked-budget.ts";
 
+/** Cancelled calls whose late answer still counts as asked for (the most recent). */
+const CANCELLED_KEPT = 64;
+
 /** How long output already in the pipe may still be read once the server exited. */
 const DRAIN_AFTER_EXIT_MS = 200;
 
@@ -37,12 +40,18 @@ export class ChildTransport implements Transport {
   onmessage?: (message: JSONRPCMessage) => void;
   private readonly lines = new LineReader();
   private readonly budget: UnaskedBudget;
-  /** The core's requests not yet answered (a cancelled call's too): their answers were asked for. */
+  /** The core's requests not yet answered and not cancelled: their answers were asked for. */
   /**
    * Kept as the SDK matches an answer to its request, by Number(id): an answer whose id came as
    * text (`"3"`) was charged as unasked, and a 6 MB result so got its server killed as a flood.
    */
   private readonly awaited = new Set<number>();
+  /**
+   * Cancelled calls' ids, the last CANCELLED_KEPT: an answer may cross the cancel and is still
+   * asked for, but a server need not send one (MCP: it should not), so each cancelled call
+   * kept its id for the server's life, and with it a wait for an answer that never comes.
+   */
+  private readonly cancelled = new Set<number>();
   private ended = false;
   /** Why the core killed it, if it did: what a call it ends is told (pool.ts). */
   stoppedFor: string | undefined;
@@ -57,6 +66,18 @@ export class ChildTransport implements Transport {
     private readonly limits: SendLimits,
   ) {
     this.budget = new UnaskedBudget(limits.unasked ?? UNASKED_LIMITS);
+  }
+
+  /** Ids whose answer would count as asked for (tests check that cancelled calls' do not pile up). */
+  get awaiting(): number {
+    return this.awaited.size + this.cancelled.size;
+  }
+
+  private cancel(id: number): void {
+    if (!this.awaited.delete(id)) return;
+    this.cancelled.add(id);
+    if (this.cancelled.size > CANCELLED_KEPT)
+      this.cancelled.delete(this.cancelled.values().next().value as number);
   }
 
   async start(): Promise<void> {
@@ -84,6 +105,8 @@ export class ChildTransport implements Transport {
     if ("method" in message && "id" in message) {
       this.awaited.add(Number(message.id));
       if (message.method === "initialize") this.initializeId = message.id;
+    } else if ("method" in message && message.method === "notifications/cancelled") {
+      this.cancel(Number((message.params as { requestId?: unknown } | undefined)?.requestId));
     }
     this.pending += bytes;
     const stall = setTimeout(
@@ -128,7 +151,8 @@ export class ChildTransport implements Transport {
         }
         if (this.ended) return;
         // With no answer awaited, a line still arriving can only be unasked: refused before it ends.
-        if (this.awaited.size === 0 && !this.budget.room(this.lines.pending)) this.overspent();
+        // (A cancelled call's answer may still come, large.)
+        if (this.awaiting === 0 && !this.budget.room(this.lines.pending)) this.overspent();
       }
     } catch (err) {
       // Over the line's limit, or a broken pipe: this connection is done, killed like any server
@@ -150,7 +174,8 @@ export class ChildTransport implements Transport {
     } catch (err) {
       this.onerror?.(err as Error); // one bad line, skipped (and charged below)
     }
-    const asked = message !== undefined && isAnswer(message) && this.awaited.delete(Number(message.id));
+    const id = message !== undefined && isAnswer(message) ? Number(message.id) : undefined;
+    const asked = id !== undefined && (this.awaited.delete(id) || this.cancelled.delete(id));
     if (!asked && !this.budget.take(line.length)) this.overspent();
     else if (message) this.onmessage?.(essentials(message, this.initializeId));
   }
