@@ -25,6 +25,8 @@ const nameOf = (tool: unknown) => toolNameOf(tool) ?? "(unnamed)";
 
 /** How long one /apply-template probe may take. */
 const PROBE_TIMEOUT_MS = 10_000;
+/** Refused tools kept per server: two servers' full lists (tool-list.ts MAX_TOOLS_PER_SERVER). */
+const REFUSALS_KEPT = 256;
 /** Names shown in the warning; the rest counted. */
 const SAMPLES = 3;
 /** What the warning quotes of llama-server's reason: the real one quotes the whole schema (95d). */
@@ -47,13 +49,26 @@ function warning(left: { tool: unknown; reason: string }[]): Warning {
   };
 }
 
+/** What `server`'s refusals hold: how many tools, their reasons' characters (tests count them). */
+export function refusalsKept(server: object): { count: number; reasonChars: number } {
+  const refused = [...(refusedBy.get(server)?.values() ?? [])];
+  return { count: refused.length, reasonChars: refused.reduce((n, r) => n + r.length, 0) };
+}
+
 /** Takes out of `tools` (in place) those `server` already refused; one warning for them all. */
 export function dropKnownRefused(server: object, tools: unknown[], warnings: Warning[]): void {
   const refused = refusedBy.get(server);
-  if (!refused) return;
+  if (refused) dropWith((k) => refused.get(k), tools, warnings);
+}
+
+function dropWith(
+  reasonOf: (key: string) => string | undefined,
+  tools: unknown[],
+  warnings: Warning[],
+): void {
   const left: { tool: unknown; reason: string }[] = [];
   for (let i = tools.length - 1; i >= 0; i--) {
-    const reason = refused.get(keyOf(tools[i]));
+    const reason = reasonOf(keyOf(tools[i]));
     if (reason === undefined) continue;
     left.unshift({ tool: tools[i], reason });
     tools.splice(i, 1);
@@ -78,6 +93,7 @@ export async function dropRefusedTools(
 ): Promise<number> {
   const refused = refusedBy.get(server) ?? new Map<string, string>();
   refusedBy.set(server, refused);
+  const found = new Map<string, string>();
   const probe = async (set: unknown[]): Promise<string | null> => {
     const body = {
       ...extra,
@@ -97,7 +113,7 @@ export async function dropRefusedTools(
   const search = async (set: unknown[]): Promise<void> => {
     const reason = await probe(set);
     if (reason === null) return;
-    if (set.length === 1) return void refused.set(keyOf(set[0]), reason);
+    if (set.length === 1) return void found.set(keyOf(set[0]), reason);
     const half = Math.ceil(set.length / 2);
     await search(set.slice(0, half));
     await search(set.slice(half));
@@ -107,6 +123,18 @@ export async function dropRefusedTools(
   if ((await probe([])) !== null) return 0;
   await search([...tools]);
   const before = tools.length;
-  dropKnownRefused(server, tools, warnings);
+  dropWith((k) => found.get(k) ?? refused.get(k), tools, warnings);
+  for (const [key, reason] of found) keep(refused, key, reason);
   return before - tools.length;
+}
+
+/**
+ * Kept for the server's life, so at most REFUSALS_KEPT of them (the latest; one forgotten is
+ * probed again if offered), each reason as the warning quotes it: the real one quotes the whole
+ * schema, and tool lists that change (a server restarted with new schemas) grew it without bound.
+ */
+function keep(refused: Map<string, string>, key: string, reason: string): void {
+  refused.delete(key);
+  refused.set(key, cutText(reason.split("\n").pop() ?? "", REASON_CHARS));
+  if (refused.size > REFUSALS_KEPT) refused.delete(refused.keys().next().value as string);
 }

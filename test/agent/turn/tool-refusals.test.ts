@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { dropKnownRefused, dropRefusedTools } from "../../../src/agent/turn/tool-refusals.ts";
+import { dropKnownRefused, dropRefusedTools, refusalsKept } from "../../../src/agent/turn/tool-refusals.ts";
 import type { Warning } from "../../../src/protocol/chat.ts";
 
 // The search for the tools llama-server refuses (tool-refusals.ts), against a server that answers
@@ -49,6 +49,29 @@ describe("the tools llama-server refuses", () => {
     const later = [tool("a"), tool("b")];
     dropKnownRefused(launch, later, warnings);
     expect(later).toHaveLength(2);
+  });
+});
+
+describe("what a server's refusals keep", () => {
+  test("tool lists that change (an MCP server restarted with new schemas): the refusals kept stay bounded, each reason cut", async () => {
+    using s = server((body) => {
+      const bad = (body.tools ?? []).find((t) => t.function.name.startsWith("bad"));
+      return bad ? `JSON schema conversion failed:\n${"y".repeat(8000)}` : null;
+    });
+    const launch = {};
+    for (let round = 0; round < 20; round++) {
+      const tools = Array.from({ length: 50 }, (_, i) => tool(`bad${round}_${i}`));
+      expect(await dropRefusedTools(s.endpoint, launch, tools, {}, [], never)).toBe(50);
+    }
+    const kept = refusalsKept(launch);
+    expect(kept.count).toBeLessThanOrEqual(256);
+    expect(kept.reasonChars).toBeLessThanOrEqual(kept.count * 300);
+    // The latest are still known: left out without a probe.
+    const again = [tool("bad19_0"), tool("good")];
+    const warnings: Warning[] = [];
+    dropKnownRefused(launch, again, warnings);
+    expect(again.map((t) => t.function.name)).toEqual(["good"]);
+    expect(warnings[0]?.message).toContain(`${"y".repeat(200)}…`);
   });
 });
 
