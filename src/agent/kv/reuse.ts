@@ -41,6 +41,13 @@ const QUIET_MS = 2000;
 export const STOP_SAVE_MS = 2000;
 const RECORDS_KEPT = 512;
 
+/** `k` set as the newest of `map`; past RECORDS_KEPT the oldest goes. */
+function keepLatest<V>(map: Map<string, V>, k: string, v: V): void {
+  map.delete(k);
+  map.set(k, v);
+  if (map.size > RECORDS_KEPT) map.delete(map.keys().next().value as string);
+}
+
 export interface ReuseDeps {
   llama: Config["llama"];
   /** None when `llama.kv_disk_bytes` is 0: slots and records only, nothing on disk. */
@@ -139,7 +146,7 @@ export class PromptReuse {
    * did not know the slot held it, and the next session taking it would pass it to the RAM cache.
    */
   private ended(turn: Work, record: PromptRecord) {
-    if (!this.underWay.end(turn, record)) return this.remember(turn.holder, record);
+    if (!this.underWay.end(turn, record)) return keepLatest(this.records, turn.holder, record);
     this.records.delete(turn.holder);
     const launch = this.server?.launch;
     if (launch)
@@ -173,7 +180,7 @@ export class PromptReuse {
     const ramCache = (this.deps.cacheRamBytes() ?? 0) > 0;
     if (evict) {
       if (entry || !ramCache) await this.save(server, slot, evict, fp, { evicting: true });
-      else this.inRam.set(evict, epoch);
+      else keepLatest(this.inRam, evict, epoch); // a session that never comes back is not kept for good
     }
     // From now on the slot is this session's, whatever the restore makes of it.
     server.launch.slots.handTo(slot, k);
@@ -280,15 +287,6 @@ export class PromptReuse {
     return entry && entry.fingerprint === fp && this.quotable(key.userId, entry.prompt)
       ? entry.prompt
       : emptyRecord();
-  }
-
-  private remember(k: string, record: PromptRecord): void {
-    this.records.delete(k);
-    this.records.set(k, record);
-    while (this.records.size > RECORDS_KEPT) {
-      const oldest = this.records.keys().next().value as string;
-      this.records.delete(oldest);
-    }
   }
 
   private run<T>(work: () => Promise<T>): Promise<T> {

@@ -137,6 +137,18 @@ describe("prompt reuse with the stand-in", () => {
     expect(await waitFor(() => pairInPlace(h), { timeoutMs: 5000 })).toBe(true);
   });
 
+  test("with the RAM cache, sessions that gave way and never came back are not remembered without bound", async () => {
+    await using h = harness({ config: { llama: { kv_disk_bytes: 0 } } });
+    Object.assign(h.provider, {
+      snapshot: () => ({ state: "ready", sleep: "awake", cacheRamBytes: 2 ** 20 }) as SupervisorSnapshot,
+    });
+    // Each new session takes the one slot; the one giving way is left to the RAM cache.
+    for (let i = 0; i < 600; i++) await say(h, `s${i}`, "hi");
+    const inRam = (h.services.promptReuse() as unknown as { inRam: Map<string, string> }).inRam;
+    expect(inRam.size).toBeLessThanOrEqual(512);
+    expect([...inRam.keys()].at(-1)).toEndWith("s598");
+  }, 60_000);
+
   test("saved once the server is quiet, owner-only; nothing left under a temporary name", async () => {
     await using h = harness();
     await say(h, "q", "a first question");
