@@ -402,16 +402,25 @@ describe("documents.add, list, delete and citations", () => {
       text: "The HERONDOC nests in reeds.",
       name: "herons.md",
     });
-    // Chat "one" holds the only slot for a while; "two" has recalled the document and waits.
-    h.llama.script(
-      { content: ["a", " b", " c", " d", " e", " f"], chunk_delay_ms: 80 },
-      { content: ["fine"] },
-    );
+    // Chat "one" holds the only slot until the delete has answered (its request waits at the
+    // stand-in); "two", sent once "one" is asking, has recalled the document and waits.
+    h.llama.script({ content: ["a", " b"] }, { content: ["fine"] });
+    let asking!: () => void;
+    const oneAsks = new Promise<void>((r) => {
+      asking = r;
+    });
+    let asked = 0;
+    h.llama.beforeChat = async () => {
+      if (asked++ > 0) return;
+      asking();
+      await h.terminal("d");
+    };
     h.onEmit = (m) => {
       if (m.id === "two" && m.event === "memory_done")
         h.send("d", "documents.delete", { document_id: doc.result.document_id });
     };
     h.send("one", "chat", { input: "hello there", session_id: "s1" });
+    await oneAsks;
     const two = await h.chat("two", { input: "where does the HERONDOC nest", session_id: "s2" });
     await h.terminal("one");
     expect((await h.terminal("d")).result).toEqual({ deleted: true });
