@@ -238,11 +238,16 @@ describe("chat: regenerate and replace_from", () => {
 
   test("a rewrite while a turn of the session is in flight is refused, not queued", async () => {
     await using h = new ChatHarness({ agents: [{ name: "plain" }] });
-    h.llama.script({ content: ["first"] }, { content: ["slow", " reply"], chunk_delay_ms: 300 });
+    h.llama.script({ content: ["first"] }, { content: ["slow", " reply"] });
     await h.chat("1", { input: "one", session_id: "s" });
+    // The rewrite is asked, and answered, while turn 2's request waits at the stand-in.
+    let r: Awaited<ReturnType<ChatHarness["chat"]>> | undefined;
+    h.llama.beforeChat = async () => {
+      r = await h.chat("3", { session_id: "s", regenerate: true });
+    };
     h.send("2", "chat", { input: "two", session_id: "s" });
-    await h.waitFor((m) => m.id === "2" && m.event === "llm_chunk");
-    const r = await h.chat("3", { session_id: "s", regenerate: true });
+    await h.terminal("2");
+    if (!r) throw new Error("the rewrite was not asked");
     expect(r.terminal).toMatchObject({ type: "error", code: "invalid_request" });
     expect(r.terminal.message).toContain("in flight");
     expect((await h.terminal("2")).result).toMatchObject({ response: "slow reply" });
@@ -250,9 +255,11 @@ describe("chat: regenerate and replace_from", () => {
 });
 
 describe("a delete wins over a turn in flight", () => {
-  /** A chat of session `s` streaming slowly, the first turn of `s` already committed. */
+  /** A chat of session `s` streaming, the first turn of `s` already committed: its reply, once
+   *  streamed, goes silent until the chat leaves it, so only the delete ends it, whatever the
+   *  machine's load. */
   async function streaming(h: ChatHarness, user = "default_user"): Promise<void> {
-    h.llama.script({ content: ["first"] }, { content: ["slow", " SECRET", " reply"], chunk_delay_ms: 300 });
+    h.llama.script({ content: ["first"] }, { content: ["slow", " SECRET", " reply"], hang: true });
     await h.chat("1", { input: "one", session_id: "s", user_id: user });
     h.send("2", "chat", { input: "two SECRET", session_id: "s", user_id: user });
     await h.waitFor((m) => m.id === "2" && m.event === "llm_chunk");
@@ -315,12 +322,24 @@ describe("a delete wins over a turn in flight", () => {
 
   test("a delete from a second core on the same data folder refuses the turn's commit", async () => {
     await using h = new ChatHarness({ agents: [{ name: "plain" }] });
-    await streaming(h);
+    h.llama.script({ content: ["first"] }, { content: ["slow", " SECRET", " reply"] });
+    await h.chat("1", { input: "one", session_id: "s" });
+    // The turn's reply waits at the stand-in until the other core's delete is done: the turn
+    // ends, and would commit, after it.
+    const { promise: asked, resolve: ask } = Promise.withResolvers<void>();
+    const { promise: deleted, resolve: done } = Promise.withResolvers<void>();
+    h.llama.beforeChat = () => {
+      ask();
+      return deleted;
+    };
+    h.send("2", "chat", { input: "two SECRET", session_id: "s" });
+    await asked;
     const other = Store.open(h.dataDir);
     try {
       expect((await other.deleteSession("default_user", "s")).deleted).toBe(true);
     } finally {
       other.close();
+      done();
     }
     await expectGone(h);
   });
