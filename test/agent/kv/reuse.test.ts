@@ -163,7 +163,7 @@ describe("prompt reuse with the stand-in", () => {
     await reuse.saveBeforeUnload();
     // The server may stop now (scheduler.ts): the file is written, only the core's part is left.
     expect(kvFiles(h).filter((f) => f.endsWith(".tmp"))).toHaveLength(1);
-    expect(await waitFor(() => pairInPlace(h), { timeoutMs: 1000 })).toBe(true);
+    expect(await waitFor(() => pairInPlace(h), { timeoutMs: 5000 })).toBe(true);
     expect(kvFiles(h).some((f) => f.endsWith(".tmp"))).toBe(false);
     // Asked of llama-server once.
     expect(slotActions(h, "save")).toBe(1);
@@ -182,7 +182,7 @@ describe("prompt reuse with the stand-in", () => {
     expect(kvFiles(h).filter((f) => f.endsWith(".tmp"))).toHaveLength(1);
     expect(pairInPlace(h)).toBe(false);
     stopped.resolve();
-    expect(await waitFor(() => pairInPlace(h), { timeoutMs: 1000 })).toBe(true);
+    expect(await waitFor(() => pairInPlace(h), { timeoutMs: 5000 })).toBe(true);
     expect(kvFiles(h).some((f) => f.endsWith(".tmp"))).toBe(false);
   });
 
@@ -261,7 +261,7 @@ describe("prompt reuse with the stand-in", () => {
     h.send("d", "sessions.delete", { session_id: "gone" });
     expect((await h.terminal("d")).result).toMatchObject({ deleted: true });
     // The erase (POST /slots/0?action=erase, 93b) lands off the delete's way.
-    expect(await waitFor(() => kv.slots[0]?.tokens.length === 0, { timeoutMs: 2000 })).toBe(true);
+    expect(await waitFor(() => kv.slots[0]?.tokens.length === 0, { timeoutMs: 5000 })).toBe(true);
     await say(h, "next", "something else entirely, at some length");
     expect(kv.ram.flat().join("")).not.toContain("ORYX-5521");
     expect(kv.slots[0]?.tokens.join("")).not.toContain("ORYX-5521");
@@ -371,13 +371,16 @@ describe("an erased document in other sessions' saved state", () => {
   test("a turn under way when the document goes keeps no record of it: not saved, not sent again", async () => {
     await using h = harness(withMemory);
     const doc = await recalled(h);
-    h.llama.script({ content: ["a", " slow", " reply"], chunk_delay_ms: 300 });
-    const asked = h.llama.requests.length;
-    const turn = h.chat(++id, { session_id: "z", input: "say more" });
-    expect(await waitFor(() => h.llama.requests.length > asked, { timeoutMs: 5000 })).toBe(true);
-    h.send("d", "documents.delete", { document_id: doc });
+    h.llama.script({ content: ["a", " slow", " reply"] });
+    // The delete is answered while the turn's request waits at the stand-in, before its reply.
+    h.llama.beforeChat = async () => {
+      h.llama.beforeChat = undefined;
+      h.send("d", "documents.delete", { document_id: doc });
+      await h.terminal("d");
+    };
+    const turn = await h.chat(++id, { session_id: "z", input: "say more" });
     expect((await h.terminal("d")).result).toEqual({ deleted: true });
-    expect((await turn).terminal.type).toBe("result");
+    expect(turn.terminal.type).toBe("result");
     await Bun.sleep(2500);
     expect(filesHolding(join(h.dataDir, "kv"), PASSAGE)).toEqual([]);
     await say(h, "z", "and what else?");
@@ -389,15 +392,21 @@ describe("an erased document in other sessions' saved state", () => {
     h.send("add", "documents.add", { text: `# Zebras\n\nThe ${MARK} was a ${PASSAGE}.`, name: "z.md" });
     const doc = ((await h.terminal("add")).result as { document_id: string }).document_id;
     // z has no record yet: only this turn's prompt quotes the document.
-    h.llama.script({ content: ["a", " slow", " reply"], chunk_delay_ms: 300 });
-    const turn = h.chat(++id, { session_id: "z", input: `tell me about the ${MARK}` });
-    expect(await waitFor(() => h.llama.requests.length > 0, { timeoutMs: 5000 })).toBe(true);
-    expect(JSON.stringify(h.llama.requests.at(-1)?.body.messages)).toContain(PASSAGE);
-    h.send("d", "documents.delete", { document_id: doc });
+    h.llama.script({ content: ["a", " slow", " reply"] });
+    // The delete is answered while the turn's request, its prompt quoting the passage, waits at
+    // the stand-in, before its reply.
+    h.llama.beforeChat = async () => {
+      h.llama.beforeChat = undefined;
+      h.send("d", "documents.delete", { document_id: doc });
+      await h.terminal("d");
+    };
+    const turn = await h.chat(++id, { session_id: "z", input: `tell me about the ${MARK}` });
+    expect(h.llama.requests).toHaveLength(1);
+    expect(JSON.stringify(h.llama.requests[0]?.body.messages)).toContain(PASSAGE);
     expect((await h.terminal("d")).result).toEqual({ deleted: true });
-    expect((await turn).terminal.type).toBe("result");
+    expect(turn.terminal.type).toBe("result");
     const kv = h.llama.model.kv;
-    expect(await waitFor(() => !kv.slots[0]?.tokens.join("").includes(PASSAGE), { timeoutMs: 2000 })).toBe(
+    expect(await waitFor(() => !kv.slots[0]?.tokens.join("").includes(PASSAGE), { timeoutMs: 5000 })).toBe(
       true,
     );
     await say(h, "next", "something else entirely, at some length");
