@@ -118,7 +118,8 @@ describe.skipIf(!onPosix)("chat through the compiled binary", () => {
     await using dir = tmpdir();
     const stack = writeStack(dir.path, {
       script: [
-        { content: "one two three four five six seven eight nine ten", chunk_delay_ms: 300 },
+        // Streamed, then silent until cancelled: the cancel comes mid-stream whatever the load.
+        { content: "one two three four five six seven eight nine ten", chunk_delay_ms: 300, hang: true },
         { content: "a b c d e f", crash_after_chunks: 2 },
         { content: "back again" },
       ],
@@ -154,14 +155,16 @@ describe.skipIf(!onPosix)("chat through the compiled binary", () => {
     const stack = writeStack(dir.path, {
       parallel: 2,
       script: [
-        { content: "alpha beta gamma delta epsilon zeta", chunk_delay_ms: 150 },
-        { content: "one two three four five six", chunk_delay_ms: 150 },
+        // The first, streamed, then silent until cancelled; the second sent once the first streams.
+        { content: "alpha beta gamma delta epsilon zeta", chunk_delay_ms: 150, hang: true },
+        { content: "one two three four five six", chunk_delay_ms: 500 },
       ],
     });
     await using core = spawnCore({ cwd: dir.path, env: stack.env });
     const init = await core.request({ id: 0, method: "initialize" });
     expect(init.result.capabilities.parallel_chat).toEqual({ supported: true, max_concurrent: 2 });
     core.send({ id: 1, method: "chat", params: { input: "first", session_id: "p1" } });
+    await core.waitFor((ms) => ms.some((m) => m.id === 1 && m.event === "llm_chunk"));
     core.send({ id: 2, method: "chat", params: { input: "second", session_id: "p2" } });
     await core.waitFor((ms) => [1, 2].every((id) => ms.some((m) => m.id === id && m.event === "llm_chunk")));
     const ambiguous = await core.request({ id: "c0", method: "cancel" });

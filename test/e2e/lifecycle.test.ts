@@ -14,7 +14,7 @@ describe.skipIf(process.platform === "win32")("llama-server never outlives the c
     test(`${how}, with a chat streaming from a server that ignores SIGTERM`, async () => {
       await using dir = tmpdir();
       const stack = writeStack(dir.path, {
-        script: [{ content: "a b c d e f g h i j k l m n o p", chunk_delay_ms: 200 }],
+        script: [{ content: "a b c d e f g h i j k l m n o p", chunk_delay_ms: 200, hang: true }],
         // Like a real llama-server with an SSE stream open (transcripts 60, 67): SIGTERM is ignored.
         knobs: { FAKE_LLAMA_IGNORE_SIGTERM: "1" },
       });
@@ -44,7 +44,7 @@ describe.skipIf(process.platform === "win32")("llama-server never outlives the c
   test("a fault no code hears: a stray rejection is logged and the core serves on; a stray throw stops it in order, exit 1", async () => {
     await using dir = tmpdir();
     const stack = writeStack(dir.path, {
-      script: [{ content: "a b c d e f g h i j k l m n o p", chunk_delay_ms: 200 }],
+      script: [{ content: "a b c d e f g h i j k l m n o p", chunk_delay_ms: 200, hang: true }],
       // A server that outlives its core unless the core stops it (no child mode, SIGTERM ignored).
       knobs: { FAKE_LLAMA_IGNORE_SIGTERM: "1", FAKE_LLAMA_NO_CHILD_MODE: "1" },
     });
@@ -77,7 +77,7 @@ describe.skipIf(process.platform === "win32")("llama-server never outlives the c
   test("requests that arrive while the core shuts down are answered cancelled", async () => {
     await using dir = tmpdir();
     const stack = writeStack(dir.path, {
-      script: [{ content: "a b c d e f g h", chunk_delay_ms: 200 }],
+      script: [{ content: "a b c d e f g h", chunk_delay_ms: 200, hang: true }],
       knobs: { FAKE_LLAMA_IGNORE_SIGTERM: "1" },
     });
     await using core = spawnCore({ cwd: dir.path, env: stack.env });

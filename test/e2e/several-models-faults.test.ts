@@ -28,7 +28,7 @@ function twoModels(dir: string, options: Parameters<typeof writeStack>[1] = {}, 
 describe.skipIf(process.platform === "win32")("several models' faults (compiled core)", () => {
   test("an unload while a chat streams is refused model_busy; force ends the chat cancelled and unloads", async () => {
     await using dir = tmpdir();
-    const stack = twoModels(dir.path, { script: [{ content: words, chunk_delay_ms: 50 }] });
+    const stack = twoModels(dir.path, { script: [{ content: words, chunk_delay_ms: 50, hang: true }] });
     await using core = spawnCore({ cwd: dir.path, env: stack.env });
     core.send({ id: "c", method: "chat", params: { input: "talk", model: "second" } });
     await core.waitFor((ms) => ms.some((m) => m.id === "c" && m.event === "llm_chunk"), 20_000);
