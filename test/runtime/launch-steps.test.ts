@@ -17,6 +17,7 @@ import { LogTail } from "../../src/runtime/log-sink.ts";
 import { addressSpaceGone, memoryReleased } from "../../src/runtime/proc-memory.ts";
 import type { StartProgress } from "../../src/runtime/start-progress.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
+import { waitFor } from "../fixtures/wait.ts";
 
 // The launch steps one at a time, against small HTTP stubs and a hand-made child: no
 // llama-server, no stand-in process.
@@ -178,33 +179,49 @@ const patientWait = () => ({
 describe("waitUntilHealthy, woken by output", () => {
   test("a log line from llama-server polls at once instead of at the next backed-off poll", async () => {
     let ready = false;
-    using server = stub((path) => (path === "/health" ? (ready ? 200 : 503) : 200));
+    let polls = 0;
+    const countPoll = (status: () => number) => {
+      polls++;
+      return status();
+    };
+    using server = stub((path) => (path === "/health" ? countPoll(() => (ready ? 200 : 503)) : 200));
     using dir = tmpdir();
     const { spawned, say } = talkingChild(server.port as number, dir.path);
     const waiting = waitUntilHealthy(spawned, patientWait());
-    // Polls back off 10, 20, 40… ms: after ~700 ms the next one is ~570 ms away.
-    await Bun.sleep(700);
+    // Polls back off 10, 20, 40… ms: once the 9th is answered and the wait sleeps, the next
+    // poll is 2.5 s away, however slow the machine was to get there.
+    const asleep = () => polls >= 9 && spawned.nudge !== undefined;
+    expect(await waitFor(asleep, { timeoutMs: 10_000, intervalMs: 5 })).toBe(true);
     ready = true;
     const t0 = Date.now();
     await say("srv  llama_server: model loaded");
     expect(await waiting).toBeNull();
-    expect(Date.now() - t0).toBeLessThan(400);
+    expect(Date.now() - t0).toBeLessThan(1000);
   });
 
   test("/health turning 200 just after the last line: seen in ms, not at the backed-off poll", async () => {
     let readyAt = Number.POSITIVE_INFINITY;
-    using server = stub((path) => (path === "/health" ? (Date.now() >= readyAt ? 200 : 503) : 200));
+    let polls = 0;
+    const countPoll = (status: () => number) => {
+      polls++;
+      return status();
+    };
+    using server = stub((path) =>
+      path === "/health" ? countPoll(() => (Date.now() >= readyAt ? 200 : 503)) : 200,
+    );
     using dir = tmpdir();
     const { spawned, say } = talkingChild(server.port as number, dir.path);
     const waiting = waitUntilHealthy(spawned, patientWait());
-    await Bun.sleep(700); // the polls have backed off to hundreds of ms
+    // The polls have backed off: once the 9th is answered, the next is 2.5 s away.
+    const asleep = () => polls >= 9 && spawned.nudge !== undefined;
+    expect(await waitFor(asleep, { timeoutMs: 10_000, intervalMs: 5 })).toBe(true);
     // As recorded (startup-stderr.txt): "model loaded", "listening", and /health turns 200
     // a moment later, with nothing more printed.
     const t0 = Date.now();
     readyAt = t0 + 15;
     await say("srv  llama_server: listening on http://127.0.0.1:1");
     expect(await waiting).toBeNull();
-    expect(Date.now() - t0).toBeLessThan(200);
+    expect(Date.now() - t0).toBeLessThan(1000);
   });
 });
 
