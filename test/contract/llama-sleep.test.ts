@@ -51,7 +51,8 @@ for (const form of FORMS) {
     });
 
     test("the next chat wakes it transparently and takes the reload time; then it is awake (85-sleep-idle-chat.txt, 85-sleep-idle.log)", async () => {
-      const s = await start({ sleepIdleS: 1, loadMs: 300 });
+      // A reload long beside a chat to an awake stand-in, even on a loaded machine.
+      const s = await start({ sleepIdleS: 1, loadMs: 1000 });
       expect(await asleep(s)).toBe(true);
       const t0 = performance.now();
       const res = await chat(s);
@@ -60,7 +61,7 @@ for (const form of FORMS) {
       const body = (await res.json()) as Json;
       expect(body.object).toBe("chat.completion");
       expect(body.choices[0].message.role).toBe("assistant");
-      expect(took).toBeGreaterThanOrEqual(250);
+      expect(took).toBeGreaterThanOrEqual(950);
       // The subprocess's stderr is read as it comes: its last lines may trail the answer.
       expect(await waitFor(() => s.log().includes(EXIT[1] as string))).toBe(true);
       const log = s.log();
@@ -73,7 +74,7 @@ for (const form of FORMS) {
       // A second chat right away pays nothing.
       const t1 = performance.now();
       expect((await chat(s)).status).toBe(200);
-      expect(performance.now() - t1).toBeLessThan(250);
+      expect(performance.now() - t1).toBeLessThan(700);
     });
 
     test("a generation under way keeps it awake; it sleeps once the last one has been idle long enough", async () => {
