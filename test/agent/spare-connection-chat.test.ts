@@ -16,13 +16,15 @@ interface Seen {
 }
 
 /** A TCP proxy in front of the stand-in that notes when each connection came and first spoke. */
-async function proxy(target: string): Promise<{ baseUrl: string; seen: Seen[] }> {
+async function proxy(target: string): Promise<{ baseUrl: string; seen: Seen[]; accepted: Promise<void> }> {
   const port = Number(new URL(target).port);
   const seen: Seen[] = [];
+  const accepted = Promise.withResolvers<void>();
   const { baseUrl } = await tcpServer((client) => {
     const closed = Promise.withResolvers<void>();
     const s: Seen = { acceptedAt: performance.now(), closed: closed.promise };
     seen.push(s);
+    accepted.resolve();
     const upstream = createConnection({ host: "127.0.0.1", port });
     client.on("data", (d) => {
       s.firstByteAt ??= performance.now();
@@ -37,15 +39,16 @@ async function proxy(target: string): Promise<{ baseUrl: string; seen: Seen[] }>
     client.on("error", () => {});
     upstream.on("error", () => {});
   });
-  return { baseUrl, seen };
+  return { baseUrl, seen, accepted: accepted.promise };
 }
 
 test("the first request goes over a connection opened before the turn had its lease", async () => {
   await using h = new ChatHarness({ mcp_servers: [], agents: [{ name: "assistant", system_prompt: "S" }] });
   const p = await proxy(h.llama.baseUrl);
   h.provider.via = p.baseUrl;
-  // The lease comes 50 ms after it is asked for: a connection made ahead has been accepted by then.
-  h.provider.holdMs = 50;
+  // The lease comes once the proxy accepted a connection: the one made ahead, whatever the load
+  // (none made ahead: the lease comes after 5 s, and the connection after it).
+  h.provider.beforeLease = () => Promise.race([p.accepted, Bun.sleep(5000)]);
   h.llama.script({ content: ["one", " two"] });
   const { terminal } = await h.chat(1, { input: "hi" });
   expect(terminal.type).toBe("result");
