@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, jest, test } from "bun:test";
 import { LocalAiClient } from "../../src/client/index.ts";
+import { waitFor } from "../fixtures/wait.ts";
 import { FakeChild } from "./fake-child.ts";
 import { killFakes, rejection, track } from "./fake-core-fixture.ts";
 
@@ -54,7 +55,8 @@ describe("a host's misuse", () => {
     );
     const controller = new AbortController();
     const chat = client.chat({ input: "hi" }, { signal: controller.signal });
-    await Bun.sleep(20); // part of the test: the chat is written before the abort
+    // Part of the test: the chat is written before the abort.
+    expect(await waitFor(() => child.requests.length === 1, { intervalMs: 2 })).toBe(true);
     controller.abort();
     const err = await rejection(chat.result);
     expect(err.code).toBe("cancelled");
@@ -71,7 +73,8 @@ describe("a host's misuse", () => {
       await LocalAiClient.start({ binary: "local-ai", spawn: child.spawn, requestTimeoutMs: 200 }),
     );
     const chats = [client.chat({ input: "a" }), client.chat({ input: "b" })];
-    await Bun.sleep(20); // part of the test: both chats are written before the cancels
+    // Part of the test: both chats are written before the cancels.
+    expect(await waitFor(() => child.requests.length === 2, { intervalMs: 2 })).toBe(true);
     // Their failures are taken at once: the two time-outs may fire a turn of the loop apart, and a
     // rejection left without a handler across one is reported (and ends the test) by the runner.
     // The stream's cancel() never rejects (a host calls it without awaiting, as it aborts a fetch);
