@@ -3,6 +3,7 @@ import { CoreError } from "../../src/protocol/errors.ts";
 import { bunSpawner } from "../../src/runtime/spawn.ts";
 import type { StartProgress } from "../../src/runtime/start-progress.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
+import { waitFor } from "../fixtures/wait.ts";
 import { makeSupervisor } from "./helpers/harness.ts";
 
 /**
@@ -64,8 +65,8 @@ describe.skipIf(process.platform === "win32")("prestart", () => {
     const { supervisor, plans } = failingSupervisor(dir.path);
     try {
       const ticket = supervisor.prestart();
-      await Bun.sleep(50); // the start fails while the turn prepares
-      expect(supervisor.currentState()).toBe("stopped");
+      // The start fails while the turn prepares.
+      expect(await waitFor(() => supervisor.currentState() === "stopped", { intervalMs: 2 })).toBe(true);
       const err = await supervisor.acquire(never(), undefined, { prestarted: ticket }).catch((e) => e);
       expect(err).toBeInstanceOf(CoreError);
       expect((err as CoreError).code).toBe("model_missing");
@@ -84,7 +85,7 @@ describe.skipIf(process.platform === "win32")("prestart", () => {
     const { supervisor, plans } = failingSupervisor(dir.path);
     try {
       supervisor.prestart();
-      await Bun.sleep(50);
+      expect(await waitFor(() => supervisor.currentState() === "stopped", { intervalMs: 2 })).toBe(true);
       await supervisor.acquire(never()).catch(() => {});
       expect(plans()).toBe(2);
     } finally {
