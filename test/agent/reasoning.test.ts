@@ -104,12 +104,13 @@ describe("chat: reasoning", () => {
   });
 
   test("reasoning is progress: a model thinking longer than request_timeout, a token at a time, is not a wedge", async () => {
-    await using h = new ChatHarness(plain, { requestTimeoutMs: 300 });
-    h.llama.script({ reasoning: Array(12).fill(" step"), content: "ok", chunk_delay_ms: 80 });
+    // A token every 100 ms, 900 ms within the limit each: a loaded box cannot make one late.
+    await using h = new ChatHarness(plain, { requestTimeoutMs: 1000 });
+    h.llama.script({ reasoning: Array(14).fill(" step"), content: "ok", chunk_delay_ms: 100 });
     const started = Date.now();
     const { terminal } = await h.chat("w1", { input: "slowly" });
-    expect(Date.now() - started).toBeGreaterThan(300);
-    expect(terminal.result).toMatchObject({ response: "ok", reasoning: " step".repeat(12) });
+    expect(Date.now() - started).toBeGreaterThan(1000);
+    expect(terminal.result).toMatchObject({ response: "ok", reasoning: " step".repeat(14) });
     expect(h.provider.failures).toEqual([]);
   });
 
