@@ -280,10 +280,11 @@ describe("watchedCompletion and a server that only pings", () => {
   });
 
   test("events slower than the limit in all, each within it, finish", async () => {
-    standIn = new LlamaStandIn().script({ content: "a b c d", chunk_delay_ms: 100 });
-    const { lease, failures } = wedgedLease(standIn, 300);
+    // 100 ms apart, 500 ms within the limit each: a loaded box cannot make one late.
+    standIn = new LlamaStandIn().script({ content: "a b c d e f g h", chunk_delay_ms: 100 });
+    const { lease, failures } = wedgedLease(standIn, 600);
     const reply = await complete(lease);
-    expect(reply.content).toBe("a b c d");
+    expect(reply.content).toBe("a b c d e f g h");
     expect(failures).toEqual([]);
   });
 });
