@@ -108,7 +108,11 @@ describe.skipIf(process.platform === "win32")("two models where one fits (compil
   test("a model that cannot get room while the other is busy waits for memory, then is served", async () => {
     await using dir = tmpdir();
     const some = Array.from({ length: 60 }, (_, i) => `w${i}`).join(" ");
-    const stack = onlyOneFits(dir.path, { script: [{ content: some, chunk_delay_ms: 25 }] });
+    // a's reply stops after its first token until the file is written: b waits while a streams.
+    const release = join(dir.path, "release");
+    const stack = onlyOneFits(dir.path, {
+      script: [{ content: some, chunk_delay_ms: 25, hold_file: release }],
+    });
     await using core = spawnCore({ cwd: dir.path, env: stack.env });
     core.send({ id: "a", method: "chat", params: { input: "talk" } });
     await core.waitFor((ms) => ms.some((m) => m.id === "a" && m.event === "llm_chunk"), 20_000);
@@ -121,6 +125,7 @@ describe.skipIf(process.platform === "win32")("two models where one fits (compil
     const waiting = core.messages.find((m) => m.id === "b" && m.phase === "waiting_for_memory");
     expect(waiting?.holders).toEqual(["default"]);
     expect(core.terminal("a")).toBeUndefined();
+    writeFileSync(release, "");
 
     await core.waitFor(() => core.terminal("b") !== undefined, 30_000);
     expect(core.terminal("a")).toMatchObject({ type: "result", result: { response: some } });
@@ -131,7 +136,11 @@ describe.skipIf(process.platform === "win32")("two models where one fits (compil
   test("with llama.load_wait_s small, the waiting request fails model_plan_error naming the holder", async () => {
     await using dir = tmpdir();
     const many = Array.from({ length: 100 }, (_, i) => `w${i}`).join(" ");
-    const stack = onlyOneFits(dir.path, { script: [{ content: many, chunk_delay_ms: 25 }], loadWaitS: 0.5 });
+    const release = join(dir.path, "release");
+    const stack = onlyOneFits(dir.path, {
+      script: [{ content: many, chunk_delay_ms: 25, hold_file: release }],
+      loadWaitS: 0.5,
+    });
     await using core = spawnCore({ cwd: dir.path, env: stack.env });
     core.send({ id: "a", method: "chat", params: { input: "talk" } });
     await core.waitFor((ms) => ms.some((m) => m.id === "a" && m.event === "llm_chunk"), 20_000);
@@ -142,6 +151,7 @@ describe.skipIf(process.platform === "win32")("two models where one fits (compil
     expect(b).toMatchObject({ type: "error", code: "model_plan_error", data: { holders: ["default"] } });
     expect(b.message).toContain('"default"');
     expect(core.terminal("a")).toBeUndefined();
+    writeFileSync(release, "");
     expect(await waitUntil(() => core.terminal("a") !== undefined, 20_000)).toBe(true);
     expect(core.terminal("a")).toMatchObject({ type: "result" });
   }, 60_000);
