@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { spawnCore } from "../fixtures/core-process.ts";
 import { alive, waitUntil, writeStack } from "../fixtures/stack.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
@@ -152,12 +153,14 @@ describe.skipIf(!onPosix)("chat through the compiled binary", () => {
 
   test("two parallel chats; cancelling one leaves the other untouched", async () => {
     await using dir = tmpdir();
+    const release = join(dir.path, "release");
     const stack = writeStack(dir.path, {
       parallel: 2,
       script: [
-        // The first, streamed, then silent until cancelled; the second sent once the first streams.
+        // The first, streamed, then silent until cancelled; the second, sent once the first
+        // streams, stops after its first token until the test has cancelled the first.
         { content: "alpha beta gamma delta epsilon zeta", chunk_delay_ms: 150, hang: true },
-        { content: "one two three four five six", chunk_delay_ms: 500 },
+        { content: "one two three four five six", chunk_delay_ms: 150, hold_file: release },
       ],
     });
     await using core = spawnCore({ cwd: dir.path, env: stack.env });
@@ -172,6 +175,8 @@ describe.skipIf(!onPosix)("chat through the compiled binary", () => {
     expect(
       (await core.request({ id: "c1", method: "cancel", params: { request_id: 1 } })).result.cancelled,
     ).toBe(true);
+    await core.waitFor(() => core.terminal(1) !== undefined);
+    writeFileSync(release, "");
     await core.waitFor(() => core.terminal(1) !== undefined && core.terminal(2) !== undefined, 20_000);
     expect(core.terminal(1)).toMatchObject({ code: "cancelled" });
     expect(core.terminal(2)!.result.response.split(" ").length).toBe(6);
