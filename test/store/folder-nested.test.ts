@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { Store } from "../../src/store/store.ts";
 import { filesHolding } from "../fixtures/files-holding.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
+import { waitFor } from "../fixtures/wait.ts";
 
 // A folder of memory.folders inside another one (docs/agent.md "Memory": "name its subfolders in
 // memory.folders instead"): its files are indexed once, under the inner folder. Walked by both,
@@ -122,8 +123,7 @@ test("a lock held while an unlisted folder is forgotten fails neither the index 
   const look = new Database(join(data, "local-ai.db"), { readonly: true });
   const rows = () =>
     (look.query("SELECT COUNT(*) AS n FROM memory WHERE root = ?").get(dropped) as { n: number }).n;
-  for (let i = 0; i < 100 && rows() > 0; i++) await Bun.sleep(20);
-  expect(rows()).toBe(0);
+  expect(await waitFor(() => rows() === 0, { intervalMs: 20 })).toBe(true);
   look.close();
   store.close();
   expect(filesHolding(data, "narwhal")).toEqual([]);
