@@ -7,6 +7,7 @@ import { Store } from "../../src/store/store.ts";
 import { logger } from "../../src/util/logger.ts";
 import { FileTooLarge, NotRegularFile, readSmallFileAsync } from "../../src/util/read-file.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
+import { waitFor } from "../fixtures/wait.ts";
 
 // The memory.folders index off the hot path (docs/agent.md, "Memory"): files read a batch at a
 // time under a byte cap, each batch committed on its own, the event loop given back between.
@@ -218,7 +219,7 @@ describe("a walk the database refused", () => {
       db.run("PRAGMA query_only = 0");
       expect(files()).toBe(0);
       expect(warn.mock.calls.some(([m]) => String(m).includes("could not be indexed"))).toBe(true);
-      for (let i = 0; i < 50 && files() < 20; i++) await Bun.sleep(50);
+      expect(await waitFor(() => files() >= 20, { intervalMs: 50 })).toBe(true);
       expect(files()).toBe(20);
     } finally {
       warn.mockRestore();
