@@ -158,7 +158,8 @@ test("a refused config is read again only once it changed: a large one held the 
   expect(first).toMatchObject({ code: "config_invalid", data: { key: "app.max_steps" } });
   const t0 = performance.now();
   for (let i = 0; i < 3; i++) expect(coreErrorOf(() => services.config())).toBe(first);
-  expect(performance.now() - t0).toBeLessThan(300);
+  // Three parses took some 1.8 s here; the kept refusal, nothing.
+  expect(performance.now() - t0).toBeLessThan(1000);
   // Corrected in place to the same size, it is read again and loads.
   writeFileSync(file, `x: [${"[],".repeat(100_000)}[]]\napp:\n  max_steps: 7\n`);
   expect(services.config().app.max_steps).toBe(7);
