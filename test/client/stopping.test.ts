@@ -35,7 +35,8 @@ describe("stopping the core", () => {
       const started = Date.now();
       await client.shutdown();
       await client.close();
-      expect(Date.now() - started).toBeLessThan(100);
+      // Far under the 5 s a stop would wait for a core: a loaded machine stays well within it.
+      expect(Date.now() - started).toBeLessThan(1000);
     } finally {
       if (isAlive(childPid)) process.kill(childPid, "SIGKILL");
     }
