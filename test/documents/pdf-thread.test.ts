@@ -150,8 +150,9 @@ describe("one PDF read at a time", () => {
     await expect(waiting).rejects.toBe(reason);
     first.abort(reason);
     await expect(heavy).rejects.toBe(reason);
-    // pdf.js on that page takes seconds (the heavy page): the thread was ended, not waited for.
-    expect(performance.now() - t0).toBeLessThan(500);
+    // pdf.js on that page takes seconds (the heavy page, ~2.8 s here, 2.5 s of it left): the
+    // thread was ended, not waited for.
+    expect(performance.now() - t0).toBeLessThan(1500);
     // The thread's end is heard off the loop: as late as a loaded machine makes it.
     expect(await waitFor(() => livePdfThreads() === 0, { intervalMs: 5 })).toBe(true);
     // And the next read is not held by either.
