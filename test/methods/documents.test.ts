@@ -304,7 +304,8 @@ describe("documents.add, list, delete and citations", () => {
     expect(await h.terminal("b")).toMatchObject({ type: "error", code: "cancelled" });
     h.send("ca", "cancel", { request_id: "a" });
     expect(await h.terminal("a")).toMatchObject({ type: "error", code: "cancelled" });
-    expect(performance.now() - t0).toBeLessThan(1000);
+    // The heavy page takes ~2.8 s here: ended, not waited for, on a loaded machine too.
+    expect(performance.now() - t0).toBeLessThan(1500);
     expect((await call(h, "c", "documents.add", { path: light })).result).toMatchObject({ format: "pdf" });
   }, 60_000);
 
