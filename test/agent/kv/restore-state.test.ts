@@ -61,9 +61,10 @@ describe("a restore that kills llama-server", () => {
   });
 
   test("without workers the wait ends at DEATH_GRACE_MS", async () => {
-    const { heard, ms } = await restoreOn([], DEATH_GRACE_MS + 400);
+    // The death comes 1.5 s after the grace: a wait for it, not a loaded machine, passes 1 s.
+    const { heard, ms } = await restoreOn([], DEATH_GRACE_MS + 1500);
     expect(heard).toBe(false);
     expect(ms).toBeGreaterThanOrEqual(DEATH_GRACE_MS - 5);
-    expect(ms).toBeLessThan(DEATH_GRACE_MS + 350);
+    expect(ms).toBeLessThan(DEATH_GRACE_MS + 1000);
   });
 });
