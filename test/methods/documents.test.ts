@@ -312,6 +312,9 @@ describe("documents.add, list, delete and citations", () => {
   test("users.delete during an add wins: the add ends cancelled and writes nothing back", async () => {
     await using h = new ChatHarness(plain);
     h.services.store();
+    // users.delete's module loaded first: the delete below takes effect as it arrives, not once
+    // an import is done (the add's last rows are written some 150 ms after its first).
+    await call(h, "w", "users.delete", { user_id: "nobody" });
     h.send("a", "documents.add", { text: bigMarkdown(4000, "ERASEDWORD"), user_id: "ann" });
     while (chunkRows(h) === 0) await new Promise((r) => setTimeout(r, 1));
     const del = await call(h, "d", "users.delete", { user_id: "ann" });
