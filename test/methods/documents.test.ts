@@ -258,6 +258,8 @@ describe("documents.add, list, delete and citations", () => {
   test("a cancel halfway leaves nothing indexed, and no copy of the text in any file", async () => {
     await using h = new ChatHarness(plain);
     h.services.store();
+    // The cancel's module loaded first: the cancel below lands as it is sent, mid-add.
+    expect((await call(h, "w", "cancel", { request_id: "nobody" })).result).toEqual({ cancelled: false });
     h.send("a", "documents.add", { text: bigMarkdown(4000, "HALFWAY") });
     while (chunkRows(h) < 500) await new Promise((r) => setTimeout(r, 1));
     h.send("c", "cancel", { request_id: "a" });
@@ -272,6 +274,8 @@ describe("documents.add, list, delete and citations", () => {
   test("a cancelled add's stored chunks are erased off the loop: it answers at once meanwhile", async () => {
     await using h = new ChatHarness(plain);
     h.services.store();
+    // The cancel's module loaded first: the cancel below lands as it is sent, mid-add.
+    expect((await call(h, "w", "cancel", { request_id: "nobody" })).result).toEqual({ cancelled: false });
     h.send("a", "documents.add", { text: variedMarkdown(3000, "VARIED") });
     while (chunkRows(h) < 600) await Bun.sleep(1);
     const lag = loopLag();
