@@ -27,6 +27,9 @@ test("calls past the per-step cap are not run, and the model is told so", async 
 
 test("denied calls, answered at once, still let a cancel in between them", async () => {
   await using h = new ChatHarness();
+  // The cancel's module loaded first: the cancel below is read as it arrives, not after an import.
+  h.send("warm", "cancel", { request_id: "nobody" });
+  expect((await h.terminal("warm")).result).toEqual({ cancelled: false });
   h.llama.script({ tool_calls: notes(MAX_CALLS_PER_STEP) }, { content: ["done"] });
   let sent = false;
   h.onEmit = (m) => {
