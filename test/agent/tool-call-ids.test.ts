@@ -26,6 +26,9 @@ function paired(history: ChatMessage[]): boolean {
 
 test("calls sharing one id: a resume after a cancel between them runs the one not run", async () => {
   await using h = new ChatHarness();
+  // The cancel's module loaded first: the cancel below is read as it arrives, not after an import.
+  h.send("warm", "cancel", { request_id: "nobody" });
+  expect((await h.terminal("warm")).result).toEqual({ cancelled: false });
   h.llama.script({
     tool_calls: [
       { name: "t__echo", arguments: { text: "first" }, id: "same" },
