@@ -1,4 +1,4 @@
-import { describe, expect, test } from "bun:test";
+import { describe, expect, jest, test } from "bun:test";
 import {
   canChangePhase,
   type SleepPhase,
@@ -163,16 +163,33 @@ describe("SleepWatch: idle sleep as the supervisor follows it", () => {
 });
 
 describe("ProgressBeat", () => {
-  test("repeats the current phase with a fresh elapsed time at least every 500 ms, stops at ready", async () => {
-    const t0 = Date.now();
-    const beat = new ProgressBeat(t0, () => 0.25);
+  test("repeats the current phase with a fresh elapsed time at least every 500 ms, stops at ready", () => {
+    // Timers and clock moved by the test: a loaded machine's late timer cannot read as a gap.
+    const t0 = 1_000_000;
+    let clock = t0;
+    const pass = (ms: number) => {
+      for (let i = 0; i < ms / 10; i++) {
+        clock += 10;
+        jest.advanceTimersByTime(10);
+      }
+    };
     const heard: { p: StartProgress; at: number }[] = [];
-    beat.add((p) => heard.push({ p, at: Date.now() }));
-    beat.report({ phase: "loading" });
-    await Bun.sleep(1100);
-    beat.report({ phase: "ready" });
-    beat.stop();
-    await Bun.sleep(300);
+    jest.useFakeTimers();
+    try {
+      const beat = new ProgressBeat(
+        t0,
+        () => 0.25,
+        () => clock,
+      );
+      beat.add((p) => heard.push({ p, at: clock }));
+      beat.report({ phase: "loading" });
+      pass(1100);
+      beat.report({ phase: "ready" });
+      beat.stop();
+      pass(300);
+    } finally {
+      jest.useRealTimers();
+    }
     expect(heard.length).toBeGreaterThanOrEqual(4);
     for (let i = 1; i < heard.length; i++)
       expect((heard[i] as { at: number }).at - (heard[i - 1] as { at: number }).at).toBeLessThanOrEqual(500);
