@@ -300,7 +300,10 @@ describe("a delete wins over a turn in flight", () => {
     h.provider.nextPrestart = { spawned: new Promise<void>((r) => (spawn = r)) };
     const { promise: asked, resolve } = Promise.withResolvers<void>();
     const prestart = h.provider.prestart.bind(h.provider);
-    h.provider.prestart = () => (resolve(), prestart());
+    h.provider.prestart = () => {
+      resolve();
+      return prestart();
+    };
     h.send("2", "chat", { input: "two SECRET", session_id: "s" });
     await asked;
     expect((await call(h, "d", "sessions.delete", { session_id: "s" })).result).toMatchObject({
