@@ -52,6 +52,8 @@ export interface Spawned {
   lastLine: number;
   /** Set while the health wait sleeps: output may mean it is ready, so poll now. */
   nudge?: () => void;
+  /** A line came since the health wait's last poll began (one while a poll was in flight counts). */
+  spoke?: boolean;
   /** Set once the child has exited. */
   exit: Exit | undefined;
   exited: Promise<Exit>;
@@ -139,6 +141,7 @@ export function spawnServer(req: SpawnRequest): Spawned | LaunchFailure {
   // One redactor a stream: a quoted text's lines follow its message on the stream it came on.
   const lineReader = (redactor: LogRedactor) => (raw: string) => {
     spawned.lastLine = Date.now();
+    spawned.spoke = true;
     spawned.nudge?.();
     // State lines are progress, not log: the router, too, keeps them out of its log.
     if (spawned.states.take(raw)) return;
@@ -207,6 +210,7 @@ export async function waitUntilHealthy(s: Spawned, opts: HealthWait): Promise<La
     }
     const late = startupOverdue(s, now, Math.max(lastWork, s.lastLine), portAnswered, opts.startupTimeoutMs);
     if (late) return { error: late, retryPort: false };
+    s.spoke = false;
     const status = await healthStatus(s.baseUrl, Math.max(1000, opts.intervalMs * 10));
     if (status !== null) portAnswered = true;
     if (status === 200) return null;
@@ -218,18 +222,25 @@ export async function waitUntilHealthy(s: Spawned, opts: HealthWait): Promise<La
     // as it becomes ready ("model loaded", "listening"), so output cuts the wait short, and
     // since /health may turn 200 a few ms after those lines, the waits start short again after
     // output (a flip missed here cost up to intervalMs, the worst cold chats in the bench).
-    let spoke = false;
-    const output = new Promise<void>((resolve) => {
-      s.nudge = () => {
-        spoke = true;
-        resolve();
-      };
-    });
-    await Promise.race([Bun.sleep(Math.min(pollWait, opts.intervalMs)), s.exited, aborted, output]);
-    s.nudge = undefined;
+    // A line while the poll was in flight ("listening", answered 503 a moment before the flip)
+    // counts too: missed, the ready server waited out the backed-off interval.
+    let spoke = spokeDuringPoll(s);
+    if (!spoke) {
+      const output = new Promise<void>((resolve) => {
+        s.nudge = () => {
+          spoke = true;
+          resolve();
+        };
+      });
+      await Promise.race([Bun.sleep(Math.min(pollWait, opts.intervalMs)), s.exited, aborted, output]);
+      s.nudge = undefined;
+    }
     pollWait = spoke ? AFTER_OUTPUT_MS : pollWait * 2;
   }
 }
+
+/** Read through a call: the reset before the poll would have TypeScript take it as false still. */
+const spokeDuringPoll = (s: Spawned): boolean => s.spoke === true;
 
 /** The start-up timeout's verdict: null while in time, else the error naming which bound broke. */
 export function startupOverdue(

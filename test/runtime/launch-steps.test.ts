@@ -225,6 +225,44 @@ describe("waitUntilHealthy, woken by output", () => {
   });
 });
 
+describe("waitUntilHealthy, output during a poll", () => {
+  // "listening" can come while a /health poll is in flight (answered 503 a moment before the
+  // flip): it was missed, the wait slept the backed-off interval, and the ready server waited.
+  test("a line that arrives while /health is being asked still cuts the next wait short", async () => {
+    let polls = 0;
+    let readyAt = Number.POSITIVE_INFINITY;
+    let talk: (() => Promise<void>) | undefined;
+    using server = Bun.serve({
+      hostname: "127.0.0.1",
+      port: 0,
+      fetch: async (req) => {
+        if (new URL(req.url).pathname !== "/health") return new Response("{}");
+        polls++;
+        const status = Date.now() >= readyAt ? 200 : 503;
+        // The 9th poll (the next is 2.5 s away): the line comes, and is read, before its answer.
+        if (polls === 9 && talk) await talk();
+        return new Response("{}", { status });
+      },
+    });
+    using dir = tmpdir();
+    const { spawned, say } = talkingChild(server.port as number, dir.path);
+    let t0 = 0;
+    talk = async () => {
+      const seen = spawned.lastLine;
+      t0 = Date.now();
+      readyAt = t0 + 15;
+      await say("srv  llama_server: listening on http://127.0.0.1:1");
+      await waitFor(() => spawned.lastLine !== seen || Date.now() > t0 + 5, {
+        timeoutMs: 1000,
+        intervalMs: 1,
+      });
+    };
+    expect(await waitUntilHealthy(spawned, patientWait())).toBeNull();
+    expect(polls).toBeGreaterThanOrEqual(10);
+    expect(Date.now() - t0).toBeLessThan(1000);
+  }, 15_000);
+});
+
 describe("startupOverdue", () => {
   const s = { t0: 0, port: 8080, tail: new LogTail() };
   test("in time while progress comes and the port answered", () => {
