@@ -23,3 +23,17 @@ export function clearSlots(launch: LaunchView, slots: number[]): void {
     launch.slots.working(slot, erased);
   }
 }
+
+/**
+ * A turn's own slot emptied before its next step (turn/memory.ts `dropErased`): that step no
+ * longer sends a passage erased while a tool ran, and llama-server hands a slot's prompt to its
+ * RAM cache when a request keeps less than half of it, the erased passage with it (94). Empty, the
+ * slot hands nothing on; the step processes its prompt again. A failure (no slot folder: 501) is
+ * logged at debug, as for `clearSlots`.
+ */
+export async function emptyTurnSlot(launch: LaunchView, slot: number, signal: AbortSignal): Promise<void> {
+  if (launch.died.aborted) return;
+  await eraseSlot(launch, slot, signal).catch((err: unknown) =>
+    logger.debug(`slot ${slot} was not emptied after an erase: ${(err as Error).message}`),
+  );
+}

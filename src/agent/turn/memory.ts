@@ -60,11 +60,14 @@ export function stillStored(ctx: TurnContext, hits: MemoryHit[]): MemoryHit[] {
  * answered while a tool ran) are not sent again. The turn's notes are laid out anew without them;
  * the slot then reuses its prompt up to the turn's own message only. They stay among the sources
  * (an earlier step read them), named as the result is sent: an erased one without its name.
+ * True when some went: the slot that holds them is then emptied (kv/slot-clear.ts `emptyTurnSlot`).
  */
-export function dropErased(ctx: TurnContext, layout: PromptLayout): void {
+export function dropErased(ctx: TurnContext, layout: PromptLayout): boolean {
   const hits = layout.recalled;
   const kept = stillStored(ctx, [...hits]);
-  if (kept.length < hits.length) layout.recall(kept);
+  if (kept.length === hits.length) return false;
+  layout.recall(kept);
+  return true;
 }
 
 /** The input's vector, when an embedding model answers in time; undefined otherwise (words alone). */

@@ -7,6 +7,7 @@ import type { MemoryHit as Hit } from "../../store/memory-store.ts";
 import { logger } from "../../util/logger.ts";
 import { emptyRecord } from "../kv/prompt-record.ts";
 import type { ReusedTurn } from "../kv/reuse.ts";
+import { emptyTurnSlot } from "../kv/slot-clear.ts";
 import { interpretStep } from "../tool-calls.ts";
 import { type AgentTool, toOpenAiTools, toolNameOf } from "../tool-registry.ts";
 import { type AnswerCheck, AnswerFormat, isFormatRefused } from "./answer-format.ts";
@@ -202,7 +203,8 @@ export class Turn {
       const step = state.step;
       ctx.step = step;
       ctx.deps.emit("llm_start", { step });
-      if (this.sent) dropErased(ctx, setup.layout);
+      if (this.sent && dropErased(ctx, setup.layout) && setup.slot !== undefined)
+        await emptyTurnSlot(setup.lease.launch, setup.slot, ctx.deps.signal);
       const stepSetup = this.stepSetup(setup);
       this.sent = true;
       const answer = await llmStep(ctx, stepSetup, step);

@@ -532,3 +532,39 @@ describe("a memory folder holding the app's own folder", () => {
     expect(folderHits("OCELOT")).toEqual([]);
   }, 20_000);
 });
+
+describe("a document erased while a turn's tool runs", () => {
+  const PASSAGE = "striped grazer of the southern plains";
+
+  test("the next step's prompt, which lacks it, does not hand the slot's copy to the RAM cache", async () => {
+    await using h = harness({
+      config: {
+        memory: { enabled: true, top_k: 5 },
+        agents: [{ name: "a", system_prompt: "Be brief.", tools: ["t.echo"] }],
+      },
+    });
+    // Long notes: the next step's prompt keeps less than half of what the slot holds.
+    const paragraphs = Array.from({ length: 5 }, (_, i) =>
+      `## Part ${i}\n\nThe QUAGGA-${i} was a ${PASSAGE}. `.repeat(6),
+    );
+    h.send("add", "documents.add", { text: `# Zebras\n\n${paragraphs.join("\n\n")}`, name: "z.md" });
+    const doc = ((await h.terminal("add")).result as { document_id: string }).document_id;
+    h.llama.script({ tool_calls: [{ name: "t__echo", arguments: { text: "ping" } }] }, { content: ["done"] });
+    let asked = 0;
+    h.llama.beforeChat = async () => {
+      if (asked++ > 0) return;
+      h.send("d", "documents.delete", { document_id: doc });
+      await h.terminal("d");
+    };
+    const { terminal } = await h.chat(++id, { session_id: "z", input: "tell me about the QUAGGA" });
+    expect(terminal.type).toBe("result");
+    const sent = h.llama.requests.map((r) => JSON.stringify(r.body.messages));
+    expect(sent[0]).toContain(PASSAGE);
+    expect(sent[1]).not.toContain(PASSAGE);
+    const kv = h.llama.model.kv;
+    expect(await waitFor(() => !kv.slots[0]?.tokens.join(" ").includes("grazer"), { timeoutMs: 2000 })).toBe(
+      true,
+    );
+    expect(kv.ram.flat().join(" ")).not.toContain("grazer");
+  }, 20_000);
+});
