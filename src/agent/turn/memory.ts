@@ -2,6 +2,7 @@ import type { MemoryHit } from "../../store/memory-store.ts";
 import type { QueryVector } from "../../store/memory-vectors.ts";
 import { logger } from "../../util/logger.ts";
 import { within } from "../../util/within.ts";
+import { noteSources, quotedPassages } from "../kv/prompt-record.ts";
 import type { TurnContext } from "./context.ts";
 import type { PromptLayout } from "./prompt-layout.ts";
 
@@ -57,17 +58,32 @@ export function stillStored(ctx: TurnContext, hits: MemoryHit[]): MemoryHit[] {
 
 /**
  * Before each later step of a turn: passages erased since the last request (a `documents.delete`
- * answered while a tool ran) are not sent again. The turn's notes are laid out anew without them;
- * the slot then reuses its prompt up to the turn's own message only. They stay among the sources
- * (an earlier step read them), named as the result is sent: an erased one without its name.
- * True when some went: the slot that holds them is then emptied (kv/slot-clear.ts `emptyTurnSlot`).
+ * answered while a tool ran) are not sent again, neither the turn's own notes nor an earlier
+ * message's (the prompt record's). The notes are laid out anew without them. They stay among the
+ * sources (an earlier step read them), named as the result is sent: an erased one without its
+ * name. True when some went: the slot that holds them is then emptied (kv/slot-clear.ts
+ * `emptyTurnSlot`).
  */
 export function dropErased(ctx: TurnContext, layout: PromptLayout): boolean {
   const hits = layout.recalled;
   const kept = stillStored(ctx, [...hits]);
-  if (kept.length === hits.length) return false;
+  const gone = notedGone(ctx, layout);
+  if (kept.length === hits.length && gone.length === 0) return false;
   layout.recall(kept);
+  layout.dropNotes(new Set(gone));
   return true;
+}
+
+/** The sources earlier messages' notes quote that are erased; all of them when the store cannot say. */
+function notedGone(ctx: TurnContext, layout: PromptLayout): string[] {
+  const record = { cut: 0, notes: layout.historyNotes };
+  if (record.notes.length === 0) return [];
+  try {
+    return ctx.deps.store().sourcesGone(ctx.params.user_id, quotedPassages(record));
+  } catch (err) {
+    logger.warn(`trace=${ctx.traceId} memory: notes could not be checked: ${(err as Error).message}`);
+    return noteSources(record);
+  }
 }
 
 /** The input's vector, when an embedding model answers in time; undefined otherwise (words alone). */

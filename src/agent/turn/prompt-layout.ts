@@ -71,6 +71,17 @@ export class PromptLayout {
     this.own = null;
   }
 
+  /** The notes earlier user messages are sent with. */
+  get historyNotes(): NoteRecord[] {
+    return [...this.notes.values()];
+  }
+
+  /** Earlier messages' notes quoting `gone` (erased since they were sent) are sent no more. */
+  dropNotes(gone: ReadonlySet<string>): void {
+    for (const [seq, note] of this.notes) if (note.sources.some((s) => gone.has(s))) this.notes.delete(seq);
+    this.own = null;
+  }
+
   /** The turn's own messages as sent. */
   turnMessages(turn: readonly ChatMessage[]): ChatMessage[] {
     if (this.own === null) {

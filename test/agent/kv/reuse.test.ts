@@ -533,16 +533,20 @@ describe("a memory folder holding the app's own folder", () => {
   }, 20_000);
 });
 
+/** Memory on, and an agent with one tool: a turn of two steps, a delete placed between them. */
+const withTool = () =>
+  harness({
+    config: {
+      memory: { enabled: true, top_k: 5 },
+      agents: [{ name: "a", system_prompt: "Be brief.", tools: ["t.echo"] }],
+    },
+  });
+
 describe("a document erased while a turn's tool runs", () => {
   const PASSAGE = "striped grazer of the southern plains";
 
   test("the next step's prompt, which lacks it, does not hand the slot's copy to the RAM cache", async () => {
-    await using h = harness({
-      config: {
-        memory: { enabled: true, top_k: 5 },
-        agents: [{ name: "a", system_prompt: "Be brief.", tools: ["t.echo"] }],
-      },
-    });
+    await using h = withTool();
     // Long notes: the next step's prompt keeps less than half of what the slot holds.
     const paragraphs = Array.from({ length: 5 }, (_, i) =>
       `## Part ${i}\n\nThe QUAGGA-${i} was a ${PASSAGE}. `.repeat(6),
@@ -566,5 +570,32 @@ describe("a document erased while a turn's tool runs", () => {
       true,
     );
     expect(kv.ram.flat().join(" ")).not.toContain("grazer");
+  }, 20_000);
+});
+
+describe("a document an earlier turn's note quotes, erased while a tool runs", () => {
+  const PASSAGE = "striped grazer of the southern plains";
+
+  test("the next step does not send that note again", async () => {
+    await using h = withTool();
+    h.send("add", "documents.add", { text: `# Zebras\n\nThe QUAGGA was a ${PASSAGE}.`, name: "z.md" });
+    const doc = ((await h.terminal("add")).result as { document_id: string }).document_id;
+    h.llama.script({ content: ["ok"] });
+    await say(h, "z", "tell me about the QUAGGA");
+    // The second turn's first request carries the first turn's note (its prefix): then the delete.
+    h.llama.script({ tool_calls: [{ name: "t__echo", arguments: { text: "ping" } }] }, { content: ["done"] });
+    const asked = h.llama.requests.length;
+    h.llama.beforeChat = async () => {
+      if (h.llama.requests.length > asked) return;
+      h.send("d", "documents.delete", { document_id: doc });
+      await h.terminal("d");
+    };
+    const { terminal } = await h.chat(++id, { session_id: "z", input: "say more" });
+    expect(terminal.type).toBe("result");
+    const sent = h.llama.requests.slice(asked).map((r) => JSON.stringify(r.body.messages));
+    expect(sent).toHaveLength(2);
+    expect(sent[0]).toContain(PASSAGE);
+    expect(sent[1]).toContain("ping");
+    expect(sent[1]).not.toContain(PASSAGE);
   }, 20_000);
 });
