@@ -40,8 +40,9 @@ export class DocumentsApi {
   }
 
   /**
-   * A page of the user's documents, newest first (50 unless `limit` says, up to 500); pass the
-   * result's `next` as `before` for the next page. With `session_id`, that session's attachments only.
+   * The user's documents, newest first: all of them (up to 16 MiB of answer, `next` past it),
+   * or with `limit` (up to 500) a page; pass the result's `next` as `before` for the next page.
+   * With `session_id`, that session's attachments only.
    */
   list(params: DocumentsListParams = {}, options?: CallOptions): Promise<DocumentsListResult> {
     return this.request("documents.list", params, options);

@@ -70,19 +70,22 @@ export const DocumentSummarySchema = z.object({
 });
 
 /**
- * Without `session_id`: the user's documents; with it: that session's attachments. A page at a
- * time, as `sessions.list`: a call with no `limit` answers the first 50 (a library may hold tens
- * of thousands, which no one line should carry).
+ * Without `session_id`: the user's documents; with it: that session's attachments. Without
+ * `limit`, all of them, as the SPEC's `documents.list` answers (bounded by bytes only, with `next`
+ * past them); with it, a page at a time, as `sessions.list`.
  */
 export const DocumentsListParamsSchema = z.object({
   user_id: UserId,
   session_id: SafeIdSchema.optional(),
-  limit: z.number().int().min(1, "must be 1-500").max(500, "must be 1-500").default(50),
+  limit: z.number().int().min(1, "must be 1-500").max(500, "must be 1-500").optional(),
   /** `next` of the previous page. */
   before: z.string().min(1).max(200).optional(),
 });
 export const DocumentsListResultSchema = z.object({
-  /** Newest first: at most `limit`, and at most 8 MiB of JSON past the first, so a page shorter than `limit` is normal. */
+  /**
+   * Newest first: at most `limit`, and at most 8 MiB of JSON past the first (16 MiB without
+   * `limit`), so a page shorter than `limit` is normal.
+   */
   documents: z.array(DocumentSummarySchema),
   /** The cursor for the next page (`before`), or null at the last one. */
   next: z.string().nullable(),

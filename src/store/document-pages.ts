@@ -13,10 +13,16 @@ export interface DocumentPage {
   next: string | null;
 }
 
-/** Which page: a session's attachments (else the whole library), at most `limit`, after `before`. */
+/**
+ * What a call without `limit` may take: the whole list, as the SPEC answers it, up to this much
+ * JSON (about 80,000 documents), under the 32 MiB lines the typed client reads; `next` past it.
+ */
+export const WHOLE_LIST_BYTES = 16 * 1024 * 1024;
+
+/** Which page: a session's attachments (else the whole library), at most `limit` (none: all), after `before`. */
 export interface DocumentPageAsk {
   sessionId?: string | undefined;
-  limit: number;
+  limit?: number | undefined;
   before?: string | undefined;
   /** The most bytes of JSON a page takes past its first document (PAGE_BYTES; tests use less). */
   budget?: number | undefined;
@@ -48,18 +54,20 @@ export function documentPageSql(inSession: boolean): string {
 
 /**
  * The user's documents, newest first (a session's attachments, or all of them): at most `limit`
- * and, past the first, no more than the budget's bytes of JSON, so a short page with `next` is
- * normal. Rows are read one at a time, each measured as written.
+ * (all without) and, past the first, no more than the budget's bytes of JSON, so a short page
+ * with `next` is normal. Rows are read one at a time, each measured as written.
  */
 export function listDocuments(db: Database, userId: string, ask: DocumentPageAsk): DocumentPage {
   const [at, id] = ask.before !== undefined ? decodeCursor(ask.before, "documents.list") : FIRST_PAGE;
-  const budget = ask.budget ?? PAGE_BYTES;
+  const budget = ask.budget ?? (ask.limit === undefined ? WHOLE_LIST_BYTES : PAGE_BYTES);
+  const limit = ask.limit ?? Number.POSITIVE_INFINITY;
   const rows = db.query(documentPageSql(ask.sessionId !== undefined)).iterate({
     u: userId,
     ...(ask.sessionId !== undefined ? { s: ask.sessionId } : {}),
     at,
     id,
-    n: ask.limit + 1,
+    // SQLite's LIMIT -1: no limit.
+    n: ask.limit === undefined ? -1 : ask.limit + 1,
   }) as IterableIterator<DocumentRow>;
   const documents: DocumentSummary[] = [];
   let last: DocumentRow | undefined;
@@ -68,7 +76,7 @@ export function listDocuments(db: Database, userId: string, ask: DocumentPageAsk
   for (const row of rows) {
     const doc = documentSummary(row);
     const size = Buffer.byteLength(JSON.stringify(doc)) + 1;
-    if (documents.length === ask.limit || (documents.length > 0 && bytes + size > budget)) {
+    if (documents.length === limit || (documents.length > 0 && bytes + size > budget)) {
       more = true;
       break;
     }

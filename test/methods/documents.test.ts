@@ -449,17 +449,20 @@ describe("documents.add, list, delete and citations", () => {
     expect(r.result).toMatchObject({ format: "html", name: "Quarterly report Revenue rose." });
   });
 
-  test("documents.list pages as sessions.list does: limit, before and next; no params answers the first 50", async () => {
+  test("documents.list pages as sessions.list does with limit, before and next; no params answers all, as the SPEC", async () => {
     await using h = new ChatHarness(plain);
     const ids: string[] = [];
     for (let i = 0; i < 53; i++)
       ids.push(
         (await call(h, `a${i}`, "documents.add", { text: `note ${i}`, name: `n${i}` })).result.document_id,
       );
-    const first = (await call(h, "l", "documents.list", {})).result;
+    const all = (await call(h, "l0", "documents.list", {})).result;
+    expect(all.documents.map((d: any) => d.document_id).sort()).toEqual([...ids].sort());
+    expect(all.next).toBeNull();
+    const first = (await call(h, "l", "documents.list", { limit: 50 })).result;
     expect(first.documents).toHaveLength(50);
     expect(typeof first.next).toBe("string");
-    const rest = (await call(h, "l2", "documents.list", { before: first.next })).result;
+    const rest = (await call(h, "l2", "documents.list", { before: first.next, limit: 50 })).result;
     expect(rest).toMatchObject({ next: null });
     const seen = [...first.documents, ...rest.documents].map((d: any) => d.document_id);
     expect(seen.sort()).toEqual(ids.sort());
