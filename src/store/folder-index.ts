@@ -374,15 +374,18 @@ export class FolderIndex {
     return whileBusy(work, this.options.busyWaitMs ?? 0);
   }
 
-  /** Passages dropped: their words out of the index and the log now (as an erase), and out of what quotes them. */
+  /**
+   * Passages dropped: out of what quotes them (saved KV state), and their words out of the index
+   * and the log now (as an erase), each whatever the other's fate: a failed purge skipped the first.
+   */
   private gone(root: string, paths: string[]): void {
-    try {
-      settleErase(this.db);
-      this.options.onGone?.(paths.map((path) => `file:${relative(root, path)}`));
-    } catch (err) {
-      logger.warn(
-        `memory folder ${root}: what quoted a changed file could not be erased: ${(err as Error).message}`,
-      );
+    const sources = paths.map((path) => `file:${relative(root, path)}`);
+    for (const work of [() => this.options.onGone?.(sources), () => settleErase(this.db)]) {
+      try {
+        work();
+      } catch (err) {
+        logger.warn(`memory folder ${root}: what quoted a changed file: ${(err as Error).message}`);
+      }
     }
   }
 }

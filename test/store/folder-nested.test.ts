@@ -95,6 +95,29 @@ test("a folder taken out of memory.folders is forgotten at the next start: no pa
   expect(filesHolding(data, "okapi").length).toBeGreaterThan(0);
 });
 
+// The words' purge after a folder's passages are dropped can fail (a SQLite without FTS5's
+// secure-delete merges the index, here made to fail): what quotes the file is told to go all the same.
+test("a failed purge after a folder is forgotten still tells what quoted its files to go", async () => {
+  using dir = tmpdir();
+  const dropped = join(dir.path, "dropped");
+  mkdirSync(dropped);
+  writeFileSync(join(dropped, "b.md"), "narwhal private diary");
+  const data = join(dir.path, "data");
+  let store = Store.open(data, { folders: [dropped], folderIndex: { watch: false } });
+  await store.folderIndex.start();
+  store.close();
+  const db = new Database(join(data, "local-ai.db"));
+  db.run("INSERT OR REPLACE INTO meta (key, value) VALUES ('fts_optimize_after_delete', '1')");
+  db.run("DROP TABLE messages_fts");
+  db.close();
+  const gone: string[] = [];
+  store = Store.open(data, { folders: [], folderIndex: { watch: false, onGone: (s) => gone.push(...s) } });
+  await store.folderIndex.start();
+  expect(store.memory.search("u", "narwhal", 5)).toEqual([]);
+  expect(gone).toEqual(["file:b.md"]);
+  store.close();
+});
+
 test("a lock held while an unlisted folder is forgotten fails neither the index nor recall: tried again", async () => {
   using dir = tmpdir();
   const kept = join(dir.path, "kept");
