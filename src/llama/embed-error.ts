@@ -5,9 +5,10 @@
  * (recording 114: refused, never truncated; `data.index` names it); `empty_input`, no inputs at
  * all (115: llama-server's own answer is a 500, so it is never sent); `not_supported`, the
  * server was started without `--embeddings` (110: 501); `not_finite`, the model gave an input a
- * vector holding NaN or infinity (`data.index` names it: the model cannot embed that text).
+ * vector holding NaN or infinity (`data.index` names it: the model cannot embed that text);
+ * `too_many`, more inputs than one answer carries at the model's width (`embedMaxInputs`).
  */
-export type EmbedErrorKind = "too_long" | "empty_input" | "not_supported" | "not_finite";
+export type EmbedErrorKind = "too_long" | "empty_input" | "not_supported" | "not_finite" | "too_many";
 
 export interface EmbedErrorData {
   /** The input's place in the caller's list. */
@@ -15,6 +16,9 @@ export interface EmbedErrorData {
   /** Its tokens, and the most the server takes (its batch, or its slot's context). */
   n_tokens?: number;
   max_tokens?: number;
+  /** `too_many`: the most inputs one request may hold at the model's width, and that width. */
+  max_inputs?: number;
+  dimensions?: number;
 }
 
 export class EmbedError extends Error {

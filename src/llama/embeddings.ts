@@ -1,3 +1,4 @@
+import { embedMaxInputs } from "../protocol/embed.ts";
 import { EmbedError } from "./embed-error.ts";
 import { errorBody, LlmError, notJson, statusError } from "./errors.ts";
 import { answerText, call, type LlamaEndpoint } from "./http.ts";
@@ -6,7 +7,8 @@ import { wellFormedJson } from "./well-formed.ts";
 /**
  * POST /v1/embeddings (recordings 112–116): a vector per input, in the inputs' order, as
  * llama-server gives them (L2-normalized by its pooling). Long lists go in batches of
- * `perRequest`; the vectors come back as base64 float32 (112b), a quarter of the JSON.
+ * `perRequest`; the vectors come back as base64 float32 (112b), a quarter of the JSON. A list
+ * longer than one answer carries at the model's width (`embedMaxInputs`) is refused `too_many`.
  */
 
 export interface EmbedOptions {
@@ -24,6 +26,11 @@ export interface Embedded {
 }
 
 const PER_REQUEST = 1024;
+/**
+ * A list longer than this sends its first input alone, to learn the width before the rest is
+ * embedded for nothing (64 vectors fit an answer at any width under 18,000).
+ */
+const ALONE_FIRST_OVER = 64;
 
 /** Embeds `inputs` in order; an empty list is refused before any request. */
 export async function embed(
@@ -35,8 +42,9 @@ export async function embed(
     throw new EmbedError("empty_input", "there is nothing to embed: the input list is empty");
   const size = Math.max(1, Math.floor(o.perRequest ?? PER_REQUEST));
   const out: Embedded = { embeddings: [], promptTokens: 0 };
-  for (let at = 0; at < inputs.length; at += size) {
-    const part = await batch(server, inputs.slice(at, at + size), at, o);
+  for (let at = 0; at < inputs.length; ) {
+    const n = at === 0 && inputs.length > ALONE_FIRST_OVER ? 1 : size;
+    const part = await batch(server, inputs.slice(at, at + n), at, o);
     // One width for the whole answer: `embed` gives one `dimensions` for every vector.
     const width = out.embeddings[0]?.length;
     if (width !== undefined && part.embeddings[0]?.length !== width)
@@ -44,10 +52,23 @@ export async function embed(
         "bad_response",
         `llama-server's /v1/embeddings answer has vectors of ${part.embeddings[0]?.length} numbers after ${width}`,
       );
+    if (at === 0) fitsOneAnswer(inputs.length, part.embeddings[0]?.length ?? 0);
     out.embeddings.push(...part.embeddings);
     out.promptTokens += part.promptTokens;
+    at += n;
   }
   return out;
+}
+
+/** Refuses a list whose vectors no answer line holds (docs/protocol.md#embed). */
+function fitsOneAnswer(count: number, width: number): void {
+  const most = embedMaxInputs(width);
+  if (count > most)
+    throw new EmbedError(
+      "too_many",
+      `${count} strings of ${width} dimensions make an answer longer than a client reads: send at most ${most} at a time`,
+      { max_inputs: most, dimensions: width },
+    );
 }
 
 /**

@@ -7,6 +7,20 @@ import { ModelRefSchema } from "./model-state.ts";
 export const EMBED_MAX_INPUTS = 2048;
 export const EMBED_MAX_INPUT_BYTES = 1024 * 1024;
 
+/**
+ * Bytes an answer's vectors may take as JSON: under the 32 MiB lines the typed client reads
+ * (client-options.ts `maxLineBytes`), with room for the rest of the answer. 2,048 vectors of
+ * 1,024 numbers are some 44 MB, a line the client would drop after all the work.
+ */
+export const EMBED_MAX_ANSWER_BYTES = 31 * 1024 * 1024;
+/** The longest a vector's number is in JSON, its comma included (a float32 as JavaScript writes it: "-0.0000045278379730007146"). */
+const NUMBER_BYTES = 27;
+
+/** The most strings one `embed` answers for a model of this many dimensions (docs/protocol.md#embed). */
+export function embedMaxInputs(dimensions: number): number {
+  return Math.max(1, Math.floor(EMBED_MAX_ANSWER_BYTES / (Math.max(1, dimensions) * NUMBER_BYTES + 3)));
+}
+
 /** A string's UTF-8 size is at most 3 bytes per UTF-16 unit: only a long one is measured. */
 function tooLong(text: string): boolean {
   return text.length * 3 > EMBED_MAX_INPUT_BYTES && Buffer.byteLength(text, "utf8") > EMBED_MAX_INPUT_BYTES;

@@ -1,7 +1,9 @@
 import { afterEach, describe, expect, test } from "bun:test";
+import { CLIENT_DEFAULTS } from "../../src/client/client-options.ts";
 import { EmbedError } from "../../src/llama/embed-error.ts";
 import { embed } from "../../src/llama/embeddings.ts";
 import { LlmError } from "../../src/llama/errors.ts";
+import { EMBED_MAX_ANSWER_BYTES, embedMaxInputs } from "../../src/protocol/embed.ts";
 import { RECORDINGS } from "../contract/recordings.ts";
 import { readExchanges, readTranscript } from "../contract/transcript.ts";
 import { type EmbeddingServer, TINY_EMBED } from "../fixtures/llama-stand-in/embeddings.ts";
@@ -68,6 +70,30 @@ describe("embed against the stand-in", () => {
     }
     // 510 words are 512 tokens: exactly the batch, embedded.
     expect((await embed(s, [words(510)])).promptTokens).toBe(512);
+  });
+
+  test("a list whose answer no client line holds at the model's width is too_many, after one input alone; the most allowed fits", async () => {
+    // Recording 111b: the vectors are n_embd wide; here 1,024, as bge-large's or e5-large's.
+    const s = serve({ ...TINY_EMBED, nEmbd: 1024 });
+    const most = embedMaxInputs(1024);
+    const inputs = Array.from({ length: most + 1 }, (_, i) => `text number ${i}`);
+    const err = await failure(embed(s, inputs));
+    expect(err).toBeInstanceOf(EmbedError);
+    expect(err).toMatchObject({ kind: "too_many", data: { max_inputs: most, dimensions: 1024 } });
+    const fits = await embed(s, inputs.slice(0, most));
+    expect(fits.embeddings).toHaveLength(most);
+    expect(JSON.stringify(fits.embeddings).length).toBeLessThan(EMBED_MAX_ANSWER_BYTES);
+    // With room for the rest of the answer under the line the typed client reads.
+    expect(EMBED_MAX_ANSWER_BYTES + 1024 * 1024).toBeLessThanOrEqual(CLIENT_DEFAULTS.maxLineBytes);
+    // The width is learned from the first input alone: nothing more is embedded for a refusal.
+    const vector = Buffer.from(new Float32Array(1024).fill(0.03125).buffer).toString("base64");
+    using t = tape({
+      status: 200,
+      headers: {},
+      body: JSON.stringify({ data: [{ index: 0, embedding: vector }] }),
+    });
+    expect(await failure(embed(t, inputs))).toMatchObject({ kind: "too_many" });
+    expect(t.asked.map((a) => JSON.parse(a.body).input)).toEqual([["text number 0"]]);
   });
 
   test("a server without --embeddings is not_supported (transcript 110)", async () => {

@@ -218,6 +218,12 @@ describe("SeveralModels", () => {
           ],
         }),
       ),
+      // The first input alone, 1,024 numbers wide: a list of 1,200 would be a 50 MB answer line.
+      new Response(
+        JSON.stringify({
+          data: [{ index: 0, embedding: Buffer.from(new Float32Array(1024).buffer).toString("base64") }],
+        }),
+      ),
     ];
     using server = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => answers.shift() as Response });
     const name = `127.0.0.1:${server.port}`;
@@ -237,5 +243,8 @@ describe("SeveralModels", () => {
     const nan = await rejection(several.embed(model, ["x"], signal()));
     expect(nan.code).toBe("invalid_request");
     expect(nan.data).toMatchObject({ field: "input.0", index: 0 });
+    const many = await rejection(several.embed(model, Array(1200).fill("x"), signal()));
+    expect(many.code).toBe("invalid_request");
+    expect(many.data).toMatchObject({ field: "input", max_inputs: 1175, dimensions: 1024 });
   });
 });
