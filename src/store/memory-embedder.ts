@@ -150,10 +150,14 @@ export class MemoryEmbedder {
     return todo;
   }
 
-  /** The query's vector for recall; undefined when the model fails (recall then uses words alone). */
+  /**
+   * The query's vector for recall; undefined when the model fails (recall then uses words alone).
+   * An input longer than the model takes is shortened as a row is: a pasted page would otherwise
+   * lose recall by meaning on every turn that sends it.
+   */
   async queryVector(text: string, signal: AbortSignal): Promise<QueryVector | undefined> {
     const fingerprint = this.deps.fingerprint();
-    const [vector] = await this.deps.embed([text.slice(0, MAX_CHARS)], signal);
+    const [vector] = await this.embedShortened([text.slice(0, MAX_CHARS)], signal);
     return vector && vector.length > 0 ? { fingerprint, vector } : undefined;
   }
 

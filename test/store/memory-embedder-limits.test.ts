@@ -75,6 +75,19 @@ function fakeModel(refuse: (text: string) => boolean = () => false) {
   return { requests, embed };
 }
 
+/** The stand-in's embeddings, an input it refuses named by its place as several-models.ts answers it. */
+function standInEmbed(server: LlamaStandIn): MemoryEmbedderDeps["embed"] {
+  return async (texts, signal) => {
+    try {
+      return (await embed(server, texts, { signal })).embeddings;
+    } catch (err) {
+      if (!(err instanceof EmbedError)) throw err;
+      const field = `input.${err.data.index}`;
+      throw new CoreError("invalid_request", `${field}: ${err.message}`, { field, ...err.data });
+    }
+  };
+}
+
 function job(store: Store, embedFn: MemoryEmbedderDeps["embed"], fp = { value: "m1" }, batch?: number) {
   return new MemoryEmbedder({
     store,
@@ -99,16 +112,7 @@ describe("a row the model cannot take", () => {
     const { doc } = pendingDocument(store, "d1", chunks);
     commit(store, doc, chunks.length);
     remember(store, "ann", "s", "a turn after the document");
-    const embedder = job(store, async (texts, signal) => {
-      try {
-        return (await embed(server, texts, { signal })).embeddings;
-      } catch (err) {
-        // As several-models.ts answers an input the server refuses: named by its place.
-        if (!(err instanceof EmbedError)) throw err;
-        const field = `input.${err.data.index}`;
-        throw new CoreError("invalid_request", `${field}: ${err.message}`, { field, ...err.data });
-      }
-    });
+    const embedder = job(store, standInEmbed(server));
     await embedder.run();
     expect(store.memory.vectors.counts("m1")).toEqual({ embedded: 41, total: 41 });
     expect(embedder.progress()).toEqual({ embedded: 41, total: 41, model: "embed" });
@@ -118,6 +122,20 @@ describe("a row the model cannot take", () => {
     await embedder.stop();
     store.close();
   }, 30_000);
+
+  test("a chat's input longer than the model takes still gets its query vector, shortened as a row's (recording 114)", async () => {
+    using dir = tmpdir();
+    const store = Store.open(dir.path);
+    standIn = new LlamaStandIn({ nCtx: 512, embedding: TINY_EMBED });
+    const server = standIn;
+    const embedder = job(store, standInEmbed(server));
+    // A pasted page: 1,202 tokens with [CLS] and [SEP], past the 512 the server takes.
+    const input = "word ".repeat(1200).trim();
+    const query = await embedder.queryVector(input, new AbortController().signal);
+    expect(query?.vector).toHaveLength(64);
+    await embedder.stop();
+    store.close();
+  });
 
   test("a row refused however short is marked and skipped; the others are embedded; a new model tries it again", async () => {
     using dir = tmpdir();
