@@ -50,7 +50,10 @@ export const status = defineMethod({
 
 function llamaStatus(services: Services, now: number): LlamaStatus {
   try {
-    const snapshot = services.existingLlama()?.snapshot?.();
+    // With several models the model section is the scheduler's `default`, not the one supervisor.
+    const snapshot =
+      services.existingLlama()?.snapshot?.() ??
+      services.models?.({ create: false })?.supervisorSnapshot("default");
     return describeLlama(snapshot, now, residentBytes);
   } catch (err) {
     // The supervisor's own read is guarded; this is the last line, so status still answers.

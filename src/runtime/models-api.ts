@@ -6,6 +6,7 @@ import type { MemoryStatus, ModelStatus } from "../protocol/status.ts";
 import type { WarmupProgress } from "../protocol/warmup-progress.ts";
 import type { LlamaProvider } from "./endpoint.ts";
 import type { LaunchView } from "./launch.ts";
+import type { SupervisorSnapshot } from "./snapshot.ts";
 
 /**
  * What the methods ask of several models (docs/models.md, "Several models"): one llama-server per
@@ -41,6 +42,11 @@ export interface ModelsApi {
   ): Promise<Omit<EmbedResult, "model">>;
   /** Every configured model and any loaded by path, and the memory budget per device: no I/O. */
   status(): { models: ModelStatus[]; memory: MemoryStatus[] };
+  /**
+   * The model's llama-server as its supervisor sees it while it loads or serves; undefined when
+   * it is unloaded, failed or being unloaded. Status's `llama` object describes `default` by it.
+   */
+  supervisorSnapshot(name: string): SupervisorSnapshot | undefined;
   /** The GGUF paths its llama-servers serve now (the `models` listing's `loaded`). */
   loadedPaths(): string[];
 }

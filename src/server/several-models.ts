@@ -15,6 +15,7 @@ import type { DeviceBytes } from "../runtime/memory-fit.ts";
 import type { ModelRuntime } from "../runtime/model-runtime.ts";
 import type { ModelsApi } from "../runtime/models-api.ts";
 import { Scheduler } from "../runtime/scheduler.ts";
+import type { SupervisorSnapshot } from "../runtime/snapshot.ts";
 import { logUnexpected } from "../util/logger.ts";
 import { embedFailure } from "./embed-failure.ts";
 import { ModelProvider } from "./model-provider.ts";
@@ -259,6 +260,11 @@ export class SeveralModels implements ModelsApi {
     // A path whose last chat ended while its load went on, and which has stopped since.
     this.forgetUnused();
     return statusOf(this.scheduler, configuredModels(this.deps.config()), (m) => this.outOfMemoryStarts(m));
+  }
+
+  supervisorSnapshot(name: string): SupervisorSnapshot | undefined {
+    const state = this.scheduler.snapshot().models.find((m) => m.name === name)?.state;
+    return state === "loaded" || state === "loading" ? this.scheduler.runtimeOf(name)?.snapshot() : undefined;
   }
 
   loadedPaths(): string[] {

@@ -37,6 +37,10 @@ describe.skipIf(process.platform === "win32")("several models (compiled core)", 
     expect(rows.second.memory_bytes).toBeGreaterThan(0);
     expect(rows.second).toMatchObject({ gpu_layers: expect.any(Number), gpu_out_of_memory: 0 });
     expect(status.memory.length).toBeGreaterThan(0);
+    // `llama` is the model section's server, as a host written for one model reads it: with a
+    // `models` list it said `stopped`, every field null, while `default` served.
+    expect(status.llama).toMatchObject({ state: "ready", pid: rows.default.pid, context_per_slot: 2048 });
+    expect(status.llama.model.path).toBe(rows.default.path);
     // Each model's own pid record and log under data_dir.
     expect(readdirSync(join(stack.dataDir, "run")).filter((f) => f.startsWith("llama-server-"))).toHaveLength(
       2,

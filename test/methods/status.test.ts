@@ -274,7 +274,7 @@ describe("the status method", () => {
 
   test("with several models and `default` unloaded, the llama object's out-of-memory count is its row's", async () => {
     const row = { name: "default", gpu_out_of_memory: 2 };
-    const several = { status: () => ({ models: [row], memory: [] }) };
+    const several = { status: () => ({ models: [row], memory: [] }), supervisorSnapshot: () => undefined };
     const result = await run(
       { existingLlama: () => undefined, models: () => several as never } as Partial<Services>,
       ctx("s", []),
