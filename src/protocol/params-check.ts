@@ -11,8 +11,10 @@ import { CoreError } from "./errors.ts";
 export function checkedParams(schema: z.ZodType, params: object): unknown {
   const parsed = schema.safeParse(params);
   if (!parsed.success) {
-    throw new CoreError("invalid_request", describeParamsError(parsed.error), {
-      field: parsed.error.issues[0]?.path.join(".") || null,
+    const issue = parsed.error.issues[0];
+    const named = issue ? unionBranchIssue(issue) : undefined;
+    throw new CoreError("invalid_request", describeIssue(named ?? issue), {
+      field: (named ?? issue)?.path.join(".") || null,
     });
   }
   const bad = loneSurrogatePath(parsed.data);
@@ -32,12 +34,49 @@ export function loneSurrogatePath(value: unknown): (string | number)[] | null {
   return firstStringPath(value, (text) => !text.isWellFormed(), { keys: true });
 }
 
-function describeParamsError(error: z.ZodError): string {
-  const issue = error.issues[0];
+/** What zod says of a union without a message of the schema's own (those are kept). */
+const ZOD_UNION_MESSAGE = "Invalid input";
+
+/** The shape of an issue this file reads: zod's, with an `invalid_union`'s branches. */
+interface Issue {
+  code: string;
+  path: PropertyKey[];
+  message: string;
+  expected?: string;
+  errors?: Issue[][];
+}
+
+function describeIssue(issue: Issue | undefined): string {
   if (!issue) return "invalid params";
   const field = issue.path.length ? `params.${issue.path.join(".")}` : "params";
   // zod says "Invalid input: expected string, received undefined" of a field left out.
   if (issue.code === "invalid_type" && /received undefined$/.test(issue.message))
     return `${field}: required (${issue.expected})`;
+  if (issue.code === "invalid_union") return `${field}: ${unionMessage(issue)}`;
   return `${field}: ${issue.message}`;
+}
+
+/**
+ * zod words a value no branch of a union takes as "Invalid input", whatever it was: the branches'
+ * types are named instead (`expected string or array, received number`).
+ */
+function unionMessage(issue: Issue): string {
+  const firsts = (issue.errors ?? []).map((branch) => branch[0]);
+  const byType = firsts.every((i) => i?.code === "invalid_type" && i.path.length === 0);
+  if (!byType || firsts.length === 0 || issue.message !== ZOD_UNION_MESSAGE) return issue.message;
+  const expected = [...new Set(firsts.map((i) => i?.expected))].join(" or ");
+  const received = /received (\w+)$/.exec(firsts[0]?.message ?? "")?.[1];
+  if (received === "undefined") return `required (${expected})`;
+  return received ? `expected ${expected}, received ${received}` : `expected ${expected}`;
+}
+
+/**
+ * A union whose value has one branch's type but fails inside it (a list holding a number where
+ * strings belong): that branch's own issue, at its full path (`input.0`), rather than the union.
+ */
+function unionBranchIssue(issue: Issue): Issue | undefined {
+  if (issue.code !== "invalid_union" || issue.message !== ZOD_UNION_MESSAGE) return undefined;
+  const inside = (issue.errors ?? []).filter((b) => b[0] && b[0].path.length > 0);
+  const only = inside.length === 1 ? inside[0]?.[0] : undefined;
+  return only ? { ...only, path: [...issue.path, ...only.path] } : undefined;
 }

@@ -54,6 +54,11 @@ describe.skipIf(process.platform === "win32")("embed (compiled core)", () => {
     expect(tooLong.data?.field).toBe("input.1");
     const empty = await core.request({ id: 5, method: "embed", params: { input: [] } });
     expect(empty).toMatchObject({ code: "invalid_request", data: { field: "input" } });
+    // A newcomer's wrong type is named, not zod's bare "Invalid input".
+    const number = await core.request({ id: "5n", method: "embed", params: { input: 5 } });
+    expect(number.message).toBe("params.input: expected string or array, received number");
+    const inList = await core.request({ id: "5l", method: "embed", params: { input: ["a", 7] } });
+    expect(inList).toMatchObject({ code: "invalid_request", data: { field: "input.1" } });
     // Recording 116: an encoder computes no logits; the core refuses the chat before asking it.
     const chatOnEmbed = await core.request({
       id: 6,

@@ -31,6 +31,30 @@ describe("loneSurrogatePath", () => {
 });
 
 describe("checkedParams", () => {
+  test("a union's refusal names its branches' types, or the one branch the value failed inside", () => {
+    const schema = z.object({
+      input: z.union([z.string(), z.array(z.string())]),
+      id: z.union([z.string(), z.number()]).optional(),
+      mode: z.union([z.boolean(), z.literal("x")], { error: "true, false or x" }).optional(),
+    });
+    const refused = (params: object) => coreErrorOf(() => checkedParams(schema, params));
+    // zod's own words were "params.input: Invalid input" for each of these.
+    expect(refused({ input: 5 })).toMatchObject({
+      message: "params.input: expected string or array, received number",
+      data: { field: "input" },
+    });
+    expect(refused({}).message).toBe("params.input: required (string or array)");
+    expect(refused({ input: ["a", 1] })).toMatchObject({
+      message: "params.input.1: Invalid input: expected string, received number",
+      data: { field: "input.1" },
+    });
+    expect(refused({ input: "a", id: true }).message).toBe(
+      "params.id: expected string or number, received boolean",
+    );
+    // A union's own message stays.
+    expect(refused({ input: "a", mode: 3 }).message).toBe("params.mode: true, false or x");
+  });
+
   test("a field left out is 'required', not zod's 'received undefined'", () => {
     const schema = z.object({ model: z.string(), n: z.number().optional() });
     const err = coreErrorOf(() => checkedParams(schema, {}));
