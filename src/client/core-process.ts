@@ -245,7 +245,7 @@ export class CoreProcess {
     });
     child.on("error", (err: NodeJS.ErrnoException) => {
       // Spawn failures come here without an exit event; errors after a spawn are followed by exit.
-      if (child.pid === undefined) finish({ spawnError: `${err.code ?? "error"}: ${err.message}` });
+      if (child.pid === undefined) finish({ spawnError: spawnErrorText(err) });
     });
   }
 
@@ -254,6 +254,15 @@ export class CoreProcess {
     if (this.stderrLines.length > this.options.stderrTailLines) this.stderrLines.shift();
     this.handlers.onStderrLine(line);
   }
+}
+
+/**
+ * The spawn failure with its code once: Bun's message already starts with it (`ENOENT: ENOENT: no
+ * such file…` was what a host saw), Node's ends with it (`spawn /x/local-ai ENOENT`).
+ */
+function spawnErrorText(err: NodeJS.ErrnoException): string {
+  const code = err.code ?? "error";
+  return err.message.includes(code) ? err.message : `${code}: ${err.message}`;
 }
 
 /**

@@ -180,6 +180,9 @@ describe("client against a fake core", () => {
     const err = await rejection(LocalAiClient.start({ binary: "/nonexistent/local-ai" }));
     expect(err.code).toBe("core_exited");
     expect(String(err.data?.spawn_error)).toContain("ENOENT");
+    // The code once, not Bun's message prefixed with it again.
+    expect(err.message).not.toContain("ENOENT: ENOENT");
+    expect(String(err.data?.spawn_error)).toContain("/nonexistent/local-ai");
   });
 
   test("a spawn that throws (ENOTDIR) rejects start as any spawn failure does, with spawn_error", async () => {
