@@ -51,6 +51,12 @@ describe("client against the compiled core", () => {
     const err = await rejection(client.plan());
     expect(err.code).toBe("config_missing");
     expect(String(err.data?.file)).toContain(dir.path);
+    // The conversations, documents and embed need it too (their data folder, their model), as
+    // docs/protocol.md's Lifecycle now says; status and models answer without it.
+    for (const call of [client.sessions.list(), client.documents.list(), client.embed({ input: "x" })])
+      expect((await rejection(call)).code).toBe("config_missing");
+    expect((await client.status()).llama.state).toBe("stopped");
+    expect((await client.models()).models).toBeArray();
   });
 
   test("a stream yields its events, and cancel ends it with cancelled while ping still answers", async () => {
