@@ -204,12 +204,13 @@ export class Dispatcher {
     if (requestId === undefined) {
       const candidates = this.active.all().filter((a) => a.controller && !a.settled);
       if (candidates.length > 1) {
+        // Named by id and method: they need not be chats (a documents.add, a pull…).
+        const named = candidates.slice(0, 4).map((a) => `${JSON.stringify(a.id)} (${a.method.name})`);
+        const more = candidates.length > 4 ? ", …" : "";
         throw new CoreError(
           "invalid_request",
-          `request_id is required while ${candidates.length} chats are active`,
-          {
-            field: "request_id",
-          },
+          `request_id is required while ${candidates.length} cancellable requests are active: ${named.join(", ")}${more}`,
+          { field: "request_id" },
         );
       }
       return candidates[0]?.abort(reason) ?? false;

@@ -208,7 +208,15 @@ describe("dispatcher over the in-process loop", () => {
     h.send({ id: 1, method: "test.sleep", params: { ms: 5000 } });
     h.send({ id: 2, method: "test.sleep", params: { ms: 5000 } });
     const ambiguous = await h.request({ id: "c2", method: "cancel" });
-    expect(ambiguous).toMatchObject({ type: "error", code: "invalid_request" });
+    expect(ambiguous).toMatchObject({
+      type: "error",
+      code: "invalid_request",
+      data: { field: "request_id" },
+    });
+    // Named as what they are, not "2 chats": a host may have a documents.add or a pull in flight.
+    expect(ambiguous.message).toBe(
+      "request_id is required while 2 cancellable requests are active: 1 (test.sleep), 2 (test.sleep)",
+    );
     expect((await h.request({ id: "c3", method: "cancel", params: { request_id: "2" } })).result).toEqual({
       cancelled: false,
     });
