@@ -2,7 +2,7 @@ import { stat } from "node:fs/promises";
 import { isAbsolute } from "node:path";
 import { FileTooLarge, NotRegularFile, readFailure, readFileBytesAsync } from "../util/read-file.ts";
 import { MAX_DOCUMENT_BYTES } from "./limits.ts";
-import { documentProblem } from "./refusal.ts";
+import { type DocumentProblem, documentProblem } from "./refusal.ts";
 
 /**
  * The one file edge of documents (docs/agent.md "Documents"): a document's bytes as
@@ -13,7 +13,7 @@ import { documentProblem } from "./refusal.ts";
 export async function readDocumentFile(path: string): Promise<Uint8Array> {
   // As an image's path (images/prepare.ts): relative to what would be the core's own folder,
   // which a host does not choose.
-  if (!isAbsolute(path)) throw documentProblem("unreadable", `path must be absolute (${path})`);
+  if (!isAbsolute(path)) throw pathProblem("unreadable", `path must be absolute (${path})`);
   try {
     return await readFileBytesAsync(path, MAX_DOCUMENT_BYTES);
   } catch (err) {
@@ -28,11 +28,13 @@ export async function documentFileSize(path: string): Promise<number> {
 
 function refusalOf(path: string, err: unknown): Error {
   if (err instanceof FileTooLarge)
-    return documentProblem(
+    return pathProblem(
       "too_large",
       `${path} is ${err.bytes} bytes, over the ${err.max} bytes a document may have`,
     );
-  if (err instanceof NotRegularFile)
-    return documentProblem("unreadable", `${path} is ${err.kind}, not a file`);
-  return documentProblem("unreadable", `${path} cannot be read: ${readFailure(err)}`);
+  if (err instanceof NotRegularFile) return pathProblem("unreadable", `${path} is ${err.kind}, not a file`);
+  return pathProblem("unreadable", `${path} cannot be read: ${readFailure(err)}`);
 }
+
+/** A refusal of the file itself names the param (`data.field: "path"`), for a host's form. */
+const pathProblem = (problem: DocumentProblem, message: string) => documentProblem(problem, message, "path");

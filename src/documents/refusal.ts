@@ -15,8 +15,9 @@ export function unsupportedFormat(what: string): CoreError {
   );
 }
 
-export function documentProblem(problem: DocumentProblem, message: string): CoreError {
-  return new CoreError("invalid_request", message, { problem });
+/** `field`: the param at fault when it is the file `path` names, as an image's refusal names its own. */
+export function documentProblem(problem: DocumentProblem, message: string, field?: "path"): CoreError {
+  return new CoreError("invalid_request", message, field ? { field, problem } : { problem });
 }
 
 export function tooMuchText(chars: number, max: number): CoreError {

@@ -10,7 +10,8 @@ import { tmpdir } from "../fixtures/tmpdir.ts";
 const refused = (problem: string, message: RegExp) =>
   expect.objectContaining({
     code: "invalid_request",
-    data: { problem },
+    // The file is the `path` param's: a host's form marks that field.
+    data: { field: "path", problem },
     message: expect.stringMatching(message),
   });
 

@@ -176,7 +176,7 @@ describe("documents.add, list, delete and citations", () => {
         { data: { problem: "damaged" } },
         /./,
       ],
-      [{ path: huge }, { data: { problem: "too_large" } }, /1073741824 bytes/],
+      [{ path: huge }, { data: { field: "path", problem: "too_large" } }, /1073741824 bytes/],
       // Bombs: a Flate stream of 80 MiB of spaces in ~80 KiB, and more pages than are read
       // (5,000); each refused before the work it would take.
       [{ path: file("flate-bomb.pdf", flateBomb()) }, { data: { problem: "too_large" } }, /./],
@@ -187,10 +187,19 @@ describe("documents.add, list, delete and citations", () => {
         { data: { problem: "too_large" } },
         /5001 pages/,
       ],
-      [{ path: fifo }, { data: { problem: "unreadable" } }, /not a file/],
-      [{ path: join(dir, "folder") }, { data: { problem: "unreadable" } }, /not a file/],
-      [{ path: join(dir, "loop-a") }, { data: { problem: "unreadable" } }, /loop of symbolic links/],
-      [{ path: join(dir, "missing.txt") }, { data: { problem: "unreadable" } }, /no such file/],
+      [{ path: fifo }, { data: { field: "path", problem: "unreadable" } }, /not a file/],
+      [{ path: join(dir, "folder") }, { data: { field: "path", problem: "unreadable" } }, /not a file/],
+      [
+        { path: join(dir, "loop-a") },
+        { data: { field: "path", problem: "unreadable" } },
+        /loop of symbolic links/,
+      ],
+      [
+        { path: join(dir, "missing.txt") },
+        { data: { field: "path", problem: "unreadable" } },
+        /no such file/,
+      ],
+      [{ path: "notes.md" }, { data: { field: "path", problem: "unreadable" } }, /must be absolute/],
       [{ text: "   \n\n  " }, { data: { problem: "no_text" } }, /no text/],
     ];
     for (const [i, [params, data, message]] of cases.entries()) {
