@@ -1,3 +1,4 @@
+import { CoreError } from "../protocol/errors.ts";
 import type { ChatTemplateReport, Decision } from "../protocol/plan.ts";
 import { flags } from "./argv.ts";
 import { hardwareWarnings, memoryBudgets } from "./decide/budgets.ts";
@@ -38,7 +39,9 @@ export function planEmbedding(model: ModelInfo, rawHw: HardwareSnapshot, config:
   const hw = applyOverrides(rawHw, config.hardware);
   const budgets = memoryBudgets(hw, config.hardware, config.gpu_out_of_memory);
   const context = config.model.context;
-  const e = decideEmbedding({ model, ...(typeof context === "number" ? { maxInputTokens: context } : {}) });
+  const place = (e: EmbeddingLaunch) =>
+    placeEmbedding(model, e.memory, budgets, config.model.gpu_layers, rawHw.gpus.length, rawHw.gpus_unused);
+  const { e, placed } = fitted(model, typeof context === "number" ? context : undefined, place);
   // The chat estimator's "architecture not known" does not hold for an encoder: its memory is
   // decideEmbedding's, checked against tiny-embed's log (recording 119).
   const known = e.causal ? model.warnings : model.warnings.filter((w) => !w.startsWith("architecture '"));
@@ -49,14 +52,10 @@ export function planEmbedding(model: ModelInfo, rawHw: HardwareSnapshot, config:
   ];
   if (llama.rpc.length > 0)
     warnings.push("an embedding model runs on this machine: llama.rpc's workers are not used");
-  const placed = placeEmbedding(
-    model,
-    e.memory,
-    budgets,
-    config.model.gpu_layers,
-    rawHw.gpus.length,
-    rawHw.gpus_unused,
-  );
+  if (typeof context !== "number" && e.batch < model.context_train)
+    warnings.push(
+      `the embedding model takes inputs of up to ${e.batch} tokens here, not its ${model.context_train}: a batch that long did not fit this machine's memory (a longer input is refused naming it; model.context asks for a length)`,
+    );
   const offload = decideOffloadDevices(hw, placed.gpuLayers.value.layers, 0);
   const threads = decideThreads(llama.threads, hw.cpu);
   const flashAttn = decideFlashAttn(llama.flash_attn, "f16");
@@ -110,6 +109,35 @@ export function planEmbedding(model: ModelInfo, rawHw: HardwareSnapshot, config:
       warnings,
     ),
   };
+}
+
+/** The shortest longest-input the planner halves down to before it calls the model unfit. */
+const MIN_FITTED_TOKENS = 512;
+
+/**
+ * The model's positions as the longest input, halved while the plan does not fit the machine
+ * (a decoder embedder of 32,768 positions wants ~15 GiB of KV cache for four slots, and an
+ * input that long is rare): down to MIN_FITTED_TOKENS. A length the config asks for
+ * (`model.context`) is kept, fitting or not.
+ */
+function fitted(
+  model: ModelInfo,
+  asked: number | undefined,
+  place: (e: EmbeddingLaunch) => ReturnType<typeof placeEmbedding>,
+) {
+  for (
+    let tokens = asked ?? model.context_train;
+    ;
+    tokens = Math.max(MIN_FITTED_TOKENS, Math.floor(tokens / 2))
+  ) {
+    const e = decideEmbedding({ model, maxInputTokens: tokens });
+    try {
+      return { e, placed: place(e) };
+    } catch (err) {
+      const planError = err instanceof CoreError && err.code === "model_plan_error";
+      if (asked !== undefined || !planError || e.batch <= MIN_FITTED_TOKENS) throw err;
+    }
+  }
 }
 
 /** Slots, the context they share and the embedding flags, in argv order, with decideEmbedding's reasons. */

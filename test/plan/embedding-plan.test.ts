@@ -12,7 +12,7 @@ import { modelInfo } from "../../src/plan/model.ts";
 import { type PlanConfig, planFor } from "../../src/plan/planner.ts";
 import { PlanSchema } from "../../src/protocol/plan.ts";
 import { bertModel } from "../fixtures/gguf-bert.ts";
-import { writeGguf } from "../fixtures/gguf-writer.ts";
+import { denseModel, writeGguf } from "../fixtures/gguf-writer.ts";
 import { cpuOnlyMachine, testGpu } from "../fixtures/hardware.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
@@ -64,6 +64,39 @@ describe("planning a model of kind embedding", () => {
     expect(asChat.launch.embedding ?? null).toBeNull();
     expect(asChat.plan.embedding).toBeNull();
     expect(renderArgv(asChat.launch, PLAN_DIALECT)).not.toContain("--embeddings");
+  });
+
+  // A decoder embedder of 32,768 positions (Qwen3-Embedding-0.6B's shape) wants ~15 GiB of KV
+  // cache for its four slots at that length: a laptop got model_plan_error, and the embedding
+  // model, memory's vectors with it, never ran.
+  test("the longest input halves until the plan fits the machine, with a warning; one the config asks for is kept", async () => {
+    using dir = tmpdir("local-ai-embed-fit-");
+    const spec = denseModel({
+      arch: "qwen3",
+      layers: 28,
+      embd: 1024,
+      heads: 16,
+      kvHeads: 8,
+      headDim: 128,
+      ff: 3072,
+      vocab: 151669,
+      ctx: 32768,
+      type: 1,
+    });
+    const model = modelInfo(await readGgufHeader(writeGguf(dir.path, "q.gguf", spec)));
+    const machine = (gib: number) =>
+      cpuOnlyMachine({ ram: { total_bytes: gib * 2 ** 30, available_bytes: (gib - 2) * 2 ** 30 } });
+    const roomy = planFor(model, machine(32), embeddingConfig());
+    expect(roomy.launch.embedding!.batch).toBe(32768);
+    expect(roomy.plan.warnings.join(" ")).not.toContain("inputs of up to");
+    const laptop = planFor(model, machine(8), embeddingConfig());
+    expect(laptop.launch.embedding!.batch).toBe(4096);
+    expect(laptop.plan.warnings.join(" ")).toContain("inputs of up to 4096 tokens here, not its 32768");
+    expect(renderArgv(laptop.launch, PLAN_DIALECT).join(" ")).toContain(
+      "-c 16384 --embeddings --pooling mean -b 4096",
+    );
+    expect(() => planFor(model, machine(8), embeddingConfig({ context: 32768 }))).toThrow(/does not fit/);
+    expect(() => planFor(model, machine(4), embeddingConfig())).toThrow(/does not fit/);
   });
 
   test("on a GPU it runs whole on the first one, the token embeddings on the CPU", async () => {
