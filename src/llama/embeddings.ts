@@ -1,4 +1,5 @@
 import { embedMaxInputs } from "../protocol/embed.ts";
+import { inputTokens, requestSize } from "./embed-budget.ts";
 import { EmbedError } from "./embed-error.ts";
 import { errorBody, LlmError, notJson, statusError } from "./errors.ts";
 import { answerText, call, type LlamaEndpoint } from "./http.ts";
@@ -6,17 +7,31 @@ import { wellFormedJson } from "./well-formed.ts";
 
 /**
  * POST /v1/embeddings (recordings 112–116): a vector per input, in the inputs' order, as
- * llama-server gives them (L2-normalized by its pooling). Long lists go in batches of
- * `perRequest`; the vectors come back as base64 float32 (112b), a quarter of the JSON. A list
+ * llama-server gives them (L2-normalized by its pooling). Long lists go in requests of at most
+ * `perRequest` inputs and of bounded work (embed-budget.ts), each under its own watch (its
+ * deadline); the vectors come back as base64 float32 (112b), a quarter of the JSON. A list
  * longer than one answer carries at the model's width (`embedMaxInputs`) is refused `too_many`.
  */
 
+/** One request's work, as its watch sees it: its inputs and their estimated tokens. */
+export interface RequestWork {
+  inputs: number;
+  tokens: number;
+}
+
 export interface EmbedOptions {
   signal?: AbortSignal;
-  /** Inputs per request (default 1024, half the method's limit): llama-server batches them itself, as fast as one request of all. */
+  /** Inputs per request at most (default 1024, half the method's limit): llama-server batches them itself, as fast as one request of all. */
   perRequest?: number;
   /** Echoed back by llama-server as the answer's `model` (112); it serves one model. */
   model?: string;
+  /** The slot's context: no input has more tokens (caps each one's estimate). */
+  maxInputTokens?: number;
+  /**
+   * Watches one request (its deadline): the signal it is sent and read with, aborted with the
+   * error to throw; disposed once its answer is read. Without it, `signal` alone.
+   */
+  watch?: (work: RequestWork) => { signal: AbortSignal; dispose(): void };
 }
 
 export interface Embedded {
@@ -42,9 +57,11 @@ export async function embed(
     throw new EmbedError("empty_input", "there is nothing to embed: the input list is empty");
   const size = Math.max(1, Math.floor(o.perRequest ?? PER_REQUEST));
   const out: Embedded = { embeddings: [], promptTokens: 0 };
+  const tokens = inputs.map((t) => inputTokens(t, o.maxInputTokens));
   for (let at = 0; at < inputs.length; ) {
-    const n = at === 0 && inputs.length > ALONE_FIRST_OVER ? 1 : size;
-    const part = await batch(server, inputs.slice(at, at + n), at, o);
+    const n = at === 0 && inputs.length > ALONE_FIRST_OVER ? 1 : requestSize(tokens, at, size);
+    const work = { inputs: n, tokens: tokens.slice(at, at + n).reduce((a, b) => a + b, 0) };
+    const part = await batch(server, inputs.slice(at, at + n), at, work, o);
     // One width for the whole answer: `embed` gives one `dimensions` for every vector.
     const width = out.embeddings[0]?.length;
     if (width !== undefined && part.embeddings[0]?.length !== width)
@@ -79,6 +96,7 @@ async function batch(
   server: LlamaEndpoint,
   inputs: readonly string[],
   offset: number,
+  work: RequestWork,
   o: EmbedOptions,
 ): Promise<Embedded> {
   const body = wellFormedJson({
@@ -86,8 +104,16 @@ async function batch(
     encoding_format: "base64",
     ...(o.model ? { model: o.model } : {}),
   });
-  const res = await call(server, "/v1/embeddings", { body, signal: o.signal });
-  const text = await answerText(res, "/v1/embeddings", o.signal);
+  const watch = o.watch?.(work);
+  const signal = watch?.signal ?? o.signal;
+  let res: Response;
+  let text: string;
+  try {
+    res = await call(server, "/v1/embeddings", { body, signal });
+    text = await answerText(res, "/v1/embeddings", signal);
+  } finally {
+    watch?.dispose();
+  }
   if (res.ok) return parseAnswer(text, inputs.length, offset);
   const tooLong = tokensOver(text);
   if (tooLong && inputs.length === 1)

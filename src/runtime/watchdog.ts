@@ -71,3 +71,30 @@ export function watchProgress(
     },
   };
 }
+
+/**
+ * For a request whose answer comes whole or not at all (/v1/embeddings: no stream, no progress,
+ * no ping, llama/embed-budget.ts): a signal that aborts when `cancel` does, or once `ms` have
+ * passed with no answer read, as a wedge: the error the host gets (`internal_error`,
+ * `data.reason` `server_failed`, as a chat's wedge) and a failure reported to the supervisor,
+ * which restarts the server. `what` names the request's work. `dispose()` once it is read.
+ */
+export function watchDeadline(
+  lease: LlamaLease,
+  cancel: AbortSignal,
+  ms: number,
+  what: string,
+): { signal: AbortSignal; dispose(): void } {
+  const wedge = new AbortController();
+  const timer = setTimeout(() => {
+    const reason = `no answer in ${Math.round(ms / 1000)} s to ${what}`;
+    const note = frozenWorkerNote(lease.launch.rpcWorkers);
+    wedge.abort(
+      new CoreError("internal_error", `llama-server stopped responding: ${reason}; it is restarted${note}`, {
+        reason: "server_failed",
+      }),
+    );
+    lease.reportFailure(reason);
+  }, ms);
+  return { signal: AbortSignal.any([cancel, wedge.signal]), dispose: () => clearTimeout(timer) };
+}

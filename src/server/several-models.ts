@@ -2,7 +2,6 @@ import type { PromptReuse } from "../agent/kv/reuse.ts";
 import { type ModelChoice, shownName } from "../config/choose-model.ts";
 import { configuredModels } from "../config/model-entry.ts";
 import type { Config } from "../config/schema.ts";
-import { embed } from "../llama/embeddings.ts";
 import { type PinnedSetProblem, pinnedSetMessage, pinnedSetProblem } from "../models/pinned-set.ts";
 import type { EmbedResult } from "../protocol/embed.ts";
 import { CoreError, cancelledError } from "../protocol/errors.ts";
@@ -21,6 +20,7 @@ import { embedFailure } from "./embed-failure.ts";
 import { ModelProvider } from "./model-provider.ts";
 import { makeModelRuntime, planDepsBeside, type RuntimeDeps } from "./model-runtime.ts";
 import { statusOf } from "./several-models-status.ts";
+import { type EmbedDeadline, watchedEmbed } from "./watched-embed.ts";
 
 export interface SeveralModelsDeps {
   config(): Config;
@@ -34,6 +34,8 @@ export interface SeveralModelsDeps {
   pinnedProblem?: (config: Config, held: DeviceBytes[]) => Promise<PinnedSetProblem | null>;
   /** One model's runtime; the real one unless a test hands in a fake. */
   runtime?: (name: string) => ModelRuntime;
+  /** An embedding request's deadline (watched-embed.ts); tests hand in a short one. */
+  embedDeadline?: EmbedDeadline;
 }
 
 /**
@@ -241,7 +243,7 @@ export class SeveralModels implements ModelsApi {
     try {
       lease = await this.scheduler.acquire(model.name, watch.signal);
       onLaunch?.(lease.launch);
-      const out = await embed(lease, input, { signal: watch.signal });
+      const out = await watchedEmbed(lease, input, watch.signal, this.deps.embedDeadline);
       return {
         dimensions: out.embeddings[0]?.length ?? 1,
         embeddings: out.embeddings,

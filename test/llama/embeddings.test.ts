@@ -1,5 +1,12 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { CLIENT_DEFAULTS } from "../../src/client/client-options.ts";
+import {
+  DEADLINE_CAP,
+  FLOOR_TOKENS_PER_S,
+  inputTokens,
+  REQUEST_TOKENS,
+  requestDeadlineMs,
+} from "../../src/llama/embed-budget.ts";
 import { EmbedError } from "../../src/llama/embed-error.ts";
 import { embed } from "../../src/llama/embeddings.ts";
 import { LlmError } from "../../src/llama/errors.ts";
@@ -203,5 +210,60 @@ describe("embed against the recorded answers", () => {
       using t = tape(answer([[1, 0]], tokens));
       expect((await embed(t, ["a"])).promptTokens).toBe(0);
     }
+  });
+});
+
+// A wedged embedding server answers nothing, so each request is of bounded work, under a deadline
+// that grows with its estimated tokens (embed-budget.ts; docs/protocol.md#embed).
+describe("embedding requests of bounded work, each under its own watch", () => {
+  test("a token a byte plus two markers, never past the slot's context; a deadline from the floor up to its cap", () => {
+    expect(inputTokens("hello world")).toBe(13);
+    expect(inputTokens("é")).toBe(4);
+    expect(inputTokens("x".repeat(5000), 512)).toBe(512);
+    const floor = 120_000;
+    expect(requestDeadlineMs(13, floor)).toBe(floor);
+    // A full request on a slow CPU: longer than the floor, as its tokens need.
+    expect(requestDeadlineMs(REQUEST_TOKENS, floor)).toBe((REQUEST_TOKENS / FLOOR_TOKENS_PER_S) * 1000);
+    expect(requestDeadlineMs(10 * REQUEST_TOKENS, 5_000)).toBe(DEADLINE_CAP * 5_000);
+  });
+
+  test("long inputs go in requests of at most REQUEST_TOKENS estimated tokens; each request is watched with its work and the watch disposed", async () => {
+    const s = serve(TINY_EMBED);
+    // One stand-in token each (no space), 3,002 estimated: two a request.
+    const long = ["a", "b", "c", "d"].map((c) => c.repeat(3000));
+    const works: { inputs: number; tokens: number }[] = [];
+    let open = 0;
+    const watch = (work: { inputs: number; tokens: number }) => {
+      works.push(work);
+      open++;
+      return { signal: new AbortController().signal, dispose: () => void open-- };
+    };
+    const out = await embed(s, long, { watch });
+    expect(out.embeddings).toHaveLength(4);
+    expect(works).toEqual([
+      { inputs: 2, tokens: 6004 },
+      { inputs: 2, tokens: 6004 },
+    ]);
+    expect(open).toBe(0);
+    // The slot's context caps each estimate: all four in one request.
+    works.length = 0;
+    await embed(s, long, { watch, maxInputTokens: 512 });
+    expect(works).toEqual([{ inputs: 4, tokens: 2048 }]);
+  });
+
+  test("a request whose watch aborts ends with the watch's error, the server left as it was", async () => {
+    const s = serve(TINY_EMBED);
+    s.model.embedWedges = 1;
+    const wedge = new AbortController();
+    const err = await failure(
+      embed(s, ["hello"], {
+        watch: () => {
+          setTimeout(() => wedge.abort(new Error("the deadline passed")), 10);
+          return { signal: wedge.signal, dispose: () => {} };
+        },
+      }),
+    );
+    expect((err as Error).message).toBe("the deadline passed");
+    expect((await embed(s, ["hello"])).embeddings).toHaveLength(1);
   });
 });

@@ -1,7 +1,8 @@
 import { describe, expect, test } from "bun:test";
+import type { CoreError } from "../../src/protocol/errors.ts";
 import type { LlamaLease } from "../../src/runtime/endpoint.ts";
 import { Launch } from "../../src/runtime/launch.ts";
-import { EVENTLESS_CAP, watchProgress } from "../../src/runtime/watchdog.ts";
+import { EVENTLESS_CAP, watchDeadline, watchProgress } from "../../src/runtime/watchdog.ts";
 
 // The watchdog keeps progress as a timestamp and one timer that re-arms for the rest
 // (docs/performance.md, "Where a streamed piece's CPU goes"): what it promises must not move.
@@ -97,5 +98,35 @@ describe("watchProgress", () => {
     expect(l.failures).toEqual([]);
     cancel.abort(new Error("cancelled"));
     expect((watch.signal.reason as Error).message).toBe("cancelled");
+  });
+});
+
+describe("watchDeadline", () => {
+  test("no answer by the deadline aborts as a wedge (server_failed) and reports it; disposed, it never fires; a cancel passes through", async () => {
+    const l = lease(120_000);
+    const watch = watchDeadline(l, new AbortController().signal, 20, "an embedding request of 2 inputs");
+    await new Promise((r) => watch.signal.addEventListener("abort", r));
+    const err = watch.signal.reason as CoreError;
+    expect(err.code).toBe("internal_error");
+    expect(err.message).toBe(
+      "llama-server stopped responding: no answer in 0 s to an embedding request of 2 inputs; it is restarted",
+    );
+    expect(err.data).toEqual({ reason: "server_failed" });
+    expect(l.failures).toEqual(["no answer in 0 s to an embedding request of 2 inputs"]);
+    watch.dispose();
+
+    const quiet = lease(120_000);
+    const done = watchDeadline(quiet, new AbortController().signal, 5, "x");
+    done.dispose();
+    await Bun.sleep(20);
+    expect(done.signal.aborted).toBe(false);
+    expect(quiet.failures).toEqual([]);
+
+    const cancel = new AbortController();
+    const cancelled = watchDeadline(quiet, cancel.signal, 60_000, "x");
+    cancel.abort(new Error("cancelled"));
+    expect((cancelled.signal.reason as Error).message).toBe("cancelled");
+    cancelled.dispose();
+    expect(quiet.failures).toEqual([]);
   });
 });

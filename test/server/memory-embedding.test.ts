@@ -1,12 +1,21 @@
 import { describe, expect, test } from "bun:test";
 import { renameSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import type { PromptReuse } from "../../src/agent/kv/reuse.ts";
 import type { ModelChoice } from "../../src/config/choose-model.ts";
+import { ConfigSchema } from "../../src/config/schema.ts";
 import type { LaunchView } from "../../src/runtime/launch.ts";
 import type { ModelsApi } from "../../src/runtime/models-api.ts";
 import { embeddingFingerprint, embedWith } from "../../src/server/memory-embedding.ts";
+import { SeveralModels } from "../../src/server/several-models.ts";
+import { MemoryEmbedder } from "../../src/store/memory-embedder.ts";
+import { Store } from "../../src/store/store.ts";
 import { fileIdentity } from "../../src/util/file-identity.ts";
+import { TINY_EMBED } from "../fixtures/llama-stand-in/embeddings.ts";
+import { LlamaStandIn } from "../fixtures/llama-stand-in/in-process.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
+import { waitFor } from "../fixtures/wait.ts";
+import { FakeFleet } from "../runtime/helpers/fake-model-runtime.ts";
 
 describe("the embedding model's fingerprint", () => {
   test("the same file and flags give the same one; a file replaced or touched, or other flags, another", () => {
@@ -64,5 +73,55 @@ describe("vectors from a server whose model file was replaced since it started",
       "changed since its server loaded it",
     );
     expect(unloaded).toEqual(["embedder"]);
+  });
+});
+
+describe("memory's job on an embedding server that stops answering", () => {
+  test("its request ends past the deadline, the lease goes back, and the job runs again later and embeds", async () => {
+    using dir = tmpdir();
+    const standIn = new LlamaStandIn({ nCtx: 512, embedding: TINY_EMBED, apiKey: "key" });
+    const store = Store.open(dir.path);
+    try {
+      // A model named by its address: the fake runtime's lease points at the stand-in.
+      const name = standIn.baseUrl.replace("http://", "");
+      const fleet = new FakeFleet({ [name]: { gib: 1 } });
+      const several = new SeveralModels({
+        config: () => ConfigSchema.parse({ model: { path: "/m/chat.gguf" } }),
+        reuse: () => ({}) as PromptReuse,
+        plan: () => Promise.reject(new Error("the fakes plan themselves")),
+        runtime: fleet.runtime,
+        embedDeadline: () => 30,
+      });
+      const choice = { kind: "path", name } as ModelChoice;
+      store.conversations.commitTurn({
+        userId: "ann",
+        sessionId: "s",
+        agent: "a",
+        messages: [{ role: "user", content: "the cat sat" }],
+        memoryText: "the cat sat",
+        at: new Date(),
+      });
+      const job = new MemoryEmbedder({
+        store,
+        model: name,
+        fingerprint: () => "m1",
+        embed: (texts, signal) => embedWith(several, choice, texts, signal),
+        settleMs: 1,
+        retryMs: { initial: 20, max: 40 },
+      });
+      standIn.model.embedWedges = 1;
+      // Before the fix this run never ended: the request waited on the wedged server for ever.
+      await job.run();
+      const runtime = fleet.last(name);
+      expect(runtime.failures).toHaveLength(1);
+      expect(runtime.leases).toBe(0);
+      expect(store.memory.vectors.counts("m1").embedded).toBe(0);
+      // Backed off, then tried again: the server answers now.
+      expect(await waitFor(() => store.memory.vectors.counts("m1").embedded === 1)).toBe(true);
+      await job.stop();
+    } finally {
+      store.close();
+      standIn.stop();
+    }
   });
 });

@@ -3,6 +3,9 @@ import type { PromptReuse } from "../../src/agent/kv/reuse.ts";
 import { ConfigSchema } from "../../src/config/schema.ts";
 import type { PinnedSetProblem } from "../../src/models/pinned-set.ts";
 import { SeveralModels } from "../../src/server/several-models.ts";
+import type { EmbedDeadline } from "../../src/server/watched-embed.ts";
+import { TINY_EMBED } from "../fixtures/llama-stand-in/embeddings.ts";
+import { LlamaStandIn } from "../fixtures/llama-stand-in/in-process.ts";
 import { FakeFleet, signal } from "../runtime/helpers/fake-model-runtime.ts";
 import { rejection } from "../runtime/helpers/harness.ts";
 
@@ -37,6 +40,20 @@ function setup(problem: PinnedSetProblem | null) {
     runtime: fleet.runtime,
   });
   return { fleet, several, checks: () => checks };
+}
+
+/** One model named by its address (the fake runtime's lease points there), served over a fake fleet. */
+function atAddress(name: string, embedDeadline?: EmbedDeadline) {
+  const fleet = new FakeFleet({ [name]: { gib: 1 } });
+  const several = new SeveralModels({
+    config: () => config,
+    reuse: () => ({}) as PromptReuse,
+    plan: () => Promise.reject(new Error("the fakes plan themselves")),
+    pinnedProblem: async () => null,
+    runtime: fleet.runtime,
+    ...(embedDeadline ? { embedDeadline } : {}),
+  });
+  return { fleet, several, name };
 }
 
 describe("SeveralModels", () => {
@@ -225,26 +242,65 @@ describe("SeveralModels", () => {
         }),
       ),
     ];
-    using server = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => answers.shift() as Response });
-    const name = `127.0.0.1:${server.port}`;
-    const fleet = new FakeFleet({ [name]: { gib: 1 } });
-    const several = new SeveralModels({
-      config: () => config,
-      reuse: () => ({}) as PromptReuse,
-      plan: () => Promise.reject(new Error("the fakes plan themselves")),
-      pinnedProblem: async () => null,
-      runtime: fleet.runtime,
+    // Its /props unread (no context known): each embedding request gets the next answer.
+    using server = Bun.serve({
+      hostname: "127.0.0.1",
+      port: 0,
+      fetch: (req) =>
+        new URL(req.url).pathname === "/props"
+          ? new Response("", { status: 404 })
+          : (answers.shift() as Response),
     });
+    const { fleet, several, name } = atAddress(`127.0.0.1:${server.port}`);
     const model = { kind: "path", name } as const;
     const failed = await rejection(several.embed(model, ["x"], signal()));
     expect(failed.code).toBe("internal_error");
     expect(failed.message).toContain("HTTP 500: out of memory");
     expect(failed.data).toMatchObject({ reason: "server_error" });
+    // Reported as a chat's 5xx is: the supervisor restarts the server on the next use.
+    expect(fleet.last(name).failures).toEqual(["llama-server answered HTTP 500: out of memory"]);
     const nan = await rejection(several.embed(model, ["x"], signal()));
     expect(nan.code).toBe("invalid_request");
     expect(nan.data).toMatchObject({ field: "input.0", index: 0 });
     const many = await rejection(several.embed(model, Array(1200).fill("x"), signal()));
     expect(many.code).toBe("invalid_request");
     expect(many.data).toMatchObject({ field: "input", max_inputs: 1175, dimensions: 1024 });
+  });
+
+  test("an embedding server that stops answering: the request ends past its deadline as a chat's wedge, the server is reported for a restart, the lease goes back", async () => {
+    const standIn = new LlamaStandIn({ nCtx: 512, embedding: TINY_EMBED, apiKey: "key" });
+    try {
+      // A model named by its address: the fake runtime's lease points at the stand-in.
+      const asked: [number, number][] = [];
+      // The deadline short here; what it is made of is embed-budget's (test/llama/embeddings.test.ts).
+      const { fleet, several, name } = atAddress(
+        standIn.baseUrl.replace("http://", ""),
+        (tokens, floorMs) => {
+          asked.push([tokens, floorMs]);
+          return 30;
+        },
+      );
+      const model = { kind: "path", name } as const;
+      standIn.model.embedWedges = 1;
+      const wedged = await rejection(several.embed(model, ["hello world"], signal()));
+      expect(wedged.code).toBe("internal_error");
+      expect(wedged.message).toStartWith(
+        "llama-server stopped responding: no answer in 0 s to an embedding request of 1 input",
+      );
+      expect(wedged.data).toMatchObject({ reason: "server_failed" });
+      // "hello world": 11 bytes and its two markers, under a floor of llama.request_timeout_s.
+      expect(asked).toEqual([[13, 1000]]);
+      const runtime = fleet.last(name);
+      expect(runtime.failures).toHaveLength(1);
+      expect(runtime.failures[0]).toContain("no answer in 0 s");
+      expect(runtime.leases).toBe(0);
+      // Not busy: a plain unload goes ahead; the next embed is served.
+      expect(await several.unload(model, { force: false })).toMatchObject({ unloaded: true });
+      const again = await several.embed(model, ["hello world"], signal());
+      expect(again.embeddings).toHaveLength(1);
+      expect(runtime.failures).toHaveLength(1);
+    } finally {
+      standIn.stop();
+    }
   });
 });

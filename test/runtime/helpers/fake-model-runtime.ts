@@ -39,6 +39,8 @@ export class FakeRuntime implements ModelRuntime {
   keptAfterStop: boolean | undefined;
   /** Every lease ever handed out. */
   taken = 0;
+  /** What its leases reported (reportFailure: a wedge, a lost connection). */
+  readonly failures: string[] = [];
   /** Its plans made (`plannedBytes`). */
   plans = 0;
   private readonly gate = Promise.withResolvers<void>();
@@ -112,7 +114,7 @@ export class FakeRuntime implements ModelRuntime {
         released = true;
         this.leases -= 1;
       },
-      reportFailure: () => {},
+      reportFailure: (reason) => void this.failures.push(reason),
     };
   }
 
