@@ -10,6 +10,7 @@ import { CoreLifecycle } from "./core-lifecycle.ts";
 import { DocumentsApi } from "./documents-api.ts";
 import { guardHostCallbacks } from "./host-callbacks.ts";
 import type { CallOptions } from "./host-types.ts";
+import { type ModelsApi, modelsApi } from "./models-api.ts";
 import type { RequestId } from "./protocol-types.ts";
 import type { RequestStream } from "./request-stream.ts";
 import { SessionsApi, UsersApi } from "./sessions-api.ts";
@@ -23,7 +24,6 @@ import type {
   EmbedResult,
   GenericEvent,
   InitializeResult,
-  ModelsResult,
   PlanResult,
   PullEvent,
   PullParams,
@@ -70,6 +70,11 @@ export class LocalAiClient {
   readonly users: UsersApi;
   /** Documents the assistant can recall: add, list, delete (docs/protocol.md "Documents"). */
   readonly documents: DocumentsApi;
+  /**
+   * `client.models()`: every GGUF found, with whether it fits; `client.models.load()` and
+   * `client.models.unload()` start and stop a model's llama-server (docs/models.md#several-models).
+   */
+  readonly models: ModelsApi;
 
   private readonly connection: Connection;
   private readonly lifecycle: CoreLifecycle;
@@ -92,9 +97,10 @@ export class LocalAiClient {
       this.request<R>(method, params, callOptions);
     this.sessions = new SessionsApi(request);
     this.users = new UsersApi(request);
-    this.documents = new DocumentsApi(request, (method, params, callOptions) =>
-      this.connection.open(method, params, callOptions, { cancellable: true }),
-    );
+    const open = <E, R>(method: string, params: Record<string, unknown>, callOptions: CallOptions) =>
+      this.connection.open<E, R>(method, params, callOptions, { cancellable: true });
+    this.documents = new DocumentsApi(request, open);
+    this.models = modelsApi(request, open);
   }
 
   /**
@@ -167,11 +173,6 @@ export class LocalAiClient {
 
   plan(options?: CallOptions): Promise<PlanResult> {
     return this.request("plan", {}, options);
-  }
-
-  /** Every GGUF in the Hugging Face cache and beside the config, with whether it fits (docs/models.md). */
-  models(options?: CallOptions): Promise<ModelsResult> {
-    return this.request("models", {}, options);
   }
 
   /**

@@ -10,9 +10,14 @@ import type {
 } from "./protocol-types.ts";
 import type { RequestStream } from "./request-stream.ts";
 
-type Request = <R>(method: string, params: Record<string, unknown>, options?: CallOptions) => Promise<R>;
+/** A short call: the client's own `request`. */
+export type Request = <R>(
+  method: string,
+  params: Record<string, unknown>,
+  options?: CallOptions,
+) => Promise<R>;
 /** A cancellable request whose events stream (the client's connection). */
-type Open = <E, R>(
+export type Open = <E, R>(
   method: string,
   params: Record<string, unknown>,
   options: CallOptions,

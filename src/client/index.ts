@@ -30,6 +30,7 @@ export type {
   ExitInfo,
   SpawnFunction,
 } from "./host-types.ts";
+export type { ModelsApi } from "./models-api.ts";
 export { RequestStream } from "./request-stream.ts";
 export {
   type CoreBinaryCandidate,

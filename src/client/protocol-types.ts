@@ -830,3 +830,22 @@ export type WarmupProgress =
   | { phase: "waking"; elapsed_ms: number; fraction?: number | undefined }
   | { phase: "waiting_for_memory"; elapsed_ms: number; models: string[] }
   | { phase: "ready"; elapsed_ms: number };
+
+/** What `models.load` accepts. */
+export type ModelsLoadParams = { model: string; pin?: boolean | undefined };
+
+/** Progress of `models.load`: `warmup_progress`, with `waiting_for_memory` while other models hold the room. */
+export type ModelsLoadEvent = WarmupEvent;
+
+/** The result of `models.load`: the model as given, its state and what its plan holds of the memory budget. */
+export type ModelsLoadResult = {
+  model: string;
+  state: "restarting" | "starting" | "ready" | "sleeping" | "failed" | "unloaded";
+  memory_bytes: number;
+};
+
+/** What `models.unload` accepts. */
+export type ModelsUnloadParams = { model: string; force?: boolean | undefined };
+
+/** The result of `models.unload`: `unloaded` false when it was not loaded. */
+export type ModelsUnloadResult = { model: string; unloaded: boolean };

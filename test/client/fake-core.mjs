@@ -60,7 +60,22 @@ rl.on("line", (line) => {
       return out({ id, type: "result", result: { method, params } });
     case "hanging":
       return out({ id, type: "result", result: { ids: [...hanging.keys()] } });
+    case "models.load":
+      // A load that runs until cancelled (a wait for memory).
+      if (params.model === "hang") return void hanging.set(id, method);
+      if (method === "models.load")
+        out({
+          id,
+          type: "event",
+          event: "warmup_progress",
+          phase: "waiting_for_memory",
+          elapsed_ms: 5,
+          models: ["a"],
+        });
+      return out({ id, type: "result", result: { method, params } });
     case "echo":
+    case "models":
+    case "models.unload":
     case "documents.list":
     case "documents.delete":
       return out({ id, type: "result", result: { method, params } });

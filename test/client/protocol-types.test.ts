@@ -11,6 +11,12 @@ import type { DoctorResult } from "../../src/protocol/doctor.ts";
 import type { InitializeParamsSchema, InitializeResult } from "../../src/protocol/initialize.ts";
 import type { ErrorCodeSchema, ErrorReasonSchema, RequestIdSchema } from "../../src/protocol/messages.ts";
 import type { ModelsResult } from "../../src/protocol/models.ts";
+import type {
+  ModelsLoadEventFields,
+  ModelsLoadParamsSchema,
+  ModelsLoadResultSchema,
+} from "../../src/protocol/models-load.ts";
+import type { ModelsUnloadParamsSchema, ModelsUnloadResultSchema } from "../../src/protocol/models-unload.ts";
 import type { StatusResult } from "../../src/protocol/ping.ts";
 import type { PlanReport } from "../../src/protocol/plan.ts";
 import type { PullParamsSchema, PullResultSchema } from "../../src/protocol/pull.ts";
@@ -50,6 +56,12 @@ describe("client protocol types", () => {
       same<P.DoctorResult, DoctorResult>(true),
       same<P.PlanResult, PlanReport>(true),
       same<P.ModelsResult, ModelsResult>(true),
+      same<P.ModelsLoadParams, z.input<typeof ModelsLoadParamsSchema>>(true),
+      same<P.ModelsLoadResult, z.infer<typeof ModelsLoadResultSchema>>(true),
+      same<P.ModelsLoadEvent, P.WarmupEvent>(true),
+      same<(typeof ModelsLoadEventFields)["warmup_progress"], typeof WarmupProgressFields>(true),
+      same<P.ModelsUnloadParams, z.input<typeof ModelsUnloadParamsSchema>>(true),
+      same<P.ModelsUnloadResult, z.infer<typeof ModelsUnloadResultSchema>>(true),
       same<P.PullParams, z.input<typeof PullParamsSchema>>(true),
       same<P.PullResult, z.infer<typeof PullResultSchema>>(true),
       same<P.ErrorReason, z.infer<typeof ErrorReasonSchema>>(true),

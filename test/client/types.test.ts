@@ -21,6 +21,7 @@ const HOST = `import {
   resolveCoreBinary,
   type AbortSignalLike,
   type AnyLocalAiError,
+  type ModelsLoadResult,
   type SessionSummary,
   type SessionsGetResult,
   type StoredMessage,
@@ -52,6 +53,17 @@ export async function host(signal: AbortSignalLike): Promise<string[]> {
   out.push(String(plan.fits), plan.plan.argv.join(" "), String(plan.model.layers));
   // @ts-expect-error PlanResult is a typed object: a misspelt field does not compile
   out.push(String(plan.fitz));
+
+  const listing = await client.models();
+  out.push(String(listing.models.length));
+  const load = client.models.load({ model: "qwen3-8b", pin: true }, { signal });
+  for await (const ev of load) if (ev.phase === "waiting_for_memory") out.push(ev.models.join());
+  const loaded: ModelsLoadResult = await load.result;
+  out.push(loaded.state, String(loaded.memory_bytes));
+  const unloaded = await client.models.unload({ model: loaded.model, force: true });
+  out.push(String(unloaded.unloaded));
+  // @ts-expect-error models.load needs its model
+  client.models.load({ pin: true });
 
   const warm = client.warmup({ user_id: "u1" });
   for await (const ev of warm) {

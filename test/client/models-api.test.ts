@@ -1,0 +1,39 @@
+import { afterEach, describe, expect, test } from "bun:test";
+import { killFakes, rejection, startFake } from "./fake-core-fixture.ts";
+
+// client.models(), .load and .unload against the scripted core: what each puts on the
+// wire, and which calls the host can cancel there.
+afterEach(killFakes);
+
+type Echo = { method: string; params: Record<string, unknown> };
+const echo = (p: Promise<unknown>) => p as Promise<Echo>;
+
+describe("client.models", () => {
+  test("called, it is the listing; load streams warmup_progress, unload is a short call", async () => {
+    const client = await startFake();
+    expect(await echo(client.models())).toEqual({ method: "models", params: {} });
+    const load = client.models.load({ model: "qwen3-8b", pin: true });
+    const phases: string[] = [];
+    for await (const ev of load) if (ev.phase === "waiting_for_memory") phases.push(ev.models.join());
+    expect(phases).toEqual(["a"]);
+    expect(await echo(load.result)).toEqual({
+      method: "models.load",
+      params: { model: "qwen3-8b", pin: true },
+    });
+    expect(await echo(client.models.unload({ model: "qwen3-8b", force: true }))).toEqual({
+      method: "models.unload",
+      params: { model: "qwen3-8b", force: true },
+    });
+  });
+
+  test("a load the host aborts is cancelled on the core's side (the protocol's table: cancellable)", async () => {
+    const client = await startFake();
+    const hanging = async () => ((await client.request("hanging")) as { ids: string[] }).ids;
+    const controller = new AbortController();
+    const load = client.models.load({ model: "hang" }, { signal: controller.signal });
+    expect(await hanging()).toEqual([load.id as string]);
+    controller.abort();
+    expect((await rejection(load.result)).code).toBe("cancelled");
+    expect(await hanging()).toEqual([]);
+  });
+});
