@@ -126,6 +126,11 @@ const TYPES: [name: string, expr: string, doc: string][] = [
     "z.infer<typeof WarmupProgressFields>",
     "The fields of a `warmup_progress` event (warmup's, and a chat's while llama-server starts or wakes).",
   ],
+  [
+    "PlanParams",
+    "z.input<typeof PlanParamsSchema>",
+    "What `plan` accepts: `model`, else model.path; other keys are ignored.",
+  ],
   ["ModelsLoadParams", "z.input<typeof ModelsLoadParamsSchema>", "What `models.load` accepts."],
   [
     "ModelsLoadEvent",
@@ -154,7 +159,7 @@ import type { InitializeParamsSchema, initializeResultSchema } from "./protocol/
 import type { ErrorCodeSchema, ErrorReasonSchema, RequestIdSchema } from "./protocol/messages.ts";
 import type { ModelsResultSchema } from "./protocol/models.ts";
 import type { okResultSchema } from "./protocol/ping.ts";
-import type { PlanReportSchema } from "./protocol/plan.ts";
+import type { PlanParamsSchema, PlanReportSchema } from "./protocol/plan.ts";
 import type { ModelsLoadParamsSchema, ModelsLoadResultSchema } from "./protocol/models-load.ts";
 import type { ModelsUnloadParamsSchema, ModelsUnloadResultSchema } from "./protocol/models-unload.ts";
 import type { DownloadProgressFields, PullParamsSchema, PullResultSchema } from "./protocol/pull.ts";

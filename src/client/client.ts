@@ -11,7 +11,7 @@ import { DocumentsApi } from "./documents-api.ts";
 import { guardHostCallbacks } from "./host-callbacks.ts";
 import type { CallOptions } from "./host-types.ts";
 import { type ModelsApi, modelsApi } from "./models-api.ts";
-import type { RequestId } from "./protocol-types.ts";
+import type { PlanParams, RequestId } from "./protocol-types.ts";
 import type { RequestStream } from "./request-stream.ts";
 import { SessionsApi, UsersApi } from "./sessions-api.ts";
 import type {
@@ -40,6 +40,13 @@ export interface ChatOptions extends CallOptions {
 }
 
 export type ChatStream = RequestStream<ChatEvent, ChatResult>;
+
+/**
+ * What plan()'s first argument takes: the plan param `model`, and the call options, told apart
+ * by key (the `plan` method has no `timeoutMs` or `signal` param), so `plan({ timeoutMs })`
+ * written before `model` existed keeps its meaning.
+ */
+export type PlanOptions = Pick<PlanParams, "model"> & CallOptions;
 
 /** What a started client has for sure: the core's answer to initialize. */
 export interface StartedInfo {
@@ -171,8 +178,18 @@ export class LocalAiClient {
     return this.request("doctor", {}, options);
   }
 
-  plan(options?: CallOptions): Promise<PlanResult> {
-    return this.request("plan", {}, options);
+  /**
+   * The launch plan of `model` (a configured name, a GGUF path or `hf:` reference), else of
+   * model.path. `timeoutMs` and `signal` are call options wherever they are given:
+   * `plan({ model, timeoutMs })` and `plan({ model }, { timeoutMs })` are the same call.
+   */
+  plan(params: PlanOptions = {}, options: CallOptions = {}): Promise<PlanResult> {
+    // `?? {}`: a plain-JS host's `plan(null)`.
+    const { timeoutMs, signal, ...planParams } = params ?? {};
+    return this.request("plan", planParams, {
+      timeoutMs: options.timeoutMs ?? timeoutMs,
+      signal: options.signal ?? signal,
+    });
   }
 
   /**

@@ -7,6 +7,7 @@ export {
   type ChatOptions,
   type ChatStream,
   LocalAiClient,
+  type PlanOptions,
   type StartedInfo,
   type StartedLocalAiClient,
 } from "./client.ts";

@@ -831,6 +831,9 @@ export type WarmupProgress =
   | { phase: "waiting_for_memory"; elapsed_ms: number; models: string[] }
   | { phase: "ready"; elapsed_ms: number };
 
+/** What `plan` accepts: `model`, else model.path; other keys are ignored. */
+export type PlanParams = { [x: string]: unknown; model?: string | undefined };
+
 /** What `models.load` accepts. */
 export type ModelsLoadParams = { model: string; pin?: boolean | undefined };
 

@@ -60,8 +60,9 @@ rl.on("line", (line) => {
       return out({ id, type: "result", result: { method, params } });
     case "hanging":
       return out({ id, type: "result", result: { ids: [...hanging.keys()] } });
+    case "plan":
     case "models.load":
-      // A load that runs until cancelled (a wait for memory).
+      // A plan or a load that runs until cancelled (a slow hub header, a wait for memory).
       if (params.model === "hang") return void hanging.set(id, method);
       if (method === "models.load")
         out({

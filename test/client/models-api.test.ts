@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { killFakes, rejection, startFake } from "./fake-core-fixture.ts";
 
-// client.models(), .load and .unload against the scripted core: what each puts on the
+// client.models.load/unload and plan's `model` against the scripted core: what each puts on the
 // wire, and which calls the host can cancel there.
 afterEach(killFakes);
 
@@ -35,5 +35,34 @@ describe("client.models", () => {
     controller.abort();
     expect((await rejection(load.result)).code).toBe("cancelled");
     expect(await hanging()).toEqual([]);
+  });
+});
+
+describe("client.plan", () => {
+  test("sends `model` as its param; timeoutMs and signal stay call options, never params", async () => {
+    const client = await startFake();
+    expect(await echo(client.plan())).toEqual({ method: "plan", params: {} });
+    expect(await echo(client.plan({ model: "qwen3-8b" }))).toEqual({
+      method: "plan",
+      params: { model: "qwen3-8b" },
+    });
+    // Written before `model` existed: the first argument was the call options alone.
+    const signal = new AbortController().signal;
+    expect(await echo(client.plan({ timeoutMs: 5000, signal }))).toEqual({ method: "plan", params: {} });
+    expect(await echo(client.plan({ model: "x" }, { timeoutMs: 5000 }))).toEqual({
+      method: "plan",
+      params: { model: "x" },
+    });
+  });
+
+  test("a time limit beside `model`, or in the second argument, limits the call", async () => {
+    const client = await startFake();
+    expect((await rejection(client.plan({ model: "hang", timeoutMs: 50 }))).code).toBe("timeout");
+    expect((await rejection(client.plan({ model: "hang" }, { timeoutMs: 50 }))).code).toBe("timeout");
+    const controller = new AbortController();
+    controller.abort();
+    const aborted = await rejection(client.plan({ model: "x", signal: controller.signal }));
+    expect(aborted.code).toBe("cancelled");
+    expect(aborted.message).toContain("before it was sent");
   });
 });

@@ -18,7 +18,7 @@ import type {
 } from "../../src/protocol/models-load.ts";
 import type { ModelsUnloadParamsSchema, ModelsUnloadResultSchema } from "../../src/protocol/models-unload.ts";
 import type { StatusResult } from "../../src/protocol/ping.ts";
-import type { PlanReport } from "../../src/protocol/plan.ts";
+import type { PlanParamsSchema, PlanReport } from "../../src/protocol/plan.ts";
 import type { PullParamsSchema, PullResultSchema } from "../../src/protocol/pull.ts";
 import type { WarmupParamsSchema, WarmupResultSchema } from "../../src/protocol/warmup.ts";
 import type { WarmupProgressFields } from "../../src/protocol/warmup-progress.ts";
@@ -56,6 +56,7 @@ describe("client protocol types", () => {
       same<P.DoctorResult, DoctorResult>(true),
       same<P.PlanResult, PlanReport>(true),
       same<P.ModelsResult, ModelsResult>(true),
+      same<P.PlanParams, z.input<typeof PlanParamsSchema>>(true),
       same<P.ModelsLoadParams, z.input<typeof ModelsLoadParamsSchema>>(true),
       same<P.ModelsLoadResult, z.infer<typeof ModelsLoadResultSchema>>(true),
       same<P.ModelsLoadEvent, P.WarmupEvent>(true),

@@ -22,6 +22,7 @@ const HOST = `import {
   type AbortSignalLike,
   type AnyLocalAiError,
   type ModelsLoadResult,
+  type PlanResult,
   type SessionSummary,
   type SessionsGetResult,
   type StoredMessage,
@@ -53,6 +54,10 @@ export async function host(signal: AbortSignalLike): Promise<string[]> {
   out.push(String(plan.fits), plan.plan.argv.join(" "), String(plan.model.layers));
   // @ts-expect-error PlanResult is a typed object: a misspelt field does not compile
   out.push(String(plan.fitz));
+  const named: PlanResult = await client.plan({ model: "qwen3-8b", timeoutMs: 1000 }, { signal });
+  out.push(named.plan.model_path);
+  // @ts-expect-error plan's first argument is \`model\` and the call options: a misspelt key does not compile
+  await client.plan({ modle: "qwen3-8b" });
 
   const listing = await client.models();
   out.push(String(listing.models.length));
