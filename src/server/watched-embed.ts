@@ -1,5 +1,5 @@
 import { requestDeadlineMs } from "../llama/embed-budget.ts";
-import { type Embedded, embed } from "../llama/embeddings.ts";
+import { type Embedded, embed, type RequestWork } from "../llama/embeddings.ts";
 import { LlmError } from "../llama/errors.ts";
 import type { LlamaLease } from "../runtime/endpoint.ts";
 import { watchDeadline } from "../runtime/watchdog.ts";
@@ -8,11 +8,46 @@ import { watchDeadline } from "../runtime/watchdog.ts";
 export type EmbedDeadline = (tokens: number, floorMs: number) => number;
 
 /**
+ * The estimated tokens of the embedding requests in flight on each server. llama-server queues a
+ * request's inputs behind those of the requests before it (one task each, its slots shared), so
+ * a request's deadline counts the work ahead of it too: counted alone, the fourth of four full
+ * requests on a slow CPU would be called a wedge while honest, and the restart would end all four.
+ */
+const queued = new WeakMap<object, { tokens: number }>();
+
+/** A request's watch, its deadline over its own tokens and those in flight before it on the server. */
+function queuedWatch(
+  lease: LlamaLease,
+  signal: AbortSignal,
+  work: RequestWork,
+  deadline: EmbedDeadline,
+): { signal: AbortSignal; dispose(): void } {
+  const server = lease.launch;
+  const queue = queued.get(server) ?? { tokens: 0 };
+  queued.set(server, queue);
+  const tokens = queue.tokens + work.tokens;
+  queue.tokens = tokens;
+  const ahead = tokens > work.tokens ? `, behind ${tokens - work.tokens} in flight` : "";
+  const what = `an embedding request of ${work.inputs} input${work.inputs === 1 ? "" : "s"} (about ${work.tokens} tokens at most${ahead})`;
+  const watch = watchDeadline(lease, signal, deadline(tokens, lease.requestTimeoutMs), what);
+  let disposed = false;
+  return {
+    signal: watch.signal,
+    dispose: () => {
+      if (disposed) return;
+      disposed = true;
+      queue.tokens -= work.tokens;
+      watch.dispose();
+    },
+  };
+}
+
+/**
  * Embeds on a lease as a chat completes on one (agent/watched-completion.ts): each request under
- * a deadline that grows with its estimated tokens and is never under llama.request_timeout_s
- * (llama/embed-budget.ts); past it the request is aborted and the server reported wedged, so the
- * supervisor restarts it. A lost connection or a server error is reported too; a refused input
- * or an unusable answer says nothing about the server. Errors are thrown as they came.
+ * a deadline that grows with its estimated tokens and those of the requests ahead of it on the
+ * server, never under llama.request_timeout_s (llama/embed-budget.ts); past it the request is
+ * aborted and the server reported wedged, so the supervisor restarts it. A lost connection or a
+ * server error is reported too; a refused input or an unusable answer says nothing about the server. Errors are thrown as they came.
  */
 export async function watchedEmbed(
   lease: LlamaLease,
@@ -26,13 +61,7 @@ export async function watchedEmbed(
     const out = await embed(lease, input, {
       signal,
       ...(context === undefined ? {} : { maxInputTokens: context }),
-      watch: (work) =>
-        watchDeadline(
-          lease,
-          signal,
-          deadline(work.tokens, lease.requestTimeoutMs),
-          `an embedding request of ${work.inputs} input${work.inputs === 1 ? "" : "s"} (about ${work.tokens} tokens at most)`,
-        ),
+      watch: (work) => queuedWatch(lease, signal, work, deadline),
     });
     lease.launch.taskServed();
     return out;

@@ -303,4 +303,37 @@ describe("SeveralModels", () => {
       standIn.stop();
     }
   });
+
+  // llama-server queues a request's inputs behind those before it: a deadline over its own tokens
+  // alone called the last of several honest requests on a slow CPU a wedge, and the restart ended all.
+  test("an embedding request's deadline counts the requests in flight before it on the same server", async () => {
+    const standIn = new LlamaStandIn({ nCtx: 512, embedding: TINY_EMBED, apiKey: "key" });
+    try {
+      const asked: number[] = [];
+      const first = Promise.withResolvers<void>();
+      const { fleet, several, name } = atAddress(standIn.baseUrl.replace("http://", ""), (tokens) => {
+        asked.push(tokens);
+        first.resolve();
+        return 60_000;
+      });
+      const model = { kind: "path", name } as const;
+      // The first is never answered: it stays in flight while the second is sent.
+      standIn.model.embedWedges = 1;
+      const cancel = new AbortController();
+      const held = rejection(several.embed(model, ["hello world"], cancel.signal));
+      await first.promise;
+      const second = await several.embed(model, ["hello there"], signal());
+      expect(second.embeddings).toHaveLength(1);
+      // "hello world" (13 estimated) ahead of "hello there" (13).
+      expect(asked).toEqual([13, 26]);
+      cancel.abort();
+      expect(((await held) as unknown as Error).name).toBe("AbortError");
+      // Ended requests are no longer counted ahead of a later one.
+      await several.embed(model, ["hello world"], signal());
+      expect(asked).toEqual([13, 26, 13]);
+      expect(fleet.last(name).failures).toEqual([]);
+    } finally {
+      standIn.stop();
+    }
+  });
 });
