@@ -51,10 +51,12 @@ export const status = defineMethod({
 function llamaStatus(services: Services, now: number): LlamaStatus {
   try {
     // With several models the model section is the scheduler's `default`, not the one supervisor.
-    const snapshot =
-      services.existingLlama()?.snapshot?.() ??
-      services.models?.({ create: false })?.supervisorSnapshot("default");
-    return describeLlama(snapshot, now, residentBytes);
+    const several = services.models?.({ create: false });
+    const snapshot = services.existingLlama()?.snapshot?.() ?? several?.supervisorSnapshot("default");
+    const llama = describeLlama(snapshot, now, residentBytes);
+    // A `default` whose load or restart failed holds no supervisor to read: `stopped` would hide why.
+    const failed = snapshot === undefined ? several?.failure("default") : undefined;
+    return failed ? { ...llama, state: "failed", last_error: failed } : llama;
   } catch (err) {
     // The supervisor's own read is guarded; this is the last line, so status still answers.
     return {

@@ -1,5 +1,6 @@
 import type { ModelChoice } from "../config/choose-model.ts";
 import type { EmbedResult } from "../protocol/embed.ts";
+import type { ErrorCode } from "../protocol/errors.ts";
 import type { ModelsLoadResult } from "../protocol/models-load.ts";
 import type { ModelsUnloadResult } from "../protocol/models-unload.ts";
 import type { MemoryStatus, ModelStatus } from "../protocol/status.ts";
@@ -47,6 +48,11 @@ export interface ModelsApi {
    * it is unloaded, failed or being unloaded. Status's `llama` object describes `default` by it.
    */
   supervisorSnapshot(name: string): SupervisorSnapshot | undefined;
+  /**
+   * What the model's last load or restart failed with, while it is `failed` (no supervisor to
+   * read then); else undefined. Status's `llama` object says `failed` by it for `default`.
+   */
+  failure(name: string): { code: ErrorCode; message: string } | undefined;
   /** The GGUF paths its llama-servers serve now (the `models` listing's `loaded`). */
   loadedPaths(): string[];
 }

@@ -4,7 +4,7 @@ import { configuredModels } from "../config/model-entry.ts";
 import type { Config } from "../config/schema.ts";
 import { type PinnedSetProblem, pinnedSetMessage, pinnedSetProblem } from "../models/pinned-set.ts";
 import type { EmbedResult } from "../protocol/embed.ts";
-import { CoreError, cancelledError } from "../protocol/errors.ts";
+import { CoreError, cancelledError, type ErrorCode } from "../protocol/errors.ts";
 import type { ModelsLoadResult } from "../protocol/models-load.ts";
 import type { ModelsUnloadResult } from "../protocol/models-unload.ts";
 import type { MemoryStatus, ModelStatus } from "../protocol/status.ts";
@@ -267,6 +267,17 @@ export class SeveralModels implements ModelsApi {
   supervisorSnapshot(name: string): SupervisorSnapshot | undefined {
     const state = this.scheduler.snapshot().models.find((m) => m.name === name)?.state;
     return state === "loaded" || state === "loading" ? this.scheduler.runtimeOf(name)?.snapshot() : undefined;
+  }
+
+  failure(name: string): { code: ErrorCode; message: string } | undefined {
+    const row = this.scheduler.snapshot().models.find((m) => m.name === name);
+    if (row?.state !== "failed") return undefined;
+    const err = row.error;
+    if (err instanceof CoreError) return { code: err.code, message: err.message };
+    return {
+      code: "internal_error",
+      message: `model "${name}" failed: ${(err as Error)?.message ?? String(err)}`,
+    };
   }
 
   loadedPaths(): string[] {

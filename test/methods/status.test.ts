@@ -274,7 +274,11 @@ describe("the status method", () => {
 
   test("with several models and `default` unloaded, the llama object's out-of-memory count is its row's", async () => {
     const row = { name: "default", gpu_out_of_memory: 2 };
-    const several = { status: () => ({ models: [row], memory: [] }), supervisorSnapshot: () => undefined };
+    const several = {
+      status: () => ({ models: [row], memory: [] }),
+      supervisorSnapshot: () => undefined,
+      failure: () => undefined,
+    };
     const result = await run(
       { existingLlama: () => undefined, models: () => several as never } as Partial<Services>,
       ctx("s", []),
@@ -283,6 +287,23 @@ describe("the status method", () => {
       state: "stopped",
       gpu_out_of_memory: 2,
     });
+  });
+
+  // A one-model host reads `llama`: with a models list, a `default` that failed to load said
+  // `stopped` with no error, as if it had never been asked for.
+  test("with several models and `default` failed, the llama object says failed with its error", async () => {
+    const row = { name: "default", gpu_out_of_memory: 0 };
+    const failure = { code: "model_missing" as const, message: "model.path: /m.gguf does not exist" };
+    const several = {
+      status: () => ({ models: [row], memory: [] }),
+      supervisorSnapshot: () => undefined,
+      failure: (name: string) => (name === "default" ? failure : undefined),
+    };
+    const result = (await run(
+      { existingLlama: () => undefined, models: () => several as never } as Partial<Services>,
+      ctx("s", []),
+    )) as { llama: Record<string, unknown> };
+    expect(result.llama).toMatchObject({ state: "failed", last_error: failure, pid: null });
   });
 
   test("the model section's vision is its last plan's: true with a projector, null before any plan", async () => {

@@ -2,6 +2,7 @@ import { describe, expect, test } from "bun:test";
 import type { PromptReuse } from "../../src/agent/kv/reuse.ts";
 import { ConfigSchema } from "../../src/config/schema.ts";
 import type { PinnedSetProblem } from "../../src/models/pinned-set.ts";
+import { CoreError } from "../../src/protocol/errors.ts";
 import { SeveralModels } from "../../src/server/several-models.ts";
 import type { EmbedDeadline } from "../../src/server/watched-embed.ts";
 import { TINY_EMBED } from "../fixtures/llama-stand-in/embeddings.ts";
@@ -173,6 +174,23 @@ describe("SeveralModels", () => {
     const a = { kind: "path", name: "a" } as const;
     await rejection(several.embed(a, ["x"], signal()));
     expect(several.scheduler.snapshot().models.find((m) => m.name === "a")?.chats).toBe(0);
+  });
+
+  test("a model whose load failed tells its failure (status's `llama` for `default`); an unknown one none", async () => {
+    const { fleet, several } = setup(null);
+    fleet.spec("a").fail = new CoreError("model_missing", "model.path: /a.gguf does not exist");
+    fleet.spec("b").fail = new Error("it does not start");
+    for (const name of ["a", "b"])
+      await rejection(several.embed({ kind: "path", name } as const, ["x"], signal()));
+    expect(several.failure("a")).toEqual({
+      code: "model_missing",
+      message: "model.path: /a.gguf does not exist",
+    });
+    expect(several.failure("b")).toEqual({
+      code: "internal_error",
+      message: 'model "b" failed: it does not start',
+    });
+    expect(several.failure("nothing")).toBeUndefined();
   });
 
   test("a chat on a path that fails to load leaves nothing behind: 1,000 distinct paths keep no provider, reuse or chat set", async () => {
