@@ -1,6 +1,7 @@
 import { requestDeadlineMs } from "../llama/embed-budget.ts";
 import { type Embedded, embed, type RequestWork } from "../llama/embeddings.ts";
-import { LlmError } from "../llama/errors.ts";
+import { ConnectionRefused, LlmError } from "../llama/errors.ts";
+import { deathGraceMs, deathReason } from "../runtime/death-reason.ts";
 import type { LlamaLease } from "../runtime/endpoint.ts";
 import { watchDeadline } from "../runtime/watchdog.ts";
 
@@ -47,7 +48,10 @@ function queuedWatch(
  * a deadline that grows with its estimated tokens and those of the requests ahead of it on the
  * server, never under llama.request_timeout_s (llama/embed-budget.ts); past it the request is
  * aborted and the server reported wedged, so the supervisor restarts it. A lost connection or a
- * server error is reported too; a refused input or an unusable answer says nothing about the server. Errors are thrown as they came.
+ * server error is reported too, a lost one named by the server's death where that is heard; a
+ * refused input or an unusable answer says nothing about the server. A connection refused reached
+ * no server (it died before its exit was seen): once the lease has moved to the restarted one, the
+ * embedding is asked again, once, as a chat's request is sent again. Errors are thrown as they came.
  */
 export async function watchedEmbed(
   lease: LlamaLease,
@@ -55,23 +59,30 @@ export async function watchedEmbed(
   signal: AbortSignal,
   deadline: EmbedDeadline = requestDeadlineMs,
 ): Promise<Embedded> {
-  // Read once per launch, as the server turned ready (launch.ts): no input has more tokens.
-  const context = await lease.launch.contextSize(signal);
-  try {
-    const out = await embed(lease, input, {
-      signal,
-      ...(context === undefined ? {} : { maxInputTokens: context }),
-      watch: (work) => queuedWatch(lease, signal, work, deadline),
-    });
-    lease.launch.taskServed();
-    return out;
-  } catch (err) {
-    if (
-      !signal.aborted &&
-      err instanceof LlmError &&
-      (err.kind === "connection_lost" || err.kind === "server_error")
-    )
-      lease.reportFailure(err.message);
-    throw err;
+  for (let again = false; ; again = true) {
+    try {
+      // Read once per launch, as the server turned ready (launch.ts): no input has more tokens.
+      const context = await lease.launch.contextSize(signal);
+      const out = await embed(lease, input, {
+        signal,
+        ...(context === undefined ? {} : { maxInputTokens: context }),
+        watch: (work) => queuedWatch(lease, signal, work, deadline),
+      });
+      lease.launch.taskServed();
+      return out;
+    } catch (err) {
+      if (signal.aborted) throw err;
+      if (err instanceof ConnectionRefused && !again && lease.reconnect) {
+        await lease.reconnect(signal);
+        continue;
+      }
+      if (err instanceof LlmError && err.kind === "connection_lost") {
+        const why = await deathReason(lease.died, signal, deathGraceMs(lease.launch));
+        if (why !== undefined) throw why;
+      }
+      if (err instanceof LlmError && (err.kind === "connection_lost" || err.kind === "server_error"))
+        lease.reportFailure(err.message);
+      throw err;
+    }
   }
 }

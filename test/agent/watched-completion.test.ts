@@ -7,6 +7,7 @@ import type { LlamaLease } from "../../src/runtime/endpoint.ts";
 import { Launch } from "../../src/runtime/launch.ts";
 import { pickFreePort } from "../../src/runtime/ports.ts";
 import { EVENTLESS_CAP } from "../../src/runtime/watchdog.ts";
+import { deadLease } from "../fixtures/dead-lease.ts";
 import { LlamaStandIn } from "../fixtures/llama-stand-in/in-process.ts";
 
 // Issue 19 item 3: a request refused by a llama-server that died a moment ago reached no server,
@@ -21,34 +22,6 @@ afterEach(() => {
   standIn?.stop();
   standIn = undefined;
 });
-
-/** A lease on a port nothing listens on, whose reconnect moves it to `to` (if given). */
-async function deadLease(to?: () => { baseUrl: string; apiKey: string }) {
-  const calls = { reconnects: 0, failures: [] as string[] };
-  let endpoint = { baseUrl: `http://127.0.0.1:${await pickFreePort()}`, apiKey: "k" };
-  const lease: LlamaLease = {
-    get baseUrl() {
-      return endpoint.baseUrl;
-    },
-    get apiKey() {
-      return endpoint.apiKey;
-    },
-    died: never(),
-    launch: new Launch({ ...endpoint, slots: 1 }),
-    requestTimeoutMs: 5000,
-    release: () => {},
-    reportFailure: (reason) => calls.failures.push(reason),
-    ...(to
-      ? {
-          reconnect: async () => {
-            calls.reconnects++;
-            endpoint = to();
-          },
-        }
-      : {}),
-  };
-  return { lease, calls };
-}
 
 /** The completion with nobody listening to its deltas. */
 const complete = (lease: LlamaLease) =>
