@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, test } from "bun:test";
-import { writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { defaultConfig } from "../../src/config/load.ts";
 import { listModels } from "../../src/models/list.ts";
@@ -157,6 +157,25 @@ describe("a core without models entries serves the model section alone", () => {
     }
     h.end();
     await h.exit;
+  });
+});
+
+describe("docs/protocol.md's examples answer as this core does", () => {
+  // A host developer copies these lines; they once showed a core from before several models.
+  const docs = readFileSync(join(import.meta.dir, "../../docs/protocol.md"), "utf8").split("\n");
+  const example = (start: string) => JSON.parse(docs.find((l) => l.startsWith(start))!.slice(3));
+
+  test("initialize: every capability, method and event a core without models entries announces", async () => {
+    using d = tmpdir();
+    writeFileSync(join(d.path, "config.yaml"), "model: {path: ./main.gguf}\n");
+    const h = startHarness({ cwd: d.path });
+    const init = await h.request({ id: 1, method: "initialize", params: {} });
+    h.end();
+    await h.exit;
+    const shown = example('<- {"id":1,"type":"result","result":{"protocol_version"');
+    // The harness turns on the test-only methods (docs/protocol.md "Test-only methods").
+    const methods = init.result.capabilities.methods.filter((m: string) => !m.startsWith("test."));
+    expect(shown.result.capabilities).toEqual({ ...init.result.capabilities, methods });
   });
 });
 
