@@ -177,6 +177,22 @@ describe("docs/protocol.md's examples answer as this core does", () => {
     const methods = init.result.capabilities.methods.filter((m: string) => !m.startsWith("test."));
     expect(shown.result.capabilities).toEqual({ ...init.result.capabilities, methods });
   });
+
+  test("status: every field, the models rows and memory included, as parsed and as this core sends them", async () => {
+    const h = startHarness({ cwd: dir.path });
+    const real = (await h.request({ id: 1, method: "status", params: {} })).result;
+    h.end();
+    await h.exit;
+    const keys = (o: object) => Object.keys(o).sort();
+    for (const id of [1, 3]) {
+      const shown = example(`<- {"id":${id},"type":"result","result":{"llama"`).result;
+      expect(keys(shown)).toEqual(keys(real));
+      expect(keys(shown.llama)).toEqual(keys(real.llama));
+      statusResultSchema().parse(shown);
+    }
+    const row = example('<- {"id":3,"type":"result","result":{"llama"').result.models[0];
+    expect(keys(row)).toEqual(keys(real.models[0]));
+  });
 });
 
 describe("the models listing names configured files and marks loaded ones", () => {
