@@ -49,10 +49,19 @@ describe.skipIf(process.platform === "win32")("several models (compiled core)", 
       expect.arrayContaining(["llama-server.log", "llama-server-second.log"]),
     );
 
+    // The host's model picker: each file beside the config by its configured name, marked loaded
+    // from what this core serves (docs/protocol.md#models).
+    const listed = async (id: string) => {
+      const res = (await core.request({ id, method: "models" }, 20_000)).result;
+      return Object.fromEntries(res.models.map((m: any) => [m.file, [m.name, m.loaded]]));
+    };
+    expect(await listed("m1")).toEqual({ [first]: ["default", true], "second.gguf": ["second", true] });
+
     const un = await core.request({ id: 4, method: "models.unload", params: { model: "second" } }, 20_000);
     expect(un.result).toEqual({ model: "second", unloaded: true });
     await waitFor(() => !alive(pids[1] as number), { timeoutMs: 10_000 });
     expect(alive(pids[0] as number)).toBe(true);
+    expect(await listed("m2")).toEqual({ [first]: ["default", true], "second.gguf": ["second", false] });
 
     await core.request({ id: "bye", method: "shutdown" });
     expect(await core.exited()).toBe(0);
