@@ -97,7 +97,7 @@ describe("models: in config.yaml", () => {
     writeGguf(dir.path, "second.gguf", llama7b());
     writeFileSync(
       join(dir.path, "config.yaml"),
-      "model: {path: ./main.gguf, max_tokens: 100}\nllama: {extra_args: [--foo]}\nmodels:\n  - {name: second, path: ./second.gguf, max_tokens: 300, gpu_layers: 0, extra_args: [--bar, '1']}\n",
+      "model: {path: ./main.gguf, max_tokens: 100}\nllama: {extra_args: [--foo], idle_sleep_s: 42}\nmodels:\n  - {name: second, path: ./second.gguf, max_tokens: 300, gpu_layers: 0, extra_args: [--bar, '1']}\n",
     );
     const { config } = loadConfig("config.yaml", dir.path);
     const deps: PlanDeps = { readModel: defaultPlanDeps.readModel, probe: async () => cpuOnlyMachine() };
@@ -109,6 +109,8 @@ describe("models: in config.yaml", () => {
     expect(argv(main)).toContain("--foo");
     expect(argv(main)).not.toContain("--bar");
     expect(argv(second)).toContain("--foo --bar 1");
+    // llama.idle_sleep_s applies to each model's own llama-server (docs/models.md "Several models").
+    for (const plan of [main, second]) expect(argv(plan)).toContain("--sleep-idle-seconds 42");
   });
 
   test.each([
