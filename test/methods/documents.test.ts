@@ -490,6 +490,33 @@ describe("documents.add, list, delete and citations", () => {
     }
   });
 
+  test("each method sees only its user's documents: list, delete, session_id and a chat's recall", async () => {
+    await using h = new ChatHarness(plain);
+    h.llama.script({ content: ["ok"] }, { content: ["ok"] });
+    await h.chat("c0", { input: "hi", session_id: "ann-s", user_id: "ann" });
+    const doc = await call(h, "a", "documents.add", { text: "The OKAPI lives in forests.", user_id: "ann" });
+    const ids = async (id: string, user_id?: string) =>
+      (await call(h, id, "documents.list", user_id ? { user_id } : {})).result.documents.map(
+        (d: any) => d.document_id,
+      );
+    expect(await ids("l1", "ann")).toEqual([doc.result.document_id]);
+    expect(await ids("l2")).toEqual([]);
+    // Another user's session is not one of this user's, for an add or a list.
+    const add = await call(h, "a2", "documents.add", { text: "x", session_id: "ann-s" });
+    expect(add.data).toMatchObject({ field: "session_id", reason: "session_not_found" });
+    const list = await call(h, "l3", "documents.list", { session_id: "ann-s", user_id: "bob" });
+    expect(list.data).toMatchObject({ reason: "session_not_found" });
+    const del = await call(h, "d1", "documents.delete", {
+      document_id: doc.result.document_id,
+      user_id: "bob",
+    });
+    expect(del.data).toMatchObject({ field: "document_id", reason: "document_not_found" });
+    const chat = await h.chat("c1", { input: "where does the okapi live", session_id: "b", user_id: "bob" });
+    const done = chat.events.find((e) => e.event === "memory_done") as any;
+    expect(done.sources).toEqual([]);
+    expect(await ids("l4", "ann")).toEqual([doc.result.document_id]);
+  });
+
   test("sessions.delete erases its attachments, not the library", async () => {
     await using h = new ChatHarness(plain);
     h.llama.script({ content: ["ok"] });
