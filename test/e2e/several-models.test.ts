@@ -63,6 +63,27 @@ describe.skipIf(process.platform === "win32")("several models (compiled core)", 
     expect(alive(pids[0] as number)).toBe(true);
     expect(await listed("m2")).toEqual({ [first]: ["default", true], "second.gguf": ["second", false] });
 
+    // models.load brings it back ahead of any chat, with warmup_progress, pinned as asked (docs/protocol.md#modelsload).
+    const load = await core.request(
+      { id: 5, method: "models.load", params: { model: "second", pin: true } },
+      20_000,
+    );
+    expect(load.result).toMatchObject({
+      model: "second",
+      state: "ready",
+      memory_bytes: rows.second.memory_bytes,
+    });
+    const phases = core.messages
+      .filter((m: any) => m.id === 5 && m.event === "warmup_progress")
+      .map((m: any) => m.phase);
+    expect(phases[0]).toBe("starting");
+    expect(phases.at(-1)).toBe("ready");
+    const reloaded = (await core.request({ id: 6, method: "status" })).result.models.find(
+      (m: any) => m.name === "second",
+    );
+    expect(reloaded).toMatchObject({ state: "ready", pinned: true });
+    pids.push(reloaded.pid);
+
     await core.request({ id: "bye", method: "shutdown" });
     expect(await core.exited()).toBe(0);
     for (const pid of pids) expect(alive(pid)).toBe(false);
