@@ -48,7 +48,7 @@ describe("params refused before anything runs, naming the field", () => {
     ["embed", {}, "input"],
     ["embed", { input: [] }, "input"],
     ["embed", { input: 7 }, "input"],
-    ["embed", { input: ["a", 3] }, "input"],
+    ["embed", { input: ["a", 3] }, "input.1"],
     ["embed", { input: Array(2049).fill("a") }, "input"],
     ["embed", { input: ["a", "b", "é".repeat(MB / 2 + 1)] }, "input.2"],
     ["embed", { input: "x".repeat(MB + 1) }, "input"],
