@@ -21,3 +21,45 @@ export async function writeUsage(
   const text = await renderUsage(cmd, parent);
   stream.write(`${colorFor(stream) ? text : stripVTControlCharacters(text)}\n\n`);
 }
+
+/** A stream a command writes to as it goes, which may go away under it. */
+export interface ClosableOutput {
+  write(text: string): void;
+  /** True once a write failed: the reader is gone and nothing more is written. */
+  readonly closed: boolean;
+}
+
+/**
+ * stdout for a command that writes while it works (pull's progress): a reader that went away
+ * (`| head -1`, EPIPE) calls `onClosed` once and silences later writes. Bun throws the EPIPE
+ * from write() or reports it as an 'error' event; either, unheard, ended the process with a
+ * trace and left the pull's lock behind.
+ */
+export function closableOutput(
+  onClosed: () => void,
+  stream: NodeJS.WriteStream = process.stdout,
+): ClosableOutput {
+  let closed = false;
+  const close = () => {
+    if (closed) return;
+    closed = true;
+    onClosed();
+  };
+  stream.on("error", close);
+  const written = (err?: Error | null) => {
+    if (err) close();
+  };
+  return {
+    write(text: string) {
+      if (closed) return;
+      try {
+        stream.write(text, written);
+      } catch {
+        close();
+      }
+    },
+    get closed() {
+      return closed;
+    },
+  };
+}

@@ -9,6 +9,7 @@ import { CoreServices } from "../server/services.ts";
 import { logger } from "../util/logger.ts";
 import { configArg, jsonArg } from "./args.ts";
 import { reportFailure } from "./failure.ts";
+import { closableOutput } from "./output.ts";
 
 /** The exit code of a pull stopped by Ctrl-C (128 + SIGINT), as shells report it. */
 const EXIT_INTERRUPTED = 130;
@@ -27,13 +28,15 @@ export default defineCommand({
     ...jsonArg,
   },
   run: async ({ args }) => {
-    const out = (text: string) => process.stdout.write(text);
+    const ac = new AbortController();
+    const stop = () => ac.abort();
+    // A reader that left (`| head -1`) stops the pull as Ctrl-C does: the partial is kept.
+    const stdout = closableOutput(stop);
+    const out = (text: string) => stdout.write(text);
     const printer = new ProgressPrinter(
       out,
       process.stdout.isTTY ? { columns: process.stdout.columns || 80 } : null,
     );
-    const ac = new AbortController();
-    const stop = () => ac.abort();
     process.once("SIGINT", stop);
     process.once("SIGTERM", stop);
     try {
@@ -65,6 +68,12 @@ export default defineCommand({
     } catch (err) {
       printer.end();
       if (isCoreError(err) && err.code === "cancelled") {
+        if (stdout.closed) {
+          logger.warn(
+            "stdout was closed, so the pull stopped; the partial download is kept, run it again to resume",
+          );
+          return 1;
+        }
         if (args.json) out(`${JSON.stringify({ type: "error", ...reportFailure(err, "pull") })}\n`);
         logger.warn("pull cancelled; the partial download is kept, run the same command to resume");
         return EXIT_INTERRUPTED;

@@ -190,6 +190,34 @@ describe.skipIf(!onPosix)("pull from the compiled binary", () => {
     }
   }, 30_000);
 
+  test("a reader that leaves (`| head -1`) stops the pull: one line on stderr, no trace, the lock released", async () => {
+    const cache = freshCache();
+    const sha = hub.sha256Of(REPO, "big-Q8_0.gguf");
+    // The download stalls after 1 MiB, so the progress lines go on (one every 2 s) after head left.
+    hub.knobs.hangAfter = MB;
+    try {
+      const code = join(dirname(cache), "code");
+      const proc = Bun.spawn(
+        ["sh", "-c", `{ "$0" pull ${REPO}:Q8_0; echo $? > "$1"; } | head -1`, ensureBinary(), code],
+        { cwd: work.path, env: envFor(cache), stdout: "pipe", stderr: "pipe", timeout: 30_000 },
+      );
+      const [stdout, stderr] = await Promise.all([
+        new Response(proc.stdout).text(),
+        new Response(proc.stderr).text(),
+        proc.exited,
+      ]);
+      expect(stdout).toStartWith("big-Q8_0.gguf  ");
+      expect(stderr).not.toContain("EPIPE");
+      expect(stderr).not.toContain("    at ");
+      expect(stderr).toContain("stdout was closed, so the pull stopped; the partial download is kept");
+      expect(readFileSync(code, "utf8").trim()).toBe("1");
+      expect(statSync(incompletePath(cache, REPO, sha)).size).toBeGreaterThan(0);
+      expect(existsSync(`${blobPath(cache, REPO, sha)}.lock`)).toBe(false);
+    } finally {
+      hub.knobs.hangAfter = undefined;
+    }
+  }, 40_000);
+
   test("a killed pull leaves its partial and its lock; the next pull takes the lock over and resumes", async () => {
     const cache = freshCache();
     hub.knobs.bytesPerSecond = MB;
