@@ -48,6 +48,21 @@ export function hubEndpoint(env: Env): string {
 }
 
 /**
+ * What is wrong with the endpoint `$HF_ENDPOINT` gave (`hubEndpoint`), or null: a value that is not an http(s) URL would reach
+ * `new URL` deep in a request and come out as a trace, or be blamed on the hub.
+ */
+export function endpointProblem(endpoint: string): string | null {
+  let protocol: string;
+  try {
+    protocol = new URL(endpoint).protocol;
+  } catch {
+    return `HF_ENDPOINT "${shownEndpoint(endpoint)}" is not a URL: set it to the hub's base URL, such as https://huggingface.co, or unset it`;
+  }
+  if (protocol === "http:" || protocol === "https:") return null;
+  return `HF_ENDPOINT "${shownEndpoint(endpoint)}" is a ${protocol} URL; only http and https are asked: set it to the hub's base URL, such as https://huggingface.co, or unset it`;
+}
+
+/**
  * The endpoint as a message may show it: a user and password written into HF_ENDPOINT (a
  * mirror behind basic auth) are a secret, never echoed to a host, a log or a bug report.
  */

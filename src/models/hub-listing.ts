@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { CoreError } from "../protocol/errors.ts";
 import { readCapped } from "../util/capped-body.ts";
-import { type Env, hubEndpoint, isOffline, shownEndpoint } from "./hf-cache.ts";
+import { type Env, endpointProblem, hubEndpoint, isOffline, shownEndpoint } from "./hf-cache.ts";
 import { nextLink } from "./hub-client.ts";
 import { readToken, UnusableToken } from "./hub-token.ts";
 import { refusedEntry } from "./listed-entry.ts";
@@ -176,6 +176,8 @@ export async function hubFetch(
   const label = what.file ? `${what.repo} ${what.file}` : what.repo;
   if (access.offline)
     throw hubError("hub_offline", `${label}: HF_HUB_OFFLINE is set, so the hub is not asked`, what);
+  const badEndpoint = endpointProblem(access.endpoint);
+  if (badEndpoint) throw hubError("hub_unreachable", `${label}: ${badEndpoint}`, what);
   const hubOrigin = new URL(access.endpoint).origin;
   let current = url;
   for (let hop = 0; hop <= MAX_REDIRECTS; hop++) {

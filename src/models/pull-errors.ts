@@ -9,6 +9,7 @@ import { HubBadAnswer, HubError, HubUnreachable } from "./hub-client.ts";
  */
 export const PULL_CAUSES = [
   "offline",
+  "bad_endpoint",
   "not_found",
   "no_gguf",
   "ambiguous",
@@ -26,6 +27,7 @@ export type PullCause = (typeof PULL_CAUSES)[number];
 
 const USER_SIDE: ReadonlySet<PullCause> = new Set([
   "offline",
+  "bad_endpoint",
   "not_found",
   "no_gguf",
   "ambiguous",

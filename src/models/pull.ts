@@ -10,6 +10,7 @@ import { giveUp, LOCK_QUIET_MS, LockWatch, tryLock } from "./download-lock.ts";
 import {
   blobPath,
   type Env,
+  endpointProblem,
   hubCacheDir,
   hubEndpoint,
   incompletePath,
@@ -111,6 +112,8 @@ export async function pullModel(req: PullRequest, deps: PullDeps, hooks: PullHoo
       "offline",
       "HF_HUB_OFFLINE is set, so pull does not touch the network (unset it to download)",
     );
+  const badEndpoint = endpointProblem(hubEndpoint(deps.env));
+  if (badEndpoint) throw pullError(where, "bad_endpoint", badEndpoint);
   const cacheDir = hubCacheDir(deps.env, deps.home);
   const hub = new HubClient({
     endpoint: hubEndpoint(deps.env),

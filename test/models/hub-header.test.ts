@@ -329,6 +329,14 @@ describe("will it fit, from the hub's header alone", () => {
     expect(offline.data).toMatchObject({ problem: "hub_offline" });
     expect(calls).toBe(0);
   });
+  test("an HF_ENDPOINT that is not a URL is said as such, with no request and no trace", async () => {
+    using dir = tmpdir();
+    const bad = await failure(
+      judged(parseModelRef("org/m:Q4_K_M"), config, { HF_ENDPOINT: "not-a-url" }, { home: dir.path }),
+    );
+    expect(bad.data).toMatchObject({ problem: "hub_unreachable" });
+    expect(bad.message).toContain('HF_ENDPOINT "not-a-url" is not a URL');
+  });
 });
 
 describe("plan with a model not pulled yet", () => {

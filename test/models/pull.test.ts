@@ -709,6 +709,25 @@ describe("bad input and a hostile world", () => {
     expect(hub.requests).toHaveLength(0);
   });
 
+  test("an HF_ENDPOINT that is not an http(s) URL is named as the cause, not a trace (a hostile review)", async () => {
+    const { deps } = await setup();
+    for (const [endpoint, says] of [
+      ["not-a-url", 'HF_ENDPOINT "not-a-url" is not a URL'],
+      ["http://[::1", "is not a URL"],
+      ["ftp://mirror.example", "is a ftp: URL; only http and https are asked"],
+      ["http://user:s3cret@[::1", "is not a URL"],
+    ]) {
+      const r = await pull(
+        { repo: "org/model-GGUF", quant: "Q4_K_M" },
+        { ...deps, env: { ...deps.env, HF_ENDPOINT: endpoint! } },
+      );
+      expect(r.error?.code).toBe("invalid_request");
+      expect(r.error?.data).toMatchObject({ cause: "bad_endpoint" });
+      expect(r.error?.message).toContain(says!);
+      expect(r.error?.message).not.toContain("s3cret");
+    }
+  });
+
   test("a partial larger than the file is discarded and the download starts over", async () => {
     const { cache, deps, hub } = await setup();
     const partial = incompletePath(cache, "org/model-GGUF", sha256(MODEL));
