@@ -1,4 +1,5 @@
 import { type ArgsDef, type CommandDef, parseArgs, runCommand } from "citty";
+import { killRunningProbes } from "../plan/run-probe.ts";
 import { logger } from "../util/logger.ts";
 import { VERSION } from "../version.ts";
 import { argsProblem } from "./check-args.ts";
@@ -43,8 +44,10 @@ export async function runCli(argv: string[]): Promise<number> {
     // Inside the try: citty's parse throws its usage errors (a missing positional) here too.
     json = "json" in def && parseArgs(rest, def).json === true;
     // citty does not hand a subcommand's return value back, so the entry runs it directly.
-    const { result } = await runCommand(sub, { rawArgs: rest });
-    return typeof result === "number" ? result : 0;
+    const running = runCommand(sub, { rawArgs: rest }).then(({ result }) =>
+      typeof result === "number" ? result : 0,
+    );
+    return OWN_SIGNALS.has(name!) ? await running : await untilSignal(running);
   } catch (err) {
     if (err instanceof Error && err.name === "CLIError") {
       logger.error(err.message);
@@ -52,6 +55,38 @@ export async function runCli(argv: string[]): Promise<number> {
       return 2;
     }
     return failed(err, name!, json);
+  }
+}
+
+/** The commands that answer SIGINT and SIGTERM themselves (a clean shutdown, a kept partial). */
+const OWN_SIGNALS = new Set(["serve-stdio", "pull"]);
+
+/**
+ * The command's exit code, or 128 + the signal's number when SIGINT or SIGTERM comes first: its
+ * probes (llama-server --version, --list-devices, nvidia-smi) are killed before the exit, since
+ * a signal sent to this process alone (a script's `kill`, `timeout`) does not reach them.
+ */
+async function untilSignal(command: Promise<number>): Promise<number> {
+  const signals = { SIGINT: 130, SIGTERM: 143 } as const;
+  let stop = () => {};
+  const stopped = new Promise<number>((resolve) => {
+    const on = (signal: keyof typeof signals) => () => {
+      killRunningProbes();
+      resolve(signals[signal]);
+    };
+    const int = on("SIGINT");
+    const term = on("SIGTERM");
+    process.once("SIGINT", int);
+    process.once("SIGTERM", term);
+    stop = () => {
+      process.off("SIGINT", int);
+      process.off("SIGTERM", term);
+    };
+  });
+  try {
+    return await Promise.race([command, stopped]);
+  } finally {
+    stop();
   }
 }
 

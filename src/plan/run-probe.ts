@@ -16,6 +16,19 @@ export const MAX_PROBE_OUTPUT_BYTES = 4 * 1024 * 1024;
  */
 export const PIPES_AFTER_EXIT_MS = 250;
 
+/** The kill of each probe still running: a command stopped by a signal ends them first. */
+const running = new Set<() => void>();
+
+/**
+ * Kills every probe still running, and what each started: `doctor` or `plan` stopped by Ctrl-C
+ * or a script's SIGTERM left a hung `llama-server --list-devices` (a GPU backend that never
+ * starts) running on its own, holding the GPU.
+ */
+export function killRunningProbes(): void {
+  for (const kill of running) kill();
+  running.clear();
+}
+
 /**
  * Runs a command, killing it (and resolving `timeout`) if it outlives `timeoutMs`. Its output is
  * held to MAX_PROBE_OUTPUT_BYTES a pipe, and its exit is its answer even when something it
@@ -51,6 +64,7 @@ export async function runWithTimeout(
     if (process.platform === "win32") proc.kill("SIGKILL");
     else killTree(proc.pid);
   };
+  running.add(kill);
   const out = collect(proc.stdout as ReadableStream<Uint8Array>, kill);
   const err = collect(proc.stderr as ReadableStream<Uint8Array>, kill);
   let timer: ReturnType<typeof setTimeout> | undefined;
@@ -73,6 +87,7 @@ export async function runWithTimeout(
   } catch (e) {
     return { kind: "error", message: (e as Error).message };
   } finally {
+    running.delete(kill);
     clearTimeout(timer);
     out.stop();
     err.stop();

@@ -1,8 +1,10 @@
 import { describe, expect, test } from "bun:test";
-import { readdirSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { isAlive } from "../../src/runtime/proc-info.ts";
 import { tinyLlama, writeGguf } from "../fixtures/gguf-writer.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
+import { waitFor } from "../fixtures/wait.ts";
 
 /**
  * The command line as a person or a script meets it: the entry point run from source in a
@@ -169,6 +171,36 @@ describe("--json failures print a JSON error on stdout (issue 10 item 18)", () =
 });
 
 describe("doctor on the CLI: one failure for one cause, nothing created (issue 10 item 18)", () => {
+  test("SIGTERM or SIGINT to doctor alone ends its probes with it: exit 143 / 130, no llama-server left", async () => {
+    using dir = tmpdir();
+    // A llama-server whose --version never answers, noting each pid it runs as.
+    const pids = join(dir.path, "pids");
+    const hung = join(dir.path, "hung-llama-server");
+    writeFileSync(hung, `#!/bin/sh\necho $$ >> "${pids}"\nexec sleep 60\n`, { mode: 0o755 });
+    writeFileSync(join(dir.path, "config.yaml"), `llama:\n  binary: ${hung}\nmodel:\n  path: m.gguf\n`);
+    for (const [signal, code] of [
+      ["SIGTERM", 143],
+      ["SIGINT", 130],
+    ] as const) {
+      rmSync(pids, { force: true });
+      const proc = Bun.spawn([process.execPath, ENTRY, "doctor"], {
+        cwd: dir.path,
+        stdin: "ignore",
+        stdout: "ignore",
+        stderr: "pipe",
+        env: cleanEnv(),
+      });
+      // The probe runs (it waits up to 5 s for --version) when the signal comes.
+      expect(await waitFor(() => existsSync(pids))).toBe(true);
+      proc.kill(signal);
+      const [stderr, exit] = await Promise.all([new Response(proc.stderr).text(), proc.exited]);
+      expect(stderr).toBe("");
+      expect(exit).toBe(code);
+      for (const pid of readFileSync(pids, "utf8").trim().split("\n").map(Number))
+        expect(await waitFor(() => !isAlive(pid))).toBe(true);
+    }
+  }, 30_000);
+
   test("no config: the config fails, what depends on it is skipped, the folder stays empty", async () => {
     using dir = tmpdir();
     const r = await cli(["doctor", "--json"], { cwd: dir.path });
