@@ -21,6 +21,12 @@ export async function runCli(argv: string[]): Promise<number> {
   if (argv.includes("--help") || argv.includes("-h")) {
     const named = argv.find((a) => !a.startsWith("-"));
     const sub = named === undefined ? undefined : await loadSubCommand(named);
+    // `pul --help` is a typo to say, not the main usage and exit 0 (a script's check passes).
+    if (named !== undefined && !sub) {
+      logger.error(`unknown command '${named}'`);
+      await writeUsage(process.stderr, main);
+      return 2;
+    }
     await writeUsage(process.stdout, sub ?? main, sub ? main : undefined);
     return 0;
   }

@@ -70,6 +70,14 @@ describe("the CLI refuses nonsense (issue 13 item 6)", () => {
     expect(boolValue.code).toBe(2);
   });
 
+  test("--help after an unknown command is that error, exit 2, not the main usage and exit 0", async () => {
+    const r = await cli(["pul", "--help"]);
+    expect(r.code).toBe(2);
+    expect(r.stdout).toBe("");
+    expect(r.stderr).toContain("unknown command 'pul'");
+    expect(r.stderr).toContain("USAGE");
+  });
+
   test("the spellings citty accepts still work: --config=FILE, --no-json", async () => {
     using dir = tmpdir();
     const r = await cli(["plan", "--config=none.yaml", "--no-json"], { cwd: dir.path });
