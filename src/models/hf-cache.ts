@@ -55,6 +55,8 @@ export function endpointProblem(endpoint: string): string | null {
   let protocol: string;
   try {
     protocol = new URL(endpoint).protocol;
+    if (protocol !== "http:" && protocol !== "https:" && !WITH_SCHEME.test(endpoint))
+      throw new TypeError("no scheme");
   } catch {
     return `HF_ENDPOINT "${shownEndpoint(endpoint)}" is not a URL: set it to the hub's base URL, such as https://huggingface.co, or unset it`;
   }
@@ -67,16 +69,24 @@ export function endpointProblem(endpoint: string): string | null {
  * mirror behind basic auth) are a secret, never echoed to a host, a log or a bug report.
  */
 export function shownEndpoint(endpoint: string): string {
+  let url: URL | undefined;
   try {
-    const url = new URL(endpoint);
-    if (!url.username && !url.password) return endpoint;
+    url = new URL(endpoint);
+  } catch {}
+  if (url && (url.username || url.password)) {
     url.username = "";
     url.password = "";
     return url.toString().replace(/\/+$/, "");
-  } catch {
-    return endpoint.replace(/\/\/[^/@]*@/, "//");
   }
+  // A URL with no user, as given (an `@` in its path is no secret).
+  if (url && WITH_SCHEME.test(endpoint)) return endpoint;
+  // Not a URL, or `user:pass@host` (a URL with `user` for its scheme): all before the last `@`
+  // may be a user and password, a `/` in the password included.
+  return endpoint.replace(/^([a-z][a-z\d+.-]*:\/\/)?.*@/is, "$1");
 }
+
+/** `scheme://`: without it, `user:pass@host` and `host:port` parse with a scheme of `user:`, `host:`. */
+const WITH_SCHEME = /^\s*[a-z][a-z\d+.-]*:\/\//i;
 
 /** `org/name` → `models--org--name`. */
 export function repoFolderName(repo: string): string {

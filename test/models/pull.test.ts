@@ -718,6 +718,10 @@ describe("bad input and a hostile world", () => {
       ["http://[::1", "is not a URL"],
       ["ftp://mirror.example", "is a ftp: URL; only http and https are asked"],
       ["http://user:s3cret@[::1", "is not a URL"],
+      // No scheme: `user:` would read as one and the password as its path; not a URL to a person.
+      ["user:s3cret@mirror.example", 'HF_ENDPOINT "mirror.example" is not a URL'],
+      ["mirror.example:8080", 'HF_ENDPOINT "mirror.example:8080" is not a URL'],
+      ["https://user:s3/cret@mirror.example", 'HF_ENDPOINT "https://mirror.example" is not a URL'],
     ]) {
       const r = await pull(
         { repo: "org/model-GGUF", quant: "Q4_K_M" },
