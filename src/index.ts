@@ -1,11 +1,18 @@
 #!/usr/bin/env bun
+import { flushed } from "./cli/output.ts";
 import { runCli } from "./cli/run.ts";
 import { logUnexpected } from "./util/logger.ts";
 
 /** The entry point, and the only place that exits the process (src/cli/run.ts decides the code). */
 // No top-level await: the compiled binary is CommonJS bytecode (see build.ts).
-runCli(process.argv.slice(2)).then(
-  (code) => process.exit(code),
+const argv = process.argv.slice(2);
+runCli(argv).then(
+  async (code) => {
+    // A command's output reaches its reader before the exit (Bun's exit drops what is queued).
+    // serve-stdio drains its own, within stdio.drain_timeout_ms: a host reading nothing must not hold it.
+    if (argv[0] !== "serve-stdio") await flushed(process.stdout);
+    process.exit(code);
+  },
   (err) => {
     logUnexpected("fatal", err);
     process.exit(1);

@@ -63,3 +63,18 @@ export function closableOutput(
     },
   };
 }
+
+/**
+ * Resolves once what was written to `stream` has left the process, or its reader is gone. Bun's
+ * process.exit drops output still queued in the process: `local-ai models --json | jq` with a
+ * reader slower than the writer got the document's first 64 KiB (a pipe's buffer), and exit 0.
+ * A reader that keeps the pipe open and reads nothing holds the exit, as it holds any writer.
+ */
+export function flushed(stream: NodeJS.WritableStream & { errored?: unknown }): Promise<void> {
+  return new Promise((resolve) => {
+    if (stream.errored) return resolve();
+    // Heard: an 'error' nobody hears would end the process with a trace (EPIPE, reader gone).
+    stream.once("error", () => resolve());
+    stream.end(() => resolve());
+  });
+}

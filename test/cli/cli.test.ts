@@ -1,6 +1,8 @@
 import { describe, expect, test } from "bun:test";
 import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { Writable } from "node:stream";
+import { flushed } from "../../src/cli/output.ts";
 import { isAlive } from "../../src/runtime/proc-info.ts";
 import { tinyLlama, writeGguf } from "../fixtures/gguf-writer.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
@@ -266,5 +268,47 @@ describe('several models on the CLI (issue 28; docs/models.md "Several models")'
     expect(pretty.code).toBe(0);
     expect(pretty.stdout).toContain("main.gguf");
     expect(pretty.stdout).toContain("the pinned models a, b");
+  });
+});
+
+describe("flushed", () => {
+  /** A stream whose writes are taken only when `release` is called: a reader slower than the writer. */
+  function slowStream() {
+    const held: (() => void)[] = [];
+    const stream = new Writable({
+      write(_chunk, _enc, done) {
+        held.push(() => done());
+      },
+    });
+    return {
+      stream,
+      release: () => {
+        for (const done of held.splice(0)) done();
+      },
+    };
+  }
+
+  test("waits for output still queued in the process, which process.exit would drop (a hostile review)", async () => {
+    const { stream, release } = slowStream();
+    stream.write("x".repeat(100_000));
+    let done = false;
+    const out = flushed(stream).then(() => {
+      done = true;
+    });
+    await Bun.sleep(0);
+    expect(done).toBe(false);
+    release();
+    await out;
+    expect(done).toBe(true);
+  });
+
+  test("a reader that went away (EPIPE) ends the wait, with no uncaught error", async () => {
+    const { stream } = slowStream();
+    stream.write("x");
+    const out = flushed(stream);
+    stream.destroy(Object.assign(new Error("write EPIPE"), { code: "EPIPE" }));
+    await out;
+    expect(stream.errored).toBeTruthy();
+    await flushed(stream);
   });
 });
