@@ -5,7 +5,6 @@ import { CoreError } from "../../src/protocol/errors.ts";
 import { DEATH_GRACE_MS } from "../../src/runtime/death-reason.ts";
 import type { LlamaLease } from "../../src/runtime/endpoint.ts";
 import { Launch } from "../../src/runtime/launch.ts";
-import { pickFreePort } from "../../src/runtime/ports.ts";
 import { EVENTLESS_CAP } from "../../src/runtime/watchdog.ts";
 import { deadLease } from "../fixtures/dead-lease.ts";
 import { LlamaStandIn } from "../fixtures/llama-stand-in/in-process.ts";

@@ -1,8 +1,5 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { ConnectionRefused } from "../../src/llama/errors.ts";
-import type { LlamaLease } from "../../src/runtime/endpoint.ts";
-import { Launch } from "../../src/runtime/launch.ts";
-import { pickFreePort } from "../../src/runtime/ports.ts";
 import { watchedEmbed } from "../../src/server/watched-embed.ts";
 import { deadLease } from "../fixtures/dead-lease.ts";
 import { TINY_EMBED } from "../fixtures/llama-stand-in/embeddings.ts";
