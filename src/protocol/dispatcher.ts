@@ -5,6 +5,7 @@ import { type ExactNumberId, exactIds, needsExactIds } from "./exact-id.ts";
 import type { ErrorMessage, RequestId, ResultMessage } from "./messages.ts";
 import {
   type ActiveRequest,
+  JOINED_BY_SHUTDOWN,
   LISTED_REQUESTS,
   MAX_IN_FLIGHT,
   type MethodEntry,
@@ -221,15 +222,16 @@ export class Dispatcher {
   /**
    * Cancels every active chat-like request, lets short ones (ping, doctor…) finish, and waits
    * until each has answered. Shutdown requests are not waited for: they are the ones waiting
-   * on this (two in one read must not wait on each other). Answered is handed to the writer:
-   * the host's reading is the bounded drain's affair (docs/protocol.md "Drain on exit").
+   * on this (two in one read must not wait on each other), nor those the services' stop joins
+   * (JOINED_BY_SHUTDOWN): `settled` waits for them. Answered is handed to the writer: the host's
+   * reading is the bounded drain's affair (docs/protocol.md "Drain on exit").
    */
   async stopAll(): Promise<void> {
     this.shuttingDown = true;
     const reason = new CoreError("cancelled", "the core is shutting down");
     const waiting: Promise<void>[] = [];
     for (const a of this.active.all()) {
-      if (a.method.name === "shutdown") continue;
+      if (a.method.name === "shutdown" || JOINED_BY_SHUTDOWN.has(a.method.name)) continue;
       a.abort(reason);
       waiting.push(a.decided);
     }

@@ -93,5 +93,13 @@ export const UNBOUNDED_METHODS: ReadonlySet<string> = new Set([
   "shutdown",
 ]);
 
+/**
+ * Requests whose work the services' own stop joins: shutdown begins that stop without waiting
+ * for them first (a `models.unload` is the scheduler's unload, which its stop awaits anyway;
+ * waited for first, its save and stop grace came before every other model's, past the client's
+ * wait: client/shutdown-timing.ts). They are still answered before the core exits.
+ */
+export const JOINED_BY_SHUTDOWN: ReadonlySet<string> = new Set(["models.unload"]);
+
 /** The requests in flight `status` lists at most: the oldest (docs/protocol.md#status). */
 export const LISTED_REQUESTS = 256;

@@ -1,6 +1,7 @@
 import { describe, expect, test } from "bun:test";
-import { writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { minShutdownWaitMs } from "../../src/client/shutdown-timing.ts";
 import { spawnCore } from "../fixtures/core-process.ts";
 import { copySecondModel, modelRows } from "../fixtures/several-models.ts";
 import { alive, waitUntil, writeStack } from "../fixtures/stack.ts";
@@ -49,6 +50,35 @@ describe.skipIf(process.platform === "win32")("several models' faults (compiled 
     expect(await waitUntil(() => !alive(pid), 10_000)).toBe(true);
     expect((await modelRows(core)).second.state).toBe("unloaded");
   }, 60_000);
+
+  test("shutdown right behind a models.unload stops within the client's wait: the unload is not waited for first", async () => {
+    await using dir = tmpdir();
+    // Each model's stop is as slow as it gets: its last save hangs (bounded at 2 s) and its
+    // server ignores SIGTERM (the grace, then SIGKILL). Waiting for the unload before the rest's
+    // stop put the two one after the other, past the client's wait for an unanswered shutdown.
+    const stack = twoModels(dir.path, {
+      script: [{ content: "one" }, { content: "two" }],
+      knobs: { FAKE_LLAMA_SLOT_SAVE_DELAY_MS: "60000", FAKE_LLAMA_IGNORE_SIGTERM: "1" },
+    });
+    const config = join(dir.path, "config.yaml");
+    writeFileSync(config, readFileSync(config, "utf8").replace("stop_grace_s: 1", "stop_grace_s: 4"));
+    await using core = spawnCore({ cwd: dir.path, env: stack.env });
+    expect((await core.request({ id: 1, method: "chat", params: { input: "hi" } }, 30_000)).type).toBe(
+      "result",
+    );
+    const second = { input: "hi", model: "second" };
+    expect((await core.request({ id: 2, method: "chat", params: second }, 30_000)).type).toBe("result");
+    const servers = stack.recordedServers();
+    expect(servers).toHaveLength(2);
+    const t0 = Date.now();
+    core.send({ id: "u", method: "models.unload", params: { model: "second" } });
+    core.send({ id: "bye", method: "shutdown" });
+    expect(await core.exited(30_000)).toBe(0);
+    expect(Date.now() - t0).toBeLessThan(minShutdownWaitMs(4000));
+    expect(core.terminal("u")).toMatchObject({ type: "result", result: { unloaded: true } });
+    expect(core.terminal("bye")).toMatchObject({ type: "result" });
+    for (const pid of servers) expect(alive(pid)).toBe(false);
+  }, 40_000);
 
   test("models.unload of an unknown model is model_not_found; of an unloaded one, unloaded: false", async () => {
     await using dir = tmpdir();
