@@ -78,10 +78,9 @@ export function shownEndpoint(endpoint: string): string {
     url.password = "";
     return url.toString().replace(/\/+$/, "");
   }
-  // A URL with no user, as given (an `@` in its path is no secret).
-  if (url && WITH_SCHEME.test(endpoint)) return endpoint;
-  // Not a URL, or `user:pass@host` (a URL with `user` for its scheme): all before the last `@`
-  // may be a user and password, a `/` in the password included.
+  // Any other `@` may end a user and password the parser read as something else: `user:pass@host`
+  // (`user:` its scheme), `https://user:1234#pass@host` (a port, then a fragment, query or path).
+  // All before the last `@` goes, a `/` in the password included; an `@` in a path costs its text.
   return endpoint.replace(/^([a-z][a-z\d+.-]*:\/\/)?.*@/is, "$1");
 }
 

@@ -312,6 +312,24 @@ describe("will it fit, from the hub's header alone", () => {
     expect(secret.data).toMatchObject({ problem: "hub_unreachable" });
     expect(secret.message).toContain(`the hub at ${url} could not`);
     expect(JSON.stringify({ m: secret.message, d: secret.data })).not.toMatch(/s3cret|mirror-user/);
+    // A password of digits, then `#`, `?` or `/`, written unencoded: the parser reads the user as
+    // the host, the digits as its port, the rest as a fragment, query or path, and no user at all.
+    const refused = (async () => {
+      throw new Error("Unable to connect");
+    }) as unknown as typeof fetch;
+    for (const sep of ["#", "?", "/"]) {
+      const odd = await failure(
+        judged(
+          parseModelRef("org/m:Q4_K_M"),
+          config,
+          { HF_ENDPOINT: `https://mirror-user:1234${sep}s3cret@mirror.example` },
+          { fetch: refused, home: dir.path },
+        ),
+      );
+      expect(odd.data).toMatchObject({ problem: "hub_unreachable" });
+      expect(odd.message).toContain("the hub at https://mirror.example could not");
+      expect(JSON.stringify({ m: odd.message, d: odd.data })).not.toMatch(/s3cret|mirror-user/);
+    }
 
     let calls = 0;
     const spy = (async () => {
