@@ -1,8 +1,9 @@
 import { describe, expect, test } from "bun:test";
-import { writeFileSync } from "node:fs";
+import { closeSync, constants, openSync, readSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import pkg from "../../package.json" with { type: "json" };
 import { ensureBinary, REPO, spawnCore } from "../fixtures/core-process.ts";
+import { waitUntil } from "../fixtures/stack.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
 describe("the compiled binary", () => {
@@ -191,6 +192,70 @@ describe("the compiled binary", () => {
     expect(core.stderr).toContain("STDIO_WRITER_DROP");
   });
 
+  test.skipIf(process.platform === "win32")(
+    "a host that reads only once the core is draining at exit gets every answer, the shutdown result last",
+    async () => {
+      using dir = tmpdir();
+      // A bound no loaded CI box reaches: the host's late start is placed by the core's log.
+      writeFileSync(join(dir.path, "config.yaml"), "stdio:\n  drain_timeout_ms: 60000\n");
+      // stdout a real pipe of 64 KiB (a FIFO), as a host's os.pipe(): Bun.spawn's own is a
+      // socket pair that takes all of this at once, leaving nothing for the drain to wait for.
+      const fifo = join(dir.path, "stdout.fifo");
+      expect(Bun.spawnSync(["mkfifo", fifo]).exitCode).toBe(0);
+      const writeEnd = openSync(fifo, constants.O_RDWR);
+      const readEnd = openSync(fifo, constants.O_RDONLY | constants.O_NONBLOCK);
+      const proc = Bun.spawn([ensureBinary(), "serve-stdio"], {
+        cwd: dir.path,
+        stdin: "pipe",
+        stdout: writeEnd,
+        stderr: "pipe",
+        env: { ...process.env, LOCAL_AI_TEST_METHODS: "1", LOCAL_AI_LOG_LEVEL: "debug" },
+      });
+      let stderr = "";
+      void (async () => {
+        for await (const chunk of proc.stderr) stderr += Buffer.from(chunk).toString();
+      })();
+      try {
+        // ~106 KB of answers: more than the pipe holds, fewer than would pause reading.
+        const n = 2000;
+        let batch = "";
+        for (let i = 0; i < n; i++) batch += JSON.stringify({ id: i, method: "ping" }) + "\n";
+        proc.stdin.write(batch + JSON.stringify({ id: "bye", method: "shutdown" }) + "\n");
+        proc.stdin.flush();
+        // Every answer is made and the core is about to exit, most of it unread. A core that
+        // exited now would drop the rest: it is given the time to, which only makes this test
+        // stricter (a right core waits for the host, up to 60 s).
+        expect(await waitUntil(() => stderr.includes("draining output before exit"), 30_000)).toBe(true);
+        await Promise.race([proc.exited, Bun.sleep(500)]);
+        let text = "";
+        const buf = Buffer.alloc(64 * 1024);
+        const deadline = Date.now() + 30_000;
+        while (!text.endsWith("\n") || !text.includes('"id":"bye"')) {
+          const got = readSome(readEnd, buf);
+          if (got > 0) text += buf.toString("utf8", 0, got);
+          else if (proc.exitCode !== null || Date.now() > deadline) break;
+          else await Bun.sleep(5);
+        }
+        expect(await Promise.race([proc.exited, Bun.sleep(30_000).then(() => "running")])).toBe(0);
+        expect(text.endsWith("\n")).toBe(true); // not cut off by the exit
+        const messages = text
+          .trimEnd()
+          .split("\n")
+          .map((l) => JSON.parse(l));
+        expect(messages.length).toBe(n + 1);
+        expect(new Set(messages.map((m) => m.id)).size).toBe(n + 1);
+        expect(messages.every((m) => m.type === "result")).toBe(true);
+        expect(messages.at(-1).id).toBe("bye");
+        expect(stderr).not.toContain("not fully drained");
+      } finally {
+        proc.kill("SIGKILL");
+        closeSync(readEnd);
+        closeSync(writeEnd);
+      }
+    },
+    90_000,
+  );
+
   test("a closed stdout is logged once as ERROR_STACKTRACE and requests keep being processed", async () => {
     // `true` exits at once, so the core's stdout is a pipe with no reader (EPIPE on write).
     const proc = Bun.spawn(
@@ -218,3 +283,13 @@ describe("the compiled binary", () => {
     expect(stderr.match(/ERROR_STACKTRACE/g)?.length).toBe(1);
   });
 });
+
+/** Bytes read from a non-blocking fd now; 0 when none are waiting. */
+function readSome(fd: number, buf: Buffer): number {
+  try {
+    return readSync(fd, buf);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "EAGAIN") return 0;
+    throw err;
+  }
+}

@@ -85,8 +85,14 @@ export class StdioTransport implements OutputPort {
     this.reader.cancel().catch(() => {});
   }
 
-  /** Waits, at most `drainTimeoutMs`, until everything queued has reached the sink. */
+  /**
+   * Waits, at most `drainTimeoutMs`, until everything queued has reached the sink. Enough for
+   * stdout: Bun's write() returns true only once the bytes are in the pipe, false (the writer
+   * then waits for 'drain') while any stay in the process (docs/protocol.md "Drain on exit").
+   */
   async drain(): Promise<void> {
+    // Every answer is made; what is left is the host's reading (the e2e tests wait for this line).
+    logger.debug("draining output before exit");
     const drained = await this.writer.drain(this.limits.drainTimeoutMs);
     if (!drained) logger.warn(`output not fully drained within ${this.limits.drainTimeoutMs} ms`);
   }
