@@ -1,5 +1,5 @@
 #!/usr/bin/env bun
-import { flushed } from "./cli/output.ts";
+import { flushedForExit } from "./cli/output.ts";
 import { runCli } from "./cli/run.ts";
 import { logUnexpected } from "./util/logger.ts";
 
@@ -10,7 +10,8 @@ runCli(argv).then(
   async (code) => {
     // A command's output reaches its reader before the exit (Bun's exit drops what is queued).
     // serve-stdio drains its own, within stdio.drain_timeout_ms: a host reading nothing must not hold it.
-    if (argv[0] !== "serve-stdio") await flushed(process.stdout);
+    // Stopped by a signal, it waits a bounded while: a reader that reads nothing must not keep it alive.
+    if (argv[0] !== "serve-stdio") await flushedForExit(process.stdout, code);
     process.exit(code);
   },
   (err) => {

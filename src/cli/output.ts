@@ -78,3 +78,23 @@ export function flushed(stream: NodeJS.WritableStream & { errored?: unknown }): 
     stream.end(() => resolve());
   });
 }
+
+/** How long a command stopped by a signal waits for its reader before it exits all the same. */
+export const SIGNALLED_FLUSH_MS = 2000;
+
+/**
+ * The flush before a command's exit (`flushed`), bounded when a signal stopped it (exit 130 or
+ * 143): `timeout` sends one SIGTERM, and `pull --json` whose reader had stopped reading stayed
+ * alive on its queued progress lines until a second one.
+ */
+export async function flushedForExit(
+  stream: NodeJS.WritableStream & { errored?: unknown },
+  code: number,
+  boundMs = SIGNALLED_FLUSH_MS,
+): Promise<void> {
+  const flush = flushed(stream);
+  if (code !== 130 && code !== 143) return flush;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  await Promise.race([flush, new Promise<void>((r) => (timer = setTimeout(r, boundMs)))]);
+  clearTimeout(timer);
+}

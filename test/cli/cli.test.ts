@@ -2,7 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { Writable } from "node:stream";
-import { flushed } from "../../src/cli/output.ts";
+import { flushed, flushedForExit } from "../../src/cli/output.ts";
 import { isAlive } from "../../src/runtime/proc-info.ts";
 import { tinyLlama, writeGguf } from "../fixtures/gguf-writer.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
@@ -287,6 +287,28 @@ describe("flushed", () => {
       },
     };
   }
+
+  // `timeout 10 local-ai pull --json … | stalled-reader`: one SIGTERM must end it (a review).
+  test("after a signal (130, 143) the wait is bounded; a plain exit still waits for the reader", async () => {
+    for (const code of [130, 143]) {
+      const { stream } = slowStream();
+      stream.write("x".repeat(100_000));
+      const t0 = Date.now();
+      await flushedForExit(stream, code, 50);
+      expect(Date.now() - t0).toBeLessThan(5000);
+    }
+    const { stream, release } = slowStream();
+    stream.write("x".repeat(100_000));
+    let done = false;
+    const out = flushedForExit(stream, 0, 50).then(() => {
+      done = true;
+    });
+    await Bun.sleep(200);
+    expect(done).toBe(false);
+    release();
+    await out;
+    expect(done).toBe(true);
+  });
 
   test("waits for output still queued in the process, which process.exit would drop (a hostile review)", async () => {
     const { stream, release } = slowStream();
