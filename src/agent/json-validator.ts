@@ -26,7 +26,7 @@ const compiled = new Map<string, { schema: object; validate: ValidateFunction }>
  * Compiles an instance makes before a fresh one takes over. Ajv keeps something of every schema
  * it compiled for the instance's life, `removeSchema` or not: the values its generated code
  * refers to (the schema, the validator, each pattern) and a refused schema's cache entry. A
- * host naming ever new schemas grew the validator's thread without bound (a helper's review).
+ * host naming ever new schemas grew the validator's thread without bound.
  */
 const COMPILES_PER_INSTANCE = 256;
 let compiles = 0;
