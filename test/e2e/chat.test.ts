@@ -36,6 +36,11 @@ describe.skipIf(!onPosix)("chat through the compiled binary", () => {
     expect(chunks.map((c) => c.delta).join("")).toBe("Hello from the stand-in");
     expect(events(core.messages, 1)[0]).toMatchObject({ user_input: "hi", trace_id: r.result.trace_id });
 
+    // The host's model picker on a core serving one model: the file it serves is marked loaded
+    // (the one supervisor's snapshot, methods/models.ts; several models have a test of their own).
+    const listed = (await core.request({ id: "m", method: "models" }, 20_000)).result.models;
+    expect(listed.map((m: any) => [m.file, m.loaded])).toEqual([["model.gguf", true]]);
+
     await core.request({ id: 2, method: "shutdown" });
     expect(await core.exited()).toBe(0);
     expect(alive(servers[0]!)).toBe(false);
