@@ -28,20 +28,29 @@ export function configuredModels(config: Config): ConfiguredModel[] {
 
 /**
  * One model's config: `model_kind` (absent: chat) tells the planner to plan an embedding model as
- * one (src/plan/embedding-planner.ts); a config with it is still a `Config` to everything else.
+ * one (src/plan/embedding-planner.ts); `model_key` (absent: `model`) is where its section sits in
+ * the config file (`models.<i>`), so a refusal of its `path` or `mmproj` names the key the user
+ * wrote. A config with them is still a `Config` to everything else.
  */
-export type ModelConfig = Config & { model_kind?: ModelKind; gpu_out_of_memory?: number };
+export type ModelConfig = Config & { model_kind?: ModelKind; model_key?: string; gpu_out_of_memory?: number };
+
+/** The config key of one of the model's settings: `model.path`, `models.<i>.mmproj`. */
+export function modelSettingKey(config: ModelConfig, setting: "path" | "mmproj"): string {
+  return `${config.model_key ?? "model"}.${setting}`;
+}
 
 /** The config a single-model planner would get for `name`; undefined when no model has that name. */
 export function configForModel(config: Config, name: string): ModelConfig | undefined {
   if (name === DEFAULT_MODEL_NAME) return config;
-  const entry = config.models.find((m) => m.name === name);
+  const index = config.models.findIndex((m) => m.name === name);
+  const entry = config.models[index];
   if (!entry) return undefined;
   const model = Object.fromEntries(MODEL_KEYS.map((k) => [k, entry[k]])) as Config["model"];
   return {
     ...config,
     model,
     model_kind: entry.kind,
+    model_key: `models.${index}`,
     llama: { ...config.llama, extra_args: [...config.llama.extra_args, ...entry.extra_args] },
   };
 }

@@ -60,8 +60,8 @@ export async function runDoctor(
     binaryCheck(config, deps.run),
     readConfiguredModels(
       config,
-      (path) => deps.readModel(path),
-      deps.findProjector ? (setting, model) => deps.findProjector!(setting, model) : undefined,
+      (path, key) => deps.readModel(path, key),
+      deps.findProjector ? (setting, model, key) => deps.findProjector!(setting, model, key) : undefined,
     ),
     deps.probe(llamaServerOf(config)),
     // Asked once: each worker's check and the plan (which counts the workers that answered).

@@ -1,5 +1,10 @@
 import { basename } from "node:path";
-import { configForModel, configuredModels, type ModelConfig } from "../config/model-entry.ts";
+import {
+  configForModel,
+  configuredModels,
+  type ModelConfig,
+  modelSettingKey,
+} from "../config/model-entry.ts";
 import type { ModelKind } from "../config/model-schema.ts";
 import type { Config } from "../config/schema.ts";
 import { pinnedPlansProblem, pinnedSetMessage } from "../models/pinned-set.ts";
@@ -39,25 +44,29 @@ export interface ModelRead {
 }
 
 /** How a model's `mmproj` setting becomes its projector (models/find-projector.ts). */
-type FindProjector = (setting: string, model: ModelInfo) => Promise<ProjectorChoice>;
+type FindProjector = (setting: string, model: ModelInfo, key?: string) => Promise<ProjectorChoice>;
 
 /** Reads every configured model's header (and a chat model's projector) at once, `default` first. */
 export function readConfiguredModels(
   config: Config,
-  readModel: (path: string) => Promise<ModelInfo>,
+  readModel: (path: string, key?: string) => Promise<ModelInfo>,
   findProjector?: FindProjector,
 ): Promise<ModelRead[]> {
   return Promise.all(
-    configuredModels(config).map(async (m, i) => {
+    configuredModels(config).map(async (m) => {
       const own = configForModel(config, m.name)!;
-      const result: ModelResult = await readModel(own.model.path).then(
+      const pathKey = modelSettingKey(own, "path");
+      const result: ModelResult = await readModel(own.model.path, pathKey).then(
         (model) => ({ model }),
         (error: unknown) => ({ error }),
       );
-      const pathKey = i === 0 ? "model.path" : `models.${i - 1}.path`;
       const read: ModelRead = { name: m.name, kind: m.kind, pin: m.pin, config: own, pathKey, result };
       if (!("model" in result) || m.kind !== "chat" || !findProjector || notAModel(result.model)) return read;
-      const projector: ProjectorRead = await findProjector(own.model.mmproj, result.model).then(
+      const projector: ProjectorRead = await findProjector(
+        own.model.mmproj,
+        result.model,
+        modelSettingKey(own, "mmproj"),
+      ).then(
         (choice) => ({ choice }),
         (error: unknown) => ({ error }),
       );

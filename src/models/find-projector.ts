@@ -22,20 +22,26 @@ import { resolveModelPath, snapshotFiles } from "./resolve.ts";
  * width is a `model_plan_error` naming it and both widths: llama-server would exit, recordings
  * 105b–105d); `auto` takes an `mmproj*.gguf` from the model's hub snapshot, else the only one
  * beside the model file, used only when its width matches, F16 preferred; `none` is none.
- * `auto` never fails: what it passes over is a warning in the plan.
+ * `auto` never fails: what it passes over is a warning in the plan. `key` is the config key that
+ * holds the setting (`models.<i>.mmproj` for a `models` entry), which a refusal names.
  */
-export async function findProjector(setting: string, model: ModelInfo): Promise<ProjectorChoice> {
+export async function findProjector(
+  setting: string,
+  model: ModelInfo,
+  key = "model.mmproj",
+): Promise<ProjectorChoice> {
   if (setting === "none") return { kind: "none", reason: "mmproj: none" };
   // An `hf:org/name:mmproj-F16.gguf` is a file of the cache, found as a model path is.
   const path = setting.startsWith(HF_PREFIX)
-    ? resolveModelPath(setting, process.env, undefined, "model.mmproj")
+    ? resolveModelPath(setting, process.env, undefined, key)
     : setting;
-  if (setting !== "auto") return { kind: "found", source: "config", info: await configured(path, model) };
+  if (setting !== "auto")
+    return { kind: "found", source: "config", info: await configured(path, model, key) };
   return auto(model);
 }
 
-async function configured(path: string, model: ModelInfo): Promise<ProjectorInfo> {
-  const target = { path: model.path, width: model.n_embd };
+async function configured(path: string, model: ModelInfo, key: string): Promise<ProjectorInfo> {
+  const target = { path: model.path, width: model.n_embd, key };
   const read = await readProjector(path);
   if ("problem" in read) throw projectorError(path, target, read.problem, read.detail);
   const wrong = widthProblem(read, model.n_embd);

@@ -15,11 +15,11 @@ import { isNotDownloaded, resolveModelPath } from "./resolve.ts";
 export function planDepsWithHub(base: PlanDeps, env: Env = process.env, deps: RemoteDeps = {}): PlanDeps {
   return {
     ...base,
-    readModel: async (path) => {
+    readModel: async (path, key) => {
       const home = deps.home ?? (env.HOME || homedir());
       try {
         // Resolved here with this env (the base read leaves a plain path as it is).
-        return await base.readModel(resolveModelPath(path, env, home));
+        return await base.readModel(resolveModelPath(path, env, home, key), key);
       } catch (err) {
         const ref = isNotDownloaded(err) ? parseHfModelPath(path) : undefined;
         const access = hubAccess(env, home, deps.fetch);

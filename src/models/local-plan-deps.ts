@@ -14,14 +14,14 @@ import { resolveModelPath } from "./resolve.ts";
  */
 
 /** The process's memo: every start, restart and wake plans again, `initialize` reads ahead. */
-export const modelMemo = new ModelMemo((path) => resolveModelPath(path));
+export const modelMemo = new ModelMemo((path, key) => resolveModelPath(path, process.env, undefined, key));
 
 /** The process's probe made ahead: `initialize` starts it, the first plan takes it. */
 export const probeAhead = new ProbeAhead((binary) => probeHardware(undefined, binary));
 
 export const defaultPlanDeps: PlanDeps = {
   probe: (binary) => probeAhead.take(binary),
-  readModel: (path) => modelMemo.read(path),
+  readModel: (path, key) => modelMemo.read(path, key),
   workers: (workers) => checkWorkers(workers),
-  findProjector: (setting, model) => findProjector(setting, model),
+  findProjector: (setting, model, key) => findProjector(setting, model, key),
 };

@@ -126,11 +126,12 @@ export function resolveModelPath(
       { key, matches: found.matches },
     );
   }
-  throw notDownloaded(path, ref, found, cacheDir);
+  throw notDownloaded(path, key, ref, found, cacheDir);
 }
 
 function notDownloaded(
   path: string,
+  key: string,
   ref: ModelRef,
   missing: Extract<CacheResolution, { kind: "missing" }>,
   cacheDir: string,
@@ -138,6 +139,7 @@ function notDownloaded(
   const pull = pullCommand(ref);
   return new CoreError("model_missing", `model ${path}: ${missing.detail}; fetch it with: ${pull}`, {
     path,
+    key,
     problem: missing.problem,
     repo: ref.repo,
     revision: ref.revision,

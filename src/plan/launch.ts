@@ -1,7 +1,7 @@
 import { resolve } from "node:path";
 import { readConfigFile } from "../config/config-file.ts";
 import { llamaServerOf } from "../config/find-binary.ts";
-import type { ModelConfig } from "../config/model-entry.ts";
+import { type ModelConfig, modelSettingKey } from "../config/model-entry.ts";
 import type { Config, RpcWorkerConfig } from "../config/schema.ts";
 import { checkWorkers } from "../rpc/check.ts";
 import type { WorkerReport } from "../rpc/client.ts";
@@ -21,16 +21,18 @@ export type { LaunchPlan } from "./launch-plan.ts";
 export interface PlanDeps {
   /** The machine, with the llama-server that will run on it asked for its devices when given. */
   probe(binary?: string): Promise<HardwareSnapshot>;
-  readModel(path: string): Promise<ModelInfo>;
+  /** `key`: the config key that holds `path` (`model.path` when absent), for a refusal to name. */
+  readModel(path: string, key?: string): Promise<ModelInfo>;
   /** Asks `llama.rpc`'s workers what they have; the real query when absent. */
   workers?(workers: readonly RpcWorkerConfig[]): Promise<WorkerReport[]>;
   /** Reads a chat template file that llama.extra_args name; the bounded file read when absent. */
   readTemplate?(path: string): string;
   /**
    * The vision projector for a chat model's `mmproj` setting (models/find-projector.ts: a
-   * configured one that cannot serve the model throws `model_plan_error`); absent: none.
+   * configured one that cannot serve the model throws `model_plan_error`); absent: none. `key`:
+   * the config key that holds `setting` (`model.mmproj` when absent).
    */
-  findProjector?(setting: string, model: ModelInfo): Promise<ProjectorChoice>;
+  findProjector?(setting: string, model: ModelInfo, key?: string): Promise<ProjectorChoice>;
 }
 
 export interface PlanInputs {
@@ -46,7 +48,7 @@ export async function planInputs(config: ModelConfig, deps: PlanDeps): Promise<P
   const rpc = config.model_kind === "embedding" ? [] : config.llama.rpc;
   // Workers are asked at every plan, so every start plans on the workers that answer now.
   const [model, hardware, workers] = await Promise.all([
-    deps.readModel(config.model.path),
+    deps.readModel(config.model.path, modelSettingKey(config, "path")),
     deps.probe(llamaServerOf(config)),
     rpc.length > 0 ? (deps.workers ?? checkWorkers)(rpc) : Promise.resolve([]),
   ]);
@@ -60,7 +62,7 @@ async function projectorOf(config: ModelConfig, model: ModelInfo, deps: PlanDeps
   if (config.model_kind === "embedding")
     return { kind: "none", reason: "an embedding model reads no images" };
   if (!deps.findProjector) return { kind: "none", reason: "no projector was looked for" };
-  return deps.findProjector(config.model.mmproj, model);
+  return deps.findProjector(config.model.mmproj, model, modelSettingKey(config, "mmproj"));
 }
 
 /**

@@ -22,10 +22,11 @@ export class ModelMemo {
   /** Headers parsed so far (what the memo saved is the rest of the reads). */
   parses = 0;
 
-  constructor(private readonly resolve: (configured: string) => string = (path) => path) {}
+  /** `key` is the config key that holds the path, handed to `resolve` for a refusal to name. */
+  constructor(private readonly resolve: (configured: string, key?: string) => string = (path) => path) {}
 
-  async read(configured: string): Promise<ModelInfo> {
-    const path = this.resolve(configured);
+  async read(configured: string, key?: string): Promise<ModelInfo> {
+    const path = this.resolve(configured, key);
     const identity = identityOf(path);
     const known = this.known.get(path);
     this.known.delete(path);

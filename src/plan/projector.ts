@@ -149,16 +149,20 @@ export function widthProblem(info: ProjectorInfo, modelWidth: number): string | 
     : `its projection width ${info.width} is not the model's embedding width ${modelWidth}`;
 }
 
-/** The error a configured projector that cannot serve its model answers with: never reaching llama-server. */
+/**
+ * The error a configured projector that cannot serve its model answers with: never reaching
+ * llama-server. `model.key` is the config key that names the projector (`models.<i>.mmproj`).
+ */
 export function projectorError(
   projector: string,
-  model: { path: string; width: number },
+  model: { path: string; width: number; key: string },
   problem: ProjectorProblem,
   detail: string,
   width: number | null = null,
 ): CoreError {
   return new CoreError("model_plan_error", `projector ${projector} for model ${model.path}: ${detail}`, {
     projector,
+    key: model.key,
     problem,
     projector_width: width,
     model_width: model.width,

@@ -4,6 +4,8 @@ import { join } from "node:path";
 import { chooseChatModel, chooseEmbedModel } from "../../src/config/choose-model.ts";
 import { loadConfig, parseConfigText } from "../../src/config/load.ts";
 import { configForModel, configuredModels } from "../../src/config/model-entry.ts";
+import { hubCacheDir } from "../../src/models/hf-cache.ts";
+import { planDepsWithHub } from "../../src/models/hub-plan-deps.ts";
 import { defaultPlanDeps } from "../../src/models/local-plan-deps.ts";
 import { PLAN_DIALECT, renderArgv } from "../../src/plan/argv.ts";
 import { type PlanDeps, planLaunch } from "../../src/plan/launch.ts";
@@ -11,6 +13,7 @@ import { coreErrorOf } from "../fixtures/core-error.ts";
 import { llama7b, writeGguf } from "../fixtures/gguf-writer.ts";
 import { cpuOnlyMachine } from "../fixtures/hardware.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
+import { layRepo, tinyModel } from "../models/cache-layout.ts";
 
 // Several models (issue 28 part 1, docs/models.md "Several models"): the config and the choice.
 const FILE = "/c/config.yaml";
@@ -111,6 +114,52 @@ describe("models: in config.yaml", () => {
     expect(argv(second)).toContain("--foo --bar 1");
     // llama.idle_sleep_s applies to each model's own llama-server (docs/models.md "Several models").
     for (const plan of [main, second]) expect(argv(plan)).toContain("--sleep-idle-seconds 42");
+  });
+
+  test("a refusal of an entry's hf: path or mmproj names its own key, models.<i>.path / .mmproj", async () => {
+    using dir = tmpdir();
+    // This test file's own cache (test/preload.ts): two matching files make the ambiguous case.
+    const cache = hubCacheDir(process.env, process.env.HOME!);
+    layRepo(cache, "org/two", { "a/t-Q4_K_M.gguf": tinyModel(), "b/t-Q4_K_M.gguf": tinyModel() });
+    writeGguf(dir.path, "main.gguf", llama7b());
+    writeFileSync(
+      join(dir.path, "config.yaml"),
+      [
+        "model: {path: 'hf:org/two:Q4_K_M'}",
+        "models:",
+        "  - {name: two, path: 'hf:org/two:Q4_K_M'}",
+        "  - {name: gone, path: 'hf:org/gone:Q4_K_M'}",
+        "  - {name: eyes, path: ./main.gguf, mmproj: 'hf:org/gone:mmproj-F16.gguf'}",
+        "  - {name: blind, path: ./main.gguf, mmproj: ./no-mmproj.gguf}",
+        "",
+      ].join("\n"),
+    );
+    const { config } = loadConfig("config.yaml", dir.path);
+    const deps: PlanDeps = { ...defaultPlanDeps, probe: async () => cpuOnlyMachine() };
+    const refusal = (name: string, with_ = deps) =>
+      planLaunch(configForModel(config, name)!, with_).then(
+        () => expect.unreachable(),
+        (e) => e,
+      );
+    // `default` is the model section: model.path, as before.
+    expect((await refusal("default")).data).toMatchObject({ key: "model.path" });
+    const two = await refusal("two");
+    expect(two.code).toBe("config_invalid");
+    expect(two.data).toMatchObject({ key: "models.0.path", matches: ["a/t-Q4_K_M.gguf", "b/t-Q4_K_M.gguf"] });
+    expect(two.message).toStartWith("models.0.path ");
+    const gone = await refusal("gone");
+    expect(gone.code).toBe("model_missing");
+    expect(gone.data).toMatchObject({ key: "models.1.path", problem: "not_downloaded" });
+    const eyes = await refusal("eyes");
+    expect(eyes.code).toBe("model_missing");
+    expect(eyes.data).toMatchObject({ key: "models.2.mmproj", problem: "not_downloaded" });
+    const blind = await refusal("blind");
+    expect(blind.code).toBe("model_plan_error");
+    expect(blind.data).toMatchObject({ key: "models.3.mmproj", problem: "absent" });
+    // `plan` reads through the hub's deps (offline here): the same keys.
+    const offline = planDepsWithHub(deps, { ...process.env, HF_HUB_OFFLINE: "1" });
+    expect((await refusal("two", offline)).data).toMatchObject({ key: "models.0.path" });
+    expect((await refusal("gone", offline)).data).toMatchObject({ key: "models.1.path" });
   });
 
   test.each([

@@ -70,6 +70,7 @@ describe("mmproj: a path (recordings 105b–105d: llama-server would exit)", () 
     expect(err.message).toContain("128");
     expect(err.data).toEqual({
       projector: path,
+      key: "model.mmproj",
       problem: "width_mismatch",
       projector_width: 64,
       model_width: 128,
