@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { writeFileSync } from "node:fs";
+import { rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { chooseChatModel, chooseEmbedModel } from "../../src/config/choose-model.ts";
 import { loadConfig, parseConfigText } from "../../src/config/load.ts";
@@ -121,6 +121,11 @@ describe("models: in config.yaml", () => {
     // This test file's own cache (test/preload.ts): two matching files make the ambiguous case.
     const cache = hubCacheDir(process.env, process.env.HOME!);
     layRepo(cache, "org/two", { "a/t-Q4_K_M.gguf": tinyModel(), "b/t-Q4_K_M.gguf": tinyModel() });
+    // Taken away after: a file run in the same process after this one lists the same cache.
+    await using _laid = {
+      [Symbol.asyncDispose]: async () =>
+        rmSync(join(cache, "models--org--two"), { recursive: true, force: true }),
+    };
     writeGguf(dir.path, "main.gguf", llama7b());
     writeFileSync(
       join(dir.path, "config.yaml"),
