@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import { ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
-import type { McpChild } from "../../src/agent/mcp/child.ts";
+import type { ChildExit, McpChild } from "../../src/agent/mcp/child.ts";
 import { ChildTransport } from "../../src/agent/mcp/child-transport.ts";
 import { MAX_LINE_BYTES } from "../../src/agent/mcp/line-reader.ts";
 import { McpPool } from "../../src/agent/mcp/pool.ts";
@@ -131,6 +131,48 @@ describe("MCP servers that do not read their stdin", () => {
     }
   }, 30_000);
 
+  test("a server that exits as the core writes a call to it is told by its exit, not killed for a closed stdin", async () => {
+    await withHostile("exit-mid-call", async (pool) => {
+      await pool.tools("h", never);
+      // More than the pipe takes at once: the write is still under way when it exits (EPIPE).
+      const err = await pool.call("h", "echo", { a: "x".repeat(900_000) }, never).catch((e: unknown) => e);
+      expect((err as Error).message).toEndWith("MCP server 'h' exited with code 7");
+      expect((await pool.tools("h", never)).map((t) => t.name)).toEqual(["echo"]);
+    });
+  }, 30_000);
+
+  test("a write that fails (EPIPE) a moment before the server's exit is seen names the exit, and ends the connection as an exit", async () => {
+    let killed = 0;
+    const exit = Promise.withResolvers<ChildExit>();
+    const child = {
+      pid: 1,
+      guarded: false,
+      stdout: new ReadableStream<Uint8Array>(),
+      stderr: new ReadableStream<Uint8Array>(),
+      exited: exit.promise,
+      write: async () => {
+        // Its exit is reported only after the write has failed.
+        queueMicrotask(() => exit.resolve({ code: null, signal: "SIGSEGV" }));
+        throw new Error("EPIPE: broken pipe, write");
+      },
+      stop: async () => {},
+      kill: () => {
+        killed++;
+      },
+      noteEscaped: () => {},
+    } satisfies McpChild;
+    const transport = new ChildTransport(child, "t", { maxPendingBytes: 1 << 20, stallMs: 5000 });
+    const closed = Promise.withResolvers<void>();
+    transport.onclose = () => closed.resolve();
+    await transport.start();
+    const sent = transport.send({ jsonrpc: "2.0", id: 0, method: "tools/call", params: { name: "x" } });
+    await expect(sent).rejects.toThrow("MCP server 't' was ended by SIGSEGV");
+    await closed.promise;
+    expect(killed).toBe(0);
+    expect(transport.stoppedFor).toBeUndefined();
+    expect(transport.exitedAs).toBe("was ended by SIGSEGV");
+  });
+
   test("an answer over the 16 MiB line limit fails its call saying so, and the server is killed", async () => {
     await withHostile("huge-line", async (pool) => {
       await pool.tools("h", never);
@@ -175,7 +217,7 @@ describe("MCP servers that do not read their stdin", () => {
       stdout,
       stderr: new ReadableStream(),
       write: async () => {},
-      exited: new Promise<void>(() => {}),
+      exited: new Promise<never>(() => {}),
       stop: async () => {},
       kill: () => {},
       noteEscaped: () => {},
@@ -210,7 +252,7 @@ describe("MCP servers that do not read their stdin", () => {
       guarded: false,
       stdout: new ReadableStream<Uint8Array>(),
       stderr: new ReadableStream<Uint8Array>(),
-      exited: new Promise<void>(() => {}),
+      exited: new Promise<never>(() => {}),
       write: () => new Promise<void>(() => {}), // the pipe never drains
       stop: async () => {},
       kill: () => {
@@ -237,7 +279,7 @@ describe("MCP servers that do not read their stdin", () => {
       stdout: new ReadableStream<Uint8Array>(),
       stderr: new ReadableStream<Uint8Array>(),
       write: async () => {},
-      exited: new Promise<void>(() => {}),
+      exited: new Promise<never>(() => {}),
       stop: async () => {},
       kill: () => {},
       noteEscaped: () => {},

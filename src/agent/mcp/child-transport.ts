@@ -3,7 +3,7 @@ import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { ErrorCode, type JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import { jsonShape, LOOK_FROM_CHARS, MAX_VALUES } from "../../util/json-shape.ts";
 import { logger } from "../../util/logger.ts";
-import type { McpChild } from "./child.ts";
+import { exitText, type McpChild } from "./child.ts";
 import { initializeEssentials } from "./initialize-answer.ts";
 import { LineReader } from "./line-reader.ts";
 import { UNASKED_LIMITS, UnaskedBudget, type UnaskedLimits } from "./unasked-budget.ts";
@@ -13,6 +13,12 @@ const CANCELLED_KEPT = 64;
 
 /** How long output already in the pipe may still be read once the server exited. */
 const DRAIN_AFTER_EXIT_MS = 200;
+
+/**
+ * How long a failed write waits for the server's exit to be seen: one that exits as the core
+ * writes fails the write (EPIPE) a moment before its exit is reported.
+ */
+const EXIT_SEEN_MS = 1000;
 
 /**
  * How much the core may hold for a server that does not read its stdin (docs/agent.md, MCP
@@ -55,6 +61,10 @@ export class ChildTransport implements Transport {
   private ended = false;
   /** Why the core killed it, if it did: what a call it ends is told (pool.ts). */
   stoppedFor: string | undefined;
+  /** How the server ended (`exited with code 3`) once it has: what a call it ends is told (pool.ts). */
+  exitedAs: string | undefined;
+  /** The core stopped it (close): its exit is the one asked for, not logged. */
+  private closing = false;
   /** Bytes handed to the server's stdin whose flush has not settled. */
   private pending = 0;
   /** The id of the core's `initialize`: its answer is cut first (initialize-answer.ts). */
@@ -82,7 +92,10 @@ export class ChildTransport implements Transport {
 
   async start(): Promise<void> {
     const reading = this.read();
-    void this.child.exited.then(async () => {
+    void this.child.exited.then(async (exit) => {
+      this.exitedAs = exitText(exit);
+      if (!this.closing && !this.stoppedFor)
+        logger.warn(`MCP server '${this.name}' (pid ${this.child.pid}) ${this.exitedAs}`);
       await Promise.race([reading, Bun.sleep(DRAIN_AFTER_EXIT_MS)]);
       this.end();
     });
@@ -113,22 +126,38 @@ export class ChildTransport implements Transport {
       () => this.kill(`a write to its stdin waited over ${this.limits.stallMs} ms`),
       this.limits.stallMs,
     );
+    let failed: Error | undefined;
     try {
       await this.child.write(data);
     } catch (err) {
-      if (this.ended) throw err;
-      // Its stdin closed while it lives on (EPIPE): nothing reaches it again, and it would be
-      // kept, failing every call, for the core's life; killed, it is started afresh on next use.
-      const why = `its stdin is closed (${(err as Error).message})`;
-      this.kill(why);
-      throw new Error(`MCP server '${this.name}' was stopped: ${why}`);
+      failed = err as Error;
     } finally {
       clearTimeout(stall);
       this.pending -= bytes;
     }
+    if (failed) throw await this.writeFailed(failed);
+  }
+
+  /**
+   * What a call whose message could not be written is told. A server that exited as the core
+   * wrote to it is told by its exit (its code or signal, which a host developer can act on; its
+   * connection ends as any exit does), not as killed for a closed stdin: its exit is waited for
+   * up to EXIT_SEEN_MS. One whose stdin closed while it lives on (EPIPE) is killed: nothing
+   * reaches it again, and it would be kept, failing every call, for the core's life; killed, it
+   * is started afresh on next use.
+   */
+  private async writeFailed(err: Error): Promise<Error> {
+    if (!this.ended) await Promise.race([this.child.exited, Bun.sleep(EXIT_SEEN_MS)]);
+    if (this.stoppedFor) return new Error(`MCP server '${this.name}' was stopped: ${this.stoppedFor}`);
+    if (this.exitedAs) return new Error(`MCP server '${this.name}' ${this.exitedAs}`);
+    if (this.ended) return err;
+    const why = `its stdin is closed (${err.message})`;
+    this.kill(why);
+    return new Error(`MCP server '${this.name}' was stopped: ${why}`);
   }
 
   async close(): Promise<void> {
+    this.closing = true;
     await this.child.stop();
     this.end();
   }

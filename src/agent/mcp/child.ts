@@ -22,8 +22,8 @@ export interface McpChild {
   readonly stderr: ReadableStream<Uint8Array>;
   /** Writes to its stdin; rejects once that is closed. */
   write(data: string): Promise<void>;
-  /** Settles once the server process has exited (its pid is no longer ours to signal). */
-  readonly exited: Promise<void>;
+  /** Settles once the server process has exited (its pid is no longer ours to signal), saying how. */
+  readonly exited: Promise<ChildExit>;
   /**
    * The clean stop: stdin's end (servers exit on EOF), SIGTERM after EOF_GRACE_MS, SIGKILL after
    * TERM_GRACE_MS more; guarded, the signals go to its process group, and what it started outside
@@ -38,6 +38,17 @@ export interface McpChild {
    * server exits at stdin's end before the guard's own look. At most once a NOTE_EVERY_MS.
    */
   noteEscaped(): void;
+}
+
+/** How a server process ended: its exit code, or the signal that ended it. */
+export interface ChildExit {
+  code: number | null;
+  signal: string | null;
+}
+
+/** `exited with code 3`, `was ended by SIGSEGV`: how a server's end is told in the log and to its calls. */
+export function exitText(exit: ChildExit): string {
+  return exit.signal ? `was ended by ${exit.signal}` : `exited with code ${exit.code}`;
 }
 
 /** How often `noteEscaped` looks (it reads /proc): after a tool call, not after each of a burst. */
@@ -75,10 +86,12 @@ export function spawnMcpServer(launch: ServerLaunch, guard = guardAvailable()): 
   });
   const watch = guard ? proc.stdio[3] : null;
   let gone = false;
-  const exited = proc.exited.then(() => {
+  const exited = proc.exited.then((code): ChildExit => {
     gone = true;
     // Its leftovers are the guard's now; the core never signals a group whose leader it reaped.
     if (typeof watch === "number") closeSync(watch);
+    const signal = proc.signalCode;
+    return signal == null ? { code, signal: null } : { code: null, signal: String(signal) };
   });
   const signal = (sig: NodeJS.Signals) => {
     if (gone) return;

@@ -45,6 +45,8 @@ export interface Connection {
   kill(why: string): void;
   /** The `why` of the kill that ended it, if the core killed it. */
   stoppedFor(): string | undefined;
+  /** How the server ended (`exited with code 3`), once it has (child.ts `exitText`). */
+  exitedAs(): string | undefined;
   /** Tells the guard what the server started outside its group (child.ts `noteEscaped`). */
   noteEscaped(): void;
 }
@@ -104,6 +106,7 @@ export async function startServer(cfg: McpServerConfig, options: StartOptions): 
     close: () => client.close(),
     kill: (why) => transport.kill(why),
     stoppedFor: () => transport.stoppedFor,
+    exitedAs: () => transport.exitedAs,
     noteEscaped: () => child.noteEscaped(),
   };
   client.onclose = () => {

@@ -65,10 +65,14 @@ export class McpPool {
         // cancel the SDK sent: it is killed and started afresh on next use (docs/agent.md).
         if (!signal.aborted && err instanceof McpError && err.code === ErrorCode.RequestTimeout)
           conn.kill(`a call to '${tool}' outlasted timeout_s (${cfg.timeout_s} s)`);
-        // Killed by the core (a flood, a stdin that stopped draining): the call's result says why.
-        const why = conn.stoppedFor();
-        if (why && err instanceof McpError && err.code === ErrorCode.ConnectionClosed)
-          throw new McpError(err.code, `MCP server '${server}' was stopped: ${why}`);
+        // Killed by the core (a flood, a stdin that stopped draining), or exited on its own: the
+        // call's result says why, not only "Connection closed".
+        if (err instanceof McpError && err.code === ErrorCode.ConnectionClosed) {
+          const why = conn.stoppedFor();
+          if (why) throw new McpError(err.code, `MCP server '${server}' was stopped: ${why}`);
+          const exit = conn.exitedAs();
+          if (exit) throw new McpError(err.code, `MCP server '${server}' ${exit}`);
+        }
         throw err;
       })
       // A call may have launched something outside the server's group (a browser): the guard hears of it.
