@@ -1,8 +1,7 @@
 import { type CompletionRequest, type StreamOptions, streamCompletion } from "../llama/completion.ts";
-import { ConnectionRefused, LlmError } from "../llama/errors.ts";
 import type { CompletionResult } from "../llama/stream-reply.ts";
-import { deathGraceMs, deathReason } from "../runtime/death-reason.ts";
 import type { LlamaLease } from "../runtime/endpoint.ts";
+import { retryOrThrow } from "../runtime/lease-failure.ts";
 import { watchProgress } from "../runtime/watchdog.ts";
 
 /**
@@ -43,25 +42,10 @@ export async function watchedCompletion(
       lease.launch.taskServed();
       return result;
     } catch (err) {
-      if (cancel.aborted) throw err;
-      if (err instanceof ConnectionRefused && !resent && lease.reconnect) {
-        watch.dispose();
-        await lease.reconnect(cancel);
-        continue;
-      }
-      if (err instanceof LlmError && err.kind === "connection_lost") {
-        // The process's exit (or the RPC watch's line) tells why better than the socket did.
-        const why = await deathReason(lease.died, cancel, deathGraceMs(lease.launch));
-        if (why !== undefined) throw why;
-      }
-      if (err instanceof LlmError && serverFailed(err)) lease.reportFailure(err.message);
-      throw cancel.aborted ? cancel.reason : err;
+      // Sent again once the lease moved to the restarted server; else thrown, reported or named.
+      await retryOrThrow(lease, err, cancel, resent, () => watch.dispose());
     } finally {
       watch.dispose();
     }
   }
-}
-
-function serverFailed(err: LlmError): boolean {
-  return err.kind === "connection_lost" || err.kind === "server_error";
 }

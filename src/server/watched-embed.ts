@@ -1,8 +1,7 @@
 import { requestDeadlineMs } from "../llama/embed-budget.ts";
 import { type Embedded, embed, type RequestWork } from "../llama/embeddings.ts";
-import { ConnectionRefused, LlmError } from "../llama/errors.ts";
-import { deathGraceMs, deathReason } from "../runtime/death-reason.ts";
 import type { LlamaLease } from "../runtime/endpoint.ts";
+import { retryOrThrow } from "../runtime/lease-failure.ts";
 import { watchDeadline } from "../runtime/watchdog.ts";
 
 /** A request's deadline from its estimated tokens and llama.request_timeout_s in ms (tests: a short one). */
@@ -71,18 +70,7 @@ export async function watchedEmbed(
       lease.launch.taskServed();
       return out;
     } catch (err) {
-      if (signal.aborted) throw err;
-      if (err instanceof ConnectionRefused && !again && lease.reconnect) {
-        await lease.reconnect(signal);
-        continue;
-      }
-      if (err instanceof LlmError && err.kind === "connection_lost") {
-        const why = await deathReason(lease.died, signal, deathGraceMs(lease.launch));
-        if (why !== undefined) throw why;
-      }
-      if (err instanceof LlmError && (err.kind === "connection_lost" || err.kind === "server_error"))
-        lease.reportFailure(err.message);
-      throw err;
+      await retryOrThrow(lease, err, signal, again);
     }
   }
 }
