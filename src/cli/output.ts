@@ -1,5 +1,6 @@
 import { stripVTControlCharacters } from "node:util";
 import { type CommandDef, renderUsage } from "citty";
+import { within } from "../util/within.ts";
 
 /**
  * Colour only for a person at a terminal: never on a pipe or file, never when NO_COLOR is set
@@ -93,8 +94,5 @@ export async function flushedForExit(
   boundMs = SIGNALLED_FLUSH_MS,
 ): Promise<void> {
   const flush = flushed(stream);
-  if (code !== 130 && code !== 143) return flush;
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  await Promise.race([flush, new Promise<void>((r) => (timer = setTimeout(r, boundMs)))]);
-  clearTimeout(timer);
+  await (code === 130 || code === 143 ? within(flush, boundMs, undefined) : flush);
 }

@@ -196,8 +196,12 @@ export class MemoryEmbedder {
         await this.embedRows(fp, rows, this.abort.signal);
         // Caught up as counted: the look below would read every older row to find none (a chat's
         // one new row cost a pass over the whole table). Counted again to be sure: a row erased
-        // meanwhile leaves the count ahead; then the pass goes on from the newest.
-        if (this.caughtUp(fp)) break;
+        // meanwhile leaves the count ahead; then the pass goes on from the newest. That count is
+        // the run's last: not counted a third time below.
+        if (this.caughtUp(fp)) {
+          this.failures = 0;
+          return;
+        }
         // The loop is given back between batches: a ping or a chat never waits for a backlog.
         await new Promise((r) => setImmediate(r));
       }

@@ -2,6 +2,7 @@ import type { Config } from "../../config/schema.ts";
 import { SlotError } from "../../llama/errors.ts";
 import type { LlamaLease } from "../../runtime/endpoint.ts";
 import type { LaunchView } from "../../runtime/launch.ts";
+import { keepLatest } from "../../util/keep-latest.ts";
 import { logger } from "../../util/logger.ts";
 import { within } from "../../util/within.ts";
 import { launchFingerprinter } from "./fingerprint.ts";
@@ -40,13 +41,6 @@ const QUIET_MS = 2000;
 /** Shutdown waits this long for the last saves (the host gives the whole stop a few seconds: client/shutdown-timing.ts). */
 export const STOP_SAVE_MS = 2000;
 const RECORDS_KEPT = 512;
-
-/** `k` set as the newest of `map`; past RECORDS_KEPT the oldest goes. */
-function keepLatest<V>(map: Map<string, V>, k: string, v: V): void {
-  map.delete(k);
-  map.set(k, v);
-  if (map.size > RECORDS_KEPT) map.delete(map.keys().next().value as string);
-}
 
 export interface ReuseDeps {
   llama: Config["llama"];
@@ -146,7 +140,7 @@ export class PromptReuse {
    * did not know the slot held it, and the next session taking it would pass it to the RAM cache.
    */
   private ended(turn: Work, record: PromptRecord) {
-    if (!this.underWay.end(turn, record)) return keepLatest(this.records, turn.holder, record);
+    if (!this.underWay.end(turn, record)) return keepLatest(this.records, turn.holder, record, RECORDS_KEPT);
     this.records.delete(turn.holder);
     const launch = this.server?.launch;
     if (launch)
@@ -180,7 +174,7 @@ export class PromptReuse {
     const ramCache = (this.deps.cacheRamBytes() ?? 0) > 0;
     if (evict) {
       if (entry || !ramCache) await this.save(server, slot, evict, fp, { evicting: true });
-      else keepLatest(this.inRam, evict, epoch); // a session that never comes back is not kept for good
+      else keepLatest(this.inRam, evict, epoch, RECORDS_KEPT); // a session that never comes back is not kept for good
     }
     // From now on the slot is this session's, whatever the restore makes of it.
     server.launch.slots.handTo(slot, k);

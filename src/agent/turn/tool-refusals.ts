@@ -2,6 +2,7 @@ import { LlmError } from "../../llama/errors.ts";
 import { callJson, type LlamaEndpoint } from "../../llama/http.ts";
 import { wellFormedJson } from "../../llama/well-formed.ts";
 import type { Warning } from "../../protocol/chat.ts";
+import { keepLatest } from "../../util/keep-latest.ts";
 import { cutText } from "../../util/text-cut.ts";
 import { toolNameOf } from "../tool-registry.ts";
 
@@ -124,17 +125,10 @@ export async function dropRefusedTools(
   await search([...tools]);
   const before = tools.length;
   dropWith((k) => found.get(k) ?? refused.get(k), tools, warnings);
-  for (const [key, reason] of found) keep(refused, key, reason);
+  // Kept for the server's life, so at most REFUSALS_KEPT (the latest; one forgotten is probed
+  // again if offered), each reason as the warning quotes it: the real one quotes the whole schema,
+  // and tool lists that change (a server restarted with new schemas) grew it without bound.
+  for (const [key, reason] of found)
+    keepLatest(refused, key, cutText(reason.split("\n").pop() ?? "", REASON_CHARS), REFUSALS_KEPT);
   return before - tools.length;
-}
-
-/**
- * Kept for the server's life, so at most REFUSALS_KEPT of them (the latest; one forgotten is
- * probed again if offered), each reason as the warning quotes it: the real one quotes the whole
- * schema, and tool lists that change (a server restarted with new schemas) grew it without bound.
- */
-function keep(refused: Map<string, string>, key: string, reason: string): void {
-  refused.delete(key);
-  refused.set(key, cutText(reason.split("\n").pop() ?? "", REASON_CHARS));
-  if (refused.size > REFUSALS_KEPT) refused.delete(refused.keys().next().value as string);
 }
