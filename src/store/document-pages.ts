@@ -1,6 +1,7 @@
 import type { Database } from "bun:sqlite";
 import type { z } from "zod";
 import type { DocumentFormat, DocumentSummarySchema } from "../protocol/documents.ts";
+import { boundedRows } from "./bounded-rows.ts";
 import { decodeCursor, encodeCursor, FIRST_PAGE } from "./page-cursor.ts";
 import { PAGE_BYTES } from "./session-pages.ts";
 
@@ -69,23 +70,7 @@ export function listDocuments(db: Database, userId: string, ask: DocumentPageAsk
     // SQLite's LIMIT -1: no limit.
     n: ask.limit === undefined ? -1 : ask.limit + 1,
   }) as IterableIterator<DocumentRow>;
-  const documents: DocumentSummary[] = [];
-  let last: DocumentRow | undefined;
-  let bytes = 0;
-  let more = false;
-  for (const row of rows) {
-    const doc = documentSummary(row);
-    const size = Buffer.byteLength(JSON.stringify(doc)) + 1;
-    if (documents.length === limit || (documents.length > 0 && bytes + size > budget)) {
-      more = true;
-      break;
-    }
-    documents.push(doc);
-    bytes += size;
-    last = row;
-  }
-  // Stops the statement: a page that ended early leaves rows unread.
-  rows.return?.();
+  const { items: documents, last, more } = boundedRows(rows, limit, budget, documentSummary);
   return { documents, next: more && last ? encodeCursor(last.created_at, last.document_id) : null };
 }
 

@@ -1,6 +1,7 @@
 import type { Database } from "bun:sqlite";
 import type { AttachmentRef } from "../protocol/chat-message.ts";
 import { Attachments } from "./attachments.ts";
+import { boundedRows } from "./bounded-rows.ts";
 import { type SessionSummary, type StoredMessage, storedMessage, summaryOf } from "./message-rows.ts";
 import { decodeCursor, encodeCursor, FIRST_PAGE } from "./page-cursor.ts";
 import { named } from "./source-names.ts";
@@ -101,28 +102,12 @@ function readPage(
   >;
   const images = imagesBySeq(new Attachments(db), userId, session.session_id, way);
   const names = new Map<string, string>();
-  const messages: StoredMessage[] = [];
-  let bytes = 0;
-  let more = false;
-  for (const row of rows) {
-    if (messages.length === bound.limit) {
-      more = true;
-      break;
-    }
+  const { items: messages, more } = boundedRows(rows, bound.limit, bound.budget, (row) => {
     const m = storedMessage(row, images(row.seq));
     // An answer's sources, named as they are now (store/source-names.ts).
     if (row.sources) m.sources = named(db, userId, JSON.parse(row.sources), names);
-    // Measured as written: JSON escapes can make a message several times its text.
-    const size = Buffer.byteLength(JSON.stringify(m)) + 1;
-    if (messages.length > 0 && bytes + size > bound.budget) {
-      more = true;
-      break;
-    }
-    messages.push(m);
-    bytes += size;
-  }
-  // Stops the statement: a page that ended early leaves rows unread.
-  rows.return?.();
+    return m;
+  });
   return { messages, more };
 }
 
