@@ -32,11 +32,28 @@ export function configuredModels(config: Config): ConfiguredModel[] {
  * the config file (`models.<i>`), so a refusal of its `path` or `mmproj` names the key the user
  * wrote. A config with them is still a `Config` to everything else.
  */
-export type ModelConfig = Config & { model_kind?: ModelKind; model_key?: string; gpu_out_of_memory?: number };
+export type ModelConfig = Config & {
+  model_kind?: ModelKind;
+  /** `null`: the model is the request's own `model` param, not a config section. */
+  model_key?: string | null;
+  gpu_out_of_memory?: number;
+};
 
-/** The config key of one of the model's settings: `model.path`, `models.<i>.mmproj`. */
+/** What names a model given as a request's `model` param, where a config key would otherwise be. */
+export const REQUEST_MODEL_KEY = "model";
+
+/**
+ * The config key of one of the model's settings: `model.path`, `models.<i>.mmproj`; for a
+ * request's own model, the param (REQUEST_MODEL_KEY).
+ */
 export function modelSettingKey(config: ModelConfig, setting: "path" | "mmproj"): string {
+  if (config.model_key === null) return REQUEST_MODEL_KEY;
   return `${config.model_key ?? "model"}.${setting}`;
+}
+
+/** How an error's data names where a model's setting came from: the config key, or the request's field. */
+export function settingData(key: string): { key: string } | { field: string } {
+  return key === REQUEST_MODEL_KEY ? { field: key } : { key };
 }
 
 /** The config a single-model planner would get for `name`; undefined when no model has that name. */

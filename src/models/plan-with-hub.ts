@@ -51,8 +51,9 @@ export async function planReportWithHub(
   // A bare word that names no model is unknown, as for a chat (docs/models.md "Choosing"), not a file.
   if (!named && model && !model.startsWith(HF_PREFIX) && !looksLikePath(model))
     throw modelNotFound(loaded.config, model);
-  const config: Config = named ?? {
+  const config: ModelConfig = named ?? {
     ...loaded.config,
+    model_key: null,
     model: {
       ...loaded.config.model,
       path: model!.startsWith(HF_PREFIX) ? model! : resolve(options.base ?? loaded.dir, model!),

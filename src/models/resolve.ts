@@ -1,6 +1,7 @@
 import { type Dirent, existsSync, readdirSync, statSync } from "node:fs";
 import { homedir } from "node:os";
 import { join, relative } from "node:path";
+import { REQUEST_MODEL_KEY, settingData } from "../config/model-entry.ts";
 import { CoreError } from "../protocol/errors.ts";
 import { HF_PREFIX, type ModelRef, parseHfModelPath, pullCommand } from "../protocol/model-ref.ts";
 import { FileTooLarge, kindOf, NotRegularFile, readSmallFile } from "../util/read-file.ts";
@@ -113,7 +114,7 @@ export function resolveModelPath(
   try {
     ref = parseHfModelPath(path)!;
   } catch (err) {
-    throw new CoreError("config_invalid", `${key}: ${(err as Error).message}`, { key });
+    throw new CoreError(refusalCode(key), `${key}: ${(err as Error).message}`, settingData(key));
   }
   const cacheDir = hubCacheDir(env, home);
   const found = resolveCached(ref, cacheDir);
@@ -121,9 +122,9 @@ export function resolveModelPath(
   if (found.kind === "ambiguous") {
     const hint = `${HF_PREFIX}${ref.repo}:${found.matches[0]}`;
     throw new CoreError(
-      "config_invalid",
+      refusalCode(key),
       `${key} ${path}: ${found.matches.length} cached files match: ${found.matches.join(", ")}; name one, as in ${hint}`,
-      { key, matches: found.matches },
+      { ...settingData(key), matches: found.matches },
     );
   }
   throw notDownloaded(path, key, ref, found, cacheDir);
@@ -139,13 +140,18 @@ function notDownloaded(
   const pull = pullCommand(ref);
   return new CoreError("model_missing", `model ${path}: ${missing.detail}; fetch it with: ${pull}`, {
     path,
-    key,
+    ...settingData(key),
     problem: missing.problem,
     repo: ref.repo,
     revision: ref.revision,
     cache_dir: cacheDir,
     pull,
   });
+}
+
+/** A reference the config holds is the config's fault; one a request gave is the request's. */
+function refusalCode(key: string): "config_invalid" | "invalid_request" {
+  return key === REQUEST_MODEL_KEY ? "invalid_request" : "config_invalid";
 }
 
 /** True for the CoreError resolveModelPath throws when a hub model is simply not (fully) in the cache. */

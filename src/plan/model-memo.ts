@@ -1,4 +1,6 @@
 import { statSync } from "node:fs";
+import { settingData } from "../config/model-entry.ts";
+import { CoreError, isCoreError } from "../protocol/errors.ts";
 import { readGgufHeader, shardPaths } from "./gguf-read.ts";
 import { type ModelInfo, modelInfo } from "./model.ts";
 
@@ -34,7 +36,7 @@ export class ModelMemo {
       this.known.set(path, known);
       return known.info;
     }
-    const info = modelInfo(await readGgufHeader(path));
+    const info = modelInfo(await readGgufHeader(path).catch((err) => Promise.reject(keyed(err, key))));
     this.parses++;
     if (identity === null) return info;
     this.known.delete(path);
@@ -45,6 +47,14 @@ export class ModelMemo {
     }
     return info;
   }
+}
+
+/** A refusal of the file names where its path was set (config key or request field), as an `hf:` one does. */
+function keyed(err: unknown, key: string | undefined): unknown {
+  if (key === undefined || !isCoreError(err) || err.data?.key !== undefined) return err;
+  const named = new CoreError(err.code, err.message, { ...err.data, ...settingData(key) });
+  named.stack = err.stack;
+  return named;
 }
 
 function identityOf(path: string): string | null {

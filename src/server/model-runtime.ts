@@ -39,7 +39,9 @@ export interface RuntimeDeps {
 
 /** A path or `hf:` reference a chat named (docs/models.md): planned with the model section's keys. */
 export function modelConfig(config: Config, name: string): ModelConfig {
-  return configForModel(config, name) ?? { ...config, model: { ...config.model, path: name } };
+  return (
+    configForModel(config, name) ?? { ...config, model: { ...config.model, path: name }, model_key: null }
+  );
 }
 
 /**

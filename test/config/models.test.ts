@@ -2,11 +2,12 @@ import { describe, expect, test } from "bun:test";
 import { rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { chooseChatModel, chooseEmbedModel } from "../../src/config/choose-model.ts";
-import { loadConfig, parseConfigText } from "../../src/config/load.ts";
+import { defaultConfig, loadConfig, parseConfigText } from "../../src/config/load.ts";
 import { configForModel, configuredModels } from "../../src/config/model-entry.ts";
 import { hubCacheDir } from "../../src/models/hf-cache.ts";
 import { planDepsWithHub } from "../../src/models/hub-plan-deps.ts";
 import { defaultPlanDeps } from "../../src/models/local-plan-deps.ts";
+import { planReportWithHub } from "../../src/models/plan-with-hub.ts";
 import { PLAN_DIALECT, renderArgv } from "../../src/plan/argv.ts";
 import { type PlanDeps, planLaunch } from "../../src/plan/launch.ts";
 import { coreErrorOf } from "../fixtures/core-error.ts";
@@ -165,6 +166,39 @@ describe("models: in config.yaml", () => {
     const offline = planDepsWithHub(deps, { ...process.env, HF_HUB_OFFLINE: "1" });
     expect((await refusal("two", offline)).data).toMatchObject({ key: "models.0.path" });
     expect((await refusal("gone", offline)).data).toMatchObject({ key: "models.1.path" });
+  });
+
+  test("a plain path that is absent or not a GGUF names its key too; a request's own model names the field", async () => {
+    using dir = tmpdir();
+    writeFileSync(join(dir.path, "text.gguf"), "not a gguf at all, just text\n".repeat(10));
+    writeFileSync(
+      join(dir.path, "config.yaml"),
+      "model: {path: ./absent.gguf}\nmodels:\n  - {name: text, path: ./text.gguf}\n",
+    );
+    const source = {
+      loadedConfig: () => loadConfig("config.yaml", dir.path),
+      defaultConfig: () => defaultConfig(dir.path),
+    };
+    const deps = { plan: { ...defaultPlanDeps, probe: async () => cpuOnlyMachine() } };
+    const refusal = (model?: string) =>
+      planReportWithHub(source, model === undefined ? {} : { model }, {}, deps).then(
+        () => expect.unreachable(),
+        (e) => e,
+      );
+    const absent = await refusal();
+    expect(absent.code).toBe("model_missing");
+    expect(absent.data).toMatchObject({ key: "model.path", problem: "absent" });
+    const text = await refusal("text");
+    expect(text.code).toBe("model_missing");
+    expect(text.data).toMatchObject({ key: "models.0.path", problem: "not_gguf" });
+    // A path the request gave is not the config's model.path: the request's field is named.
+    const asked = await refusal("./elsewhere.gguf");
+    expect(asked.code).toBe("model_missing");
+    expect(asked.data).toMatchObject({ field: "model", problem: "absent" });
+    expect(asked.data.key).toBeUndefined();
+    const hub = await refusal("hf:org/never-pulled:Q4_K_M");
+    expect(hub.data.key).toBeUndefined();
+    expect(hub.data.field).toBe("model");
   });
 
   test.each([
