@@ -108,6 +108,24 @@ describe("chat: MCP servers that will not start", () => {
     }
   }, 30_000);
 
+  test("a server that exits during its start is told by its exit and the end of its stderr", async () => {
+    const script = [
+      "process.stderr.write('starting up\\n');",
+      "process.stderr.write('Traceback (most recent call last):\\n  File \"server.py\", line 1\\n');",
+      "process.stderr.write('ModuleNotFoundError: No module named \\'mcp\\'\\x1b[0m\\n');",
+      "setTimeout(() => process.exit(3), 50);",
+    ].join("");
+    await using h = new ChatHarness({
+      mcp_servers: [{ name: "t", command: process.execPath, args: ["-e", script] }],
+    });
+    h.llama.script({ content: ["fine"] });
+    const { terminal } = await h.chat("c", { input: "hi" });
+    const message = (terminal.result as Result).warnings[0]?.message ?? "";
+    expect(message).toContain("could not be started: it exited with code 3; the end of its stderr: ");
+    expect(message).toContain("ModuleNotFoundError: No module named 'mcp'\ufffd[0m");
+    expect(message).toContain("starting up | Traceback");
+  }, 30_000);
+
   test("a cancel while a server hangs at start-up ends the chat at once; shutdown kills the server", async () => {
     using scratch = tmpdir();
     const pids = join(scratch.path, "hang.pids");

@@ -8,8 +8,9 @@ import { removeRecordFile, writeMcpRecord } from "../../runtime/pid-file.ts";
 import { logger } from "../../util/logger.ts";
 import { cutText } from "../../util/text-cut.ts";
 import { VERSION } from "../../version.ts";
-import { type McpChild, spawnMcpServer } from "./child.ts";
+import { type ChildExit, exitText, type McpChild, spawnMcpServer } from "./child.ts";
 import { ChildTransport, MAX_PENDING_BYTES } from "./child-transport.ts";
+import { StderrTail } from "./stderr-tail.ts";
 import { type McpToolInfo, vetTools } from "./tool-list.ts";
 import { UNASKED_LIMITS, UnaskedBudget, type UnaskedLimits } from "./unasked-budget.ts";
 
@@ -96,8 +97,13 @@ export async function startServer(cfg: McpServerConfig, options: StartOptions): 
     stallMs: cfg.timeout_s * 1000,
     unasked: options.unasked,
   });
-  void logStderr(cfg.name, child.stderr, new UnaskedBudget(options.unasked ?? UNASKED_LIMITS), (why) =>
-    transport.kill(why),
+  const tail = new StderrTail();
+  const stderrRead = logStderr(
+    cfg.name,
+    child.stderr,
+    tail,
+    new UnaskedBudget(options.unasked ?? UNASKED_LIMITS),
+    (why) => transport.kill(why),
   );
   const conn: Connection = {
     client,
@@ -128,10 +134,12 @@ export async function startServer(cfg: McpServerConfig, options: StartOptions): 
     conn.dropped = vetted.dropped;
     if (vetted.dropped) logger.warn(`MCP server '${cfg.name}': ${vetted.dropped}`);
   } catch (err) {
+    const stopping = startTimeout.aborted || options.signal.aborted || transport.stoppedFor !== undefined;
+    // Seen before the kill below, which would be its exit otherwise.
+    const exit = stopping ? null : await exitOf(child, stderrRead);
     const stopped = stopFailed(cfg.name, child, client);
     if (record) removeRecordFile(record); // SIGKILLed: nothing left to reap
-    // Killed by the core (a flood, a line over the limit): the SDK's error says only "Connection closed".
-    const why = transport.stoppedFor ? new Error(`it was stopped: ${transport.stoppedFor}`) : err;
+    const why = failure(err, transport.stoppedFor, exit, tail);
     return { ok: false, error: startError(cfg, why, startTimeout.aborted), stopped };
   } finally {
     options.signal.removeEventListener("abort", killOnAbort);
@@ -149,9 +157,43 @@ function startError(cfg: McpServerConfig, err: unknown, timedOut: boolean): Core
       `MCP server '${cfg.name}' did not start within startup_timeout_s (${cfg.startup_timeout_s} s); it was stopped`,
       { server: cfg.name },
     );
-  return new CoreError("internal_error", `MCP server '${cfg.name}' could not be started: ${shown(err)}`, {
+  // An exit's own words (its code, its stderr's end) are bounded where they are made.
+  const why = err instanceof ExitedAtStart ? err.message : shown(err);
+  return new CoreError("internal_error", `MCP server '${cfg.name}' could not be started: ${why}`, {
     server: cfg.name,
   });
+}
+
+class ExitedAtStart extends Error {}
+
+/** Killed by the core (a flood, a line over the limit), or exited: the SDK's error says only "Connection closed". */
+function failure(
+  err: unknown,
+  stoppedFor: string | undefined,
+  exit: ChildExit | null,
+  tail: StderrTail,
+): unknown {
+  if (stoppedFor) return new Error(`it was stopped: ${stoppedFor}`);
+  if (exit) return new ExitedAtStart(`it ${exitText(exit)}${quoted(tail.lines())}`);
+  return err;
+}
+
+/** How long a failed start waits to see whether the server exited (and its stderr's end) before killing it. */
+const EXIT_SEEN_MS = 500;
+
+/** The server's exit, with its stderr read to the end; null when it still runs after EXIT_SEEN_MS. */
+function exitOf(child: McpChild, stderrRead: Promise<void>): Promise<ChildExit | null> {
+  const exited = child.exited.then(async (exit) => {
+    await stderrRead;
+    return exit;
+  });
+  return Promise.race([exited, Bun.sleep(EXIT_SEEN_MS).then(() => null)]);
+}
+
+function quoted(lines: string[]): string {
+  return lines.length === 0
+    ? " (it wrote nothing to stderr)"
+    : `; the end of its stderr: ${lines.join(" | ")}`;
 }
 
 /** Longest part of a failed start's error a warning quotes. */
@@ -186,6 +228,7 @@ function stopFailed(name: string, child: McpChild, client: Client): Promise<void
 async function logStderr(
   name: string,
   stream: ReadableStream<Uint8Array>,
+  tail: StderrTail,
   budget: UnaskedBudget,
   kill: (why: string) => void,
 ): Promise<void> {
@@ -198,7 +241,9 @@ async function logStderr(
           `it wrote to stderr over ${burstBytes} bytes at once or ${bytesPerSecond} bytes a second`,
         );
       }
-      logger.debug(`[mcp ${name}] ${decoder.decode(chunk, { stream: true }).trimEnd()}`);
+      const text = decoder.decode(chunk, { stream: true });
+      tail.add(text);
+      logger.debug(`[mcp ${name}] ${text.trimEnd()}`);
     }
   } catch {
     // A broken pipe ends the log, nothing else.

@@ -1,0 +1,35 @@
+import { cutText } from "../../util/text-cut.ts";
+
+/** Lines of its stderr a failed start's error quotes: a traceback's last lines say what went wrong. */
+export const TAIL_LINES = 5;
+/** Characters of each quoted line. */
+const LINE_CHARS = 200;
+/** What is kept of the stream: enough for TAIL_LINES lines, bounded whatever the server writes. */
+const KEEP_CHARS = TAIL_LINES * LINE_CHARS * 2;
+
+/**
+ * The end of what an MCP server wrote to stderr, for the error of a server that exited during its
+ * start (docs/agent.md "MCP servers"): a missing module or a bad argument is told there, and the
+ * `tools_unavailable` warning is all a host developer sees without the debug log.
+ */
+export class StderrTail {
+  private text = "";
+
+  add(chunk: string): void {
+    this.text = (this.text + chunk).slice(-KEEP_CHARS);
+  }
+
+  /** Its last non-blank lines, each cut, control characters shown as U+FFFD. */
+  lines(): string[] {
+    return this.text
+      .split(/\r?\n|\r/)
+      .map((l) => l.trimEnd())
+      .filter((l) => l.length > 0)
+      .slice(-TAIL_LINES)
+      .map((l) =>
+        cutText(l, LINE_CHARS)
+          .toWellFormed()
+          .replace(/[\u0000-\u0008\u000b-\u001f\u007f]/g, "\ufffd"),
+      );
+  }
+}
