@@ -2,7 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { BULK_SHARE } from "../../../src/store/db/fts-forget.ts";
 import { Store } from "../../../src/store/store.ts";
 import { filesHolding } from "../../fixtures/files-holding.ts";
-import { loopLag } from "../../fixtures/loop-lag.ts";
+import { threadErases } from "../../fixtures/interleave.ts";
 import { commitNotedTurn } from "../../fixtures/noted-turn.ts";
 import { tmpdir } from "../../fixtures/tmpdir.ts";
 
@@ -36,19 +36,11 @@ function bigIndex(store: Store, rows: number): void {
   store.documents.commit(doc, { name: "filler.txt", format: "text", chunks: rows, bytes: rows });
 }
 
-/** The longest the main loop went without running a 5 ms timer while `work` ran (begun from a timer's turn). */
-async function longestStall<T>(
-  work: () => Promise<T>,
-): Promise<{ value: T; stallMs: number; tookMs: number }> {
-  await new Promise((r) => setTimeout(r, 20));
-  const lag = loopLag(5);
+/** `work`'s value and how long it took. */
+async function timed<T>(work: () => Promise<T>): Promise<{ value: T; tookMs: number }> {
   const started = performance.now();
-  try {
-    const value = await work();
-    return { value, stallMs: lag.stop(), tookMs: performance.now() - started };
-  } finally {
-    lag.stop();
-  }
+  const value = await work();
+  return { value, tookMs: performance.now() - started };
 }
 
 const aboutTurn = (store: Store, u: string, s: string, text: string) =>
@@ -62,7 +54,8 @@ describe("an erase off the main loop", () => {
     bigIndex(store, FILLER_ROWS);
     for (let i = 0; i < TURNS; i++) aboutTurn(store, "alice", "big", `PANGOLIN ${i} ${words(i, 700)}`);
     aboutTurn(store, "alice", "keep", "kept");
-    const { value, stallMs, tookMs } = await longestStall(() =>
+    using erases = threadErases();
+    const { value, tookMs } = await timed(() =>
       Promise.all([
         store.deleteSession("alice", "big"),
         // Once the erase holds the write lock on its thread.
@@ -72,9 +65,11 @@ describe("an erase off the main loop", () => {
       ]),
     );
     expect(value[0].deleted).toBe(true);
-    // The erase was long enough to matter, and the loop never waited on it.
+    // The erase was long enough to matter, and the loop never waited on it: it ran on the store's
+    // thread, and a ping queued once it was handed over had its turn before the answer.
     expect(tookMs).toBeGreaterThan(500);
-    expect(stallMs).toBeLessThan(250);
+    expect(erases.seen.map((e) => e.kind)).toContain("session");
+    expect(erases.seen.find((e) => e.kind === "session")?.pings).toBeGreaterThan(0);
     expect(store.get("alice", "keep", 10).messages.map((m) => m.content)).toContain(
       "written during the erase",
     );
@@ -94,7 +89,9 @@ describe("an erase off the main loop", () => {
     const started = performance.now();
     const second = Store.open(dir.path);
     const opened = performance.now() - started;
-    expect(opened).toBeLessThan(1000);
+    // A backstop, generous for a loaded machine: an open that waited for the erase's lock would
+    // see the erase committed, which the snapshot below shows.
+    expect(opened).toBeLessThan(2500);
     // Its snapshot is from before the erase's commit: both sessions are still there.
     expect(
       second
@@ -114,7 +111,8 @@ describe("an erase off the main loop", () => {
     for (let i = 0; i < TURNS; i++) aboutTurn(store, "alice", "big", `PANGOLIN ${i} ${words(i, 700)}`);
     // Read once, so the main connection's cached history is the old one.
     expect(store.conversations.history("alice", "big")).toHaveLength(TURNS * 2);
-    const { stallMs, tookMs } = await longestStall(() =>
+    using erases = threadErases();
+    const { tookMs } = await timed(() =>
       store.commitEdit({
         userId: "alice",
         sessionId: "big",
@@ -128,7 +126,8 @@ describe("an erase off the main loop", () => {
       }),
     );
     expect(tookMs).toBeGreaterThan(500);
-    expect(stallMs).toBeLessThan(250);
+    expect(erases.seen.map((e) => e.kind)).toEqual(["commit"]);
+    expect(erases.seen[0]?.pings).toBeGreaterThan(0);
     expect(store.conversations.history("alice", "big").map((m) => m.content)).toEqual([
       "edited question",
       "new answer",
