@@ -31,11 +31,16 @@ async function withHostile(mode: string, use: (pool: McpPool) => Promise<void>):
   }
 }
 
-/** What `work` gives, the main loop never held 400 ms meanwhile (a ping would have waited). */
+/**
+ * What `work` gives, the main loop never held 2 s meanwhile: a backstop a loaded machine does not
+ * reach. What each test below catches is in what `work` gives: the SDK's schemas and
+ * JSON.stringify, which held the loop for a second and more on these answers, refused them (the
+ * call or the start failed); the cheap way answers with what the test expects.
+ */
 async function unheld<T>(work: () => Promise<T>): Promise<T> {
   const lag = loopLag();
   const out = await work();
-  expect(lag.stop()).toBeLessThan(400);
+  expect(lag.stop()).toBeLessThan(2000);
   return out;
 }
 
