@@ -1,9 +1,10 @@
-import { describe, expect, test } from "bun:test";
+import { describe, expect, spyOn, test } from "bun:test";
 import { join } from "node:path";
 import { ErrorCode, type McpError } from "@modelcontextprotocol/sdk/types.js";
+import { ChildTransport } from "../../src/agent/mcp/child-transport.ts";
 import { LineReader, MAX_LINE_BYTES } from "../../src/agent/mcp/line-reader.ts";
 import { McpPool } from "../../src/agent/mcp/pool.ts";
-import { MIN_MESSAGE_COST, UnaskedBudget } from "../../src/agent/mcp/unasked-budget.ts";
+import { MIN_MESSAGE_COST, UNASKED_LIMITS, UnaskedBudget } from "../../src/agent/mcp/unasked-budget.ts";
 import { loopLag } from "../fixtures/loop-lag.ts";
 import { hostileServer, pidsIn } from "../fixtures/mcp-hostile.ts";
 import { alive } from "../fixtures/stack.ts";
@@ -11,6 +12,8 @@ import { tmpdir } from "../fixtures/tmpdir.ts";
 import { waitFor } from "../fixtures/wait.ts";
 
 const never = new AbortController().signal;
+/** Where each line a server sent is parsed and handed on (private: spied on). */
+const transport = ChildTransport.prototype as unknown as { deliver(line: Buffer): void };
 const hostile = (mode: string, pids: string, timeout_s = 20) => hostileServer(mode, pids, timeout_s);
 
 describe("MCP servers that send what no call asked for", () => {
@@ -20,11 +23,25 @@ describe("MCP servers that send what no call asked for", () => {
     const pool = new McpPool([hostile("idle-flood", pids)]);
     try {
       expect((await pool.tools("h", never)).map((t) => t.name)).toEqual(["echo"]);
+      // What the loop parsed of the flood (each line handed on), counted from here.
+      let parsed = 0;
+      const original = transport.deliver;
+      const deliver = spyOn(transport, "deliver").mockImplementation(function (this: unknown, line: Buffer) {
+        parsed += line.length;
+        original.call(this, line);
+      });
       const lag = loopLag();
       const [first] = pidsIn(pids);
-      // Without the budget it floods for as long as it runs.
-      expect(await waitFor(() => !alive(first as number), { timeoutMs: 5000 })).toBe(true);
-      expect(lag.stop()).toBeLessThan(250);
+      try {
+        // Without the budget it floods for as long as it runs.
+        expect(await waitFor(() => !alive(first as number), { timeoutMs: 5000 })).toBe(true);
+      } finally {
+        deliver.mockRestore();
+      }
+      // The loop spent on the flood what the budget allows (its burst, a line, a few seconds'
+      // refill), not what the server sends; a backstop on its longest gap a loaded machine does not reach.
+      expect(parsed).toBeLessThanOrEqual(UNASKED_LIMITS.burstBytes + 2 * 1024 * 1024);
+      expect(lag.stop()).toBeLessThan(2000);
       expect((await pool.tools("h", never)).map((t) => t.name)).toEqual(["echo"]);
       expect(pidsIn(pids)).toHaveLength(2);
     } finally {
