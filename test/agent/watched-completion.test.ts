@@ -2,9 +2,10 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { watchedCompletion } from "../../src/agent/watched-completion.ts";
 import { ConnectionRefused, LlmError } from "../../src/llama/errors.ts";
 import { CoreError } from "../../src/protocol/errors.ts";
-import { DEATH_GRACE_MS } from "../../src/runtime/death-reason.ts";
+import { DEATH_GRACE_MS, deathGraceMs } from "../../src/runtime/death-reason.ts";
 import type { LlamaLease } from "../../src/runtime/endpoint.ts";
 import { Launch } from "../../src/runtime/launch.ts";
+import { IDENTIFY_TIMEOUT_MS } from "../../src/runtime/rpc-watch.ts";
 import { EVENTLESS_CAP } from "../../src/runtime/watchdog.ts";
 import { deadLease } from "../fixtures/dead-lease.ts";
 import { LlamaStandIn } from "../fixtures/llama-stand-in/in-process.ts";
@@ -144,14 +145,28 @@ describe("watchedCompletion and a connection cut by the server's death", () => {
 
   test("cancel during the grace ends the wait at once, as cancelled", async () => {
     const { lease } = cutLease(never());
+    // With a worker the grace is DEATH_GRACE_MS + IDENTIFY_TIMEOUT_MS (1.5 s): a loaded box's late
+    // sleep still cancels inside it, and an answer that waited the grace out is far past the bound.
+    const withWorker = {
+      ...lease,
+      launch: new Launch({
+        baseUrl: lease.baseUrl,
+        apiKey: lease.apiKey,
+        slots: 1,
+        rpcWorkers: ["10.0.0.2:50052"],
+      }),
+    };
+    expect(deathGraceMs(withWorker.launch)).toBe(DEATH_GRACE_MS + IDENTIFY_TIMEOUT_MS);
     const cancel = new AbortController();
-    const pending = failure(watchedCompletion(lease, REQUEST, { signal: cancel.signal, onDelta: () => {} }));
+    const pending = failure(
+      watchedCompletion(withWorker, REQUEST, { signal: cancel.signal, onDelta: () => {} }),
+    );
     await Bun.sleep(150);
     const t0 = performance.now();
     cancel.abort(new CoreError("cancelled", "the request was cancelled"));
     const err = await pending;
     expect((err as CoreError).code).toBe("cancelled");
-    expect(performance.now() - t0).toBeLessThan(100);
+    expect(performance.now() - t0).toBeLessThan(IDENTIFY_TIMEOUT_MS);
   });
 });
 
