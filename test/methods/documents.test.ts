@@ -424,6 +424,47 @@ describe("documents.add, list, delete and citations", () => {
     ]);
   });
 
+  test("a document deleted while a resumed turn's pending tool runs is not sent in its first step", async () => {
+    await using h = new ChatHarness({ memory: { enabled: true, top_k: 5 } });
+    const doc = await call(h, "a", "documents.add", {
+      text: "The HERONDOC dives for fish.",
+      name: "herons.md",
+    });
+    // An interrupted turn whose call has no result yet: the resume runs it before any request.
+    h.writeCheckpoint("s", {
+      version: 1,
+      trace_id: "0000000000000000",
+      user_input: "what does the HERONDOC do",
+      agent: "assistant",
+      step: 1,
+      parse_errors: 0,
+      best_text: "",
+      turn: [
+        { role: "user", content: "what does the HERONDOC do" },
+        {
+          role: "assistant",
+          content: null,
+          tool_calls: [
+            { id: "c1", type: "function", function: { name: "t__echo", arguments: '{"text":"ping"}' } },
+          ],
+        },
+      ],
+      updated_at: "2026-01-01T00:00:00.000Z",
+    });
+    // Erased as the pending call starts: its rows gone before the step after it is laid out.
+    h.onEmit = (m) => {
+      if (m.event === "tool_start")
+        h.services.store().documents.delete("default_user", doc.result.document_id);
+    };
+    h.llama.script({ content: ["done"] });
+    const chat = await h.chat("c", { session_id: "s", resume: true });
+    expect((chat.terminal as any).result.response).toBe("done");
+    const sent = h.llama.requests.map((r) => JSON.stringify(r.body.messages));
+    expect(sent).toHaveLength(1);
+    expect(sent[0]).toContain("ping");
+    expect(sent[0]).not.toContain("dives for fish");
+  });
+
   test("a document deleted while a chat waits for the slot is not sent to the model, nor cited", async () => {
     await using h = new ChatHarness(plain);
     const doc = await call(h, "a", "documents.add", {

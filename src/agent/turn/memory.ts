@@ -57,8 +57,8 @@ export function stillStored(ctx: TurnContext, hits: MemoryHit[]): MemoryHit[] {
 }
 
 /**
- * Before each later step of a turn: passages erased since the last request (a `documents.delete`
- * answered while a tool ran) are not sent again, neither the turn's own notes nor an earlier
+ * Before each later step of a turn, and a resume's first when its pending calls ran: passages
+ * erased since the last request or the setup (a `documents.delete` answered while a tool ran) are not sent again, neither the turn's own notes nor an earlier
  * message's (the prompt record's). The notes are laid out anew without them. They stay among the
  * sources (an earlier step read them), named as the result is sent: an erased one without its
  * name. True when some went: the slot that holds them is then emptied (kv/slot-clear.ts

@@ -203,7 +203,8 @@ export class Turn {
       const step = state.step;
       ctx.step = step;
       ctx.deps.emit("llm_start", { step });
-      if (this.sent && dropErased(ctx, setup.layout) && setup.slot !== undefined)
+      // After a request, or a resume's pending calls run before the first: either may outlast a delete.
+      if ((this.sent || calls) && dropErased(ctx, setup.layout) && setup.slot !== undefined)
         await emptyTurnSlot(setup.lease.launch, setup.slot, ctx.deps.signal);
       const stepSetup = this.stepSetup(setup);
       this.sent = true;
