@@ -18,6 +18,8 @@ export const PIPES_AFTER_EXIT_MS = 250;
 
 /** The kill of each probe still running: a command stopped by a signal ends them first. */
 const running = new Set<() => void>();
+/** A signal stopped the command: it goes on a moment before the exit, and starts no probe meanwhile. */
+let stopped = false;
 
 /**
  * Kills every probe still running, and what each started: `doctor` or `plan` stopped by Ctrl-C
@@ -25,6 +27,7 @@ const running = new Set<() => void>();
  * starts) running on its own, holding the GPU.
  */
 export function killRunningProbes(): void {
+  stopped = true;
   for (const kill of running) kill();
   running.clear();
 }
@@ -40,6 +43,8 @@ export async function runWithTimeout(
   timeoutMs: number,
   env?: Record<string, string>,
 ): Promise<RunResult> {
+  // Killed by no one once spawned: the process exits under it (a hung --list-devices left running).
+  if (stopped) return { kind: "error", message: "the command was stopped by a signal" };
   const exe = cmd.includes("/") || cmd.includes("\\") ? cmd : Bun.which(cmd);
   if (!exe) return { kind: "absent" };
   let proc: ReturnType<typeof Bun.spawn>;

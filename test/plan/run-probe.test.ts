@@ -1,7 +1,8 @@
 import { describe, expect, test } from "bun:test";
-import { chmodSync, readFileSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { MAX_PROBE_OUTPUT_BYTES, runWithTimeout } from "../../src/plan/run-probe.ts";
+import { killQuietly } from "../fixtures/kill-quietly.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
 // A probe's output and its end (plan/run-probe.ts): a tool that writes without end is stopped
@@ -16,6 +17,26 @@ function script(dir: string, name: string, body: string): string {
 }
 
 describe.skipIf(!onPosix)("a probe's run", () => {
+  test("once a signal killed the running probes, a probe asked after it is not started", async () => {
+    using dir = tmpdir();
+    const marker = join(dir.path, "started");
+    const path = script(dir.path, "next-probe", `echo $$ > '${marker}'\nexec sleep 30`);
+    // In a process of its own: the stop is the whole process's (cli/run.ts calls it on a signal).
+    // The command goes on a moment after the signal: its next probe must not outlive the exit.
+    const code = `
+      import { killRunningProbes, runWithTimeout } from ${JSON.stringify(join(import.meta.dir, "../../src/plan/run-probe.ts"))};
+      killRunningProbes();
+      console.log(JSON.stringify(await runWithTimeout(${JSON.stringify(path)}, [], 5_000)));
+    `;
+    const proc = Bun.spawn([process.execPath, "-e", code], { stdout: "pipe", stderr: "inherit" });
+    const out = await new Response(proc.stdout).text();
+    expect(await proc.exited).toBe(0);
+    const started = existsSync(marker) ? Number(readFileSync(marker, "utf8")) : undefined;
+    if (started) killQuietly(started);
+    expect(started).toBeUndefined();
+    expect(JSON.parse(out)).toMatchObject({ kind: "error" });
+  });
+
   test("one that writes without end is ended past MAX_PROBE_OUTPUT_BYTES, not read until its timeout", async () => {
     using dir = tmpdir();
     const t0 = performance.now();
