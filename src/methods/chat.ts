@@ -47,16 +47,12 @@ export const chat = defineMethod({
     // Its first request's connection, opened now to a server that serves: the connect is made
     // while the turn takes its session and slot (docs/performance.md, "The connection opened ahead").
     const spare = provider.connectAhead?.();
-    // A delete of the named session answered from its arrival on stops the chat wherever it
-    // waits (its images' room, the modules, the spawn, its line), not only once the turn has
-    // begun: it would otherwise write the session back (docs/agent.md, The store).
-    const erased =
-      params.session_id === undefined
-        ? undefined
-        : services.erasing.signal(params.user_id, params.session_id);
-    const signal = erased
-      ? AbortSignal.any([watch?.signal ?? ctx.signal, erased.signal])
-      : (watch?.signal ?? ctx.signal);
+    // A delete of the named session (or of the user, for a chat naming none) answered from its
+    // arrival on stops the chat wherever it waits (its images' room, the modules, the spawn, its
+    // line), not only once the turn has begun: it would otherwise write the session back
+    // (docs/agent.md, The store).
+    const erased = services.erasing.signal(params.user_id, params.session_id);
+    const signal = AbortSignal.any([watch?.signal ?? ctx.signal, erased.signal]);
     let place: Place | undefined;
     try {
       // A plain chat starts llama-server before the turn's modules load: on the first chat they
@@ -101,7 +97,7 @@ export const chat = defineMethod({
     } finally {
       // The turn gave the session back; one that ended before it ran leaves the line here.
       place?.leave();
-      erased?.unwatch();
+      erased.unwatch();
       spare?.close();
       watch?.done();
       // After the result: the job waits a moment, so the result goes out before any embedding.

@@ -104,6 +104,17 @@ export function refuseIfErased(
   if (mark !== undefined && erasedSince(db, userId, sessionId, mark)) throw sessionErased(sessionId);
 }
 
+/** A turn's end when its user was deleted before it named its session: nothing of it was kept. */
+export function userErased(): CoreError {
+  return new CoreError(
+    "cancelled",
+    "the user's data was deleted while this turn ran; nothing of the turn was kept",
+    {
+      reason: "user_deleted",
+    },
+  );
+}
+
 /** A turn's end when its session was deleted while it ran: nothing of it was kept. */
 export function sessionErased(sessionId: string): CoreError {
   return new CoreError(
@@ -134,10 +145,15 @@ export class ErasureWatch {
     return () => this.watchers.delete(w);
   }
 
-  /** A signal aborted, with the delete's reason, when the session or its user is erased. */
-  signal(userId: string, sessionId: string): { signal: AbortSignal; unwatch: () => void } {
+  /**
+   * A signal aborted, with the delete's reason, when the session or its user is erased. Without a
+   * session (a chat that names none, before its id is made): when the user is.
+   */
+  signal(userId: string, sessionId?: string): { signal: AbortSignal; unwatch: () => void } {
     const erased = new AbortController();
-    const unwatch = this.watch(userId, sessionId, () => erased.abort(sessionErased(sessionId)));
+    const reason = () => (sessionId === undefined ? userErased() : sessionErased(sessionId));
+    // "" is no session's id (SafeIdSchema): only an erase of the whole user reaches it.
+    const unwatch = this.watch(userId, sessionId ?? "", () => erased.abort(reason()));
     return { signal: erased.signal, unwatch };
   }
 

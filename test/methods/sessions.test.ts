@@ -1,10 +1,13 @@
 import { Database } from "bun:sqlite";
 import { describe, expect, test } from "bun:test";
-import { renameSync } from "node:fs";
+import { renameSync, writeFileSync } from "node:fs";
 import { basename, join } from "node:path";
+import { heldImages } from "../../src/images/held.ts";
+import { MAX_HELD_IMAGE_BYTES } from "../../src/images/limits.ts";
 import { Store } from "../../src/store/store.ts";
 import { ChatHarness, type Msg } from "../agent/harness.ts";
 import { filesHolding } from "../fixtures/files-holding.ts";
+import { png } from "../fixtures/images.ts";
 
 /** A request's terminal message; results are read loosely here (the client types check their shapes). */
 async function call(
@@ -321,6 +324,31 @@ describe("a delete wins over a turn in flight", () => {
       deleted_sessions: 1,
     });
     await expectGone(h, "ann");
+  });
+
+  test("users.delete answered while a chat naming no session waits for its images' room stops it", async () => {
+    await using h = new ChatHarness(
+      { agents: [{ name: "plain" }] },
+      { standIn: () => ({ vision: { tokensPerImage: 64 } }) },
+    );
+    h.llama.script({ content: ["first"] }, { content: ["late SECRET reply"] });
+    // The chat's modules loaded first: the chat below reaches its wait before the delete is read.
+    await h.chat("1", { input: "one", user_id: "ann" });
+    const file = join(h.dir.path, "shot.png");
+    writeFileSync(file, png(4, 4));
+    // Another chat's images hold all the room: this one waits, its session not yet named.
+    const release = await heldImages.acquire(MAX_HELD_IMAGE_BYTES, new AbortController().signal);
+    try {
+      h.send("2", "chat", { input: "two SECRET", user_id: "ann", images: [{ path: file }] });
+      expect((await call(h, "d", "users.delete", { user_id: "ann" })).result).toMatchObject({
+        deleted_sessions: 1,
+      });
+    } finally {
+      release();
+    }
+    expect(await h.terminal("2")).toMatchObject({ code: "cancelled", data: { reason: "user_deleted" } });
+    expect((await call(h, "l", "sessions.list", { user_id: "ann" })).result.sessions).toEqual([]);
+    expect(h.llama.requests).toHaveLength(1);
   });
 
   test("a delete from a second core on the same data folder refuses the turn's commit", async () => {
