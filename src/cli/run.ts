@@ -19,7 +19,14 @@ export async function runCli(argv: string[]): Promise<number> {
     return 0;
   }
   if (argv.includes("--help") || argv.includes("-h")) {
-    const named = argv.find((a) => !a.startsWith("-"));
+    const first = argv.find((a) => a !== "--help" && a !== "-h");
+    // An option before the command is refused as without --help: its value is no command.
+    if (first?.startsWith("-")) {
+      logger.error(`unknown option '${first}' (options go after the command)`);
+      await writeUsage(process.stderr, main);
+      return 2;
+    }
+    const named = first;
     const sub = named === undefined ? undefined : await loadSubCommand(named);
     // `pul --help` is a typo to say, not the main usage and exit 0 (a script's check passes).
     if (named !== undefined && !sub) {

@@ -80,6 +80,13 @@ describe("the CLI refuses nonsense (issue 13 item 6)", () => {
     expect(r.stderr).toContain("USAGE");
   });
 
+  test("--help after an option given before the command names the option, not its value as a command", async () => {
+    const r = await cli(["--config", "mine.yaml", "--help"]);
+    expect(r.code).toBe(2);
+    expect(r.stdout).toBe("");
+    expect(r.stderr.split("\n")[0]).toBe("[error] unknown option '--config' (options go after the command)");
+  });
+
   test("the spellings citty accepts still work: --config=FILE, --no-json", async () => {
     using dir = tmpdir();
     const r = await cli(["plan", "--config=none.yaml", "--no-json"], { cwd: dir.path });
