@@ -5,6 +5,7 @@ import { type ExactNumberId, exactIds, needsExactIds } from "./exact-id.ts";
 import type { ErrorMessage, RequestId, ResultMessage } from "./messages.ts";
 import {
   type ActiveRequest,
+  AFTER_EARLIER_LOADS,
   JOINED_BY_SHUTDOWN,
   LISTED_REQUESTS,
   MAX_IN_FLIGHT,
@@ -107,6 +108,8 @@ export class Dispatcher {
   /** One load per method, shared by every request that arrives while it is loading. */
   private readonly loading = new Map<string, Promise<MethodHandler>>();
   private readonly loaded = new Map<string, MethodHandler>();
+  /** Method loads not yet done, which requests read earlier wait for (AFTER_EARLIER_LOADS). */
+  private readonly pendingLoads = new Set<Promise<MethodHandler>>();
   private readonly emptyParams = new Map<string, { value: unknown }>();
 
   constructor(
@@ -249,7 +252,7 @@ export class Dispatcher {
 
   private start(id: RequestId, method: MethodEntry, params: object, exactTarget?: ExactNumberId): void {
     const request = new InFlight(id, method, this, exactTarget);
-    const def = method.cancellable ? undefined : this.loaded.get(method.name);
+    const def = method.cancellable || this.waitsForLoads(method) ? undefined : this.loaded.get(method.name);
     let started: Started | undefined;
     if (def) {
       // A loaded, non-cancellable method runs right away; one that answers with a plain value
@@ -289,6 +292,7 @@ export class Dispatcher {
         let result: unknown;
         if (started) result = await started.result;
         else {
+          if (this.waitsForLoads(method)) await Promise.allSettled([...this.pendingLoads]);
           const def = this.loaded.get(method.name) ?? (await this.definition(method));
           const out = def.run(this.parseParams(def, params), request);
           // A plain value is queued in the turn it was made in, so what it read stays true when
@@ -345,8 +349,19 @@ export class Dispatcher {
       this.loading.set(method.name, def);
       // A failed load is retried by the next request rather than cached.
       def.catch(() => this.loading.delete(method.name));
+      const loading = def;
+      this.pendingLoads.add(loading);
+      void loading.then(
+        () => this.pendingLoads.delete(loading),
+        () => this.pendingLoads.delete(loading),
+      );
     }
     return def;
+  }
+
+  /** An erase read while earlier requests wait for their method's load: it runs after them. */
+  private waitsForLoads(method: MethodEntry): boolean {
+    return this.pendingLoads.size > 0 && AFTER_EARLIER_LOADS.has(method.name);
   }
 
   private fail(id: RequestId | null, code: ErrorCode, message: string, data?: Record<string, unknown>): void {

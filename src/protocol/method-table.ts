@@ -101,5 +101,12 @@ export const UNBOUNDED_METHODS: ReadonlySet<string> = new Set([
  */
 export const JOINED_BY_SHUTDOWN: ReadonlySet<string> = new Set(["models.unload"]);
 
+/**
+ * Erases that run only once the methods earlier requests are loading have loaded: a chat or a
+ * `documents.add` watches for erases from its run's start (store/erasures.ts), which waits for its
+ * module, so an erase read after it but run first left it to write the session back.
+ */
+export const AFTER_EARLIER_LOADS: ReadonlySet<string> = new Set(["sessions.delete", "users.delete"]);
+
 /** The requests in flight `status` lists at most: the oldest (docs/protocol.md#status). */
 export const LISTED_REQUESTS = 256;

@@ -317,6 +317,17 @@ describe("a delete wins over a turn in flight", () => {
     expect(h.llama.requests).toHaveLength(1);
   });
 
+  test("a delete read just after a chat whose method was still loading stops that chat", async () => {
+    await using h = new ChatHarness({ agents: [{ name: "plain" }] });
+    // The delete's module loaded in this core, the chat's not yet: the chat's run waits for its load.
+    expect((await call(h, "w", "sessions.list", {})).result.sessions).toEqual([]);
+    h.llama.script({ content: ["late SECRET reply"] });
+    h.send("2", "chat", { input: "two SECRET", session_id: "s" });
+    await call(h, "d", "sessions.delete", { session_id: "s" });
+    await expectGone(h);
+    expect(h.llama.requests).toHaveLength(0);
+  });
+
   test("users.delete stops the user's turns the same way", async () => {
     await using h = new ChatHarness({ agents: [{ name: "plain" }] });
     await streaming(h, "ann");
