@@ -13,6 +13,7 @@ import { closableOutput } from "./output.ts";
 
 /** The exit code of a pull stopped by Ctrl-C (128 + SIGINT), as shells report it. */
 const EXIT_INTERRUPTED = 130;
+const EXIT_TERMINATED = 143;
 
 export default defineCommand({
   meta: { name: "pull", description: "Download a GGUF from the Hugging Face hub into the shared cache" },
@@ -30,6 +31,13 @@ export default defineCommand({
   run: async ({ args }) => {
     const ac = new AbortController();
     const stop = () => ac.abort();
+    // 130 for Ctrl-C, 143 for SIGTERM, as every other command exits (README "Exit codes").
+    let interrupted = EXIT_INTERRUPTED;
+    const onInt = () => stop();
+    const onTerm = () => {
+      interrupted = EXIT_TERMINATED;
+      stop();
+    };
     // A reader that left (`| head -1`) stops the pull as Ctrl-C does: the partial is kept.
     const stdout = closableOutput(stop);
     const out = (text: string) => stdout.write(text);
@@ -37,8 +45,8 @@ export default defineCommand({
       out,
       process.stdout.isTTY ? { columns: process.stdout.columns || 80 } : null,
     );
-    process.once("SIGINT", stop);
-    process.once("SIGTERM", stop);
+    process.once("SIGINT", onInt);
+    process.once("SIGTERM", onTerm);
     try {
       const ref = parseRef(args.model, args.revision);
       const outcome = await pullModel(ref, machinePullDeps(), {
@@ -76,15 +84,15 @@ export default defineCommand({
         }
         if (args.json) out(`${JSON.stringify({ type: "error", ...reportFailure(err, "pull") })}\n`);
         logger.warn("pull cancelled; the partial download is kept, run the same command to resume");
-        return EXIT_INTERRUPTED;
+        return interrupted;
       }
       if (!args.json) throw err;
       // NDJSON to the end: the error is one more line, printed here once (not run.ts's document).
       out(`${JSON.stringify({ type: "error", ...reportFailure(err, "pull") })}\n`);
       return 1;
     } finally {
-      process.off("SIGINT", stop);
-      process.off("SIGTERM", stop);
+      process.off("SIGINT", onInt);
+      process.off("SIGTERM", onTerm);
     }
   },
 });

@@ -165,30 +165,37 @@ describe.skipIf(!onPosix)("pull from the compiled binary", () => {
     expect(existsSync(blobPath(cache, REPO, hub.sha256Of(REPO, "big-Q8_0.gguf")))).toBe(true);
   }, 30_000);
 
-  test("Ctrl-C cancels: exit 130, the partial kept, nothing under the final name", async () => {
-    const cache = freshCache();
-    hub.knobs.bytesPerSecond = MB;
-    try {
-      const proc = Bun.spawn([ensureBinary(), "pull", `${REPO}:Q8_0`], {
-        cwd: work.path,
-        env: envFor(cache),
-        stdout: "pipe",
-        stderr: "pipe",
-      });
-      const partial = incompletePath(cache, REPO, hub.sha256Of(REPO, "big-Q8_0.gguf"));
-      const deadline = Date.now() + 10_000;
-      while (!(existsSync(partial) && statSync(partial).size > 100_000) && Date.now() < deadline)
-        await Bun.sleep(20);
-      proc.kill("SIGINT");
-      const [stderr, code] = await Promise.all([new Response(proc.stderr).text(), proc.exited]);
-      expect(code).toBe(130);
-      expect(stderr).toContain("the partial download is kept");
-      expect(statSync(partial).size).toBeGreaterThan(100_000);
-      expect(existsSync(blobPath(cache, REPO, hub.sha256Of(REPO, "big-Q8_0.gguf")))).toBe(false);
-    } finally {
-      hub.knobs.bytesPerSecond = undefined;
-    }
-  }, 30_000);
+  test.each([
+    ["SIGINT", 130],
+    ["SIGTERM", 143],
+  ] as const)(
+    "%s cancels: exit %d as every command's, the partial kept, nothing under the final name",
+    async (signal, exit) => {
+      const cache = freshCache();
+      hub.knobs.bytesPerSecond = MB;
+      try {
+        const proc = Bun.spawn([ensureBinary(), "pull", `${REPO}:Q8_0`], {
+          cwd: work.path,
+          env: envFor(cache),
+          stdout: "pipe",
+          stderr: "pipe",
+        });
+        const partial = incompletePath(cache, REPO, hub.sha256Of(REPO, "big-Q8_0.gguf"));
+        const deadline = Date.now() + 10_000;
+        while (!(existsSync(partial) && statSync(partial).size > 100_000) && Date.now() < deadline)
+          await Bun.sleep(20);
+        proc.kill(signal);
+        const [stderr, code] = await Promise.all([new Response(proc.stderr).text(), proc.exited]);
+        expect(code).toBe(exit);
+        expect(stderr).toContain("the partial download is kept");
+        expect(statSync(partial).size).toBeGreaterThan(100_000);
+        expect(existsSync(blobPath(cache, REPO, hub.sha256Of(REPO, "big-Q8_0.gguf")))).toBe(false);
+      } finally {
+        hub.knobs.bytesPerSecond = undefined;
+      }
+    },
+    30_000,
+  );
 
   test("a reader that leaves (`| head -1`) stops the pull: one line on stderr, no trace, the lock released", async () => {
     const cache = freshCache();
