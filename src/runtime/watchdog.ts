@@ -1,4 +1,5 @@
 import { CoreError } from "../protocol/errors.ts";
+import { timerMs } from "../util/timer-limit.ts";
 import type { LlamaLease } from "./endpoint.ts";
 import { frozenWorkerNote } from "./rpc-watch.ts";
 
@@ -95,6 +96,7 @@ export function watchDeadline(
       }),
     );
     lease.reportFailure(reason);
-  }, ms);
+    // Past 2^31 - 1 ms a timer fires at once: a huge budget would restart a healthy server.
+  }, timerMs(ms));
   return { signal: AbortSignal.any([cancel, wedge.signal]), dispose: () => clearTimeout(timer) };
 }

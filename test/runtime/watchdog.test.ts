@@ -129,4 +129,13 @@ describe("watchDeadline", () => {
     cancelled.dispose();
     expect(quiet.failures).toEqual([]);
   });
+
+  test("a deadline past what a timer holds (2^31 - 1 ms) waits, not fires at once", async () => {
+    const l = lease(120_000);
+    const watch = watchDeadline(l, new AbortController().signal, 2 ** 31 + 5_000, "a huge embedding request");
+    await Bun.sleep(30);
+    expect(watch.signal.aborted).toBe(false);
+    expect(l.failures).toEqual([]);
+    watch.dispose();
+  });
 });
