@@ -1,4 +1,5 @@
 import { logger, logUnexpected } from "../util/logger.ts";
+import { cutText } from "../util/text-cut.ts";
 import { ActiveTable } from "./active-table.ts";
 import { CoreError, type ErrorCode, isCoreError } from "./errors.ts";
 import { type ExactNumberId, exactIds, needsExactIds } from "./exact-id.ts";
@@ -102,6 +103,9 @@ class InFlight implements RequestContext {
  * guarantees exactly one terminal message per usable id. Cancellable requests (chats) get
  * their own AbortController; `cancel` and shutdown abort them.
  */
+/** Characters of a request id an ambiguous cancel's error quotes. */
+const SHOWN_ID_CHARS = 80;
+
 export class Dispatcher {
   private readonly active = new ActiveTable<InFlight>();
   private shuttingDown = false;
@@ -209,7 +213,10 @@ export class Dispatcher {
       const candidates = this.active.all().filter((a) => a.controller && !a.settled);
       if (candidates.length > 1) {
         // Named by id and method: they need not be chats (a documents.add, a pull…).
-        const named = candidates.slice(0, 4).map((a) => `${JSON.stringify(a.id)} (${a.method.name})`);
+        // Ids are the host's and of any length: each is cut, or four could outgrow an answer's line.
+        const named = candidates
+          .slice(0, 4)
+          .map((a) => `${cutText(JSON.stringify(a.id), SHOWN_ID_CHARS)} (${a.method.name})`);
         const more = candidates.length > 4 ? ", …" : "";
         throw new CoreError(
           "invalid_request",

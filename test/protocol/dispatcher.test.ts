@@ -217,6 +217,17 @@ describe("dispatcher over the in-process loop", () => {
     expect(ambiguous.message).toBe(
       "request_id is required while 2 cancellable requests are active: 1 (test.sleep), 2 (test.sleep)",
     );
+    // A host's id of any length is quoted cut: four whole could outgrow the answer's line.
+    h.send({ id: "x".repeat(1_000_000), method: "test.sleep", params: { ms: 5000 } });
+    const long = await h.request({ id: "c2b", method: "cancel" });
+    expect(long.message).toContain(`"${"x".repeat(70)}`);
+    expect(long.message.length).toBeLessThan(400);
+    expect(
+      (await h.request({ id: "c2c", method: "cancel", params: { request_id: "x".repeat(1_000_000) } }))
+        .result,
+    ).toEqual({
+      cancelled: true,
+    });
     expect((await h.request({ id: "c3", method: "cancel", params: { request_id: "2" } })).result).toEqual({
       cancelled: false,
     });
