@@ -40,7 +40,8 @@ export type ErrorReason =
   | "nothing_to_resume"
   | "export_too_large"
   | "path_unwritable"
-  | "session_edited";
+  | "session_edited"
+  | "crashes_server";
 
 /** What `chat` accepts: every field has a default on the core's side. */
 export type ChatParams = {
@@ -493,7 +494,13 @@ export type CoreStatusResult = {
     checked_at: number | null;
   }[];
   requests: { id: string | number; method: string; since: string; elapsed_ms: number }[];
-  memory_index: { embedded: number; total: number; model: string } | null;
+  memory_index: {
+    embedded: number;
+    total: number;
+    model: string;
+    set_aside: number;
+    last_set_aside: { reason: "crashes_server" | "too_long" | "no_vector"; message: string } | null;
+  } | null;
   models?:
     | {
         name: string;

@@ -6,9 +6,17 @@
  * all (115: llama-server's own answer is a 500, so it is never sent); `not_supported`, the
  * server was started without `--embeddings` (110: 501); `not_finite`, the model gave an input a
  * vector holding NaN or infinity (`data.index` names it: the model cannot embed that text);
- * `too_many`, more inputs than one answer carries at the model's width (`embedMaxInputs`).
+ * `too_many`, more inputs than one answer carries at the model's width (`embedMaxInputs`);
+ * `crashes_server`, one input crashed the server each of the last times it was sent alone
+ * (`data.index` names it: server/embed-suspects.ts), so it is not sent again.
  */
-export type EmbedErrorKind = "too_long" | "empty_input" | "not_supported" | "not_finite" | "too_many";
+export type EmbedErrorKind =
+  | "too_long"
+  | "empty_input"
+  | "not_supported"
+  | "not_finite"
+  | "too_many"
+  | "crashes_server";
 
 export interface EmbedErrorData {
   /** The input's place in the caller's list. */

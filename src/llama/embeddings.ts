@@ -13,10 +13,12 @@ import { wellFormedJson } from "./well-formed.ts";
  * longer than one answer carries at the model's width (`embedMaxInputs`) is refused `too_many`.
  */
 
-/** One request's work, as its watch sees it: its inputs and their estimated tokens. */
+/** One request's work, as its watch sees it: its inputs (how many, and which) and their estimated tokens. */
 export interface RequestWork {
   inputs: number;
   tokens: number;
+  /** The texts it sends: those in flight should the server die meanwhile (server/embed-suspects.ts). */
+  texts: readonly string[];
 }
 
 export interface EmbedOptions {
@@ -60,8 +62,9 @@ export async function embed(
   const tokens = inputs.map((t) => inputTokens(t, o.maxInputTokens));
   for (let at = 0; at < inputs.length; ) {
     const n = at === 0 && inputs.length > ALONE_FIRST_OVER ? 1 : requestSize(tokens, at, size);
-    const work = { inputs: n, tokens: tokens.slice(at, at + n).reduce((a, b) => a + b, 0) };
-    const part = await batch(server, inputs.slice(at, at + n), at, work, o);
+    const texts = inputs.slice(at, at + n);
+    const work = { inputs: n, tokens: tokens.slice(at, at + n).reduce((a, b) => a + b, 0), texts };
+    const part = await batch(server, texts, at, work, o);
     // One width for the whole answer: `embed` gives one `dimensions` for every vector.
     const width = out.embeddings[0]?.length;
     if (width !== undefined && part.embeddings[0]?.length !== width)

@@ -53,6 +53,8 @@ export const ERROR_REASONS = [
   "path_unwritable",
   // sessions.export: an edit replaced what it had read, three starts running.
   "session_edited",
+  // embed: a string the embedding server crashed on each time it was sent (not sent again).
+  "crashes_server",
 ] as const;
 export type ErrorReason = (typeof ERROR_REASONS)[number];
 

@@ -118,7 +118,19 @@ function llamaStatusSchema() {
  */
 function memoryIndexSchema() {
   const count = z.number().int().nonnegative();
-  return z.strictObject({ embedded: count, total: count, model: z.string() }).nullable();
+  const lastSetAside = z.strictObject({
+    reason: z.enum(["too_long", "crashes_server", "no_vector"]),
+    message: z.string(),
+  });
+  return z
+    .strictObject({
+      embedded: count,
+      total: count,
+      model: z.string(),
+      set_aside: count,
+      last_set_aside: lastSetAside.nullable(),
+    })
+    .nullable();
 }
 
 function requestsSchema() {

@@ -19,10 +19,14 @@ export function embedFailure(err: unknown, signal: AbortSignal): unknown {
   return err;
 }
 
-/** An input the server refuses, named by its place (docs/protocol.md#embed; recording 114). */
+/**
+ * An input the server refuses, named by its place (docs/protocol.md#embed; recording 114); one
+ * that crashes the server says so in `data.reason`, so memory's job sets it aside.
+ */
 function embedRefusal(err: EmbedError): CoreError {
   if (err.kind === "not_supported")
     return new CoreError("invalid_request", `model: ${err.message}`, { field: "model" });
   const field = err.data.index === undefined ? "input" : `input.${err.data.index}`;
-  return new CoreError("invalid_request", `${field}: ${err.message}`, { field, ...err.data });
+  const reason = err.kind === "crashes_server" ? { reason: err.kind } : {};
+  return new CoreError("invalid_request", `${field}: ${err.message}`, { field, ...err.data, ...reason });
 }

@@ -17,6 +17,7 @@ import { Scheduler } from "../runtime/scheduler.ts";
 import type { SupervisorSnapshot } from "../runtime/snapshot.ts";
 import { logUnexpected } from "../util/logger.ts";
 import { embedFailure } from "./embed-failure.ts";
+import { CrashSuspects } from "./embed-suspects.ts";
 import { ModelProvider } from "./model-provider.ts";
 import { makeModelRuntime, planDepsBeside, type RuntimeDeps } from "./model-runtime.ts";
 import { statusOf } from "./several-models-status.ts";
@@ -52,6 +53,8 @@ export class SeveralModels implements ModelsApi {
   private readonly outOfMemory = new Map<string, number>();
   /** The chats (and embeds) on each model, so a forced unload ends them `cancelled`. */
   private readonly chats = new Map<string, Set<AbortController>>();
+  /** The inputs each embedding model's server died on (embed-suspects.ts), across its loads. */
+  private readonly suspects = new Map<string, CrashSuspects>();
 
   /** The pinned set's check, made once per config (docs/models.md "Several models"). */
   private pinnedCheck: { config: Config; done: Promise<void> } | undefined;
@@ -243,7 +246,9 @@ export class SeveralModels implements ModelsApi {
     try {
       lease = await this.scheduler.acquire(model.name, watch.signal);
       onLaunch?.(lease.launch);
-      const out = await watchedEmbed(lease, input, watch.signal, this.deps.embedDeadline);
+      const suspects = this.suspects.get(model.name) ?? new CrashSuspects();
+      this.suspects.set(model.name, suspects);
+      const out = await watchedEmbed(lease, input, watch.signal, this.deps.embedDeadline, suspects);
       return {
         dimensions: out.embeddings[0]?.length ?? 1,
         embeddings: out.embeddings,

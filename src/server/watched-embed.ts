@@ -1,8 +1,12 @@
 import { requestDeadlineMs } from "../llama/embed-budget.ts";
+import { EmbedError } from "../llama/embed-error.ts";
 import { type Embedded, embed, type RequestWork } from "../llama/embeddings.ts";
+import { ConnectionRefused, LlmError } from "../llama/errors.ts";
+import { CoreError } from "../protocol/errors.ts";
 import type { LlamaLease } from "../runtime/endpoint.ts";
 import { retryOrThrow } from "../runtime/lease-failure.ts";
 import { watchDeadline } from "../runtime/watchdog.ts";
+import { CRASHES_TO_CONVICT, type CrashSuspects } from "./embed-suspects.ts";
 
 /** A request's deadline from its estimated tokens and llama.request_timeout_s in ms (tests: a short one). */
 export type EmbedDeadline = (tokens: number, floorMs: number) => number;
@@ -50,27 +54,80 @@ function queuedWatch(
  * server error is reported too, a lost one named by the server's death where that is heard; a
  * refused input or an unusable answer says nothing about the server. A connection refused reached
  * no server (it died before its exit was seen): once the lease has moved to the restarted one, the
- * embedding is asked again, once, as a chat's request is sent again. Errors are thrown as they came.
+ * embedding is asked again, once, as a chat's request is sent again. With `suspects`, an input
+ * known to crash the server is refused unsent, and the inputs of a request the server died on
+ * are counted (embed-suspects.ts). Errors are thrown as they came, a death's with `data.reason`
+ * `server_failed` as a chat's.
  */
 export async function watchedEmbed(
   lease: LlamaLease,
   input: readonly string[],
   signal: AbortSignal,
   deadline: EmbedDeadline = requestDeadlineMs,
+  suspects?: CrashSuspects,
 ): Promise<Embedded> {
+  const known = suspects?.convictedIn(input);
+  if (known !== undefined) throw crashesServer(known, "");
   for (let again = false; ; again = true) {
+    let inFlight: readonly string[] = [];
     try {
       // Read once per launch, as the server turned ready (launch.ts): no input has more tokens.
       const context = await lease.launch.contextSize(signal);
       const out = await embed(lease, input, {
         signal,
         ...(context === undefined ? {} : { maxInputTokens: context }),
-        watch: (work) => queuedWatch(lease, signal, work, deadline),
+        watch: (work) => {
+          inFlight = work.texts;
+          return queuedWatch(lease, signal, work, deadline);
+        },
       });
       lease.launch.taskServed();
+      suspects?.served(input);
       return out;
     } catch (err) {
-      await retryOrThrow(lease, err, signal, again);
+      await retryOrThrow(lease, err, signal, again).catch((thrown: unknown) => {
+        throw diedWith(lease, thrown, signal, inFlight, input, suspects);
+      });
     }
   }
+}
+
+/**
+ * The error of a request the server died on (its death heard, or its connection lost), its
+ * inputs counted; the one input of a request that crashed the server twice in a row is named.
+ */
+function diedWith(
+  lease: LlamaLease,
+  thrown: unknown,
+  signal: AbortSignal,
+  inFlight: readonly string[],
+  input: readonly string[],
+  suspects: CrashSuspects | undefined,
+): unknown {
+  // A crash's error (supervisor.ts onExit); a server stopped on purpose ends `cancelled`, no input's doing.
+  const death =
+    lease.died.aborted &&
+    thrown === lease.died.reason &&
+    thrown instanceof CoreError &&
+    thrown.code === "internal_error";
+  const lost =
+    thrown instanceof LlmError && thrown.kind === "connection_lost" && !(thrown instanceof ConnectionRefused);
+  if (signal.aborted || inFlight.length === 0 || !(death || lost)) return thrown;
+  const named = death
+    ? new CoreError(thrown.code, thrown.message, { ...thrown.data, reason: "server_failed" })
+    : thrown;
+  const [only] = inFlight;
+  if (suspects?.died(inFlight) && only !== undefined)
+    return crashesServer(input.indexOf(only), (thrown as Error).message);
+  return named;
+}
+
+/** An input the server crashed on twice in a row, refused (docs/protocol.md#embed). */
+function crashesServer(index: number, how: string): EmbedError {
+  const last = how ? ` (the last time: ${how})` : "";
+  return new EmbedError(
+    "crashes_server",
+    `input ${index} crashed the embedding model's llama-server each of the last ${CRASHES_TO_CONVICT} times it was sent${last}; it is not sent again`,
+    { index },
+  );
 }

@@ -8,7 +8,13 @@ export interface MemoryIndexProgress {
   embedded: number;
   total: number;
   model: string;
+  /** Rows this model cannot embed, set aside (found by words alone), and why the last one was, this core's life. */
+  set_aside: number;
+  last_set_aside: { reason: SetAsideReason; message: string } | null;
 }
+
+/** Why a row was set aside without a vector (docs/agent.md, "Memory that understands meaning"). */
+export type SetAsideReason = "too_long" | "crashes_server" | "no_vector";
 
 export interface MemoryEmbedderDeps {
   store: Store;
@@ -54,6 +60,8 @@ export class MemoryEmbedder {
   private stopped = false;
   private readonly abort = new AbortController();
   private counts: { embedded: number; total: number } | undefined;
+  private setAside = 0;
+  private lastSetAside: MemoryIndexProgress["last_set_aside"] = null;
   private readonly batch: number;
   private readonly settleMs: number;
   private readonly retryMs: { initial: number; max: number };
@@ -66,7 +74,22 @@ export class MemoryEmbedder {
 
   /** status.memory_index: the counts as of the job's last look (no I/O). */
   progress(): MemoryIndexProgress {
-    return { embedded: this.counts?.embedded ?? 0, total: this.counts?.total ?? 0, model: this.deps.model };
+    return {
+      embedded: this.counts?.embedded ?? 0,
+      total: this.counts?.total ?? 0,
+      model: this.deps.model,
+      set_aside: this.setAside,
+      last_set_aside: this.lastSetAside,
+    };
+  }
+
+  /** The counts status shows, read again. */
+  private recount(fp: string): { embedded: number; total: number } {
+    const { store } = this.deps;
+    const counts = store.guard(() => store.memory.vectors.counts(fp));
+    this.counts = counts;
+    this.setAside = store.guard(() => store.memory.vectors.refusedCount(fp));
+    return counts;
   }
 
   /** Asks for a run after the settle wait (a run under way goes round again). */
@@ -110,7 +133,7 @@ export class MemoryEmbedder {
     const fp = this.deps.fingerprint();
     const { store } = this.deps;
     // The document just committed now counts in status's total.
-    this.counts = store.guard(() => store.memory.vectors.counts(fp));
+    this.recount(fp);
     const todo = await this.lackingOf(fp, memoryRowIds, signal);
     let done = total - todo.length;
     onProgress(done, total);
@@ -132,7 +155,7 @@ export class MemoryEmbedder {
       );
       this.retryLater();
     }
-    if (!this.stopped) this.counts = store.guard(() => store.memory.vectors.counts(fp));
+    if (!this.stopped) this.recount(fp);
   }
 
   /**
@@ -174,9 +197,9 @@ export class MemoryEmbedder {
     try {
       const fp = this.deps.fingerprint();
       // Counted once a run (then added to as vectors are stored): two counts of every row.
-      this.counts = store.guard(() => store.memory.vectors.counts(fp));
+      const counts = this.recount(fp);
       // All embedded: the search for rows without a vector would read every row to say so.
-      if (this.counts.embedded >= this.counts.total) {
+      if (counts.embedded >= counts.total) {
         this.failures = 0;
         return;
       }
@@ -207,7 +230,7 @@ export class MemoryEmbedder {
       }
       this.failures = 0;
       // A run that caught up says so exactly (rows added or erased meanwhile included).
-      this.counts = store.guard(() => store.memory.vectors.counts(fp));
+      this.recount(fp);
     } catch (err) {
       if (this.stopped) return;
       logger.warn(
@@ -219,18 +242,19 @@ export class MemoryEmbedder {
 
   /** Whether every row has its vector (or refusal), as counted now; the counts kept. */
   private caughtUp(fp: string): boolean {
-    const { store } = this.deps;
     if (!this.counts || this.counts.embedded < this.counts.total) return false;
-    this.counts = store.guard(() => store.memory.vectors.counts(fp));
-    return this.counts.embedded >= this.counts.total;
+    const counts = this.recount(fp);
+    return counts.embedded >= counts.total;
   }
 
   /**
    * Embeds `rows` and stores their vectors. An input the server finds too long is shortened and
-   * sent again; a batch that still fails so is sent a row at a time, and a row the model cannot
-   * take even alone and shortened is marked refused, so one row never holds up the others
-   * (docs/agent.md, "Memory that understands meaning"). Any other failure (the model down)
-   * throws, for the batch to be tried again later.
+   * sent again; a batch that still fails so, or that holds an input the server crashed on, or
+   * whose server died with it in flight, is sent a row at a time, and a row the model cannot take
+   * even alone and shortened, or that crashed the server each of the last two times it was sent
+   * (server/embed-suspects.ts), is marked refused, so one row never holds up the others
+   * (docs/agent.md, "Memory that understands meaning"). Any other failure (the model down, a row
+   * alone whose server died once) throws, for the batch to be tried again later.
    */
   private async embedRows(fp: string, rows: { id: number; text: string }[], signal: AbortSignal) {
     let vectors: number[][];
@@ -240,10 +264,19 @@ export class MemoryEmbedder {
         signal,
       );
     } catch (err) {
-      if (tooLong(err) === undefined) throw err;
-      if (rows.length === 1) return this.refuse(fp, rows, (err as Error).message);
-      for (const row of rows) await this.embedRows(fp, [row], signal);
-      return;
+      const died = serverDied(err);
+      if (tooLong(err) === undefined && !crashesServer(err) && !died) throw err;
+      if (rows.length > 1) {
+        for (const row of rows) await this.embedRows(fp, [row], signal);
+        return;
+      }
+      if (died) throw err;
+      return this.refuse(
+        fp,
+        rows,
+        crashesServer(err) ? "crashes_server" : "too_long",
+        (err as Error).message,
+      );
     }
     const got = rows.map((r, i) => ({ id: r.id, text: r.text, vector: vectors[i] ?? [] }));
     const { store } = this.deps;
@@ -258,7 +291,7 @@ export class MemoryEmbedder {
       this.counts = { embedded, total: Math.max(this.counts.total, embedded) };
     }
     const empty = got.filter((r) => r.vector.length === 0);
-    if (empty.length > 0) await this.refuse(fp, empty, "no vector came back");
+    if (empty.length > 0) await this.refuse(fp, empty, "no_vector", "no vector came back");
   }
 
   /** One request, an input the server finds too long shortened by the ratio it gives and sent again. */
@@ -278,10 +311,17 @@ export class MemoryEmbedder {
   }
 
   /** Rows the model cannot embed, marked so no run asks for them again. */
-  private async refuse(fp: string, rows: { id: number; text: string }[], why: string): Promise<void> {
+  private async refuse(
+    fp: string,
+    rows: { id: number; text: string }[],
+    reason: SetAsideReason,
+    why: string,
+  ): Promise<void> {
     const { store } = this.deps;
     const marked = await store.write(() => store.memory.vectors.refuse(fp, rows));
     if (marked > 0) {
+      this.setAside += marked;
+      this.lastSetAside = { reason, message: why };
       logger.warn(
         `memory: ${marked} row(s) left without a vector (${why}); recall finds them by words alone`,
       );
@@ -306,8 +346,21 @@ function tooLong(err: unknown): { index: number; ratio: number } | undefined {
   const field = data?.field;
   const index = data?.index;
   if (typeof field !== "string" || !field.startsWith("input.") || typeof index !== "number") return undefined;
+  // Refused for what it is, not its length: shortened, it would be sent again.
+  if (data?.reason !== undefined) return undefined;
   const n = Number(data?.n_tokens);
   const max = Number(data?.max_tokens);
   const ratio = n > 0 && max > 0 && max < n ? (max / n) * 0.9 : 0.5;
   return { index, ratio };
+}
+
+/** An input the server crashed on each time it was sent (server/embed-suspects.ts). */
+function crashesServer(err: unknown): boolean {
+  return (err as { data?: Record<string, unknown> }).data?.reason === "crashes_server";
+}
+
+/** The server died (or its connection was lost) with the request in flight: an input may be why. */
+function serverDied(err: unknown): boolean {
+  const reason = (err as { data?: Record<string, unknown> }).data?.reason;
+  return reason === "server_failed" || reason === "connection_lost";
 }

@@ -214,6 +214,12 @@ export class MemoryVectors {
     return { embedded: Math.min(count(vectors, fingerprint), total), total };
   }
 
+  /** The rows `fingerprint`'s model cannot embed, marked refused (`refuse`): status's `set_aside`. */
+  refusedCount(fingerprint: string): number {
+    const q = "SELECT count(*) AS n FROM memory_vectors WHERE fingerprint = ?";
+    return (this.db.query(q).get(refusedBy(fingerprint)) as { n: number }).n;
+  }
+
   /**
    * The `k` rows in `scope` most similar to the query (cosine: both are L2-normalized), best
    * first: the sign-bit scan's nearest CANDIDATES, rescored exactly; more are taken while the

@@ -83,4 +83,41 @@ describe.skipIf(process.platform === "win32")("embed (compiled core)", () => {
     expect(await core.exited()).toBe(0);
     for (const pid of pids) expect(alive(pid)).toBe(false);
   }, 90_000);
+
+  // llama-server crashing on an input is a stand-in behaviour (FAKE_LLAMA_EMBED_CRASH_ON), modelled
+  // on the recorded aborts mid-request: each time it is sent the input, the process dies (SIGKILL).
+  test("an input that crashed the server twice in a row is refused unsent; the server serves the rest", async () => {
+    await using dir = tmpdir();
+    writeGguf(dir.path, "embed.gguf", bertModel());
+    const stack = writeStack(dir.path, {
+      knobs: { FAKE_LLAMA_EMBED_CRASH_ON: "POISON" },
+      extraYaml: "models:\n  - {name: embed, path: ./embed.gguf, kind: embedding}\n",
+    });
+    await using core = spawnCore({ cwd: dir.path, env: stack.env });
+    await core.request({ id: 0, method: "initialize" });
+    const embed = (id: number, input: string[]) =>
+      core.request({ id, method: "embed", params: { input, model: "embed" } }, 30_000);
+    expect((await embed(1, ["fine"])).result?.embeddings).toHaveLength(1);
+    // A batch the server died on: which input did it is not known yet.
+    const first = await embed(2, ["fine", "a POISON pill"]);
+    expect(first).toMatchObject({ code: "internal_error", data: { reason: "server_failed" } });
+    expect(first.message).toContain("crashed");
+    // Alone, it crashes the (restarted) server again: named, and never sent again.
+    const second = await embed(3, ["a POISON pill"]);
+    expect(second).toMatchObject({
+      code: "invalid_request",
+      data: { field: "input.0", reason: "crashes_server" },
+    });
+    const third = await embed(4, ["other", "a POISON pill"]);
+    expect(third).toMatchObject({
+      code: "invalid_request",
+      data: { field: "input.1", reason: "crashes_server" },
+    });
+    expect((await embed(5, ["fine", "other"])).result?.embeddings).toHaveLength(2);
+    const status = (await core.request({ id: 6, method: "status" })).result;
+    const row = status.models.find((m: { name: string }) => m.name === "embed");
+    expect(row.state).toBe("ready");
+    await core.request({ id: "bye", method: "shutdown" });
+    expect(await core.exited()).toBe(0);
+  }, 90_000);
 });

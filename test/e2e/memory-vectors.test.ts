@@ -65,7 +65,13 @@ describe.skipIf(process.platform === "win32")("memory with an embedding model (c
     expect(off.status.memory_index).toBeNull();
 
     const on = await recallAfter(true);
-    expect(on.status.memory_index).toEqual({ embedded: 1, total: 1, model: "embed" });
+    expect(on.status.memory_index).toEqual({
+      embedded: 1,
+      total: 1,
+      model: "embed",
+      set_aside: 0,
+      last_set_aside: null,
+    });
     expect(on.hits).toBe(1);
     expect(on.prompt).toContain("Mittens");
   }, 120_000);
@@ -102,12 +108,24 @@ describe.skipIf(process.platform === "win32")("a changed embedding model (compil
       expect(await core.exited()).toBe(0);
       return index;
     };
-    expect(await session("first note", "a", 1)).toEqual({ embedded: 1, total: 1, model: "embed" });
+    expect(await session("first note", "a", 1)).toEqual({
+      embedded: 1,
+      total: 1,
+      model: "embed",
+      set_aside: 0,
+      last_set_aside: null,
+    });
     const before = fingerprints();
     expect(before).toHaveLength(1);
     // Another model file in the same place (here: the same bytes, a new modification time).
     utimesSync(join(dir.path, "embed.gguf"), new Date(), new Date(Date.now() + 5_000));
-    expect(await session("second note", "b", 2)).toEqual({ embedded: 2, total: 2, model: "embed" });
+    expect(await session("second note", "b", 2)).toEqual({
+      embedded: 2,
+      total: 2,
+      model: "embed",
+      set_aside: 0,
+      last_set_aside: null,
+    });
     const after = fingerprints();
     expect(after).toHaveLength(1);
     expect(after[0]).not.toBe(before[0]);
@@ -187,10 +205,22 @@ describe.skipIf(process.platform === "win32")(
       });
       await using core = spawnCore({ cwd: dir.path, env: stack.env });
       await core.request({ id: 0, method: "initialize" });
-      expect(await embeddedAll(core, 1)).toEqual({ embedded: 1, total: 1, model: "embed" });
+      expect(await embeddedAll(core, 1)).toEqual({
+        embedded: 1,
+        total: 1,
+        model: "embed",
+        set_aside: 0,
+        last_set_aside: null,
+      });
       // The watch walks the folder again (store/folder-index.ts), and the embedder is told.
       writeFileSync(join(notes, "second.md"), "The teapot sits on the top shelf.");
-      expect(await embeddedAll(core, 2)).toEqual({ embedded: 2, total: 2, model: "embed" });
+      expect(await embeddedAll(core, 2)).toEqual({
+        embedded: 2,
+        total: 2,
+        model: "embed",
+        set_aside: 0,
+        last_set_aside: null,
+      });
       await core.request({ id: "bye", method: "shutdown" });
       expect(await core.exited()).toBe(0);
     }, 120_000);

@@ -37,7 +37,7 @@ if (!BINARY || !MODEL || !existsSync(EMBED)) {
         180_000,
       );
       expect(first.type).toBe("result");
-      let index: { embedded: number; total: number; model: string } | null = null;
+      let index: { embedded: number; total: number } | null = null;
       for (let i = 0; i < 600; i++) {
         index = (await core.request({ id: `s${i}`, method: "status" })).result.memory_index;
         if (index && index.total >= 1 && index.embedded === index.total) break;
@@ -46,7 +46,7 @@ if (!BINARY || !MODEL || !existsSync(EMBED)) {
         expect(ping.result).toEqual({ status: "ok" });
         await Bun.sleep(200);
       }
-      expect(index).toEqual({ embedded: 1, total: 1, model: "embed" });
+      expect(index).toMatchObject({ embedded: 1, total: 1, model: "embed", set_aside: 0 });
       const width = (await core.request({ id: "e", method: "embed", params: { input: "x" } }, 60_000)).result
         .dimensions;
       expect(width).toBeGreaterThan(0);

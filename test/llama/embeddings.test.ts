@@ -233,8 +233,8 @@ describe("embedding requests of bounded work, each under its own watch", () => {
     const long = ["a", "b", "c", "d"].map((c) => c.repeat(3000));
     const works: { inputs: number; tokens: number }[] = [];
     let open = 0;
-    const watch = (work: { inputs: number; tokens: number }) => {
-      works.push(work);
+    const watch = ({ inputs, tokens }: { inputs: number; tokens: number }) => {
+      works.push({ inputs, tokens });
       open++;
       return { signal: new AbortController().signal, dispose: () => void open-- };
     };

@@ -15,7 +15,7 @@ import { TINY_EMBED } from "../fixtures/llama-stand-in/embeddings.ts";
 import { LlamaStandIn } from "../fixtures/llama-stand-in/in-process.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 import { waitFor } from "../fixtures/wait.ts";
-import { FakeFleet } from "../runtime/helpers/fake-model-runtime.ts";
+import { FakeFleet, signal } from "../runtime/helpers/fake-model-runtime.ts";
 
 describe("the embedding model's fingerprint", () => {
   test("the same file and flags give the same one; a file replaced or touched, or other flags, another", () => {
@@ -76,39 +76,52 @@ describe("vectors from a server whose model file was replaced since it started",
   });
 });
 
+/** Several models over a fake runtime whose lease points at the stand-in (a model named by its address). */
+function severalOn(standIn: LlamaStandIn, embedDeadline?: () => number) {
+  const name = standIn.baseUrl.replace("http://", "");
+  const fleet = new FakeFleet({ [name]: { gib: 1 } });
+  const several = new SeveralModels({
+    config: () => ConfigSchema.parse({ model: { path: "/m/chat.gguf" } }),
+    reuse: () => ({}) as PromptReuse,
+    plan: () => Promise.reject(new Error("the fakes plan themselves")),
+    runtime: fleet.runtime,
+    ...(embedDeadline ? { embedDeadline } : {}),
+  });
+  return { name, fleet, several, choice: { kind: "path", name } as ModelChoice };
+}
+
+/** Memory's job embedding through `several`, under the fingerprint "m1". */
+function jobOn(
+  store: Store,
+  several: SeveralModels,
+  name: string,
+  choice: ModelChoice,
+  retryMs: { initial: number; max: number },
+): MemoryEmbedder {
+  const embed = (texts: string[], s: AbortSignal) => embedWith(several, choice, texts, s);
+  return new MemoryEmbedder({ store, model: name, fingerprint: () => "m1", embed, settleMs: 1, retryMs });
+}
+
+function commitTurn(store: Store, text: string): void {
+  store.conversations.commitTurn({
+    userId: "ann",
+    sessionId: "s",
+    agent: "a",
+    messages: [{ role: "user", content: text }],
+    memoryText: text,
+    at: new Date(),
+  });
+}
+
 describe("memory's job on an embedding server that stops answering", () => {
   test("its request ends past the deadline, the lease goes back, and the job runs again later and embeds", async () => {
     using dir = tmpdir();
     const standIn = new LlamaStandIn({ nCtx: 512, embedding: TINY_EMBED, apiKey: "key" });
     const store = Store.open(dir.path);
     try {
-      // A model named by its address: the fake runtime's lease points at the stand-in.
-      const name = standIn.baseUrl.replace("http://", "");
-      const fleet = new FakeFleet({ [name]: { gib: 1 } });
-      const several = new SeveralModels({
-        config: () => ConfigSchema.parse({ model: { path: "/m/chat.gguf" } }),
-        reuse: () => ({}) as PromptReuse,
-        plan: () => Promise.reject(new Error("the fakes plan themselves")),
-        runtime: fleet.runtime,
-        embedDeadline: () => 30,
-      });
-      const choice = { kind: "path", name } as ModelChoice;
-      store.conversations.commitTurn({
-        userId: "ann",
-        sessionId: "s",
-        agent: "a",
-        messages: [{ role: "user", content: "the cat sat" }],
-        memoryText: "the cat sat",
-        at: new Date(),
-      });
-      const job = new MemoryEmbedder({
-        store,
-        model: name,
-        fingerprint: () => "m1",
-        embed: (texts, signal) => embedWith(several, choice, texts, signal),
-        settleMs: 1,
-        retryMs: { initial: 20, max: 40 },
-      });
+      const { name, fleet, several, choice } = severalOn(standIn, () => 30);
+      commitTurn(store, "the cat sat");
+      const job = jobOn(store, several, name, choice, { initial: 20, max: 40 });
       standIn.model.embedWedges = 1;
       // Before the fix this run never ended: the request waited on the wedged server for ever.
       await job.run();
@@ -118,6 +131,49 @@ describe("memory's job on an embedding server that stops answering", () => {
       expect(store.memory.vectors.counts("m1").embedded).toBe(0);
       // Backed off, then tried again: the server answers now.
       expect(await waitFor(() => store.memory.vectors.counts("m1").embedded === 1)).toBe(true);
+      await job.stop();
+    } finally {
+      store.close();
+      standIn.stop();
+    }
+  });
+});
+
+describe("an input that crashes the embedding server", () => {
+  // llama-server crashing on an input is a stand-in behaviour (model.ts `embedCrashOn`), modelled
+  // on the recorded aborts mid-request: every time it is sent that input, the process dies.
+  test("is set aside after two crashes in a row, its batch narrowed to it; the others embed; it is never sent again", async () => {
+    using dir = tmpdir();
+    const standIn = new LlamaStandIn({ nCtx: 512, embedding: TINY_EMBED, apiKey: "key" });
+    standIn.model.embedCrashOn = "POISON";
+    const store = Store.open(dir.path);
+    try {
+      const { name, several, choice } = severalOn(standIn);
+      for (const text of ["the cat sat", "a POISON pill", "the dog ran"]) commitTurn(store, text);
+      const job = jobOn(store, several, name, choice, { initial: 60_000, max: 60_000 });
+      // One run: the batch of three crashes the server, is sent a row at a time, and the
+      // poisoned row crashes it again, alone. Before the fix the run failed with the first crash
+      // and the job sent the same batch again after each back-off, a crash each time.
+      await job.run();
+      expect(standIn.crashes).toBe(2);
+      expect(store.memory.vectors.counts("m1")).toEqual({ embedded: 2, total: 2 });
+      // status.memory_index says a row was set aside, and why.
+      expect(job.progress()).toMatchObject({
+        embedded: 2,
+        total: 2,
+        set_aside: 1,
+        last_set_aside: { reason: "crashes_server" },
+      });
+      // Nothing left to send: another run asks the server nothing.
+      await job.run();
+      expect(standIn.crashes).toBe(2);
+      // A host's own request holding it is refused unsent, naming it, with the reason.
+      const err = await several.embed(choice, ["fine", "a POISON pill"], signal()).catch((e: unknown) => e);
+      expect(err).toMatchObject({
+        code: "invalid_request",
+        data: { field: "input.1", index: 1, reason: "crashes_server" },
+      });
+      expect(standIn.crashes).toBe(2);
       await job.stop();
     } finally {
       store.close();

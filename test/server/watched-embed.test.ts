@@ -1,5 +1,8 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { ConnectionRefused } from "../../src/llama/errors.ts";
+import { CoreError, cancelledError } from "../../src/protocol/errors.ts";
+import type { LlamaLease } from "../../src/runtime/endpoint.ts";
+import { CrashSuspects } from "../../src/server/embed-suspects.ts";
 import { watchedEmbed } from "../../src/server/watched-embed.ts";
 import { deadLease } from "../fixtures/dead-lease.ts";
 import { TINY_EMBED } from "../fixtures/llama-stand-in/embeddings.ts";
@@ -34,4 +37,54 @@ describe("watchedEmbed and a server that is gone", () => {
     expect(calls.reconnects).toBe(1);
     expect(calls.failures).toHaveLength(1);
   });
+});
+
+// An input llama-server crashes on (a stand-in behaviour, model.ts `embedCrashOn`, modelled on the
+// recorded aborts mid-request) is named once it crashed the server alone at a second death in a
+// row (server/embed-suspects.ts); a server stopped on purpose (`cancelled`) convicts nothing.
+describe("watchedEmbed and a server that dies with the request in flight", () => {
+  const cases = [
+    {
+      how: "crashed",
+      end: () => new CoreError("internal_error", "llama-server crashed (exit code 134)"),
+      named: true,
+    },
+    {
+      how: "stopped on purpose",
+      end: () => cancelledError("llama-server was stopped (failure)"),
+      named: false,
+    },
+  ];
+  for (const { how, end, named } of cases)
+    test(`${how}: ${named ? "the input is named the second time" : "no input is blamed"}`, async () => {
+      const live = new LlamaStandIn({ nCtx: 512, embedding: TINY_EMBED });
+      standIn = live;
+      live.model.embedCrashOn = "POISON";
+      let server = new AbortController();
+      live.onCrash = () => server.abort(end());
+      const { lease } = await deadLease();
+      const onLive: LlamaLease = {
+        ...lease,
+        baseUrl: live.baseUrl,
+        apiKey: live.apiKey,
+        get died() {
+          return server.signal;
+        },
+      };
+      const suspects = new CrashSuspects();
+      const send = () => {
+        server = new AbortController();
+        return watchedEmbed(onLive, ["a POISON pill"], never(), undefined, suspects).catch((e: unknown) => e);
+      };
+      const first = await send();
+      expect(first).toMatchObject({ code: named ? "internal_error" : "cancelled" });
+      if (named) expect(first).toMatchObject({ data: { reason: "server_failed" } });
+      const second = await send();
+      expect(live.crashes).toBe(2);
+      if (named) expect(second).toMatchObject({ kind: "crashes_server", data: { index: 0 } });
+      else expect(second).toMatchObject({ code: "cancelled" });
+      // Named, it is never sent again.
+      await send();
+      expect(live.crashes).toBe(named ? 2 : 3);
+    });
 });

@@ -115,7 +115,13 @@ describe("a row the model cannot take", () => {
     const embedder = job(store, standInEmbed(server));
     await embedder.run();
     expect(store.memory.vectors.counts("m1")).toEqual({ embedded: 41, total: 41 });
-    expect(embedder.progress()).toEqual({ embedded: 41, total: 41, model: "embed" });
+    expect(embedder.progress()).toEqual({
+      embedded: 41,
+      total: 41,
+      model: "embed",
+      set_aside: 0,
+      last_set_aside: null,
+    });
     remember(store, "bob", "t", "another user's turn");
     await embedder.run();
     expect(store.memory.vectors.counts("m1")).toEqual({ embedded: 42, total: 42 });
@@ -146,7 +152,13 @@ describe("a row the model cannot take", () => {
     const embedder = job(store, model.embed, fp, 2);
     await embedder.run();
     expect(store.memory.vectors.counts("m1")).toEqual({ embedded: 3, total: 3 });
-    expect(embedder.progress()).toEqual({ embedded: 3, total: 3, model: "embed" });
+    expect(embedder.progress()).toEqual({
+      embedded: 3,
+      total: 3,
+      model: "embed",
+      set_aside: 1,
+      last_set_aside: { reason: "too_long", message: "input.0: too long" },
+    });
     // Never asked for again by this model, nor found by a search of its vectors.
     const sent = model.requests.length;
     await embedder.run();
@@ -177,13 +189,25 @@ describe("a document's chunks and status", () => {
     const embedder = job(store, model.embed);
     await embedder.run();
     expect(model.requests.flat()).toEqual(["a turn"]);
-    expect(embedder.progress()).toEqual({ embedded: 1, total: 1, model: "embed" });
+    expect(embedder.progress()).toEqual({
+      embedded: 1,
+      total: 1,
+      model: "embed",
+      set_aside: 0,
+      last_set_aside: null,
+    });
     commit(store, doc, 3);
     const progress: [number, number][] = [];
     await embedder.embedChunks(ids, (d, t) => progress.push([d, t]), new AbortController().signal);
     expect(progress.at(-1)).toEqual([3, 3]);
     expect(model.requests.flat().sort()).toEqual(["a turn", "c1", "c2", "c3"]);
-    expect(embedder.progress()).toEqual({ embedded: 4, total: 4, model: "embed" });
+    expect(embedder.progress()).toEqual({
+      embedded: 4,
+      total: 4,
+      model: "embed",
+      set_aside: 0,
+      last_set_aside: null,
+    });
     await embedder.stop();
     store.close();
   });
@@ -208,7 +232,13 @@ describe("a document's chunks and status", () => {
     await Promise.all([embedder.run(), embedder.embedChunks(ids, () => {}, new AbortController().signal)]);
     seen.push(embedder.progress());
     expect(seen.filter((p) => p.embedded > p.total)).toEqual([]);
-    expect(embedder.progress()).toEqual({ embedded: 12, total: 12, model: "embed" });
+    expect(embedder.progress()).toEqual({
+      embedded: 12,
+      total: 12,
+      model: "embed",
+      set_aside: 0,
+      last_set_aside: null,
+    });
     expect(store.memory.vectors.counts("m1")).toEqual({ embedded: 12, total: 12 });
     // Each side reads what is still lacking a batch at a time: far fewer than twice each row.
     expect(model.requests.flat().length).toBeLessThan(2 * texts.length);

@@ -57,11 +57,23 @@ describe("MemoryEmbedder", () => {
     for (const t of ["a one", "b two", "c three"]) remember(store, "ann", "s", t);
     const model = fakeModel();
     const job = embedder(store, model);
-    expect(job.progress()).toEqual({ embedded: 0, total: 0, model: "embed" });
+    expect(job.progress()).toEqual({
+      embedded: 0,
+      total: 0,
+      model: "embed",
+      set_aside: 0,
+      last_set_aside: null,
+    });
     await job.run();
     expect(model.requests).toEqual([["c three", "b two"], ["a one"]]);
     expect(store.memory.vectors.counts("m1")).toEqual({ embedded: 3, total: 3 });
-    expect(job.progress()).toEqual({ embedded: 3, total: 3, model: "embed" });
+    expect(job.progress()).toEqual({
+      embedded: 3,
+      total: 3,
+      model: "embed",
+      set_aside: 0,
+      last_set_aside: null,
+    });
     // Nothing left: another run sends nothing.
     await job.run();
     expect(model.requests).toHaveLength(2);
