@@ -41,7 +41,8 @@ export type ErrorReason =
   | "export_too_large"
   | "path_unwritable"
   | "session_edited"
-  | "crashes_server";
+  | "crashes_server"
+  | "not_finite";
 
 /** What `chat` accepts: every field has a default on the core's side. */
 export type ChatParams = {
@@ -499,7 +500,10 @@ export type CoreStatusResult = {
     total: number;
     model: string;
     set_aside: number;
-    last_set_aside: { reason: "crashes_server" | "too_long" | "no_vector"; message: string } | null;
+    last_set_aside: {
+      reason: "crashes_server" | "not_finite" | "too_long" | "no_vector";
+      message: string;
+    } | null;
   } | null;
   models?:
     | {

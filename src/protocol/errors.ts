@@ -53,8 +53,10 @@ export const ERROR_REASONS = [
   "path_unwritable",
   // sessions.export: an edit replaced what it had read, three starts running.
   "session_edited",
-  // embed: a string the embedding server crashed on each time it was sent (not sent again).
+  // embed: a string the embedding server crashed on each time it was sent (not sent again); a
+  // string the model gave a vector holding NaN or infinity.
   "crashes_server",
+  "not_finite",
 ] as const;
 export type ErrorReason = (typeof ERROR_REASONS)[number];
 

@@ -119,7 +119,7 @@ function llamaStatusSchema() {
 function memoryIndexSchema() {
   const count = z.number().int().nonnegative();
   const lastSetAside = z.strictObject({
-    reason: z.enum(["too_long", "crashes_server", "no_vector"]),
+    reason: z.enum(["too_long", "crashes_server", "not_finite", "no_vector"]),
     message: z.string(),
   });
   return z

@@ -21,12 +21,13 @@ export function embedFailure(err: unknown, signal: AbortSignal): unknown {
 
 /**
  * An input the server refuses, named by its place (docs/protocol.md#embed; recording 114); one
- * that crashes the server says so in `data.reason`, so memory's job sets it aside.
+ * that crashes the server, or that the model gives a vector holding NaN, says so in
+ * `data.reason`, so memory's job sets it aside rather than cut it as too long.
  */
 function embedRefusal(err: EmbedError): CoreError {
   if (err.kind === "not_supported")
     return new CoreError("invalid_request", `model: ${err.message}`, { field: "model" });
   const field = err.data.index === undefined ? "input" : `input.${err.data.index}`;
-  const reason = err.kind === "crashes_server" ? { reason: err.kind } : {};
+  const reason = err.kind === "crashes_server" || err.kind === "not_finite" ? { reason: err.kind } : {};
   return new CoreError("invalid_request", `${field}: ${err.message}`, { field, ...err.data, ...reason });
 }

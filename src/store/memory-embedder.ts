@@ -14,7 +14,7 @@ export interface MemoryIndexProgress {
 }
 
 /** Why a row was set aside without a vector (docs/agent.md, "Memory that understands meaning"). */
-export type SetAsideReason = "too_long" | "crashes_server" | "no_vector";
+export type SetAsideReason = "too_long" | "crashes_server" | "not_finite" | "no_vector";
 
 export interface MemoryEmbedderDeps {
   store: Store;
@@ -249,10 +249,11 @@ export class MemoryEmbedder {
 
   /**
    * Embeds `rows` and stores their vectors. An input the server finds too long is shortened and
-   * sent again; a batch that still fails so, or that holds an input the server crashed on, or
-   * whose server died with it in flight, is sent a row at a time, and a row the model cannot take
-   * even alone and shortened, or that crashed the server each of the last two times it was sent
-   * (server/embed-suspects.ts), is marked refused, so one row never holds up the others
+   * sent again; a batch that still fails so, or that holds an input the model cannot embed (it
+   * crashed the server, or came back holding NaN), or whose server died with it in flight, is
+   * sent a row at a time, and a row the model cannot take even alone and shortened, or that
+   * crashed the server each of the last two times it was sent (server/embed-suspects.ts), or
+   * whose vector held NaN, is marked refused, so one row never holds up the others
    * (docs/agent.md, "Memory that understands meaning"). Any other failure (the model down, a row
    * alone whose server died once) throws, for the batch to be tried again later.
    */
@@ -265,18 +266,14 @@ export class MemoryEmbedder {
       );
     } catch (err) {
       const died = serverDied(err);
-      if (tooLong(err) === undefined && !crashesServer(err) && !died) throw err;
+      const unembeddable = cannotEmbed(err);
+      if (tooLong(err) === undefined && !unembeddable && !died) throw err;
       if (rows.length > 1) {
         for (const row of rows) await this.embedRows(fp, [row], signal);
         return;
       }
       if (died) throw err;
-      return this.refuse(
-        fp,
-        rows,
-        crashesServer(err) ? "crashes_server" : "too_long",
-        (err as Error).message,
-      );
+      return this.refuse(fp, rows, unembeddable ?? "too_long", (err as Error).message);
     }
     const got = rows.map((r, i) => ({ id: r.id, text: r.text, vector: vectors[i] ?? [] }));
     const { store } = this.deps;
@@ -354,9 +351,14 @@ function tooLong(err: unknown): { index: number; ratio: number } | undefined {
   return { index, ratio };
 }
 
-/** An input the server crashed on each time it was sent (server/embed-suspects.ts). */
-function crashesServer(err: unknown): boolean {
-  return (err as { data?: Record<string, unknown> }).data?.reason === "crashes_server";
+/**
+ * An input the model cannot embed at any length: the server crashed on it each time it was sent
+ * (server/embed-suspects.ts), or the model gave it a vector holding NaN or infinity (garbage,
+ * never stored; cut, it would be sent again and its half's vector kept as the row's).
+ */
+function cannotEmbed(err: unknown): "crashes_server" | "not_finite" | undefined {
+  const reason = (err as { data?: Record<string, unknown> }).data?.reason;
+  return reason === "crashes_server" || reason === "not_finite" ? reason : undefined;
 }
 
 /** The server died (or its connection was lost) with the request in flight: an input may be why. */

@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { EmbedError } from "../../src/llama/embed-error.ts";
 import { embed } from "../../src/llama/embeddings.ts";
 import { CoreError } from "../../src/protocol/errors.ts";
+import { embedFailure } from "../../src/server/embed-failure.ts";
 import type { PendingDocument } from "../../src/store/document-store.ts";
 import { MemoryEmbedder, type MemoryEmbedderDeps } from "../../src/store/memory-embedder.ts";
 import { Store } from "../../src/store/store.ts";
@@ -81,9 +82,7 @@ function standInEmbed(server: LlamaStandIn): MemoryEmbedderDeps["embed"] {
     try {
       return (await embed(server, texts, { signal })).embeddings;
     } catch (err) {
-      if (!(err instanceof EmbedError)) throw err;
-      const field = `input.${err.data.index}`;
-      throw new CoreError("invalid_request", `${field}: ${err.message}`, { field, ...err.data });
+      throw embedFailure(err, signal);
     }
   };
 }
@@ -139,6 +138,35 @@ describe("a row the model cannot take", () => {
     const input = "word ".repeat(1200).trim();
     const query = await embedder.queryVector(input, new AbortController().signal);
     expect(query?.vector).toHaveLength(64);
+    await embedder.stop();
+    store.close();
+  });
+
+  test("a row the model gives a vector holding NaN is set aside as such, never cut and sent again nor stored", async () => {
+    using dir = tmpdir();
+    const store = Store.open(dir.path);
+    for (const t of ["a fine", "b garbage in", "c fine"]) remember(store, "ann", "s", t);
+    const requests: string[][] = [];
+    // As llama/embeddings.ts finds a vector holding NaN, and several-models.ts words it.
+    const nan: MemoryEmbedderDeps["embed"] = async (texts, signal) => {
+      requests.push([...texts]);
+      const bad = texts.indexOf("b garbage in");
+      if (bad >= 0)
+        throw embedFailure(
+          new EmbedError("not_finite", `input ${bad} came back holding NaN`, { index: bad }),
+          signal,
+        );
+      return texts.map(() => [1, 0, 0]);
+    };
+    const embedder = job(store, nan);
+    await embedder.run();
+    // Before the fix it was taken as too long: cut in half, sent again, and the half's vector kept.
+    expect(requests.flat().filter((t) => t.startsWith("b") && t !== "b garbage in")).toEqual([]);
+    expect(store.memory.vectors.counts("m1")).toEqual({ embedded: 2, total: 2 });
+    expect(embedder.progress()).toMatchObject({ set_aside: 1, last_set_aside: { reason: "not_finite" } });
+    const sent = requests.length;
+    await embedder.run();
+    expect(requests).toHaveLength(sent);
     await embedder.stop();
     store.close();
   });
