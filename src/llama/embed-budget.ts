@@ -17,7 +17,10 @@ export const REQUEST_TOKENS = 8_192;
  * embedding model; a full request's deadline is then 410 s.
  */
 export const FLOOR_TOKENS_PER_S = 20;
-/** The longest deadline, in request_timeout_s: as a chat's prompt batch (watchdog.ts EVENTLESS_CAP). */
+/**
+ * The longest wait for the work queued ahead of a request, in request_timeout_s: as a chat's prompt
+ * batch (watchdog.ts EVENTLESS_CAP). The request's own work is never cut by it (`requestDeadlineMs`).
+ */
 export const DEADLINE_CAP = 10;
 /** The markers a model puts around each input. */
 const MARKERS = 2;
@@ -40,10 +43,19 @@ export function requestSize(tokens: readonly number[], at: number, most: number)
 }
 
 /**
- * A request's deadline: its estimated tokens at FLOOR_TOKENS_PER_S, never under `floorMs`
- * (llama.request_timeout_s) nor over DEADLINE_CAP times it.
+ * A request's deadline: `tokens` (its own `own` and those in flight ahead of it on the server) at
+ * FLOOR_TOKENS_PER_S, never under `floorMs` (llama.request_timeout_s) nor under its own work at
+ * that rate; the work ahead counts up to DEADLINE_CAP times `floorMs`. The cap bounds how long a
+ * wedge behind a queue goes unseen; it never cuts the request's own work: with a low
+ * request_timeout_s (5 s: a 50 s cap), a full request (410 s at the floor rate) on a slow CPU
+ * would be aborted while honest, and its server restarted, again at each try.
  */
-export function requestDeadlineMs(tokens: number, floorMs: number, rate = FLOOR_TOKENS_PER_S): number {
-  const work = Math.ceil((tokens / rate) * 1000);
-  return Math.min(Math.max(floorMs, work), DEADLINE_CAP * floorMs);
+export function requestDeadlineMs(
+  tokens: number,
+  floorMs: number,
+  own = tokens,
+  rate = FLOOR_TOKENS_PER_S,
+): number {
+  const at = (n: number) => Math.ceil((n / rate) * 1000);
+  return Math.max(floorMs, at(own), Math.min(at(tokens), DEADLINE_CAP * floorMs));
 }

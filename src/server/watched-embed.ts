@@ -8,8 +8,11 @@ import { retryOrThrow } from "../runtime/lease-failure.ts";
 import { watchDeadline } from "../runtime/watchdog.ts";
 import { CRASHES_TO_CONVICT, type CrashSuspects } from "./embed-suspects.ts";
 
-/** A request's deadline from its estimated tokens and llama.request_timeout_s in ms (tests: a short one). */
-export type EmbedDeadline = (tokens: number, floorMs: number) => number;
+/**
+ * A request's deadline from the estimated tokens in flight up to it, llama.request_timeout_s in ms
+ * and its own estimated tokens (tests: a short one).
+ */
+export type EmbedDeadline = (tokens: number, floorMs: number, own: number) => number;
 
 /**
  * The estimated tokens of the embedding requests in flight on each server. llama-server queues a
@@ -33,7 +36,7 @@ function queuedWatch(
   queue.tokens = tokens;
   const ahead = tokens > work.tokens ? `, behind ${tokens - work.tokens} in flight` : "";
   const what = `an embedding request of ${work.inputs} input${work.inputs === 1 ? "" : "s"} (about ${work.tokens} tokens at most${ahead})`;
-  const watch = watchDeadline(lease, signal, deadline(tokens, lease.requestTimeoutMs), what);
+  const watch = watchDeadline(lease, signal, deadline(tokens, lease.requestTimeoutMs, work.tokens), what);
   let disposed = false;
   return {
     signal: watch.signal,

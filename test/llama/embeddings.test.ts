@@ -224,7 +224,18 @@ describe("embedding requests of bounded work, each under its own watch", () => {
     expect(requestDeadlineMs(13, floor)).toBe(floor);
     // A full request on a slow CPU: longer than the floor, as its tokens need.
     expect(requestDeadlineMs(REQUEST_TOKENS, floor)).toBe((REQUEST_TOKENS / FLOOR_TOKENS_PER_S) * 1000);
-    expect(requestDeadlineMs(10 * REQUEST_TOKENS, 5_000)).toBe(DEADLINE_CAP * 5_000);
+    // Behind work in flight: that work counts up to the cap.
+    expect(requestDeadlineMs(10 * REQUEST_TOKENS, 5_000, 100)).toBe(DEADLINE_CAP * 5_000);
+  });
+
+  test("a low request_timeout_s never cuts a request's own work: the cap bounds only the work ahead of it", () => {
+    const full = (REQUEST_TOKENS / FLOOR_TOKENS_PER_S) * 1000;
+    // 1 s: a 10 s cap. Before the fix a full request got 10 s where it may take 410 s, and was
+    // aborted and its server restarted while honest.
+    expect(requestDeadlineMs(REQUEST_TOKENS, 1_000)).toBe(full);
+    expect(requestDeadlineMs(3 * REQUEST_TOKENS, 1_000, REQUEST_TOKENS)).toBe(full);
+    // A small request behind a queue still waits at most the cap.
+    expect(requestDeadlineMs(3 * REQUEST_TOKENS, 1_000, 20)).toBe(DEADLINE_CAP * 1_000);
   });
 
   test("long inputs go in requests of at most REQUEST_TOKENS estimated tokens; each request is watched with its work and the watch disposed", async () => {
