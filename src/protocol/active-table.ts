@@ -1,3 +1,5 @@
+import { cutText } from "../util/text-cut.ts";
+import { CoreError } from "./errors.ts";
 import { exactKey } from "./exact-id.ts";
 import type { RequestId } from "./messages.ts";
 
@@ -55,4 +57,26 @@ export class ActiveTable<T> {
   all(): T[] {
     return [...this.byString.values(), ...this.byNumber.values(), ...this.byDigits.values()];
   }
+}
+
+/** Characters of a request id an ambiguous cancel's error quotes. */
+const SHOWN_ID_CHARS = 80;
+
+/**
+ * A `cancel` without `request_id` while several requests could be meant: they are named by id and
+ * method (they need not be chats: a documents.add, a pull…), each id cut (a host's ids are of any
+ * length, and four whole could outgrow an answer's line).
+ */
+export function ambiguousCancel(
+  candidates: readonly { id: RequestId; method: { name: string } }[],
+): CoreError {
+  const named = candidates
+    .slice(0, 4)
+    .map((a) => `${cutText(JSON.stringify(a.id), SHOWN_ID_CHARS)} (${a.method.name})`);
+  const more = candidates.length > 4 ? ", …" : "";
+  return new CoreError(
+    "invalid_request",
+    `request_id is required while ${candidates.length} cancellable requests are active: ${named.join(", ")}${more}`,
+    { field: "request_id" },
+  );
 }

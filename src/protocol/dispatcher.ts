@@ -1,6 +1,5 @@
 import { logger, logUnexpected } from "../util/logger.ts";
-import { cutText } from "../util/text-cut.ts";
-import { ActiveTable } from "./active-table.ts";
+import { ActiveTable, ambiguousCancel } from "./active-table.ts";
 import { CoreError, type ErrorCode, isCoreError } from "./errors.ts";
 import { type ExactNumberId, exactIds, needsExactIds } from "./exact-id.ts";
 import type { ErrorMessage, RequestId, ResultMessage } from "./messages.ts";
@@ -103,9 +102,6 @@ class InFlight implements RequestContext {
  * guarantees exactly one terminal message per usable id. Cancellable requests (chats) get
  * their own AbortController; `cancel` and shutdown abort them.
  */
-/** Characters of a request id an ambiguous cancel's error quotes. */
-const SHOWN_ID_CHARS = 80;
-
 export class Dispatcher {
   private readonly active = new ActiveTable<InFlight>();
   private shuttingDown = false;
@@ -211,19 +207,7 @@ export class Dispatcher {
     const reason = new CoreError("cancelled", "cancelled by the host");
     if (requestId === undefined) {
       const candidates = this.active.all().filter((a) => a.controller && !a.settled);
-      if (candidates.length > 1) {
-        // Named by id and method: they need not be chats (a documents.add, a pull…).
-        // Ids are the host's and of any length: each is cut, or four could outgrow an answer's line.
-        const named = candidates
-          .slice(0, 4)
-          .map((a) => `${cutText(JSON.stringify(a.id), SHOWN_ID_CHARS)} (${a.method.name})`);
-        const more = candidates.length > 4 ? ", …" : "";
-        throw new CoreError(
-          "invalid_request",
-          `request_id is required while ${candidates.length} cancellable requests are active: ${named.join(", ")}${more}`,
-          { field: "request_id" },
-        );
-      }
+      if (candidates.length > 1) throw ambiguousCancel(candidates);
       return candidates[0]?.abort(reason) ?? false;
     }
     return this.active.get(requestId)?.abort(reason) ?? false;
