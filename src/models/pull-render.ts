@@ -50,10 +50,23 @@ export function progressBar(p: DownloadProgress, width: number): string {
   const head = `${PHASE_WORD[p.phase]}${label(p)} `;
   const room = Math.max(10, width - head.length - tail.length - 2);
   const filled = Math.round((percent(p) / 100) * room);
-  return `${head}[${"#".repeat(filled)}${"-".repeat(room - filled)}]${tail}`.slice(
-    0,
-    Math.max(20, width - 1),
-  );
+  return cutToColumns(`${head}[${"#".repeat(filled)}${"-".repeat(room - filled)}]${tail}`, width - 1);
+}
+
+/**
+ * `text` cut to what `columns` terminal columns show: a wide character (CJK in a file's name)
+ * takes two, and a pair of UTF-16 halves is never split. Any wider and the terminal wraps the bar,
+ * and each redraw then adds a line.
+ */
+export function cutToColumns(text: string, columns: number): string {
+  let used = 0;
+  let out = "";
+  for (const ch of text) {
+    used += Bun.stringWidth(ch);
+    if (used > columns) break;
+    out += ch;
+  }
+  return out;
 }
 
 /** Plain output prints at most a line every this often, plus one at each phase or file change. */

@@ -40,6 +40,14 @@ describe("what local-ai pull prints", () => {
       expect(bar).toMatch(/\[#+-+\]/);
     }
     expect(progressBar(p({ bytes_done: 1000 * MIB }), 80)).not.toContain("-]");
+    // A narrow terminal, and a name of wide characters: never as wide as the terminal (it would wrap).
+    for (const width of [8, 15, 20, 30]) {
+      for (const file of ["org/x/model-Q4_K_M.gguf", "org/x/模型文件名称很长的模型-Q4_K_M.gguf"]) {
+        const bar = progressBar(p({ file }), width);
+        expect(Bun.stringWidth(bar)).toBeLessThan(width);
+        expect(bar.isWellFormed()).toBe(true);
+      }
+    }
   });
 
   test("on a terminal the bar is redrawn in place; a new file or phase starts a new line", () => {
