@@ -1,3 +1,4 @@
+import type { Request } from "./documents-api.ts";
 import type { CallOptions } from "./host-types.ts";
 import type {
   SessionsAttachmentParams,
@@ -17,9 +18,6 @@ import type {
   UsersDeleteParams,
   UsersDeleteResult,
 } from "./protocol-types.ts";
-
-/** How the namespaces reach the core: the client's own `request`. */
-type Request = <R>(method: string, params: Record<string, unknown>, options?: CallOptions) => Promise<R>;
 
 /**
  * The host's view of its conversations (docs/protocol.md#conversations-sessions-and-usersdelete):
