@@ -20,18 +20,31 @@ import {
 import { attachmentOf } from "../store/attachment-of.ts";
 import { exportInline, exportToFile } from "../store/export-file.ts";
 import { sessionNotFound } from "../store/session-not-found.ts";
+import type { Store } from "../store/store.ts";
 import { defineMethod } from "./definition.ts";
 import { kvErased } from "./kv-erased.ts";
+import type { Services } from "./services.ts";
 
 // The host's view of its conversations (docs/protocol.md "Conversations"): each a thin call into
 // the store, which validates nothing the params schema did not.
+
+/**
+ * The store once a 0.1 folder's import is done (Store.whenImported): a session still being
+ * imported is neither missing from a list nor found empty. Only these methods wait; ping,
+ * cancel, status and initialize never open the store.
+ */
+async function imported(services: Services): Promise<Store> {
+  const store = services.store();
+  await store.whenImported();
+  return store;
+}
 
 /** The user's sessions, newest first, a page at a time. */
 export const sessionsList = defineMethod({
   name: "sessions.list",
   params: SessionsListParamsSchema,
   result: () => SessionsListResultSchema,
-  run: (p, _ctx, services) => services.store().list(p.user_id, p.limit, p.before),
+  run: async (p, _ctx, services) => (await imported(services)).list(p.user_id, p.limit, p.before),
 });
 
 /** One session and a page of its messages, newest page first, oldest message first within it. */
@@ -39,7 +52,8 @@ export const sessionsGet = defineMethod({
   name: "sessions.get",
   params: SessionsGetParamsSchema,
   result: () => SessionsGetResultSchema,
-  run: (p, _ctx, services) => services.store().get(p.user_id, p.session_id, p.limit, p.before_seq),
+  run: async (p, _ctx, services) =>
+    (await imported(services)).get(p.user_id, p.session_id, p.limit, p.before_seq),
 });
 
 export const sessionsRename = defineMethod({
@@ -47,7 +61,7 @@ export const sessionsRename = defineMethod({
   params: SessionsRenameParamsSchema,
   result: () => SessionsRenameResultSchema,
   run: async (p, _ctx, services) => ({
-    session: await services.store().rename(p.user_id, p.session_id, p.title),
+    session: await (await imported(services)).rename(p.user_id, p.session_id, p.title),
   }),
 });
 
@@ -57,7 +71,7 @@ export const sessionsDelete = defineMethod({
   params: SessionsDeleteParamsSchema,
   result: () => SessionsDeleteResultSchema,
   run: async (p, _ctx, services) => {
-    const store = services.store();
+    const store = await imported(services);
     let live = true;
     try {
       store.mustFind(p.user_id, p.session_id);
@@ -80,7 +94,9 @@ export const sessionsSearch = defineMethod({
   name: "sessions.search",
   params: SessionsSearchParamsSchema,
   result: () => SessionsSearchResultSchema,
-  run: async (p, _ctx, services) => ({ hits: await services.store().search(p.user_id, p.query, p.limit) }),
+  run: async (p, _ctx, services) => ({
+    hits: await (await imported(services)).search(p.user_id, p.query, p.limit),
+  }),
 });
 
 /** How many times an export starts over after an edit of its session under it. */
@@ -94,7 +110,7 @@ export const sessionsExport = defineMethod({
   run: async (p, _ctx, services) => {
     // An edit committed under the export replaced rows it had given: it starts again, a few times.
     for (let attempt = 1; ; attempt++) {
-      const pieces = services.store().exportPieces(p.user_id, p.session_id, p.format);
+      const pieces = (await imported(services)).exportPieces(p.user_id, p.session_id, p.format);
       try {
         if (p.path === undefined) return { format: p.format, content: await exportInline(pieces) };
         const bytes = await exportToFile(p.path, pieces, services.config().app.data_dir, pieces.confirm);
@@ -111,7 +127,7 @@ export const sessionsAttachment = defineMethod({
   name: "sessions.attachment",
   params: SessionsAttachmentParamsSchema,
   result: () => SessionsAttachmentResultSchema,
-  run: (p, _ctx, services) => attachmentOf(services.store(), p.user_id, p.id),
+  run: async (p, _ctx, services) => attachmentOf(await imported(services), p.user_id, p.id),
 });
 
 /** Everything of the user, erased for good; a user with nothing is not an error. */
@@ -120,7 +136,7 @@ export const usersDelete = defineMethod({
   params: UsersDeleteParamsSchema,
   result: () => UsersDeleteResultSchema,
   run: async (p, _ctx, services) => {
-    const { deleted_sessions, copies } = await services.store().deleteUser(p.user_id);
+    const { deleted_sessions, copies } = await (await imported(services)).deleteUser(p.user_id);
     kvErased(services.forgetKv(p.user_id));
     return { deleted_sessions, set_aside_copies: copies };
   },

@@ -12,7 +12,7 @@ import type { ModelsApi } from "../runtime/models-api.ts";
 import { ErasureWatch } from "../store/erasures.ts";
 import { KeyedMutex } from "../store/keyed-mutex.ts";
 import type { MemoryEmbedder } from "../store/memory-embedder.ts";
-import type { Store } from "../store/store.ts";
+import type { Store, StoreOptions } from "../store/store.ts";
 import { logger, logUnexpected, setLogLevel } from "../util/logger.ts";
 import { KvErase } from "./kv-erase.ts";
 import type { SeveralModels } from "./several-models.ts";
@@ -24,6 +24,8 @@ export interface ServicesOptions {
   cwd: string;
   /** Makes the llama-server provider; tests pass a stand-in. Default: the real supervisor. */
   llama?: (config: () => Config) => LlamaProvider;
+  /** Tests: hooks of the store's (a 0.1 import held before a unit). */
+  store?: Pick<StoreOptions, "beforeImportUnit">;
 }
 
 /**
@@ -204,6 +206,7 @@ export class CoreServices implements Services {
       const { app, memory } = this.config();
       const { Store } = require("../store/store.ts") as typeof import("../store/store.ts");
       const store = Store.open(app.data_dir, {
+        ...this.options.store,
         folders: memory.folders,
         erasing: this.erasing,
         // A folder's passages are every user's: a file gone or changed leaves no saved state quoting it.

@@ -3,6 +3,7 @@ import { workerEntry } from "../util/worker-entry.ts";
 import { storeClosed, storeError } from "./db/open.ts";
 import type { PendingDocument } from "./document-store.ts";
 import type { EraseResult, EraseWork } from "./erase-work.ts";
+import type { V01Result, V01Work } from "./import-v01-run.ts";
 import type { SearchHit } from "./session-search.ts";
 
 /**
@@ -11,12 +12,14 @@ import type { SearchHit } from "./session-search.ts";
  * is most of what storing a document costs (a 300-page book: about half of what pdf.js takes to
  * read it), and on its own thread it runs beside the reading instead of after it. Erases
  * (store/erase-work.ts): FTS5's `secure-delete` makes them cost seconds. The worker starts on the
- * first ask and is kept; one that stops fails what it had, and the next ask starts another.
+ * first ask and is kept; one that stops fails what it had, and the next ask starts another. The
+ * 0.1 folder's import (store/import-v01-run.ts), a unit at a time, and its erases too.
  */
 export type ThreadWork =
   | { kind: "chunks"; doc: PendingDocument; chunks: { index: number; text: string }[] }
   | { kind: "erase"; work: EraseWork }
-  | { kind: "search"; fts: boolean; userId: string; query: string; limit: number };
+  | { kind: "search"; fts: boolean; userId: string; query: string; limit: number }
+  | { kind: "v01"; work: V01Work };
 
 export interface ChunkAsk {
   id: number;
@@ -25,8 +28,10 @@ export interface ChunkAsk {
   work: ThreadWork;
 }
 
+type Answered = EraseResult | SearchHit[] | V01Result;
+
 export type ChunkAnswer =
-  | { id: number; ok: true; value?: EraseResult | SearchHit[] }
+  | { id: number; ok: true; value?: Answered }
   | {
       id: number;
       ok: false;
@@ -40,7 +45,7 @@ export class ChunkThread {
   private worker: Worker | undefined;
   private readonly pending = new Map<
     number,
-    { resolve: (value: EraseResult | SearchHit[] | undefined) => void; reject: (err: Error) => void }
+    { resolve: (value: Answered | undefined) => void; reject: (err: Error) => void }
   >();
   private nextId = 1;
   /** Closed with its store: a request that still holds the store is refused, no worker started. */
@@ -71,6 +76,11 @@ export class ChunkThread {
     return (await this.ask({ kind: "search", fts, userId, query, limit })) as SearchHit[];
   }
 
+  /** One step of the 0.1 import, or its erase (store/import-v01-run.ts). */
+  async v01(work: V01Work): Promise<V01Result> {
+    return (await this.ask({ kind: "v01", work })) as V01Result;
+  }
+
   /** Whether a worker runs now (tests: the idle stop). */
   get running(): boolean {
     return this.worker !== undefined;
@@ -84,7 +94,7 @@ export class ChunkThread {
     this.fail(storeClosed(this.path));
   }
 
-  private ask(work: ThreadWork): Promise<EraseResult | SearchHit[] | undefined> {
+  private ask(work: ThreadWork): Promise<Answered | undefined> {
     // A store the core dropped (services.ts dropStore) may still be held by a request under way:
     // a worker started for it would write through a closed store and never be stopped.
     if (this.stopped) return Promise.reject(storeClosed(this.path));

@@ -1,18 +1,20 @@
 import type { Database } from "bun:sqlite";
-import type { ChunkAnswer, ChunkAsk } from "./chunk-thread.ts";
+import type { ChunkAnswer, ChunkAsk, ThreadWork } from "./chunk-thread.ts";
 import { BUSY_TIMEOUT_MS } from "./db/open.ts";
 import { StatementDatabase } from "./db/statements.ts";
 import { useMemoryForTemp } from "./db/temp-dir.ts";
 import { DocumentStore, type PendingDocument } from "./document-store.ts";
-import { type EraseResult, type EraseWork, runErase } from "./erase-work.ts";
+import { runErase } from "./erase-work.ts";
+import { runV01 } from "./import-v01-run.ts";
 import { searchSessions } from "./session-search.ts";
 
 /**
  * The store's thread (store/chunk-thread.ts): a connection of its own to the database, each
  * batch of a document's chunks inserted (FTS5 tokenizes here, beside the main loop's PDF
  * reading; a long run of batches pauses now and then so another core's writes get in), and
- * erases run whole (store/erase-work.ts), one at a time in the order asked. A second thread of
- * the same code answers `sessions.search` (Store.search), so no search waits behind an erase.
+ * erases run whole (store/erase-work.ts), one at a time in the order asked, as are the 0.1
+ * import's units (store/import-v01-run.ts). A second thread of the same code answers
+ * `sessions.search` (Store.search), so no search waits behind an erase.
  * Waiting for another process's lock blocks this thread only. Built as an entry point of its own
  * (scripts/compile.ts).
  */
@@ -40,17 +42,12 @@ self.onmessage = (event: MessageEvent<ChunkAsk>) => {
       useMemoryForTemp(db);
       docs = new DocumentStore(db);
     }
-    if (ask.work.kind === "search") {
-      const { fts, userId, query, limit } = ask.work;
-      self.postMessage({ id: ask.id, ok: true, value: searchSessions(db, fts, userId, query, limit) });
+    if (ask.work.kind === "chunks") {
+      addChunks(docs, ask.work.doc, ask.work.chunks);
+      self.postMessage({ id: ask.id, ok: true });
       return;
     }
-    if (ask.work.kind === "erase") {
-      self.postMessage({ id: ask.id, ok: true, value: erase(db, ask.work.work, ask.busyWaitMs) });
-      return;
-    }
-    addChunks(docs, ask.work.doc, ask.work.chunks);
-    self.postMessage({ id: ask.id, ok: true });
+    self.postMessage({ id: ask.id, ok: true, value: answer(db, ask.work, ask.busyWaitMs) });
   } catch (err) {
     const e = err as { name?: string; message?: string; code?: string; data?: Record<string, unknown> };
     // SQLite opens a file it cannot write then read-only, and the connection stays so: dropped,
@@ -70,17 +67,25 @@ self.onmessage = (event: MessageEvent<ChunkAsk>) => {
   }
 };
 
+/** A search's hits, an erase's or an import step's result. */
+function answer(db: Database, work: Exclude<ThreadWork, { kind: "chunks" }>, busyWaitMs: number) {
+  if (work.kind === "search") return searchSessions(db, work.fts, work.userId, work.query, work.limit);
+  if (work.kind === "erase") return whileLocked(db, busyWaitMs, (d) => runErase(d, work.work));
+  return whileLocked(db, busyWaitMs, (d) => runV01(d, work.work));
+}
+
 /**
- * An erase with the main connection's short busy wait (its log's scrub must not wait seconds on
- * each reader: store/erase.ts), another process's write lock waited out here, as Store.write does.
+ * An erase (or a step of the 0.1 import) with the main connection's short busy wait (its log's
+ * scrub must not wait seconds on each reader: store/erase.ts), another process's write lock
+ * waited out here, as Store.write does.
  */
-function erase(db: Database, work: EraseWork, busyWaitMs: number): EraseResult {
+function whileLocked<T>(db: Database, busyWaitMs: number, work: (db: Database) => T): T {
   const deadline = Date.now() + busyWaitMs;
   db.run(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`);
   try {
     for (let wait = 5; ; wait = Math.min(wait * 2, 100)) {
       try {
-        return runErase(db, work);
+        return work(db);
       } catch (err) {
         if (!/^SQLITE_BUSY/.test((err as { code?: string }).code ?? "") || Date.now() >= deadline) throw err;
         Bun.sleepSync(wait);

@@ -1,15 +1,5 @@
 import type { Database } from "bun:sqlite";
-import {
-  chmodSync,
-  closeSync,
-  existsSync,
-  readdirSync,
-  readFileSync,
-  readSync,
-  renameSync,
-  rmSync,
-  statSync,
-} from "node:fs";
+import { chmodSync, closeSync, existsSync, readdirSync, readSync, renameSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { z } from "zod";
 import { type ChatMessage, ChatMessageSchema } from "../protocol/chat-message.ts";
@@ -17,23 +7,28 @@ import { SafeIdSchema } from "../protocol/safe-id.ts";
 import { logger } from "../util/logger.ts";
 import { ensurePrivateDir, PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from "../util/private-fs.ts";
 import { openRegularFile } from "../util/read-file.ts";
-import { writeFileAtomic } from "./atomic.ts";
-import { CheckpointSchema } from "./checkpoint.ts";
+import { type Checkpoint, CheckpointSchema } from "./checkpoint.ts";
 import { Conversations } from "./conversations.ts";
 import { wasWriteAgain } from "./earlier-requests.ts";
+import { erasedSince, erasureMark } from "./erasures.ts";
 
 /**
  * The 0.1 layout (one folder per session under `users/`,
- * docs/agent.md#the-store-one-sqlite-database-srcstore, "Import of the 0.1 layout"): read once into
- * the database, then the folder is moved to `imported-0.1/`, kept, never deleted — except what
- * `sessions.delete` and `users.delete` erase (eraseImported).
+ * docs/agent.md#the-store-one-sqlite-database-srcstore, "Import of the 0.1 layout"): read into
+ * the database one unit at a time (a session's files, a user's memory file), each unit in a
+ * transaction of its own that also records it done (a killed import goes on where it stopped and
+ * imports nothing twice), the marker written last; then the folder is moved to `imported-0.1/`,
+ * kept, never deleted — except what `sessions.delete` and `users.delete` erase
+ * (import-v01-erase.ts). Run on the store's thread (import-v01-run.ts drives it).
  */
 export const IMPORTED_DIR = "imported-0.1";
 const MARKER = "import_v01";
+/** A unit done, until the marker: `import_v01:<user>/<session>`, or `import_v01:<user>` for its memory file. */
+const UNIT_PREFIX = "import_v01:";
 
 const HistorySchema = z.object({ version: z.literal(1), messages: z.array(ChatMessageSchema) });
 const TurnSchema = z.object({ id: z.string(), session_id: SafeIdSchema, text: z.string(), at: z.string() });
-const TurnsSchema = z.object({ version: z.literal(1), turns: z.array(z.unknown()) });
+export const TurnsSchema = z.object({ version: z.literal(1), turns: z.array(z.unknown()) });
 /**
  * A user or session folder the protocol can name (protocol/safe-id.ts): one it cannot (a Windows
  * device name, which 0.1 let through) would be imported as rows no method could read or erase.
@@ -47,34 +42,47 @@ export interface ImportReport {
   skipped: string[];
 }
 
-/** Imports `dataDir/users` unless done already; returns undefined when there was nothing to do. */
-export function importV01(db: Database, dataDir: string, now: Date): ImportReport | undefined {
+/** One session's folder, or (no session) the user's memory file. */
+export interface V01Unit {
+  user: string;
+  session?: string;
+}
+
+export const emptyReport = (): ImportReport => ({ sessions: 0, checkpoints: 0, memory: 0, skipped: [] });
+
+const marked = (db: Database): boolean => db.query("SELECT 1 FROM meta WHERE key = ?").get(MARKER) !== null;
+
+/**
+ * Whether an import is to run: no marker and a `users/` folder. With neither, the marker is
+ * written now (a database imported before takes no write lock at open: another core may hold it).
+ */
+export function importNeeded(db: Database, dataDir: string, now: Date): boolean {
+  if (marked(db)) return false;
+  if (existsSync(join(dataDir, "users"))) return true;
+  db.transaction(() => {
+    if (!marked(db)) db.query("INSERT INTO meta (key, value) VALUES (?, ?)").run(MARKER, now.toISOString());
+  }).immediate();
+  return false;
+}
+
+/** The units under `users/`, in a stable order, and the newest erase before them (erasures.ts). */
+export function listUnits(db: Database, dataDir: string): { units: V01Unit[]; mark: number } {
   const users = join(dataDir, "users");
-  // Read first: a database imported before takes no write lock at open (another core may hold it).
-  if (db.query("SELECT 1 FROM meta WHERE key = ?").get(MARKER)) return undefined;
-  const report = db
-    .transaction((): ImportReport | undefined => {
-      if (db.query("SELECT 1 FROM meta WHERE key = ?").get(MARKER)) return undefined;
-      db.query("INSERT INTO meta (key, value) VALUES (?, ?)").run(MARKER, now.toISOString());
-      if (!existsSync(users)) return undefined;
-      const r: ImportReport = { sessions: 0, checkpoints: 0, memory: 0, skipped: [] };
-      for (const user of safeEntries(users)) importUser(db, join(users, user), user, r);
-      return r;
-    })
-    .immediate();
-  if (!report) return undefined;
-  keepAside(dataDir, now);
-  logger.info(
-    `imported the 0.1 data folder: ${report.sessions} sessions, ${report.checkpoints} interrupted turns, ${report.memory} memory entries${report.skipped.length ? `; not imported (unreadable, kept in ${IMPORTED_DIR}/): ${report.skipped.join(", ")}` : ""}`,
-  );
-  return report;
+  const units: V01Unit[] = [];
+  for (const user of safeEntries(users)) {
+    const sessions = join(users, user, "sessions");
+    for (const session of safeEntries(sessions)) units.push({ user, session });
+    if (existsSync(join(users, user, "memory", "turns.json"))) units.push({ user });
+  }
+  return { units, mark: erasureMark(db) };
 }
 
 function safeEntries(dir: string): string[] {
   try {
     return readdirSync(dir, { withFileTypes: true })
       .filter((e) => e.isDirectory() && isSafeId(e.name))
-      .map((e) => e.name);
+      .map((e) => e.name)
+      .sort();
   } catch {
     return [];
   }
@@ -84,7 +92,7 @@ function safeEntries(dir: string): string[] {
 const MAX_V01_FILE_BYTES = 256 * 2 ** 20;
 
 /** A 0.1 file's JSON; a FIFO or anything but a regular file in its place is refused, never waited on. */
-function readJson(path: string): unknown {
+export function readJson(path: string): unknown {
   const { fd, size } = openRegularFile(path);
   try {
     if (size > MAX_V01_FILE_BYTES) throw new Error(`over ${MAX_V01_FILE_BYTES} bytes`);
@@ -101,66 +109,102 @@ function readJson(path: string): unknown {
   }
 }
 
-function importUser(db: Database, dir: string, user: string, r: ImportReport): void {
-  const conv = new Conversations(db);
-  const sessions = join(dir, "sessions");
-  for (const session of existsSync(sessions) ? safeEntries(sessions) : []) {
-    const sdir = join(sessions, session);
-    importHistory(conv, sdir, user, session, r);
-    importCheckpoint(conv, sdir, user, session, r);
-  }
-  const turns = join(dir, "memory", "turns.json");
-  if (!existsSync(turns)) return;
+/**
+ * One unit: its files read and parsed first (no lock held), then written in one transaction
+ * with its record, unless the marker or the record is there already (a run before this one,
+ * another core) — or, for a session, an erase of it came after `mark` (another core's delete).
+ */
+export function importUnit(
+  db: Database,
+  dataDir: string,
+  work: { unit: V01Unit; mark: number; at: number },
+  conv = new Conversations(db),
+): ImportReport | "done" {
+  const { unit, mark } = work;
+  const key = `${UNIT_PREFIX}${unit.user}${unit.session === undefined ? "" : `/${unit.session}`}`;
+  const done = () => db.query("SELECT 1 FROM meta WHERE key = ?").get(key) !== null;
+  if (marked(db)) return "done";
+  const r = emptyReport();
+  if (done()) return r;
+  const dir = join(dataDir, "users", unit.user);
+  const write =
+    unit.session === undefined
+      ? readMemory(dir, unit.user, r)
+      : readSession(join(dir, "sessions", unit.session), unit.user, unit.session, r);
+  return db
+    .transaction((): ImportReport | "done" => {
+      if (marked(db)) return "done";
+      if (done()) return emptyReport();
+      write(conv, db, (session) => erasedSince(db, unit.user, session, mark));
+      db.query("INSERT INTO meta (key, value) VALUES (?, ?)").run(key, new Date(work.at).toISOString());
+      return r;
+    })
+    .immediate();
+}
+
+/** Writes what was read, in the unit's transaction; `erased`: a session erased since the import began. */
+type UnitWrite = (conv: Conversations, db: Database, erased: (session: string) => boolean) => void;
+
+/** Reads one 0.1 file that exists; one that cannot be used is reported, not imported. */
+function readFile<T>(path: string, label: string, r: ImportReport, read: () => T): T | undefined {
+  if (!existsSync(path)) return undefined;
   try {
-    const file = TurnsSchema.parse(readJson(turns));
+    return read();
+  } catch {
+    r.skipped.push(label);
+    return undefined;
+  }
+}
+
+function readSession(dir: string, user: string, session: string, r: ImportReport): UnitWrite {
+  const label = `users/${user}/sessions/${session}`;
+  const hPath = join(dir, "history.json");
+  const history = readFile(hPath, `${label}/history.json`, r, () => ({
+    messages: HistorySchema.parse(readJson(hPath)).messages,
+    at: statSync(hPath).mtime,
+  }));
+  const cPath = join(dir, "checkpoint.json");
+  const checkpoint = readFile(cPath, `${label}/checkpoint.json`, r, () => {
+    const cp: Checkpoint = CheckpointSchema.parse(readJson(cPath));
+    return { cp, at: new Date(Date.parse(cp.updated_at) || statSync(cPath).mtimeMs) };
+  });
+  return (conv, _db, erased) => {
+    if (erased(session)) return;
+    if (history && history.messages.length > 0) {
+      const messages = history.messages.map((m, i) =>
+        isRequest(history.messages, i) ? { ...m, by_core: true as const } : m,
+      );
+      conv.commitTurn({ userId: user, sessionId: session, agent: "", messages, at: history.at });
+      r.sessions++;
+    }
+    if (checkpoint) {
+      const { cp, at } = checkpoint;
+      conv.ensureSession(user, session, cp.agent, cp.user_input, at);
+      conv.saveCheckpoint(user, session, JSON.stringify(cp), at);
+      r.checkpoints++;
+    }
+  };
+}
+
+function readMemory(dir: string, user: string, r: ImportReport): UnitWrite {
+  const path = join(dir, "memory", "turns.json");
+  const file = readFile(path, `users/${user}/memory/turns.json`, r, () => TurnsSchema.parse(readJson(path)));
+  return (_conv, db, erased) => {
+    if (!file) return;
     const insert = db.query(
       "INSERT INTO memory (user_id, session_id, seq, source, text, at) VALUES (?, ?, NULL, ?, ?, ?)",
     );
+    // Asked once per session: a file holds many turns of each.
+    const gone = new Map<string, boolean>();
+    const isGone = (s: string) => gone.get(s) ?? gone.set(s, erased(s)).get(s);
     for (const raw of file.turns) {
       const t = TurnSchema.safeParse(raw);
-      if (!t.success) continue;
-      insert.run(
-        user,
-        t.data.session_id,
-        `session:${t.data.session_id}`,
-        t.data.text,
-        Date.parse(t.data.at) || 0,
-      );
+      if (!t.success || isGone(t.data.session_id)) continue;
+      const { session_id, text, at } = t.data;
+      insert.run(user, session_id, `session:${session_id}`, text, Date.parse(at) || 0);
       r.memory++;
     }
-  } catch {
-    r.skipped.push(`users/${user}/memory/turns.json`);
-  }
-}
-
-/** Runs `load` on one 0.1 file that exists; one that cannot be used is reported, not imported. */
-function importFile(path: string, label: string, r: ImportReport, load: () => void): void {
-  if (!existsSync(path)) return;
-  try {
-    load();
-  } catch {
-    r.skipped.push(label);
-  }
-}
-
-function importHistory(
-  conv: Conversations,
-  dir: string,
-  user: string,
-  session: string,
-  r: ImportReport,
-): void {
-  const path = join(dir, "history.json");
-  importFile(path, `users/${user}/sessions/${session}/history.json`, r, () => {
-    const history = HistorySchema.parse(readJson(path));
-    if (history.messages.length === 0) return;
-    const at = statSync(path).mtime;
-    const messages = history.messages.map((m, i) =>
-      isRequest(history.messages, i) ? { ...m, by_core: true as const } : m,
-    );
-    conv.commitTurn({ userId: user, sessionId: session, agent: "", messages, at });
-    r.sessions++;
-  });
+  };
 }
 
 /**
@@ -172,21 +216,21 @@ function isRequest(messages: readonly ChatMessage[], i: number): boolean {
   return m.role === "user" && messages[i - 1]?.role === "assistant" && wasWriteAgain(m.content);
 }
 
-function importCheckpoint(
-  conv: Conversations,
-  dir: string,
-  user: string,
-  session: string,
-  r: ImportReport,
-): void {
-  const path = join(dir, "checkpoint.json");
-  importFile(path, `users/${user}/sessions/${session}/checkpoint.json`, r, () => {
-    const cp = CheckpointSchema.parse(readJson(path));
-    const at = new Date(Date.parse(cp.updated_at) || statSync(path).mtimeMs);
-    conv.ensureSession(user, session, cp.agent, cp.user_input, at);
-    conv.saveCheckpoint(user, session, JSON.stringify(cp), at);
-    r.checkpoints++;
-  });
+/**
+ * The marker, written last with the units' records dropped; then the folder moved aside. False
+ * when another core wrote the marker first (that core moves the folder).
+ */
+export function finishImport(db: Database, dataDir: string, now: Date): boolean {
+  const wrote = db
+    .transaction(() => {
+      if (marked(db)) return false;
+      db.query("INSERT INTO meta (key, value) VALUES (?, ?)").run(MARKER, now.toISOString());
+      db.query("DELETE FROM meta WHERE substr(key, 1, ?) = ?").run(UNIT_PREFIX.length, UNIT_PREFIX);
+      return true;
+    })
+    .immediate();
+  if (wrote) keepAside(dataDir, now);
+  return wrote;
 }
 
 function keepAside(dataDir: string, now: Date): void {
@@ -214,54 +258,5 @@ function tightenTree(dir: string): void {
     const p = join(dir, e.name);
     if (e.isDirectory()) tightenTree(p);
     else if (e.isFile()) chmodSync(p, PRIVATE_FILE_MODE);
-  }
-}
-
-/** Every 0.1 folder tree that may hold a user's files: in place, or kept aside after import. */
-function userTrees(dataDir: string, userId: string): string[] {
-  const trees = [join(dataDir, "users", userId)];
-  const aside = join(dataDir, IMPORTED_DIR);
-  if (existsSync(aside)) {
-    for (const e of readdirSync(aside)) if (e.startsWith("users")) trees.push(join(aside, e, userId));
-  }
-  return trees.filter((t) => existsSync(t));
-}
-
-/**
- * Erases a user's (or one session's) text from the 0.1 files: the folders go, and the memory
- * files lose that session's entries (a memory file that cannot be parsed goes when it names
- * the session, since its valid entries were imported already).
- */
-export function eraseImported(dataDir: string, userId: string, sessionId?: string): void {
-  for (const tree of userTrees(dataDir, userId)) {
-    if (sessionId === undefined) {
-      rmSync(tree, { recursive: true, force: true });
-      continue;
-    }
-    rmSync(join(tree, "sessions", sessionId), { recursive: true, force: true });
-    const memory = join(tree, "memory");
-    if (!existsSync(memory)) continue;
-    for (const name of readdirSync(memory)) {
-      if (name.startsWith("turns.json")) dropSessionTurns(join(memory, name), sessionId);
-    }
-  }
-}
-
-function dropSessionTurns(path: string, sessionId: string): void {
-  let value: unknown;
-  try {
-    value = readJson(path);
-  } catch (err) {
-    // Unparseable (its valid entries were imported): it goes when it names the session.
-    if (!(err instanceof SyntaxError)) return;
-    if (readFileSync(path, "utf8").includes(JSON.stringify(sessionId))) rmSync(path, { force: true });
-    return;
-  }
-  try {
-    const file = TurnsSchema.parse(value);
-    const kept = file.turns.filter((t) => (t as { session_id?: unknown })?.session_id !== sessionId);
-    if (kept.length !== file.turns.length) writeFileAtomic(path, JSON.stringify({ version: 1, turns: kept }));
-  } catch {
-    if (JSON.stringify(value).includes(JSON.stringify(sessionId))) rmSync(path, { force: true });
   }
 }

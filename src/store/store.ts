@@ -4,7 +4,7 @@ import { logger } from "../util/logger.ts";
 import { whileBusy } from "./busy-retry.ts";
 import { ChunkThread } from "./chunk-thread.ts";
 import { type CommitTurn, Conversations } from "./conversations.ts";
-import { DB_FILE, type OpenOptions, openStore, storeError } from "./db/open.ts";
+import { DB_FILE, openStore, storeError } from "./db/open.ts";
 import { DbIdentity } from "./db-identity.ts";
 import { DiskReserve } from "./disk-reserve.ts";
 import { DocumentStore, type PendingDocument } from "./document-store.ts";
@@ -14,8 +14,8 @@ import { EraseQueue } from "./erase-queue.ts";
 import { type EraseResult, type EraseWork, runErase } from "./erase-work.ts";
 import { ErasureWatch, erasedSince } from "./erasures.ts";
 import { type ExportFormat, type ExportPieces, slicedExport } from "./export.ts";
-import { FolderIndex, type FolderIndexOptions } from "./folder-index.ts";
-import { eraseImported, importV01 } from "./import-v01.ts";
+import { FolderIndex } from "./folder-index.ts";
+import { runV01, startImport, type V01Result, type V01Work } from "./import-v01-run.ts";
 import { MemoryStore } from "./memory-store.ts";
 import type { SessionSummary } from "./message-rows.ts";
 import { discardPaced, FIRST_SWEEP_MS, OrphanSweep } from "./orphan-sweep.ts";
@@ -24,34 +24,14 @@ import { type Leased, SessionLeases } from "./session-lease.ts";
 import { sessionNotFound } from "./session-not-found.ts";
 import { listSessions, type MessagePage, type SessionPage, sessionMessages } from "./session-pages.ts";
 import { notErasedSince, type SearchHit, searchSessions } from "./session-search.ts";
+import type { StoreOptions, StoreReset } from "./store-options.ts";
+
+export type { StoreOptions, StoreReset } from "./store-options.ts";
 
 /** How long the search thread waits for the next search before it stops (its memory back). */
 const SEARCH_IDLE_MS = 30_000;
 /** How long a write keeps trying while another process holds the database's write lock. */
 export const BUSY_WAIT_MS = 5000;
-
-export interface StoreOptions extends OpenOptions {
-  /** memory.folders, indexed for memory recall. */
-  folders?: readonly string[];
-  /** Tests: how long a write waits for another process's lock (BUSY_WAIT_MS). */
-  busyWaitMs?: number;
-  /** The folder index's reader and batch sizes (tests), and whom to tell of passages gone (store/folder-index.ts). */
-  folderIndex?: FolderIndexOptions;
-  /** Tests: the room kept for erasing on a full disk (RESERVE_BYTES). */
-  reserveBytes?: number;
-  /** Chunks and erases written on the store's thread (store/chunk-thread.ts); default true (false: on this one). */
-  chunkThread?: boolean;
-  /** Tests: when the first sweep of a killed add's chunks runs after the open (FIRST_SWEEP_MS). */
-  firstSweepMs?: number;
-  /** The process's turns to stop on an erase (the core's one, server/services.ts); default: the store's own. */
-  erasing?: ErasureWatch;
-}
-
-/** What a reset of the database left for the host to hear (the `store_reset` warning). */
-export interface StoreReset {
-  aside: string;
-  problem: string;
-}
 
 /**
  * The core's one connection to its database
@@ -75,6 +55,9 @@ export class Store {
   readonly erasing: ErasureWatch;
   private reset: StoreReset | undefined;
   private closed = false;
+  /** `stop` was called: the 0.1 import begins no further unit. */
+  private stopping = false;
+  private imported: Promise<void> = Promise.resolve();
   private readonly busyWaitMs: number;
   private readonly now: () => Date;
   /** Room for erasing on a full disk (store/disk-reserve.ts). */
@@ -131,12 +114,15 @@ export class Store {
     } catch (err) {
       logger.warn(`the database's write-ahead log could not be emptied at open: ${(err as Error).message}`);
     }
-    try {
-      importV01(opened.db, dataDir, (options.now ?? (() => new Date()))());
-    } catch (err) {
-      // The 0.1 files stay where they are; the next start tries again.
-      logger.warn(`the 0.1 data folder could not be imported: ${(err as Error).message}`);
-    }
+    // Off this loop, first in the erase queue: a delete asked meanwhile erases after it.
+    store.imported = startImport(opened.db, {
+      dataDir,
+      now: store.now,
+      beforeUnit: options.beforeImportUnit,
+      run: (w) => store.v01(w),
+      stopped: () => store.stopping || store.closed,
+      queue: (job) => store.erases.add(job),
+    });
     if (!opened.fts) logger.warn("this SQLite has no FTS5: search and memory use a plain LIKE match");
     // Off the hot path from the first open, so a first chat finds as much indexed as can be.
     void store.folderIndex.start();
@@ -184,6 +170,21 @@ export class Store {
     const started = performance.now();
     await this.write(() => this.documents.addChunks(doc, chunks));
     await new Promise((r) => setTimeout(r, Math.max(1, performance.now() - started)));
+  }
+
+  /**
+   * Resolves once the 0.1 folder's import, if one runs, is done or given up: the reads of
+   * conversations and memory wait for it (methods/sessions.ts); writes, leases and erases wait
+   * for it in the erase queue.
+   */
+  whenImported(): Promise<void> {
+    return this.imported;
+  }
+
+  /** A step of the 0.1 import, or an erase of its files, on the store's thread (or here without one). */
+  private v01(work: V01Work): Promise<V01Result> {
+    if (this.chunkThread) return this.chunkThread.v01(work);
+    return this.writeNow(() => runV01(this.db, work, this.conversations));
   }
 
   /** Runs a read or a short write now; SQLite's failures become errors naming the file. */
@@ -278,7 +279,7 @@ export class Store {
     this.erasing.erased(userId, sessionId);
     const at = this.now().getTime();
     return this.erases.add(async () => {
-      eraseImported(this.dataDir, userId, sessionId);
+      await this.v01({ kind: "erase", dataDir: this.dataDir, userId, sessionId });
       const copies = await this.eraseCopies(userId, { sessionId });
       const deleted = (await this.erase({ kind: "session", userId, sessionId, at, steps: false })) > 0;
       this.conversations.forget(userId, sessionId);
@@ -307,7 +308,7 @@ export class Store {
     return this.erases.add(async () => {
       const deleted_sessions = await this.erase({ kind: "user", userId, at, steps: false });
       this.conversations.forget(userId);
-      eraseImported(this.dataDir, userId);
+      await this.v01({ kind: "erase", dataDir: this.dataDir, userId });
       return { deleted_sessions, copies: await this.eraseCopies(userId, {}) };
     });
   }
@@ -378,6 +379,7 @@ export class Store {
 
   /** At shutdown: an erase under way finishes first (the user asked for it), then the close. */
   async stop(): Promise<void> {
+    this.stopping = true;
     await this.afterErases();
     this.close();
   }

@@ -4,7 +4,7 @@ import { methodTable } from "../../src/methods/index.ts";
 import type { ChatMessage } from "../../src/protocol/chat-message.ts";
 import { Dispatcher } from "../../src/protocol/dispatcher.ts";
 import { Writer } from "../../src/protocol/transport/writer.ts";
-import { CoreServices } from "../../src/server/services.ts";
+import { CoreServices, type ServicesOptions } from "../../src/server/services.ts";
 import type { Checkpoint } from "../../src/store/checkpoint.ts";
 import { type InProcessOptions, LlamaStandIn } from "../fixtures/llama-stand-in/in-process.ts";
 import { FakeProvider } from "../fixtures/llama-stand-in/provider.ts";
@@ -43,6 +43,8 @@ export class ChatHarness {
       requestTimeoutMs?: number;
       /** The stand-in's own options (a model file, a slot folder, a slow save…), given the test's folder. */
       standIn?: (dir: string) => InProcessOptions;
+      /** The store's test hooks (a 0.1 import held before a unit). */
+      store?: ServicesOptions["store"];
     } = {},
   ) {
     this.llama = new LlamaStandIn(options.standIn?.(this.dir.path));
@@ -69,6 +71,7 @@ export class ChatHarness {
       configPath: join(this.dir.path, "config.yaml"),
       cwd: this.dir.path,
       llama: () => this.provider,
+      ...(options.store ? { store: options.store } : {}),
     });
     const harness = this;
     const writer = new (class extends Writer {

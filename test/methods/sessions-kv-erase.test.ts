@@ -70,6 +70,7 @@ describe("a delete whose saved KV state cannot be removed", () => {
     const failing = new CoreError("internal_error", "the database is locked", { key: "app.data_dir" });
     const services = {
       store: () => ({
+        whenImported: async () => {},
         mustFind: () => {
           throw failing;
         },

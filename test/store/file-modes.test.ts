@@ -72,7 +72,9 @@ describe.skipIf(!posix)("what the core writes under data_dir is owner-only", () 
     MemoryIndex.forUser(data, "u").load().addTurn({ id: "t", session_id: "s", text: "x", at: "now" });
     for (const d of ["users", "users/u", "users/u/sessions", "users/u/sessions/s"])
       chmodSync(join(data, d), 0o755);
-    Store.open(data).close();
+    const store = Store.open(data);
+    await store.whenImported();
+    store.close();
     const log = new RotatingLog(join(data, "logs"), 1024, 2);
     log.write("new line\n");
     log.close();

@@ -21,6 +21,7 @@ test("an edit from the first message of an imported session takes the session's 
   });
   mem.addTurn({ id: "y", session_id: "other", text: "Porto wine notes", at: "2026-11-30T10:00:00.000Z" });
   const store = Store.open(dir.path);
+  await store.whenImported();
   expect(
     store.memory
       .search("ann", "Porto", 5, "none")

@@ -1,14 +1,84 @@
+import { Database } from "bun:sqlite";
 import { describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { CheckpointSchema } from "../../../src/store/checkpoint.ts";
+import { DB_FILE, openStore } from "../../../src/store/db/open.ts";
+import { eraseSession } from "../../../src/store/erase.ts";
 import { Store } from "../../../src/store/store.ts";
+import { holdImportBefore } from "../../fixtures/store-v01/hold-import.ts";
 import { MemoryIndex } from "../../fixtures/store-v01/memory-index.ts";
 import { SessionStore } from "../../fixtures/store-v01/session-store.ts";
 import { tmpdir } from "../../fixtures/tmpdir.ts";
 
+const KILLED = join(import.meta.dir, "..", "..", "fixtures", "store-v01", "import-killed.ts");
+
+/** Three sessions of ann's, two turns each, and a memory entry per session. */
+function threeSessions(dataDir: string): void {
+  const mem = MemoryIndex.forUser(dataDir, "ann").load();
+  for (const s of ["a", "b", "c"]) {
+    new SessionStore(dataDir, "ann", s).saveHistory([
+      { role: "user", content: `question ${s}` },
+      { role: "assistant", content: `answer ${s} about Porto` },
+    ]);
+    mem.addTurn({ id: s, session_id: s, text: `answer ${s} about Porto`, at: "2026-11-30T10:00:00.000Z" });
+  }
+}
+
+const sessionIds = (store: Store): string[] =>
+  store
+    .list("ann", 10)
+    .sessions.map((s) => s.session_id)
+    .sort();
+const recalled = (store: Store): string[] =>
+  store.memory
+    .search("ann", "Porto", 5, "none")
+    .map((h) => h.doc.source)
+    .sort();
+
+/** Ann's three sessions in a new folder, a store opened on it, its import held before `ann/b`. */
+async function heldBeforeB() {
+  const dir = tmpdir();
+  threeSessions(dir.path);
+  const held = holdImportBefore("ann/b");
+  const store = Store.open(dir.path, { beforeImportUnit: held.hook });
+  await held.reached;
+  return {
+    dir,
+    held,
+    store,
+    [Symbol.dispose]() {
+      held.release();
+      store.close();
+      dir[Symbol.dispose]();
+    },
+  };
+}
+
+/** What the import left in the database: messages per session, memory entries, its records in meta. */
+function imported(dataDir: string) {
+  const db = new Database(join(dataDir, DB_FILE), { readonly: true });
+  // A closed store's thread lets its connection go as it ends, not at once.
+  db.run("PRAGMA busy_timeout = 5000");
+  try {
+    const rows = db
+      .query(
+        "SELECT session_id, COUNT(*) AS n FROM messages WHERE user_id = 'ann' GROUP BY session_id ORDER BY 1",
+      )
+      .all() as { session_id: string; n: number }[];
+    const memory = (db.query("SELECT COUNT(*) AS n FROM memory WHERE user_id = 'ann'").get() as { n: number })
+      .n;
+    const meta = (
+      db.query("SELECT key FROM meta WHERE key LIKE 'import_v01%' ORDER BY 1").all() as { key: string }[]
+    ).map((r) => r.key);
+    return { messages: Object.fromEntries(rows.map((r) => [r.session_id, r.n])), memory, meta };
+  } finally {
+    db.close();
+  }
+}
+
 describe("import of the 0.1 layout", () => {
-  test("a user or session the protocol cannot name (a Windows device name) is not imported: it could never be read or erased", () => {
+  test("a user or session the protocol cannot name (a Windows device name) is not imported: it could never be read or erased", async () => {
     using dir = tmpdir();
     new SessionStore(dir.path, "ann", "trip").saveHistory([{ role: "user", content: "plan a trip" }]);
     new SessionStore(dir.path, "ann", "nul").saveHistory([{ role: "user", content: "a device's session" }]);
@@ -21,6 +91,7 @@ describe("import of the 0.1 layout", () => {
       at: "2026-11-30T10:00:00.000Z",
     });
     const store = Store.open(dir.path);
+    await store.whenImported();
     try {
       expect(store.list("ann", 10).sessions.map((s) => s.session_id)).toEqual(["trip"]);
       expect(store.list("con", 10).sessions).toEqual([]);
@@ -33,7 +104,7 @@ describe("import of the 0.1 layout", () => {
   // 0.1 sent the model a request to write a broken tool call again as a user message and kept it
   // in the history: imported as the user's, it was shown as the user's words and taken by
   // `regenerate` as the message to answer again (docs/protocol.md, the core's requests).
-  test("0.1's requests to write again are imported as the core's, not the user's", () => {
+  test("0.1's requests to write again are imported as the core's, not the user's", async () => {
     using dir = tmpdir();
     const again =
       'Your tool call could not be used: unknown tool nope. Write it again as <tool_call>{"name": "<tool>", "arguments": {...}}</tool_call> with valid JSON, or answer without tools.';
@@ -44,6 +115,7 @@ describe("import of the 0.1 layout", () => {
       { role: "assistant", content: "it is 4" },
     ]);
     const store = Store.open(dir.path);
+    await store.whenImported();
     try {
       const history = store.conversations.history("ann", "s");
       expect(history.map((m) => (m.role === "user" ? (m.by_core ?? false) : m.role))).toEqual([
@@ -58,7 +130,7 @@ describe("import of the 0.1 layout", () => {
     }
   });
 
-  test("a folder written by the 0.1 store: histories, an interrupted turn, memory; kept aside; once", () => {
+  test("a folder written by the 0.1 store: histories, an interrupted turn, memory; kept aside; once", async () => {
     using dir = tmpdir();
     // Written by the 0.1 code itself, not by hand.
     const done = new SessionStore(dir.path, "ann", "trip");
@@ -87,6 +159,7 @@ describe("import of the 0.1 layout", () => {
     writeFileSync(join(dir.path, "users", "ann", "sessions", "broken", "history.json"), "{not json");
 
     const store = Store.open(dir.path);
+    await store.whenImported();
     expect(store.conversations.history("ann", "trip")).toEqual([
       { role: "user", content: "plan a trip" },
       { role: "assistant", content: "to Porto" },
@@ -115,6 +188,7 @@ describe("import of the 0.1 layout", () => {
     // A 0.1 core writing again later does not make a second import.
     new SessionStore(dir.path, "ann", "late").saveHistory([{ role: "user", content: "late" }]);
     const again = Store.open(dir.path);
+    await again.whenImported();
     expect(again.conversations.session("ann", "late")).toBeUndefined();
     expect(again.conversations.history("ann", "trip")).toHaveLength(2);
     again.close();
@@ -134,10 +208,86 @@ describe("import of the 0.1 layout", () => {
       const t0 = Date.now();
       const store = Store.open(join(dir.path), { folders: [notes] });
       await store.folderIndex.start();
+      await store.whenImported();
       expect(store.memory.search("ann", "herons", 3).map((h) => h.doc.source)).toEqual(["file:real.md"]);
       expect(store.list("ann", 10).sessions).toEqual([]);
       expect(Date.now() - t0).toBeLessThan(5000);
       store.close();
     },
   );
+
+  // A heavy user's folder takes seconds: none of it on the main loop, and a core killed midway
+  // (a host that kills a core that does not answer) goes on from there at its next start.
+  test("a core killed during the import goes on where it stopped: nothing imported twice, the marker last", async () => {
+    using dir = tmpdir();
+    threeSessions(dir.path);
+    const killed = Bun.spawnSync([process.execPath, KILLED, dir.path, "ann/c"], { stderr: "pipe" });
+    expect(killed.signalCode).toBe("SIGKILL");
+    // a and b are in, each recorded in its own transaction; no marker; the folder in place.
+    expect(imported(dir.path)).toEqual({
+      messages: { a: 2, b: 2 },
+      memory: 0,
+      meta: ["import_v01:ann/a", "import_v01:ann/b"],
+    });
+    expect(existsSync(join(dir.path, "users", "ann", "sessions", "a", "history.json"))).toBe(true);
+
+    const store = Store.open(dir.path);
+    await store.whenImported();
+    store.close();
+    expect(imported(dir.path)).toEqual({ messages: { a: 2, b: 2, c: 2 }, memory: 3, meta: ["import_v01"] });
+    expect(existsSync(join(dir.path, "users"))).toBe(false);
+    expect(existsSync(join(dir.path, "imported-0.1", "users", "ann", "sessions", "a", "history.json"))).toBe(
+      true,
+    );
+  });
+
+  test("held before a unit, the import has not finished and the store's reads wait; released, it has", async () => {
+    using t = await heldBeforeB();
+    let done = false;
+    const waited = t.store.whenImported().then(() => {
+      done = true;
+    });
+    // The loop is free (this test runs on it) while the import is under way.
+    await Bun.sleep(0);
+    expect(done).toBe(false);
+    t.held.release();
+    await waited;
+    expect(sessionIds(t.store)).toEqual(["a", "b", "c"]);
+  });
+
+  // Another core's delete (its own import done first) while this one imports: this core's import
+  // must not write the session back.
+  test("a session another core erased while this one imported is not brought back", async () => {
+    using t = await heldBeforeB();
+    const other = openStore(t.dir.path);
+    eraseSession(other.db, "ann", "b", Date.now());
+    other.db.close();
+    t.held.release();
+    await t.store.whenImported();
+    expect(sessionIds(t.store)).toEqual(["a", "c"]);
+    expect(recalled(t.store)).toEqual(["session:a", "session:c"]);
+  });
+
+  test("two cores importing one folder: each session once, whichever core wrote it", async () => {
+    using t = await heldBeforeB();
+    const second = Store.open(t.dir.path);
+    await second.whenImported();
+    second.close();
+    t.held.release();
+    await t.store.whenImported();
+    t.store.close();
+    expect(imported(t.dir.path)).toEqual({ messages: { a: 2, b: 2, c: 2 }, memory: 3, meta: ["import_v01"] });
+  });
+
+  test("a store stopped during the import stops after the unit under way; the next open goes on", async () => {
+    using t = await heldBeforeB();
+    const stopped = t.store.stop();
+    t.held.release();
+    await stopped;
+    expect(imported(t.dir.path)).toEqual({ messages: { a: 2 }, memory: 0, meta: ["import_v01:ann/a"] });
+    const again = Store.open(t.dir.path);
+    await again.whenImported();
+    again.close();
+    expect(imported(t.dir.path)).toEqual({ messages: { a: 2, b: 2, c: 2 }, memory: 3, meta: ["import_v01"] });
+  });
 });

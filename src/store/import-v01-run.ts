@@ -1,0 +1,107 @@
+import type { Database } from "bun:sqlite";
+import { logger } from "../util/logger.ts";
+import type { Conversations } from "./conversations.ts";
+import {
+  emptyReport,
+  finishImport,
+  IMPORTED_DIR,
+  type ImportReport,
+  importNeeded,
+  importUnit,
+  listUnits,
+  type V01Unit,
+} from "./import-v01.ts";
+import { eraseImported } from "./import-v01-erase.ts";
+
+/**
+ * The 0.1 import's steps as plain data, so they run on the store's thread (store/chunk-thread.ts)
+ * as well as here: reading a heavy user's files and inserting them costs seconds (about 37 ms a
+ * MB), which the main loop must not wait out (ping and cancel answer at once). `erase`: a delete's
+ * erase of the 0.1 files (import-v01-erase.ts).
+ */
+export type V01Work =
+  | { kind: "list"; dataDir: string }
+  | { kind: "unit"; dataDir: string; unit: V01Unit; mark: number; at: number }
+  | { kind: "finish"; dataDir: string; at: number }
+  | { kind: "erase"; dataDir: string; userId: string; sessionId?: string };
+
+/** `list`: the units and the erasure mark they are imported against; `unit`: its report, or "done" (the marker is there). */
+export type V01Result = { units: V01Unit[]; mark: number } | ImportReport | "done" | boolean | undefined;
+
+/** `conv`: the connection's cached conversations, when run on the main one (its own writes leave data_version as it was). */
+export function runV01(db: Database, work: V01Work, conv?: Conversations): V01Result {
+  switch (work.kind) {
+    case "list":
+      return listUnits(db, work.dataDir);
+    case "unit":
+      return importUnit(db, work.dataDir, work, conv);
+    case "finish":
+      return finishImport(db, work.dataDir, new Date(work.at));
+    case "erase":
+      eraseImported(work.dataDir, work.userId, work.sessionId);
+      return undefined;
+  }
+}
+
+export interface ImportRun {
+  dataDir: string;
+  /** A step, on the store's thread or here. */
+  run: (work: V01Work) => Promise<V01Result>;
+  /** The store is stopping: no further unit is begun (the next start goes on from there). */
+  stopped: () => boolean;
+  now: () => Date;
+  /** Tests: awaited before each unit is begun (`user/session`, or `user` for its memory file). */
+  beforeUnit?: (unit: string) => Promise<void>;
+}
+
+/**
+ * The import, one unit at a time, then the marker. Between the units this loop is free: the
+ * store's thread does the reading and writing.
+ */
+export async function runImport(r: ImportRun): Promise<void> {
+  const { units, mark } = (await r.run({ kind: "list", dataDir: r.dataDir })) as {
+    units: V01Unit[];
+    mark: number;
+  };
+  const report = emptyReport();
+  for (const unit of units) {
+    if (r.stopped()) return;
+    await r.beforeUnit?.(unit.session === undefined ? unit.user : `${unit.user}/${unit.session}`);
+    if (r.stopped()) return;
+    const work = { kind: "unit", dataDir: r.dataDir, unit, mark, at: r.now().getTime() } as const;
+    const done = (await r.run(work)) as ImportReport | "done";
+    // Another core on the folder finished it (and moves the folder aside).
+    if (done === "done") return;
+    report.sessions += done.sessions;
+    report.checkpoints += done.checkpoints;
+    report.memory += done.memory;
+    report.skipped.push(...done.skipped);
+  }
+  if (r.stopped()) return;
+  if (!(await r.run({ kind: "finish", dataDir: r.dataDir, at: r.now().getTime() }))) return;
+  logger.info(
+    `imported the 0.1 data folder: ${report.sessions} sessions, ${report.checkpoints} interrupted turns, ${report.memory} memory entries${report.skipped.length ? `; not imported (unreadable, kept in ${IMPORTED_DIR}/): ${report.skipped.join(", ")}` : ""}`,
+  );
+}
+
+/**
+ * Starts the import when one is to run (import-v01.ts `importNeeded`), as `queue` runs it (the
+ * store's erase queue: this core's writes, leases and erases wait for it). Resolves once it is
+ * done or given up; never rejects.
+ */
+export function startImport(
+  db: Database,
+  r: ImportRun & { queue: (job: () => Promise<void>) => Promise<void> },
+): Promise<void> {
+  const failed = (err: unknown) => {
+    // What was imported stays; the next start goes on from there.
+    if (!r.stopped()) logger.warn(`the 0.1 data folder could not be imported: ${(err as Error).message}`);
+  };
+  try {
+    if (!importNeeded(db, r.dataDir, r.now())) return Promise.resolve();
+    return r.queue(() => runImport(r)).catch(failed);
+  } catch (err) {
+    failed(err);
+    return Promise.resolve();
+  }
+}
