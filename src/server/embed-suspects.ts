@@ -5,8 +5,8 @@ import { createHash } from "node:crypto";
  * server"). llama-server that dies on an input dies again each time it is sent it, and whoever sent
  * it (memory's job, a document's add, a host's loop) would send it again after every restart,
  * until the restart budget is spent and nothing is embedded at all. So each input in flight when
- * the server died is counted, by its text's hash; one in flight alone in its request during a
- * second death in a row is known to crash the server, and refused from then on without being sent.
+ * the server died is counted, by its text's hash; one in flight alone in its request, its request
+ * alone on the server, during a second death in a row is known to crash the server, and refused from then on without being sent.
  * An input embedded is forgotten. Kept in memory for the core's life, one per model, bounded.
  */
 
@@ -29,9 +29,11 @@ export class CrashSuspects {
 
   /**
    * The server died with `inFlight` in its request: each is counted. Returns whether the one
-   * input of a request of one is now convicted (it had been in flight at the death before too).
+   * input of a request of one is now convicted (it had been in flight at the death before too);
+   * never when `alone` is false: another request was in flight on the server meanwhile, and
+   * the death may have been its input's (two senders at once: memory's job and a host's loop).
    */
-  died(inFlight: readonly string[]): boolean {
+  died(inFlight: readonly string[], alone: boolean): boolean {
     for (const t of inFlight) {
       const k = key(t);
       const n = (this.counted.get(k) ?? 0) + 1;
@@ -40,7 +42,7 @@ export class CrashSuspects {
       if (this.counted.size > MOST_COUNTED) this.counted.delete(this.counted.keys().next().value as string);
     }
     const [only] = inFlight;
-    if (inFlight.length !== 1 || only === undefined) return false;
+    if (!alone || inFlight.length !== 1 || only === undefined) return false;
     const k = key(only);
     if ((this.counted.get(k) ?? 0) < CRASHES_TO_CONVICT) return false;
     this.counted.delete(k);

@@ -20,7 +20,16 @@ export type EmbedDeadline = (tokens: number, floorMs: number, own: number) => nu
  * a request's deadline counts the work ahead of it too: counted alone, the fourth of four full
  * requests on a slow CPU would be called a wedge while honest, and the restart would end all four.
  */
-const queued = new WeakMap<object, { tokens: number }>();
+const queued = new WeakMap<object, { tokens: number; live: Set<InFlight> }>();
+
+/**
+ * A request in flight: its texts, and whether another request was in flight on its server at
+ * any moment of its own (a death then cannot tell whose input it was: embed-suspects.ts).
+ */
+interface InFlight {
+  texts: readonly string[];
+  shared: boolean;
+}
 
 /** A request's watch, its deadline over its own tokens and those in flight before it on the server. */
 function queuedWatch(
@@ -28,12 +37,16 @@ function queuedWatch(
   signal: AbortSignal,
   work: RequestWork,
   deadline: EmbedDeadline,
+  entry: InFlight,
 ): { signal: AbortSignal; dispose(): void } {
   const server = lease.launch;
-  const queue = queued.get(server) ?? { tokens: 0 };
+  const queue = queued.get(server) ?? { tokens: 0, live: new Set<InFlight>() };
   queued.set(server, queue);
   const tokens = queue.tokens + work.tokens;
   queue.tokens = tokens;
+  if (queue.live.size > 0) entry.shared = true;
+  for (const other of queue.live) other.shared = true;
+  queue.live.add(entry);
   const ahead = tokens > work.tokens ? `, behind ${tokens - work.tokens} in flight` : "";
   const what = `an embedding request of ${work.inputs} input${work.inputs === 1 ? "" : "s"} (about ${work.tokens} tokens at most${ahead})`;
   const watch = watchDeadline(lease, signal, deadline(tokens, lease.requestTimeoutMs, work.tokens), what);
@@ -44,6 +57,7 @@ function queuedWatch(
       if (disposed) return;
       disposed = true;
       queue.tokens -= work.tokens;
+      queue.live.delete(entry);
       watch.dispose();
     },
   };
@@ -72,7 +86,7 @@ export async function watchedEmbed(
   const known = suspects?.convictedIn(input);
   if (known !== undefined) throw crashesServer(known, "");
   for (let again = false; ; again = true) {
-    let inFlight: readonly string[] = [];
+    let inFlight: InFlight = { texts: [], shared: false };
     try {
       // Read once per launch, as the server turned ready (launch.ts): no input has more tokens.
       const context = await lease.launch.contextSize(signal);
@@ -80,8 +94,8 @@ export async function watchedEmbed(
         signal,
         ...(context === undefined ? {} : { maxInputTokens: context }),
         watch: (work) => {
-          inFlight = work.texts;
-          return queuedWatch(lease, signal, work, deadline);
+          inFlight = { texts: work.texts, shared: false };
+          return queuedWatch(lease, signal, work, deadline, inFlight);
         },
       });
       lease.launch.taskServed();
@@ -97,13 +111,14 @@ export async function watchedEmbed(
 
 /**
  * The error of a request the server died on (its death heard, or its connection lost), its
- * inputs counted; the one input of a request that crashed the server twice in a row is named.
+ * inputs counted; the one input of a request that crashed the server twice in a row is named,
+ * if its request was alone on the server (another in flight may as well have been the cause).
  */
 function diedWith(
   lease: LlamaLease,
   thrown: unknown,
   signal: AbortSignal,
-  inFlight: readonly string[],
+  request: InFlight,
   input: readonly string[],
   suspects: CrashSuspects | undefined,
 ): unknown {
@@ -115,12 +130,13 @@ function diedWith(
     thrown.code === "internal_error";
   const lost =
     thrown instanceof LlmError && thrown.kind === "connection_lost" && !(thrown instanceof ConnectionRefused);
+  const inFlight = request.texts;
   if (signal.aborted || inFlight.length === 0 || !(death || lost)) return thrown;
   const named = death
     ? new CoreError(thrown.code, thrown.message, { ...thrown.data, reason: "server_failed" })
     : thrown;
   const [only] = inFlight;
-  if (suspects?.died(inFlight) && only !== undefined)
+  if (suspects?.died(inFlight, !request.shared) && only !== undefined)
     return crashesServer(input.indexOf(only), (thrown as Error).message);
   return named;
 }

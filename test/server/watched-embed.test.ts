@@ -7,6 +7,7 @@ import { watchedEmbed } from "../../src/server/watched-embed.ts";
 import { deadLease } from "../fixtures/dead-lease.ts";
 import { TINY_EMBED } from "../fixtures/llama-stand-in/embeddings.ts";
 import { LlamaStandIn } from "../fixtures/llama-stand-in/in-process.ts";
+import { waitFor } from "../fixtures/wait.ts";
 
 // An embedding asked of a llama-server that died a moment ago (its exit not yet seen) reached no
 // server: as a chat's request (agent/watched-completion.ts), it is asked again, once, on the lease
@@ -87,4 +88,63 @@ describe("watchedEmbed and a server that dies with the request in flight", () =>
       await send();
       expect(live.crashes).toBe(named ? 2 : 3);
     });
+});
+
+// Two senders on one server (memory's job and a host's loop): the one whose input crashes it
+// and one whose input is innocent are both in flight at each death. Neither was alone on the
+// server, so neither death says which input it was: the innocent one must not be refused.
+describe("watchedEmbed and a death with another request in flight on the server", () => {
+  test("the innocent input, in flight alone in its request at two deaths, is not named and embeds after", async () => {
+    const death = () =>
+      new CoreError("internal_error", "llama-server crashed (exit code 134)", {
+        exit_code: 134,
+        signal: null,
+        log_tail: [],
+      });
+    let live: LlamaStandIn | undefined;
+    let server = new AbortController();
+    const { lease } = await deadLease();
+    const onLive: LlamaLease = {
+      ...lease,
+      get baseUrl() {
+        return live?.baseUrl ?? "";
+      },
+      get apiKey() {
+        return live?.apiKey ?? "";
+      },
+      get died() {
+        return server.signal;
+      },
+    };
+    // Each life: a server on which the innocent request waits (accepted, not yet answered) when
+    // the poisoned one arrives and kills the process, dropping both connections.
+    const life = () => {
+      const next = new LlamaStandIn({ nCtx: 512, embedding: TINY_EMBED });
+      standIn = next;
+      next.model.embedCrashOn = "POISON";
+      next.onCrash = () => {
+        server.abort(death());
+        next.stop();
+      };
+      server = new AbortController();
+      live = next;
+      return next;
+    };
+    const suspects = new CrashSuspects();
+    const send = (text: string) =>
+      watchedEmbed(onLive, [text], never(), undefined, suspects).catch((e: unknown) => e);
+    for (let round = 0; round < 2; round++) {
+      const now = life();
+      now.model.embedWedges = 1;
+      const innocent = send("an innocent line");
+      expect(await waitFor(() => now.model.embedWedges === 0)).toBe(true);
+      const poisoned = send("a POISON pill");
+      expect(await innocent).toMatchObject({ code: "internal_error", data: { reason: "server_failed" } });
+      // Neither alone on the server: the poisoned one is not named either (yet).
+      expect(await poisoned).toMatchObject({ code: "internal_error" });
+    }
+    life();
+    const again = await send("an innocent line");
+    expect(again).toMatchObject({ embeddings: [expect.any(Array)] });
+  });
 });
