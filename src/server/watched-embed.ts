@@ -122,12 +122,15 @@ function diedWith(
   input: readonly string[],
   suspects: CrashSuspects | undefined,
 ): unknown {
-  // A crash's error (supervisor.ts onExit); a server stopped on purpose ends `cancelled`, no input's doing.
+  // A crash's error (supervisor.ts onExit: its exit code); a server stopped on purpose ends
+  // `cancelled`, and one the core restarted for a failure it found (an RPC worker lost, another
+  // request's wedge: reportFailure, failReady) ends without an exit: no input's doing either.
   const death =
     lease.died.aborted &&
     thrown === lease.died.reason &&
     thrown instanceof CoreError &&
-    thrown.code === "internal_error";
+    thrown.code === "internal_error" &&
+    thrown.data?.exit_code !== undefined;
   const lost =
     thrown instanceof LlmError && thrown.kind === "connection_lost" && !(thrown instanceof ConnectionRefused);
   const inFlight = request.texts;

@@ -42,21 +42,41 @@ describe("watchedEmbed and a server that is gone", () => {
 
 // An input llama-server crashes on (a stand-in behaviour, model.ts `embedCrashOn`, modelled on the
 // recorded aborts mid-request) is named once it crashed the server alone at a second death in a
-// row (server/embed-suspects.ts); a server stopped on purpose (`cancelled`) convicts nothing.
+// row (server/embed-suspects.ts); a server stopped on purpose (`cancelled`) convicts nothing, nor
+// one the core restarts for a failure of its own finding (supervisor.ts reportFailure, failReady:
+// an RPC worker lost, a wedge), its error no exit's.
 describe("watchedEmbed and a server that dies with the request in flight", () => {
   const cases = [
     {
       how: "crashed",
-      end: () => new CoreError("internal_error", "llama-server crashed (exit code 134)"),
+      end: () =>
+        new CoreError("internal_error", "llama-server crashed (exit code 134)", {
+          exit_code: 134,
+          signal: null,
+          log_tail: [],
+        }),
+      code: "internal_error",
       named: true,
     },
     {
       how: "stopped on purpose",
       end: () => cancelledError("llama-server was stopped (failure)"),
+      code: "cancelled",
+      named: false,
+    },
+    {
+      how: "restarted by the core",
+      end: () =>
+        new CoreError(
+          "internal_error",
+          "llama-server stopped serving (RPC worker 10.0.0.2:50052 unreachable); it will be restarted",
+          { log_tail: [] },
+        ),
+      code: "internal_error",
       named: false,
     },
   ];
-  for (const { how, end, named } of cases)
+  for (const { how, end, code, named } of cases)
     test(`${how}: ${named ? "the input is named the second time" : "no input is blamed"}`, async () => {
       const live = new LlamaStandIn({ nCtx: 512, embedding: TINY_EMBED });
       standIn = live;
@@ -78,12 +98,12 @@ describe("watchedEmbed and a server that dies with the request in flight", () =>
         return watchedEmbed(onLive, ["a POISON pill"], never(), undefined, suspects).catch((e: unknown) => e);
       };
       const first = await send();
-      expect(first).toMatchObject({ code: named ? "internal_error" : "cancelled" });
+      expect(first).toMatchObject({ code });
       if (named) expect(first).toMatchObject({ data: { reason: "server_failed" } });
       const second = await send();
       expect(live.crashes).toBe(2);
       if (named) expect(second).toMatchObject({ kind: "crashes_server", data: { index: 0 } });
-      else expect(second).toMatchObject({ code: "cancelled" });
+      else expect(second).toMatchObject({ code });
       // Named, it is never sent again.
       await send();
       expect(live.crashes).toBe(named ? 2 : 3);
