@@ -44,10 +44,11 @@ export const REQUEST_MODEL_KEY = "model";
 
 /**
  * The config key of one of the model's settings: `model.path`, `models.<i>.mmproj`; for a
- * request's own model, the param (REQUEST_MODEL_KEY).
+ * request's own model, its path is the param (REQUEST_MODEL_KEY), and its other settings are the
+ * model section's it is planned with (`model.mmproj`: the config's to fix, not the request's).
  */
 export function modelSettingKey(config: ModelConfig, setting: "path" | "mmproj"): string {
-  if (config.model_key === null) return REQUEST_MODEL_KEY;
+  if (config.model_key === null && setting === "path") return REQUEST_MODEL_KEY;
   return `${config.model_key ?? "model"}.${setting}`;
 }
 

@@ -10,6 +10,7 @@ import { defaultPlanDeps } from "../../src/models/local-plan-deps.ts";
 import { planReportWithHub } from "../../src/models/plan-with-hub.ts";
 import { PLAN_DIALECT, renderArgv } from "../../src/plan/argv.ts";
 import { type PlanDeps, planLaunch } from "../../src/plan/launch.ts";
+import { modelConfig } from "../../src/server/model-runtime.ts";
 import { coreErrorOf } from "../fixtures/core-error.ts";
 import { llama7b, writeGguf } from "../fixtures/gguf-writer.ts";
 import { cpuOnlyMachine } from "../fixtures/hardware.ts";
@@ -199,6 +200,26 @@ describe("models: in config.yaml", () => {
     const hub = await refusal("hf:org/never-pulled:Q4_K_M");
     expect(hub.data.key).toBeUndefined();
     expect(hub.data.field).toBe("model");
+  });
+
+  test("a chat's own model planned with the model section's mmproj: a refusal of it names model.mmproj", async () => {
+    using dir = tmpdir();
+    writeGguf(dir.path, "main.gguf", llama7b());
+    writeGguf(dir.path, "other.gguf", llama7b());
+    writeFileSync(
+      join(dir.path, "config.yaml"),
+      "model: {path: ./main.gguf, mmproj: ./no-such-mmproj.gguf}\n",
+    );
+    const { config } = loadConfig("config.yaml", dir.path);
+    const deps: PlanDeps = { ...defaultPlanDeps, probe: async () => cpuOnlyMachine() };
+    // chat {model: <path>} (server/model-runtime.ts modelConfig): the model section's keys, mmproj included.
+    const asked = await planLaunch(modelConfig(config, join(dir.path, "other.gguf")), deps).then(
+      () => expect.unreachable(),
+      (e) => e,
+    );
+    // The request gave the model's path, not its projector: that is the config's setting to fix.
+    expect(asked.code).toBe("model_plan_error");
+    expect(asked.data).toMatchObject({ key: "model.mmproj", problem: "absent" });
   });
 
   test.each([
