@@ -25,10 +25,18 @@ export const DEADLINE_CAP = 10;
 /** The markers a model puts around each input. */
 const MARKERS = 2;
 
+/**
+ * What an input is taken to hold at most when the slot's context is not known (`/props` unread):
+ * the longest context of the embedding models in use (Qwen3-Embedding's 32,768). Counted by its
+ * bytes alone, a 1 MiB input's own work gave its request a deadline of about 14 hours, and a
+ * wedged server went unseen that long.
+ */
+export const UNKNOWN_CONTEXT_TOKENS = 32_768;
+
 /** One input's tokens, estimated high; `maxTokens` the slot's context, when known. */
 export function inputTokens(text: string, maxTokens?: number): number {
   const n = Buffer.byteLength(text, "utf8") + MARKERS;
-  return maxTokens !== undefined && maxTokens > 0 ? Math.min(n, maxTokens) : n;
+  return Math.min(n, maxTokens !== undefined && maxTokens > 0 ? maxTokens : UNKNOWN_CONTEXT_TOKENS);
 }
 
 /** How many of `tokens`, from `at`, go in one request: at most `most` inputs and REQUEST_TOKENS, at least one. */

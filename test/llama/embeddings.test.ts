@@ -6,6 +6,7 @@ import {
   inputTokens,
   REQUEST_TOKENS,
   requestDeadlineMs,
+  UNKNOWN_CONTEXT_TOKENS,
 } from "../../src/llama/embed-budget.ts";
 import { EmbedError } from "../../src/llama/embed-error.ts";
 import { embed } from "../../src/llama/embeddings.ts";
@@ -220,6 +221,10 @@ describe("embedding requests of bounded work, each under its own watch", () => {
     expect(inputTokens("hello world")).toBe(13);
     expect(inputTokens("é")).toBe(4);
     expect(inputTokens("x".repeat(5000), 512)).toBe(512);
+    // The context unknown: no more than the longest an embedding model reads, so a 1 MiB input's
+    // deadline is not 14 hours of its bytes.
+    expect(inputTokens("x".repeat(2 ** 20))).toBe(UNKNOWN_CONTEXT_TOKENS);
+    expect(requestDeadlineMs(inputTokens("x".repeat(2 ** 20)), 120_000)).toBeLessThanOrEqual(30 * 60_000);
     const floor = 120_000;
     expect(requestDeadlineMs(13, floor)).toBe(floor);
     // A full request on a slow CPU: longer than the floor, as its tokens need.
