@@ -115,8 +115,16 @@ describe("chat: MCP servers that will not start", () => {
       "process.stderr.write('ModuleNotFoundError: No module named \\'mcp\\'\\x1b[0m\\n');",
       "setTimeout(() => process.exit(3), 50);",
     ].join("");
+    const key = "sk-test-0123456789abcdef";
     await using h = new ChatHarness({
-      mcp_servers: [{ name: "t", command: process.execPath, args: ["-e", script] }],
+      mcp_servers: [
+        {
+          name: "t",
+          command: process.execPath,
+          args: ["-e", `${script}process.stderr.write('KeyError: bad key ' + process.env.API_KEY + '\\n');`],
+          env: { API_KEY: key, DEBUG: "1" },
+        },
+      ],
     });
     h.llama.script({ content: ["fine"] });
     const { terminal } = await h.chat("c", { input: "hi" });
@@ -124,6 +132,9 @@ describe("chat: MCP servers that will not start", () => {
     expect(message).toContain("could not be started: it exited with code 3; the end of its stderr: ");
     expect(message).toContain("ModuleNotFoundError: No module named 'mcp'\ufffd[0m");
     expect(message).toContain("starting up | Traceback");
+    // A traceback echoing the server's configured env (its API key) does not hand it to the host.
+    expect(message).toContain("KeyError: bad key [redacted]");
+    expect(message).not.toContain(key);
   }, 30_000);
 
   test("a cancel while a server hangs at start-up ends the chat at once; shutdown kills the server", async () => {

@@ -97,7 +97,7 @@ export async function startServer(cfg: McpServerConfig, options: StartOptions): 
     stallMs: cfg.timeout_s * 1000,
     unasked: options.unasked,
   });
-  const tail = new StderrTail();
+  const tail = new StderrTail(cfg.env);
   const stderrRead = logStderr(
     cfg.name,
     child.stderr,

@@ -12,16 +12,29 @@ const KEEP_CHARS = TAIL_LINES * LINE_CHARS * 2;
  * start (docs/agent.md "MCP servers"): a missing module or a bad argument is told there, and the
  * `tools_unavailable` warning is all a host developer sees without the debug log.
  */
+/** Shorter values of the server's `env` are not looked for: "1", "true" and the like are no secrets. */
+const SECRET_MIN_CHARS = 6;
+
 export class StderrTail {
   private text = "";
+  private readonly secrets: string[];
+
+  /** `env`: the server's configured environment, whose values (API keys) a traceback may echo. */
+  constructor(env: Record<string, string> = {}) {
+    this.secrets = Object.values(env)
+      .filter((v) => v.length >= SECRET_MIN_CHARS)
+      .sort((a, b) => b.length - a.length);
+  }
 
   add(chunk: string): void {
     this.text = (this.text + chunk).slice(-KEEP_CHARS);
   }
 
-  /** Its last non-blank lines, each cut, control characters shown as U+FFFD. */
+  /** Its last non-blank lines, each cut, control characters shown as U+FFFD, the env's values as [redacted]. */
   lines(): string[] {
-    return this.text
+    let text = this.text;
+    for (const secret of this.secrets) text = text.replaceAll(secret, "[redacted]");
+    return text
       .split(/\r?\n|\r/)
       .map((l) => l.trimEnd())
       .filter((l) => l.length > 0)
