@@ -47,13 +47,15 @@ export class SpareConnection {
        */
       alive?: () => boolean;
       connect?: Connect;
+      /** How long it waits for a request before it is dropped (SPARE_MS). */
+      expireMs?: number;
     } = {},
   ) {
     this.onDone = options.onDone ?? (() => {});
     this.alive = options.alive ?? (() => true);
     const connect = options.connect ?? Bun.connect;
     const url = new URL(endpoint.baseUrl);
-    this.timer = setTimeout(() => this.close(), SPARE_MS);
+    this.timer = setTimeout(() => this.close(), options.expireMs ?? SPARE_MS);
     this.timer.unref?.();
     connect({
       hostname: url.hostname,
