@@ -42,17 +42,16 @@ describe.skipIf(process.platform !== "linux")("llama-server as the core's child 
     }
   });
 
-  test("its owner killed outright, the idle child reads stdin's EOF and is gone within 1 s (90: stdin EOF after ready)", async () => {
+  test("its owner killed outright, the idle child reads stdin's EOF and is gone (90: stdin EOF after ready)", async () => {
     await using dir = tmpdir();
     const { owner, childPid } = await ownerWithChild(dir.path);
     expect(childPid).toBeGreaterThan(0);
     try {
       owner.kill("SIGKILL");
       await owner.exited;
-      const t0 = Date.now();
-      // isAlive: the orphan, once exited, may linger unreaped as a zombie; that is gone.
-      expect(await waitFor(() => !isAlive(childPid), { timeoutMs: 1000, intervalMs: 5 })).toBe(true);
-      expect(Date.now() - t0).toBeLessThan(1000);
+      // isAlive: the orphan, once exited, may linger unreaped as a zombie; that is gone. Without
+      // a stdin to close it would never go: a generous wait, as a loaded machine is slow to see it.
+      expect(await waitFor(() => !isAlive(childPid), { timeoutMs: 10_000, intervalMs: 5 })).toBe(true);
     } finally {
       killQuietly(childPid);
     }
