@@ -314,6 +314,39 @@ describe("MCP servers that do not read their stdin", () => {
     });
     expect(transport.awaiting).toBeGreaterThan(0);
   });
+
+  test("a cancelled call's answer is asked for no longer than its timeout: the early refusal of a flood comes back", async () => {
+    const child = () =>
+      ({
+        pid: 1,
+        guarded: false,
+        stdout: new ReadableStream<Uint8Array>(),
+        stderr: new ReadableStream<Uint8Array>(),
+        write: async () => {},
+        exited: new Promise<never>(() => {}),
+        stop: async () => {},
+        kill: () => {},
+        noteEscaped: () => {},
+      }) satisfies McpChild;
+    const cancelledCall = async (stallMs: number) => {
+      const transport = new ChildTransport(child(), "t", { maxPendingBytes: 1 << 20, stallMs });
+      await transport.start();
+      await transport.send({
+        jsonrpc: "2.0",
+        id: 7,
+        method: "tools/call",
+        params: { name: "x", arguments: {} },
+      });
+      await transport.send({ jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: 7 } });
+      return transport;
+    };
+    // Within its timeout an answer crossing the cancel is still asked for.
+    const patient = await cancelledCall(600_000);
+    const quick = await cancelledCall(20);
+    await Bun.sleep(100);
+    expect(patient.awaiting).toBe(1);
+    expect(quick.awaiting).toBe(0);
+  });
 });
 
 type Result = { response: string; warnings: { code: string; message: string }[] };

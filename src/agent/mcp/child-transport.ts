@@ -53,11 +53,13 @@ export class ChildTransport implements Transport {
    */
   private readonly awaited = new Set<number>();
   /**
-   * Cancelled calls' ids, the last CANCELLED_KEPT: an answer may cross the cancel and is still
-   * asked for, but a server need not send one (MCP: it should not), so each cancelled call
-   * kept its id for the server's life, and with it a wait for an answer that never comes.
+   * Cancelled calls' ids, the last CANCELLED_KEPT, each with when it was cancelled: an answer may
+   * cross the cancel and is still asked for, but a server need not send one (MCP: it should not),
+   * so each cancelled call kept its id for the server's life, and with it a wait for an answer
+   * that never comes, and no early refusal of an unasked line (`read`). One is asked for no longer
+   * than a call's own timeout (`stallMs`, the server's timeout_s) after its cancel.
    */
-  private readonly cancelled = new Set<number>();
+  private readonly cancelled = new Map<number, number>();
   private ended = false;
   /** Why the core killed it, if it did: what a call it ends is told (pool.ts). */
   stoppedFor: string | undefined;
@@ -80,14 +82,26 @@ export class ChildTransport implements Transport {
 
   /** Ids whose answer would count as asked for (tests check that cancelled calls' do not pile up). */
   get awaiting(): number {
+    this.forgetLate();
     return this.awaited.size + this.cancelled.size;
   }
 
   private cancel(id: number): void {
     if (!this.awaited.delete(id)) return;
-    this.cancelled.add(id);
+    this.cancelled.set(id, performance.now());
     if (this.cancelled.size > CANCELLED_KEPT)
-      this.cancelled.delete(this.cancelled.values().next().value as number);
+      this.cancelled.delete(this.cancelled.keys().next().value as number);
+  }
+
+  /** Cancelled calls whose answer is later than their own timeout: it is asked for no more. */
+  private forgetLate(): void {
+    if (this.cancelled.size === 0) return;
+    const since = performance.now() - this.limits.stallMs;
+    // In the order they were cancelled: the first younger one ends the look.
+    for (const [id, at] of this.cancelled) {
+      if (at > since) break;
+      this.cancelled.delete(id);
+    }
   }
 
   async start(): Promise<void> {
