@@ -278,18 +278,7 @@ describe("MCP servers that do not read their stdin", () => {
   });
 
   test("1,000 cancelled calls a server never answers (as MCP asks) leave a bounded number of ids awaited", async () => {
-    const child = {
-      pid: 1,
-      guarded: false,
-      stdout: new ReadableStream<Uint8Array>(),
-      stderr: new ReadableStream<Uint8Array>(),
-      write: async () => {},
-      exited: new Promise<never>(() => {}),
-      stop: async () => {},
-      kill: () => {},
-      noteEscaped: () => {},
-    } satisfies McpChild;
-    const transport = new ChildTransport(child, "t", { maxPendingBytes: 1 << 20, stallMs: 5000 });
+    const transport = new ChildTransport(silentChild(), "t", { maxPendingBytes: 1 << 20, stallMs: 5000 });
     await transport.start();
     for (let id = 0; id < 1000; id++) {
       await transport.send({
@@ -316,20 +305,8 @@ describe("MCP servers that do not read their stdin", () => {
   });
 
   test("a cancelled call's answer is asked for no longer than its timeout: the early refusal of a flood comes back", async () => {
-    const child = () =>
-      ({
-        pid: 1,
-        guarded: false,
-        stdout: new ReadableStream<Uint8Array>(),
-        stderr: new ReadableStream<Uint8Array>(),
-        write: async () => {},
-        exited: new Promise<never>(() => {}),
-        stop: async () => {},
-        kill: () => {},
-        noteEscaped: () => {},
-      }) satisfies McpChild;
     const cancelledCall = async (stallMs: number) => {
-      const transport = new ChildTransport(child(), "t", { maxPendingBytes: 1 << 20, stallMs });
+      const transport = new ChildTransport(silentChild(), "t", { maxPendingBytes: 1 << 20, stallMs });
       await transport.start();
       await transport.send({
         jsonrpc: "2.0",
@@ -348,6 +325,21 @@ describe("MCP servers that do not read their stdin", () => {
     expect(quick.awaiting).toBe(0);
   });
 });
+
+/** A server that says nothing and never exits: what the core sends it is all there is. */
+function silentChild(): McpChild {
+  return {
+    pid: 1,
+    guarded: false,
+    stdout: new ReadableStream<Uint8Array>(),
+    stderr: new ReadableStream<Uint8Array>(),
+    write: async () => {},
+    exited: new Promise<never>(() => {}),
+    stop: async () => {},
+    kill: () => {},
+    noteEscaped: () => {},
+  };
+}
 
 type Result = { response: string; warnings: { code: string; message: string }[] };
 type SentTool = { function: { name: string; description: string } };
