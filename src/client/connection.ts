@@ -18,7 +18,7 @@ import type { AbortSignalLike, CallOptions, ClientLogger, ExitInfo } from "./hos
 import type { RequestId } from "./protocol-types.ts";
 import { RequestStream } from "./request-stream.ts";
 import type { CancelResult, GenericEvent } from "./types.ts";
-import { asText, clip, idOfLine, isObject, requestLine } from "./wire-lines.ts";
+import { asText, clip, idOfLine, isObject, readLine, requestLine, sentAsLineOf } from "./wire-lines.ts";
 
 /**
  * The request/answer half of the client, as the MCP SDK's `Protocol` is to its `Client`: it
@@ -295,32 +295,30 @@ export class Connection {
 
   /** One line of the core's stdout. */
   receive(line: string): void {
-    let msg: unknown;
-    try {
-      msg = JSON.parse(line);
-    } catch {
-      this.reportMalformed(`not JSON: ${clip(line)}`);
-      return;
-    }
-    if (!isObject(msg) || typeof msg.type !== "string") {
-      this.reportMalformed(`not a protocol message: ${clip(line)}`);
-      return;
-    }
-    if (msg.type === "error" && msg.id === null) {
+    const read = readLine(line);
+    if (read.kind === "malformed") return void this.reportMalformed(read.detail);
+    if (read.kind === "no_request") return void this.noRequestError(read.msg);
+    const entry = this.pending.get(read.key);
+    if (entry) this.deliver(read.key, entry, read.msg, line);
+    else this.log("debug", `ignored ${read.msg.type} for request ${read.key}, which is no longer pending`);
+  }
+
+  /**
+   * An error for no request. One for a request line over the core's max_line_bytes (its id never
+   * read) says the line's size: the oldest call written as a line of that size is the one refused,
+   * and it fails now with that error rather than waiting for good (a chat has no time limit).
+   */
+  private noRequestError(msg: Record<string, unknown>): void {
+    const data = isObject(msg.data) ? msg.data : undefined;
+    const key =
+      typeof data?.line_bytes === "number" ? sentAsLineOf(this.pending, data.line_bytes) : undefined;
+    const entry = key === undefined ? undefined : this.pending.get(key);
+    if (key && entry && typeof msg.code === "string" && typeof msg.message === "string")
+      this.settle(key, {
+        error: errorFromCore(msg.code as LocalAiErrorCode, msg.message, data, entry.method),
+      });
+    else
       this.log("warn", `core reported an error for no request: ${asText(msg.code)}: ${asText(msg.message)}`);
-      return;
-    }
-    const key = typeof msg.id === "string" || typeof msg.id === "number" ? String(msg.id) : undefined;
-    if (key === undefined) {
-      this.reportMalformed(`message without a usable id: ${clip(line)}`);
-      return;
-    }
-    const entry = this.pending.get(key);
-    if (!entry) {
-      this.log("debug", `ignored ${msg.type} for request ${key}, which is no longer pending`);
-      return;
-    }
-    this.deliver(key, entry, msg, line);
   }
 
   /**

@@ -47,11 +47,16 @@ export interface ErrorDataByCode {
     key?: string;
   } & LlamaServerEnd &
     Open;
-  /** A bad request: the params field at fault; or a prompt that cannot fit (`context_overflow`). */
+  /**
+   * A bad request: the params field at fault; or a prompt that cannot fit (`context_overflow`); or
+   * a request line over the core's `stdio.max_line_bytes` (`line_too_long`, its size and the limit).
+   */
   invalid_request: {
     field?: string | null;
     supported?: number[];
-    reason?: "context_overflow";
+    reason?: "context_overflow" | "line_too_long";
+    line_bytes?: number;
+    limit_bytes?: number;
     n_prompt_tokens?: number | null;
     n_ctx?: number;
     trace_id?: string;

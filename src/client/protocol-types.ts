@@ -42,7 +42,8 @@ export type ErrorReason =
   | "path_unwritable"
   | "session_edited"
   | "crashes_server"
-  | "not_finite";
+  | "not_finite"
+  | "line_too_long";
 
 /** What `chat` accepts: every field has a default on the core's side. */
 export type ChatParams = {

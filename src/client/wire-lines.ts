@@ -2,8 +2,45 @@ import { callError, type LocalAiError } from "./errors.ts";
 
 /**
  * Small readers and writers of protocol lines for the connection (connection.ts): the request
- * line itself, the id a line of the core's carries, and a line clipped for a log message.
+ * line itself, a line of the core's read as a message and the id it carries, and a line clipped
+ * for a log message.
  */
+
+/** A line of the core's stdout, read: a message for request `key`, an error for none, or neither. */
+export type ReadLine =
+  | { kind: "message"; key: string; msg: Record<string, unknown> }
+  | { kind: "no_request"; msg: Record<string, unknown> }
+  | { kind: "malformed"; detail: string };
+
+export function readLine(line: string): ReadLine {
+  let msg: unknown;
+  try {
+    msg = JSON.parse(line);
+  } catch {
+    return { kind: "malformed", detail: `not JSON: ${clip(line)}` };
+  }
+  if (!isObject(msg) || typeof msg.type !== "string")
+    return { kind: "malformed", detail: `not a protocol message: ${clip(line)}` };
+  if (msg.type === "error" && msg.id === null) return { kind: "no_request", msg };
+  const key = typeof msg.id === "string" || typeof msg.id === "number" ? String(msg.id) : undefined;
+  if (key === undefined) return { kind: "malformed", detail: `message without a usable id: ${clip(line)}` };
+  return { kind: "message", key, msg };
+}
+
+/**
+ * The oldest of the pending calls written to a core as a line of `bytes` bytes (as the core counts
+ * them: UTF-8, the newline left out). A UTF-16 unit is 1 to 3 bytes, so most are ruled out unmeasured.
+ */
+export function sentAsLineOf(
+  pending: ReadonlyMap<string, { line: string; sentTo: unknown }>,
+  bytes: number,
+): string | undefined {
+  for (const [id, { line, sentTo }] of pending) {
+    if (sentTo === undefined || line.length > bytes || line.length * 3 < bytes) continue;
+    if (Buffer.byteLength(line, "utf8") === bytes) return id;
+  }
+  return undefined;
+}
 
 /**
  * The line a request is written as, or why it cannot be: params JSON cannot carry (a cycle, a

@@ -57,6 +57,9 @@ export const ERROR_REASONS = [
   // string the model gave a vector holding NaN or infinity.
   "crashes_server",
   "not_finite",
+  // A request line over stdio.max_line_bytes: its id was never read (`data.line_bytes` lets the
+  // host find which of its lines it was).
+  "line_too_long",
 ] as const;
 export type ErrorReason = (typeof ERROR_REASONS)[number];
 

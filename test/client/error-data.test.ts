@@ -153,6 +153,26 @@ describe("error data from the compiled core fits ErrorDataByCode", () => {
     expect(unknown.data).toBeUndefined();
   }, 30_000);
 
+  test("invalid_request line_too_long: a request line over the core's max_line_bytes fails its own call", async () => {
+    await using dir = tmpdir();
+    writeConfig(dir.path, "stdio:\n  max_line_bytes: 1024\n");
+    const c = await client(dir.path);
+    await c.doctor(); // the config, and its limit, are loaded
+    // The core answers such a line with "id": null (it never read the id): the chat, which has no
+    // time limit, waited for good, and a short call ended in a bare timeout.
+    const chat = c.chat({ input: "y".repeat(5000) });
+    const big = c.request("ping", { x: "z".repeat(3000) });
+    const tooLong = expectData(
+      await failure(chat.result),
+      "invalid_request",
+      shape({ reason: "string", line_bytes: "number", limit_bytes: "number" }),
+    );
+    expect(tooLong).toMatchObject({ reason: "line_too_long", limit_bytes: 1024 });
+    expect(tooLong.line_bytes).toBeGreaterThan(5000);
+    expect((await failure(big)).data).toMatchObject({ reason: "line_too_long", limit_bytes: 1024 });
+    expect(await c.ping()).toEqual({ status: "ok" });
+  }, 30_000);
+
   test("output_invalid: the answer's text, each error's path and message, the finish reason", async () => {
     await using dir = tmpdir();
     writeStack(dir.path, { tools: [], script: [{ content: '{"name":', finish_reason: "length" }] });

@@ -141,6 +141,7 @@ export class StdioTransport implements OutputPort {
           type: "error",
           code: "invalid_request",
           message: `request line of ${frame.bytes} bytes exceeds the limit of ${this.limits.maxLineBytes} bytes`,
+          data: { reason: "line_too_long", line_bytes: frame.bytes, limit_bytes: this.limits.maxLineBytes },
         });
     }
   }

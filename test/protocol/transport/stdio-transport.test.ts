@@ -56,6 +56,7 @@ describe("StdioTransport: whole lines in, whole messages out", () => {
         type: "error",
         code: "invalid_request",
         message: "request line of 100 bytes exceeds the limit of 64 bytes",
+        data: { reason: "line_too_long", line_bytes: 100, limit_bytes: 64 },
       },
     ]);
   });
