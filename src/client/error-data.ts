@@ -48,13 +48,15 @@ export interface ErrorDataByCode {
   } & LlamaServerEnd &
     Open;
   /**
-   * A bad request: the params field at fault; or a prompt that cannot fit (`context_overflow`); or
-   * a request line over the core's `stdio.max_line_bytes` (`line_too_long`, its size and the limit).
+   * A bad request: the params field at fault, and why when the field alone does not say
+   * (`session_not_found`, `model_not_vision`, `not_well_formed`…); a prompt that cannot fit
+   * (`context_overflow`); a request line over the core's `stdio.max_line_bytes` (`line_too_long`,
+   * its size and the limit).
    */
   invalid_request: {
     field?: string | null;
     supported?: number[];
-    reason?: "context_overflow" | "line_too_long";
+    reason?: ErrorReason;
     line_bytes?: number;
     limit_bytes?: number;
     n_prompt_tokens?: number | null;
@@ -76,7 +78,8 @@ export interface ErrorDataByCode {
     finish_reason: string | null;
     trace_id?: string;
   } & Open;
-  cancelled: Open;
+  /** Cancelled by the host, or by a deletion (`session_deleted`, `user_deleted`, `document_deleted`). */
+  cancelled: { reason?: ErrorReason } & Open;
   /** More requests in flight than the core holds: nothing was done; send it again later. */
   too_many_requests: { limit: number } & Open;
   /** Unexpected, or llama-server failing during a chat (`reason`, docs/agent.md). */

@@ -90,6 +90,13 @@ export async function host(signal: AbortSignalLike): Promise<string[]> {
       out.push(String(line), err.data?.issues?.[0]?.key ?? "");
     }
     if (isLocalAiError(err, "config_missing") && err.data) out.push(err.data.file);
+    // The reasons the docs name for invalid_request and cancelled are comparable (the type said
+    // invalid_request's reason could only be "context_overflow").
+    if (isLocalAiError(err, "invalid_request") && err.data?.reason === "session_not_found") out.push("gone");
+    if (isLocalAiError(err, "invalid_request") && err.data?.reason === "model_not_vision") out.push("text");
+    if (isLocalAiError(err, "cancelled") && err.data?.reason === "session_deleted") out.push("deleted");
+    // @ts-expect-error a reason the core never sends does not compile
+    if (isLocalAiError(err, "invalid_request") && err.data?.reason === "session_not_fuond") out.push("typo");
     if (isLocalAiError(err, "core_exited") && err.data) {
       const tail: string[] = err.data.stderr_tail;
       out.push(String(err.data.exit_code), tail.join("\\n"));
