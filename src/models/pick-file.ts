@@ -15,12 +15,9 @@ export interface Wanted {
   file?: string | undefined;
 }
 
-const SPLIT = /^(.*)-(\d{5})-of-(\d{5})\.gguf$/i;
-
 /** A model as a user sees it named: the file, or `prefix-*-of-N.gguf` for a split model. */
 function label(group: GgufGroup): string {
-  const split = SPLIT.exec(group.first);
-  return split ? `${split[1]}-*-of-${split[3]}.gguf` : group.first;
+  return group.parts.length > 1 ? group.first.replace(/-\d{5}(-of-\d{5}\.gguf)$/i, "-*$1") : group.first;
 }
 
 const QUANT = /(?:^|[-._])((?:I?Q\d+(?:_[A-Z0-9]+)*)|BF16|F16|F32|MXFP4(?:_MOE)?|TQ\d_\d)(?=[-.]|$)/i;
@@ -72,7 +69,7 @@ export function pickFiles(want: Wanted, files: readonly HubFile[]): HubFile[] {
 /** Every part of a split model must be listed: a missing part is a broken repo, said plainly. */
 function completeParts(want: Wanted, group: GgufGroup): string[] {
   if (group.missing.length === 0) return group.parts;
-  const number = (p: string) => Number(SPLIT.exec(p)![2]);
+  const number = (p: string) => group.parts.indexOf(p) + 1;
   throw new CoreError(
     "invalid_request",
     `${want.repo}: ${label(group)} lacks part(s) ${group.missing.map(number).join(", ")} of ${group.parts.length}`,

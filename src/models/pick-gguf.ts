@@ -1,3 +1,4 @@
+import { shardFileName, shardName } from "../plan/shard-name.ts";
 import type { ModelRef } from "../protocol/model-ref.ts";
 
 /**
@@ -20,8 +21,6 @@ export type GgufPick =
   | { kind: "none"; available: string[] }
   | { kind: "many"; matches: string[] };
 
-const SHARD = /^(.*)-(\d{5})-of-(\d{5})\.gguf$/i;
-
 export function isGgufPath(path: string): boolean {
   return path.toLowerCase().endsWith(".gguf");
 }
@@ -40,18 +39,15 @@ export function groupGgufs(paths: readonly string[]): GgufGroup[] {
   const present = new Set(paths.filter(isGgufPath));
   const groups = new Map<string, GgufGroup>();
   for (const path of [...present].sort()) {
-    const m = SHARD.exec(path);
-    if (!m) {
+    const shard = shardName(path, true);
+    if (!shard) {
       groups.set(path, { first: path, parts: [path], missing: [] });
       continue;
     }
-    const [, stem, , total] = m as unknown as [string, string, string, string];
+    const { stem, total } = shard;
     const key = `${stem}\0${total}`;
     if (groups.has(key)) continue;
-    const parts = Array.from(
-      { length: Number(total) },
-      (_, i) => `${stem}-${String(i + 1).padStart(5, "0")}-of-${total}.gguf`,
-    );
+    const parts = Array.from({ length: total }, (_, i) => shardFileName(stem, i + 1, total));
     groups.set(key, { first: parts[0]!, parts, missing: parts.filter((p) => !present.has(p)) });
   }
   return [...groups.values()].sort((a, b) => a.first.localeCompare(b.first));

@@ -6,6 +6,7 @@ import { NotRegularFile, openRegularFile } from "../util/read-file.ts";
 import { cutText } from "../util/text-cut.ts";
 import { tensorBytes } from "./ggml-types.ts";
 import { GgufInvalid, GgufTruncated, KEEP_ARRAY_MAX, type ScannedGguf, scanGguf } from "./gguf-scan.ts";
+import { shardFileName, shardName } from "./shard-name.ts";
 
 /**
  * The edge that reads GGUF headers from disk: header and tensor infos only (`gguf-scan.ts`,
@@ -38,16 +39,12 @@ function problem(kind: ModelProblem, path: string, detail: string): CoreError {
   return new CoreError("model_missing", `model ${path}: ${detail}`, { path, problem: kind });
 }
 
-const SHARD_RE = /^(.*)-(\d{5})-of-(\d{5})\.gguf$/;
-
 /** The shard files of a split model (name-00001-of-00003.gguf), or just the one file. */
 export function shardPaths(path: string): string[] {
-  const m = SHARD_RE.exec(basename(path));
-  if (!m) return [path];
-  const total = Number(m[3]);
-  const width = m[2]!.length;
-  return Array.from({ length: total }, (_, i) =>
-    join(dirname(path), `${m[1]}-${String(i + 1).padStart(width, "0")}-of-${m[3]}.gguf`),
+  const shard = shardName(basename(path));
+  if (!shard) return [path];
+  return Array.from({ length: shard.total }, (_, i) =>
+    join(dirname(path), shardFileName(shard.stem, i + 1, shard.total)),
   );
 }
 

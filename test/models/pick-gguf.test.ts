@@ -34,6 +34,19 @@ describe("which GGUF a ref means", () => {
     ]);
   });
 
+  test("a split name with no parts, part 0 or a part past its total is a file of its own, never a crash", () => {
+    // -00001-of-00000 made a group of no parts whose first was undefined: a TypeError in every
+    // pull and plan of the repo.
+    const names = ["odd-00001-of-00000.gguf", "odd-00000-of-00002.gguf", "odd-00003-of-00002.gguf"];
+    expect(groupGgufs(names)).toEqual(
+      names.toSorted().map((name) => ({ first: name, parts: [name], missing: [] })),
+    );
+    expect(pickGguf(["odd-00001-of-00000.gguf"], {})).toMatchObject({
+      kind: "one",
+      group: { first: "odd-00001-of-00000.gguf" },
+    });
+  });
+
   const repo = [
     "m-Q4_K_M.gguf",
     "m-Q8_0-00001-of-00002.gguf",

@@ -194,6 +194,18 @@ describe("readGgufHeader", () => {
     expect(shardPaths("/x/a-00002-of-00003.gguf")[0]).toBe("/x/a-00001-of-00003.gguf");
   });
 
+  test("a shard name with no parts, part 0 or a part past its total is one file, as llama.cpp loads it", async () => {
+    using dir = tmpdir();
+    for (const name of ["m-00001-of-00000.gguf", "m-00000-of-00002.gguf", "m-00003-of-00002.gguf"]) {
+      const path = writeGguf(dir.path, name, llama7b());
+      // -00001-of-00000 made no files at all: an undefined model path, a TypeError in the plan.
+      expect(shardPaths(path)).toEqual([path]);
+      const h = await readGgufHeader(path);
+      expect(h.path).toBe(path);
+      expect(modelInfo(h).n_layer).toBe(32);
+    }
+  });
+
   test("a missing shard is reported absent", async () => {
     using dir = tmpdir();
     writeGguf(dir.path, "m-00001-of-00002.gguf", llama7b());
