@@ -7,6 +7,7 @@ import { formatBytes } from "../plan/render.ts";
 import { CoreError } from "../protocol/errors.ts";
 import type { ModelsResult } from "../protocol/models.ts";
 import { CoreServices } from "../server/services.ts";
+import { terminalSafe } from "../util/terminal-text.ts";
 import { configArg, jsonArg } from "./args.ts";
 
 export default defineCommand({
@@ -37,7 +38,9 @@ const paint = (on: boolean, code: string, s: string) => (on ? `\u001b[${code}m${
  * One line per model (✓ fits, ✗ does not, ? unreadable; * the configured one; the name the config
  * gives it, docs/models.md "Several models"), then how to use it.
  */
-export function renderModels(result: ModelsResult, color: boolean): string {
+export function renderModels(given: ModelsResult, color: boolean): string {
+  // File names and headers from anywhere: shown, never obeyed by the terminal.
+  const result = terminalSafe(given);
   if (result.models.length === 0) {
     return (
       `No GGUF models in ${result.cache_dir} or ${result.folders.join(", ")}.\n` +

@@ -1,3 +1,4 @@
+import { terminalSafe } from "../util/terminal-text.ts";
 import type { CheckStatus, DoctorReport } from "./doctor.ts";
 
 /**
@@ -13,7 +14,9 @@ const LABEL: Record<CheckStatus, { text: string; color: string }> = {
   skip: { text: "skip", color: "2" },
 };
 
-export function renderDoctor(report: DoctorReport, color = false): string {
+export function renderDoctor(given: DoctorReport, color = false): string {
+  // Messages quote files and tools (a GGUF's architecture, a device's name): shown, never obeyed.
+  const report = terminalSafe(given);
   const paint = (code: string, s: string) => (color ? `${ESC}${code}m${s}${ESC}0m` : s);
   const width = Math.max(8, ...report.checks.map((c) => c.id.length));
   const lines = [

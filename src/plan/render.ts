@@ -1,4 +1,5 @@
 import type { PlanReport } from "../protocol/plan.ts";
+import { terminalSafe } from "../util/terminal-text.ts";
 
 /**
  * The human view of a plan: the model in one line, a bar per device showing how its available
@@ -32,7 +33,8 @@ function bar(parts: { n: number; ch: string; color: string }[], whole: number, c
 }
 
 export function renderPlan(report: PlanReport, color: boolean): string {
-  const { model: m, plan } = report;
+  // The model's name, architecture and paths are the file's text: shown, never obeyed.
+  const { model: m, plan } = terminalSafe(report);
   const lines: string[] = [];
   const params =
     m.parameters >= 1e9 ? `${(m.parameters / 1e9).toFixed(1)}B` : `${(m.parameters / 1e6).toFixed(1)}M`;

@@ -47,4 +47,11 @@ describe("the models listing on the CLI", () => {
       "configured as",
     );
   });
+
+  test("a GGUF's own text never drives the terminal: its architecture and file name are shown escaped", () => {
+    const hostile = { ...entry("/m/e\u001b]0;x\u0007.gguf", null), architecture: "\u001b[2Jllama" };
+    const text = renderModels({ models: [hostile], cache_dir: "/cache", folders: ["/m"] }, true);
+    expect(text.replaceAll(/\u001b\[[0-9;]*m/g, "")).not.toMatch(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/);
+    expect(text).toContain("/m/e\\u{1b}]0;x\\u{7}.gguf");
+  });
 });

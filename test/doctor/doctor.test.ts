@@ -85,6 +85,20 @@ describe("doctor", () => {
     expect(renderDoctor(r, true)).toContain("\u001b[");
   });
 
+  test("a GGUF's architecture never drives the terminal: the model check quotes it escaped", async () => {
+    using dir = tmpdir();
+    script(dir.path, "llama-server", FAKE_VERSION);
+    const spec = llama7b();
+    spec.metadata["general.architecture"] = "\u001b]0;owned\u0007x";
+    writeGguf(dir.path, "m.gguf", spec);
+    const core = setup(dir.path, "llama:\n  binary: ./llama-server\nmodel:\n  path: ./m.gguf\n");
+    const r = await runDoctor(core, deps());
+    expect(byId(r, "model").message).toContain("\u001b]0;owned");
+    const text = renderDoctor(r, true);
+    expect(text.replaceAll(/\u001b\[[0-9;]*m/g, "")).not.toMatch(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/);
+    expect(text).toContain("\\u{1b}]0;owned\\u{7}x");
+  });
+
   test("missing binary, truncated model: both fail with fixes, plan not checked", async () => {
     using dir = tmpdir();
     writeGguf(dir.path, "m.gguf", { ...llama7b(), truncateBy: 4096 });

@@ -55,6 +55,28 @@ describe("planLaunch and the plan report", () => {
     expect(text).not.toContain("\u001b[");
   });
 
+  test("a GGUF's own text never drives the terminal: its name and architecture are shown escaped", async () => {
+    using dir = tmpdir();
+    const spec = llama7b();
+    // A file from anywhere on the hub: an OSC title, a screen clear and a forged line.
+    spec.metadata["general.name"] = "\u001b]0;owned\u0007evil\nWarnings";
+    spec.metadata["general.architecture"] = "ll\u001b[2Jama\u009b";
+    writeGguf(dir.path, "m.gguf", spec);
+    writeFileSync(join(dir.path, "config.yaml"), "model:\n  path: ./m.gguf\n");
+    const { config } = loadConfig("config.yaml", dir.path);
+    const report = await buildPlanReport(config, deps);
+    expect(report.model.name).toBe("\u001b]0;owned\u0007evil\nWarnings");
+    for (const color of [false, true]) {
+      const text = renderPlan(report, color);
+      // Colour's own escapes are CSI sequences the renderer writes: none comes from the file.
+      expect(text.replaceAll(/\u001b\[[0-9;]*m/g, "")).not.toMatch(
+        /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/,
+      );
+      expect(text).toContain("\\u{1b}]0;owned\\u{7}evil\\u{a}Warnings");
+      expect(text).toContain("ll\\u{1b}[2Jama\\u{9b}");
+    }
+  });
+
   test("errors carry the right codes", async () => {
     using dir = tmpdir();
     // The config loads inside the promise, as it does for the plan method and the supervisor.

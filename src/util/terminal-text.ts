@@ -1,0 +1,21 @@
+/**
+ * Text from outside (a GGUF's `general.name` or architecture, a file name, a device's name) as a
+ * person's terminal is shown it: a file from anywhere on the hub must not set the window title,
+ * clear the screen, write a link or forge a line of the report. Every control character, the line
+ * breaks and C1 controls (U+009B opens a sequence as ESC [ does) included, and the bidirectional
+ * overrides that reorder what a reader sees, are written as `\u{…}` escapes; a tab stays.
+ */
+const UNSAFE = /[\u0000-\u0008\u000a-\u001f\u007f-\u009f\u200e\u200f\u2028-\u202e\u2066-\u2069]/g;
+
+export function terminalText(text: string): string {
+  return text.replace(UNSAFE, (c) => `\\u{${(c.codePointAt(0) ?? 0).toString(16)}}`);
+}
+
+/** `value` with every string in it (object values, array entries) through `terminalText`. */
+export function terminalSafe<T>(value: T): T {
+  if (typeof value === "string") return terminalText(value) as T;
+  if (Array.isArray(value)) return value.map(terminalSafe) as T;
+  if (value !== null && typeof value === "object")
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, terminalSafe(v)])) as T;
+  return value;
+}
