@@ -246,12 +246,26 @@ function cachedCandidates(cacheDir: string): Candidate[] {
         file: g.first,
         parts: g.parts.map((p) => join(snapshot, ...p.split("/"))),
         missing: g.missing,
-        model_path: onRefs.includes("main")
-          ? `${HF_PREFIX}${repo}:${g.first}`
-          : join(snapshot, ...g.first.split("/")),
+        model_path: referenceOf(repo, g.first, onRefs) ?? join(snapshot, ...g.first.split("/")),
       }));
     });
   });
+}
+
+/**
+ * The `hf:` reference a request can load a file of main's snapshot by, or null: a folder no hub
+ * repo is named by (`models--a--b--c`) or a file no reference can name (a control character) is
+ * offered by its path, never as a reference every request would refuse.
+ */
+function referenceOf(repo: string, file: string, refs: readonly string[]): string | null {
+  if (!refs.includes("main")) return null;
+  const ref = `${HF_PREFIX}${repo}:${file}`;
+  try {
+    parseHfModelPath(ref);
+    return ref;
+  } catch {
+    return null;
+  }
 }
 
 /** commit → the refs (main, tags, refs/pr/1 as pr/1) that name it. */

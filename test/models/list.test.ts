@@ -1,6 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { mkdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { findModel } from "../../src/config/choose-model.ts";
 import { defaultConfig, loadConfig } from "../../src/config/load.ts";
 import { listModels, listModelsFor, sortModels } from "../../src/models/list.ts";
 import { type ModelEntry, ModelsResultSchema } from "../../src/protocol/models.ts";
@@ -30,6 +31,23 @@ describe("models: a cache link that leads in a circle", () => {
     const loop = result.models.find((m) => m.file === "m-F16.gguf");
     expect(loop).toMatchObject({ problem: "broken_link" });
     expect(loop?.verdict).toContain("leads in a circle");
+  });
+});
+
+describe("models: a cache the hub did not write", () => {
+  test("a cache folder no hub repo is named by, or a file no hf: reference can name, is listed by its path", async () => {
+    using dir = tmpdir();
+    const cache = join(dir.path, "cache");
+    // models--a--b--c is no org/name; a file name with a control character no reference takes.
+    const odd = layRepo(cache, "a/b/c", { "m-Q4_K_M.gguf": tinyModel() });
+    const ctl = layRepo(cache, "org/m", { "m\u0001-Q8_0.gguf": tinyModel() });
+    const config = defaultConfig(dir.path).config;
+    const result = await listModels({ config, configDir: dir.path, cacheDir: cache }, { probe });
+    // The model_path offered was hf:a/b/c:m-Q4_K_M.gguf, which every request then refused.
+    expect(result.models.map((m) => m.model_path).sort()).toEqual(
+      [join(odd.snapshot, "m-Q4_K_M.gguf"), join(ctl.snapshot, "m\u0001-Q8_0.gguf")].sort(),
+    );
+    for (const m of result.models) expect(() => findModel(config, m.model_path)).not.toThrow();
   });
 });
 
