@@ -1,5 +1,5 @@
 import { gguf } from "@huggingface/gguf";
-import { type GgufHeader, headerOfParsed } from "../plan/gguf-read.ts";
+import { type GgufHeader, headerOfParsed, splitProblem } from "../plan/gguf-read.ts";
 import { GgufInvalid } from "../plan/gguf-scan.ts";
 import { type ModelInfo, modelInfo } from "../plan/model.ts";
 import { CoreError, isCoreError } from "../protocol/errors.ts";
@@ -77,6 +77,12 @@ export async function readRemoteModel(
   for (const part of group.parts) {
     headers.push(await readPartHeader(access, ref, part, byPath.get(part)?.size ?? 0, signal));
   }
+  const wrong = splitProblem(headers);
+  if (wrong)
+    throw missing("not_gguf", `${ref.repo}: split model ${group.first} is not one split model: ${wrong}`, {
+      ...what,
+      file: group.first,
+    });
   const header = mergeParts(headers);
   const model = modelInfo(header);
   return {

@@ -58,8 +58,10 @@ export async function readGgufHeader(path: string): Promise<GgufHeader> {
     metadata: {},
     tensors: [],
   };
+  const parts: GgufHeader[] = [];
   for (const [i, file] of files.entries()) {
     const one = await readOneFile(file, files.length > 1 ? `shard ${i + 1} of ${files.length}` : null);
+    parts.push(one);
     if (i === 0) {
       merged.version = one.version;
       merged.metadata = one.metadata;
@@ -68,7 +70,40 @@ export async function readGgufHeader(path: string): Promise<GgufHeader> {
     // Not a spread: a million tensors' arguments overflow the stack.
     for (const t of one.tensors) merged.tensors.push(t);
   }
+  const wrong = splitProblem(parts);
+  if (wrong) throw problem("not_gguf", merged.path, `not one split model: ${wrong}`);
   return merged;
+}
+
+/**
+ * Why a split's parts are not one model's, as llama.cpp checks them (llama-model-loader.cpp)
+ * where the parts say it, or null. Parts of two splits (another model's, another version's) were
+ * planned as this model, and llama-server then refused the set. Local files and the hub's alike.
+ */
+export function splitProblem(parts: readonly Pick<GgufHeader, "metadata" | "tensors">[]): string | null {
+  if (parts.length < 2) return null;
+  for (const [i, part] of parts.entries()) {
+    const wrong = partProblem(part.metadata, i, parts.length);
+    if (wrong) return `part ${i + 1} of ${parts.length}: ${wrong}`;
+  }
+  const tensors = parts.reduce((n, p) => n + p.tensors.length, 0);
+  const listed = parts[0]?.metadata["split.tensors.count"];
+  if (typeof listed === "number" && listed !== tensors)
+    return `its ${parts.length} parts hold ${tensors} tensors where the first says ${listed} (parts of different models or versions?)`;
+  return null;
+}
+
+/**
+ * What llama.cpp checks of a split's part (llama-model-loader.cpp) where the part says it:
+ * `split.no` its place, `split.count` the parts the name gives. A part of another split (another
+ * model's, another version's) was planned as this model's, and llama-server then refused the set.
+ */
+function partProblem(md: GgufHeader["metadata"], index: number, parts: number): string | null {
+  const no = md["split.no"];
+  if (typeof no === "number" && no !== index) return `its split.no says it is part ${no + 1}`;
+  const count = md["split.count"];
+  if (typeof count === "number" && count !== parts) return `it says its split has ${count} parts`;
+  return null;
 }
 
 async function readOneFile(path: string, shardLabel: string | null): Promise<GgufHeader> {

@@ -212,6 +212,23 @@ describe("will it fit, from the hub's header alone", () => {
     expect(served.some((p) => p.includes("00002-of-00002"))).toBe(true);
   });
 
+  test("a split whose parts are not one model's is not_gguf before any download, as llama.cpp refuses it", async () => {
+    using dir = tmpdir();
+    const part = (no: number) => {
+      const spec = tinyModel(7);
+      return { ...spec, metadata: { ...spec.metadata, "split.no": { type: "u16" as const, value: no } } };
+    };
+    // The second part is a copy of the first (split.no 0): another split's part.
+    const hub = hubWith(dir.path, {
+      "m-Q8_0-00001-of-00002.gguf": part(0),
+      "m-Q8_0-00002-of-00002.gguf": part(0),
+    });
+    const env = { HF_ENDPOINT: hub.url };
+    const err = await failure(judged(parseModelRef("org/m:Q8_0"), config, env, { home: dir.path }));
+    expect(err.data).toMatchObject({ problem: "not_gguf", file: "m-Q8_0-00001-of-00002.gguf" });
+    expect(err.message).toContain("part 2 of 2: its split.no says it is part 1");
+  });
+
   test("a gated repo: 401 without a token; the token from HF_TOKEN or the token file, never sent to the CDN", async () => {
     using dir = tmpdir();
     const hub = hubWith(dir.path, { "m-Q4_K_M.gguf": tinyModel() }, { token: TOKEN, redirect: true });

@@ -15,6 +15,8 @@ import {
 } from "../fixtures/gguf-writer.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
+type Metadata = Record<string, GgufValue>;
+
 async function problemOf(path: string): Promise<{ code: string; problem: unknown; message: string }> {
   try {
     await readGgufHeader(path);
@@ -204,6 +206,74 @@ describe("readGgufHeader", () => {
       expect(h.path).toBe(path);
       expect(modelInfo(h).n_layer).toBe(32);
     }
+  });
+
+  test("shards that are not one model's parts are not_gguf, as llama.cpp refuses them", async () => {
+    using dir = tmpdir();
+    const full = llama7b();
+    const half = Math.floor(full.tensors.length / 2);
+    const first = {
+      "split.no": { type: "u16" as const, value: 0 },
+      "split.count": { type: "u16" as const, value: 2 },
+    };
+    const write = (
+      name: string,
+      firstMd: Metadata,
+      second: { md: Metadata; tensors: typeof full.tensors },
+    ) => {
+      writeGguf(dir.path, `${name}-00001-of-00002.gguf`, {
+        metadata: { ...full.metadata, ...firstMd },
+        tensors: full.tensors.slice(0, half),
+      });
+      writeGguf(dir.path, `${name}-00002-of-00002.gguf`, { metadata: second.md, tensors: second.tensors });
+      return join(dir.path, `${name}-00001-of-00002.gguf`);
+    };
+    const rest = full.tensors.slice(half);
+    const tensorsCount = { "split.tensors.count": { type: "i32" as const, value: full.tensors.length } };
+    const cases = [
+      // The second part says it is the first: a copy, or another split's.
+      [write("no", first, { md: { "split.no": { type: "u16", value: 0 } }, tensors: rest }), "part 1"],
+      [
+        write("count", first, {
+          md: { "split.no": { type: "u16", value: 1 }, "split.count": { type: "u16", value: 3 } },
+          tensors: rest,
+        }),
+        "3 parts",
+      ],
+      // Another model's second half: the first part counts the tensors of all of them.
+      [
+        write(
+          "mixed",
+          { ...first, ...tensorsCount },
+          { md: { "split.no": { type: "u16", value: 1 } }, tensors: rest.slice(1) },
+        ),
+        `${full.tensors.length - 1} tensors`,
+      ],
+      // The first part says the split has 3 parts: the name's 2 are not all of it.
+      [
+        write(
+          "first",
+          { "split.no": { type: "u16", value: 0 }, "split.count": { type: "u16", value: 3 } },
+          { md: { "split.no": { type: "u16", value: 1 } }, tensors: rest },
+        ),
+        "3 parts",
+      ],
+    ] as const;
+    for (const [path, says] of cases) {
+      const p = await problemOf(path);
+      expect(p).toMatchObject({ code: "model_missing", problem: "not_gguf" });
+      expect(p.message).toContain(says);
+    }
+    // Parts that agree still read.
+    const good = write(
+      "good",
+      { ...first, ...tensorsCount },
+      {
+        md: { "split.no": { type: "u16", value: 1 }, "split.count": { type: "u16", value: 2 } },
+        tensors: rest,
+      },
+    );
+    expect((await readGgufHeader(good)).tensors.length).toBe(full.tensors.length);
   });
 
   test("a missing shard is reported absent", async () => {
