@@ -1,3 +1,5 @@
+import { cutText } from "../util/text-cut.ts";
+
 /**
  * Reads a GGUF header the way the planner needs it: scalar metadata, small numeric arrays, and
  * the tensor table, while big arrays (the vocabulary, its scores and types: 30k–250k entries)
@@ -222,14 +224,21 @@ export function scanGguf(readAt: ReadAt, window = 1 << 20): ScannedGguf {
     return out;
   };
 
+  // llama.cpp's reader refuses a key or a tensor name given twice: the plan read the last one.
+  const keys = new Set<string>();
   for (let i = 0; i < kvCount; i++) {
     const key = str();
+    if (keys.has(key)) throw new GgufInvalid(`the key ${quotedName(key)} is given twice`);
+    keys.add(key);
     metadata[key] = value(checkedType(c.u32()));
   }
 
   const tensorInfos: ScannedGguf["tensorInfos"] = new Array(tensorCount);
+  const names = new Set<string>();
   for (let i = 0; i < tensorCount; i++) {
     const name = str();
+    if (names.has(name)) throw new GgufInvalid(`the tensor ${quotedName(name)} is given twice`);
+    names.add(name);
     const dims = c.u32();
     if (dims > MAX_DIMS) throw new GgufInvalid(`tensor ${name} has ${dims} dimensions`);
     const shape: number[] = new Array(dims);
@@ -245,6 +254,9 @@ export function scanGguf(readAt: ReadAt, window = 1 << 20): ScannedGguf {
   const tensorDataOffset = Math.ceil(c.pos / alignment) * alignment;
   return { version, littleEndian: c.littleEndian, metadata, tensorInfos, tensorDataOffset };
 }
+
+/** A name from the file as a message quotes it: its start only, cut between characters. */
+const quotedName = (name: string): string => JSON.stringify(cutText(name, 80));
 
 function checkedType(type: number): number {
   if (type > T.F64) throw new GgufInvalid(`value type ${type}`);

@@ -146,6 +146,30 @@ describe("scanGguf on bad bytes", () => {
     expect(scanGguf(over(header), 64).tensorInfos.length).toBeGreaterThan(0);
   });
 
+  test("a key or a tensor name given twice is invalid, as llama.cpp's reader refuses the file", () => {
+    const spec = llama7b();
+    spec.metadata["zz.twice.a"] = 32;
+    spec.metadata["zz.twice.b"] = 4096;
+    const { header } = encodeGguf(spec);
+    /** The header with the one occurrence of `from` written as `to` (of the same length). */
+    const patched = (from: string, to: string) => {
+      const text = new TextDecoder("latin1").decode(header);
+      const at = text.indexOf(from);
+      expect(text.indexOf(from, at + 1)).toBe(-1);
+      const copy = header.slice();
+      copy.set(new TextEncoder().encode(to), at);
+      return copy;
+    };
+    // The planner read the last of two block counts; llama-server refuses the file at load.
+    expect(() => scanGguf(over(patched("zz.twice.b", "zz.twice.a")))).toThrow(
+      /the key "zz.twice.a" is given twice/,
+    );
+    expect(() => scanGguf(over(patched("blk.0.attn_k.weight", "blk.0.attn_q.weight")))).toThrow(
+      /the tensor "blk.0.attn_q.weight" is given twice/,
+    );
+    expect(() => scanGguf(over(header))).not.toThrow();
+  });
+
   test("an unknown value type, a wild version or count is invalid", () => {
     const { header } = encodeGguf(llama7b());
     const wrong = (at: number, value: number) => {
