@@ -232,8 +232,18 @@ const isCount = (v: unknown) =>
 /** A key or tensor name as a problem quotes it: the file's text, cut between characters. */
 const quoted = (text: string): string => cutText(text, 80);
 
+/**
+ * Longer than any architecture's name (llama.cpp's are a word: `llama`, `command-r`,
+ * `t5encoder`), which llama.cpp would not know either. Every key the planner reads is prefixed
+ * with it, once per layer: a megabyte's held the loop for seconds.
+ */
+const MAX_ARCHITECTURE = 128;
+
 /** Why the header cannot be a model's layers or shape, or undefined. */
 function layerProblem(scanned: ScannedGguf): string | undefined {
+  const arch = scanned.metadata["general.architecture"];
+  if (typeof arch === "string" && arch.length > MAX_ARCHITECTURE)
+    return `general.architecture is ${arch.length} characters long, not the name of an architecture (${quoted(arch)})`;
   for (const [key, value] of Object.entries(scanned.metadata)) {
     const counts = Array.isArray(value) ? value : [value];
     // An array too: the planner takes its largest entry (model-metadata.ts), so [NaN] or

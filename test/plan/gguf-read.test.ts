@@ -158,6 +158,27 @@ describe("readGgufHeader", () => {
     expect(d.layers[0]!.v_per_token).toBe(512);
   });
 
+  test("an architecture name no architecture has (a megabyte long) is not a GGUF, not seconds of the loop", async () => {
+    using dir = tmpdir();
+    // Every per-layer lookup built and hashed a key of its length: 1 MB and 4096 layers (one
+    // blk.4095 tensor) held the loop 1.4 s, and the plan report carried it three times.
+    const long = "x".repeat(1_000_000);
+    const path = writeGguf(dir.path, "a.gguf", {
+      metadata: { "general.architecture": long },
+      tensors: [{ name: "blk.4095.attn_norm.weight", shape: [64], type: 0 }],
+    });
+    const p = await problemOf(path);
+    expect(p).toMatchObject({ code: "model_missing", problem: "not_gguf" });
+    expect(p.message).toContain("general.architecture is 1000000 characters long");
+    expect(p.message.length).toBeLessThan(500);
+    // One of a name's length still reads.
+    const spec = llama7b();
+    spec.metadata["general.architecture"] = "a".repeat(64);
+    expect(modelInfo(await readGgufHeader(writeGguf(dir.path, "b.gguf", spec))).architecture).toHaveLength(
+      64,
+    );
+  });
+
   test("an unknown architecture is read best-effort with a warning", async () => {
     using dir = tmpdir();
     const spec = denseModel({
