@@ -160,8 +160,9 @@ export class Connection {
 
   /** LocalAiClient.cancel(): a pending call of ours is cancelled as its stream's cancel() does. */
   cancel(requestId: RequestId | undefined, options: CallOptions = {}): Promise<boolean> {
-    if (typeof requestId === "string" && this.pending.has(requestId))
-      return this.cancelFor(requestId, options);
+    // Ours are strings; the core tells 5 from "5", so one of ours given as a number is ours still.
+    const ours = requestId === undefined ? undefined : String(requestId);
+    if (ours !== undefined && this.pending.has(ours)) return this.cancelFor(ours, options);
     return this.cancelRemote(requestId, options);
   }
 

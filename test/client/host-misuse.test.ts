@@ -90,6 +90,23 @@ describe("a host's misuse", () => {
     expect((await callCancel).code).toBe("timeout");
   });
 
+  test("client.cancel(id) with one of its ids as a number cancels that request, as the string does", async () => {
+    // The client's ids are strings; the core tells 5 from "5", so a number went to the core as
+    // another request's id, answered {cancelled: false}, and the chat ran on.
+    const child = new FakeChild((req, c) => {
+      if (req.method !== "cancel") return;
+      const target = (req.params as { request_id?: unknown }).request_id;
+      c.send({ id: req.id, type: "result", result: { cancelled: typeof target === "string" } });
+      if (typeof target === "string")
+        c.send({ id: target, type: "error", code: "cancelled", message: "cancelled by the host" });
+    });
+    const client = track(await LocalAiClient.start({ binary: "local-ai", spawn: child.spawn }));
+    const chat = client.chat({ input: "a" });
+    expect(await waitFor(() => child.requests.length === 1, { intervalMs: 2 })).toBe(true);
+    expect(await client.cancel(Number(chat.id))).toBe(true);
+    expect((await rejection(chat.result)).code).toBe("cancelled");
+  });
+
   test("params JSON cannot carry fail their own call with invalid_request, never the start", async () => {
     // A cycle in a call made while the core started threw out of the connection's attach():
     // start() rejected with core_exited and the spawned core was left running, unkilled.
