@@ -97,6 +97,15 @@ const RULES: Rule[] = [
       "llama-server ran out of memory loading the model; try a smaller context or fewer GPU layers",
   },
   {
+    // spawnServer appends `--host 127.0.0.1 --port N` after extra_args: a flag left last there
+    // without its value (`--alias`) takes `--host` as it, and the address is then read as a flag.
+    pattern: /error: invalid argument: 127\.0\.0\.1\s*$/,
+    // Not config_invalid: that code's data names the file and line, which the exit cannot.
+    code: "internal_error",
+    message: () =>
+      "llama.extra_args (or a models entry's extra_args) ends with a flag that takes a value and has none: llama-server read the core's own --host as its value",
+  },
+  {
     pattern: /error: invalid argument: (\S+)/,
     code: "internal_error",
     message: (m) => `llama-server rejected the flag ${m[1]} (is this build too old for the plan?)`,

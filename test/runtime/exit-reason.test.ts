@@ -22,6 +22,10 @@ describe("classifyStartExit", () => {
       "model_plan_error",
     );
     expect(c("error: invalid argument: --bogus-flag").message).toContain("--bogus-flag");
+    // extra_args ending in `--alias`: llama.cpp's arg.cpp ("error: invalid argument: %s") meets
+    // the address the core's --host gave, as a flag. The config is to blame, not the build.
+    const eaten = c("error: invalid argument: 127.0.0.1");
+    expect(eaten.message).toContain("extra_args) ends with a flag that takes a value");
     // A GPU's own allocation (ggml-cuda.cu's and llama-model.cpp's format strings) is told from
     // the RAM's: only it makes the launcher plan again with more of the GPU kept free.
     const gpu = [
