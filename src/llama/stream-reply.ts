@@ -172,6 +172,10 @@ function chunkProblem(v: unknown): string | undefined {
   if (!Array.isArray(v.choices)) return "choices is not an array";
   for (const choice of v.choices) {
     if (!isObject(choice)) return "a choice is not an object";
+    const finish = choice.finish_reason;
+    // Carried to the host as output_invalid's data.finish_reason, a string or null.
+    if (finish !== undefined && finish !== null && !(typeof finish === "string" && finish.length <= 64))
+      return "finish_reason is not a name";
     const delta = choice.delta;
     if (delta === undefined || delta === null) continue;
     if (!isObject(delta)) return "delta is not an object";

@@ -14,6 +14,18 @@ describe("chat: garbage on the wire from llama-server", () => {
     ["a numeric content delta", [delta({ content: 42 })], "delta.content is not a string"],
     ["tool_calls that is not an array", [delta({ tool_calls: 5 })], "tool_calls is not an array"],
     ["a null tool call", [delta({ tool_calls: [null] })], "a tool call is not an object"],
+    // Recorded ones are "stop", "length", "tool_calls" (transcripts/11, 16, 23b); output_invalid
+    // carries it to the host as data.finish_reason, a string or null.
+    [
+      "a finish_reason that is an object",
+      [delta({ content: "hi" }, { why: 1 } as never)],
+      "finish_reason is not a name",
+    ],
+    [
+      "a finish_reason of 100 KB",
+      [delta({ content: "hi" }, "x".repeat(100_000))],
+      "finish_reason is not a name",
+    ],
   ];
   for (const [what, raw, named] of cases) {
     test(`${what}: internal_error naming it, the server is not blamed, the turn stays resumable`, async () => {
