@@ -39,6 +39,15 @@ export const MAX_EVENT_CHARS = 8 * 1024 * 1024;
  */
 export const CHARS_PER_TOKEN = 1024;
 
+/**
+ * Most characters of content, reasoning and tool-call arguments one reply may stream, whatever
+ * the context: the result line carries the answer, its reasoning and (response_format) its json
+ * again, at most 6 bytes a character as JSON, and it, the stored message and a sessions.get page
+ * holding it must stay under the 32 MiB a typed client reads (docs/protocol.md "Answer sizes").
+ * A real reply is far shorter: 2 Mi characters is some 500,000 tokens of one step.
+ */
+export const MAX_REPLY_CHARS = 2 * 1024 * 1024;
+
 export interface CompletionRequest {
   messages: unknown[];
   tools?: unknown[];
@@ -107,8 +116,9 @@ export interface StreamOptions {
   gatherMs?: number;
   /**
    * Most characters of content, reasoning and tool-call arguments together the reply may stream
-   * (the context times CHARS_PER_TOKEN): past it the server is broken or hostile, and the request
-   * ends as bad_response (what had arrived is the caller's, as for any failure).
+   * (the context times CHARS_PER_TOKEN, and never past MAX_REPLY_CHARS): past it the server is
+   * broken or hostile, and the request ends as bad_response (what had arrived is the caller's, as
+   * for any failure).
    */
   maxChars?: number;
 }
@@ -222,10 +232,16 @@ function overBound(
   assembler: ToolCallAssembler,
   maxChars: number | undefined,
 ): LlmError | undefined {
-  if (maxChars === undefined || replyChars(result, assembler) <= maxChars) return undefined;
+  if (maxChars === undefined) return undefined;
+  const most = Math.min(maxChars, MAX_REPLY_CHARS);
+  if (replyChars(result, assembler) <= most) return undefined;
+  const why =
+    most === maxChars
+      ? `${CHARS_PER_TOKEN} a token of its context: more than it can generate`
+      : "more than a result line carries to the host";
   return new LlmError(
     "bad_response",
-    `llama-server streamed more than ${maxChars} characters in one reply (${CHARS_PER_TOKEN} a token of its context: more than it can generate)`,
+    `llama-server streamed more than ${most} characters in one reply (${why})`,
   );
 }
 

@@ -42,8 +42,9 @@ export function listSessions(db: Database, userId: string, limit: number, before
  * The most a `sessions.get` page's messages take as JSON. The typed client reads lines of up to
  * 32 MiB (client-options.ts `maxLineBytes`) and a line over it is lost whole, so a page stops
  * before the message that would take it past this, well under that; a message bigger than this
- * alone (at most about `stdio.max_line_bytes`, 8 MiB by default: no input line is longer, and
- * tool results are cut far shorter) still goes out, as a page of its own.
+ * alone (at most about `stdio.max_line_bytes`, 8 MiB by default: no input line is longer, tool
+ * results are cut far shorter, a model's reply is llama/completion.ts MAX_REPLY_CHARS at most)
+ * still goes out, as a page of its own.
  */
 export const PAGE_BYTES = 8 * 1024 * 1024;
 

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { MAX_ARGUMENT_CHARS } from "../../src/agent/tool-calls.ts";
-import { MAX_EVENT_CHARS } from "../../src/llama/completion.ts";
+import { MAX_EVENT_CHARS, MAX_REPLY_CHARS } from "../../src/llama/completion.ts";
 import { ChatHarness, names, streamed } from "./harness.ts";
 
 const delta = (d: Record<string, unknown>, finish: string | null = null) =>
@@ -244,5 +244,35 @@ describe("chat: a reply longer than the context can hold", () => {
     expect(String(terminal.message)).toMatch(/more than \d+ characters in one reply/);
     expect(h.provider.failures).toEqual([]);
     expect(h.checkpoint("long")?.partial?.content.length).toBeGreaterThan(0);
+  });
+});
+
+describe("chat: a reply longer than a line can carry", () => {
+  test("on a large context, a structured answer of valid JSON past MAX_REPLY_CHARS is bad_response, not a result no client reads", async () => {
+    // 64K tokens times 1024 characters is 64 M: a 50 MB answer (and its json, again) fit that
+    // bound, and the result line, the stored message and each sessions.get page holding it were
+    // past what the typed client reads (docs/protocol.md "Answer sizes").
+    await using h = new ChatHarness({ agents: [{ name: "plain" }] }, { standIn: () => ({ nCtx: 65536 }) });
+    const piece = delta({ content: `"${"a".repeat(1_000_000)}",` });
+    const pieces = Math.ceil(MAX_REPLY_CHARS / 1_000_000) + 1;
+    h.llama.script({
+      raw: [
+        delta({ content: "[" }),
+        ...Array.from({ length: pieces }, () => piece),
+        delta({ content: "0]" }),
+        delta({}, "stop"),
+        "data: [DONE]\n\n",
+      ],
+    });
+    const format = { type: "json_schema", schema: { type: "array" } };
+    const { terminal } = await h.chat(1, { input: "x", session_id: "big", response_format: format });
+    expect(terminal).toMatchObject({
+      type: "error",
+      code: "internal_error",
+      data: { reason: "bad_response" },
+    });
+    expect(String(terminal.message)).toContain(`more than ${MAX_REPLY_CHARS} characters in one reply`);
+    expect(h.provider.failures).toEqual([]);
+    expect(h.history("big")).toEqual([]);
   });
 });
