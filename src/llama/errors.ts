@@ -1,4 +1,4 @@
-import { wholeCharCut } from "../util/text-cut.ts";
+import { cutText, wholeCharCut } from "../util/text-cut.ts";
 
 /**
  * llama-server's failures, named so a caller can react (retry with less, restart it, give up).
@@ -51,6 +51,16 @@ export interface ErrorBody {
   n_ctx?: number;
 }
 
+/**
+ * Longest message of llama-server's own the host gets in a chat's error (the recorded ones are
+ * under 300 characters, transcripts/20–26; a broken server's can be an event's 8 MiB).
+ */
+export const MAX_SERVER_MESSAGE_CHARS = 1000;
+
+/** llama-server's message as the host gets it: bounded, cut between characters, well-formed. */
+export const serverMessage = (message: string): string =>
+  cutText(message, MAX_SERVER_MESSAGE_CHARS).toWellFormed();
+
 /** The error object of a body, or undefined when it is not llama-server's error JSON. */
 export function errorBody(text: string): ErrorBody | undefined {
   try {
@@ -87,7 +97,7 @@ export function statusError(status: number, statusText: string, text: string): L
   const body = errorBody(text);
   // Text, as the chat's error carries it to the host: cut between characters, and an escaped
   // lone surrogate in the body's JSON made U+FFFD (docs/protocol.md "Text").
-  const stated = typeof body?.message === "string" ? body.message.toWellFormed() : undefined;
+  const stated = typeof body?.message === "string" ? serverMessage(body.message) : undefined;
   const message = stated ?? (text.slice(0, wholeCharCut(text, 300)) || statusText);
   const type = body?.type;
   if (type === "exceed_context_size_error") {

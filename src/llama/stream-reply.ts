@@ -1,6 +1,6 @@
 import type { ToolCall } from "../protocol/chat-message.ts";
 import { jsonShape, LOOK_FROM_CHARS } from "../util/json-shape.ts";
-import { excerpt, LlmError, unparsedReply } from "./errors.ts";
+import { excerpt, LlmError, serverMessage, unparsedReply } from "./errors.ts";
 import type { ToolCallAssembler, ToolCallDelta } from "./tool-call-deltas.ts";
 
 /**
@@ -119,7 +119,11 @@ export function applyEvent(
     const given = chunk.error.message;
     // Not text (a server's or a proxy's own shape): the event itself, cut, says what it was.
     const message =
-      typeof given === "string" ? given : given === undefined ? "error in stream" : excerpt(data);
+      typeof given === "string"
+        ? serverMessage(given)
+        : given === undefined
+          ? "error in stream"
+          : excerpt(data);
     return unparsedReply(message) ?? new LlmError("server_error", `llama-server: ${message}`);
   }
   if (chunk.usage) result.usage = chunk.usage;

@@ -5,7 +5,7 @@ import {
   STREAM_FIELDS,
   streamCompletion,
 } from "../../src/llama/completion.ts";
-import { LlmError } from "../../src/llama/errors.ts";
+import { LlmError, MAX_SERVER_MESSAGE_CHARS } from "../../src/llama/errors.ts";
 import { FORMS } from "../contract/forms.ts";
 import { CASES, filledContext, isChat, isStream, N_CTX, RECORDINGS, turnOf } from "../contract/recordings.ts";
 import { readExchanges, readTranscript, shape, sseEvents, type Transcript } from "../contract/transcript.ts";
@@ -172,6 +172,14 @@ describe("the completion's failures", () => {
     using t = tape(sse('{"choices":[{"delta":{"content":"a"}}]}', '{"error":{"message":"boom"}}'));
     const err = await complete(t, { messages: [] });
     expect(err).toMatchObject({ kind: "server_error", message: "llama-server: boom" });
+  });
+
+  test("an error event's message of megabytes reaches the host cut, not whole", async () => {
+    const long = JSON.stringify({ error: { message: "m".repeat(5_000_000) } });
+    using t = tape(sse('{"choices":[{"delta":{"content":"a"}}]}', long));
+    const err = await complete(t, { messages: [] });
+    expect(err).toMatchObject({ kind: "server_error" });
+    expect((err as Error).message.length).toBeLessThan(MAX_SERVER_MESSAGE_CHARS + 100);
   });
 
   test("an error event whose message is not text is shown by its event, not as [object Object]", async () => {

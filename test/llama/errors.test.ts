@@ -1,5 +1,11 @@
 import { describe, expect, test } from "bun:test";
-import { isUnparsedReply, LlmError, responseError, statusError } from "../../src/llama/errors.ts";
+import {
+  isUnparsedReply,
+  LlmError,
+  MAX_SERVER_MESSAGE_CHARS,
+  responseError,
+  statusError,
+} from "../../src/llama/errors.ts";
 import { RECORDINGS } from "../contract/recordings.ts";
 import { readExchanges, readTranscript } from "../contract/transcript.ts";
 
@@ -80,6 +86,17 @@ describe("bodies that are not llama-server's error JSON", () => {
     const err = await responseError(res);
     expect(err).toBeInstanceOf(LlmError);
     expect(err).toMatchObject({ kind: "bad_response", data: { status: 418 } });
+  });
+
+  // Recorded messages are under 300 characters (transcripts/20d quotes the body around a lone
+  // surrogate); a body's own message of 60 KB (its bound, stream-socket.ts) went to the host whole.
+  test("llama-server's own message is cut too, between characters", () => {
+    const body = JSON.stringify({ error: { code: 400, message: `${"q".repeat(60_000)}😀`, type: "x" } });
+    const err = statusError(400, "Bad Request", body);
+    expect(err.kind).toBe("bad_response");
+    expect(err.message.length).toBeLessThan(MAX_SERVER_MESSAGE_CHARS + 100);
+    expect(err.message).toContain("q".repeat(500));
+    expect(err.message.isWellFormed()).toBe(true);
   });
 
   // The message reaches the host in the chat's error: half an emoji there makes a line a strict
