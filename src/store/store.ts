@@ -301,14 +301,14 @@ export class Store {
     });
   }
 
-  /** Everything of a user, erased for good the same way; `deleted_sessions` counts the live database's. */
+  /** All of a user's, erased so, the 0.1 files first; `deleted_sessions`: the live database's. */
   async deleteUser(userId: string): Promise<{ deleted_sessions: number; copies: CopyOutcome[] }> {
     this.erasing.erased(userId);
     const at = this.now().getTime();
     return this.erases.add(async () => {
+      await this.v01({ kind: "erase", dataDir: this.dataDir, userId });
       const deleted_sessions = await this.erase({ kind: "user", userId, at, steps: false });
       this.conversations.forget(userId);
-      await this.v01({ kind: "erase", dataDir: this.dataDir, userId });
       return { deleted_sessions, copies: await this.eraseCopies(userId, {}) };
     });
   }

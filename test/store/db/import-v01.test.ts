@@ -268,6 +268,32 @@ describe("import of the 0.1 layout", () => {
     expect(recalled(t.store)).toEqual(["session:a", "session:c"]);
   });
 
+  // A core whose import gave up (another process's lock, a full disk) answers deletes. A core
+  // starting between a users.delete's erase of the rows and its erase of the 0.1 files took its
+  // erasure mark after the erase, read the files still there, and imported the user back.
+  test("a users.delete by a core whose import gave up: a core starting in the middle imports none of the user back", async () => {
+    using dir = tmpdir();
+    threeSessions(dir.path);
+    const gaveUp = Store.open(dir.path, {
+      beforeImportUnit: () => Promise.reject(new Error("the database is locked")),
+    });
+    await gaveUp.whenImported();
+    const steps = gaveUp as unknown as { v01: (w: { kind: string }) => Promise<unknown> };
+    const v01 = steps.v01.bind(gaveUp);
+    // Another core starts (and imports whole) as this one erases the 0.1 files.
+    steps.v01 = async (w) => {
+      if (w.kind === "erase") {
+        const starting = Store.open(dir.path);
+        await starting.whenImported();
+        starting.close();
+      }
+      return v01(w);
+    };
+    await gaveUp.deleteUser("ann");
+    gaveUp.close();
+    expect(imported(dir.path)).toMatchObject({ messages: {}, memory: 0 });
+  });
+
   test("two cores importing one folder: each session once, whichever core wrote it", async () => {
     using t = await heldBeforeB();
     const second = Store.open(t.dir.path);
