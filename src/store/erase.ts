@@ -4,6 +4,7 @@ import { forgettingRows, indexedRows, roomToMerge } from "./db/fts-forget.ts";
 import { BUSY_TIMEOUT_MS } from "./db/open.ts";
 import { withTempFiles } from "./db/temp-dir.ts";
 import { recordErasure } from "./erasures.ts";
+import { dropUnitRecords } from "./import-v01-records.ts";
 
 /**
  * Deleting for good (docs/protocol.md#conversations-sessions-and-usersdelete, `users.delete`):
@@ -56,6 +57,8 @@ export function changesSoFar(db: Database): number {
 export function deleteRows(db: Database, userId: string, sessionId?: string): number {
   const where = sessionId === undefined ? "user_id = ?" : "user_id = ? AND session_id = ?";
   const args = sessionId === undefined ? [userId] : [userId, sessionId];
+  // The 0.1 import's records name them too (store/import-v01-records.ts).
+  if (hasTable(db, "meta")) dropUnitRecords(db, userId, sessionId);
   return forgettingRows(db, indexedRows(db, `WHERE ${where}`, ...args), () => deleteRowsOf(db, where, args));
 }
 

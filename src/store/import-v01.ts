@@ -11,6 +11,7 @@ import { type Checkpoint, CheckpointSchema } from "./checkpoint.ts";
 import { Conversations } from "./conversations.ts";
 import { wasWriteAgain } from "./earlier-requests.ts";
 import { erasedSince, erasureMark } from "./erasures.ts";
+import { UNIT_PREFIX, unitKey } from "./import-v01-records.ts";
 
 /**
  * The 0.1 layout (one folder per session under `users/`,
@@ -23,8 +24,6 @@ import { erasedSince, erasureMark } from "./erasures.ts";
  */
 export const IMPORTED_DIR = "imported-0.1";
 const MARKER = "import_v01";
-/** A unit done, until the marker: `import_v01:<user>/<session>`, or `import_v01:<user>` for its memory file. */
-const UNIT_PREFIX = "import_v01:";
 
 const HistorySchema = z.object({ version: z.literal(1), messages: z.array(ChatMessageSchema) });
 const TurnSchema = z.object({ id: z.string(), session_id: SafeIdSchema, text: z.string(), at: z.string() });
@@ -121,7 +120,7 @@ export function importUnit(
   conv = new Conversations(db),
 ): ImportReport | "done" {
   const { unit, mark } = work;
-  const key = `${UNIT_PREFIX}${unit.user}${unit.session === undefined ? "" : `/${unit.session}`}`;
+  const key = unitKey(unit.user, unit.session);
   const done = () => db.query("SELECT 1 FROM meta WHERE key = ?").get(key) !== null;
   if (marked(db)) return "done";
   const r = emptyReport();
@@ -135,7 +134,10 @@ export function importUnit(
     .transaction((): ImportReport | "done" => {
       if (marked(db)) return "done";
       if (done()) return emptyReport();
-      write(conv, db, (session) => erasedSince(db, unit.user, session, mark));
+      const erased = (session: string) => erasedSince(db, unit.user, session, mark);
+      // Erased since (the session; for a memory file, its user): nothing written, no record naming it.
+      if (erased(unit.session ?? "")) return emptyReport();
+      write(conv, db, erased);
       db.query("INSERT INTO meta (key, value) VALUES (?, ?)").run(key, new Date(work.at).toISOString());
       return r;
     })
@@ -168,8 +170,7 @@ function readSession(dir: string, user: string, session: string, r: ImportReport
     const cp: Checkpoint = CheckpointSchema.parse(readJson(cPath));
     return { cp, at: new Date(Date.parse(cp.updated_at) || statSync(cPath).mtimeMs) };
   });
-  return (conv, _db, erased) => {
-    if (erased(session)) return;
+  return (conv) => {
     if (history && history.messages.length > 0) {
       const messages = history.messages.map((m, i) =>
         isRequest(history.messages, i) ? { ...m, by_core: true as const } : m,

@@ -1,6 +1,6 @@
 import { Database } from "bun:sqlite";
 import { describe, expect, test } from "bun:test";
-import { existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { CheckpointSchema } from "../../../src/store/checkpoint.ts";
 import { DB_FILE, openStore } from "../../../src/store/db/open.ts";
@@ -292,6 +292,43 @@ describe("import of the 0.1 layout", () => {
     await gaveUp.deleteUser("ann");
     gaveUp.close();
     expect(imported(dir.path)).toMatchObject({ messages: {}, memory: 0 });
+  });
+
+  // A unit's record names its user and session as the host gave them (an email address, say):
+  // kept until the import's marker, they outlived a delete answered after an import that gave up.
+  test("a delete after an import that gave up leaves no record naming the user or the session", async () => {
+    using dir = tmpdir();
+    threeSessions(dir.path);
+    const store = Store.open(dir.path, {
+      beforeImportUnit: (u) => (u === "ann/c" ? Promise.reject(new Error("disk full")) : Promise.resolve()),
+    });
+    await store.whenImported();
+    expect(imported(dir.path).meta).toEqual(["import_v01:ann/a", "import_v01:ann/b"]);
+    await store.deleteSession("ann", "a");
+    expect(imported(dir.path).meta).toEqual(["import_v01:ann/b"]);
+    await store.deleteUser("ann");
+    expect(imported(dir.path).meta).toEqual([]);
+    store.close();
+    const bytes = readFileSync(join(dir.path, DB_FILE));
+    expect(bytes.includes("import_v01:ann")).toBe(false);
+  });
+
+  test("a session another core erased during the import leaves no record naming it, the import given up after", async () => {
+    using dir = tmpdir();
+    threeSessions(dir.path);
+    const store = Store.open(dir.path, {
+      beforeImportUnit: async (u) => {
+        if (u === "ann/b") {
+          const other = openStore(dir.path);
+          eraseSession(other.db, "ann", "b", Date.now());
+          other.db.close();
+        }
+        if (u === "ann/c") throw new Error("disk full");
+      },
+    });
+    await store.whenImported();
+    store.close();
+    expect(imported(dir.path)).toEqual({ messages: { a: 2 }, memory: 0, meta: ["import_v01:ann/a"] });
   });
 
   test("two cores importing one folder: each session once, whichever core wrote it", async () => {
