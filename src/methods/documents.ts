@@ -12,11 +12,23 @@ import {
   DocumentsListResultSchema,
 } from "../protocol/documents.ts";
 import { documentNotFound } from "../store/document-store.ts";
+import type { Store } from "../store/store.ts";
 import { defineMethod } from "./definition.ts";
 import { kvErased } from "./kv-erased.ts";
+import type { Services } from "./services.ts";
 
 // Documents a user hands the assistant (docs/protocol.md "Documents"): a session's attachments
 // and the user's library, each method a thin call into documents/ and the store.
+
+/**
+ * The store; when a session is named, once a 0.1 folder's import is done (Store.whenImported):
+ * a session whose unit is not imported yet is not found.
+ */
+async function storeFor(services: Services, sessionId: string | undefined): Promise<Store> {
+  const store = services.store();
+  if (sessionId !== undefined) await store.whenImported();
+  return store;
+}
 
 /** Reads a document (a path or text), stores its chunks, commits it; progress while it runs. Cancellable. */
 export const documentsAdd = defineMethod({
@@ -29,7 +41,7 @@ export const documentsAdd = defineMethod({
     const beat = new IndexBeat((p) => ctx.emit("index_progress", p));
     try {
       return await addDocument(params, {
-        store: services.store(),
+        store: await storeFor(services, params.session_id),
         readFile: readDocumentFile,
         sizeOf: documentFileSize,
         embedChunks: services.embedChunks,
@@ -50,8 +62,8 @@ export const documentsList = defineMethod({
   name: "documents.list",
   params: DocumentsListParamsSchema,
   result: () => DocumentsListResultSchema,
-  run: (p, _ctx, services) => {
-    const store = services.store();
+  run: async (p, _ctx, services) => {
+    const store = await storeFor(services, p.session_id);
     if (p.session_id !== undefined) store.mustFind(p.user_id, p.session_id);
     const ask = { sessionId: p.session_id, limit: p.limit, before: p.before };
     return store.guard(() => store.documents.list(p.user_id, ask));

@@ -23,6 +23,17 @@ function v01(h: ChatHarness): void {
 const answered = (h: ChatHarness, id: string): Msg | undefined =>
   h.out.find((m) => m.id === id && m.type !== "event");
 
+/** A core over the 0.1 folder whose import the store's hook holds before `unit`, once it is there. */
+function heldCore(unit: string, memory: boolean) {
+  const held = holdImportBefore(unit);
+  const core = new ChatHarness(
+    { agents: [{ name: "plain" }], ...(memory ? {} : { memory: { enabled: false } }) },
+    { store: { beforeImportUnit: held.hook } },
+  );
+  v01(core);
+  return { core, held };
+}
+
 /** The store opened by a `sessions.list` ("l"), its import held where `held` holds it. */
 async function heldImport(h: ChatHarness, held: ReturnType<typeof holdImportBefore>): Promise<void> {
   h.send("l", "sessions.list", {});
@@ -33,12 +44,8 @@ async function heldImport(h: ChatHarness, held: ReturnType<typeof holdImportBefo
 // held here before a unit by the store's test hook, so what answers meanwhile is placed exactly.
 describe("the 0.1 import while the core answers", () => {
   test("ping and status answer during the import; sessions.list and a chat on an imported session wait for it", async () => {
-    const held = holdImportBefore(`${USER}/trip`);
-    await using h = new ChatHarness(
-      { agents: [{ name: "plain" }], memory: { enabled: false } },
-      { store: { beforeImportUnit: held.hook } },
-    );
-    v01(h);
+    const { core, held } = heldCore(`${USER}/trip`, false);
+    await using h = core;
     h.llama.script({ content: ["then Braga"] });
     // Released whatever happens: a store stops only once the unit under way is done.
     try {
@@ -75,16 +82,37 @@ describe("the 0.1 import while the core answers", () => {
     }
   });
 
+  // documents.add and documents.list name a session: one whose unit is not imported yet was
+  // answered session_not_found, though the host knew it and a moment later it was there.
+  test("documents.add and documents.list naming an imported session wait for the import", async () => {
+    const { core, held } = heldCore(`${USER}/trip`, false);
+    await using h = core;
+    try {
+      await heldImport(h, held);
+      h.send("a", "documents.add", { session_id: "trip", text: "# Porto\n\nThe bridge.", name: "p.md" });
+      h.send("dl", "documents.list", { session_id: "trip" });
+      // Sent after them on the same path, answered at once: it names no session.
+      h.send("all", "documents.list", {});
+      await h.terminal("all");
+      expect(answered(h, "a")).toBeUndefined();
+      expect(answered(h, "dl")).toBeUndefined();
+      held.release();
+      expect((await h.terminal("a")).type).toBe("result");
+      expect((await h.terminal("dl")).type).toBe("result");
+      h.send("dl2", "documents.list", { session_id: "trip" });
+      const docs = (await h.terminal("dl2")) as Msg & { result: any };
+      expect(docs.result.documents.map((d: { name: string }) => d.name)).toEqual(["p.md"]);
+    } finally {
+      held.release();
+    }
+  });
+
   // Held before the session's own unit (its rows not yet written) and before the memory file's
   // (its rows written, its memory entry not): the import must not bring back what the delete erased.
   for (const unit of [`${USER}/trip`, USER]) {
     test(`a sessions.delete sent while the import is held before ${unit} leaves the session erased`, async () => {
-      const held = holdImportBefore(unit);
-      await using h = new ChatHarness(
-        { agents: [{ name: "plain" }] },
-        { store: { beforeImportUnit: held.hook } },
-      );
-      v01(h);
+      const { core, held } = heldCore(unit, true);
+      await using h = core;
       try {
         await heldImport(h, held);
         h.send("d", "sessions.delete", { session_id: "trip" });
