@@ -16,21 +16,31 @@ export type PdfValue =
 const WHITE = new Set(["\0", "\t", "\n", "\f", "\r", " "]);
 const DELIMITERS = new Set(["(", ")", "<", ">", "[", "]", "{", "}", "/", "%"]);
 
-/** A reader over `text` from `pos`; every step moves forward, so a read is linear in what it covers. */
+/**
+ * A reader over `text` from `pos`, never past `end`; every step moves forward, so a read is
+ * linear in what it covers. The stream pass bounds each read (a dictionary must close before its
+ * `stream` keyword, an object before the next header): an unclosed string read to the end of the
+ * file once per stream made a 300 KB file take seconds and a few MB minutes.
+ */
 export class PdfLexer {
+  private readonly end: number;
+
   constructor(
     private readonly text: string,
     public pos: number,
-  ) {}
+    end = text.length,
+  ) {
+    this.end = Math.min(end, text.length);
+  }
 
   /** Past white space and comments. */
   skipWhite(): void {
     const t = this.text;
-    while (this.pos < t.length) {
+    while (this.pos < this.end) {
       const c = t[this.pos] as string;
       if (WHITE.has(c)) this.pos++;
       else if (c === "%") {
-        while (this.pos < t.length && t[this.pos] !== "\n" && t[this.pos] !== "\r") this.pos++;
+        while (this.pos < this.end && t[this.pos] !== "\n" && t[this.pos] !== "\r") this.pos++;
       } else return;
     }
   }
@@ -38,13 +48,13 @@ export class PdfLexer {
   /** The dictionary starting here (`<<`), or undefined when there is none or it does not close. */
   dict(): Map<string, PdfValue> | undefined {
     this.skipWhite();
-    if (!this.text.startsWith("<<", this.pos)) return undefined;
+    if (!this.at("<<")) return undefined;
     this.pos += 2;
     const entries = new Map<string, PdfValue>();
     for (;;) {
       this.skipWhite();
-      if (this.pos >= this.text.length) return undefined;
-      if (this.text.startsWith(">>", this.pos)) {
+      if (this.pos >= this.end) return undefined;
+      if (this.at(">>")) {
         this.pos += 2;
         return entries;
       }
@@ -61,18 +71,18 @@ export class PdfLexer {
   value(): PdfValue | undefined {
     this.skipWhite();
     const t = this.text;
-    if (this.pos >= t.length) return undefined;
+    if (this.pos >= this.end) return undefined;
     const c = t[this.pos];
     if (c === "/") return { kind: "name", name: this.name() };
     if (c === "(") return this.literalString() ? { kind: "other" } : undefined;
     if (c === "<") {
-      if (t.startsWith("<<", this.pos)) {
+      if (this.at("<<")) {
         const entries = this.dict();
         return entries ? { kind: "dict", entries } : undefined;
       }
-      const end = t.indexOf(">", this.pos);
-      if (end < 0) return undefined;
-      this.pos = end + 1;
+      while (this.pos < this.end && t[this.pos] !== ">") this.pos++;
+      if (this.pos >= this.end) return undefined;
+      this.pos++;
       return { kind: "other" };
     }
     if (c === "[") {
@@ -80,7 +90,7 @@ export class PdfLexer {
       const items: PdfValue[] = [];
       for (;;) {
         this.skipWhite();
-        if (this.pos >= t.length) return undefined;
+        if (this.pos >= this.end) return undefined;
         if (t[this.pos] === "]") {
           this.pos++;
           return { kind: "array", items };
@@ -108,6 +118,11 @@ export class PdfLexer {
     return { kind: "number", value: n };
   }
 
+  /** Whether `token` is here, whole before the end. */
+  private at(token: string): boolean {
+    return this.pos + token.length <= this.end && this.text.startsWith(token, this.pos);
+  }
+
   /** A name from its slash, `#xx` escapes decoded. */
   private name(): string {
     this.pos++;
@@ -119,7 +134,7 @@ export class PdfLexer {
   private regular(): string {
     const t = this.text;
     const start = this.pos;
-    while (this.pos < t.length && !WHITE.has(t[this.pos] as string) && !DELIMITERS.has(t[this.pos] as string))
+    while (this.pos < this.end && !WHITE.has(t[this.pos] as string) && !DELIMITERS.has(t[this.pos] as string))
       this.pos++;
     return t.slice(start, this.pos);
   }
@@ -128,7 +143,7 @@ export class PdfLexer {
   private literalString(): boolean {
     const t = this.text;
     let depth = 0;
-    while (this.pos < t.length) {
+    while (this.pos < this.end) {
       const c = t[this.pos++];
       if (c === "\\") this.pos++;
       else if (c === "(") depth++;

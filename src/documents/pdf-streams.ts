@@ -19,7 +19,7 @@ import { nextTurn } from "./turn.ts";
 export async function checkPdfStreams(bytes: Uint8Array): Promise<void> {
   const raw = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const text = raw.toString("latin1");
-  const pdf = { text, objects: undefined as Map<string, number> | undefined };
+  const pdf: Pdf = { text, headers: undefined, objects: undefined, resolved: new Map() };
   let total = 0;
   let seen = 0;
   let after = 0;
@@ -39,10 +39,18 @@ export async function checkPdfStreams(bytes: Uint8Array): Promise<void> {
   }
 }
 
-/** The file as text, and where each object starts (`n g` to offset), indexed when first needed. */
+/**
+ * The file as text, with its object headers (`n g obj`, at their "obj", in file order) and what
+ * a reference resolves to, both found once when first needed: looked for again per stream, a
+ * few MB of streams made the pass quadratic (minutes on the PDF's thread, every later PDF
+ * waiting for it).
+ */
 interface Pdf {
   text: string;
+  headers: number[] | undefined;
+  /** `n g` to the index of its header in `headers`, the last of a number winning as in an update. */
   objects: Map<string, number> | undefined;
+  resolved: Map<string, PdfValue | undefined>;
 }
 
 interface Stream {
@@ -77,7 +85,7 @@ function streamAt(pdf: Pdf, at: number, after: number): Stream | undefined {
   if (text[at - 1] === "d") return undefined; // "endstream"
   const eol = text.startsWith("\r\n", at + 6) ? 2 : text[at + 6] === "\n" || text[at + 6] === "\r" ? 1 : 0;
   if (eol === 0) return undefined;
-  const dict = dictBefore(text, after, at);
+  const dict = dictBefore(pdf, after, at);
   if (!dict) return undefined;
   const subtype = dict.get("Subtype");
   if (subtype?.kind === "name" && subtype.name === "Image") return undefined;
@@ -103,18 +111,22 @@ function streamAt(pdf: Pdf, at: number, after: number): Stream | undefined {
 /**
  * The stream's dictionary: read from the nearest object header (`n g obj`) since `after` whose
  * dictionary ends just before the `stream` keyword at `at` (a header written inside a string of
- * the dictionary does not), else from the nearest header alone. Found backwards: no regex over
- * the whole span; a dictionary padded past any window still has its /Filter read.
+ * the dictionary does not), else from the nearest header alone. Each read stops at `at`: a
+ * dictionary past it is not this stream's; a dictionary padded past any window still has its
+ * /Filter read.
  */
-function dictBefore(text: string, after: number, at: number): Map<string, PdfValue> | undefined {
+function dictBefore(pdf: Pdf, after: number, at: number): Map<string, PdfValue> | undefined {
+  const text = pdf.text;
+  const headers = headersOf(pdf);
   let nearest: Map<string, PdfValue> | undefined;
   let tries = 0;
-  // The "obj" before `o` (none before the start of the file: lastIndexOf would find 0 again).
-  const previous = (o: number) => (o > 0 ? text.lastIndexOf("obj", o - 1) : -1);
-  for (let o = text.lastIndexOf("obj", at); o >= after && tries < HEADER_TRIES; o = previous(o)) {
-    if (!/\d\s+\d+\s+$/.test(text.slice(Math.max(after, o - 32), o))) continue;
+  for (let i = lastBefore(headers, at); i >= 0 && tries < HEADER_TRIES; i--) {
+    const o = headers[i] as number;
+    if (o < after) break;
+    // The header's numbers after `after` too (`headersOf` looked back past it).
+    if (!HEADER_END.test(text.slice(Math.max(after, o - 32), o))) continue;
     tries++;
-    const lexer = new PdfLexer(text, o + 3);
+    const lexer = new PdfLexer(text, o + 3, at);
     const dict = lexer.dict();
     if (dict) {
       lexer.skipWhite();
@@ -125,21 +137,58 @@ function dictBefore(text: string, after: number, at: number): Map<string, PdfVal
   return nearest;
 }
 
-/** An indirect reference's object (the value after its header), else the value itself. */
-function resolve(pdf: Pdf, value: PdfValue | undefined): PdfValue | undefined {
-  if (value?.kind !== "ref") return value;
-  pdf.objects ??= objectIndex(pdf.text);
-  const at = pdf.objects.get(`${value.num} ${value.gen}`);
-  if (at === undefined) return undefined;
-  return new PdfLexer(pdf.text, at + 3).value();
+/** `n g ` just before an "obj": the numbers of an object header. */
+const HEADER_END = /(\d+)\s+(\d+)\s+$/;
+
+/** Every object header's offset (at its "obj"), in file order. */
+function headersOf(pdf: Pdf): number[] {
+  if (pdf.headers) return pdf.headers;
+  const text = pdf.text;
+  const headers: number[] = [];
+  for (let o = text.indexOf("obj"); o >= 0; o = text.indexOf("obj", o + 3)) {
+    // White space before "obj" first: the regex only where it may match.
+    if (WHITE_BEFORE.test(text[o - 1] ?? "") && HEADER_END.test(text.slice(Math.max(0, o - 32), o)))
+      headers.push(o);
+  }
+  pdf.headers = headers;
+  return headers;
+}
+const WHITE_BEFORE = /\s/;
+
+/** The index of the last header before `at`, -1 when none. */
+function lastBefore(headers: number[], at: number): number {
+  let lo = 0;
+  let hi = headers.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if ((headers[mid] as number) < at) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo - 1;
 }
 
-/** Every `n g obj` header's offset (at its "obj"), the last of a number winning as in an update. */
-function objectIndex(text: string): Map<string, number> {
+/**
+ * An indirect reference's object (the value after its header, read no further than the next
+ * header), else the value itself; each object read once.
+ */
+function resolve(pdf: Pdf, value: PdfValue | undefined): PdfValue | undefined {
+  if (value?.kind !== "ref") return value;
+  const key = `${value.num} ${value.gen}`;
+  if (pdf.resolved.has(key)) return pdf.resolved.get(key);
+  const headers = headersOf(pdf);
+  pdf.objects ??= objectIndex(pdf.text, headers);
+  const i = pdf.objects.get(key);
+  const found =
+    i === undefined ? undefined : new PdfLexer(pdf.text, (headers[i] as number) + 3, headers[i + 1]).value();
+  pdf.resolved.set(key, found);
+  return found;
+}
+
+function objectIndex(text: string, headers: number[]): Map<string, number> {
   const index = new Map<string, number>();
-  for (let o = text.indexOf("obj"); o >= 0; o = text.indexOf("obj", o + 3)) {
-    const m = /(\d+)\s+(\d+)\s+$/.exec(text.slice(Math.max(0, o - 32), o));
-    if (m) index.set(`${Number(m[1])} ${Number(m[2])}`, o);
+  for (const [i, o] of headers.entries()) {
+    const m = HEADER_END.exec(text.slice(Math.max(0, o - 32), o));
+    if (m) index.set(`${Number(m[1])} ${Number(m[2])}`, i);
   }
   return index;
 }

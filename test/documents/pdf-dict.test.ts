@@ -57,6 +57,28 @@ describe("a stream's dictionary read as pdf.js reads it", () => {
   });
 });
 
+describe("the stream pass is linear in the file, whatever its streams", () => {
+  // Each dictionary, header and reference was read to the end of the file once per stream (an
+  // unclosed string or hex string, a `lastIndexOf("obj")` back to the file's start): a 4 MB file
+  // held the PDF's thread, and every PDF after it, for minutes. Each below reads in well under a
+  // second now, and ran for minutes before (past the test's timeout).
+  const pass = (body: string) => checkPdfStreams(Buffer.from(`%PDF-1.4\n${body}`, "latin1"));
+
+  test("a header per stream whose dictionary never closes (a string, a hex string)", async () => {
+    await pass("1 0 obj <</Filter /FlateDecode /A (stream\n".repeat(99_000));
+    await pass("1 0 obj <</Filter /FlateDecode /A <stream\n".repeat(99_000));
+  });
+
+  test("streams far from any header", async () => {
+    await pass(`1 0 obj\n${`${"x".repeat(100)}stream\n`.repeat(99_000)}`);
+  });
+
+  test("streams whose /Length is one large object that never closes", async () => {
+    const stream = "2 0 obj <</Filter /FlateDecode /Length 9 0 R>>stream\nxx\nendstream endobj\n";
+    await pass(`9 0 obj (${"x".repeat(4 * 1024 * 1024)}\n${stream.repeat(10_000)}`);
+  });
+});
+
 describe("PdfLexer", () => {
   const dictOf = (text: string) => new PdfLexer(text, 0).dict();
 
@@ -98,5 +120,12 @@ describe("PdfLexer", () => {
 
   test("a key given twice: the last, as pdf.js keeps it", () => {
     expect(dictOf("<< /F /A /F /B >>")?.get("F")).toEqual({ kind: "name", name: "B" });
+  });
+
+  test("never reads past its end: what closes only after it is not there", () => {
+    const text = "<< /A (x) /B <41> /C [1] >> stream";
+    expect(new PdfLexer(text, 0, text.indexOf(" stream")).dict()?.size).toBe(3);
+    for (const cut of ["(x", "<4", "[1", ">>"])
+      expect(new PdfLexer(text, 0, text.indexOf(cut) + cut.length - 1).dict()).toBeUndefined();
   });
 });
