@@ -30,6 +30,12 @@ export const MAX_PDF_BUFFER_BYTES = 2 * MAX_INFLATED_STREAM_BYTES;
  * here. pdf.js reading a 64 MiB book's text stays far below it.
  */
 export const MAX_PDF_THREAD_GROWTH_BYTES = 1024 * 1024 * 1024;
+/**
+ * How long a PDF's thread may go without a page (`pdf-pages.ts`), its opening included: pdf.js
+ * rebuilding a damaged file's cross-references is quadratic in it (a 4 MB file took most of an
+ * hour, every PDF after it waiting), where a real book's heaviest page takes seconds.
+ */
+export const MAX_PDF_STALL_MS = 120_000;
 /** What all of them together may inflate to. */
 export const MAX_INFLATED_TOTAL_BYTES = 512 * 1024 * 1024;
 /** The characters a chunk aims at; a paragraph longer than this is split at sentences or words. */

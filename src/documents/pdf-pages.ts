@@ -2,7 +2,7 @@ import { CoreError, type ErrorCode } from "../protocol/errors.ts";
 import { Semaphore } from "../util/semaphore.ts";
 import { within } from "../util/within.ts";
 import { workerEntry } from "../util/worker-entry.ts";
-import { MAX_PDF_THREAD_GROWTH_BYTES } from "./limits.ts";
+import { MAX_PDF_STALL_MS, MAX_PDF_THREAD_GROWTH_BYTES } from "./limits.ts";
 import { documentProblem } from "./refusal.ts";
 import { nextTurn } from "./turn.ts";
 
@@ -16,7 +16,10 @@ import { nextTurn } from "./turn.ts";
  * While it runs, the process's resident memory is looked at every MEMORY_LOOK_MS: grown past
  * `memoryGrowth` (MAX_PDF_THREAD_GROWTH_BYTES) since the thread began, the thread is ended and
  * the file refused as `too_large`, whatever in pdf.js took it (`pdf-alloc-cap.ts` bounds its
- * buffers more tightly; this bounds the rest).
+ * buffers more tightly; this bounds the rest). Nor may it go MAX_PDF_STALL_MS without a page:
+ * pdf.js rebuilding a damaged file's cross-references is quadratic in what it holds (a 4 MB file
+ * of object headers whose strings never close took most of an hour), so such a thread is ended
+ * and the file refused as `too_large` too.
  */
 const MEMORY_LOOK_MS = 10;
 /** How long the next PDF waits for an ended thread to be gone (it is in milliseconds). */
@@ -31,6 +34,11 @@ export interface PdfPagesOptions {
   memoryGrowth?: number;
   /** The process's resident bytes now (tests give their own). */
   resident?: () => number;
+  /**
+   * Arms a one-shot timer of MAX_PDF_STALL_MS that calls `fire`, returning its cancel: armed when
+   * the thread starts and again at each page it sends (tests give their own, fired at will).
+   */
+  stallTimer?: (fire: () => void) => () => void;
 }
 export interface PdfPage {
   /** From 1. */
@@ -84,16 +92,65 @@ async function* readOnThread(
 ): AsyncGenerator<PdfPage> {
   const answers: PdfAnswer[] = [];
   let wake: (() => void) | undefined;
+  // Why the core ended the thread itself (its memory, no page for too long): the read's refusal.
+  let endedFor: Error | undefined;
+  const end = (refusal: Error) => {
+    worker.terminate();
+    endedFor ??= refusal;
+    wake?.();
+  };
+  let pages = 0;
+  const stall = new StallWatch(options.stallTimer ?? defaultStallTimer, () => end(stallRefusal(pages)));
   const hear = (answer: PdfAnswer) => {
+    if (answer.kind === "page") {
+      pages++;
+      stall.arm();
+    }
     answers.push(answer);
     wake?.();
   };
-  const worker = new Worker(workerFile());
+  const { worker, closed } = startThread(hear);
   const aborted = () => {
     worker.terminate();
     wake?.();
   };
   signal.addEventListener("abort", aborted, { once: true });
+  const watch = watchMemory(options, end);
+  try {
+    // The thread gets a copy (pdf.js takes over the buffer it reads), handed over, not cloned again.
+    const copy = new Uint8Array(bytes);
+    worker.postMessage({ bytes: copy } satisfies PdfAsk, [copy.buffer]);
+    stall.arm();
+    for (;;) {
+      signal.throwIfAborted();
+      if (endedFor) throw endedFor;
+      const answer = answers.shift();
+      if (!answer) {
+        await new Promise<void>((resolve) => {
+          wake = resolve;
+        });
+        wake = undefined;
+        continue;
+      }
+      if (answer.kind === "done") return;
+      if (answer.kind === "error") throw errorOf(answer.error);
+      yield { page: answer.page, total: answer.total, text: answer.text };
+      // Pages that came while this one was used wait a turn each: the loop is never held by a run.
+      await nextTurn();
+    }
+  } finally {
+    signal.removeEventListener("abort", aborted);
+    clearInterval(watch);
+    stall.stop();
+    worker.terminate();
+    // The next PDF's thread starts once this one is gone, its memory with it.
+    await within(closed, THREAD_END_WAIT_MS, undefined);
+  }
+}
+
+/** A PDF's thread, each answer and its end heard by `hear`; `closed` once it is gone. */
+function startThread(hear: (answer: PdfAnswer) => void): { worker: Worker; closed: Promise<void> } {
+  const worker = new Worker(workerFile());
   live++;
   const closed = Promise.withResolvers<void>();
   worker.addEventListener(
@@ -112,40 +169,44 @@ async function* readOnThread(
     event.preventDefault();
     hear({ kind: "error", error: { name: "Error", message: `the PDF's thread stopped: ${event.message}` } });
   };
-  let overMemory: Error | undefined;
-  const watch = watchMemory(options, (over) => {
-    worker.terminate();
-    overMemory = over;
-    wake?.();
-  });
-  try {
-    // The thread gets a copy (pdf.js takes over the buffer it reads), handed over, not cloned again.
-    const copy = new Uint8Array(bytes);
-    worker.postMessage({ bytes: copy } satisfies PdfAsk, [copy.buffer]);
-    for (;;) {
-      signal.throwIfAborted();
-      if (overMemory) throw overMemory;
-      const answer = answers.shift();
-      if (!answer) {
-        await new Promise<void>((resolve) => {
-          wake = resolve;
-        });
-        wake = undefined;
-        continue;
-      }
-      if (answer.kind === "done") return;
-      if (answer.kind === "error") throw errorOf(answer.error);
-      yield { page: answer.page, total: answer.total, text: answer.text };
-      // Pages that came while this one was used wait a turn each: the loop is never held by a run.
-      await nextTurn();
-    }
-  } finally {
-    signal.removeEventListener("abort", aborted);
-    clearInterval(watch);
-    worker.terminate();
-    // The next PDF's thread starts once this one is gone, its memory with it.
-    await within(closed.promise, THREAD_END_WAIT_MS, undefined);
+  return { worker, closed: closed.promise };
+}
+
+/** The thread's timer between pages: armed again at each page, stopped when the read ends. */
+class StallWatch {
+  private cancel: (() => void) | undefined;
+  private stopped = false;
+
+  constructor(
+    private readonly timer: (fire: () => void) => () => void,
+    private readonly fire: () => void,
+  ) {}
+
+  arm(): void {
+    if (this.stopped) return;
+    this.cancel?.();
+    this.cancel = this.timer(() => {
+      if (!this.stopped) this.fire();
+    });
   }
+
+  stop(): void {
+    this.stopped = true;
+    this.cancel?.();
+  }
+}
+
+function defaultStallTimer(fire: () => void): () => void {
+  const timer = setTimeout(fire, MAX_PDF_STALL_MS);
+  timer.unref?.();
+  return () => clearTimeout(timer);
+}
+
+function stallRefusal(pages: number): Error {
+  return documentProblem(
+    "too_large",
+    `pdf.js read no page of the PDF in ${MAX_PDF_STALL_MS / 1000} s (after ${pages} pages): a file this slow to read is refused (damaged, or built to be slow?)`,
+  );
 }
 
 /** Tells `over` once, with the refusal, when the process has grown past the bound since now. */

@@ -169,3 +169,48 @@ describe("one PDF read at a time", () => {
     expect(await texts(pdfOf([light("after")]))).toEqual(["after"]);
   }, 60_000);
 });
+
+describe("a PDF's thread may not go long without a page", () => {
+  const light = (word: string) => ({ dict: "", data: Buffer.from(`BT /F1 12 Tf 72 700 Td (${word}) Tj ET`) });
+  /** A stand-in for the stall timer: each arming kept, fired when the test says. */
+  const timers = () => {
+    const armed: { fire: () => void; cancelled: boolean }[] = [];
+    const stallTimer = (fire: () => void) => {
+      const timer = { fire, cancelled: false };
+      armed.push(timer);
+      return () => {
+        timer.cancelled = true;
+      };
+    };
+    return { armed, stallTimer };
+  };
+
+  test("pdf.js stuck rebuilding a damaged file's cross-references: the thread is ended, the file refused", async () => {
+    // No xref and one object number over and over, each with a string that never closes: pdf.js
+    // reads each to the end of the file (most of an hour for these 4 MB).
+    const unit = "1 0 obj <</Filter /FlateDecode /A (stream\n";
+    const pdf = Buffer.from(`%PDF-1.4\n${unit.repeat(99_000)}`, "latin1");
+    const { armed, stallTimer } = timers();
+    const read = (async () => {
+      for await (const _ of pdfPages(pdf, { stallTimer })) throw new Error("no page was expected");
+    })();
+    expect(await waitFor(() => armed.length === 1, { intervalMs: 5 })).toBe(true);
+    armed[0]?.fire();
+    await expect(read).rejects.toThrow(
+      expect.objectContaining({ code: "invalid_request", data: { problem: "too_large" } }),
+    );
+    await read.catch((e: Error) => expect(e.message).toContain("read no page of the PDF"));
+    expect(await waitFor(() => livePdfThreads() === 0, { intervalMs: 5 })).toBe(true);
+  }, 60_000);
+
+  test("each page arms the timer again, and the read's end stops it", async () => {
+    const { armed, stallTimer } = timers();
+    const texts: string[] = [];
+    for await (const page of pdfPages(pdfOf([light("one"), light("two"), light("three")]), { stallTimer }))
+      texts.push(page.text);
+    expect(texts).toEqual(["one", "two", "three"]);
+    // At the start and at each page; every one cancelled (the last by the read's end).
+    expect(armed.length).toBe(4);
+    expect(armed.every((t) => t.cancelled)).toBe(true);
+  }, 60_000);
+});
