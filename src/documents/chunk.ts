@@ -27,7 +27,8 @@ export type Chunk = z.infer<typeof ChunkSchema>;
  */
 export class Chunker {
   private readonly chunks: Chunk[] = [];
-  private readonly headings: { level: number; text: string }[] = [];
+  /** `carried`: a chunk has been made under it (its subsections' included). */
+  private readonly headings: { level: number; text: string; carried: boolean }[] = [];
   private parts: string[] = [];
   private size = 0;
   private page: number | undefined;
@@ -42,8 +43,8 @@ export class Chunker {
   push(block: Block): void {
     if (block.kind === "heading") {
       this.flush();
-      while ((this.headings.at(-1)?.level ?? 0) >= block.level) this.headings.pop();
-      this.headings.push({ level: block.level, text: headingOf(block.text) });
+      while ((this.headings.at(-1)?.level ?? 0) >= block.level) this.closeHeading();
+      this.headings.push({ level: block.level, text: headingOf(block.text), carried: false });
       // Every chunk under it carries the heading: one past the bound is kept whole once, as text.
       if (block.text.length > HEADING_CHARS) this.push({ kind: "paragraph", text: block.text });
       return;
@@ -70,7 +71,18 @@ export class Chunker {
   /** The chunks, once every block is in. */
   finish(): Chunk[] {
     this.flush();
+    while (this.headings.length > 0) this.closeHeading();
     return this.chunks;
+  }
+
+  /**
+   * The innermost heading closed: one no chunk was made under (a section with no body, a
+   * document of headings alone) is a chunk of its own text under the headings above it, so its
+   * words are found, and an outline is not refused as having no text.
+   */
+  private closeHeading(): void {
+    const heading = this.headings.pop();
+    if (heading && !heading.carried) this.emit(heading.text);
   }
 
   private flush(): void {
@@ -92,6 +104,7 @@ export class Chunker {
     };
     if (this.page !== undefined) chunk.page = this.page;
     this.chunks.push(chunk);
+    for (const h of this.headings) h.carried = true;
   }
 }
 

@@ -40,6 +40,23 @@ describe("chunking on structure", () => {
     expect(stored).toBeLessThan(2 * (md.length + body.length));
   });
 
+  test("a heading with nothing under it is a chunk of its own; an outline is read, not refused as no text", () => {
+    // Before, a section with no body was in no chunk (its words never found), and a document of
+    // headings alone made no chunk at all: "no_text".
+    expect(chunk("# Plan\n## Deadline: March 3\n## Owner: Ana").map((c) => [c.text, c.heading_path])).toEqual(
+      [
+        ["Deadline: March 3", ["Plan"]],
+        ["Owner: Ana", ["Plan"]],
+      ],
+    );
+    expect(chunk("# A\ntext a\n# Empty\n# B\ntext b\n## Last").map((c) => [c.text, c.heading_path])).toEqual([
+      ["text a", ["A"]],
+      ["Empty", []],
+      ["text b", ["B"]],
+      ["Last", ["B"]],
+    ]);
+  });
+
   test("setext headings, and a # inside a code fence is code", () => {
     const chunks = chunk("Title\n=====\n\n```\n# not a heading\n```\n\nSub\n---\ntext");
     expect(chunks.map((c) => [c.text, c.heading_path])).toEqual([
