@@ -4,6 +4,13 @@ import type { LoadJob } from "./model-state.ts";
 import type { Room } from "./room.ts";
 import { neverFits, noRoom } from "./scheduler-errors.ts";
 
+/**
+ * The longest a waiting load goes without deciding again. Not every freeing is told to the room:
+ * a server failed by a reported wedge aborts its leases at once but holds its memory until its
+ * stop ends (grace, then a kill), and nothing is released or aborted then.
+ */
+const LOOK_AGAIN_MS = 1_000;
+
 /** What admission asks of the scheduler. */
 export interface AdmissionDeps {
   timers: Timers;
@@ -53,6 +60,6 @@ export async function admit(
     const left = limitMs - elapsed();
     if (left <= 0) throw noRoom(model, d.holders, elapsed());
     report();
-    await deps.room.wait(left, signal, report);
+    await deps.room.wait(Math.min(left, LOOK_AGAIN_MS), signal, report);
   }
 }

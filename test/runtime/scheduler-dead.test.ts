@@ -32,6 +32,24 @@ describe("Scheduler: a model whose server died", () => {
     expect(row("b")?.state).toBe("loaded");
   });
 
+  test("a load waiting for room decides again once a pinned holder failed by a wedge has stopped, not only at load_wait_s", async () => {
+    const { fleet, timers, scheduler, row } = schedulerOver({ a: { gib: 6 }, b: { gib: 6 } }, ["a"]);
+    const chat = await scheduler.acquire("a", signal());
+    const b = scheduler.acquire("b", signal());
+    await settle();
+    expect(row("b")?.state).toBe("loading");
+    // The chat's wedge is reported: the server is stopped (its grace, then a kill), the chat ends.
+    fleet.last("a").failReported();
+    chat.release();
+    await settle();
+    expect(row("a")?.state).toBe("loaded");
+    // Its stop ends: nothing is released nor aborted then, yet its memory is free.
+    fleet.last("a").halted();
+    await timers.advance(1_000);
+    expect(row("b")?.state).toBe("loaded");
+    (await b).release();
+  });
+
   test("models.load starts it again, the same runtime (its restart budget), and answers once it is up", async () => {
     const { fleet, scheduler, row } = schedulerOver({ a: { gib: 6 } }, ["a"]);
     await scheduler.load("a");

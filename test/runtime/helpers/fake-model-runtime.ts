@@ -87,6 +87,21 @@ export class FakeRuntime implements ModelRuntime {
     return this.died.signal;
   }
 
+  /** A failure reported (a wedge): its end signalled at once, its server still stopping until `halted()`. */
+  halting = false;
+
+  failReported(): void {
+    this.up = false;
+    this.halting = true;
+    this.died.abort(new Error(`${this.name} failed`));
+  }
+
+  /** The stop a reported failure began has ended: stopped, as after a crash. */
+  halted(): void {
+    this.halting = false;
+    this.dead = true;
+  }
+
   /** Its server dies, as a SIGKILL behind the core's back: stopped, and its end signalled. */
   crash(): void {
     this.up = false;
@@ -132,7 +147,13 @@ export class FakeRuntime implements ModelRuntime {
   }
 
   snapshot(): SupervisorSnapshot {
-    const state = this.stopped || this.dead ? "stopped" : this.up ? "ready" : "starting";
+    const state = this.halting
+      ? "stopping"
+      : this.stopped || this.dead
+        ? "stopped"
+        : this.up
+          ? "ready"
+          : "starting";
     return {
       state,
       pid: this.pid,
