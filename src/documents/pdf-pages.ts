@@ -102,7 +102,10 @@ async function* readOnThread(
   let pages = 0;
   const stall = new StallWatch(options.stallTimer ?? defaultStallTimer, () => end(stallRefusal(pages)));
   const hear = (answer: PdfAnswer) => {
-    if (answer.kind === "page") {
+    // The thread's last word (done, an error) stops the timer: what is left is the reader's, whose
+    // pace (the store taking the chunks) is no stall of pdf.js's.
+    if (answer.kind !== "page") stall.stop();
+    else {
       pages++;
       stall.arm();
     }

@@ -213,4 +213,22 @@ describe("a PDF's thread may not go long without a page", () => {
     expect(armed.length).toBe(4);
     expect(armed.every((t) => t.cancelled)).toBe(true);
   }, 60_000);
+
+  test("the thread's done stops the timer: a reader slow with the last pages is not refused", async () => {
+    // The timer stayed armed from the last page heard: a reader held (the store slow with its
+    // chunks) 120 s after pdf.js had finished was refused as too_large with every page read.
+    const { armed, stallTimer } = timers();
+    const texts: string[] = [];
+    for await (const page of pdfPages(pdfOf([light("one"), light("two"), light("three")]), { stallTimer })) {
+      if (texts.length === 0) {
+        // Held at the first page until the thread has sent every page and its done.
+        expect(
+          await waitFor(() => armed.length === 4 && armed[3]?.cancelled === true, { intervalMs: 5 }),
+        ).toBe(true);
+        for (const timer of armed) timer.fire();
+      }
+      texts.push(page.text);
+    }
+    expect(texts).toEqual(["one", "two", "three"]);
+  }, 60_000);
 });
