@@ -129,3 +129,32 @@ test("a snippet is cut between characters: no half of an emoji at either end", (
     expect(markedSnippet(text, ["needle"]).isWellFormed()).toBe(true);
   }
 });
+
+test("a hit whose id another user's message took between the ranking and its row's read is left out", async () => {
+  using dir = tmpdir();
+  const store = Store.open(dir.path, { chunkThread: false });
+  said(store, "the lighthouse keeper");
+  store.close();
+  const db = new Database(join(dir.path, DB_FILE));
+  const { id } = db.query("SELECT id FROM messages").get() as { id: number };
+  // Erased, and its id (the newest, so SQLite gives it again) taken by another user's message.
+  const reusedMeanwhile = {
+    query: (sql: string) => {
+      if (sql.includes("WHERE m.id = ?")) {
+        db.run("DELETE FROM messages WHERE id = ?", [id]);
+        db.run(
+          `INSERT INTO sessions (user_id, session_id, title, agent, created_at, updated_at, message_count, preview)
+           VALUES ('other', 'theirs', 'their title', 'plain', 1, 1, 1, '')`,
+        );
+        db.run(
+          `INSERT INTO messages (user_id, session_id, seq, role, content, created_at)
+           VALUES ('other', 'theirs', 0, 'user', 'their lighthouse secret', 1)`,
+        );
+        expect((db.query("SELECT max(id) AS id FROM messages").get() as { id: number }).id).toBe(id);
+      }
+      return db.query(sql);
+    },
+  } as unknown as Database;
+  expect(searchSessions(reusedMeanwhile, true, "u", "lighthouse", 5)).toEqual([]);
+  db.close();
+});
