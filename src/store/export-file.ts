@@ -51,12 +51,15 @@ export async function exportToFile(
   dataDir: string,
   confirm: () => unknown = () => {},
 ): Promise<number> {
-  const tmp = join(dirname(path), `.${basename(path)}.${randomBytes(6).toString("hex")}.tmp`);
   let fd: number | undefined;
   let bytes = 0;
   let noted: (() => void) | undefined;
+  let tmp: string | undefined;
+  // Checked, written and renamed into the folder as the OS resolves it, the same folder each time.
+  let folder = dirname(path);
   try {
-    refuseDataDir(path, dataDir);
+    folder = exportFolder(path, dataDir);
+    tmp = join(folder, `.${basename(path)}.${randomBytes(6).toString("hex")}.tmp`);
     noted = noteExportTemp(dataDir, tmp);
     fd = openPrivateFile(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL);
     for await (const piece of pieces) {
@@ -69,11 +72,11 @@ export async function exportToFile(
     fd = undefined;
     // Nothing awaited from here to the rename: a delete of the session cannot come in between.
     confirm();
-    renameSync(tmp, path);
+    renameSync(tmp, join(folder, basename(path)));
     noted();
   } catch (err) {
     if (fd !== undefined) await closeAsync(fd).catch(() => {});
-    rmSync(tmp, { force: true });
+    if (tmp !== undefined) rmSync(tmp, { force: true });
     noted?.();
     if (err instanceof CoreError) throw err;
     const code = (err as { code?: string }).code;
@@ -83,26 +86,32 @@ export async function exportToFile(
       problem: code ?? "unknown",
     });
   }
-  await syncFolderAsync(dirname(path));
+  await syncFolderAsync(folder);
   return bytes;
 }
 
 /**
- * A path in the core's own folder is refused before anything is written: the rename would
- * replace the live database (or its log) with the export, and every user's conversations would
- * be gone at the next read. Folders are compared resolved, so a link to data_dir is caught too.
+ * The folder `path`'s file goes in, resolved (links, `..` after a link: the OS takes it from the
+ * link's target, not from the text before it), refused inside the core's own folder before
+ * anything is written: the rename would replace the live database (or its log) with the export,
+ * and every user's conversations would be gone at the next read. A link to data_dir is caught too.
  */
-function refuseDataDir(path: string, dataDir: string): void {
+function exportFolder(path: string, dataDir: string): string {
+  // The file is renamed in by its name: a path that names a folder (`dir/`, `dir/..`) has none.
+  const name = basename(path);
+  if (name === "" || name === "." || name === ".." || path.endsWith("/") || path.endsWith(sep))
+    throw Object.assign(new Error("names a folder"), { code: "EISDIR" });
+  // A folder that is missing fails here as the write would (ENOENT).
+  const folder = realFolder(dirname(path));
   let data: string;
   try {
     data = realFolder(dataDir);
   } catch {
     // No data folder yet: nothing of the core's can be replaced.
-    return;
+    return folder;
   }
-  // A folder that is missing fails here as the write would (ENOENT).
-  const inside = relative(data, realFolder(dirname(path)));
-  if (inside === ".." || inside.startsWith(`..${sep}`) || isAbsolute(inside)) return;
+  const inside = relative(data, folder);
+  if (inside === ".." || inside.startsWith(`..${sep}`) || isAbsolute(inside)) return folder;
   throw new CoreError(
     "invalid_request",
     `params.path: ${path} is inside app.data_dir (${dataDir}), the core's own files; name a path outside it`,
@@ -118,7 +127,8 @@ function refuseDataDir(path: string, dataDir: string): void {
  */
 function realFolder(folder: string): string {
   try {
-    return realpathSync.native(resolve(folder));
+    // Not resolve() first: it takes `link/..` away as text, where the OS goes to the target's parent.
+    return realpathSync.native(folder);
   } catch (err) {
     // Missing, not a folder, not reachable: that error (ENOENT…), as the write would meet.
     if (!statSync(folder).isDirectory()) throw err;

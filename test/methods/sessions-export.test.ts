@@ -49,6 +49,12 @@ test("an export over 8 MiB is refused inline, and written whole, owner-only, to 
   const nowhere = join(h.dataDir, "no", "such", "x.json");
   const missing = await call(h, "n", "sessions.export", { session_id: "big", format: "json", path: nowhere });
   expect(missing).toMatchObject({ code: "invalid_request", data: { field: "path", problem: "ENOENT" } });
+  // A path that names a folder has no file name to rename the export to.
+  for (const [i, folder] of [`${h.dataDir}/../out/`, `${h.dataDir}/../out/..`].entries()) {
+    const r = await call(h, `d${i}`, "sessions.export", { session_id: "big", format: "json", path: folder });
+    expect(r).toMatchObject({ code: "invalid_request", data: { field: "path", problem: "EISDIR" } });
+  }
+  expect(existsSync(join(h.dataDir, "..", "out"))).toBe(false);
 });
 
 test("an export is refused a path into app.data_dir: it would replace the database (every user's sessions lost)", async () => {
@@ -68,11 +74,18 @@ test("an export is refused a path into app.data_dir: it would replace the databa
   const link = join(h.dataDir, "..", "link-to-data");
   symlinkSync(h.dataDir, link);
   mkdirSync(join(h.dataDir, "run"), { recursive: true });
+  // `..` after a link is the link target's parent to the OS, not the folder the text names:
+  // lexically `a/data`, a harmless folder, but the OS reaches data_dir itself.
+  const base = join(h.dataDir, "..");
+  mkdirSync(join(base, "inner"));
+  mkdirSync(join(base, "a", "data"), { recursive: true });
+  symlinkSync(join(base, "inner"), join(base, "a", "link"));
   const paths = [
     join(h.dataDir, "local-ai.db"),
     join(h.dataDir, "local-ai.db-wal"),
     join(link, "local-ai.db"),
     join(h.dataDir, "run", "x.json"),
+    `${join(base, "a", "link")}/../data/local-ai.db`,
   ];
   for (const [i, path] of paths.entries()) {
     const r = await call(h, `e${i}`, "sessions.export", { session_id: "kept", format: "json", path });
