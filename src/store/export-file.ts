@@ -59,7 +59,7 @@ export async function exportToFile(
   let folder = dirname(path);
   try {
     folder = exportFolder(path, dataDir);
-    tmp = join(folder, `.${basename(path)}.${randomBytes(6).toString("hex")}.tmp`);
+    tmp = join(folder, tempName(basename(path)));
     noted = noteExportTemp(dataDir, tmp);
     fd = openPrivateFile(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL);
     for await (const piece of pieces) {
@@ -76,7 +76,8 @@ export async function exportToFile(
     noted();
   } catch (err) {
     if (fd !== undefined) await closeAsync(fd).catch(() => {});
-    if (tmp !== undefined) rmSync(tmp, { force: true });
+    // Its own failure (ENAMETOOLONG…) must not take the place of the export's.
+    if (tmp !== undefined) rmQuietly(tmp);
     noted?.();
     if (err instanceof CoreError) throw err;
     const code = (err as { code?: string }).code;
@@ -88,6 +89,30 @@ export async function exportToFile(
   }
   await syncFolderAsync(folder);
   return bytes;
+}
+
+/** What a file name may take of a temp file's: 255 bytes (NAME_MAX) less `.` and `.<12 hex>.tmp`. */
+const TEMP_NAME_BYTES = 255 - 18;
+
+/**
+ * `.<name>.<12 hex>.tmp`, the name cut at a whole character to fit: a name the file system takes
+ * (up to 255 bytes) must not fail for its temp file's longer one.
+ */
+function tempName(name: string): string {
+  let kept = "";
+  let bytes = 0;
+  for (const c of name) {
+    bytes += Buffer.byteLength(c);
+    if (bytes > TEMP_NAME_BYTES) break;
+    kept += c;
+  }
+  return `.${kept}.${randomBytes(6).toString("hex")}.tmp`;
+}
+
+function rmQuietly(path: string): void {
+  try {
+    rmSync(path, { force: true });
+  } catch {}
 }
 
 /**

@@ -150,3 +150,25 @@ test("an edit committed under an export starts it again: the answer is one conve
   expect(attempts).toBe(3);
   expect(never).toMatchObject({ type: "error", code: "internal_error", data: { reason: "session_edited" } });
 });
+
+test("an export to a long file name: written when the name fits, path_unwritable when it does not", async () => {
+  await using h = new ChatHarness({ agents: [{ name: "plain" }], memory: { enabled: false } });
+  h.services.store().conversations.commitTurn({
+    userId: "default_user",
+    sessionId: "s",
+    agent: "plain",
+    messages: [{ role: "user", content: "hello" }],
+    at: new Date(),
+  });
+  // 250 bytes is a name the file system takes; its temp file's name must fit too (255 at most).
+  const fits = join(h.dataDir, "..", `${"é".repeat(100)}${"n".repeat(45)}.json`);
+  const ok = await call(h, "ok", "sessions.export", { session_id: "s", format: "json", path: fits });
+  expect(ok.result).toEqual({ format: "json", path: fits, bytes: statSync(fits).size });
+  expect(JSON.parse(readFileSync(fits, "utf8")).messages[0].content).toBe("hello");
+  const tooLong = join(h.dataDir, "..", `${"n".repeat(300)}.json`);
+  const refused = await call(h, "no", "sessions.export", { session_id: "s", format: "json", path: tooLong });
+  expect(refused).toMatchObject({
+    code: "invalid_request",
+    data: { field: "path", reason: "path_unwritable", problem: "ENAMETOOLONG" },
+  });
+});
