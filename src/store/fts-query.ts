@@ -1,17 +1,20 @@
 /**
  * User text as an FTS5 query, built from words only so that no character of the user's can
  * be taken for query syntax (quotes, `NEAR`, `-`, column filters): each word is quoted.
- * Words are lower-cased runs of letters and digits in any script, at least two long, the same
- * split the unicode61 tokenizer makes.
+ * Words are lower-cased runs of letters, digits and combining marks in any script, at least two
+ * long. Marks stay inside a word (Devanagari's vowel signs, a decomposed accent, the dot `İ`
+ * lower-cases to): split at each, `हिन्दी` left only single letters, dropped, and nothing was
+ * found. The quoted word is split by the index's own tokenizer, as the text was (unicode61 takes
+ * a diacritic away and splits at the other marks), so it matches where the text says it.
  */
 const MAX_TERMS = 32;
-const WORD = /[\p{L}\p{N}]+/gu;
+const WORD = /[\p{L}\p{N}\p{M}]+/gu;
 
 /**
  * The first MAX_TERMS words, read one at a time: a chat's input may be megabytes, and lower-casing
  * all of it and listing every word before keeping 32 held the loop for a quarter of a second.
- * Each run is lower-cased and split again, since lower-casing may make a character that is not a
- * letter (`İ` becomes `i` and a combining dot), as lower-casing the whole text first did.
+ * Each run is lower-cased and split again, as lower-casing the whole text first did: lower-casing
+ * may make a character of none of the three kinds.
  */
 export function words(text: string): string[] {
   const seen = new Set<string>();

@@ -100,7 +100,7 @@ export function markedSnippet(text: string, found: readonly string[]): string {
   // Each cut between characters: half an emoji is a lone surrogate, no text (docs/protocol.md "Text").
   const flat = (cut ? text.slice(0, wholeCharCut(text, SNIPPET_SCAN_CHARS)) : text).replace(/\s+/g, " ");
   const pattern = new RegExp(
-    `(?<![\\p{L}\\p{N}])(${found.map(escapeRegExp).join("|")})[\\p{L}\\p{N}]*`,
+    `(?<![\\p{L}\\p{N}\\p{M}])(${found.map(escapeRegExp).join("|")})[\\p{L}\\p{N}\\p{M}]*`,
     "giu",
   );
   const first = found.length > 0 ? flat.search(pattern) : -1;

@@ -4,7 +4,7 @@ import { allOf, anyOf, words } from "../../src/store/fts-query.ts";
 /** The split as docs/agent.md states it, on the whole text at once: the oracle. */
 function wholeText(text: string): string[] {
   const seen = new Set<string>();
-  for (const t of text.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? []) {
+  for (const t of text.toLowerCase().match(/[\p{L}\p{N}\p{M}]+/gu) ?? []) {
     if (t.length > 1) seen.add(t);
     if (seen.size >= 32) break;
   }

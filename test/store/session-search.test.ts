@@ -158,3 +158,24 @@ test("a hit whose id another user's message took between the ranking and its row
   expect(searchSessions(reusedMeanwhile, true, "u", "lighthouse", 5)).toEqual([]);
   db.close();
 });
+
+test("words with combining marks are found: Devanagari's vowel signs, a decomposed accent, İ lower-cased", async () => {
+  using dir = tmpdir();
+  const store = Store.open(dir.path, { chunkThread: false });
+  const texts = ["हिन्दी भाषा सीखना", "a naïve plan", "İstanbul trip"];
+  for (const [i, content] of texts.entries())
+    store.conversations.commitTurn({
+      userId: "u",
+      sessionId: `s${i}`,
+      agent: "plain",
+      messages: [{ role: "user", content }],
+      at: new Date(),
+    });
+  const found = async (q: string) => (await store.search("u", q, 10)).map((h) => h.session_id);
+  expect(await found("हिन्दी")).toEqual(["s0"]);
+  expect(await found("सीखना")).toEqual(["s0"]);
+  expect(await found("nai\u0308ve")).toEqual(["s1"]);
+  expect(await found("İSTANBUL")).toEqual(["s2"]);
+  expect(await found("istanbul")).toEqual(["s2"]);
+  store.close();
+});
