@@ -1,16 +1,30 @@
-import { existsSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, lstatSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { writeFileAtomic } from "./atomic.ts";
 import { IMPORTED_DIR, readJson, TurnsSchema } from "./import-v01.ts";
 
 /** Every 0.1 folder tree that may hold a user's files: in place, or kept aside after import. */
 function userTrees(dataDir: string, userId: string): string[] {
-  const trees = [join(dataDir, "users", userId)];
+  const parents = [join(dataDir, "users")];
   const aside = join(dataDir, IMPORTED_DIR);
   if (existsSync(aside)) {
-    for (const e of readdirSync(aside)) if (e.startsWith("users")) trees.push(join(aside, e, userId));
+    for (const e of readdirSync(aside)) if (e.startsWith("users")) parents.push(join(aside, e));
   }
-  return trees.filter((t) => existsSync(t));
+  return parents.map((p) => folderNamed(p, userId)).filter((t) => t !== undefined);
+}
+
+/**
+ * `parent/name` when the folder holds an entry of exactly that name, a folder and not a link: ids
+ * differ by case (`Ann`, `ann`), and macOS's and Windows' disks find `ann`'s folder by `Ann`, so
+ * a delete of one user erased another's files.
+ */
+function folderNamed(parent: string, name: string): string | undefined {
+  try {
+    if (!readdirSync(parent).includes(name)) return undefined;
+    return lstatSync(join(parent, name)).isDirectory() ? join(parent, name) : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /**
@@ -26,7 +40,8 @@ export function eraseImported(dataDir: string, userId: string, sessionId?: strin
       rmSync(tree, { recursive: true, force: true });
       continue;
     }
-    rmSync(join(tree, "sessions", sessionId), { recursive: true, force: true });
+    const session = folderNamed(join(tree, "sessions"), sessionId);
+    if (session !== undefined) rmSync(session, { recursive: true, force: true });
     const memory = join(tree, "memory");
     if (!existsSync(memory)) continue;
     for (const name of readdirSync(memory)) {

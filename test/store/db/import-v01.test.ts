@@ -1,10 +1,11 @@
 import { Database } from "bun:sqlite";
 import { describe, expect, test } from "bun:test";
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { CheckpointSchema } from "../../../src/store/checkpoint.ts";
 import { DB_FILE, openStore } from "../../../src/store/db/open.ts";
 import { eraseSession } from "../../../src/store/erase.ts";
+import { eraseImported } from "../../../src/store/import-v01-erase.ts";
 import { Store } from "../../../src/store/store.ts";
 import { holdImportBefore } from "../../fixtures/store-v01/hold-import.ts";
 import { MemoryIndex } from "../../fixtures/store-v01/memory-index.ts";
@@ -353,4 +354,24 @@ describe("import of the 0.1 layout", () => {
     again.close();
     expect(imported(t.dir.path)).toEqual({ messages: { a: 2, b: 2, c: 2 }, memory: 3, meta: ["import_v01"] });
   });
+});
+
+test("a delete of 'Ann' erases nothing of ann's kept 0.1 files (one folder on a case-insensitive disk)", async () => {
+  using dir = tmpdir();
+  threeSessions(dir.path);
+  const store = Store.open(dir.path);
+  await store.whenImported();
+  store.close();
+  const aside = join(dir.path, "imported-0.1", "users");
+  const turns = readFileSync(join(aside, "ann", "memory", "turns.json"), "utf8");
+  // macOS's and Windows' disks find users/ann by the name `Ann`; here a link is that other name.
+  symlinkSync(join(aside, "ann"), join(aside, "Ann"));
+  eraseImported(dir.path, "Ann", "a");
+  expect(existsSync(join(aside, "ann", "sessions", "a", "history.json"))).toBe(true);
+  expect(readFileSync(join(aside, "ann", "memory", "turns.json"), "utf8")).toBe(turns);
+  eraseImported(dir.path, "Ann");
+  expect(existsSync(join(aside, "ann", "sessions", "b", "history.json"))).toBe(true);
+  // ann's own erase still takes hers.
+  eraseImported(dir.path, "ann", "a");
+  expect(existsSync(join(aside, "ann", "sessions", "a"))).toBe(false);
 });
