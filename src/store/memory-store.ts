@@ -115,9 +115,13 @@ export class MemoryStore {
     const byId = new Map(rows.map((r) => [r.id, r]));
     const missing = fused.filter((f) => !byId.has(f.id)).map((f) => f.id);
     if (missing.length > 0) {
+      // In scope again: the vector search checked it in its own statement, and an erase and a new
+      // row (another thread's commit) in between may have given an id to another user's text.
       const more = this.db
-        .query(`SELECT ${ROW}, 0 AS score FROM memory m WHERE m.id IN (SELECT value FROM json_each(?))`)
-        .all(JSON.stringify(missing)) as Row[];
+        .query(
+          `SELECT ${ROW}, 0 AS score FROM memory m WHERE m.id IN (SELECT value FROM json_each($ids)) AND ${RECALL_SCOPE}`,
+        )
+        .all({ ...scopeParams(userId, skip, this.folders), ids: JSON.stringify(missing) }) as Row[];
       for (const r of more) byId.set(r.id, r);
     }
     return fused.flatMap((f) => {

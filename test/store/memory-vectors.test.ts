@@ -1,4 +1,4 @@
-import { describe, expect, test } from "bun:test";
+import { describe, expect, spyOn, test } from "bun:test";
 import { openStore } from "../../src/store/db/open.ts";
 import { MemoryVectors } from "../../src/store/memory-vectors.ts";
 import { Store } from "../../src/store/store.ts";
@@ -42,6 +42,27 @@ describe("memory with vectors", () => {
     const both = store.memory.search("ann", "tyres", 2, "now", { fingerprint: "m1", vector: toward(4) });
     expect(Number(both[0]?.doc.id)).toBe(car);
     store.close();
+  });
+
+  test("a vector hit whose row is another user's by the time it is read is left out (its id taken since)", () => {
+    using dir = tmpdir();
+    const store = Store.open(dir.path);
+    const mine = turn(store, "ann", "s1", "alpha one");
+    const theirs = turn(store, "bob", "b1", "bob's private note");
+    // The vector search checked its scope in its own statement; between it and the read of the
+    // rows it named, an erase and a new row (another thread's commit) may give its id to another user.
+    const nearest = spyOn(store.memory.vectors, "nearest").mockReturnValue([
+      { id: theirs, score: 0.9 },
+      { id: mine, score: 0.8 },
+    ]);
+    try {
+      const hits = store.memory.search("ann", "zzz", 5, "now", { fingerprint: "m1", vector: toward(1) });
+      expect(hits.map((h) => Number(h.doc.id))).toEqual([mine]);
+      expect(JSON.stringify(hits)).not.toContain("private");
+    } finally {
+      nearest.mockRestore();
+      store.close();
+    }
   });
 
   test("another model's vectors are never used; another user's rows and this session are out of scope", () => {
