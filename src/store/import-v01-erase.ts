@@ -1,5 +1,6 @@
-import { existsSync, lstatSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { closeSync, existsSync, lstatSync, readdirSync, readSync, rmSync } from "node:fs";
 import { join } from "node:path";
+import { openRegularFile } from "../util/read-file.ts";
 import { writeFileAtomic } from "./atomic.ts";
 import { IMPORTED_DIR, readJson, TurnsSchema } from "./import-v01.ts";
 
@@ -54,10 +55,10 @@ function dropSessionTurns(path: string, sessionId: string): void {
   let value: unknown;
   try {
     value = readJson(path);
-  } catch (err) {
-    // Unparseable (its valid entries were imported): it goes when it names the session.
-    if (!(err instanceof SyntaxError)) return;
-    if (readFileSync(path, "utf8").includes(JSON.stringify(sessionId))) rmSync(path, { force: true });
+  } catch {
+    // Unparseable or too large to read whole (its valid entries were imported): it goes when it
+    // names the session, or the session's words would outlive its delete in the kept copy.
+    if (mentions(path, JSON.stringify(sessionId))) rmSync(path, { force: true });
     return;
   }
   try {
@@ -66,5 +67,35 @@ function dropSessionTurns(path: string, sessionId: string): void {
     if (kept.length !== file.turns.length) writeFileAtomic(path, JSON.stringify({ version: 1, turns: kept }));
   } catch {
     if (JSON.stringify(value).includes(JSON.stringify(sessionId))) rmSync(path, { force: true });
+  }
+}
+
+/** Bytes read at a time when a file is looked through for a name. */
+const SCAN_BYTES = 1024 * 1024;
+
+/** Whether a regular file's bytes hold `needle` (ASCII: a safe id, quoted), read a window at a time. */
+function mentions(path: string, needle: string): boolean {
+  let fd: number;
+  try {
+    fd = openRegularFile(path).fd;
+  } catch {
+    return false; // a FIFO or a device in its place is never waited on; one unreadable cannot be told
+  }
+  try {
+    const buffer = Buffer.alloc(SCAN_BYTES + needle.length);
+    // Bytes carried at the buffer's start from the read before: a name across two reads is found.
+    let kept = 0;
+    for (let at = 0; ; ) {
+      const n = readSync(fd, buffer, kept, SCAN_BYTES, at);
+      if (n === 0) return false;
+      const end = kept + n;
+      if (buffer.subarray(0, end).includes(needle, 0, "latin1")) return true;
+      at += n;
+      const carry = Math.min(needle.length - 1, end);
+      buffer.copy(buffer, 0, end - carry, end);
+      kept = carry;
+    }
+  } finally {
+    closeSync(fd);
   }
 }

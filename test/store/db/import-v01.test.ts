@@ -1,6 +1,14 @@
 import { Database } from "bun:sqlite";
 import { describe, expect, test } from "bun:test";
-import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
+import {
+  appendFileSync,
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  symlinkSync,
+  truncateSync,
+  writeFileSync,
+} from "node:fs";
 import { join } from "node:path";
 import { CheckpointSchema } from "../../../src/store/checkpoint.ts";
 import { DB_FILE, openStore } from "../../../src/store/db/open.ts";
@@ -374,4 +382,26 @@ test("a delete of 'Ann' erases nothing of ann's kept 0.1 files (one folder on a 
   // ann's own erase still takes hers.
   eraseImported(dir.path, "ann", "a");
   expect(existsSync(join(aside, "ann", "sessions", "a"))).toBe(false);
+});
+
+test("a kept 0.1 memory file too large to rewrite goes whole on a delete of a session it names, and stays when it names none", () => {
+  using dir = tmpdir();
+  const memory = join(dir.path, "imported-0.1", "users", "ann", "memory");
+  mkdirSync(memory, { recursive: true });
+  // Past the 256 MiB a 0.1 file is read to; sparse, so the test writes a few bytes only.
+  const big = (name: string, session: string) => {
+    const path = join(memory, name);
+    writeFileSync(path, '{"version":1,"turns":[');
+    truncateSync(path, 257 * 2 ** 20);
+    appendFileSync(
+      path,
+      `{"id":"x","session_id":${JSON.stringify(session)},"text":"the erased words","at":"2026-01-01T00:00:00Z"}]}`,
+    );
+    return path;
+  };
+  const naming = big("turns.json", "gone");
+  const other = big("turns.json.1", "kept");
+  eraseImported(dir.path, "ann", "gone");
+  expect(existsSync(naming)).toBe(false);
+  expect(existsSync(other)).toBe(true);
 });
