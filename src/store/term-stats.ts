@@ -14,7 +14,6 @@ const SMALL_INDEX = 2000;
 export class TermStats {
   private readonly cache = new Map<string, { doc: number; at: number }>();
   private docs: { n: number; at: number } | undefined;
-  private ready = false;
 
   constructor(
     private readonly db: Database,
@@ -23,23 +22,21 @@ export class TermStats {
     private readonly now: () => number = Date.now,
   ) {}
 
-  /** Documents holding `term` (fts5vocab reads its doclist once, then it is cached). */
+  /**
+   * Documents holding `term`, cached. Counted by a match of the quoted word, not looked up in
+   * fts5vocab: its terms are the tokenizer's (`café` is `cafe`, `हिन्दी` three letters), the
+   * query's word as typed is none of them, and a word counted in no document was dropped.
+   */
   docsWith(term: string): number {
     const hit = this.cache.get(term);
     const now = this.now();
     if (hit && now - hit.at < TTL_MS) return hit.doc;
-    if (!this.ready) {
-      this.db.run(
-        `CREATE VIRTUAL TABLE IF NOT EXISTS temp.${this.table}_vocab USING fts5vocab(main, ${this.table}, row)`,
-      );
-      this.ready = true;
-    }
-    const row = this.db.query(`SELECT doc FROM temp.${this.table}_vocab WHERE term = ?`).get(term) as {
-      doc: number;
-    } | null;
+    const row = this.db
+      .query(`SELECT count(*) AS doc FROM ${this.table} WHERE ${this.table} MATCH ?`)
+      .get(`"${term.replaceAll('"', '""')}"`) as { doc: number };
     if (this.cache.size >= MAX_CACHED) this.cache.clear();
-    this.cache.set(term, { doc: row?.doc ?? 0, at: now });
-    return row?.doc ?? 0;
+    this.cache.set(term, { doc: row.doc, at: now });
+    return row.doc;
   }
 
   /** About how many documents the index holds (the content table's highest id). */

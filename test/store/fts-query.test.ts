@@ -1,5 +1,7 @@
+import { Database } from "bun:sqlite";
 import { afterEach, describe, expect, test } from "bun:test";
 import { allOf, anyOf, words } from "../../src/store/fts-query.ts";
+import { TermStats } from "../../src/store/term-stats.ts";
 
 /** The split as docs/agent.md states it, on the whole text at once: the oracle. */
 function wholeText(text: string): string[] {
@@ -44,5 +46,30 @@ describe("words", () => {
     expect(got).toHaveLength(32);
     expect(got[0]).toBe("word0");
     expect(lowered).toBeLessThan(1000);
+  });
+});
+
+describe("TermStats.informative", () => {
+  test("a big index keeps an accented or marked word: counted as the index's tokenizer splits it", () => {
+    const db = new Database(":memory:");
+    db.run("CREATE TABLE memory (id INTEGER PRIMARY KEY, text TEXT NOT NULL)");
+    // As store/db/migrations.ts makes it: the index holds `cafe`, `naive`, single Devanagari letters.
+    db.run(`CREATE VIRTUAL TABLE memory_fts USING fts5(text, content='memory', content_rowid='id',
+      tokenize='unicode61 remove_diacritics 2')`);
+    const add = db.query("INSERT INTO memory (text) VALUES (?)");
+    const index = db.query("INSERT INTO memory_fts (rowid, text) VALUES (?, ?)");
+    const texts = ["café au lait", "a naïve plan", "हिन्दी भाषा", "İstanbul trip"];
+    for (let i = 0; i < 2100; i++) {
+      const text = `${texts[i % 50] ?? "filler"} row${i}`;
+      const { lastInsertRowid } = add.run(text);
+      index.run(lastInsertRowid, text);
+    }
+    const stats = new TermStats(db, "memory_fts", "memory");
+    // Each in a few of 2100 rows: rare, worth asking for; "row0" once too.
+    expect(stats.informative(words("café naïve हिन्दी İstanbul row0"))).toEqual(
+      words("café naïve हिन्दी İstanbul row0"),
+    );
+    // One in every row: dropped while a rarer word is asked for.
+    expect(stats.informative(words("filler café"))).toEqual(["café"]);
   });
 });
