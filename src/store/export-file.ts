@@ -1,5 +1,15 @@
 import { randomBytes } from "node:crypto";
-import { close, constants, fsync, realpathSync, renameSync, rmSync, statSync, write } from "node:fs";
+import {
+  close,
+  constants,
+  fsync,
+  lstatSync,
+  realpathSync,
+  renameSync,
+  rmSync,
+  statSync,
+  write,
+} from "node:fs";
 import { basename, dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
 import { promisify } from "node:util";
 import { CoreError } from "../protocol/errors.ts";
@@ -135,13 +145,31 @@ function exportFolder(path: string, dataDir: string): string {
     // No data folder yet: nothing of the core's can be replaced.
     return folder;
   }
-  const inside = relative(data, folder);
-  if (inside === ".." || inside.startsWith(`..${sep}`) || isAbsolute(inside)) return folder;
+  if (!within(data, folder) && !linkHolds(join(folder, name), data)) return folder;
   throw new CoreError(
     "invalid_request",
     `params.path: ${path} is inside app.data_dir (${dataDir}), the core's own files; name a path outside it`,
     { field: "path", reason: "path_unwritable", problem: "EPERM" },
   );
+}
+
+/** Whether `folder` is `root` or inside it, both resolved. */
+function within(root: string, folder: string): boolean {
+  const inside = relative(root, folder);
+  return !(inside === ".." || inside.startsWith(`..${sep}`) || isAbsolute(inside));
+}
+
+/**
+ * Whether `target` is a link to data_dir or a folder above it: the rename replaces the link (it
+ * is not followed), and a data_dir named through it is gone at the next start.
+ */
+function linkHolds(target: string, data: string): boolean {
+  try {
+    return lstatSync(target).isSymbolicLink() && within(realFolder(target), data);
+  } catch {
+    // Missing, dangling, not a folder: replacing it takes nothing of the core's.
+    return false;
+  }
 }
 
 /**

@@ -1,5 +1,5 @@
 import { expect, test } from "bun:test";
-import { existsSync, mkdirSync, readFileSync, statSync, symlinkSync } from "node:fs";
+import { existsSync, lstatSync, mkdirSync, readFileSync, statSync, symlinkSync } from "node:fs";
 import { join } from "node:path";
 import { ChatHarness, type Msg } from "../agent/harness.ts";
 
@@ -93,6 +93,13 @@ test("an export is refused a path into app.data_dir: it would replace the databa
       code: "invalid_request",
       data: { field: "path", reason: "path_unwritable", problem: "EPERM" },
     });
+  }
+  // The link itself: outside data_dir, but replaced by the file, a data_dir named through it is gone.
+  for (const [i, path] of [link, join(base, "a", "link-to-base")].entries()) {
+    if (i === 1) symlinkSync(base, path);
+    const r = await call(h, `k${i}`, "sessions.export", { session_id: "kept", format: "json", path });
+    expect(r).toMatchObject({ code: "invalid_request", data: { field: "path", problem: "EPERM" } });
+    expect(lstatSync(path).isSymbolicLink()).toBe(true);
   }
   expect(readFileSync(join(h.dataDir, "local-ai.db")).equals(db)).toBe(true);
   expect(existsSync(join(h.dataDir, "run", "x.json"))).toBe(false);
