@@ -2,6 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { McpPool } from "../../src/agent/mcp/pool.ts";
+import { KEEP_CHARS, StderrTail } from "../../src/agent/mcp/stderr-tail.ts";
 import { McpServerSchema } from "../../src/config/schema.ts";
 import { hostileServer } from "../fixtures/mcp-hostile.ts";
 import { alive } from "../fixtures/stack.ts";
@@ -136,6 +137,18 @@ describe("chat: MCP servers that will not start", () => {
     expect(message).toContain("KeyError: bad key [redacted]");
     expect(message).not.toContain(key);
   }, 30_000);
+
+  test("a secret the kept end of stderr begins inside is not shown in part", () => {
+    const key = "sk-test-0123456789abcdef";
+    const tail = new StderrTail({ API_KEY: key });
+    // The tail keeps the stream's last characters: here the cut falls 12 characters into the key.
+    const rest = ` z\nTraceback\nKeyError\n`;
+    tail.add(`env: ${key}${rest}`);
+    tail.add("y".repeat(KEEP_CHARS - rest.length - 12));
+    const shown = tail.lines().join(" | ");
+    expect(shown).toContain("Traceback");
+    expect(shown).not.toContain(key.slice(12));
+  });
 
   test("a cancel while a server hangs at start-up ends the chat at once; shutdown kills the server", async () => {
     using scratch = tmpdir();

@@ -5,7 +5,7 @@ export const TAIL_LINES = 5;
 /** Characters of each quoted line. */
 const LINE_CHARS = 200;
 /** What is kept of the stream: enough for TAIL_LINES lines, bounded whatever the server writes. */
-const KEEP_CHARS = TAIL_LINES * LINE_CHARS * 2;
+export const KEEP_CHARS = TAIL_LINES * LINE_CHARS * 2;
 
 /**
  * The end of what an MCP server wrote to stderr, for the error of a server that exited during its
@@ -17,6 +17,8 @@ const SECRET_MIN_CHARS = 6;
 
 export class StderrTail {
   private text = "";
+  /** Whether the stream's start was let go: the kept text may then begin inside a secret. */
+  private cut = false;
   private readonly secrets: string[];
 
   /** `env`: the server's configured environment, whose values (API keys) a traceback may echo. */
@@ -27,12 +29,14 @@ export class StderrTail {
   }
 
   add(chunk: string): void {
-    this.text = (this.text + chunk).slice(-KEEP_CHARS);
+    const text = this.text + chunk;
+    if (text.length > KEEP_CHARS) this.cut = true;
+    this.text = text.slice(-KEEP_CHARS);
   }
 
   /** Its last non-blank lines, each cut, control characters shown as U+FFFD, the env's values as [redacted]. */
   lines(): string[] {
-    let text = this.text;
+    let text = this.cut ? this.withoutCutSecret(this.text) : this.text;
     for (const secret of this.secrets) text = text.replaceAll(secret, "[redacted]");
     return text
       .split(/\r?\n|\r/)
@@ -44,5 +48,22 @@ export class StderrTail {
           .toWellFormed()
           .replace(/[\u0000-\u0008\u000b-\u001f\u007f]/g, "\ufffd"),
       );
+  }
+
+  /**
+   * `text` without the end of a secret it begins with: where the kept text was cut inside a
+   * value, what is left of it matches no whole value and would be shown (a hostile review).
+   */
+  private withoutCutSecret(text: string): string {
+    let drop = 0;
+    for (const secret of this.secrets) {
+      for (let n = secret.length - 1; n > drop; n--) {
+        if (text.startsWith(secret.slice(-n))) {
+          drop = n;
+          break;
+        }
+      }
+    }
+    return text.slice(drop);
   }
 }
