@@ -84,6 +84,27 @@ export function openPrivateFile(path: string, flags: number): number {
   return fd;
 }
 
+/**
+ * Tightens a file of the core's that exists with group or other bits (one copied back from a
+ * backup under a 022 umask), never through a link; a missing or unreadable one is left alone.
+ */
+export function tightenExistingFile(path: string): void {
+  if (!tightens) return;
+  refuseLink(path);
+  let fd: number;
+  try {
+    fd = openSync(path, constants.O_RDONLY | NOFOLLOW | (constants.O_NONBLOCK ?? 0));
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "ELOOP") throw err;
+    return;
+  }
+  try {
+    if (fstatSync(fd).isFile()) tightenOpen(fd, PRIVATE_FILE_MODE);
+  } finally {
+    closeSync(fd);
+  }
+}
+
 /** Writes (creating or replacing the content of) an owner-only file, never through a link. */
 export function writePrivateFile(path: string, data: string): void {
   const fd = openPrivateFile(path, constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC);

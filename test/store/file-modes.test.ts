@@ -85,6 +85,23 @@ describe.skipIf(!posix)("what the core writes under data_dir is owner-only", () 
     expect(mode(data)).toBe("755");
   });
 
+  test("a database file found with group or other bits (copied back from a backup) is tightened, its WAL too", async () => {
+    await using dir = tmpdir();
+    const data = join(dir.path, "data");
+    const first = Store.open(data);
+    first.close();
+    for (const f of ["local-ai.db", "local-ai.db-wal", "local-ai.db-shm"]) {
+      writeFileSync(join(data, f), "", { flag: "a" });
+      chmodSync(join(data, f), 0o644);
+    }
+    const store = Store.open(data);
+    try {
+      expect(exposed(data)).toEqual([]);
+    } finally {
+      store.close();
+    }
+  });
+
   test("log rotation keeps the current and rotated files 0600", async () => {
     await using dir = tmpdir();
     const logs = join(dir.path, "logs");

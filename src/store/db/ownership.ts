@@ -1,7 +1,7 @@
 import type { Database } from "bun:sqlite";
 import { closeSync, constants, lstatSync } from "node:fs";
 import { CoreError } from "../../protocol/errors.ts";
-import { openPrivateFile, refuseLink } from "../../util/private-fs.ts";
+import { openPrivateFile, refuseLink, tightenExistingFile } from "../../util/private-fs.ts";
 
 /**
  * Whose database is this (docs/agent.md, The store)? The core opens `local-ai.db` only when it
@@ -18,7 +18,8 @@ const OUR_TABLES = ["meta", "sessions", "messages"];
 
 /**
  * Refuses a database whose file, WAL or shared-memory file is a link or a folder, and creates a
- * missing one owner-only (so its WAL and shared memory, which take its mode, are owner-only too).
+ * missing one owner-only (so its WAL and shared memory, which take its mode, are owner-only too);
+ * one found with group or other bits is tightened, its WAL and shared memory with it.
  */
 export function claimDatabaseFile(path: string): void {
   try {
@@ -28,6 +29,8 @@ export function claimDatabaseFile(path: string): void {
     const e = err as NodeJS.ErrnoException;
     if (e.code === "EEXIST") {
       refuseFolder(path);
+      // SQLite gives a new WAL and shared memory the database's mode, and keeps theirs when found.
+      for (const p of [path, `${path}-wal`, `${path}-shm`]) tightenExistingFile(p);
       return;
     }
     if (e.code !== "ELOOP") throw err;
