@@ -129,11 +129,14 @@ function exact(value: unknown, source: string | undefined): RequestIdText | unde
 }
 
 /**
- * Where the active table keeps an exact id: an integer by its digits (`BigInt` reads them all),
- * so two ids a double cannot tell apart stay two; any other number by its value, like `1.5`.
+ * Where the active table keeps an exact id: an integer a double cannot hold by its digits
+ * (`BigInt` reads them all), so two ids a double cannot tell apart stay two; any other number by
+ * its value, like `1.5` and `-0` (kept by its digits, `-0` was a second id 0: both active at
+ * once, and cancel's `request_id: 0` did not find it).
  */
 export function exactKey(id: ExactNumberId): { digits: string } | { value: number } {
-  return /^-?\d+$/.test(id.rawJSON)
+  const value = Number(id.rawJSON);
+  return /^-?\d+$/.test(id.rawJSON) && !Number.isSafeInteger(value)
     ? { digits: BigInt(id.rawJSON).toString() }
-    : { value: Number(id.rawJSON) };
+    : { value };
 }

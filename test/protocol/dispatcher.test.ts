@@ -153,6 +153,8 @@ describe("dispatcher over the in-process loop", () => {
   test("a number id spelled otherwise than a double prints it comes back as sent; cancel finds it by value", async () => {
     const h = startHarness();
     h.sendRaw(`{"id":1.0,"method":"ping"}\n{"id" : 1e2 ,"method":"ping"}\n{"id":-0,"method":"ping"}\n`);
+    // -1E-400 is the id 0 by value, as -0 is: it may be used once -0 has answered.
+    await h.waitFor((ms) => ms.length >= 3);
     h.sendRaw(`{"method":"ping","params":{},"id":-1E-400}\n{"id":3,"method":"ping"}\n`);
     h.sendRaw(`{"\\u0069d":4.0,"method":"ping"}\n`);
     h.sendRaw(`{"id":7.0,"method":"test.sleep","params":{"ms":3000}}\n`);
@@ -164,6 +166,20 @@ describe("dispatcher over the in-process loop", () => {
       expect(h.lines).toContain(`{"id":${sent},"type":"result","result":{"status":"ok"}}`);
     expect(h.messages.find((m) => m.id === "k")?.result).toEqual({ cancelled: true });
     expect(h.lines.some((l) => l.startsWith(`{"id":7.0,"type":"error","code":"cancelled"`))).toBe(true);
+    h.end();
+    await h.exit;
+  });
+
+  test("an id of -0 is the id 0 by value: taken while active, and cancel's request_id 0 finds it", async () => {
+    const h = startHarness();
+    h.sendRaw(`{"id":-0,"method":"test.sleep","params":{"ms":60000}}\n{"id":0,"method":"ping"}\n`);
+    h.sendRaw(`{"id":"k","method":"cancel","params":{"request_id":0}}\n`);
+    await h.waitFor((ms) => terminals(ms, 0).length === 2 && terminals(ms, "k").length === 1);
+    expect(h.lines).toContain(
+      `{"id":0,"type":"error","code":"invalid_request","message":"id 0 is already in use by an active request"}`,
+    );
+    expect(h.messages.find((m) => m.id === "k")?.result).toEqual({ cancelled: true });
+    expect(h.lines.some((l) => l.startsWith(`{"id":-0,"type":"error","code":"cancelled"`))).toBe(true);
     h.end();
     await h.exit;
   });
