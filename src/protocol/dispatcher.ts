@@ -1,4 +1,5 @@
 import { logger, logUnexpected } from "../util/logger.ts";
+import { cutText } from "../util/text-cut.ts";
 import { ActiveTable, ambiguousCancel } from "./active-table.ts";
 import { CoreError, type ErrorCode, isCoreError } from "./errors.ts";
 import { type ExactNumberId, exactIds, needsExactIds } from "./exact-id.ts";
@@ -181,7 +182,7 @@ export class Dispatcher {
     }
     const method = this.methods.get(req.method);
     if (!method) {
-      this.fail(id, "unknown_method", `unknown method '${req.method}'`);
+      this.fail(id, "unknown_method", `unknown method '${shownName(req.method)}'`);
       return;
     }
     if (this.shuttingDown && method.name !== "shutdown") {
@@ -359,6 +360,15 @@ export class Dispatcher {
     void this.out.terminal({ id, type: "error", code, message, ...(data ? { data } : {}) });
   }
 }
+
+/**
+ * A host's method name as an error quotes it: cut, and escaped as in JSON (a lone surrogate,
+ * a newline, a quote), so the message stays one line of text (docs/protocol.md "Errors").
+ */
+function shownName(name: string): string {
+  return JSON.stringify(cutText(name, SHOWN_NAME_CHARS)).slice(1, -1);
+}
+const SHOWN_NAME_CHARS = 80;
 
 function toErrorMessage(id: RequestId, err: unknown, signal: AbortSignal, method: string): ErrorMessage {
   if (isCoreError(err)) {

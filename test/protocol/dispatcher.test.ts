@@ -91,6 +91,26 @@ describe("dispatcher over the in-process loop", () => {
     await h.exit;
   });
 
+  test("an unknown method's name is quoted as text: whole characters, one line, cut when long", async () => {
+    const h = startHarness();
+    // A lone surrogate made the message not text (a strict host parser refuses the line); a
+    // newline broke it over lines; a name of the line's length came back whole in the message.
+    h.sendRaw(
+      `{"id":1,"method":"x\\ud800"}\n{"id":2,"method":"a\\nb"}\n{"id":3,"method":"${"m".repeat(100_000)}"}\n`,
+    );
+    await h.waitFor((ms) => ms.length >= 3);
+    for (const id of [1, 2, 3]) {
+      const message = String(h.terminal(id)?.message);
+      expect(h.terminal(id)?.code).toBe("unknown_method");
+      expect(message.isWellFormed()).toBe(true);
+      expect(message).not.toContain("\n");
+      expect(message.length).toBeLessThan(200);
+    }
+    expect(h.terminal(2)?.message).toBe("unknown method 'a\\nb'");
+    h.end();
+    await h.exit;
+  });
+
   test("requests run concurrently: a long request never delays a ping", async () => {
     const h = startHarness();
     h.send({ id: "long", method: "test.sleep", params: { ms: 3000 } });
