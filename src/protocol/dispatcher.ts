@@ -201,13 +201,13 @@ export class Dispatcher {
   }
 
   /**
-   * Cancels a cancellable request. Without an id, only when exactly one is active.
-   * Throws invalid_request when the target is ambiguous.
+   * Cancels a cancellable request. Without an id, only when exactly one is active and not
+   * already cancelled (one winding down is no candidate). Throws invalid_request when ambiguous.
    */
   cancel(requestId: RequestId | undefined): boolean {
     const reason = new CoreError("cancelled", "cancelled by the host");
     if (requestId === undefined) {
-      const candidates = this.active.all().filter((a) => a.controller && !a.settled);
+      const candidates = this.active.all().filter((a) => a.controller && !a.settled && !a.signal.aborted);
       if (candidates.length > 1) throw ambiguousCancel(candidates);
       return candidates[0]?.abort(reason) ?? false;
     }

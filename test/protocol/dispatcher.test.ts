@@ -280,6 +280,21 @@ describe("dispatcher over the in-process loop", () => {
     expect(h.terminal(1)).toMatchObject({ code: "cancelled" });
   });
 
+  test("an implicit cancel leaves out a request already cancelled that has not ended yet", async () => {
+    const h = startHarness();
+    await h.request({ id: "warm", method: "cancel", params: { request_id: "none" } });
+    h.send({ id: "a", method: "test.sleep", params: { ms: 60000, tick_ms: 1 } });
+    h.send({ id: "b", method: "test.sleep", params: { ms: 60000, tick_ms: 1 } });
+    await h.waitFor((ms) => ["a", "b"].every((id) => ms.some((m) => m.id === id && m.event === "tick")));
+    // One read: "a" is cancelled but not yet ended when the implicit cancel is read.
+    h.sendRaw('{"id":"ca","method":"cancel","params":{"request_id":"a"}}\n{"id":"c","method":"cancel"}\n');
+    await h.waitFor((ms) => terminals(ms, "c").length === 1 && terminals(ms, "b").length === 1);
+    expect(h.terminal("c")?.result).toEqual({ cancelled: true });
+    expect(h.terminal("b")).toMatchObject({ type: "error", code: "cancelled" });
+    h.end();
+    await h.exit;
+  });
+
   test("an unexpected failure is internal_error without the stack or the detail", async () => {
     const h = startHarness();
     const r = await h.request({ id: 1, method: "test.fail" });
