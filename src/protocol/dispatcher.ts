@@ -295,7 +295,9 @@ export class Dispatcher {
         if (signal.aborted) throw signal.reason;
         message = { id: request.id, type: "result", result: result ?? {} };
       } catch (err) {
-        message = toErrorMessage(request.id, err, signal, method.name);
+        // An acknowledged cancel wins over a failure too (bad params, no config): it says cancelled.
+        const cancelled = signal.aborted && !(isCoreError(err) && err.code === "cancelled");
+        message = toErrorMessage(request.id, cancelled ? signal.reason : err, signal, method.name);
       }
     }
     request.settled = true;

@@ -295,6 +295,23 @@ describe("dispatcher over the in-process loop", () => {
     await h.exit;
   });
 
+  test("a request cancelled while its method loads ends cancelled, not with what running it would say", async () => {
+    const h = startHarness();
+    // One read to a fresh core: each waits for its module when the cancel is read. No config
+    // (config_missing) and bad params (invalid_request) were answered after {cancelled: true}.
+    h.sendRaw(
+      '{"id":"r","method":"chat","params":{"input":"hi"}}\n{"id":"c","method":"cancel","params":{"request_id":"r"}}\n' +
+        '{"id":"p","method":"pull","params":{}}\n{"id":"cp","method":"cancel","params":{"request_id":"p"}}\n',
+    );
+    await h.waitFor((ms) => ms.filter((m) => m.type !== "event").length >= 4);
+    expect(h.terminal("c")?.result).toEqual({ cancelled: true });
+    expect(h.terminal("cp")?.result).toEqual({ cancelled: true });
+    expect(h.terminal("r")).toMatchObject({ type: "error", code: "cancelled" });
+    expect(h.terminal("p")).toMatchObject({ type: "error", code: "cancelled" });
+    h.end();
+    await h.exit;
+  });
+
   test("an unexpected failure is internal_error without the stack or the detail", async () => {
     const h = startHarness();
     const r = await h.request({ id: 1, method: "test.fail" });
