@@ -62,6 +62,11 @@ export class ActiveTable<T> {
 /** Characters of a request id an ambiguous cancel's error quotes. */
 const SHOWN_ID_CHARS = 80;
 
+/** A host's id as an error quotes it: as JSON, cut (ids are of any length). */
+export function shownId(id: RequestId): string {
+  return cutText(JSON.stringify(id), SHOWN_ID_CHARS);
+}
+
 /**
  * A `cancel` without `request_id` while several requests could be meant: they are named by id and
  * method (they need not be chats: a documents.add, a pull…), each id cut (a host's ids are of any
@@ -70,9 +75,7 @@ const SHOWN_ID_CHARS = 80;
 export function ambiguousCancel(
   candidates: readonly { id: RequestId; method: { name: string } }[],
 ): CoreError {
-  const named = candidates
-    .slice(0, 4)
-    .map((a) => `${cutText(JSON.stringify(a.id), SHOWN_ID_CHARS)} (${a.method.name})`);
+  const named = candidates.slice(0, 4).map((a) => `${shownId(a.id)} (${a.method.name})`);
   const more = candidates.length > 4 ? ", …" : "";
   return new CoreError(
     "invalid_request",

@@ -1,6 +1,6 @@
 import { logger, logUnexpected } from "../util/logger.ts";
 import { cutText } from "../util/text-cut.ts";
-import { ActiveTable, ambiguousCancel } from "./active-table.ts";
+import { ActiveTable, ambiguousCancel, shownId } from "./active-table.ts";
 import { CoreError, type ErrorCode, isCoreError } from "./errors.ts";
 import { type ExactNumberId, exactIds, needsExactIds } from "./exact-id.ts";
 import type { ErrorMessage, RequestId, ResultMessage } from "./messages.ts";
@@ -177,7 +177,7 @@ export class Dispatcher {
       if (typeof exact.requestId === "object") exactTarget = exact.requestId;
     }
     if (this.active.get(id)) {
-      this.fail(id, "invalid_request", `id ${JSON.stringify(id)} is already in use by an active request`);
+      this.fail(id, "invalid_request", `id ${shownId(id)} is already in use by an active request`);
       return;
     }
     const method = this.methods.get(req.method);

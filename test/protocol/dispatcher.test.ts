@@ -190,6 +190,19 @@ describe("dispatcher over the in-process loop", () => {
     await h.exit;
   });
 
+  test("an id already in use is quoted cut in its error: an 8 MB id is not written twice", async () => {
+    const h = startHarness();
+    const long = "x".repeat(1_000_000);
+    h.send({ id: long, method: "test.sleep", params: { ms: 60000 } });
+    h.send({ id: long, method: "ping" });
+    await h.waitFor((ms) => ms.some((m) => m.id === long && m.type === "error"));
+    const refusal = h.messages.find((m) => m.id === long && m.type === "error");
+    expect(refusal?.message).toContain("is already in use by an active request");
+    expect(String(refusal?.message ?? "").length).toBeLessThan(200);
+    h.end();
+    await h.exit;
+  });
+
   test("an id of -0 is the id 0 by value: taken while active, and cancel's request_id 0 finds it", async () => {
     const h = startHarness();
     h.sendRaw(`{"id":-0,"method":"test.sleep","params":{"ms":60000}}\n{"id":0,"method":"ping"}\n`);
