@@ -100,12 +100,17 @@ async function* readOnThread(
     wake?.();
   };
   let pages = 0;
+  // Started before the thread: its answers may stop it.
+  const watch = watchMemory(options, end);
   const stall = new StallWatch(options.stallTimer ?? defaultStallTimer, () => end(stallRefusal(pages)));
   const hear = (answer: PdfAnswer) => {
     // The thread's last word (done, an error) stops the timer: what is left is the reader's, whose
     // pace (the store taking the chunks) is no stall of pdf.js's.
-    if (answer.kind !== "page") stall.stop();
-    else {
+    if (answer.kind !== "page") {
+      stall.stop();
+      // The memory watch measures the process: its growth from here is the reader's, not pdf.js's.
+      clearInterval(watch);
+    } else {
       pages++;
       stall.arm();
     }
@@ -118,7 +123,6 @@ async function* readOnThread(
     wake?.();
   };
   signal.addEventListener("abort", aborted, { once: true });
-  const watch = watchMemory(options, end);
   try {
     // The thread gets a copy (pdf.js takes over the buffer it reads), handed over, not cloned again.
     const copy = new Uint8Array(bytes);

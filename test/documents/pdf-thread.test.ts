@@ -231,4 +231,33 @@ describe("a PDF's thread may not go long without a page", () => {
     }
     expect(texts).toEqual(["one", "two", "three"]);
   }, 60_000);
+
+  test("the thread's done stops the memory watch too: the core's growth after it refuses no PDF read whole", async () => {
+    // The watch measures the whole process: after pdf.js finished, the store taking the chunks (or
+    // a chat) growing the core past the bound refused a PDF whose every page had been read.
+    const { armed, stallTimer } = timers();
+    let grown = false;
+    let looksAfter = 0;
+    const resident = () => {
+      if (grown) looksAfter++;
+      return grown ? 2 ** 40 : 0;
+    };
+    const texts: string[] = [];
+    for await (const page of pdfPages(pdfOf([light("one"), light("two"), light("three")]), {
+      stallTimer,
+      resident,
+      memoryGrowth: 2 ** 30,
+    })) {
+      if (texts.length === 0) {
+        expect(
+          await waitFor(() => armed.length === 4 && armed[3]?.cancelled === true, { intervalMs: 5 }),
+        ).toBe(true);
+        grown = true;
+        // No look at the memory once the thread is done (one every 10 ms before the fix).
+        expect(await waitFor(() => looksAfter > 0, { intervalMs: 5, timeoutMs: 500 })).toBe(false);
+      }
+      texts.push(page.text);
+    }
+    expect(texts).toEqual(["one", "two", "three"]);
+  }, 60_000);
 });
