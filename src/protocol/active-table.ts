@@ -5,7 +5,7 @@ import type { RequestId } from "./messages.ts";
 
 /**
  * Active requests by id; "1" and 1 are different ids, so strings and numbers keep apart. A
- * number id a double cannot hold is kept by its digits (docs/protocol.md, ids).
+ * number id beyond a double's integers is kept by its exact digits (docs/protocol.md, ids).
  */
 export class ActiveTable<T> {
   private readonly byString = new Map<string, T>();
@@ -19,18 +19,18 @@ export class ActiveTable<T> {
 
   get(id: RequestId): T | undefined {
     if (typeof id === "string") return this.byString.get(id);
-    const key = typeof id === "number" ? { value: id } : exactKey(id);
+    const key = exactKey(id);
     return "value" in key ? this.byNumber.get(key.value) : this.byDigits.get(key.digits);
   }
   set(id: RequestId, r: T): void {
     if (typeof id === "string") return void this.byString.set(id, r);
-    const key = typeof id === "number" ? { value: id } : exactKey(id);
+    const key = exactKey(id);
     if ("value" in key) this.byNumber.set(key.value, r);
     else this.byDigits.set(key.digits, r);
   }
   delete(id: RequestId): void {
     if (typeof id === "string") return void this.byString.delete(id);
-    const key = typeof id === "number" ? { value: id } : exactKey(id);
+    const key = exactKey(id);
     if ("value" in key) this.byNumber.delete(key.value);
     else this.byDigits.delete(key.digits);
   }

@@ -129,14 +129,34 @@ function exact(value: unknown, source: string | undefined): RequestIdText | unde
 }
 
 /**
- * Where the active table keeps an exact id: an integer a double cannot hold by its digits
- * (`BigInt` reads them all), so two ids a double cannot tell apart stay two; any other number by
- * its value, like `1.5` and `-0` (kept by its digits, `-0` was a second id 0: both active at
- * once, and cancel's `request_id: 0` did not find it).
+ * Where the active table keeps a number id: an integer a double cannot hold by its exact digits,
+ * however it is spelled (`9007199254740993`, `9007199254740993.0`, `9.007199254740993e15`: one
+ * id, not 2^53's, which a double reads them all as); any other number by its value, like `1.5`
+ * and `-0` (kept by its digits, `-0` was a second id 0). A plain number is its JSON text.
  */
-export function exactKey(id: ExactNumberId): { digits: string } | { value: number } {
-  const value = Number(id.rawJSON);
-  return /^-?\d+$/.test(id.rawJSON) && !Number.isSafeInteger(value)
-    ? { digits: BigInt(id.rawJSON).toString() }
-    : { value };
+export function exactKey(id: number | ExactNumberId): { digits: string } | { value: number } {
+  const value = typeof id === "number" ? id : Number(id.rawJSON);
+  if (Number.isSafeInteger(value)) return { value };
+  const digits = integerDigits(typeof id === "number" ? JSON.stringify(id) : id.rawJSON);
+  return digits === undefined ? { value } : { digits };
+}
+
+const NUMBER_PARTS = /^(-?)(\d+)(?:\.(\d+))?(?:[eE]([+-]?\d+))?$/;
+
+/**
+ * The integer a finite JSON number's text denotes, as BigInt prints it; undefined when it has a
+ * fraction. Bounded: a finite value has at most 309 digits before its point.
+ */
+function integerDigits(text: string): string | undefined {
+  const m = NUMBER_PARTS.exec(text);
+  if (!m) return undefined;
+  const [, sign, whole = "", fraction = "", exp = "0"] = m;
+  let digits = (whole + fraction).replace(/^0+/, "");
+  let shift = Number(exp) - fraction.length;
+  const zeros = digits.length - digits.replace(/0+$/, "").length;
+  digits = digits.slice(0, digits.length - zeros);
+  shift += zeros;
+  if (digits === "") return "0";
+  if (shift < 0 || digits.length + shift > 400) return undefined;
+  return BigInt(`${sign}${digits}${"0".repeat(shift)}`).toString();
 }

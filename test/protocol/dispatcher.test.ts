@@ -217,6 +217,25 @@ describe("dispatcher over the in-process loop", () => {
     await h.exit;
   });
 
+  test("an integer beyond 2^53 is told by its digits however it is spelled: 2^53+1 written 9007199254740993.0 is not 2^53", async () => {
+    const h = startHarness();
+    h.sendRaw(`{"id":9007199254740992,"method":"test.sleep","params":{"ms":60000}}\n`);
+    h.sendRaw(`{"id":9007199254740993.0,"method":"test.sleep","params":{"ms":60000}}\n`);
+    // The same integer as the one before, spelled otherwise: a duplicate.
+    h.sendRaw(`{"id":9.007199254740993e15,"method":"ping"}\n`);
+    h.sendRaw(`{"id":"k","method":"cancel","params":{"request_id":9007199254740993}}\n`);
+    await h.waitFor(() => h.lines.some((l) => l.startsWith(`{"id":9007199254740993.0,"type":"error"`)));
+    expect(h.lines).toContain(
+      `{"id":9.007199254740993e15,"type":"error","code":"invalid_request","message":"id 9.007199254740993e15 is already in use by an active request"}`,
+    );
+    expect(
+      h.lines.some((l) => l.startsWith(`{"id":9007199254740993.0,"type":"error","code":"cancelled"`)),
+    ).toBe(true);
+    expect(h.lines.some((l) => l.startsWith(`{"id":9007199254740992,`))).toBe(false);
+    h.end();
+    await h.exit;
+  });
+
   test("a deeply nested line whose ids must be read exactly is answered, and the core reads on", async () => {
     const h = startHarness();
     const deep = `${"[".repeat(20_000)}${"]".repeat(20_000)}`;
