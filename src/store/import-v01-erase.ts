@@ -1,5 +1,6 @@
 import { closeSync, existsSync, lstatSync, readdirSync, readSync, rmSync } from "node:fs";
 import { join } from "node:path";
+import { logger } from "../util/logger.ts";
 import { openRegularFile } from "../util/read-file.ts";
 import { writeFileAtomic } from "./atomic.ts";
 import { IMPORTED_DIR, readJson, TurnsSchema } from "./import-v01.ts";
@@ -56,9 +57,13 @@ function dropSessionTurns(path: string, sessionId: string): void {
   try {
     value = readJson(path);
   } catch {
-    // Unparseable or too large to read whole (its valid entries were imported): it goes when it
-    // names the session, or the session's words would outlive its delete in the kept copy.
-    if (mentions(path, JSON.stringify(sessionId))) rmSync(path, { force: true });
+    // Unparseable or too large to read whole, so never imported either: it goes when it names the
+    // session, other sessions' entries with it, or the session's words would outlive its delete.
+    if (!mentions(path, JSON.stringify(sessionId))) return;
+    rmSync(path, { force: true });
+    logger.warn(
+      `a 0.1 memory file that could not be rewritten was removed whole to erase a session: ${path}`,
+    );
     return;
   }
   try {
