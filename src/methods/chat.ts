@@ -35,6 +35,8 @@ export const chat = defineMethod({
   result: () => ChatResultSchema,
   events: () => ChatEventFields,
   run: async (params, ctx, services) => {
+    // Cancelled while this module loaded (docs/protocol.md#cancel): the spawn below must not begin.
+    ctx.signal.throwIfAborted();
     const config = services.config();
     const model = chooseChatModel(config, params.model, pickAgent(config, params.agent));
     const several = model.name === "default" ? services.models?.() : modelsApi(services, model.name);

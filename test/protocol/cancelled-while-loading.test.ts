@@ -1,0 +1,64 @@
+import { afterEach, describe, expect, test } from "bun:test";
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { DB_FILE } from "../../src/store/db/open.ts";
+import { writeStack } from "../fixtures/stack.ts";
+import { startHarness } from "../fixtures/stdio-harness.ts";
+import { tmpdir } from "../fixtures/tmpdir.ts";
+
+// A request cancelled in the read that brought it, while its method's module still loads, is
+// handed to its handler with its signal already aborted (the handler's events come first): it
+// must start nothing (docs/protocol.md#cancel). What the stand-ins record is read after the
+// core has exited, so a start begun and then stopped is seen too.
+
+let dirs: ReturnType<typeof tmpdir>[] = [];
+afterEach(() => {
+  for (const d of dirs) d[Symbol.dispose]();
+  dirs = [];
+});
+
+function stack() {
+  const dir = tmpdir();
+  dirs.push(dir);
+  const argvLog = join(dir.path, "llama-argv.txt");
+  const s = writeStack(dir.path, { knobs: { FAKE_LLAMA_ARGV_LOG: argvLog } });
+  return {
+    ...s,
+    launched: () => (existsSync(argvLog) ? readFileSync(argvLog, "utf8") : ""),
+    databaseMade: () => existsSync(join(s.dataDir, DB_FILE)),
+  };
+}
+
+/** Sends `request` and a cancel of it in one read to a fresh core; the messages once it exited. */
+async function cancelledWhileLoading(dir: string, method: string, params: object) {
+  const h = startHarness({ cwd: dir });
+  h.sendRaw(
+    `${JSON.stringify({ id: "r", method, params })}\n${JSON.stringify({ id: "c", method: "cancel", params: { request_id: "r" } })}\n`,
+  );
+  await h.waitFor((ms) => ms.some((m) => m.id === "r" && m.type !== "event"), 20_000);
+  await h.request({ id: "s", method: "shutdown" }, 20_000);
+  expect(await h.exit).toBe(0);
+  expect(h.terminal("c")?.result).toEqual({ cancelled: true });
+  expect(h.terminal("r")).toMatchObject({ type: "error", code: "cancelled" });
+  return h.messages.filter((m) => m.id === "r");
+}
+
+describe("a request cancelled while its method loads starts nothing", () => {
+  test("chat: no llama-server, no MCP server, no database", async () => {
+    const s = stack();
+    const own = await cancelledWhileLoading(s.dir, "chat", { input: "hi", user_id: "u" });
+    // Cancelled before its turn began (no run_start): no turn events, as a loaded chat cancelled in line.
+    expect(own.map((m) => m.event ?? m.type)).toEqual(["error"]);
+    expect(s.launched()).toBe("");
+    expect(s.mcpPids()).toEqual([]);
+    expect(s.databaseMade()).toBe(false);
+  });
+
+  test("warmup: no llama-server, no database", async () => {
+    const s = stack();
+    const own = await cancelledWhileLoading(s.dir, "warmup", {});
+    expect(own.map((m) => m.event ?? m.type)).toEqual(["error"]);
+    expect(s.launched()).toBe("");
+    expect(s.databaseMade()).toBe(false);
+  });
+});
