@@ -38,6 +38,8 @@ export const documentsAdd = defineMethod({
   result: () => DocumentsAddResultSchema,
   events: () => DocumentsAddEventFields,
   run: async (params, ctx, services) => {
+    // Cancelled while this module loaded (docs/protocol.md#cancel): the database is not opened for it.
+    ctx.signal.throwIfAborted();
     const beat = new IndexBeat((p) => ctx.emit("index_progress", p));
     try {
       return await addDocument(params, {

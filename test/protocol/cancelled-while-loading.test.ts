@@ -61,4 +61,16 @@ describe("a request cancelled while its method loads starts nothing", () => {
     expect(s.launched()).toBe("");
     expect(s.databaseMade()).toBe(false);
   });
+
+  test("documents.add: no database, no rows", async () => {
+    const s = stack();
+    const own = await cancelledWhileLoading(s.dir, "documents.add", {
+      user_id: "u",
+      text: "some words",
+      name: "n",
+    });
+    expect(own.map((m) => m.event ?? m.type)).toEqual(["error"]);
+    expect(s.databaseMade()).toBe(false);
+    expect(s.launched()).toBe("");
+  });
 });
