@@ -15,6 +15,9 @@ export const warmup = defineMethod({
   result: () => WarmupResultSchema,
   events: () => WarmupEventFields,
   run: async (_params, ctx, services) => {
+    // Cancelled while this module loaded (docs/protocol.md#cancel): a cancel stops the wait, not
+    // the start, so no start may begin for it (a core with `models` entries began one).
+    ctx.signal.throwIfAborted();
     const t0 = Date.now();
     const provider = services.llama();
     // An explicit warm-up tries again at once, even when the restart budget is spent.

@@ -2,6 +2,9 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { DB_FILE } from "../../src/store/db/open.ts";
+import { bertModel } from "../fixtures/gguf-bert.ts";
+import { writeGguf } from "../fixtures/gguf-writer.ts";
+import { copySecondModel } from "../fixtures/several-models.ts";
 import { writeStack } from "../fixtures/stack.ts";
 import { startHarness } from "../fixtures/stdio-harness.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
@@ -9,7 +12,7 @@ import { tmpdir } from "../fixtures/tmpdir.ts";
 // A request cancelled in the read that brought it, while its method's module still loads, is
 // handed to its handler with its signal already aborted (the handler's events come first): it
 // must start nothing (docs/protocol.md#cancel). What the stand-ins record is read after the
-// core has exited, so a start begun and then stopped is seen too.
+// core has exited; `status`, read before that, shows a start begun and stopped before its spawn.
 
 let dirs: ReturnType<typeof tmpdir>[] = [];
 afterEach(() => {
@@ -17,11 +20,18 @@ afterEach(() => {
   dirs = [];
 });
 
+/** The stack, with a second chat model (`big`) and an embedding one (`vec`) as `models` entries. */
 function stack() {
   const dir = tmpdir();
   dirs.push(dir);
   const argvLog = join(dir.path, "llama-argv.txt");
-  const s = writeStack(dir.path, { knobs: { FAKE_LLAMA_ARGV_LOG: argvLog } });
+  writeGguf(dir.path, "vec.gguf", bertModel());
+  const s = writeStack(dir.path, {
+    knobs: { FAKE_LLAMA_ARGV_LOG: argvLog },
+    extraYaml:
+      "models:\n  - {name: big, path: ./second.gguf}\n  - {name: vec, path: ./vec.gguf, kind: embedding}\n",
+  });
+  copySecondModel(dir.path);
   return {
     ...s,
     launched: () => (existsSync(argvLog) ? readFileSync(argvLog, "utf8") : ""),
@@ -36,6 +46,12 @@ async function cancelledWhileLoading(dir: string, method: string, params: object
     `${JSON.stringify({ id: "r", method, params })}\n${JSON.stringify({ id: "c", method: "cancel", params: { request_id: "r" } })}\n`,
   );
   await h.waitFor((ms) => ms.some((m) => m.id === "r" && m.type !== "event"), 20_000);
+  // A start begun is seen here even when the shutdown below stops it before its spawn.
+  const status = (await h.request({ id: "st", method: "status" }, 20_000)).result;
+  expect(
+    status.models.map((m: { state: string }) => m.state).filter((s: string) => s !== "unloaded"),
+  ).toEqual([]);
+  expect(status.llama.state).toBe("stopped");
   await h.request({ id: "s", method: "shutdown" }, 20_000);
   expect(await h.exit).toBe(0);
   expect(h.terminal("c")?.result).toEqual({ cancelled: true });
