@@ -18,6 +18,9 @@ export const modelsLoad = defineMethod({
   result: () => ModelsLoadResultSchema,
   events: () => ModelsLoadEventFields,
   run: async (params, ctx, services) => {
+    // Cancelled while this module loaded (docs/protocol.md#cancel): a cancel stops the wait, not
+    // the load, so no load may begin for it.
+    ctx.signal.throwIfAborted();
     const model = findModel(services.config(), params.model);
     return modelsApi(services, params.model).load(model, {
       pin: params.pin,

@@ -89,4 +89,18 @@ describe("a request cancelled while its method loads starts nothing", () => {
     expect(s.databaseMade()).toBe(false);
     expect(s.launched()).toBe("");
   });
+
+  test("models.load: no llama-server", async () => {
+    const s = stack();
+    const own = await cancelledWhileLoading(s.dir, "models.load", { model: "big" });
+    expect(own.map((m) => m.event ?? m.type)).toEqual(["error"]);
+    expect(s.launched()).toBe("");
+  });
+
+  test("embed: no llama-server", async () => {
+    const s = stack();
+    const own = await cancelledWhileLoading(s.dir, "embed", { input: "hello", model: "vec" });
+    expect(own.map((m) => m.event ?? m.type)).toEqual(["error"]);
+    expect(s.launched()).toBe("");
+  });
 });
