@@ -83,6 +83,23 @@ describe("the pull method", () => {
     await h.exit;
   });
 
+  test("a pull cancelled while its module loads asks the hub nothing", async () => {
+    const h = startHarness();
+    // `cancel` loaded first, so it runs as it is read, while the pull's module is still loading.
+    await h.request({ id: "c0", method: "cancel", params: { request_id: "none" } });
+    const seen = hub.requests.length;
+    h.sendRaw(
+      '{"id":"p","method":"pull","params":{"repo":"org/tiny-GGUF","quant":"q4_k_m"}}\n{"id":"c","method":"cancel","params":{"request_id":"p"}}\n',
+    );
+    await h.waitFor(() => h.terminal("p") !== undefined, 10_000);
+    expect(h.terminal("c")?.result).toEqual({ cancelled: true });
+    expect(h.messages.filter((m) => m.id === "p")).toEqual([h.terminal("p")!]);
+    expect(h.terminal("p")).toMatchObject({ type: "error", code: "cancelled" });
+    h.end();
+    await h.exit;
+    expect(hub.requests.slice(seen)).toEqual([]);
+  });
+
   test("cancel stops a pull by its request id: cancelled, the partial kept", async () => {
     hub.knobs.bytesPerSecond = 1024 * 1024;
     try {

@@ -42,6 +42,11 @@ function stack() {
 /** Sends `request` and a cancel of it in one read to a fresh core; the messages once it exited. */
 async function cancelledWhileLoading(dir: string, method: string, params: object) {
   const h = startHarness({ cwd: dir });
+  // `cancel` loaded first, so it runs as it is read: the request's own module is still loading
+  // (its load resolves in a later turn), whichever modules this process has imported already.
+  expect((await h.request({ id: "c0", method: "cancel", params: { request_id: "none" } })).result).toEqual({
+    cancelled: false,
+  });
   h.sendRaw(
     `${JSON.stringify({ id: "r", method, params })}\n${JSON.stringify({ id: "c", method: "cancel", params: { request_id: "r" } })}\n`,
   );
