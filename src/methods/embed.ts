@@ -13,6 +13,8 @@ export const embed = defineMethod({
   params: EmbedParamsSchema,
   result: () => EmbedResultSchema,
   run: async (params, ctx, services) => {
+    // Cancelled while this module loaded: the scheduler would begin the model's load, then drop it.
+    ctx.signal.throwIfAborted();
     const model = chooseEmbedModel(services.config(), params.model);
     const input = typeof params.input === "string" ? [params.input] : params.input;
     const out = await modelsApi(services, model.name).embed(model, input, ctx.signal);

@@ -57,6 +57,12 @@ async function cancelledWhileLoading(dir: string, method: string, params: object
     status.models.map((m: { state: string }) => m.state).filter((s: string) => s !== "unloaded"),
   ).toEqual([]);
   expect(status.llama.state).toBe("stopped");
+  // Not even asked for: a load begun and dropped at once leaves its model marked used.
+  expect(
+    status.models
+      .filter((m: { last_used_at: string | null }) => m.last_used_at !== null)
+      .map((m: { name: string }) => m.name),
+  ).toEqual([]);
   await h.request({ id: "s", method: "shutdown" }, 20_000);
   expect(await h.exit).toBe(0);
   expect(h.terminal("c")?.result).toEqual({ cancelled: true });
