@@ -31,8 +31,8 @@ function folderNamed(parent: string, name: string): string | undefined {
 
 /**
  * Erases a user's (or one session's) text from the 0.1 files: the folders go, and the memory
- * files lose that session's entries (a memory file that cannot be parsed goes when it names
- * the session, since its valid entries were imported already). A session's erase reads and
+ * files lose that session's entries (a memory file that cannot be read goes whole when it names
+ * the session, with a warning: the import could not read it either). A session's erase reads and
  * rewrites each of the user's memory files whole (up to 256 MiB each: about a second per
  * 100 MB), so it runs on the store's thread (Store.deleteSession), never on the main loop.
  */
@@ -53,26 +53,39 @@ export function eraseImported(dataDir: string, userId: string, sessionId?: strin
 }
 
 function dropSessionTurns(path: string, sessionId: string): void {
+  const needle = JSON.stringify(sessionId);
   let value: unknown;
   try {
     value = readJson(path);
   } catch {
-    // Unparseable or too large to read whole, so never imported either: it goes when it names the
-    // session, other sessions' entries with it, or the session's words would outlive its delete.
-    if (!mentions(path, JSON.stringify(sessionId))) return;
-    rmSync(path, { force: true });
-    logger.warn(
-      `a 0.1 memory file that could not be rewritten was removed whole to erase a session: ${path}`,
-    );
+    // Unparseable or too large to read whole.
+    if (mentions(path, needle)) removeUnimported(path);
     return;
   }
-  try {
-    const file = TurnsSchema.parse(value);
-    const kept = file.turns.filter((t) => (t as { session_id?: unknown })?.session_id !== sessionId);
-    if (kept.length !== file.turns.length) writeFileAtomic(path, JSON.stringify({ version: 1, turns: kept }));
-  } catch {
-    if (JSON.stringify(value).includes(JSON.stringify(sessionId))) rmSync(path, { force: true });
+  const file = TurnsSchema.safeParse(value);
+  if (!file.success) {
+    // JSON of another shape: the import skipped it as it does an unparseable one.
+    if (JSON.stringify(value).includes(needle)) removeUnimported(path);
+    return;
   }
+  const kept = file.data.turns.filter((t) => (t as { session_id?: unknown })?.session_id !== sessionId);
+  if (kept.length === file.data.turns.length) return;
+  try {
+    writeFileAtomic(path, JSON.stringify({ version: 1, turns: kept }));
+  } catch {
+    // Read and imported: its other entries are in the database.
+    rmSync(path, { force: true });
+  }
+}
+
+/**
+ * A memory file the import could not read either goes whole when it names the session: other
+ * sessions' entries, kept only there, go with it (logged), as the session's words must not
+ * outlive its delete.
+ */
+function removeUnimported(path: string): void {
+  rmSync(path, { force: true });
+  logger.warn(`a 0.1 memory file that could not be read was removed whole to erase a session: ${path}`);
 }
 
 /** Bytes read at a time when a file is looked through for a name. */

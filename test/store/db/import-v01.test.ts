@@ -1,5 +1,5 @@
 import { Database } from "bun:sqlite";
-import { describe, expect, test } from "bun:test";
+import { describe, expect, spyOn, test } from "bun:test";
 import {
   appendFileSync,
   existsSync,
@@ -15,6 +15,7 @@ import { DB_FILE, openStore } from "../../../src/store/db/open.ts";
 import { eraseSession } from "../../../src/store/erase.ts";
 import { eraseImported } from "../../../src/store/import-v01-erase.ts";
 import { Store } from "../../../src/store/store.ts";
+import { logger } from "../../../src/util/logger.ts";
 import { holdImportBefore } from "../../fixtures/store-v01/hold-import.ts";
 import { MemoryIndex } from "../../fixtures/store-v01/memory-index.ts";
 import { SessionStore } from "../../fixtures/store-v01/session-store.ts";
@@ -404,4 +405,29 @@ test("a kept 0.1 memory file too large to rewrite goes whole on a delete of a se
   eraseImported(dir.path, "ann", "gone");
   expect(existsSync(naming)).toBe(false);
   expect(existsSync(other)).toBe(true);
+});
+
+test("a kept 0.1 memory file of another shape goes whole on a delete of a session it names, with the warning an unparseable one gets", () => {
+  using dir = tmpdir();
+  const memory = join(dir.path, "imported-0.1", "users", "ann", "memory");
+  mkdirSync(memory, { recursive: true });
+  // JSON, but not 0.1's {version: 1, turns}: the import skipped it, so its other entries exist only here.
+  const path = join(memory, "turns.json");
+  const turn = (session: string) => ({
+    id: session,
+    session_id: session,
+    text: "words",
+    at: "2026-01-01T00:00:00Z",
+  });
+  writeFileSync(path, JSON.stringify({ version: 2, turns: [turn("gone"), turn("other")] }));
+  const lines: string[] = [];
+  const warn = spyOn(logger, "warn").mockImplementation((line: string) => void lines.push(line));
+  try {
+    eraseImported(dir.path, "ann", "gone");
+  } finally {
+    warn.mockRestore();
+  }
+  expect(existsSync(path)).toBe(false);
+  expect(lines).toHaveLength(1);
+  expect(lines[0]).toContain(path);
 });
