@@ -1,3 +1,4 @@
+import { DEFAULT_MODEL_NAME } from "../config/model-schema.ts";
 import { WarmupEventFields, WarmupParamsSchema, WarmupResultSchema } from "../protocol/warmup.ts";
 import { dataDirError } from "../store/data-dir-problem.ts";
 import { defineMethod } from "./definition.ts";
@@ -20,14 +21,24 @@ export const warmup = defineMethod({
     ctx.signal.throwIfAborted();
     const t0 = Date.now();
     const provider = services.llama();
-    // An explicit warm-up tries again at once, even when the restart budget is spent.
-    const lease = await provider
-      .acquire(ctx.signal, (p) => ctx.emit("warmup_progress", { ...p }), { explicit: true })
-      .catch((err: unknown) => {
-        // As chat does: a data_dir that cannot be written is named, not "see the log".
-        throw dataDirError(err, services.config().app.data_dir) ?? err;
-      });
-    lease.release();
+    // With `models` entries the warmup is `default`'s user as a chat is, before anything yields:
+    // an unload is refused model_busy, a forced one ends it `cancelled` as it ends the chats
+    // (docs/protocol.md#modelsunload), not with the stopping server's shutdown message.
+    const watch = services.models?.()?.chatSignal({ kind: "path", name: DEFAULT_MODEL_NAME }, ctx.signal);
+    try {
+      // An explicit warm-up tries again at once, even when the restart budget is spent.
+      const lease = await provider
+        .acquire(watch?.signal ?? ctx.signal, (p) => ctx.emit("warmup_progress", { ...p }), {
+          explicit: true,
+        })
+        .catch((err: unknown) => {
+          // As chat does: a data_dir that cannot be written is named, not "see the log".
+          throw dataDirError(err, services.config().app.data_dir) ?? err;
+        });
+      lease.release();
+    } finally {
+      watch?.done();
+    }
     // The database opens now (and imports a 0.1 folder once), not on the first chat's path.
     services.store();
     return { status: "ready" as const, elapsed_ms: Date.now() - t0, slots: provider.slots() };

@@ -7,6 +7,8 @@ import { ModelsResultSchema } from "../../src/protocol/models.ts";
 import { statusResultSchema } from "../../src/protocol/status.ts";
 import { tinyLlama, writeGguf } from "../fixtures/gguf-writer.ts";
 import { cpuOnlyMachine } from "../fixtures/hardware.ts";
+import { copySecondModel } from "../fixtures/several-models.ts";
+import { writeStack } from "../fixtures/stack.ts";
 import { startHarness } from "../fixtures/stdio-harness.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
@@ -260,5 +262,44 @@ describe("plan {model}", () => {
       reason: "model_not_found",
       available: ["default", "second"],
     });
+  });
+});
+
+describe("models.unload {force} of default ends a warmup waiting for its slot as it ends chats", () => {
+  test("the warmup is the model's user: cancelled, 'model \"default\" was unloaded'", async () => {
+    using d = tmpdir();
+    const release = join(d.path, "release");
+    // One slot: the chat holds it (its reply stops after the first token until `release` exists).
+    const s = writeStack(d.path, {
+      parallel: 1,
+      script: [{ content: "one two three", hold_file: release }],
+      extraYaml: "models:\n  - {name: big, path: ./second.gguf}\n",
+    });
+    copySecondModel(d.path);
+    const h = startHarness({ cwd: s.dir });
+    h.send({ id: "c", method: "chat", params: { input: "hi" } });
+    await h.waitFor((ms) => ms.some((m) => m.id === "c" && m.event === "llm_chunk"), 20_000);
+    h.send({ id: "w", method: "warmup" });
+    // The warmup waits for the one slot (status shows it, no clock involved).
+    const slots = async () =>
+      (await h.request({ id: `s${h.messages.length}`, method: "status" })).result.models[0].slots;
+    while ((await slots())?.waiting !== 1) await Bun.sleep(10);
+    const busy = await h.request({ id: "u0", method: "models.unload", params: { model: "default" } });
+    expect(busy.data).toEqual({ reason: "model_busy", model: "default", chats: 2 });
+    const un = await h.request(
+      { id: "u1", method: "models.unload", params: { model: "default", force: true } },
+      20_000,
+    );
+    expect(un.result).toEqual({ model: "default", unloaded: true });
+    await h.waitFor(() => h.terminal("w") !== undefined && h.terminal("c") !== undefined, 20_000);
+    writeFileSync(release, "");
+    for (const id of ["c", "w"])
+      expect(h.terminal(id)).toMatchObject({
+        type: "error",
+        code: "cancelled",
+        message: 'model "default" was unloaded',
+      });
+    await h.request({ id: "x", method: "shutdown" }, 20_000);
+    expect(await h.exit).toBe(0);
   });
 });
