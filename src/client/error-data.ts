@@ -31,10 +31,25 @@ export interface ErrorDataByCode {
   } & Open;
   /** llama-server not found (the paths tried), or it exited at start-up over its binary. */
   binary_missing: { tried?: string[] } & LlamaServerEnd & Open;
-  /** The GGUF is absent, unreadable, not a GGUF or truncated (plan), or llama-server said so. */
+  /**
+   * The GGUF is absent, unreadable, not a GGUF or truncated (plan), or llama-server said so; an
+   * `hf:` model not (wholly) in the cache says which and the command that fetches it (`pull`).
+   * Where its path was set: the config's `key`, or `field: "model"` for a request's own model.
+   */
   model_missing: {
     path?: string;
-    problem?: "absent" | "unreadable" | "not_gguf" | "truncated";
+    problem?:
+      | "absent"
+      | "unreadable"
+      | "not_gguf"
+      | "truncated"
+      | "not_downloaded"
+      | "broken_ref"
+      | "broken_link"
+      | "incomplete_split";
+    key?: string;
+    field?: "model";
+    pull?: string;
   } & LlamaServerEnd &
     Open;
   /** The model does not fit: the device short of memory and the numbers, or the setting at fault. */

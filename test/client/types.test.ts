@@ -107,6 +107,8 @@ export async function host(signal: AbortSignalLike): Promise<string[]> {
     if (isLocalAiError(err)) {
       const any: AnyLocalAiError = err;
       if (any.code === "model_missing") out.push(any.data?.problem ?? "");
+      // An hf: model not pulled: its problem and the command that fetches it are typed.
+      if (any.code === "model_missing" && any.data?.problem === "not_downloaded") out.push(any.data.pull ?? "");
       if (any.code === "internal_error") out.push(any.data?.reason ?? "");
     }
   }
