@@ -24,7 +24,7 @@ const closeAsync = promisify(close);
 
 /**
  * The most `sessions.export` answers inline, counted as the JSON string it is written as: with
- * the envelope, well under the 16 MiB line the typed client reads. A bigger export is refused
+ * the envelope, well under the 32 MiB line the typed client reads. A bigger export is refused
  * (`data.reason: "export_too_large"`) for one written to a file the host names.
  */
 export const EXPORT_INLINE_BYTES = 8 * 1024 * 1024;
