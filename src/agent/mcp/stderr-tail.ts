@@ -7,14 +7,14 @@ const LINE_CHARS = 200;
 /** What is kept of the stream: enough for TAIL_LINES lines, bounded whatever the server writes. */
 export const KEEP_CHARS = TAIL_LINES * LINE_CHARS * 2;
 
+/** Shorter values of the server's `env` are not looked for: "1", "true" and the like are no secrets. */
+const SECRET_MIN_CHARS = 6;
+
 /**
  * The end of what an MCP server wrote to stderr, for the error of a server that exited during its
  * start (docs/agent.md "MCP servers"): a missing module or a bad argument is told there, and the
  * `tools_unavailable` warning is all a host developer sees without the debug log.
  */
-/** Shorter values of the server's `env` are not looked for: "1", "true" and the like are no secrets. */
-const SECRET_MIN_CHARS = 6;
-
 export class StderrTail {
   private text = "";
   /** Whether the stream's start was let go: the kept text may then begin inside a secret. */
