@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto";
+import { keepLatest } from "../util/keep-latest.ts";
 
 /**
  * The inputs an embedding server crashed with (docs/protocol.md#embed, "An input that crashes the
@@ -6,7 +7,8 @@ import { createHash } from "node:crypto";
  * it (memory's job, a document's add, a host's loop) would send it again after every restart,
  * until the restart budget is spent and nothing is embedded at all. So each input in flight when
  * the server died is counted, by its text's hash; one in flight alone in its request, its request
- * alone on the server, during a second death in a row is known to crash the server, and refused from then on without being sent.
+ * alone on the server, during a second death in a row is known to crash the server, and refused
+ * from then on without being sent.
  * An input embedded is forgotten. Kept in memory for the core's life, one per model, bounded.
  */
 
@@ -36,10 +38,7 @@ export class CrashSuspects {
   died(inFlight: readonly string[], alone: boolean): boolean {
     for (const t of inFlight) {
       const k = key(t);
-      const n = (this.counted.get(k) ?? 0) + 1;
-      this.counted.delete(k);
-      this.counted.set(k, n);
-      if (this.counted.size > MOST_COUNTED) this.counted.delete(this.counted.keys().next().value as string);
+      keepLatest(this.counted, k, (this.counted.get(k) ?? 0) + 1, MOST_COUNTED);
     }
     const [only] = inFlight;
     if (!alone || inFlight.length !== 1 || only === undefined) return false;
