@@ -11,6 +11,14 @@ export function terminalText(text: string): string {
   return text.replace(UNSAFE, (c) => `\\u{${(c.codePointAt(0) ?? 0).toString(16)}}`);
 }
 
+/** Whether `text` holds none of what terminalText escapes (the log's common case: nothing to do). */
+export function isTerminalSafe(text: string): boolean {
+  return !ANY.test(text);
+}
+
+/** UNSAFE without its global flag, whose `test` would keep a place between calls. */
+const ANY = new RegExp(UNSAFE.source);
+
 /** `value` with every string in it (object values, array entries) through `terminalText`. */
 export function terminalSafe<T>(value: T): T {
   if (typeof value === "string") return terminalText(value) as T;
