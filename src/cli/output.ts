@@ -80,6 +80,9 @@ export function flushed(stream: NodeJS.WritableStream & { errored?: unknown }): 
   });
 }
 
+/** A command's exit code when a signal stopped it (README "Exit codes"). */
+export const SIGNAL_EXIT = { SIGINT: 130, SIGTERM: 143 } as const;
+
 /** How long a command stopped by a signal waits for its reader before it exits all the same. */
 export const SIGNALLED_FLUSH_MS = 2000;
 
@@ -94,5 +97,6 @@ export async function flushedForExit(
   boundMs = SIGNALLED_FLUSH_MS,
 ): Promise<void> {
   const flush = flushed(stream);
-  await (code === 130 || code === 143 ? within(flush, boundMs, undefined) : flush);
+  const signalled = code === SIGNAL_EXIT.SIGINT || code === SIGNAL_EXIT.SIGTERM;
+  await (signalled ? within(flush, boundMs, undefined) : flush);
 }

@@ -9,11 +9,9 @@ import { CoreServices } from "../server/services.ts";
 import { logger } from "../util/logger.ts";
 import { configArg, jsonArg } from "./args.ts";
 import { reportFailure } from "./failure.ts";
-import { closableOutput } from "./output.ts";
+import { closableOutput, SIGNAL_EXIT } from "./output.ts";
 
 /** The exit code of a pull stopped by Ctrl-C (128 + SIGINT), as shells report it. */
-const EXIT_INTERRUPTED = 130;
-const EXIT_TERMINATED = 143;
 
 export default defineCommand({
   meta: { name: "pull", description: "Download a GGUF from the Hugging Face hub into the shared cache" },
@@ -31,11 +29,10 @@ export default defineCommand({
   run: async ({ args }) => {
     const ac = new AbortController();
     const stop = () => ac.abort();
-    // 130 for Ctrl-C, 143 for SIGTERM, as every other command exits (README "Exit codes").
-    let interrupted = EXIT_INTERRUPTED;
-    const onInt = () => stop();
+    // 130 for Ctrl-C, 143 for SIGTERM, as every other command exits.
+    let interrupted: number = SIGNAL_EXIT.SIGINT;
     const onTerm = () => {
-      interrupted = EXIT_TERMINATED;
+      interrupted = SIGNAL_EXIT.SIGTERM;
       stop();
     };
     // A reader that left (`| head -1`) stops the pull as Ctrl-C does: the partial is kept.
@@ -45,7 +42,7 @@ export default defineCommand({
       out,
       process.stdout.isTTY ? { columns: process.stdout.columns || 80 } : null,
     );
-    process.once("SIGINT", onInt);
+    process.once("SIGINT", stop);
     process.once("SIGTERM", onTerm);
     try {
       const ref = parseRef(args.model, args.revision);
@@ -91,7 +88,7 @@ export default defineCommand({
       out(`${JSON.stringify({ type: "error", ...reportFailure(err, "pull") })}\n`);
       return 1;
     } finally {
-      process.off("SIGINT", onInt);
+      process.off("SIGINT", stop);
       process.off("SIGTERM", onTerm);
     }
   },

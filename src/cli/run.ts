@@ -5,7 +5,7 @@ import { VERSION } from "../version.ts";
 import { argsProblem } from "./check-args.ts";
 import { reportFailure } from "./failure.ts";
 import { main } from "./main.ts";
-import { writeUsage } from "./output.ts";
+import { SIGNAL_EXIT, writeUsage } from "./output.ts";
 
 /**
  * The command line, from argv to an exit code: 0 done, 1 the command failed, 2 the command
@@ -26,11 +26,10 @@ export async function runCli(argv: string[]): Promise<number> {
       await writeUsage(process.stderr, main);
       return 2;
     }
-    const named = first;
-    const sub = named === undefined ? undefined : await loadSubCommand(named);
+    const sub = first === undefined ? undefined : await loadSubCommand(first);
     // `pul --help` is a typo to say, not the main usage and exit 0 (a script's check passes).
-    if (named !== undefined && !sub) {
-      logger.error(`unknown command '${named}'`);
+    if (first !== undefined && !sub) {
+      logger.error(`unknown command '${first}'`);
       await writeUsage(process.stderr, main);
       return 2;
     }
@@ -80,7 +79,7 @@ const OWN_SIGNALS = new Set(["serve-stdio", "pull"]);
  * a signal sent to this process alone (a script's `kill`, `timeout`) does not reach them.
  */
 async function untilSignal(command: Promise<number>): Promise<number> {
-  const signals = { SIGINT: 130, SIGTERM: 143 } as const;
+  const signals = SIGNAL_EXIT;
   let stop = () => {};
   const stopped = new Promise<number>((resolve) => {
     const on = (signal: keyof typeof signals) => () => {
