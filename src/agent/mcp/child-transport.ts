@@ -2,7 +2,9 @@ import { deserializeMessage, serializeMessage } from "@modelcontextprotocol/sdk/
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { ErrorCode, type JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import { jsonShape, LOOK_FROM_CHARS, MAX_VALUES } from "../../util/json-shape.ts";
+import { keepLatest } from "../../util/keep-latest.ts";
 import { logger } from "../../util/logger.ts";
+import { within } from "../../util/within.ts";
 import { exitText, type McpChild } from "./child.ts";
 import { initializeEssentials } from "./initialize-answer.ts";
 import { LineReader } from "./line-reader.ts";
@@ -87,10 +89,7 @@ export class ChildTransport implements Transport {
   }
 
   private cancel(id: number): void {
-    if (!this.awaited.delete(id)) return;
-    this.cancelled.set(id, performance.now());
-    if (this.cancelled.size > CANCELLED_KEPT)
-      this.cancelled.delete(this.cancelled.keys().next().value as number);
+    if (this.awaited.delete(id)) keepLatest(this.cancelled, id, performance.now(), CANCELLED_KEPT);
   }
 
   /** Cancelled calls whose answer is later than their own timeout: it is asked for no more. */
@@ -110,7 +109,7 @@ export class ChildTransport implements Transport {
       this.exitedAs = exitText(exit);
       if (!this.closing && !this.stoppedFor)
         logger.warn(`MCP server '${this.name}' (pid ${this.child.pid}) ${this.exitedAs}`);
-      await Promise.race([reading, Bun.sleep(DRAIN_AFTER_EXIT_MS)]);
+      await within(reading, DRAIN_AFTER_EXIT_MS, undefined);
       this.end();
     });
   }
@@ -161,7 +160,7 @@ export class ChildTransport implements Transport {
    * is started afresh on next use.
    */
   private async writeFailed(err: Error): Promise<Error> {
-    if (!this.ended) await Promise.race([this.child.exited, Bun.sleep(EXIT_SEEN_MS)]);
+    if (!this.ended) await within(this.child.exited, EXIT_SEEN_MS, undefined);
     if (this.stoppedFor) return new Error(`MCP server '${this.name}' was stopped: ${this.stoppedFor}`);
     if (this.exitedAs) return new Error(`MCP server '${this.name}' ${this.exitedAs}`);
     if (this.ended) return err;

@@ -7,6 +7,7 @@ import { CoreError } from "../../protocol/errors.ts";
 import { removeRecordFile, writeMcpRecord } from "../../runtime/pid-file.ts";
 import { logger } from "../../util/logger.ts";
 import { cutText } from "../../util/text-cut.ts";
+import { within } from "../../util/within.ts";
 import { VERSION } from "../../version.ts";
 import { type ChildExit, exitText, type McpChild, spawnMcpServer } from "./child.ts";
 import { ChildTransport, MAX_PENDING_BYTES } from "./child-transport.ts";
@@ -187,7 +188,7 @@ function exitOf(child: McpChild, stderrRead: Promise<void>): Promise<ChildExit |
     await stderrRead;
     return exit;
   });
-  return Promise.race([exited, Bun.sleep(EXIT_SEEN_MS).then(() => null)]);
+  return within(exited, EXIT_SEEN_MS, null);
 }
 
 function quoted(lines: string[]): string {
