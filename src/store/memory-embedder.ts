@@ -86,9 +86,9 @@ export class MemoryEmbedder {
   /** The counts status shows, read again. */
   private recount(fp: string): { embedded: number; total: number } {
     const { store } = this.deps;
-    const counts = store.guard(() => store.memory.vectors.counts(fp));
+    const { refused, ...counts } = store.guard(() => store.memory.vectors.tally(fp));
     this.counts = counts;
-    this.setAside = store.guard(() => store.memory.vectors.refusedCount(fp));
+    this.setAside = refused;
     return counts;
   }
 

@@ -196,6 +196,15 @@ export class MemoryVectors {
    * core is not counted past it).
    */
   counts(fingerprint: string): { embedded: number; total: number } {
+    const { embedded, total } = this.tally(fingerprint);
+    return { embedded, total };
+  }
+
+  /**
+   * `counts`, and the rows `fingerprint`'s model cannot embed, marked refused (`refuse`): status's
+   * `set_aside`, read in the same look (the refused rows are counted for `total` anyway).
+   */
+  tally(fingerprint: string): { embedded: number; total: number; refused: number } {
     const count = (sql: string, ...params: string[]) =>
       (this.db.query(sql).get(...params) as { n: number }).n;
     const vectors = "SELECT count(*) AS n FROM memory_vectors WHERE fingerprint = ?";
@@ -210,14 +219,9 @@ export class MemoryVectors {
        SELECT count(*) AS n FROM memory WHERE document_id IN (SELECT id FROM docs
          WHERE id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM documents d WHERE d.document_id = docs.id))`,
     );
-    const total = Math.max(0, all - pending - count(vectors, refusedBy(fingerprint)));
-    return { embedded: Math.min(count(vectors, fingerprint), total), total };
-  }
-
-  /** The rows `fingerprint`'s model cannot embed, marked refused (`refuse`): status's `set_aside`. */
-  refusedCount(fingerprint: string): number {
-    const q = "SELECT count(*) AS n FROM memory_vectors WHERE fingerprint = ?";
-    return (this.db.query(q).get(refusedBy(fingerprint)) as { n: number }).n;
+    const refused = count(vectors, refusedBy(fingerprint));
+    const total = Math.max(0, all - pending - refused);
+    return { embedded: Math.min(count(vectors, fingerprint), total), total, refused };
   }
 
   /**
