@@ -14,6 +14,7 @@ import {
 import { documentNotFound } from "../store/document-store.ts";
 import type { Store } from "../store/store.ts";
 import { defineMethod } from "./definition.ts";
+import { importedStore } from "./imported-store.ts";
 import { kvErased } from "./kv-erased.ts";
 import type { Services } from "./services.ts";
 
@@ -24,10 +25,8 @@ import type { Services } from "./services.ts";
  * The store; when a session is named, once a 0.1 folder's import is done (Store.whenImported):
  * a session whose unit is not imported yet is not found.
  */
-async function storeFor(services: Services, sessionId: string | undefined): Promise<Store> {
-  const store = services.store();
-  if (sessionId !== undefined) await store.whenImported();
-  return store;
+function storeFor(services: Services, sessionId: string | undefined): Store | Promise<Store> {
+  return sessionId === undefined ? services.store() : importedStore(services);
 }
 
 /** Reads a document (a path or text), stores its chunks, commits it; progress while it runs. Cancellable. */

@@ -20,31 +20,19 @@ import {
 import { attachmentOf } from "../store/attachment-of.ts";
 import { exportInline, exportToFile } from "../store/export-file.ts";
 import { sessionNotFound } from "../store/session-not-found.ts";
-import type { Store } from "../store/store.ts";
 import { defineMethod } from "./definition.ts";
+import { importedStore } from "./imported-store.ts";
 import { kvErased } from "./kv-erased.ts";
-import type { Services } from "./services.ts";
 
 // The host's view of its conversations (docs/protocol.md "Conversations"): each a thin call into
 // the store, which validates nothing the params schema did not.
-
-/**
- * The store once a 0.1 folder's import is done (Store.whenImported): a session still being
- * imported is neither missing from a list nor found empty. Only these methods wait; ping,
- * cancel, status and initialize never open the store.
- */
-async function imported(services: Services): Promise<Store> {
-  const store = services.store();
-  await store.whenImported();
-  return store;
-}
 
 /** The user's sessions, newest first, a page at a time. */
 export const sessionsList = defineMethod({
   name: "sessions.list",
   params: SessionsListParamsSchema,
   result: () => SessionsListResultSchema,
-  run: async (p, _ctx, services) => (await imported(services)).list(p.user_id, p.limit, p.before),
+  run: async (p, _ctx, services) => (await importedStore(services)).list(p.user_id, p.limit, p.before),
 });
 
 /** One session and a page of its messages, newest page first, oldest message first within it. */
@@ -53,7 +41,7 @@ export const sessionsGet = defineMethod({
   params: SessionsGetParamsSchema,
   result: () => SessionsGetResultSchema,
   run: async (p, _ctx, services) =>
-    (await imported(services)).get(p.user_id, p.session_id, p.limit, p.before_seq),
+    (await importedStore(services)).get(p.user_id, p.session_id, p.limit, p.before_seq),
 });
 
 export const sessionsRename = defineMethod({
@@ -61,7 +49,7 @@ export const sessionsRename = defineMethod({
   params: SessionsRenameParamsSchema,
   result: () => SessionsRenameResultSchema,
   run: async (p, _ctx, services) => ({
-    session: await (await imported(services)).rename(p.user_id, p.session_id, p.title),
+    session: await (await importedStore(services)).rename(p.user_id, p.session_id, p.title),
   }),
 });
 
@@ -71,7 +59,7 @@ export const sessionsDelete = defineMethod({
   params: SessionsDeleteParamsSchema,
   result: () => SessionsDeleteResultSchema,
   run: async (p, _ctx, services) => {
-    const store = await imported(services);
+    const store = await importedStore(services);
     let live = true;
     try {
       store.mustFind(p.user_id, p.session_id);
@@ -95,7 +83,7 @@ export const sessionsSearch = defineMethod({
   params: SessionsSearchParamsSchema,
   result: () => SessionsSearchResultSchema,
   run: async (p, _ctx, services) => ({
-    hits: await (await imported(services)).search(p.user_id, p.query, p.limit),
+    hits: await (await importedStore(services)).search(p.user_id, p.query, p.limit),
   }),
 });
 
@@ -110,7 +98,7 @@ export const sessionsExport = defineMethod({
   run: async (p, _ctx, services) => {
     // An edit committed under the export replaced rows it had given: it starts again, a few times.
     for (let attempt = 1; ; attempt++) {
-      const pieces = (await imported(services)).exportPieces(p.user_id, p.session_id, p.format);
+      const pieces = (await importedStore(services)).exportPieces(p.user_id, p.session_id, p.format);
       try {
         if (p.path === undefined) return { format: p.format, content: await exportInline(pieces) };
         const bytes = await exportToFile(p.path, pieces, services.config().app.data_dir, pieces.confirm);
@@ -127,7 +115,7 @@ export const sessionsAttachment = defineMethod({
   name: "sessions.attachment",
   params: SessionsAttachmentParamsSchema,
   result: () => SessionsAttachmentResultSchema,
-  run: async (p, _ctx, services) => attachmentOf(await imported(services), p.user_id, p.id),
+  run: async (p, _ctx, services) => attachmentOf(await importedStore(services), p.user_id, p.id),
 });
 
 /** Everything of the user, erased for good; a user with nothing is not an error. */
@@ -136,7 +124,7 @@ export const usersDelete = defineMethod({
   params: UsersDeleteParamsSchema,
   result: () => UsersDeleteResultSchema,
   run: async (p, _ctx, services) => {
-    const { deleted_sessions, copies } = await (await imported(services)).deleteUser(p.user_id);
+    const { deleted_sessions, copies } = await (await importedStore(services)).deleteUser(p.user_id);
     kvErased(services.forgetKv(p.user_id));
     return { deleted_sessions, set_aside_copies: copies };
   },
