@@ -145,7 +145,7 @@ function exportFolder(path: string, dataDir: string): string {
     // No data folder yet: nothing of the core's can be replaced.
     return folder;
   }
-  if (!within(data, folder) && !linkHolds(join(folder, name), data)) return folder;
+  if (!isWithin(data, folder) && !linkHolds(join(folder, name), data)) return folder;
   throw new CoreError(
     "invalid_request",
     `params.path: ${path} is inside app.data_dir (${dataDir}), the core's own files; name a path outside it`,
@@ -154,7 +154,7 @@ function exportFolder(path: string, dataDir: string): string {
 }
 
 /** Whether `folder` is `root` or inside it, both resolved. */
-function within(root: string, folder: string): boolean {
+function isWithin(root: string, folder: string): boolean {
   const inside = relative(root, folder);
   return !(inside === ".." || inside.startsWith(`..${sep}`) || isAbsolute(inside));
 }
@@ -165,7 +165,7 @@ function within(root: string, folder: string): boolean {
  */
 function linkHolds(target: string, data: string): boolean {
   try {
-    return lstatSync(target).isSymbolicLink() && within(realFolder(target), data);
+    return lstatSync(target).isSymbolicLink() && isWithin(realFolder(target), data);
   } catch {
     // Missing, dangling, not a folder: replacing it takes nothing of the core's.
     return false;
