@@ -149,23 +149,18 @@ describe("MCP servers that do not read their stdin", () => {
   test("a write that fails (EPIPE) a moment before the server's exit is seen names the exit, and ends the connection as an exit", async () => {
     let killed = 0;
     const exit = Promise.withResolvers<ChildExit>();
-    const child = {
-      pid: 1,
-      guarded: false,
-      stdout: new ReadableStream<Uint8Array>(),
-      stderr: new ReadableStream<Uint8Array>(),
+    const child: McpChild = {
+      ...silentChild(),
       exited: exit.promise,
       write: async () => {
         // Its exit is reported only after the write has failed.
         queueMicrotask(() => exit.resolve({ code: null, signal: "SIGSEGV" }));
         throw new Error("EPIPE: broken pipe, write");
       },
-      stop: async () => {},
       kill: () => {
         killed++;
       },
-      noteEscaped: () => {},
-    } satisfies McpChild;
+    };
     const transport = new ChildTransport(child, "t", { maxPendingBytes: 1 << 20, stallMs: 5000 });
     const closed = Promise.withResolvers<void>();
     transport.onclose = () => closed.resolve();
@@ -216,17 +211,7 @@ describe("MCP servers that do not read their stdin", () => {
         push = (bytes) => c.enqueue(bytes);
       },
     });
-    const child = {
-      pid: 1,
-      guarded: false,
-      stdout,
-      stderr: new ReadableStream(),
-      write: async () => {},
-      exited: new Promise<never>(() => {}),
-      stop: async () => {},
-      kill: () => {},
-      noteEscaped: () => {},
-    } as unknown as McpChild;
+    const child: McpChild = { ...silentChild(), stdout };
     const transport = new ChildTransport(child, "t", { maxPendingBytes: 1 << 20, stallMs: 5000 });
     const got: unknown[] = [];
     transport.onmessage = (m) => void got.push(m);
@@ -252,19 +237,13 @@ describe("MCP servers that do not read their stdin", () => {
 
   test("a write to its stdin stuck past stallMs ends the connection and kills the server", async () => {
     let killed = 0;
-    const child = {
-      pid: 1,
-      guarded: false,
-      stdout: new ReadableStream<Uint8Array>(),
-      stderr: new ReadableStream<Uint8Array>(),
-      exited: new Promise<never>(() => {}),
+    const child: McpChild = {
+      ...silentChild(),
       write: () => new Promise<void>(() => {}), // the pipe never drains
-      stop: async () => {},
       kill: () => {
         killed++;
       },
-      noteEscaped: () => {},
-    } satisfies McpChild;
+    };
     const transport = new ChildTransport(child, "t", { maxPendingBytes: 1 << 20, stallMs: 50 });
     let closed = false;
     transport.onclose = () => {
