@@ -109,8 +109,6 @@ export class Dispatcher {
   /** One load per method, shared by every request that arrives while it is loading. */
   private readonly loading = new Map<string, Promise<MethodHandler>>();
   private readonly loaded = new Map<string, MethodHandler>();
-  /** Method loads not yet done, which requests read earlier wait for (AFTER_EARLIER_LOADS). */
-  private readonly pendingLoads = new Set<Promise<MethodHandler>>();
   private readonly emptyParams = new Map<string, { value: unknown }>();
 
   constructor(
@@ -284,7 +282,7 @@ export class Dispatcher {
         let result: unknown;
         if (started) result = await started.result;
         else {
-          if (this.waitsForLoads(method)) await Promise.allSettled([...this.pendingLoads]);
+          if (this.waitsForLoads(method)) await Promise.allSettled(this.pendingLoads());
           const def = this.loaded.get(method.name) ?? (await this.definition(method));
           const out = def.run(this.parseParams(def, params), request);
           // A plain value is queued in the turn it was made in, so what it read stays true when
@@ -343,19 +341,18 @@ export class Dispatcher {
       this.loading.set(method.name, def);
       // A failed load is retried by the next request rather than cached.
       def.catch(() => this.loading.delete(method.name));
-      const loading = def;
-      this.pendingLoads.add(loading);
-      void loading.then(
-        () => this.pendingLoads.delete(loading),
-        () => this.pendingLoads.delete(loading),
-      );
     }
     return def;
   }
 
   /** An erase read while earlier requests wait for their method's load: it runs after them. */
   private waitsForLoads(method: MethodEntry): boolean {
-    return this.pendingLoads.size > 0 && AFTER_EARLIER_LOADS.has(method.name);
+    return AFTER_EARLIER_LOADS.has(method.name) && this.pendingLoads().length > 0;
+  }
+
+  /** Method loads not yet done, which requests read earlier wait for (AFTER_EARLIER_LOADS). */
+  private pendingLoads(): Promise<MethodHandler>[] {
+    return [...this.loading].filter(([name]) => !this.loaded.has(name)).map(([, def]) => def);
   }
 
   private fail(id: RequestId | null, code: ErrorCode, message: string, data?: Record<string, unknown>): void {
