@@ -224,18 +224,15 @@ export async function waitUntilHealthy(s: Spawned, opts: HealthWait): Promise<La
     // output (a flip missed here cost up to intervalMs, the worst cold chats in the bench).
     // A line while the poll was in flight ("listening", answered 503 a moment before the flip)
     // counts too: missed, the ready server waited out the backed-off interval.
-    let spoke = spokeDuringPoll(s);
-    if (!spoke) {
+    if (!spokeDuringPoll(s)) {
+      // The line reader marks `spoke` before it nudges: the mark says whether output came.
       const output = new Promise<void>((resolve) => {
-        s.nudge = () => {
-          spoke = true;
-          resolve();
-        };
+        s.nudge = resolve;
       });
       await Promise.race([Bun.sleep(Math.min(pollWait, opts.intervalMs)), s.exited, aborted, output]);
       s.nudge = undefined;
     }
-    pollWait = spoke ? AFTER_OUTPUT_MS : pollWait * 2;
+    pollWait = spokeDuringPoll(s) ? AFTER_OUTPUT_MS : pollWait * 2;
   }
 }
 
