@@ -1,6 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import { argSecrets } from "../../src/agent/mcp/arg-secrets.ts";
 import { McpPool } from "../../src/agent/mcp/pool.ts";
 import { KEEP_CHARS, StderrTail } from "../../src/agent/mcp/stderr-tail.ts";
 import { McpServerSchema } from "../../src/config/schema.ts";
@@ -137,6 +138,59 @@ describe("chat: MCP servers that will not start", () => {
     expect(message).toContain("KeyError: bad key [redacted]");
     expect(message).not.toContain(key);
   }, 30_000);
+
+  test("credentials in the server's args that its argument parser echoes are not handed to the host", async () => {
+    const key = "sk-args-0123456789abcdef";
+    const password = "hunter2-secret";
+    const script =
+      "process.stderr.write('usage error: ' + process.argv.slice(1).join(' ') + '\\n'); process.exit(2);";
+    await using h = new ChatHarness({
+      mcp_servers: [
+        {
+          name: "t",
+          command: process.execPath,
+          args: [
+            "-e",
+            script,
+            "--api-key",
+            key,
+            "--db",
+            `postgres://ann:${password}@db.local/x`,
+            "--name",
+            "plain-value",
+          ],
+        },
+      ],
+    });
+    h.llama.script({ content: ["fine"] });
+    const { terminal } = await h.chat("c", { input: "hi" });
+    const message = (terminal.result as Result).warnings[0]?.message ?? "";
+    expect(message).toContain("usage error:");
+    expect(message).toContain("[redacted] --db postgres://ann:[redacted]@db.local/x");
+    expect(message).not.toContain(key);
+    expect(message).not.toContain(password);
+    // Values of flags that do not name a credential stay: they say what went wrong.
+    expect(message).toContain("--name plain-value");
+  }, 30_000);
+
+  test("argSecrets finds a secret-named flag's value, spelt apart or with =, NAME=value pairs and URL credentials", () => {
+    expect(
+      argSecrets([
+        "--token",
+        "tok-1",
+        "--client-secret=cs-2",
+        "API_KEY=ak-3",
+        "https://u:pw-4@host/p?access_token=at-5&page=2",
+        "--verbose",
+        "--path",
+        "/tmp/x",
+        "--auth",
+        "--next",
+      ]),
+    ).toEqual(expect.arrayContaining(["tok-1", "cs-2", "ak-3", "pw-4", "at-5"]));
+    const found = argSecrets(["--path", "/tmp/x", "--auth", "--next", "https://host/p?page=2"]);
+    expect(found.filter((v) => v !== "")).toEqual([]);
+  });
 
   test("a secret the kept end of stderr begins inside is not shown in part", () => {
     const key = "sk-test-0123456789abcdef";

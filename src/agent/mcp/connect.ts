@@ -98,7 +98,7 @@ export async function startServer(cfg: McpServerConfig, options: StartOptions): 
     stallMs: cfg.timeout_s * 1000,
     unasked: options.unasked,
   });
-  const tail = new StderrTail(cfg.env);
+  const tail = new StderrTail(cfg.env, cfg.args);
   const stderrRead = logStderr(
     cfg.name,
     child.stderr,

@@ -1,4 +1,5 @@
 import { cutText } from "../../util/text-cut.ts";
+import { argSecrets } from "./arg-secrets.ts";
 
 /** Lines of its stderr a failed start's error quotes: a traceback's last lines say what went wrong. */
 export const TAIL_LINES = 5;
@@ -21,9 +22,12 @@ export class StderrTail {
   private cut = false;
   private readonly secrets: string[];
 
-  /** `env`: the server's configured environment, whose values (API keys) a traceback may echo. */
-  constructor(env: Record<string, string> = {}) {
-    this.secrets = Object.values(env)
+  /**
+   * `env`: the server's configured environment, whose values (API keys) a traceback may echo;
+   * `args`: its arguments, whose credentials an argument parser's error echoes (arg-secrets.ts).
+   */
+  constructor(env: Record<string, string> = {}, args: readonly string[] = []) {
+    this.secrets = [...new Set([...Object.values(env), ...argSecrets(args)])]
       .filter((v) => v.length >= SECRET_MIN_CHARS)
       .sort((a, b) => b.length - a.length);
   }

@@ -1,0 +1,40 @@
+/** A flag or variable name that says its value is a credential: `--api-key`, `TOKEN`, `--password`. */
+const SECRET_NAME = /key|token|secret|passw(or)?d|pwd|auth|bearer|credential|cookie/i;
+/** How a flag (`--api-key`, `-k`) or a variable (`API_KEY`) is spelt. */
+const NAME = /^-{0,2}[A-Za-z_][\w.-]*$/;
+
+/** The credentials a URL carries: its user:password and the values of its secret-named query keys. */
+function urlSecrets(text: string): string[] {
+  if (!URL.canParse(text)) return [];
+  const url = new URL(text);
+  const found = [
+    url.password,
+    decodeURIComponent(url.password),
+    url.username,
+    decodeURIComponent(url.username),
+  ];
+  for (const [name, value] of url.searchParams) if (SECRET_NAME.test(name)) found.push(value);
+  return found;
+}
+
+/**
+ * The values in an MCP server's `args` that are credentials (docs/agent.md "MCP servers"): the
+ * value of a secret-named flag (`--api-key sk-…`, `--token=…`), of a `NAME=value` pair (`env
+ * API_KEY=…`), and a URL's user:password and secret-named query values. An argument parser's
+ * error or a traceback echoes its argv, and the failed start's message quotes that to the host.
+ */
+export function argSecrets(args: readonly string[]): string[] {
+  const found: string[] = [];
+  args.forEach((arg, i) => {
+    const eq = arg.indexOf("=");
+    // Only a flag's or a variable's name: a URL's `?access_token=` is the URL's own (below).
+    const name = eq > 0 ? arg.slice(0, eq) : arg;
+    if (NAME.test(name) && SECRET_NAME.test(name)) {
+      if (eq > 0) found.push(arg.slice(eq + 1));
+      else if (arg.startsWith("-") && !(args[i + 1] ?? "-").startsWith("-")) found.push(args[i + 1] ?? "");
+    }
+    found.push(...urlSecrets(arg));
+    if (eq > 0) found.push(...urlSecrets(arg.slice(eq + 1)));
+  });
+  return found;
+}
