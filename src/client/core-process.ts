@@ -2,6 +2,7 @@ import { type ChildProcess, spawn as nodeSpawn, type SpawnOptions } from "node:c
 import { EventEmitter } from "node:events";
 import { LineSplitter } from "../protocol/transport/framing.ts";
 import { MAX_TIMER_MS, timerMs } from "../util/timer-limit.ts";
+import { foreignBinary } from "./foreign-binary.ts";
 import type { Environment, ExitInfo, SpawnFunction } from "./host-types.ts";
 
 /**
@@ -198,8 +199,10 @@ export class CoreProcess {
     let exitSeen: { code: number | null; signal: NodeJS.Signals | null } | undefined;
     let stdoutClosed = false;
 
+    let spoke = false;
     const deliver = (frames: ReturnType<LineSplitter["push"]>) => {
       for (const frame of frames) {
+        spoke = true;
         if (frame.kind === "line") this.handlers.onLine(frame.text);
         else this.handlers.onOversizeLine(frame.bytes, frame.head);
       }
@@ -222,10 +225,15 @@ export class CoreProcess {
       if (this.exited) return;
       deliver(splitter.end());
       for (const frame of errSplitter.end()) if (frame.kind === "line") this.stderrLine(frame.text);
+      // 126/127 are the shell's "cannot execute"/"not found": Node hands a binary built for
+      // another machine to /bin/sh (foreign-binary.ts); the core itself never exits with them.
+      const shellRefused = !spoke && (exitSeen?.code === 126 || exitSeen?.code === 127);
+      const foreign = shellRefused ? foreignBinary(this.options.command, this.options.cwd) : undefined;
       this.exited = {
         code: exitSeen?.code ?? null,
         signal: exitSeen?.signal ?? null,
         stderrTail: [...this.stderrLines],
+        ...(foreign ? { spawnError: foreign } : {}),
         ...extra,
       };
       this.handlers.onExit(this.exited);
@@ -245,7 +253,13 @@ export class CoreProcess {
     });
     child.on("error", (err: NodeJS.ErrnoException) => {
       // Spawn failures come here without an exit event; errors after a spawn are followed by exit.
-      if (child.pid === undefined) finish({ spawnError: spawnErrorText(err) });
+      if (child.pid === undefined) {
+        // Bun says ENOEXEC, Windows UNKNOWN or EFTYPE: the header says which machine it is for.
+        const foreign = FILE_PROBLEMS.has(err.code ?? "")
+          ? undefined
+          : foreignBinary(this.options.command, this.options.cwd);
+        finish({ spawnError: foreign ?? spawnErrorText(err) });
+      }
     });
   }
 
@@ -255,6 +269,9 @@ export class CoreProcess {
     this.handlers.onStderrLine(line);
   }
 }
+
+/** Spawn failures that say what is wrong with the file already, whatever it is built for. */
+const FILE_PROBLEMS = new Set(["ENOENT", "EACCES", "EPERM", "ENOTDIR", "ENAMETOOLONG", "ELOOP"]);
 
 /**
  * The spawn failure with its code once: Bun's message already starts with it (`ENOENT: ENOENT: no
