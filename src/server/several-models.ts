@@ -53,8 +53,11 @@ export class SeveralModels implements ModelsApi {
   private readonly outOfMemory = new Map<string, number>();
   /** The chats (and embeds) on each model, so a forced unload ends them `cancelled`. */
   private readonly chats = new Map<string, Set<AbortController>>();
-  /** The inputs each embedding model's server died on (embed-suspects.ts), across its loads. */
-  private readonly suspects = new Map<string, CrashSuspects>();
+  /**
+   * The inputs each embedding model's server died on (embed-suspects.ts), across its loads of the
+   * same files and flags (`suspectsOf`).
+   */
+  private readonly suspects = new Map<string, { of: string; suspects: CrashSuspects }>();
 
   /** The pinned set's check, made once per config (docs/models.md "Several models"). */
   private pinnedCheck: { config: Config; done: Promise<void> } | undefined;
@@ -246,8 +249,7 @@ export class SeveralModels implements ModelsApi {
     try {
       lease = await this.scheduler.acquire(model.name, watch.signal);
       onLaunch?.(lease.launch);
-      const suspects = this.suspects.get(model.name) ?? new CrashSuspects();
-      this.suspects.set(model.name, suspects);
+      const suspects = this.suspectsOf(model.name, lease.launch);
       const out = await watchedEmbed(lease, input, watch.signal, this.deps.embedDeadline, suspects);
       return {
         dimensions: out.embeddings[0]?.length ?? 1,
@@ -261,6 +263,21 @@ export class SeveralModels implements ModelsApi {
       lease?.release();
       watch.done();
     }
+  }
+
+  /**
+   * The crash suspects of `name` as `launch` runs it: its model file (path, size, time, inode) and
+   * flags. Another file under the name (a pull replaced it) or other flags is another model, whose
+   * crashes are its own: kept by name alone, a string the old file crashed on was refused unsent
+   * by the new one, and memory's job set its row aside under the new file's fingerprint.
+   */
+  private suspectsOf(name: string, launch: LaunchView): CrashSuspects {
+    const of = JSON.stringify([launch.files, launch.extraArgs]);
+    const kept = this.suspects.get(name);
+    if (kept?.of === of) return kept.suspects;
+    const fresh = { of, suspects: new CrashSuspects() };
+    this.suspects.set(name, fresh);
+    return fresh.suspects;
   }
 
   status(): { models: ModelStatus[]; memory: MemoryStatus[] } {

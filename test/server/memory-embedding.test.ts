@@ -4,7 +4,7 @@ import { join } from "node:path";
 import type { PromptReuse } from "../../src/agent/kv/reuse.ts";
 import type { ModelChoice } from "../../src/config/choose-model.ts";
 import { ConfigSchema } from "../../src/config/schema.ts";
-import type { LaunchView } from "../../src/runtime/launch.ts";
+import type { LaunchFiles, LaunchView } from "../../src/runtime/launch.ts";
 import type { ModelsApi } from "../../src/runtime/models-api.ts";
 import { embeddingFingerprint, embedWith } from "../../src/server/memory-embedding.ts";
 import { SeveralModels } from "../../src/server/several-models.ts";
@@ -77,9 +77,9 @@ describe("vectors from a server whose model file was replaced since it started",
 });
 
 /** Several models over a fake runtime whose lease points at the stand-in (a model named by its address). */
-function severalOn(standIn: LlamaStandIn, embedDeadline?: () => number) {
+function severalOn(standIn: LlamaStandIn, embedDeadline?: () => number, files?: () => LaunchFiles) {
   const name = standIn.baseUrl.replace("http://", "");
-  const fleet = new FakeFleet({ [name]: { gib: 1 } });
+  const fleet = new FakeFleet({ [name]: { gib: 1, ...(files ? { files } : {}) } });
   const several = new SeveralModels({
     config: () => ConfigSchema.parse({ model: { path: "/m/chat.gguf" } }),
     reuse: () => ({}) as PromptReuse,
@@ -177,6 +177,34 @@ describe("an input that crashes the embedding server", () => {
       await job.stop();
     } finally {
       store.close();
+      standIn.stop();
+    }
+  });
+
+  test("is sent again once the model file is replaced: the crashes were the old file's", async () => {
+    using dir = tmpdir();
+    const path = join(dir.path, "embed.gguf");
+    writeFileSync(path, "GGUF one");
+    const standIn = new LlamaStandIn({ nCtx: 512, embedding: TINY_EMBED, apiKey: "key" });
+    standIn.model.embedCrashOn = "POISON";
+    try {
+      const files = () => ({ model: fileIdentity(path), projector: undefined });
+      const { several, choice } = severalOn(standIn, undefined, files);
+      for (let i = 0; i < 2; i++) await several.embed(choice, ["a POISON pill"], signal()).catch(() => {});
+      await expect(several.embed(choice, ["a POISON pill"], signal())).rejects.toMatchObject({
+        data: { reason: "crashes_server" },
+      });
+      expect(standIn.crashes).toBe(2);
+      // A pull puts the fixed model in place, and the old server is unloaded (as memory's embedWith does).
+      writeFileSync(`${path}.new`, "GGUF two");
+      renameSync(`${path}.new`, path);
+      standIn.model.embedCrashOn = undefined;
+      await several.unload(choice, { force: false });
+      // Before the fix the string stayed convicted under the model's name: refused unsent, and
+      // memory's job set its row aside under the new file's fingerprint.
+      const out = await several.embed(choice, ["a POISON pill"], signal());
+      expect(out.embeddings).toHaveLength(1);
+    } finally {
       standIn.stop();
     }
   });

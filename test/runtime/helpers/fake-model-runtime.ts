@@ -1,7 +1,7 @@
 import type { SpareConnection } from "../../../src/llama/spare-connection.ts";
 import { cancelledError } from "../../../src/protocol/errors.ts";
 import type { AcquireOptions, LlamaLease } from "../../../src/runtime/endpoint.ts";
-import { Launch } from "../../../src/runtime/launch.ts";
+import { Launch, type LaunchFiles } from "../../../src/runtime/launch.ts";
 import type { DeviceBytes } from "../../../src/runtime/memory-fit.ts";
 import type { ModelFootprint, ModelRuntime, StopOptions } from "../../../src/runtime/model-runtime.ts";
 import type { SupervisorSnapshot } from "../../../src/runtime/snapshot.ts";
@@ -24,6 +24,8 @@ export interface FakeSpec {
   restartFails?: Error;
   /** Called as its sessions are saved before an unload (what the save can see then). */
   onSave?: () => void;
+  /** Its server's model files, read as the runtime is made (a load after an unload reads them again). */
+  files?: () => LaunchFiles;
 }
 
 /** One model's stand-in runtime: a start (gated or failing on request), leases, a save and a stop, logged. */
@@ -55,7 +57,14 @@ export class FakeRuntime implements ModelRuntime {
     private readonly budget: DeviceBytes,
     readonly pid: number,
   ) {
-    this.launch = new Launch({ baseUrl: `http://${name}`, apiKey: "key", slots: 2, died: this.down });
+    const files = spec.files?.();
+    this.launch = new Launch({
+      baseUrl: `http://${name}`,
+      apiKey: "key",
+      slots: 2,
+      died: this.down,
+      ...(files ? { files } : {}),
+    });
   }
 
   open(): void {
