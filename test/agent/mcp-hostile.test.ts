@@ -303,6 +303,38 @@ describe("MCP servers that do not read their stdin", () => {
     expect(patient.awaiting).toBe(1);
     expect(quick.awaiting).toBe(0);
   });
+
+  test("an answer to a call cancelled longer ago than its timeout is charged as unasked, in the first chunk", async () => {
+    let push!: (bytes: Uint8Array) => void;
+    const stdout = new ReadableStream<Uint8Array>({
+      start(c) {
+        push = (bytes) => c.enqueue(bytes);
+      },
+    });
+    let killed = 0;
+    const child: McpChild = { ...silentChild(), stdout, kill: () => void killed++ };
+    // A timeout of 0: the cancel is past it at once, with no wait.
+    const unasked = { burstBytes: 1000, bytesPerSecond: 1 };
+    const transport = new ChildTransport(child, "t", { maxPendingBytes: 1 << 20, stallMs: 0, unasked });
+    const got: unknown[] = [];
+    transport.onmessage = (m) => void got.push(m);
+    await transport.start();
+    await transport.send({
+      jsonrpc: "2.0",
+      id: 7,
+      method: "tools/call",
+      params: { name: "x", arguments: {} },
+    });
+    await transport.send({ jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: 7 } });
+    // Its answer, over the unasked budget, comes whole in one chunk: before the fix it was taken
+    // as asked for (the late id forgotten only after the chunk's lines were delivered).
+    const answer = { jsonrpc: "2.0", id: 7, result: { content: [{ type: "text", text: "x".repeat(5000) }] } };
+    push(new TextEncoder().encode(`${JSON.stringify(answer)}\n`));
+    await waitFor(() => got.length > 0 || killed > 0);
+    expect(killed).toBe(1);
+    expect(transport.stoppedFor).toContain("it sent more than any call asked for");
+    expect(got).toEqual([]);
+  });
 });
 
 /** A server that says nothing and never exits: what the core sends it is all there is. */

@@ -217,6 +217,9 @@ export class ChildTransport implements Transport {
       this.onerror?.(err as Error); // one bad line, skipped (and charged below)
     }
     const id = message !== undefined && isAnswer(message) ? Number(message.id) : undefined;
+    // A cancelled call past its timeout is forgotten before its answer is looked up, not only
+    // after the chunk's lines: else a late answer arriving whole in one chunk went uncharged.
+    if (id !== undefined && !this.awaited.has(id)) this.forgetLate();
     const asked = id !== undefined && (this.awaited.delete(id) || this.cancelled.delete(id));
     if (!asked && !this.budget.take(line.length)) this.overspent();
     else if (message) this.onmessage?.(essentials(message, this.initializeId));
