@@ -87,9 +87,29 @@ export function splitProblem(parts: readonly Pick<GgufHeader, "metadata" | "tens
     if (wrong) return `part ${i + 1} of ${parts.length}: ${wrong}`;
   }
   const tensors = parts.reduce((n, p) => n + p.tensors.length, 0);
+  const twice = tensorInTwoParts(parts);
+  if (twice) return twice;
   const listed = parts[0]?.metadata["split.tensors.count"];
   if (typeof listed === "number" && listed !== tensors)
     return `its ${parts.length} parts hold ${tensors} tensors where the first says ${listed} (parts of different models or versions?)`;
+  return null;
+}
+
+/**
+ * A tensor named in two parts (the halves of two cuts of one model), which llama.cpp's loader
+ * refuses as it does a name given twice in one file (gguf-scan.ts): the plan counted it twice.
+ */
+function tensorInTwoParts(parts: readonly Pick<GgufHeader, "tensors">[]): string | null {
+  const partOf = new Map<string, number>();
+  for (const [i, part] of parts.entries()) {
+    for (const t of part.tensors) {
+      const before = partOf.get(t.name);
+      const named = `the tensor ${JSON.stringify(quoted(t.name))}`;
+      if (before === i) return `${named} is given twice in part ${i + 1}`;
+      if (before !== undefined) return `${named} is in parts ${before + 1} and ${i + 1}`;
+      partOf.set(t.name, i);
+    }
+  }
   return null;
 }
 

@@ -55,3 +55,16 @@ export function tinyModel(fileType = 15, layers = 4): GgufSpec {
     extra: { "general.file_type": { type: "u32", value: fileType } },
   });
 }
+
+/**
+ * `tinyModel` cut in two parts (each tensor in one part only: llama.cpp refuses a tensor in two,
+ * and so does the planner), for a split model's `-00001-of-00002` and `-00002-of-00002` files.
+ */
+export function tinySplit(fileType = 15): [GgufSpec, GgufSpec] {
+  const model = tinyModel(fileType);
+  const half = Math.floor(model.tensors.length / 2);
+  return [
+    { ...model, tensors: model.tensors.slice(0, half) },
+    { ...model, tensors: model.tensors.slice(half) },
+  ];
+}

@@ -14,7 +14,7 @@ import { llama7b, writeGguf } from "../fixtures/gguf-writer.ts";
 import { cpuOnlyMachine } from "../fixtures/hardware.ts";
 import { type RangeServer, type RangeServerOptions, startRangeServer } from "../fixtures/range-server.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
-import { tinyModel } from "./cache-layout.ts";
+import { tinyModel, tinySplit } from "./cache-layout.ts";
 
 const probe = async () => cpuOnlyMachine();
 const config = defaultConfig("/").config;
@@ -196,9 +196,10 @@ describe("will it fit, from the hub's header alone", () => {
 
   test("a split model: every part's header, sizes summed, the first part named", async () => {
     using dir = tmpdir();
+    const [first, second] = tinySplit(7);
     const hub = hubWith(dir.path, {
-      "m-Q8_0-00001-of-00002.gguf": tinyModel(7),
-      "m-Q8_0-00002-of-00002.gguf": tinyModel(7),
+      "m-Q8_0-00001-of-00002.gguf": first,
+      "m-Q8_0-00002-of-00002.gguf": second,
     });
     const fit = await judged(
       parseModelRef("org/m:Q8_0"),

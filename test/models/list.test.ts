@@ -9,7 +9,7 @@ import { mmproj } from "../fixtures/gguf-mmproj.ts";
 import { llama7b, tinyLlama, writeGguf } from "../fixtures/gguf-writer.ts";
 import { cpuOnlyMachine, GIB } from "../fixtures/hardware.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
-import { layRepo, tinyModel } from "./cache-layout.ts";
+import { layRepo, tinyModel, tinySplit } from "./cache-layout.ts";
 
 const probe = async () => cpuOnlyMachine({ ram: { total_bytes: 8 * GIB, available_bytes: 2 * GIB } });
 
@@ -57,8 +57,8 @@ describe("models: every GGUF local-ai can see", () => {
     const cache = join(dir.path, "cache");
     const { snapshot, commit } = layRepo(cache, "org/m", {
       "m-Q4_K_M.gguf": tinyModel(),
-      "m-Q8_0-00001-of-00002.gguf": tinyModel(7),
-      "m-Q8_0-00002-of-00002.gguf": tinyModel(7),
+      "m-Q8_0-00001-of-00002.gguf": tinySplit(7)[0],
+      "m-Q8_0-00002-of-00002.gguf": tinySplit(7)[1],
       "m-F16.gguf": null,
       "mmproj-m-f16.gguf": tinyModel(1),
     });

@@ -280,7 +280,14 @@ describe("readGgufHeader", () => {
         "3 parts",
       ],
     ] as const;
-    for (const [path, says] of cases) {
+    // A tensor in both parts (the halves of two cuts of one model): llama.cpp's loader refuses a
+    // name given twice across the parts as within one.
+    const twice = write("twice", first, {
+      md: { "split.no": { type: "u16", value: 1 }, "split.count": { type: "u16", value: 2 } },
+      tensors: full.tensors.slice(half - 1),
+    });
+    const dup = full.tensors[half - 1]?.name as string;
+    for (const [path, says] of [...cases, [twice, `"${dup}" is in parts 1 and 2`] as const]) {
       const p = await problemOf(path);
       expect(p).toMatchObject({ code: "model_missing", problem: "not_gguf" });
       expect(p.message).toContain(says);
