@@ -30,8 +30,14 @@ function folderNamed(parent: string, name: string): string | undefined {
 }
 
 /**
+ * A write's temp file (store/atomic.ts, as 0.1 named its own) that a kill left beside a memory
+ * file: a copy of the whole file, every session's entries, which the import never reads.
+ */
+const WRITE_TEMP = /^\.[0-9a-f]{12}\.tmp$/;
+
+/**
  * Erases a user's (or one session's) text from the 0.1 files: the folders go, and the memory
- * files lose that session's entries (a memory file that cannot be read goes whole when it names
+ * files (and a stale temp file beside them) lose that session's entries (a memory file that cannot be read goes whole when it names
  * the session, with a warning: the import could not read it either). A session's erase reads and
  * rewrites each of the user's memory files whole (up to 256 MiB each: about a second per
  * 100 MB), so it runs on the store's thread (Store.deleteSession), never on the main loop.
@@ -47,7 +53,8 @@ export function eraseImported(dataDir: string, userId: string, sessionId?: strin
     const memory = join(tree, "memory");
     if (!existsSync(memory)) continue;
     for (const name of readdirSync(memory)) {
-      if (name.startsWith("turns.json")) dropSessionTurns(join(memory, name), sessionId);
+      if (name.startsWith("turns.json") || WRITE_TEMP.test(name))
+        dropSessionTurns(join(memory, name), sessionId);
     }
   }
 }

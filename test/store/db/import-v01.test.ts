@@ -431,3 +431,24 @@ test("a kept 0.1 memory file of another shape goes whole on a delete of a sessio
   expect(lines).toHaveLength(1);
   expect(lines[0]).toContain(path);
 });
+
+test("a 0.1 write's stale temp file beside a memory file loses a deleted session's entries too", () => {
+  using dir = tmpdir();
+  const memory = join(dir.path, "imported-0.1", "users", "ann", "memory");
+  mkdirSync(memory, { recursive: true });
+  const turn = (session: string) => ({
+    id: session,
+    session_id: session,
+    text: `the words of ${session}`,
+    at: "2026-01-01T00:00:00Z",
+  });
+  writeFileSync(join(memory, "turns.json"), JSON.stringify({ version: 1, turns: [turn("kept")] }));
+  // A 0.1 core killed between its temp file's write and the rename (src/store/atomic.ts names it
+  // so, as does a rewrite by this erase): the whole file, every session's entries, never imported.
+  const stale = join(memory, ".0123456789ab.tmp");
+  writeFileSync(stale, JSON.stringify({ version: 1, turns: [turn("kept"), turn("gone")] }));
+  eraseImported(dir.path, "ann", "gone");
+  const left = existsSync(stale) ? readFileSync(stale, "utf8") : "";
+  expect(left).not.toContain("the words of gone");
+  expect(readFileSync(join(memory, "turns.json"), "utf8")).toContain("the words of kept");
+});
