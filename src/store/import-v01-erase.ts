@@ -5,14 +5,14 @@ import { openRegularFile } from "../util/read-file.ts";
 import { writeFileAtomic } from "./atomic.ts";
 import { IMPORTED_DIR, readJson, TurnsSchema } from "./import-v01.ts";
 
-/** Every 0.1 folder tree that may hold a user's files: in place, or kept aside after import. */
-function userTrees(dataDir: string, userId: string): string[] {
-  const parents = [join(dataDir, "users")];
+/** The user's 0.1 folders kept aside after an import (in `imported-0.1/users`, `users-<time>`). */
+function keptTrees(dataDir: string, userId: string): string[] {
   const aside = join(dataDir, IMPORTED_DIR);
-  if (existsSync(aside)) {
-    for (const e of readdirSync(aside)) if (e.startsWith("users")) parents.push(join(aside, e));
-  }
-  return parents.map((p) => folderNamed(p, userId)).filter((t) => t !== undefined);
+  if (!existsSync(aside)) return [];
+  return readdirSync(aside)
+    .filter((e) => e.startsWith("users"))
+    .map((e) => folderNamed(join(aside, e), userId))
+    .filter((t) => t !== undefined);
 }
 
 /**
@@ -37,25 +37,42 @@ const WRITE_TEMP = /^\.[0-9a-f]{12}\.tmp$/;
 
 /**
  * Erases a user's (or one session's) text from the 0.1 files: the folders go, and the memory
- * files (and a stale temp file beside them) lose that session's entries (a memory file that cannot be read goes whole when it names
- * the session, with a warning: the import could not read it either). A session's erase reads and
- * rewrites each of the user's memory files whole (up to 256 MiB each: about a second per
- * 100 MB), so it runs on the store's thread (Store.deleteSession), never on the main loop.
+ * files (and a stale temp file beside them) lose that session's entries (a memory file that
+ * cannot be read goes whole when it names the session, with a warning: the import could not read
+ * it either). A session's erase reads and rewrites each of the user's memory files whole (up to
+ * 256 MiB each: about a second per 100 MB), so it runs on the store's thread
+ * (Store.deleteSession), never on the main loop. `found`: tests, called with the user's folder
+ * in `users/` before its erase.
  */
-export function eraseImported(dataDir: string, userId: string, sessionId?: string): void {
-  for (const tree of userTrees(dataDir, userId)) {
-    if (sessionId === undefined) {
-      rmSync(tree, { recursive: true, force: true });
-      continue;
-    }
-    const session = folderNamed(join(tree, "sessions"), sessionId);
-    if (session !== undefined) rmSync(session, { recursive: true, force: true });
-    const memory = join(tree, "memory");
-    if (!existsSync(memory)) continue;
-    for (const name of readdirSync(memory)) {
-      if (name.startsWith("turns.json") || WRITE_TEMP.test(name))
-        dropSessionTurns(join(memory, name), sessionId);
-    }
+export function eraseImported(
+  dataDir: string,
+  userId: string,
+  sessionId?: string,
+  found?: (tree: string) => void,
+): void {
+  // In place first, then the kept trees, listed only after: another core finishing its import
+  // moves `users/` aside meanwhile (import-v01.ts keepAside), and a tree listed before that move
+  // was erased at a path it had left, its files kept whole.
+  const live = folderNamed(join(dataDir, "users"), userId);
+  if (live !== undefined) {
+    found?.(live);
+    eraseTree(live, sessionId);
+  }
+  for (const tree of keptTrees(dataDir, userId)) eraseTree(tree, sessionId);
+}
+
+function eraseTree(tree: string, sessionId: string | undefined): void {
+  if (sessionId === undefined) {
+    rmSync(tree, { recursive: true, force: true });
+    return;
+  }
+  const session = folderNamed(join(tree, "sessions"), sessionId);
+  if (session !== undefined) rmSync(session, { recursive: true, force: true });
+  const memory = join(tree, "memory");
+  if (!existsSync(memory)) return;
+  for (const name of readdirSync(memory)) {
+    if (name.startsWith("turns.json") || WRITE_TEMP.test(name))
+      dropSessionTurns(join(memory, name), sessionId);
   }
 }
 

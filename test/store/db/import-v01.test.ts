@@ -5,6 +5,7 @@ import {
   existsSync,
   mkdirSync,
   readFileSync,
+  renameSync,
   symlinkSync,
   truncateSync,
   writeFileSync,
@@ -451,4 +452,26 @@ test("a 0.1 write's stale temp file beside a memory file loses a deleted session
   const left = existsSync(stale) ? readFileSync(stale, "utf8") : "";
   expect(left).not.toContain("the words of gone");
   expect(readFileSync(join(memory, "turns.json"), "utf8")).toContain("the words of kept");
+});
+
+test("a delete erases a user's 0.1 files that another core's import moved aside while it ran", () => {
+  for (const session of ["a", undefined]) {
+    using dir = tmpdir();
+    threeSessions(dir.path);
+    const users = join(dir.path, "users");
+    const kept = join(dir.path, "imported-0.1", "users", "ann");
+    // Another core on the folder finishing its import (import-v01.ts keepAside): users/ moved
+    // aside right after this erase found ann's folder there.
+    const moveAside = () => {
+      mkdirSync(join(dir.path, "imported-0.1"));
+      renameSync(users, join(dir.path, "imported-0.1", "users"));
+    };
+    eraseImported(dir.path, "ann", session, moveAside);
+    if (session === undefined) expect(existsSync(kept)).toBe(false);
+    else {
+      expect(existsSync(join(kept, "sessions", "a"))).toBe(false);
+      expect(existsSync(join(kept, "sessions", "b"))).toBe(true);
+      expect(readFileSync(join(kept, "memory", "turns.json"), "utf8")).not.toContain("answer a about");
+    }
+  }
 });
