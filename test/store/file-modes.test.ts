@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { chmodSync, mkdirSync, readdirSync, statSync, writeFileSync } from "node:fs";
+import { chmodSync, copyFileSync, mkdirSync, readdirSync, statSync, writeFileSync } from "node:fs";
 import { join, relative } from "node:path";
 import { RotatingLog } from "../../src/runtime/log-sink.ts";
 import { writePidRecord } from "../../src/runtime/pid-file.ts";
@@ -94,6 +94,24 @@ describe.skipIf(!posix)("what the core writes under data_dir is owner-only", () 
       writeFileSync(join(data, f), "", { flag: "a" });
       chmodSync(join(data, f), 0o644);
     }
+    const store = Store.open(data);
+    try {
+      expect(exposed(data)).toEqual([]);
+    } finally {
+      store.close();
+    }
+  });
+
+  test("a database set aside with group or other bits (an older version's, a backup's) is tightened, its WAL too", async () => {
+    await using dir = tmpdir();
+    const data = join(dir.path, "data");
+    const first = Store.open(data);
+    first.close();
+    // Every user's conversations as they were when it was set aside; users.delete scrubs it.
+    const copy = join(data, "local-ai.db.corrupt-2026-01-01T00-00-00-000Z");
+    copyFileSync(join(data, "local-ai.db"), copy);
+    writeFileSync(`${copy}-wal`, "");
+    for (const f of [copy, `${copy}-wal`]) chmodSync(f, 0o644);
     const store = Store.open(data);
     try {
       expect(exposed(data)).toEqual([]);

@@ -1,9 +1,9 @@
 import type { Database } from "bun:sqlite";
-import { existsSync, readFileSync, renameSync, rmSync, statSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, renameSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { CoreError } from "../../protocol/errors.ts";
 import { logger } from "../../util/logger.ts";
-import { ensurePrivateTree, writePrivateFile } from "../../util/private-fs.ts";
+import { ensurePrivateTree, tightenExistingFile, writePrivateFile } from "../../util/private-fs.ts";
 import { dataDirError } from "../data-dir-problem.ts";
 import { ftsSecureDeleteSet } from "./fts-forget.ts";
 import { MIGRATIONS, SCHEMA_VERSION } from "./migrations.ts";
@@ -71,6 +71,7 @@ function openOnce(dataDir: string, options: OpenOptions): OpenedStore {
   } catch (err) {
     throw dataDirError(err, dataDir) ?? err;
   }
+  tightenSetAside(dataDir);
   const path = join(dataDir, DB_FILE);
   let problem: string | undefined;
   try {
@@ -249,6 +250,26 @@ function enableFtsSecureDelete(db: Database): void {
 
 /** What a database set aside is named after (`local-ai.db.corrupt-<time>`); users.delete reaches these too. */
 export const ASIDE_INFIX = ".corrupt-";
+
+/**
+ * The databases set aside (and their logs) made owner-only as the live one is (ownership.ts): one
+ * an older version set aside, or copied back from a backup, kept group and other read bits, every
+ * user's conversations as they were. A link or a file this user cannot change is left as it is.
+ */
+function tightenSetAside(dataDir: string): void {
+  let names: string[];
+  try {
+    names = readdirSync(dataDir);
+  } catch {
+    return;
+  }
+  for (const name of names) {
+    if (!name.startsWith(`${DB_FILE}${ASIDE_INFIX}`)) continue;
+    try {
+      tightenExistingFile(join(dataDir, name));
+    } catch {}
+  }
+}
 
 function moveDatabaseAside(path: string, now: Date): string {
   const aside = `${path}${ASIDE_INFIX}${now.toISOString().replace(/[:.]/g, "-")}`;
