@@ -1,8 +1,10 @@
 import { closeSync, existsSync, lstatSync, readdirSync, readSync, rmSync } from "node:fs";
 import { join } from "node:path";
+import { CoreError } from "../protocol/errors.ts";
 import { logger } from "../util/logger.ts";
 import { openRegularFile } from "../util/read-file.ts";
 import { writeFileAtomic } from "./atomic.ts";
+import { fsProblemText } from "./data-dir-problem.ts";
 import { IMPORTED_DIR, readJson, TurnsSchema } from "./import-v01.ts";
 
 /** The user's 0.1 folders kept aside after an import (in `imported-0.1/users`, `users-<time>`). */
@@ -39,7 +41,8 @@ const WRITE_TEMP = /^\.[0-9a-f]{12}\.tmp$/;
  * Erases a user's (or one session's) text from the 0.1 files: the folders go, and the memory
  * files (and a stale temp file beside them) lose that session's entries (a memory file that
  * cannot be read goes whole when it names the session, with a warning: the import could not read
- * it either). A session's erase reads and rewrites each of the user's memory files whole (up to
+ * it either; one in `users/` that cannot be rewritten fails the erase, as its other entries may
+ * not be imported yet). A session's erase reads and rewrites each of the user's memory files whole (up to
  * 256 MiB each: about a second per 100 MB), so it runs on the store's thread
  * (Store.deleteSession), never on the main loop. `found`: tests, called with the user's folder
  * in `users/` before its erase.
@@ -56,27 +59,30 @@ export function eraseImported(
   const live = folderNamed(join(dataDir, "users"), userId);
   if (live !== undefined) {
     found?.(live);
-    eraseTree(live, sessionId);
+    eraseTree(live, sessionId, false);
   }
-  for (const tree of keptTrees(dataDir, userId)) eraseTree(tree, sessionId);
+  for (const tree of keptTrees(dataDir, userId)) eraseTree(tree, sessionId, true);
 }
 
-function eraseTree(tree: string, sessionId: string | undefined): void {
+/** `imported`: a tree kept aside, every readable file of it in the database (the marker is written). */
+function eraseTree(tree: string, sessionId: string | undefined, imported: boolean): void {
   if (sessionId === undefined) {
     rmSync(tree, { recursive: true, force: true });
     return;
   }
+  // The memory files first: one that cannot be rewritten stops the erase before the session's folder goes.
+  const memory = join(tree, "memory");
+  if (existsSync(memory)) {
+    for (const name of readdirSync(memory)) {
+      if (name.startsWith("turns.json") || WRITE_TEMP.test(name))
+        dropSessionTurns(join(memory, name), sessionId, imported);
+    }
+  }
   const session = folderNamed(join(tree, "sessions"), sessionId);
   if (session !== undefined) rmSync(session, { recursive: true, force: true });
-  const memory = join(tree, "memory");
-  if (!existsSync(memory)) return;
-  for (const name of readdirSync(memory)) {
-    if (name.startsWith("turns.json") || WRITE_TEMP.test(name))
-      dropSessionTurns(join(memory, name), sessionId);
-  }
 }
 
-function dropSessionTurns(path: string, sessionId: string): void {
+function dropSessionTurns(path: string, sessionId: string, imported: boolean): void {
   const needle = JSON.stringify(sessionId);
   let value: unknown;
   try {
@@ -96,10 +102,22 @@ function dropSessionTurns(path: string, sessionId: string): void {
   if (kept.length === file.data.turns.length) return;
   try {
     writeFileAtomic(path, JSON.stringify({ version: 1, turns: kept }));
-  } catch {
+  } catch (err) {
+    // In users/ its other entries may be there only (an import that gave up before its unit, on
+    // a full disk, say): kept, and the delete fails, to be sent again.
+    if (!imported) throw notRewritten(path, err);
     // Read and imported: its other entries are in the database.
     rmSync(path, { force: true });
   }
+}
+
+function notRewritten(path: string, err: unknown): CoreError {
+  const code = (err as { code?: string }).code;
+  return new CoreError(
+    "internal_error",
+    `the 0.1 memory file ${path} could not be rewritten without the session (${fsProblemText(code)}); the delete stopped before the session's rows were erased: send it again once that is fixed`,
+    { key: "app.data_dir", path, problem: code ?? "unknown" },
+  );
 }
 
 /**

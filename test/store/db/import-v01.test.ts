@@ -11,6 +11,7 @@ import {
   writeFileSync,
 } from "node:fs";
 import { join } from "node:path";
+import * as atomic from "../../../src/store/atomic.ts";
 import { CheckpointSchema } from "../../../src/store/checkpoint.ts";
 import { DB_FILE, openStore } from "../../../src/store/db/open.ts";
 import { eraseSession } from "../../../src/store/erase.ts";
@@ -474,4 +475,25 @@ test("a delete erases a user's 0.1 files that another core's import moved aside 
       expect(readFileSync(join(kept, "memory", "turns.json"), "utf8")).not.toContain("answer a about");
     }
   }
+});
+
+test("a 0.1 memory file not yet imported that cannot be rewritten fails the session's erase, its other entries kept", () => {
+  using dir = tmpdir();
+  // users/ still in place: an import that gave up (the disk full) before ann's memory file.
+  threeSessions(dir.path);
+  const turns = join(dir.path, "users", "ann", "memory", "turns.json");
+  const full = spyOn(atomic, "writeFileAtomic").mockImplementation(() => {
+    throw Object.assign(new Error("ENOSPC: no space left on device"), { code: "ENOSPC" });
+  });
+  try {
+    expect(() => eraseImported(dir.path, "ann", "a")).toThrow("no space left on the disk");
+  } finally {
+    full.mockRestore();
+  }
+  // Sent again with room, the erase goes through; sessions b and c's entries were never lost.
+  expect(readFileSync(turns, "utf8")).toContain("answer b about Porto");
+  expect(existsSync(join(dir.path, "users", "ann", "sessions", "a"))).toBe(true);
+  eraseImported(dir.path, "ann", "a");
+  expect(readFileSync(turns, "utf8")).not.toContain("answer a about Porto");
+  expect(readFileSync(turns, "utf8")).toContain("answer c about Porto");
 });
