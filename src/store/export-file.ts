@@ -145,7 +145,7 @@ function exportFolder(path: string, dataDir: string): string {
     // No data folder yet: nothing of the core's can be replaced.
     return folder;
   }
-  if (!isWithin(data, folder) && !linkHolds(join(folder, name), data)) return folder;
+  if (!holds(data, folder) && !linkHolds(join(folder, name), data)) return folder;
   throw new CoreError(
     "invalid_request",
     `params.path: ${path} is inside app.data_dir (${dataDir}), the core's own files; name a path outside it`,
@@ -153,10 +153,37 @@ function exportFolder(path: string, dataDir: string): string {
   );
 }
 
-/** Whether `folder` is `root` or inside it, both resolved. */
+/**
+ * Whether `folder` is `root` or inside it, both resolved: by their paths, or by the file system's
+ * own identity of `folder` and each folder above it (device and inode), for one folder reached by
+ * two paths that realpath leaves apart: a bind mount, a case-insensitive disk mounted on Linux
+ * (WSL's `/mnt/c`, exFAT, ext4 casefold), a Windows drive compared as written (`realFolder`).
+ */
+function holds(root: string, folder: string): boolean {
+  if (isWithin(root, folder)) return true;
+  const id = identity(root);
+  if (id === undefined) return false;
+  for (let f = folder; ; f = dirname(f)) {
+    const other = identity(f);
+    if (other?.dev === id.dev && other.ino === id.ino) return true;
+    if (dirname(f) === f) return false;
+  }
+}
+
+/** Whether `folder` is `root` or inside it, both resolved, as paths. */
 function isWithin(root: string, folder: string): boolean {
   const inside = relative(root, folder);
   return !(inside === ".." || inside.startsWith(`..${sep}`) || isAbsolute(inside));
+}
+
+/** A folder's device and inode; undefined where the file system gives none (an inode of 0). */
+function identity(folder: string): { dev: bigint; ino: bigint } | undefined {
+  try {
+    const st = statSync(folder, { bigint: true });
+    return st.ino === 0n ? undefined : { dev: st.dev, ino: st.ino };
+  } catch {
+    return undefined;
+  }
 }
 
 /**
@@ -165,7 +192,7 @@ function isWithin(root: string, folder: string): boolean {
  */
 function linkHolds(target: string, data: string): boolean {
   try {
-    return lstatSync(target).isSymbolicLink() && isWithin(realFolder(target), data);
+    return lstatSync(target).isSymbolicLink() && holds(realFolder(target), data);
   } catch {
     // Missing, dangling, not a folder: replacing it takes nothing of the core's.
     return false;
