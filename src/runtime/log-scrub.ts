@@ -57,6 +57,12 @@ function redactFile(path: string): void {
   const redacted = kept.join("\n");
   if (redacted === text) return;
   const next = `${path}${PART}`;
-  writePrivateFile(next, redacted);
-  renameSync(next, path);
+  try {
+    writePrivateFile(next, redacted);
+    renameSync(next, path);
+  } catch (err) {
+    // A full disk: its part would hold the room the disk lacks until the next start.
+    rmSync(next, { force: true });
+    throw err;
+  }
 }

@@ -1,19 +1,9 @@
 import { randomBytes } from "node:crypto";
-import {
-  closeSync,
-  constants,
-  fsync,
-  fsyncSync,
-  mkdirSync,
-  openSync,
-  renameSync,
-  rmSync,
-  writeSync,
-} from "node:fs";
+import { closeSync, constants, fsync, fsyncSync, mkdirSync, openSync, renameSync, rmSync } from "node:fs";
 import { open as openAsync } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { promisify } from "node:util";
-import { openPrivateFile, PRIVATE_DIR_MODE } from "../util/private-fs.ts";
+import { openPrivateFile, PRIVATE_DIR_MODE, writeAllSync } from "../util/private-fs.ts";
 
 /**
  * Writes a file so that a crash leaves either the old or the new content, never a torn one:
@@ -59,7 +49,7 @@ export function stageFileAtomic(path: string, data: string, tempName?: string): 
     // A fresh name, created here and never through a link; the rename replaces a link at
     // `path` itself rather than writing where it points.
     fd = openPrivateFile(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL);
-    writeSync(fd, data);
+    writeAllSync(fd, data);
   } catch (err) {
     if (fd !== undefined) closeSync(fd);
     rmSync(tmp, { force: true });

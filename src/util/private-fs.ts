@@ -109,10 +109,20 @@ export function tightenExistingFile(path: string): void {
 export function writePrivateFile(path: string, data: string): void {
   const fd = openPrivateFile(path, constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC);
   try {
-    writeSync(fd, data);
+    writeAllSync(fd, data);
   } finally {
     closeSync(fd);
   }
+}
+
+/**
+ * All of `data` written at the file's offset, or a throw. A disk with less room than the write
+ * needs takes what fits and answers its count; only the next write fails (ENOSPC, EFBIG). One
+ * writeSync alone would leave the rest unwritten without a word, and a temp file renamed in whole.
+ */
+export function writeAllSync(fd: number, data: string | Uint8Array): void {
+  const bytes = typeof data === "string" ? Buffer.from(data) : data;
+  for (let at = 0; at < bytes.length; ) at += writeSync(fd, bytes, at, bytes.length - at);
 }
 
 /** Throws ELOOP when `path` is a symbolic link; a missing path is fine (it is created next). */
