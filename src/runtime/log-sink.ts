@@ -1,5 +1,5 @@
 import { closeSync, constants, existsSync, fstatSync, renameSync, rmSync, writeSync } from "node:fs";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { logger } from "../util/logger.ts";
 import { ensurePrivateDir, openPrivateFile } from "../util/private-fs.ts";
 import { redactEarlierLogs } from "./log-scrub.ts";
@@ -56,6 +56,8 @@ export class RotatingLog {
 
   write(text: string): void {
     try {
+      // Removed under us (its folder cleared to free space): lines written on would be lost with it.
+      if (this.fd !== undefined && fstatSync(this.fd).nlink === 0) this.close();
       if (this.fd === undefined) this.open();
       const bytes = Buffer.from(text);
       if (this.size > 0 && this.size + bytes.length > this.maxBytes) this.rotate();
@@ -72,6 +74,7 @@ export class RotatingLog {
   }
 
   private open(): void {
+    ensurePrivateDir(dirname(this.path));
     // Never through a link: a planted one fails here and the line stays in the tail only.
     this.fd = openPrivateFile(this.path, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT);
     this.size = fstatSync(this.fd).size;

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { chmodSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import { chmodSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { LogTail, RotatingLog, readLines } from "../../src/runtime/log-sink.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
@@ -28,6 +28,21 @@ describe("RotatingLog", () => {
     const current = readFileSync(`${dir.path}/llama-server.log`, "utf8");
     expect(current).toContain("19 ");
     expect(current.length).toBeLessThanOrEqual(100);
+  });
+
+  test("a logs folder removed under a running core (space freed by hand) is made again", async () => {
+    await using dir = tmpdir();
+    const logs = join(dir.path, "logs");
+    const log = new RotatingLog(logs, 1000, 2);
+    log.write("before\n");
+    rmSync(logs, { recursive: true });
+    log.write("after the folder went\n");
+    log.write("and the next line\n");
+    log.close();
+    expect(readFileSync(join(logs, "llama-server.log"), "utf8")).toBe(
+      "after the folder went\nand the next line\n",
+    );
+    expect(statSync(logs).mode & 0o777).toBe(0o700);
   });
 });
 
