@@ -6,6 +6,8 @@ import { fsProblemText } from "../store/data-dir-problem.ts";
 import type { Check } from "./checks.ts";
 
 const LOW_DISK_BYTES = 1024 ** 3;
+/** The folder is fine but its disk has no room: moving data_dir is not the first fix. */
+const FULL = new Set(["ENOSPC", "EDQUOT"]);
 
 /**
  * Can the core keep its files in app.data_dir? Diagnosing creates nothing: a missing folder is
@@ -25,7 +27,9 @@ export function dataDirCheck(config: Config): Check {
       id: "data_dir",
       status: "fail",
       message: `data directory ${dir} is not writable: ${what}`,
-      fix: "set app.data_dir to a folder this user can write",
+      fix: FULL.has(found.problem)
+        ? `free some disk space where ${dir} is (or set app.data_dir to a folder on a disk with room)`
+        : "set app.data_dir to a folder this user can write",
       data: { path: dir, at: found.at, problem: found.problem },
     };
   }
@@ -87,8 +91,12 @@ function usableBase(dir: string): Base {
   try {
     if (at === resolve(dir)) {
       const probe = join(at, `.doctor-${process.pid}-${Date.now()}`);
-      writeFileSync(probe, "ok");
-      rmSync(probe, { force: true });
+      try {
+        writeFileSync(probe, "ok");
+      } finally {
+        // A full disk makes the file and then refuses its bytes: it must not stay behind.
+        rmSync(probe, { force: true });
+      }
     } else {
       accessSync(at, constants.W_OK | constants.X_OK);
     }
