@@ -54,9 +54,14 @@ export function dataDirError(err: unknown, dataDir: string): CoreError | undefin
   if (inside === ".." || inside.startsWith(`..${sep}`) || isAbsolute(inside)) return undefined;
   const blocker = e.code === "ENOTDIR" || e.code === "EEXIST" ? fileInTheWay(e.path) : undefined;
   const detail = blocker ? `${blocker} is a file, not a folder` : `${e.path}: ${fsProblemText(e.code)}`;
+  // The folder is right where the disk has no room: moving it is not the first thing to do.
+  const fix =
+    e.code === "ENOSPC" || e.code === "EDQUOT"
+      ? "free some disk space there"
+      : "set app.data_dir to a folder this user can write";
   return new CoreError(
     "internal_error",
-    `the data directory ${dataDir} (app.data_dir) cannot be used: ${detail}; set app.data_dir to a folder this user can write`,
+    `the data directory ${dataDir} (app.data_dir) cannot be used: ${detail}; ${fix}`,
     { key: "app.data_dir", path: dataDir, file: e.path, problem: e.code },
   );
 }

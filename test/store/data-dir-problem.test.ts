@@ -24,6 +24,14 @@ describe("dataDirError (issue 10 item 17)", () => {
     });
   });
 
+  test("a full disk says to free space, not to pick another folder the user can write", () => {
+    for (const code of ["ENOSPC", "EDQUOT"]) {
+      const err = dataDirError(errno(code, "/srv/data/kv/x.tmp", "write"), "/srv/data");
+      expect(err?.message).toContain("free some disk space");
+      expect(err?.message).not.toContain("a folder this user can write");
+    }
+  });
+
   test("a regular file in the way is named as such", () => {
     using dir = tmpdir();
     writeFileSync(join(dir.path, "afile"), "x");
