@@ -1,5 +1,6 @@
 import { stat } from "node:fs/promises";
 import { isAbsolute } from "node:path";
+import { openFilesUsedUp } from "../protocol/errors.ts";
 import { FileTooLarge, NotRegularFile, readFailure, readFileBytesAsync } from "../util/read-file.ts";
 import { MAX_DOCUMENT_BYTES } from "./limits.ts";
 import { type DocumentProblem, documentProblem } from "./refusal.ts";
@@ -8,7 +9,8 @@ import { type DocumentProblem, documentProblem } from "./refusal.ts";
  * The one file edge of documents (docs/agent.md "Documents"): a document's bytes as
  * `util/read-file.ts` reads what the user controls (a regular file only, opened without
  * blocking, so a FIFO never hangs the core; links followed), its size checked by stat before a
- * byte is read. Every failure is `invalid_request` naming the path.
+ * byte is read. Every failure is `invalid_request` naming the path, but the core's own open files
+ * used up (EMFILE), which is no fault of the file.
  */
 export async function readDocumentFile(path: string): Promise<Uint8Array> {
   // As an image's path (images/prepare.ts): relative to what would be the core's own folder,
@@ -33,6 +35,8 @@ function refusalOf(path: string, err: unknown): Error {
       `${path} is ${err.bytes} bytes, over the ${err.max} bytes a document may have`,
     );
   if (err instanceof NotRegularFile) return pathProblem("unreadable", `${path} is ${err.kind}, not a file`);
+  const ours = openFilesUsedUp(err, `${path} cannot be read now`);
+  if (ours) return ours;
   return pathProblem("unreadable", `${path} cannot be read: ${readFailure(err)}`);
 }
 

@@ -1,3 +1,4 @@
+import { openFilesUsedUp } from "../protocol/errors.ts";
 import { FileTooLarge, NotRegularFile, readFailure, readFileBytesAsync } from "../util/read-file.ts";
 import { MAX_IMAGE_BYTES } from "./limits.ts";
 import { imageRefused } from "./refusal.ts";
@@ -6,7 +7,7 @@ import { imageRefused } from "./refusal.ts";
  * An image given by `path`: read as `util/read-file.ts` reads what the user controls (a regular
  * file only, opened without blocking, so a FIFO never hangs the core; links followed), its size
  * checked by stat before a byte is read, the reads awaited. Every failure is a refusal naming
- * `images[i]` and the path. `room`: the bytes its chat holds for it (images/held.ts), never
+ * `images[i]` and the path (but the core's own open files used up, EMFILE: no fault of the file). `room`: the bytes its chat holds for it (images/held.ts), never
  * read past: a file grown since is refused as `unreadable`.
  */
 export async function readImageFile(
@@ -28,6 +29,8 @@ export async function readImageFile(
       throw imageRefused(index, "too_large", `${path} is ${err.bytes} bytes, over ${MAX_IMAGE_BYTES}`);
     if (err instanceof NotRegularFile)
       throw imageRefused(index, "unreadable", `${path} is ${err.kind}, not a file`);
+    const ours = openFilesUsedUp(err, `params.images[${index}]: ${path} cannot be read now`);
+    if (ours) throw ours;
     throw imageRefused(index, "unreadable", `${path} cannot be read: ${readFailure(err)}`);
   }
 }

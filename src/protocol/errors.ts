@@ -90,3 +90,20 @@ export function isCoreError(err: unknown): err is CoreError {
 export function cancelledError(reason = "the request was cancelled"): CoreError {
   return new CoreError("cancelled", reason);
 }
+
+/**
+ * A file or path a request named could not be opened because the core (EMFILE) or the system
+ * (ENFILE) has used up its open files: nothing is wrong with the file or the host's request, so
+ * not `invalid_request` but `internal_error` saying so, the code in `data.problem`; the same
+ * request can succeed once fewer are open. Undefined for any other failure.
+ */
+export function openFilesUsedUp(err: unknown, what: string): CoreError | undefined {
+  const code = (err as { code?: unknown } | undefined)?.code;
+  if (code !== "EMFILE" && code !== "ENFILE") return undefined;
+  const whose = code === "EMFILE" ? "the core has" : "the system has";
+  return new CoreError(
+    "internal_error",
+    `${what}: ${whose} too many files open (${code}); send it again once fewer requests run, or raise the open-file limit (ulimit -n)`,
+    { problem: code },
+  );
+}

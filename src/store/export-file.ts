@@ -12,7 +12,7 @@ import {
 } from "node:fs";
 import { basename, dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
 import { promisify } from "node:util";
-import { CoreError } from "../protocol/errors.ts";
+import { CoreError, openFilesUsedUp } from "../protocol/errors.ts";
 import { openPrivateFile } from "../util/private-fs.ts";
 import { syncFolderAsync } from "./atomic.ts";
 import { fsProblemText } from "./data-dir-problem.ts";
@@ -90,6 +90,8 @@ export async function exportToFile(
     if (tmp !== undefined) rmQuietly(tmp);
     noted?.();
     if (err instanceof CoreError) throw err;
+    const ours = openFilesUsedUp(err, `${path} cannot be written now`);
+    if (ours) throw ours;
     const code = (err as { code?: string }).code;
     throw new CoreError("invalid_request", `params.path: ${path} cannot be written: ${fsProblemText(code)}`, {
       field: "path",
