@@ -98,6 +98,7 @@ export function cancelledError(reason = "the request was cancelled"): CoreError 
  * request can succeed once fewer are open. Undefined for any other failure.
  */
 export function openFilesUsedUp(err: unknown, what: string): CoreError | undefined {
+  // util/read-file.ts's outOfOpenFiles, not imported: this file is on the start-up path.
   const code = (err as { code?: unknown } | undefined)?.code;
   if (code !== "EMFILE" && code !== "ENFILE") return undefined;
   const whose = code === "EMFILE" ? "the core has" : "the system has";

@@ -2,7 +2,7 @@ import { realpath, stat } from "node:fs/promises";
 import { extname, join, relative, resolve, sep } from "node:path";
 import { decodeText } from "../documents/decode.ts";
 import { logger } from "../util/logger.ts";
-import { readFileBytesAsync } from "../util/read-file.ts";
+import { outOfOpenFiles, readFileBytesAsync } from "../util/read-file.ts";
 import { type Entry, entriesOf, onDisk, readable } from "./folder-names.ts";
 
 /** A `memory.folders` walk (docs/agent.md, "Memory"): which files it indexes, which changes matter. */
@@ -50,6 +50,9 @@ export async function listTextFiles(
     try {
       entries = await entriesOf(root, dir);
     } catch (err) {
+      // Out of open files, the walk would take the folder's files for removed and forget them:
+      // it fails instead, and is tried again (folder-index.ts, RETRY_MS).
+      if (outOfOpenFiles(err)) throw err;
       logger.warn(`memory folder ${readable(dir)} unreadable: ${(err as Error).message}`);
       return;
     }
@@ -63,7 +66,8 @@ export async function listTextFiles(
         let st: Awaited<ReturnType<typeof stat>>;
         try {
           st = await stat(onDisk(root, path));
-        } catch {
+        } catch (err) {
+          if (outOfOpenFiles(err)) throw err;
           skip(path, "unreadable"); // gone or unreadable: memory is best-effort
           continue;
         }

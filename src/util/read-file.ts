@@ -161,6 +161,15 @@ const OS_REASONS: Record<string, string> = {
   ERR_INVALID_ARG_VALUE: "the path holds a NUL character",
 };
 
+/**
+ * The process (EMFILE) or the system (ENFILE) has used up its open files: a failure that says
+ * nothing of the file, which may be there and readable a moment later.
+ */
+export function outOfOpenFiles(err: unknown): boolean {
+  const code = (err as { code?: unknown } | undefined)?.code;
+  return code === "EMFILE" || code === "ENFILE";
+}
+
 /** Why a read of a file failed, in words a person acts on (the OS's code, else the message). */
 export function readFailure(err: unknown): string {
   const code = (err as NodeJS.ErrnoException | undefined)?.code;
