@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
-import { spawnSync } from "node:child_process";
 import { join } from "node:path";
+import { atOpenFileLimit } from "../fixtures/at-open-file-limit.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
 // A walk of a memory folder that cannot list it because the core has used up its open files
@@ -11,16 +11,7 @@ const script = join(import.meta.dir, "../fixtures/folder-walk-at-limit.ts");
 describe.skipIf(process.platform === "win32")("a memory folder walked at the open-file limit", () => {
   test("its indexed passages are kept, not forgotten as if its files were removed", () => {
     using dir = tmpdir();
-    const run = spawnSync(
-      "bash",
-      ["-c", 'ulimit -n 64 && exec "$0" "$1" "$2"', process.execPath, script, dir.path],
-      {
-        encoding: "utf8",
-      },
-    );
-    const line = run.stdout.trim().split("\n").at(-1) ?? "";
-    expect(line, run.stderr).not.toBe("");
-    const { before, after } = JSON.parse(line) as { before: string[]; after: string[] };
+    const { before, after } = atOpenFileLimit<{ before: string[]; after: string[] }>(script, dir.path);
     expect(before).toEqual(["file:sub/deep.md", "file:top.md"]);
     expect(after).toEqual(before);
   });
