@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync, realpathSync, renameSync, unlinkSync } from "node:fs";
+import { readdirSync, readFileSync, realpathSync, renameSync, rmSync, unlinkSync } from "node:fs";
 import { basename, dirname, isAbsolute, join } from "node:path";
 import { logger } from "../util/logger.ts";
 import { ensurePrivateTree, writePrivateFile } from "../util/private-fs.ts";
@@ -133,8 +133,14 @@ function writeRecord(
   };
   // Each folder under data_dir made here, none followed if it is a link (util/private-fs.ts).
   const tmp = join(ensurePrivateTree(dataDir, ...folders), `${basename(file)}.tmp`);
-  writePrivateFile(tmp, `${JSON.stringify(record, null, 2)}\n`);
-  renameSync(tmp, file);
+  try {
+    writePrivateFile(tmp, `${JSON.stringify(record, null, 2)}\n`);
+    renameSync(tmp, file);
+  } catch (err) {
+    // A full disk makes the temp file and refuses its bytes: run/ keeps only the records.
+    rmSync(tmp, { force: true });
+    throw err;
+  }
   return record;
 }
 

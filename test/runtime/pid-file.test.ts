@@ -1,5 +1,14 @@
-import { describe, expect, spyOn, test } from "bun:test";
-import { chmodSync, existsSync, mkdirSync, readdirSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import { afterAll, describe, expect, spyOn, test } from "bun:test";
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { join } from "node:path";
 import {
   pidFilePath,
@@ -9,6 +18,7 @@ import {
   writePidRecord,
 } from "../../src/runtime/pid-file.ts";
 import { logger } from "../../src/util/logger.ts";
+import { fillDisk, smallDisk } from "../fixtures/full-disk.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
 const child = { pid: process.pid, binary: "/bin/true", argv: [] as string[] };
@@ -66,4 +76,27 @@ describe.skipIf(process.platform !== "linux")("pid records and links", () => {
     removePidRecord(dir.path, "b", process.pid);
     expect(existsSync(file)).toBe(false);
   });
+});
+
+// A real full file system (a tmpfs: root on Linux), else skipped and said so.
+const disk = smallDisk("1m", "pid records on a full disk");
+afterAll(() => disk.dispose());
+
+describe("pid records on a full disk", () => {
+  test.skipIf(!disk.mounted)(
+    "a rewrite the disk refuses keeps the record it had and leaves no temp file",
+    () => {
+      const data = join(disk.path, "data");
+      const first = writePidRecord(data, { ...child, port: 1 });
+      const file = pidFilePath(data);
+      const before = readFileSync(file, "utf8");
+      expect(first?.port).toBe(1);
+      fillDisk(join(disk.path, "filler"));
+      expect(() => writePidRecord(data, { ...child, port: 2 })).toThrow(
+        expect.objectContaining({ code: "ENOSPC" }),
+      );
+      expect(readFileSync(file, "utf8")).toBe(before);
+      expect(readdirSync(join(data, "run"))).toEqual([`llama-server-${process.pid}.json`]);
+    },
+  );
 });
