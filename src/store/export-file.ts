@@ -1,22 +1,12 @@
 import { randomBytes } from "node:crypto";
-import {
-  close,
-  constants,
-  fsync,
-  lstatSync,
-  realpathSync,
-  renameSync,
-  rmSync,
-  statSync,
-  write,
-} from "node:fs";
+import { close, constants, fsync, lstatSync, realpathSync, renameSync, statSync, write } from "node:fs";
 import { basename, dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
 import { promisify } from "node:util";
 import { CoreError, openFilesUsedUp } from "../protocol/errors.ts";
 import { openPrivateFile } from "../util/private-fs.ts";
 import { syncFolderAsync } from "./atomic.ts";
 import { fsProblemText } from "./data-dir-problem.ts";
-import { noteExportTemp } from "./export-temps.ts";
+import { noteExportTemp, rmQuietly } from "./export-temps.ts";
 
 const writeAsync = promisify(write);
 const fsyncAsync = promisify(fsync);
@@ -119,12 +109,6 @@ function tempName(name: string): string {
     kept += c;
   }
   return `.${kept}.${randomBytes(6).toString("hex")}.tmp`;
-}
-
-function rmQuietly(path: string): void {
-  try {
-    rmSync(path, { force: true });
-  } catch {}
 }
 
 /**

@@ -27,7 +27,7 @@ const live = new Set<string>();
  * elsewhere: it goes on unnoted, as before notes existed, and says so in the log.
  */
 export function noteExportTemp(dataDir: string, tmp: string): () => void {
-  let note: string;
+  let note: string | undefined;
   try {
     const dir = ensurePrivateTree(dataDir, "run", "exports");
     note = join(dir, `${process.pid}-${randomBytes(6).toString("hex")}.json`);
@@ -36,14 +36,20 @@ export function noteExportTemp(dataDir: string, tmp: string): () => void {
     syncFolder(note);
     syncFolder(dir);
   } catch (err) {
+    // A full disk makes the note and refuses its bytes: an empty one would stay until the next start.
+    if (note !== undefined) {
+      rmQuietly(note);
+      live.delete(note);
+    }
     logger.warn(
       `an export's temp file ${tmp} is not noted under data_dir (${(err as Error).message}): a core killed during it would leave it`,
     );
     return () => {};
   }
+  const made = note;
   return () => {
-    rmSync(note, { force: true });
-    live.delete(note);
+    rmSync(made, { force: true });
+    live.delete(made);
   };
 }
 
@@ -74,4 +80,11 @@ export function sweepExportTemps(dataDir: string): void {
     }
     rmSync(note, { force: true });
   }
+}
+
+/** A file removed, its own failure (ENAMETOOLONG…) never taking the place of the caller's. */
+export function rmQuietly(path: string): void {
+  try {
+    rmSync(path, { force: true });
+  } catch {}
 }
