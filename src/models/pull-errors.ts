@@ -131,7 +131,8 @@ export function writeFailure(err: unknown, where: PullWhere, path: string): unkn
     return pullError(
       where,
       "disk_full",
-      `the disk filled up while writing ${path} (${code}); the partial download is kept, free some space and pull again`,
+      // Only a `.incomplete` is a partial; the ref, a snapshot's copy or a lock come after or before one.
+      `the disk filled up while writing ${path} (${code}); ${path.endsWith(".incomplete") ? "the partial download is kept, " : ""}free some space and pull again`,
     );
   if (typeof code === "string") return pullError(where, "cache_unwritable", `cannot write ${path} (${code})`);
   return err;

@@ -259,6 +259,20 @@ describe("pull into the Hugging Face cache", () => {
     expect(ro.data?.cause).toBe("cache_unwritable");
   });
 
+  test("a disk that fills up writing the ref or the snapshot's copy claims no partial download", () => {
+    // The blob is whole and in place by then: a pull again finds it and only links it.
+    for (const path of ["/c/models--o--r/refs/main", "/c/models--o--r/snapshots/abc/f.gguf"]) {
+      const err = writeFailure(
+        Object.assign(new Error("no space"), { code: "ENOSPC" }),
+        { repo: "o/r" },
+        path,
+      ) as CoreError;
+      expect(err.data?.cause).toBe("disk_full");
+      expect(err.message).not.toContain("partial");
+      expect(err.message).toContain("free some space and pull again");
+    }
+  });
+
   test("where neither kind of link can be made the snapshot holds a copy, and the result says so", async () => {
     const { deps } = await setup();
     const noLinks = () => {
