@@ -29,8 +29,10 @@ export class DiskReserve {
     try {
       fd = openSync(this.path, "w", PRIVATE_FILE_MODE);
       const zeros = Buffer.alloc(Math.min(this.bytes, 1 << 20));
-      for (let at = 0; at < this.bytes; at += zeros.length)
-        writeSync(fd, zeros, 0, Math.min(zeros.length, this.bytes - at), at);
+      // By what each write took: a disk with room for part of a piece takes that part and only
+      // the next write fails, so counting whole pieces called a short reserve whole.
+      for (let at = 0; at < this.bytes; )
+        at += writeSync(fd, zeros, 0, Math.min(zeros.length, this.bytes - at), at);
       return true;
     } catch (err) {
       logger.warn(

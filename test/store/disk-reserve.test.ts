@@ -1,7 +1,8 @@
-import { describe, expect, test } from "bun:test";
-import { existsSync } from "node:fs";
+import { afterAll, describe, expect, test } from "bun:test";
+import { existsSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { DiskReserve } from "../../src/store/disk-reserve.ts";
+import { fillDisk, smallDisk } from "../fixtures/full-disk.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
 // The reserve's room is for erasing on a full disk (docs/agent.md, The store): an erase and an
@@ -48,5 +49,20 @@ describe("DiskReserve.orInSteps", () => {
     }
     expect(thrown).toBe(other);
     expect(existsSync(reserve.path)).toBe(true);
+  });
+});
+
+// A real small file system (a tmpfs: root on Linux), else skipped and said so.
+const disk = smallDisk("2m", "disk reserve on a nearly full disk");
+afterAll(() => disk.dispose());
+
+describe("DiskReserve.ensure on a disk with room for part of it", () => {
+  test.skipIf(!disk.mounted)("not taken as whole: false and no file, never a shorter reserve", () => {
+    // Room for 48 KiB of a 64 KiB reserve written in one piece: the disk takes what fits.
+    fillDisk(join(disk.path, "filler"), 48 * 1024);
+    const reserve = new DiskReserve(join(disk.path, "reserve"), 64 * 1024);
+    const whole = reserve.ensure();
+    const size = statSync(reserve.path, { throwIfNoEntry: false })?.size;
+    expect({ whole, size }).toEqual({ whole: false, size: undefined });
   });
 });
