@@ -1,7 +1,7 @@
 import { existsSync } from "node:fs";
 import { healthStatus, modelsStatus } from "../llama/health.ts";
 import { secretsByEnv, shownArgs } from "../plan/secret-args.ts";
-import { CoreError, cancelledError } from "../protocol/errors.ts";
+import { CoreError, cancelledError, openFilesUsedUp } from "../protocol/errors.ts";
 import { logger } from "../util/logger.ts";
 import { childEnv } from "./child-env.ts";
 import { CHILD_MODE_ENV, EXIT_LINE } from "./child-mode.ts";
@@ -106,13 +106,16 @@ export function spawnServer(req: SpawnRequest): Spawned | LaunchFailure {
     child = req.spawner({ path: req.binary, argv, env, stdinPipe: req.childMode === true });
   } catch (err) {
     return {
-      error: new CoreError(
-        "binary_missing",
-        `cannot run llama-server at ${req.binary}: ${(err as Error).message}`,
-        {
-          tried: [req.binary],
-        },
-      ),
+      // Out of open files (the pipes' socketpair) the binary is fine: not for a host to reinstall.
+      error:
+        openFilesUsedUp(err, `cannot start llama-server at ${req.binary} now`) ??
+        new CoreError(
+          "binary_missing",
+          `cannot run llama-server at ${req.binary}: ${(err as Error).message}`,
+          {
+            tried: [req.binary],
+          },
+        ),
       retryPort: false,
     };
   }

@@ -454,3 +454,25 @@ describe("the log file's start line", () => {
     expect(onDisk.join("\n")).not.toContain("SECRET");
   });
 });
+
+describe("spawnServer refused by the OS", () => {
+  test("the core out of open files (EMFILE, as Bun.spawn throws it at the limit) is not binary_missing", () => {
+    using dir = tmpdir();
+    const spawned = spawnServer({
+      binary: "/usr/bin/llama-server",
+      argv: [],
+      port: 1,
+      apiKey: KEY,
+      env: {},
+      spawner: () => {
+        throw Object.assign(new Error("EMFILE: too many open files, socketpair"), { code: "EMFILE" });
+      },
+      dataDir: dir.path,
+      onLine: () => {},
+    });
+    expect("error" in spawned).toBe(true);
+    const { error } = spawned as { error: CoreError };
+    expect(error).toMatchObject({ code: "internal_error", data: { problem: "EMFILE" } });
+    expect(error.message).toContain("too many files open");
+  });
+});
