@@ -1,6 +1,6 @@
 import { closeSync, openSync, rmSync, statSync, writeSync } from "node:fs";
 import { logger } from "../util/logger.ts";
-import { PRIVATE_FILE_MODE } from "../util/private-fs.ts";
+import { PRIVATE_FILE_MODE, tookSome } from "../util/private-fs.ts";
 
 /**
  * Room kept for erasing on a full disk (docs/agent.md, The store): a delete writes the pages it
@@ -32,7 +32,7 @@ export class DiskReserve {
       // By what each write took: a disk with room for part of a piece takes that part and only
       // the next write fails, so counting whole pieces called a short reserve whole.
       for (let at = 0; at < this.bytes; )
-        at += writeSync(fd, zeros, 0, Math.min(zeros.length, this.bytes - at), at);
+        at += tookSome(writeSync(fd, zeros, 0, Math.min(zeros.length, this.bytes - at), at));
       return true;
     } catch (err) {
       logger.warn(

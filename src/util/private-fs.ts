@@ -122,7 +122,16 @@ export function writePrivateFile(path: string, data: string): void {
  */
 export function writeAllSync(fd: number, data: string | Uint8Array): void {
   const bytes = typeof data === "string" ? Buffer.from(data) : data;
-  for (let at = 0; at < bytes.length; ) at += writeSync(fd, bytes, at, bytes.length - at);
+  for (let at = 0; at < bytes.length; ) at += tookSome(writeSync(fd, bytes, at, bytes.length - at));
+}
+
+/**
+ * A write's count, or a throw for none: a file system that takes nothing and says no error (a
+ * FUSE mount) would otherwise keep a loop that writes "until all is taken" going for good.
+ */
+export function tookSome(written: number): number {
+  if (written > 0) return written;
+  throw Object.assign(new Error("ENOSPC: the disk took no bytes of a write"), { code: "ENOSPC" });
 }
 
 /** Throws ELOOP when `path` is a symbolic link; a missing path is fine (it is created next). */

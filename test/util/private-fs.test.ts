@@ -1,7 +1,22 @@
 import { describe, expect, test } from "bun:test";
-import { chmodSync, mkdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  closeSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { join } from "node:path";
-import { ensurePrivateDir, ensurePrivateTree, writePrivateFile } from "../../src/util/private-fs.ts";
+import {
+  ensurePrivateDir,
+  ensurePrivateTree,
+  tookSome,
+  writeAllSync,
+  writePrivateFile,
+} from "../../src/util/private-fs.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
 const posix = process.platform !== "win32";
@@ -44,5 +59,22 @@ describe.skipIf(!posix)("the core's files and folders are never followed through
     expect(mode(target)).toBe(0o644);
     writePrivateFile(join(dir.path, "fresh"), "ours");
     expect(mode(join(dir.path, "fresh"))).toBe(0o600);
+  });
+});
+
+describe("writes until all is taken", () => {
+  test("a write that takes no bytes and says no error ends in ENOSPC, not a loop for good", () => {
+    expect(tookSome(3)).toBe(3);
+    expect(() => tookSome(0)).toThrow(expect.objectContaining({ code: "ENOSPC" }));
+  });
+
+  test("writeAllSync writes the whole of a large text", () => {
+    using dir = tmpdir();
+    const path = join(dir.path, "f");
+    const fd = openSync(path, "w");
+    const text = "x".repeat(3 * 1024 * 1024 + 7);
+    writeAllSync(fd, text);
+    closeSync(fd);
+    expect(readFileSync(path, "utf8")).toBe(text);
   });
 });
