@@ -1,7 +1,17 @@
 import { Database } from "bun:sqlite";
-import { closeSync, existsSync, fstatSync, openSync, readdirSync, rmSync, writeSync } from "node:fs";
+import {
+  closeSync,
+  constants,
+  fstatSync,
+  lstatSync,
+  openSync,
+  readdirSync,
+  rmSync,
+  writeSync,
+} from "node:fs";
 import { join } from "node:path";
 import { logger } from "../util/logger.ts";
+import { refuseLink, tookSome } from "../util/private-fs.ts";
 import { ASIDE_INFIX, BUSY_TIMEOUT_MS, DB_FILE, integrityProblem } from "./db/open.ts";
 import { useMemoryForTemp } from "./db/temp-dir.ts";
 import { deleteDocumentRows } from "./document-store.ts";
@@ -63,6 +73,9 @@ function eraseInCopies(dataDir: string, remove: (db: Database) => number): CopyO
 }
 
 function scrub(path: string, remove: (db: Database) => number): number {
+  // SQLite would open the link's target, and the fallback below would zero it: the core never
+  // sets a copy aside as a link, so one named so is removed (the link only) as unscrubbable.
+  refuseLink(path);
   const db = new Database(path, { readwrite: true, create: false, strict: true });
   try {
     db.run(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`);
@@ -88,7 +101,8 @@ function scrub(path: string, remove: (db: Database) => number): number {
 /** The copy, its log and shared memory overwritten with zeros where they can be, then unlinked. */
 function removeWhole(path: string): void {
   for (const file of [path, `${path}-wal`, `${path}-shm`, `${path}-journal`]) {
-    if (!existsSync(file)) continue;
+    // lstat: a dangling link is there too, and goes.
+    if (!lstatSync(file, { throwIfNoEntry: false })) continue;
     try {
       zeroFill(file);
     } catch {}
@@ -96,14 +110,19 @@ function removeWhole(path: string): void {
   }
 }
 
-/** In place: needs no free space, so it works on a full disk. */
+/**
+ * In place: needs no free space, so it works on a full disk. Never through a link (ELOOP: the
+ * link alone is then removed). By what each write took: a copy-on-write disk (btrfs) may take
+ * part of an overwrite, and counting whole pieces would leave erased bytes unzeroed.
+ */
 function zeroFill(file: string): void {
-  const fd = openSync(file, "r+");
+  refuseLink(file);
+  const fd = openSync(file, constants.O_RDWR | (constants.O_NOFOLLOW ?? 0));
   try {
     const size = fstatSync(fd).size;
     const zeros = Buffer.alloc(Math.min(size, 1 << 20));
-    for (let at = 0; at < size; at += zeros.length)
-      writeSync(fd, zeros, 0, Math.min(zeros.length, size - at), at);
+    for (let at = 0; at < size; )
+      at += tookSome(writeSync(fd, zeros, 0, Math.min(zeros.length, size - at), at));
   } finally {
     closeSync(fd);
   }

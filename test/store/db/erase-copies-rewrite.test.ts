@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { readFileSync } from "node:fs";
+import { existsSync, lstatSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { eraseFromCopies } from "../../../src/store/erase-copies.ts";
 import { Store } from "../../../src/store/store.ts";
@@ -28,5 +28,34 @@ describe("a copy set aside that holds nothing of an erase", () => {
       { path: copy, outcome: "scrubbed", deleted_sessions: 1 },
     ]);
     expect(readFileSync(copy).includes("ZEBRAFISH")).toBe(false);
+  });
+});
+
+describe.skipIf(process.platform === "win32")("a link named like a copy set aside", () => {
+  // The core never sets a copy aside as a link: one planted in data_dir (a folder other users
+  // can write) would have had its target opened and scrubbed, or zeroed whole when not a database.
+  test("is removed, the link only: its target is neither scrubbed nor zeroed", async () => {
+    await using dir = tmpdir();
+    const data = join(dir.path, "data");
+    const store = Store.open(data);
+    chat(store, "alice", "s", "kept words");
+    store.close();
+    const victim = join(dir.path, "victim.txt");
+    writeFileSync(victim, "the victim's own bytes");
+    // Another folder's database, with alice's session: an erase here must not reach into it.
+    const other = join(dir.path, "other");
+    const otherStore = Store.open(other);
+    chat(otherStore, "alice", "s", "OTHER CORE WORDS");
+    otherStore.close();
+    const linkToFile = join(data, "local-ai.db.corrupt-2026-01-01T00-00-00-000Z");
+    const linkToDb = join(data, "local-ai.db.corrupt-2026-01-02T00-00-00-000Z");
+    symlinkSync(victim, linkToFile);
+    symlinkSync(join(other, "local-ai.db"), linkToDb);
+    const outcomes = eraseFromCopies(data, "alice", "s");
+    expect(outcomes.map((o) => o.outcome)).toEqual(["removed", "removed"]);
+    expect(readFileSync(victim, "utf8")).toBe("the victim's own bytes");
+    expect(readFileSync(join(other, "local-ai.db")).includes("OTHER CORE WORDS")).toBe(true);
+    expect(lstatSync(linkToFile, { throwIfNoEntry: false })).toBeUndefined();
+    expect(existsSync(linkToDb)).toBe(false);
   });
 });
