@@ -55,13 +55,14 @@ function ftsSearch(db: Database, userId: string, query: string, limit: number): 
   const hit = db.query(
     `SELECT m.session_id, m.seq, s.title, substr(m.content, 1, ${SNIPPET_SCAN_CHARS + 1}) AS content
      FROM messages m JOIN sessions s ON s.user_id = m.user_id AND s.session_id = m.session_id
-     WHERE m.id = ? AND m.user_id = ? AND m.by_core = 0`,
+     WHERE m.id = ? AND m.user_id = ? AND m.role IN ('user', 'assistant') AND m.by_core = 0`,
   );
   const w = words(query);
   const hits: SearchHit[] = [];
   for (const b of best) {
     // Erased since the ranking read it (an erase commits on the store's other thread): left out.
-    // Read as this user's again: SQLite gives the newest id anew, maybe to another user's message.
+    // Read as this user's words again: SQLite gives the newest id anew, maybe to another user's
+    // message or to this user's tool traffic, which is not searched.
     const row = hit.get(b.id, userId) as (Omit<SearchHit, "snippet"> & { content: string }) | null;
     if (!row) continue;
     const { content, ...rest } = row;

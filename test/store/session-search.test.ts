@@ -159,6 +159,34 @@ test("a hit whose id another user's message took between the ranking and its row
   db.close();
 });
 
+test("a hit whose id the same user's tool message took meanwhile is left out: tool traffic is not searched", async () => {
+  using dir = tmpdir();
+  const store = Store.open(dir.path, { chunkThread: false });
+  said(store, "the lighthouse keeper");
+  store.close();
+  const db = new Database(join(dir.path, DB_FILE));
+  const { id, session_id } = db.query("SELECT id, session_id FROM messages").get() as {
+    id: number;
+    session_id: string;
+  };
+  const reusedMeanwhile = {
+    query: (sql: string) => {
+      if (sql.includes("WHERE m.id = ?")) {
+        db.run("DELETE FROM messages WHERE id = ?", [id]);
+        db.run(
+          `INSERT INTO messages (user_id, session_id, seq, role, content, created_at)
+           VALUES ('u', ?, 5, 'tool', 'lighthouse tool output', 1)`,
+          [session_id],
+        );
+        expect((db.query("SELECT max(id) AS id FROM messages").get() as { id: number }).id).toBe(id);
+      }
+      return db.query(sql);
+    },
+  } as unknown as Database;
+  expect(searchSessions(reusedMeanwhile, true, "u", "lighthouse", 5)).toEqual([]);
+  db.close();
+});
+
 test("words with combining marks are found: Devanagari's vowel signs, a decomposed accent, İ lower-cased", async () => {
   using dir = tmpdir();
   const store = Store.open(dir.path, { chunkThread: false });
