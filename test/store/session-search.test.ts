@@ -73,12 +73,17 @@ test("the search thread stops when idle and the next search starts another", asy
   thread.stop();
 });
 
-test("a hit erased between the ranking and its row's read (an erase on the store's other thread) is left out", async () => {
-  using dir = tmpdir();
-  const store = Store.open(dir.path, { chunkThread: false });
+/** A database holding user u's one message "the lighthouse keeper", opened outside the store. */
+function lighthouse(folder: string): Database {
+  const store = Store.open(folder, { chunkThread: false });
   said(store, "the lighthouse keeper");
   store.close();
-  const db = new Database(join(dir.path, DB_FILE));
+  return new Database(join(folder, DB_FILE));
+}
+
+test("a hit erased between the ranking and its row's read (an erase on the store's other thread) is left out", async () => {
+  using dir = tmpdir();
+  const db = lighthouse(dir.path);
   // The row's read finds nothing, as after an erase committed in between.
   const erasedMeanwhile = {
     query: (sql: string) => (sql.includes("WHERE m.id = ?") ? { get: () => null } : db.query(sql)),
@@ -132,10 +137,7 @@ test("a snippet is cut between characters: no half of an emoji at either end", (
 
 test("a hit whose id another user's message took between the ranking and its row's read is left out", async () => {
   using dir = tmpdir();
-  const store = Store.open(dir.path, { chunkThread: false });
-  said(store, "the lighthouse keeper");
-  store.close();
-  const db = new Database(join(dir.path, DB_FILE));
+  const db = lighthouse(dir.path);
   const { id } = db.query("SELECT id FROM messages").get() as { id: number };
   // Erased, and its id (the newest, so SQLite gives it again) taken by another user's message.
   const reusedMeanwhile = {
@@ -161,10 +163,7 @@ test("a hit whose id another user's message took between the ranking and its row
 
 test("a hit whose id the same user's tool message took meanwhile is left out: tool traffic is not searched", async () => {
   using dir = tmpdir();
-  const store = Store.open(dir.path, { chunkThread: false });
-  said(store, "the lighthouse keeper");
-  store.close();
-  const db = new Database(join(dir.path, DB_FILE));
+  const db = lighthouse(dir.path);
   const { id, session_id } = db.query("SELECT id, session_id FROM messages").get() as {
     id: number;
     session_id: string;
