@@ -5,9 +5,12 @@ import { createInflate } from "node:zlib";
  * IHDR says 1×1 and whose IDAT inflates to gigabytes passes the header's pixel check, and
  * llama-server's decoder (stb_image) inflates the whole stream into a buffer it doubles, up to
  * 4 GiB, before it finds the pixels do not match (docs/protocol.md#images). The stream is
- * inflated here off the loop, counted and thrown away, and stopped once past the bound. Only an
- * overrun is this check's to refuse: a stream Node's zlib rejects where stb_image may not (a
- * wrong checksum, Apple's CgBI) is left to llama-server's own decoder.
+ * inflated here off the loop, counted and thrown away, and stopped once past the bound. A stream
+ * zlib stops reading before its end is refused too: stb_image is laxer (it ignores the header's
+ * window size, so a `0x88` header zlib refuses at once it inflates whole: a 510 KB file to
+ * 512 MB), and nothing says how far it would go. Only a stream read to its end is left to
+ * llama-server's decoder whatever zlib says of it: a wrong checksum (stb_image never checks
+ * it), or data cut short (counted as far as it goes).
  */
 
 const IDAT = 0x49444154;
@@ -58,21 +61,26 @@ function idatOf(b: Uint8Array): Buffer {
   return out;
 }
 
-/** True when the data inflates past `bound` bytes. */
-export function pngDataOverruns(bytes: Uint8Array, bound: number): Promise<boolean> {
-  const { promise, resolve } = Promise.withResolvers<boolean>();
+/**
+ * Why the data may not be sent: it inflates past `bound` bytes (`overrun`), or zlib stopped
+ * before its end (its reason, as zlib says it); undefined when neither.
+ */
+export function pngDataProblem(bytes: Uint8Array, bound: number): Promise<string | undefined> {
+  const { promise, resolve } = Promise.withResolvers<string | undefined>();
   const inflate = createInflate();
   let out = 0;
-  const finish = (overrun: boolean) => {
-    resolve(overrun);
+  const finish = (problem: string | undefined) => {
+    resolve(problem);
     inflate.destroy();
   };
   inflate.on("data", (chunk: Buffer) => {
     out += chunk.length;
-    if (out > bound) finish(true);
+    if (out > bound) finish("overrun");
   });
-  inflate.on("error", () => finish(false));
-  inflate.on("end", () => finish(false));
+  inflate.on("error", (err: Error & { code?: string }) =>
+    finish(err.code === "Z_BUF_ERROR" || /incorrect data check/.test(err.message) ? undefined : err.message),
+  );
+  inflate.on("end", () => finish(undefined));
   inflate.end(idatOf(bytes));
   return promise;
 }

@@ -4,7 +4,7 @@ import { decodeBase64Strict } from "./base64.ts";
 import { type ImageFormat, MIME_OF, readImageHeader } from "./format.ts";
 import { readImageFile } from "./image-file.ts";
 import { IMAGE_BODY_BYTES, imageBodyBytes, MAX_IMAGE_BYTES } from "./limits.ts";
-import { pngDataBound, pngDataOverruns } from "./png-data.ts";
+import { pngDataBound, pngDataProblem } from "./png-data.ts";
 import { imageRefused } from "./refusal.ts";
 
 /** A chat's image, checked and ready to send and store. */
@@ -91,14 +91,21 @@ async function prepareOne(index: number, input: ImageInput, limits: ImageLimits)
       `${header.width}×${header.height} pixels (${pixels}), over app.max_image_pixels (${limits.maxPixels})`,
     );
   }
-  if (
-    header.format === "png" &&
-    (await pngDataOverruns(bytes, pngDataBound(bytes, header.width, header.height)))
-  )
+  const data =
+    header.format === "png"
+      ? await pngDataProblem(bytes, pngDataBound(bytes, header.width, header.height))
+      : undefined;
+  if (data === "overrun")
     throw imageRefused(
       index,
       "damaged",
       `a PNG whose image data inflates past the ${header.width}×${header.height} pixels its header declares (a decompression bomb)`,
+    );
+  if (data !== undefined)
+    throw imageRefused(
+      index,
+      "damaged",
+      `a PNG whose image data zlib stops reading before its end (${data}): llama-server's decoder would read on, to a size nothing bounds`,
     );
   return {
     format: header.format,

@@ -78,6 +78,11 @@ describe("prepareImages", () => {
     expect(Buffer.from(images[1]!.data).equals(png(8, 8))).toBe(true);
   });
 
+  test("a PNG whose data's only fault is its checksum is sent: llama-server's stb_image never checks it", async () => {
+    const images = await prepareImages([{ data: b64(png(64, 64, { adler: 1 })) }], limits);
+    expect(images.map((i) => [i.width, i.height])).toEqual([[64, 64]]);
+  });
+
   const cases: [string, () => unknown, string, RegExp][] = [
     ["bad base64 (106)", () => ({ data: "not base64 at all!" }), "bad_base64", /not base64/],
     ["base64 with a wrong length", () => ({ data: "iVBORw0KGgo" }), "bad_base64", /multiple of 4/],
@@ -105,6 +110,14 @@ describe("prepareImages", () => {
       () => ({ data: b64(png(4000, 4000, { declare: { width: 1, height: 1 } })) }),
       "damaged",
       /inflates past the 1×1 pixels its header declares/,
+    ],
+    [
+      // 0x88 0x1c: a 64 KiB window, which zlib refuses at once (nothing inflated, nothing
+      // counted) and stb_image never reads: it inflated such a 510 KB file to 512 MB and gave 1×1.
+      "a PNG declaring 1 × 1 whose data zlib refuses at its header and stb_image inflates to 4,000 × 4,000",
+      () => ({ data: b64(png(4000, 4000, { declare: { width: 1, height: 1 }, zlib: [0x88, 0x1c] })) }),
+      "damaged",
+      /invalid window size/,
     ],
     ["an http: URL as data (107)", () => ({ data: "http://example.com/cat.png" }), "url", /never followed/],
     [
