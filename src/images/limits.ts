@@ -11,6 +11,13 @@ export const MAX_IMAGE_BYTES = 20 * 1024 * 1024;
  * 160 MB, so a burst of them must queue rather than grow the core without end.
  */
 export const MAX_HELD_IMAGE_BYTES = 256 * 1024 * 1024;
+/**
+ * The most scans a JPEG may have (images/format.ts). llama-server's decoder (stb_image) passes
+ * over every block of the image for each scan, however few bytes the scan has: a 20 KB
+ * progressive JPEG of 200 empty refinement scans over 7000×7000 pixels took it 5.9 s of CPU,
+ * 20 MB of them hours. libjpeg's standard progression writes 10; a baseline JPEG has 1 to 4.
+ */
+export const MAX_JPEG_SCANS = 100;
 /** Base64 characters checked between two turns of the event loop. */
 export const BASE64_SLICE_CHARS = 1024 * 1024;
 

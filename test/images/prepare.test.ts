@@ -5,7 +5,7 @@ import { readImageHeader } from "../../src/images/format.ts";
 import { MAX_IMAGE_BYTES } from "../../src/images/limits.ts";
 import { prepareImages } from "../../src/images/prepare.ts";
 import { coreErrorOfAsync } from "../fixtures/core-error.ts";
-import { b64, bmp, gif, jpegHeader, png, webp } from "../fixtures/images.ts";
+import { b64, bmp, gif, jpegHeader, png, progressiveJpeg, webp } from "../fixtures/images.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
 const limits = { maxImages: 8, maxPixels: 50_000_000 };
@@ -59,6 +59,25 @@ describe("an image's header", () => {
     expect(performance.now() - started).toBeLessThan(2000);
   });
 
+  test("a JPEG's scans are counted to its EOI, through stray bytes and stuffed data, not past it", () => {
+    const scans = (n: number) => progressiveJpeg(64, 48, n).subarray(0, -2); // without EOI
+    const eoi = Buffer.from([0xff, 0xd9]);
+    // A trailer after EOI (a motion photo's video) may hold any bytes, scan markers included.
+    const trailer = Buffer.concat(
+      Array.from({ length: 200 }, () => Buffer.from([0xff, 0xda, 0, 8, 1, 1, 0, 1, 63, 0])),
+    );
+    expect(readImageHeader(Buffer.concat([scans(100), eoi, trailer]))).toMatchObject({ ok: true });
+    // stb_image skips bytes between segments: a stray one does not hide the scans after it.
+    const many = progressiveJpeg(64, 48, 101);
+    const second = many.indexOf(Buffer.from([0xff, 0xda]), many.indexOf(Buffer.from([0xff, 0xda])) + 2);
+    const stray = Buffer.concat([
+      many.subarray(0, second),
+      Buffer.from([0x42, 0xff, 0x00, 0x17]),
+      many.subarray(second),
+    ]);
+    expect(readImageHeader(stray)).toMatchObject({ ok: false, kind: "damaged" });
+  });
+
   test("a JPEG that ends before its frame header is damaged", () => {
     const header = readImageHeader(jpegHeader(10, 10).subarray(0, 12));
     expect(header).toMatchObject({ ok: false, kind: "damaged" });
@@ -81,6 +100,11 @@ describe("prepareImages", () => {
   test("a PNG whose data's only fault is its checksum is sent: llama-server's stb_image never checks it", async () => {
     const images = await prepareImages([{ data: b64(png(64, 64, { adler: 1 })) }], limits);
     expect(images.map((i) => [i.width, i.height])).toEqual([[64, 64]]);
+  });
+
+  test("a progressive JPEG of up to 100 scans is sent (libjpeg's standard progression writes 10)", async () => {
+    const images = await prepareImages([{ data: b64(progressiveJpeg(64, 48, 100)) }], limits);
+    expect(images.map((i) => [i.format, i.width, i.height])).toEqual([["jpeg", 64, 48]]);
   });
 
   const cases: [string, () => unknown, string, RegExp][] = [
@@ -118,6 +142,13 @@ describe("prepareImages", () => {
       () => ({ data: b64(png(4000, 4000, { declare: { width: 1, height: 1 }, zlib: [0x88, 0x1c] })) }),
       "damaged",
       /invalid window size/,
+    ],
+    [
+      // 200 such scans over 7000 × 7000 took stb_image 5.9 s of CPU; 20 MB of them, hours.
+      "a progressive JPEG of 101 scans, each a pass of llama-server's decoder over every block",
+      () => ({ data: b64(progressiveJpeg(64, 48, 101)) }),
+      "damaged",
+      /over 100 scans/,
     ],
     ["an http: URL as data (107)", () => ({ data: "http://example.com/cat.png" }), "url", /never followed/],
     [
