@@ -2,6 +2,7 @@ import { isAbsolute } from "node:path";
 import type { ImageInput } from "../protocol/image-input.ts";
 import { decodeBase64Strict } from "./base64.ts";
 import { type ImageFormat, MIME_OF, readImageHeader } from "./format.ts";
+import { gifDataOverruns } from "./gif-data.ts";
 import { readImageFile } from "./image-file.ts";
 import { IMAGE_BODY_BYTES, imageBodyBytes, MAX_IMAGE_BYTES } from "./limits.ts";
 import { pngDataBound, pngDataProblem } from "./png-data.ts";
@@ -91,22 +92,8 @@ async function prepareOne(index: number, input: ImageInput, limits: ImageLimits)
       `${header.width}×${header.height} pixels (${pixels}), over app.max_image_pixels (${limits.maxPixels})`,
     );
   }
-  const data =
-    header.format === "png"
-      ? await pngDataProblem(bytes, pngDataBound(bytes, header.width, header.height))
-      : undefined;
-  if (data === "overrun")
-    throw imageRefused(
-      index,
-      "damaged",
-      `a PNG whose image data inflates past the ${header.width}×${header.height} pixels its header declares (a decompression bomb)`,
-    );
-  if (data !== undefined)
-    throw imageRefused(
-      index,
-      "damaged",
-      `a PNG whose image data zlib stops reading before its end (${data}): llama-server's decoder would read on, to a size nothing bounds`,
-    );
+  const problem = await dataProblem(bytes, header);
+  if (problem !== undefined) throw imageRefused(index, "damaged", problem);
   return {
     format: header.format,
     mime: MIME_OF[header.format],
@@ -114,6 +101,29 @@ async function prepareOne(index: number, input: ImageInput, limits: ImageLimits)
     height: header.height,
     data: bytes,
   };
+}
+
+/**
+ * Why the image's data may not go to llama-server's decoder, though its header passed: a PNG or
+ * GIF whose data stands for far more than its pixels (a decompression bomb), or a PNG's that
+ * zlib stops reading before its end.
+ */
+async function dataProblem(
+  bytes: Uint8Array,
+  header: { format: ImageFormat; width: number; height: number },
+): Promise<string | undefined> {
+  const size = `${header.width}×${header.height}`;
+  if (header.format === "gif")
+    return (await gifDataOverruns(bytes))
+      ? `a GIF whose first frame's data decodes past its ${size} pixels many times over (a decompression bomb: llama-server's decoder walks every pixel it names)`
+      : undefined;
+  if (header.format !== "png") return undefined;
+  const problem = await pngDataProblem(bytes, pngDataBound(bytes, header.width, header.height));
+  if (problem === "overrun")
+    return `a PNG whose image data inflates past the ${size} pixels its header declares (a decompression bomb)`;
+  if (problem !== undefined)
+    return `a PNG whose image data zlib stops reading before its end (${problem}): llama-server's decoder would read on, to a size nothing bounds`;
+  return undefined;
 }
 
 async function bytesOf(index: number, input: ImageInput, room: number | undefined): Promise<Uint8Array> {

@@ -5,7 +5,7 @@ import { readImageHeader } from "../../src/images/format.ts";
 import { MAX_IMAGE_BYTES } from "../../src/images/limits.ts";
 import { prepareImages } from "../../src/images/prepare.ts";
 import { coreErrorOfAsync } from "../fixtures/core-error.ts";
-import { b64, bmp, gif, jpegHeader, png, progressiveJpeg, webp } from "../fixtures/images.ts";
+import { b64, bmp, gif, gifBomb, jpegHeader, png, progressiveJpeg, webp } from "../fixtures/images.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
 const limits = { maxImages: 8, maxPixels: 50_000_000 };
@@ -149,6 +149,13 @@ describe("prepareImages", () => {
       () => ({ data: b64(progressiveJpeg(64, 48, 101)) }),
       "damaged",
       /over 100 scans/,
+    ],
+    [
+      // stb_image walks a code's whole string for each: 1.2 MB of this took it 7 s of CPU.
+      "a 1 × 1 GIF whose data names a 4,090-pixel code thousands of times",
+      () => ({ data: b64(gifBomb(2)) }),
+      "damaged",
+      /GIF whose first frame's data decodes past its 1×1 pixels/,
     ],
     ["an http: URL as data (107)", () => ({ data: "http://example.com/cat.png" }), "url", /never followed/],
     [
