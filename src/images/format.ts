@@ -1,5 +1,3 @@
-import { MAX_JPEG_SCANS } from "./limits.ts";
-
 /**
  * An image's format and size from its bytes, never its name or declared type
  * (docs/protocol.md#images): the formats llama-server decodes itself (PNG, JPEG, GIF, BMP);
@@ -79,9 +77,9 @@ function png(b: Uint8Array): ImageHeader {
 
 /**
  * JPEG: the markers walked from SOI to the first frame header (SOFn: width, height); the file
- * ending, or the scan starting, before one is a damaged file. After it only the scans are
- * counted, up to EOI (cameras append trailers after it), at most MAX_JPEG_SCANS (limits.ts); the
- * entropy-coded data is not checked (llama-server's decoder reads it).
+ * ending, or the scan starting, before one is a damaged file. Its scans are counted after the
+ * header is read (jpeg-data.ts), in slices; the entropy-coded data is not checked
+ * (llama-server's decoder reads it).
  */
 function jpeg(b: Uint8Array): ImageHeader {
   let at = 2;
@@ -101,44 +99,11 @@ function jpeg(b: Uint8Array): ImageHeader {
     if (length < 2) return damaged(`a JPEG with a broken segment at byte ${at}`);
     if (isFrameHeader(marker)) {
       if (at + 9 > b.length) break;
-      const scans = jpegScans(b, at + 2 + length);
-      if (scans > MAX_JPEG_SCANS)
-        return damaged(
-          `a JPEG of over ${MAX_JPEG_SCANS} scans: llama-server's decoder passes over the whole image for each`,
-        );
       return sized("jpeg", u16be(b, at + 7), u16be(b, at + 5));
     }
     at += 2 + length;
   }
   return damaged("a JPEG that ends (or starts its scan) before its frame header");
-}
-
-/**
- * A JPEG's scans (SOS markers) from `at` to its EOI, counted to one past MAX_JPEG_SCANS. Every
- * 0xFF is looked at, as stb_image does, not only where a segment's length says the next marker
- * is: it skips bytes between segments, so a stray byte must not end the count. A stuffed 0x00,
- * a restart marker (or SOI, TEM) has no length; any other marker's segment is skipped by it, a
- * scan's header included (its entropy-coded data follows). A plain loop, not `indexOf` per 0xFF:
- * 20 MB of stuffed 0xFF 0x00 pairs is ten million of them.
- */
-function jpegScans(b: Uint8Array, from: number): number {
-  let scans = 0;
-  let at = from;
-  while (scans <= MAX_JPEG_SCANS) {
-    while (at < b.length && b[at] !== 0xff) at++;
-    while (at < b.length && b[at] === 0xff) at++;
-    if (at >= b.length) break;
-    const marker = b[at] as number;
-    if (marker === 0xd9) break;
-    if (marker === 0x00 || marker === 0x01 || (marker >= 0xd0 && marker <= 0xd8)) {
-      at++;
-      continue;
-    }
-    if (marker === 0xda) scans++;
-    if (at + 2 >= b.length) break;
-    at += 1 + u16be(b, at + 1);
-  }
-  return scans;
 }
 
 /** SOF0–SOF15 but DHT (C4), JPG (C8) and DAC (CC), which share the range. */

@@ -4,7 +4,8 @@ import { decodeBase64Strict } from "./base64.ts";
 import { type ImageFormat, MIME_OF, readImageHeader } from "./format.ts";
 import { gifDataOverruns } from "./gif-data.ts";
 import { readImageFile } from "./image-file.ts";
-import { IMAGE_BODY_BYTES, imageBodyBytes, MAX_IMAGE_BYTES } from "./limits.ts";
+import { jpegScansOver } from "./jpeg-data.ts";
+import { IMAGE_BODY_BYTES, imageBodyBytes, MAX_IMAGE_BYTES, MAX_JPEG_SCANS } from "./limits.ts";
 import { pngDataBound, pngDataProblem } from "./png-data.ts";
 import { imageRefused } from "./refusal.ts";
 
@@ -105,14 +106,18 @@ async function prepareOne(index: number, input: ImageInput, limits: ImageLimits)
 
 /**
  * Why the image's data may not go to llama-server's decoder, though its header passed: a PNG or
- * GIF whose data stands for far more than its pixels (a decompression bomb), or a PNG's that
- * zlib stops reading before its end.
+ * GIF whose data stands for far more than its pixels (a decompression bomb), a JPEG of too many
+ * scans, or a PNG's that zlib stops reading before its end. Each walks the data in slices.
  */
 async function dataProblem(
   bytes: Uint8Array,
   header: { format: ImageFormat; width: number; height: number },
 ): Promise<string | undefined> {
   const size = `${header.width}×${header.height}`;
+  if (header.format === "jpeg")
+    return (await jpegScansOver(bytes))
+      ? `a JPEG of over ${MAX_JPEG_SCANS} scans: llama-server's decoder passes over the whole image for each`
+      : undefined;
   if (header.format === "gif")
     return (await gifDataOverruns(bytes))
       ? `a GIF whose first frame's data decodes past its ${size} pixels many times over (a decompression bomb: llama-server's decoder walks every pixel it names)`

@@ -2,10 +2,12 @@ import { describe, expect, spyOn, test } from "bun:test";
 import { chmodSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { readImageHeader } from "../../src/images/format.ts";
+import { jpegScansOver } from "../../src/images/jpeg-data.ts";
 import { MAX_IMAGE_BYTES } from "../../src/images/limits.ts";
 import { prepareImages } from "../../src/images/prepare.ts";
 import { coreErrorOfAsync } from "../fixtures/core-error.ts";
 import { b64, bmp, gif, gifBomb, jpegHeader, png, progressiveJpeg, webp } from "../fixtures/images.ts";
+import { pingsDuring } from "../fixtures/interleave.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
 const limits = { maxImages: 8, maxPixels: 50_000_000 };
@@ -59,14 +61,14 @@ describe("an image's header", () => {
     expect(performance.now() - started).toBeLessThan(2000);
   });
 
-  test("a JPEG's scans are counted to its EOI, through stray bytes and stuffed data, not past it", () => {
+  test("a JPEG's scans are counted to its EOI, through stray bytes and stuffed data, not past it", async () => {
     const scans = (n: number) => progressiveJpeg(64, 48, n).subarray(0, -2); // without EOI
     const eoi = Buffer.from([0xff, 0xd9]);
     // A trailer after EOI (a motion photo's video) may hold any bytes, scan markers included.
     const trailer = Buffer.concat(
       Array.from({ length: 200 }, () => Buffer.from([0xff, 0xda, 0, 8, 1, 1, 0, 1, 63, 0])),
     );
-    expect(readImageHeader(Buffer.concat([scans(100), eoi, trailer]))).toMatchObject({ ok: true });
+    expect(await jpegScansOver(Buffer.concat([scans(100), eoi, trailer]))).toBe(false);
     // stb_image skips bytes between segments: a stray one does not hide the scans after it.
     const many = progressiveJpeg(64, 48, 101);
     const second = many.indexOf(Buffer.from([0xff, 0xda]), many.indexOf(Buffer.from([0xff, 0xda])) + 2);
@@ -75,7 +77,19 @@ describe("an image's header", () => {
       Buffer.from([0x42, 0xff, 0x00, 0x17]),
       many.subarray(second),
     ]);
-    expect(readImageHeader(stray)).toMatchObject({ ok: false, kind: "damaged" });
+    expect(await jpegScansOver(stray)).toBe(true);
+  });
+
+  test("a JPEG's scans are counted in slices: the loop turns inside a large one", async () => {
+    // 8 MB of stuffed 0xFF 0x00 pairs (the walk's worst case) inside one scan.
+    const jpeg = progressiveJpeg(64, 48, 1);
+    const sos = jpeg.indexOf(Buffer.from([0xff, 0xda]));
+    const stuffed = Buffer.alloc(8 * 1024 * 1024);
+    for (let i = 0; i < stuffed.length; i += 2) stuffed[i] = 0xff;
+    const big = Buffer.concat([jpeg.subarray(0, sos + 12), stuffed, jpeg.subarray(sos + 12)]);
+    const { value, pings } = await pingsDuring(() => jpegScansOver(big));
+    expect(value).toBe(false);
+    expect(pings).toBeGreaterThan(0);
   });
 
   test("a JPEG that ends before its frame header is damaged", () => {
