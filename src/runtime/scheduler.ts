@@ -170,11 +170,12 @@ export class Scheduler {
       this.forget(entry);
       return;
     }
-    if (s.kind === "unloading") return s.done;
+    // Before an unload under way is joined: a chat waiting on it loads the model again after it.
     if (busy(entry)) {
       if (!opts.force) throw modelBusy(model, chats(entry));
       this.options.cancelChats(model);
     }
+    if (s.kind === "unloading") return s.done;
     // The host let it go: a pin models.load gave ends here (the config's applies again), or the
     // next chat's load would bring it back pinned, never to be unloaded for room.
     entry.pin = undefined;

@@ -1,4 +1,5 @@
 import { describe, expect, test } from "bun:test";
+import { cancelledError } from "../../src/protocol/errors.ts";
 import { signal } from "./helpers/fake-model-runtime.ts";
 import { rejection } from "./helpers/harness.ts";
 import { schedulerOver } from "./helpers/scheduler-setup.ts";
@@ -34,6 +35,25 @@ describe("Scheduler: a chat's claim", () => {
     expect(cancelled).toEqual(["a"]);
     expect(row("a")?.state).toBe("unloaded");
     release();
+  });
+
+  test("an unload under way does not hide a chat waiting to load the model again: refused, or forced, cancelled", async () => {
+    // The chat waits for the unload, then would load the model again: a forced unload answered
+    // while the model came back up for a chat it never cancelled.
+    const { scheduler, row, cancelled, fleet } = schedulerOver({ a: { gib: 2 } });
+    await scheduler.load("a");
+    const first = scheduler.unload("a");
+    const chat = new AbortController();
+    const waiting = rejection(scheduler.acquire("a", chat.signal));
+    const plain = await rejection(scheduler.unload("a"));
+    expect(plain.data).toMatchObject({ reason: "model_busy", model: "a", chats: 1 });
+    const forced = scheduler.unload("a", { force: true });
+    expect(cancelled).toEqual(["a"]);
+    chat.abort(cancelledError('model "a" was unloaded')); // what cancelChats does to its chats
+    await Promise.all([first, forced]);
+    expect((await waiting).code).toBe("cancelled");
+    expect(row("a")?.state).toBe("unloaded");
+    expect(fleet.log).toEqual(["a.start", "a.save", "a.stop"]);
   });
 
   test("a claim alone does not keep a model from being unloaded to make room; a chat in its acquire does", async () => {
