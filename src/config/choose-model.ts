@@ -1,5 +1,5 @@
-import { realpathSync } from "node:fs";
-import { resolve } from "node:path";
+import { readlinkSync, realpathSync } from "node:fs";
+import { basename, dirname, join, resolve } from "node:path";
 import { CoreError } from "../protocol/errors.ts";
 import { HF_PREFIX, parseHfModelPath } from "../protocol/model-ref.ts";
 import { type ConfiguredModel, configuredModels } from "./model-entry.ts";
@@ -23,14 +23,31 @@ export const shownName = (choice: ModelChoice): string => choice.asGiven ?? choi
 
 /**
  * One spelling per file: a path resolved against the core's working folder (what llama-server,
- * its child, resolves a relative one against), through symlinks where the file exists.
+ * its child, resolves a relative one against), through symlinks. A file gone since it was
+ * loaded keeps the spelling it had (its folders' and its link's), so that its unload still
+ * names the server running it.
  */
 export function canonicalPath(path: string): string {
-  const abs = resolve(path);
+  return throughLinks(resolve(path), 0);
+}
+
+/** SYMLOOP_MAX's usual value: a link that leads further than this is left as it is. */
+const MAX_LINKS = 40;
+
+function throughLinks(abs: string, links: number): string {
   try {
     return realpathSync(abs);
   } catch {
-    return abs;
+    const parent = dirname(abs);
+    if (parent === abs) return abs;
+    const here = join(throughLinks(parent, links), basename(abs));
+    let target: string;
+    try {
+      target = readlinkSync(here);
+    } catch {
+      return here; // not there, or not a link
+    }
+    return links < MAX_LINKS ? throughLinks(resolve(dirname(here), target), links + 1) : here;
   }
 }
 

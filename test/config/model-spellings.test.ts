@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { mkdirSync, symlinkSync, writeFileSync } from "node:fs";
+import { mkdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { join, relative } from "node:path";
 import { chooseChatModel, findModel, shownName } from "../../src/config/choose-model.ts";
 import { parseConfigText } from "../../src/config/load.ts";
@@ -40,6 +40,28 @@ describe("a model by path", () => {
     const b = findModel(config, relative(process.cwd(), join(dir.path, "sub", "..", "other.gguf")));
     expect(a.kind).toBe("path");
     expect(b.name).toBe(a.name);
+  });
+
+  test("a file deleted since it was loaded keeps the spelling it had: its unload names the model still running", () => {
+    // Loaded through a linked folder (macOS's /tmp, a models folder on another disk) or a link to
+    // its file, the model runs under the real path; once the file is gone, the same request spelled
+    // it by the link and models.unload answered `unloaded: false` for the server still running.
+    using dir = tmpdir();
+    const config = stack(dir.path);
+    mkdirSync(join(dir.path, "real"));
+    symlinkSync(join(dir.path, "real"), join(dir.path, "linked"));
+    writeFileSync(join(dir.path, "real", "gone.gguf"), "GGUF");
+    symlinkSync(join(dir.path, "real", "gone.gguf"), join(dir.path, "to-gone.gguf"));
+    symlinkSync("gone.gguf", join(dir.path, "real", "rel.gguf"));
+    const refs = [
+      join(dir.path, "linked", "gone.gguf"),
+      join(dir.path, "to-gone.gguf"),
+      join(dir.path, "linked", "rel.gguf"),
+    ];
+    const loaded = refs.map((ref) => findModel(config, ref).name);
+    expect(new Set(loaded).size).toBe(1);
+    rmSync(join(dir.path, "real", "gone.gguf"));
+    for (const ref of refs) expect(findModel(config, ref).name).toBe(loaded[0] as string);
   });
 
   test("a configured model's hf: reference, as configured, is that model: one llama-server, not two", () => {
