@@ -16,6 +16,9 @@ export interface Entry {
   lastUsedAt: number | null;
   /** `models.load`'s pin, over the config's. */
   pin: boolean | undefined;
+  /** The pin before the `models.load` calls in flight (`pinLoads`), for them to give back if it fails. */
+  pinBefore: boolean | undefined;
+  pinLoads: number;
   idleTimer: unknown;
 }
 
@@ -28,7 +31,27 @@ export function newEntry(name: string): Entry {
     leases: 0,
     lastUsedAt: null,
     pin: undefined,
+    pinBefore: undefined,
+    pinLoads: 0,
     idleTimer: undefined,
+  };
+}
+
+/**
+ * `models.load`'s pin, set as its load begins (the model is never unloaded for room between the
+ * load's end and its caller's turn) and given back once the load failed (`failed: true`) to what it
+ * was before the first of the loads in flight: loads at once share one failure, so a failed load
+ * pins nothing, whichever of them asked. Idempotent.
+ */
+export function askPin(e: Entry, pin: boolean | undefined): (failed: boolean) => void {
+  if (e.pinLoads++ === 0) e.pinBefore = e.pin;
+  if (pin !== undefined) e.pin = pin;
+  let ended = false;
+  return (failed) => {
+    if (ended) return;
+    ended = true;
+    e.pinLoads -= 1;
+    if (failed) e.pin = e.pinBefore;
   };
 }
 

@@ -14,7 +14,7 @@ import {
 } from "./model-runtime.ts";
 import { heldBy, type Live, type ModelState } from "./model-state.ts";
 import { Room } from "./room.ts";
-import { busy, chats, type Entry, loadsUnderWay, newEntry, settleDead } from "./scheduler-entry.ts";
+import { askPin, busy, chats, type Entry, loadsUnderWay, newEntry, settleDead } from "./scheduler-entry.ts";
 import { modelBusy, notLoaded, schedulerClosed } from "./scheduler-errors.ts";
 import { memoryRows, modelRow, type SchedulerSnapshot } from "./scheduler-snapshot.ts";
 
@@ -134,19 +134,23 @@ export class Scheduler {
   ): Promise<{ model: string; state: "loaded"; memory_bytes: number }> {
     if (this.closing) throw schedulerClosed();
     const entry = this.entry(model);
-    const before = entry.pin;
-    if (opts.pin !== undefined) entry.pin = opts.pin;
+    const pinned = askPin(entry, opts.pin);
     let live: Live;
     try {
       live = await this.ready(entry, opts.signal ?? never, opts.onProgress, true);
     } catch (err) {
-      // A load that failed pins nothing; a cancelled one goes on (loading, or done), pinned as
-      // asked. An unload meanwhile has cleared the pin itself.
-      const now = entry.cell.get().kind;
-      if ((now === "failed" || now === "unloaded") && entry.pin === opts.pin) entry.pin = before;
+      // A load that failed pins nothing; a cancelled one goes on, pinned as asked once it loads.
+      const now = entry.cell.get();
+      if (now.kind === "loading")
+        now.job.done.then(
+          () => pinned(false),
+          () => pinned(true),
+        );
+      else pinned(now.kind !== "loaded");
       this.forget(entry);
       throw err;
     }
+    pinned(false);
     this.armIdle(entry);
     return { model, state: "loaded", memory_bytes: Object.values(live.bytes).reduce((a, b) => a + b, 0) };
   }
@@ -164,7 +168,7 @@ export class Scheduler {
       throw notLoaded(model, entry !== undefined || this.configuredPin(model) !== undefined);
     }
     if (s.kind === "failed") {
-      entry.pin = undefined;
+      entry.pin = entry.pinBefore = undefined;
       entry.cell.swap(s, { kind: "unloaded" });
       await s.runtime?.stop().catch((err) => logUnexpected(`stopping model ${model} failed`, err));
       this.forget(entry);
@@ -178,7 +182,7 @@ export class Scheduler {
     if (s.kind === "unloading") return s.done;
     // The host let it go: a pin models.load gave ends here (the config's applies again), or the
     // next chat's load would bring it back pinned, never to be unloaded for room.
-    entry.pin = undefined;
+    entry.pin = entry.pinBefore = undefined;
     return this.beginUnload(entry, s, cancelledError(`model "${model}" was unloaded`), true);
   }
 

@@ -51,6 +51,42 @@ describe("Scheduler: models.load's pin", () => {
     expect(row("b")?.state).toBe("loaded");
   });
 
+  test("two loads at once, one pinning, that fail together pin nothing, whichever ends first", async () => {
+    // The second load saw the first's pin as the one before it, and gave it back on failure.
+    const fail = new CoreError("internal_error", "it did not start");
+    for (const pins of [
+      [true, undefined],
+      [undefined, true],
+      [true, false],
+    ] as const) {
+      const { scheduler, row } = schedulerOver({ a: { gib: 2, fail } });
+      const loads = pins.map((pin) => rejection(scheduler.load("a", pin === undefined ? {} : { pin })));
+      for (const l of loads) expect(await l).toBe(fail);
+      expect(row("a")).toMatchObject({ state: "failed", pinned: false });
+    }
+  });
+
+  test("a pinning load cancelled while it goes on pins the model once it loads, and nothing if it fails", async () => {
+    const fail = new CoreError("internal_error", "it did not start");
+    for (const spec of [
+      { gib: 2, gated: true },
+      { gib: 2, gated: true, fail },
+    ]) {
+      const { fleet, scheduler, row } = schedulerOver({ a: spec });
+      const ctl = new AbortController();
+      const load = rejection(scheduler.load("a", { pin: true, signal: ctl.signal }));
+      await settle();
+      ctl.abort(new CoreError("cancelled", "cancelled by the host"));
+      expect((await load).code).toBe("cancelled");
+      expect(row("a")).toMatchObject({ state: "loading", pinned: true });
+      fleet.last("a").open();
+      await settle();
+      expect(row("a")).toMatchObject(
+        spec.fail ? { state: "failed", pinned: false } : { state: "loaded", pinned: true },
+      );
+    }
+  });
+
   test("an unload refused while a chat holds the model keeps the pin", async () => {
     const { scheduler, row } = schedulerOver({ a: { gib: 2 } });
     await scheduler.load("a", { pin: true });
