@@ -167,17 +167,17 @@ export class Scheduler {
     if (!entry || !s || s.kind === "unloaded") {
       throw notLoaded(model, entry !== undefined || this.configuredPin(model) !== undefined);
     }
+    // First: a chat on a failed model, or waiting for an unload under way, loads it again after.
+    if (busy(entry)) {
+      if (!opts.force) throw modelBusy(model, chats(entry));
+      this.options.cancelChats(model);
+    }
     if (s.kind === "failed") {
       entry.pin = entry.pinBefore = undefined;
       entry.cell.swap(s, { kind: "unloaded" });
       await s.runtime?.stop().catch((err) => logUnexpected(`stopping model ${model} failed`, err));
       this.forget(entry);
       return;
-    }
-    // Before an unload under way is joined: a chat waiting on it loads the model again after it.
-    if (busy(entry)) {
-      if (!opts.force) throw modelBusy(model, chats(entry));
-      this.options.cancelChats(model);
     }
     if (s.kind === "unloading") return s.done;
     // The host let it go: a pin models.load gave ends here (the config's applies again), or the

@@ -43,4 +43,20 @@ describe("Scheduler: failed models", () => {
     await scheduler.unload("bad");
     expect(row("bad")?.state).toBe("unloaded");
   });
+
+  test("a failed model with a chat on it: its unload is refused model_busy; forced, the chat is cancelled", async () => {
+    // The chat, preparing its turn, would load the model again after a forced unload answered.
+    const { fleet, scheduler, row, cancelled } = schedulerOver({ a: { gib: 2 } });
+    await scheduler.load("a");
+    fleet.last("a").crash();
+    expect(row("a")?.state).toBe("failed");
+    const release = scheduler.claim("a");
+    const err = await rejection(scheduler.unload("a"));
+    expect(err.data).toMatchObject({ reason: "model_busy", model: "a", chats: 1 });
+    expect(row("a")?.state).toBe("failed");
+    await scheduler.unload("a", { force: true });
+    expect(cancelled).toEqual(["a"]);
+    expect(row("a")?.state).toBe("unloaded");
+    release();
+  });
 });
