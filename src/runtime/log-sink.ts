@@ -2,6 +2,7 @@ import { closeSync, constants, existsSync, fstatSync, renameSync, rmSync, writeS
 import { dirname, join } from "node:path";
 import { logger } from "../util/logger.ts";
 import { ensurePrivateDir, openPrivateFile } from "../util/private-fs.ts";
+import { prunePathLogs } from "./log-prune.ts";
 import { redactEarlierLogs } from "./log-scrub.ts";
 
 /** The last lines of llama-server's output, bounded by count and by bytes per line. */
@@ -45,6 +46,7 @@ export class RotatingLog {
   ) {
     this.path = join(dir, name);
     ensurePrivateDir(dir);
+    prunePathLogs(dir, name);
     try {
       redactEarlierLogs(dir);
     } catch (err) {

@@ -1,6 +1,16 @@
 import { describe, expect, test } from "bun:test";
-import { chmodSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  utimesSync,
+  writeFileSync,
+} from "node:fs";
 import { join } from "node:path";
+import { PATH_LOGS_KEPT } from "../../src/runtime/log-prune.ts";
 import { LogTail, RotatingLog, readLines } from "../../src/runtime/log-sink.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
@@ -118,4 +128,41 @@ test("a rotation with the most files the config allows (100) is quick", async ()
   log.close();
   expect(took).toBeLessThan(1000);
   expect(readdirSync(dir.path)).toHaveLength(101);
+});
+
+describe("path models' logs", () => {
+  // Each distinct path a chat names gets a log of its own (server/model-runtime.ts instanceOf):
+  // without a bound, a host whose users pick any file fills data_dir/logs over the months.
+  test("past PATH_LOGS_KEPT, the least recently written groups go, rotations with them", () => {
+    using dir = tmpdir();
+    const digest = (i: number) => i.toString(16).padStart(12, "0");
+    const base = Date.now() / 1000 - 10_000;
+    for (let i = 0; i < PATH_LOGS_KEPT + 4; i++) {
+      for (const suffix of ["", ".1"]) {
+        const file = join(dir.path, `llama-server-path-${digest(i)}.log${suffix}`);
+        writeFileSync(file, "x\n");
+        utimesSync(file, base + i, base + i);
+      }
+    }
+    writeFileSync(join(dir.path, "llama-server-chat.log"), "configured\n");
+    utimesSync(join(dir.path, "llama-server-chat.log"), base - 100, base - 100);
+    const log = new RotatingLog(dir.path, 1024, 2, `llama-server-path-${digest(999)}.log`);
+    log.write("line\n");
+    log.close();
+    const groups = new Set(
+      readdirSync(dir.path)
+        .filter((n) => n.startsWith("llama-server-path-"))
+        .map((n) => n.replace(/\.log(\.\d+)?$/, "")),
+    );
+    expect(groups.size).toBe(PATH_LOGS_KEPT);
+    // The oldest five went whole (file and rotation); the newest and the one just opened stay.
+    for (let i = 0; i < 5; i++) expect(groups.has(`llama-server-path-${digest(i)}`)).toBe(false);
+    expect(groups.has(`llama-server-path-${digest(PATH_LOGS_KEPT + 3)}`)).toBe(true);
+    expect(groups.has(`llama-server-path-${digest(999)}`)).toBe(true);
+    expect(readdirSync(dir.path).filter((n) => n.startsWith(`llama-server-path-${digest(5)}`))).toHaveLength(
+      2,
+    );
+    // A configured model's log is never pruned, however old.
+    expect(readFileSync(join(dir.path, "llama-server-chat.log"), "utf8")).toBe("configured\n");
+  });
 });
