@@ -1,6 +1,7 @@
-import { lstatSync, readdirSync, rmSync } from "node:fs";
+import { lstatSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { logger } from "../util/logger.ts";
+import { namesIn } from "../util/names-in.ts";
 
 /** Path models' log groups (their file and its rotations) kept in data_dir/logs, the new one included. */
 export const PATH_LOGS_KEPT = 16;
@@ -18,13 +19,7 @@ const PATH_LOG = /^(llama-server-path-[0-9a-f]{12}\.log)(\.\d+)?$/;
  */
 export function prunePathLogs(dir: string, current: string): void {
   const groups = new Map<string, { files: string[]; newest: number }>();
-  let names: string[];
-  try {
-    names = readdirSync(dir);
-  } catch {
-    return;
-  }
-  for (const name of names) {
+  for (const name of namesIn(dir)) {
     const group = PATH_LOG.exec(name)?.[1];
     if (group === undefined || group === current) continue;
     const st = lstatSync(join(dir, name), { throwIfNoEntry: false });

@@ -1,6 +1,7 @@
-import { readdirSync, readFileSync, realpathSync, renameSync, rmSync, unlinkSync } from "node:fs";
+import { readFileSync, realpathSync, renameSync, rmSync, unlinkSync } from "node:fs";
 import { basename, dirname, isAbsolute, join } from "node:path";
 import { logger } from "../util/logger.ts";
+import { namesIn } from "../util/names-in.ts";
 import { ensurePrivateTree, writePrivateFile } from "../util/private-fs.ts";
 import { judgeLeftover } from "./leftover-verdict.ts";
 import { isAlive, type ProcIdentity, procIdentity } from "./proc-info.ts";
@@ -185,12 +186,12 @@ export async function reapLeftover(dataDir: string, options: ReapOptions): Promi
   };
   const files: { file: string; kind: ChildKind }[] = [];
   if (options.configured["llama-server"])
-    for (const name of listDir(runDir(dataDir)).filter((n) =>
+    for (const name of namesIn(runDir(dataDir)).filter((n) =>
       /^llama-server-\d+(-[A-Za-z0-9._-]+)?\.json$/.test(n),
     ))
       files.push({ file: join(runDir(dataDir), name), kind: "llama-server" });
   if (options.configured.mcp)
-    for (const name of listDir(mcpDir(dataDir)).filter((n) => /^\d+-\d+\.json$/.test(n)))
+    for (const name of namesIn(mcpDir(dataDir)).filter((n) => /^\d+-\d+\.json$/.test(n)))
       files.push({ file: join(mcpDir(dataDir), name), kind: "mcp" });
   const settled = await Promise.all(
     files.map(({ file, kind }) => reapFile(file, kind, options.configured[kind] ?? [], deps)),
@@ -205,14 +206,6 @@ export async function reapLeftover(dataDir: string, options: ReapOptions): Promi
     else if (o.action !== "gone") logger.info(`${what}: ${o.action}`);
   }
   return outcomes;
-}
-
-function listDir(dir: string): string[] {
-  try {
-    return readdirSync(dir);
-  } catch {
-    return [];
-  }
 }
 
 /** null: our own record (this core is alive). */

@@ -1,16 +1,8 @@
 import { Database } from "bun:sqlite";
-import {
-  closeSync,
-  constants,
-  fstatSync,
-  lstatSync,
-  openSync,
-  readdirSync,
-  rmSync,
-  writeSync,
-} from "node:fs";
+import { closeSync, constants, fstatSync, lstatSync, openSync, rmSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { logger } from "../util/logger.ts";
+import { namesIn } from "../util/names-in.ts";
 import { refuseLink, tookSome } from "../util/private-fs.ts";
 import { ASIDE_INFIX, BUSY_TIMEOUT_MS, DB_FILE, integrityProblem } from "./db/open.ts";
 import { useMemoryForTemp } from "./db/temp-dir.ts";
@@ -24,13 +16,7 @@ export type CopyOutcome =
 
 /** The databases set aside under `dataDir` (`local-ai.db.corrupt-<time>`), oldest first. */
 export function setAsideCopies(dataDir: string): string[] {
-  let names: string[];
-  try {
-    names = readdirSync(dataDir);
-  } catch {
-    return [];
-  }
-  return names
+  return namesIn(dataDir)
     .filter((n) => n.startsWith(`${DB_FILE}${ASIDE_INFIX}`) && !/-(wal|shm|journal)$/.test(n))
     .sort()
     .map((n) => join(dataDir, n));

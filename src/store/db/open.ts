@@ -1,8 +1,9 @@
 import type { Database } from "bun:sqlite";
-import { existsSync, readdirSync, readFileSync, renameSync, rmSync, statSync } from "node:fs";
+import { existsSync, readFileSync, renameSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { CoreError } from "../../protocol/errors.ts";
 import { logger } from "../../util/logger.ts";
+import { namesIn } from "../../util/names-in.ts";
 import { ensurePrivateTree, tightenExistingFile, writePrivateFile } from "../../util/private-fs.ts";
 import { dataDirError } from "../data-dir-problem.ts";
 import { ftsSecureDeleteSet } from "./fts-forget.ts";
@@ -257,13 +258,7 @@ export const ASIDE_INFIX = ".corrupt-";
  * user's conversations as they were. A link or a file this user cannot change is left as it is.
  */
 function tightenSetAside(dataDir: string): void {
-  let names: string[];
-  try {
-    names = readdirSync(dataDir);
-  } catch {
-    return;
-  }
-  for (const name of names) {
+  for (const name of namesIn(dataDir)) {
     if (!name.startsWith(`${DB_FILE}${ASIDE_INFIX}`)) continue;
     try {
       tightenExistingFile(join(dataDir, name));
