@@ -8,6 +8,14 @@
  * a diacritic away and splits at the other marks), so it matches where the text says it.
  */
 const MAX_TERMS = 32;
+/**
+ * The characters the words may come to together, as a `sessions.search` query may: the index
+ * splits a quoted word at its marks, each piece a token of the word's phrase, and FTS5's work
+ * grows with them (one 100 KB word of a letter and a spacing mark each, a phrase of 50,000
+ * tokens, held a chat's recall on the main loop for a minute; a hostile review). A word that
+ * would pass it is left out (cut, it would match nothing); shorter ones after it are kept.
+ */
+const MAX_TERM_CHARS = 1000;
 const WORD = /[\p{L}\p{N}\p{M}]+/gu;
 
 /**
@@ -18,10 +26,14 @@ const WORD = /[\p{L}\p{N}\p{M}]+/gu;
  */
 export function words(text: string): string[] {
   const seen = new Set<string>();
+  let chars = 0;
   const runs = new RegExp(WORD);
   for (let run = runs.exec(text); run !== null && seen.size < MAX_TERMS; run = runs.exec(text)) {
     for (const t of run[0].toLowerCase().match(WORD) ?? []) {
-      if (t.length > 1) seen.add(t);
+      if (t.length > 1 && !seen.has(t) && chars + t.length <= MAX_TERM_CHARS) {
+        seen.add(t);
+        chars += t.length;
+      }
       if (seen.size >= MAX_TERMS) break;
     }
   }

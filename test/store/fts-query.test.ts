@@ -47,6 +47,20 @@ describe("words", () => {
     expect(got[0]).toBe("word0");
     expect(lowered).toBeLessThan(1000);
   });
+
+  test("a word the index splits into thousands of pieces is no phrase of thousands of tokens", () => {
+    // unicode61 splits at a spacing mark (visarga), so this one word is a phrase of 50,000 `a`s:
+    // FTS5 took a minute over 3,000 rows for it, on the main loop (a chat's recall).
+    const long = "a\u0903".repeat(50_000);
+    const terms = (text: string) => words(text).join("").length;
+    expect(terms(long)).toBeLessThanOrEqual(1000);
+    // Left out, not cut (a cut word matches nothing); the shorter words after it are kept.
+    expect(words(`${long} hello world`)).toEqual(["hello", "world"]);
+    // Many long words: together within the bound.
+    const many = Array.from({ length: 40 }, (_, i) => `${"x".repeat(300)}${i}`).join(" ");
+    expect(terms(many)).toBeLessThanOrEqual(1000);
+    expect(words(many).length).toBeGreaterThan(0);
+  });
 });
 
 describe("TermStats.informative", () => {
