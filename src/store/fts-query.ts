@@ -1,3 +1,5 @@
+import { wholeCharCut } from "../util/text-cut.ts";
+
 /**
  * User text as an FTS5 query, built from words only so that no character of the user's can
  * be taken for query syntax (quotes, `NEAR`, `-`, column filters): each word is quoted.
@@ -16,6 +18,12 @@ const MAX_TERMS = 32;
  * would pass it is left out (cut, it would match nothing); shorter ones after it are kept.
  */
 const MAX_TERM_CHARS = 1000;
+/**
+ * The head of the text the words are read from: a text of few words never makes 32, and was read
+ * to its end a word at a time (an 8 MiB chat input of `İ ` held the loop 1.8 s in its recall).
+ * Text has its 32 words long before this.
+ */
+const MAX_SCAN_CHARS = 32 * 1024;
 const WORD = /[\p{L}\p{N}\p{M}]+/gu;
 
 /**
@@ -28,7 +36,11 @@ export function words(text: string): string[] {
   const seen = new Set<string>();
   let chars = 0;
   const runs = new RegExp(WORD);
-  for (let run = runs.exec(text); run !== null && seen.size < MAX_TERMS; run = runs.exec(text)) {
+  const cut = text.length > MAX_SCAN_CHARS;
+  const head = cut ? text.slice(0, wholeCharCut(text, MAX_SCAN_CHARS)) : text;
+  for (let run = runs.exec(head); run !== null && seen.size < MAX_TERMS; run = runs.exec(head)) {
+    // A word the head's end goes through is not the word the text holds.
+    if (cut && runs.lastIndex === head.length) break;
     for (const t of run[0].toLowerCase().match(WORD) ?? []) {
       if (t.length > 1 && !seen.has(t) && chars + t.length <= MAX_TERM_CHARS) {
         seen.add(t);
