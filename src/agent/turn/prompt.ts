@@ -1,6 +1,7 @@
 import type { AgentConfig } from "../../config/schema.ts";
 import type { ChatMessage, ToolCall } from "../../protocol/chat-message.ts";
 import type { MemoryHit as Hit } from "../../store/memory-store.ts";
+import { oneLine } from "../../util/one-line.ts";
 import { cutText } from "../../util/text-cut.ts";
 import type { NoteRecord } from "../kv/prompt-record.ts";
 import { REPLY_AGAIN, TOOL_CALL_AGAIN, TOOL_CALL_AGAIN_END, writeAgainRequest } from "../write-again.ts";
@@ -28,7 +29,9 @@ export function memoryNotes(
 ): NoteRecord | undefined {
   const fresh = hits.filter((h) => !sent.has(noteId(h)));
   if (fresh.length === 0) return undefined;
-  const lines = fresh.map((h) => `- (${h.doc.source}) ${passage(h.doc.text)}`);
+  // A folder's file is named by its path, which may hold line breaks: shown on one line, or its
+  // name would end the note and pass for the user's words after a rule.
+  const lines = fresh.map((h) => `- (${oneLine(h.doc.source)}) ${passage(h.doc.text)}`);
   return {
     seq,
     text: `Notes from memory that may be relevant (use them only if they help):\n${lines.join("\n")}`,
