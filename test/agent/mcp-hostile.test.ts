@@ -80,6 +80,23 @@ describe("MCP servers that do not read their stdin", () => {
     }
   }, 30_000);
 
+  test("a server's own error answer of code -32001 fails the call without the server being killed", async () => {
+    using scratch = tmpdir();
+    const pids = join(scratch.path, "pids");
+    const pool = new McpPool([hostile("timeout-error", pids)], Date.now);
+    try {
+      for (let i = 0; i < 2; i++) {
+        const err = await pool.call("h", "echo", {}, never).catch((e: unknown) => e);
+        expect((err as McpError).code).toBe(ErrorCode.RequestTimeout);
+        expect((err as McpError).message).toContain("upstream timed out");
+      }
+      // Killed for a timeout it never had, it was started again for the second call.
+      expect(pidsIn(pids)).toHaveLength(1);
+    } finally {
+      await pool.close();
+    }
+  }, 30_000);
+
   test("an answer of 300,000 parts fails its call unparsed; the server serves the next", async () => {
     using scratch = tmpdir();
     const pool = new McpPool([hostile("many-parts", join(scratch.path, "pids"))], Date.now);

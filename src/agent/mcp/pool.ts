@@ -11,6 +11,9 @@ import type { McpToolInfo } from "./tool-list.ts";
 /** How long a server that failed to start is left alone before a chat tries it again. */
 export const RETRY_AFTER_MS = 30_000;
 
+/** How long after a call's own timeout the SDK's fires, should the first fail to end it. */
+const BACKSTOP_MS = 1000;
+
 /**
  * The configured MCP stdio servers, each started on first use and kept for the core's life
  * (the composition root closes the pool at shutdown, so no server outlives the core). A server
@@ -54,17 +57,24 @@ export class McpPool {
   ): Promise<McpCallOutcome> {
     const cfg = this.requireConfig(server);
     const conn = await this.connection(server, signal);
+    const timeout = cfg.timeout_s * 1000;
+    // The call's own clock, not the SDK's: a server may answer with an error of the SDK's
+    // RequestTimeout code itself (its upstream timed out), and was killed for it, failing every
+    // other chat's call to it. The SDK's timeout is only a backstop behind this one.
+    const clock = AbortSignal.timeout(timeout);
     const result = await conn.client
       // Not callTool: its schema is the SDK's whole-result one (call-result.ts).
       .request({ method: "tools/call", params: { name: tool, arguments: args } }, CALLED, {
-        signal,
-        timeout: cfg.timeout_s * 1000,
+        signal: AbortSignal.any([signal, clock]),
+        timeout: timeout + BACKSTOP_MS,
       })
       .catch((err: unknown) => {
         // A server that outlasted timeout_s is hung or still busy (flooding, say) despite the
         // cancel the SDK sent: it is killed and started afresh on next use (docs/agent.md).
-        if (!signal.aborted && err instanceof McpError && err.code === ErrorCode.RequestTimeout)
+        if (!signal.aborted && clock.aborted) {
           conn.kill(`a call to '${tool}' outlasted timeout_s (${cfg.timeout_s} s)`);
+          throw new McpError(ErrorCode.RequestTimeout, "Request timed out", { timeout });
+        }
         // Killed by the core (a flood, a stdin that stopped draining), or exited on its own: the
         // call's result says why, not only "Connection closed".
         if (err instanceof McpError && err.code === ErrorCode.ConnectionClosed) {
