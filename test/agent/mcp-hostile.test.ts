@@ -97,6 +97,36 @@ describe("MCP servers that do not read their stdin", () => {
     }
   }, 30_000);
 
+  test("an answer the SDK's schema refuses fails its call at once, saying why; the server serves the next", async () => {
+    using scratch = tmpdir();
+    const pids = join(scratch.path, "pids");
+    // Skipped as a bad line, the call waited out timeout_s and the server was killed.
+    const pool = new McpPool([hostile("null-error-call", pids, 5)], Date.now);
+    try {
+      for (let i = 0; i < 2; i++) {
+        const err = await pool.call("h", "echo", {}, never).catch((e: unknown) => e);
+        expect((err as McpError).code).toBe(ErrorCode.InternalError);
+        expect((err as McpError).message).toContain("not a valid JSON-RPC answer");
+        expect((err as McpError).message).toContain('"error"');
+      }
+      expect(pidsIn(pids)).toHaveLength(1);
+    } finally {
+      await pool.close();
+    }
+  }, 30_000);
+
+  test("a server whose every answer the SDK's schema refuses fails its start at once, saying why", async () => {
+    using scratch = tmpdir();
+    const pool = new McpPool([hostile("null-error", join(scratch.path, "pids"))], Date.now);
+    try {
+      const err = await pool.tools("h", never).catch((e: unknown) => e);
+      expect((err as Error).message).toContain("could not be started");
+      expect((err as Error).message).toContain("not a valid JSON-RPC answer");
+    } finally {
+      await pool.close();
+    }
+  }, 30_000);
+
   test("an answer of 300,000 parts fails its call unparsed; the server serves the next", async () => {
     using scratch = tmpdir();
     const pool = new McpPool([hostile("many-parts", join(scratch.path, "pids"))], Date.now);

@@ -1,9 +1,16 @@
-import { deserializeMessage, serializeMessage } from "@modelcontextprotocol/sdk/shared/stdio.js";
+import { serializeMessage } from "@modelcontextprotocol/sdk/shared/stdio.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
-import { ErrorCode, type JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
+import {
+  ErrorCode,
+  JSONRPCErrorResponseSchema,
+  type JSONRPCMessage,
+  JSONRPCMessageSchema,
+  JSONRPCResultResponseSchema,
+} from "@modelcontextprotocol/sdk/types.js";
 import { jsonShape, LOOK_FROM_CHARS, MAX_VALUES } from "../../util/json-shape.ts";
 import { keepLatest } from "../../util/keep-latest.ts";
 import { logger } from "../../util/logger.ts";
+import { cutText } from "../../util/text-cut.ts";
 import { within } from "../../util/within.ts";
 import { exitText, type McpChild } from "./child.ts";
 import { initializeEssentials } from "./initialize-answer.ts";
@@ -210,9 +217,7 @@ export class ChildTransport implements Transport {
     try {
       // An empty line (or a lone \r) is no message, but is charged like one.
       message =
-        text.length <= 1 && text.trim() === ""
-          ? undefined
-          : (tooManyValues(text) ?? deserializeMessage(text));
+        text.length <= 1 && text.trim() === "" ? undefined : (tooManyValues(text) ?? parseMessage(text));
     } catch (err) {
       this.onerror?.(err as Error); // one bad line, skipped (and charged below)
     }
@@ -254,6 +259,35 @@ function essentials(m: JSONRPCMessage, initializeId: string | number | undefined
 function isAnswer(m: JSONRPCMessage): m is JSONRPCMessage & { id: string | number } {
   return !("method" in m) && "id" in m && (typeof m.id === "string" || typeof m.id === "number");
 }
+
+/**
+ * A line as a JSON-RPC message, as the SDK's own reader parses it, but for an answer its schema
+ * refuses (`"error": null` beside a result, as sloppy JSON-RPC libraries write, or a result that
+ * is no object): skipped as a bad line, its call waited out timeout_s and its server was killed,
+ * and such an answer to `initialize` failed every start as a timeout. It is the error answer to
+ * its id, naming the refusal, which its call (or start) then fails with at once. Throws as the
+ * SDK's reader does for anything else it refuses.
+ */
+function parseMessage(text: string): JSONRPCMessage {
+  const json: unknown = JSON.parse(text);
+  const parsed = JSONRPCMessageSchema.safeParse(json);
+  if (parsed.success) return parsed.data;
+  const m = json as { id?: unknown; method?: unknown } | null;
+  const answer = typeof m === "object" && m !== null && !("method" in m);
+  if (!answer || (typeof m.id !== "string" && typeof m.id !== "number")) throw parsed.error;
+  // The union's own issue says only "Invalid input": the kind of answer it looks like says more.
+  const kind = "result" in m || !("error" in m) ? JSONRPCResultResponseSchema : JSONRPCErrorResponseSchema;
+  const why = (kind.safeParse(json).error ?? parsed.error).issues
+    .slice(0, ISSUES_SHOWN)
+    .map((i) => cutText(`${i.path.length > 0 ? `${i.path.join(".")}: ` : ""}${i.message}`, ISSUE_CHARS))
+    .join("; ");
+  const message = `the server's message is not a valid JSON-RPC answer (${why})`;
+  return { jsonrpc: "2.0", id: m.id, error: { code: ErrorCode.InternalError, message } };
+}
+
+/** How much of a refused answer's issues its error names: a few, each cut (one may quote a key). */
+const ISSUES_SHOWN = 3;
+const ISSUE_CHARS = 120;
 
 /**
  * A long line holding more values than MAX_VALUES, answered for it without its parse
