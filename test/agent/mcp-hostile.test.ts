@@ -80,53 +80,6 @@ describe("MCP servers that do not read their stdin", () => {
     }
   }, 30_000);
 
-  test("a server's own error answer of code -32001 fails the call without the server being killed", async () => {
-    using scratch = tmpdir();
-    const pids = join(scratch.path, "pids");
-    const pool = new McpPool([hostile("timeout-error", pids)], Date.now);
-    try {
-      for (let i = 0; i < 2; i++) {
-        const err = await pool.call("h", "echo", {}, never).catch((e: unknown) => e);
-        expect((err as McpError).code).toBe(ErrorCode.RequestTimeout);
-        expect((err as McpError).message).toContain("upstream timed out");
-      }
-      // Killed for a timeout it never had, it was started again for the second call.
-      expect(pidsIn(pids)).toHaveLength(1);
-    } finally {
-      await pool.close();
-    }
-  }, 30_000);
-
-  test("an answer the SDK's schema refuses fails its call at once, saying why; the server serves the next", async () => {
-    using scratch = tmpdir();
-    const pids = join(scratch.path, "pids");
-    // Skipped as a bad line, the call waited out timeout_s and the server was killed.
-    const pool = new McpPool([hostile("null-error-call", pids, 5)], Date.now);
-    try {
-      for (let i = 0; i < 2; i++) {
-        const err = await pool.call("h", "echo", {}, never).catch((e: unknown) => e);
-        expect((err as McpError).code).toBe(ErrorCode.InternalError);
-        expect((err as McpError).message).toContain("not a valid JSON-RPC answer");
-        expect((err as McpError).message).toContain('"error"');
-      }
-      expect(pidsIn(pids)).toHaveLength(1);
-    } finally {
-      await pool.close();
-    }
-  }, 30_000);
-
-  test("a server whose every answer the SDK's schema refuses fails its start at once, saying why", async () => {
-    using scratch = tmpdir();
-    const pool = new McpPool([hostile("null-error", join(scratch.path, "pids"))], Date.now);
-    try {
-      const err = await pool.tools("h", never).catch((e: unknown) => e);
-      expect((err as Error).message).toContain("could not be started");
-      expect((err as Error).message).toContain("not a valid JSON-RPC answer");
-    } finally {
-      await pool.close();
-    }
-  }, 30_000);
-
   test("an answer of 300,000 parts fails its call unparsed; the server serves the next", async () => {
     using scratch = tmpdir();
     const pool = new McpPool([hostile("many-parts", join(scratch.path, "pids"))], Date.now);
@@ -401,6 +354,66 @@ function silentChild(): McpChild {
 
 type Result = { response: string; warnings: { code: string; message: string }[] };
 type SentTool = { function: { name: string; description: string } };
+
+describe("MCP servers that answer or ask what a call does not expect", () => {
+  test("a server's own error answer of code -32001 fails the call without the server being killed", async () => {
+    using scratch = tmpdir();
+    const pids = join(scratch.path, "pids");
+    const pool = new McpPool([hostile("timeout-error", pids)], Date.now);
+    try {
+      for (let i = 0; i < 2; i++) {
+        const err = await pool.call("h", "echo", {}, never).catch((e: unknown) => e);
+        expect((err as McpError).code).toBe(ErrorCode.RequestTimeout);
+        expect((err as McpError).message).toContain("upstream timed out");
+      }
+      // Killed for a timeout it never had, it was started again for the second call.
+      expect(pidsIn(pids)).toHaveLength(1);
+    } finally {
+      await pool.close();
+    }
+  }, 30_000);
+
+  test("an answer the SDK's schema refuses fails its call at once, saying why; the server serves the next", async () => {
+    using scratch = tmpdir();
+    const pids = join(scratch.path, "pids");
+    // Skipped as a bad line, the call waited out timeout_s and the server was killed.
+    const pool = new McpPool([hostile("null-error-call", pids, 5)], Date.now);
+    try {
+      for (let i = 0; i < 2; i++) {
+        const err = await pool.call("h", "echo", {}, never).catch((e: unknown) => e);
+        expect((err as McpError).code).toBe(ErrorCode.InternalError);
+        expect((err as McpError).message).toContain("not a valid JSON-RPC answer");
+        expect((err as McpError).message).toContain('"error"');
+      }
+      expect(pidsIn(pids)).toHaveLength(1);
+    } finally {
+      await pool.close();
+    }
+  }, 30_000);
+
+  test("a server whose every answer the SDK's schema refuses fails its start at once, saying why", async () => {
+    using scratch = tmpdir();
+    const pool = new McpPool([hostile("null-error", join(scratch.path, "pids"))], Date.now);
+    try {
+      const err = await pool.tools("h", never).catch((e: unknown) => e);
+      expect((err as Error).message).toContain("could not be started");
+      expect((err as Error).message).toContain("not a valid JSON-RPC answer");
+    } finally {
+      await pool.close();
+    }
+  }, 30_000);
+
+  test("a server's own requests are refused at once (sampling, roots, elicitation), ping answered; its call ends", async () => {
+    await withHostile("asks", async (pool) => {
+      const out = await pool.call("h", "echo", {}, never);
+      const byMethod = JSON.parse(out.text) as Record<string, { result?: unknown; error?: { code: number } }>;
+      // The core offers the server no model, none of the host's folders and no user to ask.
+      for (const method of ["sampling/createMessage", "roots/list", "elicitation/create"])
+        expect(byMethod[method]?.error?.code).toBe(ErrorCode.MethodNotFound);
+      expect(byMethod.ping).toMatchObject({ result: {} });
+    });
+  }, 30_000);
+});
 
 describe("MCP tool lists that are unfit to offer", () => {
   test("odd names, a duplicate and a huge schema are left out with a warning; a huge description is cut", async () => {
