@@ -10,6 +10,7 @@ import { resolveTools } from "../../src/agent/tool-registry.ts";
 import { McpServerSchema } from "../../src/config/schema.ts";
 import { MAX_JSON_DEPTH } from "../../src/util/json-depth.ts";
 import { MAX_VALUES } from "../../src/util/json-shape.ts";
+import { MAX_TIMER_MS } from "../../src/util/timer-limit.ts";
 import { loopLag } from "../fixtures/loop-lag.ts";
 import { HOSTILE_SERVER, hostileServer, pidsIn } from "../fixtures/mcp-hostile.ts";
 import { alive } from "../fixtures/stack.ts";
@@ -368,6 +369,18 @@ describe("MCP servers that answer or ask what a call does not expect", () => {
       }
       // Killed for a timeout it never had, it was started again for the second call.
       expect(pidsIn(pids)).toHaveLength(1);
+    } finally {
+      await pool.close();
+    }
+  }, 30_000);
+
+  test("a call under the longest timeout_s a config allows is answered, not timed out at once", async () => {
+    using scratch = tmpdir();
+    // The SDK's backstop past the call's own clock must still fit a timer, or it fires at once.
+    const longest = Math.floor(MAX_TIMER_MS / 1000);
+    const pool = new McpPool([hostile("", join(scratch.path, "pids"), longest)], Date.now);
+    try {
+      expect((await pool.call("h", "echo", { a: 1 }, never)).text).toBe('echo {"a":1}');
     } finally {
       await pool.close();
     }

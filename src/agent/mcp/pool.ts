@@ -3,6 +3,7 @@ import type { McpServerConfig } from "../../config/schema.ts";
 import { CoreError } from "../../protocol/errors.ts";
 import { abortable } from "../../util/abortable.ts";
 import type { StateCell } from "../../util/state-cell.ts";
+import { MAX_TIMER_MS } from "../../util/timer-limit.ts";
 import { CALLED, callOutcome, type McpCallOutcome } from "./call-result.ts";
 import { type Connection, type StartOptions, type StartOutcome, startServer } from "./connect.ts";
 import { type ServerState, serverCell } from "./server-state.ts";
@@ -66,7 +67,8 @@ export class McpPool {
       // Not callTool: its schema is the SDK's whole-result one (call-result.ts).
       .request({ method: "tools/call", params: { name: tool, arguments: args } }, CALLED, {
         signal: AbortSignal.any([signal, clock]),
-        timeout: timeout + BACKSTOP_MS,
+        // A timer longer than MAX_TIMER_MS fires at once: the longest timeout_s allowed is near it.
+        timeout: Math.min(timeout + BACKSTOP_MS, MAX_TIMER_MS),
       })
       .catch((err: unknown) => {
         // A server that outlasted timeout_s is hung or still busy (flooding, say) despite the
