@@ -26,12 +26,17 @@ const KIND = /^[a-z_]{1,32}$/;
 
 function partText(part: unknown): string {
   if (typeof part !== "object" || part === null) return "[content]";
-  const { type, text } = part as { type?: unknown; text?: unknown };
+  const { type, text, resource } = part as { type?: unknown; text?: unknown; resource?: unknown };
   if (type === "text" && typeof text === "string") return text;
+  // An embedded text resource is text the server sent, as a text part is (a file server may return
+  // a file's contents so); a blob, like an image, is not for the model, and a link is never read.
+  const embedded =
+    typeof resource === "object" && resource !== null ? (resource as { text?: unknown }).text : undefined;
+  if (type === "resource" && typeof embedded === "string") return embedded;
   return `[${typeof type === "string" && KIND.test(type) ? type : "content"}]`;
 }
 
-/** The text the model reads: the text parts, a placeholder for each other part, else the structured content. */
+/** The text the model reads: the text parts and embedded text resources, a placeholder for each other part, else the structured content. */
 export function callOutcome(result: Called): McpCallOutcome {
   const text = (result.content ?? []).map(partText).join("\n");
   const structured = result.structuredContent;

@@ -1,0 +1,19 @@
+import { expect, test } from "bun:test";
+import { callOutcome } from "../../src/agent/mcp/call-result.ts";
+
+test("an embedded resource's text reaches the model; a blob, a link and an image stay placeholders", () => {
+  // A file server may return a file's contents so: the model was shown only `[resource]`.
+  const out = callOutcome({
+    content: [
+      { type: "text", text: "the file:" },
+      { type: "resource", resource: { uri: "repo://a/README.md", mimeType: "text/markdown", text: "# A" } },
+      { type: "resource", resource: { uri: "file:///etc/shadow", blob: "AAAA" } },
+      // A link is never followed: the core reads no file a server names.
+      { type: "resource_link", uri: "file:///etc/passwd", name: "passwd" },
+      { type: "image", data: "AAAA", mimeType: "image/png" },
+      { type: "resource", resource: { uri: "x", text: 42 } },
+    ],
+  });
+  expect(out.text).toBe("the file:\n# A\n[resource]\n[resource_link]\n[image]\n[resource]");
+  expect(out.isError).toBe(false);
+});
