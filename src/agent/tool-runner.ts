@@ -1,5 +1,6 @@
 import { isCoreError } from "../protocol/errors.ts";
 import { wholeCharCut } from "../util/text-cut.ts";
+import { mayRetry } from "./mcp/call-result.ts";
 import type { McpPool } from "./mcp/pool.ts";
 import type { AgentTool } from "./tool-registry.ts";
 
@@ -57,7 +58,8 @@ export interface RunToolOptions {
  * Runs one call, or refuses it when the tool needs approval the chat did not give. Errors of
  * the tool or its server become a result the model can read; only the chat's own abort
  * propagates. `retryable` says whether the same call might succeed if tried again (a timeout
- * or a crashed server: yes; the tool reporting an error or a denial: no).
+ * or a crashed server: yes; the tool reporting an error, the server answering that the call is
+ * wrong (an unknown tool, invalid arguments: call-result.ts) or a denial: no).
  */
 export async function runTool(
   tool: AgentTool,
@@ -97,7 +99,7 @@ export async function runTool(
       status: "error",
       content: `The tool could not be run: ${truncate(message)}`,
       preview: preview(message),
-      retryable: true,
+      retryable: mayRetry(err),
       ms: ms(),
     };
   }

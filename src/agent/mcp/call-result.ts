@@ -1,3 +1,4 @@
+import { ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
 import { MAX_JSON_DEPTH, nestedDeeperThan } from "../../util/json-depth.ts";
 
@@ -51,4 +52,21 @@ export function callOutcome(result: Called): McpCallOutcome {
 function structuredText(structured: object): string {
   if (nestedDeeperThan(structured)) return `[structured content nested over ${MAX_JSON_DEPTH} levels]`;
   return JSON.stringify(structured);
+}
+
+/**
+ * JSON-RPC's codes for a request that is itself wrong, which only a server's answer carries (the
+ * SDK's own errors are a timeout or a closed connection): the same call fails again. A server
+ * whose tool list changed since the chat read it answers so (-32602, unknown tool).
+ */
+const CALL_WRONG: ReadonlySet<number> = new Set([
+  ErrorCode.ParseError,
+  ErrorCode.InvalidRequest,
+  ErrorCode.MethodNotFound,
+  ErrorCode.InvalidParams,
+]);
+
+/** Whether a failed call may succeed if made again: not when the server said the call is wrong. */
+export function mayRetry(err: unknown): boolean {
+  return !(err instanceof McpError && CALL_WRONG.has(err.code));
 }
