@@ -5,7 +5,11 @@ import type { ChildExit, McpChild } from "../../src/agent/mcp/child.ts";
 import { ChildTransport } from "../../src/agent/mcp/child-transport.ts";
 import { MAX_LINE_BYTES } from "../../src/agent/mcp/line-reader.ts";
 import { McpPool } from "../../src/agent/mcp/pool.ts";
-import { MAX_DESCRIPTION_CHARS, MAX_TOOLS_PER_SERVER } from "../../src/agent/mcp/tool-list.ts";
+import {
+  MAX_DESCRIPTION_CHARS,
+  MAX_LIST_PAGES,
+  MAX_TOOLS_PER_SERVER,
+} from "../../src/agent/mcp/tool-list.ts";
 import { resolveTools } from "../../src/agent/tool-registry.ts";
 import { McpServerSchema } from "../../src/config/schema.ts";
 import { MAX_JSON_DEPTH } from "../../src/util/json-depth.ts";
@@ -469,6 +473,20 @@ describe("MCP tool lists that are unfit to offer", () => {
     expect(result.response).toBe("fine");
     expect(result.warnings[0]?.message).toContain("19872 of the 20000 tools it listed were left out");
     expect(h.llama.requests[0]?.body.tools).toHaveLength(MAX_TOOLS_PER_SERVER);
+  }, 30_000);
+
+  test("a list in pages is read page by page: the tools past the first page are offered too", async () => {
+    await withHostile("paged", async (pool) => {
+      expect((await pool.tools("h", never)).map((t) => t.name)).toEqual(["echo", "page1", "page2"]);
+    });
+  }, 30_000);
+
+  test("a list whose pages never end is read for MAX_LIST_PAGES pages, with a warning", async () => {
+    await withHostile("paged-forever", async (pool) => {
+      const listed = await pool.listing("h", never);
+      expect(listed.tools).toHaveLength(MAX_LIST_PAGES);
+      expect(listed.dropped).toContain(`more than the ${MAX_LIST_PAGES} pages read`);
+    });
   }, 30_000);
 
   test("two servers whose tools make one function name: the first keeps it, the other is reported", async () => {

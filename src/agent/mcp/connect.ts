@@ -12,7 +12,13 @@ import { VERSION } from "../../version.ts";
 import { type ChildExit, exitText, type McpChild, spawnMcpServer } from "./child.ts";
 import { ChildTransport, MAX_PENDING_BYTES } from "./child-transport.ts";
 import { StderrTail } from "./stderr-tail.ts";
-import { type McpToolInfo, vetTools } from "./tool-list.ts";
+import {
+  MAX_CURSOR_CHARS,
+  MAX_LIST_PAGES,
+  MAX_TOOLS_PER_SERVER,
+  type McpToolInfo,
+  vetTools,
+} from "./tool-list.ts";
 import { UNASKED_LIMITS, UnaskedBudget, type UnaskedLimits } from "./unasked-budget.ts";
 
 /**
@@ -33,7 +39,30 @@ const UNCHECKED: jsonSchemaValidator = {
  * that one the SDK's ListToolsResultSchema refuses (a number for a name, an input schema that is
  * not an object's, a null description) costs its own place, not every tool of its server.
  */
-const LISTED = z.looseObject({ tools: z.array(z.unknown()) });
+const LISTED = z.looseObject({ tools: z.array(z.unknown()), nextCursor: z.unknown().optional() });
+
+/**
+ * Every page of the server's tools/list (MCP lists in pages: the tools past the first were never
+ * offered), up to MAX_LIST_PAGES, or fewer once more tools than MAX_TOOLS_PER_SERVER came (the
+ * vetting leaves those out, saying so). `unread`: why some pages were not read, or null.
+ */
+async function listPages(
+  client: Client,
+  options: { signal: AbortSignal; timeout: number },
+): Promise<{ tools: unknown[]; unread: string | null }> {
+  const tools: unknown[] = [];
+  let cursor: string | undefined;
+  for (let page = 0; page < MAX_LIST_PAGES; page++) {
+    const params = cursor === undefined ? {} : { params: { cursor } };
+    const listed = await client.request({ method: "tools/list", ...params }, LISTED, options);
+    for (const tool of listed.tools) tools.push(tool);
+    cursor = typeof listed.nextCursor === "string" ? listed.nextCursor : undefined;
+    if (cursor === undefined || tools.length > MAX_TOOLS_PER_SERVER) return { tools, unread: null };
+    if (cursor.length > MAX_CURSOR_CHARS)
+      return { tools, unread: `its next page was not read: a cursor over ${MAX_CURSOR_CHARS} characters` };
+  }
+  return { tools, unread: `it listed more than the ${MAX_LIST_PAGES} pages read` };
+}
 
 /** A server that answered initialize and tools/list. */
 export interface Connection {
@@ -126,14 +155,11 @@ export async function startServer(cfg: McpServerConfig, options: StartOptions): 
   options.signal.addEventListener("abort", killOnAbort, { once: true });
   try {
     await client.connect(transport, { signal: startTimeout, timeout: limitMs });
-    const listed = await client.request({ method: "tools/list" }, LISTED, {
-      signal: startTimeout,
-      timeout: limitMs,
-    });
+    const listed = await listPages(client, { signal: startTimeout, timeout: limitMs });
     const vetted = vetTools(listed.tools);
     conn.tools = vetted.tools;
-    conn.dropped = vetted.dropped;
-    if (vetted.dropped) logger.warn(`MCP server '${cfg.name}': ${vetted.dropped}`);
+    conn.dropped = [vetted.dropped, listed.unread].filter(Boolean).join("; ") || null;
+    if (conn.dropped) logger.warn(`MCP server '${cfg.name}': ${conn.dropped}`);
   } catch (err) {
     const stopping = startTimeout.aborted || options.signal.aborted || transport.stoppedFor !== undefined;
     // Seen before the kill below, which would be its exit otherwise.

@@ -16,6 +16,13 @@ export const TOOL_NAME = /^[A-Za-z0-9_-]{1,64}$/;
 export const MAX_TOOLS_PER_SERVER = 128;
 export const MAX_DESCRIPTION_CHARS = 4096;
 export const MAX_SCHEMA_CHARS = 16_384;
+/**
+ * Pages of a tools/list read at most (MCP lists in pages by a cursor): a server whose pages never
+ * end costs a warning, not its start's whole startup_timeout_s.
+ */
+export const MAX_LIST_PAGES = 16;
+/** A next page's cursor longer than this is not sent back: the server wrote it to be. */
+export const MAX_CURSOR_CHARS = 4096;
 
 export interface VettedTools {
   tools: McpToolInfo[];
