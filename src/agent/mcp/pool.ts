@@ -62,18 +62,20 @@ export class McpPool {
     // The call's own clock, not the SDK's: a server may answer with an error of the SDK's
     // RequestTimeout code itself (its upstream timed out), and was killed for it, failing every
     // other chat's call to it. The SDK's timeout is only a backstop behind this one.
-    const clock = AbortSignal.timeout(timeout);
+    const clock = new AbortController();
+    // Cleared at the call's end: a timer per call kept to timeout_s held every call's signals.
+    const timer = setTimeout(() => clock.abort(), Math.min(timeout, MAX_TIMER_MS));
     const result = await conn.client
       // Not callTool: its schema is the SDK's whole-result one (call-result.ts).
       .request({ method: "tools/call", params: { name: tool, arguments: args } }, CALLED, {
-        signal: AbortSignal.any([signal, clock]),
+        signal: AbortSignal.any([signal, clock.signal]),
         // A timer longer than MAX_TIMER_MS fires at once: the longest timeout_s allowed is near it.
         timeout: Math.min(timeout + BACKSTOP_MS, MAX_TIMER_MS),
       })
       .catch((err: unknown) => {
         // A server that outlasted timeout_s is hung or still busy (flooding, say) despite the
         // cancel the SDK sent: it is killed and started afresh on next use (docs/agent.md).
-        if (!signal.aborted && clock.aborted) {
+        if (!signal.aborted && clock.signal.aborted) {
           conn.kill(`a call to '${tool}' outlasted timeout_s (${cfg.timeout_s} s)`);
           throw new McpError(ErrorCode.RequestTimeout, "Request timed out", { timeout });
         }
@@ -88,7 +90,10 @@ export class McpPool {
         throw err;
       })
       // A call may have launched something outside the server's group (a browser): the guard hears of it.
-      .finally(() => conn.noteEscaped());
+      .finally(() => {
+        clearTimeout(timer);
+        conn.noteEscaped();
+      });
     return callOutcome(result);
   }
 
