@@ -48,6 +48,41 @@ describe("a tool llama-server cannot offer", () => {
   }, 60_000);
 });
 
+describe("a tool whose grammar llama-server makes but cannot parse (95f)", () => {
+  // /apply-template takes the body (it never parses a grammar): each tool's schema is then tried
+  // alone as /completion's json_schema, nothing predicted, in the turn's own slot.
+  test("is found by a /completion probe, left out with a warning, and the step sent again", async () => {
+    using scratch = tmpdir();
+    await using h = new ChatHarness({
+      agents: [{ name: "a", system_prompt: "Be brief.", tools: ["h.*"] }],
+      mcp_servers: [hostileServer("repetition-input", join(scratch.path, "pids"), 20)],
+    });
+    h.llama.script({ content: "first" }, { content: "second" });
+    const first = await h.chat(1, { session_id: "s", input: "go" });
+    expect(first.terminal.type).toBe("result");
+    expect((first.terminal.result as Json).response).toBe("first");
+    const warning = ((first.terminal.result as Json).warnings as Json[]).find(
+      (w) => w.code === "tools_unavailable",
+    );
+    expect(warning?.message).toContain("many");
+    expect(warning?.message).toContain("failed to parse grammar");
+    const chats = h.llama.requests.filter(
+      (r) => Array.isArray((r.body as Json).messages) && "stream" in (r.body as Json),
+    );
+    const [refused, sent] = chats.map((r) => toolNames(r.body as Json));
+    expect(refused).toEqual(["h__echo", "h__many"]);
+    expect(sent).toEqual(["h__echo"]);
+    // One probe a tool, each its schema alone with nothing to predict.
+    const probes = h.llama.requests.filter((r) => "json_schema" in (r.body as Json));
+    expect(probes.map((r) => (r.body as Json).n_predict)).toEqual([0, 0]);
+    // Kept for the server's life: the next turn leaves it out with no failed request or probe.
+    const before = h.llama.requests.length;
+    const second = await h.chat(2, { session_id: "s", input: "again" });
+    expect((second.terminal.result as Json).response).toBe("second");
+    expect(h.llama.requests.length - before).toBe(1);
+  }, 60_000);
+});
+
 describe("a tool llama-server cannot offer, then a prompt the other tools overflow", () => {
   test("the error shares the tools' tokens among the servers of the tools sent, not of those left out", async () => {
     // The request's tools, less those left out, were read against the agent's tools by

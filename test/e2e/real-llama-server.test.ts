@@ -77,16 +77,18 @@ if (!BINARY || !MODEL) {
       for (const pid of servers) expect(alive(pid)).toBe(false);
     }, 400_000);
 
-    test("a tool it cannot offer (a $ref to another document, transcripts/95e) is left out with tools_unavailable; the chat is answered", async () => {
+    /** A chat whose agent offers MCP server `h` (the hostile server in `mode`): its tools_unavailable warning. */
+    async function toolsWarning(mode: string): Promise<string | undefined> {
       await using dir = tmpdir();
-      const hostile = { MCP_HOSTILE_MODE: "remote-ref-input" };
       const config = {
         app: { data_dir: "./data" },
         llama: { binary: BINARY, startup_timeout_s: 120, parallel: 1 },
         model: { path: MODEL, context: 1024, max_tokens: 4 },
         agents: [{ name: "assistant", system_prompt: "Be brief.", tools: ["h.*"] }],
         memory: { enabled: false },
-        mcp_servers: [{ name: "h", command: process.execPath, args: [HOSTILE_SERVER], env: hostile }],
+        mcp_servers: [
+          { name: "h", command: process.execPath, args: [HOSTILE_SERVER], env: { MCP_HOSTILE_MODE: mode } },
+        ],
       };
       writeFileSync(join(dir.path, "config.yaml"), JSON.stringify(config));
       await using core = spawnCore({ cwd: dir.path });
@@ -95,10 +97,21 @@ if (!BINARY || !MODEL) {
       const warned = (r.result.warnings as { code: string; message: string }[]).find(
         (w) => w.code === "tools_unavailable",
       );
-      expect(warned?.message).toContain("remote");
-      expect(warned?.message).toContain("Unsupported ref");
       await core.request({ id: "x", method: "shutdown" }, 30_000);
       expect(await core.exited()).toBe(0);
+      return warned?.message;
+    }
+
+    test("a tool it cannot offer (a $ref to another document, transcripts/95e) is left out with tools_unavailable; the chat is answered", async () => {
+      const warned = await toolsWarning("remote-ref-input");
+      expect(warned).toContain("remote");
+      expect(warned).toContain("Unsupported ref");
+    }, 240_000);
+
+    test("a tool whose grammar it makes but cannot parse (3000 items, transcripts/95f) is found by a probe and left out", async () => {
+      const warned = await toolsWarning("repetition-input");
+      expect(warned).toContain("many");
+      expect(warned).toContain("failed to parse grammar");
     }, 240_000);
 
     test("status through a start, and one idle sleep and wake (llama.idle_sleep_s: 2) with waking progress", async () => {

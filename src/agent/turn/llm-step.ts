@@ -115,7 +115,7 @@ export async function llmStep(ctx: TurnContext, setup: StepSetup, step: number):
       if (setup.format && schemaRefused(err)) return { kind: "refused", error: formatRefused(err.message) };
       // A tool whose schema llama-server cannot convert fails every request that offers it (95e):
       // found, left out with a warning, and the step sent again without it.
-      if (schemaRefused(err) && (await withoutRefusedTools(ctx, setup))) {
+      if (schemaRefused(err) && (await withoutRefusedTools(ctx, setup, err.message))) {
         attempt--; // not one of the overflow's retries
         continue;
       }
@@ -152,13 +152,16 @@ async function keepPartial(
 }
 
 /** The step's tools without those llama-server refuses (tool-refusals.ts); false when none was. */
-async function withoutRefusedTools(ctx: TurnContext, setup: StepSetup): Promise<boolean> {
+async function withoutRefusedTools(ctx: TurnContext, setup: StepSetup, why: string): Promise<boolean> {
   if (setup.tools.length === 0) return false;
   const { lease } = setup;
   const extra: Record<string, unknown> = { ...thinkFields(setup.think) };
   try {
     return (
-      (await dropRefusedTools(lease, lease.launch, setup.tools, extra, ctx.warnings, ctx.deps.signal)) > 0
+      (await dropRefusedTools(lease, lease.launch, setup.tools, extra, ctx.warnings, ctx.deps.signal, {
+        why,
+        ...(setup.slot === undefined ? {} : { slot: setup.slot }),
+      })) > 0
     );
   } catch (err) {
     if (ctx.deps.signal.aborted) throw ctx.deps.signal.reason;

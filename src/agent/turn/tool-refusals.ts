@@ -77,11 +77,58 @@ function dropWith(
   if (left.length > 0) warnings.push(warning(left));
 }
 
+/** llama-server's words for a grammar it made but could not parse, at sampler set-up (95f). */
+const GRAMMAR_PARSE = /failed to parse grammar/i;
+
+/**
+ * One tool's input schema as `/completion`'s `json_schema` with nothing to predict: refused at
+ * once when its grammar cannot be parsed (95f), else one token read and one made, in the turn's
+ * own slot when it holds one (another session's cached prompt is not pushed out for a probe).
+ * Null: the grammar is taken.
+ */
+async function grammarProbe(
+  endpoint: LlamaEndpoint,
+  tool: unknown,
+  slot: number | undefined,
+  signal: AbortSignal,
+): Promise<string | null> {
+  const schema = (tool as { function?: { parameters?: unknown } } | null)?.function?.parameters;
+  if (typeof schema !== "object" || schema === null) return null;
+  const body = {
+    prompt: "",
+    n_predict: 0,
+    json_schema: schema,
+    ...(slot === undefined ? {} : { id_slot: slot }),
+  };
+  return refusalOf(endpoint, "/completion", body, signal);
+}
+
+/**
+ * A probe's answer: null where llama-server took `body` at `path`, its reason where it refused
+ * the schema; any other failure thrown (a probe that hangs is a server that hangs).
+ */
+async function refusalOf(
+  endpoint: LlamaEndpoint,
+  path: string,
+  body: unknown,
+  signal: AbortSignal,
+): Promise<string | null> {
+  try {
+    const within = AbortSignal.any([signal, AbortSignal.timeout(PROBE_TIMEOUT_MS)]);
+    await callJson(endpoint, path, { body: wellFormedJson(body), signal: within });
+    return null;
+  } catch (err) {
+    if (schemaRefused(err)) return err.message;
+    throw err;
+  }
+}
+
 /**
  * After a 400 of the converter: finds which of `tools` the server refuses, takes them out (in
  * place) with a warning, and returns how many. 0: no tool alone is refused (the 400 was
  * something else, or the server refuses the same body without tools). At most one probe without
- * tools, then about two per refused tool per halving of the list.
+ * tools, then about two per refused tool per halving of the list; for a grammar that could not
+ * be parsed, which /apply-template never parses, one `/completion` probe per tool after that.
  */
 export async function dropRefusedTools(
   endpoint: LlamaEndpoint,
@@ -91,26 +138,21 @@ export async function dropRefusedTools(
   extra: Record<string, unknown>,
   warnings: Warning[],
   signal: AbortSignal,
+  /** The refused request's error message, and the slot the turn holds (grammar probes use it). */
+  refusal: { why: string; slot?: number } = { why: "" },
 ): Promise<number> {
+  const { why, slot } = refusal;
   const refused = refusedBy.get(server) ?? new Map<string, string>();
   refusedBy.set(server, refused);
   const found = new Map<string, string>();
-  const probe = async (set: unknown[]): Promise<string | null> => {
-    const body = {
-      ...extra,
-      messages: [{ role: "user", content: "." }],
-      ...(set.length > 0 ? { tools: set } : {}),
-    };
-    try {
-      // A probe runs nothing (~20 ms): one that hangs is a server that hangs, and the step fails.
-      const within = AbortSignal.any([signal, AbortSignal.timeout(PROBE_TIMEOUT_MS)]);
-      await callJson(endpoint, "/apply-template", { body: wellFormedJson(body), signal: within });
-      return null;
-    } catch (err) {
-      if (schemaRefused(err)) return err.message;
-      throw err;
-    }
-  };
+  // /apply-template runs nothing (~20 ms).
+  const probe = (set: unknown[]): Promise<string | null> =>
+    refusalOf(
+      endpoint,
+      "/apply-template",
+      { ...extra, messages: [{ role: "user", content: "." }], ...(set.length > 0 ? { tools: set } : {}) },
+      signal,
+    );
   const search = async (set: unknown[]): Promise<void> => {
     const reason = await probe(set);
     if (reason === null) return;
@@ -123,6 +165,14 @@ export async function dropRefusedTools(
   // is not theirs, and blaming each would keep them all out of the server's later turns.
   if ((await probe([])) !== null) return 0;
   await search([...tools]);
+  // A grammar the parser refuses is found only where one is parsed (95f): /apply-template took
+  // the body, so each tool's schema is tried alone as a prediction's grammar, nothing predicted.
+  if (found.size === 0 && GRAMMAR_PARSE.test(why)) {
+    for (const tool of tools) {
+      const reason = await grammarProbe(endpoint, tool, slot, signal);
+      if (reason !== null) found.set(keyOf(tool), reason);
+    }
+  }
   const before = tools.length;
   dropWith((k) => found.get(k) ?? refused.get(k), tools, warnings);
   // Kept for the server's life, so at most REFUSALS_KEPT (the latest; one forgotten is probed
