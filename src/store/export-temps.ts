@@ -1,7 +1,8 @@
 import { randomBytes } from "node:crypto";
-import { lstatSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { lstatSync, readFileSync, rmSync } from "node:fs";
 import { basename, join } from "node:path";
 import { logger } from "../util/logger.ts";
+import { namesIn } from "../util/names-in.ts";
 import { ensurePrivateTree, writePrivateFile } from "../util/private-fs.ts";
 import { syncFolder } from "./atomic.ts";
 import { processAlive } from "./session-lease.ts";
@@ -55,13 +56,7 @@ export function noteExportTemp(dataDir: string, tmp: string): () => void {
 
 /** At start-up: the temp files of exports a dead core left, and their notes, removed. */
 export function sweepExportTemps(dataDir: string): void {
-  let names: string[];
-  try {
-    names = readdirSync(notesDir(dataDir));
-  } catch {
-    return;
-  }
-  for (const name of names) {
+  for (const name of namesIn(notesDir(dataDir))) {
     const m = NOTE.exec(name);
     const note = join(notesDir(dataDir), name);
     if (!m || live.has(note) || (Number(m[1]) !== process.pid && processAlive(Number(m[1])))) continue;
@@ -78,7 +73,12 @@ export function sweepExportTemps(dataDir: string): void {
     } catch (err) {
       logger.warn(`an unfinished export's note ${note} could not be acted on: ${(err as Error).message}`);
     }
-    rmSync(note, { force: true });
+    // One that cannot go (a folder of its name) is left, never the rest of the sweep with it.
+    try {
+      rmSync(note, { force: true });
+    } catch (err) {
+      logger.warn(`an unfinished export's note ${note} could not be removed: ${(err as Error).message}`);
+    }
   }
 }
 

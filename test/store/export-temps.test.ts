@@ -1,7 +1,8 @@
 import { afterAll, describe, expect, test } from "bun:test";
-import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { exportToFile } from "../../src/store/export-file.ts";
+import { sweepExportTemps } from "../../src/store/export-temps.ts";
 import { fillDisk, smallDisk } from "../fixtures/full-disk.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
@@ -39,4 +40,23 @@ describe("exportToFile's note under data_dir", () => {
       expect(readdirSync(join(dataDir, "run", "exports"))).toEqual([]);
     },
   );
+});
+
+describe("the start-up sweep of unfinished exports", () => {
+  test("a note it cannot remove (a folder of that name) does not keep the others' temp files", async () => {
+    await using dir = tmpdir();
+    const dataDir = join(dir.path, "data");
+    const notes = join(dataDir, "run", "exports");
+    mkdirSync(notes, { recursive: true });
+    // A dead core's pid, far past any live one.
+    const dead = 999_999_999;
+    // Ten folders named as notes, listed in the folder's own order around the real one.
+    for (let i = 0; i < 10; i++) mkdirSync(join(notes, `${dead}-${i.toString(16).padStart(12, "0")}.json`));
+    const tmp = join(dir.path, ".export.md.0123456789ab.tmp");
+    writeFileSync(tmp, "half an export");
+    writeFileSync(join(notes, `${dead}-aaaaaaaaaaaa.json`), JSON.stringify({ tmp }));
+    sweepExportTemps(dataDir);
+    expect(existsSync(tmp)).toBe(false);
+    expect(existsSync(join(notes, `${dead}-aaaaaaaaaaaa.json`))).toBe(false);
+  });
 });
