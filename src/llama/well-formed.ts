@@ -21,8 +21,16 @@ export function wellFormedValue(_key: string, value: unknown): unknown {
   if (value === null || typeof value !== "object" || Array.isArray(value)) return value;
   const keys = Object.keys(value);
   if (keys.every((key) => key.isWellFormed())) return value;
+  // Defined, not assigned: a `__proto__` key (JSON.parse makes it an own key) would set the copy's
+  // prototype and be lost.
   const fixed: Record<string, unknown> = {};
-  for (const key of keys) fixed[key.toWellFormed()] = (value as Record<string, unknown>)[key];
+  for (const key of keys)
+    Object.defineProperty(fixed, key.toWellFormed(), {
+      value: (value as Record<string, unknown>)[key],
+      enumerable: true,
+      writable: true,
+      configurable: true,
+    });
   return fixed;
 }
 

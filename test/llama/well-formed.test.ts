@@ -79,3 +79,10 @@ describe("requests with a lone surrogate reach the stand-in well-formed (20d)", 
     expect(out.embeddings).toHaveLength(2);
   });
 });
+
+test("an object copied for a malformed key keeps a __proto__ key as a key, its prototype untouched", () => {
+  const value = JSON.parse('{"__proto__": {"polluted": true}, "bad\\ud800": 1}');
+  const text = wellFormedJson(value);
+  expect(JSON.parse(text)).toEqual(JSON.parse('{"__proto__": {"polluted": true}, "bad\\ufffd": 1}'));
+  expect(text).toContain('"__proto__"');
+});
