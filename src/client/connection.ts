@@ -1,4 +1,5 @@
 import { MAX_TIMER_MS } from "../util/timer-limit.ts";
+import { AbortWatch } from "./abort-watch.ts";
 import { isChatEventName } from "./chat-events.ts";
 import { numberOr } from "./client-options.ts";
 import type { WriteResult } from "./core-process.ts";
@@ -88,6 +89,7 @@ export class Connection {
   private readonly pending = new Map<string, Pending>();
   private route: Route = { kind: "refuse", error: (method) => notConnectedError(method) };
   private malformed = 0;
+  private readonly aborts = new AbortWatch((id) => this.abort(id));
   /** The host's logger, which never throws (host-callbacks.ts). */
   private readonly logger: ClientLogger;
 
@@ -218,10 +220,7 @@ export class Connection {
   }
 
   private watchSignal(id: string, entry: Pending, signal: AbortSignalLike | undefined): void {
-    if (!signal) return;
-    const onAbort = () => this.abort(id);
-    signal.addEventListener("abort", onAbort, { once: true });
-    entry.cleanup = () => signal.removeEventListener("abort", onAbort);
+    if (signal) entry.cleanup = this.aborts.watch(id, signal);
   }
 
   /**
