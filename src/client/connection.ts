@@ -2,7 +2,7 @@ import { MAX_TIMER_MS } from "../util/timer-limit.ts";
 import { AbortWatch } from "./abort-watch.ts";
 import { isChatEventName } from "./chat-events.ts";
 import { numberOr } from "./client-options.ts";
-import type { WriteResult } from "./core-process.ts";
+import type { CallShape, ConnectionOptions, Transport } from "./connection-types.ts";
 import {
   callError,
   coreBacklogError,
@@ -15,7 +15,7 @@ import {
   timeoutError,
 } from "./errors.ts";
 import { guarded, guardedLogger } from "./host-callbacks.ts";
-import type { AbortSignalLike, CallOptions, ClientLogger, ExitInfo } from "./host-types.ts";
+import type { AbortSignalLike, CallOptions, ClientLogger } from "./host-types.ts";
 import type { RequestId } from "./protocol-types.ts";
 import { RequestStream } from "./request-stream.ts";
 import type { CancelResult, GenericEvent } from "./types.ts";
@@ -30,38 +30,6 @@ import { asText, clip, idOfLine, isObject, readLine, requestLine, sentAsLineOf }
  * where new requests go: to a running core (`attach`), into the table to wait (`hold`), or
  * nowhere (`refuse`).
  */
-
-/** Where requests are written: one running core (a CoreProcess). */
-export interface Transport {
-  /** Writes one protocol line, unless its input is gone or too much already waits in it. */
-  write(line: string): WriteResult;
-  /** How the process ended; undefined while it runs. */
-  readonly exitInfo: ExitInfo | undefined;
-}
-
-export interface ConnectionOptions {
-  /** Default time limit of calls that are not cancellable streams; 0 = none. */
-  requestTimeoutMs: number;
-  /** Default time limit of cancellable streams; undefined = none. */
-  streamTimeoutMs: number | undefined;
-  /** Events held for a stream nobody reads, before new ones are dropped. */
-  maxBufferedEvents: number;
-  logger: ClientLogger | undefined;
-}
-
-/** How a call behaves, beside its method and params. */
-export interface CallShape {
-  /**
-   * A stream the core can cancel (chat, warmup, stream()): aborting or timing out asks the core
-   * to stop it, and its default time limit is the stream one.
-   */
-  cancellable: boolean;
-  /** Only chat events reach the stream; others go to `onOtherEvent`. */
-  filterChatEvents?: boolean;
-  onOtherEvent?: ((event: GenericEvent) => void) | undefined;
-  /** Overrides maxBufferedEvents (0 for calls whose events nobody reads). */
-  maxBuffered?: number;
-}
 
 type Route =
   | { kind: "send"; transport: Transport }
@@ -83,6 +51,8 @@ interface Pending {
   /** Detaches the AbortSignal listener. */
   cleanup: () => void;
 }
+
+const NOT_ENDED = "the core answered its cancel but did not end it";
 
 export class Connection {
   private nextId = 1;
@@ -250,17 +220,28 @@ export class Connection {
 
   /**
    * The core answers the call with `cancelled` once it has stopped it. A cancel it does not
-   * answer either (a core that reads but is stuck) must still end the wait: chats have no
-   * time limit by default. The cancel's own failure is still the caller's to see.
+   * answer either (a core that reads but is stuck), or answers but does not carry out within
+   * requestTimeoutMs, must still end the wait: chats have no time limit by default. The cancel's
+   * own failure is still the caller's to see.
    */
   private cancelSent(id: string, entry: Pending, how: string, options: CallOptions = {}): Promise<boolean> {
-    const asked = this.cancelRemote(id, options);
-    asked.catch((err) => {
-      if (this.pending.get(id) !== entry) return;
-      const why = `the core did not confirm its cancel: ${(err as Error).message}`;
-      this.log("warn", `cancel of ${id} failed: ${(err as Error).message}`);
+    const giveUp = (why: string) =>
+      this.pending.get(id) === entry &&
       this.settle(id, { error: callError("cancelled", `the request was ${how}; ${why}`, entry.method) });
-    });
+    const asked = this.cancelRemote(id, options);
+    const ms = this.options.requestTimeoutMs;
+    asked.then(
+      () => {
+        if (!(ms > 0 && ms <= MAX_TIMER_MS) || this.pending.get(id) !== entry) return;
+        // In place of its own time limit (it ends as cancelled now), and cleared as that is.
+        clearTimeout(entry.timer);
+        entry.timer = setTimeout(giveUp, ms, `${NOT_ENDED} within ${ms} ms`);
+      },
+      (err) => {
+        this.log("warn", `cancel of ${id} failed: ${(err as Error).message}`);
+        giveUp(`the core did not confirm its cancel: ${(err as Error).message}`);
+      },
+    );
     return asked;
   }
 

@@ -1,0 +1,37 @@
+import type { WriteResult } from "./core-process.ts";
+import type { ClientLogger, ExitInfo } from "./host-types.ts";
+import type { GenericEvent } from "./types.ts";
+
+/** The shapes the connection (connection.ts) is built with: its transport, options and calls. */
+
+/** Where requests are written: one running core (a CoreProcess). */
+export interface Transport {
+  /** Writes one protocol line, unless its input is gone or too much already waits in it. */
+  write(line: string): WriteResult;
+  /** How the process ended; undefined while it runs. */
+  readonly exitInfo: ExitInfo | undefined;
+}
+
+export interface ConnectionOptions {
+  /** Default time limit of calls that are not cancellable streams; 0 = none. */
+  requestTimeoutMs: number;
+  /** Default time limit of cancellable streams; undefined = none. */
+  streamTimeoutMs: number | undefined;
+  /** Events held for a stream nobody reads, before new ones are dropped. */
+  maxBufferedEvents: number;
+  logger: ClientLogger | undefined;
+}
+
+/** How a call behaves, beside its method and params. */
+export interface CallShape {
+  /**
+   * A stream the core can cancel (chat, warmup, stream()): aborting or timing out asks the core
+   * to stop it, and its default time limit is the stream one.
+   */
+  cancellable: boolean;
+  /** Only chat events reach the stream; others go to `onOtherEvent`. */
+  filterChatEvents?: boolean;
+  onOtherEvent?: ((event: GenericEvent) => void) | undefined;
+  /** Overrides maxBufferedEvents (0 for calls whose events nobody reads). */
+  maxBuffered?: number;
+}

@@ -1,0 +1,32 @@
+import { afterEach, describe, expect, test } from "bun:test";
+import { LocalAiClient } from "../../src/client/index.ts";
+import { waitFor } from "../fixtures/wait.ts";
+import { FakeChild } from "./fake-child.ts";
+import { killFakes, rejection, track } from "./fake-core-fixture.ts";
+
+afterEach(killFakes);
+
+describe("a cancel the core confirms but never carries out", () => {
+  test("still ends the wait: an abort, chat.cancel() and client.cancel(id) end the chat", async () => {
+    // The core answered {cancelled: true} and never ended the chat: a chat has no time limit by
+    // default, so the abort that was to end the wait left it pending for good.
+    const child = new FakeChild((req, c) => {
+      if (req.method === "cancel") c.send({ id: req.id, type: "result", result: { cancelled: true } });
+    });
+    const client = track(
+      await LocalAiClient.start({ binary: "local-ai", spawn: child.spawn, requestTimeoutMs: 200 }),
+    );
+    const controller = new AbortController();
+    const chats = [client.chat({ input: "a" }, { signal: controller.signal }), client.chat({ input: "b" })];
+    const third = client.chat({ input: "c" });
+    expect(await waitFor(() => child.requests.length === 3, { intervalMs: 2 })).toBe(true);
+    controller.abort();
+    const cancels = [chats[1]!.cancel(), client.cancel(third.id)];
+    for (const chat of [...chats, third]) {
+      const err = await rejection(chat.result);
+      expect(err.code).toBe("cancelled");
+      expect(err.message).toContain("did not end it within 200 ms");
+    }
+    expect(await Promise.all(cancels)).toEqual([true, true]);
+  });
+});
