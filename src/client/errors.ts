@@ -46,13 +46,22 @@ export class LocalAiError<C extends LocalAiErrorCode = LocalAiErrorCode> extends
   }
 }
 
+/**
+ * Marks a LocalAiError of any copy of this package. The exports map gives import() index.mjs and
+ * require() index.cjs: a host using both holds two LocalAiError classes, and `instanceof` one
+ * of them misses the other's errors (Node's "dual package hazard"). Symbol.for is one per process.
+ */
+const BRAND = Symbol.for("@local-ai/client.LocalAiError");
+Object.defineProperty(LocalAiError.prototype, BRAND, { value: true });
+
 /** A LocalAiError of any code, as a union: checking `code` narrows `data`. */
 export type AnyLocalAiError = { [C in LocalAiErrorCode]: LocalAiError<C> }[LocalAiErrorCode];
 
 export function isLocalAiError(err: unknown): err is AnyLocalAiError;
 export function isLocalAiError<C extends LocalAiErrorCode>(err: unknown, code: C): err is LocalAiError<C>;
 export function isLocalAiError(err: unknown, code?: LocalAiErrorCode): boolean {
-  return err instanceof LocalAiError && (code === undefined || err.code === code);
+  const ours = typeof err === "object" && err !== null && (err as { [BRAND]?: unknown })[BRAND] === true;
+  return ours && (code === undefined || (err as LocalAiError).code === code);
 }
 
 /**

@@ -45,6 +45,35 @@ describe("dist/client", () => {
     30_000,
   );
 
+  test.skipIf(!node)("isLocalAiError holds for an error of the other build loaded beside it", () => {
+    // The exports map hands import() index.mjs and require() index.cjs: a host (or a library of
+    // its) using both has two LocalAiError classes, and instanceof told one's errors from the
+    // other's as none at all (Node's "dual package hazard").
+    const script = `
+      const { createRequire } = await import("node:module");
+      const esm = await import(${JSON.stringify(join(CLIENT_DIST, "index.mjs"))});
+      const cjs = createRequire(${JSON.stringify(join(CLIENT_DIST, "index.cjs"))})(${JSON.stringify(join(CLIENT_DIST, "index.cjs"))});
+      const err = await new esm.LocalAiClient({ binary: "local-ai" }).ping().catch((e) => e);
+      const back = new cjs.LocalAiError("timeout", "t");
+      process.stdout.write(JSON.stringify({
+        code: err.code,
+        two: esm.LocalAiError !== cjs.LocalAiError,
+        cjs: [cjs.isLocalAiError(err), cjs.isLocalAiError(err, "core_exited"), cjs.isLocalAiError(err, "timeout")],
+        esm: [esm.isLocalAiError(back), esm.isLocalAiError(back, "timeout"), esm.isLocalAiError(new Error("x"))],
+      }));`;
+    const run = Bun.spawnSync([node!, "--input-type=module", "-e", script], {
+      stdout: "pipe",
+      stderr: "pipe",
+    });
+    expect(run.stderr.toString()).toBe("");
+    expect(JSON.parse(run.stdout.toString())).toEqual({
+      code: "core_exited",
+      two: true,
+      cjs: [true, true, false],
+      esm: [true, true, false],
+    });
+  });
+
   test("its declarations type-check CommonJS and ESM hosts outside this repo, without zod", async () => {
     await using dir = tmpdir();
     // Installed as a host would: the folder under node_modules, resolved through its exports map.
