@@ -46,6 +46,8 @@ interface Pending {
   /** The core the request was written to; undefined while it waits for one. */
   sentTo: Transport | undefined;
   timer: ReturnType<typeof setTimeout> | undefined;
+  /** Set once the core answered a cancel of it: ends it if the core does not (cancelSent). */
+  unconfirmedTimer?: ReturnType<typeof setTimeout>;
   filterChatEvents: boolean;
   onOtherEvent: ((event: GenericEvent) => void) | undefined;
   /** Detaches the AbortSignal listener. */
@@ -233,9 +235,9 @@ export class Connection {
     asked.then(
       () => {
         if (!(ms > 0 && ms <= MAX_TIMER_MS) || this.pending.get(id) !== entry) return;
-        // In place of its own time limit (it ends as cancelled now), and cleared as that is.
-        clearTimeout(entry.timer);
-        entry.timer = setTimeout(giveUp, ms, `${NOT_ENDED} within ${ms} ms`);
+        // Beside its own time limit, which may come sooner; cleared as that is.
+        clearTimeout(entry.unconfirmedTimer);
+        entry.unconfirmedTimer = setTimeout(giveUp, ms, `${NOT_ENDED} within ${ms} ms`);
       },
       (err) => {
         this.log("warn", `cancel of ${id} failed: ${(err as Error).message}`);
@@ -267,7 +269,8 @@ export class Connection {
     const entry = this.pending.get(id);
     if (!entry) return;
     this.pending.delete(id);
-    if (entry.timer) clearTimeout(entry.timer);
+    clearTimeout(entry.timer);
+    clearTimeout(entry.unconfirmedTimer);
     entry.cleanup();
     entry.stream.settle(outcome);
   }

@@ -29,4 +29,15 @@ describe("a cancel the core confirms but never carries out", () => {
     }
     expect(await Promise.all(cancels)).toEqual([true, true]);
   });
+
+  test("leaves the chat's own time limit in force when that comes sooner", async () => {
+    const child = new FakeChild((req, c) => {
+      if (req.method === "cancel") c.send({ id: req.id, type: "result", result: { cancelled: true } });
+    });
+    const client = track(await LocalAiClient.start({ binary: "local-ai", spawn: child.spawn }));
+    const chat = client.chat({ input: "a" }, { timeoutMs: 300 });
+    expect(await waitFor(() => child.requests.length === 1, { intervalMs: 2 })).toBe(true);
+    expect(await chat.cancel()).toBe(true);
+    expect((await rejection(chat.result)).code).toBe("timeout");
+  });
 });
