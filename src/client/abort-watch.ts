@@ -19,9 +19,10 @@ export class AbortWatch {
         this.watched.delete(signal);
         for (const call of [...calls]) this.abort(call);
       };
+      // Listening first: a signal that refuses the listener (it throws) is not kept as watched.
+      signal.addEventListener("abort", onAbort, { once: true });
       watch = { calls, onAbort };
       this.watched.set(signal, watch);
-      signal.addEventListener("abort", onAbort, { once: true });
     }
     const { calls, onAbort } = watch;
     calls.add(id);
