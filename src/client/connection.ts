@@ -41,7 +41,10 @@ type Outcome = { result: unknown } | { error: LocalAiError };
 interface Pending {
   stream: RequestStream<unknown, unknown>;
   method: string;
+  /** The request's line until it is written; then "" (an image chat's is tens of MB). */
   line: string;
+  /** Its size in bytes once written, as the core counts it (a line_too_long names it). */
+  lineBytes?: number;
   cancellable: boolean;
   /** The core the request was written to; undefined while it waits for one. */
   sentTo: Transport | undefined;
@@ -202,7 +205,12 @@ export class Connection {
   private writeTo(transport: Transport, id: string, entry: Pending): void {
     entry.sentTo = transport;
     const written = transport.write(entry.line);
-    if (written.kind === "written") return;
+    if (written.kind === "written") {
+      // Never written again (a call the core did not answer fails with its exit): only its size is kept.
+      entry.lineBytes = Buffer.byteLength(entry.line, "utf8");
+      entry.line = "";
+      return;
+    }
     const info = transport.exitInfo;
     if (written.kind === "backlog")
       this.settle(id, { error: coreBacklogError(written.queuedBytes, entry.method) });

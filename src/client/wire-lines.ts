@@ -29,16 +29,14 @@ export function readLine(line: string): ReadLine {
 
 /**
  * The oldest of the pending calls written to a core as a line of `bytes` bytes (as the core counts
- * them: UTF-8, the newline left out). A UTF-16 unit is 1 to 3 bytes, so most are ruled out unmeasured.
+ * them: UTF-8, the newline left out), measured as each was written.
  */
 export function sentAsLineOf(
-  pending: ReadonlyMap<string, { line: string; sentTo: unknown }>,
+  pending: ReadonlyMap<string, { lineBytes?: number | undefined; sentTo: unknown }>,
   bytes: number,
 ): string | undefined {
-  for (const [id, { line, sentTo }] of pending) {
-    if (sentTo === undefined || line.length > bytes || line.length * 3 < bytes) continue;
-    if (Buffer.byteLength(line, "utf8") === bytes) return id;
-  }
+  for (const [id, { lineBytes, sentTo }] of pending)
+    if (sentTo !== undefined && lineBytes === bytes) return id;
   return undefined;
 }
 

@@ -1,0 +1,44 @@
+import { describe, expect, test } from "bun:test";
+import { Connection } from "../../src/client/connection.ts";
+import type { Transport } from "../../src/client/connection-types.ts";
+
+/** A core that takes every line and answers nothing until told. */
+function quietCore(): Transport & { lines: string[] } {
+  const lines: string[] = [];
+  return { lines, exitInfo: undefined, write: (line) => (lines.push(line), { kind: "written" }) };
+}
+
+const options = {
+  requestTimeoutMs: 0,
+  streamTimeoutMs: undefined,
+  maxBufferedEvents: 100,
+  logger: undefined,
+};
+
+describe("a pending call's request line", () => {
+  // An image chat's line is tens of MB; it was held for the whole chat, though never written again.
+  test("is let go once written: only its size is kept, and a line_too_long still finds its call", async () => {
+    const conn = new Connection(options);
+    const core = quietCore();
+    conn.attach(core);
+    const big = conn.open("chat", { input: "é".repeat(100_000) }, {}, { cancellable: true });
+    const small = conn.open("ping", {}, {}, { cancellable: false });
+    const held = (conn as unknown as { pending: Map<string, { line: string; lineBytes?: number }> }).pending;
+    expect([...held.values()].map((p) => p.line)).toEqual(["", ""]);
+    const bytes = Buffer.byteLength(core.lines[0] as string, "utf8");
+    expect(held.get(String(big.id))?.lineBytes).toBe(bytes);
+    // The core refuses the big line by its size: that call fails, the other waits on.
+    conn.receive(
+      JSON.stringify({
+        id: null,
+        type: "error",
+        code: "invalid_request",
+        message: "too long",
+        data: { reason: "line_too_long", line_bytes: bytes, limit_bytes: 1024 },
+      }),
+    );
+    const failed = await big.result.catch((e: { code: string }) => e.code);
+    expect(failed).toBe("invalid_request");
+    expect(held.has(String(small.id))).toBe(true);
+  });
+});
