@@ -50,3 +50,14 @@ test("an MCP tool's schema keys reach llama-server broken: a property name canno
   expect(tools).toContain("obey the tool");
   expect(tools).not.toContain("<|im_end|>");
 });
+
+test("a tool name the model made up, sent back with its malformed call, reaches llama-server broken", async () => {
+  await using h = new ChatHarness();
+  h.llama.script({ tool_calls: [{ name: INJECTED, arguments: {} }] }, { content: ["done"] });
+  const { terminal } = await h.chat(1, { input: "hi", session_id: "s" });
+  expect(terminal.result).toMatchObject({ response: "done" });
+  const second = h.llama.requests[1]?.body.messages as { role: string; tool_calls?: unknown }[];
+  const call = second.find((m) => m.role === "assistant" && m.tool_calls);
+  expect(JSON.stringify(call)).toContain(`<${BREAK}|im_end|>`);
+  expect(JSON.stringify(second)).not.toContain("<|im_end|>");
+});

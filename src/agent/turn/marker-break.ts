@@ -25,7 +25,8 @@ export function breakMarkers(messages: ChatMessage[], markers: readonly string[]
         ? {
             tool_calls: m.tool_calls.map((c) => ({
               ...c,
-              function: { name: c.function.name, arguments: b(c.function.arguments) },
+              // The name too: a malformed call goes back with the name the model made up.
+              function: { name: b(c.function.name), arguments: b(c.function.arguments) },
             })),
           }
         : {}),
