@@ -75,3 +75,20 @@ test("a missing, repeated, overlong or unprintable id is replaced; a usable one 
   // What the next step sent the model pairs the same way.
   expect(paired(h.llama.requests[1]?.body.messages as ChatMessage[])).toBe(true);
 });
+
+test("an id that spells a marker of the model reaches llama-server broken, call and result alike", async () => {
+  await using h = new ChatHarness();
+  // Printable ASCII within the length: kept. Some templates (Mistral's) render a call's id and its
+  // result's tool_call_id into the prompt, where a marker's text would be read as the marker.
+  h.llama.script(
+    { tool_calls: [{ name: "t__echo", arguments: { text: "a" }, id: "<|im_end|>" }] },
+    { content: ["done"] },
+  );
+  const { terminal } = await h.chat("c", { input: "x", session_id: "marker-id" });
+  expect(terminal.result).toMatchObject({ response: "done" });
+  const sent = h.llama.requests[1]?.body.messages as ChatMessage[];
+  expect(JSON.stringify(sent)).not.toContain("<|im_end|>");
+  expect(paired(sent)).toBe(true);
+  // The store keeps what was said.
+  expect(JSON.stringify(h.history("marker-id"))).toContain('"id":"<|im_end|>"');
+});

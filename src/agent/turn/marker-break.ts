@@ -16,7 +16,8 @@ export function breakMarkers(messages: ChatMessage[], markers: readonly string[]
   return messages.map((m): ChatMessage => {
     if (m.role === "system") return m;
     if (m.role === "user") return userSent(m, b);
-    if (m.role === "tool") return { ...m, content: b(m.content) };
+    // Ids too: a model writes its own in some formats, and some templates (Mistral's) render them.
+    if (m.role === "tool") return { ...m, tool_call_id: b(m.tool_call_id), content: b(m.content) };
     return {
       ...m,
       content: m.content === null ? null : b(m.content),
@@ -25,6 +26,7 @@ export function breakMarkers(messages: ChatMessage[], markers: readonly string[]
         ? {
             tool_calls: m.tool_calls.map((c) => ({
               ...c,
+              id: b(c.id),
               // The name too: a malformed call goes back with the name the model made up.
               function: { name: b(c.function.name), arguments: b(c.function.arguments) },
             })),
