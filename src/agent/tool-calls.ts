@@ -74,7 +74,7 @@ export function interpretStep(
       const toolCalls = native.map(withSafeArguments);
       return { kind: "malformed", text: content, problems: listed(problems), toolCalls, callProblems };
     }
-    return { kind: "calls", text: content, calls, toolCalls: native };
+    return { kind: "calls", text: content, calls, toolCalls: native.map(withObjectArguments) };
   }
 
   const tagged = taggedBodies(content);
@@ -243,6 +243,16 @@ export function nestingDepth(text: string): number {
 function looksLikeKnownCall(text: string, known: ReadonlySet<string>): boolean {
   const m = /^\{\s*"name"\s*:\s*"([^"]+)"/.exec(text);
   return m !== null && known.has(m[1] ?? "");
+}
+
+/**
+ * A usable call as it goes back to the model: empty arguments (llama-server's for a call written
+ * without an "arguments" key, a tool with no parameters) ran as {} and are sent as "{}", since
+ * its templates parse them and would refuse the turn's every later request.
+ */
+function withObjectArguments(tc: ToolCall): ToolCall {
+  if (tc.function.arguments.trim() !== "") return tc;
+  return { ...tc, function: { ...tc.function, arguments: "{}" } };
 }
 
 /**

@@ -94,3 +94,25 @@ test("a turn whose model writes a lone surrogate escape in its arguments sends l
   for (const m of second as { tool_calls?: ToolCall[] }[])
     for (const tc of m.tool_calls ?? []) expect(parseLikeLlama(tc.function.arguments)).toHaveProperty("body");
 });
+
+// llama-server gives a call whose JSON had no "arguments" key (a tool without parameters) empty
+// arguments; sent back as they came, they are no JSON its template can parse.
+test("a call with empty arguments runs with {} and is sent back with {}", async () => {
+  await using h = new ChatHarness();
+  h.llama.script(
+    {
+      tool_calls: [
+        { name: "t__echo", arguments: "", id: "call0" },
+        { name: "t__echo", arguments: " \n", id: "call1" },
+      ],
+    },
+    { content: ["done"] },
+  );
+  const { terminal, events } = await h.chat("c", { input: "go", session_id: "empty-args" });
+  expect(terminal.result).toMatchObject({ response: "done" });
+  expect(events.filter((e) => e.event === "tool_start").map((e) => e.args)).toEqual([{}, {}]);
+  const second = h.llama.requests[1]?.body.messages ?? [];
+  const sent = (second as { tool_calls?: ToolCall[] }[]).flatMap((m) => m.tool_calls ?? []);
+  expect(sent).toHaveLength(2);
+  for (const tc of sent) expect(parseLikeLlama(tc.function.arguments)).toHaveProperty("body");
+});
