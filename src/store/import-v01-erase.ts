@@ -39,7 +39,7 @@ const WRITE_TEMP = /^\.[0-9a-f]{12}\.tmp$/;
 
 /**
  * Erases a user's (or one session's) text from the 0.1 files: the folders go, and the memory
- * files (and a stale temp file beside them) lose that session's entries (a memory file that
+ * files lose that session's entries (a stale temp file beside them naming it goes whole; a memory file that
  * cannot be read goes whole when it names the session, with a warning: the import could not read
  * it either; one in `users/` that cannot be rewritten fails the erase, as its other entries may
  * not be imported yet). A session's erase reads and rewrites each of the user's memory files whole (up to
@@ -74,8 +74,10 @@ function eraseTree(tree: string, sessionId: string | undefined, imported: boolea
   const memory = join(tree, "memory");
   if (existsSync(memory)) {
     for (const name of readdirSync(memory)) {
-      if (name.startsWith("turns.json") || WRITE_TEMP.test(name))
-        dropSessionTurns(join(memory, name), sessionId, imported);
+      // A temp file is never imported: one naming the session goes whole, which needs no room
+      // (rewritten, a full disk failed the delete for a copy whose loss costs nothing).
+      if (WRITE_TEMP.test(name)) dropStaleTemp(join(memory, name), JSON.stringify(sessionId));
+      else if (name.startsWith("turns.json")) dropSessionTurns(join(memory, name), sessionId, imported);
     }
   }
   const session = folderNamed(join(tree, "sessions"), sessionId);
@@ -128,6 +130,10 @@ function notRewritten(path: string, err: unknown): CoreError {
 function removeUnimported(path: string): void {
   rmSync(path, { force: true });
   logger.warn(`a 0.1 memory file that could not be read was removed whole to erase a session: ${path}`);
+}
+
+function dropStaleTemp(path: string, needle: string): void {
+  if (mentions(path, needle)) rmSync(path, { force: true });
 }
 
 /** Bytes read at a time when a file is looked through for a name. */

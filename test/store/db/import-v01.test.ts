@@ -434,9 +434,12 @@ test("a kept 0.1 memory file of another shape goes whole on a delete of a sessio
   expect(lines[0]).toContain(path);
 });
 
-test("a 0.1 write's stale temp file beside a memory file loses a deleted session's entries too", () => {
-  using dir = tmpdir();
-  const memory = join(dir.path, "imported-0.1", "users", "ann", "memory");
+/**
+ * `memory` holding session "kept"'s entry, and the stale temp file a 0.1 core killed between its
+ * temp file's write and the rename left (src/store/atomic.ts names it so, as does a rewrite by
+ * this erase): the whole file, "gone"'s entry too, never imported. Its path.
+ */
+function memoryWithStaleTemp(memory: string): string {
   mkdirSync(memory, { recursive: true });
   const turn = (session: string) => ({
     id: session,
@@ -445,10 +448,15 @@ test("a 0.1 write's stale temp file beside a memory file loses a deleted session
     at: "2026-01-01T00:00:00Z",
   });
   writeFileSync(join(memory, "turns.json"), JSON.stringify({ version: 1, turns: [turn("kept")] }));
-  // A 0.1 core killed between its temp file's write and the rename (src/store/atomic.ts names it
-  // so, as does a rewrite by this erase): the whole file, every session's entries, never imported.
   const stale = join(memory, ".0123456789ab.tmp");
   writeFileSync(stale, JSON.stringify({ version: 1, turns: [turn("kept"), turn("gone")] }));
+  return stale;
+}
+
+test("a 0.1 write's stale temp file beside a memory file loses a deleted session's entries too", () => {
+  using dir = tmpdir();
+  const memory = join(dir.path, "imported-0.1", "users", "ann", "memory");
+  const stale = memoryWithStaleTemp(memory);
   eraseImported(dir.path, "ann", "gone");
   const left = existsSync(stale) ? readFileSync(stale, "utf8") : "";
   expect(left).not.toContain("the words of gone");
@@ -496,4 +504,21 @@ test("a 0.1 memory file not yet imported that cannot be rewritten fails the sess
   eraseImported(dir.path, "ann", "a");
   expect(readFileSync(turns, "utf8")).not.toContain("answer a about Porto");
   expect(readFileSync(turns, "utf8")).toContain("answer c about Porto");
+});
+
+test("a stale temp file in users/ naming a deleted session goes whole on a full disk: the delete goes through", () => {
+  using dir = tmpdir();
+  const memory = join(dir.path, "users", "ann", "memory");
+  const stale = memoryWithStaleTemp(memory);
+  // A copy the import never reads: nothing of it is lost by its removal, and removing needs no room.
+  const full = spyOn(atomic, "writeFileAtomic").mockImplementation(() => {
+    throw Object.assign(new Error("ENOSPC: no space left on device"), { code: "ENOSPC" });
+  });
+  try {
+    eraseImported(dir.path, "ann", "gone");
+  } finally {
+    full.mockRestore();
+  }
+  expect(existsSync(stale)).toBe(false);
+  expect(readFileSync(join(memory, "turns.json"), "utf8")).toContain("the words of kept");
 });
