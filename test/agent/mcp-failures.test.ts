@@ -192,6 +192,22 @@ describe("chat: MCP servers that will not start", () => {
     expect(found.filter((v) => v !== "")).toEqual([]);
   });
 
+  test("argSecrets finds a credential in a header-shaped argument (mcp-remote's --header)", () => {
+    const found = argSecrets([
+      "mcp-remote",
+      "https://mcp.example/sse",
+      "--header",
+      "Authorization: Bearer sk-hdr-0123456789",
+      "--header=X-Api-Key:xk-0123456789",
+    ]);
+    expect(found).toEqual(expect.arrayContaining(["sk-hdr-0123456789", "xk-0123456789"]));
+    const tail = new StderrTail({}, ["--header", "Authorization: Bearer sk-hdr-0123456789"]);
+    tail.add("Error: bad header Authorization: Bearer sk-hdr-0123456789\n");
+    expect(tail.lines().join("\n")).not.toContain("sk-hdr");
+    // A header of another name is no credential: it says what went wrong.
+    expect(argSecrets(["--header", "Accept: text/event-stream"]).filter((v) => v !== "")).toEqual([]);
+  });
+
   test("a secret the kept end of stderr begins inside is not shown in part", () => {
     const key = "sk-test-0123456789abcdef";
     const tail = new StderrTail({ API_KEY: key });

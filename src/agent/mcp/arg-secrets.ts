@@ -17,10 +17,27 @@ function urlSecrets(text: string): string[] {
   return found;
 }
 
+/** A header's name (RFC 9110's token, kept to what names use). */
+const HEADER_NAME = /^[A-Za-z][\w-]*$/;
+
+/**
+ * A header's credential, where an argument is a header (`Authorization: Bearer …`, `X-Api-Key:…`,
+ * as mcp-remote's `--header` takes them) whose name says it holds one: the value, and a scheme's
+ * credentials alone (`Bearer`, `Basic`…), which an echo may show without the scheme.
+ */
+function headerSecrets(text: string): string[] {
+  const colon = text.indexOf(":");
+  if (colon <= 0 || !HEADER_NAME.test(text.slice(0, colon)) || !SECRET_NAME.test(text.slice(0, colon)))
+    return [];
+  const value = text.slice(colon + 1).trim();
+  const credentials = /^[A-Za-z]+\s+(\S+)$/.exec(value)?.[1];
+  return credentials === undefined ? [value] : [value, credentials];
+}
 /**
  * The values in an MCP server's `args` that are credentials (docs/agent.md "MCP servers"): the
  * value of a secret-named flag (`--api-key sk-…`, `--token=…`), of a `NAME=value` pair (`env
- * API_KEY=…`), and a URL's user:password and secret-named query values. An argument parser's
+ * API_KEY=…`), a secret-named header's value (`Authorization: Bearer …`), and a URL's
+ * user:password and secret-named query values. An argument parser's
  * error or a traceback echoes its argv, and the failed start's message quotes that to the host.
  */
 export function argSecrets(args: readonly string[]): string[] {
@@ -33,8 +50,8 @@ export function argSecrets(args: readonly string[]): string[] {
       if (eq > 0) found.push(arg.slice(eq + 1));
       else if (arg.startsWith("-") && !(args[i + 1] ?? "-").startsWith("-")) found.push(args[i + 1] ?? "");
     }
-    found.push(...urlSecrets(arg));
-    if (eq > 0) found.push(...urlSecrets(arg.slice(eq + 1)));
+    found.push(...urlSecrets(arg), ...headerSecrets(arg));
+    if (eq > 0) found.push(...urlSecrets(arg.slice(eq + 1)), ...headerSecrets(arg.slice(eq + 1)));
   });
   return found;
 }
