@@ -16,6 +16,21 @@ const pidsIn = (file: string) =>
 
 type Result = { response: string; warnings: { code: string; message: string }[] };
 
+/**
+ * The warning a chat gets from a server that echoes its argv (`args` after its script) as an
+ * argument parser's usage error does, and exits.
+ */
+async function argvEchoWarning(args: string[]): Promise<string> {
+  const script =
+    "process.stderr.write('usage error: ' + process.argv.slice(1).join(' ') + '\\n'); process.exit(2);";
+  await using h = new ChatHarness({
+    mcp_servers: [{ name: "t", command: process.execPath, args: ["-e", script, ...args] }],
+  });
+  h.llama.script({ content: ["fine"] });
+  const { terminal } = await h.chat("c", { input: "hi" });
+  return (terminal.result as Result).warnings[0]?.message ?? "";
+}
+
 describe("chat: MCP servers that will not start", () => {
   test("a server that never answers initialize is killed after startup_timeout_s; the turn runs with the other server's tools", async () => {
     using scratch = tmpdir();
@@ -142,29 +157,14 @@ describe("chat: MCP servers that will not start", () => {
   test("credentials in the server's args that its argument parser echoes are not handed to the host", async () => {
     const key = "sk-args-0123456789abcdef";
     const password = "hunter2-secret";
-    const script =
-      "process.stderr.write('usage error: ' + process.argv.slice(1).join(' ') + '\\n'); process.exit(2);";
-    await using h = new ChatHarness({
-      mcp_servers: [
-        {
-          name: "t",
-          command: process.execPath,
-          args: [
-            "-e",
-            script,
-            "--api-key",
-            key,
-            "--db",
-            `postgres://ann:${password}@db.local/x`,
-            "--name",
-            "plain-value",
-          ],
-        },
-      ],
-    });
-    h.llama.script({ content: ["fine"] });
-    const { terminal } = await h.chat("c", { input: "hi" });
-    const message = (terminal.result as Result).warnings[0]?.message ?? "";
+    const message = await argvEchoWarning([
+      "--api-key",
+      key,
+      "--db",
+      `postgres://ann:${password}@db.local/x`,
+      "--name",
+      "plain-value",
+    ]);
     expect(message).toContain("usage error:");
     expect(message).toContain("[redacted] --db postgres://ann:[redacted]@db.local/x");
     expect(message).not.toContain(key);
@@ -191,6 +191,15 @@ describe("chat: MCP servers that will not start", () => {
     const found = argSecrets(["--path", "/tmp/x", "--auth", "--next", "https://host/p?page=2"]);
     expect(found.filter((v) => v !== "")).toEqual([]);
   });
+
+  test("a URL in the args whose password holds a bare % (no escape) still starts the server, the password redacted", async () => {
+    // decodeURIComponent throws on `%of`: the start threw after its spawn, the child left running.
+    expect(() => argSecrets(["postgres://ann:50%off-pw@db.local/x", "https://100%u:pw@h/"])).not.toThrow();
+    expect(argSecrets(["postgres://ann:50%off-pw@db.local/x"])).toContain("50%off-pw");
+    const message = await argvEchoWarning(["--db", "postgres://ann:50%off-pw@db.local/x"]);
+    expect(message).toContain("usage error:");
+    expect(message).not.toContain("50%off-pw");
+  }, 30_000);
 
   test("argSecrets finds a credential in a header-shaped argument (mcp-remote's --header)", () => {
     const found = argSecrets([

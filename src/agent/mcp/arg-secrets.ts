@@ -7,14 +7,22 @@ const NAME = /^-{0,2}[A-Za-z_][\w.-]*$/;
 function urlSecrets(text: string): string[] {
   if (!URL.canParse(text)) return [];
   const url = new URL(text);
-  const found = [
-    url.password,
-    decodeURIComponent(url.password),
-    url.username,
-    decodeURIComponent(url.username),
-  ];
+  const found = [url.password, decoded(url.password), url.username, decoded(url.username)];
   for (const [name, value] of url.searchParams) if (SECRET_NAME.test(name)) found.push(value);
   return found;
+}
+
+/**
+ * A URL part as it is written unescaped; as it stands where it is no escape: a bare `%` (a
+ * password of `50%off`, not encoded, as people write them) made decodeURIComponent throw, and
+ * with it the server's start, after its spawn: every chat failed and left the child running.
+ */
+function decoded(part: string): string {
+  try {
+    return decodeURIComponent(part);
+  } catch {
+    return part;
+  }
 }
 
 /** A header's name (RFC 9110's token, kept to what names use). */

@@ -106,6 +106,8 @@ export interface StartOptions {
  * outright has it reaped by the next one where no guard did, lasts as long as the process.
  */
 export async function startServer(cfg: McpServerConfig, options: StartOptions): Promise<StartOutcome> {
+  // Before the spawn: nothing that may throw stands between it and the child's being watched.
+  const tail = new StderrTail(cfg.env, cfg.args);
   let child: McpChild;
   try {
     child = spawnMcpServer({
@@ -127,7 +129,6 @@ export async function startServer(cfg: McpServerConfig, options: StartOptions): 
     stallMs: cfg.timeout_s * 1000,
     unasked: options.unasked,
   });
-  const tail = new StderrTail(cfg.env, cfg.args);
   const stderrRead = logStderr(
     cfg.name,
     child.stderr,
