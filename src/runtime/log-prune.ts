@@ -29,7 +29,9 @@ export function prunePathLogs(dir: string, current: string): void {
     g.newest = Math.max(g.newest, st.mtimeMs);
     groups.set(group, g);
   }
-  const oldest = [...groups.values()].sort((a, b) => b.newest - a.newest).slice(PATH_LOGS_KEPT - 1);
+  // Room for `current` only where it is a path log itself: a configured model's log is none.
+  const others = PATH_LOG.test(current) ? PATH_LOGS_KEPT - 1 : PATH_LOGS_KEPT;
+  const oldest = [...groups.values()].sort((a, b) => b.newest - a.newest).slice(others);
   for (const g of oldest) {
     for (const name of g.files) {
       try {

@@ -165,4 +165,14 @@ describe("path models' logs", () => {
     // A configured model's log is never pruned, however old.
     expect(readFileSync(join(dir.path, "llama-server-chat.log"), "utf8")).toBe("configured\n");
   });
+
+  test("a configured model's log opened keeps PATH_LOGS_KEPT path logs, not one fewer", () => {
+    using dir = tmpdir();
+    for (let i = 0; i < PATH_LOGS_KEPT; i++)
+      writeFileSync(join(dir.path, `llama-server-path-${i.toString(16).padStart(12, "0")}.log`), "x\n");
+    new RotatingLog(dir.path, 1024, 2, "llama-server-chat.log").close();
+    expect(readdirSync(dir.path).filter((n) => n.startsWith("llama-server-path-"))).toHaveLength(
+      PATH_LOGS_KEPT,
+    );
+  });
 });
