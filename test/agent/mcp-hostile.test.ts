@@ -481,6 +481,14 @@ describe("MCP tool lists that are unfit to offer", () => {
     });
   }, 30_000);
 
+  test("a later page the server refuses keeps the pages read, with a warning: its start does not fail", async () => {
+    await withHostile("paged-error", async (pool) => {
+      const listed = await pool.listing("h", never);
+      expect(listed.tools.map((t) => t.name)).toEqual(["echo"]);
+      expect(listed.dropped).toContain("Invalid cursor");
+    });
+  }, 30_000);
+
   test("a list whose pages never end is read for MAX_LIST_PAGES pages, with a warning", async () => {
     await withHostile("paged-forever", async (pool) => {
       const listed = await pool.listing("h", never);

@@ -1,5 +1,6 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { getDefaultEnvironment } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
 import type { jsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/types.js";
 import { z } from "zod";
 import type { McpServerConfig } from "../../config/schema.ts";
@@ -54,7 +55,15 @@ async function listPages(
   let cursor: string | undefined;
   for (let page = 0; page < MAX_LIST_PAGES; page++) {
     const params = cursor === undefined ? {} : { params: { cursor } };
-    const listed = await client.request({ method: "tools/list", ...params }, LISTED, options);
+    let listed: z.infer<typeof LISTED>;
+    try {
+      listed = await client.request({ method: "tools/list", ...params }, LISTED, options);
+    } catch (err) {
+      // A later page the server refuses (a cursor it cannot take back): the pages read are
+      // offered, as the first alone was before pages were read, rather than none.
+      if (cursor === undefined || !answeredError(err, options.signal)) throw err;
+      return { tools, unread: `its page ${page + 1} was refused: ${cutText((err as Error).message, 200)}` };
+    }
     for (const tool of listed.tools) tools.push(tool);
     cursor = typeof listed.nextCursor === "string" ? listed.nextCursor : undefined;
     if (cursor === undefined || tools.length > MAX_TOOLS_PER_SERVER) return { tools, unread: null };
@@ -62,6 +71,16 @@ async function listPages(
       return { tools, unread: `its next page was not read: a cursor over ${MAX_CURSOR_CHARS} characters` };
   }
   return { tools, unread: `it listed more than the ${MAX_LIST_PAGES} pages read` };
+}
+
+/** Whether `err` is the server's own error answer: not a timeout, a closed connection or a cancel. */
+function answeredError(err: unknown, signal: AbortSignal): boolean {
+  return (
+    !signal.aborted &&
+    err instanceof McpError &&
+    err.code !== ErrorCode.RequestTimeout &&
+    err.code !== ErrorCode.ConnectionClosed
+  );
 }
 
 /** A server that answered initialize and tools/list. */
