@@ -22,9 +22,14 @@ export async function jpegScansOver(b: Uint8Array): Promise<boolean> {
       await new Promise((r) => setImmediate(r));
       slice = at + BYTES_A_SLICE;
     }
-    while (at < b.length && b[at] !== 0xff) at++;
-    while (at < b.length && b[at] === 0xff) at++;
+    // Within the slice: a run with no marker (entropy data, fill bytes) may be megabytes long.
+    const stop = Math.min(b.length, slice);
+    while (at < stop && b[at] !== 0xff) at++;
+    while (at < stop && b[at] === 0xff) at++;
     if (at >= b.length) break;
+    // The slice's end: the loop turns, then the walk goes on here; but a marker the run of 0xFF
+    // ended on, right at it, is read now (from here, it would be skipped as a stray byte).
+    if (at === stop && !(b[at - 1] === 0xff && b[at] !== 0xff)) continue;
     const marker = b[at] as number;
     if (marker === 0xd9) break;
     if (marker === 0x00 || marker === 0x01 || (marker >= 0xd0 && marker <= 0xd8)) {

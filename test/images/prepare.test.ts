@@ -92,6 +92,32 @@ describe("an image's header", () => {
     expect(pings).toBeGreaterThan(0);
   });
 
+  test("a JPEG's scans are counted in slices through long runs without a marker too", async () => {
+    // 8 MB with no 0xFF (entropy data may hold few), then 8 MB of fill 0xFF bytes: each was walked
+    // whole between two turns of the loop, the slices counted only from marker to marker.
+    const jpeg = progressiveJpeg(64, 48, 1);
+    const sos = jpeg.indexOf(Buffer.from([0xff, 0xda]));
+    for (const run of [Buffer.alloc(8 * 1024 * 1024, 0x11), Buffer.alloc(8 * 1024 * 1024, 0xff)]) {
+      const big = Buffer.concat([jpeg.subarray(0, sos + 12), run, jpeg.subarray(sos + 12)]);
+      const { value, pings } = await pingsDuring(() => jpegScansOver(big));
+      expect(value).toBe(false);
+      expect(pings).toBeGreaterThan(0);
+    }
+  });
+
+  test("a marker right at a slice's end is read as one", async () => {
+    // The EOI's 0xFF the last byte of the first 2 MiB slice, its 0xD9 the first of the next:
+    // taken for a stray byte, the trailer's scan markers after it were counted.
+    const head = progressiveJpeg(64, 48, 1).subarray(0, -2);
+    const fill = Buffer.alloc(2 * 1024 * 1024 - 1 - head.length, 0x11);
+    const trailer = Buffer.concat(
+      Array.from({ length: 200 }, () => Buffer.from([0xff, 0xda, 0, 8, 1, 1, 0, 1, 63, 0])),
+    );
+    const jpeg = Buffer.concat([head, fill, Buffer.from([0xff, 0xd9]), trailer]);
+    expect(jpeg[2 * 1024 * 1024]).toBe(0xd9);
+    expect(await jpegScansOver(jpeg)).toBe(false);
+  });
+
   test("a JPEG that ends before its frame header is damaged", () => {
     const header = readImageHeader(jpegHeader(10, 10).subarray(0, 12));
     expect(header).toMatchObject({ ok: false, kind: "damaged" });
