@@ -2,6 +2,7 @@ import type { Database } from "bun:sqlite";
 import { stat } from "node:fs/promises";
 import { relative } from "node:path";
 import { logger } from "../util/logger.ts";
+import { outOfOpenFiles } from "../util/read-file.ts";
 import { whileBusy } from "./busy-retry.ts";
 import { settleErase } from "./erase.ts";
 import { onDisk, readable } from "./folder-names.ts";
@@ -313,6 +314,9 @@ export class FolderIndex {
       // Its size at the walk is the most read: a file grown since waits for the next start.
       return { file, parts: chunk(await this.read(onDisk(root, file.path), file.size)) };
     } catch (err) {
+      // Out of open files, nothing is wrong with the file: the walk fails and is tried again
+      // (RETRY_MS), where a file left unread waited for a change or a restart.
+      if (outOfOpenFiles(err)) throw err;
       this.tell(root, file.path, `it cannot be read now (${(err as Error).message})`);
       return { file, parts: undefined };
     }

@@ -254,3 +254,43 @@ describe("the memory.folders index and a write lock held elsewhere", () => {
     }
   });
 });
+
+describe("a file read while the core is out of open files", () => {
+  // 08cdb056 made a listing at EMFILE fail the walk, to be tried again; a file's own read at
+  // EMFILE was still taken for a file that cannot be read: a changed one's passages forgotten,
+  // a new one left out, and nothing walked the folder again until a change or a restart.
+  test("fails the walk, tried again later: the file's new text is indexed", async () => {
+    using dir = tmpdir();
+    const folder = join(dir.path, "notes");
+    mkdirSync(folder);
+    const file = join(folder, "a.md");
+    writeFileSync(file, "the pelican nests by the harbour");
+    let outOfFiles = false;
+    const store = Store.open(join(dir.path, "data"), {
+      folders: [folder],
+      folderIndex: {
+        watch: false,
+        retryMs: 50,
+        read: async (path) => {
+          if (outOfFiles) {
+            outOfFiles = false;
+            throw Object.assign(new Error("EMFILE: too many open files"), { code: "EMFILE" });
+          }
+          return readFileSync(path, "utf8");
+        },
+      },
+    });
+    const warn = spyOn(logger, "warn").mockImplementation(() => {});
+    try {
+      await store.folderIndex.start();
+      writeFileSync(file, "a heron stands in the reeds, longer now");
+      outOfFiles = true;
+      await store.folderIndex.refresh([folder]);
+      const found = () => store.memory.search("u", "heron", 5).map((h) => h.doc.source);
+      expect(await waitFor(() => found().length > 0, { intervalMs: 50 })).toBe(true);
+    } finally {
+      warn.mockRestore();
+      store.close();
+    }
+  });
+});
