@@ -1,6 +1,6 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { getDefaultEnvironment } from "@modelcontextprotocol/sdk/client/stdio.js";
-import { ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
+import { McpError } from "@modelcontextprotocol/sdk/types.js";
 import type { jsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/types.js";
 import { z } from "zod";
 import type { McpServerConfig } from "../../config/schema.ts";
@@ -61,7 +61,7 @@ async function listPages(
     } catch (err) {
       // A later page the server refuses (a cursor it cannot take back): the pages read are
       // offered, as the first alone was before pages were read, rather than none.
-      if (cursor === undefined || !answeredError(err, options.signal)) throw err;
+      if (cursor === undefined || !answeredError(err, client, options.signal)) throw err;
       return { tools, unread: `its page ${page + 1} was refused: ${cutText((err as Error).message, 200)}` };
     }
     for (const tool of listed.tools) tools.push(tool);
@@ -73,14 +73,13 @@ async function listPages(
   return { tools, unread: `it listed more than the ${MAX_LIST_PAGES} pages read` };
 }
 
-/** Whether `err` is the server's own error answer: not a timeout, a closed connection or a cancel. */
-function answeredError(err: unknown, signal: AbortSignal): boolean {
-  return (
-    !signal.aborted &&
-    err instanceof McpError &&
-    err.code !== ErrorCode.RequestTimeout &&
-    err.code !== ErrorCode.ConnectionClosed
-  );
+/**
+ * Whether `err` is the server's own error answer, not the start's clock, a cancel or a closed
+ * connection: told by the connection still open, not by the code, since a server may answer
+ * -32000 (the SDK's code for a closed connection, and the first of those left to servers) itself.
+ */
+function answeredError(err: unknown, client: Client, signal: AbortSignal): boolean {
+  return !signal.aborted && err instanceof McpError && client.transport !== undefined;
 }
 
 /** A server that answered initialize and tools/list. */
