@@ -225,9 +225,11 @@ export class CoreProcess {
       if (this.exited) return;
       deliver(splitter.end());
       for (const frame of errSplitter.end()) if (frame.kind === "line") this.stderrLine(frame.text);
-      // 126/127 are the shell's "cannot execute"/"not found": Node hands a binary built for
-      // another machine to /bin/sh (foreign-binary.ts); the core itself never exits with them.
-      const shellRefused = !spoke && (exitSeen?.code === 126 || exitSeen?.code === 127);
+      // What /bin/sh exits with when Node hands it a binary built for another machine
+      // (foreign-binary.ts): bash's 126/127, "cannot execute"/"not found", and dash's 2, a syntax
+      // error in the binary's bytes (Debian's and Ubuntu's sh). The header tells it: a core of
+      // this machine exiting so (2 is its usage error) is never taken for one.
+      const shellRefused = !spoke && SHELL_REFUSED.has(exitSeen?.code ?? 0);
       const foreign = shellRefused ? foreignBinary(this.options.command, this.options.cwd) : undefined;
       this.exited = {
         code: exitSeen?.code ?? null,
@@ -269,6 +271,9 @@ export class CoreProcess {
     this.handlers.onStderrLine(line);
   }
 }
+
+/** Exit codes of /bin/sh for a file it cannot run as a script (above). */
+const SHELL_REFUSED = new Set([2, 126, 127]);
 
 /** Spawn failures that say what is wrong with the file already, whatever it is built for. */
 const FILE_PROBLEMS = new Set(["ENOENT", "EACCES", "EPERM", "ENOTDIR", "ENAMETOOLONG", "ELOOP"]);

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { spawn } from "node:child_process";
-import { chmodSync, closeSync, openSync, readSync, writeFileSync } from "node:fs";
+import { chmodSync, closeSync, existsSync, openSync, readFileSync, readSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { executableKind, foreignBinary } from "../../src/client/foreign-binary.ts";
 import { LocalAiClient } from "../../src/client/index.ts";
@@ -93,6 +93,23 @@ describe("a core binary built for another machine", () => {
     expect(err.data?.exit_code).toBe(127);
     expect(String(err.data?.spawn_error)).toContain(`is a linux-${OTHER_ARCH.arch} executable`);
     expect(err.message).toContain("could not be started (ENOEXEC:");
+  });
+
+  test("a real executable of another machine, which dash reads as a script and exits 2 on, is told so too", async () => {
+    // Debian's and Ubuntu's /bin/sh is dash: on a binary's bytes it says "Syntax error" and exits
+    // 2, not 126 or 127 (bash's), so the header was never read there.
+    if (process.platform !== "linux" || !existsSync("/bin/true")) return;
+    await using dir = tmpdir();
+    const binary = join(dir.path, "local-ai");
+    const bytes = readFileSync("/bin/true");
+    new DataView(bytes.buffer, bytes.byteOffset).setUint16(18, OTHER_ARCH.machine, true);
+    writeFileSync(binary, bytes);
+    chmodSync(binary, 0o755);
+    const nodeLike = (command: string, args: string[], options: object) =>
+      spawn("/bin/sh", [command, ...args], options);
+    const err = await rejection(LocalAiClient.start({ binary, spawn: nodeLike }));
+    expect(err.code).toBe("core_exited");
+    expect(String(err.data?.spawn_error)).toContain(`is a linux-${OTHER_ARCH.arch} executable`);
   });
 
   test("a core of this machine that exits 127 before its first line is told by its exit, as before", async () => {
