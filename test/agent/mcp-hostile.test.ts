@@ -489,6 +489,14 @@ describe("MCP tool lists that are unfit to offer", () => {
     });
   }, 30_000);
 
+  test("an empty next cursor ends the list: the first page is not asked for again", async () => {
+    await withHostile("paged-empty-cursor", async (pool) => {
+      const listed = await pool.listing("h", never);
+      expect(listed.tools.map((t) => t.name)).toEqual(["echo"]);
+      expect(listed.dropped).toBeNull();
+    });
+  }, 30_000);
+
   test("a list whose pages never end is read for MAX_LIST_PAGES pages, with a warning", async () => {
     await withHostile("paged-forever", async (pool) => {
       const listed = await pool.listing("h", never);

@@ -65,7 +65,9 @@ async function listPages(
       return { tools, unread: `its page ${page + 1} was refused: ${cutText((err as Error).message, 200)}` };
     }
     for (const tool of listed.tools) tools.push(tool);
-    cursor = typeof listed.nextCursor === "string" ? listed.nextCursor : undefined;
+    // An empty cursor is no next page: sent back, it asks for the first page again.
+    cursor =
+      typeof listed.nextCursor === "string" && listed.nextCursor !== "" ? listed.nextCursor : undefined;
     if (cursor === undefined || tools.length > MAX_TOOLS_PER_SERVER) return { tools, unread: null };
     if (cursor.length > MAX_CURSOR_CHARS)
       return { tools, unread: `its next page was not read: a cursor over ${MAX_CURSOR_CHARS} characters` };
