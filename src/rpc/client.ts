@@ -1,3 +1,4 @@
+import type { LookupFunction } from "node:net";
 import { connect, type Socket } from "node:net";
 import type { Endpoint } from "../config/rpc-endpoint.ts";
 import {
@@ -41,6 +42,17 @@ export type WorkerReport =
 
 export interface QueryRequest extends QueryOptions {
   timeoutMs?: number;
+  /** The resolver (tests replace it); the system's when absent. */
+  lookup?: LookupFunction;
+}
+
+/**
+ * A connection to the worker as llama-server makes it (ggml-rpc's socket_t::connect): IPv4
+ * only, to the first address the name resolves to, no other tried. Trying every address (the
+ * runtime's default) could reach a worker, or another machine, that llama-server will not.
+ */
+function connectLikeLlama(target: Endpoint, lookup?: LookupFunction): Socket {
+  return connect({ host: target.host, port: target.port, family: 4, ...(lookup ? { lookup } : {}) });
 }
 
 export function queryWorker(target: Endpoint, request: QueryRequest = {}): Promise<WorkerReport> {
@@ -51,7 +63,7 @@ export function queryWorker(target: Endpoint, request: QueryRequest = {}): Promi
     let settled = false;
     let connected = false;
     let address: string | undefined;
-    const socket: Socket = connect({ host: target.host, port: target.port });
+    const socket = connectLikeLlama(target, request.lookup);
     const finish = (outcome: { answer: { version: RpcVersion; devices: DeviceMemory[] } } | WireFailure) => {
       if (settled) return;
       settled = true;
@@ -137,9 +149,13 @@ function connectFailure(err: NodeJS.ErrnoException): WireFailure {
  * used while llama-server is dying, when the workers that are alive are still its clients
  * (a worker serves one client at a time) and would not answer a query yet.
  */
-export function acceptsConnections(target: Endpoint, timeoutMs: number): Promise<boolean> {
+export function acceptsConnections(
+  target: Endpoint,
+  timeoutMs: number,
+  lookup?: LookupFunction,
+): Promise<boolean> {
   return new Promise((resolve) => {
-    const socket = connect({ host: target.host, port: target.port });
+    const socket = connectLikeLlama(target, lookup);
     const done = (up: boolean) => {
       clearTimeout(timer);
       socket.destroy();

@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { createServer } from "node:net";
 import { type Endpoint, parseEndpoint } from "../../src/config/rpc-endpoint.ts";
-import { acceptsConnections, queryWorker } from "../../src/rpc/client.ts";
+import { acceptsConnections, type QueryRequest, queryWorker } from "../../src/rpc/client.ts";
 import { pickFreePort } from "../../src/runtime/ports.ts";
 import { RECORDED_DEVICE_BYTES, RpcWorkerStandIn, type WorkerMode } from "../fixtures/rpc-worker.ts";
 
@@ -97,6 +97,36 @@ describe("queryWorker over TCP", () => {
     const r = await queryWorker(at(`127.0.0.1:${port}`), { timeoutMs: 5000 });
     expect(r).toMatchObject({ ok: false, failure: "malformed" });
     server.close();
+  });
+
+  test("a name with several addresses is asked at its first IPv4 one only, as llama-server connects", async () => {
+    // llama.cpp's socket_t::connect takes gethostbyname's first address (AF_INET) and tries no
+    // other; a query that fell through to a later address said ok for a worker llama-server
+    // cannot reach (or reached another machine than the one it will use).
+    await using w = await new RpcWorkerStandIn().start();
+    const dead = "127.0.0.8";
+    const asked: { family?: number; all?: boolean }[] = [];
+    const lookup = ((
+      _host: string,
+      options: { family?: number; all?: boolean },
+      cb: (...a: unknown[]) => void,
+    ) => {
+      asked.push(options);
+      const list = [
+        { address: dead, family: 4 },
+        { address: "::1", family: 6 },
+        { address: "127.0.0.1", family: 4 },
+      ];
+      if (options.all) cb(null, options.family === 4 ? list.filter((a) => a.family === 4) : list);
+      else cb(null, dead, 4);
+    }) as unknown as QueryRequest["lookup"];
+    const target = at(`many.test:${w.port}`);
+    expect(await queryWorker(target, { lookup, timeoutMs: 5000 })).toMatchObject({
+      ok: false,
+      failure: "refused",
+    });
+    expect(await acceptsConnections(target, 5000, lookup)).toBe(false);
+    expect(asked.every((o) => o.family === 4)).toBe(true);
   });
 
   test("acceptsConnections tells a live port from a dead one without talking to it", async () => {
