@@ -42,6 +42,10 @@ export function parseEndpoint(raw: string): ParsedEndpoint {
 
 function hostProblem(host: string): string | null {
   if (IPV4.test(host)) {
+    // The resolver (inet_aton, llama-server's gethostbyname and the core's alike) reads a
+    // leading zero as octal: 192.168.001.010 is 192.168.1.8, another machine than the one meant.
+    if (host.split(".").some((o) => o.length > 1 && o.startsWith("0")))
+      return `'${host}' has a leading zero in a number, which the resolver reads as octal (010 is 8): write it without`;
     return host.split(".").every((o) => Number(o) <= 255) ? null : `'${host}' is not an IPv4 address`;
   }
   if (host.length > 253) return "the host name is longer than 253 characters";

@@ -27,6 +27,9 @@ describe("parseEndpoint: host:port as llama-server's --rpc reads it", () => {
     ["[::1]:50052", /IPv6/],
     ["fe80::1:50052", /IPv6/],
     ["256.1.1.1:5", /not an IPv4 address/],
+    // The resolver (inet_aton, in llama-server and the core alike) reads 010 as octal: 192.168.1.8.
+    ["192.168.001.010:50052", /leading zero/],
+    ["10.0.0.09:5", /leading zero/],
     ["bad_host:5", /not a host name/],
     ["-bad:5", /not a host name/],
     ["a..b:5", /not a host name/],
