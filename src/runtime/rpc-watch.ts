@@ -36,6 +36,11 @@ export class RpcWatch {
   private pendingVersion: string | null = null;
   private identifying: Promise<CoreError> | undefined;
   private identified: CoreError | undefined;
+  /**
+   * Workers this launch's llama-server said it could not connect to, with why, as the lines
+   * came: with -v the load prints hundreds of lines after, past the launch tail.
+   */
+  private readonly skipped = new Map<string, string>();
   /** Which launch: a finding that arrives after the next launch began is not this one's. */
   private generation = 0;
   private readonly book: WorkerBook;
@@ -53,6 +58,7 @@ export class RpcWatch {
     this.pendingVersion = null;
     this.identifying = undefined;
     this.identified = undefined;
+    this.skipped.clear();
     this.book.launched(endpoints);
   }
 
@@ -66,6 +72,8 @@ export class RpcWatch {
     if (this.endpoints.length === 0) return;
     const version = VERSION_MISMATCH.exec(text);
     if (version) this.pendingVersion = version[1] as string;
+    const failed = FAILED_CONNECT.exec(text)?.[1];
+    if (failed && this.endpoints.includes(failed)) this.skipped.set(failed, skipReason(this.pendingVersion));
     const refused = HANDSHAKE_FAILED.exec(text) ?? (this.pendingVersion ? FAILED_CONNECT.exec(text) : null);
     if (refused) {
       this.book.refuseVersion(refused[1] as string, this.pendingVersion);
@@ -88,21 +96,14 @@ export class RpcWatch {
    * on, CPU only) is a failed start, named, so the next one plans without it.
    */
   afterReady(launchTail: readonly string[]): CoreError | null {
-    const skipped = new Map<string, string>();
+    const skipped = new Map(this.skipped);
     let version: string | null = null;
     for (const l of launchTail) {
       const v = VERSION_MISMATCH.exec(l);
       if (v) version = v[1] as string;
       const m = FAILED_CONNECT.exec(l);
       if (!m) continue;
-      if (this.endpoints.includes(m[1] as string)) {
-        skipped.set(
-          m[1] as string,
-          version
-            ? `it speaks RPC protocol v${version}, which this llama-server refuses`
-            : "it could not connect",
-        );
-      }
+      if (this.endpoints.includes(m[1] as string)) skipped.set(m[1] as string, skipReason(version));
       // A mismatch line comes just before its worker's `Failed to connect`, and is that one's only.
       version = null;
     }
@@ -203,6 +204,12 @@ export function frozenWorkerNote(endpoints: readonly string[]): string {
   if (endpoints.length === 0) return "";
   const which = `RPC worker${endpoints.length > 1 ? "s" : ""} ${endpoints.join(", ")}`;
   return `; it was using ${which}: a worker that stops without closing its connection (frozen, its machine asleep or cut off) stalls llama-server like this; the next start checks them and plans without one that does not answer`;
+}
+
+function skipReason(refusedVersion: string | null): string {
+  return refusedVersion
+    ? `it speaks RPC protocol v${refusedVersion}, which this llama-server refuses`
+    : "it could not connect";
 }
 
 function withData(err: CoreError, data: Record<string, unknown>): CoreError {

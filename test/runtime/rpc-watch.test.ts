@@ -91,6 +91,28 @@ describe("RpcWatch on the recorded logs", () => {
     expect(w.afterReady(lines("82-rpc-unreachable.log"))).toBeNull();
   });
 
+  test("a skipped worker is named even when the start's log pushed its line out of the tail", () => {
+    // With -v in llama.extra_args llama-server prints a line per tensor and layer while it
+    // loads: hundreds after the worker's `Failed to connect`, past the launch tail's 400.
+    const { w } = watch({});
+    w.begin(["127.0.0.1:1"]);
+    const log = [
+      "0.00.005.366 E Failed to connect to 127.0.0.1:1",
+      ...Array.from(
+        { length: 600 },
+        (_, i) => `0.00.090.000 D load_tensors: layer ${i} assigned to device CPU`,
+      ),
+      "0.00.139.035 I srv  llama_server: listening on http://127.0.0.1:50193",
+    ];
+    for (const l of log) w.line(l);
+    expect(w.afterReady(log.slice(-400))?.message).toContain(
+      "llama-server started without RPC worker 127.0.0.1:1 (it could not connect)",
+    );
+    // The next launch starts from nothing.
+    w.begin(["127.0.0.1:1"]);
+    expect(w.afterReady(log.slice(-400))).toBeNull();
+  });
+
   test("a finding that arrives after the next launch began is dropped", async () => {
     const { w, lost } = watch({});
     w.begin(["a:1"]);
