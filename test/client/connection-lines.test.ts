@@ -5,7 +5,11 @@ import type { Transport } from "../../src/client/connection-types.ts";
 /** A core that takes every line and answers nothing until told. */
 function quietCore(): Transport & { lines: string[] } {
   const lines: string[] = [];
-  return { lines, exitInfo: undefined, write: (line) => (lines.push(line), { kind: "written" }) };
+  const write = (line: string) => {
+    lines.push(line);
+    return { kind: "written" as const };
+  };
+  return { lines, exitInfo: undefined, write };
 }
 
 const options = {
