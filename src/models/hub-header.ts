@@ -5,7 +5,7 @@ import { type ModelInfo, modelInfo } from "../plan/model.ts";
 import { CoreError, isCoreError } from "../protocol/errors.ts";
 import type { ModelRef } from "../protocol/model-ref.ts";
 import { type HubAccess, hubFetch, listRepoFiles, resolveUrl, unreachable } from "./hub-listing.ts";
-import { pickGguf } from "./pick-gguf.ts";
+import { missingText, pickGguf } from "./pick-gguf.ts";
 import { quantizationOf } from "./quantization.ts";
 
 /**
@@ -69,7 +69,7 @@ export async function readRemoteModel(
   if (group.missing.length > 0)
     throw missing(
       "incomplete_split",
-      `${ref.repo}: split model ${group.first} lacks ${group.missing.join(", ")} on the hub`,
+      `${ref.repo}: split model ${group.first} lacks ${missingText(group)} on the hub`,
       what,
     );
   const byPath = new Map(listing.map((f) => [f.path, f]));

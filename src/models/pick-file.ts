@@ -17,7 +17,7 @@ export interface Wanted {
 
 /** A model as a user sees it named: the file, or `prefix-*-of-N.gguf` for a split model. */
 function label(group: GgufGroup): string {
-  return group.parts.length > 1 ? group.first.replace(/-\d{5}(-of-\d{5}\.gguf)$/i, "-*$1") : group.first;
+  return group.total > 1 ? group.first.replace(/-\d{5}(-of-\d{5}\.gguf)$/i, "-*$1") : group.first;
 }
 
 const QUANT = /(?:^|[-._])((?:I?Q\d+(?:_[A-Z0-9]+)*)|BF16|F16|F32|MXFP4(?:_MOE)?|TQ\d_\d)(?=[-.]|$)/i;
@@ -72,7 +72,7 @@ function completeParts(want: Wanted, group: GgufGroup): string[] {
   const number = (p: string) => group.parts.indexOf(p) + 1;
   throw new CoreError(
     "invalid_request",
-    `${want.repo}: ${label(group)} lacks part(s) ${group.missing.map(number).join(", ")} of ${group.parts.length}`,
+    `${want.repo}: ${label(group)} lacks part(s) ${group.missing.map(number).join(", ")}${group.parts.length < group.total ? ", …" : ""} of ${group.total}`,
     { repo: want.repo, file: group.first, cause: "not_found" },
   );
 }

@@ -10,11 +10,19 @@ import type { ModelRef } from "../protocol/model-ref.ts";
 export interface GgufGroup {
   /** The file llama-server is given: the single file, or the first part (`-00001-of-0000N`). */
   first: string;
-  /** Every part the name promises, in order (just `first` when not split). */
+  /** Every part the name promises, in order (just `first` when not split); for a split cut short, those up to its last missing part named. */
   parts: string[];
-  /** The parts the paths lack (a split model cut short). */
+  /** How many parts the name promises (1 when not split). */
+  total: number;
+  /** The parts the paths lack (a split model cut short): the first MISSING_NAMED of them. */
   missing: string[];
 }
+
+/**
+ * A split cut short names at most this many of its missing parts: it is refused whatever the
+ * rest are, and a name claiming `-of-99999` made 99,998 names for each such file listed.
+ */
+export const MISSING_NAMED = 10;
 
 export type GgufPick =
   | { kind: "one"; group: GgufGroup }
@@ -41,16 +49,34 @@ export function groupGgufs(paths: readonly string[]): GgufGroup[] {
   for (const path of [...present].sort()) {
     const shard = shardName(path, true);
     if (!shard) {
-      groups.set(path, { first: path, parts: [path], missing: [] });
+      groups.set(path, { first: path, parts: [path], total: 1, missing: [] });
       continue;
     }
     const { stem, total } = shard;
     const key = `${stem}\0${total}`;
-    if (groups.has(key)) continue;
-    const parts = Array.from({ length: total }, (_, i) => shardFileName(stem, i + 1, total));
-    groups.set(key, { first: parts[0]!, parts, missing: parts.filter((p) => !present.has(p)) });
+    if (!groups.has(key)) groups.set(key, splitGroup(stem, total, present));
   }
   return [...groups.values()].sort((a, b) => a.first.localeCompare(b.first));
+}
+
+/**
+ * A split's parts in order, up to its MISSING_NAMED-th missing one: the work is what the listing
+ * holds of it, not the total its name claims (a hostile or broken listing's `-of-99999`).
+ */
+function splitGroup(stem: string, total: number, present: ReadonlySet<string>): GgufGroup {
+  const parts: string[] = [];
+  const missing: string[] = [];
+  for (let i = 1; i <= total && missing.length < MISSING_NAMED; i++) {
+    const name = shardFileName(stem, i, total);
+    parts.push(name);
+    if (!present.has(name)) missing.push(name);
+  }
+  return { first: parts[0]!, parts, total, missing };
+}
+
+/** A split's missing parts as a message names them, `…` where more are missing than named. */
+export function missingText(group: GgufGroup): string {
+  return `${group.missing.join(", ")}${group.parts.length < group.total ? ", …" : ""}`;
 }
 
 /**
@@ -70,7 +96,10 @@ export function pickGguf(paths: readonly string[], ref: Pick<ModelRef, "quant" |
   const models = groups.filter((g) => !isProjector(g.first));
   const available = models.map((g) => g.first);
   if (ref.file !== undefined) {
-    const group = groups.find((g) => g.parts.includes(ref.file!));
+    // The part's own model by its first part's name: the parts of a split cut short are not all named.
+    const shard = shardName(ref.file, true);
+    const first = shard ? shardFileName(shard.stem, 1, shard.total) : ref.file;
+    const group = groups.find((g) => g.first === first);
     // A part that is listed names its model; a part the listing lacks is not there.
     return group && paths.includes(ref.file) ? { kind: "one", group } : { kind: "none", available };
   }

@@ -6,7 +6,7 @@ import { CoreError } from "../protocol/errors.ts";
 import { HF_PREFIX, type ModelRef, parseHfModelPath, pullCommand } from "../protocol/model-ref.ts";
 import { FileTooLarge, kindOf, NotRegularFile, readSmallFile } from "../util/read-file.ts";
 import { type Env, hubCacheDir, refPath, repoPaths } from "./hf-cache.ts";
-import { isGgufPath, pickGguf } from "./pick-gguf.ts";
+import { isGgufPath, missingText, pickGguf } from "./pick-gguf.ts";
 
 /**
  * `model.path: hf:org/name:Q4_K_M` → the file in the Hugging Face cache, offline: refs/<revision>
@@ -82,7 +82,7 @@ export function resolveCached(ref: ModelRef, cacheDir: string): CacheResolution 
     return {
       kind: "missing",
       problem: "incomplete_split",
-      detail: `split model ${group.first} lacks ${group.missing.join(", ")} in the cache`,
+      detail: `split model ${group.first} lacks ${missingText(group)} in the cache`,
     };
   const paths = group.parts.map((p) => join(at.snapshot, ...p.split("/")));
   for (const [i, part] of group.parts.entries()) {

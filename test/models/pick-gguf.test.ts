@@ -28,9 +28,10 @@ describe("which GGUF a ref means", () => {
           "big-Q8_0-00002-of-00003.gguf",
           "big-Q8_0-00003-of-00003.gguf",
         ],
+        total: 3,
         missing: ["big-Q8_0-00003-of-00003.gguf"],
       },
-      { first: "small-Q4_K_M.gguf", parts: ["small-Q4_K_M.gguf"], missing: [] },
+      { first: "small-Q4_K_M.gguf", parts: ["small-Q4_K_M.gguf"], total: 1, missing: [] },
     ]);
   });
 
@@ -39,11 +40,30 @@ describe("which GGUF a ref means", () => {
     // pull and plan of the repo.
     const names = ["odd-00001-of-00000.gguf", "odd-00000-of-00002.gguf", "odd-00003-of-00002.gguf"];
     expect(groupGgufs(names)).toEqual(
-      names.toSorted().map((name) => ({ first: name, parts: [name], missing: [] })),
+      names.toSorted().map((name) => ({ first: name, parts: [name], total: 1, missing: [] })),
     );
     expect(pickGguf(["odd-00001-of-00000.gguf"], {})).toMatchObject({
       kind: "one",
       group: { first: "odd-00001-of-00000.gguf" },
+    });
+  });
+
+  test("a split name claiming 99999 parts costs what is listed, not 99999 names (a hostile listing)", () => {
+    // Each name made all 99999 of its parts' names, twice: a 20 KB listing of 100 such names held
+    // the core 8 s and 2 GB, a few hundred more took it down, in every pull, plan and models.
+    const names = Array.from({ length: 50 }, (_, i) => `m${i}-Q4_K_M-00001-of-99999.gguf`);
+    const groups = groupGgufs(names);
+    expect(groups).toHaveLength(50);
+    const made = groups.reduce((n, g) => n + g.parts.length + g.missing.length, 0);
+    expect(made).toBeLessThanOrEqual(50 * 2 * 11);
+    expect(groups[0]).toMatchObject({ first: "m0-Q4_K_M-00001-of-99999.gguf", total: 99999 });
+    expect(groups[0]!.missing).toHaveLength(10);
+    expect(groups[0]!.missing[0]).toBe("m0-Q4_K_M-00002-of-99999.gguf");
+    // A later part listed names its model still, past the missing ones named.
+    const later = ["m-00001-of-00050.gguf", "m-00040-of-00050.gguf"];
+    expect(pickGguf(later, { file: "m-00040-of-00050.gguf" })).toMatchObject({
+      kind: "one",
+      group: { first: "m-00001-of-00050.gguf", total: 50 },
     });
   });
 
