@@ -1,10 +1,13 @@
 import type { FitVerdict } from "../protocol/fit-verdict.ts";
 import type { DownloadProgress } from "../protocol/pull.ts";
+import { terminalSafe, terminalText } from "../util/terminal-text.ts";
 import type { PullOutcome } from "./pull.ts";
 
 /**
  * What `local-ai pull` prints: a bar redrawn in place on a terminal, a plain line every few
  * seconds (and at each phase change) otherwise, and the result. Pure text; the command writes it.
+ * File names are the hub's (its listing refuses C0 controls only): each is shown through
+ * terminalText, so a U+009B or a bidi override in one cannot drive or reorder the terminal.
  */
 
 const MIB = 1024 * 1024;
@@ -30,7 +33,7 @@ export function humanSeconds(s: number | null): string {
 const PHASE_WORD = { download: "", check: "verifying ", wait: "waiting for another pull " } as const;
 
 function label(p: DownloadProgress): string {
-  const name = p.file.split("/").pop()!;
+  const name = terminalText(p.file.split("/").pop()!);
   return p.parts > 1 ? `${name} (${p.part}/${p.parts})` : name;
 }
 
@@ -113,7 +116,8 @@ export function renderVerdict(fit: FitVerdict): string {
 }
 
 /** `hfRef`: the reference as `hf:org/name:QUANT`, which config.yaml may name instead of the path. */
-export function renderPulled(o: PullOutcome & { fit: FitVerdict }, hfRef?: string): string {
+export function renderPulled(given: PullOutcome & { fit: FitVerdict }, hfRef?: string): string {
+  const o = terminalSafe(given);
   const lines = [
     `pulled ${o.repo}@${o.revision} (${o.commit.slice(0, 12)}): ${humanBytes(o.size_bytes)}`,
     ...o.files.map((f) => `  ${f.path}\n    sha256 ${f.sha256}`),

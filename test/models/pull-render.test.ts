@@ -78,6 +78,44 @@ describe("what local-ai pull prints", () => {
     expect(lines.every((l) => l.endsWith("\n") && !l.includes("\r"))).toBe(true);
   });
 
+  test("a file name from the hub cannot drive the terminal: C1 controls and bidi overrides are escaped", () => {
+    // The listing refuses C0 controls, not U+009B (a CSI as ESC [ is) nor U+202E: the bar, the
+    // plain line and the result wrote the hub's name as it came.
+    const file = "org/x/m-\u009b2J\u202egguf.exe-Q4_K_M.gguf";
+    const shown = [progressBar(p({ file }), 200), progressLine(p({ file }))];
+    let out = "";
+    const printer = new ProgressPrinter((t) => (out += t), { columns: 200 });
+    printer.show(p({ file }));
+    shown.push(out);
+    const path = `/c/models--org--m/snapshots/0123/${file}`;
+    shown.push(
+      renderPulled({
+        repo: "org/m",
+        revision: "main",
+        commit: "0123456789abcdef0123456789abcdef01234567",
+        path,
+        size_bytes: 1,
+        sha256: "aa",
+        mmproj: path,
+        files: [{ file, path, size_bytes: 1, sha256: "aa" }],
+        cache_dir: "/c",
+        warnings: [`${file}: the server ignored the Range request`],
+        fit: {
+          fits: null,
+          message: "not read",
+          needed_bytes: null,
+          available_bytes: null,
+          device: null,
+          context_per_slot: null,
+        },
+      } as never),
+    );
+    for (const text of shown) {
+      expect(text).not.toMatch(/[\u0080-\u009f\u202a-\u202e]/);
+      expect(text).toContain("\\u{9b}2J");
+    }
+  });
+
   test("the result: what was pulled, each file's sha256, notes, the verdict, and the model.path line", () => {
     const text = renderPulled({
       repo: "org/m",
