@@ -55,7 +55,9 @@ export function pickFiles(want: Wanted, files: readonly HubFile[]): HubFile[] {
   if (pick.kind === "one") return chosen(pick.group);
   if (pick.kind === "none")
     throw choiceError(want, models, `has no GGUF of quantization ${want.quant}`, "not_found");
-  const hits = candidates.filter((g) => pick.matches.includes(g.first));
+  // A set, not a scan of the matches per candidate: a listing of 10^5 names was 10^10 compares.
+  const matched = new Set(pick.matches);
+  const hits = candidates.filter((g) => matched.has(g.first));
   if (want.quant)
     throw choiceError(
       want,

@@ -75,6 +75,17 @@ describe("which files a pull means", () => {
     expect(bare.message).toContain("name a quantization or a file");
   });
 
+  test("a listing of 200,000 GGUFs is told ambiguous in proportion to its size, not its square", () => {
+    // Each candidate was looked up in the list of matches by a scan: 100,000 names held the
+    // core's event loop 12 s, the 64 MiB a listing may be (half a million names) minutes, with
+    // ping and cancel unanswered. A run past the test's time limit is the failure here.
+    const listing = Array.from({ length: 200_000 }, (_, i) => file(`m${i}-Q4_K_M.gguf`));
+    const err = thrown(() => pickFiles({ repo, quant: "Q4_K_M" }, listing));
+    expect(err.data).toMatchObject({ cause: "ambiguous" });
+    expect(err.message).toContain("has 200000 GGUFs of quantization Q4_K_M");
+    expect(thrown(() => pickFiles({ repo }, listing)).data).toMatchObject({ cause: "ambiguous" });
+  });
+
   test("a bare repo with one model takes it; a repo without GGUFs says so", () => {
     expect(pickFiles({ repo }, [file("README.md"), file("only-Q5_K_M.gguf")]).map((f) => f.path)).toEqual([
       "only-Q5_K_M.gguf",
