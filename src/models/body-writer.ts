@@ -98,7 +98,7 @@ async function pumpLoop(body: BodyWrite, start: number): Promise<number> {
   const { stall, hash, where } = body;
   if (!body.response.body) throw pullError(where, "hub_error", "the server sent no body");
   const reader = body.response.body.getReader();
-  const file = await openFile(body.path, "r+", where);
+  const file = await openFile(body.path, where);
   let received = start;
   let written = start;
   let pending: Promise<void> = Promise.resolve();
@@ -147,9 +147,14 @@ async function writeAll(file: FileHandle, chunk: Uint8Array, position: number): 
   }
 }
 
-async function openFile(path: string, flags: "w" | "r+", where: PullWhere): Promise<FileHandle> {
+/**
+ * The partial opened to append the resume, never through a link: it was a regular file when the
+ * pull looked, but one who can write the cache (a shared one) may swap a link in while the Range
+ * request is on its way, and "r+" followed it to write the model's bytes into the file it named.
+ */
+async function openFile(path: string, where: PullWhere): Promise<FileHandle> {
   try {
-    return await open(path, flags);
+    return await open(path, constants.O_RDWR | (constants.O_NONBLOCK ?? 0) | (constants.O_NOFOLLOW ?? 0));
   } catch (err) {
     throw writeFailure(err, where, path);
   }

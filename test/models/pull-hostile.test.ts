@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { createHash } from "node:crypto";
+import * as fs from "node:fs";
 import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { blobPath, repoPaths } from "../../src/models/hf-cache.ts";
@@ -312,5 +313,31 @@ describe("failures told as they are (issue 19 item 9)", () => {
       expect(r.error).toBeDefined();
       expect(tree(repoPaths(cache, "org/evil").blobs)).toEqual([]);
     }
+  });
+});
+
+describe("a partial swapped for a link while its resume is on its way", () => {
+  test("the resume's writes do not go through the link to the file it names", async () => {
+    const { cache, dir, deps } = await hubWith();
+    const blobs = repoPaths(cache, "org/evil").blobs;
+    mkdirSync(blobs, { recursive: true });
+    const partial = `${blobPath(cache, "org/evil", SHA)}.incomplete`;
+    writeFileSync(partial, MODEL.subarray(0, 1000));
+    // Someone else who can write the cache (a shared one) puts a link in its place between the
+    // pull's look at the partial and its open for the resume: at the Range request, here.
+    const victim = join(dir, "victim.txt");
+    const before = Buffer.alloc(4000, 0x41);
+    writeFileSync(victim, before);
+    const real = fetch;
+    deps.fetch = (async (input: string | URL | Request, init?: RequestInit) => {
+      if (new Headers(init?.headers).get("range") && existsSync(partial)) {
+        fs.rmSync(partial);
+        fs.symlinkSync(victim, partial);
+      }
+      return real(input, init);
+    }) as typeof fetch;
+    const { error } = await pull(deps);
+    expect(readFileSync(victim).equals(before)).toBe(true);
+    expect(error?.data).toMatchObject({ cause: "cache_unwritable" });
   });
 });
