@@ -48,6 +48,30 @@ export function unstorableName(path: string, platform: NodeJS.Platform = process
   return null;
 }
 
+/**
+ * The longest path, in bytes, this system's calls take (PATH_MAX less its NUL): macOS 1024,
+ * Linux and the BSDs 4096. Windows is left out: its long paths depend on the machine's settings.
+ */
+const PATH_BYTES: Partial<Record<NodeJS.Platform, number>> = { darwin: 1023, linux: 4095, freebsd: 1023 };
+
+/** Beside a snapshot entry its temp name is made first (snapshot-link.ts): `/.` + 12 hex + `.tmp`. */
+const TEMP_NAME_BYTES = 18;
+
+/**
+ * Why the absolute path a file will be stored at (its snapshot entry) is longer than this system
+ * takes, or null. Each name may fit (unstorableName) and all of them together not: the link
+ * failed with ENAMETOOLONG only after the download, gigabytes later.
+ */
+export function unstorablePath(full: string, platform: NodeJS.Platform = process.platform): string | null {
+  const max = PATH_BYTES[platform];
+  if (max === undefined) return null;
+  const folder = full.slice(0, full.lastIndexOf("/"));
+  const longest = Math.max(Buffer.byteLength(full), Buffer.byteLength(folder) + TEMP_NAME_BYTES);
+  return longest > max
+    ? `makes a path longer than this system's paths (${longest} bytes, at most ${max})`
+    : null;
+}
+
 function isSha256(oid: string): boolean {
   return SHA256.test(oid);
 }

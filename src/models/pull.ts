@@ -21,7 +21,7 @@ import {
 } from "./hf-cache.ts";
 import { HubClient, type HubFile } from "./hub-client.ts";
 import { readToken, UnusableToken } from "./hub-token.ts";
-import { unstorableName } from "./listed-entry.ts";
+import { unstorableName, unstorablePath } from "./listed-entry.ts";
 import { pickFiles, pickProjector } from "./pick-file.ts";
 import { isProjector } from "./pick-gguf.ts";
 import { ProgressReporter } from "./progress.ts";
@@ -127,16 +127,7 @@ export async function pullModel(req: PullRequest, deps: PullDeps, hooks: PullHoo
   // A vision model's projector comes with it, so `mmproj: auto` finds it in the same snapshot.
   const projector = model.some((f) => isProjector(f.path)) ? null : pickProjector(listing);
   const parts = projector ? [...model, projector] : model;
-  for (const f of parts) {
-    const why = unstorableName(f.path, deps.platform);
-    if (why)
-      throw pullError(
-        { ...where, file: f.path },
-        "bad_listing",
-        `the hub's file listing names ${JSON.stringify(f.path)}, which ${why} on this system; nothing was downloaded`,
-        { entry: f.path },
-      );
-  }
+  for (const f of parts) checkStorable(f.path, snapshotPath(cacheDir, req.repo, commit, f.path), deps, where);
   prepareCache(cacheDir, req.repo, where);
   const targets = parts.map((f) => blobTarget(cacheDir, req.repo, commit, f));
   checkSpace(targets, cacheDir, deps.freeSpace ?? statfsFree, where);
@@ -183,6 +174,18 @@ export async function pullModel(req: PullRequest, deps: PullDeps, hooks: PullHoo
     cache_dir: cacheDir,
     warnings,
   };
+}
+
+/** A file this system cannot name, by itself or with the snapshot's path before it: refused before its download. */
+function checkStorable(path: string, pointer: string, deps: PullDeps, where: PullWhere): void {
+  const why = unstorableName(path, deps.platform) ?? unstorablePath(pointer, deps.platform);
+  if (why)
+    throw pullError(
+      { ...where, file: path },
+      "bad_listing",
+      `the hub's file listing names ${JSON.stringify(path)}, which ${why} on this system; nothing was downloaded`,
+      { entry: path },
+    );
 }
 
 /** The hub token; one that cannot be sent fails the pull before any request, saying why but never showing it. */

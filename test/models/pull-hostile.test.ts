@@ -4,7 +4,7 @@ import * as fs from "node:fs";
 import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { blobPath, repoPaths } from "../../src/models/hf-cache.ts";
-import { unstorableName } from "../../src/models/listed-entry.ts";
+import { unstorableName, unstorablePath } from "../../src/models/listed-entry.ts";
 import { type PullDeps, type PullOutcome, pullModel } from "../../src/models/pull.ts";
 import type { CoreError } from "../../src/protocol/errors.ts";
 import type { DownloadProgress } from "../../src/protocol/pull.ts";
@@ -339,5 +339,21 @@ describe("a partial swapped for a link while its resume is on its way", () => {
     const { error } = await pull(deps);
     expect(readFileSync(victim).equals(before)).toBe(true);
     expect(error?.data).toMatchObject({ cause: "cache_unwritable" });
+  });
+});
+
+describe("a listed path longer than this system's paths", () => {
+  test("is refused before its download, not when its snapshot link fails after it", async () => {
+    // Each folder name fits (250 bytes), together they do not: 17 of them pass Linux's 4096.
+    const path = `${`${"a".repeat(250)}/`.repeat(17)}m-Q4_K_M.gguf`;
+    const { hub, deps } = await hubWith((e) => ({ ...e, path }));
+    const r = await pull({ ...deps, platform: "linux" });
+    expect(r.error?.data).toMatchObject({ cause: "bad_listing", entry: path });
+    expect(r.error?.message).toContain("longer than this system's paths");
+    expect(hub.requests.filter((q) => q.path.includes("/resolve/"))).toEqual([]);
+    // macOS paths end at 1024 bytes: four such folders are too many there, not on Linux.
+    const four = `${`${"a".repeat(250)}/`.repeat(4)}m-Q4_K_M.gguf`;
+    expect(unstorablePath(`/c/${four}`, "darwin")).not.toBeNull();
+    expect(unstorablePath(`/c/${four}`, "linux")).toBeNull();
   });
 });
