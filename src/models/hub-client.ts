@@ -11,7 +11,8 @@ import { refusedEntry } from "./listed-entry.ts";
  *                                                    X-Linked-Etag, X-Linked-Size), then the
  *                                                    bytes, from an offset with `Range`
  *
- * The token goes only to the hub's own origin (its scheme, host and port): a redirect to another
+ * Redirects are followed by hand, for the API calls too (a renamed repo's old name answers 307 to
+ * the new one). The token goes only to the hub's own origin (its scheme, host and port): a redirect to another
  * host (the LFS storage), a listing page the hub's `Link` names elsewhere, or the hub's host over
  * plain http is asked without it, as huggingface_hub does for other hosts. Nothing here logs or
  * formats a header, so the token cannot end up in a message.
@@ -137,16 +138,16 @@ export class HubClient {
       if (page === MAX_PAGES)
         throw new HubBadAnswer(here, `the hub's file listing has more than ${MAX_PAGES} pages`);
       seen.add(here);
-      url = await this.api(here, signal, async (res) => {
-        const read = await readJson(res, here, "the hub's file listing", budget);
+      url = await this.api(here, signal, async (res, at) => {
+        const read = await readJson(res, at, "the hub's file listing", budget);
         budget -= read.bytes;
         const items = read.value;
-        if (!Array.isArray(items)) throw new HubBadAnswer(here, "the hub's file listing is not a list");
+        if (!Array.isArray(items)) throw new HubBadAnswer(at, "the hub's file listing is not a list");
         for (const item of items) {
-          const file = toHubFile(item, here);
+          const file = toHubFile(item, at);
           if (file) files.push(file);
         }
-        return nextLink(res.headers.get("link"), here);
+        return nextLink(res.headers.get("link"), at);
       });
     }
     return files;
@@ -203,19 +204,46 @@ export class HubClient {
   private async api<T>(
     url: string,
     signal: AbortSignal | undefined,
-    read: (res: Response) => Promise<T>,
+    /** `at`: the URL that answered, after the redirects (a relative next page is read from it). */
+    read: (res: Response, at: string) => Promise<T>,
   ): Promise<T> {
     const ms = this.options.apiTimeoutMs ?? API_TIMEOUT_MS;
     const timeout = AbortSignal.timeout(ms);
     const both = signal ? AbortSignal.any([signal, timeout]) : timeout;
     try {
-      const res = await this.request(url, both, { accept: "application/json" });
-      if (!res.ok) throw await hubError(res, url);
-      return await read(res);
+      const { res, at } = await this.followed(url, both, { accept: "application/json" });
+      if (!res.ok) throw await hubError(res, at);
+      return await read(res, at);
     } catch (err) {
       if (signal?.aborted) throw signal.reason ?? err;
       if (timeout.aborted) throw new HubUnreachable(url, `no answer within ${ms / 1000} s`);
       throw err;
+    }
+  }
+
+  /**
+   * An API call with the hub's redirects followed by hand (a renamed repo's old name answers a
+   * relative 307 to the new one, which huggingface_hub follows): each hop through `request`, so
+   * the token stays with the hub's origin. Returns the last answer and the URL that gave it.
+   */
+  private async followed(
+    url: string,
+    signal: AbortSignal,
+    headers: Record<string, string>,
+  ): Promise<{ res: Response; at: string }> {
+    let at = url;
+    for (let hop = 0; ; hop++) {
+      const res = await this.request(at, signal, headers);
+      if (res.status < 300 || res.status >= 400 || !res.headers.has("location")) return { res, at };
+      await res.body?.cancel();
+      if (hop === MAX_REDIRECTS)
+        throw new HubBadAnswer(
+          at,
+          `the hub redirected more than ${MAX_REDIRECTS} times (the last answer was HTTP ${res.status})`,
+          undefined,
+          res.status,
+        );
+      at = new URL(res.headers.get("location")!, at).toString();
     }
   }
 

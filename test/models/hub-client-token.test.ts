@@ -53,4 +53,29 @@ describe("the hub token's destinations", () => {
       { url: plain, authorization: null },
     ]);
   });
+
+  test("an API call the hub redirects (a renamed repo) is followed, the token kept on the hub only", async () => {
+    // The hub answers a renamed repo's old name with a relative 307 to the new one, as
+    // huggingface_hub follows; pull took the 307 itself as the hub's failure ("HTTP 307").
+    const old = `${HUB}/api/models/org/old/revision/main`;
+    const moved = `${HUB}/api/models/org/new/revision/main`;
+    const tree = `${HUB}/api/models/org/old/tree/${COMMIT}?recursive=true`;
+    const elsewhere = "https://mirror.example/tree";
+    const { fake, seen } = recordingFetch({
+      [old]: () =>
+        new Response(null, { status: 307, headers: { location: "/api/models/org/new/revision/main" } }),
+      [moved]: () => Response.json({ sha: COMMIT }),
+      [tree]: () => new Response(null, { status: 302, headers: { location: elsewhere } }),
+      [elsewhere]: () => Response.json([{ type: "file", path: "m.gguf", size: 1, oid: "b".repeat(40) }]),
+    });
+    const hub = new HubClient({ endpoint: HUB, token: "hf_secret", fetch: fake });
+    expect(await hub.commitOf("org/old", "main")).toBe(COMMIT);
+    expect((await hub.listFiles("org/old", COMMIT)).map((f) => f.path)).toEqual(["m.gguf"]);
+    expect(seen).toEqual([
+      { url: old, authorization: "Bearer hf_secret" },
+      { url: moved, authorization: "Bearer hf_secret" },
+      { url: tree, authorization: "Bearer hf_secret" },
+      { url: elsewhere, authorization: null },
+    ]);
+  });
 });
