@@ -25,7 +25,9 @@ export const shownName = (choice: ModelChoice): string => choice.asGiven ?? choi
  * One spelling per file: a path resolved against the core's working folder (what llama-server,
  * its child, resolves a relative one against), through symlinks. A file gone since it was
  * loaded keeps the spelling it had (its folders' and its link's), so that its unload still
- * names the server running it.
+ * names the server running it. The native realpath: on Windows it answers the name on disk
+ * (GetFinalPathNameByHandle), where the other keeps the request's case, 8.3 short name or
+ * `\\?\` prefix, and one file spelled two ways got two llama-servers, its memory taken twice.
  */
 export function canonicalPath(path: string): string {
   return throughLinks(resolve(path), 0);
@@ -36,7 +38,7 @@ const MAX_LINKS = 40;
 
 function throughLinks(abs: string, links: number): string {
   try {
-    return realpathSync(abs);
+    return realpathSync.native(abs);
   } catch {
     const parent = dirname(abs);
     if (parent === abs) return abs;

@@ -1,5 +1,5 @@
-import { describe, expect, test } from "bun:test";
-import { mkdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { afterEach, describe, expect, spyOn, test } from "bun:test";
+import { mkdirSync, realpathSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { join, relative } from "node:path";
 import { chooseChatModel, findModel, shownName } from "../../src/config/choose-model.ts";
 import { parseConfigText } from "../../src/config/load.ts";
@@ -72,5 +72,40 @@ describe("a model by path", () => {
     expect(choice).toMatchObject({ kind: "configured", name: "qwen" });
     expect(shownName(choice)).toBe("hf:Qwen/Qwen3-8B-GGUF:Q4_K_M");
     expect(findModel(config, "hf:Qwen/Qwen3-8B-GGUF:Q8_0")).toMatchObject({ kind: "path" });
+  });
+});
+
+describe("a model by path on a disk whose names have no case (Windows)", () => {
+  let spy: ReturnType<typeof spyOn> | undefined;
+  afterEach(() => spy?.mockRestore());
+
+  // What Windows' native realpath (GetFinalPathNameByHandle) answers: the name as it is on disk,
+  // whatever case, 8.3 short name, subst drive or \\?\ prefix the request used. Bun's other
+  // realpathSync keeps the request's own spelling there (run under Wine: `C:\w3\DATA` stays so,
+  // where the native call answers `C:\w3\data`).
+  function nativeIgnoresCase(onDisk: string[]): void {
+    const real = realpathSync.native;
+    spy = spyOn(realpathSync, "native").mockImplementation(((p: string) => {
+      const found = onDisk.find((f) => f.toLowerCase() === String(p).toLowerCase());
+      return found ?? real(p);
+    }) as typeof realpathSync.native);
+  }
+
+  test("a configured model's file spelled in another case is that model, not a second llama-server", () => {
+    using dir = tmpdir();
+    const config = stack(dir.path);
+    const file = join(dir.path, "second.gguf");
+    nativeIgnoresCase([dir.path, file]);
+    const choice = findModel(config, join(dir.path, "SECOND.GGUF"));
+    expect(choice).toMatchObject({ kind: "configured", name: "second" });
+    expect(shownName(choice)).toBe(join(dir.path, "SECOND.GGUF"));
+  });
+
+  test("two spellings of one unconfigured file, differing in case, are one model", () => {
+    using dir = tmpdir();
+    const config = stack(dir.path);
+    const file = join(dir.path, "other.gguf");
+    nativeIgnoresCase([dir.path, file]);
+    expect(findModel(config, join(dir.path, "Other.GGUF")).name).toBe(findModel(config, file).name);
   });
 });
