@@ -1,6 +1,10 @@
 import { randomBytes } from "node:crypto";
 import { close, constants, fsync, lstatSync, realpathSync, renameSync, statSync, write } from "node:fs";
+import * as nodePath from "node:path";
 import { basename, dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
+
+type PathRules = typeof nodePath.win32;
+
 import { promisify } from "node:util";
 import { CoreError, openFilesUsedUp } from "../protocol/errors.ts";
 import { openPrivateFile } from "../util/private-fs.ts";
@@ -118,10 +122,8 @@ function tempName(name: string): string {
  * and every user's conversations would be gone at the next read. A link to data_dir is caught too.
  */
 function exportFolder(path: string, dataDir: string): string {
-  // The file is renamed in by its name: a path that names a folder (`dir/`, `dir/..`) has none.
+  if (namesFolder(path)) throw Object.assign(new Error("names a folder"), { code: "EISDIR" });
   const name = basename(path);
-  if (name === "" || name === "." || name === ".." || path.endsWith("/") || path.endsWith(sep))
-    throw Object.assign(new Error("names a folder"), { code: "EISDIR" });
   // A folder that is missing fails here as the write would (ENOENT).
   const folder = realFolder(dirname(path));
   let data: string;
@@ -137,6 +139,18 @@ function exportFolder(path: string, dataDir: string): string {
     `params.path: ${path} is inside app.data_dir (${dataDir}), the core's own files; name a path outside it`,
     { field: "path", reason: "path_unwritable", problem: "EPERM" },
   );
+}
+
+/**
+ * Whether `path` names a folder by its spelling: the file is renamed in by its name, and such a
+ * path (`dir/`, `dir/..`, a root) has none. A Windows share's root (`\\server\share`) is its own
+ * dirname with the share as its basename: taken for a name, the export went to `share` inside
+ * it. `p`: the OS's path rules (path.win32 in tests).
+ */
+export function namesFolder(path: string, p: PathRules = nodePath): boolean {
+  const name = p.basename(path);
+  if (name === "" || name === "." || name === "..") return true;
+  return path.endsWith("/") || path.endsWith(p.sep) || p.dirname(path) === path;
 }
 
 /**
