@@ -124,6 +124,13 @@ function tempName(name: string): string {
 function exportFolder(path: string, dataDir: string): string {
   if (namesFolder(path)) throw Object.assign(new Error("names a folder"), { code: "EISDIR" });
   const name = basename(path);
+  const unfit = process.platform === "win32" ? windowsUnfitName(name) : undefined;
+  if (unfit)
+    throw new CoreError("invalid_request", `params.path: ${path} ends in ${unfit}; name another file`, {
+      field: "path",
+      reason: "path_unwritable",
+      problem: "EINVAL",
+    });
   // A folder that is missing fails here as the write would (ENOENT).
   const folder = realFolder(dirname(path));
   let data: string;
@@ -151,6 +158,23 @@ export function namesFolder(path: string, p: PathRules = nodePath): boolean {
   const name = p.basename(path);
   if (name === "" || name === "." || name === "..") return true;
   return path.endsWith("/") || path.endsWith(p.sep) || p.dirname(path) === path;
+}
+
+const DEVICE = /^(CON|PRN|AUX|NUL|COM[1-9¹²³]|LPT[1-9¹²³]|CONIN\$|CONOUT\$)$/i;
+
+/**
+ * Why Windows programs could not open a file of this name, if they could not. Bun hands NTFS the
+ * name as it is (an NT path), where Win32 calls (Explorer, a Node host, the user's editor) drop a
+ * trailing dot or space and take CON, NUL, COM1… (with any extension) for devices: the export
+ * was written, under a name nothing else opens or deletes. A `:` names a stream of another file,
+ * which the rename cannot make: the export failed and left that file behind, empty.
+ */
+export function windowsUnfitName(name: string): string | undefined {
+  if (name.includes(":")) return `${JSON.stringify(name)}, a name with ':' (an NTFS stream)`;
+  if (/[. ]$/.test(name)) return `${JSON.stringify(name)}, a name ending in a dot or space`;
+  const stem = (name.split(".")[0] as string).trimEnd();
+  if (DEVICE.test(stem)) return `${JSON.stringify(name)}, a device's name on Windows (${stem.toUpperCase()})`;
+  return undefined;
 }
 
 /**

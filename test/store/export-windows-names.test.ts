@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { posix, win32 } from "node:path";
-import { namesFolder } from "../../src/store/export-file.ts";
+import { namesFolder, windowsUnfitName } from "../../src/store/export-file.ts";
 
 // sessions.export renames its file in by the path's last name: a path that has none names a
 // folder and is refused (EISDIR), by Windows' path rules as by POSIX's.
@@ -23,5 +23,44 @@ describe("an export path that names a folder", () => {
       expect(namesFolder(p, win32)).toBe(true);
     expect(namesFolder("\\\\server\\share\\a.md", win32)).toBe(false);
     expect(namesFolder("\\\\?\\UNC\\server\\share\\a.md", win32)).toBe(false);
+  });
+});
+
+// Bun opens a Windows path as an NT path, as it is: run under Wine, an export to `out\CON`,
+// `out\NUL` or `out\a.md:stream` was written under that very name, where Win32 calls (Explorer,
+// a Node host) take CON and NUL for devices and drop a trailing dot or space, so none could open
+// or delete the file; on NTFS a ':' is another file's stream, which the rename cannot make.
+describe("an export's file name that Windows programs cannot open", () => {
+  test("a stream, a trailing dot or space, a device's name (any case, any extension) are unfit", () => {
+    for (const name of [
+      "a.md:stream",
+      "local-ai.db::$DATA",
+      "report.md.",
+      "report.md ",
+      "CON",
+      "nul",
+      "NUL.txt",
+      "com1.md",
+      "LPT9",
+      "AUX .md",
+      "CONOUT$",
+      "COM¹",
+    ])
+      expect(windowsUnfitName(name)).toBeString();
+  });
+
+  test("ordinary names, and names that only start like a device's, are fit", () => {
+    for (const name of [
+      "a.md",
+      "export.json",
+      ".hidden.md",
+      "CONSOLE.md",
+      "null.txt",
+      "COM10.md",
+      "LPT.md",
+      "con-notes.md",
+      "é.md",
+    ])
+      expect(windowsUnfitName(name)).toBeUndefined();
   });
 });
