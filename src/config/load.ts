@@ -1,6 +1,7 @@
 import { statSync } from "node:fs";
 import { homedir } from "node:os";
-import { dirname, isAbsolute, resolve } from "node:path";
+import * as nodePath from "node:path";
+import { dirname, resolve } from "node:path";
 import { isMap, LineCounter, parseDocument } from "yaml";
 import type { z } from "zod";
 import { CoreError } from "../protocol/errors.ts";
@@ -250,8 +251,23 @@ function lineOfPath(
 
 /** A path of the config: `~/` the home folder, else relative to the config's folder (docs/bootstrap.md). */
 function abs(dir: string, p: string): string {
-  const path = expandHome(p, homedir());
-  return isAbsolute(path) ? path : resolve(dir, path);
+  return configPath(dir, p, homedir());
+}
+
+/**
+ * `p` as abs() takes it, by `rules` (path.win32 in tests). On Windows `\data` is absolute to
+ * path.win32 but names a folder on the drive of the core's working folder, which the host picks at
+ * each start: it is taken on the config's drive, as a relative path is from the config's folder.
+ */
+export function configPath(
+  dir: string,
+  p: string,
+  home: string,
+  rules = nodePath as typeof nodePath.win32,
+): string {
+  const path = expandHome(p, home);
+  const driveless = rules.sep === "\\" && /^[\\/](?![\\/])/.test(path);
+  return rules.isAbsolute(path) && !driveless ? path : rules.resolve(dir, path);
 }
 
 /** Commands with a slash are paths relative to the config; bare names are looked up on PATH. */
