@@ -6,6 +6,7 @@ import { isMap, LineCounter, parseDocument } from "yaml";
 import type { z } from "zod";
 import { CoreError } from "../protocol/errors.ts";
 import { HF_PREFIX } from "../protocol/model-ref.ts";
+import { isFullPath, type PathRules } from "../util/full-path.ts";
 import { expandHome } from "../util/home-path.ts";
 import { cutText } from "../util/text-cut.ts";
 import { readConfigFile } from "./config-file.ts";
@@ -259,15 +260,9 @@ function abs(dir: string, p: string): string {
  * path.win32 but names a folder on the drive of the core's working folder, which the host picks at
  * each start: it is taken on the config's drive, as a relative path is from the config's folder.
  */
-export function configPath(
-  dir: string,
-  p: string,
-  home: string,
-  rules = nodePath as typeof nodePath.win32,
-): string {
+export function configPath(dir: string, p: string, home: string, rules: PathRules = nodePath): string {
   const path = expandHome(p, home);
-  const driveless = rules.sep === "\\" && /^[\\/](?![\\/])/.test(path);
-  return rules.isAbsolute(path) && !driveless ? path : rules.resolve(dir, path);
+  return isFullPath(path, rules) ? path : rules.resolve(dir, path);
 }
 
 /** Commands with a slash are paths relative to the config; bare names are looked up on PATH. */

@@ -1,6 +1,6 @@
 import { stat } from "node:fs/promises";
-import { isAbsolute } from "node:path";
 import { openFilesUsedUp } from "../protocol/errors.ts";
+import { isFullPath } from "../util/full-path.ts";
 import { FileTooLarge, NotRegularFile, readFailure, readFileBytesAsync } from "../util/read-file.ts";
 import { MAX_DOCUMENT_BYTES } from "./limits.ts";
 import { type DocumentProblem, documentProblem } from "./refusal.ts";
@@ -15,7 +15,7 @@ import { type DocumentProblem, documentProblem } from "./refusal.ts";
 export async function readDocumentFile(path: string): Promise<Uint8Array> {
   // As an image's path (images/prepare.ts): relative to what would be the core's own folder,
   // which a host does not choose.
-  if (!isAbsolute(path)) throw pathProblem("unreadable", `path must be absolute (${path})`);
+  if (!isFullPath(path)) throw pathProblem("unreadable", `path must be absolute (${path})`);
   try {
     return await readFileBytesAsync(path, MAX_DOCUMENT_BYTES);
   } catch (err) {

@@ -1,5 +1,5 @@
-import { isAbsolute } from "node:path";
 import type { ImageInput } from "../protocol/image-input.ts";
+import { isFullPath } from "../util/full-path.ts";
 import { decodeBase64Strict } from "./base64.ts";
 import { type ImageFormat, MIME_OF, readImageHeader } from "./format.ts";
 import { gifDataOverruns } from "./gif-data.ts";
@@ -140,7 +140,7 @@ async function bytesOf(index: number, input: ImageInput, room: number | undefine
   if (path !== undefined) {
     if (URL_LIKE.test(path))
       throw imageRefused(index, "url", "a URL is never followed: give a local file's path, or the data");
-    if (!isAbsolute(path)) throw imageRefused(index, "unreadable", `path must be absolute (${path})`);
+    if (!isFullPath(path)) throw imageRefused(index, "unreadable", `path must be absolute (${path})`);
     return readImageFile(index, path, room);
   }
   const text = data as string;

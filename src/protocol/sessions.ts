@@ -1,5 +1,5 @@
-import { isAbsolute } from "node:path";
 import { z } from "zod";
+import { isFullPath } from "../util/full-path.ts";
 import { isOneLine } from "../util/one-line.ts";
 import { AttachmentRefSchema, ToolCallSchema } from "./chat-message.ts";
 import { SafeIdSchema } from "./safe-id.ts";
@@ -142,7 +142,7 @@ export const SessionsExportParamsSchema = z.object({
     .string()
     .min(1)
     .max(4096)
-    .refine((p) => isAbsolute(p), "must be an absolute path")
+    .refine((p) => isFullPath(p), "must be an absolute path")
     .refine((p) => !p.includes("\0"), "must not contain a NUL character")
     .optional(),
 });

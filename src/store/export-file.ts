@@ -3,10 +3,9 @@ import { close, constants, fsync, lstatSync, realpathSync, renameSync, statSync,
 import * as nodePath from "node:path";
 import { basename, dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
 
-type PathRules = typeof nodePath.win32;
-
 import { promisify } from "node:util";
 import { CoreError, openFilesUsedUp } from "../protocol/errors.ts";
+import type { PathRules } from "../util/full-path.ts";
 import { openPrivateFile } from "../util/private-fs.ts";
 import { syncFolderAsync } from "./atomic.ts";
 import { fsProblemText } from "./data-dir-problem.ts";
