@@ -2,7 +2,6 @@ import { randomBytes } from "node:crypto";
 import { close, constants, fsync, lstatSync, realpathSync, renameSync, statSync, write } from "node:fs";
 import * as nodePath from "node:path";
 import { basename, dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
-
 import { promisify } from "node:util";
 import { CoreError, openFilesUsedUp } from "../protocol/errors.ts";
 import type { PathRules } from "../util/full-path.ts";
