@@ -209,8 +209,14 @@ export class CoreProcess {
     };
     child.stdout?.on("data", (chunk: Buffer) => deliver(splitter.push(chunk)));
     child.stdout?.on("error", () => {});
+    let dashRefused = false;
+    const stderrFrame = (frame: ReturnType<LineSplitter["push"]>[number]) => {
+      if (frame.kind !== "line") return;
+      dashRefused ||= DASH_REFUSAL.test(frame.text);
+      this.stderrLine(frame.text);
+    };
     child.stderr?.on("data", (chunk: Buffer) => {
-      for (const frame of errSplitter.push(chunk)) if (frame.kind === "line") this.stderrLine(frame.text);
+      for (const frame of errSplitter.push(chunk)) stderrFrame(frame);
     });
     child.stderr?.on("error", () => {});
     // A core that died leaves a broken pipe: writes fail with EPIPE, which is reported by exit.
@@ -224,12 +230,14 @@ export class CoreProcess {
     const finish = (extra: Partial<ExitInfo> = {}) => {
       if (this.exited) return;
       deliver(splitter.end());
-      for (const frame of errSplitter.end()) if (frame.kind === "line") this.stderrLine(frame.text);
+      for (const frame of errSplitter.end()) stderrFrame(frame);
       // What /bin/sh exits with when Node hands it a binary built for another machine
       // (foreign-binary.ts): bash's 126/127, "cannot execute"/"not found", and dash's 2, a syntax
-      // error in the binary's bytes (Debian's and Ubuntu's sh). The header tells it: a core of
-      // this machine exiting so (2 is its usage error) is never taken for one.
-      const shellRefused = !spoke && SHELL_REFUSED.has(exitSeen?.code ?? 0);
+      // error in the binary's bytes (Debian's and Ubuntu's sh), only with its "Syntax error": 2
+      // is the core's usage error, and a core of another machine may run (Rosetta, qemu-user).
+      // The header tells the rest: a core of this machine exiting so is never taken for one.
+      const code = exitSeen?.code;
+      const shellRefused = !spoke && (code === 126 || code === 127 || (code === 2 && dashRefused));
       const foreign = shellRefused ? foreignBinary(this.options.command, this.options.cwd) : undefined;
       this.exited = {
         code: exitSeen?.code ?? null,
@@ -272,8 +280,11 @@ export class CoreProcess {
   }
 }
 
-/** Exit codes of /bin/sh for a file it cannot run as a script (above). */
-const SHELL_REFUSED = new Set([2, 126, 127]);
+/**
+ * A shell's words for a file it cannot run as a script: dash's `<file>: 1: Syntax error: "("
+ * unexpected`, busybox's `<file>: line 1: syntax error: …`.
+ */
+const DASH_REFUSAL = /: (line )?\d+: syntax error: /i;
 
 /** Spawn failures that say what is wrong with the file already, whatever it is built for. */
 const FILE_PROBLEMS = new Set(["ENOENT", "EACCES", "EPERM", "ENOTDIR", "ENAMETOOLONG", "ELOOP"]);

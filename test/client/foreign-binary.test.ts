@@ -112,6 +112,23 @@ describe("a core binary built for another machine", () => {
     expect(String(err.data?.spawn_error)).toContain(`is a linux-${OTHER_ARCH.arch} executable`);
   });
 
+  test("a core of another machine that runs (emulated) and exits 2 on its usage is told by its exit", async () => {
+    // Rosetta, Windows on Arm and qemu-user run such a core; its usage error (a flag this older
+    // core does not know) exits 2 before its first line, with no word of dash's ("Syntax error").
+    if (process.platform === "win32") return;
+    await using dir = tmpdir();
+    const binary = join(dir.path, "local-ai");
+    writeFileSync(binary, elf(OTHER_ARCH.machine));
+    chmodSync(binary, 0o755);
+    const emulated = (_command: string, _args: string[], options: object) =>
+      spawn("/bin/sh", ["-c", "echo \"unknown option '--new-flag'\" >&2; exit 2"], options);
+    const err = await rejection(LocalAiClient.start({ binary, spawn: emulated }));
+    expect(err.code).toBe("core_exited");
+    expect(err.data?.exit_code).toBe(2);
+    expect(err.data?.spawn_error).toBeUndefined();
+    expect(err.data?.stderr_tail).toEqual(["unknown option '--new-flag'"]);
+  });
+
   test("a core of this machine that exits 127 before its first line is told by its exit, as before", async () => {
     if (process.platform === "win32") return;
     await using dir = tmpdir();
