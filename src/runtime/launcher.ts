@@ -88,6 +88,7 @@ export class Launcher {
         model: fileIdentity(plan.model_path),
         projector: plan.mmproj ? fileIdentity(plan.mmproj.path) : undefined,
       };
+      this.rpc.spawning();
       const outcome = await launchOnce(
         { ...request, port: await pickPort(), apiKey: randomApiKey() },
         {

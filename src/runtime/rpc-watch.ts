@@ -62,6 +62,15 @@ export class RpcWatch {
     this.book.launched(endpoints);
   }
 
+  /**
+   * A spawn of this launch begins: the one before (a port it could not bind, then another) said
+   * its `Failed to connect` before it bound; its workers may all answer this one.
+   */
+  spawning(): void {
+    this.skipped.clear();
+    this.pendingVersion = null;
+  }
+
   /** The launch's server is gone (stopped, crashed, failed to start): the workers are free. */
   ended(): void {
     this.book.released();

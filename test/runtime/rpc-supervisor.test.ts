@@ -1,4 +1,6 @@
 import { afterEach, describe, expect, test } from "bun:test";
+import { once } from "node:events";
+import { type AddressInfo, createServer } from "node:net";
 import { join } from "node:path";
 import { watchedCompletion } from "../../src/agent/watched-completion.ts";
 import { ConfigSchema } from "../../src/config/schema.ts";
@@ -7,6 +9,7 @@ import { type LaunchPlan, planLaunch } from "../../src/plan/launch.ts";
 import { CoreError } from "../../src/protocol/errors.ts";
 import { rpcWorkerSnapshot } from "../../src/rpc/workers.ts";
 import type { LlamaLease } from "../../src/runtime/endpoint.ts";
+import { pickFreePort } from "../../src/runtime/ports.ts";
 import { Supervisor } from "../../src/runtime/supervisor.ts";
 import { cpuOnlyMachine } from "../fixtures/hardware.ts";
 import { fakeLlamaKnobs, writeFakeLlamaServer, writeFakeModel } from "../fixtures/llama-stand-in/binary.ts";
@@ -38,9 +41,14 @@ interface SetupOptions {
   plan?: () => Promise<LaunchPlan>;
   /** Whether this machine could hold the model alone (else RAM is too small at 4096 tokens). */
   fitsAlone?: boolean;
+  pickPort?: () => Promise<number>;
 }
 
-function setup(dir: string, rpc: unknown[], { knobs = {}, plan, fitsAlone = false }: SetupOptions = {}) {
+function setup(
+  dir: string,
+  rpc: unknown[],
+  { knobs = {}, plan, fitsAlone = false, pickPort }: SetupOptions = {},
+) {
   const binary = writeFakeLlamaServer(dir, fakeLlamaKnobs({ FAKE_LLAMA_LOAD_MS: "20", ...knobs }));
   const model = writeFakeModel(dir);
   const config = ConfigSchema.parse({
@@ -61,6 +69,7 @@ function setup(dir: string, rpc: unknown[], { knobs = {}, plan, fitsAlone = fals
     dataDir: () => join(dir, "data"),
     settings: () => ({ ...SETTINGS, restartBackoffMs: 10 }),
     reap: false,
+    ...(pickPort ? { pickPort } : {}),
   });
   supervisors.push(supervisor);
   return { supervisor, plans, config, deps };
@@ -182,6 +191,37 @@ describe("supervisor with RPC workers", () => {
     const lease = await supervisor.acquire(new AbortController().signal);
     expect(rpcOf(plans[1]!)).toBe(a.endpoint);
     lease.release();
+  }, 20_000);
+
+  test("a worker skipped by a spawn that could not bind its port is not held against the next spawn", async () => {
+    // The launch picks another port and spawns again (launcher.ts) without a new begin(): the
+    // first spawn's `Failed to connect` (printed before it binds) must not fail the second,
+    // which reached every worker.
+    using dir = tmpdir();
+    const a = await worker();
+    const b = await worker();
+    const taken = createServer().listen(0, "127.0.0.1");
+    await once(taken, "listening");
+    let picks = 0;
+    const pickPort = async () => {
+      picks++;
+      if (picks === 1) {
+        await b.kill(); // gone for the first spawn only
+        return (taken.address() as AddressInfo).port;
+      }
+      await b.revive();
+      return pickFreePort();
+    };
+    const { supervisor, plans } = setup(dir.path, [a.endpoint, b.endpoint], { pickPort });
+    try {
+      const lease = await supervisor.acquire(new AbortController().signal);
+      expect(picks).toBe(2);
+      expect(rpcOf(plans[0]!)).toBe(`${a.endpoint},${b.endpoint}`);
+      expect(rpcWorkerSnapshot([a.endpoint, b.endpoint]).map((w) => w.state)).toEqual(["in_use", "in_use"]);
+      lease.release();
+    } finally {
+      taken.close();
+    }
   }, 20_000);
 
   test("the same with a llama-server that aborts on an unreachable worker (newer builds): named too", async () => {
