@@ -43,8 +43,9 @@ export function parseEndpoint(raw: string): ParsedEndpoint {
 function hostProblem(host: string): string | null {
   if (IPV4.test(host)) {
     // The resolver (inet_aton, llama-server's gethostbyname and the core's alike) reads a
-    // leading zero as octal: 192.168.001.010 is 192.168.1.8, another machine than the one meant.
-    if (host.split(".").some((o) => o.length > 1 && o.startsWith("0")))
+    // leading zero as octal: 192.168.001.010 is 192.168.1.8, another machine than the one meant
+    // (08 is no number at all). Zero-padding octal leaves as it is (001, 007) is the machine meant.
+    if (host.split(".").some((o) => /^0\d/.test(o) && Number.parseInt(o, 8) !== Number(o)))
       return `'${host}' has a leading zero in a number, which the resolver reads as octal (010 is 8): write it without`;
     return host.split(".").every((o) => Number(o) <= 255) ? null : `'${host}' is not an IPv4 address`;
   }

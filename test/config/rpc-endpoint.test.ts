@@ -7,6 +7,9 @@ describe("parseEndpoint: host:port as llama-server's --rpc reads it", () => {
     ["Worker-1.LAN:1", "worker-1.lan:1", 1],
     ["localhost:65535", "localhost:65535", 65535],
     ["10.0.0.5:08080", "10.0.0.5:8080", 8080],
+    // Zero-padded, but read as octal it is the same number: the machine written (a config that
+    // worked must not stop the core's start for a leading zero that changes nothing).
+    ["192.168.001.005:50052", "192.168.001.005:50052", 50052],
   ])("%s is accepted as %s", (raw, endpoint, port) => {
     expect(parseEndpoint(raw)).toMatchObject({ ok: true, endpoint, port });
   });
@@ -30,6 +33,7 @@ describe("parseEndpoint: host:port as llama-server's --rpc reads it", () => {
     // The resolver (inet_aton, in llama-server and the core alike) reads 010 as octal: 192.168.1.8.
     ["192.168.001.010:50052", /leading zero/],
     ["10.0.0.09:5", /leading zero/],
+    ["010.000.000.007:5", /leading zero/],
     ["bad_host:5", /not a host name/],
     ["-bad:5", /not a host name/],
     ["a..b:5", /not a host name/],
