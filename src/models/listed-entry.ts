@@ -60,15 +60,23 @@ const TEMP_NAME_BYTES = 18;
 /**
  * Why the absolute path a file will be stored at (its snapshot entry) is longer than this system
  * takes, or null. Each name may fit (unstorableName) and all of them together not: the link
- * failed with ENAMETOOLONG only after the download, gigabytes later.
+ * failed with ENAMETOOLONG only after the download, gigabytes later. `link`: the entry's relative
+ * link to its blob, one `../` per folder it climbs, so deep folders of short names make it the
+ * longer of the two (symlink() takes a target no longer than a path).
  */
-export function unstorablePath(full: string, platform: NodeJS.Platform = process.platform): string | null {
+export function unstorablePath(
+  full: string,
+  platform: NodeJS.Platform = process.platform,
+  link = "",
+): string | null {
   const max = PATH_BYTES[platform];
   if (max === undefined) return null;
   const folder = full.slice(0, full.lastIndexOf("/"));
   const longest = Math.max(Buffer.byteLength(full), Buffer.byteLength(folder) + TEMP_NAME_BYTES);
-  return longest > max
-    ? `makes a path longer than this system's paths (${longest} bytes, at most ${max})`
+  if (longest > max) return `makes a path longer than this system's paths (${longest} bytes, at most ${max})`;
+  const target = Buffer.byteLength(link);
+  return target > max
+    ? `is so deep that its link to the blob is longer than this system's paths (${target} bytes, at most ${max})`
     : null;
 }
 

@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
 import { createReadStream, existsSync, mkdirSync, statSync } from "node:fs";
+import { dirname, relative } from "node:path";
 import { cancelledError } from "../protocol/errors.ts";
 import type { DownloadProgress } from "../protocol/pull.ts";
 import { abortable } from "../util/abortable.ts";
@@ -127,9 +128,9 @@ export async function pullModel(req: PullRequest, deps: PullDeps, hooks: PullHoo
   // A vision model's projector comes with it, so `mmproj: auto` finds it in the same snapshot.
   const projector = model.some((f) => isProjector(f.path)) ? null : pickProjector(listing);
   const parts = projector ? [...model, projector] : model;
-  for (const f of parts) checkStorable(f.path, snapshotPath(cacheDir, req.repo, commit, f.path), deps, where);
-  prepareCache(cacheDir, req.repo, where);
   const targets = parts.map((f) => blobTarget(cacheDir, req.repo, commit, f));
+  for (const t of targets) checkStorable(t, snapshotPath(cacheDir, req.repo, commit, t.file), deps, where);
+  prepareCache(cacheDir, req.repo, where);
   checkSpace(targets, cacheDir, deps.freeSpace ?? statfsFree, where);
 
   const warnings: string[] = [];
@@ -177,8 +178,11 @@ export async function pullModel(req: PullRequest, deps: PullDeps, hooks: PullHoo
 }
 
 /** A file this system cannot name, by itself or with the snapshot's path before it: refused before its download. */
-function checkStorable(path: string, pointer: string, deps: PullDeps, where: PullWhere): void {
-  const why = unstorableName(path, deps.platform) ?? unstorablePath(pointer, deps.platform);
+function checkStorable(t: BlobTarget, pointer: string, deps: PullDeps, where: PullWhere): void {
+  const path = t.file;
+  // The link as linkSnapshot makes it: relative, from the entry's folder to the blob.
+  const link = relative(dirname(pointer), t.blob);
+  const why = unstorableName(path, deps.platform) ?? unstorablePath(pointer, deps.platform, link);
   if (why)
     throw pullError(
       { ...where, file: path },

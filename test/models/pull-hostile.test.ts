@@ -357,3 +357,15 @@ describe("a listed path longer than this system's paths", () => {
     expect(unstorablePath(`/c/${four}`, "linux")).toBeNull();
   });
 });
+
+describe("a listed path whose snapshot link is longer than a link may be", () => {
+  test("is refused before its download, though the path itself fits", async () => {
+    // 1400 one-letter folders: the path is under 3000 bytes, but the relative link to the blob
+    // climbs them all (`../` 1400 times), past the 4095 bytes symlink() takes on Linux.
+    const path = `${"a/".repeat(1400)}m-Q4_K_M.gguf`;
+    const { hub, deps } = await hubWith((e) => ({ ...e, path }));
+    const r = await pull({ ...deps, platform: "linux" });
+    expect(r.error?.data).toMatchObject({ cause: "bad_listing", entry: path });
+    expect(hub.requests.filter((q) => q.path.includes("/resolve/"))).toEqual([]);
+  });
+});
