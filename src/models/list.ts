@@ -14,7 +14,7 @@ import type { ModelEntry, ModelsResult } from "../protocol/models.ts";
 import { findProjector } from "./find-projector.ts";
 import { fitVerdict } from "./fit-verdict.ts";
 import { type Env, hubCacheDir, repoPaths } from "./hf-cache.ts";
-import { groupGgufs, isGgufPath, isProjector } from "./pick-gguf.ts";
+import { groupGgufs, isGgufPath, isProjector, missingText } from "./pick-gguf.ts";
 import { quantizationOf } from "./quantization.ts";
 import { readRef, resolveCached, snapshotFiles } from "./resolve.ts";
 
@@ -48,9 +48,11 @@ interface Candidate {
   commit: string | null;
   refs: string[];
   file: string;
-  /** Absolute paths of every part the name promises. */
+  /** Absolute paths of the parts (pick-gguf.ts GgufGroup.parts). */
   parts: string[];
   missing: string[];
+  /** The missing parts as the verdict names them, `…` where more are missing than named. */
+  missingText: string;
   model_path: string;
 }
 
@@ -128,8 +130,7 @@ async function judge(
     verdict,
     problem,
   });
-  if (c.missing.length > 0)
-    return unreadable("incomplete_split", `split model: ${c.missing.join(", ")} missing`);
+  if (c.missing.length > 0) return unreadable("incomplete_split", `split model: ${c.missingText} missing`);
   let header: GgufHeader;
   try {
     header = await readHeader(c.parts[0]!);
@@ -211,6 +212,7 @@ function folderCandidates(folder: string): Candidate[] {
     file: g.first,
     parts: g.parts.map((p) => join(folder, p)),
     missing: g.missing,
+    missingText: missingText(g),
     model_path: join(folder, g.first),
   }));
 }
@@ -246,6 +248,7 @@ function cachedCandidates(cacheDir: string): Candidate[] {
         file: g.first,
         parts: g.parts.map((p) => join(snapshot, ...p.split("/"))),
         missing: g.missing,
+        missingText: missingText(g),
         model_path: referenceOf(repo, g.first, onRefs) ?? join(snapshot, ...g.first.split("/")),
       }));
     });

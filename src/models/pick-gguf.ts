@@ -10,7 +10,11 @@ import type { ModelRef } from "../protocol/model-ref.ts";
 export interface GgufGroup {
   /** The file llama-server is given: the single file, or the first part (`-00001-of-0000N`). */
   first: string;
-  /** Every part the name promises, in order (just `first` when not split); for a split cut short, those up to its last missing part named. */
+  /**
+   * Every part the name promises, in order (just `first` when not split); for a split cut short,
+   * those up to its last missing part named, then the parts present past it (what is on disk is
+   * all listed: a host deletes a broken split by its `files`).
+   */
   parts: string[];
   /** How many parts the name promises (1 when not split). */
   total: number;
@@ -46,6 +50,8 @@ export function isProjector(path: string): boolean {
 export function groupGgufs(paths: readonly string[]): GgufGroup[] {
   const present = new Set(paths.filter(isGgufPath));
   const groups = new Map<string, GgufGroup>();
+  /** How many parts splitGroup named of each split: a part present past them is added as met. */
+  const named = new Map<string, number>();
   for (const path of [...present].sort()) {
     const shard = shardName(path, true);
     if (!shard) {
@@ -54,7 +60,15 @@ export function groupGgufs(paths: readonly string[]): GgufGroup[] {
     }
     const { stem, total } = shard;
     const key = `${stem}\0${total}`;
-    if (!groups.has(key)) groups.set(key, splitGroup(stem, total, present));
+    const group = groups.get(key);
+    if (!group) {
+      const made = splitGroup(stem, total, present);
+      groups.set(key, made);
+      named.set(key, made.parts.length);
+    } else if (shard.part > named.get(key)! && path === shardFileName(stem, shard.part, total)) {
+      // Sorted, so these come in order; the work is the listing's, not the total's.
+      group.parts.push(path);
+    }
   }
   return [...groups.values()].sort((a, b) => a.first.localeCompare(b.first));
 }

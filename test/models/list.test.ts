@@ -199,3 +199,24 @@ describe("models: every GGUF local-ai can see", () => {
     expect([...byFile.keys()].some((f) => f.startsWith("mmproj"))).toBe(false);
   });
 });
+
+// A split cut short names at most 10 of its missing parts (pick-gguf.ts MISSING_NAMED), but its
+// entry still lists every part on disk: a host that offers to delete a broken split by `files`
+// left parts 12 to 20 behind, and `size_bytes` did not count them.
+describe("models: a split with more missing parts than are named", () => {
+  test("lists the parts on disk past the tenth missing one, and says more are missing", async () => {
+    using dir = tmpdir();
+    const name = (i: number) => `big-Q4_K_M-${String(i).padStart(5, "0")}-of-00030.gguf`;
+    const present = [1, ...Array.from({ length: 9 }, (_, i) => i + 12), 25];
+    for (const i of present) writeFileSync(join(dir.path, name(i)), "x".repeat(100));
+    const config = defaultConfig(dir.path).config;
+    const result = await listModels(
+      { config, configDir: dir.path, cacheDir: join(dir.path, "c") },
+      { probe },
+    );
+    const entry = result.models.find((m) => m.file === name(1));
+    expect(entry).toMatchObject({ problem: "incomplete_split", size_bytes: 100 * present.length });
+    for (const i of present) expect(entry!.files).toContain(join(dir.path, name(i)));
+    expect(entry!.verdict).toContain("…");
+  });
+});
