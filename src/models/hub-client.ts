@@ -184,7 +184,7 @@ export class HubClient {
       }
       if (res.status >= 300 && res.status < 400 && res.headers.has("location")) {
         await res.body?.cancel();
-        url = new URL(res.headers.get("location")!, url).toString();
+        url = redirectTarget(res, url);
         redirected = res.status;
         continue;
       }
@@ -243,7 +243,7 @@ export class HubClient {
           undefined,
           res.status,
         );
-      at = new URL(res.headers.get("location")!, at).toString();
+      at = redirectTarget(res, at);
     }
   }
 
@@ -295,6 +295,23 @@ function linkedOf(h: Headers): Linked {
     etag: etag ? etag.replace(/^W\//, "").replace(/"/g, "").trim().toLowerCase() : null,
     size: Number.isFinite(size) ? size : null,
   };
+}
+
+/**
+ * A redirect's Location, resolved against the URL that answered it. One that is no URL (`http://[`)
+ * is the hub's bad answer: new URL's TypeError reached the pull as an unexpected error.
+ */
+function redirectTarget(res: Response, url: string): string {
+  try {
+    return new URL(res.headers.get("location")!, url).toString();
+  } catch {
+    throw new HubBadAnswer(
+      url,
+      `the hub redirected to a malformed URL (HTTP ${res.status})`,
+      undefined,
+      res.status,
+    );
+  }
 }
 
 /** The `rel="next"` URL of a Link header, resolved against the page's URL. */

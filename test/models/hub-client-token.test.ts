@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { HubClient } from "../../src/models/hub-client.ts";
+import { HubBadAnswer, HubClient } from "../../src/models/hub-client.ts";
 
 // The token goes to the hub's own origin only (src/models/hub-client.ts): not to a listing page
 // the hub's `Link` header puts on another host, nor over plain http after a redirect that keeps
@@ -77,5 +77,17 @@ describe("the hub token's destinations", () => {
       { url: tree, authorization: "Bearer hf_secret" },
       { url: elsewhere, authorization: null },
     ]);
+  });
+});
+
+describe("a redirect to a malformed URL", () => {
+  test("is the hub's bad answer, not a TypeError the pull turns into internal_error", async () => {
+    const old = `${HUB}/api/models/org/old/revision/main`;
+    const file = `${HUB}/org/old/resolve/${COMMIT}/m.gguf`;
+    const bad = () => new Response(null, { status: 307, headers: { location: "http://[" } });
+    const { fake } = recordingFetch({ [old]: bad, [file]: bad });
+    const hub = new HubClient({ endpoint: HUB, fetch: fake });
+    await expect(hub.commitOf("org/old", "main")).rejects.toBeInstanceOf(HubBadAnswer);
+    await expect(hub.open("org/old", COMMIT, "m.gguf", 0)).rejects.toBeInstanceOf(HubBadAnswer);
   });
 });
