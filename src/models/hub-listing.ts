@@ -204,7 +204,10 @@ export async function hubFetch(
     const location = res.headers.get("location");
     if (res.status >= 300 && res.status < 400 && location) {
       await res.body?.cancel();
-      current = new URL(location, current).toString();
+      // A Location that is no URL is the hub's bad answer, not new URL's TypeError (an internal error).
+      const next = URL.parse(location, current);
+      if (!next) throw hubError("hub_error", `${label}: the hub redirected to a malformed URL`, what);
+      current = next.toString();
       continue;
     }
     if (res.ok || res.status === 416) return res;

@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { HubBadAnswer, HubClient } from "../../src/models/hub-client.ts";
+import { hubFetch } from "../../src/models/hub-listing.ts";
 
 // The token goes to the hub's own origin only (src/models/hub-client.ts): not to a listing page
 // the hub's `Link` header puts on another host, nor over plain http after a redirect that keeps
@@ -89,5 +90,17 @@ describe("a redirect to a malformed URL", () => {
     const hub = new HubClient({ endpoint: HUB, fetch: fake });
     await expect(hub.commitOf("org/old", "main")).rejects.toBeInstanceOf(HubBadAnswer);
     await expect(hub.open("org/old", COMMIT, "m.gguf", 0)).rejects.toBeInstanceOf(HubBadAnswer);
+  });
+
+  test("the remote fit's read says the hub redirected badly (model_missing hub_error), not an internal error", async () => {
+    const url = `${HUB}/org/m/resolve/main/m.gguf`;
+    const { fake } = recordingFetch({
+      [url]: () => new Response(null, { status: 302, headers: { location: "http://[" } }),
+    });
+    const access = { endpoint: HUB, token: null, fetch: fake, offline: false, timeoutMs: 10_000 };
+    await expect(hubFetch(access, url, { repo: "org/m", file: "m.gguf" })).rejects.toMatchObject({
+      code: "model_missing",
+      data: { problem: "hub_error" },
+    });
   });
 });
