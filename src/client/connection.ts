@@ -243,9 +243,9 @@ export class Connection {
     asked.then(
       () => {
         if (!(ms > 0 && ms <= MAX_TIMER_MS) || this.pending.get(id) !== entry) return;
-        // Beside its own time limit, which may come sooner; cleared as that is.
-        clearTimeout(entry.unconfirmedTimer);
-        entry.unconfirmedTimer = setTimeout(giveUp, ms, `${NOT_ENDED} within ${ms} ms`);
+        // Beside its own time limit, which may come sooner; cleared as that is. From the first
+        // confirmed cancel: a host cancelling again every minute would otherwise never see it end.
+        entry.unconfirmedTimer ??= setTimeout(giveUp, ms, `${NOT_ENDED} within ${ms} ms`);
       },
       (err) => {
         this.log("warn", `cancel of ${id} failed: ${(err as Error).message}`);

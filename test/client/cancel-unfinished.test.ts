@@ -40,4 +40,23 @@ describe("a cancel the core confirms but never carries out", () => {
     expect(await chat.cancel()).toBe(true);
     expect((await rejection(chat.result)).code).toBe("timeout");
   });
+
+  test("a second confirmed cancel does not start the wait again: it ends from the first", async () => {
+    const child = new FakeChild((req, c) => {
+      if (req.method === "cancel") c.send({ id: req.id, type: "result", result: { cancelled: true } });
+    });
+    const client = track(
+      await LocalAiClient.start({ binary: "local-ai", spawn: child.spawn, requestTimeoutMs: 60_000 }),
+    );
+    const chat = client.chat({ input: "a" });
+    expect(await waitFor(() => child.requests.length === 1, { intervalMs: 2 })).toBe(true);
+    const pending = (
+      client as unknown as { connection: { pending: Map<string, { unconfirmedTimer?: unknown }> } }
+    ).connection.pending;
+    expect(await chat.cancel()).toBe(true);
+    const first = pending.get(String(chat.id))?.unconfirmedTimer;
+    expect(first).toBeDefined();
+    expect(await chat.cancel()).toBe(true);
+    expect(pending.get(String(chat.id))?.unconfirmedTimer).toBe(first);
+  });
 });
