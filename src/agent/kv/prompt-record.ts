@@ -30,6 +30,12 @@ export const PromptRecordSchema = z.object({
    * go as the text `[image]`. Moved like the cut, only when they no longer fit; absent: 0.
    */
   image_cut: z.number().int().nonnegative().optional(),
+  /**
+   * Notes the slot's tokens hold that no message is sent with: those of a turn not committed (a
+   * cancel, a failure) after a request carried them. Never laid out again; kept only so that an
+   * erase of what they quote finds the slot and its saved state. Gone once a request replaces them.
+   */
+  held: z.array(NoteRecordSchema.pick({ ids: true, sources: true })).optional(),
 });
 export type PromptRecord = z.infer<typeof PromptRecordSchema>;
 
@@ -37,9 +43,14 @@ export function emptyRecord(): PromptRecord {
   return { cut: 0, notes: [] };
 }
 
-/** The sources of the notes a record sends: what the KV state saved with it holds. */
+/** The notes whose passages the slot holds: those the record sends, and those it holds only (`held`). */
+export function quotingNotes(record: PromptRecord): Pick<NoteRecord, "ids" | "sources">[] {
+  return record.held?.length ? [...record.notes, ...record.held] : record.notes;
+}
+
+/** The sources of the notes a record sends or holds: what the KV state saved with it holds. */
 export function noteSources(record: PromptRecord): string[] {
-  return [...new Set(record.notes.flatMap((n) => n.sources))];
+  return [...new Set(quotingNotes(record).flatMap((n) => n.sources))];
 }
 
 /**
@@ -49,7 +60,7 @@ export function noteSources(record: PromptRecord): string[] {
  */
 export function quotedPassages(record: PromptRecord): Map<string, number[]> {
   const quoted = new Map<string, number[]>();
-  for (const note of record.notes) {
+  for (const note of quotingNotes(record)) {
     for (const source of note.sources) if (!quoted.has(source)) quoted.set(source, []);
     for (const id of note.ids) {
       const at = id.lastIndexOf("#");
@@ -68,9 +79,11 @@ export function quotedPassages(record: PromptRecord): Map<string, number[]> {
 export function dropSource(records: Map<string, PromptRecord>, prefix: string, source: string): Set<string> {
   const holding = new Set<string>();
   for (const [k, r] of records) {
-    if (!k.startsWith(prefix) || !r.notes.some((n) => n.sources.includes(source))) continue;
+    const quotes = (n: Pick<NoteRecord, "sources">) => n.sources.includes(source);
+    if (!k.startsWith(prefix) || !quotingNotes(r).some(quotes)) continue;
     holding.add(k);
-    records.set(k, { ...r, notes: r.notes.filter((n) => !n.sources.includes(source)) });
+    const held = r.held?.filter((n) => !quotes(n));
+    records.set(k, { ...r, notes: r.notes.filter((n) => !quotes(n)), ...(held ? { held } : {}) });
   }
   return holding;
 }

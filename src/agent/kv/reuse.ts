@@ -8,7 +8,7 @@ import { within } from "../../util/within.ts";
 import { launchFingerprinter } from "./fingerprint.ts";
 import type { KvDisk, KvEntry } from "./kv-disk.ts";
 import { keepAll, type Later } from "./later.ts";
-import { dropSource, emptyRecord, type PromptRecord, quotedPassages } from "./prompt-record.ts";
+import { dropSource, emptyRecord, type PromptRecord, quotedPassages, quotingNotes } from "./prompt-record.ts";
 import { restoreSlotState } from "./restore-state.ts";
 import { saveSlotState } from "./save-slot.ts";
 import { keyOf, keyText, type SessionKey } from "./session-key.ts";
@@ -235,7 +235,7 @@ export class PromptReuse {
   /** Whether all the record's notes quote is still stored (another core's erase reaches only its own
    *  records): what is gone is forgotten as by `forgetSource`; a store that cannot tell: not used. */
   private quotable(userId: string, record: PromptRecord): boolean {
-    if (record.notes.length === 0 || !this.deps.gone) return true;
+    if (quotingNotes(record).length === 0 || !this.deps.gone) return true;
     const gone = this.deps.gone(userId, quotedPassages(record));
     if (gone === null) return false;
     if (gone.length > 0) this.forgetSource(userId, ...gone);

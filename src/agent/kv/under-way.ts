@@ -1,4 +1,4 @@
-import type { PromptRecord } from "./prompt-record.ts";
+import { type PromptRecord, quotingNotes } from "./prompt-record.ts";
 
 /**
  * The saves and turns of prompt reuse under way (docs/agent.md#prompt-reuse): an erase that
@@ -27,7 +27,8 @@ export class UnderWay {
   /** Over: whether an erase came meanwhile that `record` (a turn's, when it ends) holds. */
   end(work: Work, record?: PromptRecord): boolean {
     this.all.delete(work);
-    return work.erased || (record?.notes.some((n) => n.sources.some((s) => work.sources.has(s))) ?? false);
+    if (work.erased || !record) return work.erased;
+    return quotingNotes(record).some((n) => n.sources.some((s) => work.sources.has(s)));
   }
 
   /** What `gone` picks is erased; with `source`, what of `prefix`'s (a user's) quotes it too. */

@@ -41,6 +41,8 @@ export class PromptLayout {
 
   /** The record's image cut, kept as it was by a turn on a model that reads no images. */
   private readonly recordImageCut: number | undefined;
+  /** The notes the slot holds and no message is sent with (PromptRecord `held`), as the record had them. */
+  private readonly held: NonNullable<PromptRecord["held"]>;
 
   constructor(
     record: PromptRecord,
@@ -51,6 +53,7 @@ export class PromptLayout {
   ) {
     this.cutAt = Math.min(record.cut, userSeq);
     this.recordImageCut = record.image_cut;
+    this.held = record.held ?? [];
     this.imageCut = images.vision ? Math.min(record.image_cut ?? 0, userSeq) : userSeq;
     // Notes of messages a rewrite replaced are gone with them.
     this.notes = new Map(record.notes.filter((n) => n.seq < userSeq).map((n) => [n.seq, n]));
@@ -123,13 +126,24 @@ export class PromptLayout {
 
   /**
    * The record the session keeps after this turn: the cut, the notes still sent, and this
-   * turn's own when it was committed (its user message is then history).
+   * turn's own when it was committed (its user message is then history). Not committed, a turn
+   * whose request was `sent` with its own notes left them in the slot all the same: they are
+   * `held`, so an erase of what they quote still finds the slot and its saved state. A request
+   * sent replaces what the slot held before; none sent leaves it as it was.
    */
-  record(committed: boolean): PromptRecord {
+  record(committed: boolean, sent = true): PromptRecord {
     const notes = [...this.notes.values()].filter((n) => n.seq >= this.cutAt);
     if (committed && this.own) notes.push(this.own);
+    const held = sent ? [] : [...this.held];
+    if (!committed && sent && this.own?.sources.length)
+      held.push({ ids: this.own.ids, sources: this.own.sources });
     const imageCut = this.images.vision ? this.imageCut : this.recordImageCut;
-    return { cut: this.cutAt, notes, ...(imageCut ? { image_cut: imageCut } : {}) };
+    return {
+      cut: this.cutAt,
+      notes,
+      ...(imageCut ? { image_cut: imageCut } : {}),
+      ...(held.length ? { held } : {}),
+    };
   }
 }
 

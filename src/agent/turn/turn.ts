@@ -100,7 +100,9 @@ export class Turn {
    */
   private recordLeft(ending: TurnEnding | undefined, committed: boolean) {
     const refused = ending?.kind === "context_overflow" || ending?.kind === "refused";
-    return refused && this.reused ? this.reused.record : (this.layout as PromptLayout).record(committed);
+    return refused && this.reused
+      ? this.reused.record
+      : (this.layout as PromptLayout).record(committed, this.sent);
   }
 
   /** From memory recall to the last step: how the turn ends, a cancel or a failure included. */

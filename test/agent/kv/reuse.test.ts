@@ -52,6 +52,13 @@ function harness(
 }
 
 const kvFiles = (h: ChatHarness) => readdirSync(join(h.dataDir, "kv")).sort();
+/** The saved states (the stand-in's slot files: a header line, then its tokens as JSON) whose tokens spell `text`. */
+const statesHolding = (h: ChatHarness, text: string) =>
+  kvFiles(h).filter((f) => {
+    if (!f.endsWith(".bin")) return false;
+    const json = readFileSync(join(h.dataDir, "kv", f), "utf8").split("\n")[1] ?? "{}";
+    return ((JSON.parse(json) as { tokens?: string[] }).tokens ?? []).join("").includes(text);
+  });
 const slotActions = (h: ChatHarness, action: string) =>
   h.llama.log.filter((l) => l.includes(`action = ${action}`)).length;
 
@@ -411,6 +418,33 @@ describe("an erased document in other sessions' saved state", () => {
     );
     await say(h, "next", "something else entirely, at some length");
     expect(kv.ram.flat().join("")).not.toContain(PASSAGE);
+  }, 20_000);
+  test("a turn cancelled after its request quoted the document: its saved state is taken by the delete", async () => {
+    await using h = harness(withMemory);
+    h.send("add", "documents.add", { text: `# Zebras\n\nThe ${MARK} was a ${PASSAGE}.`, name: "z.md" });
+    const doc = ((await h.terminal("add")).result as { document_id: string }).document_id;
+    // z's first turn recalls the passage; its request reaches the slot, which then holds it, and
+    // the turn is cancelled before the reply ends: nothing is committed, the slot is as sent.
+    h.llama.script({ content: ["a"], hang: true });
+    h.send("z", "chat", { session_id: "z", input: `tell me about the ${MARK}` });
+    const kv = h.llama.model.kv;
+    expect(
+      await waitFor(() => kv.slots[0]?.tokens.join("").includes(PASSAGE) ?? false, { timeoutMs: 5000 }),
+    ).toBe(true);
+    h.send("c", "cancel", { request_id: "z" });
+    const ended = await h.terminal("z");
+    expect(JSON.stringify(ended)).toContain("cancelled");
+    // The quiet save keeps the slot's state, which holds the passage.
+    expect(await waitFor(() => pairInPlace(h), { timeoutMs: 5000 })).toBe(true);
+    expect(statesHolding(h, PASSAGE)).toHaveLength(1);
+    h.send("d", "documents.delete", { document_id: doc });
+    expect((await h.terminal("d")).result).toEqual({ deleted: true });
+    expect(statesHolding(h, PASSAGE)).toEqual([]);
+    expect(filesHolding(join(h.dataDir, "kv"), PASSAGE)).toEqual([]);
+    // And the slot no longer holds it for the RAM cache to take.
+    expect(await waitFor(() => !kv.slots[0]?.tokens.join("").includes(PASSAGE), { timeoutMs: 5000 })).toBe(
+      true,
+    );
   }, 20_000);
 });
 

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { emptyRecord } from "../../../src/agent/kv/prompt-record.ts";
+import { emptyRecord, noteSources } from "../../../src/agent/kv/prompt-record.ts";
 import { PromptLayout } from "../../../src/agent/turn/prompt-layout.ts";
 import type { ChatMessage } from "../../../src/protocol/chat-message.ts";
 import type { MemoryHit } from "../../../src/store/memory-store.ts";
@@ -102,5 +102,19 @@ describe("PromptLayout", () => {
     layout.history(history(10), 0);
     expect(layout.kept).toBe(0);
     expect(layout.cut).toBe(20);
+  });
+  test("a turn not committed after its notes were sent leaves them held, not sent again, until a request replaces them", () => {
+    // A cancel after the request: the slot holds the notes, and an erase of their source must find it.
+    const layout = new PromptLayout(emptyRecord(), [hit("1", "the moon pulls the tides")], 2);
+    layout.turnMessages([{ role: "user", content: "and the moon?" }]);
+    const left = layout.record(false, true);
+    expect(left.notes).toEqual([]);
+    expect(left.held).toEqual([{ ids: ["session:old#1"], sources: ["session:old"] }]);
+    expect(noteSources(left)).toEqual(["session:old"]);
+    // The next turn sends nothing (it failed first): still held. It sends: replaced.
+    expect(new PromptLayout(left, [], 2).record(false, false).held).toEqual(left.held);
+    expect(new PromptLayout(left, [], 2).record(true, true).held).toBeUndefined();
+    // Nothing sent at all: nothing held.
+    expect(new PromptLayout(emptyRecord(), [hit("1", "tides")], 2).record(false, false).held).toBeUndefined();
   });
 });
