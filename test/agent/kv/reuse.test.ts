@@ -448,6 +448,54 @@ describe("an erased document in other sessions' saved state", () => {
   }, 20_000);
 });
 
+describe("an erased session in another session's saved state", () => {
+  /** `session`'s state is saved (nothing under a temporary name), its tokens spelling `text`. */
+  const stateOf = (h: ChatHarness, session: string, text: string) =>
+    !kvFiles(h).some((f) => f.endsWith(".tmp")) &&
+    statesHolding(h, text).includes(
+      `${new KvDisk(join(h.dataDir, "kv"), 0).nameOf("default_user", session)}.bin`,
+    );
+
+  test("sessions.delete of a takes b's state, whose notes quote a's turn, from slot and disk", async () => {
+    await using h = harness({ config: { memory: { enabled: true, top_k: 5 } } });
+    const WORDS = "the lighthouse keeper GANNET-4410 hums";
+    h.llama.script({ content: ["noted"] }, { content: ["ok"] });
+    await say(h, "a", `remember that ${WORDS}`);
+    await say(h, "b", "what does the GANNET-4410 keeper do?");
+    expect(JSON.stringify(h.llama.requests.at(-1)?.body.messages)).toContain(WORDS);
+    const kv = h.llama.model.kv;
+    expect(await waitFor(() => stateOf(h, "b", WORDS), { timeoutMs: 5000 })).toBe(true);
+    h.send("d", "sessions.delete", { session_id: "a" });
+    expect((await h.terminal("d")).result).toMatchObject({ deleted: true });
+    expect(statesHolding(h, WORDS)).toEqual([]);
+    expect(filesHolding(join(h.dataDir, "kv"), WORDS)).toEqual([]);
+    const held = () => kv.slots.some((s) => s.tokens.join("").includes(WORDS));
+    expect(await waitFor(() => !held(), { timeoutMs: 5000 })).toBe(true);
+  }, 20_000);
+
+  test("the same when b's turn quoting a was cancelled after its request", async () => {
+    await using h = harness({ config: { memory: { enabled: true, top_k: 5 } } });
+    const WORDS = "the lighthouse keeper GANNET-4410 hums";
+    h.llama.script({ content: ["noted"] }, { content: ["a"], hang: true });
+    await say(h, "a", `remember that ${WORDS}`);
+    h.send("b", "chat", { session_id: "b", input: "what does the GANNET-4410 keeper do?" });
+    const kv = h.llama.model.kv;
+    const held = () => kv.slots.some((s) => s.tokens.join("").includes(WORDS));
+    // b's prompt in the slot: its note (a's words) and its own question (a's prompt has the words too).
+    const bSent = () =>
+      kv.slots.some((s) => s.tokens.join("").includes(WORDS) && s.tokens.join("").includes("keeper do?"));
+    expect(await waitFor(bSent, { timeoutMs: 5000 })).toBe(true);
+    h.send("c", "cancel", { request_id: "b" });
+    expect(JSON.stringify(await h.terminal("b"))).toContain("cancelled");
+    // b's own state is saved, its tokens holding a's words (its note).
+    expect(await waitFor(() => stateOf(h, "b", WORDS), { timeoutMs: 5000 })).toBe(true);
+    h.send("d", "sessions.delete", { session_id: "a" });
+    expect((await h.terminal("d")).result).toMatchObject({ deleted: true });
+    expect(statesHolding(h, WORDS)).toEqual([]);
+    expect(await waitFor(() => !held(), { timeoutMs: 5000 })).toBe(true);
+  }, 20_000);
+});
+
 describe("a memory folder's file gone or changed, in the saved state quoting it", () => {
   const MARK = "OKAPI-5521";
   /** The file's own words: in a prompt only as the memory note quoting it. */
