@@ -128,22 +128,31 @@ export class PromptLayout {
    * The record the session keeps after this turn: the cut, the notes still sent, and this
    * turn's own when it was committed (its user message is then history). Not committed, a turn
    * whose request was `sent` with its own notes left them in the slot all the same: they are
-   * `held`, so an erase of what they quote still finds the slot and its saved state. A request
-   * sent replaces what the slot held before; none sent leaves it as it was.
+   * `held`, so an erase of what they quote still finds the slot and its saved state. Only a
+   * request llama-server `read` (a reply came) surely replaced what the slot held before; one
+   * refused or failed first may have left it, so it stays held.
    */
-  record(committed: boolean, sent = true): PromptRecord {
+  record(committed: boolean, sent = true, read = sent): PromptRecord {
     const notes = [...this.notes.values()].filter((n) => n.seq >= this.cutAt);
     if (committed && this.own) notes.push(this.own);
-    const held = sent ? [] : [...this.held];
-    if (!committed && sent && this.own?.sources.length)
-      held.push({ ids: this.own.ids, sources: this.own.sources });
     const imageCut = this.images.vision ? this.imageCut : this.recordImageCut;
     return {
       cut: this.cutAt,
       notes,
       ...(imageCut ? { image_cut: imageCut } : {}),
-      ...(held.length ? { held } : {}),
+      ...this.heldAfter(committed, sent, read),
     };
+  }
+
+  private heldAfter(committed: boolean, sent: boolean, read: boolean): Pick<PromptRecord, "held"> {
+    const held = read ? [] : [...this.held];
+    const own = this.own;
+    const known = held.some(
+      (n) => own && n.ids.join() === own.ids.join() && n.sources.join() === own.sources.join(),
+    );
+    if (!committed && sent && own?.sources.length && !known)
+      held.push({ ids: own.ids, sources: own.sources });
+    return held.length ? { held } : {};
   }
 }
 

@@ -47,6 +47,8 @@ export class Turn {
   private layout: PromptLayout | undefined;
   /** A request went out: the slot holds this turn's prompt now. */
   private sent = false;
+  /** llama-server answered one: what the slot held before this turn is surely replaced. */
+  private read = false;
   private readonly maxSteps: number;
   /** The chat's `response_format`: its answer is constrained and checked. */
   private readonly format: AnswerFormat | undefined;
@@ -100,9 +102,8 @@ export class Turn {
    */
   private recordLeft(ending: TurnEnding | undefined, committed: boolean) {
     const refused = ending?.kind === "context_overflow" || ending?.kind === "refused";
-    return refused && this.reused
-      ? this.reused.record
-      : (this.layout as PromptLayout).record(committed, this.sent);
+    const layout = this.layout as PromptLayout;
+    return refused && this.reused ? this.reused.record : layout.record(committed, this.sent, this.read);
   }
 
   /** From memory recall to the last step: how the turn ends, a cancel or a failure included. */
@@ -211,6 +212,7 @@ export class Turn {
       const stepSetup = this.stepSetup(setup);
       this.sent = true;
       const answer = await llmStep(ctx, stepSetup, step);
+      this.read ||= answer.kind === "reply" || answer.kind === "unparsed";
       if (answer.kind === "reply") ctx.usage.add(answer.reply);
       if (answer.kind === "failed") return { kind: "llm_error", step, failure: answer.failure };
       if (answer.kind === "overflow") return this.overflowed(step, answer.error, stepSetup);

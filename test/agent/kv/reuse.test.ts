@@ -319,6 +319,24 @@ describe("an erased document in other sessions' saved state", () => {
   const PASSAGE = "subspecies of zebra";
   const withMemory = { config: { memory: { enabled: true, top_k: 5 } } };
 
+  /**
+   * A library document whose passage z's first turn recalls; its request reaches the slot, which
+   * then holds it, and the turn is cancelled before the reply ends: nothing is committed, the slot is as sent.
+   */
+  async function cancelledQuoting(h: ChatHarness): Promise<string> {
+    h.send("add", "documents.add", { text: `# Zebras\n\nThe ${MARK} was a ${PASSAGE}.`, name: "z.md" });
+    const doc = ((await h.terminal("add")).result as { document_id: string }).document_id;
+    h.llama.script({ content: ["a"], hang: true });
+    h.send("z", "chat", { session_id: "z", input: `tell me about the ${MARK}` });
+    const kv = h.llama.model.kv;
+    expect(
+      await waitFor(() => kv.slots[0]?.tokens.join("").includes(PASSAGE) ?? false, { timeoutMs: 5000 }),
+    ).toBe(true);
+    h.send("c", "cancel", { request_id: "z" });
+    expect(JSON.stringify(await h.terminal("z"))).toContain("cancelled");
+    return doc;
+  }
+
   /** A library document recalled into session z's prompt (a memory note), z's state saved quietly. */
   async function recalled(h: ChatHarness, saved = true): Promise<string> {
     // Scripted replies: the echo would put the note into the history, which is not what is tested.
@@ -421,19 +439,8 @@ describe("an erased document in other sessions' saved state", () => {
   }, 20_000);
   test("a turn cancelled after its request quoted the document: its saved state is taken by the delete", async () => {
     await using h = harness(withMemory);
-    h.send("add", "documents.add", { text: `# Zebras\n\nThe ${MARK} was a ${PASSAGE}.`, name: "z.md" });
-    const doc = ((await h.terminal("add")).result as { document_id: string }).document_id;
-    // z's first turn recalls the passage; its request reaches the slot, which then holds it, and
-    // the turn is cancelled before the reply ends: nothing is committed, the slot is as sent.
-    h.llama.script({ content: ["a"], hang: true });
-    h.send("z", "chat", { session_id: "z", input: `tell me about the ${MARK}` });
+    const doc = await cancelledQuoting(h);
     const kv = h.llama.model.kv;
-    expect(
-      await waitFor(() => kv.slots[0]?.tokens.join("").includes(PASSAGE) ?? false, { timeoutMs: 5000 }),
-    ).toBe(true);
-    h.send("c", "cancel", { request_id: "z" });
-    const ended = await h.terminal("z");
-    expect(JSON.stringify(ended)).toContain("cancelled");
     // The quiet save keeps the slot's state, which holds the passage.
     expect(await waitFor(() => pairInPlace(h), { timeoutMs: 5000 })).toBe(true);
     expect(statesHolding(h, PASSAGE)).toHaveLength(1);
@@ -445,6 +452,22 @@ describe("an erased document in other sessions' saved state", () => {
     expect(await waitFor(() => !kv.slots[0]?.tokens.join("").includes(PASSAGE), { timeoutMs: 5000 })).toBe(
       true,
     );
+  }, 20_000);
+  test("a held note stays held past a request llama-server refused before reading it: the delete takes the state", async () => {
+    await using h = harness(withMemory);
+    const doc = await cancelledQuoting(h);
+    const kv = h.llama.model.kv;
+    // The next turn recalls nothing; its request is answered with an error, the slot untouched.
+    h.llama.script({ error: { status: 500, message: "boom" } });
+    const { terminal } = await h.chat(++id, { session_id: "z", input: "hello there" });
+    expect(terminal.type).toBe("error");
+    expect(kv.slots[0]?.tokens.join("")).toContain(PASSAGE);
+    expect(
+      await waitFor(() => pairInPlace(h) && statesHolding(h, PASSAGE).length === 1, { timeoutMs: 5000 }),
+    ).toBe(true);
+    h.send("d", "documents.delete", { document_id: doc });
+    expect((await h.terminal("d")).result).toEqual({ deleted: true });
+    expect(statesHolding(h, PASSAGE)).toEqual([]);
   }, 20_000);
 });
 

@@ -114,6 +114,8 @@ describe("PromptLayout", () => {
     // The next turn sends nothing (it failed first): still held. It sends: replaced.
     expect(new PromptLayout(left, [], 2).record(false, false).held).toEqual(left.held);
     expect(new PromptLayout(left, [], 2).record(true, true).held).toBeUndefined();
+    // A request sent but not read (refused or failed before llama-server read it): still held too.
+    expect(new PromptLayout(left, [], 2).record(false, true, false).held).toEqual(left.held);
     // Nothing sent at all: nothing held.
     expect(new PromptLayout(emptyRecord(), [hit("1", "tides")], 2).record(false, false).held).toBeUndefined();
   });
