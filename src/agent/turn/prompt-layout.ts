@@ -144,6 +144,12 @@ export class PromptLayout {
     };
   }
 
+  /** A refused turn leaves `record` as it was (turn.ts), but what its requests put in the slot is held. */
+  unchanged(record: PromptRecord, sent: boolean, read: boolean): PromptRecord {
+    const { held: _, ...rest } = record;
+    return { ...rest, ...this.heldAfter(false, sent, read) };
+  }
+
   private heldAfter(committed: boolean, sent: boolean, read: boolean): Pick<PromptRecord, "held"> {
     const held = read ? [] : [...this.held];
     const own = this.own;

@@ -98,12 +98,14 @@ export class Turn {
    * The prompt record the turn leaves. A refused one (its own input does not fit, or its
    * images or format cannot be used) leaves the session as it was (ending.ts), its record too:
    * its retries without history said nothing of the history, and keeping their cut would send
-   * every later turn without the conversation before it.
+   * every later turn without the conversation before it. Its notes a request put in the slot are held.
    */
   private recordLeft(ending: TurnEnding | undefined, committed: boolean) {
     const refused = ending?.kind === "context_overflow" || ending?.kind === "refused";
     const layout = this.layout as PromptLayout;
-    return refused && this.reused ? this.reused.record : layout.record(committed, this.sent, this.read);
+    return refused && this.reused
+      ? layout.unchanged(this.reused.record, this.sent, this.read)
+      : layout.record(committed, this.sent, this.read);
   }
 
   /** From memory recall to the last step: how the turn ends, a cancel or a failure included. */

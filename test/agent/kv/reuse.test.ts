@@ -337,6 +337,16 @@ describe("an erased document in other sessions' saved state", () => {
     return doc;
   }
 
+  /** z's state is saved quietly, its tokens holding the passage; the document's delete takes it. */
+  async function savedThenDeleted(h: ChatHarness, doc: string): Promise<void> {
+    expect(
+      await waitFor(() => pairInPlace(h) && statesHolding(h, PASSAGE).length === 1, { timeoutMs: 5000 }),
+    ).toBe(true);
+    h.send("d", "documents.delete", { document_id: doc });
+    expect((await h.terminal("d")).result).toEqual({ deleted: true });
+    expect(statesHolding(h, PASSAGE)).toEqual([]);
+  }
+
   /** A library document recalled into session z's prompt (a memory note), z's state saved quietly. */
   async function recalled(h: ChatHarness, saved = true): Promise<string> {
     // Scripted replies: the echo would put the note into the history, which is not what is tested.
@@ -453,6 +463,21 @@ describe("an erased document in other sessions' saved state", () => {
       true,
     );
   }, 20_000);
+  test("a turn refused after its request quoted the document (a schema only the core cannot compile): the delete takes its state", async () => {
+    await using h = harness(withMemory);
+    h.send("add", "documents.add", { text: `# Zebras\n\nThe ${MARK} was a ${PASSAGE}.`, name: "z.md" });
+    const doc = ((await h.terminal("add")).result as { document_id: string }).document_id;
+    await say(h, "z", "hello there");
+    // The request reaches the slot with the note; the answer's check then refuses the schema.
+    h.llama.script({ content: ["{}"] });
+    const schema = { type: "object", properties: { a: { $ref: "https://example.invalid/a.json" } } };
+    const format = { type: "json_schema", schema };
+    const input = `tell me about the ${MARK}`;
+    const { terminal } = await h.chat(++id, { session_id: "z", input, response_format: format });
+    expect(terminal).toMatchObject({ code: "invalid_request", data: { field: "response_format" } });
+    expect(h.llama.model.kv.slots[0]?.tokens.join("")).toContain(PASSAGE);
+    await savedThenDeleted(h, doc);
+  }, 20_000);
   test("a held note stays held past a request llama-server refused before reading it: the delete takes the state", async () => {
     await using h = harness(withMemory);
     const doc = await cancelledQuoting(h);
@@ -462,12 +487,7 @@ describe("an erased document in other sessions' saved state", () => {
     const { terminal } = await h.chat(++id, { session_id: "z", input: "hello there" });
     expect(terminal.type).toBe("error");
     expect(kv.slots[0]?.tokens.join("")).toContain(PASSAGE);
-    expect(
-      await waitFor(() => pairInPlace(h) && statesHolding(h, PASSAGE).length === 1, { timeoutMs: 5000 }),
-    ).toBe(true);
-    h.send("d", "documents.delete", { document_id: doc });
-    expect((await h.terminal("d")).result).toEqual({ deleted: true });
-    expect(statesHolding(h, PASSAGE)).toEqual([]);
+    await savedThenDeleted(h, doc);
   }, 20_000);
 });
 
