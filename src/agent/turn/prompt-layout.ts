@@ -43,6 +43,10 @@ export class PromptLayout {
   private readonly recordImageCut: number | undefined;
   /** The notes the slot holds and no message is sent with (PromptRecord `held`), as the record had them. */
   private readonly held: NonNullable<PromptRecord["held"]>;
+  /** The record's notes, as the slot holds them until llama-server reads this turn's request. */
+  private readonly before: readonly NoteRecord[];
+  /** The sources erased meanwhile (`dropNotes`): their slot was emptied, nothing of them is held. */
+  private readonly erased = new Set<string>();
 
   constructor(
     record: PromptRecord,
@@ -54,6 +58,7 @@ export class PromptLayout {
     this.cutAt = Math.min(record.cut, userSeq);
     this.recordImageCut = record.image_cut;
     this.held = record.held ?? [];
+    this.before = record.notes;
     this.imageCut = images.vision ? Math.min(record.image_cut ?? 0, userSeq) : userSeq;
     // Notes of messages a rewrite replaced are gone with them.
     this.notes = new Map(record.notes.filter((n) => n.seq < userSeq).map((n) => [n.seq, n]));
@@ -81,6 +86,7 @@ export class PromptLayout {
 
   /** Earlier messages' notes quoting `gone` (erased since they were sent) are sent no more. */
   dropNotes(gone: ReadonlySet<string>): void {
+    for (const s of gone) this.erased.add(s);
     for (const [seq, note] of this.notes) if (note.sources.some((s) => gone.has(s))) this.notes.delete(seq);
     this.own = null;
   }
@@ -140,24 +146,34 @@ export class PromptLayout {
       cut: this.cutAt,
       notes,
       ...(imageCut ? { image_cut: imageCut } : {}),
-      ...this.heldAfter(committed, sent, read),
+      ...this.heldAfter(committed, sent, read, notes),
     };
   }
 
   /** A refused turn leaves `record` as it was (turn.ts), but what its requests put in the slot is held. */
   unchanged(record: PromptRecord, sent: boolean, read: boolean): PromptRecord {
     const { held: _, ...rest } = record;
-    return { ...rest, ...this.heldAfter(false, sent, read) };
+    return { ...rest, ...this.heldAfter(false, sent, read, record.notes) };
   }
 
-  private heldAfter(committed: boolean, sent: boolean, read: boolean): Pick<PromptRecord, "held"> {
-    const held = read ? [] : [...this.held];
-    const own = this.own;
-    const known = held.some(
-      (n) => own && n.ids.join() === own.ids.join() && n.sources.join() === own.sources.join(),
-    );
-    if (!committed && sent && own?.sources.length && !known)
-      held.push({ ids: own.ids, sources: own.sources });
+  /**
+   * The notes the slot holds after this turn that `notes` does not send. Unread, the slot is as
+   * before: the old record's held notes, and those of messages the turn's cut or edit left out.
+   */
+  private heldAfter(
+    committed: boolean,
+    sent: boolean,
+    read: boolean,
+    notes: readonly NoteRecord[] = [],
+  ): Pick<PromptRecord, "held"> {
+    const held: NonNullable<PromptRecord["held"]> = [];
+    const hold = (n: Pick<NoteRecord, "ids" | "sources">) => {
+      const same = (h: typeof n) => h.ids.join() === n.ids.join() && h.sources.join() === n.sources.join();
+      if (n.sources.length && !n.sources.some((s) => this.erased.has(s)) && !held.some(same))
+        held.push({ ids: n.ids, sources: n.sources });
+    };
+    if (!read) for (const n of [...this.held, ...this.before.filter((b) => !notes.includes(b))]) hold(n);
+    if (!committed && sent && this.own) hold(this.own);
     return held.length ? { held } : {};
   }
 }

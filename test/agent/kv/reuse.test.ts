@@ -478,6 +478,20 @@ describe("an erased document in other sessions' saved state", () => {
     expect(h.llama.model.kv.slots[0]?.tokens.join("")).toContain(PASSAGE);
     await savedThenDeleted(h, doc);
   }, 20_000);
+  test("an edit whose request llama-server refused before reading it: the replaced message's note stays held", async () => {
+    await using h = harness(withMemory);
+    const doc = await recalled(h);
+    // The edit replaces the message the note came with, recalls nothing, and its request is
+    // answered with an error: the slot still holds the old prompt, note and all, and is saved again.
+    h.llama.script({ error: { status: 500, message: "boom" } });
+    const { terminal } = await h.chat(++id, { session_id: "z", replace_from: 0, input: "hello there" });
+    expect(terminal.type).toBe("error");
+    expect(h.llama.model.kv.slots[0]?.tokens.join("")).toContain(PASSAGE);
+    expect(await waitFor(() => slotActions(h, "save") === 2 && pairInPlace(h), { timeoutMs: 5000 })).toBe(
+      true,
+    );
+    await savedThenDeleted(h, doc);
+  }, 20_000);
   test("a held note stays held past a request llama-server refused before reading it: the delete takes the state", async () => {
     await using h = harness(withMemory);
     const doc = await cancelledQuoting(h);
