@@ -198,7 +198,10 @@ export class CoreProcess {
     const errSplitter = new LineSplitter(64 * 1024);
     let exitSeen: { code: number | null; signal: NodeJS.Signals | null } | undefined;
     let stdoutClosed = false;
-
+    let stderrClosed = false;
+    // Its pipes close in no set order: stderr may hold its last lines (why it stopped, a shell's
+    // "Syntax error") after stdout closed and the exit came.
+    const pipesClosed = () => (stdoutClosed || !child.stdout) && (stderrClosed || !child.stderr);
     let spoke = false;
     const deliver = (frames: ReturnType<LineSplitter["push"]>) => {
       for (const frame of frames) {
@@ -219,6 +222,10 @@ export class CoreProcess {
       for (const frame of errSplitter.push(chunk)) stderrFrame(frame);
     });
     child.stderr?.on("error", () => {});
+    child.stderr?.on("close", () => {
+      stderrClosed = true;
+      if (exitSeen && pipesClosed()) finish();
+    });
     // A core that died leaves a broken pipe: writes fail with EPIPE, which is reported by exit.
     // One that closed its stdin and runs on gets no exit: Node then takes every write as
     // unsendable, and what was written would wait for good. Told apart as a closed stdout is.
@@ -226,19 +233,11 @@ export class CoreProcess {
       const check = () => !exitSeen && !this.stopping && this.handlers.onInputClosed();
       if (!exitSeen) setTimeout(check, OUTPUT_CLOSED_CHECK_MS).unref?.();
     });
-
     const finish = (extra: Partial<ExitInfo> = {}) => {
       if (this.exited) return;
       deliver(splitter.end());
       for (const frame of errSplitter.end()) stderrFrame(frame);
-      // What /bin/sh exits with when Node hands it a binary built for another machine
-      // (foreign-binary.ts): bash's 126/127, "cannot execute"/"not found", and dash's 2, a syntax
-      // error in the binary's bytes (Debian's and Ubuntu's sh), only with its "Syntax error": 2
-      // is the core's usage error, and a core of another machine may run (Rosetta, qemu-user).
-      // The header tells the rest: a core of this machine exiting so is never taken for one.
-      const code = exitSeen?.code;
-      const shellRefused = !spoke && (code === 126 || code === 127 || (code === 2 && dashRefused));
-      const foreign = shellRefused ? foreignBinary(this.options.command, this.options.cwd) : undefined;
+      const foreign = !spoke ? shellRefusedForeign(this.options, exitSeen?.code, dashRefused) : undefined;
       this.exited = {
         code: exitSeen?.code ?? null,
         signal: exitSeen?.signal ?? null,
@@ -251,14 +250,14 @@ export class CoreProcess {
     };
     child.stdout?.on("close", () => {
       stdoutClosed = true;
-      if (exitSeen) finish();
+      if (exitSeen && pipesClosed()) finish();
       else setTimeout(() => !exitSeen && this.handlers.onOutputClosed(), OUTPUT_CLOSED_CHECK_MS).unref?.();
     });
     child.on("exit", (code, signal) => {
       exitSeen = { code, signal };
-      // The last lines may still sit in the pipe: wait for stdout to close, briefly (a
-      // grandchild that inherited it must not keep the exit from being noticed).
-      if (stdoutClosed || !child.stdout) finish();
+      // The last lines may still sit in the pipes: wait for both to close, briefly (a
+      // grandchild that inherited one must not keep the exit from being noticed).
+      if (pipesClosed()) finish();
       else setTimeout(() => finish(), CLOSE_GRACE_MS).unref?.();
     });
     child.on("error", (err: NodeJS.ErrnoException) => {
@@ -285,6 +284,23 @@ export class CoreProcess {
  * unexpected`, busybox's `<file>: line 1: syntax error: …`.
  */
 const DASH_REFUSAL = /: (line )?\d+: syntax error: /i;
+
+/**
+ * Why a core that exited before its first line could not run, when /bin/sh said so of a binary
+ * built for another machine (Node hands such a file to it: foreign-binary.ts): bash's 126/127,
+ * "cannot execute"/"not found", and dash's 2, a syntax error in the binary's bytes (Debian's and
+ * Ubuntu's sh), only with its "Syntax error": 2 is the core's usage error, and a core of another
+ * machine may run (Rosetta, qemu-user). The header tells the rest: a core of this machine
+ * exiting so is never taken for one.
+ */
+function shellRefusedForeign(
+  options: Pick<CoreProcessOptions, "command" | "cwd">,
+  code: number | null | undefined,
+  dashRefused: boolean,
+): string | undefined {
+  const refused = code === 126 || code === 127 || (code === 2 && dashRefused);
+  return refused ? foreignBinary(options.command, options.cwd) : undefined;
+}
 
 /** Spawn failures that say what is wrong with the file already, whatever it is built for. */
 const FILE_PROBLEMS = new Set(["ENOENT", "EACCES", "EPERM", "ENOTDIR", "ENAMETOOLONG", "ELOOP"]);
