@@ -2,6 +2,7 @@ import type { Database } from "bun:sqlite";
 import { wholeCharCut } from "../util/text-cut.ts";
 import { erasedSince } from "./erasures.ts";
 import { allOf, likePattern, words } from "./fts-query.ts";
+import { FOLDED } from "./title.ts";
 
 /** One `sessions.search` hit: the message, its session's title, the matched words in `**`. */
 export interface SearchHit {
@@ -99,7 +100,8 @@ function likeSearch(db: Database, userId: string, query: string, limit: number):
 export function markedSnippet(text: string, found: readonly string[]): string {
   const cut = text.length > SNIPPET_SCAN_CHARS;
   // Each cut between characters: half an emoji is a lone surrogate, no text (docs/protocol.md "Text").
-  const flat = (cut ? text.slice(0, wholeCharCut(text, SNIPPET_SCAN_CHARS)) : text).replace(/\s+/g, " ");
+  // On one line as a preview: white space alone left a NEL, an ESC and a bidi override in it.
+  const flat = (cut ? text.slice(0, wholeCharCut(text, SNIPPET_SCAN_CHARS)) : text).replace(FOLDED, " ");
   const pattern = new RegExp(
     `(?<![\\p{L}\\p{N}\\p{M}])(${found.map(escapeRegExp).join("|")})[\\p{L}\\p{N}\\p{M}]*`,
     "giu",

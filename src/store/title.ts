@@ -10,8 +10,9 @@ export const PREVIEW_CHARS = 120;
  * Folded to one space with white space: control characters (NUL, escape, NEL…) and bidi
  * overrides and isolates, which `sessions.rename` refuses in a title since a host's list shows
  * it on one line and an override reorders what follows. A chat's first message is any text.
+ * A search hit's snippet is folded so too (store/session-search.ts).
  */
-const FOLDED = /[\s\p{Cc}\u202a-\u202e\u2066-\u2069]+/gu;
+export const FOLDED = /[\s\p{Cc}\u202a-\u202e\u2066-\u2069]+/gu;
 
 /**
  * `text` on one line (FOLDED), cut at a word boundary near `max` characters with "…" when longer. A

@@ -206,3 +206,17 @@ test("words with combining marks are found: Devanagari's vowel signs, a decompos
   expect(await found("istanbul")).toEqual(["s2"]);
   store.close();
 });
+
+test("a snippet is one line as a session's preview is: no control character, NEL or bidi override", async () => {
+  using dir = tmpdir();
+  const store = Store.open(dir.path);
+  // A pasted file name that an override shows reversed, a NEL a host may break the line at, an ESC.
+  const text = "see the \u202Egnp.exe\u202C needle\u0085next line \u001b[31mred\u2066x\u2069";
+  said(store, text);
+  const [hit] = await store.search("u", "needle", 10);
+  expect(hit?.snippet).toBe("see the gnp.exe **needle** next line [31mred x ");
+  expect(markedSnippet(text, ["needle"])).toBe(hit?.snippet as string);
+  // The preview folds the same characters (store/title.ts).
+  expect(store.list("u", 1).sessions[0]?.preview).toBe("see the gnp.exe needle next line [31mred x");
+  store.close();
+});
