@@ -80,13 +80,16 @@ export const SessionsGetResultSchema = z.object({
   has_more: z.boolean(),
 });
 
+/** A character that shows: neither white space nor an invisible format character. */
+const VISIBLE = /[^\s\p{Cf}]/u;
 export const SessionsRenameParamsSchema = z.object({
   user_id: UserId,
   session_id: SafeIdSchema,
   /**
    * One line as a list shows it: no control characters (NUL, tabs, newlines…), no line or
    * paragraph separators and no bidirectional overrides or isolates (U+202A-E, U+2066-9), which
-   * would reorder the text after it on the host's screen; spaces of any kind are fine.
+   * would reorder the text after it on the host's screen; spaces of any kind are fine, but not
+   * alone (nor with invisible format characters, U+200B, U+FEFF…): a list would show a blank row.
    */
   title: z
     .string()
@@ -95,7 +98,8 @@ export const SessionsRenameParamsSchema = z.object({
     .refine(
       (t) => isOneLine(t),
       "must be one line of text: no control characters, line breaks or bidirectional overrides",
-    ),
+    )
+    .refine((t) => VISIBLE.test(t), "must have a character other than spaces"),
 });
 export const SessionsRenameResultSchema = z.object({ session: SessionSummarySchema });
 

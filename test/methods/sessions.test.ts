@@ -86,6 +86,9 @@ describe("sessions.* and users.delete over the protocol", () => {
         ["sessions.rename", { session_id: "s", title: "a\u0000b" }, "title"],
         ["sessions.rename", { session_id: "s", title: "line\nbreak" }, "title"],
         ["sessions.rename", { session_id: "s", title: "\u202Egnp.exe" }, "title"],
+        // Blank: a list would show an empty row, as for the empty title refused above.
+        ["sessions.rename", { session_id: "s", title: "   " }, "title"],
+        ["sessions.rename", { session_id: "s", title: "\u3000\u00a0\u200b\ufeff" }, "title"],
         ["sessions.search", { query: "" }, "query"],
         ["sessions.export", { session_id: "s", format: "pdf" }, "format"],
         ["users.delete", { user_id: "CON" }, "user_id"],
