@@ -189,7 +189,10 @@ export class Attachments {
     return new Map(rows.map((r) => [r.id, r.tokens]));
   }
 
-  /** One image with its bytes, when the user has it. */
+  /**
+   * One image with its bytes, when the user has it whole: one still being staged a part at a time,
+   * or erased in steps (parts first), is not, and was given with zeros for the parts not there.
+   */
   get(userId: string, id: number): AttachmentData | undefined {
     const row = this.db
       .query("SELECT id, mime, bytes, tokens FROM attachments WHERE user_id = ? AND id = ?")
@@ -204,6 +207,7 @@ export class Attachments {
       data.set(p.data.subarray(0, data.length - at), at);
       at += p.data.byteLength;
     }
+    if (at < row.bytes) return undefined;
     return { id: row.id, mime: row.mime, bytes: row.bytes, tokens: row.tokens, data };
   }
 }

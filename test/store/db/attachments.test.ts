@@ -1,6 +1,9 @@
+import { Database } from "bun:sqlite";
 import { describe, expect, test } from "bun:test";
+import { join } from "node:path";
 import type { AttachmentRef } from "../../../src/protocol/chat-message.ts";
 import { attachmentOf } from "../../../src/store/attachment-of.ts";
+import { DB_FILE } from "../../../src/store/db/open.ts";
 import { Store } from "../../../src/store/store.ts";
 import { filesHolding } from "../../fixtures/files-holding.ts";
 import { png } from "../../fixtures/images.ts";
@@ -144,6 +147,41 @@ describe("attachments", () => {
     ]);
     const back = store.conversations.attachments.get("alice", refs[1]!.id)!.data;
     expect(Buffer.from(back).equals(images[1]!.data)).toBe(true);
+    store.close();
+  });
+
+  test("an image not whole in the store (staged a part at a time, erased in steps) is not given as zeros", async () => {
+    using dir = tmpdir();
+    const store = Store.open(dir.path);
+    store.conversations.ensureSession("alice", "s", "a", "x", new Date());
+    const image = { mime: "image/png", data: Buffer.alloc(2_500_000, "A") };
+    // A second connection, as another thread's erase or a peek at the rows.
+    using raw = new Database(join(dir.path, DB_FILE));
+    const seen: (number | string)[] = [];
+    let id = 0;
+    const peeking = async <T>(work: () => T): Promise<T> => {
+      const done = work();
+      // Between its parts' transactions: the row and its first part are in, the rest not yet.
+      id ||= (raw.query("SELECT max(id) AS id FROM attachments").get() as { id: number }).id;
+      try {
+        seen.push(attachmentOf(store, "alice", id).bytes);
+      } catch (err) {
+        seen.push((err as { data?: { reason?: string } }).data?.reason ?? String(err));
+      }
+      return done;
+    };
+    const [ref] = await store.conversations.attachments.stage(
+      "alice",
+      "s",
+      [image],
+      new Date(),
+      undefined,
+      peeking,
+    );
+    expect(seen).toEqual(["attachment_not_found", "attachment_not_found", 2_500_000]);
+    // An erase in steps (a full disk) takes the parts before the row: none given half gone.
+    raw.query("DELETE FROM attachment_data WHERE id = ? AND part = 1").run(ref!.id);
+    expect(() => attachmentOf(store, "alice", ref!.id)).toThrow(/no attachment/);
     store.close();
   });
 
