@@ -25,12 +25,17 @@ import { ChatHarness } from "./harness.ts";
 const never = new AbortController().signal;
 const hostile = (mode: string, pids: string, timeout_s = 30) => hostileServer(mode, pids, timeout_s);
 
-/** A pool of one hostile server in `mode`, closed after `use`. */
-async function withHostile(mode: string, use: (pool: McpPool) => Promise<void>): Promise<void> {
+/** A pool of one hostile server in `mode` (its pids recorded in `pids`), closed once `use` ends. */
+async function withHostile(
+  mode: string,
+  use: (pool: McpPool, pids: string) => Promise<void>,
+  timeoutS?: number,
+): Promise<void> {
   using scratch = tmpdir();
-  const pool = new McpPool([hostile(mode, join(scratch.path, "pids"))], Date.now);
+  const pids = join(scratch.path, "pids");
+  const pool = new McpPool([hostile(mode, pids, timeoutS)], Date.now);
   try {
-    await use(pool);
+    await use(pool, pids);
   } finally {
     await pool.close();
   }
@@ -362,10 +367,7 @@ type SentTool = { function: { name: string; description: string } };
 
 describe("MCP servers that answer or ask what a call does not expect", () => {
   test("a server's own error answer of code -32001 fails the call without the server being killed", async () => {
-    using scratch = tmpdir();
-    const pids = join(scratch.path, "pids");
-    const pool = new McpPool([hostile("timeout-error", pids)], Date.now);
-    try {
+    await withHostile("timeout-error", async (pool, pids) => {
       for (let i = 0; i < 2; i++) {
         const err = await pool.call("h", "echo", {}, never).catch((e: unknown) => e);
         expect((err as McpError).code).toBe(ErrorCode.RequestTimeout);
@@ -373,51 +375,42 @@ describe("MCP servers that answer or ask what a call does not expect", () => {
       }
       // Killed for a timeout it never had, it was started again for the second call.
       expect(pidsIn(pids)).toHaveLength(1);
-    } finally {
-      await pool.close();
-    }
+    });
   }, 30_000);
 
   test("a call under the longest timeout_s a config allows is answered, not timed out at once", async () => {
-    using scratch = tmpdir();
     // The SDK's backstop past the call's own clock must still fit a timer, or it fires at once.
     const longest = Math.floor(MAX_TIMER_MS / 1000);
-    const pool = new McpPool([hostile("", join(scratch.path, "pids"), longest)], Date.now);
-    try {
-      expect((await pool.call("h", "echo", { a: 1 }, never)).text).toBe('echo {"a":1}');
-    } finally {
-      await pool.close();
-    }
+    await withHostile(
+      "",
+      async (pool) => expect((await pool.call("h", "echo", { a: 1 }, never)).text).toBe('echo {"a":1}'),
+      longest,
+    );
   }, 30_000);
 
   test("an answer the SDK's schema refuses fails its call at once, saying why; the server serves the next", async () => {
-    using scratch = tmpdir();
-    const pids = join(scratch.path, "pids");
     // Skipped as a bad line, the call waited out timeout_s and the server was killed.
-    const pool = new McpPool([hostile("null-error-call", pids, 5)], Date.now);
-    try {
-      for (let i = 0; i < 2; i++) {
-        const err = await pool.call("h", "echo", {}, never).catch((e: unknown) => e);
-        expect((err as McpError).code).toBe(ErrorCode.InternalError);
-        expect((err as McpError).message).toContain("not a valid JSON-RPC answer");
-        expect((err as McpError).message).toContain('"error"');
-      }
-      expect(pidsIn(pids)).toHaveLength(1);
-    } finally {
-      await pool.close();
-    }
+    await withHostile(
+      "null-error-call",
+      async (pool, pids) => {
+        for (let i = 0; i < 2; i++) {
+          const err = await pool.call("h", "echo", {}, never).catch((e: unknown) => e);
+          expect((err as McpError).code).toBe(ErrorCode.InternalError);
+          expect((err as McpError).message).toContain("not a valid JSON-RPC answer");
+          expect((err as McpError).message).toContain('"error"');
+        }
+        expect(pidsIn(pids)).toHaveLength(1);
+      },
+      5,
+    );
   }, 30_000);
 
   test("a server whose every answer the SDK's schema refuses fails its start at once, saying why", async () => {
-    using scratch = tmpdir();
-    const pool = new McpPool([hostile("null-error", join(scratch.path, "pids"))], Date.now);
-    try {
+    await withHostile("null-error", async (pool) => {
       const err = await pool.tools("h", never).catch((e: unknown) => e);
       expect((err as Error).message).toContain("could not be started");
       expect((err as Error).message).toContain("not a valid JSON-RPC answer");
-    } finally {
-      await pool.close();
-    }
+    });
   }, 30_000);
 
   test("a server's own requests are refused at once (sampling, roots, elicitation), ping answered; its call ends", async () => {

@@ -1,11 +1,10 @@
 import { describe, expect, test } from "bun:test";
-import type { McpPool } from "../../src/agent/mcp/pool.ts";
 import { interpretStep, MAX_ARGUMENT_DEPTH, nestingDepth } from "../../src/agent/tool-calls.ts";
-import type { AgentTool } from "../../src/agent/tool-registry.ts";
-import { preview, runTool, TOOL_RESULT_LIMIT, truncate } from "../../src/agent/tool-runner.ts";
+import { preview, TOOL_RESULT_LIMIT, truncate } from "../../src/agent/tool-runner.ts";
 import { repromptMessages } from "../../src/agent/turn/prompt.ts";
 import { MAX_STREAMED_CALLS } from "../../src/llama/tool-call-deltas.ts";
 import type { ToolCall } from "../../src/protocol/chat-message.ts";
+import { runEcho } from "../fixtures/echo-tool.ts";
 
 // What a model's (or a tool's) output can make a turn carry stays bounded per call
 // (docs/agent.md#tool-calls, #mcp-servers).
@@ -94,17 +93,7 @@ describe("deeply nested arguments", () => {
 });
 
 describe("tool text put into the turn", () => {
-  const tool: AgentTool = {
-    fn: "t__echo",
-    display: "t.echo",
-    server: "t",
-    tool: "echo",
-    description: "",
-    parameters: {},
-    requiresApproval: false,
-  };
-  const run = (pool: Partial<McpPool>) =>
-    runTool(tool, {}, { pool: pool as McpPool, approved: false, signal: new AbortController().signal });
+  const run = runEcho;
 
   test("a server's error message is cut like a result", async () => {
     const out = await run({

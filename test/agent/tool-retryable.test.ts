@@ -1,21 +1,8 @@
 import { describe, expect, test } from "bun:test";
 import { ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
-import type { McpPool } from "../../src/agent/mcp/pool.ts";
-import type { AgentTool } from "../../src/agent/tool-registry.ts";
-import { runTool } from "../../src/agent/tool-runner.ts";
+import { runEcho } from "../fixtures/echo-tool.ts";
 
-const tool: AgentTool = {
-  fn: "t__echo",
-  display: "t.echo",
-  server: "t",
-  tool: "echo",
-  description: "",
-  parameters: {},
-  requiresApproval: false,
-};
-const failing = (err: unknown) => ({ call: () => Promise.reject(err) }) as unknown as McpPool;
-const run = (err: unknown) =>
-  runTool(tool, {}, { pool: failing(err), approved: false, signal: new AbortController().signal });
+const run = (err: unknown) => runEcho({ call: () => Promise.reject(err) });
 
 describe("whether a failed call is retryable", () => {
   // A server whose list changed since the chat read it answers -32602 (the SDK's servers do):
