@@ -66,6 +66,8 @@ describe("erasing for good", () => {
     using dir = tmpdir();
     writeV01(dir.path, "alice", "old", "ZEBRAFISH");
     const store = Store.open(dir.path);
+    // The import writes on the store's thread; these direct writes skip Store.write's wait for its lock.
+    await store.whenImported();
     // Enough turns that the text spreads over many pages, the index and the log.
     for (let i = 0; i < 200; i++)
       chat(store, "alice", `s${i % 7}`, `ZEBRAFISH note ${i} ${"filler ".repeat(i % 30)}`);
@@ -124,6 +126,7 @@ describe("erasing for good", () => {
     using dir = tmpdir();
     writeV01(dir.path, "alice", "old", "QUOKKA");
     const store = Store.open(dir.path);
+    await store.whenImported();
     for (let i = 0; i < 50; i++) chat(store, "alice", "gone", `QUOKKA ${i}`);
     chat(store, "alice", "kept", "OCELOT stays");
     expect((await store.deleteSession("alice", "gone")).deleted).toBe(true);
