@@ -20,6 +20,12 @@ export const MAX_INFLATED_STREAM_BYTES = 64 * 1024 * 1024;
 /** The streams a PDF may hold (a book has thousands); each is looked at before pdf.js reads it. */
 export const MAX_PDF_STREAMS = 100_000;
 /**
+ * The deepest a PDF's dictionaries and arrays may nest (`pdf-dict.ts`): the stream pass's lexer,
+ * like pdf.js's parser, reads each level by a call, so 100,000 nested dictionaries overflowed the
+ * PDF's thread's stack; a real file nests a dozen deep.
+ */
+export const MAX_PDF_NESTING = 1000;
+/**
  * The longest buffer pdf.js may make on the PDF's thread (`pdf-alloc-cap.ts`): it doubles a
  * stream's buffer as it decodes, so a stream the pass allows fits; anything past is refused.
  */

@@ -1,3 +1,6 @@
+import { MAX_PDF_NESTING } from "./limits.ts";
+import { documentProblem } from "./refusal.ts";
+
 /**
  * A PDF dictionary read as pdf.js's lexer reads it (docs/agent.md "Documents"), for the stream
  * pass (`pdf-streams.ts`): white space and comments skipped, literal strings (nested
@@ -24,6 +27,8 @@ const DELIMITERS = new Set(["(", ")", "<", ">", "[", "]", "{", "}", "/", "%"]);
  */
 export class PdfLexer {
   private readonly end: number;
+  /** The dictionaries and arrays open here. */
+  private depth = 0;
 
   constructor(
     private readonly text: string,
@@ -50,6 +55,16 @@ export class PdfLexer {
     this.skipWhite();
     if (!this.at("<<")) return undefined;
     this.pos += 2;
+    this.enter();
+    try {
+      return this.entries();
+    } finally {
+      this.depth--;
+    }
+  }
+
+  /** A dictionary's entries after its `<<`, through its `>>`. */
+  private entries(): Map<string, PdfValue> | undefined {
     const entries = new Map<string, PdfValue>();
     for (;;) {
       this.skipWhite();
@@ -87,17 +102,11 @@ export class PdfLexer {
     }
     if (c === "[") {
       this.pos++;
-      const items: PdfValue[] = [];
-      for (;;) {
-        this.skipWhite();
-        if (this.pos >= this.end) return undefined;
-        if (t[this.pos] === "]") {
-          this.pos++;
-          return { kind: "array", items };
-        }
-        const item = this.value();
-        if (item === undefined) return undefined;
-        items.push(item);
+      this.enter();
+      try {
+        return this.items();
+      } finally {
+        this.depth--;
       }
     }
     if (DELIMITERS.has(c as string)) return undefined;
@@ -116,6 +125,28 @@ export class PdfLexer {
       this.pos = mark;
     }
     return { kind: "number", value: n };
+  }
+
+  /** An array's items after its `[`, through its `]`. */
+  private items(): PdfValue | undefined {
+    const items: PdfValue[] = [];
+    for (;;) {
+      this.skipWhite();
+      if (this.pos >= this.end) return undefined;
+      if (this.text[this.pos] === "]") {
+        this.pos++;
+        return { kind: "array", items };
+      }
+      const item = this.value();
+      if (item === undefined) return undefined;
+      items.push(item);
+    }
+  }
+
+  /** One level deeper; past MAX_PDF_NESTING the file is refused. */
+  private enter(): void {
+    if (++this.depth > MAX_PDF_NESTING)
+      throw documentProblem("too_large", `the PDF nests dictionaries or arrays over ${MAX_PDF_NESTING} deep`);
   }
 
   /** Whether `token` is here, whole before the end. */

@@ -1,4 +1,4 @@
-import { MAX_PDF_BUFFER_BYTES, MAX_PDF_PAGES, MAX_TEXT_CHARS } from "./limits.ts";
+import { MAX_PDF_BUFFER_BYTES, MAX_PDF_NESTING, MAX_PDF_PAGES, MAX_TEXT_CHARS } from "./limits.ts";
 import type { AllocationCap } from "./pdf-alloc-cap.ts";
 import type { PdfPage } from "./pdf-pages.ts";
 import { checkPdfStreams } from "./pdf-streams.ts";
@@ -81,5 +81,13 @@ function pdfProblem(err: unknown): Error {
       "the PDF is encrypted (it needs a password): nothing in it can be read",
     );
   const why = err instanceof Error ? err.message : String(err);
+  // pdf.js's parser recurses per level (and hands its RangeError on as a plain error): nesting
+  // deeper than the stack, in an object the stream pass never reads (it refuses past
+  // MAX_PDF_NESTING what it does: `pdf-dict.ts`), ends up here.
+  if (/maximum call stack size exceeded/i.test(why))
+    return documentProblem(
+      "too_large",
+      `the PDF nests its objects too deep to be read (over ${MAX_PDF_NESTING})`,
+    );
   return documentProblem("damaged", `the PDF cannot be read (damaged or truncated?): ${why}`);
 }

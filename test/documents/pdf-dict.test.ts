@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { brotliCompressSync, deflateSync } from "node:zlib";
+import { MAX_PDF_NESTING } from "../../src/documents/limits.ts";
 import { PdfLexer } from "../../src/documents/pdf-dict.ts";
 import { pdfPages } from "../../src/documents/pdf-pages.ts";
 import { checkPdfStreams } from "../../src/documents/pdf-streams.ts";
@@ -127,5 +128,47 @@ describe("PdfLexer", () => {
     expect(new PdfLexer(text, 0, text.indexOf(" stream")).dict()?.size).toBe(3);
     for (const cut of ["(x", "<4", "[1", ">>"])
       expect(new PdfLexer(text, 0, text.indexOf(cut) + cut.length - 1).dict()).toBeUndefined();
+  });
+});
+
+describe("nesting past MAX_PDF_NESTING is refused, not a stack overflow", () => {
+  // Each level a call, in the pass's lexer as in pdf.js's parser: 100,000 nested dictionaries
+  // overflowed the PDF's thread's stack, and the file failed `damaged` with "Maximum call stack size exceeded".
+  const page = deflateSync(Buffer.from("BT /F1 12 Tf 72 700 Td (Nested) Tj ET"));
+  const dicts = (n: number) => `/X ${"<< /A ".repeat(n)}1${" >>".repeat(n)} /Filter /FlateDecode`;
+  const arrays = (n: number) => `/X ${"[".repeat(n)}${"]".repeat(n)} /Filter /FlateDecode`;
+  const tooDeep = expect.objectContaining({
+    code: "invalid_request",
+    message: expect.stringContaining(`over ${MAX_PDF_NESTING} deep`),
+    data: { problem: "too_large" },
+  });
+
+  for (const [what, nest] of [
+    ["dictionaries", dicts],
+    ["arrays", arrays],
+  ] as const) {
+    test(`100,000 nested ${what}: the pass refuses them, and the read with it`, async () => {
+      const pdf = pdfOf([{ dict: nest(100_000), data: page }]);
+      await expect(checkPdfStreams(pdf)).rejects.toThrow(tooDeep);
+      await expect(textOf(pdf)).rejects.toThrow(tooDeep);
+    });
+
+    test(`${what} nested to the limit are read`, async () => {
+      expect(await textOf(pdfOf([{ dict: nest(MAX_PDF_NESTING - 1), data: page }]))).toBe("Nested");
+    });
+  }
+
+  test("nesting the pass never reads (the trailer's) is refused as pdf.js meets it", async () => {
+    const pdf = Buffer.from(pdfOf([{ dict: "/Filter /FlateDecode", data: page }])).toString("latin1");
+    const nested = pdf.replace(
+      "/Root 1 0 R >>",
+      `/Root 1 0 R /X ${"<< /A ".repeat(100_000)}1${" >>".repeat(100_000)} >>`,
+    );
+    await expect(textOf(Buffer.from(nested, "latin1"))).rejects.toThrow(
+      expect.objectContaining({
+        message: expect.stringContaining("too deep"),
+        data: { problem: "too_large" },
+      }),
+    );
   });
 });
