@@ -43,6 +43,22 @@ export interface CommitTurn {
 }
 
 /**
+ * The text a turn's commit may have FTS5 index on the main loop: tokenizing costs ~15 ms a MiB
+ * (its messages and its memory entry each), and a chat's input may be as long as a line
+ * (stdio.max_line_bytes, 8 MiB: ~250 ms with its memory entry, ping and cancel unanswered).
+ * Past this the commit runs on the store's thread (Store.commitOffLoop); a chat's usual turn,
+ * far under it, spares the trip.
+ */
+const ON_LOOP_CHARS = 64 * 1024;
+
+/** Whether the turn's commit indexes more than the main loop should (ON_LOOP_CHARS). */
+export function indexesLong(turn: CommitTurn): boolean {
+  let chars = turn.memoryText?.length ?? 0;
+  for (const m of turn.messages) chars += (m.content?.length ?? 0) + (m.reasoning?.length ?? 0);
+  return chars > ON_LOOP_CHARS;
+}
+
+/**
  * A session's new `updated_at`: now, or just after the user's latest when that is not earlier
  * (two turns in one millisecond, a clock set back), so "newest first" is the order they happened.
  */

@@ -337,8 +337,8 @@ export class Store {
     return this.erases.add(() => this.offLoop({ kind: "owed" }));
   }
 
-  /** An edit's commit (it erases the tail it replaces: store/erase-work.ts), off the loop as an erase is. */
-  commitEdit(turn: CommitTurn): Promise<number> {
+  /** An edit's commit (it erases the tail it replaces: store/erase-work.ts), or a long turn's, off the loop as an erase is. */
+  commitOffLoop(turn: CommitTurn): Promise<number> {
     return this.erases.add(() => this.offLoop({ kind: "commit", turn })) as Promise<number>;
   }
 

@@ -3,7 +3,7 @@ import type { Warning } from "../../protocol/chat.ts";
 import type { AttachmentRef, ChatMessage } from "../../protocol/chat-message.ts";
 import { CoreError } from "../../protocol/errors.ts";
 import { type Checkpoint, CheckpointSchema } from "../../store/checkpoint.ts";
-import type { TurnMessage } from "../../store/conversations.ts";
+import { indexesLong, type TurnMessage } from "../../store/conversations.ts";
 import type { Store } from "../../store/store.ts";
 import { logger } from "../../util/logger.ts";
 import { cutText } from "../../util/text-cut.ts";
@@ -164,8 +164,9 @@ export class TurnSession {
       since: this.since,
       imageTokens: this.images.measured,
     };
-    // An edit erases the tail it replaces: at FTS5's secure-delete cost, off the loop (docs/agent.md "The store").
-    if (edit !== undefined) await this.store.commitEdit(turn);
+    // An edit erases the tail it replaces (FTS5's secure-delete), and a long turn's text takes
+    // FTS5 long to index: both off the loop (docs/agent.md "The store").
+    if (edit !== undefined || indexesLong(turn)) await this.store.commitOffLoop(turn);
     else await this.store.write(() => this.store.conversations.commitTurn(turn));
   }
 

@@ -113,7 +113,7 @@ describe("an erase off the main loop", () => {
     expect(store.conversations.history("alice", "big")).toHaveLength(TURNS * 2);
     using erases = threadErases();
     const { tookMs } = await timed(() =>
-      store.commitEdit({
+      store.commitOffLoop({
         userId: "alice",
         sessionId: "big",
         agent: "a",
@@ -142,7 +142,7 @@ describe("an erase off the main loop", () => {
     aboutTurn(store, "alice", "s", "first");
     const since = store.conversations.erasureMark();
     await store.deleteSession("alice", "s");
-    const edit = store.commitEdit({
+    const edit = store.commitOffLoop({
       userId: "alice",
       sessionId: "s",
       agent: "a",

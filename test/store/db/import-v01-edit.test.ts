@@ -28,7 +28,7 @@ test("an edit from the first message of an imported session takes the session's 
       .map((h) => h.doc.source)
       .sort(),
   ).toEqual(["session:other", "session:trip"]);
-  await store.commitEdit({
+  await store.commitOffLoop({
     userId: "ann",
     sessionId: "trip",
     agent: "a",
