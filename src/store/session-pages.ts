@@ -49,6 +49,22 @@ export function listSessions(db: Database, userId: string, limit: number, before
 export const PAGE_BYTES = 8 * 1024 * 1024;
 
 /**
+ * `sessions.get`'s page from one snapshot of the database: the session `find` reads, its messages
+ * and their images in one read transaction. Read in separate statements, an edit or a delete
+ * committed between them by another connection (the store's thread, another core) showed a
+ * summary from before it over messages from after it.
+ */
+export function sessionPage(
+  db: Database,
+  find: () => SessionSummary,
+  userId: string,
+  limit: number,
+  beforeSeq?: number,
+): MessagePage {
+  return db.transaction(() => sessionMessages(db, find(), userId, limit, beforeSeq)).deferred();
+}
+
+/**
  * The newest messages before `beforeSeq`, oldest first: at most `limit` of them and, past the
  * first, no more than `budget` bytes of JSON, so a short page with `has_more` is normal.
  */

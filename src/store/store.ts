@@ -22,7 +22,7 @@ import { discardPaced, FIRST_SWEEP_MS, OrphanSweep } from "./orphan-sweep.ts";
 import { goneSources } from "./quoted-sources.ts";
 import { type Leased, SessionLeases } from "./session-lease.ts";
 import { sessionNotFound } from "./session-not-found.ts";
-import { listSessions, type MessagePage, type SessionPage, sessionMessages } from "./session-pages.ts";
+import { listSessions, type MessagePage, type SessionPage, sessionPage } from "./session-pages.ts";
 import { notErasedSince, type SearchHit, searchSessions } from "./session-search.ts";
 import type { StoreOptions, StoreReset } from "./store-options.ts";
 
@@ -233,7 +233,7 @@ export class Store {
 
   get(userId: string, sessionId: string, limit: number, beforeSeq?: number): MessagePage {
     return this.guard(() =>
-      sessionMessages(this.db, this.mustFind(userId, sessionId), userId, limit, beforeSeq),
+      sessionPage(this.db, () => this.mustFind(userId, sessionId), userId, limit, beforeSeq),
     );
   }
 

@@ -1,4 +1,5 @@
-import { expect, test } from "bun:test";
+import { expect, spyOn, test } from "bun:test";
+import { Conversations } from "../../src/store/conversations.ts";
 import { Store } from "../../src/store/store.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
@@ -42,4 +43,45 @@ test("sessions.get pages stop at PAGE_BYTES of JSON, at least one message each, 
   expect(store.get("u", "big", 200, 7).messages.map((m) => m.seq)).toEqual([6]);
   expect(store.get("u", "big", 200, 6).messages.map((m) => m.seq)).toEqual([1, 2, 3, 4, 5]);
   store.close();
+});
+
+test("sessions.get reads one snapshot: an edit committed by another connection between its reads shows on no part of the page", () => {
+  using dir = tmpdir();
+  const store = Store.open(dir.path);
+  // The store's thread, or another core: a connection of its own.
+  const other = Store.open(dir.path);
+  try {
+    paste(store, "first", "one");
+    paste(store, "second", "two");
+    // Once the summary is read, the other connection replaces the session's every message.
+    const original = Conversations.prototype.session;
+    const session = spyOn(Conversations.prototype, "session").mockImplementation(function (
+      this: Conversations,
+      userId: string,
+      sessionId: string,
+    ) {
+      const summary = original.call(this, userId, sessionId);
+      session.mockRestore();
+      other.conversations.commitTurn({
+        userId,
+        sessionId,
+        agent: "assistant",
+        messages: [{ role: "user", content: "edited" }],
+        replaceFromSeq: 0,
+        at: new Date(),
+      });
+      return summary;
+    });
+    const page = store.get("u", "big", 10);
+    // The summary and the messages agree: the four messages from before the edit.
+    expect([page.session.message_count, page.messages.map((m) => m.content)]).toEqual([
+      4,
+      ["first", "one", "second", "two"],
+    ]);
+    // The edit is there for the next read.
+    expect(store.get("u", "big", 10).messages.map((m) => m.content)).toEqual(["edited"]);
+  } finally {
+    other.close();
+    store.close();
+  }
 });
