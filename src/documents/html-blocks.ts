@@ -38,6 +38,8 @@ export class HtmlBlocks {
   /** The next `<` at or after `at` (the length when none), found once, not once per slice. */
   private lt = -1;
   private heading: number | undefined;
+  /** A tag whose `>` is not reached yet: read on in the next slice (a tag may be megabytes long). */
+  private reading: { name: string; closing: boolean } | undefined;
   private readonly out: Block[] = [];
 
   constructor(private readonly html: string) {}
@@ -54,10 +56,14 @@ export class HtmlBlocks {
   step(chars: number): Block[] {
     const until = Math.min(this.html.length, this.at + chars);
     while (this.at < until) {
+      if (this.reading) {
+        this.at = this.tagRest(this.reading, this.at, until);
+        continue;
+      }
       if (this.lt < this.at) this.lt = at(this.html.indexOf("<", this.at), this.html.length);
       const end = Math.min(this.lt, until);
       if (end > this.at) this.gather(this.html.slice(this.at, end));
-      this.at = end < this.lt || end === this.html.length ? end : this.markup(end);
+      this.at = end < this.lt || end === this.html.length ? end : this.markup(end, until);
     }
     if (this.done) this.flush();
     return this.out.splice(0);
@@ -76,8 +82,8 @@ export class HtmlBlocks {
     }
   }
 
-  /** The markup at `lt`; returns where the text after it starts. */
-  private markup(lt: number): number {
+  /** The markup at `lt`; returns where the text after it starts, or where a tag's reading stopped at `until`. */
+  private markup(lt: number, until: number): number {
     const h = this.html;
     if (h.startsWith("<!--", lt)) return after(h, "-->", lt + 4);
     if (h[lt + 1] === "!" || h[lt + 1] === "?") return after(h, ">", lt + 2);
@@ -86,11 +92,36 @@ export class HtmlBlocks {
       this.gather("<");
       return lt + 1;
     }
-    const closing = h[lt + 1] === "/";
-    const end = tagEnd(h, lt + 1);
-    const selfClosing = h[end - 2] === "/";
-    if (!closing && !selfClosing && DROPPED.has(name)) return dropContent(h, name, end);
-    this.tag(name, closing);
+    this.reading = { name, closing: h[lt + 1] === "/" };
+    return this.tagRest(this.reading, lt + 1, until);
+  }
+
+  /**
+   * The tag read on from `from` to its `>` (quoted attribute values, which may hold `>`,
+   * skipped), no further than `until` but for a value; returns where it stopped. At its end
+   * (or the file's) it takes effect, and returns where the text after it starts.
+   */
+  private tagRest(open: { name: string; closing: boolean }, from: number, until: number): number {
+    const h = this.html;
+    let i = from;
+    for (; i < until && i < h.length; i++) {
+      const c = h[i];
+      if (c === ">") return this.tagDone(open, i + 1);
+      if (c === '"' || c === "'") {
+        const close = h.indexOf(c, i + 1);
+        if (close < 0) return this.tagDone(open, h.length);
+        i = close;
+      }
+    }
+    return i >= h.length ? this.tagDone(open, h.length) : i;
+  }
+
+  private tagDone(open: { name: string; closing: boolean }, end: number): number {
+    this.reading = undefined;
+    const selfClosing = this.html[end - 2] === "/";
+    if (!open.closing && !selfClosing && DROPPED.has(open.name))
+      return dropContent(this.html, open.name, end);
+    this.tag(open.name, open.closing);
     return end;
   }
 
@@ -134,24 +165,13 @@ function after(h: string, token: string, from: number): number {
   return at < 0 ? h.length : at + token.length;
 }
 
-/** Just past the tag's `>`, quoted attribute values (which may hold `>`) skipped. */
-function tagEnd(h: string, from: number): number {
-  for (let i = from; i < h.length; i++) {
-    const c = h[i];
-    if (c === ">") return i + 1;
-    if (c === '"' || c === "'") {
-      const close = h.indexOf(c, i + 1);
-      if (close < 0) return h.length;
-      i = close;
-    }
-  }
-  return h.length;
-}
-
-/** Past the dropped element's end tag (case-insensitive), or the end. */
+/**
+ * The dropped element's end tag (case-insensitive), or the end: the scan reads that tag as any
+ * other (it ends nothing), a slice at a time.
+ */
 function dropContent(h: string, name: string, from: number): number {
   const close = new RegExp(`</${name}[\\s>]`, "gi");
   close.lastIndex = from;
   const m = close.exec(h);
-  return m ? tagEnd(h, m.index + 2) : h.length;
+  return m ? m.index : h.length;
 }

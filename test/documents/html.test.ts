@@ -38,4 +38,39 @@ describe("HTML's text, never its markup", () => {
     // A scan that kept a stack or went quadratic would run past the test's timeout.
     expect(blocks(html, 64 * 1024)).toEqual([{ kind: "paragraph", text: "deep text" }]);
   });
+
+  test("one tag of 16 Mi characters is read a slice at a time, as text is, with the same blocks", () => {
+    // Its `>` was looked for in one step (70 ms and more on the main loop), whatever the slice.
+    const long = "x".repeat(16 * 1024 * 1024);
+    const slice = 64 * 1024;
+    for (const html of [
+      `<div ${long}>after`,
+      `<x-y ${long} a=">">after`,
+      `<div ${'a="" '.repeat(4 * 1024 * 1024)}>after`,
+      `<script>x</script ${long}>after`,
+      `<h2 ${long}>head</h2>`,
+    ]) {
+      const scan = new HtmlBlocks(html);
+      const out: Block[] = [];
+      let steps = 0;
+      for (let last = 0; !scan.done; last = scan.position) {
+        out.push(...scan.step(slice));
+        steps++;
+        // Quoted values are skipped whole (a native search): these are short.
+        expect(scan.position - last).toBeLessThanOrEqual(slice + 16);
+      }
+      expect(steps).toBeGreaterThan(200);
+      expect(out).toEqual(blocks(html.replace(/ x+/, " x")));
+    }
+  });
+
+  test("a tag split across slices keeps its meaning: quoted `>`, self-closing, a dropped element", () => {
+    const html = `<p title="a > b">one</p><script src="x">no</script ><svg/><p>two</p><h3 a='>'>three</h3>`;
+    expect(blocks(html, 1)).toEqual(blocks(html));
+    expect(blocks(html)).toEqual([
+      { kind: "paragraph", text: "one" },
+      { kind: "paragraph", text: "two" },
+      { kind: "heading", level: 3, text: "three" },
+    ]);
+  });
 });
