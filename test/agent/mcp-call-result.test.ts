@@ -17,3 +17,19 @@ test("an embedded resource's text reaches the model; a blob, a link and an image
   expect(out.text).toBe("the file:\n# A\n[resource]\n[resource_link]\n[image]\n[resource]");
   expect(out.isError).toBe(false);
 });
+
+test("an isError that is no boolean is read neither way: the call fails naming it", () => {
+  const text = [{ type: "text", text: "disk full" }];
+  for (const [isError, kind] of [
+    ["true", "a string"],
+    ["false", "a string"],
+    [1, "a number"],
+    [null, "null"],
+    [{}, "an object"],
+  ] as const)
+    expect(() => callOutcome({ content: text, isError })).toThrow(
+      `isError: a boolean was expected, not ${kind}`,
+    );
+  expect(callOutcome({ content: text, isError: true }).isError).toBe(true);
+  expect(callOutcome({ content: text, isError: false }).isError).toBe(false);
+});

@@ -405,6 +405,18 @@ describe("MCP servers that answer or ask what a call does not expect", () => {
     );
   }, 30_000);
 
+  // MCP's isError is a boolean: read as `=== true`, the string counted the tool's error as its result.
+  test('a result whose isError is "true" (a string) fails its call, saying why, not a success', async () => {
+    await withHostile("string-is-error", async (pool, pids) => {
+      const err = await pool.call("h", "echo", {}, never).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(McpError);
+      expect((err as McpError).code).toBe(ErrorCode.InternalError);
+      expect((err as McpError).message).toContain("not a valid tools/call result");
+      expect((err as McpError).message).toContain("isError");
+      expect(pidsIn(pids)).toHaveLength(1);
+    });
+  }, 30_000);
+
   test("a server whose every answer the SDK's schema refuses fails its start at once, saying why", async () => {
     await withHostile("null-error", async (pool) => {
       const err = await pool.tools("h", never).catch((e: unknown) => e);

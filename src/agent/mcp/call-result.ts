@@ -37,15 +37,33 @@ function partText(part: unknown): string {
   return `[${typeof type === "string" && KIND.test(type) ? type : "content"}]`;
 }
 
-/** The text the model reads: the text parts and embedded text resources, a placeholder for each other part, else the structured content. */
+/**
+ * The text the model reads: the text parts and embedded text resources, a placeholder for each
+ * other part, else the structured content. Throws for an `isError` that is no boolean (MCP's is
+ * one): `"true"` read as not `true` made a tool's error a success, and read as truthy `"false"`
+ * would be the opposite; the call fails saying why, as an answer the JSON-RPC schema refuses does
+ * (child-transport.ts), rather than be read either way.
+ */
 export function callOutcome(result: Called): McpCallOutcome {
+  const flag = result.isError;
+  if (flag !== undefined && typeof flag !== "boolean")
+    throw new McpError(
+      ErrorCode.InternalError,
+      `the server's message is not a valid tools/call result (isError: a boolean was expected, not ${kindOf(flag)})`,
+    );
   const text = (result.content ?? []).map(partText).join("\n");
   const structured = result.structuredContent;
   const shown =
     text === "" && typeof structured === "object" && structured !== null && !Array.isArray(structured)
       ? structuredText(structured)
       : "";
-  return { isError: result.isError === true, text: text || shown };
+  return { isError: flag === true, text: text || shown };
+}
+
+function kindOf(value: unknown): string {
+  if (value === null) return "null";
+  if (Array.isArray(value)) return "an array";
+  return typeof value === "object" ? "an object" : `a ${typeof value}`;
 }
 
 /** Checked first: JSON.stringify would throw on it, after holding the main loop (util/json-depth.ts). */
