@@ -8,9 +8,14 @@ describe("an MCP server's state", () => {
     expect(canTransition("starting", "failed")).toBe(true);
     expect(canTransition("ready", "idle")).toBe(true);
     expect(canTransition("failed", "starting")).toBe(true);
-    for (const from of ["idle", "starting", "ready", "failed"] as const)
+    expect(canTransition("ready", "draining")).toBe(true);
+    expect(canTransition("draining", "idle")).toBe(true);
+    // A draining server is not used again: it is gone before its next start.
+    expect(canTransition("draining", "ready")).toBe(false);
+    expect(canTransition("draining", "starting")).toBe(false);
+    for (const from of ["idle", "starting", "ready", "draining", "failed"] as const)
       expect(canTransition(from, "closed")).toBe(true);
-    for (const to of ["idle", "starting", "ready", "failed", "closed"] as const)
+    for (const to of ["idle", "starting", "ready", "draining", "failed", "closed"] as const)
       expect(canTransition("closed", to)).toBe(false);
     expect(canTransition("idle", "ready")).toBe(false);
     expect(canTransition("failed", "ready")).toBe(false);

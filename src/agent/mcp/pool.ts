@@ -15,6 +15,12 @@ export const RETRY_AFTER_MS = 30_000;
 /** How long after a call's own timeout the SDK's fires, should the first fail to end it. */
 const BACKSTOP_MS = 1000;
 
+/** What a server may make the core hold or read before it is killed (tests set small ones). */
+export type PoolLimits = Pick<StartOptions, "maxPendingBytes" | "unasked"> & {
+  /** Test hook: a signal that ends a call to `tool` as its timeout_s would (no wait for the clock). */
+  callClock?: (tool: string) => AbortSignal | undefined;
+};
+
 /**
  * The configured MCP stdio servers, each started on first use and kept for the core's life
  * (the composition root closes the pool at shutdown, so no server outlives the core). A server
@@ -23,6 +29,8 @@ const BACKSTOP_MS = 1000;
  */
 export class McpPool {
   private readonly cells = new Map<string, StateCell<ServerState>>();
+  /** Calls in flight on each connection: one that timed out is killed once none is left (draining). */
+  private readonly inFlight = new Map<Connection, number>();
   private closing: Promise<void> | undefined;
 
   constructor(
@@ -30,8 +38,7 @@ export class McpPool {
     private readonly now: () => number = Date.now,
     /** Where servers' pid records go (none without). */
     private readonly dataDir?: string,
-    /** What a server may make the core hold or read before it is killed (tests set small ones). */
-    private readonly limits: Pick<StartOptions, "maxPendingBytes" | "unasked"> = {},
+    private readonly limits: PoolLimits = {},
   ) {
     for (const s of servers) this.cells.set(s.name, serverCell(s.name));
   }
@@ -46,7 +53,7 @@ export class McpPool {
 
   /** Its tools, and why some it listed were left out (tool-list.ts), or null. */
   async listing(server: string, signal: AbortSignal): Promise<Pick<Connection, "tools" | "dropped">> {
-    const conn = await this.connection(server, signal);
+    const conn = await this.connection(server, signal, "list");
     return { tools: conn.tools, dropped: conn.dropped };
   }
 
@@ -57,7 +64,8 @@ export class McpPool {
     signal: AbortSignal,
   ): Promise<McpCallOutcome> {
     const cfg = this.requireConfig(server);
-    const conn = await this.connection(server, signal);
+    const conn = await this.connection(server, signal, "call");
+    this.inFlight.set(conn, (this.inFlight.get(conn) ?? 0) + 1);
     const timeout = cfg.timeout_s * 1000;
     // The call's own clock, not the SDK's: a server may answer with an error of the SDK's
     // RequestTimeout code itself (its upstream timed out), and was killed for it, failing every
@@ -65,6 +73,8 @@ export class McpPool {
     const clock = new AbortController();
     // Cleared at the call's end: a timer per call kept to timeout_s held every call's signals.
     const timer = setTimeout(() => clock.abort(), Math.min(timeout, MAX_TIMER_MS));
+    const hook = this.limits.callClock?.(tool);
+    hook?.addEventListener("abort", () => clock.abort(), { once: true });
     const result = await conn.client
       // Not callTool: its schema is the SDK's whole-result one (call-result.ts).
       .request({ method: "tools/call", params: { name: tool, arguments: args } }, CALLED, {
@@ -74,9 +84,10 @@ export class McpPool {
       })
       .catch((err: unknown) => {
         // A server that outlasted timeout_s is hung or still busy (flooding, say) despite the
-        // cancel the SDK sent: it is killed and started afresh on next use (docs/agent.md).
+        // cancel the SDK sent: it is killed and started afresh on next use (docs/agent.md), once
+        // the other calls in flight on it have settled.
         if (!signal.aborted && clock.signal.aborted) {
-          conn.kill(`a call to '${tool}' outlasted timeout_s (${cfg.timeout_s} s)`);
+          this.condemn(server, conn, `a call to '${tool}' outlasted timeout_s (${cfg.timeout_s} s)`);
           throw new McpError(ErrorCode.RequestTimeout, "Request timed out", { timeout });
         }
         // Killed by the core (a flood, a stdin that stopped draining), or exited on its own: the
@@ -93,8 +104,35 @@ export class McpPool {
       .finally(() => {
         clearTimeout(timer);
         conn.noteEscaped();
+        this.settled(server, conn);
       });
     return callOutcome(result);
+  }
+
+  /**
+   * A call to `conn` timed out: killed now if no other call is in flight on it, else once they
+   * have settled (draining). Killing it at once failed every other chat's call to it, though a
+   * server busy with one call (a slow fetch that ignores the cancel) may answer the rest.
+   */
+  private condemn(server: string, conn: Connection, why: string): void {
+    const cell = this.cells.get(server) as StateCell<ServerState>;
+    const s = cell.get();
+    if (s.kind === "draining" && s.conn === conn) return;
+    if ((this.inFlight.get(conn) ?? 0) > 1 && s.kind === "ready" && s.conn === conn)
+      cell.swap(s, { kind: "draining", conn, why, gone: Promise.withResolvers() });
+    else conn.kill(why);
+  }
+
+  /** A call on `conn` ended: the last one on a draining server kills it. */
+  private settled(server: string, conn: Connection): void {
+    const left = (this.inFlight.get(conn) ?? 1) - 1;
+    if (left > 0) {
+      this.inFlight.set(conn, left);
+      return;
+    }
+    this.inFlight.delete(conn);
+    const s = this.cells.get(server)?.get();
+    if (s?.kind === "draining" && s.conn === conn) conn.kill(s.why);
   }
 
   /** Every server to `closed`: starts are killed, running servers stopped; resolves once all are gone. */
@@ -103,6 +141,8 @@ export class McpPool {
       [...this.cells.values()].map((cell) => {
         const s = cell.get();
         cell.swap(s, { kind: "closed" });
+        // A call waiting for a draining server sees the pool closing.
+        if (s.kind === "draining") s.gone.resolve();
         return settle(s);
       }),
     ).then(() => {});
@@ -118,13 +158,18 @@ export class McpPool {
     return cfg;
   }
 
-  private async connection(server: string, signal: AbortSignal): Promise<Connection> {
+  /** A server's connection, started if need be; a call waits for a draining one to go (a listing reads its tools). */
+  private async connection(server: string, signal: AbortSignal, use: "list" | "call"): Promise<Connection> {
     if (this.closing) throw shuttingDown();
     const cfg = this.requireConfig(server);
     const cell = this.cells.get(cfg.name) as StateCell<ServerState>;
     const s = cell.get();
     if (s.kind === "closed") throw shuttingDown();
-    if (s.kind === "ready") return s.conn;
+    if (s.kind === "ready" || (s.kind === "draining" && use === "list")) return s.conn;
+    if (s.kind === "draining") {
+      await abortable(s.gone.promise, signal);
+      return this.connection(server, signal, use);
+    }
     // A server that just failed to start (a hang costs startup_timeout_s) is not retried by
     // every chat: for a while each one gets the same failure at once.
     if (s.kind === "failed" && this.now() - s.at < RETRY_AFTER_MS) throw s.error;
@@ -145,7 +190,9 @@ export class McpPool {
         ...this.limits,
         onClose: (conn) => {
           const now = cell.get();
-          if (now.kind === "ready" && now.conn === conn) cell.swap(now, { kind: "idle" });
+          if ((now.kind === "ready" || now.kind === "draining") && now.conn === conn)
+            cell.swap(now, { kind: "idle" });
+          if (now.kind === "draining" && now.conn === conn) now.gone.resolve();
         },
       }),
     );
@@ -172,7 +219,7 @@ function shuttingDown(): CoreError {
 
 /** What close() waits for in the state it left: a start killed, a server stopped, a kill done. */
 async function settle(s: ServerState): Promise<void> {
-  if (s.kind === "ready") return s.conn.close().catch(() => {});
+  if (s.kind === "ready" || s.kind === "draining") return s.conn.close().catch(() => {});
   if (s.kind === "failed") return s.stopped;
   if (s.kind !== "starting") return;
   s.abort.abort();

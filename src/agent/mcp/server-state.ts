@@ -18,6 +18,13 @@ export type ServerState =
     }
   | { kind: "ready"; conn: Connection }
   /**
+   * A call to it outlasted timeout_s while other calls were in flight: it is killed once they
+   * have settled (each bounded by its own timeout_s), not at once, which failed them all. No new
+   * call is sent to it; those wait for `gone` (resolved as it leaves this state) and start a
+   * fresh server. Its tools are still listed from what it listed (no message to it).
+   */
+  | { kind: "draining"; conn: Connection; why: string; gone: PromiseWithResolvers<void> }
+  /**
    * The last start failed (a hang costs startup_timeout_s): uses within RETRY_AFTER_MS of `at`
    * get the same error at once. `stopped` settles once the killed process is gone.
    */
@@ -29,12 +36,15 @@ export type ServerStateKind = ServerState["kind"];
 
 /**
  * idle → starting (a use); starting → ready | failed; ready → idle (the connection closed);
- * failed → starting (a use after RETRY_AFTER_MS); and every state but closed → closed (close()).
+ * ready → draining (a call timed out beside others) → idle (the last settled and it was killed,
+ * or it closed); failed → starting (a use after RETRY_AFTER_MS); and every state but closed →
+ * closed (close()).
  */
 const TRANSITIONS: Transitions<ServerStateKind> = {
   idle: ["starting", "closed"],
   starting: ["ready", "failed", "closed"],
-  ready: ["idle", "closed"],
+  ready: ["idle", "draining", "closed"],
+  draining: ["idle", "closed"],
   failed: ["starting", "closed"],
   closed: [],
 };
