@@ -1,6 +1,6 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { getDefaultEnvironment } from "@modelcontextprotocol/sdk/client/stdio.js";
-import { McpError } from "@modelcontextprotocol/sdk/types.js";
+import { McpError, ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 import type { jsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/types.js";
 import { z } from "zod";
 import type { McpServerConfig } from "../../config/schema.ts";
@@ -90,6 +90,8 @@ export interface Connection {
   tools: McpToolInfo[];
   /** Why some listed tools were left out (tool-list.ts), or null. */
   dropped: string | null;
+  /** Reads its tools again if it said they changed since they were read (watchToolList). */
+  refresh(): Promise<void>;
   /** Stops the server (stdin's end first, then signals) and removes its pid record. */
   close(): Promise<void>;
   /** SIGKILL now; the connection closes at once (onClose), logged with `why`. */
@@ -160,6 +162,7 @@ export async function startServer(cfg: McpServerConfig, options: StartOptions): 
     client,
     tools: [],
     dropped: null,
+    refresh: () => Promise.resolve(),
     close: () => client.close(),
     kill: (why) => transport.kill(why),
     stoppedFor: () => transport.stoppedFor,
@@ -192,10 +195,49 @@ export async function startServer(cfg: McpServerConfig, options: StartOptions): 
   } finally {
     options.signal.removeEventListener("abort", killOnAbort);
   }
+  watchToolList(cfg, conn);
   // What it started with itself (a browser at start-up) is noted now, the rest after its calls.
   child.noteEscaped();
   logger.info(`MCP server '${cfg.name}' started with ${conn.tools.length} tools`);
   return { ok: true, conn };
+}
+
+/**
+ * `notifications/tools/list_changed` marks the list stale (it was read once a start, so a server
+ * that added a tool had it offered only after a restart); it is read again at the next listing
+ * (pool.ts, once a turn), not on each notification, which a server may send without end: with
+ * the start's bounds on pages and tools, within timeout_s, listings at once sharing one read. A
+ * read that fails keeps the tools read before (logged).
+ */
+function watchToolList(cfg: McpServerConfig, conn: Connection): void {
+  let changed = false;
+  let reading: Promise<void> | undefined;
+  conn.client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
+    changed = true;
+  });
+  conn.refresh = () => {
+    if (reading || !changed) return reading ?? Promise.resolve();
+    changed = false;
+    reading = relist(cfg, conn).finally(() => {
+      reading = undefined;
+    });
+    return reading;
+  };
+}
+
+async function relist(cfg: McpServerConfig, conn: Connection): Promise<void> {
+  const limitMs = cfg.timeout_s * 1000;
+  try {
+    const listed = await listPages(conn.client, { signal: AbortSignal.timeout(limitMs), timeout: limitMs });
+    const vetted = vetTools(listed.tools);
+    conn.tools = vetted.tools;
+    conn.dropped = [vetted.dropped, listed.unread].filter(Boolean).join("; ") || null;
+    logger.info(`MCP server '${cfg.name}' listed ${conn.tools.length} tools again (its list changed)`);
+  } catch (err) {
+    logger.warn(
+      `MCP server '${cfg.name}': its changed tool list could not be read (${shown(err)}); the tools read before are kept`,
+    );
+  }
 }
 
 function startError(cfg: McpServerConfig, err: unknown, timedOut: boolean): CoreError {

@@ -54,6 +54,9 @@ export class McpPool {
   /** Its tools, and why some it listed were left out (tool-list.ts), or null. */
   async listing(server: string, signal: AbortSignal): Promise<Pick<Connection, "tools" | "dropped">> {
     const conn = await this.connection(server, signal, "list");
+    // A list it said changed is read again (connect.ts), but a draining server is sent nothing.
+    const s = this.cells.get(server)?.get();
+    if (s?.kind === "ready" && s.conn === conn) await abortable(conn.refresh(), signal);
     return { tools: conn.tools, dropped: conn.dropped };
   }
 
