@@ -65,6 +65,28 @@ describe("MCP servers that send what no call asked for", () => {
     }
   }, 30_000);
 
+  // Each had a budget of its own: a server could make the core read twice the documented rate.
+  test("stderr and unasked stdout share one budget: each under it, together over it, the server is killed", async () => {
+    using scratch = tmpdir();
+    const pids = join(scratch.path, "pids");
+    // A burst of 1 MiB and next to no refill; 600 KB on each stream.
+    const unasked = { burstBytes: 2 ** 20, bytesPerSecond: 1 };
+    const cfg = hostile("both-halves", pids);
+    const pool = new McpPool(
+      [{ ...cfg, env: { ...cfg.env, HALF_BYTES: String(600_000) } }],
+      Date.now,
+      undefined,
+      { unasked },
+    );
+    try {
+      expect((await pool.tools("h", never)).map((t) => t.name)).toEqual(["echo"]);
+      const [first] = pidsIn(pids);
+      expect(await waitFor(() => !alive(first as number), { timeoutMs: 5000 })).toBe(true);
+    } finally {
+      await pool.close();
+    }
+  }, 30_000);
+
   test("a server flooding progress notifications during a call is killed at once, not after timeout_s", async () => {
     using scratch = tmpdir();
     const pids = join(scratch.path, "pids");

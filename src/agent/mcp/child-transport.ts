@@ -54,7 +54,8 @@ export class ChildTransport implements Transport {
   onerror?: (error: Error) => void;
   onmessage?: (message: JSONRPCMessage) => void;
   private readonly lines = new LineReader();
-  private readonly budget: UnaskedBudget;
+  /** Shared with the reading of its stderr (connect.ts): one rate for all it sends unasked. */
+  readonly budget: UnaskedBudget;
   /** The core's requests not yet answered and not cancelled: their answers were asked for. */
   /**
    * Kept as the SDK matches an answer to its request, by Number(id): an answer whose id came as

@@ -20,7 +20,7 @@ import {
   type McpToolInfo,
   vetTools,
 } from "./tool-list.ts";
-import { UNASKED_LIMITS, UnaskedBudget, type UnaskedLimits } from "./unasked-budget.ts";
+import type { UnaskedBudget, UnaskedLimits } from "./unasked-budget.ts";
 
 /**
  * What the SDK checks a tool's structured result against its `outputSchema` with: nothing. The
@@ -155,7 +155,8 @@ export async function startServer(cfg: McpServerConfig, options: StartOptions): 
     cfg.name,
     child.stderr,
     tail,
-    new UnaskedBudget(options.unasked ?? UNASKED_LIMITS),
+    // Its stdout's budget: with one each, a server could make the core read twice the rate.
+    transport.budget,
     (why) => transport.kill(why),
   );
   const conn: Connection = {
