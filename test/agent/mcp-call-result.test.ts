@@ -1,5 +1,5 @@
 import { expect, test } from "bun:test";
-import { callOutcome } from "../../src/agent/mcp/call-result.ts";
+import { callOutcome, mayRetry } from "../../src/agent/mcp/call-result.ts";
 
 test("an embedded resource's text reaches the model; a blob, a link and an image stay placeholders", () => {
   // A file server may return a file's contents so: the model was shown only `[resource]`.
@@ -26,10 +26,17 @@ test("an isError that is no boolean is read neither way: the call fails naming i
     [1, "a number"],
     [null, "null"],
     [{}, "an object"],
-  ] as const)
-    expect(() => callOutcome({ content: text, isError })).toThrow(
-      `isError: a boolean was expected, not ${kind}`,
-    );
+  ] as const) {
+    let thrown: unknown;
+    try {
+      callOutcome({ content: text, isError });
+    } catch (err) {
+      thrown = err;
+    }
+    expect(String(thrown)).toContain(`isError: a boolean was expected, not ${kind}`);
+    // The tool ran and answered: the same call would answer so again (and repeat its effects).
+    expect(mayRetry(thrown)).toBe(false);
+  }
   expect(callOutcome({ content: text, isError: true }).isError).toBe(true);
   expect(callOutcome({ content: text, isError: false }).isError).toBe(false);
 });

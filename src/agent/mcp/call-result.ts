@@ -46,11 +46,15 @@ function partText(part: unknown): string {
  */
 export function callOutcome(result: Called): McpCallOutcome {
   const flag = result.isError;
-  if (flag !== undefined && typeof flag !== "boolean")
-    throw new McpError(
+  if (flag !== undefined && typeof flag !== "boolean") {
+    const err = new McpError(
       ErrorCode.InternalError,
       `the server's message is not a valid tools/call result (isError: a boolean was expected, not ${kindOf(flag)})`,
     );
+    // It answered: the tool ran (its side effects done) and would answer so again.
+    ANSWERED.add(err);
+    throw err;
+  }
   const text = (result.content ?? []).map(partText).join("\n");
   const structured = result.structuredContent;
   const shown =
@@ -84,7 +88,11 @@ const CALL_WRONG: ReadonlySet<number> = new Set([
   ErrorCode.InvalidParams,
 ]);
 
-/** Whether a failed call may succeed if made again: not when the server said the call is wrong. */
+/** Failures read from a server's answer to the call itself (callOutcome): not worth a retry. */
+const ANSWERED = new WeakSet<object>();
+
+/** Whether a failed call may succeed if made again: not when the server said the call is wrong, or answered it. */
 export function mayRetry(err: unknown): boolean {
+  if (typeof err === "object" && err !== null && ANSWERED.has(err)) return false;
   return !(err instanceof McpError && CALL_WRONG.has(err.code));
 }
