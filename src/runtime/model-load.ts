@@ -151,6 +151,8 @@ async function runLoad<T extends LoadTarget>(
     Object.assign(deps.budget, footprint.budget);
     job.bytes = footprint.bytes;
     await admit(t.name, job, footprint, deps.admission, signal, emit);
+    // Ended while the room was made (shutdown, a forced unload): nothing is started for it.
+    signal.throwIfAborted();
     job.started.resolve();
     const died = await runtime.ready(signal, emit, { explicit: job.explicit });
     const live: Live = { runtime, bytes: footprint.bytes };

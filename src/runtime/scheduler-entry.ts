@@ -1,7 +1,8 @@
 import { CoreError } from "../protocol/errors.ts";
 import type { StateCell } from "../util/state-cell.ts";
+import type { DeviceBytes, HeldModel } from "./memory-fit.ts";
 import type { Timers } from "./model-runtime.ts";
-import { type ModelState, modelCell } from "./model-state.ts";
+import { heldBy, type ModelState, modelCell } from "./model-state.ts";
 
 /** One model the scheduler knows: its state and what is asked of it. */
 export interface Entry {
@@ -91,6 +92,31 @@ export function loadsUnderWay(
     const s = e.cell.get();
     if (e.name !== except && s.kind === "loading" && s.job.admitted)
       out.push({ name: e.name, done: s.job.done });
+  }
+  return out;
+}
+
+/** Every model but `except` that holds memory now, as admission's decision sees it. */
+export function heldModels(
+  entries: Iterable<Entry>,
+  except: string,
+  timers: Timers,
+  pinned: (e: Entry) => boolean,
+): HeldModel[] {
+  const out: HeldModel[] = [];
+  for (const e of entries) {
+    const s = settleDead(e, timers);
+    const bytes: DeviceBytes | undefined = heldBy(s);
+    if (e.name === except || !bytes) continue;
+    out.push({
+      name: e.name,
+      bytes,
+      // A chat's claim alone does not keep it (only `unload` honours claims): a chat claimed on
+      // it may be waiting for its session, held by a chat that needs this room (a cycle).
+      busy: e.users > 0 || s.kind !== "loaded",
+      pinned: pinned(e),
+      lastUsedAt: e.lastUsedAt ?? 0,
+    });
   }
   return out;
 }

@@ -14,7 +14,16 @@ import {
 } from "./model-runtime.ts";
 import { heldBy, type Live, type ModelState } from "./model-state.ts";
 import { Room } from "./room.ts";
-import { askPin, busy, chats, type Entry, loadsUnderWay, newEntry, settleDead } from "./scheduler-entry.ts";
+import {
+  askPin,
+  busy,
+  chats,
+  type Entry,
+  heldModels,
+  loadsUnderWay,
+  newEntry,
+  settleDead,
+} from "./scheduler-entry.ts";
 import { modelBusy, notLoaded, schedulerClosed } from "./scheduler-errors.ts";
 import { memoryRows, modelRow, type SchedulerSnapshot } from "./scheduler-snapshot.ts";
 
@@ -186,9 +195,16 @@ export class Scheduler {
     return this.beginUnload(entry, s, cancelledError(`model "${model}" was unloaded`), true);
   }
 
-  /** Shutdown: every model stopped, loads under way ended; loads refused from `before` (the last saves) on. */
+  /**
+   * Shutdown: loads refused and those under way ended at once, not left to make room and spawn
+   * llama-server during `before` (the last saves); every model stopped once those are done.
+   */
   stop(before?: () => Promise<unknown>): Promise<void> {
     this.closing ??= (async () => {
+      for (const e of this.entries.values()) {
+        const s = e.cell.get();
+        if (s.kind === "loading") void this.beginUnload(e, s, schedulerClosed(), false);
+      }
       await before?.();
       const stops = [...this.entries.values()].map((e) => {
         this.timers.clearTimeout(e.idleTimer);
@@ -255,11 +271,8 @@ export class Scheduler {
   }
 
   private entry(name: string): Entry {
-    let e = this.entries.get(name);
-    if (!e) {
-      e = newEntry(name);
-      this.entries.set(name, e);
-    }
+    const e = this.entries.get(name) ?? newEntry(name);
+    this.entries.set(name, e); // a known name keeps its place
     return e;
   }
 
@@ -380,21 +393,6 @@ export class Scheduler {
 
   /** Every other model that holds memory now, as the decision sees it. */
   private held(except: string): HeldModel[] {
-    const out: HeldModel[] = [];
-    for (const e of this.entries.values()) {
-      const s = settleDead(e, this.timers);
-      const bytes: DeviceBytes | undefined = heldBy(s);
-      if (e.name === except || !bytes) continue;
-      out.push({
-        name: e.name,
-        bytes,
-        // A chat's claim alone does not keep it (only `unload` honours claims): a chat claimed on
-        // it may be waiting for its session, held by a chat that needs this room (a cycle).
-        busy: e.users > 0 || s.kind !== "loaded",
-        pinned: this.pinned(e),
-        lastUsedAt: e.lastUsedAt ?? 0,
-      });
-    }
-    return out;
+    return heldModels(this.entries.values(), except, this.timers, (e) => this.pinned(e));
   }
 }

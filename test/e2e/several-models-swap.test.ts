@@ -17,11 +17,17 @@ const RAM = 12_000_000;
 
 function onlyOneFits(
   dir: string,
-  options: { script?: unknown[]; loadWaitS?: number; pinnedPair?: boolean } = {},
+  options: {
+    script?: unknown[];
+    loadWaitS?: number;
+    pinnedPair?: boolean;
+    knobs?: Record<string, string>;
+  } = {},
 ) {
   const stack = writeStack(dir, {
     tools: [],
     ...(options.script ? { script: options.script } : {}),
+    ...(options.knobs ? { knobs: options.knobs } : {}),
     extraYaml: [
       // memory.top_k 0: no recalled memories, so a session's prompt only grows (prompt-reuse.test.ts).
       "  top_k: 0",
@@ -154,6 +160,34 @@ describe.skipIf(process.platform === "win32")("two models where one fits (compil
     writeFileSync(release, "");
     expect(await waitUntil(() => core.terminal("a") !== undefined, 20_000)).toBe(true);
     expect(core.terminal("a")).toMatchObject({ type: "result" });
+  }, 60_000);
+
+  test("a models.load waiting for room as shutdown comes is answered cancelled; its server never starts, none is left", async () => {
+    await using dir = tmpdir();
+    const release = join(dir.path, "release");
+    // The default's server ignores the polite stop: the swap that shutdown's cancel of its chat
+    // frees room for stops it only after the grace (4 s), well after the scheduler's stop began.
+    const stack = onlyOneFits(dir.path, {
+      script: [{ content: "w1 w2 w3 w4", chunk_delay_ms: 25, hold_file: release }],
+      knobs: { FAKE_LLAMA_IGNORE_SIGTERM: "1" },
+    });
+    const config = join(dir.path, "config.yaml");
+    writeFileSync(config, readFileSync(config, "utf8").replace("stop_grace_s: 1", "stop_grace_s: 4"));
+    await using core = spawnCore({ cwd: dir.path, env: stack.env });
+    core.send({ id: "a", method: "chat", params: { input: "talk" } });
+    await core.waitFor((ms) => ms.some((m) => m.id === "a" && m.event === "llm_chunk"), 20_000);
+    const servers = stack.recordedServers();
+    core.send({ id: "l", method: "models.load", params: { model: "second" } });
+    await core.waitFor((ms) => ms.some((m) => m.id === "l" && m.phase === "waiting_for_memory"), 10_000);
+    core.send({ id: "bye", method: "shutdown" });
+    expect(await core.exited(30_000)).toBe(0);
+    expect(core.terminal("l")).toMatchObject({ type: "error", code: "cancelled" });
+    expect(core.terminal("bye")).toMatchObject({ type: "result" });
+    // Its llama-server never printed a line: never spawned while the core shut down.
+    expect(existsSync(join(stack.dataDir, "logs", "llama-server-second.log"))).toBe(false);
+    expect(servers).toHaveLength(1);
+    // Stopped to make room, it is done once its memory is given back: its exit may come a moment later.
+    for (const pid of servers) expect(await waitUntil(() => !alive(pid), 10_000)).toBe(true);
   }, 60_000);
 
   test("two pinned models that together exceed the budget: the first load is refused, naming them", async () => {

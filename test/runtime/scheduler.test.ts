@@ -361,6 +361,40 @@ describe("Scheduler: failures and shutdown", () => {
     expect((await rejection(scheduler.load("a"))).code).toBe("cancelled");
     a.release();
   });
+
+  test("a load waiting for room as shutdown begins ends then, cancelled: it neither evicts nor starts while the last saves run", async () => {
+    const { fleet, scheduler, state } = setup({ a: { gib: 6 }, b: { gib: 6 } });
+    const chatOnA = await scheduler.acquire("a", signal());
+    const load = rejection(scheduler.load("b"));
+    await settle();
+    expect(state("b")).toBe("loading");
+    const saves = Promise.withResolvers<void>();
+    const stopping = scheduler.stop(() => saves.promise);
+    chatOnA.release(); // shutdown cancels the chats: a's room is free while the saves run
+    expect((await load).code).toBe("cancelled");
+    await settle();
+    // Nothing of b's load went on: a was not saved and stopped for it, b's server never started.
+    expect(fleet.log).toEqual(["a.start", "b.stop"]);
+    saves.resolve();
+    await stopping;
+    expect(fleet.log).toEqual(["a.start", "b.stop", "a.stop"]);
+    expect([state("a"), state("b")]).toEqual(["unloaded", "unloaded"]);
+  });
+
+  test("a load ended by shutdown while it made room starts nothing once the room is made", async () => {
+    const saveGate = Promise.withResolvers<void>();
+    const { fleet, scheduler, state } = setup({ a: { gib: 6, saveGate: saveGate.promise }, b: { gib: 6 } });
+    (await scheduler.acquire("a", signal())).release();
+    const load = rejection(scheduler.load("b"));
+    await settle();
+    expect(fleet.log).toEqual(["a.start", "a.save"]); // b evicts a: its save is under way
+    const stopping = scheduler.stop();
+    saveGate.resolve();
+    expect((await load).code).toBe("cancelled");
+    await stopping;
+    expect(fleet.log).not.toContain("b.start");
+    expect([state("a"), state("b")]).toEqual(["unloaded", "unloaded"]);
+  });
 });
 
 describe("Scheduler: races", () => {

@@ -24,6 +24,8 @@ export interface FakeSpec {
   restartFails?: Error;
   /** Called as its sessions are saved before an unload (what the save can see then). */
   onSave?: () => void;
+  /** Its save before an unload ends only once this settles (a slow disk). */
+  saveGate?: Promise<void>;
   /** Its server's model files, read as the runtime is made (a load after an unload reads them again). */
   files?: () => LaunchFiles;
 }
@@ -173,6 +175,7 @@ export class FakeRuntime implements ModelRuntime {
   async beforeUnload(stopped?: Promise<void>): Promise<void> {
     this.log.push(`${this.name}.save`);
     this.spec.onSave?.();
+    await this.spec.saveGate;
     // What the real one keeps on disk once the server has stopped (reuse.ts saveBeforeUnload).
     void stopped?.then(() => {
       this.keptAfterStop = this.stopped;
