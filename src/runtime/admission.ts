@@ -28,10 +28,15 @@ export interface AdmissionDeps {
   admissions: { count: number };
 }
 
+/** When a load first waited (for others' loads or for room): `load_wait_s` bounds its waits together. */
+export interface WaitStart {
+  at?: number;
+}
+
 /**
  * Holds `job` until its model fits (docs/supervisor.md "Scheduling several models"): at once,
  * after unloading idle models least recently used first, or after waiting for room up to
- * `load_wait_s`. Marks the job admitted in the same step as the decision, so a second load
+ * `load_wait_s` (from `waited`, when it waited before). Marks the job admitted in the same step as the decision, so a second load
  * deciding meanwhile counts its bytes. Throws `model_plan_error` (never fits; waited too long,
  * naming the holders) or the signal's reason.
  */
@@ -42,8 +47,10 @@ export async function admit(
   deps: AdmissionDeps,
   signal: AbortSignal,
   emit: (p: SchedulerProgress) => void,
+  waited: WaitStart = {},
 ): Promise<void> {
-  const t0 = deps.timers.now();
+  waited.at ??= deps.timers.now();
+  const t0 = waited.at;
   const limitMs = deps.loadWaitMs();
   for (;;) {
     signal.throwIfAborted();

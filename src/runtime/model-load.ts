@@ -2,11 +2,11 @@ import { cancelledError } from "../protocol/errors.ts";
 import { abortable } from "../util/abortable.ts";
 import { logUnexpected } from "../util/logger.ts";
 import type { StateCell } from "../util/state-cell.ts";
-import { type AdmissionDeps, admit } from "./admission.ts";
+import { type AdmissionDeps, admit, type WaitStart } from "./admission.ts";
 import type { ModelFootprint, ModelRuntime, SchedulerProgress } from "./model-runtime.ts";
 import type { Live, LoadJob, ModelState } from "./model-state.ts";
 import type { Room } from "./room.ts";
-import { unloadedWhileWaiting } from "./scheduler-errors.ts";
+import { stillLoading, unloadedWhileWaiting } from "./scheduler-errors.ts";
 
 /** The model a load is for, as the scheduler keeps it (scheduler.ts). */
 export interface LoadTarget {
@@ -98,18 +98,24 @@ async function afterLoadsUnderWay(
   deps: LoadDeps,
   signal: AbortSignal,
   emit: (p: SchedulerProgress) => void,
+  waited: WaitStart,
 ): Promise<void> {
   if (deps.underWay(name).length === 0) return;
   // The load's callers join it right after it begins, in the same turn: they hear the first report.
   await Promise.resolve();
-  const t0 = deps.admission.timers.now();
+  const { timers } = deps.admission;
+  waited.at ??= timers.now();
+  const t0 = waited.at;
+  const limitMs = deps.admission.loadWaitMs();
   for (let loads = deps.underWay(name); loads.length > 0; loads = deps.underWay(name)) {
     const holders = loads.map((l) => l.name);
-    const report = () =>
-      emit({ phase: "waiting_for_memory", holders, elapsed_ms: deps.admission.timers.now() - t0 });
+    // A start may take minutes (a large model, a slow disk): the wait is bounded as one for room is.
+    const left = limitMs - (timers.now() - t0);
+    if (left <= 0) throw stillLoading(name, holders, timers.now() - t0);
+    const report = () => emit({ phase: "waiting_for_memory", holders, elapsed_ms: timers.now() - t0 });
     report();
     // A load's end, loaded or failed, notifies the room; the look again each second is a backstop.
-    await deps.room.wait(1_000, signal, report);
+    await deps.room.wait(Math.min(left, 1_000), signal, report);
   }
 }
 
@@ -124,9 +130,10 @@ async function planAlone(
   deps: LoadDeps,
   signal: AbortSignal,
   emit: (p: SchedulerProgress) => void,
+  waited: WaitStart,
 ): Promise<ModelFootprint> {
   for (;;) {
-    await afterLoadsUnderWay(name, deps, signal, emit);
+    await afterLoadsUnderWay(name, deps, signal, emit, waited);
     const before = deps.admission.admissions.count;
     const footprint = await abortable(runtime.plannedBytes(), signal);
     if (deps.admission.admissions.count === before) return footprint;
@@ -147,10 +154,11 @@ async function runLoad<T extends LoadTarget>(
   };
   try {
     if (deps.beforeLoad) await abortable(deps.beforeLoad(), signal);
-    const footprint = await planAlone(t.name, runtime, deps, signal, emit);
+    const waited: WaitStart = {};
+    const footprint = await planAlone(t.name, runtime, deps, signal, emit, waited);
     Object.assign(deps.budget, footprint.budget);
     job.bytes = footprint.bytes;
-    await admit(t.name, job, footprint, deps.admission, signal, emit);
+    await admit(t.name, job, footprint, deps.admission, signal, emit, waited);
     // Ended while the room was made (shutdown, a forced unload): nothing is started for it.
     signal.throwIfAborted();
     job.started.resolve();

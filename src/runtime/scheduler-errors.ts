@@ -37,6 +37,19 @@ export function noRoom(model: string, holders: readonly string[], waitedMs: numb
   );
 }
 
+/**
+ * A load that waited `load_wait_s` for other models' admitted loads to end (its plan is made once
+ * they have taken their memory, model-load.ts): the models still loading.
+ */
+export function stillLoading(model: string, holders: readonly string[], waitedMs: number): CoreError {
+  return new CoreError(
+    "model_plan_error",
+    `model "${model}" waited ${Math.round(waitedMs / 1000)} s (llama.load_wait_s) for ` +
+      `${holders.map((h) => `"${h}"`).join(", ")} to finish loading; try again once it has loaded`,
+    { model, holders: [...holders] },
+  );
+}
+
 /** A model whose plan takes more than a device's whole budget, with nothing else loaded. */
 export function neverFits(model: string, devices: readonly DeviceShortfall[]): CoreError {
   const each = devices.map((d) => `${d.device} needs ${gib(d.needed_bytes)} of ${gib(d.budget_bytes)}`);

@@ -114,6 +114,24 @@ describe("Scheduler: loads", () => {
   });
 });
 
+/** `b` waiting behind `a`, load_wait_s 2 s: heard every 250 ms, then model_plan_error naming `a`. */
+async function givesUpAt2s(
+  timers: FakeTimers,
+  state: (name: string) => string | undefined,
+  b: Promise<CoreError>,
+  heard: SchedulerProgress[],
+): Promise<void> {
+  await timers.advance(1999);
+  expect(state("b")).toBe("loading");
+  expect(heard.length).toBeGreaterThanOrEqual(8);
+  expect(heard.at(-1)).toMatchObject({ phase: "waiting_for_memory", holders: ["a"], elapsed_ms: 1750 });
+  await timers.advance(1);
+  const err = await b;
+  expect(err.code).toBe("model_plan_error");
+  expect(err.data?.holders).toEqual(["a"]);
+  expect(err.message).toContain('"a"');
+}
+
 describe("Scheduler: waiting for memory", () => {
   test("a busy model is waited for, and the load goes ahead when its chat releases it", async () => {
     const { fleet, scheduler, state } = setup({ a: { gib: 6 }, b: { gib: 6 } });
@@ -133,17 +151,46 @@ describe("Scheduler: waiting for memory", () => {
     const a = await scheduler.acquire("a", signal());
     const heard: SchedulerProgress[] = [];
     const b = rejection(scheduler.acquire("b", signal(), (p) => heard.push(p)));
-    await timers.advance(1999);
+    await givesUpAt2s(timers, state, b, heard);
+    expect(state("a")).toBe("loaded");
+    a.release();
+  });
+
+  /** `a` admitted and starting until opened, `b` asked for behind it; load_wait_s 2 s. */
+  async function behindALoad(gib: number) {
+    const t = setup({ a: { gib, gated: true }, b: { gib } }, { loadWaitMs: 2000 });
+    const a = t.scheduler.acquire("a", signal());
+    await settle();
+    expect(t.state("a")).toBe("loading"); // admitted, its server starting for as long as it takes
+    const heard: SchedulerProgress[] = [];
+    const b = rejection(t.scheduler.acquire("b", signal(), (p) => heard.push(p)));
+    return { ...t, a, b, heard };
+  }
+
+  test("a wait behind another model's load under way (a long start) is bounded by load_wait_s too", async () => {
+    const { fleet, timers, state, a, b, heard } = await behindALoad(4);
+    await givesUpAt2s(timers, state, b, heard);
+    expect(fleet.last("b").plans).toBe(0);
+    fleet.last("a").open();
+    (await a).release();
+    expect(state("a")).toBe("loaded");
+    expect(fleet.log).toEqual(["a.start", "b.stop"]); // b's runtime, never started, closed
+  });
+
+  test("the wait behind another model's load counts toward load_wait_s with the wait for room after it", async () => {
+    const { fleet, timers, state, a, b, heard } = await behindALoad(6);
+    await timers.advance(1500);
+    fleet.last("a").open();
+    const chatOnA = await a; // a loaded and busy: b now waits for its room
+    await timers.advance(499);
     expect(state("b")).toBe("loading");
-    expect(heard.length).toBeGreaterThanOrEqual(8); // every 250 ms
-    expect(heard.at(-1)).toMatchObject({ phase: "waiting_for_memory", holders: ["a"], elapsed_ms: 1750 });
+    expect(heard.at(-1)).toMatchObject({ phase: "waiting_for_memory", holders: ["a"] });
+    expect(heard.at(-1)?.elapsed_ms).toBeGreaterThanOrEqual(1500);
     await timers.advance(1);
     const err = await b;
     expect(err.code).toBe("model_plan_error");
     expect(err.data?.holders).toEqual(["a"]);
-    expect(err.message).toContain('"a"');
-    expect(state("a")).toBe("loaded");
-    a.release();
+    chatOnA.release();
   });
 
   test("a cancel while waiting ends the wait at once; the load is dropped, not failed", async () => {
