@@ -1,7 +1,7 @@
 import { MAX_TIMER_MS } from "../util/timer-limit.ts";
 import { AbortWatch } from "./abort-watch.ts";
+import { checkCallOptions } from "./call-options.ts";
 import { isChatEventName } from "./chat-events.ts";
-import { numberOr } from "./client-options.ts";
 import type { CallShape, ConnectionOptions, Transport } from "./connection-types.ts";
 import {
   callError,
@@ -59,6 +59,12 @@ interface Pending {
 
 const NOT_ENDED = "the core answered its cancel but did not end it";
 
+/** `stream`, failed with `error` before it was sent. */
+function settled<E, R>(stream: RequestStream<E, R>, error: LocalAiError): RequestStream<E, R> {
+  stream.settle({ error });
+  return stream;
+}
+
 export class Connection {
   private nextId = 1;
   private readonly pending = new Map<string, Pending>();
@@ -103,23 +109,15 @@ export class Connection {
     const id = String(this.nextId++);
     const maxBuffered = shape.maxBuffered ?? this.options.maxBufferedEvents;
     const stream = new RequestStream<E, R>(id, method, maxBuffered, () => this.cancelFor(id));
-    if (this.route.kind === "refuse") {
-      stream.settle({ error: this.route.error(method) });
-      return stream;
-    }
-    // Aborted before it was made: nothing is sent, as fetch() does. Sent, a sessions.delete would
-    // still delete (a short call's abort only ends the wait), a chat or warmup start llama-server.
-    const line = options.signal?.aborted
-      ? callError("cancelled", "the request was aborted before it was sent", method)
-      : requestLine(id, method, params);
-    if (typeof line !== "string") {
-      stream.settle({ error: line });
-      return stream;
-    }
+    if (this.route.kind === "refuse") return settled(stream, this.route.error(method));
+    // Options that refuse the call (an aborted signal, a deadline past) leave it unsent.
+    const checked = checkCallOptions(options, method);
+    if (checked instanceof LocalAiError) return settled(stream, checked);
+    const line = requestLine(id, method, params);
+    if (typeof line !== "string") return settled(stream, line);
     const byDefault = shape.cancellable ? this.options.streamTimeoutMs : this.options.requestTimeoutMs;
-    const timeoutMs = numberOr(options.timeoutMs, byDefault);
-    const entry = this.track(id, stream, method, line, timeoutMs, shape);
-    this.watchSignal(id, entry, options.signal);
+    const entry = this.track(id, stream, method, line, checked.timeoutMs ?? byDefault, shape);
+    this.watchSignal(id, entry, checked.signal);
     if (this.route.kind === "send") this.writeTo(this.route.transport, id, entry);
     return stream;
   }

@@ -20,7 +20,10 @@ export interface ClientLogger {
 }
 
 export interface CallOptions {
-  /** Overrides the client's default time limit for this call; 0 = none. */
+  /**
+   * Overrides the client's default time limit for this call; 0 = none. A negative one (a deadline
+   * already past) fails the call at once with `timeout`, unsent.
+   */
   timeoutMs?: number;
   /** Aborting cancels the call (a chat is cancelled on the core's side). */
   signal?: AbortSignalLike;

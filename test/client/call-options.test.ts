@@ -1,0 +1,39 @@
+import { afterEach, describe, expect, test } from "bun:test";
+import { LocalAiClient } from "../../src/client/index.ts";
+import { FakeChild } from "./fake-child.ts";
+import { killFakes, rejection, track } from "./fake-core-fixture.ts";
+
+// The call options a host hands each call (`{ timeoutMs, signal }`), given oddly.
+afterEach(killFakes);
+
+/** A client on a FakeChild that answers every request but chat and `never` with `{ status: "ok" }`. */
+async function start() {
+  const child = new FakeChild((req, c) => {
+    if (req.method === "cancel") c.send({ id: req.id, type: "result", result: { cancelled: true } });
+    else if (req.method !== "chat" && req.method !== "never")
+      c.send({ id: req.id, type: "result", result: { status: "ok" } });
+  });
+  const client = track(await LocalAiClient.start({ binary: "local-ai", spawn: child.spawn }));
+  return { client, child };
+}
+
+describe("a negative timeoutMs (a deadline already past)", () => {
+  test("times the call out at once, unsent, rather than leaving it without a limit", async () => {
+    // `timeoutMs: deadline - Date.now()` computed late was taken for "no limit": a call the core
+    // never answered, and any chat, waited for good.
+    const { client, child } = await start();
+    const calls = [
+      client.request("never", {}, { timeoutMs: -1 }),
+      client.chat({ input: "hi" }, { timeoutMs: -250 }).result,
+      client.embed({ input: "x" }, { timeoutMs: Number.NEGATIVE_INFINITY }),
+      client.sessions.delete({ session_id: "s1" }, { timeoutMs: -5 }),
+    ];
+    for (const call of calls) {
+      const err = await rejection(call);
+      expect(err.code).toBe("timeout");
+      expect(err.message).toContain("deadline had passed before it was sent");
+    }
+    expect(await client.ping()).toEqual({ status: "ok" });
+    expect(child.requests.map((r) => r.method)).toEqual(["ping"]);
+  }, 5000);
+});
