@@ -10,11 +10,15 @@ export interface CheckedCallOptions {
 }
 
 /**
- * The options a host handed a call, or the error the call fails with, unsent. A `timeoutMs` of
- * NaN (Number() of an unset setting) is the default.
+ * The options a host handed a call, or the error the call fails with, unsent: never a throw, as
+ * a call's failures are its promise's. `null` is no options (plain-JS hosts pass it); a
+ * `timeoutMs` of NaN (Number() of an unset setting) is the default.
  */
-export function checkCallOptions(options: CallOptions, method: string): CheckedCallOptions | LocalAiError {
-  const { timeoutMs, signal } = options;
+export function checkCallOptions(
+  options: CallOptions | null | undefined,
+  method: string,
+): CheckedCallOptions | LocalAiError {
+  const { timeoutMs, signal } = options ?? {};
   // Aborted before it was made: nothing is sent, as fetch() does. Sent, a sessions.delete would
   // still delete (a short call's abort only ends the wait), a chat or warmup start llama-server.
   if (signal?.aborted) return callError("cancelled", "the request was aborted before it was sent", method);

@@ -137,12 +137,16 @@ export class LocalAiClient {
     return this.connection.malformedLines;
   }
 
-  /** One chat turn: iterate it for its events, await `.result` for the final answer. */
+  /**
+   * One chat turn: iterate it for its events, await `.result` for the final answer. Here and in
+   * every call, `null` options (a plain-JS host's) are none: `options?.`, as a default `= {}`
+   * covers only `undefined`; Connection.open() reads the rest.
+   */
   chat(params: ChatParams = {}, options: ChatOptions = {}): ChatStream {
     return this.connection.open<ChatEvent, ChatResult>("chat", params, options, {
       cancellable: true,
       filterChatEvents: true,
-      onOtherEvent: options.onOtherEvent,
+      onOtherEvent: options?.onOtherEvent,
     });
   }
 
@@ -157,7 +161,7 @@ export class LocalAiClient {
     params: Record<string, unknown> = {},
     options: CallOptions & { cancellable?: boolean } = {},
   ): RequestStream<GenericEvent, R> {
-    return this.connection.open(method, params, options, { cancellable: options.cancellable ?? true });
+    return this.connection.open(method, params, options, { cancellable: options?.cancellable ?? true });
   }
 
   /** Any method, by name, for its result alone. */
@@ -187,8 +191,8 @@ export class LocalAiClient {
     // `?? {}`: a plain-JS host's `plan(null)`.
     const { timeoutMs, signal, ...planParams } = params ?? {};
     return this.request("plan", planParams, {
-      timeoutMs: options.timeoutMs ?? timeoutMs,
-      signal: options.signal ?? signal,
+      timeoutMs: options?.timeoutMs ?? timeoutMs,
+      signal: options?.signal ?? signal,
     });
   }
 
@@ -206,7 +210,7 @@ export class LocalAiClient {
    * limit also cancels it on the core's side, so a batch nobody waits for is not embedded.
    */
   embed(params: EmbedParams, options: CallOptions = {}): Promise<EmbedResult> {
-    const timed = { ...options, timeoutMs: numberOr(options.timeoutMs, this.requestTimeoutMs) };
+    const timed = { ...options, timeoutMs: numberOr(options?.timeoutMs, this.requestTimeoutMs) };
     return this.connection.open<never, EmbedResult>("embed", params, timed, {
       cancellable: true,
       maxBuffered: 0,

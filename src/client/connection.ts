@@ -105,7 +105,12 @@ export class Connection {
   // ---- calls -------------------------------------------------------------------------------
 
   /** Starts a call through the current route and returns its stream. */
-  open<E, R>(method: string, params: unknown, options: CallOptions, shape: CallShape): RequestStream<E, R> {
+  open<E, R>(
+    method: string,
+    params: unknown,
+    options: CallOptions | undefined,
+    shape: CallShape,
+  ): RequestStream<E, R> {
     const id = String(this.nextId++);
     const maxBuffered = shape.maxBuffered ?? this.options.maxBufferedEvents;
     const stream = new RequestStream<E, R>(id, method, maxBuffered, () => this.cancelFor(id));

@@ -112,7 +112,9 @@ export class CoreLifecycle {
    * must not kill a core the first call is still letting stop (docs/bootstrap.md "Stopping").
    */
   shutdown(options: ShutdownOptions = {}): Promise<void> {
-    this.stopping ??= this.stop(options);
+    // `?? {}`: a plain-JS host's shutdown(null) threw before it stopped anything, and close(null)
+    // then killed the core, leaving llama-server running.
+    this.stopping ??= this.stop(options ?? {});
     return this.stopping;
   }
 

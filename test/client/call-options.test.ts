@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { LocalAiClient } from "../../src/client/index.ts";
+import { waitFor } from "../fixtures/wait.ts";
 import { FakeChild } from "./fake-child.ts";
 import { killFakes, rejection, track } from "./fake-core-fixture.ts";
 
@@ -36,4 +37,33 @@ describe("a negative timeoutMs (a deadline already past)", () => {
     expect(await client.ping()).toEqual({ status: "ok" });
     expect(child.requests.map((r) => r.method)).toEqual(["ping"]);
   }, 5000);
+});
+
+describe("null as a call's options (a plain-JS host's 'none')", () => {
+  test("is no options: the calls run, none throws", async () => {
+    // Each threw a TypeError out of the call itself (reading `.signal` of null), not a rejection.
+    const { client, child } = await start();
+    const none = null as never;
+    expect(await client.ping(none)).toEqual({ status: "ok" });
+    expect(await client.sessions.list({}, none)).toEqual({ status: "ok" } as never);
+    expect(await client.stream("echo", {}, none).result).toEqual({ status: "ok" });
+    expect(await client.embed({ input: "x" }, none)).toEqual({ status: "ok" } as never);
+    expect(await client.plan({}, none)).toEqual({ status: "ok" } as never);
+    const chat = client.chat({ input: "hi" }, none);
+    expect(await waitFor(() => child.requests.some((r) => r.method === "chat"), { intervalMs: 2 })).toBe(
+      true,
+    );
+    expect(await client.cancel(chat.id, none)).toBe(true);
+  });
+
+  test("shutdown(null) and close(null) stop the core gracefully, not by a kill", async () => {
+    // shutdown(null) rejected with a TypeError before it stopped anything, and close(null) then
+    // killed the core outright, leaving llama-server running.
+    for (const stop of ["shutdown", "close"] as const) {
+      const { client, child } = await start();
+      await client[stop](null as never);
+      expect(child.stdinEnded).toBe(true);
+      expect(child.signals).toEqual([]);
+    }
+  });
 });
