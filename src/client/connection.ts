@@ -2,6 +2,7 @@ import { MAX_TIMER_MS } from "../util/timer-limit.ts";
 import { AbortWatch } from "./abort-watch.ts";
 import { checkCallOptions } from "./call-options.ts";
 import { isChatEventName } from "./chat-events.ts";
+import { numberOr } from "./client-options.ts";
 import type { CallShape, ConnectionOptions, Transport } from "./connection-types.ts";
 import {
   callError,
@@ -51,6 +52,8 @@ interface Pending {
   timer: ReturnType<typeof setTimeout> | undefined;
   /** Set once the core answered a cancel of it: ends it if the core does not (cancelSent). */
   unconfirmedTimer?: ReturnType<typeof setTimeout>;
+  /** When that timer fires (ms since the epoch). */
+  unconfirmedBy?: number;
   filterChatEvents: boolean;
   onOtherEvent: ((event: GenericEvent) => void) | undefined;
   /** Detaches the AbortSignal listener. */
@@ -233,22 +236,27 @@ export class Connection {
 
   /**
    * The core answers the call with `cancelled` once it has stopped it. A cancel it does not
-   * answer either (a core that reads but is stuck), or answers but does not carry out within
-   * requestTimeoutMs, must still end the wait: chats have no time limit by default. The cancel's
-   * own failure is still the caller's to see.
+   * answer either (a core that reads but is stuck), or answers but does not carry out within the
+   * cancel's own time limit (its timeoutMs, else requestTimeoutMs), must still end the wait: chats
+   * have no time limit by default. The cancel's own failure is still the caller's to see.
    */
   private cancelSent(id: string, entry: Pending, how: string, options: CallOptions = {}): Promise<boolean> {
     const giveUp = (why: string) =>
       this.pending.get(id) === entry &&
       this.settle(id, { error: callError("cancelled", `the request was ${how}; ${why}`, entry.method) });
     const asked = this.cancelRemote(id, options);
-    const ms = this.options.requestTimeoutMs;
+    const ms = numberOr(options?.timeoutMs, this.options.requestTimeoutMs);
     asked.then(
       () => {
         if (!(ms > 0 && ms <= MAX_TIMER_MS) || this.pending.get(id) !== entry) return;
-        // Beside its own time limit, which may come sooner; cleared as that is. From the first
-        // confirmed cancel: a host cancelling again every minute would otherwise never see it end.
-        entry.unconfirmedTimer ??= setTimeout(giveUp, ms, `${NOT_ENDED} within ${ms} ms`);
+        // Beside its own time limit, which may come sooner; cleared as that is. The earliest end
+        // any confirmed cancel asked for: a host cancelling again every minute would otherwise
+        // never see it end, and one asking again for a shorter wait would not get it.
+        const by = Date.now() + ms;
+        if (entry.unconfirmedTimer && (entry.unconfirmedBy ?? 0) <= by) return;
+        clearTimeout(entry.unconfirmedTimer);
+        entry.unconfirmedBy = by;
+        entry.unconfirmedTimer = setTimeout(giveUp, ms, `${NOT_ENDED} within ${ms} ms`);
       },
       (err) => {
         this.log("warn", `cancel of ${id} failed: ${(err as Error).message}`);

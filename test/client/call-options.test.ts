@@ -67,3 +67,18 @@ describe("null as a call's options (a plain-JS host's 'none')", () => {
     }
   });
 });
+
+describe("the wait for a confirmed cancel to end its call", () => {
+  test("a later cancel with a shorter timeoutMs shortens the wait already running", async () => {
+    // The first confirmed cancel's wait (requestTimeoutMs, 60 s) stayed; a host that asked again
+    // with `timeoutMs: 100` still waited a minute for a core that never ends the chat.
+    const { client, child } = await start();
+    const chat = client.chat({ input: "a" });
+    expect(await waitFor(() => child.requests.length === 1, { intervalMs: 2 })).toBe(true);
+    expect(await chat.cancel()).toBe(true);
+    expect(await client.cancel(chat.id, { timeoutMs: 100 })).toBe(true);
+    const err = await rejection(chat.result);
+    expect(err.code).toBe("cancelled");
+    expect(err.message).toContain("did not end it within 100 ms");
+  }, 5000);
+});
