@@ -1,8 +1,7 @@
-import { numberOr } from "./client-options.ts";
 import { callError, LocalAiError } from "./errors.ts";
 import type { AbortSignalLike, CallOptions } from "./host-types.ts";
 
-/** A call's options as the connection (connection.ts) uses them: checked, NaN left out. */
+/** A call's options as the connection (connection.ts) uses them: checked, NaN and null left out. */
 export interface CheckedCallOptions {
   /** Undefined: the call's default limit. */
   timeoutMs: number | undefined;
@@ -11,14 +10,24 @@ export interface CheckedCallOptions {
 
 /**
  * The options a host handed a call, or the error the call fails with, unsent: never a throw, as
- * a call's failures are its promise's. `null` is no options (plain-JS hosts pass it); a
- * `timeoutMs` of NaN (Number() of an unset setting) is the default.
+ * a call's failures are its promise's. `null` is no options (plain-JS hosts pass it), and so is
+ * a `null` field; a `timeoutMs` of NaN (Number() of an unset setting) is the default.
  */
 export function checkCallOptions(
   options: CallOptions | null | undefined,
   method: string,
 ): CheckedCallOptions | LocalAiError {
-  const { timeoutMs, signal } = options ?? {};
+  const { timeoutMs, signal } = (options ?? {}) as { timeoutMs?: unknown; signal?: unknown };
+  // A string from a settings file silently took the default, 60 s (none for a chat).
+  if (timeoutMs != null && typeof timeoutMs !== "number")
+    return callError(
+      "invalid_request",
+      `timeoutMs must be a number of ms, not a ${typeof timeoutMs}`,
+      method,
+    );
+  // One that is not an AbortSignal threw out of the call, which stayed in the pending table.
+  if (signal != null && !isSignal(signal))
+    return callError("invalid_request", `signal must be an AbortSignal, not ${describe(signal)}`, method);
   // Aborted before it was made: nothing is sent, as fetch() does. Sent, a sessions.delete would
   // still delete (a short call's abort only ends the wait), a chat or warmup start llama-server.
   if (signal?.aborted) return callError("cancelled", "the request was aborted before it was sent", method);
@@ -27,5 +36,21 @@ export function checkCallOptions(
     const message = `${method}'s deadline had passed before it was sent (timeoutMs ${timeoutMs})`;
     return new LocalAiError("timeout", message, { timeout_ms: timeoutMs }, method);
   }
-  return { timeoutMs: numberOr(timeoutMs, undefined), signal };
+  return {
+    timeoutMs: typeof timeoutMs === "number" && !Number.isNaN(timeoutMs) ? timeoutMs : undefined,
+    signal: signal ?? undefined,
+  };
+}
+
+function isSignal(value: unknown): value is AbortSignalLike {
+  const s = value as Partial<AbortSignalLike>;
+  return (
+    typeof value === "object" &&
+    typeof s.addEventListener === "function" &&
+    typeof s.removeEventListener === "function"
+  );
+}
+
+function describe(value: unknown): string {
+  return typeof value === "object" ? "an object without addEventListener" : `a ${typeof value}`;
 }

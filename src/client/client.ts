@@ -1,7 +1,6 @@
 import {
   CLIENT_DEFAULTS,
   type LocalAiClientOptions,
-  numberOr,
   type ShutdownOptions,
   withNumberDefaults,
 } from "./client-options.ts";
@@ -210,10 +209,10 @@ export class LocalAiClient {
    * limit also cancels it on the core's side, so a batch nobody waits for is not embedded.
    */
   embed(params: EmbedParams, options: CallOptions = {}): Promise<EmbedResult> {
-    const timed = { ...options, timeoutMs: numberOr(options?.timeoutMs, this.requestTimeoutMs) };
-    return this.connection.open<never, EmbedResult>("embed", params, timed, {
+    return this.connection.open<never, EmbedResult>("embed", params, options, {
       cancellable: true,
       maxBuffered: 0,
+      defaultTimeoutMs: this.requestTimeoutMs,
     }).result;
   }
 

@@ -32,6 +32,11 @@ export interface CallShape {
   /** Only chat events reach the stream; others go to `onOtherEvent`. */
   filterChatEvents?: boolean;
   onOtherEvent?: ((event: GenericEvent) => void) | undefined;
+  /**
+   * Overrides the default time limit (embed: cancellable, yet timed as a short call; set here
+   * rather than as the call's timeoutMs, which checkCallOptions() checks as the host gave it).
+   */
+  defaultTimeoutMs?: number;
   /** Overrides maxBufferedEvents (0 for calls whose events nobody reads). */
   maxBuffered?: number;
 }

@@ -108,12 +108,7 @@ export class Connection {
   // ---- calls -------------------------------------------------------------------------------
 
   /** Starts a call through the current route and returns its stream. */
-  open<E, R>(
-    method: string,
-    params: unknown,
-    options: CallOptions | undefined,
-    shape: CallShape,
-  ): RequestStream<E, R> {
+  open<E, R>(method: string, params: unknown, options: CallOptions, shape: CallShape): RequestStream<E, R> {
     const id = String(this.nextId++);
     const maxBuffered = shape.maxBuffered ?? this.options.maxBufferedEvents;
     const stream = new RequestStream<E, R>(id, method, maxBuffered, () => this.cancelFor(id));
@@ -123,7 +118,9 @@ export class Connection {
     if (checked instanceof LocalAiError) return settled(stream, checked);
     const line = requestLine(id, method, params);
     if (typeof line !== "string") return settled(stream, line);
-    const byDefault = shape.cancellable ? this.options.streamTimeoutMs : this.options.requestTimeoutMs;
+    const byDefault =
+      shape.defaultTimeoutMs ??
+      (shape.cancellable ? this.options.streamTimeoutMs : this.options.requestTimeoutMs);
     const entry = this.track(id, stream, method, line, checked.timeoutMs ?? byDefault, shape);
     this.watchSignal(id, entry, checked.signal);
     if (this.route.kind === "send") this.writeTo(this.route.transport, id, entry);

@@ -82,3 +82,28 @@ describe("the wait for a confirmed cancel to end its call", () => {
     expect(err.message).toContain("did not end it within 100 ms");
   }, 5000);
 });
+
+describe("call options of the wrong type", () => {
+  test("a timeoutMs or signal that is not one rejects naming the option, unsent", async () => {
+    // A string timeoutMs silently took the default (60 s, or none for a chat); a signal that is
+    // not an AbortSignal threw a TypeError out of the call and left it in the pending table.
+    const { client, child } = await start();
+    const odd = [
+      [{ timeoutMs: "5000" }, "timeoutMs"],
+      [{ signal: {} }, "signal"],
+      [{ signal: "abort" }, "signal"],
+    ] as const;
+    for (const [options, named] of odd) {
+      for (const call of [
+        () => client.ping(options as never),
+        () => client.chat({ input: "hi" }, options as never).result,
+        () => client.embed({ input: "x" }, options as never),
+      ]) {
+        const err = await rejection(call());
+        expect(err.code).toBe("invalid_request");
+        expect(err.message).toContain(named);
+      }
+    }
+    expect(child.requests).toEqual([]);
+  });
+});
