@@ -74,7 +74,8 @@ export interface LocalAiClientOptions {
 
 export interface ShutdownOptions {
   /**
-   * How long to wait for the core to exit before killing it (default 5 s, also for NaN). It is a wish, not a
+   * How long to wait for the core to exit before killing it (default 5 s, also for NaN or a value
+   * that is not a number). It is a wish, not a
    * bound: until the core answers `shutdown` it is stopping llama-server (SIGTERM, then SIGKILL
    * after `llama.stop_grace_s`) and its MCP servers, and killing it then would leave them
    * running. So a core that has not answered yet is killed no sooner than

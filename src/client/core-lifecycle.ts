@@ -1,4 +1,4 @@
-import type { LocalAiClientOptions, ShutdownOptions } from "./client-options.ts";
+import { type LocalAiClientOptions, numberOr, type ShutdownOptions } from "./client-options.ts";
 import type { Connection } from "./connection.ts";
 import { initializeCore, spawnCore } from "./core-launch.ts";
 import type { CoreProcess } from "./core-process.ts";
@@ -121,8 +121,9 @@ export class CoreLifecycle {
   private async stop(options: ShutdownOptions): Promise<void> {
     // NaN (Number() of an unset setting) made every deadline NaN: no timer on the shutdown
     // request, so a core that never answered it was waited for for good.
-    const given = options.timeoutMs;
-    const timeoutMs = given === undefined || Number.isNaN(given) ? DEFAULT_SHUTDOWN_TIMEOUT_MS : given;
+    // So did one that is not a number ("5s" from a settings file), and it killed a core that had
+    // answered at once, without the second it gets to exit.
+    const timeoutMs = numberOr(options.timeoutMs, DEFAULT_SHUTDOWN_TIMEOUT_MS);
     const proc = this.process;
     const wasRunning = this.state === "ready" && proc?.running;
     this.enter("closed");

@@ -107,3 +107,19 @@ describe("call options of the wrong type", () => {
     expect(child.requests).toEqual([]);
   });
 });
+
+describe("shutdown()'s timeoutMs that is not a number", () => {
+  test("is the default, not an immediate kill of a core that answered and is exiting", async () => {
+    // "5s" made every deadline NaN: a core that had answered was killed at once (a NaN timer
+    // fires at once), and one that never answered was waited for for good (no timer at all).
+    const child = new FakeChild((req, c) => {
+      if (req.method === "shutdown") c.send({ id: req.id, type: "result", result: { status: "ok" } });
+    });
+    // Its exit after end of input takes a moment (it stops llama-server first, as the real core does).
+    child.eofExitDelayMs = 50;
+    const client = track(await LocalAiClient.start({ binary: "local-ai", spawn: child.spawn }));
+    await client.close({ timeoutMs: "5s" as never });
+    expect(child.stdinEnded).toBe(true);
+    expect(child.signals).toEqual([]);
+  });
+});
