@@ -65,7 +65,7 @@ export interface LocalAiClientOptions {
    * The core's `llama.stop_grace_s`, in ms, when its config changes it (default 3000, the core's
    * default). shutdown() and close() never kill a core that is still stopping before
    * `stopGraceMs + CORE_STOP_MARGIN_MS` (8 s by default) has passed, so that llama-server and
-   * the MCP servers do not outlive it.
+   * the MCP servers do not outlive it. `Infinity`: never killed while it stops.
    */
   stopGraceMs?: number;
   /** Test seam: the function that starts the process (default node:child_process spawn). */

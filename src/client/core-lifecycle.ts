@@ -74,9 +74,10 @@ export class CoreLifecycle {
   ) {
     const r = options.restart;
     this.restarts = r ? new Restarts(restartOptions(r)) : undefined;
+    // Infinity (a host's "never kill it while it stops") is the longest wait a timer holds, as
+    // the docs say; taken for the 3 s default, it had the core killed 8 s into its stop.
     const grace = options.stopGraceMs;
-    this.stopGraceMs =
-      grace !== undefined && grace >= 0 && Number.isFinite(grace) ? grace : DEFAULT_CORE_STOP_GRACE_MS;
+    this.stopGraceMs = typeof grace === "number" && grace >= 0 ? grace : DEFAULT_CORE_STOP_GRACE_MS;
     this.enter("idle");
   }
 

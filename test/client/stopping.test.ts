@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, test } from "bun:test";
+import { afterEach, describe, expect, jest, test } from "bun:test";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { LocalAiClient } from "../../src/client/index.ts";
@@ -132,4 +132,34 @@ describe("stopping a client whose previous core is still stopping", () => {
     await client.shutdown();
     expect(children.map((c) => c.exited)).toEqual([true, true]);
   }, 15_000);
+});
+
+describe("stopGraceMs Infinity", () => {
+  test("never kills a core still stopping, as the longest wait a timer holds", async () => {
+    // Taken for the 3 s default, it had a core that had not answered shutdown SIGKILLed 8 s into
+    // its stop, though the host said its llama-server may take as long as it takes.
+    const child = new FakeChild();
+    child.exitOnEof = false;
+    const client = track(
+      await LocalAiClient.start({
+        binary: "local-ai",
+        spawn: child.spawn,
+        stopGraceMs: Number.POSITIVE_INFINITY,
+      }),
+    );
+    jest.useFakeTimers();
+    try {
+      void client.close({ timeoutMs: 0 });
+      // An hour, a minute at a time, each step's follow-ups (a timed-out request, then the wait
+      // for the exit) let run between.
+      for (let minute = 0; minute < 60; minute++) {
+        jest.advanceTimersByTime(60_000);
+        for (let turn = 0; turn < 10; turn++) await Promise.resolve();
+      }
+    } finally {
+      jest.useRealTimers();
+    }
+    expect(child.stdinEnded).toBe(false);
+    expect(child.signals).toEqual([]);
+  });
 });
