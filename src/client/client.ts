@@ -229,7 +229,11 @@ export class LocalAiClient {
    * active chat. Resolves with whether the core caught it in flight.
    */
   cancel(requestId?: RequestId, options?: CallOptions): Promise<boolean> {
-    return this.connection.cancel(requestId, options);
+    const cancelling = this.connection.cancel(requestId, options);
+    // Awaited, it rejects; left unawaited (as chat.cancel() is), its rejection (a core that
+    // exited) must not end a Node host as an unhandled one, as no other call's does.
+    cancelling.catch(() => {});
+    return cancelling;
   }
 
   /**

@@ -195,3 +195,32 @@ describe("a time limit given as NaN", () => {
     expect(outcomes).toEqual(["timeout 60000", "timeout 60000", "timeout 60000"]);
   });
 });
+
+describe("a core that exits while calls nobody awaits are pending", () => {
+  test("client.cancel() left unawaited is no unhandled rejection, as no other call's is", async () => {
+    // ping(), embed() and a stream's result were never reported unhandled; client.cancel(id),
+    // fired and forgotten as chat.cancel() is, rejected with core_exited unhandled, which ends a
+    // Node host (and failed this test as an error between tests).
+    const unhandled: unknown[] = [];
+    const collect = (err: unknown) => unhandled.push(err);
+    process.on("unhandledRejection", collect);
+    try {
+      const child = new FakeChild(() => {});
+      const client = track(await LocalAiClient.start({ binary: "local-ai", spawn: child.spawn }));
+      const chat = client.chat({ input: "a" });
+      expect(await waitFor(() => child.requests.length === 1, { intervalMs: 2 })).toBe(true);
+      void client.cancel(chat.id);
+      void client.cancel();
+      void client.ping();
+      child.exit(1, null);
+      expect((await rejection(chat.result)).code).toBe("core_exited");
+      // Unhandled rejections are reported once the microtasks have run, before the next turn.
+      await new Promise((resolve) => setImmediate(resolve));
+      // Awaited, it still rejects.
+      expect((await rejection(client.cancel(chat.id))).code).toBe("core_exited");
+    } finally {
+      process.off("unhandledRejection", collect);
+    }
+    expect(unhandled).toEqual([]);
+  });
+});
