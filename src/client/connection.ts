@@ -18,7 +18,7 @@ import {
 import { guarded, guardedLogger } from "./host-callbacks.ts";
 import type { AbortSignalLike, CallOptions, ClientLogger } from "./host-types.ts";
 import type { RequestId } from "./protocol-types.ts";
-import { RequestStream } from "./request-stream.ts";
+import { RequestStream, settled } from "./request-stream.ts";
 import type { CancelResult, GenericEvent } from "./types.ts";
 import { asText, clip, idOfLine, isObject, readLine, requestLine, sentAsLineOf } from "./wire-lines.ts";
 
@@ -61,12 +61,6 @@ interface Pending {
 }
 
 const NOT_ENDED = "the core answered its cancel but did not end it";
-
-/** `stream`, failed with `error` before it was sent. */
-function settled<E, R>(stream: RequestStream<E, R>, error: LocalAiError): RequestStream<E, R> {
-  stream.settle({ error });
-  return stream;
-}
 
 export class Connection {
   private nextId = 1;
@@ -149,6 +143,13 @@ export class Connection {
   /** Asks the core to cancel request `id`; resolves with whether it caught it in flight. */
   async cancelRemote(requestId: RequestId | undefined, options: CallOptions = {}): Promise<boolean> {
     const params = requestId === undefined ? {} : { request_id: requestId };
+    // Its wait over before it began (a deadline past, an aborted signal), a cancel is still sent:
+    // it is what stops the core's work, which went on for no one; the caller hears the refusal.
+    const refused = checkCallOptions(options, "cancel");
+    if (refused instanceof LocalAiError && refused.code !== "invalid_request") {
+      this.cancelRemote(requestId).catch(() => {});
+      throw refused;
+    }
     const call = this.open<never, CancelResult>("cancel", params, options, {
       cancellable: false,
       maxBuffered: 0,

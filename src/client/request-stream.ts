@@ -119,3 +119,9 @@ export class RequestStream<E, R> implements AsyncIterable<E> {
     return new Promise((resolve, reject) => this.waiters.push({ resolve, reject }));
   }
 }
+
+/** `stream`, failed with `error` before it was sent. */
+export function settled<E, R>(stream: RequestStream<E, R>, error: LocalAiError): RequestStream<E, R> {
+  stream.settle({ error });
+  return stream;
+}

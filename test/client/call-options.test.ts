@@ -39,6 +39,22 @@ describe("a negative timeoutMs (a deadline already past)", () => {
   }, 5000);
 });
 
+describe("a cancel whose own wait is over before it begins", () => {
+  test("is still sent, so the core stops the work; the caller hears the refusal", async () => {
+    // Refused unsent like any call, the cancel left the core generating for no one.
+    const { client, child } = await start();
+    const chat = client.chat({ input: "hi" });
+    expect(await waitFor(() => child.requests.some((r) => r.method === "chat"), { intervalMs: 2 })).toBe(
+      true,
+    );
+    expect((await rejection(client.cancel(chat.id, { timeoutMs: -1 }))).code).toBe("timeout");
+    expect((await rejection(client.cancel(chat.id, { signal: AbortSignal.abort() }))).code).toBe("cancelled");
+    const cancels = () => child.requests.filter((r) => r.method === "cancel");
+    expect(await waitFor(() => cancels().length === 2, { intervalMs: 2 })).toBe(true);
+    expect(cancels().map((r) => r.params)).toEqual([{ request_id: chat.id }, { request_id: chat.id }]);
+  });
+});
+
 describe("null as a call's options (a plain-JS host's 'none')", () => {
   test("is no options: the calls run, none throws", async () => {
     // Each threw a TypeError out of the call itself (reading `.signal` of null), not a rejection.
