@@ -25,3 +25,41 @@ export const CheckpointSchema = z.object({
   updated_at: z.string(),
 });
 export type Checkpoint = z.infer<typeof CheckpointSchema>;
+
+/**
+ * An input longer than this is kept apart from its checkpoint's body (`checkpoint_inputs`),
+ * written once per turn: the body holds it twice (`user_input`, the turn's opening message),
+ * and each save after each step and tool result rewrote both, ~16 MiB for an 8 MiB chat input
+ * (a stdio line), 50–226 ms of the main loop a save. A usual input stays in the body: no
+ * second row to write.
+ */
+export const INPUT_APART_CHARS = 64 * 1024;
+
+/** In a body whose input is kept apart: it is not in `user_input`, nor (`opening`) in the turn's first message. */
+const ApartSchema = z.object({ opening: z.boolean() });
+
+/** The JSON text of a checkpoint, its input left out when `apart` (its `user_input` and opening message then ""). */
+export function checkpointBody(cp: Checkpoint, apart: boolean): string {
+  if (!apart) return JSON.stringify(cp);
+  const [first, ...rest] = cp.turn;
+  const opening = first?.role === "user" && first.content === cp.user_input;
+  const turn = opening ? [{ ...first, content: "" }, ...rest] : cp.turn;
+  return JSON.stringify({ ...cp, user_input: "", turn, input_apart: { opening } });
+}
+
+/**
+ * A parsed checkpoint body with its input put back (`input`: the row kept apart, if any, read
+ * only for a body that names one); undefined when it names one it cannot put back (not there,
+ * or the mark not understood): read without it, the turn would resume with an empty input.
+ */
+export function withInput(raw: unknown, input: () => string | undefined): unknown {
+  if (typeof raw !== "object" || raw === null || !("input_apart" in raw)) return raw;
+  const { input_apart, ...cp } = raw as Record<string, unknown>;
+  const marked = ApartSchema.safeParse(input_apart);
+  const text = marked.success ? input() : undefined;
+  if (text === undefined || !marked.success) return undefined;
+  const turn = Array.isArray(cp.turn) ? [...cp.turn] : cp.turn;
+  if (marked.data.opening && Array.isArray(turn) && typeof turn[0] === "object" && turn[0] !== null)
+    turn[0] = { ...turn[0], content: text };
+  return { ...cp, user_input: text, turn };
+}

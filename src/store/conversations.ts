@@ -3,6 +3,7 @@ import type { ChatMessage } from "../protocol/chat-message.ts";
 import type { Source } from "../protocol/sources.ts";
 import type { Usage } from "../protocol/usage.ts";
 import { Attachments } from "./attachments.ts";
+import { type CheckpointWrite, checkpointInput, putCheckpoint } from "./checkpoint-rows.ts";
 import { forgettingRows, indexedRows } from "./db/fts-forget.ts";
 import { erasureMark, refuseIfErased } from "./erasures.ts";
 import {
@@ -194,7 +195,7 @@ export class Conversations {
     firstInput: string,
     at: Date,
     keepStaged?: readonly number[],
-    checkpoint?: string,
+    checkpoint?: string | CheckpointWrite,
     hasRow = false,
   ): void {
     if (!hasRow) this.ensureSession(key.userId, key.sessionId, agent, firstInput, at);
@@ -209,11 +210,16 @@ export class Conversations {
     return row?.body;
   }
 
+  /** The input a checkpoint's body keeps apart (store/checkpoint.ts `withInput`). */
+  checkpointInput(userId: string, sessionId: string): string | undefined {
+    return checkpointInput(this.db, userId, sessionId);
+  }
+
   /** With `keepStaged`, the staged images not named there are dropped in the same write (a turn's first checkpoint). */
   saveCheckpoint(
     userId: string,
     sessionId: string,
-    body: string,
+    body: string | CheckpointWrite,
     at: Date,
     since?: number,
     keepStaged?: readonly number[],
@@ -227,13 +233,8 @@ export class Conversations {
       .immediate();
   }
 
-  private putCheckpoint(userId: string, sessionId: string, body: string, at: Date): void {
-    this.db
-      .query(
-        `INSERT INTO checkpoints (user_id, session_id, body, updated_at) VALUES (?, ?, ?, ?)
-         ON CONFLICT (user_id, session_id) DO UPDATE SET body = excluded.body, updated_at = excluded.updated_at`,
-      )
-      .run(userId, sessionId, body, at.getTime());
+  private putCheckpoint(userId: string, sessionId: string, write: string | CheckpointWrite, at: Date): void {
+    putCheckpoint(this.db, userId, sessionId, write, at);
   }
 
   /**

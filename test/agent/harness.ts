@@ -5,7 +5,7 @@ import type { ChatMessage } from "../../src/protocol/chat-message.ts";
 import { Dispatcher } from "../../src/protocol/dispatcher.ts";
 import { Writer } from "../../src/protocol/transport/writer.ts";
 import { CoreServices, type ServicesOptions } from "../../src/server/services.ts";
-import type { Checkpoint } from "../../src/store/checkpoint.ts";
+import { type Checkpoint, withInput } from "../../src/store/checkpoint.ts";
 import { type InProcessOptions, LlamaStandIn } from "../fixtures/llama-stand-in/in-process.ts";
 import { FakeProvider } from "../fixtures/llama-stand-in/provider.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
@@ -110,10 +110,12 @@ export class ChatHarness {
     return this.services.store().conversations.history(user, session);
   }
 
-  /** The session's checkpoint, parsed, or undefined. */
+  /** The session's checkpoint, parsed (a long input kept apart put back), or undefined. */
   checkpoint(session: string, user = "default_user"): Checkpoint | undefined {
-    const body = this.services.store().conversations.checkpoint(user, session);
-    return body === undefined ? undefined : (JSON.parse(body) as Checkpoint);
+    const c = this.services.store().conversations;
+    const body = c.checkpoint(user, session);
+    if (body === undefined) return undefined;
+    return withInput(JSON.parse(body), () => c.checkpointInput(user, session)) as Checkpoint;
   }
 
   /** Writes a checkpoint as an interrupted turn would have left it. */

@@ -2,7 +2,14 @@ import type { PreparedImage } from "../../images/prepare.ts";
 import type { Warning } from "../../protocol/chat.ts";
 import type { AttachmentRef, ChatMessage } from "../../protocol/chat-message.ts";
 import { CoreError } from "../../protocol/errors.ts";
-import { type Checkpoint, CheckpointSchema } from "../../store/checkpoint.ts";
+import {
+  type Checkpoint,
+  CheckpointSchema,
+  checkpointBody,
+  INPUT_APART_CHARS,
+  withInput,
+} from "../../store/checkpoint.ts";
+import type { CheckpointWrite } from "../../store/checkpoint-rows.ts";
 import { indexesLong, type TurnMessage } from "../../store/conversations.ts";
 import type { Store } from "../../store/store.ts";
 import { logger } from "../../util/logger.ts";
@@ -20,6 +27,9 @@ export type TurnState = Omit<Checkpoint, "version" | "updated_at">;
  * the process's death, so nothing waits for a later "commit" of it.
  */
 export class TurnSession {
+  /** The turn's long input is in `checkpoint_inputs`, as a save of this state wrote it: later saves keep it. */
+  private inputSaved = false;
+
   private constructor(
     private readonly store: Store,
     private readonly key: SessionKey,
@@ -98,9 +108,10 @@ export class TurnSession {
       user_input,
       this.now(),
       this.carriedImages(),
-      this.checkpointText(this.state),
+      this.checkpointWrite(this.state),
       hasRow,
     );
+    this.inputSaved = true;
   }
 
   /**
@@ -127,11 +138,12 @@ export class TurnSession {
       for (const [i, r] of refs.entries()) this.images.hold(r.id, (this.newImages[i] as PreparedImage).data);
       const opening = this.state.turn[0];
       if (opening?.role === "user") opening.attachments = [...(opening.attachments ?? []), ...refs];
-      const body = this.checkpointText(this.state);
+      const body = this.checkpointWrite(this.state);
       const keep = this.carriedImages();
       await this.store.write(() =>
         this.store.conversations.saveCheckpoint(userId, sessionId, body, this.now(), this.since, keep),
       );
+      this.inputSaved = true;
       return this;
     } catch (err) {
       await this.putBack().catch(() => undefined);
@@ -145,8 +157,9 @@ export class TurnSession {
   }
 
   /** After each LLM step and each tool result. */
-  save(): Promise<void> {
-    return this.write(this.state);
+  async save(): Promise<void> {
+    await this.write(this.state);
+    this.inputSaved = true;
   }
 
   /** The turn is done: its messages (and memory entry) appended, its checkpoint gone, in one transaction. */
@@ -179,6 +192,8 @@ export class TurnSession {
     const { userId, sessionId } = this.key;
     if (this.prior) {
       const prior = stateOf(this.prior);
+      // Its input is another turn's: written again with it.
+      this.inputSaved = false;
       await this.write(prior);
       const keep = refsOf(prior.turn).map((r) => r.id);
       await this.store.write(() => this.store.conversations.attachments.dropStaged(userId, sessionId, keep));
@@ -192,16 +207,21 @@ export class TurnSession {
 
   /** A write waits (off the event loop) while another core holds the database's lock. */
   private write(state: TurnState): Promise<void> {
-    const body = this.checkpointText(state);
+    const body = this.checkpointWrite(state);
     const { userId, sessionId } = this.key;
     return this.store.write(() =>
       this.store.conversations.saveCheckpoint(userId, sessionId, body, this.now(), this.since),
     );
   }
 
-  private checkpointText(state: TurnState): string {
-    const body: Checkpoint = { version: 1, ...state, updated_at: this.now().toISOString() };
-    return JSON.stringify(body);
+  /**
+   * The checkpoint of `state` to write. A long input is kept apart (store/checkpoint.ts
+   * `INPUT_APART_CHARS`): the turn's first save writes it, its later saves only the rest.
+   */
+  private checkpointWrite(state: TurnState): CheckpointWrite {
+    const cp: Checkpoint = { version: 1, ...state, updated_at: this.now().toISOString() };
+    if (state.user_input.length <= INPUT_APART_CHARS) return { body: checkpointBody(cp, false) };
+    return { body: checkpointBody(cp, true), input: this.inputSaved ? "kept" : { text: state.user_input } };
   }
 }
 
@@ -233,10 +253,17 @@ function readCheckpoint(store: Store, key: SessionKey, warnings: Warning[]): Che
   if (body === undefined) return undefined;
   let problem: string;
   try {
-    const parsed = CheckpointSchema.safeParse(JSON.parse(body));
-    if (parsed.success) return parsed.data;
-    const issue = parsed.error.issues[0];
-    problem = `unexpected shape at '${issue?.path.join(".") ?? ""}': ${issue?.message ?? "invalid"}`;
+    // A long input is kept apart from the body (store/checkpoint.ts); an earlier version's body holds it.
+    const raw = withInput(JSON.parse(body), () =>
+      store.conversations.checkpointInput(key.userId, key.sessionId),
+    );
+    if (raw === undefined) problem = "its input, kept apart, could not be read";
+    else {
+      const parsed = CheckpointSchema.safeParse(raw);
+      if (parsed.success) return parsed.data;
+      const issue = parsed.error.issues[0];
+      problem = `unexpected shape at '${issue?.path.join(".") ?? ""}': ${issue?.message ?? "invalid"}`;
+    }
   } catch {
     // Not the parser's message: it quotes a token of the text, which may be the user's words,
     // and this line goes to the log (docs/supervisor.md "No conversation in the log").

@@ -272,6 +272,21 @@ export const MIGRATIONS: readonly Migration[] = [
       `CREATE INDEX IF NOT EXISTS documents_by_time ON documents (user_id, created_at, document_id)`,
     ],
   },
+  {
+    version: 9,
+    sql: [
+      // A long chat input, kept apart from its checkpoint's body so that the turn's later saves
+      // do not write it again (store/checkpoint.ts INPUT_APART_CHARS). It goes with its
+      // checkpoint (a commit, a drop, a session's erase: the cascade goes on from `sessions`).
+      `CREATE TABLE IF NOT EXISTS checkpoint_inputs (
+        user_id TEXT NOT NULL,
+        session_id TEXT NOT NULL,
+        input TEXT NOT NULL,
+        PRIMARY KEY (user_id, session_id),
+        FOREIGN KEY (user_id, session_id) REFERENCES checkpoints ON DELETE CASCADE
+      ) STRICT`,
+    ],
+  },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]?.version ?? 0;
