@@ -2,6 +2,8 @@ import { randomInt } from "node:crypto";
 import { pickAgent } from "../agent/turn/pick-agent.ts";
 import { isRewrite, takePlace } from "../agent/turn/rewrite.ts";
 import { chooseChatModel, shownName } from "../config/choose-model.ts";
+import { configForModel } from "../config/model-entry.ts";
+import { configReadsNoImages } from "../config/reads-images.ts";
 import { ChatEventFields, ChatParamsSchema, ChatResultSchema } from "../protocol/chat.ts";
 import type { Place } from "../store/keyed-mutex.ts";
 import { logger } from "../util/logger.ts";
@@ -71,6 +73,11 @@ export const chat = defineMethod({
         config,
         dataDir: config.app.data_dir,
         provider,
+        // Its config says no projector, else its serving server's /props (docs/protocol.md#images).
+        readsImages: () =>
+          configReadsNoImages(configForModel(config, model.name) ?? config)
+            ? false
+            : provider.readsImages?.(),
         prestarted,
         spare,
         // On first use: the MCP SDK costs a cold chat tens of ms, and an agent without tools never needs it.

@@ -90,6 +90,11 @@ export interface LlamaProvider {
    * wait, no slot taken. Undefined otherwise, or where a provider has none.
    */
   connectAhead?(): SpareConnection | undefined;
+  /**
+   * Whether its serving llama-server reads images, as that server's /props already said; no
+   * request made. Undefined when not known so (none serving, its /props not read yet).
+   */
+  readsImages?(): boolean | undefined;
   /** Parallel slots of the planned server: how many chats run at once. */
   slots(): number;
   /**

@@ -194,6 +194,11 @@ export class Launch implements LaunchView {
     return this.thinks;
   }
 
+  /** Whether it reads images, as its /props said once read; undefined before. */
+  get vision(): boolean | undefined {
+    return this.known?.modalities?.vision;
+  }
+
   /**
    * Asked once per launch (a round trip off every later chat's time to first token): what it
    * says never changes while it runs. Not kept while it has no n_ctx (asked again next time).

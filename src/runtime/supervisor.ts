@@ -59,6 +59,7 @@ export class Supervisor implements LlamaProvider {
   pid(): number | undefined {
     return serving(this.state.get())?.child.pid;
   }
+  readsImages = (): boolean | undefined => serving(this.state.get())?.launch.vision;
 
   slots(): number {
     return this.launcher.plan?.slots ?? this.options.fallbackSlots?.() ?? 1;

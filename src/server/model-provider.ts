@@ -45,6 +45,10 @@ export class ModelProvider implements LlamaProvider {
     return this.scheduler.loaded(this.model)?.runtime.connectAhead?.();
   }
 
+  readsImages() {
+    return this.scheduler.loaded(this.model)?.runtime.readsImages?.();
+  }
+
   slots(): number {
     return this.scheduler.runtimeOf(this.model)?.slots() ?? this.fallbackSlots();
   }

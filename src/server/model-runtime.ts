@@ -114,6 +114,7 @@ export function makeModelRuntime(name: string, deps: RuntimeDeps): ModelRuntime 
     ready: (signal, onProgress, options) => supervisor.ready(signal, onProgress, options),
     prestart: () => supervisor.prestart(),
     connectAhead: () => supervisor.connectAhead(),
+    readsImages: () => supervisor.readsImages(),
     slots: () => supervisor.slots(),
     // Its loads before this one count too: the margin the plan keeps is theirs and its own.
     snapshot: () => {

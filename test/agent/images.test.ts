@@ -141,6 +141,38 @@ describe("a chat with images", () => {
     expect(h.checkpoint("s")).toBeUndefined();
   });
 
+  test("a model configured without a projector: model_not_vision before any image is read or the model loaded", async () => {
+    await using h = new ChatHarness({ ...AGENTS, model: { mmproj: "none" } }, { standIn: () => ({}) });
+    let acquired = 0;
+    h.provider.beforeLease = async () => {
+      acquired++;
+    };
+    // A path that is not there: read, it would be refused `unreadable` first.
+    const missing = join(h.dir.path, "not-there.png");
+    const { terminal } = await h.chat(1, { session_id: "s", input: "look", images: [{ path: missing }] });
+    expect(terminal.data).toMatchObject({ reason: "model_not_vision", field: "images" });
+    expect(acquired).toBe(0);
+    expect(h.history("s")).toEqual([]);
+    expect(h.checkpoint("s")).toBeUndefined();
+  });
+
+  test("extra_args that add a projector leave it to llama-server's /props: the image is read", async () => {
+    const config = { ...AGENTS, model: { mmproj: "none" }, llama: { extra_args: ["--mmproj", "/m/p.gguf"] } };
+    await using h = new ChatHarness(config, { standIn: () => ({}) });
+    const missing = join(h.dir.path, "not-there.png");
+    const { terminal } = await h.chat(1, { input: "look", images: [{ path: missing }] });
+    expect(terminal.data).toMatchObject({ field: "images[0]", problem: "unreadable" });
+  });
+
+  test("a server whose /props already said it reads no images: the next chat's images are refused unread", async () => {
+    await using h = new ChatHarness(AGENTS, { standIn: () => ({}) });
+    h.llama.script({ content: "hi" });
+    expect((await h.chat(1, { input: "hello" })).terminal.type).toBe("result");
+    const missing = join(h.dir.path, "not-there.png");
+    const { terminal } = await h.chat(2, { session_id: "s", input: "look", images: [{ path: missing }] });
+    expect(terminal.data).toMatchObject({ reason: "model_not_vision", field: "images" });
+  });
+
   test("a photo refused for a model that reads none leaves none of its bytes under data_dir (the log included)", async () => {
     await using h = new ChatHarness(AGENTS, { standIn: () => ({}) });
     const marker = "PRIVATE-PHOTO-BYTES-";

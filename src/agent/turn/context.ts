@@ -20,6 +20,11 @@ export interface TurnDeps {
   dataDir: string;
   provider: LlamaProvider;
   /**
+   * False when the chat's model is known to read no images without asking it (its config, or
+   * its serving server's /props): its images are then refused unread. Absent: not known.
+   */
+  readsImages?: () => boolean | undefined;
+  /**
    * The start the chat method began before it loaded the turn's modules (a cold chat's spawn
    * first: docs/performance.md, "A cold chat's way to the spawn"), null when it asked and there
    * was none to begin; absent, the turn asks.

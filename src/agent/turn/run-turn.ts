@@ -6,6 +6,7 @@ import { dataDirError } from "../../store/data-dir-problem.ts";
 import { within } from "../../util/within.ts";
 import type { TurnContext, TurnDeps } from "./context.ts";
 import type { TurnResult } from "./ending.ts";
+import { notVision } from "./images.ts";
 import { pickAgent } from "./pick-agent.ts";
 import { checkRewriteParams, isRewrite, planRewrite, takePlace, turnInFlight } from "./rewrite.ts";
 import { TurnSession } from "./session.ts";
@@ -22,6 +23,9 @@ const SPAWN_WAIT_MS = 250;
 
 /** One agent turn (docs/agent.md). Returns the result without `dropped_events` (the method adds it). */
 export async function runTurn(params: ChatParams, deps: TurnDeps): Promise<TurnResult> {
+  // A model known to read none: refused before its images are read, held or stored (a resume
+  // may ignore them: its checkpoint decides, and the turn's own check refuses what it sends).
+  if (params.images?.length && params.resume !== true && deps.readsImages?.() === false) throw notVision();
   // Its images hold their room in memory until the turn ends: chats with many wait their turn.
   const held = params.images?.length
     ? await holdImages(params.images, deps.config.app.max_images, deps.signal)
