@@ -77,14 +77,21 @@ function png(b: Uint8Array): ImageHeader {
 
 /**
  * JPEG: the markers walked from SOI to the first frame header (SOFn: width, height); the file
- * ending, or the scan starting, before one is a damaged file. Its scans are counted after the
- * header is read (jpeg-data.ts), in slices; the entropy-coded data is not checked
- * (llama-server's decoder reads it).
+ * ending, or the scan starting, before one is a damaged file. Bytes that are no marker after a
+ * segment (a camera's padding) are skipped to the next 0xFF, as llama-server's decoder
+ * (stb_image's decode_jpeg_header) scans past them; by `indexOf`, so 20 MB of them is one native
+ * search. Its scans are counted after the header is read (jpeg-data.ts), in slices; the
+ * entropy-coded data is not checked (llama-server's decoder reads it).
  */
 function jpeg(b: Uint8Array): ImageHeader {
   let at = 2;
   while (at + 4 <= b.length) {
-    if (b[at] !== 0xff) return damaged(`a JPEG with a broken marker at byte ${at}`);
+    if (b[at] !== 0xff) {
+      // Never at SOI's heels: the caller saw 0xFF there, as stb_image needs a marker there.
+      at = b.indexOf(0xff, at);
+      if (at < 0) break;
+      continue;
+    }
     const marker = b[at + 1] as number;
     if (marker === 0xff) {
       at++; // fill byte

@@ -118,6 +118,19 @@ describe("an image's header", () => {
     expect(await jpegScansOver(jpeg)).toBe(false);
   });
 
+  test("junk bytes between segments before the frame header are skipped, as stb_image skips them", async () => {
+    // A camera's padding after APP0 (stb_image's decode_jpeg_header scans past bytes that are no marker).
+    const whole = jpegHeader(640, 480);
+    const junk = Buffer.from([0x00, 0x00, 0x12, 0x34, 0x00]);
+    const padded = Buffer.concat([whole.subarray(0, 20), junk, whole.subarray(20)]);
+    expect(padded.subarray(20 + junk.length, 22 + junk.length)).toEqual(Buffer.from([0xff, 0xc0]));
+    expect(readImageHeader(padded)).toEqual({ ok: true, format: "jpeg", width: 640, height: 480 });
+    expect((await prepareImages([{ data: b64(padded) }], limits))[0]?.width).toBe(640);
+    // Junk to the file's end: no frame header, damaged; the whole 20 MB walked.
+    const endless = Buffer.concat([whole.subarray(0, 20), Buffer.alloc(MAX_IMAGE_BYTES - 20, 0x11)]);
+    expect(readImageHeader(endless)).toMatchObject({ ok: false, kind: "damaged" });
+  });
+
   test("a JPEG that ends before its frame header is damaged", () => {
     const header = readImageHeader(jpegHeader(10, 10).subarray(0, 12));
     expect(header).toMatchObject({ ok: false, kind: "damaged" });
