@@ -190,6 +190,25 @@ describe("dispatcher over the in-process loop", () => {
     await h.exit;
   });
 
+  test("numbers past a double (1e400, 2e400: both Infinity) are never ids, nor a cancel's request_id", async () => {
+    const h = startHarness();
+    h.sendRaw(`{"id":1e400,"method":"test.sleep","params":{"ms":150}}\n{"id":2e400,"method":"ping"}\n`);
+    h.sendRaw(`{"id":5,"method":"test.sleep","params":{"ms":150}}\n`);
+    h.sendRaw(`{"id":"k","method":"cancel","params":{"request_id":2e400}}\n`);
+    await h.waitFor((ms) => terminals(ms, 5).length === 1 && terminals(ms, "k").length === 1);
+    const refused = h.messages.filter((m) => m.id === null);
+    expect(refused).toHaveLength(2);
+    for (const m of refused)
+      expect(m).toMatchObject({ code: "invalid_request", message: expect.stringContaining("'id'") });
+    expect(terminals(h.messages, "k")[0]).toMatchObject({
+      code: "invalid_request",
+      data: { field: "request_id" },
+    });
+    expect(terminals(h.messages, 5)[0]?.type).toBe("result");
+    h.end();
+    await h.exit;
+  });
+
   test("an id already in use is quoted cut in its error: an 8 MB id is not written twice", async () => {
     const h = startHarness();
     const long = "x".repeat(1_000_000);
