@@ -56,6 +56,22 @@ describe.skipIf(process.platform === "win32")("supervisor against the stand-in",
     expect(readdirSync(join(dataDir, "run")).filter((n) => n.endsWith(".json"))).toEqual([]);
   });
 
+  test("whether it reads images is known once the serving server's /props was read, and not after it stops", async () => {
+    await using dir = tmpdir();
+    const { supervisor } = makeSupervisor(dir.path);
+    expect(supervisor.readsImages()).toBeUndefined();
+    const lease = await supervisor.acquire(never());
+    try {
+      const props = await lease.launch.props(never());
+      expect(props?.modalities?.vision).toBe(false);
+      expect(supervisor.readsImages()).toBe(false);
+    } finally {
+      lease.release();
+      await supervisor.stop();
+    }
+    expect(supervisor.readsImages()).toBeUndefined();
+  });
+
   test("a slow load that keeps logging outlives the start-up timeout", async () => {
     await using dir = tmpdir();
     const { supervisor } = makeSupervisor(dir.path, {
