@@ -106,6 +106,13 @@ function jpeg(b: Uint8Array): ImageHeader {
     if (length < 2) return damaged(`a JPEG with a broken segment at byte ${at}`);
     if (isFrameHeader(marker)) {
       if (at + 9 > b.length) break;
+      // What stb_image's frame header takes: any other coding or depth it refuses (a 400, 106b).
+      if (marker > 0xc2)
+        return unsupported(
+          `a JPEG coded as SOF${marker - 0xc0} (lossless, hierarchical or arithmetic-coded): llama-server's decoder reads baseline and progressive JPEGs only`,
+        );
+      if (b[at + 4] !== 8)
+        return unsupported(`a ${b[at + 4]}-bit JPEG: llama-server's decoder reads 8-bit JPEGs only`);
       return sized("jpeg", u16be(b, at + 7), u16be(b, at + 5));
     }
     at += 2 + length;

@@ -131,6 +131,20 @@ describe("an image's header", () => {
     expect(readImageHeader(endless)).toMatchObject({ ok: false, kind: "damaged" });
   });
 
+  test("a JPEG llama-server's decoder cannot read (lossless, arithmetic, 12-bit) is unsupported, not sent", () => {
+    // stb_image reads SOF0–SOF2 of 8-bit samples only; anything else came back from llama-server as a 400.
+    const lossless = jpegHeader(64, 48);
+    lossless[21] = 0xc3;
+    expect(lossless.subarray(20, 22)).toEqual(Buffer.from([0xff, 0xc3]));
+    expect(readImageHeader(lossless)).toMatchObject({ ok: false, kind: "unsupported" });
+    const twelveBit = jpegHeader(64, 48);
+    twelveBit[24] = 12;
+    expect(readImageHeader(twelveBit)).toMatchObject({ ok: false, kind: "unsupported" });
+    const extended = jpegHeader(64, 48);
+    extended[21] = 0xc1;
+    expect(readImageHeader(extended)).toMatchObject({ ok: true, width: 64, height: 48 });
+  });
+
   test("a JPEG that ends before its frame header is damaged", () => {
     const header = readImageHeader(jpegHeader(10, 10).subarray(0, 12));
     expect(header).toMatchObject({ ok: false, kind: "damaged" });
