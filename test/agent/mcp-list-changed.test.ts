@@ -54,3 +54,11 @@ test("a changed list that cannot be read keeps the tools read before", async () 
     expect((await pool.call("h", "echo", {}, never)).text).toContain("echo");
   });
 }, 30_000);
+
+test("a list said changed while the start read it is read again at the first listing", async () => {
+  // The notification came before the start's listing was answered: no handler heard it then.
+  await withListChanged("list-changed-at-start", async (pool, listings) => {
+    expect(await names(pool)).toEqual(["echo", "added"]);
+    expect(listings()).toBe(2);
+  });
+}, 30_000);

@@ -170,6 +170,8 @@ export async function startServer(cfg: McpServerConfig, options: StartOptions): 
     exitedAs: () => transport.exitedAs,
     noteEscaped: () => child.noteEscaped(),
   };
+  // Heard from the first message: a change said while the start lists the tools is read again.
+  watchToolList(cfg, conn);
   client.onclose = () => {
     logger.info(`MCP server '${cfg.name}' disconnected; it will be restarted on next use`);
     options.onClose(conn);
@@ -196,7 +198,6 @@ export async function startServer(cfg: McpServerConfig, options: StartOptions): 
   } finally {
     options.signal.removeEventListener("abort", killOnAbort);
   }
-  watchToolList(cfg, conn);
   // What it started with itself (a browser at start-up) is noted now, the rest after its calls.
   child.noteEscaped();
   logger.info(`MCP server '${cfg.name}' started with ${conn.tools.length} tools`);
