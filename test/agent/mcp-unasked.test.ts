@@ -16,6 +16,15 @@ const never = new AbortController().signal;
 const transport = ChildTransport.prototype as unknown as { deliver(line: Buffer): void };
 const hostile = (mode: string, pids: string, timeout_s = 20) => hostileServer(mode, pids, timeout_s);
 
+/** A pool of `mode` with a burst of 1 MiB and next to no refill; HALF_BYTES set to `half`. */
+function oneMiBPool(mode: string, pids: string, half: number): McpPool {
+  const cfg = hostile(mode, pids);
+  const unasked = { burstBytes: 2 ** 20, bytesPerSecond: 1 };
+  return new McpPool([{ ...cfg, env: { ...cfg.env, HALF_BYTES: String(half) } }], Date.now, undefined, {
+    unasked,
+  });
+}
+
 describe("MCP servers that send what no call asked for", () => {
   test("an idle server flooding 1 MB notifications is killed within a bound, the loop stays free, the next use starts it again", async () => {
     using scratch = tmpdir();
@@ -69,19 +78,26 @@ describe("MCP servers that send what no call asked for", () => {
   test("stderr and unasked stdout share one budget: each under it, together over it, the server is killed", async () => {
     using scratch = tmpdir();
     const pids = join(scratch.path, "pids");
-    // A burst of 1 MiB and next to no refill; 600 KB on each stream.
-    const unasked = { burstBytes: 2 ** 20, bytesPerSecond: 1 };
-    const cfg = hostile("both-halves", pids);
-    const pool = new McpPool(
-      [{ ...cfg, env: { ...cfg.env, HALF_BYTES: String(600_000) } }],
-      Date.now,
-      undefined,
-      { unasked },
-    );
+    // 600 KB on each stream.
+    const pool = oneMiBPool("both-halves", pids, 600_000);
     try {
       expect((await pool.tools("h", never)).map((t) => t.name)).toEqual(["echo"]);
       const [first] = pidsIn(pids);
       expect(await waitFor(() => !alive(first as number), { timeoutMs: 5000 })).toBe(true);
+    } finally {
+      await pool.close();
+    }
+  }, 30_000);
+
+  // The stream read last was blamed: 100 KB of stderr "wrote to stderr over 1 MiB".
+  test("a server killed for the shared budget is told so, not blamed on the stream read last", async () => {
+    using scratch = tmpdir();
+    const pool = oneMiBPool("notify-then-stderr", join(scratch.path, "pids"), 1_000_000);
+    try {
+      expect((await pool.call("h", "echo", {}, never)).text).toBe("first");
+      const err = (await pool.call("h", "echo", {}, never).catch((e: unknown) => e)) as McpError;
+      expect(err.message).toContain("was stopped: it sent more than any call asked for");
+      expect(err.message).toContain("stderr");
     } finally {
       await pool.close();
     }

@@ -15,7 +15,7 @@ import { within } from "../../util/within.ts";
 import { exitText, type McpChild } from "./child.ts";
 import { initializeEssentials } from "./initialize-answer.ts";
 import { LineReader } from "./line-reader.ts";
-import { UNASKED_LIMITS, UnaskedBudget, type UnaskedLimits } from "./unasked-budget.ts";
+import { overspentWhy, UNASKED_LIMITS, UnaskedBudget, type UnaskedLimits } from "./unasked-budget.ts";
 
 /** Cancelled calls whose late answer still counts as asked for (the most recent). */
 const CANCELLED_KEPT = 64;
@@ -232,10 +232,7 @@ export class ChildTransport implements Transport {
   }
 
   private overspent(): void {
-    const { burstBytes, bytesPerSecond } = this.budget.limits;
-    this.kill(
-      `it sent more than any call asked for (notifications, its own requests, answers to none): over ${burstBytes} bytes at once or ${bytesPerSecond} bytes a second`,
-    );
+    this.kill(overspentWhy(this.budget.limits));
   }
 
   private end(): void {

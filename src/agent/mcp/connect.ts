@@ -20,7 +20,7 @@ import {
   type McpToolInfo,
   vetTools,
 } from "./tool-list.ts";
-import type { UnaskedBudget, UnaskedLimits } from "./unasked-budget.ts";
+import { overspentWhy, type UnaskedBudget, type UnaskedLimits } from "./unasked-budget.ts";
 
 /**
  * What the SDK checks a tool's structured result against its `outputSchema` with: nothing. The
@@ -327,12 +327,7 @@ async function logStderr(
   const decoder = new TextDecoder();
   try {
     for await (const chunk of stream) {
-      if (!budget.take(chunk.length)) {
-        const { burstBytes, bytesPerSecond } = budget.limits;
-        return kill(
-          `it wrote to stderr over ${burstBytes} bytes at once or ${bytesPerSecond} bytes a second`,
-        );
-      }
+      if (!budget.take(chunk.length)) return kill(overspentWhy(budget.limits));
       const text = decoder.decode(chunk, { stream: true });
       tail.add(text);
       logger.debug(`[mcp ${name}] ${text.trimEnd()}`);

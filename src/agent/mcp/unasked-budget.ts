@@ -54,3 +54,12 @@ export class UnaskedBudget {
     this.at = t;
   }
 }
+
+/**
+ * Why a server that emptied the budget is killed. One budget holds its stderr and what its
+ * stdout sends unasked, so the stream read last is not to blame: 100 KB of stderr after 1 MB of
+ * notifications was logged as "wrote to stderr over 1 MiB".
+ */
+export function overspentWhy({ burstBytes, bytesPerSecond }: UnaskedLimits): string {
+  return `it sent more than any call asked for (notifications, its own requests, answers to none, and stderr together): over ${burstBytes} bytes at once or ${bytesPerSecond} bytes a second`;
+}
