@@ -207,6 +207,15 @@ async function fetchRest(
  * 206 that continues the partial, 0 for a 200 (the whole file again).
  */
 function checkAnswer(response: Response, t: BlobTarget, offset: number, where: PullWhere): number {
+  // Asked for identity: fetch would inflate an encoded body on its own, unbounded, with
+  // Content-Length still the encoded size (a correct file read as the wrong size).
+  const encoding = response.headers.get("content-encoding")?.trim().toLowerCase();
+  if (encoding && encoding !== "identity")
+    throw pullError(
+      where,
+      "hub_error",
+      `the server sent the file encoded (Content-Encoding: ${encoding.slice(0, 40)}) though asked for identity`,
+    );
   let start = offset;
   if (offset > 0 && response.status !== 206) start = 0;
   else if (offset > 0) {

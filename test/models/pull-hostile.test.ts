@@ -175,6 +175,31 @@ describe("a hostile listing is refused before anything is written (issue 19 item
   });
 });
 
+describe("an encoded body though identity was asked for", () => {
+  // Bun's fetch inflates a gzip body on its own but leaves Content-Length the compressed size:
+  // a correct file read as a lying size, and a small answer could inflate to any size on disk.
+  test("a gzipped file is refused as the hub's error naming the encoding, nothing written", async () => {
+    const { hub, cache, deps } = await hubWith(undefined, { gzip: true });
+    const r = await pull(deps);
+    expect(r.error?.data).toMatchObject({ cause: "hub_error", reason: "server_error" });
+    expect(r.error?.message).toContain("Content-Encoding: gzip");
+    expect(hub.requests.some((q) => q.server === "storage")).toBe(true);
+    expect(tree(repoPaths(cache, "org/evil").blobs)).toEqual([]);
+  });
+
+  test("a gzip bomb without a length is refused before a byte is inflated onto the disk", async () => {
+    const { cache, deps } = await hubWith(undefined, {
+      gzip: true,
+      omitLength: true,
+      extraBytes: 64 * 1024 * 1024,
+    });
+    const r = await pull(deps);
+    expect(r.error?.data).toMatchObject({ cause: "hub_error" });
+    expect(r.error?.message).toContain("Content-Encoding: gzip");
+    expect(tree(repoPaths(cache, "org/evil").blobs)).toEqual([]);
+  });
+});
+
 describe("a stale lock never blocks a pull for good (issue 19 item 6)", () => {
   const processStart = (pid: number) => procIdentity(pid)?.start_time ?? null;
 
