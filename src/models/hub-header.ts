@@ -5,7 +5,7 @@ import { type ModelInfo, modelInfo } from "../plan/model.ts";
 import { CoreError, isCoreError } from "../protocol/errors.ts";
 import type { ModelRef } from "../protocol/model-ref.ts";
 import { type HubAccess, hubFetch, listRepoFiles, resolveUrl, unreachable } from "./hub-listing.ts";
-import { missingText, pickGguf } from "./pick-gguf.ts";
+import { listedNames, missingText, namesText, pickGguf } from "./pick-gguf.ts";
 import { quantizationOf } from "./quantization.ts";
 
 /**
@@ -54,15 +54,15 @@ export async function readRemoteModel(
   if (pick.kind === "many")
     throw missing(
       "ambiguous",
-      `${ref.repo}: ${pick.matches.length} files match ${ref.quant ?? "the ref"}: ${pick.matches.join(", ")}; name one`,
-      { ...what, matches: pick.matches },
+      `${ref.repo}: ${pick.matches.length} files match ${ref.quant ?? "the ref"}: ${namesText(pick.matches)}; name one`,
+      { ...what, ...listedNames("matches", pick.matches) },
     );
   if (pick.kind === "none") {
     const wanted = ref.file ?? (ref.quant ? `a ${ref.quant} GGUF` : "a GGUF model");
-    const has = pick.available.length ? pick.available.join(", ") : "no GGUF model";
+    const has = pick.available.length ? namesText(pick.available) : "no GGUF model";
     throw missing("hub_not_found", `${ref.repo}: the repo has no ${wanted} (it has ${has})`, {
       ...what,
-      available: pick.available,
+      ...listedNames("available", pick.available),
     });
   }
   const { group } = pick;

@@ -1,6 +1,6 @@
 import { CoreError } from "../protocol/errors.ts";
 import type { HubFile } from "./hub-client.ts";
-import { type GgufGroup, groupGgufs, isProjector, pickGguf } from "./pick-gguf.ts";
+import { type GgufGroup, groupGgufs, isProjector, listedNames, namesText, pickGguf } from "./pick-gguf.ts";
 
 /**
  * Which file(s) of a repo a pull means, by the one picker the cache resolver and the remote fit
@@ -82,17 +82,14 @@ function completeParts(want: Wanted, group: GgufGroup): string[] {
 function choiceError(want: Wanted, shown: GgufGroup[], what: string, cause: string): CoreError {
   const labels = shown.map(label).sort((a, b) => a.localeCompare(b));
   const quants = [...new Set(shown.map((g) => quantOf(g.first)).filter((q) => q !== null))].sort();
-  const list =
-    labels.length === 0
-      ? ""
-      : `; it has: ${labels.slice(0, 20).join(", ")}${labels.length > 20 ? ", …" : ""}`;
+  const list = labels.length === 0 ? "" : `; it has: ${namesText(labels)}`;
   return new CoreError("invalid_request", `${want.repo} ${what}${list}`, {
     repo: want.repo,
     ...(want.file ? { file: want.file } : {}),
     ...(want.quant ? { quant: want.quant } : {}),
     cause,
-    available: labels,
-    quantizations: quants,
+    ...listedNames("available", labels),
+    ...listedNames("quantizations", quants),
   });
 }
 

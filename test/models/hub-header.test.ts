@@ -296,6 +296,36 @@ describe("will it fit, from the hub's header alone", () => {
     expect(file.data?.problem).toBe("hub_not_found");
   });
 
+  test("a repo of thousands of GGUFs: the names listed are capped, with their count", async () => {
+    using dir = tmpdir();
+    // Every name went into the message and data.available (or data.matches): a multi-MB error line.
+    const tree = (quant: (i: number) => string) =>
+      (async () =>
+        new Response(
+          JSON.stringify(
+            Array.from({ length: 5000 }, (_, i) => ({
+              type: "file",
+              path: `m${i}-${quant(i)}.gguf`,
+              size: 1,
+            })),
+          ),
+        )) as unknown as typeof fetch;
+    const env = { HF_ENDPOINT: "https://hub.example" };
+    const lacks = await failure(
+      judged(parseModelRef("org/m:Q2_K"), config, env, { home: dir.path, fetch: tree(() => "Q4_K_M") }),
+    );
+    expect(lacks.data).toMatchObject({ problem: "hub_not_found", available_count: 5000 });
+    expect(lacks.data?.available).toHaveLength(100);
+    expect(lacks.message).toContain("(5000 in all)");
+    expect(JSON.stringify({ m: lacks.message, d: lacks.data }).length).toBeLessThan(10_000);
+    const many = await failure(
+      judged(parseModelRef("org/m:Q4_K_M"), config, env, { home: dir.path, fetch: tree(() => "Q4_K_M") }),
+    );
+    expect(many.data).toMatchObject({ problem: "ambiguous", matches_count: 5000 });
+    expect(many.data?.matches).toHaveLength(100);
+    expect(JSON.stringify({ m: many.message, d: many.data }).length).toBeLessThan(10_000);
+  });
+
   test("a file that is not a GGUF, and one whose header is cut short", async () => {
     using dir = tmpdir();
     const hub = hubWith(dir.path, {

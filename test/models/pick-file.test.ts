@@ -92,6 +92,31 @@ describe("which files a pull means", () => {
     }
   });
 
+  test("what the repo has is listed up to 100 names with the count: a hostile repo makes no multi-MB error", () => {
+    // Every name and every made-up quantization went into data: 100,000 files, a line of MBs.
+    const listing = Array.from({ length: 100_000 }, (_, i) => file(`m${i}-Q9_X${i}.gguf`));
+    const err = thrown(() => pickFiles({ repo, quant: "Q4_K_M" }, listing));
+    expect(err.data).toMatchObject({
+      cause: "not_found",
+      available_count: 100_000,
+      quantizations_count: 100_000,
+    });
+    expect(err.data?.available).toHaveLength(100);
+    expect(err.data?.quantizations).toHaveLength(100);
+    expect(JSON.stringify({ m: err.message, d: err.data }).length).toBeLessThan(20_000);
+    const many = thrown(() => pickFiles({ repo }, listing));
+    expect(many.data).toMatchObject({ cause: "ambiguous", available_count: 100_000 });
+    expect(many.data?.available).toHaveLength(100);
+    // A short list is whole, its count beside it.
+    const twice = thrown(() =>
+      pickFiles({ repo, quant: "Q4_K_M" }, [file("a/X-Q4_K_M.gguf"), file("b/X-Q4_K_M.gguf")]),
+    );
+    expect(twice.data).toMatchObject({
+      available: ["a/X-Q4_K_M.gguf", "b/X-Q4_K_M.gguf"],
+      available_count: 2,
+    });
+  });
+
   test("a bare repo with one model takes it; a repo without GGUFs says so", () => {
     expect(pickFiles({ repo }, [file("README.md"), file("only-Q5_K_M.gguf")]).map((f) => f.path)).toEqual([
       "only-Q5_K_M.gguf",
