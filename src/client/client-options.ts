@@ -1,7 +1,10 @@
 import type { ClientLogger, Environment, ExitInfo, SpawnFunction } from "./host-types.ts";
 import type { InitializeParams } from "./types.ts";
 
-/** What a host may set when it creates a LocalAiClient (client.ts), with the defaults below. */
+/**
+ * What a host may set when it creates a LocalAiClient (client.ts), with the defaults below; one of
+ * a wrong type or out of range has start() reject with `invalid_request` (check-client-options.ts).
+ */
 
 export interface RestartOptions {
   /** Restarts allowed in a row before the client gives up (default 3). */

@@ -1,3 +1,4 @@
+import { checkClientOptions } from "./check-client-options.ts";
 import {
   CLIENT_DEFAULTS,
   type LocalAiClientOptions,
@@ -7,6 +8,7 @@ import {
 import { Connection } from "./connection.ts";
 import { CoreLifecycle } from "./core-lifecycle.ts";
 import { DocumentsApi } from "./documents-api.ts";
+import { LocalAiError } from "./errors.ts";
 import { guardHostCallbacks } from "./host-callbacks.ts";
 import type { CallOptions } from "./host-types.ts";
 import { type ModelsApi, modelsApi } from "./models-api.ts";
@@ -85,8 +87,11 @@ export class LocalAiClient {
   private readonly connection: Connection;
   private readonly lifecycle: CoreLifecycle;
   private readonly requestTimeoutMs: number;
+  /** An option it cannot run with (check-client-options.ts): start() rejects with it. */
+  private readonly invalidOptions: LocalAiError | undefined;
 
   constructor(hostOptions: LocalAiClientOptions) {
+    this.invalidOptions = checkClientOptions(hostOptions);
     // The host's callbacks never throw into the client (host-callbacks.ts).
     const options = withNumberDefaults(guardHostCallbacks(hostOptions));
     this.requestTimeoutMs = options.requestTimeoutMs ?? CLIENT_DEFAULTS.requestTimeoutMs;
@@ -99,6 +104,12 @@ export class LocalAiClient {
     this.lifecycle = new CoreLifecycle(options, this.connection, (info) => {
       this.info = info;
     });
+    // Never spawned: its calls fail as its start() does (until kill() or close() closes it).
+    const invalid = this.invalidOptions;
+    if (invalid)
+      this.connection.refuse(
+        (method) => new LocalAiError(invalid.code, invalid.message, invalid.data, method),
+      );
     const request = <R>(method: string, params: Record<string, unknown>, callOptions?: CallOptions) =>
       this.request<R>(method, params, callOptions);
     this.sessions = new SessionsApi(request);
@@ -119,6 +130,7 @@ export class LocalAiClient {
 
   /** Spawns the core and runs initialize; resolves, with this client (now with `info`), once it answered. */
   start(): Promise<this & StartedInfo> {
+    if (this.invalidOptions) return Promise.reject(this.invalidOptions);
     return this.lifecycle.started().then(() => this as this & StartedInfo);
   }
 
