@@ -10,6 +10,7 @@ const AT_LEAST = {
   requestTimeoutMs: 0,
   streamTimeoutMs: 0,
   maxBufferedEvents: 0,
+  maxBufferedBytes: 0,
   // 0 dropped every line from the core, its answer to initialize included.
   maxLineBytes: 1,
   stderrTailLines: 0,

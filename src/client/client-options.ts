@@ -44,6 +44,11 @@ export interface LocalAiClientOptions {
   /** Events held for a stream nobody reads, before new ones are dropped (default 10 000). */
   maxBufferedEvents?: number;
   /**
+   * Bytes of those events (of the lines they came in) held for such a stream, before new ones are
+   * dropped the same way (default 64 MiB, room for two of the longest lines, maxLineBytes).
+   */
+  maxBufferedBytes?: number;
+  /**
    * Longest line accepted from the core (default 32 MiB: a `sessions.attachment` answer of the
    * largest image a chat takes, 20 MB, is 28 MB of base64). A longer one is dropped and the call
    * it answers fails at once with `protocol_error` (`data.line_bytes`).
@@ -92,6 +97,7 @@ export interface ShutdownOptions {
 export const CLIENT_DEFAULTS = {
   requestTimeoutMs: 60_000,
   maxBufferedEvents: 10_000,
+  maxBufferedBytes: 64 * 1024 * 1024,
   maxLineBytes: 32 * 1024 * 1024,
   stderrTailLines: 50,
 };
@@ -112,6 +118,7 @@ export function withNumberDefaults(options: LocalAiClientOptions): LocalAiClient
     ...options,
     requestTimeoutMs: numberOr(options.requestTimeoutMs, CLIENT_DEFAULTS.requestTimeoutMs),
     maxBufferedEvents: numberOr(options.maxBufferedEvents, CLIENT_DEFAULTS.maxBufferedEvents),
+    maxBufferedBytes: numberOr(options.maxBufferedBytes, CLIENT_DEFAULTS.maxBufferedBytes),
     maxLineBytes: numberOr(options.maxLineBytes, CLIENT_DEFAULTS.maxLineBytes),
     stderrTailLines: numberOr(options.stderrTailLines, CLIENT_DEFAULTS.stderrTailLines),
   };

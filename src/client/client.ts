@@ -99,6 +99,7 @@ export class LocalAiClient {
       requestTimeoutMs: this.requestTimeoutMs,
       streamTimeoutMs: options.streamTimeoutMs,
       maxBufferedEvents: options.maxBufferedEvents ?? CLIENT_DEFAULTS.maxBufferedEvents,
+      maxBufferedBytes: options.maxBufferedBytes ?? CLIENT_DEFAULTS.maxBufferedBytes,
       logger: options.logger,
     });
     this.lifecycle = new CoreLifecycle(options, this.connection, (info) => {

@@ -19,6 +19,8 @@ export interface ConnectionOptions {
   streamTimeoutMs: number | undefined;
   /** Events held for a stream nobody reads, before new ones are dropped. */
   maxBufferedEvents: number;
+  /** Bytes of those events' lines held for such a stream, before new ones are dropped. */
+  maxBufferedBytes: number;
   logger: ClientLogger | undefined;
 }
 

@@ -105,7 +105,8 @@ export class Connection {
   open<E, R>(method: string, params: unknown, options: CallOptions, shape: CallShape): RequestStream<E, R> {
     const id = String(this.nextId++);
     const maxBuffered = shape.maxBuffered ?? this.options.maxBufferedEvents;
-    const stream = new RequestStream<E, R>(id, method, maxBuffered, () => this.cancelFor(id));
+    const bytes = this.options.maxBufferedBytes;
+    const stream = new RequestStream<E, R>(id, method, maxBuffered, () => this.cancelFor(id), bytes);
     if (this.route.kind === "refuse") return settled(stream, this.route.error(method));
     // Options that refuse the call (an aborted signal, a deadline past) leave it unsent.
     const checked = checkCallOptions(options, method);
@@ -347,7 +348,7 @@ export class Connection {
           this.protocolError(key, entry, `event without a name: ${clip(line)}`);
         else if (entry.filterChatEvents && !isChatEventName(msg.event))
           entry.onOtherEvent?.(msg as unknown as GenericEvent);
-        else entry.stream.pushEvent(msg);
+        else entry.stream.pushEvent(msg, Buffer.byteLength(line, "utf8"));
         return;
       case "result":
         if (!("result" in msg))

@@ -3,9 +3,9 @@ import type { RequestId } from "./protocol-types.ts";
 
 /**
  * One in-flight request seen from the host: an async iterator over its events and a promise
- * of its result. Events are buffered until the host reads them (up to `maxBuffered`; past
- * that new ones are dropped and counted, as the core's own writer does), so a host that only
- * awaits `result` never grows memory without bound.
+ * of its result. Events are buffered until the host reads them (up to `maxBuffered` events and
+ * `maxBufferedBytes` of their lines; past either new ones are dropped and counted, as the core's
+ * own writer does), so a host that only awaits `result` never grows memory without bound.
  */
 export class RequestStream<E, R> implements AsyncIterable<E> {
   readonly id: RequestId;
@@ -15,7 +15,9 @@ export class RequestStream<E, R> implements AsyncIterable<E> {
   /** Events dropped on the client's side because nobody read them in time. */
   droppedEvents = 0;
 
-  private readonly buffer: E[] = [];
+  private readonly buffer: { event: E; bytes: number }[] = [];
+  /** The bytes of the lines the buffered events came in: their weight in memory, about. */
+  private bufferedBytes = 0;
   /**
    * Reads waiting for an event, oldest first: a host may call next() again before the last one
    * settled, or run two loops over one stream; each read gets the next event or the end.
@@ -32,6 +34,11 @@ export class RequestStream<E, R> implements AsyncIterable<E> {
     method: string,
     private readonly maxBuffered: number,
     private readonly onCancel: () => Promise<boolean>,
+    /**
+     * The count alone let 10 000 events of megabytes each (a tool's output, an image) hold
+     * gigabytes of the host's memory for a stream nobody read.
+     */
+    private readonly maxBufferedBytes = Number.POSITIVE_INFINITY,
   ) {
     this.id = id;
     this.method = method;
@@ -61,19 +68,20 @@ export class RequestStream<E, R> implements AsyncIterable<E> {
     return this.onCancel().catch(() => false);
   }
 
-  /** @internal Called by the client for each event of this request. */
-  pushEvent(event: E): void {
+  /** @internal Called by the client for each event of this request, with its line's size. */
+  pushEvent(event: E, bytes = 0): void {
     if (this.ended || this.detached) return;
     const waiter = this.waiters.shift();
     if (waiter) {
       waiter.resolve({ value: event, done: false });
       return;
     }
-    if (this.buffer.length >= this.maxBuffered) {
+    if (this.buffer.length >= this.maxBuffered || this.bufferedBytes + bytes > this.maxBufferedBytes) {
       this.droppedEvents++;
       return;
     }
-    this.buffer.push(event);
+    this.buffer.push({ event, bytes });
+    this.bufferedBytes += bytes;
   }
 
   /** @internal Called by the client with the terminal message. */
@@ -100,6 +108,7 @@ export class RequestStream<E, R> implements AsyncIterable<E> {
       return: async () => {
         this.detached = true;
         this.buffer.length = 0;
+        this.bufferedBytes = 0;
         // Other reads of the stream (a second loop) end with it, not when the request settles.
         for (const waiter of this.waiters.splice(0)) waiter.resolve({ value: undefined, done: true });
         return { value: undefined, done: true };
@@ -108,8 +117,11 @@ export class RequestStream<E, R> implements AsyncIterable<E> {
   }
 
   private next(): Promise<IteratorResult<E>> {
-    const event = this.buffer.shift();
-    if (event !== undefined) return Promise.resolve({ value: event, done: false });
+    const held = this.buffer.shift();
+    if (held !== undefined) {
+      this.bufferedBytes -= held.bytes;
+      return Promise.resolve({ value: held.event, done: false });
+    }
     if (this.ended) {
       return this.ended.error
         ? Promise.reject(this.ended.error)

@@ -16,6 +16,7 @@ const options = {
   requestTimeoutMs: 0,
   streamTimeoutMs: undefined,
   maxBufferedEvents: 100,
+  maxBufferedBytes: 1024 * 1024,
   logger: undefined,
 };
 

@@ -40,6 +40,22 @@ describe("RequestStream", () => {
     await expect(s.result).rejects.toBe(err);
   });
 
+  test("it keeps at most maxBufferedBytes of events; what is read frees room", async () => {
+    const s = new RequestStream<number, string>("1", "m", 100, async () => true, 250);
+    const it = s[Symbol.asyncIterator]();
+    s.pushEvent(1, 100);
+    s.pushEvent(2, 100);
+    s.pushEvent(3, 100); // 300 bytes: dropped
+    expect(s.droppedEvents).toBe(1);
+    expect(await it.next()).toEqual({ value: 1, done: false });
+    s.pushEvent(4, 100); // 200 bytes again
+    s.pushEvent(5, 1); // 201
+    s.pushEvent(6, 100); // dropped
+    expect(s.droppedEvents).toBe(2);
+    s.settle({ result: "ok" });
+    expect((await collect(s)).events).toEqual([2, 4, 5]);
+  });
+
   test("an unread stream keeps at most maxBuffered events and counts the rest", async () => {
     const s = stream(3);
     for (let i = 0; i < 10; i++) s.pushEvent(i);
