@@ -76,7 +76,10 @@ export class RequestStream<E, R> implements AsyncIterable<E> {
       waiter.resolve({ value: event, done: false });
       return;
     }
-    if (this.buffer.length >= this.maxBuffered || this.bufferedBytes + bytes > this.maxBufferedBytes) {
+    // One event is kept whatever its size (a line over maxBufferedBytes, which maxLineBytes may
+    // allow): dropped, a reader between two reads lost it though nothing else was held.
+    const heavy = this.buffer.length > 0 && this.bufferedBytes + bytes > this.maxBufferedBytes;
+    if (this.buffer.length >= this.maxBuffered || heavy) {
       this.droppedEvents++;
       return;
     }

@@ -56,6 +56,17 @@ describe("RequestStream", () => {
     expect((await collect(s)).events).toEqual([2, 4, 5]);
   });
 
+  test("an event over maxBufferedBytes is kept when nothing else is held", async () => {
+    // A line maxLineBytes allows but the buffer's bound does not was dropped for a reader
+    // between two reads, though the buffer was empty.
+    const s = new RequestStream<number, string>("1", "m", 100, async () => true, 250);
+    s.pushEvent(1, 1000);
+    s.pushEvent(2, 1); // past the bound with the first held: dropped
+    expect(s.droppedEvents).toBe(1);
+    s.settle({ result: "ok" });
+    expect((await collect(s)).events).toEqual([1]);
+  });
+
   test("an unread stream keeps at most maxBuffered events and counts the rest", async () => {
     const s = stream(3);
     for (let i = 0; i < 10; i++) s.pushEvent(i);
