@@ -8,16 +8,49 @@ export interface CheckedCallOptions {
   signal: AbortSignalLike | undefined;
 }
 
+/** A call's options as the host handed them, each read once (`readCallOptions`). */
+export interface ReadCallOptions {
+  timeoutMs?: unknown;
+  signal?: unknown;
+  onOtherEvent?: unknown;
+  cancellable?: unknown;
+}
+
+/** A call's options as a call takes them: as the host gave them, read once, or already refused. */
+export type GivenOptions = CallOptions | ReadCallOptions | LocalAiError | null | undefined;
+
+/**
+ * Each option read once, here: a getter or Proxy that throws (or a signal whose `aborted` does)
+ * fails the call with `invalid_request`, as its promise's failure, never a throw out of the call.
+ */
+export function readCallOptions(options: GivenOptions, method: string): ReadCallOptions | LocalAiError {
+  if (options instanceof LocalAiError) return options;
+  try {
+    const { timeoutMs, signal, onOtherEvent, cancellable } = (options ?? {}) as ReadCallOptions;
+    return { timeoutMs, signal, onOtherEvent, cancellable };
+  } catch (err) {
+    return unreadable(method, err);
+  }
+}
+
+/** The call's failure when reading its options threw (`what` failed: `err`). */
+export function unreadable(
+  method: string,
+  err: unknown,
+  what = "the call's options could not be read",
+): LocalAiError {
+  return callError("invalid_request", `${what}: ${err instanceof Error ? err.message : String(err)}`, method);
+}
+
 /**
  * The options a host handed a call, or the error the call fails with, unsent: never a throw, as
  * a call's failures are its promise's. `null` is no options (plain-JS hosts pass it), and so is
  * a `null` field; a `timeoutMs` of NaN (Number() of an unset setting) is the default.
  */
-export function checkCallOptions(
-  options: CallOptions | null | undefined,
-  method: string,
-): CheckedCallOptions | LocalAiError {
-  const { timeoutMs, signal } = (options ?? {}) as { timeoutMs?: unknown; signal?: unknown };
+export function checkCallOptions(options: GivenOptions, method: string): CheckedCallOptions | LocalAiError {
+  const read = readCallOptions(options, method);
+  if (read instanceof LocalAiError) return read;
+  const { timeoutMs, signal } = read;
   // A string from a settings file silently took the default, 60 s (none for a chat).
   if (timeoutMs != null && typeof timeoutMs !== "number")
     return callError(
@@ -30,7 +63,13 @@ export function checkCallOptions(
     return callError("invalid_request", `signal must be an AbortSignal, not ${describe(signal)}`, method);
   // Aborted before it was made: nothing is sent, as fetch() does. Sent, a sessions.delete would
   // still delete (a short call's abort only ends the wait), a chat or warmup start llama-server.
-  if (signal?.aborted) return callError("cancelled", "the request was aborted before it was sent", method);
+  let aborted: boolean;
+  try {
+    aborted = !!(signal as AbortSignalLike | undefined)?.aborted;
+  } catch (err) {
+    return unreadable(method, err);
+  }
+  if (aborted) return callError("cancelled", "the request was aborted before it was sent", method);
   // A deadline already past (`deadline - Date.now()` computed late) was no limit at all.
   if (typeof timeoutMs === "number" && timeoutMs < 0) {
     const message = `${method}'s deadline had passed before it was sent (timeoutMs ${timeoutMs})`;
@@ -38,7 +77,7 @@ export function checkCallOptions(
   }
   return {
     timeoutMs: typeof timeoutMs === "number" && !Number.isNaN(timeoutMs) ? timeoutMs : undefined,
-    signal: signal ?? undefined,
+    signal: (signal ?? undefined) as AbortSignalLike | undefined,
   };
 }
 

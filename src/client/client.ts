@@ -1,3 +1,4 @@
+import { readCallOptions } from "./call-options.ts";
 import { checkClientOptions } from "./check-client-options.ts";
 import {
   CLIENT_DEFAULTS,
@@ -155,10 +156,13 @@ export class LocalAiClient {
    * covers only `undefined`; Connection.open() reads the rest.
    */
   chat(params: ChatParams = {}, options: ChatOptions = {}): ChatStream {
-    return this.connection.open<ChatEvent, ChatResult>("chat", params, options, {
+    // Read once, here: a getter that throws fails the chat's result (call-options.ts).
+    const read = readCallOptions(options, "chat");
+    return this.connection.open<ChatEvent, ChatResult>("chat", params, read, {
       cancellable: true,
       filterChatEvents: true,
-      onOtherEvent: options?.onOtherEvent,
+      onOtherEvent:
+        read instanceof LocalAiError ? undefined : (read.onOtherEvent as ChatOptions["onOtherEvent"]),
     });
   }
 
@@ -173,7 +177,10 @@ export class LocalAiClient {
     params: Record<string, unknown> = {},
     options: CallOptions & { cancellable?: boolean } = {},
   ): RequestStream<GenericEvent, R> {
-    return this.connection.open(method, params, options, { cancellable: options?.cancellable ?? true });
+    const read = readCallOptions(options, method);
+    const cancellable =
+      read instanceof LocalAiError ? true : ((read.cancellable as boolean | undefined) ?? true);
+    return this.connection.open(method, params, read, { cancellable });
   }
 
   /** Any method, by name, for its result alone. */
@@ -202,10 +209,15 @@ export class LocalAiClient {
   plan(params: PlanOptions = {}, options: CallOptions = {}): Promise<PlanResult> {
     // `?? {}`: a plain-JS host's `plan(null)`.
     const { timeoutMs, signal, ...planParams } = params ?? {};
-    return this.request("plan", planParams, {
-      timeoutMs: options?.timeoutMs ?? timeoutMs,
-      signal: options?.signal ?? signal,
-    });
+    const read = readCallOptions(options, "plan");
+    const merged =
+      read instanceof LocalAiError
+        ? read
+        : { timeoutMs: read.timeoutMs ?? timeoutMs, signal: read.signal ?? signal };
+    return this.connection.open<never, PlanResult>("plan", planParams, merged, {
+      cancellable: false,
+      maxBuffered: 0,
+    }).result;
   }
 
   /**

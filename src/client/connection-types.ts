@@ -1,5 +1,6 @@
 import type { WriteResult } from "./core-process.ts";
 import type { ClientLogger, ExitInfo } from "./host-types.ts";
+import type { RequestStream } from "./request-stream.ts";
 import type { GenericEvent } from "./types.ts";
 
 /** The shapes the connection (connection.ts) is built with: its transport, options and calls. */
@@ -41,4 +42,26 @@ export interface CallShape {
   defaultTimeoutMs?: number;
   /** Overrides maxBufferedEvents (0 for calls whose events nobody reads). */
   maxBuffered?: number;
+}
+
+/** A call in the connection's table, from its request until it is settled. */
+export interface Pending {
+  stream: RequestStream<unknown, unknown>;
+  method: string;
+  /** The request's line until it is written; then "" (an image chat's is tens of MB). */
+  line: string;
+  /** Its size in bytes once written, as the core counts it (a line_too_long names it). */
+  lineBytes?: number;
+  cancellable: boolean;
+  /** The core the request was written to; undefined while it waits for one. */
+  sentTo: Transport | undefined;
+  timer: ReturnType<typeof setTimeout> | undefined;
+  /** Set once the core answered a cancel of it: ends it if the core does not (cancelSent). */
+  unconfirmedTimer?: ReturnType<typeof setTimeout>;
+  /** When that timer fires (ms since the epoch). */
+  unconfirmedBy?: number;
+  filterChatEvents: boolean;
+  onOtherEvent: ((event: GenericEvent) => void) | undefined;
+  /** Detaches the AbortSignal listener. */
+  cleanup: () => void;
 }

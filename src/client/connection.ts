@@ -1,9 +1,9 @@
 import { MAX_TIMER_MS } from "../util/timer-limit.ts";
 import { AbortWatch } from "./abort-watch.ts";
-import { checkCallOptions } from "./call-options.ts";
+import { checkCallOptions, type GivenOptions, readCallOptions, unreadable } from "./call-options.ts";
 import { isChatEventName } from "./chat-events.ts";
 import { numberOr } from "./client-options.ts";
-import type { CallShape, ConnectionOptions, Transport } from "./connection-types.ts";
+import type { CallShape, ConnectionOptions, Pending, Transport } from "./connection-types.ts";
 import {
   callError,
   coreBacklogError,
@@ -38,27 +38,6 @@ type Route =
   | { kind: "refuse"; error: (method: string) => LocalAiError };
 
 type Outcome = { result: unknown } | { error: LocalAiError };
-
-interface Pending {
-  stream: RequestStream<unknown, unknown>;
-  method: string;
-  /** The request's line until it is written; then "" (an image chat's is tens of MB). */
-  line: string;
-  /** Its size in bytes once written, as the core counts it (a line_too_long names it). */
-  lineBytes?: number;
-  cancellable: boolean;
-  /** The core the request was written to; undefined while it waits for one. */
-  sentTo: Transport | undefined;
-  timer: ReturnType<typeof setTimeout> | undefined;
-  /** Set once the core answered a cancel of it: ends it if the core does not (cancelSent). */
-  unconfirmedTimer?: ReturnType<typeof setTimeout>;
-  /** When that timer fires (ms since the epoch). */
-  unconfirmedBy?: number;
-  filterChatEvents: boolean;
-  onOtherEvent: ((event: GenericEvent) => void) | undefined;
-  /** Detaches the AbortSignal listener. */
-  cleanup: () => void;
-}
 
 const NOT_ENDED = "the core answered its cancel but did not end it";
 
@@ -102,7 +81,7 @@ export class Connection {
   // ---- calls -------------------------------------------------------------------------------
 
   /** Starts a call through the current route and returns its stream. */
-  open<E, R>(method: string, params: unknown, options: CallOptions, shape: CallShape): RequestStream<E, R> {
+  open<E, R>(method: string, params: unknown, options: GivenOptions, shape: CallShape): RequestStream<E, R> {
     const id = String(this.nextId++);
     const maxBuffered = shape.maxBuffered ?? this.options.maxBufferedEvents;
     const bytes = this.options.maxBufferedBytes;
@@ -117,7 +96,8 @@ export class Connection {
       shape.defaultTimeoutMs ??
       (shape.cancellable ? this.options.streamTimeoutMs : this.options.requestTimeoutMs);
     const entry = this.track(id, stream, method, line, checked.timeoutMs ?? byDefault, shape);
-    this.watchSignal(id, entry, checked.signal);
+    // A signal whose addEventListener throws fails the call, not the caller: out of the table.
+    if (!this.watchSignal(id, entry, checked.signal)) return stream;
     if (this.route.kind === "send") this.writeTo(this.route.transport, id, entry);
     return stream;
   }
@@ -142,8 +122,9 @@ export class Connection {
   }
 
   /** Asks the core to cancel request `id`; resolves with whether it caught it in flight. */
-  async cancelRemote(requestId: RequestId | undefined, options: CallOptions = {}): Promise<boolean> {
+  async cancelRemote(requestId: RequestId | undefined, given: GivenOptions = {}): Promise<boolean> {
     const params = requestId === undefined ? {} : { request_id: requestId };
+    const options = readCallOptions(given, "cancel");
     // Its wait over before it began (a deadline past, an aborted signal), a cancel is still sent:
     // it is what stops the core's work, which went on for no one; the caller hears the refusal.
     const refused = checkCallOptions(options, "cancel");
@@ -199,8 +180,13 @@ export class Connection {
     return entry;
   }
 
-  private watchSignal(id: string, entry: Pending, signal: AbortSignalLike | undefined): void {
-    if (signal) entry.cleanup = this.aborts.watch(id, signal);
+  private watchSignal(id: string, entry: Pending, signal: AbortSignalLike | undefined): boolean {
+    try {
+      if (signal) entry.cleanup = this.aborts.watch(id, signal);
+    } catch (err) {
+      this.settle(id, { error: unreadable(entry.method, err, "signal refused a listener") });
+    }
+    return this.pending.has(id);
   }
 
   /**
@@ -222,7 +208,9 @@ export class Connection {
     else if (info) this.settle(id, { error: coreExitedError(info) });
   }
 
-  private async cancelFor(id: string, options: CallOptions = {}): Promise<boolean> {
+  private async cancelFor(id: string, given: CallOptions = {}): Promise<boolean> {
+    const options = readCallOptions(given, "cancel");
+    if (options instanceof LocalAiError) throw options;
     const entry = this.pending.get(id);
     if (!entry) return false;
     if (entry.sentTo === undefined) {
@@ -230,7 +218,7 @@ export class Connection {
       this.settle(id, { error: callError("cancelled", "the request was cancelled", entry.method) });
       return true;
     }
-    return this.cancelSent(id, entry, "cancelled", options);
+    return this.cancelSent(id, entry, "cancelled", options as CallOptions);
   }
 
   /**

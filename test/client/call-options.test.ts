@@ -139,3 +139,38 @@ describe("shutdown()'s timeoutMs that is not a number", () => {
     expect(child.signals).toEqual([]);
   });
 });
+
+describe("call options whose reading throws (a getter, a Proxy)", () => {
+  test("fail the call's promise, never throw out of the call, and leave nothing pending", async () => {
+    // Reading the options (or the signal's `aborted`, or its addEventListener) threw out of
+    // chat()/request() itself: a host's `.catch()` never saw it, and a throwing addEventListener
+    // left the call in the pending table with its timer.
+    const { client, child } = await start();
+    const boom = () => {
+      throw new Error("boom");
+    };
+    const odd = [
+      Object.defineProperty({}, "timeoutMs", { get: boom }),
+      Object.defineProperty({}, "signal", { get: boom }),
+      new Proxy({}, { get: boom }),
+      { signal: Object.defineProperty(new AbortController().signal, "aborted", { get: boom }) },
+      { signal: { aborted: false, addEventListener: boom, removeEventListener: () => {} } },
+    ];
+    for (const options of odd) {
+      for (const call of [
+        () => client.ping(options as never),
+        () => client.chat({ input: "hi" }, options as never).result,
+        () => client.embed({ input: "x" }, options as never),
+        () => client.request("echo", {}, options as never),
+      ]) {
+        let p: Promise<unknown> | undefined;
+        expect(() => {
+          p = call();
+        }).not.toThrow();
+        const err = await rejection(p as Promise<unknown>);
+        expect(err.code).toBe("invalid_request");
+      }
+    }
+    expect(child.requests).toEqual([]);
+  });
+});
