@@ -209,8 +209,11 @@ export class Connection {
   }
 
   private async cancelFor(id: string, given: CallOptions = {}): Promise<boolean> {
+    // A cancel its options make invalid does nothing: its refusal, taken for a cancel the core did
+    // not confirm, ended the call here, unsent, while the core went on with it.
     const options = readCallOptions(given, "cancel");
-    if (options instanceof LocalAiError) throw options;
+    const checked = checkCallOptions(options, "cancel");
+    if (checked instanceof LocalAiError && checked.code === "invalid_request") throw checked;
     const entry = this.pending.get(id);
     if (!entry) return false;
     if (entry.sentTo === undefined) {

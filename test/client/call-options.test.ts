@@ -174,3 +174,29 @@ describe("call options whose reading throws (a getter, a Proxy)", () => {
     expect(child.requests).toEqual([]);
   });
 });
+
+describe("a cancel of a call in flight whose options are of the wrong type", () => {
+  test("is refused and leaves the call running, not ended here with the core still at it", async () => {
+    // Refused unsent (invalid_request), the cancel still ended the chat on this side as "cancelled"
+    // (its refusal taken for a cancel the core did not confirm): the host saw it end while the core
+    // generated on, holding the session, and no cancel ever reached it.
+    const { client, child } = await start();
+    const chat = client.chat({ input: "hi" });
+    expect(await waitFor(() => child.requests.some((r) => r.method === "chat"), { intervalMs: 2 })).toBe(
+      true,
+    );
+    let ended = false;
+    chat.result.then(
+      () => (ended = true),
+      () => (ended = true),
+    );
+    for (const options of [{ timeoutMs: "5000" }, { signal: {} }]) {
+      const err = await rejection(client.cancel(chat.id, options as never));
+      expect(err.code).toBe("invalid_request");
+    }
+    // The chat is still the host's to cancel: a valid cancel reaches the core and ends it.
+    expect(ended).toBe(false);
+    expect(child.requests.filter((r) => r.method === "cancel")).toEqual([]);
+    expect(await client.cancel(chat.id)).toBe(true);
+  });
+});
