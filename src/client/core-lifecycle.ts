@@ -124,7 +124,12 @@ export class CoreLifecycle {
     // request, so a core that never answered it was waited for for good.
     // So did one that is not a number ("5s" from a settings file), and it killed a core that had
     // answered at once, without the second it gets to exit.
-    const timeoutMs = numberOr(options.timeoutMs, DEFAULT_SHUTDOWN_TIMEOUT_MS);
+    // One whose getter throws too: thrown here, close() took it for a failed stop and killed the core.
+    let given: unknown;
+    try {
+      given = options.timeoutMs;
+    } catch {}
+    const timeoutMs = numberOr(given, DEFAULT_SHUTDOWN_TIMEOUT_MS);
     const proc = this.process;
     const wasRunning = this.state === "ready" && proc?.running;
     this.enter("closed");

@@ -200,3 +200,19 @@ describe("a cancel of a call in flight whose options are of the wrong type", () 
     expect(await client.cancel(chat.id)).toBe(true);
   });
 });
+
+describe("shutdown()'s options whose reading throws", () => {
+  test("take the default: close() stops the core gracefully rather than killing it", async () => {
+    // shutdown() rejected before it stopped anything, and close() then killed the core outright,
+    // leaving llama-server and the MCP servers running, as close(null) did.
+    const { client, child } = await start();
+    const options = Object.defineProperty({}, "timeoutMs", {
+      get() {
+        throw new Error("boom");
+      },
+    });
+    await client.close(options as never);
+    expect(child.stdinEnded).toBe(true);
+    expect(child.signals).toEqual([]);
+  });
+});
