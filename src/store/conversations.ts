@@ -13,7 +13,7 @@ import {
   type SessionSummary,
   summaryOf,
 } from "./message-rows.ts";
-import { withoutName } from "./source-names.ts";
+import { storedSources } from "./source-names.ts";
 import { previewOf, titleOf } from "./title.ts";
 
 /** A message as the store keeps it: what the model saw, plus what only the host sees. */
@@ -282,7 +282,7 @@ export class Conversations {
             ...messageColumns(m),
             at,
             // Without names: erasing a cited session or document leaves no copy of its title here.
-            m.sources?.length ? JSON.stringify(withoutName(m.sources)) : null,
+            storedSources(db, u, m.sources, turn.since),
           );
         const firstSeq = last.seq + 1;
         const images = opening?.role === "user" ? (opening.attachments ?? []) : [];

@@ -63,6 +63,7 @@ export function deleteRows(db: Database, userId: string, sessionId?: string): nu
 }
 
 function deleteRowsOf(db: Database, where: string, args: string[]): number {
+  if (args.length === 2) dropCitations(db, args[0] as string, args[1] as string);
   db.query(`DELETE FROM memory WHERE ${where}`).run(...args);
   // Their documents (a session's attachments; a user's all); a copy set aside before the
   // documents table existed has none.
@@ -78,6 +79,31 @@ function deleteRowsOf(db: Database, where: string, args: string[]): number {
     db.query(`DELETE FROM attachments WHERE ${where}`).run(...args);
   }
   return db.query(`DELETE FROM sessions WHERE ${where}`).run(...args).changes;
+}
+
+/**
+ * The user's other answers that cited the session (a past turn memory recalled) drop that
+ * citation (docs/protocol.md "Citations"): its id is the host's own name for it, as telling as a
+ * title, and a session given that id later would be named by a citation it never answered.
+ * A copy set aside before answers kept sources has none to drop.
+ */
+function dropCitations(db: Database, userId: string, sessionId: string): void {
+  if (!db.query("SELECT 1 FROM pragma_table_info('messages') WHERE name = 'sources'").get()) return;
+  const citing = db
+    .query(
+      `SELECT id, sources FROM messages WHERE user_id = ? AND sources IS NOT NULL AND EXISTS
+       (SELECT 1 FROM json_each(messages.sources) WHERE json_extract(value, '$.kind') = 'turn'
+       AND json_extract(value, '$.id') = ?)`,
+    )
+    .all(userId, sessionId) as { id: number; sources: string }[];
+  const update = db.query("UPDATE messages SET sources = ? WHERE id = ?");
+  for (const row of citing) {
+    const kept = (JSON.parse(row.sources) as { kind: string; id: string }[]).filter(
+      (s) => !(s.kind === "turn" && s.id === sessionId),
+    );
+    // An answer left citing nothing has no sources, as one whose recall found nothing.
+    update.run(kept.length > 0 ? JSON.stringify(kept) : null, row.id);
+  }
 }
 
 export function hasTable(db: Database, name: string): boolean {

@@ -2,6 +2,7 @@ import type { Database } from "bun:sqlite";
 import { basename } from "node:path";
 import type { Source } from "../protocol/sources.ts";
 import { oneLine } from "../util/one-line.ts";
+import { erasedSince } from "./erasures.ts";
 import { readable } from "./folder-names.ts";
 
 /**
@@ -23,6 +24,28 @@ export function sourceName(db: Database, userId: string, s: Pick<Source, "kind" 
 /** Sources as an answer stores them: the name left to `sourceName` at read time. */
 export function withoutName(sources: readonly Source[]): Omit<Source, "name">[] {
   return sources.map(({ kind, id, chunk, score }) => ({ kind, id, chunk, score }));
+}
+
+/**
+ * Sources as a turn's commit stores them: without names, and without the past turns of a
+ * session erased since the turn began (`since`, its erase mark), whose delete answered while
+ * the turn ran. The delete dropped such citations from the answers stored before it
+ * (store/erase.ts `dropCitations`); the answer committed after must not bring one back, to be
+ * named, should the host give that id to a new session, by a conversation it never cited.
+ */
+export function storedSources(
+  db: Database,
+  userId: string,
+  sources: readonly Source[] | undefined,
+  since: number | undefined,
+): string | null {
+  const kept = (sources ?? []).filter(
+    (s) =>
+      s.kind !== "turn" ||
+      (db.query("SELECT 1 FROM sessions WHERE user_id = ? AND session_id = ?").get(userId, s.id) !== null &&
+        (since === undefined || !erasedSince(db, userId, s.id, since))),
+  );
+  return kept.length > 0 ? JSON.stringify(withoutName(kept)) : null;
 }
 
 /** Stored sources named again, each lookup done once per page. */

@@ -368,10 +368,41 @@ describe("documents.add, list, delete and citations", () => {
     expect(before.result.messages.at(-1).sources[0].name).toBe("the KOALATITLE sleeps all day");
     await call(h, "d", "sessions.delete", { session_id: "x" });
     const after = await call(h, "g2", "sessions.get", { session_id: "y" });
-    expect(after.result.messages.at(-1).sources).toEqual([
-      expect.objectContaining({ kind: "turn", id: "x", name: "", chunk: 0 }),
-    ]);
+    // The citation goes with the session: its id is the host's name for it, as telling as a title.
+    expect(after.result.messages.at(-1).sources).toBeUndefined();
     expect(filesHolding(h.dataDir, "KOALATITLE")).toEqual([]);
+  });
+
+  test("a session erased and its id taken again: another session's answer does not cite the new one", async () => {
+    await using h = new ChatHarness(plain);
+    h.llama.script({ content: ["noted"] }, { content: ["answer"] }, { content: ["fresh"] });
+    await h.chat("x", { input: "the WOMBATTOPIC digs burrows", session_id: "x" });
+    const y = await h.chat("y", { input: "why does the WOMBATTOPIC dig", session_id: "y" });
+    expect((y.terminal as any).result.sources).toEqual([expect.objectContaining({ kind: "turn", id: "x" })]);
+    await call(h, "d", "sessions.delete", { session_id: "x" });
+    // The host reuses its name for a new conversation that never answered y.
+    await h.chat("x2", { input: "something else entirely", session_id: "x" });
+    const got = await call(h, "g", "sessions.get", { session_id: "y" });
+    const cited = (got.result.messages.at(-1).sources ?? []) as { id: string; name: string }[];
+    expect(cited.filter((s) => s.id === "x")).toEqual([]);
+  });
+
+  test("a session erased while a turn that cited it runs: the answer stored after is not left citing it", async () => {
+    await using h = new ChatHarness(plain);
+    h.llama.script({ content: ["noted"] }, { content: ["answer"] });
+    await h.chat("x", { input: "the NUMBATTOPIC eats termites", session_id: "x" });
+    // Erased once the prompt has reached the model: the turn commits after the delete answered.
+    h.llama.beforeChat = async () => {
+      h.llama.beforeChat = undefined;
+      h.send("d", "sessions.delete", { session_id: "x" });
+      await h.terminal("d");
+    };
+    const y = await h.chat("y", { input: "what does the NUMBATTOPIC eat", session_id: "y" });
+    expect((y.terminal as any).result.sources).toEqual([
+      expect.objectContaining({ kind: "turn", id: "x", name: "" }),
+    ]);
+    const got = await call(h, "g", "sessions.get", { session_id: "y" });
+    expect(got.result.messages.at(-1).sources).toBeUndefined();
   });
 
   test("a chat's result names its sources as they are then: a document deleted meanwhile leaves no copy of its name", async () => {
