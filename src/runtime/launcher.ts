@@ -41,6 +41,12 @@ interface Prepared {
 export const MAX_OUT_OF_MEMORY = 3;
 
 /**
+ * How long a start that failed after its spawn answers the next automatic start of the same
+ * plan with its error at once (docs/supervisor.md, "Start failures"), as MCP's failed starts do.
+ */
+export const START_FAILURE_HOLD_MS = 30_000;
+
+/**
  * A start's work, from `starting` to a server that serves: leftovers of dead cores reaped
  * (once per process), the binary found, the plan made and rendered to argv in the flags the
  * binary takes, then launches (launch-steps.ts) until one is ready, another port only after a
@@ -56,6 +62,8 @@ export class Launcher {
    * (PlanHint), for as long as this supervisor lives. At most MAX_OUT_OF_MEMORY, then the error.
    */
   private outOfMemory = 0;
+  /** The last start that failed once spawned: what it launched, its error, when. */
+  private failed: { key: string; error: CoreError; at: number } | undefined;
   private reaped: Promise<unknown> | undefined;
   private log: RotatingLog | undefined;
 
@@ -75,6 +83,8 @@ export class Launcher {
     }
     starting.abort.signal.throwIfAborted();
     let { request, plan } = await this.prepare(starting);
+    const key = launchKey(request, plan);
+    this.holdBack(key, starting.explicit);
     // The beat stamps each event with the time since this start began.
     const emit = (p: Unstamped) => starting.progress.report(p);
     const attempts = this.options.maxBindAttempts ?? 5;
@@ -108,6 +118,7 @@ export class Launcher {
           throw skipped;
         }
         emit({ phase: "ready" });
+        this.failed = undefined;
         return this.toRunning(outcome, plan, files);
       }
       const again = await this.replanned(outcome, plan, starting);
@@ -117,7 +128,7 @@ export class Launcher {
         ({ request, plan } = again);
         continue;
       }
-      if (!outcome.retryPort) throw await this.rpc.startFailure(outcome.error);
+      if (!outcome.retryPort) throw this.remember(key, await this.rpc.startFailure(outcome.error), starting);
       logger.warn(`${outcome.error.message}; choosing another port`);
       if (++binds >= attempts) throw outcome.error;
     }
@@ -146,6 +157,34 @@ export class Launcher {
     if (again.plan.gpu_layers === plan.gpu_layers && again.plan.context_per_slot === plan.context_per_slot)
       throw outcome.error;
     return again;
+  }
+
+  /**
+   * A start of the same launch as one that failed once spawned within START_FAILURE_HOLD_MS (an
+   * RPC worker that crashes llama-server as it loads, a model it cannot read) would pay the whole
+   * load again for the same end: each chat would. Its error is the answer, at once, saying when
+   * it is tried again. Another plan (a config changed, a worker lost and left out), another
+   * model file, or a start the host asked for (warmup) launches.
+   */
+  private holdBack(key: string, explicit: boolean): void {
+    const f = this.failed;
+    if (explicit || f === undefined || f.key !== key) return;
+    const now = (this.options.now ?? Date.now)();
+    const left = f.at + START_FAILURE_HOLD_MS - now;
+    if (left <= 0) return;
+    const nextTryAt = new Date(f.at + START_FAILURE_HOLD_MS).toISOString();
+    throw new CoreError(
+      f.error.code,
+      `${f.error.message} (the same start failed ${Math.round((now - f.at) / 1000)} s ago; not tried again before ${nextTryAt}; a warmup tries again at once)`,
+      { ...f.error.data, next_try_at: nextTryAt, retry_in_ms: left },
+    );
+  }
+
+  /** A failed start's error, remembered for holdBack unless stop() ended it. */
+  private remember(key: string, error: CoreError, starting: StateOf<"starting">): CoreError {
+    if (!starting.abort.signal.aborted && error.code !== "cancelled")
+      this.failed = { key, error, at: (this.options.now ?? Date.now)() };
+    return error;
   }
 
   /** Starts that ran out of GPU memory and were planned again (status says so). */
@@ -264,4 +303,9 @@ async function wake(endpoint: LlamaEndpoint, signal: AbortSignal, timeoutMs: num
       throw new Error(`it did not reload its model within ${timeoutMs / 1000} s (llama.startup_timeout_s)`);
     throw err;
   }
+}
+
+/** What a start launches: the binary, its arguments, and the model file as it is now. */
+function launchKey(request: Prepared["request"], plan: LaunchPlan): string {
+  return JSON.stringify([request.binary, request.argv, fileIdentity(plan.model_path)]);
 }

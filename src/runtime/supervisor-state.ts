@@ -40,6 +40,8 @@ export type SupervisorState =
       kind: "starting";
       since: number;
       restartFor?: CoreError;
+      /** The host asked for it (warmup): a failure of a moment ago is tried again (launcher.ts). */
+      explicit: boolean;
       /** Aborted by stop(): every start step gives up and kills what it spawned. */
       abort: AbortController;
       /** Every acquire caller waiting for this start hears its progress, at least twice a second. */

@@ -224,8 +224,7 @@ export class Supervisor implements LlamaProvider {
   ): Promise<Running> {
     for (;;) {
       const s = this.state.get();
-      // The start this caller began on arrival failed, and nothing happened since: its error
-      // is the answer (once), rather than a second launch that would fail the same way.
+      // The start this caller began on arrival failed, and nothing since: its error, once.
       if (prestarted instanceof Prestart && prestarted.failedInto(s)) throw prestarted.take();
       switch (s.kind) {
         case "ready":
@@ -285,6 +284,7 @@ export class Supervisor implements LlamaProvider {
       kind: "starting",
       since,
       restartFor: from.restartFor,
+      explicit,
       abort: new AbortController(),
       spawned: Promise.withResolvers<void>(),
       // Loading's fraction: the child's state lines, else /proc (load-fraction.ts).

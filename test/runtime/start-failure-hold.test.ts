@@ -1,0 +1,86 @@
+import { describe, expect, test } from "bun:test";
+import { CoreError } from "../../src/protocol/errors.ts";
+import { START_FAILURE_HOLD_MS } from "../../src/runtime/launcher.ts";
+import { bunSpawner } from "../../src/runtime/spawn.ts";
+import { tmpdir } from "../fixtures/tmpdir.ts";
+import { makeSupervisor, rejection, testPlan } from "./helpers/harness.ts";
+
+/**
+ * A llama-server that dies while it loads (an RPC worker that crashes it, a model it cannot
+ * read) fails every start the same way: each chat after the first must not pay the whole load
+ * again for the same answer (docs/supervisor.md, "Start failures").
+ */
+const never = () => new AbortController().signal;
+
+function crashingAtLoad(dir: string) {
+  let spawns = 0;
+  let clock = 1_000_000;
+  let extra: string[] = [];
+  let model = "";
+  const h = makeSupervisor(dir, {
+    env: { FAKE_LLAMA_FAIL_START: "E something odd happened", FAKE_LLAMA_FAIL_EXIT: "3" },
+    options: {
+      now: () => clock,
+      // Read at each start: a test changes its extra args to make another plan.
+      plan: async () => testPlan(model, { extra_args: extra }),
+      spawner: (req) => {
+        spawns++;
+        return bunSpawner(req);
+      },
+    },
+  });
+  model = h.model;
+  return {
+    ...h,
+    spawns: () => spawns,
+    advance: (ms: number) => {
+      clock += ms;
+    },
+    replan: (args: string[]) => {
+      extra = args;
+    },
+  };
+}
+
+describe.skipIf(process.platform === "win32")("a start that failed the same way a moment ago", () => {
+  test("the next chat gets its error at once, without loading again; a warmup tries at once", async () => {
+    await using dir = tmpdir();
+    const h = crashingAtLoad(dir.path);
+    try {
+      const first = await rejection(h.supervisor.acquire(never()));
+      expect(first.code).toBe("internal_error");
+      expect(h.spawns()).toBe(1);
+      const second = await rejection(h.supervisor.acquire(never()));
+      expect(second).toBeInstanceOf(CoreError);
+      expect(second.code).toBe(first.code);
+      expect(second.message).toContain(first.message);
+      expect(second.message).toMatch(/a warmup tries again at once/);
+      expect(second.data).toMatchObject({ retry_in_ms: START_FAILURE_HOLD_MS });
+      expect(h.spawns()).toBe(1);
+      // The host asked: tried again whatever happened before.
+      await rejection(h.supervisor.acquire(never(), undefined, { explicit: true }));
+      expect(h.spawns()).toBe(2);
+    } finally {
+      await h.supervisor.stop();
+    }
+  });
+
+  test("another plan (a config changed, a worker left out) or the window passed: started again", async () => {
+    await using dir = tmpdir();
+    const h = crashingAtLoad(dir.path);
+    try {
+      await rejection(h.supervisor.acquire(never()));
+      h.replan(["--temp", "0.5"]);
+      await rejection(h.supervisor.acquire(never()));
+      expect(h.spawns()).toBe(2);
+      h.advance(START_FAILURE_HOLD_MS - 1);
+      await rejection(h.supervisor.acquire(never()));
+      expect(h.spawns()).toBe(2);
+      h.advance(1);
+      await rejection(h.supervisor.acquire(never()));
+      expect(h.spawns()).toBe(3);
+    } finally {
+      await h.supervisor.stop();
+    }
+  });
+});
