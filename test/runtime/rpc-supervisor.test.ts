@@ -10,6 +10,7 @@ import { CoreError } from "../../src/protocol/errors.ts";
 import { rpcWorkerSnapshot } from "../../src/rpc/workers.ts";
 import type { LlamaLease } from "../../src/runtime/endpoint.ts";
 import { pickFreePort } from "../../src/runtime/ports.ts";
+import { bunSpawner } from "../../src/runtime/spawn.ts";
 import { Supervisor } from "../../src/runtime/supervisor.ts";
 import { cpuOnlyMachine } from "../fixtures/hardware.ts";
 import { fakeLlamaKnobs, writeFakeLlamaServer, writeFakeModel } from "../fixtures/llama-stand-in/binary.ts";
@@ -42,12 +43,14 @@ interface SetupOptions {
   /** Whether this machine could hold the model alone (else RAM is too small at 4096 tokens). */
   fitsAlone?: boolean;
   pickPort?: () => Promise<number>;
+  /** Told of each llama-server spawned. */
+  onSpawn?: () => void;
 }
 
 function setup(
   dir: string,
   rpc: unknown[],
-  { knobs = {}, plan, fitsAlone = false, pickPort }: SetupOptions = {},
+  { knobs = {}, plan, fitsAlone = false, pickPort, onSpawn }: SetupOptions = {},
 ) {
   const binary = writeFakeLlamaServer(dir, fakeLlamaKnobs({ FAKE_LLAMA_LOAD_MS: "20", ...knobs }));
   const model = writeFakeModel(dir);
@@ -70,6 +73,10 @@ function setup(
     settings: () => ({ ...SETTINGS, restartBackoffMs: 10 }),
     reap: false,
     ...(pickPort ? { pickPort } : {}),
+    spawner: (req) => {
+      onSpawn?.();
+      return bunSpawner(req);
+    },
   });
   supervisors.push(supervisor);
   return { supervisor, plans, config, deps };
@@ -191,6 +198,23 @@ describe("supervisor with RPC workers", () => {
     const lease = await supervisor.acquire(new AbortController().signal);
     expect(rpcOf(plans[1]!)).toBe(a.endpoint);
     lease.release();
+  }, 20_000);
+
+  test("a worker that crashes llama-server as it loads, still answering: the next chat gets the error without loading again", async () => {
+    using dir = tmpdir();
+    const a = await worker();
+    let spawns = 0;
+    const { supervisor, plans } = setup(dir.path, [a.endpoint], {
+      // b10587 as a worker crashed it at load: SIGSEGV, no RPC line (docs/distributed.md).
+      knobs: { FAKE_LLAMA_FAIL_START: "E llama_model_load: loading tensors", FAKE_LLAMA_FAIL_EXIT: "139" },
+      onSpawn: () => spawns++,
+    });
+    const first = await startFails(supervisor);
+    expect(first.data?.rpc_workers_lost).toBeUndefined();
+    const second = await startFails(supervisor);
+    expect(second.message).toContain(first.message);
+    expect(plans.map(rpcOf)).toEqual([a.endpoint, a.endpoint]);
+    expect(spawns).toBe(1);
   }, 20_000);
 
   test("a worker skipped by a spawn that could not bind its port is not held against the next spawn", async () => {
