@@ -1,7 +1,7 @@
 import type { Database } from "bun:sqlite";
 import type { AttachmentRef } from "../protocol/chat-message.ts";
 import { oweRewrite } from "./erase.ts";
-import { refuseIfErased } from "./erasures.ts";
+import { refuseStale, type TurnMark } from "./session-lease.ts";
 
 /** An image's bytes are kept in parts of this size (a multiple of 3, so parts encode to base64 apart). */
 export const PART_BYTES = 3 * 341 * 1024;
@@ -51,7 +51,7 @@ export class Attachments {
     sessionId: string,
     images: readonly NewAttachment[],
     at: Date,
-    since?: number,
+    mark?: TurnMark,
     write: <T>(work: () => T) => Promise<T> = async (work) => work(),
     signal?: AbortSignal,
   ): Promise<AttachmentRef[]> {
@@ -64,7 +64,7 @@ export class Attachments {
           // A cancel stops it between parts, what was staged erased below.
           signal?.throwIfAborted();
           const piece = image.data.subarray(from, from + PART_BYTES);
-          await write(() => this.stagePart(userId, sessionId, ref, part, piece, at, since));
+          await write(() => this.stagePart(userId, sessionId, ref, part, piece, at, mark));
           if (part === 0) refs.push(ref);
         }
       }
@@ -89,11 +89,11 @@ export class Attachments {
     part: number,
     data: Uint8Array,
     at: Date,
-    since: number | undefined,
+    mark: TurnMark | undefined,
   ): void {
     this.db
       .transaction(() => {
-        refuseIfErased(this.db, userId, sessionId, since);
+        refuseStale(this.db, userId, sessionId, mark);
         if (part === 0) {
           const row = this.db
             .query(

@@ -13,6 +13,7 @@ import {
   type SessionSummary,
   summaryOf,
 } from "./message-rows.ts";
+import { refuseIfTakenOver, refuseStale, type TurnMark } from "./session-lease.ts";
 import { storedSources } from "./source-names.ts";
 import { previewOf, titleOf } from "./title.ts";
 
@@ -39,6 +40,8 @@ export interface CommitTurn {
   at: Date;
   /** The erase mark when the turn began: refused if the session was erased since (store/erasures.ts). */
   since?: number;
+  /** The turn's lease holder: refused if another core took the session over (store/session-lease.ts `TurnMark`). */
+  owner?: string;
   /** What llama-server counted for each of the turn's images, by attachment id, where known. */
   imageTokens?: ReadonlyMap<number, number>;
 }
@@ -221,12 +224,12 @@ export class Conversations {
     sessionId: string,
     body: string | CheckpointWrite,
     at: Date,
-    since?: number,
+    mark?: TurnMark,
     keepStaged?: readonly number[],
   ): void {
     this.db
       .transaction(() => {
-        refuseIfErased(this.db, userId, sessionId, since);
+        refuseStale(this.db, userId, sessionId, mark);
         if (keepStaged) this.attachments.dropStaged(userId, sessionId, keepStaged);
         this.putCheckpoint(userId, sessionId, body, at);
       })
@@ -242,8 +245,9 @@ export class Conversations {
    * checkpoint and no attached document goes too (a document keeps it, so `sessions.delete` can
    * still erase it).
    */
-  clearCheckpoint(userId: string, sessionId: string): void {
+  clearCheckpoint(userId: string, sessionId: string, mark?: TurnMark): void {
     this.db.transaction(() => {
+      refuseStale(this.db, userId, sessionId, mark);
       this.db.query("DELETE FROM checkpoints WHERE user_id = ? AND session_id = ?").run(userId, sessionId);
       this.attachments.dropStaged(userId, sessionId, []);
       this.db
@@ -265,6 +269,7 @@ export class Conversations {
         const at = turn.at.getTime();
         const opening = turn.messages.find((m) => m.role === "user");
         this.ensureSession(u, s, turn.agent, opening?.content ?? "", turn.at, turn.since);
+        refuseIfTakenOver(db, u, s, turn.owner);
         if (turn.replaceFromSeq !== undefined) this.dropFrom(u, s, turn.replaceFromSeq);
         const last = db
           .query("SELECT COALESCE(MAX(seq), -1) AS seq FROM messages WHERE user_id = ? AND session_id = ?")

@@ -1,6 +1,7 @@
 import type { OpenOptions } from "./db/open.ts";
 import type { ErasureWatch } from "./erasures.ts";
 import type { FolderIndexOptions } from "./folder-index.ts";
+import type { LeaseOptions } from "./session-lease.ts";
 
 /** How a store is opened (store/store.ts `Store.open`); most are for tests. */
 export interface StoreOptions extends OpenOptions {
@@ -18,6 +19,8 @@ export interface StoreOptions extends OpenOptions {
   firstSweepMs?: number;
   /** The process's turns to stop on an erase (the core's one, server/services.ts); default: the store's own. */
   erasing?: ErasureWatch;
+  /** Tests: the session leases' clock and whether a holder's process is alive (store/session-lease.ts). */
+  leases?: LeaseOptions;
   /** Tests: awaited before each unit of a 0.1 folder's import is begun (store/import-v01-run.ts). */
   beforeImportUnit?: (unit: string) => Promise<void>;
 }

@@ -86,7 +86,7 @@ export class Store {
     this.documents = new DocumentStore(db);
     const busyWaitMs = options.busyWaitMs ?? BUSY_WAIT_MS;
     this.folderIndex = new FolderIndex(db, options.folders ?? [], { busyWaitMs, ...options.folderIndex });
-    this.leases = new SessionLeases(db);
+    this.leases = new SessionLeases(db, options.leases);
     this.orphans = new OrphanSweep({
       documents: this.documents,
       discard: (documentId, stopped) => this.discardAdd(documentId, stopped),

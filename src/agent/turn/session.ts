@@ -11,6 +11,7 @@ import {
 } from "../../store/checkpoint.ts";
 import type { CheckpointWrite } from "../../store/checkpoint-rows.ts";
 import { indexesLong, type TurnMessage } from "../../store/conversations.ts";
+import type { TurnMark } from "../../store/session-lease.ts";
 import type { Store } from "../../store/store.ts";
 import { logger } from "../../util/logger.ts";
 import { cutText } from "../../util/text-cut.ts";
@@ -38,8 +39,11 @@ export class TurnSession {
     /** The checkpoint as this turn found it, put back if the turn is refused. */
     private readonly prior: Checkpoint | undefined,
     private readonly now: () => Date,
-    /** The erase mark when the turn began: no write of it lands once its session is erased. */
-    private readonly since: number,
+    /**
+     * The erase mark when the turn began and its lease's holder: no write of it lands once its
+     * session is erased, or taken over by another core (store/session-lease.ts `TurnMark`).
+     */
+    private readonly mark: TurnMark,
     /** The chat's new images, staged before the turn's first checkpoint (`stageImages`; none for a resumed turn). */
     private readonly newImages: readonly PreparedImage[],
     /** The turn's images: their bytes, their costs (docs/protocol.md#images). */
@@ -68,7 +72,7 @@ export class TurnSession {
         message: `the conversation database could not be used (${reset.problem}); it was moved aside to ${reset.aside} and a fresh one started`,
       });
     }
-    const since = store.guard(() => store.conversations.erasureMark());
+    const mark = { since: store.guard(() => store.conversations.erasureMark()), owner: store.leases.owner };
     const prior = store.guard(() => readCheckpoint(store, key, warnings));
     const state = initialState(prior, start, warnings);
     const resumed = start.resume && prior !== undefined;
@@ -84,7 +88,7 @@ export class TurnSession {
       state,
       prior,
       now,
-      since,
+      mark,
       resumed ? [] : (start.images ?? []),
       images,
     );
@@ -131,18 +135,14 @@ export class TurnSession {
         sessionId,
         this.newImages,
         this.now(),
-        this.since,
+        this.mark,
         (work) => this.store.write(work),
         signal,
       );
       for (const [i, r] of refs.entries()) this.images.hold(r.id, (this.newImages[i] as PreparedImage).data);
       const opening = this.state.turn[0];
       if (opening?.role === "user") opening.attachments = [...(opening.attachments ?? []), ...refs];
-      const body = this.checkpointWrite(this.state);
-      const keep = this.carriedImages();
-      await this.store.write(() =>
-        this.store.conversations.saveCheckpoint(userId, sessionId, body, this.now(), this.since, keep),
-      );
+      await this.write(this.state, this.carriedImages());
       this.inputSaved = true;
       return this;
     } catch (err) {
@@ -174,7 +174,8 @@ export class TurnSession {
       ...(edit !== undefined ? { replaceFromSeq: edit } : {}),
       ...(memoryText !== undefined ? { memoryText } : {}),
       at: this.now(),
-      since: this.since,
+      since: this.mark.since,
+      owner: this.mark.owner,
       imageTokens: this.images.measured,
     };
     // An edit erases the tail it replaces (FTS5's secure-delete), and a long turn's text takes
@@ -192,25 +193,28 @@ export class TurnSession {
     const { userId, sessionId } = this.key;
     if (this.prior) {
       const prior = stateOf(this.prior);
-      // Its input is another turn's: written again with it.
+      // Its input is another turn's: written again with it. The images it does not name dropped
+      // in the same write, under the same checks: never another core's turn's.
       this.inputSaved = false;
-      await this.write(prior);
-      const keep = refsOf(prior.turn).map((r) => r.id);
-      await this.store.write(() => this.store.conversations.attachments.dropStaged(userId, sessionId, keep));
-    } else
-      await this.store.write(() =>
-        this.store.conversations.clearCheckpoint(this.key.userId, this.key.sessionId),
+      await this.write(
+        prior,
+        refsOf(prior.turn).map((r) => r.id),
       );
+    } else
+      await this.store.write(() => this.store.conversations.clearCheckpoint(userId, sessionId, this.mark));
     // One that cannot run now stays owed (the next erase or open does it): the refusal still goes.
     if (this.newImages.length > 0) await this.store.settleOwed().catch(() => undefined);
   }
 
-  /** A write waits (off the event loop) while another core holds the database's lock. */
-  private write(state: TurnState): Promise<void> {
+  /**
+   * A write waits (off the event loop) while another core holds the database's lock. With
+   * `keepStaged`, the staged images not named there are dropped in it.
+   */
+  private write(state: TurnState, keepStaged?: readonly number[]): Promise<void> {
     const body = this.checkpointWrite(state);
     const { userId, sessionId } = this.key;
     return this.store.write(() =>
-      this.store.conversations.saveCheckpoint(userId, sessionId, body, this.now(), this.since),
+      this.store.conversations.saveCheckpoint(userId, sessionId, body, this.now(), this.mark, keepStaged),
     );
   }
 

@@ -178,7 +178,7 @@ describe("a delete wins over a turn begun before it", () => {
     const refused = { code: "cancelled", data: { reason: "session_deleted" } };
     expect(thrown(() => store.conversations.commitTurn(turn("ann", "s", mark)))).toMatchObject(refused);
     expect(
-      thrown(() => store.conversations.saveCheckpoint("ann", "s", "{}", new Date(), mark)),
+      thrown(() => store.conversations.saveCheckpoint("ann", "s", "{}", new Date(), { since: mark })),
     ).toMatchObject(refused);
     // Another session, another user, and a turn that began after the delete all commit.
     store.conversations.commitTurn(turn("ann", "t", mark));
