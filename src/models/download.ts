@@ -212,7 +212,7 @@ function checkAnswer(response: Response, t: BlobTarget, offset: number, where: P
   // Asked for identity: fetch would inflate an encoded body on its own, unbounded, with
   // Content-Length still the encoded size (a correct file read as the wrong size).
   const encoding = response.headers.get("content-encoding")?.trim().toLowerCase();
-  if (encoding && encoding !== "identity")
+  if (encoding && isCoded(encoding))
     throw pullError(
       where,
       "hub_error",
@@ -237,6 +237,32 @@ function checkAnswer(response: Response, t: BlobTarget, offset: number, where: P
       `the server announces ${start + length} bytes, the hub lists ${t.size}`,
     );
   return start;
+}
+
+/**
+ * The content codings registered for HTTP (IANA) but identity: bytes transformed, which fetch
+ * inflates (gzip, deflate, br, zstd) or hands on packed. Any other label (`none`, `binary`,
+ * `utf-8`: a mirror's misconfigured header) is no coding: fetch leaves the bytes as sent and the
+ * size and sha256 checks stand, as for huggingface_hub, which pulls from such a mirror.
+ */
+const CODINGS = new Set([
+  "aes128gcm",
+  "br",
+  "compress",
+  "dcb",
+  "dcz",
+  "deflate",
+  "exi",
+  "gzip",
+  "pack200-gzip",
+  "x-compress",
+  "x-gzip",
+  "zstd",
+]);
+
+/** Whether a Content-Encoding (a list, in any case, with parameters) names a coding. */
+function isCoded(encoding: string): boolean {
+  return encoding.split(",").some((c) => CODINGS.has(c.split(";")[0]!.trim()));
 }
 
 /** The size and sha256 the hub's resolve headers announce must be the listing's (checked before the redirect). */

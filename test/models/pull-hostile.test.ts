@@ -198,6 +198,17 @@ describe("an encoded body though identity was asked for", () => {
     expect(r.error?.message).toContain("Content-Encoding: gzip");
     expect(tree(repoPaths(cache, "org/evil").blobs)).toEqual([]);
   });
+
+  test("a label that is no coding fetch applies (none, binary) leaves the bytes as sent: the pull succeeds", async () => {
+    // fetch inflates only the compressions it knows; other labels reach the disk unchanged, and
+    // the size and sha256 checks still stand. Refused, such a mirror could never be pulled from.
+    for (const contentEncoding of ["none", "binary"]) {
+      const { deps } = await hubWith(undefined, { contentEncoding });
+      const r = await pull(deps);
+      expect(r.error).toBeUndefined();
+      expect(r.result?.sha256).toBe(SHA);
+    }
+  });
 });
 
 describe("a stale lock never blocks a pull for good (issue 19 item 6)", () => {
