@@ -12,5 +12,13 @@ const PROJECTOR_FLAG = /^(-mm|--mmproj|-mmu|--mmproj-url|--mmproj-auto|-hf|-hfr|
  * are read (docs/protocol.md#images); `auto` is known only once planned, or from its /props.
  */
 export function configReadsNoImages(config: Config): boolean {
-  return config.model.mmproj === "none" && !config.llama.extra_args.some((a) => PROJECTOR_FLAG.test(a));
+  return (
+    config.model.mmproj === "none" && !config.llama.extra_args.some((a) => PROJECTOR_FLAG.test(flagOf(a)))
+  );
 }
+
+/**
+ * A `--` flag as llama-server reads it, its `_` as `-` (common/arg.cpp; plan/argv.ts
+ * `llamaFlagName`, a floor above this one): `--hf_repo` downloads a projector as `--hf-repo` does.
+ */
+const flagOf = (arg: string) => (arg.startsWith("--") ? arg.replaceAll("_", "-") : arg);

@@ -164,6 +164,18 @@ describe("a chat with images", () => {
     expect(terminal.data).toMatchObject({ field: "images[0]", problem: "unreadable" });
   });
 
+  test("a projector flag spelled as llama-server also reads it (--hf_repo, --mmproj_url=) is one too", async () => {
+    // common/arg.cpp reads a `--` flag's `_` as `-`: `--hf_repo` downloads the repo's projector
+    // as `--hf-repo` does, so the model may read images; refused unread, they never reached it.
+    for (const extra_args of [["--hf_repo", "org/vision-GGUF"], ["--mmproj_url=http://127.0.0.1:1/p.gguf"]]) {
+      const config = { ...AGENTS, model: { mmproj: "none" }, llama: { extra_args } };
+      await using h = new ChatHarness(config, { standIn: () => ({}) });
+      const missing = join(h.dir.path, "not-there.png");
+      const { terminal } = await h.chat(1, { input: "look", images: [{ path: missing }] });
+      expect(terminal.data).toMatchObject({ field: "images[0]", problem: "unreadable" });
+    }
+  });
+
   test("a server whose /props already said it reads no images: the next chat's images are refused unread", async () => {
     await using h = new ChatHarness(AGENTS, { standIn: () => ({}) });
     h.llama.script({ content: "hi" });
