@@ -1,14 +1,10 @@
-import { existsSync } from "node:fs";
-import { resolve } from "node:path";
 import { defineCommand } from "citty";
-import { DEFAULT_CONFIG_FILE } from "../config/load.ts";
 import { listModelsFor } from "../models/list.ts";
 import { formatBytes } from "../plan/render.ts";
-import { CoreError } from "../protocol/errors.ts";
 import type { ModelsResult } from "../protocol/models.ts";
 import { CoreServices } from "../server/services.ts";
 import { terminalSafe } from "../util/terminal-text.ts";
-import { configArg, jsonArg } from "./args.ts";
+import { configArg, jsonArg, requireNamedConfig } from "./args.ts";
 
 export default defineCommand({
   meta: {
@@ -18,12 +14,8 @@ export default defineCommand({
   },
   args: { ...configArg, ...jsonArg },
   run: async ({ args }) => {
-    // Without a config the listing is the cache's and the folder's; a config named on the command
-    // line that is not there is a mistake to say, not a reason to list with the defaults.
-    if (args.config !== DEFAULT_CONFIG_FILE && !existsSync(resolve(args.config)))
-      throw new CoreError("config_missing", `no config file at ${resolve(args.config)}`, {
-        file: resolve(args.config),
-      });
+    // Without a config the listing is the cache's and the folder's.
+    requireNamedConfig(args.config);
     const services = new CoreServices({ configPath: args.config, cwd: process.cwd() });
     const result = await listModelsFor(services);
     const color = Boolean(process.stdout.isTTY) && !process.env.NO_COLOR;

@@ -7,7 +7,7 @@ import { HF_PREFIX, parseModelRef, RevisionSchema } from "../protocol/model-ref.
 import { machinePullDeps } from "../server/pull-deps.ts";
 import { CoreServices } from "../server/services.ts";
 import { logger } from "../util/logger.ts";
-import { configArg, jsonArg } from "./args.ts";
+import { configArg, jsonArg, requireNamedConfig } from "./args.ts";
 import { reportFailure } from "./failure.ts";
 import { closableOutput, SIGNAL_EXIT } from "./output.ts";
 
@@ -46,6 +46,8 @@ export default defineCommand({
     process.once("SIGTERM", onTerm);
     try {
       const ref = parseRef(args.model, args.revision);
+      // The verdict's settings: a typo in --config is said before the download, not judged with the defaults.
+      requireNamedConfig(args.config);
       const outcome = await pullModel(ref, machinePullDeps(), {
         signal: ac.signal,
         progress: (p) =>

@@ -5,6 +5,7 @@ import { Writable } from "node:stream";
 import { flushed, flushedForExit } from "../../src/cli/output.ts";
 import { isAlive } from "../../src/runtime/proc-info.ts";
 import { tinyLlama, writeGguf } from "../fixtures/gguf-writer.ts";
+import { startHubStandIn } from "../fixtures/hub-stand-in.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 import { waitFor } from "../fixtures/wait.ts";
 
@@ -159,6 +160,27 @@ describe("--json failures print a JSON error on stdout (issue 10 item 18)", () =
     const plain = await cli(["models", "--json"], { cwd: dir.path, env: { HF_HOME: join(dir.path, "hf") } });
     expect(plain.code).toBe(0);
     expect(JSON.parse(plain.stdout).models).toEqual([]);
+  });
+
+  test("pull: a --config that is not there is config_missing before any download, not a verdict with the defaults", async () => {
+    using dir = tmpdir();
+    const tiny = new Uint8Array(readFileSync(writeGguf(dir.path, "tiny.gguf", tinyLlama())));
+    await using hub = await startHubStandIn([
+      { id: "org/tiny-GGUF", files: [{ path: "tiny-Q4_K_M.gguf", content: tiny }] },
+    ]);
+    const env = { HF_ENDPOINT: hub.url, HF_HUB_CACHE: join(dir.path, "hub") };
+    const r = await cli(["pull", "org/tiny-GGUF:Q4_K_M", "--json", "--config", "nope.yaml"], {
+      cwd: dir.path,
+      env,
+    });
+    expect(r.code).toBe(1);
+    expect(JSON.parse(r.stdout)).toMatchObject({
+      type: "error",
+      code: "config_missing",
+      data: { file: join(dir.path, "nope.yaml") },
+    });
+    expect(hub.requests).toEqual([]);
+    expect(existsSync(join(dir.path, "hub"))).toBe(false);
   });
 
   test("plan --model '' is invalid_request naming the model, not a plan of the working folder", async () => {
