@@ -137,7 +137,7 @@ async function judge(
   } catch (err) {
     if (!isCoreError(err)) throw err;
     const problem = (err.data?.problem as ModelEntry["problem"]) ?? "unreadable";
-    const broken = problem === "absent" ? brokenLinkOf(c.parts) : undefined;
+    const broken = problem === "absent" ? brokenLinkOf(c.parts, c.source) : undefined;
     if (broken) return unreadable("broken_link", broken);
     return unreadable(problem, err.message);
   }
@@ -330,8 +330,13 @@ function sizeOf(path: string): number {
   }
 }
 
-/** The first part that is a link leading nowhere, and why: a missing blob, or links that lead in a circle. */
-function brokenLinkOf(parts: readonly string[]): string | undefined {
+/**
+ * The first part that is a link leading nowhere, and why: a missing blob, or links that lead in a
+ * circle. A folder's link is a person's own, not the cache's: it is named as a plain link.
+ */
+function brokenLinkOf(parts: readonly string[], source: Candidate["source"]): string | undefined {
+  const whose = source === "hf_cache" ? "the cache's link" : "the link";
+  const target = source === "hf_cache" ? "a missing blob" : "a file that is not there";
   for (const path of parts) {
     let link = false;
     try {
@@ -342,8 +347,8 @@ function brokenLinkOf(parts: readonly string[]): string | undefined {
       statSync(path);
     } catch (err) {
       return (err as NodeJS.ErrnoException).code === "ELOOP"
-        ? `${path}: the cache's link leads in a circle (a symbolic-link loop)`
-        : `${path}: the cache's link points at a missing blob`;
+        ? `${path}: ${whose} leads in a circle (a symbolic-link loop)`
+        : `${path}: ${whose} points at ${target}`;
     }
   }
   return undefined;

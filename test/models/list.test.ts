@@ -34,6 +34,27 @@ describe("models: a cache link that leads in a circle", () => {
   });
 });
 
+describe("models: a folder's link that leads nowhere", () => {
+  test("is broken_link naming a link beside the config, not the cache's link to a blob", async () => {
+    using dir = tmpdir();
+    symlinkSync(join(dir.path, "gone.gguf"), join(dir.path, "dangling.gguf"));
+    symlinkSync(join(dir.path, "b.gguf"), join(dir.path, "a.gguf"));
+    symlinkSync(join(dir.path, "a.gguf"), join(dir.path, "b.gguf"));
+    const result = await listModels(
+      { config: defaultConfig(dir.path).config, configDir: dir.path, cacheDir: join(dir.path, "cache") },
+      { probe },
+    );
+    const byFile = new Map(result.models.map((m) => [m.file, m]));
+    expect(byFile.get("dangling.gguf")).toMatchObject({ source: "folder", problem: "broken_link" });
+    expect(byFile.get("dangling.gguf")?.verdict).toBe(
+      `${join(dir.path, "dangling.gguf")}: the link points at a file that is not there`,
+    );
+    expect(byFile.get("a.gguf")?.verdict).toBe(
+      `${join(dir.path, "a.gguf")}: the link leads in a circle (a symbolic-link loop)`,
+    );
+  });
+});
+
 describe("models: a cache the hub did not write", () => {
   test("a cache folder no hub repo is named by, or a file no hf: reference can name, is listed by its path", async () => {
     using dir = tmpdir();
