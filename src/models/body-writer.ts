@@ -66,7 +66,7 @@ async function pumpNative(body: BodyWrite): Promise<number> {
   let oversize = false;
   const look = () => {
     const now = fstatSync(fd).size;
-    if (now > size) stall.touch(now - size);
+    if (now > size) stall.touch();
     size = now;
     if (size < body.size) hash.advance(size);
     if (size > body.size && !oversize) {
@@ -115,7 +115,7 @@ async function pumpLoop(body: BodyWrite, start: number): Promise<number> {
     for (;;) {
       const r = await reader.read();
       if (r.done) break;
-      stall.touch(r.value.byteLength);
+      stall.touch();
       if (received + r.value.byteLength > body.size) {
         await reader.cancel();
         await pending.catch(() => {});

@@ -5,7 +5,7 @@ import { openFor, writeBody } from "./body-writer.ts";
 import type { HubClient } from "./hub-client.ts";
 import type { ProgressReporter } from "./progress.ts";
 import { fromHub, type PullWhere, pullError } from "./pull-errors.ts";
-import { type ProgressFloor, StallGuard } from "./stall-guard.ts";
+import { StallGuard } from "./stall-guard.ts";
 import { type Digests, startTailHash, type TailHash } from "./tail-hash.ts";
 
 /**
@@ -34,8 +34,6 @@ export interface DownloadHooks {
   note(message: string): void;
   /** No byte for this long ends the attempt as a lost connection (the partial is kept). */
   stallMs?: number | undefined;
-  /** Fewer bytes than this in one of its windows also ends the attempt (DEFAULT_FLOOR). */
-  progressFloor?: ProgressFloor | undefined;
   /** Hash on this thread after the download instead of in a worker beside it. */
   inlineHash?: boolean | undefined;
 }
@@ -163,7 +161,7 @@ async function fetchRest(
   hooks: DownloadHooks,
   where: PullWhere,
 ): Promise<{ hash: TailHash }> {
-  const stall = new StallGuard(hooks.signal, hooks.stallMs ?? DEFAULT_STALL_MS, hooks.progressFloor);
+  const stall = new StallGuard(hooks.signal, hooks.stallMs ?? DEFAULT_STALL_MS);
   try {
     let opened: Awaited<ReturnType<HubClient["open"]>>;
     try {

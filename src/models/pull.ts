@@ -28,7 +28,6 @@ import { isProjector } from "./pick-gguf.ts";
 import { ProgressReporter } from "./progress.ts";
 import { fromHub, type PullWhere, pullError, writeFailure } from "./pull-errors.ts";
 import { linkSnapshot, type MakeSymlink, writeRef } from "./snapshot-link.ts";
-import type { ProgressFloor } from "./stall-guard.ts";
 
 /**
  * `pull`: a model from the hub into the shared Hugging Face cache. The revision is pinned to
@@ -56,7 +55,6 @@ export interface PullDeps {
   /** Tests: the system whose file names a stored file must be (process.platform). */
   platform?: NodeJS.Platform;
   stallMs?: number;
-  progressFloor?: ProgressFloor;
   /** How often a pull waiting on another writer looks again. */
   pollMs?: number;
   /** Hash after the download on this thread (where worker threads are unavailable; tests). */
@@ -333,7 +331,6 @@ async function obtainBlob(
         progress: reporter,
         note: hooks.note,
         stallMs: deps.stallMs,
-        progressFloor: deps.progressFloor,
         inlineHash: deps.inlineHash,
       });
     } finally {

@@ -3,47 +3,22 @@ import { HubBadAnswer, HubError, HubUnreachable } from "./hub-client.ts";
 import { type PullWhere, pullError } from "./pull-errors.ts";
 
 /**
- * The least a download must bring in each window of `windowMs`. The stall limit alone let a
- * server that sends a byte every 59 s keep a pull alive for ever; a floor this low (about 3.5
- * kB/s by default) ends only a trickle, never a slow line.
- */
-export interface ProgressFloor {
-  bytes: number;
-  windowMs: number;
-}
-
-export const DEFAULT_FLOOR: ProgressFloor = { bytes: 1024 * 1024, windowMs: 5 * 60_000 };
-
-/**
- * The request's own abort signal: the caller's cancel, no byte for `ms`, fewer than the floor's
- * bytes in one of its windows, or an oversized body. Explains a failure as cancelled, stalled,
- * too slow, or a cut connection (the partial is kept in each).
+ * The request's own abort signal: the caller's cancel, no byte for `ms`, or an oversized body.
+ * Explains a failure as cancelled, stalled, or a cut connection (the partial is kept in each).
  */
 export class StallGuard {
   private readonly ac = new AbortController();
   private timer: ReturnType<typeof setTimeout> | undefined;
-  private readonly window: ReturnType<typeof setInterval>;
   private stalled = false;
-  /** Bytes in the window running now; the bytes of the window that fell short once one has. */
-  private moved = 0;
-  private tooSlow: number | null = null;
   private readonly onAbort = () => this.ac.abort();
 
   constructor(
     private readonly outer: AbortSignal,
     private readonly ms: number,
-    private readonly floor: ProgressFloor = DEFAULT_FLOOR,
   ) {
     if (outer.aborted) this.ac.abort();
     else outer.addEventListener("abort", this.onAbort, { once: true });
-    this.arm();
-    this.window = setInterval(() => {
-      if (this.moved < floor.bytes) {
-        this.tooSlow = this.moved;
-        this.ac.abort();
-      }
-      this.moved = 0;
-    }, floor.windowMs);
+    this.touch();
   }
 
   get signal(): AbortSignal {
@@ -55,13 +30,7 @@ export class StallGuard {
     this.ac.abort();
   }
 
-  /** `bytes` more have arrived. */
-  touch(bytes: number): void {
-    this.moved += bytes;
-    this.arm();
-  }
-
-  private arm(): void {
+  touch(): void {
     if (this.timer) clearTimeout(this.timer);
     this.timer = setTimeout(() => {
       this.stalled = true;
@@ -71,7 +40,6 @@ export class StallGuard {
 
   stop(): void {
     if (this.timer) clearTimeout(this.timer);
-    clearInterval(this.window);
     this.outer.removeEventListener("abort", this.onAbort);
   }
 
@@ -86,14 +54,7 @@ export class StallGuard {
       return pullError(
         where,
         "connection_lost",
-        `no data for ${span(this.ms)} after ${done} of ${total} bytes${keep}`,
-        { bytes_done: done, total },
-      );
-    if (this.tooSlow !== null)
-      return pullError(
-        where,
-        "connection_lost",
-        `too slow: fewer than ${this.floor.bytes} bytes in ${span(this.floor.windowMs)} (${this.tooSlow}) after ${done} of ${total} bytes${keep}`,
+        `no data for ${this.ms >= 1000 ? `${Math.round(this.ms / 1000)} s` : `${this.ms} ms`} after ${done} of ${total} bytes${keep}`,
         { bytes_done: done, total },
       );
     if (err instanceof HubError || err instanceof HubUnreachable || err instanceof HubBadAnswer)
@@ -108,10 +69,6 @@ export class StallGuard {
       { bytes_done: done, total },
     );
   }
-}
-
-function span(ms: number): string {
-  return ms >= 1000 ? `${Math.round(ms / 1000)} s` : `${ms} ms`;
 }
 
 function connectionCause(err: unknown): string {

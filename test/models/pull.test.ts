@@ -491,28 +491,6 @@ describe("resume and verify", () => {
     nothingFinal(cache, hub, "model-Q4_K_M.gguf");
   });
 
-  test("a body that trickles, never silent for the stall limit, ends once a window brings too little", async () => {
-    // A server sending a byte every 59 s stays under the 60 s stall limit for ever: the pull
-    // never ended. The floor here is 64 KiB per 300 ms; the trickle brings 2000 bytes a second.
-    const { hub, cache, deps } = await setup({ bytesPerSecond: 2000 });
-    const bound = new AbortController();
-    const timer = setTimeout(() => bound.abort(), 10_000);
-    const r = await pull(
-      { repo: "org/model-GGUF", quant: "Q8_0" },
-      { ...deps, stallMs: 5000, progressFloor: { bytes: 64 * 1024, windowMs: 300 } },
-      bound.signal,
-    );
-    clearTimeout(timer);
-    expect(r.error?.data).toMatchObject({
-      cause: "connection_lost",
-      reason: "connection_lost",
-      file: "model-Q8_0.gguf",
-    });
-    expect(r.error?.message).toContain("fewer than 65536 bytes in 300 ms");
-    expect(r.error?.message).toContain("the partial download is kept");
-    nothingFinal(cache, hub, "model-Q8_0.gguf");
-  });
-
   test("a slow but steady body is not a stall", async () => {
     const { deps } = await setup({ bytesPerSecond: 2 * MB });
     const r = await pull({ repo: "org/model-GGUF", quant: "Q8_0" }, { ...deps, stallMs: 300 });
