@@ -63,7 +63,7 @@ export async function admit(
       return;
     }
     const elapsed = () => deps.timers.now() - t0;
-    const report = () => emit({ phase: "waiting_for_memory", holders: d.holders, elapsed_ms: elapsed() });
+    const report = () => emit({ phase: "waiting_for_memory", models: d.holders, elapsed_ms: elapsed() });
     const left = limitMs - elapsed();
     if (left <= 0) throw noRoom(model, d.holders, elapsed());
     report();

@@ -112,7 +112,8 @@ async function afterLoadsUnderWay(
     // A start may take minutes (a large model, a slow disk): the wait is bounded as one for room is.
     const left = limitMs - (timers.now() - t0);
     if (left <= 0) throw stillLoading(name, holders, timers.now() - t0);
-    const report = () => emit({ phase: "waiting_for_memory", holders, elapsed_ms: timers.now() - t0 });
+    const report = () =>
+      emit({ phase: "waiting_for_memory", models: holders, elapsed_ms: timers.now() - t0 });
     report();
     // A load's end, loaded or failed, notifies the room; the look again each second is a backstop.
     await deps.room.wait(Math.min(left, 1_000), signal, report);

@@ -59,10 +59,13 @@ export interface ModelFootprint {
   budget: DeviceBytes;
 }
 
-/** What a caller hears while it waits for a model: a start's progress, or room being made. */
+/**
+ * What a caller hears while it waits for a model: a start's progress, or room being made. It goes
+ * out as `warmup_progress` unchanged, so its fields are the protocol's (`models` names the holders).
+ */
 export type SchedulerProgress =
   | StartProgress
-  | { phase: "waiting_for_memory"; holders: string[]; elapsed_ms: number };
+  | { phase: "waiting_for_memory"; models: string[]; elapsed_ms: number };
 
 /** The scheduler's timers, injected so tests move time by hand. */
 export interface Timers {

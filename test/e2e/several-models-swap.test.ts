@@ -1,6 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { WarmupProgressFields } from "../../src/protocol/warmup-progress.ts";
 import { spawnCore } from "../fixtures/core-process.ts";
 import { copySecondModel, modelRows, slotRestores } from "../fixtures/several-models.ts";
 import { alive, waitUntil, writeStack } from "../fixtures/stack.ts";
@@ -129,7 +130,10 @@ describe.skipIf(process.platform === "win32")("two models where one fits (compil
       10_000,
     );
     const waiting = core.messages.find((m) => m.id === "b" && m.phase === "waiting_for_memory");
-    expect(waiting?.holders).toEqual(["default"]);
+    // As the protocol gives it (docs/protocol.md#warmup_progress, the typed client's `models`).
+    const { id: _id, type: _type, event: _event, ...fields } = waiting as Record<string, unknown>;
+    expect(WarmupProgressFields.safeParse(fields).success).toBe(true);
+    expect(waiting?.models).toEqual(["default"]);
     expect(core.terminal("a")).toBeUndefined();
     writeFileSync(release, "");
 

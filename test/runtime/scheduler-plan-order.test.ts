@@ -19,7 +19,7 @@ describe("Scheduler: a load plans once the admitted loads under way have ended",
     const b = scheduler.acquire("b", signal(), (p) => heard.push(p));
     await settle();
     expect(fleet.last("b").plans).toBe(0);
-    expect(heard[0]).toMatchObject({ phase: "waiting_for_memory", holders: ["a"] });
+    expect(heard[0]).toMatchObject({ phase: "waiting_for_memory", models: ["a"] });
     fleet.last("a").open();
     (await a).release();
     (await b).release();
@@ -86,7 +86,7 @@ describe("Scheduler: a load plans once the admitted loads under way have ended",
     await settle();
     // Its plan is thrown away: it waits for `a`'s start, then plans again.
     expect(fleet.log).toEqual(["a.start"]);
-    expect(heard.at(-1)).toMatchObject({ phase: "waiting_for_memory", holders: ["a"] });
+    expect(heard.at(-1)).toMatchObject({ phase: "waiting_for_memory", models: ["a"] });
     const gpu0 = () => scheduler?.snapshot().memory.find((m) => m.device === "gpu0")?.planned_bytes;
     expect(gpu0()).toBe(6 * GIB);
     fleet.last("a").open();

@@ -124,7 +124,7 @@ async function givesUpAt2s(
   await timers.advance(1999);
   expect(state("b")).toBe("loading");
   expect(heard.length).toBeGreaterThanOrEqual(8);
-  expect(heard.at(-1)).toMatchObject({ phase: "waiting_for_memory", holders: ["a"], elapsed_ms: 1750 });
+  expect(heard.at(-1)).toMatchObject({ phase: "waiting_for_memory", models: ["a"], elapsed_ms: 1750 });
   await timers.advance(1);
   const err = await b;
   expect(err.code).toBe("model_plan_error");
@@ -139,7 +139,7 @@ describe("Scheduler: waiting for memory", () => {
     const heard: SchedulerProgress[] = [];
     const b = scheduler.acquire("b", signal(), (p) => heard.push(p));
     await settle();
-    expect(heard[0]).toEqual({ phase: "waiting_for_memory", holders: ["a"], elapsed_ms: 0 });
+    expect(heard[0]).toEqual({ phase: "waiting_for_memory", models: ["a"], elapsed_ms: 0 });
     expect(state("a")).toBe("loaded");
     a.release();
     (await b).release();
@@ -184,7 +184,7 @@ describe("Scheduler: waiting for memory", () => {
     const chatOnA = await a; // a loaded and busy: b now waits for its room
     await timers.advance(499);
     expect(state("b")).toBe("loading");
-    expect(heard.at(-1)).toMatchObject({ phase: "waiting_for_memory", holders: ["a"] });
+    expect(heard.at(-1)).toMatchObject({ phase: "waiting_for_memory", models: ["a"] });
     expect(heard.at(-1)?.elapsed_ms).toBeGreaterThanOrEqual(1500);
     await timers.advance(1);
     const err = await b;
@@ -468,7 +468,7 @@ describe("Scheduler: races", () => {
     const heard: SchedulerProgress[] = [];
     const a = scheduler.acquire("a", signal(), (p) => heard.push(p));
     await settle();
-    expect(heard[0]).toMatchObject({ phase: "waiting_for_memory", holders: ["b"] });
+    expect(heard[0]).toMatchObject({ phase: "waiting_for_memory", models: ["b"] });
     fleet.last("b").open();
     (await b).release();
     (await a).release();
