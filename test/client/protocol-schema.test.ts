@@ -1,8 +1,7 @@
 import { describe, expect, test } from "bun:test";
-import { readFileSync } from "node:fs";
-import { join } from "node:path";
 import Ajv2020 from "ajv/dist/2020";
 import { spawnCore } from "../fixtures/core-process.ts";
+import { SCHEMA, strictAjv, validator } from "../fixtures/protocol-schema.ts";
 import { writeStack } from "../fixtures/stack.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
@@ -10,20 +9,7 @@ import { tmpdir } from "../fixtures/tmpdir.ts";
 // unknown keywords, no union types, strict tuples and required), then every line the compiled
 // core writes in a session that touches each method, validated against the envelope and the
 // method's own result or event schema, and every request sent against its request schema.
-const SCHEMA = JSON.parse(readFileSync(join(import.meta.dir, "../../docs/protocol.schema.json"), "utf8"));
 type Json = Record<string, any>;
-
-function strictAjv() {
-  const ajv = new Ajv2020({ strict: true, allErrors: true });
-  ajv.addSchema(SCHEMA);
-  return ajv;
-}
-
-function validator(ajv: Ajv2020, ref: string) {
-  const validate = ajv.getSchema(`${SCHEMA.$id}${ref}`);
-  if (!validate) throw new Error(`no schema at ${ref}`);
-  return (value: unknown) => (validate(value) ? "valid" : ajv.errorsText(validate.errors));
-}
 
 describe("docs/protocol.schema.json", () => {
   test("compiles under ajv's strict mode", () => {

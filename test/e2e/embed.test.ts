@@ -120,4 +120,38 @@ describe.skipIf(process.platform === "win32")("embed (compiled core)", () => {
     await core.request({ id: "bye", method: "shutdown" });
     expect(await core.exited()).toBe(0);
   }, 90_000);
+  test("memory.embedding_model is the default over the first entry; none or a chat model refused naming model; a long list batched in order", async () => {
+    await using dir = tmpdir();
+    writeGguf(dir.path, "embed.gguf", bertModel());
+    const stack = writeStack(dir.path, {
+      extraYaml: [
+        "  embedding_model: e2",
+        "models:",
+        "  - {name: e1, path: ./embed.gguf, kind: embedding}",
+        "  - {name: e2, path: ./embed.gguf, kind: embedding}",
+      ].join("\n"),
+    });
+    await using core = spawnCore({ cwd: dir.path, env: stack.env });
+    const one = await core.request({ id: 1, method: "embed", params: { input: "x" } }, 30_000);
+    expect(one.result?.model).toBe("e2");
+    const onChat = await core.request({ id: 2, method: "embed", params: { input: "x", model: "default" } });
+    expect(onChat).toMatchObject({ code: "invalid_request", data: { field: "model" } });
+    // More inputs than one request to llama-server carries (1024): every vector back, in order.
+    const input = Array.from({ length: 1500 }, (_, i) => `text number ${i}`);
+    const many = (await core.request({ id: 3, method: "embed", params: { input, model: "e1" } }, 30_000))
+      .result;
+    expect(many.embeddings).toHaveLength(1500);
+    const last = (await core.request({ id: 4, method: "embed", params: { input: input[1499], model: "e1" } }))
+      .result;
+    expect(many.embeddings[1499]).toEqual(last.embeddings[0]);
+    core.closeStdin();
+    expect(await core.exited()).toBe(0);
+
+    // No embedding model configured at all.
+    await using bare = tmpdir();
+    const plain = writeStack(bare.path, {});
+    await using alone = spawnCore({ cwd: bare.path, env: plain.env });
+    const none = await alone.request({ id: 5, method: "embed", params: { input: "x" } });
+    expect(none).toMatchObject({ code: "invalid_request", data: { field: "model" } });
+  }, 90_000);
 });
