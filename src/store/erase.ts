@@ -85,17 +85,18 @@ function deleteRowsOf(db: Database, where: string, args: string[]): number {
  * The user's other answers that cited the session (a past turn memory recalled) drop that
  * citation (docs/protocol.md "Citations"): its id is the host's own name for it, as telling as a
  * title, and a session given that id later would be named by a citation it never answered.
- * A copy set aside before answers kept sources has none to drop.
+ * A copy set aside before answers kept sources has none to drop. At most `limit` answers (-1:
+ * all); the number rewritten.
  */
-function dropCitations(db: Database, userId: string, sessionId: string): void {
-  if (!db.query("SELECT 1 FROM pragma_table_info('messages') WHERE name = 'sources'").get()) return;
+function dropCitations(db: Database, userId: string, sessionId: string, limit = -1): number {
+  if (!db.query("SELECT 1 FROM pragma_table_info('messages') WHERE name = 'sources'").get()) return 0;
   const citing = db
     .query(
       `SELECT id, sources FROM messages WHERE user_id = ? AND sources IS NOT NULL AND EXISTS
        (SELECT 1 FROM json_each(messages.sources) WHERE json_extract(value, '$.kind') = 'turn'
-       AND json_extract(value, '$.id') = ?)`,
+       AND json_extract(value, '$.id') = ?) LIMIT ?`,
     )
-    .all(userId, sessionId) as { id: number; sources: string }[];
+    .all(userId, sessionId, limit) as { id: number; sources: string }[];
   const update = db.query("UPDATE messages SET sources = ? WHERE id = ?");
   for (const row of citing) {
     const kept = (JSON.parse(row.sources) as { kind: string; id: string }[]).filter(
@@ -104,6 +105,7 @@ function dropCitations(db: Database, userId: string, sessionId: string): void {
     // An answer left citing nothing has no sources, as one whose recall found nothing.
     update.run(kept.length > 0 ? JSON.stringify(kept) : null, row.id);
   }
+  return citing.length;
 }
 
 export function hasTable(db: Database, name: string): boolean {
@@ -163,6 +165,13 @@ export function eraseInSteps(
       truncateWal(db);
       removed = db.transaction(() => step.run(...args).changes).immediate();
     }
+  }
+  // Other answers' citations of the session too: a page rewritten per answer, which for a
+  // session many answers cite is more than one step's log may take (the last step drops any a
+  // turn stored meanwhile).
+  for (let dropped = sessionId === undefined ? 0 : 1; dropped > 0; ) {
+    truncateWal(db);
+    dropped = db.transaction(() => dropCitations(db, userId, sessionId as string, STEP_ROWS)).immediate();
   }
   truncateWal(db);
   const removed = db.transaction(() => deleteRows(db, userId, sessionId)).immediate();
