@@ -84,7 +84,10 @@ export class Launcher {
     starting.abort.signal.throwIfAborted();
     let { request, plan } = await this.prepare(starting);
     const key = launchKey(request, plan);
-    this.holdBack(key, starting.explicit);
+    // A restart after a crash is paced by the restart budget and its back-off instead: held,
+    // each would spend a restart of the budget launching nothing, and leave the model down for
+    // the budget's window, not the hold's.
+    this.holdBack(key, starting.explicit || starting.restartFor !== undefined);
     // The beat stamps each event with the time since this start began.
     const emit = (p: Unstamped) => starting.progress.report(p);
     const attempts = this.options.maxBindAttempts ?? 5;
@@ -164,11 +167,12 @@ export class Launcher {
    * RPC worker that crashes llama-server as it loads, a model it cannot read) would pay the whole
    * load again for the same end: each chat would. Its error is the answer, at once, saying when
    * it is tried again. Another plan (a config changed, a worker lost and left out), another
-   * model file, or a start the host asked for (warmup) launches.
+   * model file, or a start the host asked for (warmup) or the restart policy paces (`exempt`)
+   * launches.
    */
-  private holdBack(key: string, explicit: boolean): void {
+  private holdBack(key: string, exempt: boolean): void {
     const f = this.failed;
-    if (explicit || f === undefined || f.key !== key) return;
+    if (exempt || f === undefined || f.key !== key) return;
     const now = (this.options.now ?? Date.now)();
     const left = f.at + START_FAILURE_HOLD_MS - now;
     if (left <= 0) return;

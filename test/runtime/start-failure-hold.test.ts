@@ -3,7 +3,7 @@ import { CoreError } from "../../src/protocol/errors.ts";
 import { START_FAILURE_HOLD_MS } from "../../src/runtime/launcher.ts";
 import { bunSpawner } from "../../src/runtime/spawn.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
-import { makeSupervisor, rejection, testPlan } from "./helpers/harness.ts";
+import { makeSupervisor, rejection, testPlan, waitFor } from "./helpers/harness.ts";
 
 /**
  * A llama-server that dies while it loads (an RPC worker that crashes it, a model it cannot
@@ -79,6 +79,43 @@ describe.skipIf(process.platform === "win32")("a start that failed the same way 
       h.advance(1);
       await rejection(h.supervisor.acquire(never()));
       expect(h.spawns()).toBe(3);
+    } finally {
+      await h.supervisor.stop();
+    }
+  });
+});
+
+describe.skipIf(process.platform === "win32")("a restart after a crash", () => {
+  test("is not held: the restart budget paces it, and a held one would spend it launching nothing", async () => {
+    await using dir = tmpdir();
+    let failing = false;
+    let spawns = 0;
+    let clock = 1_000_000;
+    const h = makeSupervisor(dir.path, {
+      settings: { maxRestarts: 3, restartBackoffMs: 10 },
+      options: {
+        now: () => clock,
+        // Once the server has crashed, each launch of it exits as it loads (the same launch).
+        spawner: (req) => {
+          spawns++;
+          return bunSpawner(failing ? { ...req, path: "/bin/false" } : req);
+        },
+      },
+    });
+    try {
+      const lease = await h.supervisor.acquire(never());
+      failing = true;
+      process.kill(h.supervisor.pid() as number, "SIGKILL");
+      expect(await waitFor(() => lease.died.aborted)).toBe(true);
+      lease.release();
+      // Three restarts, each a launch: none answered from the one before without loading.
+      for (let i = 0; i < 3; i++) await rejection(h.supervisor.acquire(never()));
+      expect(spawns).toBe(4);
+      // The budget is spent by launches that were made: the next is refused, naming it.
+      clock += START_FAILURE_HOLD_MS;
+      const spent = await rejection(h.supervisor.acquire(never()));
+      expect(spent.message).toContain("not restarting");
+      expect(spawns).toBe(4);
     } finally {
       await h.supervisor.stop();
     }
