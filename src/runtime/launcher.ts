@@ -5,7 +5,7 @@ import { awaitModel } from "../llama/tokenize.ts";
 import { renderArgv } from "../plan/argv.ts";
 import type { LaunchPlan } from "../plan/launch-plan.ts";
 import { CoreError } from "../protocol/errors.ts";
-import { fileIdentity } from "../util/file-identity.ts";
+import { type FileIdentity, fileIdentity } from "../util/file-identity.ts";
 import { logger } from "../util/logger.ts";
 import { randomApiKey } from "./child-env.ts";
 import { knownChildMode, rememberChildMode } from "./child-mode.ts";
@@ -83,7 +83,7 @@ export class Launcher {
     }
     starting.abort.signal.throwIfAborted();
     let { request, plan } = await this.prepare(starting);
-    const key = launchKey(request, plan);
+    let key = launchKey(request, fileIdentity(plan.model_path));
     // A restart after a crash is paced by the restart budget and its back-off instead: held,
     // each would spend a restart of the budget launching nothing, and leave the model down for
     // the budget's window, not the hold's.
@@ -101,6 +101,9 @@ export class Launcher {
         model: fileIdentity(plan.model_path),
         projector: plan.mmproj ? fileIdentity(plan.mmproj.path) : undefined,
       };
+      // A failure is held under the launch made: one planned again after running out of GPU
+      // memory is what the next start plans (PlanHint), not the plan this start began with.
+      key = launchKey(request, files.model);
       this.rpc.spawning();
       const outcome = await launchOnce(
         { ...request, port: await pickPort(), apiKey: randomApiKey() },
@@ -310,6 +313,6 @@ async function wake(endpoint: LlamaEndpoint, signal: AbortSignal, timeoutMs: num
 }
 
 /** What a start launches: the binary, its arguments, and the model file as it is now. */
-function launchKey(request: Prepared["request"], plan: LaunchPlan): string {
-  return JSON.stringify([request.binary, request.argv, fileIdentity(plan.model_path)]);
+function launchKey(request: Prepared["request"], model: FileIdentity | undefined): string {
+  return JSON.stringify([request.binary, request.argv, model]);
 }

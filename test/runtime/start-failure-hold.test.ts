@@ -121,3 +121,34 @@ describe.skipIf(process.platform === "win32")("a restart after a crash", () => {
     }
   });
 });
+
+describe.skipIf(process.platform === "win32")("a start planned again after running out of GPU memory", () => {
+  test("that then fails is held as the launch it made, which the next start plans again", async () => {
+    await using dir = tmpdir();
+    let spawns = 0;
+    let model = "";
+    const h = makeSupervisor(dir.path, {
+      env: {
+        FAKE_LLAMA_FAIL_START:
+          "E ggml_backend_cuda_buffer_type_alloc_buffer: allocating 4403.49 MiB on device 0: cudaMalloc failed: out of memory\nE llama_model_load: error loading model: unable to allocate CUDA0 buffer",
+        FAKE_LLAMA_FAIL_ABOVE_NGL: "20",
+      },
+      options: {
+        // 10 layers fewer for each start that ran out of GPU memory.
+        plan: async (hint) => testPlan(model, { gpu_layers: 33 - 10 * hint.outOfMemory }),
+        // The first launch runs out of GPU memory; the one planned again exits as it loads.
+        spawner: (req) => bunSpawner(++spawns === 1 ? req : { ...req, path: "/bin/false" }),
+      },
+    });
+    model = h.model;
+    try {
+      await rejection(h.supervisor.acquire(never()));
+      expect(spawns).toBe(2);
+      const second = await rejection(h.supervisor.acquire(never()));
+      expect(second.message).toMatch(/a warmup tries again at once/);
+      expect(spawns).toBe(2);
+    } finally {
+      await h.supervisor.stop();
+    }
+  });
+});
