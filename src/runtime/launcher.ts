@@ -28,7 +28,7 @@ import type { Unstamped } from "./progress-beat.ts";
 import type { RpcWatch } from "./rpc-watch.ts";
 import { withSlotFolder } from "./slot-folder.ts";
 import { bunSpawner } from "./spawn.ts";
-import type { SupervisorOptions } from "./supervisor-options.ts";
+import type { StartFailure, StartFailureSlot, SupervisorOptions } from "./supervisor-options.ts";
 import type { Running, StateOf } from "./supervisor-state.ts";
 
 /** What every launch of a start shares: the spawn request but its port and key, and the plan. */
@@ -62,8 +62,8 @@ export class Launcher {
    * (PlanHint), for as long as this supervisor lives. At most MAX_OUT_OF_MEMORY, then the error.
    */
   private outOfMemory = 0;
-  /** The last start that failed once spawned: what it launched, its error, when. */
-  private failed: { key: string; error: CoreError; at: number } | undefined;
+  /** The last start that failed once spawned (its model's, for one of several: supervisor-options.ts). */
+  private readonly failed: StartFailureSlot;
   private reaped: Promise<unknown> | undefined;
   private log: RotatingLog | undefined;
 
@@ -72,7 +72,15 @@ export class Launcher {
     /** The supervisor's tail, which spans launches. */
     private readonly tail: LogTail,
     private readonly rpc: RpcWatch,
-  ) {}
+  ) {
+    let own: StartFailure | undefined;
+    this.failed = options.startFailure ?? {
+      get: () => own,
+      set: (f) => {
+        own = f;
+      },
+    };
+  }
 
   async launch(starting: StateOf<"starting">): Promise<Running> {
     if (this.options.reap !== false) {
@@ -124,7 +132,7 @@ export class Launcher {
           throw skipped;
         }
         emit({ phase: "ready" });
-        this.failed = undefined;
+        this.failed.set(undefined);
         return this.toRunning(outcome, plan, files);
       }
       const again = await this.replanned(outcome, plan, starting);
@@ -174,7 +182,7 @@ export class Launcher {
    * launches.
    */
   private holdBack(key: string, exempt: boolean): void {
-    const f = this.failed;
+    const f = this.failed.get();
     if (exempt || f === undefined || f.key !== key) return;
     const now = (this.options.now ?? Date.now)();
     const left = f.at + START_FAILURE_HOLD_MS - now;
@@ -190,7 +198,7 @@ export class Launcher {
   /** A failed start's error, remembered for holdBack unless stop() ended it. */
   private remember(key: string, error: CoreError, starting: StateOf<"starting">): CoreError {
     if (!starting.abort.signal.aborted && error.code !== "cancelled")
-      this.failed = { key, error, at: (this.options.now ?? Date.now)() };
+      this.failed.set({ key, error, at: (this.options.now ?? Date.now)() });
     return error;
   }
 

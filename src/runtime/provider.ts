@@ -3,7 +3,7 @@ import type { Config } from "../config/schema.ts";
 import { defaultPlanDeps } from "../models/local-plan-deps.ts";
 import { type LaunchPlan, planLaunch } from "../plan/launch.ts";
 import { Supervisor } from "./supervisor.ts";
-import type { PlanHint } from "./supervisor-options.ts";
+import type { PlanHint, StartFailureSlot } from "./supervisor-options.ts";
 
 /** One model of several (docs/supervisor.md "Scheduling several models"): its files' name and plan. */
 export interface SupervisorFor {
@@ -11,6 +11,8 @@ export interface SupervisorFor {
   instance?: string;
   /** Its launch plan; absent: the config's model planned on this machine. */
   plan?: (hint: PlanHint) => Promise<LaunchPlan>;
+  /** Its last start failure, kept across its runtimes (supervisor-options.ts); absent: the supervisor's own. */
+  startFailure?: StartFailureSlot;
 }
 
 /**
@@ -24,6 +26,7 @@ export function createSupervisor(config: () => Config, model: SupervisorFor = {}
     plan: model.plan ?? ((hint) => planLaunch(withHint(config(), hint), defaultPlanDeps)),
     dataDir: () => config().app.data_dir,
     ...(model.instance ? { instance: model.instance } : {}),
+    ...(model.startFailure ? { startFailure: model.startFailure } : {}),
     settings: () => {
       const l = llama();
       return {

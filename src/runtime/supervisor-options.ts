@@ -1,4 +1,5 @@
 import type { LaunchPlan } from "../plan/launch-plan.ts";
+import type { CoreError } from "../protocol/errors.ts";
 import type { LoadModeProbe } from "./load-mode.ts";
 import type { Spawner } from "./spawn.ts";
 
@@ -20,6 +21,19 @@ export interface SupervisorSettings {
   logFiles: number;
 }
 
+/** A start that failed once spawned: what it launched (launcher.ts `launchKey`), its error, when. */
+export interface StartFailure {
+  key: string;
+  error: CoreError;
+  at: number;
+}
+
+/** The last start failure of a model, read and written by its supervisor's launcher. */
+export interface StartFailureSlot {
+  get(): StartFailure | undefined;
+  set(failure: StartFailure | undefined): void;
+}
+
 export interface SupervisorOptions {
   /** Where llama-server is; `tried` becomes binary_missing's data. */
   findBinary: () => { path: string } | { tried: string[] };
@@ -36,6 +50,12 @@ export interface SupervisorOptions {
    * under today's names.
    */
   instance?: string;
+  /**
+   * Where the last start that failed once spawned is kept for the hold (launcher.ts `holdBack`).
+   * A model of several keeps it across its runtimes, which the scheduler makes anew for each load
+   * after a failed one (server/model-runtime.ts). Absent: the supervisor's own.
+   */
+  startFailure?: StartFailureSlot;
   settings: () => SupervisorSettings;
   /** Slots before any plan exists (initialize may ask before the first start); never throws: `status` reads it. */
   fallbackSlots?: () => number;

@@ -7,10 +7,11 @@ import { defaultPlanDeps } from "../models/local-plan-deps.ts";
 import type { HardwareSnapshot } from "../plan/hardware.ts";
 import type { LaunchPlan, PlanDeps } from "../plan/launch.ts";
 import type { DevicePlan } from "../protocol/plan.ts";
-import { MAX_OUT_OF_MEMORY } from "../runtime/launcher.ts";
+import { MAX_OUT_OF_MEMORY, START_FAILURE_HOLD_MS } from "../runtime/launcher.ts";
 import type { DeviceBytes } from "../runtime/memory-fit.ts";
 import type { ModelFootprint, ModelRuntime } from "../runtime/model-runtime.ts";
 import { createSupervisor, withHint } from "../runtime/provider.ts";
+import type { StartFailure, StartFailureSlot } from "../runtime/supervisor-options.ts";
 
 /**
  * One model's runtime, made by the scheduler's factory (docs/supervisor.md "Scheduling several
@@ -30,6 +31,12 @@ export interface RuntimeDeps {
    * more of the GPU free rather than running out once more. Absent: this runtime's own only.
    */
   outOfMemory?: Map<string, number>;
+  /**
+   * Each model's last start that failed once spawned (runtime/launcher.ts `holdBack`), kept across
+   * its runtimes: the scheduler makes a new one for each load after a failed one, and each chat
+   * would otherwise pay the whole load again for the same error. Absent: this runtime's own only.
+   */
+  startFailures?: Map<string, StartFailure>;
   /** Plans a model (the chat planner, or the embedding one for a model of kind embedding). */
   plan(
     config: ModelConfig,
@@ -95,8 +102,10 @@ export function makeModelRuntime(name: string, deps: RuntimeDeps): ModelRuntime 
   // What the plan of the server running now holds per device: a replan after a start that ran out
   // of GPU memory holds fewer GPU bytes (and more RAM) than the plan the scheduler admitted.
   let held: DeviceBytes | undefined;
+  const failures = deps.startFailures;
   const supervisor = createSupervisor(config, {
     instance: instanceOf(deps.config(), name),
+    ...(failures ? { startFailure: failureSlot(failures, name) } : {}),
     plan: async (hint) => {
       const launch = planned;
       planned = undefined;
@@ -143,4 +152,21 @@ function footprintOf(devices: readonly DevicePlan[]): ModelFootprint {
     budget[d.id] = d.budget_bytes;
   }
   return { bytes, budget };
+}
+
+/**
+ * A model's entry of `startFailures`. One set drops those whose hold is over: a path a chat named
+ * once, that failed, is not kept for the core's life.
+ */
+function failureSlot(failures: Map<string, StartFailure>, name: string): StartFailureSlot {
+  return {
+    get: () => failures.get(name),
+    set: (failure) => {
+      failures.delete(name);
+      if (failure === undefined) return;
+      for (const [other, f] of failures)
+        if (f.at + START_FAILURE_HOLD_MS <= failure.at) failures.delete(other);
+      failures.set(name, failure);
+    },
+  };
 }

@@ -15,6 +15,7 @@ import type { ModelRuntime } from "../runtime/model-runtime.ts";
 import type { ModelsApi } from "../runtime/models-api.ts";
 import { Scheduler } from "../runtime/scheduler.ts";
 import type { SupervisorSnapshot } from "../runtime/snapshot.ts";
+import type { StartFailure } from "../runtime/supervisor-options.ts";
 import { logUnexpected } from "../util/logger.ts";
 import { embedFailure } from "./embed-failure.ts";
 import { CrashSuspects } from "./embed-suspects.ts";
@@ -51,6 +52,8 @@ export class SeveralModels implements ModelsApi {
   private readonly reuses = new Map<string, PromptReuse>();
   /** Each model's starts that ran out of GPU memory, across its loads (model-runtime.ts). */
   private readonly outOfMemory = new Map<string, number>();
+  /** Each model's last start that failed once spawned, held across its loads (model-runtime.ts). */
+  private readonly startFailures = new Map<string, StartFailure>();
   /** The chats (and embeds) on each model, so a forced unload ends them `cancelled`. */
   private readonly chats = new Map<string, Set<AbortController>>();
   /**
@@ -74,6 +77,7 @@ export class SeveralModels implements ModelsApi {
             reuse: (m) => this.promptReuse(m),
             plan: deps.plan,
             outOfMemory: this.outOfMemory,
+            startFailures: this.startFailures,
           })),
       beforeLoad: () => this.checkPinned(),
       settings: () => ({
