@@ -5,7 +5,7 @@ import { awaitModel } from "../llama/tokenize.ts";
 import { renderArgv } from "../plan/argv.ts";
 import type { LaunchPlan } from "../plan/launch-plan.ts";
 import { CoreError } from "../protocol/errors.ts";
-import { type FileIdentity, fileIdentity } from "../util/file-identity.ts";
+import { fileIdentity } from "../util/file-identity.ts";
 import { logger } from "../util/logger.ts";
 import { randomApiKey } from "./child-env.ts";
 import { knownChildMode, rememberChildMode } from "./child-mode.ts";
@@ -91,7 +91,7 @@ export class Launcher {
     }
     starting.abort.signal.throwIfAborted();
     let { request, plan } = await this.prepare(starting);
-    let key = launchKey(request, fileIdentity(plan.model_path));
+    let key = launchKey(request, launchFiles(plan));
     // A restart after a crash is paced by the restart budget and its back-off instead: held,
     // each would spend a restart of the budget launching nothing, and leave the model down for
     // the budget's window, not the hold's.
@@ -105,13 +105,10 @@ export class Launcher {
       // The first attempt's `starting` went out before the reap and the plan.
       if (attempt > 1) emit({ phase: "starting", attempt });
       // Read before llama-server opens them: a file replaced after is not what it loaded.
-      const files = {
-        model: fileIdentity(plan.model_path),
-        projector: plan.mmproj ? fileIdentity(plan.mmproj.path) : undefined,
-      };
+      const files = launchFiles(plan);
       // A failure is held under the launch made: one planned again after running out of GPU
       // memory is what the next start plans (PlanHint), not the plan this start began with.
-      key = launchKey(request, files.model);
+      key = launchKey(request, files);
       this.rpc.spawning();
       const outcome = await launchOnce(
         { ...request, port: await pickPort(), apiKey: randomApiKey() },
@@ -320,7 +317,18 @@ async function wake(endpoint: LlamaEndpoint, signal: AbortSignal, timeoutMs: num
   }
 }
 
-/** What a start launches: the binary, its arguments, and the model file as it is now. */
-function launchKey(request: Prepared["request"], model: FileIdentity | undefined): string {
-  return JSON.stringify([request.binary, request.argv, model]);
+/** The model's and projector's files as they are now. */
+function launchFiles(plan: LaunchPlan): LaunchFiles {
+  return {
+    model: fileIdentity(plan.model_path),
+    projector: plan.mmproj ? fileIdentity(plan.mmproj.path) : undefined,
+  };
+}
+
+/**
+ * What a start launches: the binary, its arguments, and its files as they were then (a projector
+ * pulled again, at the same path, is another launch, as a model file is).
+ */
+function launchKey(request: Prepared["request"], files: LaunchFiles): string {
+  return JSON.stringify([request.binary, request.argv, files.model, files.projector ?? null]);
 }

@@ -1,4 +1,7 @@
 import { describe, expect, test } from "bun:test";
+import { rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import type { LaunchPlan } from "../../src/plan/launch-plan.ts";
 import { CoreError } from "../../src/protocol/errors.ts";
 import { START_FAILURE_HOLD_MS } from "../../src/runtime/launcher.ts";
 import { bunSpawner } from "../../src/runtime/spawn.ts";
@@ -12,7 +15,7 @@ import { makeSupervisor, rejection, testPlan, waitFor } from "./helpers/harness.
  */
 const never = () => new AbortController().signal;
 
-function crashingAtLoad(dir: string) {
+function crashingAtLoad(dir: string, mmproj?: LaunchPlan["mmproj"]) {
   let spawns = 0;
   let clock = 1_000_000;
   let extra: string[] = [];
@@ -22,7 +25,7 @@ function crashingAtLoad(dir: string) {
     options: {
       now: () => clock,
       // Read at each start: a test changes its extra args to make another plan.
-      plan: async () => testPlan(model, { extra_args: extra }),
+      plan: async () => testPlan(model, { extra_args: extra, ...(mmproj ? { mmproj } : {}) }),
       spawner: (req) => {
         spawns++;
         return bunSpawner(req);
@@ -147,6 +150,26 @@ describe.skipIf(process.platform === "win32")("a start planned again after runni
       const second = await rejection(h.supervisor.acquire(never()));
       expect(second.message).toMatch(/a warmup tries again at once/);
       expect(spawns).toBe(2);
+    } finally {
+      await h.supervisor.stop();
+    }
+  });
+});
+
+describe.skipIf(process.platform === "win32")("a start that failed with a projector", () => {
+  test("launches again once the projector file is replaced (pulled again), as for the model's", async () => {
+    await using dir = tmpdir();
+    const projector = join(dir.path, "mmproj.gguf");
+    writeFileSync(projector, "a projector llama-server cannot read");
+    const h = crashingAtLoad(dir.path, { path: projector, image_tokens: { max: null, min: null } });
+    try {
+      await rejection(h.supervisor.acquire(never()));
+      expect(h.spawns()).toBe(1);
+      // Another file at the same path (a new inode, as a pull's rename makes).
+      rmSync(projector);
+      writeFileSync(projector, "the projector pulled again, whole");
+      await rejection(h.supervisor.acquire(never()));
+      expect(h.spawns()).toBe(2);
     } finally {
       await h.supervisor.stop();
     }
