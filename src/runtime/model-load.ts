@@ -6,7 +6,7 @@ import { type AdmissionDeps, admit, type WaitStart } from "./admission.ts";
 import type { ModelFootprint, ModelRuntime, SchedulerProgress } from "./model-runtime.ts";
 import type { Live, LoadJob, ModelState } from "./model-state.ts";
 import type { Room } from "./room.ts";
-import { stillLoading, unloadedWhileWaiting } from "./scheduler-errors.ts";
+import { gaveUpWaiting, stillLoading, unloadedWhileWaiting } from "./scheduler-errors.ts";
 
 /** The model a load is for, as the scheduler keeps it (scheduler.ts). */
 export interface LoadTarget {
@@ -54,7 +54,7 @@ export function startLoad<T extends LoadTarget>(
   };
   const st = { kind: "loading" as const, job };
   t.cell.swap(from, st);
-  runLoad(t, st, deps).then(done.resolve, done.reject);
+  runLoad(t, st, from, deps).then(done.resolve, done.reject);
   return job;
 }
 
@@ -145,6 +145,7 @@ async function planAlone(
 async function runLoad<T extends LoadTarget>(
   t: T,
   st: Extract<ModelState, { kind: "loading" }>,
+  from: Extract<ModelState, { kind: "unloaded" | "failed" }>,
   deps: LoadDeps<T>,
 ): Promise<Live> {
   const { job } = st;
@@ -178,9 +179,15 @@ async function runLoad<T extends LoadTarget>(
     if (t.cell.get() === st) {
       // A dead server's restart that failed (its budget spent, say) keeps its runtime for the next try.
       const keep = job.restart && !signal.aborted;
+      // One that gave up waiting for memory started nothing: the model is what it was before (a
+      // dead server's, its crash and runtime), not `failed`, which status keeps for a crash or a
+      // failed start; the refusal is its callers'.
+      const back: ModelState | undefined = gaveUpWaiting(err) ? { ...from } : undefined;
       t.cell.swap(
         st,
-        signal.aborted ? { kind: "unloaded" } : { kind: "failed", error: err, ...(keep ? { runtime } : {}) },
+        signal.aborted
+          ? { kind: "unloaded" }
+          : (back ?? { kind: "failed", error: err, ...(keep ? { runtime } : {}) }),
       );
       if (!keep)
         await runtime.stop().catch((stopErr) => logUnexpected(`stopping model ${t.name} failed`, stopErr));

@@ -26,14 +26,26 @@ export function notLoaded(model: string, known: boolean): CoreError {
   );
 }
 
+/** The refusals of a load that gave up waiting (`load_wait_s`): it started nothing (model-load.ts). */
+const gaveUp = new WeakSet<object>();
+
+export const gaveUpWaiting = (err: unknown): boolean => err instanceof CoreError && gaveUp.has(err);
+
+function waitedTooLong(err: CoreError): CoreError {
+  gaveUp.add(err);
+  return err;
+}
+
 /** A load that waited `load_wait_s` for room: the models that held it. */
 export function noRoom(model: string, holders: readonly string[], waitedMs: number): CoreError {
-  return new CoreError(
-    "model_plan_error",
-    `model "${model}" does not fit beside ${holders.map((h) => `"${h}"`).join(", ")}, ` +
-      `which stayed in use for ${Math.round(waitedMs / 1000)} s (llama.load_wait_s); ` +
-      "unload one of them or wait for its chats to end",
-    { model, holders: [...holders] },
+  return waitedTooLong(
+    new CoreError(
+      "model_plan_error",
+      `model "${model}" does not fit beside ${holders.map((h) => `"${h}"`).join(", ")}, ` +
+        `which stayed in use for ${Math.round(waitedMs / 1000)} s (llama.load_wait_s); ` +
+        "unload one of them or wait for its chats to end",
+      { model, holders: [...holders] },
+    ),
   );
 }
 
@@ -42,11 +54,13 @@ export function noRoom(model: string, holders: readonly string[], waitedMs: numb
  * they have taken their memory, model-load.ts): the models still loading.
  */
 export function stillLoading(model: string, holders: readonly string[], waitedMs: number): CoreError {
-  return new CoreError(
-    "model_plan_error",
-    `model "${model}" waited ${Math.round(waitedMs / 1000)} s (llama.load_wait_s) for ` +
-      `${holders.map((h) => `"${h}"`).join(", ")} to finish loading; try again once it has loaded`,
-    { model, holders: [...holders] },
+  return waitedTooLong(
+    new CoreError(
+      "model_plan_error",
+      `model "${model}" waited ${Math.round(waitedMs / 1000)} s (llama.load_wait_s) for ` +
+        `${holders.map((h) => `"${h}"`).join(", ")} to finish loading; try again once it has loaded`,
+      { model, holders: [...holders] },
+    ),
   );
 }
 

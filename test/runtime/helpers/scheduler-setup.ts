@@ -6,13 +6,18 @@ import { FakeTimers } from "./fake-timers.ts";
  * A scheduler over fake runtimes on a 10 GiB gpu0, with a fake clock; `pinned` by the config.
  * Every spec is a configured model unless `paths` names it (a model asked for by path).
  */
-export function schedulerOver(specs: Record<string, FakeSpec>, pinned: string[] = [], paths: string[] = []) {
+export function schedulerOver(
+  specs: Record<string, FakeSpec>,
+  pinned: string[] = [],
+  paths: string[] = [],
+  loadWaitMs = 120_000,
+) {
   const fleet = new FakeFleet(specs);
   const timers = new FakeTimers();
   const cancelled: string[] = [];
   const scheduler = new Scheduler({
     runtime: fleet.runtime,
-    settings: () => ({ loadWaitMs: 120_000, idleUnloadMs: 0 }),
+    settings: () => ({ loadWaitMs, idleUnloadMs: 0 }),
     configured: () =>
       Object.keys(specs)
         .filter((name) => !paths.includes(name))

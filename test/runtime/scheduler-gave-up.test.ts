@@ -1,0 +1,64 @@
+import { describe, expect, test } from "bun:test";
+import { signal } from "./helpers/fake-model-runtime.ts";
+import { settle } from "./helpers/fake-timers.ts";
+import { rejection } from "./helpers/harness.ts";
+import { schedulerOver } from "./helpers/scheduler-setup.ts";
+
+// A load that gave up waiting (llama.load_wait_s) started nothing: the model shows what it was
+// before, not `failed` (a crash or a failed start, docs/protocol.md "status"); the refusal says
+// why the wait could not end (docs/supervisor.md "Scheduling several models").
+
+describe("Scheduler: a load that gave up waiting for memory", () => {
+  test("a model that waited for a busy holder is unloaded again, with no error, its runtime closed", async () => {
+    const { fleet, timers, scheduler, row } = schedulerOver({ a: { gib: 6 }, b: { gib: 6 } }, [], [], 2000);
+    const chatOnA = await scheduler.acquire("a", signal());
+    const b = rejection(scheduler.acquire("b", signal()));
+    await timers.advance(2000);
+    const err = await b;
+    expect(err.code).toBe("model_plan_error");
+    await settle();
+    expect(row("b")).toMatchObject({ state: "unloaded", error: null });
+    expect(fleet.last("b").stopped).toBe(true);
+    chatOnA.release();
+    (await scheduler.acquire("b", signal())).release();
+    expect(row("b")?.state).toBe("loaded");
+  });
+
+  test("models.load that waited behind another model's load still starting is unloaded again", async () => {
+    const { fleet, timers, scheduler, row } = schedulerOver(
+      { a: { gib: 4, gated: true }, b: { gib: 4 } },
+      [],
+      [],
+      1500,
+    );
+    const a = scheduler.acquire("a", signal());
+    await settle();
+    const b = rejection(scheduler.load("b"));
+    await timers.advance(1500);
+    const err = await b;
+    expect(err.data?.holders).toEqual(["a"]);
+    await settle();
+    expect(row("b")).toMatchObject({ state: "unloaded", error: null, pinned: false });
+    fleet.last("a").open();
+    (await a).release();
+  });
+
+  test("a dead server's model that waited stays failed with its crash, its runtime kept for the restart", async () => {
+    const { fleet, timers, scheduler, row } = schedulerOver({ a: { gib: 6 }, b: { gib: 6 } }, [], [], 500);
+    await scheduler.load("b");
+    fleet.last("b").crash();
+    const before = row("b");
+    expect(before?.state).toBe("failed");
+    const chatOnA = await scheduler.acquire("a", signal());
+    const b = rejection(scheduler.acquire("b", signal()));
+    await timers.advance(500);
+    expect((await b).code).toBe("model_plan_error");
+    await settle();
+    expect(row("b")).toMatchObject({ state: "failed", error: before?.error });
+    expect(fleet.last("b").stopped).toBe(false);
+    chatOnA.release();
+    (await scheduler.acquire("b", signal())).release();
+    expect(fleet.made.get("b")?.length).toBe(1);
+    expect(fleet.log.at(-1)).toBe("b.restart");
+  });
+});
