@@ -11,6 +11,8 @@ import { neverFits, noRoom } from "./scheduler-errors.ts";
  */
 const LOOK_AGAIN_MS = 1_000;
 
+const pinnedOf = (held: readonly HeldModel[]) => held.filter((m) => m.pinned).map((m) => m.name);
+
 /** What admission asks of the scheduler. */
 export interface AdmissionDeps {
   timers: Timers;
@@ -54,7 +56,8 @@ export async function admit(
   const limitMs = deps.loadWaitMs();
   for (;;) {
     signal.throwIfAborted();
-    const d = decideFit(deps.held(model), footprint.budget, { name: model, bytes: footprint.bytes });
+    const held = deps.held(model);
+    const d = decideFit(held, footprint.budget, { name: model, bytes: footprint.bytes });
     if (d.kind === "never") throw neverFits(model, d.devices);
     if (d.kind === "fits" || d.kind === "evict") {
       job.admitted = true;
@@ -65,7 +68,7 @@ export async function admit(
     const elapsed = () => deps.timers.now() - t0;
     const report = () => emit({ phase: "waiting_for_memory", models: d.holders, elapsed_ms: elapsed() });
     const left = limitMs - elapsed();
-    if (left <= 0) throw noRoom(model, d.holders, elapsed());
+    if (left <= 0) throw noRoom(model, d.holders, pinnedOf(held), elapsed());
     report();
     await deps.room.wait(Math.min(left, LOOK_AGAIN_MS), signal, report);
   }

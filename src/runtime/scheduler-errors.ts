@@ -36,15 +36,41 @@ function waitedTooLong(err: CoreError): CoreError {
   return err;
 }
 
-/** A load that waited `load_wait_s` for room: the models that held it. */
-export function noRoom(model: string, holders: readonly string[], waitedMs: number): CoreError {
+/** A wait as the docs show durations: `0.5 s`, `2 s` (a whole-second rounding said 1 s for 0.5). */
+const seconds = (ms: number) => `${Number((ms / 1000).toFixed(1))} s`;
+const quoted = (names: readonly string[]) => names.map((n) => `"${n}"`).join(", ");
+
+/**
+ * A load that waited `load_wait_s` for room: the models that held it, and which of them are
+ * pinned. Waiting never frees a pinned one (it is never unloaded to make room, busy or idle), so
+ * the message says how to free it rather than to wait for its chats.
+ */
+export function noRoom(
+  model: string,
+  holders: readonly string[],
+  pinned: readonly string[],
+  waitedMs: number,
+): CoreError {
+  const pins = holders.filter((h) => pinned.includes(h));
+  const inUse = holders.filter((h) => !pinned.includes(h));
+  const one = (names: readonly string[], it: string, they: string) => (names.length > 1 ? they : it);
+  const why = [
+    ...(inUse.length > 0
+      ? [`${quoted(inUse)} stayed in use: wait for ${one(inUse, "its", "their")} chats to end, or unload it`]
+      : []),
+    ...(pins.length > 0
+      ? [
+          `${quoted(pins)} ${one(pins, "is", "are")} pinned, never unloaded to make room: unload ` +
+            `${one(pins, "it", "them")} with models.unload, or unpin ${one(pins, "it", "them")} in the config`,
+        ]
+      : []),
+  ];
   return waitedTooLong(
     new CoreError(
       "model_plan_error",
-      `model "${model}" does not fit beside ${holders.map((h) => `"${h}"`).join(", ")}, ` +
-        `which stayed in use for ${Math.round(waitedMs / 1000)} s (llama.load_wait_s); ` +
-        "unload one of them or wait for its chats to end",
-      { model, holders: [...holders] },
+      `model "${model}" does not fit beside ${quoted(holders)}; waited ${seconds(waitedMs)} ` +
+        `(llama.load_wait_s): ${why.join("; ")}`,
+      { model, holders: [...holders], pinned: pins },
     ),
   );
 }
@@ -57,8 +83,8 @@ export function stillLoading(model: string, holders: readonly string[], waitedMs
   return waitedTooLong(
     new CoreError(
       "model_plan_error",
-      `model "${model}" waited ${Math.round(waitedMs / 1000)} s (llama.load_wait_s) for ` +
-        `${holders.map((h) => `"${h}"`).join(", ")} to finish loading; try again once it has loaded`,
+      `model "${model}" waited ${seconds(waitedMs)} (llama.load_wait_s) for ` +
+        `${quoted(holders)} to finish loading; try again once it has loaded`,
       { model, holders: [...holders] },
     ),
   );

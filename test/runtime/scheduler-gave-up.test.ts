@@ -16,6 +16,9 @@ describe("Scheduler: a load that gave up waiting for memory", () => {
     await timers.advance(2000);
     const err = await b;
     expect(err.code).toBe("model_plan_error");
+    expect(err.data).toMatchObject({ holders: ["a"], pinned: [] });
+    expect(err.message).toContain('"a" stayed in use');
+    expect(err.message).toContain("waited 2 s");
     await settle();
     expect(row("b")).toMatchObject({ state: "unloaded", error: null });
     expect(fleet.last("b").stopped).toBe(true);
@@ -36,6 +39,7 @@ describe("Scheduler: a load that gave up waiting for memory", () => {
     const b = rejection(scheduler.load("b"));
     await timers.advance(1500);
     const err = await b;
+    expect(err.message).toContain("waited 1.5 s");
     expect(err.data?.holders).toEqual(["a"]);
     await settle();
     expect(row("b")).toMatchObject({ state: "unloaded", error: null, pinned: false });
@@ -60,5 +64,38 @@ describe("Scheduler: a load that gave up waiting for memory", () => {
     (await scheduler.acquire("b", signal())).release();
     expect(fleet.made.get("b")?.length).toBe(1);
     expect(fleet.log.at(-1)).toBe("b.restart");
+  });
+
+  test("an idle pinned holder: the refusal says it is pinned and how to free it, not to wait", async () => {
+    const { timers, scheduler } = schedulerOver({ a: { gib: 6 }, b: { gib: 6 } }, ["a"], [], 500);
+    (await scheduler.acquire("a", signal())).release();
+    const b = rejection(scheduler.acquire("b", signal()));
+    await timers.advance(500);
+    const err = await b;
+    expect(err.code).toBe("model_plan_error");
+    expect(err.data).toMatchObject({ model: "b", holders: ["a"], pinned: ["a"] });
+    expect(err.message).toContain('"a" is pinned');
+    expect(err.message).toContain("models.unload");
+    expect(err.message).not.toContain("wait for its chats");
+    expect(err.message).toContain("waited 0.5 s");
+  });
+
+  test("a busy holder and a pinned one: each named with its own way out", async () => {
+    const { timers, scheduler } = schedulerOver(
+      { a: { gib: 4 }, c: { gib: 4 }, b: { gib: 6 } },
+      ["a"],
+      [],
+      1000,
+    );
+    (await scheduler.acquire("a", signal())).release();
+    const chatOnC = await scheduler.acquire("c", signal());
+    const b = rejection(scheduler.acquire("b", signal()));
+    await timers.advance(1000);
+    const err = await b;
+    expect(err.data).toMatchObject({ holders: ["a", "c"], pinned: ["a"] });
+    expect(err.message).toContain('"a" is pinned');
+    expect(err.message).toContain('"c" stayed in use');
+    expect(err.message).toContain("waited 1 s");
+    chatOnC.release();
   });
 });
