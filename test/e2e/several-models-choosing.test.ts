@@ -151,7 +151,12 @@ describe.skipIf(process.platform === "win32")("choosing among several models (co
     expect(pinned.result).toMatchObject({ model: "default", state: "ready" });
     // Unloading `third` would not make room beside the pinned default: it is left loaded.
     const big = await chat("5", "big");
-    expect(big).toMatchObject({ code: "model_plan_error", data: { model: "big", holders: ["default"] } });
+    expect(big).toMatchObject({
+      code: "model_plan_error",
+      data: { model: "big", holders: ["default"], pinned: ["default"] },
+    });
+    expect(big.message).toContain("models.unload");
+    expect(await states(core)).toMatchObject({ big: "unloaded" });
     expect(await states(core)).toMatchObject({ default: "ready", third: "ready" });
   }, 60_000);
 });

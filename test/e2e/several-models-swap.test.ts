@@ -160,6 +160,9 @@ describe.skipIf(process.platform === "win32")("two models where one fits (compil
     );
     expect(b).toMatchObject({ type: "error", code: "model_plan_error", data: { holders: ["default"] } });
     expect(b.message).toContain('"default"');
+    expect(b.message).toContain("waited 0.5 s");
+    // It only waited: status shows it as before, not failed (a crash or a failed start).
+    expect((await modelRows(core)).second).toMatchObject({ state: "unloaded" });
     expect(core.terminal("a")).toBeUndefined();
     writeFileSync(release, "");
     expect(await waitUntil(() => core.terminal("a") !== undefined, 20_000)).toBe(true);
