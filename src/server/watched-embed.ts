@@ -138,6 +138,10 @@ function diedWith(
   const named = death
     ? new CoreError(thrown.code, thrown.message, { ...thrown.data, reason: "server_failed" })
     : thrown;
+  // llama-server never kills itself with SIGKILL (its crashes are aborts and faults): the OS's
+  // out-of-memory killer did, for memory anything on the machine took, or a person. Counted,
+  // an innocent row narrowed to alone would be refused for good at the next such kill.
+  if (death && thrown.data?.signal === "SIGKILL") return named;
   const [only] = inFlight;
   if (suspects?.died(inFlight, !request.shared) && only !== undefined)
     return crashesServer(input.indexOf(only), (thrown as Error).message);

@@ -85,7 +85,7 @@ describe.skipIf(process.platform === "win32")("embed (compiled core)", () => {
   }, 90_000);
 
   // llama-server crashing on an input is a stand-in behaviour (FAKE_LLAMA_EMBED_CRASH_ON), modelled
-  // on the recorded aborts mid-request: each time it is sent the input, the process dies (SIGKILL).
+  // on the recorded aborts mid-request: each time it is sent the input, the process dies (SIGABRT).
   test("an input that crashed the server twice in a row is refused unsent; the server serves the rest", async () => {
     await using dir = tmpdir();
     writeGguf(dir.path, "embed.gguf", bertModel());

@@ -59,6 +59,19 @@ describe("watchedEmbed and a server that dies with the request in flight", () =>
       named: true,
     },
     {
+      // llama-server never kills itself so: the OS's OOM killer (memory pressure from anything
+      // on the machine) or a person did, and the input in flight is not why.
+      how: "killed by SIGKILL",
+      end: () =>
+        new CoreError("internal_error", "llama-server crashed (killed by SIGKILL)", {
+          exit_code: null,
+          signal: "SIGKILL",
+          log_tail: [],
+        }),
+      code: "internal_error",
+      named: false,
+    },
+    {
       how: "stopped on purpose",
       end: () => cancelledError("llama-server was stopped (failure)"),
       code: "cancelled",
