@@ -81,12 +81,7 @@ export class Supervisor implements LlamaProvider {
   ): Promise<LlamaLease> {
     for (;;) {
       signal.throwIfAborted();
-      const running = await this.whenRunning(
-        signal,
-        onProgress,
-        options?.explicit === true,
-        options?.prestarted,
-      );
+      const running = await this.whenRunning(signal, onProgress, options);
       if (await this.admitted(running, signal, onProgress))
         return leaseOn(running, {
           requestTimeoutMs: this.options.settings().requestTimeoutMs,
@@ -99,8 +94,7 @@ export class Supervisor implements LlamaProvider {
 
   /** Started when needed and ready, no slot taken; the signal aborts as that server ends (model-runtime.ts `ready`). */
   async ready(...[signal, onProgress, options]: Parameters<Supervisor["acquire"]>): Promise<AbortSignal> {
-    const explicit = options?.explicit === true;
-    return (await this.whenRunning(signal, onProgress, explicit, options?.prestarted)).launch.died;
+    return (await this.whenRunning(signal, onProgress, options)).launch.died;
   }
 
   /**
@@ -171,7 +165,7 @@ export class Supervisor implements LlamaProvider {
     if (!old.launch.died.aborted) await this.refused(old);
     for (;;) {
       signal.throwIfAborted();
-      const running = await this.whenRunning(signal, onProgress, false);
+      const running = await this.whenRunning(signal, onProgress);
       if (await this.admitted(running, signal, onProgress)) return running;
     }
   }
@@ -219,8 +213,7 @@ export class Supervisor implements LlamaProvider {
   private async whenRunning(
     signal: AbortSignal,
     onProgress: ((p: StartProgress) => void) | undefined,
-    explicit: boolean,
-    prestarted?: StartTicket,
+    { explicit = false, prestarted }: AcquireOptions = {},
   ): Promise<Running> {
     for (;;) {
       const s = this.state.get();
@@ -236,6 +229,8 @@ export class Supervisor implements LlamaProvider {
           await this.waitOutStop(s, signal, onProgress);
           continue;
         case "starting":
+          // The host's ask joining a chat's start: a failure of a moment ago is tried (holdBack).
+          if (explicit) s.explicit = true;
           return await this.joinStart(s, signal, onProgress);
         case "stopped":
           this.beginStart(s, explicit);

@@ -20,12 +20,16 @@ function crashingAtLoad(dir: string, mmproj?: LaunchPlan["mmproj"]) {
   let clock = 1_000_000;
   let extra: string[] = [];
   let model = "";
+  let gate: Promise<void> | undefined;
   const h = makeSupervisor(dir, {
     env: { FAKE_LLAMA_FAIL_START: "E something odd happened", FAKE_LLAMA_FAIL_EXIT: "3" },
     options: {
       now: () => clock,
       // Read at each start: a test changes its extra args to make another plan.
-      plan: async () => testPlan(model, { extra_args: extra, ...(mmproj ? { mmproj } : {}) }),
+      plan: async () => {
+        await gate;
+        return testPlan(model, { extra_args: extra, ...(mmproj ? { mmproj } : {}) });
+      },
       spawner: (req) => {
         spawns++;
         return bunSpawner(req);
@@ -41,6 +45,15 @@ function crashingAtLoad(dir: string, mmproj?: LaunchPlan["mmproj"]) {
     },
     replan: (args: string[]) => {
       extra = args;
+    },
+    /** The next plans wait until the function returned is called. */
+    gatePlans: () => {
+      const open = Promise.withResolvers<void>();
+      gate = open.promise;
+      return () => {
+        gate = undefined;
+        open.resolve();
+      };
     },
   };
 }
@@ -62,6 +75,27 @@ describe.skipIf(process.platform === "win32")("a start that failed the same way 
       expect(h.spawns()).toBe(1);
       // The host asked: tried again whatever happened before.
       await rejection(h.supervisor.acquire(never(), undefined, { explicit: true }));
+      expect(h.spawns()).toBe(2);
+    } finally {
+      await h.supervisor.stop();
+    }
+  });
+
+  test("a warmup that joins a chat's start while it plans is the host asking: that start launches", async () => {
+    await using dir = tmpdir();
+    const h = crashingAtLoad(dir.path);
+    try {
+      await rejection(h.supervisor.acquire(never()));
+      expect(h.spawns()).toBe(1);
+      // A chat's start is planning when the host's warmup arrives and joins it.
+      const open = h.gatePlans();
+      // The chat's acquire begins the start at once (stopped → starting), its plan waiting.
+      const chat = rejection(h.supervisor.acquire(never()));
+      const warmup = rejection(h.supervisor.acquire(never(), undefined, { explicit: true }));
+      open();
+      const [, tried] = await Promise.all([chat, warmup]);
+      // Launched again: not the held error that tells it a warmup tries again at once.
+      expect(tried.message).not.toMatch(/a warmup tries again at once/);
       expect(h.spawns()).toBe(2);
     } finally {
       await h.supervisor.stop();
