@@ -33,6 +33,8 @@ export interface LaunchFailure {
   error: CoreError;
   retryPort: boolean;
   outOfMemory?: boolean;
+  /** Nothing was spawned (the binary not runnable, open files used up): nothing loaded to hold. */
+  unspawned?: boolean;
 }
 
 /** A spawned child, from spawn until it is ready or given up. */
@@ -117,6 +119,7 @@ export function spawnServer(req: SpawnRequest): Spawned | LaunchFailure {
           },
         ),
       retryPort: false,
+      unspawned: true,
     };
   }
   const spawned: Spawned = {

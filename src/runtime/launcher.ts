@@ -139,6 +139,8 @@ export class Launcher {
         ({ request, plan } = again);
         continue;
       }
+      // One that never spawned is not held: its binary made runnable, or files closed, starts at once.
+      if (outcome.unspawned) throw outcome.error;
       if (!outcome.retryPort) throw this.remember(key, await this.rpc.startFailure(outcome.error), starting);
       logger.warn(`${outcome.error.message}; choosing another port`);
       if (++binds >= attempts) throw outcome.error;

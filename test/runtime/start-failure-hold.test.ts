@@ -209,3 +209,29 @@ describe.skipIf(process.platform === "win32")("a start that failed with a projec
     }
   });
 });
+
+describe.skipIf(process.platform === "win32")("a launch that could not spawn", () => {
+  test("is not held: nothing loaded, and the binary made runnable (or files closed) starts at once", async () => {
+    await using dir = tmpdir();
+    let spawns = 0;
+    const h = makeSupervisor(dir.path, {
+      options: {
+        now: () => 1_000_000,
+        // The first spawn is refused (a binary not executable yet, or out of open files).
+        spawner: (req) => {
+          if (++spawns === 1) throw Object.assign(new Error("permission denied"), { code: "EACCES" });
+          return bunSpawner(req);
+        },
+      },
+    });
+    try {
+      const refused = await rejection(h.supervisor.acquire(never()));
+      expect(refused.code).toBe("binary_missing");
+      const lease = await h.supervisor.acquire(never());
+      lease.release();
+      expect(spawns).toBe(2);
+    } finally {
+      await h.supervisor.stop();
+    }
+  });
+});
