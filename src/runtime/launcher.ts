@@ -329,8 +329,10 @@ function launchFiles(plan: LaunchPlan): LaunchFiles {
 
 /**
  * What a start launches: the binary, its arguments, and its files as they were then (a projector
- * pulled again, at the same path, is another launch, as a model file is).
+ * pulled again, at the same path, is another launch, as a model file is, and so is a llama-server
+ * upgraded in place to read a model it could not).
  */
 function launchKey(request: Prepared["request"], files: LaunchFiles): string {
-  return JSON.stringify([request.binary, request.argv, files.model, files.projector ?? null]);
+  const binary = fileIdentity(request.binary) ?? request.binary;
+  return JSON.stringify([binary, request.argv, files.model, files.projector ?? null]);
 }

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { rmSync, writeFileSync } from "node:fs";
+import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { LaunchPlan } from "../../src/plan/launch-plan.ts";
 import { CoreError } from "../../src/protocol/errors.ts";
@@ -202,6 +202,25 @@ describe.skipIf(process.platform === "win32")("a start that failed with a projec
       // Another file at the same path (a new inode, as a pull's rename makes).
       rmSync(projector);
       writeFileSync(projector, "the projector pulled again, whole");
+      await rejection(h.supervisor.acquire(never()));
+      expect(h.spawns()).toBe(2);
+    } finally {
+      await h.supervisor.stop();
+    }
+  });
+});
+
+describe.skipIf(process.platform === "win32")("a start that failed on an older llama-server", () => {
+  test("launches again once the binary is replaced at its path (upgraded to read the model)", async () => {
+    await using dir = tmpdir();
+    const h = crashingAtLoad(dir.path);
+    try {
+      await rejection(h.supervisor.acquire(never()));
+      expect(h.spawns()).toBe(1);
+      // The same script again at a new inode, as an installer's rename leaves it.
+      const script = readFileSync(h.binary);
+      rmSync(h.binary);
+      writeFileSync(h.binary, script, { mode: 0o755 });
       await rejection(h.supervisor.acquire(never()));
       expect(h.spawns()).toBe(2);
     } finally {
