@@ -1,8 +1,9 @@
-import { readFileSync, realpathSync, renameSync, rmSync, unlinkSync } from "node:fs";
-import { basename, dirname, isAbsolute, join } from "node:path";
+import { readFileSync, renameSync, rmSync, unlinkSync } from "node:fs";
+import { basename, dirname, join } from "node:path";
 import { logger } from "../util/logger.ts";
 import { namesIn } from "../util/names-in.ts";
 import { ensurePrivateTree, writePrivateFile } from "../util/private-fs.ts";
+import { sameFile } from "../util/same-file.ts";
 import { judgeLeftover } from "./leftover-verdict.ts";
 import { isAlive, type ProcIdentity, procIdentity } from "./proc-info.ts";
 
@@ -261,17 +262,6 @@ function ownerAlive(r: PidRecord, deps: Deps): boolean {
   const id = deps.identity(r.owner.pid);
   if (!id || r.owner.start_time === null) return true; // cannot tell: err on the side of not killing
   return id.start_time === r.owner.start_time;
-}
-
-/** Two paths name one file, through symlinks (bare command names compare as written). */
-function sameFile(a: string, b: string): boolean {
-  if (a === b) return true;
-  if (!isAbsolute(a) || !isAbsolute(b)) return false;
-  try {
-    return realpathSync(a) === realpathSync(b);
-  } catch {
-    return false;
-  }
 }
 
 async function stop(
