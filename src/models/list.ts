@@ -310,9 +310,14 @@ function dedupe(candidates: Candidate[]): Candidate[] {
   });
 }
 
+/**
+ * The file as the OS resolves it. The native call: on Windows the other keeps the spelling given
+ * (case, 8.3 short name, subst drive, `\\?\`), and one folder spelled two ways (the config's and
+ * model.path's) listed its models twice, and a loaded model (canonicalPath's name on disk) unmarked.
+ */
 function realOrSelf(path: string): string {
   try {
-    return realpathSync(path);
+    return realpathSync.native(path);
   } catch {
     return path;
   }
