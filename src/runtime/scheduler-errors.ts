@@ -43,7 +43,9 @@ const quoted = (names: readonly string[]) => names.map((n) => `"${n}"`).join(", 
 /**
  * A load that waited `load_wait_s` for room: the models that held it, and which of them are
  * pinned. Waiting never frees a pinned one (it is never unloaded to make room, busy or idle), so
- * the message says how to free it rather than to wait for its chats.
+ * the message says how to free it rather than to wait for its chats: an unload, or models.load's
+ * `pin: false`, which takes back a pin of the config's or of an earlier models.load alike (the
+ * config is read once, at start, and a pin models.load gave is in no config).
  */
 export function noRoom(
   model: string,
@@ -56,12 +58,15 @@ export function noRoom(
   const one = (names: readonly string[], it: string, they: string) => (names.length > 1 ? they : it);
   const why = [
     ...(inUse.length > 0
-      ? [`${quoted(inUse)} stayed in use: wait for ${one(inUse, "its", "their")} chats to end, or unload it`]
+      ? [
+          `${quoted(inUse)} stayed in use: wait for ${one(inUse, "its", "their")} chats to end, ` +
+            `or unload ${one(inUse, "it", "one of them")}`,
+        ]
       : []),
     ...(pins.length > 0
       ? [
           `${quoted(pins)} ${one(pins, "is", "are")} pinned, never unloaded to make room: unload ` +
-            `${one(pins, "it", "them")} with models.unload, or unpin ${one(pins, "it", "them")} in the config`,
+            `${one(pins, "it", "them")} with models.unload, or unpin ${one(pins, "it", "them")} (models.load with pin: false)`,
         ]
       : []),
   ];

@@ -99,3 +99,48 @@ describe("Scheduler: a load that gave up waiting for memory", () => {
     chatOnC.release();
   });
 });
+
+describe("Scheduler: the way out a pinned holder's refusal names", () => {
+  test("a holder models.load pinned (the config pins nothing): models.load with pin false frees it", async () => {
+    const { timers, scheduler, row } = schedulerOver({ a: { gib: 6 }, b: { gib: 6 } }, [], [], 500);
+    await scheduler.load("a", { pin: true });
+    const b = rejection(scheduler.acquire("b", signal()));
+    await timers.advance(500);
+    const err = await b;
+    expect(err.data).toMatchObject({ holders: ["a"], pinned: ["a"] });
+    // The config has no pin to take away (and is read once, at the core's start).
+    expect(err.message).not.toContain("in the config");
+    expect(err.message).toContain("models.load with pin: false");
+    // The way it names works: unpinned, the idle holder makes room.
+    await scheduler.load("a", { pin: false });
+    (await scheduler.acquire("b", signal())).release();
+    expect(row("a")?.state).toBe("unloaded");
+    expect(row("b")?.state).toBe("loaded");
+  });
+
+  test("a holder the config pins: models.load with pin false frees it too, with no restart", async () => {
+    const { timers, scheduler, row } = schedulerOver({ a: { gib: 6 }, b: { gib: 6 } }, ["a"], [], 500);
+    (await scheduler.acquire("a", signal())).release();
+    const b = rejection(scheduler.acquire("b", signal()));
+    await timers.advance(500);
+    expect((await b).message).toContain("unpin it (models.load with pin: false)");
+    await scheduler.load("a", { pin: false });
+    (await scheduler.acquire("b", signal())).release();
+    expect(row("a")?.state).toBe("unloaded");
+    expect(row("b")?.state).toBe("loaded");
+  });
+
+  test("two holders in use: the message asks to unload one of them, not 'it'", async () => {
+    const { timers, scheduler } = schedulerOver({ a: { gib: 4 }, c: { gib: 4 }, b: { gib: 6 } }, [], [], 500);
+    const chatOnA = await scheduler.acquire("a", signal());
+    const chatOnC = await scheduler.acquire("c", signal());
+    const b = rejection(scheduler.acquire("b", signal()));
+    await timers.advance(500);
+    const err = await b;
+    expect(err.message).toContain(
+      '"a", "c" stayed in use: wait for their chats to end, or unload one of them',
+    );
+    chatOnA.release();
+    chatOnC.release();
+  });
+});
