@@ -65,7 +65,11 @@ export async function joinLoad(
   onProgress: ((p: SchedulerProgress) => void) | undefined,
   explicit: boolean,
 ): Promise<Live> {
-  if (explicit) job.explicit = true;
+  if (explicit) {
+    job.explicit = true;
+    // A chat's load may be in its runtime's start already, which read the flag as it began.
+    job.runtime?.asked?.();
+  }
   if (onProgress) job.listeners.add(onProgress);
   job.waiting += 1;
   try {

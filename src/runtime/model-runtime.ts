@@ -21,6 +21,8 @@ export interface ModelRuntime extends LlamaProvider {
     options?: AcquireOptions,
   ): Promise<AbortSignal | undefined>;
   snapshot(): SupervisorSnapshot;
+  /** A warmup joined its load: the start under way, if any, is the host's (supervisor.ts `asked`). */
+  asked?(): void;
   /**
    * The model's plan, made as if it were the only model loaded (docs/models.md "Several models": a model never
    * gets a smaller context because another is loaded): per device its `usage.total`, and each

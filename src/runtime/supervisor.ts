@@ -209,6 +209,12 @@ export class Supervisor implements LlamaProvider {
     }
   }
 
+  /** The host's ask (a warmup) joined the start under way: a failure of a moment ago is tried (holdBack). */
+  asked(): void {
+    const s = this.state.get();
+    if (s.kind === "starting") s.explicit = true;
+  }
+
   /** A ready server, after starting it or waiting for the start or stop under way. */
   private async whenRunning(
     signal: AbortSignal,
@@ -229,8 +235,7 @@ export class Supervisor implements LlamaProvider {
           await this.waitOutStop(s, signal, onProgress);
           continue;
         case "starting":
-          // The host's ask joining a chat's start: a failure of a moment ago is tried (holdBack).
-          if (explicit) s.explicit = true;
+          if (explicit) this.asked();
           return await this.joinStart(s, signal, onProgress);
         case "stopped":
           this.beginStart(s, explicit);

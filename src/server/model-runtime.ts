@@ -122,6 +122,7 @@ export function makeModelRuntime(name: string, deps: RuntimeDeps): ModelRuntime 
     acquire: (signal, onProgress, options) => supervisor.acquire(signal, onProgress, options),
     ready: (signal, onProgress, options) => supervisor.ready(signal, onProgress, options),
     prestart: () => supervisor.prestart(),
+    asked: () => supervisor.asked(),
     connectAhead: () => supervisor.connectAhead(),
     readsImages: () => supervisor.readsImages(),
     slots: () => supervisor.slots(),
