@@ -42,6 +42,8 @@ export type SupervisorState =
       restartFor?: CoreError;
       /** The host asked for it (warmup): a failure of a moment ago is tried again (launcher.ts). */
       explicit: boolean;
+      /** Resolved when the host asks (`askedFor`): a restart's back-off ends at once. */
+      backoffCut: PromiseWithResolvers<void>;
       /** Aborted by stop(): every start step gives up and kills what it spawned. */
       abort: AbortController;
       /** Every acquire caller waiting for this start hears its progress, at least twice a second. */
@@ -91,4 +93,14 @@ export function supervisorCell(initial: SupervisorState = { kind: "stopped" }): 
 /** The child that leases point at: ready, or being stopped. */
 export function serving(s: SupervisorState): Running | undefined {
   return s.kind === "ready" || s.kind === "stopping" ? s.running : undefined;
+}
+
+/**
+ * The host's ask (a warmup) joined the start under way: a failure of a moment ago is tried
+ * (launcher.ts holdBack) and a restart's back-off ends, as for a start the host began.
+ */
+export function askedFor(s: SupervisorState): void {
+  if (s.kind !== "starting") return;
+  s.explicit = true;
+  s.backoffCut.resolve();
 }

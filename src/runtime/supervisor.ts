@@ -19,6 +19,7 @@ import { type SupervisorSnapshot, snapshotOf } from "./snapshot.ts";
 import type { StartProgress } from "./start-progress.ts";
 import type { SupervisorOptions } from "./supervisor-options.ts";
 import {
+  askedFor,
   type Running,
   type StateOf,
   type SupervisorState,
@@ -209,11 +210,8 @@ export class Supervisor implements LlamaProvider {
     }
   }
 
-  /** The host's ask (a warmup) joined the start under way: a failure of a moment ago is tried (holdBack). */
-  asked(): void {
-    const s = this.state.get();
-    if (s.kind === "starting") s.explicit = true;
-  }
+  /** The host asked for its start under way (supervisor-state.ts `askedFor`). */
+  asked = (): void => askedFor(this.state.get());
 
   /** A ready server, after starting it or waiting for the start or stop under way. */
   private async whenRunning(
@@ -285,6 +283,7 @@ export class Supervisor implements LlamaProvider {
       since,
       restartFor: from.restartFor,
       explicit,
+      backoffCut: Promise.withResolvers<void>(),
       abort: new AbortController(),
       spawned: Promise.withResolvers<void>(),
       // Loading's fraction: the child's state lines, else /proc (load-fraction.ts).
@@ -301,7 +300,8 @@ export class Supervisor implements LlamaProvider {
   private async runStart(starting: StateOf<"starting">, backoffMs: number): Promise<Running> {
     const { signal } = starting.abort;
     try {
-      if (backoffMs > 0) await abortable(Bun.sleep(backoffMs), signal);
+      if (backoffMs > 0)
+        await abortable(Promise.race([Bun.sleep(backoffMs), starting.backoffCut.promise]), signal);
       starting.progress.report({ phase: "starting", attempt: 1 });
       const running = await this.launcher.launch(starting);
       if (!this.state.swap(starting, { kind: "ready", running })) {

@@ -78,4 +78,23 @@ describe.skipIf(process.platform === "win32")("restart budget as a rate", () => 
     chat.release();
     await supervisor.stop();
   });
+
+  test("a warmup that joins a chat's restart in its back-off restarts at once, as it would alone", async () => {
+    await using dir = tmpdir();
+    // A back-off (capped at 30 s) longer than this test's time: only the host's ask ends it.
+    const { supervisor } = makeSupervisor(dir.path, {
+      slots: 2,
+      settings: { maxRestarts: 3, restartBackoffMs: 60_000 },
+    });
+    try {
+      await crashOnce(supervisor);
+      // The chat's acquire begins the restart, which waits out its back-off; the warmup joins it.
+      const chat = supervisor.acquire(never());
+      const warm = await supervisor.acquire(never(), undefined, { explicit: true });
+      warm.release();
+      (await chat).release();
+    } finally {
+      await supervisor.stop();
+    }
+  }, 10_000);
 });
