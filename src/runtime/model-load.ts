@@ -182,17 +182,13 @@ async function runLoad<T extends LoadTarget>(
     // Still this load's to end (stop() or an unload took it over otherwise, and stops the runtime).
     if (t.cell.get() === st) {
       // A dead server's restart that failed (its budget spent, say) keeps its runtime for the next try.
-      const keep = job.restart && !signal.aborted;
-      // One that gave up waiting for memory started nothing: the model is what it was before (a
-      // dead server's, its crash and runtime), not `failed`, which status keeps for a crash or a
-      // failed start; the refusal is its callers'.
-      const back: ModelState | undefined = gaveUpWaiting(err) ? { ...from } : undefined;
-      t.cell.swap(
-        st,
-        signal.aborted
-          ? { kind: "unloaded" }
-          : (back ?? { kind: "failed", error: err, ...(keep ? { runtime } : {}) }),
-      );
+      const keep = job.restart;
+      // One that gave up waiting for memory, or was dropped before admission (aborted with the cell
+      // still ours: nobody waits), started nothing: the model is what it was before (a dead
+      // server's, its crash and runtime, so its restart budget), not `failed`, which status keeps
+      // for a crash or a failed start; the refusal is its callers'.
+      const back = gaveUpWaiting(err) || signal.aborted;
+      t.cell.swap(st, back ? { ...from } : { kind: "failed", error: err, ...(keep ? { runtime } : {}) });
       if (!keep)
         await runtime.stop().catch((stopErr) => logUnexpected(`stopping model ${t.name} failed`, stopErr));
       deps.room.notify();

@@ -30,8 +30,8 @@ export interface LoadJob {
 /**
  * A model's one state in the scheduler (docs/supervisor.md "Scheduling several models").
  * unloaded → loading (an acquire or a load) → loaded → unloading → unloaded; a load that fails
- * → failed, which the next acquire loads again (one that gave up waiting for memory goes back to
- * the state it began from); loading → unloading when stop() or a forced
+ * → failed, which the next acquire loads again (one that gave up waiting for memory, or was dropped
+ * before admission, goes back to the state it began from); loading → unloading when stop() or a forced
  * unload ends it; loaded → failed when its llama-server died and no lease is out to restart it. A state object is replaced on every transition, so a job that lost a race
  * finds out by identity (util/state-cell.ts).
  */
