@@ -147,6 +147,8 @@ export class Scheduler {
     let live: Live;
     try {
       live = await this.ready(entry, opts.signal ?? never, opts.onProgress, true);
+      // Loaded, its server may be down (a chat restarting it, in a back-off): the host's ask, as a warmup's.
+      await live.runtime.ready(opts.signal ?? never, opts.onProgress, { explicit: true });
     } catch (err) {
       // A load that failed pins nothing; a cancelled one goes on, pinned as asked once it loads.
       const now = entry.cell.get();

@@ -1,13 +1,10 @@
 import { describe, expect, test } from "bun:test";
-import type { ModelRuntime } from "../../src/runtime/model-runtime.ts";
-import { Scheduler } from "../../src/runtime/scheduler.ts";
 import { bunSpawner } from "../../src/runtime/spawn.ts";
 import { Supervisor } from "../../src/runtime/supervisor.ts";
 import type { StartFailure } from "../../src/runtime/supervisor-options.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
-import { makeSupervisor, rejection, SETTINGS, testPlan } from "./helpers/harness.ts";
+import { makeSupervisor, rejection, SETTINGS, schedulerOver, testPlan } from "./helpers/harness.ts";
 
-const GIB = 1024 ** 3;
 const never = () => new AbortController().signal;
 
 /**
@@ -26,42 +23,26 @@ describe.skipIf(process.platform === "win32")("a held start failure, several mod
     let gate: Promise<void> | undefined;
     let planning = Promise.withResolvers<void>();
     // A new runtime for each load after a failed one, sharing the model's held failure.
-    const runtime = (): ModelRuntime => {
-      const supervisor = new Supervisor({
-        findBinary: () => ({ path: h.binary }),
-        plan: async () => {
-          planning.resolve();
-          await gate;
-          return testPlan(h.model);
-        },
-        dataDir: () => h.dataDir,
-        settings: () => SETTINGS,
-        env: { ...process.env, FAKE_LLAMA_LOAD_MS: "20", ...env },
-        reap: false,
-        startFailure: { get: () => failure, set: (f) => (failure = f) },
-        spawner: (req) => {
-          spawns++;
-          return bunSpawner(req);
-        },
-      });
-      return {
-        acquire: (s, p, o) => supervisor.acquire(s, p, o),
-        ready: (s, p, o) => supervisor.ready(s, p, o),
-        prestart: () => supervisor.prestart(),
-        asked: () => supervisor.asked(),
-        slots: () => supervisor.slots(),
-        snapshot: () => supervisor.snapshot(),
-        stop: (o) => supervisor.stop(o),
-        plannedBytes: async () => ({ bytes: { gpu0: GIB }, budget: { gpu0: 10 * GIB } }),
-        beforeUnload: async () => {},
-      };
-    };
-    const scheduler = new Scheduler({
-      runtime,
-      settings: () => ({ loadWaitMs: 120_000, idleUnloadMs: 0 }),
-      configured: () => [{ name: "a", pinned: false }],
-      cancelChats: () => {},
-    });
+    const scheduler = schedulerOver(
+      () =>
+        new Supervisor({
+          findBinary: () => ({ path: h.binary }),
+          plan: async () => {
+            planning.resolve();
+            await gate;
+            return testPlan(h.model);
+          },
+          dataDir: () => h.dataDir,
+          settings: () => SETTINGS,
+          env: { ...process.env, FAKE_LLAMA_LOAD_MS: "20", ...env },
+          reap: false,
+          startFailure: { get: () => failure, set: (f) => (failure = f) },
+          spawner: (req) => {
+            spawns++;
+            return bunSpawner(req);
+          },
+        }),
+    );
     try {
       await rejection(scheduler.acquire("a", never()));
       expect(spawns).toBe(1);

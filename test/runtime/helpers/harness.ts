@@ -1,6 +1,8 @@
 import { join } from "node:path";
 import type { LaunchPlan } from "../../../src/plan/launch.ts";
 import type { CoreError } from "../../../src/protocol/errors.ts";
+import type { ModelRuntime } from "../../../src/runtime/model-runtime.ts";
+import { Scheduler } from "../../../src/runtime/scheduler.ts";
 import { Supervisor } from "../../../src/runtime/supervisor.ts";
 import type { SupervisorOptions, SupervisorSettings } from "../../../src/runtime/supervisor-options.ts";
 import {
@@ -88,6 +90,31 @@ export function makeSupervisor(
     ...opts.options,
   });
   return { supervisor, binary, model, dataDir };
+}
+
+/**
+ * A real supervisor as one model's runtime under a scheduler (several models), its plan 1 GiB of
+ * 10; `runtime` makes one per load (a new one after a failed load).
+ */
+export function schedulerOver(runtime: () => Supervisor): Scheduler {
+  const GIB = 1024 ** 3;
+  const runtimeOf = (supervisor: Supervisor): ModelRuntime => ({
+    acquire: (s, p, o) => supervisor.acquire(s, p, o),
+    ready: (s, p, o) => supervisor.ready(s, p, o),
+    prestart: () => supervisor.prestart(),
+    asked: () => supervisor.asked(),
+    slots: () => supervisor.slots(),
+    snapshot: () => supervisor.snapshot(),
+    stop: (o) => supervisor.stop(o),
+    plannedBytes: async () => ({ bytes: { gpu0: GIB }, budget: { gpu0: 10 * GIB } }),
+    beforeUnload: async () => {},
+  });
+  return new Scheduler({
+    runtime: () => runtimeOf(runtime()),
+    settings: () => ({ loadWaitMs: 120_000, idleUnloadMs: 0 }),
+    configured: () => [{ name: "a", pinned: false }],
+    cancelChats: () => {},
+  });
 }
 
 export function chatBody(stream: boolean, content = "hello") {
