@@ -40,6 +40,11 @@ export class ProgressBeat {
     if (this.current && !this.stopped) deliver(listener, this.stamp(this.current));
   }
 
+  /** The phase its listeners last heard (a late listener hears it at once). */
+  get phase(): Unstamped["phase"] | undefined {
+    return this.current?.phase;
+  }
+
   delete(listener: ProgressListener | undefined): void {
     if (listener) this.listeners.delete(listener);
   }

@@ -103,4 +103,7 @@ export function askedFor(s: SupervisorState): void {
   if (s.kind !== "starting") return;
   s.explicit = true;
   s.backoffCut.resolve();
+  // A start's beat says `restarting` only for its back-off, now over: the ask joining it (and the
+  // callers before) hear the launch begin, not a back-off that no longer applies (protocol.md).
+  if (s.progress.phase === "restarting") s.progress.report({ phase: "starting", attempt: 1 });
 }

@@ -1,4 +1,5 @@
 import { describe, expect, test } from "bun:test";
+import type { StartProgress } from "../../src/runtime/start-progress.ts";
 import type { Supervisor } from "../../src/runtime/supervisor.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 import { makeSupervisor, rejection, waitFor } from "./helpers/harness.ts";
@@ -90,9 +91,13 @@ describe.skipIf(process.platform === "win32")("restart budget as a rate", () => 
       await crashOnce(supervisor);
       // The chat's acquire begins the restart, which waits out its back-off; the warmup joins it.
       const chat = supervisor.acquire(never());
-      const warm = await supervisor.acquire(never(), undefined, { explicit: true });
+      const heard: StartProgress[] = [];
+      const warm = await supervisor.acquire(never(), (p) => heard.push(p), { explicit: true });
       warm.release();
       (await chat).release();
+      // Its back-off ended as the warmup joined: the warmup never hears one (protocol.md).
+      expect(heard.length).toBeGreaterThan(0);
+      expect(heard.filter((p) => "backoff_ms" in p)).toEqual([]);
     } finally {
       await supervisor.stop();
     }
