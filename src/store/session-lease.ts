@@ -15,6 +15,13 @@ import { refuseIfErased } from "./erasures.ts";
 export const LEASE_TTL_MS = 30_000;
 const RENEW_MS = 10_000;
 const POLL_MS = 50;
+/**
+ * How long a lease run out whose holder's process lives must be seen so, this core's polls
+ * writing meanwhile, before it is taken. Another process holding the database's lock past the
+ * TTL (a long erase) refuses the holder's renewals too; the holder retries every POLL_MS, so once
+ * the lock frees it renews well within this, and only a frozen holder is taken over.
+ */
+export const TAKEOVER_GRACE_MS = 1000;
 /** How long the database's lock may stay busy before taking a lease fails (Store.write's wait). */
 export const LEASE_BUSY_WAIT_MS = 5000;
 
@@ -120,7 +127,10 @@ export class SessionLeases {
     return (await this.take(userId, sessionId, signal, within, busyWaitMs, true)) as Leased<T>;
   }
 
-  /** As `acquire`, but undefined at once, nothing run, when a live holder has the session. */
+  /**
+   * As `acquire`, but undefined at once, nothing run, when a live holder has the session (one
+   * whose lease ran out is given its grace first, as `acquire` gives it).
+   */
   tryHold<T>(
     userId: string,
     sessionId: string,
@@ -140,28 +150,43 @@ export class SessionLeases {
     waitForHolder: boolean,
   ): Promise<Leased<T> | undefined> {
     let busySince: number | undefined;
+    // When this core first saw the lease run out with its holder alive, the database free since.
+    let staleSince: number | undefined;
     for (;;) {
       signal.throwIfAborted();
-      const r = this.attempt(userId, sessionId, within);
+      const now = this.now(); // read before the lock: a renewal meanwhile only looks fresher
+      const r = this.attempt(userId, sessionId, within, now, staleSince);
       if (r instanceof Error) {
         busySince ??= Date.now();
         if (Date.now() - busySince >= busyWaitMs) throw r;
-      } else if (r) return { release: this.held(userId, sessionId), value: r.value };
-      else if (!waitForHolder) return undefined;
-      else busySince = undefined;
+        staleSince = undefined; // the holder's renewals may be refused as this poll was
+      } else if (typeof r === "object") return { release: this.held(userId, sessionId), value: r.value };
+      else if (r === "held" && !waitForHolder) return undefined;
+      else {
+        busySince = undefined;
+        staleSince = r === "stale" ? (staleSince ?? now) : undefined;
+      }
       await abortable(new Promise((res) => setTimeout(res, POLL_MS)), signal);
     }
   }
 
-  /** The release of a lease just taken, which renews it until then. */
+  /**
+   * The release of a lease just taken, which renews it until then: every RENEW_MS, and a renewal
+   * refused (the database's lock busy) again every POLL_MS, to renew within a waiting core's
+   * grace once the lock frees rather than up to RENEW_MS after.
+   */
   private held(userId: string, sessionId: string): () => void {
-    const renew = setInterval(() => this.renew(userId, sessionId), RENEW_MS);
-    renew.unref?.();
+    let timer: ReturnType<typeof setTimeout>;
+    const renewIn = (ms: number) => {
+      timer = setTimeout(() => renewIn(this.renew(userId, sessionId) ? RENEW_MS : POLL_MS), ms);
+      timer.unref?.();
+    };
+    renewIn(RENEW_MS);
     let released = false;
     return () => {
       if (released) return;
       released = true;
-      clearInterval(renew);
+      clearTimeout(timer);
       // Never thrown: a full or read-only disk, or another process's lock, refuses this DELETE
       // too, and its throw would hide the turn's own error and skip the release of the session's
       // lock in this process (its every later chat waiting forever). A row left behind is this
@@ -178,16 +203,24 @@ export class SessionLeases {
     };
   }
 
-  /** Takes the session when it is free, or its holder is gone; false when held by a live one. */
+  /** Takes the session when it is free, or its holder is gone; false when a live one has it (run out or not). */
   tryTake(userId: string, sessionId: string): boolean {
-    const r = this.attempt(userId, sessionId, () => undefined);
-    return r !== false && !(r instanceof Error);
+    return typeof this.attempt(userId, sessionId, () => undefined, this.now()) === "object";
   }
 
-  /** Taken (with `within`'s value), held by a live holder (false), or the database's lock busy (the error). */
-  private attempt<T>(userId: string, sessionId: string, within: () => T): { value: T } | false | Error {
+  /**
+   * Taken (with `within`'s value), held by a live holder, run out with its holder alive and the
+   * grace since `staleSince` not over ("stale"), or the database's lock busy (the error).
+   */
+  private attempt<T>(
+    userId: string,
+    sessionId: string,
+    within: () => T,
+    now: number,
+    staleSince?: number,
+  ): { value: T } | "held" | "stale" | Error {
     try {
-      return this.takeNow(userId, sessionId, within);
+      return this.takeNow(userId, sessionId, within, now, staleSince);
     } catch (err) {
       // Another process is writing: the next poll asks again.
       if (/^SQLITE_BUSY/.test((err as { code?: string }).code ?? "")) return err as Error;
@@ -195,14 +228,22 @@ export class SessionLeases {
     }
   }
 
-  private takeNow<T>(userId: string, sessionId: string, within: () => T): { value: T } | false {
+  private takeNow<T>(
+    userId: string,
+    sessionId: string,
+    within: () => T,
+    now: number,
+    staleSince?: number,
+  ): { value: T } | "held" | "stale" {
     return this.db
-      .transaction((): { value: T } | false => {
+      .transaction((): { value: T } | "held" | "stale" => {
         const held = this.db
           .query("SELECT owner, pid, expires_at FROM session_leases WHERE user_id = ? AND session_id = ?")
           .get(userId, sessionId) as { owner: string; pid: number; expires_at: number } | null;
-        const now = this.now();
-        if (held && held.owner !== this.owner && held.expires_at > now && this.alive(held.pid)) return false;
+        if (held && held.owner !== this.owner && this.alive(held.pid)) {
+          if (held.expires_at > now) return "held";
+          if (staleSince === undefined || now - staleSince < TAKEOVER_GRACE_MS) return "stale";
+        }
         this.db
           .query(
             `INSERT OR REPLACE INTO session_leases (user_id, session_id, owner, pid, expires_at)
@@ -214,13 +255,15 @@ export class SessionLeases {
       .immediate();
   }
 
-  private renew(userId: string, sessionId: string): void {
+  /** Whether the renewal was written; never thrown (the database's lock busy: tried again soon). */
+  private renew(userId: string, sessionId: string): boolean {
     try {
       this.db
         .query("UPDATE session_leases SET expires_at = ? WHERE user_id = ? AND session_id = ? AND owner = ?")
         .run(this.now() + LEASE_TTL_MS, userId, sessionId, this.owner);
+      return true;
     } catch {
-      // Busy for a moment: the next renewal comes well before the lease runs out.
+      return false;
     }
   }
 }

@@ -1,0 +1,118 @@
+import { Database } from "bun:sqlite";
+import { describe, expect, jest, test } from "bun:test";
+import { join } from "node:path";
+import { DB_FILE } from "../../../src/store/db/open.ts";
+import { LEASE_TTL_MS, TAKEOVER_GRACE_MS } from "../../../src/store/session-lease.ts";
+import { Store } from "../../../src/store/store.ts";
+import { tmpdir } from "../../fixtures/tmpdir.ts";
+
+// A third process holding the database's lock past the lease's TTL (a long erase) refuses the
+// holder's renewals: its lease runs out though its process lives and its turn goes on. Once the
+// lock frees, the holder renews at once, and a waiting core takes a run-out lease of a live
+// process only after seeing it so for a grace its own polls could write in.
+
+const never = new AbortController().signal;
+
+/** The lease clock the test moves; each poll of a waiting core reads it once. */
+function pollClock(start: number) {
+  let polls = 0;
+  const waits: { at: number; done: () => void }[] = [];
+  const clock = {
+    at: start,
+    now: () => {
+      polls++;
+      for (const w of waits.filter((w) => polls >= w.at)) w.done();
+      return clock.at;
+    },
+    /** Resolves after `n` more polls. */
+    polls: (n: number) => new Promise<void>((done) => waits.push({ at: polls + n, done })),
+  };
+  return clock;
+}
+
+describe("a lease run out while another process held the database's lock", () => {
+  test("its holder retries a refused renewal soon after, not a whole renewal period later", async () => {
+    using dir = tmpdir();
+    let clock = 1_000_000;
+    const a = Store.open(dir.path, { leases: { now: () => clock } });
+    const other = new Database(join(dir.path, DB_FILE));
+    const expiresAt = () =>
+      (other.query("SELECT expires_at FROM session_leases").get() as { expires_at: number }).expires_at;
+    const pass = (ms: number) => {
+      clock += ms;
+      jest.advanceTimersByTime(ms);
+    };
+    jest.useFakeTimers();
+    try {
+      const { release } = await a.lease("u", "s", never, () => undefined);
+      other.run("BEGIN IMMEDIATE");
+      pass(10_000); // the renewal due now is refused
+      other.run("COMMIT");
+      const freed = clock;
+      pass(200);
+      expect(expiresAt()).toBeGreaterThan(freed + LEASE_TTL_MS);
+      release();
+    } finally {
+      jest.useRealTimers();
+      other.close();
+      a.close();
+    }
+  });
+
+  test("a waiting core takes it over only after a grace its polls could write in", async () => {
+    using dir = tmpdir();
+    const clock = pollClock(1_000_000);
+    const b = Store.open(dir.path, { leases: { now: clock.now } });
+    const other = new Database(join(dir.path, DB_FILE));
+    const owner = () =>
+      (other.query("SELECT owner FROM session_leases").get() as { owner: string } | null)?.owner;
+    other.run("INSERT INTO session_leases VALUES ('u', 's', 'holder', ?, ?)", [
+      process.pid,
+      clock.at + LEASE_TTL_MS,
+    ]);
+    const taking = b.lease("u", "s", never, () => undefined);
+    const polls = (n: number) => Promise.race([clock.polls(n), taking]);
+    try {
+      await polls(1);
+      clock.at += LEASE_TTL_MS; // run out, its holder alive
+      await polls(1);
+      other.run("BEGIN IMMEDIATE"); // a long erase in a third process
+      clock.at += 5 * TAKEOVER_GRACE_MS;
+      await polls(3);
+      other.run("COMMIT");
+      await polls(3);
+      expect(owner()).toBe("holder"); // the busy polls did not count toward the grace
+      // The holder's retried renewal lands within the grace: the session stays its.
+      other.run("UPDATE session_leases SET expires_at = ?", [clock.at + LEASE_TTL_MS]);
+      clock.at += TAKEOVER_GRACE_MS;
+      await polls(3);
+      expect(owner()).toBe("holder");
+      // Frozen now: run out again, and taken once seen so for the grace.
+      clock.at += LEASE_TTL_MS;
+      await polls(3);
+      expect(owner()).toBe("holder");
+      clock.at += TAKEOVER_GRACE_MS;
+      (await taking).release();
+    } finally {
+      other.close();
+      b.close();
+    }
+  });
+
+  test("a holder whose process is gone is taken over at once", async () => {
+    using dir = tmpdir();
+    const clock = pollClock(1_000_000);
+    const b = Store.open(dir.path, { leases: { now: clock.now, alive: () => false } });
+    const other = new Database(join(dir.path, DB_FILE));
+    other.run("INSERT INTO session_leases VALUES ('u', 's', 'gone', 1, ?)", [clock.at + LEASE_TTL_MS]);
+    const taking = b.lease("u", "s", never, () => undefined);
+    try {
+      await Promise.race([clock.polls(2), taking]);
+      expect(other.query("SELECT owner FROM session_leases").get()).toEqual({ owner: b.leases.owner });
+      (await taking).release();
+    } finally {
+      other.close();
+      b.close();
+    }
+  });
+});
