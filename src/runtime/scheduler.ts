@@ -150,14 +150,14 @@ export class Scheduler {
       // Loaded, its server may be down (a chat restarting it, in a back-off): the host's ask, as a warmup's.
       await live.runtime.ready(opts.signal ?? never, opts.onProgress, { explicit: true });
     } catch (err) {
-      // A load that failed pins nothing; a cancelled one goes on, pinned as asked once it loads.
+      // A failed load (a loaded one's restart too) pins nothing; a cancelled one goes on, pinned once loaded.
       const now = entry.cell.get();
       if (now.kind === "loading")
         now.job.done.then(
           () => pinned(false),
           () => pinned(true),
         );
-      else pinned(now.kind !== "loaded");
+      else pinned(now.kind !== "loaded" || opts.signal?.aborted !== true);
       this.forget(entry);
       throw err;
     }

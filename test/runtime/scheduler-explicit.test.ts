@@ -87,6 +87,18 @@ describe("Scheduler: models.load's pin", () => {
     }
   });
 
+  test("a pinning load of a loaded model whose server's restart fails pins nothing", async () => {
+    // A chat's lease is out as its server dies: the model stays loaded, the load restarts it.
+    const fail = new CoreError("internal_error", "it did not start again");
+    const { fleet, scheduler, row } = schedulerOver({ a: { gib: 2 } });
+    const chat = await scheduler.acquire("a", signal());
+    fleet.last("a").crash();
+    fleet.spec("a").fail = fail;
+    expect(await rejection(scheduler.load("a", { pin: true }))).toBe(fail);
+    expect(row("a")?.pinned).toBe(false);
+    chat.release();
+  });
+
   test("an unload refused while a chat holds the model keeps the pin", async () => {
     const { scheduler, row } = schedulerOver({ a: { gib: 2 } });
     await scheduler.load("a", { pin: true });
