@@ -150,21 +150,26 @@ export class SessionLeases {
     waitForHolder: boolean,
   ): Promise<Leased<T> | undefined> {
     let busySince: number | undefined;
-    // When this core first saw the lease run out with its holder alive, the database free since.
-    let staleSince: number | undefined;
+    // How long this core has seen the lease run out with its holder alive, counting only the time
+    // between two polls that could write (the holder's renewals could too), and the last such poll.
+    // A busy poll pauses it rather than starting it again: another core's short writes now and
+    // then would otherwise keep a frozen holder's session from ever being taken.
+    let staleFor = 0;
+    let staleAt: number | undefined;
     for (;;) {
       signal.throwIfAborted();
       const now = this.now(); // read before the lock: a renewal meanwhile only looks fresher
-      const r = this.attempt(userId, sessionId, within, now, staleSince);
+      const seen = staleFor + (staleAt === undefined ? 0 : now - staleAt);
+      const r = this.attempt(userId, sessionId, within, now, seen);
       if (r instanceof Error) {
         busySince ??= Date.now();
         if (Date.now() - busySince >= busyWaitMs) throw r;
-        staleSince = undefined; // the holder's renewals may be refused as this poll was
+        staleAt = undefined; // the holder's renewals may be refused as this poll was
       } else if (typeof r === "object") return { release: this.held(userId, sessionId), value: r.value };
       else if (r === "held" && !waitForHolder) return undefined;
       else {
         busySince = undefined;
-        staleSince = r === "stale" ? (staleSince ?? now) : undefined;
+        [staleFor, staleAt] = r === "stale" ? [seen, now] : [0, undefined];
       }
       await abortable(new Promise((res) => setTimeout(res, POLL_MS)), signal);
     }
@@ -209,18 +214,18 @@ export class SessionLeases {
   }
 
   /**
-   * Taken (with `within`'s value), held by a live holder, run out with its holder alive and the
-   * grace since `staleSince` not over ("stale"), or the database's lock busy (the error).
+   * Taken (with `within`'s value), held by a live holder, run out with its holder alive and
+   * `staleFor` (seen so) short of the grace ("stale"), or the database's lock busy (the error).
    */
   private attempt<T>(
     userId: string,
     sessionId: string,
     within: () => T,
     now: number,
-    staleSince?: number,
+    staleFor = 0,
   ): { value: T } | "held" | "stale" | Error {
     try {
-      return this.takeNow(userId, sessionId, within, now, staleSince);
+      return this.takeNow(userId, sessionId, within, now, staleFor);
     } catch (err) {
       // Another process is writing: the next poll asks again.
       if (/^SQLITE_BUSY/.test((err as { code?: string }).code ?? "")) return err as Error;
@@ -233,7 +238,7 @@ export class SessionLeases {
     sessionId: string,
     within: () => T,
     now: number,
-    staleSince?: number,
+    staleFor: number,
   ): { value: T } | "held" | "stale" {
     return this.db
       .transaction((): { value: T } | "held" | "stale" => {
@@ -242,7 +247,7 @@ export class SessionLeases {
           .get(userId, sessionId) as { owner: string; pid: number; expires_at: number } | null;
         if (held && held.owner !== this.owner && this.alive(held.pid)) {
           if (held.expires_at > now) return "held";
-          if (staleSince === undefined || now - staleSince < TAKEOVER_GRACE_MS) return "stale";
+          if (staleFor < TAKEOVER_GRACE_MS) return "stale";
         }
         this.db
           .query(

@@ -99,6 +99,42 @@ describe("a lease run out while another process held the database's lock", () =>
     }
   });
 
+  test("a frozen holder is still taken over while a third process's writes now and then make a poll busy", async () => {
+    using dir = tmpdir();
+    // Each poll reads the clock once, and a poll's worth of time passes with it.
+    const clock = pollClock(1_000_000);
+    const b = Store.open(dir.path, {
+      leases: {
+        now: () => {
+          clock.at += 50;
+          return clock.now();
+        },
+      },
+    });
+    const other = new Database(join(dir.path, DB_FILE));
+    const owner = () =>
+      (other.query("SELECT owner FROM session_leases").get() as { owner: string } | null)?.owner;
+    // Run out, its holder's process alive (this one), never renewed: frozen.
+    other.run("INSERT INTO session_leases VALUES ('u', 's', 'frozen', ?, ?)", [process.pid, clock.at - 1]);
+    const taking = b.lease("u", "s", never, () => undefined);
+    const polls = (n: number) => Promise.race([clock.polls(n), taking]);
+    try {
+      // Every fifth poll finds the lock held by a short write of another core (its indexing, say):
+      // 4 writable polls in a row are 200 ms, never the grace, yet 5 s of them go by.
+      for (let i = 0; i < 20 && owner() === "frozen"; i++) {
+        await polls(4);
+        other.run("BEGIN IMMEDIATE");
+        await polls(1);
+        other.run("COMMIT");
+      }
+      expect(owner()).toBe(b.leases.owner);
+      (await taking).release();
+    } finally {
+      other.close();
+      b.close();
+    }
+  });
+
   test("a holder whose process is gone is taken over at once", async () => {
     using dir = tmpdir();
     const clock = pollClock(1_000_000);
