@@ -23,6 +23,7 @@ import {
   loadsUnderWay,
   newEntry,
   settleDead,
+  whenServing,
 } from "./scheduler-entry.ts";
 import { modelBusy, notLoaded, schedulerClosed } from "./scheduler-errors.ts";
 import { memoryRows, modelRow, type SchedulerSnapshot } from "./scheduler-snapshot.ts";
@@ -147,8 +148,7 @@ export class Scheduler {
     let live: Live;
     try {
       live = await this.ready(entry, opts.signal ?? never, opts.onProgress, true);
-      // Loaded, its server may be down (a chat restarting it, in a back-off): the host's ask, as a warmup's.
-      await live.runtime.ready(opts.signal ?? never, opts.onProgress, { explicit: true });
+      await whenServing(entry, live, opts.signal ?? never, opts.onProgress);
     } catch (err) {
       // A failed load (a loaded one's restart too) pins nothing; a cancelled one goes on, pinned once loaded.
       const now = entry.cell.get();

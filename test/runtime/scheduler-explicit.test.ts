@@ -108,3 +108,21 @@ describe("Scheduler: models.load's pin", () => {
     lease.release();
   });
 });
+
+describe("Scheduler: models.load of a loaded model whose server is down", () => {
+  test("a load of a loaded model unloaded while its server restarts says so", async () => {
+    // The real supervisor's stop tells a caller waiting on its start "the core is shutting down".
+    const { fleet, scheduler, row } = schedulerOver({ a: { gib: 2 } });
+    const chat = await scheduler.acquire("a", signal());
+    fleet.last("a").crash();
+    fleet.spec("a").gated = true;
+    const load = rejection(scheduler.load("a"));
+    await settle();
+    chat.release();
+    await scheduler.unload("a");
+    const err = await load;
+    expect(err.code).toBe("cancelled");
+    expect(err.message).toBe('model "a" was unloaded while the request waited for it');
+    expect(row("a")?.state).toBe("unloaded");
+  });
+});
