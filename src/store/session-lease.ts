@@ -261,7 +261,15 @@ export class SessionLeases {
   }
 
   /** Whether the renewal was written; never thrown (the database's lock busy: tried again soon). */
+  /**
+   * Asked without SQLite's busy wait: a refused renewal is asked again a poll later, and with the
+   * wait each try held the main loop up to 20 ms of every ~70, per lease, for as long as another
+   * process held the lock. At once, it still lands in the lock's first free moment well within
+   * a waiting core's grace, which needs a second of its own polls that could write.
+   */
   private renew(userId: string, sessionId: string): boolean {
+    const { timeout } = this.db.query("PRAGMA busy_timeout").get() as { timeout: number };
+    this.db.run("PRAGMA busy_timeout = 0");
     try {
       this.db
         .query("UPDATE session_leases SET expires_at = ? WHERE user_id = ? AND session_id = ? AND owner = ?")
@@ -269,6 +277,8 @@ export class SessionLeases {
       return true;
     } catch {
       return false;
+    } finally {
+      this.db.run(`PRAGMA busy_timeout = ${timeout}`);
     }
   }
 }
