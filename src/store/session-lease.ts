@@ -260,17 +260,20 @@ export class SessionLeases {
       .immediate();
   }
 
-  /** Whether the renewal was written; never thrown (the database's lock busy: tried again soon). */
   /**
-   * Asked without SQLite's busy wait: a refused renewal is asked again a poll later, and with the
-   * wait each try held the main loop up to 20 ms of every ~70, per lease, for as long as another
-   * process held the lock. At once, it still lands in the lock's first free moment well within
-   * a waiting core's grace, which needs a second of its own polls that could write.
+   * Whether the renewal was written; never thrown (the database's lock busy: tried again soon),
+   * not even from a database closed under the lease (a store dropped mid-turn): from its timer,
+   * the core would take it for an uncaught fault and stop. Asked without SQLite's busy wait: a
+   * refused renewal is asked again a poll later, and with the wait each try held the main loop
+   * up to 20 ms of every ~70, per lease, for as long as another process held the lock. At once,
+   * it still lands in the lock's first free moment well within a waiting core's grace, which
+   * needs a second of its own polls that could write.
    */
   private renew(userId: string, sessionId: string): boolean {
-    const { timeout } = this.db.query("PRAGMA busy_timeout").get() as { timeout: number };
-    this.db.run("PRAGMA busy_timeout = 0");
+    let timeout: number | undefined;
     try {
+      ({ timeout } = this.db.query("PRAGMA busy_timeout").get() as { timeout: number });
+      this.db.run("PRAGMA busy_timeout = 0");
       this.db
         .query("UPDATE session_leases SET expires_at = ? WHERE user_id = ? AND session_id = ? AND owner = ?")
         .run(this.now() + LEASE_TTL_MS, userId, sessionId, this.owner);
@@ -278,7 +281,7 @@ export class SessionLeases {
     } catch {
       return false;
     } finally {
-      this.db.run(`PRAGMA busy_timeout = ${timeout}`);
+      if (timeout !== undefined) this.db.run(`PRAGMA busy_timeout = ${timeout}`);
     }
   }
 }

@@ -60,6 +60,25 @@ describe("a lease's renewal", () => {
     expect((query("PRAGMA busy_timeout").get() as { timeout: number }).timeout).toBe(20);
     db.close();
   });
+
+  test("of a lease whose database was closed under it is refused, not thrown from its timer", async () => {
+    // The store is dropped and closed while a turn holds a lease (the database replaced under the
+    // core, services.ts): the busy wait's read, outside the renewal's try, threw from the timer,
+    // which the core hears as an uncaught fault and stops on.
+    using dir = tmpdir();
+    Store.open(dir.path).close();
+    const db = new Database(join(dir.path, DB_FILE));
+    const leases = new SessionLeases(db);
+    jest.useFakeTimers();
+    try {
+      const { release } = await leases.acquire("u", "s", never, () => undefined);
+      db.close();
+      expect(() => jest.advanceTimersByTime(10_000)).not.toThrow();
+      release();
+    } finally {
+      jest.useRealTimers();
+    }
+  });
 });
 
 describe("a lease run out while another process held the database's lock", () => {
