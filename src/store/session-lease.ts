@@ -151,9 +151,12 @@ export class SessionLeases {
   ): Promise<Leased<T> | undefined> {
     let busySince: number | undefined;
     // How long this core has seen the lease run out with its holder alive, counting only the time
-    // between two polls that could write (the holder's renewals could too), and the last such poll.
+    // up to a poll that could write (the holder's renewals could too), and the last poll since.
     // A busy poll pauses it rather than starting it again: another core's short writes now and
-    // then would otherwise keep a frozen holder's session from ever being taken.
+    // then would otherwise keep a frozen holder's session from ever being taken. The time from a
+    // busy poll to a writable one counts, as one poll's: a lock busy at every other poll (another
+    // core's indexing, as long free as held) would otherwise count nothing, and one held long
+    // counts no more than a poll's time once it frees, the holder retrying as often.
     let staleFor = 0;
     let staleAt: number | undefined;
     for (;;) {
@@ -164,7 +167,8 @@ export class SessionLeases {
       if (r instanceof Error) {
         busySince ??= Date.now();
         if (Date.now() - busySince >= busyWaitMs) throw r;
-        staleAt = undefined; // the holder's renewals may be refused as this poll was
+        // The holder's renewals may be refused as this poll was: the time up to it is not counted.
+        if (staleAt !== undefined) staleAt = now;
       } else if (typeof r === "object") return { release: this.held(userId, sessionId), value: r.value };
       else if (r === "held" && !waitForHolder) return undefined;
       else {

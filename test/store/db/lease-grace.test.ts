@@ -30,6 +30,43 @@ function pollClock(start: number) {
   return clock;
 }
 
+/**
+ * A frozen holder's lease (run out, its process alive, never renewed) waited for by another core
+ * whose every poll after `writable` writable ones finds the lock held, for up to `rounds` rounds:
+ * the waiter has it at the end. Each poll reads the clock once, and a poll's worth of time passes.
+ */
+async function takenOverAmidBusyPolls(writable: number, rounds: number): Promise<void> {
+  using dir = tmpdir();
+  const clock = pollClock(1_000_000);
+  const b = Store.open(dir.path, {
+    leases: {
+      now: () => {
+        clock.at += 50;
+        return clock.now();
+      },
+    },
+  });
+  const other = new Database(join(dir.path, DB_FILE));
+  const owner = () =>
+    (other.query("SELECT owner FROM session_leases").get() as { owner: string } | null)?.owner;
+  other.run("INSERT INTO session_leases VALUES ('u', 's', 'frozen', ?, ?)", [process.pid, clock.at - 1]);
+  const taking = b.lease("u", "s", never, () => undefined);
+  const polls = (n: number) => Promise.race([clock.polls(n), taking]);
+  try {
+    for (let i = 0; i < rounds && owner() === "frozen"; i++) {
+      await polls(writable);
+      other.run("BEGIN IMMEDIATE");
+      await polls(1);
+      other.run("COMMIT");
+    }
+    expect(owner()).toBe(b.leases.owner);
+    (await taking).release();
+  } finally {
+    other.close();
+    b.close();
+  }
+}
+
 describe("a lease's renewal", () => {
   test("is asked without SQLite's busy wait (the main loop's), which is put back after", async () => {
     // Retried every poll while another process holds the lock, each try waited out the
@@ -151,39 +188,15 @@ describe("a lease run out while another process held the database's lock", () =>
   });
 
   test("a frozen holder is still taken over while a third process's writes now and then make a poll busy", async () => {
-    using dir = tmpdir();
-    // Each poll reads the clock once, and a poll's worth of time passes with it.
-    const clock = pollClock(1_000_000);
-    const b = Store.open(dir.path, {
-      leases: {
-        now: () => {
-          clock.at += 50;
-          return clock.now();
-        },
-      },
-    });
-    const other = new Database(join(dir.path, DB_FILE));
-    const owner = () =>
-      (other.query("SELECT owner FROM session_leases").get() as { owner: string } | null)?.owner;
-    // Run out, its holder's process alive (this one), never renewed: frozen.
-    other.run("INSERT INTO session_leases VALUES ('u', 's', 'frozen', ?, ?)", [process.pid, clock.at - 1]);
-    const taking = b.lease("u", "s", never, () => undefined);
-    const polls = (n: number) => Promise.race([clock.polls(n), taking]);
-    try {
-      // Every fifth poll finds the lock held by a short write of another core (its indexing, say):
-      // 4 writable polls in a row are 200 ms, never the grace, yet 5 s of them go by.
-      for (let i = 0; i < 20 && owner() === "frozen"; i++) {
-        await polls(4);
-        other.run("BEGIN IMMEDIATE");
-        await polls(1);
-        other.run("COMMIT");
-      }
-      expect(owner()).toBe(b.leases.owner);
-      (await taking).release();
-    } finally {
-      other.close();
-      b.close();
-    }
+    // Every fifth poll finds the lock held by a short write of another core (its indexing, say):
+    // 4 writable polls in a row are 200 ms, never the grace, yet 5 s of them go by.
+    await takenOverAmidBusyPolls(4, 20);
+  });
+
+  test("a frozen holder is taken over though every other poll is busy", async () => {
+    // A third process's batches (a folder's indexing leaves the lock free as long as it held
+    // it) find every other poll busy: no two writable polls in a row, yet 5 s of them go by.
+    await takenOverAmidBusyPolls(1, 50);
   });
 
   test("a holder whose process is gone is taken over at once", async () => {
