@@ -3,7 +3,7 @@ import type { StateCell } from "../util/state-cell.ts";
 import type { DeviceBytes, HeldModel } from "./memory-fit.ts";
 import type { SchedulerProgress, Timers } from "./model-runtime.ts";
 import { heldBy, type Live, type ModelState, modelCell } from "./model-state.ts";
-import { unloadedWhileWaiting } from "./scheduler-errors.ts";
+import { schedulerClosed, unloadedWhileWaiting } from "./scheduler-errors.ts";
 
 /** One model the scheduler knows: its state and what is asked of it. */
 export interface Entry {
@@ -125,17 +125,20 @@ export function heldModels(
 /**
  * `models.load`'s wait for a loaded model's server, which may be down (a chat restarting it, in a
  * back-off): the host's ask, as a warmup's. An unload meanwhile stops the runtime, which tells its
- * waiters the core is shutting down: the load is told what happened instead.
+ * waiters the core is shutting down: the load is told what happened instead, the unload, or the
+ * shutdown (`closing`) as a joined load is told it.
  */
 export async function whenServing(
   e: Entry,
   live: Live,
   signal: AbortSignal,
   onProgress: ((p: SchedulerProgress) => void) | undefined,
+  closing: () => boolean,
 ): Promise<void> {
   try {
     await live.runtime.ready(signal, onProgress, { explicit: true });
   } catch (err) {
-    throw e.cell.get().kind === "loaded" || signal.aborted ? err : unloadedWhileWaiting(e.name);
+    if (e.cell.get().kind === "loaded" || signal.aborted) throw err;
+    throw closing() ? schedulerClosed() : unloadedWhileWaiting(e.name);
   }
 }

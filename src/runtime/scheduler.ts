@@ -148,7 +148,7 @@ export class Scheduler {
     let live: Live;
     try {
       live = await this.ready(entry, opts.signal ?? never, opts.onProgress, true);
-      await whenServing(entry, live, opts.signal ?? never, opts.onProgress);
+      await whenServing(entry, live, opts.signal ?? never, opts.onProgress, () => !!this.closing);
     } catch (err) {
       // A failed load (a loaded one's restart too) pins nothing; a cancelled one goes on, pinned once loaded.
       const now = entry.cell.get();

@@ -109,20 +109,34 @@ describe("Scheduler: models.load's pin", () => {
   });
 });
 
+/** A models.load waiting on a loaded model's gated restart, its last chat ended: free to unload. */
+async function loadAwaitingRestart() {
+  // The real supervisor's stop tells a caller waiting on its start "the core is shutting down".
+  const { fleet, scheduler, row } = schedulerOver({ a: { gib: 2 } });
+  const chat = await scheduler.acquire("a", signal());
+  fleet.last("a").crash();
+  fleet.spec("a").gated = true;
+  const load = rejection(scheduler.load("a"));
+  await settle();
+  chat.release();
+  return { scheduler, row, load };
+}
+
 describe("Scheduler: models.load of a loaded model whose server is down", () => {
   test("a load of a loaded model unloaded while its server restarts says so", async () => {
-    // The real supervisor's stop tells a caller waiting on its start "the core is shutting down".
-    const { fleet, scheduler, row } = schedulerOver({ a: { gib: 2 } });
-    const chat = await scheduler.acquire("a", signal());
-    fleet.last("a").crash();
-    fleet.spec("a").gated = true;
-    const load = rejection(scheduler.load("a"));
-    await settle();
-    chat.release();
+    const { scheduler, row, load } = await loadAwaitingRestart();
     await scheduler.unload("a");
     const err = await load;
     expect(err.code).toBe("cancelled");
     expect(err.message).toBe('model "a" was unloaded while the request waited for it');
     expect(row("a")?.state).toBe("unloaded");
+  });
+
+  test("one stopped by the core's shutdown is told the core is shutting down, not of an unload", async () => {
+    const { scheduler, load } = await loadAwaitingRestart();
+    await scheduler.stop();
+    const err = await load;
+    expect(err.code).toBe("cancelled");
+    expect(err.message).toBe("the model cannot load: the core is shutting down");
   });
 });
