@@ -138,7 +138,10 @@ export async function whenServing(
   try {
     await live.runtime.ready(signal, onProgress, { explicit: true });
   } catch (err) {
-    if (e.cell.get().kind === "loaded" || signal.aborted) throw err;
+    // Only an unload changes the answer: a model seen `failed` meanwhile (its restart's server
+    // dead, a status read) is told the restart's own error.
+    const kind = e.cell.get().kind;
+    if ((kind !== "unloading" && kind !== "unloaded") || signal.aborted) throw err;
     throw closing() ? schedulerClosed() : unloadedWhileWaiting(e.name);
   }
 }

@@ -119,7 +119,7 @@ async function loadAwaitingRestart() {
   const load = rejection(scheduler.load("a"));
   await settle();
   chat.release();
-  return { scheduler, row, load };
+  return { fleet, scheduler, row, load };
 }
 
 describe("Scheduler: models.load of a loaded model whose server is down", () => {
@@ -130,6 +130,16 @@ describe("Scheduler: models.load of a loaded model whose server is down", () => 
     expect(err.code).toBe("cancelled");
     expect(err.message).toBe('model "a" was unloaded while the request waited for it');
     expect(row("a")?.state).toBe("unloaded");
+  });
+
+  test("one whose restart fails, seen failed by a status meanwhile, is told the restart's error", async () => {
+    const fail = new CoreError("internal_error", "it did not start again");
+    const { fleet, scheduler, row, load } = await loadAwaitingRestart();
+    fleet.last("a").crash(); // the restarted server dies as it starts
+    expect(row("a")?.state).toBe("failed"); // a host's status poll meanwhile
+    fleet.spec("a").fail = fail;
+    fleet.last("a").open();
+    expect(await load).toBe(fail);
   });
 
   test("one stopped by the core's shutdown is told the core is shutting down, not of an unload", async () => {
