@@ -134,7 +134,7 @@ describe("Scheduler: models.load of a loaded model whose server is down", () => 
 
   test("one whose restart fails, seen failed by a status meanwhile, is told the restart's error", async () => {
     const fail = new CoreError("internal_error", "it did not start again");
-    const { fleet, scheduler, row, load } = await loadAwaitingRestart();
+    const { fleet, row, load } = await loadAwaitingRestart();
     fleet.last("a").crash(); // the restarted server dies as it starts
     expect(row("a")?.state).toBe("failed"); // a host's status poll meanwhile
     fleet.spec("a").fail = fail;
