@@ -11,6 +11,7 @@ import type { ProjectorChoice } from "../plan/projector.ts";
 import { isCoreError } from "../protocol/errors.ts";
 import { HF_PREFIX, parseHfModelPath } from "../protocol/model-ref.ts";
 import type { ModelEntry, ModelsResult } from "../protocol/models.ts";
+import { sameFile } from "../util/same-file.ts";
 import { findProjector } from "./find-projector.ts";
 import { fitVerdict } from "./fit-verdict.ts";
 import { type Env, hubCacheDir, repoPaths } from "./hf-cache.ts";
@@ -321,10 +322,6 @@ function realOrSelf(path: string): string {
   } catch {
     return path;
   }
-}
-
-function sameFile(a: string, b: string): boolean {
-  return a === b || realOrSelf(a) === realOrSelf(b);
 }
 
 function sizeOf(path: string): number {

@@ -5,6 +5,7 @@ import { cancelledError } from "../protocol/errors.ts";
 import type { DownloadProgress } from "../protocol/pull.ts";
 import { abortable } from "../util/abortable.ts";
 import { openRegularFile } from "../util/read-file.ts";
+import { seconds } from "../util/seconds.ts";
 import { type FreeSpaceProbe, SPACE_MARGIN_BYTES, spaceShortfall, statfsFree } from "./disk-space.ts";
 import { type BlobTarget, cachedFileSize, downloadBlob } from "./download.ts";
 import { giveUp, LOCK_QUIET_MS, LockWatch, tryLock } from "./download-lock.ts";
@@ -284,7 +285,6 @@ function checkSpace(targets: BlobTarget[], cacheDir: string, probe: FreeSpacePro
 }
 
 const mib = (n: number) => Math.ceil(n / (1024 * 1024));
-const seconds = (ms: number) => `${Number((ms / 1000).toFixed(1))} s`;
 
 /**
  * The blob in place and its sha256: already there, downloaded by another pull we waited for,

@@ -1,4 +1,5 @@
 import { CoreError, type CoreErrorData, cancelledError } from "../protocol/errors.ts";
+import { seconds } from "../util/seconds.ts";
 import type { DeviceShortfall } from "./memory-fit.ts";
 
 /**
@@ -36,8 +37,6 @@ function waitedTooLong(err: CoreError): CoreError {
   return err;
 }
 
-/** A wait as the docs show durations: `0.5 s`, `2 s` (a whole-second rounding said 1 s for 0.5). */
-const seconds = (ms: number) => `${Number((ms / 1000).toFixed(1))} s`;
 const quoted = (names: readonly string[]) => names.map((n) => `"${n}"`).join(", ");
 
 /**
@@ -56,20 +55,17 @@ export function noRoom(
   const pins = holders.filter((h) => pinned.includes(h));
   const inUse = holders.filter((h) => !pinned.includes(h));
   const one = (names: readonly string[], it: string, they: string) => (names.length > 1 ? they : it);
-  const why = [
-    ...(inUse.length > 0
-      ? [
-          `${quoted(inUse)} stayed in use: wait for ${one(inUse, "its", "their")} chats to end, ` +
-            `or unload ${one(inUse, "it", "one of them")}`,
-        ]
-      : []),
-    ...(pins.length > 0
-      ? [
-          `${quoted(pins)} ${one(pins, "is", "are")} pinned, never unloaded to make room: unload ` +
-            `${one(pins, "it", "them")} with models.unload, or unpin ${one(pins, "it", "them")} (models.load with pin: false)`,
-        ]
-      : []),
-  ];
+  const why: string[] = [];
+  if (inUse.length > 0)
+    why.push(
+      `${quoted(inUse)} stayed in use: wait for ${one(inUse, "its", "their")} chats to end, ` +
+        `or unload ${one(inUse, "it", "one of them")}`,
+    );
+  if (pins.length > 0)
+    why.push(
+      `${quoted(pins)} ${one(pins, "is", "are")} pinned, never unloaded to make room: unload ` +
+        `${one(pins, "it", "them")} with models.unload, or unpin ${one(pins, "it", "them")} (models.load with pin: false)`,
+    );
   return waitedTooLong(
     new CoreError(
       "model_plan_error",
