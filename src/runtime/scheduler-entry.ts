@@ -43,7 +43,9 @@ export function newEntry(name: string): Entry {
  * `models.load`'s pin, set as its load begins (the model is never unloaded for room between the
  * load's end and its caller's turn) and given back once the load failed (`failed: true`) to what it
  * was before the first of the loads in flight: loads at once share one failure, so a failed load
- * pins nothing, whichever of them asked. Idempotent.
+ * pins nothing, whichever of them asked. One that succeeded told its caller the pin holds: it is
+ * what a load still in flight gives back to, should that one fail later (its server died again).
+ * Idempotent.
  */
 export function askPin(e: Entry, pin: boolean | undefined): (failed: boolean) => void {
   if (e.pinLoads++ === 0) e.pinBefore = e.pin;
@@ -54,6 +56,7 @@ export function askPin(e: Entry, pin: boolean | undefined): (failed: boolean) =>
     ended = true;
     e.pinLoads -= 1;
     if (failed) e.pin = e.pinBefore;
+    else if (pin !== undefined) e.pinBefore = pin;
   };
 }
 

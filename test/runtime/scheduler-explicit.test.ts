@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { CoreError } from "../../src/protocol/errors.ts";
-import { signal } from "./helpers/fake-model-runtime.ts";
+import { type FakeRuntime, signal } from "./helpers/fake-model-runtime.ts";
 import { settle } from "./helpers/fake-timers.ts";
 import { rejection } from "./helpers/harness.ts";
 import { schedulerOver } from "./helpers/scheduler-setup.ts";
@@ -99,6 +99,29 @@ describe("Scheduler: models.load's pin", () => {
     chat.release();
   });
 
+  test("a pinning load that succeeded keeps its pin when another pinning load beside it then fails", async () => {
+    // Both wait on the loaded model's restart (a chat's lease is out as its server dies): the
+    // first's wait ends served; the server dies again and the second's restart fails.
+    const fail = new CoreError("internal_error", "it did not start again");
+    const { fleet, scheduler, row } = schedulerOver({ a: { gib: 2 } });
+    const chat = await scheduler.acquire("a", signal());
+    const rt = fleet.last("a");
+    rt.crash();
+    const gates = gatedReady(rt);
+    const first = scheduler.load("a", { pin: true });
+    const second = rejection(scheduler.load("a", { pin: true }));
+    await settle();
+    gates[0]?.resolve();
+    expect((await first).state).toBe("loaded");
+    expect(row("a")?.pinned).toBe(true);
+    rt.crash();
+    fleet.spec("a").fail = fail;
+    gates[1]?.resolve();
+    expect(await second).toBe(fail);
+    expect(row("a")?.pinned).toBe(true);
+    chat.release();
+  });
+
   test("an unload refused while a chat holds the model keeps the pin", async () => {
     const { scheduler, row } = schedulerOver({ a: { gib: 2 } });
     await scheduler.load("a", { pin: true });
@@ -108,6 +131,19 @@ describe("Scheduler: models.load's pin", () => {
     lease.release();
   });
 });
+
+/** Each `ready` call on `rt` from now waits for its own gate (in call order) before it runs. */
+function gatedReady(rt: FakeRuntime): PromiseWithResolvers<void>[] {
+  const gates: PromiseWithResolvers<void>[] = [];
+  const ready = rt.ready.bind(rt);
+  rt.ready = async (...args) => {
+    const gate = Promise.withResolvers<void>();
+    gates.push(gate);
+    await gate.promise;
+    return ready(...args);
+  };
+  return gates;
+}
 
 /** A models.load waiting on a loaded model's gated restart, its last chat ended: free to unload. */
 async function loadAwaitingRestart() {
