@@ -1,4 +1,5 @@
 import { CoreError } from "../protocol/errors.ts";
+import { abortable } from "../util/abortable.ts";
 import type { StateCell } from "../util/state-cell.ts";
 import type { DeviceBytes, HeldModel } from "./memory-fit.ts";
 import type { SchedulerProgress, Timers } from "./model-runtime.ts";
@@ -58,6 +59,20 @@ export function askPin(e: Entry, pin: boolean | undefined): (failed: boolean) =>
     if (failed) e.pin = e.pinBefore;
     else if (pin !== undefined) e.pinBefore = pin;
   };
+}
+
+/**
+ * The pin of a `models.load` whose load failed or whose wait was cancelled (`askPin`'s end): a
+ * failed load pins nothing; a cancelled one goes on, pinned once loaded, and nothing if it fails.
+ */
+export function pinAfterLoad(e: Entry, pinned: (failed: boolean) => void, cancelled: boolean): void {
+  const now = e.cell.get();
+  if (now.kind === "loading")
+    now.job.done.then(
+      () => pinned(false),
+      () => pinned(true),
+    );
+  else pinned(now.kind !== "loaded" || !cancelled);
 }
 
 /** Whether a chat holds, waits for or has asked for the model. */
@@ -127,7 +142,9 @@ export function heldModels(
 
 /**
  * `models.load`'s wait for a loaded model's server, which may be down (a chat restarting it, in a
- * back-off): the host's ask, as a warmup's. An unload meanwhile stops the runtime, which tells its
+ * back-off): the host's ask, as a warmup's. The restart goes on past a cancel (the wait stops, the
+ * load goes on), and its end, not the wait's, settles the pin (`askPin`): a cancelled load whose
+ * restart then fails pins nothing. An unload meanwhile stops the runtime, which tells its
  * waiters the core is shutting down: the load is told what happened instead, the unload, or the
  * shutdown (`closing`) as a joined load is told it.
  */
@@ -137,9 +154,21 @@ export async function whenServing(
   signal: AbortSignal,
   onProgress: ((p: SchedulerProgress) => void) | undefined,
   closing: () => boolean,
+  pinned: (failed: boolean) => void,
 ): Promise<void> {
+  const serving = live.runtime.ready(
+    new AbortController().signal,
+    (p) => {
+      if (!signal.aborted) onProgress?.(p);
+    },
+    { explicit: true },
+  );
+  serving.then(
+    () => pinned(false),
+    () => pinned(true),
+  );
   try {
-    await live.runtime.ready(signal, onProgress, { explicit: true });
+    await abortable(serving, signal);
   } catch (err) {
     // Only an unload changes the answer: a model seen `failed` meanwhile (its restart's server
     // dead, a status read) is told the restart's own error.

@@ -22,6 +22,7 @@ import {
   heldModels,
   loadsUnderWay,
   newEntry,
+  pinAfterLoad,
   settleDead,
   whenServing,
 } from "./scheduler-entry.ts";
@@ -148,20 +149,18 @@ export class Scheduler {
     let live: Live;
     try {
       live = await this.ready(entry, opts.signal ?? never, opts.onProgress, true);
-      await whenServing(entry, live, opts.signal ?? never, opts.onProgress, () => !!this.closing);
     } catch (err) {
-      // A failed load (a loaded one's restart too) pins nothing; a cancelled one goes on, pinned once loaded.
-      const now = entry.cell.get();
-      if (now.kind === "loading")
-        now.job.done.then(
-          () => pinned(false),
-          () => pinned(true),
-        );
-      else pinned(now.kind !== "loaded" || opts.signal?.aborted !== true);
+      pinAfterLoad(entry, pinned, opts.signal?.aborted === true);
       this.forget(entry);
       throw err;
     }
-    pinned(false);
+    try {
+      // A loaded model's server, maybe restarting: its end decides the pin, a cancel's too.
+      await whenServing(entry, live, opts.signal ?? never, opts.onProgress, () => !!this.closing, pinned);
+    } catch (err) {
+      this.forget(entry);
+      throw err;
+    }
     this.armIdle(entry);
     return { model, state: "loaded", memory_bytes: Object.values(live.bytes).reduce((a, b) => a + b, 0) };
   }

@@ -122,6 +122,27 @@ describe("Scheduler: models.load's pin", () => {
     chat.release();
   });
 
+  test("a pinning load cancelled while a loaded model's restart goes on pins nothing if that restart fails", async () => {
+    const fail = new CoreError("internal_error", "it did not start again");
+    for (const fails of [true, false]) {
+      const { fleet, scheduler, row } = schedulerOver({ a: { gib: 2 } });
+      const chat = await scheduler.acquire("a", signal());
+      fleet.last("a").crash();
+      fleet.spec("a").gated = true;
+      const ctl = new AbortController();
+      const load = rejection(scheduler.load("a", { pin: true, signal: ctl.signal }));
+      await settle();
+      ctl.abort(new CoreError("cancelled", "cancelled by the host"));
+      expect((await load).code).toBe("cancelled");
+      expect(row("a")?.pinned).toBe(true);
+      if (fails) fleet.spec("a").fail = fail;
+      fleet.last("a").open();
+      await settle();
+      expect(row("a")?.pinned).toBe(!fails);
+      chat.release();
+    }
+  });
+
   test("an unload refused while a chat holds the model keeps the pin", async () => {
     const { scheduler, row } = schedulerOver({ a: { gib: 2 } });
     await scheduler.load("a", { pin: true });
