@@ -194,6 +194,26 @@ export class Launcher {
     );
   }
 
+  /**
+   * A start of `plan` (the scheduler's, not yet launched) refused now by holdBack: its error,
+   * thrown before the scheduler makes room for it, so no idle model is unloaded for a start that
+   * launches nothing (docs/supervisor.md, "Start failures"). `exempt` as for holdBack.
+   */
+  async checkHold(plan: LaunchPlan, exempt: boolean): Promise<void> {
+    if (exempt || this.failed.get() === undefined) return;
+    const found = this.options.findBinary();
+    if (!("path" in found)) return; // the start says so
+    const slotted = withSlotFolder(plan);
+    const argv = await this.argvOf(found.path, slotted);
+    this.holdBack(launchKey({ binary: found.path, argv }, launchFiles(slotted)), false);
+  }
+
+  /** argv in the flags this build takes (load-mode.ts). */
+  private async argvOf(binary: string, plan: LaunchPlan): Promise<string[]> {
+    const env = this.options.env ?? process.env;
+    return renderArgv(plan, await dialectFor(binary, plan, env, this.options.loadMode));
+  }
+
   /** A failed start's error, remembered for holdBack unless stop() ended it. */
   private remember(key: string, error: CoreError, starting: StateOf<"starting">): CoreError {
     if (!starting.abort.signal.aborted && error.code !== "cancelled")
@@ -236,7 +256,7 @@ export class Launcher {
     );
     const env = this.options.env ?? process.env;
     // argv is rendered here, once, in the flags this build takes (load-mode.ts).
-    const argv = renderArgv(plan, await dialectFor(found.path, plan, env, this.options.loadMode));
+    const argv = await this.argvOf(found.path, plan);
     // Child mode unless this version of the binary showed it has none (child-mode.ts).
     const speaksKnown = knownChildMode(found.path);
     const request = {
@@ -332,7 +352,7 @@ function launchFiles(plan: LaunchPlan): LaunchFiles {
  * pulled again, at the same path, is another launch, as a model file is, and so is a llama-server
  * upgraded in place to read a model it could not).
  */
-function launchKey(request: Prepared["request"], files: LaunchFiles): string {
+function launchKey(request: Pick<Prepared["request"], "binary" | "argv">, files: LaunchFiles): string {
   const binary = fileIdentity(request.binary) ?? request.binary;
   return JSON.stringify([binary, request.argv, files.model, files.projector ?? null]);
 }

@@ -164,6 +164,8 @@ async function runLoad<T extends LoadTarget>(
     const footprint = await planAlone(t.name, runtime, deps, signal, emit, waited);
     Object.assign(deps.budget, footprint.budget);
     job.bytes = footprint.bytes;
+    // A start held after a failure is refused before any idle model is unloaded to make room for it.
+    await abortable(runtime.checkHold?.(job.explicit) ?? Promise.resolve(), signal);
     await admit(t.name, job, footprint, deps.admission, signal, emit, waited);
     // Ended while the room was made (shutdown, a forced unload): nothing is started for it.
     signal.throwIfAborted();

@@ -31,6 +31,11 @@ export interface ModelRuntime extends LlamaProvider {
    */
   plannedBytes(): Promise<ModelFootprint>;
   /**
+   * Throws the error a start of its last `plannedBytes` plan would be refused with now (a start
+   * that failed of late, held: launcher.ts checkHold), before the scheduler makes room for it.
+   */
+  checkHold?(explicit: boolean): Promise<void>;
+  /**
    * What the plan of its server running now holds per device, once one was made: after a start
    * that ran out of GPU memory the replan's (fewer GPU bytes, more RAM), not the plan admitted.
    */

@@ -1,9 +1,11 @@
 import type { CoreError } from "../protocol/errors.ts";
+import { abortable } from "../util/abortable.ts";
 import { allowed, StateCell, type Transitions } from "../util/state-cell.ts";
 import type { StateLines } from "./child-state.ts";
 import type { Launch } from "./launch.ts";
-import type { ProgressBeat } from "./progress-beat.ts";
+import { ProgressBeat } from "./progress-beat.ts";
 import type { ChildProcess } from "./spawn.ts";
+import type { StartProgress } from "./start-progress.ts";
 
 /** A llama-server that passed its readiness checks: what leases point at. */
 export interface Running {
@@ -106,4 +108,20 @@ export function askedFor(s: SupervisorState): void {
   // A start's beat says `restarting` only for its back-off, now over: the ask joining it (and the
   // callers before) hear the launch begin, not a back-off that no longer applies (protocol.md).
   if (s.progress.phase === "restarting") s.progress.report({ phase: "starting", attempt: 1 });
+}
+
+/** A failed server is being stopped before the restart: `restarting` while it goes. */
+export async function waitOutStop(
+  s: StateOf<"stopping">,
+  signal: AbortSignal,
+  onProgress?: (p: StartProgress) => void,
+): Promise<void> {
+  const beat = new ProgressBeat(Date.now());
+  beat.add(onProgress);
+  beat.report({ phase: "restarting" });
+  try {
+    await abortable(s.done, signal);
+  } finally {
+    beat.stop();
+  }
 }

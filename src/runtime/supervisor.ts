@@ -1,4 +1,5 @@
 import type { SpareConnection } from "../llama/spare-connection.ts";
+import type { LaunchPlan } from "../plan/launch-plan.ts";
 import { CoreError, cancelledError } from "../protocol/errors.ts";
 import { abortable } from "../util/abortable.ts";
 import { logger } from "../util/logger.ts";
@@ -25,6 +26,7 @@ import {
   type SupervisorState,
   serving,
   supervisorCell,
+  waitOutStop,
 } from "./supervisor-state.ts";
 
 const shuttingDown = () => cancelledError("llama-server is stopping: the core is shutting down");
@@ -210,6 +212,16 @@ export class Supervisor implements LlamaProvider {
     }
   }
 
+  /**
+   * A start of the scheduler's `plan` held now (launcher.ts checkHold), asked before room is made
+   * for it; a start the host asked for (`explicit`) or a restart after a crash is not held.
+   */
+  checkHold(plan: LaunchPlan, explicit: boolean): Promise<void> {
+    const s = this.state.get();
+    if (s.kind !== "stopped" || s.restartFor !== undefined) return Promise.resolve();
+    return this.launcher.checkHold(plan, explicit);
+  }
+
   /** The host asked for its start under way (supervisor-state.ts `askedFor`). */
   asked = (): void => askedFor(this.state.get());
 
@@ -230,7 +242,7 @@ export class Supervisor implements LlamaProvider {
         case "closed":
           throw shuttingDown();
         case "stopping":
-          await this.waitOutStop(s, signal, onProgress);
+          await waitOutStop(s, signal, onProgress);
           continue;
         case "starting":
           if (explicit) this.asked();
@@ -252,22 +264,6 @@ export class Supervisor implements LlamaProvider {
       return await abortable(s.done, signal);
     } finally {
       s.progress.delete(onProgress);
-    }
-  }
-
-  /** A failed server is being stopped before the restart: `restarting` while it goes. */
-  private async waitOutStop(
-    s: StateOf<"stopping">,
-    signal: AbortSignal,
-    onProgress?: (p: StartProgress) => void,
-  ): Promise<void> {
-    const beat = new ProgressBeat(Date.now());
-    beat.add(onProgress);
-    beat.report({ phase: "restarting" });
-    try {
-      await abortable(s.done, signal);
-    } finally {
-      beat.stop();
     }
   }
 

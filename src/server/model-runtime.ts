@@ -139,6 +139,7 @@ export function makeModelRuntime(name: string, deps: RuntimeDeps): ModelRuntime 
       held = footprint.bytes;
       return footprint;
     },
+    checkHold: (explicit) => (planned ? supervisor.checkHold(planned, explicit) : Promise.resolve()),
     heldBytes: () => held,
     beforeUnload: (stopped) => deps.reuse(name).saveBeforeUnload(stopped),
   };
