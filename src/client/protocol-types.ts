@@ -518,6 +518,7 @@ export type CoreStatusResult = {
         memory_bytes: number | null;
         gpu_layers: number | null;
         gpu_out_of_memory: number;
+        start_held_until: string | null;
         rss_bytes: number | null;
         slots: { busy: number; waiting: number; total: number | null };
         last_used_at: string | null;

@@ -32,6 +32,7 @@ export function modelsStatus(
     memory_bytes: null,
     gpu_layers: llama.gpu_layers,
     gpu_out_of_memory: llama.gpu_out_of_memory,
+    start_held_until: heldUntilOf(services),
     rss_bytes: llama.rss_bytes,
     slots: llama.slots,
     // The one supervisor keeps no time of its last use.
@@ -49,6 +50,7 @@ export function modelsStatus(
       memory_bytes: null,
       gpu_layers: null,
       gpu_out_of_memory: 0,
+      start_held_until: null,
       rss_bytes: null,
       slots: { busy: 0, waiting: 0, total: null },
       last_used_at: null,
@@ -61,6 +63,16 @@ export function modelsStatus(
 function visionOf(services: Services): boolean | null {
   try {
     return services.existingLlama()?.snapshot?.().model.vision ?? null;
+  } catch {
+    return null;
+  }
+}
+
+/** Until when the model section's start is held after a failure (docs/supervisor.md "Start failures"); null: none. */
+function heldUntilOf(services: Services): string | null {
+  try {
+    const until = services.existingLlama()?.snapshot?.().startHeldUntil ?? null;
+    return until === null ? null : new Date(until).toISOString();
   } catch {
     return null;
   }

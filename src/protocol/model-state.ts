@@ -37,6 +37,12 @@ export function modelStatusSchema() {
      * each later plan keeping more of the GPU free (docs/supervisor.md).
      */
     gpu_out_of_memory: count,
+    /**
+     * While its last start, which failed once spawned, holds the next (docs/supervisor.md "Start
+     * failures"): until when a chat's start of the same launch answers that failure at once (a
+     * warmup or `models.load` tries at once); null when none is held.
+     */
+    start_held_until: z.string().nullable(),
     rss_bytes: bytes,
     slots: z.strictObject({ busy: count, waiting: count, total: count.nullable() }),
     last_used_at: z.string().nullable(),

@@ -28,7 +28,12 @@ import type { Unstamped } from "./progress-beat.ts";
 import type { RpcWatch } from "./rpc-watch.ts";
 import { withSlotFolder } from "./slot-folder.ts";
 import { bunSpawner } from "./spawn.ts";
-import type { StartFailure, StartFailureSlot, SupervisorOptions } from "./supervisor-options.ts";
+import {
+  type StartFailure,
+  type StartFailureSlot,
+  type SupervisorOptions,
+  startHeldUntil,
+} from "./supervisor-options.ts";
 import type { Running, StateOf } from "./supervisor-state.ts";
 
 /** What every launch of a start shares: the spawn request but its port and key, and the plan. */
@@ -219,6 +224,11 @@ export class Launcher {
     if (!starting.abort.signal.aborted && error.code !== "cancelled")
       this.failed.set({ key, error, at: (this.options.now ?? Date.now)() });
     return error;
+  }
+
+  /** Until when a start of the launch that failed last is held (status says so); null: none is. */
+  get startHeldUntil(): number | null {
+    return startHeldUntil(this.failed.get(), START_FAILURE_HOLD_MS, (this.options.now ?? Date.now)());
   }
 
   /** Starts that ran out of GPU memory and were planned again (status says so). */

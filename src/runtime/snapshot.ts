@@ -47,6 +47,8 @@ export interface SupervisorSnapshot {
   gpuLayers: number | null;
   /** Starts that ran out of GPU memory and were planned again with more of it kept free (launcher.ts). */
   outOfMemoryStarts: number;
+  /** Until when (ms since the epoch) a start of the launch that failed last is held (launcher.ts holdBack); null: none. */
+  startHeldUntil: number | null;
 }
 
 /**
@@ -55,7 +57,7 @@ export interface SupervisorSnapshot {
  */
 export function snapshotOf(
   s: SupervisorState,
-  launched: { plan: LaunchPlan | undefined; outOfMemoryStarts: number },
+  launched: { plan: LaunchPlan | undefined; outOfMemoryStarts: number; startHeldUntil: number | null },
   slots: SupervisorSnapshot["slots"],
   restarts: SupervisorSnapshot["restarts"],
 ): SupervisorSnapshot {
@@ -85,5 +87,6 @@ export function snapshotOf(
     cacheRamBytes: plan ? plan.cache_ram_mib * 1024 * 1024 : null,
     gpuLayers: plan?.gpu_layers ?? null,
     outOfMemoryStarts: launched.outOfMemoryStarts,
+    startHeldUntil: launched.startHeldUntil,
   };
 }

@@ -28,6 +28,14 @@ export interface StartFailure {
   at: number;
 }
 
+/**
+ * Until when (ms since the epoch) a failure holds a start of its launch (launcher.ts holdBack):
+ * null when none is held, or its hold is over.
+ */
+export function startHeldUntil(f: StartFailure | undefined, holdMs: number, now: number): number | null {
+  return f !== undefined && f.at + holdMs > now ? f.at + holdMs : null;
+}
+
 /** The last start failure of a model, read and written by its supervisor's launcher. */
 export interface StartFailureSlot {
   get(): StartFailure | undefined;

@@ -78,5 +78,6 @@ function stoppedSnapshot(slots: number): SupervisorSnapshot {
     cacheRamBytes: null,
     gpuLayers: null,
     outOfMemoryStarts: 0,
+    startHeldUntil: null,
   };
 }

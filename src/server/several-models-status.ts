@@ -15,6 +15,7 @@ export function statusOf(
   scheduler: Scheduler,
   configured: readonly ConfiguredModel[],
   outOfMemory: (model: string) => number = () => 0,
+  heldUntil: (model: string) => number | null = () => null,
 ): { models: ModelStatus[]; memory: MemoryStatus[] } {
   const snap = scheduler.snapshot();
   const models = snap.models.map((row): ModelStatus => {
@@ -33,6 +34,8 @@ export function statusOf(
       gpu_layers: sup?.gpuLayers ?? null,
       // Over its loads: the runtime counts its own and those before (model-runtime.ts).
       gpu_out_of_memory: sup?.outOfMemoryStarts ?? outOfMemory(row.name),
+      // A failed or unloaded model has no runtime: its hold is kept across its loads (model-runtime.ts).
+      start_held_until: isoOrNull(sup?.startHeldUntil ?? heldUntil(row.name)),
       rss_bytes: row.pid === null ? null : residentBytes(row.pid),
       slots: row.slots ?? { busy: 0, waiting: 0, total: null },
       last_used_at: row.last_used_at === null ? null : new Date(row.last_used_at).toISOString(),
@@ -44,6 +47,10 @@ export function statusOf(
     planned_bytes: m.planned_bytes,
   }));
   return { models, memory };
+}
+
+function isoOrNull(ms: number | null): string | null {
+  return ms === null ? null : new Date(ms).toISOString();
 }
 
 /** The scheduler's state, with its llama-server's own while it holds one (sleeping, restarting). */

@@ -10,12 +10,13 @@ import type { ModelsUnloadResult } from "../protocol/models-unload.ts";
 import type { MemoryStatus, ModelStatus } from "../protocol/status.ts";
 import type { WarmupProgress } from "../protocol/warmup-progress.ts";
 import type { LaunchView } from "../runtime/launch.ts";
+import { START_FAILURE_HOLD_MS } from "../runtime/launcher.ts";
 import type { DeviceBytes } from "../runtime/memory-fit.ts";
 import type { ModelRuntime } from "../runtime/model-runtime.ts";
 import type { ModelsApi } from "../runtime/models-api.ts";
 import { Scheduler } from "../runtime/scheduler.ts";
 import type { SupervisorSnapshot } from "../runtime/snapshot.ts";
-import type { StartFailure } from "../runtime/supervisor-options.ts";
+import { type StartFailure, startHeldUntil } from "../runtime/supervisor-options.ts";
 import { logUnexpected } from "../util/logger.ts";
 import { embedFailure } from "./embed-failure.ts";
 import { CrashSuspects } from "./embed-suspects.ts";
@@ -287,7 +288,12 @@ export class SeveralModels implements ModelsApi {
   status(): { models: ModelStatus[]; memory: MemoryStatus[] } {
     // A path whose last chat ended while its load went on, and which has stopped since.
     this.forgetUnused();
-    return statusOf(this.scheduler, configuredModels(this.deps.config()), (m) => this.outOfMemoryStarts(m));
+    return statusOf(
+      this.scheduler,
+      configuredModels(this.deps.config()),
+      (m) => this.outOfMemoryStarts(m),
+      (m) => startHeldUntil(this.startFailures.get(m), START_FAILURE_HOLD_MS, Date.now()),
+    );
   }
 
   supervisorSnapshot(name: string): SupervisorSnapshot | undefined {

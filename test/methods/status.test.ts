@@ -34,6 +34,7 @@ function snap(over: Partial<SupervisorSnapshot> = {}): SupervisorSnapshot {
     cacheRamBytes: 64 * 2 ** 20,
     gpuLayers: 0,
     outOfMemoryStarts: 0,
+    startHeldUntil: null,
     ...over,
   };
 }

@@ -4,9 +4,11 @@ import { join } from "node:path";
 import type { PromptReuse } from "../../src/agent/kv/reuse.ts";
 import { ConfigSchema } from "../../src/config/schema.ts";
 import type { DevicePlan } from "../../src/protocol/plan.ts";
+import { START_FAILURE_HOLD_MS } from "../../src/runtime/launcher.ts";
 import { Scheduler } from "../../src/runtime/scheduler.ts";
-import type { StartFailure } from "../../src/runtime/supervisor-options.ts";
+import { type StartFailure, startHeldUntil } from "../../src/runtime/supervisor-options.ts";
 import { makeModelRuntime } from "../../src/server/model-runtime.ts";
+import { statusOf } from "../../src/server/several-models-status.ts";
 import { writeFakeLlamaServer, writeFakeModel } from "../fixtures/llama-stand-in/binary.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 import { rejection, testPlan } from "../runtime/helpers/harness.ts";
@@ -95,6 +97,7 @@ describe.skipIf(process.platform === "win32")("a model of several that fails as 
       return { plan: { devices }, launch: testPlan(model, { slot_save_path: null }) };
     };
     const startFailures = new Map<string, StartFailure>();
+    const heldUntil = (m: string) => startHeldUntil(startFailures.get(m), START_FAILURE_HOLD_MS, Date.now());
     const scheduler: Scheduler = new Scheduler({
       runtime: (name) =>
         makeModelRuntime(name, {
@@ -123,6 +126,14 @@ describe.skipIf(process.platform === "win32")("a model of several that fails as 
       expect(held.message).toContain(failed.message);
       expect(held.message).toMatch(/a warmup tries again at once/);
       expect(state("a")).toBe("loaded");
+      // Status says until when, as the error's data does (docs/protocol.md#status).
+      const row = statusOf(
+        scheduler,
+        [],
+        () => 0,
+        (m) => heldUntil(m),
+      ).models.find((m) => m.name === "b");
+      expect(row?.start_held_until).toBe(held.data?.next_try_at as string);
     } finally {
       await scheduler.stop();
     }
