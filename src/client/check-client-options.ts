@@ -21,9 +21,10 @@ const RESTART_AT_LEAST = {
   maxRestarts: 0,
   initialDelayMs: 0,
   maxDelayMs: 0,
-  // 0 reset the count on every exit: a core crashing after its handshake restarted forever.
-  // Restarting forever is `maxRestarts: Infinity`.
-  resetAfterMs: 1,
+  // 0 reset the count on every exit: a core crashing after its handshake restarted forever. So
+  // did 1 ms, or any time its spawn and handshake alone outlast: a second is the least that
+  // tells a run from a start. Restarting forever is `maxRestarts: Infinity`.
+  resetAfterMs: 1000,
 } as const;
 
 /**

@@ -13,7 +13,10 @@ export interface RestartOptions {
   initialDelayMs?: number;
   /** Ceiling of the doubling delay (default 10 s). */
   maxDelayMs?: number;
-  /** A core that stayed up this long resets the restart count (default 60 s). */
+  /**
+   * A core that stayed up this long resets the restart count (default 60 s; at least 1000 ms,
+   * `Infinity`: never reset).
+   */
   resetAfterMs?: number;
 }
 

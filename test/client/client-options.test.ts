@@ -40,6 +40,10 @@ const BAD: [string, Partial<LocalAiClientOptions>, string][] = [
   ["restart.maxRestarts", { restart: { maxRestarts: -1 } }, "-1"],
   // Before: every exit reset the count, so a core crashing after its handshake restarted forever.
   ["restart.resetAfterMs", { restart: { resetAfterMs: 0 } }, "0"],
+  // Before: accepted, and as good as 0: the handshake alone outlasts a millisecond.
+  ["restart.resetAfterMs", { restart: { resetAfterMs: 1 } }, "1"],
+  ["restart.resetAfterMs", { restart: { resetAfterMs: 999 } }, "999"],
+  ["restart.resetAfterMs", { restart: { resetAfterMs: Number.NEGATIVE_INFINITY } }, "-Infinity"],
 ];
 
 describe("a client option of a wrong type or out of range", () => {
@@ -85,6 +89,17 @@ describe("client options within range", () => {
     );
     expect(client.running).toBe(true);
     expect(spawned).toHaveLength(1);
+  });
+
+  test("restart.resetAfterMs of 1000 and Infinity (never reset) start the core", async () => {
+    for (const resetAfterMs of [1000, Number.POSITIVE_INFINITY]) {
+      const { spawned, spawn } = core();
+      const client = track(
+        await LocalAiClient.start({ binary: "local-ai", spawn, restart: { resetAfterMs } }),
+      );
+      expect(client.running).toBe(true);
+      expect(spawned).toHaveLength(1);
+    }
   });
 
   test("restart delays of Infinity are the longest a timer holds, never an immediate restart", () => {
