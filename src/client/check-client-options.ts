@@ -27,6 +27,12 @@ const RESTART_AT_LEAST = {
   resetAfterMs: 1000,
 } as const;
 
+/** Counts: a fraction (2.5 restarts) is a settings file's slip, not a count. */
+const WHOLE = new Set(["maxBufferedEvents", "stderrTailLines", "restart.maxRestarts"]);
+
+/** Options that are the host's functions, left out or `null` when it has none. */
+const CALLBACKS = ["onStderr", "onExit", "onRestart", "spawn"] as const;
+
 /**
  * The first option the client cannot run with, as the `invalid_request` start() rejects with
  * (`data.field` names it), else undefined. A string ("30000" from a settings file) took the
@@ -34,6 +40,10 @@ const RESTART_AT_LEAST = {
  * negative size dropped everything, a negative restart delay restarted at once.
  */
 export function checkClientOptions(options: LocalAiClientOptions): LocalAiError | undefined {
+  if (options === null || typeof options !== "object")
+    return invalid("options", `must be an object, not ${kind(options)}`);
+  const wrong = wrongType(options);
+  if (wrong) return wrong;
   for (const [field, min] of Object.entries(AT_LEAST)) {
     const bad = outOfRange(field, options[field as keyof typeof AT_LEAST], min);
     if (bad) return bad;
@@ -41,7 +51,7 @@ export function checkClientOptions(options: LocalAiClientOptions): LocalAiError 
   const restart = options.restart as unknown;
   if (restart == null || typeof restart === "boolean") return undefined;
   if (typeof restart !== "object")
-    return invalid("restart", `must be a boolean or an object, not a ${typeof restart}`);
+    return invalid("restart", `must be a boolean or an object, not ${kind(restart)}`);
   for (const [key, min] of Object.entries(RESTART_AT_LEAST)) {
     const bad = outOfRange(`restart.${key}`, (restart as Record<string, unknown>)[key], min);
     if (bad) return bad;
@@ -49,10 +59,81 @@ export function checkClientOptions(options: LocalAiClientOptions): LocalAiError 
   return undefined;
 }
 
+/**
+ * The first option, other than the numbers, of the wrong type. A plain-JS host's slip surfaced
+ * later and elsewhere: spawn's TypeError as a `core_exited`, a callback's on each call of it as a
+ * logger warning, a number coerced into the core's environment. `null` is the default, as
+ * `undefined` is, except for `binary`, which has none.
+ */
+function wrongType(o: LocalAiClientOptions): LocalAiError | undefined {
+  const text =
+    path("binary", o.binary) ??
+    (o.config == null ? undefined : path("config", o.config)) ??
+    (o.cwd == null ? undefined : path("cwd", o.cwd));
+  if (text) return text;
+  if (o.args != null) {
+    if (!Array.isArray(o.args)) return invalid("args", `must be an array of strings, not ${kind(o.args)}`);
+    for (const [i, arg] of o.args.entries()) {
+      const bad = stringWithoutNul(`args[${i}]`, arg);
+      if (bad) return bad;
+    }
+  }
+  if (o.env != null) {
+    if (!isRecord(o.env)) return invalid("env", `must be an object of strings, not ${kind(o.env)}`);
+    // `undefined` is an unset variable, as in process.env; Node coerced a number (or null) to text.
+    for (const [name, value] of Object.entries(o.env)) {
+      const bad = value === undefined ? undefined : stringWithoutNul(`env.${name}`, value);
+      if (bad) return bad;
+    }
+  }
+  if (o.initialize != null && !isRecord(o.initialize))
+    return invalid("initialize", `must be an object, not ${kind(o.initialize)}`);
+  const logger = o.logger as unknown;
+  if (logger != null) {
+    if (!isRecord(logger)) return invalid("logger", `must be an object with warn(), not ${kind(logger)}`);
+    if (typeof logger.warn !== "function")
+      return invalid("logger.warn", `must be a function, not ${kind(logger.warn)}`);
+    if (logger.debug != null && typeof logger.debug !== "function")
+      return invalid("logger.debug", `must be a function, not ${kind(logger.debug)}`);
+  }
+  for (const field of CALLBACKS) {
+    const fn = o[field] as unknown;
+    if (fn != null && typeof fn !== "function") return invalid(field, `must be a function, not ${kind(fn)}`);
+  }
+  return undefined;
+}
+
+/** A path: spawn refuses an empty one, and Node any string with a NUL in it. */
+function path(field: string, value: unknown): LocalAiError | undefined {
+  if (value === "") return invalid(field, "must not be empty");
+  return stringWithoutNul(field, value);
+}
+
+function stringWithoutNul(field: string, value: unknown): LocalAiError | undefined {
+  if (typeof value !== "string") return invalid(field, `must be a string, not ${kind(value)}`);
+  if (value.includes("\0")) return invalid(field, "must not contain a NUL character");
+  return undefined;
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === "object" && !Array.isArray(value);
+}
+
+/** What a value is, for a message: "a string", "an array", "null". */
+function kind(value: unknown): string {
+  if (value == null) return String(value);
+  if (Array.isArray(value)) return "an array";
+  const type = typeof value;
+  return type === "object" ? "an object" : `a ${type}`;
+}
+
 function outOfRange(field: string, value: unknown, min: number): LocalAiError | undefined {
   if (value == null || Number.isNaN(value)) return undefined;
-  if (typeof value !== "number") return invalid(field, `must be a number, not a ${typeof value}`);
+  if (typeof value !== "number") return invalid(field, `must be a number, not ${kind(value)}`);
   if (value < min) return invalid(field, `must be at least ${min}, not ${value}`);
+  // Infinity is no limit (a count never spent), not a fraction.
+  if (WHOLE.has(field) && Number.isFinite(value) && !Number.isInteger(value))
+    return invalid(field, `must be a whole number, not ${value}`);
   return undefined;
 }
 

@@ -93,8 +93,10 @@ export class LocalAiClient {
 
   constructor(hostOptions: LocalAiClientOptions) {
     this.invalidOptions = checkClientOptions(hostOptions);
+    // Options that are no object (a plain-JS host's `new LocalAiClient()`) threw a TypeError here.
+    const given = hostOptions !== null && typeof hostOptions === "object" ? hostOptions : { binary: "" };
     // The host's callbacks never throw into the client (host-callbacks.ts).
-    const options = withNumberDefaults(guardHostCallbacks(hostOptions));
+    const options = withNumberDefaults(guardHostCallbacks(given));
     this.requestTimeoutMs = options.requestTimeoutMs ?? CLIENT_DEFAULTS.requestTimeoutMs;
     this.connection = new Connection({
       requestTimeoutMs: this.requestTimeoutMs,

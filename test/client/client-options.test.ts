@@ -46,11 +46,73 @@ const BAD: [string, Partial<LocalAiClientOptions>, string][] = [
   ["restart.resetAfterMs", { restart: { resetAfterMs: Number.NEGATIVE_INFINITY } }, "-Infinity"],
 ];
 
+// A plain-JS host's options of the wrong type: before, each was taken, to fail later where it was
+// used (spawn's TypeError as a core_exited, a callback's TypeError as a logger warning on every
+// call of it, a number coerced into the core's environment) or to count oddly (2.5 restarts).
+const WRONG_TYPE: [string, Record<string, unknown>, string][] = [
+  ["binary", { binary: undefined }, "undefined"],
+  ["binary", { binary: 42 }, "a number"],
+  ["binary", { binary: "" }, "empty"],
+  ["binary", { binary: "local-ai\0" }, "NUL"],
+  ["config", { config: ["a.yaml"] }, "an array"],
+  ["cwd", { cwd: 1 }, "a number"],
+  ["args", { args: "serve-stdio" }, "a string"],
+  ["args[1]", { args: ["serve-stdio", 7] }, "a number"],
+  ["env", { env: "PATH=/bin" }, "a string"],
+  ["env.PORT", { env: { PORT: 8080 } }, "a number"],
+  ["env.HOME", { env: { HOME: null } }, "null"],
+  ["initialize", { initialize: "v1" }, "a string"],
+  ["logger", { logger: console.warn }, "a function"],
+  ["logger.warn", { logger: { debug: () => {} } }, "undefined"],
+  ["logger.debug", { logger: { warn: () => {}, debug: "yes" } }, "a string"],
+  ["onStderr", { onStderr: "log" }, "a string"],
+  ["onExit", { onExit: {} }, "an object"],
+  ["onRestart", { onRestart: true }, "a boolean"],
+  ["spawn", { spawn: "node" }, "a string"],
+  ["restart.maxRestarts", { restart: { maxRestarts: 2.5 } }, "2.5"],
+  ["maxBufferedEvents", { maxBufferedEvents: 0.5 }, "0.5"],
+  ["stderrTailLines", { stderrTailLines: 10.5 }, "10.5"],
+];
+
+describe("options of the wrong type, and the right ones", () => {
+  test("options that are not an object: start() rejects naming them, nothing thrown", async () => {
+    for (const given of [undefined, null, "local-ai"]) {
+      const err = await rejection(LocalAiClient.start(given as unknown as LocalAiClientOptions));
+      expect(err.code).toBe("invalid_request");
+      expect(err.data).toEqual({ field: "options" });
+    }
+  });
+
+  test("the right types start the core: an unset env value, a logger without debug", async () => {
+    const { spawned, spawn } = core();
+    const fn = () => {};
+    const client = track(
+      await LocalAiClient.start({
+        binary: "local-ai",
+        spawn,
+        config: "c.yaml",
+        cwd: "/",
+        args: ["serve-stdio"],
+        env: { PATH: "/bin", UNSET: undefined },
+        initialize: { protocol_versions: [1] },
+        logger: { warn: fn },
+        onStderr: fn,
+        onExit: fn,
+        onRestart: fn,
+        restart: { maxRestarts: 2 },
+      }),
+    );
+    expect(client.running).toBe(true);
+    expect(spawned).toHaveLength(1);
+  });
+});
+
 describe("a client option of a wrong type or out of range", () => {
-  for (const [field, given, shown] of BAD) {
+  for (const [field, given, shown] of [...BAD, ...WRONG_TYPE]) {
     test(`${field} ${shown}: start() rejects with invalid_request naming it, no core spawned`, async () => {
       const { spawned, spawn } = core();
-      const err = await rejection(LocalAiClient.start({ binary: "local-ai", spawn, ...given }));
+      const options = { binary: "local-ai", spawn, ...given } as unknown as LocalAiClientOptions;
+      const err = await rejection(LocalAiClient.start(options));
       expect(err.code).toBe("invalid_request");
       expect(err.message).toContain(field);
       expect(err.message).toContain(shown);
