@@ -72,11 +72,15 @@ try {
       ? client.stream("test.sleep", { ms: 30_000, tick_ms: 100 })
       : undefined;
   if (cancellable) {
+    let caught = false;
     for await (const event of cancellable) {
-      // Cancel once the work has visibly started.
-      if (event.event === "llm_chunk" || event.event === "tick") break;
+      // Cancel once the work has visibly started. Leaving the loop alone would cancel it too;
+      // cancel() also says whether the core caught it in flight.
+      if (event.event === "llm_chunk" || event.event === "tick") {
+        caught = await cancellable.cancel();
+        break;
+      }
     }
-    const caught = await cancellable.cancel();
     const outcome = await cancellable.result.then(
       () => "finished before the cancel arrived",
       (err) => (isLocalAiError(err, "cancelled") ? "cancelled" : `failed: ${err.code}`),

@@ -56,6 +56,8 @@ export interface Pending {
   /** The core the request was written to; undefined while it waits for one. */
   sentTo: Transport | undefined;
   timer: ReturnType<typeof setTimeout> | undefined;
+  /** Set once a cancel of it was sent: leaving its stream's loop sends none again. */
+  cancelSent?: boolean;
   /** Set once the core answered a cancel of it: ends it if the core does not (cancelSent). */
   unconfirmedTimer?: ReturnType<typeof setTimeout>;
   /** When that timer fires (ms since the epoch). */

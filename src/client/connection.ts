@@ -85,7 +85,8 @@ export class Connection {
     const id = String(this.nextId++);
     const maxBuffered = shape.maxBuffered ?? this.options.maxBufferedEvents;
     const bytes = this.options.maxBufferedBytes;
-    const stream = new RequestStream<E, R>(id, method, maxBuffered, () => this.cancelFor(id), bytes);
+    const cancel = () => this.cancelFor(id);
+    const stream = new RequestStream<E, R>(id, method, maxBuffered, cancel, bytes, () => this.leave(id));
     if (this.route.kind === "refuse") return settled(stream, this.route.error(method));
     // Options that refuse the call (an aborted signal, a deadline past) leave it unsent.
     const checked = checkCallOptions(options, method);
@@ -234,6 +235,7 @@ export class Connection {
     const giveUp = (why: string) =>
       this.pending.get(id) === entry &&
       this.settle(id, { error: callError("cancelled", `the request was ${how}; ${why}`, entry.method) });
+    entry.cancelSent = true;
     const asked = this.cancelRemote(id, options);
     const ms = numberOr(options?.timeoutMs, this.options.requestTimeoutMs);
     asked.then(
@@ -254,6 +256,15 @@ export class Connection {
       },
     );
     return asked;
+  }
+
+  /**
+   * A loop over the call's stream was left early: a cancellable call is cancelled, once (an abort
+   * just before the break already sent one); a call not yet sent ends here, unsent.
+   */
+  private leave(id: string): void {
+    const entry = this.pending.get(id);
+    if (entry?.cancellable && !entry.cancelSent) this.cancelFor(id).catch(() => {});
   }
 
   private abort(id: string): void {

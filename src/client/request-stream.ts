@@ -39,6 +39,8 @@ export class RequestStream<E, R> implements AsyncIterable<E> {
      * gigabytes of the host's memory for a stream nobody read.
      */
     private readonly maxBufferedBytes = Number.POSITIVE_INFINITY,
+    /** Its reader left a loop over it early, before it ended: the connection cancels it. */
+    private readonly onLeave: () => void = () => {},
   ) {
     this.id = id;
     this.method = method;
@@ -107,8 +109,10 @@ export class RequestStream<E, R> implements AsyncIterable<E> {
   [Symbol.asyncIterator](): AsyncIterator<E> {
     return {
       next: () => this.next(),
-      // Leaving a for-await early stops buffering; it does not cancel (call cancel() for that).
+      // Leaving a for-await early (break, return, a throw) is being done with the request: it is
+      // cancelled, unless it already ended (no stray cancel), and events stop being buffered.
       return: async () => {
+        if (!this.ended && !this.detached) this.onLeave();
         this.detached = true;
         this.buffer.length = 0;
         this.bufferedBytes = 0;

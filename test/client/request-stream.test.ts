@@ -75,21 +75,49 @@ describe("RequestStream", () => {
     expect((await collect(s)).events).toEqual([0, 1, 2]);
   });
 
-  test("leaving the loop early stops buffering without cancelling; cancel after the end is a no-op", async () => {
+  test("leaving the loop early stops buffering and is told once; cancel after the end is a no-op", async () => {
     let cancels = 0;
-    const s = stream(10, async () => {
-      cancels++;
-      return true;
-    });
+    let left = 0;
+    const s = new RequestStream<number, string>(
+      "1",
+      "m",
+      10,
+      async () => {
+        cancels++;
+        return true;
+      },
+      Number.POSITIVE_INFINITY,
+      () => left++,
+    );
     s.pushEvent(1);
     s.pushEvent(2);
     for await (const _ of s) break;
+    // A second loop left early, on a stream already left: told once, not again.
+    for await (const _ of s) break;
     s.pushEvent(3);
+    expect(left).toBe(1);
     expect(cancels).toBe(0);
     expect(await s.cancel()).toBe(true);
     s.settle({ result: "done" });
     expect(await s.cancel()).toBe(false);
     expect(cancels).toBe(1);
+  });
+
+  test("leaving the loop of a stream that already ended is not told: no stray cancel", async () => {
+    let left = 0;
+    const s = new RequestStream<number, string>(
+      "1",
+      "m",
+      10,
+      async () => true,
+      100,
+      () => left++,
+    );
+    s.pushEvent(1);
+    s.pushEvent(2);
+    s.settle({ result: "done" });
+    for await (const _ of s) break;
+    expect(left).toBe(0);
   });
 
   test("reads made before the last one settled each get an event or the end, never hang", async () => {
