@@ -1,7 +1,9 @@
 import { CLIENT_DEFAULTS, type LocalAiClientOptions } from "./client-options.ts";
 import type { Connection } from "./connection.ts";
 import { CoreProcess, type CoreProcessHandlers } from "./core-process.ts";
+import { callError } from "./errors.ts";
 import type { InitializeResult } from "./types.ts";
+import { asText, clip, isObject } from "./wire-lines.ts";
 
 /**
  * One launch of the core: spawn `local-ai serve-stdio` (its stdout lines routed to the
@@ -43,15 +45,34 @@ export async function initializeCore(
   connection: Connection,
   proc: CoreProcess,
 ): Promise<InitializeResult> {
+  const params = options.initialize ?? { protocol_versions: [1] };
   try {
-    return await connection.sendNow<InitializeResult>(
+    const result = await connection.sendNow<unknown>(
       proc,
       "initialize",
-      options.initialize ?? { protocol_versions: [1] },
+      params,
       options.requestTimeoutMs ?? CLIENT_DEFAULTS.requestTimeoutMs,
     );
+    const asked: unknown = params.protocol_versions;
+    const broken = brokenAnswer(result, Array.isArray(asked) ? asked : [1]);
+    if (broken)
+      throw callError("protocol_error", `the core sent a broken initialize result: ${broken}`, "initialize");
+    return result as InitializeResult;
   } catch (err) {
     proc.retire();
     throw err;
   }
+}
+
+/**
+ * What is wrong with an answer to initialize, if anything: start() promises the host `info`
+ * (its version and capabilities), and a `null` one had the host's own `client.info.capabilities`
+ * throw, far from the cause; a version it did not ask for speaks a protocol it does not know.
+ */
+function brokenAnswer(result: unknown, asked: readonly unknown[]): string | undefined {
+  if (!isObject(result)) return `not an object: ${clip(asText(result))}`;
+  if (typeof result.protocol_version !== "number" || !asked.includes(result.protocol_version))
+    return `protocol_version ${clip(asText(result.protocol_version))}, not one of those asked for (${asked.join(", ")})`;
+  if (!isObject(result.capabilities)) return "no capabilities object";
+  return undefined;
 }

@@ -34,6 +34,8 @@ export class FakeChild extends EventEmitter {
   readDelayMs = 0;
   /** Set to answer initialize with this error code instead of a result. */
   initError: string | undefined;
+  /** Set to answer initialize with this result instead of a well-formed one. */
+  initResult: unknown = INIT_RESULT;
   /** Exit (code 0) on end of input, as the real core does. */
   exitOnEof = true;
   /** How long that exit takes (stopping llama-server first, as the real core does). */
@@ -104,7 +106,8 @@ export class FakeChild extends EventEmitter {
       const req = JSON.parse(line) as FakeRequest;
       if (req.method === "initialize" && this.initError)
         this.send({ id: req.id, type: "error", code: this.initError, message: "initialize refused" });
-      else if (req.method === "initialize") this.send({ id: req.id, type: "result", result: INIT_RESULT });
+      else if (req.method === "initialize")
+        this.send({ id: req.id, type: "result", result: this.initResult });
       else {
         this.requests.push(req);
         this.onRequest(req, this);

@@ -1,0 +1,51 @@
+import { afterEach, describe, expect, test } from "bun:test";
+import { LocalAiClient } from "../../src/client/index.ts";
+import { FakeChild } from "./fake-child.ts";
+import { killFakes, rejection, track } from "./fake-core-fixture.ts";
+
+// The core's answer to initialize is what a started client promises the host (`client.info`):
+// a broken one resolved start() all the same, and the host's `client.info.capabilities` threw a
+// TypeError of its own far from the cause.
+afterEach(killFakes);
+
+const GOOD = {
+  protocol_version: 1,
+  server: { name: "fake-child", version: "0.0.0" },
+  capabilities: { methods: [], events: [] },
+};
+
+const BROKEN: [string, unknown][] = [
+  ["null", null],
+  ["a string", "ok"],
+  ["no protocol_version", { capabilities: {} }],
+  ["a version not asked for", { ...GOOD, protocol_version: 2 }],
+  ["no capabilities", { protocol_version: 1 }],
+];
+
+describe("a broken answer to initialize", () => {
+  for (const [what, result] of BROKEN) {
+    test(`${what}: start() rejects with protocol_error and the core is killed`, async () => {
+      const child = new FakeChild();
+      child.initResult = result;
+      const client = track(new LocalAiClient({ binary: "local-ai", spawn: child.spawn }));
+      const err = await rejection(client.start());
+      expect(err.code).toBe("protocol_error");
+      expect(err.method).toBe("initialize");
+      expect(child.signals).toContain("SIGKILL");
+      expect(client.info).toBeUndefined();
+    });
+  }
+
+  test("a version the host asked for is taken, and so is a well-formed answer's extra field", async () => {
+    const child = new FakeChild();
+    child.initResult = { ...GOOD, protocol_version: 2, extra: true };
+    const client = track(
+      await LocalAiClient.start({
+        binary: "local-ai",
+        spawn: child.spawn,
+        initialize: { protocol_versions: [1, 2] },
+      }),
+    );
+    expect(client.info?.protocol_version).toBe(2);
+  });
+});
