@@ -22,8 +22,8 @@ const RESTART_AT_LEAST = {
   initialDelayMs: 0,
   maxDelayMs: 0,
   // 0 reset the count on every exit: a core crashing after its handshake restarted forever. So
-  // did 1 ms, or any time its spawn and handshake alone outlast: a second is the least that
-  // tells a run from a start. Restarting forever is `maxRestarts: Infinity`.
+  // did 1 ms: a core crashing on the first call it is sent serves longer than that. A second
+  // is the least that tells a run from a crash. Restarting forever is `maxRestarts: Infinity`.
   resetAfterMs: 1000,
 } as const;
 

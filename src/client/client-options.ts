@@ -14,8 +14,8 @@ export interface RestartOptions {
   /** Ceiling of the doubling delay (default 10 s). */
   maxDelayMs?: number;
   /**
-   * A core that stayed up this long resets the restart count (default 60 s; at least 1000 ms,
-   * `Infinity`: never reset).
+   * A core that served this long (from its answer to initialize) resets the restart count
+   * (default 60 s; at least 1000 ms, `Infinity`: never reset).
    */
   resetAfterMs?: number;
 }

@@ -39,6 +39,7 @@ export class CoreLifecycle {
   /** Counts launches, so the exit of a replaced process is told from the current one's. */
   private generation = 0;
   private ready: Promise<void> | undefined;
+  /** When the current core became ready (answered initialize): restarts.ts's uptime. */
   private startedAt = 0;
   /** Undefined when restarts are off. */
   private readonly restarts: Restarts | undefined;
@@ -225,7 +226,6 @@ export class CoreLifecycle {
     this.live.add(proc);
     // One entry per client in one shared hook (host-exit.ts): a relaunch finds it in place.
     killOnHostExit(this.killCores);
-    this.startedAt = Date.now();
     this.onInfo(await initializeCore(this.options, this.connection, proc));
     // Its exit may come before its answer (with its stdout's end, read after the exit event):
     // handled then as a start-up's, it would have left the client ready on a dead core.
@@ -234,6 +234,9 @@ export class CoreLifecycle {
     if (this.state !== "starting" || generation !== this.generation) {
       throw new LocalAiError("core_exited", "the core exited during start-up");
     }
+    // Its run is timed from here: timed from its spawn, a slow start-up (seconds on a cold disk)
+    // counted as serving, and a core crashing once ready reset the restart count every time.
+    this.startedAt = Date.now();
     this.enter("ready");
   }
 

@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, test } from "bun:test";
+import { afterEach, describe, expect, setSystemTime, test } from "bun:test";
 import { LocalAiClient, type RestartOptions } from "../../src/client/index.ts";
 import { FakeChild } from "./fake-child.ts";
 import { killFakes, rejection, track } from "./fake-core-fixture.ts";
@@ -46,3 +46,40 @@ describe("restart options", () => {
     expect(children).toHaveLength(4);
   });
 });
+
+describe("the restart count's reset", () => {
+  test("counts the time a core served, not its start-up: a slow start then a crash is no long run", async () => {
+    // Each core's handshake takes 5 s (the clock is moved on as it answers) and it crashes as soon
+    // as it is asked anything. Timed from its spawn, each such run outlasted resetAfterMs and wiped
+    // the count: a core that never served a call was restarted for good.
+    const children: FakeChild[] = [];
+    const spawn = () => {
+      const child = new FakeChild((req, c) => req.method === "die" && c.exit(1, null));
+      Object.defineProperty(child, "initResult", {
+        get: () => {
+          setSystemTime(new Date(Date.now() + 5000));
+          return INIT;
+        },
+      });
+      children.push(child);
+      return child;
+    };
+    try {
+      const restart = { maxRestarts: 2, initialDelayMs: 0, resetAfterMs: 1000 };
+      const client = track(await LocalAiClient.start({ binary: "local-ai", spawn, restart }));
+      for (let i = 0; i < 6; i++) {
+        const err = await rejection(client.request("die", {}, { timeoutMs: 10_000 }));
+        expect(err.code).toBe("core_exited");
+      }
+      expect(children).toHaveLength(3);
+    } finally {
+      setSystemTime();
+    }
+  });
+});
+
+const INIT = {
+  protocol_version: 1,
+  server: { name: "fake-child", version: "0.0.0" },
+  capabilities: { methods: [], events: [] },
+};
