@@ -50,7 +50,7 @@ export function unreadable(
 export function checkCallOptions(options: GivenOptions, method: string): CheckedCallOptions | LocalAiError {
   const read = readCallOptions(options, method);
   if (read instanceof LocalAiError) return read;
-  const { timeoutMs, signal } = read;
+  const { timeoutMs, signal, onOtherEvent, cancellable } = read;
   // A string from a settings file silently took the default, 60 s (none for a chat).
   if (timeoutMs != null && typeof timeoutMs !== "number")
     return callError(
@@ -61,6 +61,16 @@ export function checkCallOptions(options: GivenOptions, method: string): Checked
   // One that is not an AbortSignal threw out of the call, which stayed in the pending table.
   if (signal != null && !isSignal(signal))
     return callError("invalid_request", `signal must be an AbortSignal, not ${describe(signal)}`, method);
+  // A chat's onOtherEvent that is no function was a logger warning for each event it was due;
+  // a stream's cancellable "false" (text from a settings file) made it cancellable.
+  if (onOtherEvent != null && typeof onOtherEvent !== "function")
+    return callError(
+      "invalid_request",
+      `onOtherEvent must be a function, not a ${typeof onOtherEvent}`,
+      method,
+    );
+  if (cancellable != null && typeof cancellable !== "boolean")
+    return callError("invalid_request", `cancellable must be a boolean, not a ${typeof cancellable}`, method);
   // Aborted before it was made: nothing is sent, as fetch() does. Sent, a sessions.delete would
   // still delete (a short call's abort only ends the wait), a chat or warmup start llama-server.
   let aborted: boolean;

@@ -216,3 +216,22 @@ describe("shutdown()'s options whose reading throws", () => {
     expect(child.signals).toEqual([]);
   });
 });
+
+describe("a chat's onOtherEvent or a stream's cancellable of the wrong type", () => {
+  test("fails the call at once with invalid_request naming it, unsent", async () => {
+    // Before: sent anyway; onOtherEvent "log" was a logger warning for each event it was due, and
+    // cancellable "false" (a settings file's text) made the stream cancellable.
+    const { client, child } = await start();
+    const calls = [
+      client.chat({ input: "hi" }, { onOtherEvent: "log" as never }).result,
+      client.stream("test.long", {}, { cancellable: "false" as never }).result,
+    ];
+    const errs = [];
+    for (const call of calls) errs.push(await rejection(call));
+    expect(errs.map((e) => e.code)).toEqual(["invalid_request", "invalid_request"]);
+    expect(errs[0]?.message).toContain("onOtherEvent must be a function, not a string");
+    expect(errs[1]?.message).toContain("cancellable must be a boolean, not a string");
+    expect(await client.ping()).toEqual({ status: "ok" });
+    expect(child.requests.map((r) => r.method)).toEqual(["ping"]);
+  });
+});
