@@ -2,16 +2,17 @@ import { defineCommand } from "citty";
 import { fitVerdictWith } from "../models/fit-verdict.ts";
 import { pullModel } from "../models/pull.ts";
 import { ProgressPrinter, renderPulled } from "../models/pull-render.ts";
-import { CoreError, isCoreError } from "../protocol/errors.ts";
+import { killRunningProbes } from "../plan/run-probe.ts";
+import { CoreError, cancelledError, isCoreError } from "../protocol/errors.ts";
+import type { FitVerdict } from "../protocol/fit-verdict.ts";
 import { HF_PREFIX, parseModelRef, RevisionSchema } from "../protocol/model-ref.ts";
 import { machinePullDeps } from "../server/pull-deps.ts";
 import { CoreServices } from "../server/services.ts";
+import { abortable } from "../util/abortable.ts";
 import { logger } from "../util/logger.ts";
 import { configArg, jsonArg, requireNamedConfig } from "./args.ts";
 import { reportFailure } from "./failure.ts";
 import { closableOutput, SIGNAL_EXIT } from "./output.ts";
-
-/** The exit code of a pull stopped by Ctrl-C (128 + SIGINT), as shells report it. */
 
 export default defineCommand({
   meta: { name: "pull", description: "Download a GGUF from the Hugging Face hub into the shared cache" },
@@ -44,6 +45,7 @@ export default defineCommand({
     );
     process.once("SIGINT", stop);
     process.once("SIGTERM", onTerm);
+    let downloaded = false;
     try {
       const ref = parseRef(args.model, args.revision);
       // The verdict's settings: a typo in --config is said before the download, not judged with the defaults.
@@ -60,11 +62,15 @@ export default defineCommand({
         },
       });
       printer.end();
+      downloaded = true;
       const services = new CoreServices({ configPath: args.config, cwd: process.cwd() });
-      const fit = await fitVerdictWith(
-        () => services.config(),
-        () => services.defaultConfig().config,
-        outcome.path,
+      const fit = await unlessStopped(
+        fitVerdictWith(
+          () => services.config(),
+          () => services.defaultConfig().config,
+          outcome.path,
+        ),
+        ac.signal,
       );
       const result = { ...outcome, fit };
       const what = ref.file ?? ref.quant;
@@ -82,7 +88,11 @@ export default defineCommand({
           return 1;
         }
         if (args.json) out(`${JSON.stringify({ type: "error", ...reportFailure(err, "pull") })}\n`);
-        logger.warn("pull cancelled; the partial download is kept, run the same command to resume");
+        logger.warn(
+          downloaded
+            ? "pull cancelled before its fit check was done; the downloaded file is in the cache"
+            : "pull cancelled; the partial download is kept, run the same command to resume",
+        );
         return interrupted;
       }
       if (!args.json) throw err;
@@ -95,6 +105,20 @@ export default defineCommand({
     }
   },
 });
+
+/**
+ * The fit check unless a signal comes first. Its probes (llama-server --list-devices may wait
+ * 5 s) are killed and the pull ends as cancelled: a Ctrl-C there was waited out, then exit 0.
+ */
+async function unlessStopped(check: Promise<FitVerdict>, signal: AbortSignal): Promise<FitVerdict> {
+  try {
+    return await abortable(check, signal);
+  } catch (err) {
+    if (!signal.aborted) throw err;
+    killRunningProbes();
+    throw cancelledError("the pull was cancelled while checking whether the model fits");
+  }
+}
 
 function parseRef(model: string, revision: string) {
   const rev = RevisionSchema.safeParse(revision);

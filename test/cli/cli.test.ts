@@ -271,6 +271,53 @@ describe("doctor on the CLI: one failure for one cause, nothing created (issue 1
   });
 });
 
+describe("pull stopped by a signal after its download", () => {
+  test("Ctrl-C during the fit check: exit 130 at once, its probe ended, no result printed, the file kept", async () => {
+    using dir = tmpdir();
+    const tiny = new Uint8Array(readFileSync(writeGguf(dir.path, "tiny.gguf", tinyLlama())));
+    await using hub = await startHubStandIn([
+      { id: "org/tiny-GGUF", files: [{ path: "tiny-Q4_K_M.gguf", content: tiny }] },
+    ]);
+    // The fit check's llama-server --list-devices never answers (it waits up to 5 s), noting its pid.
+    const pids = join(dir.path, "pids");
+    const hung = join(dir.path, "hung-llama-server");
+    writeFileSync(hung, `#!/bin/sh\necho $$ >> "${pids}"\nexec sleep 60\n`, { mode: 0o755 });
+    writeFileSync(join(dir.path, "config.yaml"), `llama:\n  binary: ${hung}\nmodel:\n  path: m.gguf\n`);
+    const cache = join(dir.path, "hub");
+    const proc = Bun.spawn([process.execPath, ENTRY, "pull", "org/tiny-GGUF:Q4_K_M", "--json"], {
+      cwd: dir.path,
+      stdin: "ignore",
+      stdout: "pipe",
+      stderr: "pipe",
+      env: cleanEnv({ HF_ENDPOINT: hub.url, HF_HUB_CACHE: cache }),
+    });
+    // The download is done: the fit check's probe runs when the signal comes.
+    expect(await waitFor(() => existsSync(pids))).toBe(true);
+    proc.kill("SIGINT");
+    const [stdout, stderr, exit] = await Promise.all([
+      new Response(proc.stdout).text(),
+      new Response(proc.stderr).text(),
+      proc.exited,
+    ]);
+    expect(exit).toBe(130);
+    const lines = stdout
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l));
+    expect(lines.some((l) => l.type === "result")).toBe(false);
+    expect(lines.at(-1)).toMatchObject({ type: "error", code: "cancelled" });
+    expect(stderr).toContain("the downloaded file is in the cache");
+    expect(stderr).not.toContain("partial download");
+    expect(stderr).not.toContain("    at ");
+    for (const pid of readFileSync(pids, "utf8").trim().split("\n").map(Number))
+      expect(await waitFor(() => !isAlive(pid))).toBe(true);
+    // The download was whole before the signal: it stays in the cache, nothing partial beside it.
+    const blobs = readdirSync(join(cache, "models--org--tiny-GGUF", "blobs"));
+    expect(blobs).toHaveLength(1);
+    expect(blobs[0]).not.toContain(".incomplete");
+  }, 30_000);
+});
+
 describe('several models on the CLI (issue 28; docs/models.md "Several models")', () => {
   test("plan --model NAME plans that entry; a pinned pair over the budget is a warning", async () => {
     using dir = tmpdir();
