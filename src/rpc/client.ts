@@ -1,6 +1,7 @@
 import type { LookupFunction } from "node:net";
 import { connect, type Socket } from "node:net";
 import type { Endpoint } from "../config/rpc-endpoint.ts";
+import { localListener } from "./local-listener.ts";
 import {
   type DeviceMemory,
   type QueryOptions,
@@ -28,6 +29,8 @@ export type WorkerReport =
       ms: number;
       /** The address the query reached (`ip:port`): one worker listed under two names shares it. */
       address?: string;
+      /** The listening socket it reached when that is on this machine (local-listener.ts). */
+      listener?: string;
       /** Not asked now: the running llama-server holds it; this is its last answer. */
       in_use?: true;
     }
@@ -63,6 +66,7 @@ export function queryWorker(target: Endpoint, request: QueryRequest = {}): Promi
     let settled = false;
     let connected = false;
     let address: string | undefined;
+    let listener: string | undefined;
     const socket = connectLikeLlama(target, request.lookup);
     const finish = (outcome: { answer: { version: RpcVersion; devices: DeviceMemory[] } } | WireFailure) => {
       if (settled) return;
@@ -77,6 +81,7 @@ export function queryWorker(target: Endpoint, request: QueryRequest = {}): Promi
           ...outcome.answer,
           ms,
           ...(address ? { address } : {}),
+          ...(listener ? { listener } : {}),
         });
       } else {
         resolve({
@@ -103,6 +108,8 @@ export function queryWorker(target: Endpoint, request: QueryRequest = {}): Promi
     socket.on("connect", () => {
       connected = true;
       address = addressOf(socket);
+      if (socket.remoteAddress && socket.remotePort !== undefined)
+        listener = localListener(socket.remoteAddress.replace(/^::ffff:/, ""), socket.remotePort);
       socket.write(query.first());
     });
     socket.on("data", (chunk: Buffer) => {

@@ -31,6 +31,27 @@ describe("doctor: RPC workers", () => {
     expect(b!.fix).toContain("once");
   });
 
+  test.skipIf(process.platform !== "linux")(
+    "one worker on 0.0.0.0 listed under two of this machine's addresses: the second fails as the same worker",
+    async () => {
+      await using w = await new RpcWorkerStandIn({ host: "0.0.0.0" }).start();
+      const [a, b] = await rpcChecks(configOf([`127.0.0.1:${w.port}`, `127.0.0.2:${w.port}`]), deps);
+      expect(a).toMatchObject({ status: "ok" });
+      expect(b).toMatchObject({ status: "fail", data: { failure: "same_worker" } });
+      expect(b!.message).toContain(`the same worker as 127.0.0.1:${w.port}`);
+    },
+  );
+
+  test.skipIf(process.platform !== "linux")(
+    "two workers on one port of two addresses of this machine are two workers",
+    async () => {
+      await using a = await new RpcWorkerStandIn().start();
+      await using b = await new RpcWorkerStandIn({ host: "127.0.0.2", port: a.port }).start();
+      const checks = await rpcChecks(configOf([a.endpoint, `127.0.0.2:${b.port}`]), deps);
+      expect(checks.map((c) => c.status)).toEqual(["ok", "ok"]);
+    },
+  );
+
   test("no llama.rpc, no worker checks", async () => {
     expect(await rpcChecks(configOf([]), deps)).toEqual([]);
   });

@@ -1,0 +1,67 @@
+import { readFileSync } from "node:fs";
+import { endianness, networkInterfaces } from "node:os";
+
+/**
+ * Which listening socket of this machine a connection to `ip:port` reached, on Linux: a worker
+ * bound to 0.0.0.0 and listed as `127.0.0.1:P` and as its LAN address `192.168.1.5:P` reaches
+ * two addresses but one worker (llama-server would use it twice). The kernel hands a connection
+ * to the listener bound to that very address, else to the wildcard one, so the listener's inode
+ * names the worker; two workers bound to two addresses on one port stay two. Undefined when the
+ * address is not this machine's, or the tables cannot be read (another OS): the address decides.
+ */
+export function localListener(ip: string, port: number): string | undefined {
+  if (process.platform !== "linux" || !isLocal(ip)) return undefined;
+  const tables: string[] = [];
+  for (const file of ["/proc/net/tcp", "/proc/net/tcp6"]) {
+    try {
+      tables.push(readFileSync(file, "latin1"));
+    } catch {
+      // No IPv6 on this machine, or /proc hidden: what the other table says still counts.
+    }
+  }
+  return listenerIn(tables, ip, port, endianness() === "LE");
+}
+
+/** The listener (as `inode N`) an IPv4 `ip:port` reaches, from /proc/net/tcp and tcp6's text. Pure. */
+export function listenerIn(
+  tables: readonly string[],
+  ip: string,
+  port: number,
+  littleEndian = true,
+): string | undefined {
+  const word = ipv4Word(ip, littleEndian);
+  if (word === undefined) return undefined;
+  const portHex = port.toString(16).toUpperCase().padStart(4, "0");
+  const mapped = `0000000000000000${littleEndian ? "FFFF0000" : "0000FFFF"}${word}`;
+  // Most specific first: the address itself, then 0.0.0.0, then a dual-stack `::`.
+  const rank = new Map([
+    [word, 0],
+    [mapped, 0],
+    ["00000000", 1],
+    ["0".repeat(32), 2],
+  ]);
+  let best: { rank: number; inode: string } | undefined;
+  for (const line of tables.flatMap((t) => t.split("\n"))) {
+    const f = line.trim().split(/\s+/);
+    // sl, local_address, rem_address, st (0A is LISTEN), …, inode is the tenth field.
+    if (f.length < 10 || f[3] !== "0A") continue;
+    const [addr, p] = f[1]!.split(":");
+    const r = rank.get(addr!.toUpperCase());
+    if (p?.toUpperCase() !== portHex || r === undefined || f[9] === "0") continue;
+    if (!best || r < best.rank) best = { rank: r, inode: f[9]! };
+  }
+  return best && `inode ${best.inode}`;
+}
+
+function ipv4Word(ip: string, littleEndian: boolean): string | undefined {
+  const parts = ip.split(".").map(Number);
+  if (parts.length !== 4 || parts.some((n) => !Number.isInteger(n) || n < 0 || n > 255)) return undefined;
+  const bytes = littleEndian ? parts.reverse() : parts;
+  return bytes.map((n) => n.toString(16).toUpperCase().padStart(2, "0")).join("");
+}
+
+/** 127.0.0.0/8 (all of it is loopback on Linux) or an address of one of this machine's interfaces. */
+function isLocal(ip: string): boolean {
+  if (ip.startsWith("127.")) return true;
+  return Object.values(networkInterfaces()).some((list) => list?.some((a) => a.address === ip));
+}

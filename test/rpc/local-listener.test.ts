@@ -1,0 +1,38 @@
+import { describe, expect, test } from "bun:test";
+import { listenerIn } from "../../src/rpc/local-listener.ts";
+
+// Which listening socket a connection to one of this machine's addresses reaches, read from
+// /proc/net/tcp{,6} as the kernel would pick it (src/rpc/local-listener.ts).
+
+const HEAD =
+  "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode";
+const row = (local: string, st: string, inode: number) =>
+  `   0: ${local} 00000000:0000 ${st} 00000000:00000000 00:00000000 00000000  1000        0 ${inode} 1 0000000000000000 100 0 0 10 0`;
+const tcp = (...rows: string[]) => [HEAD, ...rows].join("\n");
+
+describe("listenerIn", () => {
+  test("a wildcard listener is reached from every address; one bound to the address itself comes first", () => {
+    const wild = tcp(row("00000000:C364", "0A", 11));
+    expect(listenerIn([wild], "127.0.0.1", 50020)).toBe("inode 11");
+    expect(listenerIn([wild], "192.168.1.5", 50020)).toBe("inode 11");
+    const both = tcp(row("00000000:C364", "0A", 11), row("0501A8C0:C364", "0A", 22));
+    expect(listenerIn([both], "192.168.1.5", 50020)).toBe("inode 22");
+    expect(listenerIn([both], "127.0.0.1", 50020)).toBe("inode 11");
+  });
+
+  test("another port, a connection that is not a listener, nothing listening: no answer", () => {
+    const t = tcp(row("0100007F:C365", "0A", 11), row("0100007F:C364", "01", 12));
+    expect(listenerIn([t], "127.0.0.1", 50020)).toBeUndefined();
+    expect(listenerIn([], "127.0.0.1", 50020)).toBeUndefined();
+    expect(listenerIn([t], "not-an-ip", 50020)).toBeUndefined();
+  });
+
+  test("tcp6: an IPv4-mapped bind, a dual-stack ::, and a big-endian machine's words", () => {
+    const mapped = tcp(row("0000000000000000FFFF00000100007F:C364", "0A", 31));
+    expect(listenerIn([mapped], "127.0.0.1", 50020)).toBe("inode 31");
+    const dual = tcp(row(`${"0".repeat(32)}:C364`, "0A", 32));
+    expect(listenerIn([dual], "10.0.0.7", 50020)).toBe("inode 32");
+    expect(listenerIn([tcp(row("00000000:C364", "0A", 33)), dual], "10.0.0.7", 50020)).toBe("inode 33");
+    expect(listenerIn([tcp(row("7F000001:C364", "0A", 34))], "127.0.0.1", 50020, false)).toBe("inode 34");
+  });
+});
