@@ -18,6 +18,7 @@ import { type Env, hubCacheDir, repoPaths } from "./hf-cache.ts";
 import { groupGgufs, isGgufPath, isProjector, missingText } from "./pick-gguf.ts";
 import { quantizationOf } from "./quantization.ts";
 import { readRef, resolveCached, snapshotFiles } from "./resolve.ts";
+import { type FolderNames, folderNames } from "./utf8-names.ts";
 
 /**
  * Every GGUF model on this machine that local-ai can see — the Hugging Face cache's snapshots,
@@ -55,6 +56,8 @@ interface Candidate {
   /** The missing parts as the verdict names them, `…` where more are missing than named. */
   missingText: string;
   model_path: string;
+  /** A part's name is not UTF-8 (utf8-names.ts): nothing can open it by the name shown. */
+  undecodable?: boolean;
 }
 
 export async function listModels(input: ListInput, deps: Partial<ListDeps> = {}): Promise<ModelsResult> {
@@ -132,6 +135,11 @@ async function judge(
     problem,
   });
   if (c.missing.length > 0) return unreadable("incomplete_split", `split model: ${c.missingText} missing`);
+  if (c.undecodable)
+    return unreadable(
+      "unreadable",
+      `${base.path}: the file name is not valid UTF-8 (its bytes shown as \ufffd), so no config or request can name it; rename it`,
+    );
   let header: GgufHeader;
   try {
     header = await readHeader(c.parts[0]!);
@@ -199,12 +207,13 @@ function configuredPath(input: ListInput, path: string): string | null {
 }
 
 function folderCandidates(folder: string): Candidate[] {
-  let names: string[];
+  let found: FolderNames;
   try {
-    names = readdirSync(folder).filter((n) => isGgufPath(n) && !isProjector(n));
+    found = folderNames(folder);
   } catch {
     return [];
   }
+  const names = found.names.filter((n) => isGgufPath(n) && !isProjector(n));
   return groupGgufs(names).map((g) => ({
     source: "folder" as const,
     repo: null,
@@ -215,6 +224,7 @@ function folderCandidates(folder: string): Candidate[] {
     missing: g.missing,
     missingText: missingText(g),
     model_path: join(folder, g.first),
+    undecodable: g.parts.some((p) => found.undecodable.has(p)),
   }));
 }
 

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { mkdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { mkdirSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { findModel } from "../../src/config/choose-model.ts";
 import { defaultConfig, loadConfig } from "../../src/config/load.ts";
@@ -52,6 +52,30 @@ describe("models: a folder's link that leads nowhere", () => {
     expect(byFile.get("a.gguf")?.verdict).toBe(
       `${join(dir.path, "a.gguf")}: the link leads in a circle (a symbolic-link loop)`,
     );
+  });
+});
+
+describe.skipIf(process.platform !== "linux")("models: a file name that is not UTF-8", () => {
+  test("is listed as unreadable for its name, not as absent: the file is there", async () => {
+    using dir = tmpdir();
+    // Latin-1's é, as an old archive or another system's copy leaves it: no UTF-8 text names it.
+    const made = writeGguf(dir.path, "made.gguf", tinyModel());
+    renameSync(
+      made,
+      Buffer.concat([Buffer.from(join(dir.path, "caf")), Buffer.from([0xe9, 0x2e]), Buffer.from("gguf")]),
+    );
+    const result = await listModels(
+      { config: defaultConfig(dir.path).config, configDir: dir.path, cacheDir: join(dir.path, "cache") },
+      { probe },
+    );
+    expect(result.models).toHaveLength(1);
+    expect(result.models[0]).toMatchObject({
+      source: "folder",
+      file: "caf\ufffd.gguf",
+      problem: "unreadable",
+    });
+    expect(result.models[0]!.verdict).toContain("not valid UTF-8");
+    expect(result.models[0]!.verdict).toContain("rename it");
   });
 });
 
