@@ -1,6 +1,7 @@
 import { fitVerdictWith } from "../models/fit-verdict.ts";
 import { pullModel } from "../models/pull.ts";
 import { PullEventFields, PullParamsSchema, PullResultSchema } from "../protocol/pull.ts";
+import { abortable } from "../util/abortable.ts";
 import { logger } from "../util/logger.ts";
 import { defineMethod } from "./definition.ts";
 
@@ -20,10 +21,15 @@ export const pull = defineMethod({
       progress: (p) => ctx.emit("download_progress", p),
       note: (message) => logger.warn(message),
     });
-    const fit = await fitVerdictWith(
-      () => services.config(),
-      () => services.defaultConfig().config,
-      outcome.path,
+    // A cancel during the verdict is answered at once: its probe (llama-server --list-devices,
+    // up to 5 s) is the core's shared one, left to finish for the plans after it.
+    const fit = await abortable(
+      fitVerdictWith(
+        () => services.config(),
+        () => services.defaultConfig().config,
+        outcome.path,
+      ),
+      ctx.signal,
     );
     return { ...outcome, fit };
   },

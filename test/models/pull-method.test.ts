@@ -1,12 +1,15 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { existsSync, readFileSync, statSync } from "node:fs";
+import { existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { incompletePath } from "../../src/models/hf-cache.ts";
 import { DownloadProgressFields, PullResultSchema } from "../../src/protocol/pull.ts";
+import { isAlive } from "../../src/runtime/proc-info.ts";
 import { type HubStandIn, startHubStandIn } from "../fixtures/hub-stand-in.ts";
+import { killQuietly } from "../fixtures/kill-quietly.ts";
 import { writeFakeModel } from "../fixtures/llama-stand-in/binary.ts";
 import { startHarness } from "../fixtures/stdio-harness.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
+import { waitFor } from "../fixtures/wait.ts";
 
 // The pull method through the real stdio loop (dispatcher, writer), against the hub stand-in.
 
@@ -118,6 +121,28 @@ describe("the pull method", () => {
       hub.knobs.bytesPerSecond = undefined;
     }
   });
+
+  test("a cancel while the verdict's probe runs is answered at once, not once the probe gives up", async () => {
+    // The fit check's llama-server --list-devices never answers (it is waited on up to 5 s).
+    const pids = join(dir.path, "fit-pids");
+    const hung = join(dir.path, "hung-llama-server");
+    writeFileSync(hung, `#!/bin/sh\necho $$ >> "${pids}"\nexec sleep 60\n`, { mode: 0o755 });
+    const config = join(dir.path, "hung.yaml");
+    writeFileSync(config, `llama:\n  binary: ${hung}\nmodel:\n  path: m.gguf\n`);
+    const h = startHarness({ configPath: config, cwd: dir.path });
+    h.send({ id: "p", method: "pull", params: { repo: "org/tiny-GGUF", quant: "q4_k_m" } });
+    expect(await waitFor(() => existsSync(pids), { timeoutMs: 20_000 })).toBe(true);
+    const c = await h.request({ id: "c", method: "cancel", params: { request_id: "p" } });
+    expect(c.result).toEqual({ cancelled: true });
+    await h.waitFor(() => h.terminal("p") !== undefined, 10_000);
+    expect(h.terminal("p")).toMatchObject({ type: "error", code: "cancelled" });
+    // Answered while the probe still runs: the answer used to wait for its timeout, which kills it.
+    const pid = Number(readFileSync(pids, "utf8").trim().split("\n")[0]);
+    expect(isAlive(pid)).toBe(true);
+    killQuietly(pid);
+    h.end();
+    await h.exit;
+  }, 30_000);
 
   test("bad params are invalid_request naming the field", async () => {
     const h = startHarness();
