@@ -8,7 +8,6 @@ import type { FitVerdict } from "../protocol/fit-verdict.ts";
 import { HF_PREFIX, parseModelRef, RevisionSchema } from "../protocol/model-ref.ts";
 import { machinePullDeps } from "../server/pull-deps.ts";
 import { CoreServices } from "../server/services.ts";
-import { abortable } from "../util/abortable.ts";
 import { logger } from "../util/logger.ts";
 import { configArg, jsonArg, requireNamedConfig } from "./args.ts";
 import { reportFailure } from "./failure.ts";
@@ -64,14 +63,7 @@ export default defineCommand({
       printer.end();
       downloaded = true;
       const services = new CoreServices({ configPath: args.config, cwd: process.cwd() });
-      const fit = await unlessStopped(
-        fitVerdictWith(
-          () => services.config(),
-          () => services.defaultConfig().config,
-          outcome.path,
-        ),
-        ac.signal,
-      );
+      const fit = await unlessStopped(fitVerdictWith(services, outcome.path, ac.signal), ac.signal);
       const result = { ...outcome, fit };
       const what = ref.file ?? ref.quant;
       // hf: references name main's snapshot, so only a pull of main prints one.
@@ -107,12 +99,12 @@ export default defineCommand({
 });
 
 /**
- * The fit check unless a signal comes first. Its probes (llama-server --list-devices may wait
- * 5 s) are killed and the pull ends as cancelled: a Ctrl-C there was waited out, then exit 0.
+ * The fit check (given the signal) as a signal leaves it: its probes (llama-server --list-devices
+ * may wait 5 s) killed, the pull ended as cancelled; a Ctrl-C there was waited out, then exit 0.
  */
 async function unlessStopped(check: Promise<FitVerdict>, signal: AbortSignal): Promise<FitVerdict> {
   try {
-    return await abortable(check, signal);
+    return await check;
   } catch (err) {
     if (!signal.aborted) throw err;
     killRunningProbes();

@@ -1,7 +1,6 @@
 import { fitVerdictWith } from "../models/fit-verdict.ts";
 import { pullModel } from "../models/pull.ts";
 import { PullEventFields, PullParamsSchema, PullResultSchema } from "../protocol/pull.ts";
-import { abortable } from "../util/abortable.ts";
 import { logger } from "../util/logger.ts";
 import { defineMethod } from "./definition.ts";
 
@@ -21,16 +20,9 @@ export const pull = defineMethod({
       progress: (p) => ctx.emit("download_progress", p),
       note: (message) => logger.warn(message),
     });
-    // A cancel during the verdict is answered at once: its probe (llama-server --list-devices,
-    // up to 5 s) is the core's shared one, left to finish for the plans after it.
-    const fit = await abortable(
-      fitVerdictWith(
-        () => services.config(),
-        () => services.defaultConfig().config,
-        outcome.path,
-      ),
-      ctx.signal,
-    );
+    // A cancel during the verdict is answered at once; its probe is the core's shared one, left
+    // to finish for the plans after it.
+    const fit = await fitVerdictWith(services, outcome.path, ctx.signal);
     return { ...outcome, fit };
   },
 });

@@ -6,6 +6,7 @@ import { type Plan, type PlanConfig, planFor } from "../plan/planner.ts";
 import type { ProjectorChoice } from "../plan/projector.ts";
 import { isCoreError } from "../protocol/errors.ts";
 import type { FitVerdict } from "../protocol/fit-verdict.ts";
+import { abortable } from "../util/abortable.ts";
 import { defaultPlanDeps } from "./local-plan-deps.ts";
 
 /**
@@ -52,25 +53,34 @@ export async function fitVerdictFor(
   }
 }
 
+/** Where a command or method has its config: the loaded one, and the defaults. */
+export interface ConfigSource {
+  config(): Config;
+  defaultConfig(): { config: Config };
+}
+
 /**
  * The verdict with the config a command or method has: the loaded one, the defaults when there
- * is no config file, and no verdict (saying why) when the file cannot be used.
+ * is no config file, and no verdict (saying why) when the file cannot be used. A `signal` that
+ * aborts first rejects with its reason at once: the probe (llama-server --list-devices, up to
+ * 5 s) goes on without a waiter, a cancelled pull's answer never waited for it.
  */
 export async function fitVerdictWith(
-  config: () => Config,
-  defaults: () => Config,
+  source: ConfigSource,
   modelPath: string,
+  signal?: AbortSignal,
   deps: PlanDeps = defaultPlanDeps,
 ): Promise<FitVerdict> {
   let chosen: Config;
   try {
-    chosen = config();
+    chosen = source.config();
   } catch (err) {
     if (!isCoreError(err)) throw err;
     if (err.code !== "config_missing") return noVerdict(err.message);
-    chosen = defaults();
+    chosen = source.defaultConfig().config;
   }
-  return fitVerdictFor(chosen, modelPath, deps);
+  const verdict = fitVerdictFor(chosen, modelPath, deps);
+  return signal ? abortable(verdict, signal) : verdict;
 }
 
 function verdictOfPlan(plan: Plan): FitVerdict {
