@@ -3,7 +3,7 @@ import { runDoctor } from "../doctor/doctor.ts";
 import { renderDoctor } from "../doctor/render.ts";
 import { CoreServices } from "../server/services.ts";
 import { configArg, jsonArg } from "./args.ts";
-import { colorFor } from "./output.ts";
+import { colorFor, writeDocument } from "./output.ts";
 
 export default defineCommand({
   meta: { name: "doctor", description: "Diagnose the setup; exit 1 when any check fails" },
@@ -11,7 +11,7 @@ export default defineCommand({
   run: async ({ args }) => {
     const services = new CoreServices({ configPath: args.config, cwd: process.cwd() });
     const report = await runDoctor(services);
-    process.stdout.write(
+    writeDocument(
       args.json ? JSON.stringify(report, null, 2) + "\n" : renderDoctor(report, colorFor(process.stdout)),
     );
     return report.ok ? 0 : 1;

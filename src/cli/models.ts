@@ -5,6 +5,7 @@ import type { ModelsResult } from "../protocol/models.ts";
 import { CoreServices } from "../server/services.ts";
 import { terminalSafe } from "../util/terminal-text.ts";
 import { configArg, jsonArg, requireNamedConfig } from "./args.ts";
+import { writeDocument } from "./output.ts";
 
 export default defineCommand({
   meta: {
@@ -19,7 +20,7 @@ export default defineCommand({
     const services = new CoreServices({ configPath: args.config, cwd: process.cwd() });
     const result = await listModelsFor(services);
     const color = Boolean(process.stdout.isTTY) && !process.env.NO_COLOR;
-    process.stdout.write(args.json ? `${JSON.stringify(result, null, 2)}\n` : renderModels(result, color));
+    writeDocument(args.json ? `${JSON.stringify(result, null, 2)}\n` : renderModels(result, color));
     return 0;
   },
 });

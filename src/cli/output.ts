@@ -1,5 +1,8 @@
+import { fstatSync, writeSync } from "node:fs";
+import { isatty } from "node:tty";
 import { stripVTControlCharacters } from "node:util";
 import { type CommandDef, renderUsage } from "citty";
+import { CoreError } from "../protocol/errors.ts";
 import { within } from "../util/within.ts";
 
 /**
@@ -21,6 +24,34 @@ export async function writeUsage(
 ): Promise<void> {
   const text = await renderUsage(cmd, parent);
   stream.write(`${colorFor(stream) ? text : stripVTControlCharacters(text)}\n\n`);
+}
+
+/**
+ * A command's whole document (models, plan, doctor) on stdout. To a file or a device
+ * (`> out.json`) it is written at once and a failure thrown: Bun tells such a write's ENOSPC
+ * only after the stream has finished, too late for the exit code, so `models --json > out.json`
+ * on a full disk exited 0 with nothing written. A pipe or a terminal goes through the stream (a
+ * reader that left is its own choice; `flushed` waits for the rest).
+ */
+export function writeDocument(text: string, fd = 1): void {
+  let direct = false;
+  try {
+    const st = fstatSync(fd);
+    direct = (st.isFile() || st.isCharacterDevice()) && !isatty(fd);
+  } catch {
+    // No stdout to look at: the stream decides, as for any other.
+  }
+  if (!direct) {
+    process.stdout.write(text);
+    return;
+  }
+  const bytes = Buffer.from(text);
+  try {
+    for (let at = 0; at < bytes.length; ) at += writeSync(fd, bytes, at);
+  } catch (err) {
+    const why = (err as Error).message;
+    throw new CoreError("internal_error", `the output could not be written to stdout (${why})`);
+  }
 }
 
 /** A stream a command writes to as it goes, which may go away under it. */

@@ -4,7 +4,7 @@ import { renderPlan } from "../plan/render.ts";
 import { CoreError } from "../protocol/errors.ts";
 import { CoreServices } from "../server/services.ts";
 import { configArg, jsonArg } from "./args.ts";
-import { colorFor } from "./output.ts";
+import { colorFor, writeDocument } from "./output.ts";
 
 export default defineCommand({
   meta: { name: "plan", description: "Preview how the model would be launched, and why" },
@@ -30,7 +30,7 @@ export default defineCommand({
       );
     const services = new CoreServices({ configPath: args.config, cwd: process.cwd() });
     const report = await planReportWithHub(services, { model: args.model, base: process.cwd() });
-    process.stdout.write(
+    writeDocument(
       args.json ? JSON.stringify(report, null, 2) + "\n" : renderPlan(report, colorFor(process.stdout)),
     );
     return 0;

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { closeSync, existsSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { Writable } from "node:stream";
 import { flushed, flushedForExit } from "../../src/cli/output.ts";
@@ -269,6 +269,34 @@ describe("doctor on the CLI: one failure for one cause, nothing created (issue 1
     expect(r.stdout).not.toContain(ESC);
     expect(readdirSync(dir.path)).toEqual(["config.yaml"]);
   });
+});
+
+describe.skipIf(!existsSync("/dev/full"))("a document that cannot be written", () => {
+  test.each(["models --json", "models", "doctor --json", "plan --json"])(
+    "%s to a full disk: exit 1 saying so, not exit 0 with nothing written",
+    async (command) => {
+      const args = command.split(" ");
+      using dir = tmpdir();
+      writeGguf(dir.path, "m.gguf", tinyLlama());
+      writeFileSync(join(dir.path, "config.yaml"), "model:\n  path: m.gguf\n");
+      const full = openSync("/dev/full", "w");
+      try {
+        const proc = Bun.spawn([process.execPath, ENTRY, ...args], {
+          cwd: dir.path,
+          stdin: "ignore",
+          stdout: full,
+          stderr: "pipe",
+          env: cleanEnv({ HF_HOME: join(dir.path, "hf") }),
+        });
+        const [stderr, code] = await Promise.all([new Response(proc.stderr).text(), proc.exited]);
+        expect(code).toBe(1);
+        expect(stderr).toContain("no space left on device");
+        expect(stderr).not.toContain("    at ");
+      } finally {
+        closeSync(full);
+      }
+    },
+  );
 });
 
 describe("pull stopped by a signal after its download", () => {
