@@ -22,6 +22,8 @@ export interface Entry {
   /** The pin before the `models.load` calls in flight (`pinLoads`), for them to give back if it fails. */
   pinBefore: boolean | undefined;
   pinLoads: number;
+  /** Bumped as `models.unload` drops the pin: loads from before it settle nothing after. */
+  pinEra: number;
   idleTimer: unknown;
 }
 
@@ -36,6 +38,7 @@ export function newEntry(name: string): Entry {
     pin: undefined,
     pinBefore: undefined,
     pinLoads: 0,
+    pinEra: 0,
     idleTimer: undefined,
   };
 }
@@ -51,14 +54,26 @@ export function newEntry(name: string): Entry {
 export function askPin(e: Entry, pin: boolean | undefined): (failed: boolean) => void {
   if (e.pinLoads++ === 0) e.pinBefore = e.pin;
   if (pin !== undefined) e.pin = pin;
+  const era = e.pinEra;
   let ended = false;
   return (failed) => {
-    if (ended) return;
+    if (ended || e.pinEra !== era) return;
     ended = true;
     e.pinLoads -= 1;
     if (failed) e.pin = e.pinBefore;
     else if (pin !== undefined) e.pinBefore = pin;
   };
+}
+
+/**
+ * `models.unload` (or a failed model cleared): the host let the model go, so a pin `models.load`
+ * gave ends (the config's applies again). A load from before, ending only after the unload stopped
+ * its runtime, gives nothing back: the pin is a load's asked since, or none.
+ */
+export function dropPin(e: Entry): void {
+  e.pin = e.pinBefore = undefined;
+  e.pinLoads = 0;
+  e.pinEra += 1;
 }
 
 /**

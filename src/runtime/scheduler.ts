@@ -18,6 +18,7 @@ import {
   askPin,
   busy,
   chats,
+  dropPin,
   type Entry,
   heldModels,
   loadsUnderWay,
@@ -183,7 +184,7 @@ export class Scheduler {
       this.options.cancelChats(model);
     }
     if (s.kind === "failed") {
-      entry.pin = entry.pinBefore = undefined;
+      dropPin(entry);
       entry.cell.swap(s, { kind: "unloaded" });
       await s.runtime?.stop().catch((err) => logUnexpected(`stopping model ${model} failed`, err));
       this.forget(entry);
@@ -192,7 +193,7 @@ export class Scheduler {
     if (s.kind === "unloading") return s.done;
     // The host let it go: a pin models.load gave ends here (the config's applies again), or the
     // next chat's load would bring it back pinned, never to be unloaded for room.
-    entry.pin = entry.pinBefore = undefined;
+    dropPin(entry);
     return this.beginUnload(entry, s, cancelledError(`model "${model}" was unloaded`), true);
   }
 

@@ -199,6 +199,29 @@ describe("Scheduler: models.load of a loaded model whose server is down", () => 
     expect(await load).toBe(fail);
   });
 
+  test("a pinning load asked while an unload saves keeps its pin when a load from before the unload then fails", async () => {
+    // The first load, still waiting on the restart the unload ends, gave the pin back to what it
+    // was before it, over the pin the load asked after the unload set.
+    const save = Promise.withResolvers<void>();
+    const { fleet, scheduler, row } = schedulerOver({ a: { gib: 2 } });
+    const chat = await scheduler.acquire("a", signal());
+    fleet.last("a").crash();
+    fleet.spec("a").gated = true;
+    const first = rejection(scheduler.load("a", { pin: true }));
+    await settle();
+    chat.release();
+    fleet.spec("a").gated = false;
+    fleet.spec("a").saveGate = save.promise;
+    const unload = scheduler.unload("a");
+    await settle();
+    const second = scheduler.load("a", { pin: true });
+    save.resolve();
+    await unload;
+    expect((await first).code).toBe("cancelled");
+    expect((await second).state).toBe("loaded");
+    expect(row("a")).toMatchObject({ state: "loaded", pinned: true });
+  });
+
   test("one stopped by the core's shutdown is told the core is shutting down, not of an unload", async () => {
     const { scheduler, load } = await loadAwaitingRestart();
     await scheduler.stop();
