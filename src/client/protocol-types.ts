@@ -466,6 +466,7 @@ export type CoreStatusResult = {
     cache_ram_bytes: number | null;
     gpu_layers: number | null;
     gpu_out_of_memory: number;
+    start_held_until: string | null;
     restarts: {
       used: number;
       max: number | null;

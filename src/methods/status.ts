@@ -31,7 +31,11 @@ export const status = defineMethod({
     // The llama object speaks of `default`: unloaded among several, its count of starts that ran
     // out of GPU memory lives on in its row (several-models-status.ts), and its next load plans with it.
     const main = models.models.find((m) => m.name === "default");
-    if (main) llama.gpu_out_of_memory = Math.max(llama.gpu_out_of_memory, main.gpu_out_of_memory);
+    // Its held start too: a `default` failed to load holds no runtime, its row the hold (several-models.ts).
+    if (main) {
+      llama.gpu_out_of_memory = Math.max(llama.gpu_out_of_memory, main.gpu_out_of_memory);
+      llama.start_held_until ??= main.start_held_until;
+    }
     return {
       llama,
       ...models,
@@ -98,6 +102,7 @@ export function describeLlama(
     cache_ram_bytes: snap?.cacheRamBytes ?? null,
     gpu_layers: snap?.gpuLayers ?? null,
     gpu_out_of_memory: snap?.outOfMemoryStarts ?? 0,
+    start_held_until: snap?.startHeldUntil != null ? new Date(snap.startHeldUntil).toISOString() : null,
     restarts: {
       used,
       max,

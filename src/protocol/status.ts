@@ -97,6 +97,12 @@ function llamaStatusSchema() {
      * then the replanned count.
      */
     gpu_out_of_memory: count,
+    /**
+     * While its last start, which failed once spawned, holds the next (docs/supervisor.md "Start
+     * failures"): until when a chat's start of the same launch answers that failure at once (a
+     * warmup tries at once); null when none is held. As `default`'s row in `models`.
+     */
+    start_held_until: iso.nullable(),
     restarts: z.strictObject({
       /** Automatic restarts within the window ending now. */
       used: count,

@@ -109,6 +109,7 @@ describe("what status says of llama-server, from the supervisor's snapshot", () 
       cache_ram_bytes: 64 * 2 ** 20,
       gpu_layers: 0,
       gpu_out_of_memory: 0,
+      start_held_until: null,
       restarts: { used: 1, max: 3, left: 2, window_s: 300, next_automatic_try_at: null },
     });
   });

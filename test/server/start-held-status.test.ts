@@ -40,12 +40,14 @@ describe.skipIf(process.platform === "win32")("status of a model whose start is 
       expect(typeof next).toBe("string");
       const after = await status({ existingLlama: () => h.supervisor });
       expect(after.models?.[0]).toMatchObject({ name: "default", start_held_until: next });
+      // The object a one-model host reads says it as well, as it says gpu_out_of_memory.
+      expect(after.llama.start_held_until).toBe(next);
     } finally {
       await h.supervisor.stop();
     }
   });
 
-  test("several models: the failed model's row says until when, the others' null", async () => {
+  test("several models: the failed model's row says until when, the others' null; default's in llama too", async () => {
     await using dir = tmpdir();
     const binary = writeFakeLlamaServer(dir.path, { FAKE_LLAMA_LOAD_MS: "20", ...FAILING });
     const model = writeFakeModel(dir.path);
@@ -79,6 +81,14 @@ describe.skipIf(process.platform === "win32")("status of a model whose start is 
       expect(typeof next).toBe("string");
       expect(await row("odd")).toMatchObject({ state: "failed", start_held_until: next });
       expect((await row("default"))?.start_held_until).toBeNull();
+      expect((await status(services)).llama.start_held_until).toBeNull();
+      // The model section (`default`), failed with no runtime left: its row and the llama object.
+      const main = several.provider({ kind: "path", name: "default" });
+      await rejection(main.acquire(never()));
+      const mainHeld = await rejection(main.acquire(never()));
+      const mainNext = mainHeld.data?.next_try_at as string;
+      expect(await row("default")).toMatchObject({ state: "failed", start_held_until: mainNext });
+      expect((await status(services)).llama).toMatchObject({ state: "failed", start_held_until: mainNext });
     } finally {
       await several.stop();
     }
