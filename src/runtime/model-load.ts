@@ -164,8 +164,11 @@ async function runLoad<T extends LoadTarget>(
     const footprint = await planAlone(t.name, runtime, deps, signal, emit, waited);
     Object.assign(deps.budget, footprint.budget);
     job.bytes = footprint.bytes;
-    // A start held after a failure is refused before any idle model is unloaded to make room for it.
-    await abortable(runtime.checkHold?.(job.explicit) ?? Promise.resolve(), signal);
+    // A start held after a failure is refused before any idle model is unloaded to make room for
+    // it; unless a warmup or models.load joined while the hold was checked: the host asked, as at launch.
+    await abortable(runtime.checkHold?.(job.explicit) ?? Promise.resolve(), signal).catch((err) => {
+      if (signal.aborted || !job.explicit) throw err;
+    });
     await admit(t.name, job, footprint, deps.admission, signal, emit, waited);
     // Ended while the room was made (shutdown, a forced unload): nothing is started for it.
     signal.throwIfAborted();

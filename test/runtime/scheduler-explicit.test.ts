@@ -20,6 +20,22 @@ describe("Scheduler: an explicit acquire (warmup)", () => {
     expect(fleet.log).toEqual(["a.start", "a.restart"]);
   });
 
+  test("one that joins a chat's load while its hold is checked starts the model, not the held error", async () => {
+    // Before admission the load asks whether its start is held (a start that failed of late): a
+    // warmup or models.load that joins meanwhile is the host asking, tried at once as at launch.
+    const held = new CoreError("internal_error", "it failed a moment ago (not tried again before …)");
+    const gate = Promise.withResolvers<void>();
+    const { fleet, scheduler, row } = schedulerOver({ a: { gib: 2, held, holdGate: gate.promise } });
+    const chat = scheduler.acquire("a", signal());
+    await settle();
+    const load = scheduler.load("a");
+    gate.resolve();
+    expect((await load).state).toBe("loaded");
+    expect(row("a")?.state).toBe("loaded");
+    expect(fleet.log).toEqual(["a.start"]);
+    (await chat).release();
+  });
+
   test("cancelled while it waits for memory: the wait stops, the load goes on", async () => {
     const { scheduler, row } = schedulerOver({ a: { gib: 6 }, b: { gib: 6 } });
     const a = await scheduler.acquire("a", signal());

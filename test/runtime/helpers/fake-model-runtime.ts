@@ -26,6 +26,10 @@ export interface FakeSpec {
   onSave?: () => void;
   /** Its save before an unload ends only once this settles (a slow disk). */
   saveGate?: Promise<void>;
+  /** Its start is held (launcher.ts checkHold): a start nobody asked for is refused with this. */
+  held?: Error;
+  /** Its hold check decides only once this settles (as the real one, on whether asked as it began). */
+  holdGate?: Promise<void>;
   /** Its server's model files, read as the runtime is made (a load after an unload reads them again). */
   files?: () => LaunchFiles;
 }
@@ -77,6 +81,11 @@ export class FakeRuntime implements ModelRuntime {
     this.plans++;
     if (this.spec.planFails) throw this.spec.planFails;
     return { bytes: this.spec.bytes ?? { gpu0: (this.spec.gib ?? 1) * GIB }, budget: this.budget };
+  }
+
+  async checkHold(explicit: boolean): Promise<void> {
+    await this.spec.holdGate;
+    if (this.spec.held && !explicit) throw this.spec.held;
   }
 
   async ready(
