@@ -205,7 +205,8 @@ export class Launcher {
    * launches nothing (docs/supervisor.md, "Start failures"). `exempt` as for holdBack.
    */
   async checkHold(plan: LaunchPlan, exempt: boolean): Promise<void> {
-    if (exempt || this.failed.get() === undefined) return;
+    // Past the hold nothing is refused: no key to compare (no --help asked, no folder made).
+    if (exempt || this.startHeldUntil === null) return;
     const found = this.options.findBinary();
     if (!("path" in found)) return; // the start says so
     const slotted = withSlotFolder(plan);

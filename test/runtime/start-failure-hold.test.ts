@@ -254,3 +254,36 @@ describe.skipIf(process.platform === "win32")("a launch that could not spawn", (
     }
   });
 });
+
+describe.skipIf(process.platform === "win32")("the hold asked before a load (several models)", () => {
+  test("once the hold is over, asking it does not ask the binary again", async () => {
+    // checkHold renders the launch's argv to compare keys: the binary's --help asked when the
+    // plan has memory flags (not remembered when it did not answer), every load for as long as
+    // the failure is remembered, though no start of it is held any more.
+    await using dir = tmpdir();
+    let clock = 1_000_000;
+    let probes = 0;
+    const h = makeSupervisor(dir.path, {
+      env: { FAKE_LLAMA_FAIL_START: "E something odd happened", FAKE_LLAMA_FAIL_EXIT: "3" },
+      plan: { mlock: true },
+      options: {
+        now: () => clock,
+        loadMode: async () => {
+          probes++;
+          return false;
+        },
+      },
+    });
+    try {
+      await rejection(h.supervisor.acquire(never()));
+      const plan = testPlan(h.model, { mlock: true });
+      expect(await rejection(h.supervisor.checkHold(plan, false))).toBeInstanceOf(CoreError);
+      const asked = probes;
+      clock += START_FAILURE_HOLD_MS;
+      await h.supervisor.checkHold(plan, false);
+      expect(probes).toBe(asked);
+    } finally {
+      await h.supervisor.stop();
+    }
+  });
+});
