@@ -66,10 +66,12 @@ export function checkClientOptions(options: LocalAiClientOptions): LocalAiError 
  * `undefined` is, except for `binary`, which has none.
  */
 function wrongType(o: LocalAiClientOptions): LocalAiError | undefined {
+  // An empty config or cwd (a settings field left blank) is none, as it always was: no
+  // --config, the host's own folder. Only the binary has no default to fall back on.
   const text =
     path("binary", o.binary) ??
-    (o.config == null ? undefined : path("config", o.config)) ??
-    (o.cwd == null ? undefined : path("cwd", o.cwd));
+    (o.config == null ? undefined : stringWithoutNul("config", o.config)) ??
+    (o.cwd == null ? undefined : stringWithoutNul("cwd", o.cwd));
   if (text) return text;
   if (o.args != null) {
     if (!Array.isArray(o.args)) return invalid("args", `must be an array of strings, not ${kind(o.args)}`);

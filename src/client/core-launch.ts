@@ -21,7 +21,8 @@ export function spawnCore(
     {
       command: options.binary,
       args: options.args ?? ["serve-stdio", ...(options.config ? ["--config", options.config] : [])],
-      cwd: options.cwd,
+      // "" is none, as config's is: Node's spawn takes it so, a replacement spawn need not.
+      cwd: options.cwd || undefined,
       env: options.env,
       maxLineBytes: options.maxLineBytes ?? CLIENT_DEFAULTS.maxLineBytes,
       stderrTailLines: options.stderrTailLines ?? CLIENT_DEFAULTS.stderrTailLines,

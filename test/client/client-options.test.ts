@@ -107,6 +107,25 @@ describe("options of the wrong type, and the right ones", () => {
   });
 });
 
+describe("an empty config or cwd, a settings field left blank", () => {
+  test("is none, as before: no --config, the host's own folder; an empty binary is still refused", async () => {
+    // Before c78f8521 `config: ""` meant no --config (`options.config ? …`) and `cwd: ""` the host's
+    // folder (Node's spawn takes an empty cwd as none); then both refused start(), as a host's
+    // `config: process.env.LOCAL_AI_CONFIG` set blank (examples/node-host does just that) did.
+    const seen: { args: string[]; cwd: unknown }[] = [];
+    const child = new FakeChild();
+    const spawn = (_: string, args: string[], options: { cwd?: string }) => {
+      seen.push({ args, cwd: options.cwd });
+      return child;
+    };
+    const client = track(await LocalAiClient.start({ binary: "local-ai", spawn, config: "", cwd: "" }));
+    expect(client.running).toBe(true);
+    expect(seen).toEqual([{ args: ["serve-stdio"], cwd: undefined }]);
+    const err = await rejection(LocalAiClient.start({ binary: "", spawn }));
+    expect(err.data).toEqual({ field: "binary" });
+  });
+});
+
 describe("a client option of a wrong type or out of range", () => {
   for (const [field, given, shown] of [...BAD, ...WRONG_TYPE]) {
     test(`${field} ${shown}: start() rejects with invalid_request naming it, no core spawned`, async () => {
