@@ -56,7 +56,7 @@ export interface Pending {
   /** The core the request was written to; undefined while it waits for one. */
   sentTo: Transport | undefined;
   timer: ReturnType<typeof setTimeout> | undefined;
-  /** Set once a cancel of it was sent: leaving its stream's loop sends none again. */
+  /** Set once a cancel of it was sent: leaving its stream's loop, or an abort, sends none again. */
   cancelSent?: boolean;
   /** Set once the core answered a cancel of it: ends it if the core does not (cancelSent). */
   unconfirmedTimer?: ReturnType<typeof setTimeout>;

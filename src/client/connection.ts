@@ -258,10 +258,7 @@ export class Connection {
     return asked;
   }
 
-  /**
-   * A loop over the call's stream was left early: a cancellable call is cancelled, once (an abort
-   * just before the break already sent one); a call not yet sent ends here, unsent.
-   */
+  /** A loop over its stream was left early: a cancellable call is cancelled (unsent, ended here), once. */
   private leave(id: string): void {
     const entry = this.pending.get(id);
     if (entry?.cancellable && !entry.cancelSent) this.cancelFor(id).catch(() => {});
@@ -270,8 +267,9 @@ export class Connection {
   private abort(id: string): void {
     const entry = this.pending.get(id);
     if (!entry) return;
+    // Once: after a loop left early (or a cancel()), a finally's abort sent a second cancel.
     if (entry.cancellable && entry.sentTo !== undefined)
-      return void this.cancelSent(id, entry, "aborted").catch(() => {});
+      return void (entry.cancelSent || this.cancelSent(id, entry, "aborted").catch(() => {}));
     this.settle(id, { error: callError("cancelled", "the request was aborted", entry.method) });
   }
 

@@ -85,6 +85,32 @@ describe("leaving a for-await over a stream early", () => {
     expect(cancels()).toHaveLength(1);
   });
 
+  test("a break and then an abort (a finally's) send one cancel, not two", async () => {
+    // A core slow to carry out the cancel: the chat still runs when the finally aborts. Before,
+    // the abort sent a second cancel of a chat the break had cancelled already.
+    const held: FakeRequest[] = [];
+    const child = new FakeChild((req, c) => {
+      if (req.method === "cancel") held.push(req);
+      else if (req.method === "ping") c.send({ id: req.id, type: "result", result: { status: "ok" } });
+      else c.send({ id: req.id, type: "event", event: "llm_chunk", delta: "a" });
+    });
+    const client = await startOn(child);
+    const controller = new AbortController();
+    const chat = client.chat({ input: "long" }, { signal: controller.signal });
+    try {
+      for await (const _ of chat) break;
+    } finally {
+      controller.abort();
+    }
+    await client.ping();
+    expect(held).toHaveLength(1);
+    expect(chat.done).toBe(false);
+    // The core carries it out: the chat ends with its cancelled.
+    child.send({ id: held[0]?.id, type: "result", result: { cancelled: true } });
+    child.send({ id: chat.id, type: "error", code: "cancelled", message: "cancelled" });
+    expect((await rejection(chat.result)).code).toBe("cancelled");
+  });
+
   test("a stream opened as not cancellable is left without a cancel", async () => {
     const { child, cancels } = core();
     const client = await startOn(child);
