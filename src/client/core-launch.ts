@@ -67,13 +67,19 @@ export async function initializeCore(
 
 /**
  * What is wrong with an answer to initialize, if anything: start() promises the host `info`
- * (its version and capabilities), and a `null` one had the host's own `client.info.capabilities`
+ * (its version, server and capabilities), and a `null` one had the host's own `client.info.capabilities`
  * throw, far from the cause; a version it did not ask for speaks a protocol it does not know.
  */
 function brokenAnswer(result: unknown, asked: readonly unknown[]): string | undefined {
   if (!isObject(result)) return `not an object: ${clip(asText(result))}`;
   if (typeof result.protocol_version !== "number" || !asked.includes(result.protocol_version))
     return `protocol_version ${clip(asText(result.protocol_version))}, not one of those asked for (${asked.join(", ")})`;
-  if (!isObject(result.capabilities)) return "no capabilities object";
+  const { server, capabilities } = result;
+  if (!isObject(server) || typeof server.name !== "string" || typeof server.version !== "string")
+    return "no server object with a name and a version";
+  if (!isObject(capabilities)) return "no capabilities object";
+  // What a host reads first (`capabilities.methods.includes("pull")`): lists, or its own TypeError.
+  if (!Array.isArray(capabilities.methods) || !Array.isArray(capabilities.events))
+    return "capabilities without methods and events lists";
   return undefined;
 }

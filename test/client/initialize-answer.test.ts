@@ -20,6 +20,12 @@ const BROKEN: [string, unknown][] = [
   ["no protocol_version", { capabilities: {} }],
   ["a version not asked for", { ...GOOD, protocol_version: 2 }],
   ["no capabilities", { protocol_version: 1 }],
+  // Before: taken, and the host's `client.info.server.name` or `capabilities.methods.includes(…)`
+  // (examples/node-host reads both) threw a TypeError of its own.
+  ["no server", { protocol_version: 1, capabilities: GOOD.capabilities }],
+  ["a server without a name", { ...GOOD, server: { version: "1.0.0" } }],
+  ["methods that are no array", { ...GOOD, capabilities: { methods: "all", events: [] } }],
+  ["no events", { ...GOOD, capabilities: { methods: [] } }],
 ];
 
 describe("a broken answer to initialize", () => {
