@@ -332,7 +332,8 @@ export class CoreServices implements Services {
       // A store that fails to answer keeps nothing: an erased session must not come back.
       stored: (u, s) => {
         try {
-          return this.store().conversations.session(u, s) !== undefined;
+          const store = this.store();
+          return store.conversations.session(u, s) !== undefined && !store.leases.heldElsewhere(u, s);
         } catch {
           return false;
         }

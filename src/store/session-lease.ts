@@ -212,6 +212,17 @@ export class SessionLeases {
     };
   }
 
+  /**
+   * Whether another holder's row names the session, live or not (one lookup by its key): a KV
+   * slot's save of it is then older than that holder's turn (agent/kv/reuse.ts), and is not kept.
+   */
+  heldElsewhere(userId: string, sessionId: string): boolean {
+    const row = this.db
+      .query("SELECT owner FROM session_leases WHERE user_id = ? AND session_id = ?")
+      .get(userId, sessionId) as { owner: string } | null;
+    return row !== null && row.owner !== this.owner;
+  }
+
   /** Takes the session when it is free, or its holder is gone; false when a live one has it (run out or not). */
   tryTake(userId: string, sessionId: string): boolean {
     return typeof this.attempt(userId, sessionId, () => undefined, this.now()) === "object";

@@ -92,8 +92,9 @@ export class KvDisk {
   /**
    * A save llama-server finished under `temp`: moved into place, made owner-only, described,
    * and the budget kept. False when it could not be, or when `wanted()` (asked after the
-   * sidecar's sync, right before the renames, in the same tick) says the session is gone: the
-   * temporary files are removed then. The syncs run off the event loop (a swap's stop waits on it).
+   * sidecar's sync, right before the renames, in the same tick, and again right after them) says
+   * the session is gone or another core's: the files are removed then. The syncs run off the
+   * event loop (a swap's stop waits on it).
    */
   async commit(temp: string, entry: KvEntry, wanted: () => boolean = () => true): Promise<boolean> {
     const name = this.nameOf(entry.user_id, entry.session_id);
@@ -137,6 +138,12 @@ export class KvDisk {
       sidecar.commit({ folder: false });
       described = true;
       renameSync(path, this.binOf(name));
+      // Asked again once in place: another core's erase (its rows first, then its files) or
+      // takeover of the session between the check and the renames would otherwise leave them.
+      if (!wanted()) {
+        this.remove(name);
+        return false;
+      }
     } catch (err) {
       logger.warn(`the KV state of session ${entry.session_id} could not be kept: ${(err as Error).message}`);
       this.discard(temp);

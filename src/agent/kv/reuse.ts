@@ -48,7 +48,11 @@ export interface ReuseDeps {
   disk: KvDisk | null;
   /** The running server's `--cache-ram` in bytes; null when unknown (a server not planned here). */
   cacheRamBytes(): number | null;
-  /** Whether the session is still in the database (another core may have erased it); none: yes. */
+  /**
+   * Whether the session is still in the database (another core may have erased it), and no other
+   * core holds its lease (it took the session over from this one, frozen past the lease: its turn
+   * is newer than this slot); none: yes.
+   */
   stored?: (userId: string, sessionId: string) => boolean;
   /** Of the sources a record's notes quote (with their passages' rows), those no longer stored; null: cannot tell. */
   gone?: (userId: string, quoted: ReadonlyMap<string, readonly number[]>) => string[] | null;
@@ -329,8 +333,10 @@ export class PromptReuse {
     const disk = this.usableDisk();
     // Nothing can be kept past here: the slot's state is as good as saved.
     if (!launch.slots.beginSave(slot, holder, o.evicting)) return;
-    if (!disk || fp === undefined || this.diskOff || launch.died.aborted) return;
     const key = keyOf(holder);
+    if (!disk || fp === undefined || this.diskOff || launch.died.aborted) return;
+    // Asked before llama-server writes, and again around the renames (`wanted`).
+    if (this.deps.stored?.(key.userId, key.sessionId) === false) return;
     await saveSlotState({
       launch,
       slot,

@@ -42,6 +42,14 @@ function save(
 
 const files = (dir: string) => readdirSync(dir).sort();
 
+/** A save of user u's `session`, 100 bytes, as llama-server leaves it under a temporary name, and its sidecar's entry. */
+function pending(disk: KvDisk, session: string) {
+  const temp = disk.tempName(disk.nameOf("u", session));
+  writeFileSync(join(disk.dir, temp), "x".repeat(100));
+  const saved = { n_saved: 10, n_written: 100 };
+  return { temp, entry: entryOf({ userId: "u", sessionId: session }, FP, saved, emptyRecord(), [], 1) };
+}
+
 describe("KvDisk", () => {
   test("a committed save: the state file and its sidecar, 0600, the temporary name gone", async () => {
     using dir = tmpdir();
@@ -264,18 +272,8 @@ describe("KvDisk", () => {
   test("a session erased while its sidecar syncs: nothing of it is put in place, no temporary file left", async () => {
     using dir = tmpdir();
     const disk = new KvDisk(dir.path, 1_000_000);
-    const name = disk.nameOf("u", "gone");
-    const temp = disk.tempName(name);
-    writeFileSync(join(disk.dir, temp), "x".repeat(100));
+    const { temp, entry } = pending(disk, "gone");
     let asked = 0;
-    const entry = entryOf(
-      { userId: "u", sessionId: "gone" },
-      FP,
-      { n_saved: 10, n_written: 100 },
-      emptyRecord(),
-      [],
-      1,
-    );
     // `wanted` is asked after the sync, right before the renames: the erase came meanwhile.
     const kept = await disk.commit(temp, entry, () => {
       asked++;
@@ -283,6 +281,18 @@ describe("KvDisk", () => {
     });
     expect(kept).toBe(false);
     expect(asked).toBe(1);
+    expect(files(dir.path)).toEqual([]);
+  });
+
+  test("erased or taken over by another core right as the renames were made: the files put in place go", async () => {
+    using dir = tmpdir();
+    const disk = new KvDisk(dir.path, 1_000_000);
+    const { temp, entry } = pending(disk, "late");
+    // Still wanted before the renames, no longer right after: the other core's erase of the files
+    // may have come before them, so this core takes them out itself.
+    let asked = 0;
+    expect(await disk.commit(temp, entry, () => ++asked === 1)).toBe(false);
+    expect(asked).toBe(2);
     expect(files(dir.path)).toEqual([]);
   });
 
@@ -322,7 +332,7 @@ describe("KvDisk", () => {
     const name = disk.nameOf("u", "s");
     const temp = disk.tempName(name);
     writeFileSync(join(disk.dir, temp), "x".repeat(100));
-    let during: string[] = [];
+    let during: string[] | undefined;
     const entry = entryOf(
       { userId: "u", sessionId: "s" },
       FP,
@@ -333,11 +343,12 @@ describe("KvDisk", () => {
     );
     expect(
       await disk.commit(temp, entry, () => {
-        during = files(dir.path);
+        // Asked before the renames (then again after them).
+        during ??= files(dir.path);
         return true;
       }),
     ).toBe(true);
-    expect(during.filter((f) => f !== temp)).toEqual([
+    expect(during?.filter((f) => f !== temp)).toEqual([
       expect.stringMatching(new RegExp(`^${name}\\.${process.pid}-[0-9a-f]{8}\\.json\\.tmp$`)),
     ]);
   });

@@ -1,0 +1,79 @@
+import { describe, expect, test } from "bun:test";
+import { mkdirSync, readdirSync } from "node:fs";
+import { join } from "node:path";
+import { Store } from "../../../src/store/store.ts";
+import { writeFakeModel } from "../../fixtures/llama-stand-in/binary.ts";
+import { waitFor } from "../../fixtures/wait.ts";
+import { ChatHarness } from "../harness.ts";
+
+// A slot's save against the session's lease (docs/agent.md#prompt-reuse): a core frozen past its
+// lease (SIGSTOP, a debugger) wakes with a slot state older than the turn another core has taken
+// over; saved then, it would overwrite that core's file, or bring back what it erased.
+
+const USER = "default_user";
+
+function harness() {
+  return new ChatHarness(
+    { agents: [{ name: "a", system_prompt: "Be brief." }], memory: { enabled: false } },
+    {
+      slots: 1,
+      standIn: (dir) => {
+        const kv = join(dir, "data", "kv");
+        mkdirSync(kv, { recursive: true });
+        return { modelPath: writeFakeModel(dir), slotSavePath: `${kv}/`, slots: 1, unscripted: "echo" };
+      },
+    },
+  );
+}
+
+let id = 0;
+async function say(h: ChatHarness, session: string, input: string): Promise<void> {
+  const { terminal } = await h.chat(++id, { session_id: session, input });
+  expect(terminal.type).toBe("result");
+}
+
+const kvFiles = (h: ChatHarness) => readdirSync(join(h.dataDir, "kv")).sort();
+const saves = (h: ChatHarness) => h.llama.log.filter((l) => l.includes("action = save")).length;
+
+/** Another core on the folder takes the session's lease (its turn of it runs there), until disposed. */
+function takenElsewhere(h: ChatHarness, session: string): Disposable {
+  const other = Store.open(h.dataDir, { chunkThread: false });
+  expect(other.leases.tryTake(USER, session)).toBe(true);
+  return { [Symbol.dispose]: () => other.close() };
+}
+
+describe("a slot's save, another core holding its session's lease", () => {
+  test("held before the save: llama-server is not asked, nothing is written", async () => {
+    await using h = harness();
+    await say(h, "u", "a question before the unload");
+    using _other = takenElsewhere(h, "u");
+    await h.services.promptReuse().saveBeforeUnload();
+    expect(saves(h)).toBe(0);
+    expect(kvFiles(h)).toEqual([]);
+  });
+
+  test("taken while llama-server wrote the file: nothing is put in place, no temporary file left", async () => {
+    await using h = harness();
+    await say(h, "w", "a question before the unload");
+    const stopped = Promise.withResolvers<void>();
+    await h.services.promptReuse().saveBeforeUnload(stopped.promise);
+    expect(saves(h)).toBe(1);
+    using _other = takenElsewhere(h, "w");
+    stopped.resolve();
+    const settled = () => !kvFiles(h).some((f) => f.endsWith(".tmp"));
+    expect(await waitFor(settled, { timeoutMs: 5000 })).toBe(true);
+    expect(kvFiles(h)).toEqual([]);
+  });
+
+  test("its own lease, or none: saved as ever", async () => {
+    await using h = harness();
+    await say(h, "v", "a question before the unload");
+    await h.services.promptReuse().saveBeforeUnload();
+    expect(saves(h)).toBe(1);
+    expect(
+      await waitFor(() => kvFiles(h).length === 2 && !kvFiles(h).some((f) => f.endsWith(".tmp")), {
+        timeoutMs: 5000,
+      }),
+    ).toBe(true);
+  });
+});
