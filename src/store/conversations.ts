@@ -50,7 +50,7 @@ export interface CommitTurn {
  * The text a turn's commit may have FTS5 index on the main loop: tokenizing costs ~15 ms a MiB
  * (its messages and its memory entry each), and a chat's input may be as long as a line
  * (stdio.max_line_bytes, 8 MiB: ~250 ms with its memory entry, ping and cancel unanswered).
- * Past this the commit runs on the store's thread (Store.commitOffLoop); a chat's usual turn,
+ * Past this the commit runs on the store's thread (Store.writeOffLoop); a chat's usual turn,
  * far under it, spares the trip.
  */
 const ON_LOOP_CHARS = 64 * 1024;

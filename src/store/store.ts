@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { logger } from "../util/logger.ts";
 import { whileBusy } from "./busy-retry.ts";
 import { ChunkThread } from "./chunk-thread.ts";
-import { type CommitTurn, Conversations } from "./conversations.ts";
+import { Conversations } from "./conversations.ts";
 import { DB_FILE, openStore, storeError } from "./db/open.ts";
 import { DbIdentity } from "./db-identity.ts";
 import { DiskReserve } from "./disk-reserve.ts";
@@ -337,9 +337,9 @@ export class Store {
     return this.erases.add(() => this.offLoop({ kind: "owed" }));
   }
 
-  /** An edit's commit (it erases the tail it replaces: store/erase-work.ts), or a long turn's, off the loop as an erase is. */
-  commitOffLoop(turn: CommitTurn): Promise<number> {
-    return this.erases.add(() => this.offLoop({ kind: "commit", turn })) as Promise<number>;
+  /** An edit's commit (it erases the tail it replaces), a long turn's, a long input's checkpoint: off the loop as an erase is. */
+  writeOffLoop(work: Extract<EraseWork, { kind: "commit" | "checkpoint" }>): Promise<number> {
+    return this.erases.add(() => this.offLoop(work)) as Promise<number>;
   }
 
   /**

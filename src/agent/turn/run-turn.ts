@@ -88,7 +88,7 @@ async function runHeldTurn(
       : await store.lease(params.user_id, sessionId, turnSignal, begin);
     if (!leased) throw turnInFlight(sessionId);
     unlease = leased.release;
-    const session = await leased.value.stageImages(turnSignal);
+    const session = await leased.value.firstWrite(turnSignal);
     // Over `deps`, not a copy of it: a spread would run its lazy getters (the MCP pool).
     const turnDeps: TurnDeps = Object.create(deps, { signal: { value: turnSignal, enumerable: true } });
     const ctx: TurnContext = {

@@ -44,7 +44,7 @@ export class TurnSession {
      * session is erased, or taken over by another core (store/session-lease.ts `TurnMark`).
      */
     private readonly mark: TurnMark,
-    /** The chat's new images, staged before the turn's first checkpoint (`stageImages`; none for a resumed turn). */
+    /** The chat's new images, staged before the turn's first checkpoint (`firstWrite`; none for a resumed turn). */
     private readonly newImages: readonly PreparedImage[],
     /** The turn's images: their bytes, their costs (docs/protocol.md#images). */
     readonly images: TurnImages,
@@ -98,9 +98,11 @@ export class TurnSession {
 
   private stageIn(hasRow: boolean): void {
     const { agent, user_input } = this.state;
-    if (this.newImages.length > 0) {
-      // The checkpoint waits for the new images (`stageImages`): a death while they are staged
-      // leaves the session as the turn found it, never a checkpoint that has lost its images.
+    // The checkpoint waits for the new images (`firstWrite`): a death while they are staged
+    // leaves the session as the turn found it, never a checkpoint that has lost its images. A
+    // long input is written there too, on the store's thread (`write`), not in the lease's write
+    // on the main loop (57–80 ms for 8 MiB, `ping` and `cancel` unanswered meanwhile).
+    if (this.newImages.length > 0 || user_input.length > INPUT_APART_CHARS) {
       const { userId, sessionId } = this.key;
       if (!hasRow) this.store.conversations.ensureSession(userId, sessionId, agent, user_input, this.now());
       return;
@@ -119,29 +121,18 @@ export class TurnSession {
   }
 
   /**
-   * The chat's new images kept, not yet tied to a message, a part a transaction with the loop
-   * given back between (store/attachments.ts: in one write, 8 images of 20 MB held it 1.8 s),
-   * then the turn's first checkpoint, naming them all, in one write with the drop of what a
-   * set-aside checkpoint had staged and this turn does not carry; before run_start. Under the
-   * session's lease (its row is there: `stageIn`). A failure erases what was staged and puts the
-   * session back as the turn found it. The session, for the caller to go on with.
+   * Where the lease's write did not write the turn's first checkpoint (`stageIn`): the chat's
+   * new images kept, not yet tied to a message, a part a transaction with the loop given back
+   * between (store/attachments.ts: in one write, 8 images of 20 MB held it 1.8 s), then the
+   * first checkpoint, naming them all, in one write with the drop of what a set-aside checkpoint
+   * had staged and this turn does not carry; before run_start. Under the session's lease (its
+   * row is there: `stageIn`), checked in that write as every later one is. A failure erases what
+   * was staged and puts the session back as the turn found it. The session, to go on with.
    */
-  async stageImages(signal?: AbortSignal): Promise<this> {
-    if (this.newImages.length === 0) return this;
-    const { userId, sessionId } = this.key;
+  async firstWrite(signal?: AbortSignal): Promise<this> {
+    if (this.inputSaved) return this; // written in the lease's write
     try {
-      const refs = await this.store.conversations.attachments.stage(
-        userId,
-        sessionId,
-        this.newImages,
-        this.now(),
-        this.mark,
-        (work) => this.store.write(work),
-        signal,
-      );
-      for (const [i, r] of refs.entries()) this.images.hold(r.id, (this.newImages[i] as PreparedImage).data);
-      const opening = this.state.turn[0];
-      if (opening?.role === "user") opening.attachments = [...(opening.attachments ?? []), ...refs];
+      if (this.newImages.length > 0) await this.stageImages(signal);
       await this.write(this.state, this.carriedImages());
       this.inputSaved = true;
       return this;
@@ -149,6 +140,23 @@ export class TurnSession {
       await this.putBack().catch(() => undefined);
       throw err;
     }
+  }
+
+  /** The chat's new images staged, tied to the turn's opening message. */
+  private async stageImages(signal?: AbortSignal): Promise<void> {
+    const { userId, sessionId } = this.key;
+    const refs = await this.store.conversations.attachments.stage(
+      userId,
+      sessionId,
+      this.newImages,
+      this.now(),
+      this.mark,
+      (work) => this.store.write(work),
+      signal,
+    );
+    for (const [i, r] of refs.entries()) this.images.hold(r.id, (this.newImages[i] as PreparedImage).data);
+    const opening = this.state.turn[0];
+    if (opening?.role === "user") opening.attachments = [...(opening.attachments ?? []), ...refs];
   }
 
   /** The ids of the images this turn's messages carry. */
@@ -180,7 +188,7 @@ export class TurnSession {
     };
     // An edit erases the tail it replaces (FTS5's secure-delete), and a long turn's text takes
     // FTS5 long to index: both off the loop (docs/agent.md "The store").
-    if (edit !== undefined || indexesLong(turn)) await this.store.commitOffLoop(turn);
+    if (edit !== undefined || indexesLong(turn)) await this.store.writeOffLoop({ kind: "commit", turn });
     else await this.store.write(() => this.store.conversations.commitTurn(turn));
   }
 
@@ -210,11 +218,17 @@ export class TurnSession {
    * A write waits (off the event loop) while another core holds the database's lock. With
    * `keepStaged`, the staged images not named there are dropped in it.
    */
-  private write(state: TurnState, keepStaged?: readonly number[]): Promise<void> {
+  private async write(state: TurnState, keepStaged?: readonly number[]): Promise<void> {
     const body = this.checkpointWrite(state);
-    const { userId, sessionId } = this.key;
-    return this.store.write(() =>
-      this.store.conversations.saveCheckpoint(userId, sessionId, body, this.now(), this.mark, keepStaged),
+    const { key, mark } = this;
+    // One that writes a long input kept apart: on the store's thread, its checks in its transaction.
+    if (typeof body.input === "object") {
+      const work = { kind: "checkpoint" as const, key, write: body, at: this.now(), mark };
+      await this.store.writeOffLoop(keepStaged ? { ...work, keepStaged: [...keepStaged] } : work);
+      return;
+    }
+    await this.store.write(() =>
+      this.store.conversations.saveCheckpoint(key.userId, key.sessionId, body, this.now(), mark, keepStaged),
     );
   }
 

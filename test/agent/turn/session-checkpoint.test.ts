@@ -23,7 +23,7 @@ async function begun(
   start: Partial<TurnStart> = {},
   warnings: Warning[] = [],
 ) {
-  return store.lease("u", sessionId, AbortSignal.timeout(5000), () =>
+  const leased = await store.lease("u", sessionId, AbortSignal.timeout(5000), () =>
     TurnSession.begin(
       store,
       { userId: "u", sessionId },
@@ -32,6 +32,9 @@ async function begun(
       () => new Date(1_000),
     ),
   );
+  // As run-turn.ts goes on: the first checkpoint, where the lease's write did not write it.
+  await leased.value.firstWrite();
+  return leased;
 }
 
 /** The characters of text bound to SQLite's statements while `work` runs. */
@@ -88,8 +91,9 @@ describe("a long input's checkpoints", () => {
         leased = await begun(store, "s");
       });
       const session = leased?.value as TurnSession;
-      expect(first).toBeGreaterThan(LONG.length);
-      expect(first).toBeLessThan(LONG.length * 1.5);
+      // Written on the store's thread (below), none of it on the main loop's connection.
+      expect(first).toBeLessThan(4096);
+      expect(store.conversations.checkpointInput("u", "s")).toBe(LONG);
       for (const chars of await twoToolSteps(session)) expect(chars).toBeLessThan(4096);
       leased?.release();
       // The process dies here: the next one resumes from the last save.
@@ -114,6 +118,39 @@ describe("a long input's checkpoints", () => {
     } catch (err) {
       store.close();
       throw err;
+    }
+  });
+
+  test("the first save writes it on the store's thread, under the lease's check: `ping` and `cancel` answer meanwhile", async () => {
+    using dir = tmpdir("local-ai-ckpt-");
+    const store = Store.open(dir.path);
+    try {
+      const key = { userId: "u", sessionId: "s" };
+      const start = { traceId: "t1", input: LONG, agent: "a", resume: false };
+      let session: TurnSession | undefined;
+      let leased: { release: () => void } | undefined;
+      const onLoop = await boundChars(async () => {
+        leased = await store.lease("u", "s", AbortSignal.timeout(5000), () => {
+          session = TurnSession.begin(store, key, start, [], () => new Date(1_000));
+        });
+        await session?.firstWrite();
+      });
+      expect(onLoop).toBeLessThan(4096);
+      expect(store.conversations.checkpointInput("u", "s")).toBe(LONG);
+      leased?.release();
+      // Another core took the session over meanwhile: the thread's write is refused as the loop's are.
+      const other = Store.open(dir.path, { chunkThread: false });
+      try {
+        const late = TurnSession.begin(store, key, { ...start, traceId: "t2" }, [], () => new Date(2_000));
+        expect(other.leases.tryTake("u", "s")).toBe(true);
+        const refused = (await late.firstWrite().catch((err: unknown) => err)) as { data?: unknown };
+        expect(refused.data).toEqual({ field: "session_id" });
+        expect(store.conversations.checkpoint("u", "s")).toContain('"trace_id":"t1"');
+      } finally {
+        other.close();
+      }
+    } finally {
+      await store.stop();
     }
   });
 

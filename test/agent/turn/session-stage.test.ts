@@ -173,20 +173,20 @@ describe("a turn's first write", () => {
       first.release();
       const before = store.conversations.checkpoint("u", "s7");
       const leased = await store.lease("u", "s7", AbortSignal.timeout(5000), withImages("s7"));
-      void leased.value.stageImages();
+      void leased.value.firstWrite();
       await Bun.sleep(50);
       expect(writes).toBe(2);
       expect(store.conversations.checkpoint("u", "s7")).toBe(before as string);
       // A new session: no checkpoint at all until the images are in.
       writes = 0;
       const fresh = await store.lease("u", "s8", AbortSignal.timeout(5000), withImages("s8"));
-      void fresh.value.stageImages();
+      void fresh.value.firstWrite();
       await Bun.sleep(50);
       expect(store.conversations.checkpoint("u", "s8")).toBeUndefined();
       // Once staging ends, the checkpoint names the images.
       write.mockRestore();
       const done = await store.lease("u", "s9", AbortSignal.timeout(5000), withImages("s9"));
-      await done.value.stageImages();
+      await done.value.firstWrite();
       const named = JSON.parse(store.conversations.checkpoint("u", "s9") as string);
       expect(named.turn[0].attachments).toHaveLength(1);
       done.release();

@@ -16,8 +16,9 @@ const LONG = `LONG-A ${"a".repeat(INPUT_APART_CHARS)}`;
 
 const IMAGE = { format: "png", mime: "image/png", width: 1, height: 1, data: new Uint8Array(64).fill(7) };
 
+/** A turn's lease and first writes; with `images`, those staged by the caller (`firstWrite`). */
 async function turn(store: Store, input: string, resume = false, images?: (typeof IMAGE)[]) {
-  return store.lease("u", "s", never(), () =>
+  const leased = await store.lease("u", "s", never(), () =>
     TurnSession.begin(
       store,
       { userId: "u", sessionId: "s" },
@@ -32,6 +33,9 @@ async function turn(store: Store, input: string, resume = false, images?: (typeo
       () => new Date(1_000),
     ),
   );
+  // As run-turn.ts goes on: a long input's first checkpoint is written there.
+  if (!images) await leased.value.firstWrite();
+  return leased;
 }
 
 /** Core A's turn, then core B (which sees A's process as gone) taking the session over with its own. */
@@ -93,7 +97,9 @@ describe("a turn whose session another core took over", () => {
       const { a, b, turnA, turnB, before, checkpointB } = await takenOver(dir.path, input, "B's question");
       try {
         turnA.value.state.turn.push({ role: "assistant", content: "A's answer" });
-        await expect(turnA.value.commit(`${input}\nA's answer`)).rejects.toMatchObject(takenOverError);
+        // Awaited, not `expect(…).rejects`: bun's matcher spins without the store's (unref'd) thread answering.
+        const refused = await turnA.value.commit(`${input}\nA's answer`).catch((err: unknown) => err);
+        expect(refused).toMatchObject(takenOverError);
         expect(b.get("u", "s", 10).messages).toEqual([]);
         expect(checkpointB()).toEqual(before);
         // B's own commit goes on.
@@ -144,7 +150,7 @@ describe("a turn whose session another core took over", () => {
       },
     );
     try {
-      await expect(turnA.value.stageImages()).rejects.toMatchObject(takenOverError);
+      await expect(turnA.value.firstWrite()).rejects.toMatchObject(takenOverError);
       expect(checkpointB()).toEqual(before);
       expect(b.conversations.attachments.refsBySeq("u", "s").size).toBe(0);
       using db = new Database(join(dir.path, DB_FILE), { readonly: true });

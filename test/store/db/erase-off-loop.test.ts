@@ -113,16 +113,19 @@ describe("an erase off the main loop", () => {
     expect(store.conversations.history("alice", "big")).toHaveLength(TURNS * 2);
     using erases = threadErases();
     const { tookMs } = await timed(() =>
-      store.commitOffLoop({
-        userId: "alice",
-        sessionId: "big",
-        agent: "a",
-        messages: [
-          { role: "user", content: "edited question" },
-          { role: "assistant", content: "new answer" },
-        ],
-        replaceFromSeq: 0,
-        at: new Date(),
+      store.writeOffLoop({
+        kind: "commit",
+        turn: {
+          userId: "alice",
+          sessionId: "big",
+          agent: "a",
+          messages: [
+            { role: "user", content: "edited question" },
+            { role: "assistant", content: "new answer" },
+          ],
+          replaceFromSeq: 0,
+          at: new Date(),
+        },
       }),
     );
     expect(tookMs).toBeGreaterThan(500);
@@ -142,14 +145,17 @@ describe("an erase off the main loop", () => {
     aboutTurn(store, "alice", "s", "first");
     const since = store.conversations.erasureMark();
     await store.deleteSession("alice", "s");
-    const edit = store.commitOffLoop({
-      userId: "alice",
-      sessionId: "s",
-      agent: "a",
-      messages: [{ role: "user", content: "late" }],
-      replaceFromSeq: 0,
-      at: new Date(),
-      since,
+    const edit = store.writeOffLoop({
+      kind: "commit",
+      turn: {
+        userId: "alice",
+        sessionId: "s",
+        agent: "a",
+        messages: [{ role: "user", content: "late" }],
+        replaceFromSeq: 0,
+        at: new Date(),
+        since,
+      },
     });
     const refused = (await edit.then(
       () => undefined,

@@ -28,17 +28,20 @@ test("an edit from the first message of an imported session takes the session's 
       .map((h) => h.doc.source)
       .sort(),
   ).toEqual(["session:other", "session:trip"]);
-  await store.commitOffLoop({
-    userId: "ann",
-    sessionId: "trip",
-    agent: "a",
-    messages: [
-      { role: "user", content: "plan a trip to Lisbon" },
-      { role: "assistant", content: "Lisbon then" },
-    ],
-    replaceFromSeq: 0,
-    memoryText: "plan a trip to Lisbon\nLisbon then",
-    at: new Date(),
+  await store.writeOffLoop({
+    kind: "commit",
+    turn: {
+      userId: "ann",
+      sessionId: "trip",
+      agent: "a",
+      messages: [
+        { role: "user", content: "plan a trip to Lisbon" },
+        { role: "assistant", content: "Lisbon then" },
+      ],
+      replaceFromSeq: 0,
+      memoryText: "plan a trip to Lisbon\nLisbon then",
+      at: new Date(),
+    },
   });
   // The replaced conversation is recalled no more; the other session's entry stays.
   expect(store.memory.search("ann", "Porto", 5, "none").map((h) => h.doc.source)).toEqual(["session:other"]);
