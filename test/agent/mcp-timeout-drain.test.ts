@@ -82,3 +82,26 @@ test("a call made while a timed-out server drains waits for it to go and reaches
     expect(seen()).toEqual(["hang1", "hang2", "echo"]);
   });
 }, 30_000);
+
+test("a call made while a timed-out server drains waits at most its own timeout_s, never reaching a server", async () => {
+  await withHeld(async (pool, { pids, seen }, clocks) => {
+    for (const tool of ["hang1", "hang2", "echo"]) clocks.set(tool, new AbortController());
+    const first = pool.call("h", "hang1", {}, never).catch((e: unknown) => e);
+    const second = pool.call("h", "hang2", {}, never).catch((e: unknown) => e);
+    expect(await waitFor(() => seen().length === 2)).toBe(true);
+    clocks.get("hang1")?.abort();
+    expect(((await first) as McpError).code).toBe(ErrorCode.RequestTimeout);
+    // Its own clock runs out while hang2 still holds the draining server: it ends then, a
+    // timeout (retryable), not after the other call's timeout_s and a fresh start.
+    const waiting = pool.call("h", "echo", {}, never).catch((e: unknown) => e);
+    clocks.get("echo")?.abort();
+    clocks.get("hang2")?.abort();
+    const late = await waiting;
+    expect((late as McpError).code).toBe(ErrorCode.RequestTimeout);
+    expect((late as McpError).message).toContain("timeout_s");
+    expect(((await second) as McpError).code).toBe(ErrorCode.RequestTimeout);
+    // Never sent anywhere: the draining server was sent nothing, and no fresh one was started for it.
+    expect(seen()).toEqual(["hang1", "hang2"]);
+    expect(pidsIn(pids)).toHaveLength(1);
+  });
+}, 30_000);

@@ -67,16 +67,20 @@ export class McpPool {
     signal: AbortSignal,
   ): Promise<McpCallOutcome> {
     const cfg = this.requireConfig(server);
+    const hook = this.limits.callClock?.(tool);
+    // The wait for a draining server counts in the call's timeout_s (it waited up to the other
+    // calls' timeout_s, then had its own in full); a start is bounded by startup_timeout_s.
+    const waited = await this.drained(cfg, signal, hook);
     const conn = await this.connection(server, signal, "call");
     this.inFlight.set(conn, (this.inFlight.get(conn) ?? 0) + 1);
-    const timeout = cfg.timeout_s * 1000;
+    const timeout = Math.max(1, cfg.timeout_s * 1000 - waited);
     // The call's own clock, not the SDK's: a server may answer with an error of the SDK's
     // RequestTimeout code itself (its upstream timed out), and was killed for it, failing every
     // other chat's call to it. The SDK's timeout is only a backstop behind this one.
     const clock = new AbortController();
     // Cleared at the call's end: a timer per call kept to timeout_s held every call's signals.
     const timer = setTimeout(() => clock.abort(), Math.min(timeout, MAX_TIMER_MS));
-    const hook = this.limits.callClock?.(tool);
+    if (hook?.aborted) clock.abort();
     hook?.addEventListener("abort", () => clock.abort(), { once: true });
     const result = await conn.client
       // Not callTool: its schema is the SDK's whole-result one (call-result.ts).
@@ -110,6 +114,30 @@ export class McpPool {
         this.settled(server, conn);
       });
     return callOutcome(result);
+  }
+
+  /**
+   * Waits while `cfg`'s server drains (a call to it timed out beside others), within the call's
+   * own timeout_s (or until `hook` aborts, as that clock would); returns the milliseconds waited.
+   * Running out is the call's timeout, sent to no server: none was asked, none is killed.
+   */
+  private async drained(cfg: McpServerConfig, signal: AbortSignal, hook?: AbortSignal): Promise<number> {
+    const cell = this.cells.get(cfg.name) as StateCell<ServerState>;
+    if (cell.get().kind !== "draining") return 0;
+    const began = performance.now();
+    const clock = new AbortController();
+    const timer = setTimeout(() => clock.abort(), Math.min(cfg.timeout_s * 1000, MAX_TIMER_MS));
+    const bound = AbortSignal.any([signal, clock.signal, ...(hook ? [hook] : [])]);
+    try {
+      for (let s = cell.get(); s.kind === "draining"; s = cell.get()) await abortable(s.gone.promise, bound);
+    } catch (err) {
+      if (signal.aborted) throw err;
+      const why = `MCP server '${cfg.name}' was still being stopped after a call outlasted timeout_s when this call's own timeout_s (${cfg.timeout_s} s) ran out; the call was not sent`;
+      throw new McpError(ErrorCode.RequestTimeout, why, { timeout: cfg.timeout_s * 1000 });
+    } finally {
+      clearTimeout(timer);
+    }
+    return performance.now() - began;
   }
 
   /**

@@ -20,8 +20,8 @@ export type ServerState =
   /**
    * A call to it outlasted timeout_s while other calls were in flight: it is killed once they
    * have settled (each bounded by its own timeout_s), not at once, which failed them all. No new
-   * call is sent to it; those wait for `gone` (resolved as it leaves this state) and start a
-   * fresh server. Its tools are still listed from what it listed (no message to it).
+   * call is sent to it; those wait for `gone` (resolved as it leaves this state), within their own
+   * timeout_s, and start a fresh server. Its tools are still listed from what it listed (no message to it).
    */
   | { kind: "draining"; conn: Connection; why: string; gone: PromiseWithResolvers<void> }
   /**
