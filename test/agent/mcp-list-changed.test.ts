@@ -62,3 +62,33 @@ test("a list said changed while the start read it is read again at the first lis
     expect(listings()).toBe(2);
   });
 }, 30_000);
+
+test("a changed list the server does not answer holds a listing only briefly: the tools read before are offered, the new ones once it answers", async () => {
+  using scratch = tmpdir();
+  const seen = join(scratch.path, "seen");
+  const base = hostileServer("list-changed-hang", join(scratch.path, "pids"), 60);
+  // Each listing's wait for the re-read ends when the test says, as RELIST_WAIT_MS would.
+  let wait = new AbortController();
+  const pool = new McpPool([{ ...base, env: { ...base.env, MCP_HOSTILE_SEEN: seen } }], Date.now, undefined, {
+    relistClock: () => wait.signal,
+  });
+  try {
+    expect(await names(pool)).toEqual(["echo"]);
+    await pool.call("h", "echo", {}, never);
+    // The re-read is asked and never answered: the listing goes on with the old list when its
+    // short wait is up, not after timeout_s (60 s), saying so.
+    const listing = pool.listing("h", never);
+    wait.abort();
+    const stale = await listing;
+    expect(stale.tools.map((t) => t.name)).toEqual(["echo"]);
+    expect(stale.dropped).toContain("not read");
+    // The read goes on meanwhile; once answered, the next listing has the new tools.
+    wait = new AbortController();
+    const next = pool.listing("h", never);
+    await pool.call("h", "release", {}, never);
+    expect((await next).tools.map((t) => t.name)).toEqual(["echo", "added"]);
+    expect((await next).dropped).toBeNull();
+  } finally {
+    await pool.close();
+  }
+}, 30_000);

@@ -90,8 +90,12 @@ export interface Connection {
   tools: McpToolInfo[];
   /** Why some listed tools were left out (tool-list.ts), or null. */
   dropped: string | null;
-  /** Reads its tools again if it said they changed since they were read (watchToolList). */
-  refresh(): Promise<void>;
+  /**
+   * Reads its tools again if it said they changed since they were read (watchToolList): the read
+   * (never rejects; settles once `tools` is the new list or the old one kept), or undefined when
+   * there is nothing to read.
+   */
+  refresh(): Promise<void> | undefined;
   /** Stops the server (stdin's end first, then signals) and removes its pid record. */
   close(): Promise<void>;
   /** SIGKILL now; the connection closes at once (onClose), logged with `why`. */
@@ -163,7 +167,7 @@ export async function startServer(cfg: McpServerConfig, options: StartOptions): 
     client,
     tools: [],
     dropped: null,
-    refresh: () => Promise.resolve(),
+    refresh: () => undefined,
     close: () => client.close(),
     kill: (why) => transport.kill(why),
     stoppedFor: () => transport.stoppedFor,
@@ -209,7 +213,8 @@ export async function startServer(cfg: McpServerConfig, options: StartOptions): 
  * that added a tool had it offered only after a restart); it is read again at the next listing
  * (pool.ts, once a turn), not on each notification, which a server may send without end: with
  * the start's bounds on pages and tools, within timeout_s, listings at once sharing one read. A
- * read that fails keeps the tools read before (logged).
+ * read that fails keeps the tools read before (logged). A listing waits for it only briefly
+ * (pool.ts RELIST_WAIT_MS); the read goes on, for later listings.
  */
 function watchToolList(cfg: McpServerConfig, conn: Connection): void {
   let changed = false;
@@ -218,7 +223,7 @@ function watchToolList(cfg: McpServerConfig, conn: Connection): void {
     changed = true;
   });
   conn.refresh = () => {
-    if (reading || !changed) return reading ?? Promise.resolve();
+    if (reading || !changed) return reading;
     changed = false;
     reading = relist(cfg, conn).finally(() => {
       reading = undefined;

@@ -19,7 +19,21 @@ const BACKSTOP_MS = 1000;
 export type PoolLimits = Pick<StartOptions, "maxPendingBytes" | "unasked"> & {
   /** Test hook: a signal that ends a call to `tool` as its timeout_s would (no wait for the clock). */
   callClock?: (tool: string) => AbortSignal | undefined;
+  /** Test hook: a signal that ends a listing's wait for a changed list as RELIST_WAIT_MS would. */
+  relistClock?: () => AbortSignal | undefined;
 };
+
+/**
+ * How long a listing (a turn's start) waits for a changed tool list's re-read (connect.ts
+ * watchToolList) before it offers the tools read before: a server that said its list changed
+ * and then hung held every turn's first request for its whole timeout_s. The read goes on
+ * (within timeout_s), and a later listing gets what it read. A local server answers in
+ * milliseconds; one behind a network proxy in well under this.
+ */
+export const RELIST_WAIT_MS = 2000;
+
+/** What a listing that did not wait out the re-read says (the turn's `tools_unavailable` warning). */
+const STALE = `its changed tool list was not read within ${RELIST_WAIT_MS / 1000} s (it is still being read); the tools read before were offered`;
 
 /**
  * The configured MCP stdio servers, each started on first use and kept for the core's life
@@ -56,8 +70,26 @@ export class McpPool {
     const conn = await this.connection(server, signal, "list");
     // A list it said changed is read again (connect.ts), but a draining server is sent nothing.
     const s = this.cells.get(server)?.get();
-    if (s?.kind === "ready" && s.conn === conn) await abortable(conn.refresh(), signal);
+    const reading = s?.kind === "ready" && s.conn === conn ? conn.refresh() : undefined;
+    if (reading && !(await abortable(this.waitBriefly(reading), signal)))
+      return { tools: conn.tools, dropped: [conn.dropped, STALE].filter(Boolean).join("; ") };
     return { tools: conn.tools, dropped: conn.dropped };
+  }
+
+  /** Whether `reading` settled within RELIST_WAIT_MS (or before the test's relistClock). */
+  private async waitBriefly(reading: Promise<void>): Promise<boolean> {
+    const wait = new AbortController();
+    const timer = setTimeout(() => wait.abort(), RELIST_WAIT_MS);
+    const hook = this.limits.relistClock?.();
+    const bound = hook ? AbortSignal.any([wait.signal, hook]) : wait.signal;
+    try {
+      return await abortable(reading, bound).then(
+        () => true,
+        () => false,
+      );
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   async call(
