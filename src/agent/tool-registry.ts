@@ -1,3 +1,4 @@
+import type { McpServerConfig } from "../config/schema.ts";
 import { CoreError } from "../protocol/errors.ts";
 import type { McpPool } from "./mcp/pool.ts";
 
@@ -47,26 +48,34 @@ export async function resolveTools(
 ): Promise<{ tools: AgentTool[]; failures: ToolFailure[] }> {
   const out: AgentTool[] = [];
   const failures: ToolFailure[] = [];
-  for (const server of serversOf(patterns)) {
-    const cfg = pool.config(server);
-    if (!cfg) {
-      throw new CoreError(
-        "config_invalid",
-        `agent tool pattern names MCP server '${server}', which is not configured`,
-        {
-          key: "agents.tools",
-        },
-      );
-    }
-    let listed: Awaited<ReturnType<McpPool["listing"]>>;
-    try {
-      listed = await pool.listing(server, signal);
-    } catch (err) {
+  const servers = serversOf(patterns);
+  for (const server of servers) {
+    if (pool.config(server)) continue;
+    throw new CoreError(
+      "config_invalid",
+      `agent tool pattern names MCP server '${server}', which is not configured`,
+      { key: "agents.tools" },
+    );
+  }
+  // Started and listed together (each start bounded by its own startup_timeout_s): one after
+  // another, a server that hung at start held back every server after it, and the turn paid the
+  // sum. Read in the patterns' order all the same, so the tools' order does not vary.
+  const listings = servers.map((server) =>
+    pool.listing(server, signal).then(
+      (listed) => ({ listed }),
+      (err: unknown) => ({ err }),
+    ),
+  );
+  for (const [i, server] of servers.entries()) {
+    const cfg = pool.config(server) as McpServerConfig;
+    const got = await (listings[i] as (typeof listings)[number]);
+    if (!("listed" in got)) {
       // One broken server costs its own tools, not the others'.
       if (signal.aborted) throw signal.reason;
-      failures.push({ server, message: (err as Error).message });
+      failures.push({ server, message: (got.err as Error).message });
       continue;
     }
+    const { listed } = got;
     // Tools it listed that are unfit to offer (tool-list.ts) cost a warning, not the chat.
     if (listed.dropped) failures.push({ server, message: listed.dropped, partial: true });
     for (const t of listed.tools) {

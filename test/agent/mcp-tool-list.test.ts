@@ -2,8 +2,10 @@ import { expect, test } from "bun:test";
 import { join } from "node:path";
 import { McpPool } from "../../src/agent/mcp/pool.ts";
 import { MAX_DESCRIPTION_CHARS, vetTools } from "../../src/agent/mcp/tool-list.ts";
-import { hostileServer } from "../fixtures/mcp-hostile.ts";
+import { resolveTools } from "../../src/agent/tool-registry.ts";
+import { hostileServer, pidsIn } from "../fixtures/mcp-hostile.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
+import { waitFor } from "../fixtures/wait.ts";
 
 const never = new AbortController().signal;
 
@@ -33,3 +35,21 @@ test("a long tool description is cut between characters", () => {
   expect(tools[0]?.description.length).toBeLessThanOrEqual(MAX_DESCRIPTION_CHARS);
   expect(tools[0]?.description.isWellFormed()).toBe(true);
 });
+
+test("a turn's servers are started together: one whose start hangs does not hold back the next", async () => {
+  using scratch = tmpdir();
+  const hung = { ...hostileServer("init-hang", join(scratch.path, "a-pids"), 30), name: "a" };
+  const bPids = join(scratch.path, "b-pids");
+  const ok = { ...hostileServer("echo", bPids, 30), name: "b", startup_timeout_s: 60 };
+  const pool = new McpPool([{ ...hung, startup_timeout_s: 60 }, ok]);
+  const chat = new AbortController();
+  try {
+    const resolving = resolveTools(["a.*", "b.*"], pool, chat.signal).catch((e: unknown) => e);
+    // One after another, b was not spawned until a's start gave up (startup_timeout_s, 60 s).
+    expect(await waitFor(() => pidsIn(bPids).length === 1)).toBe(true);
+    chat.abort();
+    await resolving;
+  } finally {
+    await pool.close();
+  }
+}, 60_000);
