@@ -105,3 +105,25 @@ test("a call made while a timed-out server drains waits at most its own timeout_
     expect(pidsIn(pids)).toHaveLength(1);
   });
 }, 30_000);
+
+test("a call that waited for a draining server and then runs out of its timeout_s on the fresh one does not kill that one", async () => {
+  await withHeld(async (pool, { pids, seen }, clocks) => {
+    for (const tool of ["hang1", "hang2", "hang3"]) clocks.set(tool, new AbortController());
+    const first = pool.call("h", "hang1", {}, never).catch((e: unknown) => e);
+    const second = pool.call("h", "hang2", {}, never).catch((e: unknown) => e);
+    expect(await waitFor(() => seen().length === 2)).toBe(true);
+    clocks.get("hang1")?.abort();
+    await first;
+    const third = pool.call("h", "hang3", {}, never).catch((e: unknown) => e);
+    clocks.get("hang2")?.abort();
+    await second;
+    // Sent to the fresh server with what was left of its timeout_s; that running out is its
+    // timeout, but the fresh server did not have a whole timeout_s to answer: it is kept.
+    expect(await waitFor(() => seen().length === 3)).toBe(true);
+    clocks.get("hang3")?.abort();
+    expect(((await third) as McpError).code).toBe(ErrorCode.RequestTimeout);
+    const next = await pool.call("h", "echo", {}, never);
+    expect(pidsIn(pids)).toHaveLength(2);
+    expect(next.text).toBe(`answered by ${pidsIn(pids)[1]}`);
+  });
+}, 30_000);

@@ -105,7 +105,7 @@ export class McpPool {
     const waited = await this.drained(cfg, signal, hook);
     const conn = await this.connection(server, signal, "call");
     this.inFlight.set(conn, (this.inFlight.get(conn) ?? 0) + 1);
-    const timeout = Math.max(1, cfg.timeout_s * 1000 - waited);
+    const timeout = Math.max(1, cfg.timeout_s * 1000 - (waited ?? 0));
     // The call's own clock, not the SDK's: a server may answer with an error of the SDK's
     // RequestTimeout code itself (its upstream timed out), and was killed for it, failing every
     // other chat's call to it. The SDK's timeout is only a backstop behind this one.
@@ -126,7 +126,9 @@ export class McpPool {
         // cancel the SDK sent: it is killed and started afresh on next use (docs/agent.md), once
         // the other calls in flight on it have settled.
         if (!signal.aborted && clock.signal.aborted) {
-          this.condemn(server, conn, `a call to '${tool}' outlasted timeout_s (${cfg.timeout_s} s)`);
+          // Only a server that had the whole timeout_s is hung: one that had what a drain left may be slow.
+          if (waited === undefined)
+            this.condemn(server, conn, `a call to '${tool}' outlasted timeout_s (${cfg.timeout_s} s)`);
           throw new McpError(ErrorCode.RequestTimeout, "Request timed out", { timeout });
         }
         // Killed by the core (a flood, a stdin that stopped draining), or exited on its own: the
@@ -150,12 +152,17 @@ export class McpPool {
 
   /**
    * Waits while `cfg`'s server drains (a call to it timed out beside others), within the call's
-   * own timeout_s (or until `hook` aborts, as that clock would); returns the milliseconds waited.
-   * Running out is the call's timeout, sent to no server: none was asked, none is killed.
+   * own timeout_s (or until `hook` aborts, as that clock would); returns the milliseconds waited,
+   * undefined when it did not wait. Running out is the call's timeout, sent to no server: none
+   * was asked, none is killed.
    */
-  private async drained(cfg: McpServerConfig, signal: AbortSignal, hook?: AbortSignal): Promise<number> {
+  private async drained(
+    cfg: McpServerConfig,
+    signal: AbortSignal,
+    hook?: AbortSignal,
+  ): Promise<number | undefined> {
     const cell = this.cells.get(cfg.name) as StateCell<ServerState>;
-    if (cell.get().kind !== "draining") return 0;
+    if (cell.get().kind !== "draining") return undefined;
     const began = performance.now();
     const clock = new AbortController();
     const timer = setTimeout(() => clock.abort(), Math.min(cfg.timeout_s * 1000, MAX_TIMER_MS));
