@@ -83,14 +83,28 @@ test("a call made while a timed-out server drains waits for it to go and reaches
   });
 }, 30_000);
 
+/**
+ * Two calls held (hang1, hang2), then hang1's clock run out: the server drains for hang2. Returns
+ * hang2's outcome (wrapped: an async function's promise would wait for it); `also` are more tools whose clocks the test ends.
+ */
+async function drainingFor(
+  pool: McpPool,
+  seen: () => string[],
+  clocks: Map<string, AbortController>,
+  also: string[],
+): Promise<{ second: Promise<unknown> }> {
+  for (const tool of ["hang1", "hang2", ...also]) clocks.set(tool, new AbortController());
+  const first = pool.call("h", "hang1", {}, never).catch((e: unknown) => e);
+  const second = pool.call("h", "hang2", {}, never).catch((e: unknown) => e);
+  expect(await waitFor(() => seen().length === 2)).toBe(true);
+  clocks.get("hang1")?.abort();
+  expect(((await first) as McpError).code).toBe(ErrorCode.RequestTimeout);
+  return { second };
+}
+
 test("a call made while a timed-out server drains waits at most its own timeout_s, never reaching a server", async () => {
   await withHeld(async (pool, { pids, seen }, clocks) => {
-    for (const tool of ["hang1", "hang2", "echo"]) clocks.set(tool, new AbortController());
-    const first = pool.call("h", "hang1", {}, never).catch((e: unknown) => e);
-    const second = pool.call("h", "hang2", {}, never).catch((e: unknown) => e);
-    expect(await waitFor(() => seen().length === 2)).toBe(true);
-    clocks.get("hang1")?.abort();
-    expect(((await first) as McpError).code).toBe(ErrorCode.RequestTimeout);
+    const { second } = await drainingFor(pool, seen, clocks, ["echo"]);
     // Its own clock runs out while hang2 still holds the draining server: it ends then, a
     // timeout (retryable), not after the other call's timeout_s and a fresh start.
     const waiting = pool.call("h", "echo", {}, never).catch((e: unknown) => e);
@@ -108,12 +122,7 @@ test("a call made while a timed-out server drains waits at most its own timeout_
 
 test("a call that waited for a draining server and then runs out of its timeout_s on the fresh one does not kill that one", async () => {
   await withHeld(async (pool, { pids, seen }, clocks) => {
-    for (const tool of ["hang1", "hang2", "hang3"]) clocks.set(tool, new AbortController());
-    const first = pool.call("h", "hang1", {}, never).catch((e: unknown) => e);
-    const second = pool.call("h", "hang2", {}, never).catch((e: unknown) => e);
-    expect(await waitFor(() => seen().length === 2)).toBe(true);
-    clocks.get("hang1")?.abort();
-    await first;
+    const { second } = await drainingFor(pool, seen, clocks, ["hang3"]);
     const third = pool.call("h", "hang3", {}, never).catch((e: unknown) => e);
     clocks.get("hang2")?.abort();
     await second;
