@@ -1,3 +1,4 @@
+import { withoutArgSecrets } from "../util/arg-secrets.ts";
 import type { ProcIdentity } from "./proc-info.ts";
 
 /** The parts of a pid record (pid-file.ts) that say which process a dead core launched. */
@@ -47,9 +48,12 @@ export function judgeLeftover(
   const shown = [now.exe, argv[0], argv[1]].filter((p): p is string => !!p);
   if (shown.some((p) => programs.some((program) => sameFile(p, program)))) return { verdict: "ours" };
   if (record.argv && record.argv.length > 0 && endsWithArgs(now, record.argv)) return { verdict: "ours" };
+  // The reason is logged: a credential in the process's arguments (an MCP server's
+  // `--api-key …`, as recorded or as it runs now) is not shown.
+  const cmdline = withoutArgSecrets(now.cmdline, record.argv ?? [], argv);
   return {
     verdict: "unexplained",
-    reason: `it runs \`${now.cmdline.slice(0, 300)}\`, which is neither ${programs.join(" nor ") || "a configured program"} nor launched with the recorded arguments`,
+    reason: `it runs \`${cmdline.slice(0, 300)}\`, which is neither ${programs.join(" nor ") || "a configured program"} nor launched with the recorded arguments`,
   };
 }
 

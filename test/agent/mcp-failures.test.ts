@@ -1,10 +1,10 @@
 import { describe, expect, test } from "bun:test";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { argSecrets } from "../../src/agent/mcp/arg-secrets.ts";
 import { McpPool } from "../../src/agent/mcp/pool.ts";
 import { KEEP_CHARS, StderrTail } from "../../src/agent/mcp/stderr-tail.ts";
 import { McpServerSchema } from "../../src/config/schema.ts";
+import { argSecrets } from "../../src/util/arg-secrets.ts";
 import { hostileServer } from "../fixtures/mcp-hostile.ts";
 import { alive } from "../fixtures/stack.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";

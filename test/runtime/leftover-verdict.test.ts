@@ -72,4 +72,27 @@ describe("judgeLeftover: is the live process at a recorded pid the child a dead 
       judgeLeftover({ start_time: "7", binary: "npx", argv: ["-y", "srv"] }, now, ["npx"], same).verdict,
     ).toBe("ours");
   });
+
+  test("the reason, which the log shows, quotes no credential of the process's arguments", () => {
+    // uvx exec'd the tool under its full path: the arguments no longer end as recorded.
+    const record = { start_time: "9", binary: "uvx", argv: ["mcp-srv", "--api-key", "sk-live-4242abcd"] };
+    const now = {
+      start_time: "9",
+      cmdline:
+        "/home/u/.cache/uv/bin/python /home/u/.cache/uv/bin/mcp-srv --api-key sk-live-4242abcd --token=tok-9876zz",
+      argv: [
+        "/home/u/.cache/uv/bin/python",
+        "/home/u/.cache/uv/bin/mcp-srv",
+        "--api-key",
+        "sk-live-4242abcd",
+        "--token=tok-9876zz",
+      ],
+    };
+    const v = judgeLeftover(record, now, ["uvx"], same);
+    expect(v.verdict).toBe("unexplained");
+    const reason = (v as { reason: string }).reason;
+    expect(reason).toContain("--api-key");
+    expect(reason).not.toContain("sk-live-4242abcd");
+    expect(reason).not.toContain("tok-9876zz");
+  });
 });

@@ -1,5 +1,5 @@
+import { argSecrets } from "../../util/arg-secrets.ts";
 import { cutText } from "../../util/text-cut.ts";
-import { argSecrets } from "./arg-secrets.ts";
 
 /** Lines of its stderr a failed start's error quotes: a traceback's last lines say what went wrong. */
 export const TAIL_LINES = 5;

@@ -63,3 +63,16 @@ export function argSecrets(args: readonly string[]): string[] {
   });
   return found;
 }
+
+/**
+ * `text` with each credential of the argument lists (`argSecrets`) shown as `[redacted]`, the
+ * longest first, so one that holds another is taken whole.
+ */
+export function withoutArgSecrets(text: string, ...argLists: (readonly string[])[]): string {
+  const secrets = [...new Set(argLists.flatMap((args) => argSecrets(args)))]
+    .filter((s) => s.length > 0)
+    .sort((a, b) => b.length - a.length);
+  let shown = text;
+  for (const secret of secrets) shown = shown.replaceAll(secret, "[redacted]");
+  return shown;
+}
