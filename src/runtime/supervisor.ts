@@ -330,9 +330,12 @@ export class Supervisor implements LlamaProvider {
   private reportFailure(running: Running, reason: string): void {
     const s = this.state.get();
     if (s.kind !== "ready" || s.running !== running) return;
-    // The reason may be llama-server's answer, which can quote the request (the conversation).
-    logger.warn(`llama-server failed a request (${withoutQuotes(reason)}); restarting it`);
-    const why = `llama-server stopped serving (${reason}); it will be restarted`;
+    // The reason may be llama-server's answer, which can quote the request (the conversation):
+    // not in the log, nor in the error every lease on this server and `status` get (other
+    // users' chats among them).
+    const shown = withoutQuotes(reason);
+    logger.warn(`llama-server failed a request (${shown}); restarting it`);
+    const why = `llama-server stopped serving (${shown}); it will be restarted`;
     this.failRunning(s, new CoreError("internal_error", why, { log_tail: this.tail.last(TAIL_IN_ERRORS) }));
   }
 

@@ -312,6 +312,29 @@ describe.skipIf(process.platform === "win32")("supervisor against the stand-in",
     await supervisor.stop();
   });
 
+  test("the error other leases and status get for that restart quotes none of it either", async () => {
+    await using dir = tmpdir();
+    const { supervisor } = makeSupervisor(dir.path);
+    const lease = await supervisor.acquire(never());
+    const warn = spyOn(logger, "warn").mockImplementation(() => {});
+    try {
+      lease.reportFailure(
+        "llama-server: [json.exception.parse_error.101] parse error; last read: '\"the AARDVARK secret'",
+      );
+    } finally {
+      warn.mockRestore();
+    }
+    // What every lease on that server is told, whichever chat's request failed.
+    expect(lease.died.aborted).toBe(true);
+    const told = (lease.died.reason as CoreError).message;
+    expect(told).toContain("stopped serving");
+    expect(told).not.toContain("AARDVARK");
+    await waitFor(() => supervisor.snapshot().lastError !== null);
+    expect(supervisor.snapshot().lastError?.message).not.toContain("AARDVARK");
+    lease.release();
+    await supervisor.stop();
+  });
+
   test("a wedged server (health fine, requests hang) is restarted through reportFailure", async () => {
     await using dir = tmpdir();
     const script = join(dir.path, "script.json");
