@@ -173,6 +173,43 @@ describe("chat: MCP servers that will not start", () => {
     expect(message).toContain("--name plain-value");
   }, 30_000);
 
+  test("a server's own error at start-up that quotes its key (env or args) is not handed to the host with it", async () => {
+    // Lists its tools with an error naming its upstream as it was given (args, env): a client
+    // library's "request to <url> failed" does so.
+    const script = [
+      "let b = '';",
+      "process.stdin.on('data', (d) => {",
+      "  b += d;",
+      "  for (let i = b.indexOf('\\n'); i >= 0; i = b.indexOf('\\n')) {",
+      "    const m = JSON.parse(b.slice(0, i)); b = b.slice(i + 1);",
+      "    if (m.id === undefined) continue;",
+      "    const info = { protocolVersion: m.params?.protocolVersion, capabilities: { tools: {} }, serverInfo: { name: 'u', version: '1' } };",
+      "    if (m.method === 'initialize') { process.stdout.write(JSON.stringify({ jsonrpc: '2.0', id: m.id, result: info }) + '\\n'); continue; }",
+      "    const message = 'upstream refused ' + process.argv.slice(1).join(' ') + ' with ' + process.env.UPSTREAM_KEY;",
+      "    process.stdout.write(JSON.stringify({ jsonrpc: '2.0', id: m.id, error: { code: -32603, message } }) + '\\n');",
+      "  }",
+      "});",
+    ].join("\n");
+    const key = "sk-env-0123456789abcdef";
+    const password = "hunter2-secret";
+    await using h = new ChatHarness({
+      mcp_servers: [
+        {
+          name: "t",
+          command: process.execPath,
+          args: ["-e", script, "--url", `https://ann:${password}@api.local/v1`],
+          env: { UPSTREAM_KEY: key },
+        },
+      ],
+    });
+    h.llama.script({ content: ["fine"] });
+    const { terminal } = await h.chat("c", { input: "hi" });
+    const message = (terminal.result as Result).warnings[0]?.message ?? "";
+    expect(message).toContain("upstream refused");
+    expect(message).not.toContain(key);
+    expect(message).not.toContain(password);
+  }, 30_000);
+
   test("argSecrets finds a secret-named flag's value, spelt apart or with =, NAME=value pairs and URL credentials", () => {
     expect(
       argSecrets([

@@ -12,7 +12,7 @@ import { within } from "../../util/within.ts";
 import { VERSION } from "../../version.ts";
 import { type ChildExit, exitText, type McpChild, spawnMcpServer } from "./child.ts";
 import { ChildTransport, MAX_PENDING_BYTES } from "./child-transport.ts";
-import { StderrTail } from "./stderr-tail.ts";
+import { configSecrets, StderrTail, withoutSecrets } from "./stderr-tail.ts";
 import {
   MAX_CURSOR_CHARS,
   MAX_LIST_PAGES,
@@ -242,7 +242,7 @@ async function relist(cfg: McpServerConfig, conn: Connection): Promise<void> {
     logger.info(`MCP server '${cfg.name}' listed ${conn.tools.length} tools again (its list changed)`);
   } catch (err) {
     logger.warn(
-      `MCP server '${cfg.name}': its changed tool list could not be read (${shown(err)}); the tools read before are kept`,
+      `MCP server '${cfg.name}': its changed tool list could not be read (${shown(err, cfg)}); the tools read before are kept`,
     );
   }
 }
@@ -255,7 +255,7 @@ function startError(cfg: McpServerConfig, err: unknown, timedOut: boolean): Core
       { server: cfg.name },
     );
   // An exit's own words (its code, its stderr's end) are bounded where they are made.
-  const why = err instanceof ExitedAtStart ? err.message : shown(err);
+  const why = err instanceof ExitedAtStart ? err.message : shown(err, cfg);
   return new CoreError("internal_error", `MCP server '${cfg.name}' could not be started: ${why}`, {
     server: cfg.name,
   });
@@ -298,10 +298,13 @@ const MAX_ERROR_CHARS = 400;
 
 /**
  * Why a start failed, as the `tools_unavailable` warning of every chat for RETRY_AFTER_MS (pool.ts)
- * quotes it: the server's own error message can be megabytes and hold lone surrogates.
+ * quotes it: the server's own error message can be megabytes and hold lone surrogates, and quote
+ * the key it was given (a client library's "request to <url> failed"): its config's secrets are
+ * redacted as in its stderr's end, before the cut, so none is left in part.
  */
-function shown(err: unknown): string {
-  return cutText(String((err as Error)?.message ?? err), MAX_ERROR_CHARS).toWellFormed();
+function shown(err: unknown, cfg: McpServerConfig): string {
+  const said = withoutSecrets(String((err as Error)?.message ?? err), configSecrets(cfg.env, cfg.args));
+  return cutText(said, MAX_ERROR_CHARS).toWellFormed();
 }
 
 /**

@@ -12,6 +12,23 @@ export const KEEP_CHARS = TAIL_LINES * LINE_CHARS * 2;
 const SECRET_MIN_CHARS = 6;
 
 /**
+ * What a message about a server must not show: its `env`'s values (API keys) and its `args`'
+ * credentials (arg-secrets.ts), the longest first, so one that holds another goes whole.
+ */
+export function configSecrets(env: Record<string, string> = {}, args: readonly string[] = []): string[] {
+  return [...new Set([...Object.values(env), ...argSecrets(args)])]
+    .filter((v) => v.length >= SECRET_MIN_CHARS)
+    .sort((a, b) => b.length - a.length);
+}
+
+/** `text` with each of `secrets` (configSecrets) shown as `[redacted]`. */
+export function withoutSecrets(text: string, secrets: readonly string[]): string {
+  let shown = text;
+  for (const secret of secrets) shown = shown.replaceAll(secret, "[redacted]");
+  return shown;
+}
+
+/**
  * The end of what an MCP server wrote to stderr, for the error of a server that exited during its
  * start (docs/agent.md "MCP servers"): a missing module or a bad argument is told there, and the
  * `tools_unavailable` warning is all a host developer sees without the debug log.
@@ -27,9 +44,7 @@ export class StderrTail {
    * `args`: its arguments, whose credentials an argument parser's error echoes (arg-secrets.ts).
    */
   constructor(env: Record<string, string> = {}, args: readonly string[] = []) {
-    this.secrets = [...new Set([...Object.values(env), ...argSecrets(args)])]
-      .filter((v) => v.length >= SECRET_MIN_CHARS)
-      .sort((a, b) => b.length - a.length);
+    this.secrets = configSecrets(env, args);
   }
 
   add(chunk: string): void {
@@ -40,8 +55,7 @@ export class StderrTail {
 
   /** Its last non-blank lines, each cut, control characters shown as U+FFFD, the env's values as [redacted]. */
   lines(): string[] {
-    let text = this.cut ? this.withoutCutSecret(this.text) : this.text;
-    for (const secret of this.secrets) text = text.replaceAll(secret, "[redacted]");
+    const text = withoutSecrets(this.cut ? this.withoutCutSecret(this.text) : this.text, this.secrets);
     return text
       .split(/\r?\n|\r/)
       .map((l) => l.trimEnd())
