@@ -315,6 +315,24 @@ describe("chat: MCP tools that misbehave", () => {
     expect(h.llama.requests[1]?.body.messages.at(-1)).toMatchObject({ role: "tool" });
   }, 30_000);
 
+  test("a tool's error quoting its server's key (its env) reaches neither the host, the model nor the history", async () => {
+    const key = "sk-upstream-0123456789abcdef";
+    await using h = new ChatHarness({
+      mcp_servers: [
+        { name: "t", command: process.execPath, args: [MCP_SERVER], env: { MCP_TEST_UPSTREAM_KEY: key } },
+      ],
+    });
+    h.llama.script({ tool_calls: [{ name: "t__fail", arguments: {} }] }, { content: ["it failed"] });
+    const { events } = await h.chat("c", { input: "search", session_id: "s" });
+    const done = events.find((e) => e.event === "tool_done");
+    expect(done).toMatchObject({ tool: "t.fail", status: "error" });
+    expect(String(done?.preview)).toContain("401 Unauthorized");
+    expect(JSON.stringify(events)).not.toContain(key);
+    expect(JSON.stringify(h.llama.requests[1]?.body.messages)).toContain("api_key=[redacted]");
+    expect(JSON.stringify(h.llama.requests[1]?.body.messages)).not.toContain(key);
+    expect(JSON.stringify(h.history("s"))).not.toContain(key);
+  }, 30_000);
+
   test("5 MB of tool output is cut for the model and the history; the preview stays short", async () => {
     await using h = new ChatHarness();
     h.llama.script(
