@@ -1,4 +1,4 @@
-import { CoreError } from "../protocol/errors.ts";
+import { CoreError, cancelledError } from "../protocol/errors.ts";
 import { abortable } from "../util/abortable.ts";
 import type { StateCell } from "../util/state-cell.ts";
 import type { DeviceBytes, HeldModel } from "./memory-fit.ts";
@@ -74,6 +74,17 @@ export function dropPin(e: Entry): void {
   e.pin = e.pinBefore = undefined;
   e.pinLoads = 0;
   e.pinEra += 1;
+}
+
+/**
+ * The wait for an unload under way (idle, for room) before a load begins again: a `models.unload`
+ * that came meanwhile (`dropPin`) cancels it, as it cancels a load it finds under way, so a
+ * `models.load` asked before that unload answered does not bring the model back after it.
+ */
+export async function unloadedFor(e: Entry, done: Promise<void>, signal: AbortSignal): Promise<void> {
+  const era = e.pinEra;
+  await abortable(done, signal);
+  if (e.pinEra !== era) throw cancelledError(`model "${e.name}" was unloaded`);
 }
 
 /**

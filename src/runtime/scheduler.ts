@@ -1,5 +1,4 @@
 import { cancelledError } from "../protocol/errors.ts";
-import { abortable } from "../util/abortable.ts";
 import { logUnexpected } from "../util/logger.ts";
 import type { AcquireOptions, StartTicket } from "./endpoint.ts";
 import type { DeviceBytes, HeldModel } from "./memory-fit.ts";
@@ -25,6 +24,7 @@ import {
   newEntry,
   pinAfterLoad,
   settleDead,
+  unloadedFor,
   whenServing,
 } from "./scheduler-entry.ts";
 import { modelBusy, notLoaded, schedulerClosed } from "./scheduler-errors.ts";
@@ -190,10 +190,10 @@ export class Scheduler {
       this.forget(entry);
       return;
     }
-    if (s.kind === "unloading") return s.done;
-    // The host let it go: a pin models.load gave ends here (the config's applies again), or the
-    // next chat's load would bring it back pinned, never to be unloaded for room.
+    // The host let it go, also during an idle or for-room unload: a pin models.load gave ends (the
+    // config's applies again) and a load waiting from before is cancelled (`unloadedFor`).
     dropPin(entry);
+    if (s.kind === "unloading") return s.done;
     return this.beginUnload(entry, s, cancelledError(`model "${model}" was unloaded`), true);
   }
 
@@ -337,7 +337,7 @@ export class Scheduler {
       const s = settleDead(e, this.timers);
       if (s.kind === "loaded") return s.live;
       if (s.kind === "unloading") {
-        await abortable(s.done, signal);
+        await unloadedFor(e, s.done, signal);
         continue;
       }
       const job = s.kind === "loading" ? s.job : startLoad(e, s, this.loads);

@@ -307,6 +307,31 @@ describe("Scheduler: unload", () => {
     expect(state("a")).toBe("unloaded");
   });
 
+  test("models.unload during an idle unload wins: its pin ends, a pinning load asked before it is cancelled", async () => {
+    // As without an unload under way: the host's unload answered ok, so nothing it asked before
+    // brings the model back (pinned, never to be unloaded for room). A load asked after it loads.
+    const save = Promise.withResolvers<void>();
+    const { fleet, timers, scheduler, state } = setup({ a: { gib: 2 } }, { idleUnloadMs: 1000 });
+    const pinned = () => scheduler.snapshot().models.find((m) => m.name === "a")?.pinned;
+    (await scheduler.acquire("a", signal())).release();
+    fleet.spec("a").saveGate = save.promise;
+    await timers.advance(1000);
+    expect(state("a")).toBe("unloading");
+    const before = rejection(scheduler.load("a", { pin: true }));
+    await settle();
+    const unload = scheduler.unload("a");
+    await settle();
+    const after = scheduler.load("a");
+    save.resolve();
+    await unload;
+    const err = await before;
+    expect(err.code).toBe("cancelled");
+    expect(err.message).toBe('model "a" was unloaded');
+    expect((await after).state).toBe("loaded");
+    expect(pinned()).toBe(false);
+    expect(fleet.log.filter((l) => l === "a.start")).toHaveLength(2);
+  });
+
   test("a forced unload of a loading model ends the load and the chats waiting on it as cancelled", async () => {
     const { fleet, scheduler, cancelled, state } = setup({ a: { gib: 2, gated: true } });
     const chat = rejection(scheduler.acquire("a", signal()));
