@@ -115,7 +115,8 @@ async function unlessStopped(check: Promise<FitVerdict>, signal: AbortSignal): P
 function parseRef(model: string, revision: string) {
   const rev = RevisionSchema.safeParse(revision);
   if (!rev.success)
-    throw new CoreError("invalid_request", `--revision ${revision}: ${rev.error.issues[0]?.message}`);
+    // Quoted, as the CLI names what it was given: an empty one read "--revision : …".
+    throw new CoreError("invalid_request", `--revision '${revision}': ${rev.error.issues[0]?.message}`);
   try {
     return parseModelRef(model, revision);
   } catch (err) {

@@ -162,6 +162,23 @@ describe("--json failures print a JSON error on stdout (issue 10 item 18)", () =
     expect(JSON.parse(plain.stdout).models).toEqual([]);
   });
 
+  test("pull: a bad --revision is named quoted, an empty one too, not as '--revision :'", async () => {
+    using dir = tmpdir();
+    const env = { HF_ENDPOINT: "http://127.0.0.1:9", HF_HUB_CACHE: join(dir.path, "hub") };
+    for (const [revision, shown] of [
+      ["", "--revision '':"],
+      ["../x", "--revision '../x':"],
+    ]) {
+      const r = await cli(["pull", "org/tiny-GGUF:Q4_K_M", "--json", "--revision", revision!], {
+        cwd: dir.path,
+        env,
+      });
+      expect(r.code).toBe(1);
+      expect(JSON.parse(r.stdout)).toMatchObject({ type: "error", code: "invalid_request" });
+      expect(JSON.parse(r.stdout).message).toStartWith(shown!);
+    }
+  });
+
   test("pull: a --config that is not there is config_missing before any download, not a verdict with the defaults", async () => {
     using dir = tmpdir();
     const tiny = new Uint8Array(readFileSync(writeGguf(dir.path, "tiny.gguf", tinyLlama())));
