@@ -34,24 +34,31 @@ export async function writeUsage(
  * reader that left is its own choice; `flushed` waits for the rest).
  */
 export function writeDocument(text: string, fd = 1): void {
-  let direct = false;
-  try {
-    const st = fstatSync(fd);
-    direct = (st.isFile() || st.isCharacterDevice()) && !isatty(fd);
-  } catch {
-    // No stdout to look at: the stream decides, as for any other.
-  }
-  if (!direct) {
+  if (!writtenDirectly(fd)) {
     process.stdout.write(text);
     return;
   }
-  const bytes = Buffer.from(text);
   try {
-    for (let at = 0; at < bytes.length; ) at += writeSync(fd, bytes, at);
+    writeAll(fd, text);
   } catch (err) {
     const why = (err as Error).message;
     throw new CoreError("internal_error", `the output could not be written to stdout (${why})`);
   }
+}
+
+/** Whether `fd` is a file or a device other than a terminal: written with writeSync, failures heard at once. */
+function writtenDirectly(fd: number): boolean {
+  try {
+    const st = fstatSync(fd);
+    return (st.isFile() || st.isCharacterDevice()) && !isatty(fd);
+  } catch {
+    return false; // no stdout to look at: the stream decides, as for any other
+  }
+}
+
+function writeAll(fd: number, text: string): void {
+  const bytes = Buffer.from(text);
+  for (let at = 0; at < bytes.length; ) at += writeSync(fd, bytes, at);
 }
 
 /** A stream a command writes to as it goes, which may go away under it. */
@@ -59,39 +66,49 @@ export interface ClosableOutput {
   write(text: string): void;
   /** True once a write failed: the reader is gone and nothing more is written. */
   readonly closed: boolean;
+  /** The failure that closed it, when one was told (EPIPE: its reader left; ENOSPC: a full disk). */
+  readonly failure: Error | undefined;
 }
 
 /**
  * stdout for a command that writes while it works (pull's progress): a reader that went away
  * (`| head -1`, EPIPE) calls `onClosed` once and silences later writes. Bun throws the EPIPE
  * from write() or reports it as an 'error' event; either, unheard, ended the process with a
- * trace and left the pull's lock behind.
+ * trace and left the pull's lock behind. To a file or a device each write is direct, as a
+ * document's: through the stream a full disk's ENOSPC came after the pull had ended, exit 0.
  */
 export function closableOutput(
   onClosed: () => void,
   stream: NodeJS.WriteStream = process.stdout,
+  direct = stream === process.stdout && writtenDirectly(1),
 ): ClosableOutput {
+  let failure: Error | undefined;
   let closed = false;
-  const close = () => {
+  const close = (err?: unknown) => {
     if (closed) return;
     closed = true;
+    if (err instanceof Error) failure = err;
     onClosed();
   };
   stream.on("error", close);
   const written = (err?: Error | null) => {
-    if (err) close();
+    if (err) close(err);
   };
   return {
     write(text: string) {
       if (closed) return;
       try {
-        stream.write(text, written);
-      } catch {
-        close();
+        if (direct) writeAll(1, text);
+        else stream.write(text, written);
+      } catch (err) {
+        close(err);
       }
     },
     get closed() {
       return closed;
+    },
+    get failure() {
+      return failure;
     },
   };
 }

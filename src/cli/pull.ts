@@ -75,7 +75,7 @@ export default defineCommand({
       if (isCoreError(err) && err.code === "cancelled") {
         if (stdout.closed) {
           logger.warn(
-            "stdout was closed, so the pull stopped; the partial download is kept, run it again to resume",
+            `${outputLost(stdout.failure)}, so the pull stopped; the partial download is kept, run it again to resume`,
           );
           return 1;
         }
@@ -110,6 +110,14 @@ async function unlessStopped(check: Promise<FitVerdict>, signal: AbortSignal): P
     killRunningProbes();
     throw cancelledError("the pull was cancelled while checking whether the model fits");
   }
+}
+
+/** Why pull's stdout took no more: its reader left (EPIPE), or a write failed otherwise (a full disk). */
+function outputLost(failure: Error | undefined): string {
+  const code = (failure as NodeJS.ErrnoException | undefined)?.code;
+  return !failure || code === "EPIPE"
+    ? "stdout was closed"
+    : `stdout could not be written (${failure.message})`;
 }
 
 function parseRef(model: string, revision: string) {

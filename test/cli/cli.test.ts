@@ -40,6 +40,12 @@ async function cli(args: string[], options: { cwd?: string; env?: Record<string,
   return { stdout, stderr, code };
 }
 
+/** The hub stand-in serving org/tiny-GGUF, its one file written in `dir`. */
+function tinyHub(dir: string) {
+  const tiny = new Uint8Array(readFileSync(writeGguf(dir, "tiny.gguf", tinyLlama())));
+  return startHubStandIn([{ id: "org/tiny-GGUF", files: [{ path: "tiny-Q4_K_M.gguf", content: tiny }] }]);
+}
+
 describe("the CLI refuses nonsense (issue 13 item 6)", () => {
   test("a misspelt flag is an error with a suggestion and usage on stderr, exit 2", async () => {
     using dir = tmpdir();
@@ -181,10 +187,7 @@ describe("--json failures print a JSON error on stdout (issue 10 item 18)", () =
 
   test("pull: a --config that is not there is config_missing before any download, not a verdict with the defaults", async () => {
     using dir = tmpdir();
-    const tiny = new Uint8Array(readFileSync(writeGguf(dir.path, "tiny.gguf", tinyLlama())));
-    await using hub = await startHubStandIn([
-      { id: "org/tiny-GGUF", files: [{ path: "tiny-Q4_K_M.gguf", content: tiny }] },
-    ]);
+    await using hub = await tinyHub(dir.path);
     const env = { HF_ENDPOINT: hub.url, HF_HUB_CACHE: join(dir.path, "hub") };
     const r = await cli(["pull", "org/tiny-GGUF:Q4_K_M", "--json", "--config", "nope.yaml"], {
       cwd: dir.path,
@@ -316,13 +319,41 @@ describe.skipIf(!existsSync("/dev/full"))("a document that cannot be written", (
   );
 });
 
+describe.skipIf(!existsSync("/dev/full"))("output that cannot be written", () => {
+  /** The command with its stdout on /dev/full: its exit code and stderr. */
+  async function toFullDisk(args: string[], cwd?: string, env: Record<string, string> = {}) {
+    const full = openSync("/dev/full", "w");
+    try {
+      const proc = Bun.spawn([process.execPath, ENTRY, ...args], {
+        cwd,
+        stdin: "ignore",
+        stdout: full,
+        stderr: "pipe",
+        env: cleanEnv(env),
+      });
+      const [stderr, code] = await Promise.all([new Response(proc.stderr).text(), proc.exited]);
+      return { stderr, code };
+    } finally {
+      closeSync(full);
+    }
+  }
+
+  test("pull --json's progress on a full disk: the stop says the disk is full, not that stdout was closed", async () => {
+    using dir = tmpdir();
+    await using hub = await tinyHub(dir.path);
+    const env = { HF_ENDPOINT: hub.url, HF_HUB_CACHE: join(dir.path, "hub") };
+    const r = await toFullDisk(["pull", "org/tiny-GGUF:Q4_K_M", "--json"], dir.path, env);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain("no space left on device");
+    expect(r.stderr).not.toContain("stdout was closed");
+    expect(r.stderr).not.toContain("    at ");
+  });
+});
+
 describe("pull stopped by a signal after its download", () => {
   test("Ctrl-C during the fit check: exit 130 at once, its probe ended, no result printed, the file kept", async () => {
     using dir = tmpdir();
-    const tiny = new Uint8Array(readFileSync(writeGguf(dir.path, "tiny.gguf", tinyLlama())));
-    await using hub = await startHubStandIn([
-      { id: "org/tiny-GGUF", files: [{ path: "tiny-Q4_K_M.gguf", content: tiny }] },
-    ]);
+    await using hub = await tinyHub(dir.path);
     // The fit check's llama-server --list-devices never answers (it waits up to 5 s), noting its pid.
     const pids = join(dir.path, "pids");
     const hung = join(dir.path, "hung-llama-server");
