@@ -14,8 +14,9 @@ export function colorFor(stream: { isTTY?: boolean }, env: NodeJS.ProcessEnv = p
 }
 
 /**
- * A command's usage on `stream`: stdout for `--help`, stderr beside a usage error. citty's own
- * showUsage always writes stdout and colours whenever CI/TEST/NO_COLOR=1 are absent, even on a pipe.
+ * A command's usage on `stream`: stdout for `--help` (a document: its failure thrown, as
+ * `writeDocument`'s), stderr beside a usage error. citty's own showUsage always writes stdout and
+ * colours whenever CI/TEST/NO_COLOR=1 are absent, even on a pipe.
  */
 export async function writeUsage(
   stream: NodeJS.WriteStream,
@@ -23,7 +24,9 @@ export async function writeUsage(
   parent?: CommandDef,
 ): Promise<void> {
   const text = await renderUsage(cmd, parent);
-  stream.write(`${colorFor(stream) ? text : stripVTControlCharacters(text)}\n\n`);
+  const shown = `${colorFor(stream) ? text : stripVTControlCharacters(text)}\n\n`;
+  if (stream === process.stdout) writeDocument(shown);
+  else stream.write(shown);
 }
 
 /**

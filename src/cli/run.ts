@@ -5,7 +5,7 @@ import { VERSION } from "../version.ts";
 import { argsProblem } from "./check-args.ts";
 import { reportFailure } from "./failure.ts";
 import { main } from "./main.ts";
-import { SIGNAL_EXIT, writeUsage } from "./output.ts";
+import { SIGNAL_EXIT, writeDocument, writeUsage } from "./output.ts";
 
 /**
  * The command line, from argv to an exit code: 0 done, 1 the command failed, 2 the command
@@ -15,8 +15,7 @@ import { SIGNAL_EXIT, writeUsage } from "./output.ts";
  */
 export async function runCli(argv: string[]): Promise<number> {
   if (argv.length === 1 && (argv[0] === "--version" || argv[0] === "-v")) {
-    process.stdout.write(`${VERSION}\n`);
-    return 0;
+    return printed(() => writeDocument(`${VERSION}\n`));
   }
   if (argv.includes("--help") || argv.includes("-h")) {
     const first = argv.find((a) => a !== "--help" && a !== "-h");
@@ -33,8 +32,7 @@ export async function runCli(argv: string[]): Promise<number> {
       await writeUsage(process.stderr, main);
       return 2;
     }
-    await writeUsage(process.stdout, sub ?? main, sub ? main : undefined);
-    return 0;
+    return printed(() => writeUsage(process.stdout, sub ?? main, sub ? main : undefined));
   }
   const [name, ...rest] = argv;
   const sub = name === undefined || name.startsWith("-") ? undefined : await loadSubCommand(name);
@@ -104,8 +102,24 @@ async function untilSignal(command: Promise<number>): Promise<number> {
 
 function failed(err: unknown, command: string, json: boolean): number {
   const error = reportFailure(err, command);
-  if (json) process.stdout.write(`${JSON.stringify({ error }, null, 2)}\n`);
+  if (!json) return 1;
+  try {
+    writeDocument(`${JSON.stringify({ error }, null, 2)}\n`);
+  } catch (unwritten) {
+    reportFailure(unwritten, command); // the script read nothing: stderr says so beside the error
+  }
   return 1;
+}
+
+/** `--version` or `--help` on stdout: 0 once written, else 1 with why on stderr (a full disk). */
+async function printed(write: () => void | Promise<void>): Promise<number> {
+  try {
+    await write();
+    return 0;
+  } catch (err) {
+    reportFailure(err, "local-ai");
+    return 1;
+  }
 }
 
 async function loadSubCommand(name: string): Promise<CommandDef | undefined> {

@@ -338,6 +338,25 @@ describe.skipIf(!existsSync("/dev/full"))("output that cannot be written", () =>
     }
   }
 
+  test.each(["--version", "--help", "models --help"])(
+    "%s to a full disk: exit 1 saying so, not exit 0 with nothing written",
+    async (command) => {
+      const r = await toFullDisk(command.split(" "));
+      expect(r.code).toBe(1);
+      expect(r.stderr).toContain("no space left on device");
+      expect(r.stderr).not.toContain("    at ");
+    },
+  );
+
+  test("a --json failure's error document on a full disk: exit 1, and stderr says it was not written", async () => {
+    using dir = tmpdir();
+    const r = await toFullDisk(["models", "--json", "--config", "nope.yaml"], dir.path);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain("config_missing");
+    expect(r.stderr).toContain("no space left on device");
+    expect(r.stderr).not.toContain("    at ");
+  });
+
   test("pull --json's progress on a full disk: the stop says the disk is full, not that stdout was closed", async () => {
     using dir = tmpdir();
     await using hub = await tinyHub(dir.path);
