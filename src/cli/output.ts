@@ -1,4 +1,4 @@
-import { fstatSync, writeSync } from "node:fs";
+import { fstatSync, readFileSync, writeSync } from "node:fs";
 import { isatty } from "node:tty";
 import { stripVTControlCharacters } from "node:util";
 import { type CommandDef, renderUsage } from "citty";
@@ -37,6 +37,7 @@ export async function writeUsage(
  * reader that left is its own choice; `flushed` waits for the rest).
  */
 export function writeDocument(text: string, fd = 1): void {
+  if (fd === 1 && stdoutClosedAtStart()) throw unwritten("the output could not be written: stdout is closed");
   if (!writtenDirectly(fd)) {
     process.stdout.write(text);
     return;
@@ -44,10 +45,20 @@ export function writeDocument(text: string, fd = 1): void {
   try {
     writeAll(fd, text);
   } catch (err) {
-    const why = (err as Error).message;
-    throw new CoreError("internal_error", `the output could not be written to stdout (${why})`);
+    throw unwritten(`the output could not be written to stdout (${(err as Error).message})`);
   }
 }
+
+const unwrittenErrors = new WeakSet<Error>();
+
+function unwritten(message: string): CoreError {
+  const err = new CoreError("internal_error", message);
+  unwrittenErrors.add(err);
+  return err;
+}
+
+/** Whether `err` is `writeDocument`'s own failure: stdout takes no error document after it either. */
+export const isUnwritten = (err: unknown): boolean => err instanceof Error && unwrittenErrors.has(err);
 
 /** Whether `fd` is a file or a device other than a terminal: written with writeSync, failures heard at once. */
 function writtenDirectly(fd: number): boolean {
@@ -58,6 +69,23 @@ function writtenDirectly(fd: number): boolean {
     return false; // no stdout to look at: the stream decides, as for any other
   }
 }
+
+/**
+ * Whether the process began with stdout closed (`>&-`): the runtime opens /dev/null in its place,
+ * where every write "succeeds", and marks it close-on-exec, which no stdout inherited through an
+ * exec can be. Linux only (/proc); elsewhere a closed stdout reads as /dev/null.
+ */
+export function stdoutClosedAtStart(): boolean {
+  try {
+    const flags = /^flags:\s*([0-7]+)$/m.exec(readFileSync("/proc/self/fdinfo/1", "utf8"))?.[1];
+    return flags !== undefined && (Number.parseInt(flags, 8) & O_CLOEXEC) !== 0;
+  } catch {
+    return false;
+  }
+}
+
+/** Linux's O_CLOEXEC as /proc's fdinfo shows open flags (octal 02000000). */
+const O_CLOEXEC = 0o2000000;
 
 function writeAll(fd: number, text: string): void {
   const bytes = Buffer.from(text);
@@ -78,12 +106,14 @@ export interface ClosableOutput {
  * (`| head -1`, EPIPE) calls `onClosed` once and silences later writes. Bun throws the EPIPE
  * from write() or reports it as an 'error' event; either, unheard, ended the process with a
  * trace and left the pull's lock behind. To a file or a device each write is direct, as a
- * document's: through the stream a full disk's ENOSPC came after the pull had ended, exit 0.
+ * document's: through the stream a full disk's ENOSPC came after the pull had ended, exit 0. A
+ * stdout closed from the start (`>&-`) closes it at the first write, as a reader that left.
  */
 export function closableOutput(
   onClosed: () => void,
   stream: NodeJS.WriteStream = process.stdout,
   direct = stream === process.stdout && writtenDirectly(1),
+  closedAtStart = stream === process.stdout && stdoutClosedAtStart(),
 ): ClosableOutput {
   let failure: Error | undefined;
   let closed = false;
@@ -100,6 +130,7 @@ export function closableOutput(
   return {
     write(text: string) {
       if (closed) return;
+      if (closedAtStart) return close(Object.assign(new Error("stdout is closed"), { code: "EBADF" }));
       try {
         if (direct) writeAll(1, text);
         else stream.write(text, written);

@@ -115,7 +115,7 @@ async function unlessStopped(check: Promise<FitVerdict>, signal: AbortSignal): P
 /** Why pull's stdout took no more: its reader left (EPIPE), or a write failed otherwise (a full disk). */
 function outputLost(failure: Error | undefined): string {
   const code = (failure as NodeJS.ErrnoException | undefined)?.code;
-  return !failure || code === "EPIPE"
+  return !failure || code === "EPIPE" || code === "EBADF"
     ? "stdout was closed"
     : `stdout could not be written (${failure.message})`;
 }

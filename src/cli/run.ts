@@ -5,7 +5,7 @@ import { VERSION } from "../version.ts";
 import { argsProblem } from "./check-args.ts";
 import { reportFailure } from "./failure.ts";
 import { main } from "./main.ts";
-import { SIGNAL_EXIT, writeDocument, writeUsage } from "./output.ts";
+import { isUnwritten, SIGNAL_EXIT, writeDocument, writeUsage } from "./output.ts";
 
 /**
  * The command line, from argv to an exit code: 0 done, 1 the command failed, 2 the command
@@ -102,7 +102,7 @@ async function untilSignal(command: Promise<number>): Promise<number> {
 
 function failed(err: unknown, command: string, json: boolean): number {
   const error = reportFailure(err, command);
-  if (!json) return 1;
+  if (!json || isUnwritten(err)) return 1;
   try {
     writeDocument(`${JSON.stringify({ error }, null, 2)}\n`);
   } catch (unwritten) {

@@ -369,6 +369,59 @@ describe.skipIf(!existsSync("/dev/full"))("output that cannot be written", () =>
   });
 });
 
+describe.skipIf(process.platform !== "linux")("a closed stdout (`>&-`)", () => {
+  // The runtime puts /dev/null where a closed stdout was: the write "succeeds" into nothing.
+  test.each(["models --json", "--version"])(
+    "%s: exit 1 with one line on stderr, not exit 0 with nothing written",
+    async (command) => {
+      using dir = tmpdir();
+      const proc = Bun.spawn(
+        ["sh", "-c", `exec "$0" "$@" >&-`, process.execPath, ENTRY, ...command.split(" ")],
+        {
+          cwd: dir.path,
+          stdin: "ignore",
+          stdout: "pipe",
+          stderr: "pipe",
+          env: cleanEnv({ HF_HOME: join(dir.path, "hf") }),
+        },
+      );
+      const [stderr, code] = await Promise.all([new Response(proc.stderr).text(), proc.exited]);
+      expect(code).toBe(1);
+      expect(stderr).toContain("stdout is closed");
+      expect(stderr.trim().split("\n")).toHaveLength(1);
+    },
+  );
+
+  test("pull: stopped at its first line as when its reader left, exit 1", async () => {
+    using dir = tmpdir();
+    await using hub = await tinyHub(dir.path);
+    const proc = Bun.spawn(
+      ["sh", "-c", `exec "$0" "$@" >&-`, process.execPath, ENTRY, "pull", "org/tiny-GGUF:Q4_K_M"],
+      {
+        cwd: dir.path,
+        stdin: "ignore",
+        stderr: "pipe",
+        env: cleanEnv({ HF_ENDPOINT: hub.url, HF_HUB_CACHE: join(dir.path, "hub") }),
+      },
+    );
+    const [stderr, code] = await Promise.all([new Response(proc.stderr).text(), proc.exited]);
+    expect(code).toBe(1);
+    expect(stderr).toContain("stdout was closed, so the pull stopped");
+    expect(stderr).not.toContain("    at ");
+  });
+
+  test("> /dev/null is still a place to write to: exit 0", async () => {
+    const proc = Bun.spawn(["sh", "-c", `exec "$0" "$@" > /dev/null`, process.execPath, ENTRY, "--version"], {
+      stdin: "ignore",
+      stderr: "pipe",
+      env: cleanEnv(),
+    });
+    const [stderr, code] = await Promise.all([new Response(proc.stderr).text(), proc.exited]);
+    expect(code).toBe(0);
+    expect(stderr).toBe("");
+  });
+});
+
 describe("pull stopped by a signal after its download", () => {
   test("Ctrl-C during the fit check: exit 130 at once, its probe ended, no result printed, the file kept", async () => {
     using dir = tmpdir();
