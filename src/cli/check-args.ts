@@ -5,11 +5,14 @@ import type { ArgsDef } from "citty";
  * with `strict: false`): a misspelt flag is dropped without a word and the command runs with
  * its defaults, so `doctor --confg x` would diagnose the wrong file. This check runs first, for
  * every command, and accepts exactly the spellings citty understands: `--name VALUE`,
- * `--name=VALUE`, a one-letter alias `-n`, `--no-name` for booleans.
+ * `--name=VALUE`, a one-letter alias `-n`, `--no-name` for booleans; an option that takes a
+ * value at most once.
  */
 export function argsProblem(rawArgs: readonly string[], def: ArgsDef): string | null {
   const { flags, positionals } = flagTable(def);
   let seen = 0;
+  // citty keeps the last of a repeated value: `--config a --config b` would use b without a word.
+  const given = new Set<string>();
   for (let i = 0; i < rawArgs.length; i++) {
     const arg = rawArgs[i]!;
     if (arg === "--") {
@@ -26,20 +29,22 @@ export function argsProblem(rawArgs: readonly string[], def: ArgsDef): string | 
     const name = eq === -1 ? body : body.slice(0, eq);
     const value = eq === -1 ? undefined : body.slice(eq + 1);
     const shown = `${long ? "--" : "-"}${name}`;
-    const kind = long || name.length === 1 ? flags.get(name) : undefined;
-    if (kind === undefined) {
-      if (long && value === undefined && flags.get(name.replace(/^no-/, "")) === "boolean") continue;
+    const flag = long || name.length === 1 ? flags.get(name) : undefined;
+    if (flag === undefined) {
+      if (long && value === undefined && flags.get(name.replace(/^no-/, ""))?.kind === "boolean") continue;
       const near = closest(
         name,
         [...flags.keys()].filter((f) => f.length > 1),
       );
       return `unknown option '${shown}'${near ? ` (did you mean '--${near}'?)` : ""}`;
     }
-    if (kind === "boolean") {
+    if (flag.kind === "boolean") {
       if (value !== undefined && value !== "true" && value !== "false")
         return `option '${shown}' takes no value (or true/false), got '${value}'`;
       continue;
     }
+    if (given.has(flag.name)) return `option '--${flag.name}' given twice`;
+    given.add(flag.name);
     if (value !== undefined) continue;
     const next = rawArgs[i + 1];
     if (next === undefined || (next.startsWith("--") && next.length > 2))
@@ -49,8 +54,14 @@ export function argsProblem(rawArgs: readonly string[], def: ArgsDef): string | 
   return null;
 }
 
-function flagTable(def: ArgsDef): { flags: Map<string, "boolean" | "string">; positionals: number } {
-  const flags = new Map<string, "boolean" | "string">();
+interface Flag {
+  kind: "boolean" | "string";
+  /** Its name in the definition, whichever spelling was used. */
+  name: string;
+}
+
+function flagTable(def: ArgsDef): { flags: Map<string, Flag>; positionals: number } {
+  const flags = new Map<string, Flag>();
   let positionals = 0;
   for (const [name, arg] of Object.entries(def)) {
     if (arg.type === "positional") {
@@ -62,7 +73,7 @@ function flagTable(def: ArgsDef): { flags: Map<string, "boolean" | "string">; po
     const aliases = alias === undefined ? [] : Array.isArray(alias) ? alias : [alias];
     // citty also answers to the kebab-case spelling of a camelCase name.
     const kebab = name.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
-    for (const spelling of [name, kebab, ...aliases]) flags.set(spelling, kind);
+    for (const spelling of [name, kebab, ...aliases]) flags.set(spelling, { kind, name: kebab });
   }
   return { flags, positionals };
 }

@@ -79,6 +79,28 @@ describe("the CLI refuses nonsense (issue 13 item 6)", () => {
     expect(boolValue.code).toBe(2);
   });
 
+  test("a single-value option given twice is an error, whichever spelling, not the last one silently", async () => {
+    for (const args of [
+      ["doctor", "--config", "a.yaml", "--config", "b.yaml"],
+      ["doctor", "--config=a.yaml", "--config", "b.yaml"],
+      ["pull", "org/x:Q4_K_M", "--revision", "a", "--revision=b"],
+    ]) {
+      using dir = tmpdir();
+      const r = await cli(args, { cwd: dir.path });
+      expect(r.code).toBe(2);
+      expect(r.stdout).toBe("");
+      expect(r.stderr).toMatch(/option '--(config|revision)' given twice/);
+      expect(readdirSync(dir.path)).toEqual([]);
+    }
+    // A flag said twice means what it says once.
+    using dir = tmpdir();
+    const twice = await cli(["models", "--json", "--json"], {
+      cwd: dir.path,
+      env: { HF_HOME: join(dir.path, "hf") },
+    });
+    expect(twice.code).toBe(0);
+  });
+
   test("--help after an unknown command is that error, exit 2, not the main usage and exit 0", async () => {
     const r = await cli(["pul", "--help"]);
     expect(r.code).toBe(2);
