@@ -100,15 +100,7 @@ export function statusError(status: number, statusText: string, text: string): L
   const stated = typeof body?.message === "string" ? serverMessage(body.message) : undefined;
   const message = stated ?? (text.slice(0, wholeCharCut(text, 300)) || statusText);
   const type = body?.type;
-  if (type === "exceed_context_size_error") {
-    return new LlmError(
-      "context_overflow",
-      `the conversation does not fit the model's context: ${message}`,
-      { n_prompt_tokens: body?.n_prompt_tokens, n_ctx: body?.n_ctx },
-      status,
-      type,
-    );
-  }
+  if (type === "exceed_context_size_error") return overflowError(message, body, status);
   if (status === 413) {
     // Its HTTP layer's body cap (data-url.ts, LLAMA_MAX_BODY_BYTES), which the turn's images
     // are budgeted under: the turn refuses the images by name (agent/turn/images.ts).
@@ -122,14 +114,63 @@ export function statusError(status: number, statusText: string, text: string): L
   }
   const unparsed = unparsedReply(message, status);
   if (unparsed) return unparsed;
-  const refused = status < 500 || PARSER_FAULT.test(message);
   return new LlmError(
-    refused ? "bad_response" : "server_error",
+    refusedBy(status, message) ? "bad_response" : "server_error",
     `llama-server answered HTTP ${status}: ${message}`,
     { status },
     status,
     type,
   );
+}
+
+/** The request's fault, not the server's: a 4xx, or a 500 from its JSON parser. */
+const refusedBy = (status: number, message: string) => status < 500 || PARSER_FAULT.test(message);
+
+function overflowError(message: string, body: ErrorBody | undefined, status: number | undefined): LlmError {
+  return new LlmError(
+    "context_overflow",
+    `the conversation does not fit the model's context: ${message}`,
+    { n_prompt_tokens: body?.n_prompt_tokens, n_ctx: body?.n_ctx },
+    status,
+    body?.type,
+  );
+}
+
+/**
+ * The LlmError for an `error` event inside a stream, after its 200 (`data: {"error": {"code",
+ * "message", "type"}}`, quirks/90d). llama-server sends a task's error result this way once the
+ * stream began (server-context.cpp, the stream's next-chunk callback): the same object its status
+ * answer carries (server-common.cpp `format_error_response`, `code` being the status it would have
+ * had), so it is classified as that status would be: a request's fault (a 4xx,
+ * `exceed_context_size_error`) fails that request alone and restarts nothing; a 5xx, or an event
+ * that names no status (another shape: a proxy's, a broken server's), stays `server_error`.
+ * `message` is the host's text of it (stream-reply.ts: cut, or the event's excerpt when not text).
+ */
+export function eventError(error: Record<string, unknown>, message: string): LlmError {
+  const unparsed = unparsedReply(message);
+  if (unparsed) return unparsed;
+  const status = requestStatus(error);
+  const type = typeof error.type === "string" ? error.type : undefined;
+  // Its counts are checked where they are read (agent/turn/turn.ts).
+  if (type === "exceed_context_size_error") return overflowError(message, error as ErrorBody, status);
+  if (status !== undefined && refusedBy(status, message)) {
+    return new LlmError(
+      "bad_response",
+      `llama-server refused the request mid-stream (${status}): ${message}`,
+      { status },
+      status,
+      type,
+    );
+  }
+  const data = status !== undefined ? { status } : {};
+  return new LlmError("server_error", `llama-server: ${message}`, data, status, type);
+}
+
+/** An error event's status: its `code` when that is one; else 400 for `invalid_request_error`. */
+function requestStatus(error: Record<string, unknown>): number | undefined {
+  const code = error.code;
+  if (typeof code === "number" && Number.isInteger(code) && code >= 400 && code <= 599) return code;
+  return error.type === "invalid_request_error" ? 400 : undefined;
 }
 
 /** The LlmError for a response whose status is not ok (its body is read, so nothing leaks). */

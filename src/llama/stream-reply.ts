@@ -1,6 +1,6 @@
 import type { ToolCall } from "../protocol/chat-message.ts";
 import { jsonShape, LOOK_FROM_CHARS } from "../util/json-shape.ts";
-import { excerpt, LlmError, serverMessage, unparsedReply } from "./errors.ts";
+import { eventError, excerpt, LlmError, serverMessage } from "./errors.ts";
 import type { ToolCallAssembler, ToolCallDelta } from "./tool-call-deltas.ts";
 
 /**
@@ -113,10 +113,11 @@ export function applyEvent(
     choices?: ChunkChoice[];
     usage?: Usage;
     timings?: Timings;
-    error?: { message?: unknown };
+    error?: unknown;
   };
   if (chunk.error) {
-    const given = chunk.error.message;
+    const error = isObject(chunk.error) ? chunk.error : {};
+    const given = error.message;
     // Not text (a server's or a proxy's own shape): the event itself, cut, says what it was.
     const message =
       typeof given === "string"
@@ -124,7 +125,8 @@ export function applyEvent(
         : given === undefined
           ? "error in stream"
           : excerpt(data);
-    return unparsedReply(message) ?? new LlmError("server_error", `llama-server: ${message}`);
+    // Classified as the same error answered as a status: a request's fault restarts nothing.
+    return eventError(error, message);
   }
   if (chunk.usage) result.usage = chunk.usage;
   if (chunk.timings) result.timings = chunk.timings;

@@ -174,6 +174,31 @@ describe("the completion's failures", () => {
     expect(err).toMatchObject({ kind: "server_error", message: "llama-server: boom" });
   });
 
+  // An error event carries what the status answer would have (server-common.cpp
+  // format_error_response; server-task.cpp adds an overflow's counts): classified the same.
+  test("an error event is classified by its code and type as the same error answered as a status", async () => {
+    const cases: [string, Record<string, unknown>][] = [
+      ['{"code":400,"message":"bad","type":"invalid_request_error"}', { kind: "bad_response", status: 400 }],
+      ['{"type":"invalid_request_error","message":"bad"}', { kind: "bad_response", status: 400 }],
+      [
+        '{"code":400,"message":"too long","type":"exceed_context_size_error","n_prompt_tokens":9000,"n_ctx":8192}',
+        { kind: "context_overflow", data: { n_prompt_tokens: 9000, n_ctx: 8192 } },
+      ],
+      [
+        '{"code":500,"message":"Compute error.","type":"server_error"}',
+        { kind: "server_error", status: 500 },
+      ],
+      ['{"code":503,"message":"busy","type":"unavailable_error"}', { kind: "server_error", status: 503 }],
+      ['{"code":"400","message":"odd"}', { kind: "server_error", status: undefined }],
+      ['{"code":400.5,"message":"odd"}', { kind: "server_error", status: undefined }],
+      ['"boom"', { kind: "server_error", message: "llama-server: error in stream" }],
+    ];
+    for (const [error, expected] of cases) {
+      using t = tape(sse('{"choices":[{"delta":{"content":"a"}}]}', `{"error":${error}}`));
+      expect(await complete(t, { messages: [] })).toMatchObject(expected);
+    }
+  });
+
   test("an error event's message of megabytes reaches the host cut, not whole", async () => {
     const long = JSON.stringify({ error: { message: "m".repeat(5_000_000) } });
     using t = tape(sse('{"choices":[{"delta":{"content":"a"}}]}', long));

@@ -1,0 +1,74 @@
+import { describe, expect, test } from "bun:test";
+import { ChatHarness } from "./harness.ts";
+
+// An error that llama-server sends inside a stream, after its 200: b10587 answers a task's
+// first result as the status when it is an error, and any later error result as one
+// `data: {"error":{"code","message","type"}}` event that ends the stream (server-context.cpp,
+// the stream's next-chunk callback, "terminate on error"), the same object as the status answer
+// (server-common.cpp format_error_response). The stand-in sends one with `error.mid_stream`.
+// A request's fault must fail that chat alone, as the same error answered as a status does:
+// a restart would fail every other chat on the server and spend the restart budget, so one
+// hostile request could keep the server down for all.
+
+describe("chat: an error event mid-stream", () => {
+  test("invalid_request_error (400): bad_response as its status answer is; the server is not blamed", async () => {
+    await using h = new ChatHarness({ agents: [{ name: "plain" }] });
+    const refused = { status: 400, message: "the request cannot be served" };
+    h.llama.script(
+      { content: ["partly"], error: { ...refused, mid_stream: true } },
+      { error: refused },
+      { content: ["next is fine"] },
+    );
+    const streamed = await h.chat(1, { input: "x", session_id: "s" });
+    const answered = await h.chat(2, { input: "x", session_id: "a" });
+    for (const { terminal, events } of [streamed, answered]) {
+      expect(terminal).toMatchObject({
+        type: "error",
+        code: "internal_error",
+        data: { reason: "bad_response", status: 400 },
+      });
+      expect(String(terminal.message)).toContain("the request cannot be served");
+      expect(events.at(-1)).toMatchObject({ event: "loop_abort", reason: "llm_error" });
+    }
+    expect(h.provider.failures).toEqual([]);
+    expect(h.checkpoint("s")).toBeDefined();
+    const next = await h.chat(3, { input: "again", session_id: "n" });
+    expect(next.terminal.result).toMatchObject({ response: "next is fine" });
+  });
+
+  test("exceed_context_size_error: the turn's overflow handling, no restart", async () => {
+    await using h = new ChatHarness({ agents: [{ name: "plain" }] });
+    h.llama.script({
+      content: ["partly"],
+      error: {
+        status: 400,
+        type: "exceed_context_size_error",
+        message: "request exceeds the available context size",
+        mid_stream: true,
+      },
+    });
+    const { terminal, events } = await h.chat(1, { input: "x", session_id: "o" });
+    expect(terminal).toMatchObject({
+      type: "error",
+      code: "invalid_request",
+      data: { reason: "context_overflow", n_ctx: 8192 },
+    });
+    expect(events.at(-1)).toMatchObject({ event: "loop_abort", reason: "context_overflow" });
+    expect(h.provider.failures).toEqual([]);
+  });
+
+  test("server_error (500): the server is blamed and restarted, as today", async () => {
+    await using h = new ChatHarness({ agents: [{ name: "plain" }] });
+    h.llama.script({
+      content: ["partly"],
+      error: { status: 500, message: "Compute error.", mid_stream: true },
+    });
+    const { terminal } = await h.chat(1, { input: "x", session_id: "e" });
+    expect(terminal).toMatchObject({
+      type: "error",
+      code: "internal_error",
+      data: { reason: "server_error", status: 500 },
+    });
+    expect(h.provider.failures).toHaveLength(1);
+  });
+});
