@@ -123,8 +123,18 @@ export function statusError(status: number, statusText: string, text: string): L
   );
 }
 
-/** The request's fault, not the server's: a 4xx, or a 500 from its JSON parser. */
-const refusedBy = (status: number, message: string) => status < 500 || PARSER_FAULT.test(message);
+/**
+ * A 500 for a grammar's dead end: the model's token left the grammar (a tool's schema or the
+ * `response_format`'s) nothing to accept. b10587 catches the throw for its slot alone and
+ * releases it ("got exception: Unexpected empty grammar stack after accepting piece: …",
+ * server-context.cpp `iterate`, type server_error): the server serves on, a restart would only
+ * fail everyone else's chats (ggml-org/llama.cpp#27619 makes it from a tool's description).
+ */
+const GRAMMAR_DEAD_END = /Unexpected empty grammar stack after accepting piece/;
+
+/** The request's fault, not the server's: a 4xx, or a 500 from its JSON parser or a grammar's dead end. */
+const refusedBy = (status: number, message: string) =>
+  status < 500 || PARSER_FAULT.test(message) || GRAMMAR_DEAD_END.test(message);
 
 function overflowError(message: string, body: ErrorBody | undefined, status: number | undefined): LlmError {
   return new LlmError(

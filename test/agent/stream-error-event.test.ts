@@ -57,6 +57,22 @@ describe("chat: an error event mid-stream", () => {
     expect(h.provider.failures).toEqual([]);
   });
 
+  // b10587 catches a grammar's throw per slot and releases it (server-context.cpp iterate,
+  // "got exception: …", ERROR_TYPE_SERVER); a tool's schema can lead the model there
+  // (ggml-org/llama.cpp#27619, on b10587). With return_progress it always comes mid-stream.
+  test("a grammar's dead end (500 'Unexpected empty grammar stack'): that chat fails, no restart", async () => {
+    await using h = new ChatHarness({ agents: [{ name: "plain" }] });
+    const message = 'got exception: Unexpected empty grammar stack after accepting piece: "} (92)';
+    h.llama.script({ content: ["partly"], error: { status: 500, message, mid_stream: true } });
+    const { terminal } = await h.chat(1, { input: "x", session_id: "g" });
+    expect(terminal).toMatchObject({
+      type: "error",
+      code: "internal_error",
+      data: { reason: "bad_response", status: 500 },
+    });
+    expect(h.provider.failures).toEqual([]);
+  });
+
   test("server_error (500): the server is blamed and restarted, as today", async () => {
     await using h = new ChatHarness({ agents: [{ name: "plain" }] });
     h.llama.script({

@@ -38,6 +38,27 @@ describe("recorded error bodies", () => {
     }
   });
 
+  // b10587 catches the grammar's throw per slot (server-context.cpp iterate: "got exception: …",
+  // ERROR_TYPE_SERVER, the slot released, the server serving on); a tool's schema or a
+  // response_format can lead the model there (ggml-org/llama.cpp#27619, on b10587).
+  test("a grammar's dead end (a 500 'got exception: Unexpected empty grammar stack') is the request's fault, not the server's", () => {
+    const body = JSON.stringify({
+      error: {
+        code: 500,
+        message: 'got exception: Unexpected empty grammar stack after accepting piece: "} (92)',
+        type: "server_error",
+      },
+    });
+    const err = statusError(500, "", body);
+    expect(err).toMatchObject({ kind: "bad_response", status: 500, data: { status: 500 } });
+    const other = statusError(
+      500,
+      "",
+      JSON.stringify({ error: { code: 500, message: "got exception: boom" } }),
+    );
+    expect(other.kind).toBe("server_error");
+  });
+
   test("quirks/90: a finished reply llama-server cannot parse is the model's slip, not the server's: bad_response, unparsed_reply", () => {
     const err = recorded("quirks/90-invalid-utf8-output-500-chat.txt");
     expect(err).toMatchObject({ kind: "bad_response", status: 500 });
