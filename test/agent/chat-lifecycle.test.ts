@@ -51,7 +51,20 @@ describe("chat: cancel", () => {
     expect(await h.terminal("c1")).toMatchObject({ type: "error", code: "cancelled" });
     // Well before the 6 s the tool would take.
     expect(Date.now() - cancelledAt).toBeLessThan(4000);
-    expect(h.events("c1").at(-1)).toMatchObject({ event: "loop_abort", reason: "cancelled", step: 0 });
+    // The running call ends with its tool_done (a host's spinner per tool_start gets its end), then loop_abort.
+    const tools = h.events("c1").filter((e) => String(e.event).startsWith("tool_"));
+    expect(tools.map((e) => `${e.event} ${e.tool}`)).toEqual([
+      "tool_start t.echo",
+      "tool_done t.echo",
+      "tool_start t.slow",
+      "tool_done t.slow",
+    ]);
+    const tail = h.events("c1").slice(-3);
+    expect(tail.map((e) => e.event)).toEqual(["tool_start", "tool_done", "loop_abort"]);
+    expect(tail[1]).toMatchObject({ step: 0, tool: "t.slow", status: "error", retryable: false });
+    expect(String(tail[1]?.preview)).toContain("cancelled");
+    expect(typeof tail[1]?.ms).toBe("number");
+    expect(tail[2]).toMatchObject({ event: "loop_abort", reason: "cancelled", step: 0 });
     // The MCP server was told to stop the slow call.
     expect(await waitFor(() => calls(h).some((c) => c.tool === "slow_cancelled"))).toBe(true);
 

@@ -112,13 +112,24 @@ async function runCall(
   }
   const display = tool?.display ?? tc.function.name;
   deps.emit("tool_start", { step, tool: display, args });
-  const outcome = tool
-    ? await runTool(tool, args, {
-        pool: deps.pool,
-        approved: ctx.params.approve_execution,
-        signal: deps.signal,
-      })
-    : unavailable(display);
+  const started = Date.now();
+  let outcome: ToolOutcome;
+  try {
+    outcome = tool
+      ? await runTool(tool, args, {
+          pool: deps.pool,
+          approved: ctx.params.approve_execution,
+          signal: deps.signal,
+        })
+      : unavailable(display);
+  } catch (err) {
+    // A cancel (the only throw): the host's tool_start still gets its end, at once, before
+    // loop_abort; the server was told to stop and is not waited for.
+    const ms = Math.max(0, Date.now() - started);
+    const preview = deps.signal.aborted ? "cancelled: the chat was cancelled" : "failed: the turn stopped";
+    deps.emit("tool_done", { step, tool: display, status: "error", preview, retryable: false, ms });
+    throw err;
+  }
   deps.emit("tool_done", {
     step,
     tool: display,
