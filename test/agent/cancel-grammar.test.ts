@@ -1,0 +1,99 @@
+import { describe, expect, test } from "bun:test";
+import { ChatHarness, type Msg, names } from "./harness.ts";
+
+/**
+ * The chat events' grammar under a cancel at every point (docs/protocol.md, the chat events):
+ * `run_start, memory_start, memory_done, warmup_progress*`, per step `llm_start, llm_reasoning*,
+ * llm_chunk*, llm_done, (tool_start, tool_done)*`, then `final` or `loop_abort`. A cancel cuts
+ * it short anywhere, but a started tool call always gets its `tool_done`; then
+ * `loop_abort {reason:"cancelled"}` and the error `cancelled`.
+ */
+const LETTER: Record<string, string> = {
+  run_start: "R",
+  memory_start: "M",
+  memory_done: "D",
+  warmup_progress: "W",
+  llm_start: "S",
+  llm_reasoning: "r",
+  llm_chunk: "c",
+  llm_done: "E",
+  tool_start: "T",
+  tool_done: "U",
+  final: "F",
+  loop_abort: "A",
+};
+const STEPS = "(?:Sr*c*E(?:TU)*)*";
+const FINISHED = new RegExp(`^RMDW*${STEPS}F$`);
+/** A prefix of a finished turn that leaves no tool call open (a step may be cut mid-stream), then loop_abort. */
+const CANCELLED = new RegExp(`^(?:R(?:M(?:DW*${STEPS}(?:Sr*c*)?)?)?)?A$`);
+
+const word = (events: Msg[]) =>
+  names(events)
+    .map((n) => LETTER[n] ?? "?")
+    .join("");
+
+/** Two steps: reasoning and two tool calls, then a streamed answer. */
+function script(h: ChatHarness): void {
+  h.llama.script(
+    {
+      reasoning: ["I need", " the tools."],
+      tool_calls: [
+        { name: "t__echo", arguments: { text: "one" } },
+        { name: "t__echo", arguments: { text: "two" } },
+      ],
+    },
+    { content: ["all", " done"] },
+  );
+}
+
+function harness(): ChatHarness {
+  const h = new ChatHarness({
+    // An event per piece, so each chat streams the same events to cancel at.
+    app: { data_dir: "./data", max_parse_errors: 2, max_steps: 8, stream_gather_ms: 0 },
+  });
+  // The stand-in is always up: the chat hears one wait for it, as a cold start's would be.
+  h.provider.progress = { phase: "loading", elapsed_ms: 0 };
+  return h;
+}
+
+describe("chat events under a cancel at every point", () => {
+  test("each cancelled chat's events parse by the grammar, then loop_abort cancelled and the error", async () => {
+    await using h = harness();
+    h.send("warm", "cancel", { request_id: "nobody" });
+    expect((await h.terminal("warm")).result).toEqual({ cancelled: false });
+
+    script(h);
+    const whole = await h.chat("full", { input: "work", session_id: "full" });
+    expect(whole.terminal.type).toBe("result");
+    expect(word(whole.events)).toMatch(FINISHED);
+    expect(word(whole.events)).toBe("RMDWSrrETUTUSccEF");
+
+    // Cancel as each event but the last is emitted, in a fresh session each time.
+    const points = whole.events.slice(0, -1).map((e, i) => ({ at: i, event: e.event }));
+    for (const { at, event } of points) {
+      const id = `c${at}`;
+      let seen = 0;
+      h.onEmit = (m: Msg) => {
+        if (m.id === id && m.type === "event" && seen++ === at)
+          h.send(`k${at}`, "cancel", { request_id: id });
+      };
+      script(h);
+      const { terminal, events } = await h.chat(id, { input: "work", session_id: `s${at}` });
+      const where = `cancelled at ${at} (${event}): ${word(events)}`;
+      expect({ where, cancel: (await h.terminal(`k${at}`)).result }).toEqual({
+        where,
+        cancel: { cancelled: true },
+      });
+      expect({ where, ok: CANCELLED.test(word(events)) }).toEqual({ where, ok: true });
+      expect(events.at(-1)).toMatchObject({ event: "loop_abort", reason: "cancelled" });
+      // loop_abort names the step the turn was in: that of the last event with one.
+      const stepped = events.slice(0, -1).filter((e) => typeof e.step === "number");
+      expect({ where, step: events.at(-1)?.step }).toEqual({ where, step: stepped.at(-1)?.step ?? 0 });
+      expect(terminal).toMatchObject({ type: "error", code: "cancelled" });
+      // Nothing after the terminal message.
+      expect(h.out.filter((m) => m.id === id).at(-1)).toBe(terminal);
+      h.onEmit = () => {};
+      h.llama.unscript();
+    }
+  }, 60_000);
+});
