@@ -27,6 +27,10 @@ const FINISHED = new RegExp(`^RMDW*${STEPS}F$`);
 /** A prefix of a finished turn that leaves no tool call open (a step may be cut mid-stream), then loop_abort. */
 const CANCELLED = new RegExp(`^(?:R(?:M(?:DW*${STEPS}(?:Sr*c*)?)?)?)?A$`);
 
+/** A resumed turn first answers its interrupted step's calls, before its first llm_start. */
+const RESUMED = new RegExp(`^RMDW*(?:TU)*${STEPS}F$`);
+const RESUMED_CANCELLED = new RegExp(`^(?:R(?:M(?:DW*(?:TU)*${STEPS}(?:Sr*c*)?)?)?)?A$`);
+
 const word = (events: Msg[]) =>
   names(events)
     .map((n) => LETTER[n] ?? "?")
@@ -92,6 +96,61 @@ describe("chat events under a cancel at every point", () => {
       expect(terminal).toMatchObject({ type: "error", code: "cancelled" });
       // Nothing after the terminal message.
       expect(h.out.filter((m) => m.id === id).at(-1)).toBe(terminal);
+      h.onEmit = () => {};
+      h.llama.unscript();
+    }
+  }, 60_000);
+});
+
+/** A checkpoint whose last step asked for two calls, neither answered (a core killed there). */
+function interrupted(h: ChatHarness, session: string): void {
+  const call = (id: string, text: string) => ({
+    id,
+    type: "function" as const,
+    function: { name: "t__echo", arguments: JSON.stringify({ text }) },
+  });
+  h.writeCheckpoint(session, {
+    version: 1,
+    trace_id: "0000000000000000",
+    user_input: "work",
+    agent: "assistant",
+    step: 1,
+    parse_errors: 0,
+    best_text: "",
+    turn: [
+      { role: "user", content: "work" },
+      { role: "assistant", content: null, tool_calls: [call("a", "one"), call("b", "two")] },
+    ],
+    updated_at: "2026-01-01T00:00:00.000Z",
+  });
+}
+
+describe("a resumed turn's events under a cancel at every point", () => {
+  test("the interrupted step's calls come first, paired; a cancel anywhere ends as documented", async () => {
+    await using h = harness();
+    h.send("warm", "cancel", { request_id: "nobody" });
+    expect((await h.terminal("warm")).result).toEqual({ cancelled: false });
+
+    interrupted(h, "full");
+    h.llama.script({ content: ["all", " done"] });
+    const whole = await h.chat("full", { session_id: "full", resume: true });
+    expect(whole.terminal.type).toBe("result");
+    expect(word(whole.events)).toMatch(RESUMED);
+
+    for (let at = 0; at < whole.events.length - 1; at++) {
+      const id = `c${at}`;
+      let seen = 0;
+      h.onEmit = (m: Msg) => {
+        if (m.id === id && m.type === "event" && seen++ === at)
+          h.send(`k${at}`, "cancel", { request_id: id });
+      };
+      interrupted(h, `s${at}`);
+      h.llama.script({ content: ["all", " done"] });
+      const { terminal, events } = await h.chat(id, { session_id: `s${at}`, resume: true });
+      const where = `cancelled at ${at} (${whole.events[at]?.event}): ${word(events)}`;
+      expect({ where, ok: RESUMED_CANCELLED.test(word(events)) }).toEqual({ where, ok: true });
+      expect(events.at(-1)).toMatchObject({ event: "loop_abort", reason: "cancelled" });
+      expect(terminal).toMatchObject({ type: "error", code: "cancelled" });
       h.onEmit = () => {};
       h.llama.unscript();
     }
