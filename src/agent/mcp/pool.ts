@@ -47,6 +47,8 @@ export class McpPool {
   /** Calls in flight on each connection: one that timed out is killed once none is left (draining). */
   private readonly inFlight = new Map<Connection, number>();
   private closing: Promise<void> | undefined;
+  /** Each pending re-read's brief wait (briefWait): gone with the re-read. */
+  private readonly briefWaits = new WeakMap<Promise<void>, Promise<boolean>>();
 
   constructor(
     private readonly servers: readonly McpServerConfig[],
@@ -72,9 +74,23 @@ export class McpPool {
     // A list it said changed is read again (connect.ts), but a draining server is sent nothing.
     const s = this.cells.get(server)?.get();
     const reading = s?.kind === "ready" && s.conn === conn ? conn.refresh() : undefined;
-    if (reading && !(await abortable(this.waitBriefly(reading), signal)))
+    if (reading && !(await abortable(this.briefWait(reading), signal)))
       return { tools: conn.tools, dropped: [conn.dropped, STALE].filter(Boolean).join("; ") };
     return { tools: conn.tools, dropped: conn.dropped };
+  }
+
+  /**
+   * One brief wait per re-read, shared by the listings that find it pending: one that finds it
+   * already past the wait offers the old list at once. A wait per listing held every turn
+   * RELIST_WAIT_MS again while a hung re-read lasted (up to timeout_s).
+   */
+  private briefWait(reading: Promise<void>): Promise<boolean> {
+    let waited = this.briefWaits.get(reading);
+    if (!waited) {
+      waited = this.waitBriefly(reading);
+      this.briefWaits.set(reading, waited);
+    }
+    return waited;
   }
 
   /** Whether `reading` settled within RELIST_WAIT_MS (or before the test's relistClock). */
