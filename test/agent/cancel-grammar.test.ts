@@ -60,45 +60,84 @@ function harness(): ChatHarness {
   return h;
 }
 
+/** How one kind of chat is run: set up before each (its script, a checkpoint), and its params. */
+interface Run {
+  prepare: (h: ChatHarness, session: string) => void;
+  params: (session: string) => Record<string, unknown>;
+  finished: RegExp;
+  cancelled: RegExp;
+}
+
+/** Runs the chat to its end, then once per event but the last, cancelled as that event is emitted. */
+async function cancelAtEvery(h: ChatHarness, run: Run): Promise<string> {
+  h.send("warm", "cancel", { request_id: "nobody" });
+  expect((await h.terminal("warm")).result).toEqual({ cancelled: false });
+  run.prepare(h, "full");
+  const whole = await h.chat("full", run.params("full"));
+  expect(whole.terminal.type).toBe("result");
+  expect(word(whole.events)).toMatch(run.finished);
+
+  // A fresh session each time.
+  for (let at = 0; at < whole.events.length - 1; at++) {
+    const id = `c${at}`;
+    let seen = 0;
+    h.onEmit = (m: Msg) => {
+      if (m.id === id && m.type === "event" && seen++ === at) h.send(`k${at}`, "cancel", { request_id: id });
+    };
+    run.prepare(h, `s${at}`);
+    const { terminal, events } = await h.chat(id, run.params(`s${at}`));
+    const where = `cancelled at ${at} (${whole.events[at]?.event}): ${word(events)}`;
+    expect({ where, cancel: (await h.terminal(`k${at}`)).result }).toEqual({
+      where,
+      cancel: { cancelled: true },
+    });
+    expect({ where, ok: run.cancelled.test(word(events)) }).toEqual({ where, ok: true });
+    expect(events.at(-1)).toMatchObject({ event: "loop_abort", reason: "cancelled" });
+    // loop_abort names the step the turn was in: that of the last event with one (before any,
+    // the turn's first: a resume's is the checkpoint's).
+    const stepped = events.slice(0, -1).filter((e) => typeof e.step === "number");
+    const first = run.params("").resume ? 1 : 0;
+    expect({ where, step: events.at(-1)?.step }).toEqual({ where, step: stepped.at(-1)?.step ?? first });
+    expect(terminal).toMatchObject({ type: "error", code: "cancelled" });
+    // Nothing after the terminal message.
+    expect(h.out.filter((m) => m.id === id).at(-1)).toBe(terminal);
+    h.onEmit = () => {};
+    h.llama.unscript();
+  }
+  return word(whole.events);
+}
+
 describe("chat events under a cancel at every point", () => {
   test("each cancelled chat's events parse by the grammar, then loop_abort cancelled and the error", async () => {
     await using h = harness();
-    h.send("warm", "cancel", { request_id: "nobody" });
-    expect((await h.terminal("warm")).result).toEqual({ cancelled: false });
+    const whole = await cancelAtEvery(h, {
+      prepare: script,
+      params: (session) => ({ input: "work", session_id: session }),
+      finished: FINISHED,
+      cancelled: CANCELLED,
+    });
+    expect(whole).toBe("RMDWSrrETUTUSccEF");
+  }, 60_000);
 
-    script(h);
-    const whole = await h.chat("full", { input: "work", session_id: "full" });
-    expect(whole.terminal.type).toBe("result");
-    expect(word(whole.events)).toMatch(FINISHED);
-    expect(word(whole.events)).toBe("RMDWSrrETUTUSccEF");
-
-    // Cancel as each event but the last is emitted, in a fresh session each time.
-    const points = whole.events.slice(0, -1).map((e, i) => ({ at: i, event: e.event }));
-    for (const { at, event } of points) {
-      const id = `c${at}`;
-      let seen = 0;
-      h.onEmit = (m: Msg) => {
-        if (m.id === id && m.type === "event" && seen++ === at)
-          h.send(`k${at}`, "cancel", { request_id: id });
-      };
-      script(h);
-      const { terminal, events } = await h.chat(id, { input: "work", session_id: `s${at}` });
-      const where = `cancelled at ${at} (${event}): ${word(events)}`;
-      expect({ where, cancel: (await h.terminal(`k${at}`)).result }).toEqual({
-        where,
-        cancel: { cancelled: true },
-      });
-      expect({ where, ok: CANCELLED.test(word(events)) }).toEqual({ where, ok: true });
-      expect(events.at(-1)).toMatchObject({ event: "loop_abort", reason: "cancelled" });
-      // loop_abort names the step the turn was in: that of the last event with one.
-      const stepped = events.slice(0, -1).filter((e) => typeof e.step === "number");
-      expect({ where, step: events.at(-1)?.step }).toEqual({ where, step: stepped.at(-1)?.step ?? 0 });
-      expect(terminal).toMatchObject({ type: "error", code: "cancelled" });
-      // Nothing after the terminal message.
-      expect(h.out.filter((m) => m.id === id).at(-1)).toBe(terminal);
-      h.onEmit = () => {};
-      h.llama.unscript();
-    }
+  test("a response_format chat with tools, one denied: its free and constrained steps alike", async () => {
+    await using h = harness();
+    const whole = await cancelAtEvery(h, {
+      prepare: (h) =>
+        h.llama.script(
+          {
+            tool_calls: [
+              { name: "t__write_note", arguments: { text: "x" } },
+              { name: "t__echo", arguments: { text: "one" } },
+            ],
+          },
+          { content: ["it is", " Ada"] },
+          { content: ['{"name":', '"Ada"}'] },
+        ),
+      params: (session) => ({ input: "work", session_id: session, response_format: { type: "json_object" } }),
+      finished: FINISHED,
+      cancelled: CANCELLED,
+    });
+    expect(whole).toBe("RMDWSETUTUSccESccEF");
   }, 60_000);
 });
 
@@ -128,31 +167,15 @@ function interrupted(h: ChatHarness, session: string): void {
 describe("a resumed turn's events under a cancel at every point", () => {
   test("the interrupted step's calls come first, paired; a cancel anywhere ends as documented", async () => {
     await using h = harness();
-    h.send("warm", "cancel", { request_id: "nobody" });
-    expect((await h.terminal("warm")).result).toEqual({ cancelled: false });
-
-    interrupted(h, "full");
-    h.llama.script({ content: ["all", " done"] });
-    const whole = await h.chat("full", { session_id: "full", resume: true });
-    expect(whole.terminal.type).toBe("result");
-    expect(word(whole.events)).toMatch(RESUMED);
-
-    for (let at = 0; at < whole.events.length - 1; at++) {
-      const id = `c${at}`;
-      let seen = 0;
-      h.onEmit = (m: Msg) => {
-        if (m.id === id && m.type === "event" && seen++ === at)
-          h.send(`k${at}`, "cancel", { request_id: id });
-      };
-      interrupted(h, `s${at}`);
-      h.llama.script({ content: ["all", " done"] });
-      const { terminal, events } = await h.chat(id, { session_id: `s${at}`, resume: true });
-      const where = `cancelled at ${at} (${whole.events[at]?.event}): ${word(events)}`;
-      expect({ where, ok: RESUMED_CANCELLED.test(word(events)) }).toEqual({ where, ok: true });
-      expect(events.at(-1)).toMatchObject({ event: "loop_abort", reason: "cancelled" });
-      expect(terminal).toMatchObject({ type: "error", code: "cancelled" });
-      h.onEmit = () => {};
-      h.llama.unscript();
-    }
+    const whole = await cancelAtEvery(h, {
+      prepare: (h, session) => {
+        interrupted(h, session);
+        h.llama.script({ content: ["all", " done"] });
+      },
+      params: (session) => ({ session_id: session, resume: true }),
+      finished: RESUMED,
+      cancelled: RESUMED_CANCELLED,
+    });
+    expect(whole).toBe("RMDWTUTUSccEF");
   }, 60_000);
 });
