@@ -24,6 +24,14 @@ const POLL_MS = 50;
 export const TAKEOVER_GRACE_MS = 1000;
 /** How long the database's lock may stay busy before taking a lease fails (Store.write's wait). */
 export const LEASE_BUSY_WAIT_MS = 5000;
+/**
+ * How often a holder compares the wall clock with the monotonic one, and the jump of the wall
+ * clock past it that has it renew at once: after a system suspend (the monotonic clock stands
+ * still meanwhile) its lease looks run out, and its next renewal is up to RENEW_MS away, well
+ * past a waiting core's grace.
+ */
+const JUMP_CHECK_MS = 250;
+const JUMP_MS = 1000;
 
 /** A session's lease, and what the work run in the same transaction as its taking made. */
 export interface Leased<T> {
@@ -32,7 +40,14 @@ export interface Leased<T> {
 }
 
 export interface LeaseOptions {
+  /** The wall clock, for `expires_at` (the row other processes read); `Date.now` by default. */
   now?: () => number;
+  /**
+   * The monotonic clock, for the takeover grace and the busy wait; `performance.now` by default.
+   * A suspend (a laptop's lid closed) stops it: a waiting core does not count it as time it saw
+   * the holder's lease run out, which the holder could not renew meanwhile.
+   */
+  mono?: () => number;
   /** Whether a process is alive; `process.kill(pid, 0)` by default. */
   alive?: (pid: number) => boolean;
 }
@@ -99,6 +114,7 @@ export class SessionLeases {
   /** This holder's name: the pid alone would not tell two stores of one process apart. */
   readonly owner = `${process.pid}:${randomBytes(6).toString("hex")}`;
   private readonly now: () => number;
+  private readonly mono: () => number;
   private readonly alive: (pid: number) => boolean;
 
   constructor(
@@ -106,6 +122,7 @@ export class SessionLeases {
     options: LeaseOptions = {},
   ) {
     this.now = options.now ?? Date.now;
+    this.mono = options.mono ?? (() => performance.now());
     this.alive = options.alive ?? processAlive;
   }
 
@@ -157,23 +174,25 @@ export class SessionLeases {
     // busy poll to a writable one counts, as one poll's: a lock busy at every other poll (another
     // core's indexing, as long free as held) would otherwise count nothing, and one held long
     // counts no more than a poll's time once it frees, the holder retrying as often.
+    // Both on the monotonic clock: a suspend between two polls counts nothing (`mono`).
     let staleFor = 0;
     let staleAt: number | undefined;
     for (;;) {
       signal.throwIfAborted();
       const now = this.now(); // read before the lock: a renewal meanwhile only looks fresher
-      const seen = staleFor + (staleAt === undefined ? 0 : now - staleAt);
+      const mono = this.mono();
+      const seen = staleFor + (staleAt === undefined ? 0 : mono - staleAt);
       const r = this.attempt(userId, sessionId, within, now, seen);
       if (r instanceof Error) {
-        busySince ??= Date.now();
-        if (Date.now() - busySince >= busyWaitMs) throw r;
+        busySince ??= mono;
+        if (mono - busySince >= busyWaitMs) throw r;
         // The holder's renewals may be refused as this poll was: the time up to it is not counted.
-        if (staleAt !== undefined) staleAt = now;
+        if (staleAt !== undefined) staleAt = mono;
       } else if (typeof r === "object") return { release: this.held(userId, sessionId), value: r.value };
       else if (r === "held" && !waitForHolder) return undefined;
       else {
         busySince = undefined;
-        [staleFor, staleAt] = r === "stale" ? [seen, now] : [0, undefined];
+        [staleFor, staleAt] = r === "stale" ? [seen, mono] : [0, undefined];
       }
       await abortable(new Promise((res) => setTimeout(res, POLL_MS)), signal);
     }
@@ -186,16 +205,28 @@ export class SessionLeases {
    */
   private held(userId: string, sessionId: string): () => void {
     let timer: ReturnType<typeof setTimeout>;
+    const renewNow = () => renewIn(this.renew(userId, sessionId) ? RENEW_MS : POLL_MS);
     const renewIn = (ms: number) => {
-      timer = setTimeout(() => renewIn(this.renew(userId, sessionId) ? RENEW_MS : POLL_MS), ms);
+      clearTimeout(timer);
+      timer = setTimeout(renewNow, ms);
       timer.unref?.();
     };
     renewIn(RENEW_MS);
+    // The timers run on the monotonic clock: after a suspend, renewed at once rather than up to
+    // RENEW_MS later, the lease run out by the wall clock meanwhile (a waiting core's grace is 1 s).
+    let offset = this.now() - this.mono();
+    const watch = setInterval(() => {
+      const was = offset;
+      offset = this.now() - this.mono();
+      if (offset - was >= JUMP_MS) renewNow();
+    }, JUMP_CHECK_MS);
+    watch.unref?.();
     let released = false;
     return () => {
       if (released) return;
       released = true;
       clearTimeout(timer);
+      clearInterval(watch);
       // Never thrown: a full or read-only disk, or another process's lock, refuses this DELETE
       // too, and its throw would hide the turn's own error and skip the release of the session's
       // lock in this process (its every later chat waiting forever). A row left behind is this

@@ -13,21 +13,77 @@ import { tmpdir } from "../../fixtures/tmpdir.ts";
 
 const never = new AbortController().signal;
 
-/** The lease clock the test moves; each poll of a waiting core reads it once. */
+/**
+ * The lease's clocks the test moves: the wall clock (`at`, `expires_at`'s) and the monotonic one
+ * (the grace's), which a suspend stops. Each poll of a waiting core reads the wall clock once.
+ */
 function pollClock(start: number) {
   let polls = 0;
   const waits: { at: number; done: () => void }[] = [];
   const clock = {
     at: start,
+    steady: 0,
     now: () => {
       polls++;
       for (const w of waits.filter((w) => polls >= w.at)) w.done();
       return clock.at;
     },
+    mono: () => clock.steady,
+    /** Time goes by, on both clocks. */
+    pass: (ms: number) => {
+      clock.at += ms;
+      clock.steady += ms;
+    },
+    /** A system suspend: the wall clock moves on, the monotonic one stands still. */
+    suspend: (ms: number) => {
+      clock.at += ms;
+    },
     /** Resolves after `n` more polls. */
     polls: (n: number) => new Promise<void>((done) => waits.push({ at: polls + n, done })),
   };
   return clock;
+}
+
+/**
+ * A core (b) waiting for a session whose lease a live holder's row ('holder') names, as another
+ * connection (`other`) sees it; closed when disposed.
+ */
+function waitingCore(dir: string) {
+  const clock = pollClock(1_000_000);
+  const b = Store.open(dir, { leases: { now: clock.now, mono: clock.mono } });
+  const other = new Database(join(dir, DB_FILE));
+  other.run("INSERT INTO session_leases VALUES ('u', 's', 'holder', ?, ?)", [
+    process.pid,
+    clock.at + LEASE_TTL_MS,
+  ]);
+  const taking = b.lease("u", "s", never, () => undefined);
+  const owner = () =>
+    (other.query("SELECT owner FROM session_leases").get() as { owner: string } | null)?.owner;
+  const polls = (n: number) => Promise.race([clock.polls(n), taking]);
+  return {
+    clock,
+    other,
+    owner,
+    polls,
+    /** The lease runs out, its holder alive, seen so by `n` polls. */
+    runOut: async (n: number) => {
+      await polls(1);
+      clock.pass(LEASE_TTL_MS);
+      await polls(n);
+    },
+    /** Frozen now: run out again, and taken once seen so for the grace. */
+    takenOnceFrozen: async () => {
+      clock.pass(LEASE_TTL_MS);
+      await polls(3);
+      expect(owner()).toBe("holder");
+      clock.pass(TAKEOVER_GRACE_MS);
+      (await taking).release();
+    },
+    [Symbol.dispose]: () => {
+      other.close();
+      b.close();
+    },
+  };
 }
 
 /**
@@ -41,9 +97,10 @@ async function takenOverAmidBusyPolls(writable: number, rounds: number): Promise
   const b = Store.open(dir.path, {
     leases: {
       now: () => {
-        clock.at += 50;
+        clock.pass(50);
         return clock.now();
       },
+      mono: clock.mono,
     },
   });
   const other = new Database(join(dir.path, DB_FILE));
@@ -83,7 +140,7 @@ describe("a lease's renewal", () => {
       return query(sql);
     }) as typeof db.query;
     let clock = 1_000_000;
-    const leases = new SessionLeases(db, { now: () => clock });
+    const leases = new SessionLeases(db, { now: () => clock, mono: () => clock });
     jest.useFakeTimers();
     try {
       const { release } = await leases.acquire("u", "s", never, () => undefined);
@@ -96,6 +153,37 @@ describe("a lease's renewal", () => {
     expect(waits).toEqual([0]);
     expect((query("PRAGMA busy_timeout").get() as { timeout: number }).timeout).toBe(20);
     db.close();
+  });
+
+  test("comes at once when the wall clock jumps past the monotonic one (a system suspend)", async () => {
+    // The renewal timer runs on the monotonic clock, which a suspend stops: on waking the lease
+    // had run out by the wall clock, and its next renewal was up to 10 s away, far past a waiting
+    // core's 1 s grace.
+    using dir = tmpdir();
+    Store.open(dir.path).close();
+    const db = new Database(join(dir.path, DB_FILE));
+    let wall = 1_000_000;
+    let steady = 0;
+    const leases = new SessionLeases(db, { now: () => wall, mono: () => steady });
+    const expiresAt = () =>
+      (db.query("SELECT expires_at FROM session_leases").get() as { expires_at: number }).expires_at;
+    jest.useFakeTimers();
+    try {
+      const { release } = await leases.acquire("u", "s", never, () => undefined);
+      const taken = expiresAt();
+      // Time going by on both clocks renews nothing before its period.
+      wall += 2000;
+      steady += 2000;
+      jest.advanceTimersByTime(2000);
+      expect(expiresAt()).toBe(taken);
+      wall += 60 * 60_000; // the suspend
+      jest.advanceTimersByTime(500);
+      expect(expiresAt()).toBe(wall + LEASE_TTL_MS);
+      release();
+    } finally {
+      jest.useRealTimers();
+      db.close();
+    }
   });
 
   test("of a lease whose database was closed under it is refused, not thrown from its timer", async () => {
@@ -122,7 +210,7 @@ describe("a lease run out while another process held the database's lock", () =>
   test("its holder retries a refused renewal soon after, not a whole renewal period later", async () => {
     using dir = tmpdir();
     let clock = 1_000_000;
-    const a = Store.open(dir.path, { leases: { now: () => clock } });
+    const a = Store.open(dir.path, { leases: { now: () => clock, mono: () => clock } });
     const other = new Database(join(dir.path, DB_FILE));
     const expiresAt = () =>
       (other.query("SELECT expires_at FROM session_leases").get() as { expires_at: number }).expires_at;
@@ -149,42 +237,21 @@ describe("a lease run out while another process held the database's lock", () =>
 
   test("a waiting core takes it over only after a grace its polls could write in", async () => {
     using dir = tmpdir();
-    const clock = pollClock(1_000_000);
-    const b = Store.open(dir.path, { leases: { now: clock.now } });
-    const other = new Database(join(dir.path, DB_FILE));
-    const owner = () =>
-      (other.query("SELECT owner FROM session_leases").get() as { owner: string } | null)?.owner;
-    other.run("INSERT INTO session_leases VALUES ('u', 's', 'holder', ?, ?)", [
-      process.pid,
-      clock.at + LEASE_TTL_MS,
-    ]);
-    const taking = b.lease("u", "s", never, () => undefined);
-    const polls = (n: number) => Promise.race([clock.polls(n), taking]);
-    try {
-      await polls(1);
-      clock.at += LEASE_TTL_MS; // run out, its holder alive
-      await polls(1);
-      other.run("BEGIN IMMEDIATE"); // a long erase in a third process
-      clock.at += 5 * TAKEOVER_GRACE_MS;
-      await polls(3);
-      other.run("COMMIT");
-      await polls(3);
-      expect(owner()).toBe("holder"); // the busy polls did not count toward the grace
-      // The holder's retried renewal lands within the grace: the session stays its.
-      other.run("UPDATE session_leases SET expires_at = ?", [clock.at + LEASE_TTL_MS]);
-      clock.at += TAKEOVER_GRACE_MS;
-      await polls(3);
-      expect(owner()).toBe("holder");
-      // Frozen now: run out again, and taken once seen so for the grace.
-      clock.at += LEASE_TTL_MS;
-      await polls(3);
-      expect(owner()).toBe("holder");
-      clock.at += TAKEOVER_GRACE_MS;
-      (await taking).release();
-    } finally {
-      other.close();
-      b.close();
-    }
+    using w = waitingCore(dir.path);
+    const { clock, other, owner, polls } = w;
+    await w.runOut(1);
+    other.run("BEGIN IMMEDIATE"); // a long erase in a third process
+    clock.pass(5 * TAKEOVER_GRACE_MS);
+    await polls(3);
+    other.run("COMMIT");
+    await polls(3);
+    expect(owner()).toBe("holder"); // the busy polls did not count toward the grace
+    // The holder's retried renewal lands within the grace: the session stays its.
+    other.run("UPDATE session_leases SET expires_at = ?", [clock.at + LEASE_TTL_MS]);
+    clock.pass(TAKEOVER_GRACE_MS);
+    await polls(3);
+    expect(owner()).toBe("holder");
+    await w.takenOnceFrozen();
   });
 
   test("a frozen holder is still taken over while a third process's writes now and then make a poll busy", async () => {
@@ -199,10 +266,29 @@ describe("a lease run out while another process held the database's lock", () =>
     await takenOverAmidBusyPolls(1, 50);
   });
 
+  test("a waiting core does not count a system suspend toward the grace: the holder renews on waking", async () => {
+    // Both cores on one laptop whose lid is closed while the waiting one sees the lease run out
+    // (its holder's renewals refused by a long erase): on the wall clock the whole suspend passed
+    // between two of its polls, and it took a live holder's session at its first poll after.
+    using dir = tmpdir();
+    using w = waitingCore(dir.path);
+    const { clock, other, owner, polls } = w;
+    await w.runOut(2);
+    clock.suspend(60 * 60_000);
+    await polls(1);
+    expect(owner()).toBe("holder");
+    // The holder's renewal on waking (below) lands within the grace: the session stays its.
+    other.run("UPDATE session_leases SET expires_at = ?", [clock.at + LEASE_TTL_MS]);
+    await polls(2);
+    expect(owner()).toBe("holder");
+    // Frozen then: still taken once its lease ran out and was seen so for the grace.
+    await w.takenOnceFrozen();
+  });
+
   test("a holder whose process is gone is taken over at once", async () => {
     using dir = tmpdir();
     const clock = pollClock(1_000_000);
-    const b = Store.open(dir.path, { leases: { now: clock.now, alive: () => false } });
+    const b = Store.open(dir.path, { leases: { now: clock.now, mono: clock.mono, alive: () => false } });
     const other = new Database(join(dir.path, DB_FILE));
     other.run("INSERT INTO session_leases VALUES ('u', 's', 'gone', 1, ?)", [clock.at + LEASE_TTL_MS]);
     const taking = b.lease("u", "s", never, () => undefined);
