@@ -248,10 +248,23 @@ export class SessionLeases {
    * slot's save of it is then older than that holder's turn (agent/kv/reuse.ts), and is not kept.
    */
   heldElsewhere(userId: string, sessionId: string): boolean {
+    const owner = this.ownerOf(userId, sessionId);
+    return owner !== undefined && owner !== this.owner;
+  }
+
+  /**
+   * Whether this holder's row names the session: not once another core took it over (even if it
+   * released it since) or an erase removed it. A turn that failed so leaves its KV slot unsaved.
+   */
+  holds(userId: string, sessionId: string): boolean {
+    return this.ownerOf(userId, sessionId) === this.owner;
+  }
+
+  private ownerOf(userId: string, sessionId: string): string | undefined {
     const row = this.db
       .query("SELECT owner FROM session_leases WHERE user_id = ? AND session_id = ?")
       .get(userId, sessionId) as { owner: string } | null;
-    return row !== null && row.owner !== this.owner;
+    return row?.owner;
   }
 
   /** Takes the session when it is free, or its holder is gone; false when a live one has it (run out or not). */

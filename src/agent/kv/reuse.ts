@@ -63,8 +63,11 @@ export interface ReuseDeps {
 export interface ReusedTurn {
   slot: number | undefined;
   record: PromptRecord;
-  /** The turn is over (before its lease goes): the record it leaves, whether it sent a request. */
-  end(record: PromptRecord, sent: boolean): void;
+  /**
+   * The turn is over (before its lease goes): the record it leaves, whether it sent a request,
+   * and `lost`: another core took its session over (its slot is then never saved).
+   */
+  end(record: PromptRecord, sent: boolean, lost?: boolean): void;
   /** Void, nothing sent: its server died first (a restore that killed it, 93f). No record is kept. */
   abandon(): void;
 }
@@ -129,9 +132,9 @@ export class PromptReuse {
     return {
       slot: pick.slot,
       record: this.recordOf(key, fp, looked),
-      end: (r, sent) => {
+      end: (r, sent, lost) => {
         table.release(pick.slot, k, sent, this.now());
-        this.ended(turn, r);
+        this.ended(turn, r, lost);
         this.whenQuiet();
       },
       abandon,
@@ -142,16 +145,15 @@ export class PromptReuse {
    * A turn is over: its record kept, unless an erase came meanwhile (its prompt held what went).
    * Then its slot is emptied in llama-server too: an erase of a source only this turn recalled
    * did not know the slot held it, and the next session taking it would pass it to the RAM cache.
+   * `lost` (its session taken over): its slot no longer counts as the session's, never saved.
    */
-  private ended(turn: Work, record: PromptRecord) {
-    if (!this.underWay.end(turn, record)) return keepLatest(this.records, turn.holder, record, RECORDS_KEPT);
+  private ended(turn: Work, record: PromptRecord, lost = false) {
+    const erased = this.underWay.end(turn, record);
+    if (!erased && !lost) return keepLatest(this.records, turn.holder, record, RECORDS_KEPT);
     this.records.delete(turn.holder);
     const launch = this.server?.launch;
-    if (launch)
-      clearSlots(
-        launch,
-        launch.slots.forget((h) => h === turn.holder),
-      );
+    const slots = launch?.slots.forget((h) => h === turn.holder) ?? [];
+    if (launch && erased) clearSlots(launch, slots);
   }
 
   /**

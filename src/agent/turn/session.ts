@@ -170,6 +170,18 @@ export class TurnSession {
     this.inputSaved = true;
   }
 
+  /**
+   * Whether this core no longer holds the session's lease (another core took it over, or an
+   * erase removed it): what the turn's slot holds was never kept. A store that cannot tell: yes.
+   */
+  leaseLost(): boolean {
+    try {
+      return !this.store.leases.holds(this.key.userId, this.key.sessionId);
+    } catch {
+      return true;
+    }
+  }
+
   /** The turn is done: its messages (and memory entry) appended, its checkpoint gone, in one transaction. */
   async commit(memoryText: string | undefined): Promise<void> {
     const { userId, sessionId } = this.key;

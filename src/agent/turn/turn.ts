@@ -88,7 +88,8 @@ export class Turn {
       committed = true;
       return result;
     } finally {
-      if (this.reused && this.layout) this.reused.end(this.recordLeft(ending, committed), this.sent);
+      const lost = !committed && ctx.session.leaseLost(); // taken over: its slot's tokens are not saved
+      if (this.reused && this.layout) this.reused.end(this.recordLeft(ending, committed), this.sent, lost);
       this.lease?.release();
       if (ctx.session.images.heldBytes() >= COLLECT_AFTER_IMAGE_BYTES) setTimeout(() => Bun.gc(true), 0);
     }

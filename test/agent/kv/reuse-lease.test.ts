@@ -1,6 +1,8 @@
+import { Database } from "bun:sqlite";
 import { describe, expect, test } from "bun:test";
 import { mkdirSync, readdirSync } from "node:fs";
 import { join } from "node:path";
+import { DB_FILE } from "../../../src/store/db/open.ts";
 import { Store } from "../../../src/store/store.ts";
 import { writeFakeModel } from "../../fixtures/llama-stand-in/binary.ts";
 import { waitFor } from "../../fixtures/wait.ts";
@@ -75,5 +77,25 @@ describe("a slot's save, another core holding its session's lease", () => {
         timeoutMs: 5000,
       }),
     ).toBe(true);
+  });
+
+  test("of a turn that failed, taken over: not kept, even once the other core released it", async () => {
+    // The slot holds the tokens of a turn never committed; saved once the other core's row is gone,
+    // it overwrote that core's file with them.
+    await using h = harness();
+    using db = new Database(join(h.dataDir, DB_FILE));
+    let took = false;
+    h.onEmit = (m) => {
+      // The turn's request is under way: another core takes the session over (this one frozen past its lease).
+      if (m.event !== "llm_chunk" || took) return;
+      took = true;
+      db.run("UPDATE session_leases SET owner = 'another core' WHERE session_id = 't'");
+    };
+    const { terminal } = await h.chat(++id, { session_id: "t", input: "a question taken over" });
+    expect(terminal).toMatchObject({ type: "error", data: { field: "session_id" } });
+    db.run("DELETE FROM session_leases"); // that core's turn is over
+    await h.services.promptReuse().saveBeforeUnload();
+    expect(saves(h)).toBe(0);
+    expect(kvFiles(h)).toEqual([]);
   });
 });
