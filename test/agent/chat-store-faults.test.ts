@@ -2,6 +2,7 @@ import { Database } from "bun:sqlite";
 import { describe, expect, test } from "bun:test";
 import { rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { INPUT_APART_CHARS } from "../../src/store/checkpoint.ts";
 import { DB_FILE } from "../../src/store/db/open.ts";
 import { ChatHarness } from "./harness.ts";
 
@@ -17,7 +18,9 @@ describe("chat: the database refuses a write", () => {
     const db = dbOf(h);
     const pages = (db.query("PRAGMA page_count").get() as { page_count: number }).page_count;
     db.run(`PRAGMA max_page_count = ${pages}`); // as a disk with no room left would
-    const { terminal } = await h.chat("2", { input: "x".repeat(200_000), session_id: "s" });
+    // `max_page_count` binds this connection only: an input kept apart would have its first
+    // checkpoint written by the store's thread, whose connection still has room.
+    const { terminal } = await h.chat("2", { input: "x".repeat(INPUT_APART_CHARS), session_id: "s" });
     expect(terminal).toMatchObject({
       type: "error",
       code: "internal_error",

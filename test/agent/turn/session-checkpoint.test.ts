@@ -154,6 +154,35 @@ describe("a long input's checkpoints", () => {
     }
   });
 
+  test("a full disk refuses the first save as it refused it in the lease's write: the file named, nothing kept", async () => {
+    // Without a thread the off-loop write runs on this connection, which `max_page_count` binds
+    // (the thread's own connection would not see it); its failure is named as the loop's are.
+    using dir = tmpdir("local-ai-ckpt-");
+    const store = Store.open(dir.path, { chunkThread: false });
+    try {
+      const db = (store as unknown as { db: Database }).db;
+      const pages = (db.query("PRAGMA page_count").get() as { page_count: number }).page_count;
+      db.run(`PRAGMA max_page_count = ${pages}`);
+      const key = { userId: "u", sessionId: "s" };
+      const start = { traceId: "t1", input: LONG, agent: "a", resume: false };
+      // The lease's write (the session's row) fits; the first save, with its megabyte, does not.
+      const leased = await store.lease("u", "s", AbortSignal.timeout(5000), () =>
+        TurnSession.begin(store, key, start, [], () => new Date(1_000)),
+      );
+      const refused = (await leased.value.firstWrite().catch((err: unknown) => err)) as { data?: unknown };
+      leased.release();
+      expect(refused.data).toMatchObject({
+        path: join(dir.path, DB_FILE),
+        problem: expect.stringMatching(/^SQLITE_FULL/),
+      });
+      db.run("PRAGMA max_page_count = 1073741823");
+      expect(store.conversations.checkpoint("u", "s")).toBeUndefined();
+      expect(store.conversations.checkpointInput("u", "s")).toBeUndefined();
+    } finally {
+      await store.stop();
+    }
+  });
+
   test("a checkpoint an earlier version wrote, the input in its body, still resumes", async () => {
     using dir = tmpdir("local-ai-ckpt-");
     const store = Store.open(dir.path);
