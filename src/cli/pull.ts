@@ -69,7 +69,10 @@ export default defineCommand({
       // hf: references name main's snapshot, so only a pull of main prints one.
       const hfRef = what && ref.revision === "main" ? `${HF_PREFIX}${ref.repo}:${what}` : undefined;
       out(args.json ? `${JSON.stringify({ type: "result", result })}\n` : renderPulled(result, hfRef));
-      return 0;
+      // A file that took the progress but not the result (its disk filled): the script read no result.
+      if (!stdout.closed) return 0;
+      logger.warn(`${outputLost(stdout.failure)}, so the result was not printed; the model is in the cache`);
+      return 1;
     } catch (err) {
       printer.end();
       if (isCoreError(err) && err.code === "cancelled") {

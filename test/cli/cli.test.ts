@@ -391,6 +391,33 @@ describe.skipIf(!existsSync("/dev/full"))("output that cannot be written", () =>
   });
 });
 
+describe.skipIf(process.platform !== "linux")("pull's result line that cannot be written", () => {
+  test("a file stdout that takes the progress but not the result: exit 1 saying so, not exit 0", async () => {
+    using dir = tmpdir();
+    await using hub = await tinyHub(dir.path);
+    const env = cleanEnv({ HF_ENDPOINT: hub.url, HF_HUB_CACHE: join(dir.path, "hub") });
+    const pull = ["pull", "org/tiny-GGUF:Q4_K_M", "--json"];
+    // Pulled once, so the second pull has one short progress line (~170 bytes), then its result (~900).
+    const first = Bun.spawn([process.execPath, ENTRY, ...pull], { cwd: dir.path, stdin: "ignore", env });
+    expect(await first.exited).toBe(0);
+    // A file that may not grow past 512 (or 1024) bytes: the result's write fails with EFBIG
+    // part-way, as a disk that fills up under it would (SIGXFSZ ignored, so the write says so).
+    const out = join(dir.path, "out.ndjson");
+    const proc = Bun.spawn(
+      ["sh", "-c", `trap '' XFSZ; ulimit -f 1; exec "$0" "$@" > "${out}"`, process.execPath, ENTRY, ...pull],
+      { cwd: dir.path, stdin: "ignore", stderr: "pipe", env },
+    );
+    const [stderr, code] = await Promise.all([new Response(proc.stderr).text(), proc.exited]);
+    const lines = readFileSync(out, "utf8").split("\n");
+    expect(lines[0]).toContain('"download_progress"'); // the progress was written
+    expect(readFileSync(out, "utf8")).not.toContain('"fit"'); // its result was not
+    expect(code).toBe(1);
+    expect(stderr).toContain("stdout could not be written");
+    expect(stderr).toContain("the model is in the cache");
+    expect(stderr).not.toContain("    at ");
+  });
+});
+
 describe.skipIf(process.platform !== "linux")("a closed stdout (`>&-`)", () => {
   // The runtime puts /dev/null where a closed stdout was: the write "succeeds" into nothing.
   test.each(["models --json", "--version"])(
