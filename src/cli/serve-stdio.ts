@@ -1,4 +1,5 @@
 import { defineCommand } from "citty";
+import { killRunningProbes } from "../plan/run-probe.ts";
 import { stdoutSink } from "../protocol/transport/writer.ts";
 import { runStdioServer } from "../server/stdio-server.ts";
 import { logger } from "../util/logger.ts";
@@ -14,33 +15,44 @@ export default defineCommand({
   setup: () => {
     if (process.stdin.isTTY) logger.info(TTY_HINT);
   },
-  run: async ({ args }) =>
-    runStdioServer({
-      configPath: args.config,
-      cwd: process.cwd(),
-      input: Bun.stdin.stream(),
-      sink: stdoutSink(),
-      testMethods: process.env.LOCAL_AI_TEST_METHODS === "1",
-      onFault: (handler) => {
-        const rejected = (reason: unknown) => handler(reason, false);
-        const thrown = (err: unknown) => handler(err, true);
-        process.on("unhandledRejection", rejected);
-        process.on("uncaughtException", thrown);
-        return () => {
-          process.off("unhandledRejection", rejected);
-          process.off("uncaughtException", thrown);
-        };
-      },
-      onSignal: (handler) => {
-        const signals = ["SIGINT", "SIGTERM", "SIGHUP"] as const;
-        const listeners = signals.map((s) => {
-          const l = () => handler(s);
-          process.on(s, l);
-          return [s, l] as const;
-        });
-        return () => {
-          for (const [s, l] of listeners) process.off(s, l);
-        };
-      },
-    }),
+  run: async ({ args }) => {
+    try {
+      return await serve(args.config);
+    } finally {
+      // A probe no plan waits for any more (a cancelled pull's fit check, initialize's read-ahead)
+      // was left to its timeout, which dies with the core: a hung --list-devices outlived it.
+      killRunningProbes();
+    }
+  },
 });
+
+function serve(configPath: string) {
+  return runStdioServer({
+    configPath,
+    cwd: process.cwd(),
+    input: Bun.stdin.stream(),
+    sink: stdoutSink(),
+    testMethods: process.env.LOCAL_AI_TEST_METHODS === "1",
+    onFault: (handler) => {
+      const rejected = (reason: unknown) => handler(reason, false);
+      const thrown = (err: unknown) => handler(err, true);
+      process.on("unhandledRejection", rejected);
+      process.on("uncaughtException", thrown);
+      return () => {
+        process.off("unhandledRejection", rejected);
+        process.off("uncaughtException", thrown);
+      };
+    },
+    onSignal: (handler) => {
+      const signals = ["SIGINT", "SIGTERM", "SIGHUP"] as const;
+      const listeners = signals.map((s) => {
+        const l = () => handler(s);
+        process.on(s, l);
+        return [s, l] as const;
+      });
+      return () => {
+        for (const [s, l] of listeners) process.off(s, l);
+      };
+    },
+  });
+}

@@ -46,6 +46,18 @@ function tinyHub(dir: string) {
   return startHubStandIn([{ id: "org/tiny-GGUF", files: [{ path: "tiny-Q4_K_M.gguf", content: tiny }] }]);
 }
 
+/**
+ * A config.yaml in `dir` whose llama-server never answers (--list-devices hangs), each run
+ * noting its pid in the file whose path is returned.
+ */
+function hungLlamaServer(dir: string): string {
+  const pids = join(dir, "pids");
+  const hung = join(dir, "hung-llama-server");
+  writeFileSync(hung, `#!/bin/sh\necho $$ >> "${pids}"\nexec sleep 60\n`, { mode: 0o755 });
+  writeFileSync(join(dir, "config.yaml"), `llama:\n  binary: ${hung}\nmodel:\n  path: m.gguf\n`);
+  return pids;
+}
+
 describe("the CLI refuses nonsense (issue 13 item 6)", () => {
   test("a misspelt flag is an error with a suggestion and usage on stderr, exit 2", async () => {
     using dir = tmpdir();
@@ -475,11 +487,8 @@ describe("pull stopped by a signal after its download", () => {
   test("Ctrl-C during the fit check: exit 130 at once, its probe ended, no result printed, the file kept", async () => {
     using dir = tmpdir();
     await using hub = await tinyHub(dir.path);
-    // The fit check's llama-server --list-devices never answers (it waits up to 5 s), noting its pid.
-    const pids = join(dir.path, "pids");
-    const hung = join(dir.path, "hung-llama-server");
-    writeFileSync(hung, `#!/bin/sh\necho $$ >> "${pids}"\nexec sleep 60\n`, { mode: 0o755 });
-    writeFileSync(join(dir.path, "config.yaml"), `llama:\n  binary: ${hung}\nmodel:\n  path: m.gguf\n`);
+    // The fit check's llama-server --list-devices never answers (it waits up to 5 s).
+    const pids = hungLlamaServer(dir.path);
     const cache = join(dir.path, "hub");
     const proc = Bun.spawn([process.execPath, ENTRY, "pull", "org/tiny-GGUF:Q4_K_M", "--json"], {
       cwd: dir.path,
@@ -512,6 +521,44 @@ describe("pull stopped by a signal after its download", () => {
     const blobs = readdirSync(join(cache, "models--org--tiny-GGUF", "blobs"));
     expect(blobs).toHaveLength(1);
     expect(blobs[0]).not.toContain(".incomplete");
+  }, 30_000);
+});
+
+describe("serve-stdio's exit", () => {
+  test("a pull cancelled during its fit check, then the core ended: the verdict's probe does not outlive it", async () => {
+    using dir = tmpdir();
+    await using hub = await tinyHub(dir.path);
+    // The fit check's llama-server --list-devices never answers (a GPU backend that never starts).
+    const pids = hungLlamaServer(dir.path);
+    const proc = Bun.spawn([process.execPath, ENTRY, "serve-stdio"], {
+      cwd: dir.path,
+      stdin: "pipe",
+      stdout: "pipe",
+      stderr: "pipe",
+      env: cleanEnv({ HF_ENDPOINT: hub.url, HF_HUB_CACHE: join(dir.path, "hub") }),
+    });
+    const send = (m: unknown) => {
+      proc.stdin.write(`${JSON.stringify(m)}\n`);
+      proc.stdin.flush();
+    };
+    send({ id: "p", method: "pull", params: { repo: "org/tiny-GGUF", quant: "q4_k_m" } });
+    expect(await waitFor(() => existsSync(pids))).toBe(true);
+    // The host cancels and quits (an app closing): the cancel is answered at once, the core exits.
+    send({ id: "c", method: "cancel", params: { request_id: "p" } });
+    proc.stdin.end();
+    const [stdout, , exit] = await Promise.all([
+      new Response(proc.stdout).text(),
+      new Response(proc.stderr).text(),
+      proc.exited,
+    ]);
+    expect(exit).toBe(0);
+    expect(stdout).toContain('"code":"cancelled"');
+    // Its probe was left to finish for the plans after it; with no core left, nothing would end it.
+    for (const pid of readFileSync(pids, "utf8").trim().split("\n").map(Number)) {
+      const gone = await waitFor(() => !isAlive(pid));
+      if (!gone) process.kill(pid, "SIGKILL");
+      expect(gone).toBe(true);
+    }
   }, 30_000);
 });
 
