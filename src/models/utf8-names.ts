@@ -1,6 +1,7 @@
 import { readdirSync } from "node:fs";
 
-const strictUtf8 = new TextDecoder("utf-8", { fatal: true });
+// ignoreBOM: a name that begins with U+FEFF keeps it (by default the decoder drops it, naming no file).
+const strictUtf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 
 /** A folder's entry names, and which of them are not UTF-8 (each as shown, U+FFFD for its bytes). */
 export interface FolderNames {

@@ -77,6 +77,19 @@ describe.skipIf(process.platform !== "linux")("models: a file name that is not U
     expect(result.models[0]!.verdict).toContain("not valid UTF-8");
     expect(result.models[0]!.verdict).toContain("rename it");
   });
+
+  test("a UTF-8 name that begins with a byte order mark keeps it: the file is read, not listed as absent", async () => {
+    using dir = tmpdir();
+    // U+FEFF is valid UTF-8 (EF BB BF); a name taken from a text file saved "with BOM" begins with it.
+    writeGguf(dir.path, "\ufeffm.gguf", tinyModel());
+    const result = await listModels(
+      { config: defaultConfig(dir.path).config, configDir: dir.path, cacheDir: join(dir.path, "cache") },
+      { probe },
+    );
+    expect(result.models).toHaveLength(1);
+    expect(result.models[0]!.file).toBe("\ufeffm.gguf");
+    expect(result.models[0]!.problem).toBeNull();
+  });
 });
 
 describe("models: a cache the hub did not write", () => {
