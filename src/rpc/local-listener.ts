@@ -63,5 +63,10 @@ function ipv4Word(ip: string, littleEndian: boolean): string | undefined {
 /** 127.0.0.0/8 (all of it is loopback on Linux) or an address of one of this machine's interfaces. */
 function isLocal(ip: string): boolean {
   if (ip.startsWith("127.")) return true;
-  return Object.values(networkInterfaces()).some((list) => list?.some((a) => a.address === ip));
+  try {
+    return Object.values(networkInterfaces()).some((list) => list?.some((a) => a.address === ip));
+  } catch {
+    // Some sandboxes refuse the interface list (it throws there): the address decides, as on another OS.
+    return false;
+  }
 }

@@ -1,5 +1,6 @@
-import { describe, expect, test } from "bun:test";
-import { listenerIn } from "../../src/rpc/local-listener.ts";
+import { describe, expect, spyOn, test } from "bun:test";
+import * as os from "node:os";
+import { listenerIn, localListener } from "../../src/rpc/local-listener.ts";
 
 // Which listening socket a connection to one of this machine's addresses reaches, read from
 // /proc/net/tcp{,6} as the kernel would pick it (src/rpc/local-listener.ts).
@@ -34,5 +35,19 @@ describe("listenerIn", () => {
     expect(listenerIn([dual], "10.0.0.7", 50020)).toBe("inode 32");
     expect(listenerIn([tcp(row("00000000:C364", "0A", 33)), dual], "10.0.0.7", 50020)).toBe("inode 33");
     expect(listenerIn([tcp(row("7F000001:C364", "0A", 34))], "127.0.0.1", 50020, false)).toBe("inode 34");
+  });
+});
+
+describe("localListener where the interface list is refused", () => {
+  test("a throwing networkInterfaces (some sandboxes) leaves the address to decide, not a crash", () => {
+    const spy = spyOn(os, "networkInterfaces").mockImplementation(() => {
+      throw new Error("uv_interface_addresses returned Unknown system error 13");
+    });
+    try {
+      expect(localListener("192.0.2.7", 50052)).toBeUndefined();
+      expect(spy).toHaveBeenCalled();
+    } finally {
+      spy.mockRestore();
+    }
   });
 });
