@@ -6,7 +6,8 @@ import { ChatHarness, type Msg, names } from "./harness.ts";
  * `run_start, memory_start, memory_done, warmup_progress*`, per step `llm_start, llm_reasoning*,
  * llm_chunk*, llm_done, (tool_start, tool_done)*`, then `final` or `loop_abort`. A cancel cuts
  * it short anywhere, but a started tool call always gets its `tool_done`; then
- * `loop_abort {reason:"cancelled"}` and the error `cancelled`.
+ * `loop_abort {reason:"cancelled"}` and the error `cancelled`. Once the cancel is answered,
+ * nothing new begins and no more text streams.
  */
 const LETTER: Record<string, string> = {
   run_start: "R",
@@ -30,6 +31,9 @@ const CANCELLED = new RegExp(`^(?:R(?:M(?:DW*${STEPS}(?:Sr*c*)?)?)?)?A$`);
 /** A resumed turn first answers its interrupted step's calls, before its first llm_start. */
 const RESUMED = new RegExp(`^RMDW*(?:TU)*${STEPS}F$`);
 const RESUMED_CANCELLED = new RegExp(`^(?:R(?:M(?:DW*(?:TU)*${STEPS}(?:Sr*c*)?)?)?)?A$`);
+
+/** The events that may follow a cancel's acknowledgement, before loop_abort: they end work already begun. */
+const CLOSING = new Set(["tool_done", "memory_done"]);
 
 const word = (events: Msg[]) =>
   names(events)
@@ -92,6 +96,10 @@ async function cancelAtEvery(h: ChatHarness, run: Run): Promise<string> {
       cancel: { cancelled: true },
     });
     expect({ where, ok: run.cancelled.test(word(events)) }).toEqual({ where, ok: true });
+    // Once the cancel is answered {cancelled:true}, nothing new begins and no more text streams:
+    // only what ends work already begun (the running call's tool_done, the recall's memory_done).
+    const after = names(events.slice(at + 1, -1)).filter((n) => !CLOSING.has(n));
+    expect({ where, after }).toEqual({ where, after: [] });
     expect(events.at(-1)).toMatchObject({ event: "loop_abort", reason: "cancelled" });
     // loop_abort names the step the turn was in: that of the last event with one (before any,
     // the turn's first: a resume's is the checkpoint's).

@@ -78,3 +78,16 @@ export interface TurnContext {
   /** What memory recalled for this turn, cited in `memory_done`, the result and the stored answer. */
   sources: Source[];
 }
+
+/** The events that begin new work: none is sent once a cancel is answered. */
+type Beginning = "memory_start" | "llm_start" | "tool_start";
+
+/**
+ * Emits an event that begins new work, unless the chat's signal has aborted: then it throws the
+ * abort's reason, and the turn ends at once (a host told `{cancelled:true}` sees nothing start
+ * after it: docs/protocol.md, the chat events).
+ */
+export function begin<K extends Beginning>(deps: TurnDeps, event: K, fields: ChatEvents[K]): void {
+  deps.signal.throwIfAborted();
+  deps.emit(event, fields);
+}

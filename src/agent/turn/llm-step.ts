@@ -91,9 +91,11 @@ export async function llmStep(ctx: TurnContext, setup: StepSetup, step: number):
         gatherMs: deps.config.app.stream_gather_ms,
         maxChars: contextSize * CHARS_PER_TOKEN,
         spare: deps.spare,
+        // Pieces handed on after a cancel was answered are kept in the checkpoint's partial
+        // reply, not sent: the host's cancel ends the stream it shows.
         onDelta: (delta) => {
           partial.content += delta;
-          deps.emit("llm_chunk", { step, delta });
+          if (!deps.signal.aborted) deps.emit("llm_chunk", { step, delta });
         },
         onSent: () => {
           setup.format?.prepare();
@@ -102,7 +104,7 @@ export async function llmStep(ctx: TurnContext, setup: StepSetup, step: number):
         },
         onReasoning: (delta) => {
           partial.reasoning += delta;
-          deps.emit("llm_reasoning", { step, delta });
+          if (!deps.signal.aborted) deps.emit("llm_reasoning", { step, delta });
         },
       });
       delete session.state.partial;

@@ -3,7 +3,7 @@ import { CoreError } from "../../protocol/errors.ts";
 import { logger } from "../../util/logger.ts";
 import { type AgentTool, resolveTools } from "../tool-registry.ts";
 import { runTool, type ToolOutcome } from "../tool-runner.ts";
-import type { TurnContext } from "./context.ts";
+import { begin, type TurnContext } from "./context.ts";
 import type { TurnState } from "./session.ts";
 
 /**
@@ -111,7 +111,7 @@ async function runCall(
     // Checked when the call was made; an unreadable checkpoint entry runs with no arguments.
   }
   const display = tool?.display ?? tc.function.name;
-  deps.emit("tool_start", { step, tool: display, args });
+  begin(deps, "tool_start", { step, tool: display, args });
   const started = Date.now();
   let outcome: ToolOutcome;
   try {

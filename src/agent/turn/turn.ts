@@ -11,7 +11,7 @@ import { emptyTurnSlot } from "../kv/slot-clear.ts";
 import { interpretStep } from "../tool-calls.ts";
 import { type AgentTool, toOpenAiTools, toolNameOf } from "../tool-registry.ts";
 import { type AnswerCheck, AnswerFormat, isFormatRefused } from "./answer-format.ts";
-import type { TurnContext } from "./context.ts";
+import { begin, type TurnContext } from "./context.ts";
 import { endTurn, type TurnEnding, type TurnResult } from "./ending.ts";
 import { notVision, refsOf } from "./images.ts";
 import { llmStep, type StepSetup } from "./llm-step.ts";
@@ -114,7 +114,7 @@ export class Turn {
     const { ctx } = this;
     const { deps } = ctx;
     try {
-      deps.emit("memory_start", {});
+      begin(deps, "memory_start", {});
       const hits = await recall(ctx);
       ctx.sources = hits.map((h) => h.cite);
       deps.emit("memory_done", { hits: hits.length, sources: ctx.sources });
@@ -207,8 +207,8 @@ export class Turn {
       }
 
       const step = state.step;
+      begin(ctx.deps, "llm_start", { step });
       ctx.step = step;
-      ctx.deps.emit("llm_start", { step });
       // After a request, or a resume's pending calls run before the first: either may outlast a delete.
       if ((this.sent || calls) && dropErased(ctx, setup.layout) && setup.slot !== undefined)
         await emptyTurnSlot(setup.lease.launch, setup.slot, ctx.deps.signal);
