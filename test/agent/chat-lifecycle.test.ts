@@ -85,6 +85,21 @@ describe("chat: cancel", () => {
     ]);
   }, 30_000);
 
+  test("a session deleted during a tool call: its tool_done says the delete stopped it, not a cancel", async () => {
+    await using h = new ChatHarness();
+    h.llama.script({ tool_calls: [{ name: "t__slow", arguments: { ms: 6000 } }] });
+    h.send("c1", "chat", { input: "work", session_id: "del" });
+    await h.waitFor((m) => m.event === "tool_start" && m.tool === "t.slow");
+    h.send("d", "sessions.delete", { session_id: "del" });
+    expect(await h.terminal("c1")).toMatchObject({ code: "cancelled", data: { reason: "session_deleted" } });
+    const tail = h.events("c1").slice(-2);
+    expect(tail.map((e) => e.event)).toEqual(["tool_done", "loop_abort"]);
+    expect(tail[0]).toMatchObject({ tool: "t.slow", status: "error", retryable: false });
+    expect(String(tail[0]?.preview)).toBe(
+      "cancelled: session 'del' was deleted while this turn ran; nothing of the turn was kept",
+    );
+  });
+
   test("two parallel chats: cancelling one leaves the other untouched", async () => {
     await using h = new ChatHarness({ agents: [{ name: "plain" }] }, { slots: 2 });
     const tokens = Array.from({ length: 40 }, (_, i) => `t${i} `);

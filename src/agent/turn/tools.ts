@@ -2,7 +2,7 @@ import type { ToolCall } from "../../protocol/chat-message.ts";
 import { CoreError } from "../../protocol/errors.ts";
 import { logger } from "../../util/logger.ts";
 import { type AgentTool, resolveTools } from "../tool-registry.ts";
-import { runTool, type ToolOutcome } from "../tool-runner.ts";
+import { preview as previewOf, runTool, type ToolOutcome } from "../tool-runner.ts";
 import { begin, type TurnContext } from "./context.ts";
 import type { TurnState } from "./session.ts";
 
@@ -124,9 +124,10 @@ async function runCall(
       : unavailable(display);
   } catch (err) {
     // A cancel (the only throw): the host's tool_start still gets its end, at once, before
-    // loop_abort; the server was told to stop and is not waited for.
+    // loop_abort; the server was told to stop and is not waited for. It says what stopped the
+    // chat: the host's cancel, a delete of its session, a forced unload of its model, a shutdown.
     const ms = Math.max(0, Date.now() - started);
-    const preview = deps.signal.aborted ? "cancelled: the chat was cancelled" : "failed: the turn stopped";
+    const preview = deps.signal.aborted ? stoppedBy(deps.signal) : "failed: the turn stopped";
     deps.emit("tool_done", { step, tool: display, status: "error", preview, retryable: false, ms });
     throw err;
   }
@@ -139,6 +140,12 @@ async function runCall(
     ms: outcome.ms,
   });
   return outcome;
+}
+
+/** `cancelled: ` and the abort's own words (a CoreError's message), cut to a preview's length. */
+function stoppedBy(signal: AbortSignal): string {
+  const reason: unknown = signal.reason;
+  return previewOf(`cancelled: ${reason instanceof Error ? reason.message : String(reason)}`);
 }
 
 function unavailable(display: string): ToolOutcome {
