@@ -102,9 +102,9 @@ async function cancelAtEvery(h: ChatHarness, run: Run): Promise<string> {
     expect({ where, after }).toEqual({ where, after: [] });
     expect(events.at(-1)).toMatchObject({ event: "loop_abort", reason: "cancelled" });
     // loop_abort names the step the turn was in: that of the last event with one (before any,
-    // the turn's first: a resume's is the checkpoint's).
+    // that of the turn's first: a resume's interrupted step, whose calls come first).
     const stepped = events.slice(0, -1).filter((e) => typeof e.step === "number");
-    const first = run.params("").resume ? 1 : 0;
+    const first = whole.events.find((e) => typeof e.step === "number")?.step;
     expect({ where, step: events.at(-1)?.step }).toEqual({ where, step: stepped.at(-1)?.step ?? first });
     expect(terminal).toMatchObject({ type: "error", code: "cancelled" });
     // Nothing after the terminal message.
@@ -149,8 +149,11 @@ describe("chat events under a cancel at every point", () => {
   }, 60_000);
 });
 
-/** A checkpoint whose last step asked for two calls, neither answered (a core killed there). */
-function interrupted(h: ChatHarness, session: string): void {
+/**
+ * A checkpoint whose last step asked for two calls, neither answered (a core killed there), or
+ * with `answered` both answered (killed before the next step began).
+ */
+function interrupted(h: ChatHarness, session: string, answered = false): void {
   const call = (id: string, text: string) => ({
     id,
     type: "function" as const,
@@ -167,23 +170,38 @@ function interrupted(h: ChatHarness, session: string): void {
     turn: [
       { role: "user", content: "work" },
       { role: "assistant", content: null, tool_calls: [call("a", "one"), call("b", "two")] },
+      ...(answered
+        ? [
+            { role: "tool" as const, tool_call_id: "a", content: "one" },
+            { role: "tool" as const, tool_call_id: "b", content: "two" },
+          ]
+        : []),
     ],
     updated_at: "2026-01-01T00:00:00.000Z",
   });
 }
 
+/** A resume of `interrupted`'s checkpoint, answered in one streamed step. */
+const resumed = (answered: boolean): Run => ({
+  prepare: (h, session) => {
+    interrupted(h, session, answered);
+    h.llama.script({ content: ["all", " done"] });
+  },
+  params: (session) => ({ session_id: session, resume: true }),
+  finished: RESUMED,
+  cancelled: RESUMED_CANCELLED,
+});
+
 describe("a resumed turn's events under a cancel at every point", () => {
   test("the interrupted step's calls come first, paired; a cancel anywhere ends as documented", async () => {
     await using h = harness();
-    const whole = await cancelAtEvery(h, {
-      prepare: (h, session) => {
-        interrupted(h, session);
-        h.llama.script({ content: ["all", " done"] });
-      },
-      params: (session) => ({ session_id: session, resume: true }),
-      finished: RESUMED,
-      cancelled: RESUMED_CANCELLED,
-    });
+    const whole = await cancelAtEvery(h, resumed(false));
     expect(whole).toBe("RMDWTUTUSccEF");
+  }, 60_000);
+
+  test("with its calls answered it begins at the next step: a cancel before names that step", async () => {
+    await using h = harness();
+    const whole = await cancelAtEvery(h, resumed(true));
+    expect(whole).toBe("RMDWSccEF");
   }, 60_000);
 });

@@ -10,6 +10,7 @@ import { notVision } from "./images.ts";
 import { pickAgent } from "./pick-agent.ts";
 import { checkRewriteParams, isRewrite, planRewrite, takePlace, turnInFlight } from "./rewrite.ts";
 import { TurnSession } from "./session.ts";
+import { firstStep } from "./tools.ts";
 import { Turn } from "./turn.ts";
 import { TurnUsage } from "./usage.ts";
 
@@ -99,7 +100,7 @@ async function runHeldTurn(
       traceId,
       warnings,
       session,
-      step: session.state.step,
+      step: firstStep(session.state),
       usage: new TurnUsage(),
       sources: [],
     };

@@ -51,6 +51,15 @@ export function pendingCalls(state: TurnState): ToolCall[] | undefined {
 }
 
 /**
+ * The step a turn begins in, the one a cancel before its first event names: a resume whose
+ * interrupted step left calls unanswered is still in that step (they run first, under its
+ * number), any other turn in the step it runs next.
+ */
+export function firstStep(state: TurnState): number {
+  return pendingCalls(state)?.length ? Math.max(0, state.step - 1) : state.step;
+}
+
+/**
  * Calls run per step; a step asking for more gets the rest answered as not run. Real parallel
  * calls are a handful; thousands are a runaway model, and each call run rewrites the checkpoint
  * (the step's assistant message included), so the cap also bounds that cost to 64 rewrites a

@@ -194,7 +194,7 @@ export class Turn {
     this.freeSteps = this.format !== undefined && setup.tools.length > 0;
     for (;;) {
       const calls = pendingCalls(state);
-      if (calls) {
+      if (calls?.length) {
         ctx.step = Math.max(0, state.step - 1);
         await runCalls(ctx, this.offered(setup), calls, state.step - 1);
       }
