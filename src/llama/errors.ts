@@ -10,7 +10,8 @@ import { cutText, wholeCharCut } from "../util/text-cut.ts";
 /**
  * What went wrong with a request. `server_error`: llama-server failed it (a 5xx that is not
  * about the request), so it may need a restart; `bad_response`: it refused the request (a 4xx, or a
- * 500 from its JSON parser: test/fixtures/llama-server/transcripts/20, 20c, 91g) or answered
+ * 500 from its JSON parser: test/fixtures/llama-server/transcripts/20, 20c, 91g; a grammar's dead
+ * end; an image its encoder failed) or answered
  * something unusable; `context_overflow`: the prompt does not fit the slot (22); `connection_lost`:
  * no answer, or the answer was cut off. These are the turn's `data.reason`s (protocol/errors.ts).
  */
@@ -132,9 +133,21 @@ export function statusError(status: number, statusText: string, text: string): L
  */
 const GRAMMAR_DEAD_END = /Unexpected empty grammar stack after accepting piece/;
 
-/** The request's fault, not the server's: a 4xx, or a 500 from its JSON parser or a grammar's dead end. */
+/**
+ * A 500 for a slot's image the vision encoder (or the decode of its embeddings) failed: b10587
+ * sends it for that slot alone and releases it (server-context.cpp, "failed to process mtmd
+ * chunk"). Its encoder is warmed up on a small image (clip.cpp, "avoid OOM on warmup"), so a
+ * large image of a dynamic-resolution model can grow the graph past the device's memory: the
+ * request's cost, which a restart does not change, and the image is resent every turn.
+ */
+const IMAGE_NOT_PROCESSED = /failed to process mtmd chunk/;
+
+/** The request's fault, not the server's: a 4xx, or a 500 from its JSON parser, a grammar's dead end or an image. */
 const refusedBy = (status: number, message: string) =>
-  status < 500 || PARSER_FAULT.test(message) || GRAMMAR_DEAD_END.test(message);
+  status < 500 ||
+  PARSER_FAULT.test(message) ||
+  GRAMMAR_DEAD_END.test(message) ||
+  IMAGE_NOT_PROCESSED.test(message);
 
 function overflowError(message: string, body: ErrorBody | undefined, status: number | undefined): LlmError {
   return new LlmError(

@@ -73,6 +73,30 @@ describe("chat: an error event mid-stream", () => {
     expect(h.provider.failures).toEqual([]);
   });
 
+  // b10587 fails one slot's image whose vision encoding or decoding fails (server-context.cpp,
+  // "failed to process mtmd chunk", ERROR_TYPE_SERVER; the slot released, the server serving on).
+  // Its encoder is warmed up on a small image (clip.cpp "avoid OOM on warmup"), so a large image
+  // of a dynamic-resolution model grows the compute graph past the device's memory: the image's
+  // cost, which a restart does not change, so a resent image would restart it again and again.
+  test("an image the vision encoder fails (500 'failed to process mtmd chunk'): that chat fails, no restart", async () => {
+    await using h = new ChatHarness({ agents: [{ name: "plain" }] });
+    const message = "failed to process mtmd chunk";
+    h.llama.script(
+      { content: ["partly"], error: { status: 500, message, mid_stream: true } },
+      { error: { status: 500, message } },
+    );
+    for (const id of [1, 2]) {
+      const { terminal } = await h.chat(id, { input: "x", session_id: `m${id}` });
+      expect(terminal).toMatchObject({
+        type: "error",
+        code: "internal_error",
+        data: { reason: "bad_response", status: 500 },
+      });
+      expect(String(terminal.message)).toContain(message);
+    }
+    expect(h.provider.failures).toEqual([]);
+  });
+
   test("server_error (500): the server is blamed and restarted, as today", async () => {
     await using h = new ChatHarness({ agents: [{ name: "plain" }] });
     h.llama.script({
