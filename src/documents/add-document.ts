@@ -5,6 +5,7 @@ import { documentErased, type PendingDocument } from "../store/document-store.ts
 import { sessionNotFound } from "../store/session-not-found.ts";
 import type { Store } from "../store/store.ts";
 import { titleOf } from "../store/title.ts";
+import { abortable } from "../util/abortable.ts";
 import { ByteBudget } from "../util/byte-budget.ts";
 import { logger } from "../util/logger.ts";
 import { oneLine } from "../util/one-line.ts";
@@ -80,8 +81,12 @@ export async function addDocument(p: DocumentsAddParams, deps: AddDeps): Promise
   try {
     const source =
       p.path !== undefined ? { path: p.path, name: p.name } : { text: p.text ?? "", name: p.name };
+    // A stat (and the read, read-document.ts) a cancel does not wait for: a file on a network or
+    // cloud drive gone offline can hold it for minutes, or for good.
     const size =
-      p.path !== undefined ? ((await deps.sizeOf?.(p.path)) ?? 0) : Buffer.byteLength(p.text ?? "", "utf8");
+      p.path !== undefined
+        ? ((await abortable(deps.sizeOf?.(p.path) ?? Promise.resolve(0), signal)) ?? 0)
+        : Buffer.byteLength(p.text ?? "", "utf8");
     // A file over the size limit is refused before a byte is read: it holds nothing.
     const doneReading = await reading.acquire(size > MAX_DOCUMENT_BYTES ? 0 : size, signal);
     // Chunks are stored as they are made, on the store's chunk thread while the rest is read.

@@ -1,4 +1,5 @@
 import type { DocumentFormat, IndexProgress, TextEncoding } from "../protocol/documents.ts";
+import { abortable } from "../util/abortable.ts";
 import { type Block, markdownScan, type Scanned, textScan } from "./blocks.ts";
 import { type Chunk, Chunker } from "./chunk.ts";
 import { decodeText } from "./decode.ts";
@@ -57,7 +58,9 @@ export async function readDocument(source: DocumentSource, opts: ReadOptions): P
     read = await readText(source.text, undefined, source.name, chunker, progress, pause);
     read.bytes = Buffer.byteLength(source.text, "utf8");
   } else {
-    const bytes = await opts.readFile(source.path);
+    // Not waited for past a cancel: a file on a drive gone offline may never answer.
+    const reading = opts.readFile(source.path);
+    const bytes = await (opts.signal ? abortable(reading, opts.signal) : reading);
     progress({ phase: "reading", done: bytes.byteLength, total: bytes.byteLength });
     const name = source.name ?? source.path;
     read = isPdf(bytes)

@@ -104,6 +104,36 @@ describe("addDocument", () => {
     store.close();
   });
 
+  // A read that never ends: a file on a network or cloud drive gone offline (a FUSE mount, a
+  // placeholder the OS fetches on open). The cancel must end the add, not wait for the drive.
+  for (const stuck of ["sizeOf", "readFile"] as const)
+    test(`a cancel while the file's ${stuck === "sizeOf" ? "stat" : "read"} hangs ends the add at once`, async () => {
+      using dir = tmpdir();
+      const store = Store.open(dir.path);
+      const cancel = new AbortController();
+      const called = Promise.withResolvers<void>();
+      const hang = () => {
+        called.resolve();
+        return new Promise<never>(() => {});
+      };
+      const adding = addDocument(
+        params("", { text: undefined, path: "/offline/notes.md" }),
+        deps(store, {
+          signal: cancel.signal,
+          sizeOf: stuck === "sizeOf" ? hang : async () => 10,
+          readFile: stuck === "readFile" ? hang : async () => new TextEncoder().encode("text"),
+        }),
+      );
+      await called.promise;
+      const reason = new Error("cancelled by the host");
+      cancel.abort(reason);
+      // Ended within the loop's turn: nothing of the add waits on the drive.
+      const turn = new Promise((resolve) => setImmediate(() => resolve("still waiting")));
+      expect(await Promise.race([adding.catch((err: unknown) => err), turn])).toBe(reason);
+      expect(store.documents.list("ann", { limit: 500 }).documents).toEqual([]);
+      store.close();
+    });
+
   test("a documents.delete while it is embedded: the add answers cancelled, not a document that is gone", async () => {
     using dir = tmpdir();
     const store = Store.open(dir.path);
