@@ -1,4 +1,5 @@
 import type { ImageInput } from "../protocol/image-input.ts";
+import { abortable } from "../util/abortable.ts";
 import { isFullPath } from "../util/full-path.ts";
 import { decodeBase64Strict } from "./base64.ts";
 import { type ImageFormat, MIME_OF, readImageHeader } from "./format.ts";
@@ -28,6 +29,13 @@ export interface ImageLimits {
   maxBodyBytes?: number;
   /** The room held for each image (images/held.ts `holdImages`): a file is read up to its own. */
   room?: readonly number[];
+  /**
+   * The chat's cancel: a `path`'s read is not waited for past it (a file on a network or cloud
+   * drive gone offline may never answer; the read is left to end on its own).
+   */
+  signal?: AbortSignal;
+  /** Tests: a `path`'s read (image-file.ts). */
+  readFile?: typeof readImageFile;
 }
 
 /**
@@ -61,6 +69,7 @@ export async function prepareImages(
   let body = 0;
   for (const [index, input] of inputs.entries()) {
     if (index > 0) await new Promise((r) => setImmediate(r));
+    limits.signal?.throwIfAborted();
     const image = await prepareOne(index, input, limits);
     body += imageBodyBytes({ mime: image.mime, bytes: image.data.byteLength });
     if (body > budget)
@@ -75,7 +84,7 @@ export async function prepareImages(
 }
 
 async function prepareOne(index: number, input: ImageInput, limits: ImageLimits): Promise<PreparedImage> {
-  const bytes = await bytesOf(index, input, limits.room?.[index]);
+  const bytes = await bytesOf(index, input, limits);
   if (bytes.length > MAX_IMAGE_BYTES)
     throw imageRefused(index, "too_large", `${bytes.length} bytes, over ${MAX_IMAGE_BYTES}`);
   const header = readImageHeader(bytes);
@@ -131,7 +140,7 @@ async function dataProblem(
   return undefined;
 }
 
-async function bytesOf(index: number, input: ImageInput, room: number | undefined): Promise<Uint8Array> {
+async function bytesOf(index: number, input: ImageInput, limits: ImageLimits): Promise<Uint8Array> {
   const { data, path, mime } = input;
   if ((data === undefined) === (path === undefined))
     throw imageRefused(index, "unreadable", "give either data (base64) or path, exactly one");
@@ -141,7 +150,8 @@ async function bytesOf(index: number, input: ImageInput, room: number | undefine
     if (URL_LIKE.test(path))
       throw imageRefused(index, "url", "a URL is never followed: give a local file's path, or the data");
     if (!isFullPath(path)) throw imageRefused(index, "unreadable", `path must be absolute (${path})`);
-    return readImageFile(index, path, room);
+    const reading = (limits.readFile ?? readImageFile)(index, path, limits.room?.[index]);
+    return limits.signal ? abortable(reading, limits.signal) : reading;
   }
   const text = data as string;
   if (URL_LIKE.test(text))

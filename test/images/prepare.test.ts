@@ -314,3 +314,25 @@ describe("prepareImages", () => {
     expect(ticks).toBeGreaterThan(0);
   });
 });
+
+// A `path` on a network or cloud drive gone offline: its read may never end (a FUSE mount, a
+// placeholder the OS fetches on open). The chat's cancel must end the check, not wait for it.
+describe("an image read that never ends", () => {
+  test("a cancel ends the check within the loop's turn", async () => {
+    const cancel = new AbortController();
+    const called = Promise.withResolvers<void>();
+    const checking = prepareImages([{ path: "/offline/shot.png" }], {
+      ...limits,
+      signal: cancel.signal,
+      readFile: () => {
+        called.resolve();
+        return new Promise<never>(() => {});
+      },
+    });
+    await called.promise;
+    const reason = new Error("cancelled by the host");
+    cancel.abort(reason);
+    const turn = new Promise((resolve) => setImmediate(() => resolve("still waiting")));
+    expect(await Promise.race([checking.catch((err: unknown) => err), turn])).toBe(reason);
+  });
+});

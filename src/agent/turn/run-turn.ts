@@ -48,7 +48,7 @@ async function runHeldTurn(
   const sessionId = params.session_id ?? deps.randomId(8, "abcdefghijklmnopqrstuvwxyz0123456789");
   const traceId = deps.randomId(16, "0123456789abcdef");
   checkRewriteParams(params);
-  const images = await imagesOf(params, config, room);
+  const images = await imagesOf(params, config, room, signal);
   const rewriting = isRewrite(params);
   // A session the host named is watched, and its place in line taken, from the chat's arrival
   // (methods/chat.ts: a delete aborts `deps.signal`); one named here, from now.
@@ -117,12 +117,18 @@ async function runHeldTurn(
 }
 
 /** Every image checked before anything starts: a refusal costs no model load (docs/protocol.md#images). */
-function imagesOf(params: ChatParams, config: TurnDeps["config"], room: readonly number[] | undefined) {
+function imagesOf(
+  params: ChatParams,
+  config: TurnDeps["config"],
+  room: readonly number[] | undefined,
+  signal: AbortSignal,
+) {
   if (!params.images?.length) return Promise.resolve([]);
   return prepareImages(params.images, {
     maxImages: config.app.max_images,
     maxPixels: config.app.max_image_pixels,
     ...(room ? { room } : {}),
+    signal,
   });
 }
 
