@@ -494,6 +494,20 @@ describe("MCP tool lists that are unfit to offer", () => {
     });
   }, 30_000);
 
+  test("a later page's refusal that quotes the server's key is no warning with it", async () => {
+    using scratch = tmpdir();
+    const key = "sk-upstream-0123456789abcdef";
+    const cfg = hostile("paged-error", join(scratch.path, "pids"));
+    const pool = new McpPool([{ ...cfg, env: { ...cfg.env, UPSTREAM_KEY: key } }], Date.now);
+    try {
+      const listed = await pool.listing("h", never);
+      expect(listed.dropped).toContain("api_key=[redacted]");
+      expect(listed.dropped).not.toContain(key.slice(0, 8));
+    } finally {
+      await pool.close();
+    }
+  }, 30_000);
+
   test("an empty next cursor ends the list: the first page is not asked for again", async () => {
     await withHostile("paged-empty-cursor", async (pool) => {
       const listed = await pool.listing("h", never);

@@ -50,6 +50,7 @@ const LISTED = z.looseObject({ tools: z.array(z.unknown()), nextCursor: z.unknow
 async function listPages(
   client: Client,
   options: { signal: AbortSignal; timeout: number },
+  secrets: readonly string[],
 ): Promise<{ tools: unknown[]; unread: string | null }> {
   const tools: unknown[] = [];
   let cursor: string | undefined;
@@ -62,7 +63,9 @@ async function listPages(
       // A later page the server refuses (a cursor it cannot take back): the pages read are
       // offered, as the first alone was before pages were read, rather than none.
       if (cursor === undefined || !answeredError(err, client, options.signal)) throw err;
-      return { tools, unread: `its page ${page + 1} was refused: ${cutText((err as Error).message, 200)}` };
+      // Every chat's warning and the log quote it: its config's secrets go before the cut (shown).
+      const said = withoutSecrets((err as Error).message, secrets);
+      return { tools, unread: `its page ${page + 1} was refused: ${cutText(said, 200)}` };
     }
     for (const tool of listed.tools) tools.push(tool);
     // An empty cursor is no next page: sent back, it asks for the first page again.
@@ -186,7 +189,11 @@ export async function startServer(cfg: McpServerConfig, options: StartOptions): 
   options.signal.addEventListener("abort", killOnAbort, { once: true });
   try {
     await client.connect(transport, { signal: startTimeout, timeout: limitMs });
-    const listed = await listPages(client, { signal: startTimeout, timeout: limitMs });
+    const listed = await listPages(
+      client,
+      { signal: startTimeout, timeout: limitMs },
+      configSecrets(cfg.env, cfg.args),
+    );
     const vetted = vetTools(listed.tools);
     conn.tools = vetted.tools;
     conn.dropped = [vetted.dropped, listed.unread].filter(Boolean).join("; ") || null;
@@ -235,7 +242,11 @@ function watchToolList(cfg: McpServerConfig, conn: Connection): void {
 async function relist(cfg: McpServerConfig, conn: Connection): Promise<void> {
   const limitMs = cfg.timeout_s * 1000;
   try {
-    const listed = await listPages(conn.client, { signal: AbortSignal.timeout(limitMs), timeout: limitMs });
+    const listed = await listPages(
+      conn.client,
+      { signal: AbortSignal.timeout(limitMs), timeout: limitMs },
+      configSecrets(cfg.env, cfg.args),
+    );
     const vetted = vetTools(listed.tools);
     conn.tools = vetted.tools;
     conn.dropped = [vetted.dropped, listed.unread].filter(Boolean).join("; ") || null;
