@@ -65,11 +65,25 @@ export function argSecrets(args: readonly string[]): string[] {
 }
 
 /**
+ * Each secret as it is written and as a URL carries it: a client library's error quotes the URL
+ * it requested (`401 … for url: …?api_key=AbCd%2FeF%2Bg%3D`), and a key with `/`, `+` or `=` (an
+ * AWS-style secret, base64) matched there in no raw form. Lowercase escapes too (some encoders'),
+ * and a URL query's value, which argSecrets gives decoded, is found as the argument wrote it.
+ */
+export function secretSpellings(secrets: readonly string[]): string[] {
+  return secrets.flatMap((s) => {
+    const encoded = encodeURIComponent(s);
+    if (encoded === s) return [s];
+    return [s, encoded, encoded.replace(/%[0-9A-F]{2}/g, (e) => e.toLowerCase())];
+  });
+}
+
+/**
  * `text` with each credential of the argument lists (`argSecrets`) shown as `[redacted]`, the
  * longest first, so one that holds another is taken whole.
  */
 export function withoutArgSecrets(text: string, ...argLists: (readonly string[])[]): string {
-  const secrets = [...new Set(argLists.flatMap((args) => argSecrets(args)))]
+  const secrets = [...new Set(secretSpellings(argLists.flatMap((args) => argSecrets(args))))]
     .filter((s) => s.length > 0)
     .sort((a, b) => b.length - a.length);
   let shown = text;

@@ -315,8 +315,8 @@ describe("chat: MCP tools that misbehave", () => {
     expect(h.llama.requests[1]?.body.messages.at(-1)).toMatchObject({ role: "tool" });
   }, 30_000);
 
-  test("a tool's error quoting its server's key (its env) reaches neither the host, the model nor the history", async () => {
-    const key = "sk-upstream-0123456789abcdef";
+  /** A chat whose tool fails quoting `key`, its server's env value, as an upstream's 401 does. */
+  async function failQuoting(key: string) {
     await using h = new ChatHarness({
       mcp_servers: [
         { name: "t", command: process.execPath, args: [MCP_SERVER], env: { MCP_TEST_UPSTREAM_KEY: key } },
@@ -324,13 +324,28 @@ describe("chat: MCP tools that misbehave", () => {
     });
     h.llama.script({ tool_calls: [{ name: "t__fail", arguments: {} }] }, { content: ["it failed"] });
     const { events } = await h.chat("c", { input: "search", session_id: "s" });
+    const sent = JSON.stringify(h.llama.requests[1]?.body.messages);
+    return { events, sent, history: JSON.stringify(h.history("s")) };
+  }
+
+  test("a tool's error quoting its server's key (its env) reaches neither the host, the model nor the history", async () => {
+    const key = "sk-upstream-0123456789abcdef";
+    const { events, sent, history } = await failQuoting(key);
     const done = events.find((e) => e.event === "tool_done");
     expect(done).toMatchObject({ tool: "t.fail", status: "error" });
     expect(String(done?.preview)).toContain("401 Unauthorized");
     expect(JSON.stringify(events)).not.toContain(key);
-    expect(JSON.stringify(h.llama.requests[1]?.body.messages)).toContain("api_key=[redacted]");
-    expect(JSON.stringify(h.llama.requests[1]?.body.messages)).not.toContain(key);
-    expect(JSON.stringify(h.history("s"))).not.toContain(key);
+    expect(sent).toContain("api_key=[redacted]");
+    expect(sent).not.toContain(key);
+    expect(history).not.toContain(key);
+  }, 30_000);
+
+  test("a tool's error quoting its server's key URL-encoded (a key with / + =) reaches no one", async () => {
+    // An AWS-style secret: a client library writes it into a URL as AbCd%2FeFgH%2BiJkLmN0pQ%3D.
+    const key = "AbCd/eFgH+iJkLmN0pQ=";
+    const { events, sent, history } = await failQuoting(key);
+    expect(JSON.stringify(events)).toContain("api_key=[redacted]");
+    for (const text of [JSON.stringify(events), sent, history]) expect(text).not.toContain("AbCd");
   }, 30_000);
 
   test("5 MB of tool output is cut for the model and the history; the preview stays short", async () => {

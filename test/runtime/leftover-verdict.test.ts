@@ -95,4 +95,18 @@ describe("judgeLeftover: is the live process at a recorded pid the child a dead 
     expect(reason).not.toContain("sk-live-4242abcd");
     expect(reason).not.toContain("tok-9876zz");
   });
+  test("a URL's query credential is not quoted as the argument wrote it (URL-encoded) either", () => {
+    const url = "https://mcp.example/sse?access_token=AbCd%2FeFgH%2BiJkL%3D";
+    const record = { start_time: "9", binary: "npx", argv: ["mcp-remote", url] };
+    const now = {
+      start_time: "9",
+      cmdline: `/usr/bin/node /opt/mcp-remote/cli.js ${url}`,
+      argv: ["/usr/bin/node", "/opt/mcp-remote/cli.js", url],
+    };
+    const v = judgeLeftover(record, now, ["npx"], same);
+    expect(v.verdict).toBe("unexplained");
+    const reason = (v as { reason: string }).reason;
+    expect(reason).toContain("access_token=[redacted]");
+    expect(reason).not.toContain("AbCd");
+  });
 });

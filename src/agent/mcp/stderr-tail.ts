@@ -1,4 +1,4 @@
-import { argSecrets } from "../../util/arg-secrets.ts";
+import { argSecrets, secretSpellings } from "../../util/arg-secrets.ts";
 import { cutText } from "../../util/text-cut.ts";
 
 /** Lines of its stderr a failed start's error quotes: a traceback's last lines say what went wrong. */
@@ -13,12 +13,12 @@ const SECRET_MIN_CHARS = 6;
 
 /**
  * What a message about a server must not show: its `env`'s values (API keys) and its `args`'
- * credentials (arg-secrets.ts), the longest first, so one that holds another goes whole.
+ * credentials (arg-secrets.ts), each also as a URL carries it (secretSpellings), the longest
+ * first, so one that holds another goes whole.
  */
 export function configSecrets(env: Record<string, string> = {}, args: readonly string[] = []): string[] {
-  return [...new Set([...Object.values(env), ...argSecrets(args)])]
-    .filter((v) => v.length >= SECRET_MIN_CHARS)
-    .sort((a, b) => b.length - a.length);
+  const secrets = [...Object.values(env), ...argSecrets(args)].filter((v) => v.length >= SECRET_MIN_CHARS);
+  return [...new Set(secretSpellings(secrets))].sort((a, b) => b.length - a.length);
 }
 
 /** `text` with each of `secrets` (configSecrets) shown as `[redacted]`. */
