@@ -73,9 +73,27 @@ export function argSecrets(args: readonly string[]): string[] {
 export function secretSpellings(secrets: readonly string[]): string[] {
   return secrets.flatMap((s) => {
     const encoded = encodeURIComponent(s);
-    if (encoded === s) return [s];
-    return [s, encoded, encoded.replace(/%[0-9A-F]{2}/g, (e) => e.toLowerCase())];
+    const spelt =
+      encoded === s ? [s] : [s, encoded, encoded.replace(/%[0-9A-F]{2}/g, (e) => e.toLowerCase())];
+    return [...spelt, ...base64Runs(s)];
   });
+}
+
+/**
+ * The base64 a secret's bytes make wherever it is encoded among others (a Basic header's
+ * `user:key`, which an error dumping its request shows: axios's does): base64 encodes 3 bytes to
+ * 4 characters, so for each of the 3 offsets the key may begin at, the groups of its bytes alone
+ * are always the same run. Runs under 8 characters are not looked for (they could be anything's).
+ * A character or two either side, a byte or two of the key, stay shown.
+ */
+function base64Runs(secret: string): string[] {
+  const bytes = Buffer.from(secret, "utf8");
+  const runs: string[] = [];
+  for (let skip = 0; skip < 3; skip++) {
+    const whole = bytes.subarray(skip, skip + Math.floor((bytes.length - skip) / 3) * 3);
+    if (whole.length >= 6) runs.push(whole.toString("base64"));
+  }
+  return runs;
 }
 
 /**

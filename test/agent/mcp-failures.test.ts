@@ -2,7 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { McpPool } from "../../src/agent/mcp/pool.ts";
-import { KEEP_CHARS, StderrTail } from "../../src/agent/mcp/stderr-tail.ts";
+import { configSecrets, KEEP_CHARS, StderrTail, withoutSecrets } from "../../src/agent/mcp/stderr-tail.ts";
 import { McpServerSchema } from "../../src/config/schema.ts";
 import { argSecrets } from "../../src/util/arg-secrets.ts";
 import { hostileServer } from "../fixtures/mcp-hostile.ts";
@@ -264,6 +264,23 @@ describe("chat: MCP servers that will not start", () => {
     const shown = tail.lines().join(" | ");
     expect(shown).toContain("Traceback");
     expect(shown).not.toContain(key.slice(12));
+  });
+
+  test("a key sent in a Basic Authorization header (base64 of user:key) is not quoted there either", () => {
+    // An error that dumps its request (axios's does) shows the header Jira's API token goes in.
+    const key = "ATATT3xFfGF0-api-token-42";
+    // Three user names: the key's bytes begin at each offset of base64's 3-byte groups.
+    for (const user of ["me@example.com", "ann", "bo"]) {
+      const header = btoa(`${user}:${key}`);
+      const shown = withoutSecrets(
+        `401; headers: {"Authorization":"Basic ${header}"}`,
+        configSecrets({ T: key }),
+      );
+      expect(shown).toContain("[redacted]");
+      // What is left of the header is the user's part and a group or two at the key's ends.
+      const left = shown.slice(shown.indexOf("Basic ") + 6, shown.lastIndexOf('"')).replace("[redacted]", "");
+      expect(left.length).toBeLessThanOrEqual(btoa(`${user}:`).length + 8);
+    }
   });
 
   test("a cancel while a server hangs at start-up ends the chat at once; shutdown kills the server", async () => {
