@@ -3,6 +3,7 @@ import { join } from "node:path";
 import { McpPool } from "../../src/agent/mcp/pool.ts";
 import { MAX_DESCRIPTION_CHARS, vetTools } from "../../src/agent/mcp/tool-list.ts";
 import { resolveTools } from "../../src/agent/tool-registry.ts";
+import { McpServerSchema } from "../../src/config/schema.ts";
 import { hostileServer, pidsIn } from "../fixtures/mcp-hostile.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 import { waitFor } from "../fixtures/wait.ts";
@@ -53,3 +54,17 @@ test("a turn's servers are started together: one whose start hangs does not hold
     await pool.close();
   }
 }, 60_000);
+
+test("a turn cancelled before its tools are listed starts none of its servers: no failure goes unheard", async () => {
+  // A start that fails at once (no such command): begun for a cancelled turn, its failure was a
+  // promise rejected with no handler (the core logs it as an unexpected fault).
+  const pool = new McpPool([McpServerSchema.parse({ name: "m", command: "/nonexistent/mcp-server" })]);
+  const chat = new AbortController();
+  chat.abort(new Error("the chat was cancelled"));
+  try {
+    await expect(resolveTools(["m.*"], pool, chat.signal)).rejects.toThrow("the chat was cancelled");
+    await expect(pool.listing("m", chat.signal)).rejects.toThrow("the chat was cancelled");
+  } finally {
+    await pool.close();
+  }
+});

@@ -255,6 +255,9 @@ export class McpPool {
   /** A server's connection, started if need be; a call waits for a draining one to go (a listing reads its tools). */
   private async connection(server: string, signal: AbortSignal, use: "list" | "call"): Promise<Connection> {
     if (this.closing) throw shuttingDown();
+    // A turn cancelled before its listing (its tools are listed together, after memory recall)
+    // started every server it named, for no one; a start that failed was a rejection unheard.
+    signal.throwIfAborted();
     const cfg = this.requireConfig(server);
     const cell = this.cells.get(cfg.name) as StateCell<ServerState>;
     const s = cell.get();
