@@ -88,12 +88,13 @@ export async function addDocument(p: DocumentsAddParams, deps: AddDeps): Promise
         ? ((await abortable(deps.sizeOf?.(p.path) ?? Promise.resolve(0), signal)) ?? 0)
         : Buffer.byteLength(p.text ?? "", "utf8");
     // A file over the size limit is refused before a byte is read: it holds nothing.
-    const doneReading = await reading.acquire(size > MAX_DOCUMENT_BYTES ? 0 : size, signal);
+    const admitted = await reading.acquire(size > MAX_DOCUMENT_BYTES ? 0 : size, signal);
+    const { readFile, doneReading } = heldWhileRead(deps.readFile, admitted);
     // Chunks are stored as they are made, on the store's chunk thread while the rest is read.
     const pipeline = new ChunkPipeline(store, doc, signal, deps.now);
     try {
       const read = await readDocument(source, {
-        readFile: deps.readFile,
+        readFile,
         signal,
         onProgress: (pr) => {
           signal.throwIfAborted();
@@ -128,6 +129,35 @@ export async function addDocument(p: DocumentsAddParams, deps: AddDeps): Promise
   } finally {
     unwatch();
   }
+}
+
+/**
+ * The reads of an add, and its room in the reading budget given back once they are done. A read
+ * a cancel stopped waiting for goes on and fills its bytes when the drive answers (a network or
+ * cloud drive gone offline): its room is held until it ends, so a burst of cancelled adds never
+ * holds more than the budget between them.
+ */
+function heldWhileRead(read: AddDeps["readFile"], admitted: () => void) {
+  let reading = 0;
+  let done = false;
+  const giveBack = () => {
+    if (done && reading === 0) admitted();
+  };
+  const readFile = (path: string) => {
+    reading++;
+    const bytes = read(path);
+    const ended = () => {
+      reading--;
+      giveBack();
+    };
+    bytes.then(ended, ended);
+    return bytes;
+  };
+  const doneReading = () => {
+    done = true;
+    giveBack();
+  };
+  return { readFile, doneReading };
 }
 
 /**

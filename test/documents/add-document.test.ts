@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { type AddDeps, addDocument } from "../../src/documents/add-document.ts";
 import type { Chunk } from "../../src/documents/chunk.ts";
 import { BEAT_MS, IndexBeat, QUIET_MS, type Timers } from "../../src/documents/index-beat.ts";
+import { MAX_DOCUMENT_BYTES, MAX_READING_BYTES } from "../../src/documents/limits.ts";
 import { readDocument } from "../../src/documents/read-document.ts";
 import type { DocumentsAddParams, IndexProgress } from "../../src/protocol/documents.ts";
 import { ORPHAN_CHUNK_MS } from "../../src/store/document-store.ts";
@@ -112,9 +113,10 @@ describe("addDocument", () => {
       const store = Store.open(dir.path);
       const cancel = new AbortController();
       const called = Promise.withResolvers<void>();
+      const stuckRead = Promise.withResolvers<never>();
       const hang = () => {
         called.resolve();
-        return new Promise<never>(() => {});
+        return stuckRead.promise;
       };
       const adding = addDocument(
         params("", { text: undefined, path: "/offline/notes.md" }),
@@ -131,8 +133,59 @@ describe("addDocument", () => {
       const turn = new Promise((resolve) => setImmediate(() => resolve("still waiting")));
       expect(await Promise.race([adding.catch((err: unknown) => err), turn])).toBe(reason);
       expect(store.documents.list("ann", { limit: 500 }).documents).toEqual([]);
+      // The drive answers at last: its room in the reading budget is given back.
+      stuckRead.reject(new Error("the drive went away"));
       store.close();
     });
+
+  // The read a cancel stopped waiting for goes on, and fills its bytes once the drive answers:
+  // its room in the reading budget must stay held until then, or a burst of cancelled adds on a
+  // drive that comes back would hold every file's bytes at once, past MAX_READING_BYTES.
+  test("a cancelled add's stuck read keeps its reading room until it ends", async () => {
+    using dir = tmpdir();
+    const store = Store.open(dir.path);
+    const stuck: PromiseWithResolvers<Uint8Array>[] = [];
+    // Four files of the most a document may be fill the budget between them.
+    for (let i = 0; i < MAX_READING_BYTES / MAX_DOCUMENT_BYTES; i++) {
+      const cancel = new AbortController();
+      const read = Promise.withResolvers<Uint8Array>();
+      const called = Promise.withResolvers<void>();
+      const adding = addDocument(
+        params("", { text: undefined, path: `/offline/big-${i}.md` }),
+        deps(store, {
+          signal: cancel.signal,
+          sizeOf: async () => MAX_DOCUMENT_BYTES,
+          readFile: () => {
+            called.resolve();
+            return read.promise;
+          },
+        }),
+      );
+      await called.promise;
+      cancel.abort(new Error("cancelled by the host"));
+      await adding.catch(() => {});
+      stuck.push(read);
+    }
+    let nextRead = false;
+    const next = addDocument(
+      params("", { text: undefined, path: "/local/next.md" }),
+      deps(store, {
+        sizeOf: async () => MAX_DOCUMENT_BYTES,
+        readFile: async () => {
+          nextRead = true;
+          return new TextEncoder().encode("next text");
+        },
+      }),
+    );
+    // Turns of the loop for the next add's stat and its place in the budget's line.
+    for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
+    expect(nextRead).toBe(false);
+    stuck[0]?.resolve(new TextEncoder().encode("the drive answered"));
+    expect(await next).toMatchObject({ chunks: 1 });
+    expect(nextRead).toBe(true);
+    for (const read of stuck) read.resolve(new Uint8Array());
+    store.close();
+  });
 
   test("a documents.delete while it is embedded: the add answers cancelled, not a document that is gone", async () => {
     using dir = tmpdir();
