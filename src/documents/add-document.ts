@@ -7,6 +7,7 @@ import type { Store } from "../store/store.ts";
 import { titleOf } from "../store/title.ts";
 import { abortable } from "../util/abortable.ts";
 import { ByteBudget } from "../util/byte-budget.ts";
+import { heldWhile } from "../util/held-while.ts";
 import { logger } from "../util/logger.ts";
 import { oneLine } from "../util/one-line.ts";
 import type { Chunk } from "./chunk.ts";
@@ -89,7 +90,10 @@ export async function addDocument(p: DocumentsAddParams, deps: AddDeps): Promise
         : Buffer.byteLength(p.text ?? "", "utf8");
     // A file over the size limit is refused before a byte is read: it holds nothing.
     const admitted = await reading.acquire(size > MAX_DOCUMENT_BYTES ? 0 : size, signal);
-    const { readFile, doneReading } = heldWhileRead(deps.readFile, admitted);
+    // Held until its read ends, past a cancel: the read fills the bytes whenever the drive answers.
+    const room = heldWhile(admitted);
+    const readFile = (path: string) => room.track(deps.readFile(path));
+    const doneReading = room.release;
     // Chunks are stored as they are made, on the store's chunk thread while the rest is read.
     const pipeline = new ChunkPipeline(store, doc, signal, deps.now);
     try {
@@ -129,35 +133,6 @@ export async function addDocument(p: DocumentsAddParams, deps: AddDeps): Promise
   } finally {
     unwatch();
   }
-}
-
-/**
- * The reads of an add, and its room in the reading budget given back once they are done. A read
- * a cancel stopped waiting for goes on and fills its bytes when the drive answers (a network or
- * cloud drive gone offline): its room is held until it ends, so a burst of cancelled adds never
- * holds more than the budget between them.
- */
-function heldWhileRead(read: AddDeps["readFile"], admitted: () => void) {
-  let reading = 0;
-  let done = false;
-  const giveBack = () => {
-    if (done && reading === 0) admitted();
-  };
-  const readFile = (path: string) => {
-    reading++;
-    const bytes = read(path);
-    const ended = () => {
-      reading--;
-      giveBack();
-    };
-    bytes.then(ended, ended);
-    return bytes;
-  };
-  const doneReading = () => {
-    done = true;
-    giveBack();
-  };
-  return { readFile, doneReading };
 }
 
 /**

@@ -2,6 +2,7 @@ import { stat } from "node:fs/promises";
 import type { ImageInput } from "../protocol/image-input.ts";
 import { abortable } from "../util/abortable.ts";
 import { ByteBudget } from "../util/byte-budget.ts";
+import { heldWhile } from "../util/held-while.ts";
 import type { Release } from "../util/semaphore.ts";
 import { within } from "../util/within.ts";
 import { MAX_HELD_IMAGE_BYTES, MAX_IMAGE_BYTES } from "./limits.ts";
@@ -24,10 +25,15 @@ export interface SizeOptions {
   statWaitMs?: number;
 }
 
-/** A chat's room: its release, and what each image may take of it when read (`room[i]`). */
+/**
+ * A chat's room: its release, what each image may take of it when read (`room[i]`), and `track`
+ * for each read: the room is given back once released and every read tracked has ended (a read a
+ * cancel stopped waiting for still fills its bytes when the drive answers).
+ */
 export interface HeldRoom {
   release: Release;
   room: readonly number[];
+  track: <T>(read: Promise<T>) => Promise<T>;
 }
 
 /**
@@ -45,7 +51,7 @@ export async function holdImages(
   signal: AbortSignal,
   options: SizeOptions = {},
 ): Promise<HeldRoom> {
-  if (inputs.length > maxImages) return { release: () => {}, room: [] };
+  if (inputs.length > maxImages) return { release: () => {}, room: [], track: (read) => read };
   // Into the line in the order called, whatever each one's stat takes: a chat holds its
   // session's place before this (methods/chat.ts), so a later chat of the session that got room
   // first while waiting for that place would hold the earlier one's room from it for good.
@@ -57,11 +63,11 @@ export async function holdImages(
   );
   entered = inTurn.catch(() => {});
   const room = (await inTurn).map((bytes) => Math.min(bytes, MAX_IMAGE_BYTES));
-  const release = await heldImages.acquire(
+  const admitted = await heldImages.acquire(
     room.reduce((a, b) => a + b, 0),
     signal,
   );
-  return { release, room };
+  return { ...heldWhile(admitted), room };
 }
 
 async function expectedBytes(input: ImageInput, o: SizeOptions): Promise<number> {

@@ -34,6 +34,8 @@ export interface ImageLimits {
    * drive gone offline may never answer; the read is left to end on its own).
    */
   signal?: AbortSignal;
+  /** Each `path`'s read, so its room is held until it ends, past a cancel (images/held.ts). */
+  track?: <T>(read: Promise<T>) => Promise<T>;
   /** Tests: a `path`'s read (image-file.ts). */
   readFile?: typeof readImageFile;
 }
@@ -150,7 +152,8 @@ async function bytesOf(index: number, input: ImageInput, limits: ImageLimits): P
     if (URL_LIKE.test(path))
       throw imageRefused(index, "url", "a URL is never followed: give a local file's path, or the data");
     if (!isFullPath(path)) throw imageRefused(index, "unreadable", `path must be absolute (${path})`);
-    const reading = (limits.readFile ?? readImageFile)(index, path, limits.room?.[index]);
+    const read = (limits.readFile ?? readImageFile)(index, path, limits.room?.[index]);
+    const reading = limits.track ? limits.track(read) : read;
     return limits.signal ? abortable(reading, limits.signal) : reading;
   }
   const text = data as string;

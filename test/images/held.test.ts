@@ -1,6 +1,7 @@
 import { expect, test } from "bun:test";
 import { heldImages, holdImages } from "../../src/images/held.ts";
 import { MAX_IMAGE_BYTES } from "../../src/images/limits.ts";
+import { prepareImages } from "../../src/images/prepare.ts";
 
 const live = () => new AbortController().signal;
 
@@ -25,4 +26,35 @@ test("a stat that fails holds nothing: the read refuses the image, naming it", a
   const held = await holdImages([{ path: "/nowhere.png" }], 4, live(), { stat: failing });
   expect(held.room).toEqual([0]);
   held.release();
+});
+
+// The read a cancel stopped waiting for (images/prepare.ts) goes on, and fills its bytes once the
+// drive answers: the chat's room must stay held until then, or a burst of cancelled chats on a
+// drive that comes back would hold every image at once, past MAX_HELD_IMAGE_BYTES.
+test("a cancelled chat's stuck image read keeps its room until the read ends", async () => {
+  const held = await holdImages([{ path: "/offline/shot.png" }], 4, live(), {
+    stat: async () => ({ size: 5000 }),
+  });
+  const cancel = new AbortController();
+  const read = Promise.withResolvers<Uint8Array>();
+  const called = Promise.withResolvers<void>();
+  const checking = prepareImages([{ path: "/offline/shot.png" }], {
+    maxImages: 4,
+    maxPixels: 1_000_000,
+    room: held.room,
+    signal: cancel.signal,
+    track: held.track,
+    readFile: () => {
+      called.resolve();
+      return read.promise;
+    },
+  });
+  await called.promise;
+  cancel.abort(new Error("cancelled by the host"));
+  await checking.catch(() => {});
+  held.release();
+  expect(heldImages.inUse).toBe(5000);
+  read.resolve(new Uint8Array(5000));
+  await read.promise;
+  expect(heldImages.inUse).toBe(0);
 });

@@ -1,4 +1,4 @@
-import { holdImages } from "../../images/held.ts";
+import { type HeldRoom, holdImages } from "../../images/held.ts";
 import { prepareImages } from "../../images/prepare.ts";
 import type { ChatParams, Warning } from "../../protocol/chat.ts";
 import type { StartTicket } from "../../runtime/endpoint.ts";
@@ -32,7 +32,7 @@ export async function runTurn(params: ChatParams, deps: TurnDeps): Promise<TurnR
     ? await holdImages(params.images, deps.config.app.max_images, deps.signal)
     : undefined;
   try {
-    return await runHeldTurn(params, deps, held?.room);
+    return await runHeldTurn(params, deps, held);
   } finally {
     held?.release();
   }
@@ -41,14 +41,14 @@ export async function runTurn(params: ChatParams, deps: TurnDeps): Promise<TurnR
 async function runHeldTurn(
   params: ChatParams,
   deps: TurnDeps,
-  room: readonly number[] | undefined,
+  held: HeldRoom | undefined,
 ): Promise<TurnResult> {
   const { config, signal } = deps;
   const agent = pickAgent(config, params.agent);
   const sessionId = params.session_id ?? deps.randomId(8, "abcdefghijklmnopqrstuvwxyz0123456789");
   const traceId = deps.randomId(16, "0123456789abcdef");
   checkRewriteParams(params);
-  const images = await imagesOf(params, config, room, signal);
+  const images = await imagesOf(params, config, held, signal);
   const rewriting = isRewrite(params);
   // A session the host named is watched, and its place in line taken, from the chat's arrival
   // (methods/chat.ts: a delete aborts `deps.signal`); one named here, from now.
@@ -120,14 +120,15 @@ async function runHeldTurn(
 function imagesOf(
   params: ChatParams,
   config: TurnDeps["config"],
-  room: readonly number[] | undefined,
+  held: HeldRoom | undefined,
   signal: AbortSignal,
 ) {
   if (!params.images?.length) return Promise.resolve([]);
   return prepareImages(params.images, {
     maxImages: config.app.max_images,
     maxPixels: config.app.max_image_pixels,
-    ...(room ? { room } : {}),
+    // Each read holds its room until it ends, past a cancel (images/held.ts).
+    ...(held ? { room: held.room, track: held.track } : {}),
     signal,
   });
 }
