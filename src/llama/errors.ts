@@ -142,12 +142,21 @@ const GRAMMAR_DEAD_END = /Unexpected empty grammar stack after accepting piece/;
  */
 const IMAGE_NOT_PROCESSED = /failed to process mtmd chunk/;
 
+/**
+ * A 500 for images sent to a server with no projector (transcripts/105; the chat gets
+ * `model_not_vision`, agent/turn/images.ts): what it can read, not a failure. A restart brings
+ * back the same server with the same flags, whose /props is read again and says the same (or,
+ * on a build whose /props names no modalities, nothing): each image chat would restart it again.
+ */
+const NO_IMAGE_INPUT = /^image input is not supported/;
+
 /** The request's fault, not the server's: a 4xx, or a 500 from its JSON parser, a grammar's dead end or an image. */
 const refusedBy = (status: number, message: string) =>
   status < 500 ||
   PARSER_FAULT.test(message) ||
   GRAMMAR_DEAD_END.test(message) ||
-  IMAGE_NOT_PROCESSED.test(message);
+  IMAGE_NOT_PROCESSED.test(message) ||
+  NO_IMAGE_INPUT.test(message);
 
 function overflowError(message: string, body: ErrorBody | undefined, status: number | undefined): LlmError {
   return new LlmError(

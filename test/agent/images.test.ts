@@ -221,6 +221,9 @@ describe("a chat with images", () => {
     });
     const { terminal } = await h.chat(1, { input: "look", images: [{ data: b64(png(2, 2)) }] });
     expect(terminal.data).toMatchObject({ reason: "model_not_vision" });
+    // What it can read, not a failure: a restart would fail every other chat on it and change
+    // nothing (the same server, the same flags), so each image chat would restart it again.
+    expect(h.provider.failures).toEqual([]);
   });
 
   test("llama-server's 413 (a body over its 100 MiB) is invalid_request too_large, never internal_error", async () => {
