@@ -28,8 +28,8 @@ export type EmbedChunks = (
 
 export interface AddDeps {
   store: Store;
-  /** A document's bytes (documents/document-file.ts). */
-  readFile: (path: string) => Promise<Uint8Array>;
+  /** A document's bytes (documents/document-file.ts), read up to `room` (its place in the reading budget). */
+  readFile: (path: string, room?: number) => Promise<Uint8Array>;
   /** A document file's size before it is read (its place in the reading budget); 0 when unknown. */
   sizeOf?: (path: string) => Promise<number>;
   embedChunks?: EmbedChunks;
@@ -88,11 +88,15 @@ export async function addDocument(p: DocumentsAddParams, deps: AddDeps): Promise
       p.path !== undefined
         ? ((await abortable(deps.sizeOf?.(p.path) ?? Promise.resolve(0), signal)) ?? 0)
         : Buffer.byteLength(p.text ?? "", "utf8");
-    // A file over the size limit is refused before a byte is read: it holds nothing.
-    const admitted = await reading.acquire(size > MAX_DOCUMENT_BYTES ? 0 : size, signal);
+    // A file over the size limit is refused before a byte is read: it holds nothing. One whose
+    // stat says 0 bytes (some file systems' files say so and have more) holds the most a file may.
+    const unknown = p.path !== undefined && size === 0;
+    const bytes = size > MAX_DOCUMENT_BYTES ? 0 : unknown ? MAX_DOCUMENT_BYTES : size;
+    const admitted = await reading.acquire(bytes, signal);
     // Held until its read ends, past a cancel: the read fills the bytes whenever the drive answers.
     const room = heldWhile(admitted);
-    const readFile = (path: string) => room.track(deps.readFile(path));
+    // Never read past that room: a file that grew since its stat is refused (document-file.ts).
+    const readFile = (path: string) => room.track(deps.readFile(path, bytes || MAX_DOCUMENT_BYTES));
     const doneReading = room.release;
     // Chunks are stored as they are made, on the store's chunk thread while the rest is read.
     const pipeline = new ChunkPipeline(store, doc, signal, deps.now);

@@ -9,17 +9,18 @@ import { type DocumentProblem, documentProblem } from "./refusal.ts";
  * The one file edge of documents (docs/agent.md "Documents"): a document's bytes as
  * `util/read-file.ts` reads what the user controls (a regular file only, opened without
  * blocking, so a FIFO never hangs the core; links followed), its size checked by stat before a
- * byte is read. Every failure is `invalid_request` naming the path, but the core's own open files
+ * byte is read, and read up to `room` only (the add's place in the reading budget). Every failure is `invalid_request` naming the path, but the core's own open files
  * used up (EMFILE), which is no fault of the file.
  */
-export async function readDocumentFile(path: string): Promise<Uint8Array> {
+export async function readDocumentFile(path: string, room = MAX_DOCUMENT_BYTES): Promise<Uint8Array> {
   // As an image's path (images/prepare.ts): relative to what would be the core's own folder,
   // which a host does not choose.
   if (!isFullPath(path)) throw pathProblem("unreadable", `path must be absolute (${path})`);
+  const max = Math.min(room, MAX_DOCUMENT_BYTES);
   try {
-    return await readFileBytesAsync(path, MAX_DOCUMENT_BYTES);
+    return await readFileBytesAsync(path, max);
   } catch (err) {
-    throw refusalOf(path, err);
+    throw refusalOf(path, err, max);
   }
 }
 
@@ -28,7 +29,13 @@ export async function documentFileSize(path: string): Promise<number> {
   return (await stat(path).catch(() => undefined))?.size ?? 0;
 }
 
-function refusalOf(path: string, err: unknown): Error {
+function refusalOf(path: string, err: unknown, max: number): Error {
+  // Read up to the room the add holds in the reading budget (add-document.ts), never past.
+  if (err instanceof FileTooLarge && err.bytes <= MAX_DOCUMENT_BYTES && max < MAX_DOCUMENT_BYTES)
+    return pathProblem(
+      "unreadable",
+      `${path} grew past the ${max} bytes it had when the add took its place in the reading budget (a file still being written?): send it again once it is complete`,
+    );
   if (err instanceof FileTooLarge)
     return pathProblem(
       "too_large",

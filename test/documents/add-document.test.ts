@@ -1,8 +1,10 @@
 import { Database } from "bun:sqlite";
 import { describe, expect, test } from "bun:test";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { type AddDeps, addDocument } from "../../src/documents/add-document.ts";
 import type { Chunk } from "../../src/documents/chunk.ts";
+import { readDocumentFile } from "../../src/documents/document-file.ts";
 import { BEAT_MS, IndexBeat, QUIET_MS, type Timers } from "../../src/documents/index-beat.ts";
 import { MAX_DOCUMENT_BYTES, MAX_READING_BYTES } from "../../src/documents/limits.ts";
 import { readDocument } from "../../src/documents/read-document.ts";
@@ -184,6 +186,26 @@ describe("addDocument", () => {
     expect(await next).toMatchObject({ chunks: 1 });
     expect(nextRead).toBe(true);
     for (const read of stuck) read.resolve(new Uint8Array());
+    store.close();
+  });
+
+  // The reading budget admits a file by its size at the stat: one that grows before it is read
+  // (a file still being copied or downloaded) must not hold megabytes on a room of bytes, or a
+  // burst of them would grow the core past MAX_READING_BYTES, as images' room is kept (held.ts).
+  test("a file that grew past its stat's size before its read is refused, never read past its room", async () => {
+    using dir = tmpdir();
+    const store = Store.open(dir.path);
+    const path = join(dir.path, "being-saved.md");
+    writeFileSync(path, `# Notes\n\n${"more words ".repeat(500_000)}`);
+    const adding = addDocument(
+      params("", { text: undefined, path }),
+      deps(store, { readFile: readDocumentFile, sizeOf: async () => 20 }),
+    );
+    await expect(adding).rejects.toMatchObject({
+      code: "invalid_request",
+      data: { field: "path", problem: "unreadable" },
+      message: expect.stringMatching(/grew past the 20 bytes/),
+    });
     store.close();
   });
 
