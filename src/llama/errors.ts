@@ -131,7 +131,7 @@ export function statusError(status: number, statusText: string, text: string): L
  * server-context.cpp `iterate`, type server_error): the server serves on, a restart would only
  * fail everyone else's chats (ggml-org/llama.cpp#27619 makes it from a tool's description).
  */
-const GRAMMAR_DEAD_END = /Unexpected empty grammar stack after accepting piece/;
+const GRAMMAR_DEAD_END = /^got exception: Unexpected empty grammar stack after accepting piece/;
 
 /**
  * A 500 for a slot's image the vision encoder (or the decode of its embeddings) failed: b10587
@@ -140,7 +140,7 @@ const GRAMMAR_DEAD_END = /Unexpected empty grammar stack after accepting piece/;
  * large image of a dynamic-resolution model can grow the graph past the device's memory: the
  * request's cost, which a restart does not change, and the image is resent every turn.
  */
-const IMAGE_NOT_PROCESSED = /failed to process mtmd chunk/;
+const IMAGE_NOT_PROCESSED = /^failed to process mtmd chunk/;
 
 /**
  * A 500 for images sent to a server with no projector (transcripts/105; the chat gets

@@ -57,6 +57,14 @@ describe("recorded error bodies", () => {
       JSON.stringify({ error: { code: 500, message: "got exception: boom" } }),
     );
     expect(other.kind).toBe("server_error");
+    // The words quoted inside another failure's message are not that failure: it stays the server's.
+    for (const message of [
+      'got exception: std::bad_alloc while logging "Unexpected empty grammar stack after accepting piece"',
+      "Compute error. (after: failed to process mtmd chunk)",
+    ]) {
+      const quoted = statusError(500, "", JSON.stringify({ error: { code: 500, message } }));
+      expect(quoted.kind).toBe("server_error");
+    }
   });
 
   test("quirks/90: a finished reply llama-server cannot parse is the model's slip, not the server's: bad_response, unparsed_reply", () => {
