@@ -174,14 +174,18 @@ export class SessionLeases {
     // busy poll to a writable one counts, as one poll's: a lock busy at every other poll (another
     // core's indexing, as long free as held) would otherwise count nothing, and one held long
     // counts no more than a poll's time once it frees, the holder retrying as often.
-    // Both on the monotonic clock: a suspend between two polls counts nothing (`mono`).
+    // Both on the monotonic clock: a suspend between two polls counts nothing (`mono`). Where
+    // that clock goes on through one (Windows' QueryPerformanceCounter), or this core did not
+    // run, a gap between two polls longer than the grace counts as one poll's: the holder, asleep
+    // as long, is given the grace once awake.
     let staleFor = 0;
     let staleAt: number | undefined;
     for (;;) {
       signal.throwIfAborted();
       const now = this.now(); // read before the lock: a renewal meanwhile only looks fresher
       const mono = this.mono();
-      const seen = staleFor + (staleAt === undefined ? 0 : mono - staleAt);
+      const gap = staleAt === undefined ? 0 : mono - staleAt;
+      const seen = staleFor + (gap > TAKEOVER_GRACE_MS ? POLL_MS : gap);
       const r = this.attempt(userId, sessionId, within, now, seen);
       if (r instanceof Error) {
         busySince ??= mono;
