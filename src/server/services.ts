@@ -15,6 +15,7 @@ import type { MemoryEmbedder } from "../store/memory-embedder.ts";
 import type { Store, StoreOptions } from "../store/store.ts";
 import { logger, logUnexpected, setLogLevel } from "../util/logger.ts";
 import { KvErase } from "./kv-erase.ts";
+import { reuseStore } from "./reuse-store.ts";
 import type { SeveralModels } from "./several-models.ts";
 import { ShutdownOrder } from "./shutdown-order.ts";
 
@@ -329,24 +330,7 @@ export class CoreServices implements Services {
       llama,
       disk: this.disk(),
       cacheRamBytes: () => provider.snapshot?.().cacheRamBytes ?? null,
-      // A store that fails to answer keeps nothing: an erased session must not come back.
-      stored: (u, s) => {
-        try {
-          const store = this.store();
-          return store.conversations.session(u, s) !== undefined && !store.leases.heldElsewhere(u, s);
-        } catch {
-          return false;
-        }
-      },
-      // What notes quote, erased by another core on the folder. A store that fails vouches for
-      // none, and erases none: the record is neither used nor saved, the others are kept.
-      gone: (u, quoted) => {
-        try {
-          return this.store().sourcesGone(u, quoted);
-        } catch {
-          return null;
-        }
-      },
+      ...reuseStore(() => this.store()),
     });
   }
 

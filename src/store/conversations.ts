@@ -5,7 +5,7 @@ import type { Usage } from "../protocol/usage.ts";
 import { Attachments } from "./attachments.ts";
 import { type CheckpointWrite, checkpointInput, putCheckpoint } from "./checkpoint-rows.ts";
 import { forgettingRows, indexedRows } from "./db/fts-forget.ts";
-import { erasureMark, refuseIfErased } from "./erasures.ts";
+import { erasureMark, recordErasure, refuseIfErased } from "./erasures.ts";
 import {
   type MessageRow,
   modelMessage,
@@ -270,7 +270,7 @@ export class Conversations {
         const opening = turn.messages.find((m) => m.role === "user");
         this.ensureSession(u, s, turn.agent, opening?.content ?? "", turn.at, turn.since);
         refuseIfTakenOver(db, u, s, turn.owner);
-        if (turn.replaceFromSeq !== undefined) this.dropFrom(u, s, turn.replaceFromSeq);
+        if (turn.replaceFromSeq !== undefined) this.dropFrom(u, s, turn.replaceFromSeq, at);
         const last = db
           .query("SELECT COALESCE(MAX(seq), -1) AS seq FROM messages WHERE user_id = ? AND session_id = ?")
           .get(u, s) as { seq: number };
@@ -315,8 +315,9 @@ export class Conversations {
     return r.changes > 0;
   }
 
-  /** An edit's tail erased; a long one has FTS5 forget it by a merge of the index (store/db/fts-forget.ts). */
-  private dropFrom(userId: string, sessionId: string, seq: number): void {
+  /** An edit's tail erased, recorded (`editedSince`); a long one has FTS5 forget it by a merge of the index (store/db/fts-forget.ts). */
+  private dropFrom(userId: string, sessionId: string, seq: number, at: number): void {
+    recordErasure(this.db, userId, sessionId, at, true);
     const tail = "WHERE user_id = ? AND session_id = ? AND seq >= ?";
     forgettingRows(this.db, indexedRows(this.db, tail, userId, sessionId, seq), () => {
       this.db.query(`DELETE FROM messages ${tail}`).run(userId, sessionId, seq);

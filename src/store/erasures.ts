@@ -34,7 +34,7 @@ const keys = new WeakMap<Database, string>();
  * A user id, or a user's session id, as `erasures` keeps it: HMAC-SHA256 under the database's own
  * key, 128 bits. Someone with the file can test a guess, but reads no id from it.
  */
-function idKey(db: Database, userId: string, sessionId?: string): string {
+function idKey(db: Database, userId: string, sessionId?: string, kind: "s" | "e" = "s"): string {
   let key = keys.get(db);
   if (key === undefined) {
     const row = db.query("SELECT value FROM meta WHERE key = 'erasure_key'").get() as {
@@ -43,15 +43,26 @@ function idKey(db: Database, userId: string, sessionId?: string): string {
     key = row?.value ?? "";
     keys.set(db, key);
   }
-  const id = sessionId === undefined ? `u\0${userId}` : `s\0${userId}\0${sessionId}`;
+  const id = sessionId === undefined ? `u\0${userId}` : `${kind}\0${userId}\0${sessionId}`;
   return createHmac("sha256", key).update(id).digest("hex").slice(0, 32);
 }
 
-/** Called inside the erase's transaction: the erase recorded, rows past their keep pruned. */
-export function recordErasure(db: Database, userId: string, sessionId: string | undefined, at: number): void {
+/**
+ * Called inside the erase's transaction: the erase recorded, rows past their keep pruned. With
+ * `edit`, an edit's erase of the session's tail (`replace_from`, `regenerate`): a row of its own
+ * kind (`editedSince`), which no turn's write is refused for (its session lives on), but a KV
+ * slot's save of the session from before it is (agent/kv/reuse.ts: the slot holds the tail).
+ */
+export function recordErasure(
+  db: Database,
+  userId: string,
+  sessionId: string | undefined,
+  at: number,
+  edit = false,
+): void {
   db.query("INSERT INTO erasures (user_id, session_id, at) VALUES (?, ?, ?)").run(
     idKey(db, userId),
-    sessionId === undefined ? "" : idKey(db, userId, sessionId),
+    sessionId === undefined ? "" : idKey(db, userId, sessionId, edit ? "e" : "s"),
     at,
   );
   const old = db.query("SELECT MAX(id) AS id FROM erasures WHERE at < ?").get(at - ERASURE_KEEP_MS) as {
@@ -91,6 +102,18 @@ export function erasedSince(db: Database, userId: string, sessionId: string, mar
          ((user_id = ? AND session_id IN ('', ?)) OR (user_id = ? AND session_id IN ('', ?))) LIMIT 1`,
     )
     .get(mark, idKey(db, userId), idKey(db, userId, sessionId), userId, sessionId);
+  return hit !== null;
+}
+
+/**
+ * Whether the session (or its user) was erased, or an edit erased its tail, after `mark`: a KV
+ * slot's state of it from then holds what went, another core's edit's included.
+ */
+export function editedSince(db: Database, userId: string, sessionId: string, mark: number): boolean {
+  if (erasedSince(db, userId, sessionId, mark)) return true;
+  const hit = db
+    .query("SELECT 1 FROM erasures WHERE id > ? AND user_id = ? AND session_id = ? LIMIT 1")
+    .get(mark, idKey(db, userId), idKey(db, userId, sessionId, "e"));
   return hit !== null;
 }
 

@@ -3,7 +3,7 @@ import { randomBytes } from "node:crypto";
 import { CoreError } from "../protocol/errors.ts";
 import { abortable } from "../util/abortable.ts";
 import { logger } from "../util/logger.ts";
-import { refuseIfErased } from "./erasures.ts";
+import { editedSince, refuseIfErased } from "./erasures.ts";
 
 /**
  * One turn at a time per session across processes (two app windows, an app and a CLI on one
@@ -248,12 +248,15 @@ export class SessionLeases {
   }
 
   /**
-   * Whether another holder's row names the session, live or not (one lookup by its key): a KV
-   * slot's save of it is then older than that holder's turn (agent/kv/reuse.ts), and is not kept.
+   * Whether another holder's row names the session, live or not (one lookup by its key), or,
+   * given `since` (an erase mark), an edit erased its tail after it, whichever core made it
+   * (store/erasures.ts `editedSince`): a KV slot's save of it is then older than the session
+   * (agent/kv/reuse.ts), and is not kept.
    */
-  heldElsewhere(userId: string, sessionId: string): boolean {
+  heldElsewhere(userId: string, sessionId: string, since?: number): boolean {
     const owner = this.ownerOf(userId, sessionId);
-    return owner !== undefined && owner !== this.owner;
+    if (owner !== undefined && owner !== this.owner) return true;
+    return since !== undefined && editedSince(this.db, userId, sessionId, since);
   }
 
   /**

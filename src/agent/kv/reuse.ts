@@ -1,15 +1,16 @@
-import type { Config } from "../../config/schema.ts";
 import { SlotError } from "../../llama/errors.ts";
 import type { LlamaLease } from "../../runtime/endpoint.ts";
 import type { LaunchView } from "../../runtime/launch.ts";
 import { keepLatest } from "../../util/keep-latest.ts";
 import { logger } from "../../util/logger.ts";
 import { within } from "../../util/within.ts";
+import { EditMarks } from "./edit-marks.ts";
 import { launchFingerprinter } from "./fingerprint.ts";
 import type { KvDisk, KvEntry } from "./kv-disk.ts";
 import { keepAll, type Later } from "./later.ts";
 import { dropSource, emptyRecord, type PromptRecord, quotedPassages, quotingNotes } from "./prompt-record.ts";
 import { restoreSlotState } from "./restore-state.ts";
+import type { ReuseDeps, ReusedTurn } from "./reuse-deps.ts";
 import { saveSlotState } from "./save-slot.ts";
 import { keyOf, keyText, type SessionKey } from "./session-key.ts";
 import { clearSlots } from "./slot-clear.ts";
@@ -37,40 +38,12 @@ import { UnderWay, type Work } from "./under-way.ts";
  * the turn processes its prompt, which is what it would have done without a file.
  */
 
+export type { ReuseDeps, ReusedTurn };
+
 const QUIET_MS = 2000;
 /** Shutdown waits this long for the last saves (the host gives the whole stop a few seconds: client/shutdown-timing.ts). */
 export const STOP_SAVE_MS = 2000;
 const RECORDS_KEPT = 512;
-
-export interface ReuseDeps {
-  llama: Config["llama"];
-  /** None when `llama.kv_disk_bytes` is 0: slots and records only, nothing on disk. */
-  disk: KvDisk | null;
-  /** The running server's `--cache-ram` in bytes; null when unknown (a server not planned here). */
-  cacheRamBytes(): number | null;
-  /**
-   * Whether the session is still in the database (another core may have erased it), and no other
-   * core holds its lease (it took the session over from this one, frozen past the lease: its turn
-   * is newer than this slot); none: yes.
-   */
-  stored?: (userId: string, sessionId: string) => boolean;
-  /** Of the sources a record's notes quote (with their passages' rows), those no longer stored; null: cannot tell. */
-  gone?: (userId: string, quoted: ReadonlyMap<string, readonly number[]>) => string[] | null;
-  now?: () => number;
-}
-
-/** What a turn gets: its slot and its session's prompt record, and how it says it is over. */
-export interface ReusedTurn {
-  slot: number | undefined;
-  record: PromptRecord;
-  /**
-   * The turn is over (before its lease goes): the record it leaves, whether it sent a request,
-   * and `lost`: another core took its session over (its slot is then never saved).
-   */
-  end(record: PromptRecord, sent: boolean, lost?: boolean): void;
-  /** Void, nothing sent: its server died first (a restore that killed it, 93f). No record is kept. */
-  abandon(): void;
-}
 
 /** What a hand-over found on disk: a state to restore, none (null), or nothing looked for (undefined). */
 type Looked = KvEntry | null | undefined;
@@ -84,6 +57,7 @@ interface Server {
 
 export class PromptReuse {
   private readonly records = new Map<string, PromptRecord>();
+  private readonly marks: EditMarks;
   /** Sessions whose state llama-server's RAM cache took when they gave way, by the server's epoch. */
   private readonly inRam = new Map<string, string>();
   private server: Server | undefined;
@@ -100,6 +74,7 @@ export class PromptReuse {
 
   constructor(private readonly deps: ReuseDeps) {
     this.now = deps.now ?? Date.now;
+    this.marks = new EditMarks(deps, RECORDS_KEPT);
     const idleMs = deps.llama.idle_sleep_s * 1000;
     this.quietMs = idleMs > 0 ? Math.min(QUIET_MS, idleMs / 4) : QUIET_MS;
   }
@@ -110,8 +85,10 @@ export class PromptReuse {
     const fp = await server.fingerprint();
     const k = keyText(key);
     const table = server.launch.slots;
-    // Another core may have erased what its notes quote: then the slot holding them is no longer its.
+    // Another core may have erased what its notes quote, or edited the session (its record and
+    // slot hold the tail that went): then the slot holding them is no longer its.
     this.quotable(key.userId, this.records.get(k) ?? emptyRecord());
+    if (this.marks.editedSince(k)) this.forget(key.userId, key.sessionId, true);
     const pick = table.take(k, this.now());
     const turn = this.underWay.begin(k);
     const abandon = () => {
@@ -149,6 +126,7 @@ export class PromptReuse {
    */
   private ended(turn: Work, record: PromptRecord, lost = false) {
     const erased = this.underWay.end(turn, record);
+    this.marks.ended(turn.holder);
     if (!erased && !lost) return keepLatest(this.records, turn.holder, record, RECORDS_KEPT);
     this.records.delete(turn.holder);
     const launch = this.server?.launch;
@@ -223,11 +201,12 @@ export class PromptReuse {
    * A session (or, without one, every session of the user) erased: its records, its slots'
    * claim, its files, and whatever of it other sessions' records and files hold (memory notes).
    */
-  forget(userId: string, sessionId?: string): void {
+  forget(userId: string, sessionId?: string, edited = false): void {
     const mine = (k: string) =>
       k.startsWith(`${userId}/`) && (sessionId === undefined || k === `${userId}/${sessionId}`);
     for (const k of this.records.keys()) if (mine(k)) this.records.delete(k);
     this.erase(`${userId}/`, mine, sessionId === undefined ? undefined : `session:${sessionId}`);
+    if (edited) return; // its file is the editing core's, or gone with the edit (`forgetEdited`)
     if (sessionId === undefined) this.deps.disk?.removeUser(userId);
     else this.deps.disk?.removeSession(userId, sessionId);
   }
@@ -338,7 +317,7 @@ export class PromptReuse {
     const key = keyOf(holder);
     if (!disk || fp === undefined || this.diskOff || launch.died.aborted) return;
     // Asked before llama-server writes, and again around the renames (`wanted`).
-    if (this.deps.stored?.(key.userId, key.sessionId) === false) return;
+    if (!this.marks.current(holder)) return;
     await saveSlotState({
       launch,
       slot,
@@ -349,7 +328,7 @@ export class PromptReuse {
       later: o.later,
       wanted: () =>
         (launch.slots.holderOf(slot) === holder || this.records.has(holder)) &&
-        this.deps.stored?.(key.userId, key.sessionId) !== false &&
+        this.marks.current(holder) &&
         this.quotable(key.userId, this.records.get(holder) ?? emptyRecord()),
       record: () => this.records.get(holder) ?? emptyRecord(),
       failed: (err, what) => this.slotFailed(err, what),

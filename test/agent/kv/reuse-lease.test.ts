@@ -98,4 +98,48 @@ describe("a slot's save, another core holding its session's lease", () => {
     expect(saves(h)).toBe(0);
     expect(kvFiles(h)).toEqual([]);
   });
+
+  test("of a session another core edited since its last turn here: not kept, nor used by its next turn", async () => {
+    // The slot holds the tail the edit (`replace_from`, `regenerate`) erased; the editing core
+    // removed only its own saved state, and this core's save wrote the tail back into kv/.
+    await using h = harness();
+    await say(h, "e", "a secret the user then edits away");
+    const other = Store.open(h.dataDir, { chunkThread: false });
+    try {
+      const at = new Date();
+      other.conversations.commitTurn({
+        userId: USER,
+        sessionId: "e",
+        agent: "a",
+        replaceFromSeq: 0,
+        messages: [
+          { role: "user", content: "the edited question" },
+          { role: "assistant", content: "the edited answer" },
+        ],
+        at,
+      });
+    } finally {
+      other.close();
+    }
+    await h.services.promptReuse().saveBeforeUnload();
+    expect(saves(h)).toBe(0);
+    expect(kvFiles(h)).toEqual([]);
+    // Its next turn here finds the slot no longer the session's: emptied in llama-server first.
+    const erases = () => h.llama.log.filter((l) => l.includes("action = erase")).length;
+    await say(h, "e", "a question after the edit");
+    expect(erases()).toBe(1);
+  });
+
+  test("of a session this core edited: saved as ever, the edit's own slot holding the edited prompt", async () => {
+    await using h = harness();
+    await say(h, "m", "a question to edit");
+    const { terminal } = await h.chat(++id, {
+      session_id: "m",
+      replace_from: 0,
+      input: "the edited question",
+    });
+    expect(terminal.type).toBe("result");
+    await h.services.promptReuse().saveBeforeUnload();
+    expect(saves(h)).toBe(1);
+  });
 });
