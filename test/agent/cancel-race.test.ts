@@ -67,3 +67,19 @@ describe("chat: a cancel racing the finish", () => {
     expect(outcomes.cancelled + outcomes.finished).toBe(12);
   }, 60_000);
 });
+
+describe("chat: a cancel while the turn waits for the server", () => {
+  test("progress the start reports after the cancel is answered is not sent: no warmup_progress follows it", async () => {
+    await using h = new ChatHarness({ agents: [{ name: "plain" }], memory: { enabled: false } });
+    await warmCancel(h);
+    // The start hears of the cancel only after it reports its next progress, then rejects.
+    h.provider.beforeLease = async (onProgress) => {
+      h.send("k", "cancel", { request_id: "c" });
+      expect((await h.terminal("k")).result).toEqual({ cancelled: true });
+      onProgress?.({ phase: "loading", elapsed_ms: 1 });
+    };
+    const { terminal, events } = await h.chat("c", { input: "q", session_id: "s" });
+    expect(terminal).toMatchObject({ type: "error", code: "cancelled" });
+    expect(events.map((e) => e.event)).toEqual(["run_start", "memory_start", "memory_done", "loop_abort"]);
+  });
+});

@@ -91,3 +91,14 @@ export function begin<K extends Beginning>(deps: TurnDeps, event: K, fields: Cha
   deps.signal.throwIfAborted();
   deps.emit(event, fields);
 }
+
+/**
+ * Tells the host how the wait for llama-server goes, while the chat's signal holds: a start's
+ * progress can still arrive between a cancel and the wait's rejection, and a host told
+ * `{cancelled:true}` hears of no new work (as `begin`).
+ */
+export function warmup(deps: TurnDeps): (p: ChatEvents["warmup_progress"]) => void {
+  return (p) => {
+    if (!deps.signal.aborted) deps.emit("warmup_progress", p);
+  };
+}

@@ -11,7 +11,7 @@ import { emptyTurnSlot } from "../kv/slot-clear.ts";
 import { interpretStep } from "../tool-calls.ts";
 import { type AgentTool, toOpenAiTools, toolNameOf } from "../tool-registry.ts";
 import { type AnswerCheck, AnswerFormat, isFormatRefused } from "./answer-format.ts";
-import { begin, type TurnContext } from "./context.ts";
+import { begin, type TurnContext, warmup } from "./context.ts";
 import { endTurn, type TurnEnding, type TurnResult } from "./ending.ts";
 import { notVision, refsOf } from "./images.ts";
 import { llmStep, type StepSetup } from "./llm-step.ts";
@@ -122,7 +122,7 @@ export class Turn {
       this.known = new Set(this.tools.map((t) => t.fn));
       deps.signal.throwIfAborted();
       // Waiting for llama-server to start, restart or wake: the host hears how it goes.
-      this.lease = await deps.provider.acquire(deps.signal, (p) => deps.emit("warmup_progress", p), {
+      this.lease = await deps.provider.acquire(deps.signal, warmup(deps), {
         prestarted: this.prestarted,
       });
       const props = await this.lease.launch.props(deps.signal);
@@ -149,7 +149,7 @@ export class Turn {
     const maxTokens = agent.max_tokens ?? deps.config.model.max_tokens ?? undefined;
     const key = { userId: this.ctx.params.user_id, sessionId: this.ctx.sessionId };
     // Its server dead before the first request (93f): restarted, heard as at acquire.
-    this.reused = await turnSlot(deps.reuse, lease, key, deps.signal, (p) => deps.emit("warmup_progress", p));
+    this.reused = await turnSlot(deps.reuse, lease, key, deps.signal, warmup(deps));
     const { session } = this.ctx;
     session.images.learn([...refsOf(session.history), ...refsOf(session.state.turn)]);
     // What was erased while the turn waited is neither sent nor cited.
