@@ -141,6 +141,30 @@ describe("a chat with images", () => {
     expect(h.checkpoint("s")).toBeUndefined();
   });
 
+  test("a resume of a step with calls pending, refused for its images: loop_abort names that step, as its tool events would", async () => {
+    await using h = new ChatHarness(AGENTS, { standIn: () => ({}) });
+    const call = { id: "c1", type: "function" as const, function: { name: "t__echo", arguments: "{}" } };
+    h.writeCheckpoint("s", {
+      version: 1,
+      trace_id: "0000000000000000",
+      user_input: "look",
+      agent: "a",
+      step: 1,
+      parse_errors: 0,
+      best_text: "",
+      turn: [
+        { role: "user", content: "look", attachments: [{ id: 1, mime: "image/png", bytes: 10 }] },
+        { role: "assistant", content: null, tool_calls: [call] },
+      ],
+      updated_at: "2026-01-01T00:00:00.000Z",
+    });
+    const { terminal, events } = await h.chat(1, { session_id: "s", resume: true });
+    expect(terminal.data).toMatchObject({ reason: "model_not_vision", field: "images" });
+    // The interrupted step is 0: its calls' tool events would name it, as a cancel's loop_abort does.
+    expect(events.at(-1)).toMatchObject({ event: "loop_abort", step: 0 });
+    expect(h.llama.requests).toHaveLength(0);
+  });
+
   test("a model configured without a projector: model_not_vision before any image is read or the model loaded", async () => {
     await using h = new ChatHarness({ ...AGENTS, model: { mmproj: "none" } }, { standIn: () => ({}) });
     let acquired = 0;

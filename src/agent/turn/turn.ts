@@ -129,7 +129,7 @@ export class Turn {
       const vision = props?.modalities?.vision;
       // Nothing is sent with images the model cannot read (docs/protocol.md#images).
       if (vision === false && refsOf(ctx.session.state.turn).length > 0)
-        return { kind: "refused", step: ctx.session.state.step, error: notVision() };
+        return { kind: "refused", step: ctx.step, error: notVision() };
       return await this.steps(await this.setup(this.lease, hits, vision !== false, props?.markers ?? []));
     } catch (err) {
       return deps.signal.aborted ? { kind: "cancelled" } : { kind: "failed", error: err };
