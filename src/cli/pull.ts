@@ -77,9 +77,11 @@ export default defineCommand({
       printer.end();
       if (isCoreError(err) && err.code === "cancelled") {
         if (stdout.closed) {
-          logger.warn(
-            `${outputLost(stdout.failure)}, so the pull stopped; the partial download is kept, run it again to resume`,
-          );
+          // A cached model's first line, and the fit check, come after the download: the file is complete.
+          const kept = downloaded
+            ? "the model is in the cache"
+            : "the partial download is kept, run it again to resume";
+          logger.warn(`${outputLost(stdout.failure)}, so the pull stopped; ${kept}`);
           return 1;
         }
         if (args.json) out(`${JSON.stringify({ type: "error", ...reportFailure(err, "pull") })}\n`);

@@ -471,6 +471,27 @@ describe.skipIf(process.platform !== "linux")("a closed stdout (`>&-`)", () => {
     expect(stderr).not.toContain("    at ");
   });
 
+  test("pull of a model already in the cache: stopped at its first line, it says the model is there, not a partial", async () => {
+    using dir = tmpdir();
+    await using hub = await tinyHub(dir.path);
+    const env = cleanEnv({ HF_ENDPOINT: hub.url, HF_HUB_CACHE: join(dir.path, "hub") });
+    const pull = ["pull", "org/tiny-GGUF:Q4_K_M"];
+    const first = Bun.spawn([process.execPath, ENTRY, ...pull], { cwd: dir.path, stdin: "ignore", env });
+    expect(await first.exited).toBe(0);
+    const proc = Bun.spawn(["sh", "-c", `exec "$0" "$@" >&-`, process.execPath, ENTRY, ...pull], {
+      cwd: dir.path,
+      stdin: "ignore",
+      stderr: "pipe",
+      env,
+    });
+    const [stderr, code] = await Promise.all([new Response(proc.stderr).text(), proc.exited]);
+    expect(code).toBe(1);
+    expect(stderr).toContain("stdout was closed, so the pull stopped");
+    expect(stderr).toContain("the model is in the cache");
+    expect(stderr).not.toContain("partial download");
+    expect(stderr).not.toContain("    at ");
+  });
+
   test("> /dev/null is still a place to write to: exit 0", async () => {
     const proc = Bun.spawn(["sh", "-c", `exec "$0" "$@" > /dev/null`, process.execPath, ENTRY, "--version"], {
       stdin: "ignore",
