@@ -52,16 +52,27 @@ export function argSecrets(args: readonly string[]): string[] {
   const found: string[] = [];
   args.forEach((arg, i) => {
     const eq = arg.indexOf("=");
-    // Only a flag's or a variable's name: a URL's `?access_token=` is the URL's own (below).
-    const name = eq > 0 ? arg.slice(0, eq) : arg;
-    if (NAME.test(name) && SECRET_NAME.test(name)) {
-      if (eq > 0) found.push(arg.slice(eq + 1));
-      else if (arg.startsWith("-") && !(args[i + 1] ?? "-").startsWith("-")) found.push(args[i + 1] ?? "");
-    }
+    const at = flagValueAt(args, i);
+    if (at) found.push((args[at.index] ?? "").slice(at.from));
     found.push(...urlSecrets(arg), ...headerSecrets(arg));
     if (eq > 0) found.push(...urlSecrets(arg.slice(eq + 1)), ...headerSecrets(arg.slice(eq + 1)));
   });
   return found;
+}
+
+/**
+ * Where the value of a secret-named flag or variable at `args[i]` stands: after its `=` in the
+ * same argument (`--token=…`, `API_KEY=…`), or the whole next one (`--api-key sk-…`).
+ */
+function flagValueAt(args: readonly string[], i: number): { index: number; from: number } | undefined {
+  const arg = args[i] ?? "";
+  const eq = arg.indexOf("=");
+  // Only a flag's or a variable's name: a URL's `?access_token=` is the URL's own (urlSecrets).
+  const name = eq > 0 ? arg.slice(0, eq) : arg;
+  if (!NAME.test(name) || !SECRET_NAME.test(name)) return undefined;
+  if (eq > 0) return { index: i, from: eq + 1 };
+  if (arg.startsWith("-") && !(args[i + 1] ?? "-").startsWith("-")) return { index: i + 1, from: 0 };
+  return undefined;
 }
 
 /**
@@ -96,15 +107,41 @@ function base64Runs(secret: string): string[] {
   return runs;
 }
 
+/** Shorter values are not looked for everywhere: "1", "30", "true" are in any text and are no secrets. */
+export const SECRET_MIN_CHARS = 6;
+const REDACTED = "[redacted]";
+
 /**
- * `text` with each credential of the argument lists (`argSecrets`) shown as `[redacted]`, the
- * longest first, so one that holds another is taken whole.
+ * `text`, a command line (its arguments joined by spaces), with each credential of the argument
+ * lists (`argSecrets`) shown as `[redacted]`. A secret-named flag's value is hidden where it
+ * stands in `text`, whatever its length (`--auth-timeout 30`); elsewhere only secrets of
+ * SECRET_MIN_CHARS or more are looked for, or every "30" would go. In one pass, the longest first
+ * (one that holds another is taken whole), so a secret within `[redacted]` leaves the marks alone.
  */
 export function withoutArgSecrets(text: string, ...argLists: (readonly string[])[]): string {
   const secrets = [...new Set(secretSpellings(argLists.flatMap((args) => argSecrets(args))))]
-    .filter((s) => s.length > 0)
+    .filter((s) => s.length >= SECRET_MIN_CHARS)
     .sort((a, b) => b.length - a.length);
-  let shown = text;
-  for (const secret of secrets) shown = shown.replaceAll(secret, "[redacted]");
-  return shown;
+  const pattern = secrets.length > 0 ? new RegExp(secrets.map(escapeRegExp).join("|"), "g") : undefined;
+  const hide = (plain: string) => (pattern ? plain.replace(pattern, REDACTED) : plain);
+  const words = text.split(" ");
+  const valueFrom = new Map<number, number>();
+  words.forEach((_, i) => {
+    const at = flagValueAt(words, i);
+    if (at) valueFrom.set(at.index, at.from);
+  });
+  let shown = "";
+  let plain = "";
+  words.forEach((word, i) => {
+    const from = valueFrom.get(i);
+    plain += `${i > 0 ? " " : ""}${from === undefined ? word : word.slice(0, from)}`;
+    if (from === undefined) return;
+    shown += hide(plain) + REDACTED;
+    plain = "";
+  });
+  return shown + hide(plain);
+}
+
+function escapeRegExp(s: string): string {
+  return s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 }

@@ -95,6 +95,32 @@ describe("judgeLeftover: is the live process at a recorded pid the child a dead 
     expect(reason).not.toContain("sk-live-4242abcd");
     expect(reason).not.toContain("tok-9876zz");
   });
+  test("a short value after a secret-named flag is hidden where it stands, not everywhere it occurs", () => {
+    const argv = [
+      "/usr/bin/python",
+      "/opt/mcp-srv",
+      "--auth-timeout",
+      "30",
+      "--port",
+      "3030",
+      "--pwd",
+      "dact",
+    ];
+    const record = { start_time: "9", binary: "uvx", argv: argv.slice(1, -2) };
+    const now = { start_time: "9", cmdline: argv.join(" "), argv };
+    const v = judgeLeftover(record, now, ["uvx"], same);
+    const reason = (v as { reason: string }).reason;
+    expect(reason).toContain("--auth-timeout [redacted] --port 3030 --pwd [redacted]`");
+  });
+
+  test("a secret that is part of the marker leaves the markers already written as they are", () => {
+    const argv = ["/usr/bin/node", "/opt/srv.js", "--api-key", "sk-live-4242abcd", "--password=dacted"];
+    const record = { start_time: "9", binary: "npx", argv: argv.slice(1, -1) };
+    const now = { start_time: "9", cmdline: argv.join(" "), argv };
+    const reason = (judgeLeftover(record, now, ["npx"], same) as { reason: string }).reason;
+    expect(reason).toContain("/opt/srv.js --api-key [redacted] --password=[redacted]`");
+  });
+
   test("a URL's query credential is not quoted as the argument wrote it (URL-encoded) either", () => {
     const url = "https://mcp.example/sse?access_token=AbCd%2FeFgH%2BiJkL%3D";
     const record = { start_time: "9", binary: "npx", argv: ["mcp-remote", url] };

@@ -1,4 +1,4 @@
-import { argSecrets, secretSpellings } from "../../util/arg-secrets.ts";
+import { argSecrets, SECRET_MIN_CHARS, secretSpellings } from "../../util/arg-secrets.ts";
 import { cutText } from "../../util/text-cut.ts";
 
 /** Lines of its stderr a failed start's error quotes: a traceback's last lines say what went wrong. */
@@ -7,9 +7,6 @@ export const TAIL_LINES = 5;
 const LINE_CHARS = 200;
 /** What is kept of the stream: enough for TAIL_LINES lines, bounded whatever the server writes. */
 export const KEEP_CHARS = TAIL_LINES * LINE_CHARS * 2;
-
-/** Shorter values of the server's `env` are not looked for: "1", "true" and the like are no secrets. */
-const SECRET_MIN_CHARS = 6;
 
 /**
  * What a message about a server must not show: its `env`'s values (API keys) and its `args`'
