@@ -111,12 +111,19 @@ function base64Runs(secret: string): string[] {
 export const SECRET_MIN_CHARS = 6;
 const REDACTED = "[redacted]";
 
+/** A URL's user information (`user:password@`, a token as the user: `https://TOKEN@host`). */
+const URL_USERINFO = /(\b[a-z][\w+.-]*:\/\/)[^\s/@]+@/gi;
+/** A secret-named query value (`?access_token=…`, `&api_key=…`). */
+const QUERY_SECRET =
+  /([?&;][^=&#\s]*?(?:key|token|secret|passw(?:or)?d|pwd|auth|bearer|credential|cookie)[^=&#\s]*=)[^&#\s]+/gi;
+
 /**
  * `text`, a command line (its arguments joined by spaces), with each credential of the argument
- * lists (`argSecrets`) shown as `[redacted]`. A secret-named flag's value is hidden where it
- * stands in `text`, whatever its length (`--auth-timeout 30`); elsewhere only secrets of
- * SECRET_MIN_CHARS or more are looked for, or every "30" would go. In one pass, the longest first
- * (one that holds another is taken whole), so a secret within `[redacted]` leaves the marks alone.
+ * lists (`argSecrets`) shown as `[redacted]`. Hidden where they stand, whatever their length: a
+ * secret-named flag's value (`--auth-timeout 30`), a URL's user information and its secret-named
+ * query values (`https://u:pw12@host`). Elsewhere only secrets of SECRET_MIN_CHARS or more are
+ * looked for, or every "30" would go; in one pass, the longest first (one that holds another is
+ * taken whole), and never inside a `[redacted]` already there.
  */
 export function withoutArgSecrets(text: string, ...argLists: (readonly string[])[]): string {
   const secrets = [...new Set(secretSpellings(argLists.flatMap((args) => argSecrets(args))))]
@@ -125,21 +132,14 @@ export function withoutArgSecrets(text: string, ...argLists: (readonly string[])
   const pattern = secrets.length > 0 ? new RegExp(secrets.map(escapeRegExp).join("|"), "g") : undefined;
   const hide = (plain: string) => (pattern ? plain.replace(pattern, REDACTED) : plain);
   const words = text.split(" ");
-  const valueFrom = new Map<number, number>();
+  const shown = words.map((w) =>
+    w.replace(URL_USERINFO, `$1${REDACTED}@`).replace(QUERY_SECRET, `$1${REDACTED}`),
+  );
   words.forEach((_, i) => {
     const at = flagValueAt(words, i);
-    if (at) valueFrom.set(at.index, at.from);
+    if (at) shown[at.index] = (words[at.index] ?? "").slice(0, at.from) + REDACTED;
   });
-  let shown = "";
-  let plain = "";
-  words.forEach((word, i) => {
-    const from = valueFrom.get(i);
-    plain += `${i > 0 ? " " : ""}${from === undefined ? word : word.slice(0, from)}`;
-    if (from === undefined) return;
-    shown += hide(plain) + REDACTED;
-    plain = "";
-  });
-  return shown + hide(plain);
+  return shown.join(" ").split(REDACTED).map(hide).join(REDACTED);
 }
 
 function escapeRegExp(s: string): string {

@@ -135,4 +135,23 @@ describe("judgeLeftover: is the live process at a recorded pid the child a dead 
     expect(reason).toContain("access_token=[redacted]");
     expect(reason).not.toContain("AbCd");
   });
+
+  test("a short URL password, a token as a URL's user and a short query credential are hidden where they stand", () => {
+    const args = [
+      "mcp-remote",
+      "https://u:pw12@mcp.example/sse",
+      "https://ghp1@git.example/x?key=k9&port=3030",
+    ];
+    const record = { start_time: "9", binary: "npx", argv: args };
+    const now = {
+      start_time: "9",
+      cmdline: `/usr/bin/node /opt/mcp-remote/cli.js ${args.slice(1).join(" ")}`,
+      argv: ["/usr/bin/node", "/opt/mcp-remote/cli.js", ...args.slice(1)],
+    };
+    const reason = (judgeLeftover(record, now, ["npx"], same) as { reason: string }).reason;
+    expect(reason).toContain(
+      "https://[redacted]@mcp.example/sse https://[redacted]@git.example/x?key=[redacted]&port=3030",
+    );
+    for (const secret of ["pw12", "ghp1", "k9&"]) expect(reason).not.toContain(secret);
+  });
 });
