@@ -3,20 +3,30 @@ import type { HardwareSnapshot } from "./hardware.ts";
 /** How long a probe made ahead stands for the machine: free memory moves, so not long. */
 export const AHEAD_MS = 5000;
 
+interface Probed {
+  binary: string | undefined;
+  at: number;
+  snapshot: Promise<HardwareSnapshot>;
+  taken: boolean;
+  running: boolean;
+}
+
 /**
  * The machine probed ahead of the first plan: `initialize` starts it (server/services.ts
  * `prepareForChat`), beside the model's header, and the next probe for the same binary within
  * AHEAD_MS takes it instead of probing again. The probe runs the binary (`--list-devices`,
  * listed-devices.ts), a process start a cold chat would otherwise wait for before its spawn
- * (docs/performance.md, "A cold chat's way to the spawn"). Taken once: every later plan probes
- * afresh, as before. A plan that comes first (a chat sent as soon as `initialize` answered can
- * reach its plan before the read-ahead starts) makes the probe the read-ahead then finds under
- * way, so the two never run the binary twice at once.
+ * (docs/performance.md, "A cold chat's way to the spawn"). Taken once: a later plan probes
+ * afresh, as before, once that probe has ended.
+ *
+ * One probe at a time: on CUDA a running `--list-devices` holds a context's VRAM, so a second
+ * probe beside it reads less free memory and plans smaller than the machine allows. A plan that
+ * comes while a probe for its binary runs joins it, whoever started it: a plan before the
+ * read-ahead, a pull whose cancelled fit check left it running, pinned models planned together.
+ * One for another binary waits for it to end.
  */
 export class ProbeAhead {
-  private last:
-    | { binary: string | undefined; at: number; snapshot: Promise<HardwareSnapshot>; taken: boolean }
-    | undefined;
+  private last: Probed | undefined;
 
   constructor(
     private readonly probe: (binary?: string) => Promise<HardwareSnapshot>,
@@ -24,29 +34,36 @@ export class ProbeAhead {
   ) {}
 
   start(binary: string | undefined): void {
-    if (this.recent(binary)) return;
-    this.last = { binary, at: this.now(), snapshot: this.probed(binary), taken: false };
+    if (this.last?.running || this.recent(binary)) return;
+    this.fresh(binary, false);
   }
 
-  /** The machine for a plan: the probe made ahead when it is for this binary and recent, else a new one. */
+  /** The machine for a plan: the probe running or made ahead for this binary, else a new one. */
   take(binary?: string): Promise<HardwareSnapshot> {
     const last = this.last;
-    if (last && !last.taken && this.recent(binary)) {
+    if (last && last.binary === binary && (last.running || (!last.taken && this.recent(binary)))) {
       last.taken = true;
-      return last.snapshot.catch(() => this.probe(binary));
+      // Failed: probed again once, by the first to meet it; the others join that probe.
+      return last.snapshot.catch(() => (this.last === last ? this.fresh(binary, true) : this.take(binary)));
     }
-    this.last = { binary, at: this.now(), snapshot: this.probed(binary), taken: true };
-    return this.last.snapshot;
+    return this.fresh(binary, true);
   }
 
   private recent(binary: string | undefined): boolean {
     return this.last !== undefined && this.last.binary === binary && this.now() - this.last.at < AHEAD_MS;
   }
 
-  private probed(binary: string | undefined): Promise<HardwareSnapshot> {
-    const snapshot = this.probe(binary);
+  /** A new probe, after the one still running (for another binary) has ended. */
+  private fresh(binary: string | undefined, taken: boolean): Promise<HardwareSnapshot> {
+    const before = this.last?.running ? this.last.snapshot.catch(() => undefined) : undefined;
+    const snapshot = before ? before.then(() => this.probe(binary)) : this.probe(binary);
+    const probed: Probed = { binary, at: this.now(), snapshot, taken, running: true };
+    const ended = () => {
+      probed.running = false;
+    };
     // A failure is the plan's to meet (it probes again, or reports it).
-    snapshot.catch(() => {});
+    snapshot.then(ended, ended);
+    this.last = probed;
     return snapshot;
   }
 }

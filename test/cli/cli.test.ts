@@ -545,27 +545,36 @@ describe("pull stopped by a signal after its download", () => {
   }, 30_000);
 });
 
+/**
+ * serve-stdio run in `dir` against `hubUrl`, the pull of org/tiny-GGUF sent, and as soon as its
+ * fit check's probe has started (`pids` written), its cancel.
+ */
+async function pullCancelledInFitCheck(dir: string, hubUrl: string, pids: string) {
+  const proc = Bun.spawn([process.execPath, ENTRY, "serve-stdio"], {
+    cwd: dir,
+    stdin: "pipe",
+    stdout: "pipe",
+    stderr: "pipe",
+    env: cleanEnv({ HF_ENDPOINT: hubUrl, HF_HUB_CACHE: join(dir, "hub") }),
+  });
+  const send = (m: unknown) => {
+    proc.stdin.write(`${JSON.stringify(m)}\n`);
+    proc.stdin.flush();
+  };
+  send({ id: "p", method: "pull", params: { repo: "org/tiny-GGUF", quant: "q4_k_m" } });
+  expect(await waitFor(() => existsSync(pids))).toBe(true);
+  send({ id: "c", method: "cancel", params: { request_id: "p" } });
+  return { proc, send };
+}
+
 describe("serve-stdio's exit", () => {
   test("a pull cancelled during its fit check, then the core ended: the verdict's probe does not outlive it", async () => {
     using dir = tmpdir();
     await using hub = await tinyHub(dir.path);
     // The fit check's llama-server --list-devices never answers (a GPU backend that never starts).
     const pids = hungLlamaServer(dir.path);
-    const proc = Bun.spawn([process.execPath, ENTRY, "serve-stdio"], {
-      cwd: dir.path,
-      stdin: "pipe",
-      stdout: "pipe",
-      stderr: "pipe",
-      env: cleanEnv({ HF_ENDPOINT: hub.url, HF_HUB_CACHE: join(dir.path, "hub") }),
-    });
-    const send = (m: unknown) => {
-      proc.stdin.write(`${JSON.stringify(m)}\n`);
-      proc.stdin.flush();
-    };
-    send({ id: "p", method: "pull", params: { repo: "org/tiny-GGUF", quant: "q4_k_m" } });
-    expect(await waitFor(() => existsSync(pids))).toBe(true);
     // The host cancels and quits (an app closing): the cancel is answered at once, the core exits.
-    send({ id: "c", method: "cancel", params: { request_id: "p" } });
+    const { proc } = await pullCancelledInFitCheck(dir.path, hub.url, pids);
     proc.stdin.end();
     const [stdout, , exit] = await Promise.all([
       new Response(proc.stdout).text(),
@@ -580,6 +589,42 @@ describe("serve-stdio's exit", () => {
       if (!gone) process.kill(pid, "SIGKILL");
       expect(gone).toBe(true);
     }
+  }, 30_000);
+});
+
+describe('one llama-server --list-devices at a time (docs/plan.md, "Which GPUs")', () => {
+  test("a plan after a pull cancelled during its fit check joins the probe still running", async () => {
+    using dir = tmpdir();
+    await using hub = await tinyHub(dir.path);
+    // --list-devices never answers: each probe runs until its 5 s timeout kills it. On CUDA a
+    // second one beside it would read the VRAM the first one's context holds as used.
+    const pids = hungLlamaServer(dir.path);
+    writeGguf(dir.path, "m.gguf", tinyLlama());
+    const { proc, send } = await pullCancelledInFitCheck(dir.path, hub.url, pids);
+    const answers: Record<string, any>[] = [];
+    const reading = (async () => {
+      let rest = "";
+      for await (const chunk of proc.stdout) {
+        const lines = (rest + new TextDecoder().decode(chunk)).split("\n");
+        rest = lines.pop()!;
+        for (const line of lines) answers.push(JSON.parse(line));
+      }
+    })();
+    const answered = (id: string) => waitFor(() => answers.some((a) => a.id === id && a.type !== "event"));
+    expect(await answered("p")).toBe(true);
+    // The pull's probe still runs: the plan waits for it rather than starting another.
+    send({ id: "plan", method: "plan", params: {} });
+    expect(await answered("plan")).toBe(true);
+    proc.stdin.end();
+    await Promise.all([reading, new Response(proc.stderr).text(), proc.exited]);
+    const started = readFileSync(pids, "utf8").trim().split("\n").map(Number);
+    for (const pid of started) if (isAlive(pid)) process.kill(pid, "SIGKILL");
+    expect(started).toHaveLength(1);
+    const plan = answers.find((a) => a.id === "plan");
+    expect(plan?.error).toBeUndefined();
+    // The joined probe's answer is the plan's: the binary's device list timed out.
+    const listed = plan?.result.hardware.probes.find((p: { id: string }) => p.id === "llama-server");
+    expect(listed?.status).toBe("timeout");
   }, 30_000);
 });
 

@@ -14,6 +14,8 @@ function counting(fail = false) {
   return { calls, probe };
 }
 const nth = (hw: HardwareSnapshot) => hw.probes[0]!.message;
+/** A turn of the event loop: a probe that has answered is no longer running. */
+const ended = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 describe("ProbeAhead (docs/performance.md, A cold chat's way to the spawn)", () => {
   test("the first plan takes the probe started ahead; the next one probes afresh", async () => {
@@ -32,10 +34,12 @@ describe("ProbeAhead (docs/performance.md, A cold chat's way to the spawn)", () 
     const { calls, probe } = counting();
     const ahead = new ProbeAhead(probe, () => now);
     ahead.start("/a");
+    await ended();
     now = AHEAD_MS;
     expect(nth(await ahead.take("/a"))).toBe("2");
     now = 2 * AHEAD_MS;
     ahead.start("/a");
+    await ended();
     expect(nth(await ahead.take("/b"))).toBe("4");
     expect(calls).toEqual(["/a", "/a", "/a", "/b"]);
   });
@@ -62,7 +66,78 @@ describe("ProbeAhead (docs/performance.md, A cold chat's way to the spawn)", () 
     now = 10 + AHEAD_MS;
     ahead.start("/bin/llama-server");
     expect(calls).toHaveLength(3);
+    await ended();
     ahead.start("/bin/other");
     expect(calls).toEqual(["/bin/llama-server", "/bin/llama-server", "/bin/llama-server", "/bin/other"]);
+  });
+});
+
+/** A probe that answers only when told: `release(i)` ends the i-th call (from 0). */
+function held() {
+  const calls: (string | undefined)[] = [];
+  const ends: ((fail: boolean) => void)[] = [];
+  const probe = (binary?: string) =>
+    new Promise<HardwareSnapshot>((resolve, reject) => {
+      calls.push(binary);
+      const n = String(calls.length);
+      ends.push((fail) =>
+        fail
+          ? reject(new Error("probe failed"))
+          : resolve(cpuOnlyMachine({ probes: [{ id: "n", status: "ok", message: n, ms: 0 }] })),
+      );
+    });
+  return { calls, probe, release: (i: number, fail = false) => ends[i]!(fail) };
+}
+
+describe("one probe at a time (a CUDA probe's context holds VRAM the other would miss)", () => {
+  test("a probe its plan gave up on (a cancelled pull's fit check) is joined by the next plan", async () => {
+    let now = 0;
+    const { calls, probe, release } = held();
+    const ahead = new ProbeAhead(probe, () => now);
+    ahead.start("/bin/llama-server");
+    // The pull's verdict takes the read-ahead, then is cancelled: nothing waits for it any more.
+    void ahead.take("/bin/llama-server");
+    now = AHEAD_MS + 1;
+    const next = ahead.take("/bin/llama-server");
+    ahead.start("/bin/llama-server");
+    expect(calls).toHaveLength(1);
+    release(0);
+    expect(nth(await next)).toBe("1");
+    // Ended: the plan after probes afresh.
+    await ended();
+    const after = ahead.take("/bin/llama-server");
+    expect(calls).toHaveLength(2);
+    release(1);
+    expect(nth(await after)).toBe("2");
+  });
+
+  test("plans at once (pinned models) share one probe; one for another binary waits for it", async () => {
+    const { calls, probe, release } = held();
+    const ahead = new ProbeAhead(probe, () => 0);
+    const a = ahead.take("/a");
+    const b = ahead.take("/a");
+    const other = ahead.take("/b");
+    ahead.start("/b");
+    await ended();
+    expect(calls).toEqual(["/a"]);
+    release(0);
+    expect([nth(await a), nth(await b)]).toEqual(["1", "1"]);
+    await ended();
+    expect(calls).toEqual(["/a", "/b"]);
+    release(1);
+    expect(nth(await other)).toBe("2");
+  });
+
+  test("a shared probe that failed is made again once, for all who joined it", async () => {
+    const { calls, probe, release } = held();
+    const ahead = new ProbeAhead(probe, () => 0);
+    ahead.start("/a");
+    const a = ahead.take("/a");
+    const b = ahead.take("/a");
+    release(0, true);
+    await ended();
+    expect(calls).toEqual(["/a", "/a"]);
+    release(1);
+    expect([nth(await a), nth(await b)]).toEqual(["2", "2"]);
   });
 });
