@@ -628,6 +628,42 @@ describe('one llama-server --list-devices at a time (docs/plan.md, "Which GPUs")
   }, 30_000);
 });
 
+describe('models beside a plan (docs/plan.md, "Which GPUs")', () => {
+  test("the listing's fit verdicts join the plan's probe still running, not a second one", async () => {
+    using dir = tmpdir();
+    const pids = hungLlamaServer(dir.path);
+    writeGguf(dir.path, "m.gguf", tinyLlama());
+    const proc = Bun.spawn([process.execPath, ENTRY, "serve-stdio"], {
+      cwd: dir.path,
+      stdin: "pipe",
+      stdout: "pipe",
+      stderr: "pipe",
+      env: cleanEnv({ HF_HUB_CACHE: join(dir.path, "hub") }),
+    });
+    proc.stdin.write(`${JSON.stringify({ id: "plan", method: "plan", params: {} })}\n`);
+    proc.stdin.flush();
+    expect(await waitFor(() => existsSync(pids))).toBe(true);
+    // The plan's probe runs (up to 5 s): the listing, which probes too, must join it.
+    proc.stdin.write(`${JSON.stringify({ id: "models", method: "models", params: {} })}\n`);
+    proc.stdin.end();
+    const [stdout] = await Promise.all([
+      new Response(proc.stdout).text(),
+      new Response(proc.stderr).text(),
+      proc.exited,
+    ]);
+    const started = readFileSync(pids, "utf8").trim().split("\n").map(Number);
+    for (const pid of started) if (isAlive(pid)) process.kill(pid, "SIGKILL");
+    expect(started).toHaveLength(1);
+    const answers = stdout
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l));
+    const models = answers.find((a) => a.id === "models");
+    expect(models?.result.models.map((m: { path: string }) => m.path)).toEqual([join(dir.path, "m.gguf")]);
+    expect(answers.find((a) => a.id === "plan")?.result.plan.gpu_layers).toBe(0);
+  }, 30_000);
+});
+
 describe('several models on the CLI (issue 28; docs/models.md "Several models")', () => {
   test("plan --model NAME plans that entry; a pinned pair over the budget is a warning", async () => {
     using dir = tmpdir();
