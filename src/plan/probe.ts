@@ -253,9 +253,10 @@ async function probeListed(
 }
 
 /**
- * Runs every probe at once; resolves within about PROBE_TIMEOUT_MS whatever the tools do (the
- * binary's device list, LIST_DEVICES_TIMEOUT_MS). `binary`: the llama-server that will run, asked
- * which devices it can use (docs/plan.md "Which GPUs"); absent, the vendor tools alone decide.
+ * Runs every probe at once but the binary's device list, which follows the memory readings;
+ * resolves within about PROBE_TIMEOUT_MS whatever the tools do (with the binary, that and
+ * LIST_DEVICES_TIMEOUT_MS). `binary`: the llama-server that will run, asked which devices it can
+ * use (docs/plan.md "Which GPUs"); absent, the vendor tools alone decide.
  */
 export async function probeHardware(
   env: ProbeEnv = realProbeEnv,
@@ -265,12 +266,22 @@ export async function probeHardware(
   const ramReading = ramProbe.then(
     (r) => r.value ?? { total_bytes: env.totalmem(), available_bytes: env.freemem() },
   );
+  const nvidiaProbe = timed(env, "nvidia-smi", () => probeNvidia(env, ramReading));
+  const rocmProbe = timed(env, "rocm-smi", () => probeRocm(env));
+  // Once the vendor tools have read free memory: the listing's CUDA context holds VRAM (and its
+  // libraries RAM) that they would read as used, planning smaller than the machine allows.
+  const listedProbe =
+    binary === undefined
+      ? null
+      : Promise.all([ramProbe, nvidiaProbe, rocmProbe]).then(() =>
+          timed(env, LIST_DEVICES_PROBE, () => probeListed(env, binary)),
+        );
   const [cpu, ram, nvidia, rocm, listed] = await Promise.all([
     timed(env, "cpu", () => probeCpu(env)),
     ramProbe,
-    timed(env, "nvidia-smi", () => probeNvidia(env, ramReading)),
-    timed(env, "rocm-smi", () => probeRocm(env)),
-    binary === undefined ? null : timed(env, LIST_DEVICES_PROBE, () => probeListed(env, binary)),
+    nvidiaProbe,
+    rocmProbe,
+    listedProbe,
   ]);
   const ramValue = await ramReading;
   const apple = await timed(env, "metal", () => probeApple(env, ramValue.total_bytes));

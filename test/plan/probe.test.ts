@@ -193,6 +193,31 @@ describe("probeHardware with the llama-server that will run (docs/plan.md, Which
   const listing = (lines: string) =>
     ({ kind: "exit", code: 0, stdout: `Available devices:\n${lines}\n`, stderr: "" }) as const;
 
+  test("--list-devices starts only once nvidia-smi has read free memory: its CUDA context holds VRAM", async () => {
+    const asked: string[] = [];
+    let answerSmi: (r: RunResult) => void = () => {};
+    const probing = probeHardware(
+      fakeEnv({
+        run: (cmd) => {
+          asked.push(cmd);
+          if (cmd === "nvidia-smi") return new Promise<RunResult>((resolve) => (answerSmi = resolve));
+          if (cmd === BINARY)
+            return Promise.resolve(listing("  CUDA0: NVIDIA GeForce RTX 4090 (24564 MiB, 22000 MiB free)"));
+          return Promise.resolve({ kind: "absent" } as const);
+        },
+      }),
+      BINARY,
+    );
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    expect(asked).toContain("nvidia-smi");
+    expect(asked).not.toContain(BINARY);
+    answerSmi(smi);
+    const h = await probing;
+    expect(asked).toContain(BINARY);
+    // The vendor tool's reading, taken before the listing's context existed, is the one planned.
+    expect(h.gpus).toEqual([expect.objectContaining({ device: "CUDA0", free_bytes: 23000 * 2 ** 20 })]);
+  });
+
   test("it is asked --list-devices, and a Vulkan build's AMD card no vendor tool saw is planned", async () => {
     const asked: string[][] = [];
     const h = await probeHardware(
