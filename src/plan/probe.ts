@@ -80,10 +80,15 @@ async function timed<T>(
   }
 }
 
-function describeRun(tool: string, r: RunResult): Omit<ProbeReport, "id" | "ms"> {
+/** `timeoutMs`: what the tool was given, which a timeout's message names. */
+function describeRun(
+  tool: string,
+  r: RunResult,
+  timeoutMs = PROBE_TIMEOUT_MS,
+): Omit<ProbeReport, "id" | "ms"> {
   if (r.kind === "absent") return { status: "absent", message: `${tool} not found` };
   if (r.kind === "timeout")
-    return { status: "timeout", message: `${tool} did not answer within ${PROBE_TIMEOUT_MS} ms` };
+    return { status: "timeout", message: `${tool} did not answer within ${timeoutMs} ms` };
   if (r.kind === "error") return { status: "error", message: `${tool} failed to start: ${r.message}` };
   const last = (r.stderr || r.stdout).trim().split("\n").slice(-1)[0] ?? "";
   // Cut between characters: half an emoji makes the host's line one a strict parser refuses.
@@ -235,7 +240,7 @@ async function probeListed(
 ): Promise<{ value: ListedDevice[] | null; report: Omit<ProbeReport, "id" | "ms"> }> {
   const r = await env.run(binary, ["--list-devices"], LIST_DEVICES_TIMEOUT_MS);
   if (r.kind !== "exit" || r.code !== 0) {
-    const failed = describeRun("llama-server --list-devices", r);
+    const failed = describeRun("llama-server --list-devices", r, LIST_DEVICES_TIMEOUT_MS);
     return {
       value: null,
       report: { ...failed, message: `${failed.message}; the vendor tools' GPUs are planned` },
