@@ -84,10 +84,13 @@ export async function listModels(input: ListInput, deps: Partial<ListDeps> = {})
   return { models: sortModels(entries), cache_dir: input.cacheDir, folders };
 }
 
-/** The core's shared probe: one beside a chat's plan would read its VRAM as used (plan/probe-ahead.ts). */
+/**
+ * The core's shared probe: one beside a chat's plan would read its VRAM as used; looked at, not
+ * taken, so `initialize`'s read-ahead is still the first chat's (plan/probe-ahead.ts).
+ */
 async function defaultProbe(binary?: string): Promise<HardwareSnapshot> {
-  const { defaultPlanDeps } = await import("./local-plan-deps.ts");
-  return defaultPlanDeps.probe(binary);
+  const { probeAhead } = await import("./local-plan-deps.ts");
+  return probeAhead.look(binary);
 }
 
 /** Fitting first, largest first (more parameters or a finer quantization, and it still fits); then what does not fit, nearest to fitting first; then unreadable files. */

@@ -40,11 +40,26 @@ export class ProbeAhead {
 
   /** The machine for a plan: the probe running or made ahead for this binary, else a new one. */
   take(binary?: string): Promise<HardwareSnapshot> {
+    return this.use(binary, true);
+  }
+
+  /**
+   * The machine for what loads nothing (`models`' fit verdicts): as `take`, but the probe made
+   * ahead is left to the plan after it. A host listing the models between `initialize` and its
+   * first chat took it, and that chat probed again before its spawn.
+   */
+  look(binary?: string): Promise<HardwareSnapshot> {
+    return this.use(binary, false);
+  }
+
+  private use(binary: string | undefined, taking: boolean): Promise<HardwareSnapshot> {
     const last = this.last;
     if (last && last.binary === binary && (last.running || (!last.taken && this.recent(binary)))) {
-      last.taken = true;
+      if (taking) last.taken = true;
       // Failed: probed again once, by the first to meet it; the others join that probe.
-      return last.snapshot.catch(() => (this.last === last ? this.fresh(binary, true) : this.take(binary)));
+      return last.snapshot.catch(() =>
+        this.last === last ? this.fresh(binary, true) : this.use(binary, taking),
+      );
     }
     return this.fresh(binary, true);
   }

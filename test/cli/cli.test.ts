@@ -592,6 +592,31 @@ describe("serve-stdio's exit", () => {
   }, 30_000);
 });
 
+/** serve-stdio run in `dir`, with a Hugging Face cache of its own. */
+function coreIn(dir: string) {
+  return Bun.spawn([process.execPath, ENTRY, "serve-stdio"], {
+    cwd: dir,
+    stdin: "pipe",
+    stdout: "pipe",
+    stderr: "pipe",
+    env: cleanEnv({ HF_HUB_CACHE: join(dir, "hub") }),
+  });
+}
+
+/** The core's answers as they come (`reading` ends with its stdout). */
+function linesOf(stdout: ReadableStream<Uint8Array>) {
+  const answers: Record<string, any>[] = [];
+  const reading = (async () => {
+    let rest = "";
+    for await (const chunk of stdout) {
+      const lines = (rest + new TextDecoder().decode(chunk)).split("\n");
+      rest = lines.pop()!;
+      for (const line of lines) answers.push(JSON.parse(line));
+    }
+  })();
+  return { answers, reading };
+}
+
 describe('one llama-server --list-devices at a time (docs/plan.md, "Which GPUs")', () => {
   test("a plan after a pull cancelled during its fit check joins the probe still running", async () => {
     using dir = tmpdir();
@@ -601,15 +626,7 @@ describe('one llama-server --list-devices at a time (docs/plan.md, "Which GPUs")
     const pids = hungLlamaServer(dir.path);
     writeGguf(dir.path, "m.gguf", tinyLlama());
     const { proc, send } = await pullCancelledInFitCheck(dir.path, hub.url, pids);
-    const answers: Record<string, any>[] = [];
-    const reading = (async () => {
-      let rest = "";
-      for await (const chunk of proc.stdout) {
-        const lines = (rest + new TextDecoder().decode(chunk)).split("\n");
-        rest = lines.pop()!;
-        for (const line of lines) answers.push(JSON.parse(line));
-      }
-    })();
+    const { answers, reading } = linesOf(proc.stdout);
     const answered = (id: string) => waitFor(() => answers.some((a) => a.id === id && a.type !== "event"));
     expect(await answered("p")).toBe(true);
     // The pull's probe still runs: the plan waits for it rather than starting another.
@@ -633,13 +650,7 @@ describe('models beside a plan (docs/plan.md, "Which GPUs")', () => {
     using dir = tmpdir();
     const pids = hungLlamaServer(dir.path);
     writeGguf(dir.path, "m.gguf", tinyLlama());
-    const proc = Bun.spawn([process.execPath, ENTRY, "serve-stdio"], {
-      cwd: dir.path,
-      stdin: "pipe",
-      stdout: "pipe",
-      stderr: "pipe",
-      env: cleanEnv({ HF_HUB_CACHE: join(dir.path, "hub") }),
-    });
+    const proc = coreIn(dir.path);
     proc.stdin.write(`${JSON.stringify({ id: "plan", method: "plan", params: {} })}\n`);
     proc.stdin.flush();
     expect(await waitFor(() => existsSync(pids))).toBe(true);
@@ -661,6 +672,40 @@ describe('models beside a plan (docs/plan.md, "Which GPUs")', () => {
     const models = answers.find((a) => a.id === "models");
     expect(models?.result.models.map((m: { path: string }) => m.path)).toEqual([join(dir.path, "m.gguf")]);
     expect(answers.find((a) => a.id === "plan")?.result.plan.gpu_layers).toBe(0);
+  }, 30_000);
+});
+
+describe("models between initialize and the first chat (docs/performance.md, A cold chat's way to the spawn)", () => {
+  test("the listing leaves initialize's read-ahead to the plan after it: one --list-devices in all", async () => {
+    using dir = tmpdir();
+    const pids = join(dir.path, "pids");
+    const binary = join(dir.path, "llama-server");
+    // A CPU build: it answers at once, and says which process answered.
+    writeFileSync(binary, `#!/bin/sh\necho $$ >> "${pids}"\necho "Available devices:"\necho "  (none)"\n`, {
+      mode: 0o755,
+    });
+    writeFileSync(join(dir.path, "config.yaml"), `llama:\n  binary: ${binary}\nmodel:\n  path: m.gguf\n`);
+    writeGguf(dir.path, "m.gguf", tinyLlama());
+    const proc = coreIn(dir.path);
+    const { answers, reading } = linesOf(proc.stdout);
+    const send = (m: unknown) => {
+      proc.stdin.write(`${JSON.stringify(m)}\n`);
+      proc.stdin.flush();
+    };
+    const answered = (id: string) => waitFor(() => answers.some((a) => a.id === id && a.type !== "event"));
+    // A host's model picker lists the models as soon as the core is up, then the user chats.
+    send({ id: "i", method: "initialize", params: {} });
+    expect(await answered("i")).toBe(true);
+    expect(await waitFor(() => existsSync(pids))).toBe(true);
+    send({ id: "models", method: "models", params: {} });
+    expect(await answered("models")).toBe(true);
+    send({ id: "plan", method: "plan", params: {} });
+    expect(await answered("plan")).toBe(true);
+    proc.stdin.end();
+    await Promise.all([reading, new Response(proc.stderr).text(), proc.exited]);
+    expect(answers.find((a) => a.id === "plan")?.result.plan.gpu_layers).toBe(0);
+    // The listing changes nothing on the machine: the plan still takes the probe made ahead.
+    expect(readFileSync(pids, "utf8").trim().split("\n")).toHaveLength(1);
   }, 30_000);
 });
 

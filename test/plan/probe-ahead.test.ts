@@ -141,3 +141,26 @@ describe("one probe at a time (a CUDA probe's context holds VRAM the other would
     expect([nth(await a), nth(await b)]).toEqual(["2", "2"]);
   });
 });
+
+describe("look: the machine for what loads nothing (models' fit verdicts)", () => {
+  test("it joins or reads the probe made ahead and leaves it to the first plan", async () => {
+    const { calls, probe, release } = held();
+    const ahead = new ProbeAhead(probe, () => 0);
+    ahead.start("/a");
+    const listed = ahead.look("/a");
+    release(0);
+    expect(nth(await listed)).toBe("1");
+    await ended();
+    expect(nth(await ahead.look("/a"))).toBe("1");
+    expect(nth(await ahead.take("/a"))).toBe("1");
+    expect(calls).toEqual(["/a"]);
+    // Taken: the next listing probes afresh, and leaves that probe to no plan.
+    const again = ahead.look("/a");
+    release(1);
+    expect(nth(await again)).toBe("2");
+    await ended();
+    const plan = ahead.take("/a");
+    release(2);
+    expect(nth(await plan)).toBe("3");
+  });
+});
