@@ -9,6 +9,8 @@ interface Probed {
   snapshot: Promise<HardwareSnapshot>;
   taken: boolean;
   running: boolean;
+  /** Begun before the memory moved (`changed`): joined by no one, waited for by the next. */
+  stale?: boolean;
 }
 
 /**
@@ -38,6 +40,15 @@ export class ProbeAhead {
     this.fresh(binary, false);
   }
 
+  /**
+   * The memory it read has moved (a llama-server of the core's stopped): the probe running or
+   * made ahead is no one's any more. A plan after a model unloaded joined a listing's probe that
+   * began while the model still held its VRAM, and planned as if it did.
+   */
+  changed(): void {
+    if (this.last) this.last.taken = this.last.stale = true;
+  }
+
   /** The machine for a plan: the probe running or made ahead for this binary, else a new one. */
   take(binary?: string): Promise<HardwareSnapshot> {
     return this.use(binary, true);
@@ -54,7 +65,12 @@ export class ProbeAhead {
 
   private use(binary: string | undefined, taking: boolean): Promise<HardwareSnapshot> {
     const last = this.last;
-    if (last && last.binary === binary && (last.running || (!last.taken && this.recent(binary)))) {
+    if (
+      last &&
+      last.binary === binary &&
+      !last.stale &&
+      (last.running || (!last.taken && this.recent(binary)))
+    ) {
       if (taking) last.taken = true;
       // Failed: probed again once, by the first to meet it; the others join that probe.
       return last.snapshot.catch(() =>

@@ -164,3 +164,33 @@ describe("look: the machine for what loads nothing (models' fit verdicts)", () =
     expect(nth(await plan)).toBe("3");
   });
 });
+
+describe("changed: a llama-server of the core's stopped while a probe ran", () => {
+  test("the next plan does not join the probe that read its memory as used; it probes after it", async () => {
+    const { calls, probe, release } = held();
+    const ahead = new ProbeAhead(probe, () => 0);
+    // A listing's probe begins while a model is loaded; the model is unloaded meanwhile.
+    const listed = ahead.look("/a");
+    ahead.changed();
+    const plan = ahead.take("/a");
+    ahead.start("/a");
+    await ended();
+    expect(calls).toEqual(["/a"]);
+    release(0);
+    expect(nth(await listed)).toBe("1");
+    await ended();
+    expect(calls).toEqual(["/a", "/a"]);
+    release(1);
+    expect(nth(await plan)).toBe("2");
+  });
+
+  test("nor takes the probe made ahead before it", async () => {
+    const { calls, probe } = counting();
+    const ahead = new ProbeAhead(probe, () => 0);
+    ahead.start("/a");
+    await ended();
+    ahead.changed();
+    expect(nth(await ahead.take("/a"))).toBe("2");
+    expect(calls).toEqual(["/a", "/a"]);
+  });
+});
