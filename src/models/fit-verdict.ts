@@ -7,7 +7,7 @@ import type { ProjectorChoice } from "../plan/projector.ts";
 import { isCoreError } from "../protocol/errors.ts";
 import type { FitVerdict } from "../protocol/fit-verdict.ts";
 import { abortable } from "../util/abortable.ts";
-import { defaultPlanDeps } from "./local-plan-deps.ts";
+import { defaultPlanDeps, probeAhead } from "./local-plan-deps.ts";
 
 /**
  * "Would this GGUF run on this machine with the config's settings?": the planner's own answer,
@@ -37,11 +37,17 @@ export function fitVerdict(
   }
 }
 
+/**
+ * The core's plan edges for a verdict, which loads nothing: the shared probe looked at, not
+ * taken, so `initialize`'s read-ahead is still the first chat's (plan/probe-ahead.ts).
+ */
+const verdictDeps: PlanDeps = { ...defaultPlanDeps, probe: (binary) => probeAhead.look(binary) };
+
 /** The verdict for the file at `modelPath`: the config with `model.path` pointed at it, read and planned. */
 export async function fitVerdictFor(
   config: Config,
   modelPath: string,
-  deps: PlanDeps = defaultPlanDeps,
+  deps: PlanDeps = verdictDeps,
 ): Promise<FitVerdict> {
   try {
     // Another file than the configured model: its own projector, if one lies beside it.
@@ -69,7 +75,7 @@ export async function fitVerdictWith(
   source: ConfigSource,
   modelPath: string,
   signal?: AbortSignal,
-  deps: PlanDeps = defaultPlanDeps,
+  deps: PlanDeps = verdictDeps,
 ): Promise<FitVerdict> {
   let chosen: Config;
   try {

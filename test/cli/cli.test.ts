@@ -593,13 +593,13 @@ describe("serve-stdio's exit", () => {
 });
 
 /** serve-stdio run in `dir`, with a Hugging Face cache of its own. */
-function coreIn(dir: string) {
+function coreIn(dir: string, env: Record<string, string> = {}) {
   return Bun.spawn([process.execPath, ENTRY, "serve-stdio"], {
     cwd: dir,
     stdin: "pipe",
     stdout: "pipe",
     stderr: "pipe",
-    env: cleanEnv({ HF_HUB_CACHE: join(dir, "hub") }),
+    env: cleanEnv({ HF_HUB_CACHE: join(dir, "hub"), ...env }),
   });
 }
 
@@ -675,38 +675,54 @@ describe('models beside a plan (docs/plan.md, "Which GPUs")', () => {
   }, 30_000);
 });
 
-describe("models between initialize and the first chat (docs/performance.md, A cold chat's way to the spawn)", () => {
-  test("the listing leaves initialize's read-ahead to the plan after it: one --list-devices in all", async () => {
-    using dir = tmpdir();
-    const pids = join(dir.path, "pids");
-    const binary = join(dir.path, "llama-server");
-    // A CPU build: it answers at once, and says which process answered.
-    writeFileSync(binary, `#!/bin/sh\necho $$ >> "${pids}"\necho "Available devices:"\necho "  (none)"\n`, {
-      mode: 0o755,
-    });
-    writeFileSync(join(dir.path, "config.yaml"), `llama:\n  binary: ${binary}\nmodel:\n  path: m.gguf\n`);
-    writeGguf(dir.path, "m.gguf", tinyLlama());
-    const proc = coreIn(dir.path);
-    const { answers, reading } = linesOf(proc.stdout);
-    const send = (m: unknown) => {
-      proc.stdin.write(`${JSON.stringify(m)}\n`);
-      proc.stdin.flush();
-    };
-    const answered = (id: string) => waitFor(() => answers.some((a) => a.id === id && a.type !== "event"));
+/**
+ * A config.yaml in `dir` whose llama-server is a CPU build that answers at once, each run
+ * noting its pid in the file whose path is returned.
+ */
+function cpuBuild(dir: string): string {
+  const pids = join(dir, "pids");
+  const binary = join(dir, "llama-server");
+  writeFileSync(binary, `#!/bin/sh\necho $$ >> "${pids}"\necho "Available devices:"\necho "  (none)"\n`, {
+    mode: 0o755,
+  });
+  writeFileSync(join(dir, "config.yaml"), `llama:\n  binary: ${binary}\nmodel:\n  path: m.gguf\n`);
+  return pids;
+}
+
+describe("between initialize and the first chat (docs/performance.md, A cold chat's way to the spawn)", () => {
+  const between = {
     // A host's model picker lists the models as soon as the core is up, then the user chats.
-    send({ id: "i", method: "initialize", params: {} });
-    expect(await answered("i")).toBe(true);
-    expect(await waitFor(() => existsSync(pids))).toBe(true);
-    send({ id: "models", method: "models", params: {} });
-    expect(await answered("models")).toBe(true);
-    send({ id: "plan", method: "plan", params: {} });
-    expect(await answered("plan")).toBe(true);
-    proc.stdin.end();
-    await Promise.all([reading, new Response(proc.stderr).text(), proc.exited]);
-    expect(answers.find((a) => a.id === "plan")?.result.plan.gpu_layers).toBe(0);
-    // The listing changes nothing on the machine: the plan still takes the probe made ahead.
-    expect(readFileSync(pids, "utf8").trim().split("\n")).toHaveLength(1);
-  }, 30_000);
+    models: { id: "between", method: "models", params: {} },
+    // An app makes sure its model is there (already whole in the cache, or a quick download).
+    pull: { id: "between", method: "pull", params: { repo: "org/tiny-GGUF", quant: "q4_k_m" } },
+  };
+  for (const [name, request] of Object.entries(between))
+    test(`${name} leaves initialize's read-ahead to the plan after it: one --list-devices in all`, async () => {
+      using dir = tmpdir();
+      await using hub = await tinyHub(dir.path);
+      const pids = cpuBuild(dir.path);
+      writeGguf(dir.path, "m.gguf", tinyLlama());
+      const proc = coreIn(dir.path, { HF_ENDPOINT: hub.url });
+      const { answers, reading } = linesOf(proc.stdout);
+      const send = (m: unknown) => {
+        proc.stdin.write(`${JSON.stringify(m)}\n`);
+        proc.stdin.flush();
+      };
+      const answered = (id: string) => waitFor(() => answers.some((a) => a.id === id && a.type !== "event"));
+      send({ id: "i", method: "initialize", params: {} });
+      expect(await answered("i")).toBe(true);
+      expect(await waitFor(() => existsSync(pids))).toBe(true);
+      send(request);
+      expect(await answered("between")).toBe(true);
+      send({ id: "plan", method: "plan", params: {} });
+      expect(await answered("plan")).toBe(true);
+      proc.stdin.end();
+      await Promise.all([reading, new Response(proc.stderr).text(), proc.exited]);
+      expect(answers.find((a) => a.id === "between")?.error).toBeUndefined();
+      expect(answers.find((a) => a.id === "plan")?.result.plan.gpu_layers).toBe(0);
+      // Neither loads anything: the plan still takes the probe made ahead.
+      expect(readFileSync(pids, "utf8").trim().split("\n")).toHaveLength(1);
+    }, 30_000);
 });
 
 describe('several models on the CLI (issue 28; docs/models.md "Several models")', () => {
