@@ -1,6 +1,6 @@
 import { llamaServerOf } from "../config/find-binary.ts";
 import type { Config, LoadedConfig } from "../config/schema.ts";
-import { defaultPlanDeps } from "../models/local-plan-deps.ts";
+import { defaultPlanDeps, probeAhead } from "../models/local-plan-deps.ts";
 import type { PlanDeps } from "../plan/launch.ts";
 import { type RunResult, runWithTimeout } from "../plan/probe.ts";
 import type { DoctorResult } from "../protocol/doctor.ts";
@@ -27,7 +27,12 @@ export interface DoctorDeps extends PlanDeps {
   run(cmd: string, args: string[], timeoutMs: number): Promise<RunResult>;
 }
 
-export const defaultDoctorDeps: DoctorDeps = { ...defaultPlanDeps, run: runWithTimeout };
+/** Diagnosing loads nothing: the shared probe looked at, `initialize`'s read-ahead left to the first chat. */
+export const defaultDoctorDeps: DoctorDeps = {
+  ...defaultPlanDeps,
+  probe: (binary) => probeAhead.look(binary),
+  run: runWithTimeout,
+};
 
 /**
  * Runs every check; never throws: a failure is a check with status fail. One cause is one

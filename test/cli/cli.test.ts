@@ -676,15 +676,14 @@ describe('models beside a plan (docs/plan.md, "Which GPUs")', () => {
 });
 
 /**
- * A config.yaml in `dir` whose llama-server is a CPU build that answers at once, each run
- * noting its pid in the file whose path is returned.
+ * A config.yaml in `dir` whose llama-server is a CPU build that answers at once, each
+ * `--list-devices` noting its pid in the file whose path is returned.
  */
 function cpuBuild(dir: string): string {
   const pids = join(dir, "pids");
   const binary = join(dir, "llama-server");
-  writeFileSync(binary, `#!/bin/sh\necho $$ >> "${pids}"\necho "Available devices:"\necho "  (none)"\n`, {
-    mode: 0o755,
-  });
+  const listing = `echo $$ >> "${pids}"; echo "Available devices:"; echo "  (none)"`;
+  writeFileSync(binary, `#!/bin/sh\nif [ "$1" = --list-devices ]; then ${listing}; fi\n`, { mode: 0o755 });
   writeFileSync(join(dir, "config.yaml"), `llama:\n  binary: ${binary}\nmodel:\n  path: m.gguf\n`);
   return pids;
 }
@@ -695,6 +694,8 @@ describe("between initialize and the first chat (docs/performance.md, A cold cha
     models: { id: "between", method: "models", params: {} },
     // An app makes sure its model is there (already whole in the cache, or a quick download).
     pull: { id: "between", method: "pull", params: { repo: "org/tiny-GGUF", quant: "q4_k_m" } },
+    // Or shows its diagnostics page.
+    doctor: { id: "between", method: "doctor", params: {} },
   };
   for (const [name, request] of Object.entries(between))
     test(`${name} leaves initialize's read-ahead to the plan after it: one --list-devices in all`, async () => {
