@@ -5,7 +5,21 @@ import { commitNotedTurn as turn } from "../fixtures/noted-turn.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 
 // What memory notes quote, asked of the database (store/quoted-sources.ts, docs/agent.md#prompt-reuse):
-// a session and a document by their rows, a folder's file by its passages' rows.
+// a document by its row, a session and a folder's file by every quoted passage's row.
+
+/** The memory rows of `source`, as the database holds them now. */
+function rowsOf(store: Store, source: string): number[] {
+  const raw = new Database(store.path);
+  try {
+    const rows = raw.query("SELECT id FROM memory WHERE source = ? ORDER BY id").all(source) as {
+      id: number;
+    }[];
+    return rows.map((r) => r.id);
+  } finally {
+    raw.close();
+  }
+}
+
 test("sources gone: an erased session, a deleted document, a file's passages dropped, an unknown kind", async () => {
   using dir = tmpdir();
   const store = Store.open(dir.path);
@@ -22,7 +36,7 @@ test("sources gone: an erased session, a deleted document, a file's passages dro
       .get() as { id: number };
     raw.close();
     const quoted = new Map<string, number[]>([
-      ["session:s0", []],
+      ["session:s0", rowsOf(store, "session:s0")],
       ["document:d1", []],
       ["file:a.md", [file.id]],
     ]);
@@ -35,12 +49,32 @@ test("sources gone: an erased session, a deleted document, a file's passages dro
         new Map([
           ["file:a.md", [file.id + 1]],
           ["other:x", []],
+          // Quoted without its rows: it cannot be vouched for.
+          ["session:s0", []],
         ]),
       ),
-    ).toEqual(["file:a.md", "other:x"]);
+    ).toEqual(["file:a.md", "other:x", "session:s0"]);
     await store.deleteSession("ann", "s0");
     await store.deleteDocument("ann", "d1");
     expect(store.sourcesGone("ann", quoted)).toEqual(["session:s0", "document:d1"]);
+  } finally {
+    store.close();
+  }
+});
+
+test("two folders with a file of the same name: one's passages dropped, a note quoting both is gone", () => {
+  using dir = tmpdir();
+  const store = Store.open(dir.path);
+  try {
+    const raw = new Database(store.path);
+    const add = raw.query(
+      "INSERT INTO memory (user_id, source, root, text, at) VALUES ('', 'file:a.md', ?, 'x', 0) RETURNING id",
+    );
+    const one = (add.get("/r1") as { id: number }).id;
+    const two = (add.get("/r2") as { id: number }).id;
+    raw.query("DELETE FROM memory WHERE id = ?").run(one);
+    raw.close();
+    expect(store.sourcesGone("ann", new Map([["file:a.md", [one, two]]]))).toEqual(["file:a.md"]);
   } finally {
     store.close();
   }

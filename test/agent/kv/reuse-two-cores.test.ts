@@ -117,11 +117,17 @@ describe("a source erased by another core, in this core's prompt records", () =>
     expect(h.llama.model.kv.ram.flat().join("")).not.toContain(PASSAGE);
   }, 20_000);
 
-  for (const kind of ["document", "session"] as const) {
-    test(`a saved state quoting a ${kind} deleted since: a fresh core neither restores it nor sends the note`, async () => {
+  for (const [kind, erased] of [
+    ["document", "deleted"],
+    ["session", "deleted"],
+    // Its row stays, the turn quoted goes (replace_from 0).
+    ["session", "edited"],
+  ] as const) {
+    test(`a saved state quoting a ${kind} ${erased} since: a fresh core neither restores it nor sends the note`, async () => {
       await using a = core();
       const source = await recalled(a, kind);
-      await eraseElsewhere(a, kind, source);
+      if (erased === "edited") editElsewhere(a);
+      else await eraseElsewhere(a, kind, source);
       // Core a never learns of the erase; b, a fresh core on the same folder and model, finds a's sidecar.
       await using b = core({ dataDir: a.dataDir, modelPath: join(a.dir.path, "model.gguf") });
       b.llama.script({ content: ["ok"] });
@@ -147,5 +153,52 @@ describe("a source erased by another core, in this core's prompt records", () =>
     } finally {
       store.sourcesGone = check;
     }
+  }, 20_000);
+});
+
+/** s0's first turn replaced (`replace_from: 0`) as a second core does it: the session's row stays, its memory row goes. */
+function editElsewhere(h: ChatHarness): void {
+  const other = Store.open(h.dataDir);
+  try {
+    const messages = [
+      { role: "user" as const, content: "something else" },
+      { role: "assistant" as const, content: "ok" },
+    ];
+    other.conversations.commitTurn({
+      ...{ userId: USER, sessionId: "s0", agent: "a", messages, replaceFromSeq: 0 },
+      ...{ memoryText: "something else", at: new Date() },
+    });
+  } finally {
+    other.close();
+  }
+}
+
+describe("a session edited, in the records of the sessions whose notes quote its erased turns", () => {
+  test("edited in this core: the next turn sends no note of it, and no file keeps it", async () => {
+    await using h = core();
+    await recalled(h, "session");
+    h.llama.script({ content: ["ok"] });
+    const { terminal } = await h.chat(++id, { session_id: "s0", replace_from: 0, input: "something else" });
+    expect(terminal.type).toBe("result");
+    expect(quoting(h)).toEqual([]);
+    h.llama.script({ content: ["ok"] });
+    await say(h, "z", "and what else?");
+    expect(lastPrompt(h)).not.toContain(PASSAGE);
+    expect(h.llama.model.kv.slots[0]?.tokens.join("")).not.toContain(PASSAGE);
+  }, 20_000);
+
+  test("edited through a second store: the next turn sends no note of it, and no file keeps it", async () => {
+    await using h = core();
+    await recalled(h, "session");
+    editElsewhere(h);
+    h.llama.script({ content: ["ok"] });
+    await say(h, "z", "and what else?");
+    expect(lastPrompt(h)).not.toContain(PASSAGE);
+    const { kv } = h.llama.model;
+    expect(kv.slots[0]?.tokens.join("")).not.toContain(PASSAGE);
+    // z's prompt with the note in no RAM cache entry (s0's own prompt is the editing core's to reach).
+    const zNoted = (e: string[]) => e.join("").includes("tell me about") && e.join("").includes(PASSAGE);
+    expect(kv.ram.filter(zNoted)).toEqual([]);
+    expect(quoting(h)).toEqual([]);
   }, 20_000);
 });
