@@ -6,6 +6,7 @@ import { Attachments } from "./attachments.ts";
 import { type CheckpointWrite, checkpointInput, putCheckpoint } from "./checkpoint-rows.ts";
 import { forgettingRows, indexedRows } from "./db/fts-forget.ts";
 import { erasureMark, recordErasure, refuseIfErased } from "./erasures.ts";
+import { NEW_MEMORY_ID } from "./memory-ids.ts";
 import {
   type MessageRow,
   modelMessage,
@@ -297,7 +298,7 @@ export class Conversations {
         db.query("DELETE FROM checkpoints WHERE user_id = ? AND session_id = ?").run(u, s);
         if (turn.memoryText !== undefined) {
           db.query(
-            "INSERT INTO memory (user_id, session_id, seq, source, text, at) VALUES (?, ?, ?, ?, ?, ?)",
+            `INSERT INTO memory (id, user_id, session_id, seq, source, text, at) VALUES (${NEW_MEMORY_ID}, ?, ?, ?, ?, ?, ?)`,
           ).run(u, s, firstSeq, `session:${s}`, turn.memoryText, at);
         }
         return firstSeq;

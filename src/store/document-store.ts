@@ -13,6 +13,7 @@ import {
 } from "./document-pages.ts";
 import { oweRewrite } from "./erase.ts";
 import { erasedSince } from "./erasures.ts";
+import { NEW_MEMORY_ID } from "./memory-ids.ts";
 
 /** A document being added: what its rows carry before and after it is committed. */
 export interface PendingDocument {
@@ -48,8 +49,8 @@ export class DocumentStore {
   /** One batch of chunks, in its own transaction. */
   addChunks(doc: PendingDocument, chunks: readonly { index: number; text: string }[]): void {
     const insert = this.db.query(
-      `INSERT INTO memory (user_id, session_id, seq, source, root, text, at, document_id, chunk)
-       VALUES (?, ?, NULL, ?, '', ?, ?, ?, ?)`,
+      `INSERT INTO memory (id, user_id, session_id, seq, source, root, text, at, document_id, chunk)
+       VALUES (${NEW_MEMORY_ID}, ?, ?, NULL, ?, '', ?, ?, ?, ?)`,
     );
     this.db
       .transaction(() => {

@@ -1,6 +1,7 @@
 import type { Database } from "bun:sqlite";
 import { join, relative } from "node:path";
 import type { TextFile } from "./folder-walk.ts";
+import { NEW_MEMORY_ID } from "./memory-ids.ts";
 
 // The `memory.folders` index's rows (store/folder-index.ts): a folder's passages (`memory`, user
 // '' and the folder in `root`, the file in `source` as `file:<path below the folder>`) and its
@@ -15,7 +16,7 @@ export function insertPassages(
   db.transaction(() => {
     const drop = db.query("DELETE FROM memory WHERE user_id = '' AND root = ? AND source = ?");
     const add = db.query(
-      "INSERT INTO memory (user_id, session_id, seq, source, root, text, at) VALUES ('', '', ?, ?, ?, ?, ?)",
+      `INSERT INTO memory (id, user_id, session_id, seq, source, root, text, at) VALUES (${NEW_MEMORY_ID}, '', '', ?, ?, ?, ?, ?)`,
     );
     const remember = db.query(
       "INSERT OR REPLACE INTO memory_files (path, root, size, mtime_ms) VALUES (?, ?, ?, ?)",

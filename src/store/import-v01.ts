@@ -12,6 +12,7 @@ import { Conversations } from "./conversations.ts";
 import { wasWriteAgain } from "./earlier-requests.ts";
 import { erasedSince, erasureMark } from "./erasures.ts";
 import { UNIT_PREFIX, unitKey } from "./import-v01-records.ts";
+import { NEW_MEMORY_ID } from "./memory-ids.ts";
 
 /**
  * The 0.1 layout (one folder per session under `users/`,
@@ -193,7 +194,7 @@ function readMemory(dir: string, user: string, r: ImportReport): UnitWrite {
   return (_conv, db, erased) => {
     if (!file) return;
     const insert = db.query(
-      "INSERT INTO memory (user_id, session_id, seq, source, text, at) VALUES (?, ?, NULL, ?, ?, ?)",
+      `INSERT INTO memory (id, user_id, session_id, seq, source, text, at) VALUES (${NEW_MEMORY_ID}, ?, ?, NULL, ?, ?, ?)`,
     );
     // Asked once per session: a file holds many turns of each.
     const gone = new Map<string, boolean>();

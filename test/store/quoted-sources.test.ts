@@ -1,5 +1,7 @@
 import { Database } from "bun:sqlite";
 import { expect, test } from "bun:test";
+import { insertPassages } from "../../src/store/folder-rows.ts";
+import type { TextFile } from "../../src/store/folder-walk.ts";
 import { Store } from "../../src/store/store.ts";
 import { commitNotedTurn as turn } from "../fixtures/noted-turn.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
@@ -79,3 +81,37 @@ test("two folders with a file of the same name: one's passages dropped, a note q
     store.close();
   }
 });
+
+/** A store on a fresh folder, closed after `use`. */
+function withStore(use: (store: Store) => void): void {
+  using dir = tmpdir();
+  const store = Store.open(dir.path);
+  try {
+    use(store);
+  } finally {
+    store.close();
+  }
+}
+
+test("a session's last turn replaced (its row stays, the new memory row takes no erased id): a note of it is gone", () =>
+  withStore((store) => {
+    turn(store, "ann", "s0", "first");
+    turn(store, "ann", "s0", "second");
+    const [first, second] = rowsOf(store, "session:s0") as [number, number];
+    // The second turn (seq 2 on) replaced, as `replace_from: 2` does.
+    turn(store, "ann", "s0", "again", "noted", 2);
+    expect(store.sourcesGone("ann", new Map([["session:s0", [first]]]))).toEqual([]);
+    expect(store.sourcesGone("ann", new Map([["session:s0", [first, second]]]))).toEqual(["session:s0"]);
+  }));
+
+test("a folder's file indexed again: its new passages take no id of the old, so a note of those is gone", () =>
+  withStore((store) => {
+    const file: TextFile = { path: "/r/a.md", size: 1, mtimeMs: 1 };
+    const raw = new Database(store.path);
+    insertPassages(raw, "/r", [{ file, parts: ["old words", "more"] }]);
+    const old = rowsOf(store, "file:a.md");
+    insertPassages(raw, "/r", [{ file: { ...file, mtimeMs: 2 }, parts: ["new words", "more"] }]);
+    raw.close();
+    expect(rowsOf(store, "file:a.md").filter((id) => old.includes(id))).toEqual([]);
+    expect(store.sourcesGone("ann", new Map([["file:a.md", old]]))).toEqual(["file:a.md"]);
+  }));

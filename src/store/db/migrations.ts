@@ -287,6 +287,17 @@ export const MIGRATIONS: readonly Migration[] = [
       ) STRICT`,
     ],
   },
+  {
+    version: 10,
+    sql: [
+      // No memory id is given again (store/memory-ids.ts): the highest ever held, raised as each
+      // row goes in, whoever writes it; new rows take the next one.
+      `INSERT OR IGNORE INTO meta (key, value) SELECT 'memory_id_high', CAST(COALESCE(MAX(id), 0) AS TEXT) FROM memory`,
+      `CREATE TRIGGER IF NOT EXISTS memory_id_high AFTER INSERT ON memory BEGIN
+        UPDATE meta SET value = CAST(new.id AS TEXT)
+          WHERE key = 'memory_id_high' AND CAST(value AS INTEGER) < new.id; END`,
+    ],
+  },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]?.version ?? 0;
