@@ -28,7 +28,8 @@ export const LEASE_BUSY_WAIT_MS = 5000;
  * How often a holder compares the wall clock with the monotonic one, and the jump of the wall
  * clock past it that has it renew at once: after a system suspend (the monotonic clock stands
  * still meanwhile) its lease looks run out, and its next renewal is up to RENEW_MS away, well
- * past a waiting core's grace.
+ * past a waiting core's grace; after a step back (NTP), a waiting core counts its row, further
+ * ahead than a TTL (and this much), as run out.
  */
 const JUMP_CHECK_MS = 250;
 const JUMP_MS = 1000;
@@ -217,12 +218,13 @@ export class SessionLeases {
     };
     renewIn(RENEW_MS);
     // The timers run on the monotonic clock: after a suspend, renewed at once rather than up to
-    // RENEW_MS later, the lease run out by the wall clock meanwhile (a waiting core's grace is 1 s).
+    // RENEW_MS later, the lease run out by the wall clock meanwhile (a waiting core's grace is 1 s);
+    // after a step back of the wall clock too, the row then reading as written on another clock.
     let offset = this.now() - this.mono();
     const watch = setInterval(() => {
       const was = offset;
       offset = this.now() - this.mono();
-      if (offset - was >= JUMP_MS) renewNow();
+      if (Math.abs(offset - was) >= JUMP_MS) renewNow();
     }, JUMP_CHECK_MS);
     watch.unref?.();
     let released = false;
@@ -312,7 +314,9 @@ export class SessionLeases {
           .query("SELECT owner, pid, expires_at FROM session_leases WHERE user_id = ? AND session_id = ?")
           .get(userId, sessionId) as { owner: string; pid: number; expires_at: number } | null;
         if (held && held.owner !== this.owner && this.alive(held.pid)) {
-          if (held.expires_at > now) return "held";
+          // A row further ahead than a TTL was written before the wall clock stepped back (NTP):
+          // run out, not live for the step too (a frozen holder's, for hours); a live one renews.
+          if (held.expires_at > now && held.expires_at <= now + LEASE_TTL_MS + JUMP_MS) return "held";
           if (staleFor < TAKEOVER_GRACE_MS) return "stale";
         }
         this.db

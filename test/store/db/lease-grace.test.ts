@@ -65,6 +65,7 @@ function waitingCore(dir: string) {
     other,
     owner,
     polls,
+    taking,
     /** The lease runs out, its holder alive, seen so by `n` polls. */
     runOut: async (n: number) => {
       await polls(1);
@@ -143,6 +144,35 @@ async function takenOverAmidBusyPolls(writable: number, rounds: number): Promise
   }
 }
 
+/** A holder's lease, the wall clock moved by `jump` past the monotonic one: renewed at the next check, not its period's end. */
+async function renewedAtOnce(jump: number): Promise<void> {
+  using dir = tmpdir();
+  Store.open(dir.path).close();
+  const db = new Database(join(dir.path, DB_FILE));
+  let wall = 1_000_000_000;
+  let steady = 0;
+  const leases = new SessionLeases(db, { now: () => wall, mono: () => steady });
+  const expiresAt = () =>
+    (db.query("SELECT expires_at FROM session_leases").get() as { expires_at: number }).expires_at;
+  jest.useFakeTimers();
+  try {
+    const { release } = await leases.acquire("u", "s", never, () => undefined);
+    const taken = expiresAt();
+    // Time going by on both clocks renews nothing before its period.
+    wall += 2000;
+    steady += 2000;
+    jest.advanceTimersByTime(2000);
+    expect(expiresAt()).toBe(taken);
+    wall += jump;
+    jest.advanceTimersByTime(500);
+    expect(expiresAt()).toBe(wall + LEASE_TTL_MS);
+    release();
+  } finally {
+    jest.useRealTimers();
+    db.close();
+  }
+}
+
 describe("a lease's renewal", () => {
   test("is asked without SQLite's busy wait (the main loop's), which is put back after", async () => {
     // Retried every poll while another process holds the lock, each try waited out the
@@ -178,31 +208,13 @@ describe("a lease's renewal", () => {
     // The renewal timer runs on the monotonic clock, which a suspend stops: on waking the lease
     // had run out by the wall clock, and its next renewal was up to 10 s away, far past a waiting
     // core's 1 s grace.
-    using dir = tmpdir();
-    Store.open(dir.path).close();
-    const db = new Database(join(dir.path, DB_FILE));
-    let wall = 1_000_000;
-    let steady = 0;
-    const leases = new SessionLeases(db, { now: () => wall, mono: () => steady });
-    const expiresAt = () =>
-      (db.query("SELECT expires_at FROM session_leases").get() as { expires_at: number }).expires_at;
-    jest.useFakeTimers();
-    try {
-      const { release } = await leases.acquire("u", "s", never, () => undefined);
-      const taken = expiresAt();
-      // Time going by on both clocks renews nothing before its period.
-      wall += 2000;
-      steady += 2000;
-      jest.advanceTimersByTime(2000);
-      expect(expiresAt()).toBe(taken);
-      wall += 60 * 60_000; // the suspend
-      jest.advanceTimersByTime(500);
-      expect(expiresAt()).toBe(wall + LEASE_TTL_MS);
-      release();
-    } finally {
-      jest.useRealTimers();
-      db.close();
-    }
+    await renewedAtOnce(60 * 60_000);
+  });
+
+  test("comes at once when the wall clock steps back (NTP), or its row reads far ahead to a waiting core", async () => {
+    // A waiting core counts a row further ahead than a TTL as run out (the holder cannot have
+    // written it on this clock): a live holder renews on the new clock within that core's grace.
+    await renewedAtOnce(-60 * 60_000);
   });
 
   test("of a lease whose database was closed under it is refused, not thrown from its timer", async () => {
@@ -297,6 +309,30 @@ describe("a lease run out while another process held the database's lock", () =>
     // the waiting core, as on the wall clock: taken at its first poll after waking, before the
     // live holder (whose renewals were refused by a long erase) could renew.
     await keptThroughSuspend((clock) => clock.pass(60 * 60_000)); // on both clocks
+  });
+
+  test("a wall clock stepped back (NTP): a frozen holder's row, written on the old clock, is taken after the grace", async () => {
+    // The row read live for the step and the TTL (an hour here) though its holder was frozen:
+    // further ahead than a TTL, it counts as run out, and a live holder renews within the grace.
+    using dir = tmpdir();
+    using w = waitingCore(dir.path);
+    const { clock, other, owner, polls } = w;
+    await polls(1);
+    clock.at -= 60 * 60_000;
+    await polls(3);
+    expect(owner()).toBe("holder");
+    other.run("UPDATE session_leases SET expires_at = ?", [clock.at + LEASE_TTL_MS]);
+    clock.pass(TAKEOVER_GRACE_MS);
+    await polls(3);
+    expect(owner()).toBe("holder");
+    // Frozen now, on the old clock again: its row far ahead once more, taken once seen so for the grace.
+    other.run("UPDATE session_leases SET expires_at = ?", [clock.at + 60 * 60_000]);
+    await polls(3);
+    expect(owner()).toBe("holder");
+    clock.pass(TAKEOVER_GRACE_MS);
+    await polls(3);
+    expect(owner()).not.toBe("holder");
+    (await w.taking).release();
   });
 
   test("a holder whose process is gone is taken over at once", async () => {
