@@ -41,7 +41,8 @@ export class ProbeAhead {
   }
 
   /**
-   * The memory it read has moved (a llama-server of the core's stopped): the probe running or
+   * The memory it read has moved (a llama-server of the core's is gone: stopped, crashed, or a
+   * failed start; runtime/provider.ts wires the supervisor's `onChildGone`): the probe running or
    * made ahead is no one's any more. A plan after a model unloaded joined a listing's probe that
    * began while the model still held its VRAM, and planned as if it did.
    */

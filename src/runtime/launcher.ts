@@ -71,6 +71,7 @@ export class Launcher {
   private readonly failed: StartFailureSlot;
   private reaped: Promise<unknown> | undefined;
   private log: RotatingLog | undefined;
+  private readonly goneSaid = new WeakSet<Spawned>();
 
   constructor(
     private readonly options: SupervisorOptions,
@@ -289,6 +290,8 @@ export class Launcher {
         starting.loadFraction = loadFraction(spawned.states, speaksKnown, pid, plan.model_bytes);
         this.log?.write(header);
         starting.spawned.resolve();
+        // Before whatever waits on the exit goes on (a restart's or a replan's probe).
+        void spawned.child.exited.then(() => this.gone(spawned));
       },
     };
     return { request, plan };
@@ -329,8 +332,21 @@ export class Launcher {
       startedAt: spawned.t0,
       readyAt: Date.now(),
       childMode: states,
-      released: () => spawned.drained.then(() => memoryReleased(pid)),
+      released: () =>
+        spawned.drained
+          .then(() => memoryReleased(pid))
+          .then((released) => {
+            if (released) this.gone(spawned);
+            return released;
+          }),
     };
+  }
+
+  /** A child's memory is free (SupervisorOptions `onChildGone`): said once, at its exit or release. */
+  private gone(spawned: Spawned): void {
+    if (this.goneSaid.has(spawned)) return;
+    this.goneSaid.add(spawned);
+    this.options.onChildGone?.();
   }
 }
 

@@ -1,6 +1,6 @@
 import { findLlamaServer } from "../config/find-binary.ts";
 import type { Config } from "../config/schema.ts";
-import { defaultPlanDeps } from "../models/local-plan-deps.ts";
+import { defaultPlanDeps, probeAhead } from "../models/local-plan-deps.ts";
 import { type LaunchPlan, planLaunch } from "../plan/launch.ts";
 import { Supervisor } from "./supervisor.ts";
 import type { PlanHint, StartFailureSlot } from "./supervisor-options.ts";
@@ -27,6 +27,9 @@ export function createSupervisor(config: () => Config, model: SupervisorFor = {}
     dataDir: () => config().app.data_dir,
     ...(model.instance ? { instance: model.instance } : {}),
     ...(model.startFailure ? { startFailure: model.startFailure } : {}),
+    // Its memory is free: a probe begun while it held it is joined by no plan (a restart's, a
+    // replan's after running out of GPU memory, the next model's).
+    onChildGone: () => probeAhead.changed(),
     settings: () => {
       const l = llama();
       return {

@@ -65,6 +65,13 @@ export interface SupervisorOptions {
    */
   startFailure?: StartFailureSlot;
   settings: () => SupervisorSettings;
+  /**
+   * A llama-server it spawned is gone: exited (a crash, a failed start, one planned again after
+   * running out of GPU memory, a stop), or its memory given back while a stop waits for the exit.
+   * Once per child. The core tells the shared probe (plan/probe-ahead.ts `changed`): one begun
+   * while it held its memory would plan the next start short of layers.
+   */
+  onChildGone?: () => void;
   /** Slots before any plan exists (initialize may ask before the first start); never throws: `status` reads it. */
   fallbackSlots?: () => number;
   spawner?: Spawner;

@@ -3,7 +3,7 @@ import type { PromptReuse } from "../agent/kv/reuse.ts";
 import { configForModel, type ModelConfig } from "../config/model-entry.ts";
 import { DEFAULT_MODEL_NAME } from "../config/model-schema.ts";
 import type { Config } from "../config/schema.ts";
-import { defaultPlanDeps, probeAhead } from "../models/local-plan-deps.ts";
+import { defaultPlanDeps } from "../models/local-plan-deps.ts";
 import type { HardwareSnapshot } from "../plan/hardware.ts";
 import type { LaunchPlan, PlanDeps } from "../plan/launch.ts";
 import type { DevicePlan } from "../protocol/plan.ts";
@@ -131,8 +131,8 @@ export function makeModelRuntime(name: string, deps: RuntimeDeps): ModelRuntime 
       const snap = supervisor.snapshot();
       return { ...snap, outOfMemoryStarts: counted(snap.outOfMemoryStarts) };
     },
-    // What it held is free (or freeing): a probe begun while it ran would plan the next model short.
-    stop: (options) => supervisor.stop(options).finally(() => probeAhead.changed()),
+    // What it held is free once it is gone: the supervisor tells the shared probe (provider.ts).
+    stop: (options) => supervisor.stop(options),
     plannedBytes: async (): Promise<ModelFootprint> => {
       const { plan, launch } = await deps.plan(withHint(config(), { outOfMemory: before }), planDeps);
       planned = launch;
