@@ -11,7 +11,7 @@ import type { ProjectorChoice } from "../plan/projector.ts";
 import { isCoreError } from "../protocol/errors.ts";
 import { HF_PREFIX, parseHfModelPath } from "../protocol/model-ref.ts";
 import type { ModelEntry, ModelsResult } from "../protocol/models.ts";
-import { sameFile } from "../util/same-file.ts";
+import { distinctPaths, sameFile } from "../util/same-file.ts";
 import { findProjector } from "./find-projector.ts";
 import { fitVerdict } from "./fit-verdict.ts";
 import { type Env, hubCacheDir, repoPaths } from "./hf-cache.ts";
@@ -191,12 +191,12 @@ async function projectorOf(mmproj: string, model: ModelInfo): Promise<ProjectorC
   }
 }
 
-/** The config's folder and its model's folder (an `hf:` model lives in the cache, already scanned). */
+/** The config's folder and its model's folder (an `hf:` model lives in the cache, already scanned), each once however spelled. */
 function scannedFolders(input: ListInput): string[] {
   const folders = [resolve(input.configDir)];
   const path = input.config.model.path;
   if (!path.startsWith(HF_PREFIX)) folders.push(dirname(resolve(input.configDir, path)));
-  return [...new Set(folders)];
+  return distinctPaths(folders);
 }
 
 /** A configured model's file: its path, or where the cache holds its `hf:` reference (null: not cached). */

@@ -29,6 +29,32 @@ export function sameFile(a: string, b: string, os: PathReader = osPaths): boolea
   }
 }
 
+/**
+ * `paths` with one entry per place, the first spelling kept: two spellings are one when the OS
+ * resolves both to one (as sameFile does), or, for one not there, when they normalize to one
+ * (`/` or `\\`, a trailing separator, `.` and `..`; case folded on Windows, so `C:` is `c:`).
+ * `models` listed one folder twice when the config's folder and model.path's were spelled apart.
+ */
+export function distinctPaths(paths: readonly string[], os: PathReader = osPaths): string[] {
+  const seen = new Set<string>();
+  return paths.filter((path) => {
+    const key = identityOf(path, os);
+    if (seen.has(key)) return false;
+    seen.add(key);
+    return true;
+  });
+}
+
+function identityOf(path: string, os: PathReader): string {
+  let found: string;
+  try {
+    found = os.realpath.native(path);
+  } catch {
+    found = os.rules.resolve(path);
+  }
+  return os.rules.sep === "\\" ? foldCase(found) : found;
+}
+
 /** Upper case a character at a time, as NTFS's upcase table does: one that would grow (ß) is kept. */
 function foldCase(path: string): string {
   return Array.from(path, (c) => (c.toUpperCase().length === c.length ? c.toUpperCase() : c)).join("");

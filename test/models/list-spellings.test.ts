@@ -47,6 +47,8 @@ describe("models: one file spelled two ways (Windows)", () => {
       { probe },
     );
     expect(result.models.map((m) => m.file)).toEqual(["m.gguf"]);
+    // The folder too is listed once, as the config's folder spells it.
+    expect(result.folders).toEqual([onDisk]);
   });
 
   test("the model loaded (its path as the runtime holds it: on disk) is marked loaded however the folder is spelled", async () => {
