@@ -2,6 +2,7 @@ import { z } from "zod";
 import { KV_CACHE_TYPE_NAMES } from "../protocol/kv-cache-types.ts";
 import { ThinkSchema } from "../protocol/think.ts";
 import { MAX_TIMER_MS } from "../util/timer-limit.ts";
+import { noDevicePaths } from "./device-paths.ts";
 import { checkModelNames, DEFAULT_MODEL_NAME, ModelSchema, ModelsSchema } from "./model-schema.ts";
 import { noNulCharacters } from "./nul-check.ts";
 import { parseEndpoint } from "./rpc-endpoint.ts";
@@ -295,6 +296,7 @@ export const ConfigSchema = z
   })
   .superRefine(checkModelNames)
   .superRefine(noNulCharacters)
+  .superRefine((config, ctx) => noDevicePaths(config, ctx))
   .prefault({});
 
 export type Config = z.infer<typeof ConfigSchema>;

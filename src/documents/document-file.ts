@@ -1,5 +1,6 @@
 import { stat } from "node:fs/promises";
 import { openFilesUsedUp } from "../protocol/errors.ts";
+import { windowsDevicePath } from "../util/device-path.ts";
 import { isFullPath } from "../util/full-path.ts";
 import { FileTooLarge, NotRegularFile, readFailure, readFileBytesAsync } from "../util/read-file.ts";
 import { MAX_DOCUMENT_BYTES } from "./limits.ts";
@@ -16,6 +17,9 @@ export async function readDocumentFile(path: string, room = MAX_DOCUMENT_BYTES):
   // As an image's path (images/prepare.ts): relative to what would be the core's own folder,
   // which a host does not choose.
   if (!isFullPath(path)) throw pathProblem("unreadable", `path must be absolute (${path})`);
+  // A pipe's or a device's stat or open reaches it (a pipe's server is connected to): never tried.
+  const device = windowsDevicePath(path);
+  if (device) throw pathProblem("unreadable", `${path} ${device}`);
   const max = Math.min(room, MAX_DOCUMENT_BYTES);
   try {
     return await readFileBytesAsync(path, max);
@@ -26,6 +30,8 @@ export async function readDocumentFile(path: string, room = MAX_DOCUMENT_BYTES):
 
 /** The file's size as stat sees it, for a place in the reading budget; 0 when it cannot be seen (the read says why). */
 export async function documentFileSize(path: string): Promise<number> {
+  // A pipe or a device is never stat'ed (its stat connects to it): its read refuses it.
+  if (windowsDevicePath(path)) return 0;
   return (await stat(path).catch(() => undefined))?.size ?? 0;
 }
 

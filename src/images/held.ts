@@ -2,6 +2,7 @@ import { stat } from "node:fs/promises";
 import type { ImageInput } from "../protocol/image-input.ts";
 import { abortable } from "../util/abortable.ts";
 import { ByteBudget } from "../util/byte-budget.ts";
+import { windowsDevicePath } from "../util/device-path.ts";
 import { heldWhile } from "../util/held-while.ts";
 import type { Release } from "../util/semaphore.ts";
 import { within } from "../util/within.ts";
@@ -72,7 +73,8 @@ export async function holdImages(
 
 async function expectedBytes(input: ImageInput, o: SizeOptions): Promise<number> {
   if (typeof input.data === "string") return Math.floor((input.data.length * 3) / 4);
-  if (typeof input.path !== "string") return 0;
+  // A pipe or a device is never stat'ed (its stat connects to it): its read refuses it.
+  if (typeof input.path !== "string" || windowsDevicePath(input.path)) return 0;
   // A failure: the reading refuses it, naming the image. No answer in time: the most an image may
   // take, so the chats behind go on; its own read then waits for the file alone.
   const size = (o.stat ?? stat)(input.path).then(

@@ -1,5 +1,6 @@
 import type { ImageInput } from "../protocol/image-input.ts";
 import { abortable } from "../util/abortable.ts";
+import { windowsDevicePath } from "../util/device-path.ts";
 import { isFullPath } from "../util/full-path.ts";
 import { decodeBase64Strict } from "./base64.ts";
 import { type ImageFormat, MIME_OF, readImageHeader } from "./format.ts";
@@ -152,6 +153,9 @@ async function bytesOf(index: number, input: ImageInput, limits: ImageLimits): P
     if (URL_LIKE.test(path))
       throw imageRefused(index, "url", "a URL is never followed: give a local file's path, or the data");
     if (!isFullPath(path)) throw imageRefused(index, "unreadable", `path must be absolute (${path})`);
+    // A pipe's or a device's stat or open reaches it (a pipe's server is connected to): never tried.
+    const device = windowsDevicePath(path);
+    if (device) throw imageRefused(index, "unreadable", `path ${path} ${device}`);
     const read = (limits.readFile ?? readImageFile)(index, path, limits.room?.[index]);
     const reading = limits.track ? limits.track(read) : read;
     return limits.signal ? abortable(reading, limits.signal) : reading;

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { windowsDevicePath } from "../util/device-path.ts";
 import { isFullPath } from "../util/full-path.ts";
 import { isOneLine } from "../util/one-line.ts";
 import { AttachmentRefSchema, ToolCallSchema } from "./chat-message.ts";
@@ -147,6 +148,10 @@ export const SessionsExportParamsSchema = z.object({
     .min(1)
     .max(4096)
     .refine((p) => isFullPath(p), "must be an absolute path")
+    .refine(
+      (p) => windowsDevicePath(p) === null,
+      "must name a file, not a Windows device or pipe (\\\\.\\…, NUL, COM1…)",
+    )
     .refine((p) => !p.includes("\0"), "must not contain a NUL character")
     .optional(),
 });
