@@ -88,3 +88,48 @@ describe("a leftover llama-server on Windows, its executable spelled two ways", 
     expect(sameFile(files[0]!, files[0]!.toUpperCase(), posix)).toBe(false);
   });
 });
+
+describe("a leftover llama-server run from a share (UNC path or mapped drive)", () => {
+  const UNC = "\\\\server\\tools\\llama-server.exe";
+  /**
+   * The native realpath of a file on a share answers its UNC name (GetFinalPathNameByHandle's
+   * `\\?\UNC\…`, `\\?\` dropped) whether it was spelled `\\server\tools\…` or `Z:\…` where Z: is
+   * mapped to it; a share that does not answer, or a drive not mapped in this logon session,
+   * throws.
+   */
+  function onShare(reachable: { unc: boolean; drive: boolean }): PathReader {
+    const native = (path: string) => {
+      const p = path.replaceAll("/", "\\").toLowerCase();
+      if (p === UNC.toLowerCase() && reachable.unc) return UNC;
+      if (p === "z:\\llama-server.exe" && reachable.drive) return UNC;
+      throw Object.assign(new Error(`ENOENT: ${path}`), { code: "ENOENT" });
+    };
+    return { rules: nodePath.win32, realpath: Object.assign((p: string) => p, { native }) };
+  }
+
+  test("both spellings resolved: ours", () => {
+    const os = onShare({ unc: true, drive: true });
+    const same = (a: string, b: string) => sameFile(a, b, os);
+    expect(
+      judgeLeftover(record("Z:\\llama-server.exe"), running(UNC), ["Z:\\llama-server.exe"], same),
+    ).toEqual({
+      verdict: "ours",
+    });
+  });
+
+  test("either one not resolvable now (share offline, drive not mapped for this core): not ours, left running", () => {
+    for (const reachable of [
+      { unc: false, drive: true },
+      { unc: true, drive: false },
+    ]) {
+      const same = (a: string, b: string) => sameFile(a, b, onShare(reachable));
+      const verdict = judgeLeftover(
+        record("Z:\\llama-server.exe"),
+        running(UNC),
+        ["Z:\\llama-server.exe"],
+        same,
+      );
+      expect(verdict.verdict).toBe("unexplained");
+    }
+  });
+});
