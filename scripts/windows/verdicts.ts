@@ -13,6 +13,7 @@ import {
   judgeTerminate,
   type LinuxFacts,
 } from "./checks.ts";
+import { judgePaths } from "./path-checks.ts";
 
 /**
  * The Windows suite's verdict over a run (checks.ts holds each scenario's checks). Checks the
@@ -76,6 +77,8 @@ function judgeOne(o: Observation, facts: LinuxFacts): Check[] {
       return judgeSeveral(o);
     case "reap":
       return judgeReap(o);
+    case "paths":
+      return judgePaths(o);
   }
 }
 

@@ -7,6 +7,7 @@
 import { readFileSync } from "node:fs";
 import { eof, reap, session, several, terminate } from "./lifecycle-scenarios.ts";
 import type { HostPlan, Observation, ScenarioError, ScenarioName } from "./observations.ts";
+import { paths } from "./path-scenarios.ts";
 import { probe } from "./probe.ts";
 import { cli, conformance } from "./protocol-scenarios.ts";
 
@@ -43,4 +44,5 @@ await run("eof", () => eof(plan));
 await run("terminate", () => terminate(plan));
 await run("several", () => several(plan));
 await run("reap", () => reap(plan));
+await run("paths", () => paths(plan));
 process.exit(0);

@@ -25,6 +25,23 @@ export interface HostPlan {
 
 export type Msg = Record<string, any>;
 
+/** Windows path spellings (path-scenarios.ts). */
+export interface PathsObservation {
+  scenario: "paths";
+  /** The stack's folder as the host spelled it. */
+  dir: string;
+  /** `models`' folders, config's folder and model.path's spelled two ways (or its terminal, if none). */
+  folders: unknown;
+  /** `models` under a config whose model.path is a pipe's name, and one whose model.path is a device's. */
+  pipeConfig: Msg | null;
+  nulConfig: Msg | null;
+  /** documents.add and sessions.export given the pipe's name. */
+  document: Msg | null;
+  exported: Msg | null;
+  /** Each of the scenario's cores' exit codes after shutdown (null: it did not exit). */
+  exitCodes: (number | null)[];
+}
+
 /** A command the host ran to its end. */
 export interface CommandRun {
   code: number | null;
@@ -153,7 +170,8 @@ export type Observation =
   | EofObservation
   | TerminateObservation
   | SeveralObservation
-  | ReapObservation;
+  | ReapObservation
+  | PathsObservation;
 
 export type ScenarioName = Observation["scenario"];
 
@@ -172,6 +190,7 @@ export const SCENARIOS: readonly ScenarioName[] = [
   "terminate",
   "several",
   "reap",
+  "paths",
 ];
 
 /** Milliseconds since 1970 → FILETIME ticks (100 ns since 1601), as Windows counts creation times. */
