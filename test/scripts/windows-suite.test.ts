@@ -148,7 +148,22 @@ function healthy(): Observation[] {
       stderrTail: "",
     },
     { scenario: "reap", leftover: 808, staged: true, goneMs: 244, waitedMs: 245, stderrTail: "" },
+    {
+      scenario: "paths",
+      dir: "C:\\stack",
+      folders: ["c:\\stack"],
+      pipeConfig: refused("config_invalid", { key: "model.path" }, "model.path names a device or pipe"),
+      nulConfig: refused("config_invalid", { key: "model.path" }, "model.path names the Windows device NUL"),
+      document: refused("invalid_request", { field: "path" }, "path names a device or pipe"),
+      exported: refused("invalid_request", { field: "path" }, "path names a device or pipe"),
+      exitCodes: [0, 0, 0, 0],
+    },
   ];
+}
+
+/** An error line as the protocol writes it: code, message and data at its top. */
+function refused(code: string, data: Record<string, string>, message: string) {
+  return { id: 1, type: "error", code, message, data };
 }
 
 function verdict(lines: (Observation | ScenarioError)[], strict = false, f = facts) {
@@ -172,6 +187,15 @@ function with_<S extends Observation["scenario"]>(
 }
 
 describe("the Windows suite's verdicts", () => {
+  test("paths: two folders listed, a refusal for a missing file, a core left running each fail their check", () => {
+    const lines = with_("paths", (o) => {
+      o.folders = ["C:\\stack", "c:/stack/"];
+      o.document = refused("invalid_request", { field: "path" }, "path: no such file");
+      o.exitCodes = [0, 0, null, 0];
+    });
+    expect(failed(lines)).toEqual(["paths.one_folder", "paths.pipe_document", "paths.exit"]);
+  });
+
   test("a run where everything holds passes every check and exits 0, strict or not", () => {
     expect(failed(healthy())).toEqual([]);
     expect(verdict(healthy())).toMatchObject({ unexpected: 0, known: 0, exitCode: 0 });
