@@ -12,6 +12,7 @@ import { statusOf } from "../../src/server/several-models-status.ts";
 import { writeFakeLlamaServer, writeFakeModel } from "../fixtures/llama-stand-in/binary.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 import { rejection, testPlan } from "../runtime/helpers/harness.ts";
+import { oddModelStack } from "./odd-model-stack.ts";
 
 // A model of several whose llama-server fails as it loads (docs/supervisor.md, "Start failures"):
 // the scheduler makes a new runtime for each load after a failed one (model-load.ts `startLoad`),
@@ -23,18 +24,10 @@ describe.skipIf(process.platform === "win32")("a model of several that fails as 
   test("its next load, on a new runtime, answers the held error without launching", async () => {
     await using dir = tmpdir();
     const argvLog = join(dir.path, "argv.txt");
-    const binary = writeFakeLlamaServer(dir.path, {
-      FAKE_LLAMA_LOAD_MS: "20",
+    const { model, config } = oddModelStack(dir.path, {
       FAKE_LLAMA_FAIL_START: "E something odd happened",
       FAKE_LLAMA_FAIL_EXIT: "3",
       FAKE_LLAMA_ARGV_LOG: argvLog,
-    });
-    const model = writeFakeModel(dir.path);
-    const config = ConfigSchema.parse({
-      app: { data_dir: join(dir.path, "data") },
-      llama: { binary, idle_sleep_s: 0 },
-      model: { path: model },
-      models: [{ name: "odd", path: model }],
     });
     let plans = 0;
     const plan = async () => {

@@ -1,13 +1,11 @@
 import { describe, expect, test } from "bun:test";
 import { renameSync } from "node:fs";
-import { join } from "node:path";
 import type { PromptReuse } from "../../src/agent/kv/reuse.ts";
-import { ConfigSchema } from "../../src/config/schema.ts";
 import type { DevicePlan } from "../../src/protocol/plan.ts";
 import { SeveralModels } from "../../src/server/several-models.ts";
-import { writeFakeLlamaServer, writeFakeModel } from "../fixtures/llama-stand-in/binary.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 import { rejection, testPlan } from "../runtime/helpers/harness.ts";
+import { oddModelStack } from "./odd-model-stack.ts";
 
 // A model of several whose file is renamed away after its plan was made, before llama-server
 // opens it (a pull replacing it, a user tidying a folder): the load says model_missing, leaves no
@@ -18,14 +16,7 @@ const never = () => new AbortController().signal;
 describe.skipIf(process.platform === "win32")("a model file gone between the plan and the spawn", () => {
   test("model_missing, nothing running; the file back, the next load serves", async () => {
     await using dir = tmpdir();
-    const binary = writeFakeLlamaServer(dir.path, { FAKE_LLAMA_LOAD_MS: "20" });
-    const model = writeFakeModel(dir.path);
-    const config = ConfigSchema.parse({
-      app: { data_dir: join(dir.path, "data") },
-      llama: { binary, idle_sleep_s: 0 },
-      model: { path: model },
-      models: [{ name: "odd", path: model }],
-    });
+    const { model, config } = oddModelStack(dir.path, {});
     // The plan (its header read before) is made; the file goes only after, while `vanish` says so.
     let vanish = true;
     const plan = async () => {

@@ -1,16 +1,14 @@
 import { describe, expect, test } from "bun:test";
-import { join } from "node:path";
 import type { PromptReuse } from "../../src/agent/kv/reuse.ts";
-import { ConfigSchema } from "../../src/config/schema.ts";
 import { methodTable } from "../../src/methods/index.ts";
 import type { Services } from "../../src/methods/services.ts";
 import type { RequestContext } from "../../src/protocol/method-table.ts";
 import type { DevicePlan } from "../../src/protocol/plan.ts";
 import { type CoreStatusResult, statusResultSchema } from "../../src/protocol/status.ts";
 import { SeveralModels } from "../../src/server/several-models.ts";
-import { writeFakeLlamaServer, writeFakeModel } from "../fixtures/llama-stand-in/binary.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 import { makeSupervisor, rejection, testPlan } from "../runtime/helpers/harness.ts";
+import { oddModelStack } from "./odd-model-stack.ts";
 
 // status's start_held_until (docs/protocol.md#status), read through the status method itself: a
 // model whose start failed once spawned, then a chat's start refused by the hold, says until
@@ -49,14 +47,7 @@ describe.skipIf(process.platform === "win32")("status of a model whose start is 
 
   test("several models: the failed model's row says until when, the others' null; default's in llama too", async () => {
     await using dir = tmpdir();
-    const binary = writeFakeLlamaServer(dir.path, { FAKE_LLAMA_LOAD_MS: "20", ...FAILING });
-    const model = writeFakeModel(dir.path);
-    const config = ConfigSchema.parse({
-      app: { data_dir: join(dir.path, "data") },
-      llama: { binary, idle_sleep_s: 0 },
-      model: { path: model },
-      models: [{ name: "odd", path: model }],
-    });
+    const { model, config } = oddModelStack(dir.path, FAILING);
     const plan = async () => {
       const devices = [{ id: "cpu", usage: { total: 1 }, budget_bytes: 100 }] as unknown as DevicePlan[];
       return { plan: { devices }, launch: testPlan(model, { slot_save_path: null }) };
