@@ -1,3 +1,4 @@
+import { escapeRegExp } from "../util/escape-regexp.ts";
 import { quotedEnd } from "../util/quoted.ts";
 
 /**
@@ -50,7 +51,7 @@ export function* literalsOf(template: string): Generator<string> {
 /** A neutraliser for these markers; identity when there are none. */
 export function markerBreaker(markers: readonly string[]): (text: string) => string {
   if (markers.length === 0) return (text) => text;
-  const pattern = new RegExp(markers.map(literally).join("|"), "g");
+  const pattern = new RegExp(markers.map(escapeRegExp).join("|"), "g");
   const firsts = new Set(markers.map((m) => m[0]));
   return (text) => {
     // Most text has none of the markers' first characters: no regex run at all.
@@ -70,8 +71,4 @@ export function breakDeep(value: unknown, breakText: (text: string) => string): 
   if (value !== null && typeof value === "object")
     return Object.fromEntries(Object.entries(value).map(([k, v]) => [breakText(k), breakDeep(v, breakText)]));
   return value;
-}
-
-function literally(text: string): string {
-  return text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 }

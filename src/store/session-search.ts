@@ -1,4 +1,5 @@
 import type { Database } from "bun:sqlite";
+import { escapeRegExp } from "../util/escape-regexp.ts";
 import { wholeCharCut } from "../util/text-cut.ts";
 import { erasedSince } from "./erasures.ts";
 import { allOf, likePattern, words } from "./fts-query.ts";
@@ -112,10 +113,6 @@ export function markedSnippet(text: string, found: readonly string[]): string {
   const window =
     found.length > 0 ? flat.slice(from, to).replace(pattern, (m) => `**${m}**`) : flat.slice(from, to);
   return `${from > 0 ? "…" : ""}${window}${to < flat.length || cut ? "…" : ""}`;
-}
-
-function escapeRegExp(s: string): string {
-  return s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 }
 
 /**

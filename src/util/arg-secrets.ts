@@ -1,3 +1,5 @@
+import { escapeRegExp } from "./escape-regexp.ts";
+
 /** A flag or variable name that says its value is a credential: `--api-key`, `TOKEN`, `--password`. */
 const SECRET_NAME = /key|token|secret|passw(or)?d|pwd|auth|bearer|credential|cookie/i;
 /** How a flag (`--api-key`, `-k`) or a variable (`API_KEY`) is spelt. */
@@ -140,8 +142,4 @@ export function withoutArgSecrets(text: string, ...argLists: (readonly string[])
     if (at) shown[at.index] = (words[at.index] ?? "").slice(0, at.from) + REDACTED;
   });
   return shown.join(" ").split(REDACTED).map(hide).join(REDACTED);
-}
-
-function escapeRegExp(s: string): string {
-  return s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 }
