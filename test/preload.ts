@@ -2,6 +2,7 @@ import { afterAll } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { removeLeftoverTmpdirs } from "./fixtures/tmpdir.ts";
 
 // Every test file gets its own HOME and XDG dirs, and no inherited knobs that would change
 // behaviour (log level, test methods, llama-server's own LLAMA_ARG_* variables).
@@ -18,5 +19,6 @@ for (const key of Object.keys(process.env)) {
 process.env.LOCAL_AI_LOG_LEVEL ??= "silent";
 
 afterAll(() => {
+  removeLeftoverTmpdirs();
   rmSync(home, { recursive: true, force: true });
 });
