@@ -93,6 +93,31 @@ export function isUnparsedReply(err: LlmError): boolean {
   return err.kind === "bad_response" && err.data.problem === "unparsed_reply";
 }
 
+/**
+ * llama-server's 500 when its KV cache has no room left even for one token: b10587's `decode`
+ * (server-context.cpp, `llama_decode` 1 at a batch of 1) sends "Context size has been exceeded."
+ * with the default ERROR_TYPE_SERVER to every slot in flight, clears and releases them, and serves
+ * on. Slots that share the cache (`--kv-unified`) or a draft model's tokens fill it. The context
+ * is full, the server not broken: a restart would change nothing but fail the other chats again,
+ * so it fails that request (`problem: "context_full"`, which a host may send again).
+ */
+const CONTEXT_FULL = /^Context size has been exceeded\./;
+
+function contextFull(
+  message: string,
+  status: number | undefined,
+  type: string | undefined,
+): LlmError | undefined {
+  if (!CONTEXT_FULL.test(message)) return undefined;
+  return new LlmError(
+    "bad_response",
+    `llama-server's context is full (every chat in flight on it was stopped; send it again, or raise model.context or lower llama.parallel): ${message}`,
+    { ...(status === undefined ? {} : { status }), problem: "context_full" },
+    status,
+    type,
+  );
+}
+
 /** The LlmError for an answer with an error status (its body read as text, bounded in the message). */
 export function statusError(status: number, statusText: string, text: string): LlmError {
   const body = errorBody(text);
@@ -113,7 +138,7 @@ export function statusError(status: number, statusText: string, text: string): L
       type,
     );
   }
-  const unparsed = unparsedReply(message, status);
+  const unparsed = unparsedReply(message, status) ?? contextFull(message, status, type);
   if (unparsed) return unparsed;
   return new LlmError(
     refusedBy(status, message) ? "bad_response" : "server_error",
@@ -183,6 +208,8 @@ export function eventError(error: Record<string, unknown>, message: string): Llm
   if (unparsed) return unparsed;
   const status = requestStatus(error);
   const type = typeof error.type === "string" ? error.type : undefined;
+  const full = contextFull(message, status, type);
+  if (full) return full;
   // Its counts are checked where they are read (agent/turn/turn.ts).
   if (type === "exceed_context_size_error") return overflowError(message, error as ErrorBody, status);
   if (status !== undefined && refusedBy(status, message)) {

@@ -97,6 +97,34 @@ describe("chat: an error event mid-stream", () => {
     expect(h.provider.failures).toEqual([]);
   });
 
+  // b10587's decode finds no room in the KV cache even for one token (llama_decode 1 at n_batch 1:
+  // server-context.cpp `decode`, err = "Context size has been exceeded."): it sends that to every
+  // slot in flight with the default ERROR_TYPE_SERVER (a 500 "server_error"), clears and releases
+  // them, and serves on. A stream always began by then (the slot's first partial sent the
+  // headers), so it comes as an event; an embedding's comes as the status. The context is full,
+  // not the server broken: a restart would change nothing and fail the other chats a second time.
+  test("the KV cache full (500 'Context size has been exceeded.'): each chat fails by name, no restart", async () => {
+    await using h = new ChatHarness({ agents: [{ name: "plain" }] });
+    const message = "Context size has been exceeded.";
+    h.llama.script(
+      { content: ["partly"], error: { status: 500, message, mid_stream: true } },
+      { content: [], error: { status: 500, message, mid_stream: true } },
+      { error: { status: 500, message } },
+    );
+    for (const id of [1, 2, 3]) {
+      const { terminal, events } = await h.chat(id, { input: "x", session_id: `k${id}` });
+      expect(terminal).toMatchObject({
+        type: "error",
+        code: "internal_error",
+        data: { reason: "bad_response", status: 500, problem: "context_full" },
+      });
+      expect(String(terminal.message)).toContain(message);
+      expect(String(terminal.message)).toContain("llama.parallel");
+      expect(events.at(-1)).toMatchObject({ event: "loop_abort", reason: "llm_error" });
+    }
+    expect(h.provider.failures).toEqual([]);
+  });
+
   test("server_error (500): the server is blamed and restarted, as today", async () => {
     await using h = new ChatHarness({ agents: [{ name: "plain" }] });
     h.llama.script({

@@ -67,6 +67,23 @@ describe("recorded error bodies", () => {
     }
   });
 
+  // b10587's decode with no room left in the KV cache sends this to every slot in flight as
+  // ERROR_TYPE_SERVER and serves on (server-context.cpp `decode`): the context is full, the
+  // server is not broken, so nothing should restart it.
+  test("'Context size has been exceeded.' (a 500 server_error): the context is full, not the server failed", () => {
+    const message = "Context size has been exceeded.";
+    const err = statusError(500, "", JSON.stringify({ error: { code: 500, message, type: "server_error" } }));
+    expect(err).toMatchObject({ kind: "bad_response", status: 500, type: "server_error" });
+    expect(err.data).toEqual({ status: 500, problem: "context_full" });
+    expect(err.message).toContain(message);
+    const quoted = statusError(
+      500,
+      "",
+      JSON.stringify({ error: { code: 500, message: `Compute error. ${message}` } }),
+    );
+    expect(quoted.kind).toBe("server_error");
+  });
+
   test("quirks/90: a finished reply llama-server cannot parse is the model's slip, not the server's: bad_response, unparsed_reply", () => {
     const err = recorded("quirks/90-invalid-utf8-output-500-chat.txt");
     expect(err).toMatchObject({ kind: "bad_response", status: 500 });
