@@ -1,7 +1,7 @@
 import { embedMaxInputs } from "../protocol/embed.ts";
 import { inputTokens, requestSize } from "./embed-budget.ts";
 import { EmbedError } from "./embed-error.ts";
-import { errorBody, LlmError, notJson, statusError } from "./errors.ts";
+import { errorBody, errorText, LlmError, notJson, statusError } from "./errors.ts";
 import { answerText, call, type LlamaEndpoint } from "./http.ts";
 import { wellFormedJson } from "./well-formed.ts";
 
@@ -113,7 +113,7 @@ async function batch(
   let text: string;
   try {
     res = await call(server, "/v1/embeddings", { body, signal });
-    text = await answerText(res, "/v1/embeddings", signal);
+    text = res.ok ? await answerText(res, "/v1/embeddings", signal) : await errorText(res, signal);
   } finally {
     watch?.dispose();
   }

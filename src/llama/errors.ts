@@ -1,3 +1,4 @@
+import { readCapped } from "../util/capped-body.ts";
 import { cutText, wholeCharCut } from "../util/text-cut.ts";
 
 /**
@@ -232,10 +233,30 @@ function requestStatus(error: Record<string, unknown>): number | undefined {
   return error.type === "invalid_request_error" ? 400 : undefined;
 }
 
-/** The LlmError for a response whose status is not ok (its body is read, so nothing leaks). */
+/**
+ * The most of an error answer's body that is read: its message is in its first characters, and
+ * a body that never ends (a broken proxy, a hostile program on the port) would otherwise fill
+ * memory at loopback speed before any deadline fires. The streamed chat's bound is the same
+ * (stream-socket.ts `ANSWER_LIMITS.errorChars`).
+ */
+export const MAX_ERROR_BODY_BYTES = 64 * 1024;
+
+/**
+ * An error answer's body as text, at most MAX_ERROR_BODY_BYTES of it (the rest never read); ""
+ * when it was cut off (the status still says what happened), the signal's reason when it aborted.
+ */
+export async function errorText(res: Response, signal?: AbortSignal): Promise<string> {
+  try {
+    return new TextDecoder().decode((await readCapped(res, MAX_ERROR_BODY_BYTES)).bytes);
+  } catch {
+    if (signal?.aborted) throw signal.reason;
+    return "";
+  }
+}
+
+/** The LlmError for a response whose status is not ok (its body is read, bounded, so nothing leaks). */
 export async function responseError(res: Response): Promise<LlmError> {
-  const text = await res.text().catch(() => "");
-  return statusError(res.status, res.statusText, text);
+  return statusError(res.status, res.statusText, await errorText(res));
 }
 
 /** A body that should be JSON but is not, quoted (80 characters at most) in the message. */

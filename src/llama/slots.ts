@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { errorBody, LlmError, notJson, SlotError, statusError } from "./errors.ts";
+import { errorBody, errorText, LlmError, notJson, SlotError, statusError } from "./errors.ts";
 import { answerText, call, type LlamaEndpoint } from "./http.ts";
 
 /**
@@ -75,7 +75,8 @@ async function slotAction<T extends z.ZodType>(
 ): Promise<z.output<T>> {
   const path = `/slots/${id}?action=${action}`;
   const res = await call(server, path, { body: JSON.stringify({ filename }), signal });
-  return parsed(schema, res, path, await answerText(res, path, signal), { id, action });
+  const text = res.ok ? await answerText(res, path, signal) : await errorText(res, signal);
+  return parsed(schema, res, path, text, { id, action });
 }
 
 /** A 2xx body read by its schema; an error status mapped to SlotError where the action has its own. */

@@ -134,6 +134,26 @@ describe("bodies that are not llama-server's error JSON", () => {
     expect(err).toMatchObject({ kind: "bad_response", data: { status: 418 } });
   });
 
+  // The error of any call but the streamed chat's (/props, /tokenize, /v1/embeddings, a slot's)
+  // was read whole before its first characters were looked at: a server answering a 500 with an
+  // endless body (a broken proxy, a hostile program on the port) filled the core's memory at
+  // loopback speed, gigabytes before any deadline fired. Its message is in its first characters.
+  test("an error body that never ends is read no further than its bound", async () => {
+    let sent = 0;
+    const chunk = new TextEncoder().encode("x".repeat(64 * 1024));
+    const body = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        if (sent >= 64 * 1024 * 1024) return controller.close();
+        sent += chunk.byteLength;
+        controller.enqueue(chunk);
+      },
+    });
+    const err = await responseError(new Response(body, { status: 500 }));
+    expect(err).toMatchObject({ kind: "server_error", data: { status: 500 } });
+    expect(err.message).toContain("xxxx");
+    expect(sent).toBeLessThan(1024 * 1024);
+  });
+
   // Recorded messages are under 300 characters (transcripts/20d quotes the body around a lone
   // surrogate); a body's own message of 60 KB (its bound, stream-socket.ts) went to the host whole.
   test("llama-server's own message is cut too, between characters", () => {
