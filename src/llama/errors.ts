@@ -184,11 +184,15 @@ const refusedBy = (status: number, message: string) =>
   IMAGE_NOT_PROCESSED.test(message) ||
   NO_IMAGE_INPUT.test(message);
 
+const count = (value: unknown): number | undefined =>
+  typeof value === "number" && Number.isSafeInteger(value) && value >= 0 ? value : undefined;
+
 function overflowError(message: string, body: ErrorBody | undefined, status: number | undefined): LlmError {
   return new LlmError(
     "context_overflow",
     `the conversation does not fit the model's context: ${message}`,
-    { n_prompt_tokens: body?.n_prompt_tokens, n_ctx: body?.n_ctx },
+    // Numbers or nothing: an embed's error carries them to the host as they are.
+    { n_prompt_tokens: count(body?.n_prompt_tokens), n_ctx: count(body?.n_ctx) },
     status,
     body?.type,
   );
@@ -211,7 +215,6 @@ export function eventError(error: Record<string, unknown>, message: string): Llm
   const type = typeof error.type === "string" ? error.type : undefined;
   const full = contextFull(message, status, type);
   if (full) return full;
-  // Its counts are checked where they are read (agent/turn/turn.ts).
   if (type === "exceed_context_size_error") return overflowError(message, error as ErrorBody, status);
   if (status !== undefined && refusedBy(status, message)) {
     return new LlmError(

@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import {
+  eventError,
   isUnparsedReply,
   LlmError,
   MAX_SERVER_MESSAGE_CHARS,
@@ -22,6 +23,28 @@ describe("recorded error bodies", () => {
     const err = recorded("22-err-context-overflow.txt");
     expect(err).toMatchObject({ kind: "context_overflow", status: 400, type: "exceed_context_size_error" });
     expect(err.data).toEqual({ n_prompt_tokens: 3210, n_ctx: 2048 });
+  });
+
+  // The counts go on into an embed's error as they are (server/embed-failure.ts spreads the data):
+  // a server's 60 KB string or nested arrays there reached the host where a number belongs.
+  test("an overflow's counts are kept only when they are numbers", () => {
+    const junk = JSON.stringify({
+      error: {
+        code: 400,
+        type: "exceed_context_size_error",
+        message: "m",
+        n_prompt_tokens: "9".repeat(60_000),
+        n_ctx: [[[2048]]],
+      },
+    });
+    const err = statusError(400, "", junk);
+    expect(err.kind).toBe("context_overflow");
+    expect(err.data).toEqual({ n_prompt_tokens: undefined, n_ctx: undefined });
+    const event = eventError(
+      { code: 400, type: "exceed_context_size_error", n_ctx: "x", n_prompt_tokens: 7 },
+      "m",
+    );
+    expect(event.data).toEqual({ n_prompt_tokens: 7, n_ctx: undefined });
   });
 
   test("20-err-malformed-json.txt, 20c-err-empty-body.txt, 91g-reasoning-in-history-null.txt: a 500 from the JSON parser is the request's fault, not the server's", () => {
