@@ -1,6 +1,6 @@
 import { createParser, type EventSourceMessage } from "eventsource-parser";
 import { jsonBody } from "./data-url.ts";
-import { LlmError } from "./errors.ts";
+import { excerpt, LlmError } from "./errors.ts";
 import type { LlamaEndpoint } from "./http.ts";
 import type { SpareConnection } from "./spare-connection.ts";
 import { type Arrivals, applyEvent, type CompletionResult, emptyReply } from "./stream-reply.ts";
@@ -159,14 +159,19 @@ export async function streamCompletion(
     },
     maxBufferSize: MAX_EVENT_CHARS,
     onError(err) {
-      // The parser's other complaints (a field SSE does not know) are lines it skips, as before.
       if (err.type === "max-buffer-size-exceeded") streamError ??= eventTooLong();
+      // A line of no SSE field before any event: a body that is no event stream (a JSON error, a
+      // proxy's page), which would else end as a lost connection and blame the server. Later
+      // such lines are skipped, as SSE says.
+      else if (err.type === "unknown-field" && events === 0) streamError ??= notStream(err.line ?? "");
     },
   });
 
   try {
     while (!done && !streamError) {
       const text = await reader.read();
+      // A JSON body ends with no line break: its one line is read as the stream ends.
+      if (text === undefined && events === 0) parser.reset({ consume: true });
       if (text === undefined) break;
       parser.feed(text);
       // An event is progress; before the first token a ping says the server is alive (a batch
@@ -202,6 +207,13 @@ export async function streamCompletion(
   if (streamError) throw streamError;
   if (signal.aborted) throw signal.reason;
   return finished(result, assembler, done, sentAt);
+}
+
+function notStream(line: string): LlmError {
+  return new LlmError(
+    "bad_response",
+    `llama-server answered with a body that is not an event stream: ${excerpt(line)}`,
+  );
 }
 
 /** The reply once its stream ended: one that ended before its finish is a lost connection. */

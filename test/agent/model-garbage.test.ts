@@ -77,6 +77,23 @@ describe("chat: garbage on the wire from llama-server", () => {
     expect(h.provider.failures).toEqual([]);
   });
 
+  // A 200 whose body is not an event stream (a JSON error, a proxy's page) had no event the
+  // parser read: the stream "ended before the reply finished", a lost connection, and the
+  // server was blamed and restarted, the same garbage awaiting each restart.
+  test("a 200 whose body is not an event stream: bad_response naming it, the server not blamed", async () => {
+    await using h = new ChatHarness({ agents: [{ name: "plain" }] });
+    h.llama.script({ raw: ['{"error":{"code":500,"message":"boom","type":"server_error"}}'] });
+    const { terminal } = await h.chat(1, { input: "x", session_id: "j" });
+    expect(terminal).toMatchObject({
+      type: "error",
+      code: "internal_error",
+      data: { reason: "bad_response" },
+    });
+    expect(String(terminal.message)).toContain("not an event stream");
+    expect(String(terminal.message)).toContain("boom");
+    expect(h.provider.failures).toEqual([]);
+  });
+
   test("invalid UTF-8 becomes U+FFFD and the answer arrives", async () => {
     await using h = new ChatHarness({ agents: [{ name: "plain" }] });
     const head = 'data: {"choices":[{"index":0,"delta":{"content":"caf';
