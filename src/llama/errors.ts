@@ -125,7 +125,9 @@ export function statusError(status: number, statusText: string, text: string): L
   // Text, as the chat's error carries it to the host: cut between characters, and an escaped
   // lone surrogate in the body's JSON made U+FFFD (docs/protocol.md "Text").
   const stated = typeof body?.message === "string" ? serverMessage(body.message) : undefined;
-  const message = stated ?? (text.slice(0, wholeCharCut(text, 300)) || statusText);
+  // The reason phrase is the server's text too (a head holds 64 KiB of it: stream-socket.ts).
+  const cut = (t: string) => t.slice(0, wholeCharCut(t, 300));
+  const message = stated ?? (cut(text) || cut(statusText));
   const type = body?.type;
   if (type === "exceed_context_size_error") return overflowError(message, body, status);
   if (status === 413) {

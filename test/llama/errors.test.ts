@@ -188,6 +188,15 @@ describe("bodies that are not llama-server's error JSON", () => {
     expect(err.message.isWellFormed()).toBe(true);
   });
 
+  // A status line's reason is the server's text too, up to the head's 64 KiB (stream-socket.ts):
+  // with an empty body it went to the host's error whole.
+  test("a status line's reason phrase, the message of an empty body, is cut as a body's text is", () => {
+    const err = statusError(500, "r".repeat(60_000), "");
+    expect(err.kind).toBe("server_error");
+    expect(err.message.length).toBeLessThan(400);
+    expect(err.message).toContain("rrrr");
+  });
+
   // The message reaches the host in the chat's error: half an emoji there makes a line a strict
   // JSON parser refuses whole.
   test("the message is text: a body cut inside an emoji, or an escaped lone surrogate, leaves no half", () => {
