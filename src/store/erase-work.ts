@@ -40,9 +40,14 @@ export type EraseWork =
       at: Date;
       mark: TurnMark;
       keepStaged?: number[];
+      /** A new session's row, made in the same write (agent/turn/session.ts `stageIn`). */
+      opens?: { agent: string };
     }
   | { kind: "discard"; documentId: string; rows: number; removedBefore: number; steps: boolean }
   | { kind: "owed" };
+
+/** The writes (not erases) that run off the loop as one does (Store.writeOffLoop). */
+export type OffLoopWrite = Extract<EraseWork, { kind: "commit" | "checkpoint" }>;
 
 /** Whose checkpoint. */
 interface CheckpointKey {
@@ -73,8 +78,13 @@ export function runErase(db: Database, work: EraseWork): EraseResult {
       return first;
     }
     case "checkpoint": {
-      const { key, write, at, mark, keepStaged } = work;
-      new Conversations(db).saveCheckpoint(key.userId, key.sessionId, write, at, mark, keepStaged);
+      const { key, write, at, mark, keepStaged, opens } = work;
+      const conversations = new Conversations(db);
+      db.transaction(() => {
+        const input = typeof write.input === "object" ? write.input.text : "";
+        if (opens) conversations.ensureSession(key.userId, key.sessionId, opens.agent, input, at, mark.since);
+        conversations.saveCheckpoint(key.userId, key.sessionId, write, at, mark, keepStaged);
+      }).immediate();
       return 0;
     }
     case "discard": {

@@ -11,7 +11,7 @@ import { DocumentStore, type PendingDocument } from "./document-store.ts";
 import { forgetScrub, rewriteOwed, scrubWal, truncateWal } from "./erase.ts";
 import type { CopyOutcome } from "./erase-copies.ts";
 import { EraseQueue } from "./erase-queue.ts";
-import { type EraseResult, type EraseWork, runErase } from "./erase-work.ts";
+import { type EraseResult, type EraseWork, type OffLoopWrite, runErase } from "./erase-work.ts";
 import { ErasureWatch, erasedSince } from "./erasures.ts";
 import { type ExportFormat, type ExportPieces, slicedExport } from "./export.ts";
 import { FolderIndex } from "./folder-index.ts";
@@ -337,9 +337,9 @@ export class Store {
     return this.erases.add(() => this.offLoop({ kind: "owed" }));
   }
 
-  /** An edit's commit (it erases the tail it replaces), a long turn's, a long input's checkpoint: off the loop as an erase is. */
-  writeOffLoop(work: Extract<EraseWork, { kind: "commit" | "checkpoint" }>): Promise<number> {
-    return this.erases.add(() => this.offLoop(work)) as Promise<number>;
+  /** An edit's commit (it erases the tail it replaces), a long turn's, a long input's checkpoint: off the loop as an erase is (`signal`: EraseQueue.add). */
+  writeOffLoop(work: OffLoopWrite, signal?: AbortSignal): Promise<number> {
+    return this.erases.add(() => this.offLoop(work), signal) as Promise<number>;
   }
 
   /**

@@ -30,6 +30,8 @@ export type TurnState = Omit<Checkpoint, "version" | "updated_at">;
 export class TurnSession {
   /** The turn's long input is in `checkpoint_inputs`, as a save of this state wrote it: later saves keep it. */
   private inputSaved = false;
+  /** The session's row is made with the long input's first checkpoint, off the loop (`stageIn`). */
+  private rowOwed = false;
 
   private constructor(
     private readonly store: Store,
@@ -101,10 +103,14 @@ export class TurnSession {
     // The checkpoint waits for the new images (`firstWrite`): a death while they are staged
     // leaves the session as the turn found it, never a checkpoint that has lost its images. A
     // long input is written there too, on the store's thread (`write`), not in the lease's write
-    // on the main loop (57–80 ms for 8 MiB, `ping` and `cancel` unanswered meanwhile).
+    // on the main loop (57–80 ms for 8 MiB, `ping` and `cancel` unanswered meanwhile). Without
+    // images, the session's row is made in that write: a cancel while it waits leaves nothing.
     if (this.newImages.length > 0 || user_input.length > INPUT_APART_CHARS) {
       const { userId, sessionId } = this.key;
-      if (!hasRow) this.store.conversations.ensureSession(userId, sessionId, agent, user_input, this.now());
+      if (hasRow) return;
+      if (this.newImages.length > 0)
+        this.store.conversations.ensureSession(userId, sessionId, agent, user_input, this.now());
+      else this.rowOwed = true;
       return;
     }
     // Any a set-aside checkpoint had staged and this turn does not carry go.
@@ -133,10 +139,12 @@ export class TurnSession {
     if (this.inputSaved) return this; // written in the lease's write
     try {
       if (this.newImages.length > 0) await this.stageImages(signal);
-      await this.write(this.state, this.carriedImages());
+      await this.write(this.state, this.carriedImages(), signal);
       this.inputSaved = true;
       return this;
     } catch (err) {
+      // Cancelled while the write waited behind an erase: it never ran, and nothing else was written.
+      if (this.rowOwed && err === signal?.reason) throw err;
       await this.putBack().catch(() => undefined);
       throw err;
     }
@@ -230,13 +238,22 @@ export class TurnSession {
    * A write waits (off the event loop) while another core holds the database's lock. With
    * `keepStaged`, the staged images not named there are dropped in it.
    */
-  private async write(state: TurnState, keepStaged?: readonly number[]): Promise<void> {
+  private async write(state: TurnState, keepStaged?: readonly number[], signal?: AbortSignal): Promise<void> {
     const body = this.checkpointWrite(state);
     const { key, mark } = this;
     // One that writes a long input kept apart: on the store's thread, its checks in its transaction.
     if (typeof body.input === "object") {
-      const work = { kind: "checkpoint" as const, key, write: body, at: this.now(), mark };
-      await this.store.writeOffLoop(keepStaged ? { ...work, keepStaged: [...keepStaged] } : work);
+      const work = {
+        kind: "checkpoint" as const,
+        key,
+        write: body,
+        at: this.now(),
+        mark,
+        ...(keepStaged ? { keepStaged: [...keepStaged] } : {}),
+        ...(this.rowOwed ? { opens: { agent: state.agent } } : {}),
+      };
+      await this.store.writeOffLoop(work, signal);
+      this.rowOwed = false;
       return;
     }
     await this.store.write(() =>

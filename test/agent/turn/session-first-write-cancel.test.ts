@@ -1,0 +1,97 @@
+import { describe, expect, spyOn, test } from "bun:test";
+import { TurnSession } from "../../../src/agent/turn/session.ts";
+import { cancelledError } from "../../../src/protocol/errors.ts";
+import { INPUT_APART_CHARS } from "../../../src/store/checkpoint.ts";
+import { ChunkThread } from "../../../src/store/chunk-thread.ts";
+import type { EraseWork } from "../../../src/store/erase-work.ts";
+import { Store } from "../../../src/store/store.ts";
+import { tmpdir } from "../../fixtures/tmpdir.ts";
+
+// A long input's first checkpoint is written off the loop, in line behind this core's erases
+// (Store.writeOffLoop). A cancel while it waits there ends the turn at once: before run_start,
+// with nothing of the turn written.
+
+const LONG = "x".repeat(INPUT_APART_CHARS + 1);
+
+function begin(store: Store, sessionId: string, input = LONG): () => TurnSession {
+  return () =>
+    TurnSession.begin(
+      store,
+      { userId: "u", sessionId },
+      { traceId: "t1", input, agent: "a", resume: false },
+      [],
+      () => new Date(1_000),
+    );
+}
+
+/** The store thread's `copies` step (an erase's first) held until `open` is called. */
+function holdCopies(): { open: () => void } & Disposable {
+  const gate = Promise.withResolvers<void>();
+  const original = ChunkThread.prototype.erase;
+  const spy = spyOn(ChunkThread.prototype, "erase").mockImplementation(async function (
+    this: ChunkThread,
+    work: EraseWork,
+  ) {
+    if (work.kind === "copies") await gate.promise;
+    return original.call(this, work);
+  });
+  return { open: () => gate.resolve(), [Symbol.dispose]: () => spy.mockRestore() };
+}
+
+describe("a long input's first checkpoint, in line behind an erase", () => {
+  test("a cancel while it waits ends it at once and leaves nothing: no row, no checkpoint, the erase done after", async () => {
+    using dir = tmpdir("local-ai-first-cancel-");
+    const store = Store.open(dir.path);
+    await store.lease("u", "other", AbortSignal.timeout(5000), begin(store, "other", "short")).then((l) => {
+      l.release();
+    });
+    using held = holdCopies();
+    try {
+      const turn = new AbortController();
+      const leased = await store.lease("u", "s1", turn.signal, begin(store, "s1"));
+      const deleting = store.deleteSession("u", "other");
+      const first = leased.value.firstWrite(turn.signal);
+      const settled: string[] = [];
+      // The erase in front is let go only once the turn has settled: a turn that waits for it never does.
+      const outcome = first.then(
+        () => "written",
+        (err: unknown) => String((err as { code?: string }).code),
+      );
+      void outcome.then((o) => {
+        settled.push(o);
+        held.open();
+      });
+      turn.abort(cancelledError("cancelled by the host"));
+      expect(await outcome).toBe("cancelled");
+      expect(settled).toEqual(["cancelled"]);
+      leased.release();
+      expect((await deleting).deleted).toBe(true);
+      await store.afterErases();
+      // Nothing of the cancelled turn: the checkpoint was never written, and no row was left for it.
+      expect(store.conversations.checkpoint("u", "s1")).toBeUndefined();
+      expect(store.conversations.session("u", "s1")).toBeUndefined();
+    } finally {
+      held.open();
+      await store.stop();
+    }
+  }, 10_000);
+
+  test("one not cancelled is written once the erase ends, its session's row with it", async () => {
+    using dir = tmpdir("local-ai-first-cancel-");
+    const store = Store.open(dir.path);
+    using held = holdCopies();
+    try {
+      const leased = await store.lease("u", "s1", AbortSignal.timeout(5000), begin(store, "s1"));
+      const deleting = store.deleteSession("u", "gone");
+      const first = leased.value.firstWrite(AbortSignal.timeout(5000));
+      held.open();
+      await deleting;
+      await first;
+      leased.release();
+      expect(store.conversations.checkpointInput("u", "s1")).toBe(LONG);
+      expect(store.list("u", 10).sessions.map((s) => s.session_id)).toEqual(["s1"]);
+    } finally {
+      await store.stop();
+    }
+  }, 10_000);
+});
