@@ -66,7 +66,7 @@ export function queryWorker(target: Endpoint, request: QueryRequest = {}): Promi
     let settled = false;
     let connected = false;
     let address: string | undefined;
-    let listener: string | undefined;
+    let listener: Promise<string | undefined> | undefined;
     const socket = connectLikeLlama(target, request.lookup);
     const finish = (outcome: { answer: { version: RpcVersion; devices: DeviceMemory[] } } | WireFailure) => {
       if (settled) return;
@@ -75,14 +75,17 @@ export function queryWorker(target: Endpoint, request: QueryRequest = {}): Promi
       socket.destroy();
       const ms = Math.round(performance.now() - t0);
       if ("answer" in outcome) {
-        resolve({
-          endpoint: target.endpoint,
-          ok: true,
-          ...outcome.answer,
-          ms,
-          ...(address ? { address } : {}),
-          ...(listener ? { listener } : {}),
-        });
+        // Its listener, read off the loop meanwhile (local-listener.ts).
+        void (listener ?? Promise.resolve(undefined)).then((l) =>
+          resolve({
+            endpoint: target.endpoint,
+            ok: true,
+            ...outcome.answer,
+            ms,
+            ...(address ? { address } : {}),
+            ...(l ? { listener: l } : {}),
+          }),
+        );
       } else {
         resolve({
           endpoint: target.endpoint,

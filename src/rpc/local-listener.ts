@@ -1,5 +1,12 @@
-import { readFileSync } from "node:fs";
+import { open } from "node:fs/promises";
 import { endianness, networkInterfaces } from "node:os";
+
+/** The tables the kernel keeps of this machine's TCP sockets. */
+const TABLES = ["/proc/net/tcp", "/proc/net/tcp6"];
+/** Read in pieces this big, the loop given back between them. */
+const PIECE_BYTES = 64 * 1024;
+/** No more of a table is read: thousands of listeners; one past it is not found (the address decides). */
+const MOST_BYTES = 512 * 1024;
 
 /**
  * Which listening socket of this machine a connection to `ip:port` reached, on Linux: a worker
@@ -8,18 +15,50 @@ import { endianness, networkInterfaces } from "node:os";
  * to the listener bound to that very address, else to the wildcard one, so the listener's inode
  * names the worker; two workers bound to two addresses on one port stay two. Undefined when the
  * address is not this machine's, or the tables cannot be read (another OS): the address decides.
+ * Never rejects. `tables`: their paths (tests give their own).
  */
-export function localListener(ip: string, port: number): string | undefined {
+export async function localListener(ip: string, port: number, tables = TABLES): Promise<string | undefined> {
   if (process.platform !== "linux" || !isLocal(ip)) return undefined;
-  const tables: string[] = [];
-  for (const file of ["/proc/net/tcp", "/proc/net/tcp6"]) {
+  const texts: string[] = [];
+  for (const file of tables) {
     try {
-      tables.push(readFileSync(file, "latin1"));
+      texts.push(await listenerRows(file));
     } catch {
       // No IPv6 on this machine, or /proc hidden: what the other table says still counts.
     }
   }
-  return listenerIn(tables, ip, port, endianness() === "LE");
+  return listenerIn(texts, ip, port, endianness() === "LE");
+}
+
+/**
+ * A table's rows up to its first that is not a listener: the kernel lists its listening sockets
+ * first, then every connection, which on a busy machine are megabytes that `ping` would wait out
+ * on the main loop. Read in pieces off the loop, at most MOST_BYTES; whole rows only.
+ */
+export async function listenerRows(file: string): Promise<string> {
+  const handle = await open(file, "r");
+  try {
+    const piece = Buffer.alloc(PIECE_BYTES);
+    let text = "";
+    while (text.length < MOST_BYTES) {
+      const { bytesRead } = await handle.read(piece, 0, PIECE_BYTES, null);
+      if (bytesRead === 0) return text;
+      text += piece.toString("latin1", 0, bytesRead);
+      const rows = text
+        .slice(0, text.lastIndexOf("\n") + 1)
+        .split("\n")
+        .slice(1);
+      const past = rows.findIndex((r) => r.trim() !== "" && r.trim().split(/\s+/)[3] !== "0A");
+      if (past >= 0)
+        return text
+          .split("\n")
+          .slice(0, past + 1)
+          .join("\n");
+    }
+    return text.slice(0, text.lastIndexOf("\n") + 1);
+  } finally {
+    await handle.close();
+  }
 }
 
 /** The listener (as `inode N`) an IPv4 `ip:port` reaches, from /proc/net/tcp and tcp6's text. Pure. */

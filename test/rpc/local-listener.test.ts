@@ -1,6 +1,9 @@
 import { describe, expect, spyOn, test } from "bun:test";
+import { appendFileSync, statSync, writeFileSync } from "node:fs";
 import * as os from "node:os";
-import { listenerIn, localListener } from "../../src/rpc/local-listener.ts";
+import { join } from "node:path";
+import { listenerIn, listenerRows, localListener } from "../../src/rpc/local-listener.ts";
+import { tmpdir } from "../fixtures/tmpdir.ts";
 
 // Which listening socket a connection to one of this machine's addresses reaches, read from
 // /proc/net/tcp{,6} as the kernel would pick it (src/rpc/local-listener.ts).
@@ -39,15 +42,34 @@ describe("listenerIn", () => {
 });
 
 describe("localListener where the interface list is refused", () => {
-  test("a throwing networkInterfaces (some sandboxes) leaves the address to decide, not a crash", () => {
+  test("a throwing networkInterfaces (some sandboxes) leaves the address to decide, not a crash", async () => {
     const spy = spyOn(os, "networkInterfaces").mockImplementation(() => {
       throw new Error("uv_interface_addresses returned Unknown system error 13");
     });
     try {
-      expect(localListener("192.0.2.7", 50052)).toBeUndefined();
+      expect(await localListener("192.0.2.7", 50052)).toBeUndefined();
       expect(spy).toHaveBeenCalled();
     } finally {
       spy.mockRestore();
     }
+  });
+});
+
+describe("localListener on a machine with many sockets", () => {
+  test("a table is read only as far as its listeners, off the loop: a 20 MB one is never read whole", async () => {
+    if (process.platform !== "linux") return;
+    using dir = tmpdir("local-ai-tcp-");
+    const file = join(dir.path, "tcp");
+    // The kernel lists its listening sockets first, then every connection (established, TIME_WAIT…).
+    const connections = Array.from({ length: 1000 }, (_, i) =>
+      row(`0100007F:${(i + 1).toString(16)}`, "01", 0),
+    );
+    const block = `${connections.join("\n")}\n`;
+    writeFileSync(file, `${tcp(row("00000000:C364", "0A", 4242))}\n`);
+    for (let i = 0; i < 200; i++) appendFileSync(file, block);
+    expect(statSync(file).size).toBeGreaterThan(20_000_000);
+    expect(await localListener("127.0.0.1", 50020, [file])).toBe("inode 4242");
+    // Read up to the first row that is not a listener, never to the end.
+    expect((await listenerRows(file)).length).toBeLessThan(1024 * 1024);
   });
 });
