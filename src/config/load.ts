@@ -6,8 +6,10 @@ import { isMap, LineCounter, parseDocument } from "yaml";
 import type { z } from "zod";
 import { CoreError } from "../protocol/errors.ts";
 import { HF_PREFIX } from "../protocol/model-ref.ts";
+import { windowsDevicePath } from "../util/device-path.ts";
 import { isFullPath, type PathRules } from "../util/full-path.ts";
 import { expandHome } from "../util/home-path.ts";
+import { oneLine } from "../util/one-line.ts";
 import { cutText } from "../util/text-cut.ts";
 import { readConfigFile } from "./config-file.ts";
 import { type Config, ConfigSchema, type LoadedConfig } from "./schema.ts";
@@ -52,10 +54,30 @@ function shownPath(path: readonly string[]): string {
 }
 
 /**
- * Reads, validates and resolves config.yaml. Throws CoreError `config_missing` when there is
- * no file, `config_invalid` (with file, line and key) when it cannot be used.
+ * `config_invalid` for a config file's path (`--config`) that names a Windows device or pipe, by
+ * its spelling as the config's own paths are (device-paths.ts): called before anything stats it,
+ * since on Windows a stat connects to a pipe's server and a read of `CON` never ends.
  */
-export function loadConfig(path: string, cwd: string = process.cwd()): LoadedConfig {
+export function refuseDeviceConfig(path: string, rules: PathRules = nodePath): void {
+  const device = windowsDevicePath(path, rules);
+  if (device)
+    throw new CoreError("config_invalid", `${oneLine(path)} ${device}`, {
+      file: path,
+      line: null,
+      key: null,
+    });
+}
+
+/**
+ * Reads, validates and resolves config.yaml. Throws CoreError `config_missing` when there is
+ * no file, `config_invalid` (with file, line and key) when it cannot be used. `rules`: path.win32 in tests.
+ */
+export function loadConfig(
+  path: string,
+  cwd: string = process.cwd(),
+  rules: PathRules = nodePath,
+): LoadedConfig {
+  refuseDeviceConfig(path, rules);
   const file = resolve(cwd, path);
   // Only a path that names nothing is missing: a loop of links, a folder not searchable… are
   // the file's problem, named by the read (config-file.ts).

@@ -2,6 +2,7 @@ import { describe, expect, test } from "bun:test";
 import * as nodePath from "node:path";
 import type { z } from "zod";
 import { noDevicePaths } from "../../src/config/device-paths.ts";
+import { loadConfig } from "../../src/config/load.ts";
 
 // A config path naming a Windows pipe or device is config_invalid naming its key, before the
 // loader's stat of model.path or a folder's walk opens it. Windows' rules are handed in.
@@ -50,5 +51,31 @@ describe("config paths naming a Windows device or pipe", () => {
     };
     expect(issues(fine)).toEqual([]);
     expect(issues(hostile, nodePath.posix)).toEqual([]);
+  });
+});
+
+describe("the config file's own path (--config) naming a Windows device or pipe", () => {
+  const refusal = (path: string, rules = nodePath.win32) => {
+    try {
+      loadConfig(path, "/nowhere", rules);
+      return undefined;
+    } catch (err) {
+      return err as { code?: string; message?: string; data?: unknown };
+    }
+  };
+
+  test("is config_invalid naming it, before anything stats or reads it (a pipe's server connected to, CON read forever)", () => {
+    const pipe = refusal("\\\\.\\pipe\\local-ai-config");
+    expect(pipe?.code).toBe("config_invalid");
+    expect(pipe?.message).toContain("\\\\.\\pipe\\local-ai-config");
+    expect(pipe?.message).toContain("device or pipe");
+    expect(pipe?.data).toEqual({ file: "\\\\.\\pipe\\local-ai-config", line: null, key: null });
+    expect(refusal("CON")?.message).toContain("Windows device CON");
+    expect(refusal("C:\\app\\nul.yaml")?.code).toBe("config_invalid");
+    expect(refusal("\\\\server\\pipe\\cfg")?.message).toContain("named pipe");
+  });
+
+  test("on Linux and macOS they are ordinary names: a file that is not there is config_missing", () => {
+    expect(refusal("CON", nodePath.posix)?.code).toBe("config_missing");
   });
 });
