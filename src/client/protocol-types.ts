@@ -846,7 +846,7 @@ export type WarmupProgress =
   | { phase: "ready"; elapsed_ms: number };
 
 /** What `plan` accepts: `model`, else model.path; other keys are ignored. */
-export type PlanParams = { [x: string]: unknown; model?: string | undefined };
+export type PlanParams = { model?: string | undefined };
 
 /** What `models.load` accepts. */
 export type ModelsLoadParams = { model: string; pin?: boolean | undefined };

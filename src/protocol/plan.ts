@@ -2,16 +2,17 @@ import { z } from "zod";
 import { KV_CACHE_TYPE_NAMES } from "./kv-cache-types.ts";
 import { RPC_WORKER_FAILURES } from "./rpc-workers.ts";
 
-/** `plan`: its params, and its result, the plan report. */
-export const PlanParamsSchema = z
-  .object({
-    /**
-     * Judge this model instead of model.path: a GGUF path (relative to the config's folder) or
-     * `hf:org/name[:QUANT|:file.gguf]`, read from the hub's header when not in the cache.
-     */
-    model: z.string().min(1).optional(),
-  })
-  .loose();
+/**
+ * `plan`: its params, and its result, the plan report. A param not listed is dropped, as the
+ * other methods with params drop theirs (docs/protocol.md "Methods").
+ */
+export const PlanParamsSchema = z.object({
+  /**
+   * Judge this model instead of model.path: a GGUF path (relative to the config's folder) or
+   * `hf:org/name[:QUANT|:file.gguf]`, read from the hub's header when not in the cache.
+   */
+  model: z.string().min(1).optional(),
+});
 
 /**
  * The plan report (the `plan` method's result and `local-ai plan --json`) as one strict schema:

@@ -8,9 +8,12 @@ import { makePlan } from "../../src/plan/planner.ts";
 import { probeHardware, realProbeEnv } from "../../src/plan/probe.ts";
 import type { buildPlanReport } from "../../src/plan/report.ts";
 import { summariseModel } from "../../src/plan/report.ts";
+import { ChatParamsSchema } from "../../src/protocol/chat.ts";
+import { checkedParams } from "../../src/protocol/params-check.ts";
 import {
   HardwareSnapshotSchema,
   KvCacheTypeSchema,
+  PlanParamsSchema,
   type PlanReport,
   PlanReportSchema,
   PlanSchema,
@@ -146,5 +149,16 @@ describe("PlanReportSchema describes exactly what plan returns", () => {
     );
     expect(LlamaSchema.unwrap().shape.cache_type_k.unwrap().options).toEqual(KvCacheTypeSchema.options);
     expect(LlamaSchema.unwrap().shape.cache_type_v.unwrap().options).toEqual(KvCacheTypeSchema.options);
+  });
+});
+
+describe("plan's params", () => {
+  test("a param not listed is dropped, as chat's and the conversation methods' are: not handed on, a lone surrogate in it not refused", () => {
+    const params = { model: "m.gguf", modle: "x", bogus: "\ud800" };
+    expect(checkedParams(PlanParamsSchema, params)).toEqual({ model: "m.gguf" });
+    expect(checkedParams(ChatParamsSchema, { input: "hi", bogus: "\ud800" })).not.toHaveProperty("bogus");
+    // What is listed is still checked.
+    expect(() => checkedParams(PlanParamsSchema, { model: "\ud800" })).toThrow(/params\.model/);
+    expect(() => checkedParams(PlanParamsSchema, { model: "" })).toThrow(/params\.model/);
   });
 });
