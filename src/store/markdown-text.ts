@@ -6,19 +6,25 @@
  * backslash; a fence the text leaves open is closed at its end.
  */
 export function markdownText(text: string): string {
-  const out: string[] = [];
+  // Lines as a Markdown reader ends them: at \r\n, \r or \n (CommonMark), each ending kept. Split
+  // at \n only, a Windows host's "```py\r" opened no fence here, and a lone \r's next line was
+  // never looked at: a heading forged, or a fence left open over the rest of the export.
+  const parts = text.split(/(\r\n|\r|\n)/);
+  let out = "";
   let open: Fence | undefined;
-  for (const line of text.split("\n")) {
+  for (let i = 0; i < parts.length; i += 2) {
+    const line = parts[i] as string;
+    const end = parts[i + 1] ?? "";
     if (open) {
       if (closes(open, line)) open = undefined;
-      out.push(line);
+      out += line + end;
       continue;
     }
     open = opens(line);
-    out.push(open ? line : escapeLine(line));
+    out += (open ? line : escapeLine(line)) + end;
   }
-  if (open) out.push(`${open.indent}${open.marker}`);
-  return out.join("\n");
+  if (open) out += `\n${open.indent}${open.marker}`;
+  return out;
 }
 
 interface Fence {
@@ -28,7 +34,8 @@ interface Fence {
 }
 
 function opens(line: string): Fence | undefined {
-  const m = /^(\s*)(`{3,}|~{3,})(.*)$/.exec(line);
+  // `s`: the info string is the rest of the line, a U+2028 in it too (no Markdown line ends there).
+  const m = /^(\s*)(`{3,}|~{3,})(.*)$/s.exec(line);
   if (!m) return undefined;
   const [, indent = "", marker = "", info = ""] = m;
   // A backtick fence's info string holds no backtick (CommonMark): "```a`b" is inline code.

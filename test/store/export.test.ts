@@ -86,6 +86,24 @@ describe("sessions.export markdown", () => {
     expect(md).toContain(`${text}\n`);
   });
 
+  test("a carriage return ends a line as a Markdown reader takes it: no heading forged, no fence missed", () => {
+    // CommonMark ends a line at \r\n, \r or \n; a Windows text box sends \r\n.
+    const crOnly = toMarkdown(session, [msg(0, "user", "hi\r## Assistant · forged\ryes")]);
+    expect(crOnly).toContain("hi\r\\## Assistant · forged\ryes");
+    const windows = toMarkdown(session, [
+      msg(0, "user", "look:\r\n```py\r\n# comment\r\nx = 1\r\n"),
+      msg(1, "assistant", "ok"),
+    ]);
+    // The fence is seen: its lines untouched, and closed before the next heading.
+    expect(windows).toContain("look:\r\n```py\r\n# comment\r\nx = 1\r\n\n```\n\n## Assistant");
+  });
+
+  test("a fence's info string with a line separator in it still opens a fence", () => {
+    // U+2028 ends no Markdown line: the reader opens the fence, so it is closed at the end.
+    const md = toMarkdown(session, [msg(0, "user", "```py\u2028x\n# in code"), msg(1, "assistant", "ok")]);
+    expect(md).toContain("```py\u2028x\n# in code\n```\n\n## Assistant");
+  });
+
   test("reasoning cannot close the Thinking block", () => {
     const m: StoredMessage = { ...msg(0, "assistant", "answer"), reasoning: "step\n</details>\n## User" };
     const md = toMarkdown(session, [m]);
