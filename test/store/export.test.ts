@@ -104,6 +104,25 @@ describe("sessions.export markdown", () => {
     expect(md).toContain("```py\u2028x\n# in code\n```\n\n## Assistant");
   });
 
+  test("an HTML tag inside a line cannot close the Thinking block or swallow what follows", () => {
+    // Inline raw HTML goes to the page as it is: a `<details>` mid-line folds away every later
+    // message, a `</details>` in reasoning ends the Thinking block early.
+    const m: StoredMessage = {
+      ...msg(1, "assistant", "Wrap it: <details> then <!-- no"),
+      reasoning: "use <details> and </details> here",
+    };
+    const md = toMarkdown(session, [msg(0, "user", "a <textarea> b"), m]);
+    expect(md).toContain("a \\<textarea> b");
+    expect(md).toContain("use \\<details> and \\</details> here\n\n</details>");
+    expect(md).toContain("Wrap it: \\<details> then \\<!-- no");
+  });
+
+  test("inside a line, code spans, autolinks and escapes are kept as written; any other tag start escaped", () => {
+    const text = "`<details>` and ``a ` <b>`` <https://example.com> \\<i> 1 < 2 a<b \\`<u>";
+    const md = toMarkdown(session, [msg(0, "user", text)]);
+    expect(md).toContain("`<details>` and ``a ` <b>`` <https://example.com> \\<i> 1 < 2 a\\<b \\`\\<u>");
+  });
+
   test("reasoning cannot close the Thinking block", () => {
     const m: StoredMessage = { ...msg(0, "assistant", "answer"), reasoning: "step\n</details>\n## User" };
     const md = toMarkdown(session, [m]);
