@@ -6,6 +6,7 @@ import { Attachments } from "./attachments.ts";
 import { type CheckpointWrite, checkpointInput, putCheckpoint } from "./checkpoint-rows.ts";
 import { forgettingRows, indexedRows } from "./db/fts-forget.ts";
 import { erasureMark, recordErasure, refuseIfErased } from "./erasures.ts";
+import { dropImportedMemory } from "./import-v01-memory.ts";
 import { NEW_MEMORY_ID } from "./memory-ids.ts";
 import {
   type MessageRow,
@@ -321,14 +322,10 @@ export class Conversations {
     recordErasure(this.db, userId, sessionId, at, true);
     const tail = "WHERE user_id = ? AND session_id = ? AND seq >= ?";
     forgettingRows(this.db, indexedRows(this.db, tail, userId, sessionId, seq), () => {
+      // The replaced turns' 0.1 entries first: they are told by the messages' words.
+      dropImportedMemory(this.db, userId, sessionId, seq);
       this.db.query(`DELETE FROM messages ${tail}`).run(userId, sessionId, seq);
       this.db.query(`DELETE FROM memory ${tail}`).run(userId, sessionId, seq);
-      // A 0.1 entry names its session but no turn (seq NULL, store/import-v01.ts): an edit from
-      // the first message replaces every turn, so it goes too.
-      if (seq === 0)
-        this.db
-          .query("DELETE FROM memory WHERE user_id = ? AND session_id = ? AND seq IS NULL AND source = ?")
-          .run(userId, sessionId, `session:${sessionId}`);
     });
   }
 

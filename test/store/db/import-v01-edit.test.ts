@@ -28,23 +28,53 @@ test("an edit from the first message of an imported session takes the session's 
       .map((h) => h.doc.source)
       .sort(),
   ).toEqual(["session:other", "session:trip"]);
-  await store.writeOffLoop({
+  await editFrom(store, 0, "plan a trip to Lisbon", "Lisbon then");
+  // The replaced conversation is recalled no more; the other session's entry stays.
+  expect(store.memory.search("ann", "Porto", 5, "none").map((h) => h.doc.source)).toEqual(["session:other"]);
+  expect(store.memory.search("ann", "Lisbon", 5, "none").map((h) => h.doc.source)).toEqual(["session:trip"]);
+  store.close();
+});
+
+// The entry of a later turn is told by its text, which 0.1 wrote as the turn's input, a newline
+// and its answer: an edit or a regenerate of that turn takes it, and the turns before keep theirs.
+test("an edit of a later turn of an imported session takes that turn's 0.1 memory, not the earlier turns'", async () => {
+  using dir = tmpdir();
+  new SessionStore(dir.path, "ann", "trip").saveHistory([
+    { role: "user", content: "plan a trip to Porto" },
+    { role: "assistant", content: "Porto it is" },
+    { role: "user", content: "my passport number is X123" },
+    { role: "assistant", content: "noted, X123" },
+  ]);
+  const mem = MemoryIndex.forUser(dir.path, "ann").load();
+  const at = "2026-11-30T10:00:00.000Z";
+  mem.addTurn({ id: "x", session_id: "trip", text: "plan a trip to Porto\nPorto it is", at });
+  mem.addTurn({ id: "y", session_id: "trip", text: "my passport number is X123\nnoted, X123", at });
+  const store = Store.open(dir.path);
+  await store.whenImported();
+  expect(store.memory.search("ann", "passport", 5, "none")).toHaveLength(1);
+  await editFrom(store, 2, "what should I pack?", "light clothes");
+  // The replaced turn is recalled no more; the turn before it still is.
+  expect(store.memory.search("ann", "passport", 5, "none")).toEqual([]);
+  expect(store.memory.search("ann", "Porto", 5, "none").map((h) => h.doc.source)).toEqual(["session:trip"]);
+  expect(store.memory.search("ann", "pack", 5, "none").map((h) => h.doc.source)).toEqual(["session:trip"]);
+  store.close();
+});
+
+/** ann's session `trip` edited from `seq`: the new turn committed as the core commits an edit. */
+function editFrom(store: Store, seq: number, input: string, answer: string) {
+  return store.writeOffLoop({
     kind: "commit",
     turn: {
       userId: "ann",
       sessionId: "trip",
       agent: "a",
       messages: [
-        { role: "user", content: "plan a trip to Lisbon" },
-        { role: "assistant", content: "Lisbon then" },
+        { role: "user", content: input },
+        { role: "assistant", content: answer },
       ],
-      replaceFromSeq: 0,
-      memoryText: "plan a trip to Lisbon\nLisbon then",
+      replaceFromSeq: seq,
+      memoryText: `${input}\n${answer}`,
       at: new Date(),
     },
   });
-  // The replaced conversation is recalled no more; the other session's entry stays.
-  expect(store.memory.search("ann", "Porto", 5, "none").map((h) => h.doc.source)).toEqual(["session:other"]);
-  expect(store.memory.search("ann", "Lisbon", 5, "none").map((h) => h.doc.source)).toEqual(["session:trip"]);
-  store.close();
-});
+}
