@@ -1,6 +1,6 @@
 import type { Database } from "bun:sqlite";
 import { CoreError } from "../protocol/errors.ts";
-import { markdownText } from "./markdown-text.ts";
+import { escapeTags, markdownText } from "./markdown-text.ts";
 import type { SessionSummary, StoredMessage } from "./message-rows.ts";
 import { messagesFrom } from "./session-pages.ts";
 
@@ -195,6 +195,7 @@ function codeSpan(text: string): string {
   return `${tick}${pad}${flat}${pad}${tick}`;
 }
 
+/** A title or agent name on one line of the head, a tag in it escaped as in message text. */
 function oneLine(text: string): string {
-  return text.replace(/\s+/g, " ").trim();
+  return escapeTags(text.replace(/\s+/g, " ").trim());
 }

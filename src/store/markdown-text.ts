@@ -65,7 +65,7 @@ const AUTOLINK = /<(?:[A-Za-z][A-Za-z0-9.+-]{1,31}:[^\s<>]*|[\w.!#$%&'*+/=?^`{|}
  * run's closer (the next run of its length) is found from lists of runs by length, so a line of
  * thousands of unclosed runs is not scanned again for each.
  */
-function escapeTags(line: string): string {
+export function escapeTags(line: string): string {
   if (!line.includes("<")) return line;
   const runs = backtickRuns(line);
   const seen = new Map<number, number>();

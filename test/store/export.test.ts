@@ -72,6 +72,19 @@ describe("sessions.export markdown", () => {
     expect(md).toContain("agent a ## User · 2026-01-01T00:00:00.000Z forged · started");
   });
 
+  test("a title or agent name holding a tag cannot fold the export away", () => {
+    // A title is the first message's words or any one line a rename gave: `<details>` in the
+    // heading would fold every message under it.
+    const md = toMarkdown({ ...session, title: "What does <details> do?", agent: "a</x>" }, [
+      msg(0, "user", "hi"),
+    ]);
+    expect(md.split("\n").slice(0, 3)).toEqual([
+      "# What does \\<details> do?",
+      "",
+      "Session `s1` · agent a\\</x> · started 2026-01-01T00:00:00.000Z",
+    ]);
+  });
+
   test("a fence the message leaves open is closed before the next heading", () => {
     const md = toMarkdown(session, [
       msg(0, "user", "look:\n````py\nx = 1\n## not a heading"),
