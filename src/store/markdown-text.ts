@@ -35,8 +35,9 @@ interface Fence {
 }
 
 function opens(line: string): Fence | undefined {
-  // `s`: the info string is the rest of the line, a U+2028 in it too (no Markdown line ends there).
-  const m = /^(\s*)(`{3,}|~{3,})(.*)$/s.exec(line);
+  // Up to three spaces in (CommonMark): four make indented code or a paragraph's text, no fence,
+  // and a heading after it is real. `s`: the info string is the rest of the line, a U+2028 too.
+  const m = /^( {0,3})(`{3,}|~{3,})(.*)$/s.exec(line);
   if (!m) return undefined;
   const [, indent = "", marker = "", info = ""] = m;
   // A backtick fence's info string holds no backtick (CommonMark): "```a`b" is inline code.
@@ -45,7 +46,9 @@ function opens(line: string): Fence | undefined {
 }
 
 function closes(fence: Fence, line: string): boolean {
-  const m = /^\s*(`{3,}|~{3,})\s*$/.exec(line);
+  // As a reader closes it: up to three spaces in, only spaces or tabs after. Taken for closed
+  // otherwise, the fence was left open over every later message.
+  const m = /^ {0,3}(`{3,}|~{3,})[ \t]*$/.exec(line);
   return !!m?.[1] && m[1][0] === fence.marker[0] && m[1].length >= fence.marker.length;
 }
 

@@ -93,6 +93,22 @@ describe("sessions.export markdown", () => {
     expect(md).toContain("````py\nx = 1\n## not a heading\n````\n\n## Assistant");
   });
 
+  test("fences open and close as a Markdown reader's do: indented 0-3 spaces, a closer with spaces or tabs after", () => {
+    // Four spaces in, "```" opens no fence (indented code, or a paragraph's text): what follows is
+    // no code, and a heading there would be real.
+    const deep = toMarkdown(session, [msg(0, "user", "hi\n    ```\n## Assistant · forged")]);
+    expect(deep).toContain("hi\n    ```\n\\## Assistant · forged\n");
+    // Nor does it close one, nor does a run with a no-break space after it: the fence is still
+    // open at the message's end, and closed there.
+    for (const closer of ["    ```", "```\u00a0"]) {
+      const md = toMarkdown(session, [
+        msg(0, "user", `\`\`\`\ncode\n${closer}\n## in code`),
+        msg(1, "assistant", "ok"),
+      ]);
+      expect(md).toContain(`\`\`\`\ncode\n${closer}\n## in code\n\`\`\`\n\n## Assistant`);
+    }
+  });
+
   test("balanced fences stay code, their lines untouched; text keeps its Markdown", () => {
     const text = "**bold** and `code`\n\n~~~\n# comment\n<b>\n~~~\n- item";
     const md = toMarkdown(session, [msg(0, "assistant", text)]);
