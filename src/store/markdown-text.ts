@@ -10,22 +10,21 @@ export function markdownText(text: string): string {
   // Lines as a Markdown reader ends them: at \r\n, \r or \n (CommonMark), each ending kept. Split
   // at \n only, a Windows host's "```py\r" opened no fence here, and a lone \r's next line was
   // never looked at: a heading forged, or a fence left open over the rest of the export.
-  const parts = text.split(/(\r\n|\r|\n)/);
-  let out = "";
+  const cr = text.includes("\r");
+  // With a \r, the endings are kept between the lines (split's captures), each where it was.
+  const parts = cr ? text.split(/(\r\n|\r|\n)/) : text.split("\n");
   let open: Fence | undefined;
-  for (let i = 0; i < parts.length; i += 2) {
+  for (let i = 0; i < parts.length; i += cr ? 2 : 1) {
     const line = parts[i] as string;
-    const end = parts[i + 1] ?? "";
     if (open) {
       if (closes(open, line)) open = undefined;
-      out += line + end;
       continue;
     }
     open = opens(line);
-    out += (open ? line : escapeLine(line)) + end;
+    if (!open) parts[i] = escapeLine(line);
   }
-  if (open) out += `\n${open.indent}${open.marker}`;
-  return out;
+  const body = parts.join(cr ? "" : "\n");
+  return open ? `${body}\n${open.indent}${open.marker}` : body;
 }
 
 interface Fence {
