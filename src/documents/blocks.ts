@@ -79,7 +79,9 @@ export function* markdownScan(text: string): Generator<Scanned> {
       lines.push(line);
       size += line.length + 1;
       if (line.trimStart().startsWith(fence)) fence = undefined;
-      else if (size > MAX_PARAGRAPH_CHARS) yield* flush();
+      // At a closing line too: fences opening and closing line after line never reach the
+      // flush below (a fence is open there) and would gather the whole text as one paragraph.
+      if (size > MAX_PARAGRAPH_CHARS) yield* flush();
     } else {
       const opened = FENCE.exec(line)?.[1];
       const atx = opened ? null : atxHeading(line);

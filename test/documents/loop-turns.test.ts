@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, spyOn, test } from "bun:test";
-import { eachLine, MAX_PARAGRAPH_CHARS } from "../../src/documents/blocks.ts";
+import { eachLine, MAX_PARAGRAPH_CHARS, markdownBlocks } from "../../src/documents/blocks.ts";
 import { decodeText } from "../../src/documents/decode.ts";
 import { HtmlBlocks } from "../../src/documents/html-blocks.ts";
 import { SLICE_CHARS } from "../../src/documents/limits.ts";
@@ -60,6 +60,18 @@ describe("text and Markdown give the loop back on characters scanned, not on blo
     expect(cut.every((p) => !/[\ud800-\udbff]$/.test(p))).toBe(true);
     expect(cut.join("")).toBe(emoji.replace("\n", ""));
     expect(cut.at(-1)).toBe("next");
+  });
+});
+
+describe("Markdown's code fences", () => {
+  test("fences opened and closed line after line are handed on within the paragraph limit", () => {
+    // Each line opens or closes a fence: the flush at the limit was skipped on both, so 2 MB came
+    // as one paragraph (16 MB held the loop for its join and its split into 13,000 chunks).
+    for (const text of ["```\n".repeat(512 * 1024), "```\nx\n```\n".repeat(256 * 1024)]) {
+      const blocks = [...markdownBlocks(text)];
+      expect(blocks.length).toBeGreaterThan(text.length / MAX_PARAGRAPH_CHARS / 2);
+      expect(blocks.every((b) => b.text.length <= 2 * MAX_PARAGRAPH_CHARS)).toBe(true);
+    }
   });
 });
 
