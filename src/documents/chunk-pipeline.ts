@@ -37,11 +37,16 @@ export class ChunkPipeline {
   async add(chunks: Chunk[]): Promise<void> {
     this.check();
     this.waiting.push(...chunks);
-    while (this.waiting.length >= STORE_BATCH) this.send();
-    while (this.outstanding > MAX_IN_FLIGHT)
-      await new Promise<void>((resolve) => {
-        this.wake = resolve;
-      });
+    // Each batch waits for room: a slice of one-word headings makes thousands of chunks, which
+    // all went out at once, hundreds of transactions queued on the thread past any cancel.
+    while (this.waiting.length >= STORE_BATCH) {
+      while (this.outstanding >= MAX_IN_FLIGHT)
+        await new Promise<void>((resolve) => {
+          this.wake = resolve;
+        });
+      this.check();
+      this.send();
+    }
     await nextTurn();
   }
 
