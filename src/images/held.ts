@@ -76,9 +76,11 @@ async function expectedBytes(input: ImageInput, o: SizeOptions): Promise<number>
   // A pipe or a device is never stat'ed (its stat connects to it): its read refuses it.
   if (typeof input.path !== "string" || windowsDevicePath(input.path)) return 0;
   // A failure: the reading refuses it, naming the image. No answer in time: the most an image may
-  // take, so the chats behind go on; its own read then waits for the file alone.
+  // take, so the chats behind go on; its own read then waits for the file alone. A size of 0:
+  // that most too, as a document's (some file systems' files say 0 and have more; a room of 0
+  // refused them as grown).
   const size = (o.stat ?? stat)(input.path).then(
-    (s) => s.size,
+    (s) => s.size || MAX_IMAGE_BYTES,
     () => 0,
   );
   return within(size, o.statWaitMs ?? STAT_WAIT_MS, MAX_IMAGE_BYTES);

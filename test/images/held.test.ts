@@ -1,7 +1,11 @@
 import { expect, test } from "bun:test";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { heldImages, holdImages } from "../../src/images/held.ts";
 import { MAX_IMAGE_BYTES } from "../../src/images/limits.ts";
 import { prepareImages } from "../../src/images/prepare.ts";
+import { png } from "../fixtures/images.ts";
+import { tmpdir } from "../fixtures/tmpdir.ts";
 
 const live = () => new AbortController().signal;
 
@@ -26,6 +30,23 @@ test("a stat that fails holds nothing: the read refuses the image, naming it", a
   const held = await holdImages([{ path: "/nowhere.png" }], 4, live(), { stat: failing });
   expect(held.room).toEqual([0]);
   held.release();
+});
+
+// Some file systems' files (a cloud or FUSE drive's) say 0 bytes in their stat and have more: a
+// room of 0 refused such an image as a file that "grew past the 0 bytes it had", as a document
+// whose stat says 0 takes the most a document may (documents/add-document.ts).
+test("an image file whose stat says 0 bytes holds the most an image may take, and is read", async () => {
+  using dir = tmpdir();
+  const path = join(dir.path, "zero-stat.png");
+  writeFileSync(path, png(2, 2));
+  const held = await holdImages([{ path }], 4, live(), { stat: async () => ({ size: 0 }) });
+  try {
+    expect(held.room).toEqual([MAX_IMAGE_BYTES]);
+    const [image] = await prepareImages([{ path }], { maxImages: 4, maxPixels: 1_000_000, room: held.room });
+    expect(image?.width).toBe(2);
+  } finally {
+    held.release();
+  }
 });
 
 // The read a cancel stopped waiting for (images/prepare.ts) goes on, and fills its bytes once the
