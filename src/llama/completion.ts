@@ -1,4 +1,4 @@
-import { createParser, type EventSourceMessage } from "eventsource-parser";
+import { createParser, type EventSourceMessage, type ParseError } from "eventsource-parser";
 import { jsonBody } from "./data-url.ts";
 import { excerpt, LlmError } from "./errors.ts";
 import type { LlamaEndpoint } from "./http.ts";
@@ -159,11 +159,7 @@ export async function streamCompletion(
     },
     maxBufferSize: MAX_EVENT_CHARS,
     onError(err) {
-      if (err.type === "max-buffer-size-exceeded") streamError ??= eventTooLong();
-      // A line of no SSE field before any event: a body that is no event stream (a JSON error, a
-      // proxy's page), which would else end as a lost connection and blame the server. Later
-      // such lines are skipped, as SSE says.
-      else if (err.type === "unknown-field" && events === 0) streamError ??= notStream(err.line ?? "");
+      streamError ??= parseError(err, events);
     },
   });
 
@@ -207,6 +203,17 @@ export async function streamCompletion(
   if (streamError) throw streamError;
   if (signal.aborted) throw signal.reason;
   return finished(result, assembler, done, sentAt);
+}
+
+/**
+ * The parser's complaint as the stream's error: an event too long; or a line of no SSE field
+ * before any event, a body that is no event stream (a JSON error, a proxy's page), which would
+ * else end as a lost connection and blame the server. Later such lines are skipped, as SSE says.
+ */
+function parseError(err: ParseError, events: number): LlmError | undefined {
+  if (err.type === "max-buffer-size-exceeded") return eventTooLong();
+  if (err.type === "unknown-field" && events === 0) return notStream(err.line ?? "");
+  return undefined;
 }
 
 function notStream(line: string): LlmError {
