@@ -1,4 +1,5 @@
-import { ConnectionRefused, LlmError, notJson, responseError } from "./errors.ts";
+import { readCapped } from "../util/capped-body.ts";
+import { ConnectionRefused, LlmError, MAX_ERROR_BODY_BYTES, notJson, responseError } from "./errors.ts";
 
 /**
  * The request edge: every call to llama-server goes through `call`, which adds the key, the
@@ -59,11 +60,14 @@ export async function call(server: Target, path: string, o: CallOptions = {}): P
   }
 }
 
-/** A call's status alone (its body read and dropped), or null when nothing answered. */
+/**
+ * A call's status alone (its body read to MAX_ERROR_BODY_BYTES and dropped: one that never ends
+ * would fill memory before the deadline fires), or null when nothing answered.
+ */
 export async function statusOf(server: Target, path: string, o: CallOptions = {}): Promise<number | null> {
   try {
     const res = await call(server, path, o);
-    await res.arrayBuffer();
+    await readCapped(res, MAX_ERROR_BODY_BYTES);
     return res.status;
   } catch {
     return null;

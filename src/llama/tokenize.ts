@@ -1,4 +1,5 @@
-import { LlmError } from "./errors.ts";
+import { readCapped } from "../util/capped-body.ts";
+import { LlmError, MAX_ERROR_BODY_BYTES } from "./errors.ts";
 import { call, callJson, type LlamaEndpoint } from "./http.ts";
 import { wellFormedJson } from "./well-formed.ts";
 
@@ -35,5 +36,6 @@ export async function tokenize(
  */
 export async function awaitModel(server: LlamaEndpoint, signal: AbortSignal): Promise<void> {
   const res = await call(server, "/tokenize", { body: '{"content":""}', signal });
-  await res.arrayBuffer();
+  // Dropped, and bounded: an answer that never ends would fill memory (http.ts statusOf).
+  await readCapped(res, MAX_ERROR_BODY_BYTES);
 }

@@ -2,7 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { healthStatus, modelsStatus } from "../../src/llama/health.ts";
 import { RECORDINGS } from "../contract/recordings.ts";
 import { readExchanges, readTranscript } from "../contract/transcript.ts";
-import { TAPE_KEY, tape } from "./tape.ts";
+import { endlessBody, TAPE_KEY, tape } from "./tape.ts";
 
 describe("readiness and the key check", () => {
   test("02-health-ready.txt: /health's status, asked without the key", async () => {
@@ -57,6 +57,22 @@ describe("no connection kept", () => {
       expect(opened).toBe(1);
     } finally {
       server.stop(true);
+    }
+  });
+});
+
+describe("a body that never ends", () => {
+  // statusOf read /health's and /v1/models's body whole (to drop it) for any status: a program on
+  // the port answering with an endless body (a broken proxy, a hostile one) filled the core's
+  // memory at loopback speed before the check's deadline fired, as an error body did elsewhere.
+  test("/health and /v1/models: the status, the body read no further than its bound", async () => {
+    for (const status of [503, 200]) {
+      using server = endlessBody(status);
+      expect(await healthStatus(server.baseUrl, 30_000)).toBe(status);
+      expect(server.sent()).toBeLessThan(64 * 1024 * 1024);
+      server.reset();
+      expect(await modelsStatus(server, 30_000)).toBe(status);
+      expect(server.sent()).toBeLessThan(64 * 1024 * 1024);
     }
   });
 });

@@ -48,3 +48,34 @@ export function tape(...answers: Pick<Transcript, "status" | "headers" | "body">
     [Symbol.dispose]: () => void server.stop(true),
   };
 }
+
+/** A server answering every request with `status` and a body of 256 MiB (never ending, to a reader); `sent()` counts what it gave. */
+export function endlessBody(status: number): Tape & { sent(): number; reset(): void } {
+  let sent = 0;
+  const chunk = new TextEncoder().encode("x".repeat(64 * 1024));
+  const server = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    fetch: () =>
+      new Response(
+        new ReadableStream<Uint8Array>({
+          pull(controller) {
+            if (sent >= 256 * 1024 * 1024) return controller.close();
+            sent += chunk.byteLength;
+            controller.enqueue(chunk);
+          },
+        }),
+        { status },
+      ),
+  });
+  return {
+    baseUrl: `http://127.0.0.1:${server.port}`,
+    apiKey: TAPE_KEY,
+    asked: [],
+    sent: () => sent,
+    reset: () => {
+      sent = 0;
+    },
+    [Symbol.dispose]: () => void server.stop(true),
+  };
+}
