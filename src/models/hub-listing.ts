@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { CoreError } from "../protocol/errors.ts";
 import { readCapped } from "../util/capped-body.ts";
+import { wholeCharCut } from "../util/text-cut.ts";
 import { type Env, endpointProblem, hubEndpoint, isOffline, shownEndpoint } from "./hf-cache.ts";
 import { nextLink } from "./hub-client.ts";
 import { readToken, UnusableToken } from "./hub-token.ts";
@@ -247,5 +248,7 @@ function statusError(
       : "it needs a token: set HF_TOKEN, or save one with the hub's login";
     return hubError("hub_unauthorized", `${label}: ${res.status}: ${why}`, data);
   }
-  return hubError("hub_error", `${label}: the hub answered ${res.status} ${res.statusText}`.trim(), data);
+  // The reason phrase is the hub's (or a proxy's) text, any length: cut as llama-server's is.
+  const reason = res.statusText.slice(0, wholeCharCut(res.statusText, 300));
+  return hubError("hub_error", `${label}: the hub answered ${res.status} ${reason}`.trim(), data);
 }

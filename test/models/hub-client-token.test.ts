@@ -104,3 +104,19 @@ describe("a redirect to a malformed URL", () => {
     });
   });
 });
+
+describe("the hub's status line", () => {
+  // A status line's reason is the hub's (or a proxy's) text: 60,000 characters of it went into
+  // the host's error whole, as llama-server's did before 19111dc5.
+  test("the hub's reason phrase is cut in the error, as llama-server's is", async () => {
+    const url = `${HUB}/org/m/resolve/main/m.gguf`;
+    const { fake } = recordingFetch({
+      [url]: () => new Response(null, { status: 500, statusText: "r".repeat(60_000) }),
+    });
+    const access = { endpoint: HUB, token: null, fetch: fake, offline: false, timeoutMs: 10_000 };
+    const err = await hubFetch(access, url, { repo: "org/m", file: "m.gguf" }).catch((e: Error) => e);
+    expect(err).toMatchObject({ code: "model_missing", data: { problem: "hub_error", status: 500 } });
+    expect((err as Error).message).toContain("rrrr");
+    expect((err as Error).message.length).toBeLessThan(500);
+  });
+});
