@@ -1,7 +1,7 @@
 import { z } from "zod";
 
-/** `doctor`: no params (unknown ones are ignored). */
-export const DoctorParamsSchema = z.object({}).loose();
+/** `doctor`: no params; any sent are dropped unread (a lone surrogate in one is not refused). */
+export const DoctorParamsSchema = z.object({});
 
 /**
  * One doctor check. `skip`: not run because a check it depends on failed (a missing config, an

@@ -1,8 +1,11 @@
 import { z } from "zod";
 import { once } from "../util/once.ts";
 
-/** `ping`: no params (unknown ones are ignored). */
-export const PingParamsSchema = z.object({}).loose();
+/**
+ * `ping`: no params. Any sent are dropped unread, not kept for the lone-surrogate check: a ping
+ * answers whatever its params hold (docs/protocol.md "Methods").
+ */
+export const PingParamsSchema = z.object({});
 
 /**
  * `{status: "ok"}`: ping's answer, and shutdown's. Built on first ask (the schema export,

@@ -1,4 +1,4 @@
 import { z } from "zod";
 
-/** `shutdown`: no params; it answers `{status: "ok"}` as ping does (ping.ts). */
-export const ShutdownParamsSchema = z.object({}).loose();
+/** `shutdown`: no params (any sent are dropped unread, as ping.ts says); it answers as ping does. */
+export const ShutdownParamsSchema = z.object({});

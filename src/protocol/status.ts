@@ -4,8 +4,8 @@ import { ErrorCodeSchema, RequestIdSchema } from "./messages.ts";
 import { severalModelsStatusFields } from "./model-state.ts";
 import { rpcWorkerStatusSchema } from "./rpc-workers.ts";
 
-/** `status` (docs/protocol.md#status): no params (unknown ones are ignored). */
-export const StatusParamsSchema = z.object({}).loose();
+/** `status` (docs/protocol.md#status): no params; any sent are dropped unread, as ping.ts says. */
+export const StatusParamsSchema = z.object({});
 
 /**
  * The `status` result: what the core and its llama-server are doing, for a host's status line.

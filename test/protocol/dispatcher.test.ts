@@ -111,6 +111,20 @@ describe("dispatcher over the in-process loop", () => {
     await h.exit;
   });
 
+  test("the methods that take no params ignore any sent, a lone surrogate in one included", async () => {
+    const h = startHarness();
+    // Their schemas kept unknown keys, so the surrogate check saw them: a ping was refused
+    // invalid_request where docs/protocol.md says its params are ignored.
+    h.sendRaw(
+      '{"id":1,"method":"ping","params":{"x":"\\ud800"}}\n{"id":2,"method":"status","params":{"\\udc00":1}}\n' +
+        '{"id":3,"method":"shutdown","params":{"x":["\\ud800"]}}\n',
+    );
+    await h.waitFor((ms) => ms.filter((m) => m.type !== "event").length >= 3);
+    for (const id of [1, 2, 3]) expect(h.terminal(id)?.type).toBe("result");
+    expect(h.terminal(1)?.result).toEqual({ status: "ok" });
+    expect(await h.exit).toBe(0);
+  });
+
   test("requests run concurrently: a long request never delays a ping", async () => {
     const h = startHarness();
     h.send({ id: "long", method: "test.sleep", params: { ms: 3000 } });
