@@ -143,8 +143,9 @@ export class TurnSession {
       this.inputSaved = true;
       return this;
     } catch (err) {
-      // Cancelled while the write waited behind an erase: it never ran, and nothing else was written.
-      if (this.rowOwed && err === signal?.reason) throw err;
+      // Cancelled while the write waited behind an erase: it never ran, and with no images staged
+      // nothing else was written, so there is nothing to put back (a put-back waits out the erases).
+      if (this.newImages.length === 0 && err === signal?.reason) throw err;
       await this.putBack().catch(() => undefined);
       throw err;
     }

@@ -76,6 +76,47 @@ describe("a long input's first checkpoint, in line behind an erase", () => {
     }
   }, 10_000);
 
+  test("in a session already stored, a cancel while it waits ends it at once too, the session as it was", async () => {
+    using dir = tmpdir("local-ai-first-cancel-");
+    const store = Store.open(dir.path);
+    // A turn of s1 left its checkpoint (interrupted): s1 has its row, and that checkpoint to keep.
+    await store.lease("u", "s1", AbortSignal.timeout(5000), begin(store, "s1", "short")).then((l) => {
+      l.release();
+    });
+    await store.lease("u", "other", AbortSignal.timeout(5000), begin(store, "other", "short")).then((l) => {
+      l.release();
+    });
+    const before = store.conversations.checkpoint("u", "s1");
+    using held = holdCopies();
+    try {
+      const turn = new AbortController();
+      const leased = await store.lease("u", "s1", turn.signal, begin(store, "s1"));
+      const deleting = store.deleteSession("u", "other");
+      const first = leased.value.firstWrite(turn.signal);
+      const settled: string[] = [];
+      // Putting the old checkpoint back (nothing of this turn was written) waited out the erase.
+      const outcome = first.then(
+        () => "written",
+        (err: unknown) => String((err as { code?: string }).code),
+      );
+      void outcome.then((o) => {
+        settled.push(o);
+        held.open();
+      });
+      turn.abort(cancelledError("cancelled by the host"));
+      expect(await outcome).toBe("cancelled");
+      expect(settled).toEqual(["cancelled"]);
+      leased.release();
+      expect((await deleting).deleted).toBe(true);
+      await store.afterErases();
+      expect(store.conversations.checkpoint("u", "s1")).toBe(before);
+      expect(store.conversations.session("u", "s1")).toBeDefined();
+    } finally {
+      held.open();
+      await store.stop();
+    }
+  }, 10_000);
+
   test("one not cancelled is written once the erase ends, its session's row with it", async () => {
     using dir = tmpdir("local-ai-first-cancel-");
     const store = Store.open(dir.path);
