@@ -131,8 +131,9 @@ export class TurnSession {
    * new images kept, not yet tied to a message, a part a transaction with the loop given back
    * between (store/attachments.ts: in one write, 8 images of 20 MB held it 1.8 s), then the
    * first checkpoint, naming them all, in one write with the drop of what a set-aside checkpoint
-   * had staged and this turn does not carry; before run_start. Under the session's lease (its
-   * row is there: `stageIn`), checked in that write as every later one is. A failure erases what
+   * had staged and this turn does not carry; before run_start. Under the session's lease,
+   * checked in that write as every later one is; a new session's row is made in it (a long
+   * input's) or was made by `stageIn`. A failure erases what
    * was staged and puts the session back as the turn found it. The session, to go on with.
    */
   async firstWrite(signal?: AbortSignal): Promise<this> {
