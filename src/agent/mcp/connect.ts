@@ -12,7 +12,7 @@ import { within } from "../../util/within.ts";
 import { VERSION } from "../../version.ts";
 import { type ChildExit, exitText, type McpChild, spawnMcpServer } from "./child.ts";
 import { ChildTransport, MAX_PENDING_BYTES } from "./child-transport.ts";
-import { configSecrets, StderrTail, withoutSecrets } from "./stderr-tail.ts";
+import { configSecrets, StderrDebugLog, StderrTail, withoutSecrets } from "./stderr-tail.ts";
 import {
   MAX_CURSOR_CHARS,
   MAX_LIST_PAGES,
@@ -159,9 +159,9 @@ export async function startServer(cfg: McpServerConfig, options: StartOptions): 
     unasked: options.unasked,
   });
   const stderrRead = logStderr(
-    cfg.name,
     child.stderr,
     tail,
+    new StderrDebugLog((line) => logger.debug(`[mcp ${cfg.name}] ${line}`), cfg.env, cfg.args),
     // Its stdout's budget: with one each, a server could make the core read twice the rate.
     transport.budget,
     (why) => transport.kill(why),
@@ -337,9 +337,9 @@ function stopFailed(name: string, child: McpChild, client: Client): Promise<void
  * no more, so that one writing without end does not take a CPU for as long as it runs.
  */
 async function logStderr(
-  name: string,
   stream: ReadableStream<Uint8Array>,
   tail: StderrTail,
+  debug: StderrDebugLog,
   budget: UnaskedBudget,
   kill: (why: string) => void,
 ): Promise<void> {
@@ -349,9 +349,11 @@ async function logStderr(
       if (!budget.take(chunk.length)) return kill(overspentWhy(budget.limits));
       const text = decoder.decode(chunk, { stream: true });
       tail.add(text);
-      logger.debug(`[mcp ${name}] ${text.trimEnd()}`);
+      debug.add(text);
     }
   } catch {
     // A broken pipe ends the log, nothing else.
+  } finally {
+    debug.end();
   }
 }

@@ -82,3 +82,53 @@ export class StderrTail {
     return text.slice(drop);
   }
 }
+
+/** The most of an unended line held back for the debug log before it is logged as it stands. */
+export const MAX_DEBUG_LINE_CHARS = 8 * 1024;
+
+/**
+ * A server's stderr as the debug log gets it, its config's secrets `[redacted]` as in the tail: a
+ * debug log is what a host developer pastes into an issue. Whole lines are logged, so a secret the
+ * server wrote in two chunks is still seen whole; an unended line past MAX_DEBUG_LINE_CHARS is
+ * logged without its last (longest secret − 1) characters, which wait for the rest.
+ */
+export class StderrDebugLog {
+  private pending = "";
+  private readonly secrets: string[];
+  private readonly hold: number;
+
+  constructor(
+    private readonly log: (line: string) => void,
+    env: Record<string, string> = {},
+    args: readonly string[] = [],
+  ) {
+    this.secrets = configSecrets(env, args);
+    this.hold = Math.max(0, (this.secrets[0]?.length ?? 0) - 1);
+  }
+
+  add(chunk: string): void {
+    this.pending += chunk;
+    const end = this.pending.lastIndexOf("\n");
+    if (end >= 0) {
+      this.emit(this.pending.slice(0, end));
+      this.pending = this.pending.slice(end + 1);
+    }
+    if (this.pending.length <= MAX_DEBUG_LINE_CHARS) return;
+    // Redacted first: a secret that begins before the held end lies whole in it and goes.
+    const shown = withoutSecrets(this.pending, this.secrets);
+    const cut = shown.length - this.hold;
+    this.emit(shown.slice(0, cut));
+    this.pending = shown.slice(cut);
+  }
+
+  /** The stream ended: what is left of its last line. */
+  end(): void {
+    this.emit(this.pending);
+    this.pending = "";
+  }
+
+  private emit(text: string): void {
+    const shown = withoutSecrets(text, this.secrets).trimEnd();
+    if (shown !== "") this.log(shown);
+  }
+}

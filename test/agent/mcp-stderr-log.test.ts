@@ -1,0 +1,87 @@
+import { afterEach, describe, expect, spyOn, test } from "bun:test";
+import { startServer } from "../../src/agent/mcp/connect.ts";
+import { MAX_DEBUG_LINE_CHARS, StderrDebugLog } from "../../src/agent/mcp/stderr-tail.ts";
+import { McpServerSchema } from "../../src/config/schema.ts";
+import { logger } from "../../src/util/logger.ts";
+
+// What an MCP server writes to stderr goes to the debug log (docs/agent.md "MCP servers"): a
+// debug log is what a host developer pastes into an issue, so the server's configured secrets
+// are redacted there as in the start's error.
+
+const KEY = "sk-live-0123456789abcdef";
+
+let restore: (() => void) | undefined;
+afterEach(() => restore?.());
+
+function debugLines(): string[] {
+  const lines: string[] = [];
+  const debug = spyOn(logger, "debug").mockImplementation((line: string) => void lines.push(line));
+  restore = () => debug.mockRestore();
+  return lines;
+}
+
+async function startFailing(script: string, env: Record<string, string>, args: string[] = []) {
+  const cfg = McpServerSchema.parse({
+    name: "s",
+    command: process.execPath,
+    args: ["-e", script, ...args],
+    env,
+  });
+  const outcome = await startServer(cfg, { signal: new AbortController().signal, onClose: () => {} });
+  expect(outcome.ok).toBe(false);
+  if (!outcome.ok) await outcome.stopped;
+}
+
+describe("an MCP server's stderr in the debug log", () => {
+  test("its env's secret echoed on stderr is redacted in the log", async () => {
+    const lines = debugLines();
+    await startFailing(
+      "process.stderr.write('auth with ' + process.env.API_KEY + ' failed\\n'); process.exit(2)",
+      {
+        API_KEY: KEY,
+      },
+    );
+    const logged = lines.filter((l) => l.startsWith("[mcp s]")).join("\n");
+    expect(logged).toContain("auth with [redacted] failed");
+    expect(logged).not.toContain(KEY);
+  }, 30_000);
+
+  test("a secret the server writes in two pieces is redacted whole", async () => {
+    const lines = debugLines();
+    const script = [
+      "const k = process.env.API_KEY;",
+      "process.stderr.write('token ' + k.slice(0, 10), () =>",
+      "  setTimeout(() => process.stderr.write(k.slice(10) + ' refused\\n', () => process.exit(2)), 100));",
+    ].join("");
+    await startFailing(script, { API_KEY: KEY });
+    const logged = lines.filter((l) => l.startsWith("[mcp s]")).join("\n");
+    expect(logged).toContain("token [redacted] refused");
+    expect(logged).not.toContain(KEY.slice(0, 10));
+    expect(logged).not.toContain(KEY.slice(10));
+  }, 30_000);
+
+  test("a credential in its args echoed by its argument parser is redacted in the log", async () => {
+    const lines = debugLines();
+    await startFailing(
+      "process.stderr.write('usage: ' + process.argv.slice(-2).join(' ') + '\\n'); process.exit(2)",
+      {},
+      ["--api-key", KEY],
+    );
+    const logged = lines.filter((l) => l.startsWith("[mcp s]")).join("\n");
+    expect(logged).toContain("usage: ");
+    expect(logged).toContain("[redacted]");
+    expect(logged).not.toContain(KEY);
+  }, 30_000);
+
+  test("an unended line past the bound is logged without splitting a secret at its cut", () => {
+    const lines: string[] = [];
+    const log = new StderrDebugLog((l) => lines.push(l), { API_KEY: KEY });
+    // The key straddles the bound: the part logged must not end in its start.
+    log.add("x".repeat(MAX_DEBUG_LINE_CHARS - 5) + KEY.slice(0, 12));
+    log.add(`${KEY.slice(12)} and on\n`);
+    log.end();
+    const logged = lines.join("");
+    expect(logged).toContain("[redacted] and on");
+    expect(logged).not.toContain(KEY.slice(0, 8));
+  });
+});
