@@ -145,13 +145,13 @@ export function spawnServer(req: SpawnRequest): Spawned | LaunchFailure {
     `--- ${new Date().toISOString()} start ${req.binary} ${shownArgs(given).join(" ")} (pid ${child.pid})\n`,
   );
   // One redactor a stream: a quoted text's lines follow its message on the stream it came on.
-  const lineReader = (redactor: LogRedactor) => (raw: string) => {
+  const lineReader = (redactor: LogRedactor) => (raw: string, cut: boolean) => {
     spawned.lastLine = Date.now();
     spawned.spoke = true;
     spawned.nudge?.();
     // State lines are progress, not log: the router, too, keeps them out of its log.
     if (spawned.states.take(raw)) return;
-    const line = redactor.line(raw);
+    const line = redactor.line(raw, cut);
     if (line === null) return;
     spawned.tail.push(line);
     req.onLine(line);

@@ -25,6 +25,12 @@ const UNPARSED = /^(.*?\bunparsed \S+ output: ).*$/s;
 const FULL_OUTPUT = /\bfull \S+ output triggering error:/;
 /** nlohmann's parse errors: the token it stopped in, up to the line's last quote. */
 const LAST_READ = /(last read: )'.*'/s;
+/**
+ * The same in a part of a line cut for length (log-sink.ts `readLines`): a long quote (tool-call
+ * arguments cut off by the reply's length, the file the model was writing) runs on into the
+ * parts after, and a quote inside it is no end: all of the part after it goes.
+ */
+const LAST_READ_CUT = /(last read: )'.*$/s;
 
 export const NOT_LOGGED = "[model output not logged]";
 
@@ -32,8 +38,11 @@ export const NOT_LOGGED = "[model output not logged]";
 export class LogRedactor {
   private inQuote = false;
 
-  /** The line as it may be kept, or null when it belongs to a text no log may keep. */
-  line(line: string): string | null {
+  /**
+   * The line as it may be kept, or null when it belongs to a text no log may keep. `cut`: it is
+   * a part of a longer line, the rest in the lines after (which begin with no prefix).
+   */
+  line(line: string, cut = false): string | null {
     const starts = MESSAGE_START.test(line.includes("\u001b") ? line.replace(COLOUR, "") : line);
     if (this.inQuote && !starts) return null;
     this.inQuote = false;
@@ -43,6 +52,10 @@ export class LogRedactor {
       return `${unparsed[1]}${NOT_LOGGED}`;
     }
     if (FULL_OUTPUT.test(line)) this.inQuote = true;
+    if (cut && LAST_READ_CUT.test(line)) {
+      this.inQuote = true;
+      return line.replace(LAST_READ_CUT, `$1${NOT_LOGGED}`);
+    }
     return line.replace(LAST_READ, `$1${NOT_LOGGED}`);
   }
 }

@@ -99,11 +99,12 @@ export class RotatingLog {
 /**
  * Splits a byte stream into lines, decoding UTF-8 across chunk boundaries. A line longer than
  * `maxLineChars` is handed on in parts of that length as it comes: a child writing without a
- * newline must not grow the core's memory (the log and the tail keep the parts like lines).
+ * newline must not grow the core's memory (the log and the tail keep the parts like lines);
+ * `cut` says such a part is one, more of its line following.
  */
 export async function readLines(
   stream: ReadableStream<Uint8Array>,
-  onLine: (line: string) => void,
+  onLine: (line: string, cut: boolean) => void,
   maxLineChars = 64 * 1024,
 ): Promise<void> {
   const decoder = new TextDecoder();
@@ -116,16 +117,16 @@ export async function readLines(
       pending += decoder.decode(value, { stream: true });
       let start = 0;
       for (let nl = pending.indexOf("\n"); nl >= 0; nl = pending.indexOf("\n", start)) {
-        onLine(pending.slice(start, nl).replace(/\r$/, ""));
+        onLine(pending.slice(start, nl).replace(/\r$/, ""), false);
         start = nl + 1;
       }
       for (; pending.length - start > maxLineChars; start += maxLineChars)
-        onLine(pending.slice(start, start + maxLineChars));
+        onLine(pending.slice(start, start + maxLineChars), true);
       pending = pending.slice(start);
     }
   } catch {
     // The pipe broke with the process; what arrived is already handed on.
   }
   pending += decoder.decode();
-  if (pending) onLine(pending);
+  if (pending) onLine(pending, false);
 }

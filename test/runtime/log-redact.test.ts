@@ -2,6 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { LogRedactor, NOT_LOGGED } from "../../src/runtime/log-redact.ts";
+import { readLines } from "../../src/runtime/log-sink.ts";
 
 const QUIRKS = join(import.meta.dir, "../fixtures/llama-server/transcripts/quirks");
 const TRANSCRIPTS = join(import.meta.dir, "../fixtures/llama-server/transcripts");
@@ -77,6 +78,29 @@ describe("LogRedactor", () => {
     expect(kept).toContain(`last read: ${NOT_LOGGED}`);
     expect(kept).not.toContain("4417");
     expect(kept?.startsWith("0.02.000.000 W srv    operator(): got exception:")).toBe(true);
+  });
+
+  test("a 'last read' quote longer than a log line part (readLines cuts at 64 KiB) is not kept", async () => {
+    // Tool-call arguments cut off by the reply's length: the string token, quoted whole, is the
+    // file the model was writing. readLines hands the line on in parts; the quote spans them.
+    const quoted = `"${"the AARDVARK draft ".repeat(5000)}`;
+    const line = `0.02.000.000 W srv    operator(): got exception: {"error":{"code":500,"message":"Failed to parse tool call arguments as JSON: [json.exception.parse_error.101] parse error at line 1, column 100001: syntax error while parsing value - invalid string: missing closing quote; last read: '${quoted}'","type":"server_error"}}`;
+    const parts: [string, boolean][] = [];
+    const bytes = new TextEncoder().encode(`${line}\n0.02.000.100 I slot      release: id  0\n`);
+    // As a pipe hands it on: a chunk at a time.
+    const chunks = new ReadableStream<Uint8Array>({
+      start(c) {
+        for (let at = 0; at < bytes.length; at += 16 * 1024) c.enqueue(bytes.subarray(at, at + 16 * 1024));
+        c.close();
+      },
+    });
+    await readLines(chunks, (l, cut) => parts.push([l, cut]));
+    expect(parts.length).toBeGreaterThan(2);
+    const r = new LogRedactor();
+    const kept = parts.map(([l, cut]) => r.line(l, cut)).filter((l): l is string => l !== null);
+    expect(kept.join("\n")).not.toContain("AARDVARK");
+    expect(kept[0]).toContain(`last read: ${NOT_LOGGED}`);
+    expect(kept.at(-1)).toBe("0.02.000.100 I slot      release: id  0");
   });
 
   test("colour codes around the prefix (--log-colors on) still mark a message's start", () => {
