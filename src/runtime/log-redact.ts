@@ -68,5 +68,7 @@ export class LogRedactor {
 export function withoutQuotes(message: string): string {
   const unparsed = UNPARSED.exec(message);
   if (unparsed) return `${unparsed[1]}${NOT_LOGGED}`;
-  return message.replace(LAST_READ, `$1${NOT_LOGGED}`);
+  // All after it: the message reaching here was cut at 1000 characters (llama/errors.ts), often
+  // inside a long quote, whose own quotes are then no end; only nlohmann's `; expected …` is lost.
+  return message.replace(LAST_READ_CUT, `$1${NOT_LOGGED}`);
 }

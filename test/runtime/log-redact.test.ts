@@ -1,7 +1,8 @@
 import { describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { LogRedactor, NOT_LOGGED } from "../../src/runtime/log-redact.ts";
+import { statusError } from "../../src/llama/errors.ts";
+import { LogRedactor, NOT_LOGGED, withoutQuotes } from "../../src/runtime/log-redact.ts";
 import { readLines } from "../../src/runtime/log-sink.ts";
 
 const QUIRKS = join(import.meta.dir, "../fixtures/llama-server/transcripts/quirks");
@@ -120,5 +121,24 @@ describe("LogRedactor", () => {
     expect(through(startup)).toEqual(startup);
     const rpc = readFileSync(join(TRANSCRIPTS, "83-rpc-worker-dies.log"), "utf8").split("\n");
     expect(through(rpc)).toEqual(rpc);
+  });
+});
+
+describe("withoutQuotes", () => {
+  test("a 500's 'last read' quote cut with its message (1000 characters) is not kept", () => {
+    // What a lease reports failed (lease-failure.ts): the restart's warning and the internal_error
+    // every lease on that server gets carry it, another user's chat among them.
+    const args = `"${"the AARDVARK draft, it's private ".repeat(60)}`;
+    const body = JSON.stringify({
+      error: {
+        code: 500,
+        message: `Failed to parse tool call arguments as JSON: [json.exception.parse_error.101] parse error at line 1, column 2041: syntax error while parsing value - invalid string: missing closing quote; last read: '${args}'`,
+        type: "server_error",
+      },
+    });
+    const shown = withoutQuotes(statusError(500, "Internal Server Error", body).message);
+    expect(shown).toContain(`last read: ${NOT_LOGGED}`);
+    expect(shown).not.toContain("AARDVARK");
+    expect(shown).not.toContain("private");
   });
 });
