@@ -39,21 +39,15 @@ export class ChunkPipeline {
     this.waiting.push(...chunks);
     // Each batch waits for room: a slice of one-word headings makes thousands of chunks, which
     // all went out at once, hundreds of transactions queued on the thread past any cancel.
-    while (this.waiting.length >= STORE_BATCH) {
-      while (this.outstanding >= MAX_IN_FLIGHT)
-        await new Promise<void>((resolve) => {
-          this.wake = resolve;
-        });
-      this.check();
-      this.send();
-    }
+    while (this.waiting.length >= STORE_BATCH) await this.sendInTurn();
     await nextTurn();
   }
 
   /** The rest sent, and every batch answered; `onStored` hears each as it ends. */
   async finish(onStored: (stored: number) => void): Promise<void> {
     this.check();
-    while (this.waiting.length > 0) this.send();
+    // The last, partial batch waits for room too: four full ones may still be out.
+    while (this.waiting.length > 0) await this.sendInTurn();
     for (const batch of this.inFlight) {
       await batch;
       this.check();
@@ -64,6 +58,16 @@ export class ChunkPipeline {
   /** Every batch ended, however. */
   async settle(): Promise<void> {
     await Promise.all(this.inFlight);
+  }
+
+  /** The next batch sent once fewer than MAX_IN_FLIGHT are out, unless a cancel or a failure came meanwhile. */
+  private async sendInTurn(): Promise<void> {
+    while (this.outstanding >= MAX_IN_FLIGHT)
+      await new Promise<void>((resolve) => {
+        this.wake = resolve;
+      });
+    this.check();
+    this.send();
   }
 
   private send(): void {

@@ -72,3 +72,21 @@ test("a cancel while the reader waits for room sends no more batches", async () 
   expect(held.writes.length).toBe(sent);
   await pipeline.settle();
 });
+
+test("the last, partial batch waits for room too: never a fifth out at the finish", async () => {
+  // finish() sent the rest at once: with four full batches still out, five were.
+  const held = heldStore();
+  const pipeline = new ChunkPipeline(held.store, doc, new AbortController().signal, () => 1);
+  await pipeline.add(chunks(STORE_BATCH * 4 + 1));
+  expect(held.outstanding()).toBe(4);
+  const finishing = pipeline.finish(() => {});
+  await turn();
+  expect(held.outstanding()).toBeLessThanOrEqual(4);
+  while (held.writes.length < 5) {
+    held.answerOne();
+    await turn();
+  }
+  while (held.outstanding() > 0) held.answerOne();
+  await finishing;
+  expect(pipeline.stored).toBe(STORE_BATCH * 4 + 1);
+});
