@@ -1,4 +1,3 @@
-import { wholeCharCut } from "../util/text-cut.ts";
 /**
  * How long a session's title may be before it is cut
  * (docs/protocol.md#conversations-sessions-and-usersdelete: "near 60 characters").
@@ -14,24 +13,29 @@ export const PREVIEW_CHARS = 120;
  */
 export const FOLDED = /[\s\p{Cc}\u202a-\u202e\u2066-\u2069]+/gu;
 
+/** What FOLDED leaves, a word or a piece of a long one: at most 256 characters, never half a pair. */
+const WORD_PIECE = /[^\s\p{Cc}\u202a-\u202e\u2066-\u2069]{1,256}/gu;
+
 /**
  * `text` on one line (FOLDED), cut at a word boundary near `max` characters with "…" when longer. A
  * word is cut only when no space falls in the last third of the allowance (one long word, a
- * URL). Never splits a surrogate pair. Only a head of the text is looked at, grown until it
- * holds more than `max` characters once its white space is folded: a chat's input or a
- * document's text may be megabytes, and all of it was split into characters for a title.
+ * URL). Never splits a surrogate pair. Only the words of its head are taken, each found by one
+ * native search past the white space before it: a chat's input or a document's text may be
+ * megabytes, and a head of it grown by doubling folded megabytes of leading white space again
+ * and again (16 MiB of it held the loop 77 ms).
  */
 export function cutNear(text: string, max: number): string {
-  for (let window = 4 * (max + 1); ; window *= 2) {
-    // A window never ends between the two halves of a pair.
-    const end = window < text.length ? wholeCharCut(text, window) : window;
-    const whole = end >= text.length;
-    const folded = text.slice(0, end).replace(FOLDED, " ").trimStart();
-    const flat = whole ? folded.trimEnd() : folded;
-    const chars = Array.from(flat);
+  const pieces = new RegExp(WORD_PIECE);
+  const chars: string[] = [];
+  let end = 0;
+  for (let m = pieces.exec(text); m; m = pieces.exec(text)) {
+    // Pieces of one long word join as they were; white space between two is one space.
+    if (chars.length > 0 && m.index > end) chars.push(" ");
+    for (const c of m[0]) chars.push(c);
+    end = m.index + m[0].length;
     if (chars.length > max) return cut(chars, max);
-    if (whole) return flat;
   }
+  return chars.join("");
 }
 
 function cut(chars: string[], max: number): string {
