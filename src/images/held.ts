@@ -35,6 +35,11 @@ export interface HeldRoom {
   release: Release;
   room: readonly number[];
   track: <T>(read: Promise<T>) => Promise<T>;
+  /**
+   * Image `index` read to `bytes`: its room past them is given back (a stat of 0 or none in time
+   * held the most an image may take, 20 MB a tiny file, all the turn long).
+   */
+  readBytes: (index: number, bytes: number) => void;
 }
 
 /**
@@ -52,7 +57,8 @@ export async function holdImages(
   signal: AbortSignal,
   options: SizeOptions = {},
 ): Promise<HeldRoom> {
-  if (inputs.length > maxImages) return { release: () => {}, room: [], track: (read) => read };
+  if (inputs.length > maxImages)
+    return { release: () => {}, room: [], track: (read) => read, readBytes: () => {} };
   // Into the line in the order called, whatever each one's stat takes: a chat holds its
   // session's place before this (methods/chat.ts), so a later chat of the session that got room
   // first while waiting for that place would hold the earlier one's room from it for good.
@@ -68,7 +74,15 @@ export async function holdImages(
     room.reduce((a, b) => a + b, 0),
     signal,
   );
-  return { ...heldWhile(admitted), room };
+  // What the images still hold: each read lowers its own share once, to the bytes it read.
+  const holding = [...room];
+  const readBytes = (index: number, bytes: number) => {
+    const had = holding[index];
+    if (had === undefined || bytes >= had) return;
+    holding[index] = bytes;
+    admitted.lower(holding.reduce((a, b) => a + b, 0));
+  };
+  return { ...heldWhile(admitted), room, readBytes };
 }
 
 async function expectedBytes(input: ImageInput, o: SizeOptions): Promise<number> {

@@ -37,6 +37,8 @@ export interface ImageLimits {
   signal?: AbortSignal;
   /** Each `path`'s read, so its room is held until it ends, past a cancel (images/held.ts). */
   track?: <T>(read: Promise<T>) => Promise<T>;
+  /** A `path` read to so many bytes: its room past them is given back (images/held.ts). */
+  readBytes?: (index: number, bytes: number) => void;
   /** Tests: a `path`'s read (image-file.ts). */
   readFile?: typeof readImageFile;
 }
@@ -157,6 +159,7 @@ async function bytesOf(index: number, input: ImageInput, limits: ImageLimits): P
     const device = windowsDevicePath(path);
     if (device) throw imageRefused(index, "unreadable", `path ${path} ${device}`);
     const read = (limits.readFile ?? readImageFile)(index, path, limits.room?.[index]);
+    read.then((bytes) => limits.readBytes?.(index, bytes.length)).catch(() => {});
     const reading = limits.track ? limits.track(read) : read;
     return limits.signal ? abortable(reading, limits.signal) : reading;
   }

@@ -1,5 +1,8 @@
 import type { Release } from "./semaphore.ts";
 
+/** A hold's release, and `lower` to give back what it took past `bytes` (they turned out fewer). */
+export type BudgetHold = Release & { lower: (bytes: number) => void };
+
 /**
  * Work that holds memory in proportion to a size, admitted while the sizes admitted together stay
  * within `max` bytes: callers are served in arrival order (none overtakes the line), and one
@@ -19,7 +22,7 @@ export class ByteBudget {
     return this.used;
   }
 
-  async acquire(bytes: number, signal: AbortSignal): Promise<Release> {
+  async acquire(bytes: number, signal: AbortSignal): Promise<BudgetHold> {
     signal.throwIfAborted();
     const n = Math.max(0, bytes);
     if (this.waiters.length > 0 || !this.fits(n)) {
@@ -42,14 +45,22 @@ export class ByteBudget {
         this.waiters.push(waiter);
       });
     } else this.take(n);
+    let held = n;
     let released = false;
-    return () => {
+    const release = () => {
       if (released) return;
       released = true;
-      this.used -= n;
+      this.used -= held;
       this.holders--;
       this.serve();
     };
+    const lower = (bytes: number) => {
+      if (released || bytes >= held) return;
+      this.used -= held - Math.max(0, bytes);
+      held = Math.max(0, bytes);
+      this.serve();
+    };
+    return Object.assign(release, { lower });
   }
 
   private fits(n: number): boolean {

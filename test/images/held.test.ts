@@ -49,6 +49,37 @@ test("an image file whose stat says 0 bytes holds the most an image may take, an
   }
 });
 
+// The most an image may take, held for a file whose stat says 0, was held all the turn long: a chat
+// of eight tiny images on such a drive held 160 MB until its answer ended, and the next chat's
+// images waited for all of it.
+test("a zero-stat image's room past the bytes it read is given back once read: a chat behind goes on", async () => {
+  using dir = tmpdir();
+  const paths = [join(dir.path, "a.png"), join(dir.path, "b.png")];
+  for (const path of paths) writeFileSync(path, png(2, 2));
+  const inputs = paths.map((path) => ({ path }));
+  const held = await holdImages(inputs, 4, live(), { stat: async () => ({ size: 0 }) });
+  const big = Array.from({ length: 12 }, (_, i) => ({ path: `/elsewhere/${i}.png` }));
+  let admitted = false;
+  const behind = holdImages(big, 12, live(), { stat: async () => ({ size: MAX_IMAGE_BYTES }) }).then((h) => {
+    admitted = true;
+    return h;
+  });
+  try {
+    await new Promise<void>((r) => setImmediate(r));
+    expect(admitted).toBe(false);
+    const images = await prepareImages(inputs, { maxImages: 4, maxPixels: 1_000_000, ...held });
+    expect(heldImages.inUse).toBe(
+      images.reduce((n, image) => n + image.data.length, 0) + 12 * MAX_IMAGE_BYTES,
+    );
+    await behind;
+    expect(admitted).toBe(true);
+  } finally {
+    held.release();
+    (await behind).release();
+  }
+  expect(heldImages.inUse).toBe(0);
+});
+
 // The read a cancel stopped waiting for (images/prepare.ts) goes on, and fills its bytes once the
 // drive answers: the chat's room must stay held until then, or a burst of cancelled chats on a
 // drive that comes back would hold every image at once, past MAX_HELD_IMAGE_BYTES.

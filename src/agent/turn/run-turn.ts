@@ -128,7 +128,7 @@ function imagesOf(
     maxImages: config.app.max_images,
     maxPixels: config.app.max_image_pixels,
     // Each read holds its room until it ends, past a cancel (images/held.ts).
-    ...(held ? { room: held.room, track: held.track } : {}),
+    ...(held ? { room: held.room, track: held.track, readBytes: held.readBytes } : {}),
     signal,
   });
 }
