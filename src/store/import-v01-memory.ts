@@ -18,10 +18,32 @@ export function dropImportedMemory(db: Database, userId: string, sessionId: stri
     );
     return;
   }
-  db.query(
-    `DELETE FROM memory WHERE user_id = $u AND session_id = $s AND seq IS NULL AND source = $source
-     AND EXISTS (SELECT 1 FROM messages m WHERE m.user_id = $u AND m.session_id = $s AND m.seq >= $seq
-       AND m.role = 'user' AND m.by_core = 0 AND m.content IS NOT NULL
-       AND substr(memory.text, 1, length(m.content) + 1) = m.content || char(10))`,
-  ).run({ u: userId, s: sessionId, source, seq });
+  const inputs = new Set(
+    (
+      db
+        .query(
+          `SELECT content FROM messages WHERE user_id = ? AND session_id = ? AND seq >= ? AND role = 'user'
+           AND by_core = 0 AND content IS NOT NULL`,
+        )
+        .all(userId, sessionId, seq) as { content: string }[]
+    ).map((m) => m.content),
+  );
+  if (inputs.size === 0) return;
+  const entries = db
+    .query("SELECT id, text FROM memory WHERE user_id = ? AND session_id = ? AND seq IS NULL AND source = ?")
+    .all(userId, sessionId, source) as { id: number; text: string }[];
+  const drop = db.query("DELETE FROM memory WHERE id = ?");
+  for (const e of entries) if (startsWithInput(e.text, inputs)) drop.run(e.id);
+}
+
+/**
+ * Whether `text` is one of `inputs`, a newline and more: looked up at each newline, in one pass.
+ * SQL compared every entry with every replaced message, a cost growing with the square of the
+ * turns (1.5 s for 3,000 here, in the edit's write lock, every other write of the core waiting),
+ * and its `length` stops at a NUL, so an input holding one never matched its entry, which stayed.
+ */
+function startsWithInput(text: string, inputs: ReadonlySet<string>): boolean {
+  for (let at = text.indexOf("\n"); at >= 0; at = text.indexOf("\n", at + 1))
+    if (inputs.has(text.slice(0, at))) return true;
+  return false;
 }

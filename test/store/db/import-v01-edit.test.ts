@@ -37,28 +37,42 @@ test("an edit from the first message of an imported session takes the session's 
 
 // The entry of a later turn is told by its text, which 0.1 wrote as the turn's input, a newline
 // and its answer: an edit or a regenerate of that turn takes it, and the turns before keep theirs.
-test("an edit of a later turn of an imported session takes that turn's 0.1 memory, not the earlier turns'", async () => {
-  using dir = tmpdir();
-  new SessionStore(dir.path, "ann", "trip").saveHistory([
+// SQL's length() stops at a NUL: an input holding one (a 0.1 file is JSON, "\u0000" and all) was
+// never matched to its entry, which an edit left to be recalled.
+test.each([
+  ["my passport number is X123", "plain"],
+  ["my passport number\u0000is X123", "holding a NUL"],
+])(
+  "an edit of a later turn of an imported session takes that turn's 0.1 memory, not the earlier turns' (%p, %s)",
+  async (input) => {
+    using dir = tmpdir();
+    const store = await importedTrip(dir.path, input, "noted, X123");
+    expect(store.memory.search("ann", "passport", 5, "none")).toHaveLength(1);
+    await editFrom(store, 2, "what should I pack?", "light clothes");
+    // The replaced turn is recalled no more; the turn before it still is.
+    expect(store.memory.search("ann", "passport", 5, "none")).toEqual([]);
+    expect(store.memory.search("ann", "Porto", 5, "none").map((h) => h.doc.source)).toEqual(["session:trip"]);
+    expect(store.memory.search("ann", "pack", 5, "none").map((h) => h.doc.source)).toEqual(["session:trip"]);
+    store.close();
+  },
+);
+
+/** ann's 0.1 session `trip` of two turns, the second `input` and `answer`, each with its memory entry, imported. */
+async function importedTrip(dir: string, input: string, answer: string): Promise<Store> {
+  new SessionStore(dir, "ann", "trip").saveHistory([
     { role: "user", content: "plan a trip to Porto" },
     { role: "assistant", content: "Porto it is" },
-    { role: "user", content: "my passport number is X123" },
-    { role: "assistant", content: "noted, X123" },
+    { role: "user", content: input },
+    { role: "assistant", content: answer },
   ]);
-  const mem = MemoryIndex.forUser(dir.path, "ann").load();
+  const mem = MemoryIndex.forUser(dir, "ann").load();
   const at = "2026-11-30T10:00:00.000Z";
   mem.addTurn({ id: "x", session_id: "trip", text: "plan a trip to Porto\nPorto it is", at });
-  mem.addTurn({ id: "y", session_id: "trip", text: "my passport number is X123\nnoted, X123", at });
-  const store = Store.open(dir.path);
+  mem.addTurn({ id: "y", session_id: "trip", text: `${input}\n${answer}`, at });
+  const store = Store.open(dir);
   await store.whenImported();
-  expect(store.memory.search("ann", "passport", 5, "none")).toHaveLength(1);
-  await editFrom(store, 2, "what should I pack?", "light clothes");
-  // The replaced turn is recalled no more; the turn before it still is.
-  expect(store.memory.search("ann", "passport", 5, "none")).toEqual([]);
-  expect(store.memory.search("ann", "Porto", 5, "none").map((h) => h.doc.source)).toEqual(["session:trip"]);
-  expect(store.memory.search("ann", "pack", 5, "none").map((h) => h.doc.source)).toEqual(["session:trip"]);
-  store.close();
-});
+  return store;
+}
 
 /** ann's session `trip` edited from `seq`: the new turn committed as the core commits an edit. */
 function editFrom(store: Store, seq: number, input: string, answer: string) {
