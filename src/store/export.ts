@@ -1,6 +1,6 @@
 import type { Database } from "bun:sqlite";
 import { CoreError } from "../protocol/errors.ts";
-import { escapeTags, markdownText } from "./markdown-text.ts";
+import { escapeTags, markdownPieces, PIECE_CHARS } from "./markdown-text.ts";
 import type { SessionSummary, StoredMessage } from "./message-rows.ts";
 import { messagesFrom } from "./session-pages.ts";
 
@@ -40,6 +40,8 @@ export function toMarkdown(session: SessionSummary, messages: readonly StoredMes
 export interface ExportParts {
   head: string;
   messages(slice: readonly StoredMessage[], first: boolean): string;
+  /** `messages`' text in pieces: a huge message's Markdown is converted a piece at a time. */
+  messagePieces(slice: readonly StoredMessage[], first: boolean): Iterable<string>;
   tail(any: boolean): string;
 }
 
@@ -96,7 +98,19 @@ async function* slices(
     more = slice.more;
     const last = slice.messages[slice.messages.length - 1];
     if (!last) break;
-    yield parts.messages(slice.messages, !any);
+    // The loop freed every PIECE_CHARS or so of text too: one message of 8 MiB held it 0.3 s.
+    let text: string[] = [];
+    let size = 0;
+    for (const piece of parts.messagePieces(slice.messages, !any)) {
+      text.push(piece);
+      size += piece.length;
+      if (size < PIECE_CHARS) continue;
+      yield text.join("");
+      text = [];
+      size = 0;
+      await new Promise((r) => setImmediate(r));
+    }
+    if (text.length > 0) yield text.join("");
     any = true;
     from = last.seq + 1;
     await new Promise((r) => setImmediate(r));
@@ -137,10 +151,12 @@ export function exportParts(format: ExportFormat, session: SessionSummary): Expo
     // JSON.stringify(…, null, 2)'s layout, nested by hand: JSON text has no raw newline inside a
     // string, so indenting after each newline indents lines only.
     const nest = (value: unknown, pad: string) => JSON.stringify(value, null, 2).replaceAll("\n", `\n${pad}`);
+    const messages = (slice: readonly StoredMessage[], first: boolean) =>
+      slice.map((m, i) => `${first && i === 0 ? "" : ","}\n    ${nest(m, "    ")}`).join("");
     return {
       head: `{\n  "session": ${nest(session, "  ")},\n  "messages": [`,
-      messages: (slice, first) =>
-        slice.map((m, i) => `${first && i === 0 ? "" : ","}\n    ${nest(m, "    ")}`).join(""),
+      messages,
+      messagePieces: (slice, first) => [messages(slice, first)],
       tail: (any) => (any ? "\n  ]\n}\n" : "]\n}\n"),
     };
   }
@@ -151,17 +167,32 @@ export function exportParts(format: ExportFormat, session: SessionSummary): Expo
       // The agent's name is any text an imported 0.1 checkpoint held: one line, as the title.
       `Session \`${session.session_id}\` · agent ${oneLine(session.agent) || "?"} · started ${session.created_at}`,
     ].join("\n"),
-    messages: (slice) => slice.map((m) => `\n${markdownMessage(m).join("\n")}`).join(""),
+    messages: (slice) => [...markdownSlice(slice)].join(""),
+    messagePieces: markdownSlice,
     tail: () => "\n",
   };
 }
 
-function markdownMessage(m: StoredMessage): string[] {
-  const out = ["", `## ${ROLE_HEADINGS[m.role]} · ${m.created_at}`, ""];
+/** The slice's Markdown: each message a newline and its parts, a newline between two. */
+function* markdownSlice(slice: readonly StoredMessage[]): Generator<string> {
+  for (const m of slice) {
+    yield "\n";
+    let between = "";
+    for (const part of markdownMessage(m)) {
+      yield between;
+      between = "\n";
+      if (typeof part === "string") yield part;
+      else yield* part;
+    }
+  }
+}
+
+function markdownMessage(m: StoredMessage): (string | Iterable<string>)[] {
+  const out: (string | Iterable<string>)[] = ["", `## ${ROLE_HEADINGS[m.role]} · ${m.created_at}`, ""];
   if (m.reasoning)
-    out.push("<details><summary>Thinking</summary>", "", markdownText(m.reasoning), "", "</details>", "");
+    out.push("<details><summary>Thinking</summary>", "", markdownPieces(m.reasoning), "", "</details>", "");
   if (m.role === "tool") out.push(fenced(m.content ?? ""));
-  else if (m.content) out.push(markdownText(m.content));
+  else if (m.content) out.push(markdownPieces(m.content));
   for (const call of m.tool_calls ?? []) {
     out.push("", `Tool call ${codeSpan(call.function.name)}:`, "", fenced(call.function.arguments, "json"));
   }

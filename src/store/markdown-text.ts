@@ -7,25 +7,70 @@
  * is closed at its end.
  */
 export function markdownText(text: string): string {
+  return [...markdownPieces(text)].join("");
+}
+
+/**
+ * Input characters converted between two of `markdownPieces`' pieces: an 8 MiB message, one
+ * line or millions, took 0.3 s to convert whole, in one export slice on the main loop.
+ */
+export const PIECE_CHARS = 256 * 1024;
+
+/**
+ * `markdownText` in pieces, each of about PIECE_CHARS of the input (a long line's too), whose
+ * concatenation is `markdownText`'s text: an export frees the loop between them.
+ */
+export function* markdownPieces(text: string): Generator<string> {
   // Lines as a Markdown reader ends them: at \r\n, \r or \n (CommonMark), each ending kept. Split
   // at \n only, a Windows host's "```py\r" opened no fence here, and a lone \r's next line was
   // never looked at: a heading forged, or a fence left open over the rest of the export.
   const cr = text.includes("\r");
-  // With a \r, the endings are kept between the lines (split's captures), each where it was.
-  const parts = cr ? text.split(/(\r\n|\r|\n)/) : text.split("\n");
   let open: Fence | undefined;
-  for (let i = 0; i < parts.length; i += cr ? 2 : 1) {
-    const line = parts[i] as string;
+  let out: string[] = [];
+  let done = 0;
+  for (let at = 0; at >= 0; ) {
+    const next = nextLine(text, at, cr);
+    const end = next < 0 ? text.length : next - (next - at >= 2 && text.startsWith("\r\n", next - 2) ? 2 : 1);
+    const line = text.slice(at, end);
     if (open) {
       if (closes(open, line)) open = undefined;
-      continue;
+      out.push(line);
+    } else if ((open = opens(line))) out.push(line);
+    else if (line.length <= PIECE_CHARS) out.push(escapeHead(escapeTags(line)));
+    else
+      for (const piece of escapeLine(line)) {
+        out.push(piece);
+        // A piece of a long line: PIECE_CHARS of it converted.
+        if (piece.length >= PIECE_CHARS) {
+          yield out.join("");
+          out = [];
+          done = -line.length;
+        }
+      }
+    if (next >= 0) out.push(end + 1 === next ? (text[end] as string) : "\r\n");
+    done += next < 0 ? line.length : next - at;
+    if (done >= PIECE_CHARS) {
+      yield out.join("");
+      out = [];
+      done = 0;
     }
-    open = opens(line);
-    if (!open) parts[i] = escapeLine(line);
+    at = next;
   }
-  const body = parts.join(cr ? "" : "\n");
-  return open ? `${body}\n${open.indent}${open.marker}` : body;
+  if (open) out.push(`\n${open.indent}${open.marker}`);
+  yield out.join("");
 }
+
+/** Where the line after the one at `at` begins (-1: none). Without a \r, \n alone is looked for: as fast as before. */
+function nextLine(text: string, at: number, cr: boolean): number {
+  if (!cr) {
+    const n = text.indexOf("\n", at);
+    return n < 0 ? -1 : n + 1;
+  }
+  LINE_END.lastIndex = at;
+  return LINE_END.exec(text) ? LINE_END.lastIndex : -1;
+}
+
+const LINE_END = /\r\n|\r|\n/g;
 
 interface Fence {
   indent: string;
@@ -51,9 +96,21 @@ function closes(fence: Fence, line: string): boolean {
   return !!m?.[1] && m[1][0] === fence.marker[0] && m[1].length >= fence.marker.length;
 }
 
-/** Headings and HTML blocks open at any indent a list item allows, so any indent is escaped. */
-function escapeLine(line: string): string {
-  return escapeTags(line).replace(/^(\s*)(#|<|=+\s*$|-+\s*$)/, "$1\\$2");
+/**
+ * Headings and HTML blocks open at any indent a list item allows, so any indent is escaped; in
+ * tagPieces' pieces, the head in the first (a piece ends after a backtick run or a `<`, so a
+ * first piece is never a whole `===` or `---` line when the line goes on).
+ */
+function* escapeLine(line: string): Generator<string> {
+  let first = true;
+  for (const piece of tagPieces(line)) {
+    yield first ? escapeHead(piece) : piece;
+    first = false;
+  }
+}
+
+function escapeHead(line: string): string {
+  return line.replace(/^(\s*)(#|<|=+\s*$|-+\s*$)/, "$1\\$2");
 }
 
 /** An autolink (`<https://…>`, `<a@b.c>`): a link, not raw HTML, so kept as it is. */
@@ -68,7 +125,19 @@ const AUTOLINK = /<(?:[A-Za-z][A-Za-z0-9.+-]{1,31}:[^\s<>]*|[\w.!#$%&'*+/=?^`{|}
  * thousands of unclosed runs is not scanned again for each.
  */
 export function escapeTags(line: string): string {
-  if (!line.includes("<")) return line;
+  return line.includes("<") ? [...tagPieces(line)].join("") : line;
+}
+
+/**
+ * escapeTags' text in pieces of about PIECE_CHARS of the line, each a window of it converted
+ * with what the windows before left (the spans' ends, the runs): a window ends neither inside a
+ * backtick run nor right after a `<`, so each match lies in one window as in the whole line.
+ */
+function* tagPieces(line: string): Generator<string> {
+  if (!line.includes("<")) {
+    yield line;
+    return;
+  }
   const runs = backtickRuns(line);
   const seen = new Map<number, number>();
   // An odd run of backslashes before a character escapes it.
@@ -79,12 +148,11 @@ export function escapeTags(line: string): string {
   };
   // The end of the code span or autolink a match lies in: kept as it is.
   let kept = 0;
-  return line.replace(SPECIAL, (m: string, at: number) => {
+  const one = (m: string, at: number): string => {
     if (at < kept) return m;
     if (m[0] === "`") {
       // An escaped backtick is a character; the run after it may still open a span.
-      const from = escaped(at) ? 1 : 0;
-      const n = m.length - from;
+      const n = m.length - (escaped(at) ? 1 : 0);
       const close = n > 0 ? closerAfter(runs, seen, n, at + m.length) : undefined;
       if (close !== undefined) kept = close + n;
       return m;
@@ -94,7 +162,18 @@ export function escapeTags(line: string): string {
     if (!AUTOLINK.test(line)) return "\\<";
     kept = AUTOLINK.lastIndex;
     return m;
-  });
+  };
+  for (let from = 0; from < line.length; ) {
+    let to = Math.min(line.length, from + PIECE_CHARS);
+    while (
+      to < line.length &&
+      ((line.charCodeAt(to) === 96 && line.charCodeAt(to - 1) === 96) || line.charCodeAt(to - 1) === 60)
+    )
+      to++;
+    const start = from;
+    yield line.slice(from, to).replace(SPECIAL, (m: string, at: number) => one(m, start + at));
+    from = to;
+  }
 }
 
 /** What escapeTags looks at: a backtick run, a `<` that would start a tag, a comment or an instruction. */

@@ -217,6 +217,24 @@ describe("conversations in the database", () => {
     store.close();
   });
 
+  // One message is one slice: its Markdown, 0.3 s for 8 MiB, was built whole while the loop
+  // waited. It now comes in pieces of about 256 Ki characters (PIECE_CHARS) with the loop freed
+  // between them: none over 1 MiB here, where the message's text is over 2 MiB.
+  test("a huge message's Markdown comes in bounded pieces, a long line's too, escaped as before", async () => {
+    using dir = tmpdir();
+    const store = Store.open(dir.path);
+    const lines = 300_000;
+    const long = 300_000;
+    turn(store, "u", "s", `${"x<y\n".repeat(lines)}${"<a ".repeat(long)}`, "ok");
+    const pieces: string[] = [];
+    for await (const piece of store.exportPieces("u", "s", "markdown")) pieces.push(piece);
+    expect(Math.max(...pieces.map((p) => p.length))).toBeLessThanOrEqual(1024 * 1024);
+    const md = pieces.join("");
+    expect(md.split("x\\<y\n").length - 1).toBe(lines);
+    expect(md.split("\\<a ").length - 1).toBe(long);
+    store.close();
+  });
+
   test("a delete during an export fails it, even when a chat has made the session again since", async () => {
     using dir = tmpdir();
     const store = Store.open(dir.path);
