@@ -35,18 +35,21 @@ export function* markdownPieces(text: string): Generator<string> {
     if (open) {
       if (closes(open, line)) open = undefined;
       out.push(line);
-    } else if ((open = opens(line))) out.push(line);
-    else if (line.length <= PIECE_CHARS) out.push(escapeHead(escapeTags(line)));
-    else
-      for (const piece of escapeLine(line)) {
-        out.push(piece);
-        // A piece of a long line: PIECE_CHARS of it converted.
-        if (piece.length >= PIECE_CHARS) {
-          yield out.join("");
-          out = [];
-          done = -line.length;
+    } else {
+      open = opens(line);
+      if (open) out.push(line);
+      else if (line.length <= PIECE_CHARS) out.push(escapeHead(escapeTags(line)));
+      else
+        for (const piece of escapeLine(line)) {
+          out.push(piece);
+          // A piece of a long line: PIECE_CHARS of it converted.
+          if (piece.length >= PIECE_CHARS) {
+            yield out.join("");
+            out = [];
+            done = -line.length;
+          }
         }
-      }
+    }
     if (next >= 0) out.push(end + 1 === next ? (text[end] as string) : "\r\n");
     done += next < 0 ? line.length : next - at;
     if (done >= PIECE_CHARS) {
