@@ -1,6 +1,8 @@
+import { closeSync } from "node:fs";
 import { killTree } from "../platform/process-tree.ts";
 import { allowedEnv } from "../util/child-allowlist.ts";
 import { within } from "../util/within.ts";
+import { probeGuardArgv } from "./probe-guard.ts";
 
 export type RunResult =
   | { kind: "exit"; code: number; stdout: string; stderr: string }
@@ -47,12 +49,13 @@ export async function runWithTimeout(
   if (stopped) return { kind: "error", message: "the command was stopped by a signal" };
   const exe = cmd.includes("/") || cmd.includes("\\") ? cmd : Bun.which(cmd);
   if (!exe) return { kind: "absent" };
+  // Under the guard where there is one: a core SIGKILLed mid-probe takes the probe with it.
+  const guarded = probeGuardArgv(exe, args);
   let proc: ReturnType<typeof Bun.spawn>;
   try {
-    proc = Bun.spawn([exe, ...args], {
-      stdin: "ignore",
-      stdout: "pipe",
-      stderr: "pipe",
+    proc = Bun.spawn(guarded ?? [exe, ...args], {
+      stdio: ["ignore", "pipe", "pipe", ...(guarded ? (["socket-fd"] as const) : [])],
+      detached: guarded !== null,
       // Never the core's whole environment: a probe is a child too (util/child-allowlist.ts).
       env: env ?? allowedEnv(process.env),
       // A probe (nvidia-smi, llama-server --version) must not flash a console window on Windows.
@@ -70,6 +73,11 @@ export async function runWithTimeout(
     else killTree(proc.pid);
   };
   running.add(kill);
+  // Closed once it has exited: the guard then finds it gone and does nothing.
+  const watch = proc.stdio[3];
+  const exited = proc.exited.finally(() => {
+    if (typeof watch === "number") closeSync(watch);
+  });
   const out = collect(proc.stdout as ReadableStream<Uint8Array>, kill);
   const err = collect(proc.stderr as ReadableStream<Uint8Array>, kill);
   let timer: ReturnType<typeof setTimeout> | undefined;
@@ -80,7 +88,7 @@ export async function runWithTimeout(
     }, timeoutMs);
   });
   const finished = (async (): Promise<RunResult> => {
-    const code = await proc.exited;
+    const code = await exited;
     await within(Promise.all([out.done, err.done]), PIPES_AFTER_EXIT_MS, undefined);
     if (out.over || err.over)
       return { kind: "error", message: `it wrote more than ${MAX_PROBE_OUTPUT_BYTES} bytes` };

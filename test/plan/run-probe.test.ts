@@ -2,8 +2,10 @@ import { describe, expect, test } from "bun:test";
 import { chmodSync, existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { MAX_PROBE_OUTPUT_BYTES, runWithTimeout } from "../../src/plan/run-probe.ts";
+import { isAlive } from "../../src/runtime/proc-info.ts";
 import { killQuietly } from "../fixtures/kill-quietly.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
+import { waitFor } from "../fixtures/wait.ts";
 
 // A probe's output and its end (plan/run-probe.ts): a tool that writes without end is stopped
 // with bounded memory, and one that exits leaving a child on its pipes answers by its exit.
@@ -84,4 +86,53 @@ describe.skipIf(!onPosix)("a probe's run", () => {
     }
     expect(signalled).not.toContain(Number(readFileSync(pidFile, "utf8")));
   });
+
+  test("SIGKILL of the process that runs a hung probe: the probe and what it started are gone within 5 s", async () => {
+    using dir = tmpdir();
+    const pids = join(dir.path, "pids");
+    // A GPU backend that hangs while starting, under a wrapper that does not exec it.
+    const body = `sleep 300 &\necho "$$ $!" > '${pids}.tmp'\nmv '${pids}.tmp' '${pids}'\nwait`;
+    const path = script(dir.path, "hung-probe", body);
+    // The core as a SIGKILL finds it: its timers and its signal handlers never run again.
+    const code = `
+      import { runWithTimeout } from ${JSON.stringify(join(import.meta.dir, "../../src/plan/run-probe.ts"))};
+      await runWithTimeout(${JSON.stringify(path)}, ["--list-devices"], 600_000);
+    `;
+    const core = Bun.spawn([process.execPath, "-e", code], { stdout: "ignore", stderr: "inherit" });
+    let probe: number[] = [];
+    try {
+      expect(await waitFor(() => existsSync(pids), { timeoutMs: 20_000 })).toBe(true);
+      probe = readFileSync(pids, "utf8").trim().split(" ").map(Number);
+      expect(probe.every((p) => p > 0 && isAlive(p))).toBe(true);
+      core.kill("SIGKILL");
+      await core.exited;
+      expect(await waitFor(() => !probe.some(isAlive), { timeoutMs: 5000 })).toBe(true);
+    } finally {
+      core.kill("SIGKILL");
+      killQuietly(...probe);
+    }
+  });
+
+  test.skipIf(!existsSync("/proc/self/task"))(
+    "a probe that ends by itself leaves no guard behind",
+    async () => {
+      using dir = tmpdir();
+      const kids = join(dir.path, "children");
+      // The probe's children as it runs: the guard's watcher (forked before the exec) and the `cat`.
+      const path = script(dir.path, "quick-probe", `cat /proc/$$/task/$$/children > '${kids}'\necho ok`);
+      expect(await runWithTimeout(path, [], 10_000)).toEqual({
+        kind: "exit",
+        code: 0,
+        stdout: "ok\n",
+        stderr: "",
+      });
+      const watchers = readFileSync(kids, "utf8").trim().split(/\s+/).filter(Boolean).map(Number);
+      try {
+        expect(watchers.length).toBe(2);
+        expect(await waitFor(() => !watchers.some(isAlive), { timeoutMs: 5000 })).toBe(true);
+      } finally {
+        killQuietly(...watchers);
+      }
+    },
+  );
 });

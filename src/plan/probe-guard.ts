@@ -1,0 +1,50 @@
+import { accessSync, constants, existsSync, statSync } from "node:fs";
+
+/**
+ * A probe must not outlive the core: `llama-server --list-devices` on a GPU backend that hangs
+ * while starting holds the GPU for as long as it runs, and a core that is SIGKILLed (or crashes)
+ * runs neither its timeout nor `killRunningProbes`. So on POSIX a probe is started as the MCP
+ * servers are (agent/mcp/guard.ts, docs/agent.md "The guard"): `/bin/sh -c GUARD
+ * local-ai-probe-guard <command> <args…>` in a session of its own, so it and whatever it starts
+ * share one process group. The shell forks a watcher, then `exec`s the probe, which keeps the
+ * spawned pid and its pipes and gets no fd 3. The watcher lets go of the pipes and reads fd 3, a
+ * socket whose other end only the core holds, until its EOF: the core closes it once the probe
+ * has exited (the probe gone, it does nothing: what a probe left running is left as before), and
+ * the kernel closes it when the core dies, however; then, the probe still running, it SIGKILLs
+ * the group, itself included. No grace: a probe's answer is no one's any more, and one hung in a
+ * driver ignores SIGTERM. The watcher ignores SIGTERM, SIGHUP and SIGINT, so that it lives to
+ * send the SIGKILL. A process that leaves the group (`setsid`) is beyond it, as for MCP servers.
+ */
+const GUARD_SCRIPT = `(
+trap '' TERM HUP INT
+exec </dev/null >/dev/null 2>&1
+while read -r _ <&3; do :; done
+kill -0 $$ && kill -KILL 0
+) &
+exec 3<&-
+exec "$@"`;
+
+/** What the guard shows as its name ($0) in `ps`. */
+const GUARD_NAME = "local-ai-probe-guard";
+
+const SHELL = "/bin/sh";
+
+/**
+ * The argv that runs `exe args…` under the guard (it expects fd 3 to be the core's socket), or
+ * null where there is none: Windows, no /bin/sh, or `exe` not a file it may run, which is spawned
+ * as it is so that the spawn's own error says so (the shell would exit 126 or 127 instead).
+ */
+export function probeGuardArgv(
+  exe: string,
+  args: readonly string[],
+  platform: NodeJS.Platform = process.platform,
+): string[] | null {
+  if (platform === "win32" || !existsSync(SHELL)) return null;
+  try {
+    if (!statSync(exe).isFile()) return null;
+    accessSync(exe, constants.X_OK);
+  } catch {
+    return null;
+  }
+  return [SHELL, "-c", GUARD_SCRIPT, GUARD_NAME, exe, ...args];
+}
