@@ -84,4 +84,21 @@ describe("an MCP server's stderr in the debug log", () => {
     expect(logged).toContain("[redacted] and on");
     expect(logged).not.toContain(KEY.slice(0, 8));
   });
+
+  test("a secret longer than the bound, cut in its middle, is not logged in part", () => {
+    // A certificate chain or a token file's contents in env: longer than MAX_DEBUG_LINE_CHARS.
+    const big = Array.from(
+      { length: MAX_DEBUG_LINE_CHARS + 2000 },
+      (_, i) => "0123456789abcdef"[(i * 7) % 16],
+    ).join("");
+    const lines: string[] = [];
+    const log = new StderrDebugLog((l) => lines.push(l), { CERT: big });
+    log.add(`loading ${big.slice(0, MAX_DEBUG_LINE_CHARS + 100)}`);
+    log.add(`${big.slice(MAX_DEBUG_LINE_CHARS + 100)} failed\n`);
+    log.end();
+    const logged = lines.join("\n");
+    expect(logged).toContain("loading [redacted] failed");
+    expect(logged).not.toContain(big.slice(0, 100));
+    expect(logged).not.toContain(big.slice(-100));
+  });
 });

@@ -90,7 +90,8 @@ export const MAX_DEBUG_LINE_CHARS = 8 * 1024;
  * A server's stderr as the debug log gets it, its config's secrets `[redacted]` as in the tail: a
  * debug log is what a host developer pastes into an issue. Whole lines are logged, so a secret the
  * server wrote in two chunks is still seen whole; an unended line past MAX_DEBUG_LINE_CHARS is
- * logged without its last (longest secret − 1) characters, which wait for the rest.
+ * logged without its last (longest secret − 1) characters, which wait for the rest (so one is
+ * held for as long as that when the longest secret is longer than the bound).
  */
 export class StderrDebugLog {
   private pending = "";
@@ -117,8 +118,11 @@ export class StderrDebugLog {
     // Redacted first: a secret that begins before the held end lies whole in it and goes.
     const shown = withoutSecrets(this.pending, this.secrets);
     const cut = shown.length - this.hold;
-    this.emit(shown.slice(0, cut));
-    this.pending = shown.slice(cut);
+    // A secret longer than the bound (a certificate in env) may still be coming: all of it waits,
+    // where slice's negative end logged all but the last few of its characters. Kept redacted,
+    // so copies of it written over and over wait as `[redacted]`s, not whole.
+    this.emit(shown.slice(0, Math.max(0, cut)));
+    this.pending = shown.slice(Math.max(0, cut));
   }
 
   /** The stream ended: what is left of its last line. */
