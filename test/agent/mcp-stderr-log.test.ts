@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, spyOn, test } from "bun:test";
 import { startServer } from "../../src/agent/mcp/connect.ts";
-import { MAX_DEBUG_LINE_CHARS, StderrDebugLog } from "../../src/agent/mcp/stderr-tail.ts";
+import { MAX_DEBUG_LINE_CHARS, StderrDebugLog, StderrTail } from "../../src/agent/mcp/stderr-tail.ts";
 import { McpServerSchema } from "../../src/config/schema.ts";
 import { logger } from "../../src/util/logger.ts";
 
@@ -100,5 +100,18 @@ describe("an MCP server's stderr in the debug log", () => {
     expect(logged).toContain("loading [redacted] failed");
     expect(logged).not.toContain(big.slice(0, 100));
     expect(logged).not.toContain(big.slice(-100));
+  });
+
+  test("a secret configured with a line end after it is redacted as the server uses it, trimmed", () => {
+    // A key read from a file into the config keeps the file's last newline; the server strips it.
+    const lines: string[] = [];
+    const env = { API_KEY: `${KEY}\n` };
+    const log = new StderrDebugLog((l) => lines.push(l), env);
+    log.add(`auth with ${KEY} failed\n`);
+    log.end();
+    const tail = new StderrTail(env);
+    tail.add(`auth with ${KEY} failed\n`);
+    expect(lines.join("\n")).toContain("auth with [redacted] failed");
+    expect(tail.lines().join("\n")).toContain("auth with [redacted] failed");
   });
 });

@@ -11,10 +11,13 @@ export const KEEP_CHARS = TAIL_LINES * LINE_CHARS * 2;
 /**
  * What a message about a server must not show: its `env`'s values (API keys) and its `args`'
  * credentials (arg-secrets.ts), each also as a URL carries it (secretSpellings), the longest
- * first, so one that holds another goes whole.
+ * first, so one that holds another goes whole. Each also trimmed: a key read from a file keeps
+ * its newline in the config, and the server that strips it echoes the key without.
  */
 export function configSecrets(env: Record<string, string> = {}, args: readonly string[] = []): string[] {
-  const secrets = [...Object.values(env), ...argSecrets(args)].filter((v) => v.length >= SECRET_MIN_CHARS);
+  const secrets = [...Object.values(env), ...argSecrets(args)]
+    .flatMap((v) => [v, v.trim()])
+    .filter((v) => v.length >= SECRET_MIN_CHARS);
   return [...new Set(secretSpellings(secrets))].sort((a, b) => b.length - a.length);
 }
 
