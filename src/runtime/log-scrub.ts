@@ -2,10 +2,14 @@ import { existsSync, lstatSync, readdirSync, renameSync, rmSync } from "node:fs"
 import { join } from "node:path";
 import { writePrivateFile } from "../util/private-fs.ts";
 import { FileTooLarge, readSmallFile } from "../util/read-file.ts";
-import { LogRedactor } from "./log-redact.ts";
+import { LogRedactor, NOT_LOGGED } from "./log-redact.ts";
 
-/** Left in a logs folder once its files have been through the redactor. */
-export const REDACTED_MARK = ".redacted";
+/**
+ * Left in a logs folder once its files have been through the redactor. A new name when the
+ * redactor learns what an older one kept: `.redacted`'s did not cut a quote split for length.
+ */
+export const REDACTED_MARK = ".redacted-2";
+const EARLIER_MARKS = [".redacted"];
 /** Far above a rotated file (llama.log_max_bytes); a larger one is removed, not read. */
 const MAX_SCRUB_BYTES = 64 * 1024 * 1024;
 const PART = ".redacting";
@@ -33,7 +37,15 @@ export function redactEarlierLogs(dir: string): void {
       done = false;
     }
   }
-  if (done) writePrivateFile(mark, "");
+  if (!done) return;
+  writePrivateFile(mark, "");
+  for (const earlier of EARLIER_MARKS) {
+    try {
+      rmSync(join(dir, earlier), { force: true });
+    } catch {
+      // Something else by that name: clutter, not a reason to say the logs were not redacted.
+    }
+  }
 }
 
 function redactFile(path: string): void {
@@ -51,7 +63,10 @@ function redactFile(path: string): void {
   for (const line of text.split("\n")) {
     // Each start's header (launcher.ts) begins a new launch's lines.
     if (line.startsWith("--- ")) redactor = new LogRedactor();
-    const out = redactor.line(line);
+    // The file does not say which lines were parts of a longer one (log-sink.ts readLines), so
+    // each is read as one: a `last read:` quote loses all after it, and the prefix-less lines
+    // after it go. So does one an older redactor cut at a quote inside it, which kept the rest.
+    const out = redactor.line(line.replace(`last read: ${NOT_LOGGED}`, "last read: '"), true);
     if (out !== null) kept.push(out);
   }
   const redacted = kept.join("\n");

@@ -65,3 +65,31 @@ describe("redactEarlierLogs", () => {
     },
   );
 });
+
+describe("redactEarlierLogs, on a quote cut for length", () => {
+  // A core before the cut-aware redactor kept a `last read: '…'` quote's 64 KiB parts: the first
+  // (no closing quote, or cut at a quote inside it) and the prefix-less parts after it.
+  const cutLines = [
+    "--- 2026-12-01T08:00:00.000Z start /bin/llama-server -m m.gguf (pid 7)",
+    `0.01.000.000 E srv    send_error: task id = 3, error: got exception: [json.exception.parse_error.101] parse error: invalid string; last read: '"{\\"path\\": \\"/home/ames/diary ${"d".repeat(100)}`,
+    "PART-TWO-OF-THE-DIARY",
+    `0.01.000.100 E srv    send_error: task id = 4, error: got exception: [json.exception.parse_error.101] parse error: invalid string; last read: ${NOT_LOGGED}s ZQX-4417 account`,
+    "PART-TWO-OF-THE-ACCOUNT",
+    "0.01.000.200 I srv  llama_server: listening on http://127.0.0.1:41739",
+    "",
+  ].join("\n");
+
+  test("its parts are dropped, also in a folder an older redactor marked done", async () => {
+    await using dir = tmpdir();
+    writeFileSync(join(dir.path, "llama-server.log"), cutLines, { mode: 0o600 });
+    writeFileSync(join(dir.path, ".redacted"), "");
+    redactEarlierLogs(dir.path);
+    const text = readFileSync(join(dir.path, "llama-server.log"), "utf8");
+    for (const quoted of ["/home/ames/diary", "PART-TWO-OF-THE-DIARY", "ZQX-4417", "PART-TWO-OF-THE-ACCOUNT"])
+      expect(text).not.toContain(quoted);
+    expect(text).toContain(
+      `task id = 3, error: got exception: [json.exception.parse_error.101] parse error: invalid string; last read: ${NOT_LOGGED}`,
+    );
+    expect(text).toContain("listening on http://127.0.0.1:41739");
+  });
+});

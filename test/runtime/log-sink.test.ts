@@ -30,7 +30,7 @@ describe("RotatingLog", () => {
     for (let i = 0; i < 20; i++) log.write(`${String(i).padStart(2, "0")} ${"x".repeat(30)}\n`);
     log.close();
     expect(readdirSync(dir.path).sort()).toEqual([
-      ".redacted",
+      ".redacted-2",
       "llama-server.log",
       "llama-server.log.1",
       "llama-server.log.2",
