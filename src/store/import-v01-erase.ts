@@ -4,8 +4,10 @@ import { CoreError } from "../protocol/errors.ts";
 import { logger } from "../util/logger.ts";
 import { openRegularFile } from "../util/read-file.ts";
 import { writeFileAtomic } from "./atomic.ts";
+import { CheckpointSchema } from "./checkpoint.ts";
 import { fsProblemText } from "./data-dir-problem.ts";
-import { IMPORTED_DIR, readJson, TurnsSchema } from "./import-v01.ts";
+import { HistorySchema, IMPORTED_DIR, readJson, TurnsSchema } from "./import-v01.ts";
+import { startsWithInput } from "./import-v01-memory.ts";
 
 /** The user's 0.1 folders kept aside after an import (in `imported-0.1/users`, `users-<time>`). */
 function keptTrees(dataDir: string, userId: string): string[] {
@@ -84,6 +86,77 @@ function eraseTree(tree: string, sessionId: string | undefined, imported: boolea
   if (session !== undefined) rmSync(session, { recursive: true, force: true });
 }
 
+/**
+ * An edit's (`replace_from`, `regenerate`) erase of the turns it replaces from the session's 0.1
+ * files (docs/agent.md, Import of the 0.1 layout), as a delete's: on the store's thread, before the
+ * edit's commit. The import gave history.json's messages the seqs 0, 1, ... and an interrupted
+ * turn's checkpoint the seq after them (or the one it replaced from): the history keeps the
+ * messages before `seq`, the checkpoint goes when its turn is replaced, and the memory files lose
+ * the session's entries of the replaced turns, told by their text as in the database
+ * (import-v01-memory.ts). Each file is written anew atomically, the history last (the replaced
+ * inputs are read from it), so one stopped midway is done whole by the next edit of the session.
+ */
+export function eraseImportedTail(dataDir: string, userId: string, sessionId: string, seq: number): void {
+  const live = folderNamed(join(dataDir, "users"), userId);
+  if (live !== undefined) eraseTail(live, sessionId, seq, false);
+  for (const tree of keptTrees(dataDir, userId)) eraseTail(tree, sessionId, seq, true);
+}
+
+function eraseTail(tree: string, sessionId: string, seq: number, imported: boolean): void {
+  const session = folderNamed(join(tree, "sessions"), sessionId);
+  if (session === undefined) return;
+  const hPath = join(session, "history.json");
+  const messages = readOr(hPath, (v) => HistorySchema.parse(v).messages, []);
+  // One the import could not read gave the session no seq: nothing of it is what the edit replaced.
+  if (messages === undefined) return;
+  const inputs = new Set(messages.slice(seq).flatMap((m) => (m.role === "user" ? [m.content] : [])));
+  const cPath = join(session, "checkpoint.json");
+  const cp = readOr(cPath, (v) => CheckpointSchema.parse(v), undefined);
+  const cpReplaced = cp !== undefined && seq <= (cp.replace_from_seq ?? messages.length);
+  if (cpReplaced) inputs.add(cp.user_input);
+  const memory = join(tree, "memory");
+  if (existsSync(memory)) {
+    for (const name of readdirSync(memory)) {
+      if (WRITE_TEMP.test(name)) dropStaleTemp(join(memory, name), JSON.stringify(sessionId));
+      // From the first message every turn is replaced: all of the session's entries go.
+      else if (name.startsWith("turns.json"))
+        dropReplacedTurns(join(memory, name), sessionId, seq === 0 ? undefined : inputs, imported);
+    }
+  }
+  if (cpReplaced) rmSync(cPath, { force: true });
+  if (seq < messages.length)
+    rewrite(hPath, { version: 1, messages: messages.slice(0, seq) }, imported, "edit");
+}
+
+/** `parse` of the JSON at `path`; `absent` when there is none; undefined when it cannot be read or is of another shape. */
+function readOr<T, A>(path: string, parse: (value: unknown) => T, absent: A): T | A | undefined {
+  if (!existsSync(path)) return absent;
+  try {
+    return parse(readJson(path));
+  } catch {
+    return undefined;
+  }
+}
+
+/** The session's entries whose text starts with one of `inputs` and a newline (all of them: undefined) dropped. */
+function dropReplacedTurns(
+  path: string,
+  sessionId: string,
+  inputs: ReadonlySet<string> | undefined,
+  imported: boolean,
+): void {
+  // One that cannot be read was not imported: its entries were never recalled, and are left (docs/agent.md).
+  const turns = readOr(path, (v) => TurnsSchema.parse(v).turns, undefined);
+  if (turns === undefined) return;
+  const replaced = (t: unknown): boolean => {
+    const e = t as { session_id?: unknown; text?: unknown } | null;
+    if (e?.session_id !== sessionId) return false;
+    return inputs === undefined || (typeof e.text === "string" && startsWithInput(e.text, inputs));
+  };
+  const kept = turns.filter((t) => !replaced(t));
+  if (kept.length < turns.length) rewrite(path, { version: 1, turns: kept }, imported, "edit");
+}
+
 function dropSessionTurns(path: string, sessionId: string, imported: boolean): void {
   const needle = JSON.stringify(sessionId);
   let value: unknown;
@@ -101,23 +174,28 @@ function dropSessionTurns(path: string, sessionId: string, imported: boolean): v
     return;
   }
   const kept = file.data.turns.filter((t) => (t as { session_id?: unknown })?.session_id !== sessionId);
-  if (kept.length === file.data.turns.length) return;
+  if (kept.length < file.data.turns.length) rewrite(path, { version: 1, turns: kept }, imported, "delete");
+}
+
+/**
+ * A 0.1 file written anew without what an erase takes. In users/ its other entries may be there
+ * only (an import that gave up before its unit, on a full disk, say): kept, and the erase fails,
+ * to be sent again. In a tree kept aside everything it holds was read and imported: it goes whole.
+ */
+function rewrite(path: string, value: unknown, imported: boolean, what: "delete" | "edit"): void {
   try {
-    writeFileAtomic(path, JSON.stringify({ version: 1, turns: kept }));
+    writeFileAtomic(path, JSON.stringify(value));
   } catch (err) {
-    // In users/ its other entries may be there only (an import that gave up before its unit, on
-    // a full disk, say): kept, and the delete fails, to be sent again.
-    if (!imported) throw notRewritten(path, err);
-    // Read and imported: its other entries are in the database.
+    if (!imported) throw notRewritten(path, err, what);
     rmSync(path, { force: true });
   }
 }
 
-function notRewritten(path: string, err: unknown): CoreError {
+function notRewritten(path: string, err: unknown, what: "delete" | "edit"): CoreError {
   const code = (err as { code?: string }).code;
   return new CoreError(
     "internal_error",
-    `the 0.1 memory file ${path} could not be rewritten without the session (${fsProblemText(code)}); the delete stopped before the session's rows were erased: send it again once that is fixed`,
+    `the 0.1 file ${path} could not be rewritten without the erased turns (${fsProblemText(code)}); the ${what} stopped before the session's rows were erased: send it again once that is fixed`,
     { key: "app.data_dir", path, problem: code ?? "unknown" },
   );
 }

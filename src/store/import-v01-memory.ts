@@ -42,7 +42,7 @@ export function dropImportedMemory(db: Database, userId: string, sessionId: stri
  * turns (1.5 s for 3,000 here, in the edit's write lock, every other write of the core waiting),
  * and its `length` stops at a NUL, so an input holding one never matched its entry, which stayed.
  */
-function startsWithInput(text: string, inputs: ReadonlySet<string>): boolean {
+export function startsWithInput(text: string, inputs: ReadonlySet<string>): boolean {
   for (let at = text.indexOf("\n"); at >= 0; at = text.indexOf("\n", at + 1))
     if (inputs.has(text.slice(0, at))) return true;
   return false;

@@ -1,6 +1,7 @@
 import type { Database } from "bun:sqlite";
 import { logger } from "../util/logger.ts";
 import type { Conversations } from "./conversations.ts";
+import type { OffLoopWrite } from "./erase-work.ts";
 import {
   emptyReport,
   finishImport,
@@ -11,19 +12,20 @@ import {
   listUnits,
   type V01Unit,
 } from "./import-v01.ts";
-import { eraseImported } from "./import-v01-erase.ts";
+import { eraseImported, eraseImportedTail } from "./import-v01-erase.ts";
 
 /**
  * The 0.1 import's steps as plain data, so they run on the store's thread (store/chunk-thread.ts)
  * as well as here: reading a heavy user's files and inserting them costs seconds (about 37 ms a
  * MB), which the main loop must not wait out (ping and cancel answer at once). `erase`: a delete's
- * erase of the 0.1 files (import-v01-erase.ts).
+ * erase of the 0.1 files (import-v01-erase.ts); `edit`: an edit's, of the turns from `seq` on.
  */
 export type V01Work =
   | { kind: "list"; dataDir: string }
   | { kind: "unit"; dataDir: string; unit: V01Unit; mark: number; at: number }
   | { kind: "finish"; dataDir: string; at: number }
-  | { kind: "erase"; dataDir: string; userId: string; sessionId?: string };
+  | { kind: "erase"; dataDir: string; userId: string; sessionId?: string }
+  | { kind: "edit"; dataDir: string; userId: string; sessionId: string; seq: number };
 
 /** `list`: the units and the erasure mark they are imported against; `unit`: its report, or "done" (the marker is there). */
 export type V01Result = { units: V01Unit[]; mark: number } | ImportReport | "done" | boolean | undefined;
@@ -40,7 +42,22 @@ export function runV01(db: Database, work: V01Work, conv?: Conversations): V01Re
     case "erase":
       eraseImported(work.dataDir, work.userId, work.sessionId);
       return undefined;
+    case "edit":
+      eraseImportedTail(work.dataDir, work.userId, work.sessionId, work.seq);
+      return undefined;
   }
+}
+
+/**
+ * An edit's commit (`replace_from`, `regenerate`): the erase of the turns it replaces from the 0.1
+ * files, run before the commit as a delete's is (a core killed between leaves them erased); else
+ * undefined. An edit whose commit is then refused (its session deleted, another core's) took them
+ * all the same: they are the text the user asked to replace, and the database keeps its own.
+ */
+export function editErase(dataDir: string, work: OffLoopWrite): V01Work | undefined {
+  if (work.kind !== "commit" || work.turn.replaceFromSeq === undefined) return undefined;
+  const { userId, sessionId, replaceFromSeq: seq } = work.turn;
+  return { kind: "edit", dataDir, userId, sessionId, seq };
 }
 
 export interface ImportRun {

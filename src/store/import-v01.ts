@@ -26,7 +26,7 @@ import { NEW_MEMORY_ID } from "./memory-ids.ts";
 export const IMPORTED_DIR = "imported-0.1";
 const MARKER = "import_v01";
 
-const HistorySchema = z.object({ version: z.literal(1), messages: z.array(ChatMessageSchema) });
+export const HistorySchema = z.object({ version: z.literal(1), messages: z.array(ChatMessageSchema) });
 const TurnSchema = z.object({ id: z.string(), session_id: SafeIdSchema, text: z.string(), at: z.string() });
 export const TurnsSchema = z.object({ version: z.literal(1), turns: z.array(z.unknown()) });
 /**

@@ -15,7 +15,7 @@ import { type EraseResult, type EraseWork, type OffLoopWrite, runErase } from ".
 import { ErasureWatch, erasedSince } from "./erasures.ts";
 import { type ExportFormat, type ExportPieces, slicedExport } from "./export.ts";
 import { FolderIndex } from "./folder-index.ts";
-import { runV01, startImport, type V01Result, type V01Work } from "./import-v01-run.ts";
+import { editErase, runV01, startImport, type V01Result, type V01Work } from "./import-v01-run.ts";
 import { MemoryStore } from "./memory-store.ts";
 import type { SessionSummary } from "./message-rows.ts";
 import { discardPaced, FIRST_SWEEP_MS, OrphanSweep } from "./orphan-sweep.ts";
@@ -161,9 +161,8 @@ export class Store {
   }
 
   /**
-   * One batch of a document's chunks (DocumentStore.addChunks), on the chunk thread when there
-   * is one; on this one, through `write`, with the lock then left free as long as the batch held
-   * it (another core's writes get in between).
+   * One batch of a document's chunks (DocumentStore.addChunks), on the chunk thread when there is one; on this
+   * one, through `write`, with the lock then left free as long as the batch held it (another core's writes get in).
    */
   async writeChunks(doc: PendingDocument, chunks: { index: number; text: string }[]): Promise<void> {
     if (this.chunkThread) return this.chunkThread.write(doc, chunks);
@@ -173,9 +172,8 @@ export class Store {
   }
 
   /**
-   * Resolves once the 0.1 folder's import, if one runs, is done or given up: the reads of
-   * conversations and memory wait for it (methods/sessions.ts); writes, leases and erases wait
-   * for it in the erase queue.
+   * Resolves once the 0.1 folder's import, if one runs, is done or given up: the reads wait for it
+   * (methods/sessions.ts); writes, leases and erases in the erase queue.
    */
   whenImported(): Promise<void> {
     return this.imported;
@@ -337,9 +335,11 @@ export class Store {
     return this.erases.add(() => this.offLoop({ kind: "owed" }));
   }
 
-  /** An edit's commit (it erases the tail it replaces), a long turn's, a long input's checkpoint: off the loop as an erase is (`signal`: EraseQueue.add). */
+  /** An edit's commit (it erases the tail it replaces, from the kept 0.1 files first: import-v01-run.ts `editErase`), a long turn's, a long input's checkpoint: off the loop as an erase is (`signal`: EraseQueue.add). */
   writeOffLoop(work: OffLoopWrite, signal?: AbortSignal): Promise<number> {
-    return this.erases.add(() => this.offLoop(work), signal) as Promise<number>;
+    const edit = editErase(this.dataDir, work);
+    const job = () => (edit ? this.v01(edit) : Promise.resolve()).then(() => this.offLoop(work));
+    return this.erases.add(job, signal) as Promise<number>;
   }
 
   /**

@@ -1,4 +1,6 @@
 import { expect, test } from "bun:test";
+import { readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
 import { Store } from "../../../src/store/store.ts";
 import { MemoryIndex } from "../../fixtures/store-v01/memory-index.ts";
 import { SessionStore } from "../../fixtures/store-v01/session-store.ts";
@@ -56,6 +58,66 @@ test.each([
     store.close();
   },
 );
+
+// The 0.1 files are kept aside after the import (imported-0.1/users/...): a delete erases the
+// session's text there, and an edit erases the turns it replaces there too, history and memory
+// file both, or a secret the user edited away stayed on disk in plain JSON.
+test("an edit of an imported session erases the replaced turns from the 0.1 files kept aside", async () => {
+  using dir = tmpdir();
+  const store = await importedTrip(dir.path, "my passport number is X123", "noted, X123");
+  await editFrom(store, 2, "what should I pack?", "light clothes");
+  const kept = join(dir.path, "imported-0.1", "users", "ann");
+  const history = JSON.parse(readFileSync(join(kept, "sessions", "trip", "history.json"), "utf8"));
+  // The turns before the edit stay kept, as the import left them.
+  expect(history.messages.map((m: { content: string }) => m.content)).toEqual([
+    "plan a trip to Porto",
+    "Porto it is",
+  ]);
+  const turns = JSON.parse(readFileSync(join(kept, "memory", "turns.json"), "utf8")).turns;
+  expect(turns.map((t: { id: string }) => t.id)).toEqual(["x"]);
+  expect(filesHolding(join(dir.path, "imported-0.1"), "X123")).toEqual([]);
+  // Again (a core killed midway sends nothing again, but a second edit finds the files as the first left them).
+  await editFrom(store, 2, "what else should I pack?", "a hat");
+  expect(
+    JSON.parse(readFileSync(join(kept, "sessions", "trip", "history.json"), "utf8")).messages,
+  ).toHaveLength(2);
+  store.close();
+});
+
+// An interrupted 0.1 turn's checkpoint is imported as the turn after the history: an edit from
+// the first message replaces it too, and its input stayed in the kept checkpoint.json.
+test("an edit from the first message of an imported session erases its kept 0.1 checkpoint too", async () => {
+  using dir = tmpdir();
+  const s = new SessionStore(dir.path, "ann", "trip");
+  s.saveHistory([
+    { role: "user", content: "plan a trip to Porto" },
+    { role: "assistant", content: "Porto it is" },
+  ]);
+  const input = "my card is 4111 1111";
+  s.saveCheckpoint({
+    trace_id: "t",
+    user_input: input,
+    agent: "a",
+    step: 0,
+    parse_errors: 0,
+    best_text: "",
+    turn: [{ role: "user", content: input }],
+  });
+  const store = Store.open(dir.path);
+  await store.whenImported();
+  await editFrom(store, 0, "plan a trip to Lisbon", "Lisbon then");
+  expect(filesHolding(join(dir.path, "imported-0.1"), "4111")).toEqual([]);
+  expect(filesHolding(join(dir.path, "imported-0.1"), "Porto")).toEqual([]);
+  store.close();
+});
+
+/** The files under `dir` whose bytes hold `needle`. */
+function filesHolding(dir: string, needle: string): string[] {
+  return (readdirSync(dir, { recursive: true, withFileTypes: true }) as import("node:fs").Dirent[])
+    .filter((e) => e.isFile())
+    .map((e) => join(e.parentPath, e.name))
+    .filter((p) => readFileSync(p).includes(needle));
+}
 
 /** ann's 0.1 session `trip` of two turns, the second `input` and `answer`, each with its memory entry, imported. */
 async function importedTrip(dir: string, input: string, answer: string): Promise<Store> {
