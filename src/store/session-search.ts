@@ -1,7 +1,7 @@
 import type { Database } from "bun:sqlite";
 import { escapeRegExp } from "../util/escape-regexp.ts";
 import { wholeCharCut } from "../util/text-cut.ts";
-import { erasedSince } from "./erasures.ts";
+import { editedSince } from "./erasures.ts";
 import { allOf, likePattern, words } from "./fts-query.ts";
 import { FOLDED } from "./title.ts";
 
@@ -117,12 +117,15 @@ export function markedSnippet(text: string, found: readonly string[]): string {
 
 /**
  * `hits` less those of a session erased since `mark`: the search thread reads a snapshot, and its
- * answer can come after a `sessions.delete` or `users.delete` sent later has answered.
+ * answer can come after a `sessions.delete` or `users.delete` sent later has answered. An edit's
+ * erase of the session's tail (`replace_from`, `regenerate`) counts too: the snapshot's hits may be
+ * of the replaced turns (their words in the snippet, the old title), and which seq it replaced
+ * from is not kept, so the session is left out of this answer (a search sent again finds it).
  */
 export function notErasedSince(db: Database, userId: string, hits: SearchHit[], mark: number): SearchHit[] {
   const gone = new Map<string, boolean>();
   return hits.filter((h) => {
-    const erased = gone.get(h.session_id) ?? erasedSince(db, userId, h.session_id, mark);
+    const erased = gone.get(h.session_id) ?? editedSince(db, userId, h.session_id, mark);
     gone.set(h.session_id, erased);
     return !erased;
   });

@@ -96,29 +96,10 @@ test("a hit erased between the ranking and its row's read (an erase on the store
 test("a search answered from the thread's snapshot after a delete has answered holds nothing of the deleted", async () => {
   using dir = tmpdir();
   const store = Store.open(dir.path);
-  said(store, "the lighthouse keeper");
-  store.conversations.commitTurn({
-    userId: "u",
-    sessionId: "kept",
-    agent: "plain",
-    messages: [{ role: "user", content: "another lighthouse" }],
-    at: new Date(),
-  });
-  // The thread's answer held back until the delete has answered, as under load.
-  const thread = (store as unknown as { searchThread: ChunkThread }).searchThread;
-  const read = thread.search.bind(thread);
-  const [done, held] = [Promise.withResolvers<void>(), Promise.withResolvers<void>()];
-  thread.search = async (...args) => {
-    const hits = await read(...args);
-    done.resolve();
-    await held.promise;
-    return hits;
-  };
-  const searching = store.search("u", "lighthouse", 5);
-  await done.promise;
+  const held = heldSearch(store, "the lighthouse keeper");
+  await held.read;
   expect((await store.deleteSession("u", "s")).deleted).toBe(true);
-  held.resolve();
-  expect((await searching).map((h) => h.session_id)).toEqual(["kept"]);
+  expect((await held.answer()).map((h) => h.session_id)).toEqual(["kept"]);
   store.close();
 });
 
@@ -220,3 +201,61 @@ test("a snippet is one line as a session's preview is: no control character, NEL
   expect(store.list("u", 1).sessions[0]?.preview).toBe("see the gnp.exe needle next line [31mred x");
   store.close();
 });
+
+// An edit (`replace_from`, `regenerate`) erases the turns it replaces as a delete erases a session:
+// a search read from the snapshot before it, answered after the edit's result, handed the host
+// a snippet of the text the user had just edited away (and the title it had before).
+test("a search answered from the thread's snapshot after an edit has committed holds nothing it replaced", async () => {
+  using dir = tmpdir();
+  const store = Store.open(dir.path);
+  const held = heldSearch(store, "my lighthouse secret");
+  await held.read;
+  await store.writeOffLoop({
+    kind: "commit",
+    turn: {
+      userId: "u",
+      sessionId: "s",
+      agent: "plain",
+      messages: [{ role: "user", content: "the harbour" }],
+      replaceFromSeq: 0,
+      at: new Date(),
+    },
+  });
+  const hits = await held.answer();
+  expect(hits.map((h) => h.snippet).join(" ")).not.toContain("secret");
+  expect(hits.map((h) => h.session_id)).toEqual(["kept"]);
+  store.close();
+});
+
+/**
+ * Session `s` saying `text` and `kept` saying "another lighthouse"; a search for "lighthouse"
+ * whose thread's answer is held back, as under load: `read` once the thread has read, `answer`
+ * lets it go and gives the search's hits.
+ */
+function heldSearch(store: Store, text: string) {
+  said(store, text);
+  store.conversations.commitTurn({
+    userId: "u",
+    sessionId: "kept",
+    agent: "plain",
+    messages: [{ role: "user", content: "another lighthouse" }],
+    at: new Date(),
+  });
+  const thread = (store as unknown as { searchThread: ChunkThread }).searchThread;
+  const search = thread.search.bind(thread);
+  const [read, held] = [Promise.withResolvers<void>(), Promise.withResolvers<void>()];
+  thread.search = async (...args) => {
+    const hits = await search(...args);
+    read.resolve();
+    await held.promise;
+    return hits;
+  };
+  const searching = store.search("u", "lighthouse", 5);
+  return {
+    read: read.promise,
+    answer: () => {
+      held.resolve();
+      return searching;
+    },
+  };
+}
