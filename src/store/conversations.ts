@@ -16,6 +16,7 @@ import {
   summaryOf,
 } from "./message-rows.ts";
 import { refuseIfTakenOver, refuseStale, type TurnMark } from "./session-lease.ts";
+import { latestShownText } from "./session-pages.ts";
 import { storedSources } from "./source-names.ts";
 import { previewOf, titleOf } from "./title.ts";
 
@@ -331,7 +332,9 @@ export class Conversations {
 
   /** The session's counters, preview and agent after a turn. */
   private touch(userId: string, sessionId: string, turn: CommitTurn, at: number): void {
-    const preview = previewText(turn.messages);
+    const edit = turn.replaceFromSeq !== undefined;
+    const preview =
+      previewText(turn.messages) ?? (edit ? latestShownText(this.db, userId, sessionId) : undefined);
     this.db
       .query(
         `UPDATE sessions SET agent = $agent, updated_at = ${LATER},

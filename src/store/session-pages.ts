@@ -150,3 +150,18 @@ function imagesBySeq(
     return refs.get(seq);
   };
 }
+
+/**
+ * The session's latest text `sessions.list` previews (the user's or an answer's), "" for none:
+ * an edit whose own turn has none to show (images alone, an empty answer) previews this, never
+ * the replaced tail it erased.
+ */
+export function latestShownText(db: Database, userId: string, sessionId: string): string {
+  const row = db
+    .query(
+      `SELECT content FROM messages WHERE user_id = ? AND session_id = ? AND by_core = 0
+       AND role IN ('user', 'assistant') AND content != '' ORDER BY seq DESC LIMIT 1`,
+    )
+    .get(userId, sessionId) as { content: string } | null;
+  return row?.content ?? "";
+}

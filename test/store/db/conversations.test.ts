@@ -160,6 +160,22 @@ describe("conversations in the database", () => {
     store.close();
   });
 
+  // A regenerate of a message of images alone (input "") whose new answer is empty (a thinking
+  // model cut off) gives the turn no text to preview: the session kept the replaced answer as
+  // its preview, shown by sessions.list and kept in the database, after the edit had erased it.
+  test("an edit whose turn has no text to preview leaves none of the replaced tail in the preview", () => {
+    using dir = tmpdir();
+    const store = Store.open(dir.path);
+    turn(store, "u", "s", "tell me about owls", "owls are birds");
+    turn(store, "u", "s", "", "the photo shows my passport");
+    expect(store.mustFind("u", "s").preview).toBe("the photo shows my passport");
+    turn(store, "u", "s", "", "", { replaceFromSeq: 2 });
+    expect(store.mustFind("u", "s").preview).toBe("owls are birds");
+    turn(store, "u", "s", "", "", { replaceFromSeq: 0 });
+    expect(store.mustFind("u", "s").preview).toBe("");
+    store.close();
+  });
+
   test("memory recalls the user's other sessions and the folders, ranked, never another user's", () => {
     using dir = tmpdir();
     const store = Store.open(dir.path);
