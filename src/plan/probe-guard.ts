@@ -1,4 +1,5 @@
 import { accessSync, constants, existsSync, statSync } from "node:fs";
+import { resolve } from "node:path";
 
 /**
  * A probe must not outlive the core: `llama-server --list-devices` on a GPU backend that hangs
@@ -46,5 +47,7 @@ export function probeGuardArgv(
   } catch {
     return null;
   }
-  return [SHELL, "-c", GUARD_SCRIPT, GUARD_NAME, exe, ...args];
+  // Absolute: the shell's `exec` takes a leading "-" for an option (dash's has no "--"), and
+  // looks a name without "/" up in PATH, where spawn ran the file the stat found.
+  return [SHELL, "-c", GUARD_SCRIPT, GUARD_NAME, resolve(exe), ...args];
 }

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { chmodSync, existsSync, readFileSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { MAX_PROBE_OUTPUT_BYTES, runWithTimeout } from "../../src/plan/run-probe.ts";
 import { isAlive } from "../../src/runtime/proc-info.ts";
@@ -135,4 +135,23 @@ describe.skipIf(!onPosix)("a probe's run", () => {
       }
     },
   );
+  test("a probe named by a relative path that starts with a dash runs, as it did unguarded", async () => {
+    using dir = tmpdir();
+    // `llama.binary = "-build/bin/llama-server"` from the app's folder: the guard's `exec "$@"`
+    // read it as an option of the shell's `exec` (and dash's has no `--`).
+    mkdirSync(join(dir.path, "-build"));
+    script(join(dir.path, "-build"), "probe", "echo ok");
+    const cwd = process.cwd();
+    process.chdir(dir.path);
+    try {
+      expect(await runWithTimeout("-build/probe", [], 10_000)).toEqual({
+        kind: "exit",
+        code: 0,
+        stdout: "ok\n",
+        stderr: "",
+      });
+    } finally {
+      process.chdir(cwd);
+    }
+  });
 });
