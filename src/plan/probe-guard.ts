@@ -15,8 +15,14 @@ import { resolve } from "node:path";
  * the group, itself included. No grace: a probe's answer is no one's any more, and one hung in a
  * driver ignores SIGTERM. The watcher ignores SIGTERM, SIGHUP and SIGINT, so that it lives to
  * send the SIGKILL. A process that leaves the group (`setsid`) is beyond it, as for MCP servers.
+ * The DYLD_* variables come as `NAME=value` arguments before the command (their count first) and
+ * are exported only then: macOS removes every DYLD_* from the environment of a SIP-protected
+ * binary as it starts, /bin/sh included, so in the environment they would never reach the probe
+ * (a llama-server whose libraries DYLD_LIBRARY_PATH finds failed its probes, not its launch).
  */
-const GUARD_SCRIPT = `(
+const GUARD_SCRIPT = `n=$1; shift
+while [ "$n" -gt 0 ]; do export "$1"; shift; n=$((n-1)); done
+(
 trap '' TERM HUP INT
 exec </dev/null >/dev/null 2>&1
 while read -r _ <&3; do :; done
@@ -30,16 +36,21 @@ const GUARD_NAME = "local-ai-probe-guard";
 
 const SHELL = "/bin/sh";
 
+/** What SIP strips, as a name the shell can `export` (another is left in the environment). */
+const DYLD_NAME = /^DYLD_[A-Za-z0-9_]*$/;
+
 /**
- * The argv that runs `exe args…` under the guard (it expects fd 3 to be the core's socket), or
- * null where there is none: Windows, no /bin/sh, or `exe` not a file it may run, which is spawned
- * as it is so that the spawn's own error says so (the shell would exit 126 or 127 instead).
+ * The argv and environment that run `exe args…` with `env` under the guard (it expects fd 3 to
+ * be the core's socket), or null where there is none: Windows, no /bin/sh, or `exe` not a file it
+ * may run, which is spawned as it is so that the spawn's own error says so (the shell would exit
+ * 126 or 127 instead).
  */
 export function probeGuardArgv(
   exe: string,
   args: readonly string[],
+  env: Readonly<Record<string, string>>,
   platform: NodeJS.Platform = process.platform,
-): string[] | null {
+): { argv: string[]; env: Record<string, string> } | null {
   if (platform === "win32" || !existsSync(SHELL)) return null;
   try {
     if (!statSync(exe).isFile()) return null;
@@ -47,7 +58,14 @@ export function probeGuardArgv(
   } catch {
     return null;
   }
+  const shellEnv: Record<string, string> = {};
+  const dyld: string[] = [];
+  for (const [name, value] of Object.entries(env)) {
+    if (DYLD_NAME.test(name)) dyld.push(`${name}=${value}`);
+    else shellEnv[name] = value;
+  }
   // Absolute: the shell's `exec` takes a leading "-" for an option (dash's has no "--"), and
   // looks a name without "/" up in PATH, where spawn ran the file the stat found.
-  return [SHELL, "-c", GUARD_SCRIPT, GUARD_NAME, resolve(exe), ...args];
+  const argv = [SHELL, "-c", GUARD_SCRIPT, GUARD_NAME, String(dyld.length), ...dyld, resolve(exe), ...args];
+  return { argv, env: shellEnv };
 }

@@ -50,14 +50,15 @@ export async function runWithTimeout(
   const exe = cmd.includes("/") || cmd.includes("\\") ? cmd : Bun.which(cmd);
   if (!exe) return { kind: "absent" };
   // Under the guard where there is one: a core SIGKILLed mid-probe takes the probe with it.
-  const guarded = probeGuardArgv(exe, args);
+  // Never the core's whole environment: a probe is a child too (util/child-allowlist.ts).
+  const probeEnv = env ?? allowedEnv(process.env);
+  const guarded = probeGuardArgv(exe, args, probeEnv);
   let proc: ReturnType<typeof Bun.spawn>;
   try {
-    proc = Bun.spawn(guarded ?? [exe, ...args], {
+    proc = Bun.spawn(guarded?.argv ?? [exe, ...args], {
       stdio: ["ignore", "pipe", "pipe", ...(guarded ? (["socket-fd"] as const) : [])],
       detached: guarded !== null,
-      // Never the core's whole environment: a probe is a child too (util/child-allowlist.ts).
-      env: env ?? allowedEnv(process.env),
+      env: guarded?.env ?? probeEnv,
       // A probe (nvidia-smi, llama-server --version) must not flash a console window on Windows.
       windowsHide: true,
     });

@@ -154,4 +154,32 @@ describe.skipIf(!onPosix)("a probe's run", () => {
       process.chdir(cwd);
     }
   });
+  test.skipIf(!existsSync("/proc/self/task"))(
+    "DYLD_* reach the probe without passing through the guard's shell's environment",
+    async () => {
+      using dir = tmpdir();
+      const shellEnv = join(dir.path, "shell-env");
+      // macOS strips every DYLD_* from a SIP-protected binary's environment as it starts, /bin/sh
+      // included, so a probe exec'd by the guard lost DYLD_LIBRARY_PATH that the server keeps.
+      // The guard's watcher is a fork of the shell: its environment is the one the shell got.
+      const body = `kids=$(cat /proc/$$/task/$$/children)
+for k in $kids; do tr '\\0' '\\n' 2>/dev/null < /proc/$k/environ; done > '${shellEnv}'
+printf '%s|%s' "$DYLD_LIBRARY_PATH" "$DYLD_FRAMEWORK_PATH"`;
+      const path = script(dir.path, "dyld-probe", body);
+      const env = {
+        PATH: process.env.PATH ?? "/usr/bin:/bin",
+        DYLD_LIBRARY_PATH: "/opt/llama lib",
+        DYLD_FRAMEWORK_PATH: "a'b",
+      };
+      expect(await runWithTimeout(path, [], 10_000, env)).toEqual({
+        kind: "exit",
+        code: 0,
+        stdout: "/opt/llama lib|a'b",
+        stderr: "",
+      });
+      const seen = readFileSync(shellEnv, "utf8");
+      expect(seen).toContain("PATH=");
+      expect(seen).not.toContain("DYLD_");
+    },
+  );
 });
