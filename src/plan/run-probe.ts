@@ -71,7 +71,12 @@ export async function runWithTimeout(
   const kill = () => {
     if (proc.exitCode !== null || proc.signalCode !== null) return;
     if (process.platform === "win32") proc.kill("SIGKILL");
-    else killTree(proc.pid);
+    else {
+      killTree(proc.pid);
+      // Guarded, it leads a group, unreaped yet: what it left double-forked is in it, though no
+      // descendant, and off Linux (no /proc) killTree finds none at all.
+      if (guarded) killGroup(proc.pid);
+    }
   };
   running.add(kill);
   // Closed once it has exited: the guard then finds it gone and does nothing.
@@ -138,4 +143,12 @@ function collect(stream: ReadableStream<Uint8Array>, kill: () => void) {
     text: () => new TextDecoder().decode(Buffer.concat(chunks, state.size)),
     stop: () => void reader.cancel().catch(() => {}),
   };
+}
+
+function killGroup(pgid: number): void {
+  try {
+    process.kill(-pgid, "SIGKILL");
+  } catch {
+    // Gone meanwhile.
+  }
 }

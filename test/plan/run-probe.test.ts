@@ -182,4 +182,32 @@ printf '%s|%s' "$DYLD_LIBRARY_PATH" "$DYLD_FRAMEWORK_PATH"`;
       expect(seen).not.toContain("DYLD_");
     },
   );
+  test("a probe killed (timeout or signal) takes its group: a daemon it left, not its child any more, too", async () => {
+    using dir = tmpdir();
+    const pidFile = join(dir.path, "daemon.pid");
+    // A wrapper that starts its backend double-forked (reparented: no descendant of the probe)
+    // and hangs: killing the probe's tree alone left the backend, on Linux as on macOS.
+    const body = `(sleep 300 >/dev/null 2>&1 & echo $! > '${pidFile}.tmp')\nmv '${pidFile}.tmp' '${pidFile}'\nexec sleep 300`;
+    const path = script(dir.path, "daemonizing-probe", body);
+    // The kill is the one the timeout runs too; a process of its own, since it stops all probes.
+    const code = `
+      import { existsSync } from "node:fs";
+      import { killRunningProbes, runWithTimeout } from ${JSON.stringify(join(import.meta.dir, "../../src/plan/run-probe.ts"))};
+      const run = runWithTimeout(${JSON.stringify(path)}, [], 600_000);
+      while (!existsSync(${JSON.stringify(pidFile)})) await Bun.sleep(5);
+      killRunningProbes();
+      console.log(JSON.stringify(await run));
+    `;
+    const proc = Bun.spawn([process.execPath, "-e", code], { stdout: "pipe", stderr: "inherit" });
+    const out = await new Response(proc.stdout).text();
+    expect(await proc.exited).toBe(0);
+    const daemon = Number(readFileSync(pidFile, "utf8"));
+    try {
+      expect(daemon).toBeGreaterThan(0);
+      expect(out).not.toBe("");
+      expect(await waitFor(() => !isAlive(daemon), { timeoutMs: 5000 })).toBe(true);
+    } finally {
+      killQuietly(daemon);
+    }
+  });
 });
