@@ -1,4 +1,4 @@
-import { accessSync, constants, existsSync, statSync } from "node:fs";
+import { accessSync, closeSync, constants, existsSync, openSync, readSync, statSync } from "node:fs";
 import { resolve } from "node:path";
 
 /**
@@ -42,8 +42,8 @@ const DYLD_NAME = /^DYLD_[A-Za-z0-9_]*$/;
 /**
  * The argv and environment that run `exe args…` with `env` under the guard (it expects fd 3 to
  * be the core's socket), or null where there is none: Windows, no /bin/sh, or `exe` not a file it
- * may run, which is spawned as it is so that the spawn's own error says so (the shell would exit
- * 126 or 127 instead).
+ * may run or not one the kernel runs, which is spawned as it is so that the spawn's own error
+ * says so (the shell would exit 126 or 127 instead, or run a script with no #! itself).
  */
 export function probeGuardArgv(
   exe: string,
@@ -55,6 +55,7 @@ export function probeGuardArgv(
   try {
     if (!statSync(exe).isFile()) return null;
     accessSync(exe, constants.X_OK);
+    if (!kernelRuns(exe)) return null;
   } catch {
     return null;
   }
@@ -68,4 +69,34 @@ export function probeGuardArgv(
   // looks a name without "/" up in PATH, where spawn ran the file the stat found.
   const argv = [SHELL, "-c", GUARD_SCRIPT, GUARD_NAME, String(dyld.length), ...dyld, resolve(exe), ...args];
   return { argv, env: shellEnv };
+}
+
+/** The heads the kernel runs: #!, ELF, Mach-O (32/64-bit, either byte order) and fat Mach-O. */
+const EXEC_HEADS = [
+  "7f454c46",
+  "feedface",
+  "feedfacf",
+  "cefaedfe",
+  "cffaedfe",
+  "cafebabe",
+  "bebafeca",
+  "cafebabf",
+  "bfbafeca",
+];
+
+/**
+ * Whether `exe` starts as a file exec runs: a wrapper with no #! line fails the server's own
+ * spawn (ENOEXEC), but the shell's `exec` falls back to running it as a script, so its probes
+ * passed for a binary that cannot start. Anything else (binfmt_misc formats) goes unguarded.
+ */
+function kernelRuns(exe: string): boolean {
+  const fd = openSync(exe, "r");
+  try {
+    const head = Buffer.alloc(4);
+    const n = readSync(fd, head, 0, 4, 0);
+    if (n >= 2 && head[0] === 0x23 && head[1] === 0x21) return true;
+    return n === 4 && EXEC_HEADS.includes(head.toString("hex"));
+  } finally {
+    closeSync(fd);
+  }
 }

@@ -210,4 +210,15 @@ printf '%s|%s' "$DYLD_LIBRARY_PATH" "$DYLD_FRAMEWORK_PATH"`;
       killQuietly(daemon);
     }
   });
+  test("an executable file with no #! fails as the launch would, not run by the guard's shell", async () => {
+    using dir = tmpdir();
+    const marker = join(dir.path, "ran");
+    // A wrapper written without its #! line: the server's spawn fails (ENOEXEC), and the guard's
+    // `exec` ran it under /bin/sh, so --version and --list-devices said the binary was fine.
+    const path = join(dir.path, "wrapper");
+    writeFileSync(path, `touch '${marker}'\necho version: 1\n`);
+    chmodSync(path, 0o755);
+    expect(await runWithTimeout(path, ["--version"], 10_000)).toMatchObject({ kind: "error" });
+    expect(existsSync(marker)).toBe(false);
+  });
 });
