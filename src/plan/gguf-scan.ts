@@ -30,6 +30,17 @@ export class GgufInvalid extends Error {}
 
 /** Numeric arrays up to this length keep their values (per-layer head counts); longer ones are counted. */
 export const KEEP_ARRAY_MAX = 4096;
+/**
+ * What a header may hold in memory, its sizes being the file's word: a string's length or an
+ * array's is read whole, and a sparse file of a terabyte costs no disk. A string value past
+ * KEEP_STRING_MAX (chat templates are tens of KiB; `tokenizer.huggingface.json`, a whole
+ * tokenizer, megabytes the planner never reads) is stepped over and left out, as is any value
+ * once KEEP_BYTES_MAX of them is kept; a key's or tensor's name past MAX_NAME (llama.cpp's
+ * own limit for a tensor's is 63 bytes) is no model's. An 8 GiB string was read in one piece.
+ */
+const KEEP_STRING_MAX = 1 << 20;
+const KEEP_BYTES_MAX = 16 << 20;
+const MAX_NAME = 1 << 10;
 // Real models have a few thousand tensors and about a hundred keys; a million of either was read
 // on the loop for most of a second (docs/plan.md).
 const MAX_TENSORS = 1 << 16;
@@ -187,7 +198,12 @@ export function scanGguf(readAt: ReadAt, window = 1 << 20): ScannedGguf {
   }
   if (version < 1 || version > 3) throw new GgufInvalid(`unsupported version "${version}"`);
   const size = version === 1 ? () => c.u32() : () => c.u64();
-  const str = () => utf8.decode(c.bytes(size()));
+  const name = () => {
+    const length = size();
+    if (length > MAX_NAME) throw new GgufInvalid(`a name of ${length} bytes at byte ${c.pos}`);
+    return utf8.decode(c.bytes(length));
+  };
+  let keep = KEEP_BYTES_MAX;
 
   const tensorCount = size();
   if (tensorCount > MAX_TENSORS) throw new GgufInvalid(`a tensor count of ${tensorCount}`);
@@ -208,17 +224,24 @@ export function scanGguf(readAt: ReadAt, window = 1 << 20): ScannedGguf {
     else if (type === T.STRING) c.skipStrings(count, version !== 1);
     else for (let i = 0; i < count; i++) skipValues(checkedType(c.u32()), size(), depth + 1);
   };
-  const value = (type: number): ScannedValue => {
-    if (type === T.STRING) return str();
+  /** The value, or undefined for a string stepped over (KEEP_STRING_MAX). */
+  const value = (type: number): ScannedValue | undefined => {
+    if (type === T.STRING) {
+      const length = size();
+      if (length > Math.min(KEEP_STRING_MAX, keep)) return void c.skip(length);
+      keep -= length;
+      return utf8.decode(c.bytes(length));
+    }
     if (type !== T.ARRAY) return c.scalar(type);
     const elem = checkedType(c.u32());
     const count = size();
     if (count === 0) return []; // as the library gives an empty array of any type
     const numeric = FIXED_SIZE[elem] !== undefined && elem !== T.BOOL;
-    if (!numeric || count > KEEP_ARRAY_MAX) {
+    if (!numeric || count > KEEP_ARRAY_MAX || count * 8 > keep) {
       skipValues(elem, count);
       return { array_length: count };
     }
+    keep -= count * 8;
     const out: number[] = new Array(count);
     for (let i = 0; i < count; i++) out[i] = c.scalar(elem) as number;
     return out;
@@ -227,32 +250,44 @@ export function scanGguf(readAt: ReadAt, window = 1 << 20): ScannedGguf {
   // llama.cpp's reader refuses a key or a tensor name given twice: the plan read the last one.
   const keys = new Set<string>();
   for (let i = 0; i < kvCount; i++) {
-    const key = str();
+    const key = name();
     if (keys.has(key)) throw new GgufInvalid(`the key ${quotedName(key)} is given twice`);
     keys.add(key);
-    metadata[key] = value(checkedType(c.u32()));
+    const v = value(checkedType(c.u32()));
+    if (v !== undefined) metadata[key] = v;
   }
 
-  const tensorInfos: ScannedGguf["tensorInfos"] = new Array(tensorCount);
-  const names = new Set<string>();
-  for (let i = 0; i < tensorCount; i++) {
-    const name = str();
-    if (names.has(name)) throw new GgufInvalid(`the tensor ${quotedName(name)} is given twice`);
-    names.add(name);
-    const dims = c.u32();
-    if (dims > MAX_DIMS) throw new GgufInvalid(`tensor ${name} has ${dims} dimensions`);
-    const shape: number[] = new Array(dims);
-    for (let d = 0; d < dims; d++) shape[d] = size();
-    const dtype = c.u32();
-    const offset = c.u64();
-    tensorInfos[i] = { name, shape, dtype, offset };
-  }
+  const tensorInfos = tensorTable(c, tensorCount, name, size);
 
   const alignment = metadata["general.alignment"] ?? DEFAULT_ALIGNMENT;
   if (typeof alignment !== "number" || alignment <= 0 || !Number.isInteger(alignment))
     throw new GgufInvalid(`general.alignment must be a positive integer, got ${JSON.stringify(alignment)}`);
   const tensorDataOffset = Math.ceil(c.pos / alignment) * alignment;
   return { version, littleEndian: c.littleEndian, metadata, tensorInfos, tensorDataOffset };
+}
+
+/** The tensor table: each tensor's name, shape, type and offset (its data is never read). */
+function tensorTable(
+  c: Cursor,
+  count: number,
+  name: () => string,
+  size: () => number,
+): ScannedGguf["tensorInfos"] {
+  const tensorInfos: ScannedGguf["tensorInfos"] = new Array(count);
+  const names = new Set<string>();
+  for (let i = 0; i < count; i++) {
+    const tensor = name();
+    if (names.has(tensor)) throw new GgufInvalid(`the tensor ${quotedName(tensor)} is given twice`);
+    names.add(tensor);
+    const dims = c.u32();
+    if (dims > MAX_DIMS) throw new GgufInvalid(`the tensor ${quotedName(tensor)} has ${dims} dimensions`);
+    const shape: number[] = new Array(dims);
+    for (let d = 0; d < dims; d++) shape[d] = size();
+    const dtype = c.u32();
+    const offset = c.u64();
+    tensorInfos[i] = { name: tensor, shape, dtype, offset };
+  }
+  return tensorInfos;
 }
 
 /** A name from the file as a message quotes it: its start only, cut between characters. */

@@ -204,3 +204,75 @@ describe("scanGguf on bad bytes", () => {
     expect(() => scanGguf(over(new Uint8Array(deep)))).toThrow(/nested more than 8 deep/);
   });
 });
+
+describe("scanGguf keeps little of a header that lies about its sizes", () => {
+  /** A v3 header's bytes, written little-endian. */
+  class Bytes {
+    out: number[] = [...new TextEncoder().encode("GGUF")];
+    u32(n: number) {
+      this.out.push(n & 0xff, (n >> 8) & 0xff, (n >> 16) & 0xff, n >>> 24);
+      return this;
+    }
+    u64(n: number) {
+      return this.u32(n % 2 ** 32).u32(Math.floor(n / 2 ** 32));
+    }
+    str(s: string) {
+      const enc = new TextEncoder().encode(s);
+      this.u64(enc.length);
+      this.out.push(...enc);
+      return this;
+    }
+  }
+  /**
+   * A file of `size` bytes (a sparse one costs no disk) that starts with `head`, zeros after:
+   * it refuses a read of more than 64 MiB at once, which the reader had allocated whole.
+   */
+  const sparse = (head: Uint8Array, size: number) => (position: number, length: number) => {
+    const want = Math.max(0, Math.min(length, size - position));
+    if (want > 64 << 20) throw new Error(`asked for ${want} bytes at once`);
+    const out = new Uint8Array(want);
+    if (position < head.length) out.set(head.subarray(position, position + want));
+    return out;
+  };
+
+  test("a string value of 8 GiB is stepped over, not read into memory", () => {
+    const b = new Bytes().u32(3).u64(0).u64(2).str("general.architecture").u32(8).str("llama");
+    b.str("tokenizer.chat_template")
+      .u32(8)
+      .u64(2 ** 33);
+    const head = new Uint8Array(b.out);
+    const scanned = scanGguf(sparse(head, head.length + 2 ** 33 + 4096));
+    expect(scanned.metadata["general.architecture"]).toBe("llama");
+    expect(scanned.metadata["tokenizer.chat_template"]).toBeUndefined();
+  });
+
+  test("a key's or a tensor's name of 8 GiB is invalid, not read into memory", () => {
+    // Tensor and key counts of 0 and 1, either way round: the first name read says 8 GiB.
+    for (const [tensors, keys] of [
+      [0, 1],
+      [1, 0],
+    ] as const) {
+      const head = new Bytes()
+        .u32(3)
+        .u64(tensors)
+        .u64(keys)
+        .u64(2 ** 33);
+      expect(() => scanGguf(sparse(new Uint8Array(head.out), 2 ** 40))).toThrow(/a name of 8589934592 bytes/);
+    }
+  });
+
+  test("numeric arrays kept stop at a budget: 600 keys of 4096 doubles are mostly counted", () => {
+    const b = new Bytes().u32(3).u64(0).u64(600);
+    for (let i = 0; i < 600; i++) {
+      b.str(`test.a${i}`).u32(9).u32(12).u64(4096);
+      for (let j = 0; j < 4096; j++) b.u64(0);
+    }
+    const head = new Uint8Array(b.out);
+    const scanned = scanGguf(sparse(head, head.length));
+    let kept = 0;
+    for (const v of Object.values(scanned.metadata)) if (Array.isArray(v)) kept += v.length;
+    expect(kept * 8).toBeLessThanOrEqual(16 << 20);
+    expect(scanned.metadata["test.a0"]).toHaveLength(4096);
+    expect(scanned.metadata["test.a599"]).toEqual({ array_length: 4096 });
+  });
+});
