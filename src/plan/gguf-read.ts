@@ -5,7 +5,14 @@ import { CoreError } from "../protocol/errors.ts";
 import { NotRegularFile, openRegularFile } from "../util/read-file.ts";
 import { cutText } from "../util/text-cut.ts";
 import { tensorBytes } from "./ggml-types.ts";
-import { GgufInvalid, GgufTruncated, KEEP_ARRAY_MAX, type ScannedGguf, scanGguf } from "./gguf-scan.ts";
+import {
+  alignmentOf,
+  GgufInvalid,
+  GgufTruncated,
+  KEEP_ARRAY_MAX,
+  type ScannedGguf,
+  scanGguf,
+} from "./gguf-scan.ts";
 import { shardFileName, shardName } from "./shard-name.ts";
 
 /**
@@ -202,6 +209,8 @@ export function headerOfParsed(
   path: string,
   size: number,
 ): { header: GgufHeader; dataEnd: number } {
+  // The library divides by whatever alignment the file gives: checked as the local scan does.
+  alignmentOf(parsed.metadata as Record<string, unknown>);
   const scanned: ScannedGguf = {
     version: Number(parsed.metadata.version),
     littleEndian: parsed.littleEndian,

@@ -259,9 +259,7 @@ export function scanGguf(readAt: ReadAt, window = 1 << 20): ScannedGguf {
 
   const tensorInfos = tensorTable(c, tensorCount, name, size);
 
-  const alignment = metadata["general.alignment"] ?? DEFAULT_ALIGNMENT;
-  if (typeof alignment !== "number" || alignment <= 0 || !Number.isInteger(alignment))
-    throw new GgufInvalid(`general.alignment must be a positive integer, got ${JSON.stringify(alignment)}`);
+  const alignment = alignmentOf(metadata);
   const tensorDataOffset = Math.ceil(c.pos / alignment) * alignment;
   return { version, littleEndian: c.littleEndian, metadata, tensorInfos, tensorDataOffset };
 }
@@ -288,6 +286,18 @@ function tensorTable(
     tensorInfos[i] = { name: tensor, shape, dtype, offset };
   }
   return tensorInfos;
+}
+
+/**
+ * Where tensor data starts is a multiple of this. llama.cpp's reader refuses a file whose
+ * `general.alignment` is not a power of two (gguf.cpp): the plan had said such a file fits.
+ */
+export function alignmentOf(metadata: Record<string, unknown>): number {
+  const alignment = metadata["general.alignment"] ?? DEFAULT_ALIGNMENT;
+  const power = typeof alignment === "number" && alignment >= 1 && alignment <= 2 ** 31;
+  if (!power || (alignment & (alignment - 1)) !== 0)
+    throw new GgufInvalid(`general.alignment must be a power of two, got ${JSON.stringify(alignment)}`);
+  return alignment;
 }
 
 /** A name from the file as a message quotes it: its start only, cut between characters. */

@@ -276,3 +276,32 @@ describe("scanGguf keeps little of a header that lies about its sizes", () => {
     expect(scanned.metadata["test.a599"]).toEqual({ array_length: 4096 });
   });
 });
+
+test("a general.alignment that is not a power of two is invalid, as llama.cpp refuses the file", async () => {
+  using dir = tmpdir();
+  const { header } = encodeGguf(llama7b());
+  // The writer's first entry is general.alignment (u32): "GGUF", version, two counts, key, type.
+  const at = 24 + 8 + "general.alignment".length + 4;
+  for (const [alignment, valid] of [
+    [48, false],
+    [3, false],
+    [0, false],
+    [64, true],
+  ] as const) {
+    const copy = header.slice();
+    new DataView(copy.buffer).setUint32(at, alignment, true);
+    const file = new Uint8Array(1 << 20);
+    file.set(copy);
+    const path = join(dir.path, `a${alignment}.gguf`);
+    writeFileSync(path, file);
+    const local = () => scanGguf((p, n) => file.subarray(p, p + n));
+    if (valid) expect(local().tensorDataOffset % alignment).toBe(0);
+    else expect(local).toThrow(/general.alignment must be a power of two/);
+    // A hub's header is read by the library, which takes any positive alignment (0 it refuses).
+    if (alignment === 0) continue;
+    const parsed = await gguf(path, { allowLocalFile: true });
+    const remote = () => headerOfParsed(parsed, path, file.length);
+    if (valid) expect(remote).not.toThrow();
+    else expect(remote).toThrow(/general.alignment must be a power of two/);
+  }
+});
