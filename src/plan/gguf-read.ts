@@ -305,10 +305,14 @@ function headerOfScan(
   const dataStart = scanned.tensorDataOffset;
   let end = dataStart;
   const tensors: TensorEntry[] = scanned.tensorInfos.map((t) => {
-    const bytes = tensorBytes(
-      t.dtype,
-      t.shape.reduce((a, b) => a * b, 1),
-    );
+    const elements = t.shape.reduce((a, b) => a * b, 1);
+    // Past 2^53 (a petabyte at the least) no disk holds it, and llama.cpp refuses one past 2^63:
+    // it is no model's, not an interrupted download to fetch again to the same end.
+    if (!Number.isSafeInteger(elements))
+      throw new GgufInvalid(
+        `the tensor ${JSON.stringify(quoted(t.name))} has ${elements} elements, more than any file holds`,
+      );
+    const bytes = tensorBytes(t.dtype, elements);
     end = Math.max(end, dataStart + t.offset + bytes);
     return { name: t.name, shape: t.shape, type: t.dtype, bytes };
   });

@@ -7,6 +7,7 @@ import { CoreError } from "../../src/protocol/errors.ts";
 import {
   deepseek2,
   denseModel,
+  encodeGguf,
   type GgufValue,
   gemma3,
   llama7b,
@@ -118,6 +119,28 @@ describe("readGgufHeader", () => {
       metadata: { ...base.metadata, "llama.attention.head_count_kv": { type: "arr_i32", value: [32, 8] } },
     });
     expect(modelInfo(await readGgufHeader(perLayer)).n_layer).toBe(2);
+  });
+
+  test("a tensor of more elements than any file holds is not a GGUF, not a truncated download", async () => {
+    using dir = tmpdir();
+    const base = llama7b({ layers: 2 });
+    // Each dimension under 2^53, their product past it (Infinity for the last): a file no disk
+    // holds, which was called an interrupted download, to be fetched again to the same end.
+    for (const [i, shape] of [
+      [2 ** 30, 2 ** 30, 2 ** 30],
+      [2 ** 52, 2 ** 52, 2 ** 52, 2 ** 52, 2 ** 52, 2 ** 52, 2 ** 52],
+    ].entries()) {
+      const { header } = encodeGguf({
+        ...base,
+        tensors: [...base.tensors, { name: "huge.weight", shape, type: 0 }],
+      });
+      const path = join(dir.path, `elements${i}.gguf`);
+      writeFileSync(path, header);
+      const p = await problemOf(path);
+      expect(p).toMatchObject({ code: "model_missing", problem: "not_gguf" });
+      expect(p.message).toContain('the tensor "huge.weight" has');
+      expect(p.message).toContain(path);
+    }
   });
 
   test("reads v3 and v2 headers of a 7B llama without reading tensor data", async () => {
