@@ -1,4 +1,4 @@
-import { lstatSync, readdirSync, realpathSync, statSync } from "node:fs";
+import { readdirSync, realpathSync, statSync } from "node:fs";
 import { homedir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { llamaServerOf } from "../config/find-binary.ts";
@@ -12,6 +12,7 @@ import { isCoreError } from "../protocol/errors.ts";
 import { HF_PREFIX, parseHfModelPath } from "../protocol/model-ref.ts";
 import type { ModelEntry, ModelsResult } from "../protocol/models.ts";
 import { distinctPaths, sameFile } from "../util/same-file.ts";
+import { brokenLinkOf } from "./broken-link.ts";
 import { findProjector } from "./find-projector.ts";
 import { fitVerdict } from "./fit-verdict.ts";
 import { type Env, hubCacheDir, repoPaths } from "./hf-cache.ts";
@@ -22,10 +23,10 @@ import { type FolderNames, folderNames } from "./utf8-names.ts";
 
 /**
  * Every GGUF model on this machine that local-ai can see — the Hugging Face cache's snapshots,
- * and the loose files beside the config and beside its model — each with its quantization,
- * size and the plan's verdict for this machine with the config's settings. Header reads only;
- * a file that cannot be read is listed with the reason. Multimodal projectors (`mmproj-*`)
- * are not models and are left out; a split model is one entry.
+ * and the loose files beside the config and beside its model — each with its quantization, size
+ * and the plan's verdict for this machine with the config's settings. Header reads only; a file
+ * that cannot be read is listed with the reason. Projectors (`mmproj-*`) are not models and are
+ * left out; a split model is one entry.
  */
 
 export interface ListInput {
@@ -74,6 +75,9 @@ export async function listModels(input: ListInput, deps: Partial<ListDeps> = {})
   let hardware: Promise<HardwareSnapshot> | undefined;
   const entries: ModelEntry[] = [];
   for (const c of candidates) {
+    // A header and its plan take milliseconds, and no await in them waits on the loop: a folder
+    // of thousands of GGUFs held a ping and shutdown until its end. The loop's turn comes first.
+    await new Promise((r) => setImmediate(r));
     hardware ??= (deps.probe ?? defaultProbe)(llamaServerOf(input.config));
     const path = c.parts[0]!;
     const as = named.find((m) => m.path !== null && sameFile(m.path, path));
@@ -344,30 +348,6 @@ function sizeOf(path: string): number {
   } catch {
     return 0;
   }
-}
-
-/**
- * The first part that is a link leading nowhere, and why: a missing blob, or links that lead in a
- * circle. A folder's link is a person's own, not the cache's: it is named as a plain link.
- */
-function brokenLinkOf(parts: readonly string[], source: Candidate["source"]): string | undefined {
-  const whose = source === "hf_cache" ? "the cache's link" : "the link";
-  const target = source === "hf_cache" ? "a missing blob" : "a file that is not there";
-  for (const path of parts) {
-    let link = false;
-    try {
-      link = lstatSync(path).isSymbolicLink();
-    } catch {}
-    if (!link) continue;
-    try {
-      statSync(path);
-    } catch (err) {
-      return (err as NodeJS.ErrnoException).code === "ELOOP"
-        ? `${path}: ${whose} leads in a circle (a symbolic-link loop)`
-        : `${path}: ${whose} points at ${target}`;
-    }
-  }
-  return undefined;
 }
 
 /** Where `models` reads the config: the file, or the defaults when there is none (the cache is listed either way). */

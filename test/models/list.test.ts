@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { findModel } from "../../src/config/choose-model.ts";
 import { defaultConfig, loadConfig } from "../../src/config/load.ts";
 import { listModels, listModelsFor, sortModels } from "../../src/models/list.ts";
+import { readGgufHeader } from "../../src/plan/gguf-read.ts";
 import { type ModelEntry, ModelsResultSchema } from "../../src/protocol/models.ts";
 import { mmproj } from "../fixtures/gguf-mmproj.ts";
 import { llama7b, tinyLlama, writeGguf } from "../fixtures/gguf-writer.ts";
@@ -276,5 +277,30 @@ describe("models: a split with more missing parts than are named", () => {
     expect(entry).toMatchObject({ problem: "incomplete_split", size_bytes: 100 * present.length });
     for (const i of present) expect(entry!.files).toContain(join(dir.path, name(i)));
     expect(entry!.verdict).toContain("…");
+  });
+});
+
+describe("models: a folder of many GGUFs", () => {
+  test("gives the loop back between files: what waits on it (a ping, a shutdown) is not held to the end", async () => {
+    using dir = tmpdir();
+    for (let i = 0; i < 3; i++) writeGguf(dir.path, `m${i}.gguf`, tinyLlama());
+    let read = 0;
+    const readHeader = async (path: string) => {
+      read++;
+      return readGgufHeader(path);
+    };
+    // Queued before the listing starts: it runs at the loop's next turn. Each header and plan
+    // (some 2 ms) was done in one turn, so 10,000 files held a ping some 20 s.
+    let readWhenLoopRan = -1;
+    setImmediate(() => {
+      readWhenLoopRan = read;
+    });
+    const result = await listModels(
+      { config: defaultConfig(dir.path).config, configDir: dir.path, cacheDir: join(dir.path, "cache") },
+      { probe, readHeader },
+    );
+    expect(result.models).toHaveLength(3);
+    expect(readWhenLoopRan).toBeGreaterThanOrEqual(0);
+    expect(readWhenLoopRan).toBeLessThan(3);
   });
 });
