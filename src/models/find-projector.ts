@@ -13,7 +13,7 @@ import {
 import { isCoreError } from "../protocol/errors.ts";
 import { HF_PREFIX } from "../protocol/model-ref.ts";
 import { snapshotRootOf } from "./hf-cache.ts";
-import { isGgufPath, isProjector } from "./pick-gguf.ts";
+import { isGgufPath, isProjector, namesText } from "./pick-gguf.ts";
 import { resolveModelPath, snapshotFiles } from "./resolve.ts";
 
 /**
@@ -90,7 +90,7 @@ async function auto(model: ModelInfo): Promise<ProjectorChoice> {
     return { kind: "none", reason: `mmproj: auto found no mmproj*.gguf ${placeOf(where)}` };
   if (where === "folder" && files.length > 1)
     return passedOver(
-      `mmproj: auto found ${files.length} projectors beside the model (${files.map((f) => basename(f)).join(", ")}); name one with mmproj`,
+      `mmproj: auto found ${files.length} projectors beside the model (${namesText(files.map((f) => basename(f)))}); name one with mmproj`,
     );
   const read = await Promise.all(files.map(readProjector));
   const fitting: ProjectorInfo[] = [];
@@ -104,7 +104,9 @@ async function auto(model: ModelInfo): Promise<ProjectorChoice> {
     }
   });
   const best = preferF16(fitting);
-  if (!best) return passedOver(`mmproj: auto used no projector ${placeOf(where)}: ${skipped.join("; ")}`);
+  // Named as a listing's names are (pick-gguf.ts): a folder of thousands made a warning of megabytes.
+  if (!best)
+    return passedOver(`mmproj: auto used no projector ${placeOf(where)}: ${namesText(skipped, 20, "; ")}`);
   return { kind: "found", source: "auto", info: best };
 }
 

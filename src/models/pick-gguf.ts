@@ -102,9 +102,9 @@ export function listedNames(key: string, names: readonly string[]): Record<strin
 }
 
 /** The first `max` names for a message, `… (N in all)` after them when there are more. */
-export function namesText(names: readonly string[], max = 20): string {
-  const shown = names.slice(0, max).join(", ");
-  return names.length > max ? `${shown}, … (${names.length} in all)` : shown;
+export function namesText(names: readonly string[], max = 20, separator = ", "): string {
+  const shown = names.slice(0, max).join(separator);
+  return names.length > max ? `${shown}${separator}… (${names.length} in all)` : shown;
 }
 
 /**

@@ -332,3 +332,25 @@ test("a malformed hf: mmproj is config_invalid at load, naming its key and line"
     parseConfigText("model:\n  mmproj: hf:org/m:mmproj-F16.gguf\n", "/c/config.yaml").config.model.mmproj,
   ).toBe("hf:org/m:mmproj-F16.gguf");
 });
+
+test("many projectors: the warning names the first twenty and counts them all, not a line of every name", async () => {
+  using dir = tmpdir();
+  const names = Array.from({ length: 30 }, (_, i) => `mmproj-${String(i).padStart(2, "0")}.gguf`);
+  // Beside the model: none chosen; a folder of thousands made a plan warning of megabytes.
+  const model = await modelIn(dir.path);
+  for (const n of names) writeFileSync(join(dir.path, n), "");
+  const beside = ((await findProjector("auto", model)) as { warning: string }).warning;
+  expect(beside).toContain("mmproj-19.gguf, … (30 in all)");
+  expect(beside).not.toContain("mmproj-20.gguf");
+  // In a snapshot, each passed over for its width: named with why, twenty of them.
+  const { snapshot } = layRepo(join(dir.path, "cache"), "org/many-GGUF", {
+    "vision.gguf": tinyLlamaQ8(),
+    ...Object.fromEntries(names.map((n) => [n, mmproj()])),
+  });
+  const inRepo = modelInfo(await readGgufHeader(join(snapshot, "vision.gguf")));
+  const skipped = ((await findProjector("auto", inRepo)) as { warning: string }).warning;
+  expect(skipped).toContain(
+    "mmproj-19.gguf: its projection width 64 is not the model's embedding width 128; … (30 in all)",
+  );
+  expect(skipped).not.toContain("mmproj-20.gguf");
+});
