@@ -41,6 +41,12 @@ export const KEEP_ARRAY_MAX = 4096;
 const KEEP_STRING_MAX = 1 << 20;
 const KEEP_BYTES_MAX = 16 << 20;
 const MAX_NAME = 1 << 10;
+/**
+ * Entries of arrays of strings or of arrays stepped over, in all: each is a loop's turn, and
+ * a count of 2^40 over a sparse file of zeros (strings of length 0) held the loop for hours.
+ * The largest vocabularies (262k tokens, their scores, types and merges) are a few million.
+ */
+const MAX_STEPPED = 1 << 24;
 // Real models have a few thousand tensors and about a hundred keys; a million of either was read
 // on the loop for most of a second (docs/plan.md).
 const MAX_TENSORS = 1 << 16;
@@ -187,16 +193,7 @@ const utf8 = new TextDecoder();
 
 export function scanGguf(readAt: ReadAt, window = 1 << 20): ScannedGguf {
   const c = new Cursor(readAt, window);
-  const magic = c.bytes(4);
-  if (utf8.decode(magic) !== "GGUF") throw new GgufInvalid("it does not start with the GGUF magic bytes");
-  // The version's low half is never zero in the byte order the file was written in.
-  let version = c.u32();
-  if ((version & 0xffff) === 0) {
-    c.littleEndian = false;
-    c.pos -= 4;
-    version = c.u32();
-  }
-  if (version < 1 || version > 3) throw new GgufInvalid(`unsupported version "${version}"`);
+  const version = versionOf(c);
   const size = version === 1 ? () => c.u32() : () => c.u64();
   const name = () => {
     const length = size();
@@ -215,13 +212,20 @@ export function scanGguf(readAt: ReadAt, window = 1 << 20): ScannedGguf {
     kv_count: kvCount,
   };
 
+  let stepped = MAX_STEPPED;
   /** Steps over `count` values of `type` (nested arrays included). */
   const skipValues = (type: number, count: number, depth = 1): void => {
     // Arrays of arrays exist (rarely, shallow); a file nesting them without end is not a model.
     if (depth > MAX_NESTING) throw new GgufInvalid(`arrays nested more than ${MAX_NESTING} deep`);
     const fixed = FIXED_SIZE[type];
-    if (fixed !== undefined) c.skip(fixed * count);
-    else if (type === T.STRING) c.skipStrings(count, version !== 1);
+    if (fixed !== undefined) {
+      c.skip(fixed * count);
+      return;
+    }
+    if (count > stepped)
+      throw new GgufInvalid(`arrays of ${count} entries at byte ${c.pos}, more entries than any vocabulary`);
+    stepped -= count;
+    if (type === T.STRING) c.skipStrings(count, version !== 1);
     else for (let i = 0; i < count; i++) skipValues(checkedType(c.u32()), size(), depth + 1);
   };
   /** The value, or undefined for a string stepped over (KEEP_STRING_MAX). */
@@ -262,6 +266,21 @@ export function scanGguf(readAt: ReadAt, window = 1 << 20): ScannedGguf {
   const alignment = alignmentOf(metadata);
   const tensorDataOffset = Math.ceil(c.pos / alignment) * alignment;
   return { version, littleEndian: c.littleEndian, metadata, tensorInfos, tensorDataOffset };
+}
+
+/** The magic bytes, then the version, which also says the byte order (`c.littleEndian` set). */
+function versionOf(c: Cursor): number {
+  const magic = c.bytes(4);
+  if (utf8.decode(magic) !== "GGUF") throw new GgufInvalid("it does not start with the GGUF magic bytes");
+  // The version's low half is never zero in the byte order the file was written in.
+  let version = c.u32();
+  if ((version & 0xffff) === 0) {
+    c.littleEndian = false;
+    c.pos -= 4;
+    version = c.u32();
+  }
+  if (version < 1 || version > 3) throw new GgufInvalid(`unsupported version "${version}"`);
+  return version;
 }
 
 /** The tensor table: each tensor's name, shape, type and offset (its data is never read). */

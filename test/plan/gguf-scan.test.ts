@@ -305,3 +305,33 @@ test("a general.alignment that is not a power of two is invalid, as llama.cpp re
     else expect(remote).toThrow(/general.alignment must be a power of two/);
   }
 });
+
+test("an array of more strings than any vocabulary is invalid, not minutes of the loop stepping over zeros", () => {
+  // One key: an array of 2^40 strings, in a file of zeros after it (a sparse file costs no disk):
+  // each zero is a string of length 0, so the scan stepped over the file's every 8 bytes.
+  const head: number[] = [...new TextEncoder().encode("GGUF")];
+  const u32 = (n: number) => head.push(n & 0xff, (n >> 8) & 0xff, (n >> 16) & 0xff, n >>> 24);
+  const u64 = (n: number) => {
+    u32(n % 2 ** 32);
+    u32(Math.floor(n / 2 ** 32));
+  };
+  u32(3);
+  u64(0);
+  u64(1);
+  u64(1);
+  head.push("k".charCodeAt(0));
+  u32(9); // an array
+  u32(8); // of strings
+  u64(2 ** 40);
+  const bytes = new Uint8Array(head);
+  const size = 2 ** 28;
+  const zeros = (position: number, length: number) => {
+    const out = new Uint8Array(Math.max(0, Math.min(length, size - position)));
+    if (position < bytes.length) out.set(bytes.subarray(position, position + out.length));
+    return out;
+  };
+  expect(() => scanGguf(zeros)).toThrow(/more entries than any vocabulary/);
+  // The arrays of strings of a real one (262k tokens and their merges) read as they did.
+  const { header } = encodeGguf(withVocab(llama7b(), 40_000));
+  expect(() => scanGguf((p, n) => header.subarray(p, p + n))).not.toThrow();
+});
