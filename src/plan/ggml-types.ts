@@ -41,6 +41,11 @@ export function ggmlTypeName(type: number): string {
   return TYPES[type]?.name ?? `type${type}`;
 }
 
+/** Elements per block of a type ggml has, or undefined for one this table lacks. */
+export function ggmlBlockSize(type: number): number | undefined {
+  return TYPES[type]?.block;
+}
+
 /** Bytes of a tensor of `elements` elements of `type`; unknown types count as F32 (pessimistic). */
 export function tensorBytes(type: number, elements: number): number {
   const t = TYPES[type] ?? TYPES[0]!;

@@ -4,7 +4,7 @@ import type { gguf } from "@huggingface/gguf";
 import { CoreError } from "../protocol/errors.ts";
 import { NotRegularFile, openRegularFile } from "../util/read-file.ts";
 import { cutText } from "../util/text-cut.ts";
-import { tensorBytes } from "./ggml-types.ts";
+import { ggmlBlockSize, tensorBytes } from "./ggml-types.ts";
 import {
   alignmentOf,
   GgufInvalid,
@@ -316,6 +316,8 @@ function headerOfScan(
     end = Math.max(end, dataStart + t.offset + bytes);
     return { name: t.name, shape: t.shape, type: t.dtype, bytes };
   });
+  const table = tableProblem(scanned, tensors, alignmentOf(scanned.metadata));
+  if (table) throw new GgufInvalid(table);
   const header: GgufHeader = {
     path,
     files: [path],
@@ -325,6 +327,29 @@ function headerOfScan(
     tensors,
   };
   return { header, dataEnd: end };
+}
+
+/**
+ * Why llama.cpp's reader (gguf.cpp) refuses the tensor table, or undefined: a name of 64 bytes
+ * or more (GGML_MAX_NAME), over 4 dimensions (GGML_MAX_DIMS), or data not where the tensors
+ * before it end, each padded to the alignment. The plan said such a file fits. Offsets are
+ * checked up to the first type this table does not know (its size is a guess).
+ */
+function tableProblem(scanned: ScannedGguf, tensors: TensorEntry[], alignment: number): string | undefined {
+  let end = 0;
+  let sized = true;
+  for (const [i, t] of tensors.entries()) {
+    const named = `the tensor ${JSON.stringify(quoted(t.name))}`;
+    const nameBytes = Buffer.byteLength(t.name);
+    if (nameBytes >= 64) return `${named}: its name is ${nameBytes} bytes, llama.cpp takes 63`;
+    if (t.shape.length > 4) return `${named} has ${t.shape.length} dimensions, llama.cpp takes 4`;
+    sized &&= ggmlBlockSize(t.type) !== undefined;
+    const offset = scanned.tensorInfos[i]!.offset;
+    if (sized && offset !== end)
+      return `${named} has its data at byte ${offset} of the data, where the tensors before it end at ${end}`;
+    end += Math.ceil(t.bytes / alignment) * alignment;
+  }
+  return undefined;
 }
 
 function truncatedMessage(size: number, expected: number): string {

@@ -8,6 +8,7 @@ import {
   deepseek2,
   denseModel,
   encodeGguf,
+  type FixtureTensor,
   type GgufValue,
   gemma3,
   llama7b,
@@ -141,6 +142,33 @@ describe("readGgufHeader", () => {
       expect(p.message).toContain('the tensor "huge.weight" has');
       expect(p.message).toContain(path);
     }
+  });
+
+  test("a tensor table llama.cpp's reader refuses is not a GGUF: a long name, 5 dimensions, data out of place", async () => {
+    using dir = tmpdir();
+    const base = llama7b({ layers: 2 });
+    const cases: [string, FixtureTensor, string][] = [
+      ["name", { name: `blk.0.${"x".repeat(58)}`, shape: [32], type: 0 }, "name is 64 bytes"],
+      ["dims", { name: "five.weight", shape: [32, 1, 1, 1, 2], type: 0 }, "has 5 dimensions"],
+    ];
+    for (const [file, tensor, says] of cases) {
+      const path = writeGguf(dir.path, `${file}.gguf`, { ...base, tensors: [...base.tensors, tensor] });
+      const p = await problemOf(path);
+      expect(p).toMatchObject({ code: "model_missing", problem: "not_gguf" });
+      expect(p.message).toContain(`the tensor "${tensor.name}"`);
+      expect(p.message).toContain(says);
+    }
+    // The second tensor's data said to start where the first's does (llama.cpp: "has offset 0, expected …").
+    // The header alone: the table is judged before the file's length is.
+    const bytes = Buffer.from(encodeGguf(base).header);
+    const second = base.tensors[1]!;
+    const at = bytes.indexOf(Buffer.from(second.name)) + second.name.length + 4 + 8 * second.shape.length + 4;
+    bytes.writeBigUInt64LE(0n, at);
+    const path = join(dir.path, "offset.gguf");
+    writeFileSync(path, bytes);
+    const p = await problemOf(path);
+    expect(p).toMatchObject({ code: "model_missing", problem: "not_gguf" });
+    expect(p.message).toContain(`the tensor "${second.name}" has its data at byte 0 of the data`);
   });
 
   test("reads v3 and v2 headers of a 7B llama without reading tensor data", async () => {
