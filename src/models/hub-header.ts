@@ -114,7 +114,7 @@ async function readPartHeader(
     if (isCoreError(err) || signal?.aborted) throw err;
     if (err instanceof Error && err.name === "TimeoutError") throw unreachable(access, label, data, err);
     const message = err instanceof Error ? err.message : String(err);
-    if (/not a valid gguf/i.test(message))
+    if (REFUSED_CONTENT.test(message))
       throw missing(
         "not_gguf",
         `${label}: not a GGUF: ${message.replace(/^not a valid gguf file: /i, "")}`,
@@ -138,6 +138,14 @@ async function readPartHeader(
     );
   return header;
 }
+
+/**
+ * What @huggingface/gguf throws for bytes that are there but no GGUF's (a wild count, a value
+ * type, an alignment), as against a header it could not read to its end: those were called
+ * `truncated`, "could not be read to its end", as if a retry could help.
+ */
+const REFUSED_CONTENT =
+  /not a valid gguf|general\.alignment|exceeds (maximum allowed|safe integer)|unsupported (value|array element|metadata) type/i;
 
 function mergeParts(parts: GgufHeader[]): GgufHeader {
   const first = parts[0]!;

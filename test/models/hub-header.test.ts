@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, test } from "bun:test";
-import { mkdirSync, writeFileSync } from "node:fs";
+import { closeSync, mkdirSync, openSync, writeFileSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { defaultConfig, loadConfig } from "../../src/config/load.ts";
 import { fitVerdict } from "../../src/models/fit-verdict.ts";
@@ -476,4 +476,26 @@ describe("plan with a model not pulled yet", () => {
       "config_missing",
     );
   });
+});
+
+test("a hub file the library refuses for what it holds is not_gguf, not a header cut short", async () => {
+  using dir = tmpdir();
+  // The writer's first entry is general.alignment (u32): "GGUF", version, two counts, key, type.
+  const type = 24 + 8 + "general.alignment".length;
+  for (const [quant, at, value, says] of [
+    ["Q8_0", type + 4, 0, "general.alignment"],
+    ["Q4_0", type, 13, "Unsupported metadata type: 13"],
+  ] as const) {
+    const file = `bad-${quant}.gguf`;
+    const hub = hubWith(dir.path, { [file]: llama7b({ layers: 2 }) });
+    const fd = openSync(join(dir.path, file), "r+");
+    const bytes = new Uint8Array(4);
+    new DataView(bytes.buffer).setUint32(0, value, true);
+    writeSync(fd, bytes, 0, 4, at);
+    closeSync(fd);
+    const env = { HF_ENDPOINT: hub.url };
+    const err = await failure(judged(parseModelRef(`org/m:${quant}`), config, env, { home: dir.path }));
+    expect(err.data).toMatchObject({ problem: "not_gguf", file });
+    expect(err.message).toContain(says);
+  }
 });
