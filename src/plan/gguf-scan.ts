@@ -257,7 +257,11 @@ export function scanGguf(readAt: ReadAt, window = 1 << 20): ScannedGguf {
     const key = name();
     if (keys.has(key)) throw new GgufInvalid(`the key ${quotedName(key)} is given twice`);
     keys.add(key);
-    const v = value(checkedType(c.u32()));
+    const type = checkedType(c.u32());
+    // llama.cpp reads it as a u32 only: another type aborts llama-server (GGML_ASSERT) at load.
+    if (key === "general.alignment" && type !== T.U32)
+      throw new GgufInvalid(`general.alignment is of type ${type}, not a u32 (type 4)`);
+    const v = value(type);
     if (v !== undefined) metadata[key] = v;
   }
 

@@ -277,7 +277,7 @@ describe("scanGguf keeps little of a header that lies about its sizes", () => {
   });
 });
 
-test("a general.alignment that is not a power of two is invalid, as llama.cpp refuses the file", async () => {
+test("a general.alignment that is not a power of two, or not a u32, is invalid, as llama.cpp refuses the file", async () => {
   using dir = tmpdir();
   const { header } = encodeGguf(llama7b());
   // The writer's first entry is general.alignment (u32): "GGUF", version, two counts, key, type.
@@ -304,6 +304,10 @@ test("a general.alignment that is not a power of two is invalid, as llama.cpp re
     if (valid) expect(remote).not.toThrow();
     else expect(remote).toThrow(/general.alignment must be a power of two/);
   }
+  // An i32 of 32: llama.cpp reads the key as a u32 only, and aborts (GGML_ASSERT) on another type.
+  const signed = header.slice();
+  new DataView(signed.buffer).setUint32(at - 4, 5, true);
+  expect(() => scanGguf((p, n) => signed.subarray(p, p + n))).toThrow(/general.alignment is of type 5/);
 });
 
 test("an array of more strings than any vocabulary is invalid, not minutes of the loop stepping over zeros", () => {
