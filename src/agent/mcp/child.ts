@@ -68,14 +68,9 @@ export const TERM_GRACE_MS = 2000;
 export function spawnMcpServer(launch: ServerLaunch, guard = guardAvailable()): McpChild {
   const badCwd = launch.cwd === undefined ? null : cwdProblem(launch.cwd);
   if (badCwd) throw new Error(badCwd);
-  if (guard) {
-    // The shell would only say so on stderr and exit 127: name the problem as spawn does.
-    const problem = commandProblem(launch);
-    if (problem) throw new Error(problem);
-  }
   // Unguarded is Windows (or no /bin/sh): there `npx`/`uvx` are .cmd shims (platform/windows-command.ts).
   const direct = guard ? undefined : spawnArgv(launch.command, launch.args, launch);
-  const proc = Bun.spawn(direct ? direct.argv : guardedArgv(launch.command, launch.args), {
+  const proc = Bun.spawn(direct ? direct.argv : guardedArgv(guardedCommand(launch), launch.args), {
     env: launch.env,
     cwd: launch.cwd,
     stdio: ["pipe", "pipe", "pipe", ...(guard ? (["socket-fd"] as const) : [])],
@@ -187,16 +182,25 @@ function escapeNotes(watch: unknown, look: () => ProcEntry[], gone: () => boolea
   return note;
 }
 
-/** Why `launch.command` cannot be run (the words spawn uses), or null. */
-function commandProblem(launch: ServerLaunch): string | null {
+/**
+ * The file the guard's shell is to run for `launch.command`: its absolute path, found as spawn
+ * finds it. Handed on as configured, a relative path starting with "-" reached the kernel as it
+ * was, which ran its #! line as `/bin/sh -tools/server` (the shell read options, exit 2), and a
+ * name was looked up again by the shell, not run from the file checked here. Throws, in the
+ * words spawn uses, for one that cannot be run: the shell would only say so on stderr and exit 127.
+ */
+function guardedCommand(launch: ServerLaunch): string {
   const { command, env } = launch;
-  if (env.PATH === undefined && !command.includes("/")) return null; // the shell's default path decides
-  if (Bun.which(command, { PATH: env.PATH ?? "", cwd: launch.cwd })) return null;
-  if (!command.includes("/")) return `Executable not found in $PATH: "${command}"`;
+  if (env.PATH === undefined && !command.includes("/")) return command; // the shell's default path decides
+  const found = Bun.which(command, { PATH: env.PATH ?? "", cwd: launch.cwd });
+  if (found) return found;
+  if (!command.includes("/")) throw new Error(`Executable not found in $PATH: "${command}"`);
   const path = isAbsolute(command) ? command : resolve(launch.cwd ?? process.cwd(), command);
-  return existsSync(path)
-    ? `EACCES: permission denied, '${command}'`
-    : `ENOENT: no such file or directory, '${command}'`;
+  throw new Error(
+    existsSync(path)
+      ? `EACCES: permission denied, '${command}'`
+      : `ENOENT: no such file or directory, '${command}'`,
+  );
 }
 
 /**

@@ -3,7 +3,7 @@ import { existsSync } from "node:fs";
 /**
  * An MCP server must not outlive the core, even one that ignores stdin's end and SIGTERM, and
  * even when the core is SIGKILLed and can do nothing more. So on POSIX each server is started
- * through this guard: `/bin/sh -c GUARD local-ai-mcp-guard <command> <args…>` in a new session
+ * through this guard: `/bin/sh -c GUARD local-ai-mcp-guard <path> <args…>` in a new session
  * (Bun's `detached`, a setsid), so the server and whatever it starts share one process group.
  * The shell forks a watcher, then `exec`s the server: the server keeps the spawned pid (its
  * pid record, and `$$` in the watcher) and fds 0–2 untouched, and gets no fd 3. The watcher
@@ -71,7 +71,10 @@ export function guardAvailable(platform: NodeJS.Platform = process.platform): bo
   return platform !== "win32" && existsSync(SHELL);
 }
 
-/** The argv that runs `command args…` under the guard; it expects fd 3 to be the core's socket. */
-export function guardedArgv(command: string, args: readonly string[]): string[] {
-  return [SHELL, "-c", GUARD_SCRIPT, GUARD_NAME, command, ...args];
+/**
+ * The argv that runs `path args…` under the guard; it expects fd 3 to be the core's socket.
+ * `path` is absolute (child.ts `guardedCommand`): the shell's `exec` then runs that file.
+ */
+export function guardedArgv(path: string, args: readonly string[]): string[] {
+  return [SHELL, "-c", GUARD_SCRIPT, GUARD_NAME, path, ...args];
 }
