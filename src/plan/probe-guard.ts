@@ -1,5 +1,6 @@
-import { accessSync, closeSync, constants, existsSync, openSync, readSync, statSync } from "node:fs";
+import { accessSync, closeSync, constants, openSync, readSync, statSync } from "node:fs";
 import { resolve } from "node:path";
+import { guardShellAvailable, guardShellLaunch } from "../platform/guard-shell.ts";
 
 /**
  * A probe must not outlive the core: `llama-server --list-devices` on a GPU backend that hangs
@@ -15,14 +16,9 @@ import { resolve } from "node:path";
  * the group, itself included. No grace: a probe's answer is no one's any more, and one hung in a
  * driver ignores SIGTERM. The watcher ignores SIGTERM, SIGHUP and SIGINT, so that it lives to
  * send the SIGKILL. A process that leaves the group (`setsid`) is beyond it, as for MCP servers.
- * The DYLD_* variables come as `NAME=value` arguments before the command (their count first) and
- * are exported only then: macOS removes every DYLD_* from the environment of a SIP-protected
- * binary as it starts, /bin/sh included, so in the environment they would never reach the probe
- * (a llama-server whose libraries DYLD_LIBRARY_PATH finds failed its probes, not its launch).
+ * The DYLD_* variables and the probe's path are handed on as platform/guard-shell.ts says (SIP).
  */
-const GUARD_SCRIPT = `n=$1; shift
-while [ "$n" -gt 0 ]; do export "$1"; shift; n=$((n-1)); done
-(
+const GUARD_SCRIPT = `(
 trap '' TERM HUP INT
 exec </dev/null >/dev/null 2>&1
 while read -r _ <&3; do :; done
@@ -33,11 +29,6 @@ exec "$@"`;
 
 /** What the guard shows as its name ($0) in `ps`. */
 const GUARD_NAME = "local-ai-probe-guard";
-
-const SHELL = "/bin/sh";
-
-/** What SIP strips, as a name the shell can `export` (another is left in the environment). */
-const DYLD_NAME = /^DYLD_[A-Za-z0-9_]*$/;
 
 /**
  * The argv and environment that run `exe args…` with `env` under the guard (it expects fd 3 to
@@ -51,7 +42,7 @@ export function probeGuardArgv(
   env: Readonly<Record<string, string>>,
   platform: NodeJS.Platform = process.platform,
 ): { argv: string[]; env: Record<string, string> } | null {
-  if (platform === "win32" || !existsSync(SHELL)) return null;
+  if (!guardShellAvailable(platform)) return null;
   try {
     if (!statSync(exe).isFile()) return null;
     accessSync(exe, constants.X_OK);
@@ -59,16 +50,9 @@ export function probeGuardArgv(
   } catch {
     return null;
   }
-  const shellEnv: Record<string, string> = {};
-  const dyld: string[] = [];
-  for (const [name, value] of Object.entries(env)) {
-    if (DYLD_NAME.test(name)) dyld.push(`${name}=${value}`);
-    else shellEnv[name] = value;
-  }
-  // Absolute: the shell's `exec` takes a leading "-" for an option (dash's has no "--"), and
-  // looks a name without "/" up in PATH, where spawn ran the file the stat found.
-  const argv = [SHELL, "-c", GUARD_SCRIPT, GUARD_NAME, String(dyld.length), ...dyld, resolve(exe), ...args];
-  return { argv, env: shellEnv };
+  // Absolute: a leading "-" would be read as options, and a name without "/" looked up in PATH,
+  // where spawn ran the file the stat found.
+  return guardShellLaunch(GUARD_SCRIPT, GUARD_NAME, resolve(exe), args, env);
 }
 
 /** The heads the kernel runs: #!, ELF, Mach-O (32/64-bit, either byte order) and fat Mach-O. */

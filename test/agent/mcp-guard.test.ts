@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { chmodSync, mkdirSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { spawnMcpServer } from "../../src/agent/mcp/child.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
@@ -45,4 +45,26 @@ describe.skipIf(process.platform === "win32")("the MCP guard's command", () => {
       exit: { code: 0, signal: null },
     });
   });
+
+  test.skipIf(!existsSync("/proc/self/task"))(
+    "the config's DYLD_* reach the server without passing through the guard's shell's environment",
+    async () => {
+      using dir = tmpdir();
+      const shellEnv = join(dir.path, "shell-env");
+      // macOS strips every DYLD_* from a SIP-protected binary's environment as it starts, /bin/sh
+      // included, so a server the guard exec'd lost the DYLD_LIBRARY_PATH its config's `env` set.
+      // The guard's watcher is a fork of the shell: its environment is the one the shell got.
+      const body = `for k in $(cat /proc/$$/task/$$/children); do tr '\\0' '\\n' < /proc/$k/environ; done > '${shellEnv}'
+printf '%s|%s|%s' "$DYLD_LIBRARY_PATH" "$DYLD_INSERT_LIBRARIES" "$OTHER"`;
+      const path = script(dir.path, "server", body);
+      const env = { PATH, DYLD_LIBRARY_PATH: "/opt/my lib", DYLD_INSERT_LIBRARIES: "a'b", OTHER: "x" };
+      expect(await run(path, env)).toEqual({
+        stdout: "/opt/my lib|a'b|x",
+        exit: { code: 0, signal: null },
+      });
+      const seen = readFileSync(shellEnv, "utf8");
+      expect(seen).toContain("OTHER=x");
+      expect(seen).not.toContain("DYLD_");
+    },
+  );
 });

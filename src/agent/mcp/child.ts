@@ -3,7 +3,7 @@ import { isAbsolute, resolve } from "node:path";
 import { type ProcEntry, signalSame } from "../../platform/process-tree.ts";
 import { spawnArgv } from "../../platform/windows-command.ts";
 import { endEscaped, escapedFrom } from "./escaped.ts";
-import { guardAvailable, guardedArgv } from "./guard.ts";
+import { guardAvailable, guardedLaunch } from "./guard.ts";
 
 /** What the config says to run. */
 export interface ServerLaunch {
@@ -70,8 +70,11 @@ export function spawnMcpServer(launch: ServerLaunch, guard = guardAvailable()): 
   if (badCwd) throw new Error(badCwd);
   // Unguarded is Windows (or no /bin/sh): there `npx`/`uvx` are .cmd shims (platform/windows-command.ts).
   const direct = guard ? undefined : spawnArgv(launch.command, launch.args, launch);
-  const proc = Bun.spawn(direct ? direct.argv : guardedArgv(guardedCommand(launch), launch.args), {
-    env: launch.env,
+  const { argv, env } = direct
+    ? { argv: direct.argv, env: launch.env }
+    : guardedLaunch(guardedCommand(launch), launch.args, launch.env);
+  const proc = Bun.spawn(argv, {
+    env,
     cwd: launch.cwd,
     stdio: ["pipe", "pipe", "pipe", ...(guard ? (["socket-fd"] as const) : [])],
     detached: guard,

@@ -1,9 +1,10 @@
-import { existsSync } from "node:fs";
+import { guardShellAvailable, guardShellLaunch } from "../../platform/guard-shell.ts";
 
 /**
  * An MCP server must not outlive the core, even one that ignores stdin's end and SIGTERM, and
  * even when the core is SIGKILLed and can do nothing more. So on POSIX each server is started
- * through this guard: `/bin/sh -c GUARD local-ai-mcp-guard <path> <args…>` in a new session
+ * through this guard: `/bin/sh -c GUARD local-ai-mcp-guard <n> <DYLD_*=…> <path> <args…>` (the
+ * config's DYLD_* and the absolute path as platform/guard-shell.ts says) in a new session
  * (Bun's `detached`, a setsid), so the server and whatever it starts share one process group.
  * The shell forks a watcher, then `exec`s the server: the server keeps the spawned pid (its
  * pid record, and `$$` in the watcher) and fds 0–2 untouched, and gets no fd 3. The watcher
@@ -64,17 +65,20 @@ exec "$@"`;
 /** What the guard shows as its name ($0) in `ps`. */
 const GUARD_NAME = "local-ai-mcp-guard";
 
-const SHELL = "/bin/sh";
-
 /** The guard exists where there is a POSIX shell; elsewhere (Windows) servers run unguarded. */
 export function guardAvailable(platform: NodeJS.Platform = process.platform): boolean {
-  return platform !== "win32" && existsSync(SHELL);
+  return guardShellAvailable(platform);
 }
 
 /**
- * The argv that runs `path args…` under the guard; it expects fd 3 to be the core's socket.
- * `path` is absolute (child.ts `guardedCommand`): the shell's `exec` then runs that file.
+ * The argv and environment that run `path args…` with `env` under the guard; it expects fd 3 to
+ * be the core's socket. `path` is absolute (child.ts `guardedCommand`), and the config's DYLD_*
+ * travel as arguments, not through the shell's environment (platform/guard-shell.ts: SIP).
  */
-export function guardedArgv(path: string, args: readonly string[]): string[] {
-  return [SHELL, "-c", GUARD_SCRIPT, GUARD_NAME, path, ...args];
+export function guardedLaunch(
+  path: string,
+  args: readonly string[],
+  env: Readonly<Record<string, string>>,
+): { argv: string[]; env: Record<string, string> } {
+  return guardShellLaunch(GUARD_SCRIPT, GUARD_NAME, path, args, env);
 }
