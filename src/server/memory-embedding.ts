@@ -1,11 +1,14 @@
 import { createHash } from "node:crypto";
+import { realpathSync } from "node:fs";
 import { chooseEmbedModel, type ModelChoice } from "../config/choose-model.ts";
 import type { Config } from "../config/schema.ts";
+import { resolveModelPath } from "../models/resolve.ts";
+import { HF_PREFIX } from "../protocol/model-ref.ts";
 import { filesUnchanged, type LaunchFiles } from "../runtime/launch.ts";
 import type { ModelsApi } from "../runtime/models-api.ts";
 import { MemoryEmbedder } from "../store/memory-embedder.ts";
 import type { Store } from "../store/store.ts";
-import { fileIdentity } from "../util/file-identity.ts";
+import { type FileIdentity, fileIdentity } from "../util/file-identity.ts";
 
 /**
  * Memory's embedding model wired to the store (docs/agent.md, "Memory"): made by the composition
@@ -18,13 +21,14 @@ export function memoryEmbedder(config: Config, store: Store, models: ModelsApi):
   if (!config.memory.enabled || name === null) return undefined;
   const choice = chooseEmbedModel(config, name);
   const entry = config.models.find((m) => m.name === name);
+  const path = entry?.path ?? name;
   const fingerprintNow = () =>
-    embeddingFingerprint(entry?.path ?? name, [...config.llama.extra_args, ...(entry?.extra_args ?? [])]);
+    embeddingFingerprint(path, [...config.llama.extra_args, ...(entry?.extra_args ?? [])]);
   const embedder = new MemoryEmbedder({
     store,
     model: name,
     fingerprint: fingerprintNow,
-    embed: (texts, signal) => embedWith(models, choice, texts, signal),
+    embed: (texts, signal) => embedWith(models, choice, texts, signal, path),
   });
   // Rows left without a vector (the folders indexed at the first open, another model's vectors,
   // a failure last time) are embedded once the core is up; the folders once they are read.
@@ -40,30 +44,58 @@ export function memoryEmbedder(config: Config, store: Store, models: ModelsApi):
 /**
  * What a vector is valid for: the model file as it is now (path, size, modification time and
  * inode, as prompt reuse keys its saved slots: agent/kv/fingerprint.ts; a file replaced in place
- * is another model) and the flags it runs with (a `--pooling` there changes every vector).
+ * is another model) and the flags it runs with (a `--pooling` there changes every vector). An
+ * `hf:` reference is the cached file it resolves to now (`modelFile`): keyed by the reference
+ * alone, a pull of another revision (other weights, maybe another width) kept the old model's
+ * vectors, searched with the new model's queries and never embedded again.
  */
 export function embeddingFingerprint(path: string, extraArgs: readonly string[]): string {
-  const model = fileIdentity(path) ?? { path };
+  const model = modelFile(path) ?? { path };
   return createHash("sha256").update(JSON.stringify({ model, extraArgs })).digest("hex").slice(0, 32);
 }
 
 /**
+ * The model's file as a start would read it now; an `hf:` reference resolved in the cache
+ * (offline, as the plan does) and through its snapshot's link to the blob, so a later commit
+ * that leaves the file alone is the same model. Undefined when it cannot be read (not pulled).
+ */
+function modelFile(path: string): FileIdentity | undefined {
+  if (!path.startsWith(HF_PREFIX)) return fileIdentity(path);
+  try {
+    return fileIdentity(realpathSync(resolveModelPath(path)));
+  } catch {
+    return undefined;
+  }
+}
+
+/** Whether the server's model file is the one `path` names now (the one the fingerprint keys). */
+function startedOnCurrent(files: LaunchFiles | null, path: string | undefined): boolean {
+  const then = files?.model;
+  if (!then || path === undefined) return true;
+  const now = modelFile(path);
+  return now !== undefined && now.ino === then.ino && now.size === then.size && now.mtimeMs === then.mtimeMs;
+}
+
+/**
  * Vectors from the embedding model's server, refused when its model file is no longer the one
- * it was started with: they would be kept under the new file's identity (`embeddingFingerprint`
- * reads the file as it is now) though made by the old weights. The server is unloaded then, so
- * the next try loads the new file; meanwhile recall uses words alone.
+ * it was started with, or no longer the one the model's `path` names (an `hf:` reference whose
+ * pull moved it to another revision: the old snapshot's file is still there, unchanged): they
+ * would be kept under the new file's identity (`embeddingFingerprint` reads the file as it is
+ * now) though made by the old weights. The server is unloaded then, so the next try loads the
+ * new file; meanwhile recall uses words alone.
  */
 export async function embedWith(
   models: ModelsApi,
   choice: ModelChoice,
   texts: string[],
   signal: AbortSignal,
+  path?: string,
 ): Promise<number[][]> {
   let files: LaunchFiles | null = null;
   const out = await models.embed(choice, texts, signal, (launch) => {
     files = launch.files;
   });
-  if (filesUnchanged(files)) return out.embeddings;
+  if (filesUnchanged(files) && startedOnCurrent(files, path)) return out.embeddings;
   await models.unload(choice, { force: false }).catch(() => {});
   throw new Error("the embedding model's file changed since its server loaded it; it is loaded again");
 }

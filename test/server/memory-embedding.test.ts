@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { renameSync, utimesSync, writeFileSync } from "node:fs";
+import { mkdirSync, renameSync, symlinkSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { PromptReuse } from "../../src/agent/kv/reuse.ts";
 import type { ModelChoice } from "../../src/config/choose-model.ts";
@@ -15,6 +15,7 @@ import { TINY_EMBED } from "../fixtures/llama-stand-in/embeddings.ts";
 import { LlamaStandIn } from "../fixtures/llama-stand-in/in-process.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 import { waitFor } from "../fixtures/wait.ts";
+import { layRepo } from "../models/cache-layout.ts";
 import { FakeFleet, signal } from "../runtime/helpers/fake-model-runtime.ts";
 
 describe("the embedding model's fingerprint", () => {
@@ -39,6 +40,66 @@ describe("the embedding model's fingerprint", () => {
   });
 });
 
+/** The Hugging Face cache at `cacheDir` as the core reads it (HF_HUB_CACHE), until disposed. */
+function hubCacheAt(cacheDir: string): Disposable {
+  const before = process.env.HF_HUB_CACHE;
+  process.env.HF_HUB_CACHE = cacheDir;
+  return {
+    [Symbol.dispose]() {
+      if (before === undefined) delete process.env.HF_HUB_CACHE;
+      else process.env.HF_HUB_CACHE = before;
+    },
+  };
+}
+
+describe("the fingerprint of an embedding model given as an hf: reference", () => {
+  test("follows the cached file it resolves to: a pull of another file is another model, a commit that keeps it is not", () => {
+    using dir = tmpdir();
+    using _cache = hubCacheAt(dir.path);
+    const ref = "hf:org/embed:Q8_0";
+    layRepo(
+      dir.path,
+      "org/embed",
+      { "embed-Q8_0.gguf": "GGUF one, 384 dimensions" },
+      { commit: "a".repeat(40) },
+    );
+    const first = embeddingFingerprint(ref, []);
+    // `local-ai pull` of a newer revision: refs/main names a commit whose file is another.
+    const b = layRepo(
+      dir.path,
+      "org/embed",
+      { "embed-Q8_0.gguf": "GGUF two, 768 dimensions" },
+      { commit: "b".repeat(40) },
+    );
+    // Before the fix both were keyed by the reference alone: the old model's vectors were
+    // searched with the new model's queries, and never embedded again.
+    const second = embeddingFingerprint(ref, []);
+    expect(second).not.toBe(first);
+    // A later commit that leaves the file alone links the same blob: the same model.
+    const c = join(b.root, "snapshots", "c".repeat(40));
+    mkdirSync(c, { recursive: true });
+    symlinkSync(join(b.snapshot, "embed-Q8_0.gguf"), join(c, "embed-Q8_0.gguf"));
+    writeFileSync(join(b.root, "refs", "main"), "c".repeat(40));
+    expect(embeddingFingerprint(ref, [])).toBe(second);
+  });
+});
+
+/** Models whose `embed` answers from `launch`'s server, and the models unloaded. */
+function modelsOn(launch: LaunchView): { models: ModelsApi; unloaded: string[] } {
+  const unloaded: string[] = [];
+  const models = {
+    embed: async (_m: ModelChoice, input: string[], _s: AbortSignal, onLaunch?: (l: LaunchView) => void) => {
+      onLaunch?.(launch);
+      return { dimensions: 2, embeddings: input.map(() => [1, 0]), usage: { prompt_tokens: 1 } };
+    },
+    unload: async (m: ModelChoice) => {
+      unloaded.push(m.name);
+      return { model: m.name, unloaded: true };
+    },
+  } as unknown as ModelsApi;
+  return { models, unloaded };
+}
+
 describe("vectors from a server whose model file was replaced since it started", () => {
   test("are refused and the model unloaded, so none is kept under the new file's identity", async () => {
     using dir = tmpdir();
@@ -46,22 +107,7 @@ describe("vectors from a server whose model file was replaced since it started",
     writeFileSync(path, "GGUF one");
     // The server as the launcher made it: the file read just before its spawn.
     const launch = { files: { model: fileIdentity(path), projector: undefined } } as unknown as LaunchView;
-    const unloaded: string[] = [];
-    const models = {
-      embed: async (
-        _m: ModelChoice,
-        input: string[],
-        _s: AbortSignal,
-        onLaunch?: (l: LaunchView) => void,
-      ) => {
-        onLaunch?.(launch);
-        return { dimensions: 2, embeddings: input.map(() => [1, 0]), usage: { prompt_tokens: 1 } };
-      },
-      unload: async (m: ModelChoice) => {
-        unloaded.push(m.name);
-        return { model: m.name, unloaded: true };
-      },
-    } as unknown as ModelsApi;
+    const { models, unloaded } = modelsOn(launch);
     const choice = { name: "embedder" } as ModelChoice;
     const signal = new AbortController().signal;
     expect(await embedWith(models, choice, ["a"], signal)).toEqual([[1, 0]]);
@@ -70,6 +116,28 @@ describe("vectors from a server whose model file was replaced since it started",
     writeFileSync(`${path}.new`, "GGUF two");
     renameSync(`${path}.new`, path);
     await expect(embedWith(models, choice, ["a"], signal)).rejects.toThrow(
+      "changed since its server loaded it",
+    );
+    expect(unloaded).toEqual(["embedder"]);
+  });
+});
+
+describe("vectors from a server started on an hf: reference that now resolves to another file", () => {
+  test("are refused and the model unloaded: the fingerprint names the new file, the server runs the old", async () => {
+    using dir = tmpdir();
+    const ref = "hf:org/embed:Q8_0";
+    const a = layRepo(dir.path, "org/embed", { "embed-Q8_0.gguf": "GGUF one" }, { commit: "a".repeat(40) });
+    // The server as the launcher made it: the resolved snapshot file read just before its spawn.
+    const started = fileIdentity(join(a.snapshot, "embed-Q8_0.gguf"));
+    const launch = { files: { model: started, projector: undefined } } as unknown as LaunchView;
+    const { models, unloaded } = modelsOn(launch);
+    const choice = { name: "embedder" } as ModelChoice;
+    const signal = new AbortController().signal;
+    using _cache = hubCacheAt(dir.path);
+    expect(await embedWith(models, choice, ["a"], signal, ref)).toEqual([[1, 0]]);
+    // A pull of a newer revision: the old snapshot's file is still there, unchanged.
+    layRepo(dir.path, "org/embed", { "embed-Q8_0.gguf": "GGUF two" }, { commit: "b".repeat(40) });
+    await expect(embedWith(models, choice, ["a"], signal, ref)).rejects.toThrow(
       "changed since its server loaded it",
     );
     expect(unloaded).toEqual(["embedder"]);
