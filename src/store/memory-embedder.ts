@@ -181,7 +181,7 @@ export class MemoryEmbedder {
   async queryVector(text: string, signal: AbortSignal): Promise<QueryVector | undefined> {
     const fingerprint = this.deps.fingerprint();
     const [vector] = await this.embedShortened([text.slice(0, MAX_CHARS)], signal);
-    return vector && vector.length > 0 ? { fingerprint, vector } : undefined;
+    return vector && meaningful(vector) ? { fingerprint, vector } : undefined;
   }
 
   /** Shutdown: the request in flight aborted, no run started again. */
@@ -280,7 +280,7 @@ export class MemoryEmbedder {
     const stored = await store.write(() =>
       store.memory.vectors.put(
         fp,
-        got.filter((r) => r.vector.length > 0),
+        got.filter((r) => meaningful(r.vector)),
       ),
     );
     if (this.counts) {
@@ -289,6 +289,9 @@ export class MemoryEmbedder {
     }
     const empty = got.filter((r) => r.vector.length === 0);
     if (empty.length > 0) await this.refuse(fp, empty, "no_vector", "no vector came back");
+    const zeros = got.filter((r) => r.vector.length > 0 && !meaningful(r.vector));
+    if (zeros.length > 0)
+      await this.refuse(fp, zeros, "no_vector", "a vector of zeros came back (a reranker's: pooling rank)");
   }
 
   /** One request, an input the server finds too long shortened by the ratio it gives and sent again. */
@@ -335,6 +338,15 @@ export class MemoryEmbedder {
     this.timer = undefined;
     this.kick(backoffDelayMs(this.failures, this.retryMs.initial, this.retryMs.max));
   }
+}
+
+/**
+ * A vector that says something: not empty, not all zeros. A reranker's server (`--reranking` or
+ * `--pooling rank` in extra_args) embeds every text as zeros (recording 118), equally near every
+ * row: kept, a query's nearest would be the newest rows in scope, fused into every recall.
+ */
+function meaningful(vector: readonly number[]): boolean {
+  return vector.some((x) => x !== 0);
 }
 
 /** The place of an input the server refused as too long, and how much of it to keep. */

@@ -248,3 +248,33 @@ describe("an erase while rows are being embedded", () => {
     store.close();
   });
 });
+
+describe("a model that answers vectors of zeros", () => {
+  // A reranker's server (`--reranking` or `--pooling rank` in a models entry's extra_args)
+  // answers /v1/embeddings 200 with a vector of zeros (recording 118).
+  test("its rows are set aside, not stored, and its query vector is not used", async () => {
+    using dir = tmpdir();
+    const store = Store.open(dir.path);
+    for (const t of ["apples are red", "zebra crossing", "zinc oxide"]) remember(store, "ann", "s", t);
+    const model = fakeModel();
+    const job = new MemoryEmbedder({
+      store,
+      model: "embed",
+      fingerprint: () => "m1",
+      // Zeros for the texts that start with z, and for every query.
+      embed: async (texts, signal) =>
+        (await model.embed(texts, signal)).map((v, i) => (texts[i]?.startsWith("a") ? v : v.map(() => 0))),
+      batch: 8,
+      settleMs: 1,
+    });
+    await job.run();
+    // Before the fix the zeros were kept as the rows' vectors, counted as embedded.
+    expect(store.memory.vectors.counts("m1")).toEqual({ embedded: 1, total: 1 });
+    expect(job.progress()).toMatchObject({ set_aside: 2, last_set_aside: { reason: "no_vector" } });
+    // A query of zeros is as near every row as any other: the newest rows in scope, whatever
+    // they say, would be fused into every recall. Words alone instead.
+    expect(await job.queryVector("zoo", new AbortController().signal)).toBeUndefined();
+    await job.stop();
+    store.close();
+  });
+});
