@@ -3,6 +3,7 @@ import { realpathSync } from "node:fs";
 import { chooseEmbedModel, type ModelChoice } from "../config/choose-model.ts";
 import type { Config } from "../config/schema.ts";
 import { resolveModelPath } from "../models/resolve.ts";
+import { shownArgs } from "../plan/secret-args.ts";
 import { HF_PREFIX } from "../protocol/model-ref.ts";
 import { filesUnchanged, type LaunchFiles } from "../runtime/launch.ts";
 import type { ModelsApi } from "../runtime/models-api.ts";
@@ -47,11 +48,17 @@ export function memoryEmbedder(config: Config, store: Store, models: ModelsApi):
  * is another model) and the flags it runs with (a `--pooling` there changes every vector). An
  * `hf:` reference is the cached file it resolves to now (`modelFile`): keyed by the reference
  * alone, a pull of another revision (other weights, maybe another width) kept the old model's
- * vectors, searched with the new model's queries and never embedded again.
+ * vectors, searched with the new model's queries and never embedded again. The flags' secrets
+ * (a key, a token: plan/secret-args.ts) are masked: they change no vector, and a rotated token
+ * made every row of memory embedded again.
  */
 export function embeddingFingerprint(path: string, extraArgs: readonly string[]): string {
   const model = modelFile(path) ?? { path };
-  return createHash("sha256").update(JSON.stringify({ model, extraArgs })).digest("hex").slice(0, 32);
+  const flags = shownArgs(extraArgs);
+  return createHash("sha256")
+    .update(JSON.stringify({ model, extraArgs: flags }))
+    .digest("hex")
+    .slice(0, 32);
 }
 
 /**

@@ -40,6 +40,19 @@ describe("the embedding model's fingerprint", () => {
   });
 });
 
+describe("the embedding model's fingerprint and the secrets of its flags", () => {
+  test("a key or token rotated in extra_args is the same model: its vectors are kept", () => {
+    using dir = tmpdir();
+    const path = join(dir.path, "embed.gguf");
+    writeFileSync(path, "GGUF one");
+    // Before the fix each rotation was another fingerprint: every row of memory embedded again.
+    const key = (k: string) =>
+      embeddingFingerprint(path, ["--api-key", k, `--hf-token=${k}`, "--pooling", "cls"]);
+    expect(key("old-secret")).toBe(key("new-secret"));
+    expect(key("old-secret")).not.toBe(embeddingFingerprint(path, ["--api-key", "x", "--hf-token=x"]));
+  });
+});
+
 /** The Hugging Face cache at `cacheDir` as the core reads it (HF_HUB_CACHE), until disposed. */
 function hubCacheAt(cacheDir: string): Disposable {
   const before = process.env.HF_HUB_CACHE;
