@@ -96,8 +96,16 @@ function eraseTree(tree: string, sessionId: string | undefined, imported: boolea
  * (import-v01-memory.ts). Each file is written anew atomically, the history last (the replaced
  * inputs are read from it), so one stopped midway is done whole by the next edit of the session.
  */
-export function eraseImportedTail(dataDir: string, userId: string, sessionId: string, seq: number): void {
-  const live = folderNamed(join(dataDir, "users"), userId);
+export function eraseImportedTail(
+  dataDir: string,
+  userId: string,
+  sessionId: string,
+  seq: number,
+  liveImported: boolean,
+): void {
+  // `users/` after an import that gave up: a session it had not reached is none of the edited
+  // one's turns (a 1.0 session of the same id), and the next start imports its files whole.
+  const live = liveImported ? folderNamed(join(dataDir, "users"), userId) : undefined;
   if (live !== undefined) eraseTail(live, sessionId, seq, false);
   for (const tree of keptTrees(dataDir, userId)) eraseTail(tree, sessionId, seq, true);
 }

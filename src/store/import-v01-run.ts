@@ -10,6 +10,7 @@ import {
   importNeeded,
   importUnit,
   listUnits,
+  sessionImported,
   type V01Unit,
 } from "./import-v01.ts";
 import { eraseImported, eraseImportedTail } from "./import-v01-erase.ts";
@@ -43,7 +44,7 @@ export function runV01(db: Database, work: V01Work, conv?: Conversations): V01Re
       eraseImported(work.dataDir, work.userId, work.sessionId);
       return undefined;
     case "edit":
-      eraseImportedTail(work.dataDir, work.userId, work.sessionId, work.seq);
+      eraseImportedTail(work.dataDir, work.userId, work.sessionId, work.seq, sessionImported(db, work));
       return undefined;
   }
 }

@@ -52,6 +52,11 @@ export const emptyReport = (): ImportReport => ({ sessions: 0, checkpoints: 0, m
 
 const marked = (db: Database): boolean => db.query("SELECT 1 FROM meta WHERE key = ?").get(MARKER) !== null;
 
+/** Whether the session's 0.1 folder is in the database: the import finished, or reached its unit. */
+export const sessionImported = (db: Database, work: { userId: string; sessionId: string }): boolean =>
+  marked(db) ||
+  db.query("SELECT 1 FROM meta WHERE key = ?").get(unitKey(work.userId, work.sessionId)) !== null;
+
 /**
  * Whether an import is to run: no marker and a `users/` folder. With neither, the marker is
  * written now (a database imported before takes no write lock at open: another core may hold it).

@@ -111,6 +111,46 @@ test("an edit from the first message of an imported session erases its kept 0.1 
   store.close();
 });
 
+// An import that gave up (a full disk, say) leaves the sessions it had not reached in users/, to be
+// imported by the next start: a 1.0 session of the same id, edited meanwhile, holds none of those
+// 0.1 turns, and its edit cut the 0.1 history and memory entries that were never imported, lost.
+test("an edit of a session whose 0.1 folder is not imported yet leaves that folder's files whole", async () => {
+  using dir = tmpdir();
+  const v01 = new SessionStore(dir.path, "ann", "trip");
+  v01.saveHistory([
+    { role: "user", content: "the 0.1 plan" },
+    { role: "assistant", content: "kept for the next start" },
+  ]);
+  const entry = { id: "x", session_id: "trip", text: "the 0.1 plan\nkept", at: "2026-11-30T10:00:00.000Z" };
+  MemoryIndex.forUser(dir.path, "ann").load().addTurn(entry);
+  const store = await importGivingUpAt(dir.path, "ann/trip");
+  // A 1.0 turn of the same session id, then its regenerate.
+  await editFrom(store, undefined, "a new plan", "sure");
+  await editFrom(store, 0, "another plan", "fine");
+  store.close();
+  const live = join(dir.path, "users", "ann");
+  expect(JSON.parse(readFileSync(v01.historyPath, "utf8")).messages).toHaveLength(2);
+  const turns = JSON.parse(readFileSync(join(live, "memory", "turns.json"), "utf8")).turns;
+  expect(turns.map((t: { id: string }) => t.id)).toEqual(["x"]);
+});
+
+// One it had reached is the session's turns: their files in users/ lose the replaced ones as the kept trees' do.
+test("an edit of a session imported by an import that then gave up cuts its 0.1 history in users/", async () => {
+  using dir = tmpdir();
+  new SessionStore(dir.path, "ann", "trip").saveHistory([
+    { role: "user", content: "plan a trip to Porto" },
+    { role: "assistant", content: "Porto it is" },
+    { role: "user", content: "my passport number is X123" },
+    { role: "assistant", content: "noted" },
+  ]);
+  const at = "2026-11-30T10:00:00.000Z";
+  MemoryIndex.forUser(dir.path, "ann").load().addTurn({ id: "y", session_id: "other", text: "wine", at });
+  const store = await importGivingUpAt(dir.path, "ann");
+  await editFrom(store, 2, "what should I pack?", "light clothes");
+  store.close();
+  expect(filesHolding(join(dir.path, "users"), "X123")).toEqual([]);
+});
+
 /** The files under `dir` whose bytes hold `needle`. */
 function filesHolding(dir: string, needle: string): string[] {
   return (readdirSync(dir, { recursive: true, withFileTypes: true }) as import("node:fs").Dirent[])
@@ -136,8 +176,19 @@ async function importedTrip(dir: string, input: string, answer: string): Promise
   return store;
 }
 
-/** ann's session `trip` edited from `seq`: the new turn committed as the core commits an edit. */
-function editFrom(store: Store, seq: number, input: string, answer: string) {
+/** The store opened on `dir`, its 0.1 import given up as it was about to begin `unit` (a full disk, say). */
+async function importGivingUpAt(dir: string, unit: string): Promise<Store> {
+  const store = Store.open(dir, {
+    beforeImportUnit: async (u) => {
+      if (u === unit) throw new Error("disk full");
+    },
+  });
+  await store.whenImported();
+  return store;
+}
+
+/** ann's session `trip` edited from `seq` (undefined: a turn appended): the new turn committed as the core commits an edit. */
+function editFrom(store: Store, seq: number | undefined, input: string, answer: string) {
   return store.writeOffLoop({
     kind: "commit",
     turn: {
@@ -148,7 +199,7 @@ function editFrom(store: Store, seq: number, input: string, answer: string) {
         { role: "user", content: input },
         { role: "assistant", content: answer },
       ],
-      replaceFromSeq: seq,
+      ...(seq === undefined ? {} : { replaceFromSeq: seq }),
       memoryText: `${input}\n${answer}`,
       at: new Date(),
     },
