@@ -131,6 +131,11 @@ function eraseTail(tree: string, sessionId: string, seq: number, imported: boole
         dropReplacedTurns(join(memory, name), sessionId, seq === 0 ? undefined : inputs, imported);
     }
   }
+  // A 0.1 write's temp file a kill left (0.1 removed it at the session's next turn): a copy of the
+  // history or the checkpoint, never imported, holding the replaced turns.
+  if (seq < messages.length || cpReplaced)
+    for (const e of readdirSync(session, { withFileTypes: true }))
+      if (WRITE_TEMP.test(e.name) && !e.isDirectory()) rmSync(join(session, e.name), { force: true });
   if (cpReplaced) rmSync(cPath, { force: true });
   if (seq < messages.length)
     rewrite(hPath, { version: 1, messages: messages.slice(0, seq) }, imported, "edit");

@@ -1,5 +1,5 @@
 import { expect, test } from "bun:test";
-import { readdirSync, readFileSync } from "node:fs";
+import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { Store } from "../../../src/store/store.ts";
 import { MemoryIndex } from "../../fixtures/store-v01/memory-index.ts";
@@ -149,6 +149,30 @@ test("an edit of a session imported by an import that then gave up cuts its 0.1 
   await editFrom(store, 2, "what should I pack?", "light clothes");
   store.close();
   expect(filesHolding(join(dir.path, "users"), "X123")).toEqual([]);
+});
+
+// A 0.1 write killed midway left its temp file beside history.json (0.1 removed it at the session's
+// next turn, which never came): a copy of the history, the replaced turns in it, which the import
+// never read and the edit's erase left on disk.
+test("an edit of an imported session erases a 0.1 write's stale temp file beside its history", async () => {
+  using dir = tmpdir();
+  const v01 = new SessionStore(dir.path, "ann", "trip");
+  const messages = [
+    { role: "user", content: "plan a trip to Porto" },
+    { role: "assistant", content: "Porto it is" },
+    { role: "user", content: "my passport number is X123" },
+    { role: "assistant", content: "noted" },
+  ] as const;
+  v01.saveHistory([...messages]);
+  writeFileSync(join(v01.dir, ".0123456789ab.tmp"), JSON.stringify({ version: 1, messages }), {
+    mode: 0o600,
+  });
+  const store = Store.open(dir.path);
+  await store.whenImported();
+  await editFrom(store, 2, "what should I pack?", "light clothes");
+  store.close();
+  expect(filesHolding(join(dir.path, "imported-0.1"), "X123")).toEqual([]);
+  expect(filesHolding(join(dir.path, "imported-0.1"), "Porto it is")).toHaveLength(1);
 });
 
 /** The files under `dir` whose bytes hold `needle`. */
