@@ -114,9 +114,9 @@ function eraseTail(tree: string, sessionId: string, seq: number, imported: boole
   const session = folderNamed(join(tree, "sessions"), sessionId);
   if (session === undefined) return;
   const hPath = join(session, "history.json");
-  const messages = readOr(hPath, (v) => HistorySchema.parse(v).messages, []);
-  // One the import could not read gave the session no seq: nothing of it is what the edit replaced.
-  if (messages === undefined) return;
+  // One the import could not read gave the session no seq: left as it is, the session's seqs then
+  // its checkpoint's and 1.0's turns as with no history (the checkpoint was imported all the same).
+  const messages = readOr(hPath, (v) => HistorySchema.parse(v).messages, []) ?? [];
   const inputs = new Set(messages.slice(seq).flatMap((m) => (m.role === "user" ? [m.content] : [])));
   const cPath = join(session, "checkpoint.json");
   const cp = readOr(cPath, (v) => CheckpointSchema.parse(v), undefined);

@@ -94,15 +94,7 @@ test("an edit from the first message of an imported session erases its kept 0.1 
     { role: "assistant", content: "Porto it is" },
   ]);
   const input = "my card is 4111 1111";
-  s.saveCheckpoint({
-    trace_id: "t",
-    user_input: input,
-    agent: "a",
-    step: 0,
-    parse_errors: 0,
-    best_text: "",
-    turn: [{ role: "user", content: input }],
-  });
+  s.saveCheckpoint(interrupted(input));
   const store = Store.open(dir.path);
   await store.whenImported();
   await editFrom(store, 0, "plan a trip to Lisbon", "Lisbon then");
@@ -174,6 +166,32 @@ test("an edit of an imported session erases a 0.1 write's stale temp file beside
   expect(filesHolding(join(dir.path, "imported-0.1"), "X123")).toEqual([]);
   expect(filesHolding(join(dir.path, "imported-0.1"), "Porto it is")).toHaveLength(1);
 });
+
+// A history.json the import could not read gave the session no messages, but its checkpoint was
+// imported all the same: resumed, its input is the session's seq 0, and an edit of it left that
+// input in the kept checkpoint.json (the erase gave up on the whole folder at the unread history).
+test("an edit of the resumed 0.1 checkpoint of a session whose history was unreadable erases its kept checkpoint", async () => {
+  using dir = tmpdir();
+  const v01 = new SessionStore(dir.path, "ann", "trip");
+  const input = "my card is 4111 1111";
+  v01.saveCheckpoint(interrupted(input));
+  writeFileSync(v01.historyPath, "{ torn", { mode: 0o600 });
+  const store = Store.open(dir.path);
+  await store.whenImported();
+  // The resume, then an edit of it.
+  await editFrom(store, undefined, input, "card noted");
+  await editFrom(store, 0, "plan a trip to Lisbon", "Lisbon then");
+  store.close();
+  expect(filesHolding(join(dir.path, "imported-0.1"), "4111")).toEqual([]);
+  // The unread history is kept as it was.
+  expect(filesHolding(join(dir.path, "imported-0.1"), "{ torn")).toHaveLength(1);
+});
+
+/** A 0.1 checkpoint of a turn interrupted at its first step, its input `input`. */
+function interrupted(input: string) {
+  const turn = [{ role: "user" as const, content: input }];
+  return { trace_id: "t", user_input: input, agent: "a", step: 0, parse_errors: 0, best_text: "", turn };
+}
 
 /** The files under `dir` whose bytes hold `needle`. */
 function filesHolding(dir: string, needle: string): string[] {
