@@ -35,6 +35,11 @@ const TYPES: Record<number, { name: string; block: number; bytes: number }> = {
   34: { name: "TQ1_0", block: 256, bytes: 54 },
   35: { name: "TQ2_0", block: 256, bytes: 66 },
   39: { name: "MXFP4", block: 32, bytes: 17 },
+  // Newer than the rest, all in llama.cpp b10587 (GGML_TYPE_COUNT 43): a type missing here was
+  // counted as F32, and a real NVFP4 or Q1_0 model's file was called truncated.
+  40: { name: "NVFP4", block: 64, bytes: 36 },
+  41: { name: "Q1_0", block: 128, bytes: 18 },
+  42: { name: "Q2_0", block: 64, bytes: 18 },
 };
 
 export function ggmlTypeName(type: number): string {

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { mkdirSync, writeFileSync } from "node:fs";
+import { mkdirSync, truncateSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { readGgufHeader, shardPaths } from "../../src/plan/gguf-read.ts";
 import { modelInfo } from "../../src/plan/model.ts";
@@ -169,6 +169,29 @@ describe("readGgufHeader", () => {
     const p = await problemOf(path);
     expect(p).toMatchObject({ code: "model_missing", problem: "not_gguf" });
     expect(p.message).toContain(`the tensor "${second.name}" has its data at byte 0 of the data`);
+  });
+
+  test("a tensor of a type llama.cpp added lately (NVFP4, Q1_0, Q2_0) is sized as ggml sizes it, not as F32", async () => {
+    using dir = tmpdir();
+    // ggml's type traits (ggml-common.h): NVFP4 64 elements in 36 bytes, Q1_0 128 in 18, Q2_0 64 in 18.
+    // Each file is as long as llama.cpp writes it; counted as F32, it was "truncated: download it again".
+    const cases: [number, number, number][] = [
+      [40, 64, 36],
+      [41, 128, 18],
+      [42, 64, 18],
+    ];
+    for (const [type, block, blockBytes] of cases) {
+      const rows = 1024;
+      const spec = {
+        metadata: llama7b({ layers: 2 }).metadata,
+        tensors: [{ name: "w.weight", shape: [block, rows], type }],
+      };
+      const path = join(dir.path, `type${type}.gguf`);
+      writeFileSync(path, encodeGguf(spec).header);
+      truncateSync(path, encodeGguf(spec).header.length + rows * blockBytes);
+      const header = await readGgufHeader(path);
+      expect(header.tensors[0]!.bytes).toBe(rows * blockBytes);
+    }
   });
 
   test("reads v3 and v2 headers of a 7B llama without reading tensor data", async () => {
