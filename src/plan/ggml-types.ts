@@ -10,7 +10,7 @@ const TYPES: Record<number, { name: string; block: number; bytes: number }> = {
   6: { name: "Q5_0", block: 32, bytes: 22 },
   7: { name: "Q5_1", block: 32, bytes: 24 },
   8: { name: "Q8_0", block: 32, bytes: 34 },
-  9: { name: "Q8_1", block: 32, bytes: 40 },
+  9: { name: "Q8_1", block: 32, bytes: 36 }, // two halves (d, s) and 32 quants, not two floats
   10: { name: "Q2_K", block: 256, bytes: 84 },
   11: { name: "Q3_K", block: 256, bytes: 110 },
   12: { name: "Q4_K", block: 256, bytes: 144 },

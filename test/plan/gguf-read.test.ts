@@ -194,6 +194,23 @@ describe("readGgufHeader", () => {
     }
   });
 
+  test("a Q8_1 tensor is 36 bytes a block, as ggml stores it: the one after it is where llama.cpp puts it", async () => {
+    using dir = tmpdir();
+    // block_q8_1 is two halves and 32 quants (ggml-common.h). At 40 a block, the next tensor's
+    // offset, right for llama.cpp, was called out of place: not a GGUF.
+    const q81 = { name: "q.weight", shape: [32, 32], type: 9 };
+    const norm = { name: "n.weight", shape: [32], type: 0 };
+    const spec = { metadata: llama7b({ layers: 2 }).metadata, tensors: [q81, norm] };
+    const bytes = Buffer.from(encodeGguf(spec).header);
+    const at = bytes.indexOf(Buffer.from(norm.name)) + norm.name.length + 4 + 8 * norm.shape.length + 4;
+    bytes.writeBigUInt64LE(BigInt(32 * 36), at);
+    const path = join(dir.path, "q8_1.gguf");
+    writeFileSync(path, bytes);
+    truncateSync(path, bytes.length + 32 * 36 + 32 * 4);
+    const header = await readGgufHeader(path);
+    expect(header.tensors.map((t) => t.bytes)).toEqual([32 * 36, 32 * 4]);
+  });
+
   test("reads v3 and v2 headers of a 7B llama without reading tensor data", async () => {
     using dir = tmpdir();
     for (const version of [2, 3] as const) {
