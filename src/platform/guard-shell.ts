@@ -4,7 +4,7 @@ import { existsSync } from "node:fs";
  * What the two guards share (agent/mcp/guard.ts for MCP servers, plan/probe-guard.ts for probes):
  * each is a script for `/bin/sh -c`, which forks a watcher and then `exec`s the command, and each
  * hands that shell the command the same way, for the same two reasons.
- * - The DYLD_* variables come as `NAME=value` arguments before the command (their count first)
+ * - The DYLD_* variables come as `NAME=value` arguments before the command (a `--` after them)
  *   and are exported only then: macOS removes every DYLD_* from the environment of a
  *   SIP-protected binary as it starts, /bin/sh included, so in the environment they would never
  *   reach the command (a llama-server that finds its libraries through DYLD_LIBRARY_PATH failed
@@ -23,9 +23,12 @@ export function guardShellAvailable(platform: NodeJS.Platform = process.platform
 /** What SIP strips, as a name the shell can `export` (another is left in the environment). */
 const DYLD_NAME = /^DYLD_[A-Za-z0-9_]*$/;
 
-/** Exports the `NAME=value` arguments (their count first) and shifts them off "$@". */
-const DYLD_EXPORTS = `n=$1; shift
-while [ "$n" -gt 0 ]; do export "$1"; shift; n=$((n-1)); done
+/**
+ * Exports the `NAME=value` arguments up to the `--` and shifts them and it off "$@". It sets no
+ * variable: this shell's environment is the command's, and a count kept in `n` overwrote the
+ * config's own `n` (every DYLD_* argument starts with DYLD_, so none is the `--`).
+ */
+const DYLD_EXPORTS = `while [ "$1" != -- ]; do export "$1"; shift; done; shift
 `;
 
 /**
@@ -45,6 +48,6 @@ export function guardShellLaunch(
     if (DYLD_NAME.test(key)) dyld.push(`${key}=${value}`);
     else shellEnv[key] = value;
   }
-  const argv = [GUARD_SHELL, "-c", DYLD_EXPORTS + script, name, String(dyld.length), ...dyld, path, ...args];
+  const argv = [GUARD_SHELL, "-c", DYLD_EXPORTS + script, name, ...dyld, "--", path, ...args];
   return { argv, env: shellEnv };
 }

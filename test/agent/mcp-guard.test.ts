@@ -68,3 +68,18 @@ printf '%s|%s|%s' "$DYLD_LIBRARY_PATH" "$DYLD_INSERT_LIBRARIES" "$OTHER"`;
     },
   );
 });
+
+describe.skipIf(process.platform === "win32")("the MCP guard's shell variables", () => {
+  test("a config env variable the guard's shell also uses reaches the server as the config set it", async () => {
+    using dir = tmpdir();
+    // The DYLD_* hand-over counted its arguments in a shell variable `n` of the shell that then
+    // exec's the server, so a config's `env: { n: … }` (exported) reached the server as "0".
+    const path = script(dir.path, "server", `printf '%s|%s' "$n" "$DYLD_X"`);
+    for (const dyld of ["", "d"]) {
+      expect(await run(path, { PATH, n: "keep", ...(dyld ? { DYLD_X: dyld } : {}) })).toEqual({
+        stdout: `keep|${dyld}`,
+        exit: { code: 0, signal: null },
+      });
+    }
+  });
+});

@@ -3,7 +3,7 @@ import { guardShellAvailable, guardShellLaunch } from "../../platform/guard-shel
 /**
  * An MCP server must not outlive the core, even one that ignores stdin's end and SIGTERM, and
  * even when the core is SIGKILLed and can do nothing more. So on POSIX each server is started
- * through this guard: `/bin/sh -c GUARD local-ai-mcp-guard <n> <DYLD_*=…> <path> <args…>` (the
+ * through this guard: `/bin/sh -c GUARD local-ai-mcp-guard <DYLD_*=…> -- <path> <args…>` (the
  * config's DYLD_* and the absolute path as platform/guard-shell.ts says) in a new session
  * (Bun's `detached`, a setsid), so the server and whatever it starts share one process group.
  * The shell forks a watcher, then `exec`s the server: the server keeps the spawned pid (its
