@@ -24,9 +24,9 @@ export type Verdict =
  * - the record names a program this core is configured to run (`configured`), so no record,
  *   hand-written or left by another config, can aim the reaper at anything else.
  * - the process itself shows that program: its executable, argv[0] or (a script run by its
- *   interpreter) argv[1] is it, through symlinks; or, once a wrapper has exec'd the real
- *   program, its arguments still end with the ones we launched it with (the wrapper passed
- *   "$@" on). Records older than `binary`/`argv` get the first test only.
+ *   interpreter) argv[1] is it, through symlinks (a bare name: a path to a file of that name);
+ *   or, once a wrapper has exec'd the real program, its arguments still end with the ones we
+ *   launched it with (the wrapper passed "$@" on). Records older than `binary`/`argv` get the first test only.
  * Pure: `sameFile` compares two paths through symlinks.
  */
 export function judgeLeftover(
@@ -46,7 +46,7 @@ export function judgeLeftover(
   const programs = record.binary !== undefined ? [record.binary] : configured;
   const argv = now.argv ?? now.cmdline.split(" ");
   const shown = [now.exe, argv[0], argv[1]].filter((p): p is string => !!p);
-  if (shown.some((p) => programs.some((program) => sameFile(p, program)))) return { verdict: "ours" };
+  if (shown.some((p) => programs.some((program) => shows(p, program, sameFile)))) return { verdict: "ours" };
   if (record.argv && record.argv.length > 0 && endsWithArgs(now, record.argv)) return { verdict: "ours" };
   // The reason is logged: a credential in the process's arguments (an MCP server's
   // `--api-key …`, as recorded or as it runs now) is not shown.
@@ -55,6 +55,18 @@ export function judgeLeftover(
     verdict: "unexplained",
     reason: `it runs \`${cmdline.slice(0, 300)}\`, which is neither ${programs.join(" nor ") || "a configured program"} nor launched with the recorded arguments`,
   };
+}
+
+/**
+ * `shown` (a path the process shows) is `program`: the same file, or for a command configured by
+ * bare name, a path to a file of that name. The MCP guard runs the path it found for the name
+ * (agent/mcp/child.ts), so a server's argv[0] is `/usr/local/bin/srv` where the record says
+ * `srv`; one with no arguments to match was otherwise judged unexplained and left running.
+ */
+function shows(shown: string, program: string, sameFile: (a: string, b: string) => boolean): boolean {
+  if (sameFile(shown, program)) return true;
+  const bare = program !== "" && !/[\\/]/.test(program);
+  return bare && /[\\/]/.test(shown) && shown.split(/[\\/]/).at(-1) === program;
 }
 
 function endsWithArgs(now: ProcIdentity, args: string[]): boolean {

@@ -1,10 +1,15 @@
 import { describe, expect, test } from "bun:test";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import { spawnMcpServer } from "../../src/agent/mcp/child.ts";
 import { McpPool } from "../../src/agent/mcp/pool.ts";
 import { McpServerSchema } from "../../src/config/schema.ts";
+import { judgeLeftover } from "../../src/runtime/leftover-verdict.ts";
 import type { PidRecord } from "../../src/runtime/pid-file.ts";
+import { type ProcIdentity, procIdentity } from "../../src/runtime/proc-info.ts";
+import { sameFile } from "../../src/util/same-file.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
+import { waitFor } from "../fixtures/wait.ts";
 import { MCP_SERVER } from "./harness.ts";
 
 // MCP servers are recorded like llama-server (pid, start time, what was spawned), so the next
@@ -64,4 +69,28 @@ describe("the MCP pool records its servers' processes", () => {
     expect(records(data)).toEqual([]);
     await pool.close();
   }, 20_000);
+});
+
+describe.skipIf(process.platform === "win32")("a guarded server's record as the reaper judges it", () => {
+  test("a server configured by a bare name with no arguments is recognised as the one recorded", async () => {
+    // The guard runs the absolute path it found (`cat` -> /usr/bin/cat), so argv[0] is that path,
+    // not the name the record and the config hold; with no arguments to match either, the next
+    // core judged the leftover "unexplained" and left it to run.
+    const child = spawnMcpServer({
+      command: "cat",
+      args: [],
+      env: { PATH: process.env.PATH ?? "/usr/bin:/bin" },
+    });
+    try {
+      // Judged once the guard's shell has exec'd it, as the next core judges it.
+      const shown = () => procIdentity(child.pid)?.argv?.[0];
+      expect(await waitFor(() => shown() !== undefined && shown() !== "/bin/sh")).toBe(true);
+      const now = procIdentity(child.pid);
+      const record = { start_time: (now as ProcIdentity).start_time, binary: "cat", argv: [] };
+      expect(judgeLeftover(record, now as ProcIdentity, ["cat"], sameFile)).toEqual({ verdict: "ours" });
+    } finally {
+      child.kill();
+      await child.exited;
+    }
+  });
 });

@@ -73,6 +73,14 @@ describe("judgeLeftover: is the live process at a recorded pid the child a dead 
     ).toBe("ours");
   });
 
+  test("a bare name is shown by a path to a file of that name (the MCP guard runs the path it found)", () => {
+    const record = { start_time: "7", binary: "srv", argv: [] };
+    const at = (argv0: string) => ({ start_time: "7", cmdline: argv0, argv: [argv0] });
+    expect(judgeLeftover(record, at("/usr/local/bin/srv"), ["srv"], same).verdict).toBe("ours");
+    for (const other of ["/usr/local/bin/srv2", "/usr/local/bin/xsrv", "/srv/other"])
+      expect(judgeLeftover(record, at(other), ["srv"], same).verdict).toBe("unexplained");
+  });
+
   test("the reason, which the log shows, quotes no credential of the process's arguments", () => {
     // uvx exec'd the tool under its full path: the arguments no longer end as recorded.
     const record = { start_time: "9", binary: "uvx", argv: ["mcp-srv", "--api-key", "sk-live-4242abcd"] };
