@@ -95,6 +95,7 @@ function eraseTree(tree: string, sessionId: string | undefined, imported: boolea
  * the session's entries of the replaced turns, told by their text as in the database
  * (import-v01-memory.ts). Each file is written anew atomically, the history last (the replaced
  * inputs are read from it), so one stopped midway is done whole by the next edit of the session.
+ * `read`: tests, called with each 0.1 file read whole.
  */
 export function eraseImportedTail(
   dataDir: string,
@@ -102,35 +103,39 @@ export function eraseImportedTail(
   sessionId: string,
   seq: number,
   liveImported: boolean,
+  read?: (path: string) => void,
 ): void {
   // `users/` after an import that gave up: a session it had not reached is none of the edited
   // one's turns (a 1.0 session of the same id), and the next start imports its files whole.
   const live = liveImported ? folderNamed(join(dataDir, "users"), userId) : undefined;
-  if (live !== undefined) eraseTail(live, sessionId, seq, false);
-  for (const tree of keptTrees(dataDir, userId)) eraseTail(tree, sessionId, seq, true);
+  if (live !== undefined) eraseTail(live, { sessionId, seq, imported: false, read });
+  for (const tree of keptTrees(dataDir, userId)) eraseTail(tree, { sessionId, seq, imported: true, read });
 }
 
-function eraseTail(tree: string, sessionId: string, seq: number, imported: boolean): void {
+interface TailErase {
+  sessionId: string;
+  seq: number;
+  imported: boolean;
+  read: ((path: string) => void) | undefined;
+}
+
+function eraseTail(tree: string, e: TailErase): void {
+  const { sessionId, seq } = e;
   const session = folderNamed(join(tree, "sessions"), sessionId);
   if (session === undefined) return;
   const hPath = join(session, "history.json");
   // One the import could not read gave the session no seq: left as it is, the session's seqs then
   // its checkpoint's and 1.0's turns as with no history (the checkpoint was imported all the same).
-  const messages = readOr(hPath, (v) => HistorySchema.parse(v).messages, []) ?? [];
+  const messages = readOr(hPath, (v) => HistorySchema.parse(v).messages, [], e.read) ?? [];
   const inputs = new Set(messages.slice(seq).flatMap((m) => (m.role === "user" ? [m.content] : [])));
   const cPath = join(session, "checkpoint.json");
-  const cp = readOr(cPath, (v) => CheckpointSchema.parse(v), undefined);
+  const cp = readOr(cPath, (v) => CheckpointSchema.parse(v), undefined, e.read);
   const cpReplaced = cp !== undefined && seq <= (cp.replace_from_seq ?? messages.length);
   if (cpReplaced) inputs.add(cp.user_input);
-  const memory = join(tree, "memory");
-  if (existsSync(memory)) {
-    for (const name of readdirSync(memory)) {
-      if (WRITE_TEMP.test(name)) dropStaleTemp(join(memory, name), JSON.stringify(sessionId));
-      // From the first message every turn is replaced: all of the session's entries go.
-      else if (name.startsWith("turns.json"))
-        dropReplacedTurns(join(memory, name), sessionId, seq === 0 ? undefined : inputs, imported);
-    }
-  }
+  // From the first message every turn is replaced: all of the session's entries go. Past the 0.1
+  // turns (a 1.0 answer regenerated after them, say) none is: the memory files, every session's
+  // entries and up to 256 MiB each, are not read, as the edit's commit waits on this.
+  if (seq === 0 || inputs.size > 0) eraseTailMemory(join(tree, "memory"), e, seq === 0 ? undefined : inputs);
   // A 0.1 write's temp file a kill left (0.1 removed it at the session's next turn): a copy of the
   // history or the checkpoint, never imported, holding the replaced turns.
   if (seq < messages.length || cpReplaced)
@@ -138,12 +143,18 @@ function eraseTail(tree: string, sessionId: string, seq: number, imported: boole
       if (WRITE_TEMP.test(e.name) && !e.isDirectory()) rmSync(join(session, e.name), { force: true });
   if (cpReplaced) rmSync(cPath, { force: true });
   if (seq < messages.length)
-    rewrite(hPath, { version: 1, messages: messages.slice(0, seq) }, imported, "edit");
+    rewrite(hPath, { version: 1, messages: messages.slice(0, seq) }, e.imported, "edit");
 }
 
 /** `parse` of the JSON at `path`; `absent` when there is none; undefined when it cannot be read or is of another shape. */
-function readOr<T, A>(path: string, parse: (value: unknown) => T, absent: A): T | A | undefined {
+function readOr<T, A>(
+  path: string,
+  parse: (value: unknown) => T,
+  absent: A,
+  read?: (path: string) => void,
+): T | A | undefined {
   if (!existsSync(path)) return absent;
+  read?.(path);
   try {
     return parse(readJson(path));
   } catch {
@@ -151,15 +162,19 @@ function readOr<T, A>(path: string, parse: (value: unknown) => T, absent: A): T 
   }
 }
 
+function eraseTailMemory(memory: string, e: TailErase, inputs: ReadonlySet<string> | undefined): void {
+  if (!existsSync(memory)) return;
+  for (const name of readdirSync(memory)) {
+    if (WRITE_TEMP.test(name)) dropStaleTemp(join(memory, name), JSON.stringify(e.sessionId));
+    else if (name.startsWith("turns.json")) dropReplacedTurns(join(memory, name), e, inputs);
+  }
+}
+
 /** The session's entries whose text starts with one of `inputs` and a newline (all of them: undefined) dropped. */
-function dropReplacedTurns(
-  path: string,
-  sessionId: string,
-  inputs: ReadonlySet<string> | undefined,
-  imported: boolean,
-): void {
+function dropReplacedTurns(path: string, e: TailErase, inputs: ReadonlySet<string> | undefined): void {
+  const { sessionId } = e;
   // One that cannot be read was not imported: its entries were never recalled, and are left (docs/agent.md).
-  const turns = readOr(path, (v) => TurnsSchema.parse(v).turns, undefined);
+  const turns = readOr(path, (v) => TurnsSchema.parse(v).turns, undefined, e.read);
   if (turns === undefined) return;
   const replaced = (t: unknown): boolean => {
     const e = t as { session_id?: unknown; text?: unknown } | null;
@@ -167,7 +182,7 @@ function dropReplacedTurns(
     return inputs === undefined || (typeof e.text === "string" && startsWithInput(e.text, inputs));
   };
   const kept = turns.filter((t) => !replaced(t));
-  if (kept.length < turns.length) rewrite(path, { version: 1, turns: kept }, imported, "edit");
+  if (kept.length < turns.length) rewrite(path, { version: 1, turns: kept }, e.imported, "edit");
 }
 
 function dropSessionTurns(path: string, sessionId: string, imported: boolean): void {

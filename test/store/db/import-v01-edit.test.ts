@@ -1,6 +1,7 @@
 import { expect, test } from "bun:test";
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { eraseImportedTail } from "../../../src/store/import-v01-erase.ts";
 import { Store } from "../../../src/store/store.ts";
 import { MemoryIndex } from "../../fixtures/store-v01/memory-index.ts";
 import { SessionStore } from "../../fixtures/store-v01/session-store.ts";
@@ -185,6 +186,28 @@ test("an edit of the resumed 0.1 checkpoint of a session whose history was unrea
   expect(filesHolding(join(dir.path, "imported-0.1"), "4111")).toEqual([]);
   // The unread history is kept as it was.
   expect(filesHolding(join(dir.path, "imported-0.1"), "{ torn")).toHaveLength(1);
+});
+
+// The memory files hold every session's entries (up to 256 MiB each, about a second per 100 MB),
+// and the edit's commit waits on their erase: one past the 0.1 turns (a 1.0 answer regenerated
+// after the imported history) replaces none of their entries, and read them all the same.
+test("an edit past the 0.1 turns of an imported session reads none of the user's 0.1 memory files", () => {
+  using dir = tmpdir();
+  new SessionStore(dir.path, "ann", "trip").saveHistory([
+    { role: "user", content: "plan a trip to Porto" },
+    { role: "assistant", content: "Porto it is" },
+  ]);
+  const at = "2026-11-30T10:00:00.000Z";
+  MemoryIndex.forUser(dir.path, "ann")
+    .load()
+    .addTurn({ id: "x", session_id: "trip", text: "plan\nPorto", at });
+  const read: string[] = [];
+  // users/ as an import that reached the session left it; seq 2 and 3: a 1.0 turn after the history.
+  eraseImportedTail(dir.path, "ann", "trip", 2, true, (p) => read.push(p));
+  expect(read).toEqual([join(dir.path, "users", "ann", "sessions", "trip", "history.json")]);
+  // From the 0.1 turn's input, its entry is read and goes.
+  eraseImportedTail(dir.path, "ann", "trip", 0, true, (p) => read.push(p));
+  expect(read.filter((p) => p.endsWith("turns.json"))).toHaveLength(1);
 });
 
 /** A 0.1 checkpoint of a turn interrupted at its first step, its input `input`. */
