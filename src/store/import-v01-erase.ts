@@ -89,9 +89,9 @@ function eraseTree(tree: string, sessionId: string | undefined, imported: boolea
 /**
  * An edit's (`replace_from`, `regenerate`) erase of the turns it replaces from the session's 0.1
  * files (docs/agent.md, Import of the 0.1 layout), as a delete's: on the store's thread, before the
- * edit's commit. The import gave history.json's messages the seqs 0, 1, ... and an interrupted
- * turn's checkpoint the seq after them (or the one it replaced from): the history keeps the
- * messages before `seq`, the checkpoint goes when its turn is replaced, and the memory files lose
+ * edit's commit. `seq` counts from history.json's first message (the import put it after any
+ * 1.0 turns of the session, import-v01-records.ts recordBase), an interrupted turn's checkpoint
+ * the one after them (or the one it replaced from): the history keeps the messages before `seq`, the checkpoint goes when its turn is replaced, and the memory files lose
  * the session's entries of the replaced turns, told by their text as in the database
  * (import-v01-memory.ts). Each file is written anew atomically, the history last (the replaced
  * inputs are read from it), so one stopped midway is done whole by the next edit of the session.

@@ -12,16 +12,48 @@ export const UNIT_PREFIX = "import_v01:";
 export const unitKey = (user: string, session?: string): string =>
   `${UNIT_PREFIX}${user}${session === undefined ? "" : `/${session}`}`;
 
+/**
+ * `import_v01_seq:<user>/<session>`: the seq the session's 0.1 turns begin at, where a start
+ * imported them after 1.0 turns of the session (an import that gave up before its folder, a
+ * chat on that id meanwhile); none: 0. Kept past the marker, for an edit's erase of the kept
+ * files (import-v01-erase.ts), whose history counts from its own first message; an erase drops it.
+ */
+const BASE_PREFIX = "import_v01_seq:";
+const baseKey = (user: string, session: string): string => `${BASE_PREFIX}${user}/${session}`;
+
+/** In the unit's transaction, before its turns are written: the session's next seq recorded when past 0. */
+export function recordBase(db: Database, user: string, session: string): void {
+  const { next } = db
+    .query("SELECT COALESCE(MAX(seq), -1) + 1 AS next FROM messages WHERE user_id = ? AND session_id = ?")
+    .get(user, session) as { next: number };
+  if (next > 0)
+    db.query("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)").run(baseKey(user, session), `${next}`);
+}
+
+/** The seq the session's imported 0.1 turns begin at (recordBase). */
+export function importedBase(db: Database, user: string, session: string): number {
+  const row = db.query("SELECT value FROM meta WHERE key = ?").get(baseKey(user, session)) as {
+    value: string;
+  } | null;
+  return row === null ? 0 : Number(row.value) || 0;
+}
+
 /** In the erase's transaction: the records of the session, or of all the user's units. */
 export function dropUnitRecords(db: Database, userId: string, sessionId?: string): void {
   if (sessionId !== undefined) {
-    db.query("DELETE FROM meta WHERE key = ?").run(unitKey(userId, sessionId));
+    db.query("DELETE FROM meta WHERE key IN (?, ?)").run(
+      unitKey(userId, sessionId),
+      baseKey(userId, sessionId),
+    );
     return;
   }
   const sessions = `${unitKey(userId)}/`;
-  db.query("DELETE FROM meta WHERE key = ? OR substr(key, 1, ?) = ?").run(
+  const bases = `${BASE_PREFIX}${userId}/`;
+  db.query("DELETE FROM meta WHERE key = ? OR substr(key, 1, ?) = ? OR substr(key, 1, ?) = ?").run(
     unitKey(userId),
     sessions.length,
     sessions,
+    bases.length,
+    bases,
   );
 }

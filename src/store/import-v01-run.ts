@@ -14,6 +14,7 @@ import {
   type V01Unit,
 } from "./import-v01.ts";
 import { eraseImported, eraseImportedTail } from "./import-v01-erase.ts";
+import { importedBase } from "./import-v01-records.ts";
 
 /**
  * The 0.1 import's steps as plain data, so they run on the store's thread (store/chunk-thread.ts)
@@ -43,9 +44,12 @@ export function runV01(db: Database, work: V01Work, conv?: Conversations): V01Re
     case "erase":
       eraseImported(work.dataDir, work.userId, work.sessionId);
       return undefined;
-    case "edit":
-      eraseImportedTail(work.dataDir, work.userId, work.sessionId, work.seq, sessionImported(db, work));
+    case "edit": {
+      // The kept history counts from its first message: the session's seqs from where the import put it.
+      const seq = Math.max(0, work.seq - importedBase(db, work.userId, work.sessionId));
+      eraseImportedTail(work.dataDir, work.userId, work.sessionId, seq, sessionImported(db, work));
       return undefined;
+    }
   }
 }
 

@@ -11,7 +11,7 @@ import { type Checkpoint, CheckpointSchema } from "./checkpoint.ts";
 import { Conversations } from "./conversations.ts";
 import { wasWriteAgain } from "./earlier-requests.ts";
 import { erasedSince, erasureMark } from "./erasures.ts";
-import { UNIT_PREFIX, unitKey } from "./import-v01-records.ts";
+import { recordBase, UNIT_PREFIX, unitKey } from "./import-v01-records.ts";
 import { NEW_MEMORY_ID } from "./memory-ids.ts";
 
 /**
@@ -176,7 +176,8 @@ function readSession(dir: string, user: string, session: string, r: ImportReport
     const cp: Checkpoint = CheckpointSchema.parse(readJson(cPath));
     return { cp, at: new Date(Date.parse(cp.updated_at) || statSync(cPath).mtimeMs) };
   });
-  return (conv) => {
+  return (conv, db) => {
+    if (history || checkpoint) recordBase(db, user, session);
     if (history && history.messages.length > 0) {
       const messages = history.messages.map((m, i) =>
         isRequest(history.messages, i) ? { ...m, by_core: true as const } : m,

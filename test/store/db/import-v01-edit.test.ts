@@ -1,6 +1,8 @@
+import { Database } from "bun:sqlite";
 import { expect, test } from "bun:test";
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { DB_FILE } from "../../../src/store/db/open.ts";
 import { eraseImportedTail } from "../../../src/store/import-v01-erase.ts";
 import { Store } from "../../../src/store/store.ts";
 import { MemoryIndex } from "../../fixtures/store-v01/memory-index.ts";
@@ -125,6 +127,39 @@ test("an edit of a session whose 0.1 folder is not imported yet leaves that fold
   expect(JSON.parse(readFileSync(v01.historyPath, "utf8")).messages).toHaveLength(2);
   const turns = JSON.parse(readFileSync(join(live, "memory", "turns.json"), "utf8")).turns;
   expect(turns.map((t: { id: string }) => t.id)).toEqual(["x"]);
+});
+
+// The next start imports that folder after the session's 1.0 turns (seqs 2 and 3 here): an edit
+// of its first 0.1 message (seq 2) cut the kept history at its own message 2, keeping the replaced
+// 0.1 turn and its memory entry on disk, as if the history began at seq 0.
+test("an edit of 0.1 turns imported after the session's 1.0 turns erases them from the kept files", async () => {
+  using dir = tmpdir();
+  new SessionStore(dir.path, "ann", "trip").saveHistory([
+    { role: "user", content: "my passport number is X123" },
+    { role: "assistant", content: "noted" },
+  ]);
+  const entry = {
+    id: "x",
+    session_id: "trip",
+    text: "my passport number is X123\nnoted",
+    at: "2026-11-30T10:00:00.000Z",
+  };
+  MemoryIndex.forUser(dir.path, "ann").load().addTurn(entry);
+  const first = await importGivingUpAt(dir.path, "ann/trip");
+  await editFrom(first, undefined, "a new plan", "sure");
+  first.close();
+  const store = Store.open(dir.path);
+  await store.whenImported();
+  const seqs = store.conversations.history("ann", "trip").map((m) => m.content);
+  expect(seqs).toEqual(["a new plan", "sure", "my passport number is X123", "noted"]);
+  await editFrom(store, 2, "what should I pack?", "light clothes");
+  expect(filesHolding(join(dir.path, "imported-0.1"), "X123")).toEqual([]);
+  // The import's record of where the 0.1 turns begin names the session: its delete takes it.
+  await store.deleteSession("ann", "trip");
+  store.close();
+  const db = new Database(join(dir.path, DB_FILE), { readonly: true });
+  expect(db.query("SELECT key FROM meta WHERE key LIKE '%trip%'").all()).toEqual([]);
+  db.close();
 });
 
 // One it had reached is the session's turns: their files in users/ lose the replaced ones as the kept trees' do.
