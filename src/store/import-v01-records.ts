@@ -21,13 +21,14 @@ export const unitKey = (user: string, session?: string): string =>
 const BASE_PREFIX = "import_v01_seq:";
 const baseKey = (user: string, session: string): string => `${BASE_PREFIX}${user}/${session}`;
 
-/** In the unit's transaction, before its turns are written: the session's next seq recorded when past 0. */
-export function recordBase(db: Database, user: string, session: string): void {
+/** In the unit's transaction, before its turns are written: the session's next seq, recorded when past 0. */
+export function recordBase(db: Database, user: string, session: string): number {
   const { next } = db
     .query("SELECT COALESCE(MAX(seq), -1) + 1 AS next FROM messages WHERE user_id = ? AND session_id = ?")
     .get(user, session) as { next: number };
   if (next > 0)
     db.query("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)").run(baseKey(user, session), `${next}`);
+  return next;
 }
 
 /** The seq the session's imported 0.1 turns begin at (recordBase). */

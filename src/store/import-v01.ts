@@ -177,7 +177,7 @@ function readSession(dir: string, user: string, session: string, r: ImportReport
     return { cp, at: new Date(Date.parse(cp.updated_at) || statSync(cPath).mtimeMs) };
   });
   return (conv, db) => {
-    if (history || checkpoint) recordBase(db, user, session);
+    const base = history || checkpoint ? recordBase(db, user, session) : 0;
     if (history && history.messages.length > 0) {
       const messages = history.messages.map((m, i) =>
         isRequest(history.messages, i) ? { ...m, by_core: true as const } : m,
@@ -188,7 +188,10 @@ function readSession(dir: string, user: string, session: string, r: ImportReport
     if (checkpoint) {
       const { cp, at } = checkpoint;
       conv.ensureSession(user, session, cp.agent, cp.user_input, at);
-      conv.saveCheckpoint(user, session, JSON.stringify(cp), at);
+      // An interrupted edit's seq counts from the 0.1 history's first message: from `base` here.
+      const rfs = cp.replace_from_seq;
+      const body = rfs === undefined ? cp : { ...cp, replace_from_seq: rfs + base };
+      conv.saveCheckpoint(user, session, JSON.stringify(body), at);
       r.checkpoints++;
     }
   };

@@ -145,11 +145,7 @@ test("an edit of 0.1 turns imported after the session's 1.0 turns erases them fr
     at: "2026-11-30T10:00:00.000Z",
   };
   MemoryIndex.forUser(dir.path, "ann").load().addTurn(entry);
-  const first = await importGivingUpAt(dir.path, "ann/trip");
-  await editFrom(first, undefined, "a new plan", "sure");
-  first.close();
-  const store = Store.open(dir.path);
-  await store.whenImported();
+  const store = await importedAfterA10Turn(dir.path);
   const seqs = store.conversations.history("ann", "trip").map((m) => m.content);
   expect(seqs).toEqual(["a new plan", "sure", "my passport number is X123", "noted"]);
   await editFrom(store, 2, "what should I pack?", "light clothes");
@@ -160,6 +156,22 @@ test("an edit of 0.1 turns imported after the session's 1.0 turns erases them fr
   const db = new Database(join(dir.path, DB_FILE), { readonly: true });
   expect(db.query("SELECT key FROM meta WHERE key LIKE '%trip%'").all()).toEqual([]);
   db.close();
+});
+
+// An interrupted 0.1 edit's checkpoint names the seq it replaces from in the 0.1 history's own
+// numbering: imported after the session's 1.0 turns, its resume cut the history there, taking
+// 1.0 turns and the 0.1 turns before the edited one with it.
+test("an interrupted 0.1 edit imported after the session's 1.0 turns replaces from its own turn", async () => {
+  using dir = tmpdir();
+  const v01 = new SessionStore(dir.path, "ann", "trip");
+  v01.saveHistory(tripTurns("and a hotel?", "Hotel A"));
+  v01.saveCheckpoint({ ...interrupted("and a cheap hotel?"), replace_from_seq: 2 });
+  const store = await importedAfterA10Turn(dir.path);
+  const cp = JSON.parse(store.conversations.checkpoint("ann", "trip") ?? "{}");
+  // "and a hotel?" is seq 4: the 1.0 turn's two messages, then the 0.1 history.
+  expect(cp.replace_from_seq).toBe(4);
+  expect(store.conversations.history("ann", "trip")[4]?.content).toBe("and a hotel?");
+  store.close();
 });
 
 // One it had reached is the session's turns: their files in users/ lose the replaced ones as the kept trees' do.
@@ -259,14 +271,19 @@ function filesHolding(dir: string, needle: string): string[] {
     .filter((p) => readFileSync(p).includes(needle));
 }
 
+/** A 0.1 history of two turns: the Porto trip, then `input` and `answer`. */
+function tripTurns(input: string, answer: string) {
+  return [
+    { role: "user" as const, content: "plan a trip to Porto" },
+    { role: "assistant" as const, content: "Porto it is" },
+    { role: "user" as const, content: input },
+    { role: "assistant" as const, content: answer },
+  ];
+}
+
 /** ann's 0.1 session `trip` of two turns, the second `input` and `answer`, each with its memory entry, imported. */
 async function importedTrip(dir: string, input: string, answer: string): Promise<Store> {
-  new SessionStore(dir, "ann", "trip").saveHistory([
-    { role: "user", content: "plan a trip to Porto" },
-    { role: "assistant", content: "Porto it is" },
-    { role: "user", content: input },
-    { role: "assistant", content: answer },
-  ]);
+  new SessionStore(dir, "ann", "trip").saveHistory(tripTurns(input, answer));
   const mem = MemoryIndex.forUser(dir, "ann").load();
   const at = "2026-11-30T10:00:00.000Z";
   mem.addTurn({ id: "x", session_id: "trip", text: "plan a trip to Porto\nPorto it is", at });
@@ -283,6 +300,16 @@ async function importGivingUpAt(dir: string, unit: string): Promise<Store> {
       if (u === unit) throw new Error("disk full");
     },
   });
+  await store.whenImported();
+  return store;
+}
+
+/** ann's 0.1 session `trip` imported by a second start, after the 1.0 turn a chat added while the first start's import had given up before it. */
+async function importedAfterA10Turn(dir: string): Promise<Store> {
+  const first = await importGivingUpAt(dir, "ann/trip");
+  await editFrom(first, undefined, "a new plan", "sure");
+  first.close();
+  const store = Store.open(dir);
   await store.whenImported();
   return store;
 }
