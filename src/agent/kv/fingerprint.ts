@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import type { Config } from "../../config/schema.ts";
 import type { LlamaProps } from "../../llama/props.ts";
+import { shownArgs } from "../../plan/secret-args.ts";
 import { filesUnchanged, type LaunchFiles, type LaunchView } from "../../runtime/launch.ts";
 import { type FileIdentity, fileIdentity } from "../../util/file-identity.ts";
 import { logger } from "../../util/logger.ts";
@@ -12,8 +13,10 @@ import { logger } from "../../util/logger.ts";
  * everything that shapes the cache: the model file (its path, size, modification time and inode: a
  * file replaced in place is another model), the context per slot, the KV cache types and flash
  * attention (the V layout), the chat template (the same words render to other tokens under another
- * one), llama-server's build (its file format), and the flags passed through as they are (a models
- * entry's too: `--rope-freq-base` or a `--lora` there changes what every cached K holds); and the
+ * one), llama-server's build (its file format), and the flags passed through (a models entry's
+ * too: `--rope-freq-base` or a `--lora` there changes what every cached K holds), a key's or
+ * token's value masked as the plan report shows it (plan/secret-args.ts: it changes no cache, a
+ * rotated one dropped every saved slot, and each sidecar kept a hash of it); and the
  * vision projector (`--mmproj`), identified as the model is: a saved slot holds the embeddings it
  * made of each image, which llama-server matches to the next prompt's image by its bytes alone,
  * so another projector would answer from images it never saw. A file whose fingerprint no longer
@@ -76,7 +79,7 @@ export function launchFingerprint(
     flashAttn: llama.flash_attn,
     chatTemplateHash: props.chat_template_hash,
     build: props.build_info,
-    extraArgs: launch.extraArgs ?? llama.extra_args,
+    extraArgs: shownArgs(launch.extraArgs ?? llama.extra_args),
     ...(projector ? { projector } : {}),
   });
 }

@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { copyFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { launchFingerprint } from "../../../src/agent/kv/fingerprint.ts";
+import { fingerprint, launchFingerprint } from "../../../src/agent/kv/fingerprint.ts";
 import { ConfigSchema } from "../../../src/config/schema.ts";
 import { parseProps } from "../../../src/llama/props.ts";
 import { filesUnchanged } from "../../../src/runtime/launch.ts";
@@ -63,6 +63,32 @@ describe("launchFingerprint", () => {
     expect(launchFingerprint(props, llama, launched(null, ["--rope-freq-base", "20000"]))).not.toBe(plain);
     // Planned with none, or not planned here (the config's): what it was.
     expect(plain).toBe(launchFingerprint(props, llama));
+  });
+
+  test("a key or token rotated in extra_args keeps the fingerprint, and no hash of it is kept", async () => {
+    // Hashed as given, a rotated --api-key or --hf-token (which changes no cache) dropped every
+    // saved slot, and each sidecar on disk held a hash of the secret.
+    await using dir = tmpdir();
+    const { props } = setup(dir.path);
+    const withKey = (key: string) =>
+      launchFingerprint(props, llama, launched(null, ["--api-key", key, `--hf-token=${key}t`]));
+    expect(withKey("old-secret")).toBe(withKey("new-secret"));
+    // A flag that changes the cache still counts.
+    const plain = launchFingerprint(props, llama, launched(null, ["--api-key", "k"]));
+    expect(launchFingerprint(props, llama, launched(null, ["--api-key", "k", "-c", "4096"]))).not.toBe(plain);
+    // A config without secrets keeps the fingerprint it had (its saved slots).
+    expect(launchFingerprint(props, llama, launched(null, ["--rope-freq-base", "20000"]))).toBe(
+      fingerprint({
+        model: fileIdentity(props.model_path as string)!,
+        contextPerSlot: 2048,
+        cacheTypeK: llama.cache_type_k,
+        cacheTypeV: llama.cache_type_v,
+        flashAttn: llama.flash_attn,
+        chatTemplateHash: props.chat_template_hash,
+        build: props.build_info,
+        extraArgs: ["--rope-freq-base", "20000"],
+      }),
+    );
   });
 
   test("a launch's model is the file it was started with, and a file replaced since is seen", async () => {
