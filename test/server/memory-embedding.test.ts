@@ -1,4 +1,5 @@
 import { describe, expect, test } from "bun:test";
+import { createHash } from "node:crypto";
 import { mkdirSync, renameSync, symlinkSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { PromptReuse } from "../../src/agent/kv/reuse.ts";
@@ -37,6 +38,21 @@ describe("the embedding model's fingerprint", () => {
     expect(embeddingFingerprint(path, [])).not.toBe(touched);
     // A path that cannot be read (an hf: reference not yet resolved) is keyed by the path itself.
     expect(embeddingFingerprint("hf:org/model", [])).toBe(embeddingFingerprint("hf:org/model", []));
+  });
+});
+
+describe("the embedding model's fingerprint across an upgrade", () => {
+  test("a path model whose flags hold no secret keeps the fingerprint it had: no re-embed", () => {
+    using dir = tmpdir();
+    const path = join(dir.path, "embed.gguf");
+    writeFileSync(path, "GGUF one");
+    const args = ["--pooling", "cls", "--model-url", "https://example.org/embed.gguf"];
+    // How it was made before the hf: and secret changes (docs/agent.md "After an upgrade").
+    const before = createHash("sha256")
+      .update(JSON.stringify({ model: fileIdentity(path), extraArgs: args }))
+      .digest("hex")
+      .slice(0, 32);
+    expect(embeddingFingerprint(path, args)).toBe(before);
   });
 });
 
