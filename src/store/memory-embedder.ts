@@ -179,8 +179,9 @@ export class MemoryEmbedder {
    * lose recall by meaning on every turn that sends it.
    */
   async queryVector(text: string, signal: AbortSignal): Promise<QueryVector | undefined> {
-    const fingerprint = this.deps.fingerprint();
     const [vector] = await this.embedShortened([text.slice(0, MAX_CHARS)], signal);
+    // Read once it came back: the model it was made by (a pull may have moved it meanwhile).
+    const fingerprint = this.deps.fingerprint();
     return vector && meaningful(vector) ? { fingerprint, vector } : undefined;
   }
 
@@ -233,6 +234,10 @@ export class MemoryEmbedder {
       this.recount(fp);
     } catch (err) {
       if (this.stopped) return;
+      if (err instanceof ModelChanged) {
+        this.again = true;
+        return;
+      }
       logger.warn(
         `memory: embedding failed (${(err as Error).message}); recall uses words alone until it works`,
       );
@@ -275,6 +280,10 @@ export class MemoryEmbedder {
       if (died) throw err;
       return this.refuse(fp, rows, unembeddable ?? "too_long", (err as Error).message);
     }
+    // The model changed while they were made (a pull moved its hf: reference and the server was
+    // started again on the new file): not `fp`'s vectors. The run starts over under the new one.
+    if (this.deps.fingerprint() !== fp)
+      throw new ModelChanged("the embedding model changed while it embedded them");
     const got = rows.map((r, i) => ({ id: r.id, text: r.text, vector: vectors[i] ?? [] }));
     const { store } = this.deps;
     const stored = await store.write(() =>
@@ -339,6 +348,9 @@ export class MemoryEmbedder {
     this.kick(backoffDelayMs(this.failures, this.retryMs.initial, this.retryMs.max));
   }
 }
+
+/** The embedding model's fingerprint changed during a run: its vectors are not the run's model's. */
+class ModelChanged extends Error {}
 
 /**
  * A vector that says something: not empty, not all zeros. A reranker's server (`--reranking` or

@@ -278,3 +278,38 @@ describe("a model that answers vectors of zeros", () => {
     store.close();
   });
 });
+
+describe("a model that changes while the job runs", () => {
+  // A pull moved the hf: reference to another file, and the embedding server was started again
+  // on it between two batches (evicted for a chat's room, or crashed): embedWith takes its
+  // vectors, which are the new file's, while the run's fingerprint is the old file's.
+  test("its vectors are not filed under the old fingerprint; the run starts over under the new", async () => {
+    using dir = tmpdir();
+    const store = Store.open(dir.path);
+    for (const t of ["a one", "b two", "c three", "d four"]) remember(store, "ann", "s", t);
+    const model = fakeModel();
+    const fp = { value: "m1" };
+    const job = new MemoryEmbedder({
+      store,
+      model: "embed",
+      fingerprint: () => fp.value,
+      embed: async (texts, signal) => {
+        fp.value = "m2";
+        return model.embed(texts, signal);
+      },
+      batch: 2,
+      settleMs: 1,
+    });
+    await job.run();
+    await waitFor(() => store.memory.vectors.counts("m2").embedded === 4, { timeoutMs: 5000 });
+    // Before the fix the whole pass went on under m1: new weights' vectors filed as the old
+    // model's, and every row embedded a second time by the next run.
+    expect(store.memory.vectors.counts("m1").embedded).toBe(0);
+    expect(model.requests.flat()).toHaveLength(6);
+    // A query's vector is labelled with the model that made it, read once it came back.
+    fp.value = "m3";
+    expect((await job.queryVector("zoo", new AbortController().signal))?.fingerprint).toBe("m2");
+    await job.stop();
+    store.close();
+  });
+});
