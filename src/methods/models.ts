@@ -8,12 +8,17 @@ export const models = defineMethod({
   name: "models",
   params: ModelsParamsSchema,
   result: () => ModelsResultSchema,
-  run: async (_params, _ctx, services) =>
-    listModelsFor({
-      loadedConfig: () => services.loadedConfig(),
-      defaultConfig: () => services.defaultConfig(),
-      loadedModels: () => loadedModels(services),
-    }),
+  // Not cancellable (docs/protocol.md), but the core's stop ends it: it does not wait for it.
+  run: async (_params, ctx, services) =>
+    listModelsFor(
+      {
+        loadedConfig: () => services.loadedConfig(),
+        defaultConfig: () => services.defaultConfig(),
+        loadedModels: () => loadedModels(services),
+      },
+      process.env,
+      { stop: ctx.stopping },
+    ),
 });
 
 /**

@@ -11,6 +11,7 @@ import type { ProjectorChoice } from "../plan/projector.ts";
 import { isCoreError } from "../protocol/errors.ts";
 import { HF_PREFIX, parseHfModelPath } from "../protocol/model-ref.ts";
 import type { ModelEntry, ModelsResult } from "../protocol/models.ts";
+import { abortable } from "../util/abortable.ts";
 import { distinctPaths, sameFile } from "../util/same-file.ts";
 import { brokenLinkOf } from "./broken-link.ts";
 import { findProjector } from "./find-projector.ts";
@@ -42,6 +43,11 @@ export interface ListDeps {
   /** `binary`: the configured llama-server, asked for its devices (plan/probe.ts). */
   probe(binary?: string): Promise<HardwareSnapshot>;
   readHeader(path: string): Promise<GgufHeader>;
+  /**
+   * The core's stop (RequestContext.stopping): the listing ends at the next file with its reason.
+   * `cancel` never reaches a listing; a stop must, or thousands of files outlast the host's wait.
+   */
+  stop: AbortSignal;
 }
 
 /** A model found on disk, before its header is read. */
@@ -78,10 +84,12 @@ export async function listModels(input: ListInput, deps: Partial<ListDeps> = {})
     // A header and its plan take milliseconds, and no await in them waits on the loop: a folder
     // of thousands of GGUFs held a ping and shutdown until its end. The loop's turn comes first.
     await new Promise((r) => setImmediate(r));
+    deps.stop?.throwIfAborted();
     hardware ??= (deps.probe ?? defaultProbe)(llamaServerOf(input.config));
     const path = c.parts[0]!;
     const as = named.find((m) => m.path !== null && sameFile(m.path, path));
-    const entry = await judge(c, readHeader, () => hardware!, input.config, configured, as?.mmproj ?? "auto");
+    const probed = () => (deps.stop ? abortable(hardware!, deps.stop) : hardware!);
+    const entry = await judge(c, readHeader, probed, input.config, configured, as?.mmproj ?? "auto");
     if (entry === null) continue;
     entries.push({ ...entry, name: as?.name ?? null, loaded: loaded.some((p) => sameFile(p, path)) });
   }

@@ -59,6 +59,9 @@ class InFlight implements RequestContext {
   get signal(): AbortSignal {
     return this.controller?.signal ?? NEVER;
   }
+  get stopping(): AbortSignal {
+    return this.owner.stopping.signal;
+  }
 
   emit(event: string, fields: object): boolean {
     const ok = this.owner.out.eventOf(this.id, event, fields);
@@ -106,6 +109,7 @@ class InFlight implements RequestContext {
 export class Dispatcher {
   private readonly active = new ActiveTable<InFlight>();
   private shuttingDown = false;
+  readonly stopping = new AbortController(); // Aborted as the stop begins: RequestContext.stopping.
   /** One load per method, shared by every request that arrives while it is loading. */
   private readonly loading = new Map<string, Promise<MethodHandler>>();
   private readonly loaded = new Map<string, MethodHandler>();
@@ -213,15 +217,16 @@ export class Dispatcher {
   }
 
   /**
-   * Cancels every active chat-like request, lets short ones (ping, doctor…) finish, and waits
-   * until each has answered. Shutdown requests are not waited for: they are the ones waiting
-   * on this (two in one read must not wait on each other), nor those the services' stop joins
-   * (JOINED_BY_SHUTDOWN): `settled` waits for them. Answered is handed to the writer: the host's
-   * reading is the bounded drain's affair (docs/protocol.md "Drain on exit").
+   * Cancels every chat-like request, aborts `stopping` (long work `cancel` cannot reach: `models`),
+   * lets short ones (ping, doctor…) finish, and waits until each has answered. Not for shutdowns:
+   * they wait on this (two in one read must not wait on each other), nor those the services' stop
+   * joins (JOINED_BY_SHUTDOWN): `settled` waits for them. Answered is handed to the writer: the
+   * host's reading is the bounded drain's affair (docs/protocol.md "Drain on exit").
    */
   async stopAll(): Promise<void> {
     this.shuttingDown = true;
     const reason = new CoreError("cancelled", "the core is shutting down");
+    this.stopping.abort(reason);
     const waiting: Promise<void>[] = [];
     for (const a of this.active.all()) {
       if (a.method.name === "shutdown" || JOINED_BY_SHUTDOWN.has(a.method.name)) continue;

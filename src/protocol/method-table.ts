@@ -24,6 +24,11 @@ export interface RequestContext<E extends EventFields = EventFields> {
   /** Aborted by `cancel`, shutdown, or a signal. */
   readonly signal: AbortSignal;
   /**
+   * Aborted once the core begins to stop (shutdown, EOF, a signal), for every request: what a
+   * long method that `cancel` cannot reach (`models`) heeds, so the stop is not held for it.
+   */
+  readonly stopping: AbortSignal;
+  /**
    * Queues an event for this request; false when the writer dropped it (queue full). Typed per
    * event: an event the method does not declare, or a field its event lacks, does not compile.
    */

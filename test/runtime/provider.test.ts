@@ -23,6 +23,7 @@ describe.skipIf(process.platform === "win32")("the core's llama provider and the
     const ctx = {
       id: "w1",
       signal: new AbortController().signal,
+      stopping: new AbortController().signal,
       emit: (event: string, fields: object) =>
         events.push({ event, fields: fields as Record<string, unknown> }) > 0,
       droppedEvents: 0,
