@@ -11,5 +11,7 @@ export const plan = defineMethod({
   name: "plan",
   params: PlanParamsSchema,
   result: () => PlanReportSchema,
-  run: async (params, _ctx, services) => planReportWithHub(services, { model: params.model }),
+  // Not cancellable, but a hub read (60 s a request) must not hold the core's stop.
+  run: async (params, ctx, services) =>
+    planReportWithHub(services, { model: params.model }, process.env, { signal: ctx.stopping }),
 });

@@ -29,7 +29,8 @@ export function planDepsWithHub(base: PlanDeps, env: Env = process.env, deps: Re
           const note = `not downloaded; judged from the hub's header (${ref.repo} ${remote.file} at ${ref.revision}): fetch it with: ${pullCommand(ref)}`;
           return { ...remote.model, warnings: [note, ...remote.model.warnings] };
         } catch (hubErr) {
-          if (!isCoreError(hubErr)) throw hubErr;
+          // Given up (the core's stop): its reason, not a missing model.
+          if (!isCoreError(hubErr) || deps.signal?.aborted) throw hubErr;
           const local = err as CoreError;
           throw new CoreError(
             "model_missing",

@@ -217,7 +217,7 @@ export class Dispatcher {
   }
 
   /**
-   * Cancels every chat-like request, aborts `stopping` (long work `cancel` cannot reach: `models`),
+   * Cancels every chat-like request, aborts `stopping` (work `cancel` cannot reach: models, plan),
    * lets short ones (ping, doctor…) finish, and waits until each has answered. Not for shutdowns:
    * they wait on this (two in one read must not wait on each other), nor those the services' stop
    * joins (JOINED_BY_SHUTDOWN): `settled` waits for them. Answered is handed to the writer: the
