@@ -95,13 +95,14 @@ export const sessionsExport = defineMethod({
   name: "sessions.export",
   params: SessionsExportParamsSchema,
   result: () => SessionsExportResultSchema,
-  run: async (p, _ctx, services) => {
+  run: async (p, ctx, services) => {
     // An edit committed under the export replaced rows it had given: it starts again, a few times.
     for (let attempt = 1; ; attempt++) {
-      const pieces = (await importedStore(services)).exportPieces(p.user_id, p.session_id, p.format);
+      const found = (await importedStore(services)).exportPieces(p.user_id, p.session_id, p.format);
+      const pieces = untilStopped(found, ctx.stopping);
       try {
         if (p.path === undefined) return { format: p.format, content: await exportInline(pieces) };
-        const bytes = await exportToFile(p.path, pieces, services.config().app.data_dir, pieces.confirm);
+        const bytes = await exportToFile(p.path, pieces, services.config().app.data_dir, found.confirm);
         return { format: p.format, path: p.path, bytes };
       } catch (err) {
         if ((err as CoreError).data?.reason !== "session_edited" || attempt === EXPORT_ATTEMPTS) throw err;
@@ -109,6 +110,18 @@ export const sessionsExport = defineMethod({
     }
   },
 });
+
+/**
+ * An export's pieces until the core's stop: `cancel` cannot reach an export, but a session of
+ * hundreds of MiB, or a slow disk, must not hold the stop past the host's wait. Its reason is
+ * thrown (`cancelled`); a file export's temp file is removed.
+ */
+async function* untilStopped(pieces: AsyncIterable<string>, stop: AbortSignal): AsyncGenerator<string> {
+  for await (const piece of pieces) {
+    stop.throwIfAborted();
+    yield piece;
+  }
+}
 
 /** One image of the user's messages with its bytes (docs/protocol.md#images); another user's id finds nothing. */
 export const sessionsAttachment = defineMethod({

@@ -162,6 +162,11 @@ export class ChatHarness {
     return { terminal, events: this.events(id) };
   }
 
+  /** The stop's first step, as a shutdown takes it: chats cancelled, `stopping` aborted, answers waited for. */
+  stopRequests(): Promise<void> {
+    return this.dispatcher.stopAll();
+  }
+
   async [Symbol.asyncDispose](): Promise<void> {
     await this.dispatcher.stopAll();
     await this.services.stop();

@@ -1,5 +1,5 @@
 import { expect, test } from "bun:test";
-import { existsSync, lstatSync, mkdirSync, readFileSync, statSync, symlinkSync } from "node:fs";
+import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync } from "node:fs";
 import { join } from "node:path";
 import { ChatHarness, type Msg } from "../agent/harness.ts";
 
@@ -8,21 +8,25 @@ async function call(h: ChatHarness, id: string, method: string, params: Record<s
   return (await h.terminal(id)) as Msg & { result: any; data: any };
 }
 
-test("an export over 8 MiB is refused inline, and written whole, owner-only, to the path the host names", async () => {
-  await using h = new ChatHarness({ agents: [{ name: "plain" }], memory: { enabled: false } });
-  // Three 3 MiB pastes: each a legal input, together more than one answer may carry.
-  const store = h.services.store();
+/** Session `big`: three turns, each a paste of 1.5 Mi times `<i><quote>`. */
+function bigSession(h: ChatHarness, quote: string): void {
   for (let i = 0; i < 3; i++)
-    store.conversations.commitTurn({
+    h.services.store().conversations.commitTurn({
       userId: "default_user",
       sessionId: "big",
       agent: "plain",
       messages: [
-        { role: "user", content: `${i}"`.repeat(1536 * 1024) },
+        { role: "user", content: `${i}${quote}`.repeat(1536 * 1024) },
         { role: "assistant", content: `answer ${i}` },
       ],
       at: new Date(),
     });
+}
+
+test("an export over 8 MiB is refused inline, and written whole, owner-only, to the path the host names", async () => {
+  await using h = new ChatHarness({ agents: [{ name: "plain" }], memory: { enabled: false } });
+  // Three 3 MiB pastes: each a legal input, together more than one answer may carry.
+  bigSession(h, '"');
   const inline = await call(h, "i", "sessions.export", { session_id: "big", format: "json" });
   expect(inline).toMatchObject({
     type: "error",
@@ -178,4 +182,20 @@ test("an export to a long file name: written when the name fits, path_unwritable
     code: "invalid_request",
     data: { field: "path", reason: "path_unwritable", problem: "ENAMETOOLONG" },
   });
+});
+
+test("a shutdown ends an export under way, cancelled, and leaves no file; cancel cannot reach it", async () => {
+  await using h = new ChatHarness({ agents: [{ name: "plain" }], memory: { enabled: false } });
+  // Slices of 1 MiB with the loop free between them: a session of hundreds of MiB, or a slow
+  // disk, held the core's stop past the host's wait (stop grace + 5 s), which then killed it.
+  bigSession(h, "");
+  const path = join(h.dataDir, "..", "big.json");
+  h.send("f", "sessions.export", { session_id: "big", format: "json", path });
+  h.send("c", "cancel", { request_id: "f" });
+  expect(await h.terminal("c")).toMatchObject({ result: { cancelled: false } });
+  await h.stopRequests();
+  expect(await h.terminal("f")).toMatchObject({ code: "cancelled", message: "the core is shutting down" });
+  expect(existsSync(path)).toBe(false);
+  // Nor its temp file beside it.
+  expect(readdirSync(join(h.dataDir, "..")).filter((n) => n.includes("big.json"))).toEqual([]);
 });
