@@ -1,10 +1,13 @@
 import { runDoctor } from "../doctor/doctor.ts";
 import { DoctorParamsSchema, DoctorResultSchema } from "../protocol/doctor.ts";
+import { abortable } from "../util/abortable.ts";
 import { defineMethod } from "./definition.ts";
 
 export const doctor = defineMethod({
   name: "doctor",
   params: DoctorParamsSchema,
   result: () => DoctorResultSchema,
-  run: async (_params, _ctx, services) => runDoctor(services),
+  // Not cancellable, but its probes (5 s each on a hung binary) must not hold the core's stop:
+  // it is answered at once, and the probes still running die with the core (cli/serve-stdio.ts).
+  run: async (_params, ctx, services) => abortable(runDoctor(services), ctx.stopping),
 });

@@ -25,7 +25,7 @@ export interface RequestContext<E extends EventFields = EventFields> {
   readonly signal: AbortSignal;
   /**
    * Aborted once the core begins to stop (shutdown, EOF, a signal), for every request: what a
-   * long method `cancel` cannot reach (`models`, `plan`, `sessions.export`) heeds, so the stop
+   * long method `cancel` cannot reach (models, plan, doctor, sessions.export) heeds, so the stop
    * is not held for it.
    */
   readonly stopping: AbortSignal;
