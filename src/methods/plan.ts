@@ -1,5 +1,6 @@
 import { planReportWithHub } from "../models/plan-with-hub.ts";
 import { PlanParamsSchema, PlanReportSchema } from "../protocol/plan.ts";
+import { abortable } from "../util/abortable.ts";
 import { defineMethod } from "./definition.ts";
 
 /**
@@ -11,7 +12,11 @@ export const plan = defineMethod({
   name: "plan",
   params: PlanParamsSchema,
   result: () => PlanReportSchema,
-  // Not cancellable, but a hub read (60 s a request) must not hold the core's stop.
+  // Not cancellable, but neither a hub read (60 s a request) nor a hung llama-server's probe
+  // (5 s) may hold the core's stop: the read is given up, the probe ends with the core.
   run: async (params, ctx, services) =>
-    planReportWithHub(services, { model: params.model }, process.env, { signal: ctx.stopping }),
+    abortable(
+      planReportWithHub(services, { model: params.model }, process.env, { signal: ctx.stopping }),
+      ctx.stopping,
+    ),
 });
