@@ -194,14 +194,16 @@ export function defaultConfig(dir: string = process.cwd()): LoadedConfig {
 
 /**
  * Where a value may be a secret: an MCP server's env (tokens) and the arguments a command gets
- * (`--api-key N`, masked in the plan report too: plan/secret-args.ts). An error there names the
- * key and the type it found, never the value: the message goes to the host, its logs and issues.
+ * (`--api-key N`, masked in the plan report too: plan/secret-args.ts), and each key above them,
+ * where a server, a model or the llama section written as one command line
+ * (`- "npx server --api-key sk-…"`) is the value refused. An error there names the key and the
+ * type it found, never the value: the message goes to the host, its logs and issues.
  */
 function mayBeSecret(path: string[]): boolean {
   const [section, second, third] = path;
-  if (section === "llama") return second === "extra_args";
-  if (section === "models") return third === "extra_args";
-  if (section === "mcp_servers") return third === "env" || third === "args";
+  if (section === "llama") return second === undefined || second === "extra_args";
+  if (section === "models") return third === undefined || third === "extra_args";
+  if (section === "mcp_servers") return third === undefined || third === "env" || third === "args";
   return false;
 }
 

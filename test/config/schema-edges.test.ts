@@ -157,6 +157,20 @@ describe("a value where secrets live is never quoted by its error", () => {
     expect(shown).not.toContain(String(0x7a3f91c2));
   });
 
+  // A server, a model or the llama section written as one command line, as a shell takes it:
+  // the key above the secret's place is the one refused, and the value is the whole line.
+  test.each([
+    ["mcp_servers.0", 'mcp_servers:\n  - "npx -y server --api-key sk-live-918273645546"\n'],
+    ["mcp_servers", 'mcp_servers: "npx -y server --api-key sk-live-918273645546"\n'],
+    ["models.0", 'models:\n  - "--hf-token hf_918273645546"\n'],
+    ["llama", 'llama: "--api-key sk-live-918273645546"\n'],
+  ])("%s written as a string: its type is named, the line it holds is not", (key, text) => {
+    const err = coreErrorOf(() => parseConfigText(text, "/c/config.yaml"));
+    expect(err).toMatchObject({ code: "config_invalid", data: { key } });
+    expect(err.message).toContain("got a string (its value not shown)");
+    expect(JSON.stringify({ message: err.message, data: err.data })).not.toContain("918273645546");
+  });
+
   test("elsewhere the value is still shown: it helps, and it is no secret", () => {
     const err = coreErrorOf(() => parseConfigText('app:\n  max_steps: "3"\n', "/c/config.yaml"));
     expect(err.message).toContain('got string "3"');
