@@ -1,4 +1,5 @@
 import { readCapped } from "../util/capped-body.ts";
+import { withoutToken } from "./hub-token.ts";
 import { refusedEntry } from "./listed-entry.ts";
 
 /**
@@ -188,7 +189,7 @@ export class HubClient {
         redirected = res.status;
         continue;
       }
-      if (!res.ok) throw await hubError(res, url);
+      if (!res.ok) throw await hubError(res, url, this.options.token);
       return { response: res, linked };
     }
     const last = `the last answer was HTTP ${redirected}`;
@@ -212,7 +213,7 @@ export class HubClient {
     const both = signal ? AbortSignal.any([signal, timeout]) : timeout;
     try {
       const { res, at } = await this.followed(url, both, { accept: "application/json" });
-      if (!res.ok) throw await hubError(res, at);
+      if (!res.ok) throw await hubError(res, at, this.options.token);
       return await read(res, at);
     } catch (err) {
       if (signal?.aborted) throw signal.reason ?? err;
@@ -345,7 +346,7 @@ async function readJson(
   }
 }
 
-async function hubError(res: Response, url: string): Promise<HubError> {
+async function hubError(res: Response, url: string, token: string | undefined): Promise<HubError> {
   let message = res.headers.get("x-error-message");
   if (!message) {
     try {
@@ -362,7 +363,7 @@ async function hubError(res: Response, url: string): Promise<HubError> {
   return new HubError(
     res.status,
     res.headers.get("x-error-code"),
-    message?.trim().slice(0, 300) || null,
+    (message && withoutToken(message, token).trim().slice(0, 300)) || null,
     url,
   );
 }

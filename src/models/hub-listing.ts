@@ -4,7 +4,7 @@ import { readCapped } from "../util/capped-body.ts";
 import { wholeCharCut } from "../util/text-cut.ts";
 import { type Env, endpointProblem, hubEndpoint, isOffline, shownEndpoint } from "./hf-cache.ts";
 import { nextLink } from "./hub-client.ts";
-import { readToken, UnusableToken } from "./hub-token.ts";
+import { readToken, UnusableToken, withoutToken } from "./hub-token.ts";
 import { refusedEntry } from "./listed-entry.ts";
 
 /**
@@ -213,7 +213,7 @@ export async function hubFetch(
     }
     if (res.ok || res.status === 416) return res;
     await res.body?.cancel();
-    throw statusError(res, label, what, access.token !== null);
+    throw statusError(res, label, what, access.token);
   }
   throw hubError("hub_error", `${label}: the hub redirected more than ${MAX_REDIRECTS} times`, what);
 }
@@ -222,8 +222,9 @@ function statusError(
   res: Response,
   label: string,
   what: { repo: string; file?: string },
-  hasToken: boolean,
+  token: string | null,
 ): CoreError {
+  const hasToken = token !== null;
   // The hub says which kind of 401/404 it is in X-Error-Code (it answers 401 for a repo that
   // does not exist, so as not to reveal private ones).
   const code = res.headers.get("x-error-code") ?? "";
@@ -248,7 +249,9 @@ function statusError(
       : "it needs a token: set HF_TOKEN, or save one with the hub's login";
     return hubError("hub_unauthorized", `${label}: ${res.status}: ${why}`, data);
   }
-  // The reason phrase is the hub's (or a proxy's) text, any length: cut as llama-server's is.
-  const reason = res.statusText.slice(0, wholeCharCut(res.statusText, 300));
+  // The reason phrase is the hub's (or a proxy's) text, any length: cut as llama-server's is,
+  // the token taken out first (a proxy may quote it: hub-token.ts).
+  const said = withoutToken(res.statusText, token);
+  const reason = said.slice(0, wholeCharCut(said, 300));
   return hubError("hub_error", `${label}: the hub answered ${res.status} ${reason}`.trim(), data);
 }

@@ -1,3 +1,5 @@
+import { secretSpellings } from "../util/arg-secrets.ts";
+import { escapeRegExp } from "../util/escape-regexp.ts";
 import { FileTooLarge, NotRegularFile, readSmallFile } from "../util/read-file.ts";
 import { type Env, tokenFile } from "./hf-cache.ts";
 
@@ -60,4 +62,16 @@ function checked(token: string, source: string): string {
     source,
     `holds ${why} (a token is printable ASCII, such as hf_…); correct it or unset it`,
   );
+}
+
+/**
+ * The hub's (or a proxy's) own words with the token taken out: a mirror at HF_ENDPOINT that
+ * refuses a token may quote it back (`invalid token hf_…`), and its message goes into the pull's
+ * error, to the host, its log and the issues people paste it into. Before any cut, so no part
+ * of it is left.
+ */
+export function withoutToken(text: string, token: string | null | undefined): string {
+  if (!token) return text;
+  const spellings = [...new Set(secretSpellings([token]))].sort((a, b) => b.length - a.length);
+  return text.replace(new RegExp(spellings.map(escapeRegExp).join("|"), "g"), "[redacted]");
 }

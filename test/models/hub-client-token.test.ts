@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { HubBadAnswer, HubClient } from "../../src/models/hub-client.ts";
+import { HubBadAnswer, HubClient, HubError } from "../../src/models/hub-client.ts";
 import { hubFetch } from "../../src/models/hub-listing.ts";
 
 // The token goes to the hub's own origin only (src/models/hub-client.ts): not to a listing page
@@ -118,5 +118,41 @@ describe("the hub's status line", () => {
     expect(err).toMatchObject({ code: "model_missing", data: { problem: "hub_error", status: 500 } });
     expect((err as Error).message).toContain("rrrr");
     expect((err as Error).message.length).toBeLessThan(500);
+  });
+});
+
+describe("the hub's own words", () => {
+  // A mirror or proxy at HF_ENDPOINT that refuses the token may quote it back ("invalid token
+  // hf_…"): the pull's error carries the hub's message to the host, its log and bug reports.
+  const TOKEN = "hf_Zq81secretTokenValue";
+  test.each([
+    [
+      "x-error-message",
+      () => new Response(null, { status: 401, headers: { "x-error-message": `bad token ${TOKEN}` } }),
+    ],
+    ["a JSON body", () => Response.json({ error: `Bearer ${TOKEN} is not a valid token` }, { status: 401 })],
+    // Cut at 300 characters, the token's end past the cut: what is left of it is still its own.
+    ["a long body", () => Response.json({ error: `${"x".repeat(290)} ${TOKEN}` }, { status: 401 })],
+  ])("a refusal quoting the token in %s does not show it", async (_, answer) => {
+    const url = `${HUB}/api/models/org/m/revision/main`;
+    const { fake } = recordingFetch({ [url]: answer });
+    const hub = new HubClient({ endpoint: HUB, token: TOKEN, fetch: fake });
+    const err = await hub.commitOf("org/m", "main").catch((e: Error) => e);
+    expect(err).toBeInstanceOf(HubError);
+    const shown = JSON.stringify({ message: (err as Error).message, said: (err as HubError).serverMessage });
+    expect(shown).toContain("401");
+    expect(shown).not.toContain(TOKEN.slice(0, 8));
+  });
+
+  test("the reason phrase of a remote fit's failed read does not show it either", async () => {
+    const url = `${HUB}/org/m/resolve/main/m.gguf`;
+    const { fake } = recordingFetch({
+      [url]: () => new Response(null, { status: 500, statusText: `proxy refused ${TOKEN}` }),
+    });
+    const access = { endpoint: HUB, token: TOKEN, fetch: fake, offline: false, timeoutMs: 10_000 };
+    const err = await hubFetch(access, url, { repo: "org/m", file: "m.gguf" }).catch((e: Error) => e);
+    expect(err).toMatchObject({ code: "model_missing", data: { problem: "hub_error", status: 500 } });
+    expect((err as Error).message).toContain("proxy refused");
+    expect((err as Error).message).not.toContain(TOKEN.slice(0, 8));
   });
 });
