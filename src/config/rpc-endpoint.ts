@@ -22,6 +22,12 @@ export function parseEndpoint(raw: string): ParsedEndpoint {
   if (raw.length > 300) return { ok: false, why: "it is too long for a host name" };
   if (/\s/.test(raw)) return { ok: false, why: "it contains a space" };
   if (raw.includes(",")) return { ok: false, why: "it contains a comma (list each worker as its own entry)" };
+  // Before the URL's and IPv6's checks, which `user:password@host:port` also fails.
+  if (raw.includes("@"))
+    return {
+      ok: false,
+      why: "it holds a user or password (before '@'): RPC workers take none; write just host:port",
+    };
   if (raw.includes("/")) return { ok: false, why: "it is a URL or path; write just host:port" };
   if (raw.startsWith("["))
     return { ok: false, why: "IPv6 addresses cannot be used: llama.cpp splits host:port at the first colon" };
@@ -38,6 +44,15 @@ export function parseEndpoint(raw: string): ParsedEndpoint {
   const hostWhy = hostProblem(host);
   if (hostWhy) return { ok: false, why: hostWhy };
   return { ok: true, endpoint: `${host}:${port}`, host, port };
+}
+
+/**
+ * An entry as a message may quote it: all up to its last '@' (a user and password, as ssh or a
+ * URL takes them) left out, a scheme kept. The error goes to every request that needs the
+ * config, to doctor's report, and into the issues people paste them in.
+ */
+export function shownEntry(raw: string): string {
+  return raw.replace(/^([a-z][a-z\d+.-]*:\/\/)?.*@/is, "$1…@");
 }
 
 function hostProblem(host: string): string | null {

@@ -5,7 +5,7 @@ import { MAX_TIMER_MS } from "../util/timer-limit.ts";
 import { noDevicePaths } from "./device-paths.ts";
 import { checkModelNames, DEFAULT_MODEL_NAME, ModelSchema, ModelsSchema } from "./model-schema.ts";
 import { noNulCharacters } from "./nul-check.ts";
-import { parseEndpoint } from "./rpc-endpoint.ts";
+import { parseEndpoint, shownEntry } from "./rpc-endpoint.ts";
 
 /**
  * The whole of config.yaml. Every section has defaults, so an empty file is a valid config
@@ -113,7 +113,11 @@ export const RpcWorkersSchema = z.array(z.unknown()).transform((entries, ctx): R
     }
     const parsed = parseEndpoint(e.raw);
     if (!parsed.ok) {
-      ctx.addIssue({ code: "custom", path: [i], message: `'${e.raw}' is not host:port: ${parsed.why}` });
+      ctx.addIssue({
+        code: "custom",
+        path: [i],
+        message: `'${shownEntry(e.raw)}' is not host:port: ${parsed.why}`,
+      });
       return;
     }
     const first = seen.get(parsed.endpoint);

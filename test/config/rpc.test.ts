@@ -65,3 +65,21 @@ describe("llama.rpc", () => {
     expect(err.message).toMatch(/^\/c\/config\.yaml:2: /);
   });
 });
+
+describe("an RPC worker written with a user or password", () => {
+  // llama.cpp's RPC has no login: a worker written `user:password@host:port` (as ssh or a URL
+  // takes one) was refused quoting it whole, under the wrong reason ("IPv6 addresses…"), in the
+  // error every request needing the config answers and in doctor's report.
+  test.each([
+    [`["admin:pw-Zq81secret@box.lan:50052"]`],
+    [`["tcp://admin:pw-Zq81secret@box.lan:50052"]`],
+    [`["pw-Zq81secret@box.lan:50052"]`],
+    [`[{endpoint: "admin:pw-Zq81secret@box.lan:50052"}]`],
+  ])("%s: refused saying so, the credentials not quoted", (entries) => {
+    const err = coreErrorOf(() => rpcOf(entries));
+    expect(err).toMatchObject({ code: "config_invalid", data: { key: "llama.rpc.0" } });
+    expect(err.message).toContain("box.lan:50052");
+    expect(err.message).not.toContain("IPv6");
+    expect(JSON.stringify({ message: err.message, data: err.data })).not.toContain("Zq81secret");
+  });
+});
