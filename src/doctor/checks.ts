@@ -1,6 +1,7 @@
 import { accessSync, constants, readdirSync, statSync } from "node:fs";
 import { dirname } from "node:path";
 import { cwdProblem } from "../agent/mcp/child.ts";
+import { commandLineOf } from "../agent/mcp/stderr-tail.ts";
 import { findLlamaServer } from "../config/find-binary.ts";
 import type { Config } from "../config/schema.ts";
 import type { HardwareSnapshot } from "../plan/hardware.ts";
@@ -9,6 +10,7 @@ import { formatBytes } from "../plan/render.ts";
 import { resolvedCommand } from "../platform/windows-command.ts";
 import type { DoctorCheck } from "../protocol/doctor.ts";
 import { childModeOf } from "../runtime/child-mode.ts";
+import { withoutArgSecrets } from "../util/arg-secrets.ts";
 import { wholeCharCut } from "../util/text-cut.ts";
 import { childModeNote } from "./child-mode-note.ts";
 import { missingLlamaServerFix } from "./llama-server-source.ts";
@@ -165,6 +167,9 @@ export function mcpChecks(config: Config): Check[] {
       }
     }
     const badCwd = ok && s.cwd !== undefined ? cwdProblem(s.cwd) : null;
+    // A whole command line written into `command` (`npx server --api-key sk-…`), as not found,
+    // with its credentials redacted (util/arg-secrets.ts): the report is pasted into issues.
+    const shown = withoutArgSecrets(s.command, commandLineOf(s));
     if (badCwd)
       return {
         id: `mcp:${s.name}`,
@@ -183,9 +188,9 @@ export function mcpChecks(config: Config): Check[] {
       : {
           id: `mcp:${s.name}`,
           status: "fail" as const,
-          message: `${s.name}: command ${s.command} ${resolved ? "is not an executable file" : isPath ? "does not exist" : "is not on PATH"}`,
+          message: `${s.name}: command ${shown} ${resolved ? "is not an executable file" : isPath ? "does not exist" : "is not on PATH"}`,
           fix: `install it or correct mcp_servers[${s.name}].command`,
-          data: { command: s.command },
+          data: { command: shown },
         };
   });
 }

@@ -173,6 +173,21 @@ describe("chat: MCP servers that will not start", () => {
     expect(message).toContain("--name plain-value");
   }, 30_000);
 
+  test("a command written as a whole command line, not found, is not quoted with its key", async () => {
+    // `command: "npx -y server --api-key sk-…"`: the start's error ("Executable not found in
+    // $PATH: \"…\"") quotes the command, and every chat's tools_unavailable warning with it.
+    const key = "sk-cmd-0123456789abcdef";
+    await using h = new ChatHarness({
+      mcp_servers: [{ name: "t", command: `no-such-server-xyz -y server --api-key ${key}` }],
+    });
+    h.llama.script({ content: ["fine"] });
+    const { terminal } = await h.chat("c", { input: "hi" });
+    const message = (terminal.result as Result).warnings[0]?.message ?? "";
+    expect(message).toContain("could not be started");
+    expect(message).toContain("no-such-server-xyz");
+    expect(message).not.toContain(key);
+  }, 30_000);
+
   test("a server's own error at start-up that quotes its key (env or args) is not handed to the host with it", async () => {
     // Lists its tools with an error naming its upstream as it was given (args, env): a client
     // library's "request to <url> failed" does so.

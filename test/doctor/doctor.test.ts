@@ -1,6 +1,8 @@
 import { describe, expect, test } from "bun:test";
 import { chmodSync, existsSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { parseConfigText } from "../../src/config/load.ts";
+import { mcpChecks } from "../../src/doctor/checks.ts";
 import { type DoctorDeps, runDoctor } from "../../src/doctor/doctor.ts";
 import { renderDoctor } from "../../src/doctor/render.ts";
 import { defaultPlanDeps } from "../../src/models/local-plan-deps.ts";
@@ -312,5 +314,25 @@ describe("doctor", () => {
     expect(plan.fix).toContain("llama.cache_type_k");
     expect(plan.fix).toContain("f16");
     expect(plan.fix).not.toContain("smaller model");
+  });
+});
+
+describe("mcp: a command written as a whole command line", () => {
+  // `command: "npx -y server --api-key sk-…"` (the args written into it, a common slip): the
+  // failed check quoted it whole, the key with it, in the report people paste into issues.
+  test.each([
+    ["npx-not-here -y server --api-key sk-cmd-0123456789abc"],
+    ["./not-here/server --token=sk-cmd-0123456789abc"],
+    ["uvx-not-here server https://ann:sk-cmd-0123456789abc@db.local/x"],
+  ])("%s: the check names the command, its credentials redacted", (command) => {
+    const loaded = parseConfigText(
+      `mcp_servers:\n  - name: m\n    command: "${command}"\n`,
+      "/c/config.yaml",
+    );
+    const [check] = mcpChecks(loaded.config);
+    expect(check).toMatchObject({ id: "mcp:m", status: "fail" });
+    expect(check?.message).toContain("not-here");
+    expect(check?.message).toContain("[redacted]");
+    expect(JSON.stringify(check)).not.toContain("0123456789abc");
   });
 });

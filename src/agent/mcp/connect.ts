@@ -12,7 +12,7 @@ import { within } from "../../util/within.ts";
 import { VERSION } from "../../version.ts";
 import { type ChildExit, exitText, type McpChild, spawnMcpServer } from "./child.ts";
 import { ChildTransport, MAX_PENDING_BYTES } from "./child-transport.ts";
-import { configSecrets, StderrDebugLog, StderrTail, withoutSecrets } from "./stderr-tail.ts";
+import { commandLineOf, configSecrets, StderrDebugLog, StderrTail, withoutSecrets } from "./stderr-tail.ts";
 import {
   MAX_CURSOR_CHARS,
   MAX_LIST_PAGES,
@@ -136,7 +136,7 @@ export interface StartOptions {
  */
 export async function startServer(cfg: McpServerConfig, options: StartOptions): Promise<StartOutcome> {
   // Before the spawn: nothing that may throw stands between it and the child's being watched.
-  const tail = new StderrTail(cfg.env, cfg.args);
+  const tail = new StderrTail(cfg.env, commandLineOf(cfg));
   let child: McpChild;
   try {
     child = spawnMcpServer({
@@ -161,7 +161,7 @@ export async function startServer(cfg: McpServerConfig, options: StartOptions): 
   const stderrRead = logStderr(
     child.stderr,
     tail,
-    new StderrDebugLog((line) => logger.debug(`[mcp ${cfg.name}] ${line}`), cfg.env, cfg.args),
+    new StderrDebugLog((line) => logger.debug(`[mcp ${cfg.name}] ${line}`), cfg.env, commandLineOf(cfg)),
     // Its stdout's budget: with one each, a server could make the core read twice the rate.
     transport.budget,
     (why) => transport.kill(why),
@@ -192,7 +192,7 @@ export async function startServer(cfg: McpServerConfig, options: StartOptions): 
     const listed = await listPages(
       client,
       { signal: startTimeout, timeout: limitMs },
-      configSecrets(cfg.env, cfg.args),
+      configSecrets(cfg.env, commandLineOf(cfg)),
     );
     const vetted = vetTools(listed.tools);
     conn.tools = vetted.tools;
@@ -245,7 +245,7 @@ async function relist(cfg: McpServerConfig, conn: Connection): Promise<void> {
     const listed = await listPages(
       conn.client,
       { signal: AbortSignal.timeout(limitMs), timeout: limitMs },
-      configSecrets(cfg.env, cfg.args),
+      configSecrets(cfg.env, commandLineOf(cfg)),
     );
     const vetted = vetTools(listed.tools);
     conn.tools = vetted.tools;
@@ -314,7 +314,10 @@ const MAX_ERROR_CHARS = 400;
  * redacted as in its stderr's end, before the cut, so none is left in part.
  */
 function shown(err: unknown, cfg: McpServerConfig): string {
-  const said = withoutSecrets(String((err as Error)?.message ?? err), configSecrets(cfg.env, cfg.args));
+  const said = withoutSecrets(
+    String((err as Error)?.message ?? err),
+    configSecrets(cfg.env, commandLineOf(cfg)),
+  );
   return cutText(said, MAX_ERROR_CHARS).toWellFormed();
 }
 

@@ -7,7 +7,7 @@ import { MAX_TIMER_MS } from "../../util/timer-limit.ts";
 import { CALLED, callOutcome, type McpCallOutcome } from "./call-result.ts";
 import { type Connection, type StartOptions, type StartOutcome, startServer } from "./connect.ts";
 import { type ServerState, serverCell } from "./server-state.ts";
-import { configSecrets, withoutSecrets } from "./stderr-tail.ts";
+import { commandLineOf, configSecrets, withoutSecrets } from "./stderr-tail.ts";
 import type { McpToolInfo } from "./tool-list.ts";
 
 /** How long a server that failed to start is left alone before a chat tries it again. */
@@ -156,7 +156,8 @@ export class McpPool {
           const exit = conn.exitedAs();
           if (exit) throw new McpError(err.code, `MCP server '${server}' ${exit}`);
         }
-        if (err instanceof Error) err.message = withoutSecrets(err.message, configSecrets(cfg.env, cfg.args));
+        if (err instanceof Error)
+          err.message = withoutSecrets(err.message, configSecrets(cfg.env, commandLineOf(cfg)));
         throw err;
       })
       // A call may have launched something outside the server's group (a browser): the guard hears of it.
@@ -171,7 +172,7 @@ export class McpPool {
     // tool's own text, left whole: an env value may be a path it rightly names.
     const outcome = callOutcome(result);
     if (!outcome.isError) return outcome;
-    return { ...outcome, text: withoutSecrets(outcome.text, configSecrets(cfg.env, cfg.args)) };
+    return { ...outcome, text: withoutSecrets(outcome.text, configSecrets(cfg.env, commandLineOf(cfg))) };
   }
 
   /**

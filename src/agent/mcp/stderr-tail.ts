@@ -21,6 +21,15 @@ export function configSecrets(env: Record<string, string> = {}, args: readonly s
   return [...new Set(secretSpellings(secrets))].sort((a, b) => b.length - a.length);
 }
 
+/**
+ * A server's command line as the words configSecrets looks through: its `args`, after its
+ * `command`'s own words, for a whole line written into `command` (`npx -y server --api-key sk-…`),
+ * which a spawn that cannot find it quotes ("Executable not found in $PATH: …").
+ */
+export function commandLineOf(cfg: { command: string; args?: readonly string[] }): string[] {
+  return [...cfg.command.split(/\s+/), ...(cfg.args ?? [])];
+}
+
 /** `text` with each of `secrets` (configSecrets) shown as `[redacted]`. */
 export function withoutSecrets(text: string, secrets: readonly string[]): string {
   let shown = text;
