@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { HF_PREFIX, parseHfModelPath } from "../protocol/model-ref.ts";
+import { ExtraArgsSchema } from "./extra-args.ts";
 
 /**
  * The model sections of config.yaml: `model` (the model named `default`) and `models`, more
@@ -70,7 +71,7 @@ export const ModelsEntrySchema = ModelKeysSchema.extend({
   /** Never unloaded to make room for another model. */
   pin: z.boolean().default(false),
   /** Added after `llama.extra_args` for this model's llama-server only. */
-  extra_args: z.array(z.string()).default([]),
+  extra_args: ExtraArgsSchema,
 });
 export type ModelsEntry = z.infer<typeof ModelsEntrySchema>;
 

@@ -3,6 +3,7 @@ import { KV_CACHE_TYPE_NAMES } from "../protocol/kv-cache-types.ts";
 import { ThinkSchema } from "../protocol/think.ts";
 import { MAX_TIMER_MS } from "../util/timer-limit.ts";
 import { noDevicePaths } from "./device-paths.ts";
+import { ExtraArgsSchema } from "./extra-args.ts";
 import { checkModelNames, DEFAULT_MODEL_NAME, ModelSchema, ModelsSchema } from "./model-schema.ts";
 import { noNulCharacters } from "./nul-check.ts";
 import { parseEndpoint, shownEntry } from "./rpc-endpoint.ts";
@@ -141,7 +142,7 @@ export const LlamaSchema = z
     binary: z.string().min(1).nullable().default(null),
     startup_timeout_s: seconds.positive().default(120),
     /** Passed through to llama-server after the planned flags. */
-    extra_args: z.array(z.string()).default([]),
+    extra_args: ExtraArgsSchema,
     /** Grace period between the polite signal and the kill. */
     stop_grace_s: seconds.nonnegative().default(3),
     /** Restarts allowed after crashes within restart_window_s before chats fail without retrying. */

@@ -171,6 +171,29 @@ describe("a value where secrets live is never quoted by its error", () => {
     expect(JSON.stringify({ message: err.message, data: err.data })).not.toContain("918273645546");
   });
 
+  // `- --api-key sk-…` in a block list, or `["--api-key sk-…"]`: one argument, which llama-server
+  // refuses ("invalid argument: --api-key sk-…", in the log and the error's log_tail), and which
+  // went unmasked into the plan's argv, the log's start line and the child's command line.
+  test.each([
+    ["llama.extra_args.1", 'llama:\n  extra_args: ["--jinja", "--api-key sk-live-918273645546"]\n'],
+    ["llama.extra_args.0", "llama:\n  extra_args:\n    - --api_key=x --hf-token hf_918273645546\n"],
+    [
+      "models.0.extra_args.0",
+      "models:\n  - name: m\n    path: m.gguf\n    extra_args:\n      - --model-url https://ann:pw918273645546@h/m.gguf\n",
+    ],
+  ])("%s: a flag and its credential in one entry is refused, the value not quoted", (key, text) => {
+    const err = coreErrorOf(() => parseConfigText(text, "/c/config.yaml"));
+    expect(err).toMatchObject({ code: "config_invalid", data: { key } });
+    expect(err.message).toContain("as two entries");
+    expect(JSON.stringify({ message: err.message, data: err.data })).not.toContain("918273645546");
+  });
+
+  test("a value with spaces after its flag, or a flag with spaces that holds no credential, is taken", () => {
+    const text =
+      'llama:\n  extra_args: ["--alias", "my model", "-r", "-- User:", "--chat-template", "{{ a }}"]\n';
+    expect(parseConfigText(text, "/c/config.yaml").config.llama.extra_args).toHaveLength(6);
+  });
+
   test("elsewhere the value is still shown: it helps, and it is no secret", () => {
     const err = coreErrorOf(() => parseConfigText('app:\n  max_steps: "3"\n', "/c/config.yaml"));
     expect(err.message).toContain('got string "3"');
