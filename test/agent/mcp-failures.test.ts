@@ -173,6 +173,16 @@ describe("chat: MCP servers that will not start", () => {
     expect(message).toContain("--name plain-value");
   }, 30_000);
 
+  test("a flag and its key written as one argument, which the server's parser echoes, is not handed to the host", async () => {
+    // `args: ["--api-key sk-…"]` (one entry, as in a shell line): argparse's "unrecognized
+    // arguments: --api-key sk-…" quoted it into every chat's warning.
+    const key = "sk-joined-0123456789abcdef";
+    const message = await argvEchoWarning(["serve", `--api-key ${key}`, "--name plain-value"]);
+    expect(message).toContain("usage error:");
+    expect(message).toContain("--name plain-value");
+    expect(message).not.toContain(key);
+  }, 30_000);
+
   test("a command written as a whole command line, not found, is not quoted with its key", async () => {
     // `command: "npx -y server --api-key sk-…"`: the start's error ("Executable not found in
     // $PATH: \"…\"") quotes the command, and every chat's tools_unavailable warning with it.

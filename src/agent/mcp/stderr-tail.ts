@@ -24,10 +24,14 @@ export function configSecrets(env: Record<string, string> = {}, args: readonly s
 /**
  * A server's command line as the words configSecrets looks through: its `args`, after its
  * `command`'s own words, for a whole line written into `command` (`npx -y server --api-key sk-…`),
- * which a spawn that cannot find it quotes ("Executable not found in $PATH: …").
+ * which a spawn that cannot find it quotes ("Executable not found in $PATH: …"). Then each
+ * argument's words, for a flag and its value written as one (`"--api-key sk-…"`), which the
+ * server's parser refuses quoting it ("unrecognized arguments: …").
  */
 export function commandLineOf(cfg: { command: string; args?: readonly string[] }): string[] {
-  return [...cfg.command.split(/\s+/), ...(cfg.args ?? [])];
+  const args = cfg.args ?? [];
+  const words = args.filter((a) => /\s/.test(a.trim())).flatMap((a) => a.trim().split(/\s+/));
+  return [...cfg.command.split(/\s+/), ...args, ...words];
 }
 
 /** `text` with each of `secrets` (configSecrets) shown as `[redacted]`. */
