@@ -13,6 +13,12 @@ import { isUnwritten, SIGNAL_EXIT, writeDocument, writeUsage } from "./output.ts
  * CoreError becomes a one-line message (and, under `--json`, a JSON error object on stdout so a
  * script always has something to parse), anything else a logged trace.
  */
+/**
+ * An option as a usage error names it: without its `=value` (`--hf-token=hf_…`), which may be a
+ * credential, as check-args.ts names one after the command.
+ */
+const optionName = (arg: string): string => (arg.includes("=") ? arg.slice(0, arg.indexOf("=")) : arg);
+
 export async function runCli(argv: string[]): Promise<number> {
   if (argv.length === 1 && (argv[0] === "--version" || argv[0] === "-v")) {
     return printed(() => writeDocument(`${VERSION}\n`));
@@ -21,7 +27,7 @@ export async function runCli(argv: string[]): Promise<number> {
     const first = argv.find((a) => a !== "--help" && a !== "-h");
     // An option before the command is refused as without --help: its value is no command.
     if (first?.startsWith("-")) {
-      logger.error(`unknown option '${first}' (options go after the command)`);
+      logger.error(`unknown option '${optionName(first)}' (options go after the command)`);
       await writeUsage(process.stderr, main);
       return 2;
     }
@@ -37,7 +43,8 @@ export async function runCli(argv: string[]): Promise<number> {
   const [name, ...rest] = argv;
   const sub = name === undefined || name.startsWith("-") ? undefined : await loadSubCommand(name);
   if (!sub) {
-    if (name?.startsWith("-")) logger.error(`unknown option '${name}' (options go after the command)`);
+    if (name?.startsWith("-"))
+      logger.error(`unknown option '${optionName(name)}' (options go after the command)`);
     else if (name !== undefined) logger.error(`unknown command '${name}'`);
     await writeUsage(process.stderr, main);
     return 2;

@@ -128,6 +128,20 @@ describe("the CLI refuses nonsense (issue 13 item 6)", () => {
     expect(r.stderr.split("\n")[0]).toBe("[error] unknown option '--config' (options go after the command)");
   });
 
+  test.each([[["--hf-token=hf_Zq81secret", "pull", "o/r"]], [["--api-key=sk-Zq81secret", "--help"]]])(
+    "an option before the command is named without its =value (a token): %j",
+    async (argv) => {
+      // Named by its spelling after a command (check-args.ts): the value may be a credential,
+      // and a usage error is pasted into issues as it is.
+      const r = await cli(argv);
+      expect(r.code).toBe(2);
+      expect(r.stderr.split("\n")[0]).toMatch(
+        /^\[error\] unknown option '--[a-z-]+' \(options go after the command\)$/,
+      );
+      expect(r.stderr).not.toContain("Zq81secret");
+    },
+  );
+
   test("the spellings citty accepts still work: --config=FILE, --no-json", async () => {
     using dir = tmpdir();
     const r = await cli(["plan", "--config=none.yaml", "--no-json"], { cwd: dir.path });
