@@ -1,15 +1,9 @@
+import { SECRET_FLAGS, URL_FLAGS } from "../util/llama-secret-flags.ts";
 import { llamaFlagName } from "./argv.ts";
 
-/**
- * llama-server flags whose value is a secret: a key its HTTP API demands, the Hugging Face token it
- * downloads with, and inline MCP server definitions (their headers and env carry tokens). Written
- * in `llama.extra_args`, the plan report (`plan`, `doctor`'s plan checks, the protocol's `plan`)
- * and the log file's start line show them masked: those are pasted into issues and kept on disk.
- */
-const SECRET_FLAGS = new Set(["--api-key", "--hf-token", "-hft", "--mcp-servers-json"]);
-
-/** Flags whose value is a URL, which may carry a user:password or a token in its query. */
-const URL_FLAGS = new Set(["--model-url", "-mu", "--mmproj-url", "-mmu"]);
+// llama-server's secret flags (util/llama-secret-flags.ts), written in `llama.extra_args`: the
+// plan report (`plan`, `doctor`'s plan checks, the protocol's `plan`) and the log file's start
+// line show them masked, as those are pasted into issues and kept on disk.
 
 /**
  * The environment variable llama-server reads each secret flag from (common/arg.cpp `set_env`,

@@ -177,6 +177,12 @@ describe("a value where secrets live is never quoted by its error", () => {
   test.each([
     ["llama.extra_args.1", 'llama:\n  extra_args: ["--jinja", "--api-key sk-live-918273645546"]\n'],
     ["llama.extra_args.0", "llama:\n  extra_args:\n    - --api_key=x --hf-token hf_918273645546\n"],
+    // llama-server's own secret flags, whose names say nothing of a key (plan/secret-args.ts).
+    ["llama.extra_args.0", "llama:\n  extra_args:\n    - -hft hf_918273645546\n"],
+    [
+      "llama.extra_args.0",
+      `llama:\n  extra_args:\n    - '--mcp-servers-json {"s": {"url": "https://m/x", "headers": {"X": "t918273645546"}}}'\n`,
+    ],
     [
       "models.0.extra_args.0",
       "models:\n  - name: m\n    path: m.gguf\n    extra_args:\n      - --model-url https://ann:pw918273645546@h/m.gguf\n",
