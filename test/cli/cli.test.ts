@@ -669,20 +669,20 @@ describe('models beside a plan (docs/plan.md, "Which GPUs")', () => {
     proc.stdin.flush();
     expect(await waitFor(() => existsSync(pids))).toBe(true);
     // The plan's probe runs (up to 5 s): the listing, which probes too, must join it.
+    const { answers, reading } = linesOf(proc.stdout);
     proc.stdin.write(`${JSON.stringify({ id: "models", method: "models", params: {} })}\n`);
+    proc.stdin.flush();
+    // Both answered before the end of input, which would stop them (docs/protocol.md "shutdown");
+    // the plan's after its probe's 5 s timeout.
+    const answered = (id: string) =>
+      waitFor(() => answers.some((a) => a.id === id && a.type !== "event"), { timeoutMs: 20_000 });
+    expect(await answered("models")).toBe(true);
+    expect(await answered("plan")).toBe(true);
     proc.stdin.end();
-    const [stdout] = await Promise.all([
-      new Response(proc.stdout).text(),
-      new Response(proc.stderr).text(),
-      proc.exited,
-    ]);
+    await Promise.all([reading, new Response(proc.stderr).text(), proc.exited]);
     const started = readFileSync(pids, "utf8").trim().split("\n").map(Number);
     for (const pid of started) if (isAlive(pid)) process.kill(pid, "SIGKILL");
     expect(started).toHaveLength(1);
-    const answers = stdout
-      .trim()
-      .split("\n")
-      .map((l) => JSON.parse(l));
     const models = answers.find((a) => a.id === "models");
     expect(models?.result.models.map((m: { path: string }) => m.path)).toEqual([join(dir.path, "m.gguf")]);
     expect(answers.find((a) => a.id === "plan")?.result.plan.gpu_layers).toBe(0);
