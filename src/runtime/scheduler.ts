@@ -11,7 +11,8 @@ import {
   type SchedulerProgress,
   type Timers,
 } from "./model-runtime.ts";
-import { heldBy, type Live, type ModelState } from "./model-state.ts";
+import type { Live, ModelState } from "./model-state.ts";
+import { beginUnload } from "./model-unload.ts";
 import { Room } from "./room.ts";
 import {
   askPin,
@@ -31,6 +32,7 @@ import { modelBusy, notLoaded, schedulerClosed } from "./scheduler-errors.ts";
 import { memoryRows, modelRow, type SchedulerSnapshot } from "./scheduler-snapshot.ts";
 
 type Progress = ((p: SchedulerProgress) => void) | undefined;
+type Unloadable = Extract<ModelState, { kind: "loaded" | "loading" }>;
 const never = new AbortController().signal;
 
 /**
@@ -345,41 +347,9 @@ export class Scheduler {
     }
   }
 
-  /**
-   * loaded | loading → unloading → unloaded: the KV save (`save`), then the runtime stopped;
-   * `forRoom`: unloaded once its memory is given back (model-runtime.ts `stop`).
-   */
-  private beginUnload(
-    e: Entry,
-    s: Extract<ModelState, { kind: "loaded" | "loading" }>,
-    reason: Error,
-    save: boolean,
-    forRoom = false,
-  ): Promise<void> {
-    this.timers.clearTimeout(e.idleTimer);
-    const done = Promise.withResolvers<void>();
-    const runtime = s.kind === "loaded" ? s.live.runtime : s.job.runtime;
-    const st: ModelState = { kind: "unloading", bytes: heldBy(s), runtime, done: done.promise };
-    if (!e.cell.swap(s, st)) return Promise.resolve();
-    const stopped = Promise.withResolvers<void>();
-    void (async () => {
-      if (s.kind === "loading") {
-        s.job.abort.abort(reason);
-        await s.job.done.catch(() => {});
-      } else if (save) {
-        await runtime
-          ?.beforeUnload(stopped.promise)
-          .catch((err) => logUnexpected(`saving model ${e.name}'s sessions failed`, err));
-      }
-      await runtime
-        ?.stop({ untilReleased: forRoom })
-        .catch((err) => logUnexpected(`stopping model ${e.name} failed`, err));
-      stopped.resolve();
-      e.cell.swap(st, { kind: "unloaded" });
-      this.room.notify();
-      done.resolve();
-    })();
-    return done.promise;
+  /** The model's unload (model-unload.ts), on this scheduler's clock and room. */
+  private beginUnload(e: Entry, s: Unloadable, reason: Error, save: boolean, forRoom = false): Promise<void> {
+    return beginUnload(e, s, reason, { timers: this.timers, room: this.room, save, forRoom });
   }
 
   /** Admission's evictions: each chosen model leaves `loaded` now, then all stop. */
