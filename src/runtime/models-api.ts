@@ -32,8 +32,11 @@ export interface ModelsApi {
     model: ModelChoice,
     options: { pin: boolean | undefined; signal: AbortSignal; onProgress(p: WarmupProgress): void },
   ): Promise<ModelsLoadResult>;
-  /** Stops it; throws `invalid_request` (`data.reason: "model_busy"`) while chats use it, unless `force`. */
-  unload(model: ModelChoice, options: { force: boolean }): Promise<ModelsUnloadResult>;
+  /**
+   * Stops it; throws `invalid_request` (`data.reason: "model_busy"`) while chats use it, unless
+   * `force`. `keepPin`: the core restarts it (not the host): a `models.load` pin and load stand.
+   */
+  unload(model: ModelChoice, options: { force: boolean; keepPin?: boolean }): Promise<ModelsUnloadResult>;
   /** One vector per string, in order; loads the model first. `onLaunch`: the server that makes them. */
   embed(
     model: ModelChoice,

@@ -172,9 +172,10 @@ export class Scheduler {
    * `models.unload`: stops `model`'s llama-server after saving its sessions' KV state. Refused
    * (`model_busy`) while a chat runs on it or waits for it, unless `force`: then those chats
    * end `cancelled`. A failed model is cleared (`unloaded`; a path's row goes). An unknown
-   * model, or one not loaded, is an `invalid_request`.
+   * model, or one not loaded, is an `invalid_request`. `keepPin`: the core's own restart (memory's
+   * embedder on a changed file), not the host's unload: its pin and its loads waiting stand.
    */
-  async unload(model: string, opts: { force?: boolean } = {}): Promise<void> {
+  async unload(model: string, opts: { force?: boolean; keepPin?: boolean } = {}): Promise<void> {
     const entry = this.entries.get(model);
     const s = entry && settleDead(entry, this.timers);
     if (!entry || !s || s.kind === "unloaded") {
@@ -186,7 +187,7 @@ export class Scheduler {
       this.options.cancelChats(model);
     }
     if (s.kind === "failed") {
-      dropPin(entry);
+      if (!opts.keepPin) dropPin(entry);
       entry.cell.swap(s, { kind: "unloaded" });
       await s.runtime?.stop().catch((err) => logUnexpected(`stopping model ${model} failed`, err));
       this.forget(entry);
@@ -194,7 +195,7 @@ export class Scheduler {
     }
     // The host let it go, also during an idle or for-room unload: a pin models.load gave ends (the
     // config's applies again) and a load waiting from before is cancelled (`unloadedFor`).
-    dropPin(entry);
+    if (!opts.keepPin) dropPin(entry);
     if (s.kind === "unloading") return s.done;
     return this.beginUnload(entry, s, cancelledError(`model "${model}" was unloaded`), true);
   }
@@ -309,11 +310,12 @@ export class Scheduler {
   /**
    * A path (never a configured name) that no chat uses and that runs nothing, unloaded or failed
    * to load, is not kept for status: failed references would otherwise pile up. One whose server
-   * died keeps its runtime, and so its restart budget, until `models.unload` clears it.
+   * died keeps its runtime, and so its restart budget, until `models.unload` clears it; one the
+   * host pinned keeps its pin until then, across the core's own restart (`keepPin`).
    */
   private forget(e: Entry): void {
     const s = e.cell.get();
-    if (busy(e) || this.configuredPin(e.name) !== undefined) return;
+    if (busy(e) || this.configuredPin(e.name) !== undefined || e.pin === true) return;
     if (s.kind !== "unloaded" && (s.kind !== "failed" || s.runtime)) return;
     if (this.entries.get(e.name) === e) this.entries.delete(e.name);
   }

@@ -89,7 +89,8 @@ function startedOnCurrent(files: LaunchFiles | null, path: string | undefined): 
  * pull moved it to another revision: the old snapshot's file is still there, unchanged): they
  * would be kept under the new file's identity (`embeddingFingerprint` reads the file as it is
  * now) though made by the old weights. The server is unloaded then, so the next try loads the
- * new file; meanwhile recall uses words alone.
+ * new file; meanwhile recall uses words alone. A restart, not the host's `models.unload`: a pin
+ * its `models.load` gave, and a load of it waiting, stand (`keepPin`).
  */
 export async function embedWith(
   models: ModelsApi,
@@ -103,6 +104,6 @@ export async function embedWith(
     files = launch.files;
   });
   if (filesUnchanged(files) && startedOnCurrent(files, path)) return out.embeddings;
-  await models.unload(choice, { force: false }).catch(() => {});
+  await models.unload(choice, { force: false, keepPin: true }).catch(() => {});
   throw new Error("the embedding model's file changed since its server loaded it; it is loaded again");
 }

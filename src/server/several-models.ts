@@ -235,11 +235,14 @@ export class SeveralModels implements ModelsApi {
     return { model: shownName(model), state: "ready", memory_bytes: r.memory_bytes };
   }
 
-  async unload(model: ModelChoice, options: { force: boolean }): Promise<ModelsUnloadResult> {
+  async unload(
+    model: ModelChoice,
+    options: { force: boolean; keepPin?: boolean },
+  ): Promise<ModelsUnloadResult> {
     const s = this.scheduler.snapshot().models.find((m) => m.name === model.name)?.state;
     if (s === undefined || s === "unloaded") return { model: shownName(model), unloaded: false };
     // A failed model is cleared (a path's row goes); it ran nothing to stop.
-    await this.scheduler.unload(model.name, { force: options.force });
+    await this.scheduler.unload(model.name, { force: options.force, keepPin: options.keepPin === true });
     return { model: shownName(model), unloaded: s !== "failed" };
   }
 

@@ -29,6 +29,18 @@ function setup(
   return { fleet, timers, scheduler, cancelled, state };
 }
 
+/** Model `a`, used once, now in its idle unload (idle_unload_s), its save held until `save` resolves. */
+async function idleUnloadSaving() {
+  const save = Promise.withResolvers<void>();
+  const { fleet, timers, scheduler, state } = setup({ a: { gib: 2 } }, { idleUnloadMs: 1000 });
+  const pinned = () => scheduler.snapshot().models.find((m) => m.name === "a")?.pinned;
+  (await scheduler.acquire("a", signal())).release();
+  fleet.spec("a").saveGate = save.promise;
+  await timers.advance(1000);
+  expect(state("a")).toBe("unloading");
+  return { fleet, scheduler, state, pinned, save };
+}
+
 describe("Scheduler: loads", () => {
   test("concurrent requests for a loading model share one load", async () => {
     const { fleet, scheduler, state } = setup({ a: { gib: 4, gated: true } });
@@ -310,13 +322,7 @@ describe("Scheduler: unload", () => {
   test("models.unload during an idle unload wins: its pin ends, a pinning load asked before it is cancelled", async () => {
     // As without an unload under way: the host's unload answered ok, so nothing it asked before
     // brings the model back (pinned, never to be unloaded for room). A load asked after it loads.
-    const save = Promise.withResolvers<void>();
-    const { fleet, timers, scheduler, state } = setup({ a: { gib: 2 } }, { idleUnloadMs: 1000 });
-    const pinned = () => scheduler.snapshot().models.find((m) => m.name === "a")?.pinned;
-    (await scheduler.acquire("a", signal())).release();
-    fleet.spec("a").saveGate = save.promise;
-    await timers.advance(1000);
-    expect(state("a")).toBe("unloading");
+    const { fleet, scheduler, pinned, save } = await idleUnloadSaving();
     const before = rejection(scheduler.load("a", { pin: true }));
     await settle();
     const unload = scheduler.unload("a");
@@ -330,6 +336,24 @@ describe("Scheduler: unload", () => {
     expect((await after).state).toBe("loaded");
     expect(pinned()).toBe(false);
     expect(fleet.log.filter((l) => l === "a.start")).toHaveLength(2);
+  });
+
+  test("a restart that keeps the pin (memory's embedder) leaves a host's pin and a pinning load asked before it", async () => {
+    // Not the host's unload: memory's embedder restarting a server whose file changed
+    // (memory-embedding.ts). What the host asked stands: its pin, and its load waiting for the
+    // idle unload under way, which loads the model back once that unload ends.
+    const { scheduler, state, pinned, save } = await idleUnloadSaving();
+    const before = scheduler.load("a", { pin: true });
+    await settle();
+    const restart = scheduler.unload("a", { keepPin: true });
+    save.resolve();
+    await restart;
+    expect((await before).state).toBe("loaded");
+    expect(pinned()).toBe(true);
+    // Of a loaded, pinned model: unloaded, still pinned; the next request loads it again.
+    await scheduler.unload("a", { keepPin: true });
+    expect(state("a")).toBe("unloaded");
+    expect(pinned()).toBe(true);
   });
 
   test("a forced unload of a loading model ends the load and the chats waiting on it as cancelled", async () => {

@@ -173,6 +173,31 @@ describe("vectors from a server started on an hf: reference that now resolves to
   });
 });
 
+describe("a host's pin on the embedding model whose file was replaced", () => {
+  test("outlives the restart memory's job makes: only the host's models.unload ends it", async () => {
+    using dir = tmpdir();
+    const path = join(dir.path, "embed.gguf");
+    writeFileSync(path, "GGUF one");
+    const standIn = new LlamaStandIn({ nCtx: 512, embedding: TINY_EMBED, apiKey: "key" });
+    try {
+      const files = () => ({ model: fileIdentity(path), projector: undefined });
+      const { name, several, choice } = severalOn(standIn, undefined, files);
+      const row = () => several.scheduler.snapshot().models.find((m) => m.name === name);
+      await several.load(choice, { pin: true, signal: signal(), onProgress: () => {} });
+      expect(row()?.pinned).toBe(true);
+      writeFileSync(`${path}.new`, "GGUF two");
+      renameSync(`${path}.new`, path);
+      await expect(embedWith(several, choice, ["a"], signal())).rejects.toThrow("changed since");
+      // Before the fix the restart was a models.unload: the host's pin was gone with it.
+      expect(row()).toMatchObject({ state: "unloaded", pinned: true });
+      expect(await embedWith(several, choice, ["a"], signal())).toHaveLength(1);
+      expect(row()).toMatchObject({ state: "loaded", pinned: true });
+    } finally {
+      standIn.stop();
+    }
+  });
+});
+
 /** Several models over a fake runtime whose lease points at the stand-in (a model named by its address). */
 function severalOn(standIn: LlamaStandIn, embedDeadline?: () => number, files?: () => LaunchFiles) {
   const name = standIn.baseUrl.replace("http://", "");
