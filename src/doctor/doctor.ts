@@ -38,11 +38,13 @@ export const defaultDoctorDeps: DoctorDeps = {
  * Runs every check; never throws: a failure is a check with status fail. One cause is one
  * failure: without a usable config the checks that read it (binary, the models, data_dir, MCP,
  * plans) are `skip`, not failures against guessed defaults, and only the hardware is probed.
- * Diagnosing creates nothing (see data-dir-check.ts).
+ * Diagnosing creates nothing (see data-dir-check.ts). `stopping`: the core's stop, which ends the
+ * database's read (store-check.ts) rather than leave its thread running.
  */
 export async function runDoctor(
   source: DoctorConfig,
   deps: DoctorDeps = defaultDoctorDeps,
+  stopping?: AbortSignal,
 ): Promise<DoctorReport> {
   const { check, loaded } = configCheck(source);
   if (!loaded) {
@@ -61,7 +63,7 @@ export async function runDoctor(
   }
   const config: Config = loaded.config;
   const rpc = config.llama.rpc;
-  const [binary, reads, hardware, workers, folders] = await Promise.all([
+  const [binary, reads, hardware, workers, folders, store] = await Promise.all([
     binaryCheck(config, deps.run),
     readConfiguredModels(
       config,
@@ -72,6 +74,8 @@ export async function runDoctor(
     // Asked once: each worker's check and the plan (which counts the workers that answered).
     rpc.length > 0 ? (deps.workers ?? checkWorkers)(rpc) : Promise.resolve([]),
     memoryFoldersCheck(config, loaded.file),
+    // Off the main loop, beside the probes: a database of several GB takes seconds to read.
+    storeCheck(config, undefined, { signal: stopping }),
   ]);
   // Every configured model, each planned as if alone (docs/doctor.md, "Several models").
   const models = modelChecks(reads, hardware, workers);
@@ -81,7 +85,7 @@ export async function runDoctor(
     ...models.files,
     hardwareCheck(hardware),
     dataDirCheck(config),
-    storeCheck(config),
+    store,
     ...folders,
     ...mcpChecks(config),
     ...rpcChecksFrom(config, workers),

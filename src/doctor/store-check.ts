@@ -2,8 +2,12 @@ import { Database } from "bun:sqlite";
 import { accessSync, constants, existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Config } from "../config/schema.ts";
+import { ChunkThread } from "../store/chunk-thread.ts";
 import { fsProblemText } from "../store/data-dir-problem.ts";
-import { DB_FILE, damagedMarker, integrityProblem } from "../store/db/open.ts";
+import type { FileVerdict } from "../store/db/file-check.ts";
+import { DB_FILE, damagedMarker } from "../store/db/open.ts";
+import { seconds } from "../util/seconds.ts";
+import { within } from "../util/within.ts";
 import type { Check } from "./checks.ts";
 
 /** Whether this SQLite has FTS5 (an in-memory probe: nothing on disk is touched). */
@@ -19,12 +23,27 @@ export function sqliteHasFts5(): boolean {
   }
 }
 
+/** How long the file's read may take before the check says it did not finish (doctor.md: about 10 GB here). */
+export const FILE_CHECK_LIMIT_MS = 60_000;
+
+/** When the file's read gives up: `signal` (the core's stop), `limitMs` (tests: shorter). */
+export interface StoreCheckOptions {
+  signal?: AbortSignal;
+  limitMs?: number;
+}
+
 /**
  * The conversation database (docs/agent.md, The store): whether it opens and passes
  * `quick_check` (read-only: diagnosing changes nothing, and a running core may hold it), whether
- * it was reset or marked damaged, and whether search has FTS5 or falls back to LIKE.
+ * it was reset or marked damaged, and whether search has FTS5 or falls back to LIKE. The file is
+ * read on the store's thread (seconds on a file of several GB: ping, cancel and the stop are
+ * answered meanwhile); past `limitMs`, or at the core's stop, it is reported not finished.
  */
-export function storeCheck(config: Config, hasFts5 = sqliteHasFts5()): Check {
+export async function storeCheck(
+  config: Config,
+  hasFts5 = sqliteHasFts5(),
+  options: StoreCheckOptions = {},
+): Promise<Check> {
   const path = join(config.app.data_dir, DB_FILE);
   const fts = hasFts5 ? "FTS5 search" : "no FTS5 in this SQLite: search and memory use a plain LIKE match";
   const data: Record<string, unknown> = { path, fts5: hasFts5 };
@@ -57,61 +76,93 @@ export function storeCheck(config: Config, hasFts5 = sqliteHasFts5()): Check {
       data: { ...data, file: locked.file, problem: locked.problem },
     };
   }
-  let db: Database | undefined;
+  const verdict = await readOffLoop(path, options.limitMs ?? FILE_CHECK_LIMIT_MS, options.signal);
+  return verdictCheck(verdict, path, status, fts, data);
+}
+
+type Unfinished = { kind: "unfinished"; why: string };
+
+/**
+ * The file read on a thread of the store's kind (store/chunk-thread.ts), opened for this check
+ * alone and ended with it: at the limit or the stop it is terminated (a `quick_check` in SQLite's
+ * code runs to its end there, and dies with the process if that comes first).
+ */
+async function readOffLoop(
+  path: string,
+  limitMs: number,
+  signal: AbortSignal | undefined,
+): Promise<FileVerdict | Unfinished> {
+  const thread = new ChunkThread(path, 0);
+  const reading = thread
+    .checkFile()
+    .catch((err: Error): FileVerdict => ({ kind: "unreadable", message: err.message }));
+  const limit = seconds(limitMs);
+  let onStop = () => {};
+  const stopped = new Promise<Unfinished>((resolve) => {
+    onStop = () => resolve({ kind: "unfinished", why: "the core began to stop" });
+    if (signal?.aborted) onStop();
+    else signal?.addEventListener("abort", onStop, { once: true });
+  });
   try {
-    db = new Database(path, { readonly: true });
-    // No table at all: a core stopped during its first open (killed, a power cut) left the file
-    // begun; the next open makes the schema in it as in a new one (store/db/open.ts).
-    if (!db.query("SELECT 1 FROM sqlite_schema LIMIT 1").get()) {
+    const late: Unfinished = { kind: "unfinished", why: `it took longer than ${limit}` };
+    return await within(Promise.race([reading, stopped]), limitMs, late);
+  } finally {
+    signal?.removeEventListener("abort", onStop);
+    thread.stop();
+  }
+}
+
+function verdictCheck(
+  verdict: FileVerdict | Unfinished,
+  path: string,
+  status: Check["status"],
+  fts: string,
+  data: Record<string, unknown>,
+): Check {
+  switch (verdict.kind) {
+    case "unmade":
       return {
         id: "store",
         status,
         message: `the database ${path} is begun but not made yet (a core stopped during its first open); the next start makes it; ${fts}`,
         data,
       };
-    }
-    const problem = integrityProblem(db);
-    if (problem) {
+    case "damaged":
       return {
         id: "store",
         status: "fail",
-        message: `the database ${path} is damaged (${problem}); it is set aside at the core's next start and a fresh one made`,
+        message: `the database ${path} is damaged (${verdict.problem}); it is set aside at the core's next start and a fresh one made`,
         fix: "restart the core; the damaged file is kept as local-ai.db.corrupt-<time>",
         data,
       };
-    }
-    return resetOrOk(db, path, status, fts, data);
-  } catch (err) {
-    return {
-      id: "store",
-      status: "fail",
-      message: `the database ${path} cannot be read: ${(err as Error).message}`,
-      fix: "check the file's permissions, or move it aside for the core to start a fresh one",
-      data,
-    };
-  } finally {
-    db?.close();
+    case "reset":
+      return {
+        id: "store",
+        status: "warn",
+        message: `the conversation database was unusable and was reset; the old file is kept at ${verdict.from}; ${fts}`,
+        fix: "inspect or delete the kept file; the sessions in it are not in the new database",
+        data: { ...data, reset_from: verdict.from },
+      };
+    case "ok":
+      return { id: "store", status, message: `${path} is healthy; ${fts}`, data };
+    case "unreadable":
+      return {
+        id: "store",
+        status: "fail",
+        message: `the database ${path} cannot be read: ${verdict.message}`,
+        fix: "check the file's permissions, or move it aside for the core to start a fresh one",
+        data,
+      };
+    case "unfinished":
+      // Not damage: nothing was found wrong, the read was not finished.
+      return {
+        id: "store",
+        status: "warn",
+        message: `the database ${path} was not checked whole: its quick_check did not finish (${verdict.why}); ${fts}`,
+        fix: "run doctor again when the machine is less busy; a damaged page still surfaces when a statement meets it",
+        data: { ...data, finished: false },
+      };
   }
-}
-
-function resetOrOk(
-  db: Database,
-  path: string,
-  status: Check["status"],
-  fts: string,
-  data: Record<string, unknown>,
-): Check {
-  const reset = db.query("SELECT value FROM meta WHERE key = 'reset_from'").get() as { value: string } | null;
-  if (reset) {
-    return {
-      id: "store",
-      status: "warn",
-      message: `the conversation database was unusable and was reset; the old file is kept at ${reset.value}; ${fts}`,
-      fix: "inspect or delete the kept file; the sessions in it are not in the new database",
-      data: { ...data, reset_from: reset.value },
-    };
-  }
-  return { id: "store", status, message: `${path} is healthy; ${fts}`, data };
 }
 
 /**

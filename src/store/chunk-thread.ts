@@ -1,5 +1,6 @@
 import { CoreError, type ErrorCode } from "../protocol/errors.ts";
 import { workerEntry } from "../util/worker-entry.ts";
+import type { FileVerdict } from "./db/file-check.ts";
 import { storeClosed, storeError } from "./db/open.ts";
 import type { PendingDocument } from "./document-store.ts";
 import type { EraseResult, EraseWork } from "./erase-work.ts";
@@ -13,13 +14,15 @@ import type { SearchHit } from "./session-search.ts";
  * read it), and on its own thread it runs beside the reading instead of after it. Erases
  * (store/erase-work.ts): FTS5's `secure-delete` makes them cost seconds. The worker starts on the
  * first ask and is kept; one that stops fails what it had, and the next ask starts another. The
- * 0.1 folder's import (store/import-v01-run.ts), a unit at a time, and its erases too.
+ * 0.1 folder's import (store/import-v01-run.ts), a unit at a time, and its erases too. `doctor`'s
+ * read of the whole file (store/db/file-check.ts), on a thread of its own with no store open.
  */
 export type ThreadWork =
   | { kind: "chunks"; doc: PendingDocument; chunks: { index: number; text: string }[] }
   | { kind: "erase"; work: EraseWork }
   | { kind: "search"; fts: boolean; userId: string; query: string; limit: number }
-  | { kind: "v01"; work: V01Work };
+  | { kind: "v01"; work: V01Work }
+  | { kind: "file" };
 
 export interface ChunkAsk {
   id: number;
@@ -28,7 +31,7 @@ export interface ChunkAsk {
   work: ThreadWork;
 }
 
-type Answered = EraseResult | SearchHit[] | V01Result;
+type Answered = EraseResult | SearchHit[] | V01Result | FileVerdict;
 
 export type ChunkAnswer =
   | { id: number; ok: true; value?: Answered }
@@ -79,6 +82,11 @@ export class ChunkThread {
   /** One step of the 0.1 import, or its erase (store/import-v01-run.ts). */
   async v01(work: V01Work): Promise<V01Result> {
     return (await this.ask({ kind: "v01", work })) as V01Result;
+  }
+
+  /** `doctor`'s read-only check of the file (store/db/file-check.ts); the thread opens no connection of its own for it. */
+  async checkFile(): Promise<FileVerdict> {
+    return (await this.ask({ kind: "file" })) as FileVerdict;
   }
 
   /** Whether a worker runs now (tests: the idle stop). */

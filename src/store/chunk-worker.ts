@@ -1,5 +1,6 @@
 import type { Database } from "bun:sqlite";
 import type { ChunkAnswer, ChunkAsk, ThreadWork } from "./chunk-thread.ts";
+import { checkFile } from "./db/file-check.ts";
 import { BUSY_TIMEOUT_MS } from "./db/open.ts";
 import { StatementDatabase } from "./db/statements.ts";
 import { useMemoryForTemp } from "./db/temp-dir.ts";
@@ -33,6 +34,11 @@ let lastEnd = Number.NEGATIVE_INFINITY;
 self.onmessage = (event: MessageEvent<ChunkAsk>) => {
   const ask = event.data;
   try {
+    // doctor's check reads the file read-only, on a connection it closes: nothing is written, no log made.
+    if (ask.work.kind === "file") {
+      self.postMessage({ id: ask.id, ok: true, value: checkFile(ask.path) });
+      return;
+    }
     if (!db || !docs) {
       db = new StatementDatabase(ask.path, { readwrite: true, create: false, strict: true });
       db.run(`PRAGMA busy_timeout = ${ask.busyWaitMs}`);
@@ -68,7 +74,7 @@ self.onmessage = (event: MessageEvent<ChunkAsk>) => {
 };
 
 /** A search's hits, an erase's or an import step's result. */
-function answer(db: Database, work: Exclude<ThreadWork, { kind: "chunks" }>, busyWaitMs: number) {
+function answer(db: Database, work: Exclude<ThreadWork, { kind: "chunks" | "file" }>, busyWaitMs: number) {
   if (work.kind === "search") return searchSessions(db, work.fts, work.userId, work.query, work.limit);
   if (work.kind === "erase") return whileLocked(db, busyWaitMs, (d) => runErase(d, work.work));
   return whileLocked(db, busyWaitMs, (d) => runV01(d, work.work));

@@ -12,10 +12,10 @@ import { tmpdir } from "../fixtures/tmpdir.ts";
 const configAt = (dataDir: string) => ConfigSchema.parse({ app: { data_dir: dataDir } });
 
 describe("doctor: the conversation database", () => {
-  test("none yet: ok, and nothing is created", () => {
+  test("none yet: ok, and nothing is created", async () => {
     using dir = tmpdir();
     const data = join(dir.path, "data");
-    const c = storeCheck(configAt(data));
+    const c = await storeCheck(configAt(data));
     expect(c).toMatchObject({ id: "store", status: "ok", data: { fts5: true } });
     expect(existsSync(data)).toBe(false);
   });
@@ -32,33 +32,33 @@ describe("doctor: the conversation database", () => {
     begun.close();
     for (const left of ["its header alone", "an empty file"]) {
       if (left === "an empty file") writeFileSync(path, "");
-      const c = storeCheck(configAt(dir.path));
+      const c = await storeCheck(configAt(dir.path));
       expect([left, c.status]).toEqual([left, "ok"]);
       expect(c.message).toContain("not made yet");
     }
     Store.open(dir.path).close();
-    expect(storeCheck(configAt(dir.path)).message).toContain("is healthy");
+    expect((await storeCheck(configAt(dir.path))).message).toContain("is healthy");
   });
 
-  test("healthy, then reset after random bytes over its header, then marked damaged", () => {
+  test("healthy, then reset after random bytes over its header, then marked damaged", async () => {
     using dir = tmpdir();
     Store.open(dir.path).close();
-    expect(storeCheck(configAt(dir.path))).toMatchObject({ status: "ok" });
+    expect(await storeCheck(configAt(dir.path))).toMatchObject({ status: "ok" });
     const path = join(dir.path, DB_FILE);
     writeFileSync(path, Buffer.alloc(8192, 0x5a));
     Store.open(dir.path).close(); // the core's next start sets it aside
-    const reset = storeCheck(configAt(dir.path));
+    const reset = await storeCheck(configAt(dir.path));
     expect(reset.status).toBe("warn");
     expect(reset.message).toContain("local-ai.db.corrupt-");
     expect(readFileSync(reset.data?.reset_from as string).subarray(0, 4)).toEqual(Buffer.alloc(4, 0x5a));
     markDamaged(path, "database disk image is malformed");
-    expect(storeCheck(configAt(dir.path))).toMatchObject({
+    expect(await storeCheck(configAt(dir.path))).toMatchObject({
       status: "warn",
       message: expect.stringContaining("met damage"),
     });
   });
 
-  test("damage inside the file fails the check; without FTS5 it warns", () => {
+  test("damage inside the file fails the check; without FTS5 it warns", async () => {
     using dir = tmpdir();
     const s = Store.open(dir.path);
     for (let i = 0; i < 200; i++)
@@ -70,7 +70,7 @@ describe("doctor: the conversation database", () => {
         at: new Date(),
       });
     s.close();
-    expect(storeCheck(configAt(dir.path), false)).toMatchObject({
+    expect(await storeCheck(configAt(dir.path), false)).toMatchObject({
       status: "warn",
       message: expect.stringContaining("LIKE"),
     });
@@ -78,7 +78,7 @@ describe("doctor: the conversation database", () => {
     const bytes = readFileSync(path);
     bytes.fill(0xa5, 8 * 4096, 10 * 4096);
     writeFileSync(path, bytes);
-    const c = storeCheck(configAt(dir.path));
+    const c = await storeCheck(configAt(dir.path));
     expect(c.status).toBe("fail");
     expect(c.message).toMatch(/damaged|cannot be read/);
     // Diagnosing changed nothing: the file is where it was, no reset recorded.
@@ -91,7 +91,7 @@ describe("doctor: the conversation database", () => {
   // every write failed, and doctor said nothing (the quick_check only reads).
   test.skipIf(process.platform === "win32")(
     "a database file that cannot be written fails the check, naming it",
-    () => {
+    async () => {
       using dir = tmpdir();
       Store.open(dir.path).close();
       const path = join(dir.path, DB_FILE);
@@ -100,7 +100,7 @@ describe("doctor: the conversation database", () => {
       if (root && spawnSync("chattr", ["+i", path]).status !== 0) return;
       if (!root) chmodSync(path, 0o400);
       try {
-        const c = storeCheck(configAt(dir.path));
+        const c = await storeCheck(configAt(dir.path));
         expect(c).toMatchObject({ status: "fail", data: { file: path, problem: root ? "EPERM" : "EACCES" } });
         expect(c.message).toContain(`${path} cannot be written`);
       } finally {
