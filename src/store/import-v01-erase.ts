@@ -89,32 +89,42 @@ function eraseTree(tree: string, sessionId: string | undefined, imported: boolea
 /**
  * An edit's (`replace_from`, `regenerate`) erase of the turns it replaces from the session's 0.1
  * files (docs/agent.md, Import of the 0.1 layout), as a delete's: on the store's thread, before the
- * edit's commit. `seq` counts from history.json's first message (the import put it after any
- * 1.0 turns of the session, import-v01-records.ts recordBase), an interrupted turn's checkpoint
- * the one after them (or the one it replaced from): the history keeps the messages before `seq`, the checkpoint goes when its turn is replaced, and the memory files lose
- * the session's entries of the replaced turns, told by their text as in the database
- * (import-v01-memory.ts). Each file is written anew atomically, the history last (the replaced
- * inputs are read from it), so one stopped midway is done whole by the next edit of the session.
+ * edit's commit. `from.seq` is the edit's seq in the database, `from.base` the seq the import put
+ * history.json's first message at (after any 1.0 turns of the session, import-v01-records.ts
+ * recordBase), an interrupted turn's checkpoint the one after them (or the one it replaced from):
+ * the history keeps the messages before `from.seq - from.base`, the checkpoint goes when its turn
+ * is replaced, and the memory files lose the session's entries of the replaced turns, told by
+ * their text as in the database (import-v01-memory.ts); all of them only for an edit from seq 0,
+ * as there: from a 1.0 turn before the 0.1 ones, every 0.1 turn is replaced but not every entry.
+ * Each file is written anew atomically, the history last (the replaced inputs are read from it),
+ * so one stopped midway is done whole by the next edit of the session.
  * `read`: tests, called with each 0.1 file read whole.
  */
 export function eraseImportedTail(
   dataDir: string,
   userId: string,
   sessionId: string,
-  seq: number,
+  from: { seq: number; base: number },
   liveImported: boolean,
   read?: (path: string) => void,
 ): void {
+  // The kept history counts from its first message; one edited from before it goes whole.
+  const seq = Math.max(0, from.seq - from.base);
+  const all = from.seq === 0;
   // `users/` after an import that gave up: a session it had not reached is none of the edited
   // one's turns (a 1.0 session of the same id), and the next start imports its files whole.
   const live = liveImported ? folderNamed(join(dataDir, "users"), userId) : undefined;
-  if (live !== undefined) eraseTail(live, { sessionId, seq, imported: false, read });
-  for (const tree of keptTrees(dataDir, userId)) eraseTail(tree, { sessionId, seq, imported: true, read });
+  if (live !== undefined) eraseTail(live, { sessionId, seq, all, imported: false, read });
+  for (const tree of keptTrees(dataDir, userId))
+    eraseTail(tree, { sessionId, seq, all, imported: true, read });
 }
 
 interface TailErase {
   sessionId: string;
+  /** Where the kept history is cut. */
   seq: number;
+  /** An edit from the session's first message: every one of its memory entries goes. */
+  all: boolean;
   imported: boolean;
   read: ((path: string) => void) | undefined;
 }
@@ -135,7 +145,7 @@ function eraseTail(tree: string, e: TailErase): void {
   // From the first message every turn is replaced: all of the session's entries go. Past the 0.1
   // turns (a 1.0 answer regenerated after them, say) none is: the memory files, every session's
   // entries and up to 256 MiB each, are not read, as the edit's commit waits on this.
-  if (seq === 0 || inputs.size > 0) eraseTailMemory(join(tree, "memory"), e, seq === 0 ? undefined : inputs);
+  if (e.all || inputs.size > 0) eraseTailMemory(join(tree, "memory"), e, e.all ? undefined : inputs);
   // A 0.1 write's temp file a kill left (0.1 removed it at the session's next turn): a copy of the
   // history or the checkpoint, never imported, holding the replaced turns.
   if (seq < messages.length || cpReplaced)

@@ -46,8 +46,8 @@ export function runV01(db: Database, work: V01Work, conv?: Conversations): V01Re
       return undefined;
     case "edit": {
       // The kept history counts from its first message: the session's seqs from where the import put it.
-      const seq = Math.max(0, work.seq - importedBase(db, work.userId, work.sessionId));
-      eraseImportedTail(work.dataDir, work.userId, work.sessionId, seq, sessionImported(db, work));
+      const from = { seq: work.seq, base: importedBase(db, work.userId, work.sessionId) };
+      eraseImportedTail(work.dataDir, work.userId, work.sessionId, from, sessionImported(db, work));
       return undefined;
     }
   }

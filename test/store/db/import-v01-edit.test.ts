@@ -174,6 +174,32 @@ test("an interrupted 0.1 edit imported after the session's 1.0 turns replaces fr
   store.close();
 });
 
+// Imported after the session's 1.0 turns, an edit of the first 0.1 message is at seq 2, not 0: the
+// database tells the 0.1 entries it replaces by their text, and keeps the session's others. The
+// kept files' erase took it for an edit from the first message and dropped every entry of the
+// session, text the user never edited away (in users/, after an import that gave up before the
+// memory file, never imported at all).
+test("an edit of the first 0.1 message after the session's 1.0 turns keeps its other 0.1 memory entries", async () => {
+  using dir = tmpdir();
+  new SessionStore(dir.path, "ann", "trip").saveHistory(tripTurns("and a hotel?", "Hotel A").slice(0, 2));
+  const mem = MemoryIndex.forUser(dir.path, "ann").load();
+  const at = "2026-11-30T10:00:00.000Z";
+  mem.addTurn({ id: "x", session_id: "trip", text: "plan a trip to Porto\nPorto it is", at });
+  // A turn 0.1 kept in memory only (its history cut since): no message names it.
+  mem.addTurn({ id: "z", session_id: "trip", text: "pack a raincoat\nyes", at });
+  const store = await importedAfterA10Turn(dir.path);
+  await editFrom(store, 2, "what should I pack?", "light clothes");
+  // The database drops the replaced turn's entry and keeps the other: the kept files as well.
+  expect(store.memory.search("ann", "Porto", 5, "none")).toEqual([]);
+  expect(store.memory.search("ann", "raincoat", 5, "none").map((h) => h.doc.source)).toEqual([
+    "session:trip",
+  ]);
+  store.close();
+  const kept = join(dir.path, "imported-0.1");
+  expect(filesHolding(kept, "Porto it is")).toEqual([]);
+  expect(filesHolding(kept, "raincoat")).toHaveLength(1);
+});
+
 // One it had reached is the session's turns: their files in users/ lose the replaced ones as the kept trees' do.
 test("an edit of a session imported by an import that then gave up cuts its 0.1 history in users/", async () => {
   using dir = tmpdir();
@@ -250,10 +276,10 @@ test("an edit past the 0.1 turns of an imported session reads none of the user's
     .addTurn({ id: "x", session_id: "trip", text: "plan\nPorto", at });
   const read: string[] = [];
   // users/ as an import that reached the session left it; seq 2 and 3: a 1.0 turn after the history.
-  eraseImportedTail(dir.path, "ann", "trip", 2, true, (p) => read.push(p));
+  eraseImportedTail(dir.path, "ann", "trip", { seq: 2, base: 0 }, true, (p) => read.push(p));
   expect(read).toEqual([join(dir.path, "users", "ann", "sessions", "trip", "history.json")]);
   // From the 0.1 turn's input, its entry is read and goes.
-  eraseImportedTail(dir.path, "ann", "trip", 0, true, (p) => read.push(p));
+  eraseImportedTail(dir.path, "ann", "trip", { seq: 0, base: 0 }, true, (p) => read.push(p));
   expect(read.filter((p) => p.endsWith("turns.json"))).toHaveLength(1);
 });
 
