@@ -178,14 +178,19 @@ function readSession(dir: string, user: string, session: string, r: ImportReport
   });
   return (conv, db) => {
     const base = history || checkpoint ? recordBase(db, user, session) : 0;
+    // An interrupted 1.0 turn of the session (a chat while an import that gave up had not reached
+    // it): the commit below drops a checkpoint, and that turn, its input and all, was lost.
+    const held = heldCheckpoint(db, user, session);
     if (history && history.messages.length > 0) {
       const messages = history.messages.map((m, i) =>
         isRequest(history.messages, i) ? { ...m, by_core: true as const } : m,
       );
       conv.commitTurn({ userId: user, sessionId: session, agent: "", messages, at: history.at });
+      held?.();
       r.sessions++;
     }
-    if (checkpoint) {
+    // The 1.0 one is the newer: the 0.1 one stays in the kept checkpoint.json.
+    if (checkpoint && !held) {
       const { cp, at } = checkpoint;
       conv.ensureSession(user, session, cp.agent, cp.user_input, at);
       // An interrupted edit's seq counts from the 0.1 history's first message: from `base` here.
@@ -194,6 +199,33 @@ function readSession(dir: string, user: string, session: string, r: ImportReport
       conv.saveCheckpoint(user, session, JSON.stringify(body), at);
       r.checkpoints++;
     }
+  };
+}
+
+/** The session's checkpoint as it is, with its input kept apart: a write that puts it back. */
+function heldCheckpoint(db: Database, user: string, session: string): (() => void) | undefined {
+  const where = "WHERE user_id = ? AND session_id = ?";
+  const cp = db.query(`SELECT body, updated_at FROM checkpoints ${where}`).get(user, session) as {
+    body: string;
+    updated_at: number;
+  } | null;
+  if (cp === null) return undefined;
+  const apart = db.query(`SELECT input FROM checkpoint_inputs ${where}`).get(user, session) as {
+    input: string;
+  } | null;
+  return () => {
+    db.query("INSERT INTO checkpoints (user_id, session_id, body, updated_at) VALUES (?, ?, ?, ?)").run(
+      user,
+      session,
+      cp.body,
+      cp.updated_at,
+    );
+    if (apart !== null)
+      db.query("INSERT INTO checkpoint_inputs (user_id, session_id, input) VALUES (?, ?, ?)").run(
+        user,
+        session,
+        apart.input,
+      );
   };
 }
 

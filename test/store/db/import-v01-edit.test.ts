@@ -200,6 +200,29 @@ test("an edit of the first 0.1 message after the session's 1.0 turns keeps its o
   expect(filesHolding(kept, "raincoat")).toHaveLength(1);
 });
 
+// A 1.0 turn of that session interrupted meanwhile (the core killed mid-answer) is kept as its
+// checkpoint, to be resumed: the import's commit of the 0.1 history dropped it, the user's
+// question with it, and a 0.1 checkpoint beside the history took its place.
+test("an import after the session's 1.0 turns keeps the checkpoint of an interrupted 1.0 turn", async () => {
+  using dir = tmpdir();
+  const v01 = new SessionStore(dir.path, "ann", "trip");
+  v01.saveHistory(tripTurns("and a hotel?", "Hotel A"));
+  v01.saveCheckpoint(interrupted("and a cheap hotel?"));
+  const first = await importGivingUpAt(dir.path, "ann/trip");
+  await editFrom(first, undefined, "a new plan", "sure");
+  const at = new Date().toISOString();
+  const body = JSON.stringify({ version: 1, ...interrupted("is Porto rainy in May?"), updated_at: at });
+  first.conversations.saveCheckpoint("ann", "trip", body, new Date());
+  first.close();
+  const store = Store.open(dir.path);
+  await store.whenImported();
+  expect(store.conversations.history("ann", "trip")).toHaveLength(6);
+  expect(JSON.parse(store.conversations.checkpoint("ann", "trip") ?? "{}").user_input).toBe(
+    "is Porto rainy in May?",
+  );
+  store.close();
+});
+
 // One it had reached is the session's turns: their files in users/ lose the replaced ones as the kept trees' do.
 test("an edit of a session imported by an import that then gave up cuts its 0.1 history in users/", async () => {
   using dir = tmpdir();
