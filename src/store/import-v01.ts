@@ -185,7 +185,17 @@ function readSession(dir: string, user: string, session: string, r: ImportReport
       const messages = history.messages.map((m, i) =>
         isRequest(history.messages, i) ? { ...m, by_core: true as const } : m,
       );
-      conv.commitTurn({ userId: user, sessionId: session, agent: "", messages, at: history.at });
+      // 0.1 kept no agent: after 1.0 turns of the session, the agent they ran stays its own.
+      const ran = db
+        .query("SELECT agent FROM sessions WHERE user_id = ? AND session_id = ?")
+        .get(user, session) as { agent: string } | null;
+      conv.commitTurn({
+        userId: user,
+        sessionId: session,
+        agent: ran?.agent ?? "",
+        messages,
+        at: history.at,
+      });
       held?.();
       r.sessions++;
     }

@@ -223,6 +223,17 @@ test("an import after the session's 1.0 turns keeps the checkpoint of an interru
   store.close();
 });
 
+// The import commits the 0.1 history as a turn of agent "" (0.1 kept none): after the session's
+// 1.0 turns, that overwrote the agent they ran, and sessions.list showed the session's as "".
+test("an import after the session's 1.0 turns keeps the agent the session ran", async () => {
+  using dir = tmpdir();
+  new SessionStore(dir.path, "ann", "trip").saveHistory(tripTurns("and a hotel?", "Hotel A"));
+  const store = await importedAfterA10Turn(dir.path);
+  expect(store.conversations.history("ann", "trip")).toHaveLength(6);
+  expect(store.conversations.session("ann", "trip")?.agent).toBe("a");
+  store.close();
+});
+
 // One it had reached is the session's turns: their files in users/ lose the replaced ones as the kept trees' do.
 test("an edit of a session imported by an import that then gave up cuts its 0.1 history in users/", async () => {
   using dir = tmpdir();
