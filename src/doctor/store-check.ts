@@ -57,7 +57,7 @@ export async function storeCheck(
     };
   }
   if (existsSync(damagedMarker(path))) {
-    const why = readFileSync(damagedMarker(path), "utf8").trim();
+    const why = damageNote(damagedMarker(path));
     return {
       id: "store",
       status: "warn",
@@ -162,6 +162,15 @@ function verdictCheck(
         fix: "run doctor again when the machine is less busy; a damaged page still surfaces when a statement meets it",
         data: { ...data, finished: false },
       };
+  }
+}
+
+/** What the damage note says; one that cannot be read (another user's 0600 file) is named so, never thrown. */
+function damageNote(file: string): string {
+  try {
+    return readFileSync(file, "utf8").trim();
+  } catch (err) {
+    return `its note cannot be read: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`;
   }
 }
 

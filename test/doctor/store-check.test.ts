@@ -1,7 +1,7 @@
 import { Database } from "bun:sqlite";
 import { describe, expect, test } from "bun:test";
 import { spawnSync } from "node:child_process";
-import { chmodSync, existsSync, readFileSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { ConfigSchema } from "../../src/config/schema.ts";
 import { storeCheck } from "../../src/doctor/store-check.ts";
@@ -56,6 +56,17 @@ describe("doctor: the conversation database", () => {
       status: "warn",
       message: expect.stringContaining("met damage"),
     });
+  });
+
+  // doctor never throws: a damage note it cannot read (another user's core wrote it 0600, or
+  // something else took its name) made the whole doctor end in a stack trace and no report.
+  test("a damage note that cannot be read still reports the damage, never throws", async () => {
+    using dir = tmpdir();
+    Store.open(dir.path).close();
+    mkdirSync(`${join(dir.path, DB_FILE)}.damaged`);
+    const c = await storeCheck(configAt(dir.path));
+    expect([c.id, c.status]).toEqual(["store", "warn"]);
+    expect(c.message).toContain("met damage (its note cannot be read: EISDIR)");
   });
 
   test("damage inside the file fails the check; without FTS5 it warns", async () => {
