@@ -4,7 +4,7 @@ import { SECRET_FLAGS, URL_FLAGS } from "../util/llama-secret-flags.ts";
 
 /**
  * Whether `arg` is a flag and a credential written as one entry (`- --api-key sk-…` in a block
- * list, `["--api-key sk-…"]`): one of llama-server's secret flags first, or a credential in its
+ * list, `["--api-key sk-…"]`): one of llama-server's secret flags among its words, or a credential in its
  * words as arg-secrets.ts finds them on a command line.
  * llama-server reads it as one unknown flag and exits quoting it whole ("invalid argument:
  * --api-key sk-…", in its log and a failed start's log_tail), and no mask knows its shape: the
@@ -13,10 +13,14 @@ import { SECRET_FLAGS, URL_FLAGS } from "../util/llama-secret-flags.ts";
 function flagWithCredential(arg: string): boolean {
   if (!arg.startsWith("-") || !/\s/.test(arg)) return false;
   const words = arg.trim().split(/\s+/);
-  // As llama-server reads a flag: `--hf_token` is `--hf-token` (plan/argv.ts llamaFlagName).
-  const first = (words[0] ?? "").replace(/=.*$/s, "");
-  const flag = first.startsWith("--") ? first.replaceAll("_", "-") : first;
-  return SECRET_FLAGS.has(flag) || URL_FLAGS.has(flag) || argSecrets(words).some((s) => s !== "");
+  // Any word, not the first alone: llama-server quotes `--jinja -hft hf_…` whole as well.
+  return words.some((w) => secretFlag(w.replace(/=.*$/s, ""))) || argSecrets(words).some((s) => s !== "");
+}
+
+/** Whether `name` is a flag whose value is a secret, as llama-server reads it: `--hf_token` is `--hf-token`. */
+function secretFlag(name: string): boolean {
+  const flag = name.startsWith("--") ? name.replaceAll("_", "-") : name;
+  return SECRET_FLAGS.has(flag) || URL_FLAGS.has(flag);
 }
 
 /**

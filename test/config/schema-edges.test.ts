@@ -187,6 +187,9 @@ describe("a value where secrets live is never quoted by its error", () => {
       "models.0.extra_args.0",
       "models:\n  - name: m\n    path: m.gguf\n    extra_args:\n      - --model-url https://ann:pw918273645546@h/m.gguf\n",
     ],
+    // Not first: llama-server quotes the whole entry all the same.
+    ["llama.extra_args.0", "llama:\n  extra_args:\n    - --jinja -hft hf_918273645546\n"],
+    ["llama.extra_args.0", "llama:\n  extra_args:\n    - -c 4096 -mu https://h/m.gguf?x=918273645546\n"],
   ])("%s: a flag and its credential in one entry is refused, the value not quoted", (key, text) => {
     const err = coreErrorOf(() => parseConfigText(text, "/c/config.yaml"));
     expect(err).toMatchObject({ code: "config_invalid", data: { key } });
