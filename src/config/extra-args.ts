@@ -13,6 +13,18 @@ import { SECRET_FLAGS, URL_FLAGS } from "../util/llama-secret-flags.ts";
 function flagWithCredential(arg: string): boolean {
   if (!arg.startsWith("-") || !/\s/.test(arg)) return false;
   const words = arg.trim().split(/\s+/);
+  const first = words[0] ?? "";
+  const eq = first.indexOf("=");
+  // `--mcp-servers-json={"s": …}`: one flag and its value, spaces or not, which the launch moves
+  // whole to llama-server's environment and the plan shows masked (plan/secret-args.ts); only
+  // another flag's credential after it (`--api-key=x -hft hf_…`) is a second argument.
+  if (eq > 0 && secretFlag(first.slice(0, eq)))
+    return holdsCredential([first.slice(eq + 1), ...words.slice(1)]);
+  return holdsCredential(words);
+}
+
+/** Whether `words` hold one of llama-server's secret flags or a credential as arg-secrets.ts finds them. */
+function holdsCredential(words: readonly string[]): boolean {
   // Any word, not the first alone: llama-server quotes `--jinja -hft hf_…` whole as well.
   return words.some((w) => secretFlag(w.replace(/=.*$/s, ""))) || argSecrets(words).some((s) => s !== "");
 }

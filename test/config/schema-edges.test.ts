@@ -197,6 +197,25 @@ describe("a value where secrets live is never quoted by its error", () => {
     expect(JSON.stringify({ message: err.message, data: err.data })).not.toContain("918273645546");
   });
 
+  // The `=` form is one flag and its value, which the launch moves whole to llama-server's
+  // environment and the plan shows masked (plan/secret-args.ts): a JSON written with spaces is
+  // no second argument, and was taken before the refusal above.
+  test.each([
+    `llama:\n  extra_args:\n    - '--mcp-servers-json={"s": {"url": "https://m/x", "headers": {"X": "t918273645546"}}}'\n`,
+    `llama:\n  extra_args:\n    - '--mcp_servers_json={"s": {"command": "npx", "args": ["-y", "srv"]}}'\n`,
+    "llama:\n  extra_args:\n    - --api-key=two words\n",
+  ])("a secret flag joined to its value by '=' is taken, spaces in the value or not: %s", (text) => {
+    expect(parseConfigText(text, "/c/config.yaml").config.llama.extra_args).toHaveLength(1);
+  });
+
+  test.each([
+    "llama:\n  extra_args:\n    - --api-key=x -hft hf_918273645546\n",
+    "llama:\n  extra_args:\n    - --hf-token=x --mcp-servers-json {}\n",
+  ])("a second flag after an '=' value is still refused: %s", (text) => {
+    const err = coreErrorOf(() => parseConfigText(text, "/c/config.yaml"));
+    expect(err).toMatchObject({ code: "config_invalid", data: { key: "llama.extra_args.0" } });
+  });
+
   test("a value with spaces after its flag, or a flag with spaces that holds no credential, is taken", () => {
     const text =
       'llama:\n  extra_args: ["--alias", "my model", "-r", "-- User:", "--chat-template", "{{ a }}"]\n';
