@@ -11,10 +11,12 @@ import { SECRET_FLAGS, URL_FLAGS } from "../util/llama-secret-flags.ts";
  * plan's argv, the log's start line and the child's command line showed the value as written.
  */
 function flagWithCredential(arg: string): boolean {
-  if (!arg.startsWith("-") || !/\s/.test(arg)) return false;
   const words = arg.trim().split(/\s+/);
   const first = words[0] ?? "";
   const eq = first.indexOf("=");
+  // A flag alone is its own entry. Its `=` form, llama-server's parser takes none: one the launch
+  // does not move (`--api-keys=sk-…`, misspelt) goes to it, shown, and it quotes it whole.
+  if (!arg.startsWith("-") || !(/\s/.test(arg) || eq > 0)) return false;
   // `--mcp-servers-json={"s": …}`: one flag and its value, spaces or not, which the launch moves
   // whole to llama-server's environment and the plan shows masked (plan/secret-args.ts); only
   // another flag's credential after it (`--api-key=x -hft hf_…`) is a second argument.
