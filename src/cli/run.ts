@@ -8,17 +8,17 @@ import { main } from "./main.ts";
 import { isUnwritten, SIGNAL_EXIT, writeDocument, writeUsage } from "./output.ts";
 
 /**
- * The command line, from argv to an exit code: 0 done, 1 the command failed, 2 the command
- * line itself is wrong (usage on stderr, nothing on stdout). Commands return their exit code; a
- * CoreError becomes a one-line message (and, under `--json`, a JSON error object on stdout so a
- * script always has something to parse), anything else a logged trace.
- */
-/**
  * An option as a usage error names it: without its `=value` (`--hf-token=hf_…`), which may be a
  * credential, as check-args.ts names one after the command.
  */
 const optionName = (arg: string): string => (arg.includes("=") ? arg.slice(0, arg.indexOf("=")) : arg);
 
+/**
+ * The command line, from argv to an exit code: 0 done, 1 the command failed, 2 the command
+ * line itself is wrong (usage on stderr, nothing on stdout). Commands return their exit code; a
+ * CoreError becomes a one-line message (and, under `--json`, a JSON error object on stdout so a
+ * script always has something to parse), anything else a logged trace.
+ */
 export async function runCli(argv: string[]): Promise<number> {
   if (argv.length === 1 && (argv[0] === "--version" || argv[0] === "-v")) {
     return printed(() => writeDocument(`${VERSION}\n`));
