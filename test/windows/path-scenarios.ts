@@ -19,11 +19,11 @@ export async function paths(plan: HostPlan): Promise<PathsObservation> {
   const spelled = `${dir.toUpperCase().replaceAll("\\", "/")}/./m.gguf`;
   writeFileSync(join(dir, "config.yaml"), `model:\r\n  path: '${spelled}'\r\n`);
   writeFileSync(join(dir, "pipe.yaml"), `model:\r\n  path: '${pipe}'\r\n`);
-  writeFileSync(join(dir, "nul.yaml"), `model:\r\n  path: 'C:\\x\\NUL.gguf'\r\n`);
+  writeFileSync(join(dir, "nul-model.yaml"), `model:\r\n  path: 'C:\\x\\NUL.gguf'\r\n`);
   const exitCodes: (number | null)[] = [];
   const models = await listedBy(plan, dir, "config.yaml", exitCodes);
   const pipeConfig = await listedBy(plan, dir, "pipe.yaml", exitCodes);
-  const nulConfig = await listedBy(plan, dir, "nul.yaml", exitCodes);
+  const nulConfig = await listedBy(plan, dir, "nul-model.yaml", exitCodes);
   await using core = spawnCore({ binary: plan.core, cwd: dir, args: ["--config", join(dir, "config.yaml")] });
   const document = await asked(core, "documents.add", { user_id: "u", path: pipe });
   const exported = await asked(core, "sessions.export", { session_id: "s", format: "json", path: pipe });
