@@ -15,6 +15,7 @@ import {
   type MethodTable,
   type OutputPort,
   type RequestContext,
+  STOP_GRACE_MS,
   UNBOUNDED_METHODS,
 } from "./method-table.ts";
 import { checkedParams } from "./params-check.ts";
@@ -217,23 +218,22 @@ export class Dispatcher {
   }
 
   /**
-   * Cancels every chat-like request, aborts `stopping` (work `cancel` cannot reach: models, plan),
-   * lets short ones (ping, doctor…) finish, and waits until each has answered. Not for shutdowns:
-   * they wait on this (two in one read must not wait on each other), nor those the services' stop
-   * joins (JOINED_BY_SHUTDOWN): `settled` waits for them. Answered is handed to the writer: the
-   * host's reading is the bounded drain's affair (docs/protocol.md "Drain on exit").
+   * Cancels every chat-like request, aborts `stopping` after `graceMs`, and waits until each
+   * has answered; not shutdowns (two in one read must not wait on each other) nor those the
+   * services' stop joins (JOINED_BY_SHUTDOWN): `settled` waits for them. Answered is handed to the
+   * writer: the host's reading is the bounded drain's affair (docs/protocol.md "Drain on exit").
    */
-  async stopAll(): Promise<void> {
+  async stopAll(graceMs = STOP_GRACE_MS): Promise<void> {
     this.shuttingDown = true;
     const reason = new CoreError("cancelled", "the core is shutting down");
-    this.stopping.abort(reason);
+    const late = setTimeout(() => this.stopping.abort(reason), graceMs);
     const waiting: Promise<void>[] = [];
     for (const a of this.active.all()) {
       if (a.method.name === "shutdown" || JOINED_BY_SHUTDOWN.has(a.method.name)) continue;
       a.abort(reason);
       waiting.push(a.decided);
     }
-    await Promise.all(waiting);
+    await Promise.all(waiting).finally(() => clearTimeout(late));
   }
 
   /** Resolves once every request has answered (its terminal handed to the writer). */

@@ -100,6 +100,14 @@ export const UNBOUNDED_METHODS: ReadonlySet<string> = new Set([
 ]);
 
 /**
+ * How long a stop lets work `cancel` cannot reach (models, plan, doctor, an export) go on before
+ * `stopping` ends it: a script's `models` or export piped with its EOF ends as it would have, a
+ * hung probe or a listing of thousands of files is stopped well inside the host's wait (the stop
+ * grace + 5 s, docs/bootstrap.md).
+ */
+export const STOP_GRACE_MS = 2_000;
+
+/**
  * Requests whose work the services' own stop joins: shutdown begins that stop without waiting
  * for them first (a `models.unload` is the scheduler's unload, which its stop awaits anyway;
  * waited for first, its save and stop grace came before every other model's, past the client's

@@ -163,8 +163,9 @@ export class ChatHarness {
   }
 
   /** The stop's first step, as a shutdown takes it: chats cancelled, `stopping` aborted, answers waited for. */
-  stopRequests(): Promise<void> {
-    return this.dispatcher.stopAll();
+  /** The core's stop as serve-stdio begins it; `graceMs` 0 ends work `cancel` cannot reach at once. */
+  stopRequests(graceMs?: number): Promise<void> {
+    return this.dispatcher.stopAll(graceMs);
   }
 
   async [Symbol.asyncDispose](): Promise<void> {

@@ -193,9 +193,21 @@ test("a shutdown ends an export under way, cancelled, and leaves no file; cancel
   h.send("f", "sessions.export", { session_id: "big", format: "json", path });
   h.send("c", "cancel", { request_id: "f" });
   expect(await h.terminal("c")).toMatchObject({ result: { cancelled: false } });
-  await h.stopRequests();
+  // Its grace (STOP_GRACE_MS) over: the export is still under way.
+  await h.stopRequests(0);
   expect(await h.terminal("f")).toMatchObject({ code: "cancelled", message: "the core is shutting down" });
   expect(existsSync(path)).toBe(false);
   // Nor its temp file beside it.
   expect(readdirSync(join(h.dataDir, "..")).filter((n) => n.includes("big.json"))).toEqual([]);
+});
+
+test("an export sent just before the stop ends within the stop's grace: its file written, as a script expects", async () => {
+  await using h = new ChatHarness({ agents: [{ name: "plain" }], memory: { enabled: false } });
+  h.send("t", "chat", { input: "keep this", session_id: "small", agent: "plain" });
+  await h.terminal("t");
+  const path = join(h.dataDir, "..", "small.json");
+  h.send("f", "sessions.export", { session_id: "small", format: "json", path });
+  await h.stopRequests();
+  expect(await h.terminal("f")).toMatchObject({ type: "result" });
+  expect(readFileSync(path, "utf8")).toContain("keep this");
 });
