@@ -8,9 +8,8 @@ import {
   callError,
   coreBacklogError,
   coreExitedError,
-  errorFromCore,
+  errorOfMessage,
   LocalAiError,
-  type LocalAiErrorCode,
   notConnectedError,
   oversizeAnswerError,
   timeoutError,
@@ -298,7 +297,11 @@ export class Connection {
   /** One line of the core's stdout. */
   receive(line: string): void {
     const read = readLine(line);
-    if (read.kind === "malformed") return void this.reportMalformed(read.detail);
+    // A line cut short or garbled that names its call lost that call's answer: it fails now.
+    if (read.kind === "malformed")
+      return void (
+        this.lose(read.key, (m) => this.brokenMessage(m, read.detail)) || this.reportMalformed(read.detail)
+      );
     if (read.kind === "no_request") return void this.noRequestError(read.msg);
     const entry = this.pending.get(read.key);
     if (entry) this.deliver(read.key, entry, read.msg, line);
@@ -316,9 +319,7 @@ export class Connection {
       typeof data?.line_bytes === "number" ? sentAsLineOf(this.pending, data.line_bytes) : undefined;
     const entry = key === undefined ? undefined : this.pending.get(key);
     if (key && entry && typeof msg.code === "string" && typeof msg.message === "string")
-      this.settle(key, {
-        error: errorFromCore(msg.code as LocalAiErrorCode, msg.message, data, entry.method),
-      });
+      this.settle(key, { error: errorOfMessage(msg, entry.method) });
     else
       this.log("warn", `core reported an error for no request: ${asText(msg.code)}: ${asText(msg.message)}`);
   }
@@ -331,13 +332,18 @@ export class Connection {
   oversizeLine(bytes: number, head = "", maxLineBytes?: number): void {
     const limit = maxLineBytes === undefined ? "maxLineBytes" : `maxLineBytes (${maxLineBytes})`;
     this.reportMalformed(`a ${bytes}-byte line exceeds ${limit}`);
-    const key = idOfLine(head);
+    this.lose(idOfLine(head), (method) => oversizeAnswerError(method, bytes, limit));
+  }
+
+  /** A line of call `key` was lost (too long, not JSON): it fails with `error`. False: no such call. */
+  private lose(key: string | undefined, error: (method: string) => LocalAiError): boolean {
     const entry = key === undefined ? undefined : this.pending.get(key);
-    if (key === undefined || !entry) return;
-    this.settle(key, { error: oversizeAnswerError(entry.method, bytes, limit) });
+    if (key === undefined || !entry) return false;
+    this.settle(key, { error: error(entry.method) });
     // A lost event of a stream still running: don't leave the core working for nobody.
     if (entry.cancellable && entry.sentTo !== undefined && this.route.kind === "send")
       this.cancelRemote(key).catch(() => {});
+    return true;
   }
 
   /** Hands a message to the pending call it answers. */
@@ -360,15 +366,7 @@ export class Connection {
           this.protocolError(key, entry, `error message without code/message: ${clip(line)}`);
           return;
         }
-        // Codes newer than this client still come through as they are.
-        this.settle(key, {
-          error: errorFromCore(
-            msg.code as LocalAiErrorCode,
-            msg.message,
-            isObject(msg.data) ? msg.data : undefined,
-            entry.method,
-          ),
-        });
+        this.settle(key, { error: errorOfMessage(msg, entry.method) });
         return;
       default:
         this.reportMalformed(`unknown message type ${JSON.stringify(msg.type)}: ${clip(line)}`);

@@ -77,6 +77,19 @@ export function errorFromCore(
   return new LocalAiError(code, message, data as LocalAiErrorData | undefined, method);
 }
 
+/** The error an error message of the core carries, its code and message already found strings. */
+export function errorOfMessage(msg: Record<string, unknown>, method: string): LocalAiError {
+  const { code, message, data } = msg;
+  const object = typeof data === "object" && data !== null && !Array.isArray(data);
+  // Codes newer than this client still come through as they are.
+  return errorFromCore(
+    code as LocalAiErrorCode,
+    message as string,
+    object ? (data as Record<string, unknown>) : undefined,
+    method,
+  );
+}
+
 /** An error of the client's own making for a call of `method`, without data. */
 export function callError(code: LocalAiErrorCode, message: string, method: string): LocalAiError {
   return new LocalAiError(code, message, undefined, method);

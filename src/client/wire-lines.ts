@@ -1,3 +1,4 @@
+import { OVERSIZE_HEAD_BYTES } from "../protocol/transport/framing.ts";
 import { callError, type LocalAiError } from "./errors.ts";
 
 /**
@@ -10,14 +11,20 @@ import { callError, type LocalAiError } from "./errors.ts";
 export type ReadLine =
   | { kind: "message"; key: string; msg: Record<string, unknown> }
   | { kind: "no_request"; msg: Record<string, unknown> }
-  | { kind: "malformed"; detail: string };
+  /** `key`: the request a line that is not JSON names at its start (its answer, lost). */
+  | { kind: "malformed"; detail: string; key?: string | undefined };
 
 export function readLine(line: string): ReadLine {
   let msg: unknown;
   try {
     msg = JSON.parse(line);
   } catch {
-    return { kind: "malformed", detail: `not JSON: ${clip(line)}` };
+    // Its start alone: on a line of megabytes whose id never closes, Node's regexp overflowed its stack.
+    return {
+      kind: "malformed",
+      detail: `not JSON: ${clip(line)}`,
+      key: idOfLine(line.slice(0, OVERSIZE_HEAD_BYTES)),
+    };
   }
   if (!isObject(msg) || typeof msg.type !== "string")
     return { kind: "malformed", detail: `not a protocol message: ${clip(line)}` };

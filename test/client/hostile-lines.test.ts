@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { LocalAiClient } from "../../src/client/index.ts";
+import { readLine } from "../../src/client/wire-lines.ts";
 import { FakeChild } from "./fake-child.ts";
 import { killFakes, rejection, track } from "./fake-core-fixture.ts";
 
@@ -51,4 +52,51 @@ describe("a broken answer to cancel", () => {
     expect(client.malformedLines).toBe(2);
     expect(warnings).toHaveLength(2);
   });
+});
+
+describe("a line that is not JSON but names its request", () => {
+  test("fails that call with protocol_error, and cancels a stream, rather than leaving it waiting", async () => {
+    const child = new FakeChild((req, c) => {
+      // A result cut short (another writer's bytes in the middle of it): its answer is lost.
+      if (req.method === "hang" || req.method === "chat")
+        c.stdout.write(`{"id":"${req.id}","type":"result","result":{"text":"a\u0000b"\n`);
+      else if (req.method === "echo") c.send({ id: req.id, type: "result", result: { ok: true } });
+    });
+    const client = track(await LocalAiClient.start({ binary: "local-ai", spawn: child.spawn }));
+    const call = client.request("hang", {}, { timeoutMs: 0 });
+    const chat = client.chat({ input: "hi" });
+    let outcome = "pending";
+    call.then(
+      () => (outcome = "resolved"),
+      () => (outcome = "rejected"),
+    );
+    // The core's lines are read in order: once echo is answered, the broken line was read before it.
+    expect(await client.request("echo")).toEqual({ ok: true });
+    await Promise.resolve();
+    expect(outcome).toBe("rejected");
+    const err = await rejection(call);
+    expect(err.code).toBe("protocol_error");
+    expect(err.method).toBe("hang");
+    expect(err.message).toContain("not JSON");
+    expect((await rejection(chat.result)).code).toBe("protocol_error");
+    // The chat still running on the core is cancelled, as for an answer over maxLineBytes.
+    expect(child.requests.map((r) => r.method)).toContain("cancel");
+    expect(client.malformedLines).toBe(2);
+  });
+
+  test("a line not JSON naming no pending call is only counted", async () => {
+    const child = new FakeChild((req, c) => c.send({ id: req.id, type: "result", result: { ok: true } }));
+    const client = track(await LocalAiClient.start({ binary: "local-ai", spawn: child.spawn }));
+    child.stdout.write('{"id":"999","type":"result",\n');
+    expect(await client.request("echo")).toEqual({ ok: true });
+    expect(client.malformedLines).toBe(1);
+  });
+});
+
+test("only the start of a line that is not JSON is searched for its id", () => {
+  // Node's regexp overflowed its stack on a 10 MB line whose id string never closes: an uncaught
+  // exception in the stdout listener. An id past the first 256 bytes is no id the core writes.
+  const long = `{"id":"${"a".repeat(300)}","type":"result",`;
+  expect(readLine(long)).toEqual(expect.objectContaining({ kind: "malformed", key: undefined }));
+  expect(readLine('{"id":"7","type":"result",')).toEqual(expect.objectContaining({ key: "7" }));
 });
