@@ -11,7 +11,7 @@ import { callError, type LocalAiError } from "./errors.ts";
 export type ReadLine =
   | { kind: "message"; key: string; msg: Record<string, unknown> }
   | { kind: "no_request"; msg: Record<string, unknown> }
-  /** `key`: the request a line that is not JSON names at its start (its answer, lost). */
+  /** `key`: the request a line that is no message names (its answer, lost). */
   | { kind: "malformed"; detail: string; key?: string | undefined };
 
 export function readLine(line: string): ReadLine {
@@ -26,10 +26,12 @@ export function readLine(line: string): ReadLine {
       key: idOfLine(line.slice(0, OVERSIZE_HEAD_BYTES)),
     };
   }
+  const key =
+    isObject(msg) && (typeof msg.id === "string" || typeof msg.id === "number") ? String(msg.id) : undefined;
+  // One naming a call (a JSON-RPC answer: a wrong binary) is no answer to it, nor will one come.
   if (!isObject(msg) || typeof msg.type !== "string")
-    return { kind: "malformed", detail: `not a protocol message: ${clip(line)}` };
+    return { kind: "malformed", detail: `not a protocol message: ${clip(line)}`, key };
   if (msg.type === "error" && msg.id === null) return { kind: "no_request", msg };
-  const key = typeof msg.id === "string" || typeof msg.id === "number" ? String(msg.id) : undefined;
   if (key === undefined) return { kind: "malformed", detail: `message without a usable id: ${clip(line)}` };
   return { kind: "message", key, msg };
 }

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { LocalAiClient } from "../../src/client/index.ts";
 import { readLine } from "../../src/client/wire-lines.ts";
-import { FakeChild } from "./fake-child.ts";
+import { FakeChild, type FakeRequest } from "./fake-child.ts";
 import { killFakes, rejection, track } from "./fake-core-fixture.ts";
 
 // Lines a broken core may write that are JSON, and so reach the client's routing.
@@ -54,26 +54,37 @@ describe("a broken answer to cancel", () => {
   });
 });
 
+/** A client on a FakeChild that answers echo, and other requests as `broken` does. */
+async function answeringBroken(broken: (req: FakeRequest, c: FakeChild) => void) {
+  const child = new FakeChild((req, c) => {
+    if (req.method === "echo") c.send({ id: req.id, type: "result", result: { ok: true } });
+    else broken(req, c);
+  });
+  return { child, client: track(await LocalAiClient.start({ binary: "local-ai", spawn: child.spawn })) };
+}
+
+/** How `call` stands once an echo asked after it is answered: the core's lines are read in order. */
+async function standingAfterEcho(client: LocalAiClient, call: Promise<unknown>): Promise<string> {
+  let outcome = "pending";
+  call.then(
+    () => (outcome = "resolved"),
+    () => (outcome = "rejected"),
+  );
+  expect(await client.request("echo")).toEqual({ ok: true });
+  await Promise.resolve();
+  return outcome;
+}
+
 describe("a line that is not JSON but names its request", () => {
   test("fails that call with protocol_error, and cancels a stream, rather than leaving it waiting", async () => {
-    const child = new FakeChild((req, c) => {
-      // A result cut short (another writer's bytes in the middle of it): its answer is lost.
+    // A result cut short (another writer's bytes in the middle of it): its answer is lost.
+    const { child, client } = await answeringBroken((req, c) => {
       if (req.method === "hang" || req.method === "chat")
         c.stdout.write(`{"id":"${req.id}","type":"result","result":{"text":"a\u0000b"\n`);
-      else if (req.method === "echo") c.send({ id: req.id, type: "result", result: { ok: true } });
     });
-    const client = track(await LocalAiClient.start({ binary: "local-ai", spawn: child.spawn }));
     const call = client.request("hang", {}, { timeoutMs: 0 });
     const chat = client.chat({ input: "hi" });
-    let outcome = "pending";
-    call.then(
-      () => (outcome = "resolved"),
-      () => (outcome = "rejected"),
-    );
-    // The core's lines are read in order: once echo is answered, the broken line was read before it.
-    expect(await client.request("echo")).toEqual({ ok: true });
-    await Promise.resolve();
-    expect(outcome).toBe("rejected");
+    expect(await standingAfterEcho(client, call)).toBe("rejected");
     const err = await rejection(call);
     expect(err.code).toBe("protocol_error");
     expect(err.method).toBe("hang");
@@ -99,4 +110,32 @@ test("only the start of a line that is not JSON is searched for its id", () => {
   const long = `{"id":"${"a".repeat(300)}","type":"result",`;
   expect(readLine(long)).toEqual(expect.objectContaining({ kind: "malformed", key: undefined }));
   expect(readLine('{"id":"7","type":"result",')).toEqual(expect.objectContaining({ key: "7" }));
+});
+
+describe("a JSON line that is no protocol message but names its request", () => {
+  test("fails that call with protocol_error: a JSON-RPC answer (a wrong binary) is no answer", async () => {
+    const { client } = await answeringBroken((req, c) => {
+      if (req.method === "hang") c.send({ jsonrpc: "2.0", id: req.id, result: {} });
+    });
+    const call = client.request("hang", {}, { timeoutMs: 0 });
+    expect(await standingAfterEcho(client, call)).toBe("rejected");
+    const err = await rejection(call);
+    expect(err.code).toBe("protocol_error");
+    expect(err.message).toContain("not a protocol message");
+  });
+
+  test("start() on a binary that answers initialize in JSON-RPC rejects with protocol_error", async () => {
+    const child = new FakeChild();
+    // Answers initialize as an MCP server would: waited out, it was a `timeout` a minute later.
+    const spawn = () => {
+      child.send = (msg) =>
+        child.stdout.write(`${JSON.stringify({ jsonrpc: "2.0", id: msg.id, result: {} })}\n`);
+      return child;
+    };
+    const err = await rejection(
+      LocalAiClient.start({ binary: "local-ai", spawn: spawn as never, requestTimeoutMs: 0 }),
+    );
+    expect(err.code).toBe("protocol_error");
+    expect(err.method).toBe("initialize");
+  });
 });
