@@ -20,6 +20,7 @@ import {
 import { attachmentOf } from "../store/attachment-of.ts";
 import { exportInline, exportToFile } from "../store/export-file.ts";
 import { sessionNotFound } from "../store/session-not-found.ts";
+import { abortable } from "../util/abortable.ts";
 import { defineMethod } from "./definition.ts";
 import { importedStore } from "./imported-store.ts";
 import { kvErased } from "./kv-erased.ts";
@@ -82,8 +83,10 @@ export const sessionsSearch = defineMethod({
   name: "sessions.search",
   params: SessionsSearchParamsSchema,
   result: () => SessionsSearchResultSchema,
-  run: async (p, _ctx, services) => ({
-    hits: await (await importedStore(services)).search(p.user_id, p.query, p.limit),
+  // Not cancellable, but its scan (seconds on a huge database, or with the LIKE match) must not
+  // hold the core's stop: it is answered at once, and the store's stop ends its thread.
+  run: async (p, ctx, services) => ({
+    hits: await abortable((await importedStore(services)).search(p.user_id, p.query, p.limit), ctx.stopping),
   }),
 });
 

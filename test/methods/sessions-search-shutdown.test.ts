@@ -1,0 +1,32 @@
+import { expect, test } from "bun:test";
+import type { SearchHit } from "../../src/store/session-search.ts";
+import { ChatHarness } from "../agent/harness.ts";
+
+// A search runs on the store's thread: on a huge database, or with SQLite's LIKE match where it
+// has no FTS5, it takes seconds, and the core's stop waited for it, past the host's wait (stop
+// grace + 5 s), which then killed the core with llama-server running. `cancel` cannot reach it.
+test("a shutdown answers a search under way cancelled at once, and cancel cannot reach it", async () => {
+  await using h = new ChatHarness({ agents: [{ name: "plain" }], memory: { enabled: false } });
+  const store = h.services.store();
+  let asked!: () => void;
+  const searching = new Promise<void>((r) => {
+    asked = r;
+  });
+  let answer!: (hits: SearchHit[]) => void;
+  // The thread's scan, held until the test lets it answer.
+  store.search = () => {
+    asked();
+    return new Promise<SearchHit[]>((r) => {
+      answer = r;
+    });
+  };
+  h.send("s", "sessions.search", { query: "hello" });
+  await searching;
+  h.send("c", "cancel", { request_id: "s" });
+  expect(await h.terminal("c")).toMatchObject({ result: { cancelled: false } });
+  const stopped = h.stopRequests();
+  // The scan ends only after the stop began: the stop must not have waited for it.
+  answer([{ session_id: "s", seq: 0, title: "t", snippet: "**hello**" }]);
+  await stopped;
+  expect(await h.terminal("s")).toMatchObject({ code: "cancelled", message: "the core is shutting down" });
+});
