@@ -30,7 +30,8 @@ const RANKED_MATCHES = 500;
 
 /**
  * Full-text search over one user's messages (their own words and the answers; tool traffic and
- * the core's requests to write again are not searched), best first by bm25. Without FTS5, a LIKE match of every word, newest first.
+ * the core's requests to write again are not searched), best first by bm25. Without FTS5, or with a
+ * word of an unspaced script, a LIKE match of every word, newest first.
  */
 export function searchSessions(
   db: Database,
@@ -39,8 +40,16 @@ export function searchSessions(
   query: string,
   limit: number,
 ): SearchHit[] {
-  return fts ? ftsSearch(db, userId, query, limit) : likeSearch(db, userId, query, limit);
+  const indexed = fts && !words(query).some((w) => UNSPACED.test(w));
+  return indexed ? ftsSearch(db, userId, query, limit) : likeSearch(db, userId, query, limit);
 }
+
+/**
+ * A letter of a script written without spaces between its words (Chinese, Japanese, Thai…):
+ * unicode61 makes each run of them between punctuation one token, so the index never matched a
+ * word inside a sentence (`寿司` in `我喜欢吃寿司`). A query with one is the LIKE match's, newest first.
+ */
+const UNSPACED = /[\p{sc=Han}\p{sc=Hiragana}\p{sc=Katakana}\p{sc=Thai}\p{sc=Lao}\p{sc=Khmer}\p{sc=Myanmar}]/u;
 
 function ftsSearch(db: Database, userId: string, query: string, limit: number): SearchHit[] {
   const match = allOf(query);
@@ -103,10 +112,11 @@ export function markedSnippet(text: string, found: readonly string[]): string {
   // Each cut between characters: half an emoji is a lone surrogate, no text (docs/protocol.md "Text").
   // On one line as a preview: white space alone left a NEL, an ESC and a bidi override in it.
   const flat = (cut ? text.slice(0, wholeCharCut(text, SNIPPET_SCAN_CHARS)) : text).replace(FOLDED, " ");
-  const pattern = new RegExp(
-    `(?<![\\p{L}\\p{N}\\p{M}])(${found.map(escapeRegExp).join("|")})[\\p{L}\\p{N}\\p{M}]*`,
-    "giu",
+  // A word of an unspaced script is marked where it stands, itself only: its neighbours are not its letters.
+  const alternatives = found.map((w) =>
+    UNSPACED.test(w) ? escapeRegExp(w) : `(?<![\\p{L}\\p{N}\\p{M}])${escapeRegExp(w)}[\\p{L}\\p{N}\\p{M}]*`,
   );
+  const pattern = new RegExp(alternatives.join("|"), "giu");
   const first = found.length > 0 ? flat.search(pattern) : -1;
   const from = first < 0 ? 0 : wholeCharCut(flat, Math.max(0, first - SNIPPET_CHARS / 2));
   const to = wholeCharCut(flat, Math.min(flat.length, from + SNIPPET_CHARS));

@@ -167,10 +167,8 @@ test("a hit whose id the same user's tool message took meanwhile is left out: to
   db.close();
 });
 
-test("words with combining marks are found: Devanagari's vowel signs, a decomposed accent, İ lower-cased", async () => {
-  using dir = tmpdir();
-  const store = Store.open(dir.path, { chunkThread: false });
-  const texts = ["हिन्दी भाषा सीखना", "a naïve plan", "İstanbul trip"];
+/** Each text said in a session of its own, `s0`, `s1`… */
+function eachInASession(store: Store, texts: string[]): void {
   for (const [i, content] of texts.entries())
     store.conversations.commitTurn({
       userId: "u",
@@ -179,6 +177,13 @@ test("words with combining marks are found: Devanagari's vowel signs, a decompos
       messages: [{ role: "user", content }],
       at: new Date(),
     });
+}
+
+test("words with combining marks are found: Devanagari's vowel signs, a decomposed accent, İ lower-cased", async () => {
+  using dir = tmpdir();
+  const store = Store.open(dir.path, { chunkThread: false });
+  const texts = ["हिन्दी भाषा सीखना", "a naïve plan", "İstanbul trip"];
+  eachInASession(store, texts);
   const found = async (q: string) => (await store.search("u", q, 10)).map((h) => h.session_id);
   expect(await found("हिन्दी")).toEqual(["s0"]);
   expect(await found("सीखना")).toEqual(["s0"]);
@@ -259,3 +264,18 @@ function heldSearch(store: Store, text: string) {
     },
   };
 }
+
+test("a word of a script written without spaces (Chinese, Japanese, Thai) is found inside its sentence", async () => {
+  using dir = tmpdir();
+  const store = Store.open(dir.path, { chunkThread: false });
+  // unicode61 breaks words at spaces and punctuation only: each of these is one token whole.
+  const texts = ["我喜欢吃寿司", "東京の天気は晴れです", "ฉันชอบกินข้าวผัด", "sushi for lunch"];
+  eachInASession(store, texts);
+  const found = async (q: string) => (await store.search("u", q, 10)).map((h) => [h.session_id, h.snippet]);
+  expect(await found("寿司")).toEqual([["s0", "我喜欢吃**寿司**"]]);
+  expect(await found("天気 晴れ")).toEqual([["s1", "東京の**天気**は**晴れ**です"]]);
+  expect(await found("ข้าวผัด")).toEqual([["s2", "ฉันชอบกิน**ข้าวผัด**"]]);
+  // Words of other scripts are still matched as words.
+  expect(await found("sushi")).toEqual([["s3", "**sushi** for lunch"]]);
+  store.close();
+});
