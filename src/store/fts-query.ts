@@ -30,9 +30,10 @@ const WORD = /[\p{L}\p{N}\p{M}]+/gu;
  * The first MAX_TERMS words, read one at a time: a chat's input may be megabytes, and lower-casing
  * all of it and listing every word before keeping 32 held the loop for a quarter of a second.
  * Each run is lower-cased and split again, as lower-casing the whole text first did: lower-casing
- * may make a character of none of the three kinds.
+ * may make a character of none of the three kinds. `oneLetter`: a word of one character it matches
+ * is kept too (`sessions.search`: one Han character is a word, `猫`).
  */
-export function words(text: string): string[] {
+export function words(text: string, oneLetter?: RegExp): string[] {
   const seen = new Set<string>();
   let chars = 0;
   const runs = new RegExp(WORD);
@@ -42,7 +43,7 @@ export function words(text: string): string[] {
     // A word the head's end goes through is not the word the text holds.
     if (cut && runs.lastIndex === head.length) break;
     for (const t of run[0].toLowerCase().match(WORD) ?? []) {
-      if (t.length > 1 && !seen.has(t) && chars + t.length <= MAX_TERM_CHARS) {
+      if ((t.length > 1 || oneLetter?.test(t)) && !seen.has(t) && chars + t.length <= MAX_TERM_CHARS) {
         seen.add(t);
         chars += t.length;
       }

@@ -40,7 +40,7 @@ export function searchSessions(
   query: string,
   limit: number,
 ): SearchHit[] {
-  const indexed = fts && !words(query).some((w) => UNSPACED.test(w));
+  const indexed = fts && !queryWords(query).some((w) => UNSPACED.test(w));
   return indexed ? ftsSearch(db, userId, query, limit) : likeSearch(db, userId, query, limit);
 }
 
@@ -50,6 +50,9 @@ export function searchSessions(
  * word inside a sentence (`寿司` in `我喜欢吃寿司`). A query with one is the LIKE match's, newest first.
  */
 const UNSPACED = /[\p{sc=Han}\p{sc=Hiragana}\p{sc=Katakana}\p{sc=Thai}\p{sc=Lao}\p{sc=Khmer}\p{sc=Myanmar}]/u;
+
+/** The query's words, one character of an unspaced script among them: alone, it is often a word (`猫`, cat). */
+const queryWords = (query: string) => words(query, UNSPACED);
 
 function ftsSearch(db: Database, userId: string, query: string, limit: number): SearchHit[] {
   const match = allOf(query);
@@ -83,7 +86,7 @@ function ftsSearch(db: Database, userId: string, query: string, limit: number): 
 }
 
 function likeSearch(db: Database, userId: string, query: string, limit: number): SearchHit[] {
-  const w = words(query).slice(0, 8);
+  const w = queryWords(query).slice(0, 8);
   if (w.length === 0) return [];
   const params: Record<string, string | number> = { u: userId, n: limit };
   w.forEach((t, i) => {

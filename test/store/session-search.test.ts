@@ -279,3 +279,15 @@ test("a word of a script written without spaces (Chinese, Japanese, Thai) is fou
   expect(await found("sushi")).toEqual([["s3", "**sushi** for lunch"]]);
   store.close();
 });
+
+test("a word of one Chinese or Japanese character is searched for; one Latin letter still is not", async () => {
+  using dir = tmpdir();
+  const store = Store.open(dir.path, { chunkThread: false });
+  eachInASession(store, ["我的猫很可爱", "お茶を飲む", "a cat"]);
+  const found = async (q: string) => (await store.search("u", q, 10)).map((h) => [h.session_id, h.snippet]);
+  expect(await found("猫")).toEqual([["s0", "我的**猫**很可爱"]]);
+  expect(await found("茶")).toEqual([["s1", "お**茶**を飲む"]]);
+  // One letter of a spaced script would match almost every message.
+  expect(await found("a")).toEqual([]);
+  store.close();
+});
