@@ -70,3 +70,13 @@ export function allOf(text: string): string | undefined {
 export function likePattern(word: string): string {
   return `%${word.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 }
+
+/**
+ * `word` (lower-cased, as `words` gives it) as the text may spell it, for LIKE, which folds ASCII
+ * only: also capitalized and in capitals, so `привет` finds `Привет` and `École` (a query is lower-cased) finds it too.
+ */
+export function likeCasings(word: string): string[] {
+  if (/^[\x00-\x7f]*$/.test(word)) return [word];
+  const [first = "", ...rest] = word;
+  return [...new Set([word, first.toUpperCase() + rest.join(""), word.toUpperCase()])];
+}

@@ -2,7 +2,7 @@ import type { Database } from "bun:sqlite";
 import { escapeRegExp } from "../util/escape-regexp.ts";
 import { wholeCharCut } from "../util/text-cut.ts";
 import { editedSince } from "./erasures.ts";
-import { allOf, likePattern, words } from "./fts-query.ts";
+import { allOf, likeCasings, likePattern, words } from "./fts-query.ts";
 import { FOLDED } from "./title.ts";
 
 /** One `sessions.search` hit: the message, its session's title, the matched words in `**`. */
@@ -89,15 +89,19 @@ function likeSearch(db: Database, userId: string, query: string, limit: number):
   const w = queryWords(query).slice(0, 8);
   if (w.length === 0) return [];
   const params: Record<string, string | number> = { u: userId, n: limit };
-  w.forEach((t, i) => {
-    params[`w${i}`] = likePattern(t);
-  });
+  // Each word in any of its casings: SQLite's LIKE folds ASCII only.
+  const matches = w.map((t, i) =>
+    likeCasings(t).map((c, j) => {
+      params[`w${i}_${j}`] = likePattern(c);
+      return `m.content LIKE $w${i}_${j} ESCAPE '\\'`;
+    }),
+  );
   const rows = db
     .query(
       `SELECT m.session_id, m.seq, s.title, substr(m.content, 1, ${SNIPPET_SCAN_CHARS + 1}) AS content
        FROM messages m JOIN sessions s ON s.user_id = m.user_id AND s.session_id = m.session_id
        WHERE m.user_id = $u AND m.role IN ('user', 'assistant') AND m.by_core = 0
-         AND ${w.map((_, i) => `m.content LIKE $w${i} ESCAPE '\\'`).join(" AND ")}
+         AND ${matches.map((any) => `(${any.join(" OR ")})`).join(" AND ")}
        ORDER BY m.created_at DESC, m.seq DESC LIMIT $n`,
     )
     .all(params) as (Omit<SearchHit, "snippet"> & { content: string })[];

@@ -291,3 +291,20 @@ test("a word of one Chinese or Japanese character is searched for; one Latin let
   expect(await found("a")).toEqual([]);
   store.close();
 });
+
+test("the LIKE match finds a capitalized word of any script, as typed or not: SQLite folds ASCII only", async () => {
+  using dir = tmpdir();
+  const store = Store.open(dir.path, { chunkThread: false, withoutFts: true });
+  eachInASession(store, ["Привет, мир", "ÉCOLE normale", "école du soir"]);
+  const found = async (q: string) => (await store.search("u", q, 10)).map((h) => h.session_id).sort();
+  expect(await found("Привет")).toEqual(["s0"]);
+  expect(await found("привет")).toEqual(["s0"]);
+  expect(await found("École")).toEqual(["s1", "s2"]);
+  store.close();
+  // A query with a word of an unspaced script takes the LIKE match with FTS5 too.
+  using fts = tmpdir();
+  const indexed = Store.open(fts.path, { chunkThread: false });
+  eachInASession(indexed, ["Éva à 東京"]);
+  expect((await indexed.search("u", "東京 éva", 10)).map((h) => h.snippet)).toEqual(["**Éva** à **東京**"]);
+  indexed.close();
+});
