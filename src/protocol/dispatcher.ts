@@ -104,13 +104,12 @@ class InFlight implements RequestContext {
 
 /**
  * Owns in-flight work: parses each line into a request, runs its handler concurrently, and
- * guarantees exactly one terminal message per usable id. Cancellable requests (chats) get
- * their own AbortController; `cancel` and shutdown abort them.
- */
+ * guarantees one terminal message per usable id. Cancellable requests (chats) get their own
+ * AbortController; `cancel` and shutdown abort them. */
 export class Dispatcher {
   private readonly active = new ActiveTable<InFlight>();
   private shuttingDown = false;
-  readonly stopping = new AbortController(); // Aborted as the stop begins: RequestContext.stopping.
+  readonly stopping = new AbortController(); // Aborted as the stop ends its grace: RequestContext.stopping.
   /** One load per method, shared by every request that arrives while it is loading. */
   private readonly loading = new Map<string, Promise<MethodHandler>>();
   private readonly loaded = new Map<string, MethodHandler>();
@@ -218,15 +217,16 @@ export class Dispatcher {
   }
 
   /**
-   * Cancels every chat-like request, aborts `stopping` after `graceMs`, and waits until each
-   * has answered; not shutdowns (two in one read must not wait on each other) nor those the
+   * Cancels every chat-like request, aborts `stopping` after `graceMs` (0: at once), waits until
+   * each has answered; not shutdowns (two in one read must not wait on each other) nor those the
    * services' stop joins (JOINED_BY_SHUTDOWN): `settled` waits for them. Answered is handed to the
-   * writer: the host's reading is the bounded drain's affair (docs/protocol.md "Drain on exit").
+   * writer; the host's reading is the bounded drain's affair (docs/protocol.md "Drain on exit").
    */
   async stopAll(graceMs = STOP_GRACE_MS): Promise<void> {
     this.shuttingDown = true;
     const reason = new CoreError("cancelled", "the core is shutting down");
-    const late = setTimeout(() => this.stopping.abort(reason), graceMs);
+    const end = () => this.stopping.abort(reason);
+    const late = graceMs > 0 ? setTimeout(end, graceMs) : void end();
     const waiting: Promise<void>[] = [];
     for (const a of this.active.all()) {
       if (a.method.name === "shutdown" || JOINED_BY_SHUTDOWN.has(a.method.name)) continue;
