@@ -223,30 +223,32 @@ describe("watchedCompletion and a server that only pings", () => {
     // Events as the slot starts and after two batches of 300 ms each; then the loop is stuck.
     const script = { content: "a b", prompt_batches: 4, batch_ms: 300, wedge_after_progress: 3, ping_ms: 30 };
     standIn = new LlamaStandIn().script(script);
-    const { lease, failures } = wedgedLease(standIn, 150);
+    // 400 ms between the 30 ms pings: a loaded box's stall of 150 ms read as a wedge before them.
+    const { lease, failures } = wedgedLease(standIn, 400);
     const started = performance.now();
-    const outcome = await outcomeWithin(lease, 8000);
+    const outcome = await outcomeWithin(lease, 12_000);
     expect(outcome).not.toBe("still waiting");
     expect((outcome as Error).message).toContain(
       `only its keep-alive pings (${EVENTLESS_CAP} × llama.request_timeout_s)`,
     );
-    expect(performance.now() - started).toBeGreaterThanOrEqual(2 * 300 + EVENTLESS_CAP * 150 - 5);
+    expect(performance.now() - started).toBeGreaterThanOrEqual(2 * 300 + EVENTLESS_CAP * 400 - 5);
     expect(failures).toHaveLength(1);
     // The request asked for the events that show the read moving.
     expect(standIn.requests[0]?.body).toMatchObject({ return_progress: true });
-  }, 15_000);
+  }, 20_000);
 
   // No event at all, pings alone (a build older than return_progress, or a hostile server):
   // alive up to the cap, then a wedge.
   test("pings alone before any event: waited on up to the cap, then a wedge", async () => {
     standIn = new LlamaStandIn().script({ content: "a b", wedge_after_progress: 0, ping_ms: 30 });
-    const { lease, failures } = wedgedLease(standIn, 150);
+    // As above: 400 ms, so a loaded box's stall between pings is not read as the wedge.
+    const { lease, failures } = wedgedLease(standIn, 400);
     const started = performance.now();
-    const outcome = await outcomeWithin(lease, 6000);
+    const outcome = await outcomeWithin(lease, 12_000);
     expect((outcome as Error).message).toContain("only its keep-alive pings");
-    expect(performance.now() - started).toBeGreaterThanOrEqual(EVENTLESS_CAP * 150 - 5);
+    expect(performance.now() - started).toBeGreaterThanOrEqual(EVENTLESS_CAP * 400 - 5);
     expect(failures).toHaveLength(1);
-  }, 15_000);
+  }, 20_000);
 
   // A slow machine: a batch of the prompt (or an image's encoding) outlasts request_timeout_s,
   // with only pings meanwhile. Within the cap it is waited on, progress events or not.
