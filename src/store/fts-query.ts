@@ -74,9 +74,14 @@ export function likePattern(word: string): string {
 /**
  * `word` (lower-cased, as `words` gives it) as the text may spell it, for LIKE, which folds ASCII
  * only: also capitalized and in capitals, so `привет` finds `Привет` and `École` (a query is lower-cased) finds it too.
+ * Each composed again: `İ` lower-cases to i and a combining dot, which upper-case to I and the dot, not the `İ` of the text.
  */
 export function likeCasings(word: string): string[] {
   if (/^[\x00-\x7f]*$/.test(word)) return [word];
   const [first = "", ...rest] = word;
-  return [...new Set([word, first.toUpperCase() + rest.join(""), word.toUpperCase()])];
+  return [
+    ...new Set(
+      [word, first.toUpperCase() + rest.join(""), word.toUpperCase()].map((c) => c.normalize("NFC")),
+    ),
+  ];
 }
