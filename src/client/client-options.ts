@@ -75,7 +75,7 @@ export interface LocalAiClientOptions {
   /**
    * The core's `llama.stop_grace_s`, in ms, when its config changes it (default 3000, the core's
    * default). shutdown() and close() never kill a core that is still stopping before
-   * `stopGraceMs + CORE_STOP_MARGIN_MS` (8 s by default) has passed, so that llama-server and
+   * `stopGraceMs + CORE_STOP_MARGIN_MS` (10 s by default) has passed, so that llama-server and
    * the MCP servers do not outlive it. `Infinity`: never killed while it stops.
    */
   stopGraceMs?: number;
@@ -90,7 +90,7 @@ export interface ShutdownOptions {
    * bound: until the core answers `shutdown` it is stopping llama-server (SIGTERM, then SIGKILL
    * after `llama.stop_grace_s`) and its MCP servers, and killing it then would leave them
    * running. So a core that has not answered yet is killed no sooner than
-   * `stopGraceMs + CORE_STOP_MARGIN_MS` after the request (8 s by default) however small this
+   * `stopGraceMs + CORE_STOP_MARGIN_MS` after the request (10 s by default) however small this
    * is; one that has answered gets at least 1 s more to exit. Use kill() to stop at once.
    */
   timeoutMs?: number;

@@ -10,10 +10,12 @@
 export const DEFAULT_CORE_STOP_GRACE_MS = 3000;
 
 /**
- * The rest of the core's stop beside llama-server's grace, in ms: its MCP servers (the MCP SDK
- * gives a hung one 2 s after end of input and 2 s more after SIGTERM), its answer and its exit.
+ * The rest of the core's stop beside llama-server's grace, in ms: first the 2 s it gives work
+ * `cancel` cannot reach (a `models` listing, a `plan` or `doctor` probe, an export), then its MCP
+ * servers (the MCP SDK gives a hung one 2 s after end of input and 2 s more after SIGTERM), its
+ * answer and its exit.
  */
-export const CORE_STOP_MARGIN_MS = 5000;
+export const CORE_STOP_MARGIN_MS = 7000;
 
 /** Default `timeoutMs` of shutdown() and close(). */
 export const DEFAULT_SHUTDOWN_TIMEOUT_MS = 5000;

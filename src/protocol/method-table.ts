@@ -102,8 +102,8 @@ export const UNBOUNDED_METHODS: ReadonlySet<string> = new Set([
 /**
  * How long a stop lets work `cancel` cannot reach (models, plan, doctor, an export) go on before
  * `stopping` ends it: a script's `models` or export piped with its EOF ends as it would have, a
- * hung probe or a listing of thousands of files is stopped well inside the host's wait (the stop
- * grace + 5 s, docs/bootstrap.md).
+ * hung probe or a listing of thousands of files is stopped inside the host's wait, whose margin
+ * (client/shutdown-timing.ts CORE_STOP_MARGIN_MS) counts these 2 s before the MCP servers' stop.
  */
 export const STOP_GRACE_MS = 2_000;
 

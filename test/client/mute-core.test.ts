@@ -1,5 +1,10 @@
 import { afterEach, describe, expect, test } from "bun:test";
-import { type ExitInfo, LocalAiClient, type LocalAiClientOptions } from "../../src/client/index.ts";
+import {
+  CORE_STOP_MARGIN_MS,
+  type ExitInfo,
+  LocalAiClient,
+  type LocalAiClientOptions,
+} from "../../src/client/index.ts";
 import { waitFor } from "../fixtures/wait.ts";
 import { FakeChild } from "./fake-child.ts";
 import { killFakes, rejection, track } from "./fake-core-fixture.ts";
@@ -63,11 +68,11 @@ describe("a core whose stdout closes while it runs", () => {
     expect(client.running).toBe(false);
     expect((await rejection(client.ping())).code).toBe("core_exited");
     expect(child.signals).toEqual([]);
-    // stopGraceMs + CORE_STOP_MARGIN_MS (5 s) after it was found mute.
+    // stopGraceMs + CORE_STOP_MARGIN_MS (7 s) after it was found mute.
     while (exits.length === 0 && Date.now() - started < 10_000) await Bun.sleep(50);
     expect(child.signals).toEqual(["SIGKILL"]);
     expect(exits).toEqual([expect.objectContaining({ expected: false, signal: "SIGKILL" })]);
-    expect(Date.now() - started).toBeGreaterThanOrEqual(5000);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(CORE_STOP_MARGIN_MS);
   }, 20_000);
 
   test("a stop grace past what a timer holds is the longest wait, not a SIGKILL at once", async () => {

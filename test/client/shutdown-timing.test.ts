@@ -1,4 +1,5 @@
 import { describe, expect, test } from "bun:test";
+import { EOF_GRACE_MS, TERM_GRACE_MS } from "../../src/agent/mcp/child.ts";
 import {
   CORE_STOP_MARGIN_MS,
   DEFAULT_CORE_STOP_GRACE_MS,
@@ -6,6 +7,7 @@ import {
   shutdownKillAt,
 } from "../../src/client/shutdown-timing.ts";
 import { LlamaSchema } from "../../src/config/schema.ts";
+import { STOP_GRACE_MS } from "../../src/protocol/method-table.ts";
 
 const T0 = 1_000_000;
 
@@ -33,5 +35,12 @@ describe("shutdownKillAt", () => {
 
   test("the client's default grace is the core's default llama.stop_grace_s", () => {
     expect(DEFAULT_CORE_STOP_GRACE_MS).toBe(LlamaSchema.parse({}).stop_grace_s * 1000);
+  });
+
+  test("the margin covers the core's stop beside llama-server's grace: its own grace, then a hung MCP server", () => {
+    // In order: work `cancel` cannot reach (models, plan…) gets STOP_GRACE_MS, then the services
+    // stop, a hung MCP server its EOF and TERM graces; a second is left to answer and exit.
+    // With llama.stop_grace_s 0 the client's wait is the margin alone.
+    expect(CORE_STOP_MARGIN_MS).toBeGreaterThanOrEqual(STOP_GRACE_MS + EOF_GRACE_MS + TERM_GRACE_MS + 1000);
   });
 });
