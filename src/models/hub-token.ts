@@ -72,6 +72,5 @@ function checked(token: string, source: string): string {
  */
 export function withoutToken(text: string, token: string | null | undefined): string {
   if (!token) return text;
-  const spellings = [...new Set(secretSpellings([token]))].sort((a, b) => b.length - a.length);
-  return text.replace(new RegExp(spellings.map(escapeRegExp).join("|"), "g"), "[redacted]");
+  return text.replace(new RegExp(secretSpellings([token]).map(escapeRegExp).join("|"), "g"), "[redacted]");
 }

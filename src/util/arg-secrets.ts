@@ -78,18 +78,20 @@ function flagValueAt(args: readonly string[], i: number): { index: number; from:
 }
 
 /**
- * Each secret as it is written and as a URL carries it: a client library's error quotes the URL
+ * Each secret as it is written and as a URL carries it, once each, the longest first: a client library's error quotes the URL
  * it requested (`401 … for url: …?api_key=AbCd%2FeF%2Bg%3D`), and a key with `/`, `+` or `=` (an
  * AWS-style secret, base64) matched there in no raw form. Lowercase escapes too (some encoders'),
  * and a URL query's value, which argSecrets gives decoded, is found as the argument wrote it.
  */
 export function secretSpellings(secrets: readonly string[]): string[] {
-  return secrets.flatMap((s) => {
+  const all = secrets.flatMap((s) => {
     const encoded = encodeURIComponent(s);
     const spelt =
       encoded === s ? [s] : [s, encoded, encoded.replace(/%[0-9A-F]{2}/g, (e) => e.toLowerCase())];
     return [...spelt, ...base64Runs(s)];
   });
+  // Once each, the longest first: one that holds another is taken whole.
+  return [...new Set(all)].sort((a, b) => b.length - a.length);
 }
 
 /**
@@ -128,9 +130,9 @@ const QUERY_SECRET =
  * taken whole), and never inside a `[redacted]` already there.
  */
 export function withoutArgSecrets(text: string, ...argLists: (readonly string[])[]): string {
-  const secrets = [...new Set(secretSpellings(argLists.flatMap((args) => argSecrets(args))))]
-    .filter((s) => s.length >= SECRET_MIN_CHARS)
-    .sort((a, b) => b.length - a.length);
+  const secrets = secretSpellings(argLists.flatMap((args) => argSecrets(args))).filter(
+    (s) => s.length >= SECRET_MIN_CHARS,
+  );
   const pattern = secrets.length > 0 ? new RegExp(secrets.map(escapeRegExp).join("|"), "g") : undefined;
   const hide = (plain: string) => (pattern ? plain.replace(pattern, REDACTED) : plain);
   const words = text.split(" ");

@@ -18,7 +18,7 @@ export function configSecrets(env: Record<string, string> = {}, args: readonly s
   const secrets = [...Object.values(env), ...argSecrets(args)]
     .flatMap((v) => [v, v.trim()])
     .filter((v) => v.length >= SECRET_MIN_CHARS);
-  return [...new Set(secretSpellings(secrets))].sort((a, b) => b.length - a.length);
+  return secretSpellings(secrets);
 }
 
 /**
