@@ -12,6 +12,7 @@ import {
   KEEP_ARRAY_MAX,
   type ScannedGguf,
   scanGguf,
+  versionProblem,
 } from "./gguf-scan.ts";
 import { shardFileName, shardName } from "./shard-name.ts";
 
@@ -300,6 +301,9 @@ function headerOfScan(
   path: string,
   size: number,
 ): { header: GgufHeader; dataEnd: number } {
+  // The library (remote headers) reads version 1 and big-endian files too.
+  const version = versionProblem(scanned.version, scanned.littleEndian);
+  if (version) throw new GgufInvalid(version);
   const layers = layerProblem(scanned);
   if (layers) throw new GgufInvalid(layers);
   const dataStart = scanned.tensorDataOffset;

@@ -173,18 +173,14 @@ class Cursor {
     this.pos += n;
   }
   /** Steps over `count` length-prefixed strings: one tight loop, as a vocabulary has 30k–250k. */
-  skipStrings(count: number, wide: boolean): void {
+  skipStrings(count: number): void {
     const le = this.littleEndian;
-    const prefix = wide ? 8 : 4;
     for (let i = 0; i < count; i++) {
-      const at = this.need(prefix);
-      let len = this.view.getUint32(wide && !le ? at + 4 : at, le);
-      if (wide) {
-        const hi = this.view.getUint32(le ? at + 4 : at, le);
-        if (hi >= 0x200000) throw new GgufInvalid(`a size over 2^53 at byte ${this.pos}`);
-        len += hi * 0x100000000;
-      }
-      this.pos += prefix + len;
+      const at = this.need(8);
+      const lo = this.view.getUint32(le ? at : at + 4, le);
+      const hi = this.view.getUint32(le ? at + 4 : at, le);
+      if (hi >= 0x200000) throw new GgufInvalid(`a size over 2^53 at byte ${this.pos}`);
+      this.pos += 8 + hi * 0x100000000 + lo;
     }
   }
 }
@@ -194,7 +190,7 @@ const utf8 = new TextDecoder();
 export function scanGguf(readAt: ReadAt, window = 1 << 20): ScannedGguf {
   const c = new Cursor(readAt, window);
   const version = versionOf(c);
-  const size = version === 1 ? () => c.u32() : () => c.u64();
+  const size = () => c.u64();
   const name = () => {
     const length = size();
     if (length > MAX_NAME) throw new GgufInvalid(`a name of ${length} bytes at byte ${c.pos}`);
@@ -225,7 +221,7 @@ export function scanGguf(readAt: ReadAt, window = 1 << 20): ScannedGguf {
     if (count > stepped)
       throw new GgufInvalid(`arrays of ${count} entries at byte ${c.pos}, more entries than any vocabulary`);
     stepped -= count;
-    if (type === T.STRING) c.skipStrings(count, version !== 1);
+    if (type === T.STRING) c.skipStrings(count);
     else for (let i = 0; i < count; i++) skipValues(checkedType(c.u32()), size(), depth + 1);
   };
   /** The value, or undefined for a string stepped over (KEEP_STRING_MAX). */
@@ -272,19 +268,34 @@ export function scanGguf(readAt: ReadAt, window = 1 << 20): ScannedGguf {
   return { version, littleEndian: c.littleEndian, metadata, tensorInfos, tensorDataOffset };
 }
 
-/** The magic bytes, then the version, which also says the byte order (`c.littleEndian` set). */
+/** The magic bytes, then the version: one llama.cpp reads, or GgufInvalid naming it. */
 function versionOf(c: Cursor): number {
   const magic = c.bytes(4);
   if (utf8.decode(magic) !== "GGUF") throw new GgufInvalid("it does not start with the GGUF magic bytes");
+  const version = c.u32();
   // The version's low half is never zero in the byte order the file was written in.
-  let version = c.u32();
-  if ((version & 0xffff) === 0) {
-    c.littleEndian = false;
-    c.pos -= 4;
-    version = c.u32();
-  }
-  if (version < 1 || version > 3) throw new GgufInvalid(`unsupported version "${version}"`);
+  const swapped = version !== 0 && (version & 0xffff) === 0;
+  const wrong = versionProblem(swapped ? byteSwapped(version) : version, !swapped);
+  if (wrong) throw new GgufInvalid(wrong);
   return version;
+}
+
+const byteSwapped = (n: number): number =>
+  (((n & 0xff) << 24) | ((n & 0xff00) << 8) | ((n >>> 8) & 0xff00) | (n >>> 24)) >>> 0;
+
+/**
+ * Why llama.cpp's reader (gguf.cpp) refuses a file of this version and byte order, or
+ * undefined: it reads versions 2 and 3, little-endian only on the little-endian machines a
+ * llama-server runs on. A version 1 or a big-endian file was planned as fitting, and
+ * llama-server then refused to load it.
+ */
+export function versionProblem(version: number, littleEndian: boolean): string | undefined {
+  if (!littleEndian)
+    return `it is a big-endian GGUF (version ${version} read byte-swapped), which llama.cpp does not read on a little-endian machine`;
+  if (version === 1) return "it is GGUF version 1, which llama.cpp no longer reads: convert the model again";
+  if (version < 2 || version > 3)
+    return `it is GGUF version ${version}, where llama.cpp reads versions 2 and 3`;
+  return undefined;
 }
 
 /** The tensor table: each tensor's name, shape, type and offset (its data is never read). */

@@ -80,46 +80,62 @@ describe("scanGguf against @huggingface/gguf", () => {
     expect(h.metadata["test.negative"]).toBe(-7);
   });
 
-  test("a big-endian file (the version's low half is zero when read little-endian)", async () => {
-    using dir = tmpdir();
+  /**
+   * A one-tensor header as another writer wrote it: `littleEndian` false a big-endian file,
+   * version 1 with 32-bit sizes.
+   */
+  function oddHeader(dir: string, version: number, littleEndian: boolean): string {
     const bytes: number[] = [...new TextEncoder().encode("GGUF")];
-    const be = (n: number, size: 4 | 8) => {
+    const put = (n: number, size: 4 | 8) => {
       const b = new Uint8Array(size);
       const v = new DataView(b.buffer);
-      if (size === 4) v.setUint32(0, n, false);
-      else v.setBigUint64(0, BigInt(n), false);
+      if (size === 4) v.setUint32(0, n, littleEndian);
+      else v.setBigUint64(0, BigInt(n), littleEndian);
       bytes.push(...b);
     };
+    const count = (n: number) => put(n, version === 1 ? 4 : 8);
     const str = (s: string) => {
       const enc = new TextEncoder().encode(s);
-      be(enc.length, 8);
+      count(enc.length);
       bytes.push(...enc);
     };
-    be(3, 4); // version
-    be(1, 8); // tensors
-    be(2, 8); // metadata entries
+    put(version, 4);
+    count(1); // tensors
+    count(2); // metadata entries
     str("general.architecture");
-    be(8, 4);
+    put(8, 4);
     str("llama");
     str("llama.block_count");
-    be(4, 4);
-    be(1, 4);
+    put(4, 4);
+    put(1, 4);
     str("w");
-    be(1, 4); // dims
-    be(8, 8);
-    be(0, 4); // F32
-    be(0, 8);
+    put(1, 4); // dims
+    count(8);
+    put(0, 4); // F32
+    put(0, 8);
     const header = new Uint8Array(bytes);
-    const path = join(dir.path, "be.gguf");
-    const data = Math.ceil(header.length / 32) * 32 + 32;
-    const file = new Uint8Array(data);
+    const path = join(dir, `v${version}${littleEndian ? "" : "-be"}.gguf`);
+    const file = new Uint8Array(Math.ceil(header.length / 32) * 32 + 32);
     file.set(header);
     writeFileSync(path, file);
-    const ours = await readGgufHeader(path);
-    expect(ours.metadata["general.architecture"]).toBe("llama");
-    expect(ours.metadata["llama.block_count"]).toBe(1);
-    expect(ours.tensors).toEqual([{ name: "w", shape: [8], type: 0, bytes: 32 }]);
-    expect(ours).toEqual(await byLibrary(path, file.length));
+    return path;
+  }
+
+  // llama.cpp b10587's reader (gguf.cpp) refuses both: the plan had said they fit.
+  test("a big-endian file or a version 1 is refused, naming the version, local or remote", async () => {
+    using dir = tmpdir();
+    const cases: [string, RegExp][] = [
+      [oddHeader(dir.path, 3, false), /big-endian GGUF \(version 3 read byte-swapped\)/],
+      [oddHeader(dir.path, 1, true), /GGUF version 1, which llama.cpp no longer reads/],
+    ];
+    for (const [path, message] of cases) {
+      const local = await readGgufHeader(path).catch((e) => e);
+      expect(local.data).toMatchObject({ problem: "not_gguf" });
+      expect(local.message).toMatch(message);
+      const remote = await byLibrary(path, 64).catch((e) => e);
+      expect(remote).toBeInstanceOf(GgufInvalid);
+      expect(remote.message).toMatch(message);
+    }
   });
 
   // tiny-embed.gguf: a BERT encoder, the embedding model of recordings 111–119.
@@ -177,7 +193,11 @@ describe("scanGguf on bad bytes", () => {
       new DataView(copy.buffer).setUint32(at, value, true);
       return copy;
     };
-    expect(() => scanGguf(over(wrong(4, 9)))).toThrow(/unsupported version "9"/);
+    expect(() => scanGguf(over(wrong(4, 9)))).toThrow(
+      /GGUF version 9, where llama.cpp reads versions 2 and 3/,
+    );
+    expect(() => scanGguf(over(wrong(4, 4)))).toThrow(/GGUF version 4,/);
+    expect(() => scanGguf(over(wrong(4, 0)))).toThrow(/GGUF version 0,/);
     expect(() => scanGguf(over(wrong(8, 0xffffffff)))).toThrow(GgufInvalid);
     // The first metadata entry's type follows its key: "GGUF", version, two counts, key.
     const keyLen = new DataView(header.buffer).getUint32(24, true);
