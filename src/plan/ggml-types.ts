@@ -51,9 +51,13 @@ export function ggmlBlockSize(type: number): number | undefined {
   return TYPES[type]?.block;
 }
 
-/** Bytes of a tensor of `elements` elements of `type`; unknown types count as F32 (pessimistic). */
+/**
+ * Bytes of a tensor of `elements` elements of `type`. A type ggml lacks has no size: the reader
+ * refuses it first (gguf-read.ts), as llama.cpp does, where counting it as F32 mis-planned.
+ */
 export function tensorBytes(type: number, elements: number): number {
-  const t = TYPES[type] ?? TYPES[0]!;
+  const t = TYPES[type];
+  if (!t) throw new RangeError(`ggml has no type ${type}`);
   return Math.ceil(elements / t.block) * t.bytes;
 }
 

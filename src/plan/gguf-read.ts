@@ -316,6 +316,11 @@ function headerOfScan(
       throw new GgufInvalid(
         `the tensor ${JSON.stringify(quoted(t.name))} has ${elements} elements, more than any file holds`,
       );
+    // Sized as F32, a type llama.cpp does not have was planned, and llama-server refused the file.
+    if (ggmlBlockSize(t.dtype) === undefined)
+      throw new GgufInvalid(
+        `the tensor ${JSON.stringify(quoted(t.name))} is of ggml type ${t.dtype}, a type llama.cpp does not have`,
+      );
     const bytes = tensorBytes(t.dtype, elements);
     end = Math.max(end, dataStart + t.offset + bytes);
     return { name: t.name, shape: t.shape, type: t.dtype, bytes };
@@ -336,20 +341,17 @@ function headerOfScan(
 /**
  * Why llama.cpp's reader (gguf.cpp) refuses the tensor table, or undefined: a name of 64 bytes
  * or more (GGML_MAX_NAME), over 4 dimensions (GGML_MAX_DIMS), or data not where the tensors
- * before it end, each padded to the alignment. The plan said such a file fits. Offsets are
- * checked up to the first type this table does not know (its size is a guess).
+ * before it end, each padded to the alignment. The plan said such a file fits.
  */
 function tableProblem(scanned: ScannedGguf, tensors: TensorEntry[], alignment: number): string | undefined {
   let end = 0;
-  let sized = true;
   for (const [i, t] of tensors.entries()) {
     const named = `the tensor ${JSON.stringify(quoted(t.name))}`;
     const nameBytes = Buffer.byteLength(t.name);
     if (nameBytes >= 64) return `${named}: its name is ${nameBytes} bytes, llama.cpp takes 63`;
     if (t.shape.length > 4) return `${named} has ${t.shape.length} dimensions, llama.cpp takes 4`;
-    sized &&= ggmlBlockSize(t.type) !== undefined;
     const offset = scanned.tensorInfos[i]!.offset;
-    if (sized && offset !== end)
+    if (offset !== end)
       return `${named} has its data at byte ${offset} of the data, where the tensors before it end at ${end}`;
     end += Math.ceil(t.bytes / alignment) * alignment;
   }

@@ -1,7 +1,8 @@
 import { describe, expect, test } from "bun:test";
 import { mkdirSync, truncateSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { readGgufHeader, shardPaths } from "../../src/plan/gguf-read.ts";
+import { gguf } from "@huggingface/gguf";
+import { headerOfParsed, readGgufHeader, shardPaths } from "../../src/plan/gguf-read.ts";
 import { modelInfo } from "../../src/plan/model.ts";
 import { CoreError } from "../../src/protocol/errors.ts";
 import {
@@ -191,6 +192,28 @@ describe("readGgufHeader", () => {
       truncateSync(path, encodeGguf(spec).header.length + rows * blockBytes);
       const header = await readGgufHeader(path);
       expect(header.tensors[0]!.bytes).toBe(rows * blockBytes);
+    }
+  });
+
+  test("a tensor of a type id llama.cpp does not have is not a GGUF, the type named, local or remote", async () => {
+    using dir = tmpdir();
+    // gguf.cpp refuses an id past GGML_TYPE_COUNT (43) or one whose block is 0 (4 and 5, Q4_2
+    // and Q4_3; 31–33 and 36–38, repacked types never in files). Sized as F32, it was planned.
+    const w = { name: "w.weight", shape: [256, 4], type: 0 };
+    const spec = { metadata: llama7b({ layers: 2 }).metadata, tensors: [w] };
+    for (const type of [4, 31, 38, 43, 0x80000000]) {
+      const bytes = Buffer.from(encodeGguf(spec).header);
+      bytes.writeUInt32LE(type, bytes.indexOf(Buffer.from(w.name)) + w.name.length + 4 + 8 * w.shape.length);
+      const path = join(dir.path, `type${type}.gguf`);
+      writeFileSync(path, bytes);
+      truncateSync(path, bytes.length + 4096);
+      const p = await problemOf(path);
+      expect(p).toMatchObject({ code: "model_missing", problem: "not_gguf" });
+      expect(p.message).toContain(
+        `the tensor "w.weight" is of ggml type ${type}, a type llama.cpp does not have`,
+      );
+      const parsed = await gguf(path, { allowLocalFile: true });
+      expect(() => headerOfParsed(parsed, path, bytes.length + 4096)).toThrow(`ggml type ${type},`);
     }
   });
 
