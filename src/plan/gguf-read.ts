@@ -4,7 +4,7 @@ import type { gguf } from "@huggingface/gguf";
 import { CoreError } from "../protocol/errors.ts";
 import { NotRegularFile, openRegularFile } from "../util/read-file.ts";
 import { cutText } from "../util/text-cut.ts";
-import { ggmlBlockSize, tensorBytes } from "./ggml-types.ts";
+import { ggmlBlockSize, ggmlTypeName, tensorBytes } from "./ggml-types.ts";
 import {
   alignmentOf,
   GgufInvalid,
@@ -316,11 +316,8 @@ function headerOfScan(
       throw new GgufInvalid(
         `the tensor ${JSON.stringify(quoted(t.name))} has ${elements} elements, more than any file holds`,
       );
-    // Sized as F32, a type llama.cpp does not have was planned, and llama-server refused the file.
-    if (ggmlBlockSize(t.dtype) === undefined)
-      throw new GgufInvalid(
-        `the tensor ${JSON.stringify(quoted(t.name))} is of ggml type ${t.dtype}, a type llama.cpp does not have`,
-      );
+    const wrong = typeProblem(t);
+    if (wrong) throw new GgufInvalid(`the tensor ${JSON.stringify(quoted(t.name))} ${wrong}`);
     const bytes = tensorBytes(t.dtype, elements);
     end = Math.max(end, dataStart + t.offset + bytes);
     return { name: t.name, shape: t.shape, type: t.dtype, bytes };
@@ -336,6 +333,21 @@ function headerOfScan(
     tensors,
   };
   return { header, dataEnd: end };
+}
+
+/**
+ * Why llama.cpp's reader (gguf.cpp) refuses a tensor's type, or undefined: a type id it does not
+ * have, or rows (`ne[0]`) that are not whole blocks of the type. Both were sized (the one as
+ * F32, the other rounded up to a block) and planned, and llama-server then refused the file.
+ */
+function typeProblem(t: ScannedGguf["tensorInfos"][number]): string | undefined {
+  const block = ggmlBlockSize(t.dtype);
+  if (block === undefined) return `is of ggml type ${t.dtype}, a type llama.cpp does not have`;
+  // A tensor of no dimensions is one element, as ggml counts it.
+  const row = t.shape[0] ?? 1;
+  if (row % block !== 0)
+    return `has rows of ${row} elements, not whole blocks of ${block} (${ggmlTypeName(t.dtype)})`;
+  return undefined;
 }
 
 /**

@@ -217,6 +217,31 @@ describe("readGgufHeader", () => {
     }
   });
 
+  test("a tensor whose rows are not whole blocks of its type is not a GGUF, as llama.cpp refuses it", async () => {
+    using dir = tmpdir();
+    // gguf.cpp: "of type 12 (q4_K) has 1408 elements per row, not a multiple of block size (256)".
+    // It was sized in whole blocks and planned; llama-quantize falls back to Q5_0 for such a row.
+    const base = llama7b({ layers: 2 });
+    const cases: [FixtureTensor, string][] = [
+      [
+        { name: "odd.weight", shape: [1408, 8], type: 12 },
+        "rows of 1408 elements, not whole blocks of 256 (Q4_K)",
+      ],
+      [{ name: "odd.weight", shape: [48, 2], type: 8 }, "rows of 48 elements, not whole blocks of 32 (Q8_0)"],
+      [{ name: "odd.weight", shape: [], type: 2 }, "rows of 1 elements, not whole blocks of 32 (Q4_0)"],
+    ];
+    for (const [i, [tensor, says]] of cases.entries()) {
+      const path = writeGguf(dir.path, `odd${i}.gguf`, { ...base, tensors: [...base.tensors, tensor] });
+      const p = await problemOf(path);
+      expect(p).toMatchObject({ code: "model_missing", problem: "not_gguf" });
+      expect(p.message).toContain(`the tensor "odd.weight" has ${says}`);
+    }
+    // Whole blocks of the fallback type read.
+    const fallback = { name: "odd.weight", shape: [1408, 8], type: 6 };
+    const ok = writeGguf(dir.path, "q5_0.gguf", { ...base, tensors: [...base.tensors, fallback] });
+    expect((await readGgufHeader(ok)).tensors.at(-1)!.bytes).toBe((1408 / 32) * 22 * 8);
+  });
+
   test("a Q8_1 tensor is 36 bytes a block, as ggml stores it: the one after it is where llama.cpp puts it", async () => {
     using dir = tmpdir();
     // block_q8_1 is two halves and 32 quants (ggml-common.h). At 40 a block, the next tensor's
