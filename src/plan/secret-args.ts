@@ -1,3 +1,4 @@
+import { SECRET_NAME } from "../util/arg-secrets.ts";
 import { SECRET_FLAGS, URL_FLAGS } from "../util/llama-secret-flags.ts";
 import { llamaFlagName } from "./argv.ts";
 
@@ -43,11 +44,36 @@ function shownUrl(value: string): string {
   return url.toString();
 }
 
+/** llama-server's flags whose name says key but whose value is a file's path, shown. */
+const PATH_FLAGS: ReadonlySet<string> = new Set(["--api-key-file", "--ssl-key-file"]);
+
+/** Whether `a` and `b` differ by one letter added, dropped or changed. */
+function oneEditApart(a: string, b: string): boolean {
+  if (Math.abs(a.length - b.length) > 1 || a === b) return false;
+  let i = 0;
+  while (a[i] === b[i]) i++;
+  const rest = (x: string, skip: number) => x.slice(i + skip);
+  return rest(a, 1) === rest(b, 1) || rest(a, 1) === rest(b, 0) || rest(a, 0) === rest(b, 1);
+}
+
+/**
+ * Whether `name`, a flag llama-server does not know as a secret's, looks like one: a secret's
+ * word in its name (`--api-keyy`, `--github_token`, any case), or one letter from a secret flag
+ * (`--hf-tokn`). llama-server refuses an unknown flag, but the plan and the log's start line
+ * showed its value first; a value masked that was none costs a `***` in a report.
+ */
+function looksSecret(name: string): boolean {
+  if (!name.startsWith("-") || PATH_FLAGS.has(name)) return false;
+  return SECRET_NAME.test(name) || [...SECRET_FLAGS].some((f) => f.startsWith("--") && oneEditApart(f, name));
+}
+
 /** How the value of `flag` may be shown, or undefined for a flag whose value is not masked. */
 function shownValue(flag: string, value: string): string | undefined {
   const name = nameOf(flag);
   if (SECRET_FLAGS.has(name)) return MASKED;
   if (URL_FLAGS.has(name)) return shownUrl(value);
+  // A flag after it is its own (`--secret-mode --ctx-size 4096`), not its value.
+  if (looksSecret(name) && (flag.includes("=") || !value.startsWith("-"))) return MASKED;
   return undefined;
 }
 

@@ -1,7 +1,7 @@
 import { escapeRegExp } from "./escape-regexp.ts";
 
 /** A flag or variable name that says its value is a credential: `--api-key`, `TOKEN`, `--password`. */
-const SECRET_NAME = /key|token|secret|passw(or)?d|pwd|auth|bearer|credential|cookie/i;
+export const SECRET_NAME = /key|token|secret|passw(or)?d|pwd|auth|bearer|credential|cookie/i;
 /** How a flag (`--api-key`, `-k`) or a variable (`API_KEY`) is spelt. */
 const NAME = /^-{0,2}[A-Za-z_][\w.-]*$/;
 

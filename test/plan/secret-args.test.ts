@@ -96,3 +96,45 @@ describe("secret values in llama.extra_args", () => {
     expect(argv).toEqual(["--temp", "0.2", "--hf-token"]);
   });
 });
+
+/**
+ * A secret flag misspelt (`--api-keyy`, `--hf-tokn`) is unknown to llama-server, which refuses
+ * it, but the plan, the log's start line and status showed its value as written before that.
+ */
+describe("a flag whose name looks like a secret's, known to llama-server or not", () => {
+  test("its value is masked, as a separate entry or after =", () => {
+    const args = [
+      "--api-keyy",
+      "sk_live_ONE",
+      "--hf-tokn",
+      "hf_TWO",
+      "--GITHUB_TOKEN",
+      "ghp_THREE",
+      "--my-Password=pw_FOUR",
+      "--x-auth",
+      "au_FIVE",
+    ];
+    expect(shownArgs(args)).toEqual([
+      "--api-keyy",
+      MASKED,
+      "--hf-tokn",
+      MASKED,
+      "--GITHUB_TOKEN",
+      MASKED,
+      `--my-Password=${MASKED}`,
+      "--x-auth",
+      MASKED,
+    ]);
+  });
+
+  test("other flags, llama-server's key-file paths and a flag after one stay as written", () => {
+    const args = ["--ctx-size", "4096", "--ssl-key-file", "/etc/k.pem", "--api-key-file", "/k", "-k", "x"];
+    expect(shownArgs(args)).toEqual(args);
+    expect(shownArgs(["--secret-mode", "--ctx-size", "4096"])).toEqual([
+      "--secret-mode",
+      "--ctx-size",
+      "4096",
+    ]);
+    expect(shownArgs(["--hf-repo", "a/b", "--top-k", "40"])).toEqual(["--hf-repo", "a/b", "--top-k", "40"]);
+  });
+});
