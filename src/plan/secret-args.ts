@@ -109,3 +109,46 @@ export function secretsByEnv(args: readonly string[]): { argv: string[]; env: Re
   }
   return { argv, env };
 }
+
+/** A URL's credentials: its user, password and query values; one that does not parse, whole. */
+function urlParts(value: string): string[] {
+  if (!URL.canParse(value)) return [value];
+  const url = new URL(value);
+  return [url.username, url.password, ...url.searchParams.values()];
+}
+
+/** The secret-named values of inline JSON (`--mcp-servers-json`'s headers and env), and a header's credential alone. */
+function jsonSecrets(value: string): string[] {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(value);
+  } catch {
+    return [];
+  }
+  const found: string[] = [];
+  const walk = (node: unknown): void => {
+    if (node === null || typeof node !== "object") return;
+    for (const [key, v] of Object.entries(node)) {
+      if (typeof v === "string" && SECRET_NAME.test(key))
+        found.push(v, ...(/^[A-Za-z]+\s+(\S+)$/.exec(v)?.slice(1) ?? []));
+      else walk(v);
+    }
+  };
+  walk(parsed);
+  return found;
+}
+
+/**
+ * The secrets that shownArgs masks in `args`, as llama-server may quote them in its log: each
+ * value whole, a URL's user, password and query values, inline JSON's secret-named values.
+ */
+export function maskedSecrets(args: readonly string[]): string[] {
+  const shown = shownArgs(args);
+  return args.flatMap((arg, i) => {
+    if (shown[i] === arg) return [];
+    const joined = arg.startsWith("-") && arg.includes("=");
+    const value = joined ? arg.slice(arg.indexOf("=") + 1) : arg;
+    if (URL_FLAGS.has(nameOf(joined ? arg : (args[i - 1] ?? "")))) return urlParts(value);
+    return [value, ...jsonSecrets(value)];
+  });
+}

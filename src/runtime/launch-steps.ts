@@ -7,7 +7,7 @@ import { childEnv } from "./child-env.ts";
 import { CHILD_MODE_ENV, EXIT_LINE } from "./child-mode.ts";
 import { StateLines } from "./child-state.ts";
 import { classifyStartExit, type StartFailure } from "./exit-reason.ts";
-import { LogRedactor } from "./log-redact.ts";
+import { LogRedactor, secretHider } from "./log-redact.ts";
 import { LogTail, readLines } from "./log-sink.ts";
 import { removePidRecord, writePidRecord } from "./pid-file.ts";
 import { workFingerprint } from "./proc-info.ts";
@@ -144,6 +144,7 @@ export function spawnServer(req: SpawnRequest): Spawned | LaunchFailure {
     spawned,
     `--- ${new Date().toISOString()} start ${req.binary} ${shownArgs(given).join(" ")} (pid ${child.pid})\n`,
   );
+  const hide = secretHider(given, req.apiKey);
   // One redactor a stream: a quoted text's lines follow its message on the stream it came on.
   const lineReader = (redactor: LogRedactor) => (raw: string, cut: boolean) => {
     spawned.lastLine = Date.now();
@@ -151,8 +152,9 @@ export function spawnServer(req: SpawnRequest): Spawned | LaunchFailure {
     spawned.nudge?.();
     // State lines are progress, not log: the router, too, keeps them out of its log.
     if (spawned.states.take(raw)) return;
-    const line = redactor.line(raw, cut);
-    if (line === null) return;
+    const quoted = redactor.line(raw, cut);
+    if (quoted === null) return;
+    const line = hide(quoted);
     spawned.tail.push(line);
     req.onLine(line);
   };

@@ -1,3 +1,7 @@
+import { maskedSecrets } from "../plan/secret-args.ts";
+import { SECRET_MIN_CHARS, secretSpellings } from "../util/arg-secrets.ts";
+import { escapeRegExp } from "../util/escape-regexp.ts";
+
 /**
  * llama-server's log quotes the model's output in a few messages (b10587): a reply that does
  * not match the chat format is written out whole (`common_chat_peg_parse: unparsed <format>
@@ -71,4 +75,21 @@ export function withoutQuotes(message: string): string {
   // All after it: the message reaching here was cut at 1000 characters (llama/errors.ts), often
   // inside a long quote, whose own quotes are then no end; only nlohmann's `; expected …` is lost.
   return message.replace(LAST_READ_CUT, `$1${NOT_LOGGED}`);
+}
+
+/**
+ * Each of llama-server's lines with the secrets of its arguments (`maskedSecrets`) and the launch's
+ * key shown as `[redacted]`: it quotes an argument it refuses (`invalid argument: --api-keyy=…`)
+ * and a URL it downloads from, and its log goes to a file and, in a failed start's `log_tail`, to
+ * the host. As written, as a URL escapes it (`secretSpellings`), and with `_` as `-`: llama-server
+ * rewrites a `--` argument so before it reads or quotes it. SECRET_MIN_CHARS or more only.
+ */
+export function secretHider(args: readonly string[], apiKey: string): (line: string) => string {
+  const values = [...maskedSecrets(args), apiKey];
+  const spelt = secretSpellings([...values, ...values.map((v) => v.replaceAll("_", "-"))]).filter(
+    (s) => s.length >= SECRET_MIN_CHARS,
+  );
+  if (spelt.length === 0) return (line) => line;
+  const pattern = new RegExp(spelt.map(escapeRegExp).join("|"), "g");
+  return (line) => line.replace(pattern, "[redacted]");
 }

@@ -476,3 +476,57 @@ describe("spawnServer refused by the OS", () => {
     expect(error.message).toContain("too many files open");
   });
 });
+
+/** A spawner whose child writes `text` on its stderr and ends. */
+function speakingSpawner(text: string) {
+  const silent = silentSpawner(2 ** 30, () => {});
+  const stderr = new ReadableStream<Uint8Array>({
+    start: (c) => {
+      c.enqueue(new TextEncoder().encode(text));
+      c.close();
+    },
+  });
+  return (req: Parameters<typeof silent>[0]) => ({ ...silent(req), stderr });
+}
+
+describe("llama-server's lines", () => {
+  test("never hold a secret of its arguments or the launch's key, as written or as it quotes them", async () => {
+    using dir = tmpdir();
+    const said = [
+      "0.00.001.000 E error: invalid argument: --api-keyy=sk-live-ONE1",
+      "0.00.002.000 I download https://me:pw_TWO22@hf.example/m.gguf?token=tk_THREE3 to the cache",
+      "0.00.003.000 I api key sk_live_ONE1 hf_FOUR44 and ours " + KEY,
+      "0.00.004.000 I mcp server gh: Bearer ghp_FIVE55",
+      "0.00.005.000 I n_ctx = 4096, model /m.gguf",
+    ];
+    const mcp = '{"mcpServers":{"gh":{"url":"https://x","headers":{"Authorization":"Bearer ghp_FIVE55"}}}}';
+    const lines: string[] = [];
+    const spawned = spawnServer({
+      binary: "/nonexistent/llama-server",
+      argv: [
+        ...["-m", "/m.gguf", "--ctx-size", "4096", "--api-keyy=sk_live_ONE1", "--hf-token", "hf_FOUR44"],
+        ...[
+          "--model-url",
+          "https://me:pw_TWO22@hf.example/m.gguf?token=tk_THREE3",
+          "--mcp-servers-json",
+          mcp,
+        ],
+      ],
+      port: 1,
+      apiKey: KEY,
+      env: {},
+      spawner: speakingSpawner(`${said.join("\n")}\n`),
+      dataDir: dir.path,
+      onLine: (line) => lines.push(line),
+    });
+    if ("error" in spawned) throw spawned.error;
+    await spawned.drained;
+    for (const kept of [lines, spawned.tail.last()]) {
+      expect(kept).toHaveLength(said.length);
+      for (const secret of ["ONE1", "TWO22", "THREE3", "FOUR44", "FIVE55", KEY])
+        expect(kept.join("\n")).not.toContain(secret);
+      expect(kept[1]).toContain("hf.example/m.gguf");
+      expect(kept[4]).toBe(said[4]);
+    }
+  });
+});
