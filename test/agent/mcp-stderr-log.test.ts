@@ -114,4 +114,24 @@ describe("an MCP server's stderr in the debug log", () => {
     expect(lines.join("\n")).toContain("auth with [redacted] failed");
     expect(tail.lines().join("\n")).toContain("auth with [redacted] failed");
   });
+
+  test("a multi-line secret (a PEM key in env) written a line at a time shows none of its lines", () => {
+    const body = ["MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7", "VJTUt9Us8cKjMzEfYyjiWA4R4/M2bS1G"];
+    const pem = ["-----BEGIN PRIVATE KEY-----", ...body, "-----END PRIVATE KEY-----", ""].join("\n");
+    const lines: string[] = [];
+    const log = new StderrDebugLog((l) => lines.push(l), { TLS_KEY: pem });
+    // As a server logs what it loaded: the key's own lines end each write.
+    const written = `loaded key ${pem}`.split(/(?<=\n)/);
+    for (const chunk of written) log.add(chunk);
+    log.add("listening on 8080\n");
+    log.end();
+    const logged = lines.join("\n");
+    for (const line of body) expect(logged).not.toContain(line.slice(0, 16));
+    expect(logged).toContain("listening on 8080");
+    // A line of its own that is too short to be anything's secret stays.
+    const short = new StderrDebugLog((l) => lines.push(l), { NOTE: "a\nb\nok" });
+    short.add("a\nok\n");
+    short.end();
+    expect(lines.at(-1)).toBe("a\nok");
+  });
 });

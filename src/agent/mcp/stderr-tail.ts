@@ -12,11 +12,17 @@ export const KEEP_CHARS = TAIL_LINES * LINE_CHARS * 2;
  * What a message about a server must not show: its `env`'s values (API keys) and its `args`'
  * credentials (arg-secrets.ts), each also as a URL carries it (secretSpellings), the longest
  * first, so one that holds another goes whole. Each also trimmed: a key read from a file keeps
- * its newline in the config, and the server that strips it echoes the key without.
+ * its newline in the config, and the server that strips it echoes the key without. And each line
+ * of one of several (a PEM key): the debug log logs whole lines as they come, so a key written a
+ * line at a time was never seen whole there, and a server may prefix each line it echoes.
  */
 export function configSecrets(env: Record<string, string> = {}, args: readonly string[] = []): string[] {
   const secrets = [...Object.values(env), ...argSecrets(args)]
-    .flatMap((v) => [v, v.trim()])
+    .flatMap((v) => [
+      v,
+      v.trim(),
+      ...(/[\r\n]/.test(v.trim()) ? v.split(/\r?\n|\r/).map((l) => l.trim()) : []),
+    ])
     .filter((v) => v.length >= SECRET_MIN_CHARS);
   return secretSpellings(secrets);
 }
