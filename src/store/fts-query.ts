@@ -75,13 +75,48 @@ export function likePattern(word: string): string {
  * `word` (lower-cased, as `words` gives it) as the text may spell it, for LIKE, which folds ASCII
  * only: also capitalized and in capitals, so `привет` finds `Привет` and `École` (a query is lower-cased) finds it too.
  * Each composed again: `İ` lower-cases to i and a combining dot, which upper-case to I and the dot, not the `İ` of the text.
+ * And each decomposed: LIKE compares code points, and a text written decomposed (`cafe` and U+0301, as macOS
+ * names files) was never found by the composed word, nor a composed text by a word typed decomposed.
  */
 export function likeCasings(word: string): string[] {
   if (/^[\x00-\x7f]*$/.test(word)) return [word];
   const [first = "", ...rest] = word;
   return [
     ...new Set(
-      [word, first.toUpperCase() + rest.join(""), word.toUpperCase()].map((c) => c.normalize("NFC")),
+      [word, first.toUpperCase() + rest.join(""), word.toUpperCase()].flatMap((c) => [
+        c.normalize("NFC"),
+        c.normalize("NFD"),
+      ]),
     ),
   ];
+}
+
+/**
+ * A letter of a script written without spaces between its words (Chinese, Japanese, Thai…):
+ * unicode61 makes each run of them between punctuation one token, so the index never matches a
+ * word inside a sentence (`寿司` in `我喜欢吃寿司`). A query with one is matched by LIKE.
+ */
+export const UNSPACED =
+  /[\p{sc=Han}\p{sc=Hiragana}\p{sc=Katakana}\p{sc=Thai}\p{sc=Lao}\p{sc=Khmer}\p{sc=Myanmar}]/u;
+const UNSPACED_RUNS = new RegExp(`${UNSPACED.source}+|(?:(?!${UNSPACED.source})[^])+`, "gu");
+
+/**
+ * A sentence's words for a LIKE match of any of them (memory recall): its runs of an unspaced
+ * script cut into overlapping pairs of characters, as where its words begin and end is not
+ * written (`寿司好吃吗` holds `寿司`, and so does a turn that mentioned it); a run of one kept whole
+ * (`猫`). The other words as `words` gives them. Composed first: a pair is never half a letter.
+ */
+export function likeWords(text: string): string[] {
+  const out = new Set<string>();
+  for (const w of words(text, UNSPACED)) {
+    for (const run of w.normalize("NFC").match(UNSPACED_RUNS) ?? []) {
+      const chars = [...run];
+      if (!UNSPACED.test(run) || chars.length === 1) {
+        if (chars.length > 1 || UNSPACED.test(run)) out.add(run);
+        continue;
+      }
+      for (let i = 0; i + 1 < chars.length; i++) out.add(chars[i] + (chars[i + 1] ?? ""));
+    }
+  }
+  return [...out];
 }

@@ -2,7 +2,7 @@ import type { Database } from "bun:sqlite";
 import { join } from "node:path";
 import type { Source } from "../protocol/sources.ts";
 import { wholeCharCut } from "../util/text-cut.ts";
-import { anyOf, likePattern, words } from "./fts-query.ts";
+import { anyOf, likeCasings, likePattern, likeWords, UNSPACED, words } from "./fts-query.ts";
 import { MemoryVectors, type QueryVector, type Scope } from "./memory-vectors.ts";
 import { fuseRanks } from "./rank-fusion.ts";
 import { named, sourceName, withoutName } from "./source-names.ts";
@@ -49,6 +49,12 @@ export function scopeParams(
 ): { u: string; skip: string; roots: string } {
   return { u: userId, skip: sessionId ?? "", roots: JSON.stringify(folders) };
 }
+
+/**
+ * The most words a LIKE recall looks for, each a scan of every row in scope: a sentence in an
+ * unspaced script gives a pair of characters for each of its letters.
+ */
+const LIKE_WORDS = 16;
 
 /**
  * With a query vector, how deep each list (words, meaning) goes into the fusion: deeper than
@@ -106,9 +112,11 @@ export class MemoryStore {
     if (topK <= 0) return [];
     const skip = excludeSession ?? "";
     const depth = vector ? Math.max(topK, FUSION_DEPTH) : topK;
-    const rows = this.fts
-      ? this.ftsRows(userId, query, depth, skip)
-      : this.likeRows(userId, query, depth, skip);
+    // A word of an unspaced script is matched by LIKE, as `sessions.search` does (fts-query.ts UNSPACED).
+    const rows =
+      this.fts && !likeWords(query).some((w) => UNSPACED.test(w))
+        ? this.ftsRows(userId, query, depth, skip)
+        : this.likeRows(userId, query, depth, skip);
     if (!vector) return rows.map((r) => this.hitOf(userId, r));
     const near = this.vectors.nearest(vector, this.scope(userId, skip), depth);
     const fused = fuseRanks([rows.map((r) => r.id), near.map((r) => r.id)]).slice(0, topK);
@@ -208,14 +216,21 @@ export class MemoryStore {
     return rows.sort((a, b) => b.score - a.score || b.id - a.id).slice(0, topK);
   }
 
-  /** Without FTS5: rows holding any of the words, the most words first, then the newest. */
+  /**
+   * Without FTS5, or for a query in an unspaced script: rows holding any of the words (`likeWords`:
+   * an unspaced run's pairs of characters), each in any of its casings (LIKE folds ASCII only), the
+   * most words first, then the newest.
+   */
   private likeRows(userId: string, query: string, topK: number, skip: string): Row[] {
-    const w = words(query).slice(0, 8);
+    const w = likeWords(query).slice(0, LIKE_WORDS);
     if (w.length === 0) return [];
-    const hits = w.map((_, i) => `(m.text LIKE $w${i} ESCAPE '\\')`);
     const params: Record<string, string | number> = { ...scopeParams(userId, skip, this.folders), n: topK };
-    w.forEach((t, i) => {
-      params[`w${i}`] = likePattern(t);
+    const hits = w.map((t, i) => {
+      const any = likeCasings(t).map((c, j) => {
+        params[`w${i}_${j}`] = likePattern(c);
+        return `m.text LIKE $w${i}_${j} ESCAPE '\\'`;
+      });
+      return `(${any.join(" OR ")})`;
     });
     return this.db
       .query(

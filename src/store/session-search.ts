@@ -2,7 +2,7 @@ import type { Database } from "bun:sqlite";
 import { escapeRegExp } from "../util/escape-regexp.ts";
 import { wholeCharCut } from "../util/text-cut.ts";
 import { editedSince } from "./erasures.ts";
-import { allOf, likeCasings, likePattern, words } from "./fts-query.ts";
+import { allOf, likeCasings, likePattern, UNSPACED, words } from "./fts-query.ts";
 import { FOLDED } from "./title.ts";
 
 /** One `sessions.search` hit: the message, its session's title, the matched words in `**`. */
@@ -43,13 +43,6 @@ export function searchSessions(
   const indexed = fts && !queryWords(query).some((w) => UNSPACED.test(w));
   return indexed ? ftsSearch(db, userId, query, limit) : likeSearch(db, userId, query, limit);
 }
-
-/**
- * A letter of a script written without spaces between its words (Chinese, Japanese, Thai…):
- * unicode61 makes each run of them between punctuation one token, so the index never matched a
- * word inside a sentence (`寿司` in `我喜欢吃寿司`). A query with one is the LIKE match's, newest first.
- */
-const UNSPACED = /[\p{sc=Han}\p{sc=Hiragana}\p{sc=Katakana}\p{sc=Thai}\p{sc=Lao}\p{sc=Khmer}\p{sc=Myanmar}]/u;
 
 /** The query's words, one character of an unspaced script among them: alone, it is often a word (`猫`, cat). */
 const queryWords = (query: string) => words(query, UNSPACED);

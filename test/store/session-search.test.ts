@@ -318,3 +318,13 @@ test("the LIKE match finds a word whose capital lower-cases to two characters, t
   expect(await found("İstanbul")).toEqual(["s0", "s1"]);
   store.close();
 });
+
+test("the LIKE match finds an accented word composed or decomposed, whichever the text has (café, macOS's cafe and U+0301)", async () => {
+  using dir = tmpdir();
+  const store = Store.open(dir.path, { chunkThread: false, withoutFts: true });
+  eachInASession(store, ["un caf\u00e9 noir", "un cafe\u0301 au lait"]);
+  const found = async (q: string) => (await store.search("u", q, 10)).map((h) => h.session_id).sort();
+  expect(await found("caf\u00e9")).toEqual(["s0", "s1"]);
+  expect(await found("cafe\u0301")).toEqual(["s0", "s1"]);
+  store.close();
+});

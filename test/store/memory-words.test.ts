@@ -1,0 +1,59 @@
+import { describe, expect, test } from "bun:test";
+import { Store } from "../../src/store/store.ts";
+import { tmpdir } from "../fixtures/tmpdir.ts";
+
+/** A store (with FTS5 or without) holding one remembered turn of "u" in session "old". */
+function withTurn(text: string, withoutFts: boolean) {
+  const dir = tmpdir("local-ai-memory-words-");
+  const store = Store.open(dir.path, { chunkThread: false, withoutFts });
+  store.conversations.commitTurn({
+    userId: "u",
+    sessionId: "old",
+    agent: "a",
+    messages: [{ role: "user", content: text }],
+    memoryText: text,
+    at: new Date(),
+  });
+  return {
+    recall: (query: string) => store.memory.search("u", query, 5, "now").map((h) => h.doc.text),
+    [Symbol.dispose]: () => {
+      store.close();
+      dir[Symbol.dispose]();
+    },
+  };
+}
+
+for (const withoutFts of [false, true]) {
+  describe(`memory recall by words (${withoutFts ? "LIKE" : "FTS5"})`, () => {
+    test("a Chinese or Japanese word inside a sentence is recalled by a sentence holding it", () => {
+      using zh = withTurn("我喜欢吃寿司", withoutFts);
+      expect(zh.recall("寿司好吃吗")).toEqual(["我喜欢吃寿司"]);
+      expect(zh.recall("寿司")).toEqual(["我喜欢吃寿司"]);
+      using ja = withTurn("猫の名前はミケです", withoutFts);
+      expect(ja.recall("ミケ")).toEqual(["猫の名前はミケです"]);
+      expect(ja.recall("猫")).toEqual(["猫の名前はミケです"]);
+    });
+
+    test("nothing shared, nothing recalled", () => {
+      using zh = withTurn("我喜欢吃寿司", withoutFts);
+      expect(zh.recall("今天天气")).toEqual([]);
+    });
+
+    test("an accented word is recalled whether either side has it composed or decomposed", () => {
+      const composed = "caf\u00e9";
+      const decomposed = "cafe\u0301";
+      for (const [stored, asked] of [
+        [composed, decomposed],
+        [decomposed, composed],
+      ]) {
+        using s = withTurn(`we met at the ${stored} downtown`, withoutFts);
+        expect(s.recall(`that ${asked}`)).toEqual([`we met at the ${stored} downtown`]);
+      }
+    });
+
+    test("a capitalized non-ASCII word is recalled by its lower-case spelling", () => {
+      using s = withTurn("Привет from Мария", withoutFts);
+      expect(s.recall("привет")).toEqual(["Привет from Мария"]);
+    });
+  });
+}
