@@ -10,6 +10,7 @@ import type { ModelsApi } from "../runtime/models-api.ts";
 import { MemoryEmbedder } from "../store/memory-embedder.ts";
 import type { Store } from "../store/store.ts";
 import { type FileIdentity, fileIdentity } from "../util/file-identity.ts";
+import { vectorArgs } from "./vector-flags.ts";
 
 /**
  * Memory's embedding model wired to the store (docs/agent.md, "Memory"): made by the composition
@@ -50,11 +51,12 @@ export function memoryEmbedder(config: Config, store: Store, models: ModelsApi):
  * alone, a pull of another revision (other weights, maybe another width) kept the old model's
  * vectors, searched with the new model's queries and never embedded again. The flags' secrets
  * (a key, a token: plan/secret-args.ts) are masked: they change no vector, and a rotated token
- * made every row of memory embedded again.
+ * made every row of memory embedded again. Only the flags that may change a vector count
+ * (server/vector-flags.ts): `--threads 4` added was every row embedded again too.
  */
 export function embeddingFingerprint(path: string, extraArgs: readonly string[]): string {
   const model = modelFile(path) ?? { path };
-  const flags = shownArgs(extraArgs);
+  const flags = shownArgs(vectorArgs(extraArgs));
   return createHash("sha256")
     .update(JSON.stringify({ model, extraArgs: flags }))
     .digest("hex")

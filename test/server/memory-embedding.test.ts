@@ -41,6 +41,49 @@ describe("the embedding model's fingerprint", () => {
   });
 });
 
+describe("the embedding model's fingerprint and flags that change no vector", () => {
+  test("threads, placement, the server's own settings: the same vectors, the same fingerprint", () => {
+    using dir = tmpdir();
+    const path = join(dir.path, "embed.gguf");
+    writeFileSync(path, "GGUF one");
+    const base = embeddingFingerprint(path, ["--pooling", "cls"]);
+    // Before the fix each of these was another fingerprint: every row of memory embedded again.
+    for (const extra of [
+      ["--threads", "4"],
+      ["-t", "8", "-tb", "8"],
+      ["--pooling", "cls", "--threads", "4"],
+      ["--threads=4"],
+      ["-ngl", "99", "--no-mmap", "--port", "9000", "-np", "2", "--metrics"],
+      ["-ub", "2048", "--ctx-size", "8192", "--log-disable", "--api-key", "k"],
+    ]) {
+      const args = extra[0] === "--pooling" ? extra : ["--pooling", "cls", ...extra];
+      expect(embeddingFingerprint(path, args)).toBe(base);
+    }
+  });
+
+  test("a flag that changes the vectors, or another model, still gives another fingerprint", () => {
+    using dir = tmpdir();
+    const path = join(dir.path, "embed.gguf");
+    writeFileSync(path, "GGUF one");
+    const other = join(dir.path, "other.gguf");
+    writeFileSync(other, "GGUF two");
+    const base = embeddingFingerprint(path, ["--threads", "4"]);
+    expect(embeddingFingerprint(other, ["--threads", "4"])).not.toBe(base);
+    for (const changes of [
+      ["--pooling", "mean"],
+      ["--embd-normalize", "-1"],
+      ["--attention", "causal"],
+      ["--rope-freq-base", "20000"],
+      ["--lora", "adapter.gguf"],
+      ["-ctk", "q4_0"],
+      ["--override-kv", "bert.pooling_type=int:1"],
+      ["--some-flag-of-a-later-build", "1"],
+    ]) {
+      expect(embeddingFingerprint(path, ["--threads", "4", ...changes])).not.toBe(base);
+    }
+  });
+});
+
 describe("the embedding model's fingerprint across an upgrade", () => {
   test("a path model whose flags hold no secret keeps the fingerprint it had: no re-embed", () => {
     using dir = tmpdir();
