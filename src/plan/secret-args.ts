@@ -44,8 +44,21 @@ function shownUrl(value: string): string {
   return url.toString();
 }
 
-/** llama-server's flags whose name says key but whose value is a file's path, shown. */
-const PATH_FLAGS: ReadonlySet<string> = new Set(["--api-key-file", "--ssl-key-file"]);
+/**
+ * llama-server's own flags whose name holds a secret's word but whose value is none (common/arg.cpp,
+ * b10587): a file's path, a count, or no value. Masked, the plan's own `--image-max-tokens 128`
+ * read `***` in `plan`'s argv and the log's start line.
+ */
+const OWN_FLAGS: ReadonlySet<string> = new Set([
+  "--api-key-file",
+  "--ssl-key-file",
+  "--image-min-tokens",
+  "--image-max-tokens",
+  "--mtmd-batch-max-tokens",
+  "--print-token-count",
+  "--cors-credentials",
+  "--no-cors-credentials",
+]);
 
 /** Whether `a` and `b` differ by one letter added, dropped or changed. */
 function oneEditApart(a: string, b: string): boolean {
@@ -63,7 +76,7 @@ function oneEditApart(a: string, b: string): boolean {
  * showed its value first; a value masked that was none costs a `***` in a report.
  */
 function looksSecret(name: string): boolean {
-  if (!name.startsWith("-") || PATH_FLAGS.has(name)) return false;
+  if (!name.startsWith("-") || OWN_FLAGS.has(name)) return false;
   return SECRET_NAME.test(name) || [...SECRET_FLAGS].some((f) => f.startsWith("--") && oneEditApart(f, name));
 }
 

@@ -4,7 +4,7 @@ import { PLAN_DIALECT, renderArgv } from "../../src/plan/argv.ts";
 import { readGgufHeader } from "../../src/plan/gguf-read.ts";
 import { modelInfo } from "../../src/plan/model.ts";
 import { planFor } from "../../src/plan/planner.ts";
-import { MASKED, secretsByEnv, shownArgs } from "../../src/plan/secret-args.ts";
+import { MASKED, maskedSecrets, secretsByEnv, shownArgs } from "../../src/plan/secret-args.ts";
 import { tinyLlama, writeGguf } from "../fixtures/gguf-writer.ts";
 import { cpuOnlyMachine } from "../fixtures/hardware.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
@@ -136,5 +136,26 @@ describe("a flag whose name looks like a secret's, known to llama-server or not"
       "4096",
     ]);
     expect(shownArgs(["--hf-repo", "a/b", "--top-k", "40"])).toEqual(["--hf-repo", "a/b", "--top-k", "40"]);
+  });
+
+  test("llama-server's own flags whose name holds a secret's word show their counts", () => {
+    // common/arg.cpp (b10587): counts, not secrets. The plan's own `--image-max-tokens 128` for a
+    // projector read `***` in `plan`'s argv and the log's start line.
+    const own = [
+      "--image-max-tokens",
+      "128",
+      "--image-min-tokens",
+      "64",
+      "--mtmd-batch-max-tokens",
+      "1024",
+      "--print-token-count",
+      "10",
+      "--cors-credentials",
+      "--no-cors-credentials",
+    ];
+    expect(shownArgs(own)).toEqual(own);
+    expect(shownArgs(["--image-max-tokens=128"])).toEqual(["--image-max-tokens=128"]);
+    // Nor is a count of six digits hidden in every log line that holds it.
+    expect(maskedSecrets(["--mtmd-batch-max-tokens", "100000"])).toEqual([]);
   });
 });
