@@ -95,6 +95,8 @@ export interface SpawnRequest {
 export function spawnServer(req: SpawnRequest): Spawned | LaunchFailure {
   const given = [...req.argv, "--host", "127.0.0.1", "--port", String(req.port)];
   const { argv, env: secrets } = secretsByEnv(given);
+  // Before the spawn: should it throw, no child is left running unrecorded.
+  const hide = secretHider(given, req.apiKey);
   // A key of extra_args' own is accepted beside ours (transcripts/76b).
   const apiKey = secrets.LLAMA_API_KEY === undefined ? req.apiKey : `${req.apiKey},${secrets.LLAMA_API_KEY}`;
   const env = {
@@ -144,7 +146,6 @@ export function spawnServer(req: SpawnRequest): Spawned | LaunchFailure {
     spawned,
     `--- ${new Date().toISOString()} start ${req.binary} ${shownArgs(given).join(" ")} (pid ${child.pid})\n`,
   );
-  const hide = secretHider(given, req.apiKey);
   // One redactor a stream: a quoted text's lines follow its message on the stream it came on.
   const lineReader = (redactor: LogRedactor) => (raw: string, cut: boolean) => {
     spawned.lastLine = Date.now();

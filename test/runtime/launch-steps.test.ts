@@ -530,3 +530,33 @@ describe("llama-server's lines", () => {
     }
   });
 });
+
+describe("llama-server's lines, with a large --mcp-servers-json", () => {
+  test("a start with 100 KiB of MCP definitions spawns and still hides each token", async () => {
+    using dir = tmpdir();
+    // Every spelling of every secret in one regular expression passed JavaScriptCore's limit
+    // ("regular expression too large"), thrown after the spawn: the start failed and its child
+    // was left running, its pipes unread and its pid unrecorded.
+    const servers: Record<string, unknown> = {};
+    for (let i = 0; i < 1100; i++)
+      servers[`s${i}`] = { command: "npx", env: { GITHUB_TOKEN: `ghp_${i}_${"x".repeat(36)}` } };
+    const mcp = JSON.stringify({ mcpServers: servers });
+    // Under the 128 KiB an environment variable may hold (Linux's MAX_ARG_STRLEN), as it goes.
+    expect(mcp.length).toBeGreaterThan(100_000);
+    expect(mcp.length).toBeLessThan(128 * 1024);
+    const lines: string[] = [];
+    const spawned = spawnServer({
+      binary: "/nonexistent/llama-server",
+      argv: ["-m", "/m.gguf", "--mcp-servers-json", mcp],
+      port: 1,
+      apiKey: KEY,
+      env: {},
+      spawner: speakingSpawner(`0.00.001.000 I gh: ghp_7_${"x".repeat(36)} and ${KEY}, n_ctx = 4096\n`),
+      dataDir: dir.path,
+      onLine: (line) => lines.push(line),
+    });
+    if ("error" in spawned) throw spawned.error;
+    await spawned.drained;
+    expect(lines).toEqual(["0.00.001.000 I gh: [redacted] and [redacted], n_ctx = 4096"]);
+  });
+});
