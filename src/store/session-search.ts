@@ -1,4 +1,5 @@
 import type { Database } from "bun:sqlite";
+import { CoreError } from "../protocol/errors.ts";
 import { escapeRegExp } from "../util/escape-regexp.ts";
 import { wholeCharCut } from "../util/text-cut.ts";
 import { editedSince } from "./erasures.ts";
@@ -39,15 +40,33 @@ export function searchSessions(
   userId: string,
   query: string,
   limit: number,
+  stopped: Stopped = () => false,
 ): SearchHit[] {
+  // Cancelled while it waited behind another search on the thread: nothing is read.
+  if (stopped()) throw searchCancelled();
   const indexed = fts && !queryWords(query).some((w) => UNSPACED.test(w));
-  return indexed ? ftsSearch(db, userId, query, limit) : likeSearch(db, userId, query, limit);
+  const ask = { userId, query, limit, stopped };
+  return indexed ? ftsSearch(db, ask) : likeSearch(db, ask);
 }
+
+/** One search as the two matches take it. */
+interface SearchAsk {
+  userId: string;
+  query: string;
+  limit: number;
+  stopped: Stopped;
+}
+
+/** Whether the search was cancelled since it was asked (a flag the main loop sets: store/chunk-thread.ts). */
+export type Stopped = () => boolean;
+
+const searchCancelled = () => new CoreError("cancelled", "cancelled by the host");
 
 /** The query's words, one character of an unspaced script among them: alone, it is often a word (`猫`, cat). */
 const queryWords = (query: string) => words(query, UNSPACED);
 
-function ftsSearch(db: Database, userId: string, query: string, limit: number): SearchHit[] {
+function ftsSearch(db: Database, ask: SearchAsk): SearchHit[] {
+  const { userId, query, limit, stopped } = ask;
   const match = allOf(query);
   if (!match) return [];
   const ranked = db
@@ -67,6 +86,7 @@ function ftsSearch(db: Database, userId: string, query: string, limit: number): 
   const w = words(query);
   const hits: SearchHit[] = [];
   for (const b of best) {
+    if (stopped()) throw searchCancelled();
     // Erased since the ranking read it (an erase commits on the store's other thread): left out.
     // Read as this user's words again: SQLite gives the newest id anew, maybe to another user's
     // message or to this user's tool traffic, which is not searched.
@@ -78,10 +98,21 @@ function ftsSearch(db: Database, userId: string, query: string, limit: number): 
   return hits;
 }
 
-function likeSearch(db: Database, userId: string, query: string, limit: number): SearchHit[] {
+/**
+ * How many of the user's messages, newest first, the LIKE match reads between two looks at
+ * whether its search was cancelled (`stopped`): each may be megabytes matched in full.
+ */
+export const LIKE_PAGE_ROWS = 128;
+
+/** A position in the user's messages newest first, as the `messages_newest` index orders them. */
+type Cursor = { c: number; s: number; i: number };
+const NEWEST: Cursor = { c: Number.MAX_SAFE_INTEGER, s: Number.MAX_SAFE_INTEGER, i: Number.MAX_SAFE_INTEGER };
+
+function likeSearch(db: Database, ask: SearchAsk): SearchHit[] {
+  const { userId, query, limit, stopped } = ask;
   const w = queryWords(query).slice(0, 8);
   if (w.length === 0) return [];
-  const params: Record<string, string | number> = { u: userId, n: limit };
+  const params: Record<string, string | number> = {};
   // Each word in any of its casings: SQLite's LIKE folds ASCII only.
   const matches = w.map((t, i) =>
     likeCasings(t).map((c, j) => {
@@ -89,15 +120,36 @@ function likeSearch(db: Database, userId: string, query: string, limit: number):
       return `m.content LIKE $w${i}_${j} ESCAPE '\\'`;
     }),
   );
-  const rows = db
-    .query(
+  // A page's far end: the LIKE_PAGE_ROWS-th message after `from`, none on the last page.
+  const pageEnd = db.query(
+    `SELECT created_at AS c, seq AS s, id AS i FROM messages WHERE user_id = $u AND (created_at, seq, id) < ($c, $s, $i)
+     ORDER BY created_at DESC, seq DESC, id DESC LIMIT 1 OFFSET ${LIKE_PAGE_ROWS - 1}`,
+  );
+  const inPage = (last: boolean) =>
+    db.query(
       `SELECT m.session_id, m.seq, s.title, substr(m.content, 1, ${SNIPPET_SCAN_CHARS + 1}) AS content
        FROM messages m JOIN sessions s ON s.user_id = m.user_id AND s.session_id = m.session_id
-       WHERE m.user_id = $u AND m.role IN ('user', 'assistant') AND m.by_core = 0
+       WHERE m.user_id = $u AND (m.created_at, m.seq, m.id) < ($c, $s, $i)
+         ${last ? "" : "AND (m.created_at, m.seq, m.id) >= ($ec, $es, $ei)"}
+         AND m.role IN ('user', 'assistant') AND m.by_core = 0
          AND ${matches.map((any) => `(${any.join(" OR ")})`).join(" AND ")}
-       ORDER BY m.created_at DESC, m.seq DESC LIMIT $n`,
-    )
-    .all(params) as (Omit<SearchHit, "snippet"> & { content: string })[];
+       ORDER BY m.created_at DESC, m.seq DESC, m.id DESC LIMIT $n`,
+    );
+  // Newest first a page at a time, so a search stops once it has its hits (a common word over
+  // years of chats reads one page) and a cancel is heard between pages.
+  const rows: (Omit<SearchHit, "snippet"> & { content: string })[] = [];
+  for (let from: Cursor | null = NEWEST; from && rows.length < limit; ) {
+    if (stopped()) throw searchCancelled();
+    const end = pageEnd.get({ u: userId, ...from }) as Cursor | null;
+    const page = {
+      u: userId,
+      n: limit - rows.length,
+      ...from,
+      ...(end && { ec: end.c, es: end.s, ei: end.i }),
+    };
+    rows.push(...(inPage(!end).all({ ...params, ...page }) as typeof rows));
+    from = end;
+  }
   return rows.map(({ content, ...hit }) => ({ ...hit, snippet: markedSnippet(content, w) }));
 }
 

@@ -298,6 +298,15 @@ export const MIGRATIONS: readonly Migration[] = [
           WHERE key = 'memory_id_high' AND CAST(value AS INTEGER) < new.id; END`,
     ],
   },
+  {
+    version: 11,
+    sql: [
+      // `sessions.search`'s LIKE match, newest first, a page at a time (store/session-search.ts):
+      // a range of this index, stopped once it has its hits, where without it every message of
+      // the user was matched and sorted before the first hit was answered.
+      `CREATE INDEX IF NOT EXISTS messages_newest ON messages (user_id, created_at, seq)`,
+    ],
+  },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]?.version ?? 0;
