@@ -116,7 +116,14 @@ export class LocalAiClient {
       );
     const request = <R>(method: string, params: Record<string, unknown>, callOptions?: CallOptions) =>
       this.request<R>(method, params, callOptions);
-    this.sessions = new SessionsApi(request);
+    // Cancellable, timed as a short call: an abort or the time limit also stops the core's scan.
+    const cancellable = <R>(method: string, params: Record<string, unknown>, callOptions: CallOptions = {}) =>
+      this.connection.open<never, R>(method, params, callOptions, {
+        cancellable: true,
+        maxBuffered: 0,
+        defaultTimeoutMs: this.requestTimeoutMs,
+      }).result;
+    this.sessions = new SessionsApi(request, cancellable);
     this.users = new UsersApi(request);
     const open = <E, R>(method: string, params: Record<string, unknown>, callOptions: CallOptions) =>
       this.connection.open<E, R>(method, params, callOptions, { cancellable: true });

@@ -25,7 +25,11 @@ import type {
  * `invalid_request`, `data.reason` `session_not_found`.
  */
 export class SessionsApi {
-  constructor(private readonly request: Request) {}
+  constructor(
+    private readonly request: Request,
+    /** A short call the core can cancel: an abort or the time limit stops its work there too. */
+    private readonly cancellable: Request = request,
+  ) {}
 
   /** The user's sessions, newest first; pass the result's `next` as `before` for the next page. */
   list(params: SessionsListParams = {}, options?: CallOptions): Promise<SessionsListResult> {
@@ -46,9 +50,9 @@ export class SessionsApi {
     return this.request("sessions.delete", params, options);
   }
 
-  /** Full-text search over the user's messages. */
+  /** Full-text search over the user's messages; an abort or the time limit cancels it on the core's side. */
   search(params: SessionsSearchParams, options?: CallOptions): Promise<SessionsSearchResult> {
-    return this.request("sessions.search", params, options);
+    return this.cancellable("sessions.search", params, options);
   }
 
   /** The session as Markdown or JSON text. */

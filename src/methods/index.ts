@@ -47,7 +47,7 @@ export const METHODS = [
   lazy("sessions.get", false, () => import("./sessions.ts").then((m) => m.sessionsGet)),
   lazy("sessions.rename", false, () => import("./sessions.ts").then((m) => m.sessionsRename)),
   lazy("sessions.delete", false, () => import("./sessions.ts").then((m) => m.sessionsDelete)),
-  lazy("sessions.search", false, () => import("./sessions.ts").then((m) => m.sessionsSearch)),
+  lazy("sessions.search", true, () => import("./sessions.ts").then((m) => m.sessionsSearch)),
   lazy("sessions.export", false, () => import("./sessions.ts").then((m) => m.sessionsExport)),
   lazy("sessions.attachment", false, () => import("./sessions.ts").then((m) => m.sessionsAttachment)),
   lazy("users.delete", false, () => import("./sessions.ts").then((m) => m.usersDelete)),

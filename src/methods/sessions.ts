@@ -83,11 +83,15 @@ export const sessionsSearch = defineMethod({
   name: "sessions.search",
   params: SessionsSearchParamsSchema,
   result: () => SessionsSearchResultSchema,
-  // Not cancellable, but its scan (seconds on a huge database, or with the LIKE match) must not
-  // hold the core's stop: it is answered at once, and the store's stop ends its thread.
-  run: async (p, ctx, services) => ({
-    hits: await abortable((await importedStore(services)).search(p.user_id, p.query, p.limit), ctx.stopping),
-  }),
+  // Cancellable: its scan (seconds on a huge database, or with the LIKE match) is answered at
+  // once, and its thread stops it at its next page (store/chunk-thread.ts). A stop gives it its
+  // grace (GRACED_BY_STOP), then ends it the same way.
+  cancellable: true,
+  run: async (p, ctx, services) => {
+    const store = await importedStore(services);
+    const ended = AbortSignal.any([ctx.signal, ctx.stopping]);
+    return { hits: await abortable(store.search(p.user_id, p.query, p.limit, ended), ended) };
+  },
 });
 
 /** How many times an export starts over after an edit of its session under it. */

@@ -7,6 +7,7 @@ import type { ErrorMessage, RequestId, ResultMessage } from "./messages.ts";
 import {
   type ActiveRequest,
   AFTER_EARLIER_LOADS,
+  GRACED_BY_STOP,
   JOINED_BY_SHUTDOWN,
   LISTED_REQUESTS,
   MAX_IN_FLIGHT,
@@ -217,11 +218,10 @@ export class Dispatcher {
   }
 
   /**
-   * Cancels every chat-like request, aborts `stopping` after `graceMs` (0: at once), waits until
-   * each has answered; not shutdowns (two in one read must not wait on each other) nor those the
-   * services' stop joins (JOINED_BY_SHUTDOWN): `settled` waits for them. Answered is handed to the
-   * writer; the host's reading is the bounded drain's affair (docs/protocol.md "Drain on exit").
-   */
+   * Cancels every chat-like request but GRACED_BY_STOP's, aborts `stopping` after `graceMs` (0: at once),
+   * waits until each has answered; not shutdowns (two in one read must not wait on each other) nor
+   * those the services' stop joins (JOINED_BY_SHUTDOWN): `settled` waits for them. Answered is
+   * handed to the writer; the host's reading is the drain's affair (docs/protocol.md "Drain on exit"). */
   async stopAll(graceMs = STOP_GRACE_MS): Promise<void> {
     this.shuttingDown = true;
     const reason = new CoreError("cancelled", "the core is shutting down");
@@ -230,7 +230,7 @@ export class Dispatcher {
     const waiting: Promise<void>[] = [];
     for (const a of this.active.all()) {
       if (a.method.name === "shutdown" || JOINED_BY_SHUTDOWN.has(a.method.name)) continue;
-      a.abort(reason);
+      if (!GRACED_BY_STOP.has(a.method.name)) a.abort(reason);
       waiting.push(a.decided);
     }
     await Promise.all(waiting).finally(() => clearTimeout(late));

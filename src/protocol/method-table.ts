@@ -116,6 +116,12 @@ export const STOP_GRACE_MS = 2_000;
 export const JOINED_BY_SHUTDOWN: ReadonlySet<string> = new Set(["models.unload"]);
 
 /**
+ * Cancellable requests a stop does not cancel at once: as those `cancel` cannot reach, they have
+ * the stop's grace (STOP_GRACE_MS) to answer, so a script's search piped with its EOF is answered.
+ */
+export const GRACED_BY_STOP: ReadonlySet<string> = new Set(["sessions.search"]);
+
+/**
  * Erases that run only once the methods earlier requests are loading have loaded: a chat or a
  * `documents.add` watches for erases from its run's start (store/erasures.ts), which waits for its
  * module, so an erase read after it but run first left it to write the session back.

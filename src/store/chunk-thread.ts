@@ -20,7 +20,7 @@ import type { SearchHit } from "./session-search.ts";
 export type ThreadWork =
   | { kind: "chunks"; doc: PendingDocument; chunks: { index: number; text: string }[] }
   | { kind: "erase"; work: EraseWork }
-  | { kind: "search"; fts: boolean; userId: string; query: string; limit: number }
+  | { kind: "search"; fts: boolean; userId: string; query: string; limit: number; stop: Int32Array }
   | { kind: "v01"; work: V01Work }
   | { kind: "file" };
 
@@ -74,9 +74,21 @@ export class ChunkThread {
     return (await this.ask({ kind: "erase", work })) as EraseResult;
   }
 
-  /** `sessions.search` (store/session-search.ts) on the thread's connection: a search's scan never holds the main loop. */
-  async search(fts: boolean, userId: string, query: string, limit: number): Promise<SearchHit[]> {
-    return (await this.ask({ kind: "search", fts, userId, query, limit })) as SearchHit[];
+  /**
+   * `sessions.search` (store/session-search.ts) on the thread's connection: a search's scan never
+   * holds the main loop. `signal` rejects it at once with its reason, and the thread, told by a
+   * shared flag, skips it if it waits behind another or stops it at its next page.
+   */
+  async search(
+    fts: boolean,
+    userId: string,
+    query: string,
+    limit: number,
+    signal?: AbortSignal,
+  ): Promise<SearchHit[]> {
+    signal?.throwIfAborted();
+    const stop = new Int32Array(new SharedArrayBuffer(4));
+    return (await this.ask({ kind: "search", fts, userId, query, limit, stop }, signal)) as SearchHit[];
   }
 
   /** One step of the 0.1 import, or its erase (store/import-v01-run.ts). */
@@ -102,7 +114,8 @@ export class ChunkThread {
     this.fail(storeClosed(this.path));
   }
 
-  private ask(work: ThreadWork): Promise<Answered | undefined> {
+  /** `signal` (a search's only): rejects it at once, and the shared flag tells the thread. */
+  private ask(work: ThreadWork, signal?: AbortSignal): Promise<Answered | undefined> {
     // A store the core dropped (services.ts dropStore) may still be held by a request under way:
     // a worker started for it would write through a closed store and never be stopped.
     if (this.stopped) return Promise.reject(storeClosed(this.path));
@@ -110,7 +123,23 @@ export class ChunkThread {
     const worker = this.start();
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
-      this.pending.set(id, { resolve, reject });
+      const cancelled = () => {
+        if (work.kind === "search") Atomics.store(work.stop, 0, 1);
+        if (this.pending.delete(id)) reject(signal?.reason);
+      };
+      // Its answer (or the thread's end) drops the listener: a long-lived signal keeps none.
+      const settled = () => signal?.removeEventListener("abort", cancelled);
+      this.pending.set(id, {
+        resolve: (value) => {
+          settled();
+          resolve(value);
+        },
+        reject: (err) => {
+          settled();
+          reject(err);
+        },
+      });
+      signal?.addEventListener("abort", cancelled, { once: true });
       worker.postMessage({ id, path: this.path, busyWaitMs: this.busyWaitMs, work } satisfies ChunkAsk);
     });
   }
@@ -123,10 +152,10 @@ export class ChunkThread {
     worker.onmessage = (event: MessageEvent<ChunkAnswer>) => {
       const a = event.data;
       const p = this.pending.get(a.id);
-      if (!p) return;
+      // None for a search cancelled before it answered: already rejected.
       this.pending.delete(a.id);
-      if (a.ok) p.resolve(a.value);
-      else p.reject(this.errorOf(a.error));
+      if (p && a.ok) p.resolve(a.value);
+      else if (p && !a.ok) p.reject(this.errorOf(a.error));
       if (this.pending.size === 0 && this.idleStopMs !== undefined) this.stopWhenIdle(worker);
     };
     worker.onerror = (event) => {

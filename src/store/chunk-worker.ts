@@ -75,7 +75,17 @@ self.onmessage = (event: MessageEvent<ChunkAsk>) => {
 
 /** A search's hits, an erase's or an import step's result. */
 function answer(db: Database, work: Exclude<ThreadWork, { kind: "chunks" | "file" }>, busyWaitMs: number) {
-  if (work.kind === "search") return searchSessions(db, work.fts, work.userId, work.query, work.limit);
+  if (work.kind === "search") {
+    const { stop } = work;
+    return searchSessions(
+      db,
+      work.fts,
+      work.userId,
+      work.query,
+      work.limit,
+      () => Atomics.load(stop, 0) !== 0,
+    );
+  }
   if (work.kind === "erase") return whileLocked(db, busyWaitMs, (d) => runErase(d, work.work));
   return whileLocked(db, busyWaitMs, (d) => runV01(d, work.work));
 }

@@ -243,12 +243,12 @@ export class Store {
 
   /**
    * Off the main loop: the full-text index holds no user, so a search scans every match of its
-   * words, other users' too, before it has this user's (docs/performance.md).
+   * words, other users' too, before it has this user's (docs/performance.md). `signal`: `cancel`.
    */
-  async search(userId: string, query: string, limit: number): Promise<SearchHit[]> {
+  async search(userId: string, query: string, limit: number, signal?: AbortSignal): Promise<SearchHit[]> {
     if (!this.searchThread) return this.guard(() => searchSessions(this.db, this.fts, userId, query, limit));
     const mark = this.guard(() => this.conversations.erasureMark());
-    const hits = await this.searchThread.search(this.fts, userId, query, limit);
+    const hits = await this.searchThread.search(this.fts, userId, query, limit, signal);
     return this.guard(() => notErasedSince(this.db, userId, hits, mark));
   }
 

@@ -55,8 +55,9 @@ rl.on("line", (line) => {
         },
       });
     case "embed":
-      // An embed that runs until cancelled, as a big batch does.
-      if (params.input === "hang") return void hanging.set(id, method);
+    case "sessions.search":
+      // An embed that runs until cancelled, as a big batch does; a search, as a LIKE match over years of chats.
+      if (params.input === "hang" || params.query === "hang") return void hanging.set(id, method);
       return out({ id, type: "result", result: { method, params } });
     case "hanging":
       return out({ id, type: "result", result: { ids: [...hanging.keys()] } });

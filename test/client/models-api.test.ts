@@ -66,3 +66,20 @@ describe("client.plan", () => {
     expect(aborted.message).toContain("before it was sent");
   });
 });
+
+describe("client.sessions.search", () => {
+  test("a search the host aborts is cancelled on the core's side (the protocol's table: cancellable)", async () => {
+    const client = await startFake();
+    const hanging = async () => ((await client.request("hanging")) as { ids: string[] }).ids;
+    expect(await echo(client.sessions.search({ query: "tea" }))).toEqual({
+      method: "sessions.search",
+      params: { query: "tea" },
+    });
+    const controller = new AbortController();
+    const search = client.sessions.search({ query: "hang" }, { signal: controller.signal });
+    expect(await hanging()).toHaveLength(1);
+    controller.abort();
+    expect((await rejection(search)).code).toBe("cancelled");
+    expect(await hanging()).toEqual([]);
+  });
+});

@@ -2,32 +2,60 @@ import { expect, test } from "bun:test";
 import type { SearchHit } from "../../src/store/session-search.ts";
 import { ChatHarness } from "../agent/harness.ts";
 
-// A search runs on the store's thread: on a huge database, or with SQLite's LIKE match where it
-// has no FTS5, it takes seconds, and the core's stop waited for it, past the host's wait (stop
-// grace + 5 s), which then killed the core with llama-server running. `cancel` cannot reach it.
-test("a shutdown answers a search still under way after its grace cancelled, and cancel cannot reach it", async () => {
-  await using h = new ChatHarness({ agents: [{ name: "plain" }], memory: { enabled: false } });
+/** A harness whose store's search is held until the test answers it, and the signal it was given. */
+async function heldSearch(h: ChatHarness) {
   const store = h.services.store();
-  let asked!: () => void;
-  const searching = new Promise<void>((r) => {
+  let asked!: (signal: AbortSignal | undefined) => void;
+  const searching = new Promise<AbortSignal | undefined>((r) => {
     asked = r;
   });
   let answer!: (hits: SearchHit[]) => void;
   // The thread's scan, held until the test lets it answer.
-  store.search = () => {
-    asked();
+  store.search = (_u, _q, _l, signal) => {
+    asked(signal);
     return new Promise<SearchHit[]>((r) => {
       answer = r;
     });
   };
   h.send("s", "sessions.search", { query: "hello" });
-  await searching;
+  const signal = await searching;
+  return { signal, answer: (hits: SearchHit[]) => answer(hits) };
+}
+
+const HIT: SearchHit = { session_id: "s", seq: 0, title: "t", snippet: "**hello**" };
+
+// A search's scan takes seconds on a huge database, or with SQLite's LIKE match (no FTS5, or a
+// word of Chinese, Japanese, Thai…): `cancel` could not reach it, so a host that moved on (the
+// user typed another letter) waited behind it, each search queued on the one thread.
+test("cancel answers a search under way at once, cancelled, and tells its scan to stop", async () => {
+  await using h = new ChatHarness({ agents: [{ name: "plain" }], memory: { enabled: false } });
+  const held = await heldSearch(h);
   h.send("c", "cancel", { request_id: "s" });
-  expect(await h.terminal("c")).toMatchObject({ result: { cancelled: false } });
+  expect(await h.terminal("c")).toMatchObject({ result: { cancelled: true } });
+  // Answered while the scan is still held: the core does not wait for it.
+  expect(await h.terminal("s")).toMatchObject({ code: "cancelled", message: "cancelled by the host" });
+  expect(held.signal?.aborted).toBe(true);
+  held.answer([HIT]);
+});
+
+// On a huge database, or with the LIKE match, a search takes seconds, and the core's stop waited
+// for it, past the host's wait (stop grace + 5 s), which then killed the core with llama-server running.
+test("a shutdown answers a search still under way after its grace cancelled, and tells its scan to stop", async () => {
+  await using h = new ChatHarness({ agents: [{ name: "plain" }], memory: { enabled: false } });
+  const held = await heldSearch(h);
   // The stop's grace (STOP_GRACE_MS) taken as over: a search still under way then is ended.
-  const stopped = h.stopRequests(0);
-  // The scan ends only after the stop began: the stop must not have waited for it.
-  answer([{ session_id: "s", seq: 0, title: "t", snippet: "**hello**" }]);
-  await stopped;
+  await h.stopRequests(0);
   expect(await h.terminal("s")).toMatchObject({ code: "cancelled", message: "the core is shutting down" });
+  expect(held.signal?.aborted).toBe(true);
+  held.answer([HIT]);
+});
+
+test("a search under way as the stop begins is not cancelled then: a script's search piped with its EOF is answered", async () => {
+  await using h = new ChatHarness({ agents: [{ name: "plain" }], memory: { enabled: false } });
+  const held = await heldSearch(h);
+  const stopped = h.stopRequests();
+  expect(held.signal?.aborted).toBe(false);
+  held.answer([HIT]);
+  await stopped;
+  expect(await h.terminal("s")).toMatchObject({ result: { hits: [HIT] } });
 });

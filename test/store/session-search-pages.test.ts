@@ -2,6 +2,7 @@ import { Database } from "bun:sqlite";
 import { expect, test } from "bun:test";
 import { join } from "node:path";
 import { CoreError } from "../../src/protocol/errors.ts";
+import { ChunkThread } from "../../src/store/chunk-thread.ts";
 import { DB_FILE } from "../../src/store/db/open.ts";
 import { LIKE_PAGE_ROWS, searchSessions } from "../../src/store/session-search.ts";
 import { Store } from "../../src/store/store.ts";
@@ -83,4 +84,25 @@ test("a LIKE match with few hits reads every page, and a cancel stops it at the 
     "cancelled by the host",
   );
   db.close();
+});
+
+test("a search cancelled on the store's thread is answered at once, and the thread answers the next one", async () => {
+  using dir = tmpdir();
+  manyMessages(dir.path).close();
+  const thread = new ChunkThread(join(dir.path, DB_FILE), 100);
+  const cancel = new AbortController();
+  const searching = thread.search(true, "u", "寿司 nothing", 5, cancel.signal);
+  const reason = new CoreError("cancelled", "cancelled by the host");
+  cancel.abort(reason);
+  let got: unknown;
+  searching.catch((e) => {
+    got = e;
+  });
+  // Rejected within this turn of the loop (its microtasks), before any answer of the thread can come.
+  for (let i = 0; i < 10; i++) await null;
+  expect(got).toBe(reason);
+  expect((await thread.search(true, "u", "寿司 k3m4q", 5)).map((h) => h.session_id)).toEqual(["s3"]);
+  // Already cancelled: never sent.
+  await expect(thread.search(true, "u", "寿司", 5, cancel.signal)).rejects.toBe(reason);
+  thread.stop();
 });
