@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { chmodSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { writeFakeModel } from "../fixtures/llama-stand-in/binary.ts";
 import { startHarness } from "../fixtures/stdio-harness.ts";
@@ -14,7 +14,36 @@ describe.skipIf(process.platform === "win32")("doctor and plan and the core's st
     test(`shutdown answers a ${method} in flight cancelled at once, and cancel still cannot`, async () => {
       await stoppedWhileProbing(method);
     });
+  for (const method of ["doctor", "plan"])
+    for (const stop of ["shutdown", "signal"])
+      test(`a ${method} read once a stop (${stop}) has begun is refused at once and starts no probe`, async () => {
+        await readWhileStopping(method, stop);
+      });
 });
+
+/** A `method` read after a stop began (a shutdown before it, a signal): refused, no probe run. */
+async function readWhileStopping(method: string, stop: string): Promise<void> {
+  using dir = tmpdir();
+  const binary = join(dir.path, "llama-server");
+  const started = join(dir.path, "started");
+  // Marks that it ran, then hangs: a probe begun would hold the answer to the stop's grace (2 s).
+  writeFileSync(
+    binary,
+    `#!/bin/sh\ntouch '${started}'\ni=0; while [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done\n`,
+  );
+  chmodSync(binary, 0o755);
+  const config = join(dir.path, "config.yaml");
+  writeFileSync(config, `llama:\n  binary: ${binary}\nmodel:\n  path: ${writeFakeModel(dir.path)}\n`);
+  const h = startHarness({ cwd: dir.path, configPath: config });
+  if (stop === "signal") h.signal("SIGTERM");
+  h.sendRaw(
+    `${stop === "shutdown" ? '{"id":"bye","method":"shutdown"}\n' : ""}{"id":"d","method":"${method}"}\n`,
+  );
+  h.end();
+  expect(await h.exit).toBe(0);
+  expect(h.terminal("d")).toMatchObject({ code: "cancelled", message: "the core is shutting down" });
+  expect(existsSync(started)).toBe(false);
+}
 
 /** A `method` whose probe of a hung llama-server has begun, then shutdown: how each is answered. */
 async function stoppedWhileProbing(method: string): Promise<void> {
