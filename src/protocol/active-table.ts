@@ -83,3 +83,16 @@ export function ambiguousCancel(
     { field: "request_id" },
   );
 }
+
+/**
+ * Requests a `cancel` with no `request_id` may mean: those not already cancelled and winding down,
+ * and not a `sessions.search`, which is cancelled by its id only. SPEC's implicit cancel is of the
+ * one chat active; a host's search-as-you-type beside a streaming reply made it ambiguous.
+ */
+export function implicitCandidates<
+  T extends { controller: unknown; settled: boolean; signal: AbortSignal; method: { name: string } },
+>(all: readonly T[]): T[] {
+  return all.filter(
+    (a) => a.controller && !a.settled && !a.signal.aborted && a.method.name !== "sessions.search",
+  );
+}

@@ -1,6 +1,6 @@
 import { logger, logUnexpected } from "../util/logger.ts";
 import { cutText } from "../util/text-cut.ts";
-import { ActiveTable, ambiguousCancel, shownId } from "./active-table.ts";
+import { ActiveTable, ambiguousCancel, implicitCandidates, shownId } from "./active-table.ts";
 import { CoreError, type ErrorCode, isCoreError } from "./errors.ts";
 import { type ExactNumberId, exactIds, needsExactIds } from "./exact-id.ts";
 import type { ErrorMessage, RequestId, ResultMessage } from "./messages.ts";
@@ -204,13 +204,13 @@ export class Dispatcher {
   }
 
   /**
-   * Cancels a cancellable request. Without an id, only when exactly one is active and not
-   * already cancelled (one winding down is no candidate). Throws invalid_request when ambiguous.
+   * Cancels a cancellable request. Without an id, only when exactly one is a candidate
+   * (`implicitCandidates`). Throws invalid_request when ambiguous.
    */
   cancel(requestId: RequestId | undefined): boolean {
     const reason = new CoreError("cancelled", "cancelled by the host");
     if (requestId === undefined) {
-      const candidates = this.active.all().filter((a) => a.controller && !a.settled && !a.signal.aborted);
+      const candidates = implicitCandidates(this.active.all());
       if (candidates.length > 1) throw ambiguousCancel(candidates);
       return candidates[0]?.abort(reason) ?? false;
     }

@@ -59,3 +59,16 @@ test("a search under way as the stop begins is not cancelled then: a script's se
   await stopped;
   expect(await h.terminal("s")).toMatchObject({ result: { hits: [HIT] } });
 });
+
+// SPEC's `cancel` without `request_id` means the one chat active: a search beside it (a host's
+// search-as-you-type while a reply streams) made that cancel ambiguous, `invalid_request`, and the
+// chat went on. A search is cancelled by its id only.
+test("a cancel without request_id does not take a search: it is cancelled by its id only", async () => {
+  await using h = new ChatHarness({ agents: [{ name: "plain" }], memory: { enabled: false } });
+  const held = await heldSearch(h);
+  h.send("c", "cancel", {});
+  expect(await h.terminal("c")).toMatchObject({ result: { cancelled: false } });
+  expect(held.signal?.aborted).toBe(false);
+  held.answer([HIT]);
+  expect(await h.terminal("s")).toMatchObject({ result: { hits: [HIT] } });
+});
