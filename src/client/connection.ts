@@ -339,11 +339,15 @@ export class Connection {
   private lose(key: string | undefined, error: (method: string) => LocalAiError): boolean {
     const entry = key === undefined ? undefined : this.pending.get(key);
     if (key === undefined || !entry) return false;
-    this.settle(key, { error: error(entry.method) });
-    // A lost event of a stream still running: don't leave the core working for nobody.
+    this.failRunning(key, entry, error(entry.method));
+    return true;
+  }
+
+  /** Failed here by a lost or broken line, a stream is cancelled on the core: none reads it now. */
+  private failRunning(key: string, entry: Pending, error: LocalAiError): void {
+    this.settle(key, { error });
     if (entry.cancellable && entry.sentTo !== undefined && this.route.kind === "send")
       this.cancelRemote(key).catch(() => {});
-    return true;
   }
 
   /** Hands a message to the pending call it answers. */
@@ -374,7 +378,7 @@ export class Connection {
   }
 
   private protocolError(id: string, entry: Pending, detail: string): void {
-    this.settle(id, { error: this.brokenMessage(entry.method, detail) });
+    this.failRunning(id, entry, this.brokenMessage(entry.method, detail));
   }
 
   /** The `protocol_error` of a call of `method`; the broken message is counted and logged. */

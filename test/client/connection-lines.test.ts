@@ -47,3 +47,34 @@ describe("a pending call's request line", () => {
     expect(held.has(String(small.id))).toBe(true);
   });
 });
+
+const cancelsOf = (core: { lines: string[] }) =>
+  core.lines.map((l) => JSON.parse(l)).filter((m: { method: string }) => m.method === "cancel");
+
+describe("a stream failed on the client's side by a broken message", () => {
+  // Failed here, it was left running on the core, generating for nobody (a lost line was cancelled).
+  test.each([
+    ["an event without a name", { type: "event", seq: 1 }],
+    ["an event whose name is not a string", { type: "event", event: 7 }],
+    ["a result without a result", { type: "result" }],
+    ["an error without code and message", { type: "error", code: 3 }],
+  ])("%s fails it with protocol_error and cancels it on the core", async (_, broken) => {
+    const conn = new Connection(options);
+    const core = quietCore();
+    conn.attach(core);
+    const chat = conn.open("chat", { input: "hi" }, {}, { cancellable: true });
+    conn.receive(JSON.stringify({ id: chat.id, ...broken }));
+    expect(await chat.result.catch((e: { code: string }) => e.code)).toBe("protocol_error");
+    expect(cancelsOf(core).map((m: { params: unknown }) => m.params)).toEqual([{ request_id: chat.id }]);
+  });
+
+  test("a call that is no stream is not cancelled", async () => {
+    const conn = new Connection(options);
+    const core = quietCore();
+    conn.attach(core);
+    const call = conn.open("ping", {}, {}, { cancellable: false });
+    conn.receive(JSON.stringify({ id: call.id, type: "result" }));
+    expect(await call.result.catch((e: { code: string }) => e.code)).toBe("protocol_error");
+    expect(cancelsOf(core)).toEqual([]);
+  });
+});
