@@ -12,6 +12,7 @@ import {
   LocalAiError,
   notConnectedError,
   oversizeAnswerError,
+  ownCopy,
   timeoutError,
 } from "./errors.ts";
 import { guarded, guardedLogger } from "./host-callbacks.ts";
@@ -147,7 +148,9 @@ export class Connection {
   failAll(error: LocalAiError, which: (sentTo: Transport | undefined) => boolean = () => true): void {
     for (const [id, entry] of [...this.pending]) {
       if (!which(entry.sentTo)) continue;
-      this.settle(id, { error: new LocalAiError(error.code, error.message, error.data, entry.method) });
+      this.settle(id, {
+        error: new LocalAiError(error.code, error.message, ownCopy(error.data), entry.method),
+      });
     }
   }
 
@@ -274,12 +277,8 @@ export class Connection {
 
   private timeOut(id: string, timeoutMs: number): void {
     const entry = this.pending.get(id);
-    if (!entry) return;
-    this.settle(id, { error: timeoutError(entry.method, timeoutMs) });
     // Don't leave the core generating for nobody.
-    if (entry.cancellable && entry.sentTo !== undefined && this.route.kind === "send") {
-      this.cancelRemote(id).catch(() => {});
-    }
+    if (entry) this.failRunning(id, entry, timeoutError(entry.method, timeoutMs));
   }
 
   private settle(id: string, outcome: Outcome): void {
@@ -343,7 +342,7 @@ export class Connection {
     return true;
   }
 
-  /** Failed here by a lost or broken line, a stream is cancelled on the core: none reads it now. */
+  /** Failed here (timed out, a lost or broken line), a stream is cancelled on the core: none reads it. */
   private failRunning(key: string, entry: Pending, error: LocalAiError): void {
     this.settle(key, { error });
     if (entry.cancellable && entry.sentTo !== undefined && this.route.kind === "send")

@@ -9,6 +9,7 @@ import {
   coreOutputClosedError,
   isLocalAiError,
   LocalAiError,
+  ownCopy,
 } from "./errors.ts";
 import { stopGracefully } from "./graceful-stop.ts";
 import { killOnHostExit, spareOnHostExit } from "./host-exit.ts";
@@ -194,7 +195,7 @@ export class CoreLifecycle {
   private notRestartingError(method: string): LocalAiError {
     const last = this.lastExit;
     const why = last ? `: ${last.message}` : "";
-    const data = last && isLocalAiError(last, "core_exited") ? last.data : undefined;
+    const data = last && isLocalAiError(last, "core_exited") ? ownCopy(last.data) : undefined;
     return new LocalAiError("core_exited", `the core has exited and is not restarting${why}`, data, method);
   }
 

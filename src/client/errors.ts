@@ -65,6 +65,18 @@ export function isLocalAiError(err: unknown, code?: LocalAiErrorCode): boolean {
 }
 
 /**
+ * `data` for one more error of several failed by one cause (an exit): shared, a host that changed
+ * one error's data changed all of theirs. Plain JSON data, copied whole; anything else is kept.
+ */
+export function ownCopy<D>(data: D): D {
+  try {
+    return structuredClone(data);
+  } catch {
+    return data;
+  }
+}
+
+/**
  * An error as the core sent it. Its `data` is trusted to match the code's shape: the protocol
  * says so, and test/client/error-data.test.ts holds the core to it.
  */

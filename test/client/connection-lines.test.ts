@@ -1,6 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { Connection } from "../../src/client/connection.ts";
 import type { Transport } from "../../src/client/connection-types.ts";
+import { LocalAiError } from "../../src/client/errors.ts";
 
 /** A core that takes every line and answers nothing until told. */
 function quietCore(): Transport & { lines: string[] } {
@@ -76,5 +77,22 @@ describe("a stream failed on the client's side by a broken message", () => {
     conn.receive(JSON.stringify({ id: call.id, type: "result" }));
     expect(await call.result.catch((e: { code: string }) => e.code)).toBe("protocol_error");
     expect(cancelsOf(core)).toEqual([]);
+  });
+});
+
+describe("calls failed together by one exit", () => {
+  // They shared one data object: a host that changed one error's data changed the others'.
+  test("each get their own copy of its data", async () => {
+    const conn = new Connection(options);
+    conn.attach(quietCore());
+    const a = conn.open("chat", {}, {}, { cancellable: true });
+    const b = conn.open("ping", {}, {}, { cancellable: false });
+    const data = { exit_code: 1, signal: null, stderr_tail: ["boom"] };
+    conn.failAll(new LocalAiError("core_exited", "the core exited", data));
+    const ea = (await a.result.catch((e) => e)) as LocalAiError<"core_exited">;
+    const eb = (await b.result.catch((e) => e)) as LocalAiError<"core_exited">;
+    ea.data?.stderr_tail?.push("added by the host");
+    expect(eb.data).toEqual({ exit_code: 1, signal: null, stderr_tail: ["boom"] });
+    expect(data.stderr_tail).toEqual(["boom"]);
   });
 });
