@@ -61,7 +61,10 @@ export interface LocalAiClientOptions {
   stderrTailLines?: number;
   /** Where the client reports what it ignores (malformed lines, late answers). Default: silent. */
   logger?: ClientLogger;
-  /** Every line the core writes to stderr (its logs). */
+  /**
+   * Every line the core writes to stderr (its logs). One over 64 KiB comes as its first 256
+   * bytes and `… (cut: the line was N bytes, over 65536)`.
+   */
   onStderr?: (line: string) => void;
   /**
    * The core process ended; `expected` is true after shutdown()/close()/kill(), and for a core

@@ -39,6 +39,9 @@ export type WriteResult =
  */
 export const MAX_QUEUED_INPUT_BYTES = 64 * 1024 * 1024;
 
+/** The longest stderr line held whole; of a longer one only its first bytes are kept. */
+const MAX_STDERR_LINE_BYTES = 64 * 1024;
+
 export interface CoreProcessOptions {
   command: string;
   args: string[];
@@ -195,7 +198,7 @@ export class CoreProcess {
   private wire(): void {
     const { child } = this;
     const splitter = new LineSplitter(this.options.maxLineBytes);
-    const errSplitter = new LineSplitter(64 * 1024);
+    const errSplitter = new LineSplitter(MAX_STDERR_LINE_BYTES);
     let exitSeen: { code: number | null; signal: NodeJS.Signals | null } | undefined;
     let stdoutClosed = false;
     let stderrClosed = false;
@@ -214,7 +217,7 @@ export class CoreProcess {
     child.stdout?.on("error", () => {});
     let dashRefused = false;
     const stderrFrame = (frame: ReturnType<LineSplitter["push"]>[number]) => {
-      if (frame.kind !== "line") return;
+      if (frame.kind !== "line") return this.stderrLine(cutStderrLine(frame.head, frame.bytes));
       dashRefused ||= DASH_REFUSAL.test(frame.text);
       this.stderrLine(frame.text);
     };
@@ -277,6 +280,14 @@ export class CoreProcess {
     if (this.stderrLines.length > this.options.stderrTailLines) this.stderrLines.shift();
     this.handlers.onStderrLine(line);
   }
+}
+
+/**
+ * A stderr line over MAX_STDERR_LINE_BYTES, as its head (its bytes past it never held): dropped
+ * whole, the line that said why the core crashed (a long panic, a dump) never reached the host.
+ */
+function cutStderrLine(head: string, bytes: number): string {
+  return `${head}… (cut: the line was ${bytes} bytes, over ${MAX_STDERR_LINE_BYTES})`;
 }
 
 /**

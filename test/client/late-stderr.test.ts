@@ -29,3 +29,34 @@ describe("a core's last stderr lines", () => {
     expect(exits[0]?.stderrTail).toEqual(["fatal: the data folder is not writable"]);
   });
 });
+
+describe("a stderr line of the core over 64 KiB", () => {
+  // It was dropped whole: the line that may say why the core crashed never reached the host.
+  test("reaches onStderr and the exit's tail as its head, saying what was cut", async () => {
+    const child = new FakeChild();
+    const lines: string[] = [];
+    const exits: ExitInfo[] = [];
+    track(
+      await LocalAiClient.start({
+        binary: "local-ai",
+        spawn: child.spawn,
+        onStderr: (l) => lines.push(l),
+        onExit: (i) => exits.push(i),
+      }),
+    );
+    const long = `panic: ${"x".repeat(100_000)}`;
+    child.stderr.write(`${long}\nafter\n`);
+    child.stdout.end();
+    child.stderr.end();
+    child.exited = true;
+    child.emit("exit", 1, null);
+    await Promise.all([once(child.stdout, "close"), once(child.stderr, "close")]);
+    await new Promise((r) => setImmediate(r));
+    expect(lines).toHaveLength(2);
+    expect(lines[0]?.startsWith("panic: xxx")).toBe(true);
+    expect(lines[0]?.length).toBeLessThan(1000);
+    expect(lines[0]).toContain(`${Buffer.byteLength(long)} bytes`);
+    expect(lines[1]).toBe("after");
+    expect(exits[0]?.stderrTail).toEqual(lines);
+  });
+});
