@@ -293,17 +293,18 @@ export class Connection {
 
   // ---- inbound lines -----------------------------------------------------------------------
 
-  /** One line of the core's stdout. */
-  receive(line: string): void {
+  /** One line of core `from`'s stdout: it settles only calls written to it (core-launch.ts). */
+  receive(line: string, from?: Transport): void {
     const read = readLine(line);
     // A line cut short or garbled that names its call lost that call's answer: it fails now.
     if (read.kind === "malformed")
       return void (
-        this.lose(read.key, (m) => this.brokenMessage(m, read.detail)) || this.reportMalformed(read.detail)
+        this.lose(read.key, (m) => this.brokenMessage(m, read.detail), from) ||
+        this.reportMalformed(read.detail)
       );
-    if (read.kind === "no_request") return void this.noRequestError(read.msg);
+    if (read.kind === "no_request") return void this.noRequestError(read.msg, from);
     const entry = this.pending.get(read.key);
-    if (entry) this.deliver(read.key, entry, read.msg, line);
+    if (entry && (!from || entry.sentTo === from)) this.deliver(read.key, entry, read.msg, line);
     else this.log("debug", `ignored ${read.msg.type} for request ${read.key}, which is no longer pending`);
   }
 
@@ -312,10 +313,10 @@ export class Connection {
    * read) says the line's size: the oldest call written as a line of that size is the one refused,
    * and it fails now with that error rather than waiting for good (a chat has no time limit).
    */
-  private noRequestError(msg: Record<string, unknown>): void {
+  private noRequestError(msg: Record<string, unknown>, from: Transport | undefined): void {
     const data = isObject(msg.data) ? msg.data : undefined;
     const key =
-      typeof data?.line_bytes === "number" ? sentAsLineOf(this.pending, data.line_bytes) : undefined;
+      typeof data?.line_bytes === "number" ? sentAsLineOf(this.pending, data.line_bytes, from) : undefined;
     const entry = key === undefined ? undefined : this.pending.get(key);
     if (key && entry && typeof msg.code === "string" && typeof msg.message === "string")
       this.settle(key, { error: errorOfMessage(msg, entry.method) });
@@ -328,16 +329,16 @@ export class Connection {
    * request it belonged to (the core writes `{"id":…` first): that call fails now with
    * `protocol_error` saying so, rather than waiting out its time limit for an answer already lost.
    */
-  oversizeLine(bytes: number, head = "", maxLineBytes?: number): void {
+  oversizeLine(bytes: number, head = "", maxLineBytes?: number, from?: Transport): void {
     const limit = maxLineBytes === undefined ? "maxLineBytes" : `maxLineBytes (${maxLineBytes})`;
     this.reportMalformed(`a ${bytes}-byte line exceeds ${limit}`);
-    this.lose(idOfLine(head), (method) => oversizeAnswerError(method, bytes, limit));
+    this.lose(idOfLine(head), (method) => oversizeAnswerError(method, bytes, limit), from);
   }
 
-  /** A line of call `key` was lost (too long, not JSON): it fails with `error`. False: no such call. */
-  private lose(key: string | undefined, error: (method: string) => LocalAiError): boolean {
+  /** A line of call `key` from core `from` was lost (too long, not JSON). False: no such call of it. */
+  private lose(key: string | undefined, error: (method: string) => LocalAiError, from?: Transport): boolean {
     const entry = key === undefined ? undefined : this.pending.get(key);
-    if (key === undefined || !entry) return false;
+    if (key === undefined || !entry || (from && entry.sentTo !== from)) return false;
     this.failRunning(key, entry, error(entry.method));
     return true;
   }

@@ -17,7 +17,9 @@ export function spawnCore(
   connection: Connection,
   ends: Pick<CoreProcessHandlers, "onExit" | "onOutputClosed" | "onInputClosed" | "onInputStalled">,
 ): CoreProcess {
-  return new CoreProcess(
+  // Its lines settle only calls written to it: one replaced but still read (a grandchild holding
+  // its stdout) settled calls written to the next, naming their id or their line's size.
+  const proc: CoreProcess = new CoreProcess(
     {
       command: options.binary,
       args: options.args ?? ["serve-stdio", ...(options.config ? ["--config", options.config] : [])],
@@ -31,13 +33,14 @@ export function spawnCore(
       spawn: options.spawn,
     },
     {
-      onLine: (line) => connection.receive(line),
+      onLine: (line) => connection.receive(line, proc),
       onOversizeLine: (bytes, head) =>
-        connection.oversizeLine(bytes, head, options.maxLineBytes ?? CLIENT_DEFAULTS.maxLineBytes),
+        connection.oversizeLine(bytes, head, options.maxLineBytes ?? CLIENT_DEFAULTS.maxLineBytes, proc),
       onStderrLine: (line) => options.onStderr?.(line),
       ...ends,
     },
   );
+  return proc;
 }
 
 /** The handshake, within the request time limit; a core that fails it is killed. */

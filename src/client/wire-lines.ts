@@ -37,15 +37,16 @@ export function readLine(line: string): ReadLine {
 }
 
 /**
- * The oldest of the pending calls written to a core as a line of `bytes` bytes (as the core counts
- * them: UTF-8, the newline left out), measured as each was written.
+ * The oldest of the pending calls written to core `to` (any core, when not given) as a line of
+ * `bytes` bytes (as the core counts them: UTF-8, the newline left out), measured as each was written.
  */
 export function sentAsLineOf(
   pending: ReadonlyMap<string, { lineBytes?: number | undefined; sentTo: unknown }>,
   bytes: number,
+  to?: unknown,
 ): string | undefined {
   for (const [id, { lineBytes, sentTo }] of pending)
-    if (sentTo !== undefined && lineBytes === bytes) return id;
+    if (sentTo !== undefined && (to === undefined || sentTo === to) && lineBytes === bytes) return id;
   return undefined;
 }
 

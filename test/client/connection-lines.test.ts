@@ -96,3 +96,28 @@ describe("calls failed together by one exit", () => {
     expect(data.stderr_tail).toEqual(["boom"]);
   });
 });
+
+describe("a line from a core replaced since", () => {
+  // Still read after it was replaced (a grandchild holding its stdout), it could settle a call
+  // written to the new core: one naming its id, or a line_too_long of the same line size.
+  test("settles no call written to another core", async () => {
+    const conn = new Connection(options);
+    const old = quietCore();
+    conn.attach(old);
+    const lost = conn.open("chat", { input: "hi" }, {}, { cancellable: true });
+    conn.failAll(new LocalAiError("core_exited", "the core exited"), (sentTo) => sentTo === old);
+    await lost.result.catch(() => {});
+    const fresh = quietCore();
+    conn.attach(fresh);
+    const chat = conn.open("chat", { input: "hi" }, {}, { cancellable: true });
+    const bytes = Buffer.byteLength(fresh.lines[0] as string, "utf8");
+    const tooLong = { id: null, type: "error", code: "invalid_request", message: "too long" };
+    conn.receive(JSON.stringify({ ...tooLong, data: { reason: "line_too_long", line_bytes: bytes } }), old);
+    conn.receive(JSON.stringify({ id: chat.id, type: "result", result: { response: "stale" } }), old);
+    conn.receive(`{"id":"${chat.id}","type":"event",`, old);
+    conn.oversizeLine(10_000_000, `{"id":"${chat.id}","type":"event",`, 1024, old);
+    expect(chat.done).toBe(false);
+    conn.receive(JSON.stringify({ id: chat.id, type: "result", result: { response: "ok" } }), fresh);
+    expect(await chat.result).toEqual({ response: "ok" });
+  });
+});
