@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, test } from "bun:test";
-import { LocalAiClient, type LocalAiClientOptions } from "../../src/client/index.ts";
+import { LocalAiClient, type LocalAiClientOptions, type LocalAiError } from "../../src/client/index.ts";
 import { waitFor } from "../fixtures/wait.ts";
 import { FakeChild } from "./fake-child.ts";
 import { killFakes, rejection, track } from "./fake-core-fixture.ts";
@@ -135,5 +135,24 @@ describe("a core that exits as it answers initialize", () => {
     expect(err.code).toBe("core_exited");
     expect(err.data?.exit_code).toBe(3);
     expect(client.running).toBe(false);
+  });
+});
+
+describe("calls refused once the core exited for good", () => {
+  // They carried the last exit's data object itself: a host changing one error's changed them all.
+  test("each carry their own copy of the exit's data", async () => {
+    const { children, spawn } = echoChildren();
+    const exits: unknown[] = [];
+    const client = track(
+      await LocalAiClient.start({ binary: "local-ai", spawn, onExit: (i) => exits.push(i) }),
+    );
+    children[0]?.stderr.write("fatal: out of memory\n");
+    children[0]?.exit(1, null);
+    expect(await waitFor(() => exits.length === 1, { timeoutMs: 5000 })).toBe(true);
+    const a = (await client.ping().catch((e) => e)) as LocalAiError<"core_exited">;
+    const b = (await client.ping().catch((e) => e)) as LocalAiError<"core_exited">;
+    expect(a.code).toBe("core_exited");
+    a.data?.stderr_tail?.push("added by the host");
+    expect(b.data?.stderr_tail).toEqual(["fatal: out of memory"]);
   });
 });
