@@ -1,5 +1,6 @@
 import { closeSync } from "node:fs";
 import { killTree } from "../platform/process-tree.ts";
+import { joinCoreJob } from "../platform/windows/job.ts";
 import { allowedEnv } from "../util/child-allowlist.ts";
 import { within } from "../util/within.ts";
 import { probeGuardArgv } from "./probe-guard.ts";
@@ -34,6 +35,15 @@ export function killRunningProbes(): void {
   running.clear();
 }
 
+/** The OS edge a probe starts on; tests hand in another platform and a fake job. */
+export interface ProbeOs {
+  platform: NodeJS.Platform;
+  /** Ties an unguarded child to the core's life (platform/windows/job.ts); false where it cannot. */
+  joinJob(pid: number): boolean;
+}
+
+const THIS_OS: ProbeOs = { platform: process.platform, joinJob: (pid) => joinCoreJob(pid) };
+
 /**
  * Runs a command, killing it (and resolving `timeout`) if it outlives `timeoutMs`. Its output is
  * held to MAX_PROBE_OUTPUT_BYTES a pipe, and its exit is its answer even when something it
@@ -44,6 +54,7 @@ export async function runWithTimeout(
   args: string[],
   timeoutMs: number,
   env?: Record<string, string>,
+  os: ProbeOs = THIS_OS,
 ): Promise<RunResult> {
   // Killed by no one once spawned: the process exits under it (a hung --list-devices left running).
   if (stopped) return { kind: "error", message: "the command was stopped by a signal" };
@@ -52,7 +63,7 @@ export async function runWithTimeout(
   // Under the guard where there is one: a core SIGKILLed mid-probe takes the probe with it.
   // Never the core's whole environment: a probe is a child too (util/child-allowlist.ts).
   const probeEnv = env ?? allowedEnv(process.env);
-  const guarded = probeGuardArgv(exe, args, probeEnv);
+  const guarded = probeGuardArgv(exe, args, probeEnv, os.platform);
   let proc: ReturnType<typeof Bun.spawn>;
   try {
     proc = Bun.spawn(guarded?.argv ?? [exe, ...args], {
@@ -65,12 +76,14 @@ export async function runWithTimeout(
   } catch (err) {
     return { kind: "error", message: (err as Error).message };
   }
+  // No guard (Windows): the core's Job Object ends it, and what it starts, when the core dies.
+  if (!guarded) os.joinJob(proc.pid);
   // What it started too: a wrapper script's llama-server would outlive it (process-tree.ts).
   // Not once it exited: its pid is reaped and may be another process's by then (a child left on
   // its pipes can still overflow them, or the timeout fire, in the wait after the exit).
   const kill = () => {
     if (proc.exitCode !== null || proc.signalCode !== null) return;
-    if (process.platform === "win32") proc.kill("SIGKILL");
+    if (os.platform === "win32") proc.kill("SIGKILL");
     else {
       killTree(proc.pid);
       // Guarded, it leads a group, unreaped yet: what it left double-forked is in it, though no

@@ -221,4 +221,28 @@ printf '%s|%s' "$DYLD_LIBRARY_PATH" "$DYLD_FRAMEWORK_PATH"`;
     expect(await runWithTimeout(path, ["--version"], 10_000)).toMatchObject({ kind: "error" });
     expect(existsSync(marker)).toBe(false);
   });
+
+  test("without the guard (Windows) the probe joins the core's Job Object, so it dies with the core", async () => {
+    using dir = tmpdir();
+    const path = script(dir.path, "probe", 'echo "$$"');
+    const joined: number[] = [];
+    const r = await runWithTimeout(path, [], 5000, undefined, {
+      platform: "win32",
+      joinJob: (pid) => joined.push(pid) > 0,
+    });
+    expect(r).toMatchObject({ kind: "exit", code: 0 });
+    // The pid the probe itself saw: the spawned process, joined before it could start much.
+    expect(joined).toEqual([Number((r as { stdout: string }).stdout.trim())]);
+  });
+
+  test("under the guard the job is not used: the guard's own watcher ends the group", async () => {
+    using dir = tmpdir();
+    const path = script(dir.path, "probe", "exit 0");
+    const joined: number[] = [];
+    await runWithTimeout(path, [], 5000, undefined, {
+      platform: "linux",
+      joinJob: (pid) => joined.push(pid) > 0,
+    });
+    expect(joined).toEqual([]);
+  });
 });

@@ -20,6 +20,10 @@ export interface Kernel32 {
   WaitForSingleObject(handle: Handle, milliseconds: number): number;
   GetLogicalProcessorInformationEx(relationship: number, buffer: Buf | null, length: Uint32Array): number;
   GlobalMemoryStatusEx(status: Buf): number;
+  /** Null attributes (a handle no child inherits) and no name. */
+  CreateJobObjectW(attributes: null, name: null): Handle | null;
+  SetInformationJobObject(job: Handle, infoClass: number, info: Buf, length: number): number;
+  AssignProcessToJobObject(job: Handle, process: Handle): number;
 }
 
 const { ptr, u32, i32 } = FFIType;
@@ -33,6 +37,9 @@ const SYMBOLS = {
   WaitForSingleObject: { args: [ptr, u32], returns: u32 },
   GetLogicalProcessorInformationEx: { args: [i32, ptr, ptr], returns: i32 },
   GlobalMemoryStatusEx: { args: [ptr], returns: i32 },
+  CreateJobObjectW: { args: [ptr, ptr], returns: ptr },
+  SetInformationJobObject: { args: [ptr, i32, ptr, u32], returns: i32 },
+  AssignProcessToJobObject: { args: [ptr, ptr], returns: i32 },
 } as const;
 
 let loaded: Kernel32 | null | undefined;

@@ -21,6 +21,8 @@ export function fakeKernel32(
   let next = 0x40;
   let lastError = 0;
   const calls: string[] = [];
+  /** Each job made: its LimitFlags as set, and the pids assigned to it. */
+  const jobs = new Map<number, { flags: number | null; pids: number[] }>();
   const proc = (h: Handle) => processes[open.get(h as unknown as number) ?? -1];
   const fails = (name: string) => machine.fail?.has(name) ?? false;
   const k: Kernel32 = {
@@ -41,7 +43,7 @@ export function fakeKernel32(
     },
     CloseHandle(h) {
       calls.push("CloseHandle");
-      return open.delete(h as unknown as number) ? 1 : 0;
+      return open.delete(h as unknown as number) || jobs.delete(h as unknown as number) ? 1 : 0;
     },
     GetLastError: () => lastError,
     K32GetProcessMemoryInfo(h, counters, size) {
@@ -91,8 +93,30 @@ export function fakeKernel32(
       v.setBigUint64(16, machine.available ?? 0n, true);
       return 1;
     },
+    CreateJobObjectW() {
+      calls.push("CreateJobObjectW");
+      if (fails("CreateJobObjectW")) return null;
+      const h = next++;
+      jobs.set(h, { flags: null, pids: [] });
+      return h as unknown as Handle;
+    },
+    SetInformationJobObject(job, infoClass, info, length) {
+      calls.push("SetInformationJobObject");
+      const j = jobs.get(job as unknown as number);
+      if (!j || infoClass !== 9 || length !== 144 || fails("SetInformationJobObject")) return 0;
+      j.flags = new DataView(info.buffer, info.byteOffset).getUint32(16, true);
+      return 1;
+    },
+    AssignProcessToJobObject(job, process) {
+      calls.push("AssignProcessToJobObject");
+      const j = jobs.get(job as unknown as number);
+      const pid = open.get(process as unknown as number);
+      if (!j || pid === undefined || fails("AssignProcessToJobObject")) return 0;
+      j.pids.push(pid);
+      return 1;
+    },
   };
-  return { k, calls, openHandles: () => open.size };
+  return { k, calls, jobs, openHandles: () => open.size };
 }
 
 /**
