@@ -1,4 +1,5 @@
 import type { FileSink, Subprocess } from "bun";
+import { joinCoreJob } from "../platform/windows/job.ts";
 import { allowedEnv } from "../util/child-allowlist.ts";
 
 /**
@@ -41,62 +42,72 @@ export interface SpawnRequest {
 
 export type Spawner = (req: SpawnRequest) => ChildProcess;
 
-export const bunSpawner: Spawner = (req) => {
-  const proc: Subprocess<"pipe" | "ignore", "pipe", "pipe"> = Bun.spawn([req.path, ...req.argv], {
-    env: req.env,
-    cwd: req.cwd,
-    stdin: req.stdinPipe ? "pipe" : "ignore",
-    stdout: "pipe",
-    stderr: "pipe",
-    // No console window for a GUI host on Windows.
-    windowsHide: true,
-  });
-  const exited = proc.exited.then(() => ({
-    code: proc.exitCode,
-    signal: proc.signalCode === null ? null : String(proc.signalCode),
-  }));
-  const killTree = () => {
-    // llama-server may start helpers (RPC backends); taskkill /T takes the tree. Where taskkill
-    // refuses (Wine 8 has no /T) or is missing, TerminateProcess of llama-server itself.
-    let ok = false;
-    try {
-      ok =
-        Bun.spawnSync(["taskkill", "/PID", String(proc.pid), "/T", "/F"], {
-          windowsHide: true,
-          env: allowedEnv(process.env),
-        }).exitCode === 0;
-    } catch {}
-    if (!ok) proc.kill();
-  };
-  const stdin = req.stdinPipe ? (proc.stdin as FileSink) : undefined;
-  return {
-    pid: proc.pid,
-    stdout: proc.stdout,
-    stderr: proc.stderr,
-    exited,
-    politeSignal: process.platform !== "win32",
-    writeLine: (line) => {
-      if (!stdin || proc.exitCode !== null || proc.signalCode !== null) return false;
+/**
+ * The production spawner, with the edge that ties each llama-server to the core's Job Object
+ * handed in (tests). On Windows, where child mode's stdin and libuv's job end llama-server itself
+ * with the core, the job ends what it started too (RPC helpers; platform/windows/job.ts).
+ */
+export function bunSpawnerWith(joinJob: (pid: number) => boolean): Spawner {
+  return (req) => {
+    const proc: Subprocess<"pipe" | "ignore", "pipe", "pipe"> = Bun.spawn([req.path, ...req.argv], {
+      env: req.env,
+      cwd: req.cwd,
+      stdin: req.stdinPipe ? "pipe" : "ignore",
+      stdout: "pipe",
+      stderr: "pipe",
+      // No console window for a GUI host on Windows.
+      windowsHide: true,
+    });
+    joinJob(proc.pid);
+    const exited = proc.exited.then(() => ({
+      code: proc.exitCode,
+      signal: proc.signalCode === null ? null : String(proc.signalCode),
+    }));
+    const killTree = () => {
+      // llama-server may start helpers (RPC backends); taskkill /T takes the tree. Where taskkill
+      // refuses (Wine 8 has no /T) or is missing, TerminateProcess of llama-server itself.
+      let ok = false;
       try {
-        // What the pipe cannot take at once comes back as a promise: its EPIPE (the child gone
-        // meanwhile) is answered here, never an unhandled rejection.
-        for (const pending of [stdin.write(`${line}\n`), stdin.flush()])
-          if (pending instanceof Promise) pending.catch(() => {});
-        return true;
-      } catch {
-        return false; // gone meanwhile
-      }
-    },
-    terminate: () => {
-      if (process.platform === "win32") killTree();
-      else safeKill(proc, "SIGTERM");
-    },
-    kill: () => {
-      if (process.platform === "win32") killTree();
-      else safeKill(proc, "SIGKILL");
-    },
+        ok =
+          Bun.spawnSync(["taskkill", "/PID", String(proc.pid), "/T", "/F"], {
+            windowsHide: true,
+            env: allowedEnv(process.env),
+          }).exitCode === 0;
+      } catch {}
+      if (!ok) proc.kill();
+    };
+    const stdin = req.stdinPipe ? (proc.stdin as FileSink) : undefined;
+    return {
+      pid: proc.pid,
+      stdout: proc.stdout,
+      stderr: proc.stderr,
+      exited,
+      politeSignal: process.platform !== "win32",
+      writeLine: (line) => {
+        if (!stdin || proc.exitCode !== null || proc.signalCode !== null) return false;
+        try {
+          // What the pipe cannot take at once comes back as a promise: its EPIPE (the child gone
+          // meanwhile) is answered here, never an unhandled rejection.
+          for (const pending of [stdin.write(`${line}\n`), stdin.flush()])
+            if (pending instanceof Promise) pending.catch(() => {});
+          return true;
+        } catch {
+          return false; // gone meanwhile
+        }
+      },
+      terminate: () => {
+        if (process.platform === "win32") killTree();
+        else safeKill(proc, "SIGTERM");
+      },
+      kill: () => {
+        if (process.platform === "win32") killTree();
+        else safeKill(proc, "SIGKILL");
+      },
+    };
   };
-};
+}
+
+export const bunSpawner: Spawner = bunSpawnerWith((pid) => joinCoreJob(pid));
 
 function safeKill(proc: Subprocess, signal: NodeJS.Signals): void {
   try {

@@ -83,3 +83,19 @@ describe.skipIf(process.platform === "win32")("the MCP guard's shell variables",
     }
   });
 });
+
+describe.skipIf(process.platform === "win32")("an MCP server on Windows", () => {
+  test("unguarded (Windows) the server joins the core's Job Object; guarded it does not", async () => {
+    using dir = tmpdir();
+    const path = script(dir.path, "server", 'echo "$$"');
+    const joined: number[] = [];
+    const join = (pid: number) => joined.push(pid) > 0;
+    const direct = spawnMcpServer({ command: path, args: [], env: { PATH } }, false, join);
+    const pid = Number((await new Response(direct.stdout).text()).trim());
+    await direct.exited;
+    expect(joined).toEqual([pid]);
+    const guarded = spawnMcpServer({ command: path, args: [], env: { PATH } }, true, join);
+    await guarded.exited;
+    expect(joined).toEqual([pid]);
+  });
+});

@@ -1,6 +1,7 @@
 import { closeSync, existsSync, statSync, writeSync } from "node:fs";
 import { isAbsolute, resolve } from "node:path";
 import { type ProcEntry, signalSame } from "../../platform/process-tree.ts";
+import { joinCoreJob } from "../../platform/windows/job.ts";
 import { spawnArgv } from "../../platform/windows-command.ts";
 import { endEscaped, escapedFrom } from "./escaped.ts";
 import { guardAvailable, guardedLaunch } from "./guard.ts";
@@ -62,10 +63,16 @@ export const TERM_GRACE_MS = 2000;
 /**
  * Starts `launch`, under the guard where there is one. Guarded, the server leads its own
  * process group, and once it has exited the core closes the guard's socket, so the guard sends
- * what is left of the group (the server's own children) SIGTERM, then SIGKILL. Throws, as
- * spawn does, for a command that cannot be run.
+ * what is left of the group (the server's own children) SIGTERM, then SIGKILL. Unguarded
+ * (Windows), it joins the core's Job Object (`joinJob`: platform/windows/job.ts), which ends it
+ * and what it starts (a `.cmd` shim's server) when the core dies. Throws, as spawn does, for a
+ * command that cannot be run.
  */
-export function spawnMcpServer(launch: ServerLaunch, guard = guardAvailable()): McpChild {
+export function spawnMcpServer(
+  launch: ServerLaunch,
+  guard = guardAvailable(),
+  joinJob: (pid: number) => boolean = (pid) => joinCoreJob(pid),
+): McpChild {
   const badCwd = launch.cwd === undefined ? null : cwdProblem(launch.cwd);
   if (badCwd) throw new Error(badCwd);
   // Unguarded is Windows (or no /bin/sh): there `npx`/`uvx` are .cmd shims (platform/windows-command.ts).
@@ -82,6 +89,7 @@ export function spawnMcpServer(launch: ServerLaunch, guard = guardAvailable()): 
     windowsHide: true,
     windowsVerbatimArguments: direct?.verbatim ?? false,
   });
+  if (!guard) joinJob(proc.pid);
   const watch = guard ? proc.stdio[3] : null;
   let gone = false;
   const exited = proc.exited.then((code): ChildExit => {
