@@ -356,7 +356,7 @@ export function judgeTerminate(o: TerminateObservation): Check[] {
     ),
     check(
       "terminate.no_mcp_server_left",
-      "TerminateProcess of the core: the MCP server gone within 5 s",
+      "TerminateProcess of the core: the MCP server (cmd.exe's child, outliving stdin's end) gone within 5 s",
       o.mcpPids.length > 0 && o.mcpGoneMs !== null,
       { mcpPids: o.mcpPids, goneMs: o.mcpGoneMs },
     ),

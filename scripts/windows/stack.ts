@@ -72,6 +72,10 @@ export function writeWindowsStack(root: string, exes: { core: string; llama: str
       `models:\r\n  - name: second\r\n    path: ${windowsPath(model)}\r\n    context: 1024\r\nmemory:`,
     );
   writeFileSync(join(stack, "config-two.yaml"), two);
+  // The MCP server as a hung or careless one is: it outlives stdin's end, so only a Job Object
+  // ends it (cmd.exe's child, which libuv's job lets leave) when the core is killed.
+  const stubborn = yaml.replace("    env:\r\n", "    env:\r\n      MCP_TEST_MODE: stubborn\r\n");
+  writeFileSync(join(stack, "config-stubborn.yaml"), stubborn);
   mkdirSync(join(stack, "bin"), { recursive: true });
   writeFileSync(join(stack, "bin", "mcp-shim.cmd"), `@"${windowsPath(exes.mcp)}" %*\r\n`);
   const knobs = {
@@ -84,6 +88,7 @@ export function writeWindowsStack(root: string, exes: { core: string; llama: str
     core: windowsPath(exes.core),
     config: windowsPath(join(stack, "config.yaml")),
     configTwo: windowsPath(join(stack, "config-two.yaml")),
+    configStubborn: windowsPath(join(stack, "config-stubborn.yaml")),
     stackDir: windowsPath(stack),
     dataDir: windowsPath(join(stack, DATA_FOLDER)),
     emptyDir: windowsPath(empty),

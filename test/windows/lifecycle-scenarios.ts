@@ -142,7 +142,12 @@ const LEFT_AFTER_MS = 5000;
 
 export async function terminate(plan: HostPlan): Promise<TerminateObservation> {
   const before = new Set(mcpPids(plan));
-  await using core = startCore(plan);
+  // Its MCP server outlives stdin's end: the core's death must end it all the same.
+  await using core = spawnCore({
+    binary: plan.core,
+    cwd: plan.stackDir,
+    args: ["--config", plan.configStubborn],
+  });
   await exchange(core, { id: "init", method: "initialize" });
   const chat = await exchange(
     core,

@@ -19,6 +19,8 @@ export interface HostPlan {
   mcpPids: string;
   /** The same stack with a second model (`models:`), its own data folder. */
   configTwo: string;
+  /** The config with its MCP server stubborn: it outlives stdin's end (the terminate scenario). */
+  configStubborn: string;
   /** Only these scenarios (all when absent). */
   only?: string[];
 }
