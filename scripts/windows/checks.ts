@@ -89,6 +89,12 @@ export function judgeProbe(o: ProbeObservation): Check[] {
       o.child,
     ),
     check(
+      "probe.job",
+      "a probe (local-ai.exe --version) joins the core's kill-on-close Job Object and answers",
+      o.job.joined === true && o.job.probe === 0,
+      o.job,
+    ),
+    check(
       "probe.cores",
       "physical cores (GetLogicalProcessorInformationEx): at least one, at most the logical processors",
       !!o.cores &&

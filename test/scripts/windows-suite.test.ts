@@ -54,6 +54,7 @@ function healthy(): Observation[] {
         aliveAfterExit: false,
       },
       noSuchPid: false,
+      job: { joined: true, probe: 0 },
     },
     {
       scenario: "conformance",

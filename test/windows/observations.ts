@@ -81,6 +81,8 @@ export interface ProbeObservation {
     aliveAfterExit: boolean | null;
   };
   noSuchPid: boolean | null;
+  /** `local-ai.exe --version` run as a probe: whether it joined the core's Job Object, and its exit code. */
+  job: { joined: boolean | null; probe: number | string };
 }
 
 export interface ConformanceObservation {

@@ -1,4 +1,6 @@
 import os from "node:os";
+import { type RunResult, runWithTimeout } from "../../src/plan/run-probe.ts";
+import { joinCoreJob } from "../../src/platform/windows/job.ts";
 import {
   windowsPidAlive,
   windowsProcessIdentity,
@@ -29,6 +31,12 @@ export async function probe(plan: HostPlan, hostStartedMs: number): Promise<Prob
   };
   child.stdin.end(); // EOF: the core exits 0
   await child.exited;
+  // A probe as the core runs one: joined to the Job Object for real (nested under libuv's).
+  let joined: boolean | null = null;
+  const version: RunResult = await runWithTimeout(plan.core, ["--version"], 10_000, undefined, {
+    platform: "win32",
+    joinJob: (pid) => (joined = joinCoreJob(pid)),
+  });
   return {
     scenario: "probe",
     pid: process.pid,
@@ -45,5 +53,6 @@ export async function probe(plan: HostPlan, hostStartedMs: number): Promise<Prob
     child: { ...running, spawnedBetween: [before, after], aliveAfterExit: windowsPidAlive(child.pid) },
     // Windows pids are multiples of 4; this one is far above any Wine or Windows hands out here.
     noSuchPid: windowsPidAlive(0x7fff_fff0),
+    job: { joined, probe: version.kind === "exit" ? version.code : version.kind },
   };
 }
