@@ -118,11 +118,7 @@ export class MemoryStore {
     if (topK <= 0) return [];
     const skip = excludeSession ?? "";
     const depth = vector ? Math.max(topK, FUSION_DEPTH) : topK;
-    // A word of an unspaced script is matched by LIKE, as `sessions.search` does (fts-query.ts UNSPACED).
-    const rows =
-      this.fts && !likeWords(query).some((w) => UNSPACED.test(w))
-        ? this.ftsRows(userId, query, depth, skip)
-        : this.likeRows(userId, query, depth, skip);
+    const rows = this.wordRows(userId, query, depth, skip);
     if (!vector) return rows.map((r) => this.hitOf(userId, r));
     const near = this.vectors.nearest(vector, this.scope(userId, skip), depth);
     const fused = fuseRanks([rows.map((r) => r.id), near.map((r) => r.id)]).slice(0, topK);
@@ -207,6 +203,28 @@ export class MemoryStore {
     return { ...s, name: sourceName(this.db, userId, s) };
   }
 
+  /**
+   * The word matches. A word of an unspaced script is matched by LIKE, as `sessions.search` does
+   * (fts-query.ts UNSPACED); the other words still by the index, the two lists fused by rank: a
+   * whole chat message is the query, and one Chinese letter in an English sentence sent all of it
+   * to LIKE, which reads the newest LIKE_ROWS passages only and counts `the` as a match as `budget`.
+   */
+  private wordRows(userId: string, query: string, depth: number, skip: string): Row[] {
+    if (!this.fts) return this.likeRows(userId, likeWords(query), depth, skip);
+    const unspaced = likeWords(query).filter((w) => UNSPACED.test(w));
+    const indexed = this.ftsRows(userId, query, depth, skip);
+    if (unspaced.length === 0) return indexed;
+    const like = this.likeRows(userId, unspaced, depth, skip);
+    if (indexed.length === 0) return like;
+    const byId = new Map([...like, ...indexed].map((r) => [r.id, r]));
+    return fuseRanks([indexed.map((r) => r.id), like.map((r) => r.id)])
+      .slice(0, depth)
+      .flatMap((f) => {
+        const r = byId.get(f.id);
+        return r ? [{ ...r, score: f.score }] : [];
+      });
+  }
+
   private ftsRows(userId: string, query: string, topK: number, skip: string): Row[] {
     const match = anyOf(this.stats.informative(words(query)).join(" "));
     if (!match) return [];
@@ -223,12 +241,12 @@ export class MemoryStore {
   }
 
   /**
-   * Without FTS5, or for a query in an unspaced script: rows holding any of the words (`likeWords`:
+   * Without FTS5, or for the words of an unspaced script: rows holding any of `terms` (`likeWords`:
    * an unspaced run's pairs of characters), each in any of its casings (LIKE folds ASCII only), the
    * most words first, then the newest; among the newest LIKE_ROWS in scope.
    */
-  private likeRows(userId: string, query: string, topK: number, skip: string): Row[] {
-    const w = likeWords(query).slice(0, LIKE_WORDS);
+  private likeRows(userId: string, terms: readonly string[], topK: number, skip: string): Row[] {
+    const w = terms.slice(0, LIKE_WORDS);
     if (w.length === 0) return [];
     const params: Record<string, string | number> = { ...scopeParams(userId, skip, this.folders), n: topK };
     const hits = w.map((t, i) => {

@@ -57,3 +57,25 @@ for (const withoutFts of [false, true]) {
     });
   });
 }
+
+test("a mixed English and Chinese sentence still finds its English words by the index, in passages older than the newest 3,000", () => {
+  using dir = tmpdir("local-ai-memory-words-");
+  const store = Store.open(dir.path, { chunkThread: false, withoutFts: false });
+  const commit = (sessionId: string, text: string) =>
+    store.conversations.commitTurn({
+      userId: "u",
+      sessionId,
+      agent: "a",
+      messages: [{ role: "user", content: text }],
+      memoryText: text,
+      at: new Date(),
+    });
+  commit("old", "the quarterly budget was approved");
+  // Before the fix one Chinese letter sent the whole sentence to LIKE, which reads the newest 3,000.
+  for (let i = 0; i < 3001; i++) commit(`s${i % 20}`, `我喜欢吃寿司 ${i}`);
+  const recall = (q: string) => store.memory.search("u", q, 5, "now").map((h) => h.doc.text);
+  expect(recall("what was the quarterly budget?")).toContain("the quarterly budget was approved");
+  expect(recall("what was the quarterly budget, 寿司?")).toContain("the quarterly budget was approved");
+  expect(recall("寿司好吃吗")).toHaveLength(5);
+  store.close();
+});
