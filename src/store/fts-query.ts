@@ -120,3 +120,43 @@ export function likeWords(text: string): string[] {
   }
   return [...out];
 }
+
+/**
+ * How many of `terms` (`likeWords`' pairs and single letters of an unspaced script) a text holds,
+ * counted in one pass over it whatever their number: as a LIKE each was a scan of every text, so
+ * recall looked for a message's first 16 pairs only, and a question's words later in a long
+ * message were never looked for. The text is composed first, as the terms are (a kana's
+ * voiced mark may be stored apart).
+ */
+export function unspacedCounter(terms: readonly string[]): (text: string) => number {
+  // A pair's key is its two code points in one number, a single letter's its code point: no clash.
+  const key = (prev: number, c: number) => prev * 0x110000 + c;
+  const seen = new Map<number, number>();
+  for (const t of terms) {
+    const [a = 0, b] = [...t].map((ch) => ch.codePointAt(0) ?? 0);
+    seen.set(b === undefined ? a : key(a, b), 0);
+  }
+  let pass = 0;
+  let n = 0;
+  const found = (k: number) => {
+    const last = seen.get(k);
+    if (last !== undefined && last !== pass) {
+      seen.set(k, pass);
+      n++;
+    }
+  };
+  return (raw) => {
+    const text = raw.normalize("NFC");
+    pass++;
+    n = 0;
+    let prev = 0;
+    for (let i = 0; i < text.length; ) {
+      const c = text.codePointAt(i) ?? 0;
+      i += c > 0xffff ? 2 : 1;
+      found(c);
+      if (prev !== 0) found(key(prev, c));
+      prev = c;
+    }
+    return n;
+  };
+}

@@ -2,7 +2,7 @@ import type { Database } from "bun:sqlite";
 import { join } from "node:path";
 import type { Source } from "../protocol/sources.ts";
 import { wholeCharCut } from "../util/text-cut.ts";
-import { anyOf, likeCasings, likePattern, likeWords, UNSPACED, words } from "./fts-query.ts";
+import { anyOf, likeCasings, likePattern, likeWords, UNSPACED, unspacedCounter, words } from "./fts-query.ts";
 import { MemoryVectors, type QueryVector, type Scope } from "./memory-vectors.ts";
 import { fuseRanks } from "./rank-fusion.ts";
 import { named, sourceName, withoutName } from "./source-names.ts";
@@ -51,8 +51,8 @@ export function scopeParams(
 }
 
 /**
- * The most words a LIKE recall looks for, each a scan of every row in scope: a sentence in an
- * unspaced script gives a pair of characters for each of its letters.
+ * The most words (other than an unspaced script's pairs, counted apart) a LIKE recall looks for,
+ * each a scan of every row it reads.
  */
 const LIKE_WORDS = 16;
 /**
@@ -241,14 +241,19 @@ export class MemoryStore {
   }
 
   /**
-   * Without FTS5, or for the words of an unspaced script: rows holding any of `terms` (`likeWords`:
-   * an unspaced run's pairs of characters), each in any of its casings (LIKE folds ASCII only), the
-   * most words first, then the newest; among the newest LIKE_ROWS in scope.
+   * Without FTS5, or for the words of an unspaced script: rows holding any of `terms` (`likeWords`),
+   * the most first, then the newest; among the newest LIKE_ROWS in scope. Each word by LIKE, in
+   * any of its casings (LIKE folds ASCII only), at most LIKE_WORDS; an unspaced script's pairs,
+   * when they would pass that, all counted in one pass over each text (`unspacedCounter`).
    */
   private likeRows(userId: string, terms: readonly string[], topK: number, skip: string): Row[] {
-    const w = terms.slice(0, LIKE_WORDS);
-    if (w.length === 0) return [];
-    const params: Record<string, string | number> = { ...scopeParams(userId, skip, this.folders), n: topK };
+    const spaced = terms.filter((t) => !UNSPACED.test(t)).slice(0, LIKE_WORDS);
+    const pairs = terms.filter((t) => UNSPACED.test(t));
+    // A few pairs are LIKE's too, cheaper than reading every text out; more are counted apart.
+    const unspaced = spaced.length + pairs.length > LIKE_WORDS ? pairs : [];
+    const w = unspaced.length > 0 ? spaced : [...spaced, ...pairs];
+    if (w.length === 0 && unspaced.length === 0) return [];
+    const params: Record<string, string | number> = { ...scopeParams(userId, skip, this.folders) };
     const hits = w.map((t, i) => {
       const any = likeCasings(t).map((c, j) => {
         params[`w${i}_${j}`] = likePattern(c);
@@ -256,14 +261,21 @@ export class MemoryStore {
       });
       return `(${any.join(" OR ")})`;
     });
-    return this.db
+    // With pairs to count every row in the scan is read; without, only those a word matches.
+    const where = unspaced.length > 0 ? "" : `WHERE (${hits.join(" OR ")})`;
+    const rows = this.db
       .query(
-        `SELECT ${ROW}, (${hits.join(" + ")}) AS score
-         FROM (SELECT * FROM memory m WHERE ${RECALL_SCOPE} ORDER BY m.id DESC LIMIT $scan) m
-         WHERE (${hits.join(" OR ")})
-         ORDER BY score DESC, m.at DESC LIMIT $n`,
+        `SELECT ${ROW}, m.at AS at, (${hits.join(" + ") || "0"}) AS score
+         FROM (SELECT * FROM memory m WHERE ${RECALL_SCOPE} ORDER BY m.id DESC LIMIT $scan) m ${where}`,
       )
-      .all({ ...params, scan: LIKE_ROWS }) as Row[];
+      .all({ ...params, scan: LIKE_ROWS }) as (Row & { at: string | number })[];
+    const count = unspacedCounter(unspaced);
+    return rows
+      .map((r) => (unspaced.length > 0 ? { ...r, score: r.score + count(r.text) } : r))
+      .filter((r) => r.score > 0)
+      .sort((a, b) => b.score - a.score || (a.at < b.at ? 1 : a.at > b.at ? -1 : 0))
+      .slice(0, topK)
+      .map(({ at: _, ...r }) => r);
   }
 }
 

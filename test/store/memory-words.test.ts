@@ -34,6 +34,17 @@ for (const withoutFts of [false, true]) {
       expect(ja.recall("猫")).toEqual(["猫の名前はミケです"]);
     });
 
+    test("a word late in a long Chinese message is looked for too", () => {
+      using zh = withTurn("我喜欢吃寿司", withoutFts);
+      // Before the fix only the first 16 pairs were: 寿司 here is the 19th.
+      expect(zh.recall("你好！我最近在学做饭，也想问问上次你推荐过的寿司")).toEqual(["我喜欢吃寿司"]);
+      expect(zh.recall("今天天气很好我们去公园散步吧然后一起吃晚饭看电影")).toEqual([]);
+      using ja = withTurn("カ\u3099ラスの話をした", withoutFts);
+      expect(ja.recall("こんにちは、今日はいい天気ですね。昨日話したガラス")).toEqual([
+        "カ\u3099ラスの話をした",
+      ]);
+    });
+
     test("nothing shared, nothing recalled", () => {
       using zh = withTurn("我喜欢吃寿司", withoutFts);
       expect(zh.recall("今天天气")).toEqual([]);
