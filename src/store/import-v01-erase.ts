@@ -1,5 +1,6 @@
 import { closeSync, existsSync, lstatSync, readdirSync, readSync, rmSync } from "node:fs";
 import { join } from "node:path";
+import type { ChatMessage } from "../protocol/chat-message.ts";
 import { CoreError } from "../protocol/errors.ts";
 import { logger } from "../util/logger.ts";
 import { openRegularFile } from "../util/read-file.ts";
@@ -104,20 +105,24 @@ export function eraseImportedTail(
   dataDir: string,
   userId: string,
   sessionId: string,
-  from: { seq: number; base: number },
+  from: { seq: number; base: number; held: HeldPrefix },
   liveImported: boolean,
   read?: (path: string) => void,
 ): void {
   // The kept history counts from its first message; one edited from before it goes whole.
   const seq = Math.max(0, from.seq - from.base);
   const all = from.seq === 0;
+  const { held } = from;
   // `users/` after an import that gave up: a session it had not reached is none of the edited
   // one's turns (a 1.0 session of the same id), and the next start imports its files whole.
   const live = liveImported ? folderNamed(join(dataDir, "users"), userId) : undefined;
-  if (live !== undefined) eraseTail(live, { sessionId, seq, all, imported: false, read });
+  if (live !== undefined) eraseTail(live, { sessionId, seq, all, held, imported: false, read });
   for (const tree of keptTrees(dataDir, userId))
-    eraseTail(tree, { sessionId, seq, all, imported: true, read });
+    eraseTail(tree, { sessionId, seq, all, held, imported: true, read });
 }
+
+/** How many of the history's first `upTo` messages the database still holds (import-v01-records.ts `heldPrefix`). */
+export type HeldPrefix = (messages: readonly ChatMessage[], upTo: number) => number;
 
 interface TailErase {
   sessionId: string;
@@ -125,18 +130,23 @@ interface TailErase {
   seq: number;
   /** An edit from the session's first message: every one of its memory entries goes. */
   all: boolean;
+  held: HeldPrefix;
   imported: boolean;
   read: ((path: string) => void) | undefined;
 }
 
 function eraseTail(tree: string, e: TailErase): void {
-  const { sessionId, seq } = e;
+  const { sessionId } = e;
   const session = folderNamed(join(tree, "sessions"), sessionId);
   if (session === undefined) return;
   const hPath = join(session, "history.json");
   // One the import could not read gave the session no seq: left as it is, the session's seqs then
   // its checkpoint's and 1.0's turns as with no history (the checkpoint was imported all the same).
   const messages = readOr(hPath, (v) => HistorySchema.parse(v).messages, [], e.read) ?? [];
+  // Messages the database no longer holds as imported (an older version's files) are replaced too.
+  const upTo = Math.min(e.seq, messages.length);
+  const heldTo = upTo > 0 ? e.held(messages, upTo) : 0;
+  const seq = heldTo < upTo ? heldTo : e.seq;
   const inputs = new Set(messages.slice(seq).flatMap((m) => (m.role === "user" ? [m.content] : [])));
   const cPath = join(session, "checkpoint.json");
   const cp = readOr(cPath, (v) => CheckpointSchema.parse(v), undefined, e.read);

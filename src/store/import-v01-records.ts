@@ -58,3 +58,35 @@ export function dropUnitRecords(db: Database, userId: string, sessionId?: string
     bases,
   );
 }
+
+/**
+ * How many of a kept history's first `upTo` messages the database still holds as the import put
+ * them, at their seqs from `base` (same role and words): where an edit's erase must cut at the
+ * latest. The files disagree where an older version left them behind: one that imported after
+ * 1.0 turns wrote no base (every 0.1 turn then taken as replaced), one whose edit left the
+ * replaced turns in them. A cut lower than the edit's own only erases more of a copy.
+ */
+export function heldPrefix(
+  db: Database,
+  work: { userId: string; sessionId: string; base: number },
+  messages: readonly { role: string; content: string | null }[],
+  upTo: number,
+): number {
+  const rows = db
+    .query(
+      `SELECT seq, role, content FROM messages WHERE user_id = ? AND session_id = ? AND seq >= ? AND seq < ?
+       ORDER BY seq`,
+    )
+    .iterate(work.userId, work.sessionId, work.base, work.base + upTo) as Iterable<{
+    seq: number;
+    role: string;
+    content: string | null;
+  }>;
+  let i = 0;
+  for (const r of rows) {
+    const m = messages[i];
+    if (r.seq !== work.base + i || m === undefined || r.role !== m.role || r.content !== m.content) return i;
+    i++;
+  }
+  return i;
+}

@@ -1,4 +1,5 @@
 import type { Database } from "bun:sqlite";
+import type { ChatMessage } from "../protocol/chat-message.ts";
 import { logger } from "../util/logger.ts";
 import type { Conversations } from "./conversations.ts";
 import type { OffLoopWrite } from "./erase-work.ts";
@@ -14,7 +15,7 @@ import {
   type V01Unit,
 } from "./import-v01.ts";
 import { eraseImported, eraseImportedTail } from "./import-v01-erase.ts";
-import { importedBase } from "./import-v01-records.ts";
+import { heldPrefix, importedBase } from "./import-v01-records.ts";
 
 /**
  * The 0.1 import's steps as plain data, so they run on the store's thread (store/chunk-thread.ts)
@@ -46,7 +47,10 @@ export function runV01(db: Database, work: V01Work, conv?: Conversations): V01Re
       return undefined;
     case "edit": {
       // The kept history counts from its first message: the session's seqs from where the import put it.
-      const from = { seq: work.seq, base: importedBase(db, work.userId, work.sessionId) };
+      const base = importedBase(db, work.userId, work.sessionId);
+      const held = (messages: readonly ChatMessage[], upTo: number) =>
+        heldPrefix(db, { ...work, base }, messages, upTo);
+      const from = { seq: work.seq, base, held };
       eraseImportedTail(work.dataDir, work.userId, work.sessionId, from, sessionImported(db, work));
       return undefined;
     }

@@ -309,11 +309,13 @@ test("an edit past the 0.1 turns of an imported session reads none of the user's
     .load()
     .addTurn({ id: "x", session_id: "trip", text: "plan\nPorto", at });
   const read: string[] = [];
+  // The database holds the history as imported.
+  const held = (_m: unknown, upTo: number) => upTo;
   // users/ as an import that reached the session left it; seq 2 and 3: a 1.0 turn after the history.
-  eraseImportedTail(dir.path, "ann", "trip", { seq: 2, base: 0 }, true, (p) => read.push(p));
+  eraseImportedTail(dir.path, "ann", "trip", { seq: 2, base: 0, held }, true, (p) => read.push(p));
   expect(read).toEqual([join(dir.path, "users", "ann", "sessions", "trip", "history.json")]);
   // From the 0.1 turn's input, its entry is read and goes.
-  eraseImportedTail(dir.path, "ann", "trip", { seq: 0, base: 0 }, true, (p) => read.push(p));
+  eraseImportedTail(dir.path, "ann", "trip", { seq: 0, base: 0, held }, true, (p) => read.push(p));
   expect(read.filter((p) => p.endsWith("turns.json"))).toHaveLength(1);
 });
 
@@ -392,3 +394,49 @@ function editFrom(store: Store, seq: number | undefined, input: string, answer: 
     },
   });
 }
+
+// A version before the `import_v01_seq:` record imported 0.1 turns after the session's 1.0 turns
+// and wrote none: the edit's erase took the kept history to begin at seq 0, and an edit of the
+// first 0.1 turn (seq 2) cut it at its own message 2, past its end, the replaced secret kept.
+test("an edit of 0.1 turns an older version imported after 1.0 turns, with no record of where they begin, erases them", async () => {
+  using dir = tmpdir();
+  new SessionStore(dir.path, "ann", "trip").saveHistory([
+    { role: "user", content: "my passport number is X123" },
+    { role: "assistant", content: "noted" },
+  ]);
+  (await importedAfterA10Turn(dir.path)).close();
+  const db = new Database(join(dir.path, DB_FILE));
+  db.query("DELETE FROM meta WHERE key LIKE 'import_v01_seq:%'").run();
+  db.close();
+  const store = Store.open(dir.path);
+  await store.whenImported();
+  await editFrom(store, 2, "what should I pack?", "light clothes");
+  store.close();
+  expect(filesHolding(join(dir.path, "imported-0.1"), "X123")).toEqual([]);
+});
+
+// A version before the edit's erase of the kept files (or one whose erase was given up) left the
+// replaced 0.1 turns in the kept history.json: a later edit, after them, cut it at its own seq
+// and kept them, though the database holds other turns there since.
+test("a later edit erases 0.1 turns an older version's edit replaced but left in the kept history", async () => {
+  using dir = tmpdir();
+  const store = await importedTrip(dir.path, "my passport number is X123", "noted, X123");
+  // The older version's edit: the database's tail replaced, the kept files left as they were.
+  store.conversations.commitTurn({
+    userId: "ann",
+    sessionId: "trip",
+    agent: "a",
+    messages: [
+      { role: "user", content: "what should I pack?" },
+      { role: "assistant", content: "light clothes" },
+    ],
+    replaceFromSeq: 2,
+    at: new Date(),
+  });
+  expect(filesHolding(join(dir.path, "imported-0.1"), "X123")).toHaveLength(2);
+  // An edit after that turn: the kept history's own seqs say nothing of it is replaced.
+  await editFrom(store, 4, "and a hat?", "yes");
+  store.close();
+  expect(filesHolding(join(dir.path, "imported-0.1"), "X123")).toEqual([]);
+  expect(filesHolding(join(dir.path, "imported-0.1"), "Porto it is")).toHaveLength(2);
+});
