@@ -7,7 +7,7 @@ import { openRegularFile } from "../util/read-file.ts";
 import { writeFileAtomic } from "./atomic.ts";
 import { CheckpointSchema } from "./checkpoint.ts";
 import { fsProblemText } from "./data-dir-problem.ts";
-import { HistorySchema, IMPORTED_DIR, readJson, TurnsSchema } from "./import-v01.ts";
+import { HistorySchema, IMPORTED_DIR, isRealDir, readJson, TurnsSchema } from "./import-v01.ts";
 import { startsWithInput } from "./import-v01-memory.ts";
 
 /** The user's 0.1 folders kept aside after an import (in `imported-0.1/users`, `users-<time>`). */
@@ -32,6 +32,12 @@ function folderNamed(parent: string, name: string): string | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** The session's folder in a user's tree, never through a link (import-v01.ts `isRealDir`: none was imported). */
+function sessionFolder(tree: string, sessionId: string): string | undefined {
+  const sessions = join(tree, "sessions");
+  return isRealDir(sessions) ? folderNamed(sessions, sessionId) : undefined;
 }
 
 /**
@@ -75,7 +81,7 @@ function eraseTree(tree: string, sessionId: string | undefined, imported: boolea
   }
   // The memory files first: one that cannot be rewritten stops the erase before the session's folder goes.
   const memory = join(tree, "memory");
-  if (existsSync(memory)) {
+  if (isRealDir(memory)) {
     for (const name of readdirSync(memory)) {
       // A temp file is never imported: one naming the session goes whole, which needs no room
       // (rewritten, a full disk failed the delete for a copy whose loss costs nothing).
@@ -83,7 +89,7 @@ function eraseTree(tree: string, sessionId: string | undefined, imported: boolea
       else if (name.startsWith("turns.json")) dropSessionTurns(join(memory, name), sessionId, imported);
     }
   }
-  const session = folderNamed(join(tree, "sessions"), sessionId);
+  const session = sessionFolder(tree, sessionId);
   if (session !== undefined) rmSync(session, { recursive: true, force: true });
 }
 
@@ -137,7 +143,7 @@ interface TailErase {
 
 function eraseTail(tree: string, e: TailErase): void {
   const { sessionId } = e;
-  const session = folderNamed(join(tree, "sessions"), sessionId);
+  const session = sessionFolder(tree, sessionId);
   if (session === undefined) return;
   const hPath = join(session, "history.json");
   // One the import could not read gave the session no seq: left as it is, the session's seqs then
@@ -183,7 +189,7 @@ function readOr<T, A>(
 }
 
 function eraseTailMemory(memory: string, e: TailErase, inputs: ReadonlySet<string> | undefined): void {
-  if (!existsSync(memory)) return;
+  if (!isRealDir(memory)) return;
   for (const name of readdirSync(memory)) {
     if (WRITE_TEMP.test(name)) dropStaleTemp(join(memory, name), JSON.stringify(e.sessionId));
     else if (name.startsWith("turns.json")) dropReplacedTurns(join(memory, name), e, inputs);
@@ -269,9 +275,9 @@ const SCAN_BYTES = 1024 * 1024;
 function mentions(path: string, needle: string): boolean {
   let fd: number;
   try {
-    fd = openRegularFile(path).fd;
+    fd = openRegularFile(path, { follow: false }).fd;
   } catch {
-    return false; // a FIFO or a device in its place is never waited on; one unreadable cannot be told
+    return false; // a FIFO, a device or a link in its place is never waited on or followed; one unreadable cannot be told
   }
   try {
     const buffer = Buffer.alloc(SCAN_BYTES + needle.length);

@@ -1,5 +1,14 @@
 import type { Database } from "bun:sqlite";
-import { chmodSync, closeSync, existsSync, readdirSync, readSync, renameSync, statSync } from "node:fs";
+import {
+  chmodSync,
+  closeSync,
+  existsSync,
+  lstatSync,
+  readdirSync,
+  readSync,
+  renameSync,
+  statSync,
+} from "node:fs";
 import { join } from "node:path";
 import { z } from "zod";
 import { type ChatMessage, ChatMessageSchema } from "../protocol/chat-message.ts";
@@ -77,12 +86,27 @@ export function listUnits(db: Database, dataDir: string): { units: V01Unit[]; ma
   for (const user of safeEntries(users)) {
     const sessions = join(users, user, "sessions");
     for (const session of safeEntries(sessions)) units.push({ user, session });
-    if (existsSync(join(users, user, "memory", "turns.json"))) units.push({ user });
+    const memory = join(users, user, "memory");
+    if (isRealDir(memory) && existsSync(join(memory, "turns.json"))) units.push({ user });
   }
   return { units, mark: erasureMark(db) };
 }
 
+/**
+ * A folder, not a link to one: 0.1 made none, and one pointing out of its folder had the import
+ * read text from elsewhere into a user's rows, and their erase then remove or rewrite it there.
+ */
+export function isRealDir(path: string): boolean {
+  try {
+    return lstatSync(path).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
+/** The folders in `dir` (itself not a link) the protocol can name, links left out. */
 function safeEntries(dir: string): string[] {
+  if (!isRealDir(dir)) return [];
   try {
     return readdirSync(dir, { withFileTypes: true })
       .filter((e) => e.isDirectory() && isSafeId(e.name))
@@ -96,9 +120,9 @@ function safeEntries(dir: string): string[] {
 /** Past this a 0.1 file is not read (the 0.1 store kept whole histories; none came near it). */
 const MAX_V01_FILE_BYTES = 256 * 2 ** 20;
 
-/** A 0.1 file's JSON; a FIFO or anything but a regular file in its place is refused, never waited on. */
+/** A 0.1 file's JSON; a FIFO, a link or anything but a regular file in its place is refused, never waited on. */
 export function readJson(path: string): unknown {
-  const { fd, size } = openRegularFile(path);
+  const { fd, size } = openRegularFile(path, { follow: false });
   try {
     if (size > MAX_V01_FILE_BYTES) throw new Error(`over ${MAX_V01_FILE_BYTES} bytes`);
     const buffer = Buffer.alloc(size);

@@ -1,4 +1,13 @@
-import { closeSync, constants, fstatSync, openSync, readSync, type Stats, statSync } from "node:fs";
+import {
+  closeSync,
+  constants,
+  fstatSync,
+  lstatSync,
+  openSync,
+  readSync,
+  type Stats,
+  statSync,
+} from "node:fs";
 import { lstat, open, stat } from "node:fs/promises";
 
 /**
@@ -46,9 +55,11 @@ export interface ReadOptions {
  * A regular file opened for reading, never blocking; the caller closes `fd`. Throws
  * NotRegularFile, or the OS error (ENOENT…) as it came.
  */
-export function openRegularFile(path: string): { fd: number; size: number } {
-  refuseIrregular(path, statSync(path));
-  const fd = openSync(path, constants.O_RDONLY | NONBLOCK);
+export function openRegularFile(path: string, options: ReadOptions = {}): { fd: number; size: number } {
+  const follow = options.follow ?? true;
+  refuseIrregular(path, follow ? statSync(path) : lstatSync(path));
+  // Not following: a link swapped in after the lstat fails the open (ELOOP) rather than being read.
+  const fd = openSync(path, constants.O_RDONLY | NONBLOCK | (follow ? 0 : NOFOLLOW));
   try {
     const stats = fstatSync(fd);
     refuseIrregular(path, stats);
