@@ -88,8 +88,9 @@ export const sessionsSearch = defineMethod({
   // grace (GRACED_BY_STOP), then ends it the same way.
   cancellable: true,
   run: async (p, ctx, services) => {
-    const store = await importedStore(services);
     const ended = AbortSignal.any([ctx.signal, ctx.stopping]);
+    // Its wait for a 0.1 folder's import (minutes) is cancellable too: the import goes on.
+    const store = await abortable(importedStore(services), ended);
     return { hits: await abortable(store.search(p.user_id, p.query, p.limit, ended), ended) };
   },
 });

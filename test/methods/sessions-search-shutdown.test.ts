@@ -72,3 +72,29 @@ test("a cancel without request_id does not take a search: it is cancelled by its
   held.answer([HIT]);
   expect(await h.terminal("s")).toMatchObject({ result: { hits: [HIT] } });
 });
+
+// A search first waits for a 0.1 folder's import (minutes for years of chats): a cancel then was
+// answered cancelled: true, but the search itself only once the import had ended.
+test("cancel answers a search still waiting for the 0.1 import at once, cancelled", async () => {
+  await using h = new ChatHarness({ agents: [{ name: "plain" }], memory: { enabled: false } });
+  const store = h.services.store();
+  let waiting!: () => void;
+  const reached = new Promise<void>((r) => {
+    waiting = r;
+  });
+  let imported!: () => void;
+  const importing = new Promise<void>((r) => {
+    imported = r;
+  });
+  store.whenImported = () => {
+    waiting();
+    return importing;
+  };
+  h.send("s", "sessions.search", { query: "hello" });
+  await reached;
+  h.send("c", "cancel", { request_id: "s" });
+  expect(await h.terminal("c")).toMatchObject({ result: { cancelled: true } });
+  // Answered while the import is still under way.
+  expect(await h.terminal("s")).toMatchObject({ code: "cancelled", message: "cancelled by the host" });
+  imported();
+});
