@@ -144,7 +144,10 @@ export class LineSplitter {
     if (this.pending.length > KEPT_BUFFER_BYTES) this.pending = EMPTY;
   }
 
-  /** The first OVERSIZE_HEAD_BYTES of these parts, decoded (a character cut at the end is U+FFFD). */
+  /**
+   * The first OVERSIZE_HEAD_BYTES of these parts, decoded; a character the cut splits is left out
+   * (streamed: its bytes held back), where it read U+FFFD, a character the line never had.
+   */
   private head(parts: readonly Uint8Array[]): string {
     const out = new Uint8Array(OVERSIZE_HEAD_BYTES);
     let n = 0;
@@ -154,7 +157,7 @@ export class LineSplitter {
       out.set(take, n);
       n += take.length;
     }
-    return new TextDecoder().decode(out.subarray(0, n));
+    return new TextDecoder().decode(out.subarray(0, n), { stream: true });
   }
 
   private finishLine(): Frame | null {

@@ -3,6 +3,8 @@ import { describe, expect, test } from "bun:test";
 import { type Frame, LineSplitter } from "../../../src/protocol/transport/framing.ts";
 
 const enc = new TextEncoder();
+const withHead = (frames: Frame[]) =>
+  frames.map((f) => (f.kind === "line" ? f.text : `<oversize ${f.bytes}> ${f.head}`));
 const texts = (frames: Frame[]) => frames.map((f) => (f.kind === "line" ? f.text : `<oversize ${f.bytes}>`));
 
 describe("LineSplitter", () => {
@@ -142,14 +144,35 @@ describe("LineSplitter: the verdict depends on the line, not on how it was read 
 
 test("an oversize frame keeps the line's first 256 bytes (its id), however the line was read", () => {
   const line = `{"id":"call-7","type":"result","result":{"content":"${"é".repeat(200)}"}}`;
-  const withHead = (frames: Frame[]) =>
-    frames.map((f) => (f.kind === "line" ? f.text : `<oversize ${f.bytes}> ${f.head}`));
   const head = new TextDecoder().decode(enc.encode(line).subarray(0, 256));
   expect(head.startsWith('{"id":"call-7","type":"result"')).toBe(true);
   expectSameEverySplit(
     300,
     concat(line, "\r\n", "{}\n"),
     [`<oversize ${enc.encode(line).length}> ${head}`, "{}"],
+    withHead,
+  );
+});
+
+// The head of a core's too-long stderr line reaches the host (client/core-process.ts): cut inside
+// a character, it ended in U+FFFD, a character the line never had.
+test("an oversize frame's head cut inside a character ends before it, not in U+FFFD", () => {
+  const line = `{"id":"call-7","type":"result","result":{"content":"x${"é".repeat(200)}"}}`;
+  // Its 256th byte is the first of an é.
+  const head = new TextDecoder().decode(enc.encode(line).subarray(0, 255));
+  expect(head.endsWith("é")).toBe(true);
+  expectSameEverySplit(
+    300,
+    concat(line, "\r\n", "{}\n"),
+    [`<oversize ${enc.encode(line).length}> ${head}`, "{}"],
+    withHead,
+  );
+  // A line of astral characters, cut inside one (4 bytes each, 256 = 64 of them: cut one byte in).
+  const emoji = `x${"😀".repeat(100)}`;
+  expectSameEverySplit(
+    300,
+    concat(emoji, "\n"),
+    [`<oversize ${enc.encode(emoji).length}> x${"😀".repeat(63)}`],
     withHead,
   );
 });
