@@ -116,10 +116,12 @@ export class LocalAiClient {
       );
     const request = <R>(method: string, params: Record<string, unknown>, callOptions?: CallOptions) =>
       this.request<R>(method, params, callOptions);
-    // Cancellable, timed as a short call: an abort or the time limit also stops the core's scan.
+    // Cancellable, timed as a short call: an abort or the time limit also stops the core's scan;
+    // an abort rejects it at once, so a search typed past never resolves with its stale hits.
     const cancellable = <R>(method: string, params: Record<string, unknown>, callOptions: CallOptions = {}) =>
       this.connection.open<never, R>(method, params, callOptions, {
         cancellable: true,
+        abortEndsWait: true,
         maxBuffered: 0,
         defaultTimeoutMs: this.requestTimeoutMs,
       }).result;

@@ -42,6 +42,11 @@ export interface CallShape {
   defaultTimeoutMs?: number;
   /** Overrides maxBufferedEvents (0 for calls whose events nobody reads). */
   maxBuffered?: number;
+  /**
+   * A cancellable short call (sessions.search) an abort rejects at once, its cancel still sent:
+   * a search answered as the cancel crossed it resolved with hits the host had typed past.
+   */
+  abortEndsWait?: boolean;
 }
 
 /** A call in the connection's table, from its request until it is settled. */
@@ -53,6 +58,8 @@ export interface Pending {
   /** Its size in bytes once written, as the core counts it (a line_too_long names it). */
   lineBytes?: number;
   cancellable: boolean;
+  /** An abort rejects it at once (CallShape.abortEndsWait). */
+  abortEndsWait: boolean;
   /** The core the request was written to; undefined while it waits for one. */
   sentTo: Transport | undefined;
   timer: ReturnType<typeof setTimeout> | undefined;

@@ -168,6 +168,7 @@ export class Connection {
       method,
       line,
       cancellable: shape.cancellable,
+      abortEndsWait: shape.abortEndsWait ?? false,
       sentTo: undefined,
       timer: undefined,
       filterChatEvents: shape.filterChatEvents ?? false,
@@ -192,10 +193,7 @@ export class Connection {
     return this.pending.has(id);
   }
 
-  /**
-   * A failed write means the process is gone or going: the call then fails with the exit's
-   * error, now if the exit is known, else when the lifecycle reports it (failAll).
-   */
+  /** A failed write (the process gone or going) fails the call with its exit's error, now or at failAll. */
   private writeTo(transport: Transport, id: string, entry: Pending): void {
     entry.sentTo = transport;
     const written = transport.write(entry.line);
@@ -270,8 +268,10 @@ export class Connection {
     const entry = this.pending.get(id);
     if (!entry) return;
     // Once: after a loop left early (or a cancel()), a finally's abort sent a second cancel.
-    if (entry.cancellable && entry.sentTo !== undefined)
+    const sent = entry.cancellable && entry.sentTo !== undefined;
+    if (sent && !entry.abortEndsWait)
       return void (entry.cancelSent || this.cancelSent(id, entry, "aborted").catch(() => {}));
+    if (sent && !entry.cancelSent) this.cancelRemote(id).catch(() => {}); // a search's: CallShape.abortEndsWait
     this.settle(id, { error: callError("cancelled", "the request was aborted", entry.method) });
   }
 

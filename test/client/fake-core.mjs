@@ -32,6 +32,8 @@ const stopChild = () =>
   }));
 
 const hanging = new Map();
+/** Searches answered only as their cancel arrives (the answer first): see sessions.search below. */
+const crossing = new Set();
 // A core that ignores shutdown and end of input, so the client has to kill it.
 if (process.env.FAKE_CORE_IGNORE_SHUTDOWN === "1") setInterval(() => {}, 1000);
 const rl = createInterface({ input: process.stdin });
@@ -58,6 +60,8 @@ rl.on("line", (line) => {
     case "sessions.search":
       // An embed that runs until cancelled, as a big batch does; a search, as a LIKE match over years of chats.
       if (params.input === "hang" || params.query === "hang") return void hanging.set(id, method);
+      // A search whose answer crosses the host's cancel: written just before the cancel is read.
+      if (params.query === "crossing") return void crossing.add(id);
       return out({ id, type: "result", result: { method, params } });
     case "hanging":
       return out({ id, type: "result", result: { ids: [...hanging.keys()] } });
@@ -127,6 +131,11 @@ rl.on("line", (line) => {
       });
     case "cancel": {
       const target = String(params.request_id);
+      const crossed = [...crossing].find((k) => String(k) === target);
+      if (crossed !== undefined) {
+        crossing.delete(crossed);
+        out({ id: crossed, type: "result", result: { hits: [] } });
+      }
       const caught = [...hanging.keys()].find((k) => String(k) === target);
       if (caught !== undefined) {
         hanging.delete(caught);

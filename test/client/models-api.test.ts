@@ -83,3 +83,17 @@ describe("client.sessions.search", () => {
     expect(await hanging()).toEqual([]);
   });
 });
+
+describe("client.sessions.search, aborted as its answer comes", () => {
+  // A host searching as its user types aborts the last search and sends the next: the core had
+  // answered the aborted one as the cancel crossed it, and the abort resolved with its stale hits.
+  test("a search the host aborted rejects cancelled, even when the core answered it first", async () => {
+    const client = await startFake();
+    const controller = new AbortController();
+    const search = client.sessions.search({ query: "crossing" }, { signal: controller.signal });
+    // The core has read it.
+    await client.request("hanging");
+    controller.abort();
+    expect((await rejection(search)).code).toBe("cancelled");
+  });
+});
