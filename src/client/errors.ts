@@ -66,14 +66,24 @@ export function isLocalAiError(err: unknown, code?: LocalAiErrorCode): boolean {
 
 /**
  * `data` for one more error of several failed by one cause (an exit): shared, a host that changed
- * one error's data changed all of theirs. Plain JSON data, copied whole; anything else is kept.
+ * one error's data changed all of theirs. Its arrays and plain objects are copied, its strings
+ * shared (they cannot change): a structured clone held a stderr tail's text (50 lines of up to
+ * 64 KiB) anew for every call pending at a crash. Anything else is kept, as is data too deep to walk.
  */
 export function ownCopy<D>(data: D): D {
   try {
-    return structuredClone(data);
+    return copied(data) as D;
   } catch {
     return data;
   }
+}
+
+function copied(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(copied);
+  if (value === null || typeof value !== "object") return value;
+  const proto = Object.getPrototypeOf(value);
+  if (proto !== Object.prototype && proto !== null) return value;
+  return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, copied(v)]));
 }
 
 /**

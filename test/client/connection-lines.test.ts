@@ -1,3 +1,4 @@
+import { heapStats } from "bun:jsc";
 import { describe, expect, test } from "bun:test";
 import { Connection } from "../../src/client/connection.ts";
 import type { Transport } from "../../src/client/connection-types.ts";
@@ -94,6 +95,30 @@ describe("calls failed together by one exit", () => {
     ea.data?.stderr_tail?.push("added by the host");
     expect(eb.data).toEqual({ exit_code: 1, signal: null, stderr_tail: ["boom"] });
     expect(data.stderr_tail).toEqual(["boom"]);
+  });
+
+  // Each copy held the stderr tail's text anew (50 lines of up to 64 KiB): a few hundred calls
+  // pending at a crash took hundreds of MB. The text cannot change; only what holds it is copied.
+  test("their copies share the tail's text, which cannot change", async () => {
+    const conn = new Connection(options);
+    conn.attach(quietCore());
+    const calls = Array.from({ length: 200 }, () => conn.open("ping", {}, {}, { cancellable: false }));
+    const tail = Array.from({ length: 50 }, (_, i) => `${i}`.padEnd(16 * 1024, "x"));
+    const heap = () => {
+      Bun.gc(true);
+      const h = heapStats();
+      return h.heapSize + h.extraMemorySize;
+    };
+    const before = heap();
+    conn.failAll(
+      new LocalAiError("core_exited", "the core exited", { exit_code: 1, signal: null, stderr_tail: tail }),
+    );
+    const failed = (c: (typeof calls)[number]) => c.result.catch((e) => e as LocalAiError<"core_exited">);
+    const errors = (await Promise.all(calls.map(failed))) as LocalAiError<"core_exited">[];
+    // 200 copies of 800 KiB of text would be over 160 MB.
+    expect(heap() - before).toBeLessThan(16 * 1024 * 1024);
+    expect(errors.map((e) => e.data?.stderr_tail?.length)).toEqual(Array(200).fill(50));
+    expect(errors[0]?.data?.stderr_tail).not.toBe(errors[1]?.data?.stderr_tail);
   });
 });
 
