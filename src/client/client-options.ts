@@ -63,7 +63,7 @@ export interface LocalAiClientOptions {
   logger?: ClientLogger;
   /**
    * Every line the core writes to stderr (its logs). One over 64 KiB comes as its first 256
-   * bytes and `… (cut: the line was N bytes, over 65536)`.
+   * bytes (less a character the cut splits) and `… (cut: the line was N bytes, over 65536)`.
    */
   onStderr?: (line: string) => void;
   /**
