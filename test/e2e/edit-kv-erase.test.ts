@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { copyFileSync, readdirSync } from "node:fs";
+import { copyFileSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { spawnCore } from "../fixtures/core-process.ts";
 import { filesHolding } from "../fixtures/files-holding.ts";
@@ -59,6 +59,34 @@ describe.skipIf(!onPosix)("an edit's erase reaches the saved KV state", () => {
     await core.request({ id: "stop", method: "shutdown" });
     expect(await core.exited(10_000)).toBe(0);
     for (const word of ["QMEDITKV", "QMREGENKV", "QMNOTEKV"]) expect(filesHolding(kv, word)).toEqual([]);
+  }, 60_000);
+  test("an edit the server's crash broke off, finished by a resume, erases the pre-edit state too", async () => {
+    // The edit's own chat ends in an error (llama-server died mid-reply): the edit is committed
+    // by the resume that finishes it, whose params name no edit. The session's state saved before
+    // the edit (a photo's embedding, the replaced words) must go then, as after any edit.
+    await using dir = tmpdir();
+    const stack = writeStack(dir.path, {
+      tools: [],
+      script: [{ content: "noted." }, { content: "a b c d e f", crash_after_chunks: 2 }],
+    });
+    const kv = join(stack.dataDir, "kv");
+    await using core = spawnCore({ cwd: dir.path, env: stack.env });
+    const chat = chatsOf(core);
+    await chat({ session_id: "a", input: "my secret QMRESUMEKV here" });
+    expect(await waitUntil(() => filesHolding(kv, "QMRESUMEKV").length > 0, 10_000)).toBe(true);
+    const broken = await core.request(
+      { id: "edit", method: "chat", params: { session_id: "a", input: "nothing here", replace_from: 0 } },
+      30_000,
+    );
+    expect(broken.type).toBe("error");
+    // A restarted stand-in reads its script from the start: from now on it echoes.
+    writeFileSync(stack.env.FAKE_LLAMA_SCRIPT, "[]");
+    await chat({ session_id: "a", resume: true });
+    await chat({ session_id: "b", input: "something else" });
+    expect(filesHolding(kv, "QMRESUMEKV")).toEqual([]);
+    await core.request({ id: "stop", method: "shutdown" });
+    expect(await core.exited(10_000)).toBe(0);
+    expect(filesHolding(kv, "QMRESUMEKV")).toEqual([]);
   }, 60_000);
   test("several models: the session's pre-edit state in another model's slot is not saved after the edit", async () => {
     // The session last ran on `second`, whose slot still holds it unsaved; the edit runs on the

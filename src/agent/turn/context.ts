@@ -59,6 +59,11 @@ export interface TurnDeps {
   settle(): boolean;
   randomId(length: number, alphabet: string): string;
   now(): Date;
+  /**
+   * The turn committed an edit (`replace_from`, `regenerate`, or a resume finishing one its own
+   * chat left broken off): the chat method then erases the saved KV state the edit replaced.
+   */
+  edited?(): void;
 }
 
 /** What every part of one turn works with: the request, its agent, and what it has so far. */

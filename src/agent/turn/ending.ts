@@ -257,6 +257,8 @@ async function commit(ctx: TurnContext, closing: Closing & { session: "commit" }
   };
   ctx.session.state.turn.push(answer);
   await ctx.session.commit(memoryText(ctx, response));
+  // A resume's params name no edit: the checkpoint says whether the turn was one.
+  if (ctx.session.state.replace_from_seq !== undefined) ctx.deps.edited?.();
   return {
     response,
     reasoning,
