@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { CLIENT_DEFAULTS } from "../../src/client/client-options.ts";
 import { heldImages } from "../../src/images/held.ts";
 import { MAX_HELD_IMAGE_BYTES, MAX_IMAGE_BYTES } from "../../src/images/limits.ts";
+import { filesHolding } from "../fixtures/files-holding.ts";
 import { b64, png, pngChunk, webp } from "../fixtures/images.ts";
 import { ChatHarness, type Msg } from "./harness.ts";
 
@@ -400,5 +401,25 @@ describe("a chat with images", () => {
     await h.chat(4, { session_id: "t", input: "never mind" });
     h.send(5, "sessions.attachment", { id });
     expect((await h.terminal(5)).data).toMatchObject({ reason: "attachment_not_found" });
+  });
+
+  test("a broken-off turn's photo, set aside by a fresh turn, leaves none of its bytes under data_dir", async () => {
+    // The user gives up on the interrupted turn and asks something else: its staged photo was
+    // never part of the conversation, and goes as a refused turn's does, the log included.
+    await using h = new ChatHarness(AGENTS, vision());
+    const small = png(3, 3);
+    const photo = Buffer.concat([
+      small.subarray(0, small.length - 12),
+      pngChunk("teXt", Buffer.from("BADGERPIXELS".repeat(100))),
+      small.subarray(small.length - 12),
+    ]);
+    h.llama.script({ content: ["a"], crash_after_chunks: 2 });
+    const broken = await h.chat(1, { session_id: "t", input: "look", images: [{ data: b64(photo) }] });
+    expect(broken.terminal.type).toBe("error");
+    expect(filesHolding(h.dataDir, "BADGERPIXELS").length).toBeGreaterThan(0);
+    h.llama.script({ content: "fresh" });
+    const { terminal } = await h.chat(2, { session_id: "t", input: "never mind" });
+    expect(terminal.type).toBe("result");
+    expect(filesHolding(h.dataDir, "BADGERPIXELS")).toEqual([]);
   });
 });

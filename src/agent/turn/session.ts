@@ -32,6 +32,8 @@ export class TurnSession {
   private inputSaved = false;
   /** The session's row is made with the long input's first checkpoint, off the loop (`stageIn`). */
   private rowOwed = false;
+  /** A checkpoint set aside held images: the first write drops them, their pages rewritten (`firstWrite`). */
+  private setsAsideImages = false;
 
   private constructor(
     private readonly store: Store,
@@ -94,6 +96,7 @@ export class TurnSession {
       resumed ? [] : (start.images ?? []),
       images,
     );
+    session.setsAsideImages = prior !== undefined && !resumed && refsOf(stateOf(prior).turn).length > 0;
     session.stageIn(hasRow);
     return session;
   }
@@ -137,12 +140,19 @@ export class TurnSession {
    * was staged and puts the session back as the turn found it. The session, to go on with.
    */
   async firstWrite(signal?: AbortSignal): Promise<this> {
-    if (this.inputSaved) return this; // written in the lease's write
+    // Unless written in the lease's write.
+    if (!this.inputSaved) await this.writeFirst(signal);
+    // The set-aside turn's photos go as a refused turn's (`putBack`): else the log and the freed
+    // pages held their bytes until the next erase or start.
+    if (this.setsAsideImages) await this.store.settleOwed().catch(() => undefined);
+    return this;
+  }
+
+  private async writeFirst(signal?: AbortSignal): Promise<void> {
     try {
       if (this.newImages.length > 0) await this.stageImages(signal);
       await this.write(this.state, this.carriedImages(), signal);
       this.inputSaved = true;
-      return this;
     } catch (err) {
       // Cancelled while the write waited behind an erase: it never ran, and with no images staged
       // nothing else was written, so there is nothing to put back (a put-back waits out the erases).
