@@ -23,6 +23,14 @@ function chatsOf(core: Pick<ReturnType<typeof spawnCore>, "request">) {
   };
 }
 
+/** No file under `kv` holds `word`, nor after the core's shutdown (its last saves). */
+async function goneForGood(core: ReturnType<typeof spawnCore>, kv: string, word: string) {
+  expect(filesHolding(kv, word)).toEqual([]);
+  await core.request({ id: "stop", method: "shutdown" });
+  expect(await core.exited(10_000)).toBe(0);
+  expect(filesHolding(kv, word)).toEqual([]);
+}
+
 describe.skipIf(!onPosix)("an edit's erase reaches the saved KV state", () => {
   test("the session's own state and the states quoting it hold nothing of the replaced tail", async () => {
     await using dir = tmpdir();
@@ -83,10 +91,27 @@ describe.skipIf(!onPosix)("an edit's erase reaches the saved KV state", () => {
     writeFileSync(stack.env.FAKE_LLAMA_SCRIPT, "[]");
     await chat({ session_id: "a", resume: true });
     await chat({ session_id: "b", input: "something else" });
-    expect(filesHolding(kv, "QMRESUMEKV")).toEqual([]);
-    await core.request({ id: "stop", method: "shutdown" });
-    expect(await core.exited(10_000)).toBe(0);
-    expect(filesHolding(kv, "QMRESUMEKV")).toEqual([]);
+    await goneForGood(core, kv, "QMRESUMEKV");
+  }, 60_000);
+  test("a broken-off turn a fresh chat sets aside leaves nothing of it in the saved state", async () => {
+    // The user gives up on the interrupted turn (a photo, a secret) and asks something else: the
+    // turn's words and images were never part of the conversation, and go as an edit's tail does.
+    await using dir = tmpdir();
+    const stack = writeStack(dir.path, {
+      tools: [],
+      script: [{ content: "one two three four five six seven eight", chunk_delay_ms: 300, hang: true }],
+    });
+    const kv = join(stack.dataDir, "kv");
+    await using core = spawnCore({ cwd: dir.path, env: stack.env });
+    const chat = chatsOf(core);
+    core.send({ id: "slow", method: "chat", params: { session_id: "a", input: "my secret QMASIDEKV here" } });
+    await core.waitFor((ms) => ms.some((m) => m.id === "slow" && m.event === "llm_chunk"));
+    await core.request({ id: "x", method: "cancel", params: { request_id: "slow" } });
+    await core.waitFor(() => core.terminal("slow") !== undefined);
+    expect(await waitUntil(() => filesHolding(kv, "QMASIDEKV").length > 0, 10_000)).toBe(true);
+    await chat({ session_id: "a", input: "something new" });
+    await chat({ session_id: "b", input: "something else" });
+    await goneForGood(core, kv, "QMASIDEKV");
   }, 60_000);
   test("several models: the session's pre-edit state in another model's slot is not saved after the edit", async () => {
     // The session last ran on `second`, whose slot still holds it unsaved; the edit runs on the

@@ -61,7 +61,8 @@ export interface TurnDeps {
   now(): Date;
   /**
    * The turn committed an edit (`replace_from`, `regenerate`, or a resume finishing one its own
-   * chat left broken off): the chat method then erases the saved KV state the edit replaced.
+   * chat left broken off), or set aside an interrupted turn: the chat method then erases the
+   * saved KV state it replaced.
    */
   edited?(): void;
 }

@@ -257,8 +257,9 @@ async function commit(ctx: TurnContext, closing: Closing & { session: "commit" }
   };
   ctx.session.state.turn.push(answer);
   await ctx.session.commit(memoryText(ctx, response));
-  // A resume's params name no edit: the checkpoint says whether the turn was one.
-  if (ctx.session.state.replace_from_seq !== undefined) ctx.deps.edited?.();
+  // A resume's params name no edit: the checkpoint says whether the turn was one. A turn that
+  // set aside an interrupted one replaced that turn's words and images in the slot as an edit does.
+  if (ctx.session.state.replace_from_seq !== undefined || ctx.session.setAside) ctx.deps.edited?.();
   return {
     response,
     reasoning,

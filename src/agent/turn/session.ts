@@ -32,8 +32,8 @@ export class TurnSession {
   private inputSaved = false;
   /** The session's row is made with the long input's first checkpoint, off the loop (`stageIn`). */
   private rowOwed = false;
-  /** A checkpoint set aside held images: the first write drops them, their pages rewritten (`firstWrite`). */
-  private setsAsideImages = false;
+  /** The turn sets aside an interrupted one (not resumed): its images go at the first write, its KV state at the commit. */
+  setAside = false;
 
   private constructor(
     private readonly store: Store,
@@ -96,7 +96,7 @@ export class TurnSession {
       resumed ? [] : (start.images ?? []),
       images,
     );
-    session.setsAsideImages = prior !== undefined && !resumed && refsOf(stateOf(prior).turn).length > 0;
+    session.setAside = prior !== undefined && !resumed;
     session.stageIn(hasRow);
     return session;
   }
@@ -144,7 +144,8 @@ export class TurnSession {
     if (!this.inputSaved) await this.writeFirst(signal);
     // The set-aside turn's photos go as a refused turn's (`putBack`): else the log and the freed
     // pages held their bytes until the next erase or start.
-    if (this.setsAsideImages) await this.store.settleOwed().catch(() => undefined);
+    if (this.setAside && refsOf(stateOf(this.prior as Checkpoint).turn).length > 0)
+      await this.store.settleOwed().catch(() => undefined);
     return this;
   }
 
