@@ -75,20 +75,28 @@ export const ModelsEntrySchema = ModelKeysSchema.extend({
 });
 export type ModelsEntry = z.infer<typeof ModelsEntrySchema>;
 
-/** `models`: each name listed once (the issue names the second entry's `name`). */
+/**
+ * `models`: each name listed once, case aside (the issue names the second entry's `name`). A
+ * name also names its llama-server's log and pid record (server/model-runtime.ts `instanceOf`):
+ * where file names ignore case (macOS, Windows), `Qwen` and `qwen` would share them, and one's
+ * stop remove the other's record, leaving its server unreaped after a crash of the core.
+ */
 export const ModelsSchema = z
   .array(ModelsEntrySchema)
   .default([])
   .superRefine((entries, ctx) => {
-    const seen = new Map<string, number>();
+    const seen = new Map<string, { name: string; at: number }>();
     entries.forEach((entry, i) => {
-      const first = seen.get(entry.name);
-      if (first === undefined) seen.set(entry.name, i);
+      const first = seen.get(entry.name.toLowerCase());
+      if (first === undefined) seen.set(entry.name.toLowerCase(), { name: entry.name, at: i });
       else
         ctx.addIssue({
           code: "custom",
           path: [i, "name"],
-          message: `'${entry.name}' is listed twice (entries ${first} and ${i}); names must be unique`,
+          message:
+            first.name === entry.name
+              ? `'${entry.name}' is listed twice (entries ${first.at} and ${i}); names must be unique`
+              : `'${entry.name}' and '${first.name}' (entries ${first.at} and ${i}) differ in case only; names must be unique whatever their case (they name files)`,
         });
     });
   });

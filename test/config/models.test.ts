@@ -229,6 +229,15 @@ describe("models: in config.yaml", () => {
       "models.1.name",
       "listed twice",
     ],
+    [
+      // Each model's log and pid record are named by it: on macOS and Windows, whose file names
+      // ignore case, two such names would share one pid record, and one model's stop remove
+      // the other's, so a crashed core's leftover server of it is never found and killed.
+      "names that differ in case only",
+      "models:\n  - {name: Qwen, path: x.gguf}\n  - {name: qwen, path: y.gguf}\n",
+      "models.1.name",
+      "case",
+    ],
     ["default as a name", "models:\n  - {name: default, path: x.gguf}\n", "models.0.name", "'default'"],
     ["a name with a space", "models:\n  - {name: 'a b', path: x.gguf}\n", "models.0.name", "A-Z"],
     ["a name too long", `models:\n  - {name: ${"n".repeat(65)}, path: x.gguf}\n`, "models.0.name", "64"],
