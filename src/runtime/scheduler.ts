@@ -149,6 +149,9 @@ export class Scheduler {
     if (this.closing) throw schedulerClosed();
     const entry = this.entry(model);
     const pinned = askPin(entry, opts.pin);
+    // The host asked for it (a picker's preload): a use, or the model it just loaded, never used
+    // by a chat, would be the first unloaded to make room, before models idle for hours.
+    entry.lastUsedAt = this.timers.now();
     let live: Live;
     try {
       live = await this.ready(entry, opts.signal ?? never, opts.onProgress, true);
@@ -164,6 +167,7 @@ export class Scheduler {
       this.forget(entry);
       throw err;
     }
+    entry.lastUsedAt = this.timers.now();
     this.armIdle(entry);
     return { model, state: "loaded", memory_bytes: Object.values(live.bytes).reduce((a, b) => a + b, 0) };
   }
