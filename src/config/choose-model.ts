@@ -33,6 +33,19 @@ export function canonicalPath(path: string): string {
   return throughLinks(resolve(path), 0);
 }
 
+/**
+ * How a request's path is matched to a configured model's file: `canonical` spells a path one way;
+ * `cached` is where a configured `hf:` reference's file is in the Hugging Face cache now, null
+ * when it is not there (models/model-files.ts: this floor does not read the cache).
+ */
+export interface ModelFiles {
+  canonical(path: string): string;
+  cached(hfRef: string): string | null;
+}
+
+/** Plain paths only: a configured `hf:` model is matched by its reference alone. */
+export const plainFiles: ModelFiles = { canonical: canonicalPath, cached: () => null };
+
 /** SYMLOOP_MAX's usual value: a link that leads further than this is left as it is. */
 const MAX_LINKS = 40;
 
@@ -58,8 +71,9 @@ export function chooseChatModel(
   config: Config,
   param: string | undefined,
   agent: { model: string } | undefined,
+  files: ModelFiles = plainFiles,
 ): ModelChoice {
-  const choice = findModel(config, param ?? agent?.model ?? DEFAULT_MODEL_NAME);
+  const choice = findModel(config, param ?? agent?.model ?? DEFAULT_MODEL_NAME, files);
   if (choice.kind === "configured" && choice.model.kind === "embedding") {
     throw new CoreError(
       "invalid_request",
@@ -71,7 +85,11 @@ export function chooseChatModel(
 }
 
 /** An `embed`'s model: the param, else memory.embedding_model, else the first of kind embedding. */
-export function chooseEmbedModel(config: Config, param: string | undefined): ModelChoice {
+export function chooseEmbedModel(
+  config: Config,
+  param: string | undefined,
+  files: ModelFiles = plainFiles,
+): ModelChoice {
   const name =
     param ?? config.memory.embedding_model ?? config.models.find((m) => m.kind === "embedding")?.name;
   if (name === undefined) {
@@ -81,7 +99,7 @@ export function chooseEmbedModel(config: Config, param: string | undefined): Mod
       { field: "model" },
     );
   }
-  const choice = findModel(config, name);
+  const choice = findModel(config, name, files);
   // A path not configured has no kind, and would be planned and started as a chat model, which
   // llama-server then refuses to embed with (a whole model loaded for a refusal).
   // (A config without `models` serves no other model at all: models-api.ts says so.)
@@ -106,9 +124,11 @@ export function chooseEmbedModel(config: Config, param: string | undefined): Mod
 /**
  * Any model by a request's reference (`models.load`, `models.unload`): a name of the config's, of
  * either kind, or a path or `hf:` reference; anything else is an unknown name. A path to a
- * configured model's file is that model (one llama-server per file, however it is spelled).
+ * configured model's file is that model (one llama-server per file, however it is spelled): an
+ * `hf:` model's too, its file in the cache by its snapshot path (what the `models` listing shows).
  */
-export function findModel(config: Config, ref: string, canonical = canonicalPath): ModelChoice {
+export function findModel(config: Config, ref: string, files: ModelFiles = plainFiles): ModelChoice {
+  const { canonical } = files;
   const models = configuredModels(config);
   const model = models.find((m) => m.name === ref);
   if (model) return { kind: "configured", name: ref, model };
@@ -122,12 +142,19 @@ export function findModel(config: Config, ref: string, canonical = canonicalPath
   }
   if (looksLikePath(ref)) {
     const path = canonical(ref);
-    const same = models.find((m) => !m.path.startsWith(HF_PREFIX) && canonical(m.path) === path);
+    const same = models.find((m) => fileOf(m.path, files) === path);
     const asGiven = { asGiven: ref };
     if (same) return { kind: "configured", name: same.name, model: same, ...asGiven };
     return { kind: "path", name: path, ...(path === ref ? {} : asGiven) };
   }
   throw modelNotFound(config, ref);
+}
+
+/** A configured model's file, one spelling (`canonicalPath`); null: an `hf:` one not in the cache. */
+function fileOf(path: string, files: ModelFiles): string | null {
+  if (!path.startsWith(HF_PREFIX)) return files.canonical(path);
+  const cached = files.cached(path);
+  return cached === null ? null : files.canonical(cached);
 }
 
 /** A name that is neither configured nor a path: `model_not_found` with the names there are. */

@@ -4,6 +4,7 @@ import { isRewrite, takePlace } from "../agent/turn/rewrite.ts";
 import { chooseChatModel, shownName } from "../config/choose-model.ts";
 import { configForModel } from "../config/model-entry.ts";
 import { configReadsNoImages } from "../config/reads-images.ts";
+import { modelFiles } from "../models/model-files.ts";
 import { ChatEventFields, ChatParamsSchema, ChatResultSchema } from "../protocol/chat.ts";
 import type { Place } from "../store/keyed-mutex.ts";
 import { logger } from "../util/logger.ts";
@@ -40,7 +41,7 @@ export const chat = defineMethod({
     // Cancelled while this module loaded (docs/protocol.md#cancel): the spawn below must not begin.
     ctx.signal.throwIfAborted();
     const config = services.config();
-    const model = chooseChatModel(config, params.model, pickAgent(config, params.agent));
+    const model = chooseChatModel(config, params.model, pickAgent(config, params.agent), modelFiles);
     const several = model.name === "default" ? services.models?.() : modelsApi(services, model.name);
     // Memory's vectors (docs/agent.md, "Memory"): the query embedded for recall, the turn's row after it.
     const index = config.memory.enabled ? services.memoryIndex?.() : undefined;

@@ -1,4 +1,5 @@
 import { chooseEmbedModel, shownName } from "../config/choose-model.ts";
+import { modelFiles } from "../models/model-files.ts";
 import { EmbedParamsSchema, EmbedResultSchema } from "../protocol/embed.ts";
 import { defineMethod } from "./definition.ts";
 import { modelsApi } from "./models-api.ts";
@@ -15,7 +16,7 @@ export const embed = defineMethod({
   run: async (params, ctx, services) => {
     // Cancelled while this module loaded: the scheduler would begin the model's load, then drop it.
     ctx.signal.throwIfAborted();
-    const model = chooseEmbedModel(services.config(), params.model);
+    const model = chooseEmbedModel(services.config(), params.model, modelFiles);
     const input = typeof params.input === "string" ? [params.input] : params.input;
     const out = await modelsApi(services, model.name).embed(model, input, ctx.signal);
     return { model: shownName(model), ...out };

@@ -1,4 +1,5 @@
 import { findModel } from "../config/choose-model.ts";
+import { modelFiles } from "../models/model-files.ts";
 import {
   ModelsLoadEventFields,
   ModelsLoadParamsSchema,
@@ -21,7 +22,7 @@ export const modelsLoad = defineMethod({
     // Cancelled while this module loaded (docs/protocol.md#cancel): a cancel stops the wait, not
     // the load, so no load may begin for it.
     ctx.signal.throwIfAborted();
-    const model = findModel(services.config(), params.model);
+    const model = findModel(services.config(), params.model, modelFiles);
     return modelsApi(services, params.model).load(model, {
       pin: params.pin,
       signal: ctx.signal,

@@ -1,4 +1,5 @@
 import { findModel } from "../config/choose-model.ts";
+import { modelFiles } from "../models/model-files.ts";
 import { ModelsUnloadParamsSchema, ModelsUnloadResultSchema } from "../protocol/models-unload.ts";
 import { defineMethod } from "./definition.ts";
 import { modelsApi } from "./models-api.ts";
@@ -12,7 +13,7 @@ export const modelsUnload = defineMethod({
   params: ModelsUnloadParamsSchema,
   result: () => ModelsUnloadResultSchema,
   run: async (params, _ctx, services) => {
-    const model = findModel(services.config(), params.model);
+    const model = findModel(services.config(), params.model, modelFiles);
     return modelsApi(services, params.model).unload(model, { force: params.force });
   },
 });

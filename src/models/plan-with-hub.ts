@@ -11,6 +11,7 @@ import type { Env } from "./hf-cache.ts";
 import type { RemoteDeps } from "./hub-header.ts";
 import { planDepsWithHub } from "./hub-plan-deps.ts";
 import { defaultPlanDeps } from "./local-plan-deps.ts";
+import { modelFiles } from "./model-files.ts";
 import { pinnedSetMessage, pinnedSetProblem } from "./pinned-set.ts";
 
 /** Where `plan` reads the config (the core's services, or the CLI's). */
@@ -80,7 +81,7 @@ export async function planReportWithHub(
  */
 function loadedAs(configured: Config, planned: Config): string {
   try {
-    return findModel(configured, planned.model.path).name;
+    return findModel(configured, planned.model.path, modelFiles).name;
   } catch {
     return planned.model.path;
   }

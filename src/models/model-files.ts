@@ -1,0 +1,19 @@
+import { canonicalPath, type ModelFiles } from "../config/choose-model.ts";
+import { resolveModelPath } from "./resolve.ts";
+
+/**
+ * A request's path matched to the configured models' files, an `hf:` model's included: its file
+ * in the Hugging Face cache, as its llama-server is given it (resolve.ts). A host that names a
+ * cached model by the path the `models` listing shows gets that model's one llama-server, not a
+ * second of the same file, its memory taken twice (docs/models.md "Several models").
+ */
+export const modelFiles: ModelFiles = {
+  canonical: canonicalPath,
+  cached: (hfRef) => {
+    try {
+      return resolveModelPath(hfRef);
+    } catch {
+      return null; // not pulled, or ambiguous: its own load says so; no request's path is it
+    }
+  },
+};

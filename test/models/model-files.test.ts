@@ -1,0 +1,52 @@
+import { afterEach, describe, expect, test } from "bun:test";
+import { join } from "node:path";
+import { chooseEmbedModel, findModel, shownName } from "../../src/config/choose-model.ts";
+import { parseConfigText } from "../../src/config/load.ts";
+import { modelFiles } from "../../src/models/model-files.ts";
+import { tmpdir } from "../fixtures/tmpdir.ts";
+import { layRepo, tinyModel } from "./cache-layout.ts";
+
+// A model configured by `hf:` reference, named by the path of its file in the cache (what the
+// `models` listing shows a host's picker): that model, its one llama-server, not a second
+// server of the same file with its memory taken twice (docs/models.md "Several models").
+
+const before = process.env.HF_HUB_CACHE;
+afterEach(() => {
+  if (before === undefined) delete process.env.HF_HUB_CACHE;
+  else process.env.HF_HUB_CACHE = before;
+});
+
+function cached(dir: string) {
+  const chat = layRepo(dir, "org/m", { "m-Q4_K_M.gguf": tinyModel() });
+  const vec = layRepo(dir, "org/e", { "e-Q8_0.gguf": tinyModel(7) });
+  process.env.HF_HUB_CACHE = dir;
+  const text = [
+    "model: {path: 'hf:org/m:Q4_K_M'}",
+    "models:",
+    "  - {name: vec, path: 'hf:org/e:Q8_0', kind: embedding}",
+    "  - {name: gone, path: 'hf:org/absent:Q4_K_M'}",
+    "",
+  ].join("\n");
+  const config = parseConfigText(text, join(dir, "config.yaml")).config;
+  return { config, chat: join(chat.snapshot, "m-Q4_K_M.gguf"), vec: join(vec.snapshot, "e-Q8_0.gguf") };
+}
+
+describe("a configured hf: model by its cached file's path", () => {
+  test("is that model, the result showing the request's spelling; an embed takes it too", () => {
+    using dir = tmpdir();
+    const { config, chat, vec } = cached(dir.path);
+    const choice = findModel(config, chat, modelFiles);
+    expect(choice).toMatchObject({ kind: "configured", name: "default" });
+    expect(shownName(choice)).toBe(chat);
+    // Refused before as a path that is no configured embedding model.
+    expect(chooseEmbedModel(config, vec, modelFiles)).toMatchObject({ kind: "configured", name: "vec" });
+  });
+
+  test("another file is still a path of its own; a configured reference not pulled matches nothing", () => {
+    using dir = tmpdir();
+    const { config } = cached(dir.path);
+    const other = layRepo(dir.path, "org/other", { "o-Q4_K_M.gguf": tinyModel(3) });
+    const choice = findModel(config, join(other.snapshot, "o-Q4_K_M.gguf"), modelFiles);
+    expect(choice.kind).toBe("path");
+  });
+});
