@@ -23,9 +23,11 @@ function keptTrees(dataDir: string, userId: string): string[] {
 /**
  * `parent/name` when the folder holds an entry of exactly that name, a folder and not a link: ids
  * differ by case (`Ann`, `ann`), and macOS's and Windows' disks find `ann`'s folder by `Ann`, so
- * a delete of one user erased another's files.
+ * a delete of one user erased another's files. `parent` a link (a linked `users/`, moved aside as
+ * it is): nothing was imported through it, and a delete removed the user's folder out there.
  */
 function folderNamed(parent: string, name: string): string | undefined {
+  if (!isRealDir(parent)) return undefined;
   try {
     if (!readdirSync(parent).includes(name)) return undefined;
     return lstatSync(join(parent, name)).isDirectory() ? join(parent, name) : undefined;
@@ -36,8 +38,7 @@ function folderNamed(parent: string, name: string): string | undefined {
 
 /** The session's folder in a user's tree, never through a link (import-v01.ts `isRealDir`: none was imported). */
 function sessionFolder(tree: string, sessionId: string): string | undefined {
-  const sessions = join(tree, "sessions");
-  return isRealDir(sessions) ? folderNamed(sessions, sessionId) : undefined;
+  return folderNamed(join(tree, "sessions"), sessionId);
 }
 
 /**

@@ -329,7 +329,8 @@ function keepAside(dataDir: string, now: Date): void {
 
 /** An older version made some of these folders 0755: the kept tree is the user's text, owner-only. */
 function tightenTree(dir: string): void {
-  if (process.platform === "win32") return;
+  // A linked `users/` moved aside is the link: its target is none of ours to chmod.
+  if (process.platform === "win32" || !isRealDir(dir)) return;
   chmodSync(dir, PRIVATE_DIR_MODE);
   for (const e of readdirSync(dir, { withFileTypes: true })) {
     const p = join(dir, e.name);

@@ -1,5 +1,5 @@
 import { expect, test } from "bun:test";
-import { mkdirSync, readdirSync, readFileSync, symlinkSync } from "node:fs";
+import { chmodSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync } from "node:fs";
 import { join } from "node:path";
 import { Store } from "../../../src/store/store.ts";
 import { MemoryIndex } from "../../fixtures/store-v01/memory-index.ts";
@@ -44,5 +44,30 @@ test.skipIf(process.platform === "win32")(
     expect(readdirSync(join(outUser, "sessions", "trip"))).toEqual(["history.json"]);
     expect(readFileSync(outside.historyPath, "utf8")).toContain("outside words");
     expect(readFileSync(join(outUser, "memory", "turns.json"), "utf8")).toContain("outside note");
+  },
+);
+
+// `users/` itself a link out of the data folder: the import reads nothing through it (its units
+// are listed through none), yet once kept aside a delete of the user went through it and removed
+// the user's folder out there, and the move aside made every folder and file there owner-only.
+test.skipIf(process.platform === "win32")(
+  "a linked users/ folder is neither imported nor erased through, nor its files' modes changed",
+  async () => {
+    using dir = tmpdir();
+    using out = tmpdir();
+    const outside = new SessionStore(out.path, "ann", "trip");
+    outside.saveHistory([
+      { role: "user", content: "outside words" },
+      { role: "assistant", content: "ok" },
+    ]);
+    chmodSync(outside.historyPath, 0o644);
+    symlinkSync(join(out.path, "users"), join(dir.path, "users"));
+    const store = Store.open(dir.path);
+    await store.whenImported();
+    expect(store.conversations.history("ann", "trip")).toEqual([]);
+    await store.deleteUser("ann");
+    store.close();
+    expect(readFileSync(outside.historyPath, "utf8")).toContain("outside words");
+    expect(statSync(outside.historyPath).mode & 0o777).toBe(0o644);
   },
 );
