@@ -82,6 +82,13 @@ interface Row {
 
 const ROW = "m.id, m.source, m.text, m.session_id, m.seq, m.root, m.document_id, m.chunk";
 
+/** A LIKE recall's scan: a row's id, time and the words SQL matched, its text not read out. */
+interface Scored {
+  id: number;
+  at: number;
+  score: number;
+}
+
 /**
  * Memory (docs/agent.md): a user's past turns in their other sessions, their documents (the
  * library, this session's attachments) and chunks of the files in `memory.folders`, ranked with FTS5's bm25() — the turns are written by the turn's own commit
@@ -124,16 +131,8 @@ export class MemoryStore {
     const fused = fuseRanks([rows.map((r) => r.id), near.map((r) => r.id)]).slice(0, topK);
     const byId = new Map(rows.map((r) => [r.id, r]));
     const missing = fused.filter((f) => !byId.has(f.id)).map((f) => f.id);
-    if (missing.length > 0) {
-      // In scope again: the vector search checked it in its own statement, and an erase and a new
-      // row (another thread's commit) in between may have given an id to another user's text.
-      const more = this.db
-        .query(
-          `SELECT ${ROW}, 0 AS score FROM memory m WHERE m.id IN (SELECT value FROM json_each($ids)) AND ${RECALL_SCOPE}`,
-        )
-        .all({ ...scopeParams(userId, skip, this.folders), ids: JSON.stringify(missing) }) as Row[];
-      for (const r of more) byId.set(r.id, r);
-    }
+    // In scope again: the vector search checked it in its own statement.
+    for (const [id, r] of this.rowsInScope(userId, skip, missing)) byId.set(id, r);
     return fused.flatMap((f) => {
       const r = byId.get(f.id);
       return r ? [this.hitOf(userId, { ...r, score: f.score })] : [];
@@ -263,19 +262,44 @@ export class MemoryStore {
     });
     // With pairs to count every row in the scan is read; without, only those a word matches.
     const where = unspaced.length > 0 ? "" : `WHERE (${hits.join(" OR ")})`;
+    const scan = this.db.query(
+      `SELECT m.id, m.at, ${unspaced.length > 0 ? "m.text" : "NULL AS text"}, (${hits.join(" + ") || "0"}) AS score
+       FROM (SELECT * FROM memory m WHERE ${RECALL_SCOPE} ORDER BY m.id DESC LIMIT $scan) m ${where}`,
+    );
+    // A row at a time, its text (a turn's whole input and answer, long or not) dropped once
+    // counted: only the best topK are read out whole.
+    const count = unspacedCounter(unspaced);
+    const scored: Scored[] = [];
+    for (const r of scan.iterate({ ...params, scan: LIKE_ROWS }) as Iterable<
+      Scored & { text: string | null }
+    >) {
+      const score = r.score + (r.text === null ? 0 : count(r.text));
+      if (score > 0) scored.push({ id: r.id, at: r.at, score });
+    }
+    const best = scored.sort((a, b) => b.score - a.score || b.at - a.at).slice(0, topK);
+    const byId = this.rowsInScope(
+      userId,
+      skip,
+      best.map((b) => b.id),
+    );
+    return best.flatMap((b) => {
+      const r = byId.get(b.id);
+      return r ? [{ ...r, score: b.score }] : [];
+    });
+  }
+
+  /**
+   * The rows of `ids` still in the recall's scope, checked again: another thread's commit (an erase,
+   * then a new row) between two statements may have given an id to another user's text.
+   */
+  private rowsInScope(userId: string, skip: string, ids: readonly number[]): Map<number, Row> {
+    if (ids.length === 0) return new Map();
     const rows = this.db
       .query(
-        `SELECT ${ROW}, m.at AS at, (${hits.join(" + ") || "0"}) AS score
-         FROM (SELECT * FROM memory m WHERE ${RECALL_SCOPE} ORDER BY m.id DESC LIMIT $scan) m ${where}`,
+        `SELECT ${ROW}, 0 AS score FROM memory m WHERE m.id IN (SELECT value FROM json_each($ids)) AND ${RECALL_SCOPE}`,
       )
-      .all({ ...params, scan: LIKE_ROWS }) as (Row & { at: string | number })[];
-    const count = unspacedCounter(unspaced);
-    return rows
-      .map((r) => (unspaced.length > 0 ? { ...r, score: r.score + count(r.text) } : r))
-      .filter((r) => r.score > 0)
-      .sort((a, b) => b.score - a.score || (a.at < b.at ? 1 : a.at > b.at ? -1 : 0))
-      .slice(0, topK)
-      .map(({ at: _, ...r }) => r);
+      .all({ ...scopeParams(userId, skip, this.folders), ids: JSON.stringify(ids) }) as Row[];
+    return new Map(rows.map((r) => [r.id, r]));
   }
 }
 
