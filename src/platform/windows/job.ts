@@ -25,12 +25,17 @@ const EXTENDED_LIMIT_INFORMATION = 9;
 export const EXTENDED_LIMIT_SIZE = 144;
 export const LIMIT_FLAGS_OFFSET = 16;
 export const JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE = 0x2000;
-// The least AssignProcessToJobObject requires of the process handle.
+// The least AssignProcessToJobObject requires of the process handle, and SYNCHRONIZE to tell
+// whether a child it refused had exited by then.
 const PROCESS_TERMINATE = 0x0001;
 const PROCESS_SET_QUOTA = 0x0100;
+const SYNCHRONIZE = 0x0010_0000;
+const WAIT_OBJECT_0 = 0;
 
 /** The job per binding (a fake's apart from the real one); null once it could not be made. */
 const jobs = new WeakMap<Kernel32, Handle | null>();
+/** The bindings whose job refused a running child (said once). */
+const refusedOnce = new WeakSet<Kernel32>();
 
 function coreJob(k: Kernel32): Handle | null {
   const known = jobs.get(k);
@@ -65,10 +70,20 @@ export function joinCoreJob(pid: number, k: Kernel32 | null = kernel32()): boole
   if (!k || !Number.isInteger(pid) || pid <= 0 || pid > 0xffff_ffff) return false;
   const job = coreJob(k);
   if (!job) return false;
-  const proc = k.OpenProcess(PROCESS_SET_QUOTA | PROCESS_TERMINATE, 0, pid);
+  const proc = k.OpenProcess(PROCESS_SET_QUOTA | PROCESS_TERMINATE | SYNCHRONIZE, 0, pid);
   if (!proc) return false;
   try {
-    return k.AssignProcessToJobObject(job, proc) !== 0;
+    if (k.AssignProcessToJobObject(job, proc) !== 0) return true;
+    const error = k.GetLastError();
+    // A job that forbids nesting (before Windows 8 a child already in libuv's job joins no
+    // other): every child then runs outside ours. One that had exited tells nothing of that.
+    if (!refusedOnce.has(k) && k.WaitForSingleObject(proc, 0) !== WAIT_OBJECT_0) {
+      refusedOnce.add(k);
+      logger.warn(
+        `a child could not join the core's Job Object (error ${error}): what children start may outlive the core`,
+      );
+    }
+    return false;
   } catch {
     return false;
   } finally {
