@@ -242,11 +242,13 @@ export class LocalAiClient {
   /**
    * One vector per input string (docs/protocol.md#embed), on `model`, else memory.embedding_model,
    * else the first configured embedding model. Timed like a short call; an abort or the time
-   * limit also cancels it on the core's side, so a batch nobody waits for is not embedded.
+   * limit also cancels it on the core's side, so a batch nobody waits for is not embedded. A pure
+   * read: an abort rejects it at once, so one answered as the cancel crossed never resolves.
    */
   embed(params: EmbedParams, options: CallOptions = {}): Promise<EmbedResult> {
     return this.connection.open<never, EmbedResult>("embed", params, options, {
       cancellable: true,
+      abortEndsWait: true,
       maxBuffered: 0,
       defaultTimeoutMs: this.requestTimeoutMs,
     }).result;

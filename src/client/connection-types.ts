@@ -43,8 +43,9 @@ export interface CallShape {
   /** Overrides maxBufferedEvents (0 for calls whose events nobody reads). */
   maxBuffered?: number;
   /**
-   * A cancellable short call (sessions.search) an abort rejects at once, its cancel still sent:
-   * a search answered as the cancel crossed it resolved with hits the host had typed past.
+   * A cancellable short call (embed, sessions.search: pure reads) an abort rejects at once, its
+   * cancel still sent: one answered as the cancel crossed it resolved with what the host gave up on.
+   * Not for calls with side effects (documents.add, pull, models.load): their result says it happened.
    */
   abortEndsWait?: boolean;
 }

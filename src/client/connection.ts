@@ -271,7 +271,7 @@ export class Connection {
     const sent = entry.cancellable && entry.sentTo !== undefined;
     if (sent && !entry.abortEndsWait)
       return void (entry.cancelSent || this.cancelSent(id, entry, "aborted").catch(() => {}));
-    if (sent && !entry.cancelSent) this.cancelRemote(id).catch(() => {}); // a search's: CallShape.abortEndsWait
+    if (sent && !entry.cancelSent) this.cancelRemote(id).catch(() => {}); // an embed's, a search's: CallShape.abortEndsWait
     this.settle(id, { error: callError("cancelled", "the request was aborted", entry.method) });
   }
 

@@ -66,3 +66,17 @@ describe("client.documents and client.embed", () => {
     expect(await hanging()).toEqual([]);
   });
 });
+
+describe("client.embed, aborted as its answer comes", () => {
+  // A host embedding as its user types aborts the last embed: the core had answered it as the
+  // cancel crossed it, and the abort resolved with vectors for the text typed past.
+  test("an embed the host aborted rejects cancelled, even when the core answered it first", async () => {
+    const client = await startClient();
+    const controller = new AbortController();
+    const embed = client.embed({ input: "crossing" }, { signal: controller.signal }).catch((e) => e);
+    // The core has read it.
+    await client.request("hanging");
+    controller.abort();
+    expect((await embed).code).toBe("cancelled");
+  });
+});

@@ -32,7 +32,7 @@ const stopChild = () =>
   }));
 
 const hanging = new Map();
-/** Searches answered only as their cancel arrives (the answer first): see sessions.search below. */
+/** Embeds and searches answered only as their cancel arrives (the answer first): see sessions.search below. */
 const crossing = new Set();
 // A core that ignores shutdown and end of input, so the client has to kill it.
 if (process.env.FAKE_CORE_IGNORE_SHUTDOWN === "1") setInterval(() => {}, 1000);
@@ -60,8 +60,8 @@ rl.on("line", (line) => {
     case "sessions.search":
       // An embed that runs until cancelled, as a big batch does; a search, as a LIKE match over years of chats.
       if (params.input === "hang" || params.query === "hang") return void hanging.set(id, method);
-      // A search whose answer crosses the host's cancel: written just before the cancel is read.
-      if (params.query === "crossing") return void crossing.add(id);
+      // An embed or a search whose answer crosses the host's cancel: written just before the cancel is read.
+      if (params.input === "crossing" || params.query === "crossing") return void crossing.add(id);
       return out({ id, type: "result", result: { method, params } });
     case "hanging":
       return out({ id, type: "result", result: { ids: [...hanging.keys()] } });
