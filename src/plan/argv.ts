@@ -62,6 +62,29 @@ export function llamaFlagName(arg: string): string {
   return (eq > 0 ? arg.slice(0, eq) : arg).replaceAll("_", "-");
 }
 
+/**
+ * `args` less the flags named (and, for a valued one, its value): what a fingerprint keys when those
+ * flags cannot change what it guards (server/vector-flags.ts, agent/kv/kv-flags.ts).
+ */
+export function argsWithout(
+  args: readonly string[],
+  flags: { valued: ReadonlySet<string>; bare: ReadonlySet<string> },
+): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i] as string;
+    const name = llamaFlagName(arg);
+    if (flags.bare.has(name)) continue;
+    if (flags.valued.has(name)) {
+      // `--flag=value` holds its value; `--flag value` takes the next word.
+      if (!(arg.startsWith("--") && arg.includes("="))) i++;
+      continue;
+    }
+    out.push(arg);
+  }
+  return out;
+}
+
 /** Whether the weights are held other than llama-server's default (mmap, unlocked): a flag whose spelling the dialect decides. */
 export function memoryFlagged(m: Pick<LaunchPlan, "mmap" | "mlock">): boolean {
   return !m.mmap || m.mlock;

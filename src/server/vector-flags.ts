@@ -1,4 +1,4 @@
-import { llamaFlagName } from "../plan/argv.ts";
+import { argsWithout } from "../plan/argv.ts";
 
 /**
  * llama-server's flags (common/arg.cpp, b10587) that change no embedding vector: how many threads
@@ -36,22 +36,9 @@ const BARE = [
   ...["--log-prefix", "--no-log-prefix", "--log-timestamps", "--no-log-timestamps"],
   ...["--ui", "--webui", "--no-ui", "--no-webui", "--cors-credentials", "--no-cors-credentials"],
 ];
-const VALUED_SET = new Set(VALUED);
-const BARE_SET = new Set(BARE);
+const FLAGS = { valued: new Set(VALUED), bare: new Set(BARE) };
 
 /** `args` less the flags (and their values) that change no vector: those a fingerprint keys. */
 export function vectorArgs(args: readonly string[]): string[] {
-  const out: string[] = [];
-  for (let i = 0; i < args.length; i++) {
-    const arg = args[i] as string;
-    const name = llamaFlagName(arg);
-    if (BARE_SET.has(name)) continue;
-    if (VALUED_SET.has(name)) {
-      // `--flag=value` holds its value; `--flag value` takes the next word.
-      if (!(arg.startsWith("--") && arg.includes("="))) i++;
-      continue;
-    }
-    out.push(arg);
-  }
-  return out;
+  return argsWithout(args, FLAGS);
 }

@@ -5,6 +5,7 @@ import { shownArgs } from "../../plan/secret-args.ts";
 import { filesUnchanged, type LaunchFiles, type LaunchView } from "../../runtime/launch.ts";
 import { type FileIdentity, fileIdentity } from "../../util/file-identity.ts";
 import { logger } from "../../util/logger.ts";
+import { kvArgs } from "./kv-flags.ts";
 
 /**
  * What a saved slot is valid for. The file names no model: a model of the same shape restores
@@ -14,7 +15,8 @@ import { logger } from "../../util/logger.ts";
  * file replaced in place is another model), the context per slot, the KV cache types and flash
  * attention (the V layout), the chat template (the same words render to other tokens under another
  * one), llama-server's build (its file format), and the flags passed through (a models entry's
- * too: `--rope-freq-base` or a `--lora` there changes what every cached K holds), a key's or
+ * too: `--rope-freq-base` or a `--lora` there changes what every cached K holds) but those that
+ * cannot change a state's validity (threads, the HTTP server, the log: kv-flags.ts), a key's or
  * token's value masked as the plan report shows it (plan/secret-args.ts: it changes no cache, a
  * rotated one dropped every saved slot, and each sidecar kept a hash of it); and the
  * vision projector (`--mmproj`), identified as the model is: a saved slot holds the embeddings it
@@ -79,7 +81,7 @@ export function launchFingerprint(
     flashAttn: llama.flash_attn,
     chatTemplateHash: props.chat_template_hash,
     build: props.build_info,
-    extraArgs: shownArgs(launch.extraArgs ?? llama.extra_args),
+    extraArgs: shownArgs(kvArgs(launch.extraArgs ?? llama.extra_args)),
     ...(projector ? { projector } : {}),
   });
 }

@@ -91,6 +91,35 @@ describe("launchFingerprint", () => {
     );
   });
 
+  test("threads, the HTTP server and the log keep the fingerprint; what shapes the cache changes it", async () => {
+    // Hashed whole, `--threads 4` (or a port, a log flag) added to extra_args dropped every
+    // session's saved slot: each prompt was processed again, though none of them changes a state.
+    await using dir = tmpdir();
+    const { props } = setup(dir.path);
+    const of = (...args: string[]) => launchFingerprint(props, llama, launched(null, args));
+    const plain = of();
+    for (const args of [
+      ["--threads", "4"],
+      ["-t", "4", "-tb", "8", "--cpu-range=0-3", "--prio", "2", "--poll", "0"],
+      ["--port", "9000", "--threads-http", "2", "--timeout", "30", "--metrics", "--no-slots"],
+      ["--log-file", "/tmp/x.log", "-lv", "4", "--log-timestamps", "--no-webui", "--api-key", "k"],
+    ])
+      expect(of(...args)).toBe(plain);
+    // Kept out, a flag leaves the ones after it counting.
+    expect(of("--threads", "4", "--rope-freq-base", "20000")).toBe(of("--rope-freq-base", "20000"));
+    // A state saved under one flash-attn setting, context, KV type or adapter is never restored under another.
+    for (const args of [
+      ["-fa", "on"],
+      ["-c", "4096"],
+      ["-ctk", "q8_0"],
+      ["--lora", "a.gguf"],
+      ["-ub", "64"],
+    ]) {
+      expect(of(...args)).not.toBe(plain);
+      expect(of("--threads", "4", ...args)).toBe(of(...args));
+    }
+  });
+
   test("a launch's model is the file it was started with, and a file replaced since is seen", async () => {
     await using dir = tmpdir();
     const { props } = setup(dir.path);
