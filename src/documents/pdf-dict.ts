@@ -19,6 +19,11 @@ export type PdfValue =
 const WHITE = new Set(["\0", "\t", "\n", "\f", "\r", " "]);
 const DELIMITERS = new Set(["(", ")", "<", ">", "[", "]", "{", "}", "/", "%"]);
 
+/** Whether `c` continues a word (a name, a number, a keyword), as pdf.js's lexer reads one. */
+export function isRegular(c: string | undefined): boolean {
+  return c !== undefined && !WHITE.has(c) && !DELIMITERS.has(c);
+}
+
 /**
  * A reader over `text` from `pos`, never past `end`; every step moves forward, so a read is
  * linear in what it covers. The stream pass bounds each read (a dictionary must close before its

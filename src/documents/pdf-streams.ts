@@ -1,7 +1,7 @@
 import { type BrotliOptions, brotliDecompress, constants, inflate, type ZlibOptions } from "node:zlib";
 import { MAX_INFLATED_STREAM_BYTES, MAX_INFLATED_TOTAL_BYTES, MAX_PDF_STREAMS } from "./limits.ts";
 import { ascii85Decode, asciiHexDecode, type Decoded, lzwDecode, runLengthDecode } from "./pdf-decoders.ts";
-import { PdfLexer, type PdfValue } from "./pdf-dict.ts";
+import { isRegular, PdfLexer, type PdfValue } from "./pdf-dict.ts";
 import { documentProblem } from "./refusal.ts";
 import { nextTurn } from "./turn.ts";
 
@@ -19,7 +19,7 @@ import { nextTurn } from "./turn.ts";
 export async function checkPdfStreams(bytes: Uint8Array): Promise<void> {
   const raw = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const text = raw.toString("latin1");
-  const pdf: Pdf = { text, headers: undefined, objects: undefined, resolved: new Map() };
+  const pdf: Pdf = { text, headers: undefined, objects: undefined, resolved: new Map(), lineBreak: -1 };
   let total = 0;
   let seen = 0;
   let after = 0;
@@ -28,8 +28,9 @@ export async function checkPdfStreams(bytes: Uint8Array): Promise<void> {
       throw documentProblem("too_large", `the PDF has over ${MAX_PDF_STREAMS} streams`);
     if (seen % 256 === 0) await nextTurn();
     const stream = streamAt(pdf, at, after);
-    if (text[at - 1] !== "d") after = at + 6;
-    if (!stream) continue;
+    if (stream === undefined) continue;
+    after = at + 6;
+    if (stream === "unmeasured") continue;
     const size = await decodedSize(raw.subarray(stream.start, stream.end), stream);
     total += size === "too_large" ? Number.POSITIVE_INFINITY : size;
     if (total > MAX_INFLATED_TOTAL_BYTES)
@@ -51,6 +52,8 @@ interface Pdf {
   /** `n g` to the index of its header in `headers`, the last of a number winning as in an update. */
   objects: Map<string, number> | undefined;
   resolved: Map<string, PdfValue | undefined>;
+  /** The first line break at or after the last keyword looked at (`dataStart`), the text's length when none. */
+  lineBreak: number;
 }
 
 interface Stream {
@@ -79,16 +82,19 @@ const FILTERS: Record<string, string> = {
 /** How many object headers before a stream are tried for the one whose dictionary ends at it. */
 const HEADER_TRIES = 32;
 
-/** The data and filters of a non-image stream whose keyword is at `at`, or undefined. */
-function streamAt(pdf: Pdf, at: number, after: number): Stream | undefined {
+/**
+ * The data and filters of a non-image stream whose keyword is at `at`; "unmeasured" for a
+ * keyword whose data is not (an image, no filter, no dictionary); undefined where "stream" is
+ * not the keyword but part of a word ("endstream", "upstream", "streams"), as pdf.js's lexer
+ * reads words whole.
+ */
+function streamAt(pdf: Pdf, at: number, after: number): Stream | "unmeasured" | undefined {
   const text = pdf.text;
-  if (text[at - 1] === "d") return undefined; // "endstream"
-  const eol = text.startsWith("\r\n", at + 6) ? 2 : text[at + 6] === "\n" || text[at + 6] === "\r" ? 1 : 0;
-  if (eol === 0) return undefined;
+  if (isRegular(text[at - 1]) || isRegular(text[at + 6])) return undefined;
   const dict = dictBefore(pdf, after, at);
-  if (!dict) return undefined;
+  if (!dict) return "unmeasured";
   const subtype = dict.get("Subtype");
-  if (subtype?.kind === "name" && subtype.name === "Image") return undefined;
+  if (subtype?.kind === "name" && subtype.name === "Image") return "unmeasured";
   // pdf.js reads /F before /Filter and /DP before /DecodeParms (the abbreviations of inline images).
   const filterValue = resolve(pdf, dict.get("F") ?? dict.get("Filter"));
   const items = filterValue?.kind === "array" ? filterValue.items : filterValue ? [filterValue] : [];
@@ -96,14 +102,14 @@ function streamAt(pdf: Pdf, at: number, after: number): Stream | undefined {
     const v = resolve(pdf, item);
     return v?.kind === "name" ? (FILTERS[v.name] ?? "other") : "other";
   });
-  if (filters.length === 0) return undefined;
+  if (filters.length === 0) return "unmeasured";
   const params = resolve(pdf, dict.get("DP") ?? dict.get("DecodeParms"));
   const earlyChange = filters.map((_, i) => {
     const p = params?.kind === "array" ? resolve(pdf, params.items[i]) : params;
     const e = p?.kind === "dict" ? resolve(pdf, p.entries.get("EarlyChange")) : undefined;
     return e?.kind === "number" ? e.value : 1;
   });
-  const start = at + 6 + eol;
+  const start = dataStart(pdf, at + 6);
   const length = resolve(pdf, dict.get("Length"));
   return { start, end: dataEnd(pdf, length, start), filters, earlyChange };
 }
@@ -192,6 +198,22 @@ function objectIndex(text: string, headers: number[]): Map<string, number> {
   }
   return index;
 }
+
+/**
+ * Where pdf.js starts the data: after the line break that ends the keyword's line, whatever is
+ * before it (its `skipToNextLine`: `stream  % x` then a line break is a stream). Looked for once
+ * per line, however many keywords are on it: keywords come in file order.
+ */
+function dataStart(pdf: Pdf, from: number): number {
+  const text = pdf.text;
+  if (pdf.lineBreak < from) {
+    LINE_BREAK.lastIndex = from;
+    pdf.lineBreak = LINE_BREAK.exec(text)?.index ?? text.length;
+  }
+  const at = pdf.lineBreak;
+  return at + (text.startsWith("\r\n", at) ? 2 : at < text.length ? 1 : 0);
+}
+const LINE_BREAK = /[\r\n]/g;
 
 /** Where pdf.js ends the data: at /Length when "endstream" follows it there, else at the first "endstream". */
 function dataEnd(pdf: Pdf, length: PdfValue | undefined, start: number): number {

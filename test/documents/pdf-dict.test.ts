@@ -23,6 +23,9 @@ const DICTIONARIES = [
   "/Filter /FlateDecode /X (9 0 obj << /Filter /DCTDecode /Q \\()",
   "/DecodeParms << /Filter /DCTDecode >> /Filter /FlateDecode",
   "/Filter /DCTDecode /Filter /FlateDecode",
+  // "stream" in a word is no keyword (each was taken for one, and the real one after it hidden).
+  "/X (streams) /Filter /FlateDecode",
+  "/X (upstream\n) /Filter /FlateDecode",
 ];
 
 async function textOf(pdf: Uint8Array): Promise<string> {
@@ -41,6 +44,16 @@ describe("a stream's dictionary read as pdf.js reads it", () => {
     test(`${JSON.stringify(dict)}: pdf.js inflates it, and the pass measures it`, async () => {
       expect(await textOf(pdfOf([{ dict, data: page }]))).toBe("Inflated");
       await expect(checkPdfStreams(pdfOf([{ dict, data: bomb }]))).rejects.toThrow(tooLarge);
+    });
+  }
+
+  // pdf.js starts the data after the keyword's line, whatever else is on it; the pass looked for
+  // a line break right after the keyword and passed over the stream.
+  for (const keyword of ["stream \n", "stream  % a comment\r\n", "stream\t\r"]) {
+    test(`${JSON.stringify(keyword)}: pdf.js inflates it, and the pass measures it`, async () => {
+      const dict = "/Filter /FlateDecode";
+      expect(await textOf(pdfOf([{ dict, data: page, keyword }]))).toBe("Inflated");
+      await expect(checkPdfStreams(pdfOf([{ dict, data: bomb, keyword }]))).rejects.toThrow(tooLarge);
     });
   }
 
@@ -68,6 +81,10 @@ describe("the stream pass is linear in the file, whatever its streams", () => {
   test("a header per stream whose dictionary never closes (a string, a hex string)", async () => {
     await pass("1 0 obj <</Filter /FlateDecode /A (stream\n".repeat(99_000));
     await pass("1 0 obj <</Filter /FlateDecode /A <stream\n".repeat(99_000));
+  });
+
+  test("keywords on one line that never ends", async () => {
+    await pass("1 0 obj <</Filter /FlateDecode>> stream ".repeat(99_000));
   });
 
   test("streams far from any header", async () => {

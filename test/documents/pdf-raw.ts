@@ -1,8 +1,11 @@
 import { deflateSync } from "node:zlib";
 
 /** Raw PDFs for the PDF thread's tests (pdf-thread.test.ts, pdf-gap-probe.ts). */
-/** A PDF whose pages' content streams are given raw, each with its own dictionary entries. */
-export function pdfOf(pages: { dict: string; data: Uint8Array }[]): Uint8Array {
+/**
+ * A PDF whose pages' content streams are given raw, each with its own dictionary entries (and
+ * its own `stream` keyword line when given).
+ */
+export function pdfOf(pages: { dict: string; data: Uint8Array; keyword?: string }[]): Uint8Array {
   const parts: Buffer[] = [];
   const offsets: number[] = [];
   let size = 0;
@@ -27,7 +30,7 @@ export function pdfOf(pages: { dict: string; data: Uint8Array }[]): Uint8Array {
       n,
       `<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 3 0 R >> >> /Contents ${n + 1} 0 R >>`,
     );
-    const head = `<< /Length ${p.data.byteLength} ${p.dict} >>\nstream\n`;
+    const head = `<< /Length ${p.data.byteLength} ${p.dict} >>\n${p.keyword ?? "stream\n"}`;
     obj(n + 1, Buffer.concat([Buffer.from(head), Buffer.from(p.data), Buffer.from("\nendstream")]));
   });
   const xref = size;
