@@ -1,5 +1,28 @@
 import { z } from "zod";
-import { ChatMessageSchema } from "../protocol/chat-message.ts";
+import { type ChatMessage, ChatMessageSchema } from "../protocol/chat-message.ts";
+
+/**
+ * Messages checked one at a time, stopping at the first that is not one: z.array keeps an issue
+ * per bad element, and a 0.1 file of millions (10 MiB of `1,`: 2 GB) could have the core killed
+ * at each start. The issue keeps its place (a resume's warning names it, agent/turn/session.ts).
+ */
+export const MessagesSchema = z.array(z.unknown()).transform((items, ctx): ChatMessage[] => {
+  for (let i = 0; i < items.length; i++) {
+    const m = ChatMessageSchema.safeParse(items[i]);
+    if (!m.success) {
+      const issue = m.error.issues[0];
+      ctx.addIssue({
+        code: "custom",
+        path: [i, ...(issue?.path ?? [])],
+        message: issue?.message ?? "invalid",
+      });
+      return z.NEVER;
+    }
+    // In place: a second array as long as the file's would double what the parse holds.
+    items[i] = m.data;
+  }
+  return items as ChatMessage[];
+});
 
 /** The state of an unfinished turn (L2 checkpoint), enough to resume it without redoing tools. */
 export const CheckpointSchema = z.object({
@@ -12,7 +35,7 @@ export const CheckpointSchema = z.object({
   parse_errors: z.number().int().nonnegative(),
   best_text: z.string(),
   /** Messages this turn added after the history (user input first). */
-  turn: z.array(ChatMessageSchema),
+  turn: MessagesSchema,
   /** An edit or a regenerate: the session's messages from this seq on are replaced by the turn. */
   replace_from_seq: z.number().int().nonnegative().optional(),
   /**

@@ -11,12 +11,12 @@ import {
 } from "node:fs";
 import { join } from "node:path";
 import { z } from "zod";
-import { type ChatMessage, ChatMessageSchema } from "../protocol/chat-message.ts";
+import type { ChatMessage } from "../protocol/chat-message.ts";
 import { SafeIdSchema } from "../protocol/safe-id.ts";
 import { logger } from "../util/logger.ts";
 import { ensurePrivateDir, PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from "../util/private-fs.ts";
 import { openRegularFile } from "../util/read-file.ts";
-import { type Checkpoint, CheckpointSchema } from "./checkpoint.ts";
+import { type Checkpoint, CheckpointSchema, MessagesSchema } from "./checkpoint.ts";
 import { Conversations } from "./conversations.ts";
 import { wasWriteAgain } from "./earlier-requests.ts";
 import { erasedSince, erasureMark } from "./erasures.ts";
@@ -35,7 +35,7 @@ import { NEW_MEMORY_ID } from "./memory-ids.ts";
 export const IMPORTED_DIR = "imported-0.1";
 const MARKER = "import_v01";
 
-export const HistorySchema = z.object({ version: z.literal(1), messages: z.array(ChatMessageSchema) });
+export const HistorySchema = z.object({ version: z.literal(1), messages: MessagesSchema });
 const TurnSchema = z.object({ id: z.string(), session_id: SafeIdSchema, text: z.string(), at: z.string() });
 export const TurnsSchema = z.object({ version: z.literal(1), turns: z.array(z.unknown()) });
 /**
