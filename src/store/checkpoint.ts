@@ -2,11 +2,18 @@ import { z } from "zod";
 import { type ChatMessage, ChatMessageSchema } from "../protocol/chat-message.ts";
 
 /**
+ * A JSON array as it was parsed: z.array, even of z.unknown(), builds a result per element, and a
+ * 0.1 file of millions of `{}` cost ~2 GB for 31 MiB before its first was even looked at.
+ */
+export const JsonArraySchema = z.custom<unknown[]>((v) => Array.isArray(v), "expected an array");
+
+/**
  * Messages checked one at a time, stopping at the first that is not one: z.array keeps an issue
  * per bad element, and a 0.1 file of millions (10 MiB of `1,`: 2 GB) could have the core killed
  * at each start. The issue keeps its place (a resume's warning names it, agent/turn/session.ts).
  */
-export const MessagesSchema = z.array(z.unknown()).transform((items, ctx): ChatMessage[] => {
+export const MessagesSchema = JsonArraySchema.transform((items, ctx): ChatMessage[] => {
+  const out = new Array<ChatMessage>(items.length);
   for (let i = 0; i < items.length; i++) {
     const m = ChatMessageSchema.safeParse(items[i]);
     if (!m.success) {
@@ -18,10 +25,9 @@ export const MessagesSchema = z.array(z.unknown()).transform((items, ctx): ChatM
       });
       return z.NEVER;
     }
-    // In place: a second array as long as the file's would double what the parse holds.
-    items[i] = m.data;
+    out[i] = m.data;
   }
-  return items as ChatMessage[];
+  return out;
 });
 
 /** The state of an unfinished turn (L2 checkpoint), enough to resume it without redoing tools. */

@@ -53,7 +53,7 @@ const WRITE_TEMP = /^\.[0-9a-f]{12}\.tmp$/;
  * cannot be read goes whole when it names the session, with a warning: the import could not read
  * it either; one in `users/` that cannot be rewritten fails the erase, as its other entries may
  * not be imported yet). A session's erase reads and rewrites each of the user's memory files whole (up to
- * 256 MiB each: about a second per 100 MB), so it runs on the store's thread
+ * 32 MiB each, import-v01.ts MAX_V01_FILE_BYTES: about a second per 100 MB), so it runs on the store's thread
  * (Store.deleteSession), never on the main loop. `found`: tests, called with the user's folder
  * in `users/` before its erase.
  */
@@ -161,7 +161,7 @@ function eraseTail(tree: string, e: TailErase): void {
   if (cpReplaced) inputs.add(cp.user_input);
   // From the first message every turn is replaced: all of the session's entries go. Past the 0.1
   // turns (a 1.0 answer regenerated after them, say) none is: the memory files, every session's
-  // entries and up to 256 MiB each, are not read, as the edit's commit waits on this.
+  // entries and up to 32 MiB each, are not read, as the edit's commit waits on this.
   if (e.all || inputs.size > 0) eraseTailMemory(join(tree, "memory"), e, e.all ? undefined : inputs);
   // A 0.1 write's temp file a kill left (0.1 removed it at the session's next turn): a copy of the
   // history or the checkpoint, never imported, holding the replaced turns.

@@ -106,8 +106,13 @@ export async function runImport(r: ImportRun): Promise<void> {
   if (r.stopped()) return;
   if (!(await r.run({ kind: "finish", dataDir: r.dataDir, at: r.now().getTime() }))) return;
   logger.info(
-    `imported the 0.1 data folder: ${report.sessions} sessions, ${report.checkpoints} interrupted turns, ${report.memory} memory entries${report.skipped.length ? `; not imported (unreadable, kept in ${IMPORTED_DIR}/): ${report.skipped.join(", ")}` : ""}`,
+    `imported the 0.1 data folder: ${report.sessions} sessions, ${report.checkpoints} interrupted turns, ${report.memory} memory entries`,
   );
+  // A warning: the host's user has text the core does not show (a file unreadable, or past the cap).
+  if (report.skipped.length)
+    logger.warn(
+      `0.1 files not imported (kept as they were in ${IMPORTED_DIR}/): ${report.skipped.join(", ")}`,
+    );
 }
 
 /**

@@ -16,7 +16,7 @@ import { SafeIdSchema } from "../protocol/safe-id.ts";
 import { logger } from "../util/logger.ts";
 import { ensurePrivateDir, PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from "../util/private-fs.ts";
 import { openRegularFile } from "../util/read-file.ts";
-import { type Checkpoint, CheckpointSchema, MessagesSchema } from "./checkpoint.ts";
+import { type Checkpoint, CheckpointSchema, JsonArraySchema, MessagesSchema } from "./checkpoint.ts";
 import { Conversations } from "./conversations.ts";
 import { wasWriteAgain } from "./earlier-requests.ts";
 import { erasedSince, erasureMark } from "./erasures.ts";
@@ -37,7 +37,7 @@ const MARKER = "import_v01";
 
 export const HistorySchema = z.object({ version: z.literal(1), messages: MessagesSchema });
 const TurnSchema = z.object({ id: z.string(), session_id: SafeIdSchema, text: z.string(), at: z.string() });
-export const TurnsSchema = z.object({ version: z.literal(1), turns: z.array(z.unknown()) });
+export const TurnsSchema = z.object({ version: z.literal(1), turns: JsonArraySchema });
 /**
  * A user or session folder the protocol can name (protocol/safe-id.ts): one it cannot (a Windows
  * device name, which 0.1 let through) would be imported as rows no method could read or erase.
@@ -117,14 +117,21 @@ function safeEntries(dir: string): string[] {
   }
 }
 
-/** Past this a 0.1 file is not read (the 0.1 store kept whole histories; none came near it). */
-const MAX_V01_FILE_BYTES = 256 * 2 ** 20;
+/**
+ * Past this a 0.1 file is not read, by the import nor an erase: it is parsed whole in the core's
+ * own process, and JSON of many small values costs far more than its bytes (64 MiB of `{},`:
+ * ~1.9 GB; small real messages ~14x). Left as it is (docs/agent.md); 0.1 histories come nowhere near.
+ */
+export const MAX_V01_FILE_BYTES = 32 * 2 ** 20;
+
+/** A file past the cap: its size is all that is read, and the import names why it skipped it. */
+class TooLarge extends Error {}
 
 /** A 0.1 file's JSON; a FIFO, a link or anything but a regular file in its place is refused, never waited on. */
-export function readJson(path: string): unknown {
+export function readJson(path: string, maxBytes = MAX_V01_FILE_BYTES): unknown {
   const { fd, size } = openRegularFile(path, { follow: false });
   try {
-    if (size > MAX_V01_FILE_BYTES) throw new Error(`over ${MAX_V01_FILE_BYTES} bytes`);
+    if (size > maxBytes) throw new TooLarge(`over ${maxBytes} bytes`);
     const buffer = Buffer.alloc(size);
     let at = 0;
     while (at < size) {
@@ -146,7 +153,7 @@ export function readJson(path: string): unknown {
 export function importUnit(
   db: Database,
   dataDir: string,
-  work: { unit: V01Unit; mark: number; at: number },
+  work: { unit: V01Unit; mark: number; at: number; maxBytes?: number },
   conv = new Conversations(db),
 ): ImportReport | "done" {
   const { unit, mark } = work;
@@ -156,10 +163,11 @@ export function importUnit(
   const r = emptyReport();
   if (done()) return r;
   const dir = join(dataDir, "users", unit.user);
+  const max = work.maxBytes ?? MAX_V01_FILE_BYTES;
   const write =
     unit.session === undefined
-      ? readMemory(dir, unit.user, r)
-      : readSession(join(dir, "sessions", unit.session), unit.user, unit.session, r);
+      ? readMemory(dir, unit.user, r, max)
+      : readSession(join(dir, "sessions", unit.session), unit.user, unit.session, r, max);
   return db
     .transaction((): ImportReport | "done" => {
       if (marked(db)) return "done";
@@ -182,22 +190,22 @@ function readFile<T>(path: string, label: string, r: ImportReport, read: () => T
   if (!existsSync(path)) return undefined;
   try {
     return read();
-  } catch {
-    r.skipped.push(label);
+  } catch (err) {
+    r.skipped.push(err instanceof TooLarge ? `${label} (${err.message})` : label);
     return undefined;
   }
 }
 
-function readSession(dir: string, user: string, session: string, r: ImportReport): UnitWrite {
+function readSession(dir: string, user: string, session: string, r: ImportReport, max: number): UnitWrite {
   const label = `users/${user}/sessions/${session}`;
   const hPath = join(dir, "history.json");
   const history = readFile(hPath, `${label}/history.json`, r, () => ({
-    messages: HistorySchema.parse(readJson(hPath)).messages,
+    messages: HistorySchema.parse(readJson(hPath, max)).messages,
     at: statSync(hPath).mtime,
   }));
   const cPath = join(dir, "checkpoint.json");
   const checkpoint = readFile(cPath, `${label}/checkpoint.json`, r, () => {
-    const cp: Checkpoint = CheckpointSchema.parse(readJson(cPath));
+    const cp: Checkpoint = CheckpointSchema.parse(readJson(cPath, max));
     return { cp, at: new Date(Date.parse(cp.updated_at) || statSync(cPath).mtimeMs) };
   });
   return (conv, db) => {
@@ -263,9 +271,11 @@ function heldCheckpoint(db: Database, user: string, session: string): (() => voi
   };
 }
 
-function readMemory(dir: string, user: string, r: ImportReport): UnitWrite {
+function readMemory(dir: string, user: string, r: ImportReport, max: number): UnitWrite {
   const path = join(dir, "memory", "turns.json");
-  const file = readFile(path, `users/${user}/memory/turns.json`, r, () => TurnsSchema.parse(readJson(path)));
+  const file = readFile(path, `users/${user}/memory/turns.json`, r, () =>
+    TurnsSchema.parse(readJson(path, max)),
+  );
   return (_conv, db, erased) => {
     if (!file) return;
     const insert = db.query(

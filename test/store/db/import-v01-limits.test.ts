@@ -1,6 +1,13 @@
-import { expect, test } from "bun:test";
+import { expect, spyOn, test } from "bun:test";
+import { existsSync, mkdirSync, statSync, truncateSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { CheckpointSchema } from "../../../src/store/checkpoint.ts";
-import { HistorySchema } from "../../../src/store/import-v01.ts";
+import { openStore } from "../../../src/store/db/open.ts";
+import * as v01 from "../../../src/store/import-v01.ts";
+import { HistorySchema, importUnit } from "../../../src/store/import-v01.ts";
+import { Store } from "../../../src/store/store.ts";
+import { logger } from "../../../src/util/logger.ts";
+import { tmpdir } from "../../fixtures/tmpdir.ts";
 
 /**
  * What a 0.1 file costs to import, bounded (docs/agent.md, "Import of the 0.1 layout"): read
@@ -46,4 +53,87 @@ test("good messages still parse, each as its schema leaves it", () => {
     messages[1] as never,
     messages[2] as never,
   ]);
+});
+
+/** ann's session `big` whose history.json holds `bytes` of JSON (padded), its database open. */
+function bigSession(bytes: number) {
+  const dir = tmpdir();
+  const session = join(dir.path, "users", "ann", "sessions", "big");
+  mkdirSync(session, { recursive: true });
+  const json = JSON.stringify({ version: 1, messages: [{ role: "user", content: "the words" }] });
+  writeFileSync(join(session, "history.json"), json.padEnd(bytes, " "));
+  const opened = openStore(dir.path);
+  return {
+    dir,
+    db: opened.db,
+    history: join(session, "history.json"),
+    [Symbol.dispose]() {
+      opened.db.close();
+      dir[Symbol.dispose]();
+    },
+  };
+}
+
+test("a 0.1 file past the cap is not imported, kept as it was, named with why, and not read again", () => {
+  using s = bigSession(4096);
+  const unit = { unit: { user: "ann", session: "big" }, mark: 0, at: 0, maxBytes: 1024 };
+  const report = importUnit(s.db, s.dir.path, unit);
+  expect(report).not.toBe("done");
+  expect(report === "done" ? [] : report.skipped).toEqual([
+    "users/ann/sessions/big/history.json (over 1024 bytes)",
+  ]);
+  expect(s.db.query("SELECT COUNT(*) AS n FROM messages").get()).toEqual({ n: 0 });
+  expect(existsSync(s.history)).toBe(true);
+  expect(statSync(s.history).size).toBe(4096);
+  // The unit is recorded: the next start (the import resumed) neither reads it again nor reports it twice.
+  expect(s.db.query("SELECT key FROM meta WHERE key = 'import_v01:ann/big'").get()).not.toBeNull();
+  expect(importUnit(s.db, s.dir.path, unit)).toEqual(v01.emptyReport());
+});
+
+test("a 0.1 file within the cap is imported", () => {
+  using s = bigSession(1024);
+  const report = importUnit(s.db, s.dir.path, {
+    unit: { user: "ann", session: "big" },
+    mark: 0,
+    at: 0,
+    maxBytes: 1024,
+  });
+  expect(report === "done" ? -1 : report.sessions).toBe(1);
+  expect(s.db.query("SELECT COUNT(*) AS n FROM messages").get()).toEqual({ n: 1 });
+});
+
+test("the cap a 0.1 file is read to keeps a hostile file's parse well under the core's memory", () => {
+  // Measured: JSON.parse of 64 MiB of `{},` peaks near 1.9 GB; realistic small messages cost ~14x their bytes.
+  expect(v01.MAX_V01_FILE_BYTES).toBeLessThanOrEqual(32 * 2 ** 20);
+});
+
+test("a start with a 0.1 file past the cap warns of it, imports the rest, and keeps it whole", async () => {
+  using dir = tmpdir();
+  const sessions = join(dir.path, "users", "ann", "sessions");
+  mkdirSync(join(sessions, "big"), { recursive: true });
+  // Sparse: past the cap, its size is all that is read (no 32 MiB written here).
+  const big = join(sessions, "big", "history.json");
+  writeFileSync(big, "");
+  truncateSync(big, v01.MAX_V01_FILE_BYTES + 1);
+  mkdirSync(join(sessions, "small"));
+  writeFileSync(
+    join(sessions, "small", "history.json"),
+    JSON.stringify({ version: 1, messages: [{ role: "user", content: "hi" }] }),
+  );
+  const lines: string[] = [];
+  const warn = spyOn(logger, "warn").mockImplementation((line: string) => void lines.push(line));
+  try {
+    const store = Store.open(dir.path);
+    await store.whenImported();
+    expect(store.list("ann", 10).sessions.map((s) => s.session_id)).toEqual(["small"]);
+    store.close();
+  } finally {
+    warn.mockRestore();
+  }
+  expect(lines.filter((l) => l.includes("0.1"))).toEqual([
+    `0.1 files not imported (kept as they were in imported-0.1/): users/ann/sessions/big/history.json (over ${v01.MAX_V01_FILE_BYTES} bytes)`,
+  ]);
+  expect(
+    statSync(join(dir.path, "imported-0.1", "users", "ann", "sessions", "big", "history.json")).size,
+  ).toBe(v01.MAX_V01_FILE_BYTES + 1);
 });
