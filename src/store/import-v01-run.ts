@@ -102,17 +102,17 @@ export async function runImport(r: ImportRun): Promise<void> {
     report.checkpoints += done.checkpoints;
     report.memory += done.memory;
     report.skipped.push(...done.skipped);
+    // At once: the unit is recorded, and an import stopped before its end, resumed, reads it no more.
+    if (done.skipped.length)
+      logger.warn(
+        `0.1 files not imported, kept as they were (in ${IMPORTED_DIR}/ once all is imported): ${done.skipped.join(", ")}`,
+      );
   }
   if (r.stopped()) return;
   if (!(await r.run({ kind: "finish", dataDir: r.dataDir, at: r.now().getTime() }))) return;
   logger.info(
-    `imported the 0.1 data folder: ${report.sessions} sessions, ${report.checkpoints} interrupted turns, ${report.memory} memory entries`,
+    `imported the 0.1 data folder: ${report.sessions} sessions, ${report.checkpoints} interrupted turns, ${report.memory} memory entries${report.skipped.length ? `; ${report.skipped.length} files not imported (warned of above)` : ""}`,
   );
-  // A warning: the host's user has text the core does not show (a file unreadable, or past the cap).
-  if (report.skipped.length)
-    logger.warn(
-      `0.1 files not imported (kept as they were in ${IMPORTED_DIR}/): ${report.skipped.join(", ")}`,
-    );
 }
 
 /**

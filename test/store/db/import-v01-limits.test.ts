@@ -7,6 +7,7 @@ import * as v01 from "../../../src/store/import-v01.ts";
 import { HistorySchema, importUnit } from "../../../src/store/import-v01.ts";
 import { Store } from "../../../src/store/store.ts";
 import { logger } from "../../../src/util/logger.ts";
+import { holdImportBefore } from "../../fixtures/store-v01/hold-import.ts";
 import { tmpdir } from "../../fixtures/tmpdir.ts";
 
 /**
@@ -107,8 +108,9 @@ test("the cap a 0.1 file is read to keeps a hostile file's parse well under the 
   expect(v01.MAX_V01_FILE_BYTES).toBeLessThanOrEqual(32 * 2 ** 20);
 });
 
-test("a start with a 0.1 file past the cap warns of it, imports the rest, and keeps it whole", async () => {
-  using dir = tmpdir();
+/** ann's sessions `big`, its history.json past the cap, and `small`, in a new folder. */
+function pastTheCap() {
+  const dir = tmpdir();
   const sessions = join(dir.path, "users", "ann", "sessions");
   mkdirSync(join(sessions, "big"), { recursive: true });
   // Sparse: past the cap, its size is all that is read (no 32 MiB written here).
@@ -120,6 +122,11 @@ test("a start with a 0.1 file past the cap warns of it, imports the rest, and ke
     join(sessions, "small", "history.json"),
     JSON.stringify({ version: 1, messages: [{ role: "user", content: "hi" }] }),
   );
+  return dir;
+}
+
+test("a start with a 0.1 file past the cap warns of it, imports the rest, and keeps it whole", async () => {
+  using dir = pastTheCap();
   const lines: string[] = [];
   const warn = spyOn(logger, "warn").mockImplementation((line: string) => void lines.push(line));
   try {
@@ -131,9 +138,33 @@ test("a start with a 0.1 file past the cap warns of it, imports the rest, and ke
     warn.mockRestore();
   }
   expect(lines.filter((l) => l.includes("0.1"))).toEqual([
-    `0.1 files not imported (kept as they were in imported-0.1/): users/ann/sessions/big/history.json (over ${v01.MAX_V01_FILE_BYTES} bytes)`,
+    `0.1 files not imported, kept as they were (in imported-0.1/ once all is imported): users/ann/sessions/big/history.json (over ${v01.MAX_V01_FILE_BYTES} bytes)`,
   ]);
   expect(
     statSync(join(dir.path, "imported-0.1", "users", "ann", "sessions", "big", "history.json")).size,
   ).toBe(v01.MAX_V01_FILE_BYTES + 1);
+});
+
+test("a file the import skipped is warned of at once, not only when the import finishes", async () => {
+  using dir = pastTheCap();
+  const lines: string[] = [];
+  const warn = spyOn(logger, "warn").mockImplementation((line: string) => void lines.push(line));
+  // Stopped before its last unit (a host that quit): `big`'s unit is recorded, and the next start,
+  // which goes on from there, never reads it again. Warned of only at the end, it never was.
+  const held = holdImportBefore("ann/small");
+  try {
+    const store = Store.open(dir.path, { beforeImportUnit: held.hook });
+    await held.reached;
+    store.close();
+    held.release();
+    await store.whenImported();
+    const again = Store.open(dir.path);
+    await again.whenImported();
+    again.close();
+  } finally {
+    warn.mockRestore();
+  }
+  expect(lines.filter((l) => l.includes("history.json"))).toEqual([
+    `0.1 files not imported, kept as they were (in imported-0.1/ once all is imported): users/ann/sessions/big/history.json (over ${v01.MAX_V01_FILE_BYTES} bytes)`,
+  ]);
 });
