@@ -328,11 +328,11 @@ export class Store {
   }
 
   /**
-   * The pages' rewrite a write owes (a refused turn's staged images dropped: attachments.ts), done
-   * now, off the loop as an erase is; nothing when none is owed.
+   * The pages' rewrite a write owes (a turn's staged images dropped: attachments.ts), done now, off
+   * the loop as an erase is; none owed, nothing. `signal` ends its wait in line (it stays owed).
    */
-  settleOwed(): Promise<unknown> {
-    return this.erases.add(() => this.offLoop({ kind: "owed" }));
+  settleOwed(signal?: AbortSignal): Promise<unknown> {
+    return this.erases.add(() => this.offLoop({ kind: "owed" }), signal);
   }
 
   /** An edit's commit (it erases the tail it replaces, from the kept 0.1 files first: import-v01-run.ts `editErase`), a long turn's, a long input's checkpoint: off the loop as an erase is (`signal`: EraseQueue.add). */

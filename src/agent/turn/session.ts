@@ -143,9 +143,10 @@ export class TurnSession {
     // Unless written in the lease's write.
     if (!this.inputSaved) await this.writeFirst(signal);
     // The set-aside turn's photos go as a refused turn's (`putBack`): else the log and the freed
-    // pages held their bytes until the next erase or start.
+    // pages held their bytes until the next erase or start. A cancel ends its wait behind other
+    // erases (before run_start); that or a failure leaves the rewrite owed.
     if (this.setAside && refsOf(stateOf(this.prior as Checkpoint).turn).length > 0)
-      await this.store.settleOwed().catch(() => undefined);
+      await this.store.settleOwed(signal).catch(() => signal?.throwIfAborted());
     return this;
   }
 
