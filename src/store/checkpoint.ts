@@ -45,6 +45,11 @@ export const CheckpointSchema = z.object({
   /** An edit or a regenerate: the session's messages from this seq on are replaced by the turn. */
   replace_from_seq: z.number().int().nonnegative().optional(),
   /**
+   * The turn set aside an interrupted one (not resumed): the saved KV state holding that one goes
+   * at the commit, a resume's too (docs/agent.md#prompt-reuse).
+   */
+  set_aside: z.literal(true).optional(),
+  /**
    * What the step being run had streamed when its request failed (the server died, a cancel):
    * its reasoning and text so far, kept for the host to see; the step runs again on resume.
    */

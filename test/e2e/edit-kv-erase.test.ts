@@ -113,6 +113,41 @@ describe.skipIf(!onPosix)("an edit's erase reaches the saved KV state", () => {
     await chat({ session_id: "b", input: "something else" });
     await goneForGood(core, kv, "QMASIDEKV");
   }, 60_000);
+  test("a turn that set aside a broken-off one, broken off itself and finished by a resume, erases it too", async () => {
+    // The fresh turn that sets the interrupted one aside ends in an error (llama-server died
+    // mid-reply): it is committed by the resume that finishes it, which sets nothing aside
+    // itself. The set-aside turn's words must go then, as after an edit finished by a resume.
+    await using dir = tmpdir();
+    const stack = writeStack(dir.path, {
+      tools: [],
+      script: [
+        { content: "one two three four five six seven eight", chunk_delay_ms: 300, hang: true },
+        { content: "a b c d e f", crash_after_chunks: 2 },
+      ],
+    });
+    const kv = join(stack.dataDir, "kv");
+    await using core = spawnCore({ cwd: dir.path, env: stack.env });
+    const chat = chatsOf(core);
+    core.send({
+      id: "slow",
+      method: "chat",
+      params: { session_id: "a", input: "my secret QMASIDERESUMEKV here" },
+    });
+    await core.waitFor((ms) => ms.some((m) => m.id === "slow" && m.event === "llm_chunk"));
+    await core.request({ id: "x", method: "cancel", params: { request_id: "slow" } });
+    await core.waitFor(() => core.terminal("slow") !== undefined);
+    expect(await waitUntil(() => filesHolding(kv, "QMASIDERESUMEKV").length > 0, 10_000)).toBe(true);
+    const broken = await core.request(
+      { id: "fresh", method: "chat", params: { session_id: "a", input: "something new" } },
+      30_000,
+    );
+    expect(broken.type).toBe("error");
+    // A restarted stand-in reads its script from the start: from now on it echoes.
+    writeFileSync(stack.env.FAKE_LLAMA_SCRIPT, "[]");
+    await chat({ session_id: "a", resume: true });
+    await chat({ session_id: "b", input: "something else" });
+    await goneForGood(core, kv, "QMASIDERESUMEKV");
+  }, 60_000);
   test("several models: the session's pre-edit state in another model's slot is not saved after the edit", async () => {
     // The session last ran on `second`, whose slot still holds it unsaved; the edit runs on the
     // default model, whose slot is saved once it is quiet. Another chat keeps `second` busy past

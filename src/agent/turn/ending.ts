@@ -258,8 +258,10 @@ async function commit(ctx: TurnContext, closing: Closing & { session: "commit" }
   ctx.session.state.turn.push(answer);
   await ctx.session.commit(memoryText(ctx, response));
   // A resume's params name no edit: the checkpoint says whether the turn was one. A turn that
-  // set aside an interrupted one replaced that turn's words and images in the slot as an edit does.
-  if (ctx.session.state.replace_from_seq !== undefined || ctx.session.setAside) ctx.deps.edited?.();
+  // set aside an interrupted one replaced that turn's words and images in the slot as an edit
+  // does; the checkpoint says that too, for the resume that finishes it.
+  const { replace_from_seq, set_aside } = ctx.session.state;
+  if (replace_from_seq !== undefined || set_aside) ctx.deps.edited?.();
   return {
     response,
     reasoning,

@@ -32,8 +32,8 @@ export class TurnSession {
   private inputSaved = false;
   /** The session's row is made with the long input's first checkpoint, off the loop (`stageIn`). */
   private rowOwed = false;
-  /** The turn sets aside an interrupted one (not resumed): its images go at the first write, its KV state at the commit. */
-  setAside = false;
+  /** The turn sets aside an interrupted one (not resumed): its images go at the first write (its KV state: `set_aside`). */
+  private setAside = false;
 
   private constructor(
     private readonly store: Store,
@@ -80,6 +80,7 @@ export class TurnSession {
     const prior = store.guard(() => readCheckpoint(store, key, warnings));
     const state = initialState(prior, start, warnings);
     const resumed = start.resume && prior !== undefined;
+    if (prior !== undefined && !resumed) state.set_aside = true; // kept for a resume (checkpoint.ts)
     let history = store.guard(() => store.conversations.history(key.userId, key.sessionId));
     // A message or a checkpoint is there only with its session's row (their foreign keys).
     const hasRow = prior !== undefined || history.length > 0;
