@@ -59,7 +59,7 @@ export const chat = defineMethod({
     const erased = services.erasing.signal(params.user_id, params.session_id);
     const signal = AbortSignal.any([watch?.signal ?? ctx.signal, erased.signal]);
     let place: Place | undefined;
-    let edited = false;
+    const edit = { done: false, quoted: false };
     try {
       // A plain chat starts llama-server before the turn's modules load: on the first chat they
       // are evaluated while it spawns, not before (docs/performance.md, "A cold chat's way to
@@ -99,13 +99,12 @@ export const chat = defineMethod({
         settle: () => ctx.settle(),
         randomId,
         now: () => new Date(),
-        edited: () => {
-          edited = true;
-        },
+        edited: (quoted) => Object.assign(edit, { done: true, quoted }),
       });
       // The tail the edit erased is in the saved KV state too (docs/agent.md#prompt-reuse): the
       // session's own state from before it, and other sessions' that quote it in memory notes.
-      if (edited) keptEditedKv(services.forgetEditedKv?.(params.user_id, result.session_id, model.name));
+      if (edit.done)
+        keptEditedKv(services.forgetEditedKv?.(params.user_id, result.session_id, model.name, edit.quoted));
       return { ...result, model: shownName(model), dropped_events: ctx.droppedEvents };
     } finally {
       // The turn gave the session back; one that ended before it ran leaves the line here.

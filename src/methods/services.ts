@@ -62,9 +62,10 @@ export interface Services {
   /**
    * An edit's or a regenerate's erase of its session's tail, in the saved KV state: the session's
    * own state saved before it, its state on other models than `model` (the edit's), and what
-   * quotes the session; the files that could not be removed.
+   * quotes the session (not `quoted`: a set-aside turn's, its own state only); the files that could
+   * not be removed.
    */
-  forgetEditedKv?(userId: string, sessionId: string, model: string): string[];
+  forgetEditedKv?(userId: string, sessionId: string, model: string, quoted?: boolean): string[];
   /** A pull's edges on this machine (its environment, the home folder), read when asked. */
   pullDeps(): PullDeps;
   /** The saved KV state on disk for `status`; null before the config is loaded, or with saving off. */

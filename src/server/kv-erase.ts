@@ -59,15 +59,17 @@ export class KvErase {
    * text in the sidecars) may hold the erased passages. Those go as for a `documents.delete`,
    * every note of the session with them (their rows are not told apart: a later turn of those
    * sessions processes its prompt again, no more). With several models, the session's slots and
-   * records on models other than `model`, the one the edit ran on, hold the tail too.
+   * records on models other than `model`, the one the edit ran on, hold the tail too. Not
+   * `quoted` (a turn set aside an interrupted one, erasing no stored passage): the session's own
+   * state only; what quotes its notes quotes nothing erased, and dropping it cost a prefill.
    */
-  forgetEdited(userId: string, sessionId: string, model: string): string[] {
+  forgetEdited(userId: string, sessionId: string, model: string, quoted = true): string[] {
     const source = `session:${sessionId}`;
     return this.run((disk) => {
       const several = this.deps.several();
-      if (several) several.forgetEdited(userId, sessionId, model);
-      else this.one((r) => r.forgetSource(userId, source));
-      disk?.removeSession(userId, sessionId);
+      if (several) several.forgetEdited(userId, sessionId, model, quoted);
+      else if (quoted) this.one((r) => r.forgetSource(userId, source));
+      disk?.removeSession(userId, sessionId, quoted);
     });
   }
 

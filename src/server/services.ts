@@ -347,8 +347,8 @@ export class CoreServices implements Services {
   }
 
   /** The saved KV state an edit's erase of its session's tail reaches (kv-erase.ts `forgetEdited`). */
-  forgetEditedKv(userId: string, sessionId: string, model: string): string[] {
-    return this.kvErase.forgetEdited(userId, sessionId, model);
+  forgetEditedKv(userId: string, sessionId: string, model: string, quoted?: boolean): string[] {
+    return this.kvErase.forgetEdited(userId, sessionId, model, quoted);
   }
 
   pullDeps(): PullDeps {

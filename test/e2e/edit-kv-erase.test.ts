@@ -148,6 +148,41 @@ describe.skipIf(!onPosix)("an edit's erase reaches the saved KV state", () => {
     await chat({ session_id: "b", input: "something else" });
     await goneForGood(core, kv, "QMASIDERESUMEKV");
   }, 60_000);
+  test("a set-aside turn erases its session's state only, not the states that quote the session's notes", async () => {
+    // A stop, then a new message, is a set-aside: nothing the session had committed changed, so
+    // another session's saved state quoting its memory notes holds nothing to erase; dropping it
+    // (and its slot) only made that session read its whole prompt again.
+    await using dir = tmpdir();
+    const ok = { content: "noted." };
+    const stack = writeStack(dir.path, {
+      tools: [],
+      script: [
+        ok,
+        ok,
+        { content: "one two three four five six seven eight", chunk_delay_ms: 300, hang: true },
+      ],
+    });
+    const kv = join(stack.dataDir, "kv");
+    await using core = spawnCore({ cwd: dir.path, env: stack.env });
+    const chat = chatsOf(core);
+    await chat({ session_id: "c", input: "the QMQUOTEDKV codeword is kept" });
+    await chat({ session_id: "d", input: "what is the codeword kept QMQUOTINGKV" });
+    expect(await waitUntil(() => filesHolding(kv, "QMQUOTINGKV").length > 0, 10_000)).toBe(true);
+    core.send({
+      id: "slow",
+      method: "chat",
+      params: { session_id: "c", input: "my secret QMSTOPPEDKV here" },
+    });
+    await core.waitFor((ms) => ms.some((m) => m.id === "slow" && m.event === "llm_chunk"));
+    await core.request({ id: "x", method: "cancel", params: { request_id: "slow" } });
+    await core.waitFor(() => core.terminal("slow") !== undefined);
+    expect(await waitUntil(() => filesHolding(kv, "QMSTOPPEDKV").length > 0, 10_000)).toBe(true);
+    expect(filesHolding(kv, "QMQUOTINGKV")[0]).not.toBe(filesHolding(kv, "QMSTOPPEDKV")[0]);
+    await chat({ session_id: "c", input: "something new" });
+    expect(filesHolding(kv, "QMQUOTINGKV").length).toBeGreaterThan(0);
+    await chat({ session_id: "b", input: "something else" });
+    await goneForGood(core, kv, "QMSTOPPEDKV");
+  }, 60_000);
   test("several models: the session's pre-edit state in another model's slot is not saved after the edit", async () => {
     // The session last ran on `second`, whose slot still holds it unsaved; the edit runs on the
     // default model, whose slot is saved once it is quiet. Another chat keeps `second` busy past

@@ -195,11 +195,13 @@ export class KvDisk {
    * A session erased (`sessions.delete`): its files and temporary files, and those of the user's
    * other sessions whose saved tokens hold passages of it (memory notes), so nothing of it stays
    * on disk. A save of it under way finds its temporary file gone, or is not kept (`wanted`).
+   * `quoting` false: its own files only (a set-aside turn erased no passage others quote).
    */
-  removeSession(userId: string, sessionId: string): void {
+  removeSession(userId: string, sessionId: string, quoting = true): void {
     const source = `session:${sessionId}`;
     this.erase(
-      (e) => e.user_id === userId && (e.session_id === sessionId || e.note_sources.includes(source)),
+      (e) =>
+        e.user_id === userId && (e.session_id === sessionId || (quoting && e.note_sources.includes(source))),
     );
     this.erase(() => false, this.nameOf(userId, sessionId));
   }

@@ -62,9 +62,9 @@ export interface TurnDeps {
   /**
    * The turn committed an edit (`replace_from`, `regenerate`, or a resume finishing one its own
    * chat left broken off), or set aside an interrupted turn: the chat method then erases the
-   * saved KV state it replaced.
+   * saved KV state it replaced. `quoted`: an edit, whose erased passages other states may quote.
    */
-  edited?(): void;
+  edited?(quoted: boolean): void;
 }
 
 /** What every part of one turn works with: the request, its agent, and what it has so far. */

@@ -261,7 +261,7 @@ async function commit(ctx: TurnContext, closing: Closing & { session: "commit" }
   // set aside an interrupted one replaced that turn's words and images in the slot as an edit
   // does; the checkpoint says that too, for the resume that finishes it.
   const { replace_from_seq, set_aside } = ctx.session.state;
-  if (replace_from_seq !== undefined || set_aside) ctx.deps.edited?.();
+  if (replace_from_seq !== undefined || set_aside) ctx.deps.edited?.(replace_from_seq !== undefined);
   return {
     response,
     reasoning,
