@@ -21,14 +21,16 @@ export async function checkPdfStreams(bytes: Uint8Array): Promise<void> {
   const text = raw.toString("latin1");
   const pdf: Pdf = { text, headers: undefined, objects: undefined, resolved: new Map(), lineBreak: -1 };
   let total = 0;
+  let looked = 0;
   let seen = 0;
   let after = 0;
   for (let at = text.indexOf("stream", 0); at >= 0; at = text.indexOf("stream", at + 6)) {
-    if (++seen > MAX_PDF_STREAMS)
-      throw documentProblem("too_large", `the PDF has over ${MAX_PDF_STREAMS} streams`);
-    if (seen % 256 === 0) await nextTurn();
+    if (++looked % 256 === 0) await nextTurn();
     const stream = streamAt(pdf, at, after);
     if (stream === undefined) continue;
+    // Keywords only: each stream's "endstream" counted too, 50,001 streams were "over 100,000".
+    if (++seen > MAX_PDF_STREAMS)
+      throw documentProblem("too_large", `the PDF has over ${MAX_PDF_STREAMS} streams`);
     after = at + 6;
     if (stream === "unmeasured") continue;
     const size = await decodedSize(raw.subarray(stream.start, stream.end), stream);

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { brotliCompressSync, deflateSync } from "node:zlib";
-import { MAX_PDF_NESTING } from "../../src/documents/limits.ts";
+import { MAX_PDF_NESTING, MAX_PDF_STREAMS } from "../../src/documents/limits.ts";
 import { PdfLexer } from "../../src/documents/pdf-dict.ts";
 import { pdfPages } from "../../src/documents/pdf-pages.ts";
 import { checkPdfStreams } from "../../src/documents/pdf-streams.ts";
@@ -187,5 +187,20 @@ describe("nesting past MAX_PDF_NESTING is refused, not a stack overflow", () => 
         data: { problem: "too_large" },
       }),
     );
+  });
+});
+
+describe("the stream pass counts streams, not the word", () => {
+  // Every "stream" in the file was counted, each stream's "endstream" too: a PDF of 50,001
+  // streams was refused as over the 100,000 the docs allow.
+  const streams = (n: number) => {
+    let body = "%PDF-1.4\n";
+    for (let i = 1; i <= n; i++) body += `${i} 0 obj <</Length 1>>stream\nx\nendstream endobj\n`;
+    return Buffer.from(body, "latin1");
+  };
+
+  test("a PDF of 60,000 streams passes; one over the limit is refused", async () => {
+    await checkPdfStreams(streams(60_000));
+    await expect(checkPdfStreams(streams(MAX_PDF_STREAMS + 1))).rejects.toThrow(tooLarge);
   });
 });
