@@ -19,7 +19,14 @@ import { nextTurn } from "./turn.ts";
 export async function checkPdfStreams(bytes: Uint8Array): Promise<void> {
   const raw = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const text = raw.toString("latin1");
-  const pdf: Pdf = { text, headers: undefined, objects: undefined, resolved: new Map(), lineBreak: -1 };
+  const pdf: Pdf = {
+    text,
+    headers: undefined,
+    objects: undefined,
+    resolved: new Map(),
+    lineBreak: -1,
+    skipped: 0,
+  };
   let total = 0;
   let looked = 0;
   let seen = 0;
@@ -56,6 +63,8 @@ interface Pdf {
   resolved: Map<string, PdfValue | undefined>;
   /** The first line break at or after the last keyword looked at (`dataStart`), the text's length when none. */
   lineBreak: number;
+  /** The white space and comments `dataEnd` has looked past, all streams together. */
+  skipped: number;
 }
 
 interface Stream {
@@ -217,13 +226,27 @@ function dataStart(pdf: Pdf, from: number): number {
 }
 const LINE_BREAK = /[\r\n]/g;
 
-/** Where pdf.js ends the data: at /Length when "endstream" follows it there, else at the first "endstream". */
+/**
+ * Where pdf.js ends the data: at /Length when the next token there is "endstream", past any white
+ * space (NULs too) and comments, else at the first "endstream". The pass looked 64 characters on,
+ * past JavaScript's white space, and fell back to the first "endstream", which a stored block of
+ * the data can hold: it measured a few bytes, pdf.js inflated the bomb after them. Every stream's
+ * /Length can point into the same padding: looked past more than the file's length in all, the
+ * file is refused (no PDF writer pads a stream so; read again per stream, it was quadratic).
+ */
 function dataEnd(pdf: Pdf, length: PdfValue | undefined, start: number): number {
   const text = pdf.text;
   const n = length?.kind === "number" ? length.value : Number.NaN;
   if (Number.isSafeInteger(n) && n >= 0 && start + n <= text.length) {
-    const rest = text.slice(start + n, start + n + 64).trimStart();
-    if (rest.startsWith("endstream")) return start + n;
+    const lexer = new PdfLexer(text, start + n);
+    lexer.skipWhite();
+    pdf.skipped += lexer.pos - (start + n);
+    if (pdf.skipped > text.length)
+      throw documentProblem(
+        "too_large",
+        "the PDF's stream lengths point into the same padding over and over",
+      );
+    if (text.startsWith("endstream", lexer.pos) && !isRegular(text[lexer.pos + 9])) return start + n;
   }
   const end = text.indexOf("endstream", start);
   return end < 0 ? text.length : end;

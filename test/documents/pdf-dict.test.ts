@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { brotliCompressSync, deflateSync } from "node:zlib";
+import { brotliCompressSync, deflateRawSync, deflateSync } from "node:zlib";
 import { MAX_PDF_NESTING, MAX_PDF_STREAMS } from "../../src/documents/limits.ts";
 import { PdfLexer } from "../../src/documents/pdf-dict.ts";
 import { pdfPages } from "../../src/documents/pdf-pages.ts";
@@ -71,6 +71,37 @@ describe("a stream's dictionary read as pdf.js reads it", () => {
   });
 });
 
+describe("a stream's end found as pdf.js finds it", () => {
+  // pdf.js ends the data at /Length when "endstream" follows it past any white space (NULs too)
+  // and comments; the pass looked 64 characters on for it past JavaScript's white space only, and
+  // failing that ended the data at the first "endstream", which a stored block of the data itself
+  // can hold: the pass measured a few bytes, pdf.js inflated the bomb after them.
+  const stored = (text: string) => {
+    const t = Buffer.from(text, "latin1");
+    return Buffer.concat([Buffer.from([0, t.length, 0, ~t.length & 0xff, 0xff]), t]);
+  };
+  // zlib's header, a stored block saying "endstream", the deflated rest (pdf.js checks no Adler-32).
+  const flate = (rest: Buffer) =>
+    Buffer.concat([Buffer.from([0x78, 0x01]), stored("endstream\n"), deflateRawSync(rest), Buffer.alloc(4)]);
+  const page = flate(Buffer.from("BT /F1 12 Tf 72 700 Td (Inflated) Tj ET"));
+  const bomb = flate(Buffer.alloc(80 * 1024 * 1024, 0x20));
+  // The padding is after the data, before pdfOf's "\nendstream"; /Length (the last one read) says where the data ends.
+  const of = (data: Buffer, padding: string) =>
+    pdfOf([
+      {
+        dict: `/Filter /FlateDecode /Length ${data.byteLength}`,
+        data: Buffer.concat([data, Buffer.from(padding, "latin1")]),
+      },
+    ]);
+
+  for (const padding of ["\n% a comment", "\0\0\0", " ".repeat(100)]) {
+    test(`${JSON.stringify(padding)} before "endstream": pdf.js inflates the data whole, and the pass measures it`, async () => {
+      expect(await textOf(of(page, padding))).toBe("Inflated");
+      await expect(checkPdfStreams(of(bomb, padding))).rejects.toThrow(tooLarge);
+    });
+  }
+});
+
 describe("the stream pass is linear in the file, whatever its streams", () => {
   // Each dictionary, header and reference was read to the end of the file once per stream (an
   // unclosed string or hex string, a `lastIndexOf("obj")` back to the file's start): a 4 MB file
@@ -89,6 +120,21 @@ describe("the stream pass is linear in the file, whatever its streams", () => {
 
   test("streams far from any header", async () => {
     await pass(`1 0 obj\n${`${"x".repeat(100)}stream\n`.repeat(99_000)}`);
+  });
+
+  test("streams whose /Length each points into the same padding, a token other than endstream after it", async () => {
+    // Looked past per stream, 1,000 streams over 10 MB of padding were 10 G steps; refused instead.
+    let body = "";
+    const ends: number[] = [];
+    for (let i = 1; i <= 1000; i++) {
+      body += `${i} 0 obj <</Filter /FlateDecode /Length ${"#".repeat(10)}>>stream\n`;
+      ends.push(body.length);
+      body += "x\nendstream endobj\n";
+    }
+    const padding = body.length;
+    let i = 0;
+    body = body.replace(/#{10}/g, () => String(padding - (ends[i++] as number)).padStart(10, "0"));
+    await expect(pass(`${body}${" ".repeat(10 * 1024 * 1024)}x`)).rejects.toThrow(tooLarge);
   });
 
   test("streams whose /Length is one large object that never closes", async () => {
