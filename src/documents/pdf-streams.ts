@@ -1,4 +1,11 @@
-import { type BrotliOptions, brotliDecompress, constants, inflate, type ZlibOptions } from "node:zlib";
+import {
+  type BrotliOptions,
+  brotliDecompress,
+  constants,
+  type inflate,
+  inflateRaw,
+  type ZlibOptions,
+} from "node:zlib";
 import { MAX_INFLATED_STREAM_BYTES, MAX_INFLATED_TOTAL_BYTES, MAX_PDF_STREAMS } from "./limits.ts";
 import { ascii85Decode, asciiHexDecode, type Decoded, lzwDecode, runLengthDecode } from "./pdf-decoders.ts";
 import { isRegular, PdfLexer, type PdfValue } from "./pdf-dict.ts";
@@ -260,7 +267,7 @@ async function decodedSize(data: Uint8Array, stream: Stream): Promise<number | "
   for (const [i, filter] of stream.filters.entries()) {
     const keep = i < stream.filters.length - 1;
     let step: Decoded | undefined;
-    if (filter === "Flate") step = await zlibStep(inflate, current, { finishFlush: constants.Z_SYNC_FLUSH });
+    if (filter === "Flate") step = await flateStep(current);
     else if (filter === "Br") step = await zlibStep(brotliDecompress as typeof inflate, current);
     else if (filter === "LZW") step = lzwDecode(current, stream.earlyChange[i] ?? 1, cap, keep);
     else if (filter === "RL") step = runLengthDecode(current, cap, keep);
@@ -273,6 +280,19 @@ async function decodedSize(data: Uint8Array, stream: Stream): Promise<number | "
     current = step.bytes;
   }
   return size;
+}
+
+/**
+ * Flate as pdf.js inflates it: the zlib header checked as its FlateStream checks it (a stream it
+ * refuses decodes to nothing), the deflated data after it inflated raw. pdf.js never reads the
+ * Adler-32 after the data; zlib refused a wrong one, and the pass counted the stream as nothing.
+ */
+function flateStep(data: Uint8Array): Promise<Decoded> {
+  const cmf = data[0] ?? 0;
+  const flg = data[1] ?? 0;
+  if (data.byteLength < 2 || (cmf & 0x0f) !== 8 || ((cmf << 8) + flg) % 31 !== 0 || flg & 0x20)
+    return Promise.resolve({ size: 0 });
+  return zlibStep(inflateRaw, data.subarray(2), { finishFlush: constants.Z_SYNC_FLUSH });
 }
 
 /** What a zlib decoder made, capped at MAX_INFLATED_STREAM_BYTES: past it "too_large"; data it refuses decodes to nothing. */

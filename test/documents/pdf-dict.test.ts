@@ -102,6 +102,26 @@ describe("a stream's end found as pdf.js finds it", () => {
   }
 });
 
+describe("a Flate stream read as pdf.js reads it: no Adler-32 checked", () => {
+  // zlib refuses a stream whose checksum is wrong, and the pass counted what it refused as
+  // nothing; pdf.js never reads the checksum and inflates it whole. Ten streams of 60 MiB each
+  // (under the one-stream cap) with a wrong checksum were 600 MiB the total cap never saw.
+  const badSum = (data: Buffer) => {
+    const z = Buffer.from(deflateSync(data));
+    z[z.length - 1] = (z[z.length - 1] as number) ^ 0xff;
+    return z;
+  };
+  const dict = "/Filter /FlateDecode";
+
+  test("pdf.js reads its text; the pass counts every stream", async () => {
+    expect(
+      await textOf(pdfOf([{ dict, data: badSum(Buffer.from("BT /F1 12 Tf 72 700 Td (Summed) Tj ET")) }])),
+    ).toBe("Summed");
+    const page = { dict, data: badSum(Buffer.alloc(60 * 1024 * 1024, 0x20)) };
+    await expect(checkPdfStreams(pdfOf(Array.from({ length: 10 }, () => page)))).rejects.toThrow(tooLarge);
+  });
+});
+
 describe("the stream pass is linear in the file, whatever its streams", () => {
   // Each dictionary, header and reference was read to the end of the file once per stream (an
   // unclosed string or hex string, a `lastIndexOf("obj")` back to the file's start): a 4 MB file
