@@ -235,7 +235,7 @@ const LINE_BREAK = /[\r\n]/g;
 
 /**
  * Where pdf.js ends the data: at /Length when the next token there is "endstream", past any white
- * space (NULs too) and comments, else at the first "endstream". The pass looked 64 characters on,
+ * space (NULs too) and comments, else at the first "endstream" (ENDSTREAM). The pass looked 64 characters on,
  * past JavaScript's white space, and fell back to the first "endstream", which a stored block of
  * the data can hold: it measured a few bytes, pdf.js inflated the bomb after them. Every stream's
  * /Length can point into the same padding: looked past more than the file's length in all, the
@@ -255,9 +255,15 @@ function dataEnd(pdf: Pdf, length: PdfValue | undefined, start: number): number 
       );
     if (text.startsWith("endstream", lexer.pos) && !isRegular(text[lexer.pos + 9])) return start + n;
   }
-  const end = text.indexOf("endstream", start);
-  return end < 0 ? text.length : end;
+  ENDSTREAM.lastIndex = start;
+  return ENDSTREAM.exec(text)?.index ?? text.length;
 }
+/**
+ * The end pdf.js looks for without a /Length: "endstream", or its typos "endsteam" and "endstrea"
+ * before white space; looking for "endstream" alone, the pass read on past such an end, over the
+ * next object's stream, which it then never measured.
+ */
+const ENDSTREAM = /end(?:stream|steam[ \t\r\n]|strea[ \t\r\n])/g;
 
 /** What the chain decodes to, each step capped; an unmeasured filter ends it with what came before. */
 async function decodedSize(data: Uint8Array, stream: Stream): Promise<number | "too_large"> {

@@ -94,6 +94,27 @@ describe("a stream's end found as pdf.js finds it", () => {
       },
     ]);
 
+  // Where /Length is wrong, pdf.js ends the data at the first "endstream", or "endsteam" or
+  // "endstrea" then a space (its typos); the pass looked for "endstream" alone, and stepped over
+  // the next object's stream to its "endstream", never measuring it.
+  test('"endstrea " ends a stream whose /Length is wrong: the stream after it is measured', async () => {
+    const of = (data: Uint8Array) => {
+      const pdf = Buffer.from(
+        pdfOf([
+          { dict: "/Filter /FlateDecode /Length 0", data: Buffer.from("xx endstrea ") },
+          { dict, data },
+        ]),
+      );
+      // The first stream's own "endstream" blanked, the offsets kept.
+      const at = pdf.indexOf("endstrea \nendstream");
+      pdf.fill(0x20, at + 10, at + 19);
+      return pdf;
+    };
+    const dict = "/Filter /FlateDecode";
+    expect(await textOf(of(page))).toBe("Inflated");
+    await expect(checkPdfStreams(of(bomb))).rejects.toThrow(tooLarge);
+  });
+
   for (const padding of ["\n% a comment", "\0\0\0", " ".repeat(100)]) {
     test(`${JSON.stringify(padding)} before "endstream": pdf.js inflates the data whole, and the pass measures it`, async () => {
       expect(await textOf(of(page, padding))).toBe("Inflated");
