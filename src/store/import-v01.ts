@@ -205,7 +205,8 @@ function readSession(dir: string, user: string, session: string, r: ImportReport
   }));
   const cPath = join(dir, "checkpoint.json");
   const checkpoint = readFile(cPath, `${label}/checkpoint.json`, r, () => {
-    const cp: Checkpoint = CheckpointSchema.parse(readJson(cPath, max));
+    const read: Checkpoint = CheckpointSchema.parse(readJson(cPath, max));
+    const cp = { ...read, turn: read.turn.map(asV01) };
     return { cp, at: new Date(Date.parse(cp.updated_at) || statSync(cPath).mtimeMs) };
   });
   return (conv, db) => {
@@ -215,7 +216,7 @@ function readSession(dir: string, user: string, session: string, r: ImportReport
     const held = heldCheckpoint(db, user, session);
     if (history && history.messages.length > 0) {
       const messages = history.messages.map((m, i) =>
-        isRequest(history.messages, i) ? { ...m, by_core: true as const } : m,
+        isRequest(history.messages, i) ? { ...asV01(m), by_core: true as const } : asV01(m),
       );
       // 0.1 kept no agent: after 1.0 turns of the session, the agent they ran stays its own.
       const ran = db
@@ -292,6 +293,17 @@ function readMemory(dir: string, user: string, r: ImportReport, max: number): Un
       r.memory++;
     }
   };
+}
+
+/**
+ * A message with only what 0.1 wrote: `by_core` is 1.0's own mark (0.1 wrote none; its requests
+ * are told by their words, isRequest), and one a file made up hid the user's words, a session
+ * of them left out of `sessions.list`.
+ */
+function asV01(m: ChatMessage): ChatMessage {
+  if (m.role !== "user" || m.by_core === undefined) return m;
+  const { by_core: _, ...v01 } = m;
+  return v01;
 }
 
 /**
