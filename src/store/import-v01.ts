@@ -298,11 +298,12 @@ function readMemory(dir: string, user: string, r: ImportReport, max: number): Un
 /**
  * A message with only what 0.1 wrote: `by_core` is 1.0's own mark (0.1 wrote none; its requests
  * are told by their words, isRequest), and one a file made up hid the user's words, a session
- * of them left out of `sessions.list`.
+ * of them left out of `sessions.list`. 0.1 had no images: `attachments` name 1.0's (ids of the
+ * database), and the commit took a 1.0 message's image of the session for the imported one.
  */
 function asV01(m: ChatMessage): ChatMessage {
-  if (m.role !== "user" || m.by_core === undefined) return m;
-  const { by_core: _, ...v01 } = m;
+  if (m.role !== "user" || (m.by_core === undefined && m.attachments === undefined)) return m;
+  const { by_core: _, attachments: __, ...v01 } = m;
   return v01;
 }
 
