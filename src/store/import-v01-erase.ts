@@ -7,7 +7,15 @@ import { openRegularFile } from "../util/read-file.ts";
 import { writeFileAtomic } from "./atomic.ts";
 import { CheckpointSchema } from "./checkpoint.ts";
 import { fsProblemText } from "./data-dir-problem.ts";
-import { HistorySchema, IMPORTED_DIR, isRealDir, readJson, TurnsSchema } from "./import-v01.ts";
+import {
+  HistorySchema,
+  IMPORTED_DIR,
+  isRealDir,
+  MAX_V01_ERASE_BYTES,
+  MAX_V01_FILE_BYTES,
+  readJson,
+  TurnsSchema,
+} from "./import-v01.ts";
 import { startsWithInput } from "./import-v01-memory.ts";
 
 /** The user's 0.1 folders kept aside after an import (in `imported-0.1/users`, `users-<time>`). */
@@ -53,7 +61,7 @@ const WRITE_TEMP = /^\.[0-9a-f]{12}\.tmp$/;
  * cannot be read goes whole when it names the session, with a warning: the import could not read
  * it either; one in `users/` that cannot be rewritten fails the erase, as its other entries may
  * not be imported yet). A session's erase reads and rewrites each of the user's memory files whole (up to
- * 32 MiB each, import-v01.ts MAX_V01_FILE_BYTES: about a second per 100 MB), so it runs on the store's thread
+ * 256 MiB each, import-v01.ts MAX_V01_ERASE_BYTES: about a second per 100 MB), so it runs on the store's thread
  * (Store.deleteSession), never on the main loop. `found`: tests, called with the user's folder
  * in `users/` before its erase.
  */
@@ -149,7 +157,11 @@ function eraseTail(tree: string, e: TailErase): void {
   const hPath = join(session, "history.json");
   // One the import could not read gave the session no seq: left as it is, the session's seqs then
   // its checkpoint's and 1.0's turns as with no history (the checkpoint was imported all the same).
-  const messages = readOr(hPath, (v) => HistorySchema.parse(v).messages, [], e.read) ?? [];
+  const read = readOr(hPath, (v) => HistorySchema.parse(v).messages, [], e.read) ?? [];
+  // Past the import's cap: an older version's import when the database holds its first message,
+  // else one this version skipped, kept as it was (none of its turns is in the session).
+  const skipped = read.length > 0 && lstatSync(hPath).size > MAX_V01_FILE_BYTES && e.held(read, 1) === 0;
+  const messages = skipped ? [] : read;
   // Messages the database no longer holds as imported (an older version's files) are replaced too.
   const upTo = Math.min(e.seq, messages.length);
   const heldTo = upTo > 0 ? e.held(messages, upTo) : 0;
@@ -161,7 +173,7 @@ function eraseTail(tree: string, e: TailErase): void {
   if (cpReplaced) inputs.add(cp.user_input);
   // From the first message every turn is replaced: all of the session's entries go. Past the 0.1
   // turns (a 1.0 answer regenerated after them, say) none is: the memory files, every session's
-  // entries and up to 32 MiB each, are not read, as the edit's commit waits on this.
+  // entries and up to 256 MiB each, are not read, as the edit's commit waits on this.
   if (e.all || inputs.size > 0) eraseTailMemory(join(tree, "memory"), e, e.all ? undefined : inputs);
   // A 0.1 write's temp file a kill left (0.1 removed it at the session's next turn): a copy of the
   // history or the checkpoint, never imported, holding the replaced turns.
@@ -183,7 +195,7 @@ function readOr<T, A>(
   if (!existsSync(path)) return absent;
   read?.(path);
   try {
-    return parse(readJson(path));
+    return parse(readJson(path, MAX_V01_ERASE_BYTES));
   } catch {
     return undefined;
   }
@@ -216,7 +228,7 @@ function dropSessionTurns(path: string, sessionId: string, imported: boolean): v
   const needle = JSON.stringify(sessionId);
   let value: unknown;
   try {
-    value = readJson(path);
+    value = readJson(path, MAX_V01_ERASE_BYTES);
   } catch {
     // Unparseable or too large to read whole.
     if (mentions(path, needle)) removeUnimported(path);

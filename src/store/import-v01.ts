@@ -124,6 +124,13 @@ function safeEntries(dir: string): string[] {
  */
 export const MAX_V01_FILE_BYTES = 32 * 2 ** 20;
 
+/**
+ * The largest 0.1 file a version imported (256 MiB before the cap above): its copy kept in
+ * `imported-0.1/` holds turns the database has, so an erase reads one up to this, or an edit's
+ * words outlived it there (import-v01-erase.ts).
+ */
+export const MAX_V01_ERASE_BYTES = 256 * 2 ** 20;
+
 /** A file past the cap: its size is all that is read, and the import names why it skipped it. */
 class TooLarge extends Error {}
 

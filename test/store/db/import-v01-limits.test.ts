@@ -1,10 +1,11 @@
 import { expect, spyOn, test } from "bun:test";
-import { existsSync, mkdirSync, statSync, truncateSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, statSync, truncateSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { CheckpointSchema } from "../../../src/store/checkpoint.ts";
 import { openStore } from "../../../src/store/db/open.ts";
 import * as v01 from "../../../src/store/import-v01.ts";
 import { HistorySchema, importUnit } from "../../../src/store/import-v01.ts";
+import { eraseImportedTail } from "../../../src/store/import-v01-erase.ts";
 import { Store } from "../../../src/store/store.ts";
 import { logger } from "../../../src/util/logger.ts";
 import { holdImportBefore } from "../../fixtures/store-v01/hold-import.ts";
@@ -167,4 +168,36 @@ test("a file the import skipped is warned of at once, not only when the import f
   expect(lines.filter((l) => l.includes("history.json"))).toEqual([
     `0.1 files not imported, kept as they were (in imported-0.1/ once all is imported): users/ann/sessions/big/history.json (over ${v01.MAX_V01_FILE_BYTES} bytes)`,
   ]);
+});
+
+// An older version imported 0.1 files up to 256 MiB: the copy it kept of one past today's cap
+// holds turns the database has, and an edit of them must still cut it (edited-away text counts
+// as erased, docs/agent.md). Read to the import's new cap, it was left whole, the secret in it.
+test("an edit cuts a kept 0.1 history an older version imported, past today's cap", () => {
+  using dir = tmpdir();
+  const session = join(dir.path, v01.IMPORTED_DIR, "users", "ann", "sessions", "s");
+  mkdirSync(session, { recursive: true });
+  const history = join(session, "history.json");
+  const messages = [
+    { role: "user", content: "plan a trip" },
+    { role: "assistant", content: "Porto" },
+    { role: "user", content: "my card is SECRET-4111" },
+    { role: "assistant", content: "noted" },
+  ];
+  writeFileSync(history, JSON.stringify({ version: 1, messages }).padEnd(v01.MAX_V01_FILE_BYTES + 1, " "));
+  const held = (_m: unknown, upTo: number) => upTo;
+  eraseImportedTail(dir.path, "ann", "s", { seq: 2, base: 0, held }, false);
+  expect(JSON.parse(readFileSync(history, "utf8")).messages).toEqual(messages.slice(0, 2));
+});
+
+test("an edit leaves whole a kept 0.1 history past the cap that the import skipped", () => {
+  using dir = tmpdir();
+  const session = join(dir.path, v01.IMPORTED_DIR, "users", "ann", "sessions", "s");
+  mkdirSync(session, { recursive: true });
+  const history = join(session, "history.json");
+  const json = JSON.stringify({ version: 1, messages: [{ role: "user", content: "only here" }] });
+  writeFileSync(history, json.padEnd(v01.MAX_V01_FILE_BYTES + 1, " "));
+  // The database holds none of it: the session's turns are 1.0's (or its checkpoint's), edited from seq 0.
+  eraseImportedTail(dir.path, "ann", "s", { seq: 0, base: 0, held: () => 0 }, false);
+  expect(readFileSync(history, "utf8").trimEnd()).toBe(json);
 });
