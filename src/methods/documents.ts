@@ -13,6 +13,7 @@ import {
 } from "../protocol/documents.ts";
 import { documentNotFound } from "../store/document-store.ts";
 import type { Store } from "../store/store.ts";
+import { abortable } from "../util/abortable.ts";
 import { defineMethod } from "./definition.ts";
 import { importedStore } from "./imported-store.ts";
 import { kvErased } from "./kv-erased.ts";
@@ -41,8 +42,10 @@ export const documentsAdd = defineMethod({
     ctx.signal.throwIfAborted();
     const beat = new IndexBeat((p) => ctx.emit("index_progress", p));
     try {
+      // Its wait for a 0.1 folder's import (minutes) is cancellable too: the import goes on.
+      const store = await abortable(Promise.resolve(storeFor(services, params.session_id)), ctx.signal);
       return await addDocument(params, {
-        store: await storeFor(services, params.session_id),
+        store,
         readFile: readDocumentFile,
         sizeOf: documentFileSize,
         embedChunks: services.embedChunks,

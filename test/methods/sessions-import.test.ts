@@ -107,6 +107,32 @@ describe("the 0.1 import while the core answers", () => {
     }
   });
 
+  // The wait for the import (minutes for years of chats) was not cancellable: a cancel was
+  // answered cancelled: true, but the add itself only once the import had ended.
+  test("a cancel answers a documents.add still waiting for the import at once, and it adds nothing", async () => {
+    const { core, held } = heldCore(`${USER}/trip`, false);
+    await using h = core;
+    try {
+      await heldImport(h, held);
+      // The method's module loaded first (a list naming no session answers at once): the add
+      // below is waiting for the import when the cancel comes, not for its module.
+      h.send("w", "documents.list", {});
+      await h.terminal("w");
+      h.send("a", "documents.add", { session_id: "trip", text: "The HELDBRIDGE.", name: "p.md" });
+      h.send("c", "cancel", { request_id: "a" });
+      expect(await h.terminal("c")).toMatchObject({ result: { cancelled: true } });
+      // Answered while the import is still held.
+      expect(await h.terminal("a")).toMatchObject({ code: "cancelled", message: "cancelled by the host" });
+      expect(answered(h, "l")).toBeUndefined();
+      held.release();
+      await h.terminal("l");
+      h.send("dl", "documents.list", { session_id: "trip" });
+      expect(((await h.terminal("dl")) as Msg & { result: any }).result.documents).toEqual([]);
+    } finally {
+      held.release();
+    }
+  });
+
   // Held before the session's own unit (its rows not yet written) and before the memory file's
   // (its rows written, its memory entry not): the import must not bring back what the delete erased.
   for (const unit of [`${USER}/trip`, USER]) {
