@@ -290,11 +290,11 @@ export class Store {
     return this.guard(() => goneSources(this.db, userId, quoted));
   }
 
-  /** A document erased for good (`documents.delete`), the copies first as deleteSession's; false when none. */
+  /** A document erased for good (`documents.delete`), the copies first as deleteSession's, held live or not (after a reset, only a copy set aside may hold it); false when the live database has none. */
   async deleteDocument(userId: string, documentId: string): Promise<boolean> {
     return this.erases.add(async () => {
-      if (!this.guard(() => this.documents.find(userId, documentId))) return false;
       await this.eraseCopies(userId, { documentId });
+      if (!this.guard(() => this.documents.find(userId, documentId))) return false;
       return ((await this.offLoop({ kind: "document", userId, documentId })) as number) > 0;
     });
   }

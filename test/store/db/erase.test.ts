@@ -352,6 +352,27 @@ describe("erasing reaches the databases set aside", () => {
     expect(filesHolding(dir.path, "SIDMARK")).toEqual([]);
   });
 
+  // After a reset a document lives on only in the copy set aside: documents.delete answered
+  // document_not_found and left its text there for good, where sessions.delete erases a session
+  // the live database lacks wherever else it is.
+  test("a document the live database does not hold is erased from the copy set aside still", async () => {
+    using dir = tmpdir();
+    const first = Store.open(dir.path);
+    const doc = { documentId: "doc-1", userId: "alice", sessionId: "", since: 0, at: Date.now() };
+    first.documents.addChunks(doc, [{ index: 0, text: "the AARDVARKDOC burrows" }]);
+    first.documents.commit(doc, { name: "AARDVARKNAME.md", format: "markdown", chunks: 1, bytes: 1 });
+    chat(first, "bob", "b", "bob keeps PELICAN");
+    first.close();
+    const path = join(dir.path, "local-ai.db");
+    renameSync(path, `${path}.corrupt-2026-01-01T00-00-00-000Z`);
+    const store = Store.open(dir.path);
+    expect(filesHolding(dir.path, "AARDVARK").length).toBeGreaterThan(0);
+    expect(await store.deleteDocument("alice", "doc-1")).toBe(false);
+    store.close();
+    expect(filesHolding(dir.path, "AARDVARK")).toEqual([]);
+    expect(filesHolding(dir.path, "PELICAN").length).toBeGreaterThan(0);
+  });
+
   test("a damaged copy, which cannot be scrubbed, is removed whole and said so", async () => {
     using dir = tmpdir();
     setAside(dir.path, true);
