@@ -118,6 +118,9 @@ export async function addDocument(p: DocumentsAddParams, deps: AddDeps): Promise
         chunks: read.chunks.length,
         bytes: read.bytes,
       };
+      // The commit's write waits for this core's erases (a large delete, the 0.1 import: minutes):
+      // a cancel meanwhile ends the add, so the point of no return comes after that wait.
+      await abortable(store.afterErases(), signal);
       // Without embedding, the commit is the end: a cancel after it finds the add finished.
       if (!deps.embedChunks && !deps.settle()) throw signal.reason;
       if (!(await store.write(() => store.documents.commit(doc, meta)))) throw sessionNotFound(sessionId);

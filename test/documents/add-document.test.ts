@@ -1,5 +1,5 @@
 import { Database } from "bun:sqlite";
-import { describe, expect, test } from "bun:test";
+import { describe, expect, spyOn, test } from "bun:test";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { type AddDeps, addDocument } from "../../src/documents/add-document.ts";
@@ -9,6 +9,8 @@ import { BEAT_MS, IndexBeat, QUIET_MS, type Timers } from "../../src/documents/i
 import { MAX_DOCUMENT_BYTES, MAX_READING_BYTES } from "../../src/documents/limits.ts";
 import { readDocument } from "../../src/documents/read-document.ts";
 import type { DocumentsAddParams, IndexProgress } from "../../src/protocol/documents.ts";
+import { cancelledError } from "../../src/protocol/errors.ts";
+import { ChunkThread } from "../../src/store/chunk-thread.ts";
 import { ORPHAN_CHUNK_MS } from "../../src/store/document-store.ts";
 import { Store } from "../../src/store/store.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
@@ -284,6 +286,72 @@ describe("addDocument", () => {
     ).rejects.toThrow();
     expect(store.documents.list("ann", { limit: 500 }).documents).toEqual([]);
     store.close();
+  });
+
+  // The commit waits for this core's erases (a users.delete of years of chats, the 0.1 import:
+  // minutes); its point of no return came before that wait, so a cancel then was refused and the
+  // add went on waiting, then committed.
+  test("a cancel while the commit waits behind an erase ends the add at once, nothing kept", async () => {
+    using dir = tmpdir();
+    const store = Store.open(dir.path);
+    store.conversations.commitTurn({
+      userId: "bob",
+      sessionId: "gone",
+      agent: "a",
+      messages: [{ role: "user", content: "hi" }],
+      at: new Date(),
+    });
+    // The erase's first step on the store's thread, held until the test lets it go.
+    const gate = Promise.withResolvers<void>();
+    const erase = ChunkThread.prototype.erase;
+    const held = spyOn(ChunkThread.prototype, "erase").mockImplementation(async function (
+      this: ChunkThread,
+      w,
+    ) {
+      if (w.kind === "copies") await gate.promise;
+      return erase.call(this, w);
+    });
+    try {
+      const deleting = store.deleteSession("bob", "gone");
+      const waiting = Promise.withResolvers<void>();
+      const after = store.afterErases.bind(store);
+      store.afterErases = () => {
+        waiting.resolve();
+        return after();
+      };
+      // As the dispatcher's RequestContext: a cancel after the point of no return is refused.
+      const request = new AbortController();
+      let settled = false;
+      const adding = addDocument(
+        params("The WAITINGWORD text."),
+        deps(store, {
+          signal: request.signal,
+          settle: () => {
+            if (request.signal.aborted) return false;
+            settled = true;
+            return true;
+          },
+        }),
+      );
+      const outcome = adding.then(
+        () => "added",
+        (err: unknown) => String((err as { code?: string }).code ?? err),
+      );
+      await waiting.promise;
+      expect(settled).toBe(false);
+      request.abort(cancelledError("cancelled by the host"));
+      // Answered while the erase is still held.
+      expect(await outcome).toBe("cancelled");
+      gate.resolve();
+      expect((await deleting).deleted).toBe(true);
+      await store.afterErases();
+      expect(store.documents.list("ann", { limit: 500 }).documents).toEqual([]);
+      expect(store.memory.search("ann", "WAITINGWORD", 5)).toEqual([]);
+    } finally {
+      gate.resolve();
+      held.mockRestore();
+      await store.stop();
+    }
   });
 
   test("two stores on one data folder add at once while a third holds the write lock: both land whole", async () => {
