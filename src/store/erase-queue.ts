@@ -27,8 +27,11 @@ export class EraseQueue {
     return done;
   }
 
-  /** Resolves once no erase is running (a new one may start after). */
-  async idle(): Promise<void> {
-    while (this.last) await this.last;
+  /** Resolves once no erase is running (a new one may start after); rejects once `signal` aborts. */
+  idle(signal?: AbortSignal): Promise<void> {
+    const idle = (async () => {
+      while (this.last) await this.last;
+    })();
+    return signal ? abortable(idle, signal) : idle;
   }
 }

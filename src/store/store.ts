@@ -147,9 +147,9 @@ export class Store {
     return this.writeNow(work);
   }
 
-  /** Resolves once no erase of this core is running (a new one may start after). */
-  afterErases(): Promise<void> {
-    return this.erases.idle();
+  /** Resolves once no erase of this core is running (a new one may start after); rejects once `signal` aborts. */
+  afterErases(signal?: AbortSignal): Promise<void> {
+    return this.erases.idle(signal);
   }
 
   private async writeNow<T>(work: () => T): Promise<T> {
@@ -194,13 +194,11 @@ export class Store {
     }
   }
 
-  /**
-   * Waits for the session's lease, with `within` run in the same write (store/session-lease.ts
-   * `acquire`); a database locked too long fails naming the file.
-   */
+  /** Waits for the session's lease (this core's erases first, the wait ended by `signal`), with `within` run in the same write (store/session-lease.ts `acquire`); a database locked too long fails naming the file. */
   lease<T>(userId: string, sessionId: string, signal: AbortSignal, within: () => T): Promise<Leased<T>> {
+    const wait = this.busyWaitMs;
     return this.named(
-      this.afterErases().then(() => this.leases.acquire(userId, sessionId, signal, within, this.busyWaitMs)),
+      this.afterErases(signal).then(() => this.leases.acquire(userId, sessionId, signal, within, wait)),
     );
   }
 
@@ -211,8 +209,9 @@ export class Store {
     signal: AbortSignal,
     within: () => T,
   ): Promise<Leased<T> | undefined> {
+    const wait = this.busyWaitMs;
     return this.named(
-      this.afterErases().then(() => this.leases.tryHold(userId, sessionId, signal, within, this.busyWaitMs)),
+      this.afterErases(signal).then(() => this.leases.tryHold(userId, sessionId, signal, within, wait)),
     );
   }
 

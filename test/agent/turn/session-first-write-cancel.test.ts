@@ -136,3 +136,52 @@ describe("a long input's first checkpoint, in line behind an erase", () => {
     }
   }, 10_000);
 });
+
+// A turn's lease waits first for this core's erases (a large delete, the 0.1 import: minutes);
+// that wait was not cancellable: a cancelled chat answered only once they had ended.
+/**
+ * `work`'s outcome (`done`, or its error's code) once `turn` is cancelled; the held erase in front
+ * is let go only once it has settled, so a wait that needs the erase to end never settles.
+ */
+function cancelledBefore(held: { open: () => void }, turn: AbortController, work: Promise<unknown>) {
+  const outcome = work.then(
+    () => "done",
+    (err: unknown) => String((err as { code?: string }).code),
+  );
+  void outcome.then(() => held.open());
+  turn.abort(cancelledError("cancelled by the host"));
+  return outcome;
+}
+
+/** `store` once a short turn has begun session `sessionId` (its row and checkpoint written). */
+async function withSession(store: Store, sessionId: string): Promise<Store> {
+  const leased = await store.lease(
+    "u",
+    sessionId,
+    AbortSignal.timeout(5000),
+    begin(store, sessionId, "short"),
+  );
+  leased.release();
+  return store;
+}
+
+describe("a turn's lease, in line behind an erase", () => {
+  for (const kind of ["lease", "tryLease"] as const)
+    test(`${kind}: a cancel while it waits ends it at once, nothing written`, async () => {
+      using dir = tmpdir("local-ai-lease-cancel-");
+      const store = await withSession(Store.open(dir.path), "other");
+      using held = holdCopies();
+      try {
+        const turn = new AbortController();
+        const deleting = store.deleteSession("u", "other");
+        const leasing = store[kind]("u", "s1", turn.signal, begin(store, "s1", "short"));
+        expect(await cancelledBefore(held, turn, leasing)).toBe("cancelled");
+        expect((await deleting).deleted).toBe(true);
+        await store.afterErases();
+        expect(store.conversations.session("u", "s1")).toBeUndefined();
+      } finally {
+        held.open();
+        await store.stop();
+      }
+    }, 10_000);
+});
