@@ -122,6 +122,48 @@ describe("erasing for good", () => {
     expect(filesHolding(dir.path, "VECTORMARKWOMBAT")).toEqual([]);
   });
 
+  for (const how of ["documents.delete", "sessions.delete", "users.delete"] as const)
+    test(`${how} leaves no byte of a document's text, name or chunks' vectors`, async () => {
+      using dir = tmpdir();
+      const store = Store.open(dir.path);
+      chat(store, "alice", "s", "hello");
+      const attached = how === "sessions.delete";
+      const add = (user: string, id: string, marker: string) => {
+        const doc = {
+          documentId: id,
+          userId: user,
+          sessionId: attached ? "s" : "",
+          since: 0,
+          at: Date.now(),
+        };
+        const chunks = Array.from({ length: 200 }, (_, i) => ({
+          index: i,
+          text: `${marker} chunk ${i} ${"filler ".repeat(i % 30)}`,
+        }));
+        for (let i = 0; i < chunks.length; i += 50) store.documents.addChunks(doc, chunks.slice(i, i + 50));
+        store.documents.commit(doc, { name: `${marker}-name.md`, format: "markdown", chunks: 200, bytes: 1 });
+        return store.documents.chunkIds(user, id);
+      };
+      const vector = new Float32Array(new TextEncoder().encode("DOCVECTORMARK".repeat(20)).buffer);
+      const ids = add("alice", "doc-1", "DOCTEXTMARK");
+      store.memory.vectors.put(
+        "m1",
+        ids.map((id) => ({ id, vector })),
+      );
+      add("bob", "doc-2", "BOBKEEPS");
+      expect(filesHolding(dir.path, "DOCTEXTMARK").length).toBeGreaterThan(0);
+      expect(filesHolding(dir.path, "DOCVECTORMARK").length).toBeGreaterThan(0);
+      if (how === "documents.delete") expect(await store.deleteDocument("alice", "doc-1")).toBe(true);
+      else if (attached) expect((await store.deleteSession("alice", "s")).deleted).toBe(true);
+      else await store.deleteUser("alice");
+      expect(filesHolding(dir.path, "DOCTEXTMARK")).toEqual([]);
+      expect(filesHolding(dir.path, "DOCVECTORMARK")).toEqual([]);
+      store.close();
+      expect(filesHolding(dir.path, "DOCTEXTMARK")).toEqual([]);
+      expect(filesHolding(dir.path, "DOCVECTORMARK")).toEqual([]);
+      expect(filesHolding(dir.path, "BOBKEEPS").length).toBeGreaterThan(0);
+    });
+
   test("sessions.delete erases that session only: its messages, reasoning, memory and 0.1 files", async () => {
     using dir = tmpdir();
     writeV01(dir.path, "alice", "old", "QUOKKA");
