@@ -360,9 +360,12 @@ async function hubError(res: Response, url: string, token: string | undefined): 
   } else {
     await res.body?.cancel();
   }
+  // The code is the hub's word too (a short name such as GatedRepo): a mirror may put anything
+  // there, the token included, and it goes into the error's message and the pull's `hub_code`.
+  const code = res.headers.get("x-error-code");
   return new HubError(
     res.status,
-    res.headers.get("x-error-code"),
+    (code && withoutToken(code, token).trim().slice(0, 100)) || null,
     (message && withoutToken(message, token).trim().slice(0, 300)) || null,
     url,
   );

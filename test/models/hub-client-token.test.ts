@@ -1,6 +1,8 @@
 import { describe, expect, test } from "bun:test";
 import { HubBadAnswer, HubClient, HubError } from "../../src/models/hub-client.ts";
 import { hubFetch } from "../../src/models/hub-listing.ts";
+import { fromHub } from "../../src/models/pull-errors.ts";
+import type { CoreError } from "../../src/protocol/errors.ts";
 
 // The token goes to the hub's own origin only (src/models/hub-client.ts): not to a listing page
 // the hub's `Link` header puts on another host, nor over plain http after a redirect that keeps
@@ -142,6 +144,26 @@ describe("the hub's own words", () => {
     const shown = JSON.stringify({ message: (err as Error).message, said: (err as HubError).serverMessage });
     expect(shown).toContain("401");
     expect(shown).not.toContain(TOKEN.slice(0, 8));
+  });
+
+  test("an error code quoting the token (X-Error-Code) shows neither it nor more than a code's length", async () => {
+    // The code goes into the pull's data (`hub_code`) and the error's message as the hub sent it.
+    const url = `${HUB}/api/models/org/m/revision/main`;
+    const { fake } = recordingFetch({
+      [url]: () =>
+        new Response(null, {
+          status: 401,
+          headers: { "x-error-code": `BadToken:${TOKEN}${"x".repeat(5000)}` },
+        }),
+    });
+    const hub = new HubClient({ endpoint: HUB, token: TOKEN, fetch: fake });
+    const err = (await hub.commitOf("org/m", "main").catch((e: Error) => e)) as HubError;
+    expect(err).toBeInstanceOf(HubError);
+    const pulled = fromHub(err, { repo: "org/m" }) as CoreError;
+    const shown = JSON.stringify([err.message, err.hubCode, pulled.message, pulled.data]);
+    expect(shown).toContain("BadToken");
+    expect(shown).not.toContain(TOKEN.slice(0, 8));
+    expect(err.hubCode!.length).toBeLessThanOrEqual(100);
   });
 
   test("the reason phrase of a remote fit's failed read does not show it either", async () => {
