@@ -1,3 +1,6 @@
+import { win32 } from "node:path";
+import { windowsDevicePath } from "../util/device-path.ts";
+
 /**
  * What the hub's file listing may say of a file before the core builds a path from it. The
  * listing is the hub's word, not ours: a path becomes `snapshots/<commit>/<path>` and an oid
@@ -25,9 +28,6 @@ function unsafePathReason(path: string): string | null {
   return null;
 }
 
-/** A Windows device name, with or without an extension (`NUL.gguf` opens the device). */
-const DEVICE_NAME = /^(con|prn|aux|nul|com[1-9¹²³]|lpt[1-9¹²³])(\..*)?$/i;
-
 /**
  * Why a path to be stored cannot be a file name on this system, or null: on Windows a reserved
  * character (`:` would write an NTFS stream), a device name, a trailing dot or space; anywhere a
@@ -42,7 +42,8 @@ export function unstorableName(path: string, platform: NodeJS.Platform = process
       return "has a name longer than 255 characters";
     if (platform !== "win32") continue;
     if (/[<>:"|?*]/.test(segment)) return 'has a character Windows file names cannot hold (< > : " | ? *)';
-    if (DEVICE_NAME.test(segment)) return "is a Windows device name";
+    // As the core's own path checks know them: `nul .gguf`, `COM0`, `CONIN$` open a device too.
+    if (windowsDevicePath(segment, win32)) return "is a Windows device name";
     if (/[. ]$/.test(segment)) return "ends with a dot or a space, which Windows drops";
   }
   return null;

@@ -121,6 +121,10 @@ describe("a hostile listing is refused before anything is written (issue 19 item
       expect(r.error?.message).toContain(`names ${JSON.stringify(path)}, which ${why}`);
       expect(hub.requests.filter((q) => q.path.includes("/resolve/"))).toEqual([]);
     }
+    // The device names Windows maps as the core's own path checks know them (util/device-path.ts):
+    // a space before the extension, COM0/LPT0 and the console's CONIN$/CONOUT$ too.
+    for (const name of ["nul .gguf", "AUX  .d", "com0.gguf", "LPT0", "CONIN$", "conout$.gguf", "prn. "])
+      expect(unstorableName(`sub/${name}`, "win32")).toContain("device name");
     // Names Windows refuses are fine elsewhere; plain ones everywhere.
     expect(unstorableName("sub:x./NUL.gguf", "linux")).toBeNull();
     expect(unstorableName("unsloth/Qwen3-8B-Q4_K_M.gguf", "win32")).toBeNull();
