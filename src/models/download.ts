@@ -216,6 +216,17 @@ function checkAnswer(response: Response, t: BlobTarget, offset: number, where: P
       "hub_error",
       `the server sent the file encoded (Content-Encoding: ${encoding.slice(0, 40)}) though asked for identity`,
     );
+  // A sign-in portal or a filtering proxy answers any URL with its page, often without a length
+  // to compare: written, it became the partial the next pull resumed behind (or, answering a
+  // resume, replaced the partial). No hub or mirror serves a GGUF as a web page.
+  const type = (response.headers.get("content-type") ?? "").split(";")[0]!.trim().toLowerCase();
+  if (type === "text/html" || type === "application/xhtml+xml")
+    throw pullError(
+      where,
+      "hub_error",
+      `the server answered a web page (Content-Type: ${type}), not the file (a sign-in page or a proxy in the way?)${offset > 0 ? "; the partial download is kept" : ""}`,
+      { http_status: response.status },
+    );
   let start = offset;
   if (offset > 0 && response.status !== 206) start = 0;
   else if (offset > 0) {

@@ -395,6 +395,41 @@ describe("resume and verify", () => {
     expect(storageGets(hub)[0]!.range).toBe(`bytes=${MB}-`);
   });
 
+  test("a web page in the file's place (a sign-in portal, a proxy) is refused: a resume's partial is not lost to it", async () => {
+    // A captive portal or a filtering proxy answers any URL with 200 and its HTML, often chunked
+    // (no length to compare): a fresh download kept the page as the partial, which the next pull
+    // resumed behind, to fail the checksum gigabytes later; a resume was restarted from byte 0,
+    // its partial truncated and replaced by the page.
+    const { hub, cache, deps } = await setup();
+    const page = "<!doctype html><html><body>Sign in to the Wi-Fi</body></html>";
+    const portal = (async (input: string | URL | Request, init?: RequestInit) => {
+      if (!String(input).startsWith(hub.storageUrl)) return fetch(input, init);
+      const body = new ReadableStream({
+        start(c) {
+          c.enqueue(new TextEncoder().encode(page));
+          c.close();
+        },
+      });
+      return new Response(body, { status: 200, headers: { "content-type": "text/html; charset=utf-8" } });
+    }) as typeof fetch;
+    const sha = sha256(MODEL);
+    const partial = incompletePath(cache, "org/model-GGUF", sha);
+
+    const fresh = await pull({ repo: "org/model-GGUF", quant: "Q4_K_M" }, { ...deps, fetch: portal });
+    expect(fresh.error?.data).toMatchObject({ cause: "hub_error", file: "model-Q4_K_M.gguf" });
+    expect(fresh.error?.message).toContain("text/html");
+    expect(existsSync(partial)).toBe(false);
+
+    writeFileSync(partial, MODEL.subarray(0, MB));
+    const resumed = await pull({ repo: "org/model-GGUF", quant: "Q4_K_M" }, { ...deps, fetch: portal });
+    expect(resumed.error?.data).toMatchObject({ cause: "hub_error" });
+    expect(readFileSync(partial).equals(Buffer.from(MODEL.subarray(0, MB)))).toBe(true);
+
+    const after = await pull({ repo: "org/model-GGUF", quant: "Q4_K_M" }, deps);
+    expect(after.result?.sha256).toBe(sha);
+    expect(storageGets(hub).at(-1)!.range).toBe(`bytes=${MB}-`);
+  });
+
   test.skipIf(process.platform !== "linux")(
     "a restart from byte 0 that then breaks leaves no hash worker reading the partial",
     async () => {
