@@ -1,5 +1,14 @@
 import { randomBytes } from "node:crypto";
-import { linkSync, mkdirSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import {
+  linkSync,
+  lstatSync,
+  mkdirSync,
+  renameSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { copyFile } from "node:fs/promises";
 import { dirname, join, relative } from "node:path";
 
@@ -32,6 +41,8 @@ export async function linkSnapshot(
   pointer: string,
   links: LinkMakers = {},
 ): Promise<"link" | "hardlink" | "copy"> {
+  const already = namingBlob(pointer, blob);
+  if (already) return already;
   mkdirSync(dirname(pointer), { recursive: true });
   const temp = join(dirname(pointer), `.${randomBytes(6).toString("hex")}.tmp`);
   const ways: ["link" | "hardlink", () => void][] = [
@@ -58,6 +69,22 @@ export async function linkSnapshot(
   } catch (err) {
     rmSync(temp, { force: true });
     throw err;
+  }
+}
+
+/**
+ * How `pointer` names the blob already (a pull again), or null. Such an entry is left as it is,
+ * as huggingface_hub leaves an existing one: Windows refuses to replace a name of a file open
+ * without FILE_SHARE_DELETE (llama-server's model), and the refusal read as "no links here"
+ * ended in a copy of gigabytes whose rename failed too. A copy is made again: it is another file.
+ */
+function namingBlob(pointer: string, blob: string): "link" | "hardlink" | null {
+  try {
+    const [at, target] = [statSync(pointer, { bigint: true }), statSync(blob, { bigint: true })];
+    if (at.ino === 0n || at.dev !== target.dev || at.ino !== target.ino) return null;
+    return lstatSync(pointer).isSymbolicLink() ? "link" : "hardlink";
+  } catch {
+    return null;
   }
 }
 

@@ -108,6 +108,11 @@ function descriptorsOpenOn(path: string): number {
   }).length;
 }
 
+/** A link maker refusing as Windows without developer mode does (symbolic links), or as a folder that takes none. */
+const noLinks = () => {
+  throw Object.assign(new Error("EPERM"), { code: "EPERM" });
+};
+
 const storageGets = (hub: HubStandIn) => hub.requests.filter((r) => r.server === "storage");
 
 /** Nothing half-written under a final name: no blob, no snapshot entry for the file. */
@@ -275,9 +280,6 @@ describe("pull into the Hugging Face cache", () => {
 
   test("where neither kind of link can be made the snapshot holds a copy, and the result says so", async () => {
     const { deps } = await setup();
-    const noLinks = () => {
-      throw Object.assign(new Error("EPERM"), { code: "EPERM" });
-    };
     const r = await pull(
       { repo: "org/model-GGUF", quant: "Q8_0" },
       { ...deps, symlink: noLinks, hardlink: noLinks },
@@ -290,9 +292,6 @@ describe("pull into the Hugging Face cache", () => {
 
   test("where symbolic links fail the snapshot is a hard link: the model takes its size once", async () => {
     const { cache, deps } = await setup();
-    const noLinks = () => {
-      throw Object.assign(new Error("EPERM"), { code: "EPERM" });
-    };
     const r = await pull({ repo: "org/model-GGUF", quant: "Q8_0" }, { ...deps, symlink: noLinks });
     expect(r.error).toBeUndefined();
     // A copy would take the model's size twice (Windows without developer mode: every pull), past
@@ -304,9 +303,6 @@ describe("pull into the Hugging Face cache", () => {
 
   test("a hard-linked snapshot pulled again leaves no second name of the blob beside it", async () => {
     const { cache, deps } = await setup();
-    const noLinks = () => {
-      throw Object.assign(new Error("EPERM"), { code: "EPERM" });
-    };
     const req = { repo: "org/model-GGUF", quant: "Q8_0" };
     const first = await pull(req, { ...deps, symlink: noLinks });
     const again = await pull(req, { ...deps, symlink: noLinks });
@@ -315,6 +311,23 @@ describe("pull into the Hugging Face cache", () => {
     // stayed, a hidden name that kept the model's bytes on disk once the blob was removed.
     const blob = blobPath(cache, "org/model-GGUF", first.result!.sha256);
     expect(readdirSync(join(again.result!.path, ".."))).toEqual([basename(again.result!.path)]);
+    expect(statSync(blob).nlink).toBe(2);
+  });
+
+  test("a model pulled again whose snapshot entry names its blob is not relinked (a model in use on Windows)", async () => {
+    // Windows refuses to replace a name of a file a process has open without FILE_SHARE_DELETE:
+    // llama-server's model. A second pull (a host making sure its model is there) replaced the
+    // hard-linked entry anyway; refused (EPERM), it fell back to the next way and then to a copy
+    // of gigabytes, whose rename failed too. Here the refusal is the link makers': the entry must
+    // not be touched at all.
+    const { cache, deps } = await setup();
+    const req = { repo: "org/model-GGUF", quant: "Q8_0" };
+    const first = await pull(req, { ...deps, symlink: noLinks });
+    const blob = blobPath(cache, "org/model-GGUF", first.result!.sha256);
+    const again = await pull(req, { ...deps, symlink: noLinks, hardlink: noLinks });
+    expect(again.error).toBeUndefined();
+    expect(again.result!.warnings).toEqual([]);
+    expect(statSync(again.result!.path).ino).toBe(statSync(blob).ino);
     expect(statSync(blob).nlink).toBe(2);
   });
 
