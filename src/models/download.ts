@@ -69,7 +69,7 @@ export async function downloadBlob(hub: HubClient, t: BlobTarget, hooks: Downloa
         { expected: t.expected.value },
       );
     }
-    renameSync(t.incomplete, t.blob);
+    moveIntoPlace(t, where);
     return digests.sha256;
   } catch (err) {
     hash.stop();
@@ -77,6 +77,23 @@ export async function downloadBlob(hub: HubClient, t: BlobTarget, hooks: Downloa
     throw err;
   } finally {
     hash.stop();
+  }
+}
+
+/**
+ * The verified partial renamed to its blob's name. A refusal (on Windows an antivirus scanning
+ * the fresh file: EPERM, EBUSY) names both files: the raw error was an internal_error.
+ */
+function moveIntoPlace(t: BlobTarget, where: PullWhere): void {
+  try {
+    renameSync(t.incomplete, t.blob);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
+    throw pullError(
+      where,
+      "cache_unwritable",
+      `cannot move the verified download into place as ${t.blob} (${code}); it is kept as ${t.incomplete}, pull again`,
+    );
   }
 }
 

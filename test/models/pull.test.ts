@@ -472,6 +472,25 @@ describe("resume and verify", () => {
     expect(r.events.at(-1)).toMatchObject({ phase: "download", bytes_done: MODEL.length });
   });
 
+  test("a verified download that cannot be renamed into place fails naming the blob, the partial kept", async () => {
+    // Windows: an antivirus scanning the fresh .incomplete refuses the rename (EPERM, EBUSY).
+    // Here a folder takes the blob's name while the bytes arrive: the rename's raw error came
+    // out as internal_error ("see the core's log"), saying nothing of the cache or the partial.
+    const { cache, deps } = await setup();
+    const sha = sha256(MODEL);
+    const blob = blobPath(cache, "org/model-GGUF", sha);
+    let events = 0;
+    const r = await pullModel({ repo: "org/model-GGUF", quant: "Q4_K_M", revision: "main" }, deps, {
+      signal: new AbortController().signal,
+      progress: () => {
+        if (events++ === 0) mkdirSync(join(blob, "taken"), { recursive: true });
+      },
+    }).catch((e: CoreError) => e);
+    expect(r).toMatchObject({ code: "internal_error", data: { cause: "cache_unwritable" } });
+    expect((r as CoreError).message).toContain(blob);
+    expect(statSync(incompletePath(cache, "org/model-GGUF", sha)).size).toBe(MODEL.length);
+  });
+
   test("a partial whose bytes are wrong fails the checksum on resume, and is deleted", async () => {
     const { hub, cache, deps } = await setup();
     const partial = incompletePath(cache, "org/model-GGUF", sha256(MODEL));
