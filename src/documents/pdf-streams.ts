@@ -2,8 +2,8 @@ import {
   type BrotliOptions,
   brotliDecompress,
   constants,
+  createInflateRaw,
   type inflate,
-  inflateRaw,
   type ZlibOptions,
 } from "node:zlib";
 import { MAX_INFLATED_STREAM_BYTES, MAX_INFLATED_TOTAL_BYTES, MAX_PDF_STREAMS } from "./limits.ts";
@@ -292,14 +292,37 @@ async function decodedSize(data: Uint8Array, stream: Stream): Promise<number | "
  * Flate as pdf.js inflates it: the zlib header checked as its FlateStream checks it (a stream it
  * refuses decodes to nothing), the deflated data after it inflated raw. pdf.js never reads the
  * Adler-32 after the data; zlib refused a wrong one, and the pass counted the stream as nothing.
+ * Where zlib stops, pdf.js reads on or has read up to there, and that is counted: a match reaching
+ * back past the start reads zeros in pdf.js (a window of them here), and a block it cannot read
+ * ends the stream with the blocks before it in pdf.js's buffer (what came out, here).
  */
 function flateStep(data: Uint8Array): Promise<Decoded> {
   const cmf = data[0] ?? 0;
   const flg = data[1] ?? 0;
   if (data.byteLength < 2 || (cmf & 0x0f) !== 8 || ((cmf << 8) + flg) % 31 !== 0 || flg & 0x20)
     return Promise.resolve({ size: 0 });
-  return zlibStep(inflateRaw, data.subarray(2), { finishFlush: constants.Z_SYNC_FLUSH });
+  return new Promise((resolve) => {
+    const inflater = createInflateRaw({ dictionary: ZEROS_BEFORE, finishFlush: constants.Z_SYNC_FLUSH });
+    const out: Buffer[] = [];
+    let size = 0;
+    const done = (decoded: Decoded) => {
+      inflater.destroy();
+      resolve(decoded);
+    };
+    const made = () => done({ size, bytes: Buffer.concat(out, size) });
+    inflater.on("data", (chunk: Buffer) => {
+      size += chunk.byteLength;
+      if (size > MAX_INFLATED_STREAM_BYTES) done("too_large");
+      else out.push(chunk);
+    });
+    inflater.on("error", made);
+    inflater.on("end", made);
+    inflater.end(data.subarray(2));
+  });
 }
+
+/** What precedes a Flate stream's first byte for a match that reaches back past it (as far as one may). */
+const ZEROS_BEFORE = new Uint8Array(32 * 1024);
 
 /** What a zlib decoder made, capped at MAX_INFLATED_STREAM_BYTES: past it "too_large"; data it refuses decodes to nothing. */
 function zlibStep(

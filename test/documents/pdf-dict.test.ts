@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { brotliCompressSync, deflateRawSync, deflateSync } from "node:zlib";
+import { brotliCompressSync, constants, deflateRawSync, deflateSync } from "node:zlib";
 import { MAX_PDF_NESTING, MAX_PDF_STREAMS } from "../../src/documents/limits.ts";
 import { PdfLexer } from "../../src/documents/pdf-dict.ts";
 import { pdfPages } from "../../src/documents/pdf-pages.ts";
@@ -140,6 +140,37 @@ describe("a Flate stream read as pdf.js reads it: no Adler-32 checked", () => {
     ).toBe("Summed");
     const page = { dict, data: badSum(Buffer.alloc(60 * 1024 * 1024, 0x20)) };
     await expect(checkPdfStreams(pdfOf(Array.from({ length: 10 }, () => page)))).rejects.toThrow(tooLarge);
+  });
+});
+
+describe("a Flate stream zlib refuses midway, read as pdf.js reads it", () => {
+  // zlib refused the whole stream at what it could not read, and the pass counted it as nothing.
+  const dict = "/Filter /FlateDecode";
+  const zlibOf = (raw: Buffer) => Buffer.concat([Buffer.from([0x78, 0x9c]), raw]);
+  const tenOf = (data: Buffer) => pdfOf(Array.from({ length: 10 }, () => ({ dict, data })));
+
+  // A match reaching back past the data's start (its words deflated after a preset dictionary):
+  // pdf.js reads zeros there and inflates the rest. Ten streams of 60 MiB were 600 MiB unseen.
+  const reachingBack = (data: Buffer) => zlibOf(deflateRawSync(data, { dictionary: Buffer.alloc(64) }));
+
+  test("a match before the start: pdf.js reads the text after it; the pass counts it", async () => {
+    const text = Buffer.concat([Buffer.alloc(64), Buffer.from("BT /F1 12 Tf 72 700 Td (Behind) Tj ET")]);
+    expect(await textOf(pdfOf([{ dict, data: reachingBack(text) }]))).toBe("Behind");
+    await expect(checkPdfStreams(tenOf(reachingBack(Buffer.alloc(60 * 1024 * 1024))))).rejects.toThrow(
+      tooLarge,
+    );
+  });
+
+  // A block of a type there is none of, last: pdf.js's FlateStream has inflated every block
+  // before it into its buffer by then (it throws only on reaching that one).
+  test("a bad block at the end: the blocks before it are counted", async () => {
+    const badEnd = (data: Buffer) =>
+      zlibOf(
+        Buffer.concat([deflateRawSync(data, { finishFlush: constants.Z_SYNC_FLUSH }), Buffer.from([0x07])]),
+      );
+    await expect(checkPdfStreams(tenOf(badEnd(Buffer.alloc(60 * 1024 * 1024, 0x20))))).rejects.toThrow(
+      tooLarge,
+    );
   });
 });
 
