@@ -52,7 +52,7 @@ export class Attachments {
     images: readonly NewAttachment[],
     at: Date,
     mark?: TurnMark,
-    write: <T>(work: () => T) => Promise<T> = async (work) => work(),
+    write: <T>(work: () => T, signal?: AbortSignal) => Promise<T> = async (work) => work(),
     signal?: AbortSignal,
   ): Promise<AttachmentRef[]> {
     const refs: AttachmentRef[] = [];
@@ -64,12 +64,15 @@ export class Attachments {
           // A cancel stops it between parts, what was staged erased below.
           signal?.throwIfAborted();
           const piece = image.data.subarray(from, from + PART_BYTES);
-          await write(() => this.stagePart(userId, sessionId, ref, part, piece, at, mark));
+          // Its wait for this core's erases ends with a cancel too (minutes behind a large delete).
+          await write(() => this.stagePart(userId, sessionId, ref, part, piece, at, mark), signal);
           if (part === 0) refs.push(ref);
         }
       }
       return refs;
     } catch (err) {
+      // None staged (a cancel while the first part waited): nothing to erase, nor to wait for.
+      if (refs.length === 0) throw err;
       const ids = JSON.stringify(refs.map((r) => r.id));
       await write(() => {
         const { changes } = this.db

@@ -140,10 +140,11 @@ export class Store {
   /**
    * Runs a write; while another process holds the write lock it is tried again, without
    * blocking the event loop, for up to BUSY_WAIT_MS; then a CoreError naming the file. It waits
-   * first for this core's own erase, which holds the write lock far longer than that.
+   * first for this core's own erase, which holds the write lock far longer than that (a wait
+   * `signal` ends, the work then not run).
    */
-  async write<T>(work: () => T): Promise<T> {
-    await this.afterErases();
+  async write<T>(work: () => T, signal?: AbortSignal): Promise<T> {
+    await this.afterErases(signal);
     return this.writeNow(work);
   }
 

@@ -2,13 +2,7 @@ import type { PreparedImage } from "../../images/prepare.ts";
 import type { Warning } from "../../protocol/chat.ts";
 import type { AttachmentRef, ChatMessage } from "../../protocol/chat-message.ts";
 import { CoreError } from "../../protocol/errors.ts";
-import {
-  type Checkpoint,
-  CheckpointSchema,
-  checkpointBody,
-  INPUT_APART_CHARS,
-  withInput,
-} from "../../store/checkpoint.ts";
+import { type Checkpoint, checkpointBody, INPUT_APART_CHARS } from "../../store/checkpoint.ts";
 import type { CheckpointWrite } from "../../store/checkpoint-rows.ts";
 import { indexesLong, type TurnMessage } from "../../store/conversations.ts";
 import type { TurnMark } from "../../store/session-lease.ts";
@@ -17,6 +11,7 @@ import { logger } from "../../util/logger.ts";
 import { cutText } from "../../util/text-cut.ts";
 import type { SessionKey } from "../kv/session-key.ts";
 import { refsOf, TurnImages } from "./images.ts";
+import { readCheckpoint } from "./read-checkpoint.ts";
 
 /** The turn so far, as its checkpoint keeps it. */
 export type TurnState = Omit<Checkpoint, "version" | "updated_at">;
@@ -34,6 +29,8 @@ export class TurnSession {
   private rowOwed = false;
   /** The turn sets aside an interrupted one (not resumed): its images go at the first write (its KV state: `set_aside`). */
   private setAside = false;
+  /** A write for its new images ran (their session's row, a part, their erase): a failure puts back. */
+  private staged = false;
 
   private constructor(
     private readonly store: Store,
@@ -112,7 +109,8 @@ export class TurnSession {
     if (this.newImages.length > 0 || user_input.length > INPUT_APART_CHARS) {
       const { userId, sessionId } = this.key;
       if (hasRow) return;
-      if (this.newImages.length > 0)
+      this.staged = this.newImages.length > 0; // their row, which a put-back removes
+      if (this.staged)
         this.store.conversations.ensureSession(userId, sessionId, agent, user_input, this.now());
       else this.rowOwed = true;
       return;
@@ -157,9 +155,9 @@ export class TurnSession {
       await this.write(this.state, this.carriedImages(), signal);
       this.inputSaved = true;
     } catch (err) {
-      // Cancelled while the write waited behind an erase: it never ran, and with no images staged
-      // nothing else was written, so there is nothing to put back (a put-back waits out the erases).
-      if (this.newImages.length === 0 && err === signal?.reason) throw err;
+      // Cancelled while the write waited behind an erase: it never ran, and with no image staged (nor
+      // a row made for them) nothing else was written: nothing to put back (its writes wait them out).
+      if (!this.staged && err === signal?.reason) throw err;
       await this.putBack().catch(() => undefined);
       throw err;
     }
@@ -174,7 +172,11 @@ export class TurnSession {
       this.newImages,
       this.now(),
       this.mark,
-      (work) => this.store.write(work),
+      (work, waitSignal) =>
+        this.store.write(() => {
+          this.staged = true;
+          return work();
+        }, waitSignal),
       signal,
     );
     for (const [i, r] of refs.entries()) this.images.hold(r.id, (this.newImages[i] as PreparedImage).data);
@@ -307,37 +309,6 @@ export interface TurnStart {
   images?: readonly PreparedImage[];
   /** Images the turn's user message keeps from the one it replaces (a regenerate, an edit without new ones). */
   carried?: readonly AttachmentRef[];
-}
-
-/** The session's checkpoint; one that does not parse (another version wrote it) is dropped with a warning. */
-function readCheckpoint(store: Store, key: SessionKey, warnings: Warning[]): Checkpoint | undefined {
-  const body = store.conversations.checkpoint(key.userId, key.sessionId);
-  if (body === undefined) return undefined;
-  let problem: string;
-  try {
-    // A long input is kept apart from the body (store/checkpoint.ts); an earlier version's body holds it.
-    const raw = withInput(JSON.parse(body), () =>
-      store.conversations.checkpointInput(key.userId, key.sessionId),
-    );
-    if (raw === undefined) problem = "its input, kept apart, could not be read";
-    else {
-      const parsed = CheckpointSchema.safeParse(raw);
-      if (parsed.success) return parsed.data;
-      const issue = parsed.error.issues[0];
-      problem = `unexpected shape at '${issue?.path.join(".") ?? ""}': ${issue?.message ?? "invalid"}`;
-    }
-  } catch {
-    // Not the parser's message: it quotes a token of the text, which may be the user's words,
-    // and this line goes to the log (docs/supervisor.md "No conversation in the log").
-    problem = "not valid JSON";
-  }
-  logger.warn(`the checkpoint of session ${key.sessionId} was unreadable (${problem}); dropped`);
-  warnings.push({
-    code: "checkpoint_reset",
-    message: `the interrupted turn's checkpoint could not be read (${problem}); it was dropped and the turn started afresh`,
-  });
-  store.conversations.clearCheckpoint(key.userId, key.sessionId);
-  return undefined;
 }
 
 /** The interrupted turn when the chat resumes it, else a fresh one (warning about what was set aside). */

@@ -185,3 +185,38 @@ describe("a turn's lease, in line behind an erase", () => {
       }
     }, 10_000);
 });
+
+// A chat's photos are staged before its first checkpoint, each part a write that waited for this
+// core's erases without the turn's signal: a cancel then was answered only once they had ended.
+describe("a turn's photos, staged in line behind an erase", () => {
+  const image = { format: "png", mime: "image/png", width: 1, height: 1, data: new Uint8Array(1000) };
+  const withPhoto = (store: Store, sessionId: string) => () =>
+    TurnSession.begin(
+      store,
+      { userId: "u", sessionId },
+      { traceId: "t3", input: "look", agent: "a", resume: false, images: [image as never] },
+      [],
+      () => new Date(2_000),
+    );
+
+  test("a cancel while the first part waits ends the turn at once, the session as it was", async () => {
+    using dir = tmpdir("local-ai-photo-cancel-");
+    // s1 has its row and an interrupted turn's checkpoint, which the cancelled turn leaves as it was.
+    const store = await withSession(await withSession(Store.open(dir.path), "s1"), "other");
+    const before = store.conversations.checkpoint("u", "s1");
+    using held = holdCopies();
+    try {
+      const turn = new AbortController();
+      const leased = await store.lease("u", "s1", turn.signal, withPhoto(store, "s1"));
+      const deleting = store.deleteSession("u", "other");
+      expect(await cancelledBefore(held, turn, leased.value.firstWrite(turn.signal))).toBe("cancelled");
+      leased.release();
+      expect((await deleting).deleted).toBe(true);
+      await store.afterErases();
+      expect(store.conversations.checkpoint("u", "s1")).toBe(before as string);
+    } finally {
+      held.open();
+      await store.stop();
+    }
+  }, 10_000);
+});
