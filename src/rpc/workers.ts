@@ -13,9 +13,17 @@ import { versionText } from "./wire.ts";
 export type WorkerStatus = RpcWorkerStatus;
 export type WorkerState = WorkerStatus["state"];
 
+/** The holder of a launch that names none: the one llama-server of a single model. */
+const SOLE = {};
+
 export class WorkerBook {
   private readonly reports = new Map<string, { report: WorkerReport; at: number }>();
-  private readonly inUse = new Set<string>();
+  /**
+   * Who holds which workers: one llama-server per model of several, each launch its own holder
+   * (the one supervisor of a single model: the default). One model's start or end, an embedding
+   * model's without workers among them, leaves the others' workers held.
+   */
+  private readonly inUse = new Map<object, Set<string>>();
   private readonly lostWhy = new Map<string, string>();
   private readonly refused = new Map<string, string>();
 
@@ -30,21 +38,22 @@ export class WorkerBook {
   }
 
   /** A llama-server started with these workers: they are its clients until `released`. */
-  launched(endpoints: readonly string[]): void {
-    this.inUse.clear();
-    for (const e of endpoints) this.inUse.add(e);
+  launched(endpoints: readonly string[], holder: object = SOLE): void {
+    if (endpoints.length === 0) this.inUse.delete(holder);
+    else this.inUse.set(holder, new Set(endpoints));
   }
 
-  released(): void {
-    this.inUse.clear();
+  released(holder: object = SOLE): void {
+    this.inUse.delete(holder);
   }
 
   isInUse(endpoint: string): boolean {
-    return this.inUse.has(endpoint);
+    for (const held of this.inUse.values()) if (held.has(endpoint)) return true;
+    return false;
   }
 
   lost(endpoint: string, why: string): void {
-    this.inUse.delete(endpoint);
+    for (const held of this.inUse.values()) held.delete(endpoint);
     this.lostWhy.set(endpoint, why);
   }
 
@@ -74,7 +83,7 @@ export class WorkerBook {
     const base = { endpoint, version, devices, checked_at: seen?.at ?? null };
     const lost = this.lostWhy.get(endpoint);
     if (lost) return { ...base, state: "lost", message: lost };
-    if (this.inUse.has(endpoint))
+    if (this.isInUse(endpoint))
       return { ...base, state: "in_use", message: "used by the running llama-server" };
     if (!r) return { ...base, state: "unchecked", message: "not checked yet" };
     if (!r.ok) return { ...base, state: r.failure, message: r.message };

@@ -59,7 +59,7 @@ export class RpcWatch {
     this.identifying = undefined;
     this.identified = undefined;
     this.skipped.clear();
-    this.book.launched(endpoints);
+    this.book.launched(endpoints, this);
   }
 
   /**
@@ -73,7 +73,7 @@ export class RpcWatch {
 
   /** The launch's server is gone (stopped, crashed, failed to start): the workers are free. */
   ended(): void {
-    this.book.released();
+    this.book.released(this);
   }
 
   /** Every line llama-server prints. */
