@@ -60,7 +60,7 @@ export interface StopOptions {
 }
 
 export interface ModelFootprint {
-  /** Planned bytes per device (the plan's devices' `usage.total`). */
+  /** Planned bytes per device (the plan's devices' `usage.total`; an RPC device's whole budget). */
   bytes: DeviceBytes;
   /** Each device's budget (`budget_bytes`); RPC devices by their plan id. */
   budget: DeviceBytes;

@@ -151,7 +151,10 @@ function footprintOf(devices: readonly DevicePlan[]): ModelFootprint {
   const bytes: Record<string, number> = {};
   const budget: Record<string, number> = {};
   for (const d of devices) {
-    if (d.usage.total > 0) bytes[d.id] = d.usage.total;
+    // An RPC worker serves one llama-server at a time (ggml-rpc-server's accept loop): whatever
+    // the layers put there, a model that lists it holds all of it, so no other is admitted on it.
+    const total = d.kind === "rpc" ? Math.max(d.budget_bytes, d.usage.total) : d.usage.total;
+    if (total > 0) bytes[d.id] = total;
     budget[d.id] = d.budget_bytes;
   }
   return { bytes, budget };
