@@ -63,6 +63,7 @@ export async function runDoctor(
   }
   const config: Config = loaded.config;
   const rpc = config.llama.rpc;
+  const server = llamaServerOf(config);
   const [binary, reads, hardware, workers, folders, store] = await Promise.all([
     binaryCheck(config, deps.run),
     readConfiguredModels(
@@ -70,9 +71,9 @@ export async function runDoctor(
       (path, key) => deps.readModel(path, key),
       deps.findProjector ? (setting, model, key) => deps.findProjector!(setting, model, key) : undefined,
     ),
-    deps.probe(llamaServerOf(config)),
+    deps.probe(server),
     // Asked once: each worker's check and the plan (which counts the workers that answered).
-    rpc.length > 0 ? (deps.workers ?? checkWorkers)(rpc) : Promise.resolve([]),
+    rpc.length > 0 ? (deps.workers ?? checkWorkers)(rpc, server ? { server } : {}) : Promise.resolve([]),
     memoryFoldersCheck(config, loaded.file),
     // Off the main loop, beside the probes: a database of several GB takes seconds to read.
     storeCheck(config, undefined, { signal: stopping }),

@@ -22,6 +22,6 @@ export const probeAhead = new ProbeAhead((binary) => probeHardware(undefined, bi
 export const defaultPlanDeps: PlanDeps = {
   probe: (binary) => probeAhead.take(binary),
   readModel: (path, key) => modelMemo.read(path, key),
-  workers: (workers) => checkWorkers(workers),
+  workers: (workers, options) => checkWorkers(workers, options),
   findProjector: (setting, model, key) => findProjector(setting, model, key),
 };

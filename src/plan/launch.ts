@@ -23,8 +23,11 @@ export interface PlanDeps {
   probe(binary?: string): Promise<HardwareSnapshot>;
   /** `key`: the config key that holds `path` (`model.path` when absent), for a refusal to name. */
   readModel(path: string, key?: string): Promise<ModelInfo>;
-  /** Asks `llama.rpc`'s workers what they have; the real query when absent. */
-  workers?(workers: readonly RpcWorkerConfig[]): Promise<WorkerReport[]>;
+  /**
+   * Asks `llama.rpc`'s workers what they have; the real query when absent. `server`: the
+   * llama-server the plan is for, when found (a version another build refused is asked again).
+   */
+  workers?(workers: readonly RpcWorkerConfig[], options?: { server?: string }): Promise<WorkerReport[]>;
   /** Reads a chat template file that llama.extra_args name; the bounded file read when absent. */
   readTemplate?(path: string): string;
   /**
@@ -47,10 +50,11 @@ export async function planInputs(config: ModelConfig, deps: PlanDeps): Promise<P
   // An embedding model runs on this machine only (embedding-planner.ts): its workers are not asked.
   const rpc = config.model_kind === "embedding" ? [] : config.llama.rpc;
   // Workers are asked at every plan, so every start plans on the workers that answer now.
+  const server = llamaServerOf(config);
   const [model, hardware, workers] = await Promise.all([
     deps.readModel(config.model.path, modelSettingKey(config, "path")),
-    deps.probe(llamaServerOf(config)),
-    rpc.length > 0 ? (deps.workers ?? checkWorkers)(rpc) : Promise.resolve([]),
+    deps.probe(server),
+    rpc.length > 0 ? (deps.workers ?? checkWorkers)(rpc, server ? { server } : {}) : Promise.resolve([]),
   ]);
   const template = templateFile(config, deps);
   const projector = await projectorOf(config, model, deps);

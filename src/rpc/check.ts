@@ -15,6 +15,8 @@ export interface CheckOptions {
   book?: WorkerBook;
   timeoutMs?: number;
   query?: (target: Endpoint, options: { timeoutMs: number }) => Promise<WorkerReport>;
+  /** The llama-server the answers are for (its path): a refusal by another build does not hold. */
+  server?: string;
 }
 
 export async function checkWorkers(
@@ -28,15 +30,15 @@ export async function checkWorkers(
     workers.map(async (w): Promise<WorkerReport> => {
       const held = book.last(w.endpoint);
       if (book.isInUse(w.endpoint) && held?.ok) return { ...held, in_use: true };
-      const report = refusedAgain(book, await query(w, { timeoutMs }));
+      const report = refusedAgain(book, await query(w, { timeoutMs }), options.server);
       book.record(report);
       return report;
     }),
   );
 }
 
-function refusedAgain(book: WorkerBook, r: WorkerReport): WorkerReport {
-  const refused = book.refusal(r.endpoint);
+function refusedAgain(book: WorkerBook, r: WorkerReport, server: string | undefined): WorkerReport {
+  const refused = book.refusal(r.endpoint, server);
   if (!r.ok || refused === undefined) return r;
   const now = versionText(r.version);
   if (refused !== "?" && refused !== now) return r;

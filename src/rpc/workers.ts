@@ -1,4 +1,5 @@
 import type { RpcWorkerStatus } from "../protocol/rpc-workers.ts";
+import { type FileIdentity, fileIdentity, sameFile } from "../util/file-identity.ts";
 import type { WorkerReport } from "./client.ts";
 import { versionText } from "./wire.ts";
 
@@ -25,7 +26,8 @@ export class WorkerBook {
    */
   private readonly inUse = new Map<object, Set<string>>();
   private readonly lostWhy = new Map<string, string>();
-  private readonly refused = new Map<string, string>();
+  /** The version llama-server refused, and which llama-server (its binary as it was) refused it. */
+  private readonly refused = new Map<string, { version: string; server: FileIdentity | undefined }>();
 
   record(report: WorkerReport, at = Date.now()): void {
     this.reports.set(report.endpoint, { report, at });
@@ -59,16 +61,28 @@ export class WorkerBook {
 
   /**
    * llama-server refused this worker's protocol version. When its log did not say which, the
-   * version the worker last reported is taken: a worker that is updated is asked again.
+   * version the worker last reported is taken: a worker that is updated is asked again. `server`:
+   * the binary that refused it, so that another one (llama.binary changed, or the file replaced
+   * by an upgrade) asks the worker again.
    */
-  refuseVersion(endpoint: string, version: string | null): void {
+  refuseVersion(endpoint: string, version: string | null, server?: string): void {
     const last = this.reports.get(endpoint)?.report;
-    this.refused.set(endpoint, version ?? (last?.version ? versionText(last.version) : "?"));
+    this.refused.set(endpoint, {
+      version: version ?? (last?.version ? versionText(last.version) : "?"),
+      server: server === undefined ? undefined : fileIdentity(server),
+    });
   }
 
-  /** The version llama-server refused for this worker, while the worker still reports it. */
-  refusal(endpoint: string): string | undefined {
-    return this.refused.get(endpoint);
+  /**
+   * The version llama-server refused for this worker, while the worker still reports it; none
+   * when `server`, the llama-server that will run, is not the one that refused it. Either
+   * unknown: the refusal stands.
+   */
+  refusal(endpoint: string, server?: string): string | undefined {
+    const refused = this.refused.get(endpoint);
+    if (refused?.server && server !== undefined && !sameFile(refused.server, fileIdentity(server)))
+      return undefined;
+    return refused?.version;
   }
 
   snapshot(configured: readonly string[]): WorkerStatus[] {

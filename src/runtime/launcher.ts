@@ -257,7 +257,7 @@ export class Launcher {
     // Every start, whoever planned it: llama-server refuses a --slot-save-path it cannot use.
     const plan = withSlotFolder(await this.options.plan({ outOfMemory: this.outOfMemory }));
     this.plan = plan;
-    this.rpc.begin(plan.rpc_workers);
+    this.rpc.begin(plan.rpc_workers, found.path);
     const dataDir = this.options.dataDir();
     const instance = this.options.instance;
     this.log ??= new RotatingLog(

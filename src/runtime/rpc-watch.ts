@@ -33,6 +33,7 @@ export interface RpcWatchOptions {
 
 export class RpcWatch {
   private endpoints: readonly string[] = [];
+  private server: string | undefined;
   private pendingVersion: string | null = null;
   private identifying: Promise<CoreError> | undefined;
   private identified: CoreError | undefined;
@@ -51,10 +52,14 @@ export class RpcWatch {
     this.accepts = options.accepts ?? defaultAccepts;
   }
 
-  /** A launch with these workers (`--rpc`) begins: they are llama-server's from now on. */
-  begin(endpoints: readonly string[]): void {
+  /**
+   * A launch with these workers (`--rpc`) begins: they are llama-server's from now on. `server`:
+   * its binary, which a version refusal is recorded against.
+   */
+  begin(endpoints: readonly string[], server?: string): void {
     this.generation++;
     this.endpoints = endpoints;
+    this.server = server;
     this.pendingVersion = null;
     this.identifying = undefined;
     this.identified = undefined;
@@ -85,7 +90,7 @@ export class RpcWatch {
     if (failed && this.endpoints.includes(failed)) this.skipped.set(failed, skipReason(this.pendingVersion));
     const refused = HANDSHAKE_FAILED.exec(text) ?? (this.pendingVersion ? FAILED_CONNECT.exec(text) : null);
     if (refused) {
-      this.book.refuseVersion(refused[1] as string, this.pendingVersion);
+      this.book.refuseVersion(refused[1] as string, this.pendingVersion, this.server);
       // The mismatch is the next worker's only: one unreachable after it was not refused.
       this.pendingVersion = null;
     }

@@ -1,4 +1,6 @@
 import { describe, expect, test } from "bun:test";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { ConfigSchema } from "../../src/config/schema.ts";
 import { rpcWorkerStatusSchema } from "../../src/protocol/rpc-workers.ts";
 import { checkWorkers } from "../../src/rpc/check.ts";
@@ -7,7 +9,9 @@ import { versionOutliers } from "../../src/rpc/versions.ts";
 import type { WorkerFailureKind } from "../../src/rpc/wire.ts";
 import { rpcWorkerSnapshot, WorkerBook } from "../../src/rpc/workers.ts";
 import { pickFreePort } from "../../src/runtime/ports.ts";
+import { RpcWatch } from "../../src/runtime/rpc-watch.ts";
 import { RpcWorkerStandIn } from "../fixtures/rpc-worker.ts";
+import { tmpdir } from "../fixtures/tmpdir.ts";
 
 const ok = (endpoint: string, major = 5): WorkerReport => ({
   endpoint,
@@ -82,6 +86,32 @@ describe("checkWorkers and the book", () => {
     if (!r!.ok) expect(r!.message).toContain("llama-server refused its RPC protocol v5.1.0");
     const [updated] = await checkWorkers(workers("a:1"), { book, query: async () => ok("a:1", 7) });
     expect(updated!.ok).toBe(true);
+  });
+
+  test("a refusal holds for the llama-server that refused: another build, or the same one replaced, asks again", async () => {
+    await using dir = tmpdir();
+    const refuser = join(dir.path, "llama-server");
+    const other = join(dir.path, "llama-server-new");
+    writeFileSync(refuser, "build 1");
+    writeFileSync(other, "build 2");
+    const book = new WorkerBook();
+    const query = async () => ok("a:1", 5);
+    book.record(ok("a:1", 5));
+    const watch = new RpcWatch({ onLost: () => {}, book, accepts: async () => true });
+    watch.begin(["a:1"], refuser);
+    watch.line("E RPC server version mismatch: 5.1.0");
+    watch.line("E Failed to connect to a:1");
+    watch.ended();
+    const check = async (server?: string) =>
+      (await checkWorkers(workers("a:1"), { book, query, ...(server ? { server } : {}) }))[0]!;
+    expect(await check(refuser)).toMatchObject({ ok: false, failure: "wrong_version" });
+    // Not knowing which llama-server will run (doctor without a binary): still refused.
+    expect(await check()).toMatchObject({ ok: false, failure: "wrong_version" });
+    // llama.binary now names a build of the worker's version: it is asked, and answers.
+    expect((await check(other)).ok).toBe(true);
+    // The refusing binary updated in place (a package upgrade): another build too.
+    writeFileSync(refuser, "build 2, longer");
+    expect((await check(refuser)).ok).toBe(true);
   });
 
   test("every state status can show parses with the strict schema status embeds", () => {
