@@ -14,7 +14,11 @@ export interface Endpoint {
 
 export type ParsedEndpoint = ({ ok: true } & Endpoint) | { ok: false; why: string };
 
-const LABEL = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
+/**
+ * A label as the resolver takes one: letters, digits, `-` inside, and `_` too (a Docker Compose
+ * service, an /etc/hosts alias: glibc's gethostbyname, which llama-server calls, answers them).
+ */
+const LABEL = /^[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?$/;
 const IPV4 = /^\d{1,3}(\.\d{1,3}){3}$/;
 
 export function parseEndpoint(raw: string): ParsedEndpoint {
@@ -67,5 +71,5 @@ function hostProblem(host: string): string | null {
   if (host.length > 253) return "the host name is longer than 253 characters";
   const labels = host.split(".");
   if (labels.every((l) => LABEL.test(l)) && !/^\d+$/.test(labels.at(-1) as string)) return null;
-  return `'${host}' is not a host name (letters, digits, - and . only) or an IPv4 address`;
+  return `'${host}' is not a host name (letters, digits, -, _ and . only) or an IPv4 address`;
 }

@@ -10,6 +10,10 @@ describe("parseEndpoint: host:port as llama-server's --rpc reads it", () => {
     // Zero-padded, but read as octal it is the same number: the machine written (a config that
     // worked must not stop the core's start for a leading zero that changes nothing).
     ["192.168.001.005:50052", "192.168.001.005:50052", 50052],
+    // An underscore: a Docker Compose service or an /etc/hosts alias (rpc_worker), which the
+    // resolver (llama-server's gethostbyname, the core's getaddrinfo) answers.
+    ["rpc_worker:50052", "rpc_worker:50052", 50052],
+    ["gpu_box.lan:50052", "gpu_box.lan:50052", 50052],
   ])("%s is accepted as %s", (raw, endpoint, port) => {
     expect(parseEndpoint(raw)).toMatchObject({ ok: true, endpoint, port });
   });
@@ -34,7 +38,8 @@ describe("parseEndpoint: host:port as llama-server's --rpc reads it", () => {
     ["192.168.001.010:50052", /leading zero/],
     ["10.0.0.09:5", /leading zero/],
     ["010.000.000.007:5", /leading zero/],
-    ["bad_host:5", /not a host name/],
+    ["bad!host:5", /not a host name/],
+    ["bad/host:5", /URL/],
     ["-bad:5", /not a host name/],
     ["a..b:5", /not a host name/],
     ["1.2.3:5", /not a host name/],
