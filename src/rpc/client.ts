@@ -1,5 +1,5 @@
 import type { LookupFunction } from "node:net";
-import { connect, type Socket } from "node:net";
+import { connect, isIP, type Socket } from "node:net";
 import type { Endpoint } from "../config/rpc-endpoint.ts";
 import { localListener } from "./local-listener.ts";
 import {
@@ -67,7 +67,9 @@ export function queryWorker(target: Endpoint, request: QueryRequest = {}): Promi
     let connected = false;
     let address: string | undefined;
     let listener: Promise<string | undefined> | undefined;
-    const socket = connectLikeLlama(target, request.lookup);
+    const name = new Resolution(target, request.lookup);
+    const socket = connectLikeLlama(target, name.lookup);
+    name.watch(socket);
     const finish = (outcome: { answer: { version: RpcVersion; devices: DeviceMemory[] } } | WireFailure) => {
       if (settled) return;
       settled = true;
@@ -97,16 +99,10 @@ export function queryWorker(target: Endpoint, request: QueryRequest = {}): Promi
         });
       }
     };
-    const timer = setTimeout(() => {
-      const version = query.answeredVersion();
-      finish({
-        kind: "timeout",
-        message: connected
-          ? `accepted the connection but did not answer within ${timeoutMs} ms (a worker serves one client at a time: is another llama-server using it? or this port is not a ggml-rpc-server)`
-          : `did not accept a connection within ${timeoutMs} ms (machine off, or a firewall dropping the port)`,
-        ...(version ? { version } : {}),
-      });
-    }, timeoutMs);
+    const timer = setTimeout(
+      () => finish(deadlineFailure(connected, name.resolved, timeoutMs, query.answeredVersion())),
+      timeoutMs,
+    );
     socket.setNoDelay(true);
     socket.on("connect", () => {
       connected = true;
@@ -126,6 +122,53 @@ export function queryWorker(target: Endpoint, request: QueryRequest = {}): Promi
     );
     socket.on("close", () => finish(query.closed()));
   });
+}
+
+/** What the deadline met: the name server, the machine, or the worker itself. */
+function deadlineFailure(
+  connected: boolean,
+  resolved: boolean,
+  timeoutMs: number,
+  version: RpcVersion | undefined,
+): WireFailure {
+  if (!resolved)
+    return {
+      kind: "unresolved",
+      message: `the host name did not resolve within ${timeoutMs} ms (its name server is slow or does not answer)`,
+    };
+  return {
+    kind: "timeout",
+    message: connected
+      ? `accepted the connection but did not answer within ${timeoutMs} ms (a worker serves one client at a time: is another llama-server using it? or this port is not a ggml-rpc-server)`
+      : `did not accept a connection within ${timeoutMs} ms (machine off, or a firewall dropping the port)`,
+    ...(version ? { version } : {}),
+  };
+}
+
+/**
+ * Whether the worker's name has an address yet, as its socket reports (`lookup`), or the
+ * resolver a test gives answers: a deadline met before it is the name server's, not the machine's.
+ */
+class Resolution {
+  resolved: boolean;
+  readonly lookup: LookupFunction | undefined;
+
+  constructor(target: Endpoint, given?: LookupFunction) {
+    this.resolved = isIP(target.host) !== 0;
+    this.lookup =
+      given &&
+      ((host, options, callback) =>
+        given(host, options, (...answer: Parameters<typeof callback>) => {
+          this.resolved = true;
+          callback(...answer);
+        }));
+  }
+
+  watch(socket: Socket): void {
+    socket.on("lookup", () => {
+      this.resolved = true;
+    });
+  }
 }
 
 /** `ip:port` of the peer, an IPv4-mapped IPv6 address as IPv4; undefined if the socket has none. */

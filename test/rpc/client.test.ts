@@ -41,6 +41,14 @@ describe("queryWorker over TCP", () => {
     });
   });
 
+  test("a name whose resolver never answers is unresolved at the deadline, not a machine that is off", async () => {
+    // The resolver never calls back: a name server that does not answer (an mDNS .local name).
+    const lookup = (() => {}) as unknown as QueryRequest["lookup"];
+    const r = await queryWorker(at("slow-name.lan:50052"), { timeoutMs: 200, ...(lookup ? { lookup } : {}) });
+    expect(r).toMatchObject({ ok: false, failure: "unresolved" });
+    if (!r.ok) expect(r.message).toMatch(/did not resolve within 200 ms/);
+  });
+
   const cases: [WorkerMode, string, RegExp][] = [
     ["hang", "timeout", /did not answer within 300 ms/],
     ["garbage", "malformed", /size field/],
