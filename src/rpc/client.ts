@@ -6,6 +6,7 @@ import {
   type DeviceMemory,
   type QueryOptions,
   type RpcVersion,
+  versionText,
   type WireFailure,
   type WorkerFailureKind,
   WorkerQuery,
@@ -100,7 +101,7 @@ export function queryWorker(target: Endpoint, request: QueryRequest = {}): Promi
       }
     };
     const timer = setTimeout(
-      () => finish(deadlineFailure(connected, name.resolved, timeoutMs, query.answeredVersion())),
+      () => finish(deadlineFailure(connected, name.resolved, timeoutMs, query)),
       timeoutMs,
     );
     socket.setNoDelay(true);
@@ -129,19 +130,26 @@ function deadlineFailure(
   connected: boolean,
   resolved: boolean,
   timeoutMs: number,
-  version: RpcVersion | undefined,
+  query: WorkerQuery,
 ): WireFailure {
   if (!resolved)
     return {
       kind: "unresolved",
       message: `the host name did not resolve within ${timeoutMs} ms (its name server is slow or does not answer)`,
     };
+  const version = query.answeredVersion();
+  // A worker busy with another client answers nothing: one that answered HELLO began, then froze.
+  if (version)
+    return {
+      kind: "timeout",
+      message: `answered HELLO (RPC v${versionText(version)}) but stopped answering ${query.asking()} within ${timeoutMs} ms (frozen or cut off in the middle of the query, or not a ggml-rpc-server)`,
+      version,
+    };
   return {
     kind: "timeout",
     message: connected
       ? `accepted the connection but did not answer within ${timeoutMs} ms (a worker serves one client at a time: is another llama-server using it? or this port is not a ggml-rpc-server)`
       : `did not accept a connection within ${timeoutMs} ms (machine off, or a firewall dropping the port)`,
-    ...(version ? { version } : {}),
   };
 }
 

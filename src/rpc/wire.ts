@@ -133,6 +133,11 @@ export class WorkerQuery {
     return helloRequest();
   }
 
+  /** The request whose reply is awaited (`HELLO`, `DEVICE_COUNT`, `GET_DEVICE_MEMORY`). */
+  asking(): string {
+    return ASKED[this.stage.ask];
+  }
+
   /** HELLO was answered with this version: known even when the query then fails. */
   answeredVersion(): RpcVersion | undefined {
     return this.version;
