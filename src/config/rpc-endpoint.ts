@@ -24,7 +24,8 @@ const IPV4 = /^\d{1,3}(\.\d{1,3}){3}$/;
 export function parseEndpoint(raw: string): ParsedEndpoint {
   if (raw.length === 0) return { ok: false, why: "it is empty" };
   if (raw.length > 300) return { ok: false, why: "it is too long for a host name" };
-  if (/\s/.test(raw)) return { ok: false, why: "it contains a space" };
+  const blank = /\s/.exec(raw)?.[0];
+  if (blank !== undefined) return { ok: false, why: `it contains ${blankName(blank)}` };
   if (raw.includes(",")) return { ok: false, why: "it contains a comma (list each worker as its own entry)" };
   // Before the URL's and IPv6's checks, which `user:password@host:port` also fails.
   if (raw.includes("@"))
@@ -57,6 +58,13 @@ export function parseEndpoint(raw: string): ParsedEndpoint {
  */
 export function shownEntry(raw: string): string {
   return raw.replace(/^([a-z][a-z\d+.-]*:\/\/)?.*@/is, "$1…@");
+}
+
+/** White space named as the user would see it: a trailing line break looks like nothing at all. */
+function blankName(c: string): string {
+  if (c === "\n" || c === "\r") return "a line break";
+  if (c === "\t") return "a tab";
+  return c === " " ? "a space" : "white space";
 }
 
 function hostProblem(host: string): string | null {

@@ -30,6 +30,10 @@ describe("parseEndpoint: host:port as llama-server's --rpc reads it", () => {
     ["host:+5", /not a number/],
     ["a:1,b:2", /comma/],
     ["host :1", /space/],
+    // A line break (a YAML block scalar, a pasted list) is named as what it is, not "a space".
+    ["host:1\n", /line break/],
+    ["host:1\nother:2", /line break/],
+    ["host:\t1", /tab/],
     ["http://host:1", /URL/],
     ["[::1]:50052", /IPv6/],
     ["fe80::1:50052", /IPv6/],
