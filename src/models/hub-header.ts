@@ -179,6 +179,17 @@ function rangedFetch(
       await res.body?.cancel();
       return new Response(new Uint8Array(0), { status: 206 });
     }
+    // A proxy that blocks downloads (or a sign-in page) answers with its page: read as the
+    // file's bytes it was "not a GGUF", the model blamed. No hub serves a GGUF as a web page.
+    const type = (res.headers.get("content-type") ?? "").split(";")[0]!.trim().toLowerCase();
+    if (type === "text/html" || type === "application/xhtml+xml") {
+      await res.body?.cancel();
+      throw missing(
+        "hub_error",
+        `${what.repo} ${what.file}: the server answered a web page (Content-Type: ${type}), not the file (a sign-in page or a proxy in the way?)`,
+        what,
+      );
+    }
     const partial = res.status === 206;
     const bytes = await readSlice(res, partial ? 0 : start, end - start + 1);
     const total = partial

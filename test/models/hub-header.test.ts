@@ -339,6 +339,24 @@ describe("will it fit, from the hub's header alone", () => {
     expect(cut.data?.problem).toBe("truncated");
   });
 
+  test("a web page in the file's place (a filtering proxy, a sign-in page) is hub_error, not a file that is no GGUF", async () => {
+    // A proxy that lets the hub's API through but blocks downloads answers the file with its
+    // page (200, text/html): read as the file's bytes, it was "not a GGUF", the model blamed.
+    using dir = tmpdir();
+    const hub = hubWith(dir.path, { "m-Q4_K_M.gguf": tinyModel() });
+    const proxy = (async (input: string | URL | Request, init?: RequestInit) => {
+      if (!String(input).includes("/resolve/")) return fetch(input, init);
+      const page = "<!doctype html><html><body>Downloads are blocked by policy</body></html>";
+      return new Response(page, { status: 200, headers: { "content-type": "text/html; charset=utf-8" } });
+    }) as typeof fetch;
+    const env = { HF_ENDPOINT: hub.url };
+    const err = await failure(
+      judged(parseModelRef("org/m:Q4_K_M"), config, env, { home: dir.path, fetch: proxy }),
+    );
+    expect(err.data).toMatchObject({ problem: "hub_error", file: "m-Q4_K_M.gguf" });
+    expect(err.message).toContain("text/html");
+  });
+
   test("a hub that cannot be reached, and HF_HUB_OFFLINE=1, which never touches the network", async () => {
     using dir = tmpdir();
     const closed = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response("") });
