@@ -52,15 +52,21 @@ export async function linkSnapshot(
   for (const [how, make] of ways) {
     try {
       make();
-      renameSync(temp, pointer);
-      // A hard link renamed onto a name of the same file (a pull again): POSIX rename() does
-      // nothing and the temp stays, a hidden name keeping the model on disk once the blob goes.
-      rmSync(temp, { force: true });
-      return how;
     } catch (err) {
       rmSync(temp, { force: true });
       if (!linksUnsupported(err)) throw err;
+      continue;
     }
+    // Only the making of a link says whether links work here: a refused rename (Windows: the
+    // entry is a copy llama-server has open, EPERM) refuses the next way and a copy alike.
+    try {
+      renameSync(temp, pointer);
+    } finally {
+      // A hard link renamed onto a name of the same file: POSIX rename() does nothing and the
+      // temp stays, a hidden name keeping the model on disk once the blob goes.
+      rmSync(temp, { force: true });
+    }
+    return how;
   }
   try {
     await copyFile(blob, temp);

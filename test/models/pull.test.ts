@@ -1,16 +1,20 @@
 import { afterEach, describe, expect, test } from "bun:test";
+import { spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import {
   existsSync,
+  linkSync,
   lstatSync,
   mkdirSync,
   readdirSync,
   readFileSync,
   readlinkSync,
+  rmSync,
   statSync,
   writeFileSync,
 } from "node:fs";
-import { basename, join } from "node:path";
+import { tmpdir as osTmpdir } from "node:os";
+import { basename, dirname, join } from "node:path";
 import { blobPath, incompletePath, refPath, snapshotPath } from "../../src/models/hf-cache.ts";
 import { type PullDeps, type PullOutcome, type PullRequest, pullModel } from "../../src/models/pull.ts";
 import { writeFailure } from "../../src/models/pull-errors.ts";
@@ -107,6 +111,23 @@ function descriptorsOpenOn(path: string): number {
     }
   }).length;
 }
+
+/**
+ * Whether this machine can mark a file immutable (root, on a Linux file system that keeps the
+ * flag): a rename onto it is then refused with EPERM, as Windows refuses one onto a file in use.
+ */
+const immutableFiles = (() => {
+  if (process.platform !== "linux" || process.getuid?.() !== 0) return false;
+  const probe = join(osTmpdir(), `pull-immutable-${process.pid}`);
+  writeFileSync(probe, "");
+  try {
+    if (spawnSync("chattr", ["+i", probe]).status !== 0) return false;
+    spawnSync("chattr", ["-i", probe]);
+    return true;
+  } finally {
+    rmSync(probe, { force: true });
+  }
+})();
 
 /** A link maker refusing as Windows without developer mode does (symbolic links), or as a folder that takes none. */
 const noLinks = () => {
@@ -330,6 +351,35 @@ describe("pull into the Hugging Face cache", () => {
     expect(statSync(again.result!.path).ino).toBe(statSync(blob).ino);
     expect(statSync(blob).nlink).toBe(2);
   });
+
+  test.skipIf(!immutableFiles)(
+    "a snapshot entry that cannot be replaced fails the pull at once, not after trying every way and a copy",
+    async () => {
+      // Windows refuses to replace an entry llama-server has open (EPERM): with a copy there (made
+      // where links failed, or by huggingface_hub without developer mode) the refused rename was
+      // read as "no links here", and the pull went on to a hard link, then to a copy of gigabytes
+      // past the space check, whose rename failed the same way. An immutable file stands in.
+      const { deps } = await setup();
+      const req = { repo: "org/model-GGUF", quant: "Q8_0" };
+      const first = await pull(req, { ...deps, symlink: noLinks, hardlink: noLinks });
+      expect(first.result!.warnings).toHaveLength(1);
+      let hardlinks = 0;
+      const counted = (target: string, path: string) => {
+        hardlinks++;
+        linkSync(target, path);
+      };
+      spawnSync("chattr", ["+i", first.result!.path]);
+      try {
+        const again = await pull(req, { ...deps, hardlink: counted });
+        expect(again.error?.data).toMatchObject({ cause: "cache_unwritable" });
+        expect(again.error?.message).toContain("EPERM");
+        expect(hardlinks).toBe(0);
+        expect(readdirSync(dirname(first.result!.path)).filter((n) => n.endsWith(".tmp"))).toEqual([]);
+      } finally {
+        spawnSync("chattr", ["-i", first.result!.path]);
+      }
+    },
+  );
 
   test("the copy made where links fail does not hold up the core (ping, cancel, other requests)", async () => {
     const { cache, deps } = await setup();
