@@ -61,11 +61,11 @@ export async function downloadBlob(hub: HubClient, t: BlobTarget, hooks: Downloa
     hooks.progress.set("download", t.size);
     const got = t.expected.kind === "sha256" ? digests.sha256 : (digests.gitSha1 ?? "");
     if (got !== t.expected.value.toLowerCase()) {
-      rmSync(t.incomplete, { force: true });
+      const kept = deleteRefused(t.incomplete);
       throw pullError(
         where,
         "checksum_mismatch",
-        `the downloaded bytes do not match the hub's ${t.expected.kind} ${t.expected.value} (got ${got}); the partial file was deleted, pull again`,
+        `the downloaded bytes do not match the hub's ${t.expected.kind} ${t.expected.value} (got ${got}); ${kept ? `the partial file ${t.incomplete} could not be deleted (${kept}): remove it and pull again` : "the partial file was deleted, pull again"}`,
         { expected: t.expected.value },
       );
     }
@@ -77,6 +77,20 @@ export async function downloadBlob(hub: HubClient, t: BlobTarget, hooks: Downloa
     throw err;
   } finally {
     hash.stop();
+  }
+}
+
+/**
+ * Deletes a partial that failed its check; the refusal's code when it cannot be (on Windows an
+ * antivirus scanning it: EPERM, EBUSY), else null. Its raw error was an internal_error that
+ * said neither the mismatch nor the file.
+ */
+function deleteRefused(partial: string): string | null {
+  try {
+    rmSync(partial, { force: true });
+    return null;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code ?? (err as Error).message;
   }
 }
 

@@ -555,6 +555,26 @@ describe("resume and verify", () => {
     );
   });
 
+  test.skipIf(!immutableFiles)(
+    "a partial that fails the checksum and cannot be deleted is still checksum_mismatch, naming it",
+    async () => {
+      // Windows: an antivirus scanning the fresh .incomplete refuses its deletion (EPERM, EBUSY).
+      // The raw error came out as internal_error ("see the core's log"): neither the mismatch
+      // nor the file the next pull checks again was said. An immutable file stands in.
+      const { cache, deps } = await setup();
+      const partial = incompletePath(cache, "org/model-GGUF", sha256(MODEL));
+      await Bun.write(partial, bytes(MODEL.length, 99));
+      spawnSync("chattr", ["+i", partial]);
+      try {
+        const r = await pull({ repo: "org/model-GGUF", quant: "Q4_K_M" }, deps);
+        expect(r.error?.data).toMatchObject({ cause: "checksum_mismatch", expected: sha256(MODEL) });
+        expect(r.error?.message).toContain(`${partial} could not be deleted`);
+      } finally {
+        spawnSync("chattr", ["-i", partial]);
+      }
+    },
+  );
+
   test("a body that fails the checksum is deleted, and the error names the hashes", async () => {
     const { hub, cache, deps } = await setup({ corruptAt: 2 * MB + 5 });
     const r = await pull({ repo: "org/model-GGUF", quant: "Q4_K_M" }, deps);
