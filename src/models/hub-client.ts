@@ -189,7 +189,7 @@ export class HubClient {
         redirected = res.status;
         continue;
       }
-      if (!res.ok) throw await hubError(res, url, this.options.token);
+      if (!res.ok) throw this.elsewhere(await hubError(res, url, this.options.token));
       return { response: res, linked };
     }
     const last = `the last answer was HTTP ${redirected}`;
@@ -198,6 +198,24 @@ export class HubClient {
       `the hub redirected more than ${MAX_REDIRECTS} times (${last})`,
       undefined,
       redirected,
+    );
+  }
+
+  /**
+   * A 401, 403 or 404 from the server the hub redirected the download to (a CDN's expired signed
+   * link, a proxy's block page) is not the hub's word on the token, which never went there, or on
+   * the repo: read as such it was "the token may not read this repo", a request to fix.
+   */
+  private elsewhere(err: HubError): HubError | HubBadAnswer {
+    const at = new URL(err.url);
+    if (at.origin === new URL(this.options.endpoint).origin || ![401, 403, 404].includes(err.status))
+      return err;
+    const said = err.serverMessage ? ` (it says: ${err.serverMessage})` : "";
+    return new HubBadAnswer(
+      err.url,
+      `the download server ${at.host} answered HTTP ${err.status}${said}`,
+      undefined,
+      err.status,
     );
   }
 

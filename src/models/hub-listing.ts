@@ -213,6 +213,14 @@ export async function hubFetch(
     }
     if (res.ok || res.status === 416) return res;
     await res.body?.cancel();
+    // Past the hub's redirect a 401/403/404 is the download server's (a CDN's expired link, a
+    // proxy's block page): not the hub's word on the token, which never went there, or the repo.
+    if (!sameOrigin && [401, 403, 404].includes(res.status))
+      throw hubError(
+        "hub_error",
+        `${label}: the download server ${new URL(current).host} answered ${res.status}`,
+        { ...what, status: res.status },
+      );
     throw statusError(res, label, what, access.token);
   }
   throw hubError("hub_error", `${label}: the hub redirected more than ${MAX_REDIRECTS} times`, what);

@@ -357,6 +357,27 @@ describe("will it fit, from the hub's header alone", () => {
     expect(err.message).toContain("text/html");
   });
 
+  test("a 403 or 404 from the download server the hub redirected to is hub_error, not the token's or the repo's", async () => {
+    // A CDN's expired signed link, a proxy's block page: the token never went there.
+    using dir = tmpdir();
+    const hub = hubWith(dir.path, { "m-Q4_K_M.gguf": tinyModel() });
+    for (const status of [403, 404]) {
+      const cdn = (async (input: string | URL | Request, init?: RequestInit) => {
+        const url = String(input);
+        if (url.startsWith("https://cdn.example/")) return new Response("denied", { status });
+        if (url.includes("/resolve/"))
+          return new Response(null, { status: 302, headers: { location: "https://cdn.example/blob?sig=x" } });
+        return fetch(input, init);
+      }) as typeof fetch;
+      const env = { HF_ENDPOINT: hub.url, HF_TOKEN: TOKEN };
+      const err = await failure(
+        judged(parseModelRef("org/m:Q4_K_M"), config, env, { home: dir.path, fetch: cdn }),
+      );
+      expect(err.data).toMatchObject({ problem: "hub_error", status });
+      expect(err.message).toContain("download server cdn.example");
+    }
+  });
+
   test("a hub that cannot be reached, and HF_HUB_OFFLINE=1, which never touches the network", async () => {
     using dir = tmpdir();
     const closed = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response("") });

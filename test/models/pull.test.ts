@@ -751,6 +751,20 @@ describe("bad input and a hostile world", () => {
     expect(none.error?.data?.cause).toBe("no_gguf");
   });
 
+  test("a 403 or 404 from the download server the hub redirected to is hub_error, not the token's or the repo's", async () => {
+    // The CDN refuses an expired signed link, a proxy blocks the download with its page: neither
+    // is the hub's word on the token (which never went there) or the repo. It was `forbidden`,
+    // "the token may not read this repo", an invalid_request a host reads as "ask for a token".
+    for (const status of [403, 404]) {
+      const { deps } = await setup({ fail: { status, where: "storage" } });
+      const r = await pull({ repo: "org/model-GGUF", quant: "Q8_0" }, deps);
+      expect(r.error?.code).toBe("internal_error");
+      expect(r.error?.data).toMatchObject({ cause: "hub_error", http_status: status });
+      expect(r.error?.message).toContain(`download server`);
+      expect(r.error?.message).not.toContain("token");
+    }
+  });
+
   test("a gated repo: 401 without a token; the token from HF_TOKEN or the token file opens it; 403 when not granted", async () => {
     const { hub, deps, dir } = await setup();
     hub.tokens.add("hf_good");
