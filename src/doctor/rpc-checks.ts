@@ -45,7 +45,9 @@ function workerCheck(
       id,
       status: "fail",
       message: `${w.endpoint}: ${r.message}`,
-      fix: fixFor(w, r.failure),
+      // A deadline met after HELLO was answered: the worker is on and reachable, and one busy
+      // with another client answers nothing (client.ts), so it froze mid-query.
+      fix: r.failure === "timeout" && r.version ? frozenFix(w) : fixFor(w, r.failure),
       data: { endpoint: w.endpoint, failure: r.failure, version, ms: r.ms },
     };
   }
@@ -83,6 +85,10 @@ function workerCheck(
     };
   }
   return { id, status: "ok", message: `${w.endpoint}: ${describeWorker(r)}${budget}${held}`, data };
+}
+
+function frozenFix(w: RpcWorkerConfig): string {
+  return `restart ggml-rpc-server on ${w.host} (it answered HELLO, then stopped in the middle of the query); if it freezes again, check that machine's memory and the network between`;
 }
 
 function fixFor(w: RpcWorkerConfig, failure: Extract<WorkerReport, { ok: false }>["failure"]): string {

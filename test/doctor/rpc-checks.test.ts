@@ -87,6 +87,8 @@ describe("doctor: RPC workers", () => {
 
   const bad: [WorkerOptions, string, RegExp, RegExp][] = [
     [{ mode: "hang" }, "timeout", /did not answer within 300 ms/, /one client at a time/],
+    // It answered HELLO, so it is on, reachable and not busy with another client: restart it.
+    [{ mode: "midway" }, "timeout", /answered HELLO .* but stopped answering/, /^restart ggml-rpc-server/],
     [{ mode: "garbage" }, "malformed", /size field/, /not a ggml-rpc-server/],
     [{ mode: "huge" }, "malformed", /9223372036854775808/, /not a ggml-rpc-server/],
     [{ mode: "http" }, "malformed", /HTTP server/, /check the port/],
