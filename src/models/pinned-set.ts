@@ -1,5 +1,6 @@
 import { configForModel, configuredModels } from "../config/model-entry.ts";
 import type { Config } from "../config/schema.ts";
+import { heldOnDevice } from "../plan/decide/devices.ts";
 import { type PlanDeps, planInputs } from "../plan/launch.ts";
 import type { DevicePlan } from "../plan/planner.ts";
 import { formatBytes } from "../plan/render.ts";
@@ -27,10 +28,9 @@ export interface PinnedSetProblem {
 
 /**
  * Pure: the pinned models' plans (each made as if it were alone) held together against the
- * budget: per device the sum of their `usage.total` against its `budget_bytes`. Each plan probed
- * the machine on its own, so a device's budget is the smallest any of them saw. (The runtime's
- * `pinnedOverBudget` in src/runtime/memory-fit.ts answers the same over footprints, but the
- * runtime is a floor above this folder.)
+ * budget: per device the sum of what each holds there (`usage.total`; an RPC worker's device
+ * whole, as the scheduler counts it: `heldOnDevice`) against its `budget_bytes`. Each plan probed
+ * the machine on its own, so a device's budget is the smallest any of them saw.
  */
 export function pinnedPlansProblem(
   planned: readonly { name: string; devices: readonly DevicePlan[] }[],
@@ -39,7 +39,7 @@ export function pinnedPlansProblem(
   const budget = new Map<string, number>();
   for (const { devices } of planned) {
     for (const d of devices) {
-      used.set(d.id, (used.get(d.id) ?? 0) + d.usage.total);
+      used.set(d.id, (used.get(d.id) ?? 0) + heldOnDevice(d));
       budget.set(d.id, Math.min(budget.get(d.id) ?? d.budget_bytes, d.budget_bytes));
     }
   }
@@ -49,7 +49,7 @@ export function pinnedPlansProblem(
   if (devices.length === 0) return null;
   const over = new Set(devices.map((d) => d.device));
   const models = planned
-    .filter((p) => p.devices.some((d) => over.has(d.id) && d.usage.total > 0))
+    .filter((p) => p.devices.some((d) => over.has(d.id) && heldOnDevice(d) > 0))
     .map((p) => p.name);
   return { models, devices };
 }

@@ -4,6 +4,7 @@ import { configForModel, type ModelConfig } from "../config/model-entry.ts";
 import { DEFAULT_MODEL_NAME } from "../config/model-schema.ts";
 import type { Config } from "../config/schema.ts";
 import { defaultPlanDeps } from "../models/local-plan-deps.ts";
+import { heldOnDevice } from "../plan/decide/devices.ts";
 import type { HardwareSnapshot } from "../plan/hardware.ts";
 import type { LaunchPlan, PlanDeps } from "../plan/launch.ts";
 import type { DevicePlan } from "../protocol/plan.ts";
@@ -151,9 +152,8 @@ function footprintOf(devices: readonly DevicePlan[]): ModelFootprint {
   const bytes: Record<string, number> = {};
   const budget: Record<string, number> = {};
   for (const d of devices) {
-    // An RPC worker serves one llama-server at a time (ggml-rpc-server's accept loop): whatever
-    // the layers put there, a model that lists it holds all of it, so no other is admitted on it.
-    const total = d.kind === "rpc" ? Math.max(d.budget_bytes, d.usage.total) : d.usage.total;
+    // An RPC worker's device whole: no other model is admitted on it (heldOnDevice).
+    const total = heldOnDevice(d);
     if (total > 0) bytes[d.id] = total;
     budget[d.id] = d.budget_bytes;
   }

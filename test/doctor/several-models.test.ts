@@ -127,4 +127,19 @@ describe("pinnedPlansProblem", () => {
       models: ["a", "b"],
     });
   });
+
+  test("two pinned models on one RPC worker never load together, however few layers each puts there", () => {
+    // A worker serves one llama-server at a time: the scheduler holds it whole for a model whose
+    // plan lists it (server/model-runtime.ts), so doctor's check must count it whole too.
+    const rpc = (total: number) =>
+      ({ id: "rpc0", kind: "rpc", usage: { total }, budget_bytes: 20 * GIB }) as unknown as DevicePlan;
+    const planned = [
+      { name: "a", devices: [rpc(4 * GIB)] },
+      { name: "b", devices: [rpc(0)] },
+    ];
+    expect(pinnedPlansProblem(planned)).toEqual({
+      devices: [{ device: "rpc0", needed_bytes: 40 * GIB, budget_bytes: 20 * GIB }],
+      models: ["a", "b"],
+    });
+  });
 });

@@ -38,3 +38,13 @@ export function devicePlans(b: Budgets, est: Estimate, cpuName: string | null): 
     ),
   ];
 }
+
+/**
+ * What a model whose plan lists the device holds there while it runs: the plan's `usage.total`,
+ * or an RPC worker's device whole, however few layers it puts there (a worker serves one
+ * llama-server at a time: ggml-rpc-server's accept loop), so no other model is held beside it.
+ * The scheduler's footprint and the pinned set's check count it alike.
+ */
+export function heldOnDevice(d: Pick<DevicePlan, "kind" | "usage" | "budget_bytes">): number {
+  return d.kind === "rpc" ? Math.max(d.budget_bytes, d.usage.total) : d.usage.total;
+}
