@@ -38,6 +38,11 @@ export interface CommitTurn {
   messages: readonly TurnMessage[];
   /** An edit or a regenerate: the messages from this seq on are replaced by the turn's. */
   replaceFromSeq?: number;
+  /**
+   * The turn set aside an interrupted one (`set_aside`): recorded as an edit's erase is, so no
+   * core's KV slot holding that turn saves it back (store/erasures.ts `editedSince`).
+   */
+  setAside?: boolean;
   /** The turn as memory recalls it (user input and answer); none when memory is off. */
   memoryText?: string;
   at: Date;
@@ -206,7 +211,7 @@ export class Conversations {
   ): void {
     if (!hasRow) this.ensureSession(key.userId, key.sessionId, agent, firstInput, at);
     if (keepStaged) this.attachments.dropStaged(key.userId, key.sessionId, keepStaged);
-    if (checkpoint !== undefined) this.putCheckpoint(key.userId, key.sessionId, checkpoint, at);
+    if (checkpoint !== undefined) putCheckpoint(this.db, key.userId, key.sessionId, checkpoint, at);
   }
 
   checkpoint(userId: string, sessionId: string): string | undefined {
@@ -234,13 +239,9 @@ export class Conversations {
       .transaction(() => {
         refuseStale(this.db, userId, sessionId, mark);
         if (keepStaged) this.attachments.dropStaged(userId, sessionId, keepStaged);
-        this.putCheckpoint(userId, sessionId, body, at);
+        putCheckpoint(this.db, userId, sessionId, body, at);
       })
       .immediate();
-  }
-
-  private putCheckpoint(userId: string, sessionId: string, write: string | CheckpointWrite, at: Date): void {
-    putCheckpoint(this.db, userId, sessionId, write, at);
   }
 
   /**
@@ -274,6 +275,7 @@ export class Conversations {
         this.ensureSession(u, s, turn.agent, opening?.content ?? "", turn.at, turn.since);
         refuseIfTakenOver(db, u, s, turn.owner);
         if (turn.replaceFromSeq !== undefined) this.dropFrom(u, s, turn.replaceFromSeq, at);
+        else if (turn.setAside) recordErasure(db, u, s, at, true);
         const last = db
           .query("SELECT COALESCE(MAX(seq), -1) AS seq FROM messages WHERE user_id = ? AND session_id = ?")
           .get(u, s) as { seq: number };

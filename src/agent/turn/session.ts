@@ -217,6 +217,7 @@ export class TurnSession {
       agent: this.state.agent,
       messages: this.state.turn.map(toStored),
       ...(edit !== undefined ? { replaceFromSeq: edit } : {}),
+      ...(this.state.set_aside ? { setAside: true } : {}),
       ...(memoryText !== undefined ? { memoryText } : {}),
       at: this.now(),
       since: this.mark.since,

@@ -130,6 +130,45 @@ describe("a slot's save, another core holding its session's lease", () => {
     expect(erases()).toBe(1);
   });
 
+  test("of a session whose broken-off turn another core set aside since: not kept", async () => {
+    // The slot holds the interrupted turn (its words, its photo's embedding); the core that set it
+    // aside by a fresh turn removed only its own saved state, and this core's save wrote it back.
+    await using h = harness();
+    await say(h, "g", "a secret turn the user then gives up on");
+    const other = Store.open(h.dataDir, { chunkThread: false });
+    try {
+      other.conversations.commitTurn({
+        userId: USER,
+        sessionId: "g",
+        agent: "a",
+        setAside: true,
+        messages: [
+          { role: "user", content: "something new" },
+          { role: "assistant", content: "ok" },
+        ],
+        at: new Date(),
+      });
+    } finally {
+      other.close();
+    }
+    await h.services.promptReuse().saveBeforeUnload();
+    expect(saves(h)).toBe(0);
+    expect(kvFiles(h)).toEqual([]);
+  });
+
+  test("a turn here that set aside a broken-off one: recorded for other cores' slots, as an edit is", async () => {
+    await using h = harness();
+    const input = "a secret turn the user then gives up on";
+    h.writeCheckpoint("w", {
+      ...{ version: 1, trace_id: "0000000000000000", user_input: input, agent: "a", step: 0 },
+      ...{ parse_errors: 0, best_text: "", turn: [{ role: "user", content: input }] },
+      updated_at: "2026-01-01T00:00:00.000Z",
+    });
+    await say(h, "w", "something new");
+    using db = new Database(join(h.dataDir, DB_FILE), { readonly: true });
+    expect(db.query("SELECT COUNT(*) AS n FROM erasures").get()).toEqual({ n: 1 });
+  });
+
   test("of a session this core edited: saved as ever, the edit's own slot holding the edited prompt", async () => {
     await using h = harness();
     await say(h, "m", "a question to edit");
