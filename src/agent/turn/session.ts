@@ -13,6 +13,17 @@ import type { SessionKey } from "../kv/session-key.ts";
 import { refsOf, TurnImages } from "./images.ts";
 import { readCheckpoint } from "./read-checkpoint.ts";
 
+/**
+ * A failed rewrite of dropped images' pages (a full disk, a locked database) stays owed, their
+ * bytes in the database's log until the next erase or start: logged, so an operator can tell
+ * (the store's error names no message's words).
+ */
+function stillOwed(what: string, err: unknown): void {
+  logger.warn(
+    `${what} were dropped, but the rewrite of their pages failed and stays owed: ${(err as Error).message}`,
+  );
+}
+
 /** The turn so far, as its checkpoint keeps it. */
 export type TurnState = Omit<Checkpoint, "version" | "updated_at">;
 
@@ -145,7 +156,10 @@ export class TurnSession {
     // pages held their bytes until the next erase or start. A cancel ends its wait behind other
     // erases (before run_start); that or a failure leaves the rewrite owed.
     if (this.setAside && refsOf(stateOf(this.prior as Checkpoint).turn).length > 0)
-      await this.store.settleOwed(signal).catch(() => signal?.throwIfAborted());
+      await this.store.settleOwed(signal).catch((err) => {
+        signal?.throwIfAborted();
+        stillOwed("a set-aside turn's images", err);
+      });
     return this;
   }
 
@@ -249,7 +263,8 @@ export class TurnSession {
     } else
       await this.store.write(() => this.store.conversations.clearCheckpoint(userId, sessionId, this.mark));
     // One that cannot run now stays owed (the next erase or open does it): the refusal still goes.
-    if (this.newImages.length > 0) await this.store.settleOwed().catch(() => undefined);
+    if (this.newImages.length > 0)
+      await this.store.settleOwed().catch((err) => stillOwed("a refused turn's images", err));
   }
 
   /**
