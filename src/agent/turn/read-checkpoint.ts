@@ -4,8 +4,15 @@ import type { Store } from "../../store/store.ts";
 import { logger } from "../../util/logger.ts";
 import type { SessionKey } from "../kv/session-key.ts";
 
-/** The session's checkpoint; one that does not parse (another version wrote it) is dropped with a warning. */
-export function readCheckpoint(store: Store, key: SessionKey, warnings: Warning[]): Checkpoint | undefined {
+/**
+ * The session's checkpoint; one that does not parse (another version wrote it) is dropped with a
+ * warning: `"dropped"`, its turn then set aside as a discarded one is (agent/turn/session.ts).
+ */
+export function readCheckpoint(
+  store: Store,
+  key: SessionKey,
+  warnings: Warning[],
+): Checkpoint | "dropped" | undefined {
   const body = store.conversations.checkpoint(key.userId, key.sessionId);
   if (body === undefined) return undefined;
   let problem: string;
@@ -32,5 +39,5 @@ export function readCheckpoint(store: Store, key: SessionKey, warnings: Warning[
     message: `the interrupted turn's checkpoint could not be read (${problem}); it was dropped and the turn started afresh`,
   });
   store.conversations.clearCheckpoint(key.userId, key.sessionId);
-  return undefined;
+  return "dropped";
 }

@@ -38,8 +38,11 @@ export class TurnSession {
   private inputSaved = false;
   /** The session's row is made with the long input's first checkpoint, off the loop (`stageIn`). */
   private rowOwed = false;
-  /** The turn sets aside an interrupted one (not resumed): its images go at the first write (its KV state: `set_aside`). */
-  private setAside = false;
+  /**
+   * The turn sets aside an interrupted one (not resumed) that staged images, or one whose
+   * checkpoint was unreadable (`checkpoint_reset`): they go at the first write (its KV state: `set_aside`).
+   */
+  private settleSetAside = false;
   /** A write for its new images ran (their session's row, a part, their erase): a failure puts back. */
   private staged = false;
 
@@ -85,10 +88,12 @@ export class TurnSession {
       });
     }
     const mark = { since: store.guard(() => store.conversations.erasureMark()), owner: store.leases.owner };
-    const prior = store.guard(() => readCheckpoint(store, key, warnings));
+    const read = store.guard(() => readCheckpoint(store, key, warnings));
+    const prior = read === "dropped" ? undefined : read;
     const state = initialState(prior, start, warnings);
     const resumed = start.resume && prior !== undefined;
-    if (prior !== undefined && !resumed) state.set_aside = true; // kept for a resume (checkpoint.ts)
+    // Kept for a resume (checkpoint.ts). An unreadable one's turn, dropped, is set aside too.
+    if ((prior !== undefined && !resumed) || read === "dropped") state.set_aside = true;
     let history = store.guard(() => store.conversations.history(key.userId, key.sessionId));
     // A message or a checkpoint is there only with its session's row (their foreign keys).
     const hasRow = prior !== undefined || history.length > 0;
@@ -105,7 +110,8 @@ export class TurnSession {
       resumed ? [] : (start.images ?? []),
       images,
     );
-    session.setAside = prior !== undefined && !resumed;
+    session.settleSetAside =
+      read === "dropped" || (prior !== undefined && !resumed && refsOf(stateOf(prior).turn).length > 0);
     session.stageIn(hasRow);
     return session;
   }
@@ -155,7 +161,7 @@ export class TurnSession {
     // The set-aside turn's photos go as a refused turn's (`putBack`): else the log and the freed
     // pages held their bytes until the next erase or start. A cancel ends its wait behind other
     // erases (before run_start); that or a failure leaves the rewrite owed.
-    if (this.setAside && refsOf(stateOf(this.prior as Checkpoint).turn).length > 0)
+    if (this.settleSetAside)
       await this.store.settleOwed(signal).catch((err) => {
         signal?.throwIfAborted();
         stillOwed("a set-aside turn's images", err);
