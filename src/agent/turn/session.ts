@@ -36,7 +36,7 @@ export type TurnState = Omit<Checkpoint, "version" | "updated_at">;
 export class TurnSession {
   /** The turn's long input is in `checkpoint_inputs`, as a save of this state wrote it: later saves keep it. */
   private inputSaved = false;
-  /** The session's row is made with the long input's first checkpoint, off the loop (`stageIn`). */
+  /** The session's row is made with the first image part, or the long input's first checkpoint, off the loop (`stageIn`). */
   private rowOwed = false;
   /**
    * The turn sets aside an interrupted one (not resumed) that staged images, or one whose
@@ -121,15 +121,11 @@ export class TurnSession {
     // The checkpoint waits for the new images (`firstWrite`): a death while they are staged
     // leaves the session as the turn found it, never a checkpoint that has lost its images. A
     // long input is written there too, on the store's thread (`write`), not in the lease's write
-    // on the main loop (57–80 ms for 8 MiB, `ping` and `cancel` unanswered meanwhile). Without
-    // images, the session's row is made in that write: a cancel while it waits leaves nothing.
+    // on the main loop (57–80 ms for 8 MiB, `ping` and `cancel` unanswered meanwhile). The
+    // session's row is made in that write, or the first image part's: a cancel while it waits
+    // (behind this core's erases) leaves nothing, so nothing is put back behind them either.
     if (this.newImages.length > 0 || user_input.length > INPUT_APART_CHARS) {
-      const { userId, sessionId } = this.key;
-      if (hasRow) return;
-      this.staged = this.newImages.length > 0; // their row, which a put-back removes
-      if (this.staged)
-        this.store.conversations.ensureSession(userId, sessionId, agent, user_input, this.now());
-      else this.rowOwed = true;
+      this.rowOwed = !hasRow;
       return;
     }
     // Any a set-aside checkpoint had staged and this turn does not carry go.
@@ -152,7 +148,7 @@ export class TurnSession {
    * first checkpoint, naming them all, in one write with the drop of what a set-aside checkpoint
    * had staged and this turn does not carry; before run_start. Under the session's lease,
    * checked in that write as every later one is; a new session's row is made in it (a long
-   * input's) or was made by `stageIn`. A failure erases what
+   * input's) or in the first image part's. A failure erases what
    * was staged and puts the session back as the turn found it. The session, to go on with.
    */
   async firstWrite(signal?: AbortSignal): Promise<this> {
@@ -194,7 +190,8 @@ export class TurnSession {
       this.mark,
       (work, waitSignal) =>
         this.store.write(() => {
-          this.staged = true;
+          this.staged = true; // a part, or the session's row for them: a failure puts back
+          if (this.rowOwed) this.openRow();
           return work();
         }, waitSignal),
       signal,
@@ -202,6 +199,14 @@ export class TurnSession {
     for (const [i, r] of refs.entries()) this.images.hold(r.id, (this.newImages[i] as PreparedImage).data);
     const opening = this.state.turn[0];
     if (opening?.role === "user") opening.attachments = [...(opening.attachments ?? []), ...refs];
+  }
+
+  /** A new session's row, for its images (`stageIn`): refused if it was erased since the turn began. */
+  private openRow(): void {
+    const { agent, user_input } = this.state;
+    const { userId, sessionId } = this.key;
+    this.store.conversations.ensureSession(userId, sessionId, agent, user_input, this.now(), this.mark.since);
+    this.rowOwed = false;
   }
 
   /** The ids of the images this turn's messages carry. */

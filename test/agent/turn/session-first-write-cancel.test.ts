@@ -199,6 +199,17 @@ describe("a turn's photos, staged in line behind an erase", () => {
       () => new Date(2_000),
     );
 
+  /** A photo turn of `sessionId` cancelled while its first part waits behind a delete of "other", all settled. */
+  async function photoCancelled(store: Store, held: { open: () => void }, sessionId: string): Promise<void> {
+    const turn = new AbortController();
+    const leased = await store.lease("u", sessionId, turn.signal, withPhoto(store, sessionId));
+    const deleting = store.deleteSession("u", "other");
+    expect(await cancelledBefore(held, turn, leased.value.firstWrite(turn.signal))).toBe("cancelled");
+    leased.release();
+    expect((await deleting).deleted).toBe(true);
+    await store.afterErases();
+  }
+
   test("a cancel while the first part waits ends the turn at once, the session as it was", async () => {
     using dir = tmpdir("local-ai-photo-cancel-");
     // s1 has its row and an interrupted turn's checkpoint, which the cancelled turn leaves as it was.
@@ -206,16 +217,39 @@ describe("a turn's photos, staged in line behind an erase", () => {
     const before = store.conversations.checkpoint("u", "s1");
     using held = holdCopies();
     try {
-      const turn = new AbortController();
-      const leased = await store.lease("u", "s1", turn.signal, withPhoto(store, "s1"));
-      const deleting = store.deleteSession("u", "other");
-      expect(await cancelledBefore(held, turn, leased.value.firstWrite(turn.signal))).toBe("cancelled");
-      leased.release();
-      expect((await deleting).deleted).toBe(true);
-      await store.afterErases();
+      await photoCancelled(store, held, "s1");
       expect(store.conversations.checkpoint("u", "s1")).toBe(before as string);
     } finally {
       held.open();
+      await store.stop();
+    }
+  }, 10_000);
+
+  test("in a new session, a cancel while the first part waits ends it at once and leaves no row", async () => {
+    // The session's row was made in the lease's write, for the photos: only a put-back, in line
+    // behind the same erase, removed it. It is now made in the first part's write.
+    using dir = tmpdir("local-ai-photo-cancel-");
+    const store = await withSession(Store.open(dir.path), "other");
+    using held = holdCopies();
+    try {
+      await photoCancelled(store, held, "fresh");
+      expect(store.conversations.session("u", "fresh")).toBeUndefined();
+    } finally {
+      held.open();
+      await store.stop();
+    }
+  }, 10_000);
+
+  test("in a new session not cancelled, the photo is staged with the session's row", async () => {
+    using dir = tmpdir("local-ai-photo-cancel-");
+    const store = Store.open(dir.path);
+    try {
+      const leased = await store.lease("u", "fresh", AbortSignal.timeout(5000), withPhoto(store, "fresh"));
+      await leased.value.firstWrite(AbortSignal.timeout(5000));
+      leased.release();
+      expect(store.conversations.session("u", "fresh")?.title).toBe("look");
+      expect((leased.value.state.turn[0] as { attachments?: unknown[] }).attachments?.length).toBe(1);
+    } finally {
       await store.stop();
     }
   }, 10_000);
