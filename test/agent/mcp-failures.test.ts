@@ -65,6 +65,28 @@ describe("chat: MCP servers that will not start", () => {
     expect(await waitFor(() => !alive(pid as number))).toBe(true);
   }, 30_000);
 
+  // A server printing its answers over several lines (or logging on stdout alone) was told only
+  // as a start-up timeout: nothing said that what it wrote was not one JSON-RPC message a line.
+  test("a start that times out on stdout lines that are no JSON-RPC message quotes the first, redacted and escaped", async () => {
+    using scratch = tmpdir();
+    const cfg = hostileServer("multiline", join(scratch.path, "pids"), 30);
+    const key = "sk-live-0123456789";
+    // It writes `Server ready <ESC>[32mOK<ESC>[0m, key <API_KEY>` first.
+    const env = { ...cfg.env, API_KEY: key };
+    const pool = new McpPool([{ ...cfg, startup_timeout_s: 1, env }], Date.now);
+    try {
+      const err = await pool.tools("h", new AbortController().signal).catch((e: unknown) => e);
+      const message = (err as Error).message;
+      expect(message).toContain("did not start within startup_timeout_s (1 s)");
+      expect(message).toMatch(/; \d+ of the lines on its stdout were no JSON-RPC message/);
+      expect(message).toContain(JSON.stringify("Server ready \u001b[32mOK\u001b[0m, key [redacted]"));
+      expect(message).not.toContain(key);
+      expect(message).not.toContain("\u001b");
+    } finally {
+      await pool.close();
+    }
+  }, 30_000);
+
   test("a server that failed to start is not retried by the next chats for a while: they warn at once", async () => {
     using scratch = tmpdir();
     const pids = join(scratch.path, "hang.pids");

@@ -81,6 +81,12 @@ export class ChildTransport implements Transport {
   private pending = 0;
   /** The id of the core's `initialize`: its answer is cut first (initialize-answer.ts). */
   private initializeId: string | number | undefined;
+  /**
+   * Lines it wrote that were no JSON-RPC message, and the first one's head: a start that times out
+   * says so (connect.ts), since a server printing its answers over several lines was told only as
+   * a timeout.
+   */
+  readonly stray = { lines: 0, first: "" };
 
   constructor(
     private readonly child: McpChild,
@@ -221,6 +227,7 @@ export class ChildTransport implements Transport {
         text.length <= 1 && text.trim() === "" ? undefined : (tooManyValues(text) ?? parseMessage(text));
     } catch (err) {
       this.onerror?.(err as Error); // one bad line, skipped (and charged below)
+      if (this.stray.lines++ === 0) this.stray.first = text.slice(0, STRAY_KEPT);
     }
     const id = message !== undefined && isAnswer(message) ? Number(message.id) : undefined;
     // A cancelled call past its timeout is forgotten before its answer is looked up, not only
@@ -282,6 +289,9 @@ function parseMessage(text: string): JSONRPCMessage {
   const message = `the server's message is not a valid JSON-RPC answer (${why})`;
   return { jsonrpc: "2.0", id: m.id, error: { code: ErrorCode.InternalError, message } };
 }
+
+/** How much of the first stray line is kept: room for a secret to be redacted before its cut (connect.ts). */
+const STRAY_KEPT = 4096;
 
 /** How much of a refused answer's issues its error names: a few, each cut (one may quote a key). */
 const ISSUES_SHOWN = 3;

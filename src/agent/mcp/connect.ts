@@ -146,7 +146,7 @@ export async function startServer(cfg: McpServerConfig, options: StartOptions): 
       cwd: cfg.cwd,
     });
   } catch (err) {
-    return { ok: false, error: startError(cfg, err, false), stopped: Promise.resolve() };
+    return { ok: false, error: startError(cfg, err), stopped: Promise.resolve() };
   }
   const record = options.dataDir
     ? writeMcpRecord(options.dataDir, { pid: child.pid, name: cfg.name, binary: cfg.command, argv: cfg.args })
@@ -205,7 +205,7 @@ export async function startServer(cfg: McpServerConfig, options: StartOptions): 
     const stopped = stopFailed(cfg.name, child, client);
     if (record) removeRecordFile(record); // SIGKILLed: nothing left to reap
     const why = failure(err, transport.stoppedFor, exit, tail);
-    return { ok: false, error: startError(cfg, why, startTimeout.aborted), stopped };
+    return { ok: false, error: startError(cfg, why, startTimeout.aborted && transport.stray), stopped };
   } finally {
     options.signal.removeEventListener("abort", killOnAbort);
   }
@@ -258,11 +258,16 @@ async function relist(cfg: McpServerConfig, conn: Connection): Promise<void> {
   }
 }
 
-function startError(cfg: McpServerConfig, err: unknown, timedOut: boolean): CoreError {
+/** `timedOut`: what it wrote on stdout that was no message (ChildTransport), when the start timed out. */
+function startError(
+  cfg: McpServerConfig,
+  err: unknown,
+  timedOut?: ChildTransport["stray"] | false,
+): CoreError {
   if (timedOut)
     return new CoreError(
       "internal_error",
-      `MCP server '${cfg.name}' did not start within startup_timeout_s (${cfg.startup_timeout_s} s); it was stopped`,
+      `MCP server '${cfg.name}' did not start within startup_timeout_s (${cfg.startup_timeout_s} s); it was stopped${strayText(cfg, timedOut)}`,
       { server: cfg.name },
     );
   // An exit's own words (its code, its stderr's end) are bounded where they are made.
@@ -270,6 +275,17 @@ function startError(cfg: McpServerConfig, err: unknown, timedOut: boolean): Core
   return new CoreError("internal_error", `MCP server '${cfg.name}' could not be started: ${why}`, {
     server: cfg.name,
   });
+}
+
+/**
+ * Lines on its stdout that were no JSON-RPC message, the first one quoted (its config's secrets
+ * redacted before the cut, escaped as JSON): MCP's stdio is one message a line, and a server
+ * printing its answers over several lines, or a BOM before them, never answers `initialize`.
+ */
+function strayText(cfg: McpServerConfig, stray: ChildTransport["stray"]): string {
+  if (stray.lines === 0) return "";
+  const first = cutText(withoutSecrets(stray.first, configSecrets(cfg.env, commandLineOf(cfg))), 120);
+  return `; ${stray.lines} of the lines on its stdout were no JSON-RPC message (one a line), the first ${JSON.stringify(first)}`;
 }
 
 class ExitedAtStart extends Error {}
