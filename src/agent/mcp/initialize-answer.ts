@@ -5,6 +5,8 @@
  * line under 1 MiB and so not counted first: util/json-shape.ts) held the main loop about 1 s and
  * made an 88 MB message, at every start (a hostile review). The core reads none of the icons, the
  * capabilities' contents or the descriptions; what is kept is checked by the SDK as before.
+ * The client keeps the answer for the server's life, and the core reads neither its instructions
+ * (left out) nor the server's name and version (cut): a line of up to 16 MiB was held so, each.
  */
 export function initializeEssentials(result: unknown): unknown {
   if (!isObject(result)) return result;
@@ -19,11 +21,14 @@ export function initializeEssentials(result: unknown): unknown {
             .map((k) => [k, {}]),
         )
       : result.capabilities,
-    serverInfo: isObject(info) ? { name: info.name, version: info.version } : info,
+    serverInfo: isObject(info) ? { name: cut(info.name), version: cut(info.version) } : info,
   };
-  if (result.instructions !== undefined) kept.instructions = result.instructions;
   return kept;
 }
+
+/** A server name or version as kept; anything but a string is left for the SDK's schema to refuse. */
+const KEPT_CHARS = 256;
+const cut = (v: unknown) => (typeof v === "string" ? v.slice(0, KEPT_CHARS) : v);
 
 /** The capabilities the SDK's schema knows, each of which may be an empty object. */
 const CAPABILITIES = new Set([
