@@ -87,6 +87,23 @@ describe("chat: MCP servers that will not start", () => {
     }
   }, 30_000);
 
+  // console.log where console.error was meant: its reason went to stdout, and the start said
+  // only "it exited with code 1 (it wrote nothing to stderr)".
+  test("a server that exits during its start having said why on stdout is quoted from there", async () => {
+    const script = "console.log('Error: FOO_TOKEN is not set'); setTimeout(() => process.exit(1), 20);";
+    const pool = new McpPool([
+      McpServerSchema.parse({ name: "t", command: process.execPath, args: ["-e", script] }),
+    ]);
+    try {
+      const err = await pool.tools("t", new AbortController().signal).catch((e: unknown) => e);
+      const message = (err as Error).message;
+      expect(message).toContain("it exited with code 1");
+      expect(message).toContain(JSON.stringify("Error: FOO_TOKEN is not set"));
+    } finally {
+      await pool.close();
+    }
+  }, 30_000);
+
   test("a server that failed to start is not retried by the next chats for a while: they warn at once", async () => {
     using scratch = tmpdir();
     const pids = join(scratch.path, "hang.pids");

@@ -204,7 +204,7 @@ export async function startServer(cfg: McpServerConfig, options: StartOptions): 
     const exit = stopping ? null : await exitOf(child, stderrRead);
     const stopped = stopFailed(cfg.name, child, client);
     if (record) removeRecordFile(record); // SIGKILLed: nothing left to reap
-    const why = failure(err, transport.stoppedFor, exit, tail);
+    const why = failure(err, exit, { cfg, tail, transport });
     return { ok: false, error: startError(cfg, why, startTimeout.aborted && transport.stray), stopped };
   } finally {
     options.signal.removeEventListener("abort", killOnAbort);
@@ -280,7 +280,9 @@ function startError(
 /**
  * Lines on its stdout that were no JSON-RPC message, the first one quoted (its config's secrets
  * redacted before the cut, escaped as JSON): MCP's stdio is one message a line, and a server
- * printing its answers over several lines, or a BOM before them, never answers `initialize`.
+ * printing its answers over several lines, or a BOM before them, never answers `initialize`,
+ * and one that exits may have written why there (console.log). Redacted here: an exit's words
+ * reach the warning as they are made.
  */
 function strayText(cfg: McpServerConfig, stray: ChildTransport["stray"]): string {
   if (stray.lines === 0) return "";
@@ -293,12 +295,13 @@ class ExitedAtStart extends Error {}
 /** Killed by the core (a flood, a line over the limit), or exited: the SDK's error says only "Connection closed". */
 function failure(
   err: unknown,
-  stoppedFor: string | undefined,
   exit: ChildExit | null,
-  tail: StderrTail,
+  { cfg, tail, transport }: { cfg: McpServerConfig; tail: StderrTail; transport: ChildTransport },
 ): unknown {
-  if (stoppedFor) return new Error(`it was stopped: ${stoppedFor}`);
-  if (exit) return new ExitedAtStart(`it ${exitText(exit)}${quoted(tail.lines())}`);
+  if (transport.stoppedFor) return new Error(`it was stopped: ${transport.stoppedFor}`);
+  // Its stderr's end, and what it wrote on stdout that was no message (console.log's reason).
+  const said = `${quoted(tail.lines())}${strayText(cfg, transport.stray)}`;
+  if (exit) return new ExitedAtStart(`it ${exitText(exit)}${said}`);
   return err;
 }
 
