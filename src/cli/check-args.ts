@@ -13,6 +13,8 @@ export function argsProblem(rawArgs: readonly string[], def: ArgsDef): string | 
   let seen = 0;
   // citty keeps the last of a repeated value: `--config a --config b` would use b without a word.
   const given = new Set<string>();
+  // citty applies every `--no-name` after the rest: `--no-json --json` read as off, the last word lost.
+  const switched = new Map<string, boolean>();
   for (let i = 0; i < rawArgs.length; i++) {
     const arg = rawArgs[i]!;
     if (arg === "--") {
@@ -31,7 +33,12 @@ export function argsProblem(rawArgs: readonly string[], def: ArgsDef): string | 
     const shown = `${long ? "--" : "-"}${name}`;
     const flag = long || name.length === 1 ? flags.get(name) : undefined;
     if (flag === undefined) {
-      if (long && value === undefined && flags.get(name.replace(/^no-/, ""))?.kind === "boolean") continue;
+      const negated = long && value === undefined ? flags.get(name.replace(/^no-/, "")) : undefined;
+      if (negated?.kind === "boolean") {
+        if (switched.get(negated.name) === true) return `option '--${negated.name}' given both on and off`;
+        switched.set(negated.name, false);
+        continue;
+      }
       const near = closest(
         name,
         [...flags.keys()].filter((f) => f.length > 1),
@@ -41,6 +48,9 @@ export function argsProblem(rawArgs: readonly string[], def: ArgsDef): string | 
     if (flag.kind === "boolean") {
       if (value !== undefined && value !== "true" && value !== "false")
         return `option '${shown}' takes no value (or true/false), got '${value}'`;
+      const on = value !== "false";
+      if (switched.get(flag.name) === !on) return `option '--${flag.name}' given both on and off`;
+      switched.set(flag.name, on);
       continue;
     }
     if (given.has(flag.name)) return `option '--${flag.name}' given twice`;

@@ -113,6 +113,21 @@ describe("the CLI refuses nonsense (issue 13 item 6)", () => {
     expect(twice.code).toBe(0);
   });
 
+  test("a flag given both on and off is an error, not off whichever came last", async () => {
+    // citty applies every --no-X after the rest: `--no-json --json` printed the human view.
+    for (const args of [
+      ["models", "--no-json", "--json"],
+      ["models", "--json", "--no-json"],
+      ["models", "--json=false", "--json"],
+    ]) {
+      using dir = tmpdir();
+      const r = await cli(args, { cwd: dir.path, env: { HF_HOME: join(dir.path, "hf") } });
+      expect(r.code).toBe(2);
+      expect(r.stdout).toBe("");
+      expect(r.stderr).toContain("option '--json' given both on and off");
+    }
+  });
+
   test("--help after an unknown command is that error, exit 2, not the main usage and exit 0", async () => {
     const r = await cli(["pul", "--help"]);
     expect(r.code).toBe(2);
