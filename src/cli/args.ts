@@ -1,6 +1,6 @@
 import { existsSync } from "node:fs";
 import { resolve } from "node:path";
-import { DEFAULT_CONFIG_FILE, refuseDeviceConfig } from "../config/load.ts";
+import { DEFAULT_CONFIG_FILE, refuseConfigPath } from "../config/load.ts";
 import { CoreError } from "../protocol/errors.ts";
 
 export const configArg = {
@@ -21,7 +21,7 @@ export const jsonArg = {
  * named on the command line that is not there is a mistake to say, not a reason to use them.
  */
 export function requireNamedConfig(config: string): void {
-  refuseDeviceConfig(config);
+  refuseConfigPath(config);
   if (config !== DEFAULT_CONFIG_FILE && !existsSync(resolve(config)))
     throw new CoreError("config_missing", `no config file at ${resolve(config)}`, { file: resolve(config) });
 }

@@ -54,11 +54,19 @@ function shownPath(path: readonly string[]): string {
 }
 
 /**
- * `config_invalid` for a config file's path (`--config`) that names a Windows device or pipe, by
- * its spelling as the config's own paths are (device-paths.ts): called before anything stats it,
- * since on Windows a stat connects to a pipe's server and a read of `CON` never ends.
+ * `config_invalid` for a config file's path (`--config`) that can name no config file: an empty
+ * one (`--config "$CFG"` with CFG unset), which resolves to the working folder, and one that
+ * names a Windows device or pipe, by its spelling as the config's own paths are
+ * (device-paths.ts): called before anything stats it, since on Windows a stat connects to a
+ * pipe's server and a read of `CON` never ends.
  */
-export function refuseDeviceConfig(path: string, rules: PathRules = nodePath): void {
+export function refuseConfigPath(path: string, rules: PathRules = nodePath): void {
+  if (path === "")
+    throw new CoreError("config_invalid", "--config is empty: name a YAML config file", {
+      file: path,
+      line: null,
+      key: null,
+    });
   const device = windowsDevicePath(path, rules);
   if (device)
     throw new CoreError("config_invalid", `${oneLine(path)} ${device}`, {
@@ -77,7 +85,7 @@ export function loadConfig(
   cwd: string = process.cwd(),
   rules: PathRules = nodePath,
 ): LoadedConfig {
-  refuseDeviceConfig(path, rules);
+  refuseConfigPath(path, rules);
   const file = resolve(cwd, path);
   // Only a path that names nothing is missing: a loop of links, a folder not searchable… are
   // the file's problem, named by the read (config-file.ts).

@@ -72,10 +72,10 @@ export class CoreServices implements Services {
 
   loadedConfig(): LoadedConfig {
     if (!this.loaded) {
-      const { loadConfig, refuseDeviceConfig } =
+      const { loadConfig, refuseConfigPath } =
         require("../config/load.ts") as typeof import("../config/load.ts");
       // Before the memo's stat, which on Windows would open a pipe the path names.
-      refuseDeviceConfig(this.options.configPath);
+      refuseConfigPath(this.options.configPath);
       const file = resolve(this.options.cwd, this.options.configPath);
       const loaded = this.refusal.run(file, () => loadConfig(this.options.configPath, this.options.cwd));
       for (const w of loaded.warnings) logger.warn(w);

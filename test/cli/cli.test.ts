@@ -266,6 +266,24 @@ describe("--json failures print a JSON error on stdout (issue 10 item 18)", () =
     expect(existsSync(join(dir.path, "hub"))).toBe(false);
   });
 
+  test("an empty --config (an unset variable) is config_invalid saying so, not the working folder, before any download", async () => {
+    using dir = tmpdir();
+    await using hub = await tinyHub(dir.path);
+    const env = { HF_ENDPOINT: hub.url, HF_HUB_CACHE: join(dir.path, "hub") };
+    const pull = await cli(["pull", "org/tiny-GGUF:Q4_K_M", "--json", "--config="], { cwd: dir.path, env });
+    expect(pull.code).toBe(1);
+    expect(JSON.parse(pull.stdout)).toMatchObject({ type: "error", code: "config_invalid" });
+    expect(JSON.parse(pull.stdout).message).toContain("--config is empty");
+    expect(hub.requests).toEqual([]);
+    for (const command of ["plan", "models"]) {
+      const r = await cli([command, "--json", "--config", ""], { cwd: dir.path, env });
+      expect(r.code).toBe(1);
+      expect(JSON.parse(r.stdout).error.message).toContain("--config is empty");
+    }
+    const doctor = await cli(["doctor", "--json", "--config="], { cwd: dir.path, env });
+    expect(JSON.parse(doctor.stdout).checks[0].message).toContain("--config is empty");
+  });
+
   test("plan --model '' is invalid_request naming the model, not a plan of the working folder", async () => {
     using dir = tmpdir();
     const r = await cli(["plan", "--json", "--model", ""], { cwd: dir.path });
