@@ -1,6 +1,6 @@
 import { type ArgsDef, type CommandDef, parseArgs, runCommand } from "citty";
 import { killRunningProbes } from "../plan/run-probe.ts";
-import { logger } from "../util/logger.ts";
+import { envLevelProblem, logger } from "../util/logger.ts";
 import { VERSION } from "../version.ts";
 import { argsProblem } from "./check-args.ts";
 import { reportFailure } from "./failure.ts";
@@ -20,6 +20,8 @@ const optionName = (arg: string): string => (arg.includes("=") ? arg.slice(0, ar
  * script always has something to parse), anything else a logged trace.
  */
 export async function runCli(argv: string[]): Promise<number> {
+  const levelProblem = envLevelProblem();
+  if (levelProblem) logger.warn(levelProblem);
   if (argv.length === 1 && (argv[0] === "--version" || argv[0] === "-v")) {
     return printed(() => writeDocument(`${VERSION}\n`));
   }

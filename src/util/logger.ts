@@ -97,6 +97,15 @@ export const logger = {
   trace: at("trace"),
 };
 
+/**
+ * What is wrong with LOCAL_AI_LOG_LEVEL, when it names no level (`verbose`, `warning`): the
+ * config's level, else info, applies instead, which left unsaid reads as the variable obeyed.
+ */
+export function envLevelProblem(value = process.env.LOCAL_AI_LOG_LEVEL): string | undefined {
+  if (!value || levelOf(value) !== undefined) return undefined;
+  return `LOCAL_AI_LOG_LEVEL '${value}' is not a log level (${Object.keys(LEVELS).join(", ")}); it is ignored`;
+}
+
 /** Applies the config's level unless LOCAL_AI_LOG_LEVEL already decided it (env wins). */
 export function setLogLevel(configLevel: string | undefined): void {
   const next = levelOf(process.env.LOCAL_AI_LOG_LEVEL) ?? levelOf(configLevel);

@@ -193,6 +193,23 @@ describe("the CLI refuses nonsense (issue 13 item 6)", () => {
     expect(plain).not.toContain(ESC);
   });
 
+  test("a LOCAL_AI_LOG_LEVEL that names no level is said once on stderr, not ignored without a word", async () => {
+    using dir = tmpdir();
+    writeFileSync(join(dir.path, "config.yaml"), "logging: { level: warn }\n");
+    const r = await cli(["plan", "--json"], { cwd: dir.path, env: { LOCAL_AI_LOG_LEVEL: "verbose" } });
+    expect(r.code).toBe(1);
+    expect(JSON.parse(r.stdout).error.code).toBe("model_missing");
+    const said = r.stderr.split("\n").filter((l) => l.includes("LOCAL_AI_LOG_LEVEL"));
+    expect(said).toEqual([
+      "[warn] LOCAL_AI_LOG_LEVEL 'verbose' is not a log level (silent, fatal, error, warn, info, debug, trace); it is ignored",
+    ]);
+    // Any case is a level; an empty value is no setting.
+    for (const level of ["DEBUG", ""]) {
+      const ok = await cli(["--version"], { env: { LOCAL_AI_LOG_LEVEL: level } });
+      expect(ok.stderr).toBe("");
+    }
+  });
+
   test("log lines on a stderr that is not a terminal carry no glyphs or badges", async () => {
     const r = await cli(["frobnicate"]);
     expect(r.code).toBe(2);
