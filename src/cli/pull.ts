@@ -45,16 +45,19 @@ export default defineCommand({
     process.once("SIGINT", stop);
     process.once("SIGTERM", onTerm);
     let downloaded = false;
+    // No progress yet: the hub was still being asked, so no byte of this pull is on disk.
+    let began = false;
     try {
       const ref = parseRef(args.model, args.revision);
       // The verdict's settings: a typo in --config is said before the download, not judged with the defaults.
       requireNamedConfig(args.config);
       const outcome = await pullModel(ref, machinePullDeps(), {
         signal: ac.signal,
-        progress: (p) =>
-          args.json
-            ? out(`${JSON.stringify({ type: "event", event: "download_progress", ...p })}\n`)
-            : printer.show(p),
+        progress: (p) => {
+          began = true;
+          if (args.json) out(`${JSON.stringify({ type: "event", event: "download_progress", ...p })}\n`);
+          else printer.show(p);
+        },
         note: (message) => {
           printer.end();
           logger.warn(message);
@@ -78,17 +81,15 @@ export default defineCommand({
       if (isCoreError(err) && err.code === "cancelled") {
         if (stdout.closed) {
           // A cached model's first line, and the fit check, come after the download: the file is complete.
-          const kept = downloaded
-            ? "the model is in the cache"
-            : "the partial download is kept, run it again to resume";
-          logger.warn(`${outputLost(stdout.failure)}, so the pull stopped; ${kept}`);
+          const kept = downloaded ? "; the model is in the cache" : unfinished(began, "run it again");
+          logger.warn(`${outputLost(stdout.failure)}, so the pull stopped${kept}`);
           return 1;
         }
         if (args.json) out(`${JSON.stringify({ type: "error", ...reportFailure(err, "pull") })}\n`);
         logger.warn(
           downloaded
             ? "pull cancelled before its fit check was done; the downloaded file is in the cache"
-            : "pull cancelled; the partial download is kept, run the same command to resume",
+            : `pull cancelled${unfinished(began, "run the same command")}`,
         );
         return interrupted;
       }
@@ -116,6 +117,10 @@ async function unlessStopped(check: Promise<FitVerdict>, signal: AbortSignal): P
     throw cancelledError("the pull was cancelled while checking whether the model fits");
   }
 }
+
+/** What a pull stopped before its file was whole left: a partial to resume, or nothing yet. */
+const unfinished = (began: boolean, again: string): string =>
+  began ? `; the partial download is kept, ${again} to resume` : " before its download began";
 
 /** Why pull's stdout took no more: its reader left (EPIPE), or a write failed otherwise (a full disk). */
 function outputLost(failure: Error | undefined): string {

@@ -609,6 +609,33 @@ describe("pull stopped by a signal after its download", () => {
   }, 30_000);
 });
 
+describe("pull stopped by a signal before its download", () => {
+  test("Ctrl-C while the hub is asked which file: exit 130, no partial claimed where none was written", async () => {
+    using dir = tmpdir();
+    const tiny = new Uint8Array(readFileSync(writeGguf(dir.path, "tiny.gguf", tinyLlama())));
+    // The hub's API answers late: the signal comes while the pull waits for the listing.
+    await using hub = await startHubStandIn(
+      [{ id: "org/tiny-GGUF", files: [{ path: "tiny-Q4_K_M.gguf", content: tiny }] }],
+      { apiDelayMs: 60_000 },
+    );
+    const cache = join(dir.path, "hub");
+    const proc = Bun.spawn([process.execPath, ENTRY, "pull", "org/tiny-GGUF:Q4_K_M"], {
+      cwd: dir.path,
+      stdin: "ignore",
+      stdout: "pipe",
+      stderr: "pipe",
+      env: cleanEnv({ HF_ENDPOINT: hub.url, HF_HUB_CACHE: cache }),
+    });
+    expect(await waitFor(() => hub.requests.length > 0)).toBe(true);
+    proc.kill("SIGINT");
+    const [stderr, exit] = await Promise.all([new Response(proc.stderr).text(), proc.exited]);
+    expect(exit).toBe(130);
+    expect(stderr.trim().split("\n")).toEqual(["[warn] pull cancelled before its download began"]);
+    const written = existsSync(cache) ? readdirSync(cache, { recursive: true }).map(String) : [];
+    expect(written.filter((f) => f.endsWith(".incomplete"))).toEqual([]);
+  }, 30_000);
+});
+
 /**
  * serve-stdio run in `dir` against `hubUrl`, the pull of org/tiny-GGUF sent, and as soon as its
  * fit check's probe has started (`pids` written), its cancel.
