@@ -84,6 +84,11 @@ export class Attachments {
     }
   }
 
+  /** `work` in one transaction: a first part's (`stagePart`, its own then a savepoint) with what it needs written. */
+  inTransaction<T>(work: () => T): T {
+    return this.db.transaction(work).immediate();
+  }
+
   /** One part of an image in its own transaction; the first makes the image's row (its id into `ref`). */
   private stagePart(
     userId: string,

@@ -191,8 +191,10 @@ export class TurnSession {
       (work, waitSignal) =>
         this.store.write(() => {
           this.staged = true; // a part, or the session's row for them: a failure puts back
-          if (this.rowOwed) this.openRow();
-          return work();
+          if (!this.rowOwed) return work();
+          const done = this.store.conversations.attachments.inTransaction(() => this.openRow(work));
+          this.rowOwed = false;
+          return done;
         }, waitSignal),
       signal,
     );
@@ -201,12 +203,12 @@ export class TurnSession {
     if (opening?.role === "user") opening.attachments = [...(opening.attachments ?? []), ...refs];
   }
 
-  /** A new session's row, for its images (`stageIn`): refused if it was erased since the turn began. */
-  private openRow(): void {
+  /** A new session's row, then its images' first part, in one transaction: refused with it, never left. */
+  private openRow<T>(work: () => T): T {
     const { agent, user_input } = this.state;
     const { userId, sessionId } = this.key;
     this.store.conversations.ensureSession(userId, sessionId, agent, user_input, this.now(), this.mark.since);
-    this.rowOwed = false;
+    return work();
   }
 
   /** The ids of the images this turn's messages carry. */

@@ -163,6 +163,26 @@ describe("a turn whose session another core took over", () => {
     }
   });
 
+  test("its new session's photo refused after the other turn left nothing: no row left, its title none", async () => {
+    // The row for the photos is made in the first part's write: refused with it, not left empty
+    // under a title made of this turn's words, when the core that took over kept nothing.
+    using dir = tmpdir("local-ai-takeover-");
+    const { a, turnA, turnB, b } = await takenOver(dir.path, "A's secret photo", "B's question", {
+      images: true,
+    });
+    try {
+      await turnB.value.putBack();
+      turnB.release();
+      await expect(turnA.value.firstWrite()).rejects.toMatchObject(takenOverError);
+      using db = new Database(join(dir.path, DB_FILE), { readonly: true });
+      expect(db.query("SELECT title FROM sessions").all()).toEqual([]);
+    } finally {
+      turnA.release();
+      await a.stop();
+      await b.stop();
+    }
+  });
+
   test("taken over and finished (its lease released): still refused", async () => {
     using dir = tmpdir("local-ai-takeover-");
     const { a, turnA, turnB, b } = await takenOver(dir.path, "A's question", "B's question");
