@@ -129,7 +129,10 @@ function pinnedCheck(planned: { name: string; devices: DevicePlan[] }[], pinnedC
     id: "pinned",
     status: "fail",
     message: pinnedSetMessage(problem),
-    fix: "unpin one of them (pin: false), give one a smaller context or quantization, or free memory",
+    // On an RPC worker no smaller context or quantization helps: it serves one model at a time.
+    fix: problem.workers
+      ? "unpin one of them (pin: false): an RPC worker serves one model at a time"
+      : "unpin one of them (pin: false), give one a smaller context or quantization, or free memory",
     data: { code: "model_plan_error", models: problem.models, devices: problem.devices },
   };
 }

@@ -24,6 +24,11 @@ export interface PinnedSetProblem {
   /** The pinned models that take memory on the devices they overrun, in config order. */
   models: string[];
   devices: PinnedShortfall[];
+  /**
+   * Which of `devices` are RPC workers, counted whole for each model (`heldOnDevice`): no smaller
+   * context or quantization makes two fit there, which the message and doctor's fix must say.
+   */
+  workers?: string[];
 }
 
 /**
@@ -51,7 +56,12 @@ export function pinnedPlansProblem(
   const models = planned
     .filter((p) => p.devices.some((d) => over.has(d.id) && heldOnDevice(d) > 0))
     .map((p) => p.name);
-  return { models, devices };
+  const workers = [
+    ...new Set(
+      planned.flatMap((p) => p.devices.filter((d) => d.kind === "rpc" && over.has(d.id)).map((d) => d.id)),
+    ),
+  ];
+  return { models, devices, ...(workers.length > 0 ? { workers } : {}) };
 }
 
 /** The names of the pinned models, in config order (`default` is never pinned). */
@@ -84,8 +94,10 @@ export async function pinnedSetProblem(config: Config, deps: PlanDeps): Promise<
 
 /** One line naming the models and each device they overrun. */
 export function pinnedSetMessage(problem: PinnedSetProblem): string {
-  const devices = problem.devices.map(
-    (d) => `${d.device} needs ${formatBytes(d.needed_bytes)} of its ${formatBytes(d.budget_bytes)}`,
+  const devices = problem.devices.map((d) =>
+    problem.workers?.includes(d.device)
+      ? `${d.device} is an RPC worker, which serves one model at a time, and each of their plans uses it`
+      : `${d.device} needs ${formatBytes(d.needed_bytes)} of its ${formatBytes(d.budget_bytes)}`,
   );
   return `the pinned models ${problem.models.join(", ")} cannot stay loaded together: ${devices.join("; ")}`;
 }

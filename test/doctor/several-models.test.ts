@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { runDoctor } from "../../src/doctor/doctor.ts";
-import { pinnedPlansProblem, pinnedSetProblem } from "../../src/models/pinned-set.ts";
+import { pinnedPlansProblem, pinnedSetMessage, pinnedSetProblem } from "../../src/models/pinned-set.ts";
 import type { DevicePlan } from "../../src/protocol/plan.ts";
 import { tinyLlama, writeGguf } from "../fixtures/gguf-writer.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
@@ -137,9 +137,15 @@ describe("pinnedPlansProblem", () => {
       { name: "a", devices: [rpc(4 * GIB)] },
       { name: "b", devices: [rpc(0)] },
     ];
-    expect(pinnedPlansProblem(planned)).toEqual({
+    const problem = pinnedPlansProblem(planned);
+    expect(problem).toEqual({
       devices: [{ device: "rpc0", needed_bytes: 40 * GIB, budget_bytes: 20 * GIB }],
       models: ["a", "b"],
+      workers: ["rpc0"],
     });
+    // Said as what it is: "needs 40 GiB of its 20 GiB" sent the user to shrink a model, which never helps.
+    const message = pinnedSetMessage(problem!);
+    expect(message).toContain("rpc0 is an RPC worker, which serves one model at a time");
+    expect(message).not.toContain("needs");
   });
 });
