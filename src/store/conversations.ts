@@ -275,7 +275,7 @@ export class Conversations {
         this.ensureSession(u, s, turn.agent, opening?.content ?? "", turn.at, turn.since);
         refuseIfTakenOver(db, u, s, turn.owner);
         if (turn.replaceFromSeq !== undefined) this.dropFrom(u, s, turn.replaceFromSeq, at);
-        else if (turn.setAside) recordErasure(db, u, s, at, true);
+        else if (turn.setAside) recordErasure(db, u, s, at, "set_aside");
         const last = db
           .query("SELECT COALESCE(MAX(seq), -1) AS seq FROM messages WHERE user_id = ? AND session_id = ?")
           .get(u, s) as { seq: number };

@@ -34,7 +34,7 @@ const keys = new WeakMap<Database, string>();
  * A user id, or a user's session id, as `erasures` keeps it: HMAC-SHA256 under the database's own
  * key, 128 bits. Someone with the file can test a guess, but reads no id from it.
  */
-function idKey(db: Database, userId: string, sessionId?: string, kind: "s" | "e" = "s"): string {
+function idKey(db: Database, userId: string, sessionId?: string, kind: "s" | "e" | "a" = "s"): string {
   let key = keys.get(db);
   if (key === undefined) {
     const row = db.query("SELECT value FROM meta WHERE key = 'erasure_key'").get() as {
@@ -52,17 +52,20 @@ function idKey(db: Database, userId: string, sessionId?: string, kind: "s" | "e"
  * `edit`, an edit's erase of the session's tail (`replace_from`, `regenerate`): a row of its own
  * kind (`editedSince`), which no turn's write is refused for (its session lives on), but a KV
  * slot's save of the session from before it is (agent/kv/reuse.ts: the slot holds the tail).
+ * `"set_aside"`: a turn set an interrupted one aside, no message erased: a KV slot's save is
+ * refused as for an edit, a search's hits are not (`editedSince`'s `messages`).
  */
 export function recordErasure(
   db: Database,
   userId: string,
   sessionId: string | undefined,
   at: number,
-  edit = false,
+  edit: boolean | "set_aside" = false,
 ): void {
+  const kind = edit === "set_aside" ? "a" : edit ? "e" : "s";
   db.query("INSERT INTO erasures (user_id, session_id, at) VALUES (?, ?, ?)").run(
     idKey(db, userId),
-    sessionId === undefined ? "" : idKey(db, userId, sessionId, edit ? "e" : "s"),
+    sessionId === undefined ? "" : idKey(db, userId, sessionId, kind),
     at,
   );
   const old = db.query("SELECT MAX(id) AS id FROM erasures WHERE at < ?").get(at - ERASURE_KEEP_MS) as {
@@ -106,14 +109,22 @@ export function erasedSince(db: Database, userId: string, sessionId: string, mar
 }
 
 /**
- * Whether the session (or its user) was erased, or an edit erased its tail, after `mark`: a KV
- * slot's state of it from then holds what went, another core's edit's included.
+ * Whether the session (or its user) was erased, or an edit erased its tail, or a turn set an
+ * interrupted one aside, after `mark`: a KV slot's state of it from then holds what went, another
+ * core's edit's included. `messages`: only what erased messages (a search's hits), not a set-aside.
  */
-export function editedSince(db: Database, userId: string, sessionId: string, mark: number): boolean {
+export function editedSince(
+  db: Database,
+  userId: string,
+  sessionId: string,
+  mark: number,
+  messages = false,
+): boolean {
   if (erasedSince(db, userId, sessionId, mark)) return true;
+  const edit = idKey(db, userId, sessionId, "e");
   const hit = db
-    .query("SELECT 1 FROM erasures WHERE id > ? AND user_id = ? AND session_id = ? LIMIT 1")
-    .get(mark, idKey(db, userId), idKey(db, userId, sessionId, "e"));
+    .query("SELECT 1 FROM erasures WHERE id > ? AND user_id = ? AND session_id IN (?, ?) LIMIT 1")
+    .get(mark, idKey(db, userId), edit, messages ? edit : idKey(db, userId, sessionId, "a"));
   return hit !== null;
 }
 

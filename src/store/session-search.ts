@@ -187,7 +187,7 @@ export function markedSnippet(text: string, found: readonly string[]): string {
 export function notErasedSince(db: Database, userId: string, hits: SearchHit[], mark: number): SearchHit[] {
   const gone = new Map<string, boolean>();
   return hits.filter((h) => {
-    const erased = gone.get(h.session_id) ?? editedSince(db, userId, h.session_id, mark);
+    const erased = gone.get(h.session_id) ?? editedSince(db, userId, h.session_id, mark, true);
     gone.set(h.session_id, erased);
     return !erased;
   });

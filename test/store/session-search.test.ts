@@ -232,6 +232,21 @@ test("a search answered from the thread's snapshot after an edit has committed h
   store.close();
 });
 
+// A turn setting aside an interrupted one (stop, then ask again) records an erasure for other
+// cores' KV slots, but erases no message: a search read before its commit still holds the
+// session's hits, which are all still there (it left the session out, as after an edit).
+test("a search answered after a turn of a hit's session set aside an interrupted one keeps its hits", async () => {
+  using dir = tmpdir();
+  const store = Store.open(dir.path);
+  const held = heldSearch(store, "my lighthouse notes");
+  await held.read;
+  const turn = { userId: "u", sessionId: "s", agent: "plain", at: new Date() };
+  store.conversations.commitTurn({ ...turn, setAside: true, messages: [{ role: "user", content: "new" }] });
+  const hits = await held.answer();
+  expect(hits.map((h) => h.session_id).sort()).toEqual(["kept", "s"]);
+  store.close();
+});
+
 /**
  * Session `s` saying `text` and `kept` saying "another lighthouse"; a search for "lighthouse"
  * whose thread's answer is held back, as under load: `read` once the thread has read, `answer`
