@@ -104,6 +104,31 @@ describe("chat: MCP servers that will not start", () => {
     }
   }, 30_000);
 
+  // The first stray line is kept 4096 characters long, then redacted, then cut to 120: a secret
+  // it quotes early that ran past the 4096th character (a long JWT, a key file's JSON) matched no
+  // whole value, and its first hundred characters were shown.
+  test("a long secret a server echoes on stdout as it exits is not shown in part", async () => {
+    const secret = `eyJSECRETLONG${"x".repeat(5000)}`;
+    const script = "console.log('bad key: ' + process.env.LONG_KEY); setTimeout(() => process.exit(1), 20);";
+    const pool = new McpPool([
+      McpServerSchema.parse({
+        name: "t",
+        command: process.execPath,
+        args: ["-e", script],
+        env: { LONG_KEY: secret },
+      }),
+    ]);
+    try {
+      const err = await pool.tools("t", new AbortController().signal).catch((e: unknown) => e);
+      const message = (err as Error).message;
+      expect(message).toContain("it exited with code 1");
+      expect(message).toContain("bad key: ");
+      expect(message).not.toContain("SECRETLONG");
+    } finally {
+      await pool.close();
+    }
+  }, 30_000);
+
   test("a server that failed to start is not retried by the next chats for a while: they warn at once", async () => {
     using scratch = tmpdir();
     const pids = join(scratch.path, "hang.pids");

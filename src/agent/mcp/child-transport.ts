@@ -86,7 +86,7 @@ export class ChildTransport implements Transport {
    * says so (connect.ts), since a server printing its answers over several lines was told only as
    * a timeout.
    */
-  readonly stray = { lines: 0, first: "" };
+  readonly stray = { lines: 0, first: "", cut: false };
 
   constructor(
     private readonly child: McpChild,
@@ -227,7 +227,8 @@ export class ChildTransport implements Transport {
         text.length <= 1 && text.trim() === "" ? undefined : (tooManyValues(text) ?? parseMessage(text));
     } catch (err) {
       this.onerror?.(err as Error); // one bad line, skipped (and charged below)
-      if (this.stray.lines++ === 0) this.stray.first = text.slice(0, STRAY_KEPT);
+      if (this.stray.lines++ === 0)
+        Object.assign(this.stray, { first: text.slice(0, STRAY_KEPT), cut: text.length > STRAY_KEPT });
     }
     const id = message !== undefined && isAnswer(message) ? Number(message.id) : undefined;
     // A cancelled call past its timeout is forgotten before its answer is looked up, not only

@@ -12,7 +12,14 @@ import { within } from "../../util/within.ts";
 import { VERSION } from "../../version.ts";
 import { type ChildExit, exitText, type McpChild, spawnMcpServer } from "./child.ts";
 import { ChildTransport, MAX_PENDING_BYTES } from "./child-transport.ts";
-import { commandLineOf, configSecrets, StderrDebugLog, StderrTail, withoutSecrets } from "./stderr-tail.ts";
+import {
+  commandLineOf,
+  configSecrets,
+  StderrDebugLog,
+  StderrTail,
+  withoutCutEnd,
+  withoutSecrets,
+} from "./stderr-tail.ts";
 import {
   MAX_CURSOR_CHARS,
   MAX_LIST_PAGES,
@@ -277,6 +284,9 @@ function startError(
   });
 }
 
+/** Characters of the first stray line quoted. */
+const STRAY_SHOWN = 120;
+
 /**
  * Lines on its stdout that were no JSON-RPC message, the first one quoted (its config's secrets
  * redacted before the cut, escaped as JSON): MCP's stdio is one message a line, and a server
@@ -286,7 +296,10 @@ function startError(
  */
 function strayText(cfg: McpServerConfig, stray: ChildTransport["stray"]): string {
   if (stray.lines === 0) return "";
-  const first = cutText(withoutSecrets(stray.first, configSecrets(cfg.env, commandLineOf(cfg))), 120);
+  const secrets = configSecrets(cfg.env, commandLineOf(cfg));
+  const whole = withoutSecrets(stray.first, secrets);
+  // Kept STRAY_KEPT long: a long secret quoted early may run past that, matching no whole value.
+  const first = cutText(stray.cut ? withoutCutEnd(whole, secrets, STRAY_SHOWN) : whole, STRAY_SHOWN);
   return `; ${stray.lines} of the lines on its stdout were no JSON-RPC message (one a line), the first ${JSON.stringify(first)}`;
 }
 

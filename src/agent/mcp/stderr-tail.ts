@@ -48,6 +48,20 @@ export function withoutSecrets(text: string, secrets: readonly string[]): string
 }
 
 /**
+ * `text`, the start of a longer one, with a secret it ends inside (begun in its first `shown`
+ * characters) shown as `[redacted]` from there: that part matches no whole value, and a cut of the
+ * text to `shown` characters would show it.
+ */
+export function withoutCutEnd(text: string, secrets: readonly string[], shown: number): string {
+  for (let at = 0; at < Math.min(shown, text.length); at++) {
+    const rest = text.slice(at);
+    if (secrets.some((s) => s.length > rest.length && s.startsWith(rest)))
+      return `${text.slice(0, at)}[redacted]`;
+  }
+  return text;
+}
+
+/**
  * The end of what an MCP server wrote to stderr, for the error of a server that exited during its
  * start (docs/agent.md "MCP servers"): a missing module or a bad argument is told there, and the
  * `tools_unavailable` warning is all a host developer sees without the debug log.
