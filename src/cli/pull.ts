@@ -45,7 +45,8 @@ export default defineCommand({
     process.once("SIGINT", stop);
     process.once("SIGTERM", onTerm);
     let downloaded = false;
-    // No progress yet: the hub was still being asked, so no byte of this pull is on disk.
+    // No progress yet: the hub was still being asked, so no byte of this pull is on disk (nor
+    // after it, when the stop says it came before the body's first byte).
     let began = false;
     try {
       const ref = parseRef(args.model, args.revision);
@@ -79,6 +80,8 @@ export default defineCommand({
     } catch (err) {
       printer.end();
       if (isCoreError(err) && err.code === "cancelled") {
+        // Stopped with the body begun but no byte of it written: the empty partial was dropped.
+        if (err.data?.bytes_done === 0) began = false;
         if (stdout.closed) {
           // A cached model's first line, and the fit check, come after the download: the file is complete.
           const kept = downloaded ? "; the model is in the cache" : unfinished(began, "run it again");

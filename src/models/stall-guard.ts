@@ -1,4 +1,4 @@
-import { cancelledError, isCoreError } from "../protocol/errors.ts";
+import { CoreError, isCoreError } from "../protocol/errors.ts";
 import { HubBadAnswer, HubError, HubUnreachable } from "./hub-client.ts";
 import { type PullWhere, pullError } from "./pull-errors.ts";
 
@@ -44,9 +44,12 @@ export class StallGuard {
   }
 
   explain(err: unknown, where: PullWhere, done: number, total: number): unknown {
+    // A partial with no byte is dropped (download.ts dropIfEmpty): only one with bytes is kept.
     if (this.outer.aborted)
-      return cancelledError(
-        `the pull of ${where.repo} ${where.file} was cancelled; the partial download is kept`,
+      return new CoreError(
+        "cancelled",
+        `the pull of ${where.repo} ${where.file} was cancelled${done > 0 ? "; the partial download is kept" : " before its first byte"}`,
+        { bytes_done: done, total },
       );
     if (isCoreError(err)) return err;
     const keep = "; the partial download is kept, pull again to resume";

@@ -5,7 +5,7 @@ import { Writable } from "node:stream";
 import { flushed, flushedForExit } from "../../src/cli/output.ts";
 import { isAlive } from "../../src/runtime/proc-info.ts";
 import { tinyLlama, writeGguf } from "../fixtures/gguf-writer.ts";
-import { startHubStandIn } from "../fixtures/hub-stand-in.ts";
+import { type Knobs, startHubStandIn } from "../fixtures/hub-stand-in.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 import { waitFor } from "../fixtures/wait.ts";
 
@@ -610,29 +610,66 @@ describe("pull stopped by a signal after its download", () => {
 });
 
 describe("pull stopped by a signal before its download", () => {
-  test("Ctrl-C while the hub is asked which file: exit 130, no partial claimed where none was written", async () => {
-    using dir = tmpdir();
-    const tiny = new Uint8Array(readFileSync(writeGguf(dir.path, "tiny.gguf", tinyLlama())));
-    // The hub's API answers late: the signal comes while the pull waits for the listing.
-    await using hub = await startHubStandIn(
+  /** `pull org/tiny-GGUF:Q4_K_M` (and `extra`) in `dir` against a stand-in hub with `knobs`. */
+  async function pullTiny(dir: string, knobs: Knobs, extra: string[] = []) {
+    const tiny = new Uint8Array(readFileSync(writeGguf(dir, "tiny.gguf", tinyLlama())));
+    const hub = await startHubStandIn(
       [{ id: "org/tiny-GGUF", files: [{ path: "tiny-Q4_K_M.gguf", content: tiny }] }],
-      { apiDelayMs: 60_000 },
+      knobs,
     );
-    const cache = join(dir.path, "hub");
-    const proc = Bun.spawn([process.execPath, ENTRY, "pull", "org/tiny-GGUF:Q4_K_M"], {
-      cwd: dir.path,
+    const cache = join(dir, "hub");
+    const proc = Bun.spawn([process.execPath, ENTRY, "pull", "org/tiny-GGUF:Q4_K_M", ...extra], {
+      cwd: dir,
       stdin: "ignore",
       stdout: "pipe",
       stderr: "pipe",
       env: cleanEnv({ HF_ENDPOINT: hub.url, HF_HUB_CACHE: cache }),
     });
+    const partials = () =>
+      (existsSync(cache) ? readdirSync(cache, { recursive: true }).map(String) : []).filter((f) =>
+        f.endsWith(".incomplete"),
+      );
+    return { hub, proc, partials };
+  }
+
+  test("Ctrl-C while the hub is asked which file: exit 130, no partial claimed where none was written", async () => {
+    using dir = tmpdir();
+    // The hub's API answers late: the signal comes while the pull waits for the listing.
+    const { hub, proc, partials } = await pullTiny(dir.path, { apiDelayMs: 60_000 });
+    await using _hub = hub;
     expect(await waitFor(() => hub.requests.length > 0)).toBe(true);
     proc.kill("SIGINT");
     const [stderr, exit] = await Promise.all([new Response(proc.stderr).text(), proc.exited]);
     expect(exit).toBe(130);
     expect(stderr.trim().split("\n")).toEqual(["[warn] pull cancelled before its download began"]);
-    const written = existsSync(cache) ? readdirSync(cache, { recursive: true }).map(String) : [];
-    expect(written.filter((f) => f.endsWith(".incomplete"))).toEqual([]);
+    expect(partials()).toEqual([]);
+  }, 30_000);
+
+  test("Ctrl-C once the storage answered but before its first byte: no partial claimed, the empty one dropped", async () => {
+    using dir = tmpdir();
+    // The storage sends its headers, then nothing: the download's first event (0 bytes) is out.
+    const { hub, proc, partials } = await pullTiny(dir.path, { hangAfter: 0 }, ["--json"]);
+    await using _hub = hub;
+    const reader = proc.stdout.getReader();
+    const decoder = new TextDecoder();
+    let stdout = "";
+    while (!stdout.includes('"phase":"download"')) {
+      const r = await reader.read();
+      if (r.done) break;
+      stdout += decoder.decode(r.value, { stream: true });
+    }
+    expect(stdout).toContain('"phase":"download"');
+    proc.kill("SIGINT");
+    for (let r = await reader.read(); !r.done; r = await reader.read()) stdout += decoder.decode(r.value);
+    const [stderr, exit] = await Promise.all([new Response(proc.stderr).text(), proc.exited]);
+    expect(exit).toBe(130);
+    const last = JSON.parse(stdout.trim().split("\n").at(-1)!);
+    expect(last).toMatchObject({ type: "error", code: "cancelled", data: { bytes_done: 0 } });
+    expect(last.message).not.toContain("kept");
+    // --json says the error on stderr too: neither line claims a partial.
+    expect(stderr).toContain("[warn] pull cancelled before its download began");
+    expect(stderr).not.toContain("kept");
+    expect(partials()).toEqual([]);
   }, 30_000);
 });
 
