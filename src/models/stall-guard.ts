@@ -4,7 +4,7 @@ import { type PullWhere, pullError } from "./pull-errors.ts";
 
 /**
  * The request's own abort signal: the caller's cancel, no byte for `ms`, or an oversized body.
- * Explains a failure as cancelled, stalled, or a cut connection (the partial is kept in each).
+ * Explains a failure as cancelled, stalled, or a cut connection (the partial, when it has bytes, is kept in each).
  */
 export class StallGuard {
   private readonly ac = new AbortController();
@@ -52,7 +52,7 @@ export class StallGuard {
         { bytes_done: done, total },
       );
     if (isCoreError(err)) return err;
-    const keep = "; the partial download is kept, pull again to resume";
+    const keep = done > 0 ? "; the partial download is kept, pull again to resume" : "; pull again";
     if (this.stalled)
       return pullError(
         where,

@@ -628,6 +628,17 @@ describe("resume and verify", () => {
     nothingFinal(cache, hub, "model-Q4_K_M.gguf");
   });
 
+  test("a connection silent from its first byte claims no partial: the empty one is dropped", async () => {
+    // The storage sends its headers, then nothing.
+    const { hub, cache, deps } = await setup({ hangAfter: 0 });
+    const r = await pull({ repo: "org/model-GGUF", quant: "Q4_K_M" }, { ...deps, stallMs: 300 });
+    expect(r.error?.data).toMatchObject({ cause: "connection_lost", bytes_done: 0 });
+    expect(r.error?.message).toContain("after 0 of");
+    expect(r.error?.message).not.toContain("kept");
+    expect(existsSync(incompletePath(cache, "org/model-GGUF", sha256(MODEL)))).toBe(false);
+    nothingFinal(cache, hub, "model-Q4_K_M.gguf");
+  });
+
   test("a slow but steady body is not a stall", async () => {
     const { deps } = await setup({ bytesPerSecond: 2 * MB });
     const r = await pull({ repo: "org/model-GGUF", quant: "Q8_0" }, { ...deps, stallMs: 300 });
