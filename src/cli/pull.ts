@@ -45,9 +45,8 @@ export default defineCommand({
     process.once("SIGINT", stop);
     process.once("SIGTERM", onTerm);
     let downloaded = false;
-    // No progress yet: the hub was still being asked, so no byte of this pull is on disk (nor
-    // after it, when the stop says it came before the body's first byte).
-    let began = false;
+    // The part of the last progress event; 0 while the hub is still asked.
+    let part = 0;
     try {
       const ref = parseRef(args.model, args.revision);
       // The verdict's settings: a typo in --config is said before the download, not judged with the defaults.
@@ -55,7 +54,7 @@ export default defineCommand({
       const outcome = await pullModel(ref, machinePullDeps(), {
         signal: ac.signal,
         progress: (p) => {
-          began = true;
+          part = p.part;
           if (args.json) out(`${JSON.stringify({ type: "event", event: "download_progress", ...p })}\n`);
           else printer.show(p);
         },
@@ -80,8 +79,7 @@ export default defineCommand({
     } catch (err) {
       printer.end();
       if (isCoreError(err) && err.code === "cancelled") {
-        // Stopped with the body begun but no byte of it written: the empty partial was dropped.
-        if (err.data?.bytes_done === 0) began = false;
+        const began = partialKept(part, err);
         if (stdout.closed) {
           // A cached model's first line, and the fit check, come after the download: the file is complete.
           const kept = downloaded ? "; the model is in the cache" : unfinished(began, "run it again");
@@ -119,6 +117,16 @@ async function unlessStopped(check: Promise<FitVerdict>, signal: AbortSignal): P
     killRunningProbes();
     throw cancelledError("the pull was cancelled while checking whether the model fits");
   }
+}
+
+/**
+ * Whether a pull stopped at `part` (its last progress event's; 0 before any) left something to
+ * resume: before any event the hub was still asked, nothing written; a first part stopped
+ * before its body's first byte (`bytes_done` 0) left an empty partial, dropped. A later part's
+ * stop leaves the earlier parts whole, which the next run does not fetch again.
+ */
+export function partialKept(part: number, err: CoreError): boolean {
+  return part > 1 || (part === 1 && err.data?.bytes_done !== 0);
 }
 
 /** What a pull stopped before its file was whole left: a partial to resume, or nothing yet. */
