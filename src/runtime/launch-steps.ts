@@ -147,12 +147,12 @@ export function spawnServer(req: SpawnRequest): Spawned | LaunchFailure {
     `--- ${new Date().toISOString()} start ${req.binary} ${shownArgs(given).join(" ")} (pid ${child.pid})\n`,
   );
   // One redactor a stream: a quoted text's lines follow its message on the stream it came on.
-  const lineReader = (redactor: LogRedactor) => (raw: string, cut: boolean) => {
+  // State lines only on stdout (90): stderr's log quotes the model's text, newlines and all.
+  const lineReader = (redactor: LogRedactor, states?: StateLines) => (raw: string, cut: boolean) => {
     spawned.lastLine = Date.now();
     spawned.spoke = true;
     spawned.nudge?.();
-    // State lines are progress, not log: the router, too, keeps them out of its log.
-    if (spawned.states.take(raw)) return;
+    if (states?.take(raw)) return; // progress, not log: the router, too, keeps them out of its log
     const quoted = redactor.line(raw, cut);
     if (quoted === null) return;
     const line = hide(quoted);
@@ -160,7 +160,7 @@ export function spawnServer(req: SpawnRequest): Spawned | LaunchFailure {
     req.onLine(line);
   };
   spawned.drained = Promise.all([
-    readLines(child.stdout, lineReader(new LogRedactor())),
+    readLines(child.stdout, lineReader(new LogRedactor(), spawned.states)),
     readLines(child.stderr, lineReader(new LogRedactor())),
   ]).then(() => {});
   recordChild(req.dataDir, spawned, req.instance);
