@@ -64,7 +64,8 @@ function stateOf(row: ModelRow, sup: SupervisorSnapshot | undefined): ModelState
     case "unloading":
       return "unloaded";
     default:
-      if (!sup || sup.state === "ready") return sup?.sleep === "asleep" ? "sleeping" : "ready";
+      // Waking is still `sleeping`, as status's `llama` says it (with `waking: true`).
+      if (!sup || sup.state === "ready") return (sup?.sleep ?? "awake") === "awake" ? "ready" : "sleeping";
       return sup.state === "starting" ? "restarting" : sup.lastError ? "failed" : "restarting";
   }
 }
