@@ -1,6 +1,7 @@
 import { abortable } from "../util/abortable.ts";
 import { logger } from "../util/logger.ts";
 import { allowed, type Transitions } from "../util/state-cell.ts";
+import { timerMs } from "../util/timer-limit.ts";
 import { ProgressBeat, type ProgressListener } from "./progress-beat.ts";
 
 /**
@@ -202,7 +203,8 @@ export class SleepWatch {
     const first = this.idleSince + idleMs + FIRST_LOOK_GRACE_MS - this.now();
     const delay = this.retryMs > 0 ? this.retryMs : Math.max(0, first);
     this.cancelTimer();
-    this.timer = setTimeout(() => void this.look(), delay);
+    // Bounded: the config's longest idle_sleep_s plus the grace is past what a timer holds.
+    this.timer = setTimeout(() => void this.look(), timerMs(delay));
     this.timer.unref?.();
   }
 

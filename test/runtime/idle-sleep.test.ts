@@ -1,4 +1,4 @@
-import { describe, expect, jest, test } from "bun:test";
+import { describe, expect, jest, spyOn, test } from "bun:test";
 import {
   canChangePhase,
   type SleepPhase,
@@ -14,6 +14,7 @@ import {
 import { ProgressBeat } from "../../src/runtime/progress-beat.ts";
 import { SlotUse } from "../../src/runtime/slot-use.ts";
 import type { StartProgress } from "../../src/runtime/start-progress.ts";
+import { MAX_TIMER_MS } from "../../src/util/timer-limit.ts";
 import { waitFor } from "../fixtures/wait.ts";
 
 const never = () => new AbortController().signal;
@@ -72,6 +73,27 @@ describe("SleepWatch: idle sleep as the supervisor follows it", () => {
     expect(calls).toEqual({ looks: 0, rouses: 0 });
     expect(w.state).toBe("awake");
     w.dispose();
+  });
+
+  test("the longest idle_sleep_s a config takes: its first look waits, never fires at once (a timer past 2^31-1 ms does)", () => {
+    const delays: number[] = [];
+    const spy = spyOn(globalThis, "setTimeout").mockImplementation(((_fn: () => void, ms?: number) => {
+      delays.push(ms ?? 0);
+      return { unref() {} } as unknown as ReturnType<typeof setTimeout>;
+    }) as unknown as typeof setTimeout);
+    try {
+      const w = new SleepWatch({
+        // The config's bound (schema.ts): whole seconds a timer can wait, 2147483 s.
+        idleMs: Math.floor(MAX_TIMER_MS / 1000) * 1000,
+        inUse: () => 0,
+        isAsleep: async () => false,
+        rouse: async () => {},
+      });
+      w.dispose();
+    } finally {
+      spy.mockRestore();
+    }
+    expect(delays).toEqual([MAX_TIMER_MS]);
   });
 
   test("a lease inside the idle time costs nothing: no look", async () => {
