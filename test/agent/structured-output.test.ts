@@ -194,6 +194,25 @@ describe("chat: response_format", () => {
     });
   });
 
+  test("thinking until the reply limit with a schema: the error says the model thought, and what to change", async () => {
+    await using h = new ChatHarness({ agents: [{ name: "plain", max_tokens: 3 }] });
+    h.llama.script({ reasoning: "a b c d e", content: "{}" });
+    const { terminal } = await h.chat("l2", { input: "a person", response_format: asPerson });
+    expect(terminal).toMatchObject({ code: "output_invalid", data: { text: "", finish_reason: "length" } });
+    expect(String(terminal.message)).toContain("spent the whole reply limit of 3 tokens thinking");
+    expect(String(terminal.message)).toContain("think: {budget_tokens: N}");
+  });
+
+  test("the context filling up while the answer is written under a schema is not blamed on max_tokens", async () => {
+    await using h = new ChatHarness(plain);
+    h.llama.script({ reasoning: "a b c", content: [], finish_reason: "length" });
+    const { terminal } = await h.chat("l3", { input: "a person", response_format: asPerson });
+    expect(terminal).toMatchObject({ code: "output_invalid", data: { text: "", finish_reason: "length" } });
+    expect(String(terminal.message)).not.toContain("max_tokens");
+    expect(String(terminal.message)).toContain("model.context");
+    expect(String(terminal.message)).toContain("thought until the slot's context");
+  });
+
   test("a schema llama-server refuses is invalid_request naming response_format, the session as it was (95d)", async () => {
     await using h = new ChatHarness(plain);
     // A schema the core's validator takes, refused by the grammar converter with its recorded words.

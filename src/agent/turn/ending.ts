@@ -46,6 +46,9 @@ export type TurnEnding =
       errors: AnswerError[];
       finishReason: string | null;
       reasoning: string;
+      /** A length stop at our reply cap (its tokens), else (`context`) the slot's context filling. */
+      cappedAt?: number | undefined;
+      context?: number;
     }
   /**
    * The request cannot be used: the chat's `response_format`, or its images (a model that reads
@@ -292,23 +295,27 @@ function namedNow(ctx: TurnContext): Source[] {
 type ThinkingLimit = "stopped" | { cap: number } | { context: number };
 
 /** The `reasoning_only` warning: which limit ended the thinking, and what to change. */
-function reasoningOnly(ctx: TurnContext, limit: ThinkingLimit): string {
+function reasoningOnly(
+  ctx: TurnContext,
+  limit: ThinkingLimit,
+  kept = " (its thinking is in `reasoning`)",
+): string {
   const think = ctx.params.think ?? ctx.agent.think;
   const budget =
     typeof think === "object"
       ? `lower the thinking budget (think.budget_tokens ${think.budget_tokens})`
       : "bound the thinking with think: {budget_tokens: N}";
   if (limit === "stopped")
-    return "the model ended its turn after thinking, without an answer (its thinking is in `reasoning`); ask again, or turn thinking off with think: false";
+    return `the model ended its turn after thinking, without an answer${kept}; ask again, or turn thinking off with think: false`;
   if ("cap" in limit)
-    return `the model spent the whole reply limit of ${limit.cap} tokens thinking and gave no answer (its thinking is in \`reasoning\`); raise max_tokens (the agent's or model.max_tokens), ${budget} below it, or turn thinking off with think: false`;
-  return `the model thought until the slot's context (${limit.context} tokens) was full and gave no answer (its thinking is in \`reasoning\`); ${budget}, turn thinking off with think: false, or raise model.context`;
+    return `the model spent the whole reply limit of ${limit.cap} tokens thinking and gave no answer${kept}; raise max_tokens (the agent's or model.max_tokens), ${budget} below it, or turn thinking off with think: false`;
+  return `the model thought until the slot's context (${limit.context} tokens) was full and gave no answer${kept}; ${budget}, turn thinking off with think: false, or raise model.context`;
 }
 
 /** The structured answer does not hold: `output_invalid`, with what the model wrote and why it fails. */
 function outputInvalid(ctx: TurnContext, ending: TurnEnding & { kind: "output_invalid" }): CoreError {
   const { text, errors, finishReason } = ending;
-  const cut = finishReason === "length" ? "; the answer was cut off by a limit (raise max_tokens)" : "";
+  const cut = finishReason === "length" ? `; ${lengthAdvice(ctx, ending)}` : "";
   const first = errors[0];
   // Its path cut as in `data.errors`: uncut, one key as long as the answer made the message as long.
   const why = first ? `${cutPath(first.path) || "the answer"}: ${first.message}` : "it does not match";
@@ -323,6 +330,22 @@ function outputInvalid(ctx: TurnContext, ending: TurnEnding & { kind: "output_in
     finish_reason: finishReason,
     trace_id: ctx.traceId,
   });
+}
+
+/**
+ * Which limit cut the answer and what to change: a reply that was all thinking says so (the
+ * result's `reasoning_only` advice: there is no result), and the context filling up is not
+ * blamed on max_tokens.
+ */
+function lengthAdvice(ctx: TurnContext, ending: TurnEnding & { kind: "output_invalid" }): string {
+  const { text, reasoning, cappedAt, context } = ending;
+  if (cappedAt === undefined && context !== undefined) {
+    if (text.trim() === "" && reasoning.trim() !== "") return reasoningOnly(ctx, { context }, "");
+    return `the answer was cut off by a limit: the model's context (${context} tokens per slot) was full (raise model.context or lower llama.parallel)`;
+  }
+  if (cappedAt !== undefined && text.trim() === "" && reasoning.trim() !== "")
+    return reasoningOnly(ctx, { cap: cappedAt }, "");
+  return "the answer was cut off by a limit (raise max_tokens)";
 }
 
 /** How many of an answer's errors `output_invalid` lists (`errors_total` counts them all). */

@@ -345,11 +345,11 @@ export class Turn {
       if (isFormatRefused(err)) return { kind: "refused", step, error: err };
       throw err;
     }
-    if (!checked.ok)
-      return { kind: "output_invalid", step, text, errors: checked.errors, finishReason, reasoning };
-    // Complete and valid, even if it ended right at a limit.
+    // A length stop short of our cap is the slot's context filling; valid, the answer still counts.
     const cappedAt =
       finishReason === "length" && reachedReplyCap(reply, setup.maxTokens) ? setup.maxTokens : undefined;
+    const cut = { step, text, finishReason, reasoning, cappedAt, context: setup.contextSize };
+    if (!checked.ok) return { kind: "output_invalid", errors: checked.errors, ...cut };
     return { kind: "answered", step, response: text, cappedAt, reasoning, json: { value: checked.value } };
   }
 
