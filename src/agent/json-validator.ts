@@ -19,6 +19,12 @@ export interface AnswerError {
 
 export type Validate = (value: unknown) => AnswerError[];
 
+/**
+ * How many of an answer's errors `output_invalid` lists (`errors_total` counts them all), and so
+ * how many the validator's thread hands back: an answer of many failing items is as many errors.
+ */
+export const SHOWN_ANSWER_ERRORS = 20;
+
 /** Compiled schemas kept by their JSON text: a host usually asks for the same few again and again. */
 const KEPT = 32;
 const compiled = new Map<string, { schema: object; validate: ValidateFunction }>();

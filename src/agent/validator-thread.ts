@@ -20,8 +20,8 @@ export type ValidatorAnswer =
   | { id: number; kind: "compiled" }
   /** The schema cannot be compiled, and why. */
   | { id: number; kind: "refused"; message: string }
-  /** The answer checked: no errors and its value, or the errors. */
-  | { id: number; kind: "checked"; errors: AnswerError[]; value?: unknown }
+  /** The answer checked: no errors and its value, or the first errors and (`total`) their count. */
+  | { id: number; kind: "checked"; errors: AnswerError[]; total: number; value?: unknown }
   /** The thread could not do it (it stopped, or it could not hand the value over). */
   | { id: number; kind: "failed"; message: string }
   /** Past the time limit: the thread was ended. */

@@ -1,5 +1,5 @@
 import { parseAnswer } from "./answer-json.ts";
-import { compileSchema } from "./json-validator.ts";
+import { type AnswerError, compileSchema, SHOWN_ANSWER_ERRORS } from "./json-validator.ts";
 import type { ValidatorAnswer, ValidatorAsk } from "./validator-thread.ts";
 
 /**
@@ -24,8 +24,23 @@ function answer(ask: ValidatorAsk): ValidatorAnswer {
   }
   if (ask.text === undefined) return { id: ask.id, kind: "compiled" };
   const parsed = parseAnswer(ask.text);
-  if (!parsed.ok) return { id: ask.id, kind: "checked", errors: parsed.errors };
-  return { id: ask.id, kind: "checked", errors: validate(parsed.value), value: parsed.value };
+  if (!parsed.ok) return checked(ask.id, parsed.errors);
+  return checked(ask.id, validate(parsed.value), parsed.value);
+}
+
+/**
+ * The first errors and their count: the core's loop shows no more, and a million of them (an
+ * answer of as many failing items) took it a quarter of a second to take off the thread.
+ */
+function checked(id: number, errors: AnswerError[], value?: unknown): ValidatorAnswer {
+  const shown = errors.slice(0, SHOWN_ANSWER_ERRORS);
+  return {
+    id,
+    kind: "checked",
+    errors: shown,
+    total: errors.length,
+    ...(errors.length === 0 ? { value } : {}),
+  };
 }
 
 self.onmessage = (event) => {

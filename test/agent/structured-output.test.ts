@@ -75,6 +75,15 @@ describe("chat: response_format", () => {
     expect(errors.map((e) => e.path).sort()).toEqual(["/age", "/name"]);
   });
 
+  test("an answer of many failing items: the first 20 errors listed, errors_total counting all", async () => {
+    await using h = new ChatHarness(plain);
+    h.llama.script({ content: `[${Array(30).fill("1").join(",")}]` });
+    const list = { type: "json_schema", schema: { type: "array", items: { type: "string" } } };
+    const { terminal } = await h.chat("m1", { input: "words", response_format: list });
+    expect(terminal).toMatchObject({ code: "output_invalid", data: { errors_total: 30 } });
+    expect((terminal.data as Json).errors).toHaveLength(20);
+  });
+
   test("with tools: the tool steps run free, then the answer is asked for constrained and without tools", async () => {
     await using h = new ChatHarness();
     h.llama.script(

@@ -5,7 +5,10 @@ import type { AnswerError } from "../json-validator.ts";
 import { askValidator, type ValidatorAnswer } from "../validator-thread.ts";
 
 /** What the answer of a `response_format` chat came to: its value, or why it does not count. */
-export type AnswerCheck = { ok: true; value: unknown } | { ok: false; errors: AnswerError[] };
+export type AnswerCheck =
+  | { ok: true; value: unknown }
+  /** The first errors (json-validator.ts `SHOWN_ANSWER_ERRORS`) and how many there are. */
+  | { ok: false; errors: AnswerError[]; total: number };
 
 /** `json_object`: any object, as llama-server's grammar for it produces. */
 const ANY_OBJECT = { type: "object" };
@@ -61,14 +64,14 @@ export class AnswerFormat {
     if (checked.kind === "checked")
       return checked.errors.length === 0
         ? { ok: true, value: checked.value }
-        : { ok: false, errors: checked.errors };
+        : { ok: false, errors: checked.errors, total: checked.total };
     if (checked.kind === "refused") throw formatRefused(`the schema cannot be used: ${checked.message}`);
     // Fails closed: an answer the validator could not finish with is not taken.
     const why =
       checked.kind === "timeout"
         ? `checking the answer took longer than ${checked.limitMs} ms; it is not taken`
         : `the answer could not be checked (${"message" in checked ? checked.message : checked.kind})`;
-    return { ok: false, errors: [{ path: "", message: why }] };
+    return { ok: false, errors: [{ path: "", message: why }], total: 1 };
   }
 }
 

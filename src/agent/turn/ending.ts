@@ -5,7 +5,7 @@ import type { Source } from "../../protocol/sources.ts";
 import type { TurnMessage } from "../../store/conversations.ts";
 import { logger } from "../../util/logger.ts";
 import { cutText } from "../../util/text-cut.ts";
-import type { AnswerError } from "../json-validator.ts";
+import { type AnswerError, SHOWN_ANSWER_ERRORS } from "../json-validator.ts";
 import type { TurnContext } from "./context.ts";
 import { refsOf } from "./images.ts";
 import type { LlmFailure } from "./llm-step.ts";
@@ -44,6 +44,8 @@ export type TurnEnding =
       step: number;
       text: string;
       errors: AnswerError[];
+      /** How many errors there are, when `errors` is only the first of them (the validator's thread). */
+      total?: number;
       finishReason: string | null;
       reasoning: string;
       /** A length stop at our reply cap (its tokens), else (`context`) the slot's context filling. */
@@ -326,7 +328,7 @@ function outputInvalid(ctx: TurnContext, ending: TurnEnding & { kind: "output_in
     text,
     // An answer of thousands of failing items is as many errors: the first few say what is wrong.
     errors: errors.slice(0, SHOWN_ANSWER_ERRORS).map((e) => ({ ...e, path: cutPath(e.path) })),
-    errors_total: errors.length,
+    errors_total: ending.total ?? errors.length,
     finish_reason: finishReason,
     trace_id: ctx.traceId,
   });
@@ -347,9 +349,6 @@ function lengthAdvice(ctx: TurnContext, ending: TurnEnding & { kind: "output_inv
     return reasoningOnly(ctx, { cap: cappedAt }, "");
   return "the answer was cut off by a limit (raise max_tokens)";
 }
-
-/** How many of an answer's errors `output_invalid` lists (`errors_total` counts them all). */
-const SHOWN_ANSWER_ERRORS = 20;
 
 /** A path is the model's keys: one may be as long as the answer. */
 function cutPath(path: string): string {

@@ -349,7 +349,7 @@ export class Turn {
     const cappedAt =
       finishReason === "length" && reachedReplyCap(reply, setup.maxTokens) ? setup.maxTokens : undefined;
     const cut = { step, text, finishReason, reasoning, cappedAt, context: setup.contextSize };
-    if (!checked.ok) return { kind: "output_invalid", errors: checked.errors, ...cut };
+    if (!checked.ok) return { kind: "output_invalid", errors: checked.errors, total: checked.total, ...cut };
     return { kind: "answered", step, response: text, cappedAt, reasoning, json: { value: checked.value } };
   }
 
