@@ -1,4 +1,5 @@
 import { describe, expect, test } from "bun:test";
+import { askValidator } from "../../src/agent/validator-thread.ts";
 import {
   MAX_SCHEMA_BRANCHES,
   MAX_SCHEMA_CHARS,
@@ -74,5 +75,19 @@ describe("response_format: what the params alone refuse", () => {
     );
     expect(schemaProblem({ patternProperties: { "(a)\\1": {} } })).toContain("#/patternProperties/(a)\\1");
     expect(schemaProblem({ enum: [{ pattern: "(?=x)" }], const: { pattern: "(?=" } })).toBeUndefined();
+  });
+
+  test("the params check reads a pattern's syntax without expanding its counted repeats (the loop's time)", async () => {
+    // 36 of these fill the 256 KiB a schema may be and took the core's loop 12 s to compile:
+    // each expands to some million instructions. Their size is the validator's thread's to judge.
+    const huge = "a{1000}".repeat(1500);
+    expect(schemaProblem({ type: "string", pattern: huge })).toBeUndefined();
+    const answer = await askValidator(JSON.stringify({ type: "string", pattern: huge }), undefined, 30_000);
+    expect(answer).toMatchObject({ kind: "refused", message: expect.stringContaining("too large") });
+    // What the syntax alone refuses still is, a counted repeat beside it or not.
+    expect(schemaProblem({ pattern: "(?=x){3}a{2,5}" })).toContain("cannot be matched in linear time");
+    expect(schemaProblem({ pattern: "(a)\\1{2}" })).toContain("cannot be matched in linear time");
+    for (const ok of ["^\\d{5}$", "\\{2}", "[{2}]", "x{2,}", "^[a-z]{1,1000}$"])
+      expect(schemaProblem({ pattern: ok })).toBeUndefined();
   });
 });
