@@ -212,6 +212,14 @@ describe("chat: response_format", () => {
     expect(String(terminal.message)).toContain("think: {budget_tokens: N}");
   });
 
+  test("a model that stops after thinking, with a schema: the error says so, not only 'empty'", async () => {
+    await using h = new ChatHarness(plain);
+    h.llama.script({ reasoning: "a b c", content: [] });
+    const { terminal } = await h.chat("l4", { input: "a person", response_format: asPerson });
+    expect(terminal).toMatchObject({ code: "output_invalid", data: { text: "", finish_reason: "stop" } });
+    expect(String(terminal.message)).toContain("ended its turn after thinking, without an answer");
+  });
+
   test("the context filling up while the answer is written under a schema is not blamed on max_tokens", async () => {
     await using h = new ChatHarness(plain);
     h.llama.script({ reasoning: "a b c", content: [], finish_reason: "length" });

@@ -317,7 +317,12 @@ function reasoningOnly(
 /** The structured answer does not hold: `output_invalid`, with what the model wrote and why it fails. */
 function outputInvalid(ctx: TurnContext, ending: TurnEnding & { kind: "output_invalid" }): CoreError {
   const { text, errors, finishReason } = ending;
-  const cut = finishReason === "length" ? `; ${lengthAdvice(ctx, ending)}` : "";
+  const cut =
+    finishReason === "length"
+      ? `; ${lengthAdvice(ctx, ending)}`
+      : thoughtOnly(ending)
+        ? `; ${reasoningOnly(ctx, "stopped", "")}`
+        : "";
   const first = errors[0];
   // Its path cut as in `data.errors`: uncut, one key as long as the answer made the message as long.
   const why = first ? `${cutPath(first.path) || "the answer"}: ${first.message}` : "it does not match";
@@ -340,14 +345,18 @@ function outputInvalid(ctx: TurnContext, ending: TurnEnding & { kind: "output_in
  * blamed on max_tokens.
  */
 function lengthAdvice(ctx: TurnContext, ending: TurnEnding & { kind: "output_invalid" }): string {
-  const { text, reasoning, cappedAt, context } = ending;
+  const { cappedAt, context } = ending;
   if (cappedAt === undefined && context !== undefined) {
-    if (text.trim() === "" && reasoning.trim() !== "") return reasoningOnly(ctx, { context }, "");
+    if (thoughtOnly(ending)) return reasoningOnly(ctx, { context }, "");
     return `the answer was cut off by a limit: the model's context (${context} tokens per slot) was full (raise model.context or lower llama.parallel)`;
   }
-  if (cappedAt !== undefined && text.trim() === "" && reasoning.trim() !== "")
-    return reasoningOnly(ctx, { cap: cappedAt }, "");
+  if (cappedAt !== undefined && thoughtOnly(ending)) return reasoningOnly(ctx, { cap: cappedAt }, "");
   return "the answer was cut off by a limit (raise max_tokens)";
+}
+
+/** A constrained step's reply that was all thinking (`context`: the step's own ending, not a limit's). */
+function thoughtOnly(ending: TurnEnding & { kind: "output_invalid" }): boolean {
+  return ending.context !== undefined && ending.text.trim() === "" && ending.reasoning.trim() !== "";
 }
 
 /** A path is the model's keys: one may be as long as the answer. */
