@@ -251,6 +251,23 @@ describe("chat: response_format", () => {
     expect(h.history("s")).toEqual([]);
   });
 
+  test("a pattern too large once its counted repeats expand is refused before llama-server is asked", async () => {
+    await using h = new ChatHarness(plain);
+    // The params check reads a pattern's syntax with each {n} as {1} (the loop's time): whether RE2
+    // takes its size is the validator's compile, which must answer before the request, or the
+    // grammar converter gets every count expanded and a whole reply is written to be refused.
+    const huge = { type: "json_schema", schema: { type: "string", pattern: "a{1000}".repeat(1500) } };
+    const { terminal } = await h.chat("p1", { input: "x", session_id: "s", response_format: huge });
+    expect(terminal).toMatchObject({
+      type: "error",
+      code: "invalid_request",
+      data: { field: "response_format" },
+    });
+    expect(String(terminal.message)).toContain("too large");
+    expect(h.llama.requests).toEqual([]);
+    expect(h.checkpoint("s")).toBeUndefined();
+  });
+
   test("a dangling $ref: the validator's refusal, invalid_request naming response_format (95d)", async () => {
     await using h = new ChatHarness(plain);
     h.llama.model.options.unscripted = "echo";

@@ -51,15 +51,24 @@ export class AnswerFormat {
   }
 
   /**
+   * Before the request, for a schema with a counted repeat (`a{1000}`): the params check reads a
+   * pattern's syntax with each count as 1 (the loop's time), so only this compile tells whether
+   * RE2 takes its size. One it refuses is refused here: sent, llama-server's grammar would expand
+   * every count, and a whole reply would be written to be refused at its check.
+   */
+  async beforeRequest(signal: AbortSignal): Promise<void> {
+    if (!COUNTED_REPEAT.test(this.schema)) return;
+    this.prepare();
+    compiledOrThrow(await abortable(this.compiled as Promise<ValidatorAnswer>, signal));
+  }
+
+  /**
    * The answer's text parsed and validated; never a value that does not match. Throws the
    * chat's invalid_request when the schema cannot be compiled, and the signal's reason on a cancel.
    */
   async check(text: string, signal: AbortSignal): Promise<AnswerCheck> {
     this.prepare();
-    const compiled = await abortable(this.compiled as Promise<ValidatorAnswer>, signal);
-    if (compiled.kind === "refused") throw formatRefused(`the schema cannot be used: ${compiled.message}`);
-    if (compiled.kind === "timeout")
-      throw formatRefused(`the schema took longer than ${compiled.limitMs} ms to compile`);
+    compiledOrThrow(await abortable(this.compiled as Promise<ValidatorAnswer>, signal));
     const checked = await abortable(askValidator(this.schema, text, CHECK_LIMIT_MS), signal);
     if (checked.kind === "checked")
       return checked.errors.length === 0
@@ -73,6 +82,16 @@ export class AnswerFormat {
         : `the answer could not be checked (${"message" in checked ? checked.message : checked.kind})`;
     return { ok: false, errors: [{ path: "", message: why }], total: 1 };
   }
+}
+
+/** A `{n}`, `{n,}` or `{n,m}` anywhere in the schema's text (a pattern's, or by chance another string's: a compile first). */
+const COUNTED_REPEAT = /\{\d+(,\d*)?\}/;
+
+/** The compile's answer, or the chat's invalid_request when the schema cannot be used. */
+function compiledOrThrow(compiled: ValidatorAnswer): void {
+  if (compiled.kind === "refused") throw formatRefused(`the schema cannot be used: ${compiled.message}`);
+  if (compiled.kind === "timeout")
+    throw formatRefused(`the schema took longer than ${compiled.limitMs} ms to compile`);
 }
 
 /** A format the chat cannot have: `invalid_request` naming `response_format`. */

@@ -85,6 +85,7 @@ export async function llmStep(ctx: TurnContext, setup: StepSetup, step: number):
     const refs = refsOf(messages);
     let textTokens: Promise<number | undefined> | undefined;
     try {
+      await setup.format?.beforeRequest(deps.signal);
       const body = { ...request(ctx, setup), messages: session.images.wire(messages) };
       const reply = await watchedCompletion(setup.lease, body, {
         signal: deps.signal,
