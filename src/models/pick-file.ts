@@ -46,7 +46,8 @@ export function pickFiles(want: Wanted, files: readonly HubFile[]): HubFile[] {
     const named = byPath.get(want.file);
     if (!named) throw choiceError(want, models, `has no file ${want.file}`, "not_found");
     const pick = pickGguf(paths, { file: want.file, quant: undefined });
-    // A listed file that is no GGUF is taken as it is (a README, a template beside the model).
+    // A listed .gguf that names no model of the listing (a part whose first part is missing) is
+    // taken as it is. `file` is always a .gguf (RepoFileSchema): no README or template is pulled.
     return pick.kind === "one" ? chosen(pick.group) : [named];
   }
   const candidates = models.filter((g) => !isProjector(g.first));

@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { parseHfModelPath, parseModelRef, pullCommand } from "../../src/protocol/model-ref.ts";
+import { PullParamsSchema } from "../../src/protocol/pull.ts";
 
 describe("model references", () => {
   test("repo, quant, file and the hf: prefix", () => {
@@ -42,5 +43,17 @@ describe("hostile references", () => {
     expect(message.length).toBeGreaterThan(0);
     expect(message.length).toBeLessThan(300);
     expect(message).toContain("…");
+  });
+});
+
+describe("only GGUFs are pulled", () => {
+  test("pull's file must name a .gguf, so its web-page refusal (download.ts) never meets a README", () => {
+    // docs/models.md leans on this: a file answered as text/html is refused for every download.
+    for (const file of ["README.md", "template.jinja", "config.json"]) {
+      expect(PullParamsSchema.safeParse({ repo: "org/m", file }).success).toBe(false);
+      // On the CLI it reads as a quantization, matched against the repo's GGUF names only.
+      expect(parseModelRef(`org/m:${file}`)).not.toHaveProperty("file");
+    }
+    expect(PullParamsSchema.safeParse({ repo: "org/m", file: "sub/x.GGUF" }).success).toBe(true);
   });
 });
