@@ -90,18 +90,21 @@ describe("chat: MCP servers that will not start", () => {
   // console.log where console.error was meant: its reason went to stdout, and the start said
   // only "it exited with code 1 (it wrote nothing to stderr)".
   test("a server that exits during its start having said why on stdout is quoted from there", async () => {
-    const script = "console.log('Error: FOO_TOKEN is not set'); setTimeout(() => process.exit(1), 20);";
-    const pool = new McpPool([
-      McpServerSchema.parse({ name: "t", command: process.execPath, args: ["-e", script] }),
-    ]);
-    try {
-      const err = await pool.tools("t", new AbortController().signal).catch((e: unknown) => e);
-      const message = (err as Error).message;
-      expect(message).toContain("it exited with code 1");
-      expect(message).toContain(JSON.stringify("Error: FOO_TOKEN is not set"));
-    } finally {
-      await pool.close();
-    }
+    const message = await startError(
+      "console.log('Error: FOO_TOKEN is not set'); setTimeout(() => process.exit(1), 20);",
+    );
+    expect(message).toContain("it exited with code 1");
+    expect(message).toContain(JSON.stringify("Error: FOO_TOKEN is not set"));
+  }, 30_000);
+
+  // JSON.stringify left a bidi override, C1 control or line separator in the quote raw: a host
+  // showing the warning had its text reordered.
+  test("the stray stdout line quoted in a start error has its bidi overrides and C1 controls escaped", async () => {
+    const message = await startError(
+      "console.log('Error: \\u202eevil\\u2066 \\u0085\\u009b\\u007f\\u2028end'); setTimeout(() => process.exit(1), 20);",
+    );
+    expect(message).toContain('"Error: \\u{202e}evil\\u{2066} \\u{85}\\u{9b}\\u{7f}\\u{2028}end"');
+    for (const c of "\u202e\u2066\u0085\u009b\u007f\u2028") expect(message).not.toContain(c);
   }, 30_000);
 
   // The first stray line is kept 4096 characters long, then redacted, then cut to 120: a secret
@@ -491,3 +494,16 @@ test("a server's own error at start-up reaches the warning bounded and well-form
     expect(warning?.message.isWellFormed()).toBe(true);
   }
 }, 30_000);
+
+/** The message a start of `node -e script` as an MCP server fails with. */
+async function startError(script: string): Promise<string> {
+  const pool = new McpPool([
+    McpServerSchema.parse({ name: "t", command: process.execPath, args: ["-e", script] }),
+  ]);
+  try {
+    const err = await pool.tools("t", new AbortController().signal).catch((e: unknown) => e);
+    return (err as Error).message;
+  } finally {
+    await pool.close();
+  }
+}

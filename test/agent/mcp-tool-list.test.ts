@@ -68,3 +68,13 @@ test("a turn cancelled before its tools are listed starts none of its servers: n
     await pool.close();
   }
 });
+
+// JSON.stringify escapes C0 controls only: a left-out name's bidi override, C1 control, DEL or
+// line separator reached the host's `tools_unavailable` text raw, reordering what it shows.
+test("a left-out tool name is quoted with its bidi overrides, C1 controls and line separators escaped", () => {
+  const raw = "\u202e\u2066\u0085\u009b\u007f\u2028\u2029";
+  const { dropped } = vetTools([{ name: `evil${raw}exe` }, { name: "ok" }]);
+  expect(dropped).toContain("1 of the 2 tools it listed were left out");
+  for (const c of raw) expect(dropped).not.toContain(c);
+  expect(dropped).toContain('"evil\\u{202e}\\u{2066}\\u{85}\\u{9b}\\u{7f}\\u{2028}\\u{2029}exe"');
+});

@@ -7,6 +7,7 @@ import type { McpServerConfig } from "../../config/schema.ts";
 import { CoreError } from "../../protocol/errors.ts";
 import { removeRecordFile, writeMcpRecord } from "../../runtime/pid-file.ts";
 import { logger } from "../../util/logger.ts";
+import { terminalText } from "../../util/terminal-text.ts";
 import { cutText } from "../../util/text-cut.ts";
 import { within } from "../../util/within.ts";
 import { VERSION } from "../../version.ts";
@@ -289,7 +290,8 @@ const STRAY_SHOWN = 120;
 
 /**
  * Lines on its stdout that were no JSON-RPC message, the first one quoted (its config's secrets
- * redacted before the cut, escaped as JSON): MCP's stdio is one message a line, and a server
+ * redacted before the cut, escaped as JSON and then as the log escapes what JSON leaves raw: bidi
+ * overrides, C1 controls, line separators): MCP's stdio is one message a line, and a server
  * printing its answers over several lines, or a BOM before them, never answers `initialize`,
  * and one that exits may have written why there (console.log). Redacted here: an exit's words
  * reach the warning as they are made.
@@ -300,7 +302,7 @@ function strayText(cfg: McpServerConfig, stray: ChildTransport["stray"]): string
   const whole = withoutSecrets(stray.first, secrets);
   // Kept STRAY_KEPT long: a long secret quoted early may run past that, matching no whole value.
   const first = cutText(stray.cut ? withoutCutEnd(whole, secrets, STRAY_SHOWN) : whole, STRAY_SHOWN);
-  return `; ${stray.lines} of the lines on its stdout were no JSON-RPC message (one a line), the first ${JSON.stringify(first)}`;
+  return `; ${stray.lines} of the lines on its stdout were no JSON-RPC message (one a line), the first ${terminalText(JSON.stringify(first))}`;
 }
 
 class ExitedAtStart extends Error {}

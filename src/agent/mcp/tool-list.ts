@@ -1,4 +1,5 @@
 import { MAX_JSON_DEPTH, nestedDeeperThan } from "../../util/json-depth.ts";
+import { terminalText } from "../../util/terminal-text.ts";
 import { wholeCharCut } from "../../util/text-cut.ts";
 
 export interface McpToolInfo {
@@ -108,10 +109,14 @@ function describe(dropped: Map<Reason, string[]>, total: number): string | null 
   return `${count} of the ${total} tools it listed were left out: ${parts.join("; ")}`;
 }
 
-/** A name for a message: quoted and escaped (it may hold anything), at most 40 characters of it. */
+/**
+ * A name for a message: quoted and escaped (it may hold anything), at most 40 characters of it.
+ * JSON.stringify escapes only C0 controls: the bidi overrides, C1 controls and line separators
+ * that would reorder or break the host's text are escaped as the log escapes them.
+ */
 function sample(name: unknown): string {
   if (typeof name !== "string") return String(typeof name);
-  return JSON.stringify(name.length > 40 ? `${name.slice(0, 40)}…` : name);
+  return terminalText(JSON.stringify(name.length > 40 ? `${name.slice(0, 40)}…` : name));
 }
 
 function isObject(v: unknown): v is Record<string, unknown> {
