@@ -1,6 +1,9 @@
+import { readdirSync } from "node:fs";
 import { defineCommand } from "citty";
 import { fitVerdictWith } from "../models/fit-verdict.ts";
-import { pullModel } from "../models/pull.ts";
+import { hubCacheDir, repoPaths } from "../models/hf-cache.ts";
+import type { ProgressPhase } from "../models/progress.ts";
+import { type PullDeps, pullModel } from "../models/pull.ts";
 import { ProgressPrinter, renderPulled } from "../models/pull-render.ts";
 import { killRunningProbes } from "../plan/run-probe.ts";
 import { CoreError, cancelledError, isCoreError } from "../protocol/errors.ts";
@@ -45,16 +48,17 @@ export default defineCommand({
     process.once("SIGINT", stop);
     process.once("SIGTERM", onTerm);
     let downloaded = false;
-    // The part of the last progress event; 0 while the hub is still asked.
-    let part = 0;
+    // The part and phase of the last progress event; part 0 while the hub is still asked.
+    let at: { part: number; phase?: ProgressPhase } = { part: 0 };
+    const deps = machinePullDeps();
     try {
       const ref = parseRef(args.model, args.revision);
       // The verdict's settings: a typo in --config is said before the download, not judged with the defaults.
       requireNamedConfig(args.config);
-      const outcome = await pullModel(ref, machinePullDeps(), {
+      const outcome = await pullModel(ref, deps, {
         signal: ac.signal,
         progress: (p) => {
-          part = p.part;
+          at = { part: p.part, phase: p.phase };
           if (args.json) out(`${JSON.stringify({ type: "event", event: "download_progress", ...p })}\n`);
           else printer.show(p);
         },
@@ -79,10 +83,11 @@ export default defineCommand({
     } catch (err) {
       printer.end();
       if (isCoreError(err) && err.code === "cancelled") {
-        const began = partialKept(part, err);
+        const stopped = { ...at, earlierPartial: at.part === 0 && partialOnDisk(deps, args.model) };
+        const unfinished = (again: string) => stopLeft(stopped, err, again);
         if (stdout.closed) {
           // A cached model's first line, and the fit check, come after the download: the file is complete.
-          const kept = downloaded ? "; the model is in the cache" : unfinished(began, "run it again");
+          const kept = downloaded ? "; the model is in the cache" : unfinished("run it again");
           logger.warn(`${outputLost(stdout.failure)}, so the pull stopped${kept}`);
           return 1;
         }
@@ -90,7 +95,7 @@ export default defineCommand({
         logger.warn(
           downloaded
             ? "pull cancelled before its fit check was done; the downloaded file is in the cache"
-            : `pull cancelled${unfinished(began, "run the same command")}`,
+            : `pull cancelled${unfinished("run the same command")}`,
         );
         return interrupted;
       }
@@ -119,19 +124,48 @@ async function unlessStopped(check: Promise<FitVerdict>, signal: AbortSignal): P
   }
 }
 
-/**
- * Whether a pull stopped at `part` (its last progress event's; 0 before any) left something to
- * resume: before any event the hub was still asked, nothing written; a first part stopped
- * before its body's first byte (`bytes_done` 0) left an empty partial, dropped. A later part's
- * stop leaves the earlier parts whole, which the next run does not fetch again.
- */
-export function partialKept(part: number, err: CoreError): boolean {
-  return part > 1 || (part === 1 && err.data?.bytes_done !== 0);
+/** Where a pull stopped: its last progress event's part (0 before any) and phase. */
+export interface PullStop {
+  part: number;
+  phase?: ProgressPhase;
+  /** Before any event: whether the repo's cache folder holds a partial an earlier pull left. */
+  earlierPartial: boolean;
 }
 
-/** What a pull stopped before its file was whole left: a partial to resume, or nothing yet. */
-const unfinished = (began: boolean, again: string): string =>
-  began ? `; the partial download is kept, ${again} to resume` : " before its download began";
+/**
+ * What a pull stopped before its file was whole left, as its message's tail: a partial to
+ * resume, or nothing yet. Before any event the hub was still asked: nothing written by this run,
+ * but a resumed pull's earlier bytes are still there (the core's error gives their size once the
+ * storage was asked for the rest). A first part stopped before its body's first byte
+ * (`bytes_done` 0) left an empty partial, dropped; one waiting on another pull's lock has none of
+ * its own (the partial on disk is that pull's). A later part's stop leaves the earlier parts
+ * whole, which the next run does not fetch again.
+ */
+export function stopLeft(at: PullStop, err: CoreError, again: string): string {
+  const kept = `; the partial download is kept, ${again} to resume`;
+  if (at.part > 1) return kept;
+  if (at.part === 1) {
+    if (at.phase === "wait")
+      return " while another pull of the same file was downloading it (the partial on disk is that pull's)";
+    return err.data?.bytes_done !== 0 ? kept : " before its download began";
+  }
+  const earlier = err.data?.bytes_done;
+  if (typeof earlier === "number" && earlier > 0)
+    return `; the partial download an earlier run left is kept, ${again} to resume`;
+  return at.earlierPartial
+    ? " before its download began; a partial download an earlier pull of this repo left is kept"
+    : " before its download began";
+}
+
+/** Whether the blobs folder of `model`'s repo holds a partial (`.incomplete`); false when it cannot be read. */
+function partialOnDisk(deps: PullDeps, model: string): boolean {
+  try {
+    const blobs = repoPaths(hubCacheDir(deps.env, deps.home), parseModelRef(model).repo).blobs;
+    return readdirSync(blobs).some((name) => name.endsWith(".incomplete"));
+  } catch {
+    return false;
+  }
+}
 
 /** Why pull's stdout took no more: its reader left (EPIPE), or a write failed otherwise (a full disk). */
 function outputLost(failure: Error | undefined): string {

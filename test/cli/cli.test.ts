@@ -1,5 +1,14 @@
 import { describe, expect, test } from "bun:test";
-import { closeSync, existsSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import {
+  closeSync,
+  existsSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { join } from "node:path";
 import { Writable } from "node:stream";
 import { flushed, flushedForExit } from "../../src/cli/output.ts";
@@ -643,6 +652,24 @@ describe("pull stopped by a signal before its download", () => {
     expect(exit).toBe(130);
     expect(stderr.trim().split("\n")).toEqual(["[warn] pull cancelled before its download began"]);
     expect(partials()).toEqual([]);
+  }, 30_000);
+
+  // Before: "pull cancelled before its download began", as if the earlier run's bytes were gone.
+  test("Ctrl-C while the hub is asked, an earlier run's partial on disk: the message says it is kept", async () => {
+    using dir = tmpdir();
+    const { hub, proc, partials } = await pullTiny(dir.path, { apiDelayMs: 60_000 });
+    await using _hub = hub;
+    const blobs = join(dir.path, "hub", "models--org--tiny-GGUF", "blobs");
+    mkdirSync(blobs, { recursive: true });
+    writeFileSync(join(blobs, `${"a".repeat(64)}.incomplete`), "earlier bytes");
+    expect(await waitFor(() => hub.requests.length > 0)).toBe(true);
+    proc.kill("SIGINT");
+    const [stderr, exit] = await Promise.all([new Response(proc.stderr).text(), proc.exited]);
+    expect(exit).toBe(130);
+    expect(stderr.trim().split("\n")).toEqual([
+      "[warn] pull cancelled before its download began; a partial download an earlier pull of this repo left is kept",
+    ]);
+    expect(partials()).toHaveLength(1);
   }, 30_000);
 
   test("Ctrl-C once the storage answered but before its first byte: no partial claimed, the empty one dropped", async () => {
