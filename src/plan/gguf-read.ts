@@ -3,6 +3,7 @@ import { basename, dirname, join } from "node:path";
 import type { gguf } from "@huggingface/gguf";
 import { CoreError } from "../protocol/errors.ts";
 import { NotRegularFile, openRegularFile } from "../util/read-file.ts";
+import { terminalText } from "../util/terminal-text.ts";
 import { cutText } from "../util/text-cut.ts";
 import { ggmlBlockSize, ggmlTypeName, tensorBytes } from "./ggml-types.ts";
 import {
@@ -10,6 +11,7 @@ import {
   GgufInvalid,
   GgufTruncated,
   KEEP_ARRAY_MAX,
+  quotedName,
   type ScannedGguf,
   scanGguf,
   versionProblem,
@@ -112,7 +114,7 @@ function tensorInTwoParts(parts: readonly Pick<GgufHeader, "tensors">[]): string
   for (const [i, part] of parts.entries()) {
     for (const t of part.tensors) {
       const before = partOf.get(t.name);
-      const named = `the tensor ${JSON.stringify(quoted(t.name))}`;
+      const named = `the tensor ${quotedName(t.name)}`;
       if (before === i) return `${named} is given twice in part ${i + 1}`;
       if (before !== undefined) return `${named} is in parts ${before + 1} and ${i + 1}`;
       partOf.set(t.name, i);
@@ -259,8 +261,11 @@ const isCount = (v: unknown) =>
     ? v >= 0n && v <= BigInt(MAX_COUNT)
     : typeof v !== "number" || (v >= 0 && v <= MAX_COUNT);
 
-/** A key or tensor name as a problem quotes it: the file's text, cut between characters. */
-const quoted = (text: string): string => cutText(text, 80);
+/**
+ * A key or tensor name as a problem quotes it: the file's text, cut between characters, its
+ * controls and bidi overrides escaped as the log escapes them (the message reaches the host).
+ */
+const quoted = (text: string): string => terminalText(cutText(text, 80));
 
 /**
  * Longer than any architecture's name (llama.cpp's are a word: `llama`, `command-r`,
@@ -314,10 +319,10 @@ function headerOfScan(
     // it is no model's, not an interrupted download to fetch again to the same end.
     if (!Number.isSafeInteger(elements))
       throw new GgufInvalid(
-        `the tensor ${JSON.stringify(quoted(t.name))} has ${elements} elements, more than any file holds`,
+        `the tensor ${quotedName(t.name)} has ${elements} elements, more than any file holds`,
       );
     const wrong = typeProblem(t);
-    if (wrong) throw new GgufInvalid(`the tensor ${JSON.stringify(quoted(t.name))} ${wrong}`);
+    if (wrong) throw new GgufInvalid(`the tensor ${quotedName(t.name)} ${wrong}`);
     const bytes = tensorBytes(t.dtype, elements);
     end = Math.max(end, dataStart + t.offset + bytes);
     return { name: t.name, shape: t.shape, type: t.dtype, bytes };
@@ -358,7 +363,7 @@ function typeProblem(t: ScannedGguf["tensorInfos"][number]): string | undefined 
 function tableProblem(scanned: ScannedGguf, tensors: TensorEntry[], alignment: number): string | undefined {
   let end = 0;
   for (const [i, t] of tensors.entries()) {
-    const named = `the tensor ${JSON.stringify(quoted(t.name))}`;
+    const named = `the tensor ${quotedName(t.name)}`;
     const nameBytes = Buffer.byteLength(t.name);
     if (nameBytes >= 64) return `${named}: its name is ${nameBytes} bytes, llama.cpp takes 63`;
     if (t.shape.length > 4) return `${named} has ${t.shape.length} dimensions, llama.cpp takes 4`;

@@ -1,3 +1,4 @@
+import { terminalText } from "../util/terminal-text.ts";
 import { cutText } from "../util/text-cut.ts";
 
 /**
@@ -334,8 +335,11 @@ export function alignmentOf(metadata: Record<string, unknown>): number {
   return alignment;
 }
 
-/** A name from the file as a message quotes it: its start only, cut between characters. */
-const quotedName = (name: string): string => JSON.stringify(cutText(name, 80));
+/**
+ * A name from the file as a message quotes it: its start only, cut between characters, escaped
+ * as JSON and then as the log escapes what JSON leaves raw (bidi overrides, C1 controls, U+2028).
+ */
+export const quotedName = (name: string): string => terminalText(JSON.stringify(cutText(name, 80)));
 
 function checkedType(type: number): number {
   if (type > T.F64) throw new GgufInvalid(`value type ${type}`);

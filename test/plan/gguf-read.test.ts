@@ -172,6 +172,24 @@ describe("readGgufHeader", () => {
     expect(p.message).toContain(`the tensor "${second.name}" has its data at byte 0 of the data`);
   });
 
+  // A name was quoted with its bidi overrides and C1 controls raw (JSON.stringify keeps them, the
+  // bare quote kept all): the message the host shows had its text reordered.
+  test("a name quoted in a not-a-GGUF message has its bidi overrides and controls escaped", async () => {
+    using dir = tmpdir();
+    const base = llama7b({ layers: 2 });
+    const tensor = { name: "five\u202e\u0085.weight", shape: [32, 1, 1, 1, 2], type: 0 };
+    const five = writeGguf(dir.path, "five.gguf", { ...base, tensors: [...base.tensors, tensor] });
+    const p = await problemOf(five);
+    expect(p.message).toContain('the tensor "five\\u{202e}\\u{85}.weight" has 5 dimensions');
+    const arch = writeGguf(dir.path, "arch.gguf", {
+      metadata: { "general.architecture": `\u202e\u001b[2J${"x".repeat(200)}` },
+      tensors: [{ name: "blk.0.attn_norm.weight", shape: [64], type: 0 }],
+    });
+    const q = await problemOf(arch);
+    expect(q.message).toContain("(\\u{202e}\\u{1b}[2Jxxx");
+    for (const m of [p.message, q.message]) for (const c of "\u202e\u0085\u001b") expect(m).not.toContain(c);
+  });
+
   test("a tensor of a type llama.cpp added lately (NVFP4, Q1_0, Q2_0) is sized as ggml sizes it, not as F32", async () => {
     using dir = tmpdir();
     // ggml's type traits (ggml-common.h): NVFP4 64 elements in 36 bytes, Q1_0 128 in 18, Q2_0 64 in 18.

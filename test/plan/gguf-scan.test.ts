@@ -186,6 +186,27 @@ describe("scanGguf on bad bytes", () => {
     expect(() => scanGguf(over(header))).not.toThrow();
   });
 
+  // JSON.stringify left a name's bidi overrides and C1 controls raw in the message the host shows.
+  test("a name quoted in the error has its bidi overrides and C1 controls escaped", () => {
+    const spec = llama7b();
+    spec.metadata["zz\u202e\u0085.1"] = 32;
+    spec.metadata["zz\u202e\u0085.2"] = 4096;
+    const { header } = encodeGguf(spec);
+    const second = new TextEncoder().encode("zz\u202e\u0085.2");
+    const at = Buffer.from(header).indexOf(Buffer.from(second));
+    expect(at).toBeGreaterThan(0);
+    const copy = header.slice();
+    copy[at + second.length - 1] = "1".charCodeAt(0);
+    let message = "";
+    try {
+      scanGguf(over(copy));
+    } catch (err) {
+      message = (err as Error).message;
+    }
+    expect(message).toContain('the key "zz\\u{202e}\\u{85}.1" is given twice');
+    expect(message).not.toContain("\u202e");
+  });
+
   test("an unknown value type, a wild version or count is invalid", () => {
     const { header } = encodeGguf(llama7b());
     const wrong = (at: number, value: number) => {
