@@ -1,4 +1,5 @@
 import { readCapped } from "../util/capped-body.ts";
+import { terminalText } from "../util/terminal-text.ts";
 import { cutText, wholeCharCut } from "../util/text-cut.ts";
 
 /**
@@ -269,8 +270,9 @@ export function notJson(what: string, text: string): LlmError {
   return new LlmError("bad_response", `llama-server sent ${what} that is not JSON: ${excerpt(text)}`);
 }
 
+/** Escaped as JSON, then as the log escapes what JSON leaves raw (bidi overrides, C1 controls). */
 export function excerpt(data: string): string {
-  return JSON.stringify(data.length > 80 ? `${data.slice(0, 80)}…` : data);
+  return terminalText(JSON.stringify(data.length > 80 ? `${data.slice(0, 80)}…` : data));
 }
 
 /**

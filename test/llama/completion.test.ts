@@ -240,6 +240,15 @@ describe("the completion's failures", () => {
     expect((odd as LlmError).message).toContain("delta.reasoning_content is not a string");
   });
 
+  // JSON.stringify kept a bidi override or C1 control from the stream (the model's own text)
+  // raw in the message the host shows.
+  test("the quoted excerpt of a bad event has its bidi overrides and C1 controls escaped", async () => {
+    using garbage = tape(sse("{nope \u202e\u0085\u2028"));
+    const message = ((await complete(garbage, { messages: [] })) as LlmError).message;
+    expect(message).toContain('"{nope \\u{202e}\\u{85}\\u{2028}"');
+    for (const c of "\u202e\u0085\u2028") expect(message).not.toContain(c);
+  });
+
   test("a stream that ends before a finish is connection_lost", async () => {
     using t = tape(sse('{"choices":[{"delta":{"content":"a"}}]}'));
     expect(await complete(t, { messages: [] })).toMatchObject({ kind: "connection_lost" });
