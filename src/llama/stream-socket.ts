@@ -1,3 +1,4 @@
+import { terminalText } from "../util/terminal-text.ts";
 import type { PiecewiseBody } from "./data-url.ts";
 import { ConnectionRefused, LlmError, statusError } from "./errors.ts";
 import type { LlamaEndpoint } from "./http.ts";
@@ -292,9 +293,7 @@ class Answer implements BodyReader {
     const status = /^HTTP\/1\.[01] (\d{3}) ?(.*)$/.exec(lines[0] as string);
     if (!status) {
       this.fail(
-        lost(
-          `llama-server answered something that is not HTTP: ${JSON.stringify((lines[0] as string).slice(0, 80))}`,
-        ),
+        lost(`llama-server answered something that is not HTTP: ${shown((lines[0] as string).slice(0, 80))}`),
       );
       return -1;
     }
@@ -309,9 +308,7 @@ class Answer implements BodyReader {
     if (/chunked/i.test(headers.get("transfer-encoding") ?? "")) this.framing = "chunked";
     else if (length === undefined) this.framing = "close";
     else if (!/^\d{1,15}$/.test(length)) {
-      this.fail(
-        lost(`llama-server's answer has a malformed Content-Length: ${JSON.stringify(length.slice(0, 40))}`),
-      );
+      this.fail(lost(`llama-server's answer has a malformed Content-Length: ${shown(length.slice(0, 40))}`));
       return -1;
     } else [this.framing, this.left, this.ended] = ["length", Number(length), Number(length) === 0];
     if (this.status >= 200 && this.status < 300) this.head.resolve(this);
@@ -347,3 +344,9 @@ class Answer implements BodyReader {
     this.signal.removeEventListener("abort", this.onAbort);
   }
 }
+
+/**
+ * Bytes of the answer (read as latin1) as a message quotes them: a byte 0x80-0x9f is a C1
+ * control there, which JSON leaves raw; escaped as the log escapes it.
+ */
+const shown = (text: string): string => terminalText(JSON.stringify(text));

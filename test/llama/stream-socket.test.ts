@@ -197,6 +197,18 @@ describe("postStream's bounds: what would grow without end is refused at its lim
     expect((err as LlmError).message).toContain("not HTTP");
     expect((err as LlmError).message.length).toBeLessThan(160);
   });
+
+  // Read as latin1, a byte 0x80-0x9f is a C1 control (0x9b opens a sequence as ESC [ does), which
+  // JSON.stringify kept raw in the message: another program on the port could drive a terminal.
+  test("what is not HTTP, or a malformed length, is quoted with its C1 controls escaped", async () => {
+    const err = await outcome(["\u009b2Jnot http\r\n\r\n"]);
+    expect((err as LlmError).message).toContain("\\u{9b}2Jnot http");
+    expect((err as LlmError).message).not.toContain("\u009b");
+    closeScripted();
+    const bad = await outcome(["HTTP/1.1 200 OK\r\nContent-Length: 1\u009b\r\n\r\n"]);
+    expect((bad as LlmError).message).toContain("\\u{9b}");
+    expect((bad as LlmError).message).not.toContain("\u009b");
+  });
 });
 
 describe("chunkSize", () => {
