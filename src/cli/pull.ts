@@ -49,7 +49,7 @@ export default defineCommand({
     process.once("SIGTERM", onTerm);
     let downloaded = false;
     // The part and phase of the last progress event; part 0 while the hub is still asked.
-    let at: { part: number; phase?: ProgressPhase } = { part: 0 };
+    let at: { part: number; phase?: ProgressPhase; whole?: boolean } = { part: 0 };
     const deps = machinePullDeps();
     try {
       const ref = parseRef(args.model, args.revision);
@@ -58,7 +58,7 @@ export default defineCommand({
       const outcome = await pullModel(ref, deps, {
         signal: ac.signal,
         progress: (p) => {
-          at = { part: p.part, phase: p.phase };
+          at = { part: p.part, phase: p.phase, whole: p.bytes_done >= p.total };
           if (args.json) out(`${JSON.stringify({ type: "event", event: "download_progress", ...p })}\n`);
           else printer.show(p);
         },
@@ -128,6 +128,8 @@ async function unlessStopped(check: Promise<FitVerdict>, signal: AbortSignal): P
 export interface PullStop {
   part: number;
   phase?: ProgressPhase;
+  /** Whether that event's file was whole: the next file's storage may still be asked, no event of its own yet. */
+  whole?: boolean;
   /** Before any event: whether the repo's cache folder holds a partial an earlier pull left. */
   earlierPartial: boolean;
 }
@@ -147,7 +149,8 @@ export function stopLeft(at: PullStop, err: CoreError, again: string): string {
   if (at.part === 1) {
     if (at.phase === "wait")
       return " while another pull of the same file was downloading it (the partial on disk is that pull's)";
-    return err.data?.bytes_done !== 0 ? kept : " before its download began";
+    // A whole first file is kept whatever the next one's bytes (its error's `bytes_done`, 0).
+    return at.whole || err.data?.bytes_done !== 0 ? kept : " before its download began";
   }
   const earlier = err.data?.bytes_done;
   if (typeof earlier === "number" && earlier > 0)

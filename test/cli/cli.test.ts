@@ -1,4 +1,5 @@
 import { describe, expect, test } from "bun:test";
+import { createHash } from "node:crypto";
 import {
   closeSync,
   existsSync,
@@ -14,7 +15,7 @@ import { Writable } from "node:stream";
 import { flushed, flushedForExit } from "../../src/cli/output.ts";
 import { isAlive } from "../../src/runtime/proc-info.ts";
 import { tinyLlama, writeGguf } from "../fixtures/gguf-writer.ts";
-import { type Knobs, startHubStandIn } from "../fixtures/hub-stand-in.ts";
+import { type Knobs, type StandInFile, startHubStandIn } from "../fixtures/hub-stand-in.ts";
 import { tmpdir } from "../fixtures/tmpdir.ts";
 import { waitFor } from "../fixtures/wait.ts";
 
@@ -620,10 +621,10 @@ describe("pull stopped by a signal after its download", () => {
 
 describe("pull stopped by a signal before its download", () => {
   /** `pull org/tiny-GGUF:Q4_K_M` (and `extra`) in `dir` against a stand-in hub with `knobs`. */
-  async function pullTiny(dir: string, knobs: Knobs, extra: string[] = []) {
+  async function pullTiny(dir: string, knobs: Knobs, extra: string[] = [], more: StandInFile[] = []) {
     const tiny = new Uint8Array(readFileSync(writeGguf(dir, "tiny.gguf", tinyLlama())));
     const hub = await startHubStandIn(
-      [{ id: "org/tiny-GGUF", files: [{ path: "tiny-Q4_K_M.gguf", content: tiny }] }],
+      [{ id: "org/tiny-GGUF", files: [{ path: "tiny-Q4_K_M.gguf", content: tiny }, ...more] }],
       knobs,
     );
     const cache = join(dir, "hub");
@@ -697,6 +698,24 @@ describe("pull stopped by a signal before its download", () => {
     expect(stderr).toContain("[warn] pull cancelled before its download began");
     expect(stderr).not.toContain("kept");
     expect(partials()).toEqual([]);
+  }, 30_000);
+
+  test("Ctrl-C while the projector's storage is asked, the model whole: the CLI does not say nothing began", async () => {
+    using dir = tmpdir();
+    // Part 2 (the projector) is asked for after part 1's last event; its storage never answers.
+    const projector = { path: "mmproj-tiny-f16.gguf", content: new Uint8Array(4096).fill(7) };
+    const { hub, proc } = await pullTiny(dir.path, { silentFile: projector.path }, [], [projector]);
+    await using _hub = hub;
+    const sha = createHash("sha256").update(projector.content).digest("hex");
+    expect(
+      await waitFor(() => hub.requests.some((r) => r.server === "storage" && r.path.includes(sha))),
+    ).toBe(true);
+    proc.kill("SIGINT");
+    const [stderr, exit] = await Promise.all([new Response(proc.stderr).text(), proc.exited]);
+    expect(exit).toBe(130);
+    expect(existsSync(join(dir.path, "hub", "models--org--tiny-GGUF", "snapshots"))).toBe(true);
+    expect(stderr).not.toContain("before its download began");
+    expect(stderr).toContain("kept");
   }, 30_000);
 });
 

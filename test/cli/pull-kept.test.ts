@@ -25,6 +25,12 @@ describe("stopLeft", () => {
     expect(left(1, at(), "check")).toBe(KEPT);
   });
 
+  test("a whole first part, the next file's storage still asked (its bytes 0, no event of its own): kept", () => {
+    expect(
+      stopLeft({ part: 1, phase: "download", whole: true, earlierPartial: false }, at(0), "pull again"),
+    ).toBe(KEPT);
+  });
+
   test("a later part stopped before its first byte: the parts before it are whole, not 'before its download began'", () => {
     expect(left(2, at(0), "download")).toBe(KEPT);
     expect(left(2, at(), "wait")).toBe(KEPT);
