@@ -233,7 +233,8 @@ export class LocalAiClient {
 
   /**
    * Downloads a GGUF into the Hugging Face cache (docs/models.md); its `download_progress` events
-   * report progress. Cancellable like a chat: the partial file is kept for the next pull to resume.
+   * report progress. Cancellable like a chat: the partial file, when it holds a byte (the error's
+   * `data.bytes_done` over 0), is kept for the next pull to resume.
    */
   pull(params: PullParams, options: CallOptions = {}): RequestStream<PullEvent, PullResult> {
     return this.connection.open<PullEvent, PullResult>("pull", params, options, { cancellable: true });

@@ -93,8 +93,12 @@ export interface ErrorDataByCode {
     finish_reason: string | null;
     trace_id?: string;
   } & Open;
-  /** Cancelled by the host, or by a deletion (`session_deleted`, `user_deleted`, `document_deleted`). */
-  cancelled: { reason?: ErrorReason } & Open;
+  /**
+   * Cancelled by the host, or by a deletion (`session_deleted`, `user_deleted`, `document_deleted`).
+   * A `pull` stopped in its download: the file's bytes on disk and its size; a partial is kept
+   * only when `bytes_done` is over 0.
+   */
+  cancelled: { reason?: ErrorReason; bytes_done?: number; total?: number } & Open;
   /** More requests in flight than the core holds: nothing was done; send it again later. */
   too_many_requests: { limit: number } & Open;
   /** Unexpected, or llama-server failing during a chat (`reason`, docs/agent.md). */
